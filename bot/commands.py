@@ -1,0 +1,319 @@
+"""The catalogue of genbot's slash commands, declared once for the core and every adapter.
+
+Discord builds its app commands from it, Slack and the web playground show it as help, and the
+core validates options against it and parses text-only commands (``a fox --ar 16:9 --fast``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
+
+CHAT_MODELS: tuple[str, ...] = (
+    "llm-3.5-turbo",
+    "llm-3.5-turbo-0301",
+    "llm-3.5-turbo-0613",
+    "llm-3.5-turbo-16k",
+    "llm-3.5-turbo-16k-0613",
+    "llm-3.5-turbo-1106",
+    "llm-4",
+    "llm-4-0613",
+    "llm-4-1106-preview",
+    "llm-4-vision-preview",
+)
+PROCESS_MODES: tuple[str, ...] = ("relax", "mixed", "fast", "turbo")
+BLEND_DIMENSIONS: tuple[str, ...] = ("square", "portrait", "landscape")
+DIFFUSION_STEPS: tuple[str, ...] = ("21", "31", "41", "51")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a command.
+
+    ``flags`` are the text spellings (``--ar``); ``flag_values`` are bare flags that set a value
+    (``--fast`` sets ``process_mode`` to ``fast``). ``autocomplete`` marks options whose values
+    adapters should suggest (chat models).
+    """
+
+    name: str
+    type: OptionType
+    description: str
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    min_value: float | None = None
+    max_value: float | None = None
+    flags: tuple[str, ...] = ()
+    flag_values: tuple[tuple[str, str], ...] = ()
+    autocomplete: bool = False
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A command. ``name`` is dotted for group members (``diffusion.txt2img``).
+
+    ``free_text`` names the option that takes the text left after flags are parsed (the prompt);
+    ``keeps_unknown_flags`` leaves unknown ``--x`` flags in that text (Midjourney parameters
+    such as ``--v 6`` belong to the prompt).
+    """
+
+    name: str
+    description: str
+    options: tuple[Option, ...] = ()
+    free_text: str | None = None
+    keeps_unknown_flags: bool = False
+    examples: tuple[str, ...] = field(default=())
+
+    def option(self, name: str) -> Option | None:
+        """The option called ``name``, if any."""
+        return next((o for o in self.options if o.name == name), None)
+
+
+_PROMPT = Option("prompt", "string", "What to create", required=True)
+_ASPECT = Option(
+    "aspect_ratio", "string", "Aspect ratio such as 1:1, 16:9, 2:3", flags=("--ar", "--aspect")
+)
+_MODE = Option(
+    "process_mode",
+    "string",
+    "Speed: relax, mixed, fast or turbo",
+    choices=PROCESS_MODES,
+    flags=("--mode",),
+    flag_values=tuple((f"--{m}", m) for m in PROCESS_MODES),
+)
+_DIFFUSION_COMMON: tuple[Option, ...] = (
+    Option("negative_prompt", "string", "What to avoid", flags=("--neg", "--no")),
+    Option("model_id", "string", "Checkpoint model id", flags=("--model",)),
+    Option(
+        "width",
+        "integer",
+        "Width in pixels (at most 1024)",
+        min_value=1,
+        max_value=1024,
+        flags=("--width", "--w"),
+    ),
+    Option(
+        "height",
+        "integer",
+        "Height in pixels (at most 1024)",
+        min_value=1,
+        max_value=1024,
+        flags=("--height", "--h"),
+    ),
+    Option("steps", "string", "Inference steps", choices=DIFFUSION_STEPS, flags=("--steps",)),
+    Option(
+        "guidance_scale",
+        "number",
+        "Guidance scale, 1 to 20",
+        min_value=1,
+        max_value=20,
+        flags=("--guidance", "--cfg"),
+    ),
+    Option("seed", "integer", "Seed (random when absent)", min_value=0, flags=("--seed",)),
+    Option("lora_model", "string", "LoRA model ids, comma separated", flags=("--lora",)),
+    Option("lora_strength", "number", "LoRA strength", flags=("--lora-strength",)),
+)
+
+COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec(
+        "chat",
+        "Talk with the model; the answer streams in",
+        (
+            Option("prompt", "string", "Your message", required=True),
+            Option(
+                "model",
+                "string",
+                "Chat model",
+                choices=CHAT_MODELS,
+                flags=("--model",),
+                autocomplete=True,
+            ),
+            Option(
+                "temperature",
+                "number",
+                "Sampling temperature, 0 to 2",
+                min_value=0,
+                max_value=2,
+                flags=("--temperature", "--temp"),
+            ),
+            Option(
+                "max_tokens",
+                "integer",
+                "Longest answer in tokens",
+                min_value=1,
+                flags=("--max-tokens",),
+            ),
+            Option("system", "string", "System prompt for this conversation", flags=("--system",)),
+        ),
+        free_text="prompt",
+        examples=("/chat what is a good name for a fox? --model llm-3.5-turbo --temp 0.7",),
+    ),
+    CommandSpec(
+        "imagine",
+        "Create four images from a prompt",
+        (
+            _PROMPT,
+            _ASPECT,
+            _MODE,
+            Option(
+                "skip_prompt_check",
+                "boolean",
+                "Skip the provider's prompt check",
+                flag_values=(("--skip-check", "true"),),
+            ),
+        ),
+        free_text="prompt",
+        keeps_unknown_flags=True,
+        examples=("/imagine a fox in the snow --ar 16:9 --fast",),
+    ),
+    CommandSpec(
+        "describe",
+        "Four prompts that could have made an image",
+        (
+            Option("image", "attachment", "The image to describe"),
+            Option("url", "string", "Or the image's https URL", flags=("--url",)),
+            _MODE,
+        ),
+        free_text="url",
+        examples=("/describe https://example.com/fox.png",),
+    ),
+    CommandSpec(
+        "blend",
+        "Blend two to five images",
+        (
+            Option("image1", "attachment", "First image", required=True),
+            Option("image2", "attachment", "Second image", required=True),
+            Option("image3", "attachment", "Third image"),
+            Option("image4", "attachment", "Fourth image"),
+            Option("image5", "attachment", "Fifth image"),
+            Option(
+                "dimension",
+                "string",
+                "Shape of the result",
+                choices=BLEND_DIMENSIONS,
+                flags=("--dimension", "--dim"),
+            ),
+            _MODE,
+        ),
+        examples=("/blend (with 2–5 images attached) --dimension portrait",),
+    ),
+    CommandSpec(
+        "diffusion.txt2img",
+        "Diffusion: text to image",
+        (_PROMPT, *_DIFFUSION_COMMON),
+        free_text="prompt",
+        examples=("/diffusion txt2img a fox --width 768 --steps 31 --seed 7",),
+    ),
+    CommandSpec(
+        "diffusion.img2img",
+        "Diffusion: image to image",
+        (
+            _PROMPT,
+            Option("init_image", "attachment", "The starting image", required=True),
+            Option(
+                "strength",
+                "number",
+                "How much to change it, 0 to 1",
+                min_value=0,
+                max_value=1,
+                flags=("--strength",),
+            ),
+            *_DIFFUSION_COMMON,
+        ),
+        free_text="prompt",
+        examples=("/diffusion img2img a fox in autumn --strength 0.6 (with an image attached)",),
+    ),
+    CommandSpec(
+        "diffusion.upscale",
+        "Diffusion: upscale an image",
+        (
+            Option("image", "attachment", "The image to upscale", required=True),
+            Option(
+                "scale", "integer", "Scale factor", min_value=2, max_value=4, flags=("--scale",)
+            ),
+        ),
+        examples=("/diffusion upscale --scale 2 (with an image attached)",),
+    ),
+    CommandSpec(
+        "diffusion.controlnet",
+        "Diffusion: generation guided by a control image",
+        (
+            _PROMPT,
+            Option("init_image", "attachment", "The starting image", required=True),
+            Option(
+                "controlnet_model",
+                "string",
+                "ControlNet model id (canny, depth, openpose…)",
+                required=True,
+                flags=("--controlnet",),
+            ),
+            Option("control_image", "attachment", "The control image"),
+            Option("mask_image", "attachment", "A mask image"),
+            Option("controlnet_type", "string", "Preprocessor type", flags=("--controlnet-type",)),
+            Option(
+                "strength",
+                "number",
+                "How much to change the image, 0 to 1",
+                min_value=0,
+                max_value=1,
+                flags=("--strength",),
+            ),
+            Option(
+                "controlnet_conditioning_scale",
+                "number",
+                "Conditioning scale, 1 to 20",
+                min_value=1,
+                max_value=20,
+                flags=("--conditioning",),
+            ),
+            Option("guess_mode", "boolean", "Guess mode", flag_values=(("--guess-mode", "true"),)),
+            *_DIFFUSION_COMMON,
+        ),
+        free_text="prompt",
+        examples=("/diffusion controlnet a fox --controlnet canny (with an image attached)",),
+    ),
+    CommandSpec(
+        "settings",
+        "Show or change your defaults (and the channel's system prompt)",
+        (
+            Option(
+                "model",
+                "string",
+                "Default chat model",
+                choices=CHAT_MODELS,
+                flags=("--model",),
+                autocomplete=True,
+            ),
+            Option(
+                "system_prompt", "string", "System prompt for this channel", flags=("--system",)
+            ),
+            Option(
+                "process_mode",
+                "string",
+                "Default image speed",
+                choices=PROCESS_MODES,
+                flags=("--mode",),
+            ),
+            Option("aspect_ratio", "string", "Default aspect ratio", flags=("--ar",)),
+            Option(
+                "temperature",
+                "number",
+                "Default temperature, 0 to 2",
+                min_value=0,
+                max_value=2,
+                flags=("--temperature", "--temp"),
+            ),
+        ),
+        examples=("/settings --model llm-4 --ar 16:9",),
+    ),
+    CommandSpec("usage", "Your tokens and credits today"),
+    CommandSpec("help", "What genbot can do"),
+)
+
+COMMANDS_BY_NAME: dict[str, CommandSpec] = {c.name: c for c in COMMANDS}
+
+
+def command(name: str) -> CommandSpec:
+    """The command called ``name``; raises ``KeyError`` for an unknown one."""
+    return COMMANDS_BY_NAME[name]

@@ -1,0 +1,163 @@
+"""genbot settings: one TOML file, every key overridable by ``GENBOT_<SECTION>__<KEY>``.
+
+The file is found at ``--config PATH``, else ``$GENBOT_CONFIG``, else ``./genbot.toml`` when
+present. Environment variables win over the file. Secrets are ``SecretStr`` so that ``repr`` and
+logs never show them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+Plan = Literal["free", "developer", "pro"]
+
+
+class Section(BaseModel):
+    """Base of every settings section: unknown keys are errors, so typos are caught."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ApiSettings(Section):
+    """``[api]``: where the provider lives and how genbot authenticates."""
+
+    base_url: str = "http://127.0.0.1:8787"
+    backup_urls: list[str] = Field(default_factory=list)
+    proxy_url: str = ""
+    key: SecretStr = SecretStr("")
+    plan: Plan = "developer"
+    connect_timeout: float = 10.0
+    read_timeout: float = 120.0
+    stream_idle_timeout: float = 60.0
+
+
+class StorageSettings(Section):
+    """``[storage]``: the SQLite database holding jobs, conversations and links."""
+
+    path: Path = Path("genbot.db")
+
+
+class DiscordSettings(Section):
+    """``[discord]``: the Discord adapter (started when ``token`` is set)."""
+
+    token: SecretStr = SecretStr("")
+    guild_ids: list[int] = Field(default_factory=list)
+    admin_ids: list[int] = Field(default_factory=list)
+    allowed_channel_ids: list[int] = Field(default_factory=list)
+    open_channel_ids: list[int] = Field(default_factory=list)
+    api_base: str = "https://discord.com/api/v10"
+    gateway_url: str = "wss://gateway.discord.gg/"
+
+
+class SlackSettings(Section):
+    """``[slack]``: the Slack adapter (started when ``bot_token`` is set)."""
+
+    bot_token: SecretStr = SecretStr("")
+    app_token: SecretStr = SecretStr("")
+    signing_secret: SecretStr = SecretStr("")
+    api_url: str = "https://slack.com/api/"
+    http_host: str = "127.0.0.1"
+    http_port: int = 3000
+    admin_ids: list[str] = Field(default_factory=list)
+    open_channel_ids: list[str] = Field(default_factory=list)
+
+
+class WebSettings(Section):
+    """``[web]``: the browser playground."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8080
+
+
+class WebhookSettings(Section):
+    """``[webhook]``: the receiver for provider task notifications.
+
+    ``public_url`` is the https address the provider calls (it must end up at ``host:port``);
+    when empty, genbot does not ask for webhooks and relies on polling alone.
+    """
+
+    public_url: str = ""
+    host: str = "127.0.0.1"
+    port: int = 8788
+    path: str = "/webhooks/tasks"
+
+
+class LimitsSettings(Section):
+    """``[limits]``: caps and budgets that protect a workspace's credits."""
+
+    max_concurrent_jobs_per_user: int = 3
+    daily_credit_budget_per_user: int = 200
+    poll_interval_min: float = 1.0
+    poll_interval_max: float = 10.0
+    job_timeout_seconds: float = 1800.0
+    discord_edits_per_window: int = 5
+    discord_edit_window_seconds: float = 5.0
+    slack_updates_per_minute: int = 50
+    slack_message_updates_per_second: float = 1.0
+    max_upload_bytes: int = 8 * 1024 * 1024
+
+
+class Settings(BaseSettings):
+    """All of genbot's settings."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GENBOT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+    )
+
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    discord: DiscordSettings = Field(default_factory=DiscordSettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    webhook: WebhookSettings = Field(default_factory=WebhookSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+
+def resolve_config_path(explicit: str | os.PathLike[str] | None) -> Path | None:
+    """The TOML file to read: ``explicit``, else ``$GENBOT_CONFIG``, else ``./genbot.toml``."""
+    if explicit:
+        return Path(explicit)
+    from_env = os.environ.get("GENBOT_CONFIG")
+    if from_env:
+        return Path(from_env)
+    local = Path("genbot.toml")
+    return local if local.is_file() else None
+
+
+def load_settings(config: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """Read settings from the TOML file (see :func:`resolve_config_path`) and the environment.
+
+    Raises ``FileNotFoundError`` when an explicitly named file does not exist.
+    """
+    path = resolve_config_path(config)
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"configuration file not found: {path}")
+
+    class FileSettings(Settings):
+        model_config = SettingsConfigDict(toml_file=path)
+
+    return FileSettings(**overrides)

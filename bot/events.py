@@ -1,0 +1,281 @@
+"""The one event model shared by every adapter.
+
+Adapters translate platform traffic into the inbound events below and hand them to
+``Core.handle``; the core answers through the adapter's :class:`Surface`. Nothing here knows
+about any platform library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+ButtonStyle = Literal["primary", "secondary", "success", "danger"]
+OptionValue = str | int | float | bool
+
+CUSTOM_ID_PREFIX = "gb"
+CUSTOM_ID_MAX = 100
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a message lives: a channel, optionally a thread in it, in a workspace (guild/team)."""
+
+    platform: str
+    workspace_id: str
+    channel_id: str
+    thread_id: str | None = None
+    is_dm: bool = False
+
+    def in_thread(self, thread_id: str) -> Place:
+        """The same channel, inside ``thread_id``."""
+        return Place(self.platform, self.workspace_id, self.channel_id, thread_id, self.is_dm)
+
+
+@dataclass(frozen=True)
+class MessageRef:
+    """A message posted on a platform."""
+
+    place: Place
+    message_id: str
+
+
+@dataclass(frozen=True)
+class User:
+    """Who sent an event. ``is_admin`` is decided by the adapter from its settings."""
+
+    id: str
+    name: str = ""
+    is_admin: bool = False
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file a user attached. ``data`` is set when the adapter already holds the bytes."""
+
+    filename: str
+    url: str = ""
+    content_type: str | None = None
+    size: int | None = None
+    data: bytes | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of inbound events. ``context`` is the adapter's own handle (interaction, trigger id);
+    the core never reads it, it only passes the event back to the surface."""
+
+    user: User
+    place: Place
+    context: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command(Event):
+    """A slash command. ``name`` is dotted for groups: ``chat``, ``imagine``, ``diffusion.txt2img``.
+
+    ``options`` holds typed option values; ``attachments`` maps option names to files.
+    ``text`` is the raw text for platforms whose commands carry text only (Slack); the core
+    parses it Midjourney style (``a fox --ar 16:9 --fast``) when ``options`` is empty.
+    """
+
+    name: str
+    options: Mapping[str, OptionValue] = field(default_factory=dict)
+    attachments: Mapping[str, Attachment] = field(default_factory=dict)
+    text: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserMessage(Event):
+    """A user message in a DM, a thread, or a channel (reply chain or mention)."""
+
+    message_id: str
+    text: str
+    attachments: tuple[Attachment, ...] = ()
+    reply_to_message_id: str | None = None
+    mentions_bot: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ButtonPress(Event):
+    """A press on one of genbot's buttons, on message ``message_id``."""
+
+    message_id: str
+    action: str
+    ref: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModalSubmit(Event):
+    """The answer to a modal opened for ``action`` on ``ref``; ``values`` maps field ids."""
+
+    action: str
+    ref: str
+    values: Mapping[str, str] = field(default_factory=dict)
+
+
+InboundEvent = Command | UserMessage | ButtonPress | ModalSubmit
+
+
+@dataclass(frozen=True)
+class Button:
+    """A button. Its state travels in ``custom_id``: the action and a job reference."""
+
+    label: str
+    action: str
+    ref: str
+    style: ButtonStyle = "secondary"
+
+    @property
+    def custom_id(self) -> str:
+        return encode_custom_id(self.action, self.ref)
+
+
+@dataclass(frozen=True)
+class ImageFile:
+    """Image bytes to upload with a message."""
+
+    filename: str
+    data: bytes
+    content_type: str = "image/png"
+
+
+@dataclass(frozen=True)
+class OutMessage:
+    """A message for the platform.
+
+    ``from_model`` marks text written by the model: adapters must make it ping nobody.
+    ``mention_user_id`` lets genbot's own text mention the requester.
+    """
+
+    text: str = ""
+    images: tuple[ImageFile, ...] = ()
+    buttons: tuple[tuple[Button, ...], ...] = ()
+    from_model: bool = False
+    mention_user_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ModalField:
+    """One text input of a modal."""
+
+    id: str
+    label: str
+    placeholder: str = ""
+    default: str = ""
+    required: bool = True
+    max_length: int = 4000
+    multiline: bool = False
+
+
+@dataclass(frozen=True)
+class Modal:
+    """A form the platform shows; its submission comes back as :class:`ModalSubmit`."""
+
+    title: str
+    action: str
+    ref: str
+    fields: tuple[ModalField, ...]
+
+    @property
+    def custom_id(self) -> str:
+        return encode_custom_id(self.action, self.ref)
+
+
+@dataclass(frozen=True)
+class SurfaceLimits:
+    """What a platform allows: message length and edit budgets the renderer must respect."""
+
+    max_text: int = 2000
+    edits_per_window_per_channel: int = 5
+    edit_window_seconds: float = 5.0
+    edits_per_minute_per_workspace: int | None = None
+    min_seconds_between_edits_of_one_message: float = 0.0
+    max_buttons_per_row: int = 5
+
+
+class RateLimited(Exception):
+    """Raised by a surface when the platform refused a call for rate limiting."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"rate limited, retry after {retry_after:.2f}s")
+        self.retry_after = retry_after
+
+
+class SurfaceError(Exception):
+    """Raised by a surface when the platform refused a call for another reason."""
+
+
+class Surface(Protocol):
+    """What an adapter offers the core. Every method is bounded in time by the adapter."""
+
+    platform: str
+    limits: SurfaceLimits
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        """Post ``message`` in ``place``. ``origin`` is the event being answered, if any."""
+        ...
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        """Replace the text (and buttons) of a message genbot posted."""
+        ...
+
+    async def send_ephemeral(self, origin: Event, text: str) -> None:
+        """Show ``text`` to the event's user only (or as privately as the platform allows)."""
+        ...
+
+    async def open_modal(self, origin: Event, modal: Modal) -> None:
+        """Show a form in answer to ``origin`` (a button press or a command)."""
+        ...
+
+    async def typing(self, place: Place) -> None:
+        """Show a typing indicator in ``place`` (best effort)."""
+        ...
+
+    async def start_thread(self, ref: MessageRef, name: str) -> Place:
+        """Open a thread on message ``ref`` and return the place inside it."""
+        ...
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """The bytes of a user's attachment (platform auth included)."""
+        ...
+
+
+def encode_custom_id(action: str, ref: str) -> str:
+    """``gb:<action>:<ref>``; raises ``ValueError`` when it would exceed 100 characters."""
+    if ":" in action:
+        raise ValueError(f"action must not contain ':' ({action!r})")
+    custom_id = f"{CUSTOM_ID_PREFIX}:{action}:{ref}"
+    if len(custom_id) > CUSTOM_ID_MAX:
+        raise ValueError(f"custom id longer than {CUSTOM_ID_MAX} characters: {custom_id!r}")
+    return custom_id
+
+
+def decode_custom_id(custom_id: str) -> tuple[str, str] | None:
+    """``(action, ref)`` from a custom id made by :func:`encode_custom_id`, else ``None``."""
+    prefix, sep, rest = custom_id.partition(":")
+    if prefix != CUSTOM_ID_PREFIX or not sep:
+        return None
+    action, sep, ref = rest.partition(":")
+    if not action or not sep:
+        return None
+    return action, ref
+
+
+MODAL_ACTIONS: frozenset[str] = frozenset(
+    {"vary_region", "outpaint_custom", "diff_init", "settings"}
+)
+"""Button actions whose press opens a form. Adapters must not defer such a press: the core answers
+it with :meth:`Surface.open_modal` (or an ephemeral refusal) right away."""
+
+
+class EventHandler(Protocol):
+    """What adapters hand events to (the core). ``handle`` reports every user-facing problem
+    through the surface itself and does not raise for them."""
+
+    async def handle(self, event: InboundEvent) -> None:
+        """Act on one inbound event until its immediate effects are posted."""
+        ...

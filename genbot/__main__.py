@@ -1,0 +1,3 @@
+from genbot.cli import main
+
+main(prog_name="genbot")

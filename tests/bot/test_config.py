@@ -1,0 +1,73 @@
+"""The settings scheme: TOML file, environment overrides, secrets hidden."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from bot.config import Settings, load_settings, resolve_config_path
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "genbot.example.toml"
+
+
+def test_example_file_documents_every_key() -> None:
+    documented = tomllib.loads(EXAMPLE.read_text())
+    for section_name, section_field in Settings.model_fields.items():
+        assert section_field.annotation is not None
+        keys = set(section_field.annotation.model_fields)  # type: ignore[union-attr]
+        assert set(documented[section_name]) == keys, section_name
+
+
+def test_example_file_loads() -> None:
+    settings = load_settings(EXAMPLE)
+    assert settings.api.key.get_secret_value() == "sim-key"
+    assert settings.limits.max_concurrent_jobs_per_user == 3
+
+
+def test_environment_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "genbot.toml"
+    config.write_text('[api]\nbase_url = "http://file"\nkey = "from-file"\n')
+    monkeypatch.setenv("GENBOT_API__KEY", "from-env")
+    monkeypatch.setenv("GENBOT_STORAGE__PATH", str(tmp_path / "x.db"))
+    monkeypatch.setenv("GENBOT_API__BACKUP_URLS", '["http://b1", "http://b2"]')
+    settings = load_settings(config)
+    assert settings.api.base_url == "http://file"
+    assert settings.api.key.get_secret_value() == "from-env"
+    assert settings.api.backup_urls == ["http://b1", "http://b2"]
+    assert settings.storage.path == tmp_path / "x.db"
+
+
+def test_config_path_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GENBOT_CONFIG", raising=False)
+    assert resolve_config_path(None) is None
+    (tmp_path / "genbot.toml").write_text("")
+    assert resolve_config_path(None) == Path("genbot.toml")
+    monkeypatch.setenv("GENBOT_CONFIG", str(tmp_path / "env.toml"))
+    assert resolve_config_path(None) == tmp_path / "env.toml"
+    assert resolve_config_path("explicit.toml") == Path("explicit.toml")
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="not found"):
+        load_settings(tmp_path / "nope.toml")
+
+
+def test_unknown_key_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "genbot.toml"
+    config.write_text('[api]\nbase_ulr = "typo"\n')
+    with pytest.raises(ValidationError, match="base_ulr"):
+        load_settings(config)
+
+
+def test_secrets_never_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GENBOT_API__KEY", "sk-very-secret")
+    monkeypatch.setenv("GENBOT_DISCORD__TOKEN", "discord-very-secret")
+    monkeypatch.setenv("GENBOT_SLACK__SIGNING_SECRET", "slack-very-secret")
+    settings = load_settings(None)
+    shown = repr(settings) + str(settings) + settings.model_dump_json()
+    for secret in ("sk-very-secret", "discord-very-secret", "slack-very-secret"):
+        assert secret not in shown

@@ -1,0 +1,52 @@
+"""The dependency direction holds: the core imports no platform library, the simulator no core."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROBE = """
+import importlib, json, pkgutil, sys
+for package in {packages!r}:
+    module = importlib.import_module(package)
+    for info in pkgutil.walk_packages(module.__path__, package + "."):
+        importlib.import_module(info.name)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def loaded_modules(*packages: str) -> set[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE.format(packages=list(packages))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return set(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def roots(modules: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
+
+
+def test_core_and_storage_load_no_platform_library() -> None:
+    loaded = roots(loaded_modules("bot", "storage"))
+    assert not loaded & {"discord", "slack_bolt", "slack_sdk", "adapters", "simulator", "genbot"}
+
+
+def test_simulator_is_independent_of_the_core() -> None:
+    loaded = roots(loaded_modules("simulator"))
+    assert not loaded & {"bot", "storage", "adapters", "genbot", "discord", "slack_bolt"}
+
+
+@pytest.mark.parametrize("package", ["bot", "storage"])
+def test_probe_sees_the_packages_modules(package: str) -> None:
+    assert f"{package}" in loaded_modules(package)
