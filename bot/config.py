@@ -85,12 +85,15 @@ class WebhookSettings(Section):
 
     ``public_url`` is the https address the provider calls (it must end up at ``host:port``);
     when empty, genbot does not ask for webhooks and relies on polling alone.
+    ``allow_insecure_loopback`` admits ``http://127.0.0.1`` addresses (the demo and tests, with
+    ``genbot sim --insecure-webhooks``); real providers accept https on port 443 only.
     """
 
     public_url: str = ""
     host: str = "127.0.0.1"
     port: int = 8788
     path: str = "/webhooks/tasks"
+    allow_insecure_loopback: bool = False
 
 
 class LimitsSettings(Section):

@@ -1,0 +1,249 @@
+"""An in-process chat platform for core tests: push an event, await what users would see.
+
+``FakePlatform`` implements :class:`bot.events.Surface`. It keeps a model of every message
+(text, images, buttons, edits), ephemeral replies and opened modals, can enforce an edit budget
+(answering :class:`RateLimited` like Discord answers 429), and lets tests wait on conditions with
+bounded timeouts instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from bot.events import (
+    Attachment,
+    Button,
+    ButtonPress,
+    Command,
+    Event,
+    EventHandler,
+    MessageRef,
+    Modal,
+    ModalSubmit,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceLimits,
+    User,
+    UserMessage,
+)
+
+T = TypeVar("T")
+
+
+@dataclass
+class PostedMessage:
+    """A message as users currently see it, with its edit history."""
+
+    ref: MessageRef
+    message: OutMessage
+    origin: Event | None
+    history: list[OutMessage] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return self.message.text
+
+    @property
+    def buttons(self) -> list[Button]:
+        return [button for row in self.message.buttons for button in row]
+
+    def button(self, label: str) -> Button:
+        """The button labelled ``label``; ``KeyError`` when there is none."""
+        for button in self.buttons:
+            if button.label == label:
+                return button
+        raise KeyError(f"no button {label!r} in {[b.label for b in self.buttons]}")
+
+
+@dataclass
+class Ephemeral:
+    """A reply only the event's user sees."""
+
+    origin: Event
+    text: str
+
+
+class FakePlatform:
+    """A recording :class:`Surface` with optional edit-budget enforcement."""
+
+    def __init__(
+        self,
+        platform: str = "fake",
+        limits: SurfaceLimits | None = None,
+        enforce_budget: bool = False,
+    ) -> None:
+        self.platform = platform
+        self.limits = limits or SurfaceLimits(max_text=2000)
+        self.enforce_budget = enforce_budget
+        self.messages: dict[str, PostedMessage] = {}
+        self.ephemerals: list[Ephemeral] = []
+        self.modals: list[tuple[Event, Modal]] = []
+        self.typing_in: list[Place] = []
+        self.threads: list[tuple[MessageRef, str]] = []
+        self.rate_limited = 0
+        self.attachments: dict[str, bytes] = {}
+        self._ids = itertools.count(1)
+        self._writes: dict[str, deque[float]] = {}
+        self._changed = asyncio.Condition()
+
+    # Surface ----------------------------------------------------------------------------------
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        self._check_message(message)
+        self._spend(place)
+        ref = MessageRef(place, f"m{next(self._ids)}")
+        self.messages[ref.message_id] = PostedMessage(ref, message, origin, [message])
+        await self._notify()
+        return ref
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        self._check_message(message)
+        posted = self.messages[ref.message_id]
+        self._spend(ref.place)
+        posted.message = message
+        posted.history.append(message)
+        await self._notify()
+
+    async def send_ephemeral(self, origin: Event, text: str) -> None:
+        self.ephemerals.append(Ephemeral(origin, text))
+        await self._notify()
+
+    async def open_modal(self, origin: Event, modal: Modal) -> None:
+        self.modals.append((origin, modal))
+        await self._notify()
+
+    async def typing(self, place: Place) -> None:
+        self.typing_in.append(place)
+
+    async def start_thread(self, ref: MessageRef, name: str) -> Place:
+        self.threads.append((ref, name))
+        return ref.place.in_thread(f"t{next(self._ids)}")
+
+    async def download(self, attachment: Attachment) -> bytes:
+        if attachment.data is not None:
+            return attachment.data
+        return self.attachments[attachment.url]
+
+    # Inspection -------------------------------------------------------------------------------
+
+    def in_place(self, place: Place) -> list[PostedMessage]:
+        """Messages posted in ``place`` (thread included in the match), oldest first."""
+        return [m for m in self.messages.values() if m.ref.place == place]
+
+    def with_images(self) -> list[PostedMessage]:
+        return [m for m in self.messages.values() if m.message.images]
+
+    def ephemerals_for(self, user_id: str) -> list[str]:
+        return [e.text for e in self.ephemerals if e.origin.user.id == user_id]
+
+    async def wait_for(
+        self, condition: Callable[[], T | None], timeout: float = 10.0, what: str = ""
+    ) -> T:
+        """Wait until ``condition()`` is truthy and return it; ``TimeoutError`` names ``what``."""
+        try:
+            async with asyncio.timeout(timeout):
+                async with self._changed:
+                    while not (value := condition()):
+                        await self._changed.wait()
+                    return value
+        except TimeoutError:
+            raise TimeoutError(f"gave up waiting for {what or condition}") from None
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    def _check_message(self, message: OutMessage) -> None:
+        if len(message.text) > self.limits.max_text:
+            raise AssertionError(f"message of {len(message.text)} > {self.limits.max_text} chars")
+        for row in message.buttons:
+            assert len(row) <= self.limits.max_buttons_per_row, "too many buttons in a row"
+            for button in row:
+                assert len(button.custom_id) <= 100, button.custom_id
+
+    def _spend(self, place: Place) -> None:
+        if not self.enforce_budget:
+            return
+        now = time.monotonic()
+        window = self._writes.setdefault(place.channel_id, deque())
+        while window and now - window[0] >= self.limits.edit_window_seconds:
+            window.popleft()
+        if len(window) >= self.limits.edits_per_window_per_channel:
+            self.rate_limited += 1
+            raise RateLimited(self.limits.edit_window_seconds - (now - window[0]))
+        window.append(now)
+
+
+@dataclass
+class Actor:
+    """A user of the fake platform, who pushes events into the core and waits for effects."""
+
+    core: EventHandler
+    platform: FakePlatform
+    user: User
+    place: Place
+
+    async def command(self, name: str, text: str = "", **options: object) -> None:
+        attachments = {k: v for k, v in options.items() if isinstance(v, Attachment)}
+        plain = {k: v for k, v in options.items() if not isinstance(v, Attachment)}
+        await self.core.handle(
+            Command(
+                user=self.user,
+                place=self.place,
+                name=name,
+                text=text,
+                options=plain,  # type: ignore[arg-type]
+                attachments=attachments,
+            )
+        )
+
+    async def say(
+        self,
+        text: str,
+        *,
+        place: Place | None = None,
+        reply_to: str | None = None,
+        mention: bool = False,
+        attachments: tuple[Attachment, ...] = (),
+    ) -> str:
+        message_id = f"u{next(self.platform._ids)}"
+        await self.core.handle(
+            UserMessage(
+                user=self.user,
+                place=place or self.place,
+                message_id=message_id,
+                text=text,
+                attachments=attachments,
+                reply_to_message_id=reply_to,
+                mentions_bot=mention,
+            )
+        )
+        return message_id
+
+    async def press(self, message: PostedMessage, label: str) -> None:
+        button = message.button(label)
+        await self.core.handle(
+            ButtonPress(
+                user=self.user,
+                place=message.ref.place,
+                message_id=message.ref.message_id,
+                action=button.action,
+                ref=button.ref,
+            )
+        )
+
+    async def submit(self, modal: Modal, **values: str) -> None:
+        await self.core.handle(
+            ModalSubmit(
+                user=self.user, place=self.place, action=modal.action, ref=modal.ref, values=values
+            )
+        )
