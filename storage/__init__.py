@@ -1,0 +1,77 @@
+"""genbot's SQLite storage (through sqlite-utils): one async :class:`Store` for conversations,
+jobs, platform-message links, settings, the usage ledger and inbound event dedup.
+
+Platform-free and independent of ``bot/``: it only knows its own record dataclasses.
+"""
+
+from storage.errors import StorageError, StoreClosedError
+from storage.records import (
+    ACTIVE_STATUSES,
+    ALL_STATUSES,
+    IN_FLIGHT_STATUSES,
+    JOB_ID_MAX,
+    JOB_TRANSITIONS,
+    SETTING_NAMES,
+    TERMINAL_STATUSES,
+    UNFINISHED_STATUSES,
+    UNSET,
+    ChatMessage,
+    ChatRole,
+    Conversation,
+    ConversationKey,
+    ConversationKind,
+    EffectiveSettings,
+    Job,
+    JobFamily,
+    JobMessage,
+    JobMessageKind,
+    JobStatus,
+    NewJob,
+    ScopeKind,
+    ScopeSettings,
+    SettingSource,
+    SettingValues,
+    UsageTotals,
+    new_job_id,
+)
+from storage.schema import LATEST_VERSION, MIGRATIONS, Migration, migrate
+from storage.scopes import PRECEDENCE
+from storage.store import Store
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "ALL_STATUSES",
+    "IN_FLIGHT_STATUSES",
+    "JOB_ID_MAX",
+    "JOB_TRANSITIONS",
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "PRECEDENCE",
+    "SETTING_NAMES",
+    "TERMINAL_STATUSES",
+    "UNFINISHED_STATUSES",
+    "UNSET",
+    "ChatMessage",
+    "ChatRole",
+    "Conversation",
+    "ConversationKey",
+    "ConversationKind",
+    "EffectiveSettings",
+    "Job",
+    "JobFamily",
+    "JobMessage",
+    "JobMessageKind",
+    "JobStatus",
+    "Migration",
+    "NewJob",
+    "ScopeKind",
+    "ScopeSettings",
+    "SettingSource",
+    "SettingValues",
+    "StorageError",
+    "Store",
+    "StoreClosedError",
+    "UsageTotals",
+    "migrate",
+    "new_job_id",
+]

@@ -1,0 +1,247 @@
+"""Versioned schema: an ordered list of migrations and the ``schema_version`` table.
+
+Opening a database applies every migration above its recorded version, each in its own
+transaction together with its ``schema_version`` row. Never edit a released migration: append
+a new one. A database newer than this code is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from storage.errors import StorageError
+from storage.sql import write_transaction
+
+log = logging.getLogger("genbot.storage")
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: ``apply`` runs inside the transaction that records ``version``."""
+
+    version: int
+    name: str
+    apply: Callable[[Database], None]
+
+
+def _v1_conversations_and_jobs(db: Database) -> None:
+    db.execute(
+        """
+        CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY,
+            platform TEXT NOT NULL,
+            workspace_id TEXT NOT NULL,
+            channel_id TEXT NOT NULL,
+            thread_key TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            created_by TEXT,
+            model TEXT,
+            system_prompt TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )"""
+    )
+    db.table("conversations").create_index(
+        ["platform", "workspace_id", "channel_id", "thread_key"],
+        index_name="conversations_by_key",
+        unique=True,
+    )
+    db.execute(
+        """
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            role TEXT NOT NULL,
+            content TEXT,
+            parts TEXT,
+            function_call TEXT,
+            name TEXT,
+            token_count INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        )"""
+    )
+    db.table("messages").create_index(
+        ["conversation_id", "id"], index_name="messages_by_conversation"
+    )
+    db.execute(
+        """
+        CREATE TABLE conversation_links (
+            id INTEGER PRIMARY KEY,
+            platform TEXT NOT NULL,
+            channel_id TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            chat_message_id INTEGER REFERENCES messages(id) ON DELETE SET NULL
+        )"""
+    )
+    db.table("conversation_links").create_index(
+        ["platform", "channel_id", "message_id"],
+        index_name="conversation_links_by_message_id",
+        unique=True,
+    )
+    db.table("conversation_links").create_index(
+        ["conversation_id"], index_name="conversation_links_by_conversation"
+    )
+    db.table("conversation_links").create_index(
+        ["chat_message_id"], index_name="conversation_links_by_turn"
+    )
+    db.execute(
+        """
+        CREATE TABLE jobs (
+            id TEXT PRIMARY KEY,
+            family TEXT NOT NULL,
+            type TEXT NOT NULL,
+            status TEXT NOT NULL,
+            provider_id TEXT,
+            parent_job_id TEXT REFERENCES jobs(id),
+            action TEXT,
+            requester_id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            workspace_id TEXT NOT NULL,
+            channel_id TEXT NOT NULL,
+            thread_id TEXT,
+            progress_message_id TEXT,
+            result_message_id TEXT,
+            prompt TEXT NOT NULL DEFAULT '',
+            parameters TEXT NOT NULL DEFAULT '{}',
+            result_urls TEXT NOT NULL DEFAULT '[]',
+            actions TEXT NOT NULL DEFAULT '[]',
+            result TEXT NOT NULL DEFAULT '{}',
+            error TEXT,
+            webhook_secret TEXT,
+            credits INTEGER,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            finished_at REAL,
+            last_polled_at REAL,
+            last_webhook_at REAL
+        )"""
+    )
+    jobs = db.table("jobs")
+    jobs.create_index(["provider_id", "family"], index_name="jobs_by_provider", unique=True)
+    jobs.create_index(["parent_job_id", "action"], index_name="jobs_by_parent_action", unique=True)
+    jobs.create_index(["status", "created_at"], index_name="jobs_by_status")
+    jobs.create_index(["platform", "requester_id", "status"], index_name="jobs_by_requester_status")
+    db.execute(
+        """
+        CREATE TABLE job_messages (
+            id INTEGER PRIMARY KEY,
+            platform TEXT NOT NULL,
+            channel_id TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL
+        )"""
+    )
+    db.table("job_messages").create_index(
+        ["platform", "channel_id", "message_id"],
+        index_name="job_messages_by_message_id",
+        unique=True,
+    )
+    db.table("job_messages").create_index(["job_id"], index_name="job_messages_by_job")
+
+
+def _v2_settings_usage_events(db: Database) -> None:
+    db.table("jobs").add_column("next_poll_at", float)
+    db.execute(
+        """
+        CREATE TABLE scope_settings (
+            platform TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            scope_id TEXT NOT NULL,
+            model TEXT,
+            system_prompt TEXT,
+            process_mode TEXT,
+            aspect_ratio TEXT,
+            temperature REAL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (platform, kind, scope_id)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """
+        CREATE TABLE usage (
+            id INTEGER PRIMARY KEY,
+            platform TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            day TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            job_id TEXT,
+            tokens_prompt INTEGER NOT NULL DEFAULT 0,
+            tokens_completion INTEGER NOT NULL DEFAULT 0,
+            credits INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        )"""
+    )
+    usage = db.table("usage")
+    usage.create_index(["platform", "user_id", "day"], index_name="usage_by_user_day")
+    usage.create_index(["day", "platform"], index_name="usage_by_day")
+    usage.create_index(["job_id", "kind"], index_name="usage_by_job", unique=True)
+    db.execute(
+        """
+        CREATE TABLE processed_events (
+            platform TEXT NOT NULL,
+            event_id TEXT NOT NULL,
+            seen_at REAL NOT NULL,
+            PRIMARY KEY (platform, event_id)
+        ) WITHOUT ROWID"""
+    )
+    db.table("processed_events").create_index(["seen_at"], index_name="processed_events_by_age")
+
+
+MIGRATIONS: Sequence[Migration] = (
+    Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
+    Migration(
+        2, "settings, usage ledger, event dedup, jobs.next_poll_at", _v2_settings_usage_events
+    ),
+)
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def current_version(db: Database) -> int:
+    """The database's schema version (0 for an empty database)."""
+    if not db.table("schema_version").exists():
+        return 0
+    row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(
+    db: Database, *, target: int = LATEST_VERSION, clock: Callable[[], float] = time.time
+) -> int:
+    """Bring ``db`` up to ``target`` (default: the latest); returns the resulting version.
+
+    ``db`` must have no open transaction. Each migration commits on its own (with its
+    ``schema_version`` row), so a crash leaves the database at the last completed version; two
+    processes opening the same file at once apply each migration once.
+    """
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+    )
+    version = current_version(db)
+    if version > LATEST_VERSION:
+        raise StorageError(
+            f"database schema version {version} is newer than this genbot supports "
+            f"({LATEST_VERSION}); upgrade genbot"
+        )
+    for migration in MIGRATIONS:
+        if not version < migration.version <= target:
+            continue
+        with write_transaction(db):
+            if current_version(db) >= migration.version:
+                version = current_version(db)
+                continue
+            migration.apply(db)
+            db.execute(
+                "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, clock()),
+            )
+        version = migration.version
+        log.info("database migrated to schema version %d (%s)", version, migration.name)
+    return version

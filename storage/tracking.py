@@ -1,0 +1,110 @@
+"""Job queries for the tracker, restarts and caps: unfinished jobs, batches, counts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from sqlite_utils import Database
+
+from storage.base import StoreBase
+from storage.jobs import job_from_row, status_tuple
+from storage.records import ACTIVE_STATUSES, UNFINISHED_STATUSES, Job, JobStatus
+from storage.sql import fetch_all, placeholders, write_transaction
+
+SQL_COUNT_ACTIVE: Final = (
+    "SELECT COUNT(*) FROM jobs WHERE platform = ? AND requester_id = ? AND status IN ({})"
+)
+SQL_UNFINISHED: Final = "SELECT * FROM jobs WHERE status IN ({}){} ORDER BY created_at, id"
+SQL_JOBS_BY_PROVIDER_IDS: Final = "SELECT * FROM jobs WHERE provider_id IN ({}) AND family = ?"
+
+
+class JobQueryStore(StoreBase):
+    """Job query methods of :class:`storage.Store`."""
+
+    async def get_jobs_by_provider_ids(
+        self, provider_ids: Iterable[str], family: str
+    ) -> dict[str, Job]:
+        """The jobs of one family known to the provider by these ids (the tracker's batch
+        lookup after ``multi_fetch``), keyed by provider id; unknown ids are left out."""
+        ids = sorted(set(provider_ids))
+        if not ids:
+            return {}
+
+        def work(db: Database) -> list[dict[str, Any]]:
+            rows: list[dict[str, Any]] = []
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                sql = SQL_JOBS_BY_PROVIDER_IDS.format(placeholders(len(chunk)))
+                rows += fetch_all(db, sql, (*chunk, family))
+            return rows
+
+        return {row["provider_id"]: job_from_row(row) for row in await self._call(work)}
+
+    async def list_unfinished_jobs(
+        self,
+        statuses: Iterable[JobStatus] = UNFINISHED_STATUSES,
+        *,
+        family: str | None = None,
+        limit: int | None = None,
+        after: Job | None = None,
+        webhook_quiet_since: float | None = None,
+        due_at: float | None = None,
+    ) -> list[Job]:
+        """Jobs whose status is in ``statuses`` (default: every non-terminal one), oldest
+        first (``created_at``, then ``id``). ``after`` continues a page after that job;
+        ``webhook_quiet_since`` drops jobs that got a webhook at or after that time;
+        ``due_at`` drops jobs whose ``next_poll_at`` is later than it."""
+        chosen = status_tuple(statuses)
+        conditions: list[str] = []
+        values: list[Any] = list(chosen)
+        if family is not None:
+            conditions.append("family = ?")
+            values.append(family)
+        if after is not None:
+            conditions.append("(created_at, id) > (?, ?)")
+            values += [after.created_at, after.id]
+        if webhook_quiet_since is not None:
+            conditions.append("(last_webhook_at IS NULL OR last_webhook_at < ?)")
+            values.append(webhook_quiet_since)
+        if due_at is not None:
+            conditions.append("(next_poll_at IS NULL OR next_poll_at <= ?)")
+            values.append(due_at)
+        sql = SQL_UNFINISHED.format(
+            placeholders(len(chosen)), "".join(f" AND {c}" for c in conditions)
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            values.append(limit)
+        rows = await self._call(lambda db: fetch_all(db, sql, values))
+        return [job_from_row(row) for row in rows]
+
+    async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:
+        """Set ``last_polled_at`` (default: now) on many jobs in one transaction."""
+        ids = list(job_ids)
+
+        def work(db: Database) -> int:
+            stamp = self._now() if at is None else at
+            with write_transaction(db):
+                cursor = db.conn.executemany(
+                    "UPDATE jobs SET last_polled_at = ? WHERE id = ?",
+                    [(stamp, job_id) for job_id in ids],
+                )
+            return cursor.rowcount
+
+        return await self._call(work)
+
+    async def count_active_jobs(
+        self,
+        platform: str,
+        requester_id: str,
+        statuses: Iterable[JobStatus] = ACTIVE_STATUSES,
+    ) -> int:
+        """How many of a user's jobs are in ``statuses`` (default ``ACTIVE_STATUSES``)."""
+        chosen = status_tuple(statuses)
+        sql = SQL_COUNT_ACTIVE.format(placeholders(len(chosen)))
+
+        def work(db: Database) -> int:
+            return int(db.conn.execute(sql, (platform, requester_id, *chosen)).fetchone()[0])
+
+        return await self._call(work)

@@ -1,0 +1,270 @@
+"""Schema: migrations from empty and from version 1, pragmas, refusal of newer databases,
+an index behind every lookup, and durability across close/reopen."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlite_utils import Database
+
+from storage import LATEST_VERSION, ConversationKey, SettingValues, StorageError, Store
+from storage import conversations as conversation_sql
+from storage import job_messages as job_message_sql
+from storage import jobs as job_sql
+from storage import ledger as ledger_sql
+from storage import scopes as scope_sql
+from storage import tracking as tracking_sql
+from tests.storage.conftest import ManualClock, new_job
+
+# The schema of version 1 exactly as released, frozen here: an upgrade must work on real old files.
+V1_SCHEMA = """
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+    applied_at REAL NOT NULL);
+INSERT INTO schema_version VALUES (1, 'conversations, messages, jobs, message links', 0);
+CREATE TABLE conversations (id INTEGER PRIMARY KEY, platform TEXT NOT NULL,
+    workspace_id TEXT NOT NULL, channel_id TEXT NOT NULL, thread_key TEXT NOT NULL,
+    kind TEXT NOT NULL, created_by TEXT, model TEXT, system_prompt TEXT,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL);
+CREATE UNIQUE INDEX conversations_by_key
+    ON conversations (platform, workspace_id, channel_id, thread_key);
+CREATE TABLE messages (id INTEGER PRIMARY KEY,
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    role TEXT NOT NULL, content TEXT, parts TEXT, function_call TEXT, name TEXT,
+    token_count INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL);
+CREATE INDEX messages_by_conversation ON messages (conversation_id, id);
+CREATE TABLE conversation_links (id INTEGER PRIMARY KEY, platform TEXT NOT NULL,
+    channel_id TEXT NOT NULL, message_id TEXT NOT NULL,
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    chat_message_id INTEGER REFERENCES messages(id) ON DELETE SET NULL);
+CREATE UNIQUE INDEX conversation_links_by_message_id
+    ON conversation_links (platform, channel_id, message_id);
+CREATE INDEX conversation_links_by_conversation ON conversation_links (conversation_id);
+CREATE INDEX conversation_links_by_turn ON conversation_links (chat_message_id);
+CREATE TABLE jobs (id TEXT PRIMARY KEY, family TEXT NOT NULL, type TEXT NOT NULL,
+    status TEXT NOT NULL, provider_id TEXT, parent_job_id TEXT REFERENCES jobs(id),
+    action TEXT, requester_id TEXT NOT NULL, platform TEXT NOT NULL,
+    workspace_id TEXT NOT NULL, channel_id TEXT NOT NULL, thread_id TEXT,
+    progress_message_id TEXT, result_message_id TEXT, prompt TEXT NOT NULL DEFAULT '',
+    parameters TEXT NOT NULL DEFAULT '{}', result_urls TEXT NOT NULL DEFAULT '[]',
+    actions TEXT NOT NULL DEFAULT '[]', result TEXT NOT NULL DEFAULT '{}', error TEXT,
+    webhook_secret TEXT, credits INTEGER, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    finished_at REAL, last_polled_at REAL, last_webhook_at REAL);
+CREATE UNIQUE INDEX jobs_by_provider ON jobs (provider_id, family);
+CREATE UNIQUE INDEX jobs_by_parent_action ON jobs (parent_job_id, action);
+CREATE INDEX jobs_by_status ON jobs (status, created_at);
+CREATE INDEX jobs_by_requester_status ON jobs (platform, requester_id, status);
+CREATE TABLE job_messages (id INTEGER PRIMARY KEY, platform TEXT NOT NULL,
+    channel_id TEXT NOT NULL, message_id TEXT NOT NULL,
+    job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, kind TEXT NOT NULL);
+CREATE UNIQUE INDEX job_messages_by_message_id ON job_messages (platform, channel_id, message_id);
+CREATE INDEX job_messages_by_job ON job_messages (job_id);
+INSERT INTO jobs (id, family, type, status, provider_id, requester_id, platform, workspace_id,
+    channel_id, prompt, parameters, result_urls, actions, created_at, updated_at)
+    VALUES ('oldjob', 'task', 'imagine', 'processing', 'task-uuid-1', 'u1', 'discord', 'g1',
+    'c1', 'an old fox', '{"aspect_ratio":"16:9"}', '[]', '[]', 100.0, 100.0);
+INSERT INTO job_messages (platform, channel_id, message_id, job_id, kind)
+    VALUES ('discord', 'c1', 'm-progress', 'oldjob', 'progress');
+INSERT INTO conversations (platform, workspace_id, channel_id, thread_key, kind, created_at,
+    updated_at) VALUES ('slack', 'T1', 'C1', '1700000000.000100', 'thread', 100.0, 100.0);
+INSERT INTO messages (conversation_id, role, content, token_count, created_at)
+    VALUES (1, 'user', 'hello from v1', 4, 100.0);
+"""
+
+
+def sync_query(path: Path, sql: str, parameters: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Read with an independent connection, as another process would."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql, parameters).fetchall()
+    finally:
+        conn.close()
+
+
+async def test_an_empty_file_is_migrated_to_the_latest_version(db_path: Path, store: Store) -> None:
+    assert await store.schema_version() == LATEST_VERSION
+    assert sync_query(db_path, "SELECT version FROM schema_version ORDER BY version") == [
+        (version,) for version in range(1, LATEST_VERSION + 1)
+    ]
+    tables = set(await store.run_in_worker(lambda db: db.table_names()))
+    assert {
+        "conversations",
+        "messages",
+        "conversation_links",
+        "jobs",
+        "job_messages",
+        "scope_settings",
+        "usage",
+        "processed_events",
+    } <= tables
+
+
+async def test_wal_normal_sync_busy_timeout_and_foreign_keys(db_path: Path, store: Store) -> None:
+    def pragmas(db: Database) -> tuple[Any, ...]:
+        return tuple(
+            db.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
+        )
+
+    assert await store.run_in_worker(pragmas) == ("wal", 1, 5000, 1)
+    assert sync_query(db_path, "PRAGMA journal_mode") == [("wal",)]
+
+
+async def test_a_version_1_database_is_upgraded_and_keeps_its_rows(
+    db_path: Path, clock: ManualClock
+) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.executescript(V1_SCHEMA)
+    conn.close()
+
+    store = await Store.open(db_path, clock=clock)
+    try:
+        assert await store.schema_version() == LATEST_VERSION
+        old = await store.job_for_message("discord", "c1", "m-progress")
+        assert old is not None
+        assert (old.id, old.status, old.parameters) == (
+            "oldjob",
+            "processing",
+            {"aspect_ratio": "16:9"},
+        )
+        assert old.next_poll_at is None
+        assert [job.id for job in await store.list_unfinished_jobs()] == ["oldjob"]
+        assert await store.transition("oldjob", "processing", "finished", next_poll_at=5.0)
+        conversation = await store.find_conversation(
+            ConversationKey("slack", "T1", "C1", "1700000000.000100")
+        )
+        assert conversation is not None
+        history = await store.conversation_history(conversation.id)
+        assert [m.content for m in history] == ["hello from v1"]
+        await store.set_scope_settings("channel", "slack", "C1", model="llm-4")
+        assert await store.remember_event("slack", "Ev1")
+        assert await store.add_usage("slack", "U1", credits=2)
+    finally:
+        await store.close()
+    assert sync_query(db_path, "SELECT MAX(version) FROM schema_version") == [(LATEST_VERSION,)]
+
+
+async def test_a_database_newer_than_the_code_is_refused(db_path: Path) -> None:
+    store = await Store.open(db_path)
+    await store.close()
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.execute("INSERT INTO schema_version VALUES (?, 'from the future', 0)", (99,))
+    conn.close()
+    with pytest.raises(StorageError, match="schema version 99 is newer"):
+        await Store.open(db_path)
+
+
+async def test_writes_are_committed_when_the_call_returns(db_path: Path, store: Store) -> None:
+    job = await store.create_job(new_job())
+    assert sync_query(db_path, "SELECT status FROM jobs WHERE id = ?", (job.id,)) == [("creating",)]
+    assert await store.transition(job.id, "creating", "submitted", provider_id="p-1")
+    assert sync_query(db_path, "SELECT status, provider_id FROM jobs") == [("submitted", "p-1")]
+
+
+async def test_everything_survives_close_and_reopen(db_path: Path, clock: ManualClock) -> None:
+    store = await Store.open(db_path, clock=clock)
+    job = await store.create_job(new_job(webhook_secret="s3cret"))
+    await store.link_message("discord", "c1", "m1", job.id, "progress")
+    conversation, _ = await store.get_or_create_conversation(
+        ConversationKey("discord", "g1", "dm-7"), kind="dm", created_by="u1"
+    )
+    await store.append_message(conversation.id, "user", "remember me", platform_message_ids=["m9"])
+    await store.set_scope_settings("user", "discord", "u1", temperature=0.3)
+    await store.add_usage("discord", "u1", tokens_prompt=10, tokens_completion=5)
+    assert await store.remember_event("discord", "interaction-1")
+    await store.close()
+
+    reopened = await Store.open(db_path, clock=clock)
+    try:
+        stored = await reopened.job_for_message("discord", "c1", "m1")
+        assert stored is not None and stored.id == job.id
+        assert stored.webhook_secret == "s3cret"
+        found = await reopened.find_conversation_by_message("discord", "dm-7", "m9")
+        assert found is not None and found.id == conversation.id
+        history = await reopened.conversation_history(conversation.id)
+        assert [m.content for m in history] == ["remember me"]
+        settings = await reopened.effective_settings(
+            "discord", user_id="u1", channel_id=None, workspace_id=None
+        )
+        assert settings.temperature == 0.3
+        assert (await reopened.usage_for_user("discord", "u1")).tokens == 15
+        assert not await reopened.remember_event("discord", "interaction-1")
+    finally:
+        await reopened.close()
+
+
+LOOKUPS: dict[str, tuple[str, int, str]] = {
+    "job for message": (job_message_sql.SQL_JOB_FOR_MESSAGE, 3, "job_messages_by_message_id"),
+    "job id for message": (
+        job_message_sql.SQL_JOB_ID_FOR_MESSAGE,
+        3,
+        "job_messages_by_message_id",
+    ),
+    "messages of job": (job_message_sql.SQL_MESSAGES_OF_JOB, 1, "job_messages_by_job"),
+    "job by provider id": (job_sql.SQL_JOB_BY_PROVIDER, 1, "jobs_by_provider"),
+    "job by provider id and family": (
+        job_sql.SQL_JOB_BY_PROVIDER_FAMILY,
+        2,
+        "jobs_by_provider",
+    ),
+    "jobs by provider ids": (
+        tracking_sql.SQL_JOBS_BY_PROVIDER_IDS.format("?, ?, ?"),
+        4,
+        "jobs_by_provider",
+    ),
+    "job by id": (job_sql.SQL_JOB_BY_ID, 1, "sqlite_autoindex_jobs_1"),
+    "derivative": (job_sql.SQL_DERIVATIVE, 2, "jobs_by_parent_action"),
+    "active jobs of a user": (
+        tracking_sql.SQL_COUNT_ACTIVE.format("?, ?"),
+        4,
+        "jobs_by_requester_status",
+    ),
+    "unfinished jobs": (tracking_sql.SQL_UNFINISHED.format("?, ?", ""), 2, "jobs_by_status"),
+    "conversation by key": (
+        conversation_sql.SQL_CONVERSATION_BY_KEY,
+        4,
+        "conversations_by_key",
+    ),
+    "conversation by message": (
+        conversation_sql.SQL_CONVERSATION_BY_MESSAGE,
+        3,
+        "conversation_links_by_message_id",
+    ),
+    "history": (conversation_sql.SQL_HISTORY, 1, "messages_by_conversation"),
+    "history tail": (conversation_sql.SQL_HISTORY_TAIL, 2, "messages_by_conversation"),
+    "links of conversation": (
+        conversation_sql.SQL_LINKS_OF_CONVERSATION,
+        1,
+        "conversation_links_by_conversation",
+    ),
+    "scope settings": (scope_sql.SQL_SCOPE, 3, "PRIMARY KEY"),
+    "usage of a user": (ledger_sql.SQL_USAGE_FOR_USER, 3, "usage_by_user_day"),
+    "usage of a day": (ledger_sql.SQL_USAGE_FOR_DAY, 1, "usage_by_day"),
+}
+
+
+@pytest.mark.parametrize("lookup", sorted(LOOKUPS))
+async def test_every_lookup_searches_an_index(store: Store, lookup: str) -> None:
+    sql, parameter_count, index = LOOKUPS[lookup]
+
+    def plan(db: Database) -> list[str]:
+        rows = db.execute(f"EXPLAIN QUERY PLAN {sql}", (None,) * parameter_count).fetchall()
+        return [row[3] for row in rows]
+
+    steps = await store.run_in_worker(plan)
+    assert any(step.startswith("SEARCH") and index in step for step in steps), steps
+    assert not any(step.startswith("SCAN") and "subquery" not in step for step in steps), steps
+
+
+async def test_effective_settings_defaults_need_no_rows(store: Store) -> None:
+    settings = await store.effective_settings(
+        "web",
+        user_id="nobody",
+        channel_id="nowhere",
+        workspace_id="",
+        defaults=SettingValues(model="llm-3.5-turbo"),
+    )
+    assert (settings.model, settings.sources) == ("llm-3.5-turbo", {"model": "default"})

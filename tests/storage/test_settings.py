@@ -1,0 +1,110 @@
+"""Settings per user, channel and workspace, and their precedence."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage import ConversationKey, SettingValues, StorageError, Store
+
+DEFAULTS = SettingValues(
+    model="llm-3.5-turbo",
+    system_prompt="You are genbot.",
+    process_mode="relax",
+    aspect_ratio="1:1",
+    temperature=1.0,
+)
+
+
+async def effective(store: Store, **overrides: object) -> dict[str, object]:
+    arguments: dict[str, object] = {
+        "user_id": "u1",
+        "channel_id": "c1",
+        "workspace_id": "g1",
+        "defaults": DEFAULTS,
+    }
+    arguments.update(overrides)
+    settings = await store.effective_settings("discord", **arguments)  # type: ignore[arg-type]
+    return {
+        "model": settings.model,
+        "system_prompt": settings.system_prompt,
+        "process_mode": settings.process_mode,
+        "aspect_ratio": settings.aspect_ratio,
+        "temperature": settings.temperature,
+        "sources": dict(settings.sources),
+    }
+
+
+async def test_partial_updates_and_clearing(store: Store) -> None:
+    assert await store.get_scope_settings("channel", "discord", "c1") is None
+    await store.set_scope_settings("channel", "discord", "c1", model="llm-4", temperature=0.2)
+    stored = await store.set_scope_settings("channel", "discord", "c1", aspect_ratio="16:9")
+    assert (stored.model, stored.temperature, stored.aspect_ratio) == ("llm-4", 0.2, "16:9")
+    cleared = await store.set_scope_settings("channel", "discord", "c1", model=None)
+    assert (cleared.model, cleared.temperature) == (None, 0.2)
+    assert await store.get_scope_settings("channel", "discord", "c1") == cleared
+    assert await store.get_scope_settings("channel", "slack", "c1") is None
+    assert await store.clear_scope_settings("channel", "discord", "c1")
+    assert not await store.clear_scope_settings("channel", "discord", "c1")
+
+
+async def test_only_defaults_when_nothing_is_set(store: Store) -> None:
+    merged = await effective(store)
+    assert merged["model"] == "llm-3.5-turbo"
+    assert set(merged["sources"].values()) == {"default"}  # type: ignore[attr-defined]
+
+
+async def test_user_beats_channel_beats_workspace(store: Store) -> None:
+    await store.set_scope_settings(
+        "workspace", "discord", "g1", model="llm-4", process_mode="fast", aspect_ratio="3:2"
+    )
+    await store.set_scope_settings("channel", "discord", "c1", model="llm-4-0613", temperature=0.5)
+    await store.set_scope_settings("user", "discord", "u1", model="llm-3.5-turbo-16k")
+    merged = await effective(store)
+    assert merged == {
+        "model": "llm-3.5-turbo-16k",
+        "system_prompt": "You are genbot.",
+        "process_mode": "fast",
+        "aspect_ratio": "3:2",
+        "temperature": 0.5,
+        "sources": {
+            "model": "user",
+            "system_prompt": "default",
+            "process_mode": "workspace",
+            "aspect_ratio": "workspace",
+            "temperature": "channel",
+        },
+    }
+    other_user = await effective(store, user_id="u2")
+    assert (other_user["model"], other_user["sources"]["model"]) == (  # type: ignore[index]
+        "llm-4-0613",
+        "channel",
+    )
+    elsewhere = await effective(store, user_id=None, channel_id="c2", workspace_id=None)
+    assert elsewhere["model"] == "llm-3.5-turbo"
+
+
+async def test_the_system_prompt_is_per_channel(store: Store) -> None:
+    await store.set_scope_settings("workspace", "discord", "g1", system_prompt="workspace voice")
+    assert (await effective(store))["system_prompt"] == "workspace voice"
+    await store.set_scope_settings("channel", "discord", "c1", system_prompt="channel voice")
+    assert (await effective(store))["system_prompt"] == "channel voice"
+    assert (await effective(store, channel_id="c2"))["system_prompt"] == "workspace voice"
+    with pytest.raises(StorageError, match="per channel"):
+        await store.set_scope_settings("user", "discord", "u1", system_prompt="mine")
+    with pytest.raises(StorageError, match="scope"):
+        await store.set_scope_settings("team", "discord", "x", model="m")  # type: ignore[arg-type]
+
+
+async def test_a_conversation_overrides_model_and_prompt(store: Store) -> None:
+    await store.set_scope_settings("user", "discord", "u1", model="llm-4")
+    conversation, _ = await store.get_or_create_conversation(
+        ConversationKey("discord", "g1", "c1", "t"), kind="thread"
+    )
+    await store.update_conversation(conversation.id, model="llm-4-vision-preview")
+    conversation = await store.get_conversation(conversation.id)  # type: ignore[assignment]
+    merged = await effective(store, conversation=conversation)
+    assert (merged["model"], merged["sources"]["model"]) == (  # type: ignore[index]
+        "llm-4-vision-preview",
+        "conversation",
+    )
+    assert merged["system_prompt"] == "You are genbot."
