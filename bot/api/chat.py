@@ -1,0 +1,270 @@
+"""Family A client: chat completions, whole or streamed, and the chunk accumulator."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from pydantic import ValidationError
+
+from bot.api.errors import (
+    ApiTimeout,
+    ConnectionFailed,
+    InvalidRequest,
+    InvalidResponse,
+    StreamInterrupted,
+)
+from bot.api.http import AuthStyle, CallSafety, HttpTransport, StreamResponse
+from bot.api.models_chat import (
+    CHAT_MODELS,
+    DEVELOPER_PLAN_MODELS,
+    AssistantMessage,
+    ChatChoice,
+    ChatChunk,
+    ChatCompletion,
+    ChatRequest,
+    FunctionCall,
+)
+from bot.api.sse import SseParser
+
+CHAT_PATH = "/v1/chat/completions"
+DONE = "[DONE]"
+
+
+@dataclass
+class ChoiceResult:
+    """One choice assembled from stream chunks."""
+
+    index: int
+    role: str = "assistant"
+    text: str = ""
+    function_name: str = ""
+    function_arguments: str = ""
+    finish_reason: str | None = None
+
+    @property
+    def function_call(self) -> FunctionCall | None:
+        """The function call the model made, if any."""
+        if not self.function_name and not self.function_arguments:
+            return None
+        return FunctionCall(name=self.function_name, arguments=self.function_arguments)
+
+
+@dataclass
+class ChatAccumulator:
+    """Folds stream chunks into per-choice results (text, function call, finish reason);
+    choices of ``n`` > 1 are kept apart by their index."""
+
+    id: str = ""
+    model: str = ""
+    created: int = 0
+    _choices: dict[int, ChoiceResult] = field(default_factory=dict)
+
+    def add(self, chunk: ChatChunk) -> None:
+        """Fold one chunk in."""
+        self.id = self.id or chunk.id
+        self.model = self.model or chunk.model
+        self.created = self.created or chunk.created
+        for part in chunk.choices:
+            choice = self._choices.setdefault(part.index, ChoiceResult(part.index))
+            delta = part.delta
+            if delta.role:
+                choice.role = delta.role
+            if delta.content:
+                choice.text += delta.content
+            if delta.function_call is not None:
+                name = delta.function_call.name or ""
+                if name.startswith(choice.function_name):
+                    choice.function_name = name
+                else:
+                    choice.function_name += name
+                choice.function_arguments += delta.function_call.arguments or ""
+            if part.finish_reason:
+                choice.finish_reason = part.finish_reason
+
+    def results(self) -> list[ChoiceResult]:
+        """Every choice seen, by index."""
+        return [self._choices[index] for index in sorted(self._choices)]
+
+    def text(self, index: int = 0) -> str:
+        """The text of one choice so far."""
+        choice = self._choices.get(index)
+        return choice.text if choice else ""
+
+    def texts(self) -> dict[int, str]:
+        """The text of every choice so far, by index."""
+        return {index: choice.text for index, choice in sorted(self._choices.items())}
+
+    def completion(self) -> ChatCompletion:
+        """The same shape :meth:`ChatClient.complete` returns (``usage`` is not streamed)."""
+        choices = [
+            ChatChoice(
+                index=result.index,
+                message=AssistantMessage(
+                    role=result.role,
+                    content=None if result.function_call and not result.text else result.text,
+                    function_call=result.function_call,
+                ),
+                finish_reason=result.finish_reason,
+            )
+            for result in self.results()
+        ]
+        return ChatCompletion(id=self.id, created=self.created, model=self.model, choices=choices)
+
+
+class ChatStream:
+    """A streamed completion: ``async with`` it, then ``async for chunk in stream``.
+
+    The request is sent when the context is entered (or at the first iteration). Leaving the
+    ``async with`` block (normally, by ``break``, an exception or cancellation) closes the
+    connection. Iteration ends after ``data: [DONE]``; a stream that ends, stalls longer than
+    the idle timeout or breaks before it raises :class:`StreamInterrupted` with the text so far.
+    :attr:`accumulator` holds everything received.
+    """
+
+    def __init__(self, transport: HttpTransport, body: dict[str, Any]) -> None:
+        self._transport = transport
+        self._body = body
+        self._response: StreamResponse | None = None
+        self._parser = SseParser()
+        self._pending: list[str] = []
+        self._finished = False
+        self.accumulator = ChatAccumulator()
+
+    async def __aenter__(self) -> ChatStream:
+        await self._open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> ChatStream:
+        return self
+
+    async def __anext__(self) -> ChatChunk:
+        if self._finished:
+            raise StopAsyncIteration
+        await self._open()
+        try:
+            return await self._next_chunk()
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        """Close the connection; further iteration ends at once."""
+        self._finished = True
+        if self._response is not None:
+            self._response.close()
+
+    @property
+    def closed(self) -> bool:
+        """The stream is over (finished, failed or closed) and holds no connection."""
+        return self._finished and (self._response is None or self._response.closed)
+
+    @property
+    def text(self) -> str:
+        """Text of choice 0 received so far."""
+        return self.accumulator.text()
+
+    async def _open(self) -> None:
+        if self._response is None and not self._finished:
+            self._response = await self._transport.open_stream(
+                CHAT_PATH, self._body, auth=AuthStyle.BEARER
+            )
+
+    def _interrupted(self, reason: str) -> StreamInterrupted:
+        return StreamInterrupted(reason, self.accumulator.text(), self.accumulator.texts())
+
+    async def _next_chunk(self) -> ChatChunk:
+        assert self._response is not None
+        while True:
+            while self._pending:
+                data = self._pending.pop(0)
+                if data.strip() == DONE:
+                    await self.aclose()
+                    raise StopAsyncIteration
+                chunk = self._parse(data)
+                self.accumulator.add(chunk)
+                return chunk
+            try:
+                received = await self._response.next_bytes()
+            except ApiTimeout as error:
+                raise self._interrupted(str(error)) from None
+            except ConnectionFailed as error:
+                raise self._interrupted(f"connection broken ({error})") from None
+            if not received:
+                self._parser.close()
+                raise self._interrupted("stream ended before [DONE]")
+            self._pending.extend(event.data for event in self._parser.feed(received))
+
+    def _parse(self, data: str) -> ChatChunk:
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            raise self._interrupted("a chunk was not valid JSON") from None
+        if isinstance(payload, dict) and "error" in payload and "choices" not in payload:
+            error = payload["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise self._interrupted(f"provider error: {message}")
+        try:
+            return ChatChunk.model_validate(payload)
+        except ValidationError:
+            raise self._interrupted("a chunk did not have the chunk shape") from None
+
+
+class ChatClient:
+    """Chat completions (spec 4.1) with the plan rule of spec 2.2 applied before sending.
+
+    Non-streamed requests go to ``proxy_url`` when configured (else ``base_url``). Neither kind
+    is retried once sent (see :mod:`bot.api.http`); only a connection that could not be made
+    fails over to the next address.
+    """
+
+    def __init__(self, transport: HttpTransport, plan: str) -> None:
+        self._transport = transport
+        self._plan = plan
+
+    def check(self, request: ChatRequest) -> None:
+        """Raise :class:`InvalidRequest` if the workspace's plan cannot use the model."""
+        if self._plan == "free" and request.model in DEVELOPER_PLAN_MODELS:
+            allowed = [model for model in CHAT_MODELS if model not in DEVELOPER_PLAN_MODELS]
+            raise InvalidRequest(
+                "model",
+                ", ".join(allowed),
+                f"model {request.model} needs the Developer plan or above; on the free plan "
+                f"use one of {', '.join(allowed)}",
+            )
+
+    async def complete(self, request: ChatRequest) -> ChatCompletion:
+        """One whole completion (``stream`` is sent as false)."""
+        self.check(request)
+        body = request.to_body()
+        body["stream"] = False
+        result = await self._transport.post(
+            CHAT_PATH, body, auth=AuthStyle.BEARER, safety=CallSafety.CREATE, via_proxy=True
+        )
+        try:
+            completion = ChatCompletion.model_validate(result.body)
+        except ValidationError as error:
+            raise InvalidResponse(f"chat completion has an unexpected shape: {error}") from None
+        if not completion.choices:
+            raise InvalidResponse("chat completion has no choices")
+        return completion
+
+    def stream(self, request: ChatRequest) -> ChatStream:
+        """A streamed completion; use as ``async with client.stream(req) as s: async for ...``.
+
+        The plan rule is checked here, before anything is sent.
+        """
+        self.check(request)
+        body = request.to_body()
+        body["stream"] = True
+        return ChatStream(self._transport, body)

@@ -1,0 +1,51 @@
+"""The facade the rest of genbot holds: one session, three family clients."""
+
+from __future__ import annotations
+
+import random
+from types import TracebackType
+
+from bot.api.chat import ChatClient
+from bot.api.diffusion import DiffusionClient
+from bot.api.http import HttpTransport, RetryPolicy
+from bot.api.tasks import TaskClient
+from bot.config import ApiSettings
+
+
+class ProviderClient:
+    """Everything the provider offers, configured from ``[api]``.
+
+    ``async with ProviderClient(settings.api) as api: await api.tasks.imagine(...)``. The
+    aiohttp session is created on first use and closed by :meth:`aclose` (or leaving the
+    ``async with``). ``allow_insecure_webhooks`` lets webhook addresses on loopback use http
+    and any port; it is meant for tests and local demos, never for production.
+    """
+
+    def __init__(
+        self,
+        settings: ApiSettings,
+        *,
+        retry: RetryPolicy | None = None,
+        allow_insecure_webhooks: bool = False,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self.transport = HttpTransport(settings, retry=retry, rng=rng)
+        self.chat = ChatClient(self.transport, settings.plan)
+        self.tasks = TaskClient(self.transport, allow_insecure_webhooks=allow_insecure_webhooks)
+        self.diffusion = DiffusionClient(self.transport)
+
+    async def __aenter__(self) -> ProviderClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the shared HTTP session."""
+        await self.transport.aclose()

@@ -1,0 +1,209 @@
+"""Errors of the provider API client.
+
+Everything the client raises on purpose derives from :class:`ApiError`. Each error has a
+``user_message``: a short sentence that may be shown to end users as is (it never contains a key,
+a header or a raw response body beyond the provider's own short message).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+
+class ApiError(Exception):
+    """Base of every error raised by :mod:`bot.api`."""
+
+    user_message: str = "The image and chat service failed."
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or self.user_message)
+
+
+class InvalidRequest(ApiError):
+    """A request broke one of the provider's documented rules; nothing was sent.
+
+    ``field`` names the offending field (``"width"``, ``"messages[2].content"``), ``allowed``
+    describes the accepted values, and ``message`` (also ``user_message`` and ``str(error)``) is a
+    short sentence for users, e.g. ``"width must be at most 1024 (got 2048)"``.
+    """
+
+    def __init__(self, field: str, allowed: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.allowed = allowed
+        self.message = message
+        self.user_message = message
+
+
+class AuthenticationError(ApiError):
+    """The provider answered 401: the API key is missing or wrong."""
+
+    user_message = "The service rejected the bot's API key. An admin needs to check it."
+
+
+class BadRequest(ApiError):
+    """The provider answered 400. ``provider_message`` is its own explanation when it sent one;
+    ``body`` is the parsed JSON body (``None`` when it was not JSON)."""
+
+    def __init__(self, provider_message: str = "", body: Any = None) -> None:
+        self.provider_message = provider_message
+        self.body = body
+        self.user_message = (
+            f"The service refused the request: {provider_message}"
+            if provider_message
+            else "The service refused the request as malformed."
+        )
+        super().__init__(self.user_message)
+
+
+class PermissionDenied(ApiError):
+    """The provider answered 403: the key is valid but may not do this (e.g. its plan)."""
+
+    def __init__(self, provider_message: str = "") -> None:
+        self.provider_message = provider_message
+        self.user_message = (
+            f"The service does not allow this: {provider_message}"
+            if provider_message
+            else "The service does not allow this for the bot's account."
+        )
+        super().__init__(self.user_message)
+
+
+class ServerError(ApiError):
+    """The provider answered with a 5xx status (after any retries that were allowed)."""
+
+    user_message = "The service is having trouble right now. Please try again later."
+
+    def __init__(self, status: int, provider_message: str = "") -> None:
+        self.status = status
+        self.provider_message = provider_message
+        detail = f": {provider_message}" if provider_message else ""
+        super().__init__(f"provider answered HTTP {status}{detail}")
+
+
+class UnexpectedStatus(ApiError):
+    """The provider answered with a status the spec does not describe (404, 429, ...)."""
+
+    user_message = "The service answered unexpectedly. Please try again later."
+
+    def __init__(self, status: int, provider_message: str = "") -> None:
+        self.status = status
+        self.provider_message = provider_message
+        detail = f": {provider_message}" if provider_message else ""
+        super().__init__(f"provider answered HTTP {status}{detail}")
+
+
+class InvalidResponse(ApiError):
+    """The provider answered 200 with a body that is not what the spec describes."""
+
+    user_message = "The service sent an answer the bot could not read."
+
+
+class RefusalKind(StrEnum):
+    """Why a family B creation call was refused (``status: failed`` in CreateTaskResponse)."""
+
+    BODY_PARSING_FAILED = "body_parsing_failed"
+    ORIGIN_NOT_FOUND = "origin_not_found"
+    SAME_INDEX_EXISTS = "same_index_exists"
+    INSUFFICIENT_CREDIT = "insufficient_credit"
+    OTHER = "other"
+
+
+_REFUSAL_SENTENCES: dict[RefusalKind, str] = {
+    RefusalKind.BODY_PARSING_FAILED: "The service could not read the request.",
+    RefusalKind.ORIGIN_NOT_FOUND: "The original image task no longer exists.",
+    RefusalKind.SAME_INDEX_EXISTS: "That button was already used on this image.",
+    RefusalKind.INSUFFICIENT_CREDIT: "The workspace has run out of credits.",
+    RefusalKind.OTHER: "The service refused to create the task.",
+}
+
+
+def refusal_kind(provider_message: str) -> RefusalKind:
+    """Classify a creation failure message of the spec (2.5) into a :class:`RefusalKind`."""
+    text = " ".join(provider_message.lower().replace("_", " ").split())
+    if "parsing" in text or "parse" in text:
+        return RefusalKind.BODY_PARSING_FAILED
+    if "does not exist" in text or "not exist" in text or "not found" in text:
+        return RefusalKind.ORIGIN_NOT_FOUND
+    if "same index" in text or "already created" in text:
+        return RefusalKind.SAME_INDEX_EXISTS
+    if "insufficient" in text or "credit" in text:
+        return RefusalKind.INSUFFICIENT_CREDIT
+    return RefusalKind.OTHER
+
+
+class TaskCreationRefused(ApiError):
+    """A family B creation call answered ``status: failed``; no task was created."""
+
+    def __init__(self, provider_message: str, kind: RefusalKind | None = None) -> None:
+        self.kind = kind if kind is not None else refusal_kind(provider_message)
+        self.provider_message = provider_message
+        self.user_message = _REFUSAL_SENTENCES[self.kind]
+        super().__init__(f"task creation refused ({self.kind.value}): {provider_message}")
+
+
+class ApiTimeout(ApiError):
+    """The provider did not answer (or a wait did not finish) in time."""
+
+    user_message = "The service took too long to answer. Please try again."
+
+
+class ConnectionFailed(ApiError):
+    """No connection to the provider could be used (refused, reset, DNS, TLS...).
+
+    ``request_sent`` tells whether the request may have reached the provider.
+    """
+
+    user_message = "The bot could not reach the service. Please try again later."
+
+    def __init__(self, message: str, *, request_sent: bool) -> None:
+        super().__init__(message)
+        self.request_sent = request_sent
+
+
+class StreamInterrupted(ApiError):
+    """A chat stream ended before ``data: [DONE]`` (cut, stalled, or a broken chunk).
+
+    ``partial_text`` is the text of choice 0 received so far; ``partial_texts`` has every
+    choice's text by index; ``reason`` says what happened.
+    """
+
+    user_message = "The answer was cut off before it finished."
+
+    def __init__(
+        self, reason: str, partial_text: str = "", partial_texts: dict[int, str] | None = None
+    ) -> None:
+        super().__init__(f"chat stream interrupted: {reason}")
+        self.reason = reason
+        self.partial_text = partial_text
+        self.partial_texts = dict(partial_texts or {})
+
+
+class FunctionArgumentsError(ApiError):
+    """A function call's ``arguments`` are not a JSON object (the model produced invalid JSON)."""
+
+    user_message = "The model produced invalid arguments for a tool call."
+
+    def __init__(self, function_name: str, arguments: str, reason: str) -> None:
+        preview = arguments if len(arguments) <= 200 else arguments[:200] + "…"
+        super().__init__(
+            f"arguments of function call {function_name!r} are not a JSON object ({reason}): "
+            f"{preview!r}"
+        )
+        self.function_name = function_name
+        self.arguments = arguments
+
+
+class DiffusionFailed(ApiError):
+    """A diffusion call or fetch reported an error status instead of images."""
+
+    def __init__(self, status: str, provider_message: str = "") -> None:
+        self.status = status
+        self.provider_message = provider_message
+        self.user_message = (
+            f"Image generation failed: {provider_message}"
+            if provider_message
+            else "Image generation failed."
+        )
+        super().__init__(f"diffusion status {status!r}: {provider_message}")

@@ -1,0 +1,352 @@
+"""The HTTP layer shared by the three API families.
+
+One :class:`HttpTransport` owns one lazily created ``aiohttp.ClientSession`` (so one per
+process when the process has one :class:`~bot.api.client.ProviderClient`). It adds the right
+authentication header per family, maps failures to :mod:`bot.api.errors`, fails over from
+``base_url`` to ``backup_urls``, and retries only what is safe to repeat:
+
+* :attr:`CallSafety.READ` calls (task fetch, multi_fetch, diffusion fetch) are retried with
+  exponential backoff and full jitter on 5xx, connection errors and timeouts, failing over to
+  the next address each time, bounded by :attr:`RetryPolicy.max_attempts` and
+  :attr:`RetryPolicy.max_total_seconds`.
+* :attr:`CallSafety.CREATE` calls (anything that may charge or start work, and non-streamed
+  chat) are repeated, on the next address, only when the connection failed before the request
+  was written (``ClientConnectorError``: refused, DNS, TLS; or a connect timeout). A reset, a
+  read timeout or a 5xx after sending is raised at once: the provider may have acted on it.
+* Chat streams are opened like CREATE calls and never resumed.
+
+Keys are only ever placed in request headers; nothing here logs headers or bodies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import aiohttp
+
+from bot.api.errors import (
+    ApiError,
+    ApiTimeout,
+    AuthenticationError,
+    BadRequest,
+    ConnectionFailed,
+    InvalidResponse,
+    PermissionDenied,
+    ServerError,
+    UnexpectedStatus,
+)
+from bot.config import ApiSettings
+
+log = logging.getLogger("bot.api")
+
+
+class AuthStyle(Enum):
+    """How a family authenticates (spec 5)."""
+
+    BEARER = "bearer"
+    API_KEY = "api_key"
+
+
+class CallSafety(Enum):
+    """Whether a call may be repeated after it may have reached the provider."""
+
+    READ = "read"
+    CREATE = "create"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounds of retries and failover. Delays grow as ``base_delay * 2**round`` (capped at
+    ``max_delay``) with full jitter; one round tries every address once."""
+
+    max_attempts: int = 6
+    max_total_seconds: float = 30.0
+    base_delay: float = 0.25
+    max_delay: float = 4.0
+    failback_seconds: float = 60.0
+    """After a failover, how long the working backup stays first before ``base_url`` is tried
+    first again."""
+
+
+@dataclass(frozen=True)
+class HttpResult:
+    """A 2xx answer: its status and parsed JSON body."""
+
+    status: int
+    body: Any
+
+
+def provider_message(body: Any, raw: bytes = b"") -> str:
+    """The provider's own short explanation in an error body, if any."""
+    if isinstance(body, dict):
+        for key in ("message", "messege", "error", "detail", "msg"):
+            value = body.get(key)
+            if isinstance(value, dict):
+                value = value.get("message")
+            if isinstance(value, str) and value.strip():
+                return _one_line(value)
+    if body is None and raw:
+        return _one_line(raw.decode("utf-8", errors="replace"))
+    return ""
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _parse_json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw.strip() else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def error_for_status(status: int, raw: bytes) -> ApiError:
+    """The typed error for a non-2xx answer."""
+    body = _parse_json(raw)
+    message = provider_message(body, raw)
+    if status == 401:
+        return AuthenticationError()
+    if status == 400:
+        return BadRequest(message, body)
+    if status == 403:
+        return PermissionDenied(message)
+    if status >= 500:
+        return ServerError(status, message)
+    return UnexpectedStatus(status, message)
+
+
+class _Attempt:
+    """Outcome of one failed attempt: the error and whether repeating is allowed."""
+
+    def __init__(self, error: ApiError, *, repeatable: bool) -> None:
+        self.error = error
+        self.repeatable = repeatable
+
+
+class StreamResponse:
+    """An open 200 response of a streamed call; read with :meth:`next_bytes`, then close."""
+
+    def __init__(self, response: aiohttp.ClientResponse, idle_timeout: float) -> None:
+        self._response = response
+        self._idle_timeout = idle_timeout
+
+    async def next_bytes(self) -> bytes:
+        """The next bytes received (``b""`` at the end). Raises :class:`ApiTimeout` when no
+        byte arrives for the idle timeout, :class:`ConnectionFailed` on a broken connection."""
+        try:
+            async with asyncio.timeout(self._idle_timeout):
+                return await self._response.content.readany()
+        except TimeoutError:
+            raise ApiTimeout(f"no data for {self._idle_timeout:g} s") from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
+            raise ConnectionFailed(type(error).__name__, request_sent=True) from None
+
+    def close(self) -> None:
+        """Drop the connection (safe to call more than once)."""
+        self._response.close()
+
+    @property
+    def closed(self) -> bool:
+        """The connection was released or dropped."""
+        return self._response.closed
+
+
+class HttpTransport:
+    """POSTs JSON to the provider with auth, failover, retries and typed errors."""
+
+    def __init__(
+        self,
+        settings: ApiSettings,
+        *,
+        retry: RetryPolicy | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._settings = settings
+        self.retry = retry or RetryPolicy()
+        self._rng = rng or random.Random()
+        self._session: aiohttp.ClientSession | None = None
+        self._addresses = [
+            url.rstrip("/") for url in [settings.base_url, *settings.backup_urls] if url
+        ]
+        self._proxy = settings.proxy_url.rstrip("/")
+        self._preferred: str | None = None
+        self._preferred_since = 0.0
+
+    def session(self) -> aiohttp.ClientSession:
+        """The shared session, created on first use (inside the running event loop)."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(
+                    total=None,
+                    sock_connect=self._settings.connect_timeout,
+                    sock_read=self._settings.read_timeout,
+                ),
+                raise_for_status=False,
+            )
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the session and its connections."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _headers(self, auth: AuthStyle) -> dict[str, str]:
+        key = self._settings.key.get_secret_value()
+        if auth is AuthStyle.BEARER:
+            return {"Authorization": f"Bearer {key}"}
+        return {"X-API-KEY": key}
+
+    def addresses(self, *, via_proxy: bool = False) -> list[str]:
+        """Base addresses in the order they will be tried."""
+        ordered = list(self._addresses)
+        if self._preferred in ordered:
+            if time.monotonic() - self._preferred_since < self.retry.failback_seconds:
+                ordered.remove(self._preferred)
+                ordered.insert(0, self._preferred)
+            else:
+                self._preferred = None
+        if via_proxy and self._proxy:
+            ordered.insert(0, self._proxy)
+        return ordered
+
+    def _worked(self, address: str) -> None:
+        if address == self._proxy:
+            return
+        if address == self._addresses[0]:
+            self._preferred = None
+        elif address != self._preferred:
+            log.warning("provider failover: now using %s first", address)
+            self._preferred = address
+            self._preferred_since = time.monotonic()
+
+    async def post(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        *,
+        auth: AuthStyle,
+        safety: CallSafety,
+        via_proxy: bool = False,
+    ) -> HttpResult:
+        """POST ``body`` to ``path`` and return the parsed 2xx JSON answer, or raise."""
+        addresses = self.addresses(via_proxy=via_proxy)
+        if not addresses:
+            raise ConnectionFailed("no provider address configured", request_sent=False)
+        policy = self.retry
+        deadline = time.monotonic() + policy.max_total_seconds
+        attempt = 0
+        while True:
+            address = addresses[attempt % len(addresses)]
+            outcome = await self._post_once(address, path, body, auth, safety)
+            if isinstance(outcome, HttpResult):
+                self._worked(address)
+                return outcome
+            attempt += 1
+            log.info(
+                "POST %s via %s failed (attempt %d): %s", path, address, attempt, outcome.error
+            )
+            if not outcome.repeatable or attempt >= policy.max_attempts:
+                raise outcome.error
+            delay = 0.0
+            if attempt % len(addresses) == 0:
+                ceiling = policy.base_delay * 2 ** (attempt // len(addresses) - 1)
+                delay = self._rng.uniform(0, min(policy.max_delay, ceiling))
+            if time.monotonic() + delay > deadline:
+                raise outcome.error
+            await asyncio.sleep(delay)
+
+    async def _post_once(
+        self,
+        address: str,
+        path: str,
+        body: Mapping[str, Any],
+        auth: AuthStyle,
+        safety: CallSafety,
+    ) -> HttpResult | _Attempt:
+        reads = safety is CallSafety.READ
+        try:
+            async with self.session().post(
+                address + path, json=body, headers=self._headers(auth)
+            ) as response:
+                raw = await response.read()
+                status = response.status
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as error:
+            return _Attempt(
+                ConnectionFailed(f"{address}: {type(error).__name__}", request_sent=False),
+                repeatable=True,
+            )
+        except TimeoutError:
+            return _Attempt(ApiTimeout(f"{address}{path}: no answer in time"), repeatable=reads)
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
+            failure = ConnectionFailed(f"{address}: {type(error).__name__}", request_sent=True)
+            return _Attempt(failure, repeatable=reads)
+        except aiohttp.InvalidURL:
+            return _Attempt(
+                ConnectionFailed(f"invalid provider address {address!r}", request_sent=False),
+                repeatable=True,
+            )
+        if 200 <= status < 300:
+            parsed = _parse_json(raw)
+            if parsed is None:
+                return _Attempt(
+                    InvalidResponse(f"{path}: answer is not JSON ({len(raw)} bytes)"),
+                    repeatable=False,
+                )
+            return HttpResult(status, parsed)
+        refusal = error_for_status(status, raw)
+        return _Attempt(refusal, repeatable=reads and isinstance(refusal, ServerError))
+
+    async def open_stream(
+        self, path: str, body: Mapping[str, Any], *, auth: AuthStyle
+    ) -> StreamResponse:
+        """POST ``body`` and return the open 200 response for incremental reading.
+
+        Fails over only when a connection could not be made; any other failure is raised.
+        """
+        addresses = self.addresses()
+        if not addresses:
+            raise ConnectionFailed("no provider address configured", request_sent=False)
+        last: ApiError | None = None
+        for address in addresses[: max(1, self.retry.max_attempts)]:
+            try:
+                async with asyncio.timeout(self._settings.read_timeout):
+                    response = await self.session().post(
+                        address + path,
+                        json=body,
+                        headers=self._headers(auth),
+                        timeout=aiohttp.ClientTimeout(
+                            total=None, sock_connect=self._settings.connect_timeout
+                        ),
+                    )
+            except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as error:
+                last = ConnectionFailed(f"{address}: {type(error).__name__}", request_sent=False)
+                continue
+            except TimeoutError:
+                raise ApiTimeout(f"{address}{path}: no answer in time") from None
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
+                raise ConnectionFailed(
+                    f"{address}: {type(error).__name__}", request_sent=True
+                ) from None
+            if response.status != 200:
+                try:
+                    raw = await response.read()
+                except (aiohttp.ClientError, TimeoutError):
+                    raw = b""
+                finally:
+                    response.release()
+                raise error_for_status(response.status, raw)
+            self._worked(address)
+            return StreamResponse(response, self._settings.stream_idle_timeout)
+        assert last is not None
+        raise last

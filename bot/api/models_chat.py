@@ -1,0 +1,350 @@
+"""Family A, chat completion: request (spec 2.1), response (2.3) and stream chunk (2.4)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from bot.api.errors import FunctionArgumentsError, InvalidRequest
+from bot.api.models_common import LenientInt, ResponseModel
+from bot.api.validation import RequestModel, check_at_least, check_non_empty, check_range, shown
+
+CHAT_MODELS: tuple[str, ...] = (
+    "llm-3.5-turbo",
+    "llm-3.5-turbo-0301",
+    "llm-3.5-turbo-0613",
+    "llm-3.5-turbo-16k",
+    "llm-3.5-turbo-16k-0613",
+    "llm-3.5-turbo-1106",
+    "llm-4",
+    "llm-4-0613",
+    "llm-4-1106-preview",
+    "llm-4-vision-preview",
+)
+"""Every chat model id of spec 2.2."""
+
+DEVELOPER_PLAN_MODELS: tuple[str, ...] = tuple(m for m in CHAT_MODELS if m.startswith("llm-4"))
+"""Models available only on the Developer plan and above."""
+
+VISION_MODELS: tuple[str, ...] = ("llm-4-vision-preview",)
+"""Models that accept array-valued message content."""
+
+MAX_STOP_SEQUENCES = 4
+
+Role = Literal["system", "user", "assistant", "function"]
+
+
+class FunctionCall(ResponseModel):
+    """A function call produced by the model: ``arguments`` is JSON text, parsed on demand."""
+
+    name: str = ""
+    arguments: str = ""
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """``arguments`` as a dict; raises :class:`FunctionArgumentsError` for invalid JSON."""
+        if not self.arguments.strip():
+            return {}
+        try:
+            value = json.loads(self.arguments)
+        except json.JSONDecodeError as error:
+            raise FunctionArgumentsError(self.name, self.arguments, str(error)) from None
+        if not isinstance(value, dict):
+            raise FunctionArgumentsError(
+                self.name, self.arguments, f"got {type(value).__name__}, expected an object"
+            )
+        return value
+
+
+class TextPart(RequestModel):
+    """A text part of array-valued content (vision model only)."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageUrl(RequestModel):
+    """The image of an ``image_url`` content part."""
+
+    url: str
+    detail: Literal["auto", "low", "high"] | None = None
+
+
+class ImagePart(RequestModel):
+    """An image part of array-valued content (vision model only)."""
+
+    type: Literal["image_url"] = "image_url"
+    image_url: ImageUrl
+
+
+ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+
+
+class ChatMessage(RequestModel):
+    """One message of the conversation (``content`` may be null only next to a function call)."""
+
+    role: Role
+    content: str | list[ContentPart] | None = None
+    name: str | None = None
+    function_call: FunctionCall | None = None
+
+
+class FunctionProperty(RequestModel):
+    """One property of a function's parameter schema (extra JSON-schema keys are kept)."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+    type: str | None = None
+    description: str | None = None
+    enum: list[Any] | None = None
+
+
+class FunctionParameters(RequestModel):
+    """The object schema of a function's parameters."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+    type: Literal["object"] = "object"
+    properties: dict[str, FunctionProperty] = Field(default_factory=dict)
+    required: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _required_are_properties(self) -> FunctionParameters:
+        unknown = [name for name in self.required if name not in self.properties]
+        if unknown:
+            raise InvalidRequest(
+                "parameters.required",
+                "names of declared properties",
+                f"parameters.required names undeclared properties: {', '.join(unknown)}",
+            )
+        return self
+
+
+class FunctionDefinition(RequestModel):
+    """A function the model may call."""
+
+    name: str
+    description: str | None = None
+    parameters: FunctionParameters | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_present(cls, value: str) -> str:
+        return check_non_empty("functions.name", value)
+
+
+class FunctionCallName(RequestModel):
+    """``function_call`` as an object: force the named function."""
+
+    name: str
+
+
+class ChatRequest(RequestModel):
+    """Body of ``POST /v1/chat/completions`` (spec 2.1), checked against the spec's limits.
+
+    ``stream`` is set by :class:`bot.api.chat.ChatClient` according to the method called.
+    The plan rule for ``llm-4*`` models is checked by the client, which knows the plan.
+    """
+
+    model: str
+    messages: list[ChatMessage]
+    functions: list[FunctionDefinition] | None = None
+    function_call: Literal["none", "auto"] | FunctionCallName | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    n: int | None = None
+    stream: bool = False
+    stop: str | list[str] | None = None
+    max_tokens: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    logit_bias: dict[str, float] | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        if value not in CHAT_MODELS:
+            raise InvalidRequest(
+                "model",
+                ", ".join(CHAT_MODELS),
+                f"model must be one of {', '.join(CHAT_MODELS)} (got {shown(value)})",
+            )
+        return value
+
+    @field_validator("temperature")
+    @classmethod
+    def _temperature(cls, value: float | None) -> float | None:
+        return check_range("temperature", value, 0, 2)
+
+    @field_validator("top_p")
+    @classmethod
+    def _top_p(cls, value: float | None) -> float | None:
+        return check_range("top_p", value, 0, 1)
+
+    @field_validator("presence_penalty")
+    @classmethod
+    def _presence_penalty(cls, value: float | None) -> float | None:
+        return check_range("presence_penalty", value, -2, 2)
+
+    @field_validator("frequency_penalty")
+    @classmethod
+    def _frequency_penalty(cls, value: float | None) -> float | None:
+        return check_range("frequency_penalty", value, -2, 2)
+
+    @field_validator("n")
+    @classmethod
+    def _n(cls, value: int | None) -> int | None:
+        return check_at_least("n", value, 1)
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _max_tokens(cls, value: int | None) -> int | None:
+        return check_at_least("max_tokens", value, 1)
+
+    @field_validator("stop")
+    @classmethod
+    def _stop(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list) and len(value) > MAX_STOP_SEQUENCES:
+            raise InvalidRequest(
+                "stop",
+                f"at most {MAX_STOP_SEQUENCES} sequences",
+                f"stop may hold at most {MAX_STOP_SEQUENCES} sequences (got {len(value)})",
+            )
+        if value == "" or (isinstance(value, list) and "" in value):
+            raise InvalidRequest("stop", "non-empty text", "stop sequences must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ChatRequest:
+        if not self.messages:
+            raise InvalidRequest("messages", "at least one message", "messages must not be empty")
+        for position, message in enumerate(self.messages):
+            self._check_message(position, message)
+        if self.functions is not None and not self.functions:
+            raise InvalidRequest(
+                "functions", "at least one function", "functions must not be an empty list"
+            )
+        if self.function_call is not None and not self.functions:
+            raise InvalidRequest(
+                "function_call", "only with functions", "function_call needs functions to call"
+            )
+        names = [function.name for function in self.functions or []]
+        if len(set(names)) != len(names):
+            raise InvalidRequest("functions", "unique names", "functions must have distinct names")
+        if isinstance(self.function_call, FunctionCallName) and self.function_call.name not in (
+            names
+        ):
+            allowed = ", ".join(names) or "none offered"
+            raise InvalidRequest(
+                "function_call",
+                allowed,
+                f"function_call names {shown(self.function_call.name)}, which is not among "
+                f"the functions offered ({allowed})",
+            )
+        return self
+
+    def _check_message(self, position: int, message: ChatMessage) -> None:
+        field = f"messages[{position}].content"
+        if isinstance(message.content, list) and self.model not in VISION_MODELS:
+            raise InvalidRequest(
+                field,
+                "text",
+                f"{field} may be a list of parts only with {', '.join(VISION_MODELS)}; "
+                f"{self.model} takes text",
+            )
+        if message.content is None and not (
+            message.role == "assistant" and message.function_call is not None
+        ):
+            raise InvalidRequest(
+                field,
+                "text",
+                f"{field} may be empty only in an assistant message carrying a function call",
+            )
+        if message.role == "function" and not message.name:
+            raise InvalidRequest(
+                f"messages[{position}].name",
+                "the function's name",
+                f"messages[{position}].name is required for a function result message",
+            )
+
+    def to_body(self) -> dict[str, Any]:
+        body = super().to_body()
+        for message, sent in zip(self.messages, body["messages"], strict=True):
+            if message.content is None:
+                sent["content"] = None
+        return body
+
+
+class Usage(ResponseModel):
+    """Token counts of a completion."""
+
+    prompt_tokens: LenientInt = 0
+    completion_tokens: LenientInt = 0
+    total_tokens: LenientInt = 0
+
+
+class AssistantMessage(ResponseModel):
+    """The message of a completion choice (``content`` is null when a function is called)."""
+
+    role: str = "assistant"
+    content: str | None = None
+    function_call: FunctionCall | None = None
+
+
+class ChatChoice(ResponseModel):
+    """One choice of a non-streamed completion."""
+
+    index: LenientInt = 0
+    message: AssistantMessage = Field(default_factory=AssistantMessage)
+    finish_reason: str | None = None
+
+
+class ChatCompletion(ResponseModel):
+    """A non-streamed completion (spec 2.3)."""
+
+    id: str = ""
+    object: str = "chat.completion"
+    created: LenientInt = 0
+    model: str = ""
+    choices: list[ChatChoice] = Field(default_factory=list)
+    usage: Usage | None = None
+
+    @property
+    def text(self) -> str:
+        """The content of the first choice ("" when it is a function call)."""
+        first = min(self.choices, key=lambda choice: choice.index, default=None)
+        return (first.message.content or "") if first else ""
+
+
+class FunctionCallDelta(ResponseModel):
+    """A piece of a streamed function call; pieces of ``arguments`` are concatenated."""
+
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ChunkDelta(ResponseModel):
+    """What one chunk adds to a choice (empty in the last chunk)."""
+
+    role: str | None = None
+    content: str | None = None
+    function_call: FunctionCallDelta | None = None
+
+
+class ChunkChoice(ResponseModel):
+    """One choice's part of a stream chunk."""
+
+    index: LenientInt = 0
+    delta: ChunkDelta = Field(default_factory=ChunkDelta)
+    finish_reason: str | None = None
+
+
+class ChatChunk(ResponseModel):
+    """One server-sent event of a streamed completion (spec 2.4)."""
+
+    id: str = ""
+    object: str = "chat.completion.chunk"
+    created: LenientInt = 0
+    model: str = ""
+    choices: list[ChunkChoice] = Field(default_factory=list)

@@ -1,0 +1,129 @@
+"""Family B, image task answers: CreateTaskResponse (spec 2.5), task records (2.6-2.8) and the
+multi_fetch envelope."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from bot.api.models_common import LenientInt, LenientStr, ResponseModel, StrList
+
+
+class CreateTaskResponse(ResponseModel):
+    """Answer of every creation endpoint (spec 2.5)."""
+
+    task_id: str = ""
+    status: str = ""
+    message: str = ""
+
+
+class TaskStatus(StrEnum):
+    """Image task states (spec 3.1)."""
+
+    PENDING = "pending"
+    STAGED = "staged"
+    PROCESSING = "processing"
+    FINISHED = "finished"
+    FAILED = "failed"
+    RETRY = "retry"
+
+
+_PROMPT_LINE = re.compile(r"^\s*([1-4])(?:\ufe0f?\u20e3|[.)])\s*(.*\S)\s*$")
+
+
+class TaskResult(ResponseModel):
+    """``task_result`` (spec 2.7). ``host_url`` and ``host_image_url`` are made equal (each
+    family of responses fills only one of them)."""
+
+    host_url: str = ""
+    host_image_url: str = ""
+    image_url: str = ""
+    permanent_url: str = ""
+    image_id: LenientStr = ""
+    seed: LenientStr = ""
+    result_message_id: LenientStr = ""
+    credit: LenientInt = 0
+    quota_used: LenientInt | None = None
+    message: str = ""
+    error_messages: StrList = Field(default_factory=list)
+    service_unavailable: bool = False
+    need_retry: bool = False
+    warn_notify: bool = False
+    actions: StrList = Field(default_factory=list)
+    prompts: StrList | None = None
+
+    @model_validator(mode="after")
+    def _same_host_url(self) -> TaskResult:
+        url = self.host_url or self.host_image_url
+        self.host_url = self.host_image_url = url
+        return self
+
+    def describe_prompts(self) -> list[str]:
+        """The candidate prompts of a describe task: ``prompts`` when present, else the lines
+        ``1️⃣ …`` to ``4️⃣ …`` of ``message`` (empty when neither holds any)."""
+        if self.prompts:
+            return list(self.prompts)
+        found: dict[int, str] = {}
+        for line in self.message.splitlines():
+            match = _PROMPT_LINE.match(line)
+            if match and int(match[1]) not in found:
+                found[int(match[1])] = match[2]
+        return [found[number] for number in sorted(found)]
+
+
+class TaskMeta(ResponseModel):
+    """``meta`` of a task record (spec 2.8); the internal fields are kept but not interpreted."""
+
+    account_id: LenientStr = ""
+    task_type: str = ""
+    origin_task_id: str = ""
+    multi_bots: bool = False
+    bot_hash: str | None = None
+    bot_id: LenientInt | None = None
+    created_at: LenientInt = 0
+    started_at: LenientInt = 0
+    ended_at: LenientInt | None = None
+    process_mode: str = ""
+    frozen_credit: LenientInt = 0
+    quota_frozen: LenientInt | None = None
+    task_request: dict[str, Any] = Field(default_factory=dict)
+    task_input: dict[str, Any] | None = None
+    task_param: dict[str, Any] | None = None
+
+
+class TaskRecord(ResponseModel):
+    """A task as returned by fetch and multi_fetch (spec 2.6)."""
+
+    task_id: str = ""
+    task_type: str = ""
+    process_time: float = 0.0
+    status: str = ""
+    task_result: TaskResult = Field(default_factory=TaskResult)
+    meta: TaskMeta = Field(default_factory=TaskMeta)
+    retry_count: LenientInt | None = None
+
+    @property
+    def is_finished(self) -> bool:
+        """The task completed successfully."""
+        return self.status == TaskStatus.FINISHED
+
+    @property
+    def is_failed(self) -> bool:
+        """The task failed during execution (see ``task_result.error_messages``)."""
+        return self.status == TaskStatus.FAILED
+
+    @property
+    def is_done(self) -> bool:
+        """The task reached a final state (finished or failed)."""
+        return self.is_finished or self.is_failed
+
+
+class MultiFetchResponse(ResponseModel):
+    """Envelope of multi_fetch: ``data`` maps each id to its record, or ``None`` if unresolved."""
+
+    code: LenientInt = 0
+    data: dict[str, TaskRecord | None] = Field(default_factory=dict)
+    message: str = ""

@@ -1,0 +1,154 @@
+"""Family B client: image task creation, fetch and multi_fetch (spec 4.2)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from bot.api.errors import BadRequest, InvalidResponse, TaskCreationRefused
+from bot.api.http import AuthStyle, CallSafety, HttpTransport
+from bot.api.models_common import read_model
+from bot.api.models_task_records import (
+    CreateTaskResponse,
+    MultiFetchResponse,
+    TaskRecord,
+)
+from bot.api.models_tasks import (
+    MULTI_FETCH_MAX_IDS,
+    BlendRequest,
+    DescribeRequest,
+    FetchRequest,
+    ImagineRequest,
+    InpaintRequest,
+    MultiFetchRequest,
+    OutpaintRequest,
+    PanRequest,
+    RerollRequest,
+    SeedRequest,
+    UpscaleRequest,
+    VariationRequest,
+    WebhookFields,
+)
+from bot.api.validation import RequestModel, check_webhook_address
+
+PREFIX = "/gen/v2"
+MULTI_FETCH_CONCURRENCY = 4
+
+
+class TaskClient:
+    """One method per image task endpoint. Request models carry only the fields each endpoint
+    accepts (``process_mode`` only on imagine, describe and blend; no webhook on seed).
+
+    Creation calls raise :class:`TaskCreationRefused` when the provider answers
+    ``status: failed`` and are never repeated once sent. ``fetch`` and ``multi_fetch`` are
+    retried (see :mod:`bot.api.http`).
+    """
+
+    def __init__(self, transport: HttpTransport, *, allow_insecure_webhooks: bool = False) -> None:
+        self._transport = transport
+        self._allow_insecure_webhooks = allow_insecure_webhooks
+
+    async def imagine(self, request: ImagineRequest) -> CreateTaskResponse:
+        """Start a 4-image grid from a prompt."""
+        return await self._create("imagine", request)
+
+    async def reroll(self, request: RerollRequest) -> CreateTaskResponse:
+        """Redraw a parent task."""
+        return await self._create("reroll", request)
+
+    async def upscale(self, request: UpscaleRequest) -> CreateTaskResponse:
+        """Upscale one image of a grid (or upscale an upscale with ``2x``/``4x``...)."""
+        return await self._create("upscale", request)
+
+    async def variation(self, request: VariationRequest) -> CreateTaskResponse:
+        """Vary one image of a grid, or an upscale (``high_variation``/``low_variation``)."""
+        return await self._create("variation", request)
+
+    async def inpaint(self, request: InpaintRequest) -> CreateTaskResponse:
+        """Redraw the masked area of an upscale."""
+        return await self._create("inpaint", request)
+
+    async def outpaint(self, request: OutpaintRequest) -> CreateTaskResponse:
+        """Zoom out of an upscale."""
+        return await self._create("outpaint", request)
+
+    async def pan(self, request: PanRequest) -> CreateTaskResponse:
+        """Extend an upscale in one direction."""
+        return await self._create("pan", request)
+
+    async def describe(self, request: DescribeRequest) -> CreateTaskResponse:
+        """Start four candidate prompts for an image (read them with
+        ``record.task_result.describe_prompts()``)."""
+        return await self._create("describe", request)
+
+    async def blend(self, request: BlendRequest) -> CreateTaskResponse:
+        """Merge 2 to 5 images."""
+        return await self._create("blend", request)
+
+    async def seed(self, task_id: str) -> CreateTaskResponse:
+        """Start a seed task for a generation task; the seed is in the new task's
+        ``task_result.seed``."""
+        return await self._create("seed", SeedRequest(task_id=task_id))
+
+    async def fetch(self, task_id: str) -> TaskRecord:
+        """The current record of one task."""
+        body = FetchRequest(task_id=task_id).to_body()
+        result = await self._transport.post(
+            f"{PREFIX}/fetch", body, auth=AuthStyle.API_KEY, safety=CallSafety.READ
+        )
+        return read_model(TaskRecord, result.body, "fetch")
+
+    async def multi_fetch(self, task_ids: Iterable[str]) -> dict[str, TaskRecord | None]:
+        """Records of any number of tasks, by id (``None`` for ids the provider cannot
+        resolve). Ids are sent in calls of at most 50, a few at a time."""
+        unique = list(dict.fromkeys(task_ids))
+        batches = [
+            MultiFetchRequest(task_ids=unique[start : start + MULTI_FETCH_MAX_IDS])
+            for start in range(0, len(unique), MULTI_FETCH_MAX_IDS)
+        ]
+        limit = asyncio.Semaphore(MULTI_FETCH_CONCURRENCY)
+
+        async def one(batch: MultiFetchRequest) -> dict[str, TaskRecord | None]:
+            async with limit:
+                result = await self._transport.post(
+                    f"{PREFIX}/multi_fetch",
+                    batch.to_body(),
+                    auth=AuthStyle.API_KEY,
+                    safety=CallSafety.READ,
+                )
+            envelope = read_model(MultiFetchResponse, result.body, "multi_fetch")
+            if not envelope.data and envelope.message.lower() not in ("", "success"):
+                raise InvalidResponse(
+                    f"multi_fetch failed: code {envelope.code}, {envelope.message}"
+                )
+            return {task_id: envelope.data.get(task_id) for task_id in batch.task_ids}
+
+        merged: dict[str, TaskRecord | None] = {}
+        for part in await asyncio.gather(*(one(batch) for batch in batches)):
+            merged.update(part)
+        return merged
+
+    async def _create(self, endpoint: str, request: RequestModel) -> CreateTaskResponse:
+        if isinstance(request, WebhookFields) and request.webhook_endpoint:
+            check_webhook_address(
+                "webhook_endpoint",
+                request.webhook_endpoint,
+                allow_insecure=self._allow_insecure_webhooks,
+            )
+        try:
+            result = await self._transport.post(
+                f"{PREFIX}/{endpoint}",
+                request.to_body(),
+                auth=AuthStyle.API_KEY,
+                safety=CallSafety.CREATE,
+            )
+        except BadRequest as error:
+            if isinstance(error.body, dict) and error.body.get("status") == "failed":
+                raise TaskCreationRefused(str(error.body.get("message") or "")) from None
+            raise
+        answer = read_model(CreateTaskResponse, result.body, endpoint)
+        if answer.status == "failed":
+            raise TaskCreationRefused(answer.message)
+        if not answer.task_id:
+            raise InvalidResponse(f"{endpoint}: no task_id in the answer")
+        return answer

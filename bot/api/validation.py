@@ -1,0 +1,172 @@
+"""Shared pieces of request validation: the request base model and small rule helpers.
+
+Every request model derives from :class:`RequestModel`. Building one with values the provider
+would refuse raises :class:`~bot.api.errors.InvalidRequest` (never pydantic's
+``ValidationError``), so callers handle exactly one error type and can show its sentence.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
+
+from bot.api.errors import InvalidRequest
+
+UPSTREAM_CDN_HOSTS: tuple[str, ...] = ("cdn.discordapp.com", "media.discordapp.net")
+"""Hosts of the upstream chat platform's CDN, whose links describe and blend do not accept."""
+
+LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def shown(value: Any) -> str:
+    """A value as it appears in an error sentence: short, strings quoted."""
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _location(details: ErrorDetails) -> str:
+    parts: list[str] = []
+    for part in details["loc"]:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        else:
+            parts.append(("." if parts else "") + part)
+    return "".join(parts) or "request"
+
+
+def invalid_from_validation_error(error: ValidationError) -> InvalidRequest:
+    """Turn pydantic's first complaint into an :class:`InvalidRequest` with a readable sentence."""
+    details = error.errors(include_url=False)[0]
+    field = _location(details)
+    kind = details["type"]
+    context = details.get("ctx") or {}
+    got = details.get("input")
+    if kind == "missing":
+        return InvalidRequest(field, "a value", f"{field} is required")
+    if kind == "extra_forbidden":
+        return InvalidRequest(field, "no such field", f"{field} is not a field of this request")
+    if kind == "literal_error":
+        expected = str(context.get("expected", "")).replace("'", "")
+        return InvalidRequest(
+            field, expected, f"{field} must be one of {expected} (got {shown(got)})"
+        )
+    if kind.startswith("string"):
+        return InvalidRequest(field, "text", f"{field} must be text (got {shown(got)})")
+    if kind.startswith(("int", "float")):
+        return InvalidRequest(field, "a number", f"{field} must be a number (got {shown(got)})")
+    if kind.startswith("bool"):
+        return InvalidRequest(field, "true or false", f"{field} must be true or false")
+    if kind.startswith("list"):
+        return InvalidRequest(field, "a list", f"{field} must be a list")
+    return InvalidRequest(field, "a valid value", f"{field} is invalid: {details['msg']}")
+
+
+class RequestModel(BaseModel):
+    """Base of request bodies: unknown fields are refused, every violation is InvalidRequest."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            raise invalid_from_validation_error(error) from None
+
+    # Nested models are then validated by pydantic-core directly (as for ``RootModel``), so a
+    # complaint deep inside keeps its full location (``messages[2].role``).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as error:
+            raise invalid_from_validation_error(error) from None
+
+    def to_body(self) -> dict[str, Any]:
+        """The JSON body sent to the provider: unset optional fields are left out."""
+        return self.model_dump(mode="json", exclude_none=True, by_alias=True)
+
+
+def check_range(
+    field: str, value: float | None, low: float, high: float, *, low_open: bool = False
+) -> float | None:
+    """``value`` when within ``[low, high]`` (``(low, high]`` when ``low_open``), else refuse."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not math.isfinite(value):
+        raise InvalidRequest(field, f"{low:g} to {high:g}", f"{field} must be a finite number")
+    below = value <= low if low_open else value < low
+    if not below and value <= high:
+        return value
+    if low_open:
+        allowed = f"greater than {low:g} and at most {high:g}"
+    else:
+        allowed = f"between {low:g} and {high:g}"
+    raise InvalidRequest(field, allowed, f"{field} must be {allowed} (got {value:g})")
+
+
+def check_at_least(field: str, value: int | None, low: int) -> int | None:
+    """``value`` when at least ``low``, else refuse."""
+    if value is not None and value < low:
+        raise InvalidRequest(
+            field, f"at least {low}", f"{field} must be at least {low} (got {value})"
+        )
+    return value
+
+
+def check_non_empty(field: str, value: str) -> str:
+    """``value`` when it has visible characters, else refuse."""
+    if not value.strip():
+        raise InvalidRequest(field, "non-empty text", f"{field} must not be empty")
+    return value
+
+
+def check_http_url(field: str, value: str, *, refuse_upstream_cdn: bool = False) -> str:
+    """``value`` when it is an absolute http(s) URL (optionally not on the upstream CDN)."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidRequest(
+            field, "an http(s) link", f"{field} must be an http or https link (got {shown(value)})"
+        )
+    host = parts.hostname.lower()
+    if refuse_upstream_cdn and any(
+        host == cdn or host.endswith("." + cdn) for cdn in UPSTREAM_CDN_HOSTS
+    ):
+        raise InvalidRequest(
+            field,
+            "a link not on " + ", ".join(UPSTREAM_CDN_HOSTS),
+            f"{field} must not be a {host} link; upload the image somewhere else first",
+        )
+    return value.strip()
+
+
+def check_webhook_address(field: str, value: str, *, allow_insecure: bool = False) -> str:
+    """Apply the spec's webhook rule: ``https://domain`` on port 443 only.
+
+    With ``allow_insecure`` a loopback address (127.0.0.1, localhost, ::1) may use http and any
+    port; that is for tests and local demos only.
+    """
+    parts = urlsplit(value)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    host = (parts.hostname or "").lower()
+    if allow_insecure and host in LOOPBACK_HOSTS and parts.scheme in ("http", "https"):
+        return value
+    if parts.scheme != "https" or not host or port not in (None, 443) or parts.username:
+        raise InvalidRequest(
+            field,
+            "an https://domain address on port 443",
+            f"{field} must be an https://domain address on port 443 (got {shown(value)})",
+        )
+    return value
+
+
+def format_number(value: float) -> str:
+    """A number as the provider's string fields expect it: ``2``, ``1.5``, ``1024``."""
+    return f"{value:g}" if not float(value).is_integer() else str(int(value))

@@ -1,0 +1,205 @@
+"""Family A through ChatClient against the simulator (see simulator/CHAT.md for its rules)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from bot.api import (
+    AuthenticationError,
+    ChatChunk,
+    ChatRequest,
+    PermissionDenied,
+    ProviderClient,
+    StreamInterrupted,
+)
+from simulator.server import RunningSimulator
+from tests.bot.api.support import FAST_RETRY, FREE_KEY, settings_for
+
+IMAGE_FUNCTION = {
+    "name": "generate_image",
+    "description": "Draw a picture",
+    "parameters": {
+        "type": "object",
+        "properties": {"prompt": {"type": "string", "description": "what to draw"}},
+        "required": ["prompt"],
+    },
+}
+
+
+def ask(text: str, **fields: object) -> ChatRequest:
+    return ChatRequest(
+        model="llm-3.5-turbo", messages=[{"role": "user", "content": text}], **fields
+    )
+
+
+async def test_complete(sim: RunningSimulator, api: ProviderClient) -> None:
+    answer = await api.chat.complete(ask("echo: Hi there, friend.", temperature=0.2))
+    assert answer.text == "Hi there, friend."
+    assert answer.object == "chat.completion"
+    assert answer.choices[0].finish_reason == "stop"
+    assert answer.usage is not None and answer.usage.total_tokens > 0
+    body = sim.state.requests_to("/v1/chat/completions")[-1].body
+    assert body["stream"] is False and body["temperature"] == 0.2
+
+
+async def test_stream_yields_typed_chunks_until_done(api: ProviderClient) -> None:
+    chunks: list[ChatChunk] = []
+    async with api.chat.stream(ask("echo: one two three four five six seven")) as stream:
+        async for chunk in stream:
+            chunks.append(chunk)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert len(chunks) > 3
+    assert stream.text == "one two three four five six seven"
+    assert stream.accumulator.results()[0].finish_reason == "stop"
+
+
+async def test_stream_keeps_n_choices_apart(api: ProviderClient) -> None:
+    async with api.chat.stream(ask("words: 25", n=3)) as stream:
+        async for _ in stream:
+            pass
+    results = stream.accumulator.results()
+    assert [r.index for r in results] == [0, 1, 2]
+    assert all(len(r.text.split()) == 25 for r in results)
+    assert all(r.finish_reason == "stop" for r in results)
+    whole = await api.chat.complete(ask("words: 25", n=3))
+    assert [c.message.content for c in whole.choices] == [r.text for r in results]
+
+
+async def test_function_call_whole_and_streamed(api: ProviderClient) -> None:
+    request = ask("draw a red fox in the snow", functions=[IMAGE_FUNCTION], function_call="auto")
+    answer = await api.chat.complete(request)
+    choice = answer.choices[0]
+    assert choice.finish_reason == "function_call" and choice.message.content is None
+    assert choice.message.function_call is not None
+    assert choice.message.function_call.parsed_arguments() == {"prompt": "a red fox in the snow"}
+
+    async with api.chat.stream(request) as stream:
+        async for _ in stream:
+            pass
+    (result,) = stream.accumulator.results()
+    assert result.finish_reason == "function_call"
+    assert result.function_call == choice.message.function_call
+    assert stream.accumulator.completion().choices[0].message.content is None
+
+
+async def test_function_result_round_trip(api: ProviderClient) -> None:
+    answer = await api.chat.complete(
+        ChatRequest(
+            model="llm-3.5-turbo",
+            messages=[
+                {"role": "user", "content": "draw a fox"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "function_call": {"name": "generate_image", "arguments": '{"prompt": "fox"}'},
+                },
+                {"role": "function", "name": "generate_image", "content": "task 42 started"},
+            ],
+            functions=[IMAGE_FUNCTION],
+        )
+    )
+    assert "task 42 started" in answer.text
+
+
+async def test_vision_model_takes_array_content(api: ProviderClient) -> None:
+    answer = await api.chat.complete(
+        ChatRequest(
+            model="llm-4-vision-preview",
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "what is this"},
+                        {"type": "image_url", "image_url": {"url": "https://e.com/a.png"}},
+                    ],
+                }
+            ],
+        )
+    )
+    assert "https://e.com/a.png" in answer.text
+
+
+async def test_wrong_bearer_key(sim: RunningSimulator) -> None:
+    async with ProviderClient(settings_for(sim.base_url, key="wrong"), retry=FAST_RETRY) as api:
+        with pytest.raises(AuthenticationError):
+            await api.chat.complete(ask("echo: x"))
+        with pytest.raises(AuthenticationError):
+            async with api.chat.stream(ask("echo: x")) as stream:
+                async for _ in stream:
+                    pass
+
+
+async def test_plan_mismatch_reported_by_the_provider(sim: RunningSimulator) -> None:
+    settings = settings_for(sim.base_url, key=FREE_KEY, plan="developer")
+    async with ProviderClient(settings, retry=FAST_RETRY) as api:
+        with pytest.raises(PermissionDenied) as caught:
+            await api.chat.complete(
+                ChatRequest(model="llm-4", messages=[{"role": "user", "content": "x"}])
+            )
+    assert "plan" in caught.value.user_message
+
+
+async def test_leaving_a_stream_early_closes_it(api: ProviderClient) -> None:
+    async with api.chat.stream(ask("words: 400")) as stream:
+        async for _ in stream:
+            break
+        assert not stream.closed
+    assert stream.closed
+    assert stream.text == ""
+    with pytest.raises(StopAsyncIteration):
+        await stream.__anext__()
+    assert (await api.chat.complete(ask("echo: still fine"))).text == "still fine"
+
+
+async def test_stream_without_async_with_closes_at_the_end(api: ProviderClient) -> None:
+    stream = api.chat.stream(ask("echo: plain loop"))
+    pieces = [chunk.choices[0].delta.content or "" async for chunk in stream]
+    assert "".join(pieces) == "plain loop"
+    assert stream.closed
+
+
+@pytest.fixture
+async def stalling_server() -> AsyncIterator[str]:
+    """A provider that sends the opening and one piece of a stream, then goes silent."""
+    release = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        opening = '{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}'
+        piece = '{"choices":[{"index":0,"delta":{"content":"Half a"}}]}'
+        await response.write(
+            f": keep-alive\r\n\r\ndata: {opening}\r\n\r\ndata: {piece}\r\n\r\n".encode()
+        )
+        await release.wait()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        release.set()
+        await runner.cleanup()
+
+
+async def test_stalled_stream_raises_interrupted_with_partial_text(stalling_server: str) -> None:
+    settings = settings_for(stalling_server, stream_idle_timeout=0.2)
+    async with ProviderClient(settings, retry=FAST_RETRY) as api:
+        seen: list[str] = []
+        with pytest.raises(StreamInterrupted) as caught:
+            async with asyncio.timeout(10), api.chat.stream(ask("hi")) as stream:
+                async for chunk in stream:
+                    seen.append(chunk.choices[0].delta.content or "")
+    assert seen == ["", "Half a"]
+    assert caught.value.partial_text == "Half a"
+    assert "no data" in caught.value.reason

@@ -1,0 +1,187 @@
+"""Family B through the typed methods against the simulator."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+
+import pytest
+
+from bot.api import (
+    AuthenticationError,
+    BadRequest,
+    BlendRequest,
+    DescribeRequest,
+    ImagineRequest,
+    InpaintRequest,
+    OutpaintRequest,
+    PanRequest,
+    ProviderClient,
+    RefusalKind,
+    RerollRequest,
+    TaskCreationRefused,
+    TaskRecord,
+    UpscaleRequest,
+    VariationRequest,
+)
+from simulator.server import RunningSimulator, serve
+from tests.bot.api.support import FAST_RETRY, settings_for, sim_config
+
+MASK = base64.b64encode(b"\x89PNG\r\n\x1a\n fake mask bytes").decode()
+
+
+async def finished(api: ProviderClient, task_id: str) -> TaskRecord:
+    record = await api.tasks.fetch(task_id)
+    assert record.task_id == task_id
+    assert record.is_finished, record.status
+    return record
+
+
+async def test_imagine_then_every_derivative(sim: RunningSimulator, api: ProviderClient) -> None:
+    grid = await api.tasks.imagine(
+        ImagineRequest(prompt="a lighthouse --v 6", aspect_ratio="16:9", process_mode="turbo")
+    )
+    record = await finished(api, grid.task_id)
+    assert record.meta.process_mode == "turbo"
+    assert {"reroll", "upscale1", "variation4"} <= set(record.task_result.actions)
+    assert record.task_result.image_url and record.task_result.host_url
+
+    reroll = await api.tasks.reroll(RerollRequest(origin_task_id=grid.task_id))
+    variation = await api.tasks.variation(VariationRequest(origin_task_id=grid.task_id, index="2"))
+    upscale = await api.tasks.upscale(UpscaleRequest(origin_task_id=grid.task_id, index="1"))
+    for created in (reroll, variation, upscale):
+        derived = await finished(api, created.task_id)
+        assert derived.meta.origin_task_id == grid.task_id
+
+    up = await finished(api, upscale.task_id)
+    assert "upscale_subtle" in up.task_result.actions
+    followups = [
+        await api.tasks.upscale(UpscaleRequest(origin_task_id=upscale.task_id, index="subtle")),
+        await api.tasks.variation(
+            VariationRequest(origin_task_id=upscale.task_id, index="high_variation")
+        ),
+        await api.tasks.inpaint(
+            InpaintRequest(origin_task_id=upscale.task_id, mask=MASK, prompt="a boat")
+        ),
+        await api.tasks.outpaint(OutpaintRequest(origin_task_id=upscale.task_id, zoom_ratio=2)),  # type: ignore[arg-type]
+        await api.tasks.outpaint(
+            OutpaintRequest(origin_task_id=upscale.task_id, zoom_ratio="1.25")
+        ),
+        await api.tasks.pan(PanRequest(origin_task_id=upscale.task_id, direction="left")),
+    ]
+    for created in followups:
+        assert (await finished(api, created.task_id)).meta.origin_task_id == upscale.task_id
+
+    sent = {r.path: r.body for r in sim.state.requests}
+    assert sent["/gen/v2/imagine"] == {
+        "prompt": "a lighthouse --v 6",
+        "aspect_ratio": "16:9",
+        "process_mode": "turbo",
+    }
+    assert sent["/gen/v2/pan"] == {"origin_task_id": upscale.task_id, "direction": "left"}
+    assert sim.state.requests_to("/gen/v2/outpaint")[0].body["zoom_ratio"] == "2"
+
+
+async def test_describe_returns_four_prompts(api: ProviderClient) -> None:
+    created = await api.tasks.describe(
+        DescribeRequest(image_url="https://images.example.com/fox.png", process_mode="fast")
+    )
+    prompts = (await finished(api, created.task_id)).task_result.describe_prompts()
+    assert len(prompts) == 4 and all(prompts)
+
+
+async def test_blend(api: ProviderClient) -> None:
+    created = await api.tasks.blend(
+        BlendRequest(
+            image_urls=["https://e.com/a.png", "https://e.com/b.png", "https://e.com/c.png"],
+            dimension="portrait",
+        )
+    )
+    assert (await finished(api, created.task_id)).task_result.image_url
+
+
+async def test_seed_workflow(api: ProviderClient) -> None:
+    grid = await api.tasks.imagine(ImagineRequest(prompt="a fox"))
+    await finished(api, grid.task_id)
+    seed_task = await api.tasks.seed(grid.task_id)
+    assert seed_task.task_id != grid.task_id
+    assert (await finished(api, seed_task.task_id)).task_result.seed.strip()
+
+
+async def test_multi_fetch_splits_into_calls_of_fifty(
+    sim: RunningSimulator, api: ProviderClient
+) -> None:
+    created = [
+        (await api.tasks.imagine(ImagineRequest(prompt=f"fox {i}"))).task_id for i in range(3)
+    ]
+    unknown = [str(uuid.UUID(int=i)) for i in range(117)]
+    wanted = created + unknown + created[:1]
+    records = await api.tasks.multi_fetch(wanted)
+    assert set(records) == set(created) | set(unknown)
+    assert all(records[task_id] is not None for task_id in created)
+    assert all(records[task_id] is None for task_id in unknown)
+    calls = sim.state.requests_to("/gen/v2/multi_fetch")
+    assert sorted(len(call.body["task_ids"]) for call in calls) == [20, 50, 50]
+    assert await api.tasks.multi_fetch([]) == {}
+    assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 3
+
+
+async def test_creation_refusals_are_typed(api: ProviderClient) -> None:
+    with pytest.raises(TaskCreationRefused) as missing:
+        await api.tasks.reroll(RerollRequest(origin_task_id=str(uuid.uuid4())))
+    assert missing.value.kind is RefusalKind.ORIGIN_NOT_FOUND
+    grid = await api.tasks.imagine(ImagineRequest(prompt="a fox"))
+    await api.tasks.upscale(UpscaleRequest(origin_task_id=grid.task_id, index="3"))
+    with pytest.raises(TaskCreationRefused) as twice:
+        await api.tasks.upscale(UpscaleRequest(origin_task_id=grid.task_id, index="3"))
+    assert twice.value.kind is RefusalKind.SAME_INDEX_EXISTS
+    assert twice.value.user_message == "That button was already used on this image."
+
+
+async def test_insufficient_credit_is_typed() -> None:
+    async with (
+        serve(sim_config(credits=0)) as poor,
+        ProviderClient(settings_for(poor.base_url), retry=FAST_RETRY) as api,
+    ):
+        with pytest.raises(TaskCreationRefused) as caught:
+            await api.tasks.imagine(ImagineRequest(prompt="a fox"))
+    assert caught.value.kind is RefusalKind.INSUFFICIENT_CREDIT
+
+
+async def test_fetch_of_an_unknown_task_is_a_bad_request(api: ProviderClient) -> None:
+    with pytest.raises(BadRequest) as caught:
+        await api.tasks.fetch(str(uuid.uuid4()))
+    assert caught.value.provider_message
+
+
+async def test_api_key_header_is_sent_and_checked(sim: RunningSimulator) -> None:
+    async with ProviderClient(settings_for(sim.base_url, key="wrong"), retry=FAST_RETRY) as api:
+        with pytest.raises(AuthenticationError):
+            await api.tasks.imagine(ImagineRequest(prompt="a fox"))
+    assert len(sim.state.requests_to("/gen/v2/imagine")) == 1
+
+
+async def test_loopback_webhook_needs_the_explicit_opt_in() -> None:
+    hook = "http://127.0.0.1:9/hook"
+    async with serve(sim_config(insecure_webhooks=True)) as sim:
+        async with ProviderClient(
+            settings_for(sim.base_url), retry=FAST_RETRY, allow_insecure_webhooks=True
+        ) as api:
+            created = await api.tasks.imagine(
+                ImagineRequest(prompt="a fox", webhook_endpoint=hook, webhook_secret="s3")
+            )
+        assert created.task_id
+        (sent,) = sim.state.requests_to("/gen/v2/imagine")
+    assert sent.body["webhook_endpoint"] == hook and sent.body["webhook_secret"] == "s3"
+
+
+async def test_https_webhook_is_sent(sim: RunningSimulator, api: ProviderClient) -> None:
+    hook = "https://hooks.example.com/genbot"
+    await api.tasks.upscale(
+        UpscaleRequest(
+            origin_task_id=(await api.tasks.imagine(ImagineRequest(prompt="fox"))).task_id,
+            index="1",
+            webhook_endpoint=hook,
+        )
+    )
+    assert sim.state.requests_to("/gen/v2/upscale")[0].body["webhook_endpoint"] == hook
