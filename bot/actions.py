@@ -1,0 +1,312 @@
+"""genbot's button vocabulary: which buttons a result gets, what a press asks for, and the forms
+(modals) some presses open. Pure: the engines turn a :class:`Derivative` into an API call.
+
+Action names are fixed (see the brief): grid ``upscale1..4``, ``reroll``, ``variation1..4``;
+upscale follow-ups ``high_variation``, ``low_variation``, ``vary_region``, ``outpaint_2``,
+``outpaint_1.5``, ``outpaint_custom``, ``outpaint_square``, ``pan_left|right|up|down``,
+``upscale_subtle|creative|2x|4x|light|beta``, ``seed``; describe ``describe_pick1..4``;
+diffusion ``diff_reroll``, ``diff_upscale``, ``diff_init``; and ``settings`` (a form only).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from bot.commands import command
+from bot.events import Button, Modal, ModalField, OptionValue
+from bot.masks import Region, parse_region
+from bot.parsing import CommandError, validate_options
+
+GRID_ROWS: tuple[tuple[str, ...], ...] = (
+    ("upscale1", "upscale2", "upscale3", "upscale4", "reroll"),
+    ("variation1", "variation2", "variation3", "variation4"),
+)
+UPSCALE_ROWS: tuple[tuple[str, ...], ...] = (
+    ("high_variation", "low_variation", "vary_region"),
+    ("outpaint_2", "outpaint_1.5", "outpaint_custom", "outpaint_square"),
+    ("pan_left", "pan_right", "pan_up", "pan_down"),
+    (
+        "upscale_subtle",
+        "upscale_creative",
+        "upscale_2x",
+        "upscale_4x",
+        "upscale_light",
+        "upscale_beta",
+    ),
+)
+GRID_ACTIONS = frozenset(a for row in GRID_ROWS for a in row)
+UPSCALE_ACTIONS = frozenset(a for row in UPSCALE_ROWS for a in row)
+DESCRIBE_ACTIONS = ("describe_pick1", "describe_pick2", "describe_pick3", "describe_pick4")
+DIFFUSION_ACTIONS = ("diff_reroll", "diff_upscale", "diff_init")
+MAX_BUTTONS_PER_ROW = 5
+MAX_ROWS = 5
+
+LABELS: dict[str, str] = {
+    **{f"upscale{i}": f"U{i}" for i in range(1, 5)},
+    **{f"variation{i}": f"V{i}" for i in range(1, 5)},
+    "reroll": "🔄",
+    "high_variation": "Vary (Strong)",
+    "low_variation": "Vary (Subtle)",
+    "vary_region": "Vary (Region)",
+    "outpaint_2": "Zoom Out 2x",
+    "outpaint_1.5": "Zoom Out 1.5x",
+    "outpaint_custom": "Custom Zoom",
+    "outpaint_square": "Make Square",
+    "pan_left": "⬅️",
+    "pan_right": "➡️",
+    "pan_up": "⬆️",
+    "pan_down": "⬇️",
+    "upscale_subtle": "Upscale (Subtle)",
+    "upscale_creative": "Upscale (Creative)",
+    "upscale_2x": "Upscale (2x)",
+    "upscale_4x": "Upscale (4x)",
+    "upscale_light": "Upscale (Light)",
+    "upscale_beta": "Upscale (Beta)",
+    "seed": "🌱 Seed",
+    **{f"describe_pick{i}": str(i) for i in range(1, 5)},
+    "diff_reroll": "🔄",
+    "diff_upscale": "Upscale",
+    "diff_init": "Use as init",
+}
+"""The label of every button action."""
+
+
+def _button(action: str, ref: str, pressed: Collection[str]) -> Button:
+    return Button(LABELS[action], action, ref, "primary" if action in pressed else "secondary")
+
+
+def _rows(groups: list[list[str]], seed: bool, max_per_row: int, max_rows: int) -> list[list[str]]:
+    rows = [g[i : i + max_per_row] for g in groups for i in range(0, len(g), max_per_row)]
+    if seed:
+        if rows and len(rows[-1]) < max_per_row:
+            rows[-1].append("seed")
+        else:
+            rows.append(["seed"])
+    if len(rows) > max_rows:
+        flat = [action for row in rows for action in row]
+        rows = [flat[i : i + max_per_row] for i in range(0, len(flat), max_per_row)]
+    return rows[:max_rows]
+
+
+def task_buttons(
+    actions: Iterable[str],
+    ref: str,
+    *,
+    with_seed: bool | None = None,
+    pressed: Collection[str] = (),
+    max_per_row: int = MAX_BUTTONS_PER_ROW,
+    max_rows: int = MAX_ROWS,
+) -> tuple[tuple[Button, ...], ...]:
+    """Button rows for an image task's ``task_result.actions``.
+
+    A grid gets ``U1 U2 U3 U4 🔄`` / ``V1 V2 V3 V4``; an upscale its follow-ups in rows
+    (vary, zoom, pan, second upscales) plus ``🌱 Seed``. ``with_seed`` forces the seed button
+    on or off (default: on for upscales only). Unknown action names are ignored; ``pressed``
+    actions are styled primary. At most ``max_per_row`` per row and ``max_rows`` rows: when the
+    natural rows would be too many, buttons are packed densely and any excess is dropped.
+    """
+    offered = set(actions)
+    groups = [[a for a in row if a in offered] for row in (*GRID_ROWS, *UPSCALE_ROWS)]
+    seed = with_seed if with_seed is not None else bool(offered & UPSCALE_ACTIONS)
+    rows = _rows([g for g in groups if g], seed, max_per_row, max_rows)
+    return tuple(tuple(_button(a, ref, pressed) for a in row) for row in rows)
+
+
+def describe_buttons(ref: str, count: int = 4) -> tuple[tuple[Button, ...], ...]:
+    """``1 2 3 4`` under a describe result: each starts an imagine job with that prompt."""
+    return (tuple(_button(a, ref, ()) for a in DESCRIBE_ACTIONS[:count]),)
+
+
+def diffusion_buttons(ref: str, *, upscale: bool = True) -> tuple[tuple[Button, ...], ...]:
+    """``🔄`` (same options, new seed), ``Upscale`` and ``Use as init`` under a diffusion image."""
+    actions = [a for a in DIFFUSION_ACTIONS if upscale or a != "diff_upscale"]
+    return (tuple(_button(a, ref, ()) for a in actions),)
+
+
+@dataclass(frozen=True)
+class Derivative:
+    """What a pressed action asks for.
+
+    ``family`` ``gen`` (image task API): ``endpoint`` is ``upscale``, ``variation``, ``reroll``,
+    ``inpaint``, ``outpaint``, ``pan`` or ``seed`` (all with the pressed job's task id as
+    ``origin_task_id``, or ``task_id`` for seed), or ``imagine`` for a describe pick
+    (``params["describe_index"]`` is the 1-based prompt to use). ``family`` ``diff``:
+    ``rerun`` (the parent's endpoint and options with a new random seed), ``upscale`` (the
+    image's URL) or ``img2img`` (the image as ``init_image``). ``params`` are the body fields
+    the action fixes; ``needs_input`` means a form must be filled first (:func:`modal_for`).
+    """
+
+    family: Literal["gen", "diff"]
+    endpoint: str
+    params: Mapping[str, str] = field(default_factory=dict)
+    needs_input: bool = False
+
+
+_OUTPAINT_ZOOMS = {"outpaint_2": "2", "outpaint_1.5": "1.5", "outpaint_square": "1"}
+
+
+def derivative_for(action: str) -> Derivative | None:
+    """The request a pressed ``action`` means, or ``None`` for an action that is not a job."""
+    if action in ("upscale1", "upscale2", "upscale3", "upscale4"):
+        return Derivative("gen", "upscale", {"index": action[-1]})
+    if action.startswith("upscale_") and action in UPSCALE_ACTIONS:
+        return Derivative("gen", "upscale", {"index": action.removeprefix("upscale_")})
+    if action in ("variation1", "variation2", "variation3", "variation4"):
+        return Derivative("gen", "variation", {"index": action[-1]})
+    if action in ("high_variation", "low_variation"):
+        return Derivative("gen", "variation", {"index": action})
+    if action in ("reroll", "seed"):
+        return Derivative("gen", action)
+    if action == "vary_region":
+        return Derivative("gen", "inpaint", needs_input=True)
+    if action in _OUTPAINT_ZOOMS:
+        return Derivative("gen", "outpaint", {"zoom_ratio": _OUTPAINT_ZOOMS[action]})
+    if action == "outpaint_custom":
+        return Derivative("gen", "outpaint", needs_input=True)
+    if action in ("pan_left", "pan_right", "pan_up", "pan_down"):
+        return Derivative("gen", "pan", {"direction": action.removeprefix("pan_")})
+    if action in DESCRIBE_ACTIONS:
+        return Derivative("gen", "imagine", {"describe_index": action[-1]})
+    if action == "diff_reroll":
+        return Derivative("diff", "rerun")
+    if action == "diff_upscale":
+        return Derivative("diff", "upscale")
+    if action == "diff_init":
+        return Derivative("diff", "img2img", needs_input=True)
+    return None
+
+
+ZOOM_FIELD = "zoom"
+REGION_FIELD = "region"
+PROMPT_FIELD = "prompt"
+STRENGTH_FIELD = "strength"
+REGION_HELP = "left half, center, top right… or x,y,w,h in %"
+
+
+def _choices_hint(choices: tuple[str, ...]) -> str:
+    listed = ", ".join(choices)
+    return listed if len(listed) <= 100 else f"e.g. {choices[0]}"
+
+
+def modal_for(
+    action: str, ref: str, *, prompt: str = "", defaults: Mapping[str, str] | None = None
+) -> Modal | None:
+    """The form a press of ``action`` opens, or ``None`` when it opens none.
+
+    ``prompt`` pre-fills prompt fields (the parent job's prompt); ``defaults`` pre-fills the
+    settings form (option name → current value). Field ids: ``zoom``, ``region``, ``prompt``,
+    ``strength`` and, for settings, the option names of ``/settings``.
+    """
+    prompt_field = ModalField(
+        PROMPT_FIELD, "Prompt", "Leave as is to keep it", prompt[:4000], False, 4000, True
+    )
+    if action == "outpaint_custom":
+        zoom = ModalField(ZOOM_FIELD, "Zoom out ratio (more than 1, at most 2)", "1.8", "1.8")
+        return Modal("Custom Zoom", action, ref, (zoom, prompt_field))
+    if action == "vary_region":
+        region = ModalField(REGION_FIELD, "Region to change", REGION_HELP, "", True, 200)
+        what = ModalField(PROMPT_FIELD, "What to put there", "", prompt[:4000], False, 4000, True)
+        return Modal("Vary (Region)", action, ref, (region, what))
+    if action == "diff_init":
+        text = ModalField(PROMPT_FIELD, "Prompt", "A fox in autumn", prompt[:4000], multiline=True)
+        strength = ModalField(
+            STRENGTH_FIELD, "Strength: how much to change, 0 to 1", "0.6", "", False, 10
+        )
+        return Modal("Use as init image", action, ref, (text, strength))
+    if action == "settings":
+        current = defaults or {}
+        fields = tuple(
+            ModalField(
+                option.name,
+                option.description[:45],
+                _choices_hint(option.choices),
+                current.get(option.name, ""),
+                False,
+                4000 if option.name == "system_prompt" else 100,
+                option.name == "system_prompt",
+            )
+            for option in command("settings").options
+        )
+        return Modal("genbot settings", action, ref, fields[:5])
+    return None
+
+
+@dataclass(frozen=True)
+class ZoomInput:
+    """A Custom Zoom form: ``zoom_ratio`` normalised (``"1.8"``); ``prompt`` ``None`` = keep."""
+
+    zoom_ratio: str
+    prompt: str | None
+
+
+@dataclass(frozen=True)
+class RegionInput:
+    """A Vary (Region) form: the regions to repaint and the prompt (``None`` = keep)."""
+
+    regions: tuple[Region, ...]
+    prompt: str | None
+
+
+@dataclass(frozen=True)
+class InitInput:
+    """A Use-as-init form: the img2img prompt and strength (``None`` = the default)."""
+
+    prompt: str
+    strength: float | None
+
+
+def parse_zoom(text: str) -> str:
+    """A custom zoom ratio in (1, 2] (``1.8``, ``1.8x``), normalised; else :class:`CommandError`."""
+    cleaned = text.strip().lower().removesuffix("x").strip()
+    try:
+        zoom = float(cleaned)
+    except ValueError:
+        raise CommandError(
+            f"The zoom must be a number above 1, at most 2 (got {text!r})."
+        ) from None
+    if not math.isfinite(zoom) or not 1 < zoom <= 2:
+        raise CommandError(f"The zoom must be above 1 and at most 2 (got {text.strip()}).")
+    return f"{zoom:g}"
+
+
+def _optional(values: Mapping[str, str], key: str) -> str | None:
+    value = values.get(key, "").strip()
+    return value or None
+
+
+def read_zoom(values: Mapping[str, str]) -> ZoomInput:
+    """Validate a submitted Custom Zoom form."""
+    return ZoomInput(parse_zoom(values.get(ZOOM_FIELD, "")), _optional(values, PROMPT_FIELD))
+
+
+def read_region(values: Mapping[str, str]) -> RegionInput:
+    """Validate a submitted Vary (Region) form (region syntax: :func:`bot.masks.parse_region`)."""
+    regions = parse_region(values.get(REGION_FIELD, ""))
+    return RegionInput(regions, _optional(values, PROMPT_FIELD))
+
+
+def read_init(values: Mapping[str, str]) -> InitInput:
+    """Validate a submitted Use-as-init form: a prompt, and a strength from 0 to 1 if given."""
+    prompt = _optional(values, PROMPT_FIELD)
+    if prompt is None:
+        raise CommandError("Use as init needs a prompt describing the new image.")
+    raw = _optional(values, STRENGTH_FIELD)
+    if raw is None:
+        return InitInput(prompt, None)
+    checked = validate_options(
+        command("diffusion.img2img"),
+        {"prompt": prompt, "strength": raw},
+        attachments=("init_image",),
+    )
+    strength = checked["strength"]
+    assert isinstance(strength, float)
+    return InitInput(prompt, strength)
+
+
+def read_settings(values: Mapping[str, str]) -> dict[str, OptionValue]:
+    """Validate a submitted settings form like ``/settings`` options (blank fields are left out)."""
+    filled = {key: value for key, value in values.items() if value.strip()}
+    return validate_options(command("settings"), filled)

@@ -1,0 +1,168 @@
+"""Vary (Region): the region a user types → a mask PNG for the inpaint endpoint.
+
+Region syntax (case-insensitive; several regions joined with ``;``, ``+`` or ``and``):
+
+- presets: ``left half``, ``right half``, ``top half``, ``bottom half``; ``top left``,
+  ``top right``, ``bottom left``, ``bottom right`` (quarters); ``left third``, ``right third``,
+  ``top third``, ``bottom third``; ``center`` (the middle half in both directions);
+  ``everything``. ``upper``/``lower`` mean top/bottom, ``middle``/``centre`` mean center,
+  hyphens and a leading ``the`` are ignored, and ``quarter`` may follow a corner.
+- rectangles: ``x,y,w,h`` in percent of the image — top-left corner, then width and height —
+  separated by commas and/or spaces, ``%`` signs allowed: ``10,10,50,50`` or ``0 50 100 50``.
+  Each number 0–100, width and height above 0, and the rectangle inside the image.
+
+The mask is a greyscale PNG of the image's size: white (255) where the image may change, black
+(0) where it is kept. The endpoint wants it base64-encoded (:attr:`Mask.base64`).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from PIL import Image, ImageDraw, UnidentifiedImageError
+
+from bot.parsing import CommandError
+
+MAX_REGIONS = 10
+MAX_MASK_SIDE = 8192
+
+
+@dataclass(frozen=True)
+class Region:
+    """A rectangle in fractions of the image (0–1): left, top, width, height."""
+
+    x: float
+    y: float
+    w: float
+    h: float
+
+
+PRESETS: dict[str, Region] = {
+    "left half": Region(0, 0, 0.5, 1),
+    "right half": Region(0.5, 0, 0.5, 1),
+    "top half": Region(0, 0, 1, 0.5),
+    "bottom half": Region(0, 0.5, 1, 0.5),
+    "top left": Region(0, 0, 0.5, 0.5),
+    "top right": Region(0.5, 0, 0.5, 0.5),
+    "bottom left": Region(0, 0.5, 0.5, 0.5),
+    "bottom right": Region(0.5, 0.5, 0.5, 0.5),
+    "left third": Region(0, 0, 1 / 3, 1),
+    "right third": Region(2 / 3, 0, 1 / 3, 1),
+    "top third": Region(0, 0, 1, 1 / 3),
+    "bottom third": Region(0, 2 / 3, 1, 1 / 3),
+    "center": Region(0.25, 0.25, 0.5, 0.5),
+    "everything": Region(0, 0, 1, 1),
+}
+"""Named regions accepted by :func:`parse_region`."""
+
+_SYNONYMS = {
+    "upper": "top",
+    "lower": "bottom",
+    "middle": "center",
+    "centre": "center",
+    "all": "everything",
+    "whole": "everything",
+}
+_SPLIT_RE = re.compile(r"\s*(?:;|\+|\band\b)\s*", re.IGNORECASE)
+SYNTAX_HINT = "a preset such as 'left half', 'center', 'top right', or x,y,w,h in percent"
+
+
+def _preset(text: str) -> Region | None:
+    words = text.lower().replace("-", " ").split()
+    words = [_SYNONYMS.get(word, word) for word in words if word not in ("the", "image")]
+    if words and words[-1] == "quarter":
+        words = words[:-1]
+    return PRESETS.get(" ".join(words))
+
+
+def _rectangle(text: str) -> Region:
+    numbers = [n for n in re.split(r"[\s,]+", text.replace("%", " ").strip()) if n]
+    if len(numbers) != 4:
+        raise CommandError(
+            f"A region needs four numbers x,y,w,h in percent, like 10,10,50,50 (got {text!r})."
+        )
+    try:
+        x, y, w, h = (float(n) for n in numbers)
+    except ValueError:
+        raise CommandError(f"Region numbers must be plain numbers (got {text!r}).") from None
+    if not all(math.isfinite(v) and 0 <= v <= 100 for v in (x, y, w, h)):
+        raise CommandError(f"Region numbers must be between 0 and 100 percent (got {text!r}).")
+    if w == 0 or h == 0:
+        raise CommandError(f"A region's width and height must be above 0 (got {text!r}).")
+    if x + w > 100 or y + h > 100:
+        raise CommandError(
+            f"The region {text!r} goes past the image's edge: x + w and y + h must be at most 100."
+        )
+    return Region(x / 100, y / 100, w / 100, h / 100)
+
+
+def parse_region(text: str) -> tuple[Region, ...]:
+    """The regions ``text`` names (see the module docstring); :class:`CommandError` otherwise."""
+    parts = [part for part in _SPLIT_RE.split(text.strip()) if part]
+    if not parts:
+        raise CommandError(f"Which part of the image should change? Give {SYNTAX_HINT}.")
+    if len(parts) > MAX_REGIONS:
+        raise CommandError(f"At most {MAX_REGIONS} regions at once (got {len(parts)}).")
+    regions: list[Region] = []
+    for part in parts:
+        preset = _preset(part)
+        if preset is not None:
+            regions.append(preset)
+        elif any(char.isdigit() for char in part):
+            regions.append(_rectangle(part))
+        else:
+            raise CommandError(f"I don't know the region {part!r}. Give {SYNTAX_HINT}.")
+    return tuple(regions)
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A mask image: PNG bytes, the same base64-encoded, and its size."""
+
+    png: bytes
+    base64: str
+    width: int
+    height: int
+
+
+def _box(region: Region, width: int, height: int) -> tuple[int, int, int, int]:
+    left = min(math.floor(region.x * width + 1e-9), width - 1)
+    top = min(math.floor(region.y * height + 1e-9), height - 1)
+    right = max(min(math.ceil((region.x + region.w) * width - 1e-9), width), left + 1)
+    bottom = max(min(math.ceil((region.y + region.h) * height - 1e-9), height), top + 1)
+    return left, top, right, bottom
+
+
+def build_mask(regions: Iterable[Region], size: tuple[int, int]) -> Mask:
+    """A white-on-black mask of ``size`` (width, height) with ``regions`` white."""
+    width, height = size
+    if not (0 < width <= MAX_MASK_SIDE and 0 < height <= MAX_MASK_SIDE):
+        raise ValueError(f"mask size must be 1..{MAX_MASK_SIDE} on each side (got {size})")
+    image = Image.new("L", (width, height), 0)
+    draw = ImageDraw.Draw(image)
+    for region in regions:
+        left, top, right, bottom = _box(region, width, height)
+        draw.rectangle((left, top, right - 1, bottom - 1), fill=255)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    png = buffer.getvalue()
+    return Mask(png, base64.b64encode(png).decode("ascii"), width, height)
+
+
+def mask_for(region_text: str, size: tuple[int, int]) -> Mask:
+    """:func:`parse_region` then :func:`build_mask`."""
+    return build_mask(parse_region(region_text), size)
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    """(width, height) of an image given as bytes; :class:`CommandError` when it is not one."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.size
+    except (UnidentifiedImageError, OSError):
+        raise CommandError("That file is not an image I can read.") from None

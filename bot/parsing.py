@@ -1,0 +1,350 @@
+"""Text-only commands, Midjourney style, and option validation against ``bot/commands.py``.
+
+``a fox in the snow --ar 16:9 --fast --v 6`` parses into ``{"prompt": "a fox in the snow --v 6",
+"aspect_ratio": "16:9", "process_mode": "fast"}`` for ``/imagine``. Flags take one word or a
+quoted value (``--neg "blurry, dark"``); the prose options in ``PROSE_OPTIONS`` take every word
+up to the next flag (``--no cars, trees``). ``—ar`` (an em dash, as phones type ``--``) works too,
+and so does ``--ar=16:9``; an em-dash word that is not a known flag is plain text. A quoted
+word is never a flag (``"--verbose"``). Every problem is a :class:`CommandError` whose text is
+a short sentence for the user.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from bot.commands import COMMANDS, COMMANDS_BY_NAME, CommandSpec, Option
+from bot.events import OptionValue
+
+ASPECT_SIDE_MAX = 9999
+"""Largest number on either side of an aspect ratio (``W:H``)."""
+ASPECT_MAX_RATIO = 4.0
+"""Aspect ratios must lie between 1:4 and 4:1 (the provider's rule as the simulator applies it)."""
+PROSE_OPTIONS = frozenset({"negative_prompt", "system", "system_prompt"})
+"""String options whose unquoted text flag takes every word up to the next flag."""
+
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+_QUOTES = {'"': '"', "“": "”", "'": "'"}
+_FLAG_RE = re.compile(r"(?:--|—)([A-Za-z][\w\-]*)(?:=(.*))?", re.DOTALL)
+_TOKEN_RE = re.compile(r"\S+")
+_ASPECT_RE = re.compile(r"\s*(\d+)\s*:\s*(\d+)\s*")
+
+
+class CommandError(ValueError):
+    """Bad user input for a command, button or form; ``str(error)`` is the sentence to show."""
+
+
+@dataclass(frozen=True)
+class _Flag:
+    option: Option
+    preset: str | None
+
+
+def _flag_table(spec: CommandSpec) -> dict[str, _Flag]:
+    table: dict[str, _Flag] = {}
+    for option in spec.options:
+        for flag in option.flags:
+            table[flag.lower()] = _Flag(option, None)
+        for flag, value in option.flag_values:
+            table[flag.lower()] = _Flag(option, value)
+    return table
+
+
+def _flag_list(spec: CommandSpec) -> str:
+    spellings: list[str] = []
+    for option in spec.options:
+        names = [*option.flags, *(f for f, _ in option.flag_values if f not in option.flags)]
+        if names:
+            spellings.append(" / ".join(names))
+    return ", ".join(spellings) if spellings else "none"
+
+
+def _read_value(text: str, start: int) -> tuple[str, int, bool] | None:
+    """The value word or quoted string after ``start``: ``(value, end, was_quoted)``."""
+    token = _TOKEN_RE.search(text, start)
+    if token is None or _FLAG_RE.fullmatch(token.group()):
+        return None
+    close = _QUOTES.get(token.group()[0])
+    if close is not None:
+        end = text.find(close, token.start() + 1)
+        while end != -1 and end + 1 < len(text) and not text[end + 1].isspace():
+            end = text.find(close, end + 1)
+        if end != -1:
+            return text[token.start() + 1 : end], end + 1, True
+    return token.group(), token.end(), False
+
+
+def _read_prose(text: str, start: int) -> tuple[str, int, bool] | None:
+    """A quoted string, or every word up to the next flag."""
+    first = _read_value(text, start)
+    if first is None or first[2]:
+        return first
+    end = start
+    for token in _TOKEN_RE.finditer(text, start):
+        if _FLAG_RE.fullmatch(token.group()):
+            break
+        end = token.end()
+    return text[start:end].strip(), end, False
+
+
+def parse_command_text(spec: CommandSpec, text: str) -> dict[str, str]:
+    """Split ``text`` into raw option values (strings) for ``spec``; see the module docstring.
+
+    The words left over go to ``spec.free_text``. Unknown flags stay in that text when
+    ``spec.keeps_unknown_flags``, else they are an error naming the valid flags.
+    """
+    table = _flag_table(spec)
+    values: dict[str, str] = {}
+    spent: list[tuple[int, int]] = []
+    position = 0
+    while (token := _TOKEN_RE.search(text, position)) is not None:
+        position = token.end()
+        flag_match = _FLAG_RE.fullmatch(token.group())
+        if flag_match is None:
+            continue
+        spelled = "--" + flag_match.group(1).lower()
+        flag = table.get(spelled)
+        if flag is None:
+            if spec.keeps_unknown_flags or token.group().startswith("—"):
+                continue
+            raise CommandError(
+                f"/{_display_name(spec)} has no option {spelled}. "
+                f"Valid options: {_flag_list(spec)}."
+            )
+        option = flag.option
+        if option.name in values:
+            raise CommandError(f"{spelled} was given twice.")
+        inline = flag_match.group(2)
+        if inline is not None:
+            value, end = inline, token.end()
+        elif flag.preset is not None:
+            value, end = flag.preset, token.end()
+            if option.type == "boolean":
+                following = _read_value(text, token.end())
+                if following is not None and following[0].lower() in _TRUE | _FALSE:
+                    value, end, _ = following
+        else:
+            reader = _read_prose if option.name in PROSE_OPTIONS else _read_value
+            found = reader(text, token.end())
+            if found is None:
+                about = option.description[:1].lower() + option.description[1:]
+                raise CommandError(f"{spelled} needs a value: {about}.")
+            value, end, _ = found
+        values[option.name] = value
+        spent.append((token.start(), end))
+        position = end
+    free = _leftover(text, spent)
+    if free:
+        if spec.free_text is None:
+            raise CommandError(
+                f"/{_display_name(spec)} takes no free text (got {free!r}). "
+                f"Options: {_flag_list(spec)}."
+            )
+        if spec.free_text in values:
+            raise CommandError(f"{_label(spec, spec.free_text, True)} was given twice.")
+        values[spec.free_text] = free
+    return values
+
+
+def _leftover(text: str, spent: list[tuple[int, int]]) -> str:
+    pieces: list[str] = []
+    last = 0
+    for start, end in spent:
+        pieces.append(text[last:start].strip())
+        last = end
+    pieces.append(text[last:].strip())
+    return " ".join(piece for piece in pieces if piece)
+
+
+def _display_name(spec: CommandSpec) -> str:
+    return spec.name.replace(".", " ")
+
+
+def _label(spec: CommandSpec, name: str, text_style: bool) -> str:
+    option = spec.option(name)
+    if text_style and name == spec.free_text:
+        return f"the {name.replace('_', ' ')}"
+    if text_style and option is not None and option.flags:
+        return option.flags[0]
+    return name
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _convert(option: Option, label: str, value: OptionValue) -> OptionValue:
+    kind = option.type
+    if kind == "string":
+        return str(value).strip()
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        word = str(value).strip().lower()
+        if word in _TRUE | _FALSE:
+            return word in _TRUE
+        raise CommandError(f"{label} must be true or false (got {value!r}).")
+    if isinstance(value, bool):
+        raise CommandError(f"{label} must be a number (got {value!r}).")
+    try:
+        number = float(value)
+    except ValueError:
+        what = "a whole number" if kind == "integer" else "a number"
+        raise CommandError(f"{label} must be {what} (got {value!r}).") from None
+    if not math.isfinite(number):
+        raise CommandError(f"{label} must be a finite number (got {value!r}).")
+    if kind == "integer":
+        if not number.is_integer():
+            raise CommandError(f"{label} must be a whole number (got {value!r}).")
+        return int(number)
+    return number
+
+
+def _check(spec: CommandSpec, option: Option, label: str, value: OptionValue) -> OptionValue:
+    if option.choices:
+        by_lower = {choice.lower(): choice for choice in option.choices}
+        choice = by_lower.get(str(value).lower())
+        if choice is None:
+            allowed = ", ".join(option.choices)
+            raise CommandError(f"{label} must be one of {allowed} (got {value!r}).")
+        return choice
+    if option.name == "aspect_ratio":
+        return parse_aspect_ratio(str(value), label)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if option.min_value is not None and value < option.min_value:
+            raise CommandError(
+                f"{label} must be at least {_number(option.min_value)} (got {_number(value)})."
+            )
+        if option.max_value is not None and value > option.max_value:
+            raise CommandError(
+                f"{label} must be at most {_number(option.max_value)} (got {_number(value)})."
+            )
+    return value
+
+
+def parse_aspect_ratio(text: str, label: str = "aspect_ratio") -> str:
+    """``W:H`` with positive whole numbers up to ``ASPECT_SIDE_MAX``, within 1:4 to 4:1;
+    returns it normalised (``16 : 9`` → ``16:9``)."""
+    match = _ASPECT_RE.fullmatch(text)
+    if match is None:
+        raise CommandError(f"{label} must look like 16:9 (two whole numbers; got {text!r}).")
+    width, height = int(match.group(1)), int(match.group(2))
+    if width == 0 or height == 0:
+        raise CommandError(f"{label} must use numbers above zero, like 16:9 (got {text!r}).")
+    if max(width, height) > ASPECT_SIDE_MAX:
+        raise CommandError(f"{label} numbers must be at most {ASPECT_SIDE_MAX} (got {text!r}).")
+    if max(width / height, height / width) > ASPECT_MAX_RATIO:
+        limit = _number(ASPECT_MAX_RATIO)
+        raise CommandError(f"{label} must be between 1:{limit} and {limit}:1 (got {text!r}).")
+    return f"{width}:{height}"
+
+
+def validate_options(
+    spec: CommandSpec,
+    options: Mapping[str, OptionValue],
+    *,
+    attachments: Iterable[str] = (),
+    text_style: bool = False,
+) -> dict[str, OptionValue]:
+    """Typed, checked option values: types converted, choices matched (case-insensitively, to
+    their canonical spelling), bounds and aspect ratios checked, required options present.
+
+    ``attachments`` names the attachment options the user supplied. ``text_style`` names
+    options by their flag (``--ar``) in messages, for text commands; otherwise by their name.
+    Empty strings count as absent.
+    """
+    result: dict[str, OptionValue] = {}
+    for name, raw in options.items():
+        option = spec.option(name)
+        if option is None:
+            raise CommandError(f"/{_display_name(spec)} has no option {name!r}.")
+        label = _label(spec, name, text_style)
+        if option.type == "attachment":
+            raise CommandError(f"{label} must be an attached file.")
+        value = _convert(option, label, raw)
+        if value == "":
+            continue
+        result[name] = _check(spec, option, label, value)
+    supplied = set(attachments)
+    for option in spec.options:
+        present = option.name in supplied if option.type == "attachment" else option.name in result
+        if option.required and not present:
+            raise CommandError(_missing(spec, option, text_style))
+    return result
+
+
+def _missing(spec: CommandSpec, option: Option, text_style: bool) -> str:
+    example = f" For example: {spec.examples[0]}" if spec.examples else ""
+    if option.type == "attachment":
+        return f"/{_display_name(spec)} needs {option.name} (attach a file).{example}"
+    return f"/{_display_name(spec)} needs {_label(spec, option.name, text_style)}.{example}"
+
+
+def parse_and_validate(
+    spec: CommandSpec, text: str, *, attachments: Iterable[str] = ()
+) -> dict[str, OptionValue]:
+    """:func:`parse_command_text` then :func:`validate_options` with flag-style messages."""
+    raw = parse_command_text(spec, text)
+    return validate_options(spec, raw, attachments=attachments, text_style=True)
+
+
+def resolve_command(text: str) -> tuple[CommandSpec, str]:
+    """The command a text starts with and the rest: ``"diffusion txt2img a fox"`` →
+    (``diffusion.txt2img``, ``"a fox"``). A leading ``/`` is allowed."""
+    words = text.strip().lstrip("/").split(maxsplit=2)
+    if not words:
+        raise CommandError(f"Which command? Try one of: {_command_list()}.")
+    first = words[0].lower()
+    if len(words) > 1 and f"{first}.{words[1].lower()}" in COMMANDS_BY_NAME:
+        return COMMANDS_BY_NAME[f"{first}.{words[1].lower()}"], " ".join(words[2:])
+    if first in COMMANDS_BY_NAME:
+        return COMMANDS_BY_NAME[first], text.strip().lstrip("/")[len(words[0]) :].strip()
+    members = [c.name.split(".", 1)[1] for c in COMMANDS if c.name.startswith(first + ".")]
+    if members:
+        raise CommandError(f"/{first} needs a subcommand: {', '.join(members)}.")
+    raise CommandError(f"There is no command {first!r}. Commands: {_command_list()}.")
+
+
+def _command_list() -> str:
+    return ", ".join(f"/{_display_name(c)}" for c in COMMANDS)
+
+
+def _option_help(spec: CommandSpec, option: Option) -> str:
+    spellings = [f"`{f}`" for f in option.flags]
+    spellings += [f"`{f}`" for f, _ in option.flag_values if f not in option.flags]
+    if option.name == spec.free_text:
+        spellings.insert(0, "(the text)")
+    if option.type == "attachment":
+        spellings.append("(attach a file)")
+    how = " / ".join(spellings) if spellings else "(slash option only)"
+    details = [option.description]
+    if option.required:
+        details.append("required")
+    if option.choices:
+        details.append("one of " + ", ".join(option.choices))
+    return f"  • `{option.name}` {how}: " + "; ".join(details)
+
+
+def help_text(name: str | None = None) -> str:
+    """Help for every command (or only ``name``): options with their flags, and examples.
+
+    Markdown with inline code; Slack callers run it through ``markdown_to_mrkdwn``.
+    """
+    specs = COMMANDS if name is None else (COMMANDS_BY_NAME[name],)
+    blocks: list[str] = []
+    if name is None:
+        blocks.append(
+            "**genbot commands** — on text-only platforms write options as flags after the "
+            "text, e.g. `a fox in the snow --ar 16:9 --fast`; quote values with spaces, and "
+            'quote text that only looks like a flag (`"--verbose"`).'
+        )
+    for spec in specs:
+        lines = [f"**/{_display_name(spec)}** — {spec.description}"]
+        lines += [_option_help(spec, option) for option in spec.options]
+        lines += [f"  e.g. `{example}`" for example in spec.examples]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)

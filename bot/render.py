@@ -1,0 +1,310 @@
+"""The stream renderer: a model's streamed answer → messages posted and edited on a surface.
+
+It posts the first message as soon as visible text arrives (or a placeholder at once when
+asked; a typing indicator until then), then edits it as text streams in, under the shared
+:class:`~bot.budget.RenderBudget` and the surface's per-message minimum interval. Edits are
+coalesced: every write carries the newest text, so nothing stale is ever queued. Text beyond
+``limits.max_text`` continues in new messages (split by :func:`bot.text.split_chunks`, code
+blocks closed and reopened); finished messages get their final text, only the last one is live
+and carries the in-progress marker. At the end the exact final text lands (waiting for budget,
+up to ``final_timeout`` seconds), with a note when the answer was cut by ``max_tokens`` or the
+stream broke. ``RateLimited`` from the surface holds the channel for its retry-after, then the
+write is retried with the newest text.
+
+The displayed text is the streamed text without trailing whitespace (platforms drop it anyway),
+followed by a blank line and the note, if any.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import AsyncIterable
+from dataclasses import dataclass, field
+
+from bot.budget import BudgetTimeout, Clock, RenderBudget
+from bot.events import Event, MessageRef, OutMessage, Place, RateLimited, Surface, SurfaceError
+from bot.text import FENCE, Chunk, split_chunks
+
+log = logging.getLogger(__name__)
+
+MARKER = " ▌"
+LENGTH_NOTE = "_(reply cut at the max_tokens limit)_"
+INTERRUPTED_NOTE = "_(the provider's stream was interrupted; this reply is incomplete)_"
+EMPTY_NOTE = "_(the model sent an empty reply)_"
+TYPING_EVERY_SECONDS = 8.0
+MAX_RATE_LIMITS_IN_A_ROW = 10
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    """Optional last item of a delta stream: how the model finished (``stop``, ``length``…)."""
+
+    finish_reason: str | None = None
+
+
+@dataclass
+class RenderResult:
+    """What a rendering did. ``text`` is the final displayed text (note included); the bodies
+    of ``chunks`` (one per message, in order) concatenate to it. ``reply`` is the streamed text
+    exactly. ``landed`` is false when the final text could not be written in time."""
+
+    messages: list[MessageRef] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
+    text: str = ""
+    reply: str = ""
+    finish_reason: str | None = None
+    interrupted: bool = False
+    error: BaseException | None = None
+    sends: int = 0
+    edits: int = 0
+    rate_limited: int = 0
+    landed: bool = False
+
+
+@dataclass(frozen=True)
+class _Op:
+    index: int
+    send: bool
+    urgent: bool
+
+
+class StreamRenderer:
+    """Renders one streamed answer; create one per answer and call :meth:`render` once.
+
+    ``interrupt_errors`` are the exceptions from the delta stream that mean "the stream broke"
+    (the reply is marked incomplete and returned); others propagate.
+    """
+
+    def __init__(
+        self,
+        surface: Surface,
+        place: Place,
+        budget: RenderBudget,
+        *,
+        origin: Event | None = None,
+        placeholder: str | None = None,
+        clock: Clock | None = None,
+        final_timeout: float = 60.0,
+        marker: str = MARKER,
+        interrupt_errors: tuple[type[Exception], ...] = (Exception,),
+    ) -> None:
+        self.surface = surface
+        self.place = place
+        self.budget = budget
+        self.origin = origin
+        self.placeholder = placeholder
+        self.clock = clock or budget.clock
+        self.final_timeout = final_timeout
+        self.marker = marker
+        self.interrupt_errors = interrupt_errors
+        self.result = RenderResult()
+        self._done = False
+        self._deadline = math.inf
+        self._changed = asyncio.Event()
+        self._finished = asyncio.Event()
+        self._shown: list[str] = []
+        self._last_write: list[float] = []
+        self._last_served = -math.inf
+        self._committed: list[Chunk] = []
+        self._committed_end = 0
+
+    async def render(self, deltas: AsyncIterable[str | StreamEnd]) -> RenderResult:
+        """Consume ``deltas`` and keep the surface up to date; returns when the final text is
+        written (or could not be in time). Surface errors other than rate limits propagate."""
+        reader = asyncio.create_task(self._read(deltas))
+        typing = asyncio.create_task(self._keep_typing()) if self.placeholder is None else None
+        try:
+            if await self._write_all(typing):
+                await reader
+        finally:
+            for task in (reader, typing):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        return self.result
+
+    async def _read(self, deltas: AsyncIterable[str | StreamEnd]) -> None:
+        try:
+            async for item in deltas:
+                if isinstance(item, StreamEnd):
+                    self.result.finish_reason = item.finish_reason
+                else:
+                    self.result.reply += item
+                self._changed.set()
+        except self.interrupt_errors as error:
+            self.result.interrupted = True
+            self.result.error = error
+        finally:
+            self._done = True
+            self._deadline = self.clock.monotonic() + self.final_timeout
+            self._finished.set()
+            self._changed.set()
+
+    async def _keep_typing(self) -> None:
+        while not self.result.messages:
+            with contextlib.suppress(RateLimited, SurfaceError):
+                await self.surface.typing(self.place)
+            await self.clock.sleep(TYPING_EVERY_SECONDS)
+
+    def _source(self) -> str:
+        text = self.result.reply.rstrip()
+        if not self._done:
+            return text
+        note = ""
+        if self.result.interrupted:
+            note = INTERRUPTED_NOTE
+        elif self.result.finish_reason == "length":
+            note = LENGTH_NOTE
+        elif not text:
+            note = EMPTY_NOTE
+        return f"{text}\n\n{note}" if text and note else text or note
+
+    def _desired(self) -> list[str]:
+        source = self._source()
+        if not source:
+            return [self.placeholder] if self.placeholder is not None else []
+        limit = self.surface.limits.max_text
+        reserve = 0 if self._done else len(self.marker) + len(FENCE) + 1
+        chunks = split_chunks(source, limit, reserve=reserve, start=self._committed_end)
+        for chunk in chunks[:-1]:
+            self._committed.append(chunk)
+            self._committed_end = chunk.end
+        last = chunks[-1]
+        live = last.text
+        if not self._done:
+            live += self.marker + ("\n" + FENCE if last.ends_in_fence else "")
+        self.result.chunks = [*self._committed, last]
+        return [chunk.text for chunk in self._committed] + [live]
+
+    def _next_op(self) -> tuple[_Op, str] | None:
+        desired = self._desired()
+        for index, text in enumerate(desired):
+            if index >= len(self.result.messages):
+                return _Op(index, True, True), text
+            if self._shown[index] != text:
+                urgent = self._done or index < len(desired) - 1
+                return _Op(index, False, urgent), text
+        return None
+
+    async def _write_all(self, typing: asyncio.Task[None] | None) -> bool:
+        """Write until the final text is shown (``True``) or giving up (``False``)."""
+        rate_limits_in_a_row = 0
+        while True:
+            self._changed.clear()
+            planned = self._next_op()
+            if planned is None:
+                if self._done:
+                    self.result.text = self._source()
+                    self.result.landed = True
+                    return True
+                await self._changed.wait()
+                continue
+            try:
+                await self._wait_for_room(planned[0])
+            except BudgetTimeout:
+                log.warning("gave up landing the final text in %s", self.place)
+                self.result.text = self._source()
+                return False
+            current = self._next_op()
+            if current is None:
+                continue
+            op, text = current
+            try:
+                await self._write(op, text)
+                rate_limits_in_a_row = 0
+            except RateLimited as limited:
+                self.result.rate_limited += 1
+                rate_limits_in_a_row += 1
+                self.budget.penalize(self.place, self.surface.limits, limited.retry_after)
+                if rate_limits_in_a_row >= MAX_RATE_LIMITS_IN_A_ROW:
+                    log.warning(
+                        "rate limited %d times in a row in %s", rate_limits_in_a_row, self.place
+                    )
+                    self.result.text = self._source()
+                    return False
+            if typing is not None and self.result.messages and not typing.done():
+                typing.cancel()
+
+    async def _wait_for_room(self, op: _Op) -> None:
+        limits = self.surface.limits
+        if not op.send:
+            ready = self._last_write[op.index] + limits.min_seconds_between_edits_of_one_message
+            while (now := self.clock.monotonic()) < ready:
+                if ready > self._deadline:
+                    raise BudgetTimeout("the message cannot be edited again before the deadline")
+                await self.clock.sleep(ready - now)
+        if not self._done and await self._acquire_unless_finished(op):
+            return
+        await self.budget.acquire(
+            self.place,
+            limits,
+            urgent=True,
+            last_served=self._last_served,
+            deadline=self._deadline,
+        )
+
+    async def _acquire_unless_finished(self, op: _Op) -> bool:
+        """Wait for budget while streaming; ``False`` when the stream ends first (the final
+        write then waits again, as urgent and bounded by the deadline)."""
+        acquire = asyncio.ensure_future(
+            self.budget.acquire(
+                self.place, self.surface.limits, urgent=op.urgent, last_served=self._last_served
+            )
+        )
+        finished = asyncio.ensure_future(self._finished.wait())
+        try:
+            await asyncio.wait((acquire, finished), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (acquire, finished):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        if acquire.cancelled():
+            return False
+        acquire.result()
+        return True
+
+    async def _write(self, op: _Op, text: str) -> None:
+        message = OutMessage(text=text, from_model=True)
+        if op.send:
+            origin = self.origin if op.index == 0 else None
+            ref = await self.surface.send(self.place, message, origin=origin)
+            self.result.messages.append(ref)
+            self._shown.append(text)
+            self._last_write.append(self.clock.monotonic())
+            self.result.sends += 1
+        else:
+            await self.surface.edit(self.result.messages[op.index], message)
+            self._shown[op.index] = text
+            self._last_write[op.index] = self.clock.monotonic()
+            self.result.edits += 1
+        self._last_served = self.clock.monotonic()
+
+
+async def render_stream(
+    deltas: AsyncIterable[str | StreamEnd],
+    surface: Surface,
+    place: Place,
+    budget: RenderBudget,
+    *,
+    origin: Event | None = None,
+    placeholder: str | None = None,
+    clock: Clock | None = None,
+    final_timeout: float = 60.0,
+) -> RenderResult:
+    """Render one streamed answer; see :class:`StreamRenderer`."""
+    renderer = StreamRenderer(
+        surface,
+        place,
+        budget,
+        origin=origin,
+        placeholder=placeholder,
+        clock=clock,
+        final_timeout=final_timeout,
+    )
+    return await renderer.render(deltas)

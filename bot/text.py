@@ -1,0 +1,294 @@
+"""Text helpers for chat platforms: splitting at a length limit, Slack mrkdwn, mention guards.
+
+Lengths are counted in Python characters (code points). Fenced code blocks are lines that start
+(after at most three spaces) with three backticks; an opening line's first word is its language
+tag. Inline triple backticks inside a line are plain text to the splitter.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+FENCE = "```"
+MAX_LANG_CHARS = 20
+MIN_SPLIT_BUDGET = 40
+"""The smallest ``limit - reserve`` :func:`split_chunks` accepts: room for a reopened fence with
+its language tag, a closing fence and some text."""
+
+_LANG_RE = re.compile(rf"[\w+#.\-]{{1,{MAX_LANG_CHARS}}}")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One message's worth of a longer text.
+
+    ``body`` is exactly ``source[start:end]``; ``text`` is what to post:
+    ``reopen + body + close``. ``reopen`` re-opens a code block the previous chunk was cut
+    inside (same language tag); ``close`` closes it when this chunk is cut inside one.
+    ``ends_in_fence`` tells whether the end of ``body`` lies inside a code block (for the last
+    chunk, whose block is left open as written).
+    """
+
+    start: int
+    end: int
+    body: str
+    reopen: str
+    close: str
+    ends_in_fence: bool
+
+    @property
+    def text(self) -> str:
+        return self.reopen + self.body + self.close
+
+
+@dataclass(frozen=True)
+class _Fence:
+    line_start: int
+    open_end: int
+    close_start: int
+    close_end: int
+    lang: str
+
+
+def _scan_fences(text: str) -> list[_Fence]:
+    fences: list[_Fence] = []
+    opener: tuple[int, int, str] | None = None
+    start = 0
+    length = len(text)
+    while start < length:
+        newline = text.find("\n", start)
+        end = length if newline < 0 else newline + 1
+        line = text[start:end]
+        stripped = line.lstrip(" ")
+        if len(line) - len(stripped) <= 3 and stripped.startswith(FENCE):
+            if opener is None:
+                info = stripped[len(FENCE) :].strip().split(maxsplit=1)
+                match = _LANG_RE.fullmatch(info[0]) if info else None
+                opener = (start, end, match.group(0) if match else "")
+            else:
+                fences.append(_Fence(opener[0], opener[1], start, end, opener[2]))
+                opener = None
+        start = end
+    if opener is not None:
+        fences.append(_Fence(opener[0], opener[1], length, length, opener[2]))
+    return fences
+
+
+class _FenceMap:
+    """Answers, for a position, whether it lies inside a code block or inside a fence line."""
+
+    def __init__(self, text: str) -> None:
+        self.fences = _scan_fences(text)
+        self._starts = [f.line_start for f in self.fences]
+
+    def _around(self, position: int) -> _Fence | None:
+        index = bisect.bisect_right(self._starts, position) - 1
+        if index < 0:
+            return None
+        fence = self.fences[index]
+        return fence if position <= fence.close_end else None
+
+    def lang_inside(self, position: int) -> str | None:
+        """The language tag when ``position`` is inside a block (between its fence lines)."""
+        fence = self._around(position)
+        if fence is not None and fence.open_end <= position <= fence.close_start:
+            return fence.lang
+        return None
+
+    def inside_fence_line(self, position: int) -> bool:
+        fence = self._around(position)
+        if fence is None:
+            return False
+        in_opener = fence.line_start < position < fence.open_end
+        in_closer = fence.close_start < position < fence.close_end
+        return in_opener or in_closer
+
+
+def _reopen(lang: str | None) -> str:
+    return "" if lang is None else f"{FENCE}{lang}\n"
+
+
+def _close(text: str, end: int, lang: str | None) -> str:
+    if lang is None:
+        return ""
+    return FENCE if text[end - 1] == "\n" else "\n" + FENCE
+
+
+def _choose_cut(text: str, pos: int, budget: int, fences: _FenceMap) -> int:
+    reopen_len = len(_reopen(fences.lang_inside(pos)))
+    latest = min(len(text) - 1, pos + budget - reopen_len)
+    best: dict[str, int] = {}
+    fallback = 0
+    for end in range(latest, pos, -1):
+        lang = fences.lang_inside(end)
+        if reopen_len + (end - pos) + len(_close(text, end, lang)) > budget:
+            continue
+        if fallback == 0:
+            fallback = end
+        if fences.inside_fence_line(end):
+            continue
+        before = text[end - 1]
+        if before == "\n":
+            kind = "paragraph" if end - 2 >= pos and text[end - 2] == "\n" else "line"
+        elif before.isspace():
+            kind = "word"
+        else:
+            kind = "hard"
+        best.setdefault(kind, end)
+        if kind in ("paragraph", "line"):
+            best.setdefault("line", end)
+            best.setdefault("word", end)
+        if kind == "paragraph":
+            break
+    threshold = pos + (latest - pos) // 2
+    for kind in ("paragraph", "line", "word"):
+        if best.get(kind, 0) >= threshold:
+            return best[kind]
+    boundaries = [best[k] for k in ("paragraph", "line", "word") if k in best]
+    if boundaries:
+        return max(boundaries)
+    return best.get("hard", fallback)
+
+
+def split_chunks(text: str, limit: int, *, reserve: int = 0, start: int = 0) -> list[Chunk]:
+    """Cut ``text[start:]`` into chunks whose ``text`` is at most ``limit - reserve`` long.
+
+    Cuts prefer paragraph ends, then line ends, then spaces; a cut leaves the separator at the
+    end of the earlier chunk, so the bodies concatenate to ``text[start:]`` exactly. A cut
+    inside a code block closes it at the end of the chunk and reopens it, with the same
+    language tag, at the start of the next. A word longer than the room is cut where it must.
+    Fences stay balanced in every chunk as long as each fence line fits in the room.
+    Always returns at least one chunk (possibly with an empty body).
+    """
+    budget = limit - reserve
+    if budget < MIN_SPLIT_BUDGET:
+        raise ValueError(f"limit - reserve must be at least {MIN_SPLIT_BUDGET} (got {budget})")
+    if not 0 <= start <= len(text):
+        raise ValueError(f"start {start} is outside the text (length {len(text)})")
+    fences = _FenceMap(text)
+    chunks: list[Chunk] = []
+    pos = start
+    while True:
+        reopen = _reopen(fences.lang_inside(pos))
+        if len(reopen) + len(text) - pos <= budget:
+            end_lang = fences.lang_inside(len(text))
+            body = text[pos:]
+            chunks.append(Chunk(pos, len(text), body, reopen, "", end_lang is not None))
+            return chunks
+        end = _choose_cut(text, pos, budget, fences)
+        lang = fences.lang_inside(end)
+        close = _close(text, end, lang)
+        chunks.append(Chunk(pos, end, text[pos:end], reopen, close, lang is not None))
+        pos = end
+
+
+def split_text(text: str, limit: int, *, reserve: int = 0) -> list[str]:
+    """The texts of :func:`split_chunks`: messages of at most ``limit - reserve`` characters."""
+    return [chunk.text for chunk in split_chunks(text, limit, reserve=reserve)]
+
+
+_CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_IMAGE_OR_LINK_RE = re.compile(r"!?\[([^\]\n]*)\]\((\S+?)(?:\s+\"[^\"]*\")?\)")
+_BARE_LINK_RE = re.compile(r"<(https?://[^\s>]+)>")
+_HEADING_RE = re.compile(r"^ {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
+_BULLET_RE = re.compile(r"^(\s*)[*+-]\s+")
+_BOLD_RE = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_ITALIC_RE = re.compile(r"(?<![*\w])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![*\w])")
+_STRIKE_RE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
+_BOLD_MARK = "\x00"
+
+
+def _escape_slack(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _inline_to_mrkdwn(text: str, escape: bool) -> str:
+    pieces: list[str] = []
+    links: list[str] = []
+
+    def keep_link(match: re.Match[str]) -> str:
+        label, url = match.group(1), match.group(2)
+        safe_label = (_escape_slack(label) if escape else label).replace("|", "¦")
+        url = url.replace("&", "&amp;") if escape else url
+        links.append(f"<{url}|{safe_label}>" if safe_label else f"<{url}>")
+        return f"\x01{len(links) - 1}\x01"
+
+    def keep_bare(match: re.Match[str]) -> str:
+        links.append(f"<{match.group(1)}>")
+        return f"\x01{len(links) - 1}\x01"
+
+    last = 0
+    for match in _CODE_SPAN_RE.finditer(text):
+        pieces.append(_styles(text[last : match.start()], escape, keep_link, keep_bare))
+        code = match.group(0)
+        pieces.append(_escape_slack(code) if escape else code)
+        last = match.end()
+    pieces.append(_styles(text[last:], escape, keep_link, keep_bare))
+    joined = "".join(pieces)
+    return re.sub(r"\x01(\d+)\x01", lambda m: links[int(m.group(1))], joined)
+
+
+def _styles(
+    text: str,
+    escape: bool,
+    keep_link: Callable[[re.Match[str]], str],
+    keep_bare: Callable[[re.Match[str]], str],
+) -> str:
+    text = _IMAGE_OR_LINK_RE.sub(keep_link, text)
+    text = _BARE_LINK_RE.sub(keep_bare, text)
+    if escape:
+        text = _escape_slack(text)
+    text = _BOLD_RE.sub(lambda m: f"{_BOLD_MARK}{m.group(2)}{_BOLD_MARK}", text)
+    text = _ITALIC_RE.sub(r"_\1_", text)
+    text = _STRIKE_RE.sub(r"~\1~", text)
+    return text.replace(_BOLD_MARK, "*")
+
+
+def markdown_to_mrkdwn(text: str, *, escape: bool = True) -> str:
+    """Slack's mrkdwn for Markdown text (the fallback when blocks are not used).
+
+    ``**bold**``/``__bold__`` → ``*bold*``; ``*italic*`` → ``_italic_``; ``~~s~~`` → ``~s~``;
+    ``[t](u)`` and ``![t](u)`` → ``<u|t>``; headings → bold lines; ``*``/``-`` bullets → ``•``.
+    Code blocks and inline code are kept as they are. With ``escape`` (the default) ``&``, ``<``
+    and ``>`` become entities as Slack requires, which also defuses raw ``<@U…>`` mentions.
+    """
+    out: list[str] = []
+    in_fence = False
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        if len(line) - len(stripped) <= 3 and stripped.startswith(FENCE):
+            in_fence = not in_fence
+            out.append(_escape_slack(line) if escape else line)
+            continue
+        if in_fence:
+            out.append(_escape_slack(line) if escape else line)
+            continue
+        heading = _HEADING_RE.match(line)
+        if heading:
+            title = _inline_to_mrkdwn(heading.group(1), escape).replace("*", "")
+            out.append(f"*{title}*" if title else "")
+            continue
+        line = _BULLET_RE.sub(lambda m: f"{m.group(1)}• ", line)
+        out.append(_inline_to_mrkdwn(line, escape))
+    return "\n".join(out)
+
+
+ZWSP = "\u200b"
+_AT_WORD_RE = re.compile(r"@(?=(?:everyone|here|channel)\b)", re.IGNORECASE)
+_USER_OR_ROLE_RE = re.compile(r"<@(?=[!&]?\w)")
+_SPECIAL_RE = re.compile(r"<!(?=[A-Za-z])")
+
+
+def neutralize_mentions(text: str) -> str:
+    """Break mass and user mentions with a zero-width space so they ping nobody.
+
+    Covers ``@everyone``, ``@here``, ``@channel``, Discord ``<@id>``, ``<@!id>``, ``<@&role>``,
+    and Slack ``<@U…>``, ``<!channel>``, ``<!here>``, ``<!everyone>``, ``<!subteam^…>``.
+    Idempotent. Adapters also set the platform's own no-ping flags; this is a second guard.
+    """
+    text = _AT_WORD_RE.sub("@" + ZWSP, text)
+    text = _USER_OR_ROLE_RE.sub("<@" + ZWSP, text)
+    return _SPECIAL_RE.sub("<!" + ZWSP, text)

@@ -1,0 +1,247 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from bot.actions import (
+    DESCRIBE_ACTIONS,
+    DIFFUSION_ACTIONS,
+    GRID_ACTIONS,
+    LABELS,
+    UPSCALE_ACTIONS,
+    Derivative,
+    derivative_for,
+    describe_buttons,
+    diffusion_buttons,
+    modal_for,
+    parse_zoom,
+    read_init,
+    read_region,
+    read_settings,
+    read_zoom,
+    task_buttons,
+)
+from bot.events import MODAL_ACTIONS, decode_custom_id
+from bot.masks import PRESETS, Region
+from bot.parsing import CommandError
+
+GRID = ["reroll", *(f"upscale{i}" for i in range(1, 5)), *(f"variation{i}" for i in range(1, 5))]
+V6_UPSCALE = [
+    "high_variation",
+    "low_variation",
+    "vary_region",
+    "outpaint_2",
+    "outpaint_1.5",
+    "outpaint_custom",
+    "pan_left",
+    "pan_right",
+    "pan_up",
+    "pan_down",
+    "upscale_subtle",
+    "upscale_creative",
+]
+REF = "0123456789abcdef"
+
+
+def labels(rows) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    return [[button.label for button in row] for row in rows]
+
+
+def test_a_grid_gets_u_and_v_rows():
+    shuffled = GRID[:]
+    random.Random(4).shuffle(shuffled)
+    rows = task_buttons(shuffled, "job1")
+    assert labels(rows) == [["U1", "U2", "U3", "U4", "🔄"], ["V1", "V2", "V3", "V4"]]
+    assert rows[0][0].action == "upscale1" and rows[0][0].ref == "job1"
+    assert rows[0][4].action == "reroll"
+
+
+def test_an_upscale_gets_its_follow_ups_and_a_seed_button():
+    rows = task_buttons(V6_UPSCALE, "job2")
+    assert labels(rows) == [
+        ["Vary (Strong)", "Vary (Subtle)", "Vary (Region)"],
+        ["Zoom Out 2x", "Zoom Out 1.5x", "Custom Zoom"],
+        ["⬅️", "➡️", "⬆️", "⬇️"],
+        ["Upscale (Subtle)", "Upscale (Creative)", "🌱 Seed"],
+    ]
+    v5 = ["vary_region", "outpaint_2", "outpaint_square", "upscale_2x", "upscale_4x"]
+    assert labels(task_buttons(v5, "j")) == [
+        ["Vary (Region)"],
+        ["Zoom Out 2x", "Make Square"],
+        ["Upscale (2x)", "Upscale (4x)", "🌱 Seed"],
+    ]
+
+
+def test_the_seed_button_can_be_forced_on_or_off():
+    assert labels(task_buttons(GRID, "j", with_seed=True))[-1][-1] == "🌱 Seed"
+    assert "🌱 Seed" not in [
+        label for row in labels(task_buttons(V6_UPSCALE, "j", with_seed=False)) for label in row
+    ]
+    pans = ["pan_left", "pan_right", "pan_up", "pan_down"]
+    assert labels(task_buttons(pans, "j")) == [["⬅️", "➡️", "⬆️", "⬇️", "🌱 Seed"]]
+    full = ["upscale_subtle", "upscale_creative", "upscale_2x", "upscale_4x", "upscale_light"]
+    assert labels(task_buttons(full, "j"))[-1] == ["🌱 Seed"]
+
+
+def test_every_follow_up_at_once_still_fits_five_rows_of_five():
+    rows = task_buttons(sorted(UPSCALE_ACTIONS), REF)
+    assert len(rows) <= 5 and all(len(row) <= 5 for row in rows)
+    actions = [button.action for row in rows for button in row]
+    assert sorted(actions) == sorted([*UPSCALE_ACTIONS, "seed"])
+
+
+def test_tighter_limits_pack_densely_and_drop_the_excess():
+    rows = task_buttons(sorted(UPSCALE_ACTIONS), "j", max_per_row=4, max_rows=3)
+    assert [len(row) for row in rows] == [4, 4, 4]
+
+
+def test_unknown_actions_are_ignored_and_pressed_ones_are_primary():
+    rows = task_buttons([*GRID, "make_coffee"], "j", pressed={"upscale2"})
+    assert "make_coffee" not in [b.action for row in rows for b in row]
+    styles = {b.action: b.style for row in rows for b in row}
+    assert styles["upscale2"] == "primary" and styles["upscale1"] == "secondary"
+
+
+def test_describe_and_diffusion_buttons():
+    assert labels(describe_buttons("d")) == [["1", "2", "3", "4"]]
+    assert [b.action for b in describe_buttons("d")[0]] == list(DESCRIBE_ACTIONS)
+    assert labels(diffusion_buttons("x")) == [["🔄", "Upscale", "Use as init"]]
+    assert labels(diffusion_buttons("x", upscale=False)) == [["🔄", "Use as init"]]
+
+
+@pytest.mark.parametrize("action", sorted(LABELS))
+def test_every_custom_id_fits_with_a_16_character_ref(action: str):
+    button = next(
+        b
+        for rows in (
+            task_buttons([action], REF, with_seed=True),
+            describe_buttons(REF),
+            diffusion_buttons(REF),
+        )
+        for row in rows
+        for b in row
+        if b.action == action
+    )
+    assert len(button.custom_id) <= 100
+    assert decode_custom_id(button.custom_id) == (action, REF)
+
+
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        ("upscale2", Derivative("gen", "upscale", {"index": "2"})),
+        ("variation3", Derivative("gen", "variation", {"index": "3"})),
+        ("reroll", Derivative("gen", "reroll")),
+        ("high_variation", Derivative("gen", "variation", {"index": "high_variation"})),
+        ("low_variation", Derivative("gen", "variation", {"index": "low_variation"})),
+        ("vary_region", Derivative("gen", "inpaint", needs_input=True)),
+        ("outpaint_2", Derivative("gen", "outpaint", {"zoom_ratio": "2"})),
+        ("outpaint_1.5", Derivative("gen", "outpaint", {"zoom_ratio": "1.5"})),
+        ("outpaint_square", Derivative("gen", "outpaint", {"zoom_ratio": "1"})),
+        ("outpaint_custom", Derivative("gen", "outpaint", needs_input=True)),
+        ("pan_left", Derivative("gen", "pan", {"direction": "left"})),
+        ("pan_down", Derivative("gen", "pan", {"direction": "down"})),
+        ("upscale_subtle", Derivative("gen", "upscale", {"index": "subtle"})),
+        ("upscale_creative", Derivative("gen", "upscale", {"index": "creative"})),
+        ("upscale_2x", Derivative("gen", "upscale", {"index": "2x"})),
+        ("upscale_4x", Derivative("gen", "upscale", {"index": "4x"})),
+        ("upscale_light", Derivative("gen", "upscale", {"index": "light"})),
+        ("upscale_beta", Derivative("gen", "upscale", {"index": "beta"})),
+        ("seed", Derivative("gen", "seed")),
+        ("describe_pick4", Derivative("gen", "imagine", {"describe_index": "4"})),
+        ("diff_reroll", Derivative("diff", "rerun")),
+        ("diff_upscale", Derivative("diff", "upscale")),
+        ("diff_init", Derivative("diff", "img2img", needs_input=True)),
+    ],
+)
+def test_a_pressed_action_means_one_derivative_request(action: str, expected: Derivative):
+    assert derivative_for(action) == expected
+
+
+def test_every_button_action_means_a_request_and_only_forms_need_input():
+    for action in LABELS:
+        derivative = derivative_for(action)
+        assert derivative is not None, action
+        assert derivative.needs_input == (action in MODAL_ACTIONS), action
+    assert derivative_for("settings") is None
+    assert derivative_for("upscale_9x") is None
+    assert set(LABELS) == {
+        *GRID_ACTIONS,
+        *UPSCALE_ACTIONS,
+        *DESCRIBE_ACTIONS,
+        *DIFFUSION_ACTIONS,
+        "seed",
+    }
+
+
+def test_forms_open_exactly_for_the_modal_actions_and_fit_platform_limits():
+    opened = {action for action in [*LABELS, "settings"] if modal_for(action, REF) is not None}
+    assert opened == set(MODAL_ACTIONS)
+    for action in opened:
+        modal = modal_for(action, REF, prompt="p" * 5000)
+        assert modal is not None
+        assert modal.action == action and modal.ref == REF
+        assert len(modal.custom_id) <= 100
+        assert len(modal.title) <= 45 and 1 <= len(modal.fields) <= 5
+        for field in modal.fields:
+            assert len(field.label) <= 45 and len(field.placeholder) <= 100
+            assert len(field.default) <= field.max_length
+
+
+def test_form_fields_and_prefills():
+    zoom = modal_for("outpaint_custom", "r", prompt="a fox --v 6")
+    assert zoom is not None
+    assert [f.id for f in zoom.fields] == ["zoom", "prompt"]
+    assert zoom.fields[1].default == "a fox --v 6"
+    region = modal_for("vary_region", "r")
+    assert region is not None and [f.id for f in region.fields] == ["region", "prompt"]
+    init = modal_for("diff_init", "r")
+    assert init is not None and [f.id for f in init.fields] == ["prompt", "strength"]
+    settings = modal_for("settings", "r", defaults={"model": "llm-4"})
+    assert settings is not None
+    assert [f.id for f in settings.fields] == [
+        "model",
+        "system_prompt",
+        "process_mode",
+        "aspect_ratio",
+        "temperature",
+    ]
+    assert settings.fields[0].default == "llm-4"
+    assert not any(f.required for f in settings.fields)
+
+
+@pytest.mark.parametrize(
+    ("text", "zoom"), [("1.8", "1.8"), (" 2 ", "2"), ("1.25x", "1.25"), ("1.50", "1.5")]
+)
+def test_custom_zoom_accepts_ratios_above_one_up_to_two(text: str, zoom: str):
+    assert parse_zoom(text) == zoom
+
+
+@pytest.mark.parametrize("text", ["1", "0.5", "2.01", "zoom", "", "nan", "inf"])
+def test_custom_zoom_refuses_anything_else(text: str):
+    with pytest.raises(CommandError, match="zoom"):
+        parse_zoom(text)
+
+
+def test_reading_submitted_forms():
+    assert read_zoom({"zoom": "1.8", "prompt": "  "}).zoom_ratio == "1.8"
+    assert read_zoom({"zoom": "1.8", "prompt": "  "}).prompt is None
+    region = read_region({"region": "left half", "prompt": "a red door"})
+    assert region.regions == (PRESETS["left half"],) and region.prompt == "a red door"
+    assert read_region({"region": "0,0,50,50"}).regions == (Region(0, 0, 0.5, 0.5),)
+    with pytest.raises(CommandError, match="region"):
+        read_region({"region": "somewhere nice"})
+    init = read_init({"prompt": "autumn fox", "strength": "0.4"})
+    assert init.prompt == "autumn fox" and init.strength == 0.4
+    assert read_init({"prompt": "x", "strength": ""}).strength is None
+    with pytest.raises(CommandError, match="strength must be at most 1"):
+        read_init({"prompt": "x", "strength": "1.5"})
+    with pytest.raises(CommandError, match="needs a prompt"):
+        read_init({"prompt": " "})
+    assert read_settings({"model": "LLM-4", "temperature": "0.3", "aspect_ratio": ""}) == {
+        "model": "llm-4",
+        "temperature": 0.3,
+    }
+    with pytest.raises(CommandError, match="aspect_ratio must look like 16:9"):
+        read_settings({"aspect_ratio": "wide"})

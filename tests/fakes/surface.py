@@ -1,0 +1,170 @@
+"""A :class:`bot.events.Surface` that enforces a platform's write budget on a (virtual) clock.
+
+Every ``send`` and ``edit`` counts against its channel (the thread's parent): more than
+``limits.edits_per_window_per_channel`` in any ``limits.edit_window_seconds`` span, more than
+``limits.edits_per_minute_per_workspace`` in 60 s, or a message edited again sooner than
+``limits.min_seconds_between_edits_of_one_message`` is refused with :class:`RateLimited`, as
+Discord answers 429. ``flaky_every=N`` also refuses every N-th call regardless. Every accepted
+write is recorded with its time, every refusal with its time and retry-after.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bot.events import (
+    Attachment,
+    Event,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceLimits,
+)
+
+
+@dataclass(frozen=True)
+class Write:
+    at: float
+    kind: str
+    message_id: str
+    channel_id: str
+    text: str
+    from_model: bool
+
+
+@dataclass
+class Posted:
+    ref: MessageRef
+    text: str
+    origin: Event | None
+    history: list[str] = field(default_factory=list)
+
+
+class BudgetSurface:
+    def __init__(
+        self,
+        monotonic: Callable[[], float],
+        limits: SurfaceLimits | None = None,
+        *,
+        platform: str = "fake",
+        flaky_every: int | None = None,
+        flaky_retry_after: float = 0.7,
+    ) -> None:
+        self.platform = platform
+        self.limits = limits or SurfaceLimits()
+        self.monotonic = monotonic
+        self.flaky_every = flaky_every
+        self.flaky_retry_after = flaky_retry_after
+        self.writes: list[Write] = []
+        self.messages: dict[str, Posted] = {}
+        self.typing_at: list[float] = []
+        self.rate_limited = 0
+        self.refusals: list[tuple[float, float]] = []
+        self.on_write: Callable[[Write], None] | None = None
+        self._calls = 0
+        self._ids = itertools.count(1)
+        self._channel_stamps: dict[str, deque[float]] = {}
+        self._workspace_stamps: dict[str, deque[float]] = {}
+        self._message_last: dict[str, float] = {}
+
+    def _refuse(self, retry_after: float) -> None:
+        self.rate_limited += 1
+        self.refusals.append((self.monotonic(), retry_after))
+        raise RateLimited(max(retry_after, 0.0))
+
+    @staticmethod
+    def _room(stamps: deque[float], capacity: int, seconds: float, now: float) -> float:
+        while stamps and stamps[0] + seconds <= now:
+            stamps.popleft()
+        if len(stamps) < capacity:
+            return 0.0
+        return stamps[len(stamps) - capacity] + seconds - now
+
+    def _spend(self, place: Place, message_id: str | None) -> float:
+        now = self.monotonic()
+        self._calls += 1
+        if self.flaky_every and self._calls % self.flaky_every == 0:
+            self._refuse(self.flaky_retry_after)
+        limits = self.limits
+        channel = self._channel_stamps.setdefault(place.channel_id, deque())
+        wait = self._room(
+            channel, limits.edits_per_window_per_channel, limits.edit_window_seconds, now
+        )
+        if wait > 0:
+            self._refuse(wait)
+        workspace = self._workspace_stamps.setdefault(place.workspace_id, deque())
+        if limits.edits_per_minute_per_workspace is not None:
+            wait = self._room(workspace, limits.edits_per_minute_per_workspace, 60.0, now)
+            if wait > 0:
+                self._refuse(wait)
+        if message_id is not None and message_id in self._message_last:
+            wait = (
+                self._message_last[message_id]
+                + (limits.min_seconds_between_edits_of_one_message)
+                - now
+            )
+            if wait > 0:
+                self._refuse(wait)
+        channel.append(now)
+        workspace.append(now)
+        return now
+
+    def _check(self, message: OutMessage) -> None:
+        assert message.text.strip(), "empty message"
+        assert len(message.text) <= self.limits.max_text, (
+            f"{len(message.text)} > {self.limits.max_text} characters"
+        )
+
+    def _record(self, write: Write) -> None:
+        self.writes.append(write)
+        self._message_last[write.message_id] = write.at
+        if self.on_write is not None:
+            self.on_write(write)
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        self._check(message)
+        now = self._spend(place, None)
+        ref = MessageRef(place, f"m{next(self._ids)}")
+        self.messages[ref.message_id] = Posted(ref, message.text, origin, [message.text])
+        self._record(
+            Write(now, "send", ref.message_id, place.channel_id, message.text, message.from_model)
+        )
+        return ref
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        self._check(message)
+        posted = self.messages[ref.message_id]
+        now = self._spend(ref.place, ref.message_id)
+        posted.text = message.text
+        posted.history.append(message.text)
+        self._record(
+            Write(
+                now, "edit", ref.message_id, ref.place.channel_id, message.text, message.from_model
+            )
+        )
+
+    async def send_ephemeral(self, origin: Event, text: str) -> None:
+        raise AssertionError("the renderer never posts ephemerals")
+
+    async def open_modal(self, origin: Event, modal: Modal) -> None:
+        raise AssertionError("the renderer never opens modals")
+
+    async def typing(self, place: Place) -> None:
+        self.typing_at.append(self.monotonic())
+
+    async def start_thread(self, ref: MessageRef, name: str) -> Place:
+        raise AssertionError("the renderer never starts threads")
+
+    async def download(self, attachment: Attachment) -> bytes:
+        raise AssertionError("the renderer never downloads")
+
+    def texts_in(self, place: Place) -> list[str]:
+        """Current texts of the messages posted in ``place``, oldest first."""
+        return [p.text for p in self.messages.values() if p.ref.place == place]
