@@ -1,0 +1,178 @@
+"""The core: routes inbound events to features and is the one error boundary for users.
+
+Features (image jobs, diffusion, chat, account commands) declare the command names and button
+actions they own. ``Core.handle`` parses and validates command options against the catalogue
+before any feature runs, so bad input never reaches a feature, let alone the provider. Every
+problem a user caused or can act on ends as an ephemeral reply; anything else is logged with a
+reference the user can quote.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from bot.api.errors import ApiError
+from bot.commands import COMMANDS_BY_NAME
+from bot.events import (
+    ButtonPress,
+    Command,
+    Event,
+    InboundEvent,
+    ModalSubmit,
+    OptionValue,
+    Surface,
+    UserMessage,
+)
+from bot.parsing import CommandError, parse_command_text, validate_options
+
+log = logging.getLogger(__name__)
+
+
+class UserError(Exception):
+    """A refusal to show the user as is (caps, permissions, missing job…)."""
+
+
+class Feature(Protocol):
+    """A part of genbot that owns some commands and button actions."""
+
+    commands: frozenset[str]
+    actions: frozenset[str]
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """Act on a command whose options were parsed and validated."""
+        ...
+
+    async def on_button(self, event: ButtonPress) -> None:
+        """Act on a press of one of this feature's buttons."""
+        ...
+
+    async def on_modal(self, event: ModalSubmit) -> None:
+        """Act on a submitted form of one of this feature's actions."""
+        ...
+
+
+class Conversations(Protocol):
+    """The part of genbot that answers plain messages."""
+
+    async def on_message(self, event: UserMessage) -> None:
+        """Answer ``event`` if it belongs to a conversation genbot takes part in."""
+        ...
+
+
+class Lifecycle(Protocol):
+    """Something the core starts and stops with itself (the tracker, a webhook receiver)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class SurfaceRegistry:
+    """The surfaces of the attached adapters, by platform name."""
+
+    def __init__(self) -> None:
+        self._surfaces: dict[str, Surface] = {}
+
+    def attach(self, surface: Surface) -> None:
+        self._surfaces[surface.platform] = surface
+
+    def get(self, platform: str) -> Surface:
+        """The surface of ``platform``; ``KeyError`` when no adapter for it is attached."""
+        return self._surfaces[platform]
+
+    def __contains__(self, platform: object) -> bool:
+        return platform in self._surfaces
+
+
+class Core:
+    """Routes events to features; implements :class:`bot.events.EventHandler`."""
+
+    def __init__(
+        self,
+        surfaces: SurfaceRegistry,
+        features: Sequence[Feature],
+        conversations: Conversations | None = None,
+        services: Sequence[Lifecycle] = (),
+    ) -> None:
+        self.surfaces = surfaces
+        self._conversations = conversations
+        self._services = services
+        self._by_command: dict[str, Feature] = {}
+        self._by_action: dict[str, Feature] = {}
+        for feature in features:
+            for name in feature.commands:
+                if name not in COMMANDS_BY_NAME:
+                    raise ValueError(f"feature claims unknown command {name!r}")
+                self._by_command[name] = feature
+            for action in feature.actions:
+                self._by_action[action] = feature
+
+    def attach(self, surface: Surface) -> None:
+        """Let the core answer on ``surface``'s platform."""
+        self.surfaces.attach(surface)
+
+    async def start(self) -> None:
+        """Start the services (tracker, receivers); unfinished jobs resume here."""
+        for service in self._services:
+            await service.start()
+
+    async def stop(self) -> None:
+        """Stop the services in reverse order."""
+        for service in reversed(self._services):
+            await service.stop()
+
+    async def handle(self, event: InboundEvent) -> None:
+        """Act on ``event``; user-facing problems become ephemeral replies, never exceptions."""
+        try:
+            await self._route(event)
+        except (UserError, CommandError) as error:
+            await self._tell(event, str(error))
+        except ApiError as error:
+            log.warning("provider call failed for %s: %s", type(event).__name__, error)
+            await self._tell(event, error.user_message)
+        except Exception:
+            reference = secrets.token_hex(4)
+            log.exception("unexpected error handling %s (ref %s)", type(event).__name__, reference)
+            await self._tell(
+                event, f"Something went wrong on genbot's side (ref {reference}); it was logged."
+            )
+
+    async def _route(self, event: InboundEvent) -> None:
+        if isinstance(event, Command):
+            feature = self._by_command.get(event.name)
+            if feature is None:
+                raise UserError(f"genbot does not know the command /{event.name}.")
+            await feature.on_command(event, self._options(event))
+        elif isinstance(event, ButtonPress):
+            await self._owner(event.action).on_button(event)
+        elif isinstance(event, ModalSubmit):
+            await self._owner(event.action).on_modal(event)
+        elif self._conversations is not None:
+            await self._conversations.on_message(event)
+
+    def _owner(self, action: str) -> Feature:
+        feature = self._by_action.get(action)
+        if feature is None:
+            raise UserError("This button is no longer supported.")
+        return feature
+
+    @staticmethod
+    def _options(event: Command) -> dict[str, OptionValue]:
+        spec = COMMANDS_BY_NAME[event.name]
+        text_style = not event.options and bool(event.text.strip())
+        raw: Mapping[str, OptionValue] = (
+            parse_command_text(spec, event.text) if text_style else event.options
+        )
+        return validate_options(spec, raw, attachments=event.attachments, text_style=text_style)
+
+    async def _tell(self, event: Event, text: str) -> None:
+        if event.place.platform not in self.surfaces:
+            log.error("no surface for platform %s to report: %s", event.place.platform, text)
+            return
+        try:
+            await self.surfaces.get(event.place.platform).send_ephemeral(event, text)
+        except Exception:
+            log.exception("could not report an error to the user")

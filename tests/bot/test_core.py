@@ -1,0 +1,132 @@
+"""The core routes events to features and turns every problem into an ephemeral reply."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from bot.api.errors import InvalidRequest
+from bot.core import Core, SurfaceRegistry, UserError
+from bot.events import ButtonPress, Command, ModalSubmit, OptionValue, Place, User, UserMessage
+from tests.fakes.platform import FakePlatform
+
+PLACE = Place("fake", "w", "c")
+ALICE = User("alice")
+
+
+class RecordingFeature:
+    commands = frozenset({"imagine", "diffusion.txt2img"})
+    actions = frozenset({"upscale1"})
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, object]] = []
+        self.fail_with: Exception | None = None
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        if self.fail_with:
+            raise self.fail_with
+        self.seen.append((event.name, dict(options)))
+
+    async def on_button(self, event: ButtonPress) -> None:
+        self.seen.append(("button", event.action))
+
+    async def on_modal(self, event: ModalSubmit) -> None:
+        self.seen.append(("modal", event.action))
+
+
+class RecordingConversations:
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    async def on_message(self, event: UserMessage) -> None:
+        self.messages.append(event.text)
+
+
+Setup = tuple[Core, RecordingFeature, RecordingConversations, FakePlatform]
+
+
+@pytest.fixture
+def setup() -> Setup:
+    feature, conversations, platform = RecordingFeature(), RecordingConversations(), FakePlatform()
+    core = Core(SurfaceRegistry(), [feature], conversations)
+    core.attach(platform)
+    return core, feature, conversations, platform
+
+
+def command(name: str, text: str = "", **options: OptionValue) -> Command:
+    return Command(user=ALICE, place=PLACE, name=name, text=text, options=options)
+
+
+async def test_typed_options_are_validated_and_routed(setup: Setup) -> None:
+    core, feature, _, platform = setup
+    await core.handle(command("imagine", prompt="a fox", aspect_ratio="16:9"))
+    assert feature.seen == [("imagine", {"prompt": "a fox", "aspect_ratio": "16:9"})]
+    assert platform.ephemerals == []
+
+
+async def test_text_commands_are_parsed(setup: Setup) -> None:
+    core, feature, _, _ = setup
+    await core.handle(command("diffusion.txt2img", "a fox --width 768 --steps 31 --seed 7"))
+    assert feature.seen == [
+        ("diffusion.txt2img", {"prompt": "a fox", "width": 768, "steps": "31", "seed": 7})
+    ]
+
+
+async def test_bad_input_never_reaches_the_feature(setup: Setup) -> None:
+    core, feature, _, platform = setup
+    await core.handle(command("diffusion.txt2img", "a fox --width 2048"))
+    await core.handle(command("imagine", "a fox --ar 99"))
+    assert feature.seen == []
+    first, second = platform.ephemerals_for("alice")
+    assert "1024" in first and "2048" in first
+    assert "--ar" in second
+
+
+async def test_unowned_command_and_action_are_refused(setup: Setup) -> None:
+    core, _, _, platform = setup
+    await core.handle(command("blend"))
+    await core.handle(ButtonPress(user=ALICE, place=PLACE, message_id="m", action="zzz", ref="j"))
+    assert platform.ephemerals_for("alice") == [
+        "genbot does not know the command /blend.",
+        "This button is no longer supported.",
+    ]
+
+
+async def test_buttons_modals_and_messages_are_routed(setup: Setup) -> None:
+    core, feature, conversations, _ = setup
+    await core.handle(
+        ButtonPress(user=ALICE, place=PLACE, message_id="m", action="upscale1", ref="j")
+    )
+    await core.handle(ModalSubmit(user=ALICE, place=PLACE, action="upscale1", ref="j"))
+    await core.handle(UserMessage(user=ALICE, place=PLACE, message_id="u1", text="hello"))
+    assert feature.seen == [("button", "upscale1"), ("modal", "upscale1")]
+    assert conversations.messages == ["hello"]
+
+
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [
+        (UserError("You have 3 jobs running."), "You have 3 jobs running."),
+        (
+            InvalidRequest("width", "≤ 1024", "width must be at most 1024"),
+            "width must be at most 1024",
+        ),
+    ],
+)
+async def test_feature_errors_become_ephemeral(setup: Setup, error: Exception, shown: str) -> None:
+    core, feature, _, platform = setup
+    feature.fail_with = error
+    await core.handle(command("imagine", prompt="a fox"))
+    assert platform.ephemerals_for("alice") == [shown]
+
+
+async def test_unexpected_errors_are_logged_with_a_reference(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    core, feature, _, platform = setup
+    feature.fail_with = RuntimeError("boom")
+    await core.handle(command("imagine", prompt="a fox"))
+    (text,) = platform.ephemerals_for("alice")
+    reference = text.split("(ref ")[1].split(")")[0]
+    assert reference in caplog.text and "boom" in caplog.text
