@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import click
-from simulator.server import run_forever
 
+from simulator.server import run_forever
 from simulator.state import SimulatorConfig
 
 

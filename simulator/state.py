@@ -7,19 +7,36 @@ same object (or ``GET /_sim/stats``) to prove what the provider saw and charged.
 from __future__ import annotations
 
 import random
-import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aiohttp import web
 
+from simulator.clock import SimClock
+
+if TYPE_CHECKING:
+    from simulator.diffusion import DiffusionJob
+    from simulator.images import StoredImage
+    from simulator.task_model import ImageTask
+    from simulator.webhooks import WebhookAttempt
+
 Plan = Literal["free", "developer"]
 FaultKind = Literal["error_500", "reset", "slow", "cut_stream"]
+FaultPhase = Literal["before_create", "after_create"]
 
 
 @dataclass(frozen=True)
 class SimulatorConfig:
-    """Options of ``genbot sim`` (see its ``--help``)."""
+    """Options of ``genbot sim`` (see its ``--help``).
+
+    ``clock_start`` (tests): when set, simulated time starts at this Unix time and moves only when
+    advanced (``SimulatorState.advance`` or ``POST /_sim/advance``), making timestamps exact.
+    ``webhook_retries`` is how many times a failed webhook delivery is retried.
+    """
 
     api_key: str = "sim-key"
     free_api_key: str | None = None
@@ -29,11 +46,15 @@ class SimulatorConfig:
     fault_rate: float = 0.0
     seed: int = 0
     slow_seconds: float = 3.0
+    clock_start: float | None = None
+    webhook_retries: int = 3
+    webhook_timeout: float = 10.0
 
 
 @dataclass
 class Account:
-    """One API key's plan and credit balance."""
+    """One API key's plan and credits: ``balance`` is spendable, ``frozen`` is held for running
+    tasks, ``charged`` is what finished work has cost so far."""
 
     key: str
     plan: Plan
@@ -41,16 +62,50 @@ class Account:
     frozen: int = 0
     charged: int = 0
 
+    def freeze(self, amount: int) -> bool:
+        """Hold ``amount`` for a new task; ``False`` (nothing held) when the balance is short."""
+        if amount > self.balance:
+            return False
+        self.balance -= amount
+        self.frozen += amount
+        return True
 
-@dataclass(frozen=True)
+    def charge(self, amount: int) -> None:
+        """Turn ``amount`` of held credits into spent credits."""
+        self.frozen -= amount
+        self.charged += amount
+
+    def release(self, amount: int) -> None:
+        """Give ``amount`` of held credits back."""
+        self.frozen -= amount
+        self.balance += amount
+
+    def spend(self, amount: int) -> bool:
+        """Charge ``amount`` at once (diffusion); ``False`` when the balance is short."""
+        if not self.freeze(amount):
+            return False
+        self.charge(amount)
+        return True
+
+
+@dataclass
 class RecordedRequest:
-    """One request as the simulator received it (auth headers are not kept)."""
+    """One request as the simulator received it (auth headers are not kept).
+
+    ``fault`` is the injected fault, if any. For a 500 or reset on a creation endpoint,
+    ``fault_phase`` tells whether it struck before anything was created or after the task was
+    created (and credits frozen) with the response then lost. ``created_id`` is the task id or
+    diffusion job id the request created, ``status`` the HTTP status sent (``None`` on a reset).
+    """
 
     method: str
     path: str
     body: Any
     at: float
     fault: FaultKind | None = None
+    fault_phase: FaultPhase | None = None
+    status: int | None = None
+    created_id: str | None = None
 
 
 @dataclass
@@ -63,12 +118,21 @@ class SimulatorState:
     creations: dict[str, int] = field(default_factory=dict)
     rng: random.Random = field(default_factory=random.Random)
     fault_rng: random.Random = field(default_factory=random.Random)
+    task_rng: random.Random = field(default_factory=random.Random)
+    clock: SimClock = field(default_factory=SimClock)
+    tasks: dict[str, ImageTask] = field(default_factory=dict)
+    task_children: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    diffusion_jobs: dict[int, DiffusionJob] = field(default_factory=dict)
+    images: dict[str, StoredImage] = field(default_factory=dict)
+    webhook_attempts: list[WebhookAttempt] = field(default_factory=list)
+    settle_hooks: list[Callable[[], None]] = field(default_factory=list)
 
     @classmethod
     def create(cls, config: SimulatorConfig) -> SimulatorState:
-        state = cls(config=config)
+        state = cls(config=config, clock=SimClock(config.clock_start))
         state.rng.seed(config.seed)
         state.fault_rng.seed(config.seed + 1)
+        state.task_rng.seed(config.seed + 2)
         state.accounts[config.api_key] = Account(config.api_key, "developer", config.credits)
         if config.free_api_key:
             state.accounts[config.free_api_key] = Account(
@@ -83,15 +147,51 @@ class SimulatorState:
         return self.accounts.get(key)
 
     def roll_fault(self, allowed: tuple[FaultKind, ...]) -> FaultKind | None:
-        """With probability ``fault_rate``, one of ``allowed`` (seeded, so runs repeat)."""
+        """With probability ``fault_rate``, one of ``allowed`` (seeded, so runs repeat).
+
+        Inside a request the fault middleware has already drawn the request's one fault: the
+        answer is that fault when it is in ``allowed`` (``cut_stream`` for a streamed chat),
+        else ``None``, so a handler never rolls a second time.
+        """
+        scope = _SCOPE.get()
+        if scope is not None and scope.state is self:
+            return scope.fault if scope.fault in allowed else None
+        return self.draw_fault(allowed)
+
+    def draw_fault(self, allowed: tuple[FaultKind, ...]) -> FaultKind | None:
+        """Roll the fault dice (the middleware calls this once per request)."""
         if self.config.fault_rate <= 0 or not allowed:
             return None
         if self.fault_rng.random() >= self.config.fault_rate:
             return None
         return self.fault_rng.choice(allowed)
 
-    def record(self, method: str, path: str, body: Any, fault: FaultKind | None = None) -> None:
-        self.requests.append(RecordedRequest(method, path, body, time.time(), fault))
+    def roll_fault_phase(self) -> FaultPhase:
+        """Whether a creation fault strikes before or after the task is created (seeded)."""
+        return "before_create" if self.fault_rng.random() < 0.5 else "after_create"
+
+    @contextmanager
+    def request_scope(self, entry: RecordedRequest) -> Iterator[None]:
+        """Run a handler with ``entry`` as its request's log entry (see :meth:`record`)."""
+        token = _SCOPE.set(_RequestScope(self, entry))
+        try:
+            yield
+        finally:
+            _SCOPE.reset(token)
+
+    def record(
+        self, method: str, path: str, body: Any, fault: FaultKind | None = None
+    ) -> RecordedRequest:
+        """Log a request. The middleware logs every request; a handler calling this for its own
+        request gets that same entry back (updated with ``fault``), not a second one."""
+        scope = _SCOPE.get()
+        if scope is not None and scope.state is self and scope.entry.path == path:
+            if fault is not None:
+                scope.entry.fault = fault
+            return scope.entry
+        entry = RecordedRequest(method, path, body, self.clock.now(), fault)
+        self.requests.append(entry)
+        return entry
 
     def requests_to(self, path_prefix: str) -> list[RecordedRequest]:
         """Requests whose path starts with ``path_prefix`` (e.g. ``/gen/v2/imagine``)."""
@@ -100,8 +200,46 @@ class SimulatorState:
     def count_creation(self, kind: str) -> None:
         self.creations[kind] = self.creations.get(kind, 0) + 1
 
+    def new_uuid(self) -> str:
+        """A UUID4-formatted id drawn from the seeded task generator."""
+        return str(uuid.UUID(int=self.task_rng.getrandbits(128), version=4))
+
+    def now(self) -> float:
+        """Simulated time, Unix seconds."""
+        return self.clock.now()
+
+    def advance(self, seconds: float) -> None:
+        """Move simulated time forward and settle what finished meanwhile (charges, webhooks)."""
+        self.clock.advance(seconds)
+        self.settle()
+
+    def settle(self) -> None:
+        """Run the settle hooks: finished tasks are charged and their webhooks sent."""
+        for hook in self.settle_hooks:
+            hook()
+
+
+@dataclass(frozen=True)
+class _RequestScope:
+    state: SimulatorState
+    entry: RecordedRequest
+
+    @property
+    def fault(self) -> FaultKind | None:
+        return self.entry.fault
+
+
+_SCOPE: ContextVar[_RequestScope | None] = ContextVar("genbot_simulator_request", default=None)
 
 STATE: web.AppKey[SimulatorState] = web.AppKey("genbot_simulator_state", SimulatorState)
+REQUEST_RECORD: web.RequestKey[RecordedRequest] = web.RequestKey(
+    "genbot_simulator_record", RecordedRequest
+)
+
+
+def request_record(request: web.Request) -> RecordedRequest | None:
+    """The log entry of ``request`` (set by the fault middleware)."""
+    return request.get(REQUEST_RECORD)
 
 
 def bearer_key(request: web.Request) -> str | None:
