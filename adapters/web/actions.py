@@ -1,0 +1,242 @@
+"""What users do in the playground, turned into core events.
+
+Every endpoint validates first and answers ``400 {"error": ...}`` with a specific message when
+the input cannot be acted on (nothing reaches the core then); otherwise it shows the user's
+message, hands the event to the core in the background and answers ``202 {"event_id": ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import BodyPartReader, web
+
+from adapters.web.adapter import WebAdapter, WebContext, web_place
+from adapters.web.routes import ADAPTER, USER
+from adapters.web.store import StoredFile, sniff_image_type
+from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
+from bot.events import ButtonPress, Command, ModalSubmit, Place, UserMessage, decode_custom_id
+
+MAX_UPLOADS_PER_MESSAGE = 10
+MAX_FILES_PER_REQUEST = 10
+_CHUNK = 64 * 1024
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    if request.content_type != "application/json":
+        raise BadInput("Send a JSON body (Content-Type: application/json).")
+    raw = await request.read()
+    try:
+        body = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"Malformed JSON: {exc.msg} at character {exc.pos}.") from None
+    except UnicodeDecodeError:
+        raise BadInput("Malformed JSON: the body is not UTF-8.") from None
+    if not isinstance(body, dict):
+        raise BadInput("The JSON body must be an object.")
+    return body
+
+
+def _string(body: dict[str, Any], key: str, *, max_length: int | None = None) -> str:
+    value = body.get(key, "")
+    if not isinstance(value, str):
+        raise BadInput(f"'{key}' must be a string.")
+    if max_length is not None and len(value) > max_length:
+        raise BadInput(f"'{key}' is {len(value)} characters long; the limit is {max_length}.")
+    return value
+
+
+def _place(adapter: WebAdapter, body: dict[str, Any]) -> Place:
+    channel = parse_channel(body.get("channel"))
+    thread = body.get("thread")
+    if thread is None or thread == "":
+        return web_place(channel)
+    parent = adapter.store.get(thread) if isinstance(thread, str) else None
+    if parent is None or parent.channel != channel or parent.thread_info is None:
+        raise BadInput(f"There is no thread {thread!r} in #{channel}.")
+    return web_place(channel, parent.id)
+
+
+def _uploads(
+    adapter: WebAdapter, body: dict[str, Any], owner: str
+) -> tuple[list[str], list[StoredFile]]:
+    ids = body.get("attachments", [])
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise BadInput("'attachments' must be a list of upload ids.")
+    ids = list(dict.fromkeys(ids))
+    if len(ids) > MAX_UPLOADS_PER_MESSAGE:
+        raise BadInput(f"At most {MAX_UPLOADS_PER_MESSAGE} images per message.")
+    files = []
+    for upload_id in ids:
+        stored = adapter.store.upload(upload_id, owner)
+        if stored is None:
+            raise BadInput("An attached image has expired or was already sent; attach it again.")
+        files.append(stored)
+    return ids, files
+
+
+def _accepted(event_id: str) -> web.Response:
+    return web.json_response({"event_id": event_id}, status=202)
+
+
+async def command(request: web.Request) -> web.Response:
+    """``{"text": "/imagine a fox --ar 16:9", "channel": ..., "attachments": [upload ids]}``."""
+    adapter, user = request.app[ADAPTER], request[USER]
+    body = await _json_body(request)
+    text = _string(body, "text", max_length=adapter.limits.max_text).strip()
+    if not text or text == "/":
+        raise BadInput("Empty command: type a command such as /imagine a fox, or /help.")
+    spec, rest = parse_slash(text)
+    place = _place(adapter, body)
+    ids, files = _uploads(adapter, body, user.id)
+    assign_attachments(spec, files)
+    adapter.store.take_uploads(ids, user.id)
+    shown = adapter.post_user_message(user, place, text, files, command=spec.name)
+    origin = f"{request.scheme}://{request.host}"
+    event = Command(
+        user=user,
+        place=place,
+        context=WebContext(shown.id),
+        name=spec.name,
+        text=rest,
+        options={},
+        attachments=assign_attachments(spec, adapter.attachments_of(shown, origin)),
+    )
+    adapter.dispatch(event, shown.id)
+    return _accepted(shown.id)
+
+
+async def message(request: web.Request) -> web.Response:
+    """``{"text": "hello", "channel": ..., "thread": ..., "attachments": [upload ids]}``."""
+    adapter, user = request.app[ADAPTER], request[USER]
+    body = await _json_body(request)
+    text = _string(body, "text", max_length=adapter.limits.max_text).strip()
+    place = _place(adapter, body)
+    ids, files = _uploads(adapter, body, user.id)
+    if not text and not files:
+        raise BadInput("Empty message: type something or attach an image.")
+    adapter.store.take_uploads(ids, user.id)
+    shown = adapter.post_user_message(user, place, text, files)
+    origin = f"{request.scheme}://{request.host}"
+    event = UserMessage(
+        user=user,
+        place=place,
+        context=WebContext(shown.id),
+        message_id=shown.id,
+        text=text,
+        attachments=tuple(adapter.attachments_of(shown, origin)),
+    )
+    adapter.dispatch(event, shown.id)
+    return _accepted(shown.id)
+
+
+async def button(request: web.Request) -> web.Response:
+    """``{"message_id": ..., "custom_id": "gb:upscale1:<ref>"}``."""
+    adapter, user = request.app[ADAPTER], request[USER]
+    body = await _json_body(request)
+    message_id = _string(body, "message_id")
+    custom_id = _string(body, "custom_id")
+    shown = adapter.store.get(message_id)
+    if shown is None or shown.visible_to not in (None, user.id):
+        raise BadInput("That message is no longer in the playground.")
+    decoded = decode_custom_id(custom_id)
+    if decoded is None or not shown.has_button(custom_id):
+        raise BadInput("That button is no longer on the message.")
+    action, ref = decoded
+    event_id = adapter.store.new_id()
+    event = ButtonPress(
+        user=user,
+        place=web_place(shown.channel, shown.thread),
+        context=WebContext(shown.id),
+        message_id=shown.id,
+        action=action,
+        ref=ref,
+    )
+    adapter.dispatch(event, event_id)
+    return _accepted(event_id)
+
+
+async def modal(request: web.Request) -> web.Response:
+    """``{"custom_id": ..., "values": {"field id": "text"}}`` for a form genbot opened."""
+    adapter, user = request.app[ADAPTER], request[USER]
+    body = await _json_body(request)
+    custom_id = _string(body, "custom_id")
+    values = body.get("values", {})
+    if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+        raise BadInput("'values' must map field ids to strings.")
+    pending = adapter.pending_modal(user.id, custom_id)
+    if pending is None:
+        raise BadInput("This form has expired or was already submitted; open it again.")
+    fields = pending.modal.fields
+    unknown = sorted(set(values) - {f.id for f in fields})
+    if unknown:
+        raise BadInput(f"Unknown form field(s): {', '.join(unknown)}.")
+    for field in fields:
+        value = values.get(field.id, "")
+        if field.required and not value.strip():
+            raise BadInput(f"'{field.label}' is required.")
+        if len(value) > field.max_length:
+            raise BadInput(f"'{field.label}' is longer than {field.max_length} characters.")
+    adapter.close_modal(user.id, custom_id)
+    event_id = adapter.store.new_id()
+    event = ModalSubmit(
+        user=user,
+        place=pending.place,
+        context=WebContext(pending.reply_to),
+        action=pending.modal.action,
+        ref=pending.modal.ref,
+        values={f.id: values.get(f.id, "") for f in fields},
+    )
+    adapter.dispatch(event, event_id)
+    return _accepted(event_id)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB" if size >= 1024 * 1024 else f"{size // 1024} KiB"
+
+
+async def _read_part(part: BodyPartReader, limit: int, filename: str) -> bytes:
+    data = bytearray()
+    while chunk := await part.read_chunk(_CHUNK):
+        data.extend(chunk)
+        if len(data) > limit:
+            raise BadInput(f"{filename} is too large: images can be at most {_megabytes(limit)}.")
+    return bytes(data)
+
+
+async def upload(request: web.Request) -> web.Response:
+    """``multipart/form-data`` with one or more ``file`` fields (PNG, JPEG, GIF or WebP)."""
+    adapter, user = request.app[ADAPTER], request[USER]
+    if not request.content_type.startswith("multipart/"):
+        raise BadInput("Upload images as multipart/form-data in a field named 'file'.")
+    reader = await request.multipart()
+    received: list[tuple[str, bytes, str]] = []
+    while (part := await reader.next()) is not None:
+        if not isinstance(part, BodyPartReader) or part.name != "file":
+            raise BadInput("Unexpected form field: put each image in a field named 'file'.")
+        if len(received) == MAX_FILES_PER_REQUEST:
+            raise BadInput(f"At most {MAX_FILES_PER_REQUEST} images per upload.")
+        filename = part.filename or "image"
+        data = await _read_part(part, adapter.max_upload_bytes, filename)
+        if not data:
+            raise BadInput(f"{filename} is empty.")
+        content_type = sniff_image_type(data)
+        if content_type is None:
+            raise BadInput(f"{filename} is not an image genbot can use (PNG, JPEG, GIF or WebP).")
+        received.append((filename, data, content_type))
+    if not received:
+        raise BadInput("No image in the upload: send it in a form field named 'file'.")
+    uploads = []
+    for filename, data, content_type in received:
+        upload_id, stored = adapter.store.add_upload(user.id, filename, data, content_type)
+        uploads.append(
+            {
+                "id": upload_id,
+                "filename": stored.filename,
+                "size": stored.size,
+                "content_type": content_type,
+                "url": f"/uploads/{upload_id}/{stored.filename}",
+            }
+        )
+    return web.json_response({"uploads": uploads}, status=201)

@@ -1,0 +1,379 @@
+"""The web playground adapter: a :class:`bot.events.Surface` that is also the chat platform.
+
+The adapter keeps the channel's messages in memory, serves them to the page, streams every
+change as server-sent events, and hands what users do to the core (``EventHandler.handle``) in
+a background task per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from adapters.web.hub import EventHub
+from adapters.web.store import BOT_AUTHOR, MessageStore, StoredFile, WebMessage
+from bot.config import LimitsSettings, WebSettings
+from bot.events import (
+    Attachment,
+    ButtonPress,
+    Event,
+    EventHandler,
+    ImageFile,
+    InboundEvent,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    SurfaceError,
+    SurfaceLimits,
+    User,
+    UserMessage,
+)
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "web"
+WORKSPACE = "web"
+MAX_BUTTON_ROWS = 5
+MAX_PENDING_MODALS = 20
+
+WEB_LIMITS = SurfaceLimits(
+    max_text=4000,
+    edits_per_window_per_channel=20,
+    edit_window_seconds=1.0,
+    edits_per_minute_per_workspace=None,
+    min_seconds_between_edits_of_one_message=0.0,
+    max_buttons_per_row=5,
+)
+"""The playground is its own platform: 4000 characters a message and a generous budget of
+20 edits per second per channel (advertised to the core's renderer, not enforced)."""
+
+
+@dataclass(frozen=True)
+class WebContext:
+    """The adapter's handle on an inbound event: the message it answers, if any."""
+
+    request_message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PendingModal:
+    """A form shown to a user, waiting for its submission."""
+
+    modal: Modal
+    place: Place
+    reply_to: str | None
+
+
+def web_place(channel: str, thread: str | None = None) -> Place:
+    """Where a playground message lives: every channel is DM-like (each message is a turn)."""
+    return Place(PLATFORM, WORKSPACE, channel, thread, is_dm=True)
+
+
+def reply_target(origin: Event | None) -> str | None:
+    """The message an answer to ``origin`` refers to."""
+    if isinstance(origin, UserMessage | ButtonPress):
+        return origin.message_id
+    if origin is not None and isinstance(origin.context, WebContext):
+        return origin.context.request_message_id
+    return None
+
+
+class WebAdapter:
+    """The browser playground. Serve :attr:`app` (or call :meth:`start`) and point a browser at
+    it; the core answers through the :class:`bot.events.Surface` methods below."""
+
+    platform = PLATFORM
+
+    def __init__(
+        self,
+        settings: WebSettings,
+        handler: EventHandler,
+        limits: LimitsSettings | None = None,
+        *,
+        keepalive_seconds: float = 15.0,
+        handler_timeout: float = 900.0,
+    ) -> None:
+        from adapters.web.routes import build_app
+
+        self.settings = settings
+        self.handler = handler
+        self.limits = WEB_LIMITS
+        self.max_upload_bytes = (limits or LimitsSettings()).max_upload_bytes
+        self.keepalive_seconds = keepalive_seconds
+        self.handler_timeout = handler_timeout
+        self.store = MessageStore()
+        self.hub = EventHub()
+        self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._runner: web.AppRunner | None = None
+        self._url = ""
+        self.app = build_app(self)
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of the running playground; ``RuntimeError`` before :meth:`start`."""
+        if not self._url:
+            raise RuntimeError("the web playground is not started")
+        return self._url
+
+    async def start(self) -> None:
+        """Listen on ``settings.host:port`` (port 0 picks a free port)."""
+        if self._runner is not None:
+            raise RuntimeError("the web playground is already started")
+        runner = web.AppRunner(self.app, shutdown_timeout=2.0)
+        await runner.setup()
+        site = web.TCPSite(runner, self.settings.host, self.settings.port)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        port = runner.addresses[0][1]
+        host = self.settings.host
+        if host in ("", "0.0.0.0", "::"):
+            host = "127.0.0.1"
+        self._url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        log.info("web playground at %s", self._url)
+
+    async def stop(self) -> None:
+        """Close every event stream, cancel running handlers and stop listening."""
+        runner, self._runner = self._runner, None
+        self._url = ""
+        if runner is not None:
+            async with asyncio.timeout(15):
+                await runner.cleanup()
+        await self.cancel_handlers()
+
+    @property
+    def running_handlers(self) -> int:
+        """How many events the core is still handling."""
+        return sum(not task.done() for task in self._tasks)
+
+    async def cancel_handlers(self) -> None:
+        """Cancel the handler tasks still running (bounded wait)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+
+    # ----- inbound: what the routes hand over -----
+
+    def dispatch(self, event: InboundEvent, event_id: str) -> None:
+        """Run ``handler.handle(event)`` in the background; failures reach the user."""
+        task = asyncio.create_task(self._run(event, event_id), name=f"web-event-{event_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, event: InboundEvent, event_id: str) -> None:
+        working = {"type": "working", "event_id": event_id, "thread": event.place.thread_id}
+        self.hub.publish(event.place.channel_id, {**working, "active": True})
+        deadline = asyncio.timeout(self.handler_timeout)
+        try:
+            async with deadline:
+                await self.handler.handle(event)
+        except Exception as exc:
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                log.error("handler timed out on web event %s (%s)", event_id, type(event).__name__)
+                text = "genbot took too long to answer this request and gave up on it."
+            else:
+                error_id = secrets.token_hex(4)
+                log.exception("handler failed on web event %s (error %s)", event_id, error_id)
+                text = (
+                    f"Something went wrong while handling this request (error {error_id}). "
+                    "The details are in genbot's log."
+                )
+            await self.send_ephemeral(event, text)
+        finally:
+            self.hub.publish(event.place.channel_id, {**working, "active": False})
+
+    def post_user_message(
+        self,
+        user: User,
+        place: Place,
+        text: str,
+        files: list[StoredFile],
+        command: str | None = None,
+    ) -> WebMessage:
+        """Show what a user sent (text, command and images) in the channel."""
+        message = WebMessage(
+            id=self.store.new_id(),
+            channel=place.channel_id,
+            thread=place.thread_id,
+            kind="user",
+            author={"id": user.id, "name": user.name, "bot": False},
+            text=text,
+            command=command,
+        )
+        images = tuple(ImageFile(f.filename, f.data, f.content_type) for f in files)
+        self.store.replace_images(message, images)
+        self._publish_message("post", self.store.add(message))
+        return message
+
+    def attachments_of(self, message: WebMessage, origin: str) -> list[Attachment]:
+        """The core's view of a user message's images: bytes included, URLs absolute."""
+        attachments = []
+        for image in message.images:
+            stored = self.store.image(image["key"])
+            data = stored.data if stored is not None else b""
+            attachments.append(
+                Attachment(
+                    filename=image["filename"],
+                    url=origin + image["url"],
+                    content_type=image["content_type"],
+                    size=len(data),
+                    data=data,
+                )
+            )
+        return attachments
+
+    def pending_modal(self, user_id: str, custom_id: str) -> PendingModal | None:
+        pending = self._modals.get(user_id)
+        return pending.get(custom_id) if pending is not None else None
+
+    def close_modal(self, user_id: str, custom_id: str) -> None:
+        pending = self._modals.get(user_id)
+        if pending is not None:
+            pending.pop(custom_id, None)
+
+    # ----- Surface -----
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        """Post ``message`` in ``place`` and stream it to the channel's browsers."""
+        self._check(place, message)
+        posted = WebMessage(
+            id=self.store.new_id(),
+            channel=place.channel_id,
+            thread=place.thread_id,
+            kind="bot",
+            author=BOT_AUTHOR,
+            text=message.text,
+            buttons=message.buttons,
+            from_model=message.from_model,
+            mention=message.mention_user_id,
+            reply_to=reply_target(origin),
+        )
+        self.store.replace_images(posted, message.images)
+        self._publish_message("post", self.store.add(posted))
+        return MessageRef(place, posted.id)
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        """Replace a genbot message's text and buttons (and its images, when some are given)."""
+        self._check(ref.place, message)
+        posted = self.store.get(ref.message_id)
+        if posted is None or posted.kind != "bot":
+            raise SurfaceError(f"no genbot message {ref.message_id!r} in the playground")
+        posted.text = message.text
+        posted.buttons = message.buttons
+        posted.from_model = message.from_model
+        posted.mention = message.mention_user_id
+        if message.images:
+            self.store.replace_images(posted, message.images)
+        posted.edited = time.time()
+        self._publish_message("edit", posted)
+
+    async def send_ephemeral(self, origin: Event, text: str) -> None:
+        """Show ``text`` to ``origin``'s user only, marked "only you can see this"."""
+        self._check_text(text)
+        message = WebMessage(
+            id=self.store.new_id(),
+            channel=origin.place.channel_id,
+            thread=origin.place.thread_id,
+            kind="ephemeral",
+            author=BOT_AUTHOR,
+            text=text,
+            reply_to=reply_target(origin),
+            visible_to=origin.user.id,
+        )
+        self._publish_message("ephemeral", self.store.add(message))
+
+    async def open_modal(self, origin: Event, modal: Modal) -> None:
+        """Open ``modal`` as a dialog in the browsers of ``origin``'s user."""
+        pending = self._modals.setdefault(origin.user.id, OrderedDict())
+        pending.pop(modal.custom_id, None)
+        pending[modal.custom_id] = PendingModal(modal, origin.place, reply_target(origin))
+        while len(pending) > MAX_PENDING_MODALS:
+            pending.popitem(last=False)
+        payload = {
+            "type": "modal",
+            "thread": origin.place.thread_id,
+            "modal": {
+                "title": modal.title,
+                "custom_id": modal.custom_id,
+                "action": modal.action,
+                "fields": [
+                    {
+                        "id": f.id,
+                        "label": f.label,
+                        "placeholder": f.placeholder,
+                        "default": f.default,
+                        "required": f.required,
+                        "max_length": f.max_length,
+                        "multiline": f.multiline,
+                    }
+                    for f in modal.fields
+                ],
+            },
+        }
+        self.hub.publish(origin.place.channel_id, payload, visible_to=origin.user.id)
+
+    async def typing(self, place: Place) -> None:
+        """Show "genbot is typing…" in ``place`` for a few seconds."""
+        self.hub.publish(
+            place.channel_id, {"type": "typing", "thread": place.thread_id, "seconds": 8}
+        )
+
+    async def start_thread(self, ref: MessageRef, name: str) -> Place:
+        """Open a thread on a message; its messages show in the page's thread panel."""
+        message = self.store.get(ref.message_id)
+        if message is None or message.kind == "ephemeral":
+            raise SurfaceError(f"no message {ref.message_id!r} to start a thread on")
+        if message.thread is not None:
+            raise SurfaceError("a thread cannot be started inside a thread")
+        message.thread_info = {"id": message.id, "name": name.strip()[:100] or "thread"}
+        self._publish_message("edit", message)
+        return web_place(message.channel, message.id)
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """The bytes of an image the playground holds."""
+        if attachment.data is not None:
+            return attachment.data
+        marker = "/images/"
+        if marker in attachment.url:
+            key = attachment.url.split(marker, 1)[1].split("/", 1)[0]
+            stored = self.store.image(key)
+            if stored is not None:
+                return stored.data
+        raise SurfaceError(f"the playground does not hold {attachment.filename!r}")
+
+    # ----- helpers -----
+
+    def _publish_message(self, kind: str, message: WebMessage) -> None:
+        payload: dict[str, Any] = {"type": kind, "message": message.to_json()}
+        self.hub.publish(message.channel, payload, visible_to=message.visible_to)
+
+    def _check(self, place: Place, message: OutMessage) -> None:
+        if place.platform != PLATFORM:
+            raise SurfaceError(f"the web playground cannot post to platform {place.platform!r}")
+        self._check_text(message.text)
+        if len(message.buttons) > MAX_BUTTON_ROWS:
+            raise SurfaceError(f"at most {MAX_BUTTON_ROWS} rows of buttons")
+        if any(len(row) > self.limits.max_buttons_per_row for row in message.buttons):
+            raise SurfaceError(f"at most {self.limits.max_buttons_per_row} buttons a row")
+
+    def _check_text(self, text: str) -> None:
+        if len(text) > self.limits.max_text:
+            raise SurfaceError(
+                f"message of {len(text)} characters; the playground takes {self.limits.max_text}"
+            )

@@ -1,0 +1,130 @@
+"""Fan-out of live events to the browsers watching a channel (server-sent events).
+
+Each channel numbers its events; the latest ones are kept so that a browser reconnecting with
+``Last-Event-ID`` (or opening the stream right after loading history) misses nothing. Events
+meant for one user (ephemeral replies, modals) reach only that user's streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+Payload = dict[str, Any]
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """One open event stream: a browser tab watching ``channel`` as ``user_id``."""
+
+    channel: str
+    user_id: str
+    max_pending: int
+    pending: deque[tuple[int, Payload]] = field(default_factory=deque)
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    closed: bool = False
+
+    def deliver(self, seq: int, payload: Payload) -> None:
+        """Queue an event; a stream too slow to keep up is closed (the browser reconnects)."""
+        if self.closed:
+            return
+        if len(self.pending) >= self.max_pending:
+            self.close()
+            return
+        self.pending.append((seq, payload))
+        self.wakeup.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.wakeup.set()
+
+    async def next_batch(self, timeout: float) -> list[tuple[int, Payload]]:
+        """The queued events, waiting at most ``timeout`` seconds for one (``[]`` on timeout)."""
+        if not self.pending and not self.closed:
+            try:
+                async with asyncio.timeout(timeout):
+                    await self.wakeup.wait()
+            except TimeoutError:
+                return []
+        self.wakeup.clear()
+        batch = list(self.pending)
+        self.pending.clear()
+        return batch
+
+
+@dataclass
+class _Feed:
+    seq: int = 0
+    recent: deque[tuple[int, Payload, str | None]] = field(default_factory=deque)
+    subscribers: set[Subscriber] = field(default_factory=set)
+
+
+class EventHub:
+    """Numbered, per-channel event feeds with replay of recent events."""
+
+    def __init__(self, replay_size: int = 1000, max_pending: int = 2000) -> None:
+        self._replay_size = replay_size
+        self._max_pending = max_pending
+        self._feeds: dict[str, _Feed] = {}
+
+    def _feed(self, channel: str) -> _Feed:
+        return self._feeds.setdefault(channel, _Feed())
+
+    def last_seq(self, channel: str) -> int:
+        """The number of the channel's latest event (0 before any)."""
+        return self._feed(channel).seq
+
+    def publish(self, channel: str, payload: Payload, visible_to: str | None = None) -> int:
+        """Send ``payload`` to the channel's streams (only ``visible_to``'s, when set)."""
+        feed = self._feed(channel)
+        feed.seq += 1
+        event = {**payload, "channel": channel, "seq": feed.seq}
+        feed.recent.append((feed.seq, event, visible_to))
+        while len(feed.recent) > self._replay_size:
+            feed.recent.popleft()
+        for subscriber in list(feed.subscribers):
+            if visible_to is None or subscriber.user_id == visible_to:
+                subscriber.deliver(feed.seq, event)
+            if subscriber.closed:
+                feed.subscribers.discard(subscriber)
+        return feed.seq
+
+    def subscribe(
+        self, channel: str, user_id: str, after: int | None
+    ) -> tuple[Subscriber, list[tuple[int, Payload]] | None]:
+        """Open a stream. Returns it with the events after ``after`` that ``user_id`` may see,
+        or ``None`` instead of that list when they are no longer all kept (reload history)."""
+        feed = self._feed(channel)
+        subscriber = Subscriber(channel, user_id, self._max_pending)
+        feed.subscribers.add(subscriber)
+        if after is None or after == feed.seq:
+            return subscriber, []
+        oldest_kept = feed.recent[0][0] if feed.recent else feed.seq + 1
+        if after > feed.seq or after < oldest_kept - 1:
+            return subscriber, None
+        replay = [
+            (seq, event)
+            for seq, event, visible_to in feed.recent
+            if seq > after and (visible_to is None or visible_to == user_id)
+        ]
+        return subscriber, replay
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        subscriber.close()
+        feed = self._feeds.get(subscriber.channel)
+        if feed is not None:
+            feed.subscribers.discard(subscriber)
+
+    def subscriber_count(self, channel: str | None = None) -> int:
+        """Open streams, in one channel or in all."""
+        feeds = [self._feeds.get(channel)] if channel is not None else self._feeds.values()
+        return sum(len(feed.subscribers) for feed in feeds if feed is not None)
+
+    def close_all(self) -> None:
+        """End every stream (shutting down)."""
+        for feed in self._feeds.values():
+            for subscriber in feed.subscribers:
+                subscriber.close()
+            feed.subscribers.clear()

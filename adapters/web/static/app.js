@@ -1,0 +1,373 @@
+// The playground page: channels, history, the live event stream, threads, forms and images.
+
+import { Composer } from "./composer.js";
+import { h, postJson, request } from "./dom.js";
+import { MessageView } from "./render.js";
+
+const CHANNEL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+const EXAMPLES = ["/imagine a lighthouse at dusk --ar 16:9", "/chat write a haiku about foxes", "/help"];
+
+const $ = (selector) => document.querySelector(selector);
+const state = {
+  channel: "general",
+  thread: null,
+  me: { id: "", name: "you" },
+  seq: 0,
+  instance: "",
+  limits: { max_text: 4000, max_upload_bytes: 8 * 1024 * 1024 },
+  channels: [],
+  messages: new Map(),
+  working: new Map(),
+  typingUntil: new Map(),
+  source: null,
+  dismissed: new Set(JSON.parse(sessionStorage.getItem("genbot-dismissed") || "[]")),
+};
+
+const viewContext = {
+  me: () => state.me,
+  lookup: (id) => state.messages.get(id),
+  threadCount: (id) => [...state.messages.values()].filter((m) => m.thread === id).length,
+  onButton: pressButton,
+  onOpenThread: openThread,
+  onImage: showImage,
+  onDismiss: dismiss,
+  onJump: (id) => {
+    const element = document.querySelector(`[data-id="${CSS.escape(id)}"]`);
+    element?.scrollIntoView({ block: "center", behavior: "smooth" });
+    element?.classList.add("flash");
+    setTimeout(() => element?.classList.remove("flash"), 1200);
+  },
+};
+const mainView = new MessageView($("#messages"), viewContext);
+const threadView = new MessageView($("#thread-messages"), viewContext);
+const composer = new Composer($("#composer-slot"), {
+  placeholder: () => `Message #${state.channel} — type / for commands`,
+  target: () => ({ channel: state.channel, thread: null }),
+  limits: () => state.limits,
+});
+const threadComposer = new Composer($("#thread-composer-slot"), {
+  placeholder: () => "Reply in the thread",
+  target: () => ({ channel: state.channel, thread: state.thread }),
+  limits: () => state.limits,
+});
+
+function toast(text) {
+  const element = h("div", { class: "toast", role: "alert" }, text);
+  $("#toasts").append(element);
+  setTimeout(() => element.remove(), 6000);
+}
+
+function setConnection(status) {
+  const element = $("#connection");
+  element.className = `connection ${status}`;
+  element.textContent = { live: "live", connecting: "connecting…", offline: "reconnecting…" }[status];
+}
+
+function intro() {
+  return h(
+    "div",
+    { class: "intro" },
+    h("div", { class: "intro-icon" }, "#"),
+    h("h2", {}, `Welcome to #${state.channel}!`),
+    h("p", {}, "This is the start of the channel. Talk with genbot, or create images with slash commands. Plain messages are conversation turns; attach images with +, drag and drop or paste."),
+    h("div", { class: "intro-examples" },
+      ...EXAMPLES.map((example) =>
+        h("button", {
+          type: "button",
+          class: "example",
+          onclick: () => {
+            composer.input.value = example;
+            composer.onInput();
+            composer.focus();
+          },
+        }, example))),
+  );
+}
+
+function renderChannels() {
+  const names = [...new Set([...state.channels, state.channel])];
+  $("#channel-list").replaceChildren(
+    ...names.map((name) =>
+      h("li", {},
+        h("a", { href: `#${name}`, class: "channel" + (name === state.channel ? " active" : "") },
+          h("span", { class: "hash", "aria-hidden": "true" }, "#"), name))),
+  );
+}
+
+function place(message, options = {}) {
+  if (message.kind === "ephemeral" && state.dismissed.has(message.id)) return;
+  state.messages.set(message.id, message);
+  if (message.thread) {
+    mainView.refresh(message.thread);
+    if (state.thread === message.thread) threadView.upsert(message, options);
+  } else {
+    mainView.upsert(message, options);
+    if (state.thread === message.id) renderThreadHeader();
+  }
+}
+
+function typingKey(thread) {
+  return thread || "";
+}
+
+function renderTyping() {
+  const now = Date.now();
+  for (const [slot, thread] of [["#typing", null], ["#thread-typing", state.thread]]) {
+    const key = typingKey(thread);
+    const working = (state.working.get(key)?.size || 0) > 0;
+    const typing = (state.typingUntil.get(key) || 0) > now;
+    const element = $(slot);
+    element.replaceChildren();
+    if (working || typing) {
+      element.append(h("span", { class: "dots", "aria-hidden": "true" }, h("i"), h("i"), h("i")), h("strong", {}, "genbot"), typing ? " is typing…" : " is working…");
+    }
+  }
+}
+
+function onEvent(event) {
+  if (event.channel !== state.channel) return;
+  if (event.seq && event.type !== "hello") state.seq = event.seq;
+  switch (event.type) {
+    case "hello":
+      if (event.instance !== state.instance) return openChannel(state.channel);
+      setConnection("live");
+      break;
+    case "reset":
+      openChannel(state.channel);
+      break;
+    case "post":
+    case "edit":
+    case "ephemeral": {
+      const message = event.message;
+      const mine = message.author.id === state.me.id;
+      place(message, { forceScroll: mine && event.type === "post" });
+      if (message.author.bot && event.type !== "ephemeral") state.typingUntil.delete(typingKey(message.thread));
+      renderTyping();
+      break;
+    }
+    case "modal":
+      openModal(event.modal);
+      break;
+    case "typing":
+      state.typingUntil.set(typingKey(event.thread), Date.now() + event.seconds * 1000);
+      renderTyping();
+      break;
+    case "working": {
+      const key = typingKey(event.thread);
+      const active = state.working.get(key) || new Set();
+      if (event.active) active.add(event.event_id);
+      else active.delete(event.event_id);
+      state.working.set(key, active);
+      renderTyping();
+      break;
+    }
+  }
+}
+
+function connect() {
+  state.source?.close();
+  setConnection("connecting");
+  const source = new EventSource(`/api/events?channel=${encodeURIComponent(state.channel)}&after=${state.seq}`);
+  source.onmessage = (message) => onEvent(JSON.parse(message.data));
+  source.onerror = () => setConnection("offline");
+  state.source = source;
+}
+
+async function openChannel(channel) {
+  state.source?.close();
+  state.channel = channel;
+  closeThread();
+  const result = await request(`/api/history?channel=${encodeURIComponent(channel)}`);
+  if (!result.ok) {
+    toast(result.body.error || "The channel could not be loaded.");
+    return;
+  }
+  const body = result.body;
+  const { me, seq, limits, channels, instance } = body;
+  Object.assign(state, { me, seq, limits, channels, instance });
+  state.messages.clear();
+  state.working.clear();
+  state.typingUntil.clear();
+  $("#channel-name").textContent = channel;
+  $("#me-id").textContent = body.me.id;
+  document.title = `#${channel} · genbot playground`;
+  composer.refreshPlaceholder();
+  renderChannels();
+  mainView.clear(intro());
+  for (const message of body.messages) state.messages.set(message.id, message);
+  for (const message of body.messages) place(message, { forceScroll: true });
+  mainView.scrollToBottom();
+  renderTyping();
+  connect();
+  composer.focus();
+}
+
+function renderThreadHeader() {
+  const parent = state.messages.get(state.thread);
+  $("#thread-name").textContent = parent?.thread_info?.name || "Thread";
+}
+
+function openThread(id) {
+  state.thread = id;
+  $("#thread-panel").hidden = false;
+  document.body.classList.add("with-thread");
+  renderThreadHeader();
+  threadView.clear();
+  const parent = state.messages.get(id);
+  if (parent) threadView.upsert({ ...parent, buttons: [], thread_info: null });
+  for (const message of state.messages.values()) if (message.thread === id) threadView.upsert(message);
+  renderTyping();
+  threadComposer.focus();
+}
+
+function closeThread() {
+  state.thread = null;
+  $("#thread-panel").hidden = true;
+  document.body.classList.remove("with-thread");
+}
+
+async function pressButton(message, button, element) {
+  element.disabled = true;
+  element.classList.add("pending");
+  const result = await postJson("/api/button", { message_id: message.id, custom_id: button.custom_id });
+  setTimeout(() => {
+    element.disabled = false;
+    element.classList.remove("pending");
+  }, result.ok ? 1200 : 0);
+  if (!result.ok) toast(result.body.error || "The button could not be pressed.");
+}
+
+function dismiss(id) {
+  state.dismissed.add(id);
+  sessionStorage.setItem("genbot-dismissed", JSON.stringify([...state.dismissed].slice(-200)));
+  mainView.remove(id);
+  threadView.remove(id);
+}
+
+function openModal(modal) {
+  const dialog = $("#modal");
+  const error = h("div", { class: "modal-error", role: "alert", hidden: true });
+  const inputs = modal.fields.map((field) => {
+    const attributes = {
+      id: `field-${field.id}`,
+      name: field.id,
+      placeholder: field.placeholder,
+      maxlength: field.max_length,
+      required: field.required,
+    };
+    const input = field.multiline ? h("textarea", { ...attributes, rows: 4 }) : h("input", { ...attributes, type: "text" });
+    input.value = field.default;
+    return h("label", { class: "field" },
+      h("span", { class: "field-label" }, field.label, field.required ? h("span", { class: "required" }, " *") : ""),
+      input);
+  });
+  const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Submit");
+  const form = h(
+    "form",
+    { class: "modal-form" },
+    h("h2", {}, modal.title),
+    ...inputs,
+    error,
+    h("div", { class: "modal-actions" },
+      h("button", { type: "button", class: "btn btn-link", onclick: () => dialog.close() }, "Cancel"), submit),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    submit.disabled = true;
+    const values = Object.fromEntries(modal.fields.map((f) => [f.id, form.elements[f.id].value]));
+    const result = await postJson("/api/modal", { custom_id: modal.custom_id, values });
+    submit.disabled = false;
+    if (result.ok) {
+      dialog.close();
+    } else {
+      error.textContent = result.body.error || "The form could not be sent.";
+      error.hidden = false;
+    }
+  });
+  if (dialog.open) dialog.close();
+  dialog.replaceChildren(form);
+  dialog.showModal();
+  form.querySelector("input, textarea")?.focus();
+}
+
+function showImage(url, alt) {
+  const box = $("#lightbox");
+  box.replaceChildren(
+    h("img", { src: url, alt }),
+    h("a", { class: "lightbox-open", href: url, target: "_blank", rel: "noopener" }, "Open original"),
+  );
+  box.hidden = false;
+}
+
+function setUpDragAndDrop() {
+  let depth = 0;
+  const overlay = $("#drop-overlay");
+  const hasFiles = (event) => [...(event.dataTransfer?.types || [])].includes("Files");
+  window.addEventListener("dragenter", (event) => {
+    if (!hasFiles(event)) return;
+    depth += 1;
+    overlay.hidden = false;
+  });
+  window.addEventListener("dragleave", () => {
+    depth = Math.max(0, depth - 1);
+    if (!depth) overlay.hidden = true;
+  });
+  window.addEventListener("dragover", (event) => {
+    if (hasFiles(event)) event.preventDefault();
+  });
+  window.addEventListener("drop", (event) => {
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    depth = 0;
+    overlay.hidden = true;
+    const files = [...event.dataTransfer.files].filter((f) => f.type.startsWith("image/"));
+    if (!files.length) return toast("Only images can be attached (PNG, JPEG, GIF or WebP).");
+    const inThread = state.thread && event.target.closest?.("#thread-panel");
+    (inThread ? threadComposer : composer).addFiles(files);
+  });
+}
+
+function setUpPage() {
+  $("#thread-close").addEventListener("click", closeThread);
+  $("#lightbox").addEventListener("click", () => ($("#lightbox").hidden = true));
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") $("#lightbox").hidden = true;
+  });
+  document.addEventListener("click", async (event) => {
+    const copy = event.target.closest?.(".copy-code");
+    if (!copy) return;
+    const code = copy.closest(".codeblock").querySelector("code").textContent;
+    try {
+      await navigator.clipboard.writeText(code);
+      copy.textContent = "Copied!";
+    } catch {
+      copy.textContent = "Copy failed";
+    }
+    setTimeout(() => (copy.textContent = "Copy"), 1500);
+  });
+  $("#add-channel").addEventListener("click", () => {
+    const name = (prompt("New channel name (lowercase letters, digits, - or _):") || "").trim().toLowerCase();
+    if (!name) return;
+    if (!CHANNEL_PATTERN.test(name)) return toast("Channel names use 1 to 32 lowercase letters, digits, - or _.");
+    location.hash = name;
+  });
+  window.addEventListener("hashchange", () => {
+    const name = location.hash.slice(1);
+    if (CHANNEL_PATTERN.test(name) && name !== state.channel) openChannel(name);
+  });
+  setUpDragAndDrop();
+  setInterval(renderTyping, 1000);
+}
+
+async function main() {
+  setUpPage();
+  const commands = await request("/api/commands");
+  if (commands.ok) {
+    composer.setCommands(commands.body.commands);
+    threadComposer.setCommands(commands.body.commands);
+  }
+  const fromHash = location.hash.slice(1);
+  await openChannel(CHANNEL_PATTERN.test(fromHash) ? fromHash : "general");
+}
+
+main();

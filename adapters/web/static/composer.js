@@ -1,0 +1,188 @@
+// The message box: text or slash commands, the command palette, and images attached with the
+// + button, drag and drop or paste. Images upload at once and go with the next send.
+
+import { formatSize, h, icon, postJson, request } from "./dom.js";
+import { Palette } from "./palette.js";
+
+export class Composer {
+  /**
+   * @param container element to build the composer in
+   * @param options {placeholder(), target() → {channel, thread}, limits() → {max_upload_bytes, max_text}}
+   */
+  constructor(container, options) {
+    this.options = options;
+    this.uploads = [];
+    this.lastSent = "";
+    this.sending = false;
+    this.error = h("div", { class: "composer-error", role: "alert", hidden: true });
+    this.tray = h("div", { class: "tray", hidden: true });
+    this.fileInput = h("input", {
+      type: "file",
+      accept: "image/png,image/jpeg,image/gif,image/webp",
+      multiple: true,
+      hidden: true,
+      onchange: () => {
+        this.addFiles([...this.fileInput.files]);
+        this.fileInput.value = "";
+      },
+    });
+    this.input = h("textarea", {
+      rows: 1,
+      class: "input",
+      "aria-label": "Message or command",
+      oninput: () => this.onInput(),
+      onkeydown: (event) => this.onKey(event),
+      onpaste: (event) => this.onPaste(event),
+      onclick: () => this.palette.update(),
+    });
+    const uploadButton = h(
+      "button",
+      { type: "button", class: "upload-button", title: "Attach images", "aria-label": "Attach images", onclick: () => this.fileInput.click() },
+      "+",
+    );
+    const sendButton = h(
+      "button",
+      { type: "button", class: "send-button", title: "Send (Enter)", "aria-label": "Send", onclick: () => this.send() },
+      icon("send", 20),
+    );
+    const paletteList = h("div", { class: "palette", role: "listbox", hidden: true });
+    const hint = h("div", { class: "hint", hidden: true });
+    this.palette = new Palette(paletteList, hint, this.input, (command, sendNow) => {
+      if (sendNow) this.send();
+    });
+    this.root = h(
+      "div",
+      { class: "composer" },
+      paletteList,
+      hint,
+      this.error,
+      h("div", { class: "composer-box" }, this.tray, h("div", { class: "composer-row" }, uploadButton, this.input, sendButton)),
+      this.fileInput,
+    );
+    container.append(this.root);
+    this.refreshPlaceholder();
+  }
+
+  setCommands(commands) {
+    this.palette.setCommands(commands);
+  }
+
+  refreshPlaceholder() {
+    this.input.placeholder = this.options.placeholder();
+  }
+
+  focus() {
+    this.input.focus();
+  }
+
+  showError(message) {
+    this.error.textContent = message;
+    this.error.hidden = !message;
+  }
+
+  onInput() {
+    this.input.style.height = "auto";
+    this.input.style.height = `${Math.min(this.input.scrollHeight, 240)}px`;
+    this.palette.update();
+  }
+
+  onKey(event) {
+    if (event.isComposing) return;
+    if (this.palette.handleKey(event)) {
+      event.preventDefault();
+      return;
+    }
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      this.send();
+    } else if (event.key === "ArrowUp" && !this.input.value && this.lastSent) {
+      event.preventDefault();
+      this.input.value = this.lastSent;
+      this.onInput();
+    } else if (event.key === "Escape") {
+      this.showError("");
+    }
+  }
+
+  onPaste(event) {
+    const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
+    if (files.length) {
+      event.preventDefault();
+      this.addFiles(files);
+    }
+  }
+
+  async addFiles(files) {
+    this.showError("");
+    const limit = this.options.limits().max_upload_bytes;
+    await Promise.all(files.map(async (file) => {
+      if (file.size > limit) {
+        this.showError(`${file.name} is too large: images can be at most ${formatSize(limit)}.`);
+        return;
+      }
+      const entry = { id: null, name: file.name, size: file.size, preview: URL.createObjectURL(file), uploading: true };
+      this.uploads.push(entry);
+      this.renderTray();
+      const form = new FormData();
+      form.append("file", file, file.name);
+      const result = await request("/api/upload", { method: "POST", body: form });
+      entry.uploading = false;
+      if (result.ok) {
+        entry.id = result.body.uploads[0].id;
+      } else {
+        this.remove(entry);
+        this.showError(result.body.error);
+      }
+      this.renderTray();
+    }));
+  }
+
+  remove(entry) {
+    URL.revokeObjectURL(entry.preview);
+    this.uploads = this.uploads.filter((u) => u !== entry);
+    this.renderTray();
+  }
+
+  renderTray() {
+    this.tray.replaceChildren(
+      ...this.uploads.map((entry, index) =>
+        h(
+          "div",
+          { class: "tray-item" + (entry.uploading ? " uploading" : ""), title: `${entry.name} · ${formatSize(entry.size)}` },
+          h("img", { src: entry.preview, alt: entry.name }),
+          h("span", { class: "tray-index" }, String(index + 1)),
+          h("span", { class: "tray-name" }, entry.name),
+          h("button", { type: "button", class: "tray-remove", title: "Remove", "aria-label": `Remove ${entry.name}`, onclick: () => this.remove(entry) }, "×"),
+        ),
+      ),
+    );
+    this.tray.hidden = !this.uploads.length;
+  }
+
+  async send() {
+    if (this.sending) return;
+    const text = this.input.value.trim();
+    if (this.uploads.some((u) => u.uploading)) {
+      this.showError("Wait a moment: the images are still uploading.");
+      return;
+    }
+    const attachments = this.uploads.map((u) => u.id);
+    if (!text && !attachments.length) return;
+    const { channel, thread } = this.options.target();
+    const endpoint = text.startsWith("/") ? "/api/command" : "/api/message";
+    this.sending = true;
+    const result = await postJson(endpoint, { text, channel, thread, attachments });
+    this.sending = false;
+    if (!result.ok) {
+      this.showError(result.body.error || "The message could not be sent.");
+      return;
+    }
+    this.lastSent = text;
+    this.input.value = "";
+    this.uploads.forEach((u) => URL.revokeObjectURL(u.preview));
+    this.uploads = [];
+    this.renderTray();
+    this.showError("");
+    this.onInput();
+  }
+}

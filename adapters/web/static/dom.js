@@ -1,0 +1,79 @@
+// Small helpers shared by the playground's modules: element building and JSON requests.
+
+/** Build an element: h("div", {class: "x", onclick: fn}, child, "text", ...). */
+export function h(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on") && typeof value === "function") {
+      element.addEventListener(name.slice(2), value);
+    } else if (value === true) {
+      element.setAttribute(name, "");
+    } else {
+      element.setAttribute(name, String(value));
+    }
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === "" || child === false) continue;
+    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return element;
+}
+
+/** POST JSON; resolves to {ok, status, body}; a network failure becomes a readable error. */
+export async function postJson(url, payload) {
+  return request(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(payload),
+  });
+}
+
+export async function request(url, init = {}) {
+  let response;
+  try {
+    response = await fetch(url, { credentials: "same-origin", ...init });
+  } catch {
+    return { ok: false, status: 0, body: { error: "The playground server cannot be reached." } };
+  }
+  let body = {};
+  try {
+    body = await response.json();
+  } catch {
+    body = { error: `The server answered ${response.status} without details.` };
+  }
+  return { ok: response.ok, status: response.status, body };
+}
+
+export function formatSize(bytes) {
+  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`;
+}
+
+export function formatTime(seconds) {
+  const date = new Date(seconds * 1000);
+  const time = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const today = new Date().toDateString() === date.toDateString();
+  return today ? `Today at ${time}` : `${date.toLocaleDateString()} ${time}`;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+const ICONS = {
+  eye: "M12 5C6.5 5 2.7 9.1 1.5 12c1.2 2.9 5 7 10.5 7s9.3-4.1 10.5-7C21.3 9.1 17.5 5 12 5zm0 11.5a4.5 4.5 0 1 1 0-9 4.5 4.5 0 0 1 0 9zm0-2.5a2 2 0 1 0 0-4 2 2 0 0 0 0 4z",
+  thread: "M5 3h14a2 2 0 0 1 2 2v9a2 2 0 0 1-2 2h-7l-5 4v-4H5a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2zm2 4v2h10V7H7zm0 4v2h7v-2H7z",
+  send: "M3.4 20.4 21 12 3.4 3.6 3.39 10.2 15 12 3.39 13.8z",
+};
+
+/** A small inline SVG icon (no emoji font needed). */
+export function icon(name, size = 16) {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("width", String(size));
+  svg.setAttribute("height", String(size));
+  svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("class", `icon icon-${name}`);
+  const path = document.createElementNS(SVG, "path");
+  path.setAttribute("d", ICONS[name]);
+  path.setAttribute("fill", "currentColor");
+  svg.append(path);
+  return svg;
+}

@@ -1,0 +1,243 @@
+// Message rendering: one element per message, Discord style (avatar, name, time, Markdown text,
+// inline images, rows of buttons, thread link, "only you can see this" for ephemeral replies).
+
+import { formatTime, h, icon } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+
+const GROUP_SECONDS = 7 * 60;
+const STICKY_PIXELS = 140;
+
+function authorName(author, me) {
+  if (author.bot) return author.name;
+  return author.id === me.id ? "you" : `guest ${author.id.slice(-4)}`;
+}
+
+function avatar(author, me, small = false) {
+  const kind = author.bot ? "bot" : author.id === me.id ? "me" : "guest";
+  const letter = small ? "" : author.bot ? "G" : authorName(author, me)[0].toUpperCase();
+  return h("div", { class: `avatar ${kind}`, "aria-hidden": "true" }, letter);
+}
+
+function snippet(message) {
+  const text = (message.text || "").replace(/[*_~`]+/g, "").replace(/\s+/g, " ").trim();
+  if (text) return text.length > 90 ? `${text.slice(0, 90)}…` : text;
+  return message.images.length ? "🖼 image" : "…";
+}
+
+export class MessageView {
+  /**
+   * @param list the scrolling element holding the messages
+   * @param context {me(), lookup(id), threadCount(id), onButton(message, button, element),
+   *                 onOpenThread(id), onImage(url, alt), onDismiss(id), onJump(id)}
+   */
+  constructor(list, context) {
+    this.list = list;
+    this.context = context;
+    this.order = [];
+    this.elements = new Map();
+    this.stick = true;
+    this.programmaticTop = -1;
+    list.addEventListener("scroll", () => {
+      if (Math.abs(this.list.scrollTop - this.programmaticTop) < 2) return;
+      this.stick = this.nearBottom();
+    });
+    new ResizeObserver(() => {
+      if (this.stick) this.scrollToBottom();
+    }).observe(list);
+  }
+
+  clear(intro) {
+    this.order = [];
+    this.elements.clear();
+    this.list.replaceChildren(...(intro ? [intro] : []));
+  }
+
+  nearBottom() {
+    return this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < STICKY_PIXELS;
+  }
+
+  scrollToBottom() {
+    this.list.scrollTop = this.list.scrollHeight;
+    this.programmaticTop = this.list.scrollTop;
+    this.stick = true;
+  }
+
+  has(id) {
+    return this.elements.has(id);
+  }
+
+  /** Insert or replace a message; keeps the view pinned to the bottom when it was. */
+  upsert(message, { forceScroll = false } = {}) {
+    const pinned = forceScroll || this.stick;
+    const existing = this.elements.get(message.id);
+    if (existing) {
+      const grouped = existing.classList.contains("grouped");
+      const element = this.render(message, grouped);
+      existing.replaceWith(element);
+      this.elements.set(message.id, element);
+    } else {
+      const previous = this.order.length ? this.context.lookup(this.order[this.order.length - 1]) : null;
+      const element = this.render(message, this.groups(previous, message));
+      this.order.push(message.id);
+      this.elements.set(message.id, element);
+      this.list.append(element);
+    }
+    if (pinned) this.scrollToBottom();
+  }
+
+  remove(id) {
+    this.elements.get(id)?.remove();
+    this.elements.delete(id);
+    this.order = this.order.filter((other) => other !== id);
+  }
+
+  refresh(id) {
+    const message = this.context.lookup(id);
+    if (message && this.elements.has(id)) this.upsert(message);
+  }
+
+  groups(previous, message) {
+    return Boolean(
+      previous &&
+        previous.author.id === message.author.id &&
+        previous.kind !== "ephemeral" &&
+        message.kind !== "ephemeral" &&
+        !message.reply_to &&
+        message.created - previous.created < GROUP_SECONDS,
+    );
+  }
+
+  render(message, grouped) {
+    const me = this.context.me();
+    const classes = ["message", `kind-${message.kind}`];
+    if (grouped) classes.push("grouped");
+    if (message.mention && message.mention === me.id) classes.push("mentioned");
+    const body = h("div", { class: "message-body" });
+    if (!grouped) {
+      body.append(
+        h("div", { class: "meta" },
+          h("span", { class: "name" + (message.author.bot ? " bot-name" : "") }, authorName(message.author, me)),
+          message.author.bot ? h("span", { class: "bot-tag" }, "BOT") : "",
+          h("time", { datetime: new Date(message.created * 1000).toISOString() }, formatTime(message.created))),
+      );
+    }
+    const text = this.renderText(message, me);
+    if (text) body.append(text);
+    if (message.images.length) body.append(this.renderImages(message));
+    if (message.buttons.length) body.append(this.renderButtons(message));
+    if (message.thread_info) body.append(this.renderThreadLink(message));
+    if (message.kind === "ephemeral") {
+      body.append(
+        h("div", { class: "ephemeral-note" },
+          icon("eye", 14),
+          "Only you can see this · ",
+          h("button", { type: "button", class: "link-button", onclick: () => this.context.onDismiss(message.id) }, "Dismiss message")),
+      );
+    }
+    const element = h(
+      "article",
+      { class: classes.join(" "), "data-id": message.id, "data-author": message.author.id },
+      this.renderReply(message, me),
+      grouped
+        ? h("span", { class: "gutter-time" }, new Date(message.created * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }))
+        : avatar(message.author, me),
+      body,
+    );
+    return element;
+  }
+
+  renderReply(message, me) {
+    if (!message.reply_to) return "";
+    const original = this.context.lookup(message.reply_to);
+    if (!original) return "";
+    return h(
+      "div",
+      { class: "reply", onclick: () => this.context.onJump(original.id) },
+      h("span", { class: "reply-spine", "aria-hidden": "true" }),
+      avatar(original.author, me, true),
+      h("span", { class: "reply-name" }, authorName(original.author, me)),
+      h("span", { class: "reply-text" }, snippet(original)),
+    );
+  }
+
+  renderText(message, me) {
+    if (message.kind === "user" && message.command) {
+      const usage = "/" + message.command.replace(".", " ");
+      const rest = message.text.slice(usage.length).trim();
+      return h("div", { class: "text" }, h("span", { class: "command-pill" }, usage), rest ? ` ${rest}` : "");
+    }
+    if (!message.text && !message.mention) return null;
+    const element = h("div", { class: "text markdown" });
+    element.innerHTML = renderMarkdown(message.text);
+    if (message.mention) {
+      const name = message.mention === me.id ? "you" : `guest ${message.mention.slice(-4)}`;
+      const pill = h("span", { class: "mention" }, `@${name}`);
+      const first = element.firstElementChild;
+      if (first && first.tagName === "P") first.prepend(pill, " ");
+      else element.prepend(pill);
+    }
+    return element;
+  }
+
+  renderImages(message) {
+    return h(
+      "div",
+      { class: "images" + (message.images.length > 1 ? " several" : "") },
+      ...message.images.map((image) => {
+        const box = message.images.length > 1 ? 256 : 520;
+        const scale = image.width && image.height ? Math.min(1, box / image.width, box / image.height) : 1;
+        const size = image.width && image.height
+          ? { width: Math.round(image.width * scale), height: Math.round(image.height * scale) }
+          : {};
+        const img = h("img", { src: image.url, alt: image.filename, ...size, decoding: "async" });
+        img.addEventListener("load", () => {
+          if (this.stick) this.scrollToBottom();
+        }, { once: true });
+        return h(
+          "a",
+          {
+            class: "image-link",
+            href: image.url,
+            target: "_blank",
+            rel: "noopener",
+            onclick: (event) => {
+              event.preventDefault();
+              this.context.onImage(image.url, image.filename);
+            },
+          },
+          img,
+        );
+      }),
+    );
+  }
+
+  renderButtons(message) {
+    return h(
+      "div",
+      { class: "button-rows" },
+      ...message.buttons.map((row) =>
+        h(
+          "div",
+          { class: "button-row" },
+          ...row.map((button) => {
+            const element = h("button", { type: "button", class: `btn btn-${button.style}`, "data-custom-id": button.custom_id }, button.label);
+            element.addEventListener("click", () => this.context.onButton(message, button, element));
+            return element;
+          }),
+        ),
+      ),
+    );
+  }
+
+  renderThreadLink(message) {
+    const count = this.context.threadCount(message.id);
+    return h(
+      "button",
+      { type: "button", class: "thread-link", onclick: () => this.context.onOpenThread(message.id) },
+      icon("thread", 18),
+      h("span", { class: "thread-name" }, message.thread_info.name),
+      h("span", { class: "thread-count" }, count === 1 ? "1 message" : `${count} messages`),
+      h("span", { class: "thread-open" }, "Open ›"),
+    );
+  }
+}

@@ -1,0 +1,256 @@
+"""The playground's in-memory model: channel messages, served images and users' uploads.
+
+Only what the adapter itself showed lives here; the core's durable state is in its storage.
+Everything is bounded: a channel keeps its latest messages, images no message shows any more
+are dropped with them, and each user keeps a few recent uploads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import re
+import secrets
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import unquote
+
+from PIL import Image
+
+from bot.events import Button, ImageFile
+
+MessageKind = Literal["bot", "user", "ephemeral"]
+BOT_AUTHOR: dict[str, Any] = {"id": "genbot", "name": "genbot", "bot": True}
+
+_IMAGE_SIGNATURES: tuple[tuple[bytes, int, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
+    (b"\xff\xd8\xff", 0, "image/jpeg"),
+    (b"GIF87a", 0, "image/gif"),
+    (b"GIF89a", 0, "image/gif"),
+    (b"WEBP", 8, "image/webp"),
+)
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def sniff_image_type(data: bytes) -> str | None:
+    """``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp`` from the bytes, else None."""
+    for signature, offset, content_type in _IMAGE_SIGNATURES:
+        if data[offset : offset + len(signature)] == signature:
+            if content_type == "image/webp" and not data.startswith(b"RIFF"):
+                continue
+            return content_type
+    return None
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """Width and height of an image (only its header is read), or None when unreadable."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            return width, height
+    except (OSError, ValueError, Image.DecompressionBombError):
+        return None
+
+
+def safe_filename(name: str | None, default: str = "image.png") -> str:
+    """A filename safe in a URL path segment and a Content-Disposition header."""
+    base = unquote(name or "").replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = _UNSAFE_FILENAME.sub("_", base).strip("._")[:80]
+    return cleaned or default
+
+
+@dataclass
+class WebMessage:
+    """One message as the browser shows it."""
+
+    id: str
+    channel: str
+    thread: str | None
+    kind: MessageKind
+    author: dict[str, Any]
+    text: str = ""
+    images: list[dict[str, Any]] = field(default_factory=list)
+    buttons: tuple[tuple[Button, ...], ...] = ()
+    from_model: bool = False
+    mention: str | None = None
+    reply_to: str | None = None
+    command: str | None = None
+    thread_info: dict[str, str] | None = None
+    visible_to: str | None = None
+    created: float = field(default_factory=time.time)
+    edited: float | None = None
+
+    def has_button(self, custom_id: str) -> bool:
+        return any(button.custom_id == custom_id for row in self.buttons for button in row)
+
+    def image_keys(self) -> set[str]:
+        return {image["key"] for image in self.images}
+
+    def to_json(self) -> dict[str, Any]:
+        """The message as the page's JSON."""
+        return {
+            "id": self.id,
+            "channel": self.channel,
+            "thread": self.thread,
+            "kind": self.kind,
+            "author": self.author,
+            "text": self.text,
+            "images": [{k: v for k, v in image.items() if k != "key"} for image in self.images],
+            "buttons": [
+                [
+                    {
+                        "label": b.label,
+                        "custom_id": b.custom_id,
+                        "style": b.style,
+                        "action": b.action,
+                    }
+                    for b in row
+                ]
+                for row in self.buttons
+            ],
+            "from_model": self.from_model,
+            "mention": self.mention,
+            "reply_to": self.reply_to,
+            "command": self.command,
+            "thread_info": self.thread_info,
+            "created": self.created,
+            "edited": self.edited,
+        }
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """Bytes the adapter serves."""
+
+    filename: str
+    data: bytes
+    content_type: str
+    owner: str = ""
+    width: int | None = None
+    height: int | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+class MessageStore:
+    """Messages per channel (threads included), the images they show, and pending uploads."""
+
+    def __init__(self, max_messages_per_channel: int = 500, max_uploads_per_user: int = 20) -> None:
+        self._max_messages = max_messages_per_channel
+        self._max_uploads = max_uploads_per_user
+        self._channels: dict[str, deque[WebMessage]] = {}
+        self._by_id: dict[str, WebMessage] = {}
+        self._images: dict[str, StoredFile] = {}
+        self._uploads: OrderedDict[str, StoredFile] = OrderedDict()
+        self._id_prefix = secrets.token_hex(3)
+        self._counter = itertools.count(1)
+
+    @property
+    def instance(self) -> str:
+        """Differs between runs of the process: browsers reload when it changes."""
+        return self._id_prefix
+
+    def new_id(self) -> str:
+        """A message id unique across restarts of the process."""
+        return f"{self._id_prefix}-{next(self._counter)}"
+
+    def add(self, message: WebMessage) -> WebMessage:
+        """Keep ``message``; the channel's oldest message goes when the channel is full."""
+        messages = self._channels.setdefault(message.channel, deque())
+        messages.append(message)
+        self._by_id[message.id] = message
+        while len(messages) > self._max_messages:
+            dropped = messages.popleft()
+            del self._by_id[dropped.id]
+            self._forget_images(dropped.image_keys())
+        return message
+
+    def get(self, message_id: str) -> WebMessage | None:
+        return self._by_id.get(message_id)
+
+    def channels(self) -> list[str]:
+        return list(self._channels)
+
+    def history(self, channel: str, user_id: str, limit: int = 200) -> list[WebMessage]:
+        """The channel's latest messages that ``user_id`` may see, oldest first."""
+        visible = [
+            message
+            for message in self._channels.get(channel, ())
+            if message.visible_to is None or message.visible_to == user_id
+        ]
+        return visible[-limit:]
+
+    def replace_images(self, message: WebMessage, images: tuple[ImageFile, ...]) -> None:
+        """Show ``images`` on ``message`` (served at stable, content-addressed URLs)."""
+        old_keys = message.image_keys()
+        message.images = [self._keep_image(image) for image in images]
+        self._forget_images(old_keys - message.image_keys())
+
+    def image(self, key: str) -> StoredFile | None:
+        return self._images.get(key)
+
+    def _keep_image(self, image: ImageFile) -> dict[str, Any]:
+        key = hashlib.sha256(image.data).hexdigest()[:32]
+        filename = safe_filename(image.filename)
+        stored = self._images.get(key)
+        if stored is None:
+            content_type = sniff_image_type(image.data)
+            size = image_size(image.data) if content_type else None
+            stored = StoredFile(
+                filename,
+                image.data,
+                content_type or "application/octet-stream",
+                width=size[0] if size else None,
+                height=size[1] if size else None,
+            )
+            self._images[key] = stored
+        return {
+            "key": key,
+            "url": f"/images/{key}/{filename}",
+            "filename": filename,
+            "content_type": stored.content_type,
+            "width": stored.width,
+            "height": stored.height,
+        }
+
+    def _forget_images(self, keys: set[str]) -> None:
+        if not keys:
+            return
+        in_use = set().union(*(m.image_keys() for m in self._by_id.values()))
+        for key in keys - in_use:
+            self._images.pop(key, None)
+
+    def add_upload(
+        self, owner: str, filename: str, data: bytes, content_type: str
+    ) -> tuple[str, StoredFile]:
+        """Keep a user's upload; its id and stored form. A user's oldest uploads go beyond
+        the cap."""
+        upload_id = secrets.token_urlsafe(12)
+        stored = StoredFile(safe_filename(filename), data, content_type, owner)
+        self._uploads[upload_id] = stored
+        mine = [key for key, kept in self._uploads.items() if kept.owner == owner]
+        for key in mine[: max(0, len(mine) - self._max_uploads)]:
+            del self._uploads[key]
+        return upload_id, stored
+
+    def upload(self, upload_id: str, owner: str) -> StoredFile | None:
+        """``owner``'s pending upload ``upload_id``, if it is still kept."""
+        stored = self._uploads.get(upload_id)
+        return stored if stored is not None and stored.owner == owner else None
+
+    def upload_count(self) -> int:
+        """How many uploads are waiting to be sent."""
+        return len(self._uploads)
+
+    def take_uploads(self, upload_ids: list[str], owner: str) -> list[StoredFile]:
+        """Remove and return ``owner``'s uploads; ``KeyError`` (naming the id) if one is gone."""
+        unique = list(dict.fromkeys(upload_ids))
+        for upload_id in unique:
+            if self.upload(upload_id, owner) is None:
+                raise KeyError(upload_id)
+        return [self._uploads.pop(upload_id) for upload_id in unique]

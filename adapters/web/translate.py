@@ -1,0 +1,116 @@
+"""Turning what the browser sends into core events' parts, and the command catalogue into JSON.
+
+The playground's input takes the same slash commands as Discord, typed as text
+(``/imagine a fox --ar 16:9``). The adapter only finds the command's name here; the core parses
+the rest Midjourney style with :mod:`bot.commands`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from bot.commands import COMMANDS, COMMANDS_BY_NAME, CommandSpec
+
+T = TypeVar("T")
+CHANNEL_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+DEFAULT_CHANNEL = "general"
+
+
+class BadInput(ValueError):
+    """What the browser sent cannot be acted on; the message is shown to the user as is."""
+
+
+def parse_slash(text: str) -> tuple[CommandSpec, str]:
+    """The command named by ``/name [subcommand] rest`` and the rest of the text.
+
+    ``/diffusion txt2img a fox`` names ``diffusion.txt2img`` with the text ``a fox``.
+    Raises :class:`BadInput` for an empty, unknown or incomplete command.
+    """
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        raise BadInput("A command starts with '/', for example /imagine a fox.")
+    head, _, rest = stripped[1:].partition(" ")
+    head = head.lower()
+    if not head:
+        raise BadInput("Empty command: type a command name after '/', for example /help.")
+    groups = sorted({spec.name.partition(".")[0] for spec in COMMANDS if "." in spec.name})
+    if head in groups:
+        members = [s.name.partition(".")[2] for s in COMMANDS if s.name.startswith(head + ".")]
+        sub, _, rest = rest.strip().partition(" ")
+        choices = ", ".join(members)
+        if not sub:
+            raise BadInput(f"/{head} needs a subcommand: {choices}.")
+        name = f"{head}.{sub.lower()}"
+        if name not in COMMANDS_BY_NAME:
+            raise BadInput(f"Unknown subcommand '/{head} {sub}'; use one of: {choices}.")
+    else:
+        name = head
+        if name not in COMMANDS_BY_NAME:
+            raise BadInput(f"Unknown command '/{head}'. Type /help to see what genbot can do.")
+    return COMMANDS_BY_NAME[name], rest.strip()
+
+
+def attachment_options(spec: CommandSpec) -> list[str]:
+    """The names of ``spec``'s file options, in the order uploads fill them."""
+    return [option.name for option in spec.options if option.type == "attachment"]
+
+
+def assign_attachments(spec: CommandSpec, uploads: Sequence[T]) -> dict[str, T]:
+    """Uploads in order onto the command's file options (``/blend``: image1..image5,
+    ``/describe``: image, img2img/controlnet: init_image first).
+
+    Raises :class:`BadInput` when there are more uploads than the command takes.
+    """
+    slots = attachment_options(spec)
+    usage = display_name(spec)
+    if len(uploads) > len(slots):
+        if not slots:
+            raise BadInput(f"{usage} does not take images; remove the attachment and try again.")
+        taken = "one image" if len(slots) == 1 else f"at most {len(slots)} images"
+        raise BadInput(f"{usage} takes {taken}; you attached {len(uploads)}.")
+    return dict(zip(slots, uploads, strict=False))
+
+
+def display_name(spec: CommandSpec) -> str:
+    """How a user types the command: ``/diffusion txt2img``."""
+    return "/" + spec.name.replace(".", " ")
+
+
+def parse_channel(value: object) -> str:
+    """A valid channel name from the request (``general`` when absent)."""
+    if value is None or value == "":
+        return DEFAULT_CHANNEL
+    if not isinstance(value, str) or not CHANNEL_PATTERN.match(value):
+        raise BadInput("Invalid channel name: use 1 to 32 lowercase letters, digits, '-' or '_'.")
+    return value
+
+
+def catalogue() -> list[dict[str, Any]]:
+    """Every command with its description, options and examples, for the command palette."""
+    return [
+        {
+            "name": spec.name,
+            "usage": display_name(spec),
+            "description": spec.description,
+            "free_text": spec.free_text,
+            "examples": list(spec.examples),
+            "uploads": attachment_options(spec),
+            "options": [
+                {
+                    "name": option.name,
+                    "type": option.type,
+                    "description": option.description,
+                    "required": option.required,
+                    "choices": list(option.choices),
+                    "min_value": option.min_value,
+                    "max_value": option.max_value,
+                    "flags": list(option.flags),
+                    "flag_values": [flag for flag, _ in option.flag_values],
+                }
+                for option in spec.options
+            ],
+        }
+        for spec in COMMANDS
+    ]

@@ -1,0 +1,79 @@
+"""Fixtures: a started playground (127.0.0.1, port 0) fed to a recording core, and browsers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import pytest
+from aiohttp import ClientResponse, ClientSession, CookieJar
+
+from adapters.web import WebAdapter
+from bot.config import LimitsSettings, WebSettings
+from tests.adapters.web.fakes import RecordingCore, SseReader
+
+UPLOAD_LIMIT = 4096
+
+
+@pytest.fixture
+def core() -> RecordingCore:
+    return RecordingCore()
+
+
+@pytest.fixture
+async def adapter(core: RecordingCore) -> AsyncIterator[WebAdapter]:
+    web_adapter = WebAdapter(
+        WebSettings(host="127.0.0.1", port=0),
+        core,
+        LimitsSettings(max_upload_bytes=UPLOAD_LIMIT),
+        keepalive_seconds=0.05,
+        handler_timeout=5.0,
+    )
+    core.surface = web_adapter
+    await web_adapter.start()
+    yield web_adapter
+    await web_adapter.stop()
+
+
+@pytest.fixture
+async def browsers(adapter: WebAdapter) -> AsyncIterator[Callable[[], ClientSession]]:
+    """Make as many browsers (cookie-keeping sessions) as a test needs."""
+    async with AsyncExitStack() as stack:
+
+        def make() -> ClientSession:
+            session = ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True))
+            stack.push_async_callback(session.close)
+            return session
+
+        yield make
+
+
+@pytest.fixture
+async def browser(browsers: Callable[[], ClientSession]) -> ClientSession:
+    return browsers()
+
+
+@pytest.fixture
+async def stream(
+    browser: ClientSession,
+) -> AsyncIterator[Callable[..., Awaitable[SseReader]]]:
+    """Open event streams; each waits for its ``hello`` so that nothing later is missed."""
+    responses: list[ClientResponse] = []
+
+    async def open_stream(
+        session: ClientSession | None = None, channel: str = "general", **params: Any
+    ) -> SseReader:
+        response = await (session or browser).get(
+            "/api/events", params={"channel": channel, **params}
+        )
+        assert response.status == 200, await response.text()
+        responses.append(response)
+        reader = SseReader(response)
+        hello = await reader.next()
+        assert hello.data["type"] == "hello"
+        return reader
+
+    yield open_stream
+    for response in responses:
+        response.close()

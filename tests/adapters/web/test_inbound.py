@@ -1,0 +1,270 @@
+"""Commands, messages, button presses and form submissions become the right core events."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from aiohttp import ClientSession
+
+from adapters.web import WebAdapter
+from bot.events import (
+    Button,
+    ButtonPress,
+    Command,
+    ModalSubmit,
+    OutMessage,
+    Place,
+    UserMessage,
+)
+from tests.adapters.web.fakes import RecordingCore, history, post
+
+
+def web_place(channel: str = "general", thread: str | None = None) -> Place:
+    return Place("web", "web", channel, thread, is_dm=True)
+
+
+async def test_slash_command_is_sent_raw_and_becomes_a_command(
+    browser: ClientSession, core: RecordingCore
+) -> None:
+    status, answer = await post(
+        browser, "/api/command", {"text": "/imagine a fox --ar 16:9 --fast", "channel": "art"}
+    )
+    assert status == 202
+    [event] = await core.wait_for_events(1)
+    me = (await history(browser, "art"))["me"]
+    assert isinstance(event, Command)
+    assert event.name == "imagine"
+    assert event.text == "a fox --ar 16:9 --fast"
+    assert event.options == {}
+    assert event.attachments == {}
+    assert event.place == web_place("art")
+    assert event.user.id == me["id"] and event.user.name == "you"
+    echo = (await history(browser, "art"))["messages"][0]
+    assert echo["id"] == answer["event_id"]
+    assert echo["kind"] == "user" and echo["command"] == "imagine"
+    assert echo["text"] == "/imagine a fox --ar 16:9 --fast"
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "rest"),
+    [
+        ("/diffusion txt2img a fox --steps 31", "diffusion.txt2img", "a fox --steps 31"),
+        ("/DIFFUSION Upscale --scale 2", "diffusion.upscale", "--scale 2"),
+        ("/chat hello   there", "chat", "hello   there"),
+        ("/help", "help", ""),
+        ("  /usage  ", "usage", ""),
+    ],
+)
+async def test_command_names_and_text(
+    browser: ClientSession, core: RecordingCore, text: str, name: str, rest: str
+) -> None:
+    status, _ = await post(browser, "/api/command", {"text": text})
+    assert status == 202
+    [event] = await core.wait_for_events(1)
+    assert isinstance(event, Command)
+    assert (event.name, event.text) == (name, rest)
+
+
+async def test_plain_message_is_a_dm_style_turn(
+    browser: ClientSession, core: RecordingCore
+) -> None:
+    status, answer = await post(browser, "/api/message", {"text": "hello there", "channel": "lab"})
+    assert status == 202
+    [event] = await core.wait_for_events(1)
+    assert isinstance(event, UserMessage)
+    assert event.text == "hello there"
+    assert event.message_id == answer["event_id"]
+    assert event.place == web_place("lab")
+    assert event.attachments == ()
+    echo = (await history(browser, "lab"))["messages"][0]
+    assert (echo["id"], echo["kind"], echo["text"]) == (event.message_id, "user", "hello there")
+
+
+async def test_button_press_becomes_a_button_event(
+    browser: ClientSession, core: RecordingCore, adapter: WebAdapter
+) -> None:
+    buttons = ((Button("U1", "upscale1", "job-7"), Button("🔄", "reroll", "job-7", "primary")),)
+    ref = await adapter.send(web_place(), OutMessage("grid", buttons=buttons))
+    status, answer = await post(
+        browser, "/api/button", {"message_id": ref.message_id, "custom_id": "gb:reroll:job-7"}
+    )
+    assert status == 202 and answer["event_id"]
+    [event] = await core.wait_for_events(1)
+    assert isinstance(event, ButtonPress)
+    assert (event.action, event.ref, event.message_id) == ("reroll", "job-7", ref.message_id)
+    assert event.place == web_place()
+
+
+async def test_modal_opened_by_a_button_is_submitted_as_modal_submit(
+    browser: ClientSession, core: RecordingCore, adapter: WebAdapter
+) -> None:
+    buttons = ((Button("Custom Zoom", "outpaint_custom", "job-9"),),)
+    ref = await adapter.send(web_place("art"), OutMessage("upscaled", buttons=buttons))
+    body = {"message_id": ref.message_id, "custom_id": "gb:outpaint_custom:job-9"}
+    assert (await post(browser, "/api/button", body))[0] == 202
+    await core.wait_for_events(1)
+    submit = {"custom_id": "gb:outpaint_custom:job-9", "values": {"prompt": "wide", "zoom": "1.5"}}
+
+    for values, error in [
+        ({"prompt": "wide", "zoom": " "}, "'Zoom' is required."),
+        ({"prompt": "wide", "zoom": "1.5", "color": "red"}, "Unknown form field(s): color."),
+        ({"prompt": "wide", "zoom": "1.25555"}, "'Zoom' is longer than 4 characters."),
+        ({"prompt": "wide", "zoom": 2}, "'values' must map field ids to strings."),
+    ]:
+        assert await post(browser, "/api/modal", {**submit, "values": values}) == (
+            400,
+            {"error": error},
+        )
+
+    status, _ = await post(browser, "/api/modal", submit)
+    assert status == 202
+    events = await core.wait_for_events(2)
+    event = events[1]
+    assert isinstance(event, ModalSubmit)
+    assert (event.action, event.ref) == ("outpaint_custom", "job-9")
+    assert event.values == {"prompt": "wide", "zoom": "1.5", "note": ""}
+    assert event.place == web_place("art")
+    again = await post(browser, "/api/modal", submit)
+    assert again == (
+        400,
+        {"error": "This form has expired or was already submitted; open it again."},
+    )
+
+
+async def test_a_form_belongs_to_the_user_it_was_opened_for(
+    browsers: Any, core: RecordingCore
+) -> None:
+    owner, stranger = browsers(), browsers()
+    assert (await post(owner, "/api/command", {"text": "/settings"}))[0] == 202
+    await core.wait_for_events(1)
+    submit = {"custom_id": "gb:settings:user", "values": {"prompt": "x", "zoom": "1"}}
+    status, answer = await post(stranger, "/api/modal", submit)
+    assert status == 400 and "expired" in answer["error"]
+    assert (await post(owner, "/api/modal", submit))[0] == 202
+
+
+BAD_INPUTS: list[tuple[str, Any, str]] = [
+    ("/api/command", {"text": ""}, "Empty command"),
+    ("/api/command", {"text": "/"}, "Empty command"),
+    ("/api/command", {"text": "/ imagine"}, "Empty command"),
+    ("/api/command", {"text": "/frobnicate now"}, "Unknown command '/frobnicate'"),
+    ("/api/command", {"text": "/diffusion"}, "/diffusion needs a subcommand: txt2img"),
+    ("/api/command", {"text": "/diffusion paint a fox"}, "Unknown subcommand '/diffusion paint'"),
+    ("/api/command", {"text": "imagine a fox"}, "A command starts with '/'"),
+    ("/api/command", {"text": 5}, "'text' must be a string."),
+    ("/api/command", {"text": "/chat " + "x" * 4000}, "the limit is 4000"),
+    ("/api/command", {"text": "/help", "channel": "Bad Name!"}, "Invalid channel name"),
+    ("/api/command", {"text": "/help", "thread": "nope"}, "There is no thread 'nope'"),
+    ("/api/command", {"text": "/describe", "attachments": ["gone"]}, "has expired"),
+    ("/api/command", {"text": "/describe", "attachments": "x"}, "must be a list of upload"),
+    ("/api/command", [1, 2], "The JSON body must be an object."),
+    ("/api/message", {"text": "   "}, "Empty message: type something or attach an image."),
+    ("/api/message", {}, "Empty message"),
+    ("/api/button", {"message_id": "x", "custom_id": "gb:upscale1:j"}, "no longer in the"),
+    ("/api/modal", {"custom_id": "gb:outpaint_custom:j", "values": {}}, "has expired"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "error"), BAD_INPUTS)
+async def test_bad_input_is_a_400_with_a_specific_message_and_no_event(
+    browser: ClientSession, core: RecordingCore, path: str, body: Any, error: str
+) -> None:
+    status, answer = await post(browser, path, body)
+    assert status == 400
+    assert error in answer["error"]
+    await assert_no_event_before_the_next(browser, core)
+
+
+@pytest.mark.parametrize(
+    ("raw", "content_type", "error"),
+    [
+        (b'{"text": "/help"', "application/json", "Malformed JSON: Expecting"),
+        (b"\xff\xfe", "application/json", "Malformed JSON"),
+        (b"text=/help", "application/x-www-form-urlencoded", "Send a JSON body"),
+    ],
+)
+async def test_malformed_bodies_are_refused(
+    browser: ClientSession, core: RecordingCore, raw: bytes, content_type: str, error: str
+) -> None:
+    headers = {"Content-Type": content_type}
+    async with browser.post("/api/command", data=raw, headers=headers) as response:
+        assert response.status == 400
+        assert error in (await response.json())["error"]
+    await assert_no_event_before_the_next(browser, core)
+
+
+async def test_buttons_not_on_the_message_are_refused(
+    browser: ClientSession, core: RecordingCore, adapter: WebAdapter
+) -> None:
+    ref = await adapter.send(
+        web_place(), OutMessage("grid", buttons=((Button("U1", "upscale1", "j"),),))
+    )
+    for custom_id in ("gb:upscale2:j", "gb:upscale1:other", "not-a-custom-id"):
+        status, answer = await post(
+            browser, "/api/button", {"message_id": ref.message_id, "custom_id": custom_id}
+        )
+        assert (status, answer) == (400, {"error": "That button is no longer on the message."})
+    await assert_no_event_before_the_next(browser, core)
+
+
+async def test_cross_site_posts_are_refused(browser: ClientSession, core: RecordingCore) -> None:
+    async with browser.post(
+        "/api/command", json={"text": "/help"}, headers={"Origin": "http://evil.example"}
+    ) as response:
+        assert response.status == 403
+    await assert_no_event_before_the_next(browser, core)
+
+
+@pytest.mark.parametrize("command", ["/usage", "/chat timeout"])
+async def test_handler_failures_reach_the_user_as_an_ephemeral_error_and_the_log(
+    browser: ClientSession, core: RecordingCore, caplog: pytest.LogCaptureFixture, command: str
+) -> None:
+    caplog.set_level(logging.ERROR, logger="adapters.web.adapter")
+    assert (await post(browser, "/api/command", {"text": command}))[0] == 202
+    await core.wait_for_events(1)
+    body = await wait_for_message(browser, lambda m: m["kind"] == "ephemeral")
+    ephemeral = body["messages"][-1]
+    assert "Something went wrong while handling this request (error " in ephemeral["text"]
+    assert "sk-123" not in ephemeral["text"]
+    assert ephemeral["reply_to"] == body["messages"][0]["id"]
+    assert any("handler failed" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+async def test_requests_return_while_the_core_is_still_working(
+    browser: ClientSession, core: RecordingCore, adapter: WebAdapter
+) -> None:
+    status, answer = await post(browser, "/api/command", {"text": "/chat hang"})
+    assert status == 202 and answer["event_id"]
+    await core.wait_for_events(1)
+    assert adapter.running_handlers == 1
+    await adapter.cancel_handlers()
+    assert adapter.running_handlers == 0
+
+
+async def test_handler_that_never_finishes_is_bounded_and_reported(
+    browser: ClientSession, core: RecordingCore, adapter: WebAdapter
+) -> None:
+    adapter.handler_timeout = 0.1
+    assert (await post(browser, "/api/command", {"text": "/chat hang"}))[0] == 202
+    body = await wait_for_message(browser, lambda m: m["kind"] == "ephemeral")
+    assert "took too long" in body["messages"][-1]["text"]
+
+
+async def wait_for_message(browser: ClientSession, predicate: Any) -> dict[str, Any]:
+    """Poll history (bounded) until its last message satisfies ``predicate``."""
+    async with asyncio.timeout(5):
+        while True:
+            body = await history(browser)
+            if body["messages"] and predicate(body["messages"][-1]):
+                return body
+            await asyncio.sleep(0.01)
+
+
+async def assert_no_event_before_the_next(browser: ClientSession, core: RecordingCore) -> None:
+    """Events run in order: if the next good command is the first event, nothing came before."""
+    assert (await post(browser, "/api/command", {"text": "/chat marker"}))[0] == 202
+    events = await core.wait_for_events(1)
+    assert isinstance(events[0], Command) and events[0].text == "marker", events

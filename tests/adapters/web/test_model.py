@@ -1,0 +1,59 @@
+"""The in-memory model's bounds: channels keep their latest messages, streams their pace."""
+
+from __future__ import annotations
+
+from adapters.web.hub import EventHub
+from adapters.web.store import MessageStore, WebMessage, safe_filename, sniff_image_type
+from bot.events import ImageFile
+from tests.adapters.web.fakes import png
+
+
+def message(store: MessageStore, channel: str = "general") -> WebMessage:
+    return WebMessage(id=store.new_id(), channel=channel, thread=None, kind="bot", author={})
+
+
+def test_a_full_channel_drops_its_oldest_message_and_the_images_only_it_showed() -> None:
+    store = MessageStore(max_messages_per_channel=2)
+    first, second, third = message(store), message(store), message(store)
+    store.replace_images(first, (ImageFile("a.png", png(1, 1)), ImageFile("b.png", png(2, 2))))
+    store.replace_images(second, (ImageFile("b.png", png(2, 2)),))
+    for item in (first, second, third):
+        store.add(item)
+    assert store.get(first.id) is None
+    assert [m.id for m in store.history("general", "anyone")] == [second.id, third.id]
+    kept = {image["key"] for image in second.images}
+    dropped = {image["key"] for image in first.images} - kept
+    assert all(store.image(key) is not None for key in kept)
+    assert all(store.image(key) is None for key in dropped) and dropped
+
+
+def test_each_user_keeps_a_bounded_number_of_pending_uploads() -> None:
+    store = MessageStore(max_uploads_per_user=2)
+    ids = [store.add_upload("u1", f"{i}.png", png(), "image/png")[0] for i in range(3)]
+    other, _ = store.add_upload("u2", "x.png", png(), "image/png")
+    assert store.upload(ids[0], "u1") is None
+    assert store.upload(ids[2], "u1") is not None
+    assert store.upload(other, "u1") is None and store.upload(other, "u2") is not None
+
+
+def test_a_stream_that_falls_behind_is_closed_and_can_resume_from_the_replay() -> None:
+    hub = EventHub(replay_size=10, max_pending=3)
+    slow, _ = hub.subscribe("general", "u1", None)
+    for index in range(5):
+        hub.publish("general", {"type": "post", "n": index})
+    assert slow.closed and hub.subscriber_count("general") == 0
+    _, replay = hub.subscribe("general", "u1", 2)
+    assert replay is not None and [payload["n"] for _, payload in replay] == [2, 3, 4]
+    for index in range(20):
+        hub.publish("general", {"type": "post", "n": index})
+    assert hub.subscribe("general", "u1", 2)[1] is None
+
+
+def test_image_types_are_sniffed_and_filenames_made_safe() -> None:
+    assert sniff_image_type(png()) == "image/png"
+    assert sniff_image_type(b"\xff\xd8\xff\xe0rest") == "image/jpeg"
+    assert sniff_image_type(b"GIF89a...") == "image/gif"
+    assert sniff_image_type(b"RIFF\0\0\0\0WEBPVP8 ") == "image/webp"
+    assert sniff_image_type(b"<svg onload=alert(1)>") is None
+    assert safe_filename('..\\evil"name<>.png') == "evil_name_.png"
+    assert safe_filename("") == "image.png"

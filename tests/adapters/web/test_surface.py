@@ -1,0 +1,140 @@
+"""The adapter as the core sees it: a :class:`bot.events.Surface` with the playground's rules."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import pytest
+from aiohttp import ClientSession
+
+from adapters.web import WebAdapter
+from bot.config import WebSettings
+from bot.events import (
+    Attachment,
+    Button,
+    ImageFile,
+    MessageRef,
+    OutMessage,
+    Place,
+    Surface,
+    SurfaceError,
+    User,
+    UserMessage,
+)
+from tests.adapters.web.fakes import RecordingCore, SseReader, history, png, post
+
+PLACE = Place("web", "web", "general", None, is_dm=True)
+OpenStream = Callable[..., Awaitable[SseReader]]
+
+
+async def test_is_a_surface_for_platform_web(adapter: WebAdapter) -> None:
+    surface: Surface = adapter
+    assert surface.platform == "web"
+    assert surface.limits.max_text == 4000
+
+
+async def test_start_binds_the_configured_host_and_a_free_port(core: RecordingCore) -> None:
+    adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), core)
+    with pytest.raises(RuntimeError, match="not started"):
+        _ = adapter.url
+    await adapter.start()
+    try:
+        assert adapter.url.startswith("http://127.0.0.1:")
+        assert not adapter.url.endswith(":0")
+        async with ClientSession() as session, session.get(adapter.url + "/") as response:
+            assert response.status == 200
+    finally:
+        await adapter.stop()
+    with pytest.raises(RuntimeError):
+        _ = adapter.url
+
+
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        (OutMessage("x" * 4001), "4001 characters; the playground takes 4000"),
+        (OutMessage("ok", buttons=((Button("b", "reroll", "r"),) * 6,)), "at most 5 buttons a row"),
+        (OutMessage("ok", buttons=((Button("b", "reroll", "r"),),) * 6), "at most 5 rows"),
+    ],
+)
+async def test_messages_beyond_the_limits_are_refused(
+    adapter: WebAdapter, message: OutMessage, error: str
+) -> None:
+    with pytest.raises(SurfaceError, match=error):
+        await adapter.send(PLACE, message)
+    ref = await adapter.send(PLACE, OutMessage("fine"))
+    with pytest.raises(SurfaceError, match=error):
+        await adapter.edit(ref, message)
+
+
+async def test_wrong_platform_and_unknown_messages_are_refused(adapter: WebAdapter) -> None:
+    with pytest.raises(SurfaceError, match="platform 'discord'"):
+        await adapter.send(Place("discord", "g", "c"), OutMessage("x"))
+    with pytest.raises(SurfaceError, match="no genbot message 'nope'"):
+        await adapter.edit(MessageRef(PLACE, "nope"), OutMessage("x"))
+    with pytest.raises(SurfaceError, match="does not hold"):
+        await adapter.download(Attachment(filename="a.png", url="https://elsewhere/a.png"))
+
+
+async def test_users_messages_cannot_be_edited_by_genbot(
+    browser: ClientSession, adapter: WebAdapter
+) -> None:
+    _, answer = await post(browser, "/api/message", {"text": "mine"})
+    with pytest.raises(SurfaceError):
+        await adapter.edit(MessageRef(PLACE, answer["event_id"]), OutMessage("changed"))
+
+
+async def test_edit_without_images_keeps_the_images(
+    browser: ClientSession, adapter: WebAdapter
+) -> None:
+    ref = await adapter.send(PLACE, OutMessage("a", images=(ImageFile("a.png", png()),)))
+    await adapter.edit(ref, OutMessage("b"))
+    [message] = (await history(browser))["messages"]
+    assert message["text"] == "b" and len(message["images"]) == 1
+    assert message["edited"] is not None
+
+
+async def test_typing_is_streamed(adapter: WebAdapter, stream: OpenStream) -> None:
+    reader = await stream()
+    await adapter.typing(PLACE.in_thread("t1"))
+    event = await reader.next()
+    assert event.data["type"] == "typing" and event.data["thread"] == "t1"
+    assert event.data["seconds"] > 0
+
+
+async def test_threads_hold_their_own_conversation(
+    browser: ClientSession, adapter: WebAdapter, core: RecordingCore, stream: OpenStream
+) -> None:
+    reader = await stream()
+    parent = await adapter.send(PLACE, OutMessage("a conversation starts"))
+    thread = await adapter.start_thread(parent, "Fox names")
+    assert thread == PLACE.in_thread(parent.message_id)
+    events = [await reader.next(), await reader.next()]
+    assert [e.data["type"] for e in events] == ["post", "edit"]
+    assert events[1].data["message"]["thread_info"] == {
+        "id": parent.message_id,
+        "name": "Fox names",
+    }
+    await adapter.send(thread, OutMessage("inside"))
+    inside = (await reader.next()).data["message"]
+    assert inside["thread"] == parent.message_id
+    body = {"text": "and a reply", "thread": parent.message_id}
+    assert (await post(browser, "/api/message", body))[0] == 202
+    [event] = await core.wait_for_events(1)
+    assert isinstance(event, UserMessage) and event.place == thread
+    with pytest.raises(SurfaceError, match="inside a thread"):
+        await adapter.start_thread(MessageRef(thread, inside["id"]), "nested")
+
+
+async def test_ephemeral_reply_to_an_event_refers_to_its_message(
+    browser: ClientSession, adapter: WebAdapter
+) -> None:
+    user = User(id=(await history(browser))["me"]["id"], name="you")
+    origin = UserMessage(user=user, place=PLACE, message_id="m-1", text="hi")
+    await adapter.send_ephemeral(origin, "just for you")
+    [message] = (await history(browser))["messages"]
+    assert (message["kind"], message["reply_to"], message["text"]) == (
+        "ephemeral",
+        "m-1",
+        "just for you",
+    )
