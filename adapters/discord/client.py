@@ -1,0 +1,278 @@
+"""The discord.py client: turns gateway traffic into genbot events and runs the core on them.
+
+Slash commands are deferred at once (ephemeral "thinking…"), button presses are deferred
+silently (type 6) unless their action opens a form, modal submissions are deferred like
+commands; then the core runs in a task. Messages become :class:`UserMessage` in DMs, when they
+mention the bot, in threads the bot started, in replies to the bot, and in open channels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from adapters.discord.commands import build_commands
+from adapters.discord.components import GenbotButton
+from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
+from adapters.discord.translate import (
+    InteractionContext,
+    attachment_of,
+    interaction_place,
+    is_allowed,
+    modal_values,
+    not_allowed_text,
+    place_of,
+    strip_mention,
+    user_of,
+)
+from bot.config import DiscordSettings
+from bot.events import (
+    MODAL_ACTIONS,
+    ButtonPress,
+    Command,
+    EventHandler,
+    InboundEvent,
+    ModalSubmit,
+    Place,
+    UserMessage,
+    decode_custom_id,
+)
+
+ErrorReporter = Callable[[str, BaseException], None]
+"""Told about every exception the core or discord.py raised while handling traffic."""
+
+MODAL_GRACE_SECONDS = 2.0
+"""How long a form-opening press waits for the core before it is acknowledged anyway."""
+
+_log = logging.getLogger("genbot.discord")
+
+
+def log_error(where: str, error: BaseException) -> None:
+    _log.error("error in %s", where, exc_info=error)
+
+
+class GenbotClient(discord.Client):
+    """A ``discord.Client`` with genbot's command tree, buttons and message routing."""
+
+    def __init__(
+        self,
+        settings: DiscordSettings,
+        handler: EventHandler,
+        surface_factory: Callable[[discord.Client], DiscordSurface],
+        *,
+        report_error: ErrorReporter = log_error,
+        guild_ready_timeout: float = 2.0,
+    ) -> None:
+        intents = discord.Intents.default()
+        intents.message_content = True
+        super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout)
+        self.http.max_ratelimit_timeout = RATE_LIMIT_WAIT_CAP
+        self.settings = settings
+        self.handler = handler
+        self.report_error = report_error
+        self.surface = surface_factory(self)
+        self.tree = app_commands.CommandTree(self)
+        self.tree.error(self._tree_error)
+        for command in build_commands(self._command):
+            self.tree.add_command(command)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._conversation_locks: weakref.WeakValueDictionary[
+            tuple[str, str | None], asyncio.Lock
+        ] = weakref.WeakValueDictionary()
+
+    async def setup_hook(self) -> None:
+        self.add_dynamic_items(GenbotButton)
+        if self.settings.guild_ids:
+            for guild_id in self.settings.guild_ids:
+                guild = discord.Object(guild_id)
+                self.tree.copy_global_to(guild=guild)
+                await self.tree.sync(guild=guild)
+        else:
+            await self.tree.sync()
+
+    # Interactions ------------------------------------------------------------------------------
+
+    async def _command(
+        self, interaction: discord.Interaction[Any], name: str, values: dict[str, Any]
+    ) -> None:
+        place = interaction_place(interaction)
+        if not await self._admit(interaction, place):
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        given = {k: v for k, v in values.items() if v is not None}
+        event = Command(
+            user=user_of(interaction.user, self.settings.admin_ids),
+            place=place,
+            context=InteractionContext(interaction, placeholder=True),
+            name=name,
+            options={k: v for k, v in given.items() if not isinstance(v, discord.Attachment)},
+            attachments={
+                k: attachment_of(v) for k, v in given.items() if isinstance(v, discord.Attachment)
+            },
+        )
+        self._run(event)
+
+    async def genbot_button(
+        self, interaction: discord.Interaction[Any], action: str, ref: str
+    ) -> None:
+        """A press on a genbot button (any message, any process that posted it)."""
+        try:
+            await self._press(interaction, action, ref)
+        except Exception as error:
+            self.report_error(f"button {action}", error)
+
+    async def _press(self, interaction: discord.Interaction[Any], action: str, ref: str) -> None:
+        place = interaction_place(interaction)
+        if not await self._admit(interaction, place):
+            return
+        opens_form = action in MODAL_ACTIONS
+        if not opens_form:
+            await interaction.response.defer()
+        message_id = interaction.message.id if interaction.message else 0
+        event = ButtonPress(
+            user=user_of(interaction.user, self.settings.admin_ids),
+            place=place,
+            context=InteractionContext(interaction),
+            message_id=str(message_id),
+            action=action,
+            ref=ref,
+        )
+        self._run(event, watchdog=opens_form)
+
+    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        if interaction.type is not discord.InteractionType.modal_submit:
+            return
+        data: Any = interaction.data or {}
+        decoded = decode_custom_id(str(data.get("custom_id", "")))
+        if decoded is None:
+            return
+        place = interaction_place(interaction)
+        if not await self._admit(interaction, place):
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        event = ModalSubmit(
+            user=user_of(interaction.user, self.settings.admin_ids),
+            place=place,
+            context=InteractionContext(interaction, placeholder=True),
+            action=decoded[0],
+            ref=decoded[1],
+            values=modal_values(data),
+        )
+        self._run(event)
+
+    async def _admit(self, interaction: discord.Interaction[Any], place: Place) -> bool:
+        if is_allowed(place, self.settings.allowed_channel_ids):
+            return True
+        text = not_allowed_text(self.settings.allowed_channel_ids)
+        await interaction.response.send_message(text, ephemeral=True)
+        return False
+
+    async def _tree_error(
+        self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError
+    ) -> None:
+        self.report_error(f"slash command {interaction.data!r}", error)
+        if not interaction.response.is_done():
+            await interaction.response.send_message(
+                "genbot could not run that command.", ephemeral=True
+            )
+
+    # Messages ----------------------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        me = self.user
+        if me is None or message.author.bot or message.author.id == me.id:
+            return
+        if message.type not in (discord.MessageType.default, discord.MessageType.reply):
+            return
+        channel: Any = message.channel
+        if message.guild is not None and not isinstance(
+            channel, discord.TextChannel | discord.Thread
+        ):
+            try:
+                channel = await self.fetch_channel(channel.id)
+            except discord.HTTPException:
+                return
+        place = place_of(channel, message.guild.id if message.guild else None)
+        if not is_allowed(place, self.settings.allowed_channel_ids):
+            return
+        mentions_bot = any(user.id == me.id for user in message.mentions)
+        reference = message.reference
+        reply_to = str(reference.message_id) if reference and reference.message_id else None
+        replied = reference.resolved if reference else None
+        replies_to_bot = reply_to is not None and (
+            not isinstance(replied, discord.Message) or replied.author.id == me.id
+        )
+        in_our_thread = isinstance(channel, discord.Thread) and channel.owner_id == me.id
+        open_channel = int(place.channel_id) in self.settings.open_channel_ids
+        if not (place.is_dm or mentions_bot or replies_to_bot or in_our_thread or open_channel):
+            return
+        event = UserMessage(
+            user=user_of(message.author, self.settings.admin_ids),
+            place=place,
+            context=message,
+            message_id=str(message.id),
+            text=strip_mention(message.content, me.id),
+            attachments=tuple(attachment_of(a) for a in message.attachments),
+            reply_to_message_id=reply_to,
+            mentions_bot=mentions_bot,
+        )
+        self._run(event)
+
+    async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
+        error = sys.exc_info()[1]
+        if error is not None:
+            self.report_error(f"discord event {event_method}", error)
+
+    # Running the core --------------------------------------------------------------------------
+
+    def _run(self, event: InboundEvent, *, watchdog: bool = False) -> None:
+        task = asyncio.create_task(
+            self._handle(event, watchdog), name=f"genbot-{type(event).__name__}"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _handle(self, event: InboundEvent, watchdog: bool) -> None:
+        guard = asyncio.create_task(self._acknowledge_late(event)) if watchdog else None
+        failed = False
+        try:
+            if isinstance(event, UserMessage):
+                key = (event.place.channel_id, event.place.thread_id)
+                lock = self._conversation_locks.setdefault(key, asyncio.Lock())
+                async with lock:
+                    await self.handler.handle(event)
+            else:
+                await self.handler.handle(event)
+        except Exception as error:
+            failed = True
+            self.report_error(f"handling {type(event).__name__}", error)
+        finally:
+            if guard is not None:
+                guard.cancel()
+            await self.surface.finish(event, failed=failed)
+
+    async def _acknowledge_late(self, event: InboundEvent) -> None:
+        await asyncio.sleep(MODAL_GRACE_SECONDS)
+        context = event.context
+        if isinstance(context, InteractionContext) and not context.interaction.response.is_done():
+            try:
+                await context.interaction.response.defer()
+            except discord.DiscordException as error:
+                self.report_error("acknowledging a slow form-opening press", error)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait for running event tasks (up to ``timeout``), then cancel what is left."""
+        pending = set(self._tasks)
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=timeout)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)

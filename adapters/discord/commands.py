@@ -1,0 +1,111 @@
+"""Discord application commands built from the catalogue in :mod:`bot.commands`.
+
+Each catalogue entry becomes an ``app_commands.Command`` whose callback signature is generated
+from the entry's options (types, ranges, choices, descriptions, model autocomplete), so
+discord.py syncs the right schema and hands the callback typed values. Dotted names become
+subcommands of a group (``diffusion.txt2img`` → ``/diffusion txt2img``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, Optional
+
+import discord
+from discord import app_commands
+
+from bot.commands import CHAT_MODELS, COMMANDS, CommandSpec, Option
+
+CommandCallback = Callable[[discord.Interaction[Any], str, dict[str, Any]], Awaitable[None]]
+"""Receives the interaction, the dotted command name and the option values given."""
+
+GROUP_DESCRIPTIONS = {
+    "diffusion": "Diffusion images: text to image, image to image, upscale, controlnet",
+}
+_TYPES: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "attachment": discord.Attachment,
+}
+
+
+async def complete_model(
+    interaction: discord.Interaction[Any], current: str
+) -> list[app_commands.Choice[str]]:
+    """Chat models containing what the user typed (at most 25, Discord's limit)."""
+    typed = current.strip().lower()
+    return [app_commands.Choice(name=m, value=m) for m in CHAT_MODELS if typed in m.lower()][:25]
+
+
+def _annotation(option: Option) -> Any:
+    base: Any = _TYPES[option.type]
+    if option.type in ("integer", "number") and (
+        option.min_value is not None or option.max_value is not None
+    ):
+        low = None if option.min_value is None else base(option.min_value)
+        high = None if option.max_value is None else base(option.max_value)
+        base = app_commands.Range[base, low, high]
+    return base if option.required else Optional[base]  # noqa: UP045
+
+
+def _command(
+    spec: CommandSpec, name: str, on_command: CommandCallback
+) -> app_commands.Command[Any, ..., None]:
+    async def callback(interaction: discord.Interaction[Any], **values: Any) -> None:
+        await on_command(interaction, spec.name, values)
+
+    parameters = [
+        inspect.Parameter(
+            "interaction", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=discord.Interaction
+        )
+    ]
+    for option in spec.options:
+        parameters.append(
+            inspect.Parameter(
+                option.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=_annotation(option),
+                default=inspect.Parameter.empty if option.required else None,
+            )
+        )
+    callback.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    descriptions = {o.name: o.description[:100] for o in spec.options}
+    if descriptions:
+        app_commands.describe(**descriptions)(callback)
+    choices = {
+        o.name: [app_commands.Choice(name=c, value=c) for c in o.choices[:25]]
+        for o in spec.options
+        if o.choices and not o.autocomplete
+    }
+    if choices:
+        app_commands.choices(**choices)(callback)
+    completions = {o.name: complete_model for o in spec.options if o.autocomplete}
+    if completions:
+        app_commands.autocomplete(**completions)(callback)
+    return app_commands.Command(name=name, description=spec.description[:100], callback=callback)
+
+
+def build_commands(
+    on_command: CommandCallback,
+) -> list[app_commands.Command[Any, ..., None] | app_commands.Group]:
+    """Every catalogue command, groups holding their subcommands, ready for a CommandTree."""
+    built: list[app_commands.Command[Any, ..., None] | app_commands.Group] = []
+    groups: dict[str, app_commands.Group] = {}
+    for spec in COMMANDS:
+        group_name, _, leaf = spec.name.rpartition(".")
+        command = _command(spec, leaf, on_command)
+        if not group_name:
+            built.append(command)
+            continue
+        group = groups.get(group_name)
+        if group is None:
+            description = GROUP_DESCRIPTIONS.get(group_name, group_name)
+            group = groups[group_name] = app_commands.Group(
+                name=group_name, description=description
+            )
+            built.append(group)
+        group.add_command(command)
+    return built

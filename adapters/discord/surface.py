@@ -1,0 +1,267 @@
+"""genbot's :class:`bot.events.Surface` on Discord.
+
+Public results are ordinary channel messages (``POST /channels/{id}/messages``), never the
+interaction's webhook: they outlive the 15-minute interaction token, sit in the per-channel
+bucket the renderer budgets for, and can carry buttons, images and threads. Commands and modal
+submissions are deferred with an ephemeral "thinking…" placeholder; the first ephemeral text
+replaces it (so errors are truly private) and the first public post removes it.
+
+Rate limits: discord.py reads Discord's ``X-RateLimit-*`` headers and paces requests itself
+(waiting at most a bucket window; note that the call which empties a bucket returns only when
+the bucket resets), and retries a 429 whose ``retry_after`` is at most
+:data:`RATE_LIMIT_WAIT_CAP` seconds; a longer one reaches the core as :class:`RateLimited` at
+once. The cap must stay above Discord's bucket windows: discord.py refuses any request to a
+bucket whose reset lies further away than the cap. Every call is bounded by
+:data:`CALL_TIMEOUT`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import discord
+
+from adapters.discord.components import build_modal, build_view
+from adapters.discord.translate import InteractionContext, allowed_mentions, truncate
+from bot.events import (
+    Attachment,
+    Event,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+    SurfaceLimits,
+)
+
+CALL_TIMEOUT = 30.0
+RATE_LIMIT_WAIT_CAP = 10.0
+FAILURE_TEXT = "Something went wrong on genbot's side; please try again."
+_log = logging.getLogger("genbot.discord")
+
+
+@asynccontextmanager
+async def discord_call(what: str) -> AsyncIterator[None]:
+    """Bound a Discord call in time and translate its failures into the surface's errors."""
+    try:
+        async with asyncio.timeout(CALL_TIMEOUT):
+            yield
+    except discord.RateLimited as exc:
+        raise RateLimited(exc.retry_after) from exc
+    except discord.HTTPException as exc:
+        if exc.status == 429:
+            retry_after = float(exc.response.headers.get("Retry-After", "1") or 1)
+            raise RateLimited(retry_after) from exc
+        raise SurfaceError(f"Discord refused to {what} ({exc.status}: {exc.text})") from exc
+    except TimeoutError as exc:
+        raise SurfaceError(f"Discord did not answer in time to {what}") from exc
+    except (aiohttp.ClientError, discord.ClientException, ValueError) as exc:
+        raise SurfaceError(f"could not {what}: {exc}") from exc
+
+
+class DiscordSurface:
+    """Posts, edits, ephemerals, modals, typing, threads and downloads through discord.py."""
+
+    platform = "discord"
+
+    def __init__(
+        self, client: discord.Client, limits: SurfaceLimits, max_upload_bytes: int
+    ) -> None:
+        self.client = client
+        self.limits = limits
+        self.max_upload_bytes = max_upload_bytes
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        """Post ``message`` in ``place`` (its thread when set) and retire any placeholder."""
+        self._check(message)
+        channel = self._channel(place)
+        context = origin.context if origin is not None else None
+        async with discord_call("post a message"):
+            post: dict[str, Any] = {
+                "content": message.text or None,
+                "files": self._files(message),
+                "view": build_view(message.buttons),
+                "allowed_mentions": allowed_mentions(message),
+            }
+            in_channel = not place.is_dm and place.thread_id is None
+            if (
+                isinstance(context, discord.Message)
+                and origin
+                and origin.place == place
+                and in_channel
+            ):
+                post["reference"] = context.to_reference(fail_if_not_exists=False)
+                post["mention_author"] = False
+            sent = await channel.send(**post)
+        if origin is not None:
+            await self._retire_placeholder(origin)
+        return MessageRef(place, str(sent.id))
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        """Replace text and buttons; images are replaced only when ``message`` has some."""
+        self._check(message)
+        channel = self._channel(ref.place)
+        async with discord_call("edit a message"):
+            partial = channel.get_partial_message(int(ref.message_id))
+            changes: dict[str, Any] = {
+                "content": message.text or None,
+                "view": build_view(message.buttons),
+                "allowed_mentions": allowed_mentions(message),
+            }
+            if message.images:
+                changes["attachments"] = self._files(message)
+            await partial.edit(**changes)
+
+    async def send_ephemeral(self, origin: Event, text: str) -> None:
+        """Private text: the interaction's answer, its placeholder, or an ephemeral follow-up.
+
+        Events without an interaction (messages), and interactions whose 15-minute token has
+        expired, get a message in place addressed to the user: the most private answer left.
+        """
+        text = truncate(text, self.limits.max_text)
+        context = origin.context
+        if isinstance(context, InteractionContext):
+            try:
+                async with discord_call("answer privately"):
+                    await self._answer_privately(context, text)
+                return
+            except SurfaceError as error:
+                if not _token_expired(error):
+                    raise
+        await self._notice(origin, text)
+
+    async def _answer_privately(self, context: InteractionContext, text: str) -> None:
+        interaction = context.interaction
+        nobody = discord.AllowedMentions.none()
+        if not interaction.response.is_done():
+            await interaction.response.send_message(text, ephemeral=True, allowed_mentions=nobody)
+        elif context.placeholder:
+            context.placeholder = False
+            await interaction.edit_original_response(content=text, allowed_mentions=nobody)
+        else:
+            await interaction.followup.send(text, ephemeral=True, allowed_mentions=nobody)
+
+    async def _notice(self, origin: Event, text: str) -> None:
+        post: dict[str, Any] = {"allowed_mentions": discord.AllowedMentions.none()}
+        if isinstance(origin.context, discord.Message):
+            post |= {"reference": origin.context, "mention_author": False}
+        elif origin.user.id.isdigit():
+            text = truncate(f"<@{origin.user.id}> {text}", self.limits.max_text)
+            post["allowed_mentions"] = allowed_mentions(
+                OutMessage(text, mention_user_id=origin.user.id)
+            )
+        async with discord_call("answer in place"):
+            await self._channel(origin.place).send(text, **post)
+
+    async def open_modal(self, origin: Event, modal: Modal) -> None:
+        """Show ``modal``; only possible as the first answer to a button press or command."""
+        context = origin.context
+        if not isinstance(context, InteractionContext) or context.interaction.response.is_done():
+            raise SurfaceError("a form can only be the first answer to a button press or command")
+        async with discord_call("open a form"):
+            await context.interaction.response.send_modal(build_modal(modal))
+
+    async def typing(self, place: Place) -> None:
+        """Trigger the typing indicator (lasts ~10 s on Discord); failures are ignored."""
+        try:
+            async with discord_call("show typing"):
+                await self._channel(place).typing()
+        except (SurfaceError, RateLimited) as exc:
+            _log.debug("typing indicator failed: %s", exc)
+
+    async def start_thread(self, ref: MessageRef, name: str) -> Place:
+        """Open a public thread on a channel message; its place keeps the parent channel."""
+        place = ref.place
+        if place.is_dm or place.thread_id is not None:
+            raise SurfaceError("threads can only start from a message in a server channel")
+        title = " ".join(name.split())[:100] or "genbot"
+        async with discord_call("start a thread"):
+            channel = self.client.get_partial_messageable(
+                int(place.channel_id), guild_id=int(place.workspace_id)
+            )
+            thread = await channel.get_partial_message(int(ref.message_id)).create_thread(
+                name=title, auto_archive_duration=1440
+            )
+        return place.in_thread(str(thread.id))
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """The attachment's bytes from Discord's CDN, refused above ``max_upload_bytes``."""
+        if attachment.data is not None:
+            return attachment.data
+        limit = self.max_upload_bytes
+        if attachment.size is not None and attachment.size > limit:
+            raise SurfaceError(
+                f"{attachment.filename} is {attachment.size} bytes; the limit is {limit} bytes"
+            )
+        if not attachment.url:
+            raise SurfaceError(f"{attachment.filename} has no URL to download from")
+        async with discord_call(f"download {attachment.filename}"):
+            data = await self.client.http.get_from_cdn(attachment.url)
+        if len(data) > limit:
+            raise SurfaceError(f"{attachment.filename} is larger than {limit} bytes")
+        return data
+
+    async def finish(self, origin: Event, *, failed: bool) -> None:
+        """After the core handled ``origin``: apologise privately if it failed, else make
+        sure the interaction is not left "thinking" or unanswered."""
+        context = origin.context
+        if not isinstance(context, InteractionContext):
+            return
+        try:
+            if failed:
+                await self.send_ephemeral(origin, FAILURE_TEXT)
+            elif context.placeholder:
+                await self._retire_placeholder(origin)
+            elif not context.interaction.response.is_done():
+                async with discord_call("acknowledge an interaction"):
+                    await context.interaction.response.defer()
+        except (SurfaceError, RateLimited) as exc:
+            _log.warning("could not close interaction %s: %s", context.interaction.id, exc)
+
+    async def _retire_placeholder(self, origin: Event) -> None:
+        context = origin.context
+        if not isinstance(context, InteractionContext) or not context.placeholder:
+            return
+        context.placeholder = False
+        try:
+            async with discord_call("remove the thinking placeholder"):
+                await context.interaction.delete_original_response()
+        except (SurfaceError, RateLimited) as exc:
+            _log.warning("could not remove placeholder of %s: %s", context.interaction.id, exc)
+
+    def _channel(self, place: Place) -> discord.PartialMessageable:
+        try:
+            channel_id = int(place.thread_id or place.channel_id)
+            guild_id = None if place.is_dm else int(place.workspace_id)
+        except ValueError as exc:
+            raise SurfaceError(f"not a Discord place: {place}") from exc
+        return self.client.get_partial_messageable(channel_id, guild_id=guild_id)
+
+    def _check(self, message: OutMessage) -> None:
+        if len(message.text) > self.limits.max_text:
+            raise SurfaceError(
+                f"message of {len(message.text)} characters; Discord allows {self.limits.max_text}"
+            )
+        if not message.text and not message.images:
+            raise SurfaceError("Discord cannot show an empty message")
+
+    @staticmethod
+    def _files(message: OutMessage) -> list[discord.File]:
+        return [discord.File(io.BytesIO(i.data), filename=i.filename) for i in message.images]
+
+
+def _token_expired(error: SurfaceError) -> bool:
+    """Whether Discord refused an interaction webhook because its token expired."""
+    cause = error.__cause__
+    return isinstance(cause, discord.HTTPException) and (
+        cause.status == 401 or cause.code in (10015, 50027)
+    )

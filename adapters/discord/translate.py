@@ -1,0 +1,101 @@
+"""Pure translations between discord.py objects and genbot's event model."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+import discord
+
+from bot.events import Attachment, OutMessage, Place, User
+
+PLATFORM = "discord"
+DM_WORKSPACE = "dm"
+
+
+@dataclass
+class InteractionContext:
+    """What a surface needs to answer an interaction-born event (``Event.context``).
+
+    ``placeholder`` is true while an ephemeral "thinking…" response awaits completion: the
+    first ephemeral text replaces it; a public post elsewhere removes it.
+    """
+
+    interaction: discord.Interaction[Any]
+    placeholder: bool = False
+
+
+def place_of(channel: Any, guild_id: int | None) -> Place:
+    """The :class:`Place` of a channel; threads map to their parent channel plus ``thread_id``."""
+    if guild_id is None:
+        return Place(PLATFORM, DM_WORKSPACE, str(channel.id), None, True)
+    if isinstance(channel, discord.Thread):
+        return Place(PLATFORM, str(guild_id), str(channel.parent_id), str(channel.id))
+    return Place(PLATFORM, str(guild_id), str(channel.id))
+
+
+def interaction_place(interaction: discord.Interaction[Any]) -> Place:
+    channel: Any = interaction.channel or discord.Object(interaction.channel_id or 0)
+    return place_of(channel, interaction.guild_id)
+
+
+def user_of(user: discord.abc.User, admin_ids: Collection[int]) -> User:
+    return User(id=str(user.id), name=user.display_name, is_admin=user.id in admin_ids)
+
+
+def attachment_of(attachment: discord.Attachment) -> Attachment:
+    return Attachment(
+        filename=attachment.filename,
+        url=attachment.url,
+        content_type=attachment.content_type,
+        size=attachment.size,
+    )
+
+
+def is_allowed(place: Place, allowed_channel_ids: Collection[int]) -> bool:
+    """DMs are always allowed; guild channels (and their threads) when listed or none are."""
+    return place.is_dm or not allowed_channel_ids or int(place.channel_id) in allowed_channel_ids
+
+
+def not_allowed_text(allowed_channel_ids: Collection[int]) -> str:
+    channels = ", ".join(f"<#{cid}>" for cid in list(allowed_channel_ids)[:10])
+    return f"genbot is not enabled in this channel. Use it in {channels} or in a DM."
+
+
+def allowed_mentions(message: OutMessage) -> discord.AllowedMentions:
+    """Model text pings nobody; genbot's own text may ping the requester only."""
+    if message.from_model or not (message.mention_user_id or "").isdigit():
+        return discord.AllowedMentions.none()
+    return discord.AllowedMentions(
+        everyone=False,
+        users=[discord.Object(int(message.mention_user_id or 0))],
+        roles=False,
+        replied_user=False,
+    )
+
+
+def strip_mention(text: str, user_id: int) -> str:
+    """``text`` without mentions of ``user_id`` (the bot), trimmed."""
+    return re.sub(rf"<@!?{user_id}>", "", text).strip()
+
+
+def truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def modal_values(data: Any) -> dict[str, str]:
+    """Field id → value from a modal submission (action rows or labels around text inputs)."""
+    values: dict[str, str] = {}
+
+    def walk(components: list[dict[str, Any]]) -> None:
+        for component in components:
+            walk(component.get("components", []))
+            if "component" in component:
+                walk([component["component"]])
+            if "custom_id" in component and "value" in component:
+                values[component["custom_id"]] = str(component["value"])
+
+    walk(list((data or {}).get("components", [])))
+    return values

@@ -1,0 +1,217 @@
+"""What users do on the fake Discord: write messages, run slash commands, ask for autocomplete,
+press buttons, submit modals. Each action is dispatched over the gateway like Discord does."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from tests.fakes.discord_model import (
+    APPLICATION_COMMAND,
+    AUTOCOMPLETE,
+    DM_CHANNEL,
+    MESSAGE_COMPONENT,
+    MODAL_SUBMIT,
+    FakeChannel,
+    FakeInteraction,
+    FakeMessage,
+    FakeUser,
+    member_payload,
+    snowflake,
+)
+from tests.fakes.discord_rest import RestRoutes
+
+Upload = tuple[str, bytes, str]
+"""A user's file: (filename, bytes, content type)."""
+
+_OPTION_TYPES = {"SUB_COMMAND": 1, "SUB_COMMAND_GROUP": 2}
+
+
+class UserActions(RestRoutes):
+    """Helpers that make users act; each returns the message or interaction it created."""
+
+    async def user_message(
+        self,
+        author: FakeUser,
+        channel: FakeChannel,
+        content: str = "",
+        *,
+        reply_to: FakeMessage | None = None,
+        attachments: tuple[Upload, ...] = (),
+    ) -> FakeMessage:
+        """``author`` posts in ``channel``; ``<@id>``/``<@&id>`` in ``content`` are mentions."""
+        self._require_session()
+        everyone = [*self.users.values(), self.bot]
+        mentioned = {int(i) for i in re.findall(r"<@!?(\d+)>", content)}
+        message = FakeMessage(
+            snowflake(),
+            channel.id,
+            author,
+            content,
+            guild_id=None if channel.type == DM_CHANNEL else self.guild_id,
+            mentions=[u for u in everyone if u.id in mentioned],
+            mention_roles=[int(r) for r in re.findall(r"<@&(\d+)>", content)],
+        )
+        message.attachments = [
+            self.store_attachment(channel.id, name, data, kind) for name, data, kind in attachments
+        ]
+        if reply_to is not None:
+            message.message_reference = {
+                "message_id": str(reply_to.id),
+                "channel_id": str(reply_to.channel_id),
+                "type": 0,
+            }
+            message.referenced = reply_to
+        self.messages[message.id] = message
+        await self.dispatch("MESSAGE_CREATE", message.payload(self.bot.id))
+        return message
+
+    def registered_command(self, name: str, channel: FakeChannel) -> dict[str, Any]:
+        """The synced command ``name`` visible in ``channel`` (guild commands first)."""
+        candidates = (
+            [] if channel.type == DM_CHANNEL else self.guild_commands.get(self.guild_id, [])
+        )
+        for command in [*candidates, *self.global_commands]:
+            if command["name"] == name:
+                return command
+        raise KeyError(f"/{name} was never synced")
+
+    async def slash(
+        self,
+        user: FakeUser,
+        channel: FakeChannel,
+        name: str,
+        options: dict[str, Any] | None = None,
+        *,
+        attachments: dict[str, Upload] | None = None,
+    ) -> FakeInteraction:
+        """``user`` runs ``/name`` (``"diffusion txt2img"`` for a subcommand) with ``options``."""
+        top, _, sub = name.partition(" ")
+        command = self.registered_command(top, channel)
+        schema = command.get("options", [])
+        if sub:
+            schema = next(o for o in schema if o["name"] == sub)["options"]
+        types = {o["name"]: o["type"] for o in schema}
+        values = [
+            {"name": key, "type": types[key], "value": value}
+            for key, value in (options or {}).items()
+        ]
+        resolved: dict[str, Any] = {}
+        for key, (filename, data, kind) in (attachments or {}).items():
+            assert types[key] == 11, f"{key} is not an attachment option"
+            stored = self.store_attachment(channel.id, filename, data, kind)
+            resolved[str(stored.id)] = stored.payload()
+            values.append({"name": key, "type": 11, "value": str(stored.id)})
+        if sub:
+            values = [{"name": sub, "type": 1, "options": values}]
+        data: dict[str, Any] = {"id": command["id"], "name": top, "type": 1, "options": values}
+        if resolved:
+            data["resolved"] = {"attachments": resolved}
+        if "guild_id" in command or command in self.guild_commands.get(self.guild_id, []):
+            data["guild_id"] = str(self.guild_id)
+        return await self._interact(APPLICATION_COMMAND, user, channel, data)
+
+    async def autocomplete(
+        self, user: FakeUser, channel: FakeChannel, name: str, option: str, typed: str
+    ) -> FakeInteraction:
+        """``user`` types ``typed`` into ``/name``'s ``option``; the bot answers (type 8)."""
+        command = self.registered_command(name, channel)
+        kind = next(o["type"] for o in command["options"] if o["name"] == option)
+        data = {
+            "id": command["id"],
+            "name": name,
+            "type": 1,
+            "options": [{"name": option, "type": kind, "value": typed, "focused": True}],
+        }
+        return await self._interact(AUTOCOMPLETE, user, channel, data)
+
+    async def press(self, user: FakeUser, message: FakeMessage, label: str) -> FakeInteraction:
+        """``user`` presses the button labelled ``label`` (or so custom-id'd) on ``message``."""
+        button = next(
+            (b for b in message.buttons if label in (b.get("label"), b.get("custom_id"))), None
+        )
+        if button is None:
+            raise KeyError(f"no button {label!r} on message {message.id}")
+        data = {"custom_id": button["custom_id"], "component_type": 2}
+        channel = self.channels[message.channel_id]
+        return await self._interact(MESSAGE_COMPONENT, user, channel, data, message)
+
+    async def submit_modal(
+        self, opened: FakeInteraction, values: dict[str, str], user: FakeUser | None = None
+    ) -> FakeInteraction:
+        """Submit the modal the bot opened in answer to ``opened`` with ``values`` by field id."""
+        modal = opened.modal
+        assert modal is not None, "the bot opened no modal for this interaction"
+        rows = [
+            {"type": 1, "components": [{"type": 4, "custom_id": key, "value": value}]}
+            for key, value in values.items()
+        ]
+        data = {"custom_id": modal["custom_id"], "components": rows}
+        channel = self.channels[opened.channel_id]
+        message = self.messages.get(opened.message_id or 0)
+        return await self._interact(MODAL_SUBMIT, user or opened.user, channel, data, message)
+
+    async def answered(self, interaction: FakeInteraction, timeout: float = 5.0) -> int:
+        """Wait for the bot's first callback to ``interaction``; its type."""
+        await self.wait_for(
+            lambda: interaction.callbacks, timeout, f"an answer to interaction {interaction.id}"
+        )
+        assert interaction.response_type is not None
+        return interaction.response_type
+
+    async def _interact(
+        self,
+        kind: int,
+        user: FakeUser,
+        channel: FakeChannel,
+        data: dict[str, Any],
+        message: FakeMessage | None = None,
+    ) -> FakeInteraction:
+        self._require_session()
+        in_guild = channel.type != DM_CHANNEL
+        interaction = FakeInteraction(
+            snowflake(),
+            f"token-{snowflake()}",
+            kind,
+            user,
+            channel.id,
+            self.guild_id if in_guild else None,
+            data,
+            asyncio.get_running_loop().time(),
+            message_id=message.id if message else None,
+        )
+        self.interactions[interaction.id] = interaction
+        payload: dict[str, Any] = {
+            "id": str(interaction.id),
+            "application_id": str(self.app_id),
+            "type": kind,
+            "data": data,
+            "token": interaction.token,
+            "version": 1,
+            "locale": "en-US",
+            "app_permissions": "2248473465835073",
+            "attachment_size_limit": self.attachment_size_limit,
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": str(self.guild_id)},
+            "context": 0 if in_guild else 1,
+            "channel_id": str(channel.id),
+            "channel": channel.payload(),
+        }
+        if in_guild:
+            payload |= {
+                "guild_id": str(self.guild_id),
+                "guild_locale": "en-US",
+                "guild": {"id": str(self.guild_id), "locale": "en-US", "features": []},
+                "member": member_payload(user, []),
+            }
+        else:
+            payload["user"] = user.payload()
+        if message is not None:
+            payload["message"] = message.payload(self.bot.id)
+        await self.dispatch("INTERACTION_CREATE", payload)
+        return interaction
+
+    def _require_session(self) -> None:
+        if not any(s.identified and not s.closed for s in self.sessions):
+            raise AssertionError("no bot is connected to the fake gateway")

@@ -1,0 +1,137 @@
+"""Message bodies for the fake Discord: build and edit messages from JSON or multipart payloads,
+validated against Discord's limits (content length, components, file size, empty messages)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.discord_core import FakeDiscordCore, Req, error, json_response
+from tests.fakes.discord_model import (
+    DM_CHANNEL,
+    EPHEMERAL,
+    LOADING,
+    FakeAttachment,
+    FakeMessage,
+    snowflake,
+    timestamp,
+)
+
+MAX_CONTENT = 2000
+
+
+def invalid(field: str, message: str) -> web.Response:
+    """Discord's 50035 "Invalid Form Body" answer for ``field``."""
+    body = {
+        "message": "Invalid Form Body",
+        "code": 50035,
+        "errors": {field: {"_errors": [{"code": "INVALID", "message": message}]}},
+    }
+    return json_response(body, 400)
+
+
+class MessageBodies(FakeDiscordCore):
+    """Creating and editing :class:`FakeMessage` objects from request payloads."""
+
+    def _build(
+        self, req: Req, payload: dict[str, Any], channel_id: int, *, webhook: bool
+    ) -> FakeMessage | web.Response:
+        channel = self.channels[channel_id]
+        message = FakeMessage(
+            snowflake(),
+            channel_id,
+            self.bot,
+            guild_id=None if channel.type == DM_CHANNEL else self.guild_id,
+            webhook_id=self.app_id if webhook else None,
+        )
+        problem = self._edit(message, req, payload, creating=True)
+        return problem or message
+
+    def _edit(
+        self, message: FakeMessage, req: Req, payload: dict[str, Any], *, creating: bool = False
+    ) -> web.Response | None:
+        """Apply ``payload`` (and uploaded files) to ``message``; an error answer or ``None``."""
+        problem = self._validate(req, payload)
+        if problem is not None:
+            return problem
+        content = payload.get("content", message.content)
+        attachments = self._attachments(req, payload, message)
+        components = payload.get("components", message.components)
+        embeds = payload.get("embeds", message.embeds)
+        if not (content or attachments or embeds or components) and not message.loading:
+            return error(400, 50006, "Cannot send an empty message")
+        if not creating:
+            message.history.append(message.content)
+            message.edited = timestamp()
+        message.content = content or ""
+        message.attachments = attachments
+        message.components = components or []
+        message.embeds = embeds or []
+        if "allowed_mentions" in payload:
+            message.allowed_mentions = payload["allowed_mentions"]
+        if creating:
+            message.flags = int(payload.get("flags") or 0) & EPHEMERAL | message.flags
+            reference = payload.get("message_reference")
+            if reference:
+                message.message_reference = reference
+                message.referenced = self.messages.get(int(reference["message_id"]))
+        message.flags &= ~LOADING
+        return None
+
+    def _validate(self, req: Req, payload: dict[str, Any]) -> web.Response | None:
+        content = payload.get("content") or ""
+        if len(content) > MAX_CONTENT:
+            return invalid("content", f"Must be {MAX_CONTENT} or fewer in length.")
+        rows = payload.get("components") or []
+        if len(rows) > 5:
+            return invalid("components", "Must be 5 or fewer in length.")
+        seen: set[str] = set()
+        for row in rows:
+            buttons = row.get("components", [])
+            if row.get("type") != 1 or not 1 <= len(buttons) <= 5:
+                return invalid("components", "An action row holds 1 to 5 components.")
+            for button in buttons:
+                custom_id = button.get("custom_id", "")
+                if len(custom_id) > 100 or len(button.get("label") or "") > 80:
+                    return invalid("components", "custom_id or label too long")
+                if custom_id in seen:
+                    return invalid("components", "Component custom id cannot be duplicated")
+                seen.add(custom_id)
+        for filename, _, data in req.files.values():
+            if len(data) > self.attachment_size_limit:
+                return error(413, 40005, f"Request entity too large ({filename})")
+        return None
+
+    def _attachments(
+        self, req: Req, payload: dict[str, Any], message: FakeMessage
+    ) -> list[FakeAttachment]:
+        if "attachments" not in payload:
+            kept = list(message.attachments)
+            uploads = [(name, None) for name in req.files]
+        else:
+            existing = {str(a.id): a for a in message.attachments}
+            kept = [
+                existing[str(a["id"])] for a in payload["attachments"] if str(a["id"]) in existing
+            ]
+            uploads = [
+                (f"files[{a['id']}]", a.get("filename"))
+                for a in payload["attachments"]
+                if f"files[{a['id']}]" in req.files
+            ]
+        for field, filename in uploads:
+            original, content_type, data = req.files[field]
+            kept.append(
+                self.store_attachment(message.channel_id, filename or original, data, content_type)
+            )
+        return kept
+
+    def store_attachment(
+        self, channel_id: int, filename: str, data: bytes, content_type: str = "image/png"
+    ) -> FakeAttachment:
+        """Keep ``data`` on the fake CDN and describe it as Discord would."""
+        attachment_id = snowflake()
+        url = f"{self.base_url}/cdn/attachments/{channel_id}/{attachment_id}/{filename}"
+        attachment = FakeAttachment(attachment_id, filename, data, content_type, url)
+        self.attachments[attachment_id] = attachment
+        return attachment

@@ -1,0 +1,323 @@
+"""REST routes of the fake Discord: login, commands, messages, webhooks, interaction callbacks,
+typing and threads. Validation follows Discord's documented limits so mistakes surface as the
+same 4xx answers the real API gives."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.discord_bodies import MessageBodies, invalid
+from tests.fakes.discord_core import Req, error, json_response
+from tests.fakes.discord_model import (
+    APPLICATION_COMMAND,
+    AUTOCOMPLETE,
+    EPHEMERAL,
+    LOADING,
+    MESSAGE_COMPONENT,
+    MODAL_SUBMIT,
+    PUBLIC_THREAD,
+    TEXT_CHANNEL,
+    FakeChannel,
+    FakeInteraction,
+    FakeMessage,
+    snowflake,
+)
+
+_CALLBACK_TYPES = {
+    APPLICATION_COMMAND: {4, 5, 9},
+    MESSAGE_COMPONENT: {4, 5, 6, 7, 9},
+    AUTOCOMPLETE: {8},
+    MODAL_SUBMIT: {4, 5, 6, 7},
+}
+
+
+class RestRoutes(MessageBodies):
+    """The REST API under ``/api/v10``."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.forbidden_channels: set[int] = set()
+        app = r"(?P<app>\d+)"
+        hook = rf"/webhooks/{app}/(?P<token>[^/]+)"
+        channel = r"/channels/(?P<cid>\d+)"
+        self.route("GET", r"/users/@me", self._me)
+        self.route("GET", r"/oauth2/applications/@me", self._application)
+        self.route("GET", r"/gateway(/bot)?", self._gateway_info)
+        self.route("PUT", rf"/applications/{app}/commands", self._put_commands)
+        self.route("GET", rf"/applications/{app}/commands", self._get_commands)
+        guild_commands = rf"/applications/{app}/guilds/(?P<gid>\d+)/commands"
+        self.route("PUT", guild_commands, self._put_commands)
+        self.route("GET", guild_commands, self._get_commands)
+        callback = r"/interactions/(?P<iid>\d+)/(?P<token>[^/]+)/callback"
+        self.route("POST", callback, self._callback, auth=False)
+        self.route("POST", hook, self._followup, auth=False)
+        for method in ("GET", "PATCH", "DELETE"):
+            self.route(
+                method, hook + r"/messages/(?P<mid>@original|\d+)", self._hook_message, auth=False
+            )
+        self.route("GET", channel, self._get_channel)
+        self.route("POST", channel + r"/messages", self._post_message)
+        self.route("GET", channel + r"/messages", self._list_messages)
+        for method in ("GET", "PATCH", "DELETE"):
+            self.route(method, channel + r"/messages/(?P<mid>\d+)", self._channel_message)
+        self.route("POST", channel + r"/typing", self._typing)
+        self.route("POST", channel + r"/threads", self._thread)
+        self.route("POST", channel + r"/messages/(?P<mid>\d+)/threads", self._thread)
+        self.route("POST", r"/users/@me/channels", self._open_dm)
+
+    # Login and commands ------------------------------------------------------------------------
+
+    async def _me(self, req: Req) -> web.Response:
+        return json_response(self.bot.payload() | {"verified": True, "mfa_enabled": False})
+
+    async def _application(self, req: Req) -> web.Response:
+        return json_response(
+            {
+                "id": str(self.app_id),
+                "name": "genbot",
+                "icon": None,
+                "description": "",
+                "summary": "",
+                "rpc_origins": [],
+                "bot_public": True,
+                "bot_require_code_grant": False,
+                "owner": self.users["alice"].payload(),
+                "verify_key": "0" * 64,
+                "team": None,
+                "flags": 0,
+                "interactions_endpoint_url": None,
+            }
+        )
+
+    async def _gateway_info(self, req: Req) -> web.Response:
+        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+        return json_response({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+
+    async def _put_commands(self, req: Req, app: str, gid: str | None = None) -> web.Response:
+        if int(app) != self.app_id:
+            return error(403, 50001, "Missing Access")
+        stored = []
+        for command in req.json:
+            if len(command.get("options", [])) > 25 or not 1 <= len(command["name"]) <= 32:
+                return invalid("name", f"bad command {command['name']!r}")
+            stored.append(command | {"id": str(snowflake()), "application_id": app, "version": "1"})
+        if gid is None:
+            self.global_commands = stored
+        else:
+            self.guild_commands[int(gid)] = stored
+        return json_response(stored)
+
+    async def _get_commands(self, req: Req, app: str, gid: str | None = None) -> web.Response:
+        commands = self.global_commands if gid is None else self.guild_commands.get(int(gid), [])
+        return json_response(commands)
+
+    # Interactions ------------------------------------------------------------------------------
+
+    async def _callback(self, req: Req, iid: str, token: str) -> web.Response:
+        interaction = self.interactions.get(int(iid))
+        if interaction is None or interaction.token != token:
+            return error(404, 10062, "Unknown interaction")
+        if asyncio.get_running_loop().time() - interaction.created > self.interaction_deadline:
+            interaction.late_callbacks += 1
+            return error(404, 10062, "Unknown interaction")
+        if interaction.callbacks:
+            return error(400, 40060, "Interaction has already been acknowledged.")
+        kind = req.json["type"]
+        data = req.json.get("data") or {}
+        allowed = _CALLBACK_TYPES[interaction.type]
+        if kind not in allowed or (kind in (6, 7) and interaction.message_id is None):
+            return invalid("type", f"callback type {kind} is not valid for this interaction")
+        message: FakeMessage | None = None
+        if kind == 4:
+            built = self._build(req, data, interaction.channel_id, webhook=True)
+            if isinstance(built, web.Response):
+                return built
+            message = built
+        elif kind == 5:
+            message = FakeMessage(
+                snowflake(),
+                interaction.channel_id,
+                self.bot,
+                guild_id=interaction.guild_id,
+                flags=LOADING | (data.get("flags", 0) & EPHEMERAL),
+                webhook_id=self.app_id,
+            )
+        elif kind == 7:
+            assert interaction.message_id is not None
+            problem = self._edit(self.messages[interaction.message_id], req, data)
+            if problem is not None:
+                return problem
+        elif kind == 9 and not 1 <= len(data.get("components", [])) <= 5:
+            return invalid("data.components", "a modal needs 1 to 5 components")
+        elif kind == 9 and (len(data.get("title", "")) > 45 or len(data["custom_id"]) > 100):
+            return invalid("data.title", "modal title or custom_id too long")
+        interaction.callbacks.append(req.json)
+        if message is not None:
+            message.interaction_id = interaction.id
+            self.messages[message.id] = message
+            interaction.original_message_id = message.id
+        resource: dict[str, Any] = {"type": kind}
+        if message is not None:
+            resource["message"] = message.payload(self.bot.id)
+        answer = {
+            "interaction": {
+                "id": str(interaction.id),
+                "type": interaction.type,
+                "response_message_id": str(message.id) if message else None,
+                "response_message_loading": kind == 5,
+                "response_message_ephemeral": bool(message and message.ephemeral),
+            },
+            "resource": resource,
+        }
+        if req.query.get("with_response") in ("1", "true", "True"):
+            return json_response(answer)
+        return web.Response(status=204)
+
+    def _interaction_for(self, app: str, token: str) -> FakeInteraction | web.Response:
+        found = next((i for i in self.interactions.values() if i.token == token), None)
+        if found is None or int(app) != self.app_id:
+            return error(404, 10015, "Unknown Webhook")
+        if found.token_expired:
+            return error(401, 50027, "Invalid Webhook Token")
+        return found
+
+    async def _followup(self, req: Req, app: str, token: str) -> web.Response:
+        interaction = self._interaction_for(app, token)
+        if isinstance(interaction, web.Response):
+            return interaction
+        if not interaction.callbacks:
+            return error(404, 10015, "Unknown Webhook")
+        original = self.messages.get(interaction.original_message_id or 0)
+        if original is not None and original.loading:
+            problem = self._edit(original, req, req.json)
+            return problem or json_response(original.payload(self.bot.id))
+        built = self._build(req, req.json, interaction.channel_id, webhook=True)
+        if isinstance(built, web.Response):
+            return built
+        built.interaction_id = interaction.id
+        self.messages[built.id] = built
+        interaction.followup_ids.append(built.id)
+        return json_response(built.payload(self.bot.id))
+
+    async def _hook_message(self, req: Req, app: str, token: str, mid: str) -> web.Response:
+        interaction = self._interaction_for(app, token)
+        if isinstance(interaction, web.Response):
+            return interaction
+        message_id = interaction.original_message_id if mid == "@original" else int(mid)
+        owned = [interaction.original_message_id, *interaction.followup_ids]
+        message = self.messages.get(message_id or 0)
+        if message is None or message.deleted or message_id not in owned:
+            return error(404, 10008, "Unknown Message")
+        return await self._message_verb(req, message)
+
+    async def _message_verb(self, req: Req, message: FakeMessage) -> web.Response:
+        if req.method == "DELETE":
+            message.deleted = True
+            return web.Response(status=204)
+        if req.method == "PATCH":
+            problem = self._edit(message, req, req.json or {})
+            if problem is not None:
+                return problem
+        return json_response(message.payload(self.bot.id))
+
+    # Channels ----------------------------------------------------------------------------------
+
+    def _channel_or_error(self, cid: str) -> FakeChannel | web.Response:
+        channel = self.channels.get(int(cid))
+        if channel is None:
+            return error(404, 10003, "Unknown Channel")
+        if channel.id in self.forbidden_channels:
+            return error(403, 50001, "Missing Access")
+        return channel
+
+    async def _get_channel(self, req: Req, cid: str) -> web.Response:
+        channel = self._channel_or_error(cid)
+        return channel if isinstance(channel, web.Response) else json_response(channel.payload())
+
+    async def _post_message(self, req: Req, cid: str) -> web.Response:
+        channel = self._channel_or_error(cid)
+        if isinstance(channel, web.Response):
+            return channel
+        spent = self.spend(channel.id)
+        if isinstance(spent, web.Response):
+            return spent
+        built = self._build(req, req.json or {}, channel.id, webhook=False)
+        if isinstance(built, web.Response):
+            return built
+        self.messages[built.id] = built
+        return json_response(built.payload(self.bot.id), headers=spent)
+
+    async def _list_messages(self, req: Req, cid: str) -> web.Response:
+        channel = self._channel_or_error(cid)
+        if isinstance(channel, web.Response):
+            return channel
+        limit = max(1, min(int(req.query.get("limit", "50")), 100))
+        newest_first = list(reversed(self.messages_in(channel.id)))[:limit]
+        return json_response([m.payload(self.bot.id) for m in newest_first])
+
+    async def _channel_message(self, req: Req, cid: str, mid: str) -> web.Response:
+        channel = self._channel_or_error(cid)
+        if isinstance(channel, web.Response):
+            return channel
+        message = self.messages.get(int(mid))
+        if message is None or message.deleted or message.channel_id != channel.id:
+            return error(404, 10008, "Unknown Message")
+        if req.method != "GET" and message.author.id != self.bot.id:
+            return error(403, 50005, "Cannot edit a message authored by another user")
+        spent: dict[str, str] = {}
+        if req.method == "PATCH":
+            outcome = self.spend(channel.id)
+            if isinstance(outcome, web.Response):
+                return outcome
+            spent = outcome
+        response = await self._message_verb(req, message)
+        response.headers.update(spent)
+        return response
+
+    async def _typing(self, req: Req, cid: str) -> web.Response:
+        channel = self._channel_or_error(cid)
+        if isinstance(channel, web.Response):
+            return channel
+        self.typing_in.append(channel.id)
+        return web.Response(status=204)
+
+    async def _thread(self, req: Req, cid: str, mid: str | None = None) -> web.Response:
+        parent = self._channel_or_error(cid)
+        if isinstance(parent, web.Response):
+            return parent
+        if parent.type != TEXT_CHANNEL:
+            return error(400, 50024, "Cannot execute action on this channel type")
+        body = req.json or {}
+        name = str(body.get("name", ""))
+        if not 1 <= len(name) <= 100:
+            return invalid("name", "Must be between 1 and 100 in length.")
+        thread_id = snowflake()
+        if mid is not None:
+            starter = self.messages.get(int(mid))
+            if starter is None or starter.channel_id != parent.id:
+                return error(404, 10008, "Unknown Message")
+            if starter.thread_id is not None:
+                return error(400, 160004, "A thread has already been created for this message")
+            thread_id = starter.id
+            starter.thread_id = thread_id
+        thread = FakeChannel(
+            thread_id,
+            int(body.get("type", PUBLIC_THREAD)),
+            name,
+            self.guild_id,
+            parent_id=parent.id,
+            owner_id=self.bot.id,
+        )
+        self.channels[thread.id] = thread
+        await self.dispatch("THREAD_CREATE", thread.payload() | {"newly_created": True})
+        return json_response(thread.payload(), 201)
+
+    async def _open_dm(self, req: Req) -> web.Response:
+        recipient = int(req.json["recipient_id"])
+        user = next((u for u in self.users.values() if u.id == recipient), None)
+        if user is None:
+            return error(404, 10013, "Unknown User")
+        return json_response(self.dm_channel(user).payload())
