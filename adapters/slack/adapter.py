@@ -1,0 +1,374 @@
+"""The Slack adapter: a slack-bolt ``AsyncApp`` translating Slack traffic into genbot events.
+
+Every listener acknowledges at once and hands the event to the core (``handler.handle``) in a
+task of its own, so Slack's 3-second limit never depends on the core. Transport: Socket Mode when
+``[slack] app_token`` is set, else HTTP on ``http_host:http_port`` at ``/slack/events`` (bolt
+verifies the signatures).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.config import LimitsSettings, SlackSettings
+from bot.events import Attachment, Command, EventHandler, InboundEvent, User, UserMessage
+
+from .inbound import (
+    SLASH_COMMANDS,
+    SlackOrigin,
+    attachments_from_files,
+    image_slots,
+    is_image,
+    mentions,
+    place_for,
+    plain_text,
+    press_from_action,
+    route_command,
+    submit_from_view,
+    url_attachment,
+    urls_in,
+    user_for,
+    without_urls,
+)
+from .surface import SlackSurface
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+SEEN_EVENTS_MAX = 4096
+RECENT_FILES_SECONDS = 15 * 60
+ACCEPTED_MESSAGE_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
+STOP_GRACE_SECONDS = 2.0
+CUSTOM_ID_PATTERN = re.compile(r"^gb:")
+
+
+class SlackAdapter:
+    """genbot on Slack. ``surface`` is what the core answers through."""
+
+    def __init__(
+        self, settings: SlackSettings, limits: LimitsSettings, handler: EventHandler
+    ) -> None:
+        if not settings.bot_token.get_secret_value():
+            raise ValueError("[slack] bot_token is required")
+        self.settings = settings
+        self.handler = handler
+        self._admins = frozenset(settings.admin_ids)
+        self._api_url = (
+            settings.api_url if settings.api_url.endswith("/") else settings.api_url + "/"
+        )
+        self.client = AsyncWebClient(
+            token=settings.bot_token.get_secret_value(), base_url=self._api_url
+        )
+        self.surface = SlackSurface(
+            self.client,
+            limits=limits,
+            bot_token=settings.bot_token.get_secret_value(),
+            api_url=self._api_url,
+        )
+        self.bot_user_id = ""
+        self.team_id = ""
+        self.app: AsyncApp | None = None
+        self._runner: web.AppRunner | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._names: dict[str, str] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.http_port: int | None = None
+
+    @property
+    def socket_mode(self) -> bool:
+        return bool(self.settings.app_token.get_secret_value())
+
+    @property
+    def events_url(self) -> str | None:
+        """Where Slack must send HTTP requests (``None`` in Socket Mode or before ``start``)."""
+        if self.http_port is None:
+            return None
+        return f"http://{self.settings.http_host}:{self.http_port}{EVENTS_PATH}"
+
+    # Lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Check the token (``auth.test``), build the bolt app and open the transport."""
+        secret = self.settings.signing_secret.get_secret_value()
+        if not self.socket_mode and not secret:
+            raise ValueError("[slack] signing_secret is required in HTTP mode (or set app_token)")
+        try:
+            identity = await self.client.auth_test()
+        except SlackApiError as error:
+            raise RuntimeError(
+                f"Slack rejected the bot token: {error.response.get('error')}"
+            ) from None
+        self.bot_user_id = str(identity.get("user_id") or "")
+        self.team_id = str(identity.get("team_id") or "")
+        self.app = self._build_app(secret)
+        if self.socket_mode:
+            self._socket = AsyncSocketModeHandler(
+                self.app, app_token=self.settings.app_token.get_secret_value()
+            )
+            await self._socket.connect_async()  # type: ignore[no-untyped-call]
+            log.info("Slack adapter connected in Socket Mode")
+            return
+        self._runner = web.AppRunner(self.app.web_app(path=EVENTS_PATH), access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port).start()
+        self.http_port = int(self._runner.addresses[0][1])
+        log.info("Slack adapter listening on %s", self.events_url)
+
+    async def stop(self) -> None:
+        """Close the transport, give in-flight events a moment, then cancel them."""
+        if self._socket is not None:
+            await self._socket.close_async()  # type: ignore[no-untyped-call]
+            self._socket = None
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+            self.http_port = None
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=STOP_GRACE_SECONDS)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self.surface.close()
+
+    def _build_app(self, secret: str) -> AsyncApp:
+        app = AsyncApp(
+            client=self.client,
+            signing_secret=secret or None,
+            logger=logging.getLogger("genbot.slack.bolt"),
+        )
+        app.middleware(self._skip_redeliveries)
+        app.event("app_mention")(self._on_mention)
+        app.event("message")(self._on_message)
+        for slash in SLASH_COMMANDS:
+            app.command(slash)(self._on_command)
+        app.action(CUSTOM_ID_PATTERN)(self._on_action)
+        app.view(CUSTOM_ID_PATTERN)(self._on_view_submission)
+        return app
+
+    # Redeliveries ----------------------------------------------------------------------------
+
+    async def _skip_redeliveries(
+        self, body: dict[str, Any], req: AsyncBoltRequest, next: Callable[[], Awaitable[None]]
+    ) -> BoltResponse | None:
+        """Answer once per Events API ``event_id``. A retry Slack sent because we were slow
+        (``http_timeout``) is dropped even when unseen: the first delivery is still running
+        here or ran before a restart. Retries after failed connections are handled once."""
+        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
+        if not event_id:
+            await next()
+            return None
+        retry_num = _header(req.headers, "x-slack-retry-num")
+        reason = _header(req.headers, "x-slack-retry-reason")
+        is_retry = retry_num.isdigit() and int(retry_num) > 0
+        if event_id in self._seen or (is_retry and reason == "http_timeout"):
+            log.info(
+                "Skipping redelivered Slack event %s (retry %s, %s)", event_id, retry_num, reason
+            )
+            return BoltResponse(status=200, body="")
+        self._seen[event_id] = None
+        while len(self._seen) > SEEN_EVENTS_MAX:
+            self._seen.popitem(last=False)
+        await next()
+        return None
+
+    # Events ------------------------------------------------------------------------------------
+
+    async def _on_mention(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        if event.get("bot_id") or event.get("subtype") or not event.get("user"):
+            return
+        self._spawn(self._user_message(body, event, mentions_bot=True))
+
+    async def _on_message(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        if event.get("subtype") not in ACCEPTED_MESSAGE_SUBTYPES or event.get("bot_id"):
+            return
+        user = event.get("user")
+        if not user or user == self.bot_user_id:
+            return
+        text = str(event.get("text") or "")
+        channel = str(event.get("channel") or "")
+        thread_ts = event.get("thread_ts")
+        in_thread = bool(thread_ts) and thread_ts != event.get("ts")
+        is_dm = event.get("channel_type") == "im" or channel.startswith("D")
+        mentioned = bool(self.bot_user_id) and mentions(text, self.bot_user_id)
+        if not is_dm and (mentioned or not in_thread):
+            return
+        self._spawn(self._user_message(body, event, mentions_bot=mentioned))
+
+    async def _user_message(
+        self, body: dict[str, Any], event: dict[str, Any], *, mentions_bot: bool
+    ) -> InboundEvent:
+        thread_ts = event.get("thread_ts")
+        in_thread = bool(thread_ts) and thread_ts != event.get("ts")
+        workspace = str(body.get("team_id") or event.get("team") or self.team_id)
+        return UserMessage(
+            user=await self._user(str(event["user"])),
+            place=place_for(
+                workspace,
+                str(event.get("channel")),
+                thread_ts if in_thread else None,
+                event.get("channel_type"),
+            ),
+            context=SlackOrigin(),
+            message_id=str(event.get("ts")),
+            text=plain_text(str(event.get("text") or ""), self.bot_user_id),
+            attachments=attachments_from_files(event.get("files")),
+            mentions_bot=mentions_bot,
+        )
+
+    # Slash commands -----------------------------------------------------------------------------
+
+    async def _on_command(
+        self,
+        ack: Callable[..., Awaitable[None]],
+        body: dict[str, Any],
+        respond: Callable[..., Awaitable[Any]],
+    ) -> None:
+        await ack()
+        self._spawn(self._command(body, respond))
+
+    async def _command(
+        self, body: dict[str, Any], respond: Callable[..., Awaitable[Any]]
+    ) -> InboundEvent | None:
+        route = route_command(str(body.get("command", "")), str(body.get("text", "")))
+        if isinstance(route, str):
+            await respond(text=route, response_type="ephemeral", replace_original=False)
+            return None
+        channel = str(body.get("channel_id"))
+        user_id = str(body.get("user_id"))
+        attachments, text = await self._command_images(route.name, route.text, channel, user_id)
+        if isinstance(attachments, str):
+            await respond(text=attachments, response_type="ephemeral", replace_original=False)
+            return None
+        return Command(
+            user=user_for(user_id, str(body.get("user_name") or ""), self._admins),
+            place=place_for(str(body.get("team_id") or self.team_id), channel, None, None),
+            context=SlackOrigin(body.get("trigger_id"), body.get("response_url"), is_command=True),
+            name=route.name,
+            text=text,
+            attachments=attachments,
+        )
+
+    async def _command_images(
+        self, name: str, text: str, channel: str, user_id: str
+    ) -> tuple[Mapping[str, Attachment] | str, str]:
+        """Images for commands that take them: https URLs in the text if any (filling the
+        command's image options in order), else the images the same user shared in the channel
+        in the last 15 minutes, oldest first: up to five for ``/blend``, otherwise the newest
+        image(s) the command requires."""
+        slots, required = image_slots(name)
+        if not slots:
+            return {}, text
+        if name == "describe" and urls_in(text):
+            return {}, text
+        links = urls_in(text)
+        if links:
+            return dict(zip(slots, map(url_attachment, links), strict=False)), without_urls(text)
+        needed = max(required, 1)
+        wanted = len(slots) if name == "blend" else needed
+        shared = await self._recent_images(channel, user_id, wanted)
+        if shared is None:
+            return (
+                "genbot cannot read this conversation to find your images: invite it with "
+                "`/invite @genbot` (or paste https links after the command).",
+                text,
+            )
+        if len(shared) < needed:
+            many = f"{needed} images" if needed > 1 else "an image"
+            return (
+                f"`/{name.replace('.', ' ')}` needs {many}: share {many} in this channel first "
+                "(or paste https links after the command), then run it again.",
+                text,
+            )
+        return dict(zip(slots, shared, strict=False)), text
+
+    async def _recent_images(
+        self, channel: str, user_id: str, count: int
+    ) -> list[Attachment] | None:
+        """The user's ``count`` newest shared images, oldest first; ``None`` when the channel's
+        history is out of reach (genbot not a member, scope missing)."""
+        try:
+            history = await self.client.conversations_history(
+                channel=channel, oldest=f"{time.time() - RECENT_FILES_SECONDS:.6f}", limit=50
+            )
+        except SlackApiError as error:
+            log.info("No channel history for images: %s", error.response.get("error"))
+            return None
+        newest_first: list[Attachment] = []
+        for message in history.get("messages") or []:
+            if message.get("user") == user_id:
+                newest_first += [
+                    a for a in attachments_from_files(message.get("files")) if is_image(a)
+                ]
+        return list(reversed(newest_first[:count]))
+
+    # Interactivity ----------------------------------------------------------------------------
+
+    async def _on_action(self, ack: Callable[..., Awaitable[None]], body: dict[str, Any]) -> None:
+        await ack()
+        press = press_from_action(body, self._admins)
+        if press is not None:
+            self._spawn(_ready(press))
+
+    async def _on_view_submission(
+        self, ack: Callable[..., Awaitable[None]], body: dict[str, Any]
+    ) -> None:
+        await ack()
+        submit = submit_from_view(body, self._admins)
+        if submit is not None:
+            self._spawn(_ready(submit))
+
+    # Plumbing ----------------------------------------------------------------------------------
+
+    async def _user(self, user_id: str) -> User:
+        if user_id not in self._names:
+            try:
+                info = await self.client.users_info(user=user_id)
+                person = info.get("user") or {}
+                profile = person.get("profile") or {}
+                name = profile.get("display_name") or person.get("real_name") or person.get("name")
+                self._names[user_id] = str(name or "")
+            except SlackApiError as error:
+                log.info("users.info failed for %s: %s", user_id, error.response.get("error"))
+                return user_for(user_id, "", self._admins)
+        return user_for(user_id, self._names[user_id], self._admins)
+
+    def _spawn(self, build: Awaitable[InboundEvent | None]) -> None:
+        task = asyncio.create_task(self._deliver(build))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _deliver(self, build: Awaitable[InboundEvent | None]) -> None:
+        try:
+            event = await build
+            if event is not None:
+                await self.handler.handle(event)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("Slack event handling failed")
+
+
+async def _ready(event: InboundEvent) -> InboundEvent:
+    return event
+
+
+def _header(headers: Mapping[str, Any], name: str) -> str:
+    value = headers.get(name)
+    if isinstance(value, list | tuple):
+        value = value[0] if value else None
+    return str(value) if value is not None else ""

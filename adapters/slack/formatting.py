@@ -1,0 +1,246 @@
+"""genbot's outbound messages and forms as Slack Block Kit, made safe to post.
+
+Model text (``OutMessage.from_model``) goes into a ``markdown`` block (standard Markdown, 12,000
+characters) with every ping token broken; genbot's own text goes into ``mrkdwn`` sections, fully
+escaped, so only the mention genbot adds itself (``mention_user_id``) can notify anyone. The
+top-level ``text`` (notifications, screen readers) is the escaped mrkdwn form, truncated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from bot.events import Button, Modal, OutMessage, Place
+
+MARKDOWN_BLOCK_MAX = 12000
+MODEL_TEXT_BUDGET = MARKDOWN_BLOCK_MAX - 100
+"""What the core may put in one message: the markdown block's 12,000 characters less room for
+the zero-width spaces :func:`neutralise_markdown` inserts."""
+SECTION_TEXT_MAX = 3000
+FALLBACK_TEXT_MAX = 3000
+MESSAGE_BLOCKS_MAX = 50
+ACTIONS_ELEMENTS_MAX = 25
+BUTTON_TEXT_MAX = 75
+ACTION_ID_MAX = 255
+MODAL_TITLE_MAX = 24
+INPUT_LABEL_MAX = 2000
+PLACEHOLDER_MAX = 150
+INPUT_MAX_LENGTH = 3000
+EMPTY_FALLBACK = "genbot"
+
+ZWSP = "\u200b"
+_TOKEN_OPENER = re.compile(r"(<|&lt;)(?=[@!#])")
+_PLAIN_BROADCAST = re.compile(r"(?<![\w\u200b])@(?=(?:everyone|here|channel)\b)")
+_FENCE = re.compile(r"(```.*?(?:```|$))", re.DOTALL)
+_INLINE_CODE = re.compile(r"(`[^`\n]+`)")
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_BULLET = re.compile(r"^(\s*)[-*+]\s+", re.MULTILINE)
+_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
+_BOLD = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
+_ITALIC = re.compile(r"(?<![*\w])\*(?![\s*])(.+?)(?<![\s*])\*(?![*\w])")
+_STRIKE = re.compile(r"~~(.+?)~~")
+_BOLD_MARK = "\x00"
+
+
+def escape_mrkdwn(text: str) -> str:
+    """Escape Slack's control characters so text shows literally and never forms a token."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def neutralise_markdown(text: str) -> str:
+    """Break ``<!everyone>``, ``<@U…>``, ``<!subteam^…>``, ``<#C…>`` and plain ``@here``-style
+    broadcasts in standard Markdown with a zero-width space, so the text reads the same and
+    pings nobody."""
+    return _PLAIN_BROADCAST.sub("@" + ZWSP, _TOKEN_OPENER.sub(lambda m: m.group(1) + ZWSP, text))
+
+
+def markdown_to_mrkdwn(text: str) -> str:
+    """Standard Markdown (as models and the core write it) as escaped Slack mrkdwn."""
+    parts = _FENCE.split(text)
+    out: list[str] = []
+    for index, part in enumerate(parts):
+        if index % 2:
+            out.append(_fence_to_mrkdwn(part))
+        else:
+            out.append(_prose_to_mrkdwn(part))
+    return "".join(out)
+
+
+def _fence_to_mrkdwn(fence: str) -> str:
+    body = fence[3:]
+    body = body[:-3] if body.endswith("```") else body
+    first, newline, rest = body.partition("\n")
+    if newline and re.fullmatch(r"[\w+#.-]*", first.strip()):
+        body = rest
+    return "```" + escape_mrkdwn(body.strip("\n")) + "```"
+
+
+def _prose_to_mrkdwn(text: str) -> str:
+    pieces = _INLINE_CODE.split(text)
+    out: list[str] = []
+    for index, piece in enumerate(pieces):
+        if index % 2:
+            out.append(escape_mrkdwn(piece))
+            continue
+        piece = escape_mrkdwn(piece)
+        piece = _HEADING.sub(lambda m: f"{_BOLD_MARK}{m.group(1)}{_BOLD_MARK}", piece)
+        piece = _BULLET.sub(lambda m: f"{m.group(1)}• ", piece)
+        piece = _LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1)}>", piece)
+        piece = _BOLD.sub(lambda m: f"{_BOLD_MARK}{m.group(1) or m.group(2)}{_BOLD_MARK}", piece)
+        piece = _ITALIC.sub(lambda m: f"_{m.group(1)}_", piece)
+        piece = _STRIKE.sub(lambda m: f"~{m.group(1)}~", piece)
+        out.append(piece.replace(_BOLD_MARK, "*"))
+    return "".join(out)
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """``text`` in pieces of at most ``limit`` characters, cut at line ends where possible."""
+    pieces: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        cut = rest.rfind("\n", 0, limit + 1)
+        cut = cut if cut > 0 else limit
+        pieces.append(rest[:cut])
+        rest = rest[cut:].lstrip("\n")
+    if rest:
+        pieces.append(rest)
+    return pieces
+
+
+def mention(user_id: str) -> str:
+    return f"<@{user_id}>" if re.fullmatch(r"[UW][A-Z0-9]+", user_id) else ""
+
+
+def message_blocks(message: OutMessage) -> list[dict[str, Any]]:
+    """The blocks of ``message``: text, then one actions block per row of buttons."""
+    blocks: list[dict[str, Any]] = []
+    tag = mention(message.mention_user_id or "")
+    if message.from_model:
+        if tag:
+            blocks.append(_section(tag))
+        text = neutralise_markdown(message.text)
+        if text.strip():
+            blocks.append({"type": "markdown", "text": truncate(text, MARKDOWN_BLOCK_MAX)})
+    else:
+        mrkdwn = markdown_to_mrkdwn(message.text)
+        mrkdwn = f"{tag} {mrkdwn}".strip() if tag else mrkdwn
+        if mrkdwn.strip():
+            blocks += [_section(piece) for piece in split_text(mrkdwn, SECTION_TEXT_MAX)]
+    rows = [_actions(index, row) for index, row in enumerate(message.buttons) if row]
+    room = MESSAGE_BLOCKS_MAX - len(rows)
+    return blocks[:room] + rows
+
+
+def fallback_text(message: OutMessage) -> str:
+    """The top-level ``text``: escaped mrkdwn of the message, never empty."""
+    tag = mention(message.mention_user_id or "")
+    text = markdown_to_mrkdwn(message.text)
+    text = f"{tag} {text}".strip() if tag else text.strip()
+    if not text:
+        labels = [b.label for row in message.buttons for b in row]
+        text = " · ".join(labels) if labels else EMPTY_FALLBACK
+    return truncate(text, FALLBACK_TEXT_MAX)
+
+
+def plain_notice(text: str) -> str:
+    """genbot's own short text (an ephemeral notice) as safe mrkdwn."""
+    return truncate(markdown_to_mrkdwn(text), FALLBACK_TEXT_MAX) or EMPTY_FALLBACK
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _actions(index: int, row: tuple[Button, ...]) -> dict[str, Any]:
+    return {
+        "type": "actions",
+        "block_id": f"gb_row_{index}",
+        "elements": [_button(b) for b in row[:ACTIONS_ELEMENTS_MAX]],
+    }
+
+
+def _button(button: Button) -> dict[str, Any]:
+    custom_id = button.custom_id
+    if len(custom_id) > ACTION_ID_MAX:
+        raise ValueError(f"action id longer than {ACTION_ID_MAX} characters: {custom_id!r}")
+    element: dict[str, Any] = {
+        "type": "button",
+        "text": {
+            "type": "plain_text",
+            "text": truncate(button.label, BUTTON_TEXT_MAX),
+            "emoji": True,
+        },
+        "action_id": custom_id,
+        "value": custom_id,
+    }
+    style = {"primary": "primary", "success": "primary", "danger": "danger"}.get(button.style)
+    if style:
+        element["style"] = style
+    return element
+
+
+def modal_view(modal: Modal, place: Place) -> dict[str, Any]:
+    """A Slack modal for ``modal``; where it was opened travels in ``private_metadata``."""
+    blocks = []
+    for field in modal.fields:
+        max_length = max(1, min(field.max_length, INPUT_MAX_LENGTH))
+        element: dict[str, Any] = {
+            "type": "plain_text_input",
+            "action_id": field.id,
+            "multiline": field.multiline,
+            "max_length": max_length,
+        }
+        if field.default:
+            element["initial_value"] = field.default[:max_length]
+        if field.placeholder:
+            element["placeholder"] = _plain(truncate(field.placeholder, PLACEHOLDER_MAX))
+        blocks.append(
+            {
+                "type": "input",
+                "block_id": field.id,
+                "optional": not field.required,
+                "label": _plain(truncate(field.label, INPUT_LABEL_MAX)),
+                "element": element,
+            }
+        )
+    return {
+        "type": "modal",
+        "callback_id": modal.custom_id,
+        "title": _plain(truncate(modal.title, MODAL_TITLE_MAX)),
+        "submit": _plain("Submit"),
+        "close": _plain("Cancel"),
+        "private_metadata": encode_place(place),
+        "blocks": blocks,
+    }
+
+
+def encode_place(place: Place) -> str:
+    return json.dumps(
+        {"w": place.workspace_id, "c": place.channel_id, "t": place.thread_id, "d": place.is_dm}
+    )
+
+
+def decode_place(metadata: str, fallback_workspace: str) -> Place | None:
+    """The place stored by :func:`encode_place`; ``None`` for foreign metadata."""
+    try:
+        data = json.loads(metadata)
+        return Place(
+            "slack",
+            str(data.get("w") or fallback_workspace),
+            str(data["c"]),
+            data.get("t"),
+            bool(data.get("d")),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _plain(text: str) -> dict[str, Any]:
+    return {"type": "plain_text", "text": text, "emoji": True}

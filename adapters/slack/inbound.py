@@ -1,0 +1,215 @@
+"""Slack payloads as genbot events: places, users, text, files, commands, presses, submissions.
+
+Pure translation: nothing here calls Slack. Slash commands carry text only, so a command becomes
+``Command(name, text=...)`` for the core to parse Midjourney style; ``/diffusion`` and ``/genbot``
+take their subcommand from the first word.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.commands import COMMANDS, command
+from bot.events import Attachment, ButtonPress, ModalSubmit, Place, User, decode_custom_id
+
+from .formatting import decode_place
+
+PLATFORM = "slack"
+
+TOP_LEVEL_COMMANDS: dict[str, str] = {
+    "/chat": "chat",
+    "/imagine": "imagine",
+    "/describe": "describe",
+    "/blend": "blend",
+}
+GROUP_COMMANDS: dict[str, tuple[str, ...]] = {
+    "/diffusion": ("txt2img", "img2img", "upscale", "controlnet"),
+    "/genbot": ("settings", "usage", "help"),
+}
+SLASH_COMMANDS: tuple[str, ...] = (*TOP_LEVEL_COMMANDS, *GROUP_COMMANDS)
+
+_USER_TOKEN = re.compile(r"<@([UW][A-Z0-9]+)(?:\|([^>]*))?>")
+_CHANNEL_TOKEN = re.compile(r"<#([CGD][A-Z0-9]+)(?:\|([^>]*))?>")
+_SPECIAL_TOKEN = re.compile(r"<!(everyone|here|channel)(?:\|[^>]*)?>")
+_SUBTEAM_TOKEN = re.compile(r"<!subteam\^([A-Z0-9]+)(?:\|([^>]*))?>")
+_LINK_TOKEN = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>")
+_URL = re.compile(r"<?(https?://[^\s|>]+)(?:\|[^>]*)?>?")
+
+
+@dataclass(frozen=True)
+class SlackOrigin:
+    """What an event keeps for answering it: the modal ``trigger_id`` (valid for 3 seconds)
+    and the command's or action's ``response_url``."""
+
+    trigger_id: str | None = None
+    response_url: str | None = None
+    is_command: bool = False
+
+
+def place_for(
+    workspace_id: str,
+    channel_id: str,
+    thread_ts: str | None = None,
+    channel_type: str | None = None,
+) -> Place:
+    """A Slack conversation as a :class:`Place` (DMs are ``D…`` channels / ``im``)."""
+    is_dm = channel_type == "im" or channel_id.startswith("D")
+    return Place(PLATFORM, workspace_id, channel_id, thread_ts or None, is_dm)
+
+
+def user_for(user_id: str, name: str, admin_ids: frozenset[str]) -> User:
+    return User(id=user_id, name=name, is_admin=user_id in admin_ids)
+
+
+def plain_text(text: str, bot_user_id: str | None) -> str:
+    """Slack's message text as plain text: the bot's own mention removed, other mentions and
+    links written out, HTML entities decoded."""
+    if bot_user_id:
+        text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", "", text)
+    text = _USER_TOKEN.sub(lambda m: "@" + (m.group(2) or m.group(1)), text)
+    text = _CHANNEL_TOKEN.sub(lambda m: "#" + (m.group(2) or m.group(1)), text)
+    text = _SPECIAL_TOKEN.sub(lambda m: "@" + m.group(1), text)
+    text = _SUBTEAM_TOKEN.sub(lambda m: "@" + (m.group(2) or m.group(1)).lstrip("@"), text)
+    text = _LINK_TOKEN.sub(lambda m: m.group(1), text)
+    return re.sub(r"[ \t]{2,}", " ", html.unescape(text)).strip()
+
+
+def mentions(text: str, user_id: str) -> bool:
+    return re.search(rf"<@{re.escape(user_id)}(?:\|[^>]*)?>", text) is not None
+
+
+def attachments_from_files(files: Any) -> tuple[Attachment, ...]:
+    """Slack file objects (``event["files"]``) as attachments downloaded with the bot token."""
+    found = []
+    for file in files if isinstance(files, list) else []:
+        url = (
+            file.get("url_private_download") or file.get("url_private")
+            if isinstance(file, dict)
+            else None
+        )
+        if not url:
+            continue
+        found.append(
+            Attachment(
+                filename=str(file.get("name") or file.get("id") or "file"),
+                url=str(url),
+                content_type=file.get("mimetype"),
+                size=file.get("size"),
+            )
+        )
+    return tuple(found)
+
+
+def is_image(attachment: Attachment) -> bool:
+    return (attachment.content_type or "").startswith("image/")
+
+
+@dataclass(frozen=True)
+class SlashRoute:
+    """A slash command resolved: the core's command name and the text after the subcommand."""
+
+    name: str
+    text: str
+
+
+def route_command(slash: str, text: str) -> SlashRoute | str:
+    """``/diffusion txt2img a fox`` → ``diffusion.txt2img`` + ``a fox``; a string is an error
+    message for the user (unknown or missing subcommand)."""
+    text = text.strip()
+    if slash in TOP_LEVEL_COMMANDS:
+        return SlashRoute(TOP_LEVEL_COMMANDS[slash], text)
+    subcommands = GROUP_COMMANDS.get(slash)
+    if subcommands is None:
+        return f"genbot does not know the command `{slash}`."
+    first, _, rest = text.partition(" ")
+    sub = first.lower()
+    if slash == "/genbot":
+        if not sub:
+            return SlashRoute("help", "")
+        if sub in subcommands:
+            return SlashRoute(sub, rest.strip())
+    elif sub in subcommands:
+        return SlashRoute(f"diffusion.{sub}", rest.strip())
+    choices = " | ".join(subcommands)
+    example = next((e for c in COMMANDS for e in c.examples if e.startswith(slash + " ")), "")
+    hint = f" For example: `{example}`" if example else ""
+    shown = f"`{first}` is not" if first else "A subcommand is"
+    need = "one of" if first else "needed:"
+    return f"{shown} {need} `{slash} {choices}`.{hint}"
+
+
+def image_slots(name: str) -> tuple[tuple[str, ...], int]:
+    """The attachment options of command ``name`` in order, and how many are required."""
+    try:
+        spec = command(name)
+    except KeyError:
+        return (), 0
+    slots = [o for o in spec.options if o.type == "attachment"]
+    return tuple(o.name for o in slots), sum(1 for o in slots if o.required)
+
+
+def urls_in(text: str) -> list[str]:
+    return [m.group(1) for m in _URL.finditer(text)]
+
+
+def without_urls(text: str) -> str:
+    return re.sub(r"\s{2,}", " ", _URL.sub("", text)).strip()
+
+
+def url_attachment(url: str) -> Attachment:
+    name = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or "image"
+    return Attachment(filename=name, url=url)
+
+
+def press_from_action(body: Mapping[str, Any], admin_ids: frozenset[str]) -> ButtonPress | None:
+    """A ``block_actions`` payload as a press of one of genbot's buttons."""
+    actions = body.get("actions") or []
+    decoded = decode_custom_id(str(actions[0].get("action_id", ""))) if actions else None
+    container = body.get("container") or {}
+    channel_id = container.get("channel_id") or (body.get("channel") or {}).get("id")
+    message_ts = container.get("message_ts")
+    if decoded is None or not channel_id or not message_ts:
+        return None
+    message = body.get("message") or {}
+    thread_ts = message.get("thread_ts") or container.get("thread_ts")
+    user = body.get("user") or {}
+    return ButtonPress(
+        user=user_for(
+            str(user.get("id")), str(user.get("username") or user.get("name") or ""), admin_ids
+        ),
+        place=place_for(str((body.get("team") or {}).get("id") or ""), str(channel_id), thread_ts),
+        context=SlackOrigin(body.get("trigger_id"), body.get("response_url")),
+        message_id=str(message_ts),
+        action=decoded[0],
+        ref=decoded[1],
+    )
+
+
+def submit_from_view(body: Mapping[str, Any], admin_ids: frozenset[str]) -> ModalSubmit | None:
+    """A ``view_submission`` of a genbot modal; values keyed by input block id (= field id)."""
+    view = body.get("view") or {}
+    decoded = decode_custom_id(str(view.get("callback_id", "")))
+    workspace = str((body.get("team") or {}).get("id") or view.get("team_id") or "")
+    place = decode_place(str(view.get("private_metadata") or ""), workspace)
+    if decoded is None or place is None:
+        return None
+    values: dict[str, str] = {}
+    for block_id, inputs in ((view.get("state") or {}).get("values") or {}).items():
+        for state in (inputs or {}).values():
+            value = state.get("value") if isinstance(state, dict) else None
+            values[str(block_id)] = "" if value is None else str(value)
+    user = body.get("user") or {}
+    return ModalSubmit(
+        user=user_for(
+            str(user.get("id")), str(user.get("username") or user.get("name") or ""), admin_ids
+        ),
+        place=place,
+        context=SlackOrigin(body.get("trigger_id")),
+        action=decoded[0],
+        ref=decoded[1],
+        values=values,
+    )

@@ -1,0 +1,272 @@
+"""genbot's :class:`~bot.events.Surface` on Slack's Web API.
+
+Text and buttons go out with ``chat.postMessage`` / ``chat.update`` (see
+:mod:`adapters.slack.formatting`); images with ``files_upload_v2`` into the channel or thread,
+followed by the message carrying text and buttons, whose ``ts`` is the returned
+:class:`MessageRef`. ``ratelimited`` answers become :class:`RateLimited`; every other refusal
+a :class:`SurfaceError` naming the method and Slack's error code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
+
+import aiohttp
+import yarl
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.config import LimitsSettings
+from bot.events import (
+    Attachment,
+    Command,
+    Event,
+    ImageFile,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+    SurfaceLimits,
+)
+
+from .formatting import MODEL_TEXT_BUDGET, fallback_text, message_blocks, modal_view, plain_notice
+from .inbound import SlackOrigin
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+SLACK_FILE_HOSTS = frozenset({"files.slack.com"})
+# chat.postMessage allows about one message per second per channel with short bursts; the
+# workspace-wide chat.update budget (Tier 3) comes from [limits] slack_updates_per_minute.
+CHANNEL_WRITES_PER_WINDOW = 5
+CHANNEL_WINDOW_SECONDS = 5.0
+FILE_REF_PREFIX = "file:"
+
+
+class SlackSurface:
+    """What the core calls to post, edit, upload, open forms and fetch files on Slack."""
+
+    platform = "slack"
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        *,
+        limits: LimitsSettings,
+        bot_token: str,
+        api_url: str,
+        call_timeout: float = 30.0,
+    ) -> None:
+        self.client = client
+        self.limits = SurfaceLimits(
+            max_text=MODEL_TEXT_BUDGET,
+            edits_per_window_per_channel=CHANNEL_WRITES_PER_WINDOW,
+            edit_window_seconds=CHANNEL_WINDOW_SECONDS,
+            edits_per_minute_per_workspace=limits.slack_updates_per_minute,
+            min_seconds_between_edits_of_one_message=1.0 / limits.slack_message_updates_per_second,
+            max_buttons_per_row=5,
+        )
+        self.max_download_bytes = limits.max_upload_bytes
+        self.call_timeout = call_timeout
+        self._bot_token = bot_token
+        self._api_origin = yarl.URL(api_url).origin()
+        self._session: aiohttp.ClientSession | None = None
+
+    async def close(self) -> None:
+        """Release the HTTP session used for downloads and response URLs."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # Surface ----------------------------------------------------------------------------------
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        upload = await self._upload(place, message.images) if message.images else None
+        if upload is not None and not message.text.strip() and not message.buttons:
+            return MessageRef(place, _shared_ts(upload, place.channel_id) or _file_ref(upload))
+        response = await self._call(
+            "chat.postMessage",
+            self.client.chat_postMessage(
+                channel=place.channel_id,
+                thread_ts=place.thread_id,
+                text=fallback_text(message),
+                blocks=message_blocks(message),
+                unfurl_links=False,
+                unfurl_media=False,
+            ),
+        )
+        return MessageRef(place, str(response["ts"]))
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        if ref.message_id.startswith(FILE_REF_PREFIX):
+            raise SurfaceError("Slack cannot edit an uploaded file's message")
+        if message.images:
+            await self._upload(ref.place, message.images)
+        await self._call(
+            "chat.update",
+            self.client.chat_update(
+                channel=ref.place.channel_id,
+                ts=ref.message_id,
+                text=fallback_text(message),
+                blocks=message_blocks(message),
+            ),
+        )
+
+    async def send_ephemeral(self, origin: Event, text: str) -> None:
+        notice = plain_notice(text)
+        context = _origin(origin)
+        if (
+            isinstance(origin, Command)
+            and context.response_url
+            and await self._respond(context.response_url, notice)
+        ):
+            return
+        await self._call(
+            "chat.postEphemeral",
+            self.client.chat_postEphemeral(
+                channel=origin.place.channel_id,
+                user=origin.user.id,
+                text=notice,
+                thread_ts=origin.place.thread_id,
+            ),
+        )
+
+    async def open_modal(self, origin: Event, modal: Modal) -> None:
+        trigger_id = _origin(origin).trigger_id
+        if not trigger_id:
+            raise SurfaceError("Slack opens forms only in answer to a click or a command")
+        await self._call(
+            "views.open",
+            self.client.views_open(trigger_id=trigger_id, view=modal_view(modal, origin.place)),
+        )
+
+    async def typing(self, place: Place) -> None:
+        """Slack offers bots no typing indicator outside assistant threads: nothing to do."""
+
+    async def start_thread(self, ref: MessageRef, name: str) -> Place:
+        """On Slack a thread is the replies to a message: its ``ts`` is the thread id."""
+        if ref.place.thread_id:
+            return ref.place
+        return ref.place.in_thread(ref.message_id)
+
+    async def download(self, attachment: Attachment) -> bytes:
+        if attachment.data is not None:
+            return attachment.data
+        url = yarl.URL(attachment.url)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise SurfaceError(f"{attachment.filename}: only http(s) links can be fetched")
+        headers = {"Authorization": f"Bearer {self._bot_token}"} if self._trusted(url) else {}
+        limit = self.max_download_bytes
+        try:
+            async with (
+                asyncio.timeout(self.call_timeout),
+                self._http().get(url, headers=headers) as response,
+            ):
+                if response.status != 200:
+                    raise SurfaceError(
+                        f"{attachment.filename}: fetching it failed (HTTP {response.status})"
+                    )
+                if response.content_type == "text/html":
+                    raise SurfaceError(
+                        f"{attachment.filename}: got a web page instead of the file "
+                        "(does the Slack app have the files:read scope?)"
+                    )
+                data = bytearray()
+                async for chunk in response.content.iter_chunked(64 * 1024):
+                    data += chunk
+                    if len(data) > limit:
+                        raise SurfaceError(
+                            f"{attachment.filename} is larger than {limit // (1024 * 1024)} MiB"
+                        )
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise SurfaceError(
+                f"{attachment.filename}: fetching it failed ({type(error).__name__})"
+            ) from None
+        return bytes(data)
+
+    # Helpers ----------------------------------------------------------------------------------
+
+    def _trusted(self, url: yarl.URL) -> bool:
+        """Whether ``url`` may receive the bot token: Slack's file host or the API's own origin."""
+        if url.origin() == self._api_origin:
+            return True
+        return url.scheme == "https" and url.host in SLACK_FILE_HOSTS
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession()
+        return self._session
+
+    async def _upload(self, place: Place, images: tuple[ImageFile, ...]) -> Mapping[str, Any]:
+        uploads = [{"file": i.data, "filename": i.filename, "title": i.filename} for i in images]
+        response = await self._call(
+            "files.upload",
+            self.client.files_upload_v2(
+                file_uploads=uploads, channel=place.channel_id, thread_ts=place.thread_id
+            ),
+        )
+        return response.data if isinstance(response.data, dict) else {}
+
+    async def _respond(self, response_url: str, text: str) -> bool:
+        webhook = AsyncWebhookClient(
+            response_url, session=self._http(), timeout=int(self.call_timeout)
+        )
+        try:
+            async with asyncio.timeout(self.call_timeout):
+                answer = await webhook.send(
+                    text=text, response_type="ephemeral", replace_original=False
+                )
+        except (aiohttp.ClientError, TimeoutError) as error:
+            log.warning("response_url post failed: %s", type(error).__name__)
+            return False
+        return answer.status_code == 200
+
+    async def _call(self, method: str, call: Awaitable[T]) -> T:
+        try:
+            async with asyncio.timeout(self.call_timeout):
+                return await call
+        except SlackApiError as error:
+            response = error.response
+            if response.status_code == 429 or response.get("error") == "ratelimited":
+                raise RateLimited(_retry_after(response.headers)) from None
+            raise SurfaceError(f"Slack refused {method}: {response.get('error')}") from None
+        except (SlackClientError, aiohttp.ClientError) as error:
+            raise SurfaceError(f"Slack {method} failed: {type(error).__name__}") from None
+        except TimeoutError:
+            raise SurfaceError(f"Slack did not answer {method} in {self.call_timeout:g}s") from None
+
+
+def _origin(event: Event) -> SlackOrigin:
+    return event.context if isinstance(event.context, SlackOrigin) else SlackOrigin()
+
+
+def _retry_after(headers: Any) -> float:
+    value = None
+    if isinstance(headers, Mapping):
+        value = headers.get("Retry-After") or headers.get("retry-after")
+    try:
+        return max(float(value), 0.0) if value is not None else 1.0
+    except (TypeError, ValueError):
+        return 1.0
+
+
+def _shared_ts(upload: Mapping[str, Any], channel_id: str) -> str | None:
+    for file in upload.get("files") or []:
+        for shares in (file.get("shares") or {}).values():
+            for share in shares.get(channel_id) or []:
+                if share.get("ts"):
+                    return str(share["ts"])
+    return None
+
+
+def _file_ref(upload: Mapping[str, Any]) -> str:
+    files = upload.get("files") or [{}]
+    return FILE_REF_PREFIX + str(files[0].get("id", "unknown"))

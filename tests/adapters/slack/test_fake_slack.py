@@ -1,0 +1,44 @@
+"""The fake Slack itself, driven by the real slack-sdk: the parts the adapter does not use yet."""
+
+from __future__ import annotations
+
+import pytest
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from tests.fakes.slack import FakeSlack
+
+
+async def test_chat_streaming_methods_build_one_message(fake: FakeSlack) -> None:
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+    parent = fake.user_says("question")
+
+    stream = await client.chat_stream(
+        channel="C1", thread_ts=parent.ts, recipient_team_id=fake.team_id, recipient_user_id="U1"
+    )
+    await stream.append(markdown_text="**Hello")
+    await stream.append(markdown_text=" world**")
+    await stream.stop()
+
+    (_, answer) = fake.thread("C1", parent.ts)
+    assert answer.text == "**Hello world**"
+    assert not answer.streaming
+    with pytest.raises(SlackApiError, match="message_not_in_streaming_state"):
+        await client.chat_appendStream(channel="C1", ts=answer.ts, markdown_text="more")
+
+
+async def test_replies_history_and_wrong_tokens(fake: FakeSlack) -> None:
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+    parent = fake.user_says("top")
+    fake.user_says("reply", thread_ts=parent.ts)
+
+    replies = await client.conversations_replies(channel="C1", ts=parent.ts)
+    history = await client.conversations_history(channel="C1")
+
+    assert [m["text"] for m in replies["messages"]] == ["top", "reply"]
+    assert [m["text"] for m in history["messages"]] == ["top"]
+    intruder = AsyncWebClient(token="xoxb-wrong", base_url=fake.api_url)
+    with pytest.raises(SlackApiError, match="invalid_auth"):
+        await intruder.auth_test()
+    with pytest.raises(SlackApiError, match="invalid_blocks"):
+        await client.chat_postMessage(channel="C1", text="x", blocks=[{"type": "markdown"}])

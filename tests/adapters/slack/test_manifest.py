@@ -1,0 +1,64 @@
+"""The app manifest declares everything the adapter registers and calls."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from adapters.slack.inbound import SLASH_COMMANDS
+
+MANIFEST = Path(__file__).resolve().parents[3] / "config" / "slack-manifest.yaml"
+
+# Web API methods the adapter calls → the bot scopes they need.
+SCOPES_FOR_CALLS = {
+    "chat.postMessage / chat.update / chat.postEphemeral": {"chat:write"},
+    "files_upload_v2": {"files:write"},
+    "url_private downloads": {"files:read"},
+    "conversations.history (channels, private channels, DMs, group DMs)": {
+        "channels:history",
+        "groups:history",
+        "im:history",
+        "mpim:history",
+    },
+    "users.info": {"users:read"},
+    "slash commands": {"commands"},
+    "app_mention": {"app_mentions:read"},
+    "DMs": {"im:read", "im:write"},
+}
+
+
+def listed(key: str) -> list[str]:
+    """The ``- item`` lines following ``key:`` in the manifest."""
+    lines = MANIFEST.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == f"{key}:")
+    items = []
+    for line in lines[start + 1 :]:
+        match = re.fullmatch(r"\s*- ([\w:.]+)", line)
+        if not match:
+            break
+        items.append(match.group(1))
+    return items
+
+
+def test_every_slash_command_is_declared_without_escaping() -> None:
+    text = MANIFEST.read_text(encoding="utf-8")
+    declared = re.findall(r"- command: (/\w+)", text)
+    assert sorted(declared) == sorted(SLASH_COMMANDS)
+    assert text.count("should_escape: false") == len(SLASH_COMMANDS)
+
+
+def test_every_scope_the_adapter_needs_is_requested() -> None:
+    needed = set().union(*SCOPES_FOR_CALLS.values())
+    assert set(listed("bot")) == needed
+
+
+def test_events_interactivity_and_socket_mode() -> None:
+    text = MANIFEST.read_text(encoding="utf-8")
+    assert set(listed("bot_events")) == {
+        "app_mention",
+        "message.channels",
+        "message.groups",
+        "message.im",
+    }
+    assert re.search(r"interactivity:\n\s+is_enabled: true", text)
+    assert "socket_mode_enabled: true" in text

@@ -1,0 +1,352 @@
+"""A fake Slack on 127.0.0.1 for driving the real slack-bolt / slack-sdk in tests.
+
+``FakeSlack`` answers ``POST|GET /api/{method}`` for the Web API methods genbot uses, hosts
+uploads and private files, records ``response_url`` posts, serves a Socket Mode websocket, and
+enforces Slack's ``chat.update`` budget (about one update per second per message, a Tier-3
+window per workspace), answering ``ratelimited`` with HTTP 429 and ``Retry-After``. Every call is
+recorded; messages are modelled per channel and thread. The payload builders and signed delivery
+helpers it inherits live in :mod:`tests.fakes.slack_payloads`.
+
+    async with FakeSlack() as fake:
+        client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import aiohttp
+from aiohttp import web
+
+from tests.fakes.slack_api import SlackWebApi
+from tests.fakes.slack_model import (
+    ApiCall,
+    Ephemeral,
+    ExternalRequest,
+    FakeFile,
+    FakeMessage,
+    FakeView,
+    ResponsePost,
+    SlackError,
+    new_id,
+    new_ts,
+)
+from tests.fakes.slack_payloads import SlackPayloads
+
+T = TypeVar("T")
+Args = dict[str, Any]
+
+LOGIN_PAGE = "<html><body>Sign in to Slack</body></html>"
+
+
+class FakeSlack(SlackWebApi, SlackPayloads):
+    """A Slack workspace with one bot, answering on a loopback port."""
+
+    def __init__(
+        self,
+        *,
+        bot_token: str = "xoxb-fake-bot-token",
+        app_token: str = "xapp-fake-app-token",
+        signing_secret: str = "fake-signing-secret",
+        team_id: str = "T0FAKE",
+        bot_user_id: str = "UBOT",
+        bot_id: str = "BBOT",
+        app_id: str = "AFAKE",
+        updates_per_minute: int = 50,
+        update_window_seconds: float = 60.0,
+        min_seconds_between_updates: float = 1.0,
+        update_tolerance_seconds: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.bot_token = bot_token
+        self.app_token = app_token
+        self.signing_secret = signing_secret
+        self.team_id = team_id
+        self.bot_user_id = bot_user_id
+        self.bot_id = bot_id
+        self.app_id = app_id
+        self.updates_per_minute = updates_per_minute
+        self.update_window_seconds = update_window_seconds
+        self.min_seconds_between_updates = min_seconds_between_updates
+        self.update_tolerance_seconds = update_tolerance_seconds
+        self.clock = clock
+
+        self.calls: list[ApiCall] = []
+        self.ratelimited: list[ApiCall] = []
+        self.channels: dict[str, list[FakeMessage]] = {}
+        self.files: dict[str, FakeFile] = {}
+        self.uploads: list[tuple[str, bytes]] = []
+        self.downloads: list[tuple[str, bool]] = []
+        self.ephemerals: list[Ephemeral] = []
+        self.views: list[FakeView] = []
+        self.responses: list[ResponsePost] = []
+        self.external_files: dict[str, bytes] = {}
+        self.external_requests: list[ExternalRequest] = []
+        self.users: dict[str, str] = {"U1": "alice", "U2": "bob", bot_user_id: "genbot"}
+        self.channels_without_bot: set[str] = set()
+        self.socket_received: list[dict[str, Any]] = []
+        self.socket_acks: list[dict[str, Any]] = []
+        self.socket_connections = 0
+
+        self._triggers: dict[str, float] = {}
+        self._response_urls: dict[str, tuple[str, str]] = {}
+        self._tickets: set[str] = set()
+        self._ws: web.WebSocketResponse | None = None
+        self._update_times: deque[float] = deque()
+        self._last_update: dict[tuple[str, str], float] = {}
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.port = 0
+        self._methods = self.web_api_methods()
+
+    # Lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> FakeSlack:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_get("/files/{file_id}/{name}", self._file)
+        app.router.add_post("/response/{response_id}", self._response_url)
+        app.router.add_get("/socket-mode", self._socket)
+        app.router.add_get("/external/{name}", self._external)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.port = self._runner.addresses[0][1]
+        self._session = aiohttp.ClientSession()
+        return self
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            await self._ws.close()
+        if self._session is not None:
+            await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def __aenter__(self) -> FakeSlack:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        """The Web API base URL for ``AsyncWebClient(base_url=...)``."""
+        return f"{self.base_url}/api/"
+
+    def external_url(self, name: str) -> str:
+        """A URL on a host other than Slack's (``localhost`` instead of ``127.0.0.1``)."""
+        return f"http://localhost:{self.port}/external/{name}"
+
+    # Inspection ----------------------------------------------------------------------------
+
+    def calls_to(self, method: str) -> list[ApiCall]:
+        return [c for c in self.calls if c.method == method]
+
+    def message(self, channel: str, ts: str) -> FakeMessage | None:
+        return next((m for m in self.channels.get(channel, []) if m.ts == ts), None)
+
+    def thread(self, channel: str, thread_ts: str) -> list[FakeMessage]:
+        """The parent and replies of a thread, oldest first."""
+        return [
+            m
+            for m in self.channels.get(channel, [])
+            if m.ts == thread_ts or m.thread_ts == thread_ts
+        ]
+
+    def bot_messages(self, channel: str | None = None) -> list[FakeMessage]:
+        """Messages the bot posted (in ``channel``, or anywhere), oldest first."""
+        keys = [channel] if channel else list(self.channels)
+        return [m for k in keys for m in self.channels.get(k, []) if m.user == self.bot_user_id]
+
+    @property
+    def socket_connected(self) -> bool:
+        return self._ws is not None and not self._ws.closed
+
+    async def wait_for(self, condition: Callable[[], T | None], timeout: float = 5.0) -> T:
+        """Wait until ``condition()`` is truthy and return its value (bounded by ``timeout``)."""
+        try:
+            async with asyncio.timeout(timeout), self._changed:
+                while not (value := condition()):
+                    await self._changed.wait()
+                return value
+        except TimeoutError:
+            recent = [f"{c.method}:{c.error or 'ok'}" for c in self.calls[-8:]]
+            raise TimeoutError(f"condition not met in {timeout}s; last calls {recent}") from None
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # HTTP plumbing -------------------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args: Args = dict(request.query)
+        if request.method == "POST" and request.can_read_body:
+            if request.content_type == "application/json":
+                args.update(await request.json())
+            else:
+                form = await request.post()
+                args.update({k: v for k, v in form.items() if isinstance(v, str)})
+        for key in ("blocks", "view", "files"):
+            if isinstance(args.get(key), str) and args[key].startswith(("[", "{")):
+                args[key] = json.loads(args[key])
+        token = _bearer(request) or args.pop("token", None)
+        status: int = 200
+        headers: dict[str, str] = {}
+        body: dict[str, Any] = {"ok": True}
+        try:
+            handler = self._methods.get(method)
+            if handler is None:
+                raise SlackError("unknown_method", status=404)
+            expected = self.app_token if method == "apps.connections.open" else self.bot_token
+            if token != expected:
+                raise SlackError("invalid_auth" if token else "not_authed")
+            body = {"ok": True, **handler(args)}
+        except SlackError as error:
+            status, headers = error.status, error.headers
+            body = {"ok": False, "error": error.error}
+            if error.errors:
+                body["errors"] = error.errors
+        call = ApiCall(method, args, token, status, body)
+        self.calls.append(call)
+        if body.get("error") == "ratelimited":
+            self.ratelimited.append(call)
+        await self._notify()
+        return web.json_response(body, status=status, headers=headers)
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        file = self.files.get(request.match_info["file_id"])
+        if file is None:
+            return web.Response(status=404, text="unknown upload")
+        file.data = await request.read()
+        self.uploads.append((file.id, file.data))
+        await self._notify()
+        return web.Response(text=f"OK - {len(file.data)}")
+
+    async def _file(self, request: web.Request) -> web.Response:
+        file = self.files.get(request.match_info["file_id"])
+        authorized = _bearer(request) == self.bot_token
+        self.downloads.append((request.match_info["file_id"], authorized))
+        if not authorized:
+            return web.Response(text=LOGIN_PAGE, content_type="text/html")
+        if file is None or file.data is None:
+            return web.Response(status=404, text="file_not_found")
+        return web.Response(body=file.data, content_type=file.mimetype)
+
+    async def _external(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        self.external_requests.append(
+            ExternalRequest(request.path, request.headers.get("Authorization"))
+        )
+        await self._notify()
+        if name not in self.external_files:
+            return web.Response(status=404)
+        return web.Response(body=self.external_files[name], content_type="image/png")
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        response_id = request.match_info["response_id"]
+        if response_id not in self._response_urls:
+            return web.json_response({"ok": False, "error": "expired_url"}, status=404)
+        channel, user = self._response_urls[response_id]
+        body = await request.json()
+        self.responses.append(ResponsePost(response_id, body, channel, user))
+        if body.get("response_type", "ephemeral") == "ephemeral":
+            self.ephemerals.append(
+                Ephemeral(
+                    channel,
+                    user,
+                    body.get("text", ""),
+                    "response_url",
+                    None,
+                    body.get("blocks") or [],
+                )
+            )
+        else:
+            self._add_message(
+                channel, self.bot_user_id, body.get("text", ""), body.get("blocks") or []
+            )
+        await self._notify()
+        return web.json_response({"ok": True})
+
+    async def _socket(self, request: web.Request) -> web.StreamResponse:
+        if request.query.get("ticket") not in self._tickets:
+            return web.Response(status=401, text="invalid ticket")
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        self._ws = ws
+        self.socket_connections += 1
+        await ws.send_json(
+            {
+                "type": "hello",
+                "num_connections": 1,
+                "debug_info": {"host": "fake-slack", "approximate_connection_time": 18060},
+                "connection_info": {"app_id": self.app_id},
+            }
+        )
+        await self._notify()
+        async for frame in ws:
+            if frame.type == aiohttp.WSMsgType.TEXT:
+                data = json.loads(frame.data)
+                self.socket_received.append(data)
+                if "envelope_id" in data:
+                    self.socket_acks.append(data)
+                await self._notify()
+        if self._ws is ws:
+            self._ws = None
+        await self._notify()
+        return ws
+
+    # Shared model operations --------------------------------------------------------------
+
+    def _add_message(
+        self,
+        channel: str,
+        user: str,
+        text: str,
+        blocks: list[dict[str, Any]] | None = None,
+        thread_ts: str | None = None,
+        files: list[FakeFile] | None = None,
+    ) -> FakeMessage:
+        message = FakeMessage(
+            channel=channel,
+            ts=new_ts(),
+            user=user,
+            text=text,
+            blocks=blocks or [],
+            thread_ts=thread_ts,
+            files=files or [],
+            bot_id=self.bot_id if user == self.bot_user_id else None,
+            team=self.team_id,
+        )
+        self.channels.setdefault(channel, []).append(message)
+        return message
+
+    def _issue_trigger(self) -> str:
+        trigger_id = new_id("trig.")
+        self._triggers[trigger_id] = self.clock()
+        return trigger_id
+
+    def _issue_response_url(self, channel: str, user: str) -> str:
+        response_id = new_id("R")
+        self._response_urls[response_id] = (channel, user)
+        return f"{self.base_url}/response/{response_id}"
+
+
+def _bearer(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Bearer "):
+        return None
+    return header.removeprefix("Bearer ").strip() or None

@@ -1,0 +1,337 @@
+"""The Web API methods of the fake Slack, mixed into :class:`tests.fakes.slack.FakeSlack`.
+
+Each method takes the call's arguments (query, form and JSON merged) and returns the answer's
+fields, or raises :class:`SlackError` with Slack's error code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from tests.fakes.slack_blocks import message_block_errors, view_errors
+from tests.fakes.slack_model import (
+    Ephemeral,
+    FakeFile,
+    FakeMessage,
+    FakeView,
+    SlackError,
+    new_id,
+    new_ts,
+)
+
+Args = dict[str, Any]
+
+TEXT_MAX = 40000
+TRIGGER_TTL_SECONDS = 3.0
+
+
+class SlackWebApi:
+    """``auth.test``, ``chat.*``, ``views.open``, ``conversations.*``, ``users.info``, uploads."""
+
+    bot_user_id: str
+    bot_id: str
+    team_id: str
+    port: int
+    users: dict[str, str]
+    files: dict[str, FakeFile]
+    views: list[FakeView]
+    channels: dict[str, list[FakeMessage]]
+    channels_without_bot: set[str]
+    ephemerals: list[Ephemeral]
+    updates_per_minute: int
+    update_window_seconds: float
+    min_seconds_between_updates: float
+    update_tolerance_seconds: float
+    clock: Callable[[], float]
+    _tickets: set[str]
+    _triggers: dict[str, float]
+    _update_times: deque[float]
+    _last_update: dict[tuple[str, str], float]
+
+    if TYPE_CHECKING:
+
+        @property
+        def base_url(self) -> str: ...
+
+        def message(self, channel: str, ts: str) -> FakeMessage | None: ...
+
+        def thread(self, channel: str, thread_ts: str) -> list[FakeMessage]: ...
+
+        def _add_message(
+            self,
+            channel: str,
+            user: str,
+            text: str,
+            blocks: list[dict[str, Any]] | None = None,
+            thread_ts: str | None = None,
+            files: list[FakeFile] | None = None,
+        ) -> FakeMessage: ...
+
+    def web_api_methods(self) -> dict[str, Callable[[Args], Args]]:
+        """Method name → implementation."""
+        return {
+            "auth.test": self._auth_test,
+            "apps.connections.open": self._connections_open,
+            "chat.postMessage": self._post_message,
+            "chat.update": self._update,
+            "chat.postEphemeral": self._post_ephemeral,
+            "chat.delete": self._delete,
+            "chat.startStream": self._start_stream,
+            "chat.appendStream": self._append_stream,
+            "chat.stopStream": self._stop_stream,
+            "views.open": self._views_open,
+            "conversations.replies": self._replies,
+            "conversations.history": self._history,
+            "conversations.info": self._conversation_info,
+            "users.info": self._user_info,
+            "files.getUploadURLExternal": self._upload_url,
+            "files.completeUploadExternal": self._complete_upload,
+        }
+
+    def _bot_message(self, args: Args) -> FakeMessage:
+        channel, ts = str(args.get("channel", "")), str(args.get("ts", ""))
+        message = self.message(channel, ts)
+        if message is None:
+            raise SlackError("message_not_found")
+        if message.user != self.bot_user_id:
+            raise SlackError("cant_update_message")
+        return message
+
+    def _check_content(self, text: str, blocks: Any) -> None:
+        if len(text) > TEXT_MAX:
+            raise SlackError("msg_too_long")
+        errors = message_block_errors(blocks)
+        if errors:
+            raise SlackError("invalid_blocks", errors=errors)
+
+    def _spend_update(self, channel: str, ts: str) -> None:
+        now = self.clock()
+        window = self._update_times
+        while window and now - window[0] >= self.update_window_seconds:
+            window.popleft()
+        last = self._last_update.get((channel, ts))
+        too_soon = self.min_seconds_between_updates - self.update_tolerance_seconds
+        if last is not None and now - last < too_soon:
+            _rate_limit(self.min_seconds_between_updates - (now - last))
+        if len(window) >= self.updates_per_minute:
+            _rate_limit(self.update_window_seconds - (now - window[0]))
+        window.append(now)
+        self._last_update[(channel, ts)] = now
+
+    # Web API methods ----------------------------------------------------------------------
+
+    def _auth_test(self, args: Args) -> Args:
+        return {
+            "url": f"{self.base_url}/",
+            "team": "Fake Team",
+            "user": self.users[self.bot_user_id],
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def _connections_open(self, args: Args) -> Args:
+        ticket = new_id("ticket-")
+        self._tickets.add(ticket)
+        return {"url": f"ws://127.0.0.1:{self.port}/socket-mode?ticket={ticket}"}
+
+    def _post_message(self, args: Args) -> Args:
+        channel = str(args.get("channel") or "")
+        if not channel:
+            raise SlackError("channel_not_found")
+        if channel in self.channels_without_bot:
+            raise SlackError("not_in_channel")
+        text, blocks = str(args.get("text") or ""), args.get("blocks") or []
+        if not text and not blocks:
+            raise SlackError("no_text")
+        self._check_content(text, blocks)
+        message = self._add_message(
+            channel, self.bot_user_id, text, blocks, args.get("thread_ts") or None
+        )
+        return {"channel": channel, "ts": message.ts, "message": message.payload()}
+
+    def _update(self, args: Args) -> Args:
+        message = self._bot_message(args)
+        text = str(args.get("text") or "")
+        blocks = args.get("blocks", message.blocks)
+        if not text and not blocks:
+            raise SlackError("no_text")
+        self._check_content(text, blocks)
+        self._spend_update(message.channel, message.ts)
+        message.history.append(message.shown)
+        message.text, message.blocks = text, blocks
+        return {"channel": message.channel, "ts": message.ts, "text": text}
+
+    def _post_ephemeral(self, args: Args) -> Args:
+        channel, user = str(args.get("channel") or ""), str(args.get("user") or "")
+        if channel in self.channels_without_bot:
+            raise SlackError("not_in_channel")
+        if user not in self.users:
+            raise SlackError("user_not_found")
+        text, blocks = str(args.get("text") or ""), args.get("blocks") or []
+        if not text and not blocks:
+            raise SlackError("no_text")
+        self._check_content(text, blocks)
+        self.ephemerals.append(
+            Ephemeral(channel, user, text, "chat.postEphemeral", args.get("thread_ts"), blocks)
+        )
+        return {"message_ts": new_ts()}
+
+    def _delete(self, args: Args) -> Args:
+        message = self._bot_message(args)
+        self.channels[message.channel].remove(message)
+        return {"channel": message.channel, "ts": message.ts}
+
+    def _start_stream(self, args: Args) -> Args:
+        channel, thread_ts = str(args.get("channel") or ""), args.get("thread_ts")
+        if not channel or not thread_ts:
+            raise SlackError("invalid_arguments")
+        message = self._add_message(
+            channel, self.bot_user_id, _streamed_text(args), [], str(thread_ts)
+        )
+        message.streaming = True
+        return {"channel": channel, "ts": message.ts}
+
+    def _append_stream(self, args: Args) -> Args:
+        message = self._bot_message(args)
+        if not message.streaming:
+            raise SlackError("message_not_in_streaming_state")
+        message.history.append(message.text)
+        message.text += _streamed_text(args)
+        return {"channel": message.channel, "ts": message.ts}
+
+    def _stop_stream(self, args: Args) -> Args:
+        result = self._append_stream(args)
+        message = self._bot_message(args)
+        message.streaming = False
+        if args.get("blocks"):
+            self._check_content(message.text, args["blocks"])
+            message.blocks = args["blocks"]
+        return {**result, "message": message.payload()}
+
+    def _views_open(self, args: Args) -> Args:
+        trigger_id = str(args.get("trigger_id") or "")
+        issued = self._triggers.pop(trigger_id, None)
+        if issued is None:
+            raise SlackError("invalid_trigger_id")
+        if self.clock() - issued > TRIGGER_TTL_SECONDS:
+            raise SlackError("expired_trigger_id")
+        errors = view_errors(args.get("view"))
+        if errors:
+            raise SlackError("invalid_arguments", errors=errors)
+        view = FakeView(new_id("V"), trigger_id, dict(args["view"]))
+        self.views.append(view)
+        return {"view": view.payload()}
+
+    def _replies(self, args: Args) -> Args:
+        messages = self.thread(str(args.get("channel")), str(args.get("ts")))
+        if not messages:
+            raise SlackError("thread_not_found")
+        return {"messages": [m.payload() for m in messages], "has_more": False}
+
+    def _history(self, args: Args) -> Args:
+        channel = str(args.get("channel") or "")
+        if channel in self.channels_without_bot:
+            raise SlackError("not_in_channel")
+        oldest = float(args.get("oldest") or 0)
+        limit = int(args.get("limit") or 100)
+        top_level = [
+            m
+            for m in self.channels.get(channel, [])
+            if (m.thread_ts is None or m.thread_ts == m.ts) and float(m.ts) > oldest
+        ]
+        newest_first = sorted(top_level, key=lambda m: float(m.ts), reverse=True)[:limit]
+        return {"messages": [m.payload() for m in newest_first], "has_more": False}
+
+    def _conversation_info(self, args: Args) -> Args:
+        channel = str(args.get("channel") or "")
+        return {
+            "channel": {
+                "id": channel,
+                "name": channel.lower(),
+                "is_channel": channel.startswith("C"),
+                "is_group": channel.startswith("G"),
+                "is_im": channel.startswith("D"),
+                "is_private": not channel.startswith("C"),
+                "is_member": channel not in self.channels_without_bot,
+            }
+        }
+
+    def _user_info(self, args: Args) -> Args:
+        user = str(args.get("user") or "")
+        if user not in self.users:
+            raise SlackError("user_not_found")
+        name = self.users[user]
+        profile = {"display_name": name, "real_name": name.title()}
+        return {
+            "user": {
+                "id": user,
+                "team_id": self.team_id,
+                "name": name,
+                "real_name": name.title(),
+                "is_bot": user == self.bot_user_id,
+                "profile": profile,
+            }
+        }
+
+    def _upload_url(self, args: Args) -> Args:
+        filename = str(args.get("filename") or "")
+        try:
+            length = int(args.get("length") or 0)
+        except ValueError:
+            length = 0
+        if not filename or length <= 0:
+            raise SlackError("invalid_arguments")
+        file = FakeFile(new_id("F"), filename, length, self.bot_user_id, self.base_url)
+        self.files[file.id] = file
+        return {"upload_url": f"{self.base_url}/upload/{file.id}", "file_id": file.id}
+
+    def _complete_upload(self, args: Args) -> Args:
+        items = args.get("files")
+        if not isinstance(items, list) or not items:
+            raise SlackError("invalid_arguments")
+        files: list[FakeFile] = []
+        for item in items:
+            file = self.files.get(str(item.get("id")))
+            if file is None or file.data is None:
+                raise SlackError("file_not_found")
+            if len(file.data) != file.length:
+                raise SlackError("file_upload_size_mismatch")
+            file.title = str(item.get("title") or file.name)
+            files.append(file)
+        channel = args.get("channel_id")
+        if channel:
+            thread_ts = args.get("thread_ts") or None
+            message = self._add_message(
+                str(channel),
+                self.bot_user_id,
+                str(args.get("initial_comment") or ""),
+                thread_ts=thread_ts,
+                files=files,
+            )
+            for file in files:
+                file.channel, file.thread_ts, file.message_ts = (
+                    message.channel,
+                    thread_ts,
+                    message.ts,
+                )
+        return {"files": [f.payload() for f in files]}
+
+
+def _rate_limit(wait: float) -> None:
+    retry_after = max(1, math.ceil(wait))
+    raise SlackError("ratelimited", status=429, headers={"Retry-After": str(retry_after)})
+
+
+def _streamed_text(args: Args) -> str:
+    """The Markdown a streaming call adds: ``markdown_text`` and ``markdown_text`` chunks."""
+    text = str(args.get("markdown_text") or "")
+    chunks = args.get("chunks")
+    for chunk in chunks if isinstance(chunks, list) else []:
+        if isinstance(chunk, dict) and chunk.get("type") == "markdown_text":
+            text += str(chunk.get("text") or "")
+    return text

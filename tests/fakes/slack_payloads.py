@@ -1,0 +1,344 @@
+"""What the fake Slack sends an app: payload builders and signed / Socket Mode delivery.
+
+Builders return the JSON Slack would send (events, slash commands, ``block_actions``,
+``view_submission``); senders deliver it as a signed HTTP request to the app's
+``/slack/events`` URL or as a Socket Mode envelope on the fake's websocket. A user's message is
+first added to the fake's model (:meth:`SlackPayloads.user_says`) so that history and thread
+lookups see it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+import aiohttp
+from slack_sdk.signature import SignatureVerifier
+
+from tests.fakes.slack_model import Delivery, FakeFile, FakeMessage, FakeView, new_id, new_ts
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+DELIVERY_TIMEOUT = 10.0
+
+
+def channel_type_of(channel: str) -> str:
+    """Slack's ``channel_type`` for a conversation id: ``im``, ``group`` or ``channel``."""
+    return {"D": "im", "G": "group"}.get(channel[:1], "channel")
+
+
+class SlackPayloads:
+    """Payload builders and senders, mixed into :class:`tests.fakes.slack.FakeSlack`."""
+
+    team_id: str
+    app_id: str
+    bot_user_id: str
+    signing_secret: str
+    port: int
+    files: dict[str, FakeFile]
+    users: dict[str, str]
+    _session: aiohttp.ClientSession | None
+    _ws: web.WebSocketResponse | None
+
+    if TYPE_CHECKING:
+
+        @property
+        def base_url(self) -> str: ...
+
+        def _add_message(
+            self,
+            channel: str,
+            user: str,
+            text: str,
+            blocks: list[dict[str, Any]] | None = None,
+            thread_ts: str | None = None,
+            files: list[FakeFile] | None = None,
+        ) -> FakeMessage: ...
+
+        def _issue_trigger(self) -> str: ...
+
+        def _issue_response_url(self, channel: str, user: str) -> str: ...
+
+        async def _notify(self) -> None: ...
+
+    # Users acting ---------------------------------------------------------------------------
+
+    def user_says(
+        self,
+        text: str,
+        *,
+        user: str = "U1",
+        channel: str = "C1",
+        thread_ts: str | None = None,
+        files: Iterable[tuple[str, bytes]] = (),
+    ) -> FakeMessage:
+        """Add a user's message (optionally sharing files) to the model and return it."""
+        shared = []
+        for name, data in files:
+            file = FakeFile(new_id("F"), name, len(data), user, self.base_url, data=data)
+            self.files[file.id] = file
+            shared.append(file)
+        message = self._add_message(channel, user, text, thread_ts=thread_ts, files=shared)
+        for file in shared:
+            file.channel, file.thread_ts, file.message_ts = channel, thread_ts, message.ts
+        return message
+
+    # Events API -----------------------------------------------------------------------------
+
+    def message_event(
+        self, message: FakeMessage, *, channel_type: str | None = None
+    ) -> dict[str, Any]:
+        """The ``message`` event for ``message`` (``file_share`` subtype when it has files)."""
+        event = {
+            **message.payload(),
+            "channel": message.channel,
+            "event_ts": message.ts,
+            "channel_type": channel_type or channel_type_of(message.channel),
+        }
+        if message.files:
+            event["subtype"] = "file_share"
+        return event
+
+    def app_mention_event(self, message: FakeMessage) -> dict[str, Any]:
+        """The ``app_mention`` event for a message that mentions the bot."""
+        event = {**message.payload(), "type": "app_mention", "channel": message.channel}
+        event["event_ts"] = message.ts
+        event.pop("blocks", None)
+        return event
+
+    def message_changed_event(self, message: FakeMessage, new_text: str) -> dict[str, Any]:
+        """The ``message_changed`` event Slack sends when ``message`` is edited."""
+        edited = {**message.payload(), "text": new_text, "edited": {"user": message.user}}
+        event_ts = new_ts()
+        return {
+            "type": "message",
+            "subtype": "message_changed",
+            "hidden": True,
+            "channel": message.channel,
+            "channel_type": channel_type_of(message.channel),
+            "ts": event_ts,
+            "event_ts": event_ts,
+            "message": edited,
+            "previous_message": message.payload(),
+        }
+
+    def event_callback(
+        self, event: dict[str, Any], *, event_id: str | None = None
+    ) -> dict[str, Any]:
+        """The Events API envelope around ``event``."""
+        return {
+            "token": "legacy-verification-token",
+            "team_id": self.team_id,
+            "api_app_id": self.app_id,
+            "event": event,
+            "type": "event_callback",
+            "event_id": event_id or new_id("Ev"),
+            "event_time": int(time.time()),
+            "authorizations": [
+                {
+                    "enterprise_id": None,
+                    "team_id": self.team_id,
+                    "user_id": self.bot_user_id,
+                    "is_bot": True,
+                    "is_enterprise_install": False,
+                }
+            ],
+            "is_ext_shared_channel": False,
+            "event_context": "4-fake-context",
+        }
+
+    # Commands and interactivity ------------------------------------------------------------
+
+    def slash_command(
+        self, command: str, text: str = "", *, user: str = "U1", channel: str = "C1"
+    ) -> dict[str, str]:
+        """A slash command's form fields, with a fresh ``trigger_id`` and ``response_url``."""
+        return {
+            "token": "legacy-verification-token",
+            "team_id": self.team_id,
+            "team_domain": "fake",
+            "channel_id": channel,
+            "channel_name": "directmessage" if channel.startswith("D") else channel.lower(),
+            "user_id": user,
+            "user_name": self.users.get(user, user),
+            "command": command,
+            "text": text,
+            "api_app_id": self.app_id,
+            "is_enterprise_install": "false",
+            "response_url": self._issue_response_url(channel, user),
+            "trigger_id": self._issue_trigger(),
+        }
+
+    def block_actions(
+        self, message: FakeMessage, action_id: str, *, user: str = "U1"
+    ) -> dict[str, Any]:
+        """A press on the button ``action_id`` of ``message``."""
+        block_id, button = next(
+            (block.get("block_id", ""), element)
+            for block in message.blocks
+            if block.get("type") == "actions"
+            for element in block["elements"]
+            if element["action_id"] == action_id
+        )
+        container: dict[str, Any] = {
+            "type": "message",
+            "message_ts": message.ts,
+            "channel_id": message.channel,
+            "is_ephemeral": False,
+        }
+        if message.thread_ts:
+            container["thread_ts"] = message.thread_ts
+        return {
+            "type": "block_actions",
+            "user": self._user_payload(user),
+            "api_app_id": self.app_id,
+            "token": "legacy-verification-token",
+            "container": container,
+            "trigger_id": self._issue_trigger(),
+            "team": {"id": self.team_id, "domain": "fake"},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "channel": {"id": message.channel, "name": message.channel.lower()},
+            "message": message.payload(),
+            "state": {"values": {}},
+            "response_url": self._issue_response_url(message.channel, user),
+            "actions": [
+                {
+                    "action_id": action_id,
+                    "block_id": block_id,
+                    "text": button["text"],
+                    "value": button.get("value", ""),
+                    "type": "button",
+                    "action_ts": f"{time.time():.6f}",
+                }
+            ],
+        }
+
+    def view_submission(
+        self, view: FakeView, values: Mapping[str, str], *, user: str = "U1"
+    ) -> dict[str, Any]:
+        """The submission of ``view`` with ``values`` by input block id."""
+        unknown = set(values) - set(view.input_ids)
+        if unknown:
+            raise KeyError(f"no inputs {sorted(unknown)} in the view (has {view.input_ids})")
+        state: dict[str, Any] = {}
+        for block in view.view.get("blocks", []):
+            if block.get("type") != "input":
+                continue
+            action_id = block["element"]["action_id"]
+            value = values.get(block["block_id"], block["element"].get("initial_value"))
+            state[block["block_id"]] = {action_id: {"type": "plain_text_input", "value": value}}
+        return {
+            "type": "view_submission",
+            "team": {"id": self.team_id, "domain": "fake"},
+            "user": self._user_payload(user),
+            "api_app_id": self.app_id,
+            "token": "legacy-verification-token",
+            "trigger_id": self._issue_trigger(),
+            "view": {**view.payload(), "state": {"values": state}, "team_id": self.team_id},
+            "response_urls": [],
+            "is_enterprise_install": False,
+            "enterprise": None,
+        }
+
+    def _user_payload(self, user: str) -> dict[str, str]:
+        name = self.users.get(user, user)
+        return {"id": user, "username": name, "name": name, "team_id": self.team_id}
+
+    # Signed HTTP delivery ------------------------------------------------------------------
+
+    def signed_headers(
+        self,
+        body: str,
+        content_type: str,
+        *,
+        secret: str | None = None,
+        timestamp: int | None = None,
+    ) -> dict[str, str]:
+        """Headers Slack sends with ``body``: timestamp and ``v0`` signature."""
+        stamp = str(timestamp if timestamp is not None else int(time.time()))
+        verifier = SignatureVerifier(secret if secret is not None else self.signing_secret)
+        return {
+            "Content-Type": content_type,
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": str(verifier.generate_signature(timestamp=stamp, body=body)),
+        }
+
+    async def post_event(
+        self,
+        url: str,
+        envelope: dict[str, Any],
+        *,
+        retry_num: int | None = None,
+        retry_reason: str = "http_timeout",
+        secret: str | None = None,
+    ) -> Delivery:
+        """Deliver an Events API envelope; ``retry_num`` adds Slack's retry headers."""
+        extra = {}
+        if retry_num is not None:
+            extra = {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": retry_reason}
+        body = json.dumps(envelope)
+        delivery = await self._deliver(url, body, "application/json", extra, secret)
+        delivery.event_id = envelope.get("event_id")
+        return delivery
+
+    async def post_command(
+        self, url: str, fields: Mapping[str, str], *, secret: str | None = None
+    ) -> Delivery:
+        """Deliver a slash command (form-encoded)."""
+        return await self._deliver(
+            url, urlencode(fields), "application/x-www-form-urlencoded", {}, secret
+        )
+
+    async def post_interactive(
+        self, url: str, payload: dict[str, Any], *, secret: str | None = None
+    ) -> Delivery:
+        """Deliver an interactivity payload (form field ``payload=<json>``)."""
+        body = urlencode({"payload": json.dumps(payload)})
+        return await self._deliver(url, body, "application/x-www-form-urlencoded", {}, secret)
+
+    async def _deliver(
+        self, url: str, body: str, content_type: str, extra: dict[str, str], secret: str | None
+    ) -> Delivery:
+        assert self._session is not None, "start the fake first"
+        headers = {**self.signed_headers(body, content_type, secret=secret), **extra}
+        async with (
+            asyncio.timeout(DELIVERY_TIMEOUT),
+            self._session.post(url, data=body.encode(), headers=headers) as response,
+        ):
+            return Delivery(response.status, await response.text())
+
+    # Socket Mode ---------------------------------------------------------------------------
+
+    async def socket_push(
+        self,
+        kind: str,
+        payload: dict[str, Any],
+        *,
+        accepts_response_payload: bool | None = None,
+        retry_attempt: int = 0,
+        retry_reason: str = "",
+    ) -> str:
+        """Send an envelope (``events_api``, ``interactive``, ``slash_commands``); its id."""
+        if self._ws is None or self._ws.closed:
+            raise RuntimeError("no Socket Mode connection")
+        envelope_id = str(uuid.uuid4())
+        accepts = (
+            kind != "events_api" if accepts_response_payload is None else accepts_response_payload
+        )
+        envelope: dict[str, Any] = {
+            "envelope_id": envelope_id,
+            "type": kind,
+            "payload": payload,
+            "accepts_response_payload": accepts,
+        }
+        if kind == "events_api":
+            envelope |= {"retry_attempt": retry_attempt, "retry_reason": retry_reason}
+        await self._ws.send_json(envelope)
+        return envelope_id
