@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import click
+from pydantic import ValidationError
 
+from bot.config import Settings, load_settings
 from simulator.server import run_forever
 from simulator.state import SimulatorConfig
 
@@ -76,3 +78,70 @@ def sim(
         seed=seed,
     )
     asyncio.run(run_forever(config, host, port))
+
+
+def _settings(ctx: click.Context) -> Settings:
+    try:
+        return load_settings(ctx.obj["config_path"])
+    except FileNotFoundError as error:
+        raise click.ClickException(str(error)) from None
+    except ValidationError as error:
+        raise click.ClickException(f"invalid configuration:\n{error}") from None
+
+
+@main.command()
+@click.option("-v", "--verbose", is_flag=True, help="Log debug details.")
+@click.pass_context
+def run(ctx: click.Context, verbose: bool) -> None:
+    """Run every adapter whose credentials are configured, the tracker and webhook receiver."""
+    from genbot.logs import configure_logging
+    from genbot.runtime import running, wait_for_stop_signal
+
+    settings = _settings(ctx)
+    configure_logging(settings, verbose)
+    if not (
+        settings.discord.token.get_secret_value()
+        or settings.slack.bot_token.get_secret_value()
+        or settings.web.enabled
+    ):
+        raise click.ClickException(
+            "nothing to run: set [discord] token, [slack] bot_token or [web] enabled "
+            "(or try `genbot demo`)"
+        )
+
+    async def serve_until_stopped() -> None:
+        async with running(settings) as runtime:
+            click.echo(f"genbot running: {', '.join(runtime.adapters)} (Ctrl-C stops it)")
+            await wait_for_stop_signal()
+
+    asyncio.run(serve_until_stopped())
+    click.echo("genbot stopped")
+
+
+@main.command()
+@click.option("--port", type=int, default=None, help="Playground port (default [web] port, 8080).")
+@click.pass_context
+def demo(ctx: click.Context, port: int | None) -> None:
+    """Try genbot with no account: the simulator and the web playground in one process."""
+    from genbot.demo import run_demo
+    from genbot.logs import configure_logging
+
+    settings = _settings(ctx)
+    if port is not None:
+        settings = settings.model_copy(
+            update={"web": settings.web.model_copy(update={"port": port})}
+        )
+    configure_logging(settings, verbose=False)
+    asyncio.run(run_demo(settings))
+
+
+@main.command()
+@click.pass_context
+def doctor(ctx: click.Context) -> None:
+    """Check the configuration and reach each configured service (exit status 0 or 1)."""
+    from genbot.doctor import diagnose, report
+
+    settings = _settings(ctx)
+    text, healthy = report(asyncio.run(diagnose(settings)))
+    click.echo(text)
+    ctx.exit(0 if healthy else 1)

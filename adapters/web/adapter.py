@@ -118,6 +118,11 @@ class WebAdapter:
         self.app = build_app(self)
 
     @property
+    def surface(self) -> WebAdapter:
+        """The playground is its own :class:`bot.events.Surface`."""
+        return self
+
+    @property
     def url(self) -> str:
         """``http://host:port`` of the running playground; ``RuntimeError`` before :meth:`start`."""
         if not self._url:

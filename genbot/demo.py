@@ -1,0 +1,65 @@
+"""``genbot demo``: the simulator and the web playground in one process, nothing to configure."""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from bot.config import (
+    ApiSettings,
+    DiscordSettings,
+    Settings,
+    SlackSettings,
+    StorageSettings,
+    WebhookSettings,
+)
+from genbot.runtime import running, wait_for_stop_signal
+from simulator.server import serve
+from simulator.state import SimulatorConfig
+
+DEMO_TIME_SCALE = 0.15
+"""Simulated task durations are multiplied by this: a turbo grid takes about a second."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def demo_settings(settings: Settings, simulator_url: str, api_key: str, data_dir: Path) -> Settings:
+    """``settings`` pointed at the simulator, with a fresh database, the playground on, webhooks
+    on loopback, and no Discord or Slack."""
+    webhook_port = free_port()
+    return settings.model_copy(
+        update={
+            "api": ApiSettings(base_url=simulator_url, key=SecretStr(api_key)),
+            "storage": StorageSettings(path=data_dir / "genbot.db"),
+            "web": settings.web.model_copy(update={"enabled": True}),
+            "webhook": WebhookSettings(
+                public_url=f"http://127.0.0.1:{webhook_port}",
+                port=webhook_port,
+                allow_insecure_loopback=True,
+            ),
+            "discord": DiscordSettings(),
+            "slack": SlackSettings(),
+        }
+    )
+
+
+async def run_demo(settings: Settings, time_scale: float = DEMO_TIME_SCALE) -> None:
+    """Serve the demo until SIGINT/SIGTERM, then stop everything and delete its data."""
+    config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True)
+    with tempfile.TemporaryDirectory(prefix="genbot-demo-") as data_dir:
+        async with serve(config) as sim:
+            wired = demo_settings(settings, sim.base_url, config.api_key, Path(data_dir))
+            async with running(wired) as runtime:
+                print(f"genbot demo: open {runtime.web_url} in your browser (Ctrl-C stops it)")
+                print(f"  provider simulator at {sim.base_url}, data in {data_dir}")
+                print("  try: /imagine a lighthouse at dusk --ar 16:9 --turbo, then press U1")
+                await wait_for_stop_signal()
+    print("genbot demo stopped")

@@ -1,0 +1,50 @@
+"""Logging for the genbot process: readable lines, and no secret ever written."""
+
+from __future__ import annotations
+
+import logging
+
+from bot.config import Settings
+
+REDACTED = "[redacted]"
+
+
+class RedactSecrets(logging.Filter):
+    """Replaces every configured secret in a record's final message (belt and braces: genbot
+    never logs secrets on purpose, but libraries may echo a URL or header)."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = message
+        for secret in self.secrets:
+            redacted = redacted.replace(secret, REDACTED)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+def settings_secrets(settings: Settings) -> list[str]:
+    """Every secret value in ``settings``."""
+    return [
+        settings.api.key.get_secret_value(),
+        settings.discord.token.get_secret_value(),
+        settings.slack.bot_token.get_secret_value(),
+        settings.slack.app_token.get_secret_value(),
+        settings.slack.signing_secret.get_secret_value(),
+    ]
+
+
+def configure_logging(settings: Settings, verbose: bool) -> None:
+    """Log to stderr at INFO (DEBUG when ``verbose``), with secrets redacted."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    handler.addFilter(RedactSecrets(settings_secrets(settings)))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("discord").setLevel(logging.INFO if verbose else logging.WARNING)
