@@ -1,0 +1,66 @@
+"""genbot's chat engine: conversations with the provider's chat models.
+
+Where conversations live (:mod:`bot.chat.scoping`): a DM; a thread opened on a mention of the
+bot (or by ``/chat`` in a channel); a reply chain in a channel. History is read from storage
+for every answer, so conversations survive restarts.
+
+What is settable where (:mod:`bot.chat.prompting`):
+
+- ``/settings model`` (per user), ``/chat model`` (per conversation, sticks), channel and
+  workspace scopes, else ``ChatDefaults.model``; ``llm-4*`` needs the Developer plan;
+- ``/settings system_prompt`` (per channel), ``/chat system`` (per conversation, sticks), else
+  ``ChatDefaults.system_prompt``;
+- ``/settings temperature`` (per user), ``/chat temperature`` (this request);
+- ``/chat max_tokens`` (this request), else ``ChatDefaults.max_tokens``;
+- ``top_p``, ``presence_penalty``, ``frequency_penalty``, ``stop``: ``ChatDefaults``
+  (configuration) only; ``n`` is 1 and ``logit_bias`` unused.
+
+Function calling (:mod:`bot.chat.tools`): ``generate_image`` and ``describe_image``, served by
+an :class:`~bot.chat.tools.ImageTools` implementation. Wiring, in the composition root::
+
+    features, services, job_tools = build_job_features(settings, store, api, surfaces,
+                                                       budget=budget)
+    chat = ChatEngine(store, api, surfaces, budget=budget, tools=ChatImageTools(job_tools),
+                      defaults=ChatDefaults(...))
+    account = AccountFeature(store, surfaces, plan=settings.api.plan,
+                             daily_credit_budget=settings.limits.daily_credit_budget_per_user)
+    core = Core(surfaces, [*features, chat, account], chat, services)
+"""
+
+from bot.chat.engine import VISION_ACTION, VISION_LABEL, ChatEngine
+from bot.chat.prompting import (
+    DEFAULT_MODEL,
+    DEFAULT_SYSTEM_PROMPT,
+    VISION_MODEL,
+    ChatDefaults,
+    ChatOverrides,
+    ChatParams,
+)
+from bot.chat.tools import (
+    DESCRIBE_IMAGE,
+    FUNCTIONS,
+    GENERATE_IMAGE,
+    ChatImageTools,
+    ImageTools,
+    JobHandle,
+    ToolContext,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_SYSTEM_PROMPT",
+    "DESCRIBE_IMAGE",
+    "FUNCTIONS",
+    "GENERATE_IMAGE",
+    "VISION_ACTION",
+    "VISION_LABEL",
+    "VISION_MODEL",
+    "ChatDefaults",
+    "ChatEngine",
+    "ChatImageTools",
+    "ChatOverrides",
+    "ChatParams",
+    "ImageTools",
+    "JobHandle",
+    "ToolContext",
+]

@@ -1,0 +1,313 @@
+"""The chat engine: genbot's answers to plain messages and the ``/chat`` command.
+
+It is both the core's *conversations* object (``on_message``) and a feature owning ``chat`` and
+the ``chat_vision`` button. Where a message belongs is decided in :mod:`bot.chat.scoping`, what a
+request carries in :mod:`bot.chat.prompting`, how it is answered in :mod:`bot.chat.answer`.
+Every refusal (a plan that lacks the model, a message too long for it) happens before anything
+is stored, posted or sent to the provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from bot.api import ProviderClient
+from bot.budget import RenderBudget
+from bot.chat.answer import Answerer
+from bot.chat.prompting import (
+    VISION_MODEL,
+    ChatDefaults,
+    ChatOverrides,
+    ChatParams,
+    allowed_models,
+    api_turns,
+    check_plan,
+    fit,
+    image_parts,
+    is_image,
+    resolve_params,
+)
+from bot.chat.scoping import (
+    Target,
+    dm_target,
+    existing_target,
+    open_thread,
+    thread_target,
+    thread_title,
+)
+from bot.chat.tools import ImageTools
+from bot.core import SurfaceRegistry, UserError
+from bot.events import (
+    Attachment,
+    Button,
+    ButtonPress,
+    Command,
+    Event,
+    MessageRef,
+    ModalSubmit,
+    OptionValue,
+    OutMessage,
+    Place,
+    Surface,
+    User,
+    UserMessage,
+)
+from bot.render import RenderResult
+from bot.tokens import count_message
+from storage import UNSET, Conversation, Store
+
+VISION_ACTION = "chat_vision"
+VISION_LABEL = f"Use {VISION_MODEL}"
+
+
+def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
+    value = options.get(name)
+    return str(value).strip() or None if value is not None else None
+
+
+def _number(options: Mapping[str, OptionValue], name: str) -> float | None:
+    value = options.get(name)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def asked_text(user: User, prompt: str, limit: int) -> str:
+    """The question ``/chat`` posts in a channel (genbot's own text; it mentions nobody)."""
+    return _clip(f"**{user.name or user.id}** asked: {prompt}", limit)
+
+
+class ChatEngine:
+    """Conversations in DMs, threads and reply chains, and the ``/chat`` command.
+
+    ``tools`` (the image engine) enables function calling; ``budget`` is the process's shared
+    write budget (one is made when omitted).
+    """
+
+    commands = frozenset({"chat"})
+    actions = frozenset({VISION_ACTION})
+
+    def __init__(
+        self,
+        store: Store,
+        api: ProviderClient,
+        surfaces: SurfaceRegistry,
+        *,
+        budget: RenderBudget | None = None,
+        tools: ImageTools | None = None,
+        defaults: ChatDefaults | None = None,
+        final_timeout: float = 60.0,
+    ) -> None:
+        self.store = store
+        self.api = api
+        self.surfaces = surfaces
+        self.plan = api.settings.plan
+        self.defaults = defaults or ChatDefaults()
+        self.budget = budget or RenderBudget()
+        self.answerer = Answerer(
+            store, api, self.budget, self.defaults, tools, final_timeout=final_timeout
+        )
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    # Conversations ------------------------------------------------------------------------
+
+    async def on_message(self, event: UserMessage) -> None:
+        """Answer ``event`` when it belongs to a conversation (see :mod:`bot.chat.scoping`)."""
+        text = event.text.strip()
+        images = [a for a in event.attachments if is_image(a) and a.url]
+        if not text and not images:
+            return
+        surface = self.surfaces.get(event.place.platform)
+        target = await existing_target(self.store, event)
+        if target is None:
+            if not event.mentions_bot:
+                return
+            params = await self._params(event.user, event.place, None)
+            if event.place.thread_id is not None:
+                target = await thread_target(
+                    self.store, event.user, event.place, event, create=True
+                )
+            else:
+                root = MessageRef(event.place, event.message_id)
+                title = thread_title(text or "an image")
+                target = await open_thread(self.store, surface, root, title, event.user, event)
+            assert target is not None
+        else:
+            params = await self._params(event.user, target.place, target.conversation)
+        await self._converse(
+            surface, target, event.user, params, text, images, (event.message_id,), event.place
+        )
+
+    # Feature ------------------------------------------------------------------------------
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """``/chat prompt [model] [temperature] [max_tokens] [system]``."""
+        prompt = _text(options, "prompt") or ""
+        max_tokens = _number(options, "max_tokens")
+        overrides = ChatOverrides(
+            model=_text(options, "model"),
+            system=_text(options, "system"),
+            temperature=_number(options, "temperature"),
+            max_tokens=int(max_tokens) if max_tokens is not None else None,
+        )
+        surface = self.surfaces.get(event.place.platform)
+        place, user = event.place, event.user
+        target: Target | None = None
+        if place.is_dm:
+            target = await dm_target(self.store, user, place, event)
+        elif place.thread_id is not None:
+            target = await thread_target(self.store, user, place, event, create=False)
+        conversation = target.conversation if target else None
+        params = await self._params(user, place, conversation, overrides)
+        message_ids: tuple[str, ...] = ()
+        if target is None and place.thread_id is not None:
+            target = await thread_target(self.store, user, place, event, create=True)
+        if target is None:
+            question = await self._post(
+                surface, place, OutMessage(asked_text(user, prompt, surface.limits.max_text)), event
+            )
+            target = await open_thread(
+                self.store, surface, question, thread_title(prompt), user, None
+            )
+            message_ids = (question.message_id,)
+        if overrides.model is not None or overrides.system is not None:
+            await self.store.update_conversation(
+                target.conversation.id,
+                model=overrides.model if overrides.model is not None else UNSET,
+                system_prompt=overrides.system if overrides.system is not None else UNSET,
+            )
+            updated = await self.store.get_conversation(target.conversation.id)
+            assert updated is not None
+            target = replace(target, conversation=updated)
+        await self._converse(surface, target, user, params, prompt, [], message_ids, place)
+
+    async def on_button(self, event: ButtonPress) -> None:
+        """``Use llm-4-vision-preview``: switch the conversation and answer its last message."""
+        if event.action != VISION_ACTION:
+            raise UserError("This button is no longer supported.")
+        conversation = None
+        if event.ref.isdigit():
+            conversation = await self.store.get_conversation(int(event.ref))
+        if conversation is None:
+            raise UserError("This conversation no longer exists.")
+        check_plan(VISION_MODEL, self.plan)
+        surface = self.surfaces.get(event.place.platform)
+        async with self._lock(conversation.id):
+            history = await self.store.conversation_history(conversation.id)
+            if not any(turn.role == "user" for turn in history):
+                raise UserError("There is no message in this conversation to answer.")
+            if conversation.model == VISION_MODEL and history[-1].role != "user":
+                raise UserError(f"This conversation already uses {VISION_MODEL}.")
+            await self.store.update_conversation(conversation.id, model=VISION_MODEL)
+            switched = await self.store.get_conversation(conversation.id)
+            assert switched is not None
+            await self._edit(
+                surface,
+                MessageRef(event.place, event.message_id),
+                OutMessage(f"Switched this conversation to {VISION_MODEL}."),
+            )
+            params = await self._params(event.user, event.place, switched)
+            target = Target(switched, event.place, event)
+            await self.answerer.answer(surface, target, event.user, params)
+
+    async def on_modal(self, event: ModalSubmit) -> None:
+        """The chat engine opens no forms."""
+        raise UserError("This form is no longer supported.")
+
+    # Internals ----------------------------------------------------------------------------
+
+    def _lock(self, conversation_id: int) -> asyncio.Lock:
+        lock = self._locks.get(conversation_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[conversation_id] = lock
+        return lock
+
+    async def _params(
+        self,
+        user: User,
+        place: Place,
+        conversation: Conversation | None,
+        overrides: ChatOverrides | None = None,
+    ) -> ChatParams:
+        params = await resolve_params(
+            self.store, self.defaults, user, place, conversation, overrides
+        )
+        check_plan(params.model, self.plan, params.model_source)
+        return params
+
+    async def _post(
+        self, surface: Surface, place: Place, message: OutMessage, origin: Event | None
+    ) -> MessageRef:
+        await self.budget.acquire(place, surface.limits, urgent=True)
+        return await surface.send(place, message, origin=origin)
+
+    async def _edit(self, surface: Surface, ref: MessageRef, message: OutMessage) -> None:
+        await self.budget.acquire(ref.place, surface.limits, urgent=True)
+        await surface.edit(ref, message)
+
+    async def _converse(
+        self,
+        surface: Surface,
+        target: Target,
+        user: User,
+        params: ChatParams,
+        text: str,
+        images: Sequence[Attachment],
+        message_ids: Sequence[str],
+        came_from: Place,
+    ) -> RenderResult | None:
+        """Store the user's turn (after checking it fits) and answer it."""
+        conversation = target.conversation
+        async with self._lock(conversation.id):
+            parts = image_parts(text, images) if images else None
+            turn = {"role": "user", "content": parts if params.sees_images and parts else text}
+            history = await self.store.conversation_history(conversation.id)
+            functions = self.answerer.functions()
+            fit(params, self.defaults, [*api_turns(history, params.model), turn], functions)
+            await self.store.append_message(
+                conversation.id,
+                "user",
+                text,
+                parts=parts,
+                token_count=count_message(turn),
+                platform_message_ids=message_ids,
+                channel_id=came_from.channel_id,
+            )
+            if images and not params.sees_images:
+                answered = await self._cannot_see(surface, target, params, len(images), text)
+                if not answered:
+                    return None
+            return await self.answerer.answer(surface, target, user, params)
+
+    async def _cannot_see(
+        self, surface: Surface, target: Target, params: ChatParams, count: int, text: str
+    ) -> bool:
+        """Tell the user the model cannot see images; offer the vision model when the plan
+        has it (then nothing is answered yet). Returns whether to answer the text now."""
+        images = "your image was" if count == 1 else f"your {count} images were"
+        if VISION_MODEL in allowed_models(self.plan):
+            note = (
+                f"{params.model} cannot see images, so {images} not sent to it. Switch this "
+                f"conversation to {VISION_MODEL} to have the model look at "
+                f"{'it' if count == 1 else 'them'} and answer again."
+            )
+            button = Button(VISION_LABEL, VISION_ACTION, str(target.conversation.id), "primary")
+            message = OutMessage(note, buttons=((button,),))
+            posted = await self._post(surface, target.place, message, target.origin)
+            await self.store.link_conversation_messages(
+                target.conversation.id, [posted.message_id], channel_id=target.place.channel_id
+            )
+            return False
+        note = (
+            f"{params.model} cannot see images and {VISION_MODEL} needs the Developer plan, "
+            f"so {images} not sent; "
+            + ("only your text is answered." if text else "there is nothing else to answer.")
+        )
+        await self._post(surface, target.place, OutMessage(note), target.origin)
+        return bool(text)
