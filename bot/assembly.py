@@ -5,39 +5,28 @@ from __future__ import annotations
 from bot.account import AccountFeature
 from bot.api import ProviderClient
 from bot.budget import RenderBudget
-from bot.chat import ChatEngine
-from bot.config import Settings
+from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
+from bot.chat.tools import ChatImageTools
+from bot.config import ChatSettings, Settings
 from bot.core import Core, SurfaceRegistry
-from bot.events import Event, Place, User
-from bot.jobs import JobEngines, JobTools, build_job_engines
+from bot.jobs import JobEngines, build_job_engines
 from storage import Store
 
-DESCRIBE_WAIT_SECONDS = 180.0
 
-
-class ChatImageTools:
-    """The chat model's ``generate_image`` and ``describe_image``, served by the job engine."""
-
-    def __init__(self, jobs: JobTools) -> None:
-        self._jobs = jobs
-
-    async def generate_image(
-        self, *, user: User, place: Place, prompt: str, origin: Event | None
-    ) -> str:
-        job = await self._jobs.generate_image(Event(user=user, place=place), prompt)
-        if job.status == "create_failed":
-            return f"The image job could not start: {job.error or 'the provider refused it'}."
-        return f"Started image job {job.id}; its grid will be posted in this conversation."
-
-    async def describe_image(
-        self, *, user: User, place: Place, image_url: str, origin: Event | None
-    ) -> str:
-        prompts = await self._jobs.describe_prompts(
-            Event(user=user, place=place), image_url, timeout=DESCRIBE_WAIT_SECONDS
-        )
-        if not prompts:
-            return "The image could not be described; the reason was posted in the conversation."
-        return "\n".join(f"{number}. {prompt}" for number, prompt in enumerate(prompts, 1))
+def chat_defaults(chat: ChatSettings) -> ChatDefaults:
+    """The chat engine's defaults from the ``[chat]`` section."""
+    return ChatDefaults(
+        model=chat.model,
+        system_prompt=chat.system_prompt or DEFAULT_SYSTEM_PROMPT,
+        temperature=chat.temperature,
+        top_p=chat.top_p,
+        presence_penalty=chat.presence_penalty,
+        frequency_penalty=chat.frequency_penalty,
+        stop=tuple(chat.stop),
+        max_tokens=chat.max_tokens,
+        answer_reserve=chat.answer_reserve,
+        max_function_rounds=chat.max_function_rounds,
+    )
 
 
 def build_core(
@@ -51,7 +40,14 @@ def build_core(
     surfaces = SurfaceRegistry()
     budget = RenderBudget()
     jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
-    chat = ChatEngine(store, provider, surfaces, budget=budget, tools=ChatImageTools(jobs.tools))
+    chat = ChatEngine(
+        store,
+        provider,
+        surfaces,
+        budget=budget,
+        tools=ChatImageTools(jobs.tools),
+        defaults=chat_defaults(settings.chat),
+    )
     account = AccountFeature(
         store,
         surfaces,

@@ -41,6 +41,22 @@ class ApiSettings(Section):
     stream_idle_timeout: float = 60.0
 
 
+class ChatSettings(Section):
+    """``[chat]``: defaults for every chat request (users override model, temperature and the
+    channel's system prompt with ``/settings``; ``/chat`` options override per conversation)."""
+
+    model: str = "llm-3.5-turbo"
+    system_prompt: str = ""
+    temperature: float | None = None
+    top_p: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    stop: list[str] = Field(default_factory=list)
+    max_tokens: int | None = None
+    answer_reserve: int = 1024
+    max_function_rounds: int = 3
+
+
 class StorageSettings(Section):
     """``[storage]``: the SQLite database holding jobs, conversations and links."""
 
@@ -121,6 +137,7 @@ class Settings(BaseSettings):
     )
 
     api: ApiSettings = Field(default_factory=ApiSettings)
+    chat: ChatSettings = Field(default_factory=ChatSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
