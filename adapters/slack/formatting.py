@@ -150,8 +150,18 @@ def fallback_text(message: OutMessage) -> str:
 
 
 def plain_notice(text: str) -> str:
-    """genbot's own short text (an ephemeral notice) as safe mrkdwn."""
+    """genbot's own text (an ephemeral notice) as safe mrkdwn, truncated for the ``text``
+    field; :func:`notice_blocks` carries the whole of a longer one."""
     return truncate(markdown_to_mrkdwn(text), FALLBACK_TEXT_MAX) or EMPTY_FALLBACK
+
+
+def notice_blocks(text: str) -> list[dict[str, Any]]:
+    """Sections showing a notice too long for the ``text`` field (``/genbot help``) whole;
+    empty when :func:`plain_notice` already holds all of it."""
+    mrkdwn = markdown_to_mrkdwn(text)
+    if len(mrkdwn) <= FALLBACK_TEXT_MAX:
+        return []
+    return [_section(piece) for piece in split_text(mrkdwn, SECTION_TEXT_MAX)][:MESSAGE_BLOCKS_MAX]
 
 
 def _section(text: str) -> dict[str, Any]:

@@ -35,7 +35,14 @@ from bot.events import (
     SurfaceLimits,
 )
 
-from .formatting import MODEL_TEXT_BUDGET, fallback_text, message_blocks, modal_view, plain_notice
+from .formatting import (
+    MODEL_TEXT_BUDGET,
+    fallback_text,
+    message_blocks,
+    modal_view,
+    notice_blocks,
+    plain_notice,
+)
 from .inbound import SlackOrigin
 
 log = logging.getLogger(__name__)
@@ -121,12 +128,12 @@ class SlackSurface:
         )
 
     async def send_ephemeral(self, origin: Event, text: str) -> None:
-        notice = plain_notice(text)
+        notice, blocks = plain_notice(text), notice_blocks(text)
         context = _origin(origin)
         if (
             isinstance(origin, Command)
             and context.response_url
-            and await self._respond(context.response_url, notice)
+            and await self._respond(context.response_url, notice, blocks)
         ):
             return
         await self._call(
@@ -135,6 +142,7 @@ class SlackSurface:
                 channel=origin.place.channel_id,
                 user=origin.user.id,
                 text=notice,
+                blocks=blocks or None,
                 thread_ts=origin.place.thread_id,
             ),
         )
@@ -215,14 +223,17 @@ class SlackSurface:
         )
         return response.data if isinstance(response.data, dict) else {}
 
-    async def _respond(self, response_url: str, text: str) -> bool:
+    async def _respond(self, response_url: str, text: str, blocks: list[dict[str, Any]]) -> bool:
         webhook = AsyncWebhookClient(
             response_url, session=self._http(), timeout=int(self.call_timeout)
         )
         try:
             async with asyncio.timeout(self.call_timeout):
                 answer = await webhook.send(
-                    text=text, response_type="ephemeral", replace_original=False
+                    text=text,
+                    blocks=blocks or None,
+                    response_type="ephemeral",
+                    replace_original=False,
                 )
         except (aiohttp.ClientError, TimeoutError) as error:
             log.warning("response_url post failed: %s", type(error).__name__)

@@ -8,7 +8,8 @@ edits, open a modal, send an ephemeral error). Failures inside a script are kept
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
@@ -121,3 +122,12 @@ async def adapter(fake: FakeSlack, core: RecordingCore) -> AsyncIterator[SlackAd
 def url(adapter: SlackAdapter) -> str:
     assert adapter.events_url is not None
     return adapter.events_url
+
+
+@pytest.fixture
+def errors_fail_the_test(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """Fail the test when something logged an error (handler exceptions are only logged)."""
+    caplog.set_level(logging.WARNING)
+    yield
+    logged = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.ERROR]
+    assert logged == []

@@ -1,0 +1,128 @@
+"""A whole genbot on Slack in-process: the real adapter and core, the fake Slack, the simulator.
+
+``slack_genbot(fake, sim, db_path)`` starts genbot the way ``genbot run`` does (storage,
+provider client, ``build_core``, the Slack adapter, the core's services) with Slack settings
+pointing at ``fake`` and the provider at ``sim``; stopping it and starting another on the same
+database and fake is a restart. The fake Slack enforces Slack's budget (one ``chat.update`` per
+message per ``UPDATE_INTERVAL`` seconds, Tier 3 per workspace) and genbot is configured with the
+same numbers, so any 429 means genbot broke it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from adapters.slack import SlackAdapter
+from bot.api import ProviderClient
+from bot.assembly import build_core
+from bot.config import ApiSettings, LimitsSettings, Settings, StorageSettings
+from bot.core import Core
+from bot.jobs import JobEngines
+from simulator.server import RunningSimulator
+from simulator.state import RecordedRequest
+from storage import Job, JobStatus, Store
+from tests.adapters.slack.conftest import slack_settings
+from tests.fakes.slack import FakeSlack
+from tests.fakes.slack_model import FakeMessage
+
+UPDATE_INTERVAL = 1.0
+LIMITS: dict[str, Any] = {
+    "poll_interval_min": 0.01,
+    "poll_interval_max": 0.1,
+    "slack_message_updates_per_second": 1 / UPDATE_INTERVAL,
+}
+JOB_TIME_SCALE = 0.003
+"""Simulated time for image tasks: a relax grid (70 simulated seconds) takes about 0.2 s."""
+WAIT = 10.0
+SETTLED: frozenset[JobStatus] = frozenset({"posted", "failed_posted", "create_failed"})
+
+
+def budgeted_fake() -> FakeSlack:
+    """A fake Slack answering ``ratelimited`` (429) to a second update of a message within
+    ``UPDATE_INTERVAL`` seconds and beyond Tier 3 per workspace."""
+    return FakeSlack(min_seconds_between_updates=UPDATE_INTERVAL)
+
+
+def genbot_settings(
+    fake: FakeSlack, sim: RunningSimulator, db_path: Path, *, socket_mode: bool = False
+) -> Settings:
+    """Settings of a genbot on ``fake`` (HTTP mode on a free loopback port, or Socket Mode)."""
+    return Settings(
+        api=ApiSettings(
+            base_url=sim.base_url,
+            key=SecretStr("sim-key"),
+            connect_timeout=2.0,
+            read_timeout=5.0,
+            stream_idle_timeout=2.0,
+        ),
+        storage=StorageSettings(path=db_path),
+        slack=slack_settings(fake, socket_mode=socket_mode),
+        limits=LimitsSettings(**LIMITS),
+    )
+
+
+@dataclass
+class SlackGenbot:
+    """A running genbot whose only adapter is Slack."""
+
+    settings: Settings
+    store: Store
+    core: Core
+    jobs: JobEngines
+    adapter: SlackAdapter
+
+    @property
+    def url(self) -> str:
+        """Where the fake delivers signed requests (HTTP mode)."""
+        assert self.adapter.events_url is not None, "Socket Mode has no URL"
+        return self.adapter.events_url
+
+    async def settled(self, job_id: str) -> Job:
+        """The job once its result (or failure report) is posted and recorded."""
+        return await self.jobs.watch.wait(job_id, SETTLED, WAIT)
+
+
+@asynccontextmanager
+async def slack_genbot(
+    fake: FakeSlack, sim: RunningSimulator, db_path: Path, *, socket_mode: bool = False
+) -> AsyncIterator[SlackGenbot]:
+    """genbot composed as ``genbot run`` composes it (storage, provider client,
+    ``build_core``, the Slack adapter, then the core's services), stopped in reverse order."""
+    settings = genbot_settings(fake, sim, db_path, socket_mode=socket_mode)
+    async with AsyncExitStack() as stack:
+        store = await Store.open(db_path)
+        stack.push_async_callback(store.close)
+        provider = ProviderClient(settings.api)
+        stack.push_async_callback(provider.aclose)
+        core, jobs = build_core(settings, store, provider)
+        adapter = SlackAdapter(settings.slack, settings.limits, core)
+        core.attach(adapter.surface)
+        await adapter.start()
+        stack.push_async_callback(adapter.stop)
+        await core.start()
+        stack.push_async_callback(core.stop)
+        yield SlackGenbot(settings, store, core, jobs, adapter)
+
+
+def bot_message_with_button(fake: FakeSlack, channel: str, label: str) -> Callable[[], Any]:
+    """A condition for ``fake.wait_for``: the newest bot message in ``channel`` carrying a
+    button labelled ``label``."""
+
+    def newest() -> FakeMessage | None:
+        for message in reversed(fake.bot_messages(channel)):
+            if any(b["text"]["text"] == label for b in message.buttons):
+                return message
+        return None
+
+    return newest
+
+
+def created(sim: RunningSimulator, path: str) -> list[RecordedRequest]:
+    """The requests to ``path`` that created a task."""
+    return [r for r in sim.state.requests_to(path) if r.created_id]

@@ -1,0 +1,180 @@
+"""End to end on Slack with the real core: mentions, redeliveries, signatures, Socket Mode.
+
+The real slack-bolt app receives signed requests (or Socket Mode envelopes) from the fake Slack;
+the real core answers through the simulator over HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.render import MARKER
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from tests.adapters.slack.end_to_end import WAIT, budgeted_fake, slack_genbot
+from tests.fakes.slack import FakeSlack
+from tests.fakes.slack_model import FakeMessage
+
+pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
+
+CHAT_PATH = "/v1/chat/completions"
+HELP_COMMANDS = (
+    "chat",
+    "imagine",
+    "describe",
+    "blend",
+    "diffusion txt2img",
+    "diffusion img2img",
+    "diffusion upscale",
+    "diffusion controlnet",
+    "usage",
+)
+LONG_ANSWER = " ".join(f"fox{number}" for number in range(120))
+"""Streamed in some 100 pieces, 20 ms apart at time scale 1: about two seconds, long enough
+for an update between the first post and the final text under Slack's pacing."""
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with budgeted_fake() as slack:
+        yield slack
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[RunningSimulator]:
+    async with serve(SimulatorConfig(time_scale=1.0)) as running:
+        yield running
+
+
+def replies(fake: FakeSlack, mention: FakeMessage) -> list[FakeMessage]:
+    return [m for m in fake.thread("C1", mention.ts) if m.user == fake.bot_user_id]
+
+
+def answered(fake: FakeSlack, mention: FakeMessage, text: str) -> FakeMessage | None:
+    found = [m for m in replies(fake, mention) if m.markdown == text]
+    return found[0] if found else None
+
+
+async def test_a_mention_is_answered_in_its_thread_streamed_within_the_budget(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+        mention = fake.user_says(f"<@{fake.bot_user_id}> please echo: {LONG_ANSWER}")
+
+        delivery = await fake.post_event(
+            bot.url, fake.event_callback(fake.app_mention_event(mention))
+        )
+
+        assert delivery.status == 200
+        answer = await fake.wait_for(lambda: answered(fake, mention, LONG_ANSWER), WAIT)
+        assert answer.thread_ts == mention.ts
+        assert replies(fake, mention) == [answer]
+        assert len(answer.history) >= 2, "the answer was streamed by several updates"
+        for earlier in answer.history:
+            assert LONG_ANSWER.startswith(earlier.removesuffix(MARKER).rstrip()), earlier
+        assert fake.calls_to("chat.update")
+        assert fake.ratelimited == []
+        (request,) = sim.state.requests_to(CHAT_PATH)
+        assert request.body["stream"] is True
+        assert request.body["messages"][-1]["content"].endswith(f"echo: {LONG_ANSWER}")
+
+
+async def test_an_event_delivered_again_is_answered_once(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+        mention = fake.user_says(f"<@{fake.bot_user_id}> echo: only once")
+        envelope = fake.event_callback(fake.app_mention_event(mention))
+        as_channel_message = fake.event_callback(fake.message_event(mention))
+
+        statuses = [
+            (await fake.post_event(bot.url, envelope)).status,
+            (await fake.post_event(bot.url, as_channel_message)).status,
+            (await fake.post_event(bot.url, envelope, retry_num=1)).status,
+        ]
+        await fake.wait_for(lambda: answered(fake, mention, "only once"), WAIT)
+        late_retry = await fake.post_event(
+            bot.url, envelope, retry_num=2, retry_reason="http_error"
+        )
+        follow_up = fake.user_says(f"<@{fake.bot_user_id}> echo: next question")
+        await fake.post_event(bot.url, fake.event_callback(fake.app_mention_event(follow_up)))
+        await fake.wait_for(lambda: answered(fake, follow_up, "next question"), WAIT)
+
+    assert statuses == [200, 200, 200]
+    assert late_retry.status == 200
+    assert [m.markdown for m in replies(fake, mention)] == ["only once"]
+    assert len(sim.state.requests_to(CHAT_PATH)) == 2
+    assert fake.ratelimited == []
+
+
+async def test_a_request_with_a_bad_signature_gets_401_and_nothing_runs(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+        mention = fake.user_says(f"<@{fake.bot_user_id}> echo: genuine")
+        envelope = fake.event_callback(fake.app_mention_event(mention))
+        forged = "not-the-signing-secret"
+
+        refused = [
+            await fake.post_event(bot.url, envelope, secret=forged),
+            await fake.post_command(
+                bot.url, fake.slash_command("/imagine", "a fox --ar 16:9"), secret=forged
+            ),
+        ]
+        genuine = await fake.post_event(bot.url, envelope)
+        await fake.wait_for(lambda: answered(fake, mention, "genuine"), WAIT)
+
+    assert [r.status for r in refused] == [401, 401]
+    assert genuine.status == 200
+    assert len(sim.state.requests_to(CHAT_PATH)) == 1
+    assert sim.state.requests_to("/gen/") == []
+    assert [m.markdown for m in fake.bot_messages()] == ["genuine"]
+    assert fake.ephemerals == [] and fake.responses == []
+
+
+async def test_socket_mode_with_the_real_core_answers_a_message_and_a_command(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db", socket_mode=True) as bot:
+        assert bot.adapter.events_url is None
+        await fake.wait_for(lambda: fake.socket_connected, WAIT)
+        assert fake.socket_connections == 1
+        message = fake.user_says("echo: hello over the socket", channel="D1")
+
+        pushed = [
+            await fake.socket_push("events_api", fake.event_callback(fake.message_event(message))),
+            await fake.socket_push("slash_commands", fake.slash_command("/genbot", "help")),
+        ]
+
+        await fake.wait_for(lambda: acked(fake) >= set(pushed), WAIT)
+        answer = await fake.wait_for(
+            lambda: [m for m in fake.bot_messages("D1") if m.markdown == "hello over the socket"],
+            WAIT,
+        )
+        help_shown = await fake.wait_for(
+            lambda: shown_ephemerals(fake, "to have it looked at"), WAIT
+        )
+        assert answer[0].thread_ts in (None, message.ts)
+        assert len(fake.bot_messages()) == 1
+    for command in HELP_COMMANDS:
+        assert f"/{command}" in help_shown, command
+    assert fake.calls_to("apps.connections.open")[0].token == fake.app_token
+    assert len(sim.state.requests_to(CHAT_PATH)) == 1
+    assert fake.ratelimited == []
+
+
+def acked(fake: FakeSlack) -> set[str]:
+    return {ack["envelope_id"] for ack in fake.socket_acks}
+
+
+def shown_ephemerals(fake: FakeSlack, last_words: str) -> str | None:
+    """Everything the ephemerals show (their sections, else their text), once it includes
+    ``last_words``."""
+    shown = "\n".join(
+        "\n".join(b["text"]["text"] for b in e.blocks if b.get("type") == "section") or e.text
+        for e in fake.ephemerals
+    )
+    return shown if last_words in shown else None

@@ -1,0 +1,197 @@
+"""``genbot run`` with Slack settings from the environment, against the fake Slack and the
+simulator, in both transports: a real subprocess, stopped with SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+
+import pytest
+
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from tests.adapters.slack.end_to_end import (
+    JOB_TIME_SCALE,
+    LIMITS,
+    bot_message_with_button,
+    budgeted_fake,
+    created,
+)
+from tests.bot.harness import free_port
+from tests.fakes.slack import FakeSlack
+
+STARTUP_WAIT = 20.0
+RESULT_WAIT = 15.0
+STOP_WAIT = 10.0
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with budgeted_fake() as slack:
+        yield slack
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[RunningSimulator]:
+    async with serve(SimulatorConfig(time_scale=JOB_TIME_SCALE)) as running:
+        yield running
+
+
+class GenbotProcess:
+    """``python -m genbot run`` in a subprocess, its stdout and stderr collected as they come."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self._changed = asyncio.Event()
+        assert process.stdout is not None and process.stderr is not None
+        self._readers = [
+            asyncio.create_task(self._collect(process.stdout)),
+            asyncio.create_task(self._collect(process.stderr)),
+        ]
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def has_line(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+    async def _collect(self, stream: asyncio.StreamReader) -> None:
+        async for line in stream:
+            self.lines.append(line.decode(errors="replace").rstrip())
+            self._changed.set()
+        self._changed.set()
+
+    async def wait_for_line(self, text: str, timeout: float = STARTUP_WAIT) -> None:
+        """Wait until a line contains ``text`` (gives up early when the process exited)."""
+        with suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while not self.has_line(text) and not all(r.done() for r in self._readers):
+                    self._changed.clear()
+                    await self._changed.wait()
+        assert self.has_line(text), f"no {text!r} in the output of genbot run:\n{self.output}"
+
+    async def stop(self) -> int:
+        """SIGTERM, then the exit code once it exited and its output is read."""
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            async with asyncio.timeout(STOP_WAIT):
+                code = await self.process.wait()
+                await asyncio.gather(*self._readers)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+            raise AssertionError(f"genbot did not stop on SIGTERM:\n{self.output}") from None
+        return code
+
+
+@asynccontextmanager
+async def genbot_run(settings: Mapping[str, str], cwd: Path) -> AsyncIterator[GenbotProcess]:
+    """``genbot run`` with ``settings`` as its only ``GENBOT_*`` environment; killed if the
+    test leaves it running."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GENBOT_")}
+    env |= {"PYTHONUNBUFFERED": "1", **settings}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "genbot",
+        "run",
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    genbot = GenbotProcess(process)
+    try:
+        yield genbot
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+def environment(fake: FakeSlack, sim: RunningSimulator, db_path: Path) -> dict[str, str]:
+    limits = {f"GENBOT_LIMITS__{key.upper()}": str(value) for key, value in LIMITS.items()}
+    return {
+        "GENBOT_SLACK__BOT_TOKEN": fake.bot_token,
+        "GENBOT_SLACK__API_URL": fake.api_url,
+        "GENBOT_API__BASE_URL": sim.base_url,
+        "GENBOT_API__KEY": "sim-key",
+        "GENBOT_STORAGE__PATH": str(db_path),
+        **limits,
+    }
+
+
+def assert_clean(output: str, fake: FakeSlack) -> None:
+    """No secret, no error and no traceback in the output of ``genbot run``."""
+    for secret in (fake.bot_token, fake.app_token, fake.signing_secret, "sim-key"):
+        assert secret not in output
+    assert " ERROR " not in output and "Traceback" not in output, output
+
+
+async def test_genbot_run_in_http_mode_answers_a_signed_imagine(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    port = free_port()
+    settings = environment(fake, sim, tmp_path / "genbot.db") | {
+        "GENBOT_SLACK__SIGNING_SECRET": fake.signing_secret,
+        "GENBOT_SLACK__HTTP_PORT": str(port),
+    }
+    async with genbot_run(settings, tmp_path) as genbot:
+        await genbot.wait_for_line("genbot running: slack")
+        url = f"http://127.0.0.1:{port}/slack/events"
+
+        refused = await fake.post_command(
+            url, fake.slash_command("/imagine", "a fox"), secret="forged"
+        )
+        accepted = await fake.post_command(url, fake.slash_command("/imagine", "a fox"))
+        grid = await fake.wait_for(bot_message_with_button(fake, "C1", "U1"), RESULT_WAIT)
+
+        code = await genbot.stop()
+
+    assert (refused.status, accepted.status) == (401, 200)
+    assert len(created(sim, "/gen/v2/imagine")) == 1
+    (upload,) = fake.uploads
+    assert any(f.id == upload[0] for m in fake.bot_messages("C1") for f in m.files)
+    assert "a fox" in grid.sections
+    assert fake.ratelimited == []
+    assert code == 0, genbot.output
+    assert "genbot stopped" in genbot.output
+    assert_clean(genbot.output, fake)
+
+
+async def test_genbot_run_in_socket_mode_answers_an_envelope(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    settings = environment(fake, sim, tmp_path / "genbot.db") | {
+        "GENBOT_SLACK__APP_TOKEN": fake.app_token,
+    }
+    async with genbot_run(settings, tmp_path) as genbot:
+        await genbot.wait_for_line("genbot running: slack")
+        await fake.wait_for(lambda: fake.socket_connected, STARTUP_WAIT)
+        message = fake.user_says("echo: hello from the socket", channel="D1")
+
+        envelope_id = await fake.socket_push(
+            "events_api", fake.event_callback(fake.message_event(message))
+        )
+        answer = await fake.wait_for(
+            lambda: [m for m in fake.bot_messages("D1") if m.markdown == "hello from the socket"],
+            RESULT_WAIT,
+        )
+
+        code = await genbot.stop()
+
+    assert {"envelope_id": envelope_id} in fake.socket_acks
+    assert len(answer) == 1
+    assert fake.calls_to("apps.connections.open")[0].token == fake.app_token
+    assert code == 0, genbot.output
+    assert "genbot stopped" in genbot.output
+    assert_clean(genbot.output, fake)
