@@ -3,6 +3,7 @@ validated against Discord's limits (content length, components, file size, empty
 
 from __future__ import annotations
 
+import mimetypes
 from typing import Any
 
 from aiohttp import web
@@ -29,6 +30,14 @@ def invalid(field: str, message: str) -> web.Response:
         "errors": {field: {"_errors": [{"code": "INVALID", "message": message}]}},
     }
     return json_response(body, 400)
+
+
+def uploaded_type(filename: str, declared: str) -> str:
+    """The content type Discord gives an upload: discord.py declares every file
+    ``application/octet-stream``; Discord names it after the file's extension."""
+    if declared != "application/octet-stream":
+        return declared
+    return mimetypes.guess_type(filename)[0] or declared
 
 
 class MessageBodies(FakeDiscordCore):
@@ -121,8 +130,11 @@ class MessageBodies(FakeDiscordCore):
             ]
         for field, filename in uploads:
             original, content_type, data = req.files[field]
+            name = filename or original
             kept.append(
-                self.store_attachment(message.channel_id, filename or original, data, content_type)
+                self.store_attachment(
+                    message.channel_id, name, data, uploaded_type(name, content_type)
+                )
             )
         return kept
 

@@ -1,0 +1,160 @@
+"""genbot's real core (``build_core``) behind the real Discord adapter, against the fake Discord
+and the provider simulator over HTTP.
+
+``real_genbot(harness, sim, db_path)`` opens the store, the provider client and the core with
+every feature, attaches a started :class:`DiscordAdapter` and starts the core's services; on exit
+it stops them in reverse order. A test restarts genbot by leaving one block and entering
+another on the same simulator, database and fake — a new process in all but the interpreter.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from adapters.discord import DiscordAdapter
+from bot.api import ProviderClient, RetryPolicy
+from bot.assembly import build_core
+from bot.config import ApiSettings, LimitsSettings, Settings, StorageSettings
+from bot.core import Core
+from bot.jobs import JobEngines
+from simulator.server import RunningSimulator
+from simulator.state import RecordedRequest
+from storage import ALL_STATUSES, Job, JobStatus, Store
+from tests.adapters.discord.harness import Harness
+from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage, FakeUser
+
+FAST_RETRY = RetryPolicy(max_attempts=4, max_total_seconds=5.0, base_delay=0.01, max_delay=0.05)
+FAST_POLLING: dict[str, Any] = {"poll_interval_min": 0.01, "poll_interval_max": 0.1}
+QUICK_WINDOW = 1.0
+QUICK_BUCKET: dict[str, Any] = {"bucket_window": QUICK_WINDOW, "advertise_rate_limits": False}
+"""Fake Discord options for tests whose subject is not the edit budget: Discord's bucket of 5
+message writes per channel in a 1-second window (give genbot the same window with
+``discord_edit_window_seconds=QUICK_WINDOW``), without rate-limit headers, so only genbot's own
+budget avoids 429s — and tests wait less for it."""
+MARKER = "▌"
+"""The renderer's in-progress marker: only interim versions of a streamed answer carry it."""
+
+
+def core_settings(
+    harness: Harness, sim: RunningSimulator, db_path: Path, **limits: Any
+) -> Settings:
+    """Settings of a test genbot: the simulator as provider (polling only), fast polling."""
+    return Settings(
+        api=ApiSettings(
+            base_url=sim.base_url,
+            key=SecretStr("sim-key"),
+            connect_timeout=2.0,
+            read_timeout=5.0,
+            stream_idle_timeout=2.0,
+        ),
+        storage=StorageSettings(path=db_path),
+        discord=harness.settings(),
+        limits=LimitsSettings(**(FAST_POLLING | limits)),
+    )
+
+
+@dataclass
+class RealGenbot:
+    """A running genbot: the real core and engines, its store and its Discord adapter."""
+
+    settings: Settings
+    store: Store
+    core: Core
+    jobs: JobEngines
+    adapter: DiscordAdapter
+
+    async def all_jobs(self) -> list[Job]:
+        """Every job, oldest first."""
+        return await self.store.list_unfinished_jobs(ALL_STATUSES)
+
+    async def posted(self, job_type: str, timeout: float = 10.0) -> Job:
+        """The only job of ``job_type``, once its result is posted."""
+        [job] = [j for j in await self.all_jobs() if j.type == job_type]
+        posted: tuple[JobStatus, ...] = ("posted",)
+        return await self.jobs.watch.wait(job.id, posted, timeout)
+
+
+@asynccontextmanager
+async def real_genbot(
+    harness: Harness, sim: RunningSimulator, db_path: Path, **limits: Any
+) -> AsyncIterator[RealGenbot]:
+    """A started genbot (see the module docstring); ``limits`` override ``[limits]``. Fails
+    the test when genbot logged an error meanwhile (the core turns bugs into logged errors)."""
+    settings = core_settings(harness, sim, db_path, **limits)
+    errors = ErrorLog()
+    logging.getLogger().addHandler(errors)
+    try:
+        async with _started(harness, settings) as running:
+            yield running
+    finally:
+        logging.getLogger().removeHandler(errors)
+    assert not errors.records, f"genbot logged errors: {errors.summary()}"
+
+
+@asynccontextmanager
+async def _started(harness: Harness, settings: Settings) -> AsyncIterator[RealGenbot]:
+    db_path = settings.storage.path
+    async with AsyncExitStack() as stack:
+        store = await Store.open(db_path)
+        stack.push_async_callback(store.close)
+        provider = ProviderClient(settings.api, retry=FAST_RETRY)
+        stack.push_async_callback(provider.aclose)
+        core, jobs = build_core(settings, store, provider)
+        adapter = await harness.start(core, settings.limits)
+        stack.push_async_callback(harness.stop, adapter)
+        core.attach(adapter.surface)
+        await core.start()
+        stack.push_async_callback(core.stop)
+        yield RealGenbot(settings, store, core, jobs, adapter)
+
+
+def creations(sim: RunningSimulator, endpoint: str) -> list[RecordedRequest]:
+    """The creation requests the simulator got on ``/gen/v2/<endpoint>``."""
+    return [r for r in sim.state.requests_to(f"/gen/v2/{endpoint}") if r.method == "POST"]
+
+
+def newest(messages: list[FakeMessage], test: Callable[[FakeMessage], bool]) -> FakeMessage | None:
+    """The newest of ``messages`` passing ``test``."""
+    return next((m for m in reversed(messages) if test(m)), None)
+
+
+def with_image(message: FakeMessage) -> bool:
+    """Whether ``message`` carries an image (a job's result)."""
+    return bool(message.attachments)
+
+
+def finished(message: FakeMessage) -> bool:
+    """Whether a streamed answer's message shows its final text."""
+    return bool(message.content) and MARKER not in message.content
+
+
+def ephemeral_texts(fake: FakeDiscord, user: FakeUser) -> list[str]:
+    """What ``user`` was told privately, oldest interaction first."""
+    return [m.content for m in fake.ephemerals_for(user)]
+
+
+def thread_of(fake: FakeDiscord, message: FakeMessage) -> FakeChannel:
+    """The thread started on ``message``."""
+    assert message.thread_id is not None, f"no thread was started on message {message.id}"
+    return fake.channels[message.thread_id]
+
+
+class ErrorLog(logging.Handler):
+    """Collects every record of level ERROR or above the process logs."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def summary(self) -> str:
+        return "; ".join(f"{r.name}: {r.getMessage()} {r.exc_info or ''}" for r in self.records)

@@ -1,0 +1,208 @@
+"""End to end, images: ``/imagine`` → grid → buttons (also after a restart), idempotent and
+guarded presses, and input refused before the provider — through the real discord.py, the fake
+Discord, the real core on a tmp SQLite database and the simulator over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+
+import pytest
+
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from tests.adapters.discord.harness import Harness
+from tests.adapters.discord.real_core import (
+    QUICK_BUCKET,
+    QUICK_WINDOW,
+    RealGenbot,
+    creations,
+    ephemeral_texts,
+    newest,
+    real_genbot,
+    with_image,
+)
+from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage
+
+GRID_LABELS = {"U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4"}
+DEFERRED_UPDATE = 6
+
+pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[RunningSimulator]:
+    async with serve(SimulatorConfig(time_scale=0.003, seed=11)) as running:
+        yield running
+
+
+def genbot_in(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> AbstractAsyncContextManager[RealGenbot]:
+    """A genbot on ``tmp_path``'s database, its edit budget set to the fake's window."""
+    return real_genbot(
+        harness, sim, tmp_path / "genbot.db", discord_edit_window_seconds=QUICK_WINDOW
+    )
+
+
+async def result_with(fake: FakeDiscord, channel: FakeChannel, label: str) -> FakeMessage:
+    """The newest image the bot posted in ``channel`` that has a ``label`` button."""
+
+    def found() -> FakeMessage | None:
+        return newest(
+            fake.bot_messages(channel.id),
+            lambda m: with_image(m) and any(b.get("label") == label for b in m.buttons),
+        )
+
+    return await fake.wait_for(found, 10.0, f"an image with a {label!r} button")
+
+
+async def imagine(fake: FakeDiscord, prompt: str) -> FakeMessage:
+    """Alice runs ``/imagine prompt`` in #general; its grid, once posted."""
+    general = fake.channel("general")
+    interaction = await fake.slash(fake.user("alice"), general, "imagine", {"prompt": prompt})
+    assert await fake.answered(interaction) == 5
+    return await result_with(fake, general, "U1")
+
+
+async def test_imagine_upscale_restart_and_zoom_out_on_the_old_message(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    async with genbot_in(harness, sim, tmp_path) as genbot:
+        interaction = await fake.slash(alice, general, "imagine", {"prompt": "a red fox"})
+        assert await fake.answered(interaction) == 5
+        progress = await fake.wait_for(
+            lambda: next(iter(fake.bot_messages(general.id)), None), what="a progress message"
+        )
+        assert not progress.attachments and "a red fox" in progress.content
+        grid = await result_with(fake, general, "U1")
+        assert grid.id != progress.id
+        assert [a.content_type for a in grid.attachments] == ["image/png"]
+        assert {b.get("label") for b in grid.buttons} >= GRID_LABELS
+        assert all(len(custom_id) <= 100 for custom_id in grid.custom_ids)
+        imagined = await genbot.posted("imagine")
+        assert imagined.result_message_id == str(grid.id)
+
+        press = await fake.press(alice, grid, "U2")
+        assert await fake.answered(press) == DEFERRED_UPDATE
+        upscale = await result_with(fake, general, "Zoom Out 2x")
+        labels = {b.get("label") for b in upscale.buttons}
+        assert {"Vary (Strong)", "Vary (Subtle)", "Zoom Out 1.5x", "Custom Zoom"} <= labels
+        [upscale_request] = creations(sim, "upscale")
+        assert upscale_request.body["origin_task_id"] == imagined.provider_id
+        assert str(upscale_request.body["index"]) == "2"
+        upscaled = await genbot.posted("upscale")
+        assert upscaled.provider_id == upscale_request.created_id
+
+    assert not harness.adapters, "the first genbot is stopped"
+    assert fake.rate_limit_hits == 0
+    # The new process cannot know the old one's writes in the current window: a 429 may
+    # follow, and is waited out.
+    async with genbot_in(harness, sim, tmp_path) as restarted:
+        press = await fake.press(alice, upscale, "Zoom Out 2x")
+        assert await fake.answered(press) == DEFERRED_UPDATE
+        zoomed = await fake.wait_for(
+            lambda: newest(
+                fake.bot_messages(general.id), lambda m: with_image(m) and m.id > upscale.id
+            ),
+            10.0,
+            "the zoomed-out image",
+        )
+        [outpaint_request] = creations(sim, "outpaint")
+        assert outpaint_request.body["origin_task_id"] == upscaled.provider_id
+        assert str(outpaint_request.body["zoom_ratio"]) == "2"
+        assert {b.get("label") for b in zoomed.buttons} >= GRID_LABELS
+        outpainted = await restarted.posted("outpaint")
+        assert outpainted.parent_job_id == upscaled.id
+        assert outpainted.result_message_id == str(zoomed.id)
+    assert not fake.ephemerals_for(alice)
+
+
+async def test_a_button_pressed_twice_makes_one_job_and_others_are_refused(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, bob, general = fake.user("alice"), fake.user("bob"), fake.channel("general")
+    async with genbot_in(harness, sim, tmp_path) as genbot:
+        grid = await imagine(fake, "a blue heron")
+        first = await fake.press(alice, grid, "U1")
+        second = await fake.press(alice, grid, "U1")
+        assert [await fake.answered(p) for p in (first, second)] == [DEFERRED_UPDATE] * 2
+        upscale = await result_with(fake, general, "Zoom Out 2x")
+        refusal = await fake.wait_for(
+            lambda: ephemeral_texts(fake, alice), what="an answer to the second press"
+        )
+        assert len(creations(sim, "upscale")) == 1
+        assert [j.action for j in await genbot.all_jobs() if j.type == "upscale"] == ["upscale1"]
+        assert refusal[0].startswith("Already on it")
+        assert upscale.content and not upscale.pings.users - {alice.id}
+
+        intruder = await fake.press(bob, grid, "V3")
+        assert await fake.answered(intruder) == DEFERRED_UPDATE
+        [told] = await fake.wait_for(
+            lambda: ephemeral_texts(fake, bob), what="an answer to bob's press"
+        )
+        assert "Only the person who started this job" in told
+        await asyncio.sleep(0.2)
+        assert not creations(sim, "variation")
+        assert len(fake.bot_messages(general.id)) == 4
+    assert fake.rate_limit_hits == 0
+
+
+async def test_an_oversized_diffusion_width_is_refused_before_the_provider(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice = fake.user("alice")
+    async with genbot_in(harness, sim, tmp_path) as genbot:
+        interaction = await fake.slash(
+            alice, fake.channel("general"), "diffusion txt2img", {"prompt": "a fox", "width": 2048}
+        )
+        assert await fake.answered(interaction) == 5
+        [told] = await fake.wait_for(lambda: ephemeral_texts(fake, alice), what="the refusal")
+        assert "width" in told and "1024" in told
+        assert not sim.state.requests_to("/diff/")
+        assert not await genbot.all_jobs()
+        assert not fake.bot_messages(fake.channel("general").id)
+
+
+async def test_custom_zoom_opens_a_form_for_the_requester_only(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, bob, general = fake.user("alice"), fake.user("bob"), fake.channel("general")
+    async with genbot_in(harness, sim, tmp_path) as genbot:
+        grid = await imagine(fake, "a green frog")
+        await fake.press(alice, grid, "U4")
+        upscale = await result_with(fake, general, "Custom Zoom")
+        upscaled = await genbot.posted("upscale")
+
+        intruder = await fake.press(bob, upscale, "Custom Zoom")
+        assert await fake.answered(intruder) == 4
+        assert intruder.modal is None
+        [told] = ephemeral_texts(fake, bob)
+        assert "Only the person who started this job" in told
+
+        opened = await fake.press(alice, upscale, "Custom Zoom")
+        assert await fake.answered(opened) == 9
+        assert opened.modal is not None and opened.modal["title"] == "Custom Zoom"
+        submitted = await fake.submit_modal(opened, {"zoom": "1.8", "prompt": "a frog on a pond"})
+        assert await fake.answered(submitted) == 5
+        zoomed = await fake.wait_for(
+            lambda: newest(
+                fake.bot_messages(general.id), lambda m: with_image(m) and m.id > upscale.id
+            ),
+            10.0,
+            "the zoomed-out image",
+        )
+        [request] = creations(sim, "outpaint")
+        assert request.body["origin_task_id"] == upscaled.provider_id
+        assert float(request.body["zoom_ratio"]) == 1.8
+        assert request.body["prompt"] == "a frog on a pond"
+        assert {b.get("label") for b in zoomed.buttons} >= GRID_LABELS
+        assert not ephemeral_texts(fake, alice)
+    assert fake.rate_limit_hits == 0
