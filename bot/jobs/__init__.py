@@ -1,0 +1,195 @@
+"""Image (family B) and diffusion (family C) jobs: features, the tracker, webhooks, delivery.
+
+The composition root wires everything with one call::
+
+    features, services, tools = build_job_features(settings, store, provider, surfaces,
+                                                   budget=budget)
+    core = Core(surfaces, [*features, ...], conversations, [*services, ...])
+
+``budget`` should be the process's one :class:`~bot.budget.RenderBudget` (shared with the chat
+renderer); ``tools`` is the :class:`JobTools` handle for the chat engine's functions.
+The provider client should be built with ``allow_insecure_webhooks`` equal to
+``[webhook] allow_insecure_loopback``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from bot.api import InvalidRequest, ProviderClient
+from bot.api.validation import check_webhook_address
+from bot.budget import RenderBudget
+from bot.config import Settings
+from bot.core import Feature, Lifecycle, SurfaceRegistry
+from bot.jobs.delivery import Delivery
+from bot.jobs.diffusion import DiffusionJobs
+from bot.jobs.images import ImageJobs
+from bot.jobs.limits import Limits, open_channels_from
+from bot.jobs.media import MediaFetcher, MediaHost
+from bot.jobs.starter import JobSpec, JobStarter, Submitted
+from bot.jobs.tools import JobTools
+from bot.jobs.tracker import Tracker
+from bot.jobs.watch import JobWatch
+from bot.jobs.webhooks import WebhookReceiver
+from storage import Store
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "Delivery",
+    "DiffusionJobs",
+    "ImageJobs",
+    "JobEngines",
+    "JobSpec",
+    "JobStarter",
+    "JobTools",
+    "JobWatch",
+    "Limits",
+    "MediaFetcher",
+    "MediaHost",
+    "Submitted",
+    "Tracker",
+    "WebhookReceiver",
+    "build_job_engines",
+    "build_job_features",
+    "webhook_base_url",
+]
+
+
+@dataclass
+class JobEngines:
+    """Every part of the job machinery, for the composition root and tests."""
+
+    images: ImageJobs
+    diffusion: DiffusionJobs
+    tracker: Tracker
+    receiver: WebhookReceiver | None
+    media: MediaFetcher
+    media_host: MediaHost | None
+    delivery: Delivery
+    starter: JobStarter
+    limits: Limits
+    watch: JobWatch
+    tools: JobTools
+
+    @property
+    def features(self) -> list[Feature]:
+        """The features to give the core."""
+        return [self.images, self.diffusion]
+
+    @property
+    def services(self) -> list[Lifecycle]:
+        """The services to give the core, in start order (the core stops them in reverse: the
+        receiver first, so no webhook reaches a stopped tracker)."""
+        receiver: list[Lifecycle] = [self.receiver] if self.receiver is not None else []
+        return [self.media, self.tracker, *receiver]
+
+
+def webhook_base_url(settings: Settings) -> str | None:
+    """Where job webhooks go (``public_url`` + ``path``), or None when webhooks are off or the
+    address is not one the provider accepts (https on 443; loopback http only when
+    ``allow_insecure_loopback``)."""
+    hook = settings.webhook
+    if not hook.public_url.strip():
+        return None
+    base = hook.public_url.strip().rstrip("/") + "/" + hook.path.strip("/")
+    try:
+        check_webhook_address(
+            "[webhook] public_url", base, allow_insecure=hook.allow_insecure_loopback
+        )
+    except InvalidRequest as error:
+        log.warning("webhooks disabled, polling only: %s", error)
+        return None
+    return base
+
+
+def build_job_engines(
+    settings: Settings,
+    store: Store,
+    provider: ProviderClient,
+    surfaces: SurfaceRegistry,
+    *,
+    budget: RenderBudget | None = None,
+    open_channels: Mapping[str, frozenset[str]] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> JobEngines:
+    """Build the job machinery; see :func:`build_job_features`."""
+    limits_settings = settings.limits
+    watch = JobWatch(store)
+    media = MediaFetcher(limits_settings.max_upload_bytes)
+    webhook_base = webhook_base_url(settings)
+    media_host = (
+        MediaHost(settings.webhook.public_url.strip()) if webhook_base is not None else None
+    )
+    delivery = Delivery(store, surfaces, budget or RenderBudget(), media, watch)
+    limits = Limits(
+        store,
+        limits_settings,
+        open_channels if open_channels is not None else open_channels_from(settings),
+    )
+    tracker = Tracker(
+        store,
+        provider,
+        delivery,
+        watch,
+        limits_settings,
+        webhooks=webhook_base is not None,
+        clock=clock,
+    )
+    receiver = (
+        WebhookReceiver(settings.webhook, tracker.on_webhook, media_host)
+        if webhook_base is not None
+        else None
+    )
+    starter = JobStarter(
+        store,
+        surfaces,
+        limits,
+        delivery,
+        watch,
+        tracker.submitted,
+        webhook_base=webhook_base,
+        media_host=media_host,
+        max_upload_bytes=limits_settings.max_upload_bytes,
+    )
+    images = ImageJobs(starter, provider, media)
+    diffusion = DiffusionJobs(starter, provider, limits_settings, clock)
+    tools = JobTools(images, watch)
+    return JobEngines(
+        images,
+        diffusion,
+        tracker,
+        receiver,
+        media,
+        media_host,
+        delivery,
+        starter,
+        limits,
+        watch,
+        tools,
+    )
+
+
+def build_job_features(
+    settings: Settings,
+    store: Store,
+    provider: ProviderClient,
+    surfaces: SurfaceRegistry,
+    *,
+    budget: RenderBudget | None = None,
+    open_channels: Mapping[str, frozenset[str]] | None = None,
+) -> tuple[list[Feature], list[Lifecycle], JobTools]:
+    """The image and diffusion features, their services (media session, tracker, and the
+    webhook receiver when ``[webhook] public_url`` is set — in start order) and the chat tools
+    handle.
+
+    ``open_channels`` overrides the per-platform open channels read from ``[discord]`` and
+    ``[slack]`` ``open_channel_ids``.
+    """
+    engines = build_job_engines(
+        settings, store, provider, surfaces, budget=budget, open_channels=open_channels
+    )
+    return engines.features, engines.services, engines.tools

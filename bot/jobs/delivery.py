@@ -1,0 +1,297 @@
+"""Everything jobs show on a platform: progress messages, results, failure reports.
+
+Every write goes through the process-wide :class:`~bot.budget.RenderBudget`, so job messages
+and streamed chat answers share one budget per channel and workspace and never cause
+rate-limit hits: progress edits are skipped when there is no budget right now (the next poll
+brings a newer one), results and reports wait for it (bounded) because they must land.
+
+Results are posted exactly once: :meth:`Delivery.deliver` claims the job with a
+compare-and-set (``finished → posting`` or ``failed → reporting``) before posting, and the move
+to ``posted`` / ``failed_posted`` commits the message links with it. A failed attempt releases
+the claim for the tracker to retry; after ``MAX_ATTEMPTS`` the result is posted without its image
+(with the provider's link) or the failure is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from typing import Any
+
+from bot.actions import describe_buttons, diffusion_buttons, task_buttons
+from bot.budget import BudgetTimeout, RenderBudget
+from bot.core import SurfaceRegistry
+from bot.events import (
+    Button,
+    Event,
+    ImageFile,
+    MessageRef,
+    OutMessage,
+    Place,
+    RateLimited,
+    Surface,
+    SurfaceError,
+)
+from bot.jobs import texts
+from bot.jobs.media import ImageBytes, MediaError, MediaFetcher
+from bot.jobs.watch import JobWatch
+from storage import Job, JobMessage, JobMessageKind, JobStatus, Store
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+URGENT_BUDGET_WAIT = 30.0
+PROGRESS_BUDGET_WAIT = 0.3
+MAX_RATE_LIMIT_RETRIES = 3
+
+Buttons = tuple[tuple[Button, ...], ...]
+
+
+def place_of(job: Job) -> Place:
+    """Where a job's messages go."""
+    return Place(
+        job.platform,
+        job.workspace_id,
+        job.channel_id,
+        job.thread_id,
+        bool(job.parameters.get("is_dm", False)),
+    )
+
+
+class Delivery:
+    """Posts and edits the messages of jobs on their platform's surface."""
+
+    def __init__(
+        self,
+        store: Store,
+        surfaces: SurfaceRegistry,
+        budget: RenderBudget,
+        media: MediaFetcher,
+        watch: JobWatch,
+    ) -> None:
+        self._store = store
+        self._surfaces = surfaces
+        self._budget = budget
+        self._media = media
+        self._watch = watch
+        self._shown: dict[str, str] = {}
+        self._attempts: Counter[str] = Counter()
+
+    # Writing under the budget -----------------------------------------------------------------
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        """Post ``message`` (an urgent write: waits for budget, bounded, then posts anyway)."""
+        surface = self._surfaces.get(place.platform)
+        for _ in range(MAX_RATE_LIMIT_RETRIES):
+            await self._acquire(surface, place, urgent=True)
+            try:
+                return await surface.send(place, message, origin=origin)
+            except RateLimited as limited:
+                await self._penalize(surface, place, limited)
+        return await surface.send(place, message, origin=origin)
+
+    async def edit(self, job: Job, text: str, *, urgent: bool) -> bool:
+        """Set the progress message of ``job`` to ``text``; skipped when it already shows it
+        or (unless ``urgent``) when there is no budget right now. True if written."""
+        if job.progress_message_id is None or self._shown.get(job.id) == text:
+            return False
+        place = place_of(job)
+        if place.platform not in self._surfaces:
+            return False
+        surface = self._surfaces.get(place.platform)
+        ref = MessageRef(place, job.progress_message_id)
+        try:
+            if not await self._acquire(surface, place, urgent=urgent):
+                return False
+            await surface.edit(ref, OutMessage(text=text))
+        except RateLimited as limited:
+            await self._penalize(surface, place, limited, wait=False)
+            return False
+        except (SurfaceError, KeyError) as error:
+            log.warning("could not edit the progress message of job %s: %s", job.id, error)
+            return False
+        self._shown[job.id] = text
+        return True
+
+    def forget(self, job_id: str) -> None:
+        """Drop what is remembered about a job whose messages are final."""
+        self._shown.pop(job_id, None)
+        self._attempts.pop(job_id, None)
+
+    async def _acquire(self, surface: Surface, place: Place, *, urgent: bool) -> bool:
+        wait = URGENT_BUDGET_WAIT if urgent else PROGRESS_BUDGET_WAIT
+        deadline = self._budget.clock.monotonic() + (wait if urgent else 0.0)
+        try:
+            async with asyncio.timeout(wait):
+                await self._budget.acquire(place, surface.limits, urgent=urgent, deadline=deadline)
+        except (BudgetTimeout, TimeoutError):
+            return urgent
+        return True
+
+    async def _penalize(
+        self, surface: Surface, place: Place, limited: RateLimited, *, wait: bool = True
+    ) -> None:
+        self._budget.penalize(place, surface.limits, limited.retry_after)
+        if wait:
+            await asyncio.sleep(min(max(limited.retry_after, 0.0), URGENT_BUDGET_WAIT))
+
+    # Progress ---------------------------------------------------------------------------------
+
+    async def post_progress(self, job: Job, origin: Event | None) -> Job:
+        """Post the first progress message of a new job and link it (the job row is already
+        committed, so the message is recoverable after a restart)."""
+        place = origin.place if origin is not None else place_of(job)
+        text = texts.progress_text(job, "creating")
+        ref = await self.send(place, OutMessage(text=text), origin=origin)
+        await self._store.update_job(job.id, progress_message_id=ref.message_id)
+        await self._store.link_message(
+            job.platform, job.channel_id, ref.message_id, job.id, "progress"
+        )
+        self._shown[job.id] = text
+        refreshed = await self._store.get_job(job.id)
+        return refreshed or job
+
+    async def show_progress(self, job: Job, status: str, elapsed: float | None) -> bool:
+        """Edit the progress message for a provider status, when its text changes."""
+        return await self.edit(job, texts.progress_text(job, status, elapsed), urgent=False)
+
+    # Results and failures ---------------------------------------------------------------------
+
+    async def deliver(self, job_id: str) -> None:
+        """Post the result of a finished job or report a failed one, exactly once."""
+        job = await self._store.get_job(job_id)
+        if job is None or job.platform not in self._surfaces:
+            return
+        if job.status == "finished":
+            await self._post_result(job)
+        elif job.status == "failed":
+            await self._report_failure(job)
+
+    async def _post_result(self, job: Job) -> None:
+        if not await self._store.transition(job.id, "finished", "posting"):
+            return
+        if job.credits and job.family == "task":
+            await self._store.add_usage(
+                job.platform, job.requester_id, credits=job.credits, kind="credits", job_id=job.id
+            )
+        try:
+            message, extra = await self._result_message(job)
+            ref = await self.send(place_of(job), message)
+        except Exception as error:
+            await self._retry_later(job, "posting", "finished", error)
+            return
+        await self._finish(job, "posting", "posted", ref, "result", result={**job.result, **extra})
+        elapsed = job.finished_at - job.created_at if job.finished_at is not None else None
+        await self.edit(job, texts.done_text(job, elapsed), urgent=True)
+        self.forget(job.id)
+
+    async def _report_failure(self, job: Job) -> None:
+        if not await self._store.transition(job.id, "failed", "reporting"):
+            return
+        timed_out = bool(job.result.get("timed_out"))
+        message = OutMessage(
+            text=texts.failure_text(job, timed_out), mention_user_id=job.requester_id
+        )
+        try:
+            ref = await self.send(place_of(job), message)
+        except Exception as error:
+            await self._retry_later(job, "reporting", "failed", error)
+            return
+        await self._finish(job, "reporting", "failed_posted", ref, "other")
+        await self.edit(job, texts.failed_progress_text(job), urgent=True)
+        self.forget(job.id)
+
+    async def _finish(
+        self,
+        job: Job,
+        claimed: JobStatus,
+        done: JobStatus,
+        ref: MessageRef,
+        kind: JobMessageKind,
+        **fields: Any,
+    ) -> None:
+        link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, kind)
+        await self._store.transition(
+            job.id, claimed, done, result_message_id=ref.message_id, links=[link], **fields
+        )
+        self._watch.touch(job.id)
+
+    async def _retry_later(
+        self, job: Job, claimed: JobStatus, release: JobStatus, error: Exception
+    ) -> None:
+        self._attempts[job.id] += 1
+        attempt = self._attempts[job.id]
+        log.warning("delivering job %s failed (attempt %d): %r", job.id, attempt, error)
+        if attempt < MAX_ATTEMPTS:
+            await self._store.transition(job.id, claimed, release)
+            return
+        await self._store.transition(job.id, claimed, "failed_posted", error=f"not posted: {error}")
+        self._watch.touch(job.id)
+        await self.edit(job, texts.not_posted_text(job), urgent=True)
+        self.forget(job.id)
+
+    async def _result_message(self, job: Job) -> tuple[OutMessage, dict[str, Any]]:
+        """The result message and what to remember about it (the image's size)."""
+        mention = job.requester_id
+        if job.family == "task" and job.type == "describe":
+            prompts = [str(p) for p in job.result.get("prompts", [])]
+            count = min(len(prompts), 4)
+            buttons = describe_buttons(job.id, count) if count else ()
+            text = texts.describe_text(job, prompts)
+            return OutMessage(text=text, buttons=buttons, mention_user_id=mention), {}
+        if job.family == "task" and job.type == "seed":
+            text = texts.seed_text(job, str(job.result.get("seed", "")))
+            return OutMessage(text=text, mention_user_id=mention), {}
+        buttons = self._buttons(job)
+        images: list[ImageFile] = []
+        extra: dict[str, Any] = {}
+        try:
+            for number, url in enumerate(self._image_urls(job), start=1):
+                image = await self._download(job, url)
+                suffix = f"-{number}" if number > 1 else ""
+                filename = f"{job.type}-{job.id}{suffix}.{image.extension}"
+                images.append(ImageFile(filename, image.data, image.content_type))
+                if number == 1:
+                    extra = {"width": image.width, "height": image.height}
+        except MediaError as error:
+            if self._attempts[job.id] + 1 < MAX_ATTEMPTS:
+                raise
+            url = job.result_urls[0] if job.result_urls else ""
+            text = texts.unavailable_image_text(job, str(error), url)
+            return OutMessage(text=text, buttons=buttons, mention_user_id=mention), {}
+        message = OutMessage(
+            text=texts.result_text(job),
+            images=tuple(images),
+            buttons=buttons,
+            mention_user_id=mention,
+        )
+        return message, extra
+
+    def _image_urls(self, job: Job) -> list[str]:
+        if job.family == "diffusion":
+            return list(job.result_urls)
+        return job.result_urls[:1]
+
+    async def _download(self, job: Job, url: str) -> ImageBytes:
+        if job.family == "diffusion":
+            return await self._media.fetch(url)
+        last: MediaError | None = None
+        for candidate in [url, *job.result_urls[1:]]:
+            try:
+                return await self._media.fetch(candidate)
+            except MediaError as error:
+                last = error
+        assert last is not None
+        raise last
+
+    def _buttons(self, job: Job) -> Buttons:
+        if job.family == "diffusion":
+            return diffusion_buttons(job.id, upscale=job.type != "upscale")
+        if not job.actions:
+            return ()
+        surface = self._surfaces.get(job.platform)
+        per_row = surface.limits.max_buttons_per_row
+        return task_buttons(job.actions, job.id, with_seed=True, max_per_row=per_row)

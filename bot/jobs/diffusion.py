@@ -1,0 +1,200 @@
+"""The diffusion engine (family C): ``/diffusion txt2img|img2img|upscale|controlnet`` and the
+buttons under its images: 🔄 (same options, new seed), Upscale, Use as init (a form → img2img).
+
+A job's request body is kept in its parameters (``endpoint`` and ``body``), so 🔄 can replay it.
+An answer with images finishes the job at once; ``processing`` stores the provider's ``eta`` as
+``next_poll_at`` and the tracker fetches after it. Images given as attachments are passed by
+their URL (re-hosted when they have none and a media host exists).
+
+The provider's diffusion answers carry no price; the ledger records ``DIFFUSION_CREDITS`` (the
+provider's published prices, which the simulator uses) when a job is accepted, since diffusion is
+charged on acceptance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from bot.actions import DIFFUSION_ACTIONS, modal_for, read_init
+from bot.api import (
+    ControlNetRequest,
+    DiffusionResponse,
+    DiffusionUpscaleRequest,
+    Img2ImgRequest,
+    ProviderClient,
+    Txt2ImgRequest,
+)
+from bot.config import LimitsSettings
+from bot.core import UserError
+from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
+from bot.jobs.images import values_digest
+from bot.jobs.starter import JobSpec, JobStarter, Submitted, Webhook
+from bot.jobs.tracker import diffusion_result_fields
+from storage import Job
+
+DIFFUSION_CREDITS: dict[str, int] = {"txt2img": 2, "img2img": 2, "controlnet": 3, "upscale": 1}
+COMMON_FIELDS: dict[str, str] = {
+    "prompt": "prompt",
+    "negative_prompt": "negative_prompt",
+    "model_id": "model_id",
+    "width": "width",
+    "height": "height",
+    "steps": "num_inference_steps",
+    "guidance_scale": "guidance_scale",
+    "seed": "seed",
+    "lora_model": "lora_model",
+    "lora_strength": "lora_strength",
+}
+CONTROLNET_FIELDS: dict[str, str] = {
+    "controlnet_model": "controlnet_model",
+    "controlnet_type": "controlnet_type",
+    "strength": "strength",
+    "controlnet_conditioning_scale": "controlnet_conditioning_scale",
+}
+ENDPOINTS = ("txt2img", "img2img", "upscale", "controlnet")
+Clock = Callable[[], float]
+DiffusionRequest = Txt2ImgRequest | Img2ImgRequest | DiffusionUpscaleRequest | ControlNetRequest
+
+
+def _body(options: Mapping[str, OptionValue], fields: Mapping[str, str]) -> dict[str, Any]:
+    return {field: options[name] for name, field in fields.items() if name in options}
+
+
+def build_request(endpoint: str, body: Mapping[str, Any]) -> DiffusionRequest:
+    """The validated request of ``endpoint`` with ``body`` (raises ``InvalidRequest``)."""
+    if endpoint == "txt2img":
+        return Txt2ImgRequest(**body)
+    if endpoint == "img2img":
+        return Img2ImgRequest(**body)
+    if endpoint == "upscale":
+        return DiffusionUpscaleRequest(**body)
+    if endpoint == "controlnet":
+        return ControlNetRequest(**body)
+    raise UserError(f"Unknown diffusion endpoint {endpoint!r}.")
+
+
+class DiffusionJobs:
+    """The diffusion feature (see the module docstring)."""
+
+    commands = frozenset(f"diffusion.{endpoint}" for endpoint in ENDPOINTS)
+    actions = frozenset(DIFFUSION_ACTIONS)
+
+    def __init__(
+        self, starter: JobStarter, provider: ProviderClient, limits: LimitsSettings, clock: Clock
+    ) -> None:
+        self._starter = starter
+        self._diffusion = provider.diffusion
+        self._limits = limits
+        self._clock = clock
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """Start the diffusion job the command names."""
+        endpoint = event.name.removeprefix("diffusion.")
+        body = _body(options, COMMON_FIELDS)
+        if endpoint == "img2img":
+            body["init_image"] = await self._url(event, "init_image")
+            if "strength" in options:
+                body["strength"] = options["strength"]
+        elif endpoint == "upscale":
+            body = {"url": await self._url(event, "image")}
+            if "scale" in options:
+                body["scale"] = options["scale"]
+        elif endpoint == "controlnet":
+            if "model_id" not in options:
+                raise UserError(
+                    "/diffusion controlnet needs a checkpoint model: add --model <model id>."
+                )
+            body.update(_body(options, CONTROLNET_FIELDS))
+            body["init_image"] = await self._url(event, "init_image")
+            for name in ("control_image", "mask_image"):
+                if name in event.attachments:
+                    body[name] = await self._url(event, name)
+        await self.run(event, endpoint, body)
+
+    async def run(
+        self,
+        event: Event,
+        endpoint: str,
+        body: Mapping[str, Any],
+        *,
+        parent: Job | None = None,
+        action: str | None = None,
+    ) -> Job:
+        """Start ``endpoint`` with ``body`` (validated first: nothing is stored on bad input)."""
+        request = build_request(endpoint, body)
+        sent = request.to_body()
+        prompt = str(sent.get("prompt") or "")
+        params = {"endpoint": endpoint, "body": sent}
+        spec = JobSpec("diffusion", endpoint, prompt, params, parent, action)
+        call: Callable[[Any], Awaitable[DiffusionResponse]] = getattr(self._diffusion, endpoint)
+
+        async def submit(job: Job, _: Webhook | None) -> Submitted:
+            answer = await call(request)
+            return self._submitted(endpoint, answer)
+
+        return await self._starter.start(event, spec, submit)
+
+    def _submitted(self, endpoint: str, answer: DiffusionResponse) -> Submitted:
+        if answer.id is None:
+            raise UserError("The diffusion service accepted the job but sent no id for it.")
+        credits = DIFFUSION_CREDITS.get(endpoint, 0)
+        if answer.is_ready:
+            fields = diffusion_result_fields(answer)
+            return Submitted(str(answer.id), "finished", fields, credits)
+        low, high = self._limits.poll_interval_min, self._limits.poll_interval_max
+        eta = answer.eta if answer.eta is not None and answer.eta > 0 else low
+        next_poll = self._clock() + min(max(eta, low), high)
+        return Submitted(str(answer.id), "processing", {"next_poll_at": next_poll}, credits)
+
+    async def _url(self, event: Command, option: str) -> str:
+        attachment = event.attachments.get(option)
+        if attachment is None:
+            raise UserError(f"/{event.name.replace('.', ' ')} needs {option} (attach a file).")
+        return await self._starter.attachment_url(event, attachment, cdn_ok=True)
+
+    # Buttons and forms ------------------------------------------------------------------------
+
+    async def on_button(self, event: ButtonPress) -> None:
+        """🔄, Upscale, or open the Use-as-init form."""
+        parent = await self._starter.pressed_job(event)
+        image = self._output(parent)
+        if event.action == "diff_init":
+            modal = modal_for(event.action, parent.id, prompt=parent.prompt)
+            assert modal is not None
+            await self._starter.surfaces.get(event.place.platform).open_modal(event, modal)
+        elif event.action == "diff_reroll":
+            endpoint = str(parent.parameters.get("endpoint", parent.type))
+            body = dict(parent.parameters.get("body", {}))
+            body.pop("seed", None)
+            await self.run(event, endpoint, body, parent=parent, action=event.action)
+        elif event.action == "diff_upscale":
+            body = {"url": image}
+            await self.run(event, "upscale", body, parent=parent, action=event.action)
+        else:
+            raise UserError("This button is no longer supported.")
+
+    async def on_modal(self, event: ModalSubmit) -> None:
+        """Start img2img from a submitted Use-as-init form."""
+        if event.action != "diff_init":
+            raise UserError("This form is no longer supported.")
+        parent = await self._starter.pressed_job(event)
+        image = self._output(parent)
+        form = read_init(event.values)
+        kept = parent.parameters.get("body", {})
+        body: dict[str, Any] = {
+            name: kept[name] for name in ("model_id", "width", "height") if name in kept
+        }
+        body.update(prompt=form.prompt, init_image=image)
+        if form.strength is not None:
+            body["strength"] = form.strength
+        key = f"{event.action}:{values_digest(form.prompt, form.strength)}"
+        await self.run(event, "img2img", body, parent=parent, action=key)
+
+    @staticmethod
+    def _output(parent: Job) -> str:
+        if parent.family != "diffusion":
+            raise UserError("That button does not work on this message.")
+        if parent.status not in ("finished", "posting", "posted") or not parent.result_urls:
+            raise UserError("That image is not finished yet; wait for its result.")
+        return parent.result_urls[0]

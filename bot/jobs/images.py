@@ -1,0 +1,353 @@
+"""The image engine (family B): ``/imagine``, ``/describe``, ``/blend`` and every button under
+their results.
+
+Commands use the user's (or channel's, workspace's) stored defaults for ``process_mode`` and
+``aspect_ratio`` when the command gives none. Derivatives keep their origin's aspect ratio
+(sent explicitly: the provider's default is 1:1) and inherit its mode. Every request is built —
+and so validated — before anything is stored or posted, so bad input never leaves genbot.
+
+A press is idempotent per (pressed job, action); a form submission per (pressed job, action,
+digest of the normalised values), so a second Custom Zoom of 1.8 finds the first while a zoom of
+1.6 is a new job. Derivatives that failed to start may be pressed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar, cast
+
+from bot.actions import (
+    DESCRIBE_ACTIONS,
+    GRID_ACTIONS,
+    UPSCALE_ACTIONS,
+    derivative_for,
+    modal_for,
+    read_region,
+    read_zoom,
+)
+from bot.api import (
+    BlendRequest,
+    DescribeRequest,
+    ImagineRequest,
+    InpaintRequest,
+    OutpaintRequest,
+    PanRequest,
+    ProviderClient,
+    RerollRequest,
+    UpscaleRequest,
+    VariationRequest,
+)
+from bot.api.models_task_records import CreateTaskResponse
+from bot.api.models_tasks import WebhookFields
+from bot.core import UserError
+from bot.events import Attachment, ButtonPress, Command, Event, ModalSubmit, OptionValue
+from bot.jobs.media import MediaError, MediaFetcher
+from bot.jobs.prompts import check_prompt
+from bot.jobs.starter import JobSpec, JobStarter, Submit, Submitted, Webhook
+from bot.masks import build_mask
+from storage import Job, Store
+
+RequestT = TypeVar("RequestT", bound=WebhookFields)
+ImageRequest = (
+    RerollRequest
+    | UpscaleRequest
+    | VariationRequest
+    | OutpaintRequest
+    | PanRequest
+    | InpaintRequest
+)
+Create = Callable[[Webhook | None], Awaitable[CreateTaskResponse]]
+MODAL_ACTIONS = frozenset({"vary_region", "outpaint_custom"})
+IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, *DESCRIBE_ACTIONS, "seed"})
+BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
+
+
+def with_webhook(request: RequestT, hook: Webhook | None) -> RequestT:
+    """``request`` with the job's webhook address and secret, when it has them."""
+    if hook is None:
+        return request
+    return request.model_copy(update={"webhook_endpoint": hook[0], "webhook_secret": hook[1]})
+
+
+def values_digest(*values: object) -> str:
+    """A short digest of normalised form values (part of a derivative's idempotency key)."""
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
+    value = options.get(name)
+    return str(value) if value not in (None, "") else None
+
+
+class ImageJobs:
+    """The image task feature (see the module docstring)."""
+
+    commands = frozenset({"imagine", "describe", "blend"})
+    actions = IMAGE_ACTIONS
+
+    def __init__(self, starter: JobStarter, provider: ProviderClient, media: MediaFetcher) -> None:
+        self._starter = starter
+        self._store: Store = starter.store
+        self._tasks = provider.tasks
+        self._media = media
+
+    # Commands ---------------------------------------------------------------------------------
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """Start ``/imagine``, ``/describe`` or ``/blend``."""
+        if event.name == "imagine":
+            skip = options.get("skip_prompt_check")
+            await self.imagine(
+                event,
+                str(options["prompt"]),
+                aspect_ratio=_text(options, "aspect_ratio"),
+                process_mode=_text(options, "process_mode"),
+                skip_prompt_check=bool(skip) if skip is not None else None,
+            )
+        elif event.name == "describe":
+            await self._describe_command(event, options)
+        elif event.name == "blend":
+            await self._blend(event, options)
+
+    async def imagine(
+        self,
+        event: Event,
+        prompt: str,
+        *,
+        aspect_ratio: str | None = None,
+        process_mode: str | None = None,
+        skip_prompt_check: bool | None = None,
+    ) -> Job:
+        """Start an imagine job for ``event``'s user in ``event``'s place."""
+        if not skip_prompt_check:
+            check_prompt(prompt)
+        aspect_ratio, process_mode = await self._defaults(event, aspect_ratio, process_mode)
+        request = ImagineRequest(
+            prompt=prompt,
+            aspect_ratio=aspect_ratio,
+            process_mode=cast(Any, process_mode),
+            skip_prompt_check=skip_prompt_check,
+        )
+        params = {"aspect_ratio": request.aspect_ratio, "process_mode": process_mode}
+        spec = JobSpec("task", "imagine", prompt, params, webhook=True)
+        return await self._starter.start(
+            event,
+            spec,
+            self._creator(lambda hook: self._tasks.imagine(with_webhook(request, hook))),
+        )
+
+    async def describe(
+        self, event: Event, image_url: str, *, process_mode: str | None = None
+    ) -> Job:
+        """Start a describe job for an image link."""
+        _, process_mode = await self._defaults(event, None, process_mode)
+        request = DescribeRequest(image_url=image_url, process_mode=cast(Any, process_mode))
+        params = {"image_url": request.image_url, "process_mode": process_mode}
+        spec = JobSpec("task", "describe", "", params, webhook=True)
+        return await self._starter.start(
+            event,
+            spec,
+            self._creator(lambda hook: self._tasks.describe(with_webhook(request, hook))),
+        )
+
+    async def _describe_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        attachment = event.attachments.get("image")
+        url = _text(options, "url")
+        if attachment is None and url is None:
+            raise UserError("/describe needs an image: attach one, or give its https link.")
+        if attachment is not None:
+            url = await self._starter.attachment_url(event, attachment, cdn_ok=False)
+        assert url is not None
+        await self.describe(event, url, process_mode=_text(options, "process_mode"))
+
+    async def _blend(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        attachments: list[Attachment] = [
+            event.attachments[name] for name in BLEND_OPTIONS if name in event.attachments
+        ]
+        if len(attachments) < 2:
+            raise UserError("/blend needs at least two images (image1 and image2).")
+        urls = [
+            await self._starter.attachment_url(event, attachment, cdn_ok=False)
+            for attachment in attachments
+        ]
+        _, mode = await self._defaults(event, None, _text(options, "process_mode"))
+        dimension = _text(options, "dimension")
+        request = BlendRequest(
+            image_urls=urls, dimension=cast(Any, dimension), process_mode=cast(Any, mode)
+        )
+        params = {"image_urls": urls, "dimension": dimension, "process_mode": mode}
+        spec = JobSpec("task", "blend", "", params, webhook=True)
+        await self._starter.start(
+            event, spec, self._creator(lambda hook: self._tasks.blend(with_webhook(request, hook)))
+        )
+
+    async def _defaults(
+        self, event: Event, aspect_ratio: str | None, process_mode: str | None
+    ) -> tuple[str | None, str | None]:
+        if aspect_ratio is not None and process_mode is not None:
+            return aspect_ratio, process_mode
+        place = event.place
+        stored = await self._store.effective_settings(
+            place.platform,
+            user_id=event.user.id,
+            channel_id=place.channel_id,
+            workspace_id=place.workspace_id or None,
+        )
+        return aspect_ratio or stored.aspect_ratio, process_mode or stored.process_mode
+
+    # Buttons and forms ------------------------------------------------------------------------
+
+    async def on_button(self, event: ButtonPress) -> None:
+        """Open a form, or start the derivative the pressed button asks for."""
+        parent = await self._starter.pressed_job(event)
+        if event.action in MODAL_ACTIONS:
+            self._check_origin(parent, event.action)
+            modal = modal_for(event.action, parent.id, prompt=parent.prompt)
+            assert modal is not None
+            surface = self._starter.surfaces.get(event.place.platform)
+            await surface.open_modal(event, modal)
+            return
+        if event.action in DESCRIBE_ACTIONS:
+            await self._describe_pick(event, parent)
+            return
+        derivative = derivative_for(event.action)
+        if derivative is None or derivative.family != "gen":
+            raise UserError("This button is no longer supported.")
+        origin = self._check_origin(parent, event.action)
+        if derivative.endpoint == "seed":
+            await self._seed(event, parent, origin)
+            return
+        params = dict(derivative.params)
+        aspect = parent.parameters.get("aspect_ratio")
+        request: ImageRequest
+        if derivative.endpoint == "upscale":
+            request = UpscaleRequest(origin_task_id=origin, index=cast(Any, params["index"]))
+        elif derivative.endpoint == "variation":
+            index = cast(Any, params["index"])
+            request = VariationRequest(origin_task_id=origin, index=index, aspect_ratio=aspect)
+        elif derivative.endpoint == "reroll":
+            request = RerollRequest(origin_task_id=origin, aspect_ratio=aspect)
+        elif derivative.endpoint == "outpaint":
+            zoom = params["zoom_ratio"]
+            kept = None if zoom == "1" else aspect
+            request = OutpaintRequest(origin_task_id=origin, zoom_ratio=zoom, aspect_ratio=kept)
+        elif derivative.endpoint == "pan":
+            request = PanRequest(origin_task_id=origin, direction=cast(Any, params["direction"]))
+        else:
+            raise UserError("This button is no longer supported.")
+        await self._derive(event, parent, derivative.endpoint, event.action, request)
+
+    async def on_modal(self, event: ModalSubmit) -> None:
+        """Start a Custom Zoom or Vary (Region) job from a submitted form."""
+        parent = await self._starter.pressed_job(event)
+        origin = self._check_origin(parent, event.action)
+        aspect = parent.parameters.get("aspect_ratio")
+        if event.action == "outpaint_custom":
+            zoom = read_zoom(event.values)
+            if zoom.prompt is not None:
+                check_prompt(zoom.prompt)
+            request: ImageRequest = OutpaintRequest(
+                origin_task_id=origin,
+                zoom_ratio=zoom.zoom_ratio,
+                prompt=zoom.prompt,
+                aspect_ratio=aspect,
+            )
+            key = f"{event.action}:{values_digest(zoom.zoom_ratio, zoom.prompt)}"
+            await self._derive(event, parent, "outpaint", key, request, prompt=zoom.prompt)
+        elif event.action == "vary_region":
+            region = read_region(event.values)
+            if region.prompt is not None:
+                check_prompt(region.prompt)
+            mask = build_mask(region.regions, await self._image_size(parent))
+            request = InpaintRequest(origin_task_id=origin, mask=mask.base64, prompt=region.prompt)
+            boxes = [(r.x, r.y, r.w, r.h) for r in region.regions]
+            key = f"{event.action}:{values_digest(boxes, region.prompt)}"
+            await self._derive(event, parent, "inpaint", key, request, prompt=region.prompt)
+        else:
+            raise UserError("This form is no longer supported.")
+
+    def _check_origin(self, parent: Job, action: str) -> str:
+        """The parent's task id, once it is finished and offers ``action`` (🌱 Seed goes with
+        every image that has follow-ups)."""
+        if parent.family != "task" or parent.provider_id is None:
+            raise UserError("That button does not work on this message.")
+        if parent.status not in ("finished", "posting", "posted"):
+            raise UserError("That image is not finished yet; wait for its result.")
+        offered = action in parent.actions or (action == "seed" and bool(parent.actions))
+        if not offered:
+            raise UserError("That button does not apply to this image.")
+        return parent.provider_id
+
+    async def _image_size(self, parent: Job) -> tuple[int, int]:
+        width, height = parent.result.get("width"), parent.result.get("height")
+        if isinstance(width, int) and isinstance(height, int):
+            return width, height
+        for url in parent.result_urls:
+            try:
+                image = await self._media.fetch(url)
+            except MediaError:
+                continue
+            return image.width, image.height
+        raise UserError("The image to change is no longer available; upscale it again first.")
+
+    async def _derive(
+        self,
+        event: Event,
+        parent: Job,
+        endpoint: str,
+        key: str,
+        request: ImageRequest,
+        *,
+        prompt: str | None = None,
+    ) -> Job:
+        params = {
+            "aspect_ratio": parent.parameters.get("aspect_ratio"),
+            "process_mode": parent.parameters.get("process_mode"),
+        }
+        spec = JobSpec("task", endpoint, prompt or parent.prompt, params, parent, key, webhook=True)
+        call = getattr(self._tasks, endpoint)
+
+        async def create(hook: Webhook | None) -> CreateTaskResponse:
+            answer: CreateTaskResponse = await call(with_webhook(request, hook))
+            return answer
+
+        return await self._starter.start(event, spec, self._creator(create))
+
+    async def _seed(self, event: Event, parent: Job, origin: str) -> None:
+        spec = JobSpec("task", "seed", parent.prompt, {}, parent, "seed")
+
+        async def create(_: Webhook | None) -> CreateTaskResponse:
+            return await self._tasks.seed(origin)
+
+        await self._starter.start(event, spec, self._creator(create))
+
+    async def _describe_pick(self, event: ButtonPress, parent: Job) -> None:
+        if parent.type != "describe" or parent.status not in ("finished", "posting", "posted"):
+            raise UserError("That button does not work on this message.")
+        prompts = [str(p) for p in parent.result.get("prompts", [])]
+        number = int(event.action[-1])
+        if number > len(prompts):
+            raise UserError(f"This description has no prompt {number}.")
+        prompt = prompts[number - 1]
+        mode = parent.parameters.get("process_mode")
+        request = ImagineRequest(prompt=prompt, process_mode=mode)
+        params = {"aspect_ratio": None, "process_mode": mode}
+        spec = JobSpec("task", "imagine", prompt, params, parent, event.action, webhook=True)
+        await self._starter.start(
+            event,
+            spec,
+            self._creator(lambda hook: self._tasks.imagine(with_webhook(request, hook))),
+        )
+
+    def _imagine_creator(self, request: ImagineRequest) -> Submit:
+        return self._creator(lambda hook: self._tasks.imagine(with_webhook(request, hook)))
+
+    @staticmethod
+    def _creator(call: Create) -> Submit:
+        async def submit(job: Job, hook: Webhook | None) -> Submitted:
+            answer = await call(hook)
+            return Submitted(answer.task_id)
+
+        return submit

@@ -1,0 +1,222 @@
+"""A whole genbot in-process, against the simulator over HTTP, driven through a fake platform.
+
+Two context managers:
+
+- ``harness(tmp_path, ...)`` starts a simulator (``time_scale`` tiny, insecure webhooks admitted)
+  and a genbot on ``tmp_path / "genbot.db"``;
+- ``running_genbot(sim, db_path, ...)`` starts only a genbot, so a test can stop one and start
+  another on the same simulator, database and :class:`FakePlatform` (restarts).
+
+Either yields a :class:`Genbot`: ``bot.actor("alice")`` pushes events, ``bot.platform`` records
+what users see, ``bot.store`` / ``bot.sim.state`` show what genbot stored and what the provider
+saw. Extra features (the chat engine…) are given as factories of :class:`Parts`, so they can use
+the same store, provider client, budget and job tools::
+
+    async with harness(tmp_path, conversations=lambda parts: Chat(parts.store, parts.provider,
+                                                                  parts.budget, parts.jobs.tools)):
+        ...
+
+Everything stops in order on exit: core services (tracker, receiver), provider client, store,
+simulator.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from bot.api import ProviderClient, RetryPolicy
+from bot.budget import RenderBudget
+from bot.config import (
+    ApiSettings,
+    LimitsSettings,
+    Settings,
+    StorageSettings,
+    WebhookSettings,
+)
+from bot.core import Conversations, Core, Feature, Lifecycle, SurfaceRegistry
+from bot.events import Place, SurfaceLimits, User
+from bot.jobs import JobEngines, build_job_engines
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from storage import ALL_STATUSES, Job, JobStatus, Store
+from tests.fakes.platform import Actor, FakePlatform, PostedMessage
+
+PLACE = Place("fake", "w1", "c1")
+FAST_RETRY = RetryPolicy(max_attempts=4, max_total_seconds=5.0, base_delay=0.01, max_delay=0.05)
+SETTLED: frozenset[JobStatus] = frozenset({"posted", "failed_posted", "create_failed"})
+ROOMY = SurfaceLimits(edits_per_window_per_channel=1000, edit_window_seconds=1.0)
+"""Default platform limits: generous, so tests do not wait for edit budget (budget tests pass
+their own platform)."""
+TEST_LIMITS: dict[str, Any] = {"poll_interval_min": 0.01, "poll_interval_max": 0.1}
+WEBHOOK_LIMITS: dict[str, Any] = {"poll_interval_min": 0.01, "poll_interval_max": 30.0}
+
+
+@dataclass
+class Parts:
+    """What extra feature factories get: the pieces of the running genbot."""
+
+    settings: Settings
+    store: Store
+    provider: ProviderClient
+    surfaces: SurfaceRegistry
+    budget: RenderBudget
+    jobs: JobEngines
+
+
+FeatureFactory = Callable[[Parts], Iterable[Feature]]
+ConversationsFactory = Callable[[Parts], Conversations]
+
+
+@dataclass
+class Genbot:
+    """A running genbot and the fakes around it."""
+
+    sim: RunningSimulator
+    parts: Parts
+    core: Core
+    platform: FakePlatform
+
+    @property
+    def store(self) -> Store:
+        return self.parts.store
+
+    @property
+    def jobs(self) -> JobEngines:
+        return self.parts.jobs
+
+    @property
+    def settings(self) -> Settings:
+        return self.parts.settings
+
+    def actor(self, user_id: str = "alice", *, place: Place = PLACE, admin: bool = False) -> Actor:
+        """A user who pushes events into this genbot."""
+        return Actor(self.core, self.platform, User(user_id, user_id.title(), admin), place)
+
+    async def all_jobs(self) -> list[Job]:
+        """Every job, oldest first."""
+        return await self.store.list_unfinished_jobs(ALL_STATUSES)
+
+    async def latest_job(self) -> Job:
+        """The job created last."""
+        jobs = await self.all_jobs()
+        assert jobs, "no job was created"
+        return jobs[-1]
+
+    async def settled(self, job_id: str, timeout: float = 10.0) -> Job:
+        """The job once it is posted, reported or refused."""
+        return await self.jobs.watch.wait(job_id, SETTLED, timeout)
+
+    async def result(self, job_id: str, timeout: float = 10.0) -> PostedMessage:
+        """The message holding a job's result (or failure report), once posted."""
+        job = await self.settled(job_id, timeout)
+        assert job.result_message_id, f"job {job_id} ended {job.status}: {job.error}"
+        return self.platform.messages[job.result_message_id]
+
+    def progress(self, job: Job) -> PostedMessage:
+        """A job's progress message."""
+        assert job.progress_message_id is not None
+        return self.platform.messages[job.progress_message_id]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def harness_settings(
+    sim_url: str, db_path: Path, *, webhooks: bool, limits: Mapping[str, Any] | None = None
+) -> Settings:
+    """Settings for a test genbot: short timeouts, fast polling, webhooks on a free port."""
+    chosen = {**(WEBHOOK_LIMITS if webhooks else TEST_LIMITS), **(limits or {})}
+    hook = WebhookSettings()
+    if webhooks:
+        port = free_port()
+        hook = WebhookSettings(
+            public_url=f"http://127.0.0.1:{port}",
+            host="127.0.0.1",
+            port=port,
+            allow_insecure_loopback=True,
+        )
+    return Settings(
+        api=ApiSettings(
+            base_url=sim_url,
+            key=SecretStr("sim-key"),
+            connect_timeout=2.0,
+            read_timeout=5.0,
+            stream_idle_timeout=2.0,
+        ),
+        storage=StorageSettings(path=db_path),
+        webhook=hook,
+        limits=LimitsSettings(**chosen),
+    )
+
+
+@asynccontextmanager
+async def running_genbot(
+    sim: RunningSimulator,
+    db_path: Path,
+    *,
+    platform: FakePlatform | None = None,
+    webhooks: bool = False,
+    limits: Mapping[str, Any] | None = None,
+    open_channels: Mapping[str, frozenset[str]] | None = None,
+    features: FeatureFactory | None = None,
+    conversations: ConversationsFactory | None = None,
+    services: Sequence[Lifecycle] = (),
+) -> AsyncIterator[Genbot]:
+    """A started genbot on ``db_path`` talking to ``sim`` (see the module docstring)."""
+    settings = harness_settings(sim.base_url, db_path, webhooks=webhooks, limits=limits)
+    async with AsyncExitStack() as stack:
+        store = await Store.open(db_path)
+        stack.push_async_callback(store.close)
+        provider = ProviderClient(
+            settings.api,
+            retry=FAST_RETRY,
+            allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
+        )
+        stack.push_async_callback(provider.aclose)
+        surfaces, budget = SurfaceRegistry(), RenderBudget()
+        jobs = build_job_engines(
+            settings,
+            store,
+            provider,
+            surfaces,
+            budget=budget,
+            open_channels=open_channels or {},
+        )
+        parts = Parts(settings, store, provider, surfaces, budget, jobs)
+        extra = list(features(parts)) if features is not None else []
+        chat = conversations(parts) if conversations is not None else None
+        core = Core(surfaces, [*jobs.features, *extra], chat, [*jobs.services, *services])
+        fake = platform or FakePlatform(limits=ROOMY)
+        core.attach(fake)
+        await core.start()
+        stack.push_async_callback(core.stop)
+        yield Genbot(sim, parts, core, fake)
+
+
+@asynccontextmanager
+async def harness(
+    tmp_path: Path,
+    *,
+    time_scale: float = 0.003,
+    sim_config: SimulatorConfig | None = None,
+    **options: Any,
+) -> AsyncIterator[Genbot]:
+    """A simulator and a genbot on ``tmp_path / "genbot.db"``; ``options`` go to
+    :func:`running_genbot`."""
+    config = sim_config or SimulatorConfig(time_scale=time_scale, insecure_webhooks=True)
+    async with (
+        serve(config) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", **options) as bot,
+    ):
+        yield bot

@@ -1,0 +1,80 @@
+"""Helpers for the job tests: run a flow through the fake platform and read what happened."""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+from PIL import Image
+
+from bot.events import Attachment, ButtonPress, ModalSubmit
+from simulator.server import RunningSimulator
+from storage import Job
+from tests.bot.harness import Genbot
+from tests.fakes.platform import Actor, PostedMessage
+
+GRID_LABELS = ["U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4", "🌱 Seed"]
+"""The buttons under every grid: U and V rows, and the seed."""
+
+
+async def run_command(
+    bot: Genbot, actor: Actor, name: str, **options: Any
+) -> tuple[Job, PostedMessage]:
+    """Run a command that starts a job; return the job and its result message."""
+    await actor.command(name, **options)
+    job = await bot.latest_job()
+    return job, await bot.result(job.id)
+
+
+async def press(
+    bot: Genbot, actor: Actor, message: PostedMessage, label: str
+) -> tuple[Job, PostedMessage]:
+    """Press a button that starts a job; return the new job and its result message."""
+    before = {job.id for job in await bot.all_jobs()}
+    await actor.press(message, label)
+    new = [job for job in await bot.all_jobs() if job.id not in before]
+    assert len(new) == 1, f"pressing {label} made {len(new)} jobs; {bot.platform.ephemerals}"
+    return new[0], await bot.result(new[0].id)
+
+
+def bodies(sim: RunningSimulator, path: str) -> list[dict[str, Any]]:
+    """The JSON bodies the simulator received on ``path``."""
+    return [request.body for request in sim.state.requests_to(path)]
+
+
+def png(width: int = 32, height: int = 32, color: str = "red") -> bytes:
+    """A small PNG."""
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    with Image.open(io.BytesIO(data)) as image:
+        return image.size
+
+
+def mask_pixels(mask_base64: str) -> Image.Image:
+    """A mask sent to inpaint, decoded."""
+    return Image.open(io.BytesIO(base64.b64decode(mask_base64)))
+
+
+def attachment(name: str, url: str = "", data: bytes | None = None) -> Attachment:
+    return Attachment(filename=name, url=url or f"https://files.example.com/{name}", data=data)
+
+
+def submission(actor: Actor, action: str, ref: str, **values: str) -> ModalSubmit:
+    """A form submission by ``actor`` (as a platform would send it, even for a forged ref)."""
+    return ModalSubmit(user=actor.user, place=actor.place, action=action, ref=ref, values=values)
+
+
+def raw_press(actor: Actor, message: PostedMessage, action: str, ref: str) -> ButtonPress:
+    """A press of a button that may not exist (a forged or stale custom id)."""
+    return ButtonPress(
+        user=actor.user,
+        place=message.ref.place,
+        message_id=message.ref.message_id,
+        action=action,
+        ref=ref,
+    )

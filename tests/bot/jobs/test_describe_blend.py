@@ -1,0 +1,80 @@
+"""Describe and blend end to end: prompts with buttons, attachments and their re-hosting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.bot.harness import harness
+from tests.bot.jobs.support import (
+    GRID_LABELS,
+    attachment,
+    bodies,
+    image_size,
+    png,
+    press,
+    run_command,
+)
+
+
+async def test_describe_posts_four_prompts_whose_buttons_imagine_them(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        url = "https://files.example.com/cat.png"
+        job, described = await run_command(bot, alice, "describe", url=url)
+
+        done = await bot.settled(job.id)
+        prompts = done.result["prompts"]
+        assert len(prompts) == 4
+        assert [b.label for b in described.buttons] == ["1", "2", "3", "4"]
+        for digit, prompt in zip(("1️⃣", "2️⃣", "3️⃣", "4️⃣"), prompts, strict=True):
+            assert f"{digit} {prompt}" in described.text
+        assert bodies(bot.sim, "/gen/v2/describe") == [{"image_url": url}]
+
+        pick, grid = await press(bot, alice, described, "2")
+        assert pick.type == "imagine" and pick.prompt == prompts[1]
+        assert bodies(bot.sim, "/gen/v2/imagine")[0]["prompt"] == prompts[1]
+        assert [b.label for b in grid.buttons] == GRID_LABELS
+
+
+async def test_describe_of_an_attached_image(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        image = attachment("cat.png")
+        job, _ = await run_command(bot, alice, "describe", image=image)
+        assert bodies(bot.sim, "/gen/v2/describe") == [{"image_url": image.url}]
+        assert (await bot.settled(job.id)).status == "posted"
+
+
+async def test_describe_refuses_a_cdn_link_without_a_media_host(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        cdn = attachment("cat.png", "https://cdn.discordapp.com/attachments/1/2/cat.png", png())
+        await alice.command("describe", image=cdn)
+        (text,) = bot.platform.ephemerals_for("alice")
+        assert "cdn.discordapp.com" in text
+        assert bodies(bot.sim, "/gen/v2/describe") == [] and await bot.all_jobs() == []
+
+
+async def test_describe_rehosts_a_cdn_attachment_on_the_receiver(tmp_path: Path) -> None:
+    async with harness(tmp_path, webhooks=True) as bot:
+        alice = bot.actor()
+        data = png(40, 30)
+        cdn = attachment("cat.png", "https://cdn.discordapp.com/attachments/1/2/cat.png", data)
+        job, _ = await run_command(bot, alice, "describe", image=cdn)
+
+        (sent,) = bodies(bot.sim, "/gen/v2/describe")
+        assert sent["image_url"].startswith(bot.settings.webhook.public_url + "/media/")
+        assert (await bot.jobs.media.fetch(sent["image_url"])).data == data
+        assert (await bot.settled(job.id)).status == "posted"
+
+
+async def test_blend_sends_every_image_and_the_dimension(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        images = {f"image{i}": attachment(f"p{i}.png") for i in (1, 2, 3)}
+        _, blended = await run_command(bot, alice, "blend", dimension="portrait", **images)
+        (sent,) = bodies(bot.sim, "/gen/v2/blend")
+        assert sent == {"image_urls": [a.url for a in images.values()], "dimension": "portrait"}
+        assert image_size(blended.message.images[0].data) == (342, 512)
+        assert "3 images" in blended.text
+        assert [b.label for b in blended.buttons] == GRID_LABELS

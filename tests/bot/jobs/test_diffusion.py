@@ -1,0 +1,146 @@
+"""The diffusion engine (family C) end to end through the fake platform and the simulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.bot.harness import harness
+from tests.bot.jobs.support import attachment, bodies, image_size, press, run_command
+
+DIFFUSION_LABELS = ["🔄", "Upscale", "Use as init"]
+
+
+async def test_small_txt2img_succeeds_at_once_and_is_rehosted(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        job, result = await run_command(
+            bot, alice, "diffusion.txt2img", text="a red fox --width 512 --steps 21 --seed 7"
+        )
+
+        (sent,) = bodies(bot.sim, "/diff/txt2img")
+        assert sent == {
+            "prompt": "a red fox",
+            "width": "512",
+            "num_inference_steps": "21",
+            "seed": 7,
+        }
+        assert bot.sim.state.requests_to("/diff/fetch") == []
+        assert [b.label for b in result.buttons] == DIFFUSION_LABELS
+        assert image_size(result.message.images[0].data) == (256, 256)
+        done = await bot.settled(job.id)
+        assert done.provider_id == "100001" and done.result["meta"]["seed"] == 7
+        assert (await bot.store.usage_for_user("fake", "alice")).credits == 2
+
+
+async def test_large_txt2img_is_fetched_after_its_eta(tmp_path: Path) -> None:
+    async with harness(tmp_path, time_scale=0.01) as bot:
+        alice = bot.actor()
+        await alice.command("diffusion.txt2img", text="a red fox --width 1024 --height 768")
+        job = await bot.latest_job()
+        assert job.status == "processing" and job.next_poll_at is not None
+        result = await bot.result(job.id)
+
+        fetches = bodies(bot.sim, "/diff/fetch")
+        assert fetches and all(body == {"id": 100001} for body in fetches)
+        assert image_size(result.message.images[0].data) == (256, 192)
+
+
+async def test_img2img_and_upscale_use_the_attachment_urls(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        init = attachment("start.png")
+        _, first = await run_command(
+            bot, alice, "diffusion.img2img", prompt="autumn", init_image=init, strength=0.6
+        )
+        _, upscaled = await run_command(bot, alice, "diffusion.upscale", image=init, scale=3)
+
+        (sent,) = bodies(bot.sim, "/diff/img2img")
+        assert sent == {"prompt": "autumn", "init_image": init.url, "strength": 0.6}
+        assert bodies(bot.sim, "/diff/upscale") == [{"url": init.url, "scale": 3}]
+        assert [b.label for b in first.buttons] == DIFFUSION_LABELS
+        assert [b.label for b in upscaled.buttons] == ["🔄", "Use as init"]
+
+
+async def test_controlnet_is_processing_then_posted(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        init, control = attachment("init.png"), attachment("edges.png")
+        job, result = await run_command(
+            bot,
+            alice,
+            "diffusion.controlnet",
+            prompt="a fox",
+            model_id="sd-1.5",
+            controlnet_model="canny",
+            init_image=init,
+            control_image=control,
+        )
+        (sent,) = bodies(bot.sim, "/diff/controlnet")
+        assert sent == {
+            "prompt": "a fox",
+            "model_id": "sd-1.5",
+            "controlnet_model": "canny",
+            "init_image": init.url,
+            "control_image": control.url,
+        }
+        assert bodies(bot.sim, "/diff/fetch")
+        assert result.message.images and (await bot.settled(job.id)).status == "posted"
+
+
+async def test_controlnet_without_a_model_is_refused_before_any_call(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        await alice.command(
+            "diffusion.controlnet",
+            prompt="a fox",
+            controlnet_model="canny",
+            init_image=attachment("init.png"),
+        )
+        assert bot.platform.ephemerals_for("alice") == [
+            "/diffusion controlnet needs a checkpoint model: add --model <model id>."
+        ]
+        assert bodies(bot.sim, "/diff/controlnet") == [] and await bot.all_jobs() == []
+
+
+async def test_diffusion_buttons_reroll_upscale_and_use_as_init(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        parent, result = await run_command(
+            bot, alice, "diffusion.txt2img", text="a red fox --seed 7 --guidance 9"
+        )
+        output = (await bot.settled(parent.id)).result_urls[0]
+
+        rerun, _ = await press(bot, alice, result, "🔄")
+        upscale, _ = await press(bot, alice, result, "Upscale")
+        await alice.press(result, "Use as init")
+        _, modal = bot.platform.modals[-1]
+        assert modal.action == "diff_init" and modal.ref == parent.id
+        await alice.submit(modal, prompt="the fox in winter", strength="0.4")
+        init_job = await bot.latest_job()
+        await bot.result(init_job.id)
+
+        first, again = bodies(bot.sim, "/diff/txt2img")
+        assert again == {"prompt": "a red fox", "guidance_scale": 9.0}
+        assert first == {**again, "seed": 7}
+        rerun_done = await bot.settled(rerun.id)
+        assert rerun_done.result["meta"]["seed"] != 7
+        assert bodies(bot.sim, "/diff/upscale") == [{"url": output}]
+        assert bodies(bot.sim, "/diff/img2img") == [
+            {"prompt": "the fox in winter", "init_image": output, "strength": 0.4}
+        ]
+        assert upscale.parent_job_id == parent.id and init_job.type == "img2img"
+
+
+async def test_use_as_init_form_refuses_a_bad_strength(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        _, result = await run_command(bot, alice, "diffusion.txt2img", prompt="a red fox")
+        await alice.press(result, "Use as init")
+        _, modal = bot.platform.modals[-1]
+        await alice.submit(modal, prompt="winter", strength="2")
+        await alice.submit(modal, prompt="", strength="0.5")
+        assert bot.platform.ephemerals_for("alice") == [
+            "strength must be at most 1 (got 2).",
+            "Use as init needs a prompt describing the new image.",
+        ]
+        assert bodies(bot.sim, "/diff/img2img") == []

@@ -1,0 +1,280 @@
+"""The tracker: restarts, webhooks (and forged ones), polling, timeouts, write budgets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bot.api import ProviderClient
+from bot.core import SurfaceRegistry
+from bot.events import Command, SurfaceLimits, User
+from bot.jobs import JobEngines, build_job_engines
+from bot.jobs.texts import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from simulator.task_model import fetch_record
+from storage import IN_FLIGHT_STATUSES, NewJob, Store
+from tests.bot.harness import PLACE, ROOMY, harness, harness_settings, running_genbot
+from tests.bot.jobs.support import attachment, bodies, press, run_command
+from tests.fakes.platform import FakePlatform, PostedMessage
+
+ROOMY_CAPS = {"max_concurrent_jobs_per_user": 10}
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000, insecure_webhooks=True)
+
+
+def results_of(platform: FakePlatform, job_id: str) -> list[PostedMessage]:
+    """Result messages (those with the job's buttons) posted for ``job_id``."""
+    return [m for m in platform.messages.values() if any(b.ref == job_id for b in m.buttons)]
+
+
+async def test_a_restart_delivers_every_job_exactly_once_and_old_buttons_work(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "genbot.db"
+    platform = FakePlatform(limits=ROOMY)
+    async with serve(MANUAL) as sim:
+        async with running_genbot(sim, db, platform=platform, limits=ROOMY_CAPS) as first:
+            alice = first.actor()
+            await alice.command("imagine", prompt="an old fox")
+            old = await first.latest_job()
+            sim.advance(120)
+            old_grid = await first.result(old.id)
+            await alice.command("imagine", prompt="a fox in flight")
+            await alice.command("imagine", prompt="a fox being posted")
+            await alice.command("describe", url="https://files.example.com/cat.png")
+            await alice.command(
+                "diffusion.controlnet",
+                prompt="a fox",
+                model_id="sd",
+                controlnet_model="canny",
+                init_image=attachment("init.png"),
+            )
+            flying, claimed, described, controlled = (await first.all_jobs())[1:]
+            assert all(j.status in IN_FLIGHT_STATUSES for j in (flying, claimed, described))
+            assert controlled.status == "processing"
+
+        sim.advance(120)
+        async with await Store.open(db) as store:
+            task = sim.state.tasks[claimed.provider_id or ""]
+            finished = fetch_record(task, sim.state.now())
+            await store.transition(
+                claimed.id,
+                IN_FLIGHT_STATUSES,
+                "finished",
+                result_urls=[finished["task_result"]["image_url"]],
+                actions=finished["task_result"]["actions"],
+            )
+            assert await store.transition(claimed.id, "finished", "posting")
+            orphan = await store.create_job(
+                NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
+                       channel_id="c1", workspace_id="w1", prompt="never sent")
+            )  # fmt: skip
+
+        async with running_genbot(sim, db, platform=platform, limits=ROOMY_CAPS) as second:
+            for job in (flying, claimed, described, controlled):
+                done = await second.settled(job.id)
+                assert done.status == "posted", (job.type, done.status, done.error)
+            await second.jobs.tracker.wait_idle()
+            for job in (flying, claimed, described, controlled):
+                assert len(results_of(platform, job.id)) == 1, job.type
+            assert len(bodies(sim, "/gen/v2/imagine")) == 3
+
+            refused = await second.settled(orphan.id)
+            assert refused.status == "create_failed" and refused.error == RESTARTED_BEFORE_SUBMIT
+
+            upscale, _ = await _press_and_finish(second, old_grid, "U1")
+            assert bodies(sim, "/gen/v2/upscale") == [
+                {"origin_task_id": old.provider_id, "index": "1"}
+            ]
+            assert upscale.requester_id == "alice"
+
+
+async def _press_and_finish(bot: Any, message: PostedMessage, label: str) -> tuple[Any, Any]:
+    before = {job.id for job in await bot.all_jobs()}
+    await bot.actor().press(message, label)
+    (job,) = [j for j in await bot.all_jobs() if j.id not in before]
+    bot.sim.advance(120)
+    return job, await bot.result(job.id)
+
+
+async def test_webhooks_deliver_results_without_polling(tmp_path: Path) -> None:
+    async with harness(tmp_path, webhooks=True) as bot:
+        alice = bot.actor()
+        job, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
+        upscale, _ = await press(bot, alice, grid, "U1")
+
+        (sent,) = bodies(bot.sim, "/gen/v2/imagine")
+        hook = bot.settings.webhook
+        assert sent["webhook_endpoint"] == f"{hook.public_url}/webhooks/tasks/{job.id}"
+        assert sent["webhook_secret"] == job.webhook_secret and len(job.webhook_secret or "") > 20
+        assert bot.sim.state.requests_to("/gen/v2/multi_fetch") == []
+        assert [a.status for a in bot.sim.state.webhook_attempts] == [200, 200]
+        done = await bot.settled(upscale.id)
+        assert done.last_webhook_at is not None and done.webhook_secret != job.webhook_secret
+
+
+async def test_forged_unknown_and_replayed_webhooks_change_nothing(tmp_path: Path) -> None:
+    async with harness(tmp_path, webhooks=True, sim_config=MANUAL) as bot:
+        alice = bot.actor()
+        await alice.command("imagine", prompt="a red fox")
+        job = await bot.latest_job()
+        url = f"{bot.settings.webhook.public_url}/webhooks/tasks/"
+        forged = _finished_record(job.provider_id or "", "https://evil.example.com/x.png")
+        other = _finished_record("another-task", "https://evil.example.com/x.png")
+        secret = job.webhook_secret or ""
+
+        async with aiohttp.ClientSession() as http:
+            answers = [
+                await _post(http, url + job.id, forged, None),
+                await _post(http, url + job.id, forged, "wrong-secret"),
+                await _post(http, url + job.id, forged, secret[:-1]),
+                await _post(http, url + "nosuchjob", forged, secret),
+                await _post(http, url + "../../etc", forged, secret),
+                await _post(http, url + job.id, other, secret),
+                await _post(http, url + job.id, {"status": []}, secret),
+            ]
+            assert answers == [401, 401, 401, 401, 404, 400, 400]
+            unchanged = await bot.store.get_job(job.id)
+            assert unchanged is not None and unchanged.status in IN_FLIGHT_STATUSES
+            assert unchanged.result_urls == [] and unchanged.last_webhook_at is None
+            assert bot.platform.with_images() == []
+
+            bot.sim.advance(120)
+            grid = await bot.result(job.id)
+            messages = len(bot.platform.messages)
+            real = fetch_record(bot.sim.state.tasks[job.provider_id or ""], bot.sim.state.now())
+            assert await _post(http, url + job.id, real, secret) == 200
+            assert await _post(http, url + job.id, forged, secret) == 200
+
+        await bot.jobs.tracker.wait_idle()
+        after = await bot.store.get_job(job.id)
+        assert after is not None and after.status == "posted"
+        assert after.result_urls == [real["task_result"]["image_url"], *after.result_urls[1:]]
+        assert len(bot.platform.messages) == messages and grid.message.images
+
+
+def _finished_record(task_id: str, image_url: str) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "status": "finished",
+        "process_time": 1,
+        "task_result": {"image_url": image_url, "actions": ["upscale1"], "credit": 999},
+        "meta": {},
+    }
+
+
+async def _post(
+    http: aiohttp.ClientSession, url: str, body: dict[str, Any], secret: str | None
+) -> int:
+    headers = {"x-webhook-secret": secret} if secret is not None else {}
+    async with http.post(url, data=json.dumps(body), headers=headers) as response:
+        return response.status
+
+
+async def test_a_job_the_provider_never_finishes_times_out_with_a_note(tmp_path: Path) -> None:
+    limits = {"job_timeout_seconds": 0.3}
+    async with harness(tmp_path, sim_config=MANUAL, limits=limits) as bot:
+        alice = bot.actor()
+        job, report = await run_command(bot, alice, "imagine", prompt="a slow fox")
+        done = await bot.settled(job.id)
+        assert done.status == "failed_posted" and done.result["timed_out"] is True
+        assert "did not finish this job within" in report.text and TIMEOUT_NOTE in report.text
+
+
+async def test_job_messages_share_the_edit_budget_and_are_never_rate_limited(
+    tmp_path: Path,
+) -> None:
+    tight = SurfaceLimits(edits_per_window_per_channel=4, edit_window_seconds=0.4)
+    platform = FakePlatform(limits=tight, enforce_budget=True)
+    async with harness(tmp_path, time_scale=0.01, platform=platform) as bot:
+        alice = bot.actor()
+        await asyncio.gather(
+            *(alice.command("imagine", prompt=f"fox number {n}") for n in range(3))
+        )
+        for job in await bot.all_jobs():
+            await bot.result(job.id)
+        await bot.jobs.tracker.wait_idle()
+        assert platform.rate_limited == 0
+        assert len(bot.platform.with_images()) == 3
+
+
+@dataclass
+class Bare:
+    """The job machinery with its tracker not started (the test drives it)."""
+
+    engines: JobEngines
+    platform: FakePlatform
+    store: Store
+    provider: ProviderClient
+
+
+@asynccontextmanager
+async def bare_engines(sim: RunningSimulator, tmp_path: Path, **limits: Any) -> AsyncIterator[Bare]:
+    settings = harness_settings(sim.base_url, tmp_path / "genbot.db", webhooks=False, limits=limits)
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(await Store.open(tmp_path / "genbot.db"))
+        provider = await stack.enter_async_context(ProviderClient(settings.api))
+        surfaces, platform = SurfaceRegistry(), FakePlatform(limits=ROOMY)
+        surfaces.attach(platform)
+        engines = build_job_engines(settings, store, provider, surfaces, open_channels={})
+        stack.push_async_callback(engines.media.aclose)
+        stack.push_async_callback(engines.tracker.stop)
+        yield Bare(engines, platform, store, provider)
+
+
+ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
+
+
+async def test_concurrent_deliveries_of_one_job_post_it_once(tmp_path: Path) -> None:
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        tracker, delivery = bare.engines.tracker, bare.engines.delivery
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+        sim.advance(120)
+        record = await bare.provider.tasks.fetch(job.provider_id or "")
+        await asyncio.gather(
+            tracker.apply_task_record(job, record),
+            tracker.apply_task_record(job, record),
+            *(delivery.deliver(job.id) for _ in range(3)),
+        )
+        await tracker.wait_idle()
+        await asyncio.gather(*(delivery.deliver(job.id) for _ in range(3)))
+
+        assert len(bare.platform.with_images()) == 1
+        assert (await bare.engines.watch.wait(job.id, {"posted"}, 5)).result_message_id
+        assert (await bare.store.usage_for_user("fake", "alice")).credits == 4
+
+
+async def test_the_poll_interval_adapts_to_activity(tmp_path: Path) -> None:
+    limits = {"poll_interval_min": 1.0, "poll_interval_max": 8.0}
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, **limits) as bare:
+        tracker = bare.engines.tracker
+        assert await tracker.poll_round() == 8.0
+        await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+        assert tracker.interval == 1.0
+        assert [await tracker.poll_round() for _ in range(5)] == [1.0, 2.0, 4.0, 8.0, 8.0]
+        sim.advance(25)
+        assert await tracker.poll_round() == 1.0
+
+
+async def test_jobs_waiting_for_a_webhook_are_polled_once_webhooks_are_off(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "genbot.db"
+    platform = FakePlatform(limits=ROOMY)
+    async with serve(MANUAL) as sim:
+        async with running_genbot(sim, db, platform=platform, webhooks=True) as first:
+            await first.actor().command("imagine", prompt="a red fox")
+            job = await first.latest_job()
+            assert job.webhook_secret
+        sim.advance(120)
+        slow_backstop = {"poll_interval_max": 30.0}
+        async with running_genbot(sim, db, platform=platform, limits=slow_backstop) as second:
+            assert (await second.result(job.id)).message.images
+            assert second.sim.state.requests_to("/gen/v2/multi_fetch")
