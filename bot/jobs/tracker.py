@@ -126,16 +126,20 @@ class Tracker:
         self._loop = asyncio.create_task(self._run(), name="genbot-tracker")
 
     async def stop(self) -> None:
-        """Stop polling and cancel deliveries in progress (their claims are released by the
-        next start)."""
+        """Stop polling, let deliveries in progress finish (up to ``STOP_TIMEOUT``) so no
+        result is left posted but unrecorded, then cancel what remains (its claim is released
+        by the next start)."""
         self._stopped = True
-        tasks = [*self._deliveries.values(), *([self._loop] if self._loop else [])]
-        for task in tasks:
-            task.cancel()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(STOP_TIMEOUT):
-                await asyncio.gather(*tasks, return_exceptions=True)
-        self._loop = None
+        if self._loop is not None:
+            self._loop.cancel()
+            await asyncio.gather(self._loop, return_exceptions=True)
+            self._loop = None
+        deliveries = list(self._deliveries.values())
+        if deliveries:
+            _, unfinished = await asyncio.wait(deliveries, timeout=STOP_TIMEOUT)
+            for task in unfinished:
+                task.cancel()
+            await asyncio.gather(*unfinished, return_exceptions=True)
         self._deliveries.clear()
 
     def kick(self) -> None:

@@ -97,10 +97,8 @@ async def test_imagine_upscale_and_a_follow_up_after_a_restart(
             "1",
         )
         assert len(fake.uploads) == 2
-        # Tracker.stop cancels a delivery between its post and its record, and the next process
-        # then posts the result again: restart only once the delivery is recorded.
-        upscale_job = await bot.settled(job_of(upscaled.button("Vary (Strong)")))
-        assert upscale_job.provider_id == upscale.created_id
+        # No wait for the delivery to be recorded: a clean stop lets it finish, so the restarted
+        # process must not post the upscale again (the upload count below proves it).
 
     async with slack_genbot(fake, sim, db_path) as restarted:
         vary = upscaled.button("Vary (Strong)")["action_id"]
