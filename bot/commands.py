@@ -267,7 +267,6 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 max_value=20,
                 flags=("--conditioning",),
             ),
-            Option("guess_mode", "boolean", "Guess mode", flag_values=(("--guess-mode", "true"),)),
             *_DIFFUSION_COMMON,
         ),
         free_text="prompt",
