@@ -7,25 +7,17 @@ core validates options against it and parses text-only commands (``a fox --ar 16
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
+
+from bot.api.models_chat import CHAT_MODELS
+from bot.api.models_diffusion import INFERENCE_STEPS
+from bot.api.models_tasks import BlendDimension, ProcessMode
 
 OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
 
-CHAT_MODELS: tuple[str, ...] = (
-    "llm-3.5-turbo",
-    "llm-3.5-turbo-0301",
-    "llm-3.5-turbo-0613",
-    "llm-3.5-turbo-16k",
-    "llm-3.5-turbo-16k-0613",
-    "llm-3.5-turbo-1106",
-    "llm-4",
-    "llm-4-0613",
-    "llm-4-1106-preview",
-    "llm-4-vision-preview",
-)
-PROCESS_MODES: tuple[str, ...] = ("relax", "mixed", "fast", "turbo")
-BLEND_DIMENSIONS: tuple[str, ...] = ("square", "portrait", "landscape")
-DIFFUSION_STEPS: tuple[str, ...] = ("21", "31", "41", "51")
+PROCESS_MODES: tuple[str, ...] = get_args(ProcessMode)
+BLEND_DIMENSIONS: tuple[str, ...] = get_args(BlendDimension)
+DIFFUSION_STEPS: tuple[str, ...] = INFERENCE_STEPS
 
 
 @dataclass(frozen=True)
