@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any
 
 import click
 from pydantic import ValidationError
@@ -89,6 +91,14 @@ def _settings(ctx: click.Context) -> Settings:
         raise click.ClickException(f"invalid configuration:\n{error}") from None
 
 
+def _run_until_stopped(serving: Coroutine[Any, Any, None]) -> None:
+    """Run a serving coroutine; a port or folder genbot cannot use is a one-line error."""
+    try:
+        asyncio.run(serving)
+    except OSError as error:
+        raise click.ClickException(error.strerror or str(error)) from None
+
+
 @main.command()
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details.")
 @click.pass_context
@@ -114,7 +124,7 @@ def run(ctx: click.Context, verbose: bool) -> None:
             click.echo(f"genbot running: {', '.join(runtime.adapters)} (Ctrl-C stops it)")
             await wait_for_stop_signal()
 
-    asyncio.run(serve_until_stopped())
+    _run_until_stopped(serve_until_stopped())
     click.echo("genbot stopped")
 
 
@@ -132,7 +142,7 @@ def demo(ctx: click.Context, port: int | None) -> None:
             update={"web": settings.web.model_copy(update={"port": port})}
         )
     configure_logging(settings, verbose=False)
-    asyncio.run(run_demo(settings))
+    _run_until_stopped(run_demo(settings))
 
 
 @main.command()

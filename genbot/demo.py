@@ -58,8 +58,11 @@ async def run_demo(settings: Settings, time_scale: float = DEMO_TIME_SCALE) -> N
         async with serve(config) as sim:
             wired = demo_settings(settings, sim.base_url, config.api_key, Path(data_dir))
             async with running(wired) as runtime:
-                print(f"genbot demo: open {runtime.web_url} in your browser (Ctrl-C stops it)")
-                print(f"  provider simulator at {sim.base_url}, data in {data_dir}")
-                print("  try: /imagine a lighthouse at dusk --ar 16:9 --turbo, then press U1")
+                print(
+                    f"genbot demo: open {runtime.web_url} in your browser (Ctrl-C stops it)\n"
+                    f"  provider simulator at {sim.base_url}, data in {data_dir}\n"
+                    "  try: /imagine a lighthouse at dusk --ar 16:9 --turbo, then press U1",
+                    flush=True,
+                )
                 await wait_for_stop_signal()
-    print("genbot demo stopped")
+    print("genbot demo stopped", flush=True)

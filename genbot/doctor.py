@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -83,9 +84,11 @@ async def check_discord(session: aiohttp.ClientSession, settings: Settings) -> F
                 return Finding("discord", False, "the bot token was refused: check [discord] token")
             if response.status != 200:
                 return Finding("discord", False, f"Discord answered HTTP {response.status}")
-            user = await response.json(content_type=None)
+            user = await _json_or_none(response)
     except (aiohttp.ClientError, TimeoutError) as error:
         return Finding("discord", False, f"cannot reach Discord: {_reason(error)}")
+    if not isinstance(user, dict):
+        return Finding("discord", False, f"{url} is not Discord's API: check [discord] api_base")
     return Finding("discord", True, f"logged in as {user.get('username', '?')}")
 
 
@@ -94,9 +97,11 @@ async def check_slack(session: aiohttp.ClientSession, settings: Settings) -> Fin
     headers = {"Authorization": f"Bearer {settings.slack.bot_token.get_secret_value()}"}
     try:
         async with session.post(url, headers=headers) as response:
-            answer = await response.json(content_type=None)
-    except (aiohttp.ClientError, TimeoutError, ValueError) as error:
+            answer = await _json_or_none(response)
+    except (aiohttp.ClientError, TimeoutError) as error:
         return Finding("slack", False, f"cannot reach Slack: {_reason(error)}")
+    if not isinstance(answer, dict):
+        return Finding("slack", False, f"{url} is not Slack's API: check [slack] api_url")
     if not answer.get("ok"):
         return Finding("slack", False, f"auth.test refused the bot token: {answer.get('error')}")
     transport = "Socket Mode" if settings.slack.app_token.get_secret_value() else "HTTP mode"
@@ -135,6 +140,13 @@ def _is_loopback(host: str | None) -> bool:
         return ipaddress.ip_address(host or "").is_loopback
     except ValueError:
         return False
+
+
+async def _json_or_none(response: aiohttp.ClientResponse) -> Any:
+    try:
+        return await response.json(content_type=None)
+    except ValueError:
+        return None
 
 
 def _reason(error: BaseException) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 import time
 from collections import OrderedDict
@@ -130,7 +131,8 @@ class WebAdapter:
         return self._url
 
     async def start(self) -> None:
-        """Listen on ``settings.host:port`` (port 0 picks a free port)."""
+        """Listen on ``settings.host:port`` (port 0 picks a free port); ``OSError`` naming the
+        address and the ``[web] port`` setting when it cannot."""
         if self._runner is not None:
             raise RuntimeError("the web playground is already started")
         runner = web.AppRunner(self.app, shutdown_timeout=2.0)
@@ -138,6 +140,15 @@ class WebAdapter:
         site = web.TCPSite(runner, self.settings.host, self.settings.port)
         try:
             await site.start()
+        except OSError as error:
+            await runner.cleanup()
+            address = f"{self.settings.host}:{self.settings.port}"
+            reason = os.strerror(error.errno) if error.errno else str(error)
+            raise OSError(
+                error.errno,
+                f"the web playground cannot listen on {address} ({reason}); "
+                "choose another [web] port (genbot demo --port N)",
+            ) from error
         except BaseException:
             await runner.cleanup()
             raise

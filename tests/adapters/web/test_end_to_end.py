@@ -1,0 +1,162 @@
+"""The playground on the real core and the provider simulator, over HTTP and server-sent events:
+imagine → grid → upscale → Custom Zoom, a streamed chat answer, and a refused command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.genbot.stack import (
+    ChannelView,
+    Message,
+    PlaygroundUser,
+    Stack,
+    button,
+    labels,
+    playground_user,
+    real_stack,
+)
+
+GRID_LABELS = [["U1", "U2", "U3", "U4", "🔄"], ["V1", "V2", "V3", "V4", "🌱 Seed"]]
+UPSCALE_FOLLOW_UPS = {
+    "Vary (Strong)",
+    "Vary (Subtle)",
+    "Vary (Region)",
+    "Zoom Out 2x",
+    "Zoom Out 1.5x",
+    "Custom Zoom",
+    "⬅️",
+    "➡️",
+    "⬆️",
+    "⬇️",
+}
+
+
+async def imagine_grid(user: PlaygroundUser, view: ChannelView, text: str) -> Message:
+    """Run ``text`` (an /imagine command) and return the grid message once it is posted."""
+    echo_id = await user.command(text)
+    return await view.until(lambda: view.with_buttons(echo_id, "U1"))
+
+
+async def upscale_first(user: PlaygroundUser, view: ChannelView, grid: Message) -> Message:
+    """Press U1 under ``grid`` and return the upscale once it is posted with its follow-ups."""
+    event_id = await user.press(grid, "U1")
+    await view.until(lambda: view.handled(event_id))
+    return await view.until(lambda: view.with_buttons(grid["id"], "Vary (Strong)"))
+
+
+async def served(stack: Stack, user: PlaygroundUser, message: Message) -> bytes:
+    """The bytes of the message's only image, as the browser fetches them."""
+    [image] = message["images"]
+    async with user.session.get(image["url"]) as response:
+        assert response.status == 200
+        assert response.content_type == "image/png"
+        return await response.read()
+
+
+async def test_imagine_streams_progress_then_the_grid_and_u1_upscales(tmp_path: Path) -> None:
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as user:
+        view = await user.watch()
+        echo_id = await user.command("/imagine a lighthouse")
+        grid = await view.until(lambda: view.with_buttons(echo_id, "U1"))
+
+        echo, progress = view.messages[echo_id], view.after(echo_id)[0]
+        assert (echo["kind"], echo["text"], echo["command"]) == (
+            "user",
+            "/imagine a lighthouse",
+            "imagine",
+        )
+        assert progress["kind"] == "bot" and progress["reply_to"] == echo_id
+        progress_events = view.events_of(progress["id"])
+        assert progress_events[0]["type"] == "post"
+        assert "a lighthouse" in progress_events[0]["message"]["text"]
+        assert [e["type"] for e in progress_events[1:]] and all(
+            e["type"] == "edit" for e in progress_events[1:]
+        )
+        assert grid["id"] != progress["id"] and "a lighthouse" in grid["text"]
+        assert labels(grid) == GRID_LABELS
+        assert button(grid, "U1").startswith("gb:upscale1:")
+        assert len(await served(stack, user, grid)) > 1000
+        [imagine] = stack.sim.state.requests_to("/gen/v2/imagine")
+        assert imagine.body["prompt"].startswith("a lighthouse")
+
+        upscale = await upscale_first(user, view, grid)
+        follow_ups = {label for row in labels(upscale) for label in row}
+        assert follow_ups >= UPSCALE_FOLLOW_UPS
+        upscale_progress = view.after(grid["id"])[0]
+        assert upscale_progress["reply_to"] == grid["id"] and "U1" in upscale_progress["text"]
+        assert "U1" in upscale["text"] and "a lighthouse" in upscale["text"]
+        assert len(await served(stack, user, upscale)) > 1000
+        [request] = stack.sim.state.requests_to("/gen/v2/upscale")
+        assert request.body["origin_task_id"] == imagine.created_id
+        assert request.body["index"] == "1"
+
+
+async def test_custom_zoom_opens_a_form_whose_submission_starts_an_outpaint(
+    tmp_path: Path,
+) -> None:
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as user:
+        view = await user.watch()
+        grid = await imagine_grid(user, view, "/imagine a lighthouse")
+        upscale = await upscale_first(user, view, grid)
+
+        await user.press(upscale, "Custom Zoom")
+        opened = await view.until(
+            lambda: next((e for e in view.events if e["type"] == "modal"), None)
+        )
+        form = opened["modal"]
+        assert form["title"] == "Custom Zoom" and form["action"] == "outpaint_custom"
+        assert {field["id"] for field in form["fields"]} == {"zoom", "prompt"}
+        assert stack.sim.state.requests_to("/gen/v2/outpaint") == []
+
+        submitted = await user.post(
+            "/api/modal", {"custom_id": form["custom_id"], "values": {"zoom": "1.5", "prompt": ""}}
+        )
+        await view.until(lambda: view.handled(submitted))
+        zoomed = await view.until(lambda: view.with_buttons(upscale["id"], "U1"))
+        assert labels(zoomed) == GRID_LABELS
+        [upscale_request] = stack.sim.state.requests_to("/gen/v2/upscale")
+        [outpaint] = stack.sim.state.requests_to("/gen/v2/outpaint")
+        assert outpaint.body["origin_task_id"] == upscale_request.created_id
+        assert outpaint.body["zoom_ratio"] == "1.5"
+
+
+async def test_a_plain_message_streams_the_models_answer_into_one_message(
+    tmp_path: Path,
+) -> None:
+    answer = " ".join(f"word{number}" for number in range(80)) + "."
+    async with real_stack(tmp_path, time_scale=1.0) as stack, playground_user(stack.url) as user:
+        view = await user.watch()
+        echo_id = await user.message(f"echo: {answer}")
+        await view.until(lambda: view.handled(echo_id), timeout=20)
+
+        [reply] = view.after(echo_id)
+        assert reply["kind"] == "bot" and reply["from_model"] and reply["reply_to"] == echo_id
+        assert reply["text"] == answer
+        events = view.events_of(reply["id"])
+        assert events[0]["type"] == "post" and len(events) >= 3
+        shown = [event["message"]["text"] for event in events[:-1]]
+        assert all(text.endswith(" ▌") and answer.startswith(text[:-2]) for text in shown)
+        assert len({len(text) for text in shown}) == len(shown)
+        [request] = stack.sim.state.requests_to("/v1/chat/completions")
+        assert request.body["stream"] is True
+
+
+async def test_an_invalid_option_is_refused_privately_with_no_provider_call(
+    tmp_path: Path,
+) -> None:
+    async with (
+        real_stack(tmp_path) as stack,
+        playground_user(stack.url) as user,
+        playground_user(stack.url) as neighbour,
+    ):
+        view, neighbours_view = await user.watch(), await neighbour.watch()
+        echo_id = await user.command("/diffusion txt2img a fox --width 2048")
+        await view.until(lambda: view.handled(echo_id))
+
+        [refusal] = view.after(echo_id)
+        assert refusal["kind"] == "ephemeral"
+        assert "width" in refusal["text"] and "1024" in refusal["text"]
+        assert "2048" in refusal["text"]
+        await neighbours_view.until(lambda: neighbours_view.handled(echo_id))
+        assert list(neighbours_view.messages) == [echo_id]
+        assert stack.sim.state.requests_to("/diff/") == []

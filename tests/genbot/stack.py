@@ -1,0 +1,159 @@
+"""The real genbot behind the web playground, for end-to-end tests.
+
+``real_stack(tmp_path)`` starts the provider simulator and a genbot made by
+:func:`genbot.runtime.running` (storage in ``tmp_path``, the real core, the web adapter on a free
+port, the webhook receiver on loopback), exactly as ``genbot demo`` wires them.
+:class:`PlaygroundUser` is one browser session talking to the playground's HTTP API, and
+:class:`ChannelView` folds a channel's server-sent events into the messages a browser would show.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from aiohttp import ClientResponse, ClientSession, CookieJar
+
+from bot.config import LimitsSettings, Settings, WebSettings
+from genbot.demo import demo_settings
+from genbot.runtime import Runtime, running
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from tests.adapters.web.fakes import SseReader
+
+T = TypeVar("T")
+FAST_POLLING = LimitsSettings(poll_interval_min=0.01, poll_interval_max=0.1)
+Message = dict[str, Any]
+
+
+@dataclass
+class Stack:
+    """A running simulator and genbot with its playground."""
+
+    sim: RunningSimulator
+    runtime: Runtime
+
+    @property
+    def url(self) -> str:
+        return self.runtime.web_url
+
+
+@asynccontextmanager
+async def real_stack(tmp_path: Path, *, time_scale: float = 0.01) -> AsyncIterator[Stack]:
+    """The simulator and genbot (real core, web adapter on 127.0.0.1:0, fast polling)."""
+    config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True)
+    async with serve(config) as sim:
+        base = Settings(web=WebSettings(enabled=True, port=0), limits=FAST_POLLING)
+        settings = demo_settings(base, sim.base_url, config.api_key, tmp_path)
+        async with running(settings) as runtime:
+            yield Stack(sim, runtime)
+
+
+def labels(message: Message) -> list[list[str]]:
+    """A message's button labels, row by row."""
+    return [[button["label"] for button in row] for row in message["buttons"]]
+
+
+def button(message: Message, label: str) -> str:
+    """The custom id of the button labelled ``label``."""
+    for row in message["buttons"]:
+        for candidate in row:
+            if candidate["label"] == label:
+                return str(candidate["custom_id"])
+    raise AssertionError(f"no button {label!r} on message {message['id']}: {labels(message)}")
+
+
+@dataclass
+class ChannelView:
+    """What a browser watching one channel knows: every event, and each message's latest state."""
+
+    reader: SseReader
+    events: list[dict[str, Any]] = field(default_factory=list)
+    messages: dict[str, Message] = field(default_factory=dict)
+
+    async def until(self, predicate: Callable[[], T | None], timeout: float = 10.0) -> T:
+        """Read events until ``predicate()`` is truthy; return its value (bounded wait)."""
+        async with asyncio.timeout(timeout):
+            while not (found := predicate()):
+                event = (await self.reader.next(timeout)).data
+                self.events.append(event)
+                if "message" in event:
+                    self.messages[event["message"]["id"]] = event["message"]
+        return found
+
+    def after(self, message_id: str) -> list[Message]:
+        """Messages shown after ``message_id``, in order."""
+        ids = list(self.messages)
+        if message_id not in ids:
+            return []
+        return [self.messages[i] for i in ids[ids.index(message_id) + 1 :]]
+
+    def with_buttons(self, since: str, first_label: str) -> Message | None:
+        """The first message after ``since`` whose first button is ``first_label``."""
+        for message in self.after(since):
+            if message["buttons"] and message["buttons"][0][0]["label"] == first_label:
+                return message
+        return None
+
+    def events_of(self, message_id: str) -> list[dict[str, Any]]:
+        """The post and edit events of one message, in order."""
+        return [e for e in self.events if e.get("message", {}).get("id") == message_id]
+
+    def handled(self, event_id: str) -> bool:
+        """Whether the core has finished handling the request ``event_id``."""
+        return any(
+            e["type"] == "working" and e["event_id"] == event_id and not e["active"]
+            for e in self.events
+        )
+
+
+class PlaygroundUser:
+    """One browser session (cookie kept) on the playground's HTTP API."""
+
+    def __init__(self, url: str) -> None:
+        self.session = ClientSession(base_url=url, cookie_jar=CookieJar(unsafe=True))
+        self._streams: list[ClientResponse] = []
+
+    async def close(self) -> None:
+        for response in self._streams:
+            response.close()
+        await self.session.close()
+
+    async def watch(self, channel: str = "general") -> ChannelView:
+        """Open the channel's event stream (after its ``hello``, nothing later is missed)."""
+        response = await self.session.get("/api/events", params={"channel": channel})
+        assert response.status == 200, await response.text()
+        self._streams.append(response)
+        reader = SseReader(response)
+        assert (await reader.next()).data["type"] == "hello"
+        return ChannelView(reader)
+
+    async def post(self, path: str, body: dict[str, Any]) -> str:
+        """POST an action; the accepted event id (the test fails on anything but 202)."""
+        async with self.session.post(path, json=body) as response:
+            answer = await response.json()
+            assert response.status == 202, answer
+            return str(answer["event_id"])
+
+    async def command(self, text: str) -> str:
+        return await self.post("/api/command", {"text": text})
+
+    async def message(self, text: str) -> str:
+        return await self.post("/api/message", {"text": text})
+
+    async def press(self, message: Message, label: str) -> str:
+        body = {"message_id": message["id"], "custom_id": button(message, label)}
+        return await self.post("/api/button", body)
+
+
+@asynccontextmanager
+async def playground_user(url: str) -> AsyncIterator[PlaygroundUser]:
+    user = PlaygroundUser(url)
+    try:
+        yield user
+    finally:
+        await user.close()

@@ -1,0 +1,81 @@
+"""``genbot demo``: one command serves the playground on the real core and the simulator, and
+Ctrl-C stops it cleanly and deletes its data."""
+
+from __future__ import annotations
+
+import signal
+import socket
+from pathlib import Path
+
+from tests.genbot.process import clean_env, free_port, genbot
+from tests.genbot.stack import labels, playground_user
+
+
+def exists(path: Path) -> bool:
+    return path.exists()
+
+
+def contents(folder: Path) -> list[Path]:
+    return list(folder.iterdir())
+
+
+URL_LINE = r"genbot demo: open (http://127\.0\.0\.1:(\d+)) in your browser"
+
+
+async def test_demo_serves_a_working_playground_and_stops_cleanly_on_ctrl_c(
+    tmp_path: Path,
+) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    port = free_port()
+    async with genbot(
+        "demo",
+        "--port",
+        str(port),
+        env=clean_env(tmp=temp),
+        cwd=tmp_path,
+        log=tmp_path / "demo.log",
+    ) as demo:
+        url, printed_port = (await demo.line_matching(URL_LINE)).groups()
+        assert int(printed_port) == port
+        data_dir = Path((await demo.line_matching(r"data in (\S+)")).group(1))
+        assert data_dir.parent == temp and (data_dir / "genbot.db").is_file()
+
+        async with playground_user(url) as user:
+            async with user.session.get("/") as page:
+                assert page.status == 200 and "<title>" in await page.text()
+            async with user.session.get("/api/commands") as response:
+                names = {command["name"] for command in (await response.json())["commands"]}
+            assert {"imagine", "chat", "describe", "blend", "settings", "usage"} <= names
+            view = await user.watch()
+            echo_id = await user.command("/imagine a fox --turbo")
+            grid = await view.until(lambda: view.with_buttons(echo_id, "U1"), timeout=20)
+            assert labels(grid)[0] == ["U1", "U2", "U3", "U4", "🔄"]
+            assert len(grid["images"]) == 1
+
+        status = await demo.stop(signal.SIGINT)
+        assert status == 0, demo.errors()
+        assert demo.printed[-1] == "genbot demo stopped"
+        assert "Traceback" not in demo.errors()
+    assert not exists(data_dir)
+    assert contents(temp) == []
+
+
+async def test_demo_names_the_busy_port_instead_of_a_traceback(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        async with genbot(
+            "demo",
+            "--port",
+            str(busy),
+            env=clean_env(tmp=tmp_path),
+            cwd=tmp_path,
+            log=tmp_path / "demo.log",
+        ) as demo:
+            assert await demo.exit_status() == 1
+            errors = demo.errors()
+    assert f"cannot listen on 127.0.0.1:{busy} (Address already in use)" in errors
+    assert "genbot demo --port N" in errors and "Traceback" not in errors
+    assert contents(tmp_path) == [tmp_path / "demo.log"]
