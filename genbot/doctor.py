@@ -45,15 +45,19 @@ async def diagnose(settings: Settings) -> list[Finding]:
 
 
 def check_storage(settings: Settings) -> Finding:
+    """The database folder exists and is writable, or can be created (``genbot run`` does)."""
     folder = Path(settings.storage.path).resolve().parent
-    if not folder.is_dir():
-        return Finding("storage", False, f"folder {folder} does not exist; create it")
-    probe = folder / f".genbot-doctor-{uuid.uuid4().hex}"
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        return Finding("storage", False, f"{existing} is a file, so {folder} cannot be created")
+    probe = existing / f".genbot-doctor-{uuid.uuid4().hex}"
     try:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as error:
-        return Finding("storage", False, f"cannot write in {folder}: {error.strerror}")
+        return Finding("storage", False, f"cannot write in {existing}: {error.strerror}")
+    if existing != folder:
+        return Finding("storage", True, f"{folder} will be created for {settings.storage.path}")
     return Finding("storage", True, f"database at {settings.storage.path}")
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from bot.config import Settings, StorageSettings
+from genbot.doctor import check_storage
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from tests.genbot.process import clean_env, free_port, genbot
@@ -148,13 +150,15 @@ async def test_a_bad_configuration_names_each_problem_and_exits_1(
             discord_token=secrets[1],
             slack_token=secrets[2],
             webhook_url="http://example.com:8080",
-            storage=tmp_path / "missing" / "genbot.db",
+            storage=tmp_path / "a-file" / "data" / "genbot.db",
         )
+        (tmp_path / "a-file").write_text("not a folder")
         status, lines = await doctor(tmp_path, config, secrets[0])
 
     assert status == 1
     assert lines == [
-        f"✘ storage   folder {tmp_path / 'missing'} does not exist; create it",
+        f"✘ storage   {tmp_path / 'a-file'} is a file, so {tmp_path / 'a-file' / 'data'} "
+        "cannot be created",
         "✘ provider  the API key was refused (401): check [api] key",
         "✘ discord   the bot token was refused: check [discord] token",
         "✘ slack     auth.test refused the bot token: invalid_auth",
@@ -195,3 +199,10 @@ async def test_unreachable_or_wrong_addresses_are_reported(
     )
     assert webhook == "✘ webhook   [webhook] public_url may only use port 443 (got 8443)"
     assert advice == "fix the ✘ lines above, then run genbot doctor again"
+
+
+def test_a_missing_database_folder_is_fine_when_it_can_be_created(tmp_path: Path) -> None:
+    settings = Settings(storage=StorageSettings(path=tmp_path / "new" / "deeper" / "genbot.db"))
+    finding = check_storage(settings)
+    assert finding.ok
+    assert finding.detail.startswith(f"{tmp_path / 'new' / 'deeper'} will be created")
