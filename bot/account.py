@@ -1,36 +1,45 @@
 """The account feature: ``/settings`` (with options, or as a form), ``/usage`` and ``/help``.
 
-``/settings`` stores model, temperature, process mode and aspect ratio for the user and the system
-prompt for the channel (``-`` as the system prompt restores the default). Without options it
-opens the settings form pre-filled with what is stored (Slack's ``/genbot settings`` relies on
-this); a blank field in the form leaves its setting unchanged. Every answer is ephemeral.
+Where ``/settings`` values go depends on its ``scope`` option (``me`` when absent):
+
+- ``me``: model, temperature, process mode and aspect ratio are the user's own defaults; the
+  system prompt is the channel's (``-`` restores the default) — anyone in a channel may set it;
+- ``channel`` (admins only): every value becomes this channel's default;
+- ``workspace`` (admins only): every value becomes the workspace's default.
+
+A user's own default wins over the channel's, which wins over the workspace's (see
+:data:`storage.PRECEDENCE`); the system prompt has no user level. Without values ``/settings``
+opens the settings form of its scope pre-filled with what is stored there (Slack's
+``/genbot settings`` relies on this); the form's reference carries the scope, and a blank field
+leaves its setting unchanged. Every answer is ephemeral.
+
+``scope`` is read when the catalogue (:mod:`bot.commands`) offers it; until then ``/settings``
+works as ``scope: me``.
+
+Commands are named as the user's platform spells them: a surface may carry an optional
+``command_names`` mapping (catalogue name → spelling without the slash, Slack's
+``{"settings": "genbot settings", …}``), read with :func:`command_names`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from bot.actions import modal_for, read_settings
-from bot.chat.prompting import allowed_models
+from bot.api.chat import allowed_chat_models, plan_allows
+from bot.commands import command
 from bot.core import SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
 from bot.parsing import help_text
 from bot.text import split_text
-from storage import SETTING_NAMES, ScopeSettings, Store
+from storage import SETTING_NAMES, ScopeKind, ScopeSettings, Store
 
 SETTINGS_ACTION = "settings"
 CLEAR_SYSTEM_PROMPT = "-"
 USER_SETTINGS = ("model", "temperature", "process_mode", "aspect_ratio")
-CHAT_HELP = (
-    "**Chat** — DM genbot, mention it in a channel (it opens a thread) or reply to its answers: "
-    "each is a conversation it remembers. Model: `/settings model` (your default) or "
-    "`/chat model` (this conversation); llm-4 models need the Developer plan. System prompt: "
-    "`/settings system_prompt` (this channel; `-` restores the default) or `/chat system` "
-    "(this conversation). Temperature: `/settings temperature` or `/chat temperature`; "
-    "answer length: `/chat max_tokens`. Say `draw …` to have it start an image job; attach "
-    "an image with llm-4-vision-preview to have it looked at."
-)
+SCOPE_OPTION = "scope"
+SCOPES: Final = ("me", "channel", "workspace")
 LABELS = {
     "model": "model",
     "temperature": "temperature",
@@ -38,6 +47,38 @@ LABELS = {
     "aspect_ratio": "aspect ratio",
     "system_prompt": "system prompt",
 }
+_WHOSE = {"channel": "this channel's", "workspace": "this workspace's"}
+
+
+def command_names(surface: object) -> Mapping[str, str]:
+    """How ``surface``'s platform spells genbot's commands: its optional ``command_names``
+    attribute (catalogue name → spelling without the slash), or ``{}``."""
+    names = getattr(surface, "command_names", None)
+    if not isinstance(names, Mapping):
+        return {}
+    return {str(name): str(spelling) for name, spelling in names.items()}
+
+
+def chat_help(names: Mapping[str, str]) -> str:
+    """The chat part of ``/help``, with commands spelled as ``names`` say."""
+    settings = f"/{names.get('settings') or 'settings'}"
+    chat = f"/{names.get('chat') or 'chat'}"
+    scoped = (
+        f" Admins set a channel's or the workspace's defaults with `{settings}` scope "
+        "channel / workspace."
+        if command("settings").option(SCOPE_OPTION) is not None
+        else ""
+    )
+    return (
+        "**Chat** — DM genbot, mention it in a channel (it opens a thread) or reply to its "
+        f"answers: each is a conversation it remembers. Model: `{settings}` model (your "
+        f"default) or `{chat}` model (this conversation); llm-4 models need the Developer "
+        f"plan. System prompt: `{settings}` system_prompt (this channel; `-` restores the "
+        f"default) or `{chat}` system (this conversation). Temperature: `{settings}` or "
+        f"`{chat}` temperature; answer length: `{chat}` max_tokens.{scoped} Say `draw …` to "
+        "have it start an image job; attach an image with llm-4-vision-preview to have it "
+        "looked at."
+    )
 
 
 def _shown(value: Any) -> str:
@@ -50,11 +91,19 @@ def _preview(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _changes(values: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{LABELS[name]} → {_preview(_shown(values[name]))}"
+        for name in SETTING_NAMES
+        if name in values
+    )
+
+
 class AccountFeature:
     """``/settings``, ``/usage``, ``/help`` and the settings form.
 
     ``plan`` is the workspace's provider plan (``llm-4*`` models are refused on ``free``);
-    ``daily_credit_budget`` is shown by ``/usage`` when set.
+    ``daily_credit_budget`` is shown by ``/usage`` when set and above 0 (0 means no budget).
     """
 
     commands = frozenset({"settings", "usage", "help"})
@@ -79,34 +128,70 @@ class AccountFeature:
             await self._help(event)
         elif event.name == "usage":
             await self._usage(event)
-        elif options:
-            await self._save(event, options)
         else:
-            await self._open_form(event)
+            scope = self._scope(event, options.get(SCOPE_OPTION))
+            values = {name: value for name, value in options.items() if name != SCOPE_OPTION}
+            if values:
+                await self._save(event, values, scope)
+            else:
+                await self._open_form(event, scope)
 
     async def on_button(self, event: ButtonPress) -> None:
-        """A settings button opens the settings form."""
-        await self._open_form(event)
+        """A settings button opens the settings form of the scope in its reference."""
+        await self._open_form(event, self._scope(event, event.ref))
 
     async def on_modal(self, event: ModalSubmit) -> None:
-        """A submitted settings form: validated like ``/settings`` options, then stored."""
+        """A submitted settings form: validated like ``/settings`` options, then stored in
+        the scope its reference names."""
         if event.action != SETTINGS_ACTION:
             raise UserError("This form is no longer supported.")
-        await self._save(event, read_settings(event.values))
+        scope = self._scope(event, event.ref)
+        await self._save(event, read_settings(event.values), scope)
+
+    def _scope(self, event: Event, given: OptionValue | None) -> str:
+        """The scope asked for (``me`` when none), checked against who asks and where."""
+        scope = str(given or "me").lower()
+        if scope not in SCOPES:
+            raise UserError(f"scope must be one of {', '.join(SCOPES)} (got {given!r}).")
+        if scope == "me":
+            return scope
+        settings = f"/{command_names(self._surface(event)).get('settings') or 'settings'}"
+        if not event.user.is_admin:
+            raise UserError(
+                f"Only genbot admins can change {_WHOSE[scope]} defaults; `{settings}` "
+                "without a scope changes yours."
+            )
+        if scope == "workspace" and not event.place.workspace_id:
+            raise UserError(
+                "There is no workspace here; set the workspace's defaults from one of its channels."
+            )
+        return scope
+
+    def _surface(self, event: Event) -> object:
+        return self.surfaces.get(event.place.platform)
+
+    def _scope_id(self, event: Event, scope: str) -> tuple[ScopeKind, str]:
+        if scope == "workspace":
+            return "workspace", event.place.workspace_id
+        if scope == "channel":
+            return "channel", event.place.channel_id
+        return "user", event.user.id
 
     async def _tell(self, event: Event, text: str) -> None:
         await self.surfaces.get(event.place.platform).send_ephemeral(event, text)
 
     async def _help(self, event: Event) -> None:
-        limit = self.surfaces.get(event.place.platform).limits.max_text
-        for piece in split_text(f"{help_text()}\n\n{CHAT_HELP}", limit):
+        surface = self.surfaces.get(event.place.platform)
+        names = command_names(surface)
+        text = f"{help_text(command_names=names)}\n\n{chat_help(names)}"
+        for piece in split_text(text, surface.limits.max_text):
             await self._tell(event, piece)
 
     async def _usage(self, event: Event) -> None:
         totals = await self.store.usage_for_user(event.place.platform, event.user.id)
         budget = (
             f" of your daily budget of {self.daily_credit_budget:,}"
-            if self.daily_credit_budget is not None
+            if self.daily_credit_budget
             else ""
         )
         await self._tell(
@@ -116,58 +201,83 @@ class AccountFeature:
             f"{totals.credits:,} image credits{budget}.",
         )
 
-    async def _scopes(self, event: Event) -> tuple[ScopeSettings | None, ScopeSettings | None]:
-        platform = event.place.platform
-        user = await self.store.get_scope_settings("user", platform, event.user.id)
-        channel = await self.store.get_scope_settings("channel", platform, event.place.channel_id)
-        return user, channel
+    async def _stored(self, event: Event, scope: str) -> ScopeSettings | None:
+        kind, scope_id = self._scope_id(event, scope)
+        return await self.store.get_scope_settings(kind, event.place.platform, scope_id)
 
-    async def _open_form(self, event: Event) -> None:
-        user, channel = await self._scopes(event)
-        current = {name: _shown(getattr(user, name, None)) for name in USER_SETTINGS}
-        current["system_prompt"] = _shown(getattr(channel, "system_prompt", None))
-        modal = modal_for(SETTINGS_ACTION, "", defaults=current)
+    async def _channel(self, event: Event) -> ScopeSettings | None:
+        return await self._stored(event, "channel")
+
+    async def _open_form(self, event: Event, scope: str) -> None:
+        stored = await self._stored(event, scope)
+        current = {name: _shown(getattr(stored, name, None)) for name in SETTING_NAMES}
+        if scope == "me":
+            current["system_prompt"] = _shown(
+                getattr(await self._channel(event), "system_prompt", None)
+            )
+        modal = modal_for(SETTINGS_ACTION, "" if scope == "me" else scope, defaults=current)
         assert modal is not None
         await self.surfaces.get(event.place.platform).open_modal(event, modal)
 
-    async def _save(self, event: Event, values: Mapping[str, OptionValue]) -> None:
+    async def _save(self, event: Event, values: Mapping[str, OptionValue], scope: str) -> None:
         model = values.get("model")
-        if isinstance(model, str) and model not in allowed_models(self.plan):
+        if isinstance(model, str) and not plan_allows(self.plan, model):
             raise UserError(
                 f"{model} needs the Developer plan; this workspace is on the free plan. "
-                f"Choose one of: {', '.join(allowed_models(self.plan))}."
+                f"Choose one of: {', '.join(allowed_chat_models(self.plan))}."
             )
-        user, channel = await self._scopes(event)
-        mine: dict[str, Any] = {}
-        for name in USER_SETTINGS:
-            if name in values and values[name] != getattr(user, name, None):
-                mine[name] = values[name]
+        if scope != "me":
+            await self._save_shared(event, values, scope)
+            return
+        mine = await self._stored(event, "me")
+        changed: dict[str, Any] = {
+            name: values[name]
+            for name in USER_SETTINGS
+            if name in values and values[name] != getattr(mine, name, None)
+        }
         given = values.get("system_prompt")
         prompt = None if given is None else str(given)
         new_prompt = None if prompt == CLEAR_SYSTEM_PROMPT else prompt
+        channel = await self._channel(event)
         prompt_changed = prompt is not None and new_prompt != getattr(
             channel, "system_prompt", None
         )
         platform = event.place.platform
-        if mine:
-            await self.store.set_scope_settings("user", platform, event.user.id, **mine)
+        if changed:
+            await self.store.set_scope_settings("user", platform, event.user.id, **changed)
         if prompt_changed:
             await self.store.set_scope_settings(
                 "channel", platform, event.place.channel_id, system_prompt=new_prompt
             )
-        await self._tell(event, self._confirmation(mine, prompt_changed, new_prompt))
+        await self._tell(event, self._confirmation(changed, prompt_changed, new_prompt))
+
+    async def _save_shared(
+        self, event: Event, values: Mapping[str, OptionValue], scope: str
+    ) -> None:
+        """Channel or workspace defaults (the caller checked the user is an admin)."""
+        stored = await self._stored(event, scope)
+        wanted: dict[str, Any] = {
+            name: None if name == "system_prompt" and value == CLEAR_SYSTEM_PROMPT else value
+            for name, value in values.items()
+            if name in SETTING_NAMES
+        }
+        changed = {
+            name: value for name, value in wanted.items() if value != getattr(stored, name, None)
+        }
+        whose = _WHOSE[scope]
+        if not changed:
+            await self._tell(event, f"Nothing changed: those are already {whose} defaults.")
+            return
+        kind, scope_id = self._scope_id(event, scope)
+        await self.store.set_scope_settings(kind, event.place.platform, scope_id, **changed)
+        shown = {name: "(default)" if value is None else value for name, value in changed.items()}
+        await self._tell(event, f"Saved {whose} defaults: {_changes(shown)}.")
 
     @staticmethod
     def _confirmation(mine: Mapping[str, Any], prompt_changed: bool, prompt: str | None) -> str:
         sentences: list[str] = []
         if mine:
-            changes = ", ".join(
-                f"{LABELS[name]} → {_shown(value)}"
-                for name in SETTING_NAMES
-                if name in mine
-                for value in (mine[name],)
-            )
-            sentences.append(f"Saved your defaults: {changes}.")
+            sentences.append(f"Saved your defaults: {_changes(mine)}.")
         if prompt_changed:
             if prompt is None:
                 sentences.append("This channel's system prompt is back to the default.")

@@ -329,8 +329,16 @@ def _option_help(spec: CommandSpec, option: Option) -> str:
     return f"  • `{option.name}` {how}: " + "; ".join(details)
 
 
-def help_text(name: str | None = None) -> str:
-    """Help for every command (or only ``name``): options with their flags, and examples.
+def spelled(spec: CommandSpec, command_names: Mapping[str, str] | None = None) -> str:
+    """How a platform spells a command, without the slash: ``command_names`` maps catalogue
+    names to a platform's own spelling (Slack: ``{"settings": "genbot settings"}``); others
+    are the catalogue's (``diffusion txt2img``)."""
+    return (command_names or {}).get(spec.name) or _display_name(spec)
+
+
+def help_text(name: str | None = None, command_names: Mapping[str, str] | None = None) -> str:
+    """Help for every command (or only ``name``): options with their flags, and examples,
+    with commands spelled as the platform spells them (see :func:`spelled`).
 
     Markdown with inline code; Slack callers run it through ``markdown_to_mrkdwn``.
     """
@@ -343,8 +351,16 @@ def help_text(name: str | None = None) -> str:
             'quote text that only looks like a flag (`"--verbose"`).'
         )
     for spec in specs:
-        lines = [f"**/{_display_name(spec)}** — {spec.description}"]
+        command = spelled(spec, command_names)
+        lines = [f"**/{command}** — {spec.description}"]
         lines += [_option_help(spec, option) for option in spec.options]
-        lines += [f"  e.g. `{example}`" for example in spec.examples]
+        lines += [f"  e.g. `{_respelled(example, spec, command)}`" for example in spec.examples]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _respelled(example: str, spec: CommandSpec, command: str) -> str:
+    catalogue = f"/{_display_name(spec)}"
+    if example.startswith(catalogue) and (example[len(catalogue) :][:1] in ("", " ")):
+        return f"/{command}{example[len(catalogue) :]}"
+    return example

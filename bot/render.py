@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot.budget import BudgetTimeout, Clock, RenderBudget
@@ -75,7 +75,9 @@ class StreamRenderer:
     """Renders one streamed answer; create one per answer and call :meth:`render` once.
 
     ``interrupt_errors`` are the exceptions from the delta stream that mean "the stream broke"
-    (the reply is marked incomplete and returned); others propagate.
+    (the reply is marked incomplete and returned); others propagate. ``on_posted`` is awaited
+    with each new message right after it is posted, before anything else is written (callers
+    link it to what makes it recoverable); its errors propagate.
     """
 
     def __init__(
@@ -90,6 +92,7 @@ class StreamRenderer:
         final_timeout: float = 60.0,
         marker: str = MARKER,
         interrupt_errors: tuple[type[Exception], ...] = (Exception,),
+        on_posted: Callable[[MessageRef], Awaitable[None]] | None = None,
     ) -> None:
         self.surface = surface
         self.place = place
@@ -100,6 +103,7 @@ class StreamRenderer:
         self.final_timeout = final_timeout
         self.marker = marker
         self.interrupt_errors = interrupt_errors
+        self.on_posted = on_posted
         self.result = RenderResult()
         self._done = False
         self._deadline = math.inf
@@ -278,6 +282,8 @@ class StreamRenderer:
             self._shown.append(text)
             self._last_write.append(self.clock.monotonic())
             self.result.sends += 1
+            if self.on_posted is not None:
+                await self.on_posted(ref)
         else:
             await self.surface.edit(self.result.messages[op.index], message)
             self._shown[op.index] = text

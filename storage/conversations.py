@@ -37,6 +37,17 @@ SQL_HISTORY_TAIL: Final = (
     "SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? ORDER BY id DESC LIMIT ?)"
     " ORDER BY id"
 )
+SQL_NEWEST_USER_TURN: Final = (
+    "SELECT id FROM messages WHERE conversation_id = ? AND role = 'user' ORDER BY id DESC LIMIT 1"
+)
+SQL_TAIL_COUNTS: Final = (
+    "SELECT id, token_count FROM messages WHERE conversation_id = ? ORDER BY id DESC"
+)
+SQL_HISTORY_FROM: Final = "SELECT * FROM messages WHERE conversation_id = ? AND id >= ? ORDER BY id"
+SQL_LINKS_FROM: Final = (
+    "SELECT chat_message_id, message_id FROM conversation_links"
+    " WHERE chat_message_id >= ? AND conversation_id = ? ORDER BY id"
+)
 SQL_LINKS_OF_CONVERSATION: Final = (
     "SELECT chat_message_id, message_id FROM conversation_links"
     " WHERE conversation_id = ? AND chat_message_id IS NOT NULL ORDER BY id"
@@ -241,6 +252,54 @@ class ConversationStore(StoreBase):
             for link in fetch_all(db, SQL_LINKS_OF_CONVERSATION, (conversation_id,)):
                 platform_ids.setdefault(link["chat_message_id"], []).append(link["message_id"])
             return [_message(row, tuple(platform_ids.get(row["id"], ()))) for row in rows]
+
+        return await self._call(work)
+
+    async def conversation_tail(
+        self, conversation_id: int, *, max_tokens: int
+    ) -> list[ChatMessage]:
+        """The newest turns, oldest first, whose stored ``token_count`` values add up to at
+        most ``max_tokens``. Every turn from the newest user turn on is included whatever its
+        count (without a user turn, at least the newest turn). Older turns' counts are read
+        newest first only until the budget is spent, so the cost follows what fits, not the
+        conversation's length. A count of 0 (unknown) costs nothing here: callers count such
+        turns themselves."""
+
+        def work(db: Database) -> list[ChatMessage]:
+            newest_user = fetch_one(db, SQL_NEWEST_USER_TURN, (conversation_id,))
+            required_from = newest_user["id"] if newest_user is not None else None
+            first_id: int | None = None
+            used = 0
+            cursor = db.conn.execute(SQL_TAIL_COUNTS, (conversation_id,))
+            try:
+                for message_id, token_count in cursor:
+                    required = first_id is None or (
+                        required_from is not None and message_id >= required_from
+                    )
+                    if not required and used + token_count > max_tokens:
+                        break
+                    used += token_count
+                    first_id = message_id
+            finally:
+                cursor.close()
+            if first_id is None:
+                return []
+            rows = fetch_all(db, SQL_HISTORY_FROM, (conversation_id, first_id))
+            platform_ids: dict[int, list[str]] = {}
+            for link in fetch_all(db, SQL_LINKS_FROM, (first_id, conversation_id)):
+                platform_ids.setdefault(link["chat_message_id"], []).append(link["message_id"])
+            return [_message(row, tuple(platform_ids.get(row["id"], ()))) for row in rows]
+
+        return await self._call(work)
+
+    async def delete_message(self, message_id: int) -> bool:
+        """Delete one turn (e.g. an answer that was never posted). Platform messages linked to
+        it stay linked to its conversation. False if there was no such turn."""
+
+        def work(db: Database) -> bool:
+            with write_transaction(db):
+                cursor = db.conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+            return cursor.rowcount == 1
 
         return await self._call(work)
 

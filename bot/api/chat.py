@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -27,10 +28,24 @@ from bot.api.models_chat import (
     ChatRequest,
     FunctionCall,
 )
-from bot.api.sse import SseParser
+from bot.api.sse import SseParser, SseTooLarge
 
 CHAT_PATH = "/v1/chat/completions"
 DONE = "[DONE]"
+FREE_PLAN = "free"
+
+
+def allowed_chat_models(plan: str) -> list[str]:
+    """The chat models a workspace on ``plan`` may use (spec 2.2): ``llm-4*`` models need the
+    Developer plan or above, so the free plan gets the others. The one home of this rule."""
+    if plan == FREE_PLAN:
+        return [model for model in CHAT_MODELS if model not in DEVELOPER_PLAN_MODELS]
+    return list(CHAT_MODELS)
+
+
+def plan_allows(plan: str, model: str) -> bool:
+    """Whether a workspace on ``plan`` may use the chat ``model``."""
+    return model in allowed_chat_models(plan)
 
 
 @dataclass
@@ -201,9 +216,14 @@ class ChatStream:
             except ConnectionFailed as error:
                 raise self._interrupted(f"connection broken ({error})") from None
             if not received:
-                self._parser.close()
+                with contextlib.suppress(SseTooLarge):
+                    self._parser.close()
                 raise self._interrupted("stream ended before [DONE]")
-            self._pending.extend(event.data for event in self._parser.feed(received))
+            try:
+                events = self._parser.feed(received)
+            except SseTooLarge as error:
+                raise self._interrupted(str(error)) from None
+            self._pending.extend(event.data for event in events)
 
     def _parse(self, data: str) -> ChatChunk:
         try:
@@ -234,8 +254,8 @@ class ChatClient:
 
     def check(self, request: ChatRequest) -> None:
         """Raise :class:`InvalidRequest` if the workspace's plan cannot use the model."""
-        if self._plan == "free" and request.model in DEVELOPER_PLAN_MODELS:
-            allowed = [model for model in CHAT_MODELS if model not in DEVELOPER_PLAN_MODELS]
+        if not plan_allows(self._plan, request.model):
+            allowed = allowed_chat_models(self._plan)
             raise InvalidRequest(
                 "model",
                 ", ".join(allowed),

@@ -5,13 +5,26 @@ line endings (including a CRLF split across two reads), multi-byte UTF-8 charact
 reads, a leading byte-order mark, comment lines (``:``), multi-line ``data``, and the ``event``,
 ``id`` and ``retry`` fields. An event is dispatched at a blank line only; a partial event left
 when the stream ends is discarded, as the standard requires.
+
+Memory is bounded: a line longer than ``max_line_chars`` or an event whose data exceeds
+``max_event_chars`` (both 1 MiB characters by default) raises :class:`SseTooLarge`; a partial
+line is kept as a list of pieces, so a line arriving in many reads costs linear time.
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+MAX_LINE_CHARS = 1 << 20
+MAX_EVENT_CHARS = 1 << 20
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class SseTooLarge(ValueError):
+    """A line or an event of the stream is larger than the parser accepts."""
 
 
 @dataclass(frozen=True)
@@ -26,19 +39,26 @@ class SseEvent:
 class SseParser:
     """Turns a byte stream into :class:`SseEvent` objects, one :meth:`feed` call per read."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, *, max_line_chars: int = MAX_LINE_CHARS, max_event_chars: int = MAX_EVENT_CHARS
+    ) -> None:
+        self.max_line_chars = max_line_chars
+        self.max_event_chars = max_event_chars
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._line = ""
+        self._pieces: list[str] = []
+        self._line_chars = 0
         self._after_cr = False
         self._at_start = True
         self._data: list[str] = []
+        self._data_chars = 0
         self._event_type = ""
         self._last_id = ""
         self.retry_ms: int | None = None
         """The last ``retry`` value the server sent, in milliseconds."""
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
-        """Parse one read; return the events it completed."""
+        """Parse one read; return the events it completed. Raises :class:`SseTooLarge` past
+        the size limits (the parser is then unusable)."""
         return list(self._lines_to_events(self._split(self._decoder.decode(chunk))))
 
     def close(self) -> list[SseEvent]:
@@ -50,27 +70,32 @@ class SseParser:
     @property
     def pending(self) -> bool:
         """Some data was received that no blank line has dispatched yet."""
-        return bool(self._data) or bool(self._line)
+        return bool(self._data) or bool(self._pieces)
 
     def _split(self, text: str) -> Iterator[str]:
-        if self._at_start and text:
+        if not text:
+            return
+        if self._at_start:
             self._at_start = False
             if text.startswith("\ufeff"):
                 text = text[1:]
-        start = 0
-        for position, char in enumerate(text):
-            if char == "\n" and self._after_cr and position == start:
-                self._after_cr = False
-                start = position + 1
-                continue
-            self._after_cr = False
-            if char in "\r\n":
-                line = self._line + text[start:position]
-                self._line = ""
-                start = position + 1
-                self._after_cr = char == "\r"
-                yield line
-        self._line += text[start:]
+        start = 1 if self._after_cr and text.startswith("\n") else 0
+        for line_break in _LINE_BREAK.finditer(text, start):
+            self._keep(text[start : line_break.start()])
+            line = "".join(self._pieces)
+            self._pieces, self._line_chars = [], 0
+            start = line_break.end()
+            yield line
+        self._after_cr = text.endswith("\r")
+        self._keep(text[start:])
+
+    def _keep(self, piece: str) -> None:
+        if not piece:
+            return
+        self._line_chars += len(piece)
+        if self._line_chars > self.max_line_chars:
+            raise SseTooLarge(f"a stream line is longer than {self.max_line_chars} characters")
+        self._pieces.append(piece)
 
     def _lines_to_events(self, lines: Iterable[str]) -> Iterator[SseEvent]:
         for line in lines:
@@ -88,6 +113,11 @@ class SseParser:
 
     def _field(self, name: str, value: str) -> None:
         if name == "data":
+            self._data_chars += len(value) + 1
+            if self._data_chars > self.max_event_chars:
+                raise SseTooLarge(
+                    f"a stream event is larger than {self.max_event_chars} characters"
+                )
             self._data.append(value)
         elif name == "event":
             self._event_type = value
@@ -99,7 +129,7 @@ class SseParser:
 
     def _dispatch(self) -> SseEvent | None:
         data, event_type = self._data, self._event_type
-        self._data, self._event_type = [], ""
+        self._data, self._event_type, self._data_chars = [], "", 0
         if not data:
             return None
         return SseEvent(data="\n".join(data), event=event_type or "message", id=self._last_id)

@@ -2,18 +2,23 @@
 
 Where conversations live (:mod:`bot.chat.scoping`): a DM; a thread opened on a mention of the
 bot (or by ``/chat`` in a channel); a reply chain in a channel. History is read from storage
-for every answer, so conversations survive restarts.
+once per message — only the newest turns that can fit, by their stored token counts
+(:mod:`bot.chat.history`) — so conversations survive restarts. An answer's turn is stored
+before its first message is posted and each message is linked as it is posted
+(:mod:`bot.chat.answer`), so replies to a partly posted answer still find the conversation.
 
 What is settable where (:mod:`bot.chat.prompting`):
 
-- ``/settings model`` (per user), ``/chat model`` (per conversation, sticks), channel and
-  workspace scopes, else ``ChatDefaults.model``; ``llm-4*`` needs the Developer plan;
-- ``/settings system_prompt`` (per channel), ``/chat system`` (per conversation, sticks), else
-  ``ChatDefaults.system_prompt``;
-- ``/settings temperature`` (per user), ``/chat temperature`` (this request);
+- ``/settings model`` (per user; admins: per channel or workspace with ``scope``, see
+  :mod:`bot.account`), ``/chat model`` (per conversation, sticks), else
+  ``ChatDefaults.model``; ``llm-4*`` needs the Developer plan;
+- ``/settings system_prompt`` (per channel; admins: per workspace), ``/chat system`` (per
+  conversation, sticks), else ``ChatDefaults.system_prompt``;
+- ``/settings temperature`` (per user, channel, workspace), ``/chat temperature`` (this
+  request);
 - ``/chat max_tokens`` (this request), else ``ChatDefaults.max_tokens``;
-- ``top_p``, ``presence_penalty``, ``frequency_penalty``, ``stop``: ``ChatDefaults``
-  (configuration) only; ``n`` is 1 and ``logit_bias`` unused.
+- ``top_p``, ``presence_penalty``, ``frequency_penalty``, ``stop``, ``logit_bias``:
+  ``ChatDefaults`` (configuration) only; ``n`` is 1.
 
 Function calling (:mod:`bot.chat.tools`): ``generate_image`` and ``describe_image``, served by
 an :class:`~bot.chat.tools.ImageTools` implementation. Wiring, in the composition root::

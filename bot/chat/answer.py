@@ -1,6 +1,12 @@
 """Answering a conversation: stream the model's reply through the renderer, run the tools it
 calls, store every turn with its platform messages, and record token usage.
 
+Nothing is posted before the row that makes it recoverable is committed: the reply's assistant
+turn is stored (empty) before its first message is posted, and every message is linked to it
+as soon as it is posted (with the text so far), so a reply to a partly posted answer — after a
+failure, a cancellation or a restart — still finds its conversation. The final text replaces
+the partial one at the end.
+
 One round is one streamed request. When the reply is a function call (``finish_reason`` is
 ``function_call``), the call and the tool's result are stored as turns and the model is asked
 again, at most ``ChatDefaults.max_function_rounds`` times; the last round offers no functions,
@@ -11,6 +17,7 @@ tokenizer (the same formula the provider bills with).
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -25,13 +32,16 @@ from bot.api import (
     StreamInterrupted,
 )
 from bot.budget import RenderBudget
-from bot.chat.prompting import ChatDefaults, ChatParams, api_turns, build_request, fit
+from bot.chat.history import History
+from bot.chat.prompting import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.scoping import Target
 from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
-from bot.events import Event, Place, RateLimited, Surface, SurfaceError, User
+from bot.events import MessageRef, RateLimited, Surface, SurfaceError, User
 from bot.render import RenderResult, StreamEnd, StreamRenderer
-from bot.tokens import count_message, count_text
+from bot.tokens import count_functions, count_message, count_text
 from storage import Store
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,8 @@ class Answerer:
         self.defaults = defaults
         self.tools = tools
         self.final_timeout = final_timeout
+        offered = self.functions()
+        self._function_tokens = count_functions([f.to_body() for f in offered]) if offered else 0
 
     def functions(self, *, last: bool = False) -> list[FunctionDefinition] | None:
         """The functions a round offers: none without tools, after the last allowed call, or
@@ -116,19 +128,25 @@ class Answerer:
             return None
         return list(FUNCTIONS)
 
+    def function_tokens(self, *, last: bool = False) -> int:
+        """Prompt tokens of the functions a round offers."""
+        return self._function_tokens if self.functions(last=last) else 0
+
     async def answer(
-        self, surface: Surface, target: Target, user: User, params: ChatParams
+        self, surface: Surface, target: Target, user: User, params: ChatParams, history: History
     ) -> RenderResult:
-        """Answer ``target``'s conversation as it is stored; returns the rendered reply."""
-        conversation = target.conversation
+        """Answer ``target``'s conversation, whose stored turns ``history`` holds (turns added
+        while answering are appended to it); returns the rendered reply."""
         context = ToolContext(user, target.place, target.origin)
         rounds = self.defaults.max_function_rounds
         for round_number in range(rounds + 1):
-            functions = self.functions(last=round_number == rounds)
-            history = await self.store.conversation_history(conversation.id)
-            fitted = fit(params, self.defaults, api_turns(history, params.model), functions)
+            last = round_number == rounds
+            functions = self.functions(last=last)
+            fitted = fit(
+                params, self.defaults, history.request_turns(), self.function_tokens(last=last)
+            )
             request = build_request(params, fitted.messages, functions)
-            outcome = await self._round(surface, target.place, target.origin, request)
+            outcome = await self._round(surface, target, request)
             await self.store.add_usage(
                 target.place.platform,
                 user.id,
@@ -138,51 +156,42 @@ class Answerer:
             )
             if outcome.call is None or self.tools is None:
                 assert outcome.rendered is not None
-                await self._store_reply(target, outcome.rendered)
                 return outcome.rendered
-            await self._run_call(target, outcome.call, context, self.tools)
+            await self._run_call(target, outcome.call, context, self.tools, history)
         raise AssertionError("the last round offers no functions, so it ends in text")
 
     async def _run_call(
-        self, target: Target, call: FunctionCall, context: ToolContext, tools: ImageTools
+        self,
+        target: Target,
+        call: FunctionCall,
+        context: ToolContext,
+        tools: ImageTools,
+        history: History,
     ) -> None:
         conversation_id = target.conversation.id
         call_body = {"name": call.name, "arguments": call.arguments}
-        call_turn = {"role": "assistant", "content": None, "function_call": call_body}
+        call_turn = history.add({"role": "assistant", "content": None, "function_call": call_body})
         await self.store.append_message(
             conversation_id,
             "assistant",
             None,
             function_call=call_body,
-            token_count=count_message(call_turn),
+            token_count=call_turn.tokens,
         )
         result = await run_tool(tools, call, context)
-        result_turn = {"role": "function", "name": call.name, "content": result}
+        result_turn = history.add({"role": "function", "name": call.name, "content": result})
         await self.store.append_message(
             conversation_id,
             "function",
             result,
             name=call.name,
-            token_count=count_message(result_turn),
+            token_count=result_turn.tokens,
         )
 
-    async def _store_reply(self, target: Target, rendered: RenderResult) -> None:
-        content = stored_reply(rendered)
-        await self.store.append_message(
-            target.conversation.id,
-            "assistant",
-            content,
-            token_count=count_message({"role": "assistant", "content": content}),
-            platform_message_ids=[ref.message_id for ref in rendered.messages],
-            channel_id=target.place.channel_id,
-        )
-
-    async def _round(
-        self, surface: Surface, place: Place, origin: Event | None, request: ChatRequest
-    ) -> _Outcome:
+    async def _round(self, surface: Surface, target: Target, request: ChatRequest) -> _Outcome:
         stream = self.api.chat.stream(request)
         with contextlib.suppress(RateLimited, SurfaceError):
-            await surface.typing(place)
+            await surface.typing(target.place)
         async with stream:
             pending = await _until_first_output(stream)
             choice = _first_choice(stream)
@@ -196,13 +205,70 @@ class Answerer:
                 if pending is None and choice.finish_reason == "function_call" and call:
                     tokens = count_text(call.name) + count_text(call.arguments)
                     return _Outcome(None, call, tokens)
-            renderer = StreamRenderer(
-                surface,
-                place,
-                self.budget,
-                origin=origin,
-                final_timeout=self.final_timeout,
-                interrupt_errors=(ApiError,),
-            )
-            rendered = await renderer.render(_text_deltas(stream, pending))
+            rendered = await self._render(surface, target, _text_deltas(stream, pending))
         return _Outcome(rendered, None, count_text(rendered.reply))
+
+    async def _render(
+        self, surface: Surface, target: Target, deltas: AsyncIterator[str | StreamEnd]
+    ) -> RenderResult:
+        """Render the reply with its turn stored first: each posted message is linked to the
+        turn as soon as it is posted, the text so far stored with it, the final text at the
+        end. A reply that never got posted leaves no turn behind."""
+        reply = _StoredReply(self.store, target)
+        await reply.begin()
+        renderer = StreamRenderer(
+            surface,
+            target.place,
+            self.budget,
+            origin=target.origin,
+            final_timeout=self.final_timeout,
+            interrupt_errors=(ApiError,),
+            on_posted=lambda ref: reply.posted(ref, renderer.result.reply),
+        )
+        try:
+            rendered = await renderer.render(deltas)
+        except BaseException:
+            await reply.abandon(renderer.result)
+            raise
+        await reply.finish(stored_reply(rendered))
+        return rendered
+
+
+class _StoredReply:
+    """The assistant turn of one rendered reply, kept in step with what is posted."""
+
+    def __init__(self, store: Store, target: Target) -> None:
+        self.store = store
+        self.target = target
+        self.turn_id = 0
+
+    async def begin(self) -> None:
+        self.turn_id = await self.store.append_message(
+            self.target.conversation.id, "assistant", "", token_count=_tokens("")
+        )
+
+    async def posted(self, ref: MessageRef, text_so_far: str) -> None:
+        await self.store.link_conversation_messages(
+            self.target.conversation.id,
+            [ref.message_id],
+            chat_message_id=self.turn_id,
+            channel_id=self.target.place.channel_id,
+        )
+        await self.finish(text_so_far)
+
+    async def finish(self, content: str) -> None:
+        await self.store.update_message(self.turn_id, content=content, token_count=_tokens(content))
+
+    async def abandon(self, partial: RenderResult) -> None:
+        """The rendering failed: keep what was posted, forget a turn nothing shows."""
+        try:
+            if partial.messages:
+                await self.finish(partial.reply)
+            else:
+                await self.store.delete_message(self.turn_id)
+        except Exception:
+            log.exception("could not record the unfinished reply %s", self.turn_id)
+
+
+def _tokens(content: str) -> int:
+    return count_message({"role": "assistant", "content": content})

@@ -4,7 +4,11 @@ It is both the core's *conversations* object (``on_message``) and a feature owni
 the ``chat_vision`` button. Where a message belongs is decided in :mod:`bot.chat.scoping`, what a
 request carries in :mod:`bot.chat.prompting`, how it is answered in :mod:`bot.chat.answer`.
 Every refusal (a plan that lacks the model, a message too long for it) happens before anything
-is stored, posted or sent to the provider.
+is stored, posted or sent to the provider — only a DM's conversation exists beforehand; a
+mention or ``/chat`` in a channel opens its thread only once the message is known to fit.
+genbot's own messages (the question ``/chat`` posts, notes) are written with
+:mod:`bot.posting`: bounded, honouring retry-after, a clear sentence when the platform keeps
+refusing.
 """
 
 from __future__ import annotations
@@ -13,19 +17,23 @@ import asyncio
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
+from bot import posting
+from bot.account import command_names
 from bot.api import ProviderClient
+from bot.api.chat import plan_allows
 from bot.budget import RenderBudget
 from bot.chat.answer import Answerer
+from bot.chat.history import History, load_history, user_message
 from bot.chat.prompting import (
     VISION_MODEL,
     ChatDefaults,
     ChatOverrides,
     ChatParams,
-    allowed_models,
-    api_turns,
     check_plan,
     fit,
+    history_budget,
     image_parts,
     is_image,
     resolve_params,
@@ -56,7 +64,6 @@ from bot.events import (
     UserMessage,
 )
 from bot.render import RenderResult
-from bot.tokens import count_message
 from storage import UNSET, Conversation, Store
 
 VISION_ACTION = "chat_vision"
@@ -75,6 +82,10 @@ def _number(options: Mapping[str, OptionValue], name: str) -> float | None:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _settings_command(surface: Surface) -> str:
+    return command_names(surface).get("settings", "settings")
 
 
 def asked_text(user: User, prompt: str, limit: int) -> str:
@@ -127,7 +138,8 @@ class ChatEngine:
         if target is None:
             if not event.mentions_bot:
                 return
-            params = await self._params(event.user, event.place, None)
+            params = await self._params(surface, event.user, event.place, None)
+            self._check_fits_alone(params, text, images)
             if event.place.thread_id is not None:
                 target = await thread_target(
                     self.store, event.user, event.place, event, create=True
@@ -138,7 +150,7 @@ class ChatEngine:
                 target = await open_thread(self.store, surface, root, title, event.user, event)
             assert target is not None
         else:
-            params = await self._params(event.user, target.place, target.conversation)
+            params = await self._params(surface, event.user, target.place, target.conversation)
         await self._converse(
             surface, target, event.user, params, text, images, (event.message_id,), event.place
         )
@@ -163,14 +175,15 @@ class ChatEngine:
         elif place.thread_id is not None:
             target = await thread_target(self.store, user, place, event, create=False)
         conversation = target.conversation if target else None
-        params = await self._params(user, place, conversation, overrides)
+        params = await self._params(surface, user, place, conversation, overrides)
         message_ids: tuple[str, ...] = ()
+        if target is None:
+            self._check_fits_alone(params, prompt, [])
         if target is None and place.thread_id is not None:
             target = await thread_target(self.store, user, place, event, create=True)
         if target is None:
-            question = await self._post(
-                surface, place, OutMessage(asked_text(user, prompt, surface.limits.max_text)), event
-            )
+            asked = OutMessage(asked_text(user, prompt, surface.limits.max_text))
+            question = await self._post(surface, place, asked, event)
             target = await open_thread(
                 self.store, surface, question, thread_title(prompt), user, None
             )
@@ -195,25 +208,27 @@ class ChatEngine:
             conversation = await self.store.get_conversation(int(event.ref))
         if conversation is None:
             raise UserError("This conversation no longer exists.")
-        check_plan(VISION_MODEL, self.plan)
         surface = self.surfaces.get(event.place.platform)
+        check_plan(VISION_MODEL, self.plan, settings_command=_settings_command(surface))
         async with self._lock(conversation.id):
-            history = await self.store.conversation_history(conversation.id)
-            if not any(turn.role == "user" for turn in history):
+            newest = await self.store.conversation_tail(conversation.id, max_tokens=0)
+            if not any(turn.role == "user" for turn in newest):
                 raise UserError("There is no message in this conversation to answer.")
-            if conversation.model == VISION_MODEL and history[-1].role != "user":
+            if conversation.model == VISION_MODEL and newest[-1].role != "user":
                 raise UserError(f"This conversation already uses {VISION_MODEL}.")
             await self.store.update_conversation(conversation.id, model=VISION_MODEL)
             switched = await self.store.get_conversation(conversation.id)
             assert switched is not None
-            await self._edit(
+            await posting.edit(
+                self.budget,
                 surface,
                 MessageRef(event.place, event.message_id),
                 OutMessage(f"Switched this conversation to {VISION_MODEL}."),
             )
-            params = await self._params(event.user, event.place, switched)
+            params = await self._params(surface, event.user, event.place, switched)
+            history = await self._history(switched.id, params)
             target = Target(switched, event.place, event)
-            await self.answerer.answer(surface, target, event.user, params)
+            await self.answerer.answer(surface, target, event.user, params, history)
 
     async def on_modal(self, event: ModalSubmit) -> None:
         """The chat engine opens no forms."""
@@ -230,6 +245,7 @@ class ChatEngine:
 
     async def _params(
         self,
+        surface: Surface,
         user: User,
         place: Place,
         conversation: Conversation | None,
@@ -238,18 +254,35 @@ class ChatEngine:
         params = await resolve_params(
             self.store, self.defaults, user, place, conversation, overrides
         )
-        check_plan(params.model, self.plan, params.model_source)
+        check_plan(params.model, self.plan, params.model_source, _settings_command(surface))
         return params
+
+    def _new_turn(
+        self, params: ChatParams, text: str, images: Sequence[Attachment]
+    ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+        """The user's turn as the model takes it (vision parts, or text for other models) and
+        the vision parts to store."""
+        parts = image_parts(text, images) if images else None
+        return user_message(text, parts, params.model), parts
+
+    def _check_fits_alone(
+        self, params: ChatParams, text: str, images: Sequence[Attachment]
+    ) -> None:
+        """Refuse a message that cannot fit even as a new conversation's only turn (checked
+        before a thread or conversation is made for it)."""
+        turn, _ = self._new_turn(params, text, images)
+        history = History(params.model)
+        history.add(turn)
+        fit(params, self.defaults, history.request_turns(), self.answerer.function_tokens())
+
+    async def _history(self, conversation_id: int, params: ChatParams) -> History:
+        budget = history_budget(params, self.defaults)
+        return await load_history(self.store, conversation_id, params.model, budget)
 
     async def _post(
         self, surface: Surface, place: Place, message: OutMessage, origin: Event | None
     ) -> MessageRef:
-        await self.budget.acquire(place, surface.limits, urgent=True)
-        return await surface.send(place, message, origin=origin)
-
-    async def _edit(self, surface: Surface, ref: MessageRef, message: OutMessage) -> None:
-        await self.budget.acquire(ref.place, surface.limits, urgent=True)
-        await surface.edit(ref, message)
+        return await posting.post(self.budget, surface, place, message, origin=origin)
 
     async def _converse(
         self,
@@ -265,17 +298,16 @@ class ChatEngine:
         """Store the user's turn (after checking it fits) and answer it."""
         conversation = target.conversation
         async with self._lock(conversation.id):
-            parts = image_parts(text, images) if images else None
-            turn = {"role": "user", "content": parts if params.sees_images and parts else text}
-            history = await self.store.conversation_history(conversation.id)
-            functions = self.answerer.functions()
-            fit(params, self.defaults, [*api_turns(history, params.model), turn], functions)
+            turn, parts = self._new_turn(params, text, images)
+            history = await self._history(conversation.id, params)
+            added = history.add(turn)
+            fit(params, self.defaults, history.request_turns(), self.answerer.function_tokens())
             await self.store.append_message(
                 conversation.id,
                 "user",
                 text,
                 parts=parts,
-                token_count=count_message(turn),
+                token_count=added.tokens,
                 platform_message_ids=message_ids,
                 channel_id=came_from.channel_id,
             )
@@ -283,7 +315,7 @@ class ChatEngine:
                 answered = await self._cannot_see(surface, target, params, len(images), text)
                 if not answered:
                     return None
-            return await self.answerer.answer(surface, target, user, params)
+            return await self.answerer.answer(surface, target, user, params, history)
 
     async def _cannot_see(
         self, surface: Surface, target: Target, params: ChatParams, count: int, text: str
@@ -291,7 +323,7 @@ class ChatEngine:
         """Tell the user the model cannot see images; offer the vision model when the plan
         has it (then nothing is answered yet). Returns whether to answer the text now."""
         images = "your image was" if count == 1 else f"your {count} images were"
-        if VISION_MODEL in allowed_models(self.plan):
+        if plan_allows(self.plan, VISION_MODEL):
             note = (
                 f"{params.model} cannot see images, so {images} not sent to it. Switch this "
                 f"conversation to {VISION_MODEL} to have the model look at "

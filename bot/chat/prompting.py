@@ -10,8 +10,11 @@ Settings are layered (first match wins):
 - temperature: ``/chat temperature`` (this request) > the user's ``/settings temperature`` >
   the channel's > the workspace's > ``ChatDefaults.temperature``;
 - max_tokens: ``/chat max_tokens`` (this request) > ``ChatDefaults.max_tokens``;
-- top_p, presence_penalty, frequency_penalty, stop: ``ChatDefaults`` only (configuration).
-  ``n`` is always 1 (one answer is posted) and ``logit_bias`` is not used.
+- top_p, presence_penalty, frequency_penalty, stop, logit_bias: ``ChatDefaults`` only
+  (configuration). ``n`` is always 1 (one answer is posted).
+
+The plan rule (``llm-4*`` needs the Developer plan) is :func:`bot.api.chat.allowed_chat_models`;
+here it is only worded for the user, before anything is stored or sent.
 """
 
 from __future__ import annotations
@@ -20,18 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.api import (
-    CHAT_MODELS,
-    DEVELOPER_PLAN_MODELS,
-    VISION_MODELS,
-    ChatMessage,
-    ChatRequest,
-    FunctionDefinition,
-)
+from bot.api import CHAT_MODELS, VISION_MODELS, ChatMessage, ChatRequest, FunctionDefinition
+from bot.api.chat import allowed_chat_models, plan_allows
+from bot.chat.history import Turn
+from bot.chat.history import fit as fit_turns
 from bot.core import UserError
 from bot.events import Attachment, Place, User
-from bot.tokens import FittedHistory, TurnTooLarge, context_size, count_functions, fit_history
-from storage import ChatMessage as StoredMessage
+from bot.tokens import FittedHistory, context_size
 from storage import Conversation, SettingValues, Store
 
 DEFAULT_MODEL = "llm-3.5-turbo"
@@ -49,7 +47,8 @@ class ChatDefaults:
 
     ``answer_reserve`` is the room (tokens) kept free for the answer when no ``max_tokens``
     applies; it is capped at a quarter of the model's context. ``max_function_rounds`` bounds
-    the tool calls answered for one message.
+    the tool calls answered for one message. ``logit_bias`` maps token ids (``"50256"``) to a
+    bias in -100..100 (spec 2.1).
     """
 
     model: str = DEFAULT_MODEL
@@ -60,8 +59,16 @@ class ChatDefaults:
     frequency_penalty: float | None = None
     stop: tuple[str, ...] = ()
     max_tokens: int | None = None
+    logit_bias: Mapping[str, float] | None = None
     answer_reserve: int = 1024
     max_function_rounds: int = 3
+
+    def __post_init__(self) -> None:
+        for token, bias in (self.logit_bias or {}).items():
+            if not str(token).isdigit():
+                raise ValueError(f"logit_bias keys are token ids (digits), got {token!r}")
+            if not -100 <= bias <= 100:
+                raise ValueError(f"logit_bias values lie in -100..100, got {bias!r} for {token}")
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,7 @@ class ChatParams:
     presence_penalty: float | None
     frequency_penalty: float | None
     stop: tuple[str, ...]
+    logit_bias: Mapping[str, float] | None = None
 
     @property
     def sees_images(self) -> bool:
@@ -139,19 +147,16 @@ async def resolve_params(
         presence_penalty=defaults.presence_penalty,
         frequency_penalty=defaults.frequency_penalty,
         stop=defaults.stop,
+        logit_bias=defaults.logit_bias,
     )
 
 
-def allowed_models(plan: str) -> list[str]:
-    """The chat models a workspace on ``plan`` may use."""
-    if plan == "free":
-        return [model for model in CHAT_MODELS if model not in DEVELOPER_PLAN_MODELS]
-    return list(CHAT_MODELS)
-
-
-def check_plan(model: str, plan: str, source: str = "chat") -> None:
-    """Refuse an ``llm-4*`` model on the free plan with a sentence naming the way out."""
-    if model in allowed_models(plan):
+def check_plan(
+    model: str, plan: str, source: str = "chat", settings_command: str = "settings"
+) -> None:
+    """Refuse an ``llm-4*`` model on the free plan with a sentence naming the way out
+    (``settings_command`` is how the platform spells ``/settings``)."""
+    if plan_allows(plan, model):
         return
     where = {
         "conversation": "This conversation is set to use",
@@ -159,10 +164,11 @@ def check_plan(model: str, plan: str, source: str = "chat") -> None:
         "channel": "This channel's default model is",
         "workspace": "This workspace's default model is",
     }.get(source, "You asked for")
+    allowed = allowed_chat_models(plan)
     raise UserError(
         f"{where} {model}, which needs the Developer plan; this workspace is on the free plan. "
-        f"Choose another model with `/settings model:<name>` (your default) or "
-        f"`/chat model:<name>`: {', '.join(allowed_models(plan))}."
+        f"Choose another model with `/{settings_command} model` (your default) or "
+        f"`/chat model` (this conversation): {', '.join(allowed)}."
     )
 
 
@@ -180,49 +186,25 @@ def image_parts(text: str, images: Sequence[Attachment]) -> list[dict[str, Any]]
     return parts
 
 
-def parts_as_text(parts: Sequence[Mapping[str, Any]]) -> str:
-    """Vision parts written as plain text, for models that take text only."""
-    lines: list[str] = []
-    for part in parts:
-        if part.get("type") == "image_url":
-            url = str((part.get("image_url") or {}).get("url", ""))
-            shown = url if not url.startswith("data:") else "an inline image"
-            lines.append(f"[image: {shown}]")
-        else:
-            lines.append(str(part.get("text") or ""))
-    return "\n".join(line for line in lines if line)
-
-
-def api_turns(history: Sequence[StoredMessage], model: str) -> list[dict[str, Any]]:
-    """Stored turns as request messages; vision parts become text for other models."""
-    turns: list[dict[str, Any]] = []
-    for message in history:
-        turn = message.to_api()
-        if message.parts is not None and model not in VISION_MODELS:
-            turn["content"] = parts_as_text(message.parts)
-        turns.append(turn)
-    return turns
+def history_budget(params: ChatParams, defaults: ChatDefaults) -> int:
+    """The most tokens of history a request with ``params`` could carry."""
+    return context_size(params.model) - params.answer_reserve(defaults)
 
 
 def fit(
-    params: ChatParams,
-    defaults: ChatDefaults,
-    turns: Sequence[Mapping[str, Any]],
-    functions: Sequence[FunctionDefinition] | None,
+    params: ChatParams, defaults: ChatDefaults, turns: Sequence[Turn], extra_tokens: int = 0
 ) -> FittedHistory:
     """The system prompt and the newest turns that fit the model's context with room for the
-    answer; a turn too large for the model becomes a :class:`UserError`."""
-    extra = count_functions([f.to_body() for f in functions]) if functions else 0
-    try:
-        return fit_history(
-            params.system_prompt,
-            turns,
-            params.model,
-            params.answer_reserve(defaults),
-            extra_tokens=extra,
-        )
-    except TurnTooLarge as error:
-        raise UserError(str(error)) from None
+    answer (see :func:`bot.chat.history.fit`); a request that cannot fit is a
+    :class:`UserError` naming the way out."""
+    return fit_turns(
+        params.model,
+        params.system_prompt,
+        turns,
+        reserve=params.answer_reserve(defaults),
+        max_tokens=params.max_tokens,
+        extra_tokens=extra_tokens,
+    )
 
 
 def build_request(
@@ -242,4 +224,5 @@ def build_request(
         frequency_penalty=params.frequency_penalty,
         stop=stop,
         max_tokens=params.max_tokens,
+        logit_bias=dict(params.logit_bias) if params.logit_bias else None,
     )

@@ -4,12 +4,43 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from bot.events import Command
+from bot.chat import DEFAULT_SYSTEM_PROMPT
+from bot.core import UserError
+from bot.events import Command, ModalSubmit, Place, User
 from bot.tokens import count_functions, count_messages, count_text
-from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ChatWorld, chat_world
+from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, chat_world
+from tests.fakes.platform import FakePlatform
+
+ROOT = User("root", "Root", is_admin=True)
+OTHER_CHANNEL = Place("fake", "w1", "c2")
+
+
+class SlackSpelling(FakePlatform):
+    """A platform whose commands are spelled like Slack's ``/genbot settings``."""
+
+    command_names: ClassVar[dict[str, str]] = {
+        "settings": "genbot settings",
+        "usage": "genbot usage",
+        "help": "genbot help",
+    }
+
+
+async def settings_with_scope(
+    world: ChatWorld, user: User, place: Place, **options: str | float
+) -> str:
+    """``/settings`` with the ``scope`` option the catalogue does not offer yet, handed to the
+    account feature as the core would; returns what the user is told."""
+    event = Command(user=user, place=place, name="settings", options=options)
+    try:
+        await world.account.on_command(event, options)
+    except UserError as error:
+        return str(error)
+    told = world.platform.ephemerals_for(user.id)
+    return told[-1] if told else ""
 
 
 @pytest.fixture
@@ -123,7 +154,7 @@ async def test_help_lists_every_command_within_the_length_limit(world: ChatWorld
     text = "".join(pieces)
     for name in ("/chat", "/imagine", "/describe", "/blend", "/diffusion txt2img", "/settings"):
         assert f"**{name}**" in text
-    assert "**Chat**" in text and "`/settings model`" in text
+    assert "**Chat**" in text and "`/settings` model (your default)" in text
 
 
 async def test_usage_includes_the_credits_of_image_jobs(world: ChatWorld) -> None:
@@ -136,3 +167,107 @@ async def test_usage_includes_the_credits_of_image_jobs(world: ChatWorld) -> Non
     assert world.platform.ephemerals_for("alice")[-1].endswith(
         f"and {totals.credits:,} image credits."
     )
+
+
+async def test_usage_shows_a_budget_only_when_there_is_one(tmp_path: Path) -> None:
+    for budget, ending in ((0, "0 image credits."), (500, "of your daily budget of 500.")):
+        (tmp_path / str(budget)).mkdir()
+        async with chat_world(tmp_path / str(budget), daily_credit_budget=budget) as world:
+            await world.actor().command("usage")
+            (told,) = world.platform.ephemerals_for("alice")
+            assert told.endswith(ending), told
+
+
+async def test_help_and_refusals_name_commands_as_the_platform_spells_them(
+    tmp_path: Path,
+) -> None:
+    async with chat_world(tmp_path, platform=SlackSpelling(limits=ROOMY), plan="free") as world:
+        await world.actor().command("help")
+        text = "".join(world.platform.ephemerals_for("alice"))
+        assert "**/genbot settings**" in text and "**/genbot usage**" in text
+        assert "**/settings**" not in text and "**/imagine**" in text
+        assert "e.g. `/genbot settings --model llm-4 --ar 16:9`" in text
+        assert "`/genbot settings` model (your default)" in text
+        await world.store.set_scope_settings("user", "fake", "bob", model="llm-4")
+        await world.actor(BOB, DM).say("echo: hi")
+        (refusal,) = world.platform.ephemerals_for("bob")
+        assert "`/genbot settings model`" in refusal
+
+
+async def test_admins_set_channel_and_workspace_defaults(world: ChatWorld) -> None:
+    told = await settings_with_scope(
+        world,
+        ROOT,
+        CHANNEL,
+        scope="channel",
+        model="llm-3.5-turbo-16k",
+        temperature=0.7,
+        system_prompt="Answer like a harbour master.",
+    )
+    assert told == (
+        "Saved this channel's defaults: model → llm-3.5-turbo-16k, system prompt → Answer like "
+        "a harbour master., temperature → 0.7."
+    )
+    told = await settings_with_scope(
+        world, ROOT, CHANNEL, scope="workspace", model="llm-3.5-turbo-1106"
+    )
+    assert told == "Saved this workspace's defaults: model → llm-3.5-turbo-1106."
+    await world.actor(BOB, CHANNEL).say("echo: in the channel", mention=True)
+    await world.actor(BOB, OTHER_CHANNEL).say("echo: next door", mention=True)
+    await world.actor(BOB, DM).say("echo: in private")
+    channel, other, private = world.chat_bodies()
+    assert (channel["model"], channel["temperature"]) == ("llm-3.5-turbo-16k", 0.7)
+    assert channel["messages"][0]["content"] == "Answer like a harbour master."
+    assert (other["model"], other["messages"][0]["content"]) == (
+        "llm-3.5-turbo-1106",
+        DEFAULT_SYSTEM_PROMPT,
+    )
+    assert private["model"] == "llm-3.5-turbo-1106", "a DM is in the workspace too"
+    await world.actor(BOB, CHANNEL).command("settings", model="llm-3.5-turbo")
+    await world.actor(BOB, CHANNEL).say("echo: my own", mention=True)
+    assert world.chat_bodies()[-1]["model"] == "llm-3.5-turbo", "the user's default wins"
+    told = await settings_with_scope(world, ROOT, CHANNEL, scope="channel", system_prompt="-")
+    assert told == "Saved this channel's defaults: system prompt → (default)."
+
+
+async def test_only_admins_set_shared_defaults(world: ChatWorld) -> None:
+    for scope in ("channel", "workspace"):
+        told = await settings_with_scope(world, BOB, CHANNEL, scope=scope, model="llm-4")
+        assert told.startswith(f"Only genbot admins can change this {scope}'s defaults")
+    nowhere = Place("fake", "", "dm-root", is_dm=True)
+    told = await settings_with_scope(world, ROOT, nowhere, scope="workspace", model="llm-4")
+    assert told.startswith("There is no workspace here")
+    told = await settings_with_scope(world, ROOT, CHANNEL, scope="team", model="llm-4")
+    assert told == "scope must be one of me, channel, workspace (got 'team')."
+    for kind, scope_id in (("channel", "c1"), ("workspace", "w1"), ("workspace", "")):
+        assert await world.store.get_scope_settings(kind, "fake", scope_id) is None  # type: ignore[arg-type]
+
+
+async def test_the_form_of_a_shared_scope_round_trips(world: ChatWorld) -> None:
+    await world.store.set_scope_settings("channel", "fake", "c1", model="llm-3.5-turbo-16k")
+    await world.store.set_scope_settings("user", "fake", "root", temperature=1.5)
+    await settings_with_scope(world, ROOT, CHANNEL, scope="channel")
+    ((_, modal),) = world.platform.modals
+    assert modal.ref == "channel"
+    defaults = {field.id: field.default for field in modal.fields}
+    assert (defaults["model"], defaults["temperature"]) == ("llm-3.5-turbo-16k", "")
+    submitted = {**defaults, "temperature": "0.4", "aspect_ratio": "3:2"}
+    for user in (BOB, ROOT):
+        await world.core.handle(
+            ModalSubmit(
+                user=user, place=CHANNEL, action=modal.action, ref=modal.ref, values=submitted
+            )
+        )
+    assert world.platform.ephemerals_for("bob")[-1].startswith("Only genbot admins")
+    assert world.platform.ephemerals_for("root")[-1] == (
+        "Saved this channel's defaults: aspect ratio → 3:2, temperature → 0.4."
+    )
+    channel = await world.store.get_scope_settings("channel", "fake", "c1")
+    assert channel is not None
+    assert (channel.model, channel.temperature, channel.aspect_ratio) == (
+        "llm-3.5-turbo-16k",
+        0.4,
+        "3:2",
+    )
+    mine = await world.store.get_scope_settings("user", "fake", "root")
+    assert mine is not None and mine.temperature == 1.5 and mine.aspect_ratio is None

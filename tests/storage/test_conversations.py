@@ -132,3 +132,67 @@ async def test_clearing_history_keeps_the_chain_reachable(store: Store) -> None:
     assert await store.conversation_history(conversation.id) == []
     found = await store.find_conversation_by_message("slack", "C1", "m2")
     assert found is not None and found.id == conversation.id
+
+
+async def test_the_tail_holds_what_fits_by_stored_counts(store: Store) -> None:
+    conversation, _ = await store.get_or_create_conversation(THREAD, kind="thread")
+    other, _ = await store.get_or_create_conversation(
+        ConversationKey("slack", "T1", "C1", "other"), kind="thread"
+    )
+    call = {"name": "generate_image", "arguments": "{}"}
+    turns: list[tuple[str, str | None, int]] = [
+        ("user", "u1", 10),
+        ("assistant", "a1", 10),
+        ("user", "u2", 10),
+        ("assistant", "a2", 10),
+        ("user", "u3", 50),
+    ]
+    for number, (role, content, tokens) in enumerate(turns):
+        await store.append_message(
+            conversation.id,
+            role,  # type: ignore[arg-type]
+            content,
+            token_count=tokens,
+            platform_message_ids=[f"m{number}"],
+        )
+        await store.append_message(other.id, "user", f"elsewhere {number}", token_count=1)
+    await store.append_message(conversation.id, "assistant", function_call=call, token_count=5)
+    await store.append_message(
+        conversation.id, "function", "ok", name="generate_image", token_count=5
+    )
+
+    async def tail(budget: int) -> list[str | None]:
+        found = await store.conversation_tail(conversation.id, max_tokens=budget)
+        return [m.content for m in found]
+
+    assert await tail(0) == ["u3", None, "ok"], "the newest user turn on is always kept"
+    assert await tail(69) == ["u3", None, "ok"]
+    assert await tail(70) == ["a2", "u3", None, "ok"]
+    assert await tail(80) == ["u2", "a2", "u3", None, "ok"]
+    assert await tail(10_000) == ["u1", "a1", "u2", "a2", "u3", None, "ok"]
+    everything = await store.conversation_tail(conversation.id, max_tokens=80)
+    assert [m.platform_message_ids for m in everything] == [("m2",), ("m3",), ("m4",), (), ()]
+    assert everything == (await store.conversation_history(conversation.id))[2:]
+    assert await store.conversation_tail(999, max_tokens=100) == []
+
+
+async def test_the_tail_without_a_user_turn_keeps_the_newest(store: Store) -> None:
+    conversation, _ = await store.get_or_create_conversation(THREAD, kind="thread")
+    await store.append_message(conversation.id, "assistant", "old", token_count=30)
+    await store.append_message(conversation.id, "assistant", "new", token_count=30)
+    found = await store.conversation_tail(conversation.id, max_tokens=10)
+    assert [m.content for m in found] == ["new"]
+
+
+async def test_deleting_a_turn_keeps_its_messages_linked(store: Store) -> None:
+    key = ConversationKey("discord", "g", "c", "root")
+    conversation, _ = await store.get_or_create_conversation(key, kind="reply_chain")
+    await store.append_message(conversation.id, "user", "hi")
+    answer = await store.append_message(
+        conversation.id, "assistant", "", platform_message_ids=["m-bot"]
+    )
+    assert await store.delete_message(answer)
+    assert not await store.delete_message(answer)
+    assert [m.content for m in await store.conversation_history(conversation.id)] == ["hi"]
+    found = await store.find_conversation_by_message("discord", "c", "m-bot")
+    assert found is not None and found.id == conversation.id

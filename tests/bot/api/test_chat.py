@@ -9,13 +9,17 @@ import pytest
 from aiohttp import web
 
 from bot.api import (
+    CHAT_MODELS,
     AuthenticationError,
     ChatChunk,
     ChatRequest,
+    InvalidRequest,
     PermissionDenied,
     ProviderClient,
     StreamInterrupted,
 )
+from bot.api.chat import allowed_chat_models, plan_allows
+from bot.api.sse import MAX_LINE_CHARS
 from simulator.server import RunningSimulator
 from tests.bot.api.support import FAST_RETRY, FREE_KEY, settings_for
 
@@ -203,3 +207,58 @@ async def test_stalled_stream_raises_interrupted_with_partial_text(stalling_serv
     assert seen == ["", "Half a"]
     assert caught.value.partial_text == "Half a"
     assert "no data" in caught.value.reason
+
+
+@pytest.fixture
+async def endless_line_server() -> AsyncIterator[str]:
+    """A provider whose stream is one line that never ends (more than the parser's cap)."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        opening = '{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"}}]}'
+        await response.write(f"data: {opening}\n\ndata: ".encode())
+        piece = b"x" * (64 * 1024)
+        for _ in range(MAX_LINE_CHARS // len(piece) + 2):
+            await response.write(piece)
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_an_oversized_stream_line_interrupts_the_stream(endless_line_server: str) -> None:
+    async with ProviderClient(settings_for(endless_line_server), retry=FAST_RETRY) as api:
+        with pytest.raises(StreamInterrupted) as caught:
+            async with asyncio.timeout(10), api.chat.stream(ask("hi")) as stream:
+                async for _ in stream:
+                    pass
+    assert caught.value.partial_text == "Hi"
+    assert "longer than" in caught.value.reason
+    assert stream.closed
+
+
+@pytest.mark.parametrize("plan", ["free", "developer"])
+@pytest.mark.parametrize("model", CHAT_MODELS)
+async def test_one_plan_rule_decides_what_the_client_sends(
+    sim: RunningSimulator, plan: str, model: str
+) -> None:
+    settings = settings_for(sim.base_url, key=FREE_KEY if plan == "free" else "sim-key", plan=plan)
+    async with ProviderClient(settings, retry=FAST_RETRY) as api:
+        request = ChatRequest(model=model, messages=[{"role": "user", "content": "echo: ok"}])
+        allowed = plan_allows(plan, model)
+        assert allowed == (model in allowed_chat_models(plan))
+        assert allowed == (plan != "free" or not model.startswith("llm-4"))
+        if allowed:
+            api.chat.check(request)
+        else:
+            with pytest.raises(InvalidRequest, match="Developer plan"):
+                api.chat.check(request)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.api.sse import SseEvent, SseParser
+from bot.api.sse import MAX_LINE_CHARS, SseEvent, SseParser, SseTooLarge
 
 
 def parse(*reads: bytes) -> list[SseEvent]:
@@ -74,6 +75,28 @@ def test_unterminated_event_at_end_is_dropped_and_reported_pending() -> None:
     assert parser.feed(b"data: a\n\ndata: [DONE]\n") == [SseEvent("a")]
     assert parser.close() == []
     assert parser.pending
+
+
+def test_a_line_that_never_ends_is_refused_past_the_cap() -> None:
+    parser = SseParser()
+    read = b"x" * (64 * 1024)
+    assert parser.feed(b"data: ") == []
+    with pytest.raises(SseTooLarge, match="line is longer"):
+        for _ in range(MAX_LINE_CHARS // len(read) + 1):
+            assert parser.feed(read) == []
+
+
+def test_an_event_of_many_lines_is_refused_past_the_cap() -> None:
+    parser = SseParser(max_line_chars=100, max_event_chars=250)
+    assert parser.feed(b"data: " + b"y" * 90 + b"\n" + b"data: " + b"y" * 90 + b"\n") == []
+    with pytest.raises(SseTooLarge, match="event is larger"):
+        parser.feed(b"data: " + b"y" * 90 + b"\n")
+
+
+def test_events_just_under_the_caps_pass() -> None:
+    parser = SseParser(max_line_chars=10, max_event_chars=20)
+    assert parser.feed(b"data:1234\ndata:12345\r\n\r\n") == [SseEvent("1234\n12345")]
+    assert parser.feed(b"data:" + b"z" * 5 + b"\n\n") == [SseEvent("zzzzz")]
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,10 @@ class ChatWorld:
     defaults: ChatDefaults
     tools: bool
     limits: dict[str, Any] | None = None
+    daily_credit_budget: int | None = None
     genbot: Genbot = field(init=False)
     engine: ChatEngine = field(init=False)
+    account: AccountFeature = field(init=False)
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     @property
@@ -89,8 +91,13 @@ class ChatWorld:
         return self.engine
 
     def _features(self, parts: Parts) -> list[Feature]:
-        account = AccountFeature(parts.store, parts.surfaces, plan=self.plan)
-        return [self._chat(parts), account]
+        self.account = AccountFeature(
+            parts.store,
+            parts.surfaces,
+            plan=self.plan,
+            daily_credit_budget=self.daily_credit_budget,
+        )
+        return [self._chat(parts), self.account]
 
     def _conversations(self, parts: Parts) -> Conversations:
         return self.engine
@@ -153,6 +160,7 @@ async def chat_world(
     defaults: ChatDefaults | None = None,
     tools: bool = True,
     limits: dict[str, Any] | None = None,
+    daily_credit_budget: int | None = None,
 ) -> AsyncIterator[ChatWorld]:
     """A started :class:`ChatWorld` with its own simulator."""
     async with serve(config or sim_config()) as sim:
@@ -164,6 +172,7 @@ async def chat_world(
             defaults or ChatDefaults(),
             tools,
             limits,
+            daily_credit_budget,
         )
         await world.start()
         try:

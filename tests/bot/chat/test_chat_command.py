@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from bot.chat import DEFAULT_SYSTEM_PROMPT
+from bot.chat import DEFAULT_SYSTEM_PROMPT, FUNCTIONS
 from bot.events import Command, MessageRef
 from bot.render import LENGTH_NOTE
+from bot.tokens import count_functions, count_messages
 from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ChatWorld
 
 
@@ -89,3 +90,29 @@ async def test_bad_chat_options_never_reach_the_provider(world: ChatWorld) -> No
     assert "temperature" in first and "at most 2" in first
     assert "model must be one of" in second
     assert world.chat_bodies() == []
+
+
+async def test_max_tokens_beyond_the_context_names_the_largest_usable_value(
+    world: ChatWorld,
+) -> None:
+    alice = world.actor()
+    await alice.command("chat", prompt="echo: hi", max_tokens=100000)
+    await alice.command("chat", prompt="echo: hi", max_tokens=4000)
+    prompt = [
+        {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
+        {"role": "user", "content": "echo: hi"},
+    ]
+    needed = count_messages(prompt) + count_functions([f.to_body() for f in FUNCTIONS])
+    largest = 4096 - needed
+    beyond, too_many = world.platform.ephemerals_for("alice")
+    assert beyond == (
+        "max_tokens 100000 is more than llm-3.5-turbo's whole context of 4096 tokens, which the "
+        f"prompt and the answer share. With this conversation the largest max_tokens that fits "
+        f"is {largest}."
+    )
+    assert too_many.startswith("max_tokens 4000 does not fit: llm-3.5-turbo's context is 4096")
+    assert too_many.endswith(f"the largest max_tokens that fits is {largest}.")
+    assert world.chat_bodies() == []
+    await alice.command("chat", prompt="echo: hi", max_tokens=largest)
+    assert world.chat_bodies()[-1]["max_tokens"] == largest
+    assert world.texts_in(DM) == ["hi"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.chat import DEFAULT_SYSTEM_PROMPT
-from bot.tokens import CONTEXT_SIZES, count_functions, count_messages
+import pytest
+
+from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults
+from bot.tokens import CONTEXT_SIZES, count_functions, count_message, count_messages
 from storage import ChatRole, ConversationKey
 from tests.bot.chat.support import ALICE, BOB, BOB_DM, CHANNEL, DM, ChatWorld, chat_world
 
@@ -87,3 +89,65 @@ async def test_llm_4_on_the_free_plan_is_refused_before_sending(tmp_path: Path) 
         assert world.platform.messages == {} and world.platform.threads == []
         await world.actor(BOB, BOB_DM).say("echo: free models work")
         assert world.texts_in(BOB_DM) == ["free models work"]
+
+
+async def test_stored_token_counts_decide_what_fits(world: ChatWorld) -> None:
+    key = ConversationKey("fake", DM.workspace_id, DM.channel_id, "")
+    conversation, _ = await world.store.get_or_create_conversation(key, kind="dm")
+    turns: list[tuple[ChatRole, str, int | None]] = [
+        ("user", "echo: zero", 3000),
+        ("assistant", "zero", None),
+        ("user", "echo: one", None),
+        ("assistant", "one", None),
+    ]
+    for role, content, stored in turns:
+        exact = count_message({"role": role, "content": content})
+        await world.store.append_message(
+            conversation.id, role, content, token_count=stored or exact
+        )
+    await world.actor().say("echo: two")
+    sent = [m["content"] for m in world.chat_bodies()[-1]["messages"][1:]]
+    assert sent == ["echo: one", "one", "echo: two"], "a turn stored as 3000 tokens cannot fit"
+
+
+async def test_history_is_read_once_per_message_and_only_its_tail(world: ChatWorld) -> None:
+    key = ConversationKey("fake", DM.workspace_id, DM.channel_id, "")
+    conversation, _ = await world.store.get_or_create_conversation(key, kind="dm")
+    first_id = 0
+    for number in range(80):
+        role: ChatRole = "user" if number % 2 == 0 else "assistant"
+        content = f"turn {number}: {FILLER}"
+        turn_id = await world.store.append_message(
+            conversation.id,
+            role,
+            content,
+            token_count=count_message({"role": role, "content": content}),
+        )
+        first_id = first_id or turn_id
+    statements: list[str] = []
+    await world.store.run_in_worker(lambda db: db.conn.set_trace_callback(statements.append))
+    try:
+        await world.actor().say("draw a harbour at dawn")
+    finally:
+        await world.store.run_in_worker(lambda db: db.conn.set_trace_callback(None))
+    assert [body.get("functions") is not None for body in world.chat_bodies()] == [True, True]
+    reads = [s for s in statements if s.startswith("SELECT * FROM messages")]
+    prefix = f"SELECT * FROM messages WHERE conversation_id = {conversation.id} AND id >= "
+    assert len(reads) == 1 and reads[0].startswith(prefix), reads
+    oldest_read = int(reads[0].removeprefix(prefix).split()[0])
+    assert oldest_read > first_id + 40, "only the turns that can fit are read"
+    sent = world.chat_bodies()[0]["messages"]
+    oldest_sent = int(sent[1]["content"].removeprefix("turn ").split(":")[0])
+    assert oldest_read - first_id <= oldest_sent <= oldest_read - first_id + 3
+
+
+async def test_logit_bias_from_the_configuration_reaches_the_provider(tmp_path: Path) -> None:
+    defaults = ChatDefaults(logit_bias={"1734": -100, "50256": 5.5})
+    async with chat_world(tmp_path, defaults=defaults) as world:
+        await world.actor().say("echo: biased")
+        assert world.chat_bodies()[-1]["logit_bias"] == {"1734": -100, "50256": 5.5}
+        assert world.texts_in(DM) == ["biased"]
+    with pytest.raises(ValueError, match="token ids"):
+        ChatDefaults(logit_bias={"hello": 1})
+    with pytest.raises(ValueError, match=r"-100\.\.100"):
+        ChatDefaults(logit_bias={"1": 101})
