@@ -24,6 +24,7 @@ def chat_defaults(chat: ChatSettings) -> ChatDefaults:
         frequency_penalty=chat.frequency_penalty,
         stop=tuple(chat.stop),
         max_tokens=chat.max_tokens,
+        logit_bias=dict(chat.logit_bias) or None,
         answer_reserve=chat.answer_reserve,
         max_function_rounds=chat.max_function_rounds,
     )

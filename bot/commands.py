@@ -266,7 +266,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         "settings",
-        "Show or change your defaults (and the channel's system prompt)",
+        "Show or change your defaults (admins: the channel's or workspace's)",
         (
             Option(
                 "model",
@@ -294,6 +294,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 min_value=0,
                 max_value=2,
                 flags=("--temperature", "--temp"),
+            ),
+            Option(
+                "scope",
+                "string",
+                "Whose defaults: me (default), channel or workspace (admins)",
+                choices=("me", "channel", "workspace"),
+                flags=("--scope",),
             ),
         ),
         examples=("/settings --model llm-4 --ar 16:9",),

@@ -53,6 +53,7 @@ class ChatSettings(Section):
     frequency_penalty: float | None = None
     stop: list[str] = Field(default_factory=list)
     max_tokens: int | None = None
+    logit_bias: dict[str, float] = Field(default_factory=dict)
     answer_reserve: int = 1024
     max_function_rounds: int = 3
 

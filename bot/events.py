@@ -208,7 +208,12 @@ class SurfaceError(Exception):
 
 
 class Surface(Protocol):
-    """What an adapter offers the core. Every method is bounded in time by the adapter."""
+    """What an adapter offers the core. Every method is bounded in time by the adapter.
+
+    A surface may also have ``command_names: Mapping[str, str]``: how its platform spells the
+    catalogue's commands where they differ (Slack: ``settings`` → ``genbot settings``); help
+    texts follow it.
+    """
 
     platform: str
     limits: SurfaceLimits

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import aiohttp
@@ -60,6 +61,9 @@ class SlackSurface:
     """What the core calls to post, edit, upload, open forms and fetch files on Slack."""
 
     platform = "slack"
+    command_names: Mapping[str, str] = MappingProxyType(
+        {"settings": "genbot settings", "usage": "genbot usage", "help": "genbot help"}
+    )
 
     def __init__(
         self,

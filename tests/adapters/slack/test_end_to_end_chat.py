@@ -30,8 +30,11 @@ HELP_COMMANDS = (
     "diffusion img2img",
     "diffusion upscale",
     "diffusion controlnet",
-    "usage",
+    "genbot settings",
+    "genbot usage",
+    "genbot help",
 )
+"""Every command as Slack users type it (settings, usage and help live under /genbot)."""
 LONG_ANSWER = " ".join(f"fox{number}" for number in range(120))
 """Streamed in some 100 pieces, 20 ms apart at time scale 1: about two seconds, long enough
 for an update between the first post and the final text under Slack's pacing."""
