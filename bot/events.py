@@ -52,13 +52,19 @@ class User:
 
 @dataclass(frozen=True)
 class Attachment:
-    """A file a user attached. ``data`` is set when the adapter already holds the bytes."""
+    """A file a user attached. ``data`` is set when the adapter already holds the bytes.
+
+    ``private`` means ``url`` opens only with the platform's credentials (Slack files): nobody
+    else, the provider included, can fetch it, so the core reads the bytes through
+    :meth:`Surface.download` and never hands that URL on.
+    """
 
     filename: str
     url: str = ""
     content_type: str | None = None
     size: int | None = None
     data: bytes | None = None
+    private: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
