@@ -45,6 +45,7 @@ UPDATABLE_FIELDS: Final[frozenset[str]] = JSON_FIELDS | {
     "last_polled_at",
     "last_webhook_at",
     "next_poll_at",
+    "delivery_attempts",
 }
 """Fields :meth:`JobStore.update_job` and :meth:`JobStore.transition` accept as keywords."""
 _DONE_AT_PROVIDER: Final[frozenset[str]] = frozenset(("finished", "failed", "create_failed"))
@@ -97,6 +98,7 @@ def job_from_row(row: Row) -> Job:
         last_polled_at=row["last_polled_at"],
         last_webhook_at=row["last_webhook_at"],
         next_poll_at=row["next_poll_at"],
+        delivery_attempts=row["delivery_attempts"],
     )
 
 

@@ -28,6 +28,7 @@ JobStatus = Literal[
     "reporting",
     "failed_posted",
     "create_failed",
+    "unknown",
 ]
 """Our own job lifecycle (see ``JOB_TRANSITIONS``).
 
@@ -43,8 +44,12 @@ JobStatus = Literal[
 - ``posted``: terminal; the result is on the platform (``result_message_id`` set).
 - ``reporting``: claimed for reporting the failure (``failed → reporting``), like ``posting``.
 - ``failed_posted``: terminal; the failure was shown to the user.
-- ``create_failed``: terminal; the provider refused the creation (``error`` set); the flow that
-  tried to create it answered the user.
+- ``create_failed``: terminal; the creation certainly did not reach the provider, or the
+  provider refused it (``error`` set); the flow that tried to create it answered the user.
+- ``unknown``: the create call may have reached the provider but it never confirmed the job
+  (a 5xx, a read timeout or a reset after sending, a restart while creating): it may be running
+  and charged. Never created again; a webhook naming the job may adopt it (``provider_id`` taken
+  from the notification), else it times out into ``failed``.
 """
 
 ALL_STATUSES: Final[frozenset[JobStatus]] = frozenset(
@@ -62,14 +67,15 @@ ALL_STATUSES: Final[frozenset[JobStatus]] = frozenset(
         "reporting",
         "failed_posted",
         "create_failed",
+        "unknown",
     )
 )
 IN_FLIGHT_STATUSES: Final[frozenset[JobStatus]] = frozenset(
     ("submitted", "pending", "staged", "processing", "retry")
 )
 """Known to the provider and not done there: what the tracker polls."""
-ACTIVE_STATUSES: Final[frozenset[JobStatus]] = IN_FLIGHT_STATUSES | {"creating"}
-"""What counts toward a user's concurrent-job cap."""
+ACTIVE_STATUSES: Final[frozenset[JobStatus]] = IN_FLIGHT_STATUSES | {"creating", "unknown"}
+"""What counts toward a user's concurrent-job cap (and what a webhook may still change)."""
 UNFINISHED_STATUSES: Final[frozenset[JobStatus]] = ACTIVE_STATUSES | {
     "finished",
     "failed",
@@ -83,7 +89,8 @@ TERMINAL_STATUSES: Final[frozenset[JobStatus]] = frozenset(
 
 _PROVIDER_DONE: Final[frozenset[JobStatus]] = frozenset(("finished", "failed"))
 JOB_TRANSITIONS: Final[Mapping[JobStatus, frozenset[JobStatus]]] = {
-    "creating": IN_FLIGHT_STATUSES | _PROVIDER_DONE | {"create_failed"},
+    "creating": IN_FLIGHT_STATUSES | _PROVIDER_DONE | {"create_failed", "unknown"},
+    "unknown": IN_FLIGHT_STATUSES | _PROVIDER_DONE,
     **{status: IN_FLIGHT_STATUSES | _PROVIDER_DONE for status in IN_FLIGHT_STATUSES},
     "finished": frozenset(("posting", "posted", "failed")),
     "failed": frozenset(("reporting", "failed_posted")),
@@ -94,7 +101,8 @@ JOB_TRANSITIONS: Final[Mapping[JobStatus, frozenset[JobStatus]]] = {
     "create_failed": frozenset(),
 }
 """Allowed ``from → to`` moves. Staying in the same status (to update fields) is always allowed.
-``posting → finished`` and ``reporting → failed`` release a claim so another attempt can run."""
+``posting → finished`` and ``reporting → failed`` release a claim so another attempt can run;
+``unknown`` may only be adopted (in flight, finished, failed), never created again."""
 
 ChatRole = Literal["system", "user", "assistant", "function"]
 ConversationKind = Literal["dm", "thread", "reply_chain"]
@@ -250,6 +258,30 @@ class Job:
     last_polled_at: float | None
     last_webhook_at: float | None
     next_poll_at: float | None
+    """When the tracker next acts on the job: a diffusion fetch while in flight, the next
+    delivery attempt once ``finished`` / ``failed`` after a failed one (None: now)."""
+    delivery_attempts: int = 0
+    """Failed attempts to post the result or the failure report so far."""
+
+
+@dataclass(frozen=True)
+class JobQuota:
+    """Limits checked when a job row is created (see :meth:`Store.create_job_within`):
+    at most ``max_active`` of the requester's jobs in ``ACTIVE_STATUSES`` and less than
+    ``max_daily_credits`` credits in the ledger today (UTC). ``0`` disables a limit."""
+
+    max_active: int = 0
+    max_daily_credits: int = 0
+
+
+@dataclass(frozen=True)
+class QuotaRefusal:
+    """Why :meth:`Store.create_job_within` created nothing: ``limit`` is ``max_active`` or
+    ``max_daily_credits``; ``used`` what the requester has (active jobs, credits today)."""
+
+    limit: Literal["max_active", "max_daily_credits"]
+    used: int
+    allowed: int
 
 
 JobMessageKind = Literal["progress", "result", "other"]

@@ -194,11 +194,16 @@ def _v2_settings_usage_events(db: Database) -> None:
     db.table("processed_events").create_index(["seen_at"], index_name="processed_events_by_age")
 
 
+def _v3_delivery_attempts(db: Database) -> None:
+    db.execute("ALTER TABLE jobs ADD COLUMN delivery_attempts INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
         2, "settings, usage ledger, event dedup, jobs.next_poll_at", _v2_settings_usage_events
     ),
+    Migration(3, "jobs.delivery_attempts", _v3_delivery_attempts),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from storage.admission import JobAdmissionStore
 from storage.base import Clock
 from storage.conversations import ConversationStore
 from storage.errors import StorageError
@@ -52,7 +53,13 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 
 class Store(
-    ConversationStore, JobStore, JobQueryStore, JobMessageStore, SettingsStore, LedgerStore
+    ConversationStore,
+    JobStore,
+    JobAdmissionStore,
+    JobQueryStore,
+    JobMessageStore,
+    SettingsStore,
+    LedgerStore,
 ):
     """genbot's storage: conversations, jobs, message links, settings, usage, event dedup.
 

@@ -17,6 +17,9 @@ SQL_COUNT_ACTIVE: Final = (
 )
 SQL_UNFINISHED: Final = "SELECT * FROM jobs WHERE status IN ({}){} ORDER BY created_at, id"
 SQL_JOBS_BY_PROVIDER_IDS: Final = "SELECT * FROM jobs WHERE provider_id IN ({}) AND family = ?"
+SQL_NEXT_POLL: Final = (
+    "SELECT MIN(next_poll_at) FROM jobs WHERE status IN ({}) AND next_poll_at > ?"
+)
 
 
 class JobQueryStore(StoreBase):
@@ -50,11 +53,13 @@ class JobQueryStore(StoreBase):
         after: Job | None = None,
         webhook_quiet_since: float | None = None,
         due_at: float | None = None,
+        created_before: float | None = None,
     ) -> list[Job]:
         """Jobs whose status is in ``statuses`` (default: every non-terminal one), oldest
         first (``created_at``, then ``id``). ``after`` continues a page after that job;
         ``webhook_quiet_since`` drops jobs that got a webhook at or after that time;
-        ``due_at`` drops jobs whose ``next_poll_at`` is later than it."""
+        ``due_at`` drops jobs whose ``next_poll_at`` is later than it; ``created_before``
+        keeps only jobs created before that time."""
         chosen = status_tuple(statuses)
         conditions: list[str] = []
         values: list[Any] = list(chosen)
@@ -70,6 +75,9 @@ class JobQueryStore(StoreBase):
         if due_at is not None:
             conditions.append("(next_poll_at IS NULL OR next_poll_at <= ?)")
             values.append(due_at)
+        if created_before is not None:
+            conditions.append("created_at < ?")
+            values.append(created_before)
         sql = SQL_UNFINISHED.format(
             placeholders(len(chosen)), "".join(f" AND {c}" for c in conditions)
         )
@@ -78,6 +86,18 @@ class JobQueryStore(StoreBase):
             values.append(limit)
         rows = await self._call(lambda db: fetch_all(db, sql, values))
         return [job_from_row(row) for row in rows]
+
+    async def next_poll_after(self, statuses: Iterable[JobStatus], after: float) -> float | None:
+        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses`` (when
+        the tracker next has something to do for them), or None."""
+        chosen = status_tuple(statuses)
+        sql = SQL_NEXT_POLL.format(placeholders(len(chosen)))
+
+        def work(db: Database) -> float | None:
+            value = db.conn.execute(sql, (*chosen, after)).fetchone()[0]
+            return None if value is None else float(value)
+
+        return await self._call(work)
 
     async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:
         """Set ``last_polled_at`` (default: now) on many jobs in one transaction."""

@@ -1,13 +1,12 @@
 """Image (family B) and diffusion (family C) jobs: features, the tracker, webhooks, delivery.
 
-The composition root wires everything with one call::
+The composition root (:func:`bot.assembly.build_core`) wires everything with one call::
 
-    features, services, tools = build_job_features(settings, store, provider, surfaces,
-                                                   budget=budget)
-    core = Core(surfaces, [*features, ...], conversations, [*services, ...])
+    jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
+    core = Core(surfaces, [*jobs.features, ...], conversations, [*jobs.services, ...])
 
 ``budget`` should be the process's one :class:`~bot.budget.RenderBudget` (shared with the chat
-renderer); ``tools`` is the :class:`JobTools` handle for the chat engine's functions.
+renderer); ``jobs.tools`` is the :class:`JobTools` handle for the chat engine's functions.
 The provider client should be built with ``allow_insecure_webhooks`` equal to
 ``[webhook] allow_insecure_loopback``.
 """
@@ -24,7 +23,7 @@ from bot.api.validation import check_webhook_address
 from bot.budget import RenderBudget
 from bot.config import Settings
 from bot.core import Feature, Lifecycle, SurfaceRegistry
-from bot.jobs.delivery import Delivery
+from bot.jobs.delivery import Delivery, DeliveryRetry
 from bot.jobs.diffusion import DiffusionJobs
 from bot.jobs.images import ImageJobs
 from bot.jobs.limits import Limits, open_channels_from
@@ -40,6 +39,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "Delivery",
+    "DeliveryRetry",
     "DiffusionJobs",
     "ImageJobs",
     "JobEngines",
@@ -54,7 +54,6 @@ __all__ = [
     "Tracker",
     "WebhookReceiver",
     "build_job_engines",
-    "build_job_features",
     "webhook_base_url",
 ]
 
@@ -116,7 +115,14 @@ def build_job_engines(
     open_channels: Mapping[str, frozenset[str]] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> JobEngines:
-    """Build the job machinery; see :func:`build_job_features`."""
+    """Build the job machinery: its :attr:`JobEngines.features` and
+    :attr:`JobEngines.services` (media session, tracker, and the webhook receiver when
+    ``[webhook] public_url`` is set — in start order) go to the core, :attr:`JobEngines.tools`
+    to the chat engine.
+
+    ``open_channels`` overrides the per-platform open channels read from ``[discord]`` and
+    ``[slack]`` ``open_channel_ids``; ``clock`` times polls, timeouts and delivery retries.
+    """
     limits_settings = settings.limits
     watch = JobWatch(store)
     media = MediaFetcher(limits_settings.max_upload_bytes)
@@ -124,9 +130,8 @@ def build_job_engines(
     media_host = (
         MediaHost(settings.webhook.public_url.strip()) if webhook_base is not None else None
     )
-    delivery = Delivery(store, surfaces, budget or RenderBudget(), media, watch)
+    delivery = Delivery(store, surfaces, budget or RenderBudget(), media, watch, clock=clock)
     limits = Limits(
-        store,
         limits_settings,
         open_channels if open_channels is not None else open_channels_from(settings),
     )
@@ -171,25 +176,3 @@ def build_job_engines(
         watch,
         tools,
     )
-
-
-def build_job_features(
-    settings: Settings,
-    store: Store,
-    provider: ProviderClient,
-    surfaces: SurfaceRegistry,
-    *,
-    budget: RenderBudget | None = None,
-    open_channels: Mapping[str, frozenset[str]] | None = None,
-) -> tuple[list[Feature], list[Lifecycle], JobTools]:
-    """The image and diffusion features, their services (media session, tracker, and the
-    webhook receiver when ``[webhook] public_url`` is set — in start order) and the chat tools
-    handle.
-
-    ``open_channels`` overrides the per-platform open channels read from ``[discord]`` and
-    ``[slack]`` ``open_channel_ids``.
-    """
-    engines = build_job_engines(
-        settings, store, provider, surfaces, budget=budget, open_channels=open_channels
-    )
-    return engines.features, engines.services, engines.tools

@@ -8,15 +8,24 @@ brings a newer one), results and reports wait for it (bounded) because they must
 Results are posted exactly once: :meth:`Delivery.deliver` claims the job with a
 compare-and-set (``finished → posting`` or ``failed → reporting``) before posting, and the move
 to ``posted`` / ``failed_posted`` commits the message links with it. A failed attempt releases
-the claim for the tracker to retry; after ``MAX_ATTEMPTS`` the result is posted without its image
-(with the provider's link) or the failure is recorded.
+the claim and stores the attempt count and the time of the next attempt (``next_poll_at``) with
+it, so retries back off exponentially (:class:`DeliveryRetry`) across restarts; the tracker
+runs them when due. From the ``image_attempts``-th attempt on, a result whose image cannot be
+downloaded is posted with the provider's link instead; once the retries are used up the job
+ends ``failed_posted`` and its progress message says the result could not be posted.
+
+Progress edits are serialized per job with the final edits and only made while the job is in
+flight at the provider (its status is read first), so a late poll answer never overwrites a
+finished job's progress message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from bot.actions import describe_buttons, diffusion_buttons, task_buttons
@@ -36,16 +45,35 @@ from bot.events import (
 from bot.jobs import texts
 from bot.jobs.media import ImageBytes, MediaError, MediaFetcher
 from bot.jobs.watch import JobWatch
-from storage import Job, JobMessage, JobMessageKind, JobStatus, Store
+from storage import IN_FLIGHT_STATUSES, Job, JobMessage, JobMessageKind, JobStatus, Store
 
 log = logging.getLogger(__name__)
 
-MAX_ATTEMPTS = 3
 URGENT_BUDGET_WAIT = 30.0
 PROGRESS_BUDGET_WAIT = 0.3
 MAX_RATE_LIMIT_RETRIES = 3
 
 Buttons = tuple[tuple[Button, ...], ...]
+
+
+@dataclass(frozen=True)
+class DeliveryRetry:
+    """How failed deliveries are retried: after ``first_delay`` seconds, doubling up to
+    ``max_delay``, until the waits would add up to more than ``give_up_after`` seconds."""
+
+    first_delay: float = 1.0
+    max_delay: float = 60.0
+    give_up_after: float = 600.0
+    image_attempts: int = 3
+    """From this attempt on, a result whose image cannot be downloaded is posted with its
+    link instead."""
+
+    def delay(self, failures: int) -> float | None:
+        """The wait before the attempt after ``failures`` failed ones; None: give up."""
+        waits = [min(self.first_delay * 2.0**n, self.max_delay) for n in range(failures)]
+        if sum(waits) > self.give_up_after:
+            return None
+        return waits[-1]
 
 
 def place_of(job: Job) -> Place:
@@ -69,14 +97,19 @@ class Delivery:
         budget: RenderBudget,
         media: MediaFetcher,
         watch: JobWatch,
+        *,
+        clock: Callable[[], float] = time.time,
+        retry: DeliveryRetry | None = None,
     ) -> None:
         self._store = store
         self._surfaces = surfaces
         self._budget = budget
         self._media = media
         self._watch = watch
+        self._clock = clock
+        self.retry = retry or DeliveryRetry()
         self._shown: dict[str, str] = {}
-        self._attempts: Counter[str] = Counter()
+        self._locks: dict[str, asyncio.Lock] = {}
 
     # Writing under the budget -----------------------------------------------------------------
 
@@ -96,6 +129,13 @@ class Delivery:
     async def edit(self, job: Job, text: str, *, urgent: bool) -> bool:
         """Set the progress message of ``job`` to ``text``; skipped when it already shows it
         or (unless ``urgent``) when there is no budget right now. True if written."""
+        async with self._lock(job.id):
+            return await self._edit(job, text, urgent=urgent)
+
+    def _lock(self, job_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(job_id, asyncio.Lock())
+
+    async def _edit(self, job: Job, text: str, *, urgent: bool) -> bool:
         if job.progress_message_id is None or self._shown.get(job.id) == text:
             return False
         place = place_of(job)
@@ -119,7 +159,7 @@ class Delivery:
     def forget(self, job_id: str) -> None:
         """Drop what is remembered about a job whose messages are final."""
         self._shown.pop(job_id, None)
-        self._attempts.pop(job_id, None)
+        self._locks.pop(job_id, None)
 
     async def _acquire(self, surface: Surface, place: Place, *, urgent: bool) -> bool:
         wait = URGENT_BUDGET_WAIT if urgent else PROGRESS_BUDGET_WAIT
@@ -155,24 +195,57 @@ class Delivery:
         return refreshed or job
 
     async def show_progress(self, job: Job, status: str, elapsed: float | None) -> bool:
-        """Edit the progress message for a provider status, when its text changes."""
-        return await self.edit(job, texts.progress_text(job, status, elapsed), urgent=False)
+        """Edit the progress message for a provider status, when its text changes and the job
+        is still in flight (a late answer about a job that is done changes nothing)."""
+        text = texts.progress_text(job, status, elapsed)
+        if self._shown.get(job.id) == text:
+            return False
+        async with self._lock(job.id):
+            current = await self._store.get_job(job.id)
+            if current is None or current.status not in IN_FLIGHT_STATUSES:
+                return False
+            return await self._edit(current, text, urgent=False)
+
+    async def mark_not_started(self, job: Job, reason: str) -> Job:
+        """Move a ``creating`` job that certainly started nothing at the provider to
+        ``create_failed`` and say why in its progress message."""
+        moved = await self._store.transition(job.id, "creating", "create_failed", error=reason)
+        current = await self._store.get_job(job.id) or job
+        if moved:
+            await self.edit(current, texts.create_failed_text(current, reason), urgent=True)
+            self.forget(job.id)
+        self._watch.touch(job.id)
+        return current
+
+    async def mark_unconfirmed(self, job: Job, reason: str) -> Job:
+        """Move a ``creating`` job the provider may have received to ``unknown`` and tell the
+        user (see :func:`bot.jobs.texts.unconfirmed_text`)."""
+        moved = await self._store.transition(job.id, "creating", "unknown", error=reason)
+        current = await self._store.get_job(job.id) or job
+        if moved:
+            await self.edit(current, texts.unconfirmed_text(current, reason), urgent=True)
+        self._watch.touch(job.id)
+        return current
 
     # Results and failures ---------------------------------------------------------------------
 
-    async def deliver(self, job_id: str) -> None:
-        """Post the result of a finished job or report a failed one, exactly once."""
+    async def deliver(self, job_id: str) -> float | None:
+        """Post the result of a finished job or report a failed one, exactly once, when its
+        next attempt is due. Returns when to try again if this attempt failed, else None."""
         job = await self._store.get_job(job_id)
         if job is None or job.platform not in self._surfaces:
-            return
+            return None
+        if job.next_poll_at is not None and job.next_poll_at > self._clock():
+            return None
         if job.status == "finished":
-            await self._post_result(job)
-        elif job.status == "failed":
-            await self._report_failure(job)
+            return await self._post_result(job)
+        if job.status == "failed":
+            return await self._report_failure(job)
+        return None
 
-    async def _post_result(self, job: Job) -> None:
+    async def _post_result(self, job: Job) -> float | None:
         if not await self._store.transition(job.id, "finished", "posting"):
-            return
+            return None
         if job.credits and job.family == "task":
             await self._store.add_usage(
                 job.platform, job.requester_id, credits=job.credits, kind="credits", job_id=job.id
@@ -181,16 +254,16 @@ class Delivery:
             message, extra = await self._result_message(job)
             ref = await self.send(place_of(job), message)
         except Exception as error:
-            await self._retry_later(job, "posting", "finished", error)
-            return
+            return await self._retry_later(job, "posting", "finished", error)
         await self._finish(job, "posting", "posted", ref, "result", result={**job.result, **extra})
         elapsed = job.finished_at - job.created_at if job.finished_at is not None else None
         await self.edit(job, texts.done_text(job, elapsed), urgent=True)
         self.forget(job.id)
+        return None
 
-    async def _report_failure(self, job: Job) -> None:
+    async def _report_failure(self, job: Job) -> float | None:
         if not await self._store.transition(job.id, "failed", "reporting"):
-            return
+            return None
         timed_out = bool(job.result.get("timed_out"))
         message = OutMessage(
             text=texts.failure_text(job, timed_out), mention_user_id=job.requester_id
@@ -198,11 +271,11 @@ class Delivery:
         try:
             ref = await self.send(place_of(job), message)
         except Exception as error:
-            await self._retry_later(job, "reporting", "failed", error)
-            return
+            return await self._retry_later(job, "reporting", "failed", error)
         await self._finish(job, "reporting", "failed_posted", ref, "other")
         await self.edit(job, texts.failed_progress_text(job), urgent=True)
         self.forget(job.id)
+        return None
 
     async def _finish(
         self,
@@ -221,17 +294,27 @@ class Delivery:
 
     async def _retry_later(
         self, job: Job, claimed: JobStatus, release: JobStatus, error: Exception
-    ) -> None:
-        self._attempts[job.id] += 1
-        attempt = self._attempts[job.id]
-        log.warning("delivering job %s failed (attempt %d): %r", job.id, attempt, error)
-        if attempt < MAX_ATTEMPTS:
-            await self._store.transition(job.id, claimed, release)
-            return
-        await self._store.transition(job.id, claimed, "failed_posted", error=f"not posted: {error}")
+    ) -> float | None:
+        failures = job.delivery_attempts + 1
+        delay = self.retry.delay(failures)
+        log.warning("delivering job %s failed (attempt %d): %r", job.id, failures, error)
+        if delay is not None:
+            retry_at = self._clock() + delay
+            await self._store.transition(
+                job.id, claimed, release, delivery_attempts=failures, next_poll_at=retry_at
+            )
+            return retry_at
+        await self._store.transition(
+            job.id,
+            claimed,
+            "failed_posted",
+            delivery_attempts=failures,
+            error=f"not posted: {error}",
+        )
         self._watch.touch(job.id)
         await self.edit(job, texts.not_posted_text(job), urgent=True)
         self.forget(job.id)
+        return None
 
     async def _result_message(self, job: Job) -> tuple[OutMessage, dict[str, Any]]:
         """The result message and what to remember about it (the image's size)."""
@@ -257,7 +340,7 @@ class Delivery:
                 if number == 1:
                     extra = {"width": image.width, "height": image.height}
         except MediaError as error:
-            if self._attempts[job.id] + 1 < MAX_ATTEMPTS:
+            if job.delivery_attempts + 1 < self.retry.image_attempts:
                 raise
             url = job.result_urls[0] if job.result_urls else ""
             text = texts.unavailable_image_text(job, str(error), url)

@@ -2,9 +2,9 @@
 buttons under its images: 🔄 (same options, new seed), Upscale, Use as init (a form → img2img).
 
 A job's request body is kept in its parameters (``endpoint`` and ``body``), so 🔄 can replay it.
-An answer with images finishes the job at once; ``processing`` stores the provider's ``eta`` as
-``next_poll_at`` and the tracker fetches after it. Images given as attachments are passed by
-their URL (re-hosted when they have none and a media host exists).
+An answer with images finishes the job at once (even one without an id); ``processing`` stores
+the provider's ``eta`` as ``next_poll_at`` and the tracker fetches after it. Images given as
+attachments are passed by their URL (re-hosted when they have none and a media host exists).
 
 The provider's diffusion answers carry no price; the ledger records ``DIFFUSION_CREDITS`` (the
 provider's published prices, which the simulator uses) when a job is accepted, since diffusion is
@@ -29,11 +29,15 @@ from bot.config import LimitsSettings
 from bot.core import UserError
 from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
 from bot.jobs.images import values_digest
+from bot.jobs.results import diffusion_result_fields, poll_delay
 from bot.jobs.starter import JobSpec, JobStarter, Submitted, Webhook
-from bot.jobs.tracker import diffusion_result_fields
 from storage import Job
 
 DIFFUSION_CREDITS: dict[str, int] = {"txt2img": 2, "img2img": 2, "controlnet": 3, "upscale": 1}
+NO_ID_ERROR = (
+    "The diffusion service accepted the job but sent neither its images nor an id to fetch "
+    "them with."
+)
 COMMON_FIELDS: dict[str, str] = {
     "prompt": "prompt",
     "negative_prompt": "negative_prompt",
@@ -136,16 +140,20 @@ class DiffusionJobs:
         return await self._starter.start(event, spec, submit)
 
     def _submitted(self, endpoint: str, answer: DiffusionResponse) -> Submitted:
-        if answer.id is None:
-            raise UserError("The diffusion service accepted the job but sent no id for it.")
+        """The job's state once the provider accepted it (and charged: diffusion is charged on
+        acceptance). An answer without an id still delivers its images when it has them;
+        without either, genbot cannot follow the job and reports it failed."""
         credits = DIFFUSION_CREDITS.get(endpoint, 0)
+        provider_id = str(answer.id) if answer.id is not None else None
         if answer.is_ready:
             fields = diffusion_result_fields(answer)
-            return Submitted(str(answer.id), "finished", fields, credits)
-        low, high = self._limits.poll_interval_min, self._limits.poll_interval_max
-        eta = answer.eta if answer.eta is not None and answer.eta > 0 else low
-        next_poll = self._clock() + min(max(eta, low), high)
-        return Submitted(str(answer.id), "processing", {"next_poll_at": next_poll}, credits)
+            return Submitted(provider_id, "finished", fields, credits)
+        if provider_id is None:
+            fields = {"error": NO_ID_ERROR, "result": {"accepted": True}}
+            return Submitted(None, "failed", fields, credits)
+        delay = poll_delay(answer.eta, self._limits, self._limits.poll_interval_min)
+        fields = {"next_poll_at": self._clock() + delay}
+        return Submitted(provider_id, "processing", fields, credits)
 
     async def _url(self, event: Command, option: str) -> str:
         attachment = event.attachments.get(option)

@@ -13,10 +13,11 @@ digest of the normalised values), so a second Custom Zoom of 1.8 finds the first
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import TypeVar, get_args
 
 from bot.actions import (
     DESCRIBE_ACTIONS,
@@ -28,21 +29,35 @@ from bot.actions import (
     read_zoom,
 )
 from bot.api import (
+    BlendDimension,
     BlendRequest,
     DescribeRequest,
     ImagineRequest,
     InpaintRequest,
+    InvalidRequest,
     OutpaintRequest,
+    PanDirection,
     PanRequest,
+    ProcessMode,
     ProviderClient,
     RerollRequest,
+    UpscaleIndex,
     UpscaleRequest,
+    VariationIndex,
     VariationRequest,
 )
 from bot.api.models_task_records import CreateTaskResponse
 from bot.api.models_tasks import WebhookFields
 from bot.core import UserError
-from bot.events import Attachment, ButtonPress, Command, Event, ModalSubmit, OptionValue
+from bot.events import (
+    MODAL_ACTIONS,
+    Attachment,
+    ButtonPress,
+    Command,
+    Event,
+    ModalSubmit,
+    OptionValue,
+)
 from bot.jobs.media import MediaError, MediaFetcher
 from bot.jobs.prompts import check_prompt
 from bot.jobs.starter import JobSpec, JobStarter, Submit, Submitted, Webhook
@@ -50,6 +65,7 @@ from bot.masks import build_mask
 from storage import Job, Store
 
 RequestT = TypeVar("RequestT", bound=WebhookFields)
+ChoiceT = TypeVar("ChoiceT", bound=str)
 ImageRequest = (
     RerollRequest
     | UpscaleRequest
@@ -59,7 +75,11 @@ ImageRequest = (
     | InpaintRequest
 )
 Create = Callable[[Webhook | None], Awaitable[CreateTaskResponse]]
-MODAL_ACTIONS = frozenset({"vary_region", "outpaint_custom"})
+PROCESS_MODES: tuple[ProcessMode, ...] = get_args(ProcessMode)
+BLEND_DIMENSIONS: tuple[BlendDimension, ...] = get_args(BlendDimension)
+UPSCALE_INDEXES: tuple[UpscaleIndex, ...] = get_args(UpscaleIndex)
+VARIATION_INDEXES: tuple[VariationIndex, ...] = get_args(VariationIndex)
+PAN_DIRECTIONS: tuple[PanDirection, ...] = get_args(PanDirection)
 IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, *DESCRIBE_ACTIONS, "seed"})
 BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
 
@@ -74,6 +94,26 @@ def with_webhook(request: RequestT, hook: Webhook | None) -> RequestT:
 def values_digest(*values: object) -> str:
     """A short digest of normalised form values (part of a derivative's idempotency key)."""
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def choice(value: object, options: tuple[ChoiceT, ...], name: str) -> ChoiceT | None:
+    """``value`` as one of ``options`` (None stays None); :class:`InvalidRequest` naming
+    ``name`` and the allowed values otherwise."""
+    if value is None:
+        return None
+    for option in options:
+        if option == value:
+            return option
+    allowed = ", ".join(options)
+    raise InvalidRequest(name, allowed, f"{name} must be one of {allowed} (got {value!r})")
+
+
+def required_choice(value: object, options: tuple[ChoiceT, ...], name: str) -> ChoiceT:
+    """Like :func:`choice`, for a value that must be given."""
+    chosen = choice(value, options, name)
+    if chosen is None:
+        raise InvalidRequest(name, ", ".join(options), f"{name} is missing")
+    return chosen
 
 
 def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
@@ -127,7 +167,7 @@ class ImageJobs:
         request = ImagineRequest(
             prompt=prompt,
             aspect_ratio=aspect_ratio,
-            process_mode=cast(Any, process_mode),
+            process_mode=choice(process_mode, PROCESS_MODES, "process_mode"),
             skip_prompt_check=skip_prompt_check,
         )
         params = {"aspect_ratio": request.aspect_ratio, "process_mode": process_mode}
@@ -143,7 +183,8 @@ class ImageJobs:
     ) -> Job:
         """Start a describe job for an image link."""
         _, process_mode = await self._defaults(event, None, process_mode)
-        request = DescribeRequest(image_url=image_url, process_mode=cast(Any, process_mode))
+        mode = choice(process_mode, PROCESS_MODES, "process_mode")
+        request = DescribeRequest(image_url=image_url, process_mode=mode)
         params = {"image_url": request.image_url, "process_mode": process_mode}
         spec = JobSpec("task", "describe", "", params, webhook=True)
         return await self._starter.start(
@@ -175,7 +216,9 @@ class ImageJobs:
         _, mode = await self._defaults(event, None, _text(options, "process_mode"))
         dimension = _text(options, "dimension")
         request = BlendRequest(
-            image_urls=urls, dimension=cast(Any, dimension), process_mode=cast(Any, mode)
+            image_urls=urls,
+            dimension=choice(dimension, BLEND_DIMENSIONS, "dimension"),
+            process_mode=choice(mode, PROCESS_MODES, "process_mode"),
         )
         params = {"image_urls": urls, "dimension": dimension, "process_mode": mode}
         spec = JobSpec("task", "blend", "", params, webhook=True)
@@ -223,10 +266,11 @@ class ImageJobs:
         aspect = parent.parameters.get("aspect_ratio")
         request: ImageRequest
         if derivative.endpoint == "upscale":
-            request = UpscaleRequest(origin_task_id=origin, index=cast(Any, params["index"]))
+            index = required_choice(params.get("index"), UPSCALE_INDEXES, "index")
+            request = UpscaleRequest(origin_task_id=origin, index=index)
         elif derivative.endpoint == "variation":
-            index = cast(Any, params["index"])
-            request = VariationRequest(origin_task_id=origin, index=index, aspect_ratio=aspect)
+            vary = required_choice(params.get("index"), VARIATION_INDEXES, "index")
+            request = VariationRequest(origin_task_id=origin, index=vary, aspect_ratio=aspect)
         elif derivative.endpoint == "reroll":
             request = RerollRequest(origin_task_id=origin, aspect_ratio=aspect)
         elif derivative.endpoint == "outpaint":
@@ -234,7 +278,8 @@ class ImageJobs:
             kept = None if zoom == "1" else aspect
             request = OutpaintRequest(origin_task_id=origin, zoom_ratio=zoom, aspect_ratio=kept)
         elif derivative.endpoint == "pan":
-            request = PanRequest(origin_task_id=origin, direction=cast(Any, params["direction"]))
+            direction = choice(params.get("direction"), PAN_DIRECTIONS, "direction")
+            request = PanRequest(origin_task_id=origin, direction=direction)
         else:
             raise UserError("This button is no longer supported.")
         await self._derive(event, parent, derivative.endpoint, event.action, request)
@@ -260,7 +305,8 @@ class ImageJobs:
             region = read_region(event.values)
             if region.prompt is not None:
                 check_prompt(region.prompt)
-            mask = build_mask(region.regions, await self._image_size(parent))
+            size = await self._image_size(parent)
+            mask = await asyncio.to_thread(build_mask, region.regions, size)
             request = InpaintRequest(origin_task_id=origin, mask=mask.base64, prompt=region.prompt)
             boxes = [(r.x, r.y, r.w, r.h) for r in region.regions]
             key = f"{event.action}:{values_digest(boxes, region.prompt)}"
@@ -331,7 +377,7 @@ class ImageJobs:
         if number > len(prompts):
             raise UserError(f"This description has no prompt {number}.")
         prompt = prompts[number - 1]
-        mode = parent.parameters.get("process_mode")
+        mode = choice(parent.parameters.get("process_mode"), PROCESS_MODES, "process_mode")
         request = ImagineRequest(prompt=prompt, process_mode=mode)
         params = {"aspect_ratio": None, "process_mode": mode}
         spec = JobSpec("task", "imagine", prompt, params, parent, event.action, webhook=True)
@@ -340,9 +386,6 @@ class ImageJobs:
             spec,
             self._creator(lambda hook: self._tasks.imagine(with_webhook(request, hook))),
         )
-
-    def _imagine_creator(self, request: ImagineRequest) -> Submit:
-        return self._creator(lambda hook: self._tasks.imagine(with_webhook(request, hook)))
 
     @staticmethod
     def _creator(call: Create) -> Submit:

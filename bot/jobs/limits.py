@@ -1,16 +1,18 @@
 """Caps, budgets and button permissions for image and diffusion jobs.
 
 - Concurrent jobs: a user may have at most ``max_concurrent_jobs_per_user`` jobs that are being
-  created or are in flight at the provider (both families together; ``0`` disables the cap).
+  created, in flight at the provider, or sent but unconfirmed (``unknown``) — both families
+  together; ``0`` disables the cap.
 - Daily credits: a user whose ledger shows ``daily_credit_budget_per_user`` credits or more today
-  (UTC) may start no new job (``0`` disables the budget). Credits land in the ledger when a job
-  finishes, so a budget can be overshot by the jobs already running — the cap bounds that.
+  (UTC) may start no new job (``0`` disables the budget). Credits land in the ledger when an
+  image task's result is posted and when a diffusion job is accepted, so a budget can be
+  overshot by the jobs already running — the cap bounds that.
 - Buttons act only for the job's requester, unless the channel is configured open for the
   platform (``open_channel_ids``), or the presser is an admin.
 
-Admins (``User.is_admin``, decided by the adapter) bypass every cap. Both checks read the
-database just before the job row is written; two commands racing may both pass (the caps are
-guards against runaway spending, not exact quotas).
+Admins (``User.is_admin``, decided by the adapter) bypass every cap. The caps are checked by the
+store in the same transaction that writes the job row
+(:meth:`storage.Store.create_job_within`), so concurrent commands cannot all pass them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Mapping
 from bot.config import LimitsSettings, Settings
 from bot.core import UserError
 from bot.events import Event, User
-from storage import Job, Store
+from storage import Job, JobQuota, QuotaRefusal
 
 
 def open_channels_from(settings: Settings) -> dict[str, frozenset[str]]:
@@ -37,35 +39,34 @@ class Limits:
 
     def __init__(
         self,
-        store: Store,
         settings: LimitsSettings,
         open_channels: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
-        self._store = store
         self.settings = settings
         self.open_channels: dict[str, frozenset[str]] = dict(open_channels or {})
 
-    async def check_new_job(self, user: User, platform: str) -> None:
-        """Raise :class:`UserError` when ``user`` may not start another job now."""
+    def quota_for(self, user: User) -> JobQuota:
+        """The limits a new job of ``user`` must respect (none for admins)."""
         if user.is_admin:
-            return
-        cap = self.settings.max_concurrent_jobs_per_user
-        if cap > 0:
-            running = await self._store.count_active_jobs(platform, user.id)
-            if running >= cap:
-                jobs = "job" if running == 1 else "jobs"
-                raise UserError(
-                    f"You already have {running} image {jobs} running — the cap is {cap}; "
-                    "wait for one to finish."
-                )
-        budget = self.settings.daily_credit_budget_per_user
-        if budget > 0:
-            used = (await self._store.usage_for_user(platform, user.id)).credits
-            if used >= budget:
-                raise UserError(
-                    f"You have used {used} of your {budget} credits for today — that is the "
-                    "daily budget; it resets at 00:00 UTC."
-                )
+            return JobQuota()
+        return JobQuota(
+            max_active=self.settings.max_concurrent_jobs_per_user,
+            max_daily_credits=self.settings.daily_credit_budget_per_user,
+        )
+
+    @staticmethod
+    def refused(refusal: QuotaRefusal) -> UserError:
+        """The error that tells the user which limit stopped a new job."""
+        if refusal.limit == "max_active":
+            jobs = "job" if refusal.used == 1 else "jobs"
+            return UserError(
+                f"You already have {refusal.used} image {jobs} running — the cap is "
+                f"{refusal.allowed}; wait for one to finish."
+            )
+        return UserError(
+            f"You have used {refusal.used} of your {refusal.allowed} credits for today — that is "
+            "the daily budget; it resets at 00:00 UTC."
+        )
 
     def may_press(self, event: Event, job: Job) -> bool:
         """Whether ``event``'s user may use the buttons (or forms) of ``job``."""

@@ -1,13 +1,17 @@
 """The one way a job starts, shared by commands, buttons, forms and chat tools.
 
-1. caps and budget (:class:`~bot.jobs.limits.Limits`);
-2. the job row, committed in status ``creating`` (a derivative through
-   ``create_or_get_derivative``, so a second press finds the first job instead);
-3. the progress message, linked to the job;
-4. the provider's create call, made once and never repeated by genbot;
-5. ``submitted`` (or ``finished`` / ``processing`` for diffusion) with the provider's id — or
-   ``create_failed`` with the reason shown in the progress message;
-6. the tracker takes over.
+1. the job row, committed in status ``creating`` — only while the user is within the caps and
+   budget (:class:`~bot.jobs.limits.Limits`), checked in the same transaction; a derivative
+   finds the job an earlier press created instead;
+2. the progress message, linked to the job (so a job with a progress message may have been
+   sent to the provider; one without was not);
+3. the provider's create call, made once and never repeated by genbot;
+4. ``submitted`` (or ``finished`` / ``processing`` for diffusion) with the provider's id;
+   ``create_failed`` when the call certainly did not start anything (not sent, refused,
+   invalid); ``unknown`` when the provider may have received it but never confirmed it (a 5xx,
+   a read timeout or a reset after sending, an unreadable answer, cancellation): then the user
+   is told, the job is never created again, a webhook may adopt it and the tracker times it out;
+5. the tracker takes over.
 
 Attachments the provider must fetch are passed as their URLs; when ``[webhook] public_url`` is
 set, images without a usable URL (none, or a chat-platform CDN link that describe and blend
@@ -22,25 +26,75 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit
 
-from bot.api.errors import ApiError
-from bot.api.validation import UPSTREAM_CDN_HOSTS
+from bot.api.errors import (
+    ApiError,
+    ApiTimeout,
+    AuthenticationError,
+    BadRequest,
+    ConnectionFailed,
+    DiffusionFailed,
+    InvalidRequest,
+    InvalidResponse,
+    PermissionDenied,
+    ServerError,
+    TaskCreationRefused,
+    UnexpectedStatus,
+)
+from bot.api.validation import check_http_url
 from bot.core import SurfaceRegistry, UserError
 from bot.events import Attachment, ButtonPress, Event, ModalSubmit
-from bot.jobs import texts
 from bot.jobs.delivery import Delivery
 from bot.jobs.limits import Limits
 from bot.jobs.media import MediaError, MediaHost, inspect_image
 from bot.jobs.prompts import check_attachment
 from bot.jobs.watch import JobWatch
-from storage import Job, JobFamily, JobStatus, NewJob, Store
+from storage import Job, JobFamily, JobStatus, NewJob, QuotaRefusal, Store
 
 log = logging.getLogger(__name__)
 
 MAX_DERIVATIVE_ATTEMPTS = 20
 ATTACHMENT_TIMEOUT_SECONDS = 30.0
+UNEXPECTED = "genbot hit an unexpected error while starting it"
 Webhook = tuple[str, str]
+_REFUSED = (
+    InvalidRequest,
+    TaskCreationRefused,
+    BadRequest,
+    AuthenticationError,
+    PermissionDenied,
+    DiffusionFailed,
+)
+
+
+def creation_not_started(error: BaseException) -> bool:
+    """Whether a create call that raised ``error`` certainly started nothing at the provider:
+    it was never sent (``ConnectionFailed(request_sent=False)``, a request genbot refused to
+    build) or the provider refused it (creation refused, 400, 401, 403, another 4xx, a
+    diffusion error status). Anything else (5xx, timeouts and resets after sending, unreadable
+    answers, cancellation, unexpected errors) leaves the outcome unknown."""
+    if isinstance(error, ConnectionFailed):
+        return not error.request_sent
+    if isinstance(error, UnexpectedStatus):
+        return 400 <= error.status < 500
+    return isinstance(error, _REFUSED)
+
+
+def unconfirmed_reason(error: BaseException) -> str:
+    """Why the provider's answer to a create call is missing, in a few words for users."""
+    if isinstance(error, ServerError):
+        return f"it answered with a server error ({error.status})"
+    if isinstance(error, ApiTimeout):
+        return "it did not answer in time"
+    if isinstance(error, ConnectionFailed):
+        return "the connection broke after the request was sent"
+    if isinstance(error, InvalidResponse):
+        return "its answer could not be read"
+    if isinstance(error, asyncio.CancelledError):
+        return "genbot was interrupted while sending it"
+    if isinstance(error, ApiError):
+        return "the call failed after the request was sent"
+    return "genbot hit an unexpected error while sending it"
 
 
 @dataclass(frozen=True)
@@ -60,10 +114,11 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class Submitted:
-    """What the provider answered: its id for the job, our next status, fields to store and
-    credits to record now (diffusion charges when it accepts a job)."""
+    """What the provider answered: its id for the job (None when it sent none), our next
+    status, fields to store and credits to record now (diffusion charges when it accepts a
+    job)."""
 
-    provider_id: str
+    provider_id: str | None
     status: JobStatus = "submitted"
     fields: Mapping[str, Any] = field(default_factory=dict)
     credits: int = 0
@@ -99,26 +154,33 @@ class JobStarter:
         self.max_upload_bytes = max_upload_bytes
 
     async def start(self, event: Event, spec: JobSpec, submit: Submit) -> Job:
-        """Start a job for ``event``'s user in ``event``'s place; returns it (``create_failed``
-        when the provider refused: the progress message then says why). Raises
+        """Start a job for ``event``'s user in ``event``'s place; returns it: in flight, or
+        ``create_failed`` (certainly not started; the progress message says why), or
+        ``unknown`` (the provider may have it; the progress message says so). Raises
         :class:`UserError` for caps, budgets and repeated presses."""
-        await self.limits.check_new_job(event.user, event.place.platform)
         job = await self._create_row(event, spec)
-        try:
-            job = await self.delivery.post_progress(job, event)
+        with self.watch.starting(job.id):
+            try:
+                job = await self.delivery.post_progress(job, event)
+            except BaseException:
+                await asyncio.shield(self.delivery.mark_not_started(job, UNEXPECTED))
+                raise
             hook = (self.webhook_url(job.id), job.webhook_secret) if job.webhook_secret else None
-            outcome = await submit(job, hook)
-        except ApiError as error:
-            return await self._refused(job, error.user_message)
-        except Exception:
-            await self._refused(job, "genbot hit an unexpected error while starting it")
-            raise
+            try:
+                outcome = await submit(job, hook)
+            except ApiError as error:
+                return await asyncio.shield(self._not_confirmed(job, error))
+            except BaseException as error:
+                await asyncio.shield(self._not_confirmed(job, error))
+                raise
+            return await asyncio.shield(self._submitted(job, outcome))
+
+    async def _submitted(self, job: Job, outcome: Submitted) -> Job:
+        fields = dict(outcome.fields)
+        if outcome.provider_id is not None:
+            fields["provider_id"] = outcome.provider_id
         moved = await self.store.transition(
-            job.id,
-            "creating",
-            outcome.status,
-            provider_id=outcome.provider_id,
-            **outcome.fields,
+            job.id, ("creating", "unknown"), outcome.status, **fields
         )
         if not moved:
             log.info("job %s changed before its creation was recorded (early webhook)", job.id)
@@ -132,6 +194,14 @@ class JobStarter:
             )
         self._on_submitted(job.id)
         return await self.store.get_job(job.id) or job
+
+    async def _not_confirmed(self, job: Job, error: BaseException) -> Job:
+        """Settle a job whose create call raised ``error``."""
+        if creation_not_started(error):
+            assert isinstance(error, ApiError)
+            return await self.delivery.mark_not_started(job, error.user_message)
+        log.warning("job %s may have reached the provider unconfirmed: %r", job.id, error)
+        return await self.delivery.mark_unconfirmed(job, unconfirmed_reason(error))
 
     def webhook_url(self, job_id: str) -> str:
         """The address the provider notifies for ``job_id``."""
@@ -159,24 +229,20 @@ class JobStarter:
             if spec.webhook and self.webhook_base
             else None,
         )
-        if new.parent_job_id is None or new.action is None:
-            return await self.store.create_job(new)
-        for attempt in range(1, MAX_DERIVATIVE_ATTEMPTS + 1):
+        quota = self.limits.quota_for(event.user)
+        derivative = new.parent_job_id is not None and new.action is not None
+        attempts = MAX_DERIVATIVE_ATTEMPTS if derivative else 1
+        for attempt in range(1, attempts + 1):
             key = new.action if attempt == 1 else f"{new.action}#{attempt}"
-            job, created = await self.store.create_or_get_derivative(replace(new, action=key))
+            admitted = await self.store.create_job_within(replace(new, action=key), quota)
+            if isinstance(admitted, QuotaRefusal):
+                raise self.limits.refused(admitted)
+            job, created = admitted
             if created:
                 return job
             if job.status != "create_failed":
                 raise UserError(_already(job))
         raise UserError("That button has failed too many times on this image; start a new job.")
-
-    async def _refused(self, job: Job, reason: str) -> Job:
-        await self.store.transition(job.id, "creating", "create_failed", error=reason)
-        current = await self.store.get_job(job.id) or job
-        await self.delivery.edit(current, texts.create_failed_text(current, reason), urgent=True)
-        self.delivery.forget(job.id)
-        self.watch.touch(job.id)
-        return current
 
     async def pressed_job(self, event: ButtonPress | ModalSubmit) -> Job:
         """The job a button or form refers to (by its ``ref``, else by the pressed message),
@@ -221,12 +287,26 @@ class JobStarter:
 
 
 def is_upstream_cdn(url: str) -> bool:
-    """Whether ``url`` is on the chat platform's CDN (refused by describe and blend)."""
-    host = (urlsplit(url).hostname or "").lower()
-    return any(host == cdn or host.endswith("." + cdn) for cdn in UPSTREAM_CDN_HOSTS)
+    """Whether the provider refuses ``url`` as an image link for describe and blend (a
+    chat-platform CDN link, by the API's own rule in :func:`bot.api.validation.check_http_url`;
+    other malformed links are left to the request's validation)."""
+    try:
+        check_http_url("url", url)
+    except InvalidRequest:
+        return False
+    try:
+        check_http_url("url", url, refuse_upstream_cdn=True)
+    except InvalidRequest:
+        return True
+    return False
 
 
 def _already(job: Job) -> str:
+    if job.status == "unknown":
+        return (
+            "That job was sent, but the service never confirmed it; genbot is watching for it "
+            "and will post the result if it arrives — don't press again."
+        )
     if job.status == "posted":
         return "Already on it — that one is done; its result is posted above."
     if job.status in ("failed", "reporting", "failed_posted"):

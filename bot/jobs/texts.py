@@ -33,10 +33,13 @@ DIFFUSION_TITLES: dict[str, str] = {
 }
 NO_CHARGE_NOTE = "_No credits were charged._"
 TIMEOUT_NOTE = "_genbot stopped waiting; if the service still finishes it, it may be charged._"
+UNCONFIRMED_NOTE = "_It may or may not have been charged._"
 RESTARTED_BEFORE_SUBMIT = (
-    "genbot restarted before this job was submitted, so it was not started. "
-    "Press the button again or run the command again."
+    "genbot restarted before this job was submitted to the service, so it was not started "
+    "and nothing was charged. Press the button again or run the command again."
 )
+RESTARTED_WHILE_CREATING = "genbot restarted while sending it"
+ACCEPTED_NOTE = "_The service accepted it, so it was charged._"
 DIGITS = ("1️⃣", "2️⃣", "3️⃣", "4️⃣")
 
 
@@ -116,8 +119,34 @@ def failed_progress_text(job: Job) -> str:
 
 
 def not_posted_text(job: Job) -> str:
-    """The progress message when the result could not be posted after several attempts."""
+    """The progress message when the result (or the failure report) could not be posted
+    after genbot tried for a while."""
+    if job.status in ("failed", "reporting"):
+        return f"❌ {heading(job)}\nfailed, and genbot could not post the failure report"
     return f"❌ {heading(job)}\nfinished, but genbot could not post the result"
+
+
+def unconfirmed_text(job: Job, reason: str) -> str:
+    """The progress message of a job the provider may have received but never confirmed."""
+    if job.webhook_secret:
+        outlook = (
+            "genbot is watching for it and will post the result here if it arrives — "
+            "don't start it again."
+        )
+    else:
+        outlook = (
+            "genbot cannot follow it without that confirmation; if the service runs it, it may "
+            "be charged — don't start it again right away."
+        )
+    return f"⚠️ {heading(job)}\nthe service did not confirm this job ({reason}). {outlook}"
+
+
+def unconfirmed_error(minutes: float) -> str:
+    """The failure of a job the provider never confirmed, once genbot stops waiting for it."""
+    return (
+        f"The service never confirmed this job and no result arrived within {minutes:g} "
+        "minutes, so genbot stopped waiting for it."
+    )
 
 
 def create_failed_text(job: Job, reason: str) -> str:
@@ -126,9 +155,15 @@ def create_failed_text(job: Job, reason: str) -> str:
 
 
 def failure_text(job: Job, timed_out: bool = False) -> str:
-    """The failure report: the provider's error messages and the credit note."""
+    """The failure report: the provider's error messages and the credit note (a job the
+    provider never confirmed, or accepted without an id, may have been charged)."""
     error = job.error or "The service reported a failure without details."
-    note = TIMEOUT_NOTE if timed_out else NO_CHARGE_NOTE
+    if job.result.get("unconfirmed"):
+        note = UNCONFIRMED_NOTE
+    elif job.result.get("accepted"):
+        note = ACCEPTED_NOTE
+    else:
+        note = TIMEOUT_NOTE if timed_out else NO_CHARGE_NOTE
     return f"❌ {heading(job)} failed.\n{clip(error, 1000)}\n{note}"
 
 

@@ -26,7 +26,9 @@ class JobTools:
         """Start an imagine job whose progress and grid are posted in ``event``'s place
         (the conversation's thread or channel). Raises :class:`bot.core.UserError` (caps,
         budget) or :class:`bot.api.InvalidRequest` (bad prompt) before anything starts; a
-        provider refusal returns the job in ``create_failed`` with ``error`` set."""
+        provider refusal returns the job in ``create_failed`` with ``error`` set, a creation
+        the provider never confirmed returns it in ``unknown`` (its progress message says so;
+        it may still be adopted and posted)."""
         return await self._images.imagine(event, prompt, aspect_ratio=aspect_ratio)
 
     async def describe_image(self, event: Event, image_url: str) -> Job:

@@ -1,27 +1,34 @@
 """The tracker: one per process, it follows every unfinished job until its result is posted.
 
 **Start.** Claims left by a previous process are released (``posting → finished``,
-``reporting → failed``) so their delivery runs again; ``creating`` jobs without a provider id
-become ``create_failed`` with a note (they may or may not have reached the provider: creating
-them again could charge twice, so the user is asked to press again); everything in flight is
-polled and everything finished or failed is delivered.
+``reporting → failed``) so their delivery runs again. A ``creating`` job without a progress
+message never reached the provider (the create call comes after that message): it becomes
+``create_failed`` with a note. One with a progress message may have reached it: it becomes
+``unknown`` (never created again; a webhook may adopt it; it times out like any other job).
+Everything in flight is polled and everything finished or failed is delivered.
 
 **Webhooks** (when ``[webhook] public_url`` is set): the receiver hands valid notifications to
-:meth:`Tracker.on_webhook`, which applies the record like a poll would and triggers delivery.
+:meth:`Tracker.on_webhook`, which applies the record like a poll would and triggers delivery. A
+notification for an ``unknown`` job (the job id is in its address, the secret matches) adopts
+it: the provider's task id is taken from the record.
 
-**Polling.** Each round reads the unfinished jobs and
-- fails in-flight jobs older than ``job_timeout_seconds``;
-- polls family B jobs with ``multi_fetch`` (≤ 50 ids per call). While this process receives
-  webhooks, a job that asked for one is only polled as a backstop, at most every
+**Polling.** Each round asks the store for
+- jobs older than ``job_timeout_seconds`` not yet done at the provider: in-flight ones fail as
+  timed out; ``unknown`` ones (and ``creating`` ones this process is not starting that may have
+  been sent) fail with a note that they may or may not have been charged; ``creating`` ones
+  that were never sent become ``create_failed``;
+- finished and failed jobs whose (next) delivery attempt is due, and delivers them;
+- family B jobs in flight, polled with ``multi_fetch`` (≤ 50 ids per call). While this process
+  receives webhooks, a job that asked for one is only polled as a backstop, at most every
   ``poll_interval_max`` seconds and not within ``poll_interval_max`` of a webhook; other jobs
   (and every job when webhooks are off) every round;
-- fetches diffusion jobs once their ``next_poll_at`` (from the provider's ``eta``) is due;
-- delivers finished and failed jobs.
+- diffusion jobs in flight whose ``next_poll_at`` (from the provider's ``eta``) is due.
 
 The interval between rounds adapts: it drops to ``poll_interval_min`` when a round saw a change
-(or a new job was submitted) and grows ×2 per quiet round up to ``poll_interval_max``; with no
-job in flight the tracker sleeps ``poll_interval_max`` until woken by a new job. It also wakes
-for the earliest due diffusion fetch.
+or a job was submitted (:meth:`Tracker.kick`, even during a round) and grows ×2 per quiet round
+that polled something, up to ``poll_interval_max``; with nothing to poll the tracker sleeps
+``poll_interval_max`` until woken. It also wakes for the earliest due diffusion fetch or
+delivery retry, and when the oldest unfinished job reaches ``job_timeout_seconds``.
 """
 
 from __future__ import annotations
@@ -33,14 +40,15 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
-from bot.api import ApiError, DiffusionFailed, DiffusionResponse, ProviderClient, TaskRecord
+from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
 from bot.api.models_common import read_model
 from bot.config import LimitsSettings
 from bot.jobs import texts
 from bot.jobs.delivery import Delivery
+from bot.jobs.results import diffusion_result_fields, poll_delay, task_result_fields
 from bot.jobs.watch import JobWatch
 from storage import (
     ACTIVE_STATUSES,
@@ -56,6 +64,7 @@ log = logging.getLogger(__name__)
 DELIVERY_CONCURRENCY = 4
 DIFFUSION_FETCH_CONCURRENCY = 4
 STOP_TIMEOUT = 5.0
+PAGE_SIZE = 500
 _JOB_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")
 _MIRRORED: dict[str, JobStatus] = {
     "pending": "pending",
@@ -63,29 +72,10 @@ _MIRRORED: dict[str, JobStatus] = {
     "processing": "processing",
     "retry": "retry",
 }
-
-
-def task_result_fields(record: TaskRecord) -> dict[str, Any]:
-    """What a finished family B record leaves in the job row."""
-    result = record.task_result
-    urls = [result.image_url, result.permanent_url, result.host_url]
-    return {
-        "result_urls": list(dict.fromkeys(url for url in urls if url)),
-        "actions": list(result.actions),
-        "credits": result.credit,
-        "result": {
-            "seed": result.seed,
-            "prompts": result.describe_prompts(),
-            "process_time": record.process_time,
-            "image_id": result.image_id,
-        },
-    }
-
-
-def diffusion_result_fields(answer: DiffusionResponse) -> dict[str, Any]:
-    """What a ready diffusion answer leaves in the job row."""
-    meta = answer.meta.model_dump(exclude_none=True) if answer.meta is not None else {}
-    return {"result_urls": list(answer.output), "result": {"meta": meta}}
+_DELIVERABLE: frozenset[JobStatus] = frozenset(("finished", "failed"))
+_SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
+_ADOPTABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"creating", "unknown"}
+NOT_STARTED = "genbot could not start this job (nothing was sent to the service)."
 
 
 class Tracker:
@@ -115,6 +105,7 @@ class Tracker:
         self._deliveries: dict[str, asyncio.Task[None]] = {}
         self._delivery_slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
         self._stopped = False
+        self._kicked = False
         self.rounds = 0
 
     # Lifecycle --------------------------------------------------------------------------------
@@ -143,8 +134,10 @@ class Tracker:
         self._deliveries.clear()
 
     def kick(self) -> None:
-        """Poll soon: something was submitted or changed."""
+        """Poll soon: something was submitted or changed (a kick during a round makes the
+        next round start at once, at the shortest interval)."""
         self.interval = self._limits.poll_interval_min
+        self._kicked = True
         self._wake.set()
 
     def submitted(self, job_id: str) -> None:
@@ -154,20 +147,16 @@ class Tracker:
         self.kick()
 
     async def resume(self) -> None:
-        """Release stale claims and settle jobs that never reached the provider."""
+        """Release stale claims and settle jobs a previous process was creating."""
         for job in await self._store.list_unfinished_jobs(("creating", "posting", "reporting")):
             if job.status == "posting":
                 await self._store.transition(job.id, "posting", "finished")
             elif job.status == "reporting":
                 await self._store.transition(job.id, "reporting", "failed")
-            elif job.provider_id is not None:
-                await self._store.transition(job.id, "creating", "submitted")
+            elif job.progress_message_id is None:
+                await self._delivery.mark_not_started(job, texts.RESTARTED_BEFORE_SUBMIT)
             else:
-                note = texts.RESTARTED_BEFORE_SUBMIT
-                if await self._store.transition(job.id, "creating", "create_failed", error=note):
-                    await self._delivery.edit(job, texts.create_failed_text(job, note), urgent=True)
-                    self._delivery.forget(job.id)
-                    self._watch.touch(job.id)
+                await self._delivery.mark_unconfirmed(job, texts.RESTARTED_WHILE_CREATING)
 
     # Webhooks ---------------------------------------------------------------------------------
 
@@ -199,39 +188,36 @@ class Tracker:
     # Applying provider state ------------------------------------------------------------------
 
     async def apply_task_record(self, job: Job, record: TaskRecord) -> bool:
-        """Mirror a family B record into the job; True if the job changed."""
+        """Mirror a family B record into the job; True if the job changed. A job without a
+        provider id (``unknown``, or still ``creating``) is adopted: the record's task id is
+        stored with it."""
+        adopt = {"provider_id": record.task_id} if job.provider_id is None else {}
         status = record.status
         if status == "finished":
-            fields = task_result_fields(record)
-            if job.provider_id is None:
-                fields["provider_id"] = record.task_id
-            return await self._done(job, "finished", **fields)
+            return await self._done(job, "finished", **task_result_fields(record), **adopt)
         if status == "failed":
             errors = [m for m in record.task_result.error_messages if m.strip()]
             error = "\n".join(errors) or "The service reported a failure without details."
-            extra = {"provider_id": record.task_id} if job.provider_id is None else {}
-            return await self._done(job, "failed", error=error, **extra)
+            return await self._done(job, "failed", error=error, **adopt)
         mirrored = _MIRRORED.get(status)
         if mirrored is None:
             log.warning("job %s: unknown provider status %r", job.id, status)
             return False
         changed = False
-        if mirrored != job.status and job.status in IN_FLIGHT_STATUSES:
+        if job.provider_id is None:
+            changed = await self._store.transition(
+                job.id, _ADOPTABLE, mirrored, provider_id=record.task_id
+            )
+        elif mirrored != job.status and job.status in IN_FLIGHT_STATUSES:
             changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, mirrored)
         shown = await self._delivery.show_progress(job, status, record.process_time)
         return changed or shown
 
     async def _done(self, job: Job, status: JobStatus, **fields: Any) -> bool:
-        moved = await self._store.transition(job.id, ACTIVE_STATUSES, status, **fields)
+        moved = await self._store.transition(
+            job.id, ACTIVE_STATUSES, status, next_poll_at=None, **fields
+        )
         if moved:
-            if status == "finished" and fields.get("credits"):
-                await self._store.add_usage(
-                    job.platform,
-                    job.requester_id,
-                    credits=int(fields["credits"]),
-                    kind="credits",
-                    job_id=job.id,
-                )
             self._watch.touch(job.id)
             self.schedule_delivery(job.id)
         return moved
@@ -252,9 +238,12 @@ class Tracker:
     async def _deliver(self, job_id: str) -> None:
         async with self._delivery_slots:
             try:
-                await self._delivery.deliver(job_id)
+                retry_at = await self._delivery.deliver(job_id)
             except Exception:
                 log.exception("delivering job %s failed", job_id)
+                return
+        if retry_at is not None:
+            self._wake.set()
 
     async def wait_idle(self) -> None:
         """Wait until the deliveries started so far are done (tests, shutdown)."""
@@ -265,13 +254,13 @@ class Tracker:
 
     async def _run(self) -> None:
         while True:
+            self._wake.clear()
             sleep = self._limits.poll_interval_max
             try:
                 sleep = await self.poll_round()
             except Exception:
                 log.exception("tracker round failed")
                 self.interval = self._limits.poll_interval_max
-            self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(sleep, 0.0)):
                     await self._wake.wait()
@@ -279,39 +268,55 @@ class Tracker:
     async def poll_round(self) -> float:
         """One round (see the module docstring); returns the seconds until the next one."""
         self.rounds += 1
+        self._kicked = False
         now = self._clock()
-        jobs = await self._store.list_unfinished_jobs()
-        timeout = self._limits.job_timeout_seconds
-        changed = False
-        in_flight: list[Job] = []
-        for job in jobs:
-            if job.status in ("finished", "failed"):
+        changed = polled = False
+        stale = now - self._limits.job_timeout_seconds
+        async for jobs in self._pages(ACTIVE_STATUSES, created_before=stale):
+            for job in jobs:
+                changed |= await self._time_out(job)
+        async for jobs in self._pages(_DELIVERABLE, due_at=now):
+            for job in jobs:
                 self.schedule_delivery(job.id)
-            elif job.status in IN_FLIGHT_STATUSES:
-                if now - job.created_at > timeout:
-                    changed |= await self._time_out(job)
-                else:
-                    in_flight.append(job)
-        tasks = [j for j in in_flight if j.family == "task" and self._task_due(j, now)]
-        diffusion = [j for j in in_flight if j.family == "diffusion"]
-        due = [j for j in diffusion if j.next_poll_at is None or j.next_poll_at <= now]
-        changed |= await self._poll_tasks(tasks)
-        changed |= await self._poll_diffusion(due)
-        return self._next_sleep(changed, bool(in_flight), diffusion, due, now)
+        quiet = now - self._limits.poll_interval_max if self.webhooks else None
+        async for jobs in self._pages(IN_FLIGHT_STATUSES, family="task", webhook_quiet_since=quiet):
+            due = [job for job in jobs if self._task_due(job, now)]
+            polled |= bool(due)
+            changed |= await self._poll_tasks(due)
+        async for jobs in self._pages(IN_FLIGHT_STATUSES, family="diffusion", due_at=now):
+            polled |= bool(jobs)
+            changed |= await self._poll_diffusion(jobs)
+        return await self._next_sleep(changed, polled, now)
 
-    def _next_sleep(
-        self, changed: bool, busy: bool, diffusion: list[Job], due: list[Job], now: float
-    ) -> float:
+    async def _pages(
+        self, statuses: Iterable[JobStatus], **filters: Any
+    ) -> AsyncIterator[list[Job]]:
+        after: Job | None = None
+        while True:
+            jobs = await self._store.list_unfinished_jobs(
+                statuses, limit=PAGE_SIZE, after=after, **filters
+            )
+            if jobs:
+                yield jobs
+            if len(jobs) < PAGE_SIZE:
+                return
+            after = jobs[-1]
+
+    async def _next_sleep(self, changed: bool, polled: bool, now: float) -> float:
+        wake_at = [await self._store.next_poll_after(_SCHEDULED, now)]
+        oldest = await self._store.list_unfinished_jobs(ACTIVE_STATUSES, limit=1)
+        if oldest:
+            wake_at.append(oldest[0].created_at + self._limits.job_timeout_seconds)
         low, high = self._limits.poll_interval_min, self._limits.poll_interval_max
-        if changed:
+        if changed or self._kicked:
             self.interval = low
-        elif busy:
+        elif polled:
             self.interval = min(high, self.interval * 2)
         else:
             self.interval = high
-        waiting = [j.next_poll_at for j in diffusion if j not in due and j.next_poll_at is not None]
-        if waiting:
-            return max(low, min(self.interval, min(waiting) - now))
+        due = [at for at in wake_at if at is not None]
+        if due:
+            return max(low, min(self.interval, min(due) - now))
         return self.interval
 
     def _task_due(self, job: Job, now: float) -> bool:
@@ -319,17 +324,22 @@ class Tracker:
             return False
         if not (self.webhooks and job.webhook_secret):
             return True
-        backstop = self._limits.poll_interval_max
         last = job.last_polled_at or job.created_at
-        heard = job.last_webhook_at
-        return now - last >= backstop and (heard is None or now - heard >= backstop)
+        return now - last >= self._limits.poll_interval_max
 
     async def _time_out(self, job: Job) -> bool:
+        if job.status == "creating" and self._watch.is_starting(job.id):
+            return False
+        if job.status == "creating" and job.progress_message_id is None:
+            return (await self._delivery.mark_not_started(job, NOT_STARTED)).status != "creating"
         minutes = self._limits.job_timeout_seconds / 60
-        error = f"The service did not finish this job within {minutes:g} minutes."
-        return await self._done(
-            job, "failed", error=error, result={**job.result, "timed_out": True}
-        )
+        result = {**job.result, "timed_out": True}
+        if job.status in ("creating", "unknown"):
+            error = texts.unconfirmed_error(minutes)
+            result["unconfirmed"] = True
+        else:
+            error = f"The service did not finish this job within {minutes:g} minutes."
+        return await self._done(job, "failed", error=error, result=result)
 
     async def _poll_tasks(self, jobs: list[Job]) -> bool:
         if not jobs:
@@ -372,11 +382,8 @@ class Tracker:
             return False
         if answer.is_ready:
             return await self._done(job, "finished", **diffusion_result_fields(answer))
-        wait = answer.eta if answer.eta is not None and answer.eta > 0 else self.interval
-        low, high = self._limits.poll_interval_min, self._limits.poll_interval_max
-        await self._store.update_job(
-            job.id, next_poll_at=now + min(max(wait, low), high), last_polled_at=now
-        )
+        next_poll = now + poll_delay(answer.eta, self._limits, self.interval)
+        await self._store.update_job(job.id, next_poll_at=next_poll, last_polled_at=now)
         changed = False
         if job.status != "processing":
             changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, "processing")

@@ -172,9 +172,11 @@ async def running_genbot(
     features: FeatureFactory | None = None,
     conversations: ConversationsFactory | None = None,
     services: Sequence[Lifecycle] = (),
+    api_url: str | None = None,
 ) -> AsyncIterator[Genbot]:
-    """A started genbot on ``db_path`` talking to ``sim`` (see the module docstring)."""
-    settings = harness_settings(sim.base_url, db_path, webhooks=webhooks, limits=limits)
+    """A started genbot on ``db_path`` talking to ``sim`` (through ``api_url`` when given: a
+    proxy in front of it; see the module docstring)."""
+    settings = harness_settings(api_url or sim.base_url, db_path, webhooks=webhooks, limits=limits)
     async with AsyncExitStack() as stack:
         store = await Store.open(db_path)
         stack.push_async_callback(store.close)

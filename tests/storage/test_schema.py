@@ -223,6 +223,7 @@ LOOKUPS: dict[str, tuple[str, int, str]] = {
         "jobs_by_requester_status",
     ),
     "unfinished jobs": (tracking_sql.SQL_UNFINISHED.format("?, ?", ""), 2, "jobs_by_status"),
+    "next scheduled poll": (tracking_sql.SQL_NEXT_POLL.format("?, ?"), 3, "jobs_by_status"),
     "conversation by key": (
         conversation_sql.SQL_CONVERSATION_BY_KEY,
         4,

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
+from bot.api import ProviderClient
+from bot.core import SurfaceRegistry
 from bot.events import Attachment, ButtonPress, ModalSubmit
+from bot.jobs import JobEngines, build_job_engines
 from simulator.server import RunningSimulator
-from storage import Job
-from tests.bot.harness import Genbot
-from tests.fakes.platform import Actor, PostedMessage
+from storage import Job, Store
+from tests.bot.harness import ROOMY, Genbot, harness_settings
+from tests.fakes.platform import Actor, FakePlatform, PostedMessage
 
 GRID_LABELS = ["U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4", "🌱 Seed"]
 """The buttons under every grid: U and V rows, and the seed."""
@@ -78,3 +87,49 @@ def raw_press(actor: Actor, message: PostedMessage, action: str, ref: str) -> Bu
         action=action,
         ref=ref,
     )
+
+
+@dataclass
+class Bare:
+    """The job machinery with its tracker not started (the test drives it)."""
+
+    engines: JobEngines
+    platform: FakePlatform
+    store: Store
+    provider: ProviderClient
+
+
+@asynccontextmanager
+async def bare_engines(
+    sim: RunningSimulator,
+    tmp_path: Path,
+    *,
+    api_url: str | None = None,
+    clock: Callable[[], float] = time.time,
+    platform: FakePlatform | None = None,
+    **limits: Any,
+) -> AsyncIterator[Bare]:
+    """Job engines on ``tmp_path / "genbot.db"`` talking to ``sim`` (or ``api_url``); the store
+    and the engines share ``clock``."""
+    db = tmp_path / "genbot.db"
+    settings = harness_settings(api_url or sim.base_url, db, webhooks=False, limits=limits)
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(await Store.open(db, clock=clock))
+        provider = await stack.enter_async_context(ProviderClient(settings.api))
+        surfaces, fake = SurfaceRegistry(), platform or FakePlatform(limits=ROOMY)
+        surfaces.attach(fake)
+        engines = build_job_engines(
+            settings, store, provider, surfaces, open_channels={}, clock=clock
+        )
+        stack.push_async_callback(engines.media.aclose)
+        stack.push_async_callback(engines.tracker.stop)
+        yield Bare(engines, fake, store, provider)
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait (bounded) until ``condition()`` holds, checking at every turn of the loop."""
+    async with asyncio.timeout(timeout):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0)

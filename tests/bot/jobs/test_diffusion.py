@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
-from tests.bot.harness import harness
-from tests.bot.jobs.support import attachment, bodies, image_size, press, run_command
+from aiohttp import web
+
+from bot.events import Command, User
+from bot.jobs.texts import ACCEPTED_NOTE
+from simulator.server import serve
+from simulator.state import SimulatorConfig
+from tests.bot.harness import PLACE, harness
+from tests.bot.jobs.support import (
+    attachment,
+    bare_engines,
+    bodies,
+    image_size,
+    png,
+    press,
+    run_command,
+)
 
 DIFFUSION_LABELS = ["🔄", "Upscale", "Use as init"]
+ALICE = Command(user=User("alice"), place=PLACE, name="diffusion.txt2img")
 
 
 async def test_small_txt2img_succeeds_at_once_and_is_rehosted(tmp_path: Path) -> None:
@@ -144,3 +161,62 @@ async def test_use_as_init_form_refuses_a_bad_strength(tmp_path: Path) -> None:
             "Use as init needs a prompt describing the new image.",
         ]
         assert bodies(bot.sim, "/diff/img2img") == []
+
+
+@asynccontextmanager
+async def provider_without_ids(ready: bool) -> AsyncIterator[str]:
+    """A diffusion provider (real HTTP on 127.0.0.1) whose answers carry no id: with its
+    images when ``ready``, else a bare ``processing``."""
+
+    async def create(request: web.Request) -> web.Response:
+        if not ready:
+            return web.json_response({"status": "processing", "eta": 5})
+        image = f"http://{request.host}/image.png"
+        return web.json_response({"status": "success", "output": [image], "meta": {"seed": 3}})
+
+    async def image(_: web.Request) -> web.Response:
+        return web.Response(body=png(64, 48), content_type="image/png")
+
+    app = web.Application()
+    app.router.add_post("/diff/txt2img", create)
+    app.router.add_get("/image.png", image)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_an_answer_without_an_id_still_delivers_its_images(tmp_path: Path) -> None:
+    async with (
+        serve(SimulatorConfig()) as sim,
+        provider_without_ids(ready=True) as provider,
+        bare_engines(sim, tmp_path, api_url=provider) as bare,
+    ):
+        job = await bare.engines.diffusion.run(ALICE, "txt2img", {"prompt": "a fox"})
+        done = await bare.engines.watch.wait(job.id, {"posted", "failed_posted"}, 10)
+
+        assert done.status == "posted" and done.provider_id is None
+        result = bare.platform.messages[done.result_message_id or ""]
+        assert image_size(result.message.images[0].data) == (64, 48)
+        assert (await bare.store.usage_for_user("fake", "alice")).credits == 2
+
+
+async def test_an_accepted_job_without_an_id_or_images_is_reported_as_charged(
+    tmp_path: Path,
+) -> None:
+    async with (
+        serve(SimulatorConfig()) as sim,
+        provider_without_ids(ready=False) as provider,
+        bare_engines(sim, tmp_path, api_url=provider) as bare,
+    ):
+        job = await bare.engines.diffusion.run(ALICE, "txt2img", {"prompt": "a fox"})
+        done = await bare.engines.watch.wait(job.id, {"failed_posted", "create_failed"}, 10)
+
+        assert done.status == "failed_posted"
+        report = bare.platform.messages[done.result_message_id or ""].text
+        assert "sent neither its images nor an id" in report and ACCEPTED_NOTE in report
+        assert (await bare.store.usage_for_user("fake", "alice")).credits == 2

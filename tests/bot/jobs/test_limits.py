@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from simulator.state import SimulatorConfig
@@ -61,3 +62,15 @@ async def test_the_daily_credit_budget_stops_new_jobs(tmp_path: Path) -> None:
         job, _ = await run_command(bot, admin, "imagine", prompt="the admin's fox")
         assert (await bot.settled(job.id)).status == "posted"
         assert (await bot.store.usage_for_user("fake", "alice")).credits == 8
+
+
+async def test_concurrent_commands_cannot_all_pass_the_cap(tmp_path: Path) -> None:
+    limits = {"max_concurrent_jobs_per_user": 1}
+    async with harness(tmp_path, sim_config=MANUAL, limits=limits) as bot:
+        alice = bot.actor("alice")
+        await asyncio.gather(*(alice.command("imagine", prompt=f"fox {n}") for n in range(5)))
+
+        assert len(bodies(bot.sim, "/gen/v2/imagine")) == 1
+        refusal = "You already have 1 image job running — the cap is 1; wait for one to finish."
+        assert bot.platform.ephemerals_for("alice") == [refusal] * 4
+        assert len(await bot.all_jobs()) == 1

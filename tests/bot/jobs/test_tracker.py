@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+import threading
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from bot.api import ProviderClient
-from bot.core import SurfaceRegistry
+from bot.api import ImagineRequest, TaskRecord
 from bot.events import Command, SurfaceLimits, User
-from bot.jobs import JobEngines, build_job_engines
 from bot.jobs.texts import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
-from simulator.server import RunningSimulator, serve
+from simulator.server import serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record
 from storage import IN_FLIGHT_STATUSES, NewJob, Store
-from tests.bot.harness import PLACE, ROOMY, harness, harness_settings, running_genbot
-from tests.bot.jobs.support import attachment, bodies, press, run_command
+from tests.bot.harness import PLACE, ROOMY, harness, running_genbot
+from tests.bot.jobs.support import (
+    attachment,
+    bare_engines,
+    bodies,
+    eventually,
+    press,
+    run_command,
+)
 from tests.fakes.platform import FakePlatform, PostedMessage
 
 ROOMY_CAPS = {"max_concurrent_jobs_per_user": 10}
@@ -205,30 +208,6 @@ async def test_job_messages_share_the_edit_budget_and_are_never_rate_limited(
         assert len(bot.platform.with_images()) == 3
 
 
-@dataclass
-class Bare:
-    """The job machinery with its tracker not started (the test drives it)."""
-
-    engines: JobEngines
-    platform: FakePlatform
-    store: Store
-    provider: ProviderClient
-
-
-@asynccontextmanager
-async def bare_engines(sim: RunningSimulator, tmp_path: Path, **limits: Any) -> AsyncIterator[Bare]:
-    settings = harness_settings(sim.base_url, tmp_path / "genbot.db", webhooks=False, limits=limits)
-    async with AsyncExitStack() as stack:
-        store = await stack.enter_async_context(await Store.open(tmp_path / "genbot.db"))
-        provider = await stack.enter_async_context(ProviderClient(settings.api))
-        surfaces, platform = SurfaceRegistry(), FakePlatform(limits=ROOMY)
-        surfaces.attach(platform)
-        engines = build_job_engines(settings, store, provider, surfaces, open_channels={})
-        stack.push_async_callback(engines.media.aclose)
-        stack.push_async_callback(engines.tracker.stop)
-        yield Bare(engines, platform, store, provider)
-
-
 ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
 
 
@@ -278,3 +257,51 @@ async def test_jobs_waiting_for_a_webhook_are_polled_once_webhooks_are_off(
         async with running_genbot(sim, db, platform=platform, limits=slow_backstop) as second:
             assert (await second.result(job.id)).message.images
             assert second.sim.state.requests_to("/gen/v2/multi_fetch")
+
+
+async def test_a_late_poll_answer_leaves_the_finished_progress_message_alone(
+    tmp_path: Path,
+) -> None:
+    unpaced = FakePlatform(limits=SurfaceLimits(edits_per_window_per_channel=10**9))
+    async with harness(tmp_path, sim_config=MANUAL, platform=unpaced) as bot:
+        await bot.actor().command("imagine", prompt="a fox")
+        snapshot = await bot.latest_job()
+        bot.sim.advance(120)
+        await bot.result(snapshot.id)
+        await bot.jobs.tracker.wait_idle()
+        done = await bot.store.get_job(snapshot.id)
+        assert done is not None and bot.progress(done).text.startswith("✅")
+
+        late = TaskRecord(task_id=snapshot.provider_id or "", status="processing", process_time=12)
+        assert not await bot.jobs.tracker.apply_task_record(snapshot, late)
+        assert not await bot.jobs.delivery.show_progress(snapshot, "processing", 12.0)
+        assert bot.progress(done).text.startswith("✅"), bot.progress(done).text
+
+
+async def test_a_kick_during_a_round_is_not_lost(tmp_path: Path) -> None:
+    limits = {"poll_interval_min": 0.01, "poll_interval_max": 60.0}
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, **limits) as bare:
+        tracker, store = bare.engines.tracker, bare.store
+        created = await bare.provider.tasks.imagine(ImagineRequest(prompt="a fox"))
+        await tracker.start()
+        await eventually(lambda: tracker.rounds == 1 and tracker.interval == 60.0)
+        gate = threading.Event()
+        blocked = asyncio.ensure_future(store.run_in_worker(lambda _: gate.wait(5)))
+        tracker.kick()
+        await eventually(lambda: tracker.rounds >= 2)
+        flying = NewJob(
+            family="task",
+            type="imagine",
+            requester_id="alice",
+            platform="fake",
+            channel_id="c1",
+            prompt="a fox",
+            status="submitted",
+            provider_id=created.task_id,
+        )
+        inserted = asyncio.ensure_future(store.create_job(flying))
+        tracker.kick()
+        gate.set()
+        await asyncio.gather(blocked, inserted)
+
+        await eventually(lambda: bool(sim.state.requests_to("/gen/v2/multi_fetch")))

@@ -1,0 +1,83 @@
+"""Creating a job only while its requester is within their limits, in one transaction."""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+
+from storage.base import StoreBase, utc_day
+from storage.jobs import (
+    SQL_DERIVATIVE,
+    SQL_INSERT_JOB,
+    SQL_JOB_BY_ID,
+    _check_parent,
+    _fresh_id,
+    check_new_job,
+    insert_values,
+    job_from_row,
+)
+from storage.ledger import SQL_USAGE_FOR_USER
+from storage.records import ACTIVE_STATUSES, Job, JobQuota, NewJob, QuotaRefusal
+from storage.sql import fetch_one, placeholders, write_transaction
+from storage.tracking import SQL_COUNT_ACTIVE
+
+_ACTIVE = tuple(sorted(ACTIVE_STATUSES))
+SQL_COUNT_ACTIVE_JOBS = SQL_COUNT_ACTIVE.format(placeholders(len(_ACTIVE)))
+
+
+def quota_refusal(db: Database, new: NewJob, quota: JobQuota, now: float) -> QuotaRefusal | None:
+    """The limit of ``quota`` that ``new``'s requester is at, if any (runs in a transaction)."""
+    if quota.max_active > 0:
+        row = db.conn.execute(
+            SQL_COUNT_ACTIVE_JOBS, (new.platform, new.requester_id, *_ACTIVE)
+        ).fetchone()
+        active = int(row[0])
+        if active >= quota.max_active:
+            return QuotaRefusal("max_active", active, quota.max_active)
+    if quota.max_daily_credits > 0:
+        usage = (new.platform, new.requester_id, utc_day(now))
+        credits = int(db.conn.execute(SQL_USAGE_FOR_USER, usage).fetchone()[2])
+        if credits >= quota.max_daily_credits:
+            return QuotaRefusal("max_daily_credits", credits, quota.max_daily_credits)
+    return None
+
+
+class JobAdmissionStore(StoreBase):
+    """The quota-checked job creation of :class:`storage.Store`."""
+
+    async def create_job_within(
+        self, new: NewJob, quota: JobQuota
+    ) -> tuple[Job, bool] | QuotaRefusal:
+        """Create ``new`` unless its requester is at a limit of ``quota``.
+
+        Counting the requester's active jobs, summing today's credits and inserting the row
+        happen in one ``BEGIN IMMEDIATE`` transaction, so concurrent calls (even from several
+        processes) cannot all pass a cap. Returns ``(job, True)`` when the row was created; for
+        a derivative (``parent_job_id`` and ``action`` set) whose pair already exists,
+        ``(existing, False)`` — nothing is created, so no limit applies (see
+        :meth:`create_or_get_derivative`); a :class:`QuotaRefusal` when a limit stops it.
+        """
+        check_new_job(new)
+        derivative = (
+            (new.parent_job_id, new.action)
+            if new.parent_job_id is not None and new.action is not None
+            else None
+        )
+
+        def work(db: Database) -> tuple[Job, bool] | QuotaRefusal:
+            now = self._now()
+            with write_transaction(db):
+                if derivative is not None:
+                    existing = fetch_one(db, SQL_DERIVATIVE, derivative)
+                    if existing is not None:
+                        return job_from_row(existing), False
+                refusal = quota_refusal(db, new, quota, now)
+                if refusal is not None:
+                    return refusal
+                _check_parent(db, new.parent_job_id)
+                job_id = _fresh_id(db, new)
+                db.conn.execute(SQL_INSERT_JOB, insert_values(new, job_id, now))
+                row = fetch_one(db, SQL_JOB_BY_ID, (job_id,))
+            assert row is not None
+            return job_from_row(row), True
+
+        return await self._call(work)

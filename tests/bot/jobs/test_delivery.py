@@ -1,0 +1,122 @@
+"""Posting results through platform outages: retries back off, are counted in the database, and
+end with a clear message once genbot gives up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.events import Command, Event, MessageRef, OutMessage, Place, SurfaceError, User
+from bot.jobs import DeliveryRetry
+from simulator.server import serve
+from simulator.state import SimulatorConfig
+from tests.bot.harness import PLACE, ROOMY, harness
+from tests.bot.jobs.support import bare_engines
+from tests.fakes.platform import FakePlatform
+
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
+
+
+class OutagePlatform(FakePlatform):
+    """A fake platform whose result posts (messages with images) fail while ``outage`` is
+    above zero, each failure counting it down (``None``: fail forever)."""
+
+    def __init__(self, outage: int | None) -> None:
+        super().__init__(limits=ROOMY)
+        self.outage = outage
+        self.failed_posts = 0
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        if message.images and (self.outage is None or self.outage > 0):
+            self.failed_posts += 1
+            if self.outage is not None:
+                self.outage -= 1
+            raise SurfaceError("the platform is down")
+        return await super().send(place, message, origin=origin)
+
+
+class Clock:
+    """A clock the test moves by hand (shared by the store and the engines)."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_short_outage_delays_the_result_instead_of_losing_it(tmp_path: Path) -> None:
+    platform = OutagePlatform(outage=5)
+    async with harness(tmp_path, time_scale=0.003, platform=platform) as bot:
+        bot.jobs.delivery.retry = DeliveryRetry(first_delay=0.01, max_delay=0.04, give_up_after=5)
+        await bot.actor().command("imagine", prompt="a fox")
+        job = await bot.latest_job()
+        result = await bot.result(job.id)
+
+        done = await bot.store.get_job(job.id)
+        assert done is not None and done.status == "posted" and result.message.images
+        assert platform.failed_posts == 5 and done.delivery_attempts == 5
+
+
+async def test_retries_back_off_and_their_count_is_stored(tmp_path: Path) -> None:
+    clock, platform = Clock(), OutagePlatform(outage=2)
+    limits = {"poll_interval_min": 0.5, "poll_interval_max": 30.0}
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform, **limits) as bare,
+    ):
+        tracker, delivery, store = bare.engines.tracker, bare.engines.delivery, bare.store
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        sim.advance(120)
+        await tracker.apply_task_record(job, await bare.provider.tasks.fetch(job.provider_id or ""))
+        await tracker.wait_idle()
+
+        waiting = await store.get_job(job.id)
+        assert waiting is not None and waiting.status == "finished"
+        assert (waiting.delivery_attempts, waiting.next_poll_at) == (1, clock.now + 1)
+        assert await delivery.deliver(job.id) is None and platform.failed_posts == 1
+        assert await tracker.poll_round() == 1.0
+
+        clock.now += 1
+        assert await delivery.deliver(job.id) == clock.now + 2
+        assert await tracker.poll_round() == 2.0
+        clock.now += 2
+        assert await delivery.deliver(job.id) is None
+
+        posted = await store.get_job(job.id)
+        assert posted is not None and posted.status == "posted" and posted.delivery_attempts == 2
+        assert platform.failed_posts == 2
+
+
+async def test_genbot_gives_up_once_the_retry_budget_is_spent(tmp_path: Path) -> None:
+    clock, platform = Clock(), OutagePlatform(outage=None)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        delivery, store = bare.engines.delivery, bare.store
+        delivery.retry = DeliveryRetry(first_delay=1, max_delay=4, give_up_after=10)
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        sim.advance(120)
+        record = await bare.provider.tasks.fetch(job.provider_id or "")
+        await bare.engines.tracker.apply_task_record(job, record)
+        await bare.engines.tracker.wait_idle()
+
+        waits = []
+        for _ in range(10):
+            current = await store.get_job(job.id)
+            assert current is not None
+            if current.status != "finished":
+                break
+            assert current.next_poll_at is not None
+            waits.append(current.next_poll_at - clock.now)
+            clock.now = current.next_poll_at
+            await delivery.deliver(job.id)
+
+        assert waits == [1, 2, 4]
+        assert current.status == "failed_posted" and current.delivery_attempts == 4
+        assert platform.failed_posts == 4
+        progress = platform.messages[current.progress_message_id or ""].text
+        assert progress.endswith("finished, but genbot could not post the result")
