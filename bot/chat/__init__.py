@@ -21,15 +21,8 @@ What is settable where (:mod:`bot.chat.prompting`):
   ``ChatDefaults`` (configuration) only; ``n`` is 1.
 
 Function calling (:mod:`bot.chat.tools`): ``generate_image`` and ``describe_image``, served by
-an :class:`~bot.chat.tools.ImageTools` implementation. Wiring, in the composition root::
-
-    features, services, job_tools = build_job_features(settings, store, api, surfaces,
-                                                       budget=budget)
-    chat = ChatEngine(store, api, surfaces, budget=budget, tools=ChatImageTools(job_tools),
-                      defaults=ChatDefaults(...))
-    account = AccountFeature(store, surfaces, plan=settings.api.plan,
-                             daily_credit_budget=settings.limits.daily_credit_budget_per_user)
-    core = Core(surfaces, [*features, chat, account], chat, services)
+an :class:`~bot.chat.tools.ImageTools` implementation; :func:`bot.assembly.build_core` wires
+the chat engine to the job engine's tools (``ChatImageTools(jobs.tools)``).
 """
 
 from bot.chat.engine import VISION_ACTION, VISION_LABEL, ChatEngine

@@ -170,6 +170,11 @@ class ChatImageTools:
         job = await self.jobs.generate_image(self._event(user, place, origin), prompt)
         if job.status == "create_failed":
             return f"Error: the image job could not start: {job.error or 'refused'}."
+        if job.status == "unknown":
+            return (
+                f"The image service did not confirm job {job.id}; genbot is watching for it and "
+                "will post the grid in this conversation if it arrives. Do not start it again."
+            )
         return (
             f"Started image job {job.id} for the prompt {prompt!r}; the grid of four images will "
             "be posted in this conversation when it is ready."

@@ -61,7 +61,7 @@ from storage import (
 
 log = logging.getLogger(__name__)
 
-DELIVERY_CONCURRENCY = 4
+DELIVERY_CONCURRENCY = 16
 DIFFUSION_FETCH_CONCURRENCY = 4
 STOP_TIMEOUT = 5.0
 PAGE_SIZE = 500

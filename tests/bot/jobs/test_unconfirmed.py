@@ -10,6 +10,7 @@ from pathlib import Path
 import aiohttp
 
 from bot.api import ImagineRequest
+from bot.chat.tools import ChatImageTools
 from bot.events import Command, OutMessage, User
 from bot.jobs.texts import UNCONFIRMED_NOTE
 from simulator.server import serve
@@ -202,3 +203,19 @@ async def test_stale_creating_and_unknown_jobs_time_out(tmp_path: Path) -> None:
             assert job.status == "failed_posted", job
             report = platform.messages[job.result_message_id or ""].text
             assert "never confirmed" in report and UNCONFIRMED_NOTE in report
+
+
+async def test_the_chat_model_hears_that_an_unconfirmed_image_job_must_not_be_started_again(
+    tmp_path: Path,
+) -> None:
+    async with serve(MANUAL) as sim, faulty_proxy(sim.base_url) as proxy:
+        proxy.faults["/gen/v2/imagine"] = ["lose"]
+        db = tmp_path / "genbot.db"
+        async with running_genbot(sim, db, webhooks=True, api_url=proxy.base_url) as bot:
+            tools = ChatImageTools(bot.jobs.tools)
+            said = await tools.generate_image(
+                user=User("alice"), place=PLACE, prompt="a fox", origin=None
+            )
+            job = await bot.latest_job()
+            assert job.status == "unknown"
+            assert f"did not confirm job {job.id}" in said and "Do not start it again" in said
