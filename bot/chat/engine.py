@@ -37,6 +37,7 @@ from bot.chat.prompting import (
     image_parts,
     is_image,
     resolve_params,
+    shareable_images,
 )
 from bot.chat.scoping import (
     Target,
@@ -151,6 +152,7 @@ class ChatEngine:
             assert target is not None
         else:
             params = await self._params(surface, event.user, target.place, target.conversation)
+        images = await shareable_images(surface, images)
         await self._converse(
             surface, target, event.user, params, text, images, (event.message_id,), event.place
         )

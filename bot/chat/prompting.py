@@ -19,8 +19,10 @@ here it is only worded for the user, before anything is stored or sent.
 
 from __future__ import annotations
 
+import asyncio
+import base64
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.api import CHAT_MODELS, VISION_MODELS, ChatMessage, ChatRequest, FunctionDefinition
@@ -28,7 +30,7 @@ from bot.api.chat import allowed_chat_models, plan_allows
 from bot.chat.history import Turn
 from bot.chat.history import fit as fit_turns
 from bot.core import UserError
-from bot.events import Attachment, Place, User
+from bot.events import Attachment, Place, Surface, User
 from bot.tokens import FittedHistory, context_size
 from storage import Conversation, SettingValues, Store
 
@@ -177,6 +179,29 @@ def is_image(attachment: Attachment) -> bool:
     if attachment.content_type:
         return attachment.content_type.lower().startswith("image/")
     return attachment.filename.lower().endswith(IMAGE_EXTENSIONS)
+
+
+DOWNLOAD_TIMEOUT_SECONDS = 30.0
+
+
+async def shareable_images(
+    surface: Surface, images: Sequence[Attachment], timeout: float = DOWNLOAD_TIMEOUT_SECONDS
+) -> list[Attachment]:
+    """``images`` with URLs the provider can open: a private file (whose URL needs the
+    platform's credentials) is downloaded and passed on as a ``data:`` URL of its bytes."""
+    shareable: list[Attachment] = []
+    for image in images:
+        if not image.private:
+            shareable.append(image)
+            continue
+        data = image.data
+        if data is None:
+            async with asyncio.timeout(timeout):
+                data = await surface.download(image)
+        encoded = base64.b64encode(data).decode("ascii")
+        url = f"data:{image.content_type or 'image/png'};base64,{encoded}"
+        shareable.append(replace(image, url=url, data=None))
+    return shareable
 
 
 def image_parts(text: str, images: Sequence[Attachment]) -> list[dict[str, Any]]:

@@ -259,20 +259,26 @@ class JobStarter:
         return job
 
     async def attachment_url(self, event: Event, attachment: Attachment, *, cdn_ok: bool) -> str:
-        """A URL the provider can fetch for ``attachment``: its own URL, or a re-hosted copy
-        when it has none (or a CDN link and ``cdn_ok`` is false) and a media host exists."""
+        """A URL the provider can fetch for ``attachment``: its own URL, or a re-hosted copy of
+        its bytes when it has none, when it is private (a Slack file), or when it is a CDN link
+        and ``cdn_ok`` is false. Without a media host such files are refused with a way out."""
         check_attachment(attachment, self.max_upload_bytes)
         url = attachment.url.strip()
-        needs_copy = not url or (not cdn_ok and is_upstream_cdn(url))
-        if not needs_copy:
+        unusable = attachment.private or (not cdn_ok and bool(url) and is_upstream_cdn(url))
+        if url and not unusable:
             return url
         if self.media_host is None:
-            if not url:
+            name = attachment.filename or "That file"
+            if unusable:
                 raise UserError(
-                    f"{attachment.filename or 'That file'} has no link the image service could "
-                    "fetch; attach it somewhere that gives a public https link."
+                    f"{name}: the image service cannot open files shared on "
+                    f"{event.place.platform.title()}. Give an https link to the image instead, "
+                    "or ask an admin to set [webhook] public_url so genbot can pass images on."
                 )
-            return url
+            raise UserError(
+                f"{name} has no link the image service could fetch; attach it somewhere that "
+                "gives a public https link."
+            )
         data = attachment.data
         if data is None:
             surface = self.surfaces.get(event.place.platform)

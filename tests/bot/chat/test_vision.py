@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -85,3 +87,19 @@ async def test_free_plan_answers_the_text_without_the_images(tmp_path: Path) -> 
         sent = world.chat_bodies()[-1]["messages"][-1]["content"]
         assert sent == f"echo: only words\n[image: {FOX.url}]"
         assert answer.text == f"only words\n[image: {FOX.url}]"
+
+
+async def test_private_files_reach_the_vision_model_as_their_bytes(world: ChatWorld) -> None:
+    private = Attachment(
+        "fox.png",
+        url="https://files.slack.com/files-pri/T1-F1/fox.png",
+        content_type="image/png",
+        data=b"\x89PNG fox bytes",
+        private=True,
+    )
+    await world.actor().command("settings", model=VISION_MODEL)
+    await world.actor().say("What is this?", attachments=(private,))
+    body = world.chat_bodies()[-1]
+    sent = body["messages"][-1]["content"][1]["image_url"]["url"]
+    assert sent == "data:image/png;base64," + base64.b64encode(b"\x89PNG fox bytes").decode()
+    assert "files.slack.com" not in json.dumps(body)

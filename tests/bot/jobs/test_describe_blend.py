@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 
 from tests.bot.harness import harness
@@ -51,8 +53,40 @@ async def test_describe_refuses_a_cdn_link_without_a_media_host(tmp_path: Path) 
         cdn = attachment("cat.png", "https://cdn.discordapp.com/attachments/1/2/cat.png", png())
         await alice.command("describe", image=cdn)
         (text,) = bot.platform.ephemerals_for("alice")
-        assert "cdn.discordapp.com" in text
+        assert "cannot open files shared on" in text and "[webhook] public_url" in text
         assert bodies(bot.sim, "/gen/v2/describe") == [] and await bot.all_jobs() == []
+
+
+SLACK_FILE = "https://files.slack.com/files-pri/T1-F1/cat.png"
+
+
+async def test_private_files_are_refused_without_a_media_host(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        private = replace(attachment("cat.png", SLACK_FILE, png()), private=True)
+        await alice.command("describe", image=private)
+        await alice.command("diffusion.img2img", prompt="a cat", init_image=private)
+        first, second = bot.platform.ephemerals_for("alice")
+        assert "cannot open files shared on" in first and "https link" in first
+        assert first == second
+        assert bot.sim.state.requests_to("/gen/v2/describe") == []
+        assert bot.sim.state.requests_to("/diff/img2img") == []
+
+
+async def test_private_files_are_rehosted_never_passed_on(tmp_path: Path) -> None:
+    async with harness(tmp_path, webhooks=True) as bot:
+        alice = bot.actor()
+        data = png(40, 30)
+        private = replace(attachment("cat.png", SLACK_FILE, data), private=True)
+        await run_command(bot, alice, "describe", image=private)
+        await alice.command("diffusion.img2img", prompt="a cat", init_image=private)
+        sent = [r.body for r in bot.sim.state.requests if isinstance(r.body, dict)]
+        (described,) = bodies(bot.sim, "/gen/v2/describe")
+        (diffused,) = bodies(bot.sim, "/diff/img2img")
+        public = bot.settings.webhook.public_url + "/media/"
+        assert described["image_url"].startswith(public)
+        assert diffused["init_image"].startswith(public)
+        assert all("files.slack.com" not in json.dumps(body) for body in sent)
 
 
 async def test_describe_rehosts_a_cdn_attachment_on_the_receiver(tmp_path: Path) -> None:
