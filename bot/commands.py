@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from bot.api.models_chat import CHAT_MODELS
+from bot.api.models_chat import CHAT_MODELS as CHAT_MODELS
 from bot.api.models_diffusion import INFERENCE_STEPS
 from bot.api.models_tasks import BlendDimension, ProcessMode
 

@@ -3,15 +3,36 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
+from collections.abc import Callable
 
+import aiohttp
 import discord
 import yarl
 
+from adapters import AdapterStartError
 from adapters.discord.client import ErrorReporter, GenbotClient, log_error
 from adapters.discord.surface import DiscordSurface
 from bot.config import DiscordSettings, LimitsSettings
 from bot.events import EventHandler, SurfaceLimits
+
+FatalHandler = Callable[[BaseException], None]
+"""Told, once, that the gateway connection ended for good after a successful start."""
+
+STOP_CONNECTION_TIMEOUT = 5.0
+_log = logging.getLogger("genbot.discord")
+
+_GATEWAY_CLOSE_REASONS = {
+    4004: "Discord's gateway refused the token (4004 authentication failed): check [discord] token",
+    4010: "Discord's gateway refused the shard (4010 invalid shard)",
+    4011: "Discord's gateway requires sharding for this bot (4011 sharding required)",
+    4012: "Discord's gateway refused the API version (4012 invalid API version)",
+    4013: "Discord's gateway refused the intents (4013 invalid intents)",
+}
+PRIVILEGED_INTENTS_TEXT = (
+    "Discord refused the gateway connection (4014 disallowed intents): enable the Message "
+    "Content intent in the Developer Portal (Bot → Privileged Gateway Intents)"
+)
 
 
 def point_discord_py_at(api_base: str, gateway_url: str) -> None:
@@ -29,11 +50,32 @@ def surface_limits(limits: LimitsSettings) -> SurfaceLimits:
     )
 
 
+def log_fatal(error: BaseException) -> None:
+    _log.error("genbot no longer hears Discord: %s", error, exc_info=error)
+
+
+def connection_problem(error: BaseException) -> str | None:
+    """One line saying why Discord ended or refused the connection; ``None`` if unknown."""
+    if isinstance(error, discord.LoginFailure):
+        return "Discord refused the token (401): check [discord] token"
+    if isinstance(error, discord.PrivilegedIntentsRequired):
+        return PRIVILEGED_INTENTS_TEXT
+    if isinstance(error, discord.ConnectionClosed):
+        return _GATEWAY_CLOSE_REASONS.get(
+            error.code, f"Discord's gateway closed the connection ({error.code})"
+        )
+    return None
+
+
 class DiscordAdapter:
     """genbot on Discord: a discord.py client translating traffic for ``handler``.
 
     ``surface`` is the :class:`bot.events.Surface` the core answers through. ``report_error``
-    hears about every exception raised while handling traffic (default: logged).
+    hears about every exception raised while handling traffic (default: logged). ``on_fatal``
+    is called once, from the event loop, when the gateway connection ends for good after
+    :meth:`start` succeeded (a revoked token, a disallowed intent, or a connection that stopped
+    although nobody called :meth:`stop`); default: logged at ERROR. The process should then
+    stop: this adapter no longer hears Discord.
     """
 
     def __init__(
@@ -43,11 +85,13 @@ class DiscordAdapter:
         handler: EventHandler,
         *,
         report_error: ErrorReporter = log_error,
+        on_fatal: FatalHandler = log_fatal,
         guild_ready_timeout: float = 2.0,
         start_timeout: float = 60.0,
     ) -> None:
         self.settings = settings
         self.start_timeout = start_timeout
+        self.on_fatal = on_fatal
         self.client = GenbotClient(
             settings,
             handler,
@@ -56,6 +100,7 @@ class DiscordAdapter:
             guild_ready_timeout=guild_ready_timeout,
         )
         self._connection: asyncio.Task[None] | None = None
+        self._stopping = False
 
     @property
     def surface(self) -> DiscordSurface:
@@ -64,13 +109,26 @@ class DiscordAdapter:
     async def start(self) -> None:
         """Log in, sync commands, connect to the gateway and wait until ready (bounded).
 
-        Raises ``discord.LoginFailure`` for a bad token, ``TimeoutError`` when not ready in
-        ``start_timeout`` seconds, or the gateway's error when the connection ends first.
+        Raises :class:`adapters.AdapterStartError` with a one-line reason when Discord refuses
+        the token (401 or gateway 4004), the Message Content intent is not enabled (4014),
+        Discord cannot be reached, or the gateway is not ready within ``start_timeout``.
         """
         token = self.settings.token.get_secret_value()
         if not token:
-            raise ValueError("[discord] token is not set")
+            raise AdapterStartError("[discord] token is not set")
         point_discord_py_at(self.settings.api_base, self.settings.gateway_url)
+        try:
+            await self._connect(token)
+        except BaseException as error:
+            await self.stop(drain_timeout=0.0)
+            problem = self._start_problem(error)
+            if problem is None:
+                raise
+            raise AdapterStartError(problem) from error
+        assert self._connection is not None
+        self._connection.add_done_callback(self._connection_ended)
+
+    async def _connect(self, token: str) -> None:
         ready: asyncio.Task[None] | None = None
         try:
             async with asyncio.timeout(self.start_timeout):
@@ -79,19 +137,68 @@ class DiscordAdapter:
                 ready = asyncio.create_task(self.client.wait_until_ready())
                 await asyncio.wait({ready, self._connection}, return_when=asyncio.FIRST_COMPLETED)
                 if not ready.done():
-                    error = self._connection.exception()
-                    raise error or ConnectionError("the Discord gateway closed before it was ready")
-        except BaseException:
-            if ready is not None:
+                    raise _ended_error(self._connection)
+        finally:
+            if ready is not None and not ready.done():
                 ready.cancel()
-            await self.stop(drain_timeout=0.0)
-            raise
+
+    def _start_problem(self, error: BaseException) -> str | None:
+        if isinstance(error, AdapterStartError):
+            return str(error)
+        known = connection_problem(error)
+        if known is not None:
+            return known
+        if isinstance(error, TimeoutError):
+            return (
+                f"Discord was not ready within {self.start_timeout:g} s "
+                f"(API {self.settings.api_base}, gateway {self.settings.gateway_url})"
+            )
+        if isinstance(error, discord.HTTPException):
+            return f"Discord refused genbot's start-up ({error.status}: {error.text})"
+        if isinstance(error, aiohttp.ClientError | OSError | discord.GatewayNotFound):
+            return f"cannot reach Discord at {self.settings.api_base}: {error}"
+        return None
+
+    def _connection_ended(self, task: asyncio.Task[None]) -> None:
+        error = _ended_error(task)
+        if self._stopping:
+            return
+        problem = connection_problem(error)
+        fatal = error
+        if problem is not None:
+            fatal = ConnectionError(problem)
+            fatal.__cause__ = error
+        try:
+            self.on_fatal(fatal)
+        except Exception:
+            _log.exception("on_fatal failed while reporting: %s", fatal)
 
     async def stop(self, drain_timeout: float = 5.0) -> None:
-        """Let running handlers finish (up to ``drain_timeout``), then disconnect."""
+        """Let running handlers finish (up to ``drain_timeout``), then disconnect.
+
+        The connection's end is not reported to ``on_fatal``. Cancelling the caller cancels
+        the stop (it is not swallowed).
+        """
+        self._stopping = True
         await self.client.drain(drain_timeout)
         await self.client.close()
-        if self._connection is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.wait_for(self._connection, timeout=5.0)
-            self._connection = None
+        connection = self._connection
+        if connection is None:
+            return
+        done, _ = await asyncio.wait({connection}, timeout=STOP_CONNECTION_TIMEOUT)
+        if not done:
+            connection.cancel()
+            await asyncio.wait({connection}, timeout=STOP_CONNECTION_TIMEOUT)
+        if connection.done() and not connection.cancelled():
+            connection.exception()
+        self._connection = None
+
+
+def _ended_error(task: asyncio.Task[None]) -> BaseException:
+    """Why a finished connection task ended, as an exception (its own when it raised one)."""
+    if task.cancelled():
+        return ConnectionError("the Discord gateway connection was cancelled")
+    raised = task.exception()
+    if raised is not None:
+        return raised
+    return ConnectionError("the Discord gateway connection closed")

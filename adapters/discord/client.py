@@ -2,8 +2,9 @@
 
 Slash commands are deferred at once (ephemeral "thinking…"), button presses are deferred
 silently (type 6) unless their action opens a form, modal submissions are deferred like
-commands; then the core runs in a task. Messages become :class:`UserMessage` in DMs, when they
-mention the bot, in threads the bot started, in replies to the bot, and in open channels.
+commands; then the core runs in a task. Messages become :class:`UserMessage` in DMs, in every
+guild thread (the core ignores threads that hold no conversation), when they mention the bot,
+and in replies to the bot; other channel messages are dropped without any REST call.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any
 import discord
 from discord import app_commands
 
+from adapters import AdapterStartError
 from adapters.discord.commands import build_commands
 from adapters.discord.components import GenbotButton
 from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from adapters.discord.translate import (
+    PLATFORM,
     InteractionContext,
     attachment_of,
     interaction_place,
@@ -50,6 +53,9 @@ ErrorReporter = Callable[[str, BaseException], None]
 
 MODAL_GRACE_SECONDS = 2.0
 """How long a form-opening press waits for the core before it is acknowledged anyway."""
+
+UNCACHED_CHANNELS_REMEMBERED = 1024
+"""How many looked-up channels (thread or not) missing from discord.py's cache are remembered."""
 
 _log = logging.getLogger("genbot.discord")
 
@@ -86,6 +92,7 @@ class GenbotClient(discord.Client):
         self._conversation_locks: weakref.WeakValueDictionary[
             tuple[str, str | None], asyncio.Lock
         ] = weakref.WeakValueDictionary()
+        self._thread_parents: dict[int, asyncio.Future[int | None]] = {}
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(GenbotButton)
@@ -93,7 +100,14 @@ class GenbotClient(discord.Client):
             for guild_id in self.settings.guild_ids:
                 guild = discord.Object(guild_id)
                 self.tree.copy_global_to(guild=guild)
-                await self.tree.sync(guild=guild)
+                try:
+                    await self.tree.sync(guild=guild)
+                except discord.Forbidden as error:
+                    raise AdapterStartError(
+                        f"Discord refused genbot's slash commands in guild {guild_id} "
+                        f"(403: {error.text}): invite genbot there with the "
+                        "applications.commands scope, or remove it from [discord] guild_ids"
+                    ) from error
         else:
             await self.tree.sync()
 
@@ -191,17 +205,6 @@ class GenbotClient(discord.Client):
             return
         if message.type not in (discord.MessageType.default, discord.MessageType.reply):
             return
-        channel: Any = message.channel
-        if message.guild is not None and not isinstance(
-            channel, discord.TextChannel | discord.Thread
-        ):
-            try:
-                channel = await self.fetch_channel(channel.id)
-            except discord.HTTPException:
-                return
-        place = place_of(channel, message.guild.id if message.guild else None)
-        if not is_allowed(place, self.settings.allowed_channel_ids):
-            return
         mentions_bot = any(user.id == me.id for user in message.mentions)
         reference = message.reference
         reply_to = str(reference.message_id) if reference and reference.message_id else None
@@ -209,9 +212,8 @@ class GenbotClient(discord.Client):
         replies_to_bot = reply_to is not None and (
             not isinstance(replied, discord.Message) or replied.author.id == me.id
         )
-        in_our_thread = isinstance(channel, discord.Thread) and channel.owner_id == me.id
-        open_channel = int(place.channel_id) in self.settings.open_channel_ids
-        if not (place.is_dm or mentions_bot or replies_to_bot or in_our_thread or open_channel):
+        place = await self._message_place(message, addressed=mentions_bot or replies_to_bot)
+        if place is None or not is_allowed(place, self.settings.allowed_channel_ids):
             return
         event = UserMessage(
             user=user_of(message.author, self.settings.admin_ids),
@@ -224,6 +226,49 @@ class GenbotClient(discord.Client):
             mentions_bot=mentions_bot,
         )
         self._run(event)
+
+    async def _message_place(self, message: discord.Message, *, addressed: bool) -> Place | None:
+        """Where a message the core should hear lives, or ``None`` for other traffic.
+
+        DMs, every guild thread (the core keeps the conversations and ignores the rest) and
+        messages addressed to the bot count; plain channel chatter does not, and costs no REST
+        call. A channel missing from discord.py's cache may be a thread: it is looked up once.
+        """
+        channel: Any = message.channel
+        if message.guild is None:
+            return place_of(channel, None)
+        guild_id = message.guild.id
+        if isinstance(channel, discord.PartialMessageable):
+            return await self._uncached_place(channel.id, guild_id, addressed=addressed)
+        if isinstance(channel, discord.Thread) or addressed:
+            return place_of(channel, guild_id)
+        return None
+
+    async def _uncached_place(
+        self, channel_id: int, guild_id: int, *, addressed: bool
+    ) -> Place | None:
+        lookup = self._thread_parents.get(channel_id)
+        if lookup is None:
+            lookup = asyncio.ensure_future(self._parent_of(channel_id))
+            self._thread_parents[channel_id] = lookup
+            while len(self._thread_parents) > UNCACHED_CHANNELS_REMEMBERED:
+                del self._thread_parents[next(iter(self._thread_parents))]
+        try:
+            parent_id = await asyncio.shield(lookup)
+        except Exception as error:
+            if self._thread_parents.get(channel_id) is lookup:
+                del self._thread_parents[channel_id]
+            if isinstance(error, discord.HTTPException):
+                return None
+            raise
+        if parent_id is not None:
+            return Place(PLATFORM, str(guild_id), str(parent_id), str(channel_id))
+        return Place(PLATFORM, str(guild_id), str(channel_id)) if addressed else None
+
+    async def _parent_of(self, channel_id: int) -> int | None:
+        """The parent channel of thread ``channel_id``; ``None`` when it is not a thread."""
+        fetched = await self.fetch_channel(channel_id)
+        return fetched.parent_id if isinstance(fetched, discord.Thread) else None
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         error = sys.exc_info()[1]

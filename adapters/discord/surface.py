@@ -28,7 +28,8 @@ import aiohttp
 import discord
 
 from adapters.discord.components import build_modal, build_view
-from adapters.discord.translate import InteractionContext, allowed_mentions, truncate
+from adapters.discord.translate import InteractionContext, allowed_mentions
+from adapters.text import truncate
 from bot.events import (
     Attachment,
     Event,
@@ -153,7 +154,8 @@ class DiscordSurface:
     async def _notice(self, origin: Event, text: str) -> None:
         post: dict[str, Any] = {"allowed_mentions": discord.AllowedMentions.none()}
         if isinstance(origin.context, discord.Message):
-            post |= {"reference": origin.context, "mention_author": False}
+            reference = origin.context.to_reference(fail_if_not_exists=False)
+            post |= {"reference": reference, "mention_author": False}
         elif origin.user.id.isdigit():
             text = truncate(f"<@{origin.user.id}> {text}", self.limits.max_text)
             post["allowed_mentions"] = allowed_mentions(

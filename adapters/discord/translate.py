@@ -81,10 +81,6 @@ def strip_mention(text: str, user_id: int) -> str:
     return re.sub(rf"<@!?{user_id}>", "", text).strip()
 
 
-def truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def modal_values(data: Any) -> dict[str, str]:
     """Field id → value from a modal submission (action rows or labels around text inputs)."""
     values: dict[str, str] = {}

@@ -24,6 +24,8 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters import AdapterStartError
+from bot.chat.prompting import is_image
 from bot.config import LimitsSettings, SlackSettings
 from bot.events import Attachment, Command, EventHandler, InboundEvent, User, UserMessage
 
@@ -32,7 +34,6 @@ from .inbound import (
     SlackOrigin,
     attachments_from_files,
     image_slots,
-    is_image,
     mentions,
     place_for,
     plain_text,
@@ -45,10 +46,10 @@ from .inbound import (
     without_urls,
 )
 from .surface import SlackSurface
+from .transport import EVENTS_PATH, checked_call, open_socket, serve_http
 
 log = logging.getLogger(__name__)
 
-EVENTS_PATH = "/slack/events"
 SEEN_EVENTS_MAX = 4096
 RECENT_FILES_SECONDS = 15 * 60
 ACCEPTED_MESSAGE_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
@@ -103,30 +104,31 @@ class SlackAdapter:
     # Lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Check the token (``auth.test``), build the bolt app and open the transport."""
+        """Check the tokens, build the bolt app and open the transport.
+
+        Raises :class:`adapters.AdapterStartError` with a one-line reason when a setting is
+        missing, Slack refuses the bot token (``auth.test``) or the app token
+        (``apps.connections.open``), Slack cannot be reached, or the HTTP port cannot be bound.
+        """
         secret = self.settings.signing_secret.get_secret_value()
         if not self.socket_mode and not secret:
-            raise ValueError("[slack] signing_secret is required in HTTP mode (or set app_token)")
-        try:
-            identity = await self.client.auth_test()
-        except SlackApiError as error:
-            raise RuntimeError(
-                f"Slack rejected the bot token: {error.response.get('error')}"
-            ) from None
+            raise AdapterStartError(
+                "[slack] signing_secret is required in HTTP mode (or set app_token)"
+            )
+        identity = await checked_call(
+            self.client.auth_test(), "auth.test", "bot_token", self._api_url
+        )
         self.bot_user_id = str(identity.get("user_id") or "")
         self.team_id = str(identity.get("team_id") or "")
         self.app = self._build_app(secret)
         if self.socket_mode:
-            self._socket = AsyncSocketModeHandler(
-                self.app, app_token=self.settings.app_token.get_secret_value()
-            )
-            await self._socket.connect_async()  # type: ignore[no-untyped-call]
+            app_token = self.settings.app_token.get_secret_value()
+            self._socket = await open_socket(self.app, self.client, app_token, self._api_url)
             log.info("Slack adapter connected in Socket Mode")
             return
-        self._runner = web.AppRunner(self.app.web_app(path=EVENTS_PATH), access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port).start()
-        self.http_port = int(self._runner.addresses[0][1])
+        self._runner, self.http_port = await serve_http(
+            self.app, self.settings.http_host, self.settings.http_port
+        )
         log.info("Slack adapter listening on %s", self.events_url)
 
     async def stop(self) -> None:

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from adapters.text import truncate
 from bot.events import Button, Modal, OutMessage, Place
 
 MARKDOWN_BLOCK_MAX = 12000
@@ -31,8 +32,14 @@ INPUT_MAX_LENGTH = 3000
 EMPTY_FALLBACK = "genbot"
 
 ZWSP = "\u200b"
-_TOKEN_OPENER = re.compile(r"(<|&lt;)(?=[@!#])")
-_PLAIN_BROADCAST = re.compile(r"(?<![\w\u200b])@(?=(?:everyone|here|channel)\b)")
+# "<", "@", "!" and "#" also as the HTML entities a Markdown renderer decodes.
+_LESS_THAN = r"<|&lt;|&#0*60;|&#x0*3c;"
+_AT = r"@|&#0*64;|&#x0*40;|&commat;"
+_SIGIL = r"[@!#]|&#0*(?:64|33|35);|&#x0*(?:40|21|23);|&(?:commat|excl|num);"
+_TOKEN_OPENER = re.compile(rf"({_LESS_THAN})(?={_SIGIL})", re.IGNORECASE)
+_PLAIN_BROADCAST = re.compile(
+    rf"(?<![\w\u200b])({_AT})(?=(?:everyone|here|channel)\b)", re.IGNORECASE
+)
 _FENCE = re.compile(r"(```.*?(?:```|$))", re.DOTALL)
 _INLINE_CODE = re.compile(r"(`[^`\n]+`)")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -51,9 +58,11 @@ def escape_mrkdwn(text: str) -> str:
 
 def neutralise_markdown(text: str) -> str:
     """Break ``<!everyone>``, ``<@U…>``, ``<!subteam^…>``, ``<#C…>`` and plain ``@here``-style
-    broadcasts in standard Markdown with a zero-width space, so the text reads the same and
-    pings nobody."""
-    return _PLAIN_BROADCAST.sub("@" + ZWSP, _TOKEN_OPENER.sub(lambda m: m.group(1) + ZWSP, text))
+    broadcasts (any letter case; ``<`` and ``@`` also written as HTML entities such as
+    ``&lt;`` or ``&#60;``) in standard Markdown with a zero-width space, so the text reads the
+    same and pings nobody."""
+    text = _TOKEN_OPENER.sub(lambda m: m.group(1) + ZWSP, text)
+    return _PLAIN_BROADCAST.sub(lambda m: m.group(1) + ZWSP, text)
 
 
 def markdown_to_mrkdwn(text: str) -> str:
@@ -95,13 +104,11 @@ def _prose_to_mrkdwn(text: str) -> str:
     return "".join(out)
 
 
-def truncate(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, ending with an ellipsis when cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def split_text(text: str, limit: int) -> list[str]:
-    """``text`` in pieces of at most ``limit`` characters, cut at line ends where possible."""
+    """Escaped mrkdwn in pieces of at most ``limit`` characters, cut at line ends where
+    possible. (Not :func:`bot.text.split_text`: that one reopens code blocks with a
+    ```` ```lang ```` line, while mrkdwn fences here are inline, ```` ```code``` ````, and
+    Slack would show the tag as code.)"""
     pieces: list[str] = []
     rest = text
     while len(rest) > limit:

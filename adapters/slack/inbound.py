@@ -83,7 +83,8 @@ def mentions(text: str, user_id: str) -> bool:
 
 
 def attachments_from_files(files: Any) -> tuple[Attachment, ...]:
-    """Slack file objects (``event["files"]``) as attachments downloaded with the bot token."""
+    """Slack file objects (``event["files"]``) as attachments. Their URLs open only with the
+    bot token (``private``): the core reads them through ``SlackSurface.download``."""
     found = []
     for file in files if isinstance(files, list) else []:
         url = (
@@ -99,13 +100,10 @@ def attachments_from_files(files: Any) -> tuple[Attachment, ...]:
                 url=str(url),
                 content_type=file.get("mimetype"),
                 size=file.get("size"),
+                private=True,
             )
         )
     return tuple(found)
-
-
-def is_image(attachment: Attachment) -> bool:
-    return (attachment.content_type or "").startswith("image/")
 
 
 @dataclass(frozen=True)
@@ -166,7 +164,8 @@ def url_attachment(url: str) -> Attachment:
 
 
 def press_from_action(body: Mapping[str, Any], admin_ids: frozenset[str]) -> ButtonPress | None:
-    """A ``block_actions`` payload as a press of one of genbot's buttons."""
+    """A ``block_actions`` payload as a press of one of genbot's buttons. A press on a thread's
+    parent (Slack gives it ``thread_ts`` equal to its own ``ts``) happened in the channel."""
     actions = body.get("actions") or []
     decoded = decode_custom_id(str(actions[0].get("action_id", ""))) if actions else None
     container = body.get("container") or {}
@@ -176,6 +175,8 @@ def press_from_action(body: Mapping[str, Any], admin_ids: frozenset[str]) -> But
         return None
     message = body.get("message") or {}
     thread_ts = message.get("thread_ts") or container.get("thread_ts")
+    if thread_ts == message_ts:
+        thread_ts = None
     user = body.get("user") or {}
     return ButtonPress(
         user=user_for(

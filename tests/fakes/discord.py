@@ -13,17 +13,21 @@ Usage::
 It serves REST under ``/api/v10`` (login, command sync, interaction callbacks with
 ``with_response``, webhooks, channel messages incl. multipart uploads, typing, threads, DMs),
 attachments on a fake CDN, and a gateway websocket at ``/gateway`` (HELLO, IDENTIFY, READY,
-GUILD_CREATE, heartbeats). The world: one guild with channels ``general``, ``random`` and
-``closed``, users ``alice``, ``bob`` and ``carol``, roles ``everyone``, ``moderators`` and the
-bot's own. Channel message posts and edits share a per-channel bucket (``bucket_size`` per
-``bucket_window`` seconds) answered with 429 + ``retry_after`` when exceeded
-(``rate_limit_hits`` counts them); ``advertise_rate_limits=False`` withholds the
-``X-RateLimit-*`` headers on successful answers so discord.py cannot pace itself and only the
-caller's own budget avoids 429s. Interactions not answered within ``interaction_deadline``
-seconds get Discord's "Unknown interaction" (``late_callbacks`` counts them). Every request is
-recorded in ``requests``; ``messages`` models what users see (``FakeMessage.pings`` tells who a
-message notifies after ``allowed_mentions``). Unlike Discord's client, ``slash`` does not enforce
-option ranges or choices, so tests can prove the core rejects out-of-range values itself.
+GUILD_CREATE, heartbeats, RESUME). The world: one guild with text channels ``general``, ``random``
+and ``closed`` and the voice channel ``lounge`` (whose text chat takes messages), users ``alice``,
+``bob`` and ``carol``, roles ``everyone``, ``moderators`` and the bot's own. Channel message posts
+and edits share a per-channel bucket (``bucket_size`` per ``bucket_window`` seconds) answered with
+429 + ``retry_after`` when exceeded (``rate_limit_hits`` counts them);
+``advertise_rate_limits=False`` withholds the ``X-RateLimit-*`` headers on successful answers so
+discord.py cannot pace itself and only the caller's own budget avoids 429s.
+``message_content_intent=False`` models the Developer Portal switch left off (IDENTIFY asking for
+it is closed with 4014); ``identify_close_code`` closes every IDENTIFY with that code;
+``close_gateway(code)`` ends live sessions (4004: token reset). Interactions not answered within
+``interaction_deadline`` seconds get Discord's "Unknown interaction" (``late_callbacks`` counts
+them). Every request is recorded in ``requests``; ``messages`` models what users see
+(``FakeMessage.pings`` tells who a message notifies after ``allowed_mentions``). Unlike Discord's
+client, ``slash`` does not enforce option ranges or choices, so tests can prove the core rejects
+out-of-range values itself.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from tests.fakes.discord_model import (
     DM_CHANNEL,
     MESSAGE_COMPONENT,
     MODAL_SUBMIT,
+    PUBLIC_THREAD,
     FakeChannel,
     FakeInteraction,
     FakeMessage,
@@ -66,6 +67,25 @@ class UserActions(RestRoutes):
         self.messages[message.id] = message
         await self.dispatch("MESSAGE_CREATE", message.payload(self.bot.id))
         return message
+
+    async def user_deletes(self, message: FakeMessage) -> None:
+        """The author deletes ``message``; the bot hears MESSAGE_DELETE."""
+        message.deleted = True
+        deleted = {"id": str(message.id), "channel_id": str(message.channel_id)}
+        if message.guild_id is not None:
+            deleted["guild_id"] = str(message.guild_id)
+        await self.dispatch("MESSAGE_DELETE", deleted)
+        self.changed()
+
+    async def user_thread(self, author: FakeUser, parent: FakeChannel, name: str) -> FakeChannel:
+        """``author`` opens a public thread in ``parent`` (THREAD_CREATE reaches the bot)."""
+        thread = FakeChannel(
+            snowflake(), PUBLIC_THREAD, name, self.guild_id, parent.id, owner_id=author.id
+        )
+        self.channels[thread.id] = thread
+        await self.dispatch("THREAD_CREATE", thread.payload() | {"newly_created": True})
+        self.changed()
+        return thread
 
     def registered_command(self, name: str, channel: FakeChannel) -> dict[str, Any]:
         """The synced command ``name`` visible in ``channel`` (guild commands first)."""

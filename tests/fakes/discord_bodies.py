@@ -64,6 +64,12 @@ class MessageBodies(FakeDiscordCore):
         problem = self._validate(req, payload)
         if problem is not None:
             return problem
+        reference = payload.get("message_reference") if creating else None
+        referenced = self._referenced(reference) if reference else None
+        if reference and referenced is None:
+            if reference.get("fail_if_not_exists", True):
+                return invalid("message_reference", "Unknown message")
+            reference = None
         content = payload.get("content", message.content)
         attachments = self._attachments(req, payload, message)
         components = payload.get("components", message.components)
@@ -81,12 +87,16 @@ class MessageBodies(FakeDiscordCore):
             message.allowed_mentions = payload["allowed_mentions"]
         if creating:
             message.flags = int(payload.get("flags") or 0) & EPHEMERAL | message.flags
-            reference = payload.get("message_reference")
             if reference:
                 message.message_reference = reference
-                message.referenced = self.messages.get(int(reference["message_id"]))
+                message.referenced = referenced
         message.flags &= ~LOADING
         return None
+
+    def _referenced(self, reference: dict[str, Any]) -> FakeMessage | None:
+        """The message a ``message_reference`` points at, unless it is gone."""
+        found = self.messages.get(int(reference.get("message_id") or 0))
+        return None if found is None or found.deleted else found
 
     def _validate(self, req: Req, payload: dict[str, Any]) -> web.Response | None:
         content = payload.get("content") or ""

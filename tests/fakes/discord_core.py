@@ -21,6 +21,8 @@ from tests.fakes.discord_model import RecordedRequest, snowflake
 from tests.fakes.discord_world import DiscordWorld
 
 API_PREFIX = "/api/v10"
+MESSAGE_CONTENT = 1 << 15
+"""The privileged Message Content intent bit of IDENTIFY's ``intents``."""
 Handler = Callable[..., Awaitable[web.Response]]
 
 
@@ -77,8 +79,12 @@ class FakeDiscordCore(DiscordWorld):
         advertise_rate_limits: bool = True,
         interaction_deadline: float = 3.0,
         attachment_size_limit: int = 10 * 1024 * 1024,
+        message_content_intent: bool = True,
+        identify_close_code: int | None = None,
     ) -> None:
         self.token = token
+        self.message_content_intent = message_content_intent
+        self.identify_close_code = identify_close_code
         self.bucket_size = bucket_size
         self.bucket_window = bucket_window
         self.advertise_rate_limits = advertise_rate_limits
@@ -88,6 +94,8 @@ class FakeDiscordCore(DiscordWorld):
         super().__init__()
         self.rate_limit_hits = 0
         self.identifies: list[dict[str, Any]] = []
+        self.resumes: list[dict[str, Any]] = []
+        self._session_ids: set[str] = set()
         self.sessions: list[_Session] = []
 
         self._buckets: dict[int, _Bucket] = {}
@@ -167,7 +175,7 @@ class FakeDiscordCore(DiscordWorld):
                 elif message["op"] == 2:
                     await self._identify(session, message["d"])
                 elif message["op"] == 6:
-                    await self._send(session, {"op": 9, "d": False})
+                    await self._resume(session, message["d"])
         finally:
             session.closed = True
             self.sessions.remove(session)
@@ -179,11 +187,19 @@ class FakeDiscordCore(DiscordWorld):
         if data.get("token") != self.token:
             await session.ws.close(code=4004, message=b"Authentication failed.")
             return
+        if not self.message_content_intent and int(data.get("intents", 0)) & MESSAGE_CONTENT:
+            await session.ws.close(code=4014, message=b"Disallowed intent(s).")
+            return
+        if self.identify_close_code is not None:
+            await session.ws.close(code=self.identify_close_code, message=b"Refused.")
+            return
+        session_id = f"session-{snowflake()}"
+        self._session_ids.add(session_id)
         ready = {
             "v": 10,
             "user": self.bot.payload() | {"verified": True, "mfa_enabled": False},
             "guilds": [{"id": str(self.guild_id), "unavailable": True}],
-            "session_id": f"session-{snowflake()}",
+            "session_id": session_id,
             "resume_gateway_url": self.gateway_url,
             "application": {"id": str(self.app_id), "flags": 0},
             "shard": [0, 1],
@@ -198,6 +214,23 @@ class FakeDiscordCore(DiscordWorld):
         await self._send(session, {"op": 0, "t": "READY", "d": ready})
         await self._send(session, {"op": 0, "t": "GUILD_CREATE", "d": self.guild_payload()})
         self.changed()
+
+    async def _resume(self, session: _Session, data: dict[str, Any]) -> None:
+        """RESUME a session this fake issued (nothing was missed: no replay); else op 9."""
+        self.resumes.append(data)
+        if data.get("token") != self.token or data.get("session_id") not in self._session_ids:
+            await self._send(session, {"op": 9, "d": False})
+            return
+        session.identified = True
+        session.seq = int(data.get("seq") or 0)
+        await self._send(session, {"op": 0, "t": "RESUMED", "d": {}})
+        self.changed()
+
+    async def close_gateway(self, code: int) -> None:
+        """Close every gateway session with ``code`` (4004: the token was reset meanwhile)."""
+        for session in list(self.sessions):
+            session.closed = True
+            await session.ws.close(code=code, message=b"Closed by the fake.")
 
     # HTTP --------------------------------------------------------------------------------------
 

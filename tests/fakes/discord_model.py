@@ -19,6 +19,7 @@ LOADING = 128
 
 TEXT_CHANNEL = 0
 DM_CHANNEL = 1
+VOICE_CHANNEL = 2
 PUBLIC_THREAD = 11
 PRIVATE_THREAD = 12
 
@@ -95,7 +96,7 @@ class FakeRole:
 
 @dataclass
 class FakeChannel:
-    """A guild text channel, a thread in one, or a DM channel."""
+    """A guild text or voice channel (with its text chat), a thread, or a DM channel."""
 
     id: int
     type: int
@@ -150,6 +151,8 @@ class FakeChannel:
                 "parent_id": None,
                 "topic": None,
             }
+        if self.type == VOICE_CHANNEL:
+            data |= {"bitrate": 64000, "user_limit": 0, "rtc_region": None}
         return data
 
 

@@ -97,7 +97,7 @@ class RestRoutes(MessageBodies):
         return json_response({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
 
     async def _put_commands(self, req: Req, app: str, gid: str | None = None) -> web.Response:
-        if int(app) != self.app_id:
+        if int(app) != self.app_id or (gid is not None and int(gid) != self.guild_id):
             return error(403, 50001, "Missing Access")
         stored = []
         for command in req.json:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from tests.fakes.discord_model import (
     DM_CHANNEL,
     TEXT_CHANNEL,
+    VOICE_CHANNEL,
     FakeAttachment,
     FakeChannel,
     FakeInteraction,
@@ -45,6 +46,8 @@ class DiscordWorld:
         for position, name in enumerate(("general", "random", "closed")):
             channel = FakeChannel(snowflake(), TEXT_CHANNEL, name, self.guild_id, position=position)
             self.channels[channel.id] = channel
+        lounge = FakeChannel(snowflake(), VOICE_CHANNEL, "lounge", self.guild_id, position=3)
+        self.channels[lounge.id] = lounge
         self.messages: dict[int, FakeMessage] = {}
         self.attachments: dict[int, FakeAttachment] = {}
         self.interactions: dict[int, FakeInteraction] = {}

@@ -331,6 +331,10 @@ class FakeSlack(SlackWebApi, SlackPayloads):
             bot_id=self.bot_id if user == self.bot_user_id else None,
             team=self.team_id,
         )
+        if thread_ts is not None:
+            parent = self.message(channel, thread_ts)
+            if parent is not None and parent.thread_ts is None:
+                parent.thread_ts = parent.ts
         self.channels.setdefault(channel, []).append(message)
         return message
 

@@ -6,6 +6,7 @@ assert what users would see.
 
 from __future__ import annotations
 
+import html
 import itertools
 import re
 import time
@@ -15,11 +16,13 @@ from typing import Any
 _sequence = itertools.count(1)
 
 # The tokens Slack turns into notifications when it parses mrkdwn. The markdown block is
-# checked conservatively: there plain ``@here``-style words count as pings as well.
+# checked conservatively: there plain ``@here``-style words in any letter case count as pings as
+# well, and so do tokens written with HTML entities (``&lt;!here&gt;``, ``&#60;!here>``), which
+# a Markdown renderer decodes.
 PING_TOKEN = re.compile(
-    r"<(!everyone|!here|!channel|@[UW][A-Z0-9]+|!subteam\^[A-Z0-9]+)(\|[^>]*)?>"
+    r"<(!everyone|!here|!channel|@[UW][A-Z0-9]+|!subteam\^[A-Z0-9]+)(\|[^>]*)?>", re.IGNORECASE
 )
-PLAIN_BROADCAST = re.compile(r"(?<![\w\u200b])@(everyone|here|channel)\b")
+PLAIN_BROADCAST = re.compile(r"(?<![\w\u200b])@(everyone|here|channel)\b", re.IGNORECASE)
 
 
 def new_ts() -> str:
@@ -128,7 +131,8 @@ class FakeFile:
 
 @dataclass
 class FakeMessage:
-    """A message in a channel or thread, as its readers currently see it."""
+    """A message in a channel or thread, as its readers currently see it. A thread's parent
+    carries ``thread_ts`` equal to its own ``ts`` once it has replies, as on Slack."""
 
     channel: str
     ts: str
@@ -184,8 +188,9 @@ class FakeMessage:
             if block.get("type") == "section" and block["text"].get("type") == "mrkdwn":
                 found |= {m.group(1) for m in PING_TOKEN.finditer(block["text"]["text"])}
             if block.get("type") == "markdown":
-                found |= {m.group(1) for m in PING_TOKEN.finditer(block["text"])}
-                found |= {"plain " + m.group(1) for m in PLAIN_BROADCAST.finditer(block["text"])}
+                for text in {block["text"], html.unescape(block["text"])}:
+                    found |= {m.group(1) for m in PING_TOKEN.finditer(text)}
+                    found |= {"plain " + m.group(1) for m in PLAIN_BROADCAST.finditer(text)}
         return found
 
     def payload(self) -> dict[str, Any]:

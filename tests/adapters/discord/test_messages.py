@@ -1,4 +1,4 @@
-"""Messages → ``UserMessage``: DMs, mentions, the bot's threads, replies; and what is ignored."""
+"""Messages → ``UserMessage``: DMs, mentions, threads, replies; and what is ignored."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 from bot.events import OutMessage, Place, UserMessage
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeChannel, FakeDiscord
-from tests.fakes.discord_model import PUBLIC_THREAD, snowflake
+from tests.fakes.discord_model import PUBLIC_THREAD, TEXT_CHANNEL, snowflake
 
 
 def place(fake: FakeDiscord, channel: str) -> Place:
@@ -111,7 +111,7 @@ async def test_other_traffic_is_ignored(bot: Harness, core: RecordingCore) -> No
     assert len(core.messages()) == 1
 
 
-async def test_only_allowed_and_open_channels_are_heard(
+async def test_only_allowed_channels_are_heard_and_open_ones_need_a_mention_too(
     harness: Harness, core: RecordingCore
 ) -> None:
     fake = harness.fake
@@ -121,13 +121,51 @@ async def test_only_allowed_and_open_channels_are_heard(
     )
     alice = fake.user("alice")
     await fake.user_message(alice, closed, f"{fake.bot.mention} hello?")
-    await fake.user_message(alice, random, "no mention needed here")
+    await fake.user_message(alice, random, "open only means anyone may press buttons")
+    await fake.user_message(alice, random, f"{fake.bot.mention} in the open channel")
     event = await core.next_event(UserMessage)
-    assert event.text == "no mention needed here" and event.place.channel_id == str(random.id)
+    assert event.text == "in the open channel" and event.place.channel_id == str(random.id)
     await fake.user_message(alice, general, "no mention, not open")
     await fake.user_message(alice, fake.dm_channel(alice), "dm")
     assert (await core.next_event(UserMessage)).text == "dm"
-    assert [m.text for m in core.messages()] == ["no mention needed here", "dm"]
+    assert [m.text for m in core.messages()] == ["in the open channel", "dm"]
+
+
+async def test_channel_chatter_costs_no_rest_call(bot: Harness, core: RecordingCore) -> None:
+    fake = bot.fake
+    alice, lounge = fake.user("alice"), fake.channel("lounge")
+    before = len(fake.requests)
+    await fake.user_message(alice, fake.channel("general"), "just chatting")
+    await fake.user_message(alice, lounge, "chatting in the voice channel's text chat")
+    await fake.user_message(alice, lounge, f"{fake.bot.mention} hello from the lounge")
+    event = await core.next_event(UserMessage)
+    assert event.text == "hello from the lounge"
+    assert event.place == place(fake, "lounge")
+    marker = await fake.user_message(alice, fake.dm_channel(alice), "marker")
+    assert (await core.next_event(UserMessage)).message_id == str(marker.id)
+    assert len(core.messages()) == 2
+    assert fake.requests[before:] == []
+
+
+async def test_a_conversation_in_a_users_thread_continues_without_mentions(
+    bot: Harness, core: RecordingCore
+) -> None:
+    fake = bot.fake
+    alice = fake.user("alice")
+    thread = await fake.user_thread(alice, fake.channel("general"), "alice's thread")
+    await fake.user_message(alice, thread, f"{fake.bot.mention} let's talk here")
+    started = await core.next_event(UserMessage)
+    assert started.mentions_bot and started.text == "let's talk here"
+    assert started.place == place(fake, "general").in_thread(str(thread.id))
+    await fake.user_message(alice, thread, "and a follow-up without a mention")
+    follow_up = await core.next_event(UserMessage)
+    assert not follow_up.mentions_bot and follow_up.text == "and a follow-up without a mention"
+    assert follow_up.place == started.place
+    await fake.user_message(fake.bot, thread, "genbot's own message")
+    marker = await fake.user_message(alice, fake.dm_channel(alice), "marker")
+    assert (await core.next_event(UserMessage)).message_id == str(marker.id)
+    assert len(core.messages()) == 3
+    assert not fake.requests_to("GET", rf"/channels/{thread.id}")
 
 
 async def test_typing_shows_in_the_place(bot: Harness) -> None:
@@ -157,19 +195,50 @@ async def test_private_text_for_a_message_is_a_quiet_reply(
     assert reply[0].referenced is asked and reply[0].pings.nobody
 
 
-async def test_a_thread_missing_from_the_cache_is_looked_up(
+async def test_a_channel_missing_from_the_cache_is_looked_up_once(
     bot: Harness, core: RecordingCore
 ) -> None:
     fake = bot.fake
-    general = fake.channel("general")
+    general, alice = fake.channel("general"), fake.user("alice")
     thread = FakeChannel(
         snowflake(), PUBLIC_THREAD, "older thread", fake.guild_id, general.id, fake.bot.id
     )
-    fake.channels[thread.id] = thread
-    await fake.user_message(fake.user("alice"), thread, "still there?")
+    unknown = FakeChannel(snowflake(), TEXT_CHANNEL, "unseen", fake.guild_id)
+    fake.channels |= {thread.id: thread, unknown.id: unknown}
+    await fake.user_message(alice, thread, "still there?")
     event = await core.next_event(UserMessage)
     assert event.place == place(fake, "general").in_thread(str(thread.id))
-    assert fake.requests_to("GET", rf"/channels/{thread.id}")
+    await fake.user_message(alice, thread, "hello?")
+    assert (await core.next_event(UserMessage)).text == "hello?"
+    await fake.user_message(alice, unknown, "chatter in a channel genbot has not cached")
+    await fake.user_message(alice, unknown, "more chatter")
+    await fake.user_message(alice, unknown, f"{fake.bot.mention} now for you")
+    assert (await core.next_event(UserMessage)).place == Place(
+        "discord", str(fake.guild_id), str(unknown.id)
+    )
+    assert len(core.messages()) == 3
+    assert len(fake.requests_to("GET", rf"/channels/{thread.id}")) == 1
+    assert len(fake.requests_to("GET", rf"/channels/{unknown.id}")) == 1
+
+
+async def test_a_notice_survives_the_user_deleting_their_message(
+    bot: Harness, core: RecordingCore
+) -> None:
+    fake = bot.fake
+
+    async def refuse_after_deletion(event: UserMessage) -> None:
+        assert core.surface is not None
+        await fake.user_deletes(fake.messages[int(event.message_id)])
+        await core.surface.send_ephemeral(event, "That model cannot see images.")
+
+    core.on["message"] = refuse_after_deletion
+    general = fake.channel("general")
+    await fake.user_message(fake.user("bob"), general, f"{fake.bot.mention} look")
+    notice = await fake.wait_for(lambda: fake.bot_messages(general.id), what="the notice")
+    assert notice[0].content == "That model cannot see images."
+    assert notice[0].referenced is None and notice[0].pings.nobody
+    refused = [r for r in fake.requests_to("POST", rf"/channels/{general.id}/messages")]
+    assert [r.status for r in refused] == [200]
 
 
 async def test_turns_of_one_conversation_reach_the_core_one_at_a_time(

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import discord
-import pytest
-from pydantic import SecretStr
 
-from adapters.discord import DiscordAdapter
 from bot.commands import COMMANDS, PROCESS_MODES
-from bot.config import LimitsSettings
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeDiscord
 
@@ -98,13 +94,3 @@ async def test_model_autocomplete_suggests_matching_chat_models(bot: Harness) ->
     assert await fake.answered(interaction) == 8
     choices = [c["value"] for c in interaction.callbacks[0]["data"]["choices"]]
     assert choices == ["llm-3.5-turbo-16k", "llm-3.5-turbo-16k-0613"]
-
-
-async def test_a_wrong_token_fails_login(fake: FakeDiscord, core: RecordingCore) -> None:
-    harness = Harness(fake, [])
-    settings = harness.settings(token=SecretStr("not-the-token"))
-    adapter = DiscordAdapter(settings, LimitsSettings(), core, start_timeout=5.0)
-    with pytest.raises(discord.LoginFailure):
-        await adapter.start()
-    await adapter.stop()
-    assert fake.requests_to("GET", "/users/@me")[0].status == 401

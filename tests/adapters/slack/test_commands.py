@@ -134,7 +134,7 @@ async def test_describe_takes_the_image_the_user_just_shared(
     command = await core.next_of(Command)
     assert command.text == "--fast"
     image = command.attachments["image"]
-    assert (image.filename, image.content_type) == ("fox.png", "image/png")
+    assert (image.filename, image.content_type, image.private) == ("fox.png", "image/png", True)
     await core.wait_for(lambda: downloaded)
     assert downloaded == [PNG]
     assert fake.downloads[-1][1] is True
@@ -173,6 +173,7 @@ async def test_blend_takes_https_links_from_the_text(
     await fake.post_command(url, fake.slash_command("/blend", text))
 
     command = await core.next_of(Command)
+    assert not any(a.private for a in command.attachments.values())
     urls = {slot: a.url for slot, a in command.attachments.items()}
     assert urls == {
         "image1": "https://example.com/one.png",

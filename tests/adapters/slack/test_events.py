@@ -97,6 +97,7 @@ async def test_files_in_a_message_become_attachments(
         "image/png",
         9,
     )
+    assert attachment.private, "a Slack file URL opens only with the bot token"
     assert core.surface is not None
     assert await core.surface.download(attachment) == b"png-bytes"
     assert fake.downloads[-1][1] is True
@@ -111,6 +112,28 @@ async def test_channel_chatter_outside_threads_is_ignored(
 
     await sentinel(fake, url, core)
     assert sorted(e.text for e in core.of(UserMessage)) == ["sentinel"]
+
+
+async def test_a_group_dm_works_like_a_channel(
+    fake: FakeSlack, url: str, core: RecordingCore
+) -> None:
+    chatter = fake.user_says("between the two of us", channel="G7")
+    mention = fake.user_says(f"<@{fake.bot_user_id}> join us", channel="G7")
+    reply = fake.user_says("in the thread", channel="G7", thread_ts=mention.ts)
+
+    await fake.post_event(
+        url, fake.event_callback(fake.message_event(chatter, channel_type="mpim"))
+    )
+    await fake.post_event(url, fake.event_callback(fake.app_mention_event(mention)))
+    await fake.post_event(url, fake.event_callback(fake.message_event(reply, channel_type="mpim")))
+
+    await seen(core, "join us", "in the thread")
+    await sentinel(fake, url, core)
+    heard = {e.text: e.place for e in core.of(UserMessage)}
+    assert set(heard) == {"join us", "in the thread", "sentinel"}
+    assert (heard["join us"].channel_id, heard["join us"].thread_id) == ("G7", None)
+    assert (heard["in the thread"].thread_id, heard["in the thread"].is_dm) == (mention.ts, False)
+    assert not heard["join us"].is_dm
 
 
 async def test_edits_bot_messages_and_own_messages_are_ignored(

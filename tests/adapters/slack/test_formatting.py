@@ -13,6 +13,7 @@ from adapters.slack.formatting import (
     split_text,
 )
 from adapters.slack.inbound import SlashRoute, plain_text, route_command
+from adapters.text import truncate
 from bot.events import Button, Modal, ModalField, OutMessage, Place
 
 
@@ -47,6 +48,32 @@ def test_ping_tokens_are_broken_in_markdown(text: str) -> None:
     broken = neutralise_markdown(f"hey {text} there")
     assert broken != f"hey {text} there"
     assert broken.replace("\u200b", "") == f"hey {text} there"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@Here",
+        "@HERE",
+        "@Channel",
+        "@EveryOne",
+        "&#60;!here>",
+        "&#x3C;!channel>",
+        "&LT;!everyone&GT;",
+        "&lt;&#64;U123&gt;",
+        "<&#33;here>",
+        "&#64;here",
+        "&commat;channel",
+    ],
+)
+def test_case_variants_and_entity_forms_of_pings_are_broken(text: str) -> None:
+    broken = neutralise_markdown(f"hey {text} there")
+    assert broken != f"hey {text} there"
+    assert broken.replace("\u200b", "") == f"hey {text} there"
+
+
+def test_truncate_ends_with_an_ellipsis_within_the_limit() -> None:
+    assert [truncate("abcdef", n) for n in (6, 4, 1, 0)] == ["abcdef", "abc…", "…", ""]
 
 
 def test_plain_broadcast_words_are_broken_but_emails_are_not() -> None:

@@ -156,6 +156,27 @@ async def test_a_press_in_a_thread_keeps_the_thread_and_a_modal_button_opens_a_f
     assert (submit.place.channel_id, submit.place.thread_id) == thread
 
 
+async def test_a_press_on_a_message_with_replies_stays_in_the_channel(
+    fake: FakeSlack, url: str, core: RecordingCore
+) -> None:
+    assert core.surface is not None
+    ref = await core.surface.send(
+        channel_c1(fake), OutMessage(text="grid", buttons=((Button("U1", "upscale1", "j"),),))
+    )
+    fake.user_says("nice fox", thread_ts=ref.message_id)
+    grid = fake.message("C1", ref.message_id)
+    assert grid is not None and grid.thread_ts == grid.ts
+
+    await fake.post_interactive(url, fake.block_actions(grid, "gb:upscale1:j"))
+
+    press = await core.next_of(ButtonPress)
+    assert (press.place.channel_id, press.place.thread_id, press.message_id) == (
+        "C1",
+        None,
+        grid.ts,
+    )
+
+
 async def test_a_malformed_genbot_button_is_acknowledged_and_ignored(
     fake: FakeSlack, url: str, core: RecordingCore
 ) -> None:

@@ -28,11 +28,13 @@ SCOPES_FOR_CALLS = {
 
 
 def listed(key: str) -> list[str]:
-    """The ``- item`` lines following ``key:`` in the manifest."""
+    """The ``- item`` lines following ``key:`` in the manifest (comments skipped)."""
     lines = MANIFEST.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.strip() == f"{key}:")
     items = []
     for line in lines[start + 1 :]:
+        if line.strip().startswith("#"):
+            continue
         match = re.fullmatch(r"\s*- ([\w:.]+)", line)
         if not match:
             break
@@ -59,6 +61,7 @@ def test_events_interactivity_and_socket_mode() -> None:
         "message.channels",
         "message.groups",
         "message.im",
+        "message.mpim",
     }
     assert re.search(r"interactivity:\n\s+is_enabled: true", text)
     assert "socket_mode_enabled: true" in text

@@ -66,6 +66,19 @@ async def test_model_text_pings_nobody_but_still_reads_the_same(
     assert "<!everyone>" not in message.text and "&lt;!everyone&gt;" in message.text
 
 
+async def test_model_pings_in_any_case_or_written_as_entities_ping_nobody(
+    fake: FakeSlack, surface: SlackSurface
+) -> None:
+    text = "@Here @HERE @Channel &#60;!here> &lt;!channel&gt; &#x3c;@U2&#x3e; &#64;everyone"
+
+    ref = await surface.send(C1, OutMessage(text=text, from_model=True))
+
+    message = fake.message("C1", ref.message_id)
+    assert message is not None
+    assert message.pings() == set()
+    assert message.markdown.replace("\u200b", "") == text
+
+
 async def test_a_full_model_message_with_pings_still_fits_one_markdown_block(
     fake: FakeSlack, surface: SlackSurface
 ) -> None:
