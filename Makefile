@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest browser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) browser
 	$(BIN)/python -m pytest -q
+
+# The browser test drives Debian's chromium; install it when missing (as root with apt-get),
+# else say how.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	    if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	        echo "installing chromium for the browser test (apt-get)"; \
+	        apt-get update -qq && \
+	        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    else \
+	        echo "the browser test needs Chromium: run 'sudo apt-get install chromium' (Debian/Ubuntu), then make test again" >&2; \
+	        exit 1; \
+	    fi; \
+	}
 
 test: lint typecheck pytest
 

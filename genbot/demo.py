@@ -16,7 +16,8 @@ from bot.config import (
     StorageSettings,
     WebhookSettings,
 )
-from genbot.runtime import running, wait_for_stop_signal
+from genbot.runtime import running
+from genbot.signals import StopSignals
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 
@@ -51,18 +52,20 @@ def demo_settings(settings: Settings, simulator_url: str, api_key: str, data_dir
     )
 
 
-async def run_demo(settings: Settings, time_scale: float = DEMO_TIME_SCALE) -> None:
-    """Serve the demo until SIGINT/SIGTERM, then stop everything and delete its data."""
+async def run_demo(
+    settings: Settings, stop: StopSignals, time_scale: float = DEMO_TIME_SCALE
+) -> None:
+    """Serve the demo until ``stop`` says so, then stop everything and delete its data (a stop
+    during startup raises :class:`genbot.signals.StopRequested` after the same cleanup)."""
     config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True)
     with tempfile.TemporaryDirectory(prefix="genbot-demo-") as data_dir:
         async with serve(config) as sim:
             wired = demo_settings(settings, sim.base_url, config.api_key, Path(data_dir))
-            async with running(wired) as runtime:
+            async with running(wired, stop) as runtime:
                 print(
                     f"genbot demo: open {runtime.web_url} in your browser (Ctrl-C stops it)\n"
                     f"  provider simulator at {sim.base_url}, data in {data_dir}\n"
                     "  try: /imagine a lighthouse at dusk --ar 16:9 --turbo, then press U1",
                     flush=True,
                 )
-                await wait_for_stop_signal()
-    print("genbot demo stopped", flush=True)
+                await stop.wait()

@@ -3,45 +3,63 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from bot.api.errors import InvalidRequest
+from bot.api.validation import check_webhook_address
 from bot.config import Settings
 
 TIMEOUT = aiohttp.ClientTimeout(total=10)
+KEY_PROBE = {"model": "llm-3.5-turbo", "messages": []}
+"""A chat body the provider refuses (400) once it has accepted the key (else 401): nothing runs,
+nothing is charged."""
+PUBLIC_URL_NOTE = (
+    "/describe and /blend need [webhook] public_url: the provider refuses chat-platform links "
+    "and private files, so genbot must re-host images"
+)
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One check: what was checked, whether it works, and what to do when it does not."""
+    """One check: what was checked, whether it works, and what to do when it does not.
+    A ``warning`` works but limits genbot (printed with ⚠; the exit status stays 0)."""
 
     name: str
     ok: bool
     detail: str
+    warning: bool = False
 
 
-Check = Callable[[aiohttp.ClientSession], Awaitable[Finding]]
+Check = Callable[[aiohttp.ClientSession], Awaitable[list[Finding]]]
 
 
 async def diagnose(settings: Settings) -> list[Finding]:
     """Run every check that applies to ``settings``; never raises for a failing service."""
     checks: list[Check] = [lambda session: check_provider(session, settings)]
     if settings.discord.token.get_secret_value():
-        checks.append(lambda session: check_discord(session, settings))
+        checks.append(lambda session: _listed(check_discord(session, settings)))
     if settings.slack.bot_token.get_secret_value():
-        checks.append(lambda session: check_slack(session, settings))
-    if settings.webhook.public_url:
-        checks.append(lambda _: check_webhook_address(settings))
+        checks.append(lambda session: _listed(check_slack(session, settings)))
     async with aiohttp.ClientSession(timeout=TIMEOUT) as session:
         reached = await asyncio.gather(*(check(session) for check in checks))
-    return [check_storage(settings), *reached]
+    findings = [check_storage(settings)]
+    for found in reached:
+        findings += found
+    webhook = check_webhook(settings)
+    if webhook is not None:
+        findings.append(webhook)
+    return findings
+
+
+async def _listed(finding: Awaitable[Finding]) -> list[Finding]:
+    return [await finding]
 
 
 def check_storage(settings: Settings) -> Finding:
@@ -61,22 +79,45 @@ def check_storage(settings: Settings) -> Finding:
     return Finding("storage", True, f"database at {settings.storage.path}")
 
 
-async def check_provider(session: aiohttp.ClientSession, settings: Settings) -> Finding:
+async def check_provider(session: aiohttp.ClientSession, settings: Settings) -> list[Finding]:
+    """Whether ``[api] base_url``, each of ``backup_urls`` and ``proxy_url`` accept the key."""
     key = settings.api.key.get_secret_value()
     if not key:
-        return Finding("provider", False, "no API key: set [api] key or GENBOT_API__KEY")
-    url = settings.api.base_url.rstrip("/") + "/gen/v2/multi_fetch"
-    body = {"task_ids": [str(uuid.uuid4())]}
+        return [Finding("provider", False, "no API key: set [api] key or GENBOT_API__KEY")]
+    addresses = [("provider", settings.api.base_url, "[api] base_url")]
+    addresses += [("backup", url, "[api] backup_urls") for url in settings.api.backup_urls if url]
+    if settings.api.proxy_url:
+        addresses.append(("proxy", settings.api.proxy_url, "[api] proxy_url"))
+    found = await asyncio.gather(
+        *(check_key_at(session, name, url, key, setting) for name, url, setting in addresses)
+    )
+    return list(found)
+
+
+async def check_key_at(
+    session: aiohttp.ClientSession, name: str, base_url: str, key: str, setting: str
+) -> Finding:
+    """POST a chat body the provider must refuse, with the key: 401 means the key is refused,
+    400 that the key was accepted (and the body refused, so nothing is charged)."""
+    shown = shown_url(base_url)
+    url = base_url.rstrip("/") + "/v1/chat/completions"
     try:
-        async with session.post(url, json=body, headers={"X-API-KEY": key}) as response:
+        async with session.post(
+            url, json=KEY_PROBE, headers={"Authorization": f"Bearer {key}"}
+        ) as response:
             status = response.status
-    except (aiohttp.ClientError, TimeoutError) as error:
-        return Finding("provider", False, f"cannot reach {settings.api.base_url}: {_reason(error)}")
+            answer = await _json_or_none(response)
+    except (aiohttp.ClientError, TimeoutError, ValueError) as error:
+        return Finding(name, False, f"cannot reach {shown}: {_reason(error)}")
     if status == 401:
-        return Finding("provider", False, "the API key was refused (401): check [api] key")
-    if status >= 400:
-        return Finding("provider", False, f"{settings.api.base_url} answered HTTP {status}")
-    return Finding("provider", True, f"{settings.api.base_url} accepts the key")
+        return Finding(name, False, f"{shown} refused the API key (401): check [api] key")
+    if status in (200, 400) and isinstance(answer, dict):
+        return Finding(name, True, f"{shown} accepts the key")
+    if status >= 500:
+        return Finding(name, False, f"{shown} answered HTTP {status}: try again later")
+    return Finding(
+        name, False, f"{shown} is not the provider's API (HTTP {status}): check {setting}"
+    )
 
 
 async def check_discord(session: aiohttp.ClientSession, settings: Settings) -> Finding:
@@ -89,10 +130,12 @@ async def check_discord(session: aiohttp.ClientSession, settings: Settings) -> F
             if response.status != 200:
                 return Finding("discord", False, f"Discord answered HTTP {response.status}")
             user = await _json_or_none(response)
-    except (aiohttp.ClientError, TimeoutError) as error:
+    except (aiohttp.ClientError, TimeoutError, ValueError) as error:
         return Finding("discord", False, f"cannot reach Discord: {_reason(error)}")
     if not isinstance(user, dict):
-        return Finding("discord", False, f"{url} is not Discord's API: check [discord] api_base")
+        return Finding(
+            "discord", False, f"{shown_url(url)} is not Discord's API: check [discord] api_base"
+        )
     return Finding("discord", True, f"logged in as {user.get('username', '?')}")
 
 
@@ -102,10 +145,12 @@ async def check_slack(session: aiohttp.ClientSession, settings: Settings) -> Fin
     try:
         async with session.post(url, headers=headers) as response:
             answer = await _json_or_none(response)
-    except (aiohttp.ClientError, TimeoutError) as error:
+    except (aiohttp.ClientError, TimeoutError, ValueError) as error:
         return Finding("slack", False, f"cannot reach Slack: {_reason(error)}")
     if not isinstance(answer, dict):
-        return Finding("slack", False, f"{url} is not Slack's API: check [slack] api_url")
+        return Finding(
+            "slack", False, f"{shown_url(url)} is not Slack's API: check [slack] api_url"
+        )
     if not answer.get("ok"):
         return Finding("slack", False, f"auth.test refused the bot token: {answer.get('error')}")
     transport = "Socket Mode" if settings.slack.app_token.get_secret_value() else "HTTP mode"
@@ -116,34 +161,48 @@ async def check_slack(session: aiohttp.ClientSession, settings: Settings) -> Fin
     )
 
 
-async def check_webhook_address(settings: Settings) -> Finding:
-    problem = webhook_address_problem(
-        settings.webhook.public_url, settings.webhook.allow_insecure_loopback
-    )
-    if problem:
+def check_webhook(settings: Settings) -> Finding | None:
+    """``[webhook] public_url`` judged by the same rule the provider client applies; without
+    one, a ⚠ note when a chat platform is configured (``None`` otherwise)."""
+    public_url = settings.webhook.public_url.strip()
+    if not public_url:
+        chat_platform = settings.discord.token.get_secret_value() or (
+            settings.slack.bot_token.get_secret_value()
+        )
+        return Finding("webhook", True, PUBLIC_URL_NOTE, warning=True) if chat_platform else None
+    problem = webhook_problem(public_url, settings.webhook.allow_insecure_loopback)
+    if problem is not None:
         return Finding("webhook", False, problem)
-    return Finding("webhook", True, f"the provider will notify {settings.webhook.public_url}")
+    return Finding("webhook", True, f"the provider will notify {shown_url(public_url)}")
 
 
-def webhook_address_problem(url: str, allow_insecure_loopback: bool) -> str | None:
-    """Why the provider would refuse ``url`` as a webhook address, or ``None``."""
-    parts = urlsplit(url)
-    if allow_insecure_loopback and parts.scheme == "http" and _is_loopback(parts.hostname):
-        return None
-    if parts.scheme != "https" or not parts.hostname:
-        return f"[webhook] public_url must look like https://your.domain (got {url!r})"
-    if parts.port not in (None, 443):
-        return f"[webhook] public_url may only use port 443 (got {parts.port})"
-    return None
-
-
-def _is_loopback(host: str | None) -> bool:
-    if host == "localhost":
-        return True
+def webhook_problem(public_url: str, allow_insecure: bool) -> str | None:
+    """Why the provider client would refuse ``public_url`` (a password in it is never shown)."""
     try:
-        return ipaddress.ip_address(host or "").is_loopback
+        check_webhook_address("[webhook] public_url", public_url, allow_insecure=allow_insecure)
+    except InvalidRequest:
+        pass
+    else:
+        return None
+    try:
+        check_webhook_address(
+            "[webhook] public_url", shown_url(public_url), allow_insecure=allow_insecure
+        )
+    except InvalidRequest as error:
+        return error.message
+    return "[webhook] public_url is not an address the provider accepts"
+
+
+def shown_url(url: str) -> str:
+    """``url`` without the password of its user part (``https://user:***@host``)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
     except ValueError:
-        return False
+        return url
 
 
 async def _json_or_none(response: aiohttp.ClientResponse) -> Any:
@@ -158,10 +217,19 @@ def _reason(error: BaseException) -> str:
 
 
 def report(findings: list[Finding]) -> tuple[str, bool]:
-    """The printed report and whether everything works."""
-    lines = [f"{'✔' if f.ok else '✘'} {f.name:<9} {f.detail}" for f in findings]
+    """The printed report and whether everything works (⚠ notes do not count as failures)."""
+    lines = [f"{_mark(f)} {f.name:<9} {f.detail}" for f in findings]
     healthy = all(f.ok for f in findings)
-    lines.append(
-        "everything works" if healthy else "fix the ✘ lines above, then run genbot doctor again"
-    )
+    if not healthy:
+        lines.append("fix the ✘ lines above, then run genbot doctor again")
+    elif any(f.warning for f in findings):
+        lines.append("everything works; see the ⚠ note above")
+    else:
+        lines.append("everything works")
     return "\n".join(lines), healthy
+
+
+def _mark(finding: Finding) -> str:
+    if not finding.ok:
+        return "✘"
+    return "⚠" if finding.warning else "✔"

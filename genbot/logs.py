@@ -15,16 +15,21 @@ class RedactSecrets(logging.Filter):
 
     def __init__(self, secrets: list[str]) -> None:
         super().__init__()
-        self.secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self.secrets = secrets
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        redacted = message
-        for secret in self.secrets:
-            redacted = redacted.replace(secret, REDACTED)
+        redacted = redact(message, self.secrets)
         if redacted != message:
             record.msg, record.args = redacted, None
         return True
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with every secret (of 4 characters or more) replaced by ``[redacted]``."""
+    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
 
 
 def settings_secrets(settings: Settings) -> list[str]:

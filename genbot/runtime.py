@@ -1,12 +1,21 @@
-"""The running genbot: storage, provider client, core and every configured adapter."""
+"""The running genbot: storage, provider client, core and every configured adapter.
+
+Start order: storage, provider client, core, then each adapter (attached to the core, then
+started), then the core's services (they resume unfinished jobs and need the adapters to post).
+Stop order: every adapter whose start was attempted stops first (no new events reach the core,
+running handlers drain), then the core's services, then the provider client and the database.
+Each stop step is bounded and its failure is logged, never raised, so one broken part cannot keep
+the others running.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
-import signal
-from collections.abc import AsyncIterator
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -15,9 +24,16 @@ from bot.assembly import build_core
 from bot.config import Settings
 from bot.core import Core
 from bot.events import Surface
-from storage import Store
+from genbot.reasons import StartupError, os_reason, reason
+from genbot.signals import StopSignals
+from storage import StorageError, Store
 
 log = logging.getLogger("genbot")
+
+STOP_STEP_TIMEOUT = 20.0
+"""Upper bound of each teardown step (an adapter, the core, the client, the database)."""
+
+FatalHandler = Callable[[str], None]
 
 
 class Adapter(Protocol):
@@ -31,6 +47,23 @@ class Adapter(Protocol):
     async def stop(self) -> None: ...
 
 
+def adapter_start_error() -> type[Exception] | None:
+    """``adapters.AdapterStartError`` when the adapters define it."""
+    try:
+        from adapters import AdapterStartError
+    except ImportError:
+        return None
+    return AdapterStartError if isinstance(AdapterStartError, type) else None
+
+
+def adapter_failure(name: str, error: BaseException) -> str:
+    """What to print when adapter ``name`` failed to start with ``error``."""
+    user_error = adapter_start_error()
+    if user_error is not None and isinstance(error, user_error):
+        return str(error)
+    return f"the {name} adapter could not start: {reason(error)}"
+
+
 @dataclass
 class Runtime:
     """Everything one genbot process runs; built and torn down by :func:`running`."""
@@ -40,6 +73,8 @@ class Runtime:
     provider: ProviderClient
     core: Core
     adapters: dict[str, Adapter] = field(default_factory=dict)
+    _attempted: list[tuple[str, Adapter]] = field(default_factory=list, init=False, repr=False)
+    _core_attempted: bool = field(default=False, init=False, repr=False)
 
     @property
     def web_url(self) -> str:
@@ -50,14 +85,84 @@ class Runtime:
         assert isinstance(web, WebAdapter)
         return web.url
 
+    async def start(self) -> None:
+        """Start the adapters, then the core's services; :class:`StartupError` names the part
+        that failed (the traceback is logged at debug level)."""
+        for name, adapter in self.adapters.items():
+            self.core.attach(adapter.surface)
+            self._attempted.append((name, adapter))
+            try:
+                await adapter.start()
+            except Exception as error:
+                log.debug("the %s adapter failed to start", name, exc_info=error)
+                raise StartupError(adapter_failure(name, error)) from error
+            log.info("%s adapter started", name)
+        self._core_attempted = True
+        try:
+            await self.core.start()
+        except Exception as error:
+            log.debug("the core's services failed to start", exc_info=error)
+            raise StartupError(self._services_failure(error)) from error
 
-def configured_adapters(settings: Settings, core: Core) -> dict[str, Adapter]:
-    """The adapters whose credentials (or switch) are set, created but not started."""
+    def _services_failure(self, error: Exception) -> str:
+        from bot.jobs import webhook_base_url
+
+        receiver = webhook_base_url(self.settings) is not None
+        if receiver and isinstance(error, OSError) and not isinstance(error, TimeoutError):
+            hook = self.settings.webhook
+            return (
+                f"the webhook receiver cannot listen on {hook.host}:{hook.port} "
+                f"({os_reason(error)}); choose another [webhook] port"
+            )
+        return f"genbot's tracker and webhook receiver could not start: {reason(error)}"
+
+    async def stop(self) -> None:
+        """Stop what :meth:`start` started or tried to, adapters first (bounded, never raises)."""
+        while self._attempted:
+            name, adapter = self._attempted.pop()
+            await _quietly(f"stopping the {name} adapter", adapter.stop)
+        if self._core_attempted:
+            self._core_attempted = False
+            await _quietly("stopping the tracker and webhook receiver", self.core.stop)
+        await _quietly("closing the provider client", self.provider.aclose)
+        await _quietly("closing the database", self.store.close)
+
+
+async def _quietly(what: str, step: Callable[[], Awaitable[None]]) -> None:
+    try:
+        async with asyncio.timeout(STOP_STEP_TIMEOUT):
+            await step()
+    except TimeoutError:
+        log.warning("%s took longer than %.0f seconds: left behind", what, STOP_STEP_TIMEOUT)
+    except Exception as error:
+        log.warning(
+            "%s failed: %s",
+            what,
+            reason(error),
+            exc_info=error if log.isEnabledFor(logging.DEBUG) else None,
+        )
+
+
+def configured_adapters(
+    settings: Settings, core: Core, on_fatal: FatalHandler | None = None
+) -> dict[str, Adapter]:
+    """The adapters whose credentials (or switch) are set, created but not started.
+    ``on_fatal(reason)`` hears when an adapter's connection dies after startup."""
     adapters: dict[str, Adapter] = {}
     if settings.discord.token.get_secret_value():
         from adapters.discord.adapter import DiscordAdapter
 
-        adapters["discord"] = DiscordAdapter(settings.discord, settings.limits, core)
+        if on_fatal is not None and "on_fatal" in inspect.signature(DiscordAdapter).parameters:
+            adapters["discord"] = DiscordAdapter(
+                settings.discord,
+                settings.limits,
+                core,
+                on_fatal=lambda error: on_fatal(
+                    f"the Discord connection ended: {discord_reason(error)}"
+                ),
+            )
+        else:
+            adapters["discord"] = DiscordAdapter(settings.discord, settings.limits, core)
     if settings.slack.bot_token.get_secret_value():
         from adapters.slack.adapter import SlackAdapter
 
@@ -69,46 +174,53 @@ def configured_adapters(settings: Settings, core: Core) -> dict[str, Adapter]:
     return adapters
 
 
+def discord_reason(error: BaseException) -> str:
+    """Why the Discord connection died, in one line."""
+    user_error = adapter_start_error()
+    if user_error is not None and isinstance(error, user_error):
+        return str(error)
+    return reason(error)
+
+
+async def open_store(settings: Settings) -> Store:
+    """The database at ``[storage] path`` (its folder created); :class:`StartupError` if not."""
+    path = settings.storage.path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return await Store.open(path)
+    except (OSError, StorageError, sqlite3.Error) as error:
+        raise StartupError(
+            f"cannot open the database at {path}: {reason(error)} (check [storage] path)"
+        ) from error
+
+
 @contextlib.asynccontextmanager
-async def running(settings: Settings) -> AsyncIterator[Runtime]:
-    """Open storage, start the adapters, then the core's services (which resume unfinished jobs
-    and need the adapters to post); stop everything in reverse order."""
-    settings.storage.path.parent.mkdir(parents=True, exist_ok=True)
-    store = await Store.open(settings.storage.path)
+async def running(settings: Settings, stop: StopSignals | None = None) -> AsyncIterator[Runtime]:
+    """Start genbot (see the module docstring for the order) and stop it on exit.
+
+    With ``stop``, a stop requested during startup cancels it: what had started is stopped and
+    :class:`genbot.signals.StopRequested` is raised; a fatal adapter error calls
+    ``stop.fail``. Startup failures raise :class:`StartupError` after the same cleanup.
+    """
+    store = await open_store(settings)
+    runtime: Runtime | None = None
     provider = ProviderClient(
         settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
     )
-    core, _ = build_core(settings, store, provider)
-    runtime = Runtime(settings, store, provider, core, configured_adapters(settings, core))
-    started: list[Adapter] = []
-    core_started = False
     try:
-        for name, adapter in runtime.adapters.items():
-            core.attach(adapter.surface)
-            await adapter.start()
-            started.append(adapter)
-            log.info("%s adapter started", name)
-        await core.start()
-        core_started = True
+        core, _ = build_core(settings, store, provider)
+        on_fatal = stop.fail if stop is not None else None
+        runtime = Runtime(
+            settings, store, provider, core, configured_adapters(settings, core, on_fatal)
+        )
+        if stop is None:
+            await runtime.start()
+        else:
+            await stop.interrupting(runtime.start())
         yield runtime
     finally:
-        if core_started:
-            await core.stop()
-        for adapter in reversed(started):
-            with contextlib.suppress(Exception):
-                await adapter.stop()
-        await provider.aclose()
-        await store.close()
-
-
-async def wait_for_stop_signal() -> None:
-    """Return on SIGINT or SIGTERM."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
+        if runtime is not None:
+            await runtime.stop()
+        else:
+            await _quietly("closing the provider client", provider.aclose)
+            await _quietly("closing the database", store.close)

@@ -15,7 +15,7 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,6 +83,11 @@ class GenbotProcess:
         self.printed += rest.decode().splitlines()
         return status
 
+    def error_line(self) -> str:
+        """The last line on standard error (where click prints ``Error: …``)."""
+        lines = self.errors().splitlines()
+        return lines[-1] if lines else ""
+
     def errors(self) -> str:
         """What the child logged on standard error."""
         return self.log.read_text(errors="replace")
@@ -93,15 +98,15 @@ class GenbotProcess:
 
 
 @asynccontextmanager
-async def genbot(
-    *args: str, env: Mapping[str, str], cwd: Path, log: Path
+async def python_module(
+    module: str, *args: str, env: Mapping[str, str], cwd: Path, log: Path
 ) -> AsyncIterator[GenbotProcess]:
-    """Start ``python -m genbot *args`` in ``cwd``; kill it on exit if it still runs."""
+    """Start ``python -m MODULE *args`` in ``cwd``; kill it on exit if it still runs."""
     with log.open("wb") as errors:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "genbot",
+            module,
             *args,
             cwd=cwd,
             env={**env, "PYTHONPATH": str(ROOT)},
@@ -118,3 +123,10 @@ async def genbot(
                 process.kill()
             async with asyncio.timeout(10):
                 await process.wait()
+
+
+def genbot(
+    *args: str, env: Mapping[str, str], cwd: Path, log: Path
+) -> AbstractAsyncContextManager[GenbotProcess]:
+    """Start ``python -m genbot *args`` in ``cwd``; kill it on exit if it still runs."""
+    return python_module("genbot", *args, env=env, cwd=cwd, log=log)

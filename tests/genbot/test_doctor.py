@@ -1,6 +1,7 @@
 """``genbot doctor``: every configured service is reached, and each problem gets its own line and
-exit status 1. The provider is the simulator; Discord and Slack are stubs on 127.0.0.1 that accept
-one token each."""
+exit status 1; a limitation gets a ⚠ note and keeps exit status 0. The provider is the simulator
+(its key checked with a chat body it must refuse, so nothing is charged); Discord and Slack are
+stubs on 127.0.0.1 that accept one token each."""
 
 from __future__ import annotations
 
@@ -9,9 +10,25 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from pydantic import SecretStr
 
-from bot.config import Settings, StorageSettings
-from genbot.doctor import check_storage
+from bot.config import (
+    ApiSettings,
+    DiscordSettings,
+    Settings,
+    SlackSettings,
+    StorageSettings,
+    WebhookSettings,
+)
+from bot.jobs import webhook_base_url
+from genbot.doctor import (
+    PUBLIC_URL_NOTE,
+    Finding,
+    check_storage,
+    check_webhook,
+    diagnose,
+    report,
+)
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from tests.genbot.process import clean_env, free_port, genbot
@@ -66,11 +83,16 @@ def write_config(
     slack_token: str,
     webhook_url: str,
     storage: Path,
+    backup_urls: tuple[str, ...] = (),
+    proxy_url: str = "",
 ) -> Path:
+    backups = ", ".join(f'"{url}"' for url in backup_urls)
     path.write_text(
         f"""
 [api]
 base_url = "{api_url}"
+backup_urls = [{backups}]
+proxy_url = "{proxy_url}"
 
 [storage]
 path = "{storage}"
@@ -107,7 +129,7 @@ async def test_a_good_configuration_reaches_every_service_and_exits_0(
     tmp_path: Path, platforms: tuple[str, list[tuple[str, str]]]
 ) -> None:
     platforms_url, requests = platforms
-    async with serve(SimulatorConfig()) as sim:
+    async with serve(SimulatorConfig()) as sim, serve(SimulatorConfig()) as backup:
         config = write_config(
             tmp_path / "genbot.toml",
             api_url=sim.base_url,
@@ -116,20 +138,28 @@ async def test_a_good_configuration_reaches_every_service_and_exits_0(
             slack_token=SLACK_TOKEN,
             webhook_url="https://genbot.example.com/webhooks/tasks",
             storage=tmp_path / "data" / "genbot.db",
+            backup_urls=(backup.base_url,),
+            proxy_url=backup.base_url + "/",
         )
         (tmp_path / "data").mkdir()
         status, lines = await doctor(tmp_path, config, "sim-key")
-        assert sim.state.requests_to("/gen/v2/multi_fetch")
 
     assert status == 0, lines
     assert lines == [
         f"✔ storage   database at {tmp_path / 'data' / 'genbot.db'}",
         f"✔ provider  {sim.base_url} accepts the key",
+        f"✔ backup    {backup.base_url} accepts the key",
+        f"✔ proxy     {backup.base_url}/ accepts the key",
         "✔ discord   logged in as genbot-test",
         "✔ slack     Fox Team as genbot, HTTP mode",
         "✔ webhook   the provider will notify https://genbot.example.com/webhooks/tasks",
         "everything works",
     ]
+    for provider, calls in ((sim, 1), (backup, 2)):
+        assert [(r.path, r.status) for r in provider.state.requests] == [
+            ("/v1/chat/completions", 400)
+        ] * calls
+        assert provider.state.accounts["sim-key"].charged == 0
     assert sorted(requests) == [
         ("/discord/api/v10/users/@me", f"Bot {DISCORD_TOKEN}"),
         ("/slack/api/auth.test", f"Bearer {SLACK_TOKEN}"),
@@ -142,6 +172,7 @@ async def test_a_bad_configuration_names_each_problem_and_exits_1(
 ) -> None:
     platforms_url, _ = platforms
     secrets = ("wrong-key", "discord-wrong-token", "xoxb-wrong")
+    dead = f"http://127.0.0.1:{free_port()}"
     async with serve(SimulatorConfig()) as sim:
         config = write_config(
             tmp_path / "genbot.toml",
@@ -151,18 +182,28 @@ async def test_a_bad_configuration_names_each_problem_and_exits_1(
             slack_token=secrets[2],
             webhook_url="http://example.com:8080",
             storage=tmp_path / "a-file" / "data" / "genbot.db",
+            backup_urls=(dead,),
+            proxy_url=f"{platforms_url}/elsewhere",
         )
         (tmp_path / "a-file").write_text("not a folder")
         status, lines = await doctor(tmp_path, config, secrets[0])
 
     assert status == 1
-    assert lines == [
+    [storage, provider, backup, proxy, *rest] = lines
+    assert storage == (
         f"✘ storage   {tmp_path / 'a-file'} is a file, so {tmp_path / 'a-file' / 'data'} "
-        "cannot be created",
-        "✘ provider  the API key was refused (401): check [api] key",
+        "cannot be created"
+    )
+    assert provider == f"✘ provider  {sim.base_url} refused the API key (401): check [api] key"
+    assert backup.startswith(f"✘ backup    cannot reach {dead}: ")
+    assert proxy == (
+        f"✘ proxy     {platforms_url}/elsewhere is not the provider's API (HTTP 200): "
+        "check [api] proxy_url"
+    )
+    assert rest == [
         "✘ discord   the bot token was refused: check [discord] token",
         "✘ slack     auth.test refused the bot token: invalid_auth",
-        "✘ webhook   [webhook] public_url must look like https://your.domain "
+        "✘ webhook   [webhook] public_url must be an https://domain address on port 443 "
         "(got 'http://example.com:8080')",
         "fix the ✘ lines above, then run genbot doctor again",
     ]
@@ -197,8 +238,117 @@ async def test_unreachable_or_wrong_addresses_are_reported(
         f"✘ slack     {platforms_url}/elsewhere/slack/api/auth.test is not Slack's API: "
         "check [slack] api_url"
     )
-    assert webhook == "✘ webhook   [webhook] public_url may only use port 443 (got 8443)"
+    assert webhook == (
+        "✘ webhook   [webhook] public_url must be an https://domain address on port 443 "
+        "(got 'https://genbot.example.com:8443')"
+    )
     assert advice == "fix the ✘ lines above, then run genbot doctor again"
+
+
+PROBE_KEY = "the-right-key"
+
+
+async def lenient_multi_fetch(request: web.Request) -> web.Response:
+    """A provider whose multi_fetch answers any key (the spec leaves its auth "not shown")."""
+    return web.json_response({"code": 200, "data": [None], "message": "success"})
+
+
+async def strict_chat(request: web.Request) -> web.Response:
+    if request.headers.get("Authorization") != f"Bearer {PROBE_KEY}":
+        return web.json_response({"error": {"message": "Incorrect API key"}}, status=401)
+    return web.json_response({"error": {"message": "'messages' must be non-empty"}}, status=400)
+
+
+@pytest.fixture
+async def lenient_provider() -> AsyncIterator[str]:
+    app = web.Application()
+    app.router.add_post("/gen/v2/multi_fetch", lenient_multi_fetch)
+    app.router.add_post("/v1/chat/completions", strict_chat)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize(("key", "ok"), [("a-wrong-key", False), (PROBE_KEY, True)])
+async def test_the_key_is_checked_where_the_spec_says_keys_are_checked(
+    tmp_path: Path, lenient_provider: str, key: str, ok: bool
+) -> None:
+    settings = Settings(
+        api=ApiSettings(base_url=lenient_provider, key=SecretStr(key)),
+        storage=StorageSettings(path=tmp_path / "genbot.db"),
+    )
+    [_, provider] = await diagnose(settings)
+    assert (provider.name, provider.ok) == ("provider", ok)
+
+
+@pytest.mark.parametrize(
+    ("public_url", "insecure"),
+    [
+        ("https://user:hunter2@hooks.example.com", False),
+        ("http://127.0.0.2:8788", True),
+        ("http://127.0.0.1:8788", True),
+        ("http://localhost:8788", False),
+        ("https://hooks.example.com", False),
+        ("https://hooks.example.com:443/genbot", False),
+        ("https://hooks.example.com:8443", False),
+    ],
+)
+def test_the_webhook_verdict_is_the_provider_clients_and_shows_no_password(
+    public_url: str, insecure: bool
+) -> None:
+    settings = Settings(
+        webhook=WebhookSettings(public_url=public_url, allow_insecure_loopback=insecure)
+    )
+    finding = check_webhook(settings)
+    assert finding is not None and finding.name == "webhook"
+    assert finding.ok == (webhook_base_url(settings) is not None)
+    assert "hunter2" not in finding.detail
+
+
+def test_a_chat_platform_without_a_public_url_gets_a_note_not_a_failure(tmp_path: Path) -> None:
+    for platform in (
+        {"discord": DiscordSettings(token=SecretStr(DISCORD_TOKEN))},
+        {"slack": SlackSettings(bot_token=SecretStr(SLACK_TOKEN))},
+    ):
+        finding = check_webhook(Settings(**platform))
+        assert finding is not None
+        assert (finding.ok, finding.warning, finding.detail) == (True, True, PUBLIC_URL_NOTE)
+    assert check_webhook(Settings()) is None
+
+
+async def test_doctor_with_only_a_note_exits_0(
+    tmp_path: Path, platforms: tuple[str, list[tuple[str, str]]]
+) -> None:
+    platforms_url, _ = platforms
+    async with serve(SimulatorConfig()) as sim:
+        config = write_config(
+            tmp_path / "genbot.toml",
+            api_url=sim.base_url,
+            platforms_url=platforms_url,
+            discord_token=DISCORD_TOKEN,
+            slack_token=SLACK_TOKEN,
+            webhook_url="",
+            storage=tmp_path / "genbot.db",
+        )
+        status, lines = await doctor(tmp_path, config, "sim-key")
+
+    assert status == 0, lines
+    assert lines[-2:] == [
+        f"⚠ webhook   {PUBLIC_URL_NOTE}",
+        "everything works; see the ⚠ note above",
+    ]
+
+
+def test_the_report_marks_notes_and_failures() -> None:
+    text, healthy = report([Finding("a", True, "fine"), Finding("b", True, "but", warning=True)])
+    assert healthy and text.splitlines()[:2] == ["✔ a         fine", "⚠ b         but"]
+    _, healthy = report([Finding("a", False, "broken"), Finding("b", True, "but", warning=True)])
+    assert not healthy
 
 
 def test_a_missing_database_folder_is_fine_when_it_can_be_created(tmp_path: Path) -> None:
@@ -206,3 +356,24 @@ def test_a_missing_database_folder_is_fine_when_it_can_be_created(tmp_path: Path
     finding = check_storage(settings)
     assert finding.ok
     assert finding.detail.startswith(f"{tmp_path / 'new' / 'deeper'} will be created")
+
+
+async def test_a_secret_inside_an_address_is_redacted(
+    tmp_path: Path, platforms: tuple[str, list[tuple[str, str]]]
+) -> None:
+    platforms_url, _ = platforms
+    key = "sk-secret-key-in-the-wrong-place"
+    config = write_config(
+        tmp_path / "genbot.toml",
+        api_url=f"http://127.0.0.1:{free_port()}/{key}",
+        platforms_url=platforms_url,
+        discord_token=DISCORD_TOKEN,
+        slack_token=SLACK_TOKEN,
+        webhook_url="",
+        storage=tmp_path / "genbot.db",
+    )
+    status, lines = await doctor(tmp_path, config, key)
+    assert status == 1
+    assert lines[1].startswith("✘ provider  cannot reach http://127.0.0.1:")
+    assert "/[redacted]: " in lines[1]
+    assert not any(key in line for line in lines)

@@ -1,0 +1,104 @@
+"""The runtime's start and stop order: adapters stop before the core (so no event reaches a
+stopped core), a failing stop step is logged and does not keep the rest running, and a startup
+that fails halfway stops everything it had started."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from adapters.web.adapter import WebAdapter
+from bot.api import ProviderClient
+from bot.assembly import build_core
+from bot.config import Settings, StorageSettings, WebhookSettings, WebSettings
+from genbot.reasons import StartupError
+from genbot.runtime import Runtime, running
+from storage import Store
+from tests.genbot.process import free_port
+
+
+def tracker_running() -> bool:
+    return any(
+        task.get_name() == "genbot-tracker" and not task.done() for task in asyncio.all_tasks()
+    )
+
+
+class ObservedWebAdapter(WebAdapter):
+    """The real playground adapter, noting whether the core still ran when it was stopped, and
+    then failing its stop."""
+
+    tracker_running_at_stop: bool | None = None
+
+    async def stop(self) -> None:
+        self.tracker_running_at_stop = tracker_running()
+        await super().stop()
+        raise RuntimeError("the event stream was already closed")
+
+
+async def refused(url: str) -> bool:
+    """Whether nothing listens at ``url`` any more."""
+    try:
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            await response.read()
+    except aiohttp.ClientConnectorError:
+        return True
+    return False
+
+
+async def test_adapters_stop_before_the_core_and_a_failing_stop_is_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(storage=StorageSettings(path=tmp_path / "genbot.db"))
+    store = await Store.open(settings.storage.path)
+    provider = ProviderClient(settings.api)
+    core, _ = build_core(settings, store, provider)
+    web = ObservedWebAdapter(WebSettings(enabled=True, port=0), core, settings.limits)
+    runtime = Runtime(settings, store, provider, core, {"web": web})
+    await runtime.start()
+    url = web.url
+    assert tracker_running()
+
+    with caplog.at_level(logging.WARNING, logger="genbot"):
+        await runtime.stop()
+
+    assert web.tracker_running_at_stop is True
+    assert not tracker_running()
+    assert await refused(url)
+    assert "stopping the web adapter failed: the event stream was already closed" in caplog.text
+
+
+async def test_a_startup_failing_halfway_stops_what_had_started(tmp_path: Path) -> None:
+    web_port = free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = int(taken.getsockname()[1])
+        settings = Settings(
+            storage=StorageSettings(path=tmp_path / "genbot.db"),
+            web=WebSettings(enabled=True, port=web_port),
+            webhook=WebhookSettings(
+                public_url=f"http://127.0.0.1:{busy}", port=busy, allow_insecure_loopback=True
+            ),
+        )
+        with pytest.raises(StartupError) as failure:
+            async with running(settings):
+                raise AssertionError("genbot started with its webhook port taken")
+
+    assert str(failure.value).startswith(f"the webhook receiver cannot listen on 127.0.0.1:{busy}")
+    assert not tracker_running()
+    assert await refused(f"http://127.0.0.1:{web_port}/")
+
+
+async def test_a_database_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    settings = Settings(storage=StorageSettings(path=tmp_path / "a-file" / "genbot.db"))
+    with pytest.raises(StartupError) as failure:
+        async with running(settings):
+            raise AssertionError("genbot started without its database")
+    assert str(failure.value).startswith(f"cannot open the database at {settings.storage.path}: ")
+    assert str(failure.value).endswith("(check [storage] path)")
