@@ -84,7 +84,7 @@ class SlackSettings(Section):
     signing_secret: SecretStr = SecretStr("")
     api_url: str = "https://slack.com/api/"
     http_host: str = "127.0.0.1"
-    http_port: int = 3000
+    http_port: int = Field(default=3000, ge=0, le=65535)
     admin_ids: list[str] = Field(default_factory=list)
     open_channel_ids: list[str] = Field(default_factory=list)
 
@@ -94,7 +94,7 @@ class WebSettings(Section):
 
     enabled: bool = False
     host: str = "127.0.0.1"
-    port: int = 8080
+    port: int = Field(default=8080, ge=0, le=65535)
 
 
 class WebhookSettings(Section):
@@ -108,7 +108,7 @@ class WebhookSettings(Section):
 
     public_url: str = ""
     host: str = "127.0.0.1"
-    port: int = 8788
+    port: int = Field(default=8788, ge=0, le=65535)
     path: str = "/webhooks/tasks"
     allow_insecure_loopback: bool = False
 

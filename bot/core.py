@@ -120,9 +120,13 @@ class Core:
             await service.start()
 
     async def stop(self) -> None:
-        """Stop the services in reverse order."""
+        """Stop the services in reverse order; one failing to stop does not keep the others
+        running (the failure is logged)."""
         for service in reversed(self._services):
-            await service.stop()
+            try:
+                await service.stop()
+            except Exception:
+                log.exception("stopping %s failed", type(service).__name__)
 
     async def handle(self, event: InboundEvent) -> None:
         """Act on ``event``; user-facing problems become ephemeral replies, never exceptions."""

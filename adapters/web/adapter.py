@@ -147,7 +147,7 @@ class WebAdapter:
             raise OSError(
                 error.errno,
                 f"the web playground cannot listen on {address} ({reason}); "
-                "choose another [web] port (genbot demo --port N)",
+                "choose another [web] port (or genbot demo --port N)",
             ) from error
         except BaseException:
             await runner.cleanup()

@@ -84,3 +84,14 @@ def test_secrets_never_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     shown = repr(settings) + str(settings) + settings.model_dump_json()
     for secret in ("sk-very-secret", "discord-very-secret", "slack-very-secret"):
         assert secret not in shown
+
+
+@pytest.mark.parametrize(
+    "variable", ["GENBOT_WEB__PORT", "GENBOT_WEBHOOK__PORT", "GENBOT_SLACK__HTTP_PORT"]
+)
+def test_ports_out_of_range_are_refused_when_loading(
+    variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, "70000")
+    with pytest.raises(ValidationError, match="65535"):
+        load_settings(None)

@@ -130,3 +130,28 @@ async def test_unexpected_errors_are_logged_with_a_reference(
     (text,) = platform.ephemerals_for("alice")
     reference = text.split("(ref ")[1].split(")")[0]
     assert reference in caplog.text and "boom" in caplog.text
+
+
+class Service:
+    def __init__(self, name: str, stopped: list[str], fails: bool = False) -> None:
+        self.name, self.stopped, self.fails = name, stopped, fails
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        self.stopped.append(self.name)
+        if self.fails:
+            raise RuntimeError(f"{self.name} would not stop")
+
+
+async def test_one_service_failing_to_stop_does_not_keep_the_others_running(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stopped: list[str] = []
+    services = [Service("tracker", stopped), Service("receiver", stopped, fails=True)]
+    core = Core(SurfaceRegistry(), [], services=services)
+    await core.start()
+    await core.stop()
+    assert stopped == ["receiver", "tracker"]
+    assert "stopping Service failed" in caplog.text
