@@ -132,24 +132,34 @@ async def message(request: web.Request) -> web.Response:
 
 
 async def button(request: web.Request) -> web.Response:
-    """``{"message_id": ..., "custom_id": "gb:upscale1:<ref>"}``."""
+    """``{"message_id": ..., "custom_id": "gb:upscale1:<ref>", "channel": ...}``; ``channel``
+    matters only for messages posted before a restart (the playground keeps its own messages in
+    memory)."""
     adapter, user = request.app[ADAPTER], request[USER]
     body = await _json_body(request)
     message_id = _string(body, "message_id")
     custom_id = _string(body, "custom_id")
-    shown = adapter.store.get(message_id)
-    if shown is None or shown.visible_to not in (None, user.id):
-        raise BadInput("That message is no longer in the playground.")
     decoded = decode_custom_id(custom_id)
-    if decoded is None or not shown.has_button(custom_id):
+    if decoded is None:
+        raise BadInput("That is not one of genbot's buttons.")
+    shown = adapter.store.get(message_id)
+    if shown is None:
+        # Posted by an earlier run: the custom id carries the job, and the core decides who
+        # may press it, so a button keeps working after a restart.
+        place = web_place(parse_channel(body.get("channel")))
+    elif shown.visible_to not in (None, user.id):
+        raise BadInput("That message is not yours to use.")
+    elif not shown.has_button(custom_id):
         raise BadInput("That button is no longer on the message.")
+    else:
+        place = web_place(shown.channel, shown.thread)
     action, ref = decoded
     event_id = adapter.store.new_id()
     event = ButtonPress(
         user=user,
-        place=web_place(shown.channel, shown.thread),
-        context=WebContext(shown.id),
-        message_id=shown.id,
+        place=place,
+        context=WebContext(message_id),
+        message_id=message_id,
         action=action,
         ref=ref,
     )

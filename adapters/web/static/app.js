@@ -229,7 +229,11 @@ function closeThread() {
 async function pressButton(message, button, element) {
   element.disabled = true;
   element.classList.add("pending");
-  const result = await postJson("/api/button", { message_id: message.id, custom_id: button.custom_id });
+  const result = await postJson("/api/button", {
+    message_id: message.id,
+    custom_id: button.custom_id,
+    channel: message.channel,
+  });
   setTimeout(() => {
     element.disabled = false;
     element.classList.remove("pending");

@@ -98,6 +98,22 @@ async def test_button_press_becomes_a_button_event(
     assert event.place == web_place()
 
 
+async def test_a_button_on_a_message_from_before_a_restart_still_reaches_the_core(
+    browser: ClientSession, core: RecordingCore
+) -> None:
+    body = {"message_id": "from-an-earlier-run", "custom_id": "gb:upscale2:job-3", "channel": "art"}
+    status, _ = await post(browser, "/api/button", body)
+    assert status == 202
+    [event] = await core.wait_for_events(1)
+    assert isinstance(event, ButtonPress)
+    assert (event.action, event.ref, event.message_id) == (
+        "upscale2",
+        "job-3",
+        "from-an-earlier-run",
+    )
+    assert event.place == web_place("art")
+
+
 async def test_modal_opened_by_a_button_is_submitted_as_modal_submit(
     browser: ClientSession, core: RecordingCore, adapter: WebAdapter
 ) -> None:
@@ -163,7 +179,12 @@ BAD_INPUTS: list[tuple[str, Any, str]] = [
     ("/api/command", [1, 2], "The JSON body must be an object."),
     ("/api/message", {"text": "   "}, "Empty message: type something or attach an image."),
     ("/api/message", {}, "Empty message"),
-    ("/api/button", {"message_id": "x", "custom_id": "gb:upscale1:j"}, "no longer in the"),
+    ("/api/button", {"message_id": "x", "custom_id": "zz:upscale1:j"}, "not one of genbot's"),
+    (
+        "/api/button",
+        {"message_id": "x", "custom_id": "gb:upscale1:j", "channel": "Bad!"},
+        "channel",
+    ),
     ("/api/modal", {"custom_id": "gb:outpaint_custom:j", "values": {}}, "has expired"),
 ]
 
@@ -202,11 +223,15 @@ async def test_buttons_not_on_the_message_are_refused(
     ref = await adapter.send(
         web_place(), OutMessage("grid", buttons=((Button("U1", "upscale1", "j"),),))
     )
-    for custom_id in ("gb:upscale2:j", "gb:upscale1:other", "not-a-custom-id"):
+    for custom_id in ("gb:upscale2:j", "gb:upscale1:other"):
         status, answer = await post(
             browser, "/api/button", {"message_id": ref.message_id, "custom_id": custom_id}
         )
         assert (status, answer) == (400, {"error": "That button is no longer on the message."})
+    status, answer = await post(
+        browser, "/api/button", {"message_id": ref.message_id, "custom_id": "not-a-custom-id"}
+    )
+    assert (status, answer) == (400, {"error": "That is not one of genbot's buttons."})
     await assert_no_event_before_the_next(browser, core)
 
 
