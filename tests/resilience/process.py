@@ -1,0 +1,219 @@
+"""``genbot run`` as a real subprocess with the web playground, and a browser-like client of it.
+
+:class:`GenbotProcess` starts ``python -m genbot run -v`` with settings from the environment
+(``GENBOT_*``), its output going to files the tests scan afterwards; ``kill()`` is ``kill -9``.
+:class:`Playground` is one browser session (a fixed session cookie, so the same user across
+restarts) that sends commands and presses, and watches a channel: it subscribes to the event
+stream first, then reads the history, so every message the process shows from its start until
+it dies is seen once (:attr:`Playground.messages`, by message id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp
+
+from tests.bot.harness import free_port
+
+T = TypeVar("T")
+SESSION_TOKEN = "resilience_session_token_0123456"
+STARTUP_TIMEOUT = 30.0
+STOP_TIMEOUT = 15.0
+HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
+Message = dict[str, Any]
+
+
+@dataclass
+class GenbotProcess:
+    """One ``genbot run`` process (see the module docstring)."""
+
+    env: Mapping[str, str]
+    workdir: Path
+    name: str
+    process: asyncio.subprocess.Process | None = None
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def output_files(self) -> list[Path]:
+        return [self.workdir / f"{self.name}.stdout", self.workdir / f"{self.name}.stderr"]
+
+    async def start(self) -> None:
+        """Start on a free port and wait (bounded) until the playground answers."""
+        self.port = free_port()
+        env = {key: value for key, value in os.environ.items() if not key.startswith("GENBOT_")}
+        env.update(self.env)
+        env["GENBOT_WEB__PORT"] = str(self.port)
+        stdout, stderr = (path.open("wb") for path in self.output_files)
+        with stdout, stderr:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "genbot",
+                "run",
+                "-v",
+                cwd=self.workdir,
+                env=env,
+                stdout=stdout,
+                stderr=stderr,
+            )
+        async with asyncio.timeout(STARTUP_TIMEOUT), aiohttp.ClientSession() as session:
+            while True:
+                if self.process.returncode is not None:
+                    raise AssertionError(f"{self.name} exited early:\n{self.output()}")
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with session.get(f"{self.url}/api/commands") as response:
+                        if response.status == 200:
+                            return
+                await asyncio.sleep(0.05)
+
+    async def kill(self) -> None:
+        """``kill -9`` and reap it."""
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+            async with asyncio.timeout(STOP_TIMEOUT):
+                await self.process.wait()
+
+    async def terminate(self) -> int:
+        """SIGTERM (a clean stop) and its exit status; falls back to ``kill -9``."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            async with asyncio.timeout(STOP_TIMEOUT):
+                return await self.process.wait()
+        except TimeoutError:
+            await self.kill()
+            raise AssertionError(f"{self.name} ignored SIGTERM") from None
+
+    def output(self) -> str:
+        return "\n".join(path.read_text(errors="replace")[-4000:] for path in self.output_files)
+
+
+@dataclass
+class Playground:
+    """A browser session on one genbot process, watching ``channel``."""
+
+    url: str
+    channel: str = "general"
+    messages: dict[str, Message] = field(default_factory=dict)
+    session: aiohttp.ClientSession | None = None
+    _watcher: asyncio.Task[None] | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def __aenter__(self) -> Playground:
+        self.session = aiohttp.ClientSession(
+            timeout=HTTP_TIMEOUT, headers={"Cookie": f"genbot_session={SESSION_TOKEN}"}
+        )
+        subscribed = asyncio.Event()
+        self._watcher = asyncio.create_task(self._watch(subscribed))
+        async with asyncio.timeout(10):
+            await subscribed.wait()
+        async with self.session.get(
+            f"{self.url}/api/history", params={"channel": self.channel}
+        ) as response:
+            for message in (await response.json())["messages"]:
+                self.messages.setdefault(message["id"], message)
+        self._changed.set()
+        return self
+
+    async def drain(self, timeout: float = 5.0) -> None:
+        """Read the event stream to its end (the process stopped): every event it delivered
+        is in :attr:`messages` afterwards."""
+        if self._watcher is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(self._watcher)
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        if self.session is not None:
+            await self.session.close()
+
+    async def _watch(self, subscribed: asyncio.Event) -> None:
+        assert self.session is not None
+        no_timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+        with contextlib.suppress(aiohttp.ClientError, ConnectionError):
+            async with self.session.get(
+                f"{self.url}/api/events", params={"channel": self.channel}, timeout=no_timeout
+            ) as response:
+                async for raw in response.content:
+                    line = raw.decode().strip()
+                    if not line.startswith("data: "):
+                        continue
+                    payload = json.loads(line.removeprefix("data: "))
+                    if payload.get("type") == "hello":
+                        subscribed.set()
+                    elif payload.get("type") in ("post", "edit"):
+                        message = payload["message"]
+                        self.messages[message["id"]] = message
+                        self._changed.set()
+
+    async def until(self, condition: Callable[[], T | None], timeout: float, what: str) -> T:
+        """Wait (bounded) until ``condition()`` is truthy; return it."""
+        try:
+            async with asyncio.timeout(timeout):
+                while not (value := condition()):
+                    self._changed.clear()
+                    await self._changed.wait()
+                return value
+        except TimeoutError:
+            raise TimeoutError(f"gave up waiting for {what}") from None
+
+    async def command(self, text: str) -> str:
+        """Send a slash command; the id of the message showing it."""
+        assert self.session is not None
+        body = {"text": text, "channel": self.channel}
+        async with self.session.post(f"{self.url}/api/command", json=body) as response:
+            answer = await response.json()
+            assert response.status == 202, answer
+            return str(answer["event_id"])
+
+    async def press(self, message_id: str, custom_id: str) -> tuple[int, dict[str, Any]]:
+        """Press a button; the HTTP status and JSON answer."""
+        assert self.session is not None
+        body = {"message_id": message_id, "custom_id": custom_id}
+        async with self.session.post(f"{self.url}/api/button", json=body) as response:
+            return response.status, await response.json()
+
+    def results(self) -> dict[str, Message]:
+        """The result messages seen, by message id: genbot posts with an image and buttons."""
+        return {
+            message_id: message
+            for message_id, message in self.messages.items()
+            if message["kind"] == "bot" and message["images"] and message["buttons"]
+        }
+
+
+def job_of(message: Message) -> str:
+    """The job a result message belongs to: the ref in its buttons' custom ids."""
+    refs = {button["custom_id"].split(":", 2)[2] for row in message["buttons"] for button in row}
+    assert len(refs) == 1, refs
+    return refs.pop()
+
+
+def custom_id(message: Message, label: str) -> str:
+    return next(b["custom_id"] for row in message["buttons"] for b in row if b["label"] == label)
+
+
+def read_database(path: Path, query: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    """Rows of ``query`` on genbot's database, read-only."""
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        db.row_factory = sqlite3.Row
+        return list(db.execute(query, args))

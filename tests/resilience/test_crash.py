@@ -1,0 +1,68 @@
+"""Crash (issue 8, item 5): ``genbot run`` with the web playground, ``kill -9`` at seeded random
+moments with jobs in flight, restarted on the same database, then left to finish: every job the
+provider accepted has its result posted exactly once, and buttons on results posted before a
+crash still work after it. The scenario and how posts are counted: :mod:`tests.resilience.crash`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simulator.server import serve
+from storage import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES
+from tests.resilience.crash import Crashes, crash_scenario
+from tests.resilience.process import custom_id, job_of, read_database
+from tests.resilience.support import API_KEY, leaked_secrets, sim_config
+
+KILL_SEED = 8
+JOBS = 24
+KILLS = 3
+TIME_SCALE = 0.03
+"""A relax grid takes 70 simulated seconds: about two real seconds here."""
+
+
+async def test_every_result_is_posted_exactly_once_across_kill_9_restarts(
+    tmp_path: Path,
+) -> None:
+    report = await crash_scenario(
+        tmp_path, jobs=JOBS, kills=KILLS, seed=KILL_SEED, time_scale=TIME_SCALE
+    )
+
+    assert report.submitted == JOBS
+    assert report.check() == []
+    assert len(report.posted) >= JOBS // 2, [job["status"] for job in report.jobs]
+    at_kills = report.statuses_at_kills()
+    assert len(at_kills) == KILLS
+    assert any(set(at) & IN_FLIGHT_STATUSES for at in at_kills), at_kills
+    assert any("posted" in at and set(at) & UNFINISHED_STATUSES for at in at_kills), at_kills
+    assert any("web playground at" in line for line in report.output), "no output captured"
+    secrets = [API_KEY, *(str(job["webhook_secret"]) for job in report.jobs)]
+    assert leaked_secrets(report.output, secrets) == []
+
+
+async def test_buttons_from_before_a_crash_still_work(tmp_path: Path) -> None:
+    async with serve(sim_config(time_scale=TIME_SCALE)) as sim:
+        crashes = Crashes(sim, tmp_path)
+        async with crashes.run() as (_, browser):
+            await browser.command("/imagine a lighthouse before the crash")
+            [grid] = (await browser.until(lambda: browser.results(), 20.0, "the grid")).values()
+        grid_job = job_of(grid)
+
+        async with crashes.run() as (_, browser):
+            status, answer = await browser.press(grid["id"], custom_id(grid, "U1"))
+            assert status == 202, f"U1 on a grid from before the crash: {status} {answer}"
+            upscale = await browser.until(
+                lambda: next(
+                    (m for m in browser.results().values() if job_of(m) != grid_job), None
+                ),
+                20.0,
+                "the upscale",
+            )
+
+        [row] = read_database(
+            crashes.db_path, "SELECT * FROM jobs WHERE id = ?", (job_of(upscale),)
+        )
+        [origin] = read_database(crashes.db_path, "SELECT * FROM jobs WHERE id = ?", (grid_job,))
+        assert row["parent_job_id"] == grid_job and row["action"] == "upscale1"
+        [sent] = [request.body for request in sim.state.requests_to("/gen/v2/upscale")]
+        assert sent["origin_task_id"] == origin["provider_id"] and sent["index"] == "1"
