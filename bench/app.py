@@ -1,0 +1,113 @@
+"""A whole genbot in-process for the tracking and load benchmarks, wired as the CLI wires it:
+one store, one provider client, one :class:`~bot.budget.RenderBudget`, the job engines and
+(optionally) the chat engine, behind a :class:`~bot.core.Core` answering on a
+:class:`bench.platform.BenchPlatform`.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from bench.platform import BenchPlatform
+from bot.api import ProviderClient
+from bot.budget import RenderBudget
+from bot.chat import ChatEngine
+from bot.chat.tools import ChatImageTools
+from bot.config import ApiSettings, LimitsSettings, Settings, StorageSettings, WebhookSettings
+from bot.core import Core, Lifecycle, SurfaceRegistry
+from bot.events import SurfaceLimits
+from bot.jobs import JobEngines, build_job_engines
+from storage import Store
+
+ROOMY = SurfaceLimits(max_text=2000, edits_per_window_per_channel=100_000, edit_window_seconds=1)
+"""Platform limits that never bind: the job benchmarks measure the provider side."""
+
+
+@dataclass
+class BenchBot:
+    """A running genbot and its parts."""
+
+    settings: Settings
+    store: Store
+    provider: ProviderClient
+    budget: RenderBudget
+    jobs: JobEngines
+    core: Core
+    platform: BenchPlatform
+    chat: ChatEngine | None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def bench_settings(
+    base_url: str, db_path: Path, *, poll_interval: float, webhooks: bool
+) -> Settings:
+    """Settings: no per-user caps or budgets (one benchmark user may run many jobs), the
+    tracker's interval from ``poll_interval`` up to 10× it, webhooks on a free loopback port."""
+    hook = WebhookSettings()
+    if webhooks:
+        port = free_port()
+        hook = WebhookSettings(
+            public_url=f"http://127.0.0.1:{port}",
+            host="127.0.0.1",
+            port=port,
+            allow_insecure_loopback=True,
+        )
+    return Settings(
+        api=ApiSettings(base_url=base_url, key=SecretStr("sim-key"), read_timeout=60.0),
+        storage=StorageSettings(path=db_path),
+        webhook=hook,
+        limits=LimitsSettings(
+            max_concurrent_jobs_per_user=0,
+            daily_credit_budget_per_user=0,
+            poll_interval_min=poll_interval,
+            poll_interval_max=poll_interval * 10,
+        ),
+    )
+
+
+@asynccontextmanager
+async def running_bot(
+    base_url: str,
+    db_path: Path,
+    *,
+    platform: BenchPlatform,
+    poll_interval: float = 1.0,
+    webhooks: bool = False,
+    tracker: bool = True,
+    chat: bool = False,
+) -> AsyncIterator[BenchBot]:
+    """A started genbot; ``tracker=False`` leaves the tracker's polling loop off (the
+    per-task polling baseline drives :meth:`bot.jobs.Tracker.apply_task_record` itself)."""
+    settings = bench_settings(base_url, db_path, poll_interval=poll_interval, webhooks=webhooks)
+    async with AsyncExitStack() as stack:
+        store = await Store.open(db_path)
+        stack.push_async_callback(store.close)
+        provider = ProviderClient(
+            settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
+        )
+        stack.push_async_callback(provider.aclose)
+        surfaces, budget = SurfaceRegistry(), RenderBudget()
+        jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
+        tools = ChatImageTools(jobs.tools)
+        engine = ChatEngine(store, provider, surfaces, budget=budget, tools=tools) if chat else None
+        features = [*jobs.features, *([engine] if engine is not None else [])]
+        services: Sequence[Lifecycle] = [
+            service for service in jobs.services if tracker or service is not jobs.tracker
+        ]
+        core = Core(surfaces, features, engine, services)
+        core.attach(platform)
+        await core.start()
+        stack.push_async_callback(core.stop)
+        yield BenchBot(settings, store, provider, budget, jobs, core, platform, engine)
