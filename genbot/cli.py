@@ -204,7 +204,7 @@ def demo(ctx: click.Context, port: int | None) -> None:
         settings = settings.model_copy(
             update={"web": settings.web.model_copy(update={"port": port})}
         )
-    configure_logging(settings, verbose=False)
+    configure_logging(settings, verbose=False, quiet=True)
     serve_command(lambda stop: run_demo(settings, stop), stopped_line="genbot demo stopped")
 
 

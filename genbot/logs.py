@@ -43,13 +43,14 @@ def settings_secrets(settings: Settings) -> list[str]:
     ]
 
 
-def configure_logging(settings: Settings, verbose: bool) -> None:
-    """Log to stderr at INFO (DEBUG when ``verbose``), with secrets redacted."""
+def configure_logging(settings: Settings, verbose: bool, *, quiet: bool = False) -> None:
+    """Log to stderr at INFO (DEBUG when ``verbose``, WARNING when ``quiet``), with secrets
+    redacted."""
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     handler.addFilter(RedactSecrets(settings_secrets(settings)))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     logging.getLogger("discord").setLevel(logging.INFO if verbose else logging.WARNING)
