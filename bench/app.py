@@ -6,6 +6,7 @@ one store, one provider client, one :class:`~bot.budget.RenderBudget`, the job e
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -23,6 +24,7 @@ from bot.config import ApiSettings, LimitsSettings, Settings, StorageSettings, W
 from bot.core import Core, Lifecycle, SurfaceRegistry
 from bot.events import SurfaceLimits
 from bot.jobs import JobEngines, build_job_engines
+from bot.tokens import warm_up
 from storage import Store
 
 ROOMY = SurfaceLimits(max_text=2000, edits_per_window_per_channel=100_000, edit_window_seconds=1)
@@ -89,7 +91,8 @@ async def running_bot(
     chat: bool = False,
 ) -> AsyncIterator[BenchBot]:
     """A started genbot; ``tracker=False`` leaves the tracker's polling loop off (the
-    per-task polling baseline drives :meth:`bot.jobs.Tracker.apply_task_record` itself)."""
+    per-task polling baseline drives :meth:`bot.jobs.Tracker.apply_task_record` itself). With
+    ``chat`` the tokenizer is loaded at start, off the event loop (:func:`bot.tokens.warm_up`)."""
     settings = bench_settings(base_url, db_path, poll_interval=poll_interval, webhooks=webhooks)
     async with AsyncExitStack() as stack:
         store = await Store.open(db_path)
@@ -101,7 +104,10 @@ async def running_bot(
         surfaces, budget = SurfaceRegistry(), RenderBudget()
         jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
         tools = ChatImageTools(jobs.tools)
-        engine = ChatEngine(store, provider, surfaces, budget=budget, tools=tools) if chat else None
+        engine = None
+        if chat:
+            await asyncio.to_thread(warm_up)
+            engine = ChatEngine(store, provider, surfaces, budget=budget, tools=tools)
         features = [*jobs.features, *([engine] if engine is not None else [])]
         services: Sequence[Lifecycle] = [
             service for service in jobs.services if tracker or service is not jobs.tracker

@@ -59,6 +59,10 @@ class StreamingCell:
     rate_limited: int = 0
     stale_chars: list[float] = field(default_factory=list)
     stale_seconds: list[float] = field(default_factory=list)
+    live_chars: list[float] = field(default_factory=list)
+    live_seconds: list[float] = field(default_factory=list)
+    tail_chars: list[float] = field(default_factory=list)
+    tail_seconds: list[float] = field(default_factory=list)
     first_visible: list[float] = field(default_factory=list)
     final_lag: list[float] = field(default_factory=list)
     exact: int = 0
@@ -89,6 +93,10 @@ class Sampler:
         self.scale = scale
         self.chars: list[float] = []
         self.seconds: list[float] = []
+        self.live_chars: list[float] = []
+        self.live_seconds: list[float] = []
+        self.tail_chars: list[float] = []
+        self.tail_seconds: list[float] = []
 
     def settled(self, feed: Feed) -> bool:
         return feed.done and self.platform.visible(feed.script.name) == feed.received
@@ -99,9 +107,13 @@ class Sampler:
             if not feed.arrivals or self.settled(feed):
                 continue
             shown = shown_chars(self.platform.visible(feed.script.name), feed.received)
-            self.chars.append(len(feed.received) - shown)
+            chars = len(feed.received) - shown
             since = feed.waiting_since(shown)
-            self.seconds.append(0.0 if since is None else (now - since) / self.scale)
+            seconds = 0.0 if since is None else (now - since) / self.scale
+            self.chars.append(chars)
+            self.seconds.append(seconds)
+            (self.tail_chars if feed.done else self.live_chars).append(chars)
+            (self.tail_seconds if feed.done else self.live_seconds).append(seconds)
 
     async def run(self) -> None:
         while True:
@@ -150,6 +162,8 @@ async def run_policy(
     cell.rate_limited = platform.rate_limited
     cell.stale_chars = sampler.chars
     cell.stale_seconds = sampler.seconds
+    cell.live_chars, cell.live_seconds = sampler.live_chars, sampler.live_seconds
+    cell.tail_chars, cell.tail_seconds = sampler.tail_chars, sampler.tail_seconds
     for feed in feeds:
         ids = platform.by_stream.get(feed.script.name, [])
         if ids and feed.first_at is not None:
@@ -234,7 +248,47 @@ def streaming_table(cells: Sequence[StreamingCell], config: StreamingConfig) -> 
     return table
 
 
+def split_table(cells: Sequence[StreamingCell]) -> Table:
+    """The staleness samples split: while the answer streams, and after its last token until
+    its final text is visible (the main table pools both)."""
+    table = Table(
+        "Streaming: staleness while answers stream vs after their last token",
+        [
+            "N",
+            "policy",
+            "streaming: samples",
+            "chars p50",
+            "p95",
+            "s p50",
+            "p95",
+            "after last token: samples",
+            "chars p50",
+            "s p50",
+        ],
+    )
+    for cell in cells:
+        table.add(
+            cell.streams,
+            cell.policy,
+            len(cell.live_chars),
+            percentile(cell.live_chars, 0.5),
+            percentile(cell.live_chars, 0.95),
+            percentile(cell.live_seconds, 0.5),
+            percentile(cell.live_seconds, 0.95),
+            len(cell.tail_chars),
+            percentile(cell.tail_chars, 0.5),
+            percentile(cell.tail_seconds, 0.5),
+        )
+    table.notes = [
+        "Same samples as the table above, split by whether the answer was still streaming. "
+        "After the last token a sample counts until the complete text is visible, so a policy "
+        "that lands final texts late has more samples there."
+    ]
+    return table
+
+
 async def main(quick: bool = False) -> list[Table]:
     """The benchmark as ``python -m bench streaming [--quick]`` runs it."""
     config = QUICK if quick else FULL
-    return [streaming_table(await run_streaming(config), config)]
+    cells = await run_streaming(config)
+    return [streaming_table(cells, config), split_table(cells)]

@@ -1,31 +1,57 @@
 """Write budgets for message sends and edits, shared by every stream of a process.
 
-A :class:`RenderBudget` keeps, per channel ``(platform, workspace, channel)``, a sliding log of
-the writes it granted — at most ``limits.edits_per_window_per_channel`` in any
+A :class:`RenderBudget` keeps, per channel ``(platform, workspace, channel)``, a log of the
+writes it granted — at most ``limits.edits_per_window_per_channel`` in any
 ``limits.edit_window_seconds`` — and, when ``limits.edits_per_minute_per_workspace`` is set, the
-same per workspace over 60 s. Threads share their parent channel's budget. Waiting writers are
-served by priority (urgent first: new messages, finished messages, final text), then the stream
-served longest ago, then arrival, so concurrent streams in one channel share it fairly.
-Interim (non-urgent) writes are also paced — at most one per ``window / capacity`` seconds — so
-a stream updates smoothly instead of spending a window's budget in a burst; urgent writes may
-burst. Only shared limits live here; the per-message minimum interval is the renderer's.
+same per workspace over 60 s. Threads share their parent channel's budget.
+
+Accounting. A platform counts a write when the request arrives, somewhere between genbot's grant
+and the call's return; on a busy event loop that gap is unbounded. A write granted with
+``hold=True`` is therefore counted as in flight (it cannot leave the window) until
+:meth:`Grant.finish` is called after the platform call returns, and from then on it stays in the
+window for ``window + margin`` seconds: the conservative end, whatever the delays. A plain
+:meth:`RenderBudget.acquire` (without ``hold``) takes the write as finished
+``UNHELD_ALLOWANCE`` seconds after its grant — right for callers that write at once on an idle
+event loop, not beyond.
+
+Scheduling. Non-urgent writes are paced: at most one per ``window / capacity`` seconds
+in a channel (and in a workspace), so the window is spent evenly and never in a burst that leaves
+every stream frozen until it refills. Urgent writes (genbot's own posts: job messages, notes,
+questions) are not paced and go first. Waiting stream writes (those that describe their
+:class:`Demand`) are served stalest first: the highest ``seconds the oldest unshown text has
+waited + unshown characters / CHARS_PER_STALE_SECOND``, plus ``FIRST_MESSAGE_BONUS`` for a
+stream that has no message yet; a stream's final text is not paced when nobody else waits in its
+channel. Other non-urgent writes come last, least recently served first.
+Only shared limits live here; the per-message minimum interval is the renderer's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import math
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot.events import Place, SurfaceLimits
 
 WORKSPACE_WINDOW_SECONDS = 60.0
 SWEEP_EVERY_GRANTS = 512
+CHARS_PER_STALE_SECOND = 800.0
+"""How many unshown characters weigh as much as one second of waiting, when ranking streams."""
+FIRST_MESSAGE_BONUS = 0.5
+"""Seconds added to the staleness of a stream that has no message yet."""
+DEFAULT_MARGIN = 0.02
+"""Seconds added to every window and retry-after: clock granularity, not network delay (writes
+are counted until their call returns)."""
+UNHELD_ALLOWANCE = 0.1
+"""A write granted without ``hold`` is taken as finished this long after its grant."""
+IN_FLIGHT_LIMIT = 60.0
+"""A held write never finished is taken as finished this long after its grant."""
 _MIN_SLEEP = 1e-6
+_RECHECK_SECONDS = 0.25
 
 ChannelKey = tuple[str, str, str]
 WorkspaceKey = tuple[str, str]
@@ -39,39 +65,97 @@ class Clock:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
+@dataclass(frozen=True)
+class Demand:
+    """What a waiting stream write would show, read whenever the budget picks the next writer.
+
+    ``unseen`` is how many received characters are not shown yet; ``since`` is the clock time
+    the oldest of them arrived (or the stream ended, for its final text); ``first`` is true when
+    the write posts the stream's first message; ``final`` when the stream has ended (the write
+    lands its final text).
+    """
+
+    unseen: int
+    since: float
+    first: bool = False
+    final: bool = False
+
+
 class BudgetTimeout(Exception):
     """A write could not get budget before its deadline."""
 
 
+@dataclass(eq=False)
+class _Stamp:
+    granted: float
+    finished: float | None = None
+
+    def counted_until(self, now: float, seconds: float, margin: float) -> float:
+        """When this write leaves a ``seconds`` window (a lower bound while it is in flight)."""
+        if self.finished is not None:
+            end = self.finished
+        elif now - self.granted >= IN_FLIGHT_LIMIT:
+            end = self.granted + IN_FLIGHT_LIMIT
+        else:
+            end = now
+        return end + seconds + margin
+
+
 class _Window:
-    """At most ``capacity`` stamps in any ``seconds``-long span (a stamp lasts ``seconds``)."""
+    """At most ``capacity`` writes counted in any ``seconds``-long span."""
 
     def __init__(self, capacity: int, seconds: float) -> None:
         self.capacity = max(capacity, 1)
         self.seconds = seconds
-        self.stamps: deque[float] = deque()
+        self.stamps: list[_Stamp] = []
+        self.last_grant = -math.inf
 
     def free_at(self, now: float, margin: float, *, paced: bool = False) -> float:
-        while self.stamps and self.stamps[0] + self.seconds + margin <= now:
-            self.stamps.popleft()
+        """The earliest time a write fits (a lower bound while writes are in flight)."""
+        ends = [stamp.counted_until(now, self.seconds, margin) for stamp in self.stamps]
+        if any(end <= now for end in ends):
+            self.stamps = [s for s, end in zip(self.stamps, ends, strict=True) if end > now]
+            ends = [end for end in ends if end > now]
         ready = now
-        if len(self.stamps) >= self.capacity:
-            ready = self.stamps[len(self.stamps) - self.capacity] + self.seconds + margin
-        if paced and self.stamps:
-            ready = max(ready, self.stamps[-1] + self.seconds / self.capacity)
+        if len(ends) >= self.capacity:
+            ready = sorted(ends)[len(ends) - self.capacity]
+        if paced:
+            ready = max(ready, self.last_grant + self.seconds / self.capacity)
         return ready
+
+    def spend(self, stamp: _Stamp) -> None:
+        self.stamps.append(stamp)
+        self.last_grant = max(self.last_grant, stamp.granted)
+
+    def give_back(self, stamp: _Stamp) -> None:
+        with contextlib.suppress(ValueError):
+            self.stamps.remove(stamp)
 
 
 @dataclass(eq=False)
 class _Ticket:
     channel: ChannelKey
     workspace: WorkspaceKey
-    rank: tuple[int, float, int]
+    urgent: bool
+    last_served: float
+    sequence: int
     limits: SurfaceLimits
+    demand: Callable[[], Demand] | None
 
-    @property
-    def urgent(self) -> bool:
-        return self.rank[0] == 0
+    def final(self) -> bool:
+        return self.demand is not None and self.demand().final
+
+    def rank(self, now: float) -> tuple[int, float, float]:
+        """Lower goes first: urgent writes, then streams stalest first, then the rest."""
+        if self.urgent:
+            return (0, self.last_served, self.sequence)
+        if self.demand is not None:
+            demand = self.demand()
+            staleness = now - demand.since + demand.unseen / CHARS_PER_STALE_SECOND
+            if demand.first:
+                staleness += FIRST_MESSAGE_BONUS
+            return (1, -staleness, self.sequence)
+        return (2, self.last_served, self.sequence)
 
 
 @dataclass
@@ -79,22 +163,54 @@ class _Channel:
     window: _Window
     blocked_until: float = -math.inf
     waiting: list[_Ticket] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Grant:
+    """One granted write. With ``hold=True`` the write counts as in flight until :meth:`finish`
+    (call it once the platform call returned or failed) or :meth:`cancel` (the write was not
+    made after all); both are idempotent. Without ``hold`` both are no-ops."""
+
+    def __init__(
+        self, budget: RenderBudget, stamp: _Stamp, windows: list[_Window], key: ChannelKey
+    ) -> None:
+        self._budget = budget
+        self._stamp = stamp
+        self._windows = windows
+        self._key = key
+
+    @property
+    def granted_at(self) -> float:
+        """Clock time of the grant."""
+        return self._stamp.granted
+
+    def finish(self) -> None:
+        """The platform call is over: the write counts from now for a whole window."""
+        if self._stamp.finished is None:
+            self._stamp.finished = self._budget.clock.monotonic()
+            self._budget._changed_in(self._key)
+
+    def cancel(self) -> None:
+        """The write was not made: its room is given back (pacing is not undone)."""
+        if self._stamp.finished is None:
+            for window in self._windows:
+                window.give_back(self._stamp)
+            self._stamp.finished = -math.inf
+            self._budget._changed_in(self._key)
 
 
 class RenderBudget:
     """The process-wide registry of write budgets (one per process, passed to every renderer).
 
-    ``margin`` seconds are added to every window and retry-after to absorb the time between a
-    grant and the platform seeing the request.
+    ``margin`` seconds are added to every window and retry-after (see ``DEFAULT_MARGIN``).
     """
 
-    def __init__(self, clock: Clock | None = None, *, margin: float = 0.1) -> None:
+    def __init__(self, clock: Clock | None = None, *, margin: float = DEFAULT_MARGIN) -> None:
         self.clock = clock or Clock()
         self.margin = margin
         self._channels: dict[ChannelKey, _Channel] = {}
         self._workspaces: dict[WorkspaceKey, _Window] = {}
         self._waiting: dict[WorkspaceKey, list[_Ticket]] = {}
-        self._changed = asyncio.Event()
         self._sequence = itertools.count()
         self.granted = 0
 
@@ -122,36 +238,70 @@ class RenderBudget:
             window = self._workspaces[key] = _Window(per_minute, WORKSPACE_WINDOW_SECONDS)
         return window
 
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+    def _wake(self, channel: _Channel) -> None:
+        channel.changed.set()
+        channel.changed = asyncio.Event()
+
+    def _changed_in(self, key: ChannelKey) -> None:
+        """Wake the writers waiting in ``key``'s channel and, when its workspace has a budget
+        too, those waiting elsewhere in the workspace."""
+        workspace_key = (key[0], key[1])
+        keys = {key}
+        if workspace_key in self._workspaces:
+            keys |= {ticket.channel for ticket in self._waiting.get(workspace_key, ())}
+        for other in keys:
+            channel = self._channels.get(other)
+            if channel is not None:
+                self._wake(channel)
 
     def _ready_at(self, ticket: _Ticket, now: float) -> float:
-        paced = not ticket.urgent
+        """When ``ticket`` could write (a lower bound while writes are in flight). A stream's
+        final text is paced only when others wait (in the channel; in the workspace)."""
         channel = self._channel(ticket.channel, ticket.limits)
+        final = ticket.final()
+        paced = not ticket.urgent and not (final and channel.waiting == [ticket])
         ready = max(channel.window.free_at(now, self.margin, paced=paced), channel.blocked_until)
         workspace = self._workspace(ticket.workspace, ticket.limits)
         if workspace is not None:
+            alone = self._waiting.get(ticket.workspace) == [ticket]
+            paced = not ticket.urgent and not (final and alone)
             ready = max(ready, workspace.free_at(now, self.margin, paced=paced))
         return ready
 
-    def _first_in_channel(self, ticket: _Ticket) -> bool:
-        return min(self._channels[ticket.channel].waiting, key=lambda t: t.rank) is ticket
+    def _first_in_channel(self, ticket: _Ticket, now: float) -> bool:
+        waiting = self._channels[ticket.channel].waiting
+        return min(waiting, key=lambda t: t.rank(now)) is ticket
 
     def _is_next(self, ticket: _Ticket, now: float) -> bool:
         """Whether ``ticket`` is first in its channel and, among the channel-firsts that could
         write now, first in its workspace."""
-        if not self._first_in_channel(ticket):
+        if not self._first_in_channel(ticket, now):
             return False
         if self._workspace(ticket.workspace, ticket.limits) is None:
             return True
+        rank = ticket.rank(now)
         return not any(
             other is not ticket
-            and other.rank < ticket.rank
-            and self._first_in_channel(other)
+            and other.channel != ticket.channel
+            and other.rank(now) < rank
+            and self._first_in_channel(other, now)
             and self._ready_at(other, now) <= now
             for other in self._waiting[ticket.workspace]
         )
+
+    async def _wait_for_change(self, channel: _Channel) -> None:
+        """Until the channel's state changes (another writer was served), or a little while:
+        waiters' ranks move with time and text, so two of them can each see the other first."""
+        changed = asyncio.ensure_future(channel.changed.wait())
+        sleeping = asyncio.ensure_future(self.clock.sleep(_RECHECK_SECONDS))
+        try:
+            await asyncio.wait((changed, sleeping), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (changed, sleeping):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
 
     async def acquire(
         self,
@@ -161,15 +311,21 @@ class RenderBudget:
         urgent: bool,
         last_served: float = -math.inf,
         deadline: float | None = None,
-    ) -> None:
+        demand: Callable[[], Demand] | None = None,
+        hold: bool = False,
+    ) -> Grant:
         """Wait for room for one write in ``place`` and count it.
 
-        ``last_served`` is when the caller's stream last got a write (fairness);
-        ``deadline`` (clock time) bounds the wait with :class:`BudgetTimeout`.
+        ``urgent`` writes are not paced and go first. ``demand`` (stream writes) is read at
+        every decision to rank the write among the others; ``last_served`` (when the caller
+        last got a write) orders writes without one. ``deadline`` (clock time) bounds the wait
+        with :class:`BudgetTimeout`. With ``hold`` the write counts as in flight until
+        :meth:`Grant.finish`; without it, as finished ``UNHELD_ALLOWANCE`` after the grant.
         """
         channel_key, workspace_key = self.keys(place)
-        rank = (0 if urgent else 1, last_served, next(self._sequence))
-        ticket = _Ticket(channel_key, workspace_key, rank, limits)
+        ticket = _Ticket(
+            channel_key, workspace_key, urgent, last_served, next(self._sequence), limits, demand
+        )
         channel = self._channel(channel_key, limits)
         channel.waiting.append(ticket)
         self._waiting.setdefault(workspace_key, []).append(ticket)
@@ -183,21 +339,47 @@ class RenderBudget:
                     await self.clock.sleep(max(ready - now, _MIN_SLEEP))
                     continue
                 if self._is_next(ticket, now):
-                    channel.window.stamps.append(now)
-                    workspace = self._workspace(workspace_key, limits)
-                    if workspace is not None:
-                        workspace.stamps.append(now)
-                    self.granted += 1
-                    if self.granted % SWEEP_EVERY_GRANTS == 0:
-                        self._sweep(now)
-                    return
-                await self._changed.wait()
+                    return self._grant(ticket, channel, now, hold)
+                await self._wait_for_change(channel)
         finally:
             channel.waiting.remove(ticket)
             self._waiting[workspace_key].remove(ticket)
             if not self._waiting[workspace_key]:
                 del self._waiting[workspace_key]
-            self._notify()
+            self._changed_in(channel_key)
+
+    def _grant(self, ticket: _Ticket, channel: _Channel, now: float, hold: bool) -> Grant:
+        stamp = _Stamp(now, None if hold else now + UNHELD_ALLOWANCE)
+        windows = [channel.window]
+        workspace = self._workspace(ticket.workspace, ticket.limits)
+        if workspace is not None:
+            windows.append(workspace)
+        for window in windows:
+            window.spend(stamp)
+        self.granted += 1
+        if self.granted % SWEEP_EVERY_GRANTS == 0:
+            self._sweep(now)
+        return Grant(self, stamp, windows, ticket.channel)
+
+    @contextlib.asynccontextmanager
+    async def writing(
+        self,
+        place: Place,
+        limits: SurfaceLimits,
+        *,
+        urgent: bool,
+        deadline: float | None = None,
+        demand: Callable[[], Demand] | None = None,
+    ) -> AsyncIterator[Grant]:
+        """``async with budget.writing(place, limits, urgent=…): await surface.send(…)`` —
+        :meth:`acquire` with ``hold``, finished when the block exits (whatever happened)."""
+        grant = await self.acquire(
+            place, limits, urgent=urgent, deadline=deadline, demand=demand, hold=True
+        )
+        try:
+            yield grant
+        finally:
+            grant.finish()
 
     @property
     def channels_tracked(self) -> int:
@@ -221,4 +403,4 @@ class RenderBudget:
         channel = self._channel(channel_key, limits)
         until = self.clock.monotonic() + max(retry_after, 0.0) + self.margin
         channel.blocked_until = max(channel.blocked_until, until)
-        self._notify()
+        self._changed_in(channel_key)

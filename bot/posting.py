@@ -1,11 +1,12 @@
 """Bounded writes of genbot's own messages (questions, notes, job messages) under the shared
 write budget — the non-streamed counterpart of :mod:`bot.render`.
 
-A write waits for the :class:`~bot.budget.RenderBudget` as an urgent write, but never longer
-than ``timeout`` seconds in all: when genbot's own accounting has no room in time it writes
-anyway and lets the platform decide. A platform's "rate limited, retry after N s" holds the
-channel in the budget for N s and the write is retried, at most ``attempts`` times and only
-while the retry fits in the time left; then :class:`WriteRateLimited` (a
+A write waits for the :class:`~bot.budget.RenderBudget` as an urgent write (held in the budget
+until the platform call returns), but never longer than ``timeout`` seconds in all: when
+genbot's own accounting has no room in time it writes anyway and lets the platform decide. A
+platform's "rate limited, retry after N s" holds the channel in the budget for N s and the write
+is retried, at most ``attempts`` times and only while the retry fits in the time left; then
+:class:`WriteRateLimited` (a
 :class:`~bot.core.UserError` the core shows the user) ends it.
 """
 
@@ -16,7 +17,7 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from bot.budget import BudgetTimeout, RenderBudget
+from bot.budget import BudgetTimeout, Grant, RenderBudget
 from bot.core import UserError
 from bot.events import Event, MessageRef, OutMessage, Place, RateLimited, Surface
 
@@ -40,17 +41,21 @@ class WriteRateLimited(UserError):
         )
 
 
-async def _acquire(budget: RenderBudget, surface: Surface, place: Place, deadline: float) -> bool:
-    """Wait (bounded by ``deadline``) for room; False when there was none in time."""
+async def _acquire(
+    budget: RenderBudget, surface: Surface, place: Place, deadline: float
+) -> Grant | None:
+    """Wait (bounded by ``deadline``) for room, held until the write returns; None when there
+    was none in time."""
     remaining = deadline - budget.clock.monotonic()
     if remaining <= 0:
-        return False
+        return None
     try:
         async with asyncio.timeout(remaining):
-            await budget.acquire(place, surface.limits, urgent=True, deadline=deadline)
+            return await budget.acquire(
+                place, surface.limits, urgent=True, deadline=deadline, hold=True
+            )
     except (BudgetTimeout, TimeoutError):
-        return False
-    return True
+        return None
 
 
 async def bounded_write(
@@ -67,13 +72,17 @@ async def bounded_write(
     deadline = budget.clock.monotonic() + timeout
     limited: RateLimited | None = None
     for _ in range(max(attempts, 1)):
-        if not await _acquire(budget, surface, place, deadline) and limited is not None:
+        grant = await _acquire(budget, surface, place, deadline)
+        if grant is None and limited is not None:
             break
         try:
             return await write()
         except RateLimited as refused:
             limited = refused
             budget.penalize(place, surface.limits, refused.retry_after)
+        finally:
+            if grant is not None:
+                grant.finish()
     assert limited is not None
     raise WriteRateLimited(limited.retry_after)
 

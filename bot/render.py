@@ -1,9 +1,13 @@
 """The stream renderer: a model's streamed answer → messages posted and edited on a surface.
 
-It posts the first message as soon as visible text arrives (or a placeholder at once when
-asked; a typing indicator until then), then edits it as text streams in, under the shared
-:class:`~bot.budget.RenderBudget` and the surface's per-message minimum interval. Edits are
-coalesced: every write carries the newest text, so nothing stale is ever queued. Text beyond
+It posts the first message once visible text arrives (or a placeholder when asked; a typing
+indicator until then), then edits it as text streams in, under the shared
+:class:`~bot.budget.RenderBudget` and the surface's per-message minimum interval. Every write
+tells the budget what it would show (a :class:`~bot.budget.Demand`: unshown characters, how long
+the oldest has waited, whether it is the first message), so concurrent streams in a channel are
+served stalest first, evenly paced; a lone stream posts at once. Each write is held in the budget
+until the platform call returns. Edits are coalesced: every write carries the newest text, so
+nothing stale is ever queued. Text beyond
 ``limits.max_text`` continues in new messages (split by :func:`bot.text.split_chunks`, code
 blocks closed and reopened); finished messages get their final text, only the last one is live
 and carries the in-progress marker. At the end the exact final text lands (waiting for budget,
@@ -18,13 +22,14 @@ followed by a blank line and the note, if any.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import logging
 import math
 from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot.budget import BudgetTimeout, Clock, RenderBudget
+from bot.budget import BudgetTimeout, Clock, Demand, Grant, RenderBudget
 from bot.events import Event, MessageRef, OutMessage, Place, RateLimited, Surface, SurfaceError
 from bot.text import FENCE, Chunk, split_chunks
 
@@ -68,7 +73,8 @@ class RenderResult:
 class _Op:
     index: int
     send: bool
-    urgent: bool
+    upto: int
+    """How much of the reply (raw length) is shown once this write lands."""
 
 
 class StreamRenderer:
@@ -114,6 +120,11 @@ class StreamRenderer:
         self._last_served = -math.inf
         self._committed: list[Chunk] = []
         self._committed_end = 0
+        self._started = self.clock.monotonic()
+        self._done_at = math.inf
+        self._arrived_ends: list[int] = []
+        self._arrived_at: list[float] = []
+        self._shown_upto = 0
 
     async def render(self, deltas: AsyncIterable[str | StreamEnd]) -> RenderResult:
         """Consume ``deltas`` and keep the surface up to date; returns when the final text is
@@ -136,15 +147,18 @@ class StreamRenderer:
             async for item in deltas:
                 if isinstance(item, StreamEnd):
                     self.result.finish_reason = item.finish_reason
-                else:
+                elif item:
                     self.result.reply += item
+                    self._arrived_ends.append(len(self.result.reply))
+                    self._arrived_at.append(self.clock.monotonic())
                 self._changed.set()
         except self.interrupt_errors as error:
             self.result.interrupted = True
             self.result.error = error
         finally:
             self._done = True
-            self._deadline = self.clock.monotonic() + self.final_timeout
+            self._done_at = self.clock.monotonic()
+            self._deadline = self._done_at + self.final_timeout
             self._finished.set()
             self._changed.set()
 
@@ -187,12 +201,31 @@ class StreamRenderer:
     def _next_op(self) -> tuple[_Op, str] | None:
         desired = self._desired()
         for index, text in enumerate(desired):
+            if index == len(desired) - 1:
+                upto = len(self.result.reply)
+            else:
+                upto = self.result.chunks[index].end
             if index >= len(self.result.messages):
-                return _Op(index, True, True), text
+                return _Op(index, True, upto), text
             if self._shown[index] != text:
-                urgent = self._done or index < len(desired) - 1
-                return _Op(index, False, urgent), text
+                return _Op(index, False, upto), text
         return None
+
+    def demand(self) -> Demand:
+        """What the next write would show (see :class:`~bot.budget.Demand`)."""
+        oldest = bisect.bisect_right(self._arrived_ends, self._shown_upto)
+        if not self.result.messages and self.placeholder is not None:
+            since = self._started
+        elif oldest < len(self._arrived_at):
+            since = self._arrived_at[oldest]
+        else:
+            since = self.clock.monotonic()
+        return Demand(
+            unseen=max(len(self.result.reply.rstrip()) - self._shown_upto, 0),
+            since=min(since, self._done_at),
+            first=not self.result.messages,
+            final=self._done,
+        )
 
     async def _write_all(self, typing: asyncio.Task[None] | None) -> bool:
         """Write until the final text is shown (``True``) or giving up (``False``)."""
@@ -208,17 +241,17 @@ class StreamRenderer:
                 await self._changed.wait()
                 continue
             try:
-                await self._wait_for_room(planned[0])
+                grant = await self._wait_for_room(planned[0])
             except BudgetTimeout:
                 log.warning("gave up landing the final text in %s", self.place)
                 self.result.text = self._source()
                 return False
-            current = self._next_op()
-            if current is None:
-                continue
-            op, text = current
             try:
-                await self._write(op, text)
+                current = self._next_op()
+                if current is None:
+                    grant.cancel()
+                    continue
+                await self._write(*current, grant)
                 rate_limits_in_a_row = 0
             except RateLimited as limited:
                 self.result.rate_limited += 1
@@ -230,10 +263,12 @@ class StreamRenderer:
                     )
                     self.result.text = self._source()
                     return False
+            finally:
+                grant.finish()
             if typing is not None and self.result.messages and not typing.done():
                 typing.cancel()
 
-    async def _wait_for_room(self, op: _Op) -> None:
+    async def _wait_for_room(self, op: _Op) -> Grant:
         limits = self.surface.limits
         if not op.send:
             ready = self._last_write[op.index] + limits.min_seconds_between_edits_of_one_message
@@ -241,27 +276,34 @@ class StreamRenderer:
                 if ready > self._deadline:
                     raise BudgetTimeout("the message cannot be edited again before the deadline")
                 await self.clock.sleep(ready - now)
-        if not self._done and await self._acquire_unless_finished(op):
-            return
-        await self.budget.acquire(
+        if not self._done:
+            grant = await self._acquire_unless_finished()
+            if grant is not None:
+                return grant
+        return await self._acquire(deadline=self._deadline)
+
+    def _acquire(self, deadline: float | None = None) -> Awaitable[Grant]:
+        return self.budget.acquire(
             self.place,
-            limits,
-            urgent=True,
+            self.surface.limits,
+            urgent=False,
             last_served=self._last_served,
-            deadline=self._deadline,
+            deadline=deadline,
+            demand=self.demand,
+            hold=True,
         )
 
-    async def _acquire_unless_finished(self, op: _Op) -> bool:
-        """Wait for budget while streaming; ``False`` when the stream ends first (the final
-        write then waits again, as urgent and bounded by the deadline)."""
-        acquire = asyncio.ensure_future(
-            self.budget.acquire(
-                self.place, self.surface.limits, urgent=op.urgent, last_served=self._last_served
-            )
-        )
+    async def _acquire_unless_finished(self) -> Grant | None:
+        """Wait for budget while streaming; ``None`` when the stream ends first (the final
+        write then waits again, bounded by the deadline)."""
+        acquire = asyncio.ensure_future(self._acquire())
         finished = asyncio.ensure_future(self._finished.wait())
         try:
             await asyncio.wait((acquire, finished), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            if acquire.done() and not acquire.cancelled() and acquire.exception() is None:
+                acquire.result().cancel()
+            raise
         finally:
             for task in (acquire, finished):
                 if not task.done():
@@ -269,27 +311,33 @@ class StreamRenderer:
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
         if acquire.cancelled():
-            return False
-        acquire.result()
-        return True
+            return None
+        return acquire.result()
 
-    async def _write(self, op: _Op, text: str) -> None:
+    async def _write(self, op: _Op, text: str, grant: Grant) -> None:
         message = OutMessage(text=text, from_model=True)
         if op.send:
             origin = self.origin if op.index == 0 else None
-            ref = await self.surface.send(self.place, message, origin=origin)
+            try:
+                ref = await self.surface.send(self.place, message, origin=origin)
+            finally:
+                grant.finish()
             self.result.messages.append(ref)
             self._shown.append(text)
             self._last_write.append(self.clock.monotonic())
             self.result.sends += 1
-            if self.on_posted is not None:
-                await self.on_posted(ref)
         else:
-            await self.surface.edit(self.result.messages[op.index], message)
+            try:
+                await self.surface.edit(self.result.messages[op.index], message)
+            finally:
+                grant.finish()
             self._shown[op.index] = text
             self._last_write[op.index] = self.clock.monotonic()
             self.result.edits += 1
+        self._shown_upto = max(self._shown_upto, op.upto)
         self._last_served = self.clock.monotonic()
+        if op.send and self.on_posted is not None:
+            await self.on_posted(self.result.messages[-1])
 
 
 async def render_stream(

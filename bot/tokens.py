@@ -59,6 +59,13 @@ def encoding() -> Any:
     return _encoding
 
 
+def warm_up() -> None:
+    """Load the encoding now (about a second the first time, nothing after). It blocks, so an
+    application calls it at startup off the event loop: ``await asyncio.to_thread(warm_up)``;
+    otherwise the first answer's token count pays for it on the loop."""
+    encoding()
+
+
 def count_text(text: str) -> int:
     """Tokens of ``text``; special-token look-alikes count as ordinary text."""
     if not text:

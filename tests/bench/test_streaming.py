@@ -10,7 +10,13 @@ import pytest
 from bench.__main__ import parse
 from bench.platform import BenchPlatform
 from bench.policies import POLICIES
-from bench.streaming import StreamingConfig, run_streaming, shown_chars, streaming_table
+from bench.streaming import (
+    StreamingConfig,
+    run_streaming,
+    shown_chars,
+    split_table,
+    streaming_table,
+)
 from bench.streams import Feed, make_scripts
 from bot.events import OutMessage, Place, RateLimited, SurfaceLimits
 from bot.render import MARKER
@@ -29,11 +35,14 @@ async def test_every_policy_lands_the_exact_text_and_genbot_is_never_refused() -
         assert cell.exact == cell.streams, cell
         assert cell.stale_chars and cell.stale_seconds
         assert len(cell.first_visible) == len(cell.final_lag) == cell.streams
+        assert sorted(cell.live_chars + cell.tail_chars) == sorted(cell.stale_chars)
+        assert cell.live_chars and len(cell.live_seconds) == len(cell.live_chars)
     by_name = {(c.streams, c.policy): c for c in cells}
     assert all(by_name[n, "genbot"].rate_limited == 0 for n in SMOKE.streams)
     assert by_name[3, "every-delta"].rate_limited > 0
     table = streaming_table(cells, SMOKE).render()
     assert table.count("| genbot ") == len(SMOKE.streams)
+    assert split_table(cells).render().count("| genbot ") == len(SMOKE.streams)
 
 
 async def test_the_fake_platform_refuses_the_sixth_write_in_a_window() -> None:

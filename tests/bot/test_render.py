@@ -163,8 +163,8 @@ async def test_concurrent_streams_in_one_channel_share_the_budget_without_429s(s
         times = [w.at for w in writes_of(surface, result) if w.at <= producer.yielded_at[-1]]
         gaps = [b - a for a, b in itertools.pairwise(times)]
         fair_share = streams * DISCORD.edit_window_seconds / DISCORD.edits_per_window_per_channel
-        burst = DISCORD.edit_window_seconds  # urgent writes (first posts, finals) may burst
-        assert max(gaps, default=0) <= fair_share + burst + 1e-6, "staleness is bounded"
+        queue_jump = DISCORD.edit_window_seconds  # a staler stream or first message goes first
+        assert max(gaps, default=0) <= fair_share + queue_jump + 1e-6, "staleness is bounded"
 
 
 async def test_long_answers_continue_in_new_messages_with_code_fences_intact():

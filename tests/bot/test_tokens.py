@@ -22,6 +22,7 @@ from bot.tokens import (
     count_text,
     encoding,
     fit_history,
+    warm_up,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +51,28 @@ def test_the_encoding_is_loaded_once_and_only_when_first_needed():
         "assert t._encoding.name.startswith('cl100k_base')\n"
     )
     subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True, timeout=60)
+
+
+def test_warm_up_loads_the_encoding_off_the_event_loop_once():
+    probe = (
+        "import asyncio, sys, threading, bot.tokens as t\n"
+        "assert t._encoding is None and 'tiktoken' not in sys.modules\n"
+        "loaders = []\n"
+        "real = t.encoding\n"
+        "t.encoding = lambda: loaders.append(threading.current_thread().name) or real()\n"
+        "async def main():\n"
+        "    await asyncio.to_thread(t.warm_up)\n"
+        "asyncio.run(main())\n"
+        "assert t._encoding is not None and 'tiktoken' in sys.modules\n"
+        "assert loaders and loaders[0] != threading.main_thread().name, loaders\n"
+        "loaded = t._encoding\n"
+        "t.warm_up()\n"
+        "assert t._encoding is loaded\n"
+        "assert t.count_text('hello world') == 2\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True, timeout=60)
+    warm_up()
+    assert encoding() is encoding()
 
 
 def test_message_overhead_role_name_and_function_call():

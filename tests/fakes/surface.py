@@ -6,13 +6,16 @@ Every ``send`` and ``edit`` counts against its channel (the thread's parent): mo
 ``limits.min_seconds_between_edits_of_one_message`` is refused with :class:`RateLimited`, as
 Discord answers 429. ``flaky_every=N`` also refuses every N-th call regardless. Every accepted
 write is recorded with its time, every refusal with its time and retry-after.
+
+``latency(call_number)`` (with ``sleep``, the clock's) gives each write a trip: seconds until the
+request arrives — when it is counted, as platforms count — and seconds until the answer is back.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot.events import (
@@ -54,7 +57,10 @@ class BudgetSurface:
         platform: str = "fake",
         flaky_every: int | None = None,
         flaky_retry_after: float = 0.7,
+        latency: Callable[[int], tuple[float, float]] | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
+        assert latency is None or sleep is not None, "a latency needs the clock's sleep"
         self.platform = platform
         self.limits = limits or SurfaceLimits()
         self.monotonic = monotonic
@@ -66,6 +72,9 @@ class BudgetSurface:
         self.rate_limited = 0
         self.refusals: list[tuple[float, float]] = []
         self.on_write: Callable[[Write], None] | None = None
+        self.latency = latency
+        self.sleep = sleep
+        self._trips = itertools.count()
         self._calls = 0
         self._ids = itertools.count(1)
         self._channel_stamps: dict[str, deque[float]] = {}
@@ -114,6 +123,18 @@ class BudgetSurface:
         workspace.append(now)
         return now
 
+    async def _trip(self) -> float:
+        """Travel to the platform; returns the seconds the answer takes back."""
+        if self.latency is None or self.sleep is None:
+            return 0.0
+        going, back = self.latency(next(self._trips))
+        await self.sleep(going)
+        return back
+
+    async def _back(self, seconds: float) -> None:
+        if seconds > 0 and self.sleep is not None:
+            await self.sleep(seconds)
+
     def _check(self, message: OutMessage) -> None:
         assert message.text.strip(), "empty message"
         assert len(message.text) <= self.limits.max_text, (
@@ -130,7 +151,11 @@ class BudgetSurface:
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
         self._check(message)
-        now = self._spend(place, None)
+        back = await self._trip()
+        try:
+            now = self._spend(place, None)
+        finally:
+            await self._back(back)
         ref = MessageRef(place, f"m{next(self._ids)}")
         self.messages[ref.message_id] = Posted(ref, message.text, origin, [message.text])
         self._record(
@@ -141,7 +166,11 @@ class BudgetSurface:
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
         self._check(message)
         posted = self.messages[ref.message_id]
-        now = self._spend(ref.place, ref.message_id)
+        back = await self._trip()
+        try:
+            now = self._spend(ref.place, ref.message_id)
+        finally:
+            await self._back(back)
         posted.text = message.text
         posted.history.append(message.text)
         self._record(

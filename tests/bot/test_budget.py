@@ -1,0 +1,276 @@
+"""The write budget: held writes, stalest-first order, pacing — on a virtual clock."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+
+import pytest
+
+from bot import posting
+from bot.budget import (
+    FIRST_MESSAGE_BONUS,
+    IN_FLIGHT_LIMIT,
+    UNHELD_ALLOWANCE,
+    BudgetTimeout,
+    Demand,
+    RenderBudget,
+)
+from bot.events import OutMessage, Place, SurfaceLimits
+from bot.render import RenderResult, render_stream
+from tests.fakes.clock import FakeClock
+from tests.fakes.surface import BudgetSurface
+
+PLACE = Place("fake", "w1", "c1")
+DISCORD = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
+ONE_PER_SECOND = SurfaceLimits(edits_per_window_per_channel=1, edit_window_seconds=1.0)
+
+
+def slow_then_fast(slow_calls: int, going: float, back: float):  # type: ignore[no-untyped-def]
+    """The first ``slow_calls`` requests are slow to arrive and to answer (a busy event loop or
+    network), the rest are instant: the case where counting a write at its grant goes wrong."""
+
+    def latency(call: int) -> tuple[float, float]:
+        return (going, back) if call < slow_calls else (0.0, 0.0)
+
+    return latency
+
+
+async def pieces(fake: FakeClock, count: int, tag: str, every: float) -> AsyncIterator[str]:
+    for index in range(count):
+        await fake.sleep(every)
+        yield f"{tag}{index} "
+
+
+async def test_streams_are_not_refused_when_requests_arrive_late():
+    fake = FakeClock()
+    surface = BudgetSurface(
+        fake.monotonic, DISCORD, latency=slow_then_fast(6, 0.8, 0.3), sleep=fake.sleep
+    )
+    budget = RenderBudget(fake.clock)
+
+    async def everyone() -> list[RenderResult]:
+        return await asyncio.gather(
+            *(
+                render_stream(pieces(fake, 120, f"s{index}x", 0.1), surface, PLACE, budget)
+                for index in range(3)
+            )
+        )
+
+    results = await fake.run(everyone())
+    assert surface.rate_limited == 0, surface.refusals
+    assert all(result.landed and result.rate_limited == 0 for result in results)
+    stamps = [write.at for write in surface.writes]
+    assert all(len([t for t in stamps if s <= t < s + 5.0]) <= 5 for s in stamps)
+
+
+async def test_posts_are_not_refused_when_requests_arrive_late():
+    fake = FakeClock()
+    surface = BudgetSurface(
+        fake.monotonic, DISCORD, latency=slow_then_fast(5, 1.0, 1.0), sleep=fake.sleep
+    )
+    budget = RenderBudget(fake.clock)
+
+    posts = (posting.post(budget, surface, PLACE, OutMessage(f"note {i}")) for i in range(6))
+    await fake.run(asyncio.gather(*posts))
+    assert surface.rate_limited == 0, surface.refusals
+    assert len(surface.writes) == 6
+
+
+async def test_a_held_write_counts_until_it_finishes_and_a_cancelled_one_gives_room_back():
+    fake = FakeClock()
+    budget = RenderBudget(fake.clock, margin=0.0)
+    granted: list[float] = []
+
+    async def scenario() -> None:
+        held = await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        waiting = asyncio.ensure_future(budget.acquire(PLACE, ONE_PER_SECOND, urgent=True))
+        waiting.add_done_callback(lambda _: granted.append(fake.now))
+        await fake.sleep(3.0)
+        assert not waiting.done(), "an unfinished write stays in the window"
+        held.finish()
+        held.finish()
+        await waiting
+        unused = await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        unused.cancel()
+        unused.finish()
+        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        granted.append(fake.now)
+
+    await fake.run(scenario())
+    assert granted == [4.0, 4.0 + 1.0 + UNHELD_ALLOWANCE]
+
+
+async def test_a_held_write_never_finished_leaves_the_window_eventually():
+    fake = FakeClock()
+    budget = RenderBudget(fake.clock, margin=0.0)
+
+    async def scenario() -> float:
+        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        return fake.now
+
+    assert await fake.run(scenario()) == IN_FLIGHT_LIMIT + 1.0
+
+
+async def test_waiting_stream_writes_are_served_stalest_first():
+    fake = FakeClock(start=100.0)
+    budget = RenderBudget(fake.clock, margin=0.0)
+    order: list[str] = []
+    demands = {
+        "few chars, waited 1 s": Demand(unseen=100, since=99.0),
+        "many chars, waited 1 s": Demand(unseen=1600, since=99.0),
+        "few chars, waited 2.5 s": Demand(unseen=10, since=97.5),
+        "first message, waited 2.2 s": Demand(unseen=50, since=97.8, first=True),
+        "job progress edit": None,
+    }
+
+    async def write(name: str, last_served: float) -> None:
+        demand = demands[name]
+        await budget.acquire(
+            PLACE,
+            ONE_PER_SECOND,
+            urgent=False,
+            last_served=last_served,
+            demand=None if demand is None else (lambda: demand),
+        )
+        order.append(name)
+
+    async def scenario() -> None:
+        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        await asyncio.gather(*(write(name, -float(i)) for i, name in enumerate(demands)))
+
+    await fake.run(scenario())
+    assert 2.2 + 50 / 800 + FIRST_MESSAGE_BONUS > 2.5 + 10 / 800
+    assert order == [
+        "many chars, waited 1 s",
+        "first message, waited 2.2 s",
+        "few chars, waited 2.5 s",
+        "few chars, waited 1 s",
+        "job progress edit",
+    ]
+
+
+async def test_non_urgent_writes_are_paced_and_urgent_ones_are_not():
+    fake = FakeClock()
+    budget = RenderBudget(fake.clock, margin=0.0)
+    times: dict[str, list[float]] = {"stream": [], "urgent": []}
+
+    async def write(kind: str) -> None:
+        demand = Demand(unseen=10, since=fake.now)
+        await budget.acquire(PLACE, DISCORD, urgent=kind == "urgent", demand=lambda: demand)
+        times[kind].append(fake.now)
+
+    await fake.run(asyncio.gather(*(write("stream") for _ in range(5))))
+    await fake.run(asyncio.gather(*(write("urgent") for _ in range(5))))
+    assert times["stream"] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    full_until = [second + 5.0 + UNHELD_ALLOWANCE for second in times["stream"]]
+    assert times["urgent"] == pytest.approx(full_until), "the window is full until then"
+    fake.now = 100.0
+    await fake.run(asyncio.gather(*(write("urgent") for _ in range(5))))
+    assert times["urgent"][5:] == [100.0] * 5
+
+
+async def test_the_deadline_still_bounds_a_wait_behind_a_held_write():
+    fake = FakeClock()
+    budget = RenderBudget(fake.clock, margin=0.0)
+
+    async def scenario() -> None:
+        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        with pytest.raises(BudgetTimeout):
+            await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True, deadline=fake.now + 0.5)
+
+    await fake.run(scenario())
+
+
+async def test_writing_holds_the_write_for_the_block():
+    fake = FakeClock()
+    budget = RenderBudget(fake.clock, margin=0.0)
+    granted: list[float] = []
+
+    async def scenario() -> None:
+        async with budget.writing(PLACE, ONE_PER_SECOND, urgent=True) as grant:
+            granted.append(grant.granted_at)
+            await fake.sleep(2.5)
+        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        granted.append(fake.now)
+
+    await fake.run(scenario())
+    assert granted == [0.0, 3.5]
+
+
+async def test_first_messages_of_concurrent_streams_do_not_burst_the_window():
+    fake = FakeClock()
+    surface = BudgetSurface(fake.monotonic, DISCORD)
+    budget = RenderBudget(fake.clock, margin=0.0)
+
+    async def everyone() -> list[RenderResult]:
+        return await asyncio.gather(
+            *(
+                render_stream(pieces(fake, 60, f"s{index}x", 0.1), surface, PLACE, budget)
+                for index in range(5)
+            )
+        )
+
+    results = await fake.run(everyone())
+    assert surface.rate_limited == 0
+    stamps = [write.at for write in surface.writes]
+    assert all(b - a >= 1.0 - 1e-9 for a, b in itertools.pairwise(stamps)), stamps
+    assert all(result.landed for result in results)
+
+
+async def test_the_stream_with_the_most_unshown_text_is_updated_first():
+    fake = FakeClock()
+    surface = BudgetSurface(fake.monotonic, ONE_PER_SECOND)
+    budget = RenderBudget(fake.clock, margin=0.0)
+
+    async def stream(first_at: float, burst_at: float, burst: str) -> AsyncIterator[str]:
+        await fake.sleep(first_at)
+        yield "start "
+        await fake.sleep(burst_at - first_at)
+        yield burst
+        for index in range(8):
+            await fake.sleep(0.5)
+            yield f"more{index} "
+
+    async def both() -> list[RenderResult]:
+        return await asyncio.gather(
+            render_stream(stream(0.1, 1.5, "x" * 1500 + " "), surface, PLACE, budget),
+            render_stream(stream(0.05, 1.2, "tiny "), surface, PLACE, budget),
+        )
+
+    big, small = await fake.run(both())
+    first_writes = [surface.writes[0].message_id, surface.writes[1].message_id]
+    assert first_writes == [small.messages[0].message_id, big.messages[0].message_id]
+    after_burst = next(write for write in surface.writes if write.at >= 1.5)
+    assert after_burst.message_id == big.messages[0].message_id, "not the least recently served"
+    assert "x" * 1500 in after_burst.text
+
+
+async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits():
+    fake = FakeClock()
+    surface = BudgetSurface(fake.monotonic, DISCORD)
+    budget = RenderBudget(fake.clock, margin=0.0)
+
+    async def short(tag: str, start: float) -> AsyncIterator[str]:
+        await fake.sleep(start)
+        yield f"{tag} hello"
+        await fake.sleep(0.2)
+        yield " world"
+
+    alone = await fake.run(render_stream(short("a", 0.1), surface, PLACE, budget))
+    final = surface.writes[-1]
+    assert final.message_id == alone.messages[0].message_id
+    assert final.at == pytest.approx(0.3), "not a pace (1 s) after the first message"
+
+    fake.now = 100.0
+    other = Place("fake", "w1", "c2")
+    together = await fake.run(
+        asyncio.gather(
+            render_stream(short("b", 0.1), surface, other, budget),
+            render_stream(pieces(fake, 40, "cx", 0.1), surface, other, budget),
+        )
+    )
+    b_writes = [w.at for w in surface.writes if w.message_id == together[0].messages[0].message_id]
+    assert len(b_writes) == 2 and b_writes[1] - b_writes[0] >= 1.0, b_writes
