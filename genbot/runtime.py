@@ -24,6 +24,7 @@ from bot.assembly import build_core
 from bot.config import Settings
 from bot.core import Core
 from bot.events import Surface
+from bot.tokens import warm_up
 from genbot.reasons import StartupError, os_reason, reason
 from genbot.signals import StopSignals
 from storage import StorageError, Store
@@ -87,7 +88,9 @@ class Runtime:
 
     async def start(self) -> None:
         """Start the adapters, then the core's services; :class:`StartupError` names the part
-        that failed (the traceback is logged at debug level)."""
+        that failed (the traceback is logged at debug level). The tokenizer is loaded first,
+        off the event loop, so the first answer does not stall the loop for it."""
+        await asyncio.to_thread(warm_up)
         for name, adapter in self.adapters.items():
             self.core.attach(adapter.surface)
             self._attempted.append((name, adapter))
