@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.actions import describe_buttons, diffusion_buttons, task_buttons
-from bot.budget import BudgetTimeout, RenderBudget
+from bot.budget import BudgetTimeout, Grant, RenderBudget
 from bot.core import SurfaceRegistry
 from bot.events import (
     Button,
@@ -119,11 +119,14 @@ class Delivery:
         """Post ``message`` (an urgent write: waits for budget, bounded, then posts anyway)."""
         surface = self._surfaces.get(place.platform)
         for _ in range(MAX_RATE_LIMIT_RETRIES):
-            await self._acquire(surface, place, urgent=True)
+            _, grant = await self._acquire(surface, place, urgent=True)
             try:
                 return await surface.send(place, message, origin=origin)
             except RateLimited as limited:
                 await self._penalize(surface, place, limited)
+            finally:
+                if grant is not None:
+                    grant.finish()
         return await surface.send(place, message, origin=origin)
 
     async def edit(self, job: Job, text: str, *, urgent: bool) -> bool:
@@ -143,9 +146,10 @@ class Delivery:
             return False
         surface = self._surfaces.get(place.platform)
         ref = MessageRef(place, job.progress_message_id)
+        go, grant = await self._acquire(surface, place, urgent=urgent)
+        if not go:
+            return False
         try:
-            if not await self._acquire(surface, place, urgent=urgent):
-                return False
             await surface.edit(ref, OutMessage(text=text))
         except RateLimited as limited:
             await self._penalize(surface, place, limited, wait=False)
@@ -153,6 +157,9 @@ class Delivery:
         except (SurfaceError, KeyError) as error:
             log.warning("could not edit the progress message of job %s: %s", job.id, error)
             return False
+        finally:
+            if grant is not None:
+                grant.finish()
         self._shown[job.id] = text
         return True
 
@@ -161,15 +168,22 @@ class Delivery:
         self._shown.pop(job_id, None)
         self._locks.pop(job_id, None)
 
-    async def _acquire(self, surface: Surface, place: Place, *, urgent: bool) -> bool:
+    async def _acquire(
+        self, surface: Surface, place: Place, *, urgent: bool
+    ) -> tuple[bool, Grant | None]:
+        """Whether to write now, and the budget grant to finish once the platform call returns
+        (writes count until they land, so a busy event loop cannot push them past the
+        platform's limit). An urgent write goes ahead without a grant when the wait runs out."""
         wait = URGENT_BUDGET_WAIT if urgent else PROGRESS_BUDGET_WAIT
         deadline = self._budget.clock.monotonic() + (wait if urgent else 0.0)
         try:
             async with asyncio.timeout(wait):
-                await self._budget.acquire(place, surface.limits, urgent=urgent, deadline=deadline)
+                grant = await self._budget.acquire(
+                    place, surface.limits, urgent=urgent, deadline=deadline, hold=True
+                )
         except (BudgetTimeout, TimeoutError):
-            return urgent
-        return True
+            return urgent, None
+        return True, grant
 
     async def _penalize(
         self, surface: Surface, place: Place, limited: RateLimited, *, wait: bool = True

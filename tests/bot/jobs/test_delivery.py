@@ -3,15 +3,33 @@ end with a clear message once genbot gives up."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
-from bot.events import Command, Event, MessageRef, OutMessage, Place, SurfaceError, User
+from bot.budget import RenderBudget
+from bot.core import SurfaceRegistry
+from bot.events import (
+    Command,
+    Event,
+    MessageRef,
+    OutMessage,
+    Place,
+    SurfaceError,
+    SurfaceLimits,
+    User,
+)
 from bot.jobs import DeliveryRetry
+from bot.jobs.delivery import Delivery
+from bot.jobs.media import MediaFetcher
+from bot.jobs.watch import JobWatch
 from simulator.server import serve
 from simulator.state import SimulatorConfig
+from storage import Store
 from tests.bot.harness import PLACE, ROOMY, harness
 from tests.bot.jobs.support import bare_engines
+from tests.fakes.clock import FakeClock
 from tests.fakes.platform import FakePlatform
+from tests.fakes.surface import BudgetSurface
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
@@ -120,3 +138,29 @@ async def test_genbot_gives_up_once_the_retry_budget_is_spent(tmp_path: Path) ->
         assert platform.failed_posts == 4
         progress = platform.messages[current.progress_message_id or ""].text
         assert progress.endswith("finished, but genbot could not post the result")
+
+
+async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refused(
+    tmp_path: Path,
+) -> None:
+    fake = FakeClock()
+    slow_first = [(1.0, 1.0)] * 5
+
+    def latency(call: int) -> tuple[float, float]:
+        return slow_first[call] if call < len(slow_first) else (0.0, 0.0)
+
+    discord = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
+    surface = BudgetSurface(fake.monotonic, discord, latency=latency, sleep=fake.sleep)
+    surfaces = SurfaceRegistry()
+    surfaces.attach(surface)
+    store = await Store.open(tmp_path / "genbot.db")
+    try:
+        delivery = Delivery(
+            store, surfaces, RenderBudget(fake.clock), MediaFetcher(1024), JobWatch(store)
+        )
+        posts = (delivery.send(PLACE, OutMessage(f"result {i}")) for i in range(6))
+        await fake.run(asyncio.gather(*posts))
+    finally:
+        await store.close()
+    assert surface.rate_limited == 0, surface.refusals
+    assert len(surface.writes) == 6
