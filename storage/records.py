@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 JobFamily = Literal["task", "diffusion"]
 """``task``: the image task API (family B); ``diffusion``: the diffusion API (family C)."""
@@ -52,24 +52,7 @@ JobStatus = Literal[
   from the notification), else it times out into ``failed``.
 """
 
-ALL_STATUSES: Final[frozenset[JobStatus]] = frozenset(
-    (
-        "creating",
-        "submitted",
-        "pending",
-        "staged",
-        "processing",
-        "retry",
-        "finished",
-        "failed",
-        "posting",
-        "posted",
-        "reporting",
-        "failed_posted",
-        "create_failed",
-        "unknown",
-    )
-)
+ALL_STATUSES: Final[frozenset[JobStatus]] = frozenset(get_args(JobStatus))
 IN_FLIGHT_STATUSES: Final[frozenset[JobStatus]] = frozenset(
     ("submitted", "pending", "staged", "processing", "retry")
 )
