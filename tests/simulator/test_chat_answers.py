@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from tests.simulator.test_chat_support import (
     RunningSimulator,
+    answer_of,
     chat_simulator,
     chunks,
     post_chat,
     request,
     streamed_content,
 )
-
-
-def answer_of(reply_body: dict[str, Any], index: int = 0) -> str:
-    content: str = reply_body["choices"][index]["message"]["content"]
-    return content
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import pytest
 
 from tests.simulator.test_chat_support import (
     RunningSimulator,
+    answer_of,
     chat_simulator,
     chunks,
     post_chat,
@@ -76,11 +77,6 @@ def assert_valid_arguments(arguments: str, schema: dict[str, Any]) -> dict[str, 
         if "minimum" in prop:
             assert value >= prop["minimum"]
     return parsed
-
-
-def answer_of(reply_body: dict[str, Any], index: int = 0) -> str:
-    content: str = reply_body["choices"][index]["message"]["content"]
-    return content
 
 
 @pytest.fixture

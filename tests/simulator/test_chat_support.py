@@ -112,3 +112,9 @@ def error_of(reply: Reply) -> dict[str, Any]:
     assert set(error) == {"message", "type", "param", "code"}
     assert isinstance(error["message"], str) and error["message"]
     return error
+
+
+def answer_of(reply_body: dict[str, Any], index: int = 0) -> str:
+    """The content of choice ``index`` of a non-streamed answer."""
+    content: str = reply_body["choices"][index]["message"]["content"]
+    return content

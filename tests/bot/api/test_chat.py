@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from aiohttp import web
@@ -167,6 +168,22 @@ async def test_stream_without_async_with_closes_at_the_end(api: ProviderClient) 
     assert stream.closed
 
 
+@contextlib.asynccontextmanager
+async def chat_provider(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> AsyncIterator[str]:
+    """A stand-in provider on 127.0.0.1 answering chat completions with ``handler``."""
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
 @pytest.fixture
 async def stalling_server() -> AsyncIterator[str]:
     """A provider that sends the opening and one piece of a stream, then goes silent."""
@@ -183,17 +200,11 @@ async def stalling_server() -> AsyncIterator[str]:
         await release.wait()
         return response
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        release.set()
-        await runner.cleanup()
+    async with chat_provider(handler) as url:
+        try:
+            yield url
+        finally:
+            release.set()
 
 
 async def test_stalled_stream_raises_interrupted_with_partial_text(stalling_server: str) -> None:
@@ -223,16 +234,8 @@ async def endless_line_server() -> AsyncIterator[str]:
             await response.write(piece)
         return response
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with chat_provider(handler) as url:
+        yield url
 
 
 async def test_an_oversized_stream_line_interrupts_the_stream(endless_line_server: str) -> None:
