@@ -38,14 +38,13 @@ from typing import Any
 
 from bench.app import BenchBot, running_bot
 from bench.platform import DISCORD_LIMITS, BenchPlatform
+from bench.probe import PROBE_EVERY, Probe
 from bench.report import Table, percentile
 from bench.simproc import ROOT, simulator_process
 from bench.tracking import imagine, wait_settled
 from bot.events import Place, User, UserMessage
 from storage import IN_FLIGHT_STATUSES
 
-PROBE_EVERY = 0.05
-PAGE_BYTES = resource.getpagesize()
 IN_FLIGHT = ", ".join(f"'{status}'" for status in sorted(IN_FLIGHT_STATUSES))
 TOKENS_SQL = "SELECT COALESCE(SUM(tokens_completion), 0) FROM usage WHERE kind = 'chat'"
 
@@ -88,33 +87,9 @@ class Phase:
     finished: bool = True
 
 
-def rss_mb() -> float:
-    """The process's resident set size now, in MB (Linux ``/proc/self/statm``)."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * PAGE_BYTES / 1e6
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 def cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-class Probe:
-    """Measures event-loop lag (sleep overshoot) and RSS while running."""
-
-    def __init__(self) -> None:
-        self.lag: list[float] = []
-        self.peak_rss = 0.0
-
-    async def run(self) -> None:
-        while True:
-            started = time.perf_counter()
-            await asyncio.sleep(PROBE_EVERY)
-            self.lag.append(max(time.perf_counter() - started - PROBE_EVERY, 0.0))
-            self.peak_rss = max(self.peak_rss, rss_mb())
 
 
 async def chat_tokens(bot: BenchBot) -> int:
