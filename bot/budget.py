@@ -20,8 +20,11 @@ every stream frozen until it refills. Urgent writes (genbot's own posts: job mes
 questions) are not paced and go first. Waiting stream writes (those that describe their
 :class:`Demand`) are served stalest first: the highest ``seconds the oldest unshown text has
 waited + unshown characters / CHARS_PER_STALE_SECOND``, plus ``FIRST_MESSAGE_BONUS`` for a
-stream that has no message yet; a stream's final text is not paced when nobody else waits in its
-channel. Other non-urgent writes come last, least recently served first.
+stream that has no message yet. A finished stream's unshown characters weigh double and it gets
+``FINAL_TEXT_BONUS``: writing its final text ends its lag for good, whereas a live stream served a
+moment later shows that much more. When others wait in the channel, a stream's first message is
+held until its text is ``FIRST_MESSAGE_HOLD`` old; a stream's final text is not paced when nobody
+else waits in its channel. Other non-urgent writes come last, least recently served first.
 Only shared limits live here; the per-message minimum interval is the renderer's.
 """
 
@@ -43,6 +46,11 @@ CHARS_PER_STALE_SECOND = 800.0
 """How many unshown characters weigh as much as one second of waiting, when ranking streams."""
 FIRST_MESSAGE_BONUS = 0.5
 """Seconds added to the staleness of a stream that has no message yet."""
+FIRST_MESSAGE_HOLD = 0.4
+"""Seconds a stream's first text waits before its first message when other writes wait in the
+channel, so that write carries a few words rather than one (a lone stream posts at once)."""
+FINAL_TEXT_BONUS = 0.5
+"""Seconds added to the staleness of a finished stream (its unshown characters also count twice)."""
 DEFAULT_MARGIN = 0.02
 """Seconds added to every window and retry-after: clock granularity, not network delay (writes
 are counted until their call returns)."""
@@ -154,6 +162,8 @@ class _Ticket:
             staleness = now - demand.since + demand.unseen / CHARS_PER_STALE_SECOND
             if demand.first:
                 staleness += FIRST_MESSAGE_BONUS
+            if demand.final:
+                staleness += FINAL_TEXT_BONUS + demand.unseen / CHARS_PER_STALE_SECOND
             return (1, -staleness, self.sequence)
         return (2, self.last_served, self.sequence)
 
@@ -256,11 +266,13 @@ class RenderBudget:
 
     def _ready_at(self, ticket: _Ticket, now: float) -> float:
         """When ``ticket`` could write (a lower bound while writes are in flight). A stream's
-        final text is paced only when others wait (in the channel; in the workspace)."""
+        final text is paced only when others wait (in the channel; in the workspace); its first
+        message is held while others wait in the channel (see ``FIRST_MESSAGE_HOLD``)."""
         channel = self._channel(ticket.channel, ticket.limits)
         final = ticket.final()
         paced = not ticket.urgent and not (final and channel.waiting == [ticket])
         ready = max(channel.window.free_at(now, self.margin, paced=paced), channel.blocked_until)
+        ready = max(ready, self._held_until(ticket, channel))
         workspace = self._workspace(ticket.workspace, ticket.limits)
         if workspace is not None:
             alone = self._waiting.get(ticket.workspace) == [ticket]
@@ -268,9 +280,22 @@ class RenderBudget:
             ready = max(ready, workspace.free_at(now, self.margin, paced=paced))
         return ready
 
+    @staticmethod
+    def _held_until(ticket: _Ticket, channel: _Channel) -> float:
+        """When a stream's first message may go while others wait in its channel."""
+        if ticket.demand is None or len(channel.waiting) < 2:
+            return -math.inf
+        demand = ticket.demand()
+        if not demand.first or not demand.unseen or demand.final:
+            return -math.inf
+        return demand.since + FIRST_MESSAGE_HOLD
+
     def _first_in_channel(self, ticket: _Ticket, now: float) -> bool:
-        waiting = self._channels[ticket.channel].waiting
-        return min(waiting, key=lambda t: t.rank(now)) is ticket
+        """Whether ``ticket`` ranks first among the writes waiting in its channel that are not
+        held (see ``FIRST_MESSAGE_HOLD``)."""
+        channel = self._channels[ticket.channel]
+        free = [t for t in channel.waiting if self._held_until(t, channel) <= now]
+        return bool(free) and min(free, key=lambda t: t.rank(now)) is ticket
 
     def _is_next(self, ticket: _Ticket, now: float) -> bool:
         """Whether ``ticket`` is first in its channel and, among the channel-firsts that could

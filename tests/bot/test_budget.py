@@ -10,7 +10,9 @@ import pytest
 
 from bot import posting
 from bot.budget import (
+    FINAL_TEXT_BONUS,
     FIRST_MESSAGE_BONUS,
+    FIRST_MESSAGE_HOLD,
     IN_FLIGHT_LIMIT,
     UNHELD_ALLOWANCE,
     BudgetTimeout,
@@ -123,6 +125,7 @@ async def test_waiting_stream_writes_are_served_stalest_first():
         "many chars, waited 1 s": Demand(unseen=1600, since=99.0),
         "few chars, waited 2.5 s": Demand(unseen=10, since=97.5),
         "first message, waited 2.2 s": Demand(unseen=50, since=97.8, first=True),
+        "finished, few chars, waited 1 s": Demand(unseen=100, since=99.0, final=True),
         "job progress edit": None,
     }
 
@@ -143,13 +146,49 @@ async def test_waiting_stream_writes_are_served_stalest_first():
 
     await fake.run(scenario())
     assert 2.2 + 50 / 800 + FIRST_MESSAGE_BONUS > 2.5 + 10 / 800
+    assert 1 + 2 * 100 / 800 + FINAL_TEXT_BONUS < 2.5 + 10 / 800
     assert order == [
         "many chars, waited 1 s",
         "first message, waited 2.2 s",
         "few chars, waited 2.5 s",
+        "finished, few chars, waited 1 s",
         "few chars, waited 1 s",
         "job progress edit",
     ]
+
+
+async def test_a_first_message_is_held_while_others_wait_and_posted_at_once_alone():
+    fake = FakeClock(start=100.0)
+    budget = RenderBudget(fake.clock, margin=0.0)
+    granted: dict[str, float] = {}
+    demands = {
+        "first message, text from 100.9": Demand(unseen=10, since=100.9, first=True),
+        "live, text from 100.8": Demand(unseen=100, since=100.8),
+    }
+
+    async def write(name: str) -> None:
+        demand = demands[name]
+        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=lambda: demand)
+        granted[name] = fake.now
+
+    async def scenario() -> None:
+        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        await asyncio.gather(*(write(name) for name in demands))
+
+    await fake.run(scenario())
+    assert 0.1 + 10 / 800 + FIRST_MESSAGE_BONUS > 0.2 + 100 / 800, "it would go first unheld"
+    window_free = 100.0 + UNHELD_ALLOWANCE + 1.0
+    assert granted["live, text from 100.8"] == pytest.approx(window_free)
+    assert granted["first message, text from 100.9"] == pytest.approx(
+        window_free + UNHELD_ALLOWANCE + 1.0
+    )
+
+    fake.now = 200.0
+    fresh = Demand(unseen=10, since=200.0, first=True)
+    alone = await fake.run(
+        budget.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=lambda: fresh)
+    )
+    assert alone.granted_at == 200.0 < 200.0 + FIRST_MESSAGE_HOLD
 
 
 async def test_non_urgent_writes_are_paced_and_urgent_ones_are_not():
@@ -260,7 +299,8 @@ async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits():
         yield " world"
 
     alone = await fake.run(render_stream(short("a", 0.1), surface, PLACE, budget))
-    final = surface.writes[-1]
+    first, final = surface.writes
+    assert first.at == pytest.approx(0.1), "a lone stream's first message is not held"
     assert final.message_id == alone.messages[0].message_id
     assert final.at == pytest.approx(0.3), "not a pace (1 s) after the first message"
 
