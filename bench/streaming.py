@@ -2,9 +2,15 @@
 
 For each N, genbot's renderer and the two baselines of :mod:`bench.policies` run at the same
 time, each against its own :class:`bench.platform.BenchPlatform` (same limits, same latency)
-and its own copy of the same seeded answers. A sampler reads every answer's visible text every
-0.1 scenario seconds and measures how far it lags the received text, in characters and in
-seconds (age of the oldest received character not shown yet).
+and its own copy of the same seeded answers; this is repeated for each seed of the config and
+the figures pool all runs.
+
+Staleness is read afterwards from the platform's write history, at the same moments for every
+policy: every 0.1 scenario seconds from an answer's first token until the slowest policy showed
+its complete text. A sample is how far the visible text lags the received text, in characters
+and in seconds (age of the oldest received character not shown yet); once a policy shows the
+complete text, its samples are 0. (Sampling each policy only until its own final text was
+visible gave a policy that lands late more samples, of moderate lag, which lowered its median.)
 
 ``scale`` compresses time (the platform window, token pace, latency and timer all shrink) for
 ``--quick`` runs and smoke tests; seconds are reported in scenario seconds (divided by
@@ -14,12 +20,14 @@ seconds (age of the oldest received character not shown yet).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from bench.platform import DISCORD_LIMITS, BenchPlatform
 from bench.policies import POLICIES
+from bench.probe import PROBE_EVERY, Probe
 from bench.report import Table, percentile
 from bench.streams import Feed, Script, make_scripts
 from bot.events import Place, SurfaceLimits
@@ -40,13 +48,26 @@ class StreamingConfig:
     latency: float = 0.05
     scale: float = 1.0
     seed: int = 7
+    answers: int = 400
+    streams_at_once: int = 60
     deadline: float = 150.0
     limits: SurfaceLimits = DISCORD_LIMITS
     policies: tuple[str, ...] = tuple(POLICIES)
 
+    def seeds(self, count: int) -> list[int]:
+        """One seed per run of ``count`` answers (``seed``, ``seed + 100``, …): enough runs
+        for ``answers`` answers in all, so every N weighs the same."""
+        runs = -(-self.answers // count)
+        return [self.seed + 100 * run for run in range(runs)]
+
+    def at_once(self, count: int) -> int:
+        """How many runs of ``count`` answers play at the same time (each policy then has at
+        most ``streams_at_once`` answers in flight)."""
+        return max(1, self.streams_at_once // count)
+
 
 FULL = StreamingConfig()
-QUICK = StreamingConfig(scale=0.25, tokens=(120, 200))
+QUICK = StreamingConfig(scale=0.25, tokens=(120, 200), answers=40)
 
 
 @dataclass
@@ -68,6 +89,27 @@ class StreamingCell:
     exact: int = 0
     duration: float = 0.0
     finished: bool = True
+    runs: int = 1
+
+    def absorb(self, other: StreamingCell) -> None:
+        """Pool ``other`` (the same policy and N, another seed) into this cell."""
+        self.writes += other.writes
+        self.rate_limited += other.rate_limited
+        for name in (
+            "stale_chars",
+            "stale_seconds",
+            "live_chars",
+            "live_seconds",
+            "tail_chars",
+            "tail_seconds",
+            "first_visible",
+            "final_lag",
+        ):
+            getattr(self, name).extend(getattr(other, name))
+        self.exact += other.exact
+        self.duration = max(self.duration, other.duration)
+        self.finished = self.finished and other.finished
+        self.runs += other.runs
 
 
 def shown_chars(visible: str, received: str) -> int:
@@ -84,41 +126,60 @@ def shown_chars(visible: str, received: str) -> int:
     return common
 
 
-class Sampler:
-    """Samples staleness of every feed on one platform until stopped."""
+def visible_at(platform: BenchPlatform, stream: str, moment: float) -> str:
+    """What a reader saw of ``stream`` at ``moment``: each message's text as last written by
+    then, oldest message first."""
+    parts = []
+    for message_id in platform.by_stream.get(stream, ()):
+        history = platform.messages[message_id].history
+        written = bisect.bisect_right(history, moment, key=lambda entry: entry[0])
+        if written:
+            parts.append(history[written - 1][1])
+    return "".join(parts)
 
-    def __init__(self, feeds: Sequence[Feed], platform: BenchPlatform, scale: float) -> None:
-        self.feeds = feeds
-        self.platform = platform
-        self.scale = scale
-        self.chars: list[float] = []
-        self.seconds: list[float] = []
-        self.live_chars: list[float] = []
-        self.live_seconds: list[float] = []
-        self.tail_chars: list[float] = []
-        self.tail_seconds: list[float] = []
 
-    def settled(self, feed: Feed) -> bool:
-        return feed.done and self.platform.visible(feed.script.name) == feed.received
+@dataclass
+class PolicyRun:
+    """One policy's platform and feeds after its run; sampled once every policy has finished."""
 
-    def sample(self) -> None:
-        now = time.monotonic()
-        for feed in self.feeds:
-            if not feed.arrivals or self.settled(feed):
+    cell: StreamingCell
+    platform: BenchPlatform
+    feeds: list[Feed]
+    started: float
+    ended: float
+
+    def landed(self) -> list[float | None]:
+        """When each stream's exact final text became visible (None if it never did)."""
+        return [settled_at(self.platform, feed) for feed in self.feeds]
+
+
+def sample(run: PolicyRun, horizons: Sequence[float], step: float, scale: float) -> None:
+    """Fill ``run.cell``'s staleness samples: every ``step`` seconds from each answer's scheduled
+    first token to its horizon (the same moments for every policy), reading what the platform
+    showed and what had been received then. Once the exact final text is visible a sample is 0
+    (counted in ``stale_*`` only, not in ``live_*`` or ``tail_*``)."""
+    cell = run.cell
+    for feed, horizon, landed in zip(run.feeds, horizons, run.landed(), strict=True):
+        anchor = run.started + (feed.script.start + feed.script.gaps[0]) * scale
+        ticks = 0
+        while (moment := anchor + ticks * step) <= horizon:
+            ticks += 1
+            if landed is not None and moment >= landed:
+                cell.stale_chars.append(0)
+                cell.stale_seconds.append(0.0)
                 continue
-            shown = shown_chars(self.platform.visible(feed.script.name), feed.received)
-            chars = len(feed.received) - shown
-            since = feed.waiting_since(shown)
-            seconds = 0.0 if since is None else (now - since) / self.scale
-            self.chars.append(chars)
-            self.seconds.append(seconds)
-            (self.tail_chars if feed.done else self.live_chars).append(chars)
-            (self.tail_seconds if feed.done else self.live_seconds).append(seconds)
-
-    async def run(self) -> None:
-        while True:
-            self.sample()
-            await asyncio.sleep(SAMPLE_EVERY * self.scale)
+            arrived = bisect.bisect_right(feed.arrivals, moment)
+            received_len = feed.ends[arrived - 1] if arrived else 0
+            received = feed.received[:received_len]
+            shown = shown_chars(visible_at(run.platform, feed.script.name, moment), received)
+            chars = received_len - shown
+            oldest = feed.waiting_since(shown)
+            seconds = 0.0 if oldest is None or chars == 0 else (moment - oldest) / scale
+            streaming = feed.last_at is None or moment < feed.last_at
+            cell.stale_chars.append(chars)
+            cell.stale_seconds.append(seconds)
+            (cell.live_chars if streaming else cell.tail_chars).append(chars)
+            (cell.live_seconds if streaming else cell.tail_seconds).append(seconds)
 
 
 def settled_at(platform: BenchPlatform, feed: Feed) -> float | None:
@@ -136,16 +197,14 @@ def settled_at(platform: BenchPlatform, feed: Feed) -> float | None:
 
 async def run_policy(
     name: str, scripts: Sequence[Script], config: StreamingConfig, started: float
-) -> StreamingCell:
+) -> PolicyRun:
     """One policy against its own platform and its own feeds of ``scripts``."""
     limits = replace(
         config.limits, edit_window_seconds=config.limits.edit_window_seconds * config.scale
     )
     platform = BenchPlatform(limits, latency=config.latency * config.scale)
     feeds = [Feed(script, config.scale) for script in scripts]
-    sampler = Sampler(feeds, platform, config.scale)
     players = [asyncio.create_task(feed.play(started)) for feed in feeds]
-    sampling = asyncio.create_task(sampler.run())
     cell = StreamingCell(name, len(scripts))
     try:
         async with asyncio.timeout(config.deadline * config.scale):
@@ -153,17 +212,13 @@ async def run_policy(
     except TimeoutError:
         cell.finished = False
     finally:
-        cell.duration = (time.monotonic() - started) / config.scale
-        for task in [*players, sampling]:
+        ended = time.monotonic()
+        cell.duration = (ended - started) / config.scale
+        for task in players:
             task.cancel()
-        await asyncio.gather(*players, sampling, return_exceptions=True)
-    sampler.sample()
+        await asyncio.gather(*players, return_exceptions=True)
     cell.writes = platform.accepted
     cell.rate_limited = platform.rate_limited
-    cell.stale_chars = sampler.chars
-    cell.stale_seconds = sampler.seconds
-    cell.live_chars, cell.live_seconds = sampler.live_chars, sampler.live_seconds
-    cell.tail_chars, cell.tail_seconds = sampler.tail_chars, sampler.tail_seconds
     for feed in feeds:
         ids = platform.by_stream.get(feed.script.name, [])
         if ids and feed.first_at is not None:
@@ -173,31 +228,66 @@ async def run_policy(
         if landed is not None and feed.last_at is not None:
             cell.exact += 1
             cell.final_lag.append(max(landed - feed.last_at, 0.0) / config.scale)
-    return cell
+    return PolicyRun(cell, platform, feeds, started, ended)
 
 
-async def run_streaming(config: StreamingConfig = FULL) -> list[StreamingCell]:
-    """Every N in ``config.streams`` in turn; within one N every policy runs concurrently."""
+def common_horizons(runs: Sequence[PolicyRun]) -> list[float]:
+    """For each stream, when the slowest policy showed its final text (or stopped trying)."""
+    ends = [[run.ended if moment is None else moment for moment in run.landed()] for run in runs]
+    return [max(column) for column in zip(*ends, strict=True)]
+
+
+async def run_seed(count: int, seed: int, config: StreamingConfig) -> list[StreamingCell]:
+    """Every policy on the same ``count`` answers (from ``seed``) at the same time, each sampled
+    over the same span per answer (see :func:`sample`)."""
+    scripts = make_scripts(
+        count,
+        seed=seed + count,
+        tokens=config.tokens,
+        rate=config.rate,
+        stagger=config.stagger,
+        max_chars=config.limits.max_text - 100,
+    )
+    started = time.monotonic() + 0.05
+    runs = await asyncio.gather(
+        *(run_policy(name, scripts, config, started) for name in config.policies)
+    )
+    horizons = common_horizons(runs)
+    for run in runs:
+        sample(run, horizons, SAMPLE_EVERY * config.scale, config.scale)
+    return [run.cell for run in runs]
+
+
+async def run_streaming(config: StreamingConfig = FULL) -> tuple[list[StreamingCell], Probe]:
+    """Every N in ``config.streams`` in turn, played once per seed of ``config.seeds(N)``
+    (``config.at_once(N)`` runs at the same time); a policy's figures for one N pool all its
+    runs. The probe measured the event loop meanwhile."""
+    probe = Probe()
+    probing = asyncio.create_task(probe.run())
     cells: list[StreamingCell] = []
-    for count in config.streams:
-        scripts = make_scripts(
-            count,
-            seed=config.seed + count,
-            tokens=config.tokens,
-            rate=config.rate,
-            stagger=config.stagger,
-            max_chars=config.limits.max_text - 100,
-        )
-        started = time.monotonic() + 0.05
-        cells.extend(
-            await asyncio.gather(
-                *(run_policy(name, scripts, config, started) for name in config.policies)
-            )
-        )
-    return cells
+    try:
+        for count in config.streams:
+            seeds = config.seeds(count)
+            step = config.at_once(count)
+            pooled: list[StreamingCell] = []
+            for first in range(0, len(seeds), step):
+                batch = seeds[first : first + step]
+                for seeded in await asyncio.gather(*(run_seed(count, s, config) for s in batch)):
+                    if not pooled:
+                        pooled = seeded
+                        continue
+                    for cell, more in zip(pooled, seeded, strict=True):
+                        cell.absorb(more)
+            cells.extend(pooled)
+    finally:
+        probing.cancel()
+        await asyncio.gather(probing, return_exceptions=True)
+    return cells, probe
 
 
-def streaming_table(cells: Sequence[StreamingCell], config: StreamingConfig) -> Table:
+def streaming_table(
+    cells: Sequence[StreamingCell], config: StreamingConfig, probe: Probe | None = None
+) -> Table:
     """Policies side by side for each N."""
     table = Table(
         "Streaming: N concurrent answers in one channel (edit bucket 5 per 5 s, 429 beyond)",
@@ -213,9 +303,9 @@ def streaming_table(cells: Sequence[StreamingCell], config: StreamingConfig) -> 
             "first shown s p50",
             "p95",
             "final lag s p50",
-            "max",
+            "p95",
             "exact final",
-            "run s",
+            "longest run s",
         ],
     )
     for cell in cells:
@@ -231,26 +321,36 @@ def streaming_table(cells: Sequence[StreamingCell], config: StreamingConfig) -> 
             percentile(cell.first_visible, 0.5),
             percentile(cell.first_visible, 0.95),
             percentile(cell.final_lag, 0.5),
-            max(cell.final_lag, default=None),
-            f"{cell.exact}/{cell.streams}",
+            percentile(cell.final_lag, 0.95),
+            f"{cell.exact}/{cell.streams * cell.runs}",
             cell.duration if cell.finished else f">{config.deadline:.0f} (cut)",
         )
     low, high = config.tokens
     table.notes = [
         f"Answers: {low}–{high} tokens at {config.rate[0]:.0f}–{config.rate[1]:.0f} tokens/s, "
-        f"starts spread over {config.stagger:.1f} s, seed {config.seed}+N; platform round trip "
-        f"{config.latency * 1000:.0f} ms. Staleness sampled every {SAMPLE_EVERY} s per answer "
-        "from its first token until its final text is visible. Seconds are scenario seconds"
-        + (f" (run compressed ×{config.scale})." if config.scale != 1.0 else "."),
+        f"starts spread over {config.stagger:.1f} s; {config.answers} answers per N and "
+        f"policy in runs of N (seeds {config.seed}+N, {config.seed + 100}+N, …), pooled; "
+        "platform round trip "
+        f"{config.latency * 1000:.0f} ms. Staleness sampled every {SAMPLE_EVERY} s per answer, "
+        "at the same moments for every policy: from its first token until the slowest policy "
+        "showed its complete text (0 once a policy shows it). First shown: first token → first "
+        "message visible; final lag: last token → complete text visible. Seconds are scenario "
+        "seconds" + (f" (run compressed ×{config.scale})." if config.scale != 1.0 else "."),
         "every-delta: edit after every delta; timer-1/s: one global 1-edit-per-second timer, "
         "round-robin. Both sleep retry_after on a 429 and carry on.",
     ]
+    if probe is not None and probe.lag:
+        table.notes.append(
+            f"Event-loop lag during the runs (overshoot of a {PROBE_EVERY * 1000:.0f} ms sleep): "
+            f"p99 {percentile(probe.lag, 0.99) * 1000:.1f} ms, max {max(probe.lag) * 1000:.1f} ms."
+        )
     return table
 
 
 def split_table(cells: Sequence[StreamingCell]) -> Table:
     """The staleness samples split: while the answer streams, and after its last token until
-    its final text is visible (the main table pools both)."""
+    its final text is visible (the main table also counts the 0s after that), with the worst
+    final lag."""
     table = Table(
         "Streaming: staleness while answers stream vs after their last token",
         [
@@ -264,6 +364,7 @@ def split_table(cells: Sequence[StreamingCell]) -> Table:
             "after last token: samples",
             "chars p50",
             "s p50",
+            "final lag s max",
         ],
     )
     for cell in cells:
@@ -278,11 +379,12 @@ def split_table(cells: Sequence[StreamingCell]) -> Table:
             len(cell.tail_chars),
             percentile(cell.tail_chars, 0.5),
             percentile(cell.tail_seconds, 0.5),
+            max(cell.final_lag, default=None),
         )
     table.notes = [
-        "Same samples as the table above, split by whether the answer was still streaming. "
-        "After the last token a sample counts until the complete text is visible, so a policy "
-        "that lands final texts late has more samples there."
+        "The samples of the table above taken before the complete text was visible, split by "
+        "whether the answer was still streaming (the same moments for every policy) or past "
+        "its last token (a policy that lands final texts late has more of those)."
     ]
     return table
 
@@ -290,5 +392,5 @@ def split_table(cells: Sequence[StreamingCell]) -> Table:
 async def main(quick: bool = False) -> list[Table]:
     """The benchmark as ``python -m bench streaming [--quick]`` runs it."""
     config = QUICK if quick else FULL
-    cells = await run_streaming(config)
-    return [streaming_table(cells, config), split_table(cells)]
+    cells, probe = await run_streaming(config)
+    return [streaming_table(cells, config, probe), split_table(cells)]

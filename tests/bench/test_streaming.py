@@ -11,36 +11,46 @@ from bench.__main__ import parse
 from bench.platform import BenchPlatform
 from bench.policies import POLICIES
 from bench.streaming import (
+    PolicyRun,
+    StreamingCell,
     StreamingConfig,
     run_streaming,
+    sample,
     shown_chars,
     split_table,
     streaming_table,
 )
-from bench.streams import Feed, make_scripts
+from bench.streams import Feed, Script, make_scripts
 from bot.events import OutMessage, Place, RateLimited, SurfaceLimits
 from bot.render import MARKER
 
-SMOKE = StreamingConfig(streams=(1, 3), tokens=(30, 50), scale=0.05, deadline=200.0)
+SMOKE = StreamingConfig(
+    streams=(1, 3), tokens=(30, 50), scale=0.05, deadline=200.0, answers=6, streams_at_once=3
+)
 
 
 async def test_every_policy_lands_the_exact_text_and_genbot_is_never_refused() -> None:
     async with asyncio.timeout(30):
-        cells = await run_streaming(SMOKE)
+        cells, probe = await run_streaming(SMOKE)
     assert [(c.streams, c.policy) for c in cells] == [
         (n, name) for n in SMOKE.streams for name in POLICIES
     ]
     for cell in cells:
         assert cell.finished, cell
-        assert cell.exact == cell.streams, cell
+        assert cell.runs * cell.streams == SMOKE.answers == cell.exact, cell
         assert cell.stale_chars and cell.stale_seconds
-        assert len(cell.first_visible) == len(cell.final_lag) == cell.streams
-        assert sorted(cell.live_chars + cell.tail_chars) == sorted(cell.stale_chars)
+        assert len(cell.first_visible) == len(cell.final_lag) == SMOKE.answers
+        landed = len(cell.stale_chars) - len(cell.live_chars) - len(cell.tail_chars)
+        assert sorted(cell.live_chars + cell.tail_chars + [0] * landed) == sorted(cell.stale_chars)
         assert cell.live_chars and len(cell.live_seconds) == len(cell.live_chars)
+    for n in SMOKE.streams:
+        spans = {len(c.stale_chars) for c in cells if c.streams == n}
+        assert len(spans) == 1, f"every policy is sampled at the same moments: {spans}"
     by_name = {(c.streams, c.policy): c for c in cells}
     assert all(by_name[n, "genbot"].rate_limited == 0 for n in SMOKE.streams)
     assert by_name[3, "every-delta"].rate_limited > 0
-    table = streaming_table(cells, SMOKE).render()
+    table = streaming_table(cells, SMOKE, probe).render()
+    assert probe.lag and "Event-loop lag during the runs" in table
     assert table.count("| genbot ") == len(SMOKE.streams)
     assert split_table(cells).render().count("| genbot ") == len(SMOKE.streams)
 
@@ -74,6 +84,23 @@ async def test_feeds_deliver_the_whole_script_in_order() -> None:
     assert not script.text[-1].isspace()
     assert feed.waiting_since(len(script.text)) is None
     assert feed.waiting_since(0) == feed.arrivals[0]
+
+
+async def test_staleness_comes_from_the_write_history_and_is_zero_once_the_text_is_whole() -> None:
+    script = Script("s0", start=0.0, tokens=("Hello", " big", " world"), gaps=(10.0, 0.5, 0.5))
+    feed = Feed(
+        script, received=script.text, arrivals=[10.0, 10.5, 11.0], ends=[5, 9, 15], done=True
+    )
+    platform = BenchPlatform(latency=0.0)
+    ref = await platform.send(Place("bench", "w", "c"), OutMessage("x"))
+    platform.by_stream = {"s0": [ref.message_id]}
+    shown = platform.messages[ref.message_id]
+    shown.text, shown.history = script.text, [(10.2, "Hello" + MARKER), (11.3, script.text)]
+    run = PolicyRun(StreamingCell("p", 1), platform, [feed], started=0.0, ended=11.3)
+    sample(run, horizons=[12.0], step=0.5, scale=1.0)
+    assert run.cell.stale_chars == [5, 4, 10, 0, 0]
+    assert run.cell.stale_seconds == [0.0, 0.0, 0.5, 0.0, 0.0]
+    assert (run.cell.live_chars, run.cell.tail_chars) == ([5, 4], [10])
 
 
 def test_shown_chars_ignores_the_marker_and_stops_at_a_difference() -> None:
