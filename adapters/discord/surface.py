@@ -28,7 +28,7 @@ import aiohttp
 import discord
 
 from adapters.discord.components import build_modal, build_view
-from adapters.discord.translate import InteractionContext, allowed_mentions
+from adapters.discord.translate import InteractionContext, allowed_mentions, message_content
 from adapters.text import truncate
 from bot.events import (
     Attachment,
@@ -88,7 +88,7 @@ class DiscordSurface:
         context = origin.context if origin is not None else None
         async with discord_call("post a message"):
             post: dict[str, Any] = {
-                "content": message.text or None,
+                "content": message_content(message, self.limits.max_text),
                 "files": self._files(message),
                 "view": build_view(message.buttons),
                 "allowed_mentions": allowed_mentions(message),
@@ -114,7 +114,7 @@ class DiscordSurface:
         async with discord_call("edit a message"):
             partial = channel.get_partial_message(int(ref.message_id))
             changes: dict[str, Any] = {
-                "content": message.text or None,
+                "content": message_content(message, self.limits.max_text),
                 "view": build_view(message.buttons),
                 "allowed_mentions": allowed_mentions(message),
             }
@@ -157,10 +157,9 @@ class DiscordSurface:
             reference = origin.context.to_reference(fail_if_not_exists=False)
             post |= {"reference": reference, "mention_author": False}
         elif origin.user.id.isdigit():
-            text = truncate(f"<@{origin.user.id}> {text}", self.limits.max_text)
-            post["allowed_mentions"] = allowed_mentions(
-                OutMessage(text, mention_user_id=origin.user.id)
-            )
+            addressed = OutMessage(text, mention_user_id=origin.user.id)
+            text = message_content(addressed, self.limits.max_text) or text
+            post["allowed_mentions"] = allowed_mentions(addressed)
         async with discord_call("answer in place"):
             await self._channel(origin.place).send(text, **post)
 

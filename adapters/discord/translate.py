@@ -9,6 +9,7 @@ from typing import Any
 
 import discord
 
+from adapters.text import truncate
 from bot.events import Attachment, OutMessage, Place, User
 
 PLATFORM = "discord"
@@ -74,6 +75,17 @@ def allowed_mentions(message: OutMessage) -> discord.AllowedMentions:
         roles=False,
         replied_user=False,
     )
+
+
+def message_content(message: OutMessage, limit: int) -> str | None:
+    """The content Discord shows for ``message``: genbot's own text addressed to a user starts
+    with their mention (Discord notifies only users mentioned in the content), within
+    ``limit`` characters; model text as it is."""
+    text = message.text
+    user_id = message.mention_user_id or ""
+    if not message.from_model and user_id.isdigit() and f"<@{user_id}>" not in text:
+        text = truncate(f"<@{user_id}> {text}".rstrip(), limit)
+    return text or None
 
 
 def strip_mention(text: str, user_id: int) -> str:

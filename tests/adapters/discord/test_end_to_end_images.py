@@ -82,6 +82,8 @@ async def test_imagine_upscale_restart_and_zoom_out_on_the_old_message(
         grid = await result_with(fake, general, "U1")
         assert grid.id != progress.id
         assert [a.content_type for a in grid.attachments] == ["image/png"]
+        assert grid.content.startswith(alice.mention) and grid.pings.users == {alice.id}
+        assert progress.pings.nobody
         assert {b.get("label") for b in grid.buttons} >= GRID_LABELS
         assert all(len(custom_id) <= 100 for custom_id in grid.custom_ids)
         imagined = await genbot.posted("imagine")

@@ -56,6 +56,24 @@ async def test_genbot_text_may_ping_the_requester_only(bot: Harness) -> None:
     assert fake.messages[int(plain.message_id)].pings.nobody
 
 
+async def test_a_message_addressed_to_the_requester_mentions_them_so_they_are_notified(
+    bot: Harness,
+) -> None:
+    fake, surface = bot.fake, bot.adapters[0].surface
+    alice = fake.user("alice")
+    ref = await surface.send(general(fake), OutMessage("**a fox**", mention_user_id=str(alice.id)))
+    message = fake.messages[int(ref.message_id)]
+    assert message.content == f"{alice.mention} **a fox**" and message.pings.users == {alice.id}
+    await surface.edit(ref, OutMessage("**a fox** (upscaled)", mention_user_id=str(alice.id)))
+    assert message.content == f"{alice.mention} **a fox** (upscaled)"
+    long = await surface.send(general(fake), OutMessage("x" * 2000, mention_user_id=str(alice.id)))
+    assert len(fake.messages[int(long.message_id)].content) == 2000
+    model = OutMessage("the model speaks", from_model=True, mention_user_id=str(alice.id))
+    quiet = await surface.send(general(fake), model)
+    assert fake.messages[int(quiet.message_id)].content == "the model speaks"
+    assert fake.messages[int(quiet.message_id)].pings.nobody
+
+
 async def test_edits_replace_text_and_buttons_and_keep_images_unless_given(bot: Harness) -> None:
     fake, surface = bot.fake, bot.adapters[0].surface
     buttons = ((Button("U1", "upscale1", "j1"),),)
