@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ import aiohttp
 from bot.api.errors import InvalidRequest
 from bot.api.validation import check_webhook_address
 from bot.config import Settings
+from bot.jobs import webhook_base_url
+from genbot.reasons import os_reason
 
 TIMEOUT = aiohttp.ClientTimeout(total=10)
 KEY_PROBE = {"model": "llm-3.5-turbo", "messages": []}
@@ -55,6 +58,7 @@ async def diagnose(settings: Settings) -> list[Finding]:
     webhook = check_webhook(settings)
     if webhook is not None:
         findings.append(webhook)
+    findings += check_listeners(settings)
     return findings
 
 
@@ -174,6 +178,31 @@ def check_webhook(settings: Settings) -> Finding | None:
     if problem is not None:
         return Finding("webhook", False, problem)
     return Finding("webhook", True, f"the provider will notify {shown_url(public_url)}")
+
+
+def check_listeners(settings: Settings) -> list[Finding]:
+    """The addresses ``genbot run`` will listen on — the playground when ``[web] enabled``, the
+    webhook receiver when webhooks are on — can be bound now (port 0 picks a free one)."""
+    listeners = []
+    if settings.web.enabled:
+        web = settings.web
+        listeners.append(("web", "the playground", "[web]", web.host, web.port))
+    if webhook_base_url(settings) is not None:
+        hook = settings.webhook
+        listeners.append(("receiver", "the webhook receiver", "[webhook]", hook.host, hook.port))
+    return [_bindable(*listener) for listener in listeners]
+
+
+def _bindable(name: str, what: str, section: str, host: str, port: int) -> Finding:
+    where = f"{host}:{port}" if port else f"{host} (any free port)"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.create_server((host, port), family=family):
+            pass
+    except OSError as error:
+        reason = f"{what} cannot listen on {where} ({os_reason(error)})"
+        return Finding(name, False, f"{reason}; choose another {section} port or host")
+    return Finding(name, True, f"{what} can listen on {where}")
 
 
 def webhook_problem(public_url: str, allow_insecure: bool) -> str | None:

@@ -5,6 +5,7 @@ stubs on 127.0.0.1 that accept one token each."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,11 +20,13 @@ from bot.config import (
     SlackSettings,
     StorageSettings,
     WebhookSettings,
+    WebSettings,
 )
 from bot.jobs import webhook_base_url
 from genbot.doctor import (
     PUBLIC_URL_NOTE,
     Finding,
+    check_listeners,
     check_storage,
     check_webhook,
     diagnose,
@@ -85,6 +88,7 @@ def write_config(
     storage: Path,
     backup_urls: tuple[str, ...] = (),
     proxy_url: str = "",
+    webhook_port: int = 0,
 ) -> Path:
     backups = ", ".join(f'"{url}"' for url in backup_urls)
     path.write_text(
@@ -108,6 +112,7 @@ api_url = "{platforms_url}/slack/api/"
 
 [webhook]
 public_url = "{webhook_url}"
+port = {webhook_port}
 """,
         encoding="utf-8",
     )
@@ -153,6 +158,7 @@ async def test_a_good_configuration_reaches_every_service_and_exits_0(
         "✔ discord   logged in as genbot-test",
         "✔ slack     Fox Team as genbot, HTTP mode",
         "✔ webhook   the provider will notify https://genbot.example.com/webhooks/tasks",
+        "✔ receiver  the webhook receiver can listen on 127.0.0.1 (any free port)",
         "everything works",
     ]
     for provider, calls in ((sim, 1), (backup, 2)):
@@ -308,6 +314,25 @@ def test_the_webhook_verdict_is_the_provider_clients_and_shows_no_password(
     assert finding is not None and finding.name == "webhook"
     assert finding.ok == (webhook_base_url(settings) is not None)
     assert "hunter2" not in finding.detail
+
+
+def test_the_addresses_genbot_run_listens_on_are_checked_for_a_listener_already_there() -> None:
+    assert check_listeners(Settings()) == []
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        busy = taken.getsockname()[1]
+        free = free_port()
+        settings = Settings(
+            web=WebSettings(enabled=True, port=busy),
+            webhook=WebhookSettings(
+                public_url="http://127.0.0.1:9/hooks", allow_insecure_loopback=True, port=free
+            ),
+        )
+        web, receiver = check_listeners(settings)
+    assert not web.ok and web.detail == (
+        f"the playground cannot listen on 127.0.0.1:{busy} (Address already in use); "
+        "choose another [web] port or host"
+    )
+    assert receiver.ok and receiver.detail == f"the webhook receiver can listen on 127.0.0.1:{free}"
 
 
 def test_a_chat_platform_without_a_public_url_gets_a_note_not_a_failure(tmp_path: Path) -> None:
