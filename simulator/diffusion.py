@@ -109,10 +109,20 @@ def _url(data: dict[str, Any], name: str, *, required: bool = False) -> str:
     return value
 
 
+def _side(data: dict[str, Any], name: str) -> int | None:
+    """``width`` or ``height``: the spec makes them strings (``"512"``), maximum 1024."""
+    value = data.get(name)
+    if value is not None and not isinstance(value, str):
+        raise RuleError(f'{name} must be a string such as "512" (got {value!r})')
+    return _whole(data, name, 1, 1024, DEFAULT_SIZE)
+
+
 def _steps(data: dict[str, Any]) -> int:
     value = data.get("num_inference_steps")
     if value is None:
         return DEFAULT_STEPS
+    if not isinstance(value, str):
+        raise RuleError(f'num_inference_steps must be a string such as "31" (got {value!r})')
     text = _digits(value)
     if not text.isdigit() or int(text) not in STEPS:
         raise RuleError(f"num_inference_steps must be one of 21, 31, 41, 51 (got {value!r})")
@@ -127,8 +137,8 @@ def _common(state: SimulatorState, data: dict[str, Any]) -> dict[str, Any]:
         "prompt": _text(data, "prompt"),
         "model_id": _text(data, "model_id") or DEFAULT_MODEL,
         "negative_prompt": _text(data, "negative_prompt"),
-        "W": _whole(data, "width", 1, 1024, DEFAULT_SIZE),
-        "H": _whole(data, "height", 1, 1024, DEFAULT_SIZE),
+        "W": _side(data, "width"),
+        "H": _side(data, "height"),
         "seed": seed if seed is not None else state.task_rng.getrandbits(32),
         "steps": _steps(data),
         "guidance_scale": _number(data, "guidance_scale", 1, 20, DEFAULT_GUIDANCE),

@@ -47,10 +47,10 @@ async def test_small_txt2img_succeeds_at_once_with_output_urls(api: Api) -> None
 
 
 @pytest.mark.parametrize(
-    ("size", "steps"), [(("768", "512"), "31"), (("512", "512"), "41"), ((1024, 1024), 51)]
+    ("size", "steps"), [(("768", "512"), "31"), (("512", "512"), "41"), (("1024", "1024"), "51")]
 )
 async def test_larger_jobs_answer_processing_then_fetch_returns_the_output(
-    api: Api, size: tuple[object, object], steps: object
+    api: Api, size: tuple[str, str], steps: str
 ) -> None:
     body = {"prompt": "a fox", "width": size[0], "height": size[1], "num_inference_steps": steps}
     status, answer = await api.post("/diff/txt2img", body)
@@ -107,7 +107,11 @@ async def test_controlnet_required_fields(api: Api, missing: str) -> None:
     ("kind", "body", "message"),
     [
         ("txt2img", {"width": "1025"}, "width must be a whole number from 1 to 1024 (got 1025)"),
-        ("txt2img", {"height": 2048}, "height must be a whole number from 1 to 1024 (got 2048)"),
+        ("txt2img", {"height": "2048"}, "height must be a whole number from 1 to 1024 (got 2048)"),
+        ("txt2img", {"width": 512}, 'width must be a string such as "512" (got 512)'),
+        ("img2img", {"height": 512.0}, 'height must be a string such as "512" (got 512.0)'),
+        ("txt2img", {"num_inference_steps": 31},
+         'num_inference_steps must be a string such as "31" (got 31)'),
         ("txt2img", {"width": "wide"}, "width must be a whole number from 1 to 1024 (got 'wide')"),
         ("txt2img", {"width": "0"}, "width must be a whole number from 1 to 1024 (got 0)"),
         ("txt2img", {"num_inference_steps": "30"}, "num_inference_steps must be one of 21, 31"),
