@@ -6,10 +6,10 @@ and its own copy of the same seeded answers; this is repeated for each seed of t
 the figures pool all runs.
 
 Staleness is read afterwards from the platform's write history, at the same moments for every
-policy: every 0.1 scenario seconds from an answer's first token until the slowest policy showed
-its complete text. A sample is how far the visible text lags the received text, in characters
-and in seconds (age of the oldest received character not shown yet); once a policy shows the
-complete text, its samples are 0. (Sampling each policy only until its own final text was
+policy: every ``SAMPLE_EVERY`` scenario seconds from an answer's first token until the slowest
+policy showed its complete text. A sample is how far the visible text lags the received text, in
+characters and in seconds (age of the oldest received character not shown yet); once a policy
+shows the complete text, its samples are 0. (Sampling each policy only until its own final text was
 visible gave a policy that lands late more samples, of moderate lag, which lowered its median.)
 
 ``scale`` compresses time (the platform window, token pace, latency and timer all shrink) for
@@ -33,7 +33,10 @@ from bench.streams import Feed, Script, make_scripts
 from bot.events import Place, SurfaceLimits
 from bot.render import MARKER
 
-SAMPLE_EVERY = 0.1
+SAMPLE_EVERY = 0.02
+"""Scenario seconds between staleness samples. A 0.1-s grid kept step with the 1-s cadence of a
+lone answer's writes and always sampled it at the same moments after a write, which biased its
+low percentiles; 0.02 s and finer grids give the same figures."""
 PLACE = Place("bench", "w1", "c1")
 
 
@@ -237,9 +240,8 @@ def common_horizons(runs: Sequence[PolicyRun]) -> list[float]:
     return [max(column) for column in zip(*ends, strict=True)]
 
 
-async def run_seed(count: int, seed: int, config: StreamingConfig) -> list[StreamingCell]:
-    """Every policy on the same ``count`` answers (from ``seed``) at the same time, each sampled
-    over the same span per answer (see :func:`sample`)."""
+async def run_seed(count: int, seed: int, config: StreamingConfig) -> list[PolicyRun]:
+    """Every policy on the same ``count`` answers (from ``seed``) at the same time."""
     scripts = make_scripts(
         count,
         seed=seed + count,
@@ -249,9 +251,16 @@ async def run_seed(count: int, seed: int, config: StreamingConfig) -> list[Strea
         max_chars=config.limits.max_text - 100,
     )
     started = time.monotonic() + 0.05
-    runs = await asyncio.gather(
-        *(run_policy(name, scripts, config, started) for name in config.policies)
+    return list(
+        await asyncio.gather(
+            *(run_policy(name, scripts, config, started) for name in config.policies)
+        )
     )
+
+
+def sampled(runs: Sequence[PolicyRun], config: StreamingConfig) -> list[StreamingCell]:
+    """The cells of one seed's runs, each policy sampled over the same span per answer (see
+    :func:`sample`)."""
     horizons = common_horizons(runs)
     for run in runs:
         sample(run, horizons, SAMPLE_EVERY * config.scale, config.scale)
@@ -260,8 +269,9 @@ async def run_seed(count: int, seed: int, config: StreamingConfig) -> list[Strea
 
 async def run_streaming(config: StreamingConfig = FULL) -> tuple[list[StreamingCell], Probe]:
     """Every N in ``config.streams`` in turn, played once per seed of ``config.seeds(N)``
-    (``config.at_once(N)`` runs at the same time); a policy's figures for one N pool all its
-    runs. The probe measured the event loop meanwhile."""
+    (``config.at_once(N)`` runs at the same time, sampled once all of them ended, so sampling
+    never delays a run); a policy's figures for one N pool all its runs. The probe measured the
+    event loop meanwhile."""
     probe = Probe()
     probing = asyncio.create_task(probe.run())
     cells: list[StreamingCell] = []
@@ -272,12 +282,17 @@ async def run_streaming(config: StreamingConfig = FULL) -> tuple[list[StreamingC
             pooled: list[StreamingCell] = []
             for first in range(0, len(seeds), step):
                 batch = seeds[first : first + step]
-                for seeded in await asyncio.gather(*(run_seed(count, s, config) for s in batch)):
+                played = await asyncio.gather(*(run_seed(count, s, config) for s in batch))
+                probing.cancel()  # sampling blocks the loop while no run plays: not their lag
+                await asyncio.gather(probing, return_exceptions=True)
+                for runs in played:
+                    seeded = sampled(runs, config)
                     if not pooled:
                         pooled = seeded
                         continue
                     for cell, more in zip(pooled, seeded, strict=True):
                         cell.absorb(more)
+                probing = asyncio.create_task(probe.run())
             cells.extend(pooled)
     finally:
         probing.cancel()
