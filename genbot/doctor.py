@@ -183,7 +183,7 @@ def check_webhook(settings: Settings) -> Finding | None:
 def check_listeners(settings: Settings) -> list[Finding]:
     """The addresses ``genbot run`` will listen on — the playground when ``[web] enabled``, the
     webhook receiver when webhooks are on — can be bound now (port 0 picks a free one)."""
-    listeners = []
+    listeners: list[tuple[str, str, str, str, int]] = []
     if settings.web.enabled:
         web = settings.web
         listeners.append(("web", "the playground", "[web]", web.host, web.port))
