@@ -239,13 +239,21 @@ def load_table(phases: Sequence[Phase], config: LoadConfig, max_rss_mb: float) -
         f"{config.time_scale} in its own process; platform: 5 writes / 5 s per channel, 50 ms "
         f"round trip. Lag: overshoot of a {PROBE_EVERY * 1000:.0f} ms sleep. CPU is genbot's "
         f"process only (with jobs in flight it includes the tracker's and delivery's work). "
-        f"Process peak RSS (getrusage): {max_rss_mb:.0f} MB.",
+        f"Process peak RSS (VmHWM): {max_rss_mb:.0f} MB.",
     ]
     return table
 
 
 def max_rss_mb() -> float:
-    """The process's peak RSS so far in MB (``getrusage`` reports KiB on Linux)."""
+    """This process's own peak RSS so far in MB: Linux's ``VmHWM``. (``getrusage`` keeps the
+    peak across ``exec``, so in this child it would report the parent's size at the fork.)"""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
 
 
