@@ -350,7 +350,8 @@ class Tracker:
         except ApiError as error:
             log.warning("multi_fetch of %d tasks failed: %s", len(by_provider), error)
             return False
-        await self._store.mark_polled(job.id for job in jobs)
+        if self.webhooks:
+            await self._store.mark_polled(job.id for job in jobs)
         results = await asyncio.gather(
             *(
                 self.apply_task_record(by_provider[task_id], record)

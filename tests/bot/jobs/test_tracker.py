@@ -242,6 +242,16 @@ async def test_the_poll_interval_adapts_to_activity(tmp_path: Path) -> None:
         assert await tracker.poll_round() == 1.0
 
 
+async def test_polling_without_webhooks_writes_no_poll_stamp(tmp_path: Path) -> None:
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+        (job,) = await bare.store.list_unfinished_jobs(IN_FLIGHT_STATUSES)
+        await bare.engines.tracker.poll_round()
+        assert sim.state.requests_to("/gen/v2/multi_fetch")
+        polled = await bare.store.get_job(job.id)
+        assert polled is not None and polled.last_polled_at is None, "only webhooks need it"
+
+
 async def test_jobs_waiting_for_a_webhook_are_polled_once_webhooks_are_off(
     tmp_path: Path,
 ) -> None:
