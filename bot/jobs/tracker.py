@@ -24,11 +24,12 @@ it: the provider's task id is taken from the record.
   (and every job when webhooks are off) every round;
 - diffusion jobs in flight whose ``next_poll_at`` (from the provider's ``eta``) is due.
 
-The interval between rounds adapts: it drops to ``poll_interval_min`` when a round saw a change
-or a job was submitted (:meth:`Tracker.kick`, even during a round) and grows ×2 per quiet round
-that polled something, up to ``poll_interval_max``; with nothing to poll the tracker sleeps
-``poll_interval_max`` until woken. It also wakes for the earliest due diffusion fetch or
-delivery retry, and when the oldest unfinished job reaches ``job_timeout_seconds``.
+The interval runs from one round's start to the next, so a long round does not stretch it, and
+it adapts: it drops to ``poll_interval_min`` when a round saw a change or a job was submitted
+(:meth:`Tracker.kick`, even during a round) and grows ×2 per quiet round that polled something,
+up to ``poll_interval_max``; with nothing to poll the tracker sleeps ``poll_interval_max`` until
+woken. It also wakes for the earliest due diffusion fetch or delivery retry, and when the oldest
+unfinished job reaches ``job_timeout_seconds``.
 """
 
 from __future__ import annotations
@@ -255,6 +256,7 @@ class Tracker:
     async def _run(self) -> None:
         while True:
             self._wake.clear()
+            started = self._clock()
             sleep = self._limits.poll_interval_max
             try:
                 sleep = await self.poll_round()
@@ -262,8 +264,14 @@ class Tracker:
                 log.exception("tracker round failed")
                 self.interval = self._limits.poll_interval_max
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(max(sleep, 0.0)):
+                async with asyncio.timeout(self.wait_after(started, sleep)):
                     await self._wake.wait()
+
+    def wait_after(self, started: float, sleep: float) -> float:
+        """How long to wait after a round that began at ``started`` and asked for ``sleep``
+        seconds: the interval runs from the round's start, so a round that took long (a
+        thousand jobs to poll and apply) does not stretch it."""
+        return max(sleep - (self._clock() - started), 0.0)
 
     async def poll_round(self) -> float:
         """One round (see the module docstring); returns the seconds until the next one."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from bot.api import ImagineRequest, TaskRecord
 from bot.events import Command, SurfaceLimits, User
@@ -240,6 +241,16 @@ async def test_the_poll_interval_adapts_to_activity(tmp_path: Path) -> None:
         assert [await tracker.poll_round() for _ in range(5)] == [1.0, 2.0, 4.0, 8.0, 8.0]
         sim.advance(25)
         assert await tracker.poll_round() == 1.0
+
+
+async def test_the_interval_runs_from_the_start_of_a_round(tmp_path: Path) -> None:
+    now = [1000.0]
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, clock=lambda: now[0]) as bare:
+        tracker = bare.engines.tracker
+        now[0] += 0.3
+        assert tracker.wait_after(1000.0, 1.0) == pytest.approx(0.7)
+        now[0] += 2.0
+        assert tracker.wait_after(1000.0, 1.0) == 0.0
 
 
 async def test_polling_without_webhooks_writes_no_poll_stamp(tmp_path: Path) -> None:
