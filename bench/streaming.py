@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -60,8 +61,7 @@ class StreamingConfig:
     def seeds(self, count: int) -> list[int]:
         """One seed per run of ``count`` answers (``seed``, ``seed + 100``, …): enough runs
         for ``answers`` answers in all, so every N weighs the same."""
-        runs = -(-self.answers // count)
-        return [self.seed + 100 * run for run in range(runs)]
+        return [self.seed + 100 * run for run in range(math.ceil(self.answers / count))]
 
     def at_once(self, count: int) -> int:
         """How many runs of ``count`` answers play at the same time (each policy then has at
