@@ -153,6 +153,12 @@ class OutMessage:
 
     ``from_model`` marks text written by the model: adapters must make it ping nobody.
     ``mention_user_id`` lets genbot's own text mention the requester.
+
+    ``key`` names a message that must be shown once however often it is sent (a job's result
+    or failure report): a surface that already posted a message with this key in the place
+    returns that message instead of posting another. ``may_exist`` says an earlier send with
+    the key may have reached the platform (it failed or the process died before its outcome
+    was recorded), so a surface whose platform does not deduplicate by itself looks for it.
     """
 
     text: str = ""
@@ -160,6 +166,8 @@ class OutMessage:
     buttons: tuple[tuple[Button, ...], ...] = ()
     from_model: bool = False
     mention_user_id: str | None = None
+    key: str | None = None
+    may_exist: bool = False
 
 
 @dataclass(frozen=True)
@@ -227,7 +235,8 @@ class Surface(Protocol):
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
-        """Post ``message`` in ``place``. ``origin`` is the event being answered, if any."""
+        """Post ``message`` in ``place``. ``origin`` is the event being answered, if any.
+        A keyed message already posted in ``place`` is returned, not posted again."""
         ...
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:

@@ -46,6 +46,7 @@ UPDATABLE_FIELDS: Final[frozenset[str]] = JSON_FIELDS | {
     "last_webhook_at",
     "next_poll_at",
     "delivery_attempts",
+    "post_claims",
 }
 """Fields :meth:`JobStore.update_job` and :meth:`JobStore.transition` accept as keywords."""
 _DONE_AT_PROVIDER: Final[frozenset[str]] = frozenset(("finished", "failed", "create_failed"))
@@ -99,6 +100,7 @@ def job_from_row(row: Row) -> Job:
         last_webhook_at=row["last_webhook_at"],
         next_poll_at=row["next_poll_at"],
         delivery_attempts=row["delivery_attempts"],
+        post_claims=row["post_claims"],
     )
 
 

@@ -245,6 +245,9 @@ class Job:
     delivery attempt once ``finished`` / ``failed`` after a failed one (None: now)."""
     delivery_attempts: int = 0
     """Failed attempts to post the result or the failure report so far."""
+    post_claims: int = 0
+    """How often delivery claimed the job (``posting`` / ``reporting``); more than one means
+    an earlier attempt may have reached the platform before it failed or the process died."""
 
 
 @dataclass(frozen=True)

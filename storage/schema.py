@@ -198,12 +198,17 @@ def _v3_delivery_attempts(db: Database) -> None:
     db.execute("ALTER TABLE jobs ADD COLUMN delivery_attempts INTEGER NOT NULL DEFAULT 0")
 
 
+def _v4_post_claims(db: Database) -> None:
+    db.execute("ALTER TABLE jobs ADD COLUMN post_claims INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
         2, "settings, usage ledger, event dedup, jobs.next_poll_at", _v2_settings_usage_events
     ),
     Migration(3, "jobs.delivery_attempts", _v3_delivery_attempts),
+    Migration(4, "jobs.post_claims", _v4_post_claims),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

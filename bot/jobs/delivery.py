@@ -7,7 +7,11 @@ brings a newer one), results and reports wait for it (bounded) because they must
 
 Results are posted exactly once: :meth:`Delivery.deliver` claims the job with a
 compare-and-set (``finished → posting`` or ``failed → reporting``) before posting, and the move
-to ``posted`` / ``failed_posted`` commits the message links with it. A failed attempt releases
+to ``posted`` / ``failed_posted`` commits the message links with it. The platform's part is
+covered by the message's key (``<job id>.result`` / ``<job id>.failure``): an attempt after a
+claim that recorded no outcome — the platform may have accepted the post just before the
+process died or the call failed — gets ``may_exist``, and the surface returns the message it
+already shows instead of posting it twice. A failed attempt releases
 the claim and stores the attempt count and the time of the next attempt (``next_poll_at``) with
 it, so retries back off exponentially (:class:`DeliveryRetry`) across restarts; the tracker
 runs them when due. From the ``image_attempts``-th attempt on, a result whose image cannot be
@@ -25,7 +29,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.actions import describe_buttons, diffusion_buttons, task_buttons
@@ -85,6 +89,12 @@ def place_of(job: Job) -> Place:
         job.thread_id,
         bool(job.parameters.get("is_dm", False)),
     )
+
+
+def once(message: OutMessage, job: Job, kind: str) -> OutMessage:
+    """``message`` keyed as ``job``'s one message of ``kind``, marked as possibly posted
+    already when an earlier claim of the job did not record its outcome."""
+    return replace(message, key=f"{job.id}.{kind}", may_exist=job.post_claims > 0)
 
 
 class Delivery:
@@ -257,8 +267,13 @@ class Delivery:
             return await self._report_failure(job)
         return None
 
+    async def _claim(self, job: Job, unclaimed: JobStatus, claimed: JobStatus) -> bool:
+        return await self._store.transition(
+            job.id, unclaimed, claimed, post_claims=job.post_claims + 1
+        )
+
     async def _post_result(self, job: Job) -> float | None:
-        if not await self._store.transition(job.id, "finished", "posting"):
+        if not await self._claim(job, "finished", "posting"):
             return None
         if job.credits and job.family == "task":
             await self._store.add_usage(
@@ -266,7 +281,7 @@ class Delivery:
             )
         try:
             message, extra = await self._result_message(job)
-            ref = await self.send(place_of(job), message)
+            ref = await self.send(place_of(job), once(message, job, "result"))
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
         await self._finish(job, "posting", "posted", ref, "result", result={**job.result, **extra})
@@ -276,14 +291,14 @@ class Delivery:
         return None
 
     async def _report_failure(self, job: Job) -> float | None:
-        if not await self._store.transition(job.id, "failed", "reporting"):
+        if not await self._claim(job, "failed", "reporting"):
             return None
         timed_out = bool(job.result.get("timed_out"))
         message = OutMessage(
             text=texts.failure_text(job, timed_out), mention_user_id=job.requester_id
         )
         try:
-            ref = await self.send(place_of(job), message)
+            ref = await self.send(place_of(job), once(message, job, "failure"))
         except Exception as error:
             return await self._retry_later(job, "reporting", "failed", error)
         await self._finish(job, "reporting", "failed_posted", ref, "other")

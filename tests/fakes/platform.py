@@ -2,8 +2,9 @@
 
 ``FakePlatform`` implements :class:`bot.events.Surface`. It keeps a model of every message
 (text, images, buttons, edits), ephemeral replies and opened modals, can enforce an edit budget
-(answering :class:`RateLimited` like Discord answers 429), and lets tests wait on conditions with
-bounded timeouts instead of sleeping.
+(answering :class:`RateLimited` like Discord answers 429), honours message keys (a keyed message
+already posted in a place is returned, as platforms that deduplicate do), and lets tests wait on
+conditions with bounded timeouts instead of sleeping.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ class FakePlatform:
         self.threads: list[tuple[MessageRef, str]] = []
         self.rate_limited = 0
         self.attachments: dict[str, bytes] = {}
+        self.sent: list[OutMessage] = []
+        self._keyed: dict[tuple[Place, str], MessageRef] = {}
         self._ids = itertools.count(1)
         self._writes: dict[str, deque[float]] = {}
         self._changed = asyncio.Condition()
@@ -99,9 +102,14 @@ class FakePlatform:
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
         self._check_message(message)
+        self.sent.append(message)
+        if message.key is not None and (place, message.key) in self._keyed:
+            return self._keyed[place, message.key]
         self._spend(place)
         ref = MessageRef(place, f"m{next(self._ids)}")
         self.messages[ref.message_id] = PostedMessage(ref, message, origin, [message])
+        if message.key is not None:
+            self._keyed[place, message.key] = ref
         await self._notify()
         return ref
 

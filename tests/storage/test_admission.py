@@ -93,7 +93,7 @@ async def test_delivery_attempts_are_stored(db_path: Path, store: Store) -> None
     with sqlite3.connect(db_path) as conn:
         names = [row[1] for row in conn.execute("PRAGMA table_info(jobs)")]
         version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
-    assert "delivery_attempts" in names and version == LATEST_VERSION == 3
+    assert "delivery_attempts" in names and version == LATEST_VERSION == 4
 
 
 async def test_stale_jobs_and_the_next_scheduled_poll(store: Store, clock: ManualClock) -> None:

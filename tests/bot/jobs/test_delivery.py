@@ -164,3 +164,101 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
         await store.close()
     assert surface.rate_limited == 0, surface.refusals
     assert len(surface.writes) == 6
+
+
+class LostAnswerPlatform(FakePlatform):
+    """A fake platform that accepts the first ``lost`` result posts but whose answers never
+    arrive (the call fails after the platform showed the message)."""
+
+    def __init__(self, lost: int) -> None:
+        super().__init__(limits=ROOMY)
+        self.lost = lost
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        ref = await super().send(place, message, origin=origin)
+        if message.images and self.lost > 0:
+            self.lost -= 1
+            raise SurfaceError("Discord did not answer in time to post a message")
+        return ref
+
+
+def results_of(platform: FakePlatform, job_id: str) -> list[str]:
+    return [
+        message_id
+        for message_id, posted in platform.messages.items()
+        if posted.message.images and job_id in posted.message.images[0].filename
+    ]
+
+
+async def test_a_result_the_platform_took_without_answering_is_not_posted_twice(
+    tmp_path: Path,
+) -> None:
+    clock, platform = Clock(), LostAnswerPlatform(lost=1)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        sim.advance(120)
+        record = await bare.provider.tasks.fetch(job.provider_id or "")
+        await bare.engines.tracker.apply_task_record(job, record)
+        await bare.engines.tracker.wait_idle()
+        waiting = await bare.store.get_job(job.id)
+        assert waiting is not None and waiting.status == "finished"
+        clock.now = waiting.next_poll_at or clock.now
+        await bare.engines.delivery.deliver(job.id)
+
+        posted = await bare.store.get_job(job.id)
+        assert posted is not None and posted.status == "posted"
+        [shown] = results_of(platform, job.id)
+        assert posted.result_message_id == shown and posted.post_claims == 2
+        attempts = [m for m in platform.sent if m.images]
+        assert [(m.key, m.may_exist) for m in attempts] == [
+            (f"{job.id}.result", False),
+            (f"{job.id}.result", True),
+        ]
+
+
+class DyingPlatform(FakePlatform):
+    """A fake platform that shows the first result post, then the process "dies": the call
+    never returns (its task is cancelled), so nothing after it runs."""
+
+    def __init__(self) -> None:
+        super().__init__(limits=ROOMY)
+        self.died = False
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        ref = await super().send(place, message, origin=origin)
+        if message.images and not self.died:
+            self.died = True
+            raise asyncio.CancelledError
+        return ref
+
+
+async def test_a_result_posted_just_before_a_crash_is_not_posted_again(tmp_path: Path) -> None:
+    clock, platform = Clock(), DyingPlatform()
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        store, tracker = bare.store, bare.engines.tracker
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        sim.advance(120)
+        record = await bare.provider.tasks.fetch(job.provider_id or "")
+        await tracker.apply_task_record(job, record)
+        await tracker.wait_idle()
+        dead = await store.get_job(job.id)
+        assert platform.died and dead is not None and dead.status == "posting"
+
+        await tracker.resume()
+        await bare.engines.delivery.deliver(job.id)
+
+        again = await store.get_job(job.id)
+        assert again is not None and again.status == "posted"
+        assert results_of(platform, job.id) == [again.result_message_id]
+        resent = [m for m in platform.sent if m.images][-1]
+        assert resent.key == f"{job.id}.result" and resent.may_exist
