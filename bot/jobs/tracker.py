@@ -100,6 +100,7 @@ class Tracker:
         self._watch = watch
         self._limits = limits
         self._clock = clock
+        self._born = clock()
         self.interval = limits.poll_interval_min
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
@@ -148,8 +149,11 @@ class Tracker:
         self.kick()
 
     async def resume(self) -> None:
-        """Release stale claims and settle jobs a previous process was creating."""
+        """Release stale claims and settle jobs a previous process was creating (jobs this
+        process created — adapters take events before the tracker starts — are its own)."""
         for job in await self._store.list_unfinished_jobs(("creating", "posting", "reporting")):
+            if job.created_at > self._born:
+                continue
             if job.status == "posting":
                 await self._store.transition(job.id, "posting", "finished")
             elif job.status == "reporting":

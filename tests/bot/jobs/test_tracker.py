@@ -326,3 +326,22 @@ async def test_a_kick_during_a_round_is_not_lost(tmp_path: Path) -> None:
         await asyncio.gather(blocked, inserted)
 
         await eventually(lambda: bool(sim.state.requests_to("/gen/v2/multi_fetch")))
+
+
+async def test_resuming_leaves_the_jobs_this_process_is_creating_alone(tmp_path: Path) -> None:
+    now = [1_800_000_000.0]
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, clock=lambda: now[0]) as bare:
+        store, tracker = bare.store, bare.engines.tracker
+        job = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
+                     channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
+        now[0] -= 60
+        left_behind = await store.create_job(job)
+        now[0] += 61
+        just_accepted = await store.create_job(job)
+
+        await tracker.resume()
+
+        old = await store.get_job(left_behind.id)
+        new = await store.get_job(just_accepted.id)
+        assert old is not None and old.status == "create_failed"
+        assert new is not None and new.status == "creating"
