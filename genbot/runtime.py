@@ -172,8 +172,10 @@ def configured_adapters(
         adapters["slack"] = SlackAdapter(settings.slack, settings.limits, core)
     if settings.web.enabled:
         from adapters.web.adapter import WebAdapter
+        from adapters.web.journal import playground_path
 
-        adapters["web"] = WebAdapter(settings.web, core, settings.limits)
+        history = playground_path(settings.storage.path)
+        adapters["web"] = WebAdapter(settings.web, core, settings.limits, history=history)
     return adapters
 
 

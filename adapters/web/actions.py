@@ -8,15 +8,26 @@ message, hands the event to the core in the background and answers ``202 {"event
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from aiohttp import BodyPartReader, web
 
 from adapters.web.adapter import WebAdapter, WebContext, web_place
 from adapters.web.routes import ADAPTER, USER
-from adapters.web.store import StoredFile, sniff_image_type
+from adapters.web.store import StoredFile, WebMessage, sniff_image_type
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
-from bot.events import ButtonPress, Command, ModalSubmit, Place, UserMessage, decode_custom_id
+from bot.events import (
+    ButtonPress,
+    Command,
+    ModalSubmit,
+    Place,
+    User,
+    UserMessage,
+    decode_custom_id,
+)
+
+log = logging.getLogger(__name__)
 
 MAX_UPLOADS_PER_MESSAGE = 10
 MAX_FILES_PER_REQUEST = 10
@@ -87,24 +98,46 @@ async def command(request: web.Request) -> web.Response:
     text = _string(body, "text", max_length=adapter.limits.max_text).strip()
     if not text or text == "/":
         raise BadInput("Empty command: type a command such as /imagine a fox, or /help.")
-    spec, rest = parse_slash(text)
+    spec, _ = parse_slash(text)
     place = _place(adapter, body)
     ids, files = _uploads(adapter, body, user.id)
     assign_attachments(spec, files)
     adapter.store.take_uploads(ids, user.id)
-    shown = adapter.post_user_message(user, place, text, files, command=spec.name)
-    origin = f"{request.scheme}://{request.host}"
-    event = Command(
+    shown = await adapter.post_user_message(user, place, text, files, command=spec.name)
+    event = command_event(adapter, user, shown, f"{request.scheme}://{request.host}")
+    adapter.dispatch(event, shown.id)
+    return _accepted(shown.id)
+
+
+def command_event(adapter: WebAdapter, user: User, shown: WebMessage, origin: str) -> Command:
+    """The core's event for the command message ``shown`` (its images served from ``origin``)."""
+    spec, rest = parse_slash(shown.text)
+    return Command(
         user=user,
-        place=place,
+        place=web_place(shown.channel, shown.thread),
         context=WebContext(shown.id),
         name=spec.name,
         text=rest,
         options={},
         attachments=assign_attachments(spec, adapter.attachments_of(shown, origin)),
     )
-    adapter.dispatch(event, shown.id)
-    return _accepted(shown.id)
+
+
+async def resume_commands(adapter: WebAdapter) -> None:
+    """Handle the commands an earlier run accepted but did not answer; the ones it answered,
+    and any that no longer read as a command, are only marked handled."""
+    for shown in adapter.store.pending():
+        author = shown.author
+        user = User(str(author["id"]), str(author.get("name", "")), shown.requester_is_admin)
+        try:
+            event = command_event(adapter, user, shown, adapter.url)
+        except BadInput:
+            event = None
+        if event is None or adapter.store.answered(shown.id):
+            await adapter.settle(shown)
+            continue
+        log.info("handling command %s, accepted before a restart", shown.id)
+        adapter.dispatch(event, shown.id)
 
 
 async def message(request: web.Request) -> web.Response:
@@ -117,7 +150,7 @@ async def message(request: web.Request) -> web.Response:
     if not text and not files:
         raise BadInput("Empty message: type something or attach an image.")
     adapter.store.take_uploads(ids, user.id)
-    shown = adapter.post_user_message(user, place, text, files)
+    shown = await adapter.post_user_message(user, place, text, files)
     origin = f"{request.scheme}://{request.host}"
     event = UserMessage(
         user=user,
@@ -133,8 +166,8 @@ async def message(request: web.Request) -> web.Response:
 
 async def button(request: web.Request) -> web.Response:
     """``{"message_id": ..., "custom_id": "gb:upscale1:<ref>", "channel": ...}``; ``channel``
-    matters only for messages posted before a restart (the playground keeps its own messages in
-    memory)."""
+    matters only for messages the playground no longer keeps (posted before a restart without
+    a history file, or scrolled out)."""
     adapter, user = request.app[ADAPTER], request[USER]
     body = await _json_body(request)
     message_id = _string(body, "message_id")

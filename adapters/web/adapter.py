@@ -1,8 +1,10 @@
 """The web playground adapter: a :class:`bot.events.Surface` that is also the chat platform.
 
-The adapter keeps the channel's messages in memory, serves them to the page, streams every
-change as server-sent events, and hands what users do to the core (``EventHandler.handle``) in
-a background task per request.
+The adapter keeps the channels' messages in memory and, given a ``history`` file, on disk
+(:mod:`adapters.web.journal`: written before browsers see a change, so a restart loses
+nothing), serves them to the page, streams every change as server-sent events, and hands what
+users do to the core (``EventHandler.handle``) in a background task per request. Commands
+accepted by a run that died before handling them are handled when the next run starts.
 """
 
 from __future__ import annotations
@@ -14,16 +16,20 @@ import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from adapters.web.hub import EventHub
+from adapters.web.journal import PlaygroundJournal
 from adapters.web.store import BOT_AUTHOR, MessageStore, StoredFile, WebMessage
+from adapters.web.translate import modal_json
 from bot.config import LimitsSettings, WebSettings
 from bot.events import (
     Attachment,
     ButtonPress,
+    Command,
     Event,
     EventHandler,
     ImageFile,
@@ -101,6 +107,7 @@ class WebAdapter:
         *,
         keepalive_seconds: float = 15.0,
         handler_timeout: float = 900.0,
+        history: Path | None = None,
     ) -> None:
         from adapters.web.routes import build_app
 
@@ -111,6 +118,8 @@ class WebAdapter:
         self.keepalive_seconds = keepalive_seconds
         self.handler_timeout = handler_timeout
         self.store = MessageStore()
+        self.history = history
+        self.journal: PlaygroundJournal | None = None
         self.hub = EventHub()
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -135,6 +144,10 @@ class WebAdapter:
         address and the ``[web] port`` setting when it cannot."""
         if self._runner is not None:
             raise RuntimeError("the web playground is already started")
+        if self.history is not None and self.journal is None:
+            self.journal = await PlaygroundJournal.open(self.history)
+            saved = await self.journal.load()
+            self.store.restore(saved.messages, saved.images)
         runner = web.AppRunner(self.app, shutdown_timeout=2.0)
         await runner.setup()
         site = web.TCPSite(runner, self.settings.host, self.settings.port)
@@ -159,6 +172,9 @@ class WebAdapter:
             host = "127.0.0.1"
         self._url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         log.info("web playground at %s", self._url)
+        from adapters.web.actions import resume_commands
+
+        await resume_commands(self)
 
     async def stop(self) -> None:
         """Close every event stream, cancel running handlers and stop listening."""
@@ -168,6 +184,9 @@ class WebAdapter:
             async with asyncio.timeout(15):
                 await runner.cleanup()
         await self.cancel_handlers()
+        journal, self.journal = self.journal, None
+        if journal is not None:
+            await journal.close()
 
     @property
     def running_handlers(self) -> int:
@@ -211,8 +230,19 @@ class WebAdapter:
             await self.send_ephemeral(event, text)
         finally:
             self.hub.publish(event.place.channel_id, {**working, "active": False})
+        request = event.context
+        if isinstance(event, Command) and isinstance(request, WebContext):
+            shown = self.store.get(request.request_message_id or "")
+            if shown is not None and shown.pending:
+                await self.settle(shown)
 
-    def post_user_message(
+    async def settle(self, message: WebMessage) -> None:
+        """Mark a command's message as handled."""
+        message.pending = False
+        if self.journal is not None:
+            await self.journal.settle(message.id)
+
+    async def post_user_message(
         self,
         user: User,
         place: Place,
@@ -220,7 +250,8 @@ class WebAdapter:
         files: list[StoredFile],
         command: str | None = None,
     ) -> WebMessage:
-        """Show what a user sent (text, command and images) in the channel."""
+        """Show what a user sent (text, command and images) in the channel; a command stays
+        pending (handled again after a restart) until its handler has run."""
         message = WebMessage(
             id=self.store.new_id(),
             channel=place.channel_id,
@@ -229,10 +260,12 @@ class WebAdapter:
             author={"id": user.id, "name": user.name, "bot": False},
             text=text,
             command=command,
+            pending=command is not None,
+            requester_is_admin=user.is_admin,
         )
         images = tuple(ImageFile(f.filename, f.data, f.content_type) for f in files)
         self.store.replace_images(message, images)
-        self._publish_message("post", self.store.add(message))
+        await self._keep("post", self.store.add(message))
         return message
 
     def attachments_of(self, message: WebMessage, origin: str) -> list[Attachment]:
@@ -266,8 +299,13 @@ class WebAdapter:
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
-        """Post ``message`` in ``place`` and stream it to the channel's browsers."""
+        """Post ``message`` in ``place`` and stream it to the channel's browsers; a keyed
+        message the playground already shows is returned as it is."""
         self._check(place, message)
+        if message.key is not None:
+            shown = self.store.keyed(place.channel_id, place.thread_id, message.key)
+            if shown is not None:
+                return MessageRef(place, shown.id)
         posted = WebMessage(
             id=self.store.new_id(),
             channel=place.channel_id,
@@ -279,9 +317,10 @@ class WebAdapter:
             from_model=message.from_model,
             mention=message.mention_user_id,
             reply_to=reply_target(origin),
+            key=message.key,
         )
         self.store.replace_images(posted, message.images)
-        self._publish_message("post", self.store.add(posted))
+        await self._keep("post", self.store.add(posted))
         return MessageRef(place, posted.id)
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
@@ -297,7 +336,7 @@ class WebAdapter:
         if message.images:
             self.store.replace_images(posted, message.images)
         posted.edited = time.time()
-        self._publish_message("edit", posted)
+        await self._keep("edit", posted)
 
     async def send_ephemeral(self, origin: Event, text: str) -> None:
         """Show ``text`` to ``origin``'s user only, marked "only you can see this"."""
@@ -312,7 +351,7 @@ class WebAdapter:
             reply_to=reply_target(origin),
             visible_to=origin.user.id,
         )
-        self._publish_message("ephemeral", self.store.add(message))
+        await self._keep("ephemeral", self.store.add(message))
 
     async def open_modal(self, origin: Event, modal: Modal) -> None:
         """Open ``modal`` as a dialog in the browsers of ``origin``'s user."""
@@ -321,27 +360,7 @@ class WebAdapter:
         pending[modal.custom_id] = PendingModal(modal, origin.place, reply_target(origin))
         while len(pending) > MAX_PENDING_MODALS:
             pending.popitem(last=False)
-        payload = {
-            "type": "modal",
-            "thread": origin.place.thread_id,
-            "modal": {
-                "title": modal.title,
-                "custom_id": modal.custom_id,
-                "action": modal.action,
-                "fields": [
-                    {
-                        "id": f.id,
-                        "label": f.label,
-                        "placeholder": f.placeholder,
-                        "default": f.default,
-                        "required": f.required,
-                        "max_length": f.max_length,
-                        "multiline": f.multiline,
-                    }
-                    for f in modal.fields
-                ],
-            },
-        }
+        payload = {"type": "modal", "thread": origin.place.thread_id, "modal": modal_json(modal)}
         self.hub.publish(origin.place.channel_id, payload, visible_to=origin.user.id)
 
     async def typing(self, place: Place) -> None:
@@ -358,7 +377,7 @@ class WebAdapter:
         if message.thread is not None:
             raise SurfaceError("a thread cannot be started inside a thread")
         message.thread_info = {"id": message.id, "name": name.strip()[:100] or "thread"}
-        self._publish_message("edit", message)
+        await self._keep("edit", message)
         return web_place(message.channel, message.id)
 
     async def download(self, attachment: Attachment) -> bytes:
@@ -374,6 +393,12 @@ class WebAdapter:
         raise SurfaceError(f"the playground does not hold {attachment.filename!r}")
 
     # ----- helpers -----
+
+    async def _keep(self, kind: str, message: WebMessage) -> None:
+        """Write ``message`` to the journal, then show it to the browsers."""
+        if self.journal is not None:
+            await self.journal.save(message, self.store.stored_images(message))
+        self._publish_message(kind, message)
 
     def _publish_message(self, kind: str, message: WebMessage) -> None:
         payload: dict[str, Any] = {"type": kind, "message": message.to_json()}

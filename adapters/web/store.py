@@ -80,6 +80,10 @@ class WebMessage:
     command: str | None = None
     thread_info: dict[str, str] | None = None
     visible_to: str | None = None
+    key: str | None = None
+    pending: bool = False
+    """A command's message whose handler has not finished yet."""
+    requester_is_admin: bool = False
     created: float = field(default_factory=time.time)
     edited: float | None = None
 
@@ -145,6 +149,7 @@ class MessageStore:
         self._max_uploads = max_uploads_per_user
         self._channels: dict[str, deque[WebMessage]] = {}
         self._by_id: dict[str, WebMessage] = {}
+        self._by_key: dict[tuple[str, str | None, str], WebMessage] = {}
         self._images: dict[str, StoredFile] = {}
         self._uploads: OrderedDict[str, StoredFile] = OrderedDict()
         self._id_prefix = secrets.token_hex(3)
@@ -164,14 +169,44 @@ class MessageStore:
         messages = self._channels.setdefault(message.channel, deque())
         messages.append(message)
         self._by_id[message.id] = message
+        if message.key is not None:
+            self._by_key[message.channel, message.thread, message.key] = message
         while len(messages) > self._max_messages:
             dropped = messages.popleft()
             del self._by_id[dropped.id]
+            if dropped.key is not None:
+                self._by_key.pop((dropped.channel, dropped.thread, dropped.key), None)
             self._forget_images(dropped.image_keys())
         return message
 
+    def restore(self, messages: list[WebMessage], images: dict[str, StoredFile]) -> None:
+        """Take back what an earlier run showed (oldest first) with the images it shows."""
+        self._images.update(images)
+        for message in messages:
+            self.add(message)
+
     def get(self, message_id: str) -> WebMessage | None:
         return self._by_id.get(message_id)
+
+    def keyed(self, channel: str, thread: str | None, key: str) -> WebMessage | None:
+        """The message posted in the channel (or thread) with ``key``, if it is still kept."""
+        return self._by_key.get((channel, thread, key))
+
+    def pending(self) -> list[WebMessage]:
+        """Commands whose handling had not finished, oldest first."""
+        return [m for messages in self._channels.values() for m in messages if m.pending]
+
+    def answered(self, message_id: str) -> bool:
+        """Whether genbot has replied to ``message_id`` (publicly or privately)."""
+        return any(
+            m.reply_to == message_id and m.kind != "user"
+            for messages in self._channels.values()
+            for m in messages
+        )
+
+    def stored_images(self, message: WebMessage) -> list[tuple[str, StoredFile]]:
+        """The images ``message`` shows, with their keys."""
+        return [(key, self._images[key]) for key in message.image_keys() if key in self._images]
 
     def channels(self) -> list[str]:
         return list(self._channels)

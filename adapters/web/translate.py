@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from bot.commands import COMMANDS, COMMANDS_BY_NAME, CommandSpec
+from bot.events import Modal
 
 T = TypeVar("T")
 CHANNEL_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -114,3 +115,24 @@ def catalogue() -> list[dict[str, Any]]:
         }
         for spec in COMMANDS
     ]
+
+
+def modal_json(modal: Modal) -> dict[str, Any]:
+    """A form as the page's JSON."""
+    return {
+        "title": modal.title,
+        "custom_id": modal.custom_id,
+        "action": modal.action,
+        "fields": [
+            {
+                "id": f.id,
+                "label": f.label,
+                "placeholder": f.placeholder,
+                "default": f.default,
+                "required": f.required,
+                "max_length": f.max_length,
+                "multiline": f.multiline,
+            }
+            for f in modal.fields
+        ],
+    }

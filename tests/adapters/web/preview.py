@@ -61,7 +61,7 @@ async def post_samples(adapter: WebAdapter) -> None:
         return Command(user=me, place=place, context=WebContext(echo_id), name=name, text=text)
 
     prompt = "a lighthouse at dusk, volumetric light --ar 1:1"
-    echo = adapter.post_user_message(me, place, f"/imagine {prompt}", [], command="imagine")
+    echo = await adapter.post_user_message(me, place, f"/imagine {prompt}", [], command="imagine")
     grid = OutMessage(
         f"**{prompt}** — (fast)",
         images=(ImageFile("lighthouse.png", grid_png(512)),),
@@ -70,7 +70,7 @@ async def post_samples(adapter: WebAdapter) -> None:
     )
     await adapter.send(place, grid, origin=command("imagine", prompt, echo.id))
     question = "how do I reverse a list in python?"
-    echo = adapter.post_user_message(me, place, f"/chat {question}", [], command="chat")
+    echo = await adapter.post_user_message(me, place, f"/chat {question}", [], command="chat")
     origin = command("chat", question, echo.id)
     await adapter.send(place, OutMessage(CODE_ANSWER, from_model=True), origin=origin)
     await adapter.send_ephemeral(origin, "You have **182 credits** left today.")

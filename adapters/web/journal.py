@@ -1,0 +1,238 @@
+"""The playground's messages on disk: what a browser shows survives a restart of genbot.
+
+The playground is its own chat platform, so like a platform it keeps what it showed: every
+message (with its key, see :attr:`bot.events.OutMessage.key`) and the images it shows are
+written to a SQLite file of their own before browsers see them. A command's message is written
+before the playground accepts the command and stays ``pending`` until its handler has run, so a
+command accepted just before the process died is handled after the restart instead of being
+lost. Each channel keeps its latest ``max_messages_per_channel`` messages, as in memory.
+
+One worker thread owns the connection; every call waits for its commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlite_utils import Database
+
+from adapters.web.store import StoredFile, WebMessage
+from bot.events import Button
+
+T = TypeVar("T")
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS messages (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        channel TEXT NOT NULL,
+        pending INTEGER NOT NULL DEFAULT 0,
+        image_keys TEXT NOT NULL DEFAULT '[]',
+        body TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS messages_by_channel ON messages (channel, seq)",
+    """CREATE TABLE IF NOT EXISTS images (
+        key TEXT PRIMARY KEY,
+        filename TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        width INTEGER,
+        height INTEGER,
+        data BLOB NOT NULL
+    ) WITHOUT ROWID""",
+)
+SQL_SAVE = (
+    "INSERT INTO messages (id, channel, pending, image_keys, body) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET"
+    " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body"
+)
+SQL_SAVE_IMAGE = (
+    "INSERT OR IGNORE INTO images (key, filename, content_type, width, height, data)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+SQL_TRIM = (
+    "DELETE FROM messages WHERE channel = ? AND seq <= ("
+    " SELECT seq FROM messages WHERE channel = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)"
+)
+SQL_SWEEP_IMAGES = (
+    "DELETE FROM images WHERE key NOT IN"
+    " (SELECT value FROM messages, json_each(messages.image_keys))"
+)
+SQL_LOAD = (
+    "SELECT body, pending FROM ("
+    " SELECT body, pending, seq, ROW_NUMBER() OVER (PARTITION BY channel ORDER BY seq DESC) AS n"
+    " FROM messages) WHERE n <= ? ORDER BY seq"
+)
+
+
+def playground_path(database: Path) -> Path:
+    """Where the playground keeps its messages: beside genbot's database
+    (``genbot.db`` → ``genbot.playground.db``)."""
+    return database.with_name(f"{database.stem}.playground{database.suffix or '.db'}")
+
+
+def message_record(message: WebMessage) -> dict[str, Any]:
+    """Everything about ``message`` as JSON-ready values (the inverse of :func:`restored`)."""
+    return {
+        "id": message.id,
+        "channel": message.channel,
+        "thread": message.thread,
+        "kind": message.kind,
+        "author": message.author,
+        "text": message.text,
+        "images": message.images,
+        "buttons": [[[b.label, b.action, b.ref, b.style] for b in row] for row in message.buttons],
+        "from_model": message.from_model,
+        "mention": message.mention,
+        "reply_to": message.reply_to,
+        "command": message.command,
+        "thread_info": message.thread_info,
+        "visible_to": message.visible_to,
+        "key": message.key,
+        "requester_is_admin": message.requester_is_admin,
+        "created": message.created,
+        "edited": message.edited,
+    }
+
+
+def restored(record: dict[str, Any], pending: bool) -> WebMessage:
+    """The message saved as ``record``."""
+    buttons = tuple(
+        tuple(Button(label, action, ref, style) for label, action, ref, style in row)
+        for row in record["buttons"]
+    )
+    return WebMessage(
+        id=record["id"],
+        channel=record["channel"],
+        thread=record["thread"],
+        kind=record["kind"],
+        author=record["author"],
+        text=record["text"],
+        images=record["images"],
+        buttons=buttons,
+        from_model=record["from_model"],
+        mention=record["mention"],
+        reply_to=record["reply_to"],
+        command=record["command"],
+        thread_info=record["thread_info"],
+        visible_to=record["visible_to"],
+        key=record["key"],
+        pending=pending,
+        requester_is_admin=record["requester_is_admin"],
+        created=record["created"],
+        edited=record["edited"],
+    )
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What the journal holds: messages (oldest first, each channel's latest) and their images."""
+
+    messages: list[WebMessage]
+    images: dict[str, StoredFile]
+
+
+class PlaygroundJournal:
+    """The playground's SQLite file; open with :meth:`open`, close with :meth:`close`."""
+
+    def __init__(self, db: Database, executor: ThreadPoolExecutor, keep: int) -> None:
+        self._db = db
+        self._executor = executor
+        self._keep = keep
+        self._saved_images: set[str] = set()
+        self._closed = False
+
+    @classmethod
+    async def open(cls, path: Path, max_messages_per_channel: int = 500) -> PlaygroundJournal:
+        """Open (or create) the journal at ``path``."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="genbot-playground")
+
+        def connect() -> Database:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+            db = Database(conn, execute_plugins=False)
+            db.enable_wal()
+            db.execute("PRAGMA synchronous = NORMAL")
+            for statement in SCHEMA:
+                db.execute(statement)
+            return db
+
+        try:
+            db = await asyncio.get_running_loop().run_in_executor(executor, connect)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(db, executor, max_messages_per_channel)
+
+    async def close(self) -> None:
+        """Close the file once the writes under way are done."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._db.conn.close)
+        self._executor.shutdown(wait=False)
+
+    async def load(self) -> Saved:
+        """Each channel's latest messages and the images they show."""
+
+        def work(db: Database) -> Saved:
+            rows = db.conn.execute(SQL_LOAD, (self._keep,)).fetchall()
+            messages = [restored(json.loads(body), bool(pending)) for body, pending in rows]
+            images: dict[str, StoredFile] = {}
+            for key, filename, content_type, width, height, data in db.conn.execute(
+                "SELECT key, filename, content_type, width, height, data FROM images"
+            ):
+                images[key] = StoredFile(filename, data, content_type, "", width, height)
+            return Saved(messages, images)
+
+        saved = await self._call(work)
+        self._saved_images = set(saved.images)
+        return saved
+
+    async def save(self, message: WebMessage, images: Iterable[tuple[str, StoredFile]]) -> None:
+        """Write ``message`` (new or changed) and the images it shows; the channel's oldest
+        messages beyond the cap, and images no message shows any more, go."""
+        new_images = [(key, f) for key, f in images if key not in self._saved_images]
+        body = json.dumps(message_record(message), separators=(",", ":"))
+        keys = json.dumps(sorted(message.image_keys()))
+        row = (message.id, message.channel, int(message.pending), keys, body)
+
+        def work(db: Database) -> set[str] | None:
+            with db.conn:
+                db.conn.execute("BEGIN IMMEDIATE")
+                for key, f in new_images:
+                    db.conn.execute(
+                        SQL_SAVE_IMAGE, (key, f.filename, f.content_type, f.width, f.height, f.data)
+                    )
+                db.conn.execute(SQL_SAVE, row)
+                trimmed = db.conn.execute(
+                    SQL_TRIM, (message.channel, message.channel, self._keep)
+                ).rowcount
+                if not trimmed:
+                    return None
+                db.conn.execute(SQL_SWEEP_IMAGES)
+                return {key for (key,) in db.conn.execute("SELECT key FROM images")}
+
+        kept = await self._call(work)
+        self._saved_images.update(key for key, _ in new_images)
+        if kept is not None:
+            self._saved_images = kept
+
+    async def settle(self, message_id: str) -> None:
+        """Mark a command's message as handled."""
+
+        def work(db: Database) -> None:
+            db.conn.execute("UPDATE messages SET pending = 0 WHERE id = ?", (message_id,))
+
+        await self._call(work)
+
+    async def _call(self, work: Callable[[Database], T]) -> T:
+        if self._closed:
+            raise RuntimeError("the playground's history file is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work, self._db)

@@ -1,0 +1,170 @@
+"""The playground's history file: messages, images, keys and accepted commands survive a
+restart of the adapter, and the file stays bounded."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from aiohttp import ClientSession, CookieJar
+from yarl import URL
+
+from adapters.web import WebAdapter
+from adapters.web.journal import PlaygroundJournal, playground_path
+from adapters.web.store import MessageStore, StoredFile, WebMessage
+from bot.config import WebSettings
+from bot.events import Command, ImageFile, InboundEvent, OutMessage, Place
+from tests.adapters.web.fakes import RecordingCore, history, png, post
+
+PLACE = Place("web", "web", "general", None, is_dm=True)
+
+
+class StuckCore(RecordingCore):
+    """Records events and never finishes handling them (the process dies meanwhile);
+    ``answer_first`` posts a first reply before getting stuck."""
+
+    def __init__(self, answer_first: bool = False) -> None:
+        super().__init__()
+        self.answer_first = answer_first
+
+    async def handle(self, event: InboundEvent) -> None:
+        self.events.append(event)
+        if self.answer_first:
+            assert self.surface is not None
+            await self.surface.send(event.place, OutMessage("Waiting to start…"), origin=event)
+        await asyncio.sleep(3600)
+
+
+@asynccontextmanager
+async def playground(path: Path, core: RecordingCore) -> AsyncIterator[WebAdapter]:
+    adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), core, history=path)
+    core.surface = adapter
+    await adapter.start()
+    try:
+        yield adapter
+    finally:
+        await adapter.stop()
+
+
+@asynccontextmanager
+async def browser_of(adapter: WebAdapter) -> AsyncIterator[ClientSession]:
+    async with ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True)) as session:
+        yield session
+
+
+def public(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in m.items() if k != "edited"} for m in messages]
+
+
+def test_the_history_file_sits_beside_the_database() -> None:
+    assert playground_path(Path("/data/genbot.db")) == Path("/data/genbot.playground.db")
+    assert playground_path(Path("state")) == Path("state.playground.db")
+
+
+async def test_messages_images_and_threads_survive_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "genbot.playground.db"
+    async with playground(path, RecordingCore()) as adapter, browser_of(adapter) as browser:
+        assert (await post(browser, "/api/command", {"text": "/imagine a fox"}))[0] == 202
+        assert (await post(browser, "/api/command", {"text": "/chat thread"}))[0] == 202
+        assert (await post(browser, "/api/command", {"text": "/help"}))[0] == 202
+        async with asyncio.timeout(5):
+            while adapter.running_handlers or len((await history(browser))["messages"]) < 7:
+                await asyncio.sleep(0.02)
+        before = (await history(browser))["messages"]
+        cookies = {cookie.key: cookie.value for cookie in browser.cookie_jar}
+
+    async with playground(path, RecordingCore()) as adapter, browser_of(adapter) as browser:
+        browser.cookie_jar.update_cookies(cookies, URL(adapter.url))
+        after = (await history(browser))["messages"]
+        assert public(after) == public(before)
+        grid = next(m for m in after if m["images"] and m["buttons"])
+        async with browser.get(grid["images"][0]["url"]) as response:
+            assert response.status == 200 and (await response.read())[:4] == b"\x89PNG"
+        thread = next(m for m in after if m["thread_info"])
+        assert any(m["thread"] == thread["id"] for m in after)
+        assert any(m["kind"] == "ephemeral" for m in after), "the user's private reply"
+        pressed = {"message_id": grid["id"], "custom_id": grid["buttons"][0][0]["custom_id"]}
+        assert (await post(browser, "/api/button", pressed))[0] == 202
+
+
+async def test_a_keyed_message_is_posted_once_across_restarts(tmp_path: Path) -> None:
+    path = tmp_path / "genbot.playground.db"
+    result = OutMessage("done", images=(ImageFile("r.png", png()),), key="job1.result")
+    async with playground(path, RecordingCore()) as adapter:
+        first = await adapter.send(PLACE, result)
+        assert await adapter.send(PLACE, result) == first
+        other = await adapter.send(PLACE, OutMessage("failed", key="job2.failure"))
+        assert other != first
+
+    async with playground(path, RecordingCore()) as adapter:
+        again = await adapter.send(PLACE, OutMessage("done", key="job1.result", may_exist=True))
+        assert again == first
+        shown = adapter.store.history("general", "anyone")
+        assert [m.text for m in shown] == ["done", "failed"]
+
+
+async def test_a_command_accepted_before_a_crash_is_handled_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "genbot.playground.db"
+    stuck = StuckCore()
+    async with playground(path, stuck) as adapter, browser_of(adapter) as browser:
+        status, answer = await post(browser, "/api/command", {"text": "/imagine a heron"})
+        assert status == 202
+        await stuck.wait_for_events(1)
+
+    core = RecordingCore()
+    async with playground(path, core) as adapter:
+        [event] = await core.wait_for_events(1)
+        assert isinstance(event, Command) and event.name == "imagine"
+        assert event.text == "a heron" and event.user == stuck.events[0].user
+        assert event.context.request_message_id == answer["event_id"]
+        async with asyncio.timeout(5):
+            while adapter.running_handlers:
+                await asyncio.sleep(0.02)
+
+    later = RecordingCore()
+    async with playground(path, later):
+        await asyncio.sleep(0.1)
+    assert later.events == [], "a handled command is not handled again"
+
+
+async def test_a_command_genbot_already_answered_is_not_handled_again(tmp_path: Path) -> None:
+    path = tmp_path / "genbot.playground.db"
+    stuck = StuckCore(answer_first=True)
+    async with playground(path, stuck) as adapter, browser_of(adapter) as browser:
+        assert (await post(browser, "/api/command", {"text": "/imagine a heron"}))[0] == 202
+        async with asyncio.timeout(5):
+            while len(adapter.store.history("general", "anyone")) < 2:
+                await asyncio.sleep(0.02)
+
+    core = RecordingCore()
+    async with playground(path, core):
+        await asyncio.sleep(0.1)
+    assert core.events == []
+
+
+async def test_the_file_keeps_each_channels_latest_messages_and_their_images(
+    tmp_path: Path,
+) -> None:
+    store = MessageStore(max_messages_per_channel=3)
+    journal = await PlaygroundJournal.open(tmp_path / "p.db", max_messages_per_channel=3)
+    try:
+        for number in range(5):
+            message = WebMessage(str(number), "general", None, "bot", {"id": "genbot"})
+            store.replace_images(message, (ImageFile(f"{number}.png", png(4 + number)),))
+            await journal.save(store.add(message), store.stored_images(message))
+        other = WebMessage("x", "art", None, "bot", {"id": "genbot"}, text="elsewhere")
+        await journal.save(store.add(other), [])
+        saved = await journal.load()
+    finally:
+        await journal.close()
+    assert [m.id for m in saved.messages] == ["2", "3", "4", "x"]
+    shown = {key for m in saved.messages for key in m.image_keys()}
+    assert set(saved.images) == shown and len(shown) == 3
+    assert all(
+        isinstance(f, StoredFile) and f.data[:4] == b"\x89PNG" for f in saved.images.values()
+    )
