@@ -13,11 +13,16 @@ the bucket resets), and retries a 429 whose ``retry_after`` is at most
 once. The cap must stay above Discord's bucket windows: discord.py refuses any request to a
 bucket whose reset lies further away than the cap. Every call is bounded by
 :data:`CALL_TIMEOUT`.
+
+Keyed messages (a job's result or failure report) are posted with a nonce derived from the key
+and ``enforce_nonce``, so Discord returns the earlier message instead of posting it twice. Discord
+remembers nonces only for a few minutes: a repeat sent later posts a second message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import logging
 from collections.abc import AsyncIterator
@@ -44,6 +49,7 @@ from bot.events import (
 
 CALL_TIMEOUT = 30.0
 RATE_LIMIT_WAIT_CAP = 10.0
+NONCE_LENGTH = 25
 FAILURE_TEXT = "Something went wrong on genbot's side; please try again."
 _log = logging.getLogger("genbot.discord")
 
@@ -82,7 +88,11 @@ class DiscordSurface:
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
-        """Post ``message`` in ``place`` (its thread when set) and retire any placeholder."""
+        """Post ``message`` in ``place`` (its thread when set) and retire any placeholder.
+
+        A keyed message posted again within Discord's nonce window (a few minutes) returns the
+        message posted first.
+        """
         self._check(message)
         channel = self._channel(place)
         context = origin.context if origin is not None else None
@@ -93,6 +103,8 @@ class DiscordSurface:
                 "view": build_view(message.buttons),
                 "allowed_mentions": allowed_mentions(message),
             }
+            if message.key is not None:
+                post["nonce"] = message_nonce(message.key)
             in_channel = not place.is_dm and place.thread_id is None
             if (
                 isinstance(context, discord.Message)
@@ -258,6 +270,11 @@ class DiscordSurface:
     @staticmethod
     def _files(message: OutMessage) -> list[discord.File]:
         return [discord.File(io.BytesIO(i.data), filename=i.filename) for i in message.images]
+
+
+def message_nonce(key: str) -> str:
+    """The Discord nonce (at most 25 characters) that stands for ``key``, the same every time."""
+    return hashlib.sha256(key.encode()).hexdigest()[:NONCE_LENGTH]
 
 
 def _token_expired(error: SurfaceError) -> bool:

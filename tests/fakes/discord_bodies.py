@@ -4,6 +4,7 @@ validated against Discord's limits (content length, components, file size, empty
 from __future__ import annotations
 
 import mimetypes
+import time
 from typing import Any
 
 from aiohttp import web
@@ -20,6 +21,8 @@ from tests.fakes.discord_model import (
 )
 
 MAX_CONTENT = 2000
+MAX_NONCE_LENGTH = 25
+NONCE_WINDOW = 300.0
 
 
 def invalid(field: str, message: str) -> web.Response:
@@ -42,6 +45,36 @@ def uploaded_type(filename: str, declared: str) -> str:
 
 class MessageBodies(FakeDiscordCore):
     """Creating and editing :class:`FakeMessage` objects from request payloads."""
+
+    nonce_window = NONCE_WINDOW
+    """Seconds a nonce sent with ``enforce_nonce`` keeps returning the message it created."""
+
+    def _nonce_problem(self, payload: dict[str, Any]) -> web.Response | None:
+        """A 400 answer when ``payload``'s nonce is neither an integer nor a short string."""
+        nonce = payload.get("nonce")
+        if nonce is None or type(nonce) is int:
+            return None
+        if not isinstance(nonce, str) or len(nonce) > MAX_NONCE_LENGTH:
+            return invalid("nonce", f"Must be {MAX_NONCE_LENGTH} or fewer in length.")
+        return None
+
+    def _posted_with_nonce(self, payload: dict[str, Any], channel_id: int) -> FakeMessage | None:
+        """The bot's message in ``channel_id`` that an enforced nonce in ``payload`` names, if it
+        was created within :attr:`nonce_window` seconds."""
+        nonce = payload.get("nonce")
+        if nonce is None or payload.get("enforce_nonce") is not True:
+            return None
+        oldest = time.monotonic() - self.nonce_window
+        return next(
+            (
+                m
+                for m in self.messages_in(channel_id)
+                if m.author.id == self.bot.id
+                and str(m.nonce) == str(nonce)
+                and m.posted_at >= oldest
+            ),
+            None,
+        )
 
     def _build(
         self, req: Req, payload: dict[str, Any], channel_id: int, *, webhook: bool

@@ -214,6 +214,8 @@ class FakeMessage:
     deleted: bool = False
     edited: str | None = None
     created: str = field(default_factory=timestamp)
+    posted_at: float = field(default_factory=time.monotonic)
+    nonce: str | int | None = None
     history: list[str] = field(default_factory=list)
 
     @property

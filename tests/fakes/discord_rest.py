@@ -34,6 +34,14 @@ _CALLBACK_TYPES = {
 }
 
 
+def created_payload(message: FakeMessage, bot_id: int) -> dict[str, Any]:
+    """``message`` as a create answer gives it: with the nonce it was sent with, if any."""
+    payload = message.payload(bot_id)
+    if message.nonce is not None:
+        payload["nonce"] = message.nonce
+    return payload
+
+
 class RestRoutes(MessageBodies):
     """The REST API under ``/api/v10``."""
 
@@ -244,11 +252,19 @@ class RestRoutes(MessageBodies):
         spent = self.spend(channel.id)
         if isinstance(spent, web.Response):
             return spent
-        built = self._build(req, req.json or {}, channel.id, webhook=False)
+        payload = req.json or {}
+        problem = self._nonce_problem(payload)
+        if problem is not None:
+            return problem
+        earlier = self._posted_with_nonce(payload, channel.id)
+        if earlier is not None:
+            return json_response(created_payload(earlier, self.bot.id), headers=spent)
+        built = self._build(req, payload, channel.id, webhook=False)
         if isinstance(built, web.Response):
             return built
+        built.nonce = payload.get("nonce")
         self.messages[built.id] = built
-        return json_response(built.payload(self.bot.id), headers=spent)
+        return json_response(created_payload(built, self.bot.id), headers=spent)
 
     async def _list_messages(self, req: Req, cid: str) -> web.Response:
         channel = self._channel_or_error(cid)
