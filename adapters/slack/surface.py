@@ -5,6 +5,12 @@ Text and buttons go out with ``chat.postMessage`` / ``chat.update`` (see
 followed by the message carrying text and buttons, whose ``ts`` is the returned
 :class:`MessageRef`. ``ratelimited`` answers become :class:`RateLimited`; every other refusal
 a :class:`SurfaceError` naming the method and Slack's error code.
+
+A keyed message (see :mod:`adapters.slack.keyed`) is posted with its key as metadata. When an
+earlier attempt may have reached Slack, the recent messages of the place are read first: the
+keyed message found there is returned instead of posting another, and images already shared
+there are not uploaded again. If that look-up fails the send fails too (the core retries it
+later) rather than risk a duplicate, unless it cannot work at all (a missing scope).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from .formatting import (
     plain_notice,
 )
 from .inbound import SlackOrigin
+from .keyed import EarlierPost, key_metadata
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -55,6 +62,23 @@ SLACK_FILE_HOSTS = frozenset({"files.slack.com"})
 CHANNEL_WRITES_PER_WINDOW = 5
 CHANNEL_WINDOW_SECONDS = 5.0
 FILE_REF_PREFIX = "file:"
+# Where an earlier attempt is looked for: the newest top-level messages of a channel, or the
+# first pages of a thread (conversations.replies reads threads oldest first).
+HISTORY_LOOKBACK = 100
+THREAD_PAGE = 200
+THREAD_PAGES = 5
+# Refusals of the look-up that no retry can cure: the message is posted without it.
+LOOKUP_IMPOSSIBLE = frozenset(
+    {"missing_scope", "not_in_channel", "channel_not_found", "thread_not_found"}
+)
+
+
+class SlackRefused(SurfaceError):
+    """Slack answered a call with an error; ``code`` is Slack's error code."""
+
+    def __init__(self, method: str, code: str) -> None:
+        super().__init__(f"Slack refused {method}: {code}")
+        self.code = code
 
 
 class SlackSurface:
@@ -100,9 +124,13 @@ class SlackSurface:
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
-        upload = await self._upload(place, message.images) if message.images else None
-        if upload is not None and not message.text.strip() and not message.buttons:
-            return MessageRef(place, _shared_ts(upload, place.channel_id) or _file_ref(upload))
+        earlier = await self._earlier(place, message)
+        if earlier.message_ts is not None:
+            return MessageRef(place, earlier.message_ts)
+        images = tuple(i for i in message.images if i.filename not in earlier.files)
+        upload = await self._upload(place, images) if images else None
+        if message.images and not message.text.strip() and not message.buttons:
+            return MessageRef(place, _images_ref(upload, earlier, message.images, place))
         response = await self._call(
             "chat.postMessage",
             self.client.chat_postMessage(
@@ -112,6 +140,7 @@ class SlackSurface:
                 blocks=message_blocks(message),
                 unfurl_links=False,
                 unfurl_media=False,
+                metadata=key_metadata(message.key) if message.key else None,
             ),
         )
         return MessageRef(place, str(response["ts"]))
@@ -217,6 +246,52 @@ class SlackSurface:
             self._session = aiohttp.ClientSession()
         return self._session
 
+    async def _earlier(self, place: Place, message: OutMessage) -> EarlierPost:
+        """What an earlier attempt at ``message`` left in ``place``: looked up only for a keyed
+        message that may have reached Slack."""
+        earlier = EarlierPost(message.key or "")
+        if not message.key or not message.may_exist:
+            return earlier
+        try:
+            await self._look_back(place, earlier)
+        except SlackRefused as refused:
+            if refused.code not in LOOKUP_IMPOSSIBLE:
+                raise
+            log.warning(
+                "Cannot look for an earlier %s in %s (%s); posting it anyway",
+                message.key,
+                place.channel_id,
+                refused.code,
+            )
+        return earlier
+
+    async def _look_back(self, place: Place, earlier: EarlierPost) -> None:
+        if place.thread_id is None:
+            page = await self._call(
+                "conversations.history",
+                self.client.conversations_history(
+                    channel=place.channel_id, limit=HISTORY_LOOKBACK, include_all_metadata=True
+                ),
+            )
+            earlier.note(page.get("messages") or [])
+            return
+        cursor: str | None = None
+        for _ in range(THREAD_PAGES):
+            page = await self._call(
+                "conversations.replies",
+                self.client.conversations_replies(
+                    channel=place.channel_id,
+                    ts=place.thread_id,
+                    limit=THREAD_PAGE,
+                    cursor=cursor,
+                    include_all_metadata=True,
+                ),
+            )
+            earlier.note(page.get("messages") or [])
+            cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+            if earlier.message_ts is not None or not page.get("has_more") or cursor is None:
+                return
+
     async def _upload(self, place: Place, images: tuple[ImageFile, ...]) -> Mapping[str, Any]:
         uploads = [{"file": i.data, "filename": i.filename, "title": i.filename} for i in images]
         response = await self._call(
@@ -252,7 +327,7 @@ class SlackSurface:
             response = error.response
             if response.status_code == 429 or response.get("error") == "ratelimited":
                 raise RateLimited(_retry_after(response.headers)) from None
-            raise SurfaceError(f"Slack refused {method}: {response.get('error')}") from None
+            raise SlackRefused(method, str(response.get("error"))) from None
         except (SlackClientError, aiohttp.ClientError) as error:
             raise SurfaceError(f"Slack {method} failed: {type(error).__name__}") from None
         except TimeoutError:
@@ -280,6 +355,18 @@ def _shared_ts(upload: Mapping[str, Any], channel_id: str) -> str | None:
                 if share.get("ts"):
                     return str(share["ts"])
     return None
+
+
+def _images_ref(
+    upload: Mapping[str, Any] | None,
+    earlier: EarlierPost,
+    images: tuple[ImageFile, ...],
+    place: Place,
+) -> str:
+    """The message id of a text-less image post: the upload's, else the earlier one's."""
+    if upload is None:
+        return earlier.files[images[0].filename]
+    return _shared_ts(upload, place.channel_id) or _file_ref(upload)
 
 
 def _file_ref(upload: Mapping[str, Any]) -> str:

@@ -93,6 +93,7 @@ class FakeSlack(SlackWebApi, SlackPayloads):
         self.socket_acks: list[dict[str, Any]] = []
         self.socket_connections = 0
 
+        self._failures: dict[str, deque[SlackError]] = {}
         self._triggers: dict[str, float] = {}
         self._response_urls: dict[str, tuple[str, str]] = {}
         self._tickets: set[str] = set()
@@ -149,6 +150,10 @@ class FakeSlack(SlackWebApi, SlackPayloads):
         """A URL on a host other than Slack's (``localhost`` instead of ``127.0.0.1``)."""
         return f"http://localhost:{self.port}/external/{name}"
 
+    def fail_next(self, method: str, error: str = "internal_error", *, status: int = 200) -> None:
+        """Make the next call of ``method`` fail with ``error`` without doing anything."""
+        self._failures.setdefault(method, deque()).append(SlackError(error, status=status))
+
     # Inspection ----------------------------------------------------------------------------
 
     def calls_to(self, method: str) -> list[ApiCall]:
@@ -200,7 +205,7 @@ class FakeSlack(SlackWebApi, SlackPayloads):
             else:
                 form = await request.post()
                 args.update({k: v for k, v in form.items() if isinstance(v, str)})
-        for key in ("blocks", "view", "files"):
+        for key in ("blocks", "view", "files", "metadata"):
             if isinstance(args.get(key), str) and args[key].startswith(("[", "{")):
                 args[key] = json.loads(args[key])
         token = _bearer(request) or args.pop("token", None)
@@ -214,6 +219,8 @@ class FakeSlack(SlackWebApi, SlackPayloads):
             expected = self.app_token if method == "apps.connections.open" else self.bot_token
             if token != expected:
                 raise SlackError("invalid_auth" if token else "not_authed")
+            if self._failures.get(method):
+                raise self._failures[method].popleft()
             body = {"ok": True, **handler(args)}
         except SlackError as error:
             status, headers = error.status, error.headers

@@ -26,6 +26,7 @@ Args = dict[str, Any]
 
 TEXT_MAX = 40000
 TRIGGER_TTL_SECONDS = 3.0
+CURSOR_PREFIX = "offset:"
 
 
 class SlackWebApi:
@@ -149,9 +150,11 @@ class SlackWebApi:
         if not text and not blocks:
             raise SlackError("no_text")
         self._check_content(text, blocks)
+        metadata = _metadata(args.get("metadata"))
         message = self._add_message(
             channel, self.bot_user_id, text, blocks, args.get("thread_ts") or None
         )
+        message.metadata = metadata
         return {"channel": channel, "ts": message.ts, "message": message.payload()}
 
     def _update(self, args: Args) -> Args:
@@ -228,10 +231,23 @@ class SlackWebApi:
         return {"view": view.payload()}
 
     def _replies(self, args: Args) -> Args:
+        """The thread oldest first, ``limit`` at a time, continued with ``cursor``."""
         messages = self.thread(str(args.get("channel")), str(args.get("ts")))
         if not messages:
             raise SlackError("thread_not_found")
-        return {"messages": [m.payload() for m in messages], "has_more": False}
+        cursor = str(args.get("cursor") or "")
+        if cursor and not cursor.startswith(CURSOR_PREFIX):
+            raise SlackError("invalid_cursor")
+        start = int(cursor.removeprefix(CURSOR_PREFIX) or 0)
+        end = start + int(args.get("limit") or 1000)
+        with_metadata = _flag(args.get("include_all_metadata"))
+        page: Args = {
+            "messages": [m.payload(include_metadata=with_metadata) for m in messages[start:end]],
+            "has_more": end < len(messages),
+        }
+        if end < len(messages):
+            page["response_metadata"] = {"next_cursor": f"{CURSOR_PREFIX}{end}"}
+        return page
 
     def _history(self, args: Args) -> Args:
         channel = str(args.get("channel") or "")
@@ -245,7 +261,11 @@ class SlackWebApi:
             if (m.thread_ts is None or m.thread_ts == m.ts) and float(m.ts) > oldest
         ]
         newest_first = sorted(top_level, key=lambda m: float(m.ts), reverse=True)[:limit]
-        return {"messages": [m.payload() for m in newest_first], "has_more": False}
+        with_metadata = _flag(args.get("include_all_metadata"))
+        return {
+            "messages": [m.payload(include_metadata=with_metadata) for m in newest_first],
+            "has_more": False,
+        }
 
     def _conversation_info(self, args: Args) -> Args:
         channel = str(args.get("channel") or "")
@@ -320,6 +340,24 @@ class SlackWebApi:
                     message.ts,
                 )
         return {"files": [f.payload() for f in files]}
+
+
+def _flag(value: Any) -> bool:
+    """A boolean argument: JSON ``true`` or the form's ``1`` / ``true``."""
+    return value is True or str(value).lower() in ("1", "true")
+
+
+def _metadata(value: Any) -> dict[str, Any] | None:
+    """Message metadata as ``chat.postMessage`` accepts it: an event type and a payload."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, dict):
+        raise SlackError("invalid_metadata_format")
+    if not isinstance(value.get("event_type"), str) or not value["event_type"]:
+        raise SlackError("invalid_metadata_schema")
+    if not isinstance(value.get("event_payload"), dict):
+        raise SlackError("invalid_metadata_schema")
+    return {"event_type": value["event_type"], "event_payload": value["event_payload"]}
 
 
 def _rate_limit(wait: float) -> None:

@@ -145,6 +145,7 @@ class FakeMessage:
     team: str = ""
     history: list[str] = field(default_factory=list)
     streaming: bool = False
+    metadata: dict[str, Any] | None = None
 
     @property
     def markdown(self) -> str:
@@ -193,7 +194,9 @@ class FakeMessage:
                     found |= {"plain " + m.group(1) for m in PLAIN_BROADCAST.finditer(text)}
         return found
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self, *, include_metadata: bool = False) -> dict[str, Any]:
+        """The message as Slack returns it; ``metadata`` only when asked for, as with
+        ``include_all_metadata``."""
         body: dict[str, Any] = {
             "type": "message",
             "ts": self.ts,
@@ -209,6 +212,8 @@ class FakeMessage:
             body["files"] = [f.payload() for f in self.files]
         if self.bot_id:
             body["bot_id"] = self.bot_id
+        if include_metadata and self.metadata is not None:
+            body["metadata"] = self.metadata
         return body
 
 

@@ -42,3 +42,24 @@ async def test_replies_history_and_wrong_tokens(fake: FakeSlack) -> None:
         await intruder.auth_test()
     with pytest.raises(SlackApiError, match="invalid_blocks"):
         await client.chat_postMessage(channel="C1", text="x", blocks=[{"type": "markdown"}])
+
+
+async def test_message_metadata_is_returned_only_when_asked_for(fake: FakeSlack) -> None:
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+    metadata = {"event_type": "job_done", "event_payload": {"id": "j1"}}
+    posted = await client.chat_postMessage(channel="C1", text="done", metadata=metadata)
+    await client.files_upload_v2(channel="C1", file=b"png", filename="fox.png")
+
+    plain = await client.conversations_history(channel="C1")
+    full = await client.conversations_history(channel="C1", include_all_metadata=True)
+    thread = await client.conversations_replies(
+        channel="C1", ts=posted["ts"], include_all_metadata=True
+    )
+
+    assert [m.get("metadata") for m in plain["messages"]] == [None, None]
+    shared, text = full["messages"]
+    assert text["metadata"] == metadata and "metadata" not in shared
+    assert [f["name"] for f in shared["files"]] == ["fox.png"]
+    assert thread["messages"][0]["metadata"] == metadata
+    with pytest.raises(SlackApiError, match="invalid_metadata"):
+        await client.chat_postMessage(channel="C1", text="x", metadata={"event_type": "e"})
