@@ -48,10 +48,11 @@ async def crash_table(quick: bool) -> Table:
     table = Table(
         f"Crash: kill -9 ×{size.kills} with {size.jobs} image jobs in flight",
         [
-            "jobs accepted",
-            "stored",
+            "commands accepted",
+            "jobs stored",
             "posted",
-            "not posted (killed while creating)",
+            "dropped unsent, command run again",
+            "reported unconfirmed",
             "shown once",
             "shown twice",
             "never shown",
@@ -73,7 +74,8 @@ async def crash_table(quick: bool) -> Table:
         report.submitted,
         len(report.jobs),
         len(posted),
-        len(report.jobs) - len(posted),
+        sum(report.restarted(job) for job in report.jobs),
+        len(report.unconfirmed),
         shown[1],
         sum(count for times, count in shown.items() if times > 1),
         shown[0],
@@ -91,10 +93,10 @@ async def crash_table(quick: bool) -> Table:
         if not problems
         else "PROBLEMS: " + "; ".join(problems)
     )
-    if report.unrecorded:
+    if report.resumed:
         table.notes.append(
-            f"{len(report.unrecorded)} command(s) accepted by the playground in the last "
-            "milliseconds before a kill left no job (the process died before storing it)."
+            f"{report.resumed} command(s) accepted in the last moments before a kill were "
+            "handled by the next process."
         )
     return table
 

@@ -2,20 +2,21 @@
 moments while image jobs are in flight, restarted on the same database each time, then left to
 finish. Used by the fast test (``test_crash.py``) and the full benchmark (``bench/resilience.py``).
 
-How "posted exactly once" is counted: the playground keeps its messages in memory, so each
-process shows only what it posted itself. For every process the browser subscribes to the event
+How "posted exactly once" is counted: for every process the browser subscribes to the event
 stream as soon as the playground answers and then reads the history (:class:`Playground`), so it
-sees every message that process showed from its start until it died. Result messages (an image
-with buttons whose custom ids carry the job id) are summed over all processes per job.
+sees every message that process showed from its start until it died, and the history earlier
+processes left in the playground's file. Result messages (an image with buttons whose custom ids
+carry the job id) are collected by message id over all processes and counted per job.
 
 Kills cycle through three moments: a few milliseconds after a batch of commands (jobs still
 being created), a random time after a batch of commands (jobs in flight at the provider), and
 right after the first result of the batch (deliveries under way). Only the jobs of a batch
 killed "creating" may end without a result: refused as never sent, or — when the create call may
 have reached the provider and no webhook adopted the job after the restart — reported as never
-confirmed once the job timeout passes. A command the playground accepted (``202``) but whose job
-the killed process had not stored yet leaves no trace at all (the playground's message model
-dies with the process); :attr:`CrashReport.unrecorded` lists those.
+confirmed once the job timeout passes. A command the playground accepted (``202``) is in its
+history file before that answer, so one whose job the killed process had not stored yet is
+handled by the next process: every accepted command has a job
+(:attr:`CrashReport.unrecorded` must stay empty).
 """
 
 from __future__ import annotations
@@ -79,7 +80,6 @@ class Crashes:
         self.processes: list[GenbotProcess] = []
         self.shown: list[dict[str, Message]] = []
         self.at_kills: list[dict[str, str]] = []
-        self.killed_at: list[float] = []
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[tuple[GenbotProcess, Playground]]:
@@ -94,8 +94,6 @@ class Crashes:
                     yield process, browser
                 finally:
                     alive = process.process is not None and process.process.returncode is None
-                    if alive:
-                        self.killed_at.append(time.monotonic())
                     await process.kill()
                     await browser.drain()
                     self.shown.append(dict(browser.messages))
@@ -108,12 +106,7 @@ class Crashes:
 
     def result_posts(self) -> Counter[str]:
         """Result messages shown per job, over every process so far."""
-        return Counter(
-            job_of(message)
-            for shown in self.shown
-            for message in shown.values()
-            if is_result(message)
-        )
+        return Counter(self.result_messages().values())
 
     def result_messages(self) -> dict[str, str]:
         """Every result message shown: message id → job id."""
@@ -145,10 +138,9 @@ class Crashes:
 PROMPT = "crash test {number} a lighthouse at dusk"
 
 
-async def submit(browser: Playground, count: int, first: int, sent_at: dict[int, float]) -> None:
+async def submit(browser: Playground, count: int, first: int) -> None:
     for number in range(first, first + count):
         await browser.command("/imagine " + PROMPT.format(number=number))
-        sent_at[number] = time.monotonic()
 
 
 def first_result_of(browser: Playground, prompts: list[str]) -> bool:
@@ -178,8 +170,6 @@ class CrashReport:
 
     jobs: list[dict[str, Any]]
     submitted: int
-    sent_at: dict[int, float]
-    killed_at: list[float]
     posts: Counter[str]
     links: Counter[str]
     reports: Counter[str]
@@ -207,14 +197,23 @@ class CrashReport:
             return job["provider_id"] is None and RESTARTED_BEFORE_SUBMIT in str(job["error"])
         return job["status"] == "failed_posted" and self.reports[job_id] == 1
 
+    def restarted(self, job: dict[str, Any]) -> bool:
+        """Whether ``job`` was dropped as never sent (its command was handled again)."""
+        return job["status"] == "create_failed"
+
+    @property
+    def unconfirmed(self) -> list[dict[str, Any]]:
+        """Jobs reported as never confirmed by the provider (killed while creating them)."""
+        return [job for job in self.jobs if job["status"] == "failed_posted"]
+
     def statuses_at_kills(self) -> list[Counter[str]]:
         """How many jobs were in each status when each process was killed."""
         return [Counter(at.values()) for at in self.at_kills]
 
-    def near_a_kill(self, number: int) -> bool:
-        """Whether command ``number`` was accepted less than a second before a kill."""
-        sent = self.sent_at[number]
-        return any(0 <= killed - sent < 1.0 for killed in self.killed_at)
+    @property
+    def resumed(self) -> int:
+        """Commands a process accepted and the next one handled."""
+        return sum("accepted before a restart" in line for line in self.output)
 
     @property
     def unrecorded(self) -> set[int]:
@@ -224,9 +223,12 @@ class CrashReport:
     def check(self) -> list[str]:
         """Every broken promise, as sentences (empty when every result was posted once)."""
         problems: list[str] = []
-        lost = sorted(number for number in self.unrecorded if not self.near_a_kill(number))
-        if lost:
-            problems.append(f"commands lost although no kill was near them: {lost}")
+        if self.unrecorded:
+            problems.append(f"accepted commands without a job: {sorted(self.unrecorded)}")
+        handled = Counter(prompt_number(job) for job in self.jobs if not self.restarted(job))
+        twice = sorted(number for number, count in handled.items() if count > 1)
+        if twice:
+            problems.append(f"commands that started more than one live job: {twice}")
         for job in self.jobs:
             job_id = str(job["id"])
             shown = self.posts[job_id]
@@ -268,11 +270,10 @@ async def crash_scenario(
     async with serve(config) as sim:
         crashes = Crashes(sim, workdir)
         first = 0
-        sent_at: dict[int, float] = {}
         for index, batch in enumerate(batches):
             style = KILL_STYLES[index % len(KILL_STYLES)]
             async with crashes.run() as (_, browser):
-                await submit(browser, batch, first, sent_at)
+                await submit(browser, batch, first)
                 first += batch
                 if style == "in flight":
                     await asyncio.sleep(rng.uniform(0.3, 1.5))
@@ -306,8 +307,6 @@ async def crash_scenario(
         return CrashReport(
             jobs=final,
             submitted=first,
-            sent_at=sent_at,
-            killed_at=crashes.killed_at,
             posts=crashes.result_posts(),
             links=crashes.links("result"),
             reports=crashes.links("other"),
