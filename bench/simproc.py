@@ -61,12 +61,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--insecure-webhooks", action="store_true")
     parser.add_argument("--credits", type=int, default=100_000_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plain-images", action="store_true")
     args = parser.parse_args(argv)
     config = SimulatorConfig(
         time_scale=args.time_scale,
         insecure_webhooks=args.insecure_webhooks,
         credits=args.credits,
         seed=args.seed,
+        plain_images=args.plain_images,
     )
     asyncio.run(serve_until_stdin_closes(config))
 
@@ -96,12 +98,18 @@ class SimulatorProcess:
 
 @asynccontextmanager
 async def simulator_process(
-    *, time_scale: float, insecure_webhooks: bool = False, seed: int = 0
+    *,
+    time_scale: float,
+    insecure_webhooks: bool = False,
+    seed: int = 0,
+    plain_images: bool = False,
 ) -> AsyncIterator[SimulatorProcess]:
     """Start ``python -m bench.simproc`` and stop it when the block exits."""
     arguments = ["--time-scale", str(time_scale), "--seed", str(seed)]
     if insecure_webhooks:
         arguments.append("--insecure-webhooks")
+    if plain_images:
+        arguments.append("--plain-images")
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

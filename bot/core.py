@@ -86,6 +86,10 @@ class SurfaceRegistry:
     def __contains__(self, platform: object) -> bool:
         return platform in self._surfaces
 
+    def platforms(self) -> tuple[str, ...]:
+        """The platforms with an attached surface."""
+        return tuple(self._surfaces)
+
 
 class Core:
     """Routes events to features; implements :class:`bot.events.EventHandler`."""

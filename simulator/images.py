@@ -236,7 +236,10 @@ async def serve_image(request: web.Request) -> web.Response:
         return web.json_response({"error": {"message": "image not found"}}, status=404)
     if stored.expires_at is not None and now >= stored.expires_at:
         return web.json_response({"error": {"message": "image expired"}}, status=404)
-    body = await asyncio.to_thread(render_png, stored.spec)
+    spec = stored.spec
+    if state.config.plain_images:
+        spec = ImageSpec(spec.width, spec.height, ())
+    body = await asyncio.to_thread(render_png, spec)
     return web.Response(body=body, content_type="image/png")
 
 

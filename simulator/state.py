@@ -36,6 +36,9 @@ class SimulatorConfig:
     ``clock_start`` (tests): when set, simulated time starts at this Unix time and moves only when
     advanced (``SimulatorState.advance`` or ``POST /_sim/advance``), making timestamps exact.
     ``webhook_retries`` is how many times a failed webhook delivery is retried.
+    ``plain_images`` serves one flat picture per size instead of drawing each image: for
+    benchmarks, where a real provider's CDN would hand out stored files from other machines
+    while drawing here takes the CPU genbot is measured on.
     """
 
     api_key: str = "sim-key"
@@ -49,6 +52,7 @@ class SimulatorConfig:
     clock_start: float | None = None
     webhook_retries: int = 3
     webhook_timeout: float = 10.0
+    plain_images: bool = False
 
 
 @dataclass

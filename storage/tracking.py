@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from sqlite_utils import Database
 
-from storage.base import StoreBase
+from storage.base import StoreBase, utc_day
 from storage.jobs import job_from_row, status_tuple
 from storage.records import ACTIVE_STATUSES, UNFINISHED_STATUSES, Job, JobStatus
 from storage.sql import fetch_all, placeholders, write_transaction
@@ -17,6 +17,16 @@ SQL_COUNT_ACTIVE: Final = (
 )
 SQL_UNFINISHED: Final = "SELECT * FROM jobs WHERE status IN ({}){} ORDER BY created_at, id"
 SQL_JOBS_BY_PROVIDER_IDS: Final = "SELECT * FROM jobs WHERE provider_id IN ({}) AND family = ?"
+SQL_CLAIM_DELIVERY: Final = (
+    "UPDATE jobs SET status = CASE status WHEN 'finished' THEN 'posting' ELSE 'reporting' END,"
+    " post_claims = post_claims + 1, updated_at = ?"
+    " WHERE id = ? AND status IN ('finished', 'failed') AND platform IN ({})"
+    " AND (next_poll_at IS NULL OR next_poll_at <= ?) RETURNING *"
+)
+SQL_CHARGE_CREDITS: Final = (
+    "INSERT INTO usage (platform, user_id, day, kind, job_id, credits, created_at)"
+    " VALUES (?, ?, ?, 'credits', ?, ?, ?) ON CONFLICT (job_id, kind) DO NOTHING"
+)
 SQL_NEXT_POLL: Final = (
     "SELECT MIN(next_poll_at) FROM jobs WHERE status IN ({}) AND next_poll_at > ?"
 )
@@ -24,6 +34,35 @@ SQL_NEXT_POLL: Final = (
 
 class JobQueryStore(StoreBase):
     """Job query methods of :class:`storage.Store`."""
+
+    async def claim_delivery(
+        self, job_id: str, platforms: Iterable[str], due_by: float
+    ) -> Job | None:
+        """Claim a job for posting its result or reporting its failure, in one transaction:
+        ``finished → posting`` or ``failed → reporting``, only on one of ``platforms`` and
+        when its next attempt is due by ``due_by`` (``next_poll_at`` unset or not later),
+        counting the claim in ``post_claims``. A task's credits are recorded in the usage
+        ledger with its ``posting`` claim (once per job, whatever the number of claims).
+        The claimed job, or None when there was nothing to claim (the exactly-once guard:
+        concurrent callers cannot both win)."""
+        allowed = tuple(platforms)
+        if not allowed:
+            return None
+        sql = SQL_CLAIM_DELIVERY.format(placeholders(len(allowed)))
+
+        def work(db: Database) -> Job | None:
+            now = self._now()
+            with write_transaction(db):
+                rows = fetch_all(db, sql, (now, job_id, *allowed, due_by))
+                if not rows:
+                    return None
+                job = job_from_row(rows[0])
+                if job.status == "posting" and job.family == "task" and job.credits:
+                    charge = (job.platform, job.requester_id, utc_day(now), job.id, job.credits)
+                    db.conn.execute(SQL_CHARGE_CREDITS, (*charge, now))
+            return job
+
+        return await self._call(work)
 
     async def get_jobs_by_provider_ids(
         self, provider_ids: Iterable[str], family: str

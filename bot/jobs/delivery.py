@@ -18,9 +18,9 @@ runs them when due. From the ``image_attempts``-th attempt on, a result whose im
 downloaded is posted with the provider's link instead; once the retries are used up the job
 ends ``failed_posted`` and its progress message says the result could not be posted.
 
-Progress edits are serialized per job with the final edits and only made while the job is in
-flight at the provider (its status is read first), so a late poll answer never overwrites a
-finished job's progress message.
+Progress edits are serialized per job with the final edits and never made once the job's
+messages are final (remembered in memory: deliveries run in this process), so a late poll
+answer never overwrites a finished job's progress message.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -49,12 +50,15 @@ from bot.events import (
 from bot.jobs import texts
 from bot.jobs.media import ImageBytes, MediaError, MediaFetcher
 from bot.jobs.watch import JobWatch
-from storage import IN_FLIGHT_STATUSES, Job, JobMessage, JobMessageKind, JobStatus, Store
+from storage import TERMINAL_STATUSES, Job, JobMessage, JobMessageKind, JobStatus, Store
 
 log = logging.getLogger(__name__)
 
 URGENT_BUDGET_WAIT = 30.0
 PROGRESS_BUDGET_WAIT = 0.3
+FINAL_MEMORY = 10_000
+"""How many jobs with final messages are remembered: far more than finish while one poll's
+answer is on its way."""
 MAX_RATE_LIMIT_RETRIES = 3
 
 Buttons = tuple[tuple[Button, ...], ...]
@@ -92,9 +96,9 @@ def place_of(job: Job) -> Place:
 
 
 def once(message: OutMessage, job: Job, kind: str) -> OutMessage:
-    """``message`` keyed as ``job``'s one message of ``kind``, marked as possibly posted
-    already when an earlier claim of the job did not record its outcome."""
-    return replace(message, key=f"{job.id}.{kind}", may_exist=job.post_claims > 0)
+    """``message`` keyed as ``job``'s one message of ``kind`` (a claimed job), marked as
+    possibly posted already when an earlier claim did not record its outcome."""
+    return replace(message, key=f"{job.id}.{kind}", may_exist=job.post_claims > 1)
 
 
 class Delivery:
@@ -120,6 +124,7 @@ class Delivery:
         self.retry = retry or DeliveryRetry()
         self._shown: dict[str, str] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._final: OrderedDict[str, None] = OrderedDict()
 
     # Writing under the budget -----------------------------------------------------------------
 
@@ -174,9 +179,13 @@ class Delivery:
         return True
 
     def forget(self, job_id: str) -> None:
-        """Drop what is remembered about a job whose messages are final."""
+        """Drop what is remembered about a job whose messages are final, and remember (for a
+        while) that they are: a late progress update about it changes nothing."""
         self._shown.pop(job_id, None)
         self._locks.pop(job_id, None)
+        self._final[job_id] = None
+        while len(self._final) > FINAL_MEMORY:
+            self._final.popitem(last=False)
 
     async def _acquire(
         self, surface: Surface, place: Place, *, urgent: bool
@@ -220,15 +229,15 @@ class Delivery:
 
     async def show_progress(self, job: Job, status: str, elapsed: float | None) -> bool:
         """Edit the progress message for a provider status, when its text changes and the job
-        is still in flight (a late answer about a job that is done changes nothing)."""
+        is still in flight (a late answer about a job whose messages are final changes
+        nothing). ``job`` is as recently read as the status."""
         text = texts.progress_text(job, status, elapsed)
-        if self._shown.get(job.id) == text:
+        if self._shown.get(job.id) == text or job.status in TERMINAL_STATUSES:
             return False
         async with self._lock(job.id):
-            current = await self._store.get_job(job.id)
-            if current is None or current.status not in IN_FLIGHT_STATUSES:
+            if job.id in self._final:
                 return False
-            return await self._edit(current, text, urgent=False)
+            return await self._edit(job, text, urgent=False)
 
     async def mark_not_started(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job that certainly started nothing at the provider to
@@ -256,29 +265,14 @@ class Delivery:
     async def deliver(self, job_id: str) -> float | None:
         """Post the result of a finished job or report a failed one, exactly once, when its
         next attempt is due. Returns when to try again if this attempt failed, else None."""
-        job = await self._store.get_job(job_id)
-        if job is None or job.platform not in self._surfaces:
+        job = await self._store.claim_delivery(job_id, self._surfaces.platforms(), self._clock())
+        if job is None:
             return None
-        if job.next_poll_at is not None and job.next_poll_at > self._clock():
-            return None
-        if job.status == "finished":
+        if job.status == "posting":
             return await self._post_result(job)
-        if job.status == "failed":
-            return await self._report_failure(job)
-        return None
-
-    async def _claim(self, job: Job, unclaimed: JobStatus, claimed: JobStatus) -> bool:
-        return await self._store.transition(
-            job.id, unclaimed, claimed, post_claims=job.post_claims + 1
-        )
+        return await self._report_failure(job)
 
     async def _post_result(self, job: Job) -> float | None:
-        if not await self._claim(job, "finished", "posting"):
-            return None
-        if job.credits and job.family == "task":
-            await self._store.add_usage(
-                job.platform, job.requester_id, credits=job.credits, kind="credits", job_id=job.id
-            )
         try:
             message, extra = await self._result_message(job)
             ref = await self.send(place_of(job), once(message, job, "result"))
@@ -291,8 +285,6 @@ class Delivery:
         return None
 
     async def _report_failure(self, job: Job) -> float | None:
-        if not await self._claim(job, "failed", "reporting"):
-            return None
         timed_out = bool(job.result.get("timed_out"))
         message = OutMessage(
             text=texts.failure_text(job, timed_out), mention_user_id=job.requester_id

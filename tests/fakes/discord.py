@@ -24,11 +24,11 @@ discord.py cannot pace itself and only the caller's own budget avoids 429s.
 it is closed with 4014); ``identify_close_code`` closes every IDENTIFY with that code;
 ``close_gateway(code)`` ends live sessions (4004: token reset). Interactions not answered within
 ``interaction_deadline`` seconds get Discord's "Unknown interaction" (``late_callbacks`` counts
-them). A message posted with a ``nonce`` and ``enforce_nonce`` that repeats one of the bot's
-posts in the channel within ``nonce_window`` seconds returns that post and creates nothing. Every request is recorded in ``requests``; ``messages`` models what users see
-(``FakeMessage.pings`` tells who a message notifies after ``allowed_mentions``). Unlike Discord's
-client, ``slash`` does not enforce option ranges or choices, so tests can prove the core rejects
-out-of-range values itself.
+them). A message posted with a ``nonce`` and ``enforce_nonce`` that repeats one of the bot's posts
+in the channel within ``nonce_window`` seconds returns that post and creates nothing. Every request
+is recorded in ``requests``; ``messages`` models what users see (``FakeMessage.pings`` tells who a
+message notifies after ``allowed_mentions``). Unlike Discord's client, ``slash`` does not enforce
+option ranges or choices, so tests can prove the core rejects out-of-range values itself.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import io
 import pytest
 from PIL import Image
 
-from tests.simulator.conftest import Api
+from tests.simulator.conftest import Api, running
 
 TASK_RESULT_FIELDS = {
     "image_url", "image_id", "seed", "result_message_id", "credit", "message", "error_messages",
@@ -239,3 +239,12 @@ async def test_every_grid_kind_serves_a_grid(api: Api) -> None:
         assert status == 200
         width, height = png(data).size
         assert max(width, height) == 512
+
+
+async def test_plain_images_keep_their_size_but_are_one_flat_picture() -> None:
+    async with running(plain_images=True) as api:
+        record = await api.fetch(await api.imagine("a fox", aspect_ratio="16:9"))
+        status, data = await api.download(record["task_result"]["image_url"])
+    image = png(data)
+    assert status == 200 and image.size == (512, 288)
+    assert len(image.getcolors() or []) == 1

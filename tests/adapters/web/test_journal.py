@@ -4,7 +4,7 @@ restart of the adapter, and the file stays bounded."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,15 @@ async def browser_of(adapter: WebAdapter) -> AsyncIterator[ClientSession]:
         yield session
 
 
+async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait (bounded) until ``condition()`` holds."""
+    async with asyncio.timeout(timeout):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0.01)
+
+
 def public(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in m.items() if k != "edited"} for m in messages]
 
@@ -70,10 +79,9 @@ async def test_messages_images_and_threads_survive_a_restart(tmp_path: Path) -> 
         assert (await post(browser, "/api/command", {"text": "/imagine a fox"}))[0] == 202
         assert (await post(browser, "/api/command", {"text": "/chat thread"}))[0] == 202
         assert (await post(browser, "/api/command", {"text": "/help"}))[0] == 202
-        async with asyncio.timeout(5):
-            while adapter.running_handlers or len((await history(browser))["messages"]) < 7:
-                await asyncio.sleep(0.02)
+        await eventually(lambda: adapter.running_handlers == 0)
         before = (await history(browser))["messages"]
+        assert len(before) == 7, before
         cookies = {cookie.key: cookie.value for cookie in browser.cookie_jar}
 
     async with playground(path, RecordingCore()) as adapter, browser_of(adapter) as browser:
@@ -122,9 +130,7 @@ async def test_a_command_accepted_before_a_crash_is_handled_after_the_restart(
         assert isinstance(event, Command) and event.name == "imagine"
         assert event.text == "a heron" and event.user == stuck.events[0].user
         assert event.context.request_message_id == answer["event_id"]
-        async with asyncio.timeout(5):
-            while adapter.running_handlers:
-                await asyncio.sleep(0.02)
+        await eventually(lambda: adapter.running_handlers == 0)
 
     later = RecordingCore()
     async with playground(path, later):
@@ -137,9 +143,7 @@ async def test_a_command_genbot_already_answered_is_not_handled_again(tmp_path: 
     stuck = StuckCore(answer_first=True)
     async with playground(path, stuck) as adapter, browser_of(adapter) as browser:
         assert (await post(browser, "/api/command", {"text": "/imagine a heron"}))[0] == 202
-        async with asyncio.timeout(5):
-            while len(adapter.store.history("general", "anyone")) < 2:
-                await asyncio.sleep(0.02)
+        await eventually(lambda: len(adapter.store.history("general", "anyone")) == 2)
 
     core = RecordingCore()
     async with playground(path, core):

@@ -1,0 +1,55 @@
+"""Claiming a job for delivery: one transaction, one winner, credits recorded once."""
+
+from __future__ import annotations
+
+import asyncio
+
+from storage import Store
+from tests.storage.conftest import ManualClock, new_job
+
+
+async def finished_job(store: Store, **fields: object) -> str:
+    job = await store.create_job(new_job())
+    assert await store.transition(job.id, "creating", "finished", credits=8, **fields)
+    return job.id
+
+
+async def test_a_finished_job_is_claimed_once_and_its_credits_recorded_once(
+    store: Store,
+) -> None:
+    job_id = await finished_job(store)
+
+    claims = await asyncio.gather(
+        *(store.claim_delivery(job_id, ("discord",), due_by=0.0) for _ in range(5))
+    )
+
+    [claimed] = [job for job in claims if job is not None]
+    assert (claimed.status, claimed.post_claims) == ("posting", 1)
+    assert await store.transition(job_id, "posting", "finished")
+    again = await store.claim_delivery(job_id, ("discord",), due_by=0.0)
+    assert again is not None and again.post_claims == 2
+    usage = await store.usage_for_user("discord", "u1")
+    assert (usage.credits, usage.entries) == (8, 1)
+
+
+async def test_a_failed_job_is_claimed_for_its_report_without_charging(store: Store) -> None:
+    job = await store.create_job(new_job())
+    assert await store.transition(job.id, "creating", "failed", credits=8)
+
+    claimed = await store.claim_delivery(job.id, ("discord",), due_by=0.0)
+
+    assert claimed is not None and claimed.status == "reporting"
+    assert (await store.usage_for_user("discord", "u1")).entries == 0
+
+
+async def test_nothing_is_claimed_before_it_is_due_or_without_its_platform(
+    store: Store, clock: ManualClock
+) -> None:
+    job_id = await finished_job(store, next_poll_at=clock.now + 5)
+
+    assert await store.claim_delivery(job_id, ("discord",), due_by=clock.now) is None
+    assert await store.claim_delivery(job_id, ("slack", "web"), due_by=clock.now + 5) is None
+    assert await store.claim_delivery(job_id, (), due_by=clock.now + 5) is None
+    claimed = await store.claim_delivery(job_id, ("slack", "discord"), due_by=clock.now + 5)
+    assert claimed is not None and claimed.status == "posting"
+    assert await store.claim_delivery("no-such-job", ("discord",), due_by=clock.now) is None
