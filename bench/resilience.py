@@ -98,6 +98,11 @@ async def crash_table(quick: bool) -> Table:
             f"{report.resumed} command(s) accepted in the last moments before a kill were "
             "handled by the next process."
         )
+    if report.told_to_retry:
+        table.notes.append(
+            f"{len(report.told_to_retry)} command(s) whose progress message was already shown "
+            "when the process died before submitting the job were told to be run again."
+        )
     return table
 
 

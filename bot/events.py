@@ -226,7 +226,9 @@ class Surface(Protocol):
 
     A surface may also have ``command_names: Mapping[str, str]``: how its platform spells the
     catalogue's commands where they differ (Slack: ``settings`` → ``genbot settings``); help
-    texts follow it.
+    texts follow it; and ``async def posted(place, key) -> MessageRef | None``: the message it
+    shows in ``place`` with ``key`` (see :attr:`OutMessage.key`), where the platform lets it
+    tell.
     """
 
     platform: str

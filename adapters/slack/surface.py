@@ -145,6 +145,12 @@ class SlackSurface:
         )
         return MessageRef(place, str(response["ts"]))
 
+    async def posted(self, place: Place, key: str) -> MessageRef | None:
+        """The recent message in ``place`` posted with ``key``, if any."""
+        earlier = EarlierPost(key)
+        await self._look_back(place, earlier)
+        return MessageRef(place, earlier.message_ts) if earlier.message_ts else None
+
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
         if ref.message_id.startswith(FILE_REF_PREFIX):
             raise SurfaceError("Slack cannot edit an uploaded file's message")

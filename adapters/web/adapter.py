@@ -302,10 +302,8 @@ class WebAdapter:
         """Post ``message`` in ``place`` and stream it to the channel's browsers; a keyed
         message the playground already shows is returned as it is."""
         self._check(place, message)
-        if message.key is not None:
-            shown = self.store.keyed(place.channel_id, place.thread_id, message.key)
-            if shown is not None:
-                return MessageRef(place, shown.id)
+        if message.key is not None and (earlier := await self.posted(place, message.key)):
+            return earlier
         posted = WebMessage(
             id=self.store.new_id(),
             channel=place.channel_id,
@@ -322,6 +320,11 @@ class WebAdapter:
         self.store.replace_images(posted, message.images)
         await self._keep("post", self.store.add(posted))
         return MessageRef(place, posted.id)
+
+    async def posted(self, place: Place, key: str) -> MessageRef | None:
+        """The message the playground shows in ``place`` with ``key``, if any."""
+        shown = self.store.keyed(place.channel_id, place.thread_id, key)
+        return MessageRef(place, shown.id) if shown is not None else None
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
         """Replace a genbot message's text and buttons (and its images, when some are given)."""

@@ -23,11 +23,12 @@ from bot.api.validation import check_webhook_address
 from bot.budget import RenderBudget
 from bot.config import Settings
 from bot.core import Feature, Lifecycle, SurfaceRegistry
-from bot.jobs.delivery import Delivery, DeliveryRetry
+from bot.jobs.delivery import Delivery
 from bot.jobs.diffusion import DiffusionJobs
 from bot.jobs.images import ImageJobs
 from bot.jobs.limits import Limits, open_channels_from
 from bot.jobs.media import MediaFetcher, MediaHost
+from bot.jobs.retry import DeliveryRetry
 from bot.jobs.starter import JobSpec, JobStarter, Submitted
 from bot.jobs.tools import JobTools
 from bot.jobs.tracker import Tracker

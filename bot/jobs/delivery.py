@@ -7,7 +7,9 @@ brings a newer one), results and reports wait for it (bounded) because they must
 
 Results are posted exactly once: :meth:`Delivery.deliver` claims the job with a
 compare-and-set (``finished → posting`` or ``failed → reporting``) before posting, and the move
-to ``posted`` / ``failed_posted`` commits the message links with it. The platform's part is
+to ``posted`` / ``failed_posted`` commits the message links with it, after the progress
+message shows the outcome (a process that dies in between redoes both: the edit is
+idempotent). The platform's part is
 covered by the message's key (``<job id>.result`` / ``<job id>.failure``): an attempt after a
 claim that recorded no outcome — the platform may have accepted the post just before the
 process died or the call failed — gets ``may_exist``, and the surface returns the message it
@@ -29,8 +31,8 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from bot.actions import describe_buttons, diffusion_buttons, task_buttons
@@ -49,6 +51,7 @@ from bot.events import (
 )
 from bot.jobs import texts
 from bot.jobs.media import ImageBytes, MediaError, MediaFetcher
+from bot.jobs.retry import DeliveryRetry
 from bot.jobs.watch import JobWatch
 from storage import TERMINAL_STATUSES, Job, JobMessage, JobMessageKind, JobStatus, Store
 
@@ -64,26 +67,6 @@ MAX_RATE_LIMIT_RETRIES = 3
 Buttons = tuple[tuple[Button, ...], ...]
 
 
-@dataclass(frozen=True)
-class DeliveryRetry:
-    """How failed deliveries are retried: after ``first_delay`` seconds, doubling up to
-    ``max_delay``, until the waits would add up to more than ``give_up_after`` seconds."""
-
-    first_delay: float = 1.0
-    max_delay: float = 60.0
-    give_up_after: float = 600.0
-    image_attempts: int = 3
-    """From this attempt on, a result whose image cannot be downloaded is posted with its
-    link instead."""
-
-    def delay(self, failures: int) -> float | None:
-        """The wait before the attempt after ``failures`` failed ones; None: give up."""
-        waits = [min(self.first_delay * 2.0**n, self.max_delay) for n in range(failures)]
-        if sum(waits) > self.give_up_after:
-            return None
-        return waits[-1]
-
-
 def place_of(job: Job) -> Place:
     """Where a job's messages go."""
     return Place(
@@ -93,6 +76,11 @@ def place_of(job: Job) -> Place:
         job.thread_id,
         bool(job.parameters.get("is_dm", False)),
     )
+
+
+def progress_key(job: Job) -> str:
+    """The key of ``job``'s progress message."""
+    return f"{job.id}.progress"
 
 
 def once(message: OutMessage, job: Job, kind: str) -> OutMessage:
@@ -218,7 +206,7 @@ class Delivery:
         committed, so the message is recoverable after a restart)."""
         place = origin.place if origin is not None else place_of(job)
         text = texts.progress_text(job, "creating")
-        ref = await self.send(place, OutMessage(text=text), origin=origin)
+        ref = await self.send(place, OutMessage(text=text, key=progress_key(job)), origin=origin)
         await self._store.update_job(job.id, progress_message_id=ref.message_id)
         await self._store.link_message(
             job.platform, job.channel_id, ref.message_id, job.id, "progress"
@@ -226,6 +214,27 @@ class Delivery:
         self._shown[job.id] = text
         refreshed = await self._store.get_job(job.id)
         return refreshed or job
+
+    async def recover_progress(self, job: Job) -> Job:
+        """Link the progress message of a job whose process died between posting it and
+        linking it, when the platform's surface can find it by its key (``posted``)."""
+        surface = self._surfaces.get(job.platform) if job.platform in self._surfaces else None
+        find: Callable[[Place, str], Awaitable[MessageRef | None]] | None
+        find = getattr(surface, "posted", None)
+        if job.progress_message_id is not None or find is None:
+            return job
+        try:
+            ref = await find(place_of(job), progress_key(job))
+        except (SurfaceError, RateLimited) as error:
+            log.warning("could not look for the progress message of job %s: %s", job.id, error)
+            return job
+        if ref is None:
+            return job
+        await self._store.update_job(job.id, progress_message_id=ref.message_id)
+        await self._store.link_message(
+            job.platform, job.channel_id, ref.message_id, job.id, "progress"
+        )
+        return await self._store.get_job(job.id) or job
 
     async def show_progress(self, job: Job, status: str, elapsed: float | None) -> bool:
         """Edit the progress message for a provider status, when its text changes and the job
@@ -241,9 +250,10 @@ class Delivery:
 
     async def mark_not_started(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job that certainly started nothing at the provider to
-        ``create_failed`` and say why in its progress message."""
+        ``create_failed`` and say why in its progress message (found by its key when it was
+        posted but never linked)."""
         moved = await self._store.transition(job.id, "creating", "create_failed", error=reason)
-        current = await self._store.get_job(job.id) or job
+        current = await self.recover_progress(await self._store.get_job(job.id) or job)
         if moved:
             await self.edit(current, texts.create_failed_text(current, reason), urgent=True)
             self.forget(job.id)
@@ -278,9 +288,9 @@ class Delivery:
             ref = await self.send(place_of(job), once(message, job, "result"))
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
-        await self._finish(job, "posting", "posted", ref, "result", result={**job.result, **extra})
         elapsed = job.finished_at - job.created_at if job.finished_at is not None else None
         await self.edit(job, texts.done_text(job, elapsed), urgent=True)
+        await self._finish(job, "posting", "posted", ref, "result", result={**job.result, **extra})
         self.forget(job.id)
         return None
 
@@ -293,8 +303,8 @@ class Delivery:
             ref = await self.send(place_of(job), once(message, job, "failure"))
         except Exception as error:
             return await self._retry_later(job, "reporting", "failed", error)
-        await self._finish(job, "reporting", "failed_posted", ref, "other")
         await self.edit(job, texts.failed_progress_text(job), urgent=True)
+        await self._finish(job, "reporting", "failed_posted", ref, "other")
         self.forget(job.id)
         return None
 
@@ -325,6 +335,7 @@ class Delivery:
                 job.id, claimed, release, delivery_attempts=failures, next_poll_at=retry_at
             )
             return retry_at
+        await self.edit(job, texts.not_posted_text(job), urgent=True)
         await self._store.transition(
             job.id,
             claimed,
@@ -333,7 +344,6 @@ class Delivery:
             error=f"not posted: {error}",
         )
         self._watch.touch(job.id)
-        await self.edit(job, texts.not_posted_text(job), urgent=True)
         self.forget(job.id)
         return None
 

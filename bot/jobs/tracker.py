@@ -1,11 +1,12 @@
 """The tracker: one per process, it follows every unfinished job until its result is posted.
 
-**Start.** Claims left by a previous process are released (``posting → finished``,
-``reporting → failed``) so their delivery runs again. A ``creating`` job without a progress
-message never reached the provider (the create call comes after that message): it becomes
-``create_failed`` with a note. One with a progress message may have reached it: it becomes
-``unknown`` (never created again; a webhook may adopt it; it times out like any other job).
-Everything in flight is polled and everything finished or failed is delivered.
+**Start.** Claims left by a previous process are released (``posting → finished``, ``reporting →
+failed``) so their delivery runs again. A ``creating`` job without a linked progress message never
+reached the provider (the create call comes after the link): it becomes ``create_failed``, and its
+progress message, when the process died between posting and linking it and the platform can find it
+by its key, says so. One with a progress message may have reached it: it becomes ``unknown`` (never
+created again; a webhook may adopt it; it times out like any other job). Everything in flight is
+polled and everything finished or failed is delivered.
 
 **Webhooks** (when ``[webhook] public_url`` is set): the receiver hands valid notifications to
 :meth:`Tracker.on_webhook`, which applies the record like a poll would and triggers delivery. A

@@ -113,6 +113,9 @@ class FakePlatform:
         await self._notify()
         return ref
 
+    async def posted(self, place: Place, key: str) -> MessageRef | None:
+        return self._keyed.get((place, key))
+
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
         self._check_message(message)
         posted = self.messages[ref.message_id]

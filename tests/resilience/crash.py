@@ -174,6 +174,7 @@ class CrashReport:
     links: Counter[str]
     reports: Counter[str]
     result_messages: dict[str, str]
+    final_view: dict[str, Message]
     creations: Counter[str]
     at_kills: list[dict[str, str]]
     output: list[str]
@@ -216,6 +217,12 @@ class CrashReport:
         return sum("accepted before a restart" in line for line in self.output)
 
     @property
+    def told_to_retry(self) -> set[int]:
+        """Commands whose every job was dropped unsent: the user was told to run them again."""
+        live = {prompt_number(job) for job in self.jobs if not self.restarted(job)}
+        return {prompt_number(job) for job in self.jobs} - live
+
+    @property
     def unrecorded(self) -> set[int]:
         """Commands the playground accepted but no process stored a job for."""
         return set(range(self.submitted)) - {prompt_number(job) for job in self.jobs}
@@ -241,6 +248,9 @@ class CrashReport:
                     problems.append(f"job {job_id}: the recorded result message was never shown")
             elif not self.ended_unsent(job):
                 problems.append(f"job {job_id}: ended {job['status']} ({job['error']})")
+        waiting = [m["id"] for m in self.final_view.values() if m["text"].startswith("⏳")]
+        if waiting:
+            problems.append(f"progress messages still waiting at the end: {waiting}")
         twice = [job_id for job_id, count in self.creations.items() if count > 1]
         if twice:
             problems.append(f"created twice at the provider: {twice}")
@@ -311,6 +321,7 @@ async def crash_scenario(
             links=crashes.links("result"),
             reports=crashes.links("other"),
             result_messages=crashes.result_messages(),
+            final_view=crashes.shown[-1],
             creations=creations,
             at_kills=crashes.at_kills,
             output=crashes.output(),

@@ -185,3 +185,14 @@ async def test_a_lookup_that_cannot_work_is_skipped_with_a_warning(
     (message,) = fake.bot_messages("C1")
     assert ref.message_id == message.ts
     assert any("missing_scope" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_keyed_message_is_found_without_posting(
+    fake: FakeSlack, surface: SlackSurface
+) -> None:
+    progress = f"{JOB}.progress"
+    shown = await surface.send(C1, OutMessage(text="⏳ a fox — Waiting to start…", key=progress))
+
+    assert await surface.posted(C1, progress) == shown
+    assert await surface.posted(C1, RESULT) is None
+    assert len(fake.calls_to("chat.postMessage")) == 1

@@ -110,6 +110,8 @@ async def test_a_keyed_message_is_posted_once_across_restarts(tmp_path: Path) ->
     async with playground(path, RecordingCore()) as adapter:
         again = await adapter.send(PLACE, OutMessage("done", key="job1.result", may_exist=True))
         assert again == first
+        assert await adapter.posted(PLACE, "job1.result") == first
+        assert await adapter.posted(PLACE, "job3.result") is None
         shown = adapter.store.history("general", "anyone")
         assert [m.text for m in shown] == ["done", "failed"]
 

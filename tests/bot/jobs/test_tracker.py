@@ -12,7 +12,8 @@ import aiohttp
 import pytest
 
 from bot.api import ImagineRequest, TaskRecord
-from bot.events import Command, SurfaceLimits, User
+from bot.events import Command, OutMessage, SurfaceLimits, User
+from bot.jobs.delivery import place_of
 from bot.jobs.texts import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
 from simulator.server import serve
 from simulator.state import SimulatorConfig
@@ -345,3 +346,27 @@ async def test_resuming_leaves_the_jobs_this_process_is_creating_alone(tmp_path:
         new = await store.get_job(just_accepted.id)
         assert old is not None and old.status == "create_failed"
         assert new is not None and new.status == "creating"
+
+
+async def test_a_progress_message_posted_just_before_a_crash_tells_what_happened(
+    tmp_path: Path,
+) -> None:
+    platform, now = FakePlatform(limits=ROOMY), [1_800_000_000.0]
+    clock = {"clock": lambda: now[0], "platform": platform}
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, **clock) as bare:
+        now[0] -= 60
+        job = await bare.store.create_job(
+            NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
+                   channel_id="c1", workspace_id="w1", prompt="a fox")
+        )  # fmt: skip
+        waiting = OutMessage("⏳ Waiting to start…", key=f"{job.id}.progress")
+        shown = await platform.send(place_of(job), waiting)
+
+        await bare.engines.tracker.resume()
+
+        settled = await bare.store.get_job(job.id)
+        assert settled is not None and settled.status == "create_failed"
+        assert settled.progress_message_id == shown.message_id
+        assert RESTARTED_BEFORE_SUBMIT in platform.messages[shown.message_id].text
+        assert len(platform.messages) == 1
+        assert sim.state.requests_to("/gen/v2/imagine") == []
