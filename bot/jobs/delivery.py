@@ -5,20 +5,19 @@ and streamed chat answers share one budget per channel and workspace and never c
 rate-limit hits: progress edits are skipped when there is no budget right now (the next poll
 brings a newer one), results and reports wait for it (bounded) because they must land.
 
-Results are posted exactly once: :meth:`Delivery.deliver` claims the job with a
-compare-and-set (``finished → posting`` or ``failed → reporting``) before posting, and the move
-to ``posted`` / ``failed_posted`` commits the message links with it, after the progress
-message shows the outcome (a process that dies in between redoes both: the edit is
-idempotent). The platform's part is
-covered by the message's key (``<job id>.result`` / ``<job id>.failure``): an attempt after a
-claim that recorded no outcome — the platform may have accepted the post just before the
+Results are posted exactly once: :meth:`Delivery.deliver` claims the job with a compare-and-set
+(``finished → posting`` or ``failed → reporting``) before posting, and the move to ``posted`` /
+``failed_posted`` commits the message links with it, after the progress message shows the
+outcome (a process that dies in between redoes both: the edit is idempotent). The platform's
+part is covered by the message's key (``<job id>.result`` / ``<job id>.failure``): an attempt
+after a claim that recorded no outcome — the platform may have accepted the post just before the
 process died or the call failed — gets ``may_exist``, and the surface returns the message it
-already shows instead of posting it twice. A failed attempt releases
-the claim and stores the attempt count and the time of the next attempt (``next_poll_at``) with
-it, so retries back off exponentially (:class:`DeliveryRetry`) across restarts; the tracker
-runs them when due. From the ``image_attempts``-th attempt on, a result whose image cannot be
-downloaded is posted with the provider's link instead; once the retries are used up the job
-ends ``failed_posted`` and its progress message says the result could not be posted.
+already shows instead of posting it twice. A failed attempt releases the claim and stores the
+attempt count and the time of the next attempt (``next_poll_at``) with it, so retries back off
+exponentially (:class:`DeliveryRetry`) across restarts; the tracker runs them when due. From the
+``image_attempts``-th attempt on, a result whose image cannot be downloaded is posted with the
+provider's link instead; once the retries are used up the job ends ``failed_posted`` and its
+progress message says the result could not be posted.
 
 Progress edits are serialized per job with the final edits and never made once the job's
 messages are final (remembered in memory: deliveries run in this process), so a late poll

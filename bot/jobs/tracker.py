@@ -9,7 +9,8 @@ created again; a webhook may adopt it; it times out like any other job). Everyth
 polled and everything finished or failed is delivered.
 
 **Webhooks** (when ``[webhook] public_url`` is set): the receiver hands valid notifications to
-:meth:`Tracker.on_webhook`, which applies the record like a poll would and triggers delivery. A
+:meth:`Tracker.on_webhook`, which applies the record like a poll would (its time stored with
+the same write) and triggers delivery; polling keeps its pace, since it is only the backstop. A
 notification for an ``unknown`` job (the job id is in its address, the secret matches) adopts
 it: the provider's task id is taken from the record.
 
@@ -186,18 +187,22 @@ class Tracker:
             return 400
         if job.status not in ACTIVE_STATUSES:
             return 200
-        await self._store.update_job(job.id, last_webhook_at=self._clock())
-        await self.apply_task_record(job, record)
-        self.kick()
+        await self.apply_task_record(job, record, webhook_at=self._clock())
         return 200
 
     # Applying provider state ------------------------------------------------------------------
 
-    async def apply_task_record(self, job: Job, record: TaskRecord) -> bool:
+    async def apply_task_record(
+        self, job: Job, record: TaskRecord, *, webhook_at: float | None = None
+    ) -> bool:
         """Mirror a family B record into the job; True if the job changed. A job without a
         provider id (``unknown``, or still ``creating``) is adopted: the record's task id is
-        stored with it."""
-        adopt = {"provider_id": record.task_id} if job.provider_id is None else {}
+        stored with it. ``webhook_at``: the record came by webhook then (stored with it)."""
+        adopt: dict[str, Any] = {}
+        if job.provider_id is None:
+            adopt["provider_id"] = record.task_id
+        if webhook_at is not None:
+            adopt["last_webhook_at"] = webhook_at
         status = record.status
         if status == "finished":
             return await self._done(job, "finished", **task_result_fields(record), **adopt)
@@ -211,11 +216,11 @@ class Tracker:
             return False
         changed = False
         if job.provider_id is None:
-            changed = await self._store.transition(
-                job.id, _ADOPTABLE, mirrored, provider_id=record.task_id
-            )
+            changed = await self._store.transition(job.id, _ADOPTABLE, mirrored, **adopt)
         elif mirrored != job.status and job.status in IN_FLIGHT_STATUSES:
-            changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, mirrored)
+            changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, mirrored, **adopt)
+        elif webhook_at is not None:
+            await self._store.update_job(job.id, last_webhook_at=webhook_at)
         shown = await self._delivery.show_progress(job, status, record.process_time)
         return changed or shown
 

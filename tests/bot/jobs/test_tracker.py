@@ -370,3 +370,23 @@ async def test_a_progress_message_posted_just_before_a_crash_tells_what_happened
         assert RESTARTED_BEFORE_SUBMIT in platform.messages[shown.message_id].text
         assert len(platform.messages) == 1
         assert sim.state.requests_to("/gen/v2/imagine") == []
+
+
+async def test_a_webhook_delivers_without_speeding_up_polling(tmp_path: Path) -> None:
+    limits = {"poll_interval_min": 0.5, "poll_interval_max": 30.0}
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, **limits) as bare:
+        tracker, store = bare.engines.tracker, bare.store
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        await store.update_job(job.id, webhook_secret="s" * 32)
+        sim.advance(120)
+        record = fetch_record(sim.state.tasks[job.provider_id or ""], sim.state.now())
+        tracker.interval = 30.0
+
+        answer = await tracker.on_webhook(job.id, "s" * 32, json.dumps(record).encode())
+        await tracker.wait_idle()
+
+        done = await store.get_job(job.id)
+        assert answer == 200 and done is not None and done.status == "posted"
+        assert done.last_webhook_at is not None
+        assert tracker.interval == 30.0
+        assert sim.state.requests_to("/gen/v2/multi_fetch") == []
