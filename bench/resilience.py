@@ -51,7 +51,7 @@ async def crash_table(quick: bool) -> Table:
             "commands accepted",
             "jobs stored",
             "posted",
-            "dropped unsent, command run again",
+            "dropped unsent",
             "reported unconfirmed",
             "shown once",
             "shown twice",
@@ -96,12 +96,13 @@ async def crash_table(quick: bool) -> Table:
     if report.resumed:
         table.notes.append(
             f"{report.resumed} command(s) accepted in the last moments before a kill were "
-            "handled by the next process."
+            "handled by the next process (their jobs left unsent, if any, are dropped unsent)."
         )
     if report.told_to_retry:
         table.notes.append(
             f"{len(report.told_to_retry)} command(s) whose progress message was already shown "
-            "when the process died before submitting the job were told to be run again."
+            "when the process died before submitting the job were told to be run again (their "
+            "jobs are dropped unsent too)."
         )
     return table
 

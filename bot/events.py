@@ -156,9 +156,11 @@ class OutMessage:
 
     ``key`` names a message that must be shown once however often it is sent (a job's result
     or failure report): a surface that already posted a message with this key in the place
-    returns that message instead of posting another. ``may_exist`` says an earlier send with
-    the key may have reached the platform (it failed or the process died before its outcome
-    was recorded), so a surface whose platform does not deduplicate by itself looks for it.
+    returns that message instead of posting another, as far as its platform lets it tell
+    (Discord: within its nonce window of a few minutes; Slack: when ``may_exist``, among the
+    recent messages; the playground: always). ``may_exist`` says an earlier send with the key
+    may have reached the platform (it failed or the process died before its outcome was
+    recorded), so a surface whose platform does not deduplicate by itself looks for it.
     """
 
     text: str = ""
@@ -238,7 +240,8 @@ class Surface(Protocol):
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
         """Post ``message`` in ``place``. ``origin`` is the event being answered, if any.
-        A keyed message already posted in ``place`` is returned, not posted again."""
+        A keyed message it can tell it already posted in ``place`` is returned instead
+        (see :attr:`OutMessage.key`)."""
         ...
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:

@@ -13,7 +13,8 @@ from typing import Any
 
 from aiohttp import BodyPartReader, web
 
-from adapters.web.adapter import WebAdapter, WebContext, web_place
+from adapters.web.adapter import WebAdapter
+from adapters.web.platform import WebContext, web_place
 from adapters.web.routes import ADAPTER, USER
 from adapters.web.store import StoredFile, WebMessage, sniff_image_type
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash

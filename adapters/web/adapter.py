@@ -13,9 +13,9 @@ import asyncio
 import logging
 import os
 import secrets
+import sqlite3
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,19 @@ from aiohttp import web
 
 from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
+from adapters.web.platform import (
+    PLATFORM,
+    WEB_LIMITS,
+    PendingModal,
+    WebContext,
+    reply_target,
+    web_place,
+)
 from adapters.web.store import BOT_AUTHOR, MessageStore, StoredFile, WebMessage
 from adapters.web.translate import modal_json
 from bot.config import LimitsSettings, WebSettings
 from bot.events import (
     Attachment,
-    ButtonPress,
     Command,
     Event,
     EventHandler,
@@ -39,58 +46,13 @@ from bot.events import (
     OutMessage,
     Place,
     SurfaceError,
-    SurfaceLimits,
     User,
-    UserMessage,
 )
 
 log = logging.getLogger(__name__)
 
-PLATFORM = "web"
-WORKSPACE = "web"
 MAX_BUTTON_ROWS = 5
 MAX_PENDING_MODALS = 20
-
-WEB_LIMITS = SurfaceLimits(
-    max_text=4000,
-    edits_per_window_per_channel=20,
-    edit_window_seconds=1.0,
-    edits_per_minute_per_workspace=None,
-    min_seconds_between_edits_of_one_message=0.0,
-    max_buttons_per_row=5,
-)
-"""The playground is its own platform: 4000 characters a message and a generous budget of
-20 edits per second per channel (advertised to the core's renderer, not enforced)."""
-
-
-@dataclass(frozen=True)
-class WebContext:
-    """The adapter's handle on an inbound event: the message it answers, if any."""
-
-    request_message_id: str | None = None
-
-
-@dataclass(frozen=True)
-class PendingModal:
-    """A form shown to a user, waiting for its submission."""
-
-    modal: Modal
-    place: Place
-    reply_to: str | None
-
-
-def web_place(channel: str, thread: str | None = None) -> Place:
-    """Where a playground message lives: every channel is DM-like (each message is a turn)."""
-    return Place(PLATFORM, WORKSPACE, channel, thread, is_dm=True)
-
-
-def reply_target(origin: Event | None) -> str | None:
-    """The message an answer to ``origin`` refers to."""
-    if isinstance(origin, UserMessage | ButtonPress):
-        return origin.message_id
-    if origin is not None and isinstance(origin.context, WebContext):
-        return origin.context.request_message_id
-    return None
 
 
 class WebAdapter:
@@ -265,7 +227,7 @@ class WebAdapter:
         )
         images = tuple(ImageFile(f.filename, f.data, f.content_type) for f in files)
         self.store.replace_images(message, images)
-        await self._keep("post", self.store.add(message))
+        await self._keep("post", message, new=True)
         return message
 
     def attachments_of(self, message: WebMessage, origin: str) -> list[Attachment]:
@@ -318,7 +280,7 @@ class WebAdapter:
             key=message.key,
         )
         self.store.replace_images(posted, message.images)
-        await self._keep("post", self.store.add(posted))
+        await self._keep("post", posted, new=True)
         return MessageRef(place, posted.id)
 
     async def posted(self, place: Place, key: str) -> MessageRef | None:
@@ -354,7 +316,7 @@ class WebAdapter:
             reply_to=reply_target(origin),
             visible_to=origin.user.id,
         )
-        await self._keep("ephemeral", self.store.add(message))
+        await self._keep("ephemeral", message, new=True)
 
     async def open_modal(self, origin: Event, modal: Modal) -> None:
         """Open ``modal`` as a dialog in the browsers of ``origin``'s user."""
@@ -397,10 +359,20 @@ class WebAdapter:
 
     # ----- helpers -----
 
-    async def _keep(self, kind: str, message: WebMessage) -> None:
-        """Write ``message`` to the journal, then show it to the browsers."""
-        if self.journal is not None:
-            await self.journal.save(message, self.store.stored_images(message))
+    async def _keep(self, kind: str, message: WebMessage, *, new: bool = False) -> None:
+        """Write ``message`` to the history file, then keep it in memory (``new``) and show it
+        to the browsers; :class:`SurfaceError` when it cannot be written (nothing is shown)."""
+        if self.history is not None:
+            if self.journal is None:
+                raise SurfaceError("the playground is stopped")
+            try:
+                await self.journal.save(message, self.store.stored_images(message))
+            except (sqlite3.Error, OSError, RuntimeError) as error:
+                if new:
+                    self.store.discard_images(message)
+                raise SurfaceError(f"the playground could not keep the message: {error}") from None
+        if new:
+            self.store.add(message)
         self._publish_message(kind, message)
 
     def _publish_message(self, kind: str, message: WebMessage) -> None:

@@ -145,7 +145,6 @@ class PlaygroundJournal:
         self._db = db
         self._executor = executor
         self._keep = keep
-        self._saved_images: set[str] = set()
         self._closed = False
 
     @classmethod
@@ -191,22 +190,21 @@ class PlaygroundJournal:
                 images[key] = StoredFile(filename, data, content_type, "", width, height)
             return Saved(messages, images)
 
-        saved = await self._call(work)
-        self._saved_images = set(saved.images)
-        return saved
+        return await self._call(work)
 
     async def save(self, message: WebMessage, images: Iterable[tuple[str, StoredFile]]) -> None:
-        """Write ``message`` (new or changed) and the images it shows; the channel's oldest
-        messages beyond the cap, and images no message shows any more, go."""
-        new_images = [(key, f) for key, f in images if key not in self._saved_images]
+        """Write ``message`` (new or changed) and the images it shows (each image once, as
+        other messages may show it too); the channel's oldest messages beyond the cap, and
+        images no message shows any more, go."""
+        shown = list(images)
         body = json.dumps(message_record(message), separators=(",", ":"))
         keys = json.dumps(sorted(message.image_keys()))
         row = (message.id, message.channel, int(message.pending), keys, body)
 
-        def work(db: Database) -> set[str] | None:
+        def work(db: Database) -> None:
             with db.conn:
                 db.conn.execute("BEGIN IMMEDIATE")
-                for key, f in new_images:
+                for key, f in shown:
                     db.conn.execute(
                         SQL_SAVE_IMAGE, (key, f.filename, f.content_type, f.width, f.height, f.data)
                     )
@@ -214,15 +212,10 @@ class PlaygroundJournal:
                 trimmed = db.conn.execute(
                     SQL_TRIM, (message.channel, message.channel, self._keep)
                 ).rowcount
-                if not trimmed:
-                    return None
-                db.conn.execute(SQL_SWEEP_IMAGES)
-                return {key for (key,) in db.conn.execute("SELECT key FROM images")}
+                if trimmed:
+                    db.conn.execute(SQL_SWEEP_IMAGES)
 
-        kept = await self._call(work)
-        self._saved_images.update(key for key, _ in new_images)
-        if kept is not None:
-            self._saved_images = kept
+        await self._call(work)
 
     async def settle(self, message_id: str) -> None:
         """Mark a command's message as handled."""

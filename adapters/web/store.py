@@ -204,6 +204,10 @@ class MessageStore:
             for m in messages
         )
 
+    def discard_images(self, message: WebMessage) -> None:
+        """Drop the images of a message that was never kept (unless another one shows them)."""
+        self._forget_images(message.image_keys())
+
     def stored_images(self, message: WebMessage) -> list[tuple[str, StoredFile]]:
         """The images ``message`` shows, with their keys."""
         return [(key, self._images[key]) for key in message.image_keys() if key in self._images]

@@ -170,9 +170,21 @@ class Delivery:
         while) that they are: a late progress update about it changes nothing."""
         self._shown.pop(job_id, None)
         self._locks.pop(job_id, None)
+        self._mark_final(job_id)
+
+    def _mark_final(self, job_id: str) -> None:
         self._final[job_id] = None
         while len(self._final) > FINAL_MEMORY:
             self._final.popitem(last=False)
+
+    async def _show_outcome(self, job: Job, text: str) -> None:
+        """Set the progress message to ``job``'s outcome, which no later progress update
+        changes; never raises, so the outcome is recorded whatever the platform answers."""
+        self._mark_final(job.id)
+        try:
+            await self.edit(job, text, urgent=True)
+        except Exception:
+            log.exception("could not show the outcome of job %s", job.id)
 
     async def _acquire(
         self, surface: Surface, place: Place, *, urgent: bool
@@ -238,7 +250,7 @@ class Delivery:
     async def show_progress(self, job: Job, status: str, elapsed: float | None) -> bool:
         """Edit the progress message for a provider status, when its text changes and the job
         is still in flight (a late answer about a job whose messages are final changes
-        nothing). ``job`` is as recently read as the status."""
+        nothing)."""
         text = texts.progress_text(job, status, elapsed)
         if self._shown.get(job.id) == text or job.status in TERMINAL_STATUSES:
             return False
@@ -254,7 +266,7 @@ class Delivery:
         moved = await self._store.transition(job.id, "creating", "create_failed", error=reason)
         current = await self.recover_progress(await self._store.get_job(job.id) or job)
         if moved:
-            await self.edit(current, texts.create_failed_text(current, reason), urgent=True)
+            await self._show_outcome(current, texts.create_failed_text(current, reason))
             self.forget(job.id)
         self._watch.touch(job.id)
         return current
@@ -288,7 +300,7 @@ class Delivery:
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
         elapsed = job.finished_at - job.created_at if job.finished_at is not None else None
-        await self.edit(job, texts.done_text(job, elapsed), urgent=True)
+        await self._show_outcome(job, texts.done_text(job, elapsed))
         await self._finish(job, "posting", "posted", ref, "result", result={**job.result, **extra})
         self.forget(job.id)
         return None
@@ -302,7 +314,7 @@ class Delivery:
             ref = await self.send(place_of(job), once(message, job, "failure"))
         except Exception as error:
             return await self._retry_later(job, "reporting", "failed", error)
-        await self.edit(job, texts.failed_progress_text(job), urgent=True)
+        await self._show_outcome(job, texts.failed_progress_text(job))
         await self._finish(job, "reporting", "failed_posted", ref, "other")
         self.forget(job.id)
         return None
@@ -334,7 +346,7 @@ class Delivery:
                 job.id, claimed, release, delivery_attempts=failures, next_poll_at=retry_at
             )
             return retry_at
-        await self.edit(job, texts.not_posted_text(job), urgent=True)
+        await self._show_outcome(job, texts.not_posted_text(job))
         await self._store.transition(
             job.id,
             claimed,

@@ -199,7 +199,8 @@ class CrashReport:
         return job["status"] == "failed_posted" and self.reports[job_id] == 1
 
     def restarted(self, job: dict[str, Any]) -> bool:
-        """Whether ``job`` was dropped as never sent (its command was handled again)."""
+        """Whether ``job`` was dropped as never sent (its command was handled again, or its
+        user told to run it again)."""
         return job["status"] == "create_failed"
 
     @property

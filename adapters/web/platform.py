@@ -1,0 +1,51 @@
+"""The playground as a platform: its name, limits and places, and its handle on events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.events import ButtonPress, Event, Modal, Place, SurfaceLimits, UserMessage
+
+PLATFORM = "web"
+WORKSPACE = "web"
+
+WEB_LIMITS = SurfaceLimits(
+    max_text=4000,
+    edits_per_window_per_channel=20,
+    edit_window_seconds=1.0,
+    edits_per_minute_per_workspace=None,
+    min_seconds_between_edits_of_one_message=0.0,
+    max_buttons_per_row=5,
+)
+"""The playground is its own platform: 4000 characters a message and a generous budget of
+20 edits per second per channel (advertised to the core's renderer, not enforced)."""
+
+
+@dataclass(frozen=True)
+class WebContext:
+    """The adapter's handle on an inbound event: the message it answers, if any."""
+
+    request_message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PendingModal:
+    """A form shown to a user, waiting for its submission."""
+
+    modal: Modal
+    place: Place
+    reply_to: str | None
+
+
+def web_place(channel: str, thread: str | None = None) -> Place:
+    """Where a playground message lives: every channel is DM-like (each message is a turn)."""
+    return Place(PLATFORM, WORKSPACE, channel, thread, is_dm=True)
+
+
+def reply_target(origin: Event | None) -> str | None:
+    """The message an answer to ``origin`` refers to."""
+    if isinstance(origin, UserMessage | ButtonPress):
+        return origin.message_id
+    if origin is not None and isinstance(origin.context, WebContext):
+        return origin.context.request_message_id
+    return None
