@@ -17,7 +17,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -78,27 +78,13 @@ def playground_path(database: Path) -> Path:
 
 
 def message_record(message: WebMessage) -> dict[str, Any]:
-    """Everything about ``message`` as JSON-ready values (the inverse of :func:`restored`)."""
-    return {
-        "id": message.id,
-        "channel": message.channel,
-        "thread": message.thread,
-        "kind": message.kind,
-        "author": message.author,
-        "text": message.text,
-        "images": message.images,
-        "buttons": [[[b.label, b.action, b.ref, b.style] for b in row] for row in message.buttons],
-        "from_model": message.from_model,
-        "mention": message.mention,
-        "reply_to": message.reply_to,
-        "command": message.command,
-        "thread_info": message.thread_info,
-        "visible_to": message.visible_to,
-        "key": message.key,
-        "requester_is_admin": message.requester_is_admin,
-        "created": message.created,
-        "edited": message.edited,
-    }
+    """Everything about ``message`` but ``pending`` (a column of its own) as JSON-ready values;
+    :func:`restored` reads it back."""
+    record = {f.name: getattr(message, f.name) for f in fields(WebMessage) if f.name != "pending"}
+    record["buttons"] = [
+        [[b.label, b.action, b.ref, b.style] for b in row] for row in message.buttons
+    ]
+    return record
 
 
 def restored(record: dict[str, Any], pending: bool) -> WebMessage:
@@ -107,27 +93,7 @@ def restored(record: dict[str, Any], pending: bool) -> WebMessage:
         tuple(Button(label, action, ref, style) for label, action, ref, style in row)
         for row in record["buttons"]
     )
-    return WebMessage(
-        id=record["id"],
-        channel=record["channel"],
-        thread=record["thread"],
-        kind=record["kind"],
-        author=record["author"],
-        text=record["text"],
-        images=record["images"],
-        buttons=buttons,
-        from_model=record["from_model"],
-        mention=record["mention"],
-        reply_to=record["reply_to"],
-        command=record["command"],
-        thread_info=record["thread_info"],
-        visible_to=record["visible_to"],
-        key=record["key"],
-        pending=pending,
-        requester_is_admin=record["requester_is_admin"],
-        created=record["created"],
-        edited=record["edited"],
-    )
+    return WebMessage(**{**record, "buttons": buttons, "pending": pending})
 
 
 @dataclass(frozen=True)
