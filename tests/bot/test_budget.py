@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -29,7 +29,9 @@ DISCORD = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_wind
 ONE_PER_SECOND = SurfaceLimits(edits_per_window_per_channel=1, edit_window_seconds=1.0)
 
 
-def slow_then_fast(slow_calls: int, going: float, back: float):  # type: ignore[no-untyped-def]
+def slow_then_fast(
+    slow_calls: int, going: float, back: float
+) -> Callable[[int], tuple[float, float]]:
     """The first ``slow_calls`` requests are slow to arrive and to answer (a busy event loop or
     network), the rest are instant: the case where counting a write at its grant goes wrong."""
 

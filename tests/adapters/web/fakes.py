@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -277,3 +278,12 @@ async def upload(session: ClientSession, *files: tuple[str, bytes]) -> tuple[int
     async with session.post("/api/upload", data=form) as response:
         answer: dict[str, Any] = await response.json()
         return response.status, answer
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait (bounded) until ``condition()`` holds."""
+    async with asyncio.timeout(timeout):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0.01)

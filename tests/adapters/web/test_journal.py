@@ -4,7 +4,7 @@ restart of the adapter, and the file stays bounded."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from adapters.web.journal import PlaygroundJournal, playground_path
 from adapters.web.store import MessageStore, StoredFile, WebMessage
 from bot.config import WebSettings
 from bot.events import Command, ImageFile, InboundEvent, OutMessage, Place, SurfaceError
-from tests.adapters.web.fakes import RecordingCore, history, png, post
+from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
 
 PLACE = Place("web", "web", "general", None, is_dm=True)
 
@@ -54,15 +54,6 @@ async def playground(path: Path, core: RecordingCore) -> AsyncIterator[WebAdapte
 async def browser_of(adapter: WebAdapter) -> AsyncIterator[ClientSession]:
     async with ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True)) as session:
         yield session
-
-
-async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Wait (bounded) until ``condition()`` holds."""
-    async with asyncio.timeout(timeout):
-        while True:
-            if condition():
-                return
-            await asyncio.sleep(0.01)
 
 
 def public(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

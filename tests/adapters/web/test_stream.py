@@ -16,6 +16,7 @@ from tests.adapters.web.fakes import (
     STREAMED_ANSWER,
     SseEvent,
     SseReader,
+    eventually,
     history,
     post,
 )
@@ -228,12 +229,3 @@ async def test_stop_ends_open_streams(adapter: WebAdapter, stream: OpenStream) -
             except (EOFError, ConnectionError):
                 break
     assert adapter.hub.subscriber_count() == 0
-
-
-async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Wait (bounded) until ``condition()`` holds."""
-    async with asyncio.timeout(timeout):
-        while True:
-            if condition():
-                return
-            await asyncio.sleep(0.01)
