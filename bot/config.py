@@ -128,6 +128,14 @@ class LimitsSettings(Section):
     max_upload_bytes: int = 8 * 1024 * 1024
 
 
+class RuntimeSettings(Section):
+    """``[runtime]``: how the process stops. On SIGTERM genbot takes no new events, lets what
+    is running (handlers, chat streams, result deliveries) finish for up to ``drain_seconds``,
+    then stops; what was cut short resumes at the next start."""
+
+    drain_seconds: float = Field(default=20.0, ge=0)
+
+
 class Settings(BaseSettings):
     """All of genbot's settings."""
 
@@ -145,6 +153,7 @@ class Settings(BaseSettings):
     web: WebSettings = Field(default_factory=WebSettings)
     webhook: WebhookSettings = Field(default_factory=WebhookSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
 
     @classmethod
     def settings_customise_sources(

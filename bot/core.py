@@ -30,6 +30,16 @@ from bot.parsing import CommandError, parse_command_text, validate_options
 
 log = logging.getLogger(__name__)
 
+RESTARTING_TEXT = "genbot is restarting; try again in a moment."
+"""The answer to what arrives while genbot stops (it takes nothing new then)."""
+TOO_SLOW_TEXT = "genbot took too long to answer this request and gave up on it."
+"""The answer when handling an event outlived its adapter's deadline."""
+
+
+def unexpected_error_text(reference: str) -> str:
+    """The answer when handling an event failed on genbot's side; ``reference`` is logged."""
+    return f"Something went wrong on genbot's side (ref {reference}); it was logged."
+
 
 class UserError(Exception):
     """A refusal to show the user as is (caps, permissions, missing job…)."""
@@ -144,9 +154,7 @@ class Core:
         except Exception:
             reference = secrets.token_hex(4)
             log.exception("unexpected error handling %s (ref %s)", type(event).__name__, reference)
-            await self._tell(
-                event, f"Something went wrong on genbot's side (ref {reference}); it was logged."
-            )
+            await self._tell(event, unexpected_error_text(reference))
 
     async def _route(self, event: InboundEvent) -> None:
         if isinstance(event, Command):

@@ -2,10 +2,16 @@
 
 Start order: storage, provider client, core, then each adapter (attached to the core, then
 started), then the core's services (they resume unfinished jobs and need the adapters to post).
-Stop order: every adapter whose start was attempted stops first (no new events reach the core,
-running handlers drain), then the core's services, then the provider client and the database.
-Each stop step is bounded and its failure is logged, never raised, so one broken part cannot keep
-the others running.
+
+Stop order, within ``[runtime] drain_seconds`` for the first two steps together:
+1. every adapter stops taking events (later ones get "restarting, try again in a moment") and
+   the events already running — chat streams included — finish;
+2. the tracker stops polling and the result deliveries in progress finish;
+3. the adapters disconnect, then the core's services stop, then the provider client and the
+   database close.
+What is still running at the deadline is cancelled and resumes at the next start. Each step is
+bounded and its failure is logged, never raised, so one broken part cannot keep the others
+running.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from adapters.runner import AdapterRunner
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.config import Settings
@@ -32,9 +39,18 @@ from storage import StorageError, Store
 log = logging.getLogger("genbot")
 
 STOP_STEP_TIMEOUT = 20.0
-"""Upper bound of each teardown step (an adapter, the core, the client, the database)."""
+"""Upper bound of each teardown step after the drain (an adapter, the core, the client, the
+database)."""
+DRAIN_GRACE_SECONDS = 10.0
+"""How long past ``drain_seconds`` a drain may take to cancel what it had to cut short."""
 
 FatalHandler = Callable[[str], None]
+
+
+class Drainable(Protocol):
+    """Work in progress that can be let finish within a deadline (the tracker's deliveries)."""
+
+    async def drain(self, timeout: float) -> None: ...
 
 
 class Adapter(Protocol):
@@ -42,6 +58,9 @@ class Adapter(Protocol):
 
     @property
     def surface(self) -> Surface: ...
+
+    @property
+    def runner(self) -> AdapterRunner: ...
 
     async def start(self) -> None: ...
 
@@ -74,6 +93,7 @@ class Runtime:
     provider: ProviderClient
     core: Core
     adapters: dict[str, Adapter] = field(default_factory=dict)
+    deliveries: Drainable | None = None
     _attempted: list[tuple[str, Adapter]] = field(default_factory=list, init=False, repr=False)
     _core_attempted: bool = field(default=False, init=False, repr=False)
 
@@ -120,7 +140,9 @@ class Runtime:
         return f"genbot's tracker and webhook receiver could not start: {reason(error)}"
 
     async def stop(self) -> None:
-        """Stop what :meth:`start` started or tried to, adapters first (bounded, never raises)."""
+        """Stop what :meth:`start` started or tried to, in the order of the module docstring
+        (bounded, never raises)."""
+        await self.drain()
         while self._attempted:
             name, adapter = self._attempted.pop()
             await _quietly(f"stopping the {name} adapter", adapter.stop)
@@ -130,13 +152,37 @@ class Runtime:
         await _quietly("closing the provider client", self.provider.aclose)
         await _quietly("closing the database", self.store.close)
 
+    async def drain(self) -> None:
+        """Take no new events, then let running events and deliveries finish within
+        ``[runtime] drain_seconds``."""
+        for _, adapter in self._attempted:
+            adapter.runner.stop_intake()
+        loop = asyncio.get_running_loop()
+        seconds = self.settings.runtime.drain_seconds
+        deadline = loop.time() + seconds
+        bound = seconds + DRAIN_GRACE_SECONDS
+        await asyncio.gather(
+            *(
+                _quietly(f"draining the {name} adapter", adapter.runner.drain, seconds, bound=bound)
+                for name, adapter in self._attempted
+            )
+        )
+        if self._core_attempted and self.deliveries is not None:
+            left = max(deadline - loop.time(), 0.0)
+            await _quietly("finishing result deliveries", self.deliveries.drain, left, bound=bound)
 
-async def _quietly(what: str, step: Callable[[], Awaitable[None]]) -> None:
+
+async def _quietly(
+    what: str,
+    step: Callable[..., Awaitable[object]],
+    *args: object,
+    bound: float = STOP_STEP_TIMEOUT,
+) -> None:
     try:
-        async with asyncio.timeout(STOP_STEP_TIMEOUT):
-            await step()
+        async with asyncio.timeout(bound):
+            await step(*args)
     except TimeoutError:
-        log.warning("%s took longer than %.0f seconds: left behind", what, STOP_STEP_TIMEOUT)
+        log.warning("%s took longer than %.0f seconds: left behind", what, bound)
     except Exception as error:
         log.warning(
             "%s failed: %s",
@@ -213,10 +259,15 @@ async def running(settings: Settings, stop: StopSignals | None = None) -> AsyncI
         settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
     )
     try:
-        core, _ = build_core(settings, store, provider)
+        core, jobs = build_core(settings, store, provider)
         on_fatal = stop.fail if stop is not None else None
         runtime = Runtime(
-            settings, store, provider, core, configured_adapters(settings, core, on_fatal)
+            settings,
+            store,
+            provider,
+            core,
+            configured_adapters(settings, core, on_fatal),
+            deliveries=jobs.tracker,
         )
         if stop is None:
             await runtime.start()

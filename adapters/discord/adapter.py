@@ -13,6 +13,7 @@ import yarl
 from adapters import AdapterStartError
 from adapters.discord.client import ErrorReporter, GenbotClient, log_error
 from adapters.discord.surface import DiscordSurface
+from adapters.runner import AdapterRunner
 from bot.config import DiscordSettings, LimitsSettings
 from bot.events import EventHandler, SurfaceLimits
 
@@ -106,6 +107,11 @@ class DiscordAdapter:
     def surface(self) -> DiscordSurface:
         return self.client.surface
 
+    @property
+    def runner(self) -> AdapterRunner:
+        """Runs the core on this adapter's events (and stops taking them)."""
+        return self.client.runner
+
     async def start(self) -> None:
         """Log in, sync commands, connect to the gateway and wait until ready (bounded).
 
@@ -180,6 +186,7 @@ class DiscordAdapter:
         the stop (it is not swallowed).
         """
         self._stopping = True
+        self.runner.stop_intake()
         await self.client.drain(drain_timeout)
         await self.client.close()
         connection = self._connection

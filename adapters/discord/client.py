@@ -10,10 +10,10 @@ and in replies to the bot; other channel messages are dropped without any REST c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
-import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from typing import Any
 
 import discord
@@ -35,6 +35,7 @@ from adapters.discord.translate import (
     strip_mention,
     user_of,
 )
+from adapters.runner import AdapterRunner
 from bot.config import DiscordSettings
 from bot.events import (
     MODAL_ACTIONS,
@@ -88,10 +89,14 @@ class GenbotClient(discord.Client):
         self.tree.error(self._tree_error)
         for command in build_commands(self._command):
             self.tree.add_command(command)
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._conversation_locks: weakref.WeakValueDictionary[
-            tuple[str, str | None], asyncio.Lock
-        ] = weakref.WeakValueDictionary()
+        self.runner = AdapterRunner(
+            handler,
+            self.surface,
+            platform=PLATFORM,
+            around=self._interaction_scope,
+            serial_key=conversation_key,
+            report_error=report_error,
+        )
         self._thread_parents: dict[int, asyncio.Future[int | None]] = {}
 
     async def setup_hook(self) -> None:
@@ -278,30 +283,23 @@ class GenbotClient(discord.Client):
     # Running the core --------------------------------------------------------------------------
 
     def _run(self, event: InboundEvent, *, watchdog: bool = False) -> None:
-        task = asyncio.create_task(
-            self._handle(event, watchdog), name=f"genbot-{type(event).__name__}"
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.runner.submit(event, around=self._watched_scope if watchdog else None)
 
-    async def _handle(self, event: InboundEvent, watchdog: bool) -> None:
-        guard = asyncio.create_task(self._acknowledge_late(event)) if watchdog else None
-        failed = False
+    @contextlib.asynccontextmanager
+    async def _interaction_scope(self, event: InboundEvent) -> AsyncIterator[None]:
         try:
-            if isinstance(event, UserMessage):
-                key = (event.place.channel_id, event.place.thread_id)
-                lock = self._conversation_locks.setdefault(key, asyncio.Lock())
-                async with lock:
-                    await self.handler.handle(event)
-            else:
-                await self.handler.handle(event)
-        except Exception as error:
-            failed = True
-            self.report_error(f"handling {type(event).__name__}", error)
+            yield
         finally:
-            if guard is not None:
-                guard.cancel()
-            await self.surface.finish(event, failed=failed)
+            await self.surface.finish(event)
+
+    @contextlib.asynccontextmanager
+    async def _watched_scope(self, event: InboundEvent) -> AsyncIterator[None]:
+        guard = asyncio.create_task(self._acknowledge_late(event))
+        try:
+            async with self._interaction_scope(event):
+                yield
+        finally:
+            guard.cancel()
 
     async def _acknowledge_late(self, event: InboundEvent) -> None:
         await asyncio.sleep(MODAL_GRACE_SECONDS)
@@ -314,10 +312,11 @@ class GenbotClient(discord.Client):
 
     async def drain(self, timeout: float) -> None:
         """Wait for running event tasks (up to ``timeout``), then cancel what is left."""
-        pending = set(self._tasks)
-        if not pending:
-            return
-        _, late = await asyncio.wait(pending, timeout=timeout)
-        for task in late:
-            task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+        await self.runner.drain(timeout)
+
+
+def conversation_key(event: InboundEvent) -> Hashable | None:
+    """Messages of one conversation are handled one at a time, in arrival order."""
+    if isinstance(event, UserMessage):
+        return (event.place.channel_id, event.place.thread_id)
+    return None

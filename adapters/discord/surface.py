@@ -50,7 +50,6 @@ from bot.events import (
 CALL_TIMEOUT = 30.0
 RATE_LIMIT_WAIT_CAP = 10.0
 NONCE_LENGTH = 25
-FAILURE_TEXT = "Something went wrong on genbot's side; please try again."
 _log = logging.getLogger("genbot.discord")
 
 
@@ -223,16 +222,14 @@ class DiscordSurface:
             raise SurfaceError(f"{attachment.filename} is larger than {limit} bytes")
         return data
 
-    async def finish(self, origin: Event, *, failed: bool) -> None:
-        """After the core handled ``origin``: apologise privately if it failed, else make
-        sure the interaction is not left "thinking" or unanswered."""
+    async def finish(self, origin: Event) -> None:
+        """After the core handled ``origin``: make sure the interaction is not left "thinking"
+        or unanswered."""
         context = origin.context
         if not isinstance(context, InteractionContext):
             return
         try:
-            if failed:
-                await self.send_ephemeral(origin, FAILURE_TEXT)
-            elif context.placeholder:
+            if context.placeholder:
                 await self._retire_placeholder(origin)
             elif not context.interaction.response.is_done():
                 async with discord_call("acknowledge an interaction"):

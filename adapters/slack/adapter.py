@@ -1,14 +1,13 @@
 """The Slack adapter: a slack-bolt ``AsyncApp`` translating Slack traffic into genbot events.
 
-Every listener acknowledges at once and hands the event to the core (``handler.handle``) in a
-task of its own, so Slack's 3-second limit never depends on the core. Transport: Socket Mode when
-``[slack] app_token`` is set, else HTTP on ``http_host:http_port`` at ``/slack/events`` (bolt
-verifies the signatures).
+Every listener acknowledges at once and hands the event to the core through the adapter runner
+(:mod:`adapters.runner`), so Slack's 3-second limit never depends on the core. Transport: Socket
+Mode when ``[slack] app_token`` is set, else HTTP on ``http_host:http_port`` at ``/slack/events``
+(bolt verifies the signatures).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
@@ -25,6 +24,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters import AdapterStartError
+from adapters.runner import AdapterRunner
 from bot.chat.prompting import is_image
 from bot.config import LimitsSettings, SlackSettings
 from bot.events import Attachment, Command, EventHandler, InboundEvent, User, UserMessage
@@ -87,7 +87,7 @@ class SlackAdapter:
         self._socket: AsyncSocketModeHandler | None = None
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._names: dict[str, str] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.runner = AdapterRunner(handler, self.surface, platform="slack")
         self.http_port: int | None = None
 
     @property
@@ -132,7 +132,9 @@ class SlackAdapter:
         log.info("Slack adapter listening on %s", self.events_url)
 
     async def stop(self) -> None:
-        """Close the transport, give in-flight events a moment, then cancel them."""
+        """Stop taking events, close the transport, give in-flight events a moment, then
+        cancel them."""
+        self.runner.stop_intake()
         if self._socket is not None:
             await self._socket.close_async()  # type: ignore[no-untyped-call]
             self._socket = None
@@ -140,11 +142,7 @@ class SlackAdapter:
             await self._runner.cleanup()
             self._runner = None
             self.http_port = None
-        if self._tasks:
-            _, pending = await asyncio.wait(self._tasks, timeout=STOP_GRACE_SECONDS)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        await self.runner.drain(STOP_GRACE_SECONDS)
         await self.surface.close()
 
     def _build_app(self, secret: str) -> AsyncApp:
@@ -193,7 +191,7 @@ class SlackAdapter:
     async def _on_mention(self, body: dict[str, Any], event: dict[str, Any]) -> None:
         if event.get("bot_id") or event.get("subtype") or not event.get("user"):
             return
-        self._spawn(self._user_message(body, event, mentions_bot=True))
+        self.runner.submit(self._user_message(body, event, mentions_bot=True))
 
     async def _on_message(self, body: dict[str, Any], event: dict[str, Any]) -> None:
         if event.get("subtype") not in ACCEPTED_MESSAGE_SUBTYPES or event.get("bot_id"):
@@ -209,7 +207,7 @@ class SlackAdapter:
         mentioned = bool(self.bot_user_id) and mentions(text, self.bot_user_id)
         if not is_dm and (mentioned or not in_thread):
             return
-        self._spawn(self._user_message(body, event, mentions_bot=mentioned))
+        self.runner.submit(self._user_message(body, event, mentions_bot=mentioned))
 
     async def _user_message(
         self, body: dict[str, Any], event: dict[str, Any], *, mentions_bot: bool
@@ -241,7 +239,7 @@ class SlackAdapter:
         respond: Callable[..., Awaitable[Any]],
     ) -> None:
         await ack()
-        self._spawn(self._command(body, respond))
+        self.runner.submit(self._command(body, respond))
 
     async def _command(
         self, body: dict[str, Any], respond: Callable[..., Awaitable[Any]]
@@ -324,7 +322,7 @@ class SlackAdapter:
         await ack()
         press = press_from_action(body, self._admins)
         if press is not None:
-            self._spawn(_ready(press))
+            self.runner.submit(press)
 
     async def _on_view_submission(
         self, ack: Callable[..., Awaitable[None]], body: dict[str, Any]
@@ -332,7 +330,7 @@ class SlackAdapter:
         await ack()
         submit = submit_from_view(body, self._admins)
         if submit is not None:
-            self._spawn(_ready(submit))
+            self.runner.submit(submit)
 
     # Plumbing ----------------------------------------------------------------------------------
 
@@ -348,25 +346,6 @@ class SlackAdapter:
                 log.info("users.info failed for %s: %s", user_id, error.response.get("error"))
                 return user_for(user_id, "", self._admins)
         return user_for(user_id, self._names[user_id], self._admins)
-
-    def _spawn(self, build: Awaitable[InboundEvent | None]) -> None:
-        task = asyncio.create_task(self._deliver(build))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _deliver(self, build: Awaitable[InboundEvent | None]) -> None:
-        try:
-            event = await build
-            if event is not None:
-                await self.handler.handle(event)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("Slack event handling failed")
-
-
-async def _ready(event: InboundEvent) -> InboundEvent:
-    return event
 
 
 def _header(headers: Mapping[str, Any], name: str) -> str:

@@ -10,17 +10,19 @@ accepted by a run that died before handling them are handled when the next run s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-import secrets
 import sqlite3
 import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from adapters.runner import AdapterRunner
 from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
 from adapters.web.platform import (
@@ -78,13 +80,14 @@ class WebAdapter:
         self.limits = WEB_LIMITS
         self.max_upload_bytes = (limits or LimitsSettings()).max_upload_bytes
         self.keepalive_seconds = keepalive_seconds
-        self.handler_timeout = handler_timeout
         self.store = MessageStore()
         self.history = history
         self.journal: PlaygroundJournal | None = None
         self.hub = EventHub()
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.runner = AdapterRunner(
+            handler, self, platform=PLATFORM, handler_timeout=handler_timeout
+        )
         self._runner: web.AppRunner | None = None
         self._url = ""
         self.app = build_app(self)
@@ -140,6 +143,7 @@ class WebAdapter:
 
     async def stop(self) -> None:
         """Close every event stream, cancel running handlers and stop listening."""
+        self.runner.stop_intake()
         runner, self._runner = self._runner, None
         self._url = ""
         if runner is not None:
@@ -151,45 +155,35 @@ class WebAdapter:
             await journal.close()
 
     @property
+    def handler_timeout(self) -> float | None:
+        """How long the core may take on one event before the user is told it gave up."""
+        return self.runner.handler_timeout
+
+    @handler_timeout.setter
+    def handler_timeout(self, seconds: float | None) -> None:
+        self.runner.handler_timeout = seconds
+
+    @property
     def running_handlers(self) -> int:
         """How many events the core is still handling."""
-        return sum(not task.done() for task in self._tasks)
+        return self.runner.running
 
     async def cancel_handlers(self) -> None:
         """Cancel the handler tasks still running (bounded wait)."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=5)
+        await self.runner.cancel()
 
     # ----- inbound: what the routes hand over -----
 
     def dispatch(self, event: InboundEvent, event_id: str) -> None:
-        """Run ``handler.handle(event)`` in the background; failures reach the user."""
-        task = asyncio.create_task(self._run(event, event_id), name=f"web-event-{event_id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        """Have the core handle ``event`` in the background; failures reach the user."""
+        self.runner.submit(event, around=lambda _: self._working(event, event_id))
 
-    async def _run(self, event: InboundEvent, event_id: str) -> None:
+    @contextlib.asynccontextmanager
+    async def _working(self, event: InboundEvent, event_id: str) -> AsyncIterator[None]:
         working = {"type": "working", "event_id": event_id, "thread": event.place.thread_id}
         self.hub.publish(event.place.channel_id, {**working, "active": True})
-        deadline = asyncio.timeout(self.handler_timeout)
         try:
-            async with deadline:
-                await self.handler.handle(event)
-        except Exception as exc:
-            if isinstance(exc, TimeoutError) and deadline.expired():
-                log.error("handler timed out on web event %s (%s)", event_id, type(event).__name__)
-                text = "genbot took too long to answer this request and gave up on it."
-            else:
-                error_id = secrets.token_hex(4)
-                log.exception("handler failed on web event %s (error %s)", event_id, error_id)
-                text = (
-                    f"Something went wrong while handling this request (error {error_id}). "
-                    "The details are in genbot's log."
-                )
-            await self.send_ephemeral(event, text)
+            yield
         finally:
             self.hub.publish(event.place.channel_id, {**working, "active": False})
         request = event.context

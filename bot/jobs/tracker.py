@@ -121,9 +121,13 @@ class Tracker:
         self._loop = asyncio.create_task(self._run(), name="genbot-tracker")
 
     async def stop(self) -> None:
-        """Stop polling, let deliveries in progress finish (up to ``STOP_TIMEOUT``) so no
-        result is left posted but unrecorded, then cancel what remains (its claim is released
-        by the next start)."""
+        """:meth:`drain` for up to ``STOP_TIMEOUT`` seconds."""
+        await self.drain(STOP_TIMEOUT)
+
+    async def drain(self, timeout: float) -> None:
+        """Stop polling and starting deliveries, let deliveries in progress finish (up to
+        ``timeout`` seconds) so no result is left posted but unrecorded, then cancel what
+        remains (its claim is released by the next start)."""
         self._stopped = True
         if self._loop is not None:
             self._loop.cancel()
@@ -131,10 +135,17 @@ class Tracker:
             self._loop = None
         deliveries = list(self._deliveries.values())
         if deliveries:
-            _, unfinished = await asyncio.wait(deliveries, timeout=STOP_TIMEOUT)
+            _, unfinished = await asyncio.wait(deliveries, timeout=timeout)
             for task in unfinished:
                 task.cancel()
             await asyncio.gather(*unfinished, return_exceptions=True)
+            if unfinished:
+                log.warning(
+                    "%d result deliveries still running after %.0f s: cancelled, they run "
+                    "again at the next start",
+                    len(unfinished),
+                    timeout,
+                )
         self._deliveries.clear()
 
     def kick(self) -> None:

@@ -247,15 +247,15 @@ async def test_cross_site_posts_are_refused(browser: ClientSession, core: Record
 async def test_handler_failures_reach_the_user_as_an_ephemeral_error_and_the_log(
     browser: ClientSession, core: RecordingCore, caplog: pytest.LogCaptureFixture, command: str
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="adapters.web.adapter")
+    caplog.set_level(logging.ERROR, logger="adapters.runner")
     assert (await post(browser, "/api/command", {"text": command}))[0] == 202
     await core.wait_for_events(1)
     body = await wait_for_message(browser, lambda m: m["kind"] == "ephemeral")
     ephemeral = body["messages"][-1]
-    assert "Something went wrong while handling this request (error " in ephemeral["text"]
+    assert "Something went wrong on genbot's side (ref " in ephemeral["text"]
     assert "sk-123" not in ephemeral["text"]
     assert ephemeral["reply_to"] == body["messages"][0]["id"]
-    assert any("handler failed" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert any("handling Command" in r.getMessage() and r.exc_info for r in caplog.records)
 
 
 async def test_requests_return_while_the_core_is_still_working(
