@@ -1,9 +1,10 @@
 """genbot's button vocabulary: which buttons a result gets, what a press asks for, and the forms
 (modals) some presses open. Pure: the engines turn a :class:`Derivative` into an API call.
 
-Action names are fixed (see the brief): grid ``upscale1..4``, ``reroll``, ``variation1..4``;
-upscale follow-ups ``high_variation``, ``low_variation``, ``vary_region``, ``outpaint_2``,
-``outpaint_1.5``, ``outpaint_custom``, ``outpaint_square``, ``pan_left|right|up|down``,
+Action names are genbot's own (:mod:`bot.follow_ups` maps a provider's spelling to them): grid
+``upscale1..4``, ``reroll``, ``variation1..4``; upscale follow-ups ``high_variation``,
+``low_variation``, ``vary_region``, ``outpaint_2``, ``outpaint_1.5``, ``outpaint_custom``,
+``outpaint_square``, ``pan_left|right|up|down``,
 ``upscale_subtle|creative|2x|4x|light|beta``, ``seed``; describe ``describe_pick1..4``;
 diffusion ``diff_reroll``, ``diff_upscale``, ``diff_init``; and ``settings`` (a form only).
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bot.commands import command
-from bot.events import Button, Modal, ModalField, OptionValue
+from bot.events import Button, ButtonStyle, Modal, ModalField, OptionValue
 from bot.masks import Region, parse_region
 from bot.parsing import CommandError, validate_options
 
@@ -74,8 +75,11 @@ LABELS: dict[str, str] = {
 """The label of every button action."""
 
 
-def _button(action: str, ref: str, pressed: Collection[str]) -> Button:
-    return Button(LABELS[action], action, ref, "primary" if action in pressed else "secondary")
+def _button(
+    action: str, ref: str, pressed: Collection[str], disabled: Collection[str] = ()
+) -> Button:
+    style: ButtonStyle = "primary" if action in pressed else "secondary"
+    return Button(LABELS[action], action, ref, style, disabled=action in disabled)
 
 
 def _rows(groups: list[list[str]], seed: bool, max_per_row: int, max_rows: int) -> list[list[str]]:
@@ -97,22 +101,26 @@ def task_buttons(
     *,
     with_seed: bool | None = None,
     pressed: Collection[str] = (),
+    disabled: Collection[str] = (),
     max_per_row: int = MAX_BUTTONS_PER_ROW,
     max_rows: int = MAX_ROWS,
 ) -> tuple[tuple[Button, ...], ...]:
-    """Button rows for an image task's ``task_result.actions``.
+    """Button rows for an image task's follow-ups (genbot's action names, see
+    :func:`bot.follow_ups.offered_follow_ups`).
 
     A grid gets ``U1 U2 U3 U4 🔄`` / ``V1 V2 V3 V4``; an upscale its follow-ups in rows
-    (vary, zoom, pan, second upscales) plus ``🌱 Seed``. ``with_seed`` forces the seed button
-    on or off (default: on for upscales only). Unknown action names are ignored; ``pressed``
-    actions are styled primary. At most ``max_per_row`` per row and ``max_rows`` rows: when the
-    natural rows would be too many, buttons are packed densely and any excess is dropped.
+    (vary, zoom, pan, second upscales); ``🌱 Seed`` comes last when ``seed`` is among
+    ``actions``. ``with_seed`` forces the seed button on or off (default: on when offered, or
+    for upscales). Unknown action names are ignored; ``pressed`` actions are styled primary,
+    ``disabled`` ones shown disabled. At most ``max_per_row`` per row and ``max_rows`` rows: when
+    the natural rows would be too many, buttons are packed densely and any excess is dropped.
     """
     offered = set(actions)
     groups = [[a for a in row if a in offered] for row in (*GRID_ROWS, *UPSCALE_ROWS)]
-    seed = with_seed if with_seed is not None else bool(offered & UPSCALE_ACTIONS)
-    rows = _rows([g for g in groups if g], seed, max_per_row, max_rows)
-    return tuple(tuple(_button(a, ref, pressed) for a in row) for row in rows)
+    if with_seed is None:
+        with_seed = "seed" in offered or bool(offered & UPSCALE_ACTIONS)
+    rows = _rows([g for g in groups if g], with_seed, max_per_row, max_rows)
+    return tuple(tuple(_button(a, ref, pressed, disabled) for a in row) for row in rows)
 
 
 def describe_buttons(ref: str, count: int = 4) -> tuple[tuple[Button, ...], ...]:

@@ -126,12 +126,14 @@ InboundEvent = Command | UserMessage | ButtonPress | ModalSubmit
 
 @dataclass(frozen=True)
 class Button:
-    """A button. Its state travels in ``custom_id``: the action and a job reference."""
+    """A button. Its state travels in ``custom_id``: the action and a job reference.
+    ``disabled``: shown but not pressable (platforms without disabled buttons leave it out)."""
 
     label: str
     action: str
     ref: str
     style: ButtonStyle = "secondary"
+    disabled: bool = False
 
     @property
     def custom_id(self) -> str:

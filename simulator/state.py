@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from simulator.webhooks import WebhookAttempt
 
 Plan = Literal["free", "developer"]
+Dialect = Literal["default", "spec"]
 FaultKind = Literal["error_500", "reset", "slow", "cut_stream"]
 FaultPhase = Literal["before_create", "after_create"]
 
@@ -39,6 +40,8 @@ class SimulatorConfig:
     ``plain_images`` serves one flat picture per size instead of drawing each image: for
     benchmarks, where a real provider's CDN would hand out stored files from other machines
     while drawing here takes the CPU genbot is measured on.
+    ``dialect`` ``spec`` knows only what the API documentation states, where ``default`` fills
+    its gaps (see ``simulator/README.md``, "Dialects").
     """
 
     api_key: str = "sim-key"
@@ -53,6 +56,7 @@ class SimulatorConfig:
     webhook_retries: int = 3
     webhook_timeout: float = 10.0
     plain_images: bool = False
+    dialect: Dialect = "default"
 
 
 @dataclass

@@ -94,6 +94,7 @@ class ImageTask:
     bot_id: int = 0
     result_message_id: str = ""
     settled: bool = False
+    documented_actions_only: bool = False
 
     @property
     def account_id(self) -> str:
@@ -114,6 +115,9 @@ class ImageTask:
         return round(max(0.0, min(now, self.ends_at) - self.created_at), 3)
 
     def actions(self) -> list[str]:
+        if self.documented_actions_only:
+            first_grid = self.kind == "grid" and self.task_type in ("imagine", "blend")
+            return list(task_rules.GRID_ACTIONS) if first_grid else []
         if self.kind == "grid":
             return list(task_rules.GRID_ACTIONS)
         if self.kind == "upscale":

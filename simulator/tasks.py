@@ -94,6 +94,7 @@ class TaskEngine:
             webhook_secret=draft.webhook[1],
             bot_id=rng.randint(1000, 9999),
             result_message_id=str(rng.getrandbits(60)),
+            documented_actions_only=state.config.dialect == "spec",
         )
         if cells:
             spec = (

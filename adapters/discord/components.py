@@ -48,6 +48,7 @@ class GenbotButton(
         label: str | None = None,
         style: discord.ButtonStyle = discord.ButtonStyle.secondary,
         row: int | None = None,
+        disabled: bool = False,
     ) -> None:
         super().__init__(
             discord.ui.Button(
@@ -55,6 +56,7 @@ class GenbotButton(
                 style=style,
                 custom_id=encode_custom_id(action, ref),
                 row=row,
+                disabled=disabled,
             )
         )
         self.action = action
@@ -98,7 +100,14 @@ def build_view(rows: Sequence[Sequence[Button]]) -> discord.ui.View | None:
         for button in row:
             style = _STYLES.get(button.style, discord.ButtonStyle.secondary)
             view.add_item(
-                GenbotButton(button.action, button.ref, label=button.label, style=style, row=index)
+                GenbotButton(
+                    button.action,
+                    button.ref,
+                    label=button.label,
+                    style=style,
+                    row=index,
+                    disabled=button.disabled,
+                )
             )
     return view
 

@@ -140,7 +140,9 @@ def message_blocks(message: OutMessage) -> list[dict[str, Any]]:
         mrkdwn = f"{tag} {mrkdwn}".strip() if tag else mrkdwn
         if mrkdwn.strip():
             blocks += [_section(piece) for piece in split_text(mrkdwn, SECTION_TEXT_MAX)]
-    rows = [_actions(index, row) for index, row in enumerate(message.buttons) if row]
+    # Slack has no disabled buttons: a disabled one is left out.
+    pressable = [tuple(b for b in row if not b.disabled) for row in message.buttons]
+    rows = [_actions(index, row) for index, row in enumerate(pressable) if row]
     room = MESSAGE_BLOCKS_MAX - len(rows)
     return blocks[:room] + rows
 

@@ -82,17 +82,14 @@ def message_record(message: WebMessage) -> dict[str, Any]:
     :func:`restored` reads it back."""
     record = {f.name: getattr(message, f.name) for f in fields(WebMessage) if f.name != "pending"}
     record["buttons"] = [
-        [[b.label, b.action, b.ref, b.style] for b in row] for row in message.buttons
+        [[b.label, b.action, b.ref, b.style, b.disabled] for b in row] for row in message.buttons
     ]
     return record
 
 
 def restored(record: dict[str, Any], pending: bool) -> WebMessage:
     """The message saved as ``record``."""
-    buttons = tuple(
-        tuple(Button(label, action, ref, style) for label, action, ref, style in row)
-        for row in record["buttons"]
-    )
+    buttons = tuple(tuple(Button(*saved) for saved in row) for row in record["buttons"])
     return WebMessage(**{**record, "buttons": buttons, "pending": pending})
 
 

@@ -110,6 +110,7 @@ class WebMessage:
                         "custom_id": b.custom_id,
                         "style": b.style,
                         "action": b.action,
+                        "disabled": b.disabled,
                     }
                     for b in row
                 ]

@@ -34,7 +34,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from bot.actions import describe_buttons, diffusion_buttons, task_buttons
+from bot import posting
+from bot.actions import describe_buttons, diffusion_buttons
 from bot.budget import BudgetTimeout, Grant, RenderBudget
 from bot.core import SurfaceRegistry
 from bot.events import (
@@ -48,6 +49,7 @@ from bot.events import (
     Surface,
     SurfaceError,
 )
+from bot.follow_ups import follow_up_buttons
 from bot.jobs import texts
 from bot.jobs.media import ImageBytes, MediaError, MediaFetcher
 from bot.jobs.retry import DeliveryRetry
@@ -370,7 +372,6 @@ class Delivery:
         if job.family == "task" and job.type == "seed":
             text = texts.seed_text(job, str(job.result.get("seed", "")))
             return OutMessage(text=text, mention_user_id=mention), {}
-        buttons = self._buttons(job)
         images: list[ImageFile] = []
         extra: dict[str, Any] = {}
         try:
@@ -386,11 +387,12 @@ class Delivery:
                 raise
             url = job.result_urls[0] if job.result_urls else ""
             text = texts.unavailable_image_text(job, str(error), url)
-            return OutMessage(text=text, buttons=buttons, mention_user_id=mention), {}
+            return OutMessage(text=text, buttons=self.buttons(job), mention_user_id=mention), {}
+        size = (extra["width"], extra["height"]) if extra else None
         message = OutMessage(
             text=texts.result_text(job),
             images=tuple(images),
-            buttons=buttons,
+            buttons=self.buttons(job, size),
             mention_user_id=mention,
         )
         return message, extra
@@ -412,11 +414,27 @@ class Delivery:
         assert last is not None
         raise last
 
-    def _buttons(self, job: Job) -> Buttons:
+    async def redraw_buttons(self, job: Job) -> None:
+        """Show ``job``'s current buttons on its posted result (e.g. one the provider refused,
+        now disabled); best effort: a failure is logged."""
+        if job.status != "posted" or job.result_message_id is None:
+            return
+        place = place_of(job)
+        message = OutMessage(
+            text=texts.result_text(job),
+            buttons=self.buttons(job),
+            mention_user_id=job.requester_id,
+        )
+        try:
+            surface = self._surfaces.get(place.platform)
+            ref = MessageRef(place, job.result_message_id)
+            await posting.edit(self._budget, surface, ref, message)
+        except Exception as error:
+            log.warning("could not redraw the buttons of job %s: %r", job.id, error)
+
+    def buttons(self, job: Job, size: tuple[int, int] | None = None) -> Buttons:
+        """The buttons under ``job``'s result (``size``: its image's, when known)."""
         if job.family == "diffusion":
             return diffusion_buttons(job.id, upscale=job.type != "upscale")
-        if not job.actions:
-            return ()
-        surface = self._surfaces.get(job.platform)
-        per_row = surface.limits.max_buttons_per_row
-        return task_buttons(job.actions, job.id, with_seed=True, max_per_row=per_row)
+        per_row = self._surfaces.get(job.platform).limits.max_buttons_per_row
+        return follow_up_buttons(job, per_row, size)

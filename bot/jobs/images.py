@@ -46,6 +46,7 @@ from bot.api import (
     VariationIndex,
     VariationRequest,
 )
+from bot.api.errors import ApiError
 from bot.api.models_task_records import CreateTaskResponse
 from bot.api.models_tasks import WebhookFields
 from bot.core import UserError
@@ -58,8 +59,10 @@ from bot.events import (
     ModalSubmit,
     OptionValue,
 )
+from bot.follow_ups import offered_follow_ups, refused_actions, version_for
 from bot.jobs.media import MediaError, MediaFetcher
 from bot.jobs.prompts import check_prompt
+from bot.jobs.refusals import FollowUpRefused, disable_follow_up, refuses_follow_up
 from bot.jobs.starter import JobSpec, JobStarter, Submit, Submitted, Webhook
 from bot.masks import build_mask
 from storage import Job, Store
@@ -170,7 +173,11 @@ class ImageJobs:
             process_mode=choice(process_mode, PROCESS_MODES, "process_mode"),
             skip_prompt_check=skip_prompt_check,
         )
-        params = {"aspect_ratio": request.aspect_ratio, "process_mode": process_mode}
+        params = {
+            "aspect_ratio": request.aspect_ratio,
+            "process_mode": process_mode,
+            "model_version": version_for(prompt, None),
+        }
         spec = JobSpec("task", "imagine", prompt, params, webhook=True)
         return await self._starter.start(
             event,
@@ -315,15 +322,16 @@ class ImageJobs:
             raise UserError("This form is no longer supported.")
 
     def _check_origin(self, parent: Job, action: str) -> str:
-        """The parent's task id, once it is finished and offers ``action`` (🌱 Seed goes with
-        every image that has follow-ups)."""
+        """The parent's task id, once it is finished and offers ``action`` (see
+        :func:`bot.follow_ups.offered_follow_ups`) and the provider has not refused it."""
         if parent.family != "task" or parent.provider_id is None:
             raise UserError("That button does not work on this message.")
         if parent.status not in ("finished", "posting", "posted"):
             raise UserError("That image is not finished yet; wait for its result.")
-        offered = action in parent.actions or (action == "seed" and bool(parent.actions))
-        if not offered:
+        if action not in offered_follow_ups(parent):
             raise UserError("That button does not apply to this image.")
+        if action in refused_actions(parent):
+            raise UserError("The service refused that on this image, so the button is disabled.")
         return parent.provider_id
 
     async def _image_size(self, parent: Job) -> tuple[int, int]:
@@ -351,23 +359,41 @@ class ImageJobs:
         params = {
             "aspect_ratio": parent.parameters.get("aspect_ratio"),
             "process_mode": parent.parameters.get("process_mode"),
+            "model_version": version_for(parent.prompt, parent),
         }
         spec = JobSpec("task", endpoint, prompt or parent.prompt, params, parent, key, webhook=True)
         call = getattr(self._tasks, endpoint)
-
-        async def create(hook: Webhook | None) -> CreateTaskResponse:
-            answer: CreateTaskResponse = await call(with_webhook(request, hook))
-            return answer
-
-        return await self._starter.start(event, spec, self._creator(create))
+        return await self._follow_up(
+            event, spec, lambda hook: call(with_webhook(request, hook)), form=":" in key
+        )
 
     async def _seed(self, event: Event, parent: Job, origin: str) -> None:
         spec = JobSpec("task", "seed", parent.prompt, {}, parent, "seed")
+        await self._follow_up(event, spec, lambda _: self._tasks.seed(origin))
 
-        async def create(_: Webhook | None) -> CreateTaskResponse:
-            return await self._tasks.seed(origin)
+    async def _follow_up(
+        self, event: Event, spec: JobSpec, call: Create, *, form: bool = False
+    ) -> Job:
+        """Start a follow-up of ``spec.parent``; when the provider refuses it, the user is told
+        which, and (for a plain button: a form's values may be what it refused) the button is
+        disabled (:mod:`bot.jobs.refusals`)."""
+        assert spec.parent is not None and spec.action is not None
+        action = spec.action.partition(":")[0]
+        refused: list[FollowUpRefused] = []
 
-        await self._starter.start(event, spec, self._creator(create))
+        async def create(hook: Webhook | None) -> CreateTaskResponse:
+            try:
+                return await call(hook)
+            except ApiError as error:
+                if not refuses_follow_up(error):
+                    raise
+                refused.append(FollowUpRefused(action, error))
+                raise refused[-1] from error
+
+        job = await self._starter.start(event, spec, self._creator(create))
+        if refused and not form:
+            await disable_follow_up(self._store, self._starter.delivery, spec.parent.id, action)
+        return job
 
     async def _describe_pick(self, event: ButtonPress, parent: Job) -> None:
         if parent.type != "describe" or parent.status not in ("finished", "posting", "posted"):

@@ -48,6 +48,7 @@ from bot.jobs.delivery import Delivery
 from bot.jobs.limits import Limits
 from bot.jobs.media import MediaError, MediaHost, inspect_image
 from bot.jobs.prompts import check_attachment
+from bot.jobs.refusals import FollowUpRefused
 from bot.jobs.watch import JobWatch
 from storage import Job, JobFamily, JobStatus, NewJob, QuotaRefusal, Store
 
@@ -58,6 +59,7 @@ ATTACHMENT_TIMEOUT_SECONDS = 30.0
 UNEXPECTED = "genbot hit an unexpected error while starting it"
 Webhook = tuple[str, str]
 _REFUSED = (
+    FollowUpRefused,
     InvalidRequest,
     TaskCreationRefused,
     BadRequest,

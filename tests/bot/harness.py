@@ -44,7 +44,7 @@ from bot.core import Conversations, Core, Feature, Lifecycle, SurfaceRegistry
 from bot.events import Place, SurfaceLimits, User
 from bot.jobs import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
-from simulator.state import SimulatorConfig
+from simulator.state import Dialect, SimulatorConfig
 from storage import ALL_STATUSES, Job, JobStatus, Store
 from tests.fakes.platform import Actor, FakePlatform, PostedMessage
 
@@ -212,11 +212,14 @@ async def harness(
     *,
     time_scale: float = 0.003,
     sim_config: SimulatorConfig | None = None,
+    dialect: Dialect = "default",
     **options: Any,
 ) -> AsyncIterator[Genbot]:
-    """A simulator and a genbot on ``tmp_path / "genbot.db"``; ``options`` go to
-    :func:`running_genbot`."""
-    config = sim_config or SimulatorConfig(time_scale=time_scale, insecure_webhooks=True)
+    """A simulator (speaking ``dialect``) and a genbot on ``tmp_path / "genbot.db"``;
+    ``options`` go to :func:`running_genbot`."""
+    config = sim_config or SimulatorConfig(
+        time_scale=time_scale, insecure_webhooks=True, dialect=dialect
+    )
     async with (
         serve(config) as sim,
         running_genbot(sim, tmp_path / "genbot.db", **options) as bot,

@@ -153,6 +153,8 @@ class UserActions(RestRoutes):
         )
         if button is None:
             raise KeyError(f"no button {label!r} on message {message.id}")
+        if button.get("disabled"):
+            raise ValueError(f"button {label!r} on message {message.id} is disabled")
         data = {"custom_id": button["custom_id"], "component_type": 2}
         channel = self.channels[message.channel_id]
         return await self._interact(MESSAGE_COMPONENT, user, channel, data, message)

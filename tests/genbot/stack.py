@@ -22,7 +22,7 @@ from bot.config import LimitsSettings, Settings, WebSettings
 from genbot.demo import demo_settings
 from genbot.runtime import Runtime, running
 from simulator.server import RunningSimulator, serve
-from simulator.state import SimulatorConfig
+from simulator.state import Dialect, SimulatorConfig
 from tests.adapters.web.fakes import SseReader
 
 T = TypeVar("T")
@@ -43,9 +43,12 @@ class Stack:
 
 
 @asynccontextmanager
-async def real_stack(tmp_path: Path, *, time_scale: float = 0.01) -> AsyncIterator[Stack]:
-    """The simulator and genbot (real core, web adapter on 127.0.0.1:0, fast polling)."""
-    config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True)
+async def real_stack(
+    tmp_path: Path, *, time_scale: float = 0.01, dialect: Dialect = "default"
+) -> AsyncIterator[Stack]:
+    """The simulator (speaking ``dialect``) and genbot (real core, web adapter on
+    127.0.0.1:0, fast polling)."""
+    config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True, dialect=dialect)
     async with serve(config) as sim:
         base = Settings(web=WebSettings(enabled=True, port=0), limits=FAST_POLLING)
         settings = demo_settings(base, sim.base_url, config.api_key, tmp_path)

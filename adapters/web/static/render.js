@@ -221,6 +221,7 @@ export class MessageView {
           { class: "button-row" },
           ...row.map((button) => {
             const element = h("button", { type: "button", class: `btn btn-${button.style}`, "data-custom-id": button.custom_id }, button.label);
+            element.disabled = Boolean(button.disabled);
             element.addEventListener("click", () => this.context.onButton(message, button, element));
             return element;
           }),

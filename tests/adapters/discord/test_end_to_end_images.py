@@ -33,8 +33,9 @@ pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[RunningSimulator]:
-    async with serve(SimulatorConfig(time_scale=0.003, seed=11)) as running:
+async def sim(request: pytest.FixtureRequest) -> AsyncIterator[RunningSimulator]:
+    dialect = getattr(request, "param", "default")
+    async with serve(SimulatorConfig(time_scale=0.003, seed=11, dialect=dialect)) as running:
         yield running
 
 
@@ -67,6 +68,7 @@ async def imagine(fake: FakeDiscord, prompt: str) -> FakeMessage:
     return await result_with(fake, general, "U1")
 
 
+@pytest.mark.parametrize("sim", ["default", "spec"], indirect=True)
 async def test_imagine_upscale_restart_and_zoom_out_on_the_old_message(
     harness: Harness, sim: RunningSimulator, tmp_path: Path
 ) -> None:

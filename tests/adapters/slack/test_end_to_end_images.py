@@ -37,8 +37,9 @@ async def fake() -> AsyncIterator[FakeSlack]:
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[RunningSimulator]:
-    async with serve(SimulatorConfig(time_scale=JOB_TIME_SCALE)) as running:
+async def sim(request: pytest.FixtureRequest) -> AsyncIterator[RunningSimulator]:
+    dialect = getattr(request, "param", "default")
+    async with serve(SimulatorConfig(time_scale=JOB_TIME_SCALE, dialect=dialect)) as running:
         yield running
 
 
@@ -52,6 +53,7 @@ def methods_after(fake: FakeSlack, start: int) -> list[str]:
     return [c.method for c in fake.calls[start:] if c.method not in ("auth.test", "users.info")]
 
 
+@pytest.mark.parametrize("sim", ["default", "spec"], indirect=True)
 async def test_imagine_upscale_and_a_follow_up_after_a_restart(
     fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
 ) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from simulator.state import Dialect
 from tests.genbot.stack import (
     ChannelView,
     Message,
@@ -53,8 +56,11 @@ async def served(stack: Stack, user: PlaygroundUser, message: Message) -> bytes:
         return await response.read()
 
 
-async def test_imagine_streams_progress_then_the_grid_and_u1_upscales(tmp_path: Path) -> None:
-    async with real_stack(tmp_path) as stack, playground_user(stack.url) as user:
+@pytest.mark.parametrize("dialect", ["default", "spec"])
+async def test_imagine_streams_progress_then_the_grid_and_u1_upscales(
+    tmp_path: Path, dialect: Dialect
+) -> None:
+    async with real_stack(tmp_path, dialect=dialect) as stack, playground_user(stack.url) as user:
         view = await user.watch()
         echo_id = await user.command("/imagine a lighthouse")
         grid = await view.until(lambda: view.with_buttons(echo_id, "U1"))

@@ -78,6 +78,23 @@ def submission(actor: Actor, action: str, ref: str, **values: str) -> ModalSubmi
     return ModalSubmit(user=actor.user, place=actor.place, action=action, ref=ref, values=values)
 
 
+def job_record(**fields: Any) -> Job:
+    """A stored job as the store returns it: an imagine job in ``submitted``, with ``fields``
+    changed."""
+    values: dict[str, Any] = {
+        "id": "j1", "family": "task", "type": "imagine", "status": "submitted",
+        "provider_id": None, "parent_job_id": None, "action": None, "requester_id": "alice",
+        "platform": "fake", "workspace_id": "w", "channel_id": "c", "thread_id": None,
+        "progress_message_id": None, "result_message_id": None, "prompt": "a fox",
+        "parameters": {}, "result_urls": [], "actions": [], "result": {}, "error": None,
+        "webhook_secret": None, "credits": None, "created_at": 0.0, "updated_at": 0.0,
+        "finished_at": None, "last_polled_at": None, "last_webhook_at": None,
+        "next_poll_at": None,
+    }  # fmt: skip
+    values.update(fields)
+    return Job(**values)
+
+
 def raw_press(actor: Actor, message: PostedMessage, action: str, ref: str) -> ButtonPress:
     """A press of a button that may not exist (a forged or stale custom id)."""
     return ButtonPress(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.events import SurfaceLimits
-from simulator.state import SimulatorConfig
+from simulator.state import Dialect, SimulatorConfig
 from tests.bot.harness import harness
 from tests.bot.jobs.support import (
     GRID_LABELS,
@@ -23,6 +23,9 @@ from tests.bot.jobs.support import (
 )
 from tests.fakes.platform import FakePlatform
 
+DIALECTS = pytest.mark.parametrize("dialect", ["default", "spec"])
+"""Every button a user sees against the simulator's default dialect must still be offered and
+work against a provider that sends only the documented actions (none on derivatives)."""
 V6_UPSCALE_LABELS = [
     "Vary (Strong)",
     "Vary (Subtle)",
@@ -66,13 +69,18 @@ async def test_imagine_posts_the_grid_with_its_buttons_and_records_credits(tmp_p
         assert bot.sim.state.requests_to("/gen/v2/multi_fetch")
 
 
-async def test_upscale_offers_the_follow_ups_its_version_allows(tmp_path: Path) -> None:
-    async with harness(tmp_path) as bot:
+@DIALECTS
+async def test_upscale_offers_the_follow_ups_its_version_allows(
+    tmp_path: Path, dialect: Dialect
+) -> None:
+    async with harness(tmp_path, dialect=dialect) as bot:
         alice = bot.actor()
         grid_job, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
         up_job, upscale = await press(bot, alice, grid, "U2")
 
         assert [b.label for b in upscale.buttons] == V6_UPSCALE_LABELS
+        sent_actions = (await bot.settled(up_job.id)).actions
+        assert (sent_actions == []) == (dialect == "spec")
         (sent,) = bodies(bot.sim, "/gen/v2/upscale")
         assert sent == {"origin_task_id": grid_job.provider_id, "index": "2"}
         assert up_job.parent_job_id == grid_job.id and up_job.action == "upscale2"
@@ -91,8 +99,11 @@ async def test_upscale_offers_the_follow_ups_its_version_allows(tmp_path: Path) 
         assert "Vary (Strong)" not in labels and "Upscale (Subtle)" not in labels
 
 
-async def test_variation_reroll_and_vary_keep_the_origin_and_its_aspect(tmp_path: Path) -> None:
-    async with harness(tmp_path) as bot:
+@DIALECTS
+async def test_variation_reroll_and_vary_keep_the_origin_and_its_aspect(
+    tmp_path: Path, dialect: Dialect
+) -> None:
+    async with harness(tmp_path, dialect=dialect) as bot:
         alice = bot.actor()
         grid_job, grid = await run_command(
             bot, alice, "imagine", prompt="a red fox", aspect_ratio="3:2"
@@ -117,8 +128,11 @@ async def test_variation_reroll_and_vary_keep_the_origin_and_its_aspect(tmp_path
         assert [b.label for b in variation.buttons] == GRID_LABELS
 
 
-async def test_zoom_square_and_pan_send_the_upscale_as_origin(tmp_path: Path) -> None:
-    async with harness(tmp_path) as bot:
+@DIALECTS
+async def test_zoom_square_and_pan_send_the_upscale_as_origin(
+    tmp_path: Path, dialect: Dialect
+) -> None:
+    async with harness(tmp_path, dialect=dialect) as bot:
         alice = bot.actor()
         _, grid = await run_command(bot, alice, "imagine", prompt="a red fox --ar 16:9")
         up_job, upscale = await press(bot, alice, grid, "U4")
@@ -167,8 +181,11 @@ async def test_custom_zoom_form_is_idempotent_per_value(tmp_path: Path) -> None:
         ]
 
 
-async def test_vary_region_sends_a_mask_of_the_upscale_size(tmp_path: Path) -> None:
-    async with harness(tmp_path) as bot:
+@DIALECTS
+async def test_vary_region_sends_a_mask_of_the_upscale_size(
+    tmp_path: Path, dialect: Dialect
+) -> None:
+    async with harness(tmp_path, dialect=dialect) as bot:
         alice = bot.actor()
         _, grid = await run_command(bot, alice, "imagine", prompt="a red fox --ar 2:1")
         up_job, upscale = await press(bot, alice, grid, "U1")
@@ -238,8 +255,9 @@ async def test_forged_or_stale_buttons_are_refused_without_a_provider_call(
         ]
 
 
-async def test_seed_replies_with_the_seed_value(tmp_path: Path) -> None:
-    async with harness(tmp_path) as bot:
+@DIALECTS
+async def test_seed_replies_with_the_seed_value(tmp_path: Path, dialect: Dialect) -> None:
+    async with harness(tmp_path, dialect=dialect) as bot:
         alice = bot.actor()
         grid_job, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
         seed_job, reply = await press(bot, alice, grid, "🌱 Seed")

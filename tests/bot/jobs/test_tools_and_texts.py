@@ -11,22 +11,11 @@ from bot.events import UserMessage
 from bot.jobs import texts
 from storage import Job
 from tests.bot.harness import PLACE, harness
-from tests.bot.jobs.support import bodies
+from tests.bot.jobs.support import bodies, job_record
 
 
 def _job(**fields: Any) -> Job:
-    values: dict[str, Any] = {
-        "id": "j1", "family": "task", "type": "imagine", "status": "submitted",
-        "provider_id": None, "parent_job_id": None, "action": None, "requester_id": "alice",
-        "platform": "fake", "workspace_id": "w", "channel_id": "c", "thread_id": None,
-        "progress_message_id": None, "result_message_id": None, "prompt": "a fox",
-        "parameters": {}, "result_urls": [], "actions": [], "result": {}, "error": None,
-        "webhook_secret": None, "credits": None, "created_at": 0.0, "updated_at": 0.0,
-        "finished_at": None, "last_polled_at": None, "last_webhook_at": None,
-        "next_poll_at": None,
-    }  # fmt: skip
-    values.update(fields)
-    return Job(**values)
+    return job_record(**fields)
 
 
 @pytest.mark.parametrize(
