@@ -20,8 +20,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
+from adapters.listener import Listener, ListenerLimits
 from adapters.runner import AdapterRunner
 from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
@@ -55,6 +54,8 @@ log = logging.getLogger(__name__)
 
 MAX_BUTTON_ROWS = 5
 MAX_PENDING_MODALS = 20
+PLAYGROUND_LIMITS = ListenerLimits(max_body_bytes=256 * 1024)
+"""JSON bodies up to 256 KiB; the upload route allows more (:func:`adapters.web.actions.upload`)."""
 
 
 class WebAdapter:
@@ -88,9 +89,10 @@ class WebAdapter:
         self.runner = AdapterRunner(
             handler, self, platform=PLATFORM, handler_timeout=handler_timeout
         )
-        self._runner: web.AppRunner | None = None
+        self._listening = False
         self._url = ""
         self.app = build_app(self)
+        self.listener = Listener(self.app, "web playground", PLAYGROUND_LIMITS)
 
     @property
     def surface(self) -> WebAdapter:
@@ -107,19 +109,15 @@ class WebAdapter:
     async def start(self) -> None:
         """Listen on ``settings.host:port`` (port 0 picks a free port); ``OSError`` naming the
         address and the ``[web] port`` setting when it cannot."""
-        if self._runner is not None:
+        if self._listening:
             raise RuntimeError("the web playground is already started")
         if self.history is not None and self.journal is None:
             self.journal = await PlaygroundJournal.open(self.history)
             saved = await self.journal.load()
             self.store.restore(saved.messages, saved.images)
-        runner = web.AppRunner(self.app, shutdown_timeout=2.0)
-        await runner.setup()
-        site = web.TCPSite(runner, self.settings.host, self.settings.port)
         try:
-            await site.start()
+            port = await self.listener.start(self.settings.host, self.settings.port)
         except OSError as error:
-            await runner.cleanup()
             address = f"{self.settings.host}:{self.settings.port}"
             reason = os.strerror(error.errno) if error.errno else str(error)
             raise OSError(
@@ -127,11 +125,7 @@ class WebAdapter:
                 f"the web playground cannot listen on {address} ({reason}); "
                 "choose another [web] port (or genbot demo --port N)",
             ) from error
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        port = runner.addresses[0][1]
+        self._listening = True
         host = self.settings.host
         if host in ("", "0.0.0.0", "::"):
             host = "127.0.0.1"
@@ -144,11 +138,11 @@ class WebAdapter:
     async def stop(self) -> None:
         """Close every event stream, cancel running handlers and stop listening."""
         self.runner.stop_intake()
-        runner, self._runner = self._runner, None
+        listening, self._listening = self._listening, False
         self._url = ""
-        if runner is not None:
+        if listening:
             async with asyncio.timeout(15):
-                await runner.cleanup()
+                await self.listener.stop()
         await self.cancel_handlers()
         journal, self.journal = self.journal, None
         if journal is not None:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from adapters.listener import body_limit
 from adapters.web.translate import BadInput, catalogue, parse_channel
 from bot.events import User
 
@@ -39,6 +40,9 @@ CONTENT_SECURITY_POLICY = (
     "form-action 'self'"
 )
 DEFAULT_CHANNELS = ("general", "art", "lab")
+MULTIPART_OVERHEAD = 4096
+UPLOAD_TIMEOUT = 300.0
+"""Seconds an upload may take to arrive (ten images of ``[limits] max_upload_bytes``)."""
 
 ADAPTER: web.AppKey[WebAdapter] = web.AppKey("genbot_web_adapter")
 USER = web.RequestKey("genbot_user", User)
@@ -230,6 +234,18 @@ async def _cancel_handlers(app: web.Application) -> None:
     await app[ADAPTER].cancel_handlers()
 
 
+def _upload_route(max_upload_bytes: int) -> Any:
+    from adapters.web import actions
+
+    limit = actions.MAX_FILES_PER_REQUEST * (max_upload_bytes + MULTIPART_OVERHEAD)
+
+    @body_limit(limit, timeout=UPLOAD_TIMEOUT)
+    async def upload(request: web.Request) -> web.StreamResponse:
+        return await actions.upload(request)
+
+    return upload
+
+
 def build_app(adapter: WebAdapter) -> web.Application:
     """The aiohttp application of ``adapter``'s playground."""
     from adapters.web import actions
@@ -248,7 +264,7 @@ def build_app(adapter: WebAdapter) -> web.Application:
     app.router.add_post("/api/message", actions.message)
     app.router.add_post("/api/button", actions.button)
     app.router.add_post("/api/modal", actions.modal)
-    app.router.add_post("/api/upload", actions.upload)
+    app.router.add_post("/api/upload", _upload_route(adapter.max_upload_bytes))
     app.router.add_get("/images/{key}/{name}", image)
     app.router.add_get("/uploads/{id}/{name}", upload_file)
     return app
