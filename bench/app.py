@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from adapters.webhook import webhook_receiver
 from bench.platform import BenchPlatform
 from bot.api import ProviderClient
 from bot.budget import RenderBudget
@@ -112,7 +113,9 @@ async def running_bot(
         services: Sequence[Lifecycle] = [
             service for service in jobs.services if tracker or service is not jobs.tracker
         ]
-        core = Core(surfaces, features, engine, services)
+        receiver = webhook_receiver(settings, jobs)
+        listeners: list[Lifecycle] = [receiver] if receiver is not None else []
+        core = Core(surfaces, features, engine, [*services, *listeners])
         core.attach(platform)
         await core.start()
         stack.push_async_callback(core.stop)

@@ -1,14 +1,15 @@
 """The running genbot: storage, provider client, core and every configured adapter.
 
 Start order: storage, provider client, core, then each adapter (attached to the core, then
-started), then the core's services (they resume unfinished jobs and need the adapters to post).
+started), then the core's services (they resume unfinished jobs and need the adapters to post),
+then the webhook receiver.
 
 Stop order, within ``[runtime] drain_seconds`` for the first two steps together:
 1. every adapter stops taking events (later ones get "restarting, try again in a moment") and
    the events already running — chat streams included — finish;
 2. the tracker stops polling and the result deliveries in progress finish;
-3. the adapters disconnect, then the core's services stop, then the provider client and the
-   database close.
+3. the adapters disconnect, then the webhook receiver and the core's services stop, then the
+   provider client and the database close.
 What is still running at the deadline is cancelled and resumes at the next start. Each step is
 bounded and its failure is logged, never raised, so one broken part cannot keep the others
 running.
@@ -29,7 +30,7 @@ from adapters.runner import AdapterRunner
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.config import Settings
-from bot.core import Core
+from bot.core import Core, Lifecycle
 from bot.events import Surface
 from bot.tokens import warm_up
 from genbot.reasons import StartupError, os_reason, reason
@@ -94,8 +95,10 @@ class Runtime:
     core: Core
     adapters: dict[str, Adapter] = field(default_factory=dict)
     deliveries: Drainable | None = None
+    receiver: Lifecycle | None = None
     _attempted: list[tuple[str, Adapter]] = field(default_factory=list, init=False, repr=False)
     _core_attempted: bool = field(default=False, init=False, repr=False)
+    _receiver_attempted: bool = field(default=False, init=False, repr=False)
 
     @property
     def web_url(self) -> str:
@@ -125,19 +128,23 @@ class Runtime:
             await self.core.start()
         except Exception as error:
             log.debug("the core's services failed to start", exc_info=error)
-            raise StartupError(self._services_failure(error)) from error
+            raise StartupError(f"genbot's tracker could not start: {reason(error)}") from error
+        if self.receiver is not None:
+            self._receiver_attempted = True
+            try:
+                await self.receiver.start()
+            except Exception as error:
+                log.debug("the webhook receiver failed to start", exc_info=error)
+                raise StartupError(self._receiver_failure(error)) from error
 
-    def _services_failure(self, error: Exception) -> str:
-        from bot.jobs import webhook_base_url
-
-        receiver = webhook_base_url(self.settings) is not None
-        if receiver and isinstance(error, OSError) and not isinstance(error, TimeoutError):
+    def _receiver_failure(self, error: Exception) -> str:
+        if isinstance(error, OSError) and not isinstance(error, TimeoutError):
             hook = self.settings.webhook
             return (
                 f"the webhook receiver cannot listen on {hook.host}:{hook.port} "
                 f"({os_reason(error)}); choose another [webhook] port"
             )
-        return f"genbot's tracker and webhook receiver could not start: {reason(error)}"
+        return f"the webhook receiver could not start: {reason(error)}"
 
     async def stop(self) -> None:
         """Stop what :meth:`start` started or tried to, in the order of the module docstring
@@ -146,9 +153,12 @@ class Runtime:
         while self._attempted:
             name, adapter = self._attempted.pop()
             await _quietly(f"stopping the {name} adapter", adapter.stop)
+        if self._receiver_attempted and self.receiver is not None:
+            self._receiver_attempted = False
+            await _quietly("stopping the webhook receiver", self.receiver.stop)
         if self._core_attempted:
             self._core_attempted = False
-            await _quietly("stopping the tracker and webhook receiver", self.core.stop)
+            await _quietly("stopping the tracker", self.core.stop)
         await _quietly("closing the provider client", self.provider.aclose)
         await _quietly("closing the database", self.store.close)
 
@@ -259,6 +269,8 @@ async def running(settings: Settings, stop: StopSignals | None = None) -> AsyncI
         settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
     )
     try:
+        from adapters.webhook import webhook_receiver
+
         core, jobs = build_core(settings, store, provider)
         on_fatal = stop.fail if stop is not None else None
         runtime = Runtime(
@@ -268,6 +280,7 @@ async def running(settings: Settings, stop: StopSignals | None = None) -> AsyncI
             core,
             configured_adapters(settings, core, on_fatal),
             deliveries=jobs.tracker,
+            receiver=webhook_receiver(settings, jobs),
         )
         if stop is None:
             await runtime.start()

@@ -1,48 +1,67 @@
-"""The webhook receiver: an aiohttp server on ``[webhook] host:port``.
+"""The webhook receiver: an HTTP listener on ``[webhook] host:port`` (see
+:mod:`adapters.listener` for its timeouts and caps).
 
-- ``POST <path>/<job_id>`` with header ``x-webhook-secret``: a task notification, handed to the
-  tracker (which answers 401 for unknown jobs and wrong secrets, see
-  :meth:`bot.jobs.tracker.Tracker.on_webhook`). Bodies above ``MAX_BODY_BYTES`` are refused.
+- ``POST <path>/<job_id>`` with header ``x-webhook-secret``: a task notification. The job id
+  and the secret are checked first (:meth:`WebhookTarget.webhook_job`); only then is the body
+  read (at most ``MAX_BODY_BYTES``) and handed over (:meth:`WebhookTarget.on_webhook`). An
+  unknown job or a wrong secret gets 401 without a byte of the body being read.
 - ``GET /media/<name>``: images re-hosted for the provider (:class:`bot.jobs.media.MediaHost`).
 
-Secrets are never logged: access logging is off and errors log only the job id.
+Secrets are never logged: access logging is off, and refusals are counted and logged with a
+reason only, at most once a minute.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from aiohttp import web
 
+from adapters.listener import Listener, ListenerLimits, body_limit, refused
 from bot.config import WebhookSettings
 from bot.jobs.media import MediaHost
+from storage import Job
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
-SHUTDOWN_TIMEOUT = 2.0
 SECRET_HEADER = "x-webhook-secret"
+LIMITS = ListenerLimits(max_body_bytes=MAX_BODY_BYTES, body_timeout=30.0)
 
-WebhookHandler = Callable[[str, str | None, bytes], Awaitable[int]]
+
+class WebhookTarget(Protocol):
+    """Who authenticates and applies notifications (:class:`bot.jobs.tracker.Tracker`)."""
+
+    async def webhook_job(self, job_id: str, secret: str | None) -> Job | None: ...
+
+    async def on_webhook(self, job: Job, body: bytes) -> int: ...
 
 
 class WebhookReceiver:
     """Serves the webhook path and the media host until stopped."""
 
     def __init__(
-        self, settings: WebhookSettings, handler: WebhookHandler, media: MediaHost | None = None
+        self,
+        settings: WebhookSettings,
+        target: WebhookTarget,
+        media: MediaHost | None = None,
+        limits: ListenerLimits = LIMITS,
     ) -> None:
         self.settings = settings
-        self._handler = handler
+        self._target = target
         self._media = media
-        self._runner: web.AppRunner | None = None
-        self.port: int | None = None
+        self.listener = Listener(self.app(), "webhook receiver", limits)
 
     @property
     def path(self) -> str:
         """The webhook path prefix, normalised (``/webhooks/tasks``)."""
         return "/" + self.settings.path.strip("/")
+
+    @property
+    def port(self) -> int | None:
+        """The port listened on, once started."""
+        return self.listener.port
 
     def app(self) -> web.Application:
         """The aiohttp application (also usable with aiohttp's test utilities)."""
@@ -53,37 +72,26 @@ class WebhookReceiver:
 
     async def start(self) -> None:
         """Listen on ``host:port``."""
-        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT)
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, self.settings.host, self.settings.port)
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])
+        await self.listener.start(self.settings.host, self.settings.port)
         log.info("webhook receiver listening on %s:%s", self.settings.host, self.port)
 
     async def stop(self) -> None:
         """Stop listening."""
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self.listener.stop()
 
+    @body_limit(MAX_BODY_BYTES)
     async def _notification(self, request: web.Request) -> web.Response:
         job_id = request.match_info["job_id"]
+        job = await self._target.webhook_job(job_id, request.headers.get(SECRET_HEADER))
+        if job is None:
+            refused(request, "unknown job or wrong secret")
+            return _closing(web.Response(status=401))
+        body = await request.read()
         try:
-            body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            return web.Response(status=413)
-        try:
-            status = await self._handler(job_id, request.headers.get(SECRET_HEADER), body)
+            status = await self._target.on_webhook(job, body)
         except Exception:
-            log.exception("webhook for job %s could not be handled", job_id)
+            log.exception("webhook for job %s could not be handled", job.id)
             status = 500
-        if status == 401:
-            log.warning("refused a webhook for job %r (unknown job or wrong secret)", job_id[:32])
         return web.Response(status=status)
 
     async def _media_file(self, request: web.Request) -> web.Response:
@@ -91,3 +99,8 @@ class WebhookReceiver:
         if hosted is None:
             return web.Response(status=404)
         return web.Response(body=hosted.data, content_type=hosted.content_type)
+
+
+def _closing(response: web.Response) -> web.Response:
+    response.force_close()
+    return response

@@ -33,7 +33,6 @@ from bot.jobs.starter import JobSpec, JobStarter, Submitted
 from bot.jobs.tools import JobTools
 from bot.jobs.tracker import Tracker
 from bot.jobs.watch import JobWatch
-from bot.jobs.webhooks import WebhookReceiver
 from storage import Store
 
 log = logging.getLogger(__name__)
@@ -53,7 +52,6 @@ __all__ = [
     "MediaHost",
     "Submitted",
     "Tracker",
-    "WebhookReceiver",
     "build_job_engines",
     "webhook_base_url",
 ]
@@ -66,7 +64,6 @@ class JobEngines:
     images: ImageJobs
     diffusion: DiffusionJobs
     tracker: Tracker
-    receiver: WebhookReceiver | None
     media: MediaFetcher
     media_host: MediaHost | None
     delivery: Delivery
@@ -82,10 +79,10 @@ class JobEngines:
 
     @property
     def services(self) -> list[Lifecycle]:
-        """The services to give the core, in start order (the core stops them in reverse: the
-        receiver first, so no webhook reaches a stopped tracker)."""
-        receiver: list[Lifecycle] = [self.receiver] if self.receiver is not None else []
-        return [self.media, self.tracker, *receiver]
+        """The services to give the core, in start order. The webhook receiver
+        (``adapters.webhook``) is not one: the composition root starts it after these and stops
+        it before them, so no webhook reaches a stopped tracker."""
+        return [self.media, self.tracker]
 
 
 def webhook_base_url(settings: Settings) -> str | None:
@@ -117,9 +114,8 @@ def build_job_engines(
     clock: Callable[[], float] = time.time,
 ) -> JobEngines:
     """Build the job machinery: its :attr:`JobEngines.features` and
-    :attr:`JobEngines.services` (media session, tracker, and the webhook receiver when
-    ``[webhook] public_url`` is set — in start order) go to the core, :attr:`JobEngines.tools`
-    to the chat engine.
+    :attr:`JobEngines.services` (media session, tracker — in start order) go to the core,
+    :attr:`JobEngines.tools` to the chat engine.
 
     ``open_channels`` overrides the per-platform open channels read from ``[discord]`` and
     ``[slack]`` ``open_channel_ids``; ``clock`` times polls, timeouts and delivery retries.
@@ -145,11 +141,6 @@ def build_job_engines(
         webhooks=webhook_base is not None,
         clock=clock,
     )
-    receiver = (
-        WebhookReceiver(settings.webhook, tracker.on_webhook, media_host)
-        if webhook_base is not None
-        else None
-    )
     starter = JobStarter(
         store,
         surfaces,
@@ -168,7 +159,6 @@ def build_job_engines(
         images,
         diffusion,
         tracker,
-        receiver,
         media,
         media_host,
         delivery,

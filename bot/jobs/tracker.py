@@ -178,18 +178,23 @@ class Tracker:
 
     # Webhooks ---------------------------------------------------------------------------------
 
-    async def on_webhook(self, job_id: str, secret: str | None, body: bytes) -> int:
-        """Apply a webhook notification for ``job_id``; returns the HTTP status to answer.
-
-        401 for an unknown job, a job without a webhook, or a missing or wrong secret (the same
-        answer for all, compared in constant time); 400 for a body that is not this job's task
-        record; 200 (and nothing changes) when the job is already past the provider's part.
-        """
+    async def webhook_job(self, job_id: str, secret: str | None) -> Job | None:
+        """The job a webhook notification addressed to ``job_id`` is for, when ``secret`` is
+        that job's webhook secret; None for an unknown job, a job without a webhook, or a
+        missing or wrong secret (the same answer for all, compared in constant time). The
+        receiver asks this before it reads the notification's body."""
         job = await self._store.get_job(job_id) if _JOB_ID.fullmatch(job_id) else None
         expected = job.webhook_secret if job is not None else None
         given = (secret or "").encode()
         if job is None or not expected or not hmac.compare_digest(given, expected.encode()):
-            return 401
+            return None
+        return job
+
+    async def on_webhook(self, job: Job, body: bytes) -> int:
+        """Apply a notification for ``job`` (authenticated by :meth:`webhook_job`); returns the
+        HTTP status to answer: 400 for a body that is not this job's task record; 200 (and
+        nothing changes) when the job is already past the provider's part.
+        """
         try:
             record = read_model(TaskRecord, json.loads(body), "webhook")
         except (ValueError, ApiError):

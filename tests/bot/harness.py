@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from adapters.webhook import webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.budget import RenderBudget
 from bot.config import (
@@ -198,7 +199,11 @@ async def running_genbot(
         parts = Parts(settings, store, provider, surfaces, budget, jobs)
         extra = list(features(parts)) if features is not None else []
         chat = conversations(parts) if conversations is not None else None
-        core = Core(surfaces, [*jobs.features, *extra], chat, [*jobs.services, *services])
+        receiver = webhook_receiver(settings, jobs)
+        listeners: list[Lifecycle] = [receiver] if receiver is not None else []
+        core = Core(
+            surfaces, [*jobs.features, *extra], chat, [*jobs.services, *listeners, *services]
+        )
         fake = platform or FakePlatform(limits=ROOMY)
         core.attach(fake)
         await core.start()

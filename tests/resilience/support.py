@@ -19,6 +19,7 @@ import pytest
 from pydantic import SecretStr
 
 from adapters.web.adapter import WebAdapter
+from adapters.webhook import WebhookReceiver, webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
 from bot.config import (
@@ -124,6 +125,7 @@ class Genbot:
     jobs: JobEngines
     platform: FakePlatform
     web: WebAdapter | None = None
+    receiver: WebhookReceiver | None = None
 
     async def all_jobs(self) -> list[Job]:
         """Every job, oldest first."""
@@ -167,7 +169,11 @@ async def running_genbot(
             stack.push_async_callback(web.stop)
         await core.start()
         stack.push_async_callback(core.stop)
-        yield Genbot(sim, settings, store, provider, core, jobs, platform, web)
+        receiver = webhook_receiver(settings, jobs)
+        if receiver is not None:
+            await receiver.start()
+            stack.push_async_callback(receiver.stop)
+        yield Genbot(sim, settings, store, provider, core, jobs, platform, web, receiver)
 
 
 @asynccontextmanager

@@ -117,8 +117,8 @@ async def test_forged_webhook_calls_change_nothing(
         assert done.status == "posted"
         await bot.sim.webhooks_idle()
         running = await imagine(bot, "a fox still in flight")
-        assert bot.jobs.receiver is not None
-        hooks = f"{bot.settings.webhook.public_url}{bot.jobs.receiver.path}"
+        assert bot.receiver is not None
+        hooks = f"{bot.settings.webhook.public_url}{bot.receiver.path}"
         evil_finish = task_record(
             bot.sim, running, status="finished", task_result={"image_url": EVIL_IMAGE}
         )

@@ -383,7 +383,9 @@ async def test_a_webhook_delivers_without_speeding_up_polling(tmp_path: Path) ->
         record = fetch_record(sim.state.tasks[job.provider_id or ""], sim.state.now())
         tracker.interval = 30.0
 
-        answer = await tracker.on_webhook(job.id, "s" * 32, json.dumps(record).encode())
+        authentic = await tracker.webhook_job(job.id, "s" * 32)
+        assert authentic is not None and await tracker.webhook_job(job.id, "t" * 32) is None
+        answer = await tracker.on_webhook(authentic, json.dumps(record).encode())
         await tracker.wait_idle()
 
         done = await store.get_job(job.id)
