@@ -35,7 +35,7 @@ from bot.events import Surface
 from bot.tokens import warm_up
 from genbot.reasons import StartupError, os_reason, reason
 from genbot.signals import StopSignals
-from storage import StorageError, Store
+from storage import DatabaseInUse, ProcessLock, StorageError, Store
 
 log = logging.getLogger("genbot")
 
@@ -243,11 +243,24 @@ def discord_reason(error: BaseException) -> str:
     return reason(error)
 
 
+def lock_database(settings: Settings) -> ProcessLock:
+    """This process's lock on the database at ``[storage] path``; :class:`StartupError` at
+    once when another genbot holds it (or it cannot be taken)."""
+    path = settings.storage.path
+    try:
+        return ProcessLock.acquire(path)
+    except DatabaseInUse as error:
+        raise StartupError(str(error)) from None
+    except OSError as error:
+        raise StartupError(
+            f"cannot open the database at {path}: {reason(error)} (check [storage] path)"
+        ) from error
+
+
 async def open_store(settings: Settings) -> Store:
     """The database at ``[storage] path`` (its folder created); :class:`StartupError` if not."""
     path = settings.storage.path
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         return await Store.open(path)
     except (OSError, StorageError, sqlite3.Error) as error:
         raise StartupError(
@@ -263,7 +276,12 @@ async def running(settings: Settings, stop: StopSignals | None = None) -> AsyncI
     :class:`genbot.signals.StopRequested` is raised; a fatal adapter error calls
     ``stop.fail``. Startup failures raise :class:`StartupError` after the same cleanup.
     """
-    store = await open_store(settings)
+    lock = lock_database(settings)
+    try:
+        store = await open_store(settings)
+    except BaseException:
+        lock.release()
+        raise
     runtime: Runtime | None = None
     provider = ProviderClient(
         settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
@@ -293,3 +311,4 @@ async def running(settings: Settings, stop: StopSignals | None = None) -> AsyncI
         else:
             await _quietly("closing the provider client", provider.aclose)
             await _quietly("closing the database", store.close)
+        lock.release()

@@ -5,6 +5,7 @@ Platform-free and independent of ``bot/``: it only knows its own record dataclas
 """
 
 from storage.errors import StorageError, StoreClosedError
+from storage.lock import DatabaseInUse, ProcessLock
 from storage.records import (
     ACTIVE_STATUSES,
     ALL_STATUSES,
@@ -58,6 +59,7 @@ __all__ = [
     "Conversation",
     "ConversationKey",
     "ConversationKind",
+    "DatabaseInUse",
     "EffectiveSettings",
     "Job",
     "JobFamily",
@@ -67,6 +69,7 @@ __all__ = [
     "JobStatus",
     "Migration",
     "NewJob",
+    "ProcessLock",
     "QuotaRefusal",
     "ScopeKind",
     "ScopeSettings",

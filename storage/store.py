@@ -19,6 +19,7 @@ from storage.admission import JobAdmissionStore
 from storage.base import Clock
 from storage.conversations import ConversationStore
 from storage.errors import StorageError
+from storage.files import private_file
 from storage.job_messages import JobMessageStore
 from storage.jobs import SQL_INSERT_JOB, JobStore, check_new_job, insert_job_links, insert_values
 from storage.ledger import LedgerStore
@@ -32,6 +33,8 @@ WORKER_THREAD_PREFIX = "genbot-storage"
 
 
 def _connect(path: Path, busy_timeout: float, clock: Clock) -> Database:
+    if str(path) != ":memory:":
+        private_file(path)
     conn = sqlite3.connect(str(path), timeout=busy_timeout, isolation_level=None)
     try:
         db = Database(conn, execute_plugins=False)

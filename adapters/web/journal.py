@@ -25,6 +25,7 @@ from sqlite_utils import Database
 
 from adapters.web.store import StoredFile, WebMessage
 from bot.events import Button
+from storage.files import private_file
 
 T = TypeVar("T")
 
@@ -116,7 +117,7 @@ class PlaygroundJournal:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="genbot-playground")
 
         def connect() -> Database:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(path)
             conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
             db = Database(conn, execute_plugins=False)
             db.enable_wal()

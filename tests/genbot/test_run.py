@@ -1,14 +1,17 @@
 """``genbot run`` with the web adapter switched on by environment variables: it serves the
-playground on the real core against the simulator, and SIGTERM stops it cleanly."""
+playground on the real core against the simulator, a second ``genbot run`` on the same database
+exits at once naming the first one's pid, SIGTERM stops it cleanly, and its files are private."""
 
 from __future__ import annotations
 
 import signal
 import sqlite3
+import stat
 from pathlib import Path
 
 from simulator.server import serve
 from simulator.state import SimulatorConfig
+from storage.lock import lock_path
 from tests.genbot.process import clean_env, free_port, genbot
 from tests.genbot.stack import labels, playground_user
 
@@ -32,6 +35,14 @@ async def test_run_serves_the_playground_on_the_configured_port_until_sigterm(
         )
         async with genbot("run", env=env, cwd=tmp_path, log=tmp_path / "run.log") as run:
             await run.line_matching(r"^genbot running: web ")
+            second_env = {**env, "GENBOT_WEB__PORT": str(free_port())}
+            async with genbot("run", env=second_env, cwd=tmp_path, log=tmp_path / "2.log") as two:
+                assert await two.exit_status() == 1
+                assert two.error_line() == (
+                    f"Error: the database {database} is in use by another genbot "
+                    f"(pid {run.process.pid}); stop it first, or give this one its own "
+                    "[storage] path"
+                )
             async with playground_user(f"http://127.0.0.1:{port}") as user:
                 view = await user.watch()
                 echo_id = await user.command("/imagine a harbour at night")
@@ -47,6 +58,11 @@ async def test_run_serves_the_playground_on_the_configured_port_until_sigterm(
     with sqlite3.connect(database) as db:
         [(status,)] = db.execute("SELECT status FROM jobs").fetchall()
     assert status == "posted"
+    assert stat.S_IMODE(database.parent.stat().st_mode) == 0o700
+    private = [database, database.with_name("genbot.playground.db"), lock_path(database)]
+    assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in private} == {
+        path.name: 0o600 for path in private
+    }
 
 
 async def test_run_with_nothing_configured_says_what_to_set(tmp_path: Path) -> None:
