@@ -26,7 +26,7 @@ from bot.core import Core, Lifecycle, SurfaceRegistry
 from bot.events import SurfaceLimits
 from bot.jobs import JobEngines, build_job_engines
 from bot.tokens import warm_up
-from storage import Store
+from storage import SqliteStore
 
 ROOMY = SurfaceLimits(max_text=2000, edits_per_window_per_channel=100_000, edit_window_seconds=1)
 """Platform limits that never bind: the job benchmarks measure the provider side."""
@@ -37,7 +37,7 @@ class BenchBot:
     """A running genbot and its parts."""
 
     settings: Settings
-    store: Store
+    store: SqliteStore
     provider: ProviderClient
     budget: RenderBudget
     jobs: JobEngines
@@ -96,7 +96,7 @@ async def running_bot(
     ``chat`` the tokenizer is loaded at start, off the event loop (:func:`bot.tokens.warm_up`)."""
     settings = bench_settings(base_url, db_path, poll_interval=poll_interval, webhooks=webhooks)
     async with AsyncExitStack() as stack:
-        store = await Store.open(db_path)
+        store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)
         provider = ProviderClient(
             settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback

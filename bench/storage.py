@@ -1,14 +1,14 @@
 """Benchmark 4 — storage: message → job lookup and job status transition at a million rows.
 
-A fresh database (the real schema, opened by :class:`storage.Store`) gets ``rows`` jobs with
+A fresh database (the real schema, opened by :class:`storage.SqliteStore`) gets ``rows`` jobs with
 random-looking 12-character ids (like :func:`storage.new_job_id`) and one result message per
 job (snowflake-like message ids over 1000 channels), written through
-:meth:`storage.Store.run_in_worker` in large transactions with the secondary indexes rebuilt
+:meth:`storage.SqliteStore.run_in_worker` in large transactions with the secondary indexes rebuilt
 after the load. Then, with random keys:
 
-- lookup: :meth:`storage.Store.job_for_message` (the button-press lookup), timed as the caller
+- lookup: :meth:`storage.SqliteStore.job_for_message` (the button-press lookup), timed as the caller
   sees it (worker hop included);
-- transition: :meth:`storage.Store.transition` ``processing → finished`` with result fields,
+- transition: :meth:`storage.SqliteStore.transition` ``processing → finished`` with result fields,
   each on a different job (a committed write each).
 
 The baseline runs the same SQL through ``run_in_worker`` on copies of the two tables without
@@ -31,9 +31,9 @@ from typing import Any
 from sqlite_utils import Database
 
 from bench.report import Table, percentile
-from storage import Store
-from storage.job_messages import SQL_JOB_FOR_MESSAGE
-from storage.sql import write_transaction
+from storage import SqliteStore
+from storage.sqlite.job_messages import SQL_JOB_FOR_MESSAGE
+from storage.sqlite.sql import write_transaction
 
 BATCH = 100_000
 CHANNELS = 1000
@@ -190,7 +190,7 @@ async def timed(
     return timing
 
 
-async def measure(store: Store, keys: Keys, config: StorageConfig) -> list[Timing]:
+async def measure(store: SqliteStore, keys: Keys, config: StorageConfig) -> list[Timing]:
     """The four timings: lookup and transition, genbot and baseline."""
     rng = random.Random(config.seed + 1)
     wanted = min(config.samples + config.baseline_samples, keys.rows)
@@ -258,7 +258,7 @@ async def run_storage(config: StorageConfig = FULL) -> StorageResult:
     """Build the database in a temporary directory, measure, delete it."""
     with tempfile.TemporaryDirectory(prefix="genbot-bench-", dir=config.directory) as directory:
         path = Path(directory) / "bench.db"
-        store = await Store.open(path)
+        store = await SqliteStore.open(path)
         try:
             keys = await asyncio.to_thread(Keys, config.rows, config.seed)
             started = time.perf_counter()

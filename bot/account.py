@@ -24,7 +24,7 @@ Commands are named as the user's platform spells them: a surface may carry an op
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from bot.actions import modal_for, read_settings
 from bot.api.chat import allowed_chat_models, plan_allows
@@ -33,7 +33,7 @@ from bot.core import SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
 from bot.parsing import help_text
 from bot.text import split_text
-from storage import SETTING_NAMES, ScopeKind, ScopeSettings, Store
+from storage import SETTING_NAMES, ScopeKind, ScopeSettings, SettingsStore, UsageLedger
 
 SETTINGS_ACTION = "settings"
 CLEAR_SYSTEM_PROMPT = "-"
@@ -99,6 +99,10 @@ def _changes(values: Mapping[str, Any]) -> str:
     )
 
 
+class AccountStorage(SettingsStore, UsageLedger, Protocol):
+    """What ``/settings`` and ``/usage`` use."""
+
+
 class AccountFeature:
     """``/settings``, ``/usage``, ``/help`` and the settings form.
 
@@ -111,7 +115,7 @@ class AccountFeature:
 
     def __init__(
         self,
-        store: Store,
+        store: AccountStorage,
         surfaces: SurfaceRegistry,
         *,
         plan: str = "developer",

@@ -10,7 +10,7 @@ from bot.chat.tools import ChatImageTools
 from bot.config import ChatSettings, Settings
 from bot.core import Core, SurfaceRegistry
 from bot.jobs import JobEngines, build_job_engines
-from storage import Store
+from storage import Storage
 
 
 def chat_defaults(chat: ChatSettings) -> ChatDefaults:
@@ -31,7 +31,7 @@ def chat_defaults(chat: ChatSettings) -> ChatDefaults:
 
 
 def build_core(
-    settings: Settings, store: Store, provider: ProviderClient
+    settings: Settings, store: Storage, provider: ProviderClient
 ) -> tuple[Core, JobEngines]:
     """The core with every feature, and the job engines (for tests and benchmarks to inspect).
 

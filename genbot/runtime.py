@@ -35,7 +35,7 @@ from bot.events import Surface
 from bot.tokens import warm_up
 from genbot.reasons import StartupError, os_reason, reason
 from genbot.signals import StopSignals
-from storage import DatabaseInUse, ProcessLock, StorageError, Store
+from storage import DatabaseInUse, ProcessLock, SqliteStore, Storage, StorageError
 
 log = logging.getLogger("genbot")
 
@@ -90,7 +90,7 @@ class Runtime:
     """Everything one genbot process runs; built and torn down by :func:`running`."""
 
     settings: Settings
-    store: Store
+    store: Storage
     provider: ProviderClient
     core: Core
     adapters: dict[str, Adapter] = field(default_factory=dict)
@@ -257,11 +257,11 @@ def lock_database(settings: Settings) -> ProcessLock:
         ) from error
 
 
-async def open_store(settings: Settings) -> Store:
+async def open_store(settings: Settings) -> Storage:
     """The database at ``[storage] path`` (its folder created); :class:`StartupError` if not."""
     path = settings.storage.path
     try:
-        return await Store.open(path)
+        return await SqliteStore.open(path)
     except (OSError, StorageError, sqlite3.Error) as error:
         raise StartupError(
             f"cannot open the database at {path}: {reason(error)} (check [storage] path)"

@@ -1,10 +1,26 @@
-"""genbot's SQLite storage (through sqlite-utils): one async :class:`Store` for conversations,
-jobs, platform-message links, settings, the usage ledger and inbound event dedup.
+"""genbot's storage: narrow interfaces (:mod:`storage.interfaces`) for jobs, leasing,
+conversations, settings, the usage ledger, message links, event dedupe and Slack installations,
+and the backends that implement them all (SQLite: :class:`SqliteStore`).
 
 Platform-free and independent of ``bot/``: it only knows its own record dataclasses.
 """
 
 from storage.errors import StorageError, StoreClosedError
+from storage.interfaces import (
+    ConversationStore,
+    DeliveryClaims,
+    EventDedupe,
+    JobAdmission,
+    JobReader,
+    JobTracking,
+    JobWriter,
+    MessageLinks,
+    SettingsReader,
+    SettingsStore,
+    SlackInstallations,
+    Storage,
+    UsageLedger,
+)
 from storage.lock import DatabaseInUse, ProcessLock
 from storage.records import (
     ACTIVE_STATUSES,
@@ -34,12 +50,15 @@ from storage.records import (
     ScopeSettings,
     SettingSource,
     SettingValues,
+    SlackInstallation,
     UsageTotals,
     new_job_id,
 )
-from storage.schema import LATEST_VERSION, MIGRATIONS, Migration, migrate
-from storage.scopes import PRECEDENCE
-from storage.store import Store
+from storage.rules import PRECEDENCE
+from storage.sqlite import LATEST_VERSION, MIGRATIONS, Migration, SqliteStore, migrate
+
+Store = SqliteStore
+"""The SQLite store under its former name, kept while other branches still say ``Store``."""
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -59,14 +78,22 @@ __all__ = [
     "Conversation",
     "ConversationKey",
     "ConversationKind",
+    "ConversationStore",
     "DatabaseInUse",
+    "DeliveryClaims",
     "EffectiveSettings",
+    "EventDedupe",
     "Job",
+    "JobAdmission",
     "JobFamily",
     "JobMessage",
     "JobMessageKind",
     "JobQuota",
+    "JobReader",
     "JobStatus",
+    "JobTracking",
+    "JobWriter",
+    "MessageLinks",
     "Migration",
     "NewJob",
     "ProcessLock",
@@ -75,9 +102,16 @@ __all__ = [
     "ScopeSettings",
     "SettingSource",
     "SettingValues",
+    "SettingsReader",
+    "SettingsStore",
+    "SlackInstallation",
+    "SlackInstallations",
+    "SqliteStore",
+    "Storage",
     "StorageError",
     "Store",
     "StoreClosedError",
+    "UsageLedger",
     "UsageTotals",
     "migrate",
     "new_job_id",

@@ -1,4 +1,4 @@
-"""Typed records returned by :class:`storage.Store`, and the job status vocabulary.
+"""Typed records returned by the storage backends, and the job status vocabulary.
 
 Everything here is a plain frozen dataclass: storage depends on nothing else in genbot.
 Timestamps are Unix seconds (``float``) from the store's clock; days are UTC ``YYYY-MM-DD``.
@@ -190,7 +190,7 @@ class ChatMessage:
 
 @dataclass(frozen=True, kw_only=True)
 class NewJob:
-    """What a caller knows when creating a job (see :meth:`Store.create_job`)."""
+    """What a caller knows when creating a job (see ``JobAdmission.create_job_within``)."""
 
     family: JobFamily
     type: str
@@ -252,7 +252,7 @@ class Job:
 
 @dataclass(frozen=True)
 class JobQuota:
-    """Limits checked when a job row is created (see :meth:`Store.create_job_within`):
+    """Limits checked when a job row is created (see ``JobAdmission.create_job_within``):
     at most ``max_active`` of the requester's jobs in ``ACTIVE_STATUSES`` and less than
     ``max_daily_credits`` credits in the ledger today (UTC). ``0`` disables a limit."""
 
@@ -262,7 +262,7 @@ class JobQuota:
 
 @dataclass(frozen=True)
 class QuotaRefusal:
-    """Why :meth:`Store.create_job_within` created nothing: ``limit`` is ``max_active`` or
+    """Why ``JobAdmission.create_job_within`` created nothing: ``limit`` is ``max_active`` or
     ``max_daily_credits``; ``used`` what the requester has (active jobs, credits today)."""
 
     limit: Literal["max_active", "max_daily_credits"]
@@ -336,3 +336,17 @@ class UsageTotals:
     @property
     def tokens(self) -> int:
         return self.tokens_prompt + self.tokens_completion
+
+
+@dataclass(frozen=True)
+class SlackInstallation:
+    """A Slack app installation: a workspace (``team_id``) or an organization
+    (``enterprise_id`` with ``team_id`` ``""``), installed by ``user_id``. ``data`` is the
+    installation as the Slack adapter serializes it (JSON values; tokens included, so it is
+    kept out of ``repr``)."""
+
+    enterprise_id: str
+    team_id: str
+    user_id: str
+    installed_at: float
+    data: Mapping[str, Any] = field(repr=False)

@@ -20,6 +20,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from bot.api import (
     ApiError,
@@ -39,7 +40,7 @@ from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
 from bot.events import MessageRef, RateLimited, Surface, SurfaceError, User
 from bot.render import RenderResult, StreamEnd, StreamRenderer
 from bot.tokens import count_functions, count_message, count_text
-from storage import Store
+from storage import ConversationStore, UsageLedger
 
 log = logging.getLogger(__name__)
 
@@ -99,12 +100,16 @@ def stored_reply(rendered: RenderResult) -> str:
     return rendered.reply
 
 
+class AnswerStorage(ConversationStore, UsageLedger, Protocol):
+    """What answering uses: the conversation's turns and the usage ledger."""
+
+
 class Answerer:
     """Produces the model's answer to a conversation's newest turn (see the module docstring)."""
 
     def __init__(
         self,
-        store: Store,
+        store: AnswerStorage,
         api: ProviderClient,
         budget: RenderBudget,
         defaults: ChatDefaults,
@@ -237,7 +242,7 @@ class Answerer:
 class _StoredReply:
     """The assistant turn of one rendered reply, kept in step with what is posted."""
 
-    def __init__(self, store: Store, target: Target) -> None:
+    def __init__(self, store: ConversationStore, target: Target) -> None:
         self.store = store
         self.target = target
         self.turn_id = 0

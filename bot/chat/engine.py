@@ -17,7 +17,7 @@ import asyncio
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from bot import posting
 from bot.account import command_names
@@ -65,7 +65,7 @@ from bot.events import (
     UserMessage,
 )
 from bot.render import RenderResult
-from storage import UNSET, Conversation, Store
+from storage import UNSET, Conversation, ConversationStore, SettingsReader, UsageLedger
 
 VISION_ACTION = "chat_vision"
 VISION_LABEL = f"Use {VISION_MODEL}"
@@ -94,6 +94,10 @@ def asked_text(user: User, prompt: str, limit: int) -> str:
     return _clip(f"**{user.name or user.id}** asked: {prompt}", limit)
 
 
+class ChatStorage(ConversationStore, SettingsReader, UsageLedger, Protocol):
+    """What the chat engine uses: conversations, effective settings, the usage ledger."""
+
+
 class ChatEngine:
     """Conversations in DMs, threads and reply chains, and the ``/chat`` command.
 
@@ -106,7 +110,7 @@ class ChatEngine:
 
     def __init__(
         self,
-        store: Store,
+        store: ChatStorage,
         api: ProviderClient,
         surfaces: SurfaceRegistry,
         *,

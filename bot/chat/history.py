@@ -1,7 +1,7 @@
 """A conversation's turns as one answer sees them: loaded once, counted once, fitted per round.
 
 :func:`load_history` reads only the newest turns that can fit the model's context, by the token
-counts stored with every turn (:meth:`storage.Store.conversation_tail`); stored counts are
+counts stored with every turn (``ConversationStore.conversation_tail``); stored counts are
 reused, so only new turns — and the rare turn whose stored count does not apply (vision parts
 shown as text, a count of 0) — are tokenized. New turns of the same answer (the user's message,
 a function call and its result) are added in memory as they are stored.
@@ -36,7 +36,7 @@ from bot.tokens import (
     count_message,
 )
 from storage import ChatMessage as StoredMessage
-from storage import Store
+from storage import ConversationStore
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,9 @@ class History:
         return kept
 
 
-async def load_history(store: Store, conversation_id: int, model: str, budget: int) -> History:
+async def load_history(
+    store: ConversationStore, conversation_id: int, model: str, budget: int
+) -> History:
     """The newest stored turns that can fit ``budget`` tokens (see the module docstring)."""
     stored = await store.conversation_tail(conversation_id, max_tokens=max(budget, 0))
     return History.from_stored(stored, model)

@@ -32,7 +32,7 @@ from bot.chat.history import fit as fit_turns
 from bot.core import UserError
 from bot.events import Attachment, Place, Surface, User
 from bot.tokens import FittedHistory, context_size
-from storage import Conversation, SettingValues, Store
+from storage import Conversation, SettingsReader, SettingValues
 
 DEFAULT_MODEL = "llm-3.5-turbo"
 VISION_MODEL = "llm-4-vision-preview"
@@ -112,7 +112,7 @@ class ChatParams:
 
 
 async def resolve_params(
-    store: Store,
+    store: SettingsReader,
     defaults: ChatDefaults,
     user: User,
     place: Place,

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from bot.events import Event, MessageRef, Place, Surface, SurfaceError, User, UserMessage
-from storage import Conversation, ConversationKey, Store
+from storage import Conversation, ConversationKey, ConversationStore
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def thread_title(text: str) -> str:
     return title or DEFAULT_TITLE
 
 
-async def dm_target(store: Store, user: User, place: Place, origin: Event) -> Target:
+async def dm_target(store: ConversationStore, user: User, place: Place, origin: Event) -> Target:
     """The DM conversation of ``place`` (created on first use)."""
     conversation, _ = await store.get_or_create_conversation(
         dm_key(place), kind="dm", created_by=user.id
@@ -70,7 +70,7 @@ async def dm_target(store: Store, user: User, place: Place, origin: Event) -> Ta
 
 
 async def thread_target(
-    store: Store, user: User, place: Place, origin: Event | None, *, create: bool
+    store: ConversationStore, user: User, place: Place, origin: Event | None, *, create: bool
 ) -> Target | None:
     """The conversation of the thread ``place`` is in; created only when ``create``."""
     assert place.thread_id is not None
@@ -84,7 +84,7 @@ async def thread_target(
     return None if found is None else Target(found, place, origin)
 
 
-async def existing_target(store: Store, event: UserMessage) -> Target | None:
+async def existing_target(store: ConversationStore, event: UserMessage) -> Target | None:
     """The conversation ``event`` continues (a DM is always one), or ``None``. Creates nothing
     but DM conversations: a mention starts one only after the caller's checks passed."""
     place = event.place
@@ -105,7 +105,7 @@ async def existing_target(store: Store, event: UserMessage) -> Target | None:
 
 
 async def open_thread(
-    store: Store,
+    store: ConversationStore,
     surface: Surface,
     root: MessageRef,
     title: str,

@@ -33,7 +33,7 @@ from bot.jobs.starter import JobSpec, JobStarter, Submitted
 from bot.jobs.tools import JobTools
 from bot.jobs.tracker import Tracker
 from bot.jobs.watch import JobWatch
-from storage import Store
+from storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def webhook_base_url(settings: Settings) -> str | None:
 
 def build_job_engines(
     settings: Settings,
-    store: Store,
+    store: Storage,
     provider: ProviderClient,
     surfaces: SurfaceRegistry,
     *,
@@ -152,7 +152,7 @@ def build_job_engines(
         media_host=media_host,
         max_upload_bytes=limits_settings.max_upload_bytes,
     )
-    images = ImageJobs(starter, provider, media)
+    images = ImageJobs(starter, provider, media, store)
     diffusion = DiffusionJobs(starter, provider, limits_settings, clock)
     tools = JobTools(images, watch)
     return JobEngines(

@@ -32,7 +32,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from bot import posting
 from bot.actions import describe_buttons, diffusion_buttons
@@ -54,7 +54,16 @@ from bot.jobs import texts
 from bot.jobs.media import ImageBytes, MediaError, MediaFetcher
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.watch import JobWatch
-from storage import TERMINAL_STATUSES, Job, JobMessage, JobMessageKind, JobStatus, Store
+from storage import (
+    TERMINAL_STATUSES,
+    DeliveryClaims,
+    Job,
+    JobMessage,
+    JobMessageKind,
+    JobStatus,
+    JobWriter,
+    MessageLinks,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,12 +99,16 @@ def once(message: OutMessage, job: Job, kind: str) -> OutMessage:
     return replace(message, key=f"{job.id}.{kind}", may_exist=job.post_claims > 1)
 
 
+class DeliveryStorage(JobWriter, DeliveryClaims, MessageLinks, Protocol):
+    """What delivery uses: job reads and moves, delivery claims, message links."""
+
+
 class Delivery:
     """Posts and edits the messages of jobs on their platform's surface."""
 
     def __init__(
         self,
-        store: Store,
+        store: DeliveryStorage,
         surfaces: SurfaceRegistry,
         budget: RenderBudget,
         media: MediaFetcher,

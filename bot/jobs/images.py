@@ -65,7 +65,7 @@ from bot.jobs.prompts import check_prompt
 from bot.jobs.refusals import FollowUpRefused, disable_follow_up, refuses_follow_up
 from bot.jobs.starter import JobSpec, JobStarter, Submit, Submitted, Webhook
 from bot.masks import build_mask
-from storage import Job, Store
+from storage import Job, SettingsReader
 
 RequestT = TypeVar("RequestT", bound=WebhookFields)
 ChoiceT = TypeVar("ChoiceT", bound=str)
@@ -130,9 +130,15 @@ class ImageJobs:
     commands = frozenset({"imagine", "describe", "blend"})
     actions = IMAGE_ACTIONS
 
-    def __init__(self, starter: JobStarter, provider: ProviderClient, media: MediaFetcher) -> None:
+    def __init__(
+        self,
+        starter: JobStarter,
+        provider: ProviderClient,
+        media: MediaFetcher,
+        settings: SettingsReader,
+    ) -> None:
         self._starter = starter
-        self._store: Store = starter.store
+        self._settings = settings
         self._tasks = provider.tasks
         self._media = media
 
@@ -239,7 +245,7 @@ class ImageJobs:
         if aspect_ratio is not None and process_mode is not None:
             return aspect_ratio, process_mode
         place = event.place
-        stored = await self._store.effective_settings(
+        stored = await self._settings.effective_settings(
             place.platform,
             user_id=event.user.id,
             channel_id=place.channel_id,

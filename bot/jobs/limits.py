@@ -12,7 +12,7 @@
 
 Admins (``User.is_admin``, decided by the adapter) bypass every cap. The caps are checked by the
 store in the same transaction that writes the job row
-(:meth:`storage.Store.create_job_within`), so concurrent commands cannot all pass them.
+(:meth:`storage.JobAdmission.create_job_within`), so concurrent commands cannot all pass them.
 """
 
 from __future__ import annotations

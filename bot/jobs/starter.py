@@ -25,7 +25,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from bot.api.errors import (
     ApiError,
@@ -50,7 +50,17 @@ from bot.jobs.media import MediaError, MediaHost, inspect_image
 from bot.jobs.prompts import check_attachment
 from bot.jobs.refusals import FollowUpRefused
 from bot.jobs.watch import JobWatch
-from storage import Job, JobFamily, JobStatus, NewJob, QuotaRefusal, Store
+from storage import (
+    Job,
+    JobAdmission,
+    JobFamily,
+    JobStatus,
+    JobWriter,
+    MessageLinks,
+    NewJob,
+    QuotaRefusal,
+    UsageLedger,
+)
 
 log = logging.getLogger(__name__)
 
@@ -129,12 +139,17 @@ class Submitted:
 Submit = Callable[[Job, Webhook | None], Awaitable[Submitted]]
 
 
+class StarterStorage(JobWriter, JobAdmission, MessageLinks, UsageLedger, Protocol):
+    """What starting jobs uses: job creation within limits, job moves, the message → job
+    lookup behind buttons, and the usage ledger."""
+
+
 class JobStarter:
     """Starts jobs (see the module docstring) and resolves what buttons and forms refer to."""
 
     def __init__(
         self,
-        store: Store,
+        store: StarterStorage,
         surfaces: SurfaceRegistry,
         limits: Limits,
         delivery: Delivery,

@@ -44,7 +44,7 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
 from bot.api.models_common import read_model
@@ -59,7 +59,8 @@ from storage import (
     JOB_ID_MAX,
     Job,
     JobStatus,
-    Store,
+    JobTracking,
+    JobWriter,
 )
 
 log = logging.getLogger(__name__)
@@ -81,12 +82,16 @@ _ADOPTABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"creating", "unknown"}
 NOT_STARTED = "genbot could not start this job (nothing was sent to the service)."
 
 
+class TrackerStorage(JobWriter, JobTracking, Protocol):
+    """What the tracker uses: job reads and moves, and the tracking queries."""
+
+
 class Tracker:
     """Polls, receives webhooks, resumes after restarts and triggers delivery."""
 
     def __init__(
         self,
-        store: Store,
+        store: TrackerStorage,
         provider: ProviderClient,
         delivery: Delivery,
         watch: JobWatch,

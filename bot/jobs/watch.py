@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
-from storage import Job, JobStatus, Store
+from storage import Job, JobReader, JobStatus
 
 
 class JobWatch:
@@ -14,7 +14,7 @@ class JobWatch:
     jobs this process is starting right now (the tracker leaves their ``creating`` rows alone).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: JobReader) -> None:
         self._store = store
         self._events: dict[str, asyncio.Event] = {}
         self._starting: set[str] = set()

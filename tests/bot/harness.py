@@ -46,7 +46,7 @@ from bot.events import Place, SurfaceLimits, User
 from bot.jobs import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig
-from storage import ALL_STATUSES, Job, JobStatus, Store
+from storage import ALL_STATUSES, Job, JobStatus, SqliteStore
 from tests.fakes.platform import Actor, FakePlatform, PostedMessage
 
 PLACE = Place("fake", "w1", "c1")
@@ -64,7 +64,7 @@ class Parts:
     """What extra feature factories get: the pieces of the running genbot."""
 
     settings: Settings
-    store: Store
+    store: SqliteStore
     provider: ProviderClient
     surfaces: SurfaceRegistry
     budget: RenderBudget
@@ -85,7 +85,7 @@ class Genbot:
     platform: FakePlatform
 
     @property
-    def store(self) -> Store:
+    def store(self) -> SqliteStore:
         return self.parts.store
 
     @property
@@ -179,7 +179,7 @@ async def running_genbot(
     proxy in front of it; see the module docstring)."""
     settings = harness_settings(api_url or sim.base_url, db_path, webhooks=webhooks, limits=limits)
     async with AsyncExitStack() as stack:
-        store = await Store.open(db_path)
+        store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)
         provider = ProviderClient(
             settings.api,

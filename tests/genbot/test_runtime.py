@@ -18,7 +18,7 @@ from bot.assembly import build_core
 from bot.config import Settings, StorageSettings, WebhookSettings, WebSettings
 from genbot.reasons import StartupError
 from genbot.runtime import Runtime, running
-from storage import Store
+from storage import SqliteStore
 from tests.genbot.process import free_port
 
 
@@ -54,7 +54,7 @@ async def test_adapters_stop_before_the_core_and_a_failing_stop_is_logged(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = Settings(storage=StorageSettings(path=tmp_path / "genbot.db"))
-    store = await Store.open(settings.storage.path)
+    store = await SqliteStore.open(settings.storage.path)
     provider = ProviderClient(settings.api)
     core, _ = build_core(settings, store, provider)
     web = ObservedWebAdapter(WebSettings(enabled=True, port=0), core, settings.limits)

@@ -33,6 +33,7 @@ from simulator.faults import CREATION_PATHS
 from simulator.server import RunningSimulator
 from storage import Job, JobMessage
 from tests.resilience.support import GENERIC_FAILURE, PLACE, Genbot, genbot_stack, sim_config
+from tests.storage.helpers import messages_for_job
 
 FAULT_RATE = 0.1
 USER = User("alice", "Alice")
@@ -107,7 +108,7 @@ async def job_outcome(session: Session, request: Request) -> str:
         return f"refused: {answers[0]}"
     assert len(request.jobs) == 1 and answers == [], (request.label, request.jobs, answers)
     [job] = await bot.settle(request.jobs, SETTLE_TIMEOUT)
-    links = await bot.store.messages_for_job(job.id)
+    links = await messages_for_job(bot.store, job.id)
     kinds = Counter(link.kind for link in links)
     assert kinds["progress"] == 1, (request.label, links)
     if job.status == "posted":
@@ -275,7 +276,7 @@ async def check_links(bot: Genbot, jobs: list[Job]) -> None:
     """Every message posted for jobs is linked to its job: nothing was posted twice."""
     linked: set[str] = set()
     for job in jobs:
-        links: list[JobMessage] = await bot.store.messages_for_job(job.id)
+        links: list[JobMessage] = await messages_for_job(bot.store, job.id)
         linked |= {link.message_id for link in links}
     job_posts = {m for m, p in bot.platform.messages.items() if not p.ref.place.is_dm}
     assert job_posts == linked, "a job message posted twice or not linked to its job"

@@ -36,7 +36,7 @@ from bot.events import Place, SurfaceLimits
 from bot.jobs import JobEngines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
-from storage import ALL_STATUSES, Job, JobStatus, Store
+from storage import ALL_STATUSES, Job, JobStatus, SqliteStore
 from tests.bot.harness import free_port
 from tests.fakes.platform import FakePlatform
 
@@ -119,7 +119,7 @@ class Genbot:
 
     sim: RunningSimulator
     settings: Settings
-    store: Store
+    store: SqliteStore
     provider: ProviderClient
     core: Core
     jobs: JobEngines
@@ -150,7 +150,7 @@ async def running_genbot(
     web playground on a free port when ``with_web``)."""
     settings = genbot_settings(sim, db_path, plan=plan, webhooks=webhooks, limits=limits)
     async with AsyncExitStack() as stack:
-        store = await Store.open(db_path)
+        store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)
         provider = ProviderClient(
             settings.api,

@@ -13,7 +13,7 @@ import pytest
 
 from bot.events import ButtonPress, Command, Event, ModalSubmit, User
 from simulator.server import serve
-from storage import NewJob, Store
+from storage import NewJob, SqliteStore
 from tests.resilience.corpus import CORE_CASES, WEB_CASES, WEB_UPLOAD_LIMIT, CoreCase, WebCase
 from tests.resilience.support import (
     GENERIC_FAILURE,
@@ -25,12 +25,13 @@ from tests.resilience.support import (
     running_genbot,
     sim_config,
 )
+from tests.storage.helpers import create_job
 
 USER = User("alice", "Alice")
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
 
 
-async def seed_jobs(store: Store) -> dict[str, str]:
+async def seed_jobs(store: SqliteStore) -> dict[str, str]:
     """Finished jobs of every kind the corpus presses buttons on; their ids by key."""
     common: dict[str, Any] = {
         "requester_id": USER.id,
@@ -39,10 +40,12 @@ async def seed_jobs(store: Store) -> dict[str, str]:
         "workspace_id": PLACE.workspace_id,
         "status": "posted",
     }
-    grid = await store.create_job(
-        NewJob(family="task", type="imagine", prompt="a fox --v 6", provider_id="grid-1", **common)
+    grid = await create_job(
+        store,
+        NewJob(family="task", type="imagine", prompt="a fox --v 6", provider_id="grid-1", **common),
     )
-    upscale = await store.create_job(
+    upscale = await create_job(
+        store,
         NewJob(
             family="task",
             type="upscale",
@@ -51,9 +54,10 @@ async def seed_jobs(store: Store) -> dict[str, str]:
             action="upscale1",
             provider_id="upscale-task-1",
             **common,
-        )
+        ),
     )
-    diffusion = await store.create_job(
+    diffusion = await create_job(
+        store,
         NewJob(
             family="diffusion",
             type="txt2img",
@@ -61,10 +65,10 @@ async def seed_jobs(store: Store) -> dict[str, str]:
             provider_id="100001",
             parameters={"endpoint": "txt2img", "body": {"prompt": "a fox"}},
             **common,
-        )
+        ),
     )
-    describe = await store.create_job(
-        NewJob(family="task", type="describe", provider_id="describe-task-1", **common)
+    describe = await create_job(
+        store, NewJob(family="task", type="describe", provider_id="describe-task-1", **common)
     )
     await store.update_job(
         upscale.id,

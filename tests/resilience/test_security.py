@@ -27,7 +27,7 @@ from bot.events import Command, User
 from bot.render import MARKER
 from simulator.server import RunningSimulator, serve
 from simulator.task_model import fetch_record
-from storage import Job, Store
+from storage import Job, SqliteStore
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import FakeSlack
 from tests.resilience.process import Playground
@@ -48,6 +48,7 @@ from tests.resilience.support import (
     running_genbot,
     sim_config,
 )
+from tests.storage.helpers import messages_for_job
 
 T = TypeVar("T")
 CLOCK_START = 1_700_000_000.0
@@ -78,7 +79,7 @@ async def snapshot(bot: Genbot) -> dict[str, Any]:
     jobs = await bot.all_jobs()
     return {
         "jobs": jobs,
-        "links": {job.id: await bot.store.messages_for_job(job.id) for job in jobs},
+        "links": {job.id: await messages_for_job(bot.store, job.id) for job in jobs},
         "messages": {
             message_id: (posted.text, posted.message.images, posted.message.buttons)
             for message_id, posted in bot.platform.messages.items()
@@ -169,7 +170,7 @@ async def core_on(sim: RunningSimulator, db_path: Path, adapter_factory: Any) ->
     limits)``), started the way ``genbot run`` starts them; yields the adapter."""
     settings = genbot_settings(sim, db_path)
     async with AsyncExitStack() as stack:
-        store = await Store.open(db_path)
+        store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)
         provider = ProviderClient(settings.api, retry=FAST_RETRY)
         stack.push_async_callback(provider.aclose)

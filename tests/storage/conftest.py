@@ -1,14 +1,19 @@
-"""Fixtures for the storage tests: real SQLite files in ``tmp_path`` and a settable clock."""
+"""Fixtures for the storage tests: a settable clock, and stores on real databases.
+
+``store`` is a fresh database of each backend; ``other_store`` opens the same database again,
+as a second genbot process would.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from storage import NewJob, Store
+from storage import NewJob, SqliteStore, Storage
 
 START = datetime(2024, 3, 1, 12, 0, tzinfo=UTC).timestamp()
 
@@ -26,6 +31,17 @@ class ManualClock:
         self.now += seconds
 
 
+@dataclass
+class SqliteDatabase:
+    """One SQLite file; every :meth:`open` is another connection to it."""
+
+    path: Path
+    name = "sqlite"
+
+    async def open(self, clock: ManualClock) -> Storage:
+        return await SqliteStore.open(self.path, clock=clock)
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock()
@@ -36,9 +52,27 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "genbot.db"
 
 
+@pytest.fixture(params=["sqlite"])
+def database(request: pytest.FixtureRequest, db_path: Path) -> SqliteDatabase:
+    """An empty database of each backend."""
+    return SqliteDatabase(db_path)
+
+
 @pytest.fixture
-async def store(db_path: Path, clock: ManualClock) -> AsyncIterator[Store]:
-    opened = await Store.open(db_path, clock=clock)
+async def store(database: SqliteDatabase, clock: ManualClock) -> AsyncIterator[Storage]:
+    opened = await database.open(clock)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture
+async def other_store(
+    database: SqliteDatabase, clock: ManualClock, store: Storage
+) -> AsyncIterator[Storage]:
+    """The same database opened a second time (another process)."""
+    opened = await database.open(clock)
     try:
         yield opened
     finally:

@@ -1,10 +1,9 @@
-"""Jobs: creation, lookups, idempotent derivatives, compare-and-set transitions, listings."""
+"""Jobs: creation, reads, idempotent derivatives, compare-and-set transitions, listings."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
 
 import pytest
 
@@ -15,16 +14,20 @@ from storage import (
     JOB_TRANSITIONS,
     TERMINAL_STATUSES,
     UNFINISHED_STATUSES,
+    Job,
     JobMessage,
+    JobQuota,
+    QuotaRefusal,
+    Storage,
     StorageError,
-    Store,
 )
 from tests.storage.conftest import START, ManualClock, new_job
+from tests.storage.helpers import create_job
 
 
-async def test_create_and_get_a_job(store: Store, clock: ManualClock) -> None:
-    job = await store.create_job(
-        new_job(parameters={"aspect_ratio": "16:9"}, webhook_secret="hush", thread_id="t1")
+async def test_create_and_get_a_job(store: Storage, clock: ManualClock) -> None:
+    job = await create_job(
+        store, new_job(parameters={"aspect_ratio": "16:9"}, webhook_secret="hush", thread_id="t1")
     )
     assert re.fullmatch(r"[A-Za-z0-9_-]{12}", job.id)
     assert (job.status, job.family, job.type, job.requester_id) == (
@@ -46,95 +49,78 @@ async def test_create_and_get_a_job(store: Store, clock: ManualClock) -> None:
     assert await store.get_job("missing") is None
 
 
-async def test_the_webhook_secret_never_shows_in_repr(store: Store) -> None:
-    job = await store.create_job(new_job(webhook_secret="very-secret-value"))
+async def test_the_webhook_secret_never_shows_in_repr(store: Storage) -> None:
+    job = await create_job(store, new_job(webhook_secret="very-secret-value"))
     assert job.webhook_secret == "very-secret-value"
     assert "very-secret-value" not in repr(job)
     assert "very-secret-value" not in repr(new_job(webhook_secret="very-secret-value"))
 
 
-async def test_given_ids_are_validated_and_unique(store: Store) -> None:
-    job = await store.create_job(new_job(id="job-1"))
+async def test_given_ids_are_validated_and_unique(store: Storage) -> None:
+    job = await create_job(store, new_job(id="job-1"))
     assert job.id == "job-1"
     with pytest.raises(StorageError, match="already exists"):
-        await store.create_job(new_job(id="job-1"))
+        await create_job(store, new_job(id="job-1"))
     with pytest.raises(StorageError, match="job id"):
-        await store.create_job(new_job(id="has:colon"))
+        await create_job(store, new_job(id="has:colon"))
     with pytest.raises(StorageError, match="job id"):
-        await store.create_job(new_job(id="x" * 17))
+        await create_job(store, new_job(id="x" * 17))
     with pytest.raises(StorageError, match="family"):
-        await store.create_job(new_job(family="video"))
+        await create_job(store, new_job(family="video"))
 
 
-async def test_get_by_provider_id(store: Store) -> None:
-    task = await store.create_job(new_job(provider_id="uuid-1", status="submitted"))
-    diffusion = await store.create_job(
-        new_job(family="diffusion", type="txt2img", provider_id="42", status="processing")
-    )
-    found = await store.get_job_by_provider_id("uuid-1")
-    assert found is not None and found.id == task.id
-    found = await store.get_job_by_provider_id("42", "diffusion")
-    assert found is not None and found.id == diffusion.id
-    assert await store.get_job_by_provider_id("42", "task") is None
-    assert await store.get_job_by_provider_id("nope") is None
-    with pytest.raises(StorageError):
-        await store.create_job(new_job(provider_id="uuid-1"))
+async def derive(store: Storage, **fields: object) -> tuple[Job, bool]:
+    outcome = await store.create_job_within(new_job(**fields), JobQuota())
+    assert not isinstance(outcome, QuotaRefusal)
+    return outcome
 
 
-async def test_batch_lookup_by_provider_ids(store: Store) -> None:
-    jobs = [
-        await store.create_job(new_job(provider_id=f"uuid-{n}", status="pending")) for n in range(3)
-    ]
-    await store.create_job(new_job(family="diffusion", provider_id="uuid-0", status="pending"))
-    found = await store.get_jobs_by_provider_ids((f"uuid-{n}" for n in range(1200)), family="task")
-    assert {key: job.id for key, job in found.items()} == {
-        f"uuid-{n}": jobs[n].id for n in range(3)
-    }
-    assert await store.get_jobs_by_provider_ids([], family="task") == {}
-
-
-async def test_a_derivative_is_created_once_per_parent_and_action(store: Store) -> None:
-    parent = await store.create_job(new_job())
-    first, created = await store.create_or_get_derivative(
-        new_job(type="upscale", parent_job_id=parent.id, action="upscale2")
-    )
+async def test_a_derivative_is_created_once_per_parent_and_action(store: Storage) -> None:
+    parent = await create_job(store, new_job())
+    first, created = await derive(store, type="upscale", parent_job_id=parent.id, action="upscale2")
     assert created and first.parent_job_id == parent.id and first.action == "upscale2"
-    again, created_again = await store.create_or_get_derivative(
-        new_job(type="upscale", parent_job_id=parent.id, action="upscale2", requester_id="u2")
+    again = await derive(
+        store, type="upscale", parent_job_id=parent.id, action="upscale2", requester_id="u2"
     )
-    assert (again, created_again) == (first, False)
-    other, created_other = await store.create_or_get_derivative(
-        new_job(type="variation", parent_job_id=parent.id, action="variation2")
+    assert again == (first, False)
+    other, created_other = await derive(
+        store, type="variation", parent_job_id=parent.id, action="variation2"
     )
     assert created_other and other.id != first.id
 
 
-async def test_derivative_needs_an_existing_parent_and_an_action(store: Store) -> None:
-    with pytest.raises(StorageError, match="parent_job_id and action"):
-        await store.create_or_get_derivative(new_job(parent_job_id="x"))
+async def test_a_derivative_needs_an_existing_parent(store: Storage) -> None:
     with pytest.raises(StorageError, match="does not exist"):
-        await store.create_or_get_derivative(new_job(parent_job_id="ghost", action="reroll"))
+        await derive(store, parent_job_id="ghost", action="reroll")
+
+
+async def test_provider_ids_are_unique_per_family(store: Storage) -> None:
+    await create_job(store, new_job(provider_id="uuid-1", status="submitted"))
+    await create_job(store, new_job(family="diffusion", provider_id="uuid-1", status="pending"))
+    with pytest.raises(StorageError):
+        await create_job(store, new_job(provider_id="uuid-1"))
 
 
 async def test_concurrent_presses_from_two_processes_make_one_derivative(
-    db_path: Path, store: Store
+    store: Storage, other_store: Storage
 ) -> None:
-    parent = await store.create_job(new_job())
-    other = await Store.open(db_path)
-    try:
-        press = new_job(type="reroll", parent_job_id=parent.id, action="reroll")
-        async with asyncio.timeout(30):
-            results = await asyncio.gather(
-                *((store if n % 2 else other).create_or_get_derivative(press) for n in range(40))
+    parent = await create_job(store, new_job())
+    press = new_job(type="reroll", parent_job_id=parent.id, action="reroll")
+    async with asyncio.timeout(30):
+        outcomes = await asyncio.gather(
+            *(
+                (store if n % 2 else other_store).create_job_within(press, JobQuota())
+                for n in range(40)
             )
-    finally:
-        await other.close()
+        )
+    results = [outcome for outcome in outcomes if not isinstance(outcome, QuotaRefusal)]
+    assert len(results) == 40
     assert sum(created for _, created in results) == 1
     assert len({job.id for job, _ in results}) == 1
 
 
-async def test_transition_is_compare_and_set(store: Store, clock: ManualClock) -> None:
-    job = await store.create_job(new_job())
+async def test_transition_is_compare_and_set(store: Storage, clock: ManualClock) -> None:
+    job = await create_job(store, new_job())
     clock.advance(5)
     assert await store.transition(job.id, "creating", "submitted", provider_id="uuid-9")
     assert not await store.transition(job.id, "creating", "submitted", provider_id="other")
@@ -149,9 +135,9 @@ async def test_transition_is_compare_and_set(store: Store, clock: ManualClock) -
 
 
 async def test_finishing_stamps_finished_at_and_stores_results(
-    store: Store, clock: ManualClock
+    store: Storage, clock: ManualClock
 ) -> None:
-    job = await store.create_job(new_job(status="processing", provider_id="p"))
+    job = await create_job(store, new_job(status="processing", provider_id="p"))
     clock.advance(30)
     assert await store.transition(
         job.id,
@@ -173,36 +159,34 @@ async def test_finishing_stamps_finished_at_and_stores_results(
     )
 
 
-async def test_exactly_one_of_many_concurrent_posters_wins(db_path: Path, store: Store) -> None:
-    job = await store.create_job(new_job(status="finished"))
-    other = await Store.open(db_path)
-    try:
-        async with asyncio.timeout(30):
-            wins = await asyncio.gather(
-                *(
-                    (store if n % 2 else other).transition(job.id, "finished", "posting")
-                    for n in range(60)
-                )
+async def test_exactly_one_of_many_concurrent_posters_wins(
+    store: Storage, other_store: Storage
+) -> None:
+    job = await create_job(store, new_job(status="finished"))
+    async with asyncio.timeout(30):
+        wins = await asyncio.gather(
+            *(
+                (store if n % 2 else other_store).transition(job.id, "finished", "posting")
+                for n in range(60)
             )
-    finally:
-        await other.close()
+        )
     assert wins.count(True) == 1
 
 
-async def test_transition_links_messages_only_when_it_moves(store: Store) -> None:
-    job = await store.create_job(new_job(status="posting"))
+async def test_transition_links_messages_only_when_it_moves(store: Storage) -> None:
+    job = await create_job(store, new_job(status="posting"))
     result = JobMessage("discord", "c1", "m-result", job.id, "result")
     assert await store.transition(
         job.id, "posting", "posted", links=[result], result_message_id="m-result"
     )
-    assert await store.job_id_for_message("discord", "c1", "m-result") == job.id
+    assert await store.job_for_message("discord", "c1", "m-result") == await store.get_job(job.id)
     loser = JobMessage("discord", "c1", "m-dup", job.id, "result")
     assert not await store.transition(job.id, "posting", "posted", links=[loser])
-    assert await store.job_id_for_message("discord", "c1", "m-dup") is None
+    assert await store.job_for_message("discord", "c1", "m-dup") is None
 
 
-async def test_transitions_outside_the_lifecycle_are_refused(store: Store) -> None:
-    job = await store.create_job(new_job())
+async def test_transitions_outside_the_lifecycle_are_refused(store: Storage) -> None:
+    job = await create_job(store, new_job())
     with pytest.raises(StorageError, match="cannot go from 'posted'"):
         await store.transition(job.id, "posted", "posting")
     with pytest.raises(StorageError, match="unknown job status"):
@@ -221,8 +205,8 @@ def test_the_status_vocabulary_is_consistent() -> None:
     assert all(not JOB_TRANSITIONS[status] for status in TERMINAL_STATUSES)
 
 
-async def test_update_job_sets_fields_whatever_the_status(store: Store) -> None:
-    job = await store.create_job(new_job(status="posted"))
+async def test_update_job_sets_fields_whatever_the_status(store: Storage) -> None:
+    job = await create_job(store, new_job(status="posted"))
     assert await store.update_job(job.id, progress_message_id="m1", last_webhook_at=7.0)
     updated = await store.get_job(job.id)
     assert updated is not None
@@ -237,14 +221,14 @@ async def test_update_job_sets_fields_whatever_the_status(store: Store) -> None:
 
 
 async def test_list_unfinished_jobs_in_creation_order_with_filters(
-    store: Store, clock: ManualClock
+    store: Storage, clock: ManualClock
 ) -> None:
     ids = []
     for status in ("submitted", "posted", "processing", "finished", "creating"):
         clock.advance(1)
-        ids.append((await store.create_job(new_job(status=status))).id)
+        ids.append((await create_job(store, new_job(status=status))).id)
     clock.advance(1)
-    diffusion = await store.create_job(new_job(family="diffusion", status="processing"))
+    diffusion = await create_job(store, new_job(family="diffusion", status="processing"))
 
     listed = await store.list_unfinished_jobs()
     assert [job.id for job in listed] == [ids[0], ids[2], ids[3], ids[4], diffusion.id]
@@ -262,37 +246,8 @@ async def test_list_unfinished_jobs_in_creation_order_with_filters(
     assert [job.id for job in quiet] == [diffusion.id]
 
 
-async def test_mark_polled_stamps_many_jobs(store: Store, clock: ManualClock) -> None:
-    jobs = [await store.create_job(new_job(status="pending")) for _ in range(3)]
+async def test_mark_polled_stamps_many_jobs(store: Storage, clock: ManualClock) -> None:
+    jobs = [await create_job(store, new_job(status="pending")) for _ in range(3)]
     assert await store.mark_polled([job.id for job in jobs[:2]], at=123.0) == 2
     stamps = [(await store.get_job(job.id)).last_polled_at for job in jobs]  # type: ignore[union-attr]
     assert stamps == [123.0, 123.0, None]
-
-
-async def test_count_active_jobs_of_a_user(store: Store) -> None:
-    for status in ("creating", "pending", "processing", "finished", "posted", "create_failed"):
-        await store.create_job(new_job(status=status))
-    await store.create_job(new_job(status="pending", requester_id="u2"))
-    await store.create_job(new_job(status="pending", platform="slack"))
-    assert await store.count_active_jobs("discord", "u1") == 3
-    assert await store.count_active_jobs("discord", "u1", ["finished", "posted"]) == 2
-    assert await store.count_active_jobs("discord", "u3") == 0
-    assert set(ACTIVE_STATUSES) >= {"creating", "pending", "processing"}
-    assert sorted(ALL_STATUSES - UNFINISHED_STATUSES) == sorted(TERMINAL_STATUSES)
-
-
-async def test_bulk_insert_then_fast_lookups(store: Store) -> None:
-    count = 20_000
-    inserted = await store.bulk_insert_jobs(
-        (new_job(id=f"j{n}", status="posted") for n in range(count)), batch_size=4_000
-    )
-    assert inserted == count
-    linked = await store.bulk_link_messages(
-        JobMessage("discord", f"c{n % 7}", f"m{n}", f"j{n}") for n in range(count)
-    )
-    assert linked == count
-    for n in (0, 7_777, count - 1):
-        job = await store.job_for_message("discord", f"c{n % 7}", f"m{n}")
-        assert job is not None and job.id == f"j{n}"
-    assert await store.job_for_message("discord", "c1", "m0") is None
-    assert await store.count_active_jobs("discord", "u1", ["posted"]) == count

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import ConversationKey, SettingValues, StorageError, Store
+from storage import ConversationKey, SettingValues, Storage, StorageError
 
 DEFAULTS = SettingValues(
     model="llm-3.5-turbo",
@@ -15,7 +15,7 @@ DEFAULTS = SettingValues(
 )
 
 
-async def effective(store: Store, **overrides: object) -> dict[str, object]:
+async def effective(store: Storage, **overrides: object) -> dict[str, object]:
     arguments: dict[str, object] = {
         "user_id": "u1",
         "channel_id": "c1",
@@ -34,7 +34,7 @@ async def effective(store: Store, **overrides: object) -> dict[str, object]:
     }
 
 
-async def test_partial_updates_and_clearing(store: Store) -> None:
+async def test_partial_updates_and_clearing_a_value(store: Storage) -> None:
     assert await store.get_scope_settings("channel", "discord", "c1") is None
     await store.set_scope_settings("channel", "discord", "c1", model="llm-4", temperature=0.2)
     stored = await store.set_scope_settings("channel", "discord", "c1", aspect_ratio="16:9")
@@ -43,17 +43,15 @@ async def test_partial_updates_and_clearing(store: Store) -> None:
     assert (cleared.model, cleared.temperature) == (None, 0.2)
     assert await store.get_scope_settings("channel", "discord", "c1") == cleared
     assert await store.get_scope_settings("channel", "slack", "c1") is None
-    assert await store.clear_scope_settings("channel", "discord", "c1")
-    assert not await store.clear_scope_settings("channel", "discord", "c1")
 
 
-async def test_only_defaults_when_nothing_is_set(store: Store) -> None:
+async def test_only_defaults_when_nothing_is_set(store: Storage) -> None:
     merged = await effective(store)
     assert merged["model"] == "llm-3.5-turbo"
     assert set(merged["sources"].values()) == {"default"}  # type: ignore[attr-defined]
 
 
-async def test_user_beats_channel_beats_workspace(store: Store) -> None:
+async def test_user_beats_channel_beats_workspace(store: Storage) -> None:
     await store.set_scope_settings(
         "workspace", "discord", "g1", model="llm-4", process_mode="fast", aspect_ratio="3:2"
     )
@@ -83,7 +81,7 @@ async def test_user_beats_channel_beats_workspace(store: Store) -> None:
     assert elsewhere["model"] == "llm-3.5-turbo"
 
 
-async def test_the_system_prompt_is_per_channel(store: Store) -> None:
+async def test_the_system_prompt_is_per_channel(store: Storage) -> None:
     await store.set_scope_settings("workspace", "discord", "g1", system_prompt="workspace voice")
     assert (await effective(store))["system_prompt"] == "workspace voice"
     await store.set_scope_settings("channel", "discord", "c1", system_prompt="channel voice")
@@ -95,7 +93,7 @@ async def test_the_system_prompt_is_per_channel(store: Store) -> None:
         await store.set_scope_settings("team", "discord", "x", model="m")  # type: ignore[arg-type]
 
 
-async def test_a_conversation_overrides_model_and_prompt(store: Store) -> None:
+async def test_a_conversation_overrides_model_and_prompt(store: Storage) -> None:
     await store.set_scope_settings("user", "discord", "u1", model="llm-4")
     conversation, _ = await store.get_or_create_conversation(
         ConversationKey("discord", "g1", "c1", "t"), kind="thread"

@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import asyncio
 
-from storage import Store
+from storage import Storage
 from tests.storage.conftest import ManualClock, new_job
+from tests.storage.helpers import create_job
 
 
-async def finished_job(store: Store, **fields: object) -> str:
-    job = await store.create_job(new_job())
+async def finished_job(store: Storage, **fields: object) -> str:
+    job = await create_job(store, new_job())
     assert await store.transition(job.id, "creating", "finished", credits=8, **fields)
     return job.id
 
 
 async def test_a_finished_job_is_claimed_once_and_its_credits_recorded_once(
-    store: Store,
+    store: Storage, other_store: Storage
 ) -> None:
     job_id = await finished_job(store)
 
     claims = await asyncio.gather(
-        *(store.claim_delivery(job_id, ("discord",), due_by=0.0) for _ in range(5))
+        *(
+            (store if n % 2 else other_store).claim_delivery(job_id, ("discord",), due_by=0.0)
+            for n in range(6)
+        )
     )
 
     [claimed] = [job for job in claims if job is not None]
@@ -32,8 +36,8 @@ async def test_a_finished_job_is_claimed_once_and_its_credits_recorded_once(
     assert (usage.credits, usage.entries) == (8, 1)
 
 
-async def test_a_failed_job_is_claimed_for_its_report_without_charging(store: Store) -> None:
-    job = await store.create_job(new_job())
+async def test_a_failed_job_is_claimed_for_its_report_without_charging(store: Storage) -> None:
+    job = await create_job(store, new_job())
     assert await store.transition(job.id, "creating", "failed", credits=8)
 
     claimed = await store.claim_delivery(job.id, ("discord",), due_by=0.0)
@@ -43,7 +47,7 @@ async def test_a_failed_job_is_claimed_for_its_report_without_charging(store: St
 
 
 async def test_nothing_is_claimed_before_it_is_due_or_without_its_platform(
-    store: Store, clock: ManualClock
+    store: Storage, clock: ManualClock
 ) -> None:
     job_id = await finished_job(store, next_poll_at=clock.now + 5)
 

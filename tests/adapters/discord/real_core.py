@@ -26,7 +26,7 @@ from bot.core import Core
 from bot.jobs import JobEngines
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest
-from storage import ALL_STATUSES, Job, JobStatus, Store
+from storage import ALL_STATUSES, Job, JobStatus, SqliteStore
 from tests.adapters.discord.harness import Harness
 from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage, FakeUser
 
@@ -65,7 +65,7 @@ class RealGenbot:
     """A running genbot: the real core and engines, its store and its Discord adapter."""
 
     settings: Settings
-    store: Store
+    store: SqliteStore
     core: Core
     jobs: JobEngines
     adapter: DiscordAdapter
@@ -102,7 +102,7 @@ async def real_genbot(
 async def _started(harness: Harness, settings: Settings) -> AsyncIterator[RealGenbot]:
     db_path = settings.storage.path
     async with AsyncExitStack() as stack:
-        store = await Store.open(db_path)
+        store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)
         provider = ProviderClient(settings.api, retry=FAST_RETRY)
         stack.push_async_callback(provider.aclose)

@@ -26,7 +26,7 @@ from bot.core import Core
 from bot.jobs import JobEngines
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest
-from storage import Job, JobStatus, Store
+from storage import Job, JobStatus, SqliteStore
 from tests.adapters.slack.conftest import slack_settings
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_model import FakeMessage
@@ -72,7 +72,7 @@ class SlackGenbot:
     """A running genbot whose only adapter is Slack."""
 
     settings: Settings
-    store: Store
+    store: SqliteStore
     core: Core
     jobs: JobEngines
     adapter: SlackAdapter
@@ -96,7 +96,7 @@ async def slack_genbot(
     ``build_core``, the Slack adapter, then the core's services), stopped in reverse order."""
     settings = genbot_settings(fake, sim, db_path, socket_mode=socket_mode)
     async with AsyncExitStack() as stack:
-        store = await Store.open(db_path)
+        store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)
         provider = ProviderClient(settings.api)
         stack.push_async_callback(provider.aclose)

@@ -1,5 +1,6 @@
 """A chat world for tests: the whole genbot of ``tests/bot/harness.py`` (simulator over HTTP,
-Store on disk, ProviderClient, the real job features and tracker) plus the chat engine — with the
+SqliteStore on disk, ProviderClient, the real job features and tracker) plus the chat engine —
+with the
 job engine's tools — and the account feature, on a FakePlatform."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from bot.core import Conversations, Core, Feature
 from bot.events import Place, SurfaceLimits, User
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
-from storage import Store
+from storage import SqliteStore
 from tests.bot.api.support import FAST_RETRY, FREE_KEY, settings_for
 from tests.bot.harness import Genbot, Parts, running_genbot
 from tests.fakes.platform import Actor, FakePlatform, PostedMessage
@@ -62,7 +63,7 @@ class ChatWorld:
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     @property
-    def store(self) -> Store:
+    def store(self) -> SqliteStore:
         return self.genbot.store
 
     @property

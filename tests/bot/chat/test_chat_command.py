@@ -8,6 +8,7 @@ from bot.events import Command, MessageRef
 from bot.render import LENGTH_NOTE
 from bot.tokens import count_functions, count_messages
 from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ChatWorld
+from tests.storage.helpers import conversation_history
 
 
 async def test_chat_in_a_channel_opens_a_thread_with_the_streamed_answer(world: ChatWorld) -> None:
@@ -78,7 +79,7 @@ async def test_max_tokens_cut_is_marked_and_stored(world: ChatWorld) -> None:
         "fake", DM.channel_id, answer.ref.message_id
     )
     assert conversation is not None
-    history = await world.store.conversation_history(conversation.id)
+    history = await conversation_history(world.store, conversation.id)
     assert history[-1].content == answer.text
 
 

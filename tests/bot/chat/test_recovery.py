@@ -17,6 +17,7 @@ from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, ch
 from tests.bot.chat.test_scoping import ThreadlessPlatform
 from tests.bot.chat.test_streaming import seed_whose_first_stream_gets
 from tests.fakes.platform import FakePlatform
+from tests.storage.helpers import conversation_history
 
 
 def shown_part(text: str) -> str:
@@ -84,7 +85,7 @@ async def test_a_partly_posted_answer_stays_linked_when_rendering_fails(tmp_path
             "fake", CHANNEL.channel_id, partial.ref.message_id
         )
         assert conversation is not None
-        turns = await world.store.conversation_history(conversation.id)
+        turns = await conversation_history(world.store, conversation.id)
         assert [t.role for t in turns] == ["user", "assistant", "user", "assistant"]
         assert turns[1].platform_message_ids == (partial.ref.message_id,)
         assert turns[1].content and turns[1].content.startswith(shown_part(partial.text))
@@ -159,7 +160,7 @@ async def test_a_question_left_unanswered_merges_with_the_next(tmp_path: Path) -
         assert [m["role"] for m in bodies[2]["messages"]] == ["system", "user", "assistant", "user"]
         conversation = await world.store.find_conversation(dm_key(DM))
         assert conversation is not None
-        turns = await world.store.conversation_history(conversation.id)
+        turns = await conversation_history(world.store, conversation.id)
         assert [t.role for t in turns] == ["user", "user", "assistant", "user", "assistant"]
 
 

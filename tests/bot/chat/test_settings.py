@@ -11,6 +11,7 @@ from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults
 from bot.tokens import CONTEXT_SIZES, count_functions, count_message, count_messages
 from storage import ChatRole, ConversationKey
 from tests.bot.chat.support import ALICE, BOB, BOB_DM, CHANNEL, DM, ChatWorld, chat_world
+from tests.storage.helpers import conversation_history
 
 FILLER = "The quick brown fox jumps over the lazy dog while the band plays on. " * 8
 
@@ -44,7 +45,7 @@ async def test_a_message_too_long_for_the_model_is_refused(world: ChatWorld) -> 
         ConversationKey("fake", DM.workspace_id, DM.channel_id, "")
     )
     assert conversation is not None
-    assert await world.store.conversation_history(conversation.id) == []
+    assert await conversation_history(world.store, conversation.id) == []
 
 
 async def test_the_channel_system_prompt_reaches_the_provider(world: ChatWorld) -> None:

@@ -12,6 +12,7 @@ from bot.text import FENCE
 from simulator.state import FaultKind, SimulatorConfig, SimulatorState
 from tests.bot.chat.support import DM, ROOMY, ChatWorld, chat_world, sim_config
 from tests.fakes.platform import FakePlatform
+from tests.storage.helpers import conversation_history
 
 STREAM_FAULTS: tuple[FaultKind, ...] = ("error_500", "reset", "slow", "cut_stream")
 
@@ -97,7 +98,7 @@ async def test_an_interrupted_stream_is_marked_and_stored(tmp_path: Path) -> Non
             "fake", DM.channel_id, answer.ref.message_id
         )
         assert conversation is not None
-        turns = await world.store.conversation_history(conversation.id)
+        turns = await conversation_history(world.store, conversation.id)
         assert [t.role for t in turns] == ["user", "assistant"]
         assert turns[-1].content == answer.text
         assert turns[-1].platform_message_ids == (answer.ref.message_id,)
@@ -115,7 +116,7 @@ async def test_a_provider_failure_is_reported_and_the_question_kept(tmp_path: Pa
         assert world.posted_in(DM) == []
         conversation = await world.store.find_conversation(dm_key(DM))
         assert conversation is not None
-        (turn,) = await world.store.conversation_history(conversation.id)
+        (turn,) = await conversation_history(world.store, conversation.id)
         assert (turn.role, turn.content) == ("user", "echo: are you there?")
 
 

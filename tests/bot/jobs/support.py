@@ -19,7 +19,7 @@ from bot.core import SurfaceRegistry
 from bot.events import Attachment, ButtonPress, ModalSubmit
 from bot.jobs import JobEngines, build_job_engines
 from simulator.server import RunningSimulator
-from storage import Job, Store
+from storage import Job, SqliteStore
 from tests.bot.harness import ROOMY, Genbot, harness_settings
 from tests.fakes.platform import Actor, FakePlatform, PostedMessage
 
@@ -112,7 +112,7 @@ class Bare:
 
     engines: JobEngines
     platform: FakePlatform
-    store: Store
+    store: SqliteStore
     provider: ProviderClient
 
 
@@ -131,7 +131,7 @@ async def bare_engines(
     db = tmp_path / "genbot.db"
     settings = harness_settings(api_url or sim.base_url, db, webhooks=False, limits=limits)
     async with AsyncExitStack() as stack:
-        store = await stack.enter_async_context(await Store.open(db, clock=clock))
+        store = await stack.enter_async_context(await SqliteStore.open(db, clock=clock))
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         surfaces, fake = SurfaceRegistry(), platform or FakePlatform(limits=ROOMY)
         surfaces.attach(fake)

@@ -24,7 +24,7 @@ from bot.jobs.media import MediaFetcher
 from bot.jobs.watch import JobWatch
 from simulator.server import serve
 from simulator.state import SimulatorConfig
-from storage import Store
+from storage import SqliteStore
 from tests.bot.harness import PLACE, ROOMY, harness
 from tests.bot.jobs.support import bare_engines
 from tests.fakes.clock import FakeClock
@@ -153,7 +153,7 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
     surface = BudgetSurface(fake.monotonic, discord, latency=latency, sleep=fake.sleep)
     surfaces = SurfaceRegistry()
     surfaces.attach(surface)
-    store = await Store.open(tmp_path / "genbot.db")
+    store = await SqliteStore.open(tmp_path / "genbot.db")
     try:
         delivery = Delivery(
             store, surfaces, RenderBudget(fake.clock), MediaFetcher(1024), JobWatch(store)

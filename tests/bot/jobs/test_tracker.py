@@ -19,7 +19,7 @@ from bot.jobs.texts import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record
-from storage import IN_FLIGHT_STATUSES, NewJob, Store
+from storage import IN_FLIGHT_STATUSES, NewJob, SqliteStore
 from tests.bot.harness import PLACE, ROOMY, harness, running_genbot
 from tests.bot.jobs.support import (
     attachment,
@@ -30,6 +30,7 @@ from tests.bot.jobs.support import (
     run_command,
 )
 from tests.fakes.platform import FakePlatform, PostedMessage
+from tests.storage.helpers import create_job
 
 ROOMY_CAPS = {"max_concurrent_jobs_per_user": 10}
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000, insecure_webhooks=True)
@@ -67,7 +68,7 @@ async def test_a_restart_delivers_every_job_exactly_once_and_old_buttons_work(
             assert controlled.status == "processing"
 
         sim.advance(120)
-        async with await Store.open(db) as store:
+        async with await SqliteStore.open(db) as store:
             task = sim.state.tasks[claimed.provider_id or ""]
             finished = fetch_record(task, sim.state.now())
             await store.transition(
@@ -78,10 +79,10 @@ async def test_a_restart_delivers_every_job_exactly_once_and_old_buttons_work(
                 actions=finished["task_result"]["actions"],
             )
             assert await store.transition(claimed.id, "finished", "posting")
-            orphan = await store.create_job(
-                NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
-                       channel_id="c1", workspace_id="w1", prompt="never sent")
-            )  # fmt: skip
+            orphan = await create_job(store, NewJob(
+                family="task", type="imagine", requester_id="alice", platform="fake",
+                channel_id="c1", workspace_id="w1", prompt="never sent",
+            ))  # fmt: skip
 
         async with running_genbot(sim, db, platform=platform, limits=ROOMY_CAPS) as second:
             for job in (flying, claimed, described, controlled):
@@ -322,7 +323,7 @@ async def test_a_kick_during_a_round_is_not_lost(tmp_path: Path) -> None:
             status="submitted",
             provider_id=created.task_id,
         )
-        inserted = asyncio.ensure_future(store.create_job(flying))
+        inserted = asyncio.ensure_future(create_job(store, flying))
         tracker.kick()
         gate.set()
         await asyncio.gather(blocked, inserted)
@@ -337,9 +338,9 @@ async def test_resuming_leaves_the_jobs_this_process_is_creating_alone(tmp_path:
         job = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
                      channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
         now[0] -= 60
-        left_behind = await store.create_job(job)
+        left_behind = await create_job(store, job)
         now[0] += 61
-        just_accepted = await store.create_job(job)
+        just_accepted = await create_job(store, job)
 
         await tracker.resume()
 
@@ -356,10 +357,10 @@ async def test_a_progress_message_posted_just_before_a_crash_tells_what_happened
     clock = {"clock": lambda: now[0], "platform": platform}
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, **clock) as bare:
         now[0] -= 60
-        job = await bare.store.create_job(
-            NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
-                   channel_id="c1", workspace_id="w1", prompt="a fox")
-        )  # fmt: skip
+        job = await create_job(bare.store, NewJob(
+            family="task", type="imagine", requester_id="alice", platform="fake",
+            channel_id="c1", workspace_id="w1", prompt="a fox",
+        ))  # fmt: skip
         waiting = OutMessage("⏳ Waiting to start…", key=f"{job.id}.progress")
         shown = await platform.send(place_of(job), waiting)
 

@@ -16,11 +16,12 @@ from bot.jobs.texts import UNCONFIRMED_NOTE
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record
-from storage import ALL_STATUSES, NewJob, Store
+from storage import ALL_STATUSES, NewJob, SqliteStore
 from tests.bot.harness import PLACE, ROOMY, running_genbot
 from tests.bot.jobs.proxy import faulty_proxy
 from tests.bot.jobs.support import bare_engines, bodies, run_command
 from tests.fakes.platform import FakePlatform
+from tests.storage.helpers import create_job
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000, insecure_webhooks=True)
 UNCONFIRMED = "the service did not confirm this job"
@@ -109,12 +110,12 @@ async def test_a_job_being_created_at_a_restart_is_unknown_and_its_webhook_adopt
     platform = FakePlatform(limits=ROOMY)
     progress = await platform.send(PLACE, OutMessage(text="⏳ **Imagine** — a fox"))
     async with serve(MANUAL) as sim:
-        async with await Store.open(db) as store:
-            job = await store.create_job(
-                NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
-                       channel_id="c1", workspace_id="w1", prompt="a fox",
-                       webhook_secret="restart-secret-0123456789")
-            )  # fmt: skip
+        async with await SqliteStore.open(db) as store:
+            job = await create_job(store, NewJob(
+                family="task", type="imagine", requester_id="alice", platform="fake",
+                channel_id="c1", workspace_id="w1", prompt="a fox",
+                webhook_secret="restart-secret-0123456789",
+            ))  # fmt: skip
             await store.update_job(job.id, progress_message_id=progress.message_id)
         async with running_genbot(sim, db, platform=platform, webhooks=True) as bot:
             resumed = await bot.store.get_job(job.id)
@@ -177,7 +178,7 @@ async def test_stale_creating_and_unknown_jobs_time_out(tmp_path: Path) -> None:
                 family="task", type="imagine", requester_id="alice", platform="fake",
                 channel_id="c1", workspace_id="w1", prompt=status,
             )  # fmt: skip
-            job = await store.create_job(new)
+            job = await create_job(store, new)
             if progress:
                 ref = await platform.send(PLACE, OutMessage(text="⏳"))
                 await store.update_job(job.id, progress_message_id=ref.message_id)

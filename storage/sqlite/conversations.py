@@ -7,7 +7,6 @@ from typing import Any, Final
 
 from sqlite_utils import Database
 
-from storage.base import StoreBase
 from storage.errors import StorageError
 from storage.records import (
     UNSET,
@@ -18,10 +17,10 @@ from storage.records import (
     ConversationKind,
     _Unset,
 )
-from storage.sql import Row, fetch_all, fetch_one, from_json, to_json, write_transaction
-
-ROLES: Final[frozenset[str]] = frozenset(("system", "user", "assistant", "function"))
-KINDS: Final[frozenset[str]] = frozenset(("dm", "thread", "reply_chain"))
+from storage.rows import Row, conversation_from_row, messages_with_links, to_json
+from storage.rules import check_conversation_kind, check_turn
+from storage.sqlite.base import StoreBase
+from storage.sqlite.sql import fetch_all, fetch_one, write_transaction
 
 SQL_CONVERSATION_BY_KEY: Final = (
     "SELECT * FROM conversations"
@@ -31,11 +30,6 @@ SQL_CONVERSATION_BY_ID: Final = "SELECT * FROM conversations WHERE id = ?"
 SQL_CONVERSATION_BY_MESSAGE: Final = (
     "SELECT c.* FROM conversation_links AS l JOIN conversations AS c ON c.id = l.conversation_id"
     " WHERE l.platform = ? AND l.channel_id = ? AND l.message_id = ?"
-)
-SQL_HISTORY: Final = "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id"
-SQL_HISTORY_TAIL: Final = (
-    "SELECT * FROM (SELECT * FROM messages WHERE conversation_id = ? ORDER BY id DESC LIMIT ?)"
-    " ORDER BY id"
 )
 SQL_NEWEST_USER_TURN: Final = (
     "SELECT id FROM messages WHERE conversation_id = ? AND role = 'user' ORDER BY id DESC LIMIT 1"
@@ -48,47 +42,12 @@ SQL_LINKS_FROM: Final = (
     "SELECT chat_message_id, message_id FROM conversation_links"
     " WHERE chat_message_id >= ? AND conversation_id = ? ORDER BY id"
 )
-SQL_LINKS_OF_CONVERSATION: Final = (
-    "SELECT chat_message_id, message_id FROM conversation_links"
-    " WHERE conversation_id = ? AND chat_message_id IS NOT NULL ORDER BY id"
-)
 SQL_LINK: Final = (
     "INSERT INTO conversation_links (platform, channel_id, message_id, conversation_id,"
     " chat_message_id) VALUES (?, ?, ?, ?, ?)"
     " ON CONFLICT (platform, channel_id, message_id) DO UPDATE SET"
     " conversation_id = excluded.conversation_id, chat_message_id = excluded.chat_message_id"
 )
-
-
-def _conversation(row: Row) -> Conversation:
-    return Conversation(
-        id=row["id"],
-        platform=row["platform"],
-        workspace_id=row["workspace_id"],
-        channel_id=row["channel_id"],
-        thread_key=row["thread_key"],
-        kind=row["kind"],
-        created_by=row["created_by"],
-        model=row["model"],
-        system_prompt=row["system_prompt"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
-
-
-def _message(row: Row, platform_ids: tuple[str, ...]) -> ChatMessage:
-    return ChatMessage(
-        id=row["id"],
-        conversation_id=row["conversation_id"],
-        role=row["role"],
-        content=row["content"],
-        parts=from_json(row["parts"], None),
-        function_call=from_json(row["function_call"], None),
-        name=row["name"],
-        token_count=row["token_count"],
-        platform_message_ids=platform_ids,
-        created_at=row["created_at"],
-    )
 
 
 def _require_conversation(db: Database, conversation_id: int) -> Row:
@@ -115,8 +74,8 @@ def _link(
     )
 
 
-class ConversationStore(StoreBase):
-    """Conversation methods of :class:`storage.Store`."""
+class SqliteConversations(StoreBase):
+    """Conversation methods of :class:`storage.sqlite.SqliteStore`."""
 
     async def get_or_create_conversation(
         self, key: ConversationKey, *, kind: ConversationKind, created_by: str | None = None
@@ -124,8 +83,7 @@ class ConversationStore(StoreBase):
         """The conversation for ``key``, created (with ``kind``, ``created_by``) when missing.
         Returns ``(conversation, created)``; ``kind`` and ``created_by`` of an existing one are
         kept."""
-        if kind not in KINDS:
-            raise StorageError(f"unknown conversation kind {kind!r}")
+        check_conversation_kind(kind)
         args = (key.platform, key.workspace_id, key.channel_id, key.thread_key)
 
         def work(db: Database) -> tuple[Conversation, bool]:
@@ -139,7 +97,7 @@ class ConversationStore(StoreBase):
                 )
                 row = fetch_one(db, SQL_CONVERSATION_BY_KEY, args)
             assert row is not None
-            return _conversation(row), cursor.rowcount == 1
+            return conversation_from_row(row), cursor.rowcount == 1
 
         return await self._call(work)
 
@@ -147,12 +105,12 @@ class ConversationStore(StoreBase):
         """The conversation for ``key``, or None (never creates)."""
         args = (key.platform, key.workspace_id, key.channel_id, key.thread_key)
         row = await self._call(lambda db: fetch_one(db, SQL_CONVERSATION_BY_KEY, args))
-        return None if row is None else _conversation(row)
+        return None if row is None else conversation_from_row(row)
 
     async def get_conversation(self, conversation_id: int) -> Conversation | None:
         """The conversation with this id, or None."""
         row = await self._call(lambda db: fetch_one(db, SQL_CONVERSATION_BY_ID, (conversation_id,)))
-        return None if row is None else _conversation(row)
+        return None if row is None else conversation_from_row(row)
 
     async def find_conversation_by_message(
         self, platform: str, channel_id: str, message_id: str
@@ -161,7 +119,7 @@ class ConversationStore(StoreBase):
         This is how a reply to any message of a reply chain continues its conversation."""
         args = (platform, channel_id, message_id)
         row = await self._call(lambda db: fetch_one(db, SQL_CONVERSATION_BY_MESSAGE, args))
-        return None if row is None else _conversation(row)
+        return None if row is None else conversation_from_row(row)
 
     async def append_message(
         self,
@@ -178,10 +136,7 @@ class ConversationStore(StoreBase):
     ) -> int:
         """Append a turn; returns its id. ``platform_message_ids`` are linked to it (in the
         conversation's channel unless ``channel_id`` is given)."""
-        if role not in ROLES:
-            raise StorageError(f"unknown chat role {role!r}")
-        if role == "function" and not name:
-            raise StorageError("a function message needs the function's name")
+        check_turn(role, name)
 
         def work(db: Database) -> int:
             with write_transaction(db):
@@ -238,23 +193,6 @@ class ConversationStore(StoreBase):
 
         await self._call(work)
 
-    async def conversation_history(
-        self, conversation_id: int, *, limit: int | None = None
-    ) -> list[ChatMessage]:
-        """The turns in order, oldest first; with ``limit``, only the newest ``limit`` turns."""
-
-        def work(db: Database) -> list[ChatMessage]:
-            if limit is None:
-                rows = fetch_all(db, SQL_HISTORY, (conversation_id,))
-            else:
-                rows = fetch_all(db, SQL_HISTORY_TAIL, (conversation_id, limit))
-            platform_ids: dict[int, list[str]] = {}
-            for link in fetch_all(db, SQL_LINKS_OF_CONVERSATION, (conversation_id,)):
-                platform_ids.setdefault(link["chat_message_id"], []).append(link["message_id"])
-            return [_message(row, tuple(platform_ids.get(row["id"], ()))) for row in rows]
-
-        return await self._call(work)
-
     async def conversation_tail(
         self, conversation_id: int, *, max_tokens: int
     ) -> list[ChatMessage]:
@@ -285,10 +223,8 @@ class ConversationStore(StoreBase):
             if first_id is None:
                 return []
             rows = fetch_all(db, SQL_HISTORY_FROM, (conversation_id, first_id))
-            platform_ids: dict[int, list[str]] = {}
-            for link in fetch_all(db, SQL_LINKS_FROM, (first_id, conversation_id)):
-                platform_ids.setdefault(link["chat_message_id"], []).append(link["message_id"])
-            return [_message(row, tuple(platform_ids.get(row["id"], ()))) for row in rows]
+            links = fetch_all(db, SQL_LINKS_FROM, (first_id, conversation_id))
+            return messages_with_links(rows, links)
 
         return await self._call(work)
 
@@ -338,19 +274,6 @@ class ConversationStore(StoreBase):
         if changes:
             changes["updated_at"] = self._now()
         return await self._update("conversations", conversation_id, changes)
-
-    async def clear_conversation_history(self, conversation_id: int) -> int:
-        """Delete every turn of a conversation (platform message links stay, so replies still
-        find it); returns how many turns were deleted."""
-
-        def work(db: Database) -> int:
-            with write_transaction(db):
-                cursor = db.conn.execute(
-                    "DELETE FROM messages WHERE conversation_id = ?", (conversation_id,)
-                )
-            return cursor.rowcount
-
-        return await self._call(work)
 
     async def _update(self, table: str, row_id: int, changes: dict[str, Any]) -> bool:
         def work(db: Database) -> bool:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from sqlite_utils import Database
 
-Row = dict[str, Any]
+from storage.rows import Row
 
 
 @contextmanager
@@ -47,13 +46,3 @@ def placeholders(count: int) -> str:
     if count < 1:
         raise ValueError("an IN list needs at least one value")
     return ", ".join("?" * count)
-
-
-def to_json(value: Any) -> str:
-    """Compact JSON text for a JSON column."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def from_json(text: str | None, default: Any) -> Any:
-    """The value of a JSON column (``default`` for NULL)."""
-    return default if text is None else json.loads(text)

@@ -10,14 +10,23 @@ from typing import Any
 import pytest
 from sqlite_utils import Database
 
-from storage import LATEST_VERSION, ConversationKey, SettingValues, StorageError, Store
-from storage import conversations as conversation_sql
-from storage import job_messages as job_message_sql
-from storage import jobs as job_sql
-from storage import ledger as ledger_sql
-from storage import scopes as scope_sql
-from storage import tracking as tracking_sql
+from storage import (
+    LATEST_VERSION,
+    ConversationKey,
+    SettingValues,
+    SqliteStore,
+    StorageError,
+)
+from storage.sqlite import admission as admission_sql
+from storage.sqlite import conversations as conversation_sql
+from storage.sqlite import job_messages as job_message_sql
+from storage.sqlite import jobs as job_sql
+from storage.sqlite import ledger as ledger_sql
+from storage.sqlite import scopes as scope_sql
+from storage.sqlite import slack as slack_sql
+from storage.sqlite import tracking as tracking_sql
 from tests.storage.conftest import ManualClock, new_job
+from tests.storage.helpers import conversation_history, create_job
 
 # The schema of version 1 exactly as released, frozen here: an upgrade must work on real old files.
 V1_SCHEMA = """
@@ -83,7 +92,9 @@ def sync_query(path: Path, sql: str, parameters: tuple[Any, ...] = ()) -> list[t
         conn.close()
 
 
-async def test_an_empty_file_is_migrated_to_the_latest_version(db_path: Path, store: Store) -> None:
+async def test_an_empty_file_is_migrated_to_the_latest_version(
+    db_path: Path, store: SqliteStore
+) -> None:
     assert await store.schema_version() == LATEST_VERSION
     assert sync_query(db_path, "SELECT version FROM schema_version ORDER BY version") == [
         (version,) for version in range(1, LATEST_VERSION + 1)
@@ -98,10 +109,14 @@ async def test_an_empty_file_is_migrated_to_the_latest_version(db_path: Path, st
         "scope_settings",
         "usage",
         "processed_events",
+        "slack_installations",
+        "oauth_states",
     } <= tables
 
 
-async def test_wal_normal_sync_busy_timeout_and_foreign_keys(db_path: Path, store: Store) -> None:
+async def test_wal_normal_sync_busy_timeout_and_foreign_keys(
+    db_path: Path, store: SqliteStore
+) -> None:
     def pragmas(db: Database) -> tuple[Any, ...]:
         return tuple(
             db.execute(f"PRAGMA {name}").fetchone()[0]
@@ -119,7 +134,7 @@ async def test_a_version_1_database_is_upgraded_and_keeps_its_rows(
     conn.executescript(V1_SCHEMA)
     conn.close()
 
-    store = await Store.open(db_path, clock=clock)
+    store = await SqliteStore.open(db_path, clock=clock)
     try:
         assert await store.schema_version() == LATEST_VERSION
         old = await store.job_for_message("discord", "c1", "m-progress")
@@ -136,7 +151,7 @@ async def test_a_version_1_database_is_upgraded_and_keeps_its_rows(
             ConversationKey("slack", "T1", "C1", "1700000000.000100")
         )
         assert conversation is not None
-        history = await store.conversation_history(conversation.id)
+        history = await conversation_history(store, conversation.id)
         assert [m.content for m in history] == ["hello from v1"]
         await store.set_scope_settings("channel", "slack", "C1", model="llm-4")
         assert await store.remember_event("slack", "Ev1")
@@ -147,26 +162,28 @@ async def test_a_version_1_database_is_upgraded_and_keeps_its_rows(
 
 
 async def test_a_database_newer_than_the_code_is_refused(db_path: Path) -> None:
-    store = await Store.open(db_path)
+    store = await SqliteStore.open(db_path)
     await store.close()
     conn = sqlite3.connect(db_path)
     with conn:
         conn.execute("INSERT INTO schema_version VALUES (?, 'from the future', 0)", (99,))
     conn.close()
     with pytest.raises(StorageError, match="schema version 99 is newer"):
-        await Store.open(db_path)
+        await SqliteStore.open(db_path)
 
 
-async def test_writes_are_committed_when_the_call_returns(db_path: Path, store: Store) -> None:
-    job = await store.create_job(new_job())
+async def test_writes_are_committed_when_the_call_returns(
+    db_path: Path, store: SqliteStore
+) -> None:
+    job = await create_job(store, new_job())
     assert sync_query(db_path, "SELECT status FROM jobs WHERE id = ?", (job.id,)) == [("creating",)]
     assert await store.transition(job.id, "creating", "submitted", provider_id="p-1")
     assert sync_query(db_path, "SELECT status, provider_id FROM jobs") == [("submitted", "p-1")]
 
 
 async def test_everything_survives_close_and_reopen(db_path: Path, clock: ManualClock) -> None:
-    store = await Store.open(db_path, clock=clock)
-    job = await store.create_job(new_job(webhook_secret="s3cret"))
+    store = await SqliteStore.open(db_path, clock=clock)
+    job = await create_job(store, new_job(webhook_secret="s3cret"))
     await store.link_message("discord", "c1", "m1", job.id, "progress")
     conversation, _ = await store.get_or_create_conversation(
         ConversationKey("discord", "g1", "dm-7"), kind="dm", created_by="u1"
@@ -177,14 +194,14 @@ async def test_everything_survives_close_and_reopen(db_path: Path, clock: Manual
     assert await store.remember_event("discord", "interaction-1")
     await store.close()
 
-    reopened = await Store.open(db_path, clock=clock)
+    reopened = await SqliteStore.open(db_path, clock=clock)
     try:
         stored = await reopened.job_for_message("discord", "c1", "m1")
         assert stored is not None and stored.id == job.id
         assert stored.webhook_secret == "s3cret"
         found = await reopened.find_conversation_by_message("discord", "dm-7", "m9")
         assert found is not None and found.id == conversation.id
-        history = await reopened.conversation_history(conversation.id)
+        history = await conversation_history(reopened, conversation.id)
         assert [m.content for m in history] == ["remember me"]
         settings = await reopened.effective_settings(
             "discord", user_id="u1", channel_id=None, workspace_id=None
@@ -198,28 +215,11 @@ async def test_everything_survives_close_and_reopen(db_path: Path, clock: Manual
 
 LOOKUPS: dict[str, tuple[str, int, str]] = {
     "job for message": (job_message_sql.SQL_JOB_FOR_MESSAGE, 3, "job_messages_by_message_id"),
-    "job id for message": (
-        job_message_sql.SQL_JOB_ID_FOR_MESSAGE,
-        3,
-        "job_messages_by_message_id",
-    ),
-    "messages of job": (job_message_sql.SQL_MESSAGES_OF_JOB, 1, "job_messages_by_job"),
-    "job by provider id": (job_sql.SQL_JOB_BY_PROVIDER, 1, "jobs_by_provider"),
-    "job by provider id and family": (
-        job_sql.SQL_JOB_BY_PROVIDER_FAMILY,
-        2,
-        "jobs_by_provider",
-    ),
-    "jobs by provider ids": (
-        tracking_sql.SQL_JOBS_BY_PROVIDER_IDS.format("?, ?, ?"),
-        4,
-        "jobs_by_provider",
-    ),
     "job by id": (job_sql.SQL_JOB_BY_ID, 1, "sqlite_autoindex_jobs_1"),
     "derivative": (job_sql.SQL_DERIVATIVE, 2, "jobs_by_parent_action"),
     "active jobs of a user": (
-        tracking_sql.SQL_COUNT_ACTIVE.format("?, ?"),
-        4,
+        admission_sql.SQL_COUNT_ACTIVE_JOBS,
+        2 + 7,
         "jobs_by_requester_status",
     ),
     "unfinished jobs": (tracking_sql.SQL_UNFINISHED.format("?, ?", ""), 2, "jobs_by_status"),
@@ -234,21 +234,17 @@ LOOKUPS: dict[str, tuple[str, int, str]] = {
         3,
         "conversation_links_by_message_id",
     ),
-    "history": (conversation_sql.SQL_HISTORY, 1, "messages_by_conversation"),
-    "history tail": (conversation_sql.SQL_HISTORY_TAIL, 2, "messages_by_conversation"),
-    "links of conversation": (
-        conversation_sql.SQL_LINKS_OF_CONVERSATION,
-        1,
-        "conversation_links_by_conversation",
-    ),
+    "newest user turn": (conversation_sql.SQL_NEWEST_USER_TURN, 1, "messages_by_conversation"),
+    "tail counts": (conversation_sql.SQL_TAIL_COUNTS, 1, "messages_by_conversation"),
+    "history from a turn": (conversation_sql.SQL_HISTORY_FROM, 2, "messages_by_conversation"),
     "scope settings": (scope_sql.SQL_SCOPE, 3, "PRIMARY KEY"),
     "usage of a user": (ledger_sql.SQL_USAGE_FOR_USER, 3, "usage_by_user_day"),
-    "usage of a day": (ledger_sql.SQL_USAGE_FOR_DAY, 1, "usage_by_day"),
+    "slack installation": (slack_sql.SQL_FIND_INSTALLATION.format(""), 2, "PRIMARY KEY"),
 }
 
 
 @pytest.mark.parametrize("lookup", sorted(LOOKUPS))
-async def test_every_lookup_searches_an_index(store: Store, lookup: str) -> None:
+async def test_every_lookup_searches_an_index(store: SqliteStore, lookup: str) -> None:
     sql, parameter_count, index = LOOKUPS[lookup]
 
     def plan(db: Database) -> list[str]:
@@ -260,7 +256,7 @@ async def test_every_lookup_searches_an_index(store: Store, lookup: str) -> None
     assert not any(step.startswith("SCAN") and "subquery" not in step for step in steps), steps
 
 
-async def test_effective_settings_defaults_need_no_rows(store: Store) -> None:
+async def test_effective_settings_defaults_need_no_rows(store: SqliteStore) -> None:
     settings = await store.effective_settings(
         "web",
         user_id="nobody",

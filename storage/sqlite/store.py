@@ -1,4 +1,4 @@
-"""The :class:`Store`: genbot's one async entry point to its SQLite database."""
+"""The :class:`SqliteStore`: genbot's storage in one SQLite file (the default backend)."""
 
 from __future__ import annotations
 
@@ -6,28 +6,25 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from itertools import islice
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from sqlite_utils import Database
 
-from storage.admission import JobAdmissionStore
-from storage.base import Clock
-from storage.conversations import ConversationStore
 from storage.errors import StorageError
 from storage.files import private_file
-from storage.job_messages import JobMessageStore
-from storage.jobs import SQL_INSERT_JOB, JobStore, check_new_job, insert_job_links, insert_values
-from storage.ledger import LedgerStore
-from storage.records import JobMessage, NewJob, new_job_id
-from storage.schema import current_version, migrate
-from storage.scopes import SettingsStore
-from storage.sql import write_transaction
-from storage.tracking import JobQueryStore
+from storage.sqlite.admission import SqliteJobAdmission
+from storage.sqlite.base import Clock
+from storage.sqlite.conversations import SqliteConversations
+from storage.sqlite.events import SqliteEventDedupe
+from storage.sqlite.job_messages import SqliteMessageLinks
+from storage.sqlite.jobs import SqliteJobs
+from storage.sqlite.ledger import SqliteLedger
+from storage.sqlite.schema import current_version, migrate
+from storage.sqlite.scopes import SqliteSettings
+from storage.sqlite.slack import SqliteSlackInstallations
+from storage.sqlite.tracking import SqliteJobTracking
 
 WORKER_THREAD_PREFIX = "genbot-storage"
 
@@ -49,26 +46,22 @@ def _connect(path: Path, busy_timeout: float, clock: Clock) -> Database:
     return db
 
 
-def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch
-
-
-class Store(
-    ConversationStore,
-    JobStore,
-    JobAdmissionStore,
-    JobQueryStore,
-    JobMessageStore,
-    SettingsStore,
-    LedgerStore,
+class SqliteStore(
+    SqliteConversations,
+    SqliteJobs,
+    SqliteJobAdmission,
+    SqliteJobTracking,
+    SqliteMessageLinks,
+    SqliteSettings,
+    SqliteLedger,
+    SqliteEventDedupe,
+    SqliteSlackInstallations,
 ):
-    """genbot's storage: conversations, jobs, message links, settings, usage, event dedup.
+    """genbot's storage in one SQLite file: every interface of :mod:`storage.interfaces`.
 
-    Open with ``store = await Store.open(path)``; close with ``await store.close()`` (or use
-    ``async with await Store.open(path) as store``). Every method is a coroutine that runs on
-    the store's single worker thread and, for writes, returns only after the commit.
+    Open with ``store = await SqliteStore.open(path)``; close with ``await store.close()`` (or
+    use ``async with await SqliteStore.open(path) as store``). Every method is a coroutine that
+    runs on the store's single worker thread and, for writes, returns only after the commit.
     Failures raise :class:`storage.StorageError`.
     """
 
@@ -80,7 +73,7 @@ class Store(
         clock: Clock = time.time,
         busy_timeout: float = 5.0,
         event_retention: float = 24 * 3600.0,
-    ) -> Store:
+    ) -> SqliteStore:
         """Open (creating if needed) the database at ``path``: WAL journal,
         ``synchronous=NORMAL``, foreign keys on, ``busy_timeout`` seconds of waiting for
         another connection's lock, and every pending migration applied. ``clock`` gives
@@ -113,7 +106,7 @@ class Store(
         finally:
             self._executor.shutdown(wait=True)
 
-    async def __aenter__(self) -> Store:
+    async def __aenter__(self) -> SqliteStore:
         return self
 
     async def __aexit__(
@@ -127,38 +120,3 @@ class Store(
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""
         return await self._call(current_version)
-
-    async def bulk_insert_jobs(self, jobs: Iterable[NewJob], *, batch_size: int = 10_000) -> int:
-        """Insert many jobs fast (benchmarks, imports): one transaction per ``batch_size``
-        rows, no per-row checks beyond the schema's. Jobs without an id get a fresh one (ids
-        given must be unique). Returns the number inserted."""
-
-        def rows(batch: list[NewJob], now: float) -> Iterator[tuple[Any, ...]]:
-            for new in batch:
-                check_new_job(new)
-                yield insert_values(new, new.id or new_job_id(), now)
-
-        def work(db: Database) -> int:
-            inserted = 0
-            for batch in _batches(jobs, batch_size):
-                with write_transaction(db):
-                    db.conn.executemany(SQL_INSERT_JOB, rows(batch, self._now()))
-                inserted += len(batch)
-            return inserted
-
-        return await self._call(work)
-
-    async def bulk_link_messages(
-        self, links: Iterable[JobMessage], *, batch_size: int = 10_000
-    ) -> int:
-        """Insert many message → job links fast, one transaction per ``batch_size``."""
-
-        def work(db: Database) -> int:
-            linked = 0
-            for batch in _batches(links, batch_size):
-                with write_transaction(db):
-                    insert_job_links(db, batch)
-                linked += len(batch)
-            return linked
-
-        return await self._call(work)

@@ -1,4 +1,4 @@
-"""Job queries for the tracker, restarts and caps: unfinished jobs, batches, counts."""
+"""Job queries for the tracker and restarts, and the delivery claim."""
 
 from __future__ import annotations
 
@@ -7,16 +7,13 @@ from typing import Any, Final
 
 from sqlite_utils import Database
 
-from storage.base import StoreBase, utc_day
-from storage.jobs import job_from_row, status_tuple
-from storage.records import ACTIVE_STATUSES, UNFINISHED_STATUSES, Job, JobStatus
-from storage.sql import fetch_all, placeholders, write_transaction
+from storage.records import UNFINISHED_STATUSES, Job, JobStatus
+from storage.rows import job_from_row
+from storage.rules import status_tuple, utc_day
+from storage.sqlite.base import StoreBase
+from storage.sqlite.sql import fetch_all, placeholders, write_transaction
 
-SQL_COUNT_ACTIVE: Final = (
-    "SELECT COUNT(*) FROM jobs WHERE platform = ? AND requester_id = ? AND status IN ({})"
-)
 SQL_UNFINISHED: Final = "SELECT * FROM jobs WHERE status IN ({}){} ORDER BY created_at, id"
-SQL_JOBS_BY_PROVIDER_IDS: Final = "SELECT * FROM jobs WHERE provider_id IN ({}) AND family = ?"
 SQL_CLAIM_DELIVERY: Final = (
     "UPDATE jobs SET status = CASE status WHEN 'finished' THEN 'posting' ELSE 'reporting' END,"
     " post_claims = post_claims + 1, updated_at = ?"
@@ -32,8 +29,8 @@ SQL_NEXT_POLL: Final = (
 )
 
 
-class JobQueryStore(StoreBase):
-    """Job query methods of :class:`storage.Store`."""
+class SqliteJobTracking(StoreBase):
+    """Tracker queries and delivery claims of :class:`storage.sqlite.SqliteStore`."""
 
     async def claim_delivery(
         self, job_id: str, platforms: Iterable[str], due_by: float
@@ -63,25 +60,6 @@ class JobQueryStore(StoreBase):
             return job
 
         return await self._call(work)
-
-    async def get_jobs_by_provider_ids(
-        self, provider_ids: Iterable[str], family: str
-    ) -> dict[str, Job]:
-        """The jobs of one family known to the provider by these ids (the tracker's batch
-        lookup after ``multi_fetch``), keyed by provider id; unknown ids are left out."""
-        ids = sorted(set(provider_ids))
-        if not ids:
-            return {}
-
-        def work(db: Database) -> list[dict[str, Any]]:
-            rows: list[dict[str, Any]] = []
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                sql = SQL_JOBS_BY_PROVIDER_IDS.format(placeholders(len(chunk)))
-                rows += fetch_all(db, sql, (*chunk, family))
-            return rows
-
-        return {row["provider_id"]: job_from_row(row) for row in await self._call(work)}
 
     async def list_unfinished_jobs(
         self,
@@ -150,20 +128,5 @@ class JobQueryStore(StoreBase):
                     [(stamp, job_id) for job_id in ids],
                 )
             return cursor.rowcount
-
-        return await self._call(work)
-
-    async def count_active_jobs(
-        self,
-        platform: str,
-        requester_id: str,
-        statuses: Iterable[JobStatus] = ACTIVE_STATUSES,
-    ) -> int:
-        """How many of a user's jobs are in ``statuses`` (default ``ACTIVE_STATUSES``)."""
-        chosen = status_tuple(statuses)
-        sql = SQL_COUNT_ACTIVE.format(placeholders(len(chosen)))
-
-        def work(db: Database) -> int:
-            return int(db.conn.execute(sql, (platform, requester_id, *chosen)).fetchone()[0])
 
         return await self._call(work)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlite_utils import Database
 
 from storage.errors import StorageError
-from storage.sql import write_transaction
+from storage.sqlite.sql import write_transaction
 
 log = logging.getLogger("genbot.storage")
 
@@ -202,6 +202,27 @@ def _v4_post_claims(db: Database) -> None:
     db.execute("ALTER TABLE jobs ADD COLUMN post_claims INTEGER NOT NULL DEFAULT 0")
 
 
+def _v5_slack_installations(db: Database) -> None:
+    db.execute(
+        """
+        CREATE TABLE slack_installations (
+            enterprise_id TEXT NOT NULL,
+            team_id TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            installed_at REAL NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (enterprise_id, team_id, user_id)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """
+        CREATE TABLE oauth_states (
+            state TEXT PRIMARY KEY,
+            expires_at REAL NOT NULL
+        ) WITHOUT ROWID"""
+    )
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
@@ -209,6 +230,7 @@ MIGRATIONS: Sequence[Migration] = (
     ),
     Migration(3, "jobs.delivery_attempts", _v3_delivery_attempts),
     Migration(4, "jobs.post_claims", _v4_post_claims),
+    Migration(5, "Slack installations and OAuth states", _v5_slack_installations),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

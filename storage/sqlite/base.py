@@ -1,4 +1,4 @@
-"""The worker-thread core of :class:`storage.Store`.
+"""The worker-thread core of :class:`storage.sqlite.SqliteStore`.
 
 One dedicated thread owns the SQLite connection: every call is handed to it with
 ``loop.run_in_executor``, so the event loop never blocks on SQLite, sqlite3's thread affinity
@@ -11,7 +11,6 @@ import asyncio
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -24,23 +23,8 @@ T = TypeVar("T")
 Clock = Callable[[], float]
 
 
-def utc_day(timestamp: float) -> str:
-    """The UTC day (``YYYY-MM-DD``) of a Unix timestamp."""
-    return datetime.fromtimestamp(timestamp, UTC).date().isoformat()
-
-
-def day_text(day: str | date) -> str:
-    """A day given as ``date`` or ``YYYY-MM-DD`` text, validated, as text."""
-    if isinstance(day, date):
-        return day.isoformat()
-    try:
-        return date.fromisoformat(day).isoformat()
-    except ValueError:
-        raise StorageError(f"not a day (YYYY-MM-DD): {day!r}") from None
-
-
 class StoreBase:
-    """Holds the connection, the worker thread and the clock; see :class:`storage.Store`."""
+    """Holds the connection, the worker thread and the clock (see :class:`SqliteStore`)."""
 
     def __init__(
         self, path: Path, executor: ThreadPoolExecutor, db: Database, clock: Clock
@@ -53,7 +37,7 @@ class StoreBase:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`storage.Store.close` was called."""
+        """True once :meth:`SqliteStore.close` was called."""
         return self._closed
 
     def _now(self) -> float:

@@ -4,24 +4,26 @@ from __future__ import annotations
 
 from sqlite_utils import Database
 
-from storage.base import StoreBase, utc_day
-from storage.jobs import (
+from storage.records import ACTIVE_STATUSES, Job, JobQuota, NewJob, QuotaRefusal
+from storage.rows import job_from_row
+from storage.rules import check_new_job, utc_day
+from storage.sqlite.base import StoreBase
+from storage.sqlite.jobs import (
     SQL_DERIVATIVE,
     SQL_INSERT_JOB,
     SQL_JOB_BY_ID,
-    _check_parent,
-    _fresh_id,
-    check_new_job,
+    check_parent,
+    fresh_id,
     insert_values,
-    job_from_row,
 )
-from storage.ledger import SQL_USAGE_FOR_USER
-from storage.records import ACTIVE_STATUSES, Job, JobQuota, NewJob, QuotaRefusal
-from storage.sql import fetch_one, placeholders, write_transaction
-from storage.tracking import SQL_COUNT_ACTIVE
+from storage.sqlite.ledger import SQL_USAGE_FOR_USER
+from storage.sqlite.sql import fetch_one, placeholders, write_transaction
 
 _ACTIVE = tuple(sorted(ACTIVE_STATUSES))
-SQL_COUNT_ACTIVE_JOBS = SQL_COUNT_ACTIVE.format(placeholders(len(_ACTIVE)))
+SQL_COUNT_ACTIVE_JOBS = (
+    "SELECT COUNT(*) FROM jobs WHERE platform = ? AND requester_id = ?"
+    f" AND status IN ({placeholders(len(_ACTIVE))})"
+)
 
 
 def quota_refusal(db: Database, new: NewJob, quota: JobQuota, now: float) -> QuotaRefusal | None:
@@ -41,8 +43,8 @@ def quota_refusal(db: Database, new: NewJob, quota: JobQuota, now: float) -> Quo
     return None
 
 
-class JobAdmissionStore(StoreBase):
-    """The quota-checked job creation of :class:`storage.Store`."""
+class SqliteJobAdmission(StoreBase):
+    """The quota-checked job creation of :class:`storage.sqlite.SqliteStore`."""
 
     async def create_job_within(
         self, new: NewJob, quota: JobQuota
@@ -53,8 +55,9 @@ class JobAdmissionStore(StoreBase):
         happen in one ``BEGIN IMMEDIATE`` transaction, so concurrent calls (even from several
         processes) cannot all pass a cap. Returns ``(job, True)`` when the row was created; for
         a derivative (``parent_job_id`` and ``action`` set) whose pair already exists,
-        ``(existing, False)`` — nothing is created, so no limit applies (see
-        :meth:`create_or_get_derivative`); a :class:`QuotaRefusal` when a limit stops it.
+        ``(existing, False)`` — nothing is created, so no limit applies (the pair is unique:
+        the same button pressed twice yields one job); a :class:`QuotaRefusal` when a limit
+        stops it.
         """
         check_new_job(new)
         derivative = (
@@ -73,8 +76,8 @@ class JobAdmissionStore(StoreBase):
                 refusal = quota_refusal(db, new, quota, now)
                 if refusal is not None:
                     return refusal
-                _check_parent(db, new.parent_job_id)
-                job_id = _fresh_id(db, new)
+                check_parent(db, new.parent_job_id)
+                job_id = fresh_id(db, new)
                 db.conn.execute(SQL_INSERT_JOB, insert_values(new, job_id, now))
                 row = fetch_one(db, SQL_JOB_BY_ID, (job_id,))
             assert row is not None

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from storage import ConversationKey, Store, StoreClosedError
-from storage.store import WORKER_THREAD_PREFIX
+from storage import ConversationKey, SqliteStore, StoreClosedError
+from storage.sqlite.store import WORKER_THREAD_PREFIX
 from tests.storage.conftest import new_job
+from tests.storage.helpers import create_job
 
 
-async def test_every_statement_runs_on_the_one_worker_thread(store: Store) -> None:
+async def test_every_statement_runs_on_the_one_worker_thread(store: SqliteStore) -> None:
     threads: set[tuple[int, str]] = set()
 
     def trace_statements(db: Database) -> tuple[int, str]:
@@ -24,10 +25,10 @@ async def test_every_statement_runs_on_the_one_worker_thread(store: Store) -> No
         return threading.get_ident(), threading.current_thread().name
 
     worker = await store.run_in_worker(trace_statements)
-    job = await store.create_job(new_job())
-    await store.create_or_get_derivative(new_job(parent_job_id=job.id, action="reroll"))
+    job = await create_job(store, new_job())
+    await create_job(store, new_job(parent_job_id=job.id, action="reroll"))
     await store.transition(job.id, "creating", "submitted", provider_id="p")
-    await store.get_job_by_provider_id("p")
+    await store.get_job(job.id)
     await store.link_message("discord", "c1", "m1", job.id)
     await store.job_for_message("discord", "c1", "m1")
     await store.list_unfinished_jobs()
@@ -35,7 +36,7 @@ async def test_every_statement_runs_on_the_one_worker_thread(store: Store) -> No
         ConversationKey("web", "", "s1"), kind="dm"
     )
     await store.append_message(conversation.id, "user", "hi", platform_message_ids=["w1"])
-    await store.conversation_history(conversation.id)
+    await store.conversation_tail(conversation.id, max_tokens=100)
     await store.set_scope_settings("user", "web", "u", model="llm-4")
     await store.effective_settings("web", user_id="u", channel_id="s1", workspace_id=None)
     await store.add_usage("web", "u", credits=1)
@@ -47,7 +48,7 @@ async def test_every_statement_runs_on_the_one_worker_thread(store: Store) -> No
     assert worker[1].startswith(WORKER_THREAD_PREFIX)
 
 
-async def test_the_loop_keeps_running_while_the_database_is_busy(store: Store) -> None:
+async def test_the_loop_keeps_running_while_the_database_is_busy(store: SqliteStore) -> None:
     loop = asyncio.get_running_loop()
     started = asyncio.Event()
     release = threading.Event()
@@ -69,8 +70,8 @@ async def test_the_loop_keeps_running_while_the_database_is_busy(store: Store) -
 
 
 async def test_close_finishes_queued_writes_then_refuses_calls(db_path: Path) -> None:
-    store = await Store.open(db_path)
-    pending = [asyncio.create_task(store.create_job(new_job())) for _ in range(20)]
+    store = await SqliteStore.open(db_path)
+    pending = [asyncio.create_task(create_job(store, new_job())) for _ in range(20)]
     await asyncio.sleep(0)
     await store.close()
     await store.close()
@@ -80,7 +81,7 @@ async def test_close_finishes_queued_writes_then_refuses_calls(db_path: Path) ->
     with pytest.raises(StoreClosedError):
         await store.get_job("x")
 
-    reopened = await Store.open(db_path)
+    reopened = await SqliteStore.open(db_path)
     try:
         stored = await reopened.list_unfinished_jobs()
         assert sorted(job.id for job in stored) == sorted(job.id for job in created)
@@ -89,6 +90,6 @@ async def test_close_finishes_queued_writes_then_refuses_calls(db_path: Path) ->
 
 
 async def test_async_context_manager_closes(db_path: Path) -> None:
-    async with await Store.open(db_path) as store:
-        await store.create_job(new_job())
+    async with await SqliteStore.open(db_path) as store:
+        await create_job(store, new_job())
     assert store.closed

@@ -1,0 +1,362 @@
+"""The storage interfaces: one protocol per need, so each feature depends on what it uses.
+
+Every backend (SQLite: :class:`storage.sqlite.SqliteStore`) implements all of them; a feature
+declares the few it needs (often as a protocol combining two or three of these) and the
+composition root hands it the one store. Every method is a coroutine; writes return after their
+commit; failures raise :class:`storage.StorageError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import date
+from typing import Any, Protocol
+
+from storage.records import (
+    UNFINISHED_STATUSES,
+    UNSET,
+    ChatMessage,
+    ChatRole,
+    Conversation,
+    ConversationKey,
+    ConversationKind,
+    EffectiveSettings,
+    Job,
+    JobMessage,
+    JobMessageKind,
+    JobQuota,
+    JobStatus,
+    NewJob,
+    QuotaRefusal,
+    ScopeKind,
+    ScopeSettings,
+    SettingValues,
+    SlackInstallation,
+    UsageTotals,
+    _Unset,
+)
+
+
+class JobReader(Protocol):
+    """Reading one job."""
+
+    async def get_job(self, job_id: str) -> Job | None:
+        """The job with this id, or None."""
+        ...
+
+
+class JobWriter(JobReader, Protocol):
+    """Changing jobs: compare-and-set status moves and field updates."""
+
+    async def transition(
+        self,
+        job_id: str,
+        from_statuses: JobStatus | Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        links: Sequence[JobMessage] = (),
+        **fields: Any,
+    ) -> bool:
+        """Move the job to ``to_status`` (setting ``fields``) only if its status is one of
+        ``from_statuses``; True if this call made the move. Among concurrent callers (in any
+        process) exactly one wins. ``links`` are committed with the move, only when it
+        happened. Entering ``finished``, ``failed`` or ``create_failed`` stamps
+        ``finished_at`` unless given or already set. A move ``JOB_TRANSITIONS`` does not allow
+        raises :class:`StorageError`."""
+        ...
+
+    async def update_job(self, job_id: str, **fields: Any) -> bool:
+        """Set fields (see ``storage.rules.UPDATABLE_FIELDS``; JSON fields take Python values)
+        whatever the status; False if the job does not exist."""
+        ...
+
+
+class JobAdmission(Protocol):
+    """Creating jobs within a requester's limits."""
+
+    async def create_job_within(
+        self, new: NewJob, quota: JobQuota
+    ) -> tuple[Job, bool] | QuotaRefusal:
+        """Create ``new`` unless its requester is at a limit of ``quota`` (counted and
+        inserted atomically, so concurrent calls from any process cannot all pass a cap).
+        ``(job, True)`` when created; for a derivative whose (``parent_job_id``, ``action``)
+        pair exists, ``(existing, False)``; a :class:`QuotaRefusal` when a limit stops it."""
+        ...
+
+
+class JobTracking(Protocol):
+    """What the tracker queries: unfinished jobs, due times, poll stamps."""
+
+    async def list_unfinished_jobs(
+        self,
+        statuses: Iterable[JobStatus] = UNFINISHED_STATUSES,
+        *,
+        family: str | None = None,
+        limit: int | None = None,
+        after: Job | None = None,
+        webhook_quiet_since: float | None = None,
+        due_at: float | None = None,
+        created_before: float | None = None,
+    ) -> list[Job]:
+        """Jobs whose status is in ``statuses``, oldest first (``created_at``, then ``id``).
+        ``after`` continues a page after that job; ``webhook_quiet_since`` drops jobs that got
+        a webhook at or after that time; ``due_at`` drops jobs whose ``next_poll_at`` is later;
+        ``created_before`` keeps only jobs created before that time."""
+        ...
+
+    async def next_poll_after(self, statuses: Iterable[JobStatus], after: float) -> float | None:
+        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses``."""
+        ...
+
+    async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:
+        """Set ``last_polled_at`` (default: now) on many jobs at once."""
+        ...
+
+
+class DeliveryClaims(Protocol):
+    """Claiming a finished or failed job for posting, exactly once."""
+
+    async def claim_delivery(
+        self, job_id: str, platforms: Iterable[str], due_by: float
+    ) -> Job | None:
+        """``finished → posting`` or ``failed → reporting`` for a job on one of ``platforms``
+        whose next attempt is due by ``due_by``, counting the claim in ``post_claims`` and
+        charging a task's credits to the ledger once per job. The claimed job, or None
+        (concurrent callers cannot both win)."""
+        ...
+
+
+class MessageLinks(Protocol):
+    """The platform message → job map behind every button."""
+
+    async def link_message(
+        self,
+        platform: str,
+        channel_id: str,
+        message_id: str,
+        job_id: str,
+        kind: JobMessageKind = "result",
+    ) -> None:
+        """Map one platform message to a job (re-linking a message moves it)."""
+        ...
+
+    async def job_for_message(self, platform: str, channel_id: str, message_id: str) -> Job | None:
+        """The job a platform message belongs to (the button-press lookup), or None."""
+        ...
+
+
+class ConversationStore(Protocol):
+    """Conversations, their turns and the platform messages linked to them."""
+
+    async def get_or_create_conversation(
+        self, key: ConversationKey, *, kind: ConversationKind, created_by: str | None = None
+    ) -> tuple[Conversation, bool]:
+        """The conversation for ``key``, created when missing: ``(conversation, created)``."""
+        ...
+
+    async def find_conversation(self, key: ConversationKey) -> Conversation | None:
+        """The conversation for ``key``, or None (never creates)."""
+        ...
+
+    async def get_conversation(self, conversation_id: int) -> Conversation | None:
+        """The conversation with this id, or None."""
+        ...
+
+    async def find_conversation_by_message(
+        self, platform: str, channel_id: str, message_id: str
+    ) -> Conversation | None:
+        """The conversation a platform message was linked to, or None."""
+        ...
+
+    async def append_message(
+        self,
+        conversation_id: int,
+        role: ChatRole,
+        content: str | None = None,
+        *,
+        parts: Sequence[dict[str, Any]] | None = None,
+        function_call: dict[str, Any] | None = None,
+        name: str | None = None,
+        token_count: int = 0,
+        platform_message_ids: Sequence[str] = (),
+        channel_id: str | None = None,
+    ) -> int:
+        """Append a turn and link ``platform_message_ids`` to it; returns the turn's id."""
+        ...
+
+    async def link_conversation_messages(
+        self,
+        conversation_id: int,
+        platform_message_ids: Sequence[str],
+        *,
+        chat_message_id: int | None = None,
+        channel_id: str | None = None,
+    ) -> None:
+        """Link more platform messages to a conversation (optionally to one of its turns)."""
+        ...
+
+    async def conversation_tail(
+        self, conversation_id: int, *, max_tokens: int
+    ) -> list[ChatMessage]:
+        """The newest turns, oldest first, whose ``token_count`` values fit ``max_tokens``;
+        every turn from the newest user turn on is included whatever its count."""
+        ...
+
+    async def delete_message(self, message_id: int) -> bool:
+        """Delete one turn; False if there was none."""
+        ...
+
+    async def update_message(
+        self,
+        message_id: int,
+        *,
+        content: str | _Unset | None = UNSET,
+        function_call: dict[str, Any] | _Unset | None = UNSET,
+        token_count: int | _Unset = UNSET,
+    ) -> bool:
+        """Change a stored turn; False if unknown."""
+        ...
+
+    async def update_conversation(
+        self,
+        conversation_id: int,
+        *,
+        model: str | _Unset | None = UNSET,
+        system_prompt: str | _Unset | None = UNSET,
+    ) -> bool:
+        """Set (or clear with None) the conversation's own model / system prompt."""
+        ...
+
+
+class SettingsReader(Protocol):
+    """Effective settings, merged from the scopes."""
+
+    async def effective_settings(
+        self,
+        platform: str,
+        *,
+        user_id: str | None,
+        channel_id: str | None,
+        workspace_id: str | None,
+        defaults: SettingValues | None = None,
+        conversation: Conversation | None = None,
+    ) -> EffectiveSettings:
+        """Merge conversation, user, channel, workspace and defaults by ``PRECEDENCE``."""
+        ...
+
+
+class SettingsStore(SettingsReader, Protocol):
+    """Settings per user, channel and workspace."""
+
+    async def set_scope_settings(
+        self,
+        kind: ScopeKind,
+        platform: str,
+        scope_id: str,
+        *,
+        model: str | _Unset | None = UNSET,
+        system_prompt: str | _Unset | None = UNSET,
+        process_mode: str | _Unset | None = UNSET,
+        aspect_ratio: str | _Unset | None = UNSET,
+        temperature: float | _Unset | None = UNSET,
+    ) -> ScopeSettings:
+        """Partial update: given values are set, None clears, omitted ones stay."""
+        ...
+
+    async def get_scope_settings(
+        self, kind: ScopeKind, platform: str, scope_id: str
+    ) -> ScopeSettings | None:
+        """One scope's stored settings, or None."""
+        ...
+
+
+class UsageLedger(Protocol):
+    """Tokens and credits per user per UTC day."""
+
+    async def add_usage(
+        self,
+        platform: str,
+        user_id: str,
+        *,
+        tokens_prompt: int = 0,
+        tokens_completion: int = 0,
+        credits: int = 0,
+        kind: str = "chat",
+        job_id: str | None = None,
+        at: float | None = None,
+    ) -> bool:
+        """Record one usage event; with ``job_id`` the pair (``job_id``, ``kind``) is recorded
+        once (a repeat returns False)."""
+        ...
+
+    async def usage_for_user(
+        self, platform: str, user_id: str, day: str | date | None = None
+    ) -> UsageTotals:
+        """A user's totals for one UTC day (default: today)."""
+        ...
+
+
+class EventDedupe(Protocol):
+    """Inbound platform events handled once, across restarts and processes."""
+
+    async def remember_event(self, platform: str, event_id: str) -> bool:
+        """True the first time an event id is seen (within the retention), False for a repeat:
+        handle the event only on True."""
+        ...
+
+
+class SlackInstallations(Protocol):
+    """Slack OAuth installations per workspace (or organization), and OAuth states.
+
+    Platform-free: the Slack adapter turns ``data`` to and from its SDK's installation objects.
+    ``enterprise_id`` / ``team_id`` / ``user_id`` are ``""`` when absent."""
+
+    async def save_slack_installation(self, installation: SlackInstallation) -> None:
+        """Store an installation; one per (enterprise, team, installing user), replaced by a
+        newer save (a reinstall, a token rotation)."""
+        ...
+
+    async def find_slack_installation(
+        self, enterprise_id: str, team_id: str, user_id: str | None = None
+    ) -> SlackInstallation | None:
+        """The newest installation of a team (or an organization, ``team_id`` ``""``), by
+        ``user_id`` when given; None when there is none."""
+        ...
+
+    async def delete_slack_installations(
+        self, enterprise_id: str, team_id: str, user_id: str | None = None
+    ) -> int:
+        """Forget a team's installations (only ``user_id``'s when given); how many."""
+        ...
+
+    async def issue_oauth_state(self, state: str, expires_at: float) -> None:
+        """Remember an OAuth ``state`` value until ``expires_at``."""
+        ...
+
+    async def consume_oauth_state(self, state: str) -> bool:
+        """True once for a remembered, unexpired ``state`` (it is forgotten), else False."""
+        ...
+
+
+class Storage(
+    JobWriter,
+    JobAdmission,
+    JobTracking,
+    DeliveryClaims,
+    MessageLinks,
+    ConversationStore,
+    SettingsStore,
+    UsageLedger,
+    EventDedupe,
+    SlackInstallations,
+    Protocol,
+):
+    """Everything a backend offers: what the composition root opens and closes."""
+
+    async def schema_version(self) -> int:
+        """The database's schema version (the latest, once open)."""
+        ...
+
+    async def close(self) -> None:
+        """Finish queued calls, then release the database; closing twice is harmless."""
+        ...

@@ -1,0 +1,186 @@
+"""What every backend checks the same way: job vocabulary and moves, field names, settings merge.
+
+Backends differ in SQL only; arguments are validated here, before any statement runs, so a bad
+argument raises the same :class:`StorageError` on SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, date, datetime
+from typing import Any, Final
+
+from storage.errors import StorageError
+from storage.records import (
+    ALL_STATUSES,
+    JOB_ID_MAX,
+    JOB_TRANSITIONS,
+    SETTING_NAMES,
+    Conversation,
+    EffectiveSettings,
+    JobStatus,
+    NewJob,
+    SettingSource,
+    SettingValues,
+    _Unset,
+)
+
+FAMILIES: Final[frozenset[str]] = frozenset(("task", "diffusion"))
+JSON_FIELDS: Final[frozenset[str]] = frozenset(("parameters", "result_urls", "actions", "result"))
+UPDATABLE_FIELDS: Final[frozenset[str]] = JSON_FIELDS | {
+    "type",
+    "provider_id",
+    "thread_id",
+    "progress_message_id",
+    "result_message_id",
+    "prompt",
+    "error",
+    "webhook_secret",
+    "credits",
+    "finished_at",
+    "last_polled_at",
+    "last_webhook_at",
+    "next_poll_at",
+    "delivery_attempts",
+    "post_claims",
+}
+"""Fields ``update_job`` and ``transition`` accept as keywords."""
+DONE_AT_PROVIDER: Final[frozenset[str]] = frozenset(("finished", "failed", "create_failed"))
+"""Entering one of these stamps ``finished_at`` (unless given or already set)."""
+ROLES: Final[frozenset[str]] = frozenset(("system", "user", "assistant", "function"))
+CONVERSATION_KINDS: Final[frozenset[str]] = frozenset(("dm", "thread", "reply_chain"))
+SCOPE_KINDS: Final[frozenset[str]] = frozenset(("user", "channel", "workspace"))
+MESSAGE_KINDS: Final[frozenset[str]] = frozenset(("progress", "result", "other"))
+_JOB_ID_PATTERN: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")
+
+PRECEDENCE: Final[dict[str, tuple[SettingSource, ...]]] = {
+    "model": ("conversation", "user", "channel", "workspace", "default"),
+    "system_prompt": ("conversation", "channel", "workspace", "default"),
+    "process_mode": ("user", "channel", "workspace", "default"),
+    "aspect_ratio": ("user", "channel", "workspace", "default"),
+    "temperature": ("user", "channel", "workspace", "default"),
+}
+"""Where each setting is looked for, first match wins. The system prompt is per channel (a
+user-level one is refused); the conversation's own overrides exist for model and prompt."""
+
+
+def utc_day(timestamp: float) -> str:
+    """The UTC day (``YYYY-MM-DD``) of a Unix timestamp."""
+    return datetime.fromtimestamp(timestamp, UTC).date().isoformat()
+
+
+def day_text(day: str | date) -> str:
+    """A day given as ``date`` or ``YYYY-MM-DD`` text, validated, as text."""
+    if isinstance(day, date):
+        return day.isoformat()
+    try:
+        return date.fromisoformat(day).isoformat()
+    except ValueError:
+        raise StorageError(f"not a day (YYYY-MM-DD): {day!r}") from None
+
+
+def check_new_job(new: NewJob) -> None:
+    """Refuse an unknown family or status, or a malformed caller-chosen id."""
+    if new.family not in FAMILIES:
+        raise StorageError(f"unknown job family {new.family!r}")
+    if new.status not in ALL_STATUSES:
+        raise StorageError(f"unknown job status {new.status!r}")
+    if new.id is not None and not _JOB_ID_PATTERN.fullmatch(new.id):
+        raise StorageError(f"a job id is 1–{JOB_ID_MAX} characters of A-Z a-z 0-9 - _")
+
+
+def status_tuple(statuses: JobStatus | Iterable[JobStatus]) -> tuple[JobStatus, ...]:
+    """One status or several, validated, sorted and without repeats."""
+    chosen: tuple[JobStatus, ...] = (
+        (statuses,) if isinstance(statuses, str) else tuple(sorted(set(statuses)))
+    )
+    if not chosen:
+        raise StorageError("at least one status is needed")
+    unknown = [status for status in chosen if status not in ALL_STATUSES]
+    if unknown:
+        raise StorageError(f"unknown job status {unknown[0]!r}")
+    return chosen
+
+
+def check_transition(
+    from_statuses: JobStatus | Iterable[JobStatus], to_status: JobStatus
+) -> tuple[JobStatus, ...]:
+    """The validated source statuses of a move ``JOB_TRANSITIONS`` allows; else raises."""
+    sources = status_tuple(from_statuses)
+    if to_status not in ALL_STATUSES:
+        raise StorageError(f"unknown job status {to_status!r}")
+    illegal = [s for s in sources if s != to_status and to_status not in JOB_TRANSITIONS[s]]
+    if illegal:
+        raise StorageError(f"job status cannot go from {illegal[0]!r} to {to_status!r}")
+    return sources
+
+
+def check_job_fields(fields: Mapping[str, Any]) -> None:
+    """Refuse field names ``update_job`` / ``transition`` do not accept."""
+    unknown = set(fields) - UPDATABLE_FIELDS
+    if unknown:
+        raise StorageError(f"not updatable job fields: {', '.join(sorted(unknown))}")
+
+
+def check_scope_kind(kind: str) -> None:
+    if kind not in SCOPE_KINDS:
+        raise StorageError(f"unknown settings scope {kind!r} (user, channel or workspace)")
+
+
+def check_conversation_kind(kind: str) -> None:
+    if kind not in CONVERSATION_KINDS:
+        raise StorageError(f"unknown conversation kind {kind!r}")
+
+
+def check_turn(role: str, name: str | None) -> None:
+    """A chat turn's role is known, and a function turn names its function."""
+    if role not in ROLES:
+        raise StorageError(f"unknown chat role {role!r}")
+    if role == "function" and not name:
+        raise StorageError("a function message needs the function's name")
+
+
+def check_message_kind(kind: str) -> None:
+    if kind not in MESSAGE_KINDS:
+        raise StorageError(f"unknown job message kind {kind!r}")
+
+
+def given_settings(kind: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a partial update that were given (``UNSET`` left out), checked."""
+    check_scope_kind(kind)
+    given = {name: value for name, value in values.items() if not isinstance(value, _Unset)}
+    unknown = set(given) - set(SETTING_NAMES)
+    if unknown:
+        raise StorageError(f"unknown settings: {', '.join(sorted(unknown))}")
+    if kind == "user" and given.get("system_prompt") is not None:
+        raise StorageError("the system prompt is set per channel or workspace, not per user")
+    return given
+
+
+def merge_settings(
+    scopes: Mapping[SettingSource, SettingValues],
+    *,
+    defaults: SettingValues | None,
+    conversation: Conversation | None,
+) -> EffectiveSettings:
+    """Merge the stored scopes, the conversation's overrides and the defaults by
+    ``PRECEDENCE``; ``sources`` says where each value came from."""
+    layers: dict[SettingSource, SettingValues] = dict(scopes)
+    if conversation is not None:
+        layers["conversation"] = SettingValues(
+            model=conversation.model, system_prompt=conversation.system_prompt
+        )
+    if defaults is not None:
+        layers["default"] = defaults
+    values: dict[str, Any] = {}
+    sources: dict[str, SettingSource] = {}
+    for name in SETTING_NAMES:
+        for source in PRECEDENCE[name]:
+            layer = layers.get(source)
+            value = None if layer is None else getattr(layer, name)
+            if value is not None:
+                values[name] = value
+                sources[name] = source
+                break
+    return EffectiveSettings(**values, sources=sources)

@@ -1,0 +1,109 @@
+"""Settings per user, channel and workspace, and their merge into effective settings."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from sqlite_utils import Database
+
+from storage.records import (
+    UNSET,
+    Conversation,
+    EffectiveSettings,
+    ScopeKind,
+    ScopeSettings,
+    SettingSource,
+    SettingValues,
+    _Unset,
+)
+from storage.rows import scope_from_row
+from storage.rules import check_scope_kind, given_settings, merge_settings
+from storage.sqlite.base import StoreBase
+from storage.sqlite.sql import fetch_one, write_transaction
+
+SQL_SCOPE: Final = "SELECT * FROM scope_settings WHERE platform = ? AND kind = ? AND scope_id = ?"
+
+
+class SqliteSettings(StoreBase):
+    """Settings methods of :class:`storage.sqlite.SqliteStore`."""
+
+    async def set_scope_settings(
+        self,
+        kind: ScopeKind,
+        platform: str,
+        scope_id: str,
+        *,
+        model: str | _Unset | None = UNSET,
+        system_prompt: str | _Unset | None = UNSET,
+        process_mode: str | _Unset | None = UNSET,
+        aspect_ratio: str | _Unset | None = UNSET,
+        temperature: float | _Unset | None = UNSET,
+    ) -> ScopeSettings:
+        """Partial update of one scope's settings: given values are set, None clears a value,
+        omitted ones stay. Returns the stored result."""
+        given = given_settings(
+            kind,
+            {
+                "model": model,
+                "system_prompt": system_prompt,
+                "process_mode": process_mode,
+                "aspect_ratio": aspect_ratio,
+                "temperature": temperature,
+            },
+        )
+
+        def work(db: Database) -> ScopeSettings:
+            now = self._now()
+            columns = ["platform", "kind", "scope_id", "updated_at", *given]
+            updates = ", ".join(f"{name} = excluded.{name}" for name in ["updated_at", *given])
+            with write_transaction(db):
+                db.conn.execute(
+                    f"INSERT INTO scope_settings ({', '.join(columns)})"
+                    f" VALUES ({', '.join('?' * len(columns))})"
+                    f" ON CONFLICT (platform, kind, scope_id) DO UPDATE SET {updates}",
+                    (platform, kind, scope_id, now, *given.values()),
+                )
+                row = fetch_one(db, SQL_SCOPE, (platform, kind, scope_id))
+            assert row is not None
+            return scope_from_row(row)
+
+        return await self._call(work)
+
+    async def get_scope_settings(
+        self, kind: ScopeKind, platform: str, scope_id: str
+    ) -> ScopeSettings | None:
+        """One scope's stored settings, or None when nothing was ever set for it."""
+        check_scope_kind(kind)
+        row = await self._call(lambda db: fetch_one(db, SQL_SCOPE, (platform, kind, scope_id)))
+        return None if row is None else scope_from_row(row)
+
+    async def effective_settings(
+        self,
+        platform: str,
+        *,
+        user_id: str | None,
+        channel_id: str | None,
+        workspace_id: str | None,
+        defaults: SettingValues | None = None,
+        conversation: Conversation | None = None,
+    ) -> EffectiveSettings:
+        """Merge the scopes by ``PRECEDENCE``: model = conversation > user > channel >
+        workspace > defaults; process_mode, aspect_ratio, temperature = user > channel >
+        workspace > defaults; system_prompt = conversation > channel > workspace > defaults.
+        A None (or empty) id skips that scope. ``sources`` tells where each value came from."""
+        candidates: tuple[tuple[ScopeKind, str | None], ...] = (
+            ("user", user_id),
+            ("channel", channel_id),
+            ("workspace", workspace_id),
+        )
+        scopes = [(kind, scope_id) for kind, scope_id in candidates if scope_id]
+
+        def work(db: Database) -> dict[SettingSource, ScopeSettings]:
+            found: dict[SettingSource, ScopeSettings] = {}
+            for kind, scope_id in scopes:
+                row = fetch_one(db, SQL_SCOPE, (platform, kind, scope_id))
+                if row is not None:
+                    found[kind] = scope_from_row(row)
+            return found
+
+        return merge_settings(await self._call(work), defaults=defaults, conversation=conversation)
