@@ -398,7 +398,9 @@ class ImageJobs:
 
         job = await self._starter.start(event, spec, self._creator(create))
         if refused and not form:
-            await disable_follow_up(self._store, self._starter.delivery, spec.parent.id, action)
+            await disable_follow_up(
+                self._starter.store, self._starter.delivery, spec.parent.id, action
+            )
         return job
 
     async def _describe_pick(self, event: ButtonPress, parent: Job) -> None:

@@ -16,7 +16,7 @@ from bot.actions import LABELS
 from bot.api.errors import ApiError, BadRequest, RefusalKind, TaskCreationRefused
 from bot.follow_ups import refused_actions
 from bot.jobs.delivery import Delivery
-from storage import Store
+from storage import JobWriter
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def refuses_follow_up(error: BaseException) -> bool:
     return False
 
 
-async def disable_follow_up(store: Store, delivery: Delivery, job_id: str, action: str) -> None:
+async def disable_follow_up(store: JobWriter, delivery: Delivery, job_id: str, action: str) -> None:
     """Record that the provider refused ``action`` on job ``job_id`` and redraw its buttons."""
     job = await store.get_job(job_id)
     if job is None or action in refused_actions(job):
