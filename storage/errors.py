@@ -6,4 +6,4 @@ class StorageError(Exception):
 
 
 class StoreClosedError(StorageError):
-    """The store was used after :meth:`storage.Store.close`."""
+    """The store was used after ``close``."""

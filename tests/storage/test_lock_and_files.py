@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import DatabaseInUse, ProcessLock, Store
+from storage import DatabaseInUse, ProcessLock, SqliteStore
 from storage.lock import lock_path
 
 HOLD = """
@@ -56,12 +56,12 @@ async def test_the_database_and_a_new_folder_are_private_whatever_the_umask(
     shared.chmod(0o755)
     previous = os.umask(0)
     try:
-        store = await Store.open(shared / "genbot.db")
+        store = await SqliteStore.open(shared / "genbot.db")
         await store.close()
-        store = await Store.open(database)
+        store = await SqliteStore.open(database)
         await store.close()
         database.chmod(0o644)
-        store = await Store.open(database)
+        store = await SqliteStore.open(database)
         await store.close()
     finally:
         os.umask(previous)
