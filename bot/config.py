@@ -90,11 +90,20 @@ class SlackSettings(Section):
 
 
 class WebSettings(Section):
-    """``[web]``: the browser playground."""
+    """``[web]``: the browser playground.
+
+    Requests are served only for the ``Host`` names ``127.0.0.1``, ``localhost``, ``[::1]``,
+    the host of ``public_url`` and ``allowed_hosts``. ``access_token`` is required when ``host``
+    is not a loopback address; ``admin_ids`` are playground user ids (``web-…``).
+    """
 
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
+    public_url: str = ""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    access_token: SecretStr = SecretStr("")
+    admin_ids: list[str] = Field(default_factory=list)
 
 
 class WebhookSettings(Section):

@@ -61,7 +61,7 @@ async def run_demo(
     with tempfile.TemporaryDirectory(prefix="genbot-demo-") as data_dir:
         async with serve(config) as sim:
             wired = demo_settings(settings, sim.base_url, config.api_key, Path(data_dir))
-            async with running(wired, stop) as runtime:
+            async with running(wired, stop, demo=True) as runtime:
                 print(
                     f"genbot demo: open {runtime.web_url} in your browser (Ctrl-C stops it)\n"
                     f"  provider simulator at {sim.base_url}, data in {data_dir}\n"

@@ -58,6 +58,7 @@ async def diagnose(settings: Settings) -> list[Finding]:
     webhook = check_webhook(settings)
     if webhook is not None:
         findings.append(webhook)
+    findings += check_playground_access(settings)
     findings += check_listeners(settings)
     return findings
 
@@ -178,6 +179,21 @@ def check_webhook(settings: Settings) -> Finding | None:
     if problem is not None:
         return Finding("webhook", False, problem)
     return Finding("webhook", True, f"the provider will notify {shown_url(public_url)}")
+
+
+def check_playground_access(settings: Settings) -> list[Finding]:
+    """✘ when the playground would be reachable beyond this machine without an access token
+    (``genbot run`` refuses to start it then)."""
+    if not settings.web.enabled:
+        return []
+    from adapters.web.access import exposure_problem
+
+    problem = exposure_problem(settings.web)
+    if problem is not None:
+        return [Finding("access", False, problem)]
+    if settings.web.access_token.get_secret_value():
+        return [Finding("access", True, "the playground asks for its access token")]
+    return [Finding("access", True, "the playground answers this machine only (loopback)")]
 
 
 def check_listeners(settings: Settings) -> list[Finding]:

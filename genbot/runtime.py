@@ -203,10 +203,15 @@ async def _quietly(
 
 
 def configured_adapters(
-    settings: Settings, core: Core, on_fatal: FatalHandler | None = None
+    settings: Settings,
+    core: Core,
+    on_fatal: FatalHandler | None = None,
+    *,
+    demo: bool = False,
 ) -> dict[str, Adapter]:
     """The adapters whose credentials (or switch) are set, created but not started.
-    ``on_fatal(reason)`` hears when an adapter's connection dies after startup."""
+    ``on_fatal(reason)`` hears when an adapter's connection dies after startup; ``demo`` makes
+    the playground's local users admins (``genbot demo`` only)."""
     adapters: dict[str, Adapter] = {}
     if settings.discord.token.get_secret_value():
         from adapters.discord.adapter import DiscordAdapter
@@ -231,7 +236,9 @@ def configured_adapters(
         from adapters.web.journal import playground_path
 
         history = playground_path(settings.storage.path)
-        adapters["web"] = WebAdapter(settings.web, core, settings.limits, history=history)
+        adapters["web"] = WebAdapter(
+            settings.web, core, settings.limits, history=history, local_admins=demo
+        )
     return adapters
 
 
@@ -269,8 +276,11 @@ async def open_store(settings: Settings) -> Storage:
 
 
 @contextlib.asynccontextmanager
-async def running(settings: Settings, stop: StopSignals | None = None) -> AsyncIterator[Runtime]:
-    """Start genbot (see the module docstring for the order) and stop it on exit.
+async def running(
+    settings: Settings, stop: StopSignals | None = None, *, demo: bool = False
+) -> AsyncIterator[Runtime]:
+    """Start genbot (see the module docstring for the order) and stop it on exit; ``demo``:
+    see :func:`configured_adapters`.
 
     With ``stop``, a stop requested during startup cancels it: what had started is stopped and
     :class:`genbot.signals.StopRequested` is raised; a fatal adapter error calls
@@ -296,7 +306,7 @@ async def running(settings: Settings, stop: StopSignals | None = None) -> AsyncI
             store,
             provider,
             core,
-            configured_adapters(settings, core, on_fatal),
+            configured_adapters(settings, core, on_fatal, demo=demo),
             deliveries=jobs.tracker,
             receiver=webhook_receiver(settings, jobs),
         )

@@ -20,8 +20,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from adapters import AdapterStartError
 from adapters.listener import Listener, ListenerLimits
 from adapters.runner import AdapterRunner
+from adapters.web.access import Access, exposure_problem
 from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
 from adapters.web.platform import (
@@ -73,6 +75,7 @@ class WebAdapter:
         keepalive_seconds: float = 15.0,
         handler_timeout: float = 900.0,
         history: Path | None = None,
+        local_admins: bool = False,
     ) -> None:
         from adapters.web.routes import build_app
 
@@ -91,6 +94,7 @@ class WebAdapter:
         )
         self._listening = False
         self._url = ""
+        self.access = Access(settings, local_admins=local_admins)
         self.app = build_app(self)
         self.listener = Listener(self.app, "web playground", PLAYGROUND_LIMITS)
 
@@ -111,10 +115,14 @@ class WebAdapter:
         address and the ``[web] port`` setting when it cannot."""
         if self._listening:
             raise RuntimeError("the web playground is already started")
+        problem = exposure_problem(self.settings)
+        if problem is not None:
+            raise AdapterStartError(problem)
         if self.history is not None and self.journal is None:
             self.journal = await PlaygroundJournal.open(self.history)
             saved = await self.journal.load()
             self.store.restore(saved.messages, saved.images)
+            self.access.session_key = await self.journal.session_key()
         try:
             port = await self.listener.start(self.settings.host, self.settings.port)
         except OSError as error:

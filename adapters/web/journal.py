@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,7 @@ SCHEMA = (
         height INTEGER,
         data BLOB NOT NULL
     ) WITHOUT ROWID""",
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
 )
 SQL_SAVE = (
     "INSERT INTO messages (id, channel, pending, image_keys, body) VALUES (?, ?, ?, ?, ?)"
@@ -180,6 +182,20 @@ class PlaygroundJournal:
                     db.conn.execute(SQL_SWEEP_IMAGES)
 
         await self._call(work)
+
+    async def session_key(self) -> bytes:
+        """The key that signs the playground's session cookies (made on first use), so
+        browsers keep their identity across restarts."""
+
+        def work(db: Database) -> bytes:
+            db.conn.execute(
+                "INSERT OR IGNORE INTO meta (name, value) VALUES ('session_key', ?)",
+                (secrets.token_hex(32),),
+            )
+            row = db.conn.execute("SELECT value FROM meta WHERE name = 'session_key'").fetchone()
+            return bytes.fromhex(row[0])
+
+        return await self._call(work)
 
     async def settle(self, message_id: str) -> None:
         """Mark a command's message as handled."""

@@ -1,15 +1,12 @@
-"""The playground's HTTP side: sessions, the page and its assets, history, the event stream and
-served images. What users do (commands, messages, buttons, forms, uploads) is in
-:mod:`adapters.web.actions`.
+"""The playground's HTTP side: who may use it (the rules are :mod:`adapters.web.access`), the
+page and its assets, history, the event stream and served images. What users do (commands,
+messages, buttons, forms, uploads) is in :mod:`adapters.web.actions`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import json
-import re
-import secrets
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +14,14 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from adapters.listener import body_limit
+from adapters.listener import body_limit, refused
+from adapters.web.access import (
+    ACCESS_COOKIE,
+    API_USER_ID,
+    SESSION_COOKIE,
+    Access,
+    user_id_for,
+)
 from adapters.web.translate import BadInput, catalogue, parse_channel
 from bot.events import User
 
@@ -32,8 +36,6 @@ STATIC_TYPES = {
     ".svg": "image/svg+xml",
     ".png": "image/png",
 }
-SESSION_COOKIE = "genbot_session"
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]{32}$")
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
@@ -43,15 +45,23 @@ DEFAULT_CHANNELS = ("general", "art", "lab")
 MULTIPART_OVERHEAD = 4096
 UPLOAD_TIMEOUT = 300.0
 """Seconds an upload may take to arrive (ten images of ``[limits] max_upload_bytes``)."""
+COOKIE_MAX_AGE = 365 * 24 * 3600
+IDENTIFIED_PREFIXES = ("/api/", "/uploads/")
+"""Paths that act as a user (everything else is the page, its assets and posted images)."""
+WRONG_HOST = (
+    "This playground does not answer to that host name; the operator can add it to "
+    "[web] allowed_hosts."
+)
+NO_TOKEN = (
+    "This playground needs its access token: open it once as /?token=<token> "
+    "(API clients send Authorization: Bearer <token>)."
+)
+WRONG_TOKEN = "That is not this playground's access token."
+NO_SESSION = "Load the playground page first: it gives this browser its identity."
 
 ADAPTER: web.AppKey[WebAdapter] = web.AppKey("genbot_web_adapter")
 USER = web.RequestKey("genbot_user", User)
-NEW_SESSION = web.RequestKey("genbot_new_session", str)
-
-
-def user_id_for(token: str) -> str:
-    """The user id of a session: stable for the cookie, and not the cookie itself."""
-    return "web-" + hashlib.sha256(token.encode()).hexdigest()[:12]
+SET_COOKIES = web.RequestKey("genbot_set_cookies", dict)
 
 
 def json_error(status: int, message: str) -> web.Response:
@@ -72,14 +82,65 @@ def _cross_site(request: web.Request) -> bool:
     return origin is not None and urlsplit(origin).netloc != request.host
 
 
+def _page_load(request: web.Request) -> bool:
+    return request.method in ("GET", "HEAD") and request.path == "/"
+
+
+def _token_refusal(request: web.Request, access: Access) -> web.StreamResponse | None:
+    """None when the request presents the access token (or none is required)."""
+    if not access.token_required:
+        return None
+    given = request.query.get("token")
+    if given is not None and _page_load(request):
+        if not access.token_matches(given):
+            refused(request, "wrong access token")
+            return json_error(401, WRONG_TOKEN)
+        request[SET_COOKIES][ACCESS_COOKIE] = access.access_cookie()
+        return web.Response(status=303, headers={"Location": "/"})
+    cookie = request.cookies.get(ACCESS_COOKIE, "")
+    if access.access_cookie_matches(cookie) or access.bearer_matches(
+        request.headers.get("Authorization")
+    ):
+        return None
+    refused(request, "no access token")
+    return json_error(401, NO_TOKEN)
+
+
+def _user(request: web.Request, access: Access) -> User | None:
+    """Who sends ``request``; a page load without a session starts one; None: nobody."""
+    session = access.session_of(request.cookies.get(SESSION_COOKIE))
+    if session is None and _page_load(request):
+        cookie = access.new_session()
+        request[SET_COOKIES][SESSION_COOKIE] = cookie
+        session = access.session_of(cookie)
+    if session is not None:
+        user_id = user_id_for(session)
+    elif access.bearer_matches(request.headers.get("Authorization")):
+        user_id = API_USER_ID
+    else:
+        return None
+    return User(
+        id=user_id, name="you", is_admin=access.is_admin(user_id, _is_loopback(request.remote))
+    )
+
+
 @web.middleware
-async def session_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Give every browser a session (cookie) and a user; turn :class:`BadInput` into a 400."""
-    token = request.cookies.get(SESSION_COOKIE, "")
-    if not _TOKEN.match(token):
-        token = secrets.token_urlsafe(24)
-        request[NEW_SESSION] = token
-    request[USER] = User(id=user_id_for(token), name="you", is_admin=_is_loopback(request.remote))
+async def access_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Apply the trust rules of :mod:`adapters.web.access`; turn :class:`BadInput` into a 400."""
+    access = request.app[ADAPTER].access
+    request[SET_COOKIES] = {}
+    if not access.host_allowed(request.headers.get("Host")):
+        refused(request, "Host not allowed")
+        return json_error(421, WRONG_HOST)
+    refusal = _token_refusal(request, access)
+    if refusal is not None:
+        return refusal
+    user = _user(request, access)
+    if user is not None:
+        request[USER] = user
+    elif request.path.startswith(IDENTIFIED_PREFIXES):
+        refused(request, "no session")
+        return json_error(401, NO_SESSION)
     if request.method == "POST" and _cross_site(request):
         return json_error(403, "Cross-site requests are refused by the playground.")
     try:
@@ -90,13 +151,12 @@ async def session_middleware(request: web.Request, handler: Any) -> web.StreamRe
 
 
 async def _on_prepare(request: web.Request, response: web.StreamResponse) -> None:
-    token = request.get(NEW_SESSION)
-    if token is not None:
+    for name, value in request.get(SET_COOKIES, {}).items():
         cookie: SimpleCookie = SimpleCookie()
-        cookie[SESSION_COOKIE] = token
-        morsel = cookie[SESSION_COOKIE]
+        cookie[name] = value
+        morsel = cookie[name]
         morsel.update({"path": "/", "httponly": "true", "samesite": "Strict"})
-        morsel["max-age"] = str(365 * 24 * 3600)
+        morsel["max-age"] = str(COOKIE_MAX_AGE)
         response.headers.add("Set-Cookie", morsel.OutputString())
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("Referrer-Policy", "no-referrer")
@@ -250,7 +310,7 @@ def build_app(adapter: WebAdapter) -> web.Application:
     """The aiohttp application of ``adapter``'s playground."""
     from adapters.web import actions
 
-    app = web.Application(middlewares=[session_middleware])
+    app = web.Application(middlewares=[access_middleware])
     app[ADAPTER] = adapter
     app.on_response_prepare.append(_on_prepare)
     app.on_shutdown.append(_close_streams)

@@ -155,8 +155,11 @@ class PlaygroundUser:
 
 @asynccontextmanager
 async def playground_user(url: str) -> AsyncIterator[PlaygroundUser]:
+    """A browser session that loaded the page (which gives it its identity)."""
     user = PlaygroundUser(url)
     try:
+        async with user.session.get("/") as page:
+            assert page.status == 200, await page.text()
         yield user
     finally:
         await user.close()

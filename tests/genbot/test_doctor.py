@@ -27,6 +27,7 @@ from genbot.doctor import (
     PUBLIC_URL_NOTE,
     Finding,
     check_listeners,
+    check_playground_access,
     check_storage,
     check_webhook,
     diagnose,
@@ -402,3 +403,14 @@ async def test_a_secret_inside_an_address_is_redacted(
     assert lines[1].startswith("✘ provider  cannot reach http://127.0.0.1:")
     assert "/[redacted]: " in lines[1]
     assert not any(key in line for line in lines)
+
+
+def test_a_playground_exposed_without_a_token_is_a_failure() -> None:
+    exposed = Settings(web=WebSettings(enabled=True, host="0.0.0.0"))
+    [finding] = check_playground_access(exposed)
+    assert not finding.ok and finding.name == "access"
+    assert "without [web] access_token" in finding.detail
+    guarded = WebSettings(enabled=True, host="0.0.0.0", access_token=SecretStr("x" * 24))
+    [ok] = check_playground_access(Settings(web=guarded))
+    assert ok.ok and ok.detail == "the playground asks for its access token"
+    assert check_playground_access(Settings(web=WebSettings(enabled=False, host="0.0.0.0"))) == []

@@ -80,6 +80,7 @@ class Crashes:
         self.processes: list[GenbotProcess] = []
         self.shown: list[dict[str, Message]] = []
         self.at_kills: list[dict[str, str]] = []
+        self.session_cookie = ""
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[tuple[GenbotProcess, Playground]]:
@@ -89,7 +90,8 @@ class Crashes:
         self.processes.append(process)
         try:
             await process.start()
-            async with Playground(process.url) as browser:
+            async with Playground(process.url, session_cookie=self.session_cookie) as browser:
+                self.session_cookie = browser.session_cookie
                 try:
                     yield process, browser
                 finally:

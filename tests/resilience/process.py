@@ -2,10 +2,10 @@
 
 :class:`GenbotProcess` starts ``python -m genbot run -v`` with settings from the environment
 (``GENBOT_*``), its output going to files the tests scan afterwards; ``kill()`` is ``kill -9``.
-:class:`Playground` is one browser session (a fixed session cookie, so the same user across
-restarts) that sends commands and presses, and watches a channel: it subscribes to the event
-stream first, then reads the history, so every message the process shows from its start until
-it dies is seen once (:attr:`Playground.messages`, by message id).
+:class:`Playground` is one browser session (the session a page load gave it, which it can hand
+to the next one: the same user across restarts) that sends commands and presses, and watches a
+channel: it subscribes to the event stream first, then reads the history, so every message the
+process shows from its start until it dies is seen once (:attr:`Playground.messages`, by id).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from adapters.web.access import SESSION_COOKIE
 from tests.bot.harness import free_port
 
 T = TypeVar("T")
-SESSION_TOKEN = "resilience_session_token_0123456"
 STARTUP_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
@@ -76,7 +76,7 @@ class GenbotProcess:
                 if self.process.returncode is not None:
                     raise AssertionError(f"{self.name} exited early:\n{self.output()}")
                 with contextlib.suppress(aiohttp.ClientError):
-                    async with session.get(f"{self.url}/api/commands") as response:
+                    async with session.get(f"{self.url}/static/app.js") as response:
                         if response.status == 200:
                             return
                 await asyncio.sleep(0.05)
@@ -103,20 +103,37 @@ class GenbotProcess:
         return "\n".join(path.read_text(errors="replace")[-4000:] for path in self.output_files)
 
 
+async def load_page(url: str, session_cookie: str = "") -> str:
+    """Load the playground's page as a browser does, with ``session_cookie`` if any; the
+    session cookie the browser holds afterwards."""
+    headers = {"Cookie": f"{SESSION_COOKIE}={session_cookie}"} if session_cookie else {}
+    async with (
+        aiohttp.ClientSession(timeout=HTTP_TIMEOUT) as session,
+        session.get(f"{url}/", headers=headers) as page,
+    ):
+        assert page.status == 200, await page.text()
+        given = page.cookies.get(SESSION_COOKIE)
+        return given.value if given is not None else session_cookie
+
+
 @dataclass
 class Playground:
     """A browser session on one genbot process, watching ``channel``."""
 
     url: str
     channel: str = "general"
+    session_cookie: str = ""
+    """The session a page load gave this browser; give it to the next :class:`Playground` to
+    be the same user on a restarted process."""
     messages: dict[str, Message] = field(default_factory=dict)
     session: aiohttp.ClientSession | None = None
     _watcher: asyncio.Task[None] | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def __aenter__(self) -> Playground:
+        self.session_cookie = await load_page(self.url, self.session_cookie)
         self.session = aiohttp.ClientSession(
-            timeout=HTTP_TIMEOUT, headers={"Cookie": f"genbot_session={SESSION_TOKEN}"}
+            timeout=HTTP_TIMEOUT, headers={"Cookie": f"{SESSION_COOKIE}={self.session_cookie}"}
         )
         subscribed = asyncio.Event()
         self._watcher = asyncio.create_task(self._watch(subscribed))

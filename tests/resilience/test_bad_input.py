@@ -168,6 +168,8 @@ async def test_playground_refuses_platform_limits(
         ) as session,
     ):
         assert bot.web is not None
+        async with session.get(f"{bot.web.url}/") as page:
+            assert page.status == 200
         status, error = await refusal(session, bot.web.url, case)
 
         assert status == 400, (status, error)

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 from aiohttp import ClientResponse, ClientSession, CookieJar
+from yarl import URL
 
 from adapters.web import WebAdapter
+from adapters.web.access import SESSION_COOKIE
 from bot.config import LimitsSettings, WebSettings
 from tests.adapters.web.fakes import RecordingCore, SseReader
 
@@ -38,12 +40,15 @@ async def adapter(core: RecordingCore) -> AsyncIterator[WebAdapter]:
 
 @pytest.fixture
 async def browsers(adapter: WebAdapter) -> AsyncIterator[Callable[[], ClientSession]]:
-    """Make as many browsers (cookie-keeping sessions) as a test needs."""
+    """Make as many browsers (cookie-keeping sessions, each with the session a page load
+    gives) as a test needs."""
     async with AsyncExitStack() as stack:
 
         def make() -> ClientSession:
             session = ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True))
             stack.push_async_callback(session.close)
+            given_by_a_page_load = {SESSION_COOKIE: adapter.access.new_session()}
+            session.cookie_jar.update_cookies(given_by_a_page_load, URL(adapter.url))
             return session
 
         yield make

@@ -20,13 +20,14 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from adapters.web import WebAdapter
+from adapters.web.access import SESSION_COOKIE, user_id_for
 from adapters.web.platform import WebContext, web_place
-from adapters.web.routes import SESSION_COOKIE, user_id_for
+from adapters.web.routes import ADAPTER
 from bot.config import WebSettings
 from bot.events import Command, ImageFile, OutMessage, User
 from tests.adapters.web.fakes import RecordingCore, grid_buttons, grid_png
 
-PREVIEW_TOKEN = "preview-session-token-0123456789"[:32]
+PREVIEW_SESSION = "preview-session-012345678"[:24]
 CODE_ANSWER = """Use slicing or `reversed()`:
 
 ```python
@@ -46,7 +47,8 @@ See the [Python tutorial](https://docs.python.org/3/tutorial/datastructures.html
 async def same_session_for_everyone(request: web.Request, handler: Any) -> web.StreamResponse:
     if SESSION_COOKIE not in request.cookies:
         headers = CIMultiDict(request.headers)
-        headers["Cookie"] = f"{SESSION_COOKIE}={PREVIEW_TOKEN}"
+        cookie = request.app[ADAPTER].access.cookie_for(PREVIEW_SESSION)
+        headers["Cookie"] = f"{SESSION_COOKIE}={cookie}"
         request = request.clone(headers=headers)
     response: web.StreamResponse = await handler(request)
     return response
@@ -54,7 +56,7 @@ async def same_session_for_everyone(request: web.Request, handler: Any) -> web.S
 
 async def post_samples(adapter: WebAdapter) -> None:
     """A grid with its buttons, a Markdown answer with code and an ephemeral reply."""
-    me = User(id=user_id_for(PREVIEW_TOKEN), name="you")
+    me = User(id=user_id_for(PREVIEW_SESSION), name="you")
     place = web_place("general")
 
     def command(name: str, text: str, echo_id: str) -> Command:

@@ -41,11 +41,13 @@ def chromium_path() -> str:
 
 
 @asynccontextmanager
-async def chromium() -> AsyncIterator[Browser]:
-    """A headless Chromium started from the system's binary."""
+async def chromium(extra_args: list[str] | None = None) -> AsyncIterator[Browser]:
+    """A headless Chromium started from the system's binary (with ``extra_args``)."""
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
-            executable_path=chromium_path(), args=CHROMIUM_ARGS, timeout=WAIT_MS
+            executable_path=chromium_path(),
+            args=[*CHROMIUM_ARGS, *(extra_args or [])],
+            timeout=WAIT_MS,
         )
         try:
             yield browser

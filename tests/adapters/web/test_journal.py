@@ -53,6 +53,8 @@ async def playground(path: Path, core: RecordingCore) -> AsyncIterator[WebAdapte
 @asynccontextmanager
 async def browser_of(adapter: WebAdapter) -> AsyncIterator[ClientSession]:
     async with ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True)) as session:
+        async with session.get("/") as page:
+            assert page.status == 200
         yield session
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from aiohttp import ClientSession
+from aiohttp import ClientSession, CookieJar
 
 from adapters.web import WEB_LIMITS, WebAdapter
 from bot.commands import COMMANDS
@@ -58,20 +58,21 @@ async def test_unknown_or_unsafe_static_paths_are_404(browser: ClientSession) ->
 
 
 async def test_each_browser_gets_its_own_stable_user(
-    browsers: Callable[[], ClientSession],
+    adapter: WebAdapter, browsers: Callable[[], ClientSession]
 ) -> None:
-    first, second = browsers(), browsers()
-    async with first.get("/") as response:
+    first = ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True))
+    second = browsers()
+    async with first, first.get("/") as response:
         cookie = response.cookies["genbot_session"]
         assert cookie["httponly"]
         assert cookie["samesite"] == "Strict"
-    me = (await history(first))["me"]
-    assert me["id"].startswith("web-")
-    assert me["name"] == "you"
-    assert (await history(first))["me"] == me
-    assert me["id"] not in cookie.value
-    other = (await history(second))["me"]
-    assert other["id"].startswith("web-") and other["id"] != me["id"]
+        me = (await history(first))["me"]
+        assert me["id"].startswith("web-")
+        assert me["name"] == "you"
+        assert (await history(first))["me"] == me
+        assert me["id"] not in cookie.value
+        other = (await history(second))["me"]
+        assert other["id"].startswith("web-") and other["id"] != me["id"]
 
 
 async def test_history_reports_limits_and_channels(

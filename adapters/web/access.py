@@ -1,0 +1,169 @@
+"""Who may use the playground, and as whom.
+
+- **Host.** A request whose ``Host`` is not ``127.0.0.1``, ``localhost`` or ``[::1]`` (any
+  port), the host of ``[web] public_url`` or one of ``[web] allowed_hosts`` gets 421 and runs
+  nothing, so a web page on another name that resolves to this machine (DNS rebinding) cannot
+  drive the playground.
+- **Access token.** With ``[web] access_token`` set (required when ``[web] host`` is not a
+  loopback address, see :func:`exposure_problem`), every request presents it: a browser once,
+  as ``/?token=…`` (which sets an HttpOnly, SameSite=Strict cookie and redirects to ``/``), API
+  clients as ``Authorization: Bearer …``.
+- **Identity.** A browser's user is created when the page loads: a session cookie signed with a
+  key kept in the playground's history file, so it survives restarts. Requests to the API
+  without a valid session cookie are refused (401), so dropping cookies does not mint new
+  users past the per-user caps. An API client with the Bearer token and no session is the user
+  ``web-api``.
+- **Admins** are the users named in ``[web] admin_ids``. Nobody is an admin because of their
+  address, except in ``genbot demo`` (``local_admins``), where every local user is.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import re
+import secrets
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from bot.config import WebSettings
+
+SESSION_COOKIE = "genbot_session"
+ACCESS_COOKIE = "genbot_access"
+API_USER_ID = "web-api"
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+MIN_TOKEN_LENGTH = 16
+_SESSION = re.compile(r"^([A-Za-z0-9_-]{24})\.([A-Za-z0-9_-]{22})$")
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` (a ``[web] host`` value) only accepts connections from this machine."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_problem(settings: WebSettings) -> str | None:
+    """Why the playground must not start with ``settings``, or None when it may."""
+    token = settings.access_token.get_secret_value()
+    if token and len(token) < MIN_TOKEN_LENGTH:
+        return (
+            f"[web] access_token is too short: use at least {MIN_TOKEN_LENGTH} random "
+            "characters (for example the output of `openssl rand -hex 24`)"
+        )
+    if not is_loopback_host(settings.host) and not token:
+        return (
+            f"the playground would listen on {settings.host or 'every address'} without "
+            "[web] access_token: set one (at least 16 random characters), or set [web] host "
+            "to 127.0.0.1 and put a TLS proxy in front"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class HostName:
+    """A host name with an optional port (None: any port)."""
+
+    name: str
+    port: int | None
+
+
+def parse_host(value: str) -> HostName | None:
+    """``example.org:8080`` → ``HostName("example.org", 8080)``; None when it is not a host."""
+    value = value.strip()
+    if not value or any(c in value for c in "/?#@ \t"):
+        return None
+    try:
+        parts = urlsplit("//" + value)
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    return HostName(parts.hostname.lower(), port)
+
+
+class Access:
+    """The playground's trust rules (see the module docstring) for one adapter."""
+
+    def __init__(self, settings: WebSettings, *, local_admins: bool = False) -> None:
+        self.local_admins = local_admins
+        self.admin_ids = frozenset(settings.admin_ids)
+        self.session_key = secrets.token_bytes(32)
+        self._token = settings.access_token.get_secret_value()
+        allowed = [HostName(name, None) for name in LOOPBACK_NAMES]
+        public = urlsplit(settings.public_url.strip()).hostname if settings.public_url else None
+        if public:
+            allowed.append(HostName(public.lower(), None))
+        allowed += [host for entry in settings.allowed_hosts if (host := parse_host(entry))]
+        self._allowed = allowed
+
+    # ----- Host -----
+
+    def host_allowed(self, header: str | None) -> bool:
+        """Whether a request with this ``Host`` header may be served."""
+        host = parse_host(header or "")
+        if host is None:
+            return False
+        return any(
+            host.name == allowed.name and allowed.port in (None, host.port)
+            for allowed in self._allowed
+        )
+
+    # ----- access token -----
+
+    @property
+    def token_required(self) -> bool:
+        return bool(self._token)
+
+    def token_matches(self, given: str) -> bool:
+        """Whether ``given`` is the access token (constant time)."""
+        return bool(self._token) and hmac.compare_digest(given.encode(), self._token.encode())
+
+    def access_cookie(self) -> str:
+        """The cookie value a browser keeps once it presented the token (not the token)."""
+        digest = hmac.new(self._token.encode(), b"genbot playground access", hashlib.sha256)
+        return digest.hexdigest()
+
+    def access_cookie_matches(self, value: str) -> bool:
+        return bool(self._token) and hmac.compare_digest(value, self.access_cookie())
+
+    def bearer_matches(self, authorization: str | None) -> bool:
+        """Whether an ``Authorization`` header carries the access token."""
+        scheme, _, credentials = (authorization or "").partition(" ")
+        return scheme.lower() == "bearer" and self.token_matches(credentials.strip())
+
+    # ----- sessions -----
+
+    def new_session(self) -> str:
+        """A new signed session cookie value."""
+        return self.cookie_for(secrets.token_urlsafe(18))
+
+    def cookie_for(self, session_id: str) -> str:
+        """The signed cookie value of ``session_id`` (24 URL-safe characters)."""
+        return f"{session_id}.{self._mac(session_id)}"
+
+    def session_of(self, cookie: str | None) -> str | None:
+        """The session id of a validly signed cookie value, else None."""
+        match = _SESSION.match(cookie or "")
+        if match is None or not hmac.compare_digest(match[2], self._mac(match[1])):
+            return None
+        return match[1]
+
+    def is_admin(self, user_id: str, loopback_peer: bool) -> bool:
+        """Whether ``user_id`` may use admin commands (from a loopback peer: ``loopback_peer``)."""
+        return user_id in self.admin_ids or (self.local_admins and loopback_peer)
+
+    def _mac(self, session_id: str) -> str:
+        digest = hmac.new(self.session_key, session_id.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).decode()[:22]
+
+
+def user_id_for(session_id: str) -> str:
+    """The user id of a session: stable for the session, and not the session itself."""
+    return "web-" + hashlib.sha256(session_id.encode()).hexdigest()[:12]

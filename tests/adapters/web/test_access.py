@@ -1,0 +1,251 @@
+"""The playground's trust model over real HTTP: Host allow-list (DNS rebinding), no admin by
+address, the access token for browsers and API clients, and identities only a page load mints."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import ClientSession, CookieJar
+from pydantic import SecretStr
+
+from adapters import AdapterStartError
+from adapters.web import WebAdapter
+from adapters.web.access import exposure_problem
+from bot.config import WebSettings
+from bot.events import Command
+from tests.adapters.web.fakes import RecordingCore
+from tests.adapters.web.test_browser import chromium
+
+TOKEN = "never-print-playground-token-0123"
+FOX = {"text": "/imagine a fox", "channel": "general"}
+
+
+@asynccontextmanager
+async def playground(
+    core: RecordingCore, history: Path | None = None, local_admins: bool = False, **settings: Any
+) -> AsyncIterator[WebAdapter]:
+    adapter = WebAdapter(
+        WebSettings(host="127.0.0.1", port=0, **settings),
+        core,
+        history=history,
+        local_admins=local_admins,
+        keepalive_seconds=0.05,
+    )
+    core.surface = adapter
+    await adapter.start()
+    try:
+        yield adapter
+    finally:
+        await adapter.stop()
+
+
+@asynccontextmanager
+async def browser(adapter: WebAdapter, *, load_page: bool = True) -> AsyncIterator[ClientSession]:
+    async with ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True)) as session:
+        if load_page:
+            async with session.get("/") as page:
+                assert page.status == 200, await page.text()
+        yield session
+
+
+async def status_and_error(response: Any) -> tuple[int, str]:
+    body = await response.json(content_type=None)
+    return response.status, str(body.get("error", ""))
+
+
+async def test_a_foreign_host_gets_421_and_runs_nothing() -> None:
+    core = RecordingCore()
+    async with playground(core) as adapter, browser(adapter) as session:
+        port = adapter.url.rsplit(":", 1)[1]
+        rebound = f"rebind.attacker.test:{port}"
+        foreign = {"Host": rebound, "Origin": f"http://{rebound}"}
+        for method, path, body in [
+            ("GET", "/", None),
+            ("GET", "/api/history?channel=general", None),
+            ("GET", "/api/events?channel=general", None),
+            ("POST", "/api/command", FOX),
+            ("POST", "/api/modal", {"custom_id": "x", "values": {}}),
+        ]:
+            async with session.request(method, path, json=body, headers=foreign) as response:
+                status, error = await status_and_error(response)
+                assert status == 421, (path, status)
+                assert "[web] allowed_hosts" in error
+        for name in ("", "127.0.0.2", "localhost.", "127.0.0.1.nip.io", "evil@127.0.0.1"):
+            async with session.get("/", headers={"Host": name}) as response:
+                assert response.status == 421, name
+        assert core.events == []
+        assert adapter.store.history("general", "") == []
+        assert adapter.listener.refusals.totals["Host not allowed"] == 10
+
+
+async def test_loopback_names_public_url_and_allowed_hosts_are_served() -> None:
+    core = RecordingCore()
+    settings = {
+        "public_url": "https://genbot.example.org/",
+        "allowed_hosts": ["genbot.lan", "192.168.1.20:8080", "[fd00::1]"],
+    }
+    async with playground(core, **settings) as adapter, browser(adapter) as session:
+        port = adapter.url.rsplit(":", 1)[1]
+        served = [
+            f"localhost:{port}",
+            f"[::1]:{port}",
+            "127.0.0.1",
+            "genbot.example.org",
+            "GENBOT.example.org:443",
+            "genbot.lan:9999",
+            "192.168.1.20:8080",
+            "[fd00::1]:80",
+        ]
+        for host in served:
+            async with session.get("/", headers={"Host": host}) as response:
+                assert response.status == 200, host
+        async with session.get("/", headers={"Host": "192.168.1.20:8081"}) as response:
+            assert response.status == 421
+
+
+async def test_nobody_is_an_admin_because_of_their_address() -> None:
+    core = RecordingCore()
+    async with playground(core) as adapter, browser(adapter) as session:
+        async with session.post("/api/command", json=FOX) as response:
+            assert response.status == 202
+        [event] = await core.wait_for_events(1)
+        assert isinstance(event, Command) and event.user.is_admin is False
+
+    core = RecordingCore()
+    async with (
+        playground(core, admin_ids=["web-000000000000"]) as adapter,
+        browser(adapter) as session,
+        session.post("/api/command", json=FOX),
+    ):
+        [event] = await core.wait_for_events(1)
+        assert event.user.is_admin is False
+
+    core = RecordingCore()
+    async with (
+        playground(core, local_admins=True) as adapter,
+        browser(adapter) as session,
+        session.post("/api/command", json=FOX),
+    ):
+        [event] = await core.wait_for_events(1)
+        assert event.user.is_admin is True
+
+
+async def test_admin_ids_name_admins_and_the_identity_survives_a_restart(tmp_path: Path) -> None:
+    history = tmp_path / "genbot.playground.db"
+    jar = CookieJar(unsafe=True)
+    core = RecordingCore()
+    async with (
+        playground(core, history) as adapter,
+        ClientSession(base_url=adapter.url, cookie_jar=jar) as session,
+    ):
+        async with session.get("/"):
+            pass
+        async with session.get("/api/history?channel=general") as response:
+            me = (await response.json())["me"]["id"]
+
+    core = RecordingCore()
+    async with playground(core, history, admin_ids=[me]) as adapter:
+        async with (
+            ClientSession(base_url=adapter.url, cookie_jar=jar) as session,
+            session.post("/api/command", json=FOX) as response,
+        ):
+            assert response.status == 202
+        [event] = await core.wait_for_events(1)
+        assert event.user.id == me and event.user.is_admin is True
+
+
+async def test_api_requests_without_a_session_from_a_page_load_are_refused() -> None:
+    core = RecordingCore()
+    async with playground(core) as adapter:
+        forged = "A" * 24 + "." + "B" * 22
+        async with browser(adapter, load_page=False) as session:
+            for cookie in (None, forged, "resilience_session_token_0123456"):
+                headers = {"Cookie": f"genbot_session={cookie}"} if cookie else {}
+                async with session.post("/api/command", json=FOX, headers=headers) as response:
+                    status, error = await status_and_error(response)
+                    assert status == 401 and "Load the playground page first" in error
+                async with session.post("/api/upload", data=b"", headers=headers) as response:
+                    assert response.status == 401
+        assert core.events == []
+        async with browser(adapter) as session:
+            async with session.post("/api/command", json=FOX) as first:
+                assert first.status == 202
+            async with session.post("/api/command", json=FOX) as second:
+                assert second.status == 202
+        events = await core.wait_for_events(2)
+        assert events[0].user.id == events[1].user.id
+
+
+async def test_the_access_token_once_in_the_address_then_as_a_cookie_or_bearer() -> None:
+    core = RecordingCore()
+    settings = {"access_token": SecretStr(TOKEN)}
+    async with playground(core, **settings) as adapter:
+        async with browser(adapter, load_page=False) as session:
+            async with session.get("/") as response:
+                status, error = await status_and_error(response)
+                assert status == 401 and "/?token=" in error
+            async with session.get("/", params={"token": TOKEN[:-1] + "x"}) as response:
+                assert response.status == 401
+            async with session.post("/api/command", json=FOX) as response:
+                assert response.status == 401
+            async with session.get("/", params={"token": TOKEN}, allow_redirects=False) as response:
+                assert response.status == 303 and response.headers["Location"] == "/"
+                access = response.cookies["genbot_access"]
+                assert access["httponly"] and access["samesite"] == "Strict"
+                assert TOKEN not in access.value
+            async with session.get("/") as page:
+                assert page.status == 200
+            async with session.post("/api/command", json=FOX) as response:
+                assert response.status == 202
+
+        async with ClientSession(base_url=adapter.url) as api:
+            bearer = {"Authorization": f"Bearer {TOKEN}"}
+            async with api.post("/api/command", json=FOX, headers=bearer) as response:
+                assert response.status == 202
+            wrong = {"Authorization": "Bearer nope-nope-nope-nope"}
+            async with api.post("/api/command", json=FOX, headers=wrong) as response:
+                assert response.status == 401
+        events = await core.wait_for_events(2)
+        assert events[1].user.id == "web-api"
+
+
+async def test_a_playground_beyond_loopback_needs_a_token() -> None:
+    exposed = WebSettings(host="0.0.0.0")
+    problem = exposure_problem(exposed)
+    assert problem is not None and "[web] access_token" in problem
+    assert exposure_problem(WebSettings(host="::1")) is None
+    assert exposure_problem(WebSettings(host="localhost")) is None
+    short = exposure_problem(WebSettings(host="0.0.0.0", access_token=SecretStr("short")))
+    assert short is not None and "too short" in short
+    token = SecretStr(TOKEN)
+    assert exposure_problem(WebSettings(host="0.0.0.0", access_token=token)) is None
+
+    adapter = WebAdapter(WebSettings(host="192.0.2.1", port=0), RecordingCore())
+    with pytest.raises(AdapterStartError, match=r"without \[web\] access_token"):
+        await adapter.start()
+
+
+async def test_a_rebound_name_in_a_real_browser_gets_421_and_runs_nothing() -> None:
+    core = RecordingCore()
+    async with playground(core) as adapter:
+        port = adapter.url.rsplit(":", 1)[1]
+        rule = "--host-resolver-rules=MAP rebind.attacker.test 127.0.0.1"
+        async with chromium(extra_args=[rule]) as real_browser:
+            page = await real_browser.new_page()
+            response = await page.goto(f"http://rebind.attacker.test:{port}/")
+            assert response is not None and response.status == 421
+            script = """async () => {
+                const sent = await fetch('/api/command', {method: 'POST',
+                    headers: {'Content-Type': 'application/json'},
+                    body: JSON.stringify({text: '/imagine a fox', channel: 'general'})});
+                const read = await fetch('/api/history?channel=general');
+                return [sent.status, read.status];
+            }"""
+            assert await page.evaluate(script) == [421, 421]
+            local = await page.goto(f"{adapter.url}/")
+            assert local is not None and local.status == 200
+        assert core.events == []
