@@ -45,6 +45,8 @@ async def gated() -> AsyncIterator[tuple[GatedCore, WebAdapter, ClientSession]]:
     core.surface = adapter
     await adapter.start()
     async with ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True)) as browser:
+        async with browser.get("/"):
+            pass
         yield core, adapter, browser
     await adapter.stop()
 
