@@ -21,6 +21,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import AbstractAsyncContextManager
 
+from bot import metrics
 from bot.core import RESTARTING_TEXT, TOO_SLOW_TEXT, unexpected_error_text
 from bot.events import EventHandler, InboundEvent, Surface, UserMessage
 
@@ -162,11 +163,17 @@ class AdapterRunner:
 
     async def _run(self, event: InboundEvent) -> None:
         deadline = asyncio.timeout(self.handler_timeout)
+        outcome = "failed"
         try:
             async with deadline:
                 await self.handler.handle(event)
+            outcome = "handled"
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
         except Exception as error:
             if isinstance(error, TimeoutError) and deadline.expired():
+                outcome = "timed_out"
                 log.error(
                     "%s: handling %s took over %.0f s: given up",
                     self.platform,
@@ -178,6 +185,8 @@ class AdapterRunner:
             reference = secrets.token_hex(4)
             self.report_error(f"handling {type(event).__name__} (ref {reference})", error)
             await self._answer(event, unexpected_error_text(reference))
+        finally:
+            metrics.event_ended(self.platform, type(event).__name__, outcome)
 
     async def _refuse(
         self, event: InboundEvent | Awaitable[InboundEvent | None], around: Around
@@ -185,6 +194,7 @@ class AdapterRunner:
         built = await self._built(event)
         if built is None:
             return
+        metrics.event_ended(self.platform, type(built).__name__, "refused")
         async with around(built):
             if answers_refusal(built):
                 await self._answer(built, RESTARTING_TEXT)

@@ -38,6 +38,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
+from bot import metrics
 from bot.events import Place, SurfaceLimits
 
 WORKSPACE_WINDOW_SECONDS = 60.0
@@ -354,6 +355,7 @@ class RenderBudget:
         channel = self._channel(channel_key, limits)
         channel.waiting.append(ticket)
         self._waiting.setdefault(workspace_key, []).append(ticket)
+        asked = self.clock.monotonic()
         try:
             while True:
                 now = self.clock.monotonic()
@@ -364,6 +366,7 @@ class RenderBudget:
                     await self.clock.sleep(max(ready - now, _MIN_SLEEP))
                     continue
                 if self._is_next(ticket, now):
+                    metrics.budget_waited(place.platform, urgent, now - asked)
                     return self._grant(ticket, channel, now, hold)
                 await self._wait_for_change(channel)
         finally:

@@ -145,6 +145,20 @@ class RuntimeSettings(Section):
     drain_seconds: float = Field(default=20.0, ge=0)
 
 
+class OpsSettings(Section):
+    """``[ops]``: the operations listener (``/healthz``, ``/readyz``, ``/metrics``).
+
+    ``/readyz`` wants the provider to have answered within ``provider_fresh_seconds``; when it
+    has not, it asks the provider a free question, at most once per ``probe_interval_seconds``.
+    """
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(default=9108, ge=0, le=65535)
+    provider_fresh_seconds: float = Field(default=300.0, gt=0)
+    probe_interval_seconds: float = Field(default=30.0, ge=0)
+
+
 class Settings(BaseSettings):
     """All of genbot's settings."""
 
@@ -163,6 +177,7 @@ class Settings(BaseSettings):
     webhook: WebhookSettings = Field(default_factory=WebhookSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    ops: OpsSettings = Field(default_factory=OpsSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -26,6 +26,7 @@ from bot.events import (
     Surface,
     UserMessage,
 )
+from bot.metered import MeteredSurface
 from bot.parsing import CommandError, parse_command_text, validate_options
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,9 @@ class SurfaceRegistry:
         self._surfaces: dict[str, Surface] = {}
 
     def attach(self, surface: Surface) -> None:
-        self._surfaces[surface.platform] = surface
+        """Answer on ``surface``'s platform through it (its writes counted, see
+        :mod:`bot.metered`)."""
+        self._surfaces[surface.platform] = MeteredSurface(surface)
 
     def get(self, platform: str) -> Surface:
         """The surface of ``platform``; ``KeyError`` when no adapter for it is attached."""

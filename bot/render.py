@@ -29,6 +29,7 @@ import math
 from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 
+from bot import metrics
 from bot.budget import BudgetTimeout, Clock, Demand, Grant, RenderBudget
 from bot.events import Event, MessageRef, OutMessage, Place, RateLimited, Surface, SurfaceError
 from bot.text import FENCE, Chunk, split_chunks
@@ -131,10 +132,12 @@ class StreamRenderer:
         written (or could not be in time). Surface errors other than rate limits propagate."""
         reader = asyncio.create_task(self._read(deltas))
         typing = asyncio.create_task(self._keep_typing()) if self.placeholder is None else None
+        metrics.CHAT_STREAMS_ACTIVE.inc()
         try:
             if await self._write_all(typing):
                 await reader
         finally:
+            metrics.CHAT_STREAMS_ACTIVE.dec()
             for task in (reader, typing):
                 if task is not None and not task.done():
                     task.cancel()
@@ -334,6 +337,10 @@ class StreamRenderer:
             self._shown[op.index] = text
             self._last_write[op.index] = self.clock.monotonic()
             self.result.edits += 1
+        oldest = bisect.bisect_right(self._arrived_ends, self._shown_upto)
+        if op.upto > self._shown_upto and oldest < len(self._arrived_at):
+            waited = self.clock.monotonic() - self._arrived_at[oldest]
+            metrics.stream_staleness(self.place.platform, waited)
         self._shown_upto = max(self._shown_upto, op.upto)
         self._last_served = self.clock.monotonic()
         if op.send and self.on_posted is not None:

@@ -198,7 +198,8 @@ def check_playground_access(settings: Settings) -> list[Finding]:
 
 def check_listeners(settings: Settings) -> list[Finding]:
     """The addresses ``genbot run`` will listen on — the playground when ``[web] enabled``, the
-    webhook receiver when webhooks are on — can be bound now (port 0 picks a free one)."""
+    webhook receiver when webhooks are on, the ops listener when ``[ops] enabled`` — can be
+    bound now (port 0 picks a free one)."""
     listeners: list[tuple[str, str, str, str, int]] = []
     if settings.web.enabled:
         web = settings.web
@@ -206,6 +207,9 @@ def check_listeners(settings: Settings) -> list[Finding]:
     if webhook_base_url(settings) is not None:
         hook = settings.webhook
         listeners.append(("receiver", "the webhook receiver", "[webhook]", hook.host, hook.port))
+    if settings.ops.enabled:
+        ops = settings.ops
+        listeners.append(("ops", "the ops listener", "[ops]", ops.host, ops.port))
     return [_bindable(*listener) for listener in listeners]
 
 

@@ -24,18 +24,28 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 from adapters.runner import AdapterRunner
+from bot import metrics
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.config import Settings
 from bot.core import Core, Lifecycle
 from bot.events import Surface
 from bot.tokens import warm_up
+from genbot.ops import Check, CheckResult, OpsListener, ProviderFreshness
 from genbot.reasons import StartupError, os_reason, reason
 from genbot.signals import StopSignals
-from storage import DatabaseInUse, ProcessLock, SqliteStore, Storage, StorageError
+from storage import (
+    LATEST_VERSION,
+    DatabaseInUse,
+    ProcessLock,
+    SqliteStore,
+    Storage,
+    StorageError,
+)
 
 log = logging.getLogger("genbot")
 
@@ -62,6 +72,10 @@ class Adapter(Protocol):
 
     @property
     def runner(self) -> AdapterRunner: ...
+
+    async def connected(self) -> bool:
+        """Whether the adapter hears its platform now (for readiness)."""
+        ...
 
     async def start(self) -> None: ...
 
@@ -96,9 +110,13 @@ class Runtime:
     adapters: dict[str, Adapter] = field(default_factory=dict)
     deliveries: Drainable | None = None
     receiver: Lifecycle | None = None
+    ops: OpsListener | None = None
+    started: bool = field(default=False, init=False)
+    stopping: bool = field(default=False, init=False)
     _attempted: list[tuple[str, Adapter]] = field(default_factory=list, init=False, repr=False)
     _core_attempted: bool = field(default=False, init=False, repr=False)
     _receiver_attempted: bool = field(default=False, init=False, repr=False)
+    _provider_freshness: ProviderFreshness | None = field(default=None, init=False, repr=False)
 
     @property
     def web_url(self) -> str:
@@ -136,6 +154,37 @@ class Runtime:
             except Exception as error:
                 log.debug("the webhook receiver failed to start", exc_info=error)
                 raise StartupError(self._receiver_failure(error)) from error
+        self.started = True
+
+    def readiness_checks(self) -> dict[str, Check]:
+        """What ``/readyz`` checks (see :mod:`genbot.ops`)."""
+        if self._provider_freshness is None:
+            self._provider_freshness = ProviderFreshness(self.provider.transport, self.settings.ops)
+        checks: dict[str, Check] = {
+            "started": self._started_check,
+            "stopping": self._stopping_check,
+            "storage": self._storage_check,
+            "provider": self._provider_freshness,
+        }
+        for name, adapter in self.adapters.items():
+            checks[name] = partial(_adapter_check, name, adapter)
+        return checks
+
+    async def _started_check(self) -> CheckResult:
+        return CheckResult(self.started, "started" if self.started else "starting")
+
+    async def _stopping_check(self) -> CheckResult:
+        return CheckResult(not self.stopping, "stopping" if self.stopping else "serving")
+
+    async def _storage_check(self) -> CheckResult:
+        version = await self.store.schema_version()
+        if version != LATEST_VERSION:
+            return CheckResult(False, f"schema version {version}, expected {LATEST_VERSION}")
+        return CheckResult(True, f"schema version {version}")
+
+    async def refresh_job_counts(self) -> None:
+        """Bring ``genbot_jobs`` up to date (before a scrape)."""
+        metrics.set_job_counts(await self.store.count_unfinished_jobs())
 
     def _receiver_failure(self, error: Exception) -> str:
         if isinstance(error, OSError) and not isinstance(error, TimeoutError):
@@ -165,6 +214,7 @@ class Runtime:
     async def drain(self) -> None:
         """Take no new events, then let running events and deliveries finish within
         ``[runtime] drain_seconds``."""
+        self.stopping = True
         for _, adapter in self._attempted:
             adapter.runner.stop_intake()
         loop = asyncio.get_running_loop()
@@ -180,6 +230,12 @@ class Runtime:
         if self._core_attempted and self.deliveries is not None:
             left = max(deadline - loop.time(), 0.0)
             await _quietly("finishing result deliveries", self.deliveries.drain, left, bound=bound)
+
+
+async def _adapter_check(name: str, adapter: Adapter) -> CheckResult:
+    if await adapter.connected():
+        return CheckResult(True, "connected")
+    return CheckResult(False, f"the {name} adapter is not connected")
 
 
 async def _quietly(
@@ -293,6 +349,7 @@ async def running(
         lock.release()
         raise
     runtime: Runtime | None = None
+    ops: OpsListener | None = None
     provider = ProviderClient(
         settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
     )
@@ -310,6 +367,10 @@ async def running(
             deliveries=jobs.tracker,
             receiver=webhook_receiver(settings, jobs),
         )
+        if settings.ops.enabled:
+            ops = OpsListener(settings.ops, runtime.readiness_checks, [runtime.refresh_job_counts])
+            runtime.ops = ops
+            await ops.start()
         if stop is None:
             await runtime.start()
         else:
@@ -321,4 +382,6 @@ async def running(
         else:
             await _quietly("closing the provider client", provider.aclose)
             await _quietly("closing the database", store.close)
+        if ops is not None:
+            await _quietly("stopping the ops listener", ops.stop)
         lock.release()

@@ -112,6 +112,10 @@ class JobTracking(Protocol):
         """Set ``last_polled_at`` (default: now) on many jobs at once."""
         ...
 
+    async def count_unfinished_jobs(self) -> list[tuple[JobStatus, str, int]]:
+        """How many jobs are in each unfinished status, per platform (for metrics)."""
+        ...
+
 
 class DeliveryClaims(Protocol):
     """Claiming a finished or failed job for posting, exactly once."""

@@ -112,6 +112,11 @@ class DiscordAdapter:
         """Runs the core on this adapter's events (and stops taking them)."""
         return self.client.runner
 
+    async def connected(self) -> bool:
+        """Whether the gateway connection is open and ready."""
+        ws = self.client.ws
+        return self.client.is_ready() and not self.client.is_closed() and ws is not None and ws.open
+
     async def start(self) -> None:
         """Log in, sync commands, connect to the gateway and wait until ready (bounded).
 

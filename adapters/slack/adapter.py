@@ -101,6 +101,12 @@ class SlackAdapter:
             return None
         return f"http://{self.settings.http_host}:{self.http_port}{EVENTS_PATH}"
 
+    async def connected(self) -> bool:
+        """Whether the Socket Mode websocket is connected (HTTP mode: whether it listens)."""
+        if self._socket is not None:
+            return bool(await self._socket.client.is_connected())
+        return self._runner is not None
+
     # Lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:

@@ -110,6 +110,10 @@ class WebAdapter:
             raise RuntimeError("the web playground is not started")
         return self._url
 
+    async def connected(self) -> bool:
+        """Whether the playground is listening."""
+        return self._listening
+
     async def start(self) -> None:
         """Listen on ``settings.host:port`` (port 0 picks a free port); ``OSError`` naming the
         address and the ``[web] port`` setting when it cannot."""

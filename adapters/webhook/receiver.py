@@ -19,6 +19,7 @@ from typing import Protocol
 from aiohttp import web
 
 from adapters.listener import Listener, ListenerLimits, body_limit, refused
+from bot import metrics
 from bot.config import WebhookSettings
 from bot.jobs.media import MediaHost
 from storage import Job
@@ -85,6 +86,7 @@ class WebhookReceiver:
         job = await self._target.webhook_job(job_id, request.headers.get(SECRET_HEADER))
         if job is None:
             refused(request, "unknown job or wrong secret")
+            metrics.webhook_answered(401)
             return _closing(web.Response(status=401))
         body = await request.read()
         try:
@@ -92,6 +94,7 @@ class WebhookReceiver:
         except Exception:
             log.exception("webhook for job %s could not be handled", job.id)
             status = 500
+        metrics.webhook_answered(status)
         return web.Response(status=status)
 
     async def _media_file(self, request: web.Request) -> web.Response:

@@ -32,6 +32,7 @@ from typing import Any
 
 import aiohttp
 
+from bot import metrics
 from bot.api.errors import (
     ApiError,
     ApiTimeout,
@@ -128,9 +129,15 @@ def error_for_status(status: int, raw: bytes) -> ApiError:
 class _Attempt:
     """Outcome of one failed attempt: the error and whether repeating is allowed."""
 
-    def __init__(self, error: ApiError, *, repeatable: bool) -> None:
+    def __init__(self, error: ApiError, *, repeatable: bool, status: int | None = None) -> None:
         self.error = error
         self.repeatable = repeatable
+        self.status = status
+
+    @property
+    def kind(self) -> int | str:
+        """The HTTP status the provider answered, else the error's name (for metrics)."""
+        return self.status if self.status is not None else type(self.error).__name__
 
 
 class StreamResponse:
@@ -181,6 +188,8 @@ class HttpTransport:
         self._proxy = settings.proxy_url.rstrip("/")
         self._preferred: str | None = None
         self._preferred_since = 0.0
+        self.last_answer_at: float | None = None
+        """``time.monotonic()`` of the provider's last answer below 500 (for readiness)."""
 
     def session(self) -> aiohttp.ClientSession:
         """The shared session, created on first use (inside the running event loop)."""
@@ -227,6 +236,7 @@ class HttpTransport:
             self._preferred = None
         elif address != self._preferred:
             log.warning("provider failover: now using %s first", address)
+            metrics.provider_failover()
             self._preferred = address
             self._preferred_since = time.monotonic()
 
@@ -264,9 +274,31 @@ class HttpTransport:
                 delay = self._rng.uniform(0, min(policy.max_delay, ceiling))
             if time.monotonic() + delay > deadline:
                 raise outcome.error
+            metrics.provider_retry(path)
             await asyncio.sleep(delay)
 
     async def _post_once(
+        self,
+        address: str,
+        path: str,
+        body: Mapping[str, Any],
+        auth: AuthStyle,
+        safety: CallSafety,
+    ) -> HttpResult | _Attempt:
+        started = time.monotonic()
+        outcome = await self._attempt(address, path, body, auth, safety)
+        self._answered(
+            path, outcome.status if isinstance(outcome, HttpResult) else outcome.kind, started
+        )
+        return outcome
+
+    def _answered(self, path: str, status: int | str, started: float) -> None:
+        now = time.monotonic()
+        metrics.provider_request(path, status, now - started)
+        if isinstance(status, int) and status < 500:
+            self.last_answer_at = now
+
+    async def _attempt(
         self,
         address: str,
         path: str,
@@ -305,7 +337,8 @@ class HttpTransport:
                 )
             return HttpResult(status, parsed)
         refusal = error_for_status(status, raw)
-        return _Attempt(refusal, repeatable=reads and isinstance(refusal, ServerError))
+        repeatable = reads and isinstance(refusal, ServerError)
+        return _Attempt(refusal, repeatable=repeatable, status=status)
 
     async def open_stream(
         self, path: str, body: Mapping[str, Any], *, auth: AuthStyle
@@ -319,6 +352,7 @@ class HttpTransport:
             raise ConnectionFailed("no provider address configured", request_sent=False)
         last: ApiError | None = None
         for address in addresses[: max(1, self.retry.max_attempts)]:
+            started = time.monotonic()
             try:
                 async with asyncio.timeout(self._settings.read_timeout):
                     response = await self.session().post(
@@ -331,13 +365,17 @@ class HttpTransport:
                     )
             except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as error:
                 last = ConnectionFailed(f"{address}: {type(error).__name__}", request_sent=False)
+                self._answered(path, type(last).__name__, started)
                 continue
             except TimeoutError:
+                self._answered(path, ApiTimeout.__name__, started)
                 raise ApiTimeout(f"{address}{path}: no answer in time") from None
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
+                self._answered(path, ConnectionFailed.__name__, started)
                 raise ConnectionFailed(
                     f"{address}: {type(error).__name__}", request_sent=True
                 ) from None
+            self._answered(path, response.status, started)
             if response.status != 200:
                 try:
                     raw = await response.read()

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot import metrics
 from bot.api import (
     ApiError,
     ChatRequest,
@@ -159,6 +160,7 @@ class Answerer:
                 tokens_completion=outcome.completion_tokens,
                 kind="chat",
             )
+            metrics.chat_tokens(fitted.prompt_tokens, outcome.completion_tokens)
             if outcome.call is None or self.tools is None:
                 assert outcome.rendered is not None
                 return outcome.rendered

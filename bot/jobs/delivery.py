@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from bot import posting
+from bot import metrics, posting
 from bot.actions import describe_buttons, diffusion_buttons
 from bot.budget import BudgetTimeout, Grant, RenderBudget
 from bot.core import SurfaceRegistry
@@ -281,6 +281,7 @@ class Delivery:
         moved = await self._store.transition(job.id, "creating", "create_failed", error=reason)
         current = await self.recover_progress(await self._store.get_job(job.id) or job)
         if moved:
+            metrics.job_failed(job.type)
             await self._show_outcome(current, texts.create_failed_text(current, reason))
             self.forget(job.id)
         self._watch.touch(job.id)
@@ -348,6 +349,11 @@ class Delivery:
             job.id, claimed, done, result_message_id=ref.message_id, links=[link], **fields
         )
         self._watch.touch(job.id)
+        if done == "posted":
+            waited = self._clock() - job.finished_at if job.finished_at is not None else None
+            metrics.job_completed(job.type, job.platform, waited)
+        else:
+            metrics.job_failed(job.type)
 
     async def _retry_later(
         self, job: Job, claimed: JobStatus, release: JobStatus, error: Exception
@@ -369,6 +375,7 @@ class Delivery:
             delivery_attempts=failures,
             error=f"not posted: {error}",
         )
+        metrics.job_failed(job.type)
         self._watch.touch(job.id)
         self.forget(job.id)
         return None

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from bot import metrics
 from bot.api.errors import (
     ApiError,
     ApiTimeout,
@@ -256,6 +257,7 @@ class JobStarter:
                 raise self.limits.refused(admitted)
             job, created = admitted
             if created:
+                metrics.job_created(job.type)
                 return job
             if job.status != "create_failed":
                 raise UserError(_already(job))

@@ -130,3 +130,16 @@ class SqliteJobTracking(StoreBase):
             return cursor.rowcount
 
         return await self._call(work)
+
+    async def count_unfinished_jobs(self) -> list[tuple[JobStatus, str, int]]:
+        """How many jobs are in each unfinished status, per platform (for metrics)."""
+        chosen = status_tuple(UNFINISHED_STATUSES)
+        sql = (
+            f"SELECT status, platform, COUNT(*) FROM jobs WHERE status IN "
+            f"({placeholders(len(chosen))}) GROUP BY status, platform"
+        )
+
+        def work(db: Database) -> list[tuple[JobStatus, str, int]]:
+            return [(row[0], str(row[1]), int(row[2])) for row in db.conn.execute(sql, chosen)]
+
+        return await self._call(work)

@@ -16,6 +16,7 @@ from pydantic import SecretStr
 from bot.config import (
     ApiSettings,
     DiscordSettings,
+    OpsSettings,
     Settings,
     SlackSettings,
     StorageSettings,
@@ -334,6 +335,20 @@ def test_the_addresses_genbot_run_listens_on_are_checked_for_a_listener_already_
         "choose another [web] port or host"
     )
     assert receiver.ok and receiver.detail == f"the webhook receiver can listen on 127.0.0.1:{free}"
+
+
+def test_the_ops_listener_is_reported_when_enabled() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        busy = taken.getsockname()[1]
+        [ops] = check_listeners(Settings(ops=OpsSettings(enabled=True, port=busy)))
+    assert (ops.name, ops.ok) == ("ops", False)
+    assert ops.detail == (
+        f"the ops listener cannot listen on 127.0.0.1:{busy} (Address already in use); "
+        "choose another [ops] port or host"
+    )
+    free = free_port()
+    [ops] = check_listeners(Settings(ops=OpsSettings(enabled=True, port=free)))
+    assert ops.ok and ops.detail == f"the ops listener can listen on 127.0.0.1:{free}"
 
 
 def test_a_chat_platform_without_a_public_url_gets_a_note_not_a_failure(tmp_path: Path) -> None:
