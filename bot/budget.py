@@ -3,7 +3,9 @@
 A :class:`RenderBudget` keeps, per channel ``(platform, workspace, channel)``, a log of the
 writes it granted — at most ``limits.edits_per_window_per_channel`` in any
 ``limits.edit_window_seconds`` — and, when ``limits.edits_per_minute_per_workspace`` is set, the
-same per workspace over 60 s. Threads share their parent channel's budget.
+same per workspace over 60 s. Threads share their parent channel's budget. A kind of write
+(:data:`~bot.events.WriteKind`) listed in ``limits.writes_per_minute_per_workspace`` has its own
+workspace window instead (Slack budgets every method on its own).
 
 Accounting. A platform counts a write when the request arrives, somewhere between genbot's grant
 and the call's return; on a busy event loop that gap is unbounded. A write granted with
@@ -39,7 +41,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot import metrics
-from bot.events import Place, SurfaceLimits
+from bot.events import Place, SurfaceLimits, WriteKind
 
 WORKSPACE_WINDOW_SECONDS = 60.0
 SWEEP_EVERY_GRANTS = 512
@@ -64,6 +66,8 @@ _RECHECK_SECONDS = 0.25
 
 ChannelKey = tuple[str, str, str]
 WorkspaceKey = tuple[str, str]
+SHARED = ""
+"""The workspace window of the writes whose kind has no budget of its own."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,7 @@ class _Ticket:
     sequence: int
     limits: SurfaceLimits
     demand: Callable[[], Demand] | None
+    bucket: str = SHARED
 
     def final(self) -> bool:
         return self.demand is not None and self.demand().final
@@ -220,7 +225,7 @@ class RenderBudget:
         self.clock = clock or Clock()
         self.margin = margin
         self._channels: dict[ChannelKey, _Channel] = {}
-        self._workspaces: dict[WorkspaceKey, _Window] = {}
+        self._workspaces: dict[WorkspaceKey, dict[str, _Window]] = {}
         self._waiting: dict[WorkspaceKey, list[_Ticket]] = {}
         self._sequence = itertools.count()
         self.granted = 0
@@ -240,13 +245,27 @@ class RenderBudget:
             channel = self._channels[key] = _Channel(window)
         return channel
 
-    def _workspace(self, key: WorkspaceKey, limits: SurfaceLimits) -> _Window | None:
-        per_minute = limits.edits_per_minute_per_workspace
+    @staticmethod
+    def _bucket(limits: SurfaceLimits, kind: WriteKind | None) -> str:
+        """The workspace window a write of ``kind`` counts against."""
+        return (
+            kind if kind is not None and kind in limits.writes_per_minute_per_workspace else SHARED
+        )
+
+    def _workspace(
+        self, key: WorkspaceKey, limits: SurfaceLimits, bucket: str = SHARED
+    ) -> _Window | None:
+        if bucket == SHARED:
+            per_minute = limits.edits_per_minute_per_workspace
+        else:
+            budgets = limits.writes_per_minute_per_workspace
+            per_minute = next((n for kind, n in budgets.items() if kind == bucket), None)
         if per_minute is None:
             return None
-        window = self._workspaces.get(key)
+        buckets = self._workspaces.setdefault(key, {})
+        window = buckets.get(bucket)
         if window is None:
-            window = self._workspaces[key] = _Window(per_minute, WORKSPACE_WINDOW_SECONDS)
+            window = buckets[bucket] = _Window(per_minute, WORKSPACE_WINDOW_SECONDS)
         return window
 
     def _wake(self, channel: _Channel) -> None:
@@ -274,9 +293,9 @@ class RenderBudget:
         paced = not ticket.urgent and not (final and channel.waiting == [ticket])
         ready = max(channel.window.free_at(now, self.margin, paced=paced), channel.blocked_until)
         ready = max(ready, self._held_until(ticket, channel))
-        workspace = self._workspace(ticket.workspace, ticket.limits)
+        workspace = self._workspace(ticket.workspace, ticket.limits, ticket.bucket)
         if workspace is not None:
-            alone = self._waiting.get(ticket.workspace) == [ticket]
+            alone = self._sharing(ticket) == [ticket]
             paced = not ticket.urgent and not (final and alone)
             ready = max(ready, workspace.free_at(now, self.margin, paced=paced))
         return ready
@@ -303,7 +322,7 @@ class RenderBudget:
         write now, first in its workspace."""
         if not self._first_in_channel(ticket, now):
             return False
-        if self._workspace(ticket.workspace, ticket.limits) is None:
+        if self._workspace(ticket.workspace, ticket.limits, ticket.bucket) is None:
             return True
         rank = ticket.rank(now)
         return not any(
@@ -312,8 +331,12 @@ class RenderBudget:
             and other.rank(now) < rank
             and self._first_in_channel(other, now)
             and self._ready_at(other, now) <= now
-            for other in self._waiting[ticket.workspace]
+            for other in self._sharing(ticket)
         )
+
+    def _sharing(self, ticket: _Ticket) -> list[_Ticket]:
+        """The writes waiting for the same workspace window as ``ticket`` (itself included)."""
+        return [t for t in self._waiting.get(ticket.workspace, ()) if t.bucket == ticket.bucket]
 
     async def _wait_for_change(self, channel: _Channel) -> None:
         """Until the channel's state changes (another writer was served), or a little while:
@@ -339,6 +362,7 @@ class RenderBudget:
         deadline: float | None = None,
         demand: Callable[[], Demand] | None = None,
         hold: bool = False,
+        kind: WriteKind | None = None,
     ) -> Grant:
         """Wait for room for one write in ``place`` and count it.
 
@@ -347,10 +371,18 @@ class RenderBudget:
         last got a write) orders writes without one. ``deadline`` (clock time) bounds the wait
         with :class:`BudgetTimeout`. With ``hold`` the write counts as in flight until
         :meth:`Grant.finish`; without it, as finished ``UNHELD_ALLOWANCE`` after the grant.
+        ``kind`` picks the write's workspace window (see the module docstring).
         """
         channel_key, workspace_key = self.keys(place)
         ticket = _Ticket(
-            channel_key, workspace_key, urgent, last_served, next(self._sequence), limits, demand
+            channel_key,
+            workspace_key,
+            urgent,
+            last_served,
+            next(self._sequence),
+            limits,
+            demand,
+            self._bucket(limits, kind),
         )
         channel = self._channel(channel_key, limits)
         channel.waiting.append(ticket)
@@ -379,7 +411,7 @@ class RenderBudget:
     def _grant(self, ticket: _Ticket, channel: _Channel, now: float, hold: bool) -> Grant:
         stamp = _Stamp(now, None if hold else now + UNHELD_ALLOWANCE)
         windows = [channel.window]
-        workspace = self._workspace(ticket.workspace, ticket.limits)
+        workspace = self._workspace(ticket.workspace, ticket.limits, ticket.bucket)
         if workspace is not None:
             windows.append(workspace)
         for window in windows:
@@ -420,9 +452,14 @@ class RenderBudget:
             idle = not channel.waiting and not channel.window.stamps
             if idle and channel.blocked_until <= now:
                 del self._channels[key]
-        for workspace_key, window in list(self._workspaces.items()):
-            window.free_at(now, self.margin)
-            if not window.stamps and workspace_key not in self._waiting:
+        for workspace_key, buckets in list(self._workspaces.items()):
+            if workspace_key in self._waiting:
+                continue
+            for bucket, window in list(buckets.items()):
+                window.free_at(now, self.margin)
+                if not window.stamps:
+                    del buckets[bucket]
+            if not buckets:
                 del self._workspaces[workspace_key]
 
     def penalize(self, place: Place, limits: SurfaceLimits, retry_after: float) -> None:

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 ButtonStyle = Literal["primary", "secondary", "success", "danger"]
 OptionValue = str | int | float | bool
+WriteKind = Literal["send", "edit", "stream_start", "stream_append", "stream_stop"]
+"""What a write to the platform is: a new message, an edit, or a step of a natively streamed
+message (see :class:`NativeStream`)."""
 
 CUSTOM_ID_PREFIX = "gb"
 CUSTOM_ID_MAX = 100
@@ -211,6 +215,12 @@ class SurfaceLimits:
     edits_per_minute_per_workspace: int | None = None
     min_seconds_between_edits_of_one_message: float = 0.0
     max_buttons_per_row: int = 5
+    writes_per_minute_per_workspace: Mapping[WriteKind, int | None] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False
+    )
+    """Per-workspace budgets of the kinds of write the platform limits each on its own (Slack
+    gives every method its own tier; ``None``: no workspace budget, only the channel's); a
+    kind not listed counts against ``edits_per_minute_per_workspace``."""
 
 
 class RateLimited(Exception):
@@ -225,6 +235,26 @@ class SurfaceError(Exception):
     """Raised by a surface when the platform refused a call for another reason."""
 
 
+class StreamExpired(SurfaceError):
+    """Raised by :class:`NativeStream` when the platform no longer streams the message (Slack
+    ends a stream after a few minutes); the caller finishes it with :meth:`Surface.edit`."""
+
+
+class NativeStream(Protocol):
+    """A message the platform streams itself: text is only ever added, then the stream is
+    stopped once. Made by a surface's optional ``start_stream`` (see :class:`Surface`)."""
+
+    ref: MessageRef
+
+    async def append(self, text: str) -> None:
+        """Add ``text`` to the message."""
+        ...
+
+    async def stop(self, text: str = "", buttons: tuple[tuple[Button, ...], ...] = ()) -> None:
+        """Add ``text``, give the message its ``buttons`` and end the stream."""
+        ...
+
+
 class Surface(Protocol):
     """What an adapter offers the core. Every method is bounded in time by the adapter.
 
@@ -232,7 +262,10 @@ class Surface(Protocol):
     catalogue's commands where they differ (Slack: ``settings`` → ``genbot settings``); help
     texts follow it; and ``async def posted(place, key) -> MessageRef | None``: the message it
     shows in ``place`` with ``key`` (see :attr:`OutMessage.key`), where the platform lets it
-    tell.
+    tell; and ``async def start_stream(place, text, *, origin, recipient) -> NativeStream |
+    None``: a message in ``place`` that the platform streams itself, starting with ``text``, for
+    ``recipient`` (the user being answered), or ``None`` when the platform does not stream there
+    (the caller posts and edits instead).
     """
 
     platform: str

@@ -17,6 +17,14 @@ write is retried with the newest text.
 
 The displayed text is the streamed text without trailing whitespace (platforms drop it anyway),
 followed by a blank line and the note, if any.
+
+Where the surface streams messages itself (its optional ``start_stream``, see
+:class:`~bot.events.NativeStream`), each message is started with its first text, given only the
+new text as it arrives, and stopped when it is complete; it carries no marker, and a split never
+takes back text a message already shows. When the surface declines, the renderer posts and edits
+instead; a message whose stream the platform ended (:class:`~bot.events.StreamExpired`) is
+finished with an edit. Each kind of write asks the budget for its own kind
+(:data:`~bot.events.WriteKind`).
 """
 
 from __future__ import annotations
@@ -31,8 +39,18 @@ from dataclasses import dataclass, field
 
 from bot import metrics
 from bot.budget import BudgetTimeout, Clock, Demand, Grant, RenderBudget
-from bot.events import Event, MessageRef, OutMessage, Place, RateLimited, Surface, SurfaceError
-from bot.text import FENCE, Chunk, split_chunks
+from bot.events import (
+    Event,
+    MessageRef,
+    Place,
+    RateLimited,
+    Surface,
+    SurfaceError,
+    User,
+    WriteKind,
+)
+from bot.render_writes import MessageWriter
+from bot.text import FENCE, Chunk, cut_chunk, split_chunks
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +86,22 @@ class RenderResult:
     edits: int = 0
     rate_limited: int = 0
     landed: bool = False
+    streamed: int = 0
+    """How many of the messages the platform streamed itself (started natively)."""
 
 
 @dataclass(frozen=True)
 class _Op:
     index: int
-    send: bool
+    kind: WriteKind
     upto: int
     """How much of the reply (raw length) is shown once this write lands."""
+    end: int
+    """Where the text this write shows ends in the displayed text."""
+
+    @property
+    def send(self) -> bool:
+        return self.kind in ("send", "stream_start")
 
 
 class StreamRenderer:
@@ -84,7 +110,8 @@ class StreamRenderer:
     ``interrupt_errors`` are the exceptions from the delta stream that mean "the stream broke"
     (the reply is marked incomplete and returned); others propagate. ``on_posted`` is awaited
     with each new message right after it is posted, before anything else is written (callers
-    link it to what makes it recoverable); its errors propagate.
+    link it to what makes it recoverable); its errors propagate. ``recipient`` is the user
+    being answered (a natively streamed message is addressed to them).
     """
 
     def __init__(
@@ -100,6 +127,7 @@ class StreamRenderer:
         marker: str = MARKER,
         interrupt_errors: tuple[type[Exception], ...] = (Exception,),
         on_posted: Callable[[MessageRef], Awaitable[None]] | None = None,
+        recipient: User | None = None,
     ) -> None:
         self.surface = surface
         self.place = place
@@ -126,6 +154,8 @@ class StreamRenderer:
         self._arrived_ends: list[int] = []
         self._arrived_at: list[float] = []
         self._shown_upto = 0
+        self._shown_end = 0
+        self._writer = MessageWriter(surface, origin, recipient, native=placeholder is None)
 
     async def render(self, deltas: AsyncIterable[str | StreamEnd]) -> RenderResult:
         """Consume ``deltas`` and keep the surface up to date; returns when the final text is
@@ -189,14 +219,23 @@ class StreamRenderer:
         if not source:
             return [self.placeholder] if self.placeholder is not None else []
         limit = self.surface.limits.max_text
-        reserve = 0 if self._done else len(self.marker) + len(FENCE) + 1
+        live_index = len(self._committed)
+        native = self._writer.is_native(live_index)
+        marker = 0 if native else len(self.marker)
+        reserve = 0 if self._done else len(FENCE) + 1 + marker
+        posted = live_index < len(self.result.messages)
         chunks = split_chunks(source, limit, reserve=reserve, start=self._committed_end)
+        if native and posted and len(chunks) > 1 and chunks[0].end < self._shown_end:
+            shown = cut_chunk(source, limit, start=self._committed_end, keep=self._shown_end)
+            self._committed.append(shown)
+            self._committed_end = shown.end
+            chunks = split_chunks(source, limit, reserve=reserve, start=self._committed_end)
         for chunk in chunks[:-1]:
             self._committed.append(chunk)
             self._committed_end = chunk.end
         last = chunks[-1]
         live = last.text
-        if not self._done:
+        if not self._done and not self._writer.is_native(len(self._committed)):
             live += self.marker + ("\n" + FENCE if last.ends_in_fence else "")
         self.result.chunks = [*self._committed, last]
         return [chunk.text for chunk in self._committed] + [live]
@@ -204,14 +243,17 @@ class StreamRenderer:
     def _next_op(self) -> tuple[_Op, str] | None:
         desired = self._desired()
         for index, text in enumerate(desired):
-            if index == len(desired) - 1:
-                upto = len(self.result.reply)
-            else:
-                upto = self.result.chunks[index].end
+            last = index == len(desired) - 1
+            chunks = self.result.chunks
+            end = chunks[index].end if index < len(chunks) else 0
+            upto = len(self.result.reply) if last else end
+            final = self._done or not last
             if index >= len(self.result.messages):
-                return _Op(index, True, upto), text
-            if self._shown[index] != text:
-                return _Op(index, False, upto), text
+                post = self._writer.post_kind(continued=index > 0, final=final)
+                return _Op(index, post, upto, end), text
+            write = self._writer.next_write(index, self._shown[index], text, final=final)
+            if write is not None:
+                return _Op(index, write, upto, end), text
         return None
 
     def demand(self) -> Demand:
@@ -251,7 +293,7 @@ class StreamRenderer:
                 return False
             try:
                 current = self._next_op()
-                if current is None:
+                if current is None or current[0].kind != planned[0].kind:
                     grant.cancel()
                     continue
                 await self._write(*current, grant)
@@ -273,19 +315,19 @@ class StreamRenderer:
 
     async def _wait_for_room(self, op: _Op) -> Grant:
         limits = self.surface.limits
-        if not op.send:
+        if op.kind == "edit":
             ready = self._last_write[op.index] + limits.min_seconds_between_edits_of_one_message
             while (now := self.clock.monotonic()) < ready:
                 if ready > self._deadline:
                     raise BudgetTimeout("the message cannot be edited again before the deadline")
                 await self.clock.sleep(ready - now)
         if not self._done:
-            grant = await self._acquire_unless_finished()
+            grant = await self._acquire_unless_finished(op.kind)
             if grant is not None:
                 return grant
-        return await self._acquire(deadline=self._deadline)
+        return await self._acquire(op.kind, deadline=self._deadline)
 
-    def _acquire(self, deadline: float | None = None) -> Awaitable[Grant]:
+    def _acquire(self, kind: WriteKind, deadline: float | None = None) -> Awaitable[Grant]:
         return self.budget.acquire(
             self.place,
             self.surface.limits,
@@ -294,12 +336,13 @@ class StreamRenderer:
             deadline=deadline,
             demand=self.demand,
             hold=True,
+            kind=kind,
         )
 
-    async def _acquire_unless_finished(self) -> Grant | None:
+    async def _acquire_unless_finished(self, kind: WriteKind) -> Grant | None:
         """Wait for budget while streaming; ``None`` when the stream ends first (the final
         write then waits again, bounded by the deadline)."""
-        acquire = asyncio.ensure_future(self._acquire())
+        acquire = asyncio.ensure_future(self._acquire(kind))
         finished = asyncio.ensure_future(self._finished.wait())
         try:
             await asyncio.wait((acquire, finished), return_when=asyncio.FIRST_COMPLETED)
@@ -318,30 +361,33 @@ class StreamRenderer:
         return acquire.result()
 
     async def _write(self, op: _Op, text: str, grant: Grant) -> None:
-        message = OutMessage(text=text, from_model=True)
-        if op.send:
-            origin = self.origin if op.index == 0 else None
-            try:
-                ref = await self.surface.send(self.place, message, origin=origin)
-            finally:
-                grant.finish()
-            self.result.messages.append(ref)
-            self._shown.append(text)
-            self._last_write.append(self.clock.monotonic())
-            self.result.sends += 1
-        else:
-            try:
-                await self.surface.edit(self.result.messages[op.index], message)
-            finally:
-                grant.finish()
-            self._shown[op.index] = text
-            self._last_write[op.index] = self.clock.monotonic()
-            self.result.edits += 1
+        try:
+            if op.send:
+                place = self.result.messages[0].place if self.result.messages else self.place
+                ref = await self._writer.post(op.kind, place, text, first=op.index == 0)
+                if ref is None:
+                    return
+                self.result.messages.append(ref)
+                self._shown.append(text)
+                self._last_write.append(self.clock.monotonic())
+                self.result.sends += 1
+                self.result.streamed += op.kind == "stream_start"
+            else:
+                ref = self.result.messages[op.index]
+                shown = self._shown[op.index]
+                if not await self._writer.update(op.kind, ref, op.index, shown, text):
+                    return
+                self._shown[op.index] = text
+                self._last_write[op.index] = self.clock.monotonic()
+                self.result.edits += 1
+        finally:
+            grant.finish()
         oldest = bisect.bisect_right(self._arrived_ends, self._shown_upto)
         if op.upto > self._shown_upto and oldest < len(self._arrived_at):
             waited = self.clock.monotonic() - self._arrived_at[oldest]
             metrics.stream_staleness(self.place.platform, waited)
         self._shown_upto = max(self._shown_upto, op.upto)
+        self._shown_end = max(self._shown_end, op.end)
         self._last_served = self.clock.monotonic()
         if op.send and self.on_posted is not None:
             await self.on_posted(self.result.messages[-1])

@@ -117,12 +117,12 @@ def _close(text: str, end: int, lang: str | None) -> str:
     return FENCE if text[end - 1] == "\n" else "\n" + FENCE
 
 
-def _choose_cut(text: str, pos: int, budget: int, fences: _FenceMap) -> int:
+def _choose_cut(text: str, pos: int, budget: int, fences: _FenceMap, floor: int = 0) -> int:
     reopen_len = len(_reopen(fences.lang_inside(pos)))
     latest = min(len(text) - 1, pos + budget - reopen_len)
     best: dict[str, int] = {}
     fallback = 0
-    for end in range(latest, pos, -1):
+    for end in range(latest, max(pos, floor - 1), -1):
         lang = fences.lang_inside(end)
         if reopen_len + (end - pos) + len(_close(text, end, lang)) > budget:
             continue
@@ -183,6 +183,19 @@ def split_chunks(text: str, limit: int, *, reserve: int = 0, start: int = 0) -> 
         close = _close(text, end, lang)
         chunks.append(Chunk(pos, end, text[pos:end], reopen, close, lang is not None))
         pos = end
+
+
+def cut_chunk(text: str, limit: int, *, start: int, keep: int) -> Chunk:
+    """The first chunk of ``text[start:]``, cut as :func:`split_chunks` cuts, but ending no
+    earlier than ``keep`` (text a platform already shows and cannot take back) when a cut there
+    fits in ``limit`` with the closing fence it may need."""
+    fences = _FenceMap(text)
+    end = _choose_cut(text, start, limit, fences, keep)
+    if end <= start:
+        end = _choose_cut(text, start, limit, fences)
+    lang = fences.lang_inside(end)
+    reopen = _reopen(fences.lang_inside(start))
+    return Chunk(start, end, text[start:end], reopen, _close(text, end, lang), lang is not None)
 
 
 def split_text(text: str, limit: int, *, reserve: int = 0) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.say_stream.async_say_stream import AsyncSayStream
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
@@ -194,12 +195,22 @@ class SlackAdapter:
 
     # Events ------------------------------------------------------------------------------------
 
-    async def _on_mention(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+    async def _on_mention(
+        self,
+        body: dict[str, Any],
+        event: dict[str, Any],
+        say_stream: AsyncSayStream | None = None,
+    ) -> None:
         if event.get("bot_id") or event.get("subtype") or not event.get("user"):
             return
-        self.runner.submit(self._user_message(body, event, mentions_bot=True))
+        self.runner.submit(self._user_message(body, event, say_stream, mentions_bot=True))
 
-    async def _on_message(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+    async def _on_message(
+        self,
+        body: dict[str, Any],
+        event: dict[str, Any],
+        say_stream: AsyncSayStream | None = None,
+    ) -> None:
         if event.get("subtype") not in ACCEPTED_MESSAGE_SUBTYPES or event.get("bot_id"):
             return
         user = event.get("user")
@@ -213,10 +224,15 @@ class SlackAdapter:
         mentioned = bool(self.bot_user_id) and mentions(text, self.bot_user_id)
         if not is_dm and (mentioned or not in_thread):
             return
-        self.runner.submit(self._user_message(body, event, mentions_bot=mentioned))
+        self.runner.submit(self._user_message(body, event, say_stream, mentions_bot=mentioned))
 
     async def _user_message(
-        self, body: dict[str, Any], event: dict[str, Any], *, mentions_bot: bool
+        self,
+        body: dict[str, Any],
+        event: dict[str, Any],
+        say_stream: AsyncSayStream | None,
+        *,
+        mentions_bot: bool,
     ) -> InboundEvent:
         thread_ts = event.get("thread_ts")
         in_thread = bool(thread_ts) and thread_ts != event.get("ts")
@@ -229,7 +245,7 @@ class SlackAdapter:
                 thread_ts if in_thread else None,
                 event.get("channel_type"),
             ),
-            context=SlackOrigin(),
+            context=stream_origin(say_stream),
             message_id=str(event.get("ts")),
             text=plain_text(str(event.get("text") or ""), self.bot_user_id),
             attachments=attachments_from_files(event.get("files")),
@@ -352,6 +368,15 @@ class SlackAdapter:
                 log.info("users.info failed for %s: %s", user_id, error.response.get("error"))
                 return user_for(user_id, "", self._admins)
         return user_for(user_id, self._names[user_id], self._admins)
+
+
+def stream_origin(say_stream: AsyncSayStream | None) -> SlackOrigin:
+    """Where bolt's ``say_stream`` would stream the answer to an event, kept for the core."""
+    if say_stream is None:
+        return SlackOrigin()
+    return SlackOrigin(
+        thread_ts=say_stream.thread_ts, recipient_team_id=say_stream.recipient_team_id
+    )
 
 
 def _header(headers: Mapping[str, Any], name: str) -> str:

@@ -42,12 +42,16 @@ _URL = re.compile(r"<?(https?://[^\s|>]+)(?:\|[^>]*)?>?")
 
 @dataclass(frozen=True)
 class SlackOrigin:
-    """What an event keeps for answering it: the modal ``trigger_id`` (valid for 3 seconds)
-    and the command's or action's ``response_url``."""
+    """What an event keeps for answering it: the modal ``trigger_id`` (valid for 3 seconds),
+    the command's or action's ``response_url``, and where bolt's ``say_stream`` would stream
+    the answer (``thread_ts``: the event's thread, else the event itself) to whom
+    (``recipient_team_id``)."""
 
     trigger_id: str | None = None
     response_url: str | None = None
     is_command: bool = False
+    thread_ts: str | None = None
+    recipient_team_id: str | None = None
 
 
 def place_for(

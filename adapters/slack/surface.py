@@ -6,6 +6,9 @@ followed by the message carrying text and buttons, whose ``ts`` is the returned
 :class:`MessageRef`. ``ratelimited`` answers become :class:`RateLimited`; every other refusal
 a :class:`SurfaceError` naming the method and Slack's error code.
 
+Model answers stream natively where Slack allows it (:mod:`adapters.slack.streaming`); each
+kind of write has its own per-workspace budget, as Slack gives each method its own tier.
+
 A keyed message (see :mod:`adapters.slack.keyed`) is posted with its key as metadata. When an
 earlier attempt may have reached Slack, the recent messages of the place are read first: the
 keyed message found there is returned instead of posting another, and images already shared
@@ -40,8 +43,11 @@ from bot.events import (
     RateLimited,
     SurfaceError,
     SurfaceLimits,
+    User,
+    WriteKind,
 )
 
+from .errors import SlackRefused
 from .formatting import (
     MODEL_TEXT_BUDGET,
     fallback_text,
@@ -52,6 +58,7 @@ from .formatting import (
 )
 from .inbound import SlackOrigin
 from .keyed import EarlierPost, key_metadata
+from .streaming import SlackStream, StreamSupport
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,6 +69,12 @@ SLACK_FILE_HOSTS = frozenset({"files.slack.com"})
 CHANNEL_WRITES_PER_WINDOW = 5
 CHANNEL_WINDOW_SECONDS = 5.0
 FILE_REF_PREFIX = "file:"
+METHOD_TIERS: Mapping[WriteKind, int | None] = MappingProxyType(
+    {"send": None, "stream_start": 20, "stream_append": 100, "stream_stop": 20}
+)
+"""Per-workspace budgets of the methods with a tier of their own: ``chat.startStream`` and
+``chat.stopStream`` Tier 2, ``chat.appendStream`` Tier 4; ``chat.postMessage`` has only its
+per-channel limit. ``chat.update`` (Tier 3) is the shared ``slack_updates_per_minute``."""
 # Where an earlier attempt is looked for: the newest top-level messages of a channel, or the
 # first pages of a thread (conversations.replies reads threads oldest first).
 HISTORY_LOOKBACK = 100
@@ -71,14 +84,6 @@ THREAD_PAGES = 5
 LOOKUP_IMPOSSIBLE = frozenset(
     {"missing_scope", "not_in_channel", "channel_not_found", "thread_not_found"}
 )
-
-
-class SlackRefused(SurfaceError):
-    """Slack answered a call with an error; ``code`` is Slack's error code."""
-
-    def __init__(self, method: str, code: str) -> None:
-        super().__init__(f"Slack refused {method}: {code}")
-        self.code = code
 
 
 class SlackSurface:
@@ -106,12 +111,14 @@ class SlackSurface:
             edits_per_minute_per_workspace=limits.slack_updates_per_minute,
             min_seconds_between_edits_of_one_message=1.0 / limits.slack_message_updates_per_second,
             max_buttons_per_row=5,
+            writes_per_minute_per_workspace=METHOD_TIERS,
         )
         self.max_download_bytes = limits.max_upload_bytes
         self.call_timeout = call_timeout
         self._bot_token = bot_token
         self._api_origin = yarl.URL(api_url).origin()
         self._session: aiohttp.ClientSession | None = None
+        self.streaming = StreamSupport()
 
     async def close(self) -> None:
         """Release the HTTP session used for downloads and response URLs."""
@@ -165,6 +172,37 @@ class SlackSurface:
                 blocks=message_blocks(message),
             ),
         )
+
+    async def start_stream(
+        self,
+        place: Place,
+        text: str,
+        *,
+        origin: Event | None = None,
+        recipient: User | None = None,
+    ) -> SlackStream | None:
+        """A natively streamed answer in ``place`` (its thread, else the thread of the message
+        answered), or ``None`` where Slack does not stream (see
+        :mod:`adapters.slack.streaming`)."""
+        context = _origin(origin) if origin is not None else SlackOrigin()
+        thread_ts = place.thread_id or context.thread_ts
+        if not thread_ts or not self.streaming.allowed(place):
+            return None
+        to: dict[str, str] = {}
+        if not place.is_dm:
+            user = recipient or (origin.user if origin is not None else None)
+            team = context.recipient_team_id or place.workspace_id
+            if user is None or not team:
+                return None
+            to = {"recipient_user_id": user.id, "recipient_team_id": team}
+        try:
+            return await SlackStream.start(
+                self.client, self._call, place, thread_ts, text, recipient=to
+            )
+        except SlackRefused as refused:
+            if self.streaming.refused(place, refused.code):
+                return None
+            raise
 
     async def send_ephemeral(self, origin: Event, text: str) -> None:
         notice, blocks = plain_notice(text), notice_blocks(text)

@@ -152,7 +152,7 @@ class Answerer:
                 params, self.defaults, history.request_turns(), self.function_tokens(last=last)
             )
             request = build_request(params, fitted.messages, functions)
-            outcome = await self._round(surface, target, request)
+            outcome = await self._round(surface, target, request, user)
             await self.store.add_usage(
                 target.place.platform,
                 user.id,
@@ -195,7 +195,9 @@ class Answerer:
             token_count=result_turn.tokens,
         )
 
-    async def _round(self, surface: Surface, target: Target, request: ChatRequest) -> _Outcome:
+    async def _round(
+        self, surface: Surface, target: Target, request: ChatRequest, user: User
+    ) -> _Outcome:
         stream = self.api.chat.stream(request)
         with contextlib.suppress(RateLimited, SurfaceError):
             await surface.typing(target.place)
@@ -212,11 +214,15 @@ class Answerer:
                 if pending is None and choice.finish_reason == "function_call" and call:
                     tokens = count_text(call.name) + count_text(call.arguments)
                     return _Outcome(None, call, tokens)
-            rendered = await self._render(surface, target, _text_deltas(stream, pending))
+            rendered = await self._render(surface, target, _text_deltas(stream, pending), user)
         return _Outcome(rendered, None, count_text(rendered.reply))
 
     async def _render(
-        self, surface: Surface, target: Target, deltas: AsyncIterator[str | StreamEnd]
+        self,
+        surface: Surface,
+        target: Target,
+        deltas: AsyncIterator[str | StreamEnd],
+        user: User,
     ) -> RenderResult:
         """Render the reply with its turn stored first: each posted message is linked to the
         turn as soon as it is posted, the text so far stored with it, the final text at the
@@ -231,6 +237,7 @@ class Answerer:
             final_timeout=self.final_timeout,
             interrupt_errors=(ApiError,),
             on_posted=lambda ref: reply.posted(ref, renderer.result.reply),
+            recipient=user,
         )
         try:
             rendered = await renderer.render(deltas)

@@ -316,3 +316,29 @@ async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits():
     )
     b_writes = [w.at for w in surface.writes if w.message_id == together[0].messages[0].message_id]
     assert len(b_writes) == 2 and b_writes[1] - b_writes[0] >= 1.0, b_writes
+
+
+async def test_a_kind_with_its_own_workspace_budget_does_not_spend_the_shared_one():
+    fake = FakeClock()
+    budget = RenderBudget(fake.clock, margin=0.0)
+    limits = SurfaceLimits(
+        edits_per_window_per_channel=1000,
+        edit_window_seconds=1.0,
+        edits_per_minute_per_workspace=2,
+        writes_per_minute_per_workspace={"stream_append": 3},
+    )
+    places = [Place("fake", "w1", f"c{index}") for index in range(8)]
+
+    async def grant_times(kind: str | None) -> list[float]:
+        times = []
+        for place in places[:5]:
+            grant = await budget.acquire(place, limits, urgent=True, kind=kind)  # type: ignore[arg-type]
+            times.append(grant.granted_at)
+        return times
+
+    async def both() -> list[list[float]]:
+        return await asyncio.gather(grant_times("stream_append"), grant_times("edit"))
+
+    appends, edits = await fake.run(both())
+    assert appends[:3] == [0.0, 0.0, 0.0] and appends[3] >= 60.0, "three appends a minute"
+    assert edits[:2] == [0.0, 0.0] and edits[2] >= 60.0, "two other writes a minute"

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from bot.text import (
     MIN_SPLIT_BUDGET,
     ZWSP,
+    cut_chunk,
     markdown_to_mrkdwn,
     neutralize_mentions,
     split_chunks,
@@ -198,3 +199,15 @@ def test_neutralize_mentions_is_idempotent_and_only_inserts_zero_width_spaces(te
     assert neutralize_mentions(once) == once
     assert once.replace(ZWSP, "") == text.replace(ZWSP, "")
     assert "@everyone" not in once.lower() and "<!here" not in once
+
+
+def test_a_cut_never_takes_back_text_already_shown():
+    text = "one two three four five six seven eight nine ten.\n\neleven twelve thirteen"
+    shown = text.index("eleven") + 2
+    plain = split_chunks(text, 60)[0]
+    kept = cut_chunk(text, 60, start=0, keep=shown)
+    assert plain.end < shown <= kept.end and kept.body == text[: kept.end]
+    assert text[kept.end - 1] == " ", "the cut still prefers a word end"
+    fenced = "```python\n" + "x = 1\n" * 20
+    cut = cut_chunk(fenced, 60, start=0, keep=55)
+    assert cut.end >= 55 and len(cut.text) <= 60 and cut.close.endswith("```")

@@ -37,6 +37,7 @@ from tests.fakes.slack_model import (
     new_ts,
 )
 from tests.fakes.slack_payloads import SlackPayloads
+from tests.fakes.slack_streaming import DEFAULT_TIERS, SlackStreamingApi, ThreadStatus
 
 T = TypeVar("T")
 Args = dict[str, Any]
@@ -44,7 +45,7 @@ Args = dict[str, Any]
 LOGIN_PAGE = "<html><body>Sign in to Slack</body></html>"
 
 
-class FakeSlack(SlackWebApi, SlackPayloads):
+class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
     """A Slack workspace with one bot, answering on a loopback port."""
 
     def __init__(
@@ -61,6 +62,10 @@ class FakeSlack(SlackWebApi, SlackPayloads):
         update_window_seconds: float = 60.0,
         min_seconds_between_updates: float = 1.0,
         update_tolerance_seconds: float = 0.1,
+        stream_window_seconds: float = 300.0,
+        tier_per_minute: dict[str, int] | None = None,
+        posts_per_window: int = 10,
+        post_window_seconds: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.bot_token = bot_token
@@ -74,6 +79,13 @@ class FakeSlack(SlackWebApi, SlackPayloads):
         self.update_window_seconds = update_window_seconds
         self.min_seconds_between_updates = min_seconds_between_updates
         self.update_tolerance_seconds = update_tolerance_seconds
+        self.stream_window_seconds = stream_window_seconds
+        self.tier_per_minute = dict(DEFAULT_TIERS if tier_per_minute is None else tier_per_minute)
+        self.posts_per_window = posts_per_window
+        self.post_window_seconds = post_window_seconds
+        self.streaming_refused: dict[str, str] = {}
+        self.statuses: dict[tuple[str, str], ThreadStatus] = {}
+        self.status_log: list[ThreadStatus] = []
         self.clock = clock
 
         self.calls: list[ApiCall] = []
@@ -100,11 +112,13 @@ class FakeSlack(SlackWebApi, SlackPayloads):
         self._ws: web.WebSocketResponse | None = None
         self._update_times: deque[float] = deque()
         self._last_update: dict[tuple[str, str], float] = {}
+        self._tier_calls: dict[tuple[str, str], deque[float]] = {}
+        self._caller_team = team_id
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self.port = 0
-        self._methods = self.web_api_methods()
+        self._methods = {**self.web_api_methods(), **self.streaming_methods()}
 
     # Lifecycle -----------------------------------------------------------------------------
 
@@ -221,6 +235,7 @@ class FakeSlack(SlackWebApi, SlackPayloads):
                 raise SlackError("invalid_auth" if token else "not_authed")
             if self._failures.get(method):
                 raise self._failures[method].popleft()
+            self.spend_tier(method, args)
             body = {"ok": True, **handler(args)}
         except SlackError as error:
             status, headers = error.status, error.headers
@@ -343,6 +358,7 @@ class FakeSlack(SlackWebApi, SlackPayloads):
             if parent is not None and parent.thread_ts is None:
                 parent.thread_ts = parent.ts
         self.channels.setdefault(channel, []).append(message)
+        self.clear_status_on_reply(message)
         return message
 
     def _issue_trigger(self) -> str:

@@ -21,6 +21,7 @@ from tests.fakes.slack_model import (
     new_id,
     new_ts,
 )
+from tests.fakes.slack_streaming import BLOCKS_TEXT_MAX, blocks_text_length
 
 Args = dict[str, Any]
 
@@ -80,9 +81,6 @@ class SlackWebApi:
             "chat.update": self._update,
             "chat.postEphemeral": self._post_ephemeral,
             "chat.delete": self._delete,
-            "chat.startStream": self._start_stream,
-            "chat.appendStream": self._append_stream,
-            "chat.stopStream": self._stop_stream,
             "views.open": self._views_open,
             "conversations.replies": self._replies,
             "conversations.history": self._history,
@@ -107,6 +105,8 @@ class SlackWebApi:
         errors = message_block_errors(blocks)
         if errors:
             raise SlackError("invalid_blocks", errors=errors)
+        if blocks_text_length(blocks) > BLOCKS_TEXT_MAX:
+            raise SlackError("msg_blocks_too_long")
 
     def _spend_update(self, channel: str, ts: str) -> None:
         now = self.clock()
@@ -188,33 +188,6 @@ class SlackWebApi:
         message = self._bot_message(args)
         self.channels[message.channel].remove(message)
         return {"channel": message.channel, "ts": message.ts}
-
-    def _start_stream(self, args: Args) -> Args:
-        channel, thread_ts = str(args.get("channel") or ""), args.get("thread_ts")
-        if not channel or not thread_ts:
-            raise SlackError("invalid_arguments")
-        message = self._add_message(
-            channel, self.bot_user_id, _streamed_text(args), [], str(thread_ts)
-        )
-        message.streaming = True
-        return {"channel": channel, "ts": message.ts}
-
-    def _append_stream(self, args: Args) -> Args:
-        message = self._bot_message(args)
-        if not message.streaming:
-            raise SlackError("message_not_in_streaming_state")
-        message.history.append(message.text)
-        message.text += _streamed_text(args)
-        return {"channel": message.channel, "ts": message.ts}
-
-    def _stop_stream(self, args: Args) -> Args:
-        result = self._append_stream(args)
-        message = self._bot_message(args)
-        message.streaming = False
-        if args.get("blocks"):
-            self._check_content(message.text, args["blocks"])
-            message.blocks = args["blocks"]
-        return {**result, "message": message.payload()}
 
     def _views_open(self, args: Args) -> Args:
         trigger_id = str(args.get("trigger_id") or "")
@@ -363,13 +336,3 @@ def _metadata(value: Any) -> dict[str, Any] | None:
 def _rate_limit(wait: float) -> None:
     retry_after = max(1, math.ceil(wait))
     raise SlackError("ratelimited", status=429, headers={"Retry-After": str(retry_after)})
-
-
-def _streamed_text(args: Args) -> str:
-    """The Markdown a streaming call adds: ``markdown_text`` and ``markdown_text`` chunks."""
-    text = str(args.get("markdown_text") or "")
-    chunks = args.get("chunks")
-    for chunk in chunks if isinstance(chunks, list) else []:
-        if isinstance(chunk, dict) and chunk.get("type") == "markdown_text":
-            text += str(chunk.get("text") or "")
-    return text

@@ -145,6 +145,7 @@ class FakeMessage:
     team: str = ""
     history: list[str] = field(default_factory=list)
     streaming: bool = False
+    stream_started: float = 0.0
     metadata: dict[str, Any] | None = None
 
     @property

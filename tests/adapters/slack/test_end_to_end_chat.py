@@ -61,7 +61,13 @@ def answered(fake: FakeSlack, mention: FakeMessage, text: str) -> FakeMessage | 
     return found[0] if found else None
 
 
-async def test_a_mention_is_answered_in_its_thread_streamed_within_the_budget(
+def finished(fake: FakeSlack, mention: FakeMessage, text: str) -> FakeMessage | None:
+    """The reply showing ``text`` once it is no longer streaming."""
+    found = answered(fake, mention, text)
+    return found if found is not None and not found.streaming else None
+
+
+async def test_a_mention_is_streamed_natively_into_its_thread_with_the_exact_text(
     fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
 ) -> None:
     async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
@@ -72,13 +78,19 @@ async def test_a_mention_is_answered_in_its_thread_streamed_within_the_budget(
         )
 
         assert delivery.status == 200
-        answer = await fake.wait_for(lambda: answered(fake, mention, LONG_ANSWER), WAIT)
+        answer = await fake.wait_for(lambda: finished(fake, mention, LONG_ANSWER), WAIT)
         assert answer.thread_ts == mention.ts
         assert replies(fake, mention) == [answer]
-        assert len(answer.history) >= 2, "the answer was streamed by several updates"
+        assert len(answer.history) >= 2, "the answer grew in several appends"
         for earlier in answer.history:
-            assert LONG_ANSWER.startswith(earlier.removesuffix(MARKER).rstrip()), earlier
-        assert fake.calls_to("chat.update")
+            assert LONG_ANSWER.startswith(earlier) and MARKER not in earlier, earlier
+        (start,) = fake.calls_to("chat.startStream")
+        assert start.args["recipient_user_id"] == mention.user
+        assert start.args["recipient_team_id"] == fake.team_id
+        assert start.args["thread_ts"] == mention.ts
+        sent = [c.args.get("markdown_text") or "" for c in fake.calls if "Stream" in c.method]
+        assert "".join(sent) == LONG_ANSWER, "only new text was sent"
+        assert fake.calls_to("chat.update") == [] and fake.calls_to("chat.postMessage") == []
         assert fake.ratelimited == []
         (request,) = sim.state.requests_to(CHAT_PATH)
         assert request.body["stream"] is True
