@@ -29,7 +29,9 @@ class Section(BaseModel):
 
 
 class ApiSettings(Section):
-    """``[api]``: where the provider lives and how genbot authenticates."""
+    """``[api]``: where the provider lives and how genbot authenticates. A provider rate limit
+    (429) is waited out for up to ``rate_limit_max_wait`` seconds per call; chat requests are
+    paced to ``chat_requests_per_minute`` / ``chat_requests_per_day`` when set (0: unpaced)."""
 
     base_url: str = "http://127.0.0.1:8787"
     backup_urls: list[str] = Field(default_factory=list)
@@ -39,6 +41,9 @@ class ApiSettings(Section):
     connect_timeout: float = 10.0
     read_timeout: float = 120.0
     stream_idle_timeout: float = 60.0
+    rate_limit_max_wait: float = Field(default=60.0, ge=0)
+    chat_requests_per_minute: int = Field(default=0, ge=0)
+    chat_requests_per_day: int = Field(default=0, ge=0)
 
 
 class ChatSettings(Section):

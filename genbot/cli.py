@@ -18,7 +18,7 @@ from genbot.reasons import StartupError, os_reason
 from genbot.settings_errors import configuration_error
 from genbot.signals import StopSignals, serve_until_stopped
 from simulator.server import run_forever
-from simulator.state import SimulatorConfig
+from simulator.state import Dialect, SimulatorConfig
 
 PORT = click.IntRange(0, 65535)
 NO_TOKENIZER_CACHE = ""
@@ -72,6 +72,20 @@ def main(ctx: click.Context, config_path: str | None) -> None:
     help="Fraction of requests (0 to 1) that fail like real servers fail.",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Makes runs reproducible.")
+@click.option(
+    "--dialect",
+    default="default",
+    show_default=True,
+    type=click.Choice(["default", "spec"]),
+    help="spec: only what the API documentation states (see simulator/README.md).",
+)
+@click.option(
+    "--chat-rpm",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Answer chat requests beyond N a minute per key with 429 and Retry-After (0: never).",
+)
 def sim(
     host: str,
     port: int,
@@ -82,6 +96,8 @@ def sim(
     insecure_webhooks: bool,
     fault_rate: float,
     seed: int,
+    dialect: Dialect,
+    chat_rpm: int,
 ) -> None:
     """Serve the provider simulator (chat, image tasks, diffusion)."""
     config = SimulatorConfig(
@@ -92,6 +108,8 @@ def sim(
         insecure_webhooks=insecure_webhooks,
         fault_rate=fault_rate,
         seed=seed,
+        dialect=dialect,
+        chat_rpm=chat_rpm,
     )
 
     async def simulate(stop: StopSignals) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,10 +18,11 @@ from aiohttp import web
 
 from simulator.chat_completion import DONE_EVENT, Completion, build_completion
 from simulator.chat_validation import ChatRequestError, validate_chat_request
-from simulator.state import STATE, SimulatorState, bearer_key
+from simulator.state import STATE, Account, SimulatorState, bearer_key
 
 CHAT_PATH = "/v1/chat/completions"
 PIECE_DELAY_SECONDS = 0.02
+MINUTE = 60.0
 COMPLETION_COUNTER: web.AppKey[Iterator[int]] = web.AppKey("genbot_simulator_chat_counter")
 _UNPARSABLE = object()
 
@@ -74,10 +76,13 @@ def _completion_for(request: web.Request, state: SimulatorState, body: Any) -> C
         chat = validate_chat_request(body)
     except ChatRequestError as error:
         raise _Refused(error_response(400, error.message, error.param)) from None
+    limited = _rate_limited(state, account)
+    if limited is not None:
+        raise _Refused(limited)
     if chat.model.startswith("llm-4") and account.plan == "free":
         raise _Refused(
             error_response(
-                403,
+                401 if state.config.dialect == "spec" else 403,
                 f"The model {chat.model} requires the Developer plan or above; "
                 "this API key is on the free plan.",
                 "model",
@@ -88,6 +93,29 @@ def _completion_for(request: web.Request, state: SimulatorState, body: Any) -> C
     counter = request.app[COMPLETION_COUNTER]
     number = next(counter)
     return build_completion(chat, state.config.seed, number, int(state.now()))
+
+
+def _rate_limited(state: SimulatorState, account: Account) -> web.Response | None:
+    """A 429 with ``Retry-After`` (whole seconds) when the key already made ``chat_rpm``
+    requests within the last minute (× time scale); else the request is counted."""
+    limit = state.config.chat_rpm
+    if limit <= 0:
+        return None
+    now = state.now()
+    window = MINUTE * state.config.time_scale if state.config.time_scale > 0 else MINUTE
+    account.chat_times = [t for t in account.chat_times if t > now - window]
+    if len(account.chat_times) < limit:
+        account.chat_times.append(now)
+        return None
+    wait = account.chat_times[0] + window - now
+    response = error_response(
+        429,
+        f"Rate limit reached for requests: {limit} per minute. Try again later.",
+        error_type="requests",
+        code="rate_limit_exceeded",
+    )
+    response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+    return response
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:

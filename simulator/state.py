@@ -41,7 +41,8 @@ class SimulatorConfig:
     benchmarks, where a real provider's CDN would hand out stored files from other machines
     while drawing here takes the CPU genbot is measured on.
     ``dialect`` ``spec`` knows only what the API documentation states, where ``default`` fills
-    its gaps (see ``simulator/README.md``, "Dialects").
+    its gaps (see ``simulator/README.md``, "Dialects"). ``chat_rpm`` > 0 answers chat requests
+    beyond that many per minute (× ``time_scale``) and key with 429 and ``Retry-After``.
     """
 
     api_key: str = "sim-key"
@@ -57,6 +58,7 @@ class SimulatorConfig:
     webhook_timeout: float = 10.0
     plain_images: bool = False
     dialect: Dialect = "default"
+    chat_rpm: int = 0
 
 
 @dataclass
@@ -69,6 +71,7 @@ class Account:
     balance: int
     frozen: int = 0
     charged: int = 0
+    chat_times: list[float] = field(default_factory=list)
 
     def freeze(self, amount: int) -> bool:
         """Hold ``amount`` for a new task; ``False`` (nothing held) when the balance is short."""

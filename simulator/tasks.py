@@ -124,9 +124,12 @@ class TaskEngine:
             else:
                 account.release(task.price)
             if task.webhook_endpoint:
-                self.webhooks.deliver(
-                    task_id, task.webhook_endpoint, task.webhook_secret, fetch_record(task, now)
+                payload = (
+                    {"task_id": task_id, "status": task.status_at(now)}
+                    if self.state.config.dialect == "spec"
+                    else fetch_record(task, now)
                 )
+                self.webhooks.deliver(task_id, task.webhook_endpoint, task.webhook_secret, payload)
 
 
 ENGINE: web.AppKey[TaskEngine] = web.AppKey("genbot_simulator_tasks", TaskEngine)

@@ -28,6 +28,7 @@ from bot.api.models_chat import (
     ChatRequest,
     FunctionCall,
 )
+from bot.api.ratelimit import RequestPacer
 from bot.api.sse import SseParser, SseTooLarge
 
 CHAT_PATH = "/v1/chat/completions"
@@ -139,9 +140,12 @@ class ChatStream:
     :attr:`accumulator` holds everything received.
     """
 
-    def __init__(self, transport: HttpTransport, body: dict[str, Any]) -> None:
+    def __init__(
+        self, transport: HttpTransport, body: dict[str, Any], pacer: RequestPacer | None = None
+    ) -> None:
         self._transport = transport
         self._body = body
+        self._pacer = pacer
         self._response: StreamResponse | None = None
         self._parser = SseParser()
         self._pending: list[str] = []
@@ -149,7 +153,7 @@ class ChatStream:
         self.accumulator = ChatAccumulator()
 
     async def __aenter__(self) -> ChatStream:
-        await self._open()
+        await self.open()
         return self
 
     async def __aexit__(
@@ -166,7 +170,7 @@ class ChatStream:
     async def __anext__(self) -> ChatChunk:
         if self._finished:
             raise StopAsyncIteration
-        await self._open()
+        await self.open()
         try:
             return await self._next_chunk()
         except BaseException:
@@ -189,8 +193,11 @@ class ChatStream:
         """Text of choice 0 received so far."""
         return self.accumulator.text()
 
-    async def _open(self) -> None:
+    async def open(self) -> None:
+        """Send the request (waiting for the pacer and any 429 first) unless it was sent."""
         if self._response is None and not self._finished:
+            if self._pacer is not None:
+                await self._pacer.acquire(self._transport.rate_limits.max_wait)
             self._response = await self._transport.open_stream(
                 CHAT_PATH, self._body, auth=AuthStyle.BEARER
             )
@@ -245,12 +252,16 @@ class ChatClient:
 
     Non-streamed requests go to ``proxy_url`` when configured (else ``base_url``). Neither kind
     is retried once sent (see :mod:`bot.api.http`); only a connection that could not be made
-    fails over to the next address.
+    fails over to the next address, and a 429 is waited out. ``pacer`` queues requests to the
+    configured rate (see :mod:`bot.api.ratelimit`).
     """
 
-    def __init__(self, transport: HttpTransport, plan: str) -> None:
+    def __init__(
+        self, transport: HttpTransport, plan: str, pacer: RequestPacer | None = None
+    ) -> None:
         self._transport = transport
         self._plan = plan
+        self.pacer = pacer or RequestPacer()
 
     def check(self, request: ChatRequest) -> None:
         """Raise :class:`InvalidRequest` if the workspace's plan cannot use the model."""
@@ -268,6 +279,7 @@ class ChatClient:
         self.check(request)
         body = request.to_body()
         body["stream"] = False
+        await self.pacer.acquire(self._transport.rate_limits.max_wait)
         result = await self._transport.post(
             CHAT_PATH, body, auth=AuthStyle.BEARER, safety=CallSafety.CREATE, via_proxy=True
         )
@@ -287,4 +299,4 @@ class ChatClient:
         self.check(request)
         body = request.to_body()
         body["stream"] = True
-        return ChatStream(self._transport, body)
+        return ChatStream(self._transport, body, self.pacer)

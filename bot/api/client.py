@@ -8,6 +8,7 @@ from types import TracebackType
 from bot.api.chat import ChatClient
 from bot.api.diffusion import DiffusionClient
 from bot.api.http import HttpTransport, RetryPolicy
+from bot.api.ratelimit import RateLimitPolicy, RequestPacer
 from bot.api.tasks import TaskClient
 from bot.config import ApiSettings
 
@@ -18,7 +19,8 @@ class ProviderClient:
     ``async with ProviderClient(settings.api) as api: await api.tasks.imagine(...)``. The
     aiohttp session is created on first use and closed by :meth:`aclose` (or leaving the
     ``async with``). ``allow_insecure_webhooks`` lets webhook addresses on loopback use http
-    and any port; it is meant for tests and local demos, never for production.
+    and any port; it is meant for tests and local demos, never for production. ``retry`` and
+    ``rate_limits`` override the retry and rate-limit policies (tests).
     """
 
     def __init__(
@@ -26,12 +28,14 @@ class ProviderClient:
         settings: ApiSettings,
         *,
         retry: RetryPolicy | None = None,
+        rate_limits: RateLimitPolicy | None = None,
         allow_insecure_webhooks: bool = False,
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings
-        self.transport = HttpTransport(settings, retry=retry, rng=rng)
-        self.chat = ChatClient(self.transport, settings.plan)
+        self.transport = HttpTransport(settings, retry=retry, rate_limits=rate_limits, rng=rng)
+        pacer = RequestPacer(settings.chat_requests_per_minute, settings.chat_requests_per_day)
+        self.chat = ChatClient(self.transport, settings.plan, pacer)
         self.tasks = TaskClient(self.transport, allow_insecure_webhooks=allow_insecure_webhooks)
         self.diffusion = DiffusionClient(self.transport)
 

@@ -83,7 +83,7 @@ class ServerError(ApiError):
 
 
 class UnexpectedStatus(ApiError):
-    """The provider answered with a status the spec does not describe (404, 429, ...)."""
+    """The provider answered with a status the documentation does not describe (404, 409...)."""
 
     user_message = "The service answered unexpectedly. Please try again later."
 
@@ -92,6 +92,30 @@ class UnexpectedStatus(ApiError):
         self.provider_message = provider_message
         detail = f": {provider_message}" if provider_message else ""
         super().__init__(f"provider answered HTTP {status}{detail}")
+
+
+class ProviderRateLimited(ApiError):
+    """The provider answered 429 (or genbot's own pacing of ``[api]`` would wait) longer than
+    genbot waits. ``retry_after``: seconds until it is worth trying again, when known."""
+
+    def __init__(self, retry_after: float | None = None, detail: str = "") -> None:
+        self.retry_after = retry_after
+        when = (
+            f"try again in {about(retry_after)}"
+            if retry_after is not None
+            else "try again in a minute"
+        )
+        self.user_message = f"The provider is rate-limiting genbot; {when}."
+        super().__init__(f"rate limited{f' ({detail})' if detail else ''}, {when}")
+
+
+def about(seconds: float) -> str:
+    """A wait in words: ``about 40 s``, ``about 3 min``, ``about 2 h``."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"about {round(seconds / 60)} min"
+    return f"about {round(seconds / 3600)} h"
 
 
 class InvalidResponse(ApiError):

@@ -14,6 +14,9 @@ authentication header per family, maps failures to :mod:`bot.api.errors`, fails 
   was written (``ClientConnectorError``: refused, DNS, TLS; or a connect timeout). A reset, a
   read timeout or a 5xx after sending is raised at once: the provider may have acted on it.
 * Chat streams are opened like CREATE calls and never resumed.
+* A 429 is waited out and the call repeated on the same address, for every kind of call (a 429
+  did nothing), within :class:`~bot.api.ratelimit.RateLimitPolicy` (see
+  :mod:`bot.api.ratelimit`); a stream is only ever repeated before it was opened.
 
 Keys are only ever placed in request headers; nothing here logs headers or bodies.
 """
@@ -41,9 +44,11 @@ from bot.api.errors import (
     ConnectionFailed,
     InvalidResponse,
     PermissionDenied,
+    ProviderRateLimited,
     ServerError,
     UnexpectedStatus,
 )
+from bot.api.ratelimit import RateLimitPolicy, RateLimitWaits, retry_after_seconds
 from bot.config import ApiSettings
 
 log = logging.getLogger("bot.api")
@@ -111,10 +116,12 @@ def _parse_json(raw: bytes) -> Any:
         return None
 
 
-def error_for_status(status: int, raw: bytes) -> ApiError:
-    """The typed error for a non-2xx answer."""
+def error_for_status(status: int, raw: bytes, retry_after: str | None = None) -> ApiError:
+    """The typed error for a non-2xx answer (``retry_after``: its ``Retry-After`` header)."""
     body = _parse_json(raw)
     message = provider_message(body, raw)
+    if status == 429:
+        return ProviderRateLimited(retry_after_seconds(retry_after), message)
     if status == 401:
         return AuthenticationError()
     if status == 400:
@@ -176,10 +183,12 @@ class HttpTransport:
         settings: ApiSettings,
         *,
         retry: RetryPolicy | None = None,
+        rate_limits: RateLimitPolicy | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self._settings = settings
         self.retry = retry or RetryPolicy()
+        self.rate_limits = rate_limits or RateLimitPolicy(max_wait=settings.rate_limit_max_wait)
         self._rng = rng or random.Random()
         self._session: aiohttp.ClientSession | None = None
         self._addresses = [
@@ -256,12 +265,16 @@ class HttpTransport:
         policy = self.retry
         deadline = time.monotonic() + policy.max_total_seconds
         attempt = 0
+        waits = RateLimitWaits(self.rate_limits, self._rng)
         while True:
             address = addresses[attempt % len(addresses)]
             outcome = await self._post_once(address, path, body, auth, safety)
             if isinstance(outcome, HttpResult):
                 self._worked(address)
                 return outcome
+            if isinstance(outcome.error, ProviderRateLimited):
+                deadline += await waits.wait(outcome.error)
+                continue
             attempt += 1
             log.info(
                 "POST %s via %s failed (attempt %d): %s", path, address, attempt, outcome.error
@@ -313,6 +326,7 @@ class HttpTransport:
             ) as response:
                 raw = await response.read()
                 status = response.status
+                retry_after = response.headers.get("Retry-After")
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as error:
             return _Attempt(
                 ConnectionFailed(f"{address}: {type(error).__name__}", request_sent=False),
@@ -336,7 +350,7 @@ class HttpTransport:
                     repeatable=False,
                 )
             return HttpResult(status, parsed)
-        refusal = error_for_status(status, raw)
+        refusal = error_for_status(status, raw, retry_after)
         repeatable = reads and isinstance(refusal, ServerError)
         return _Attempt(refusal, repeatable=repeatable, status=status)
 
@@ -345,11 +359,22 @@ class HttpTransport:
     ) -> StreamResponse:
         """POST ``body`` and return the open 200 response for incremental reading.
 
-        Fails over only when a connection could not be made; any other failure is raised.
+        Fails over only when a connection could not be made, and waits out a 429 (see
+        :mod:`bot.api.ratelimit`); any other failure is raised.
         """
         addresses = self.addresses()
         if not addresses:
             raise ConnectionFailed("no provider address configured", request_sent=False)
+        waits = RateLimitWaits(self.rate_limits, self._rng)
+        while True:
+            try:
+                return await self._open_stream_once(addresses, path, body, auth)
+            except ProviderRateLimited as limited:
+                await waits.wait(limited)
+
+    async def _open_stream_once(
+        self, addresses: list[str], path: str, body: Mapping[str, Any], auth: AuthStyle
+    ) -> StreamResponse:
         last: ApiError | None = None
         for address in addresses[: max(1, self.retry.max_attempts)]:
             started = time.monotonic()
@@ -383,7 +408,8 @@ class HttpTransport:
                     raw = b""
                 finally:
                     response.release()
-                raise error_for_status(response.status, raw)
+                retry_after = response.headers.get("Retry-After")
+                raise error_for_status(response.status, raw, retry_after)
             self._worked(address)
             return StreamResponse(response, self._settings.stream_idle_timeout)
         assert last is not None

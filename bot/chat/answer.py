@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot import metrics
+from bot import metrics, posting
 from bot.api import (
     ApiError,
     ChatRequest,
@@ -33,14 +33,17 @@ from bot.api import (
     ProviderClient,
     StreamInterrupted,
 )
+from bot.api.errors import about
+from bot.api.ratelimit import observe_waits
 from bot.budget import RenderBudget
 from bot.chat.history import History
 from bot.chat.prompting import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.scoping import Target
 from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
-from bot.events import MessageRef, RateLimited, Surface, SurfaceError, User
+from bot.events import MessageRef, OutMessage, RateLimited, Surface, SurfaceError, User
 from bot.render import RenderResult, StreamEnd, StreamRenderer
 from bot.tokens import count_functions, count_message, count_text
+from bot.waits import ShownWait
 from storage import ConversationStore, UsageLedger
 
 log = logging.getLogger(__name__)
@@ -201,6 +204,14 @@ class Answerer:
         stream = self.api.chat.stream(request)
         with contextlib.suppress(RateLimited, SurfaceError):
             await surface.typing(target.place)
+        notice = _WaitNotice(self.budget, surface, target)
+        shown = ShownWait(notice.write)
+        try:
+            with observe_waits(shown):
+                await stream.open()
+        finally:
+            await shown.close()
+            await notice.finish()
         async with stream:
             pending = await _until_first_output(stream)
             choice = _first_choice(stream)
@@ -246,6 +257,38 @@ class Answerer:
             raise
         await reply.finish(stored_reply(rendered))
         return rendered
+
+
+class _WaitNotice:
+    """The message telling a user their answer waits for the provider's rate limit: posted at
+    the first wait worth showing, edited as the queue moves, and left as a short note of how
+    long it took."""
+
+    def __init__(self, budget: RenderBudget, surface: Surface, target: Target) -> None:
+        self.budget = budget
+        self.surface = surface
+        self.target = target
+        self.ref: MessageRef | None = None
+        self.started = budget.clock.monotonic()
+
+    async def write(self, text: str) -> None:
+        message = OutMessage(f"⏳ Your answer is waiting: {text}.")
+        if self.ref is None:
+            self.ref = await posting.post(
+                self.budget, self.surface, self.target.place, message, origin=self.target.origin
+            )
+        else:
+            await posting.edit(self.budget, self.surface, self.ref, message)
+
+    async def finish(self) -> None:
+        if self.ref is None:
+            return
+        waited = self.budget.clock.monotonic() - self.started
+        note = OutMessage(f"⏳ Your answer waited {about(waited)} for the provider's rate limit.")
+        try:
+            await posting.edit(self.budget, self.surface, self.ref, note)
+        except Exception as error:
+            log.warning("could not settle the rate-limit notice: %r", error)
 
 
 class _StoredReply:

@@ -5,12 +5,14 @@
    finds the job an earlier press created instead;
 2. the progress message, linked to the job (so a job with a progress message may have been
    sent to the provider; one without was not);
-3. the provider's create call, made once and never repeated by genbot;
+3. the provider's create call, made once and never repeated by genbot (except after a 429,
+   which started nothing: the client waits it out, and the progress message shows the wait);
 4. ``submitted`` (or ``finished`` / ``processing`` for diffusion) with the provider's id;
    ``create_failed`` when the call certainly did not start anything (not sent, refused,
-   invalid); ``unknown`` when the provider may have received it but never confirmed it (a 5xx,
-   a read timeout or a reset after sending, an unreadable answer, cancellation): then the user
-   is told, the job is never created again, a webhook may adopt it and the tracker times it out;
+   invalid, still rate-limited after genbot's wait); ``unknown`` when the provider may have
+   received it but never confirmed it (a 5xx, a read timeout or a reset after sending, an
+   unreadable answer, cancellation): then the user is told, the job is never created again,
+   a webhook may adopt it and the tracker times it out;
 5. the tracker takes over.
 
 Attachments the provider must fetch are passed as their URLs; when ``[webhook] public_url`` is
@@ -38,10 +40,12 @@ from bot.api.errors import (
     InvalidRequest,
     InvalidResponse,
     PermissionDenied,
+    ProviderRateLimited,
     ServerError,
     TaskCreationRefused,
     UnexpectedStatus,
 )
+from bot.api.ratelimit import observe_waits
 from bot.api.validation import check_http_url
 from bot.core import SurfaceRegistry, UserError
 from bot.events import Attachment, ButtonPress, Event, ModalSubmit
@@ -50,7 +54,9 @@ from bot.jobs.limits import Limits
 from bot.jobs.media import MediaError, MediaHost, inspect_image
 from bot.jobs.prompts import check_attachment
 from bot.jobs.refusals import FollowUpRefused
+from bot.jobs.texts import heading
 from bot.jobs.watch import JobWatch
+from bot.waits import ShownWait
 from storage import (
     Job,
     JobAdmission,
@@ -77,6 +83,7 @@ _REFUSED = (
     AuthenticationError,
     PermissionDenied,
     DiffusionFailed,
+    ProviderRateLimited,
 )
 
 
@@ -184,13 +191,19 @@ class JobStarter:
                 await asyncio.shield(self.delivery.mark_not_started(job, UNEXPECTED))
                 raise
             hook = (self.webhook_url(job.id), job.webhook_secret) if job.webhook_secret else None
+            shown = ShownWait(
+                lambda text: self.delivery.edit(job, f"⏳ {heading(job)}\n{text}", urgent=False)
+            )
             try:
-                outcome = await submit(job, hook)
+                with observe_waits(shown):
+                    outcome = await submit(job, hook)
             except ApiError as error:
+                await shown.close()
                 return await asyncio.shield(self._not_confirmed(job, error))
             except BaseException as error:
                 await asyncio.shield(self._not_confirmed(job, error))
                 raise
+            await shown.close()
             return await asyncio.shield(self._submitted(job, outcome))
 
     async def _submitted(self, job: Job, outcome: Submitted) -> Job:

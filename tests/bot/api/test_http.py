@@ -89,8 +89,8 @@ class Scripted:
         step = steps.pop(0) if steps else "ok"
         if step == "500":
             return web.json_response({"error": {"message": "boom"}}, status=500)
-        if step == "429":
-            return web.json_response({"message": "slow down"}, status=429)
+        if step == "409":
+            return web.json_response({"message": "slow down"}, status=409)
         if step == "reset":
             assert request.transport is not None
             request.transport.close()
@@ -169,11 +169,11 @@ async def test_creation_is_never_repeated_once_sent(scripted: Scripted, failure:
 
 
 async def test_unexpected_status_is_not_retried(scripted: Scripted) -> None:
-    scripted.plan["/gen/v2/fetch"] = ["429"]
+    scripted.plan["/gen/v2/fetch"] = ["409"]
     async with ProviderClient(settings_for(scripted.url), retry=FAST_RETRY) as api:
         with pytest.raises(UnexpectedStatus) as caught:
             await api.tasks.fetch("t1")
-    assert caught.value.status == 429 and caught.value.provider_message == "slow down"
+    assert caught.value.status == 409 and caught.value.provider_message == "slow down"
     assert scripted.hits["/gen/v2/fetch"] == 1
 
 

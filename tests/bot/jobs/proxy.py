@@ -8,7 +8,9 @@ request takes the next one:
   the proxy answers 500 — the provider's answer is lost;
 - ``hang``: the request is forwarded, ``proxy.hung`` is set, and the answer is held until
   ``proxy.release`` is set (or the caller gives up);
-- ``bad_request``: the proxy answers 400 without forwarding — nothing reaches the provider.
+- ``bad_request``: the proxy answers 400 without forwarding — nothing reaches the provider;
+- ``rate_limited``: the proxy answers 429 without forwarding, with ``Retry-After:
+  proxy.retry_after`` (left out when ``None``).
 
 Every other request is forwarded as is.
 """
@@ -23,7 +25,7 @@ from typing import Literal
 import aiohttp
 from aiohttp import web
 
-Fault = Literal["lose", "hang", "bad_request"]
+Fault = Literal["lose", "hang", "bad_request", "rate_limited"]
 HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 HANG_LIMIT = 30.0
 
@@ -38,6 +40,7 @@ class FaultyProxy:
         self.hung = asyncio.Event()
         self.release = asyncio.Event()
         self.base_url = ""
+        self.retry_after: str | None = "1"
         self._session: aiohttp.ClientSession | None = None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -48,6 +51,10 @@ class FaultyProxy:
             self.injected.append((request.path, fault))
         if fault == "bad_request":
             return web.json_response({"message": "refused by the test proxy"}, status=400)
+        if fault == "rate_limited":
+            headers = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
+            body = {"error": {"message": "slow down (test proxy)"}}
+            return web.json_response(body, status=429, headers=headers)
         answer = await self._forward(request, body)
         if fault == "lose":
             return web.json_response({"error": {"message": "answer lost"}}, status=500)
