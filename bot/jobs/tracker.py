@@ -9,10 +9,12 @@ created again; a webhook may adopt it; it times out like any other job). Everyth
 polled and everything finished or failed is delivered.
 
 **Webhooks** (when ``[webhook] public_url`` is set): the receiver hands valid notifications to
-:meth:`Tracker.on_webhook`, which applies the record like a poll would (its time stored with
-the same write) and triggers delivery; polling keeps its pace, since it is only the backstop. A
-notification for an ``unknown`` job (the job id is in its address, the secret matches) adopts
-it: the provider's task id is taken from the record.
+:meth:`Tracker.on_webhook`. A notification is a signal (:mod:`bot.jobs.notifications`): the
+task record it carries is applied like a poll would (its time stored with the same write),
+else the task is read with multi_fetch at once; either triggers delivery, and polling keeps its
+pace, since it is only the backstop. A notification carrying a record for an ``unknown`` job
+(the job id is in its address, the secret matches) adopts it: the provider's task id is taken
+from the record.
 
 **Polling.** Each round asks the store for
 - jobs older than ``job_timeout_seconds`` not yet done at the provider: in-flight ones fail as
@@ -39,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
 import re
 import time
@@ -47,10 +48,10 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Protocol
 
 from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
-from bot.api.models_common import read_model
 from bot.config import LimitsSettings
 from bot.jobs import texts
 from bot.jobs.delivery import Delivery
+from bot.jobs.notifications import NotJson, UseRecord, read_notification
 from bot.jobs.results import diffusion_result_fields, poll_delay, task_result_fields
 from bot.jobs.watch import JobWatch
 from storage import (
@@ -112,6 +113,7 @@ class Tracker:
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._deliveries: dict[str, asyncio.Task[None]] = {}
+        self._fetches: set[asyncio.Task[bool]] = set()
         self._delivery_slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
         self._stopped = False
         self._kicked = False
@@ -138,6 +140,9 @@ class Tracker:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
             self._loop = None
+        for fetch in list(self._fetches):
+            fetch.cancel()
+        await asyncio.gather(*self._fetches, return_exceptions=True)
         deliveries = list(self._deliveries.values())
         if deliveries:
             _, unfinished = await asyncio.wait(deliveries, timeout=timeout)
@@ -196,20 +201,32 @@ class Tracker:
         return job
 
     async def on_webhook(self, job: Job, body: bytes) -> int:
-        """Apply a notification for ``job`` (authenticated by :meth:`webhook_job`); returns the
-        HTTP status to answer: 400 for a body that is not this job's task record; 200 (and
-        nothing changes) when the job is already past the provider's part.
-        """
+        """Act on a notification for ``job`` (authenticated by :meth:`webhook_job`; what it
+        means: :func:`bot.jobs.notifications.read_notification`) and return the HTTP status
+        to answer: 400 for a body that is not JSON; else 200 — the record it carries is
+        applied, or the task is read with multi_fetch at once (in the background); nothing
+        changes when the job is already past the provider's part."""
         try:
-            record = read_model(TaskRecord, json.loads(body), "webhook")
-        except (ValueError, ApiError):
-            return 400
-        if not record.task_id or (job.provider_id and record.task_id != job.provider_id):
+            notice = read_notification(body, job.provider_id)
+        except NotJson:
             return 400
         if job.status not in ACTIVE_STATUSES:
             return 200
-        await self.apply_task_record(job, record, webhook_at=self._clock())
+        if isinstance(notice, UseRecord):
+            await self.apply_task_record(job, notice.record, webhook_at=self._clock())
+        else:
+            await self._store.update_job(job.id, last_webhook_at=self._clock())
+            self._fetch_soon(job)
         return 200
+
+    def _fetch_soon(self, job: Job) -> None:
+        """Read ``job``'s task now, in the background (the poll round if it has no id yet)."""
+        if job.provider_id is None or self._stopped:
+            self.kick()
+            return
+        task = asyncio.create_task(self._poll_tasks([job]), name=f"genbot-fetch-{job.id}")
+        self._fetches.add(task)
+        task.add_done_callback(self._fetches.discard)
 
     # Applying provider state ------------------------------------------------------------------
 
@@ -278,8 +295,9 @@ class Tracker:
             self._wake.set()
 
     async def wait_idle(self) -> None:
-        """Wait until the deliveries started so far are done (tests, shutdown)."""
-        while self._deliveries:
+        """Wait until the fetches and deliveries started so far are done (tests, shutdown)."""
+        while self._deliveries or self._fetches:
+            await asyncio.gather(*self._fetches, return_exceptions=True)
             await asyncio.gather(*list(self._deliveries.values()), return_exceptions=True)
 
     # Polling ----------------------------------------------------------------------------------
