@@ -21,7 +21,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import AbstractAsyncContextManager
 
-from bot import metrics
+from bot import logcontext, metrics
 from bot.core import RESTARTING_TEXT, TOO_SLOW_TEXT, unexpected_error_text
 from bot.events import EventHandler, InboundEvent, Surface, UserMessage
 
@@ -157,6 +157,7 @@ class AdapterRunner:
         built = await self._built(event)
         if built is None:
             return
+        logcontext.bind(platform=self.platform, user_id=built.user.id)
         key = self.serial_key(built) if self.serial_key is not None else None
         async with self._serialised(key), around(built):
             await self._run(built)
@@ -187,6 +188,7 @@ class AdapterRunner:
             await self._answer(event, unexpected_error_text(reference))
         finally:
             metrics.event_ended(self.platform, type(event).__name__, outcome)
+            log.debug("%s: %s %s", self.platform, type(event).__name__, outcome)
 
     async def _refuse(
         self, event: InboundEvent | Awaitable[InboundEvent | None], around: Around

@@ -164,6 +164,13 @@ class OpsSettings(Section):
     probe_interval_seconds: float = Field(default=30.0, ge=0)
 
 
+class LoggingSettings(Section):
+    """``[logging]``: ``format = "json"`` writes one JSON object per line (for log shippers);
+    ``"text"`` is for people."""
+
+    format: Literal["text", "json"] = "text"
+
+
 class Settings(BaseSettings):
     """All of genbot's settings."""
 
@@ -183,6 +190,7 @@ class Settings(BaseSettings):
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
     ops: OpsSettings = Field(default_factory=OpsSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
 
     @classmethod
     def settings_customise_sources(

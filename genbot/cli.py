@@ -181,14 +181,20 @@ def serve_command(
 
 @main.command()
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details.")
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default=None,
+    help="Log lines for people or one JSON object per line (default [logging] format).",
+)
 @click.pass_context
-def run(ctx: click.Context, verbose: bool) -> None:
+def run(ctx: click.Context, verbose: bool, log_format: str | None) -> None:
     """Run every adapter whose credentials are configured, the tracker and webhook receiver."""
     from genbot.logs import configure_logging, settings_secrets
     from genbot.runtime import running
 
     settings = _settings(ctx)
-    configure_logging(settings, verbose)
+    configure_logging(settings, verbose, log_format=log_format)
     if not (
         settings.discord.token.get_secret_value()
         or settings.slack.bot_token.get_secret_value()

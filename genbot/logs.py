@@ -44,11 +44,18 @@ def settings_secrets(settings: Settings) -> list[str]:
     ]
 
 
-def configure_logging(settings: Settings, verbose: bool, *, quiet: bool = False) -> None:
+def configure_logging(
+    settings: Settings, verbose: bool, *, quiet: bool = False, log_format: str | None = None
+) -> None:
     """Log to stderr at INFO (DEBUG when ``verbose``, WARNING when ``quiet``), with secrets
-    redacted."""
+    redacted, as text or as JSON lines (``log_format``, else ``[logging] format``)."""
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    if (log_format or settings.logging.format) == "json":
+        from genbot.jsonlog import JsonFormatter
+
+        handler.setFormatter(JsonFormatter(settings_secrets(settings)))
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     handler.addFilter(RedactSecrets(settings_secrets(settings)))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from bot import metrics
+from bot import logcontext, metrics
 from bot.api.errors import (
     ApiError,
     ApiTimeout,
@@ -184,6 +184,7 @@ class JobStarter:
         ``unknown`` (the provider may have it; the progress message says so). Raises
         :class:`UserError` for caps, budgets and repeated presses."""
         job = await self._create_row(event, spec)
+        logcontext.bind(job_id=job.id)
         with self.watch.starting(job.id):
             try:
                 job = await self.delivery.post_progress(job, event)

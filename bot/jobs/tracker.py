@@ -47,6 +47,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Protocol
 
+from bot import logcontext
 from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
 from bot.config import LimitsSettings
 from bot.jobs import texts
@@ -285,6 +286,7 @@ class Tracker:
             del self._deliveries[job_id]
 
     async def _deliver(self, job_id: str) -> None:
+        logcontext.bind(job_id=job_id)
         async with self._delivery_slots:
             try:
                 retry_at = await self._delivery.deliver(job_id)

@@ -43,6 +43,8 @@ class GenbotProcess:
     name: str
     process: asyncio.subprocess.Process | None = None
     port: int = 0
+    args: tuple[str, ...] = ("-v",)
+    """Options of ``genbot run``."""
 
     @property
     def url(self) -> str:
@@ -65,7 +67,7 @@ class GenbotProcess:
                 "-m",
                 "genbot",
                 "run",
-                "-v",
+                *self.args,
                 cwd=self.workdir,
                 env=env,
                 stdout=stdout,
