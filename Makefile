@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest browser bench clean
+.PHONY: demo test lint typecheck pytest browser postgres bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) browser
+pytest: $(STAMP) browser postgres
 	$(BIN)/python -m pytest -q
 
 # The browser test drives Debian's chromium; install it when missing (as root with apt-get),
@@ -37,6 +37,20 @@ browser:
 	    else \
 	        echo "the browser test needs Chromium: run 'sudo apt-get install chromium' (Debian/Ubuntu), then make test again" >&2; \
 	        exit 1; \
+	    fi; \
+	}
+
+# The PostgreSQL tests start a throwaway server from the machine's PostgreSQL binaries; install
+# Debian's postgresql when missing (as root with apt-get). Without it those tests are skipped.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v pg_config >/dev/null 2>&1 || { \
+	    if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	        echo "installing postgresql for the PostgreSQL tests (apt-get)"; \
+	        apt-get update -qq && \
+	        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	        service postgresql stop >/dev/null 2>&1 || true; \
+	    else \
+	        echo "PostgreSQL is not installed: its tests will be skipped ('sudo apt-get install postgresql' runs them)" >&2; \
 	    fi; \
 	}
 

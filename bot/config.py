@@ -64,9 +64,18 @@ class ChatSettings(Section):
 
 
 class StorageSettings(Section):
-    """``[storage]``: the SQLite database holding jobs, conversations and links."""
+    """``[storage]``: where jobs, conversations and links live. ``url`` (a
+    ``postgresql://user[:password]@host:port/database`` address) selects PostgreSQL, which
+    several genbot processes share; without it, the SQLite file at ``path`` (one process)."""
 
     path: Path = Path("genbot.db")
+    url: SecretStr = SecretStr("")
+    pool_size: int = Field(default=10, ge=1, le=100)
+
+    @property
+    def postgres_url(self) -> str | None:
+        """The PostgreSQL address when one is set, else None (SQLite)."""
+        return self.url.get_secret_value().strip() or None
 
 
 class DiscordSettings(Section):

@@ -46,6 +46,7 @@ from storage import (
     Storage,
     StorageError,
 )
+from storage.postgres import PostgresStore
 
 log = logging.getLogger("genbot")
 
@@ -306,9 +307,12 @@ def discord_reason(error: BaseException) -> str:
     return reason(error)
 
 
-def lock_database(settings: Settings) -> ProcessLock:
-    """This process's lock on the database at ``[storage] path``; :class:`StartupError` at
-    once when another genbot holds it (or it cannot be taken)."""
+def lock_database(settings: Settings) -> ProcessLock | None:
+    """This process's lock on the SQLite database at ``[storage] path``; :class:`StartupError`
+    at once when another genbot holds it (or it cannot be taken). None on PostgreSQL, which
+    many processes share."""
+    if settings.storage.postgres_url is not None:
+        return None
     path = settings.storage.path
     try:
         return ProcessLock.acquire(path)
@@ -321,7 +325,14 @@ def lock_database(settings: Settings) -> ProcessLock:
 
 
 async def open_store(settings: Settings) -> Storage:
-    """The database at ``[storage] path`` (its folder created); :class:`StartupError` if not."""
+    """PostgreSQL at ``[storage] url`` when set, else the SQLite database at ``[storage] path``
+    (its folder created); :class:`StartupError` if it cannot be opened."""
+    url = settings.storage.postgres_url
+    if url is not None:
+        try:
+            return await PostgresStore.open(url, pool_size=settings.storage.pool_size)
+        except StorageError as error:
+            raise StartupError(f"{error} (check [storage] url)") from error
     path = settings.storage.path
     try:
         return await SqliteStore.open(path)
@@ -346,7 +357,8 @@ async def running(
     try:
         store = await open_store(settings)
     except BaseException:
-        lock.release()
+        if lock is not None:
+            lock.release()
         raise
     runtime: Runtime | None = None
     ops: OpsListener | None = None
@@ -384,4 +396,5 @@ async def running(
             await _quietly("closing the database", store.close)
         if ops is not None:
             await _quietly("stopping the ops listener", ops.stop)
-        lock.release()
+        if lock is not None:
+            lock.release()

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.postgres import PostgresCluster, PostgresUnavailable, start_cluster
 from tests.resilience.support import SECRETS as RESILIENCE_SECRETS
 
 SUITE_SECRETS: tuple[str, ...] = (
@@ -57,3 +58,17 @@ def no_secret_in_any_log_line() -> Iterator[None]:
         root.removeHandler(scanner)
         root.setLevel(level)
     assert not scanner.leaks, "secrets in log lines:\n" + "\n".join(scanner.leaks)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    """One throwaway PostgreSQL cluster for the whole run, started on first use; the tests
+    that need it are skipped, with the reason, where it cannot start."""
+    try:
+        cluster = start_cluster()
+    except PostgresUnavailable as error:
+        pytest.skip(f"PostgreSQL unavailable: {error}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

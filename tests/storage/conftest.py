@@ -1,7 +1,8 @@
 """Fixtures for the storage tests: a settable clock, and stores on real databases.
 
-``store`` is a fresh database of each backend; ``other_store`` opens the same database again,
-as a second genbot process would.
+``store`` is a fresh database of each backend (SQLite; PostgreSQL in the session's throwaway
+cluster, skipped where it cannot start); ``other_store`` opens the same database again, as a
+second genbot process would.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from storage import NewJob, SqliteStore, Storage
+from storage.postgres import PostgresStore
+from tests.postgres import PostgresCluster
 
 START = datetime(2024, 3, 1, 12, 0, tzinfo=UTC).timestamp()
 
@@ -42,6 +45,20 @@ class SqliteDatabase:
         return await SqliteStore.open(self.path, clock=clock)
 
 
+@dataclass
+class PostgresDatabase:
+    """One PostgreSQL schema of its own; every :meth:`open` is another pool on it."""
+
+    url: str
+    name = "postgres"
+
+    async def open(self, clock: ManualClock) -> Storage:
+        return await PostgresStore.open(self.url, clock=clock, pool_size=4)
+
+
+Database = SqliteDatabase | PostgresDatabase
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock()
@@ -52,14 +69,17 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "genbot.db"
 
 
-@pytest.fixture(params=["sqlite"])
-def database(request: pytest.FixtureRequest, db_path: Path) -> SqliteDatabase:
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, db_path: Path) -> Database:
     """An empty database of each backend."""
-    return SqliteDatabase(db_path)
+    if request.param == "sqlite":
+        return SqliteDatabase(db_path)
+    cluster: PostgresCluster = request.getfixturevalue("postgres")
+    return PostgresDatabase(cluster.create_schema())
 
 
 @pytest.fixture
-async def store(database: SqliteDatabase, clock: ManualClock) -> AsyncIterator[Storage]:
+async def store(database: Database, clock: ManualClock) -> AsyncIterator[Storage]:
     opened = await database.open(clock)
     try:
         yield opened
@@ -69,7 +89,7 @@ async def store(database: SqliteDatabase, clock: ManualClock) -> AsyncIterator[S
 
 @pytest.fixture
 async def other_store(
-    database: SqliteDatabase, clock: ManualClock, store: Storage
+    database: Database, clock: ManualClock, store: Storage
 ) -> AsyncIterator[Storage]:
     """The same database opened a second time (another process)."""
     opened = await database.open(clock)

@@ -57,3 +57,17 @@ async def test_nothing_is_claimed_before_it_is_due_or_without_its_platform(
     claimed = await store.claim_delivery(job_id, ("slack", "discord"), due_by=clock.now + 5)
     assert claimed is not None and claimed.status == "posting"
     assert await store.claim_delivery("no-such-job", ("discord",), due_by=clock.now) is None
+
+
+async def test_unfinished_jobs_are_counted_by_status_and_platform(store: Storage) -> None:
+    for status, platform in (
+        ("pending", "discord"),
+        ("pending", "discord"),
+        ("finished", "slack"),
+        ("posted", "discord"),
+    ):
+        await create_job(store, new_job(status=status, platform=platform))
+    assert sorted(await store.count_unfinished_jobs()) == [
+        ("finished", "slack", 1),
+        ("pending", "discord", 2),
+    ]

@@ -1,0 +1,116 @@
+"""The :class:`PostgresStore`: genbot's storage on PostgreSQL, shared by many processes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from types import TracebackType
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+
+from storage.errors import StorageError
+from storage.postgres.base import Clock, Connection
+from storage.postgres.conversations import PostgresConversations
+from storage.postgres.jobs import PostgresJobs
+from storage.postgres.ledger import PostgresLedger
+from storage.postgres.pool import ConnectionPool
+from storage.postgres.schema import current_version, migrate
+from storage.postgres.settings import PostgresSettings
+from storage.postgres.slack import PostgresSlackInstallations
+from storage.postgres.tracking import PostgresJobTracking
+
+CONNECT_TIMEOUT = 10
+"""Seconds to reach the server (each new connection)."""
+POOL_TIMEOUT = 30.0
+"""Seconds a call waits for a free connection when all ``pool_size`` are in use."""
+
+
+def describe_url(url: str) -> str:
+    """``host:port/database`` of a PostgreSQL URL, never its password."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "an unreadable PostgreSQL URL"
+    host = str(parts.get("host") or "localhost")
+    port = str(parts.get("port") or 5432)
+    return f"{host}:{port}/{parts.get('dbname') or parts.get('user') or ''}"
+
+
+class PostgresStore(
+    PostgresConversations,
+    PostgresJobs,
+    PostgresJobTracking,
+    PostgresSettings,
+    PostgresLedger,
+    PostgresSlackInstallations,
+):
+    """genbot's storage on PostgreSQL: every interface of :mod:`storage.interfaces`, safe for
+    many processes at once.
+
+    Open with ``store = await PostgresStore.open(url)``; close with ``await store.close()``.
+    Every method borrows a pooled connection; writes return after their commit. Failures
+    raise :class:`storage.StorageError`.
+    """
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        clock: Clock = time.time,
+        pool_size: int = 10,
+        event_retention: float = 24 * 3600.0,
+    ) -> PostgresStore:
+        """Connect to ``url`` (``postgresql://user[:password]@host:port/database``), apply every
+        pending migration under the migration lock, and open a pool of up to ``pool_size``
+        connections. ``clock`` gives timestamps (Unix seconds)."""
+        where = describe_url(url)
+        try:
+            async with await AsyncConnection.connect(
+                url, autocommit=True, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT
+            ) as conn:
+                await migrate(conn, clock=clock)
+        except psycopg.Error as error:
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise StorageError(f"cannot open the database at {where}: {reason}") from error
+        pool = ConnectionPool(
+            url, max(pool_size, 1), timeout=POOL_TIMEOUT, connect_timeout=CONNECT_TIMEOUT
+        )
+        store = cls(pool, clock, where)
+        store.event_retention = event_retention
+        return store
+
+    async def close(self) -> None:
+        """Close the idle connections (borrowed ones close when their call ends). Closing
+        twice is harmless; any call after closing raises ``StoreClosedError``."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._pool.close()
+
+    async def __aenter__(self) -> PostgresStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def schema_version(self) -> int:
+        """The database's schema version (the latest, once open)."""
+        async with self._connection() as conn:
+            return await current_version(conn)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A pooled connection (autocommit, rows as dicts): an escape hatch for benchmarks,
+        diagnostics and tests; features use the typed methods."""
+        async with self._connection() as conn:
+            yield conn

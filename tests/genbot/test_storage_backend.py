@@ -1,0 +1,50 @@
+"""``[storage] url`` selects PostgreSQL: several genbot processes share it (no SQLite lock),
+and a server that cannot be reached is one startup line without the password."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot.config import Settings, StorageSettings
+from genbot.reasons import StartupError
+from genbot.runtime import running
+from storage.postgres import PostgresStore
+from tests.postgres import PostgresCluster
+
+
+def on_postgres(url: str, tmp_path: Path) -> Settings:
+    return Settings(storage=StorageSettings(path=tmp_path / "unused.db", url=SecretStr(url)))
+
+
+async def test_two_processes_run_on_one_postgres_database(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    settings = on_postgres(postgres.create_database(), tmp_path)
+    async with running(settings) as first, running(settings) as second:
+        assert isinstance(first.store, PostgresStore) and isinstance(second.store, PostgresStore)
+        assert await first.store.schema_version() == await second.store.schema_version()
+    assert not (tmp_path / "unused.db").exists()
+    assert not (tmp_path / "unused.db.lock").exists()
+
+
+async def test_an_unreachable_postgres_is_one_line_without_the_password(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    url = f"postgresql://genbot:never-print-pw@/missing_db?host={postgres.socket_dir}"
+    with pytest.raises(StartupError) as raised:
+        async with running(on_postgres(url, tmp_path)):
+            pass
+    message = str(raised.value)
+    assert message.startswith("cannot open the database at ")
+    assert message.endswith("(check [storage] url)")
+    assert "missing_db" in message and "never-print" not in message and "\n" not in message
+
+
+def test_the_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GENBOT_STORAGE__URL", "postgresql://bot@db:5432/genbot")
+    assert Settings().storage.postgres_url == "postgresql://bot@db:5432/genbot"
+    monkeypatch.setenv("GENBOT_STORAGE__URL", "  ")
+    assert Settings().storage.postgres_url is None

@@ -1,0 +1,130 @@
+"""PostgreSQL schema: the same versions as SQLite, migrations once under the lock however many
+processes start together, refusal of newer databases, an index behind every lookup."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+import pytest
+
+from storage import ACTIVE_STATUSES, StorageError
+from storage.postgres import LATEST_VERSION, MIGRATIONS, PostgresStore, describe_url
+from storage.postgres import conversations as conversation_sql
+from storage.postgres import jobs as job_sql
+from storage.postgres import ledger as ledger_sql
+from storage.postgres import settings as settings_sql
+from storage.postgres import slack as slack_sql
+from storage.postgres import tracking as tracking_sql
+from storage.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
+from tests.postgres import PostgresCluster
+
+
+@pytest.fixture
+def url(postgres: PostgresCluster) -> str:
+    return postgres.create_schema()
+
+
+def test_both_backends_have_the_same_schema_versions() -> None:
+    assert [(m.version, m.name) for m in MIGRATIONS] == [
+        (m.version, m.name) for m in SQLITE_MIGRATIONS
+    ]
+
+
+async def test_ten_processes_starting_at_once_migrate_an_empty_database_once(url: str) -> None:
+    async with asyncio.timeout(60):
+        stores = await asyncio.gather(*(PostgresStore.open(url, pool_size=1) for _ in range(10)))
+    try:
+        assert {await store.schema_version() for store in stores} == {LATEST_VERSION}
+        async with stores[0].connection() as conn:
+            cursor = await conn.execute("SELECT version FROM schema_version ORDER BY version")
+            versions = [row["version"] for row in await cursor.fetchall()]
+        assert versions == list(range(1, LATEST_VERSION + 1))
+    finally:
+        await asyncio.gather(*(store.close() for store in stores))
+
+
+async def test_a_database_newer_than_the_code_is_refused(url: str) -> None:
+    async with await PostgresStore.open(url) as store, store.connection() as conn:
+        await conn.execute("INSERT INTO schema_version VALUES (99, 'from the future', 0)")
+    with pytest.raises(StorageError, match="schema version 99 is newer"):
+        await PostgresStore.open(url)
+
+
+async def test_an_unreachable_server_is_one_line_without_the_password(
+    postgres: PostgresCluster,
+) -> None:
+    url = f"postgresql://genbot:hunter2-never-print@/nowhere?host={postgres.socket_dir}"
+    with pytest.raises(StorageError) as raised:
+        await PostgresStore.open(url)
+    message = str(raised.value)
+    assert message.startswith(f"cannot open the database at {describe_url(url)}: ")
+    assert "nowhere" in message and "hunter2" not in message and "\n" not in message
+
+
+def test_a_url_is_described_without_credentials() -> None:
+    assert describe_url("postgresql://bot:s3cret@db.example:6543/genbot") == (
+        "db.example:6543/genbot"
+    )
+    assert describe_url("postgresql://bot@localhost/genbot") == "localhost:5432/genbot"
+
+
+LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
+    # "a|b": either index may serve (the planner chooses on an empty table)
+    "job for message": (job_sql.SQL_JOB_FOR_MESSAGE, ("p", "c", "m"), "job_messages_by_message_id"),
+    "job by id": (job_sql.SQL_JOB_BY_ID, ("j",), "jobs_pkey"),
+    "derivative": (job_sql.SQL_DERIVATIVE, ("j", "a"), "jobs_by_parent_action"),
+    "active jobs of a user": (
+        job_sql.SQL_COUNT_ACTIVE,
+        ("p", "u", sorted(ACTIVE_STATUSES)),
+        "jobs_by_requester_status",
+    ),
+    "credits today": (
+        job_sql.SQL_CREDITS_TODAY,
+        ("p", "u", "2024-03-01"),
+        "usage_by_user_day|usage_by_day",
+    ),
+    "next scheduled poll": (tracking_sql.SQL_NEXT_POLL, (["processing"], 0.0), "jobs_by_status"),
+    "conversation by key": (
+        conversation_sql.SQL_CONVERSATION_BY_KEY,
+        ("p", "w", "c", "t"),
+        "conversations_by_key",
+    ),
+    "conversation by message": (
+        conversation_sql.SQL_CONVERSATION_BY_MESSAGE,
+        ("p", "c", "m"),
+        "conversation_links_by_message_id",
+    ),
+    "tail page": (conversation_sql.SQL_TAIL_PAGE, (1, 10, 64), "messages_by_conversation"),
+    "history from a turn": (conversation_sql.SQL_HISTORY_FROM, (1, 1), "messages_by_conversation"),
+    "scope settings": (settings_sql.SQL_SCOPES, ("p", ["user"], ["u"]), "scope_settings_pkey"),
+    "usage of a user": (
+        ledger_sql.SQL_USAGE_FOR_USER,
+        ("p", "u", "d"),
+        "usage_by_user_day|usage_by_day",
+    ),
+    "slack installation": (
+        slack_sql.SQL_FIND_INSTALLATION,
+        ("", "T", None, None),
+        "slack_installations_pkey",
+    ),
+}
+
+
+@pytest.mark.parametrize("lookup", sorted(LOOKUPS))
+async def test_every_lookup_can_use_an_index(url: str, lookup: str) -> None:
+    sql, parameters, index = LOOKUPS[lookup]
+    async with await PostgresStore.open(url) as store, store.connection() as conn:
+        await conn.execute("SET enable_seqscan = off")
+        cursor = await conn.execute(f"EXPLAIN {sql}", parameters)  # type: ignore[arg-type]
+        plan = "\n".join(row["QUERY PLAN"] for row in await cursor.fetchall())
+    assert "Seq Scan" not in plan, plan
+    assert any(name in plan for name in index.split("|")), plan
+
+
+async def test_the_migration_lock_is_released_after_start(url: str) -> None:
+    async with await PostgresStore.open(url):
+        with psycopg.connect(url, autocommit=True) as conn:
+            held = conn.execute("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory'")
+            assert held.fetchone() == (0,)
