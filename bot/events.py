@@ -15,6 +15,8 @@ from typing import Any, Literal, Protocol
 ButtonStyle = Literal["primary", "secondary", "success", "danger"]
 OptionValue = str | int | float | bool
 WriteKind = Literal["send", "edit", "stream_start", "stream_append", "stream_stop"]
+WorkStatus = Literal["thinking", "drawing"]
+"""What genbot shows it is doing while a user waits (see :mod:`bot.status`)."""
 """What a write to the platform is: a new message, an edit, or a step of a natively streamed
 message (see :class:`NativeStream`)."""
 
@@ -265,7 +267,9 @@ class Surface(Protocol):
     tell; and ``async def start_stream(place, text, *, origin, recipient) -> NativeStream |
     None``: a message in ``place`` that the platform streams itself, starting with ``text``, for
     ``recipient`` (the user being answered), or ``None`` when the platform does not stream there
-    (the caller posts and edits instead).
+    (the caller posts and edits instead); and ``async def show_status(place, status, *,
+    origin)`` / ``async def end_status(place, status, *, origin)``: show that genbot is
+    :data:`WorkStatus` ``status`` where the answer to ``origin`` will appear, until ended.
     """
 
     platform: str

@@ -44,6 +44,7 @@ from bot.events import (
     SurfaceError,
     SurfaceLimits,
     User,
+    WorkStatus,
     WriteKind,
 )
 
@@ -58,6 +59,7 @@ from .formatting import (
 )
 from .inbound import SlackOrigin
 from .keyed import EarlierPost, key_metadata
+from .status import StatusLine
 from .streaming import SlackStream, StreamSupport
 
 log = logging.getLogger(__name__)
@@ -119,9 +121,11 @@ class SlackSurface:
         self._api_origin = yarl.URL(api_url).origin()
         self._session: aiohttp.ClientSession | None = None
         self.streaming = StreamSupport()
+        self.status = StatusLine(client, self._call)
 
     async def close(self) -> None:
         """Release the HTTP session used for downloads and response URLs."""
+        await self.status.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -150,6 +154,7 @@ class SlackSurface:
                 metadata=key_metadata(message.key) if message.key else None,
             ),
         )
+        self.status.posted(place.channel_id, place.thread_id)
         return MessageRef(place, str(response["ts"]))
 
     async def posted(self, place: Place, key: str) -> MessageRef | None:
@@ -196,13 +201,28 @@ class SlackSurface:
                 return None
             to = {"recipient_user_id": user.id, "recipient_team_id": team}
         try:
-            return await SlackStream.start(
+            stream = await SlackStream.start(
                 self.client, self._call, place, thread_ts, text, recipient=to
             )
         except SlackRefused as refused:
             if self.streaming.refused(place, refused.code):
                 return None
             raise
+        self.status.posted(place.channel_id, thread_ts)
+        return stream
+
+    async def show_status(
+        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    ) -> None:
+        """Show genbot's working status in the thread of the answer (see
+        :mod:`adapters.slack.status`)."""
+        await self.status.show(place, status, origin)
+
+    async def end_status(
+        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    ) -> None:
+        """Genbot is done being ``status`` in ``place``."""
+        await self.status.end(place, status, origin)
 
     async def send_ephemeral(self, origin: Event, text: str) -> None:
         notice, blocks = plain_notice(text), notice_blocks(text)
@@ -344,6 +364,7 @@ class SlackSurface:
                 file_uploads=uploads, channel=place.channel_id, thread_ts=place.thread_id
             ),
         )
+        self.status.posted(place.channel_id, place.thread_id)
         return response.data if isinstance(response.data, dict) else {}
 
     async def _respond(self, response_url: str, text: str, blocks: list[dict[str, Any]]) -> bool:

@@ -16,7 +16,6 @@ tokenizer (the same formula the provider bills with).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -40,8 +39,9 @@ from bot.chat.history import History
 from bot.chat.prompting import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.scoping import Target
 from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
-from bot.events import MessageRef, OutMessage, RateLimited, Surface, SurfaceError, User
+from bot.events import MessageRef, OutMessage, Surface, User
 from bot.render import RenderResult, StreamEnd, StreamRenderer
+from bot.status import end_status, show_status
 from bot.tokens import count_functions, count_message, count_text
 from bot.waits import ShownWait
 from storage import ConversationStore, UsageLedger
@@ -145,7 +145,19 @@ class Answerer:
         self, surface: Surface, target: Target, user: User, params: ChatParams, history: History
     ) -> RenderResult:
         """Answer ``target``'s conversation, whose stored turns ``history`` holds (turns added
-        while answering are appended to it); returns the rendered reply."""
+        while answering are appended to it); returns the rendered reply. The "thinking"
+        status shown while waiting for the model is cleared when it is done."""
+        try:
+            rendered = await self._answer(surface, target, user, params, history)
+        except Exception:
+            await end_status(surface, target.place, "thinking", origin=target.origin)
+            raise
+        await end_status(surface, target.place, "thinking", origin=target.origin)
+        return rendered
+
+    async def _answer(
+        self, surface: Surface, target: Target, user: User, params: ChatParams, history: History
+    ) -> RenderResult:
         context = ToolContext(user, target.place, target.origin)
         rounds = self.defaults.max_function_rounds
         for round_number in range(rounds + 1):
@@ -202,8 +214,7 @@ class Answerer:
         self, surface: Surface, target: Target, request: ChatRequest, user: User
     ) -> _Outcome:
         stream = self.api.chat.stream(request)
-        with contextlib.suppress(RateLimited, SurfaceError):
-            await surface.typing(target.place)
+        await show_status(surface, target.place, "thinking", origin=target.origin)
         notice = _WaitNotice(self.budget, surface, target)
         shown = ShownWait(notice.write)
         try:

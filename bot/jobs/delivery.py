@@ -54,6 +54,7 @@ from bot.jobs import texts
 from bot.jobs.media import ImageBytes, MediaError, MediaFetcher
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.watch import JobWatch
+from bot.status import end_status, show_status
 from storage import (
     TERMINAL_STATUSES,
     DeliveryClaims,
@@ -200,6 +201,8 @@ class Delivery:
             await self.edit(job, text, urgent=True)
         except Exception:
             log.exception("could not show the outcome of job %s", job.id)
+        if job.platform in self._surfaces:
+            await end_status(self._surfaces.get(job.platform), place_of(job), "drawing")
 
     async def _acquire(
         self, surface: Surface, place: Place, *, urgent: bool
@@ -238,6 +241,7 @@ class Delivery:
             job.platform, job.channel_id, ref.message_id, job.id, "progress"
         )
         self._shown[job.id] = text
+        await show_status(self._surfaces.get(place.platform), place, "drawing", origin=origin)
         refreshed = await self._store.get_job(job.id)
         return refreshed or job
 
