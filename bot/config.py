@@ -118,6 +118,7 @@ class WebSettings(Section):
     allowed_hosts: list[str] = Field(default_factory=list)
     access_token: SecretStr = SecretStr("")
     admin_ids: list[str] = Field(default_factory=list)
+    upload_cache_mb: int = Field(default=256, ge=1)
 
 
 class WebhookSettings(Section):
@@ -127,6 +128,8 @@ class WebhookSettings(Section):
     when empty, genbot does not ask for webhooks and relies on polling alone.
     ``allow_insecure_loopback`` admits ``http://127.0.0.1`` addresses (the demo and tests, with
     ``genbot sim --insecure-webhooks``); real providers accept https on port 443 only.
+    ``media_cache_mb`` bounds the images re-hosted for the provider (files beside the database,
+    kept an hour).
     """
 
     public_url: str = ""
@@ -134,6 +137,7 @@ class WebhookSettings(Section):
     port: int = Field(default=8788, ge=0, le=65535)
     path: str = "/webhooks/tasks"
     allow_insecure_loopback: bool = False
+    media_cache_mb: int = Field(default=256, ge=1)
 
 
 class LimitsSettings(Section):

@@ -13,11 +13,13 @@ from typing import Any
 
 from aiohttp import BodyPartReader, web
 
+from adapters.listener import refused
 from adapters.web.adapter import WebAdapter
 from adapters.web.platform import WebContext, web_place
-from adapters.web.routes import ADAPTER, USER
+from adapters.web.routes import ADAPTER, USER, json_error
 from adapters.web.store import StoredFile, WebMessage, sniff_image_type
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
+from adapters.web.uploads import UploadCacheFull
 from bot.events import (
     ButtonPress,
     Command,
@@ -81,7 +83,7 @@ def _uploads(
         raise BadInput(f"At most {MAX_UPLOADS_PER_MESSAGE} images per message.")
     files = []
     for upload_id in ids:
-        stored = adapter.store.upload(upload_id, owner)
+        stored = adapter.uploads.get(upload_id, owner)
         if stored is None:
             raise BadInput("An attached image has expired or was already sent; attach it again.")
         files.append(stored)
@@ -103,7 +105,7 @@ async def command(request: web.Request) -> web.Response:
     place = _place(adapter, body)
     ids, files = _uploads(adapter, body, user.id)
     assign_attachments(spec, files)
-    adapter.store.take_uploads(ids, user.id)
+    adapter.uploads.take(ids, user.id)
     shown = await adapter.post_user_message(user, place, text, files, command=spec.name)
     event = command_event(adapter, user, shown, f"{request.scheme}://{request.host}")
     adapter.dispatch(event, shown.id)
@@ -150,7 +152,7 @@ async def message(request: web.Request) -> web.Response:
     ids, files = _uploads(adapter, body, user.id)
     if not text and not files:
         raise BadInput("Empty message: type something or attach an image.")
-    adapter.store.take_uploads(ids, user.id)
+    adapter.uploads.take(ids, user.id)
     shown = await adapter.post_user_message(user, place, text, files)
     origin = f"{request.scheme}://{request.host}"
     event = UserMessage(
@@ -250,10 +252,33 @@ async def _read_part(part: BodyPartReader, limit: int, filename: str) -> bytes:
 
 
 async def upload(request: web.Request) -> web.Response:
-    """``multipart/form-data`` with one or more ``file`` fields (PNG, JPEG, GIF or WebP)."""
+    """``multipart/form-data`` with one or more ``file`` fields (PNG, JPEG, GIF or WebP); 503
+    while the playground holds as many pending uploads as ``[web] upload_cache_mb`` allows."""
     adapter, user = request.app[ADAPTER], request[USER]
     if not request.content_type.startswith("multipart/"):
         raise BadInput("Upload images as multipart/form-data in a field named 'file'.")
+    arriving = request.content_length or MAX_FILES_PER_REQUEST * adapter.max_upload_bytes
+    try:
+        with adapter.uploads.reserve(arriving):
+            received = await _receive_images(request, adapter.max_upload_bytes)
+            kept = [adapter.uploads.add(user.id, *image) for image in received]
+    except UploadCacheFull as full:
+        refused(request, "upload cache full")
+        return json_error(503, str(full))
+    uploads = [
+        {
+            "id": upload_id,
+            "filename": stored.filename,
+            "size": stored.size,
+            "content_type": stored.content_type,
+            "url": f"/uploads/{upload_id}/{stored.filename}",
+        }
+        for upload_id, stored in kept
+    ]
+    return web.json_response({"uploads": uploads}, status=201)
+
+
+async def _receive_images(request: web.Request, max_bytes: int) -> list[tuple[str, bytes, str]]:
     reader = await request.multipart()
     received: list[tuple[str, bytes, str]] = []
     while (part := await reader.next()) is not None:
@@ -262,7 +287,7 @@ async def upload(request: web.Request) -> web.Response:
         if len(received) == MAX_FILES_PER_REQUEST:
             raise BadInput(f"At most {MAX_FILES_PER_REQUEST} images per upload.")
         filename = part.filename or "image"
-        data = await _read_part(part, adapter.max_upload_bytes, filename)
+        data = await _read_part(part, max_bytes, filename)
         if not data:
             raise BadInput(f"{filename} is empty.")
         content_type = sniff_image_type(data)
@@ -271,16 +296,4 @@ async def upload(request: web.Request) -> web.Response:
         received.append((filename, data, content_type))
     if not received:
         raise BadInput("No image in the upload: send it in a form field named 'file'.")
-    uploads = []
-    for filename, data, content_type in received:
-        upload_id, stored = adapter.store.add_upload(user.id, filename, data, content_type)
-        uploads.append(
-            {
-                "id": upload_id,
-                "filename": stored.filename,
-                "size": stored.size,
-                "content_type": content_type,
-                "url": f"/uploads/{upload_id}/{stored.filename}",
-            }
-        )
-    return web.json_response({"uploads": uploads}, status=201)
+    return received

@@ -36,6 +36,7 @@ from adapters.web.platform import (
 )
 from adapters.web.store import BOT_AUTHOR, MessageStore, StoredFile, WebMessage
 from adapters.web.translate import modal_json
+from adapters.web.uploads import UploadCache
 from bot.config import LimitsSettings, WebSettings
 from bot.events import (
     Attachment,
@@ -85,6 +86,7 @@ class WebAdapter:
         self.max_upload_bytes = (limits or LimitsSettings()).max_upload_bytes
         self.keepalive_seconds = keepalive_seconds
         self.store = MessageStore()
+        self.uploads = UploadCache(settings.upload_cache_mb * 1024 * 1024)
         self.history = history
         self.journal: PlaygroundJournal | None = None
         self.hub = EventHub()

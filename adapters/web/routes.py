@@ -278,7 +278,7 @@ async def image(request: web.Request) -> web.Response:
 
 async def upload_file(request: web.Request) -> web.Response:
     """A pending upload, for its owner's preview."""
-    stored = request.app[ADAPTER].store.upload(request.match_info["id"], request[USER].id)
+    stored = request.app[ADAPTER].uploads.get(request.match_info["id"], request[USER].id)
     if stored is None:
         return json_error(404, "No such upload.")
     return web.Response(

@@ -1,8 +1,8 @@
 """The playground's in-memory model: channel messages, served images and users' uploads.
 
 Only what the adapter itself showed lives here; the core's durable state is in its storage.
-Everything is bounded: a channel keeps its latest messages, images no message shows any more
-are dropped with them, and each user keeps a few recent uploads.
+Everything is bounded: a channel keeps its latest messages, and images no message shows any more
+are dropped with them. Users' pending uploads are :mod:`adapters.web.uploads`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import itertools
 import re
 import secrets
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import unquote
@@ -143,16 +143,14 @@ class StoredFile:
 
 
 class MessageStore:
-    """Messages per channel (threads included), the images they show, and pending uploads."""
+    """Messages per channel (threads included) and the images they show."""
 
-    def __init__(self, max_messages_per_channel: int = 500, max_uploads_per_user: int = 20) -> None:
+    def __init__(self, max_messages_per_channel: int = 500) -> None:
         self._max_messages = max_messages_per_channel
-        self._max_uploads = max_uploads_per_user
         self._channels: dict[str, deque[WebMessage]] = {}
         self._by_id: dict[str, WebMessage] = {}
         self._by_key: dict[tuple[str, str | None, str], WebMessage] = {}
         self._images: dict[str, StoredFile] = {}
-        self._uploads: OrderedDict[str, StoredFile] = OrderedDict()
         self._id_prefix = secrets.token_hex(3)
         self._counter = itertools.count(1)
 
@@ -264,33 +262,3 @@ class MessageStore:
         in_use = set().union(*(m.image_keys() for m in self._by_id.values()))
         for key in keys - in_use:
             self._images.pop(key, None)
-
-    def add_upload(
-        self, owner: str, filename: str, data: bytes, content_type: str
-    ) -> tuple[str, StoredFile]:
-        """Keep a user's upload; its id and stored form. A user's oldest uploads go beyond
-        the cap."""
-        upload_id = secrets.token_urlsafe(12)
-        stored = StoredFile(safe_filename(filename), data, content_type, owner)
-        self._uploads[upload_id] = stored
-        mine = [key for key, kept in self._uploads.items() if kept.owner == owner]
-        for key in mine[: max(0, len(mine) - self._max_uploads)]:
-            del self._uploads[key]
-        return upload_id, stored
-
-    def upload(self, upload_id: str, owner: str) -> StoredFile | None:
-        """``owner``'s pending upload ``upload_id``, if it is still kept."""
-        stored = self._uploads.get(upload_id)
-        return stored if stored is not None and stored.owner == owner else None
-
-    def upload_count(self) -> int:
-        """How many uploads are waiting to be sent."""
-        return len(self._uploads)
-
-    def take_uploads(self, upload_ids: list[str], owner: str) -> list[StoredFile]:
-        """Remove and return ``owner``'s uploads; ``KeyError`` (naming the id) if one is gone."""
-        unique = list(dict.fromkeys(upload_ids))
-        for upload_id in unique:
-            if self.upload(upload_id, owner) is None:
-                raise KeyError(upload_id)
-        return [self._uploads.pop(upload_id) for upload_id in unique]

@@ -97,11 +97,12 @@ class WebhookReceiver:
         metrics.webhook_answered(status)
         return web.Response(status=status)
 
-    async def _media_file(self, request: web.Request) -> web.Response:
+    async def _media_file(self, request: web.Request) -> web.StreamResponse:
         hosted = self._media.get(request.match_info["name"]) if self._media else None
         if hosted is None:
             return web.Response(status=404)
-        return web.Response(body=hosted.data, content_type=hosted.content_type)
+        headers = {"Content-Type": hosted.content_type, "X-Content-Type-Options": "nosniff"}
+        return web.FileResponse(hosted.path, headers=headers)
 
 
 def _closing(response: web.Response) -> web.Response:

@@ -27,7 +27,7 @@ from bot.jobs.delivery import Delivery
 from bot.jobs.diffusion import DiffusionJobs
 from bot.jobs.images import ImageJobs
 from bot.jobs.limits import Limits, open_channels_from
-from bot.jobs.media import MediaFetcher, MediaHost
+from bot.jobs.media import MediaFetcher, MediaHost, media_folder
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.starter import JobSpec, JobStarter, Submitted
 from bot.jobs.tools import JobTools
@@ -125,7 +125,13 @@ def build_job_engines(
     media = MediaFetcher(limits_settings.max_upload_bytes)
     webhook_base = webhook_base_url(settings)
     media_host = (
-        MediaHost(settings.webhook.public_url.strip()) if webhook_base is not None else None
+        MediaHost(
+            settings.webhook.public_url.strip(),
+            media_folder(settings.storage.path),
+            max_total_bytes=settings.webhook.media_cache_mb * 1024 * 1024,
+        )
+        if webhook_base is not None
+        else None
     )
     delivery = Delivery(store, surfaces, budget or RenderBudget(), media, watch, clock=clock)
     limits = Limits(

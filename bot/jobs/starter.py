@@ -322,7 +322,7 @@ class JobStarter:
             image = inspect_image(data)
         except MediaError as error:
             raise UserError(f"{attachment.filename}: {error}.") from None
-        return self.media_host.put(image)
+        return await self.media_host.put(image)
 
 
 def is_upstream_cdn(url: str) -> bool:

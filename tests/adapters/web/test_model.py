@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from adapters.web.hub import EventHub
 from adapters.web.store import MessageStore, WebMessage, safe_filename, sniff_image_type
+from adapters.web.uploads import UploadCache, UploadCacheFull
 from bot.events import ImageFile
 from tests.adapters.web.fakes import png
 
@@ -28,12 +31,31 @@ def test_a_full_channel_drops_its_oldest_message_and_the_images_only_it_showed()
 
 
 def test_each_user_keeps_a_bounded_number_of_pending_uploads() -> None:
-    store = MessageStore(max_uploads_per_user=2)
-    ids = [store.add_upload("u1", f"{i}.png", png(), "image/png")[0] for i in range(3)]
-    other, _ = store.add_upload("u2", "x.png", png(), "image/png")
-    assert store.upload(ids[0], "u1") is None
-    assert store.upload(ids[2], "u1") is not None
-    assert store.upload(other, "u1") is None and store.upload(other, "u2") is not None
+    uploads = UploadCache(1 << 20, max_per_user=2)
+    ids = [uploads.add("u1", f"{i}.png", png(), "image/png")[0] for i in range(3)]
+    other, _ = uploads.add("u2", "x.png", png(), "image/png")
+    assert uploads.get(ids[0], "u1") is None
+    assert uploads.get(ids[2], "u1") is not None
+    assert uploads.get(other, "u1") is None and uploads.get(other, "u2") is not None
+
+
+def test_uploads_over_everyone_stay_within_the_cache_and_expire() -> None:
+    now = [0.0]
+    uploads = UploadCache(100, ttl=60, clock=lambda: now[0])
+    with uploads.reserve(60):
+        first, _ = uploads.add("u1", "a.png", b"a" * 60, "image/png")
+    with pytest.raises(UploadCacheFull, match="as many uploads as it may"), uploads.reserve(41):
+        pass
+    with uploads.reserve(40):
+        assert uploads.used_bytes == 100
+        with pytest.raises(UploadCacheFull):
+            uploads.reserve(1).__enter__()
+    assert uploads.used_bytes == 60
+    now[0] = 61.0
+    assert uploads.get(first, "u1") is None and uploads.used_bytes == 0
+    with uploads.reserve(100):
+        uploads.add("u2", "b.png", b"b" * 100, "image/png")
+    assert uploads.count() == 1
 
 
 def test_a_stream_that_falls_behind_is_closed_and_can_resume_from_the_replay() -> None:

@@ -140,7 +140,7 @@ async def test_oversize_upload_is_refused_with_the_limit(
     status, answer = await upload(browser, ("huge.png", too_big))
     assert status == 400
     assert answer["error"] == "huge.png is too large: images can be at most 4 KiB."
-    assert adapter.store.upload_count() == 0
+    assert adapter.uploads.count() == 0
 
 
 @pytest.mark.parametrize(
@@ -158,7 +158,7 @@ async def test_non_images_are_refused(
 ) -> None:
     status, answer = await upload(browser, ("page.png", data))
     assert (status, answer["error"]) == (400, error)
-    assert adapter.store.upload_count() == 0
+    assert adapter.uploads.count() == 0
 
 
 async def test_uploads_need_a_multipart_file_field(browser: ClientSession) -> None:

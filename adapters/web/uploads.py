@@ -1,0 +1,114 @@
+"""Users' pending uploads, bounded: at most ``max_bytes`` over everyone (those kept and those
+still arriving), each kept at most ``ttl`` seconds, and per user the latest
+``max_per_user``. An upload that does not fit is refused (:class:`UploadCacheFull`) rather
+than pushing others out."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from adapters.web.store import StoredFile, safe_filename
+
+DEFAULT_TTL = 3600.0
+
+
+class UploadCacheFull(Exception):
+    """No room for an upload now; ``str(error)`` is a sentence for the user."""
+
+
+@dataclass
+class _Kept:
+    file: StoredFile
+    expires_at: float
+
+
+class UploadCache:
+    """See the module docstring; ``clock`` is monotonic seconds."""
+
+    def __init__(
+        self,
+        max_bytes: int,
+        *,
+        ttl: float = DEFAULT_TTL,
+        max_per_user: int = 20,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_bytes = max_bytes
+        self.ttl = ttl
+        self.max_per_user = max_per_user
+        self._clock = clock
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+        self._kept_bytes = 0
+        self._arriving = 0
+
+    @property
+    def used_bytes(self) -> int:
+        """Bytes kept plus bytes reserved for uploads still arriving."""
+        return self._kept_bytes + self._arriving
+
+    @contextmanager
+    def reserve(self, size: int) -> Iterator[None]:
+        """Hold ``size`` bytes of room while an upload arrives; :class:`UploadCacheFull` at
+        once when there is not that much room."""
+        self._expire()
+        if self.used_bytes + size > self.max_bytes:
+            raise UploadCacheFull(
+                "The playground is holding as many uploads as it may right now "
+                f"({self.max_bytes // (1024 * 1024)} MiB over everyone); send or drop the "
+                "images you uploaded, or try again in a few minutes."
+            )
+        self._arriving += size
+        try:
+            yield
+        finally:
+            self._arriving -= size
+
+    def add(
+        self, owner: str, filename: str, data: bytes, content_type: str
+    ) -> tuple[str, StoredFile]:
+        """Keep an upload (its room reserved with :meth:`reserve`); its id and stored form. The
+        owner's oldest uploads go beyond ``max_per_user``."""
+        upload_id = secrets.token_urlsafe(12)
+        stored = StoredFile(safe_filename(filename), data, content_type, owner)
+        self._kept[upload_id] = _Kept(stored, self._clock() + self.ttl)
+        self._kept_bytes += stored.size
+        mine = [key for key, kept in self._kept.items() if kept.file.owner == owner]
+        for key in mine[: max(0, len(mine) - self.max_per_user)]:
+            self._drop(key)
+        return upload_id, stored
+
+    def get(self, upload_id: str, owner: str) -> StoredFile | None:
+        """``owner``'s upload ``upload_id``, if it is still kept."""
+        self._expire()
+        kept = self._kept.get(upload_id)
+        return kept.file if kept is not None and kept.file.owner == owner else None
+
+    def count(self) -> int:
+        self._expire()
+        return len(self._kept)
+
+    def take(self, upload_ids: list[str], owner: str) -> list[StoredFile]:
+        """Remove and return ``owner``'s uploads; ``KeyError`` (naming the id) if one is gone."""
+        unique = list(dict.fromkeys(upload_ids))
+        for upload_id in unique:
+            if self.get(upload_id, owner) is None:
+                raise KeyError(upload_id)
+        return [self._drop(upload_id) for upload_id in unique]
+
+    def _drop(self, upload_id: str) -> StoredFile:
+        kept = self._kept.pop(upload_id)
+        self._kept_bytes -= kept.file.size
+        return kept.file
+
+    def _expire(self) -> None:
+        now = self._clock()
+        while self._kept:
+            upload_id, oldest = next(iter(self._kept.items()))
+            if oldest.expires_at > now:
+                break
+            self._drop(upload_id)
