@@ -21,6 +21,7 @@ import base64
 import io
 import math
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -162,7 +163,11 @@ def mask_for(region_text: str, size: tuple[int, int]) -> Mask:
 def image_size(data: bytes) -> tuple[int, int]:
     """(width, height) of an image given as bytes; :class:`CommandError` when it is not one."""
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            return image.size
-    except (UnidentifiedImageError, OSError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as image:
+                return image.size
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise CommandError("That image has too many pixels for me to read.") from None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
         raise CommandError("That file is not an image I can read.") from None

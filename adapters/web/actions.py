@@ -7,6 +7,7 @@ message, hands the event to the core in the background and answers ``202 {"event
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -17,7 +18,7 @@ from adapters.listener import refused
 from adapters.web.adapter import WebAdapter
 from adapters.web.platform import WebContext, web_place
 from adapters.web.routes import ADAPTER, USER, json_error
-from adapters.web.store import StoredFile, WebMessage, sniff_image_type
+from adapters.web.store import StoredFile, WebMessage
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
 from adapters.web.uploads import UploadCacheFull
 from bot.events import (
@@ -29,6 +30,7 @@ from bot.events import (
     UserMessage,
     decode_custom_id,
 )
+from bot.jobs.media import MediaError, inspect_image
 
 log = logging.getLogger(__name__)
 
@@ -290,10 +292,11 @@ async def _receive_images(request: web.Request, max_bytes: int) -> list[tuple[st
         data = await _read_part(part, max_bytes, filename)
         if not data:
             raise BadInput(f"{filename} is empty.")
-        content_type = sniff_image_type(data)
-        if content_type is None:
-            raise BadInput(f"{filename} is not an image genbot can use (PNG, JPEG, GIF or WebP).")
-        received.append((filename, data, content_type))
+        try:
+            image = await asyncio.to_thread(inspect_image, data)
+        except MediaError as error:
+            raise BadInput(f"{filename}: {error}.") from None
+        received.append((filename, data, image.content_type))
     if not received:
         raise BadInput("No image in the upload: send it in a form field named 'file'.")
     return received

@@ -5,7 +5,7 @@
   and the secret are checked first (:meth:`WebhookTarget.webhook_job`); only then is the body
   read (at most ``MAX_BODY_BYTES``) and handed over (:meth:`WebhookTarget.on_webhook`). An
   unknown job or a wrong secret gets 401 without a byte of the body being read.
-- ``GET /media/<name>``: images re-hosted for the provider (:class:`bot.jobs.media.MediaHost`).
+- ``GET /media/<name>``: images re-hosted for the provider (:class:`bot.jobs.hosting.MediaHost`).
 
 Secrets are never logged: access logging is off, and refusals are counted and logged with a
 reason only, at most once a minute.
@@ -21,7 +21,7 @@ from aiohttp import web
 from adapters.listener import Listener, ListenerLimits, body_limit, refused
 from bot import metrics
 from bot.config import WebhookSettings
-from bot.jobs.media import MediaHost
+from bot.jobs.hosting import MediaHost
 from storage import Job
 
 log = logging.getLogger(__name__)

@@ -25,9 +25,10 @@ from bot.config import Settings
 from bot.core import Feature, Lifecycle, SurfaceRegistry
 from bot.jobs.delivery import Delivery
 from bot.jobs.diffusion import DiffusionJobs
+from bot.jobs.hosting import MediaHost, media_folder
 from bot.jobs.images import ImageJobs
 from bot.jobs.limits import Limits, open_channels_from
-from bot.jobs.media import MediaFetcher, MediaHost, media_folder
+from bot.jobs.media import MediaFetcher, provider_is_private
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.starter import JobSpec, JobStarter, Submitted
 from bot.jobs.tools import JobTools
@@ -122,7 +123,10 @@ def build_job_engines(
     """
     limits_settings = settings.limits
     watch = JobWatch(store)
-    media = MediaFetcher(limits_settings.max_upload_bytes)
+    media = MediaFetcher(
+        limits_settings.max_upload_bytes,
+        allow_private=provider_is_private(settings.api.base_url),
+    )
     webhook_base = webhook_base_url(settings)
     media_host = (
         MediaHost(

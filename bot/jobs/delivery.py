@@ -16,8 +16,9 @@ already shows instead of posting it twice. A failed attempt releases the claim a
 attempt count and the time of the next attempt (``next_poll_at``) with it, so retries back off
 exponentially (:class:`DeliveryRetry`) across restarts; the tracker runs them when due. From the
 ``image_attempts``-th attempt on, a result whose image cannot be downloaded is posted with the
-provider's link instead; once the retries are used up the job ends ``failed_posted`` and its
-progress message says the result could not be posted.
+provider's link instead (at once when the image arrived but cannot be read: a damaged file or a
+decompression bomb does not improve with retries); once the retries are used up the job ends
+``failed_posted`` and its progress message says the result could not be posted.
 
 Progress edits are serialized per job with the final edits and never made once the job's
 messages are final (remembered in memory: deliveries run in this process), so a late poll
@@ -51,7 +52,7 @@ from bot.events import (
 )
 from bot.follow_ups import follow_up_buttons
 from bot.jobs import texts
-from bot.jobs.media import ImageBytes, MediaError, MediaFetcher
+from bot.jobs.media import ImageBytes, MediaError, MediaFetcher, UnreadableImage
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.watch import JobWatch
 from bot.status import end_status, show_status
@@ -407,7 +408,8 @@ class Delivery:
                 if number == 1:
                     extra = {"width": image.width, "height": image.height}
         except MediaError as error:
-            if job.delivery_attempts + 1 < self.retry.image_attempts:
+            retried = job.delivery_attempts + 1 < self.retry.image_attempts
+            if retried and not isinstance(error, UnreadableImage):
                 raise
             url = job.result_urls[0] if job.result_urls else ""
             text = texts.unavailable_image_text(job, str(error), url)

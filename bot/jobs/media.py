@@ -1,39 +1,52 @@
-"""Bounded image downloads, and a small in-memory host for images the provider must fetch.
+"""Images genbot reads: checked before use, and downloaded within bounds.
+
+:func:`inspect_image` is the one gate every image passes (users' attachments and uploads,
+provider results): PNG, JPEG, GIF or WebP only, at most :data:`MAX_IMAGE_PIXELS` pixels (a
+decompression bomb is refused from its header, before any pixel is decoded), and complete (a
+truncated file, or another file behind an image's first bytes, is refused). Its errors are
+sentences for users.
 
 Provider result URLs expire, so results are downloaded and re-uploaded to the platform.
-:class:`MediaFetcher` downloads with a size cap (``[limits] max_upload_bytes``) and a time cap,
-and checks that the bytes are an image it can read.
-
-:class:`MediaHost` keeps images users attached (``/describe``, ``/blend``) for a while, on disk
-beside the database, and serves them at ``<public_url>/media/<token>.<ext>`` through the webhook
-receiver, because the provider does not accept links on the chat platform's CDN (spec 4.2). It
-only exists when ``[webhook] public_url`` is set; tokens are random and expire (``ttl``).
+:class:`MediaFetcher` downloads over http(s) only, following at most :data:`MAX_REDIRECTS`
+redirects, with a size cap (``[limits] max_upload_bytes``) and a time cap; it refuses loopback,
+private and link-local addresses unless told the provider itself lives on one (the simulator).
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
-import os
-import re
-import secrets
-import time
-from collections.abc import Callable
+import ipaddress
+import logging
+import socket
+import warnings
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
 from PIL import Image, UnidentifiedImageError
 
-from storage.files import PRIVATE_FILE, private_folder
+log = logging.getLogger(__name__)
 
 DOWNLOAD_TIMEOUT_SECONDS = 30.0
 CHUNK_BYTES = 64 * 1024
+MAX_REDIRECTS = 3
+MAX_IMAGE_PIXELS = 40_000_000
+"""Larger images are refused unread (a 4× upscale of a 2048-pixel image is 16.8 M)."""
+READABLE_FORMATS = ("PNG", "JPEG", "GIF", "WEBP")
 _EXTENSIONS = {"PNG": "png", "JPEG": "jpg", "WEBP": "webp", "GIF": "gif"}
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 class MediaError(Exception):
     """An image could not be downloaded or read; ``str(error)`` is a sentence for users."""
+
+
+class UnreadableImage(MediaError):
+    """The bytes arrived but are not an image genbot reads: trying again will not help."""
 
 
 @dataclass(frozen=True)
@@ -47,47 +60,163 @@ class ImageBytes:
     height: int
 
 
-def inspect_image(data: bytes) -> ImageBytes:
-    """Identify ``data`` as an image; :class:`MediaError` when it is not one."""
+def inspect_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> ImageBytes:
+    """``data`` as a checked image (see the module docstring); :class:`UnreadableImage` saying
+    what is wrong otherwise."""
+    if not data:
+        raise UnreadableImage("the file is empty")
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            kind = image.format or "PNG"
-            width, height = image.size
-    except (UnidentifiedImageError, OSError):
-        raise MediaError("the file is not an image genbot can read") from None
-    extension = _EXTENSIONS.get(kind, kind.lower())
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data), formats=READABLE_FORMATS) as image:
+                kind = image.format or "PNG"
+                width, height = image.size
+                _check_pixels(width, height, max_pixels)
+                _read_through(image, kind)
+    except UnreadableImage:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise UnreadableImage(
+            f"the image is a decompression bomb: {_too_many_pixels(max_pixels)}"
+        ) from None
+    except UnidentifiedImageError:
+        raise UnreadableImage(
+            "the file is not an image genbot can read (PNG, JPEG, GIF or WebP)"
+        ) from None
+    except Exception as error:
+        log.debug("an image failed its check: %r", error)
+        raise UnreadableImage(
+            "the image file is truncated or damaged (or not an image behind an image's header)"
+        ) from None
+    extension = _EXTENSIONS[kind]
     content_type = Image.MIME.get(kind, f"image/{extension}")
     return ImageBytes(data, content_type, extension, width, height)
 
 
-class MediaFetcher:
-    """Downloads images over HTTP, at most ``max_bytes`` each, within ``timeout`` seconds."""
+def _check_pixels(width: int, height: int, max_pixels: int) -> None:
+    if width <= 0 or height <= 0:
+        raise UnreadableImage("the image has no pixels")
+    if width * height > max_pixels:
+        raise UnreadableImage(f"the image is {width}×{height}: {_too_many_pixels(max_pixels)}")
 
-    def __init__(self, max_bytes: int, timeout: float = DOWNLOAD_TIMEOUT_SECONDS) -> None:
+
+def _too_many_pixels(max_pixels: int) -> str:
+    return f"it has too many pixels (genbot reads at most {max_pixels // 1_000_000} million)"
+
+
+def _read_through(image: Image.Image, kind: str) -> None:
+    """Read the whole file as cheaply as its format allows; raises when it is incomplete."""
+    if kind == "PNG":
+        image.verify()
+        return
+    if kind == "JPEG":
+        width, height = image.size
+        image.draft("RGB", (max(1, width // 8), max(1, height // 8)))
+    image.load()
+
+
+def is_private_address(host: str) -> bool:
+    """Whether ``host`` (an IP address) is loopback, private, link-local or otherwise not a
+    public internet address."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return False
+    return not address.is_global
+
+
+def provider_is_private(base_url: str) -> bool:
+    """Whether ``[api] base_url`` names a loopback or private address (the simulator): then
+    result URLs may point there too."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host == "localhost" or is_private_address(host)
+
+
+class PublicResolver(AbstractResolver):
+    """Resolves names like aiohttp does, then drops every non-public address; a name with
+    nothing else left fails to connect (so a redirect cannot reach the local network)."""
+
+    def __init__(self) -> None:
+        self._resolver = DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = await self._resolver.resolve(host, port, family)
+        public = [entry for entry in found if not is_private_address(entry["host"])]
+        if not public:
+            raise OSError(f"{host} resolves to a private address only")
+        return public
+
+    async def close(self) -> None:
+        await self._resolver.close()
+
+
+class MediaFetcher:
+    """Downloads images over HTTP (see the module docstring), at most ``max_bytes`` each, within
+    ``timeout`` seconds; ``allow_private`` admits loopback and private addresses."""
+
+    def __init__(
+        self,
+        max_bytes: int,
+        timeout: float = DOWNLOAD_TIMEOUT_SECONDS,
+        *,
+        allow_private: bool = False,
+    ) -> None:
         self.max_bytes = max_bytes
         self.timeout = timeout
+        self.allow_private = allow_private
         self._session: aiohttp.ClientSession | None = None
 
     async def fetch(self, url: str) -> ImageBytes:
-        """The image at ``url``; :class:`MediaError` on any failure (status, size, time)."""
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession()
+        """The image at ``url``; :class:`MediaError` on any failure (address, status, size,
+        time, redirects), :class:`UnreadableImage` when the bytes are not a readable image."""
         try:
             async with asyncio.timeout(self.timeout):
-                async with self._session.get(url) as response:
-                    if response.status != 200:
-                        raise MediaError(f"the image link answered HTTP {response.status}")
-                    declared = response.content_length
-                    if declared is not None and declared > self.max_bytes:
-                        raise MediaError(self._too_big(declared))
-                    data = await self._read(response)
+                data = await self._download(url)
         except TimeoutError:
             raise MediaError(f"the image took longer than {self.timeout:g} s to download") from None
         except aiohttp.ClientError as error:
             raise MediaError(
                 f"the image could not be downloaded ({type(error).__name__})"
             ) from None
+        except OSError as error:
+            raise MediaError(f"the image could not be downloaded ({error})") from None
         return inspect_image(data)
+
+    async def _download(self, url: str) -> bytes:
+        session = self._open()
+        for _ in range(MAX_REDIRECTS + 1):
+            self._check_address(url)
+            async with session.get(url, allow_redirects=False) as response:
+                location = response.headers.get("Location")
+                if response.status in _REDIRECTS and location:
+                    url = urljoin(url, location)
+                    continue
+                if response.status != 200:
+                    raise MediaError(f"the image link answered HTTP {response.status}")
+                declared = response.content_length
+                if declared is not None and declared > self.max_bytes:
+                    raise MediaError(self._too_big(declared))
+                return await self._read(response)
+        raise MediaError(f"the image link redirected more than {MAX_REDIRECTS} times")
+
+    def _check_address(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise MediaError("the image link is not an http(s) address")
+        if not self.allow_private and (
+            parts.hostname.lower() == "localhost" or is_private_address(parts.hostname)
+        ):
+            raise MediaError("the image link points to a private address")
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            options: dict[str, Any] = {}
+            if not self.allow_private:
+                options["connector"] = aiohttp.TCPConnector(resolver=PublicResolver())
+            self._session = aiohttp.ClientSession(**options)
+        return self._session
 
     async def _read(self, response: aiohttp.ClientResponse) -> bytes:
         buffer = bytearray()
@@ -112,95 +241,3 @@ class MediaFetcher:
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-
-@dataclass(frozen=True)
-class HostedImage:
-    """An image kept by :class:`MediaHost`: the file to serve and its MIME type."""
-
-    path: Path
-    content_type: str
-
-
-PARTIAL_FILE_SECONDS = 60.0
-"""A file still being written this long after it was begun was left by a crash."""
-_HOSTED_NAME = re.compile(r"^[A-Za-z0-9_-]{24}\.(png|jpg|webp|gif)$")
-_TYPES = {"png": "image/png", "jpg": "image/jpeg", "webp": "image/webp", "gif": "image/gif"}
-
-
-def media_folder(database: Path) -> Path:
-    """Where re-hosted images are kept: beside genbot's database
-    (``genbot.db`` → ``genbot.media/``)."""
-    return database.with_name(f"{database.stem}.media")
-
-
-class MediaHost:
-    """Images served at ``<base_url>/media/<token>.<ext>`` for ``ttl`` seconds.
-
-    They are files in ``folder`` (``0700``, each file ``0600``), so they survive a restart;
-    at most ``max_total_bytes`` are kept, the oldest going first when more arrive.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        folder: Path,
-        *,
-        max_total_bytes: int = 256 * 1024 * 1024,
-        ttl: float = 3600.0,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.folder = folder
-        self.max_total_bytes = max_total_bytes
-        self.ttl = ttl
-        self._clock = clock
-
-    async def put(self, image: ImageBytes) -> str:
-        """Keep ``image`` and return its public URL."""
-        extension = image.extension if image.extension in _TYPES else "png"
-        name = f"{secrets.token_urlsafe(18)}.{extension}"
-        await asyncio.to_thread(self._write, name, image.data)
-        return f"{self.base_url}/media/{name}"
-
-    def get(self, name: str) -> HostedImage | None:
-        """The image called ``name`` (the last path segment of its URL), if kept and fresh."""
-        if not _HOSTED_NAME.match(name):
-            return None
-        path = self.folder / name
-        try:
-            written = path.stat().st_mtime
-        except OSError:
-            return None
-        if written + self.ttl <= self._clock():
-            return None
-        return HostedImage(path, _TYPES[name.rsplit(".", 1)[1]])
-
-    def _write(self, name: str, data: bytes) -> None:
-        private_folder(self.folder)
-        self._make_room(len(data))
-        partial = self.folder / f".{name}.partial"
-        descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE)
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-        os.replace(partial, self.folder / name)
-
-    def _make_room(self, incoming: int) -> None:
-        now = self._clock()
-        kept: list[tuple[float, int, Path]] = []
-        for path in self.folder.iterdir():
-            try:
-                info = path.stat()
-            except OSError:
-                continue
-            partial = path.name.startswith(".")
-            if info.st_mtime + (PARTIAL_FILE_SECONDS if partial else self.ttl) <= now:
-                path.unlink(missing_ok=True)
-            elif not partial:
-                kept.append((info.st_mtime, info.st_size, path))
-        total = sum(size for _, size, _ in kept) + incoming
-        for _, size, path in sorted(kept):
-            if total <= self.max_total_bytes:
-                break
-            path.unlink(missing_ok=True)
-            total -= size

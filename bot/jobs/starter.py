@@ -50,8 +50,9 @@ from bot.api.validation import check_http_url
 from bot.core import SurfaceRegistry, UserError
 from bot.events import Attachment, ButtonPress, Event, ModalSubmit
 from bot.jobs.delivery import Delivery
+from bot.jobs.hosting import MediaHost
 from bot.jobs.limits import Limits
-from bot.jobs.media import MediaError, MediaHost, inspect_image
+from bot.jobs.media import MediaError, inspect_image
 from bot.jobs.prompts import check_attachment
 from bot.jobs.refusals import FollowUpRefused
 from bot.jobs.texts import heading

@@ -156,7 +156,11 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
     store = await SqliteStore.open(tmp_path / "genbot.db")
     try:
         delivery = Delivery(
-            store, surfaces, RenderBudget(fake.clock), MediaFetcher(1024), JobWatch(store)
+            store,
+            surfaces,
+            RenderBudget(fake.clock),
+            MediaFetcher(1024, allow_private=True),
+            JobWatch(store),
         )
         posts = (delivery.send(PLACE, OutMessage(f"result {i}")) for i in range(6))
         await fake.run(asyncio.gather(*posts))

@@ -1,56 +1,149 @@
-"""Re-hosted media: files beside the database (private), kept across a restart, expired, capped."""
+"""Every image genbot reads is checked (bombs, truncated files, other files behind an image's
+first bytes), and provider result URLs are fetched within bounds (http(s) only, at most three
+redirects, no private addresses unless the provider lives on one)."""
 
 from __future__ import annotations
 
-import os
-import stat
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
-from bot.jobs.media import MediaHost, inspect_image, media_folder
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bot.jobs.media import (
+    MAX_REDIRECTS,
+    MediaError,
+    MediaFetcher,
+    PublicResolver,
+    UnreadableImage,
+    inspect_image,
+    provider_is_private,
+)
+from simulator.state import SimulatorConfig
+from simulator.task_model import fetch_record
 from tests.adapters.web.fakes import png
+from tests.bot.harness import harness
+from tests.resilience.hostile_files import (
+    bomb_png,
+    damaged_jpeg,
+    html_gif,
+    noise_png,
+    truncated_png,
+)
 
-BASE = "https://genbot.example.org"
+HOSTILE = [
+    ("bomb", bomb_png(), "decompression bomb: it has too many pixels"),
+    ("wide", png(9000, 5000), "9000×5000: it has too many pixels"),
+    ("truncated", truncated_png(), "truncated or damaged"),
+    ("damaged jpeg", damaged_jpeg(), "truncated or damaged"),
+    ("html in a gif", html_gif(), "not an image genbot can read"),
+    ("svg", b'<svg xmlns="http://www.w3.org/2000/svg"/>', "not an image genbot can read"),
+    ("bmp", b"BM" + b"\0" * 60, "not an image genbot can read"),
+    ("empty", b"", "empty"),
+]
 
 
-def mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)
+@pytest.mark.parametrize(("data", "words"), [c[1:] for c in HOSTILE], ids=[c[0] for c in HOSTILE])
+def test_hostile_images_are_refused_with_what_is_wrong(data: bytes, words: str) -> None:
+    with pytest.raises(UnreadableImage, match=words):
+        inspect_image(data)
 
 
-async def test_hosted_images_are_private_files_that_survive_a_restart(tmp_path: Path) -> None:
-    folder = media_folder(tmp_path / "genbot.db")
-    assert folder == tmp_path / "genbot.media"
-    previous = os.umask(0)
+def test_readable_images_pass() -> None:
+    image = inspect_image(noise_png(40, 30))
+    assert (image.width, image.height, image.content_type) == (40, 30, "image/png")
+
+
+@asynccontextmanager
+async def image_server() -> AsyncIterator[tuple[str, list[str]]]:
+    """Serves ``/hop/<n>`` (redirects n more times, then the image), ``/bomb``, ``/to/<url>``."""
+    seen: list[str] = []
+
+    async def hop(request: web.Request) -> web.StreamResponse:
+        seen.append(request.path)
+        left = int(request.match_info["n"])
+        if left == 0:
+            return web.Response(body=png(20, 20), content_type="image/png")
+        return web.Response(status=302, headers={"Location": f"/hop/{left - 1}"})
+
+    async def bomb(request: web.Request) -> web.Response:
+        seen.append(request.path)
+        return web.Response(body=bomb_png(), content_type="image/png")
+
+    async def to(request: web.Request) -> web.Response:
+        seen.append(request.path)
+        return web.Response(status=307, headers={"Location": request.query["url"]})
+
+    app = web.Application()
+    app.router.add_get("/hop/{n}", hop)
+    app.router.add_get("/bomb", bomb)
+    app.router.add_get("/to", to)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
     try:
-        url = await MediaHost(BASE, folder).put(inspect_image(png(30, 20)))
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}", seen
     finally:
-        os.umask(previous)
-    assert url.startswith(f"{BASE}/media/") and url.endswith(".png")
-    name = url.rsplit("/", 1)[1]
-    [kept] = list(folder.iterdir())
-    assert mode(folder) == 0o700 and mode(kept) == 0o600
-
-    restarted = MediaHost(BASE, folder)
-    hosted = restarted.get(name)
-    assert hosted is not None and hosted.content_type == "image/png"
-    assert hosted.path.read_bytes() == png(30, 20)
-    for forged in ("../genbot.db", name.replace(".png", ".html"), "x" * 24 + ".png", ""):
-        assert restarted.get(forged) is None
+        await runner.cleanup()
 
 
-async def test_hosted_images_expire_and_the_oldest_go_past_the_cap(tmp_path: Path) -> None:
-    now = [1_700_000_000.0]
-    image = inspect_image(png(64, 64))
-    host = MediaHost(
-        BASE, tmp_path / "media", max_total_bytes=3 * len(image.data), ttl=600, clock=lambda: now[0]
-    )
-    names = []
-    for step in range(4):
-        names.append((await host.put(image)).rsplit("/", 1)[1])
-        os.utime(tmp_path / "media" / names[-1], (now[0] + step, now[0] + step))
-    kept = sorted(p.name for p in (tmp_path / "media").iterdir())
-    assert host.get(names[0]) is None and len(kept) == 3
-    assert all(host.get(name) is not None for name in names[1:])
-    now[0] += 605
-    assert all(host.get(name) is None for name in names)
-    await host.put(image)
-    assert len(list((tmp_path / "media").iterdir())) == 1
+async def test_at_most_three_redirects_are_followed() -> None:
+    fetcher = MediaFetcher(1 << 20, allow_private=True)
+    async with image_server() as (url, seen):
+        image = await fetcher.fetch(f"{url}/hop/{MAX_REDIRECTS}")
+        assert (image.width, image.height) == (20, 20)
+        seen.clear()
+        with pytest.raises(MediaError, match="redirected more than 3 times"):
+            await fetcher.fetch(f"{url}/hop/{MAX_REDIRECTS + 1}")
+        assert len(seen) == MAX_REDIRECTS + 1
+        for target in ("file:///etc/passwd", "ftp://127.0.0.1/x.png", "gopher://127.0.0.1/"):
+            with pytest.raises(MediaError, match="not an http"):
+                await fetcher.fetch(f"{url}/to?url={target}")
+        with pytest.raises(UnreadableImage, match="decompression bomb"):
+            await fetcher.fetch(f"{url}/bomb")
+    await fetcher.aclose()
+
+
+async def test_private_addresses_are_refused_unless_the_provider_is_on_one() -> None:
+    assert provider_is_private("http://127.0.0.1:8787")
+    assert provider_is_private("http://localhost:8787") and provider_is_private("http://10.1.2.3")
+    assert not provider_is_private("https://api.example.com")
+    fetcher = MediaFetcher(1 << 20, allow_private=False)
+    async with image_server() as (url, seen):
+        port = url.rsplit(":", 1)[1]
+        for private in (url, f"http://localhost:{port}", f"http://[::1]:{port}", "http://10.0.0.8"):
+            with pytest.raises(MediaError, match="private address"):
+                await fetcher.fetch(f"{private}/hop/0")
+        assert seen == []
+    with pytest.raises(OSError, match="private address only"):
+        await PublicResolver().resolve("localhost", 80)
+    await fetcher.aclose()
+
+
+async def test_a_bomb_as_a_provider_result_is_posted_as_a_link_after_one_download(
+    tmp_path: Path,
+) -> None:
+    manual = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000, insecure_webhooks=True)
+    async with (
+        harness(tmp_path, webhooks=True, sim_config=manual) as bot,
+        image_server() as (url, seen),
+        aiohttp.ClientSession() as http,
+    ):
+        await bot.actor().command("imagine", prompt="a fox")
+        job = await bot.latest_job()
+        record = fetch_record(bot.sim.state.tasks[job.provider_id or ""], bot.sim.state.now())
+        record.update(status="finished", task_result={"image_url": f"{url}/bomb"})
+        hook = f"{bot.settings.webhook.public_url}/webhooks/tasks/{job.id}"
+        secret = {"x-webhook-secret": job.webhook_secret or ""}
+        async with http.post(hook, data=json.dumps(record), headers=secret) as answer:
+            assert answer.status == 200
+
+        posted = await bot.result(job.id)
+        assert "decompression bomb" in posted.text and f"{url}/bomb" in posted.text
+        assert posted.message.images == ()
+        assert seen == ["/bomb"]
+        assert (await bot.settled(job.id)).status == "posted"

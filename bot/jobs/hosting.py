@@ -1,0 +1,111 @@
+"""A host for images the provider must fetch: :class:`MediaHost` keeps images users attached
+(``/describe``, ``/blend``) for a while, on disk beside the database, and the webhook receiver
+serves them at ``<public_url>/media/<token>.<ext>``, because the provider does not accept links on
+the chat platform's CDN (spec 4.2). It only exists when ``[webhook] public_url`` is set; tokens
+are random and expire (``ttl``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.jobs.media import ImageBytes
+from storage.files import PRIVATE_FILE, private_folder
+
+
+@dataclass(frozen=True)
+class HostedImage:
+    """An image kept by :class:`MediaHost`: the file to serve and its MIME type."""
+
+    path: Path
+    content_type: str
+
+
+PARTIAL_FILE_SECONDS = 60.0
+"""A file still being written this long after it was begun was left by a crash."""
+_HOSTED_NAME = re.compile(r"^[A-Za-z0-9_-]{24}\.(png|jpg|webp|gif)$")
+_TYPES = {"png": "image/png", "jpg": "image/jpeg", "webp": "image/webp", "gif": "image/gif"}
+
+
+def media_folder(database: Path) -> Path:
+    """Where re-hosted images are kept: beside genbot's database
+    (``genbot.db`` → ``genbot.media/``)."""
+    return database.with_name(f"{database.stem}.media")
+
+
+class MediaHost:
+    """Images served at ``<base_url>/media/<token>.<ext>`` for ``ttl`` seconds.
+
+    They are files in ``folder`` (``0700``, each file ``0600``), so they survive a restart;
+    at most ``max_total_bytes`` are kept, the oldest going first when more arrive.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        folder: Path,
+        *,
+        max_total_bytes: int = 256 * 1024 * 1024,
+        ttl: float = 3600.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.folder = folder
+        self.max_total_bytes = max_total_bytes
+        self.ttl = ttl
+        self._clock = clock
+
+    async def put(self, image: ImageBytes) -> str:
+        """Keep ``image`` and return its public URL."""
+        extension = image.extension if image.extension in _TYPES else "png"
+        name = f"{secrets.token_urlsafe(18)}.{extension}"
+        await asyncio.to_thread(self._write, name, image.data)
+        return f"{self.base_url}/media/{name}"
+
+    def get(self, name: str) -> HostedImage | None:
+        """The image called ``name`` (the last path segment of its URL), if kept and fresh."""
+        if not _HOSTED_NAME.match(name):
+            return None
+        path = self.folder / name
+        try:
+            written = path.stat().st_mtime
+        except OSError:
+            return None
+        if written + self.ttl <= self._clock():
+            return None
+        return HostedImage(path, _TYPES[name.rsplit(".", 1)[1]])
+
+    def _write(self, name: str, data: bytes) -> None:
+        private_folder(self.folder)
+        self._make_room(len(data))
+        partial = self.folder / f".{name}.partial"
+        descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+        os.replace(partial, self.folder / name)
+
+    def _make_room(self, incoming: int) -> None:
+        now = self._clock()
+        kept: list[tuple[float, int, Path]] = []
+        for path in self.folder.iterdir():
+            try:
+                info = path.stat()
+            except OSError:
+                continue
+            partial = path.name.startswith(".")
+            if info.st_mtime + (PARTIAL_FILE_SECONDS if partial else self.ttl) <= now:
+                path.unlink(missing_ok=True)
+            elif not partial:
+                kept.append((info.st_mtime, info.st_size, path))
+        total = sum(size for _, size, _ in kept) + incoming
+        for _, size, path in sorted(kept):
+            if total <= self.max_total_bytes:
+                break
+            path.unlink(missing_ok=True)
+            total -= size
