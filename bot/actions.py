@@ -123,15 +123,19 @@ def task_buttons(
     return tuple(tuple(_button(a, ref, pressed, disabled) for a in row) for row in rows)
 
 
-def describe_buttons(ref: str, count: int = 4) -> tuple[tuple[Button, ...], ...]:
+def describe_buttons(
+    ref: str, count: int = 4, *, pressed: Collection[str] = ()
+) -> tuple[tuple[Button, ...], ...]:
     """``1 2 3 4`` under a describe result: each starts an imagine job with that prompt."""
-    return (tuple(_button(a, ref, ()) for a in DESCRIBE_ACTIONS[:count]),)
+    return (tuple(_button(a, ref, pressed) for a in DESCRIBE_ACTIONS[:count]),)
 
 
-def diffusion_buttons(ref: str, *, upscale: bool = True) -> tuple[tuple[Button, ...], ...]:
+def diffusion_buttons(
+    ref: str, *, upscale: bool = True, pressed: Collection[str] = ()
+) -> tuple[tuple[Button, ...], ...]:
     """``🔄`` (same options, new seed), ``Upscale`` and ``Use as init`` under a diffusion image."""
     actions = [a for a in DIFFUSION_ACTIONS if upscale or a != "diff_upscale"]
-    return (tuple(_button(a, ref, ()) for a in actions),)
+    return (tuple(_button(a, ref, pressed) for a in actions),)
 
 
 @dataclass(frozen=True)

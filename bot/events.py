@@ -223,6 +223,10 @@ class SurfaceLimits:
     """Per-workspace budgets of the kinds of write the platform limits each on its own (Slack
     gives every method its own tier; ``None``: no workspace budget, only the channel's); a
     kind not listed counts against ``edits_per_minute_per_workspace``."""
+    edits_add_images: bool = True
+    """Whether :meth:`Surface.edit` can give a posted message its images (Discord, the
+    playground), so a job's progress message can become its result; where it cannot (Slack)
+    the result is posted and the progress message removed."""
 
 
 class RateLimited(Exception):
@@ -257,19 +261,28 @@ class NativeStream(Protocol):
         ...
 
 
+class MessageGone(SurfaceError):
+    """Raised by a surface when the message to edit or delete no longer exists (a user or a
+    moderator deleted it)."""
+
+
 class Surface(Protocol):
     """What an adapter offers the core. Every method is bounded in time by the adapter.
 
     A surface may also have ``command_names: Mapping[str, str]``: how its platform spells the
     catalogue's commands where they differ (Slack: ``settings`` → ``genbot settings``); help
-    texts follow it; and ``async def posted(place, key) -> MessageRef | None``: the message it
+    texts follow it; ``async def posted(place, key) -> MessageRef | None``: the message it
     shows in ``place`` with ``key`` (see :attr:`OutMessage.key`), where the platform lets it
-    tell; and ``async def start_stream(place, text, *, origin, recipient) -> NativeStream |
-    None``: a message in ``place`` that the platform streams itself, starting with ``text``, for
-    ``recipient`` (the user being answered), or ``None`` when the platform does not stream there
-    (the caller posts and edits instead); and ``async def show_status(place, status, *,
-    origin)`` / ``async def end_status(place, status, *, origin)``: show that genbot is
-    :data:`WorkStatus` ``status`` where the answer to ``origin`` will appear, until ended.
+    tell; ``async def delete(ref) -> None``: remove a message genbot posted (a finished job's
+    progress message where the result could not become it, a cancelled job's);
+    ``async def link(ref) -> str | None``: an address that opens the message, for "the result
+    is here" answers; ``async def start_stream(place, text, *, origin, recipient) ->
+    NativeStream | None``: a message in ``place`` that the platform streams itself, starting
+    with ``text``, for ``recipient`` (the user being answered), or ``None`` when the platform
+    does not stream there (the caller posts and edits instead); and ``async def
+    show_status(place, status, *, origin)`` / ``async def end_status(place, status, *,
+    origin)``: show that genbot is :data:`WorkStatus` ``status`` where the answer to ``origin``
+    will appear, until ended.
     """
 
     platform: str

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal
 
 from bot.actions import MAX_BUTTONS_PER_ROW, task_buttons
@@ -295,11 +295,21 @@ def offered_follow_ups(job: Job, size: tuple[int, int] | None = None) -> list[st
 
 
 def follow_up_buttons(
-    job: Job, max_per_row: int = MAX_BUTTONS_PER_ROW, size: tuple[int, int] | None = None
+    job: Job,
+    max_per_row: int = MAX_BUTTONS_PER_ROW,
+    size: tuple[int, int] | None = None,
+    *,
+    pressed: Collection[str] = (),
 ) -> tuple[tuple[Button, ...], ...]:
     """The buttons under a family B job's result: its follow-ups (:func:`offered_follow_ups`),
-    those the provider refused shown disabled."""
+    those the provider refused shown disabled, ``pressed`` ones marked."""
     offered = offered_follow_ups(job, size)
     if not offered:
         return ()
-    return task_buttons(offered, job.id, disabled=refused_actions(job), max_per_row=max_per_row)
+    return task_buttons(
+        offered,
+        job.id,
+        pressed=pressed,
+        disabled=refused_actions(job),
+        max_per_row=max_per_row,
+    )

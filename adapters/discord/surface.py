@@ -38,6 +38,7 @@ from adapters.text import truncate
 from bot.events import (
     Attachment,
     Event,
+    MessageGone,
     MessageRef,
     Modal,
     OutMessage,
@@ -50,6 +51,7 @@ from bot.events import (
 CALL_TIMEOUT = 30.0
 RATE_LIMIT_WAIT_CAP = 10.0
 NONCE_LENGTH = 25
+UNKNOWN_MESSAGE = 10008
 _log = logging.getLogger("genbot.discord")
 
 
@@ -61,6 +63,10 @@ async def discord_call(what: str) -> AsyncIterator[None]:
             yield
     except discord.RateLimited as exc:
         raise RateLimited(exc.retry_after) from exc
+    except discord.NotFound as exc:
+        if exc.code == UNKNOWN_MESSAGE:
+            raise MessageGone(f"Discord refused to {what} ({exc.status}: {exc.text})") from exc
+        raise SurfaceError(f"Discord refused to {what} ({exc.status}: {exc.text})") from exc
     except discord.HTTPException as exc:
         if exc.status == 429:
             retry_after = float(exc.response.headers.get("Retry-After", "1") or 1)
@@ -132,6 +138,21 @@ class DiscordSurface:
             if message.images:
                 changes["attachments"] = self._files(message)
             await partial.edit(**changes)
+
+    async def delete(self, ref: MessageRef) -> None:
+        """Delete a message genbot posted."""
+        channel = self._channel(ref.place)
+        async with discord_call("delete a message"):
+            await channel.get_partial_message(int(ref.message_id)).delete()
+
+    async def link(self, ref: MessageRef) -> str:
+        """The message's jump URL."""
+        place = ref.place
+        guild = "@me" if place.is_dm else place.workspace_id
+        return (
+            f"https://discord.com/channels/{guild}/{place.thread_id or place.channel_id}/"
+            f"{ref.message_id}"
+        )
 
     async def send_ephemeral(self, origin: Event, text: str) -> None:
         """Private text: the interaction's answer, its placeholder, or an ephemeral follow-up.

@@ -36,6 +36,7 @@ from bot.events import (
     Command,
     Event,
     ImageFile,
+    MessageGone,
     MessageRef,
     Modal,
     OutMessage,
@@ -114,6 +115,7 @@ class SlackSurface:
             min_seconds_between_edits_of_one_message=1.0 / limits.slack_message_updates_per_second,
             max_buttons_per_row=5,
             writes_per_minute_per_workspace=METHOD_TIERS,
+            edits_add_images=False,
         )
         self.max_download_bytes = limits.max_upload_bytes
         self.call_timeout = call_timeout
@@ -168,15 +170,41 @@ class SlackSurface:
             raise SurfaceError("Slack cannot edit an uploaded file's message")
         if message.images:
             await self._upload(ref.place, message.images)
-        await self._call(
-            "chat.update",
-            self.client.chat_update(
-                channel=ref.place.channel_id,
-                ts=ref.message_id,
-                text=fallback_text(message),
-                blocks=message_blocks(message),
-            ),
+        try:
+            await self._call(
+                "chat.update",
+                self.client.chat_update(
+                    channel=ref.place.channel_id,
+                    ts=ref.message_id,
+                    text=fallback_text(message),
+                    blocks=message_blocks(message),
+                ),
+            )
+        except SlackRefused as refused:
+            if refused.code == "message_not_found":
+                raise MessageGone(str(refused)) from None
+            raise
+
+    async def delete(self, ref: MessageRef) -> None:
+        """Delete a message genbot posted (a finished job's progress message)."""
+        try:
+            await self._call(
+                "chat.delete",
+                self.client.chat_delete(channel=ref.place.channel_id, ts=ref.message_id),
+            )
+        except SlackRefused as refused:
+            if refused.code == "message_not_found":
+                raise MessageGone(str(refused)) from None
+            raise
+
+    async def link(self, ref: MessageRef) -> str | None:
+        """The message's permalink."""
+        response = await self._call(
+            "chat.getPermalink",
+            self.client.chat_getPermalink(channel=ref.place.channel_id, message_ts=ref.message_id),
         )
+        permalink = response.get("permalink")
+        return str(permalink) if permalink else None
 
     async def start_stream(
         self,

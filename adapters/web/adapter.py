@@ -45,6 +45,7 @@ from bot.events import (
     EventHandler,
     ImageFile,
     InboundEvent,
+    MessageGone,
     MessageRef,
     Modal,
     OutMessage,
@@ -293,9 +294,7 @@ class WebAdapter:
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
         """Replace a genbot message's text and buttons (and its images, when some are given)."""
         self._check(ref.place, message)
-        posted = self.store.get(ref.message_id)
-        if posted is None or posted.kind != "bot":
-            raise SurfaceError(f"no genbot message {ref.message_id!r} in the playground")
+        posted = self._own(ref)
         posted.text = message.text
         posted.buttons = message.buttons
         posted.from_model = message.from_model
@@ -304,6 +303,27 @@ class WebAdapter:
             self.store.replace_images(posted, message.images)
         posted.edited = time.time()
         await self._keep("edit", posted)
+
+    async def delete(self, ref: MessageRef) -> None:
+        """Remove a genbot message from the channel (and from the browsers showing it)."""
+        posted = self._own(ref)
+        posted.deleted = True
+        posted.text, posted.buttons = "", ()
+        self.store.replace_images(posted, ())
+        posted.edited = time.time()
+        await self._keep("delete", posted)
+
+    async def link(self, ref: MessageRef) -> str | None:
+        """An address of the playground that opens the channel at the message."""
+        if not self._url:
+            return None
+        return f"{self._url}/#{ref.place.channel_id}/{ref.message_id}"
+
+    def _own(self, ref: MessageRef) -> WebMessage:
+        posted = self.store.get(ref.message_id)
+        if posted is None or posted.kind != "bot" or posted.deleted:
+            raise MessageGone(f"no genbot message {ref.message_id!r} in the playground")
+        return posted
 
     async def send_ephemeral(self, origin: Event, text: str) -> None:
         """Show ``text`` to ``origin``'s user only, marked "only you can see this"."""

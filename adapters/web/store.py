@@ -86,6 +86,7 @@ class WebMessage:
     requester_is_admin: bool = False
     created: float = field(default_factory=time.time)
     edited: float | None = None
+    deleted: bool = False
 
     def has_button(self, custom_id: str) -> bool:
         return any(button.custom_id == custom_id for row in self.buttons for button in row)
@@ -123,6 +124,7 @@ class WebMessage:
             "thread_info": self.thread_info,
             "created": self.created,
             "edited": self.edited,
+            "deleted": self.deleted,
         }
 
 
@@ -189,7 +191,8 @@ class MessageStore:
 
     def keyed(self, channel: str, thread: str | None, key: str) -> WebMessage | None:
         """The message posted in the channel (or thread) with ``key``, if it is still kept."""
-        return self._by_key.get((channel, thread, key))
+        found = self._by_key.get((channel, thread, key))
+        return None if found is None or found.deleted else found
 
     def pending(self) -> list[WebMessage]:
         """Commands whose handling had not finished, oldest first."""
@@ -219,7 +222,7 @@ class MessageStore:
         visible = [
             message
             for message in self._channels.get(channel, ())
-            if message.visible_to is None or message.visible_to == user_id
+            if not message.deleted and (message.visible_to is None or message.visible_to == user_id)
         ]
         return visible[-limit:]
 

@@ -23,6 +23,7 @@ from bot.api.validation import check_webhook_address
 from bot.budget import RenderBudget
 from bot.config import Settings
 from bot.core import Feature, Lifecycle, SurfaceRegistry
+from bot.jobs.cancel import JobCancel
 from bot.jobs.delivery import Delivery
 from bot.jobs.diffusion import DiffusionJobs
 from bot.jobs.hosting import MediaHost, media_folder
@@ -31,6 +32,7 @@ from bot.jobs.limits import Limits, open_channels_from
 from bot.jobs.media import MediaFetcher, provider_is_private
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.starter import JobSpec, JobStarter, Submitted
+from bot.jobs.ticker import ProgressTicker
 from bot.jobs.tools import JobTools
 from bot.jobs.tracker import Tracker
 from bot.jobs.watch import JobWatch
@@ -43,6 +45,7 @@ __all__ = [
     "DeliveryRetry",
     "DiffusionJobs",
     "ImageJobs",
+    "JobCancel",
     "JobEngines",
     "JobSpec",
     "JobStarter",
@@ -51,6 +54,7 @@ __all__ = [
     "Limits",
     "MediaFetcher",
     "MediaHost",
+    "ProgressTicker",
     "Submitted",
     "Tracker",
     "build_job_engines",
@@ -72,18 +76,20 @@ class JobEngines:
     limits: Limits
     watch: JobWatch
     tools: JobTools
+    cancel: JobCancel
+    ticker: ProgressTicker
 
     @property
     def features(self) -> list[Feature]:
         """The features to give the core."""
-        return [self.images, self.diffusion]
+        return [self.images, self.diffusion, self.cancel]
 
     @property
     def services(self) -> list[Lifecycle]:
         """The services to give the core, in start order. The webhook receiver
         (``adapters.webhook``) is not one: the composition root starts it after these and stops
         it before them, so no webhook reaches a stopped tracker."""
-        return [self.media, self.tracker]
+        return [self.media, self.tracker, self.ticker]
 
 
 def webhook_base_url(settings: Settings) -> str | None:
@@ -176,4 +182,6 @@ def build_job_engines(
         limits,
         watch,
         tools,
+        JobCancel(store, surfaces, delivery, watch),
+        ProgressTicker(store, delivery),
     )

@@ -49,13 +49,14 @@ from bot.api.ratelimit import observe_waits
 from bot.api.validation import check_http_url
 from bot.core import SurfaceRegistry, UserError
 from bot.events import Attachment, ButtonPress, Event, ModalSubmit
-from bot.jobs.delivery import Delivery
+from bot.jobs.delivery import Delivery, cancel_buttons
 from bot.jobs.hosting import MediaHost
 from bot.jobs.limits import Limits
 from bot.jobs.media import MediaError, inspect_image
 from bot.jobs.prompts import check_attachment
 from bot.jobs.refusals import FollowUpRefused
 from bot.jobs.texts import heading
+from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
 from bot.waits import ShownWait
 from storage import (
@@ -194,7 +195,9 @@ class JobStarter:
                 raise
             hook = (self.webhook_url(job.id), job.webhook_secret) if job.webhook_secret else None
             shown = ShownWait(
-                lambda text: self.delivery.edit(job, f"⏳ {heading(job)}\n{text}", urgent=False)
+                lambda text: self.delivery.edit(
+                    job, f"⏳ {heading(job)}\n{text}", urgent=False, buttons=cancel_buttons(job)
+                )
             )
             try:
                 with observe_waits(shown):
@@ -206,7 +209,12 @@ class JobStarter:
                 await asyncio.shield(self._not_confirmed(job, error))
                 raise
             await shown.close()
-            return await asyncio.shield(self._submitted(job, outcome))
+            started = await asyncio.shield(self._submitted(job, outcome))
+        if spec.parent is not None and spec.action is not None:
+            pressed = base_action(spec.action)
+            if pressed is not None and started.status != "create_failed":
+                await self.delivery.marks.mark_pressed(spec.parent, pressed)
+        return started
 
     async def _submitted(self, job: Job, outcome: Submitted) -> Job:
         fields = dict(outcome.fields)
@@ -275,7 +283,7 @@ class JobStarter:
                 metrics.job_created(job.type)
                 return job
             if job.status != "create_failed":
-                raise UserError(_already(job))
+                raise UserError(_already(job, await self.delivery.marks.link(job)))
         raise UserError("That button has failed too many times on this image; start a new job.")
 
     async def pressed_job(self, event: ButtonPress | ModalSubmit) -> Job:
@@ -341,14 +349,20 @@ def is_upstream_cdn(url: str) -> bool:
     return False
 
 
-def _already(job: Job) -> str:
+def _already(job: Job, link: str | None) -> str:
+    """What a second press of a used button says: where that job's result is."""
     if job.status == "unknown":
         return (
             "That job was sent, but the service never confirmed it; genbot is watching for it "
             "and will post the result if it arrives — don't press again."
         )
     if job.status == "posted":
-        return "Already on it — that one is done; its result is posted above."
+        where = f": {link}" if link else " above."
+        return f"You already pressed this — here is the result{where}"
+    if job.result.get("cancelled"):
+        return "You already pressed this, then cancelled that job."
     if job.status in ("failed", "reporting", "failed_posted"):
-        return "Already on it — that one was tried and failed; see the report above."
-    return "Already on it — that job is running; its result will be posted here."
+        where = f": {link}" if link else "; see its report above."
+        return f"You already pressed this — that job failed{where}"
+    where = f": {link}" if link else "; its result will be posted here."
+    return f"You already pressed this — that job is running{where}"

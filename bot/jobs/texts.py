@@ -8,29 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.actions import LABELS
+from bot.jobs.progress import Position, status_text
+from bot.jobs.titles import asked_title, done_title
 from bot.text import neutralize_mentions
 from storage import Job
 
 SUBJECT_MAX = 300
-TASK_TITLES: dict[str, str] = {
-    "imagine": "Imagine",
-    "reroll": "Reroll",
-    "upscale": "Upscale",
-    "variation": "Variation",
-    "inpaint": "Vary (Region)",
-    "outpaint": "Zoom Out",
-    "pan": "Pan",
-    "describe": "Describe",
-    "blend": "Blend",
-    "seed": "Seed",
-}
-DIFFUSION_TITLES: dict[str, str] = {
-    "txt2img": "Diffusion",
-    "img2img": "Diffusion img2img",
-    "upscale": "Diffusion upscale",
-    "controlnet": "Diffusion ControlNet",
-}
 NO_CHARGE_NOTE = "_No credits were charged._"
 TIMEOUT_NOTE = "_genbot stopped waiting; if the service still finishes it, it may be charged._"
 UNCONFIRMED_NOTE = "_It may or may not have been charged._"
@@ -43,23 +26,9 @@ ACCEPTED_NOTE = "_The service accepted it, so it was charged._"
 DIGITS = ("1️⃣", "2️⃣", "3️⃣", "4️⃣")
 
 
-def base_action(action: str | None) -> str | None:
-    """The button action of a job's stored ``action`` key (``outpaint_custom:ab12`` and
-    retries ``upscale1#2`` are stored with a suffix)."""
-    if action is None:
-        return None
-    return action.split(":", 1)[0].split("#", 1)[0]
-
-
 def title(job: Job) -> str:
-    """``Upscale (U2)``, ``Imagine``, ``Diffusion img2img (Use as init)``…"""
-    titles = DIFFUSION_TITLES if job.family == "diffusion" else TASK_TITLES
-    name = titles.get(job.type, job.type)
-    action = base_action(job.action)
-    label = LABELS.get(action or "")
-    if label and not name.startswith(label):
-        return f"{name} ({label})"
-    return name
+    """What the job asks for (``Upscale (Subtle)``); see :mod:`bot.jobs.titles`."""
+    return asked_title(job)
 
 
 def clip(text: str, limit: int = SUBJECT_MAX) -> str:
@@ -85,37 +54,19 @@ def subject(job: Job) -> str:
 
 
 def heading(job: Job) -> str:
-    """``**Upscale (U2)** — a fox in the snow``."""
+    """``**Upscale (Subtle)** — a fox in the snow``."""
     return f"**{title(job)}** — {subject(job)}"
 
 
-def status_line(status: str, elapsed: float | None = None) -> str:
-    """The progress line for a provider (or our own) status."""
-    if status == "processing":
-        return "working…" if elapsed is None else f"working… {int(elapsed)}s"
-    if status == "retry":
-        return "retrying"
-    if status in ("finished", "posting", "posted"):
-        return "finished"
-    if status in ("failed", "reporting", "failed_posted"):
-        return "failed"
-    return "waiting to start"
-
-
-def progress_text(job: Job, status: str, elapsed: float | None = None) -> str:
-    """The progress message while a job is on its way."""
-    return f"⏳ {heading(job)}\n{status_line(status, elapsed)}"
-
-
-def done_text(job: Job, elapsed: float | None) -> str:
-    """The progress message once the result is posted."""
-    took = f" in {int(elapsed)}s" if elapsed is not None else ""
-    return f"✅ {heading(job)}\nfinished{took} — see below"
-
-
-def failed_progress_text(job: Job) -> str:
-    """The progress message once a failure is reported."""
-    return f"❌ {heading(job)}\nfailed — see below"
+def progress_text(
+    job: Job,
+    status: str,
+    elapsed: float,
+    typical: float,
+    position: Position | None = None,
+) -> str:
+    """The progress message while a job is on its way (see :mod:`bot.jobs.progress`)."""
+    return f"⏳ {heading(job)}\n{status_text(job, status, elapsed, typical, position)}"
 
 
 def not_posted_text(job: Job) -> str:
@@ -124,6 +75,17 @@ def not_posted_text(job: Job) -> str:
     if job.status in ("failed", "reporting"):
         return f"❌ {heading(job)}\nfailed, and genbot could not post the failure report"
     return f"❌ {heading(job)}\nfinished, but genbot could not post the result"
+
+
+def moved_text(job: Job) -> str:
+    """What a progress message that could not become the result says (Slack, where a
+    message cannot gain images, when it could not be removed)."""
+    return f"✅ {heading(job)} — the result is posted below"
+
+
+def cancelled_text(job: Job) -> str:
+    """What a cancelled job's progress message says where it cannot be deleted."""
+    return f"🚫 {heading(job)} — cancelled"
 
 
 def unconfirmed_text(job: Job, reason: str) -> str:
@@ -155,8 +117,8 @@ def create_failed_text(job: Job, reason: str) -> str:
 
 
 def failure_text(job: Job, timed_out: bool = False) -> str:
-    """The failure report: the provider's error messages and the credit note (a job the
-    provider never confirmed, or accepted without an id, may have been charged)."""
+    """The failure report: what failed, the provider's error messages and whether credits were
+    charged (a job the provider never confirmed, or accepted without an id, may have been)."""
     error = job.error or "The service reported a failure without details."
     if job.result.get("unconfirmed"):
         note = UNCONFIRMED_NOTE
@@ -164,18 +126,54 @@ def failure_text(job: Job, timed_out: bool = False) -> str:
         note = ACCEPTED_NOTE
     else:
         note = TIMEOUT_NOTE if timed_out else NO_CHARGE_NOTE
-    return f"❌ {heading(job)} failed.\n{clip(error, 1000)}\n{note}"
+    return f"❌ **{title(job)}** failed — {subject(job)}\n{clip(error, 1000)}\n{note}"
+
+
+CANCELLED_NOTE = (
+    "Stopped following this job and removed its message. The service has no way to cancel a "
+    "job, so it may still finish there and its credits are charged."
+)
 
 
 def result_text(job: Job) -> str:
-    """The text above a posted image."""
-    return heading(job)
+    """The text with a result image: ``**Upscaled (Subtle)** — a fox``, and for diffusion the
+    model, seed, size, steps and guidance it was made with."""
+    text = f"**{done_title(job)}** — {subject(job)}"
+    details = diffusion_details(job) if job.family == "diffusion" else ""
+    return f"{text}\n{details}" if details else text
+
+
+def diffusion_details(job: Job) -> str:
+    """``model sd-1.5 · seed 1234 · 512×512 · 30 steps · guidance 7.5`` from what the provider
+    answered (its ``meta``), else what genbot asked for."""
+    meta = job.result.get("meta") or {}
+    body = job.parameters.get("body") or {}
+
+    def pick(*names: str) -> object:
+        for source in (meta, body):
+            for name in names:
+                value = source.get(name)
+                if value not in (None, ""):
+                    return value
+        return None
+
+    model, seed = pick("model_id"), pick("seed")
+    width, height = pick("W", "width"), pick("H", "height")
+    steps, guidance = pick("steps", "num_inference_steps"), pick("guidance_scale")
+    parts = [
+        f"model {clip(str(model), 60)}" if model is not None else "",
+        f"seed {seed}" if seed is not None else "",
+        f"{width}×{height}" if width is not None and height is not None else "",
+        f"{steps} steps" if steps is not None else "",
+        f"guidance {guidance}" if guidance is not None else "",
+    ]
+    return " · ".join(part for part in parts if part)
 
 
 def describe_text(job: Job, prompts: Sequence[str]) -> str:
     """The four prompts of a describe result, numbered like its ``1 2 3 4`` buttons."""
     lines = [f"{DIGITS[i]} {clip(prompt, 400)}" for i, prompt in enumerate(prompts[:4])]
-    return "\n".join([f"**{title(job)}** — four prompts for your image:", *lines])
+    return "\n".join([f"**{done_title(job)}** — four prompts for your image:", *lines])
 
 
 def seed_text(job: Job, seed: str) -> str:
@@ -186,4 +184,4 @@ def seed_text(job: Job, seed: str) -> str:
 def unavailable_image_text(job: Job, reason: str, url: str) -> str:
     """A result whose image could not be re-uploaded: the reason and the (expiring) link."""
     link = f"\n{url}" if url else ""
-    return f"{heading(job)}\n_(the image could not be uploaded: {reason})_{link}"
+    return f"{result_text(job)}\n_(the image could not be uploaded: {reason})_{link}"

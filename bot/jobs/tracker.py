@@ -260,7 +260,7 @@ class Tracker:
             changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, mirrored, **adopt)
         elif webhook_at is not None:
             await self._store.update_job(job.id, last_webhook_at=webhook_at)
-        shown = await self._delivery.show_progress(job, status, record.process_time)
+        shown = await self._delivery.show_progress(job, status)
         return changed or shown
 
     async def _done(self, job: Job, status: JobStatus, **fields: Any) -> bool:
@@ -447,5 +447,5 @@ class Tracker:
         changed = False
         if job.status != "processing":
             changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, "processing")
-        shown = await self._delivery.show_progress(job, "processing", now - job.created_at)
+        shown = await self._delivery.show_progress(job, "processing")
         return changed or shown

@@ -14,7 +14,7 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from bot.events import (
@@ -24,6 +24,7 @@ from bot.events import (
     Command,
     Event,
     EventHandler,
+    MessageGone,
     MessageRef,
     Modal,
     ModalSubmit,
@@ -72,7 +73,8 @@ class Ephemeral:
 
 
 class FakePlatform:
-    """A recording :class:`Surface` with optional edit-budget enforcement."""
+    """A recording :class:`Surface` with optional edit-budget enforcement. An edit without
+    images keeps the message's images, as Discord and the playground do."""
 
     def __init__(
         self,
@@ -91,6 +93,7 @@ class FakePlatform:
         self.rate_limited = 0
         self.attachments: dict[str, bytes] = {}
         self.sent: list[OutMessage] = []
+        self.deleted: list[PostedMessage] = []
         self._keyed: dict[tuple[Place, str], MessageRef] = {}
         self._ids = itertools.count(1)
         self._writes: dict[str, deque[float]] = {}
@@ -118,11 +121,27 @@ class FakePlatform:
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
         self._check_message(message)
-        posted = self.messages[ref.message_id]
+        posted = self.messages.get(ref.message_id)
+        if posted is None:
+            raise MessageGone(f"no message {ref.message_id}")
         self._spend(ref.place)
+        if not message.images and posted.message.images:
+            message = replace(message, images=posted.message.images)
         posted.message = message
         posted.history.append(message)
         await self._notify()
+
+    async def delete(self, ref: MessageRef) -> None:
+        posted = self.messages.pop(ref.message_id, None)
+        if posted is None:
+            raise MessageGone(f"no message {ref.message_id}")
+        self._spend(ref.place)
+        self._keyed = {key: kept for key, kept in self._keyed.items() if kept != ref}
+        self.deleted.append(posted)
+        await self._notify()
+
+    async def link(self, ref: MessageRef) -> str:
+        return f"https://fake.example/{ref.place.channel_id}/{ref.message_id}"
 
     async def send_ephemeral(self, origin: Event, text: str) -> None:
         self.ephemerals.append(Ephemeral(origin, text))

@@ -81,6 +81,7 @@ class SlackWebApi:
             "chat.update": self._update,
             "chat.postEphemeral": self._post_ephemeral,
             "chat.delete": self._delete,
+            "chat.getPermalink": self._permalink,
             "views.open": self._views_open,
             "conversations.replies": self._replies,
             "conversations.history": self._history,
@@ -188,6 +189,12 @@ class SlackWebApi:
         message = self._bot_message(args)
         self.channels[message.channel].remove(message)
         return {"channel": message.channel, "ts": message.ts}
+
+    def _permalink(self, args: Args) -> Args:
+        channel, ts = str(args.get("channel")), str(args.get("message_ts"))
+        if self.message(channel, ts) is None:
+            raise SlackError("message_not_found")
+        return {"channel": channel, "permalink": f"https://fake.slack.com/archives/{channel}/p{ts}"}
 
     def _views_open(self, args: Args) -> Args:
         trigger_id = str(args.get("trigger_id") or "")

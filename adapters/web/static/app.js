@@ -145,6 +145,13 @@ function onEvent(event) {
       renderTyping();
       break;
     }
+    case "delete": {
+      const message = event.message;
+      state.messages.delete(message.id);
+      mainView.remove(message.id);
+      threadView.remove(message.id);
+      break;
+    }
     case "modal":
       openModal(event.modal);
       break;
@@ -355,12 +362,24 @@ function setUpPage() {
     if (!CHANNEL_PATTERN.test(name)) return toast("Channel names use 1 to 32 lowercase letters, digits, - or _.");
     location.hash = name;
   });
-  window.addEventListener("hashchange", () => {
-    const name = location.hash.slice(1);
-    if (CHANNEL_PATTERN.test(name) && name !== state.channel) openChannel(name);
+  window.addEventListener("hashchange", () => followHash());
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest?.("a[href]");
+    if (!link || link.origin !== location.origin || !link.hash) return;
+    event.preventDefault();
+    if (location.hash === link.hash) followHash();
+    else location.hash = link.hash;
   });
   setUpDragAndDrop();
   setInterval(renderTyping, 1000);
+}
+
+/** ``#channel`` opens a channel; ``#channel/message-id`` opens it at that message. */
+async function followHash() {
+  const [name, messageId] = decodeURIComponent(location.hash.slice(1)).split("/");
+  if (!CHANNEL_PATTERN.test(name)) return;
+  if (name !== state.channel) await openChannel(name);
+  if (messageId) viewContext.onJump(messageId);
 }
 
 async function main() {
@@ -370,8 +389,9 @@ async function main() {
     composer.setCommands(commands.body.commands);
     threadComposer.setCommands(commands.body.commands);
   }
-  const fromHash = location.hash.slice(1);
+  const fromHash = location.hash.slice(1).split("/")[0];
   await openChannel(CHANNEL_PATTERN.test(fromHash) ? fromHash : "general");
+  if (location.hash.includes("/")) followHash();
 }
 
 main();

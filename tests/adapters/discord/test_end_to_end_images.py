@@ -81,11 +81,15 @@ async def test_imagine_upscale_restart_and_zoom_out_on_the_old_message(
             lambda: next(iter(fake.bot_messages(general.id)), None), what="a progress message"
         )
         assert not progress.attachments and "a red fox" in progress.content
+        assert progress.pings.nobody and progress.button("❌ Cancel")
         grid = await result_with(fake, general, "U1")
-        assert grid.id != progress.id
+        assert grid.id == progress.id, "the progress message became the grid"
+        assert fake.bot_messages(general.id) == [grid]
+        edits = fake.requests_to("PATCH", f"/channels/{general.id}/messages/{grid.id}")
+        assert [name for r in edits for name, _, _ in r.files] == ["files[0]"]
         assert [a.content_type for a in grid.attachments] == ["image/png"]
-        assert grid.content.startswith(alice.mention) and grid.pings.users == {alice.id}
-        assert progress.pings.nobody
+        assert grid.content.startswith(alice.mention)
+        assert "❌ Cancel" not in {b.get("label") for b in grid.buttons}
         assert {b.get("label") for b in grid.buttons} >= GRID_LABELS
         assert all(len(custom_id) <= 100 for custom_id in grid.custom_ids)
         imagined = await genbot.posted("imagine")
@@ -142,7 +146,7 @@ async def test_a_button_pressed_twice_makes_one_job_and_others_are_refused(
         )
         assert len(creations(sim, "upscale")) == 1
         assert [j.action for j in await genbot.all_jobs() if j.type == "upscale"] == ["upscale1"]
-        assert refusal[0].startswith("Already on it")
+        assert refusal[0].startswith("You already pressed this")
         assert upscale.content and not upscale.pings.users - {alice.id}
 
         intruder = await fake.press(bob, grid, "V3")
@@ -153,7 +157,8 @@ async def test_a_button_pressed_twice_makes_one_job_and_others_are_refused(
         assert "Only the person who started this job" in told
         await asyncio.sleep(0.2)
         assert not creations(sim, "variation")
-        assert len(fake.bot_messages(general.id)) == 4
+        assert len(fake.bot_messages(general.id)) == 2, "one message per job"
+        assert grid.button("U1")["style"] == 1 and grid.button("V3")["style"] == 2
     assert fake.rate_limit_hits == 0
 
 

@@ -12,6 +12,7 @@ from bot.events import (
     Attachment,
     Button,
     ImageFile,
+    MessageGone,
     MessageRef,
     OutMessage,
     Place,
@@ -92,6 +93,21 @@ async def test_edits_replace_text_and_buttons_and_keep_images_unless_given(bot: 
     assert message.history == ["0%", "50%"]
 
 
+async def test_a_message_is_deleted_and_linked_and_a_deleted_one_is_gone(bot: Harness) -> None:
+    fake, surface = bot.fake, bot.adapters[0].surface
+    place = general(fake)
+    ref = await surface.send(place, OutMessage("⏳ working"))
+    assert await surface.link(ref) == (
+        f"https://discord.com/channels/{fake.guild_id}/{place.channel_id}/{ref.message_id}"
+    )
+    await surface.delete(ref)
+    assert fake.messages[int(ref.message_id)].deleted
+    with pytest.raises(MessageGone):
+        await surface.delete(ref)
+    with pytest.raises(MessageGone):
+        await surface.edit(ref, OutMessage("done"))
+
+
 async def test_edits_beyond_the_bucket_are_paced_by_discord_py(bot: Harness) -> None:
     fake, surface = bot.fake, bot.adapters[0].surface
     fake.bucket_size, fake.bucket_window = 3, 0.3
@@ -151,7 +167,7 @@ async def test_refusals_become_surface_errors(bot: Harness) -> None:
     fake.forbidden_channels.add(closed.id)
     with pytest.raises(SurfaceError, match="403"):
         await surface.send(Place("discord", str(fake.guild_id), str(closed.id)), OutMessage("hi"))
-    with pytest.raises(SurfaceError, match="404"):
+    with pytest.raises(MessageGone, match="404"):
         await surface.edit(MessageRef(general(fake), "12345"), OutMessage("hi"))
     dm = Place("discord", "dm", str(fake.dm_channel(fake.user("alice")).id), None, True)
     with pytest.raises(SurfaceError):

@@ -78,9 +78,13 @@ async def test_imagine_upscale_and_a_follow_up_after_a_restart(
             "files.completeUploadExternal",
             "chat.postMessage",
         ]
-        progress, grid_file, grid_again = fake.bot_messages("C1")[:3]
-        assert grid_again is grid
-        assert "a fox" in progress.shown
+        grid_file, grid_again = await fake.wait_for(
+            lambda: len(fake.bot_messages("C1")) == 2 and fake.bot_messages("C1"), WAIT
+        )
+        assert grid_again is grid, "the progress message is deleted once the grid is posted"
+        assert len([c for c in fake.calls[start:] if c.method == "chat.delete"]) == 1
+        progress_post = next(c for c in fake.calls[start:] if c.method == "chat.postMessage")
+        assert "a fox" in str(progress_post.args.get("text"))
         (uploaded,) = fake.uploads
         assert uploaded[1].startswith(PNG_SIGNATURE)
         assert [f.id for f in grid_file.files] == [uploaded[0]]

@@ -16,6 +16,7 @@ from bot.events import (
     Button,
     Command,
     ImageFile,
+    MessageGone,
     MessageRef,
     Modal,
     ModalField,
@@ -179,6 +180,21 @@ async def test_edits_can_remove_buttons(fake: FakeSlack, surface: SlackSurface) 
 
     message = fake.message("C1", ref.message_id)
     assert message is not None and message.buttons == [] and message.sections == "done"
+
+
+async def test_messages_cannot_gain_images_so_a_progress_message_is_deleted_and_linked(
+    fake: FakeSlack, surface: SlackSurface
+) -> None:
+    assert not surface.limits.edits_add_images
+    ref = await surface.send(C1, OutMessage(text="⏳ working"))
+    assert await surface.link(ref) == f"https://fake.slack.com/archives/C1/p{ref.message_id}"
+    await surface.delete(ref)
+
+    assert fake.message("C1", ref.message_id) is None
+    with pytest.raises(MessageGone):
+        await surface.delete(ref)
+    with pytest.raises(MessageGone):
+        await surface.edit(ref, OutMessage(text="done"))
 
 
 async def test_ephemeral_answers_use_post_ephemeral_in_the_thread(

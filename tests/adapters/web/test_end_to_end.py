@@ -78,7 +78,8 @@ async def test_imagine_streams_progress_then_the_grid_and_u1_upscales(
         assert [e["type"] for e in progress_events[1:]] and all(
             e["type"] == "edit" for e in progress_events[1:]
         )
-        assert grid["id"] != progress["id"] and "a lighthouse" in grid["text"]
+        assert grid["id"] == progress["id"] and "a lighthouse" in grid["text"]
+        assert view.after(echo_id) == [grid], "one message per job"
         assert labels(grid) == GRID_LABELS
         assert button(grid, "U1").startswith("gb:upscale1:")
         assert len(await served(stack, user, grid)) > 1000
@@ -88,9 +89,13 @@ async def test_imagine_streams_progress_then_the_grid_and_u1_upscales(
         upscale = await upscale_first(user, view, grid)
         follow_ups = {label for row in labels(upscale) for label in row}
         assert follow_ups >= UPSCALE_FOLLOW_UPS
-        upscale_progress = view.after(grid["id"])[0]
-        assert upscale_progress["reply_to"] == grid["id"] and "U1" in upscale_progress["text"]
-        assert "U1" in upscale["text"] and "a lighthouse" in upscale["text"]
+        assert upscale["reply_to"] == grid["id"] and view.after(grid["id"]) == [upscale]
+        assert "Upscale #1" in view.events_of(upscale["id"])[0]["message"]["text"]
+        assert upscale["text"].startswith("**Upscaled #1** — a lighthouse")
+        marked = view.messages[grid["id"]]
+        assert [
+            b["label"] for row in marked["buttons"] for b in row if b["style"] == "primary"
+        ] == ["U1"]
         assert len(await served(stack, user, upscale)) > 1000
         [request] = stack.sim.state.requests_to("/gen/v2/upscale")
         assert request.body["origin_task_id"] == imagine.created_id

@@ -13,6 +13,7 @@ from bot.events import (
     Attachment,
     Button,
     ImageFile,
+    MessageGone,
     MessageRef,
     OutMessage,
     Place,
@@ -92,6 +93,22 @@ async def test_edit_without_images_keeps_the_images(
     [message] = (await history(browser))["messages"]
     assert message["text"] == "b" and len(message["images"]) == 1
     assert message["edited"] is not None
+
+
+async def test_a_deleted_message_leaves_the_channel_and_its_browsers(
+    browser: ClientSession, adapter: WebAdapter, stream: OpenStream
+) -> None:
+    ref = await adapter.send(PLACE, OutMessage("⏳ working", key="j1.progress"))
+    reader = await stream()
+    await adapter.delete(ref)
+    event = await reader.next()
+    assert event.data["type"] == "delete" and event.data["message"]["id"] == ref.message_id
+    assert (await history(browser))["messages"] == []
+    assert await adapter.posted(PLACE, "j1.progress") is None
+    with pytest.raises(MessageGone):
+        await adapter.edit(ref, OutMessage("done"))
+    with pytest.raises(MessageGone):
+        await adapter.delete(ref)
 
 
 async def test_typing_is_streamed(adapter: WebAdapter, stream: OpenStream) -> None:

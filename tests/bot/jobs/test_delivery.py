@@ -4,7 +4,10 @@ end with a clear message once genbot gives up."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from bot.budget import RenderBudget
 from bot.core import SurfaceRegistry
@@ -35,24 +38,35 @@ MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
 
 
-class OutagePlatform(FakePlatform):
-    """A fake platform whose result posts (messages with images) fail while ``outage`` is
-    above zero, each failure counting it down (``None``: fail forever)."""
+SLACK_LIKE = replace(ROOMY, edits_add_images=False)
+"""A platform whose edits cannot add images: results are posted, progress messages deleted."""
 
-    def __init__(self, outage: int | None) -> None:
-        super().__init__(limits=ROOMY)
+
+class OutagePlatform(FakePlatform):
+    """A fake platform whose result writes (messages with images, posted or edited in) fail
+    while ``outage`` is above zero, each failure counting it down (``None``: fail forever)."""
+
+    def __init__(self, outage: int | None, limits: SurfaceLimits = ROOMY) -> None:
+        super().__init__(limits=limits)
         self.outage = outage
         self.failed_posts = 0
 
-    async def send(
-        self, place: Place, message: OutMessage, *, origin: Event | None = None
-    ) -> MessageRef:
+    def _down(self, message: OutMessage) -> None:
         if message.images and (self.outage is None or self.outage > 0):
             self.failed_posts += 1
             if self.outage is not None:
                 self.outage -= 1
             raise SurfaceError("the platform is down")
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        self._down(message)
         return await super().send(place, message, origin=origin)
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        self._down(message)
+        await super().edit(ref, message)
 
 
 class Clock:
@@ -65,8 +79,11 @@ class Clock:
         return self.now
 
 
-async def test_a_short_outage_delays_the_result_instead_of_losing_it(tmp_path: Path) -> None:
-    platform = OutagePlatform(outage=5)
+@pytest.mark.parametrize("limits", [ROOMY, SLACK_LIKE], ids=["edited-in", "posted"])
+async def test_a_short_outage_delays_the_result_instead_of_losing_it(
+    tmp_path: Path, limits: SurfaceLimits
+) -> None:
+    platform = OutagePlatform(outage=5, limits=limits)
     async with harness(tmp_path, time_scale=0.003, platform=platform) as bot:
         bot.jobs.delivery.retry = DeliveryRetry(first_delay=0.01, max_delay=0.04, give_up_after=5)
         await bot.actor().command("imagine", prompt="a fox")
@@ -76,6 +93,7 @@ async def test_a_short_outage_delays_the_result_instead_of_losing_it(tmp_path: P
         done = await bot.store.get_job(job.id)
         assert done is not None and done.status == "posted" and result.message.images
         assert platform.failed_posts == 5 and done.delivery_attempts == 5
+        assert list(platform.messages) == [done.result_message_id]
 
 
 async def test_retries_back_off_and_their_count_is_stored(tmp_path: Path) -> None:
@@ -175,7 +193,7 @@ class LostAnswerPlatform(FakePlatform):
     arrive (the call fails after the platform showed the message)."""
 
     def __init__(self, lost: int) -> None:
-        super().__init__(limits=ROOMY)
+        super().__init__(limits=SLACK_LIKE)
         self.lost = lost
 
     async def send(
@@ -226,25 +244,35 @@ async def test_a_result_the_platform_took_without_answering_is_not_posted_twice(
 
 
 class DyingPlatform(FakePlatform):
-    """A fake platform that shows the first result post, then the process "dies": the call
-    never returns (its task is cancelled), so nothing after it runs."""
+    """A fake platform that shows the first result (posted or edited in), then the process
+    "dies": the call never returns (its task is cancelled), so nothing after it runs."""
 
-    def __init__(self) -> None:
-        super().__init__(limits=ROOMY)
+    def __init__(self, limits: SurfaceLimits = SLACK_LIKE) -> None:
+        super().__init__(limits=limits)
         self.died = False
+
+    def _die(self, message: OutMessage) -> None:
+        if message.images and not self.died:
+            self.died = True
+            raise asyncio.CancelledError
 
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
         ref = await super().send(place, message, origin=origin)
-        if message.images and not self.died:
-            self.died = True
-            raise asyncio.CancelledError
+        self._die(message)
         return ref
 
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        await super().edit(ref, message)
+        self._die(message)
 
-async def test_a_result_posted_just_before_a_crash_is_not_posted_again(tmp_path: Path) -> None:
-    clock, platform = Clock(), DyingPlatform()
+
+@pytest.mark.parametrize("limits", [ROOMY, SLACK_LIKE], ids=["edited-in", "posted"])
+async def test_a_result_shown_just_before_a_crash_is_not_shown_twice(
+    tmp_path: Path, limits: SurfaceLimits
+) -> None:
+    clock, platform = Clock(), DyingPlatform(limits)
     async with serve(MANUAL) as sim:
         async with bare_engines(sim, tmp_path, clock=clock, platform=platform) as first:
             job = await first.engines.images.imagine(ALICE_IMAGINES, "a fox")
@@ -262,6 +290,47 @@ async def test_a_result_posted_just_before_a_crash_is_not_posted_again(tmp_path:
             again = await restarted.store.get_job(job.id)
 
     assert again is not None and again.status == "posted"
+    assert list(platform.messages) == [again.result_message_id]
     assert results_of(platform, job.id) == [again.result_message_id]
-    resent = [m for m in platform.sent if m.images][-1]
-    assert resent.key == f"{job.id}.result" and resent.may_exist
+    if limits.edits_add_images:
+        assert again.result_message_id == again.progress_message_id
+        assert [m for m in platform.sent if m.images] == []
+        shown = platform.messages[again.result_message_id or ""].history
+        assert len([m for m in shown if m.images]) == 2, "the edit is made again, harmlessly"
+    else:
+        resent = [m for m in platform.sent if m.images][-1]
+        assert resent.key == f"{job.id}.result" and resent.may_exist
+
+
+async def test_a_slack_like_platform_keeps_one_message_per_job(tmp_path: Path) -> None:
+    platform = FakePlatform(limits=SLACK_LIKE)
+    async with harness(tmp_path, time_scale=0.003, platform=platform) as bot:
+        await bot.actor().command("imagine", prompt="a fox")
+        job = await bot.latest_job()
+        result = await bot.result(job.id)
+        done = await bot.store.get_job(job.id)
+
+    assert done is not None and result.message.images
+    assert done.result_message_id != done.progress_message_id
+    assert list(platform.messages) == [done.result_message_id]
+    assert [d.ref.message_id for d in platform.deleted] == [done.progress_message_id]
+
+
+async def test_a_deleted_progress_message_gets_a_new_result_post(tmp_path: Path) -> None:
+    clock, platform = Clock(), FakePlatform(limits=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        assert job.progress_message_id is not None
+        del platform.messages[job.progress_message_id]
+        sim.advance(120)
+        record = await bare.provider.tasks.fetch(job.provider_id or "")
+        await bare.engines.tracker.apply_task_record(job, record)
+        await bare.engines.tracker.wait_idle()
+        done = await bare.store.get_job(job.id)
+
+    assert done is not None and done.status == "posted"
+    assert list(platform.messages) == [done.result_message_id]
+    assert platform.messages[done.result_message_id or ""].message.key == f"{job.id}.result"

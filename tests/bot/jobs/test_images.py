@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.events import SurfaceLimits
 from simulator.state import Dialect, SimulatorConfig
 from tests.bot.harness import harness
 from tests.bot.jobs.support import (
@@ -21,7 +20,6 @@ from tests.bot.jobs.support import (
     run_command,
     submission,
 )
-from tests.fakes.platform import FakePlatform
 
 DIALECTS = pytest.mark.parametrize("dialect", ["default", "spec"])
 """Every button a user sees against the simulator's default dialect must still be offered and
@@ -59,10 +57,11 @@ async def test_imagine_posts_the_grid_with_its_buttons_and_records_credits(tmp_p
 
         done = await bot.settled(job.id)
         assert done.status == "posted" and done.result_message_id == grid.ref.message_id
+        assert done.progress_message_id == grid.ref.message_id
         assert await bot.store.job_for_message("fake", "c1", grid.ref.message_id) == done
-        progress = bot.progress(done)
-        assert progress.history[0].text.endswith("waiting to start")
-        assert progress.text.startswith("✅")
+        assert grid.history[0].text.startswith("⏳ **Imagine** — a red fox")
+        assert grid.text == "**Imagined** — a red fox --v 6"
+        assert list(bot.platform.messages) == [grid.ref.message_id]
         assert (await bot.store.usage_for_user("fake", "alice")).credits == 4
         (sent,) = bodies(bot.sim, "/gen/v2/imagine")
         assert sent["prompt"] == "a red fox --v 6" and "webhook_endpoint" not in sent
@@ -177,7 +176,8 @@ async def test_custom_zoom_form_is_idempotent_per_value(tmp_path: Path) -> None:
             "prompt": "a wider fox",
         }
         assert bot.platform.ephemerals_for("alice") == [
-            "Already on it — that one is done; its result is posted above."
+            "You already pressed this — here is the result: "
+            f"https://fake.example/c1/{zoom_job.progress_message_id}"
         ]
 
 
@@ -311,7 +311,8 @@ async def test_duplicate_presses_make_one_job_and_one_provider_call(tmp_path: Pa
         assert len(bodies(bot.sim, "/gen/v2/upscale")) == 1
         assert bot.sim.state.creations["upscale"] == 1
         replies = bot.platform.ephemerals_for("alice")
-        assert len(replies) == 2 and all(r.startswith("Already on it") for r in replies)
+        assert len(replies) == 2
+        assert all(r.startswith("You already pressed this — that job is running") for r in replies)
 
 
 @pytest.mark.parametrize("open_channel", [False, True])
@@ -344,24 +345,3 @@ async def test_only_the_requester_may_press_unless_the_channel_is_open(
             admin = bot.actor("carol", admin=True)
             job, _ = await press(bot, admin, grid, "U2")
             assert job.requester_id == "carol"
-
-
-async def test_progress_shows_waiting_then_working_with_elapsed_time(tmp_path: Path) -> None:
-    config = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000, insecure_webhooks=True)
-    roomy = FakePlatform(limits=SurfaceLimits(edits_per_window_per_channel=100))
-    async with harness(tmp_path, sim_config=config, platform=roomy) as bot:
-        alice = bot.actor()
-        await alice.command("imagine", prompt="a red fox")
-        job = await bot.latest_job()
-        progress = bot.progress(job)
-        assert progress.text == "⏳ **Imagine** — a red fox\nwaiting to start"
-
-        bot.sim.advance(33)
-        await bot.platform.wait_for(lambda: progress.text.endswith("working… 33s"), what="33s")
-        bot.sim.advance(7)
-        await bot.platform.wait_for(lambda: progress.text.endswith("working… 40s"), what="40s")
-        bot.sim.advance(100)
-        await bot.result(job.id)
-        texts = [m.text.split("\n")[1] for m in progress.history]
-        assert texts[0] == "waiting to start" and "working… 33s" in texts
-        assert texts[-1].startswith("finished")

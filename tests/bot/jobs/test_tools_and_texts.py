@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.events import UserMessage
-from bot.jobs import texts
-from storage import Job
+from bot.jobs import texts, titles
 from tests.bot.harness import PLACE, harness
 from tests.bot.jobs.support import bodies, job_record
 
@@ -19,34 +19,88 @@ def _job(**fields: Any) -> Job:
 
 
 @pytest.mark.parametrize(
-    ("status", "elapsed", "line"),
+    ("fields", "asked", "done"),
     [
-        ("creating", None, "waiting to start"),
-        ("pending", 3.0, "waiting to start"),
-        ("staged", 3.0, "waiting to start"),
-        ("processing", 12.7, "working… 12s"),
-        ("processing", None, "working…"),
-        ("retry", 20.0, "retrying"),
+        ({"type": "imagine"}, "Imagine", "Imagined"),
+        ({"type": "upscale", "action": "upscale2"}, "Upscale #2", "Upscaled #2"),
+        ({"type": "upscale", "action": "upscale_subtle"}, "Upscale (Subtle)", "Upscaled (Subtle)"),
+        ({"type": "upscale", "action": "upscale_2x#3"}, "Upscale 2×", "Upscaled 2×"),
+        ({"type": "variation", "action": "high_variation"}, "Vary (Strong)", "Varied (Strong)"),
+        ({"type": "variation", "action": "variation3"}, "Vary #3", "Varied #3"),
+        ({"type": "inpaint", "action": "vary_region:ab"}, "Vary (Region)", "Varied (Region)"),
+        ({"type": "outpaint", "action": "outpaint_2"}, "Zoom out 2×", "Zoomed out 2×"),
+        (
+            {
+                "type": "outpaint",
+                "action": "outpaint_custom:ab12#2",
+                "parameters": {"zoom_ratio": "1.8"},
+            },
+            "Zoom out 1.8×",
+            "Zoomed out 1.8×",
+        ),
+        ({"type": "outpaint", "action": "outpaint_square"}, "Make square", "Made square"),
+        ({"type": "pan", "action": "pan_left"}, "Pan left", "Panned left"),
+        ({"type": "seed", "action": "seed"}, "Seed", "Seed"),
+        ({"type": "imagine", "action": "describe_pick2"}, "Imagine prompt 2", "Imagined prompt 2"),
+        ({"family": "diffusion", "type": "txt2img"}, "Generate", "Generated"),
+        ({"family": "diffusion", "type": "txt2img", "action": "diff_reroll"}, "Reroll", "Rerolled"),
+        (
+            {"family": "diffusion", "type": "upscale", "action": "diff_upscale"},
+            "Upscale",
+            "Upscaled",
+        ),
+        (
+            {"family": "diffusion", "type": "img2img", "action": "diff_init:x"},
+            "Rework the image",
+            "Reworked the image",
+        ),
     ],
 )
-def test_status_lines(status: str, elapsed: float | None, line: str) -> None:
-    assert texts.status_line(status, elapsed) == line
+def test_one_title_style_without_doubled_words(
+    fields: dict[str, Any], asked: str, done: str
+) -> None:
+    job = _job(**fields)
+    assert (texts.title(job), titles.done_title(job)) == (asked, done)
+    words = done.lower().replace("(", " ").replace(")", " ").split()
+    assert len(words) == len(set(words)), done
 
 
-def test_titles_name_the_pressed_button_and_prompts_cannot_ping() -> None:
-    assert texts.title(_job(type="upscale", action="upscale2")) == "Upscale (U2)"
-    assert texts.title(_job(type="outpaint", action="outpaint_custom:ab12#2")) == (
-        "Zoom Out (Custom Zoom)"
-    )
-    assert texts.title(_job(type="variation", action="high_variation")) == (
-        "Variation (Vary (Strong))"
-    )
-    assert texts.title(_job(family="diffusion", type="img2img", action="diff_init:x")) == (
-        "Diffusion img2img (Use as init)"
-    )
+def test_prompts_cannot_ping_and_are_clipped() -> None:
     pinging = texts.heading(_job(prompt="hi @everyone <@123> " + "x" * 500))
     assert "@everyone" not in pinging and "<@123>" not in pinging
     assert len(pinging) < 340
+
+
+def test_diffusion_results_show_how_they_were_made() -> None:
+    job = _job(
+        family="diffusion",
+        type="txt2img",
+        prompt="a fox",
+        parameters={"body": {"guidance_scale": 7.5, "num_inference_steps": 20}},
+        result={"meta": {"model_id": "sd-1.5", "seed": 1234, "W": 512, "H": 768, "steps": 30}},
+    )
+    assert texts.result_text(job) == (
+        "**Generated** — a fox\nmodel sd-1.5 · seed 1234 · 512×768 · 30 steps · guidance 7.5"
+    )
+
+
+@pytest.mark.parametrize(
+    ("result", "timed_out", "note"),
+    [
+        ({}, False, texts.NO_CHARGE_NOTE),
+        ({}, True, texts.TIMEOUT_NOTE),
+        ({"unconfirmed": True}, False, texts.UNCONFIRMED_NOTE),
+        ({"accepted": True}, False, texts.ACCEPTED_NOTE),
+    ],
+)
+def test_failures_say_what_failed_and_whether_credits_were_charged(
+    result: dict[str, Any], timed_out: bool, note: str
+) -> None:
+    job = _job(type="upscale", action="upscale_subtle", prompt="a fox", error="Banned prompt.")
+    job = dataclasses.replace(job, result=result)
+    assert texts.failure_text(job, timed_out) == (
+        f"❌ **Upscale (Subtle)** failed — a fox\nBanned prompt.\n{note}"
+    )
 
 
 async def test_chat_tools_start_jobs_in_the_conversation_and_wait_for_them(

@@ -310,12 +310,12 @@ async def test_a_late_poll_answer_leaves_the_finished_progress_message_alone(
         await bot.result(snapshot.id)
         await bot.jobs.tracker.wait_idle()
         done = await bot.store.get_job(snapshot.id)
-        assert done is not None and bot.progress(done).text.startswith("✅")
+        assert done is not None and bot.progress(done).text.startswith("**Imagined**")
 
         late = TaskRecord(task_id=snapshot.provider_id or "", status="processing", process_time=12)
         assert not await bot.jobs.tracker.apply_task_record(snapshot, late)
-        assert not await bot.jobs.delivery.show_progress(snapshot, "processing", 12.0)
-        assert bot.progress(done).text.startswith("✅"), bot.progress(done).text
+        assert not await bot.jobs.delivery.show_progress(snapshot, "processing")
+        assert bot.progress(done).text.startswith("**Imagined**"), bot.progress(done).text
 
 
 async def test_a_kick_during_a_round_is_not_lost(tmp_path: Path) -> None:
@@ -421,7 +421,7 @@ class LatePollPlatform(FakePlatform):
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
         await super().edit(ref, message)
-        if message.text.startswith("✅") and self.late is not None:
+        if message.images and self.late is not None:
             late, self.late = self.late, None
             self.late_answer = asyncio.ensure_future(late())
             await asyncio.sleep(0)
@@ -432,11 +432,11 @@ async def test_a_poll_answer_during_the_outcome_edit_leaves_it_alone(tmp_path: P
     async with harness(tmp_path, sim_config=MANUAL, platform=platform) as bot:
         await bot.actor().command("imagine", prompt="a fox")
         snapshot = await bot.latest_job()
-        platform.late = lambda: bot.jobs.delivery.show_progress(snapshot, "processing", 12.0)
+        platform.late = lambda: bot.jobs.delivery.show_progress(snapshot, "processing")
         bot.sim.advance(120)
         await bot.result(snapshot.id)
         await bot.jobs.tracker.wait_idle()
 
         assert platform.late_answer is not None and not await platform.late_answer
         done = await bot.store.get_job(snapshot.id)
-        assert done is not None and bot.progress(done).text.startswith("✅")
+        assert done is not None and bot.progress(done).text.startswith("**Imagined**")

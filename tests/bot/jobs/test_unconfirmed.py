@@ -49,7 +49,7 @@ async def test_a_lost_answer_leaves_the_job_unknown_until_its_webhook_adopts_it(
             done = await bot.store.get_job(job.id)
             assert done is not None and done.status == "posted" and done.provider_id == task_id
             assert grid.message.images and len(bodies(sim, "/gen/v2/imagine")) == 1
-            assert bot.progress(done).text.startswith("✅")
+            assert done.result_message_id == done.progress_message_id
 
 
 async def test_a_derivative_in_doubt_is_never_created_again(tmp_path: Path) -> None:

@@ -1,0 +1,67 @@
+"""❌ Cancel under a job's progress message.
+
+The provider has no way to cancel a job, so Cancel means: genbot stops following the job and
+hides it (its progress message is deleted), and tells the user that the service may still
+finish and charge it. The job moves to ``failed`` with ``result["cancelled"]``; delivery then
+hides it instead of reporting a failure. Only the requester (or an admin) may cancel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bot.core import SurfaceRegistry, UserError
+from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
+from bot.jobs import texts
+from bot.jobs.delivery import CANCEL_ACTION, Delivery
+from bot.jobs.watch import JobWatch
+from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter
+
+CANCELLABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"unknown"}
+
+
+class JobCancel:
+    """The Cancel button (a feature of the core)."""
+
+    commands: frozenset[str] = frozenset()
+    actions = frozenset({CANCEL_ACTION})
+
+    def __init__(
+        self, store: JobWriter, surfaces: SurfaceRegistry, delivery: Delivery, watch: JobWatch
+    ) -> None:
+        self._store = store
+        self._surfaces = surfaces
+        self._delivery = delivery
+        self._watch = watch
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        raise UserError("genbot has no such command.")
+
+    async def on_modal(self, event: ModalSubmit) -> None:
+        raise UserError("This form is no longer supported.")
+
+    async def on_button(self, event: ButtonPress) -> None:
+        """Stop following the job and hide it, then say what that means for credits."""
+        job = await self._store.get_job(event.ref)
+        if job is None or job.platform != event.place.platform:
+            raise UserError("genbot has no record of this job any more.")
+        if not (event.user.is_admin or event.user.id == job.requester_id):
+            raise UserError("Only the person who started this job can cancel it.")
+        if job.status == "creating":
+            raise UserError("It is still being sent to the service; try again in a moment.")
+        if job.status not in CANCELLABLE:
+            raise UserError("This job has already finished.")
+        moved = await self._store.transition(
+            job.id,
+            CANCELLABLE,
+            "failed",
+            error=f"Cancelled by {event.user.name or event.user.id}.",
+            result={**job.result, "cancelled": True},
+            next_poll_at=None,
+        )
+        if not moved:
+            raise UserError("This job has just finished; its result is on its way.")
+        self._watch.touch(job.id)
+        await self._delivery.deliver(job.id)
+        surface = self._surfaces.get(event.place.platform)
+        await surface.send_ephemeral(event, texts.CANCELLED_NOTE)

@@ -1,0 +1,86 @@
+"""Used buttons: a pressed button is remembered on the job it was pressed on and drawn primary
+(as Midjourney marks them), and a second press is answered with a link to the result."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from bot.events import MessageRef, Place, RateLimited, SurfaceError
+from bot.jobs.result_messages import ResultMessages, pressed_actions
+from bot.jobs.writes import BudgetedWrites
+from storage import Job, JobWriter
+
+log = logging.getLogger(__name__)
+
+
+def place_of(job: Job) -> Place:
+    """Where a job's messages go."""
+    return Place(
+        job.platform,
+        job.workspace_id,
+        job.channel_id,
+        job.thread_id,
+        bool(job.parameters.get("is_dm", False)),
+    )
+
+
+class ButtonMarks:
+    """Marks pressed buttons and finds links to job messages."""
+
+    def __init__(self, store: JobWriter, writes: BudgetedWrites, results: ResultMessages) -> None:
+        self._store = store
+        self._writes = writes
+        self._results = results
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def mark_pressed(self, parent: Job, action: str) -> None:
+        """Remember that ``action`` of ``parent`` started a derivative and show its button
+        pressed on ``parent``'s result (best effort: never raises)."""
+        try:
+            lock = self._locks.setdefault(parent.id, asyncio.Lock())
+            async with lock:
+                current = await self._store.get_job(parent.id) or parent
+                if action in pressed_actions(current):
+                    return
+                pressed = sorted(pressed_actions(current) | {action})
+                result = {**current.result, "pressed": pressed}
+                await self._store.update_job(parent.id, result=result)
+                current = await self._store.get_job(parent.id) or current
+            await self.redraw(current)
+        except Exception as error:
+            log.warning("could not mark %s pressed on job %s: %r", action, parent.id, error)
+        finally:
+            if parent.id in self._locks and not self._locks[parent.id].locked():
+                del self._locks[parent.id]
+
+    async def redraw(self, job: Job) -> None:
+        """Show ``job``'s current buttons (pressed ones marked, refused ones disabled) on its
+        posted result; best effort: a failure is logged."""
+        if job.status != "posted" or job.result_message_id is None:
+            return
+        place = place_of(job)
+        try:
+            surface = self._writes.surfaces.get(place.platform)
+            ref = MessageRef(place, job.result_message_id)
+            marked = self._results.marked(job)
+            await self._writes.urgent(surface, place, lambda: surface.edit(ref, marked))
+        except Exception as error:
+            log.warning("could not redraw the buttons of job %s: %r", job.id, error)
+
+    async def link(self, job: Job) -> str | None:
+        """An address that opens ``job``'s result (or progress) message, where the platform
+        gives one (a surface's optional ``link``)."""
+        message_id = job.result_message_id or job.progress_message_id
+        if message_id is None or job.platform not in self._writes.surfaces:
+            return None
+        surface = self._writes.surfaces.get(job.platform)
+        find: Callable[[MessageRef], Awaitable[str | None]] | None = getattr(surface, "link", None)
+        if find is None:
+            return None
+        try:
+            return await find(MessageRef(place_of(job), message_id))
+        except (SurfaceError, RateLimited) as error:
+            log.info("no link to the message of job %s: %s", job.id, error)
+            return None

@@ -1,0 +1,114 @@
+"""The messages that show a job's outcome: its result (images, title, buttons) and its failure
+report, and the same result again with its pressed buttons marked.
+
+A pressed button is remembered in the job's ``result["pressed"]`` (the actions whose derivative
+was started) and drawn primary, as Midjourney marks used buttons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from bot.actions import describe_buttons, diffusion_buttons
+from bot.core import SurfaceRegistry
+from bot.events import Button, ImageFile, OutMessage
+from bot.follow_ups import follow_up_buttons
+from bot.jobs import texts
+from bot.jobs.media import ImageBytes, MediaError, MediaFetcher, UnreadableImage
+from storage import Job
+
+Buttons = tuple[tuple[Button, ...], ...]
+
+
+def pressed_actions(job: Job) -> frozenset[str]:
+    """The actions of ``job``'s buttons that started a derivative."""
+    return frozenset(str(action) for action in job.result.get("pressed", ()))
+
+
+class ResultMessages:
+    """Builds result messages (downloading the images to re-upload)."""
+
+    def __init__(self, surfaces: SurfaceRegistry, media: MediaFetcher) -> None:
+        self._surfaces = surfaces
+        self._media = media
+
+    async def result(self, job: Job, *, link_instead: bool) -> tuple[OutMessage, dict[str, Any]]:
+        """The result message and what to remember about it (the image's size). When an image
+        cannot be downloaded :class:`MediaError` propagates, unless ``link_instead`` or the image
+        arrived unreadable: then the message carries the provider's (expiring) link instead."""
+        mention = job.requester_id
+        if job.family == "task" and job.type == "seed":
+            text = texts.seed_text(job, str(job.result.get("seed", "")))
+            return OutMessage(text=text, mention_user_id=mention), {}
+        if job.family == "task" and job.type == "describe":
+            prompts = [str(p) for p in job.result.get("prompts", [])]
+            text = texts.describe_text(job, prompts)
+            return OutMessage(text=text, buttons=self.buttons(job), mention_user_id=mention), {}
+        images: list[ImageFile] = []
+        extra: dict[str, Any] = {}
+        try:
+            for number, url in enumerate(self._image_urls(job), start=1):
+                image = await self._download(job, url)
+                suffix = f"-{number}" if number > 1 else ""
+                filename = f"{job.type}-{job.id}{suffix}.{image.extension}"
+                images.append(ImageFile(filename, image.data, image.content_type))
+                if number == 1:
+                    extra = {"width": image.width, "height": image.height}
+        except MediaError as error:
+            if not link_instead and not isinstance(error, UnreadableImage):
+                raise
+            url = job.result_urls[0] if job.result_urls else ""
+            text = texts.unavailable_image_text(job, str(error), url)
+            return OutMessage(text=text, buttons=self.buttons(job), mention_user_id=mention), {}
+        size = (extra["width"], extra["height"]) if extra else None
+        message = OutMessage(
+            text=texts.result_text(job),
+            images=tuple(images),
+            buttons=self.buttons(job, size=size),
+            mention_user_id=mention,
+        )
+        return message, extra
+
+    def marked(self, job: Job) -> OutMessage:
+        """A posted result's text and buttons (pressed ones marked), without its images: the
+        edit that marks a pressed button leaves the images as they are."""
+        text = texts.result_text(job)
+        if job.family == "task" and job.type == "describe":
+            text = texts.describe_text(job, [str(p) for p in job.result.get("prompts", [])])
+        return OutMessage(text=text, buttons=self.buttons(job), mention_user_id=job.requester_id)
+
+    def buttons(
+        self,
+        job: Job,
+        pressed: Collection[str] | None = None,
+        *,
+        size: tuple[int, int] | None = None,
+    ) -> Buttons:
+        """The buttons under ``job``'s result (``pressed``: default the remembered ones;
+        ``size``: its image's, when known)."""
+        used = pressed_actions(job) if pressed is None else frozenset(pressed)
+        if job.family == "diffusion":
+            return diffusion_buttons(job.id, upscale=job.type != "upscale", pressed=used)
+        if job.type == "describe":
+            count = min(len(job.result.get("prompts", [])), 4)
+            return describe_buttons(job.id, count, pressed=used) if count else ()
+        per_row = self._surfaces.get(job.platform).limits.max_buttons_per_row
+        return follow_up_buttons(job, per_row, size, pressed=used)
+
+    def _image_urls(self, job: Job) -> list[str]:
+        if job.family == "diffusion":
+            return list(job.result_urls)
+        return job.result_urls[:1]
+
+    async def _download(self, job: Job, url: str) -> ImageBytes:
+        if job.family == "diffusion":
+            return await self._media.fetch(url)
+        last: MediaError | None = None
+        for candidate in [url, *job.result_urls[1:]]:
+            try:
+                return await self._media.fetch(candidate)
+            except MediaError as error:
+                last = error
+        assert last is not None
+        raise last

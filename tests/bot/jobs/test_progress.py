@@ -1,0 +1,134 @@
+"""Live progress: status words, a ticking elapsed time, the time left, the job's place among
+its requester's jobs, and the same message becoming the result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.events import Command, User
+from bot.jobs.progress import Estimates, Position, left_text, status_text
+from simulator.server import serve
+from simulator.state import SimulatorConfig
+from storage import Job
+from tests.bot.harness import PLACE, ROOMY
+from tests.bot.jobs.support import bare_engines, job_record
+from tests.fakes.platform import FakePlatform
+
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def command(user: str) -> Command:
+    return Command(user=User(user), place=PLACE, name="imagine")
+
+
+def second_line(text: str) -> str:
+    return text.split("\n")[1]
+
+
+async def test_progress_moves_and_the_same_message_becomes_the_grid(tmp_path: Path) -> None:
+    clock, platform = Clock(), FakePlatform(limits=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        engines = bare.engines
+        job = await engines.images.imagine(command("alice"), "a red fox")
+        assert job.progress_message_id is not None
+        progress = platform.messages[job.progress_message_id]
+        assert progress.text == "⏳ **Imagine** — a red fox\nSending · 0:00"
+        assert [b.label for b in progress.buttons] == ["❌ Cancel"]
+
+        clock.now += 7
+        await engines.ticker.tick()
+        assert second_line(progress.text) == "Queued (relax) · 0:05 · about 55 s left"
+
+        sim.advance(30)
+        clock.now += 30
+        await engines.tracker.poll_round()
+        assert second_line(progress.text) == "Drawing (relax) · 0:35 · about 25 s left"
+        edits = len(progress.history)
+        clock.now += 2
+        await engines.ticker.tick()
+        assert len(progress.history) == edits, [m.text for m in progress.history]
+
+        clock.now += 40
+        await engines.ticker.tick()
+        assert second_line(progress.text) == "Drawing (relax) · 1:15 · taking longer than usual"
+
+        sim.advance(100)
+        await engines.tracker.poll_round()
+        await engines.tracker.wait_idle()
+        done = await bare.store.get_job(job.id)
+
+    assert done is not None and done.status == "posted"
+    assert done.result_message_id == job.progress_message_id
+    assert list(platform.messages) == [job.progress_message_id]
+    assert progress.text == "**Imagined** — a red fox" and progress.message.images
+    assert "❌ Cancel" not in [b.label for b in progress.buttons]
+
+
+async def test_progress_names_the_place_among_the_requesters_jobs(tmp_path: Path) -> None:
+    clock, platform = Clock(), FakePlatform(limits=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        images = bare.engines.images
+        first = await images.imagine(command("alice"), "one")
+        clock.now += 1
+        second = await images.imagine(command("alice"), "two")
+        other = await images.imagine(command("bob"), "three")
+        clock.now += 10
+        await bare.engines.ticker.tick()
+        lines = {
+            job.id: second_line(platform.messages[job.progress_message_id or ""].text)
+            for job in (first, second, other)
+        }
+
+    assert lines[first.id].endswith("· your job 1 of 2")
+    assert lines[second.id].endswith("· your job 2 of 2")
+    assert "your job" not in lines[other.id]
+
+
+def _job(**fields: object) -> Job:
+    return job_record(**{"status": "processing", "created_at": 100.0, **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "status", "line"),
+    [
+        ({}, "staged", "Starting (relax) · 0:10 · about 50 s left"),
+        ({"type": "upscale", "action": "upscale2"}, "processing", "Upscaling (relax) · 0:10 · "),
+        ({"prompt": "a fox --turbo"}, "retry", "Retrying (turbo) · 0:10 · about 5 s left"),
+        ({"parameters": {"process_mode": "fast"}}, "pending", "Queued (fast) · 0:10 · about "),
+        ({"type": "describe", "prompt": ""}, "processing", "Describing (relax) · 0:10 · "),
+        ({"family": "diffusion", "type": "txt2img"}, "processing", "Drawing · 0:10 · about 10"),
+    ],
+)
+def test_status_words_follow_the_work_and_the_mode(
+    fields: dict[str, object], status: str, line: str
+) -> None:
+    job = _job(**fields)
+    text = status_text(job, status, 12.0, Estimates().typical(job), Position(1, 1))
+    assert text.startswith(line)
+
+
+def test_the_estimate_learns_from_finished_jobs() -> None:
+    estimates = Estimates()
+    assert estimates.typical(_job()) == 60.0
+    for took in (20.0, 30.0, 25.0):
+        estimates.observe(_job(finished_at=100.0 + took))
+    assert estimates.typical(_job()) == 25.0
+    assert estimates.typical(_job(parameters={"process_mode": "fast"})) == 30.0
+    assert left_text(25.0, 10.0) == "about 15 s left"
+    assert left_text(600.0, 10.0) == "about 10 min left"
