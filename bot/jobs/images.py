@@ -313,7 +313,15 @@ class ImageJobs:
                 aspect_ratio=aspect,
             )
             key = f"{event.action}:{values_digest(zoom.zoom_ratio, zoom.prompt)}"
-            await self._derive(event, parent, "outpaint", key, request, prompt=zoom.prompt)
+            await self._derive(
+                event,
+                parent,
+                "outpaint",
+                key,
+                request,
+                prompt=zoom.prompt,
+                extra={"zoom_ratio": zoom.zoom_ratio},
+            )
         elif event.action == "vary_region":
             region = read_region(event.values)
             if region.prompt is not None:
@@ -361,11 +369,13 @@ class ImageJobs:
         request: ImageRequest,
         *,
         prompt: str | None = None,
+        extra: Mapping[str, str] | None = None,
     ) -> Job:
         params = {
             "aspect_ratio": parent.parameters.get("aspect_ratio"),
             "process_mode": parent.parameters.get("process_mode"),
             "model_version": version_for(parent.prompt, parent),
+            **(extra or {}),
         }
         spec = JobSpec("task", endpoint, prompt or parent.prompt, params, parent, key, webhook=True)
         call = getattr(self._tasks, endpoint)

@@ -162,7 +162,8 @@ async def test_custom_zoom_form_is_idempotent_per_value(tmp_path: Path) -> None:
         assert [f.id for f in modal.fields] == ["zoom", "prompt"]
         await alice.submit(modal, zoom="1.8x", prompt="")
         zoom_job = await bot.latest_job()
-        await bot.result(zoom_job.id)
+        zoomed = await bot.result(zoom_job.id)
+        assert zoomed.text.startswith("**Zoomed out 1.8×** — a red fox")
         await alice.submit(modal, zoom="1.80", prompt="")
         await alice.submit(modal, zoom="1.6", prompt="a wider fox")
         other = await bot.latest_job()
