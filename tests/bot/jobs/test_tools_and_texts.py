@@ -10,6 +10,7 @@ import pytest
 
 from bot.events import UserMessage
 from bot.jobs import texts, titles
+from storage import Job
 from tests.bot.harness import PLACE, harness
 from tests.bot.jobs.support import bodies, job_record
 
