@@ -152,7 +152,7 @@ async def test_metrics_move_when_a_job_runs_against_the_simulator(tmp_path: Path
         async with playground_user(runtime.web_url) as user:
             view = await user.watch()
             await user.command("/imagine a lighthouse at dusk")
-            await view.until(lambda: any(m["buttons"] for m in view.messages.values()))
+            await view.until(lambda: any(m["images"] for m in view.messages.values()))
             asked = await user.command("/chat echo: a lighthouse keeper counts the waves")
             await view.until(lambda: view.handled(asked))
         async with ClientSession() as session:
