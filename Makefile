@@ -54,6 +54,20 @@ postgres:
 	    fi; \
 	}
 
+# The container tests validate compose.yaml with `docker compose config` (no daemon needed); when
+# neither the compose plugin nor docker-compose is there, install Debian's docker-compose (as root).
+compose-cli:
+	@docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || { \
+	    if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	        echo "installing docker-compose for the container tests (apt-get)"; \
+	        apt-get update -qq && \
+	        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null; \
+	    else \
+	        echo "the container tests need docker compose: run 'sudo apt-get install docker-compose' (Debian/Ubuntu), then make test again" >&2; \
+	        exit 1; \
+	    fi; \
+	}
+
 test: lint typecheck pytest
 
 bench: $(STAMP)

@@ -217,17 +217,23 @@ def run(ctx: click.Context, verbose: bool, log_format: str | None) -> None:
 
 @main.command()
 @click.option("--port", type=PORT, default=None, help="Playground port (default [web] port, 8080).")
+@click.option(
+    "--host",
+    default=None,
+    help="Playground address (default [web] host, 127.0.0.1); any other than loopback needs "
+    "[web] access_token (in a container: --host 0.0.0.0 -e GENBOT_WEB__ACCESS_TOKEN=…).",
+)
 @click.pass_context
-def demo(ctx: click.Context, port: int | None) -> None:
+def demo(ctx: click.Context, port: int | None, host: str | None) -> None:
     """Try genbot with no account: the simulator and the web playground in one process."""
     from genbot.demo import run_demo
     from genbot.logs import configure_logging
 
     settings = _settings(ctx)
-    if port is not None:
-        settings = settings.model_copy(
-            update={"web": settings.web.model_copy(update={"port": port})}
-        )
+    chosen = {"port": port, "host": host}
+    given = {key: value for key, value in chosen.items() if value is not None}
+    if given:
+        settings = settings.model_copy(update={"web": settings.web.model_copy(update=given)})
     configure_logging(settings, verbose=False, quiet=True)
     serve_command(lambda stop: run_demo(settings, stop), stopped_line="genbot demo stopped")
 

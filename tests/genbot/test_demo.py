@@ -61,6 +61,22 @@ async def test_demo_serves_a_working_playground_and_stops_cleanly_on_ctrl_c(
     assert contents(temp) == []
 
 
+async def test_demo_on_every_address_needs_the_access_token(tmp_path: Path) -> None:
+    async with genbot(
+        "demo",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "0",
+        env=clean_env(tmp=tmp_path),
+        cwd=tmp_path,
+        log=tmp_path / "demo.log",
+    ) as demo:
+        assert await demo.exit_status() == 1
+        line = demo.error_line()
+    assert "without [web] access_token" in line and "0.0.0.0" in line
+
+
 async def test_demo_names_the_busy_port_instead_of_a_traceback(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
