@@ -219,7 +219,12 @@ class AccountFeature:
             current["system_prompt"] = _shown(
                 getattr(await self._channel(event), "system_prompt", None)
             )
-        modal = modal_for(SETTINGS_ACTION, "" if scope == "me" else scope, defaults=current)
+        modal = modal_for(
+            SETTINGS_ACTION,
+            "" if scope == "me" else scope,
+            defaults=current,
+            models=allowed_chat_models(self.plan),
+        )
         assert modal is not None
         await self.surfaces.get(event.place.platform).open_modal(event, modal)
 

@@ -12,11 +12,11 @@ diffusion ``diff_reroll``, ``diff_upscale``, ``diff_init``; and ``settings`` (a 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bot.commands import command
+from bot.commands import CHAT_MODELS, command, option_choices
 from bot.events import Button, ButtonStyle, Modal, ModalField, OptionValue
 from bot.masks import Region, parse_region
 from bot.parsing import CommandError, validate_options
@@ -204,13 +204,19 @@ def _choices_hint(choices: tuple[str, ...]) -> str:
 
 
 def modal_for(
-    action: str, ref: str, *, prompt: str = "", defaults: Mapping[str, str] | None = None
+    action: str,
+    ref: str,
+    *,
+    prompt: str = "",
+    defaults: Mapping[str, str] | None = None,
+    models: Sequence[str] = CHAT_MODELS,
 ) -> Modal | None:
     """The form a press of ``action`` opens, or ``None`` when it opens none.
 
     ``prompt`` pre-fills prompt fields (the parent job's prompt); ``defaults`` pre-fills the
-    settings form (option name → current value). Field ids: ``zoom``, ``region``, ``prompt``,
-    ``strength`` and, for settings, the option names of ``/settings``.
+    settings form (option name → current value), whose model field suggests ``models``. Field
+    ids: ``zoom``, ``region``, ``prompt``, ``strength`` and, for settings, the option names of
+    ``/settings``.
     """
     prompt_field = ModalField(
         PROMPT_FIELD, "Prompt", "Leave as is to keep it", prompt[:4000], False, 4000, True
@@ -234,7 +240,7 @@ def modal_for(
             ModalField(
                 option.name,
                 option.description[:45],
-                _choices_hint(option.choices),
+                _choices_hint(option_choices(option, models)),
                 current.get(option.name, ""),
                 False,
                 4000 if option.name == "system_prompt" else 100,

@@ -56,6 +56,10 @@ def build_core(
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
     )
     core = Core(
-        surfaces, [*jobs.features, chat, account], conversations=chat, services=jobs.services
+        surfaces,
+        [*jobs.features, chat, account],
+        conversations=chat,
+        services=jobs.services,
+        plan=settings.api.plan,
     )
     return core, jobs

@@ -6,6 +6,7 @@ core validates options against it and parses text-only commands (``a fox --ar 16
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
@@ -315,3 +316,16 @@ COMMANDS_BY_NAME: dict[str, CommandSpec] = {c.name: c for c in COMMANDS}
 def command(name: str) -> CommandSpec:
     """The command called ``name``; raises ``KeyError`` for an unknown one."""
     return COMMANDS_BY_NAME[name]
+
+
+def offered_models(handler: object) -> tuple[str, ...]:
+    """The chat models a picker offers: the handler's ``chat_models()`` (its plan's, see
+    :class:`bot.events.EventHandler`), else every model."""
+    chat_models = getattr(handler, "chat_models", None)
+    return tuple(chat_models()) if callable(chat_models) else CHAT_MODELS
+
+
+def option_choices(option: Option, models: Sequence[str] = CHAT_MODELS) -> tuple[str, ...]:
+    """The values to offer for ``option``: ``models`` for a chat-model option (see
+    :func:`offered_models`), else its own choices."""
+    return tuple(models) if option.autocomplete else option.choices

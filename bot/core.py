@@ -14,6 +14,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from bot.api.chat import allowed_chat_models
 from bot.api.errors import ApiError
 from bot.commands import COMMANDS_BY_NAME
 from bot.events import (
@@ -113,8 +114,11 @@ class Core:
         features: Sequence[Feature],
         conversations: Conversations | None = None,
         services: Sequence[Lifecycle] = (),
+        *,
+        plan: str = "developer",
     ) -> None:
         self.surfaces = surfaces
+        self.plan = plan
         self._conversations = conversations
         self._services = services
         self._by_command: dict[str, Feature] = {}
@@ -126,6 +130,10 @@ class Core:
                 self._by_command[name] = feature
             for action in feature.actions:
                 self._by_action[action] = feature
+
+    def chat_models(self) -> tuple[str, ...]:
+        """The chat models users are offered: those the workspace's ``[api] plan`` allows."""
+        return tuple(allowed_chat_models(self.plan))
 
     def attach(self, surface: Surface) -> None:
         """Let the core answer on ``surface``'s platform."""

@@ -351,7 +351,11 @@ it with :meth:`Surface.open_modal` (or an ephemeral refusal) right away."""
 
 class EventHandler(Protocol):
     """What adapters hand events to (the core). ``handle`` reports every user-facing problem
-    through the surface itself and does not raise for them."""
+    through the surface itself and does not raise for them.
+
+    A handler may also have ``chat_models() -> tuple[str, ...]``: the chat models to offer in
+    pickers (those the plan allows); adapters read it through
+    :func:`bot.commands.offered_models`."""
 
     async def handle(self, event: InboundEvent) -> None:
         """Act on one inbound event until its immediate effects are posted."""

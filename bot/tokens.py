@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 TOKENS_PER_MESSAGE = 3
@@ -149,11 +149,13 @@ class TurnTooLarge(ValueError):
 
 @dataclass(frozen=True)
 class FittedHistory:
-    """Messages to send (system first), their prompt tokens, and how many old turns were cut."""
+    """Messages to send (system first), their prompt tokens, how many old turns were cut, and
+    the tokens of the old turns kept (what a shorter request could still leave out)."""
 
     messages: list[ChatMessage]
     prompt_tokens: int
     dropped: int
+    history_tokens: int = field(default=0, compare=False)
 
 
 def _newest_user_index(turns: Sequence[ChatMessage]) -> int:

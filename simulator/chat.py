@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from simulator.chat_completion import DONE_EVENT, Completion, build_completion
+from simulator.chat_tokens import prompt_tokens
 from simulator.chat_validation import ChatRequestError, validate_chat_request
 from simulator.state import STATE, Account, SimulatorState, bearer_key
 
@@ -79,6 +80,17 @@ def _completion_for(request: web.Request, state: SimulatorState, body: Any) -> C
     limited = _rate_limited(state, account)
     if limited is not None:
         raise _Refused(limited)
+    context = state.config.context_tokens
+    if context > 0 and (used := prompt_tokens(chat)) > context:
+        raise _Refused(
+            error_response(
+                400,
+                f"This model's maximum context length is {context} tokens. However, your "
+                f"messages resulted in {used} tokens. Please reduce the length of the messages.",
+                "messages",
+                code="context_length_exceeded",
+            )
+        )
     if chat.model.startswith("llm-4") and account.plan == "free":
         raise _Refused(
             error_response(

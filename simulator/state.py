@@ -43,6 +43,8 @@ class SimulatorConfig:
     ``dialect`` ``spec`` knows only what the API documentation states, where ``default`` fills
     its gaps (see ``simulator/README.md``, "Dialects"). ``chat_rpm`` > 0 answers chat requests
     beyond that many per minute (× ``time_scale``) and key with 429 and ``Retry-After``.
+    ``context_tokens`` > 0 refuses chat prompts longer than that many tokens with 400
+    (``context_length_exceeded``), whatever the model.
     """
 
     api_key: str = "sim-key"
@@ -59,6 +61,7 @@ class SimulatorConfig:
     plain_images: bool = False
     dialect: Dialect = "default"
     chat_rpm: int = 0
+    context_tokens: int = 0
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import discord
 from discord import app_commands
 
-from bot.commands import CHAT_MODELS, COMMANDS, CommandSpec, Option
+from bot.commands import COMMANDS, CommandSpec, Option, offered_models
 
 CommandCallback = Callable[[discord.Interaction[Any], str, dict[str, Any]], Awaitable[None]]
 """Receives the interaction, the dotted command name and the option values given."""
@@ -35,9 +35,11 @@ _TYPES: dict[str, type] = {
 async def complete_model(
     interaction: discord.Interaction[Any], current: str
 ) -> list[app_commands.Choice[str]]:
-    """Chat models containing what the user typed (at most 25, Discord's limit)."""
+    """Chat models the plan allows containing what the user typed (at most 25, Discord's
+    limit)."""
     typed = current.strip().lower()
-    return [app_commands.Choice(name=m, value=m) for m in CHAT_MODELS if typed in m.lower()][:25]
+    models = offered_models(getattr(interaction.client, "handler", None))
+    return [app_commands.Choice(name=m, value=m) for m in models if typed in m.lower()][:25]
 
 
 def _annotation(option: Option) -> Any:

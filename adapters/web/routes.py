@@ -23,6 +23,7 @@ from adapters.web.access import (
     user_id_for,
 )
 from adapters.web.translate import BadInput, catalogue, parse_channel
+from bot.commands import offered_models
 from bot.events import User
 
 if TYPE_CHECKING:
@@ -185,7 +186,8 @@ async def static(request: web.Request) -> web.Response:
 
 
 async def commands(request: web.Request) -> web.Response:
-    return web.json_response({"commands": catalogue()})
+    models = offered_models(request.app[ADAPTER].handler)
+    return web.json_response({"commands": catalogue(models)})
 
 
 async def history(request: web.Request) -> web.Response:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from bot.commands import COMMANDS, COMMANDS_BY_NAME, CommandSpec
+from bot.commands import CHAT_MODELS, COMMANDS, COMMANDS_BY_NAME, CommandSpec, option_choices
 from bot.events import Modal
 
 T = TypeVar("T")
@@ -88,8 +88,9 @@ def parse_channel(value: object) -> str:
     return value
 
 
-def catalogue() -> list[dict[str, Any]]:
-    """Every command with its description, options and examples, for the command palette."""
+def catalogue(models: Sequence[str] = CHAT_MODELS) -> list[dict[str, Any]]:
+    """Every command with its description, options and examples, for the command palette
+    (``models``: the chat models to offer, see :func:`bot.commands.offered_models`)."""
     return [
         {
             "name": spec.name,
@@ -104,7 +105,7 @@ def catalogue() -> list[dict[str, Any]]:
                     "type": option.type,
                     "description": option.description,
                     "required": option.required,
-                    "choices": list(option.choices),
+                    "choices": list(option_choices(option, models)),
                     "min_value": option.min_value,
                     "max_value": option.max_value,
                     "flags": list(option.flags),

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 from pydantic import ValidationError
 
+from bot.api.chat_errors import chat_refusal
 from bot.api.errors import (
+    ApiError,
     ApiTimeout,
     ConnectionFailed,
     InvalidRequest,
@@ -141,11 +144,16 @@ class ChatStream:
     """
 
     def __init__(
-        self, transport: HttpTransport, body: dict[str, Any], pacer: RequestPacer | None = None
+        self,
+        transport: HttpTransport,
+        body: dict[str, Any],
+        pacer: RequestPacer | None = None,
+        meaning: Callable[[ApiError], ApiError] = lambda error: error,
     ) -> None:
         self._transport = transport
         self._body = body
         self._pacer = pacer
+        self._meaning = meaning
         self._response: StreamResponse | None = None
         self._parser = SseParser()
         self._pending: list[str] = []
@@ -198,9 +206,12 @@ class ChatStream:
         if self._response is None and not self._finished:
             if self._pacer is not None:
                 await self._pacer.acquire(self._transport.rate_limits.max_wait)
-            self._response = await self._transport.open_stream(
-                CHAT_PATH, self._body, auth=AuthStyle.BEARER
-            )
+            try:
+                self._response = await self._transport.open_stream(
+                    CHAT_PATH, self._body, auth=AuthStyle.BEARER
+                )
+            except ApiError as error:
+                raise self._meaning(error) from None
 
     def _interrupted(self, reason: str) -> StreamInterrupted:
         return StreamInterrupted(reason, self.accumulator.text(), self.accumulator.texts())
@@ -280,9 +291,12 @@ class ChatClient:
         body = request.to_body()
         body["stream"] = False
         await self.pacer.acquire(self._transport.rate_limits.max_wait)
-        result = await self._transport.post(
-            CHAT_PATH, body, auth=AuthStyle.BEARER, safety=CallSafety.CREATE, via_proxy=True
-        )
+        try:
+            result = await self._transport.post(
+                CHAT_PATH, body, auth=AuthStyle.BEARER, safety=CallSafety.CREATE, via_proxy=True
+            )
+        except ApiError as error:
+            raise self.meaning(error, request.model) from None
         try:
             completion = ChatCompletion.model_validate(result.body)
         except ValidationError as error:
@@ -299,4 +313,11 @@ class ChatClient:
         self.check(request)
         body = request.to_body()
         body["stream"] = True
-        return ChatStream(self._transport, body, self.pacer)
+        return ChatStream(
+            self._transport, body, self.pacer, lambda error: self.meaning(error, request.model)
+        )
+
+    def meaning(self, error: ApiError, model: str) -> ApiError:
+        """A refusal of a request for ``model`` as what it means (see
+        :mod:`bot.api.chat_errors`)."""
+        return chat_refusal(error, model, self._plan, key_accepted=self._transport.key_accepted)

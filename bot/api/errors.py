@@ -37,9 +37,31 @@ class InvalidRequest(ApiError):
 
 
 class AuthenticationError(ApiError):
-    """The provider answered 401: the API key is missing or wrong."""
+    """The provider answered 401: the API key is missing or wrong. ``provider_message`` is its
+    own explanation, when it sent one."""
 
     user_message = "The service rejected the bot's API key. An admin needs to check it."
+
+    def __init__(self, provider_message: str = "") -> None:
+        self.provider_message = provider_message
+        super().__init__(
+            f"provider answered HTTP 401{f': {provider_message}' if provider_message else ''}"
+        )
+
+
+class ContextTooLong(ApiError):
+    """The provider refused a chat request as longer than the model's context (a 400 naming
+    tokens or the context). ``excess``: by how many tokens, when its message says."""
+
+    def __init__(self, model: str, provider_message: str = "", excess: int | None = None) -> None:
+        self.model = model
+        self.provider_message = provider_message
+        self.excess = excess
+        self.user_message = (
+            f"The conversation is too long for {model}, even after genbot left out its older "
+            "turns. Start a new conversation, or shorten your message."
+        )
+        super().__init__(f"context length refused for {model}: {provider_message}")
 
 
 class BadRequest(ApiError):
@@ -68,6 +90,25 @@ class PermissionDenied(ApiError):
             else "The service does not allow this for the bot's account."
         )
         super().__init__(self.user_message)
+
+
+class ModelNotAllowed(PermissionDenied):
+    """The provider refused a chat model for this account (403, or a 401 that is about the plan,
+    see :mod:`bot.api.chat_errors`): its plan or permissions do not include ``model``."""
+
+    def __init__(self, model: str, plan: str, provider_message: str = "", status: int = 403):
+        self.model = model
+        self.plan = plan
+        self.provider_message = provider_message
+        self.status = status
+        self.user_message = (
+            f"The service refused {model} for the bot's account: its plan or permissions do not "
+            f"include that model (genbot's [api] plan says {plan!r}; llm-4 models need the "
+            "Developer plan or above). Pick another model with /settings, or ask an admin to "
+            "check the account's plan."
+        )
+        detail = f": {provider_message}" if provider_message else ""
+        ApiError.__init__(self, f"model {model} refused (HTTP {status}){detail}")
 
 
 class ServerError(ApiError):

@@ -123,7 +123,7 @@ def error_for_status(status: int, raw: bytes, retry_after: str | None = None) ->
     if status == 429:
         return ProviderRateLimited(retry_after_seconds(retry_after), message)
     if status == 401:
-        return AuthenticationError()
+        return AuthenticationError(message)
     if status == 400:
         return BadRequest(message, body)
     if status == 403:
@@ -197,6 +197,8 @@ class HttpTransport:
         self._proxy = settings.proxy_url.rstrip("/")
         self._preferred: str | None = None
         self._preferred_since = 0.0
+        self.key_accepted = False
+        """Whether the provider has answered 2xx to this key (so a later 401 is not about it)."""
         self.last_answer_at: float | None = None
         """``time.monotonic()`` of the provider's last answer below 500 (for readiness)."""
 
@@ -239,6 +241,7 @@ class HttpTransport:
         return ordered
 
     def _worked(self, address: str) -> None:
+        self.key_accepted = True
         if address == self._proxy:
             return
         if address == self._addresses[0]:

@@ -32,17 +32,18 @@ from bot.api import (
     ProviderClient,
     StreamInterrupted,
 )
-from bot.api.errors import about
+from bot.api.errors import ContextTooLong, about
 from bot.api.ratelimit import observe_waits
 from bot.budget import RenderBudget
-from bot.chat.history import History
+from bot.chat.history import History, Turn
 from bot.chat.prompting import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.scoping import Target
 from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
+from bot.core import UserError
 from bot.events import MessageRef, OutMessage, Surface, User
 from bot.render import RenderResult, StreamEnd, StreamRenderer
 from bot.status import end_status, show_status
-from bot.tokens import count_functions, count_message, count_text
+from bot.tokens import FittedHistory, count_functions, count_message, count_text
 from bot.waits import ShownWait
 from storage import ConversationStore, UsageLedger
 
@@ -163,11 +164,15 @@ class Answerer:
         for round_number in range(rounds + 1):
             last = round_number == rounds
             functions = self.functions(last=last)
-            fitted = fit(
-                params, self.defaults, history.request_turns(), self.function_tokens(last=last)
-            )
+            turns, extra = history.request_turns(), self.function_tokens(last=last)
+            fitted = fit(params, self.defaults, turns, extra)
             request = build_request(params, fitted.messages, functions)
-            outcome = await self._round(surface, target, request, user)
+            try:
+                outcome = await self._round(surface, target, request, user)
+            except ContextTooLong as refused:
+                fitted = self._shorter(params, turns, extra, fitted, refused)
+                request = build_request(params, fitted.messages, functions)
+                outcome = await self._round(surface, target, request, user)
             await self.store.add_usage(
                 target.place.platform,
                 user.id,
@@ -181,6 +186,28 @@ class Answerer:
                 return outcome.rendered
             await self._run_call(target, outcome.call, context, self.tools, history)
         raise AssertionError("the last round offers no functions, so it ends in text")
+
+    def _shorter(
+        self,
+        params: ChatParams,
+        turns: list[Turn],
+        extra: int,
+        fitted: FittedHistory,
+        refused: ContextTooLong,
+    ) -> FittedHistory:
+        """The request without older turns — at least half of them, and as many as the
+        provider said it was over by, plus a tenth — after it was refused as too long for the
+        model; :class:`UserError` when the message alone was refused."""
+        if fitted.history_tokens <= 0:
+            raise UserError(
+                f"Your message is too long for {params.model}: the service refused it as longer "
+                "than the model's context. Shorten it, or pick a model with a larger context."
+            )
+        log.info("the provider refused the context as too long (%s); trimming", refused)
+        over = refused.excess or 0
+        cut = max(fitted.history_tokens // 2 + 1, over + over // 10 + 16)
+        kept = max(fitted.history_tokens - cut, 0)
+        return fit(params, self.defaults, turns, extra, max_history_tokens=kept)
 
     async def _run_call(
         self,

@@ -205,11 +205,13 @@ def fit(
     reserve: int,
     max_tokens: int | None,
     extra_tokens: int = 0,
+    max_history_tokens: int | None = None,
 ) -> FittedHistory:
     """The system prompt and the newest turns that fit ``model``'s context with ``reserve``
     tokens left for the answer; the kept history never starts with an assistant or function
-    turn. ``extra_tokens`` (the functions offered) count toward ``prompt_tokens``. A request
-    that cannot fit is a :class:`UserError` saying why (see :func:`too_large`)."""
+    turn. ``extra_tokens`` (the functions offered) count toward ``prompt_tokens``; at most
+    ``max_history_tokens`` of older turns are kept (after the provider refused more). A
+    request that cannot fit is a :class:`UserError` saying why (see :func:`too_large`)."""
     head = [{"role": "system", "content": system_prompt}] if system_prompt else []
     newest = _newest_user_index(turns)
     required, older = turns[newest:], turns[:newest]
@@ -226,7 +228,8 @@ def fit(
     kept_from = len(older)
     for index in range(len(older) - 1, -1, -1):
         cost = older[index].tokens
-        if used + cost > available:
+        over_limit = max_history_tokens is not None and used - needed + cost > max_history_tokens
+        if used + cost > available or over_limit:
             break
         used += cost
         kept_from = index
@@ -235,4 +238,4 @@ def fit(
         kept_from += 1
     messages: list[Mapping[str, Any]] = [*head, *(turn.message for turn in older[kept_from:])]
     messages += [turn.message for turn in required]
-    return FittedHistory(messages, used, kept_from)
+    return FittedHistory(messages, used, kept_from, used - needed)

@@ -217,11 +217,15 @@ def history_budget(params: ChatParams, defaults: ChatDefaults) -> int:
 
 
 def fit(
-    params: ChatParams, defaults: ChatDefaults, turns: Sequence[Turn], extra_tokens: int = 0
+    params: ChatParams,
+    defaults: ChatDefaults,
+    turns: Sequence[Turn],
+    extra_tokens: int = 0,
+    max_history_tokens: int | None = None,
 ) -> FittedHistory:
     """The system prompt and the newest turns that fit the model's context with room for the
-    answer (see :func:`bot.chat.history.fit`); a request that cannot fit is a
-    :class:`UserError` naming the way out."""
+    answer (see :func:`bot.chat.history.fit`; ``max_history_tokens`` caps the older turns
+    kept); a request that cannot fit is a :class:`UserError` naming the way out."""
     return fit_turns(
         params.model,
         params.system_prompt,
@@ -229,6 +233,7 @@ def fit(
         reserve=params.answer_reserve(defaults),
         max_tokens=params.max_tokens,
         extra_tokens=extra_tokens,
+        max_history_tokens=max_history_tokens,
     )
 
 

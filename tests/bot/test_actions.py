@@ -245,3 +245,10 @@ def test_reading_submitted_forms():
     }
     with pytest.raises(CommandError, match="aspect_ratio must look like 16:9"):
         read_settings({"aspect_ratio": "wide"})
+
+
+def test_the_settings_form_suggests_the_models_it_is_given():
+    modal = modal_for("settings", "", models=("llm-3.5-turbo", "llm-3.5-turbo-16k"))
+    assert modal is not None
+    [model] = [field for field in modal.fields if field.id == "model"]
+    assert model.placeholder == "llm-3.5-turbo, llm-3.5-turbo-16k"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import discord
 
+from bot.api.chat import allowed_chat_models
 from bot.commands import COMMANDS, PROCESS_MODES
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeDiscord
@@ -94,3 +95,21 @@ async def test_model_autocomplete_suggests_matching_chat_models(bot: Harness) ->
     assert await fake.answered(interaction) == 8
     choices = [c["value"] for c in interaction.callbacks[0]["data"]["choices"]]
     assert choices == ["llm-3.5-turbo-16k", "llm-3.5-turbo-16k-0613"]
+
+
+class FreePlanCore(RecordingCore):
+    """A core whose workspace is on the free plan: it offers no ``llm-4*`` model."""
+
+    def chat_models(self) -> tuple[str, ...]:
+        return tuple(allowed_chat_models("free"))
+
+
+async def test_model_autocomplete_offers_only_what_the_plan_allows(harness: Harness) -> None:
+    await harness.start(FreePlanCore())
+    fake = harness.fake
+    interaction = await fake.autocomplete(
+        fake.user("alice"), fake.channel("general"), "chat", "model", "llm-"
+    )
+    assert await fake.answered(interaction) == 8
+    choices = [c["value"] for c in interaction.callbacks[0]["data"]["choices"]]
+    assert choices and not [model for model in choices if model.startswith("llm-4")]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from aiohttp import ClientSession, CookieJar
 
 from adapters.web import WEB_LIMITS, WebAdapter
+from bot.api.chat import allowed_chat_models
 from bot.commands import COMMANDS
-from tests.adapters.web.fakes import history
+from tests.adapters.web.fakes import RecordingCore, history
 
 EXTERNAL_REFERENCE = re.compile(
     r"""(src|href)\s*=\s*["']?(https?:)?//|url\(\s*["']?(https?:)?//|@import|from\s+["'](https?:)?//"""
@@ -107,3 +109,18 @@ async def test_commands_are_served_from_the_catalogue(browser: ClientSession) ->
     assert commands["describe"]["uploads"] == ["image"]
     assert commands["diffusion.img2img"]["uploads"][0] == "init_image"
     assert commands["help"]["options"] == []
+
+
+async def test_the_model_choices_are_the_plans(browser: ClientSession, core: RecordingCore) -> None:
+    async with browser.get("/api/commands") as response:
+        every = {c["name"]: c for c in (await response.json())["commands"]}
+    core.chat_models = lambda: tuple(allowed_chat_models("free"))  # type: ignore[attr-defined]
+    async with browser.get("/api/commands") as response:
+        free = {c["name"]: c for c in (await response.json())["commands"]}
+
+    def models(commands: dict[str, Any], name: str) -> list[str]:
+        return next(o["choices"] for o in commands[name]["options"] if o["name"] == "model")
+
+    assert "llm-4" in models(every, "chat")
+    for name in ("chat", "settings"):
+        assert models(free, name) == allowed_chat_models("free")
