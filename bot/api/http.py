@@ -24,7 +24,6 @@ Keys are only ever placed in request headers; nothing here logs headers or bodie
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import time
@@ -39,16 +38,13 @@ from bot import metrics
 from bot.api.errors import (
     ApiError,
     ApiTimeout,
-    AuthenticationError,
-    BadRequest,
     ConnectionFailed,
     InvalidResponse,
-    PermissionDenied,
     ProviderRateLimited,
     ServerError,
-    UnexpectedStatus,
 )
-from bot.api.ratelimit import RateLimitPolicy, RateLimitWaits, retry_after_seconds
+from bot.api.ratelimit import RateLimitPolicy, RateLimitWaits
+from bot.api.statuses import error_for_status, parse_json
 from bot.config import ApiSettings
 
 log = logging.getLogger("bot.api")
@@ -88,49 +84,6 @@ class HttpResult:
 
     status: int
     body: Any
-
-
-def provider_message(body: Any, raw: bytes = b"") -> str:
-    """The provider's own short explanation in an error body, if any."""
-    if isinstance(body, dict):
-        for key in ("message", "messege", "error", "detail", "msg"):
-            value = body.get(key)
-            if isinstance(value, dict):
-                value = value.get("message")
-            if isinstance(value, str) and value.strip():
-                return _one_line(value)
-    if body is None and raw:
-        return _one_line(raw.decode("utf-8", errors="replace"))
-    return ""
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _parse_json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw) if raw.strip() else None
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
-def error_for_status(status: int, raw: bytes, retry_after: str | None = None) -> ApiError:
-    """The typed error for a non-2xx answer (``retry_after``: its ``Retry-After`` header)."""
-    body = _parse_json(raw)
-    message = provider_message(body, raw)
-    if status == 429:
-        return ProviderRateLimited(retry_after_seconds(retry_after), message)
-    if status == 401:
-        return AuthenticationError(message)
-    if status == 400:
-        return BadRequest(message, body)
-    if status == 403:
-        return PermissionDenied(message)
-    if status >= 500:
-        return ServerError(status, message)
-    return UnexpectedStatus(status, message)
 
 
 class _Attempt:
@@ -346,7 +299,7 @@ class HttpTransport:
                 repeatable=True,
             )
         if 200 <= status < 300:
-            parsed = _parse_json(raw)
+            parsed = parse_json(raw)
             if parsed is None:
                 return _Attempt(
                     InvalidResponse(f"{path}: answer is not JSON ({len(raw)} bytes)"),

@@ -1,0 +1,62 @@
+"""What a provider's HTTP answer means: the typed error of a non-2xx status (see
+:mod:`bot.api.errors`) and the provider's own short explanation in its body."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.api.errors import (
+    ApiError,
+    AuthenticationError,
+    BadRequest,
+    PermissionDenied,
+    ProviderRateLimited,
+    ServerError,
+    UnexpectedStatus,
+)
+from bot.api.ratelimit import retry_after_seconds
+
+
+def provider_message(body: Any, raw: bytes = b"") -> str:
+    """The provider's own short explanation in an error body, if any."""
+    if isinstance(body, dict):
+        for key in ("message", "messege", "error", "detail", "msg"):
+            value = body.get(key)
+            if isinstance(value, dict):
+                value = value.get("message")
+            if isinstance(value, str) and value.strip():
+                return _one_line(value)
+    if body is None and raw:
+        return _one_line(raw.decode("utf-8", errors="replace"))
+    return ""
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def parse_json(raw: bytes) -> Any:
+    """The parsed JSON of a body, or ``None`` when it is empty or not JSON."""
+    try:
+        return json.loads(raw) if raw.strip() else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def error_for_status(status: int, raw: bytes, retry_after: str | None = None) -> ApiError:
+    """The typed error for a non-2xx answer (``retry_after``: its ``Retry-After`` header)."""
+    body = parse_json(raw)
+    message = provider_message(body, raw)
+    if status == 429:
+        return ProviderRateLimited(retry_after_seconds(retry_after), message)
+    if status == 401:
+        return AuthenticationError(message)
+    if status == 400:
+        return BadRequest(message, body)
+    if status == 403:
+        return PermissionDenied(message)
+    if status >= 500:
+        return ServerError(status, message)
+    return UnexpectedStatus(status, message)
