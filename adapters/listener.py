@@ -16,6 +16,9 @@ What a :class:`Listener` adds to aiohttp, with :class:`ListenerLimits`:
   declared ``Content-Length`` above it gets a 413 before the handler runs, and ``read()``,
   ``post()`` and ``json()`` stop at it. Handlers that stream ``request.content`` themselves
   count what they read;
+- **small read buffers**: aiohttp buffers at most twice :data:`READ_BUFFER_BYTES` of a body a
+  handler has not read yet; a handler refusing a request before reading its body can answer
+  with :func:`answer_and_close` so the rest is never read;
 - **quiet refusals**: refusals (the ones above, and the ones handlers report with
   :func:`refused`) and the event loop's "socket.accept() out of system resource" errors are
   logged at most once per ``log_interval`` seconds, with counts.
@@ -49,6 +52,9 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 H = TypeVar("H", bound=Callable[..., Any])
 
+READ_BUFFER_BYTES = 16 * 1024
+"""What aiohttp buffers of a request body before a handler reads it (twice this, then it stops
+reading the socket): small, so many connections sending bodies hold little memory."""
 RESERVED_FILES = 64
 """Open files kept free of connections (the database, logs, outgoing HTTP)."""
 ACCEPT_ERROR = "socket.accept() out of system resource"
@@ -156,6 +162,18 @@ def refused(request: web.Request, reason: str) -> None:
     (refusals if refusals is not None else _ACCEPT_ERRORS).note(reason)
 
 
+async def answer_and_close(request: web.Request, response: web.Response) -> web.Response:
+    """Send ``response`` and close the connection without reading the rest of the request's
+    body (a refused upload or webhook is not drained into memory first). Return what this
+    returns from the handler."""
+    response.force_close()
+    await response.prepare(request)
+    await response.write_eof()
+    if request.body_exists and not request.content.is_eof():
+        request.protocol.force_close()
+    return response
+
+
 def open_file_limit() -> int:
     """The process's open-file limit, raised to its hard limit first (once is enough)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -224,6 +242,7 @@ class Listener:
             access_log=None,
             keepalive_timeout=self.limits.idle_timeout,
             lingering_time=2.0,
+            read_bufsize=READ_BUFFER_BYTES,
             shutdown_timeout=self.limits.shutdown_timeout,
         )
         await runner.setup()
@@ -294,7 +313,8 @@ class Listener:
         timeout = getattr(route_handler, _BODY_TIMEOUT_ATTRIBUTE, self.limits.body_timeout)
         if request.content_length is not None and request.content_length > limit:
             self.refusals.note("body too large")
-            return _closing(web.json_response({"error": _too_large(limit)}, status=413))
+            too_large = web.json_response({"error": _too_large(limit)}, status=413)
+            return await answer_and_close(request, too_large)
         if not request.body_exists:
             return await handler(request)
         # request.clone(client_max_size=...) would hide what later middlewares store in the

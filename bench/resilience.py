@@ -7,7 +7,9 @@
   exactly once (:mod:`tests.resilience.crash`);
 - faults: 200 user requests (imagine, diffusion, chat, button presses) against a simulator
   failing one request in ten; every request must end in its result or one clear error, and no
-  job may be created or charged twice (:mod:`tests.resilience.faults`).
+  job may be created or charged twice (:mod:`tests.resilience.faults`);
+- hostile clients: upload floods, wrong-secret webhook floods and half-sent requests against
+  ``genbot run``'s listeners, with the process's memory and log lines (:mod:`bench.hostile`).
 
 ``python -m bench resilience [--quick]``.
 """
@@ -21,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.hostile import hostile_table
 from bench.report import Table
 from tests.resilience.crash import crash_scenario
 from tests.resilience.faults import FaultSize, fault_scenario
@@ -155,6 +158,6 @@ async def main(quick: bool = False) -> list[Table]:
     level = root.level
     root.setLevel(logging.ERROR)
     try:
-        return [await crash_table(quick), await fault_table(quick)]
+        return [await crash_table(quick), await fault_table(quick), await hostile_table(quick)]
     finally:
         root.setLevel(level)

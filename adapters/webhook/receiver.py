@@ -18,7 +18,7 @@ from typing import Protocol
 
 from aiohttp import web
 
-from adapters.listener import Listener, ListenerLimits, body_limit, refused
+from adapters.listener import Listener, ListenerLimits, answer_and_close, body_limit, refused
 from bot import metrics
 from bot.config import WebhookSettings
 from bot.jobs.hosting import MediaHost
@@ -87,7 +87,7 @@ class WebhookReceiver:
         if job is None:
             refused(request, "unknown job or wrong secret")
             metrics.webhook_answered(401)
-            return _closing(web.Response(status=401))
+            return await answer_and_close(request, web.Response(status=401))
         body = await request.read()
         try:
             status = await self._target.on_webhook(job, body)
@@ -103,8 +103,3 @@ class WebhookReceiver:
             return web.Response(status=404)
         headers = {"Content-Type": hosted.content_type, "X-Content-Type-Options": "nosniff"}
         return web.FileResponse(hosted.path, headers=headers)
-
-
-def _closing(response: web.Response) -> web.Response:
-    response.force_close()
-    return response

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import os
+import resource
 import signal
 import sqlite3
 import sys
@@ -43,6 +44,9 @@ class GenbotProcess:
     name: str
     process: asyncio.subprocess.Process | None = None
     port: int = 0
+    open_files: int | None = None
+    """The child's open-file limit (soft and hard), when given."""
+    webhook_port: int = 0
     args: tuple[str, ...] = ("-v",)
     """Options of ``genbot run``."""
 
@@ -72,6 +76,7 @@ class GenbotProcess:
                 env=env,
                 stdout=stdout,
                 stderr=stderr,
+                preexec_fn=self._limit_open_files if self.open_files else None,
             )
         async with asyncio.timeout(STARTUP_TIMEOUT), aiohttp.ClientSession() as session:
             while True:
@@ -82,6 +87,10 @@ class GenbotProcess:
                         if response.status == 200:
                             return
                 await asyncio.sleep(0.05)
+
+    def _limit_open_files(self) -> None:
+        assert self.open_files is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 
     async def kill(self) -> None:
         """``kill -9`` and reap it."""

@@ -1,0 +1,254 @@
+"""The red team's listener attacks on a real ``genbot run`` child process (playground and webhook
+receiver), measured from outside: the child's resident memory (``/proc``), what was answered and
+refused, and the warning lines it wrote. ``tests/resilience/test_hostile.py`` runs them small;
+``bench/hostile.py`` at the red team's sizes.
+
+- :func:`upload_flood`: many browsers upload images at once, far beyond ``[web]
+  upload_cache_mb``;
+- :func:`webhook_flood`: concurrent wrong-secret webhook POSTs with large bodies;
+- :func:`slow_connections`: connections that send half a request head and wait, then one
+  normal request to each listener, under a low open-file limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import re
+import resource
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+from simulator.server import serve
+from tests.resilience.hostile_files import noise_png
+from tests.resilience.process import HTTP_TIMEOUT, GenbotProcess, load_page
+from tests.resilience.support import API_KEY, sim_config
+
+MB = 1024 * 1024
+WARNING_LINE = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b")
+ANSWER_TIMEOUT = 5.0
+"""Well under the listeners' header timeout (15 s), so a slow connection closed by it does not
+make room for a normal request in time."""
+CONNECT_TIMEOUT = 3.0
+
+
+@dataclass
+class Outcome:
+    """What one attack did to the child."""
+
+    attempts: int = 0
+    answers: Counter[int] = field(default_factory=Counter)
+    """HTTP status → how many (0: no answer, the connection was closed)."""
+    rss_before_mb: float = 0.0
+    rss_after_mb: float = 0.0
+    peak_mb: float = 0.0
+    warning_lines: int = 0
+    seconds: float = 0.0
+    checks: dict[str, bool] = field(default_factory=dict)
+    """Normal requests made during the attack → whether they were answered."""
+
+    @property
+    def growth_mb(self) -> float:
+        return self.rss_after_mb - self.rss_before_mb
+
+    @property
+    def peak_growth_mb(self) -> float:
+        return self.peak_mb - self.rss_before_mb
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """Resident and peak resident memory of process ``pid``, in MiB."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def warning_lines(process: GenbotProcess) -> int:
+    """Lines at WARNING or above the child wrote to standard error."""
+    text = process.output_files[1].read_text(errors="replace")
+    return sum(bool(WARNING_LINE.search(line)) for line in text.splitlines())
+
+
+@contextlib.asynccontextmanager
+async def genbot_child(
+    workdir: Path, env: dict[str, str], open_files: int | None = None
+) -> AsyncIterator[GenbotProcess]:
+    """``genbot run`` with the playground and the webhook receiver on loopback, against a
+    simulator; ``open_files`` caps its open-file limit (soft and hard)."""
+    async with serve(sim_config()) as sim:
+        hook_port = _free_port()
+        settings = {
+            "GENBOT_WEB__ENABLED": "true",
+            "GENBOT_API__BASE_URL": sim.base_url,
+            "GENBOT_API__KEY": API_KEY,
+            "GENBOT_STORAGE__PATH": str(workdir / "genbot.db"),
+            "GENBOT_WEBHOOK__PUBLIC_URL": f"http://127.0.0.1:{hook_port}",
+            "GENBOT_WEBHOOK__PORT": str(hook_port),
+            "GENBOT_WEBHOOK__ALLOW_INSECURE_LOOPBACK": "true",
+            **env,
+        }
+        process = GenbotProcess(settings, workdir, "hostile", open_files=open_files)
+        try:
+            await process.start()
+            process.webhook_port = hook_port
+            yield process
+        finally:
+            await process.terminate()
+
+
+def _free_port() -> int:
+    from tests.bot.harness import free_port
+
+    return free_port()
+
+
+def _pid(process: GenbotProcess) -> int:
+    assert process.process is not None
+    return process.process.pid
+
+
+async def upload_flood(
+    workdir: Path, *, browsers: int, files: int, file_mb: float, cache_mb: int
+) -> Outcome:
+    """``browsers`` browsers each load the page, then upload ``files`` images of ``file_mb``
+    at once (one request each), against ``[web] upload_cache_mb = cache_mb``."""
+    side = int((file_mb * MB / 3) ** 0.5)
+    image = noise_png(side, side)
+    outcome = Outcome(attempts=browsers)
+    env = {"GENBOT_WEB__UPLOAD_CACHE_MB": str(cache_mb)}
+    async with genbot_child(workdir, env) as process:
+        cookies = [await load_page(process.url) for _ in range(browsers)]
+        outcome.rss_before_mb, _ = memory_mb(_pid(process))
+        started = time.perf_counter()
+
+        async def one(cookie: str) -> int:
+            form = aiohttp.FormData()
+            for number in range(files):
+                form.add_field(
+                    "file", io.BytesIO(image), filename=f"{number}.png", content_type="image/png"
+                )
+            headers = {"Cookie": f"genbot_session={cookie}"}
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session,
+                session.post(f"{process.url}/api/upload", data=form, headers=headers) as answer,
+            ):
+                return answer.status
+
+        statuses = await asyncio.gather(*(one(c) for c in cookies), return_exceptions=True)
+        outcome.seconds = time.perf_counter() - started
+        outcome.answers.update(s if isinstance(s, int) else 0 for s in statuses)
+        outcome.rss_after_mb, outcome.peak_mb = memory_mb(_pid(process))
+        outcome.checks["page after"] = await _answered(f"{process.url}/static/app.js")
+    outcome.warning_lines = warning_lines(process)
+    return outcome
+
+
+async def webhook_flood(workdir: Path, *, requests: int, body_mb: float) -> Outcome:
+    """``requests`` concurrent webhook POSTs with a wrong secret and ``body_mb`` of body."""
+    body = b"{" + b" " * (int(body_mb * MB) - 2) + b"}"
+    outcome = Outcome(attempts=requests)
+    async with genbot_child(workdir, {}) as process:
+        outcome.rss_before_mb, _ = memory_mb(_pid(process))
+        started = time.perf_counter()
+        port = process.webhook_port
+        statuses = await asyncio.gather(
+            *(_raw_post(port, f"/webhooks/tasks/job{n}", body) for n in range(requests))
+        )
+        outcome.seconds = time.perf_counter() - started
+        outcome.answers.update(statuses)
+        outcome.rss_after_mb, outcome.peak_mb = memory_mb(_pid(process))
+        outcome.checks["receiver after"] = await _webhook_answered(port)
+    outcome.warning_lines = warning_lines(process)
+    return outcome
+
+
+async def slow_connections(workdir: Path, *, connections: int, open_files: int) -> Outcome:
+    """``connections`` connections to the playground that send half a request head and wait;
+    meanwhile one normal request to the playground and one to the webhook receiver."""
+    _raise_own_open_file_limit(connections + 256)
+    outcome = Outcome(attempts=connections)
+    async with genbot_child(workdir, {}, open_files=open_files) as process:
+        outcome.rss_before_mb, _ = memory_mb(_pid(process))
+        started = time.perf_counter()
+        writers: list[asyncio.StreamWriter] = []
+        try:
+            opened = await asyncio.gather(
+                *(_half_request(process.port) for _ in range(connections))
+            )
+            writers = [writer for writer in opened if writer is not None]
+            outcome.checks["playground"] = await _answered(f"{process.url}/static/app.js")
+            outcome.checks["webhook receiver"] = await _webhook_answered(process.webhook_port)
+            outcome.seconds = time.perf_counter() - started
+            outcome.rss_after_mb, outcome.peak_mb = memory_mb(_pid(process))
+        finally:
+            for writer in writers:
+                writer.close()
+        outcome.answers[0] = len(writers)
+    outcome.warning_lines = warning_lines(process)
+    return outcome
+
+
+async def _half_request(port: int) -> asyncio.StreamWriter | None:
+    """A connection that sent half a request head (None when it could not connect in time)."""
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except (OSError, TimeoutError):
+        return None
+    writer.write(b"GET /static/app.js HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    return writer
+
+
+async def _answered(url: str) -> bool:
+    try:
+        async with (
+            asyncio.timeout(ANSWER_TIMEOUT),
+            aiohttp.ClientSession(timeout=HTTP_TIMEOUT) as session,
+            session.get(url) as response,
+        ):
+            return response.status == 200
+    except (aiohttp.ClientError, TimeoutError, OSError):
+        return False
+
+
+async def _webhook_answered(port: int) -> bool:
+    try:
+        async with asyncio.timeout(ANSWER_TIMEOUT):
+            return await _raw_post(port, "/webhooks/tasks/nosuchjob", b"{}") == 401
+    except TimeoutError:
+        return False
+
+
+async def _raw_post(port: int, path: str, body: bytes) -> int:
+    """POST ``body`` with a wrong secret; the status answered (0: none)."""
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return 0
+    try:
+        writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-webhook-secret: wrong\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        )
+        with contextlib.suppress(OSError):
+            writer.write(body)
+            await writer.drain()
+        head = await reader.readuntil(b"\r\n")
+        return int(head.split(b" ", 2)[1])
+    except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+        return 0
+    finally:
+        writer.close()
+
+
+def _raise_own_open_file_limit(needed: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(needed, soft)), hard))
