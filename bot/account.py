@@ -2,8 +2,10 @@
 
 Where ``/settings`` values go depends on its ``scope`` option (``me`` when absent):
 
-- ``me``: model, temperature, process mode and aspect ratio are the user's own defaults; the
-  system prompt is the channel's (``-`` restores the default) — anyone in a channel may set it;
+- ``me``: model, temperature, process mode, aspect ratio and remix are the user's own defaults;
+  the system prompt is the channel's (``-`` restores the default) — anyone in a channel may set
+  it; the chat request parameters (stream, top_p, the penalties, stop, n) have no user level:
+  only admins set them, per channel or workspace;
 - ``channel`` (admins only): every value becomes this channel's default;
 - ``workspace`` (admins only): every value becomes the workspace's default.
 
@@ -33,11 +35,21 @@ from bot.core import SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
 from bot.parsing import help_text
 from bot.text import split_text
-from storage import SETTING_NAMES, ScopeKind, ScopeSettings, SettingsStore, UsageLedger
+from storage import (
+    SETTING_NAMES,
+    ScopeKind,
+    ScopeSettings,
+    SettingsStore,
+    SettingValues,
+    UsageLedger,
+    encode_stop,
+)
 
 SETTINGS_ACTION = "settings"
 CLEAR_SYSTEM_PROMPT = "-"
-USER_SETTINGS = ("model", "temperature", "process_mode", "aspect_ratio")
+USER_SETTINGS = ("model", "temperature", "process_mode", "aspect_ratio", "remix")
+ADMIN_SETTINGS = ("stream", "top_p", "presence_penalty", "frequency_penalty", "stop", "n")
+MAX_STOP_SEQUENCES = 4
 SCOPE_OPTION = "scope"
 SCOPES: Final = ("me", "channel", "workspace")
 LABELS = {
@@ -46,6 +58,13 @@ LABELS = {
     "process_mode": "image speed",
     "aspect_ratio": "aspect ratio",
     "system_prompt": "system prompt",
+    "remix": "remix",
+    "stream": "streaming",
+    "top_p": "top_p",
+    "presence_penalty": "presence penalty",
+    "frequency_penalty": "frequency penalty",
+    "stop": "stop sequences",
+    "n": "answers per message",
 }
 _WHOSE = {"channel": "this channel's", "workspace": "this workspace's"}
 
@@ -82,9 +101,31 @@ def chat_help(names: Mapping[str, str]) -> str:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
     if isinstance(value, float):
         return f"{value:g}"
     return "" if value is None else str(value)
+
+
+def _stop_setting(text: str) -> str | None:
+    """``/settings stop`` text (``###|END``; ``-`` clears) as stored."""
+    if text.strip() == CLEAR_SYSTEM_PROMPT:
+        return None
+    sequences = [part for part in text.split("|") if part.strip()]
+    if not sequences:
+        raise UserError("stop needs at least one sequence (separate several with |; - clears).")
+    if len(sequences) > MAX_STOP_SEQUENCES:
+        raise UserError(
+            f"stop takes at most {MAX_STOP_SEQUENCES} sequences (got {len(sequences)})."
+        )
+    return encode_stop(sequences)
+
+
+def _value_shown(name: str, value: Any) -> str:
+    if name == "stop" and isinstance(value, str):
+        return " | ".join(SettingValues(stop=value).stop_sequences)
+    return _shown(value)
 
 
 def _preview(text: str, limit: int = 200) -> str:
@@ -93,10 +134,18 @@ def _preview(text: str, limit: int = 200) -> str:
 
 def _changes(values: Mapping[str, Any]) -> str:
     return ", ".join(
-        f"{LABELS[name]} → {_preview(_shown(values[name]))}"
+        f"{LABELS[name]} → {_preview(_value_shown(name, values[name]))}"
         for name in SETTING_NAMES
         if name in values
     )
+
+
+def _stored_value(name: str, value: OptionValue) -> Any:
+    if name == "system_prompt" and value == CLEAR_SYSTEM_PROMPT:
+        return None
+    if name == "stop":
+        return _stop_setting(str(value))
+    return value
 
 
 class AccountStorage(SettingsStore, UsageLedger, Protocol):
@@ -214,7 +263,7 @@ class AccountFeature:
 
     async def _open_form(self, event: Event, scope: str) -> None:
         stored = await self._stored(event, scope)
-        current = {name: _shown(getattr(stored, name, None)) for name in SETTING_NAMES}
+        current = {name: _value_shown(name, getattr(stored, name, None)) for name in SETTING_NAMES}
         if scope == "me":
             current["system_prompt"] = _shown(
                 getattr(await self._channel(event), "system_prompt", None)
@@ -238,6 +287,13 @@ class AccountFeature:
         if scope != "me":
             await self._save_shared(event, values, scope)
             return
+        admin_only = [name for name in ADMIN_SETTINGS if name in values]
+        if admin_only:
+            settings = f"/{command_names(self._surface(event)).get('settings') or 'settings'}"
+            raise UserError(
+                f"{LABELS[admin_only[0]]} is set per channel by genbot admins: "
+                f"`{settings} scope channel {admin_only[0]} …`."
+            )
         mine = await self._stored(event, "me")
         changed: dict[str, Any] = {
             name: values[name]
@@ -266,7 +322,7 @@ class AccountFeature:
         """Channel or workspace defaults (the caller checked the user is an admin)."""
         stored = await self._stored(event, scope)
         wanted: dict[str, Any] = {
-            name: None if name == "system_prompt" and value == CLEAR_SYSTEM_PROMPT else value
+            name: _stored_value(name, value)
             for name, value in values.items()
             if name in SETTING_NAMES
         }

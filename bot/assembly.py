@@ -27,6 +27,7 @@ def chat_defaults(chat: ChatSettings) -> ChatDefaults:
         logit_bias=dict(chat.logit_bias) or None,
         answer_reserve=chat.answer_reserve,
         max_function_rounds=chat.max_function_rounds,
+        stream=chat.stream,
     )
 
 

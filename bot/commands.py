@@ -19,6 +19,8 @@ OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
 PROCESS_MODES: tuple[str, ...] = get_args(ProcessMode)
 BLEND_DIMENSIONS: tuple[str, ...] = get_args(BlendDimension)
 DIFFUSION_STEPS: tuple[str, ...] = INFERENCE_STEPS
+MAX_ALTERNATIVES = 5
+"""The most answers per chat message (``n``): one row of "Use" buttons."""
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,56 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 min_value=0,
                 max_value=2,
                 flags=("--temperature", "--temp"),
+            ),
+            Option(
+                "remix",
+                "boolean",
+                "Remix: change the prompt before 🔄, V1–V4, pan and zoom run",
+                flags=("--remix",),
+            ),
+            Option(
+                "stream",
+                "boolean",
+                "Admins: answers appear as they are written (false: all at once)",
+                flags=("--stream",),
+            ),
+            Option(
+                "top_p",
+                "number",
+                "Admins: nucleus sampling, 0 to 1",
+                min_value=0,
+                max_value=1,
+                flags=("--top-p",),
+            ),
+            Option(
+                "presence_penalty",
+                "number",
+                "Admins: presence penalty, -2 to 2",
+                min_value=-2,
+                max_value=2,
+                flags=("--presence-penalty",),
+            ),
+            Option(
+                "frequency_penalty",
+                "number",
+                "Admins: frequency penalty, -2 to 2",
+                min_value=-2,
+                max_value=2,
+                flags=("--frequency-penalty",),
+            ),
+            Option(
+                "stop",
+                "string",
+                "Admins: up to 4 stop sequences, separated by | (- clears)",
+                flags=("--stop",),
+            ),
+            Option(
+                "n",
+                "integer",
+                "Admins: answers per message, 1 to 5; extra ones are offered as alternatives",
+                min_value=1,
+                max_value=MAX_ALTERNATIVES,
+                flags=("--n",),
             ),
             Option(
                 "scope",

@@ -61,6 +61,7 @@ class ChatSettings(Section):
     logit_bias: dict[str, float] = Field(default_factory=dict)
     answer_reserve: int = 1024
     max_function_rounds: int = 3
+    stream: bool = True
 
 
 class StorageSettings(Section):

@@ -52,6 +52,7 @@ from storage.records import (
     SettingValues,
     SlackInstallation,
     UsageTotals,
+    encode_stop,
     new_job_id,
 )
 from storage.rules import PRECEDENCE
@@ -113,6 +114,7 @@ __all__ = [
     "StoreClosedError",
     "UsageLedger",
     "UsageTotals",
+    "encode_stop",
     "migrate",
     "new_job_id",
 ]

@@ -263,6 +263,13 @@ class SettingsStore(SettingsReader, Protocol):
         process_mode: str | _Unset | None = UNSET,
         aspect_ratio: str | _Unset | None = UNSET,
         temperature: float | _Unset | None = UNSET,
+        stream: bool | _Unset | None = UNSET,
+        remix: bool | _Unset | None = UNSET,
+        top_p: float | _Unset | None = UNSET,
+        presence_penalty: float | _Unset | None = UNSET,
+        frequency_penalty: float | _Unset | None = UNSET,
+        stop: str | _Unset | None = UNSET,
+        n: int | _Unset | None = UNSET,
     ) -> ScopeSettings:
         """Partial update: given values are set, None clears, omitted ones stay."""
         ...

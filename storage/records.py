@@ -6,8 +6,9 @@ Timestamps are Unix seconds (``float``) from the store's clock; days are UTC ``Y
 
 from __future__ import annotations
 
+import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
@@ -293,6 +294,30 @@ class SettingValues:
     process_mode: str | None = None
     aspect_ratio: str | None = None
     temperature: float | None = None
+    stream: bool | None = None
+    remix: bool | None = None
+    top_p: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    stop: str | None = None
+    """Stop sequences as a JSON array of strings (see :func:`encode_stop`)."""
+    n: int | None = None
+
+    @property
+    def stop_sequences(self) -> tuple[str, ...]:
+        """``stop`` decoded (none when unset or unreadable)."""
+        if not self.stop:
+            return ()
+        try:
+            loaded = json.loads(self.stop)
+        except ValueError:
+            return ()
+        return tuple(str(item) for item in loaded) if isinstance(loaded, list) else ()
+
+
+def encode_stop(sequences: Sequence[str]) -> str:
+    """Stop sequences as the ``stop`` setting stores them."""
+    return json.dumps(list(sequences))
 
 
 SETTING_NAMES: Final[tuple[str, ...]] = (
@@ -301,6 +326,13 @@ SETTING_NAMES: Final[tuple[str, ...]] = (
     "process_mode",
     "aspect_ratio",
     "temperature",
+    "stream",
+    "remix",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "stop",
+    "n",
 )
 
 

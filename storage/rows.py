@@ -91,6 +91,10 @@ def message_from_row(row: Row, platform_ids: tuple[str, ...]) -> ChatMessage:
     )
 
 
+def _flag(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
 def scope_from_row(row: Row) -> ScopeSettings:
     return ScopeSettings(
         kind=row["kind"],
@@ -101,6 +105,13 @@ def scope_from_row(row: Row) -> ScopeSettings:
         process_mode=row["process_mode"],
         aspect_ratio=row["aspect_ratio"],
         temperature=row["temperature"],
+        stream=_flag(row["stream"]),
+        remix=_flag(row["remix"]),
+        top_p=row["top_p"],
+        presence_penalty=row["presence_penalty"],
+        frequency_penalty=row["frequency_penalty"],
+        stop=row["stop"],
+        n=row["n"],
         updated_at=row["updated_at"],
     )
 

@@ -60,9 +60,21 @@ PRECEDENCE: Final[dict[str, tuple[SettingSource, ...]]] = {
     "process_mode": ("user", "channel", "workspace", "default"),
     "aspect_ratio": ("user", "channel", "workspace", "default"),
     "temperature": ("user", "channel", "workspace", "default"),
+    "stream": ("channel", "workspace", "default"),
+    "remix": ("user", "channel", "workspace", "default"),
+    "top_p": ("channel", "workspace", "default"),
+    "presence_penalty": ("channel", "workspace", "default"),
+    "frequency_penalty": ("channel", "workspace", "default"),
+    "stop": ("channel", "workspace", "default"),
+    "n": ("channel", "workspace", "default"),
 }
-"""Where each setting is looked for, first match wins. The system prompt is per channel (a
-user-level one is refused); the conversation's own overrides exist for model and prompt."""
+"""Where each setting is looked for, first match wins. The system prompt and the chat request
+parameters (stream, top_p, penalties, stop, n) are per channel (user-level ones are refused);
+the conversation's own overrides exist for model and prompt."""
+CHANNEL_ONLY: Final[frozenset[str]] = frozenset(
+    name for name, sources in PRECEDENCE.items() if "user" not in sources
+)
+"""Settings with no user level."""
 
 
 def utc_day(timestamp: float) -> str:
@@ -153,8 +165,9 @@ def given_settings(kind: str, values: Mapping[str, Any]) -> dict[str, Any]:
     unknown = set(given) - set(SETTING_NAMES)
     if unknown:
         raise StorageError(f"unknown settings: {', '.join(sorted(unknown))}")
-    if kind == "user" and given.get("system_prompt") is not None:
-        raise StorageError("the system prompt is set per channel or workspace, not per user")
+    per_user = [name for name in CHANNEL_ONLY if given.get(name) is not None]
+    if kind == "user" and per_user:
+        raise StorageError(f"{per_user[0]} is set per channel or workspace, not per user")
     return given
 
 

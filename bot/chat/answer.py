@@ -7,7 +7,10 @@ as soon as it is posted (with the text so far), so a reply to a partly posted an
 failure, a cancellation or a restart — still finds its conversation. The final text replaces
 the partial one at the end.
 
-One round is one streamed request. When the reply is a function call (``finish_reason`` is
+One round is one streamed request, or one whole request when streaming is off for the
+channel (``[chat] stream``, ``/settings stream``; non-streamed calls go through ``[api]
+proxy_url``). With ``n`` > 1 the first choice is the reply and every choice is offered to pick
+from (:mod:`bot.chat.alternatives`). When the reply is a function call (``finish_reason`` is
 ``function_call``), the call and the tool's result are stored as turns and the model is asked
 again, at most ``ChatDefaults.max_function_rounds`` times; the last round offers no functions,
 so it always ends in text. Streams carry no usage, so tokens are counted with the offline
@@ -17,13 +20,14 @@ tokenizer (the same formula the provider bills with).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from bot import metrics, posting
+from bot import metrics
 from bot.api import (
     ApiError,
+    ChatCompletion,
     ChatRequest,
     ChatStream,
     ChoiceResult,
@@ -32,22 +36,25 @@ from bot.api import (
     ProviderClient,
     StreamInterrupted,
 )
-from bot.api.errors import ContextTooLong, about
+from bot.api.errors import ContextTooLong
 from bot.api.ratelimit import observe_waits
 from bot.budget import RenderBudget
+from bot.chat.alternatives import offer_alternatives
 from bot.chat.history import History, Turn
 from bot.chat.prompting import ChatDefaults, ChatParams, build_request, fit
+from bot.chat.replies import StoredReply, WaitNotice
 from bot.chat.scoping import Target
 from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
 from bot.core import UserError
-from bot.events import MessageRef, OutMessage, Surface, User
+from bot.events import Surface, User
 from bot.render import RenderResult, StreamEnd, StreamRenderer
 from bot.status import end_status, show_status
-from bot.tokens import FittedHistory, count_functions, count_message, count_text
+from bot.tokens import FittedHistory, count_functions, count_text
 from bot.waits import ShownWait
 from storage import ConversationStore, UsageLedger
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,15 @@ class _Outcome:
     rendered: RenderResult | None
     call: FunctionCall | None
     completion_tokens: int
+    answers: tuple[str, ...] = ()
+    """Every choice's text when the request asked for several (``n`` > 1), the reply first."""
+    turn_id: int = 0
+    """The stored assistant turn of a rendered reply."""
+
+
+async def _whole_text(text: str, end: StreamEnd) -> AsyncIterator[str | StreamEnd]:
+    yield text
+    yield end
 
 
 def _first_choice(stream: ChatStream) -> ChoiceResult | None:
@@ -168,11 +184,11 @@ class Answerer:
             fitted = fit(params, self.defaults, turns, extra)
             request = build_request(params, fitted.messages, functions)
             try:
-                outcome = await self._round(surface, target, request, user)
+                outcome = await self._round(surface, target, request, user, params.stream)
             except ContextTooLong as refused:
                 fitted = self._shorter(params, turns, extra, fitted, refused)
                 request = build_request(params, fitted.messages, functions)
-                outcome = await self._round(surface, target, request, user)
+                outcome = await self._round(surface, target, request, user, params.stream)
             await self.store.add_usage(
                 target.place.platform,
                 user.id,
@@ -183,6 +199,10 @@ class Answerer:
             metrics.chat_tokens(fitted.prompt_tokens, outcome.completion_tokens)
             if outcome.call is None or self.tools is None:
                 assert outcome.rendered is not None
+                if len(outcome.answers) > 1:
+                    await offer_alternatives(
+                        self.store, self.budget, surface, target, outcome.turn_id, outcome.answers
+                    )
                 return outcome.rendered
             await self._run_call(target, outcome.call, context, self.tools, history)
         raise AssertionError("the last round offers no functions, so it ends in text")
@@ -238,18 +258,45 @@ class Answerer:
         )
 
     async def _round(
-        self, surface: Surface, target: Target, request: ChatRequest, user: User
+        self, surface: Surface, target: Target, request: ChatRequest, user: User, stream: bool
     ) -> _Outcome:
-        stream = self.api.chat.stream(request)
         await show_status(surface, target.place, "thinking", origin=target.origin)
-        notice = _WaitNotice(self.budget, surface, target)
+        if not stream:
+            completion = await self._waiting(surface, target, self.api.chat.complete(request))
+            return await self._whole(surface, target, completion, user)
+        return await self._streamed(surface, target, self.api.chat.stream(request), user)
+
+    async def _waiting(self, surface: Surface, target: Target, call: Awaitable[T]) -> T:
+        """``call``'s result; rate-limit waits meanwhile are shown (:class:`WaitNotice`)."""
+        notice = WaitNotice(self.budget, surface, target)
         shown = ShownWait(notice.write)
         try:
             with observe_waits(shown):
-                await stream.open()
+                return await call
         finally:
             await shown.close()
             await notice.finish()
+
+    async def _whole(
+        self, surface: Surface, target: Target, completion: ChatCompletion, user: User
+    ) -> _Outcome:
+        """A non-streamed answer: a function call, or the text rendered at once."""
+        first = completion.choices[0]
+        call = first.message.function_call
+        if first.finish_reason == "function_call" and call is not None:
+            return _Outcome(None, call, count_text(call.name) + count_text(call.arguments))
+        answers = tuple(choice.message.content or "" for choice in completion.choices)
+        finish = StreamEnd(first.finish_reason)
+        rendered, turn_id = await self._render(
+            surface, target, _whole_text(answers[0], finish), user
+        )
+        tokens = sum(count_text(answer) for answer in answers)
+        return _Outcome(rendered, None, tokens, answers, turn_id)
+
+    async def _streamed(
+        self, surface: Surface, target: Target, stream: ChatStream, user: User
+    ) -> _Outcome:
+        await self._waiting(surface, target, stream.open())
         async with stream:
             pending = await _until_first_output(stream)
             choice = _first_choice(stream)
@@ -263,8 +310,11 @@ class Answerer:
                 if pending is None and choice.finish_reason == "function_call" and call:
                     tokens = count_text(call.name) + count_text(call.arguments)
                     return _Outcome(None, call, tokens)
-            rendered = await self._render(surface, target, _text_deltas(stream, pending), user)
-        return _Outcome(rendered, None, count_text(rendered.reply))
+            deltas = _text_deltas(stream, pending)
+            rendered, turn_id = await self._render(surface, target, deltas, user)
+        answers = (rendered.reply, *(c.text for c in stream.accumulator.results()[1:]))
+        tokens = sum(count_text(answer) for answer in answers)
+        return _Outcome(rendered, None, tokens, answers, turn_id)
 
     async def _render(
         self,
@@ -272,11 +322,11 @@ class Answerer:
         target: Target,
         deltas: AsyncIterator[str | StreamEnd],
         user: User,
-    ) -> RenderResult:
+    ) -> tuple[RenderResult, int]:
         """Render the reply with its turn stored first: each posted message is linked to the
         turn as soon as it is posted, the text so far stored with it, the final text at the
         end. A reply that never got posted leaves no turn behind."""
-        reply = _StoredReply(self.store, target)
+        reply = StoredReply(self.store, target)
         await reply.begin()
         renderer = StreamRenderer(
             surface,
@@ -294,76 +344,4 @@ class Answerer:
             await reply.abandon(renderer.result)
             raise
         await reply.finish(stored_reply(rendered))
-        return rendered
-
-
-class _WaitNotice:
-    """The message telling a user their answer waits for the provider's rate limit: posted at
-    the first wait worth showing, edited as the queue moves, and left as a short note of how
-    long it took."""
-
-    def __init__(self, budget: RenderBudget, surface: Surface, target: Target) -> None:
-        self.budget = budget
-        self.surface = surface
-        self.target = target
-        self.ref: MessageRef | None = None
-        self.started = budget.clock.monotonic()
-
-    async def write(self, text: str) -> None:
-        message = OutMessage(f"⏳ Your answer is waiting: {text}.")
-        if self.ref is None:
-            self.ref = await posting.post(
-                self.budget, self.surface, self.target.place, message, origin=self.target.origin
-            )
-        else:
-            await posting.edit(self.budget, self.surface, self.ref, message)
-
-    async def finish(self) -> None:
-        if self.ref is None:
-            return
-        waited = self.budget.clock.monotonic() - self.started
-        note = OutMessage(f"⏳ Your answer waited {about(waited)} for the provider's rate limit.")
-        try:
-            await posting.edit(self.budget, self.surface, self.ref, note)
-        except Exception as error:
-            log.warning("could not settle the rate-limit notice: %r", error)
-
-
-class _StoredReply:
-    """The assistant turn of one rendered reply, kept in step with what is posted."""
-
-    def __init__(self, store: ConversationStore, target: Target) -> None:
-        self.store = store
-        self.target = target
-        self.turn_id = 0
-
-    async def begin(self) -> None:
-        self.turn_id = await self.store.append_message(
-            self.target.conversation.id, "assistant", "", token_count=_tokens("")
-        )
-
-    async def posted(self, ref: MessageRef, text_so_far: str) -> None:
-        await self.store.link_conversation_messages(
-            self.target.conversation.id,
-            [ref.message_id],
-            chat_message_id=self.turn_id,
-            channel_id=self.target.place.channel_id,
-        )
-        await self.finish(text_so_far)
-
-    async def finish(self, content: str) -> None:
-        await self.store.update_message(self.turn_id, content=content, token_count=_tokens(content))
-
-    async def abandon(self, partial: RenderResult) -> None:
-        """The rendering failed: keep what was posted, forget a turn nothing shows."""
-        try:
-            if partial.messages:
-                await self.finish(partial.reply)
-            else:
-                await self.store.delete_message(self.turn_id)
-        except Exception:
-            log.exception("could not record the unfinished reply %s", self.turn_id)
-
-
-def _tokens(content: str) -> int:
-    return count_message({"role": "assistant", "content": content})
+        return rendered, reply.turn_id

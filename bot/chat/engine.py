@@ -24,6 +24,7 @@ from bot.account import command_names
 from bot.api import ProviderClient
 from bot.api.chat import plan_allows
 from bot.budget import RenderBudget
+from bot.chat.alternatives import PICK_ACTION, Pick, pick_alternative
 from bot.chat.answer import Answerer
 from bot.chat.history import History, load_history, user_message
 from bot.chat.prompting import (
@@ -106,7 +107,7 @@ class ChatEngine:
     """
 
     commands = frozenset({"chat"})
-    actions = frozenset({VISION_ACTION})
+    actions = frozenset({VISION_ACTION, PICK_ACTION})
 
     def __init__(
         self,
@@ -206,7 +207,11 @@ class ChatEngine:
         await self._converse(surface, target, user, params, prompt, [], message_ids, place)
 
     async def on_button(self, event: ButtonPress) -> None:
-        """``Use llm-4-vision-preview``: switch the conversation and answer its last message."""
+        """``Use llm-4-vision-preview``: switch the conversation and answer its last message;
+        ``Use N``: continue from alternative answer N (:mod:`bot.chat.alternatives`)."""
+        if event.action == PICK_ACTION:
+            await self._pick(event)
+            return
         if event.action != VISION_ACTION:
             raise UserError("This button is no longer supported.")
         conversation = None
@@ -235,6 +240,17 @@ class ChatEngine:
             history = await self._history(switched.id, params)
             target = Target(switched, event.place, event)
             await self.answerer.answer(surface, target, event.user, params, history)
+
+    async def _pick(self, event: ButtonPress) -> None:
+        pick = Pick.parse(event.ref)
+        conversation = await self.store.get_conversation(pick.conversation_id)
+        if conversation is None:
+            raise UserError("This conversation no longer exists.")
+        surface = self.surfaces.get(event.place.platform)
+        async with self._lock(conversation.id):
+            await pick_alternative(
+                self.store, self.budget, surface, event.place, event.message_id, pick
+            )
 
     async def on_modal(self, event: ModalSubmit) -> None:
         """The chat engine opens no forms."""

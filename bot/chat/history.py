@@ -114,6 +114,15 @@ def _merge(first: Turn, second: Turn) -> Turn:
     return counted({"role": "user", "content": content})
 
 
+ALTERNATIVE_NAME = "alternative"
+"""The ``name`` of a stored assistant turn that is one of several answers, not the reply."""
+
+
+def is_alternative(message: StoredMessage) -> bool:
+    """Whether a stored turn is an alternative answer (never sent to the model)."""
+    return message.role == "assistant" and message.name == ALTERNATIVE_NAME
+
+
 class History:
     """The turns of one conversation for one answer (see the module docstring)."""
 
@@ -123,8 +132,12 @@ class History:
 
     @classmethod
     def from_stored(cls, stored: Iterable[StoredMessage], model: str) -> History:
-        """The history of stored turns (oldest first) as ``model`` takes them."""
-        return cls(model, (stored_turn(message, model) for message in stored))
+        """The history of stored turns (oldest first) as ``model`` takes them; stored
+        alternative answers (see :mod:`bot.chat.alternatives`) are not part of it."""
+        return cls(
+            model,
+            (stored_turn(message, model) for message in stored if not is_alternative(message)),
+        )
 
     def add(self, message: Mapping[str, Any]) -> Turn:
         """Append a new turn (tokenized now) and return it."""

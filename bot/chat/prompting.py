@@ -23,7 +23,7 @@ import asyncio
 import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.api import CHAT_MODELS, VISION_MODELS, ChatMessage, ChatRequest, FunctionDefinition
 from bot.api.chat import allowed_chat_models, plan_allows
@@ -33,6 +33,8 @@ from bot.core import UserError
 from bot.events import Attachment, Place, Surface, User
 from bot.tokens import FittedHistory, context_size
 from storage import Conversation, SettingsReader, SettingValues
+
+T = TypeVar("T")
 
 DEFAULT_MODEL = "llm-3.5-turbo"
 VISION_MODEL = "llm-4-vision-preview"
@@ -64,6 +66,7 @@ class ChatDefaults:
     logit_bias: Mapping[str, float] | None = None
     answer_reserve: int = 1024
     max_function_rounds: int = 3
+    stream: bool = True
 
     def __post_init__(self) -> None:
         for token, bias in (self.logit_bias or {}).items():
@@ -99,6 +102,8 @@ class ChatParams:
     frequency_penalty: float | None
     stop: tuple[str, ...]
     logit_bias: Mapping[str, float] | None = None
+    stream: bool = True
+    n: int = 1
 
     @property
     def sees_images(self) -> bool:
@@ -145,12 +150,18 @@ async def resolve_params(
         system_prompt=extra.system or effective.system_prompt or defaults.system_prompt,
         temperature=extra.temperature if extra.temperature is not None else effective.temperature,
         max_tokens=extra.max_tokens if extra.max_tokens is not None else defaults.max_tokens,
-        top_p=defaults.top_p,
-        presence_penalty=defaults.presence_penalty,
-        frequency_penalty=defaults.frequency_penalty,
-        stop=defaults.stop,
+        top_p=_first(effective.top_p, defaults.top_p),
+        presence_penalty=_first(effective.presence_penalty, defaults.presence_penalty),
+        frequency_penalty=_first(effective.frequency_penalty, defaults.frequency_penalty),
+        stop=effective.stop_sequences if effective.stop is not None else defaults.stop,
         logit_bias=defaults.logit_bias,
+        stream=_first(effective.stream, defaults.stream),
+        n=effective.n or 1,
     )
+
+
+def _first(value: T | None, default: T) -> T:
+    return default if value is None else value
 
 
 def check_plan(
@@ -255,4 +266,5 @@ def build_request(
         stop=stop,
         max_tokens=params.max_tokens,
         logit_bias=dict(params.logit_bias) if params.logit_bias else None,
+        n=params.n if params.n > 1 else None,
     )

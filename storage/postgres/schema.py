@@ -184,6 +184,17 @@ MIGRATIONS: Sequence[Migration] = (
         ("ALTER TABLE jobs ADD COLUMN post_claims integer NOT NULL DEFAULT 0",),
     ),
     Migration(5, "Slack installations and OAuth states", _V5),
+    Migration(
+        6,
+        "chat request settings and remix per scope",
+        (
+            "ALTER TABLE scope_settings ADD COLUMN stream boolean,"
+            " ADD COLUMN remix boolean, ADD COLUMN top_p double precision,"
+            " ADD COLUMN presence_penalty double precision,"
+            " ADD COLUMN frequency_penalty double precision, ADD COLUMN stop text,"
+            " ADD COLUMN n integer",
+        ),
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -43,6 +43,13 @@ class PostgresSettings(PostgresBase):
         process_mode: str | _Unset | None = UNSET,
         aspect_ratio: str | _Unset | None = UNSET,
         temperature: float | _Unset | None = UNSET,
+        stream: bool | _Unset | None = UNSET,
+        remix: bool | _Unset | None = UNSET,
+        top_p: float | _Unset | None = UNSET,
+        presence_penalty: float | _Unset | None = UNSET,
+        frequency_penalty: float | _Unset | None = UNSET,
+        stop: str | _Unset | None = UNSET,
+        n: int | _Unset | None = UNSET,
     ) -> ScopeSettings:
         """Partial update: given values are set, None clears, omitted ones stay."""
         given = given_settings(
@@ -53,6 +60,13 @@ class PostgresSettings(PostgresBase):
                 "process_mode": process_mode,
                 "aspect_ratio": aspect_ratio,
                 "temperature": temperature,
+                "stream": stream,
+                "remix": remix,
+                "top_p": top_p,
+                "presence_penalty": presence_penalty,
+                "frequency_penalty": frequency_penalty,
+                "stop": stop,
+                "n": n,
             },
         )
         columns = ["platform", "kind", "scope_id", "updated_at", *given]

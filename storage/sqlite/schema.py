@@ -223,6 +223,23 @@ def _v5_slack_installations(db: Database) -> None:
     )
 
 
+def _v6_chat_settings(db: Database) -> None:
+    table = db.table("scope_settings")
+    for name, kind in CHAT_SETTING_COLUMNS:
+        table.add_column(name, kind)
+
+
+CHAT_SETTING_COLUMNS: tuple[tuple[str, type], ...] = (
+    ("stream", int),
+    ("remix", int),
+    ("top_p", float),
+    ("presence_penalty", float),
+    ("frequency_penalty", float),
+    ("stop", str),
+    ("n", int),
+)
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
@@ -231,6 +248,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(3, "jobs.delivery_attempts", _v3_delivery_attempts),
     Migration(4, "jobs.post_claims", _v4_post_claims),
     Migration(5, "Slack installations and OAuth states", _v5_slack_installations),
+    Migration(6, "chat request settings and remix per scope", _v6_chat_settings),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

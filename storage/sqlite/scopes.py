@@ -38,6 +38,13 @@ class SqliteSettings(StoreBase):
         process_mode: str | _Unset | None = UNSET,
         aspect_ratio: str | _Unset | None = UNSET,
         temperature: float | _Unset | None = UNSET,
+        stream: bool | _Unset | None = UNSET,
+        remix: bool | _Unset | None = UNSET,
+        top_p: float | _Unset | None = UNSET,
+        presence_penalty: float | _Unset | None = UNSET,
+        frequency_penalty: float | _Unset | None = UNSET,
+        stop: str | _Unset | None = UNSET,
+        n: int | _Unset | None = UNSET,
     ) -> ScopeSettings:
         """Partial update of one scope's settings: given values are set, None clears a value,
         omitted ones stay. Returns the stored result."""
@@ -49,6 +56,13 @@ class SqliteSettings(StoreBase):
                 "process_mode": process_mode,
                 "aspect_ratio": aspect_ratio,
                 "temperature": temperature,
+                "stream": stream,
+                "remix": remix,
+                "top_p": top_p,
+                "presence_penalty": presence_penalty,
+                "frequency_penalty": frequency_penalty,
+                "stop": stop,
+                "n": n,
             },
         )
 

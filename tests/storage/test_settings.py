@@ -106,3 +106,37 @@ async def test_a_conversation_overrides_model_and_prompt(store: Storage) -> None
         "conversation",
     )
     assert merged["system_prompt"] == "You are genbot."
+
+
+async def test_chat_request_settings_round_trip_per_channel(store: Storage) -> None:
+    stored = await store.set_scope_settings(
+        "channel", "discord", "c1",
+        stream=False, top_p=0.5, presence_penalty=-1.5, frequency_penalty=2.0,
+        stop='["###", "END"]', n=3,
+    )  # fmt: skip
+    assert (stored.stream, stored.top_p, stored.n) == (False, 0.5, 3)
+    assert (stored.presence_penalty, stored.frequency_penalty) == (-1.5, 2.0)
+    assert stored.stop == '["###", "END"]'
+    assert await store.get_scope_settings("channel", "discord", "c1") == stored
+    await store.set_scope_settings("workspace", "discord", "g1", stream=True, n=2, top_p=0.9)
+    merged = await store.effective_settings(
+        "discord", user_id="u1", channel_id="c1", workspace_id="g1"
+    )
+    assert (merged.stream, merged.n, merged.top_p) == (False, 3, 0.5)
+    assert merged.sources["stream"] == "channel"
+    for name, value in (("stream", False), ("n", 2), ("top_p", 0.1), ("stop", "[]")):
+        with pytest.raises(StorageError, match="per channel or workspace"):
+            await store.set_scope_settings("user", "discord", "u1", **{name: value})
+
+
+async def test_remix_is_a_users_own_toggle(store: Storage) -> None:
+    await store.set_scope_settings("channel", "discord", "c1", remix=False)
+    await store.set_scope_settings("user", "discord", "u1", remix=True)
+    mine = await store.effective_settings(
+        "discord", user_id="u1", channel_id="c1", workspace_id=None
+    )
+    theirs = await store.effective_settings(
+        "discord", user_id="u2", channel_id="c1", workspace_id=None
+    )
+    assert (mine.remix, mine.sources["remix"]) == (True, "user")
+    assert (theirs.remix, theirs.sources["remix"]) == (False, "channel")
