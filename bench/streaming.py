@@ -26,6 +26,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from bench import charts
+from bench.charts import STALENESS_PNG, draw
 from bench.platform import DISCORD_LIMITS, BenchPlatform
 from bench.policies import POLICIES
 from bench.probe import PROBE_EVERY, Probe
@@ -83,6 +85,8 @@ class StreamingCell:
     rate_limited: int = 0
     stale_chars: list[float] = field(default_factory=list)
     stale_seconds: list[float] = field(default_factory=list)
+    stale_at: list[float] = field(default_factory=list)
+    """When each staleness sample was taken: seconds since its answer's first token."""
     live_chars: list[float] = field(default_factory=list)
     live_seconds: list[float] = field(default_factory=list)
     tail_chars: list[float] = field(default_factory=list)
@@ -101,6 +105,7 @@ class StreamingCell:
         for name in (
             "stale_chars",
             "stale_seconds",
+            "stale_at",
             "live_chars",
             "live_seconds",
             "tail_chars",
@@ -167,6 +172,7 @@ def sample(run: PolicyRun, horizons: Sequence[float], step: float, scale: float)
         ticks = 0
         while (moment := anchor + ticks * step) <= horizon:
             ticks += 1
+            cell.stale_at.append((moment - anchor) / scale)
             if landed is not None and moment >= landed:
                 cell.stale_chars.append(0)
                 cell.stale_seconds.append(0.0)
@@ -408,4 +414,7 @@ async def main(quick: bool = False) -> list[Table]:
     """The benchmark as ``python -m bench streaming [--quick]`` runs it."""
     config = QUICK if quick else FULL
     cells, probe = await run_streaming(config)
-    return [streaming_table(cells, config, probe), split_table(cells)]
+    tables = [streaming_table(cells, config, probe), split_table(cells)]
+    if not quick:
+        tables[0].notes.append(draw(lambda: charts.streaming_staleness(cells, STALENESS_PNG)))
+    return tables

@@ -29,7 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import charts
 from bench.app import ROOMY, BenchBot, running_bot
+from bench.charts import POSTED_PNG, REQUESTS_PNG, draw
 from bench.platform import BenchPlatform
 from bench.report import Table, percentile
 from bench.simproc import simulator_process
@@ -278,4 +280,9 @@ def tracking_table(rows: Sequence[TrackingRow], config: TrackingConfig) -> Table
 async def main(quick: bool = False) -> list[Table]:
     """The benchmark as ``python -m bench tracking [--quick]`` runs it."""
     config = QUICK if quick else FULL
-    return [tracking_table(await run_tracking(config), config)]
+    rows = await run_tracking(config)
+    table = tracking_table(rows, config)
+    if not quick:
+        table.notes.append(draw(lambda: charts.tracking_requests(rows, REQUESTS_PNG)))
+        table.notes.append(draw(lambda: charts.finished_to_posted(rows, POSTED_PNG)))
+    return [table]
