@@ -92,16 +92,32 @@ class DiscordSettings(Section):
 
 
 class SlackSettings(Section):
-    """``[slack]``: the Slack adapter (started when ``bot_token`` is set)."""
+    """``[slack]``: the Slack adapter, started when ``bot_token`` is set (one workspace) or
+    ``client_id`` and ``client_secret`` are (installed by OAuth into any number of workspaces;
+    ``redirect_uri`` is the public address of ``/slack/oauth_redirect`` when Slack has more
+    than one on file)."""
 
     bot_token: SecretStr = SecretStr("")
     app_token: SecretStr = SecretStr("")
     signing_secret: SecretStr = SecretStr("")
+    client_id: str = ""
+    client_secret: SecretStr = SecretStr("")
+    redirect_uri: str = ""
     api_url: str = "https://slack.com/api/"
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=3000, ge=0, le=65535)
     admin_ids: list[str] = Field(default_factory=list)
     open_channel_ids: list[str] = Field(default_factory=list)
+
+    @property
+    def distributed(self) -> bool:
+        """Whether genbot is installed by OAuth (``client_id`` and ``client_secret`` set)."""
+        return bool(self.client_id and self.client_secret.get_secret_value())
+
+    @property
+    def configured(self) -> bool:
+        """Whether the Slack adapter runs (a bot token, or OAuth credentials)."""
+        return bool(self.bot_token.get_secret_value()) or self.distributed
 
 
 class WebSettings(Section):

@@ -197,11 +197,12 @@ def run(ctx: click.Context, verbose: bool, log_format: str | None) -> None:
     configure_logging(settings, verbose, log_format=log_format)
     if not (
         settings.discord.token.get_secret_value()
-        or settings.slack.bot_token.get_secret_value()
+        or settings.slack.configured
         or settings.web.enabled
     ):
         raise click.ClickException(
-            "nothing to run: set [discord] token, [slack] bot_token or [web] enabled "
+            "nothing to run: set [discord] token, [slack] bot_token (or client_id and "
+            "client_secret) or [web] enabled "
             "(or try `genbot demo`)"
         )
 

@@ -50,6 +50,8 @@ async def diagnose(settings: Settings) -> list[Finding]:
         checks.append(lambda session: _listed(check_discord(session, settings)))
     if settings.slack.bot_token.get_secret_value():
         checks.append(lambda session: _listed(check_slack(session, settings)))
+    elif settings.slack.distributed:
+        checks.append(lambda session: _listed(check_slack_distribution(settings)))
     async with aiohttp.ClientSession(timeout=TIMEOUT) as session:
         reached = await asyncio.gather(*(check(session) for check in checks))
     findings = [check_storage(settings)]
@@ -164,6 +166,18 @@ async def check_slack(session: aiohttp.ClientSession, settings: Settings) -> Fin
     return Finding(
         "slack", True, f"{answer.get('team', '?')} as {answer.get('user', '?')}, {transport}"
     )
+
+
+async def check_slack_distribution(settings: Settings) -> Finding:
+    """A Slack app installed by OAuth: no token to try until a workspace installs it, so
+    only the settings it needs are checked."""
+    slack = settings.slack
+    if slack.app_token.get_secret_value():
+        return Finding("slack", False, "installed by OAuth: leave [slack] app_token empty")
+    if not slack.signing_secret.get_secret_value():
+        return Finding("slack", False, "installed by OAuth: set [slack] signing_secret")
+    where = f"http://{slack.http_host}:{slack.http_port}/slack/install"
+    return Finding("slack", True, f"installed by OAuth: workspaces add genbot at {where}")
 
 
 def check_webhook(settings: Settings) -> Finding | None:

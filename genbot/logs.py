@@ -40,6 +40,7 @@ def settings_secrets(settings: Settings) -> list[str]:
         settings.slack.bot_token.get_secret_value(),
         settings.slack.app_token.get_secret_value(),
         settings.slack.signing_secret.get_secret_value(),
+        settings.slack.client_secret.get_secret_value(),
         settings.web.access_token.get_secret_value(),
     ]
 

@@ -42,6 +42,7 @@ from storage import (
     LATEST_VERSION,
     DatabaseInUse,
     ProcessLock,
+    SlackInstallations,
     SqliteStore,
     Storage,
     StorageError,
@@ -265,10 +266,12 @@ def configured_adapters(
     on_fatal: FatalHandler | None = None,
     *,
     demo: bool = False,
+    storage: SlackInstallations | None = None,
 ) -> dict[str, Adapter]:
     """The adapters whose credentials (or switch) are set, created but not started.
     ``on_fatal(reason)`` hears when an adapter's connection dies after startup; ``demo`` makes
-    the playground's local users admins (``genbot demo`` only)."""
+    the playground's local users admins (``genbot demo`` only); ``storage`` keeps the Slack
+    workspaces of a distributed app."""
     adapters: dict[str, Adapter] = {}
     if settings.discord.token.get_secret_value():
         from adapters.discord.adapter import DiscordAdapter
@@ -284,10 +287,12 @@ def configured_adapters(
             )
         else:
             adapters["discord"] = DiscordAdapter(settings.discord, settings.limits, core)
-    if settings.slack.bot_token.get_secret_value():
+    if settings.slack.configured:
         from adapters.slack.adapter import SlackAdapter
 
-        adapters["slack"] = SlackAdapter(settings.slack, settings.limits, core)
+        adapters["slack"] = SlackAdapter(
+            settings.slack, settings.limits, core, installations=storage
+        )
     if settings.web.enabled:
         from adapters.web.adapter import WebAdapter
         from adapters.web.journal import playground_path
@@ -375,7 +380,7 @@ async def running(
             store,
             provider,
             core,
-            configured_adapters(settings, core, on_fatal, demo=demo),
+            configured_adapters(settings, core, on_fatal, demo=demo, storage=store),
             deliveries=jobs.tracker,
             receiver=webhook_receiver(settings, jobs),
         )

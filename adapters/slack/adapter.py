@@ -3,21 +3,25 @@
 Every listener acknowledges at once and hands the event to the core through the adapter runner
 (:mod:`adapters.runner`), so Slack's 3-second limit never depends on the core. Transport: Socket
 Mode when ``[slack] app_token`` is set, else HTTP on ``http_host:http_port`` at ``/slack/events``
-(bolt verifies the signatures).
+(bolt verifies the signatures) on a hardened listener.
+
+One workspace (``[slack] bot_token``), or any number (``client_id`` and ``client_secret``): then
+workspaces install genbot by OAuth on the same listener (:mod:`adapters.slack.distribution`)
+and every request and answer uses its own workspace's token. Listeners take the bot user, the
+workspace and the client from bolt's request context either way.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.say_stream.async_say_stream import AsyncSayStream
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
@@ -25,34 +29,33 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters import AdapterStartError
+from adapters.listener import Listener
 from adapters.runner import AdapterRunner
-from bot.chat.prompting import is_image
 from bot.config import LimitsSettings, SlackSettings
-from bot.events import Attachment, Command, EventHandler, InboundEvent, User, UserMessage
+from bot.events import Command, EventHandler, InboundEvent, User, UserMessage
+from storage import SlackInstallations
 
+from .distribution import INSTALL_PATH, Distribution
 from .inbound import (
     SLASH_COMMANDS,
     SlackOrigin,
     attachments_from_files,
-    image_slots,
     mentions,
     place_for,
     plain_text,
     press_from_action,
     route_command,
     submit_from_view,
-    url_attachment,
-    urls_in,
     user_for,
-    without_urls,
 )
+from .shared_images import command_images
 from .surface import SlackSurface
 from .transport import EVENTS_PATH, checked_call, open_socket, serve_http
 
 log = logging.getLogger(__name__)
 
 SEEN_EVENTS_MAX = 4096
-RECENT_FILES_SECONDS = 15 * 60
+NAMES_MAX = 4096
 ACCEPTED_MESSAGE_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 STOP_GRACE_SECONDS = 2.0
 CUSTOM_ID_PATTERN = re.compile(r"^gb:")
@@ -62,32 +65,53 @@ class SlackAdapter:
     """genbot on Slack. ``surface`` is what the core answers through."""
 
     def __init__(
-        self, settings: SlackSettings, limits: LimitsSettings, handler: EventHandler
+        self,
+        settings: SlackSettings,
+        limits: LimitsSettings,
+        handler: EventHandler,
+        *,
+        installations: SlackInstallations | None = None,
     ) -> None:
-        if not settings.bot_token.get_secret_value():
-            raise ValueError("[slack] bot_token is required")
+        """``installations``: where a distributed genbot keeps its workspaces (its database)."""
+        bot_token = settings.bot_token.get_secret_value()
+        if bot_token and settings.distributed:
+            raise ValueError(
+                "[slack] set bot_token (one workspace) or client_id and client_secret "
+                "(installed by OAuth), not both"
+            )
+        if not bot_token and not settings.distributed:
+            raise ValueError(
+                "[slack] bot_token (one workspace) or client_id and client_secret "
+                "(installed by OAuth) is required"
+            )
+        if settings.distributed and installations is None:
+            raise ValueError("a Slack app installed by OAuth keeps its workspaces in storage")
         self.settings = settings
         self.handler = handler
         self._admins = frozenset(settings.admin_ids)
         self._api_url = (
             settings.api_url if settings.api_url.endswith("/") else settings.api_url + "/"
         )
-        self.client = AsyncWebClient(
-            token=settings.bot_token.get_secret_value(), base_url=self._api_url
+        self.client = AsyncWebClient(token=bot_token or None, base_url=self._api_url)
+        self.distribution = (
+            Distribution(settings, installations, self.client)
+            if settings.distributed and installations is not None
+            else None
         )
         self.surface = SlackSurface(
             self.client,
             limits=limits,
-            bot_token=settings.bot_token.get_secret_value(),
+            bot_token=bot_token,
             api_url=self._api_url,
+            tokens=self.distribution.tokens if self.distribution is not None else None,
         )
         self.bot_user_id = ""
         self.team_id = ""
         self.app: AsyncApp | None = None
-        self._runner: web.AppRunner | None = None
+        self._listener: Listener | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._seen: OrderedDict[str, None] = OrderedDict()
-        self._names: dict[str, str] = {}
+        self._names: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.runner = AdapterRunner(handler, self.surface, platform="slack")
         self.http_port: int | None = None
 
@@ -98,15 +122,25 @@ class SlackAdapter:
     @property
     def events_url(self) -> str | None:
         """Where Slack must send HTTP requests (``None`` in Socket Mode or before ``start``)."""
+        return self._http_url(EVENTS_PATH)
+
+    @property
+    def install_url(self) -> str | None:
+        """Where a workspace installs genbot (``None`` unless distributed and listening)."""
+        if self.distribution is None:
+            return None
+        return self._http_url(INSTALL_PATH)
+
+    def _http_url(self, path: str) -> str | None:
         if self.http_port is None:
             return None
-        return f"http://{self.settings.http_host}:{self.http_port}{EVENTS_PATH}"
+        return f"http://{self.settings.http_host}:{self.http_port}{path}"
 
     async def connected(self) -> bool:
         """Whether the Socket Mode websocket is connected (HTTP mode: whether it listens)."""
         if self._socket is not None:
             return bool(await self._socket.client.is_connected())
-        return self._runner is not None
+        return self._listener is not None
 
     # Lifecycle -------------------------------------------------------------------------------
 
@@ -122,21 +156,29 @@ class SlackAdapter:
             raise AdapterStartError(
                 "[slack] signing_secret is required in HTTP mode (or set app_token)"
             )
-        identity = await checked_call(
-            self.client.auth_test(), "auth.test", "bot_token", self._api_url
-        )
-        self.bot_user_id = str(identity.get("user_id") or "")
-        self.team_id = str(identity.get("team_id") or "")
+        if self.distribution is not None and self.socket_mode:
+            raise AdapterStartError(
+                "[slack] workspaces install genbot on the HTTP listener: leave app_token empty "
+                "when client_id and client_secret are set"
+            )
+        if self.distribution is None:
+            identity = await checked_call(
+                self.client.auth_test(), "auth.test", "bot_token", self._api_url
+            )
+            self.bot_user_id = str(identity.get("user_id") or "")
+            self.team_id = str(identity.get("team_id") or "")
         self.app = self._build_app(secret)
         if self.socket_mode:
             app_token = self.settings.app_token.get_secret_value()
             self._socket = await open_socket(self.app, self.client, app_token, self._api_url)
             log.info("Slack adapter connected in Socket Mode")
             return
-        self._runner, self.http_port = await serve_http(
+        self._listener, self.http_port = await serve_http(
             self.app, self.settings.http_host, self.settings.http_port
         )
         log.info("Slack adapter listening on %s", self.events_url)
+        if self.install_url is not None:
+            log.info("Workspaces install genbot at %s", self.install_url)
 
     async def stop(self) -> None:
         """Stop taking events, close the transport, give in-flight events a moment, then
@@ -145,19 +187,24 @@ class SlackAdapter:
         if self._socket is not None:
             await self._socket.close_async()  # type: ignore[no-untyped-call]
             self._socket = None
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._listener is not None:
+            await self._listener.stop()
+            self._listener = None
             self.http_port = None
         await self.runner.drain(STOP_GRACE_SECONDS)
         await self.surface.close()
 
     def _build_app(self, secret: str) -> AsyncApp:
+        distribution = self.distribution
         app = AsyncApp(
             client=self.client,
             signing_secret=secret or None,
+            oauth_settings=distribution.oauth_settings() if distribution is not None else None,
+            installation_store=distribution.installations if distribution is not None else None,
             logger=logging.getLogger("genbot.slack.bolt"),
         )
+        if self.distribution is not None:
+            self.distribution.listen(app)
         app.middleware(self._skip_redeliveries)
         app.event("app_mention")(self._on_mention)
         app.event("message")(self._on_message)
@@ -199,37 +246,43 @@ class SlackAdapter:
         self,
         body: dict[str, Any],
         event: dict[str, Any],
+        context: AsyncBoltContext,
         say_stream: AsyncSayStream | None = None,
     ) -> None:
         if event.get("bot_id") or event.get("subtype") or not event.get("user"):
             return
-        self.runner.submit(self._user_message(body, event, say_stream, mentions_bot=True))
+        message = self._user_message(body, event, context, say_stream, mentions_bot=True)
+        self.runner.submit(message)
 
     async def _on_message(
         self,
         body: dict[str, Any],
         event: dict[str, Any],
+        context: AsyncBoltContext,
         say_stream: AsyncSayStream | None = None,
     ) -> None:
         if event.get("subtype") not in ACCEPTED_MESSAGE_SUBTYPES or event.get("bot_id"):
             return
+        bot_user_id = self._bot_user(context)
         user = event.get("user")
-        if not user or user == self.bot_user_id:
+        if not user or user == bot_user_id:
             return
         text = str(event.get("text") or "")
         channel = str(event.get("channel") or "")
         thread_ts = event.get("thread_ts")
         in_thread = bool(thread_ts) and thread_ts != event.get("ts")
         is_dm = event.get("channel_type") == "im" or channel.startswith("D")
-        mentioned = bool(self.bot_user_id) and mentions(text, self.bot_user_id)
+        mentioned = bool(bot_user_id) and mentions(text, bot_user_id)
         if not is_dm and (mentioned or not in_thread):
             return
-        self.runner.submit(self._user_message(body, event, say_stream, mentions_bot=mentioned))
+        message = self._user_message(body, event, context, say_stream, mentions_bot=mentioned)
+        self.runner.submit(message)
 
     async def _user_message(
         self,
         body: dict[str, Any],
         event: dict[str, Any],
+        context: AsyncBoltContext,
         say_stream: AsyncSayStream | None,
         *,
         mentions_bot: bool,
@@ -238,7 +291,7 @@ class SlackAdapter:
         in_thread = bool(thread_ts) and thread_ts != event.get("ts")
         workspace = str(body.get("team_id") or event.get("team") or self.team_id)
         return UserMessage(
-            user=await self._user(str(event["user"])),
+            user=await self._user(context, workspace, str(event["user"])),
             place=place_for(
                 workspace,
                 str(event.get("channel")),
@@ -247,7 +300,7 @@ class SlackAdapter:
             ),
             context=stream_origin(say_stream),
             message_id=str(event.get("ts")),
-            text=plain_text(str(event.get("text") or ""), self.bot_user_id),
+            text=plain_text(str(event.get("text") or ""), self._bot_user(context)),
             attachments=attachments_from_files(event.get("files")),
             mentions_bot=mentions_bot,
         )
@@ -259,12 +312,16 @@ class SlackAdapter:
         ack: Callable[..., Awaitable[None]],
         body: dict[str, Any],
         respond: Callable[..., Awaitable[Any]],
+        client: AsyncWebClient,
     ) -> None:
         await ack()
-        self.runner.submit(self._command(body, respond))
+        self.runner.submit(self._command(body, respond, client))
 
     async def _command(
-        self, body: dict[str, Any], respond: Callable[..., Awaitable[Any]]
+        self,
+        body: dict[str, Any],
+        respond: Callable[..., Awaitable[Any]],
+        client: AsyncWebClient,
     ) -> InboundEvent | None:
         route = route_command(str(body.get("command", "")), str(body.get("text", "")))
         if isinstance(route, str):
@@ -272,7 +329,7 @@ class SlackAdapter:
             return None
         channel = str(body.get("channel_id"))
         user_id = str(body.get("user_id"))
-        attachments, text = await self._command_images(route.name, route.text, channel, user_id)
+        attachments, text = await command_images(client, route.name, route.text, channel, user_id)
         if isinstance(attachments, str):
             await respond(text=attachments, response_type="ephemeral", replace_original=False)
             return None
@@ -284,59 +341,6 @@ class SlackAdapter:
             text=text,
             attachments=attachments,
         )
-
-    async def _command_images(
-        self, name: str, text: str, channel: str, user_id: str
-    ) -> tuple[Mapping[str, Attachment] | str, str]:
-        """Images for commands that take them: https URLs in the text if any (filling the
-        command's image options in order), else the images the same user shared in the channel
-        in the last 15 minutes, oldest first: up to five for ``/blend``, otherwise the newest
-        image(s) the command requires."""
-        slots, required = image_slots(name)
-        if not slots:
-            return {}, text
-        if name == "describe" and urls_in(text):
-            return {}, text
-        links = urls_in(text)
-        if links:
-            return dict(zip(slots, map(url_attachment, links), strict=False)), without_urls(text)
-        needed = max(required, 1)
-        wanted = len(slots) if name == "blend" else needed
-        shared = await self._recent_images(channel, user_id, wanted)
-        if shared is None:
-            return (
-                "genbot cannot read this conversation to find your images: invite it with "
-                "`/invite @genbot` (or paste https links after the command).",
-                text,
-            )
-        if len(shared) < needed:
-            many = f"{needed} images" if needed > 1 else "an image"
-            return (
-                f"`/{name.replace('.', ' ')}` needs {many}: share {many} in this channel first "
-                "(or paste https links after the command), then run it again.",
-                text,
-            )
-        return dict(zip(slots, shared, strict=False)), text
-
-    async def _recent_images(
-        self, channel: str, user_id: str, count: int
-    ) -> list[Attachment] | None:
-        """The user's ``count`` newest shared images, oldest first; ``None`` when the channel's
-        history is out of reach (genbot not a member, scope missing)."""
-        try:
-            history = await self.client.conversations_history(
-                channel=channel, oldest=f"{time.time() - RECENT_FILES_SECONDS:.6f}", limit=50
-            )
-        except SlackApiError as error:
-            log.info("No channel history for images: %s", error.response.get("error"))
-            return None
-        newest_first: list[Attachment] = []
-        for message in history.get("messages") or []:
-            if message.get("user") == user_id:
-                newest_first += [
-                    a for a in attachments_from_files(message.get("files")) if is_image(a)
-                ]
-        return list(reversed(newest_first[:count]))
 
     # Interactivity ----------------------------------------------------------------------------
 
@@ -356,18 +360,25 @@ class SlackAdapter:
 
     # Plumbing ----------------------------------------------------------------------------------
 
-    async def _user(self, user_id: str) -> User:
-        if user_id not in self._names:
+    def _bot_user(self, context: AsyncBoltContext) -> str:
+        """genbot's own user in the request's workspace."""
+        return str(context.bot_user_id or self.bot_user_id)
+
+    async def _user(self, context: AsyncBoltContext, team_id: str, user_id: str) -> User:
+        key = (team_id, user_id)
+        if key not in self._names:
             try:
-                info = await self.client.users_info(user=user_id)
+                info = await context.client.users_info(user=user_id)
                 person = info.get("user") or {}
                 profile = person.get("profile") or {}
                 name = profile.get("display_name") or person.get("real_name") or person.get("name")
-                self._names[user_id] = str(name or "")
+                self._names[key] = str(name or "")
+                while len(self._names) > NAMES_MAX:
+                    self._names.popitem(last=False)
             except SlackApiError as error:
                 log.info("users.info failed for %s: %s", user_id, error.response.get("error"))
                 return user_for(user_id, "", self._admins)
-        return user_for(user_id, self._names[user_id], self._admins)
+        return user_for(user_id, self._names[key], self._admins)
 
 
 def stream_origin(say_stream: AsyncSayStream | None) -> SlackOrigin:

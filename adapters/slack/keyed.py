@@ -8,11 +8,28 @@ that attempt left there: :class:`EarlierPost`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.events import OutMessage, Place
+
+from .calls import Call
+from .errors import SlackRefused
+
+log = logging.getLogger(__name__)
+
 EVENT_TYPE = "genbot_message"
+HISTORY_LOOKBACK = 100
+THREAD_PAGE = 200
+THREAD_PAGES = 5
+LOOKUP_IMPOSSIBLE = frozenset(
+    {"missing_scope", "not_in_channel", "channel_not_found", "thread_not_found"}
+)
+"""Refusals of the look-up that no retry can cure: the message is posted without it."""
 
 
 def key_metadata(key: str) -> dict[str, Any]:
@@ -50,3 +67,57 @@ class EarlierPost:
             for file in message.get("files") or []:
                 if isinstance(file, Mapping) and file.get("name"):
                     self.files.setdefault(str(file["name"]), ts)
+
+
+async def find_earlier(
+    client: AsyncWebClient, call: Call, place: Place, message: OutMessage
+) -> EarlierPost:
+    """What an earlier attempt at ``message`` left in ``place``: looked up only for a keyed
+    message that may have reached Slack. A look-up that cannot work at all (a missing scope,
+    the channel out of reach) is skipped with a warning; other refusals propagate, so the send
+    fails and is retried rather than risk a duplicate."""
+    earlier = EarlierPost(message.key or "")
+    if not message.key or not message.may_exist:
+        return earlier
+    try:
+        await look_back(client, call, place, earlier)
+    except SlackRefused as refused:
+        if refused.code not in LOOKUP_IMPOSSIBLE:
+            raise
+        log.warning(
+            "Cannot look for an earlier %s in %s (%s); posting it anyway",
+            message.key,
+            place.channel_id,
+            refused.code,
+        )
+    return earlier
+
+
+async def look_back(client: AsyncWebClient, call: Call, place: Place, earlier: EarlierPost) -> None:
+    """Read the recent messages of ``place`` into ``earlier``: the newest top-level messages of
+    a channel, or the first pages of a thread (``conversations.replies`` reads oldest first)."""
+    if place.thread_id is None:
+        page = await call(
+            "conversations.history",
+            client.conversations_history(
+                channel=place.channel_id, limit=HISTORY_LOOKBACK, include_all_metadata=True
+            ),
+        )
+        earlier.note(page.get("messages") or [])
+        return
+    cursor: str | None = None
+    for _ in range(THREAD_PAGES):
+        page = await call(
+            "conversations.replies",
+            client.conversations_replies(
+                channel=place.channel_id,
+                ts=place.thread_id,
+                limit=THREAD_PAGE,
+                cursor=cursor,
+                include_all_metadata=True,
+            ),
+        )
+        earlier.note(page.get("messages") or [])
+        cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+        if earlier.message_ts is not None or not page.get("has_more") or cursor is None:
+            return

@@ -20,16 +20,16 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.events import Event, Place, RateLimited, SurfaceError, WorkStatus
 
+from .calls import Call
 from .inbound import SlackOrigin
 
 log = logging.getLogger(__name__)
-Call = Callable[[str, Awaitable[Any]], Awaitable[Any]]
+Clients = Callable[[str], Awaitable[AsyncWebClient]]
 
 STATUS_TEXT: dict[WorkStatus, str] = {"thinking": "is thinking…", "drawing": "is drawing…"}
 LOADING_MESSAGES: dict[WorkStatus, list[str]] = {
@@ -44,6 +44,7 @@ LONGEST_SECONDS = 30 * 60.0
 
 @dataclass
 class _Thread:
+    team: str
     channel: str
     thread_ts: str
     wanted: Counter[WorkStatus] = field(default_factory=Counter)
@@ -62,8 +63,8 @@ class _Thread:
 class StatusLine:
     """The statuses genbot shows in Slack threads."""
 
-    def __init__(self, client: AsyncWebClient, call: Call) -> None:
-        self._client = client
+    def __init__(self, clients: Clients, call: Call) -> None:
+        self._clients = clients
         self._call = call
         self._threads: dict[tuple[str, str], _Thread] = {}
         self._last_in_channel: dict[str, str] = {}
@@ -115,7 +116,9 @@ class StatusLine:
         key = (place.channel_id, thread_ts)
         if key not in self._threads and not create:
             return None
-        return self._threads.setdefault(key, _Thread(place.channel_id, thread_ts))
+        return self._threads.setdefault(
+            key, _Thread(place.workspace_id, place.channel_id, thread_ts)
+        )
 
     async def _display(self, thread: _Thread) -> None:
         target = thread.target()
@@ -136,9 +139,10 @@ class StatusLine:
 
     async def _send(self, thread: _Thread, status: WorkStatus | None) -> bool:
         try:
+            client = await self._clients(thread.team)
             await self._call(
                 "assistant.threads.setStatus",
-                self._client.assistant_threads_setStatus(
+                client.assistant_threads_setStatus(
                     channel_id=thread.channel,
                     thread_ts=thread.thread_ts,
                     status=STATUS_TEXT[status] if status is not None else "",

@@ -120,9 +120,10 @@ class SlackStream:
         text: str,
         *,
         token: str | None = None,
-        recipient: dict[str, str] | None = None,
+        recipient: tuple[str, str] | None = None,
     ) -> SlackStream:
-        """Start the stream with ``text``; raises what ``call`` raises for a refusal."""
+        """Start the stream with ``text`` (for ``recipient``: user and team ids, outside DMs);
+        raises what ``call`` raises for a refusal."""
         stream = cls(client, call, token, MessageRef(place.in_thread(thread_ts), ""))
         markdown = stream._take(text, final=False)
         response = await call(
@@ -132,7 +133,8 @@ class SlackStream:
                 thread_ts=thread_ts,
                 markdown_text=markdown or None,
                 token=token,
-                **(recipient or {}),
+                recipient_user_id=recipient[0] if recipient else None,
+                recipient_team_id=recipient[1] if recipient else None,
             ),
         )
         stream._sent += markdown

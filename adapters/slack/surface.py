@@ -7,7 +7,8 @@ followed by the message carrying text and buttons, whose ``ts`` is the returned
 a :class:`SurfaceError` naming the method and Slack's error code.
 
 Model answers stream natively where Slack allows it (:mod:`adapters.slack.streaming`); each
-kind of write has its own per-workspace budget, as Slack gives each method its own tier.
+kind of write has its own per-workspace budget, as Slack gives each method its own tier. Every
+call uses the bot token of the place's workspace (:mod:`adapters.slack.tokens`).
 
 A keyed message (see :mod:`adapters.slack.keyed`) is posted with its key as metadata. When an
 earlier attempt may have reached Slack, the recent messages of the place are read first: the
@@ -20,13 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
-import yarl
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -41,7 +40,6 @@ from bot.events import (
     Modal,
     OutMessage,
     Place,
-    RateLimited,
     SurfaceError,
     SurfaceLimits,
     User,
@@ -49,7 +47,9 @@ from bot.events import (
     WriteKind,
 )
 
+from .calls import SlackCalls
 from .errors import SlackRefused
+from .files import FileFetcher
 from .formatting import (
     MODEL_TEXT_BUDGET,
     fallback_text,
@@ -59,14 +59,13 @@ from .formatting import (
     plain_notice,
 )
 from .inbound import SlackOrigin
-from .keyed import EarlierPost, key_metadata
+from .keyed import EarlierPost, find_earlier, key_metadata, look_back
 from .status import StatusLine
 from .streaming import SlackStream, StreamSupport
+from .tokens import OneWorkspace, TeamTokens
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
-SLACK_FILE_HOSTS = frozenset({"files.slack.com"})
 # chat.postMessage allows about one message per second per channel with short bursts; the
 # workspace-wide chat.update budget (Tier 3) comes from [limits] slack_updates_per_minute.
 CHANNEL_WRITES_PER_WINDOW = 5
@@ -78,15 +77,6 @@ METHOD_TIERS: Mapping[WriteKind, int | None] = MappingProxyType(
 """Per-workspace budgets of the methods with a tier of their own: ``chat.startStream`` and
 ``chat.stopStream`` Tier 2, ``chat.appendStream`` Tier 4; ``chat.postMessage`` has only its
 per-channel limit. ``chat.update`` (Tier 3) is the shared ``slack_updates_per_minute``."""
-# Where an earlier attempt is looked for: the newest top-level messages of a channel, or the
-# first pages of a thread (conversations.replies reads threads oldest first).
-HISTORY_LOOKBACK = 100
-THREAD_PAGE = 200
-THREAD_PAGES = 5
-# Refusals of the look-up that no retry can cure: the message is posted without it.
-LOOKUP_IMPOSSIBLE = frozenset(
-    {"missing_scope", "not_in_channel", "channel_not_found", "thread_not_found"}
-)
 
 
 class SlackSurface:
@@ -105,8 +95,12 @@ class SlackSurface:
         bot_token: str,
         api_url: str,
         call_timeout: float = 30.0,
+        tokens: TeamTokens | None = None,
     ) -> None:
+        """``client`` carries the API's address (and, for one workspace, its token);
+        ``tokens`` gives each workspace's bot token (default: ``bot_token`` everywhere)."""
         self.client = client
+        self.tokens = tokens or OneWorkspace(bot_token)
         self.limits = SurfaceLimits(
             max_text=MODEL_TEXT_BUDGET,
             edits_per_window_per_channel=CHANNEL_WRITES_PER_WINDOW,
@@ -117,13 +111,19 @@ class SlackSurface:
             writes_per_minute_per_workspace=METHOD_TIERS,
             edits_add_images=False,
         )
-        self.max_download_bytes = limits.max_upload_bytes
         self.call_timeout = call_timeout
-        self._bot_token = bot_token
-        self._api_origin = yarl.URL(api_url).origin()
+        self._clients: dict[str, AsyncWebClient] = {}
+        self._call = SlackCalls(call_timeout, on_token_gone=self._forget_tokens)
         self._session: aiohttp.ClientSession | None = None
+        self.files = FileFetcher(
+            self.tokens,
+            api_url,
+            self._http,
+            max_bytes=limits.max_upload_bytes,
+            timeout=call_timeout,
+        )
         self.streaming = StreamSupport()
-        self.status = StatusLine(client, self._call)
+        self.status = StatusLine(self.client_for, self._call)
 
     async def close(self) -> None:
         """Release the HTTP session used for downloads and response URLs."""
@@ -132,12 +132,31 @@ class SlackSurface:
             await self._session.close()
             self._session = None
 
+    async def client_for(self, team_id: str) -> AsyncWebClient:
+        """A client with the bot token of workspace ``team_id``."""
+        token = await self.tokens.bot_token(team_id)
+        if token == self.client.token:
+            return self.client
+        client = self._clients.get(team_id)
+        if client is None or client.token != token:
+            client = AsyncWebClient(
+                token=token, base_url=self.client.base_url, timeout=self.client.timeout
+            )
+            self._clients[team_id] = client
+        return client
+
+    def _forget_tokens(self) -> None:
+        for team_id in list(self._clients):
+            self.tokens.forget(team_id)
+        self._clients.clear()
+
     # Surface ----------------------------------------------------------------------------------
 
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
-        earlier = await self._earlier(place, message)
+        client = await self.client_for(place.workspace_id)
+        earlier = await find_earlier(client, self._call, place, message)
         if earlier.message_ts is not None:
             return MessageRef(place, earlier.message_ts)
         images = tuple(i for i in message.images if i.filename not in earlier.files)
@@ -146,7 +165,7 @@ class SlackSurface:
             return MessageRef(place, _images_ref(upload, earlier, message.images, place))
         response = await self._call(
             "chat.postMessage",
-            self.client.chat_postMessage(
+            client.chat_postMessage(
                 channel=place.channel_id,
                 thread_ts=place.thread_id,
                 text=fallback_text(message),
@@ -162,7 +181,7 @@ class SlackSurface:
     async def posted(self, place: Place, key: str) -> MessageRef | None:
         """The recent message in ``place`` posted with ``key``, if any."""
         earlier = EarlierPost(key)
-        await self._look_back(place, earlier)
+        await look_back(await self.client_for(place.workspace_id), self._call, place, earlier)
         return MessageRef(place, earlier.message_ts) if earlier.message_ts else None
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
@@ -170,10 +189,11 @@ class SlackSurface:
             raise SurfaceError("Slack cannot edit an uploaded file's message")
         if message.images:
             await self._upload(ref.place, message.images)
+        client = await self.client_for(ref.place.workspace_id)
         try:
             await self._call(
                 "chat.update",
-                self.client.chat_update(
+                client.chat_update(
                     channel=ref.place.channel_id,
                     ts=ref.message_id,
                     text=fallback_text(message),
@@ -187,10 +207,11 @@ class SlackSurface:
 
     async def delete(self, ref: MessageRef) -> None:
         """Delete a message genbot posted (a finished job's progress message)."""
+        client = await self.client_for(ref.place.workspace_id)
         try:
             await self._call(
                 "chat.delete",
-                self.client.chat_delete(channel=ref.place.channel_id, ts=ref.message_id),
+                client.chat_delete(channel=ref.place.channel_id, ts=ref.message_id),
             )
         except SlackRefused as refused:
             if refused.code == "message_not_found":
@@ -199,9 +220,10 @@ class SlackSurface:
 
     async def link(self, ref: MessageRef) -> str | None:
         """The message's permalink."""
+        client = await self.client_for(ref.place.workspace_id)
         response = await self._call(
             "chat.getPermalink",
-            self.client.chat_getPermalink(channel=ref.place.channel_id, message_ts=ref.message_id),
+            client.chat_getPermalink(channel=ref.place.channel_id, message_ts=ref.message_id),
         )
         permalink = response.get("permalink")
         return str(permalink) if permalink else None
@@ -221,16 +243,17 @@ class SlackSurface:
         thread_ts = place.thread_id or context.thread_ts
         if not thread_ts or not self.streaming.allowed(place):
             return None
-        to: dict[str, str] = {}
+        to: tuple[str, str] | None = None
         if not place.is_dm:
             user = recipient or (origin.user if origin is not None else None)
             team = context.recipient_team_id or place.workspace_id
             if user is None or not team:
                 return None
-            to = {"recipient_user_id": user.id, "recipient_team_id": team}
+            to = (user.id, team)
         try:
+            client = await self.client_for(place.workspace_id)
             stream = await SlackStream.start(
-                self.client, self._call, place, thread_ts, text, recipient=to
+                client, self._call, place, thread_ts, text, recipient=to
             )
         except SlackRefused as refused:
             if self.streaming.refused(place, refused.code):
@@ -261,9 +284,10 @@ class SlackSurface:
             and await self._respond(context.response_url, notice, blocks)
         ):
             return
+        client = await self.client_for(origin.place.workspace_id)
         await self._call(
             "chat.postEphemeral",
-            self.client.chat_postEphemeral(
+            client.chat_postEphemeral(
                 channel=origin.place.channel_id,
                 user=origin.user.id,
                 text=notice,
@@ -276,9 +300,10 @@ class SlackSurface:
         trigger_id = _origin(origin).trigger_id
         if not trigger_id:
             raise SurfaceError("Slack opens forms only in answer to a click or a command")
+        client = await self.client_for(origin.place.workspace_id)
         await self._call(
             "views.open",
-            self.client.views_open(trigger_id=trigger_id, view=modal_view(modal, origin.place)),
+            client.views_open(trigger_id=trigger_id, view=modal_view(modal, origin.place)),
         )
 
     async def typing(self, place: Place) -> None:
@@ -291,104 +316,21 @@ class SlackSurface:
         return ref.place.in_thread(ref.message_id)
 
     async def download(self, attachment: Attachment) -> bytes:
-        if attachment.data is not None:
-            return attachment.data
-        url = yarl.URL(attachment.url)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise SurfaceError(f"{attachment.filename}: only http(s) links can be fetched")
-        headers = {"Authorization": f"Bearer {self._bot_token}"} if self._trusted(url) else {}
-        limit = self.max_download_bytes
-        try:
-            async with (
-                asyncio.timeout(self.call_timeout),
-                self._http().get(url, headers=headers) as response,
-            ):
-                if response.status != 200:
-                    raise SurfaceError(
-                        f"{attachment.filename}: fetching it failed (HTTP {response.status})"
-                    )
-                if response.content_type == "text/html":
-                    raise SurfaceError(
-                        f"{attachment.filename}: got a web page instead of the file "
-                        "(does the Slack app have the files:read scope?)"
-                    )
-                data = bytearray()
-                async for chunk in response.content.iter_chunked(64 * 1024):
-                    data += chunk
-                    if len(data) > limit:
-                        raise SurfaceError(
-                            f"{attachment.filename} is larger than {limit // (1024 * 1024)} MiB"
-                        )
-        except (aiohttp.ClientError, TimeoutError) as error:
-            raise SurfaceError(
-                f"{attachment.filename}: fetching it failed ({type(error).__name__})"
-            ) from None
-        return bytes(data)
+        return await self.files.download(attachment)
 
     # Helpers ----------------------------------------------------------------------------------
-
-    def _trusted(self, url: yarl.URL) -> bool:
-        """Whether ``url`` may receive the bot token: Slack's file host or the API's own origin."""
-        if url.origin() == self._api_origin:
-            return True
-        return url.scheme == "https" and url.host in SLACK_FILE_HOSTS
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession()
         return self._session
 
-    async def _earlier(self, place: Place, message: OutMessage) -> EarlierPost:
-        """What an earlier attempt at ``message`` left in ``place``: looked up only for a keyed
-        message that may have reached Slack."""
-        earlier = EarlierPost(message.key or "")
-        if not message.key or not message.may_exist:
-            return earlier
-        try:
-            await self._look_back(place, earlier)
-        except SlackRefused as refused:
-            if refused.code not in LOOKUP_IMPOSSIBLE:
-                raise
-            log.warning(
-                "Cannot look for an earlier %s in %s (%s); posting it anyway",
-                message.key,
-                place.channel_id,
-                refused.code,
-            )
-        return earlier
-
-    async def _look_back(self, place: Place, earlier: EarlierPost) -> None:
-        if place.thread_id is None:
-            page = await self._call(
-                "conversations.history",
-                self.client.conversations_history(
-                    channel=place.channel_id, limit=HISTORY_LOOKBACK, include_all_metadata=True
-                ),
-            )
-            earlier.note(page.get("messages") or [])
-            return
-        cursor: str | None = None
-        for _ in range(THREAD_PAGES):
-            page = await self._call(
-                "conversations.replies",
-                self.client.conversations_replies(
-                    channel=place.channel_id,
-                    ts=place.thread_id,
-                    limit=THREAD_PAGE,
-                    cursor=cursor,
-                    include_all_metadata=True,
-                ),
-            )
-            earlier.note(page.get("messages") or [])
-            cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
-            if earlier.message_ts is not None or not page.get("has_more") or cursor is None:
-                return
-
     async def _upload(self, place: Place, images: tuple[ImageFile, ...]) -> Mapping[str, Any]:
         uploads = [{"file": i.data, "filename": i.filename, "title": i.filename} for i in images]
+        client = await self.client_for(place.workspace_id)
         response = await self._call(
             "files.upload",
-            self.client.files_upload_v2(
+            client.files_upload_v2(
                 file_uploads=uploads, channel=place.channel_id, thread_ts=place.thread_id
             ),
         )
@@ -412,33 +354,9 @@ class SlackSurface:
             return False
         return answer.status_code == 200
 
-    async def _call(self, method: str, call: Awaitable[T]) -> T:
-        try:
-            async with asyncio.timeout(self.call_timeout):
-                return await call
-        except SlackApiError as error:
-            response = error.response
-            if response.status_code == 429 or response.get("error") == "ratelimited":
-                raise RateLimited(_retry_after(response.headers)) from None
-            raise SlackRefused(method, str(response.get("error"))) from None
-        except (SlackClientError, aiohttp.ClientError) as error:
-            raise SurfaceError(f"Slack {method} failed: {type(error).__name__}") from None
-        except TimeoutError:
-            raise SurfaceError(f"Slack did not answer {method} in {self.call_timeout:g}s") from None
-
 
 def _origin(event: Event) -> SlackOrigin:
     return event.context if isinstance(event.context, SlackOrigin) else SlackOrigin()
-
-
-def _retry_after(headers: Any) -> float:
-    value = None
-    if isinstance(headers, Mapping):
-        value = headers.get("Retry-After") or headers.get("retry-after")
-    try:
-        return max(float(value), 0.0) if value is not None else 1.0
-    except (TypeError, ValueError):
-        return 1.0
 
 
 def _shared_ts(upload: Mapping[str, Any], channel_id: str) -> str | None:

@@ -8,6 +8,7 @@ from collections.abc import Awaitable
 
 import aiohttp
 from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -15,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters import AdapterStartError
+from adapters.listener import Listener, ListenerLimits
 
 EVENTS_PATH = "/slack/events"
 SOCKET_CONNECT_TIMEOUT = 30.0
@@ -63,13 +65,42 @@ async def open_socket(
     return handler
 
 
-async def serve_http(app: AsyncApp, host: str, port: int) -> tuple[web.AppRunner, int]:
-    """Bolt's request handler served at :data:`EVENTS_PATH`; the runner and the bound port."""
-    runner = web.AppRunner(app.web_app(path=EVENTS_PATH), access_log=None)
-    await runner.setup()
+SLACK_LIMITS = ListenerLimits(max_body_bytes=1024 * 1024)
+"""Slack's requests: events and interactivity payloads carry whole messages (up to about
+40,000 characters of text plus blocks), so bodies up to 1 MiB are taken."""
+
+
+def slack_web_app(app: AsyncApp) -> web.Application:
+    """Bolt's request handling at :data:`EVENTS_PATH` and, when the app installs by OAuth,
+    its install page and OAuth redirect (as bolt's own aiohttp server serves them)."""
+
+    async def events(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
+
+    routes = [web.post(EVENTS_PATH, events)]
+    flow = app.oauth_flow
+    if flow is not None:
+
+        async def install(request: web.Request) -> web.Response:
+            bolt_request = await to_bolt_request(request)
+            return await to_aiohttp_response(await flow.handle_installation(bolt_request))
+
+        async def redirect(request: web.Request) -> web.Response:
+            bolt_request = await to_bolt_request(request)
+            return await to_aiohttp_response(await flow.handle_callback(bolt_request))
+
+        routes += [web.get(flow.install_path, install), web.get(flow.redirect_uri_path, redirect)]
+    web_app = web.Application()
+    web_app.add_routes(routes)
+    return web_app
+
+
+async def serve_http(app: AsyncApp, host: str, port: int) -> tuple[Listener, int]:
+    """Slack's HTTP endpoints on a hardened listener (:mod:`adapters.listener`); the listener
+    and the bound port."""
+    listener = Listener(slack_web_app(app), "Slack HTTP listener", SLACK_LIMITS)
     try:
-        await web.TCPSite(runner, host, port).start()
+        bound = await listener.start(host, port)
     except OSError as error:
-        await runner.cleanup()
         raise AdapterStartError(f"cannot listen on {host}:{port}: {error}") from error
-    return runner, int(runner.addresses[0][1])
+    return listener, bound

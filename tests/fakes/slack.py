@@ -14,10 +14,12 @@ helpers it inherits live in :mod:`tests.fakes.slack_payloads`.
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import json
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import aiohttp
@@ -30,12 +32,14 @@ from tests.fakes.slack_model import (
     ExternalRequest,
     FakeFile,
     FakeMessage,
+    FakeTeam,
     FakeView,
     ResponsePost,
     SlackError,
     new_id,
     new_ts,
 )
+from tests.fakes.slack_oauth import SlackOAuth
 from tests.fakes.slack_payloads import SlackPayloads
 from tests.fakes.slack_streaming import DEFAULT_TIERS, SlackStreamingApi, ThreadStatus
 
@@ -45,7 +49,7 @@ Args = dict[str, Any]
 LOGIN_PAGE = "<html><body>Sign in to Slack</body></html>"
 
 
-class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
+class FakeSlack(SlackWebApi, SlackStreamingApi, SlackOAuth, SlackPayloads):
     """A Slack workspace with one bot, answering on a loopback port."""
 
     def __init__(
@@ -66,15 +70,22 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
         tier_per_minute: dict[str, int] | None = None,
         posts_per_window: int = 10,
         post_window_seconds: float = 5.0,
+        token_rotation: bool = False,
+        token_lifetime_seconds: int = 43200,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.bot_token = bot_token
         self.app_token = app_token
         self.signing_secret = signing_secret
-        self.team_id = team_id
-        self.bot_user_id = bot_user_id
-        self.bot_id = bot_id
         self.app_id = app_id
+        self.client_id = "fake-client-id"
+        self.client_secret = "fake-client-secret"
+        self.token_rotation = token_rotation
+        self.token_lifetime_seconds = token_lifetime_seconds
+        self.redirect_url: str | None = None
+        self.default_team = team_id
+        self.teams: dict[str, FakeTeam] = {
+            team_id: FakeTeam(team_id, "Fake Team", bot_user_id, bot_id, bot_token or None)
+        }
         self.updates_per_minute = updates_per_minute
         self.update_window_seconds = update_window_seconds
         self.min_seconds_between_updates = min_seconds_between_updates
@@ -110,7 +121,8 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
         self._response_urls: dict[str, tuple[str, str]] = {}
         self._tickets: set[str] = set()
         self._ws: web.WebSocketResponse | None = None
-        self._update_times: deque[float] = deque()
+        self._update_times: dict[str, deque[float]] = {}
+        self._codes: dict[str, tuple[str, float, str]] = {}
         self._last_update: dict[tuple[str, str], float] = {}
         self._tier_calls: dict[tuple[str, str], deque[float]] = {}
         self._caller_team = team_id
@@ -118,7 +130,11 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self.port = 0
-        self._methods = {**self.web_api_methods(), **self.streaming_methods()}
+        self._methods = {
+            **self.web_api_methods(),
+            **self.streaming_methods(),
+            **self.oauth_methods(),
+        }
 
     # Lifecycle -----------------------------------------------------------------------------
 
@@ -126,10 +142,11 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/upload/{file_id}", self._upload)
-        app.router.add_get("/files/{file_id}/{name}", self._file)
+        app.router.add_get("/files-pri/{team_and_file}/{name}", self._file)
         app.router.add_post("/response/{response_id}", self._response_url)
         app.router.add_get("/socket-mode", self._socket)
         app.router.add_get("/external/{name}", self._external)
+        app.router.add_get("/oauth/v2/authorize", self._authorize)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
@@ -164,6 +181,46 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
         """A URL on a host other than Slack's (``localhost`` instead of ``127.0.0.1``)."""
         return f"http://localhost:{self.port}/external/{name}"
 
+    # Workspaces ----------------------------------------------------------------------------
+
+    @property
+    def team(self) -> FakeTeam:
+        """The workspace of the call being answered (else the default one)."""
+        return self.teams[self._caller_team]
+
+    @property
+    def team_id(self) -> str:
+        return self.team.team_id
+
+    @property
+    def bot_user_id(self) -> str:
+        return self.team.bot_user_id
+
+    @property
+    def bot_id(self) -> str:
+        return self.team.bot_id
+
+    @property
+    def bot_token(self) -> str:
+        return self.team.bot_token or ""
+
+    @contextlib.contextmanager
+    def in_team(self, team_id: str) -> Iterator[FakeTeam]:
+        """Build payloads (users' messages, events, commands) in workspace ``team_id``."""
+        previous, self._caller_team = self._caller_team, team_id
+        try:
+            yield self.teams[team_id]
+        finally:
+            self._caller_team = previous
+
+    def _team_of(self, token: str | None) -> FakeTeam:
+        for team in self.teams.values():
+            if team.accepts(token):
+                return team
+            if token in team.revoked_tokens:
+                raise SlackError("token_revoked")
+        raise SlackError("invalid_auth" if token else "not_authed")
+
     def fail_next(self, method: str, error: str = "internal_error", *, status: int = 200) -> None:
         """Make the next call of ``method`` fail with ``error`` without doing anything."""
         self._failures.setdefault(method, deque()).append(SlackError(error, status=status))
@@ -185,9 +242,11 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
         ]
 
     def bot_messages(self, channel: str | None = None) -> list[FakeMessage]:
-        """Messages the bot posted (in ``channel``, or anywhere), oldest first."""
+        """Messages the bot posted (in ``channel``, or anywhere; in any workspace), oldest
+        first."""
         keys = [channel] if channel else list(self.channels)
-        return [m for k in keys for m in self.channels.get(k, []) if m.user == self.bot_user_id]
+        bots = {team.bot_user_id for team in self.teams.values()}
+        return [m for k in keys for m in self.channels.get(k, []) if m.user in bots]
 
     @property
     def socket_connected(self) -> bool:
@@ -223,16 +282,20 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
             if isinstance(args.get(key), str) and args[key].startswith(("[", "{")):
                 args[key] = json.loads(args[key])
         token = _bearer(request) or args.pop("token", None)
+        args.update(_basic_auth(request))
         status: int = 200
         headers: dict[str, str] = {}
         body: dict[str, Any] = {"ok": True}
+        previous = self._caller_team
         try:
             handler = self._methods.get(method)
             if handler is None:
                 raise SlackError("unknown_method", status=404)
-            expected = self.app_token if method == "apps.connections.open" else self.bot_token
-            if token != expected:
-                raise SlackError("invalid_auth" if token else "not_authed")
+            if method == "apps.connections.open":
+                if token != self.app_token:
+                    raise SlackError("invalid_auth" if token else "not_authed")
+            elif method != "oauth.v2.access":
+                self._caller_team = self._team_of(token).team_id
             if self._failures.get(method):
                 raise self._failures[method].popleft()
             self.spend_tier(method, args)
@@ -242,7 +305,9 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
             body = {"ok": False, "error": error.error}
             if error.errors:
                 body["errors"] = error.errors
-        call = ApiCall(method, args, token, status, body)
+        finally:
+            caller, self._caller_team = self._caller_team, previous
+        call = ApiCall(method, args, token, status, body, caller)
         self.calls.append(call)
         if body.get("error") == "ratelimited":
             self.ratelimited.append(call)
@@ -259,9 +324,11 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
         return web.Response(text=f"OK - {len(file.data)}")
 
     async def _file(self, request: web.Request) -> web.Response:
-        file = self.files.get(request.match_info["file_id"])
-        authorized = _bearer(request) == self.bot_token
-        self.downloads.append((request.match_info["file_id"], authorized))
+        team_id, _, file_id = request.match_info["team_and_file"].partition("-")
+        file = self.files.get(file_id)
+        team = self.teams.get(team_id)
+        authorized = team is not None and team.accepts(_bearer(request))
+        self.downloads.append((file_id, authorized))
         if not authorized:
             return web.Response(text=LOGIN_PAGE, content_type="text/html")
         if file is None or file.data is None:
@@ -370,6 +437,16 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackPayloads):
         response_id = new_id("R")
         self._response_urls[response_id] = (channel, user)
         return f"{self.base_url}/response/{response_id}"
+
+
+def _basic_auth(request: web.Request) -> dict[str, str]:
+    """OAuth client credentials sent as HTTP Basic auth (how slack-sdk sends them)."""
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Basic "):
+        return {}
+    decoded = base64.b64decode(header.removeprefix("Basic ")).decode()
+    client_id, _, client_secret = decoded.partition(":")
+    return {"client_id": client_id, "client_secret": client_secret}
 
 
 def _bearer(request: web.Request) -> str | None:

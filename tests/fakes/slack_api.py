@@ -50,7 +50,7 @@ class SlackWebApi:
     clock: Callable[[], float]
     _tickets: set[str]
     _triggers: dict[str, float]
-    _update_times: deque[float]
+    _update_times: dict[str, deque[float]]
     _last_update: dict[tuple[str, str], float]
 
     if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class SlackWebApi:
 
     def _spend_update(self, channel: str, ts: str) -> None:
         now = self.clock()
-        window = self._update_times
+        window = self._update_times.setdefault(self.team_id, deque())
         while window and now - window[0] >= self.update_window_seconds:
             window.popleft()
         last = self._last_update.get((channel, ts))
@@ -128,7 +128,7 @@ class SlackWebApi:
     def _auth_test(self, args: Args) -> Args:
         return {
             "url": f"{self.base_url}/",
-            "team": "Fake Team",
+            "team": self.team.name,
             "user": self.users[self.bot_user_id],
             "team_id": self.team_id,
             "user_id": self.bot_user_id,
@@ -286,7 +286,9 @@ class SlackWebApi:
             length = 0
         if not filename or length <= 0:
             raise SlackError("invalid_arguments")
-        file = FakeFile(new_id("F"), filename, length, self.bot_user_id, self.base_url)
+        file = FakeFile(
+            new_id("F"), filename, length, self.bot_user_id, self.base_url, team=self.team_id
+        )
         self.files[file.id] = file
         return {"upload_url": f"{self.base_url}/upload/{file.id}", "file_id": file.id}
 

@@ -61,6 +61,8 @@ class ApiCall:
     token: str | None
     status: int
     response: dict[str, Any]
+    team: str = ""
+    """The workspace whose token made the call."""
 
     @property
     def ok(self) -> bool:
@@ -90,6 +92,7 @@ class FakeFile:
     channel: str | None = None
     thread_ts: str | None = None
     message_ts: str | None = None
+    team: str = "T0FAKE"
 
     @property
     def mimetype(self) -> str:
@@ -104,7 +107,7 @@ class FakeFile:
 
     @property
     def url_private(self) -> str:
-        return f"{self.base_url}/files/{self.id}/{self.name}"
+        return f"{self.base_url}/files-pri/{self.team}-{self.id}/{self.name}"
 
     def payload(self) -> dict[str, Any]:
         shares: dict[str, Any] = {}
@@ -275,3 +278,24 @@ class ExternalRequest:
 
     path: str
     authorization: str | None
+
+
+@dataclass
+class FakeTeam:
+    """A workspace of the fake Slack and genbot's bot user in it. ``bot_token`` is ``None``
+    until the app is installed there (or after it was uninstalled)."""
+
+    team_id: str
+    name: str
+    bot_user_id: str
+    bot_id: str
+    bot_token: str | None = None
+    refresh_token: str | None = None
+    token_expires_at: float | None = None
+    installer: str = ""
+    earlier_tokens: set[str] = field(default_factory=set)
+    """Tokens replaced by a rotation: they work until they expire, as on Slack."""
+    revoked_tokens: set[str] = field(default_factory=set)
+
+    def accepts(self, token: str | None) -> bool:
+        return token is not None and (token == self.bot_token or token in self.earlier_tokens)

@@ -10,6 +10,7 @@ lookups see it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
@@ -51,6 +52,8 @@ class SlackPayloads:
         @property
         def base_url(self) -> str: ...
 
+        def in_team(self, team_id: str) -> contextlib.AbstractContextManager[Any]: ...
+
         def _add_message(
             self,
             channel: str,
@@ -81,7 +84,9 @@ class SlackPayloads:
         """Add a user's message (optionally sharing files) to the model and return it."""
         shared = []
         for name, data in files:
-            file = FakeFile(new_id("F"), name, len(data), user, self.base_url, data=data)
+            file = FakeFile(
+                new_id("F"), name, len(data), user, self.base_url, data=data, team=self.team_id
+            )
             self.files[file.id] = file
             shared.append(file)
         message = self._add_message(channel, user, text, thread_ts=thread_ts, files=shared)
@@ -129,9 +134,13 @@ class SlackPayloads:
         }
 
     def event_callback(
-        self, event: dict[str, Any], *, event_id: str | None = None
+        self, event: dict[str, Any], *, event_id: str | None = None, team_id: str | None = None
     ) -> dict[str, Any]:
-        """The Events API envelope around ``event``."""
+        """The Events API envelope around ``event`` (from ``team_id``, else the current
+        workspace)."""
+        if team_id is not None:
+            with self.in_team(team_id):
+                return self.event_callback(event, event_id=event_id)
         return {
             "token": "legacy-verification-token",
             "team_id": self.team_id,

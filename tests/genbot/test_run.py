@@ -68,6 +68,7 @@ async def test_run_serves_the_playground_on_the_configured_port_until_sigterm(
 async def test_run_with_nothing_configured_says_what_to_set(tmp_path: Path) -> None:
     async with genbot("run", env=clean_env(), cwd=tmp_path, log=tmp_path / "run.log") as run:
         assert await run.exit_status() == 1
-        assert "nothing to run: set [discord] token, [slack] bot_token or [web] enabled" in (
-            run.errors()
-        )
+        assert (
+            "nothing to run: set [discord] token, [slack] bot_token (or client_id and "
+            "client_secret) or [web] enabled"
+        ) in run.errors()

@@ -69,10 +69,16 @@ class RecordingCore:
             self._changed.notify_all()
 
 
-def slack_settings(fake: FakeSlack, *, socket_mode: bool = False) -> SlackSettings:
+def slack_settings(
+    fake: FakeSlack, *, socket_mode: bool = False, distributed: bool = False
+) -> SlackSettings:
+    """Settings of a genbot on ``fake``: its bot token, or (``distributed``) its OAuth
+    client credentials."""
+    oauth = {"client_id": fake.client_id, "client_secret": fake.client_secret}
     return SlackSettings.model_validate(
         {
-            "bot_token": fake.bot_token,
+            **(oauth if distributed else {}),
+            "bot_token": "" if distributed else fake.bot_token,
             "app_token": fake.app_token if socket_mode else "",
             "signing_secret": fake.signing_secret,
             "api_url": fake.api_url,

@@ -50,9 +50,15 @@ def budgeted_fake() -> FakeSlack:
 
 
 def genbot_settings(
-    fake: FakeSlack, sim: RunningSimulator, db_path: Path, *, socket_mode: bool = False
+    fake: FakeSlack,
+    sim: RunningSimulator,
+    db_path: Path,
+    *,
+    socket_mode: bool = False,
+    distributed: bool = False,
 ) -> Settings:
-    """Settings of a genbot on ``fake`` (HTTP mode on a free loopback port, or Socket Mode)."""
+    """Settings of a genbot on ``fake`` (HTTP mode on a free loopback port, or Socket Mode;
+    ``distributed``: installed by OAuth)."""
     return Settings(
         api=ApiSettings(
             base_url=sim.base_url,
@@ -62,7 +68,7 @@ def genbot_settings(
             stream_idle_timeout=2.0,
         ),
         storage=StorageSettings(path=db_path),
-        slack=slack_settings(fake, socket_mode=socket_mode),
+        slack=slack_settings(fake, socket_mode=socket_mode, distributed=distributed),
         limits=LimitsSettings(**LIMITS),
     )
 
@@ -90,20 +96,28 @@ class SlackGenbot:
 
 @asynccontextmanager
 async def slack_genbot(
-    fake: FakeSlack, sim: RunningSimulator, db_path: Path, *, socket_mode: bool = False
+    fake: FakeSlack,
+    sim: RunningSimulator,
+    db_path: Path,
+    *,
+    socket_mode: bool = False,
+    distributed: bool = False,
 ) -> AsyncIterator[SlackGenbot]:
     """genbot composed as ``genbot run`` composes it (storage, provider client,
-    ``build_core``, the Slack adapter, then the core's services), stopped in reverse order."""
-    settings = genbot_settings(fake, sim, db_path, socket_mode=socket_mode)
+    ``build_core``, the Slack adapter, then the core's services), stopped in reverse order.
+    ``distributed``: installed by OAuth (the fake sends browsers back to its redirect)."""
+    settings = genbot_settings(fake, sim, db_path, socket_mode=socket_mode, distributed=distributed)
     async with AsyncExitStack() as stack:
         store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)
         provider = ProviderClient(settings.api)
         stack.push_async_callback(provider.aclose)
         core, jobs = build_core(settings, store, provider)
-        adapter = SlackAdapter(settings.slack, settings.limits, core)
+        adapter = SlackAdapter(settings.slack, settings.limits, core, installations=store)
         core.attach(adapter.surface)
         await adapter.start()
+        if adapter.install_url is not None:
+            fake.redirect_url = adapter.install_url.replace("/install", "/oauth_redirect")
         stack.push_async_callback(adapter.stop)
         await core.start()
         stack.push_async_callback(core.stop)

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from adapters.slack import SlackSurface
-from adapters.slack import surface as slack_surface
+from adapters.slack import keyed as slack_keyed
 from bot.events import Button, ImageFile, OutMessage, Place, SurfaceError
 from tests.adapters.slack.conftest import PNG
 from tests.adapters.slack.test_surface import surface_for
@@ -103,7 +103,7 @@ async def test_in_a_thread_the_earlier_reply_is_found(
 async def test_a_long_thread_is_read_page_by_page(
     fake: FakeSlack, surface: SlackSurface, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(slack_surface, "THREAD_PAGE", 2)
+    monkeypatch.setattr(slack_keyed, "THREAD_PAGE", 2)
     parent = fake.user_says("imagine a fox")
     thread = C1.in_thread(parent.ts)
     for n in range(4):

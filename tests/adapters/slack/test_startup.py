@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from adapters import AdapterStartError
 from adapters.slack import SlackAdapter
 from bot.config import LimitsSettings, SlackSettings
+from storage import SqliteStore
 from tests.adapters.slack.conftest import RecordingCore, slack_settings
 from tests.fakes.slack import FakeSlack
 
@@ -69,3 +72,25 @@ async def test_an_unreachable_api_and_a_busy_port_are_named(core: RecordingCore)
             values = slack_settings(fake).model_dump() | {"http_port": port}
             message = await refusal(SlackSettings.model_validate(values), core)
     assert message.startswith(f"cannot listen on 127.0.0.1:{port}")
+
+
+async def test_an_app_installed_by_oauth_serves_http_only(
+    fake: FakeSlack, core: RecordingCore, tmp_path: Path
+) -> None:
+    settings = slack_settings(fake, distributed=True, socket_mode=True)
+    async with await SqliteStore.open(tmp_path / "g.db") as store:
+        adapter = SlackAdapter(settings, LimitsSettings(), core, installations=store)
+        with pytest.raises(AdapterStartError, match="leave app_token empty"):
+            await adapter.start()
+        await adapter.stop()
+    assert fake.calls == [], "no token to check before a workspace installs genbot"
+
+
+def test_one_workspace_or_distribution_not_both(fake: FakeSlack, core: RecordingCore) -> None:
+    both = slack_settings(fake, distributed=True).model_copy(
+        update={"bot_token": SecretStr(fake.bot_token)}
+    )
+    with pytest.raises(ValueError, match="not both"):
+        SlackAdapter(both, LimitsSettings(), core)
+    with pytest.raises(ValueError, match="keeps its workspaces in storage"):
+        SlackAdapter(slack_settings(fake, distributed=True), LimitsSettings(), core)

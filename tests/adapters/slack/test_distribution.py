@@ -1,0 +1,143 @@
+"""genbot installed by OAuth into several workspaces, end to end: the real bolt OAuth flow on
+genbot's HTTP listener, installations in genbot's database, per-workspace tokens, rotation and
+uninstall, against the fake Slack."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from tests.adapters.slack.end_to_end import WAIT, SlackGenbot, slack_genbot
+from tests.fakes.slack import FakeSlack
+from tests.fakes.slack_model import FakeMessage
+
+pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
+
+FIRST, SECOND = "T0FAKE", "T2"
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[RunningSimulator]:
+    async with serve(SimulatorConfig(time_scale=1.0)) as running:
+        yield running
+
+
+def two_workspaces(**options: object) -> FakeSlack:
+    """A fake Slack with two workspaces where genbot is not installed yet."""
+    fake = FakeSlack(bot_token="", **options)  # type: ignore[arg-type]
+    fake.add_workspace(SECOND, "Second Team", "UBOT2")
+    fake.users["U3"] = "carol"
+    return fake
+
+
+async def ask(fake: FakeSlack, bot: SlackGenbot, team: str, channel: str, text: str) -> FakeMessage:
+    with fake.in_team(team):
+        question = fake.user_says(f"<@{fake.bot_user_id}> echo: {text}", channel=channel, user="U3")
+        await fake.post_event(bot.url, fake.event_callback(fake.app_mention_event(question)))
+    return question
+
+
+def answer_in(fake: FakeSlack, channel: str, text: str) -> FakeMessage | None:
+    found = [m for m in fake.bot_messages(channel) if m.markdown == text and not m.streaming]
+    return found[0] if found else None
+
+
+async def test_two_workspaces_install_and_each_is_answered_with_its_own_token(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with (
+        two_workspaces() as fake,
+        slack_genbot(fake, sim, tmp_path / "g.db", distributed=True) as bot,
+    ):
+        assert bot.adapter.install_url is not None
+        first = await fake.install(bot.adapter.install_url, FIRST)
+        second = await fake.install(bot.adapter.install_url, SECOND, user="U3")
+
+        await ask(fake, bot, FIRST, "C1", "hello first")
+        await ask(fake, bot, SECOND, "C2", "hello second")
+        in_first = await fake.wait_for(lambda: answer_in(fake, "C1", "hello first"), WAIT)
+        in_second = await fake.wait_for(lambda: answer_in(fake, "C2", "hello second"), WAIT)
+        stored = [await bot.store.find_slack_installation("", team) for team in (FIRST, SECOND)]
+
+    assert (first.status, second.status) == (200, 200)
+    assert [c.args["client_id"] for c in fake.calls_to("oauth.v2.access")] == [fake.client_id] * 2
+    assert [s.user_id if s else None for s in stored] == ["U1", "U3"]
+    assert stored[1] is not None and stored[1].data["bot_token"] == fake.teams[SECOND].bot_token
+    by_thread = {c.args["thread_ts"]: c for c in fake.calls_to("chat.startStream")}
+    assert by_thread[in_first.thread_ts].token == fake.teams[FIRST].bot_token
+    assert by_thread[in_second.thread_ts].token == fake.teams[SECOND].bot_token
+    assert in_second.user == "UBOT2", "answered by genbot's bot user in that workspace"
+    assert {c.team for c in fake.calls if c.method == "chat.stopStream"} == {FIRST, SECOND}
+
+
+async def test_an_install_whose_state_does_not_check_out_is_refused(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with (
+        two_workspaces() as fake,
+        slack_genbot(fake, sim, tmp_path / "g.db", distributed=True) as bot,
+    ):
+        assert fake.redirect_url is not None and fake._session is not None
+        forged = f"{fake.redirect_url}?code=code-forged&state=made-up"
+        async with fake._session.get(
+            forged, headers={"Cookie": "slack-app-oauth-state=made-up"}
+        ) as answer:
+            status = answer.status
+        installed = await bot.store.find_slack_installation("", FIRST)
+
+    assert status in (400, 401)
+    assert installed is None
+    assert fake.calls_to("oauth.v2.access") == [], "no code traded without a valid state"
+
+
+async def test_uninstalling_one_workspace_forgets_it_and_leaves_the_other(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with (
+        two_workspaces() as fake,
+        slack_genbot(fake, sim, tmp_path / "g.db", distributed=True) as bot,
+    ):
+        assert bot.adapter.install_url is not None
+        await fake.install(bot.adapter.install_url, FIRST)
+        await fake.install(bot.adapter.install_url, SECOND, user="U3")
+        await ask(fake, bot, SECOND, "C2", "before")
+        await fake.wait_for(lambda: answer_in(fake, "C2", "before"), WAIT)
+
+        deliveries = [await fake.post_event(bot.url, e) for e in fake.uninstall(SECOND)]
+        await ask(fake, bot, SECOND, "C2", "after")
+        await ask(fake, bot, FIRST, "C1", "still here")
+        await fake.wait_for(lambda: answer_in(fake, "C1", "still here"), WAIT)
+        gone = await bot.store.find_slack_installation("", SECOND)
+        kept = await bot.store.find_slack_installation("", FIRST)
+
+    assert [d.status for d in deliveries] == [200, 200]
+    assert gone is None and kept is not None
+    assert answer_in(fake, "C2", "after") is None
+    assert [c for c in fake.calls if c.error == "token_revoked"] == []
+
+
+async def test_rotating_tokens_are_refreshed_and_stored(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with (
+        two_workspaces(token_rotation=True, token_lifetime_seconds=3600) as fake,
+        slack_genbot(fake, sim, tmp_path / "g.db", distributed=True) as bot,
+    ):
+        assert bot.adapter.install_url is not None
+        await fake.install(bot.adapter.install_url, SECOND, user="U3")
+        installed_token = fake.teams[SECOND].bot_token
+        await ask(fake, bot, SECOND, "C2", "fresh token please")
+        await fake.wait_for(lambda: answer_in(fake, "C2", "fresh token please"), WAIT)
+        stored = await bot.store.find_slack_installation("", SECOND)
+
+    refreshes = [c for c in fake.calls_to("oauth.v2.access") if "refresh_token" in c.args]
+    assert refreshes and all(c.ok for c in refreshes)
+    assert stored is not None and stored.data["bot_token"] == fake.teams[SECOND].bot_token
+    assert stored.data["bot_token"] != installed_token
+    assert stored.data["bot_refresh_token"] == fake.teams[SECOND].refresh_token
+    (stop,) = fake.calls_to("chat.stopStream")
+    assert stop.token == fake.teams[SECOND].bot_token
