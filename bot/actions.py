@@ -11,15 +11,14 @@ diffusion ``diff_reroll``, ``diff_upscale``, ``diff_init``; and ``settings`` (a 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from bot.commands import CHAT_MODELS, command, option_choices
 from bot.events import Button, ButtonStyle, Modal, ModalField, OptionValue
-from bot.masks import Region, parse_region
-from bot.parsing import CommandError, validate_options
+from bot.forms import form_for
+from bot.parsing import validate_options
 
 GRID_ROWS: tuple[tuple[str, ...], ...] = (
     ("upscale1", "upscale2", "upscale3", "upscale4", "reroll"),
@@ -191,13 +190,6 @@ def derivative_for(action: str) -> Derivative | None:
     return None
 
 
-ZOOM_FIELD = "zoom"
-REGION_FIELD = "region"
-PROMPT_FIELD = "prompt"
-STRENGTH_FIELD = "strength"
-REGION_HELP = "left half, center, top right… or x,y,w,h in %"
-
-
 def _choices_hint(choices: tuple[str, ...]) -> str:
     listed = ", ".join(choices)
     return listed if len(listed) <= 100 else f"e.g. {choices[0]}"
@@ -214,26 +206,13 @@ def modal_for(
     """The form a press of ``action`` opens, or ``None`` when it opens none.
 
     ``prompt`` pre-fills prompt fields (the parent job's prompt); ``defaults`` pre-fills the
-    settings form (option name → current value), whose model field suggests ``models``. Field
-    ids: ``zoom``, ``region``, ``prompt``, ``strength`` and, for settings, the option names of
-    ``/settings``.
+    settings form (option name → current value), whose model field suggests ``models``. The
+    editors (Custom Zoom, Vary (Region), Use as init) are :mod:`bot.forms`; settings fields are
+    the option names of ``/settings``.
     """
-    prompt_field = ModalField(
-        PROMPT_FIELD, "Prompt", "Leave as is to keep it", prompt[:4000], False, 4000, True
-    )
-    if action == "outpaint_custom":
-        zoom = ModalField(ZOOM_FIELD, "Zoom out ratio (more than 1, at most 2)", "1.8", "1.8")
-        return Modal("Custom Zoom", action, ref, (zoom, prompt_field))
-    if action == "vary_region":
-        region = ModalField(REGION_FIELD, "Region to change", REGION_HELP, "", True, 200)
-        what = ModalField(PROMPT_FIELD, "What to put there", "", prompt[:4000], False, 4000, True)
-        return Modal("Vary (Region)", action, ref, (region, what))
-    if action == "diff_init":
-        text = ModalField(PROMPT_FIELD, "Prompt", "A fox in autumn", prompt[:4000], multiline=True)
-        strength = ModalField(
-            STRENGTH_FIELD, "Strength: how much to change, 0 to 1", "0.6", "", False, 10
-        )
-        return Modal("Use as init image", action, ref, (text, strength))
+    editor = form_for(action, ref, prompt)
+    if editor is not None:
+        return editor
     if action == "settings":
         current = defaults or {}
         fields = tuple(
@@ -250,78 +229,6 @@ def modal_for(
         )
         return Modal("genbot settings", action, ref, fields[:5])
     return None
-
-
-@dataclass(frozen=True)
-class ZoomInput:
-    """A Custom Zoom form: ``zoom_ratio`` normalised (``"1.8"``); ``prompt`` ``None`` = keep."""
-
-    zoom_ratio: str
-    prompt: str | None
-
-
-@dataclass(frozen=True)
-class RegionInput:
-    """A Vary (Region) form: the regions to repaint and the prompt (``None`` = keep)."""
-
-    regions: tuple[Region, ...]
-    prompt: str | None
-
-
-@dataclass(frozen=True)
-class InitInput:
-    """A Use-as-init form: the img2img prompt and strength (``None`` = the default)."""
-
-    prompt: str
-    strength: float | None
-
-
-def parse_zoom(text: str) -> str:
-    """A custom zoom ratio in (1, 2] (``1.8``, ``1.8x``), normalised; else :class:`CommandError`."""
-    cleaned = text.strip().lower().removesuffix("x").strip()
-    try:
-        zoom = float(cleaned)
-    except ValueError:
-        raise CommandError(
-            f"The zoom must be a number above 1, at most 2 (got {text!r})."
-        ) from None
-    if not math.isfinite(zoom) or not 1 < zoom <= 2:
-        raise CommandError(f"The zoom must be above 1 and at most 2 (got {text.strip()}).")
-    return f"{zoom:g}"
-
-
-def _optional(values: Mapping[str, str], key: str) -> str | None:
-    value = values.get(key, "").strip()
-    return value or None
-
-
-def read_zoom(values: Mapping[str, str]) -> ZoomInput:
-    """Validate a submitted Custom Zoom form."""
-    return ZoomInput(parse_zoom(values.get(ZOOM_FIELD, "")), _optional(values, PROMPT_FIELD))
-
-
-def read_region(values: Mapping[str, str]) -> RegionInput:
-    """Validate a submitted Vary (Region) form (region syntax: :func:`bot.masks.parse_region`)."""
-    regions = parse_region(values.get(REGION_FIELD, ""))
-    return RegionInput(regions, _optional(values, PROMPT_FIELD))
-
-
-def read_init(values: Mapping[str, str]) -> InitInput:
-    """Validate a submitted Use-as-init form: a prompt, and a strength from 0 to 1 if given."""
-    prompt = _optional(values, PROMPT_FIELD)
-    if prompt is None:
-        raise CommandError("Use as init needs a prompt describing the new image.")
-    raw = _optional(values, STRENGTH_FIELD)
-    if raw is None:
-        return InitInput(prompt, None)
-    checked = validate_options(
-        command("diffusion.img2img"),
-        {"prompt": prompt, "strength": raw},
-        attachments=("init_image",),
-    )
-    strength = checked["strength"]
-    assert isinstance(strength, float)
-    return InitInput(prompt, strength)
 
 
 def read_settings(values: Mapping[str, str]) -> dict[str, OptionValue]:

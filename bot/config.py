@@ -170,6 +170,8 @@ class LimitsSettings(Section):
     slack_updates_per_minute: int = 50
     slack_message_updates_per_second: float = 1.0
     max_upload_bytes: int = 8 * 1024 * 1024
+    progress_tick_seconds: float = Field(default=5.0, gt=0)
+    """How often running jobs' progress messages move (their time shows in these steps)."""
 
 
 class RuntimeSettings(Section):

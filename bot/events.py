@@ -180,9 +180,23 @@ class OutMessage:
     may_exist: bool = False
 
 
+FieldKind = Literal["text", "select", "region"]
+"""``text``: a text input; ``select``: one of ``choices`` (``""`` when none is chosen);
+``region``: an area of ``image_url`` in :func:`bot.masks.parse_region` syntax — an editor to
+draw on where the platform has one (the playground), else a text input."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of a ``select`` field."""
+
+    label: str
+    value: str
+
+
 @dataclass(frozen=True)
 class ModalField:
-    """One text input of a modal."""
+    """One input of a modal (a text input unless ``kind`` says otherwise)."""
 
     id: str
     label: str
@@ -191,16 +205,23 @@ class ModalField:
     required: bool = True
     max_length: int = 4000
     multiline: bool = False
+    kind: FieldKind = "text"
+    choices: tuple[Choice, ...] = ()
+    image_url: str = ""
 
 
 @dataclass(frozen=True)
 class Modal:
-    """A form the platform shows; its submission comes back as :class:`ModalSubmit`."""
+    """A form the platform shows; its submission comes back as :class:`ModalSubmit`.
+
+    ``notice`` is shown above the fields: why the last submission was refused (the form comes
+    back with the values the user gave), or a preview of what they chose."""
 
     title: str
     action: str
     ref: str
     fields: tuple[ModalField, ...]
+    notice: str = ""
 
     @property
     def custom_id(self) -> str:

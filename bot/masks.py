@@ -10,6 +10,8 @@ Region syntax (case-insensitive; several regions joined with ``;``, ``+`` or ``a
 - rectangles: ``x,y,w,h`` in percent of the image — top-left corner, then width and height —
   separated by commas and/or spaces, ``%`` signs allowed: ``10,10,50,50`` or ``0 50 100 50``.
   Each number 0–100, width and height above 0, and the rectangle inside the image.
+- freehand outlines (what the playground's editor draws): ``polygon x1 y1 x2 y2 …`` — at least 3
+  and at most :data:`MAX_POLYGON_POINTS` points in percent, the shape's inside repainted.
 
 The mask is a greyscale PNG of the image's size: white (255) where the image may change, black
 (0) where it is kept. The endpoint wants it base64-encoded (:attr:`Mask.base64`).
@@ -30,6 +32,7 @@ from PIL import Image, ImageDraw, UnidentifiedImageError
 from bot.parsing import CommandError
 
 MAX_REGIONS = 10
+MAX_POLYGON_POINTS = 400
 MAX_MASK_SIDE = 8192
 
 
@@ -41,6 +44,16 @@ class Region:
     y: float
     w: float
     h: float
+
+
+@dataclass(frozen=True)
+class Polygon:
+    """A closed outline in fractions of the image (0–1): its corner points in order."""
+
+    points: tuple[tuple[float, float], ...]
+
+
+Shape = Region | Polygon
 
 
 PRESETS: dict[str, Region] = {
@@ -102,17 +115,35 @@ def _rectangle(text: str) -> Region:
     return Region(x / 100, y / 100, w / 100, h / 100)
 
 
-def parse_region(text: str) -> tuple[Region, ...]:
+def _polygon(text: str) -> Polygon:
+    numbers = [n for n in re.split(r"[\s,]+", text.replace("%", " ").strip()) if n]
+    if len(numbers) % 2 or not 3 <= len(numbers) // 2 <= MAX_POLYGON_POINTS:
+        raise CommandError(
+            f"An outline needs 3 to {MAX_POLYGON_POINTS} points, each x and y in percent."
+        )
+    try:
+        values = [float(n) for n in numbers]
+    except ValueError:
+        raise CommandError("Outline points must be plain numbers.") from None
+    if not all(math.isfinite(v) and 0 <= v <= 100 for v in values):
+        raise CommandError("Outline points must be between 0 and 100 percent.")
+    pairs = zip(values[::2], values[1::2], strict=True)
+    return Polygon(tuple((x / 100, y / 100) for x, y in pairs))
+
+
+def parse_region(text: str) -> tuple[Shape, ...]:
     """The regions ``text`` names (see the module docstring); :class:`CommandError` otherwise."""
     parts = [part for part in _SPLIT_RE.split(text.strip()) if part]
     if not parts:
         raise CommandError(f"Which part of the image should change? Give {SYNTAX_HINT}.")
     if len(parts) > MAX_REGIONS:
         raise CommandError(f"At most {MAX_REGIONS} regions at once (got {len(parts)}).")
-    regions: list[Region] = []
+    regions: list[Shape] = []
     for part in parts:
         preset = _preset(part)
-        if preset is not None:
+        if part.lower().startswith("polygon"):
+            regions.append(_polygon(part[len("polygon") :]))
+        elif preset is not None:
             regions.append(preset)
         elif any(char.isdigit() for char in part):
             regions.append(_rectangle(part))
@@ -139,7 +170,7 @@ def _box(region: Region, width: int, height: int) -> tuple[int, int, int, int]:
     return left, top, right, bottom
 
 
-def build_mask(regions: Iterable[Region], size: tuple[int, int]) -> Mask:
+def build_mask(regions: Iterable[Shape], size: tuple[int, int]) -> Mask:
     """A white-on-black mask of ``size`` (width, height) with ``regions`` white."""
     width, height = size
     if not (0 < width <= MAX_MASK_SIDE and 0 < height <= MAX_MASK_SIDE):
@@ -147,6 +178,10 @@ def build_mask(regions: Iterable[Region], size: tuple[int, int]) -> Mask:
     image = Image.new("L", (width, height), 0)
     draw = ImageDraw.Draw(image)
     for region in regions:
+        if isinstance(region, Polygon):
+            corners = [(x * width, y * height) for x, y in region.points]
+            draw.polygon(corners, fill=255, outline=255)
+            continue
         left, top, right, bottom = _box(region, width, height)
         draw.rectangle((left, top, right - 1, bottom - 1), fill=255)
     buffer = io.BytesIO()

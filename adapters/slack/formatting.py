@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from adapters.text import truncate
-from bot.events import Button, Modal, OutMessage, Place
+from bot.events import Button, Modal, ModalField, OutMessage, Place
 
 MARKDOWN_BLOCK_MAX = 12000
 MODEL_TEXT_BUDGET = MARKDOWN_BLOCK_MAX - 100
@@ -26,6 +26,8 @@ ACTIONS_ELEMENTS_MAX = 25
 BUTTON_TEXT_MAX = 75
 ACTION_ID_MAX = 255
 MODAL_TITLE_MAX = 24
+OPTION_TEXT_MAX = 75
+SELECT_OPTIONS_MAX = 100
 INPUT_LABEL_MAX = 2000
 PLACEHOLDER_MAX = 150
 INPUT_MAX_LENGTH = 3000
@@ -205,28 +207,52 @@ def _button(button: Button) -> dict[str, Any]:
     return element
 
 
-def modal_view(modal: Modal, place: Place) -> dict[str, Any]:
-    """A Slack modal for ``modal``; where it was opened travels in ``private_metadata``."""
-    blocks = []
-    for field in modal.fields:
-        max_length = max(1, min(field.max_length, INPUT_MAX_LENGTH))
+def _modal_input(field: ModalField) -> dict[str, Any]:
+    if field.kind == "select" and field.choices:
+        options = [
+            {"text": _plain(truncate(c.label, OPTION_TEXT_MAX)), "value": c.value}
+            for c in field.choices[:SELECT_OPTIONS_MAX]
+        ]
         element: dict[str, Any] = {
-            "type": "plain_text_input",
+            "type": "static_select",
             "action_id": field.id,
-            "multiline": field.multiline,
-            "max_length": max_length,
+            "options": options,
         }
-        if field.default:
-            element["initial_value"] = field.default[:max_length]
+        chosen = [option for option in options if option["value"] == field.default]
+        if chosen:
+            element["initial_option"] = chosen[0]
         if field.placeholder:
             element["placeholder"] = _plain(truncate(field.placeholder, PLACEHOLDER_MAX))
+        return element
+    max_length = max(1, min(field.max_length, INPUT_MAX_LENGTH))
+    element = {
+        "type": "plain_text_input",
+        "action_id": field.id,
+        "multiline": field.multiline,
+        "max_length": max_length,
+    }
+    if field.default:
+        element["initial_value"] = field.default[:max_length]
+    if field.placeholder:
+        element["placeholder"] = _plain(truncate(field.placeholder, PLACEHOLDER_MAX))
+    return element
+
+
+def modal_view(modal: Modal, place: Place) -> dict[str, Any]:
+    """A Slack modal for ``modal`` (its notice on top, selects as static selects); where it was
+    opened travels in ``private_metadata``."""
+    blocks: list[dict[str, Any]] = []
+    if modal.notice:
+        notice = truncate(modal.notice, SECTION_TEXT_MAX)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": notice}})
+    for field in modal.fields:
         blocks.append(
             {
                 "type": "input",
                 "block_id": field.id,
                 "optional": not field.required,
                 "label": _plain(truncate(field.label, INPUT_LABEL_MAX)),
-                "element": element,
+                "element": _modal_input(field),
             }
         )
     return {

@@ -206,6 +206,9 @@ def submit_from_view(body: Mapping[str, Any], admin_ids: frozenset[str]) -> Moda
     for block_id, inputs in ((view.get("state") or {}).get("values") or {}).items():
         for state in (inputs or {}).values():
             value = state.get("value") if isinstance(state, dict) else None
+            chosen = state.get("selected_option") if isinstance(state, dict) else None
+            if isinstance(chosen, dict):
+                value = chosen.get("value")
             values[str(block_id)] = "" if value is None else str(value)
     user = body.get("user") or {}
     return ModalSubmit(

@@ -17,6 +17,7 @@ import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -341,7 +342,9 @@ class WebAdapter:
         await self._keep("ephemeral", message, new=True)
 
     async def open_modal(self, origin: Event, modal: Modal) -> None:
-        """Open ``modal`` as a dialog in the browsers of ``origin``'s user."""
+        """Open ``modal`` as a dialog in the browsers of ``origin``'s user; a region field
+        draws on the image of the message the form was opened from."""
+        modal = self._with_image(modal, reply_target(origin))
         pending = self._modals.setdefault(origin.user.id, OrderedDict())
         pending.pop(modal.custom_id, None)
         pending[modal.custom_id] = PendingModal(modal, origin.place, reply_target(origin))
@@ -349,6 +352,17 @@ class WebAdapter:
             pending.popitem(last=False)
         payload = {"type": "modal", "thread": origin.place.thread_id, "modal": modal_json(modal)}
         self.hub.publish(origin.place.channel_id, payload, visible_to=origin.user.id)
+
+    def _with_image(self, modal: Modal, message_id: str | None) -> Modal:
+        shown = self.store.get(message_id or "")
+        if shown is None or not shown.images:
+            return modal
+        url = str(shown.images[0]["url"])
+        fields = tuple(
+            replace(field, image_url=url) if field.kind == "region" else field
+            for field in modal.fields
+        )
+        return replace(modal, fields=fields)
 
     async def typing(self, place: Place) -> None:
         """Show "genbot is typing…" in ``place`` for a few seconds."""

@@ -124,6 +124,7 @@ def modal_json(modal: Modal) -> dict[str, Any]:
         "title": modal.title,
         "custom_id": modal.custom_id,
         "action": modal.action,
+        "notice": modal.notice,
         "fields": [
             {
                 "id": f.id,
@@ -133,6 +134,9 @@ def modal_json(modal: Modal) -> dict[str, Any]:
                 "required": f.required,
                 "max_length": f.max_length,
                 "multiline": f.multiline,
+                "kind": f.kind,
+                "choices": [{"label": c.label, "value": c.value} for c in f.choices],
+                "image_url": f.image_url,
             }
             for f in modal.fields
         ],

@@ -183,5 +183,5 @@ def build_job_engines(
         watch,
         tools,
         JobCancel(store, surfaces, delivery, watch),
-        ProgressTicker(store, delivery),
+        ProgressTicker(store, delivery, every=limits_settings.progress_tick_seconds),
     )

@@ -60,7 +60,7 @@ from bot.events import (
 from bot.jobs import texts
 from bot.jobs.marks import ButtonMarks, place_of
 from bot.jobs.media import MediaFetcher
-from bot.jobs.progress import Estimates, Position
+from bot.jobs.progress import ELAPSED_STEP, Estimates, Position
 from bot.jobs.result_messages import ResultMessages
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.watch import JobWatch
@@ -129,6 +129,8 @@ class Delivery:
         self.results = ResultMessages(surfaces, media)
         self.marks = ButtonMarks(store, self._writes, self.results)
         self.estimates = Estimates()
+        self.progress_step: float = ELAPSED_STEP
+        """The progress time's step in seconds (the ticker's interval)."""
         self.positions: dict[str, Position] = {}
         """Each job's place among its requester's running jobs (kept by the progress ticker)."""
         self._shown: dict[str, str] = {}
@@ -219,7 +221,8 @@ class Delivery:
         elapsed = max(self._clock() - job.created_at, 0.0)
         typical = self.estimates.typical(job)
         position = self.positions.get(job.id)
-        text = texts.progress_text(job, status or job.status, elapsed, typical, position)
+        step = self.progress_step
+        text = texts.progress_text(job, status or job.status, elapsed, typical, position, step)
         return OutMessage(text=text, buttons=cancel_buttons(job))
 
     async def post_progress(self, job: Job, origin: Event | None) -> Job:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from bot.actions import DIFFUSION_ACTIONS, modal_for, read_init
+from bot.actions import DIFFUSION_ACTIONS
 from bot.api import (
     ControlNetRequest,
     DiffusionResponse,
@@ -28,9 +28,11 @@ from bot.api import (
 from bot.config import LimitsSettings
 from bot.core import UserError
 from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
+from bot.forms import form_for, read_init
 from bot.jobs.images import values_digest
 from bot.jobs.results import diffusion_result_fields, poll_delay
 from bot.jobs.starter import JobSpec, JobStarter, Submitted, Webhook
+from bot.parsing import CommandError
 from storage import Job
 
 DIFFUSION_CREDITS: dict[str, int] = {"txt2img": 2, "img2img": 2, "controlnet": 3, "upscale": 1}
@@ -168,7 +170,7 @@ class DiffusionJobs:
         parent = await self._starter.pressed_job(event)
         image = self._output(parent)
         if event.action == "diff_init":
-            modal = modal_for(event.action, parent.id, prompt=parent.prompt)
+            modal = form_for(event.action, parent.id, parent.prompt)
             assert modal is not None
             await self._starter.surfaces.get(event.place.platform).open_modal(event, modal)
         elif event.action == "diff_reroll":
@@ -188,7 +190,13 @@ class DiffusionJobs:
             raise UserError("This form is no longer supported.")
         parent = await self._starter.pressed_job(event)
         image = self._output(parent)
-        form = read_init(event.values)
+        try:
+            form = read_init(event.values)
+        except CommandError as error:
+            again = form_for(event.action, parent.id, parent.prompt, values=event.values,
+                             error=str(error))  # fmt: skip
+            await self._starter.reopen(event, again, error)
+            return
         kept = parent.parameters.get("body", {})
         body: dict[str, Any] = {
             name: kept[name] for name in ("model_id", "width", "height") if name in kept

@@ -24,9 +24,6 @@ from bot.actions import (
     GRID_ACTIONS,
     UPSCALE_ACTIONS,
     derivative_for,
-    modal_for,
-    read_region,
-    read_zoom,
 )
 from bot.api import (
     BlendDimension,
@@ -60,11 +57,13 @@ from bot.events import (
     OptionValue,
 )
 from bot.follow_ups import offered_follow_ups, refused_actions, version_for
+from bot.forms import RegionInput, ZoomInput, form_for, read_region, read_zoom, shape_key
 from bot.jobs.media import MediaError, MediaFetcher
 from bot.jobs.prompts import check_prompt
 from bot.jobs.refusals import FollowUpRefused, disable_follow_up, refuses_follow_up
 from bot.jobs.starter import JobSpec, JobStarter, Submit, Submitted, Webhook
 from bot.masks import build_mask
+from bot.parsing import CommandError
 from storage import Job, SettingsReader
 
 RequestT = TypeVar("RequestT", bound=WebhookFields)
@@ -85,6 +84,21 @@ VARIATION_INDEXES: tuple[VariationIndex, ...] = get_args(VariationIndex)
 PAN_DIRECTIONS: tuple[PanDirection, ...] = get_args(PanDirection)
 IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, *DESCRIBE_ACTIONS, "seed"})
 BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
+
+
+def read_form(event: ModalSubmit) -> ZoomInput | RegionInput:
+    """A submitted Custom Zoom or Vary (Region) form, validated (prompt included);
+    :class:`CommandError` says what is wrong."""
+    form: ZoomInput | RegionInput
+    if event.action == "outpaint_custom":
+        form = read_zoom(event.values)
+    elif event.action == "vary_region":
+        form = read_region(event.values)
+    else:
+        raise UserError("This form is no longer supported.")
+    if form.prompt is not None:
+        check_prompt(form.prompt)
+    return form
 
 
 def with_webhook(request: RequestT, hook: Webhook | None) -> RequestT:
@@ -260,7 +274,8 @@ class ImageJobs:
         parent = await self._starter.pressed_job(event)
         if event.action in MODAL_ACTIONS:
             self._check_origin(parent, event.action)
-            modal = modal_for(event.action, parent.id, prompt=parent.prompt)
+            image = parent.result_urls[0] if parent.result_urls else ""
+            modal = form_for(event.action, parent.id, parent.prompt, image_url=image)
             assert modal is not None
             surface = self._starter.surfaces.get(event.place.platform)
             await surface.open_modal(event, modal)
@@ -302,10 +317,18 @@ class ImageJobs:
         parent = await self._starter.pressed_job(event)
         origin = self._check_origin(parent, event.action)
         aspect = parent.parameters.get("aspect_ratio")
-        if event.action == "outpaint_custom":
-            zoom = read_zoom(event.values)
-            if zoom.prompt is not None:
-                check_prompt(zoom.prompt)
+        try:
+            form = read_form(event)
+        except CommandError as error:
+            image = parent.result_urls[0] if parent.result_urls else ""
+            again = form_for(
+                event.action, parent.id, parent.prompt, image_url=image, values=event.values,
+                error=str(error),
+            )  # fmt: skip
+            await self._starter.reopen(event, again, error)
+            return
+        if isinstance(form, ZoomInput):
+            zoom = form
             request: ImageRequest = OutpaintRequest(
                 origin_task_id=origin,
                 zoom_ratio=zoom.zoom_ratio,
@@ -322,18 +345,14 @@ class ImageJobs:
                 prompt=zoom.prompt,
                 extra={"zoom_ratio": zoom.zoom_ratio},
             )
-        elif event.action == "vary_region":
-            region = read_region(event.values)
-            if region.prompt is not None:
-                check_prompt(region.prompt)
+        else:
+            region = form
             size = await self._image_size(parent)
             mask = await asyncio.to_thread(build_mask, region.regions, size)
             request = InpaintRequest(origin_task_id=origin, mask=mask.base64, prompt=region.prompt)
-            boxes = [(r.x, r.y, r.w, r.h) for r in region.regions]
-            key = f"{event.action}:{values_digest(boxes, region.prompt)}"
+            shapes = [shape_key(shape) for shape in region.regions]
+            key = f"{event.action}:{values_digest(shapes, region.prompt)}"
             await self._derive(event, parent, "inpaint", key, request, prompt=region.prompt)
-        else:
-            raise UserError("This form is no longer supported.")
 
     def _check_origin(self, parent: Job, action: str) -> str:
         """The parent's task id, once it is finished and offers ``action`` (see

@@ -1,5 +1,6 @@
 """What a job's progress message says while it runs: the status in words, the time since it
-started (in steps of :data:`ELAPSED_STEP` seconds, so the text changes only that often), an
+started (in steps of the progress tick, :data:`ELAPSED_STEP` s by default, so the text changes
+only that often), an
 estimate of the time left from the mode's typical duration, and the job's place among the
 requester's running jobs. Pure, apart from :class:`Estimates`' memory of recent durations.
 """
@@ -101,9 +102,15 @@ def status_word(job: Job, status: str) -> str:
     return "Waiting"
 
 
-def clock_text(seconds: float) -> str:
-    """``0:35``, ``12:05``: minutes and seconds, floored to :data:`ELAPSED_STEP`."""
-    whole = max(int(seconds) // ELAPSED_STEP * ELAPSED_STEP, 0)
+def stepped(seconds: float, step: float = ELAPSED_STEP) -> int:
+    """``seconds`` floored to whole ``step`` s (at least 1 s steps)."""
+    size = max(int(step), 1)
+    return max(int(seconds) // size * size, 0)
+
+
+def clock_text(seconds: float, step: float = ELAPSED_STEP) -> str:
+    """``0:35``, ``12:05``: minutes and seconds, floored to ``step``."""
+    whole = stepped(seconds, step)
     return f"{whole // 60}:{whole % 60:02d}"
 
 
@@ -130,14 +137,15 @@ def status_text(
     elapsed: float,
     typical: float,
     position: Position | None = None,
+    step: float = ELAPSED_STEP,
 ) -> str:
     """The progress line: ``Drawing (fast) · 0:35 · about 25 s left · your job 2 of 3``. The
-    time moves in :data:`ELAPSED_STEP` steps, so the line changes only that often."""
-    elapsed = max(int(elapsed) // ELAPSED_STEP * ELAPSED_STEP, 0)
+    time moves in ``step``-second steps, so the line changes only that often."""
+    elapsed = stepped(elapsed, step)
     word = status_word(job, status)
     if job.family == "task" and status not in ("creating",):
         word = f"{word} ({mode_of(job)})"
-    parts = [word, clock_text(elapsed)]
+    parts = [word, clock_text(elapsed, step)]
     if status not in ("creating", "finished", "posting"):
         parts.append(left_text(typical, elapsed))
     parts.append(position_text(position))

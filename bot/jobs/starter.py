@@ -48,7 +48,7 @@ from bot.api.errors import (
 from bot.api.ratelimit import observe_waits
 from bot.api.validation import check_http_url
 from bot.core import SurfaceRegistry, UserError
-from bot.events import Attachment, ButtonPress, Event, ModalSubmit
+from bot.events import Attachment, ButtonPress, Event, Modal, ModalSubmit, SurfaceError
 from bot.jobs.delivery import Delivery, cancel_buttons
 from bot.jobs.hosting import MediaHost
 from bot.jobs.limits import Limits
@@ -299,6 +299,18 @@ class JobStarter:
             raise UserError("genbot has no record of this image any more.")
         self.limits.check_press(event, job)
         return job
+
+    async def reopen(self, event: ModalSubmit, modal: Modal | None, error: Exception) -> None:
+        """Show a refused form again with the user's values and what was wrong (inline where
+        the platform can show it); where it cannot, the error is the answer."""
+        if modal is None:
+            raise error
+        surface = self.surfaces.get(event.place.platform)
+        try:
+            await surface.open_modal(event, modal)
+        except SurfaceError as refused:
+            log.info("could not show the form again (%s); answering with the error", refused)
+            raise error from None
 
     async def attachment_url(self, event: Event, attachment: Attachment, *, cdn_ok: bool) -> str:
         """A URL the provider can fetch for ``attachment``: its own URL, or a re-hosted copy of

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.jobs.progress import Position, status_text
+from bot.jobs.progress import ELAPSED_STEP, Position, status_text
 from bot.jobs.titles import asked_title, done_title
 from bot.text import neutralize_mentions
 from storage import Job
@@ -64,9 +64,10 @@ def progress_text(
     elapsed: float,
     typical: float,
     position: Position | None = None,
+    step: float = ELAPSED_STEP,
 ) -> str:
     """The progress message while a job is on its way (see :mod:`bot.jobs.progress`)."""
-    return f"⏳ {heading(job)}\n{status_text(job, status, elapsed, typical, position)}"
+    return f"⏳ {heading(job)}\n{status_text(job, status, elapsed, typical, position, step)}"
 
 
 def not_posted_text(job: Job) -> str:

@@ -49,6 +49,7 @@ class ProgressTicker:
         self._store = store
         self._delivery = delivery
         self.every = every
+        delivery.progress_step = every
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:

@@ -15,15 +15,10 @@ from bot.actions import (
     describe_buttons,
     diffusion_buttons,
     modal_for,
-    parse_zoom,
-    read_init,
-    read_region,
     read_settings,
-    read_zoom,
     task_buttons,
 )
 from bot.events import MODAL_ACTIONS, decode_custom_id
-from bot.masks import PRESETS, Region
 from bot.parsing import CommandError
 
 GRID = ["reroll", *(f"upscale{i}" for i in range(1, 5)), *(f"variation{i}" for i in range(1, 5))]
@@ -192,10 +187,10 @@ def test_forms_open_exactly_for_the_modal_actions_and_fit_platform_limits():
 def test_form_fields_and_prefills():
     zoom = modal_for("outpaint_custom", "r", prompt="a fox --v 6")
     assert zoom is not None
-    assert [f.id for f in zoom.fields] == ["zoom", "prompt"]
-    assert zoom.fields[1].default == "a fox --v 6"
+    assert [f.id for f in zoom.fields] == ["zoom", "zoom_value", "prompt"]
+    assert zoom.fields[2].default == "a fox --v 6"
     region = modal_for("vary_region", "r")
-    assert region is not None and [f.id for f in region.fields] == ["region", "prompt"]
+    assert region is not None and [f.id for f in region.fields] == ["area", "region", "prompt"]
     init = modal_for("diff_init", "r")
     assert init is not None and [f.id for f in init.fields] == ["prompt", "strength"]
     settings = modal_for("settings", "r", defaults={"model": "llm-4"})
@@ -211,34 +206,7 @@ def test_form_fields_and_prefills():
     assert not any(f.required for f in settings.fields)
 
 
-@pytest.mark.parametrize(
-    ("text", "zoom"), [("1.8", "1.8"), (" 2 ", "2"), ("1.25x", "1.25"), ("1.50", "1.5")]
-)
-def test_custom_zoom_accepts_ratios_above_one_up_to_two(text: str, zoom: str):
-    assert parse_zoom(text) == zoom
-
-
-@pytest.mark.parametrize("text", ["1", "0.5", "2.01", "zoom", "", "nan", "inf"])
-def test_custom_zoom_refuses_anything_else(text: str):
-    with pytest.raises(CommandError, match="zoom"):
-        parse_zoom(text)
-
-
-def test_reading_submitted_forms():
-    assert read_zoom({"zoom": "1.8", "prompt": "  "}).zoom_ratio == "1.8"
-    assert read_zoom({"zoom": "1.8", "prompt": "  "}).prompt is None
-    region = read_region({"region": "left half", "prompt": "a red door"})
-    assert region.regions == (PRESETS["left half"],) and region.prompt == "a red door"
-    assert read_region({"region": "0,0,50,50"}).regions == (Region(0, 0, 0.5, 0.5),)
-    with pytest.raises(CommandError, match="region"):
-        read_region({"region": "somewhere nice"})
-    init = read_init({"prompt": "autumn fox", "strength": "0.4"})
-    assert init.prompt == "autumn fox" and init.strength == 0.4
-    assert read_init({"prompt": "x", "strength": ""}).strength is None
-    with pytest.raises(CommandError, match="strength must be at most 1"):
-        read_init({"prompt": "x", "strength": "1.5"})
-    with pytest.raises(CommandError, match="needs a prompt"):
-        read_init({"prompt": " "})
+def test_reading_a_submitted_settings_form():
     assert read_settings({"model": "LLM-4", "temperature": "0.3", "aspect_ratio": ""}) == {
         "model": "llm-4",
         "temperature": 0.3,

@@ -24,6 +24,9 @@ PLACEHOLDER_MAX = 150
 INPUT_MAX_LENGTH = 3000
 PRIVATE_METADATA_MAX = 3000
 CALLBACK_ID_MAX = 255
+SELECT_OPTIONS_MAX = 100
+OPTION_TEXT_MAX = 75
+OPTION_VALUE_MAX = 150
 
 MESSAGE_BLOCK_TYPES = {
     "actions",
@@ -156,11 +159,27 @@ def _actions_errors(elements: Any, action_ids: set[str], where: str) -> list[str
     return errors
 
 
+def _select_errors(element: dict[str, Any], where: str) -> list[str]:
+    options = element.get("options")
+    if not isinstance(options, list) or not 1 <= len(options) <= SELECT_OPTIONS_MAX:
+        return [f"a static_select needs 1 to {SELECT_OPTIONS_MAX} options {where}/element"]
+    errors: list[str] = []
+    for option in options:
+        errors += _text_errors(option.get("text"), OPTION_TEXT_MAX, where + "/option", plain=True)
+        if not 1 <= len(str(option.get("value", ""))) <= OPTION_VALUE_MAX:
+            errors.append(f"option value must be 1 to {OPTION_VALUE_MAX} characters {where}")
+    if "initial_option" in element and element["initial_option"] not in options:
+        errors.append(f"initial_option must be one of the options {where}/element")
+    return errors
+
+
 def _input_errors(block: dict[str, Any], where: str) -> list[str]:
     errors = _text_errors(block.get("label"), INPUT_LABEL_MAX, where + "/label", plain=True)
     element = block.get("element")
+    if isinstance(element, dict) and element.get("type") == "static_select":
+        return errors + _select_errors(element, where)
     if not isinstance(element, dict) or element.get("type") != "plain_text_input":
-        return [*errors, f"only plain_text_input is modelled {where}/element"]
+        return [*errors, f"only plain_text_input and static_select are modelled {where}/element"]
     action_id = element.get("action_id")
     if not isinstance(action_id, str) or not 1 <= len(action_id) <= ACTION_ID_MAX:
         errors.append(f"action_id must be 1 to {ACTION_ID_MAX} characters {where}/element")

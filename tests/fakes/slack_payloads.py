@@ -240,8 +240,19 @@ class SlackPayloads:
         for block in view.view.get("blocks", []):
             if block.get("type") != "input":
                 continue
-            action_id = block["element"]["action_id"]
-            value = values.get(block["block_id"], block["element"].get("initial_value"))
+            element = block["element"]
+            action_id = element["action_id"]
+            if element["type"] == "static_select":
+                chosen = [
+                    o for o in element["options"] if o["value"] == values.get(block["block_id"])
+                ]
+                initial = element.get("initial_option")
+                picked = chosen[0] if chosen else (None if block["block_id"] in values else initial)
+                state[block["block_id"]] = {
+                    action_id: {"type": "static_select", "selected_option": picked}
+                }
+                continue
+            value = values.get(block["block_id"], element.get("initial_value"))
             state[block["block_id"]] = {action_id: {"type": "plain_text_input", "value": value}}
         return {
             "type": "view_submission",

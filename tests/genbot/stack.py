@@ -44,13 +44,17 @@ class Stack:
 
 @asynccontextmanager
 async def real_stack(
-    tmp_path: Path, *, time_scale: float = 0.01, dialect: Dialect = "default"
+    tmp_path: Path,
+    *,
+    time_scale: float = 0.01,
+    dialect: Dialect = "default",
+    limits: LimitsSettings = FAST_POLLING,
 ) -> AsyncIterator[Stack]:
     """The simulator (speaking ``dialect``) and genbot (real core, web adapter on
-    127.0.0.1:0, fast polling)."""
+    127.0.0.1:0, ``limits``: fast polling by default)."""
     config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True, dialect=dialect)
     async with serve(config) as sim:
-        base = Settings(web=WebSettings(enabled=True, port=0), limits=FAST_POLLING)
+        base = Settings(web=WebSettings(enabled=True, port=0), limits=limits)
         settings = demo_settings(base, sim.base_url, config.api_key, tmp_path)
         async with running(settings) as runtime:
             yield Stack(sim, runtime)

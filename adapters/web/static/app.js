@@ -2,6 +2,7 @@
 
 import { Composer } from "./composer.js";
 import { h, postJson, request } from "./dom.js";
+import { RegionEditor } from "./region.js";
 import { MessageView } from "./render.js";
 
 const CHANNEL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
@@ -255,28 +256,39 @@ function dismiss(id) {
   threadView.remove(id);
 }
 
+function modalInput(field) {
+  const attributes = { id: `field-${field.id}`, name: field.id, required: field.required };
+  if (field.kind === "select") {
+    const select = h("select", attributes,
+      h("option", { value: "" }, field.placeholder || "—"),
+      ...field.choices.map((choice) => h("option", { value: choice.value }, choice.label)));
+    select.value = field.default;
+    return { input: select, extra: null };
+  }
+  const text = { ...attributes, placeholder: field.placeholder, maxlength: field.max_length };
+  const input = field.multiline ? h("textarea", { ...text, rows: 4 }) : h("input", { ...text, type: "text" });
+  input.value = field.default;
+  if (field.kind !== "region" || !field.image_url) return { input, extra: null };
+  const editor = new RegionEditor(field.image_url, (value) => (input.value = value));
+  return { input, extra: editor.element };
+}
+
 function openModal(modal) {
   const dialog = $("#modal");
   const error = h("div", { class: "modal-error", role: "alert", hidden: true });
+  const notice = modal.notice ? h("div", { class: "modal-notice", role: "alert" }, modal.notice) : "";
   const inputs = modal.fields.map((field) => {
-    const attributes = {
-      id: `field-${field.id}`,
-      name: field.id,
-      placeholder: field.placeholder,
-      maxlength: field.max_length,
-      required: field.required,
-    };
-    const input = field.multiline ? h("textarea", { ...attributes, rows: 4 }) : h("input", { ...attributes, type: "text" });
-    input.value = field.default;
+    const { input, extra } = modalInput(field);
     return h("label", { class: "field" },
       h("span", { class: "field-label" }, field.label, field.required ? h("span", { class: "required" }, " *") : ""),
-      input);
+      extra, input);
   });
   const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Submit");
   const form = h(
     "form",
     { class: "modal-form" },
     h("h2", {}, modal.title),
+    notice,
     ...inputs,
     error,
     h("div", { class: "modal-actions" },
@@ -298,7 +310,7 @@ function openModal(modal) {
   if (dialog.open) dialog.close();
   dialog.replaceChildren(form);
   dialog.showModal();
-  form.querySelector("input, textarea")?.focus();
+  form.querySelector("input, textarea, select")?.focus();
 }
 
 function showImage(url, alt) {

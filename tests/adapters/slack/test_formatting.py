@@ -12,9 +12,11 @@ from adapters.slack.formatting import (
     neutralise_markdown,
     split_text,
 )
-from adapters.slack.inbound import SlashRoute, plain_text, route_command
+from adapters.slack.inbound import SlashRoute, plain_text, route_command, submit_from_view
 from adapters.text import truncate
 from bot.events import Button, Modal, ModalField, OutMessage, Place
+from bot.forms import form_for
+from tests.fakes.slack_blocks import view_errors
 
 
 @pytest.mark.parametrize(
@@ -131,6 +133,26 @@ def test_modal_fields_become_inputs_within_slack_limits() -> None:
     assert len(block["element"]["initial_value"]) == 3000
     assert len(block["element"]["placeholder"]["text"]) == 150
     assert view["callback_id"] == "gb:vary_region:job"
+
+
+def test_editor_forms_show_their_notice_and_selects_and_read_the_choice_back() -> None:
+    form = form_for("vary_region", "job", "a fox", values={"area": "left half"}, error="Oops.")
+    assert form is not None
+    view = modal_view(form, Place("slack", "T1", "C1"))
+
+    assert view_errors(view) == []
+    notice, area, region, _ = view["blocks"]
+    assert notice["type"] == "section" and notice["text"]["text"].startswith("Oops.\nArea:")
+    assert area["element"]["type"] == "static_select"
+    assert area["element"]["initial_option"]["value"] == "left half"
+    assert region["element"]["type"] == "plain_text_input"
+    state = {
+        "area": {"area": {"type": "static_select", "selected_option": {"value": "center"}}},
+        "region": {"region": {"type": "plain_text_input", "value": None}},
+    }
+    body = {"view": {**view, "state": {"values": state}}, "team": {"id": "T1"}, "user": {}}
+    submit = submit_from_view(body, frozenset())
+    assert submit is not None and dict(submit.values) == {"area": "center", "region": ""}
 
 
 def test_slack_text_becomes_plain_text() -> None:

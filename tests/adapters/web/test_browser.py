@@ -8,14 +8,19 @@ Chromium is Debian's (``/usr/bin/chromium``, installed by ``.ci/run`` when missi
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
+import re
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from PIL import Image
+from playwright.async_api import Browser, FloatRect, Page, async_playwright, expect
 
+from bot.config import LimitsSettings
 from tests.genbot.stack import real_stack
 
 CHROMIUM_ARGS = [
@@ -101,4 +106,92 @@ async def test_imagine_upscale_and_chat_in_a_real_browser(tmp_path: Path) -> Non
         await expect(page.locator("article.message.kind-bot", has_text="▌")).to_have_count(
             0, timeout=WAIT_MS
         )
+        assert page_errors == []
+
+
+TICKING = LimitsSettings(poll_interval_min=0.05, poll_interval_max=0.2, progress_tick_seconds=0.5)
+
+
+async def drag(page: Page, box: FloatRect, points: list[tuple[float, float]]) -> None:
+    """Press the mouse at the first point of ``box`` (fractions), move through the others,
+    release at the last."""
+    x, y = box["x"], box["y"]
+    width, height = box["width"], box["height"]
+    await page.mouse.move(x + points[0][0] * width, y + points[0][1] * height)
+    await page.mouse.down()
+    for fx, fy in points[1:]:
+        await page.mouse.move(x + fx * width, y + fy * height, steps=4)
+    await page.mouse.up()
+
+
+async def test_one_message_per_job_marked_buttons_and_the_region_editor(tmp_path: Path) -> None:
+    async with (
+        real_stack(tmp_path, time_scale=0.05, limits=TICKING) as stack,
+        chromium() as browser,
+    ):
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(WAIT_MS)
+        page_errors: list[str] = []
+        page.on("pageerror", lambda error: page_errors.append(str(error)))
+        await page.goto(stack.url + "/")
+        await expect(page.locator(".connection.live")).to_be_visible(timeout=WAIT_MS)
+
+        await send(page, "/imagine a lighthouse")
+        bot_messages = page.locator("article.message.kind-bot")
+        await expect(bot_messages).to_have_count(1)
+        job = bot_messages.first
+        await expect(job).to_contain_text("Imagine")
+        await expect(job.locator(".btn", has_text="❌ Cancel")).to_be_visible()
+        await expect(job).to_contain_text(
+            re.compile(r"(Queued|Starting|Drawing) \(relax\) · 0:0[1-9]")
+        )
+        job_id = await job.get_attribute("data-id")
+
+        grid = page.locator(f'article.message[data-id="{job_id}"]')
+        await expect(grid.locator('.btn[data-custom-id^="gb:upscale1:"]')).to_be_visible()
+        await expect(grid.locator("img")).to_have_count(1)
+        await expect(grid).to_contain_text("Imagined — a lighthouse")
+        await expect(bot_messages).to_have_count(1)
+
+        await grid.locator(".btn", has_text="U1").click()
+        await expect(grid.locator(".btn", has_text="U1")).to_have_class(re.compile("btn-primary"))
+        upscale = page.locator("article.message.kind-bot").filter(
+            has=page.locator('.btn[data-custom-id^="gb:vary_region:"]')
+        )
+        await expect(upscale.locator("img")).to_have_count(1)
+        await expect(bot_messages).to_have_count(2)
+
+        await upscale.locator(".btn", has_text="Vary (Region)").click()
+        dialog = page.locator("dialog#modal")
+        await expect(dialog.locator(".region-editor")).to_be_visible()
+        stage = dialog.locator(".region-stage img")
+        async with asyncio.timeout(WAIT_MS / 1000):
+            assert await stage.evaluate("(img) => img.decode().then(() => true)")
+        canvas = dialog.locator("canvas.region-canvas")
+        box = await canvas.bounding_box()
+        assert box is not None and box["width"] > 100
+        await drag(page, box, [(0.1, 0.1), (0.5, 0.6)])
+        await dialog.locator('.btn[data-tool="lasso"]').click()
+        await drag(page, box, [(0.7, 0.7), (0.9, 0.7), (0.9, 0.9), (0.7, 0.9)])
+        await dialog.locator(".btn", has_text="Undo").click()
+        region = dialog.locator('input[name="region"]')
+        await expect(region).to_have_value(
+            re.compile(r"^\d+(\.\d)?,\d+(\.\d)?,\d+(\.\d)?,\d+(\.\d)?$")
+        )
+        await dialog.locator('textarea[name="prompt"]').fill("a red door")
+        await dialog.locator('button[type="submit"]').click()
+
+        await expect(upscale.locator(".btn", has_text="Vary (Region)")).to_have_class(
+            re.compile("btn-primary")
+        )
+        [inpaint] = stack.sim.state.requests_to("/gen/v2/inpaint")
+        assert inpaint.body["prompt"] == "a red door"
+        mask = Image.open(io.BytesIO(base64.b64decode(inpaint.body["mask"])))
+        width, height = mask.size
+
+        def at(fx: float, fy: float) -> int:
+            return int(mask.getpixel((int(fx * width), int(fy * height))))
+
+        assert at(0.3, 0.35) == 255, "inside the drawn rectangle"
+        assert at(0.05, 0.05) == at(0.8, 0.8) == at(0.3, 0.8) == 0, "outside it (lasso undone)"
         assert page_errors == []

@@ -148,18 +148,24 @@ async def test_diffusion_buttons_reroll_upscale_and_use_as_init(tmp_path: Path) 
         assert upscale.parent_job_id == parent.id and init_job.type == "img2img"
 
 
-async def test_use_as_init_form_refuses_a_bad_strength(tmp_path: Path) -> None:
+async def test_use_as_init_form_comes_back_with_the_values_and_the_error(
+    tmp_path: Path,
+) -> None:
     async with harness(tmp_path) as bot:
         alice = bot.actor()
         _, result = await run_command(bot, alice, "diffusion.txt2img", prompt="a red fox")
         await alice.press(result, "Use as init")
         _, modal = bot.platform.modals[-1]
+        assert modal.fields[0].default == "a red fox", "pre-filled with the image's prompt"
         await alice.submit(modal, prompt="winter", strength="2")
         await alice.submit(modal, prompt="", strength="0.5")
-        assert bot.platform.ephemerals_for("alice") == [
+        again = [opened for _, opened in bot.platform.modals[1:]]
+        assert [m.notice for m in again] == [
             "strength must be at most 1 (got 2).",
             "Use as init needs a prompt describing the new image.",
         ]
+        assert [[f.default for f in m.fields] for m in again] == [["winter", "2"], ["", "0.5"]]
+        assert bot.platform.ephemerals_for("alice") == []
         assert bodies(bot.sim, "/diff/img2img") == []
 
 

@@ -159,7 +159,7 @@ async def test_custom_zoom_form_is_idempotent_per_value(tmp_path: Path) -> None:
         await alice.press(upscale, "Custom Zoom")
         _, modal = bot.platform.modals[-1]
         assert modal.action == "outpaint_custom" and modal.ref == up_job.id
-        assert [f.id for f in modal.fields] == ["zoom", "prompt"]
+        assert [f.id for f in modal.fields] == ["zoom", "zoom_value", "prompt"]
         await alice.submit(modal, zoom="1.8x", prompt="")
         zoom_job = await bot.latest_job()
         zoomed = await bot.result(zoom_job.id)
@@ -209,12 +209,15 @@ async def test_bad_form_input_is_refused_without_a_provider_call(tmp_path: Path)
         _, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
         up_job, _ = await press(bot, alice, grid, "U1")
         jobs_before = len(await bot.all_jobs())
-        await alice.core.handle(submission(alice, "outpaint_custom", up_job.id, zoom="3"))
-        await alice.core.handle(submission(alice, "outpaint_custom", up_job.id, zoom="wide"))
+        typed = "zoom_value"
+        await alice.core.handle(submission(alice, "outpaint_custom", up_job.id, **{typed: "3"}))
+        await alice.core.handle(submission(alice, "outpaint_custom", up_job.id, **{typed: "wide"}))
         await alice.core.handle(submission(alice, "vary_region", up_job.id, region="the sky"))
         await alice.core.handle(submission(alice, "vary_region", up_job.id, region="10,10,95,50"))
 
-        assert bot.platform.ephemerals_for("alice") == [
+        assert bot.platform.ephemerals_for("alice") == []
+        again = [modal for _, modal in bot.platform.modals]
+        assert [m.notice for m in again] == [
             "The zoom must be above 1 and at most 2 (got 3).",
             "The zoom must be a number above 1, at most 2 (got 'wide').",
             "I don't know the region 'the sky'. Give a preset such as 'left half', 'center', "
@@ -222,6 +225,8 @@ async def test_bad_form_input_is_refused_without_a_provider_call(tmp_path: Path)
             "The region '10,10,95,50' goes past the image's edge: x + w and y + h must be at "
             "most 100.",
         ]
+        assert [m.fields[0].default for m in again] == ["", "", "", ""]
+        assert [m.fields[1].default for m in again] == ["3", "wide", "the sky", "10,10,95,50"]
         assert bodies(bot.sim, "/gen/v2/outpaint") == bodies(bot.sim, "/gen/v2/inpaint") == []
         assert len(await bot.all_jobs()) == jobs_before
 

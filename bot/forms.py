@@ -1,0 +1,240 @@
+"""The editors' forms: Custom Zoom, Vary (Region) and Use as init — what they ask, how a
+submission is read, and the same form again with the user's values and what was wrong.
+
+Custom Zoom offers the common factors as a select plus a free value. Vary (Region) offers the
+preset areas as a select, and a ``region`` field for coordinates — or, in the playground, an
+editor that draws rectangles and freehand outlines on the image; the form's notice previews the
+chosen area as a small map. Use as init is pre-filled with the image's prompt.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from bot.commands import command
+from bot.events import Choice, Modal, ModalField
+from bot.masks import PRESETS, Polygon, Region, Shape, parse_region
+from bot.parsing import CommandError, validate_options
+
+ZOOM_FIELD = "zoom"
+ZOOM_VALUE_FIELD = "zoom_value"
+AREA_FIELD = "area"
+REGION_FIELD = "region"
+PROMPT_FIELD = "prompt"
+STRENGTH_FIELD = "strength"
+ZOOM_FACTORS = ("1.25", "1.5", "1.75", "2")
+ZOOM_CHOICES = tuple(Choice(f"{factor}×", factor) for factor in ZOOM_FACTORS)
+AREA_CHOICES = tuple(Choice(name.capitalize(), name) for name in PRESETS)
+REGION_HELP = "x,y,w,h in % (e.g. 10,10,40,60); several with ;"
+MAP_SIDE = 6
+MAP_IN, MAP_OUT = "🟦", "⬛"
+PROMPT_MAX = 4000
+
+
+@dataclass(frozen=True)
+class ZoomInput:
+    """A Custom Zoom form: ``zoom_ratio`` normalised (``"1.8"``); ``prompt`` ``None`` = keep."""
+
+    zoom_ratio: str
+    prompt: str | None
+
+
+@dataclass(frozen=True)
+class RegionInput:
+    """A Vary (Region) form: the areas to repaint and the prompt (``None`` = keep)."""
+
+    regions: tuple[Shape, ...]
+    prompt: str | None
+
+
+@dataclass(frozen=True)
+class InitInput:
+    """A Use-as-init form: the img2img prompt and strength (``None`` = the default)."""
+
+    prompt: str
+    strength: float | None
+
+
+def _value(values: Mapping[str, str] | None, key: str, default: str = "") -> str:
+    return values.get(key, default) if values is not None else default
+
+
+def _prompt_field(label: str, prompt: str, values: Mapping[str, str] | None) -> ModalField:
+    text = _value(values, PROMPT_FIELD, prompt)[:PROMPT_MAX]
+    return ModalField(PROMPT_FIELD, label, "Leave as is to keep it", text, False, PROMPT_MAX, True)
+
+
+def zoom_form(
+    ref: str, prompt: str, values: Mapping[str, str] | None = None, error: str = ""
+) -> Modal:
+    """Custom Zoom: a common factor, or another one typed, and the prompt."""
+    chosen = _value(values, ZOOM_FIELD, "" if values is not None else "2")
+    factor = ModalField(
+        ZOOM_FIELD, "Zoom out by", "Pick a factor", chosen, False, kind="select",
+        choices=ZOOM_CHOICES,
+    )  # fmt: skip
+    typed = ModalField(
+        ZOOM_VALUE_FIELD, "Or another factor (above 1, at most 2)", "1.8",
+        _value(values, ZOOM_VALUE_FIELD), False, 10,
+    )  # fmt: skip
+    prompt_field = _prompt_field("Prompt", prompt, values)
+    return Modal("Custom Zoom", "outpaint_custom", ref, (factor, typed, prompt_field), error)
+
+
+def region_form(
+    ref: str,
+    prompt: str,
+    *,
+    image_url: str = "",
+    values: Mapping[str, str] | None = None,
+    error: str = "",
+) -> Modal:
+    """Vary (Region): a preset area and/or drawn or typed areas, and what to put there. The
+    notice shows the error, if any, and a map of the areas chosen so far."""
+    area = ModalField(
+        AREA_FIELD, "Area", "Pick a part of the image", _value(values, AREA_FIELD), False,
+        kind="select", choices=AREA_CHOICES,
+    )  # fmt: skip
+    drawn = ModalField(
+        REGION_FIELD, "Or draw / give areas", REGION_HELP, _value(values, REGION_FIELD), False,
+        PROMPT_MAX, kind="region", image_url=image_url,
+    )  # fmt: skip
+    what = _prompt_field("What to put there", prompt, values)
+    notice = error
+    if values is not None:
+        try:
+            chosen = _regions(values)
+        except CommandError:
+            chosen = ()
+        if chosen:
+            notice = "\n".join(part for part in (error, "Area:", region_map(chosen)) if part)
+    return Modal("Vary (Region)", "vary_region", ref, (area, drawn, what), notice)
+
+
+def init_form(
+    ref: str, prompt: str, values: Mapping[str, str] | None = None, error: str = ""
+) -> Modal:
+    """Use as init: the img2img prompt (the image's own, to edit) and the strength."""
+    text = ModalField(
+        PROMPT_FIELD, "Prompt", "A fox in autumn", _value(values, PROMPT_FIELD, prompt)[:4000],
+        multiline=True,
+    )  # fmt: skip
+    strength = ModalField(
+        STRENGTH_FIELD, "Strength: how much to change, 0 to 1", "0.6",
+        _value(values, STRENGTH_FIELD), False, 10,
+    )  # fmt: skip
+    return Modal("Use as init image", "diff_init", ref, (text, strength), error)
+
+
+def form_for(
+    action: str,
+    ref: str,
+    prompt: str,
+    *,
+    image_url: str = "",
+    values: Mapping[str, str] | None = None,
+    error: str = "",
+) -> Modal | None:
+    """The editor ``action`` opens (again, with ``values`` and ``error``), or ``None``."""
+    if action == "outpaint_custom":
+        return zoom_form(ref, prompt, values, error)
+    if action == "vary_region":
+        return region_form(ref, prompt, image_url=image_url, values=values, error=error)
+    if action == "diff_init":
+        return init_form(ref, prompt, values, error)
+    return None
+
+
+def parse_zoom(text: str) -> str:
+    """A custom zoom ratio in (1, 2] (``1.8``, ``1.8x``), normalised; else :class:`CommandError`."""
+    cleaned = text.strip().lower().removesuffix("x").removesuffix("×").strip()
+    try:
+        zoom = float(cleaned)
+    except ValueError:
+        raise CommandError(
+            f"The zoom must be a number above 1, at most 2 (got {text!r})."
+        ) from None
+    if not math.isfinite(zoom) or not 1 < zoom <= 2:
+        raise CommandError(f"The zoom must be above 1 and at most 2 (got {text.strip()}).")
+    return f"{zoom:g}"
+
+
+def _optional(values: Mapping[str, str], key: str) -> str | None:
+    value = values.get(key, "").strip()
+    return value or None
+
+
+def read_zoom(values: Mapping[str, str]) -> ZoomInput:
+    """Validate a submitted Custom Zoom form: the typed factor wins over the chosen one."""
+    raw = _optional(values, ZOOM_VALUE_FIELD) or _optional(values, ZOOM_FIELD)
+    if raw is None:
+        raise CommandError("Pick a zoom factor, or type one above 1 and at most 2.")
+    return ZoomInput(parse_zoom(raw), _optional(values, PROMPT_FIELD))
+
+
+def _regions(values: Mapping[str, str]) -> tuple[Shape, ...]:
+    chosen = [text for key in (AREA_FIELD, REGION_FIELD) if (text := _optional(values, key))]
+    if not chosen:
+        raise CommandError("Pick an area, draw one, or give x,y,w,h in percent.")
+    return tuple(shape for text in chosen for shape in parse_region(text))
+
+
+def read_region(values: Mapping[str, str]) -> RegionInput:
+    """Validate a submitted Vary (Region) form: the preset area and the drawn or typed ones
+    together (syntax: :func:`bot.masks.parse_region`)."""
+    return RegionInput(_regions(values), _optional(values, PROMPT_FIELD))
+
+
+def read_init(values: Mapping[str, str]) -> InitInput:
+    """Validate a submitted Use-as-init form: a prompt, and a strength from 0 to 1 if given."""
+    prompt = _optional(values, PROMPT_FIELD)
+    if prompt is None:
+        raise CommandError("Use as init needs a prompt describing the new image.")
+    raw = _optional(values, STRENGTH_FIELD)
+    if raw is None:
+        return InitInput(prompt, None)
+    checked = validate_options(
+        command("diffusion.img2img"),
+        {"prompt": prompt, "strength": raw},
+        attachments=("init_image",),
+    )
+    strength = checked["strength"]
+    assert isinstance(strength, float)
+    return InitInput(prompt, strength)
+
+
+def _inside(shape: Shape, x: float, y: float) -> bool:
+    if isinstance(shape, Region):
+        return shape.x <= x <= shape.x + shape.w and shape.y <= y <= shape.y + shape.h
+    return _in_polygon(shape, x, y)
+
+
+def _in_polygon(polygon: Polygon, x: float, y: float) -> bool:
+    inside = False
+    points = polygon.points
+    for (x1, y1), (x2, y2) in zip(points, (*points[1:], points[0]), strict=True):
+        if (y1 > y) != (y2 > y) and x < (x2 - x1) * (y - y1) / (y2 - y1) + x1:
+            inside = not inside
+    return inside
+
+
+def region_map(shapes: Sequence[Shape], side: int = MAP_SIDE) -> str:
+    """A ``side`` × ``side`` map of the image, 🟦 where a cell's centre is to be repainted."""
+    rows = []
+    for row in range(side):
+        y = (row + 0.5) / side
+        cells = (
+            MAP_IN if any(_inside(s, (col + 0.5) / side, y) for s in shapes) else MAP_OUT
+            for col in range(side)
+        )
+        rows.append("".join(cells))
+    return "\n".join(rows)
+
+
+def shape_key(shape: Shape) -> tuple[float, ...]:
+    """A shape as plain numbers (part of a form submission's idempotency key)."""
+    if isinstance(shape, Region):
+        return (shape.x, shape.y, shape.w, shape.h)
+    return tuple(value for point in shape.points for value in point)

@@ -1,0 +1,106 @@
+"""The editors' forms: what they ask, how submissions are read, and how they come back."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.forms import (
+    AREA_CHOICES,
+    ZOOM_CHOICES,
+    form_for,
+    parse_zoom,
+    read_init,
+    read_region,
+    read_zoom,
+    region_map,
+)
+from bot.masks import PRESETS, Polygon, Region, build_mask
+from bot.parsing import CommandError
+from tests.bot.jobs.support import mask_pixels
+
+
+@pytest.mark.parametrize(
+    ("text", "zoom"), [("1.8", "1.8"), (" 2 ", "2"), ("1.25x", "1.25"), ("1.50", "1.5")]
+)
+def test_custom_zoom_accepts_ratios_above_one_up_to_two(text: str, zoom: str) -> None:
+    assert parse_zoom(text) == zoom
+
+
+@pytest.mark.parametrize("text", ["1", "0.5", "2.01", "zoom", "", "nan", "inf"])
+def test_custom_zoom_refuses_anything_else(text: str) -> None:
+    with pytest.raises(CommandError, match="zoom"):
+        parse_zoom(text)
+
+
+def test_custom_zoom_offers_common_factors_and_a_free_value() -> None:
+    form = form_for("outpaint_custom", "r", "a fox")
+    assert form is not None
+    factor, typed, prompt = form.fields
+    assert factor.kind == "select" and [c.value for c in ZOOM_CHOICES] == [
+        "1.25",
+        "1.5",
+        "1.75",
+        "2",
+    ]
+    assert factor.default == "2" and typed.kind == "text" and prompt.default == "a fox"
+    assert read_zoom({"zoom": "1.5", "zoom_value": "", "prompt": " "}).zoom_ratio == "1.5"
+    assert read_zoom({"zoom": "1.5", "zoom_value": "1.8x"}).zoom_ratio == "1.8"
+    assert read_zoom({"zoom": "1.5", "prompt": "  "}).prompt is None
+    with pytest.raises(CommandError, match="Pick a zoom factor"):
+        read_zoom({"zoom": "", "zoom_value": " "})
+
+
+def test_a_refused_form_comes_back_with_the_values_and_the_error() -> None:
+    values = {"zoom": "", "zoom_value": "3", "prompt": "a wider fox"}
+    again = form_for("outpaint_custom", "r", "a fox", values=values, error="too far")
+    assert again is not None and again.notice == "too far"
+    assert [f.default for f in again.fields] == ["", "3", "a wider fox"]
+
+
+def test_vary_region_takes_a_preset_and_drawn_or_typed_areas() -> None:
+    form = form_for("vary_region", "r", "a fox", image_url="https://img/1.png")
+    assert form is not None
+    area, drawn, what = form.fields
+    assert area.kind == "select" and {c.value for c in AREA_CHOICES} == set(PRESETS)
+    assert drawn.kind == "region" and drawn.image_url == "https://img/1.png"
+    assert what.default == "a fox" and not form.notice
+    region = read_region({"area": "left half", "region": "", "prompt": "a red door"})
+    assert region.regions == (PRESETS["left half"],) and region.prompt == "a red door"
+    both = read_region({"area": "top half", "region": "0,50,50,50"})
+    assert both.regions == (PRESETS["top half"], Region(0, 0.5, 0.5, 0.5))
+    outline = read_region({"region": "polygon 10 10 90 10 50 90"}).regions
+    assert outline == (Polygon(((0.1, 0.1), (0.9, 0.1), (0.5, 0.9))),)
+    with pytest.raises(CommandError, match="Pick an area"):
+        read_region({"area": "", "region": ""})
+    with pytest.raises(CommandError, match="region"):
+        read_region({"region": "somewhere nice"})
+
+
+def test_the_region_form_previews_the_chosen_area_as_a_map() -> None:
+    again = form_for("vary_region", "r", "a fox", values={"area": "left half"}, error="")
+    assert again is not None
+    assert again.notice == "Area:\n" + "\n".join(["🟦🟦🟦⬛⬛⬛"] * 6)
+    assert region_map([PRESETS["center"]], side=4).split("\n") == [
+        "⬛⬛⬛⬛",
+        "⬛🟦🟦⬛",
+        "⬛🟦🟦⬛",
+        "⬛⬛⬛⬛",
+    ]
+
+
+def test_an_outline_becomes_its_inside_in_the_mask() -> None:
+    triangle = Polygon(((0.0, 0.0), (1.0, 0.0), (0.0, 1.0)))
+    pixels = mask_pixels(build_mask([triangle], (100, 100)).base64)
+    assert pixels.getpixel((10, 10)) == 255 and pixels.getpixel((90, 90)) == 0
+
+
+def test_use_as_init_is_prefilled_with_the_prompt() -> None:
+    form = form_for("diff_init", "r", "an autumn fox")
+    assert form is not None and form.fields[0].default == "an autumn fox"
+    init = read_init({"prompt": "autumn fox", "strength": "0.4"})
+    assert init.prompt == "autumn fox" and init.strength == 0.4
+    assert read_init({"prompt": "x", "strength": ""}).strength is None
+    with pytest.raises(CommandError, match="strength must be at most 1"):
+        read_init({"prompt": "x", "strength": "1.5"})
+    with pytest.raises(CommandError, match="needs a prompt"):
+        read_init({"prompt": " "})
