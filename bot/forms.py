@@ -177,7 +177,9 @@ def read_zoom(values: Mapping[str, str]) -> ZoomInput:
 def _regions(values: Mapping[str, str]) -> tuple[Shape, ...]:
     chosen = [text for key in (AREA_FIELD, REGION_FIELD) if (text := _optional(values, key))]
     if not chosen:
-        raise CommandError("Pick an area, draw one, or give x,y,w,h in percent.")
+        raise CommandError(
+            "Which part of the image should change? Pick an area, draw one, or give x,y,w,h in percent."
+        )
     return tuple(shape for text in chosen for shape in parse_region(text))
 
 

@@ -70,7 +70,7 @@ def test_vary_region_takes_a_preset_and_drawn_or_typed_areas() -> None:
     assert both.regions == (PRESETS["top half"], Region(0, 0.5, 0.5, 0.5))
     outline = read_region({"region": "polygon 10 10 90 10 50 90"}).regions
     assert outline == (Polygon(((0.1, 0.1), (0.9, 0.1), (0.5, 0.9))),)
-    with pytest.raises(CommandError, match="Pick an area"):
+    with pytest.raises(CommandError, match="Which part of the image"):
         read_region({"area": "", "region": ""})
     with pytest.raises(CommandError, match="region"):
         read_region({"region": "somewhere nice"})

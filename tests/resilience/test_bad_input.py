@@ -119,7 +119,8 @@ async def test_core_refuses_with_a_specific_message(
 
         await bot.core.handle(event_for(case, seeded))
 
-        answers = bot.platform.ephemerals_for(USER.id)
+        reopened = [modal for _, modal in bot.platform.modals]
+        answers = bot.platform.ephemerals_for(USER.id) + [modal.notice for modal in reopened]
         seen = {
             "answers": answers,
             "posted": [m.text for m in bot.platform.messages.values()],
@@ -131,7 +132,10 @@ async def test_core_refuses_with_a_specific_message(
         missing = [word for word in case.keywords if word.lower() not in answer.lower()]
         assert not missing, f"{answer!r} does not name the rule ({missing})"
         assert bot.platform.messages == {}, "nothing may be posted for bad input"
-        assert bot.platform.modals == []
+        if case.kind == "form":
+            assert [m.action for m in reopened] in ([], [case.name]), "the form comes back"
+        else:
+            assert reopened == []
         assert {job.id for job in await bot.all_jobs()} == before, "no job may be stored"
         assert_untouched(bot, caplog)
 

@@ -122,6 +122,9 @@ async def test_modal_reaches_only_its_session(
         "required": True,
         "max_length": 200,
         "multiline": True,
+        "kind": "text",
+        "choices": [],
+        "image_url": "",
     }
     assert types(await onlooker_stream.until(working_done)) == ["post", "working", "working"]
 
