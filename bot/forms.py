@@ -178,7 +178,8 @@ def _regions(values: Mapping[str, str]) -> tuple[Shape, ...]:
     chosen = [text for key in (AREA_FIELD, REGION_FIELD) if (text := _optional(values, key))]
     if not chosen:
         raise CommandError(
-            "Which part of the image should change? Pick an area, draw one, or give x,y,w,h in percent."
+            "Which part of the image should change? Pick an area, draw one, or give x,y,w,h "
+            "in percent."
         )
     return tuple(shape for text in chosen for shape in parse_region(text))
 
