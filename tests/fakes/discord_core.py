@@ -300,7 +300,7 @@ class FakeDiscordCore(DiscordWorld):
         bucket = self._buckets.setdefault(channel_id, _Bucket(now))
         if now - bucket.started >= self.bucket_window:
             bucket.started, bucket.used = now, 0
-        reset_after = math.ceil((bucket.started + self.bucket_window - now) * 1000) / 1000
+        reset_after = math.ceil(round((bucket.started + self.bucket_window - now) * 1000, 6)) / 1000
         headers = {
             "X-RateLimit-Limit": str(self.bucket_size),
             "X-RateLimit-Reset-After": f"{reset_after:.3f}",
