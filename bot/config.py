@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -20,6 +20,22 @@ from pydantic_settings import (
 )
 
 Plan = Literal["free", "developer", "pro"]
+
+
+def no_credentials(address: str) -> str:
+    """``address`` unchanged; ``ValueError`` when it carries a user name or password
+    (``https://user:password@host``): it would be logged and sent where it does not belong."""
+    authority = address.strip().partition("://")[2].split("/", 1)[0]
+    if "@" in authority:
+        raise ValueError(
+            "the address holds credentials (user:password@…); take them out: secrets have "
+            "settings of their own and are never part of an address"
+        )
+    return address
+
+
+Address = Annotated[str, AfterValidator(no_credentials)]
+"""A configured URL: refused at load when it carries credentials (naming the setting only)."""
 
 
 class Section(BaseModel):
@@ -33,9 +49,9 @@ class ApiSettings(Section):
     (429) is waited out for up to ``rate_limit_max_wait`` seconds per call; chat requests are
     paced to ``chat_requests_per_minute`` / ``chat_requests_per_day`` when set (0: unpaced)."""
 
-    base_url: str = "http://127.0.0.1:8787"
-    backup_urls: list[str] = Field(default_factory=list)
-    proxy_url: str = ""
+    base_url: Address = "http://127.0.0.1:8787"
+    backup_urls: list[Address] = Field(default_factory=list)
+    proxy_url: Address = ""
     key: SecretStr = SecretStr("")
     plan: Plan = "developer"
     connect_timeout: float = 10.0
@@ -87,8 +103,8 @@ class DiscordSettings(Section):
     admin_ids: list[int] = Field(default_factory=list)
     allowed_channel_ids: list[int] = Field(default_factory=list)
     open_channel_ids: list[int] = Field(default_factory=list)
-    api_base: str = "https://discord.com/api/v10"
-    gateway_url: str = "wss://gateway.discord.gg/"
+    api_base: Address = "https://discord.com/api/v10"
+    gateway_url: Address = "wss://gateway.discord.gg/"
 
 
 class SlackSettings(Section):
@@ -102,8 +118,8 @@ class SlackSettings(Section):
     signing_secret: SecretStr = SecretStr("")
     client_id: str = ""
     client_secret: SecretStr = SecretStr("")
-    redirect_uri: str = ""
-    api_url: str = "https://slack.com/api/"
+    redirect_uri: Address = ""
+    api_url: Address = "https://slack.com/api/"
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=3000, ge=0, le=65535)
     admin_ids: list[str] = Field(default_factory=list)
@@ -131,7 +147,7 @@ class WebSettings(Section):
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
-    public_url: str = ""
+    public_url: Address = ""
     allowed_hosts: list[str] = Field(default_factory=list)
     access_token: SecretStr = SecretStr("")
     admin_ids: list[str] = Field(default_factory=list)
@@ -149,7 +165,7 @@ class WebhookSettings(Section):
     kept an hour).
     """
 
-    public_url: str = ""
+    public_url: Address = ""
     host: str = "127.0.0.1"
     port: int = Field(default=8788, ge=0, le=65535)
     path: str = "/webhooks/tasks"

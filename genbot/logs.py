@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+from urllib.parse import unquote, urlsplit
 
 from bot.config import Settings
 
 REDACTED = "[redacted]"
+TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 
 class RedactSecrets(logging.Filter):
     """Replaces every configured secret in a record's final message (belt and braces: genbot
-    never logs secrets on purpose, but libraries may echo a URL or header)."""
+    never logs secrets on purpose, but libraries may echo a URL or header). Exception text and
+    tracebacks are redacted by :class:`RedactingFormatter`."""
 
     def __init__(self, secrets: list[str]) -> None:
         super().__init__()
@@ -23,6 +26,18 @@ class RedactSecrets(logging.Filter):
         if redacted != message:
             record.msg, record.args = redacted, None
         return True
+
+
+class RedactingFormatter(logging.Formatter):
+    """A text formatter whose whole output — message, exception text, traceback, stack — has
+    every configured secret replaced."""
+
+    def __init__(self, fmt: str, secrets: list[str]) -> None:
+        super().__init__(fmt)
+        self.secrets = secrets
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record), self.secrets)
 
 
 def redact(text: str, secrets: list[str]) -> str:
@@ -42,7 +57,19 @@ def settings_secrets(settings: Settings) -> list[str]:
         settings.slack.signing_secret.get_secret_value(),
         settings.slack.client_secret.get_secret_value(),
         settings.web.access_token.get_secret_value(),
+        *storage_url_secrets(settings.storage.url.get_secret_value()),
     ]
+
+
+def storage_url_secrets(url: str) -> list[str]:
+    """The PostgreSQL address and its password, when there is one."""
+    if not url.strip():
+        return []
+    try:
+        password = urlsplit(url.strip()).password
+    except ValueError:
+        password = None
+    return [url.strip(), *([unquote(password), password] if password else [])]
 
 
 def configure_logging(
@@ -56,7 +83,7 @@ def configure_logging(
 
         handler.setFormatter(JsonFormatter(settings_secrets(settings)))
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        handler.setFormatter(RedactingFormatter(TEXT_FORMAT, settings_secrets(settings)))
     handler.addFilter(RedactSecrets(settings_secrets(settings)))
     root = logging.getLogger()
     root.handlers[:] = [handler]

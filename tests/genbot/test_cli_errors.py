@@ -221,3 +221,39 @@ async def test_a_secret_in_a_startup_error_is_redacted(tmp_path: Path) -> None:
     assert status == 1
     assert run.error_line().startswith("Error: ") and "[redacted]" in run.error_line()
     assert DISCORD_TOKEN not in run.errors() and "Traceback" not in run.errors()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "setting"),
+    [
+        (
+            "GENBOT_API__BASE_URL",
+            "https://genbot:never-print-pw@api.example.com/",
+            "[api] base_url",
+        ),
+        (
+            "GENBOT_API__BACKUP_URLS",
+            '["https://never-print-user@b.example.com"]',
+            "[api] backup_urls[0]",
+        ),
+        (
+            "GENBOT_WEBHOOK__PUBLIC_URL",
+            "https://u:never-print-pw@hooks.example.com",
+            "[webhook] public_url",
+        ),
+        (
+            "GENBOT_SLACK__API_URL",
+            "https://x:never-print-pw@slack.example.com/api/",
+            "[slack] api_url",
+        ),
+    ],
+)
+def test_credentials_in_a_configured_address_are_refused_naming_the_setting(
+    tmp_path: Path, variable: str, value: str, setting: str
+) -> None:
+    result = invoke("run", env={variable: value}, cwd=tmp_path)
+    assert result.exit_code == 1
+    [line] = error_lines(result)
+    assert line.startswith(f"Error: invalid configuration: {setting} ({variable}): ")
+    assert "holds credentials" in line
+    assert "never-print" not in result.output

@@ -1,0 +1,58 @@
+"""Text logs never show a configured secret: not in messages, exception text or tracebacks,
+including a PostgreSQL address's password."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+from pydantic import SecretStr
+
+from bot.config import ApiSettings, Settings, StorageSettings, WebSettings
+from genbot.logs import configure_logging, settings_secrets
+
+KEY = "sk-traceback-secret-4242"
+DB_PASSWORD = "pg-pass/with@odd"
+DB_URL = "postgresql://genbot:pg-pass%2Fwith%40odd@db.example.com/genbot"
+TOKEN = "playground-token-abcdef0123456789"
+
+
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def failing_with(text: str) -> None:
+    try:
+        try:
+            raise ValueError(f"inner cause mentions {text}")
+        except ValueError as inner:
+            raise RuntimeError(f"the provider refused {text}") from inner
+    except RuntimeError:
+        logging.getLogger("genbot.test").exception("a call failed (key %s)", text)
+
+
+def test_exception_text_and_tracebacks_are_redacted(
+    restored_logging: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings(
+        api=ApiSettings(key=SecretStr(KEY)),
+        storage=StorageSettings(url=SecretStr(DB_URL)),
+        web=WebSettings(access_token=SecretStr(TOKEN)),
+    )
+    configure_logging(settings, verbose=False)
+
+    for secret in (KEY, DB_URL, DB_PASSWORD, "pg-pass%2Fwith%40odd", TOKEN):
+        failing_with(secret)
+
+    written = capsys.readouterr().err
+    assert written.count("Traceback (most recent call last)") == 10
+    assert written.count("[redacted]") == 15
+    for secret in (KEY, DB_PASSWORD, "pg-pass%2Fwith%40odd", TOKEN):
+        assert secret not in written
+    assert {DB_URL, DB_PASSWORD, TOKEN} <= set(settings_secrets(settings))
