@@ -17,12 +17,16 @@ from bot.api.errors import InvalidRequest
 from bot.api.validation import check_webhook_address
 from bot.config import Settings
 from bot.jobs import webhook_base_url
+from genbot.doctor_storage import database_note, database_problem
 from genbot.reasons import os_reason
 
 TIMEOUT = aiohttp.ClientTimeout(total=10)
 KEY_PROBE = {"model": "llm-3.5-turbo", "messages": []}
 """A chat body the provider refuses (400) once it has accepted the key (else 401): nothing runs,
 nothing is charged."""
+NOTHING_ENABLED = (
+    "nothing to run: set [discord] token, [slack] bot_token or [web] enabled (or try genbot demo)"
+)
 PUBLIC_URL_NOTE = (
     "/describe and /blend need [webhook] public_url: the provider refuses chat-platform links "
     "and private files, so genbot must re-host images"
@@ -62,7 +66,19 @@ async def diagnose(settings: Settings) -> list[Finding]:
         findings.append(webhook)
     findings += check_playground_access(settings)
     findings += check_listeners(settings)
+    findings += check_something_enabled(settings)
     return findings
+
+
+def check_something_enabled(settings: Settings) -> list[Finding]:
+    """✘ when ``genbot run`` would have nothing to run."""
+    if (
+        settings.discord.token.get_secret_value()
+        or settings.slack.bot_token.get_secret_value()
+        or settings.web.enabled
+    ):
+        return []
+    return [Finding("adapters", False, NOTHING_ENABLED)]
 
 
 async def _listed(finding: Awaitable[Finding]) -> list[Finding]:
@@ -70,7 +86,8 @@ async def _listed(finding: Awaitable[Finding]) -> list[Finding]:
 
 
 def check_storage(settings: Settings) -> Finding:
-    """The database folder exists and is writable, or can be created (``genbot run`` does)."""
+    """The database folder exists and is writable, or can be created (``genbot run`` does);
+    an existing database is one ``genbot run`` can use (:mod:`genbot.doctor_storage`)."""
     folder = Path(settings.storage.path).resolve().parent
     existing = next(p for p in (folder, *folder.parents) if p.exists())
     if not existing.is_dir():
@@ -83,7 +100,13 @@ def check_storage(settings: Settings) -> Finding:
         return Finding("storage", False, f"cannot write in {existing}: {error.strerror}")
     if existing != folder:
         return Finding("storage", True, f"{folder} will be created for {settings.storage.path}")
-    return Finding("storage", True, f"database at {settings.storage.path}")
+    path = Path(settings.storage.path)
+    if not path.exists():
+        return Finding("storage", True, f"database at {path}")
+    problem = database_problem(path)
+    if problem is not None:
+        return Finding("storage", False, problem)
+    return Finding("storage", True, database_note(path))
 
 
 async def check_provider(session: aiohttp.ClientSession, settings: Settings) -> list[Finding]:
@@ -115,6 +138,9 @@ async def check_key_at(
             status = response.status
             answer = await _json_or_none(response)
     except (aiohttp.ClientError, TimeoutError, ValueError) as error:
+        refused = isinstance(error, aiohttp.ClientConnectorError)
+        if name == "provider" and refused and _is_loopback_url(base_url):
+            return Finding(name, False, _nothing_listens(shown, base_url))
         return Finding(name, False, f"cannot reach {shown}: {_reason(error)}")
     if status == 401:
         return Finding(name, False, f"{shown} refused the API key (401): check [api] key")
@@ -273,6 +299,26 @@ async def _json_or_none(response: aiohttp.ClientResponse) -> Any:
         return await response.json(content_type=None)
     except ValueError:
         return None
+
+
+def _is_loopback_url(url: str) -> bool:
+    from adapters.web.access import is_loopback_host
+
+    try:
+        return is_loopback_host(urlsplit(url).hostname or "")
+    except ValueError:
+        return False
+
+
+def _nothing_listens(shown: str, base_url: str) -> str:
+    try:
+        port = urlsplit(base_url).port or 80
+    except ValueError:
+        port = 8787
+    return (
+        f"cannot reach {shown}: nothing listens there; start the provider simulator with "
+        f"`genbot sim --port {port}` (or point [api] base_url at the provider)"
+    )
 
 
 def _reason(error: BaseException) -> str:

@@ -70,6 +70,24 @@ class ProcessLock:
             os.close(descriptor)
 
 
+def holder(database: Path) -> int | None:
+    """The pid of the genbot holding ``database``'s lock (0 when unknown), or None when no
+    process holds it. Takes nothing: a shared probe released at once."""
+    try:
+        descriptor = os.open(lock_path(database), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_pid(descriptor) or 0
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(descriptor)
+
+
 def _read_pid(descriptor: int) -> int | None:
     try:
         text = os.pread(descriptor, 32, 0).decode().strip()

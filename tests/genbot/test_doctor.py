@@ -5,7 +5,10 @@ stubs on 127.0.0.1 that accept one token each."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -36,6 +39,8 @@ from genbot.doctor import (
 )
 from simulator.server import serve
 from simulator.state import SimulatorConfig
+from storage import ProcessLock
+from storage.sqlite import SqliteStore
 from tests.genbot.process import clean_env, free_port, genbot
 
 DISCORD_TOKEN = "discord-good-token"
@@ -290,8 +295,9 @@ async def test_the_key_is_checked_where_the_spec_says_keys_are_checked(
         api=ApiSettings(base_url=lenient_provider, key=SecretStr(key)),
         storage=StorageSettings(path=tmp_path / "genbot.db"),
     )
-    [_, provider] = await diagnose(settings)
+    [_, provider, nothing_enabled] = await diagnose(settings)
     assert (provider.name, provider.ok) == ("provider", ok)
+    assert (nothing_enabled.name, nothing_enabled.ok) == ("adapters", False)
 
 
 @pytest.mark.parametrize(
@@ -428,3 +434,68 @@ def test_a_playground_exposed_without_a_token_is_a_failure() -> None:
     [ok] = check_playground_access(Settings(web=guarded))
     assert ok.ok and ok.detail == "the playground asks for its access token"
     assert check_playground_access(Settings(web=WebSettings(enabled=False, host="0.0.0.0"))) == []
+
+
+def broken_database(path: Path, how: str) -> None:
+    """A database ``genbot run`` cannot use, made ``how``."""
+    if how == "garbage":
+        path.write_bytes(b"these are not the pages of a SQLite database " * 200)
+        return
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        if how == "someone else's":
+            db.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+        else:
+            db.execute("CREATE TABLE schema_version (version INTEGER, name TEXT, applied_at REAL)")
+            db.execute("INSERT INTO schema_version VALUES (999, 'from the future', 0)")
+            db.execute("CREATE TABLE filler (a INTEGER PRIMARY KEY, b TEXT)")
+            db.executemany("INSERT INTO filler (b) VALUES (?)", [("x" * 100,)] * 2000)
+        db.commit()
+    if how == "corrupted":
+        data = bytearray(path.read_bytes())
+        page = 4096 * 5
+        data[page + 8 : page + 200] = b"\xab" * 192
+        path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("how", "words"),
+    [
+        ("garbage", "is not a genbot database"),
+        ("corrupted", "is damaged (PRAGMA quick_check"),
+        ("from the future", "schema version 999, newer than this genbot's"),
+        ("someone else's", "holds tables genbot did not create"),
+    ],
+)
+def test_a_database_genbot_run_cannot_use_is_a_failure(
+    tmp_path: Path, how: str, words: str
+) -> None:
+    path = tmp_path / "genbot.db"
+    broken_database(path, how)
+    before = path.read_bytes()
+    finding = check_storage(Settings(storage=StorageSettings(path=path)))
+    assert not finding.ok and words in finding.detail, finding
+    assert path.read_bytes() == before
+
+
+async def test_a_database_in_use_names_the_genbot_using_it(tmp_path: Path) -> None:
+    path = tmp_path / "genbot.db"
+    store = await SqliteStore.open(path)
+    lock = ProcessLock.acquire(path)
+    try:
+        finding = check_storage(Settings(storage=StorageSettings(path=path)))
+    finally:
+        lock.release()
+        await store.close()
+    assert finding.ok and f"in use by genbot, pid {os.getpid()}" in finding.detail
+
+
+async def test_nothing_enabled_and_a_simulator_not_running_say_what_to_do(tmp_path: Path) -> None:
+    port = free_port()
+    settings = Settings(
+        api=ApiSettings(base_url=f"http://127.0.0.1:{port}", key=SecretStr("sim-key")),
+        storage=StorageSettings(path=tmp_path / "genbot.db"),
+    )
+    findings = {f.name: f for f in await diagnose(settings)}
+    assert not findings["provider"].ok
+    assert f"`genbot sim --port {port}`" in findings["provider"].detail
+    assert not findings["adapters"].ok and "nothing to run" in findings["adapters"].detail
