@@ -83,11 +83,13 @@ class ChatSettings(Section):
 class StorageSettings(Section):
     """``[storage]``: where jobs, conversations and links live. ``url`` (a
     ``postgresql://user[:password]@host:port/database`` address) selects PostgreSQL, which
-    several genbot processes share; without it, the SQLite file at ``path`` (one process)."""
+    several genbot processes share; without it, the SQLite file at ``path`` (one process).
+    A process holds its jobs for ``lease_seconds`` past its last heartbeat."""
 
     path: Path = Path("genbot.db")
     url: SecretStr = SecretStr("")
     pool_size: int = Field(default=10, ge=1, le=100)
+    lease_seconds: float = Field(default=10.0, gt=0, le=3600)
 
     @property
     def postgres_url(self) -> str | None:

@@ -11,7 +11,7 @@ Label values come from genbot's own code (endpoints, task types, surface methods
 users; :func:`label` still bounds each one to :data:`LABEL_PATTERN`, so a bug cannot explode a
 series' cardinality.
 
-Adding a metric (for example lease counts per process once storage has leases): define it here
+Adding a metric: define it here
 with the ``genbot_`` prefix and bounded labels, move it where the work happens (or refresh it in
 a :data:`Refresher`), add a panel to ``config/grafana-dashboard.json`` (its test checks every
 panel's query names an exported metric) and a line to the table in ``docs/operations.md``.
@@ -102,6 +102,15 @@ EVENTS = Counter(
     "refused while stopping).",
     ["platform", "kind", "outcome"],
 )
+LEASES = Gauge(
+    "genbot_leases",
+    "Unfinished jobs this process holds a lease on (set at each heartbeat).",
+)
+JOBS_TAKEN_OVER = Counter(
+    "genbot_jobs_taken_over",
+    "Jobs this process took over because no live process held them (a process died or a "
+    "previous run left them).",
+)
 EVENT_LOOP_LAG = Histogram(
     "genbot_event_loop_lag_seconds",
     "How late the event loop ran a timer: a busy or blocked loop shows here first.",
@@ -122,6 +131,14 @@ def set_job_counts(counts: Iterable[tuple[str, str, int]]) -> None:
     JOBS.clear()
     for state, platform, count in counts:
         JOBS.labels(label(state), label(platform)).set(count)
+
+
+def set_leases(count: int) -> None:
+    LEASES.set(count)
+
+
+def jobs_taken_over(count: int) -> None:
+    JOBS_TAKEN_OVER.inc(count)
 
 
 def job_created(task_type: str) -> None:

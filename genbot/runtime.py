@@ -335,12 +335,16 @@ async def open_store(settings: Settings) -> Storage:
     url = settings.storage.postgres_url
     if url is not None:
         try:
-            return await PostgresStore.open(url, pool_size=settings.storage.pool_size)
+            return await PostgresStore.open(
+                url,
+                pool_size=settings.storage.pool_size,
+                lease_seconds=settings.storage.lease_seconds,
+            )
         except StorageError as error:
             raise StartupError(f"{error} (check [storage] url)") from error
     path = settings.storage.path
     try:
-        return await SqliteStore.open(path)
+        return await SqliteStore.open(path, lease_seconds=settings.storage.lease_seconds)
     except (OSError, StorageError, sqlite3.Error) as error:
         raise StartupError(
             f"cannot open the database at {path}: {reason(error)} (check [storage] path)"

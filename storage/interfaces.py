@@ -8,7 +8,7 @@ commit; failures raise :class:`storage.StorageError`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import date
 from typing import Any, Protocol
 
@@ -27,6 +27,7 @@ from storage.records import (
     JobQuota,
     JobStatus,
     NewJob,
+    ProcessInfo,
     QuotaRefusal,
     ScopeKind,
     ScopeSettings,
@@ -97,15 +98,20 @@ class JobTracking(Protocol):
         webhook_quiet_since: float | None = None,
         due_at: float | None = None,
         created_before: float | None = None,
+        owner: str | None = None,
     ) -> list[Job]:
         """Jobs whose status is in ``statuses``, oldest first (``created_at``, then ``id``).
         ``after`` continues a page after that job; ``webhook_quiet_since`` drops jobs that got
         a webhook at or after that time; ``due_at`` drops jobs whose ``next_poll_at`` is later;
-        ``created_before`` keeps only jobs created before that time."""
+        ``created_before`` keeps only jobs created before that time; ``owner`` keeps only the
+        jobs that process holds."""
         ...
 
-    async def next_poll_after(self, statuses: Iterable[JobStatus], after: float) -> float | None:
-        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses``."""
+    async def next_poll_after(
+        self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None
+    ) -> float | None:
+        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses`` (only
+        ``owner``'s, when given)."""
         ...
 
     async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:
@@ -117,16 +123,68 @@ class JobTracking(Protocol):
         ...
 
 
+class JobLeasing(Protocol):
+    """Which process follows which job. A job is created leased to the process that creates
+    it; the owner's heartbeat renews its leases; a lease that ran out (its process died or lost
+    the database) is taken over by another process with an adapter for the job's platform.
+    This handle acts for one process, :attr:`process_id`."""
+
+    @property
+    def process_id(self) -> str:
+        """This process's identity as an owner of jobs."""
+        ...
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a lease lasts without a heartbeat."""
+        ...
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may use this database at the same time (PostgreSQL);
+        SQLite belongs to one process at a time."""
+        ...
+
+    async def heartbeat(self, process: ProcessInfo) -> int:
+        """Renew this process's leases on its unfinished jobs for :attr:`lease_seconds` and
+        record it as alive (with ``process``); how many leases it holds."""
+        ...
+
+    async def claim_jobs(
+        self, platforms: Iterable[str], *, limit: int, take_live: bool = False
+    ) -> list[Job]:
+        """Take up to ``limit`` unfinished jobs on ``platforms`` that no process holds (never
+        leased, or the lease ran out), oldest first, skipping rows another claimer is taking.
+        With ``take_live`` also other processes' live leases: only when none can be running
+        (SQLite's one process, at start). The jobs as they were, now owned by this process."""
+        ...
+
+    async def release_leases(self) -> int:
+        """End this process's leases now (a clean stop), so others take its jobs at once, and
+        drop it from the live processes; how many were released."""
+        ...
+
+    async def wake_owner(self, job: Job) -> None:
+        """Ask ``job``'s owner (another process) to look at it now (``LISTEN``/``NOTIFY`` on
+        PostgreSQL; nothing to do where the database has one process)."""
+        ...
+
+    def wakeups(self) -> AsyncIterator[str]:
+        """Ids of the jobs other processes asked this one to look at, as they come; raises
+        :class:`StorageError` when the connection is lost. Empty on an unshared database."""
+        ...
+
+
 class DeliveryClaims(Protocol):
     """Claiming a finished or failed job for posting, exactly once."""
 
     async def claim_delivery(
         self, job_id: str, platforms: Iterable[str], due_by: float
     ) -> Job | None:
-        """``finished → posting`` or ``failed → reporting`` for a job on one of ``platforms``
-        whose next attempt is due by ``due_by``, counting the claim in ``post_claims`` and
-        charging a task's credits to the ledger once per job. The claimed job, or None
-        (concurrent callers cannot both win)."""
+        """``finished → posting`` or ``failed → reporting`` for a job this process owns (or
+        nobody does) on one of ``platforms`` whose next attempt is due by ``due_by``, counting
+        the claim in ``post_claims`` and charging a task's credits to the ledger once per
+        job. The claimed job, or None (concurrent callers cannot both win)."""
         ...
 
 
@@ -353,6 +411,7 @@ class Storage(
     JobWriter,
     JobAdmission,
     JobTracking,
+    JobLeasing,
     DeliveryClaims,
     MessageLinks,
     ConversationStore,

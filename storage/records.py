@@ -249,6 +249,11 @@ class Job:
     post_claims: int = 0
     """How often delivery claimed the job (``posting`` / ``reporting``); more than one means
     an earlier attempt may have reached the platform before it failed or the process died."""
+    owner: str | None = None
+    """The process that follows the job (polls, delivers) while its lease holds."""
+    lease_until: float | None = None
+    """When the owner's lease ends unless its heartbeat renews it; after that (or with no
+    owner) another process with an adapter for the job's platform may take the job over."""
 
 
 @dataclass(frozen=True)
@@ -382,3 +387,31 @@ class SlackInstallation:
     user_id: str
     installed_at: float
     data: Mapping[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """What a genbot process tells the others about itself with each heartbeat."""
+
+    host: str
+    pid: int
+    platforms: tuple[str, ...]
+    started_at: float
+    shards: str | None = None
+    """The Discord shards it runs (``"0,1 of 4"``), when it runs Discord."""
+
+
+@dataclass(frozen=True)
+class ProcessStatus:
+    """A process as the cluster sees it: ``live`` while its heartbeat is recent; ``leases``
+    is how many unfinished jobs it holds."""
+
+    id: str
+    host: str
+    pid: int
+    platforms: tuple[str, ...]
+    shards: str | None
+    started_at: float
+    seen_at: float
+    live: bool
+    leases: int

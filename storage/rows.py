@@ -57,6 +57,8 @@ def job_from_row(row: Row) -> Job:
         next_poll_at=row["next_poll_at"],
         delivery_attempts=row["delivery_attempts"],
         post_claims=row["post_claims"],
+        owner=row["owner"],
+        lease_until=row["lease_until"],
     )
 
 

@@ -154,6 +154,7 @@ def build_job_engines(
         delivery,
         watch,
         limits_settings,
+        platforms=surfaces.platforms,
         webhooks=webhook_base is not None,
         clock=clock,
     )

@@ -1,22 +1,28 @@
 """The tracker: one per process, it follows every unfinished job until its result is posted.
 
-**Start.** Claims left by a previous process are released (``posting → finished``, ``reporting →
-failed``) so their delivery runs again. A ``creating`` job without a linked progress message never
-reached the provider (the create call comes after the link): it becomes ``create_failed``, and its
-progress message, when the process died between posting and linking it and the platform can find it
-by its key, says so. One with a progress message may have reached it: it becomes ``unknown`` (never
-created again; a webhook may adopt it; it times out like any other job). Everything in flight is
-polled and everything finished or failed is delivered.
+**Leases** (:mod:`bot.jobs.leases`). Each process follows only the jobs it holds a lease on: the
+ones it created and the ones it took over. A heartbeat renews its leases every quarter lease and
+takes over jobs no live process holds (on the platforms this process has an adapter for). A job
+taken over is settled first: claims left by the dead process are released (``posting →
+finished``, ``reporting → failed``) so their delivery runs again. A ``creating`` job without a
+linked progress message never reached the provider (the create call comes after the link): it
+becomes ``create_failed``, and its progress message, when the process died between posting and
+linking it and the platform can find it by its key, says so. One with a progress message may have
+reached it: it becomes ``unknown`` (never created again; a webhook may adopt it; it times out like
+any other job). On SQLite (one process at a time) a start takes every lease at once; on
+PostgreSQL it never takes a live one. A clean stop releases this process's leases.
 
 **Webhooks** (when ``[webhook] public_url`` is set): the receiver hands valid notifications to
 :meth:`Tracker.on_webhook`. A notification is a signal (:mod:`bot.jobs.notifications`): the
 task record it carries is applied like a poll would (its time stored with the same write),
 else the task is read with multi_fetch at once; either triggers delivery, and polling keeps its
-pace, since it is only the backstop. A notification carrying a record for an ``unknown`` job
+pace, since it is only the backstop. Any process may receive a notification: for a job another
+process holds, the record is stored and the owner woken (``NOTIFY``; else its next round sees
+it). A notification carrying a record for an ``unknown`` job
 (the job id is in its address, the secret matches) adopts it: the provider's task id is taken
 from the record.
 
-**Polling.** Each round asks the store for
+**Polling.** Each round asks the store, about this process's jobs only, for
 - jobs older than ``job_timeout_seconds`` not yet done at the provider: in-flight ones fail as
   timed out; ``unknown`` ones (and ``creating`` ones this process is not starting that may have
   been sent) fail with a note that they may or may not have been charged; ``creating`` ones
@@ -52,6 +58,7 @@ from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
 from bot.config import LimitsSettings
 from bot.jobs import texts
 from bot.jobs.delivery import Delivery
+from bot.jobs.leases import Leases
 from bot.jobs.notifications import NotJson, UseRecord, read_notification
 from bot.jobs.results import diffusion_result_fields, poll_delay, task_result_fields
 from bot.jobs.watch import JobWatch
@@ -60,6 +67,7 @@ from storage import (
     IN_FLIGHT_STATUSES,
     JOB_ID_MAX,
     Job,
+    JobLeasing,
     JobStatus,
     JobTracking,
     JobWriter,
@@ -84,8 +92,8 @@ _ADOPTABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"creating", "unknown"}
 NOT_STARTED = "genbot could not start this job (nothing was sent to the service)."
 
 
-class TrackerStorage(JobWriter, JobTracking, Protocol):
-    """What the tracker uses: job reads and moves, and the tracking queries."""
+class TrackerStorage(JobWriter, JobTracking, JobLeasing, Protocol):
+    """What the tracker uses: job reads and moves, the tracking queries and job leases."""
 
 
 class Tracker:
@@ -99,17 +107,19 @@ class Tracker:
         watch: JobWatch,
         limits: LimitsSettings,
         *,
+        platforms: Callable[[], Iterable[str]],
         webhooks: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
+        self._owner = store.process_id
+        self.leases = Leases(store, platforms, self._take_over, self._woken, clock=clock)
         self.webhooks = webhooks
         self._provider = provider
         self._delivery = delivery
         self._watch = watch
         self._limits = limits
         self._clock = clock
-        self._born = clock()
         self.interval = limits.poll_interval_min
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
@@ -123,9 +133,11 @@ class Tracker:
     # Lifecycle --------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Resume what a previous process left, then start polling."""
+        """Take over what no live process holds (on SQLite: everything a previous process
+        left), then start polling and renewing leases."""
         self._stopped = False
         await self.resume()
+        self.leases.start()
         self._loop = asyncio.create_task(self._run(), name="genbot-tracker")
 
     async def stop(self) -> None:
@@ -135,8 +147,10 @@ class Tracker:
     async def drain(self, timeout: float) -> None:
         """Stop polling and starting deliveries, let deliveries in progress finish (up to
         ``timeout`` seconds) so no result is left posted but unrecorded, then cancel what
-        remains (its claim is released by the next start)."""
+        remains (its claim is released by the next owner), and release this process's leases
+        so another process takes its jobs over at once."""
         self._stopped = True
+        await self.leases.stop()
         if self._loop is not None:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
@@ -158,6 +172,7 @@ class Tracker:
                     timeout,
                 )
         self._deliveries.clear()
+        await self.leases.release()
 
     def kick(self) -> None:
         """Poll soon: something was submitted or changed (a kick during a round makes the
@@ -173,19 +188,36 @@ class Tracker:
         self.kick()
 
     async def resume(self) -> None:
-        """Release stale claims and settle jobs a previous process was creating (jobs this
-        process created — adapters take events before the tracker starts — are its own)."""
-        for job in await self._store.list_unfinished_jobs(("creating", "posting", "reporting")):
-            if job.created_at > self._born:
-                continue
+        """Take over the jobs no live process holds and settle them (jobs this process
+        created — adapters take events before the tracker starts — are already its own)."""
+        await self.leases.beat(take_live=not self._store.shared)
+
+    async def _take_over(self, jobs: list[Job]) -> None:
+        """Settle jobs taken over from a process that died: release its delivery claims and
+        decide what its unconfirmed creations became; the next round does the rest."""
+        for job in jobs:
             if job.status == "posting":
                 await self._store.transition(job.id, "posting", "finished")
             elif job.status == "reporting":
                 await self._store.transition(job.id, "reporting", "failed")
+            elif job.status != "creating":
+                continue
             elif job.progress_message_id is None:
                 await self._delivery.mark_not_started(job, texts.RESTARTED_BEFORE_SUBMIT)
             else:
                 await self._delivery.mark_unconfirmed(job, texts.RESTARTED_WHILE_CREATING)
+        if jobs:
+            self.kick()
+
+    async def _woken(self, job_id: str) -> None:
+        """Another process learnt something about a job this one holds: act on it now."""
+        job = await self._store.get_job(job_id)
+        if job is None or job.owner != self._owner:
+            return
+        if job.status in _DELIVERABLE:
+            self.schedule_delivery(job.id)
+        elif job.status in ACTIVE_STATUSES:
+            self._fetch_soon(job)
 
     # Webhooks ---------------------------------------------------------------------------------
 
@@ -213,11 +245,24 @@ class Tracker:
             return 400
         if job.status not in ACTIVE_STATUSES:
             return 200
+        if job.owner is not None and job.owner != self._owner and self._store.shared:
+            return await self._for_owner(job, notice)
         if isinstance(notice, UseRecord):
             await self.apply_task_record(job, notice.record, webhook_at=self._clock())
         else:
             await self._store.update_job(job.id, last_webhook_at=self._clock())
             self._fetch_soon(job)
+        return 200
+
+    async def _for_owner(self, job: Job, notice: object) -> int:
+        """A notification for a job another process holds: store what it says, wake the
+        owner (its next round would see it too)."""
+        webhook_at = self._clock()
+        if isinstance(notice, UseRecord):
+            await self.apply_task_record(job, notice.record, webhook_at=webhook_at, owned=False)
+        else:
+            await self._store.update_job(job.id, last_webhook_at=webhook_at)
+        await self._store.wake_owner(job)
         return 200
 
     def _fetch_soon(self, job: Job) -> None:
@@ -232,11 +277,18 @@ class Tracker:
     # Applying provider state ------------------------------------------------------------------
 
     async def apply_task_record(
-        self, job: Job, record: TaskRecord, *, webhook_at: float | None = None
+        self,
+        job: Job,
+        record: TaskRecord,
+        *,
+        webhook_at: float | None = None,
+        owned: bool = True,
     ) -> bool:
         """Mirror a family B record into the job; True if the job changed. A job without a
         provider id (``unknown``, or still ``creating``) is adopted: the record's task id is
-        stored with it. ``webhook_at``: the record came by webhook then (stored with it)."""
+        stored with it. ``webhook_at``: the record came by webhook then (stored with it).
+        ``owned=False``: another process holds the job, so only the store changes (its owner
+        shows progress and delivers)."""
         adopt: dict[str, Any] = {}
         if job.provider_id is None:
             adopt["provider_id"] = record.task_id
@@ -244,11 +296,12 @@ class Tracker:
             adopt["last_webhook_at"] = webhook_at
         status = record.status
         if status == "finished":
-            return await self._done(job, "finished", **task_result_fields(record), **adopt)
+            fields = task_result_fields(record)
+            return await self._done(job, "finished", owned=owned, **fields, **adopt)
         if status == "failed":
             errors = [m for m in record.task_result.error_messages if m.strip()]
             error = "\n".join(errors) or "The service reported a failure without details."
-            return await self._done(job, "failed", error=error, **adopt)
+            return await self._done(job, "failed", owned=owned, error=error, **adopt)
         mirrored = _MIRRORED.get(status)
         if mirrored is None:
             log.warning("job %s: unknown provider status %r", job.id, status)
@@ -260,14 +313,18 @@ class Tracker:
             changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, mirrored, **adopt)
         elif webhook_at is not None:
             await self._store.update_job(job.id, last_webhook_at=webhook_at)
+        if not owned:
+            return changed
         shown = await self._delivery.show_progress(job, status)
         return changed or shown
 
-    async def _done(self, job: Job, status: JobStatus, **fields: Any) -> bool:
+    async def _done(
+        self, job: Job, status: JobStatus, *, owned: bool = True, **fields: Any
+    ) -> bool:
         moved = await self._store.transition(
             job.id, ACTIVE_STATUSES, status, next_poll_at=None, **fields
         )
-        if moved:
+        if moved and owned:
             self._watch.touch(job.id)
             self.schedule_delivery(job.id)
         return moved
@@ -353,7 +410,7 @@ class Tracker:
         after: Job | None = None
         while True:
             jobs = await self._store.list_unfinished_jobs(
-                statuses, limit=PAGE_SIZE, after=after, **filters
+                statuses, limit=PAGE_SIZE, after=after, owner=self._owner, **filters
             )
             if jobs:
                 yield jobs
@@ -362,8 +419,8 @@ class Tracker:
             after = jobs[-1]
 
     async def _next_sleep(self, changed: bool, polled: bool, now: float) -> float:
-        wake_at = [await self._store.next_poll_after(_SCHEDULED, now)]
-        oldest = await self._store.list_unfinished_jobs(ACTIVE_STATUSES, limit=1)
+        wake_at = [await self._store.next_poll_after(_SCHEDULED, now, owner=self._owner)]
+        oldest = await self._store.list_unfinished_jobs(ACTIVE_STATUSES, limit=1, owner=self._owner)
         if oldest:
             wake_at.append(oldest[0].created_at + self._limits.job_timeout_seconds)
         low, high = self._limits.poll_interval_min, self._limits.poll_interval_max

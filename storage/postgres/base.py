@@ -14,6 +14,7 @@ import psycopg
 
 from storage.errors import StorageError, StoreClosedError
 from storage.postgres.pool import Connection, ConnectionPool, PoolClosed, PoolTimeout
+from storage.postgres.urls import describe_url
 from storage.rows import Row
 
 Clock = Callable[[], float]
@@ -25,12 +26,33 @@ __all__ = ["Clock", "Connection", "PostgresBase", "Query"]
 class PostgresBase:
     """Holds the pool and the clock (see :class:`storage.postgres.PostgresStore`)."""
 
-    def __init__(self, pool: ConnectionPool, clock: Clock, where: str) -> None:
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        clock: Clock,
+        url: str,
+        *,
+        process_id: str,
+        lease_seconds: float,
+    ) -> None:
         self._pool = pool
         self._clock = clock
         self._closed = False
-        self.where = where
+        self._url = url
+        self.where = describe_url(url)
         """The server and database (no credentials), for messages and diagnostics."""
+        self._process_id = process_id
+        self._lease_seconds = lease_seconds
+
+    @property
+    def process_id(self) -> str:
+        """This process's identity as an owner of jobs."""
+        return self._process_id
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a lease lasts without a heartbeat."""
+        return self._lease_seconds
 
     @property
     def closed(self) -> bool:

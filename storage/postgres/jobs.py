@@ -37,8 +37,8 @@ SQL_DERIVATIVE: Final[Query] = "SELECT * FROM jobs WHERE parent_job_id = %s AND 
 SQL_INSERT_JOB: Final[Query] = (
     "INSERT INTO jobs (id, family, type, status, provider_id, parent_job_id, action,"
     " requester_id, platform, workspace_id, channel_id, thread_id, prompt, parameters,"
-    " webhook_secret, created_at, updated_at)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " webhook_secret, created_at, updated_at, owner, lease_until)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT DO NOTHING RETURNING *"
 )
 SQL_LOCK_REQUESTER: Final[Query] = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
@@ -61,7 +61,9 @@ SQL_JOB_FOR_MESSAGE: Final[Query] = (
 _ACTIVE: Final = sorted(ACTIVE_STATUSES)
 
 
-def _insert_values(new: NewJob, job_id: str, now: float) -> tuple[Any, ...]:
+def _insert_values(
+    new: NewJob, job_id: str, now: float, owner: str, lease_until: float
+) -> tuple[Any, ...]:
     return (
         job_id,
         new.family,
@@ -80,6 +82,8 @@ def _insert_values(new: NewJob, job_id: str, now: float) -> tuple[Any, ...]:
         new.webhook_secret,
         now,
         now,
+        owner,
+        lease_until,
     )
 
 
@@ -167,7 +171,8 @@ class PostgresJobs(PostgresBase):
                 raise StorageError(f"job id {new.id!r} already exists")
         while True:
             job_id = new.id or new_job_id()
-            cursor = await conn.execute(SQL_INSERT_JOB, _insert_values(new, job_id, now))
+            lease = (self._process_id, now + self._lease_seconds)
+            cursor = await conn.execute(SQL_INSERT_JOB, _insert_values(new, job_id, now, *lease))
             row = await cursor.fetchone()
             if row is not None or new.id is not None:
                 return row

@@ -170,6 +170,21 @@ _V5: tuple[Query, ...] = (
     )""",
 )
 
+_V7: tuple[Query, ...] = (
+    "ALTER TABLE jobs ADD COLUMN owner text",
+    "ALTER TABLE jobs ADD COLUMN lease_until double precision",
+    "CREATE INDEX jobs_by_owner ON jobs (owner, status)",
+    """CREATE TABLE processes (
+        id text PRIMARY KEY,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        platforms jsonb NOT NULL DEFAULT '[]',
+        shards text,
+        started_at double precision NOT NULL,
+        seen_at double precision NOT NULL
+    )""",
+)
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _V1),
     Migration(2, "settings, usage ledger, event dedup, jobs.next_poll_at", _V2),
@@ -195,6 +210,7 @@ MIGRATIONS: Sequence[Migration] = (
             " ADD COLUMN n integer",
         ),
     ),
+    Migration(7, "job leases (jobs.owner, jobs.lease_until) and processes", _V7),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -9,19 +9,21 @@ from types import TracebackType
 
 import psycopg
 from psycopg import AsyncConnection
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from storage.errors import StorageError
 from storage.postgres.base import Clock, Connection
 from storage.postgres.conversations import PostgresConversations
 from storage.postgres.jobs import PostgresJobs
+from storage.postgres.leasing import PostgresJobLeasing
 from storage.postgres.ledger import PostgresLedger
 from storage.postgres.pool import ConnectionPool
 from storage.postgres.schema import current_version, migrate
 from storage.postgres.settings import PostgresSettings
 from storage.postgres.slack import PostgresSlackInstallations
 from storage.postgres.tracking import PostgresJobTracking
+from storage.postgres.urls import describe_url
+from storage.process import DEFAULT_LEASE_SECONDS, new_process_id
 
 CONNECT_TIMEOUT = 10
 """Seconds to reach the server (each new connection)."""
@@ -29,21 +31,11 @@ POOL_TIMEOUT = 30.0
 """Seconds a call waits for a free connection when all ``pool_size`` are in use."""
 
 
-def describe_url(url: str) -> str:
-    """``host:port/database`` of a PostgreSQL URL, never its password."""
-    try:
-        parts = conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return "an unreadable PostgreSQL URL"
-    host = str(parts.get("host") or "localhost")
-    port = str(parts.get("port") or 5432)
-    return f"{host}:{port}/{parts.get('dbname') or parts.get('user') or ''}"
-
-
 class PostgresStore(
     PostgresConversations,
     PostgresJobs,
     PostgresJobTracking,
+    PostgresJobLeasing,
     PostgresSettings,
     PostgresLedger,
     PostgresSlackInstallations,
@@ -64,10 +56,13 @@ class PostgresStore(
         clock: Clock = time.time,
         pool_size: int = 10,
         event_retention: float = 24 * 3600.0,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        process_id: str | None = None,
     ) -> PostgresStore:
         """Connect to ``url`` (``postgresql://user[:password]@host:port/database``), apply every
         pending migration under the migration lock, and open a pool of up to ``pool_size``
-        connections. ``clock`` gives timestamps (Unix seconds)."""
+        connections. ``clock`` gives timestamps (Unix seconds); jobs this handle creates or
+        claims are leased to ``process_id`` (a fresh one by default) for ``lease_seconds``."""
         where = describe_url(url)
         try:
             async with await AsyncConnection.connect(
@@ -80,7 +75,13 @@ class PostgresStore(
         pool = ConnectionPool(
             url, max(pool_size, 1), timeout=POOL_TIMEOUT, connect_timeout=CONNECT_TIMEOUT
         )
-        store = cls(pool, clock, where)
+        store = cls(
+            pool,
+            clock,
+            url,
+            process_id=process_id or new_process_id(),
+            lease_seconds=lease_seconds,
+        )
         store.event_retention = event_retention
         return store
 

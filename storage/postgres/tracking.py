@@ -16,6 +16,7 @@ SQL_CLAIM_DELIVERY: Final[Query] = (
     "UPDATE jobs SET status = CASE status WHEN 'finished' THEN 'posting' ELSE 'reporting' END,"
     " post_claims = post_claims + 1, updated_at = %s"
     " WHERE id = %s AND status IN ('finished', 'failed') AND platform = ANY(%s)"
+    " AND (owner IS NULL OR owner = %s)"
     " AND (next_poll_at IS NULL OR next_poll_at <= %s) RETURNING *"
 )
 SQL_CHARGE_CREDITS: Final[Query] = (
@@ -24,6 +25,7 @@ SQL_CHARGE_CREDITS: Final[Query] = (
 )
 SQL_NEXT_POLL: Final[Query] = (
     "SELECT MIN(next_poll_at) AS at FROM jobs WHERE status = ANY(%s) AND next_poll_at > %s"
+    " AND (%s::text IS NULL OR owner = %s)"
 )
 SQL_MARK_POLLED: Final[Query] = "UPDATE jobs SET last_polled_at = %s WHERE id = ANY(%s)"
 SQL_COUNT_UNFINISHED: Final[Query] = (
@@ -45,7 +47,8 @@ class PostgresJobTracking(PostgresBase):
             return None
         now = self._now()
         async with self._transaction() as conn:
-            cursor = await conn.execute(SQL_CLAIM_DELIVERY, (now, job_id, allowed, due_by))
+            values = (now, job_id, allowed, self._process_id, due_by)
+            cursor = await conn.execute(SQL_CLAIM_DELIVERY, values)
             row = await cursor.fetchone()
             if row is None:
                 return None
@@ -65,6 +68,7 @@ class PostgresJobTracking(PostgresBase):
         webhook_quiet_since: float | None = None,
         due_at: float | None = None,
         created_before: float | None = None,
+        owner: str | None = None,
     ) -> list[Job]:
         """Jobs in ``statuses``, oldest first (see ``JobTracking.list_unfinished_jobs``)."""
         conditions: list[sql.Composable] = [sql.SQL("status = ANY(%s)")]
@@ -84,6 +88,9 @@ class PostgresJobTracking(PostgresBase):
         if created_before is not None:
             conditions.append(sql.SQL("created_at < %s"))
             values.append(created_before)
+        if owner is not None:
+            conditions.append(sql.SQL("owner = %s"))
+            values.append(owner)
         statement = sql.SQL("SELECT * FROM jobs WHERE {} ORDER BY created_at, id").format(
             sql.SQL(" AND ").join(conditions)
         )
@@ -94,9 +101,13 @@ class PostgresJobTracking(PostgresBase):
             cursor = await conn.execute(statement, values)
             return [job_from_row(row) for row in await cursor.fetchall()]
 
-    async def next_poll_after(self, statuses: Iterable[JobStatus], after: float) -> float | None:
-        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses``."""
-        row = await self._fetch_one(SQL_NEXT_POLL, (list(status_tuple(statuses)), after))
+    async def next_poll_after(
+        self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None
+    ) -> float | None:
+        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses`` (only
+        ``owner``'s, when given)."""
+        values = (list(status_tuple(statuses)), after, owner, owner)
+        row = await self._fetch_one(SQL_NEXT_POLL, values)
         return None if row is None or row["at"] is None else float(row["at"])
 
     async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:

@@ -78,7 +78,8 @@ class SqliteJobAdmission(StoreBase):
                     return refusal
                 check_parent(db, new.parent_job_id)
                 job_id = fresh_id(db, new)
-                db.conn.execute(SQL_INSERT_JOB, insert_values(new, job_id, now))
+                lease = (self._process_id, now + self._lease_seconds)
+                db.conn.execute(SQL_INSERT_JOB, insert_values(new, job_id, now, *lease))
                 row = fetch_one(db, SQL_JOB_BY_ID, (job_id,))
             assert row is not None
             return job_from_row(row), True

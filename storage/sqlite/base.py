@@ -27,13 +27,32 @@ class StoreBase:
     """Holds the connection, the worker thread and the clock (see :class:`SqliteStore`)."""
 
     def __init__(
-        self, path: Path, executor: ThreadPoolExecutor, db: Database, clock: Clock
+        self,
+        path: Path,
+        executor: ThreadPoolExecutor,
+        db: Database,
+        clock: Clock,
+        *,
+        process_id: str,
+        lease_seconds: float,
     ) -> None:
         self.path = path
         self._executor = executor
         self._db = db
         self._clock = clock
         self._closed = False
+        self._process_id = process_id
+        self._lease_seconds = lease_seconds
+
+    @property
+    def process_id(self) -> str:
+        """This process's identity as an owner of jobs."""
+        return self._process_id
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a lease lasts without a heartbeat."""
+        return self._lease_seconds
 
     @property
     def closed(self) -> bool:

@@ -29,13 +29,16 @@ SQL_LINK_MESSAGE: Final = (
 INSERT_COLUMNS: Final = (
     "id, family, type, status, provider_id, parent_job_id, action, requester_id, platform,"
     " workspace_id, channel_id, thread_id, prompt, parameters, webhook_secret, created_at,"
-    " updated_at"
+    " updated_at, owner, lease_until"
 )
-SQL_INSERT_JOB: Final = f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({placeholders(17)})"
+SQL_INSERT_JOB: Final = f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({placeholders(19)})"
 
 
-def insert_values(new: NewJob, job_id: str, now: float) -> tuple[Any, ...]:
-    """The values of ``SQL_INSERT_JOB`` for ``new`` (the order of ``INSERT_COLUMNS``)."""
+def insert_values(
+    new: NewJob, job_id: str, now: float, owner: str, lease_until: float
+) -> tuple[Any, ...]:
+    """The values of ``SQL_INSERT_JOB`` for ``new``, leased to ``owner`` (the order of
+    ``INSERT_COLUMNS``)."""
     return (
         job_id,
         new.family,
@@ -54,6 +57,8 @@ def insert_values(new: NewJob, job_id: str, now: float) -> tuple[Any, ...]:
         new.webhook_secret,
         now,
         now,
+        owner,
+        lease_until,
     )
 
 

@@ -240,6 +240,24 @@ CHAT_SETTING_COLUMNS: tuple[tuple[str, type], ...] = (
 )
 
 
+def _v7_leases_and_processes(db: Database) -> None:
+    db.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
+    db.execute("ALTER TABLE jobs ADD COLUMN lease_until REAL")
+    db.table("jobs").create_index(["owner", "status"], index_name="jobs_by_owner")
+    db.execute(
+        """
+        CREATE TABLE processes (
+            id TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            platforms TEXT NOT NULL DEFAULT '[]',
+            shards TEXT,
+            started_at REAL NOT NULL,
+            seen_at REAL NOT NULL
+        ) WITHOUT ROWID"""
+    )
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
@@ -249,6 +267,9 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(4, "jobs.post_claims", _v4_post_claims),
     Migration(5, "Slack installations and OAuth states", _v5_slack_installations),
     Migration(6, "chat request settings and remix per scope", _v6_chat_settings),
+    Migration(
+        7, "job leases (jobs.owner, jobs.lease_until) and processes", _v7_leases_and_processes
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

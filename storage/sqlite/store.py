@@ -14,12 +14,14 @@ from sqlite_utils import Database
 
 from storage.errors import StorageError
 from storage.files import private_file
+from storage.process import DEFAULT_LEASE_SECONDS, new_process_id
 from storage.sqlite.admission import SqliteJobAdmission
 from storage.sqlite.base import Clock
 from storage.sqlite.conversations import SqliteConversations
 from storage.sqlite.events import SqliteEventDedupe
 from storage.sqlite.job_messages import SqliteMessageLinks
 from storage.sqlite.jobs import SqliteJobs
+from storage.sqlite.leasing import SqliteJobLeasing
 from storage.sqlite.ledger import SqliteLedger
 from storage.sqlite.schema import current_version, migrate
 from storage.sqlite.scopes import SqliteSettings
@@ -51,6 +53,7 @@ class SqliteStore(
     SqliteJobs,
     SqliteJobAdmission,
     SqliteJobTracking,
+    SqliteJobLeasing,
     SqliteMessageLinks,
     SqliteSettings,
     SqliteLedger,
@@ -73,12 +76,15 @@ class SqliteStore(
         clock: Clock = time.time,
         busy_timeout: float = 5.0,
         event_retention: float = 24 * 3600.0,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        process_id: str | None = None,
     ) -> SqliteStore:
         """Open (creating if needed) the database at ``path``: WAL journal,
         ``synchronous=NORMAL``, foreign keys on, ``busy_timeout`` seconds of waiting for
         another connection's lock, and every pending migration applied. ``clock`` gives
         timestamps (Unix seconds); ``event_retention`` is how long inbound event ids are
-        remembered."""
+        remembered; jobs this handle creates or claims are leased to ``process_id`` (a fresh
+        one by default) for ``lease_seconds``."""
         db_path = Path(path)
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WORKER_THREAD_PREFIX)
         loop = asyncio.get_running_loop()
@@ -90,7 +96,14 @@ class SqliteStore(
         except BaseException:
             executor.shutdown(wait=False)
             raise
-        store = cls(db_path, executor, db, clock)
+        store = cls(
+            db_path,
+            executor,
+            db,
+            clock,
+            process_id=process_id or new_process_id(),
+            lease_seconds=lease_seconds,
+        )
         store.event_retention = event_retention
         return store
 

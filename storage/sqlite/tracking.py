@@ -18,6 +18,7 @@ SQL_CLAIM_DELIVERY: Final = (
     "UPDATE jobs SET status = CASE status WHEN 'finished' THEN 'posting' ELSE 'reporting' END,"
     " post_claims = post_claims + 1, updated_at = ?"
     " WHERE id = ? AND status IN ('finished', 'failed') AND platform IN ({})"
+    " AND (owner IS NULL OR owner = ?)"
     " AND (next_poll_at IS NULL OR next_poll_at <= ?) RETURNING *"
 )
 SQL_CHARGE_CREDITS: Final = (
@@ -36,7 +37,8 @@ class SqliteJobTracking(StoreBase):
         self, job_id: str, platforms: Iterable[str], due_by: float
     ) -> Job | None:
         """Claim a job for posting its result or reporting its failure, in one transaction:
-        ``finished → posting`` or ``failed → reporting``, only on one of ``platforms`` and
+        ``finished → posting`` or ``failed → reporting``, only for a job this process owns
+        (or nobody does), on one of ``platforms`` and
         when its next attempt is due by ``due_by`` (``next_poll_at`` unset or not later),
         counting the claim in ``post_claims``. A task's credits are recorded in the usage
         ledger with its ``posting`` claim (once per job, whatever the number of claims).
@@ -50,7 +52,7 @@ class SqliteJobTracking(StoreBase):
         def work(db: Database) -> Job | None:
             now = self._now()
             with write_transaction(db):
-                rows = fetch_all(db, sql, (now, job_id, *allowed, due_by))
+                rows = fetch_all(db, sql, (now, job_id, *allowed, self._process_id, due_by))
                 if not rows:
                     return None
                 job = job_from_row(rows[0])
@@ -71,12 +73,13 @@ class SqliteJobTracking(StoreBase):
         webhook_quiet_since: float | None = None,
         due_at: float | None = None,
         created_before: float | None = None,
+        owner: str | None = None,
     ) -> list[Job]:
         """Jobs whose status is in ``statuses`` (default: every non-terminal one), oldest
         first (``created_at``, then ``id``). ``after`` continues a page after that job;
         ``webhook_quiet_since`` drops jobs that got a webhook at or after that time;
         ``due_at`` drops jobs whose ``next_poll_at`` is later than it; ``created_before``
-        keeps only jobs created before that time."""
+        keeps only jobs created before that time; ``owner`` only that process's jobs."""
         chosen = status_tuple(statuses)
         conditions: list[str] = []
         values: list[Any] = list(chosen)
@@ -95,6 +98,9 @@ class SqliteJobTracking(StoreBase):
         if created_before is not None:
             conditions.append("created_at < ?")
             values.append(created_before)
+        if owner is not None:
+            conditions.append("owner = ?")
+            values.append(owner)
         sql = SQL_UNFINISHED.format(
             placeholders(len(chosen)), "".join(f" AND {c}" for c in conditions)
         )
@@ -104,14 +110,20 @@ class SqliteJobTracking(StoreBase):
         rows = await self._call(lambda db: fetch_all(db, sql, values))
         return [job_from_row(row) for row in rows]
 
-    async def next_poll_after(self, statuses: Iterable[JobStatus], after: float) -> float | None:
-        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses`` (when
-        the tracker next has something to do for them), or None."""
+    async def next_poll_after(
+        self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None
+    ) -> float | None:
+        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses`` (only
+        ``owner``'s, when given): when the tracker next has something to do for them."""
         chosen = status_tuple(statuses)
         sql = SQL_NEXT_POLL.format(placeholders(len(chosen)))
+        values: tuple[Any, ...] = (*chosen, after)
+        if owner is not None:
+            sql += " AND owner = ?"
+            values += (owner,)
 
         def work(db: Database) -> float | None:
-            value = db.conn.execute(sql, (*chosen, after)).fetchone()[0]
+            value = db.conn.execute(sql, values).fetchone()[0]
             return None if value is None else float(value)
 
         return await self._call(work)

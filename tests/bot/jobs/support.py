@@ -19,9 +19,10 @@ from bot.core import SurfaceRegistry
 from bot.events import Attachment, ButtonPress, ModalSubmit
 from bot.jobs import JobEngines, build_job_engines
 from simulator.server import RunningSimulator
-from storage import Job, SqliteStore
+from storage import Job, NewJob, SqliteStore
 from tests.bot.harness import ROOMY, Genbot, harness_settings
 from tests.fakes.platform import Actor, FakePlatform, PostedMessage
+from tests.storage.helpers import create_job
 
 GRID_LABELS = ["U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4", "🌱 Seed"]
 """The buttons under every grid: U and V rows, and the seed."""
@@ -141,6 +142,14 @@ async def bare_engines(
         stack.push_async_callback(engines.media.aclose)
         stack.push_async_callback(engines.tracker.stop)
         yield Bare(engines, fake, store, provider)
+
+
+async def left_by_a_previous_run(
+    db: Path, new: NewJob, clock: Callable[[], float] = time.time
+) -> Job:
+    """A job created (and so leased) by an earlier genbot process on the database ``db``."""
+    async with await SqliteStore.open(db, clock=clock) as previous:
+        return await create_job(previous, new)
 
 
 async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:

@@ -26,6 +26,7 @@ from tests.bot.jobs.support import (
     bare_engines,
     bodies,
     eventually,
+    left_by_a_previous_run,
     press,
     run_command,
 )
@@ -354,7 +355,7 @@ async def test_resuming_leaves_the_jobs_this_process_is_creating_alone(tmp_path:
         job = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
                      channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
         now[0] -= 60
-        left_behind = await create_job(store, job)
+        left_behind = await left_by_a_previous_run(tmp_path / "genbot.db", job, lambda: now[0])
         now[0] += 61
         just_accepted = await create_job(store, job)
 
@@ -373,10 +374,10 @@ async def test_a_progress_message_posted_just_before_a_crash_tells_what_happened
     clock = {"clock": lambda: now[0], "platform": platform}
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, **clock) as bare:
         now[0] -= 60
-        job = await create_job(bare.store, NewJob(
+        job = await left_by_a_previous_run(tmp_path / "genbot.db", NewJob(
             family="task", type="imagine", requester_id="alice", platform="fake",
             channel_id="c1", workspace_id="w1", prompt="a fox",
-        ))  # fmt: skip
+        ), lambda: now[0])  # fmt: skip
         waiting = OutMessage("⏳ Waiting to start…", key=f"{job.id}.progress")
         shown = await platform.send(place_of(job), waiting)
 

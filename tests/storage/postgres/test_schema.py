@@ -85,7 +85,11 @@ LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
         ("p", "u", "2024-03-01"),
         "usage_by_user_day|usage_by_day",
     ),
-    "next scheduled poll": (tracking_sql.SQL_NEXT_POLL, (["processing"], 0.0), "jobs_by_status"),
+    "next scheduled poll": (
+        tracking_sql.SQL_NEXT_POLL,
+        (["processing"], 0.0, None, None),
+        "jobs_by_status",
+    ),
     "conversation by key": (
         conversation_sql.SQL_CONVERSATION_BY_KEY,
         ("p", "w", "c", "t"),

@@ -1,0 +1,113 @@
+"""Job leases on SQLite: one process at a time owns the database (its lock says so), so leases
+mostly record which process follows a job, and a restart takes every lease at once."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import replace
+from typing import Final
+
+from sqlite_utils import Database
+
+from storage.records import UNFINISHED_STATUSES, Job, ProcessInfo
+from storage.rows import job_from_row, to_json
+from storage.sqlite.base import StoreBase
+from storage.sqlite.sql import fetch_all, placeholders, write_transaction
+
+_UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
+_IN_UNFINISHED: Final = f"status IN ({placeholders(len(_UNFINISHED))})"
+SQL_RENEW: Final = f"UPDATE jobs SET lease_until = ? WHERE owner = ? AND {_IN_UNFINISHED}"
+SQL_SEEN: Final = (
+    "INSERT INTO processes (id, host, pid, platforms, shards, started_at, seen_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+    " platforms = excluded.platforms, shards = excluded.shards, seen_at = excluded.seen_at"
+)
+SQL_CLAIMABLE: Final = (
+    f"SELECT * FROM jobs WHERE {_IN_UNFINISHED} AND platform IN ({{}})"
+    " AND (owner IS NULL OR (owner != ? AND (? OR lease_until IS NULL OR lease_until < ?)))"
+    " ORDER BY created_at, id LIMIT ?"
+)
+SQL_TAKE: Final = "UPDATE jobs SET owner = ?, lease_until = ? WHERE id IN ({})"
+SQL_RELEASE: Final = f"UPDATE jobs SET lease_until = 0 WHERE owner = ? AND {_IN_UNFINISHED}"
+SQL_FORGET: Final = "DELETE FROM processes WHERE id = ?"
+
+
+class SqliteJobLeasing(StoreBase):
+    """Lease methods of :class:`storage.sqlite.SqliteStore`."""
+
+    @property
+    def shared(self) -> bool:
+        """False: a SQLite database belongs to one genbot process at a time."""
+        return False
+
+    async def heartbeat(self, process: ProcessInfo) -> int:
+        """Renew this process's leases and record it as alive; how many leases it holds."""
+
+        def work(db: Database) -> int:
+            now = self._now()
+            with write_transaction(db):
+                cursor = db.conn.execute(
+                    SQL_RENEW, (now + self._lease_seconds, self._process_id, *_UNFINISHED)
+                )
+                db.conn.execute(SQL_SEEN, (self._process_id, *_process_values(process), now))
+            return cursor.rowcount
+
+        return await self._call(work)
+
+    async def claim_jobs(
+        self, platforms: Iterable[str], *, limit: int, take_live: bool = False
+    ) -> list[Job]:
+        """Take unfinished jobs nobody holds (or, with ``take_live``, every other process's)."""
+        allowed = tuple(platforms)
+        if not allowed or limit < 1:
+            return []
+        select = SQL_CLAIMABLE.format(placeholders(len(allowed)))
+
+        def work(db: Database) -> list[Job]:
+            now = self._now()
+            with write_transaction(db):
+                rows = fetch_all(
+                    db,
+                    select,
+                    (*_UNFINISHED, *allowed, self._process_id, take_live, now, limit),
+                )
+                if rows:
+                    db.conn.execute(
+                        SQL_TAKE.format(placeholders(len(rows))),
+                        (self._process_id, now + self._lease_seconds, *(r["id"] for r in rows)),
+                    )
+            return [
+                _taken(job_from_row(row), self._process_id, now + self._lease_seconds)
+                for row in rows
+            ]
+
+        return await self._call(work)
+
+    async def release_leases(self) -> int:
+        """End this process's leases now and drop it from the live processes."""
+
+        def work(db: Database) -> int:
+            with write_transaction(db):
+                cursor = db.conn.execute(SQL_RELEASE, (self._process_id, *_UNFINISHED))
+                db.conn.execute(SQL_FORGET, (self._process_id,))
+            return cursor.rowcount
+
+        return await self._call(work)
+
+    async def wake_owner(self, job: Job) -> None:
+        """Nothing to do: the one process using the database is the owner."""
+
+    async def wakeups(self) -> AsyncIterator[str]:
+        """None: no other process shares this database."""
+        none: tuple[str, ...] = ()
+        for job_id in none:
+            yield job_id
+
+
+def _taken(job: Job, owner: str, lease_until: float) -> Job:
+    return replace(job, owner=owner, lease_until=lease_until)
+
+
+def _process_values(process: ProcessInfo) -> tuple[object, ...]:
+    return (process.host, process.pid, to_json(list(process.platforms)), process.shards,
+            process.started_at)  # fmt: skip

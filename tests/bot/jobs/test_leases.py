@@ -1,0 +1,132 @@
+"""Job leases across processes on PostgreSQL: a dead process's jobs are taken over and posted
+once, a live process keeps its own, and a webhook received elsewhere wakes the owner."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.api import ProviderClient
+from bot.core import SurfaceRegistry
+from bot.events import Command, User
+from bot.jobs import JobEngines, build_job_engines
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from simulator.task_model import fetch_record
+from storage import Job
+from storage.postgres import PostgresStore
+from tests.bot.harness import PLACE, ROOMY, harness_settings
+from tests.bot.jobs.support import eventually
+from tests.fakes.platform import FakePlatform
+from tests.postgres import PostgresCluster
+
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
+LEASE = 0.4
+
+
+@dataclass
+class Process:
+    """One genbot process's job machinery on the shared database."""
+
+    engines: JobEngines
+    store: PostgresStore
+
+
+@asynccontextmanager
+async def process_on(
+    sim: RunningSimulator, url: str, platform: FakePlatform, *, dies: bool = False, **limits: Any
+) -> AsyncIterator[Process]:
+    """A process; one that ``dies`` ends without stopping its tracker (so without releasing
+    its leases), as ``kill -9`` would."""
+    settings = harness_settings(sim.base_url, Path("unused.db"), webhooks=False, limits=limits)
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(
+            await PostgresStore.open(url, lease_seconds=LEASE, pool_size=4)
+        )
+        provider = await stack.enter_async_context(ProviderClient(settings.api))
+        surfaces = SurfaceRegistry()
+        surfaces.attach(platform)
+        engines = build_job_engines(settings, store, provider, surfaces, open_channels={})
+        stack.push_async_callback(engines.media.aclose)
+        if not dies:
+            stack.push_async_callback(engines.tracker.stop)
+        yield Process(engines, store)
+
+
+async def jobs_of(process: Process, jobs: list[Job]) -> list[Job]:
+    found = [await process.store.get_job(job.id) for job in jobs]
+    return [job for job in found if job is not None]
+
+
+async def test_a_dead_processs_jobs_are_taken_over_and_each_posted_once(
+    postgres: PostgresCluster,
+) -> None:
+    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    async with serve(MANUAL) as sim:
+        async with process_on(sim, url, platform, dies=True) as dead:
+            created = [
+                await dead.engines.images.imagine(ALICE_IMAGINES, f"a fox {n}") for n in range(3)
+            ]
+        assert {job.owner for job in created} == {dead.store.process_id}
+        sim.advance(120)
+        async with process_on(sim, url, platform) as survivor:
+            await survivor.engines.tracker.start()
+            await platform.wait_for(lambda: len(platform.with_images()) == 3 or None, 15)
+            await survivor.engines.tracker.wait_idle()
+            done = await jobs_of(survivor, created)
+            assert {job.status for job in done} == {"posted"}
+            assert {job.owner for job in done} == {survivor.store.process_id}
+            assert survivor.engines.tracker.leases.taken_over == 3
+            assert len(platform.with_images()) == 3
+            assert len({job.result_message_id for job in done}) == 3
+
+
+async def test_a_live_process_keeps_its_jobs_and_posts_them_itself(
+    postgres: PostgresCluster,
+) -> None:
+    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    async with serve(MANUAL) as sim, process_on(sim, url, platform) as owner:
+        await owner.engines.tracker.start()
+        jobs = [await owner.engines.images.imagine(ALICE_IMAGINES, f"a fox {n}") for n in range(2)]
+        async with process_on(sim, url, platform) as other:
+            await other.engines.tracker.start()
+            beats = other.engines.tracker.leases
+            await eventually(lambda: other.engines.tracker.rounds >= 3, timeout=10)
+            await asyncio.sleep(LEASE * 2)
+            assert beats.taken_over == 0
+            assert {job.owner for job in await jobs_of(other, jobs)} == {owner.store.process_id}
+            sim.advance(120)
+            await platform.wait_for(lambda: len(platform.with_images()) == 2 or None, 15)
+            await owner.engines.tracker.wait_idle()
+            assert {job.status for job in await jobs_of(owner, jobs)} == {"posted"}
+            assert beats.taken_over == 0
+            assert len(platform.with_images()) == 2
+
+
+async def test_a_webhook_received_by_another_process_wakes_the_owner(
+    postgres: PostgresCluster,
+) -> None:
+    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    slow = {"poll_interval_min": 60.0, "poll_interval_max": 120.0}
+    async with serve(MANUAL) as sim, process_on(sim, url, platform, **slow) as owner:
+        job = await owner.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        await owner.engines.tracker.start()
+        await eventually(lambda: owner.engines.tracker.rounds == 1)
+        async with process_on(sim, url, platform, **slow) as receiver:
+            sim.advance(120)
+            record = fetch_record(sim.state.tasks[job.provider_id or ""], sim.state.now())
+            stored = await receiver.store.get_job(job.id)
+            assert stored is not None
+            assert await receiver.engines.tracker.on_webhook(stored, json.dumps(record).encode())
+            await platform.wait_for(lambda: platform.with_images() or None, 10)
+            await owner.engines.tracker.wait_idle()
+        posted = await owner.store.get_job(job.id)
+        assert posted is not None and posted.status == "posted"
+        assert owner.engines.tracker.rounds == 1
+        assert len(platform.with_images()) == 1

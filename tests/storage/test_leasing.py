@@ -1,0 +1,125 @@
+"""Job leases: the creator holds a job, its heartbeat keeps it, another process takes it over
+only once the lease ran out, claims never overlap, and a clean stop hands jobs over at once."""
+
+from __future__ import annotations
+
+import asyncio
+
+from storage import ProcessInfo, Storage
+from tests.storage.conftest import START, ManualClock, new_job
+from tests.storage.helpers import create_job
+
+LEASE = 10.0
+
+
+def process(*platforms: str) -> ProcessInfo:
+    return ProcessInfo(host="h", pid=1, platforms=platforms, started_at=START)
+
+
+async def test_a_new_job_is_leased_to_the_process_that_created_it(
+    store: Storage, clock: ManualClock
+) -> None:
+    job = await create_job(store, new_job())
+    assert (job.owner, job.lease_until) == (store.process_id, START + LEASE)
+    assert store.lease_seconds == LEASE
+
+
+async def test_a_live_lease_is_never_taken_and_an_expired_one_is_taken_once(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    job = await create_job(store, new_job(status="pending"))
+    assert await other_store.claim_jobs(["discord"], limit=10) == []
+    clock.advance(LEASE - 1)
+    assert await store.heartbeat(process("discord")) == 1
+    clock.advance(LEASE - 1)
+    assert await other_store.claim_jobs(["discord"], limit=10) == []
+
+    clock.advance(2)
+    [taken] = await other_store.claim_jobs(["discord"], limit=10)
+    assert (taken.id, taken.status, taken.owner) == (job.id, "pending", other_store.process_id)
+    assert await other_store.claim_jobs(["discord"], limit=10) == []
+    assert await store.claim_jobs(["discord"], limit=10) == []
+    assert await store.heartbeat(process("discord")) == 0
+    stored = await store.get_job(job.id)
+    assert stored is not None and stored.owner == other_store.process_id
+
+
+async def test_only_jobs_of_the_claimers_platforms_are_taken(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    slack = await create_job(store, new_job(platform="slack"))
+    await create_job(store, new_job(platform="discord"))
+    clock.advance(LEASE + 1)
+    taken = await other_store.claim_jobs(["slack", "web"], limit=10)
+    assert [job.id for job in taken] == [slack.id]
+    assert await other_store.claim_jobs([], limit=10) == []
+
+
+async def test_finished_work_is_not_leased(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    for status in ("posted", "failed_posted", "create_failed"):
+        await create_job(store, new_job(status=status))
+    clock.advance(LEASE + 1)
+    assert await other_store.claim_jobs(["discord"], limit=10) == []
+    assert await store.heartbeat(process("discord")) == 0
+
+
+async def test_concurrent_claimers_split_the_expired_jobs_without_overlap(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    created = {(await create_job(store, new_job(status="pending"))).id for _ in range(30)}
+    clock.advance(LEASE + 1)
+    batches = await asyncio.gather(
+        *((store if n % 2 else other_store).claim_jobs(["discord"], limit=4) for n in range(12))
+    )
+    taken = [job.id for batch in batches for job in batch]
+    assert len(taken) == len(set(taken))
+    assert set(taken) <= created
+
+
+async def test_taking_live_leases_is_for_a_single_process_restart(
+    store: Storage, other_store: Storage
+) -> None:
+    job = await create_job(store, new_job(status="posting"))
+    [taken] = await other_store.claim_jobs(["discord"], limit=10, take_live=True)
+    assert (taken.id, taken.status) == (job.id, "posting")
+    assert await other_store.claim_jobs(["discord"], limit=10, take_live=True) == []
+
+
+async def test_a_clean_stop_hands_its_jobs_over_at_once(
+    store: Storage, other_store: Storage
+) -> None:
+    job = await create_job(store, new_job(status="processing"))
+    await store.heartbeat(process("discord"))
+    assert await store.release_leases() == 1
+    [taken] = await other_store.claim_jobs(["discord"], limit=10)
+    assert taken.id == job.id
+
+
+async def test_only_the_owner_claims_a_delivery(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    job = await create_job(store, new_job())
+    assert await store.transition(job.id, "creating", "finished")
+    assert await other_store.claim_delivery(job.id, ["discord"], due_by=clock.now) is None
+    claimed = await store.claim_delivery(job.id, ["discord"], due_by=clock.now)
+    assert claimed is not None and claimed.status == "posting"
+
+
+async def test_tracking_queries_can_keep_to_one_owners_jobs(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    mine = await create_job(store, new_job(status="processing"))
+    theirs = await create_job(other_store, new_job(status="processing"))
+    for job in (mine, theirs):
+        await store.update_job(job.id, next_poll_at=clock.now + 5)
+    listed = await store.list_unfinished_jobs(owner=store.process_id)
+    assert [job.id for job in listed] == [mine.id]
+    everyone = await store.list_unfinished_jobs()
+    assert {job.id for job in everyone} == {mine.id, theirs.id}
+    next_poll = await other_store.next_poll_after(
+        ["processing"], clock.now, owner=other_store.process_id
+    )
+    assert next_poll == clock.now + 5
+    assert await store.next_poll_after(["processing"], clock.now, owner="nobody") is None
