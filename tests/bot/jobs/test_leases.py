@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -40,14 +41,20 @@ class Process:
 
 @asynccontextmanager
 async def process_on(
-    sim: RunningSimulator, url: str, platform: FakePlatform, *, dies: bool = False, **limits: Any
+    sim: RunningSimulator,
+    url: str,
+    platform: FakePlatform,
+    *,
+    dies: bool = False,
+    lease: float = LEASE,
+    **limits: Any,
 ) -> AsyncIterator[Process]:
     """A process; one that ``dies`` ends without stopping its tracker (so without releasing
     its leases), as ``kill -9`` would."""
     settings = harness_settings(sim.base_url, Path("unused.db"), webhooks=False, limits=limits)
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(
-            await PostgresStore.open(url, lease_seconds=LEASE, pool_size=4)
+            await PostgresStore.open(url, lease_seconds=lease, pool_size=4)
         )
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         surfaces = SurfaceRegistry()
@@ -90,15 +97,16 @@ async def test_a_dead_processs_jobs_are_taken_over_and_each_posted_once(
 async def test_a_live_process_keeps_its_jobs_and_posts_them_itself(
     postgres: PostgresCluster,
 ) -> None:
-    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
-    async with serve(MANUAL) as sim, process_on(sim, url, platform) as owner:
+    url, platform, lease = postgres.create_database(), FakePlatform(limits=ROOMY), 2.0
+    async with serve(MANUAL) as sim, process_on(sim, url, platform, lease=lease) as owner:
         await owner.engines.tracker.start()
         jobs = [await owner.engines.images.imagine(ALICE_IMAGINES, f"a fox {n}") for n in range(2)]
-        async with process_on(sim, url, platform) as other:
+        first_lease_ends = max(job.lease_until or 0.0 for job in jobs)
+        async with process_on(sim, url, platform, lease=lease) as other:
             await other.engines.tracker.start()
             beats = other.engines.tracker.leases
-            await eventually(lambda: other.engines.tracker.rounds >= 3, timeout=10)
-            await asyncio.sleep(LEASE * 2)
+            await asyncio.sleep(max(first_lease_ends - time.time(), 0.0) + lease / 2)
+            await beats.beat()
             assert beats.taken_over == 0
             assert {job.owner for job in await jobs_of(other, jobs)} == {owner.store.process_id}
             sim.advance(120)
@@ -113,7 +121,7 @@ async def test_a_webhook_received_by_another_process_wakes_the_owner(
     postgres: PostgresCluster,
 ) -> None:
     url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
-    slow = {"poll_interval_min": 60.0, "poll_interval_max": 120.0}
+    slow: dict[str, Any] = {"poll_interval_min": 60.0, "poll_interval_max": 120.0, "lease": 2.0}
     async with serve(MANUAL) as sim, process_on(sim, url, platform, **slow) as owner:
         job = await owner.engines.images.imagine(ALICE_IMAGINES, "a fox")
         await owner.engines.tracker.start()
@@ -126,6 +134,7 @@ async def test_a_webhook_received_by_another_process_wakes_the_owner(
             assert await receiver.engines.tracker.on_webhook(stored, json.dumps(record).encode())
             await platform.wait_for(lambda: platform.with_images() or None, 10)
             await owner.engines.tracker.wait_idle()
+            assert receiver.engines.tracker.leases.taken_over == 0
         posted = await owner.store.get_job(job.id)
         assert posted is not None and posted.status == "posted"
         assert owner.engines.tracker.rounds == 1
