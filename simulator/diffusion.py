@@ -12,13 +12,18 @@ import hashlib
 import json
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from simulator.images import CellArt, StoredImage, image_url, single_spec
-from simulator.state import STATE, SimulatorState, api_key_header, request_record
+from simulator.state import (
+    STATE,
+    DiffusionJob,
+    SimulatorState,
+    api_key_header,
+    request_record,
+)
 from simulator.task_rules import RuleError, check_image_url
 from simulator.tasks import base_url_of, error_response, unauthorized
 
@@ -35,20 +40,6 @@ PROCESSING_MESSAGE = "Try to fetch request after given estimated time"
 FIRST_JOB_ID = 100001
 CONTROLNET_EXTRA_SECONDS = 8
 OUTPUT_LONG_SIDE = 256
-
-
-@dataclass
-class DiffusionJob:
-    """One diffusion job: when its output is ready and until when it is kept."""
-
-    job_id: int
-    kind: str
-    account_key: str
-    created_at: float
-    ready_at: float
-    expires_at: float
-    output: tuple[str, ...]
-    generation_time: float
 
 
 def _number(

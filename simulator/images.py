@@ -1,4 +1,4 @@
-"""Deterministic PNG pictures for simulated results, and the routes that serve them.
+"""Deterministic PNG pictures for simulated results (served by :mod:`simulator.image_routes`).
 
 A picture is described by an :class:`ImageSpec` (pure data, kept in ``state.images``) and drawn
 on request with Pillow. The palette comes from a hash of the prompt, so different prompts look
@@ -9,7 +9,6 @@ inpaint paints a patch over the parent.
 
 from __future__ import annotations
 
-import asyncio
 import colorsys
 import functools
 import hashlib
@@ -18,10 +17,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from aiohttp import web
 from PIL import Image, ImageDraw, ImageFont
-
-from simulator.state import STATE
 
 Box = tuple[float, float, float, float]
 FULL: Box = (0.0, 0.0, 1.0, 1.0)
@@ -225,25 +221,3 @@ IMAGE_PATHS = ("images", "host", "permanent", "diffusion")
 def image_url(base_url: str, area: str, image_id: str) -> str:
     """Where the simulator serves ``image_id`` (``area`` is one of :data:`IMAGE_PATHS`)."""
     return f"{base_url}/{area}/{image_id}.png"
-
-
-async def serve_image(request: web.Request) -> web.Response:
-    """``GET /{images|host|permanent|diffusion}/{image_id}.png``: 404 before ready or expired."""
-    state = request.app[STATE]
-    stored = state.images.get(request.match_info["image_id"])
-    now = state.now()
-    if stored is None or now < stored.ready_at:
-        return web.json_response({"error": {"message": "image not found"}}, status=404)
-    if stored.expires_at is not None and now >= stored.expires_at:
-        return web.json_response({"error": {"message": "image expired"}}, status=404)
-    spec = stored.spec
-    if state.config.plain_images:
-        spec = ImageSpec(spec.width, spec.height, ())
-    body = await asyncio.to_thread(render_png, spec)
-    return web.Response(body=body, content_type="image/png")
-
-
-def add_image_routes(app: web.Application) -> None:
-    """Register the image-serving routes on ``app``."""
-    for area in IMAGE_PATHS:
-        app.router.add_get(f"/{area}/{{image_id}}.png", serve_image)

@@ -22,7 +22,7 @@ from aiohttp import web
 from simulator import chat
 from simulator.diffusion import add_diffusion_routes
 from simulator.faults import fault_middleware
-from simulator.images import add_image_routes
+from simulator.image_routes import add_image_routes
 from simulator.state import STATE, SimulatorConfig, SimulatorState
 from simulator.tasks import WEBHOOKS, add_task_routes, error_response
 

@@ -12,17 +12,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from aiohttp import web
 
 from simulator.clock import SimClock
-
-if TYPE_CHECKING:
-    from simulator.diffusion import DiffusionJob
-    from simulator.images import StoredImage
-    from simulator.task_model import ImageTask
-    from simulator.webhooks import WebhookAttempt
+from simulator.images import StoredImage
+from simulator.task_model import ImageTask
 
 Plan = Literal["free", "developer"]
 Dialect = Literal["default", "spec"]
@@ -120,6 +116,36 @@ class RecordedRequest:
     fault_phase: FaultPhase | None = None
     status: int | None = None
     created_id: str | None = None
+
+
+@dataclass
+class DiffusionJob:
+    """One diffusion job: when its output is ready and until when it is kept."""
+
+    job_id: int
+    kind: str
+    account_key: str
+    created_at: float
+    ready_at: float
+    expires_at: float
+    output: tuple[str, ...]
+    generation_time: float
+
+
+@dataclass(frozen=True)
+class WebhookAttempt:
+    """One delivery attempt: the receiver's HTTP status, or the connection error."""
+
+    task_id: str
+    url: str
+    attempt: int
+    status: int | None
+    error: str | None
+    at: float
+
+    @property
+    def delivered(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
 
 
 @dataclass

@@ -8,30 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
-from simulator.state import SimulatorState
+from simulator.state import SimulatorState, WebhookAttempt
 
 BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0)
-
-
-@dataclass(frozen=True)
-class WebhookAttempt:
-    """One delivery attempt: the receiver's HTTP status, or the connection error."""
-
-    task_id: str
-    url: str
-    attempt: int
-    status: int | None
-    error: str | None
-    at: float
-
-    @property
-    def delivered(self) -> bool:
-        return self.status is not None and 200 <= self.status < 300
 
 
 def backoff(attempt: int, time_scale: float) -> float:
