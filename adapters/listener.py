@@ -60,7 +60,6 @@ RESERVED_FILES = 64
 ACCEPT_ERROR = "socket.accept() out of system resource"
 _BODY_LIMIT_ATTRIBUTE = "_genbot_max_body_bytes"
 _BODY_TIMEOUT_ATTRIBUTE = "_genbot_body_timeout"
-_REFUSALS = web.RequestKey("genbot_refusals", "RefusalLog")
 _UNAVAILABLE = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 
 
@@ -148,6 +147,9 @@ class RefusalLog:
         if self._pending:
             self.flush()
             self._arm()
+
+
+_REFUSALS = web.RequestKey("genbot_refusals", RefusalLog)
 
 
 _ACCEPT_ERRORS = RefusalLog("accepting connections", 60.0)

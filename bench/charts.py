@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
 
 from bench.report import percentile
 
 if TYPE_CHECKING:
-    from bench.streaming import StreamingCell
-    from bench.tracking import TrackingRow
+    from matplotlib.figure import Figure
 
 CHART_DIR = Path(__file__).resolve().parents[1] / "docs" / "images" / "benchmarks"
 STALENESS_PNG = CHART_DIR / "streaming-staleness.png"
@@ -26,7 +26,37 @@ STALENESS_BIN_SECONDS = 0.5
 DPI = 110
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+class StreamingCell(Protocol):
+    """What the staleness chart reads of one policy's figures for one N
+    (:class:`bench.streaming.StreamingCell`)."""
+
+    @property
+    def policy(self) -> str: ...
+    @property
+    def streams(self) -> int: ...
+    @property
+    def stale_at(self) -> list[float]: ...
+    @property
+    def stale_seconds(self) -> list[float]: ...
+
+
+class TrackingRow(Protocol):
+    """What the tracking charts read of one variant's figures
+    (:class:`bench.tracking.TrackingRow`)."""
+
+    @property
+    def variant(self) -> str: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def status_requests(self) -> int: ...
+    @property
+    def cycles(self) -> float: ...
+    @property
+    def latency(self) -> list[float]: ...
+
+
+def _pyplot() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -112,11 +142,11 @@ def finished_to_posted(rows: Sequence[TrackingRow], path: Path) -> Path:
     return _save(figure, path)
 
 
-def _save(figure: object, path: Path) -> Path:
+def _save(figure: Figure, path: Path) -> Path:
     plt = _pyplot()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()  # type: ignore[attr-defined]
-    figure.savefig(path, dpi=DPI)  # type: ignore[attr-defined]
+    figure.tight_layout()
+    figure.savefig(path, dpi=DPI)
     plt.close(figure)
     return path
 

@@ -22,6 +22,7 @@ handled by the next process: every accepted command has a job
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import time
 from collections import Counter
@@ -203,7 +204,7 @@ class CrashReport:
     def restarted(self, job: dict[str, Any]) -> bool:
         """Whether ``job`` was dropped as never sent (its command was handled again, or its
         user told to run it again)."""
-        return job["status"] == "create_failed"
+        return bool(job["status"] == "create_failed")
 
     @property
     def unconfirmed(self) -> list[dict[str, Any]]:
@@ -254,9 +255,9 @@ class CrashReport:
         waiting = [m["id"] for m in self.final_view.values() if m["text"].startswith("⏳")]
         if waiting:
             problems.append(f"progress messages still waiting at the end: {waiting}")
-        twice = [job_id for job_id, count in self.creations.items() if count > 1]
-        if twice:
-            problems.append(f"created twice at the provider: {twice}")
+        created_twice = [job_id for job_id, count in self.creations.items() if count > 1]
+        if created_twice:
+            problems.append(f"created twice at the provider: {created_twice}")
         missing = {str(job["id"]) for job in self.posted} - set(self.creations)
         if missing:
             problems.append(f"posted without a creation request: {sorted(missing)}")
@@ -293,7 +294,7 @@ async def crash_scenario(
                 elif style == "delivering":
                     batch_prompts = [PROMPT.format(number=n) for n in range(first - batch, first)]
                     await browser.until(
-                        lambda b=browser, wanted=batch_prompts: first_result_of(b, wanted),
+                        functools.partial(first_result_of, browser, batch_prompts),
                         30.0,
                         "a first result of the batch",
                     )

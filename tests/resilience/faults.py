@@ -257,14 +257,14 @@ async def collect(session: Session, size: FaultSize) -> dict[str, str]:
     presses = [(grid, action) for action in PRESSES for grid in grids]
     pressed: list[Request] = []
     for grid, action in presses[: size.requests - len(session.requests)]:
-        event = ButtonPress(
+        press = ButtonPress(
             user=USER,
             place=PLACE,
             message_id=grid.result_message_id or "",
             action=action,
             ref=grid.id,
         )
-        pressed.append(await session.send(f"{action} on {grid.prompt}", event))
+        pressed.append(await session.send(f"{action} on {grid.prompt}", press))
     for request in pressed:
         outcomes[request.label] = await job_outcome(session, request)
     assert len(outcomes) == len(session.requests) == size.requests, "not enough grids to press"

@@ -231,13 +231,17 @@ class Playground:
 
 def job_of(message: Message) -> str:
     """The job a result message belongs to: the ref in its buttons' custom ids."""
-    refs = {button["custom_id"].split(":", 2)[2] for row in message["buttons"] for button in row}
+    refs = {
+        str(button["custom_id"]).split(":", 2)[2] for row in message["buttons"] for button in row
+    }
     assert len(refs) == 1, refs
     return refs.pop()
 
 
 def custom_id(message: Message, label: str) -> str:
-    return next(b["custom_id"] for row in message["buttons"] for b in row if b["label"] == label)
+    return next(
+        str(b["custom_id"]) for row in message["buttons"] for b in row if b["label"] == label
+    )
 
 
 def read_database(path: Path, query: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
