@@ -5,7 +5,8 @@ Action names are genbot's own (:mod:`bot.follow_ups` maps a provider's spelling 
 ``upscale1..4``, ``reroll``, ``variation1..4``; upscale follow-ups ``high_variation``,
 ``low_variation``, ``vary_region``, ``outpaint_2``, ``outpaint_1.5``, ``outpaint_custom``,
 ``outpaint_square``, ``pan_left|right|up|down``,
-``upscale_subtle|creative|2x|4x|light|beta``, ``seed``; describe ``describe_pick1..4``;
+``upscale_subtle|creative|2x|4x|light|beta``, ``seed``; describe ``describe_pick1..4``,
+``describe_again`` (🔄) and ``describe_all`` (Imagine all);
 diffusion ``diff_reroll``, ``diff_upscale``, ``diff_init``; and ``settings`` (a form only).
 """
 
@@ -67,6 +68,8 @@ LABELS: dict[str, str] = {
     "upscale_beta": "Upscale (Beta)",
     "seed": "🌱 Seed",
     **{f"describe_pick{i}": str(i) for i in range(1, 5)},
+    "describe_again": "🔄",
+    "describe_all": "Imagine all",
     "diff_reroll": "🔄",
     "diff_upscale": "Upscale",
     "diff_init": "Use as init",
@@ -125,8 +128,11 @@ def task_buttons(
 def describe_buttons(
     ref: str, count: int = 4, *, pressed: Collection[str] = ()
 ) -> tuple[tuple[Button, ...], ...]:
-    """``1 2 3 4`` under a describe result: each starts an imagine job with that prompt."""
-    return (tuple(_button(a, ref, pressed) for a in DESCRIBE_ACTIONS[:count]),)
+    """``1 2 3 4 🔄`` and ``Imagine all`` under a describe result: a number imagines that
+    prompt (after editing it, see :mod:`bot.jobs.describe`), 🔄 describes the image again,
+    Imagine all imagines the four prompts."""
+    picks = tuple(_button(a, ref, pressed) for a in (*DESCRIBE_ACTIONS[:count], "describe_again"))
+    return (picks, (_button("describe_all", ref, pressed),))
 
 
 def diffusion_buttons(
@@ -180,7 +186,11 @@ def derivative_for(action: str) -> Derivative | None:
     if action in ("pan_left", "pan_right", "pan_up", "pan_down"):
         return Derivative("gen", "pan", {"direction": action.removeprefix("pan_")})
     if action in DESCRIBE_ACTIONS:
-        return Derivative("gen", "imagine", {"describe_index": action[-1]})
+        return Derivative("gen", "imagine", {"describe_index": action[-1]}, needs_input=True)
+    if action == "describe_all":
+        return Derivative("gen", "imagine", {"describe_index": "all"})
+    if action == "describe_again":
+        return Derivative("gen", "describe")
     if action == "diff_reroll":
         return Derivative("diff", "rerun")
     if action == "diff_upscale":

@@ -364,10 +364,20 @@ def decode_custom_id(custom_id: str) -> tuple[str, str] | None:
 
 
 MODAL_ACTIONS: frozenset[str] = frozenset(
-    {"vary_region", "outpaint_custom", "diff_init", "settings"}
+    {
+        "vary_region",
+        "outpaint_custom",
+        "diff_init",
+        "settings",
+        "describe_pick1",
+        "describe_pick2",
+        "describe_pick3",
+        "describe_pick4",
+    }
 )
-"""Button actions whose press opens a form. Adapters must not defer such a press: the core answers
-it with :meth:`Surface.open_modal` (or an ephemeral refusal) right away."""
+"""Button actions whose press may open a form. Adapters must not defer such a press: the core
+answers it with :meth:`Surface.open_modal` (or an ephemeral refusal) right away — or, for a
+describe pick that runs at once, starts the job (adapters acknowledge a slow press late)."""
 
 
 class EventHandler(Protocol):

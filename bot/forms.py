@@ -1,5 +1,6 @@
-"""The editors' forms: Custom Zoom, Vary (Region) and Use as init — what they ask, how a
-submission is read, and the same form again with the user's values and what was wrong.
+"""The editors' forms: Custom Zoom, Vary (Region), Use as init and a describe pick's prompt —
+what they ask, how a submission is read, and the same form again with the user's values and
+what was wrong.
 
 Custom Zoom offers the common factors as a select plus a free value. Vary (Region) offers the
 preset areas as a select, and a ``region`` field for coordinates — or, in the playground, an
@@ -128,6 +129,12 @@ def init_form(
     return Modal("Use as init image", "diff_init", ref, (text, strength), error)
 
 
+def pick_form(action: str, ref: str, prompt: str, error: str = "") -> Modal:
+    """A describe pick (``describe_pickN``): its prompt, to edit before it is imagined."""
+    field = ModalField(PROMPT_FIELD, "Prompt", "", prompt[:PROMPT_MAX], True, PROMPT_MAX, True)
+    return Modal(f"Imagine prompt {action[-1]}", action, ref, (field,), error)
+
+
 def form_for(
     action: str,
     ref: str,
@@ -144,6 +151,8 @@ def form_for(
         return region_form(ref, prompt, image_url=image_url, values=values, error=error)
     if action == "diff_init":
         return init_form(ref, prompt, values, error)
+    if action.startswith("describe_pick"):
+        return pick_form(action, ref, _value(values, PROMPT_FIELD, prompt), error)
     return None
 
 

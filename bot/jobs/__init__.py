@@ -25,6 +25,7 @@ from bot.config import Settings
 from bot.core import Feature, Lifecycle, SurfaceRegistry
 from bot.jobs.cancel import JobCancel
 from bot.jobs.delivery import Delivery
+from bot.jobs.describe import DescribeButtons
 from bot.jobs.diffusion import DiffusionJobs
 from bot.jobs.hosting import MediaHost, media_folder
 from bot.jobs.images import ImageJobs
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "Delivery",
     "DeliveryRetry",
+    "DescribeButtons",
     "DiffusionJobs",
     "ImageJobs",
     "JobCancel",
@@ -78,11 +80,12 @@ class JobEngines:
     tools: JobTools
     cancel: JobCancel
     ticker: ProgressTicker
+    describe: DescribeButtons
 
     @property
     def features(self) -> list[Feature]:
         """The features to give the core."""
-        return [self.images, self.diffusion, self.cancel]
+        return [self.images, self.diffusion, self.cancel, self.describe]
 
     @property
     def services(self) -> list[Lifecycle]:
@@ -185,4 +188,5 @@ def build_job_engines(
         tools,
         JobCancel(store, surfaces, delivery, watch),
         ProgressTicker(store, delivery, every=limits_settings.progress_tick_seconds),
+        DescribeButtons(starter, provider, store),
     )

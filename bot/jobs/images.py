@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar, get_args
 
 from bot.actions import (
-    DESCRIBE_ACTIONS,
     GRID_ACTIONS,
     UPSCALE_ACTIONS,
     derivative_for,
@@ -82,7 +81,7 @@ BLEND_DIMENSIONS: tuple[BlendDimension, ...] = get_args(BlendDimension)
 UPSCALE_INDEXES: tuple[UpscaleIndex, ...] = get_args(UpscaleIndex)
 VARIATION_INDEXES: tuple[VariationIndex, ...] = get_args(VariationIndex)
 PAN_DIRECTIONS: tuple[PanDirection, ...] = get_args(PanDirection)
-IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, *DESCRIBE_ACTIONS, "seed"})
+IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, "seed"})
 BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
 
 
@@ -99,6 +98,16 @@ def read_form(event: ModalSubmit) -> ZoomInput | RegionInput:
     if form.prompt is not None:
         check_prompt(form.prompt)
     return form
+
+
+def creator(call: Create) -> Submit:
+    """A job's submit step from a task creation call: the provider's task id."""
+
+    async def submit(job: Job, hook: Webhook | None) -> Submitted:
+        answer = await call(hook)
+        return Submitted(answer.task_id)
+
+    return submit
 
 
 def with_webhook(request: RequestT, hook: Webhook | None) -> RequestT:
@@ -202,7 +211,7 @@ class ImageJobs:
         return await self._starter.start(
             event,
             spec,
-            self._creator(lambda hook: self._tasks.imagine(with_webhook(request, hook))),
+            creator(lambda hook: self._tasks.imagine(with_webhook(request, hook))),
         )
 
     async def describe(
@@ -217,7 +226,7 @@ class ImageJobs:
         return await self._starter.start(
             event,
             spec,
-            self._creator(lambda hook: self._tasks.describe(with_webhook(request, hook))),
+            creator(lambda hook: self._tasks.describe(with_webhook(request, hook))),
         )
 
     async def _describe_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
@@ -250,7 +259,7 @@ class ImageJobs:
         params = {"image_urls": urls, "dimension": dimension, "process_mode": mode}
         spec = JobSpec("task", "blend", "", params, webhook=True)
         await self._starter.start(
-            event, spec, self._creator(lambda hook: self._tasks.blend(with_webhook(request, hook)))
+            event, spec, creator(lambda hook: self._tasks.blend(with_webhook(request, hook)))
         )
 
     async def _defaults(
@@ -279,9 +288,6 @@ class ImageJobs:
             assert modal is not None
             surface = self._starter.surfaces.get(event.place.platform)
             await surface.open_modal(event, modal)
-            return
-        if event.action in DESCRIBE_ACTIONS:
-            await self._describe_pick(event, parent)
             return
         derivative = derivative_for(event.action)
         if derivative is None or derivative.family != "gen":
@@ -425,35 +431,9 @@ class ImageJobs:
                 refused.append(FollowUpRefused(action, error))
                 raise refused[-1] from error
 
-        job = await self._starter.start(event, spec, self._creator(create))
+        job = await self._starter.start(event, spec, creator(create))
         if refused and not form:
             await disable_follow_up(
                 self._starter.store, self._starter.delivery, spec.parent.id, action
             )
         return job
-
-    async def _describe_pick(self, event: ButtonPress, parent: Job) -> None:
-        if parent.type != "describe" or parent.status not in ("finished", "posting", "posted"):
-            raise UserError("That button does not work on this message.")
-        prompts = [str(p) for p in parent.result.get("prompts", [])]
-        number = int(event.action[-1])
-        if number > len(prompts):
-            raise UserError(f"This description has no prompt {number}.")
-        prompt = prompts[number - 1]
-        mode = choice(parent.parameters.get("process_mode"), PROCESS_MODES, "process_mode")
-        request = ImagineRequest(prompt=prompt, process_mode=mode)
-        params = {"aspect_ratio": None, "process_mode": mode}
-        spec = JobSpec("task", "imagine", prompt, params, parent, event.action, webhook=True)
-        await self._starter.start(
-            event,
-            spec,
-            self._creator(lambda hook: self._tasks.imagine(with_webhook(request, hook))),
-        )
-
-    @staticmethod
-    def _creator(call: Create) -> Submit:
-        async def submit(job: Job, hook: Webhook | None) -> Submitted:
-            answer = await call(hook)
-            return Submitted(answer.task_id)
-
-        return submit

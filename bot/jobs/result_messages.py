@@ -7,6 +7,7 @@ was started) and drawn primary, as Midjourney marks used buttons.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from typing import Any
 
@@ -17,6 +18,8 @@ from bot.follow_ups import follow_up_buttons
 from bot.jobs import texts
 from bot.jobs.media import ImageBytes, MediaError, MediaFetcher, UnreadableImage
 from storage import Job
+
+log = logging.getLogger(__name__)
 
 Buttons = tuple[tuple[Button, ...], ...]
 
@@ -44,7 +47,10 @@ class ResultMessages:
         if job.family == "task" and job.type == "describe":
             prompts = [str(p) for p in job.result.get("prompts", [])]
             text = texts.describe_text(job, prompts)
-            return OutMessage(text=text, buttons=self.buttons(job), mention_user_id=mention), {}
+            described = await self._described_image(job)
+            return OutMessage(
+                text=text, images=described, buttons=self.buttons(job), mention_user_id=mention
+            ), {}
         images: list[ImageFile] = []
         extra: dict[str, Any] = {}
         try:
@@ -95,6 +101,19 @@ class ResultMessages:
             return describe_buttons(job.id, count, pressed=used) if count else ()
         per_row = self._surfaces.get(job.platform).limits.max_buttons_per_row
         return follow_up_buttons(job, per_row, size, pressed=used)
+
+    async def _described_image(self, job: Job) -> tuple[ImageFile, ...]:
+        """The image a describe job described, shown with its prompts (none when it cannot be
+        fetched any more: the prompts still stand)."""
+        url = str(job.parameters.get("image_url") or "")
+        if not url:
+            return ()
+        try:
+            image = await self._media.fetch(url)
+        except MediaError as error:
+            log.info("job %s: the described image is not shown: %s", job.id, error)
+            return ()
+        return (ImageFile(f"described-{job.id}.{image.extension}", image.data, image.content_type),)
 
     def _image_urls(self, job: Job) -> list[str]:
         if job.family == "diffusion":

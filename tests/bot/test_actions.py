@@ -99,8 +99,15 @@ def test_unknown_actions_are_ignored_and_pressed_ones_are_primary():
 
 
 def test_describe_and_diffusion_buttons():
-    assert labels(describe_buttons("d")) == [["1", "2", "3", "4"]]
-    assert [b.action for b in describe_buttons("d")[0]] == list(DESCRIBE_ACTIONS)
+    assert labels(describe_buttons("d")) == [["1", "2", "3", "4", "🔄"], ["Imagine all"]]
+    picks, (imagine_all,) = describe_buttons("d")
+    assert [b.action for b in picks] == [*DESCRIBE_ACTIONS, "describe_again"]
+    assert imagine_all.action == "describe_all"
+    assert labels(describe_buttons("d", 2, pressed={"describe_pick2"})) == [
+        ["1", "2", "🔄"],
+        ["Imagine all"],
+    ]
+    assert describe_buttons("d", 2, pressed={"describe_pick2"})[0][1].style == "primary"
     assert labels(diffusion_buttons("x")) == [["🔄", "Upscale", "Use as init"]]
     assert labels(diffusion_buttons("x", upscale=False)) == [["🔄", "Use as init"]]
 
@@ -144,7 +151,7 @@ def test_every_custom_id_fits_with_a_16_character_ref(action: str):
         ("upscale_light", Derivative("gen", "upscale", {"index": "light"})),
         ("upscale_beta", Derivative("gen", "upscale", {"index": "beta"})),
         ("seed", Derivative("gen", "seed")),
-        ("describe_pick4", Derivative("gen", "imagine", {"describe_index": "4"})),
+        ("describe_pick4", Derivative("gen", "imagine", {"describe_index": "4"}, needs_input=True)),
         ("diff_reroll", Derivative("diff", "rerun")),
         ("diff_upscale", Derivative("diff", "upscale")),
         ("diff_init", Derivative("diff", "img2img", needs_input=True)),
@@ -167,6 +174,8 @@ def test_every_button_action_means_a_request_and_only_forms_need_input():
         *DESCRIBE_ACTIONS,
         *DIFFUSION_ACTIONS,
         "seed",
+        "describe_again",
+        "describe_all",
     }
 
 

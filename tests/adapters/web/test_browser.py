@@ -195,3 +195,49 @@ async def test_one_message_per_job_marked_buttons_and_the_region_editor(tmp_path
         assert at(0.3, 0.35) == 255, "inside the drawn rectangle"
         assert at(0.05, 0.05) == at(0.8, 0.8) == at(0.3, 0.8) == 0, "outside it (lasso undone)"
         assert page_errors == []
+
+
+async def test_describe_shows_the_image_and_imagine_all_starts_its_prompts(tmp_path: Path) -> None:
+    roomy = LimitsSettings(
+        poll_interval_min=0.01, poll_interval_max=0.1, max_concurrent_jobs_per_user=5
+    )
+    async with real_stack(tmp_path, limits=roomy) as stack, chromium() as browser:
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(WAIT_MS)
+        page_errors: list[str] = []
+        page.on("pageerror", lambda error: page_errors.append(str(error)))
+        await page.goto(stack.url + "/")
+        await expect(page.locator(".connection.live")).to_be_visible(timeout=WAIT_MS)
+
+        picture = io.BytesIO()
+        Image.new("RGB", (64, 48), "teal").save(picture, format="PNG")
+        upload = {"name": "cat.png", "mimeType": "image/png", "buffer": picture.getvalue()}
+        await page.locator('#composer-slot input[type="file"]').set_input_files(files=[upload])
+        await expect(page.locator("#composer-slot .tray-item:not(.uploading)")).to_have_count(1)
+        box = page.locator("#composer-slot textarea")
+        await box.fill("/describe")
+        await page.locator("#composer-slot .send-button").click()
+        await expect(box).to_have_value("")
+
+        described = page.locator("article.message.kind-bot").filter(
+            has=page.locator('.btn[data-custom-id^="gb:describe_all:"]')
+        )
+        await expect(described.locator("img")).to_have_count(1)
+        await expect(described.locator(".btn")).to_have_text(
+            ["1", "2", "3", "4", "🔄", "Imagine all"]
+        )
+        await expect(described).to_contain_text("Described — four prompts for your image")
+
+        await described.locator(".btn", has_text="Imagine all").click()
+        await expect(described.locator(".btn", has_text="Imagine all")).to_have_class(
+            re.compile("btn-primary")
+        )
+        grids = page.locator("article.message.kind-bot").filter(
+            has=page.locator('.btn[data-custom-id^="gb:upscale1:"]')
+        )
+        await expect(grids).to_have_count(4)
+        [describe] = stack.sim.state.requests_to("/gen/v2/describe")
+        imagined = [r.body["prompt"] for r in stack.sim.state.requests_to("/gen/v2/imagine")]
+        assert len(imagined) == 4 and len(set(imagined)) == 4
+        assert describe.body["image_url"].endswith(".png")
+        assert page_errors == []

@@ -6,6 +6,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from simulator.state import SimulatorConfig
+from storage import Job
 from tests.bot.harness import harness
 from tests.bot.jobs.support import (
     GRID_LABELS,
@@ -16,6 +18,9 @@ from tests.bot.jobs.support import (
     press,
     run_command,
 )
+from tests.fakes.platform import PostedMessage
+
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 
 
 async def test_describe_posts_four_prompts_whose_buttons_imagine_them(tmp_path: Path) -> None:
@@ -27,15 +32,62 @@ async def test_describe_posts_four_prompts_whose_buttons_imagine_them(tmp_path: 
         done = await bot.settled(job.id)
         prompts = done.result["prompts"]
         assert len(prompts) == 4
-        assert [b.label for b in described.buttons] == ["1", "2", "3", "4"]
+        assert [b.label for b in described.buttons] == ["1", "2", "3", "4", "🔄", "Imagine all"]
         for digit, prompt in zip(("1️⃣", "2️⃣", "3️⃣", "4️⃣"), prompts, strict=True):
             assert f"{digit} {prompt}" in described.text
         assert bodies(bot.sim, "/gen/v2/describe") == [{"image_url": url}]
+        assert described.message.images == (), "an image that cannot be fetched is left out"
 
-        pick, grid = await press(bot, alice, described, "2")
-        assert pick.type == "imagine" and pick.prompt == prompts[1]
-        assert bodies(bot.sim, "/gen/v2/imagine")[0]["prompt"] == prompts[1]
+        await alice.press(described, "2")
+        _, form = bot.platform.modals[-1]
+        assert (form.action, form.fields[0].default) == ("describe_pick2", prompts[1])
+        await alice.submit(form, prompt="")
+        _, again = bot.platform.modals[-1]
+        assert again.notice == "The prompt is empty; write what to imagine."
+        await alice.submit(form, prompt=f"watercolor {prompts[1]}")
+        pick = await bot.latest_job()
+        assert pick.type == "imagine", (bot.platform.ephemerals, bot.platform.modals[-1])
+        grid = await bot.result(pick.id)
+        assert pick.type == "imagine" and pick.prompt == f"watercolor {prompts[1]}"
+        assert bodies(bot.sim, "/gen/v2/imagine")[0]["prompt"] == pick.prompt
         assert [b.label for b in grid.buttons] == GRID_LABELS
+        assert described.button("2").style == "primary"
+
+        await bot.store.set_scope_settings("user", "fake", "alice", remix=False)
+        at_once, _ = await press(bot, alice, described, "3")
+        assert at_once.prompt == prompts[2] and len(bot.platform.modals) == 2
+
+
+async def test_describe_shows_the_image_and_redescribes_and_imagines_all(tmp_path: Path) -> None:
+    async with harness(tmp_path, sim_config=MANUAL) as bot:
+        alice = bot.actor()
+
+        async def finished(started: Job) -> PostedMessage:
+            bot.sim.advance(120)
+            return await bot.result(started.id)
+
+        await alice.command("imagine", prompt="a lighthouse")
+        await finished(await bot.latest_job())
+        shown = (await bot.latest_job()).result_urls[0]
+        await alice.command("describe", url=shown)
+        job = await bot.latest_job()
+        described = await finished(job)
+        served = await bot.jobs.media.fetch(shown)
+        assert [i.data for i in described.message.images] == [served.data]
+
+        await alice.press(described, "🔄")
+        again = await bot.latest_job()
+        redescribed = await finished(again)
+        assert again.type == "describe" and again.parameters["image_url"] == shown
+        assert redescribed.message.images and redescribed.ref != described.ref
+
+        await alice.press(described, "Imagine all")
+        imagined = [j for j in await bot.all_jobs() if (j.action or "").startswith("describe_all")]
+        prompts = (await bot.settled(job.id)).result["prompts"]
+        assert sorted(j.prompt for j in imagined) == sorted(prompts[:3]), "the cap is 3 jobs"
+        (refusal,) = bot.platform.ephemerals_for("alice")
+        assert refusal.startswith("Imagine all could not start every prompt:\n4: You already")
+        assert described.button("Imagine all").style == "primary"
 
 
 async def test_describe_of_an_attached_image(tmp_path: Path) -> None:
