@@ -9,8 +9,9 @@ from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.chat.tools import ChatImageTools
 from bot.config import ChatSettings, Settings
 from bot.core import Core, SurfaceRegistry
+from bot.home import HomeFeature
 from bot.jobs import JobEngines, build_job_engines
-from storage import Storage
+from storage import SettingValues, Storage
 
 
 def chat_defaults(chat: ChatSettings) -> ChatDefaults:
@@ -56,11 +57,19 @@ def build_core(
         plan=settings.api.plan,
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
     )
+    home = HomeFeature(
+        store,
+        surfaces,
+        jobs.delivery.results,
+        defaults=SettingValues(model=settings.chat.model, temperature=settings.chat.temperature),
+        daily_credit_budget=settings.limits.daily_credit_budget_per_user,
+    )
     core = Core(
         surfaces,
-        [*jobs.features, chat, account],
+        [*jobs.features, chat, account, home],
         conversations=chat,
         services=jobs.services,
         plan=settings.api.plan,
+        home=home,
     )
     return core, jobs

@@ -21,6 +21,7 @@ from bot.events import (
     ButtonPress,
     Command,
     Event,
+    HomeOpened,
     InboundEvent,
     ModalSubmit,
     OptionValue,
@@ -74,6 +75,14 @@ class Conversations(Protocol):
         ...
 
 
+class Homes(Protocol):
+    """The part of genbot that draws a user's home (Slack's App Home)."""
+
+    async def on_home(self, event: HomeOpened) -> None:
+        """Show ``event.user`` their home."""
+        ...
+
+
 class Lifecycle(Protocol):
     """Something the core starts and stops with itself (the tracker, a webhook receiver)."""
 
@@ -116,9 +125,11 @@ class Core:
         services: Sequence[Lifecycle] = (),
         *,
         plan: str = "developer",
+        home: Homes | None = None,
     ) -> None:
         self.surfaces = surfaces
         self.plan = plan
+        self._home = home
         self._conversations = conversations
         self._services = services
         self._by_command: dict[str, Feature] = {}
@@ -177,6 +188,9 @@ class Core:
             await self._owner(event.action).on_button(event)
         elif isinstance(event, ModalSubmit):
             await self._owner(event.action).on_modal(event)
+        elif isinstance(event, HomeOpened):
+            if self._home is not None:
+                await self._home.on_home(event)
         elif self._conversations is not None:
             await self._conversations.on_message(event)
 

@@ -127,7 +127,13 @@ class ModalSubmit(Event):
     values: Mapping[str, str] = field(default_factory=dict)
 
 
-InboundEvent = Command | UserMessage | ButtonPress | ModalSubmit
+@dataclass(frozen=True, kw_only=True)
+class HomeOpened(Event):
+    """A user opened their home with genbot (Slack's App Home tab); ``place`` is their own
+    conversation with genbot."""
+
+
+InboundEvent = Command | UserMessage | ButtonPress | ModalSubmit | HomeOpened
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,23 @@ class JobWriter(JobReader, Protocol):
         ...
 
 
+class JobHistory(Protocol):
+    """A requester's recent jobs."""
+
+    async def recent_jobs(
+        self,
+        platform: str,
+        requester_id: str,
+        *,
+        workspace_id: str | None = None,
+        statuses: Iterable[JobStatus] = ("posted",),
+        limit: int = 10,
+    ) -> list[Job]:
+        """The requester's newest jobs in ``statuses`` (only ``workspace_id``'s when given),
+        newest first, at most ``limit``."""
+        ...
+
+
 class JobAdmission(Protocol):
     """Creating jobs within a requester's limits."""
 
@@ -419,6 +436,7 @@ class Storage(
     UsageLedger,
     EventDedupe,
     SlackInstallations,
+    JobHistory,
     Protocol,
 ):
     """Everything a backend offers: what the composition root opens and closes."""

@@ -16,15 +16,13 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.say_stream.async_say_stream import AsyncSayStream
-from slack_bolt.request.async_request import AsyncBoltRequest
-from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -40,6 +38,7 @@ from .inbound import (
     SLASH_COMMANDS,
     SlackOrigin,
     attachments_from_files,
+    home_opened,
     mentions,
     place_for,
     plain_text,
@@ -48,13 +47,13 @@ from .inbound import (
     submit_from_view,
     user_for,
 )
+from .redelivery import Redeliveries
 from .shared_images import command_images
 from .surface import SlackSurface
 from .transport import EVENTS_PATH, checked_call, open_socket, serve_http
 
 log = logging.getLogger(__name__)
 
-SEEN_EVENTS_MAX = 4096
 NAMES_MAX = 4096
 ACCEPTED_MESSAGE_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 STOP_GRACE_SECONDS = 2.0
@@ -110,7 +109,6 @@ class SlackAdapter:
         self.app: AsyncApp | None = None
         self._listener: Listener | None = None
         self._socket: AsyncSocketModeHandler | None = None
-        self._seen: OrderedDict[str, None] = OrderedDict()
         self._names: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.runner = AdapterRunner(handler, self.surface, platform="slack")
         self.http_port: int | None = None
@@ -205,9 +203,10 @@ class SlackAdapter:
         )
         if self.distribution is not None:
             self.distribution.listen(app)
-        app.middleware(self._skip_redeliveries)
+        app.middleware(Redeliveries().skip)
         app.event("app_mention")(self._on_mention)
         app.event("message")(self._on_message)
+        app.event("app_home_opened")(self._on_home_opened)
         for slash in SLASH_COMMANDS:
             app.command(slash)(self._on_command)
         app.action(CUSTOM_ID_PATTERN)(self._on_action)
@@ -215,30 +214,6 @@ class SlackAdapter:
         return app
 
     # Redeliveries ----------------------------------------------------------------------------
-
-    async def _skip_redeliveries(
-        self, body: dict[str, Any], req: AsyncBoltRequest, next: Callable[[], Awaitable[None]]
-    ) -> BoltResponse | None:
-        """Answer once per Events API ``event_id``. A retry Slack sent because we were slow
-        (``http_timeout``) is dropped even when unseen: the first delivery is still running
-        here or ran before a restart. Retries after failed connections are handled once."""
-        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
-        if not event_id:
-            await next()
-            return None
-        retry_num = _header(req.headers, "x-slack-retry-num")
-        reason = _header(req.headers, "x-slack-retry-reason")
-        is_retry = retry_num.isdigit() and int(retry_num) > 0
-        if event_id in self._seen or (is_retry and reason == "http_timeout"):
-            log.info(
-                "Skipping redelivered Slack event %s (retry %s, %s)", event_id, retry_num, reason
-            )
-            return BoltResponse(status=200, body="")
-        self._seen[event_id] = None
-        while len(self._seen) > SEEN_EVENTS_MAX:
-            self._seen.popitem(last=False)
-        await next()
-        return None
 
     # Events ------------------------------------------------------------------------------------
 
@@ -304,6 +279,19 @@ class SlackAdapter:
             attachments=attachments_from_files(event.get("files")),
             mentions_bot=mentions_bot,
         )
+
+    async def _on_home_opened(
+        self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        if event.get("tab") == "home":
+            self.runner.submit(self._home_opened(body, event, context))
+
+    async def _home_opened(
+        self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
+    ) -> InboundEvent | None:
+        team = str(body.get("team_id") or self.team_id)
+        user = await self._user(context, team, str(event.get("user") or ""))
+        return home_opened(team, event, user)
 
     # Slash commands -----------------------------------------------------------------------------
 
@@ -388,10 +376,3 @@ def stream_origin(say_stream: AsyncSayStream | None) -> SlackOrigin:
     return SlackOrigin(
         thread_ts=say_stream.thread_ts, recipient_team_id=say_stream.recipient_team_id
     )
-
-
-def _header(headers: Mapping[str, Any], name: str) -> str:
-    value = headers.get(name)
-    if isinstance(value, list | tuple):
-        value = value[0] if value else None
-    return str(value) if value is not None else ""

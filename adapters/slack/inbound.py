@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.commands import COMMANDS, command
-from bot.events import Attachment, ButtonPress, ModalSubmit, Place, User, decode_custom_id
+from bot.events import (
+    Attachment,
+    ButtonPress,
+    HomeOpened,
+    ModalSubmit,
+    Place,
+    User,
+    decode_custom_id,
+)
 
 from .formatting import decode_place
 
@@ -169,10 +177,26 @@ def url_attachment(url: str) -> Attachment:
 
 def press_from_action(body: Mapping[str, Any], admin_ids: frozenset[str]) -> ButtonPress | None:
     """A ``block_actions`` payload as a press of one of genbot's buttons. A press on a thread's
-    parent (Slack gives it ``thread_ts`` equal to its own ``ts``) happened in the channel."""
+    parent (Slack gives it ``thread_ts`` equal to its own ``ts``) happened in the channel; a
+    press on the App Home tab happened in the user's conversation with genbot (kept in the
+    view's ``private_metadata``), on no message."""
     actions = body.get("actions") or []
     decoded = decode_custom_id(str(actions[0].get("action_id", ""))) if actions else None
     container = body.get("container") or {}
+    view = body.get("view") or {}
+    if decoded is not None and container.get("type") == "view" and view.get("type") == "home":
+        team = str((body.get("team") or {}).get("id") or view.get("team_id") or "")
+        place = decode_place(str(view.get("private_metadata") or ""), team)
+        if place is None:
+            return None
+        return ButtonPress(
+            user=_actor(body, admin_ids),
+            place=place,
+            context=SlackOrigin(body.get("trigger_id")),
+            message_id="",
+            action=decoded[0],
+            ref=decoded[1],
+        )
     channel_id = container.get("channel_id") or (body.get("channel") or {}).get("id")
     message_ts = container.get("message_ts")
     if decoded is None or not channel_id or not message_ts:
@@ -191,6 +215,22 @@ def press_from_action(body: Mapping[str, Any], admin_ids: frozenset[str]) -> But
         message_id=str(message_ts),
         action=decoded[0],
         ref=decoded[1],
+    )
+
+
+def home_opened(team_id: str, event: Mapping[str, Any], user: User) -> HomeOpened | None:
+    """``app_home_opened`` on the Home tab as :class:`HomeOpened` (its ``channel`` is the
+    user's conversation with genbot); ``None`` for the Messages tab."""
+    channel = str(event.get("channel") or "")
+    if event.get("tab") != "home" or not channel:
+        return None
+    return HomeOpened(user=user, place=place_for(team_id, channel, None, "im"))
+
+
+def _actor(body: Mapping[str, Any], admin_ids: frozenset[str]) -> User:
+    user = body.get("user") or {}
+    return user_for(
+        str(user.get("id")), str(user.get("username") or user.get("name") or ""), admin_ids
     )
 
 

@@ -32,9 +32,13 @@ LOOKUP_IMPOSSIBLE = frozenset(
 """Refusals of the look-up that no retry can cure: the message is posted without it."""
 
 
-def key_metadata(key: str) -> dict[str, Any]:
-    """The ``metadata`` argument of ``chat.postMessage`` for a message with ``key``."""
-    return {"event_type": EVENT_TYPE, "event_payload": {"key": key}}
+def key_metadata(key: str, files: Iterable[str] = ()) -> dict[str, Any]:
+    """The ``metadata`` argument of ``chat.postMessage`` for a message with ``key`` (and the
+    ids of the files uploaded with it, which the message itself does not show)."""
+    payload: dict[str, Any] = {"key": key}
+    if files:
+        payload["files"] = list(files)
+    return {"event_type": EVENT_TYPE, "event_payload": payload}
 
 
 def carries_key(message: Mapping[str, Any], key: str) -> bool:
@@ -55,6 +59,7 @@ class EarlierPost:
     key: str
     message_ts: str | None = None
     files: dict[str, str] = field(default_factory=dict)
+    file_ids: dict[str, str] = field(default_factory=dict)
 
     def note(self, messages: Iterable[Mapping[str, Any]]) -> None:
         """Take in one page of messages."""
@@ -67,6 +72,8 @@ class EarlierPost:
             for file in message.get("files") or []:
                 if isinstance(file, Mapping) and file.get("name"):
                     self.files.setdefault(str(file["name"]), ts)
+                    if file.get("id"):
+                        self.file_ids.setdefault(str(file["name"]), str(file["id"]))
 
 
 async def find_earlier(
@@ -121,3 +128,41 @@ async def look_back(client: AsyncWebClient, call: Call, place: Place, earlier: E
         cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
         if earlier.message_ts is not None or not page.get("has_more") or cursor is None:
             return
+
+
+async def files_of(client: AsyncWebClient, call: Call, place: Place, ts: str) -> tuple[str, ...]:
+    """The ids of the files message ``ts`` in ``place`` shows: those its metadata names (a
+    keyed message posted after its upload), else its own."""
+    if place.thread_id is None or place.thread_id == ts:
+        page = await call(
+            "conversations.history",
+            client.conversations_history(
+                channel=place.channel_id,
+                latest=ts,
+                oldest=ts,
+                inclusive=True,
+                limit=1,
+                include_all_metadata=True,
+            ),
+        )
+    else:
+        page = await call(
+            "conversations.replies",
+            client.conversations_replies(
+                channel=place.channel_id,
+                ts=place.thread_id,
+                latest=ts,
+                oldest=ts,
+                inclusive=True,
+                limit=2,
+                include_all_metadata=True,
+            ),
+        )
+    for message in page.get("messages") or []:
+        if message.get("ts") != ts:
+            continue
+        metadata = message.get("metadata") or {}
+        named = (metadata.get("event_payload") or {}).get("files") or []
+        own = [f.get("id") for f in message.get("files") or [] if isinstance(f, Mapping)]
+        return tuple(str(i) for i in (named or own) if i)
+    return ()

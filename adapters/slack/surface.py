@@ -34,6 +34,7 @@ from bot.events import (
     Attachment,
     Command,
     Event,
+    HomeOpened,
     ImageFile,
     MessageGone,
     MessageRef,
@@ -46,6 +47,7 @@ from bot.events import (
     WorkStatus,
     WriteKind,
 )
+from bot.home import HomeView
 
 from .calls import SlackCalls
 from .errors import SlackRefused
@@ -58,11 +60,13 @@ from .formatting import (
     notice_blocks,
     plain_notice,
 )
+from .home import HomeTab, ResultFiles
 from .inbound import SlackOrigin
 from .keyed import EarlierPost, find_earlier, key_metadata, look_back
 from .status import StatusLine
 from .streaming import SlackStream, StreamSupport
 from .tokens import OneWorkspace, TeamTokens
+from .uploads import FILE_REF_PREFIX, file_ids, images_ref
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +74,6 @@ log = logging.getLogger(__name__)
 # workspace-wide chat.update budget (Tier 3) comes from [limits] slack_updates_per_minute.
 CHANNEL_WRITES_PER_WINDOW = 5
 CHANNEL_WINDOW_SECONDS = 5.0
-FILE_REF_PREFIX = "file:"
 METHOD_TIERS: Mapping[WriteKind, int | None] = MappingProxyType(
     {"send": None, "stream_start": 20, "stream_append": 100, "stream_stop": 20}
 )
@@ -124,6 +127,7 @@ class SlackSurface:
         )
         self.streaming = StreamSupport()
         self.status = StatusLine(self.client_for, self._call)
+        self.home = HomeTab(self.client_for, self._call, ResultFiles(self.client_for, self._call))
 
     async def close(self) -> None:
         """Release the HTTP session used for downloads and response URLs."""
@@ -162,7 +166,8 @@ class SlackSurface:
         images = tuple(i for i in message.images if i.filename not in earlier.files)
         upload = await self._upload(place, images) if images else None
         if message.images and not message.text.strip() and not message.buttons:
-            return MessageRef(place, _images_ref(upload, earlier, message.images, place))
+            return MessageRef(place, images_ref(upload, earlier, message.images, place))
+        uploaded = file_ids(upload, earlier, message.images)
         response = await self._call(
             "chat.postMessage",
             client.chat_postMessage(
@@ -172,10 +177,12 @@ class SlackSurface:
                 blocks=message_blocks(message),
                 unfurl_links=False,
                 unfurl_media=False,
-                metadata=key_metadata(message.key) if message.key else None,
+                metadata=key_metadata(message.key, uploaded) if message.key else None,
             ),
         )
         self.status.posted(place.channel_id, place.thread_id)
+        if uploaded:
+            self.home.files.remember(place.channel_id, str(response["ts"]), uploaded)
         return MessageRef(place, str(response["ts"]))
 
     async def posted(self, place: Place, key: str) -> MessageRef | None:
@@ -275,6 +282,14 @@ class SlackSurface:
         """Genbot is done being ``status`` in ``place``."""
         await self.status.end(place, status, origin)
 
+    async def publish_home(self, event: HomeOpened, view: HomeView) -> None:
+        """Show ``view`` on the user's App Home tab (see :mod:`adapters.slack.home`)."""
+        await self.home.publish(event, view)
+
+    async def repost(self, ref: MessageRef, place: Place, message: OutMessage) -> MessageRef:
+        """Post ``message`` in ``place`` under the images result ``ref`` shows."""
+        return await self.home.repost(ref, place, message)
+
     async def send_ephemeral(self, origin: Event, text: str) -> None:
         notice, blocks = plain_notice(text), notice_blocks(text)
         context = _origin(origin)
@@ -357,29 +372,3 @@ class SlackSurface:
 
 def _origin(event: Event) -> SlackOrigin:
     return event.context if isinstance(event.context, SlackOrigin) else SlackOrigin()
-
-
-def _shared_ts(upload: Mapping[str, Any], channel_id: str) -> str | None:
-    for file in upload.get("files") or []:
-        for shares in (file.get("shares") or {}).values():
-            for share in shares.get(channel_id) or []:
-                if share.get("ts"):
-                    return str(share["ts"])
-    return None
-
-
-def _images_ref(
-    upload: Mapping[str, Any] | None,
-    earlier: EarlierPost,
-    images: tuple[ImageFile, ...],
-    place: Place,
-) -> str:
-    """The message id of a text-less image post: the upload's, else the earlier one's."""
-    if upload is None:
-        return earlier.files[images[0].filename]
-    return _shared_ts(upload, place.channel_id) or _file_ref(upload)
-
-
-def _file_ref(upload: Mapping[str, Any]) -> str:
-    files = upload.get("files") or [{}]
-    return FILE_REF_PREFIX + str(files[0].get("id", "unknown"))

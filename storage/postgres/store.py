@@ -14,6 +14,7 @@ from psycopg.rows import dict_row
 from storage.errors import StorageError
 from storage.postgres.base import Clock, Connection
 from storage.postgres.conversations import PostgresConversations
+from storage.postgres.history import PostgresJobHistory
 from storage.postgres.jobs import PostgresJobs
 from storage.postgres.leasing import PostgresJobLeasing
 from storage.postgres.ledger import PostgresLedger
@@ -39,6 +40,7 @@ class PostgresStore(
     PostgresSettings,
     PostgresLedger,
     PostgresSlackInstallations,
+    PostgresJobHistory,
 ):
     """genbot's storage on PostgreSQL: every interface of :mod:`storage.interfaces`, safe for
     many processes at once.

@@ -19,6 +19,7 @@ from storage.sqlite.admission import SqliteJobAdmission
 from storage.sqlite.base import Clock
 from storage.sqlite.conversations import SqliteConversations
 from storage.sqlite.events import SqliteEventDedupe
+from storage.sqlite.history import SqliteJobHistory
 from storage.sqlite.job_messages import SqliteMessageLinks
 from storage.sqlite.jobs import SqliteJobs
 from storage.sqlite.leasing import SqliteJobLeasing
@@ -59,6 +60,7 @@ class SqliteStore(
     SqliteLedger,
     SqliteEventDedupe,
     SqliteSlackInstallations,
+    SqliteJobHistory,
 ):
     """genbot's storage in one SQLite file: every interface of :mod:`storage.interfaces`.
 

@@ -26,6 +26,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.slack_api import SlackWebApi
+from tests.fakes.slack_home import SlackHomeApi
 from tests.fakes.slack_model import (
     ApiCall,
     Ephemeral,
@@ -49,7 +50,7 @@ Args = dict[str, Any]
 LOGIN_PAGE = "<html><body>Sign in to Slack</body></html>"
 
 
-class FakeSlack(SlackWebApi, SlackStreamingApi, SlackOAuth, SlackPayloads):
+class FakeSlack(SlackWebApi, SlackStreamingApi, SlackOAuth, SlackHomeApi, SlackPayloads):
     """A Slack workspace with one bot, answering on a loopback port."""
 
     def __init__(
@@ -107,6 +108,7 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackOAuth, SlackPayloads):
         self.downloads: list[tuple[str, bool]] = []
         self.ephemerals: list[Ephemeral] = []
         self.views: list[FakeView] = []
+        self.home_views: dict[tuple[str, str], dict[str, Any]] = {}
         self.responses: list[ResponsePost] = []
         self.external_files: dict[str, bytes] = {}
         self.external_requests: list[ExternalRequest] = []
@@ -134,6 +136,7 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackOAuth, SlackPayloads):
             **self.web_api_methods(),
             **self.streaming_methods(),
             **self.oauth_methods(),
+            **self.home_methods(),
         }
 
     # Lifecycle -----------------------------------------------------------------------------

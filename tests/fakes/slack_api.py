@@ -62,6 +62,8 @@ class SlackWebApi:
 
         def thread(self, channel: str, thread_ts: str) -> list[FakeMessage]: ...
 
+        def image_errors(self, blocks: Any) -> list[str]: ...
+
         def _add_message(
             self,
             channel: str,
@@ -103,7 +105,7 @@ class SlackWebApi:
     def _check_content(self, text: str, blocks: Any) -> None:
         if len(text) > TEXT_MAX:
             raise SlackError("msg_too_long")
-        errors = message_block_errors(blocks)
+        errors = message_block_errors(blocks) + self.image_errors(blocks)
         if errors:
             raise SlackError("invalid_blocks", errors=errors)
         if blocks_text_length(blocks) > BLOCKS_TEXT_MAX:
@@ -215,6 +217,7 @@ class SlackWebApi:
         messages = self.thread(str(args.get("channel")), str(args.get("ts")))
         if not messages:
             raise SlackError("thread_not_found")
+        messages = [m for m in messages if _within(m, args)]
         cursor = str(args.get("cursor") or "")
         if cursor and not cursor.startswith(CURSOR_PREFIX):
             raise SlackError("invalid_cursor")
@@ -233,12 +236,11 @@ class SlackWebApi:
         channel = str(args.get("channel") or "")
         if channel in self.channels_without_bot:
             raise SlackError("not_in_channel")
-        oldest = float(args.get("oldest") or 0)
         limit = int(args.get("limit") or 100)
         top_level = [
             m
             for m in self.channels.get(channel, [])
-            if (m.thread_ts is None or m.thread_ts == m.ts) and float(m.ts) > oldest
+            if (m.thread_ts is None or m.thread_ts == m.ts) and _within(m, args)
         ]
         newest_first = sorted(top_level, key=lambda m: float(m.ts), reverse=True)[:limit]
         with_metadata = _flag(args.get("include_all_metadata"))
@@ -322,6 +324,16 @@ class SlackWebApi:
                     message.ts,
                 )
         return {"files": [f.payload() for f in files]}
+
+
+def _within(message: FakeMessage, args: Args) -> bool:
+    """Whether ``message`` lies between ``oldest`` and ``latest`` (both excluded unless
+    ``inclusive``), as conversations.history and conversations.replies filter."""
+    ts, inclusive = float(message.ts), _flag(args.get("inclusive"))
+    oldest, latest = args.get("oldest"), args.get("latest")
+    if oldest not in (None, "") and (ts < float(oldest) or (ts == float(oldest) and not inclusive)):
+        return False
+    return latest in (None, "") or ts < float(latest) or (ts == float(latest) and inclusive)
 
 
 def _flag(value: Any) -> bool:

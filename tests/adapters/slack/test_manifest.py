@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from adapters.slack.distribution import BOT_SCOPES
 from adapters.slack.inbound import SLASH_COMMANDS
 
 MANIFEST = Path(__file__).resolve().parents[3] / "config" / "slack-manifest.yaml"
@@ -57,6 +58,7 @@ def test_every_scope_the_adapter_needs_is_requested() -> None:
 def test_events_interactivity_and_socket_mode() -> None:
     text = MANIFEST.read_text(encoding="utf-8")
     assert set(listed("bot_events")) == {
+        "app_home_opened",
         "app_mention",
         "message.channels",
         "message.groups",
@@ -65,3 +67,10 @@ def test_events_interactivity_and_socket_mode() -> None:
     }
     assert re.search(r"interactivity:\n\s+is_enabled: true", text)
     assert "socket_mode_enabled: true" in text
+
+
+def test_the_oauth_install_asks_for_the_manifests_scopes_and_home_is_on() -> None:
+    assert set(BOT_SCOPES) == set(listed("bot"))
+    text = MANIFEST.read_text(encoding="utf-8")
+    assert "home_tab_enabled: true" in text
+    assert "/slack/oauth_redirect" in text

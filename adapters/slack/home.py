@@ -1,0 +1,226 @@
+"""genbot's App Home tab on Slack, and results posted again from it.
+
+The core's :class:`~bot.home.HomeView` becomes a ``home`` view published with
+``views.publish``: the user's defaults with a button that opens the settings form, their usage
+today, and their last image jobs, each with its image as a thumbnail and a button that posts
+the result again. The view's ``private_metadata`` holds the user's conversation with genbot,
+where presses on the tab are answered.
+
+Thumbnails and copies use the images Slack already holds (Block Kit ``slack_file``), so
+nothing is downloaded or uploaded again: a result message carries the ids of its uploaded
+files in its metadata (:func:`~adapters.slack.keyed.key_metadata`); :class:`ResultFiles` keeps
+them for the messages this process posted and reads them back from Slack for older ones. A
+result whose files are gone shows no thumbnail (and is posted again from the provider's
+images by the core).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.events import HomeOpened, MessageRef, OutMessage, Place, SurfaceError
+from bot.home import HomeJob, HomeView
+
+from .calls import Call
+from .errors import SlackRefused
+from .formatting import (
+    encode_place,
+    escape_mrkdwn,
+    fallback_text,
+    markdown_to_mrkdwn,
+    message_blocks,
+)
+from .keyed import files_of
+
+log = logging.getLogger(__name__)
+Clients = Callable[[str], Awaitable[AsyncWebClient]]
+
+REMEMBERED_MESSAGES = 2048
+HOME_CALLBACK_ID = "gb:home:"
+ALT_TEXT_MAX = 2000
+
+
+class ResultFiles:
+    """The Slack files each result message shows, by message."""
+
+    def __init__(self, clients: Clients, call: Call) -> None:
+        self._clients = clients
+        self._call = call
+        self._known: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+
+    def remember(self, channel: str, ts: str, file_ids: Sequence[str]) -> None:
+        """The message ``ts`` in ``channel`` shows ``file_ids`` (this process posted it)."""
+        self._known[(channel, ts)] = tuple(file_ids)
+        while len(self._known) > REMEMBERED_MESSAGES:
+            self._known.popitem(last=False)
+
+    async def of(self, ref: MessageRef) -> tuple[str, ...]:
+        """The files ``ref`` shows; ``()`` when Slack has none (or cannot say)."""
+        key = (ref.place.channel_id, ref.message_id)
+        if key in self._known:
+            return self._known[key]
+        if ref.message_id.startswith("file:"):
+            return (ref.message_id.removeprefix("file:"),)
+        try:
+            client = await self._clients(ref.place.workspace_id)
+            found = await files_of(client, self._call, ref.place, ref.message_id)
+        except SlackRefused as refused:
+            log.info("no files for %s: %s", ref.message_id, refused.code)
+            return ()
+        self.remember(*key, found)
+        return found
+
+
+def image_block(file_id: str, alt_text: str) -> dict[str, Any]:
+    """An image block showing a file Slack holds."""
+    return {"type": "image", "slack_file": {"id": file_id}, "alt_text": _alt(alt_text)}
+
+
+def home_view(
+    view: HomeView, conversation: Place, thumbnails: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The ``home`` view of ``view``; ``thumbnails`` maps job ids to Slack file ids."""
+    thumbnails = thumbnails or {}
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": "genbot"}},
+        {
+            "type": "section",
+            "block_id": "gb_defaults",
+            "text": {"type": "mrkdwn", "text": _defaults(view)},
+            "accessory": _button(view.change_settings.label, view.change_settings.custom_id),
+        },
+        {
+            "type": "section",
+            "block_id": "gb_usage",
+            "text": {"type": "mrkdwn", "text": _usage(view)},
+        },
+        {"type": "divider"},
+        {"type": "header", "text": {"type": "plain_text", "text": "Your last images"}},
+    ]
+    if not view.jobs:
+        blocks.append(_section("No images yet: try `/imagine a fox in the snow`."))
+    for job in view.jobs:
+        blocks += _job_blocks(job, thumbnails.get(job.job.id))
+    return {
+        "type": "home",
+        "callback_id": HOME_CALLBACK_ID,
+        "private_metadata": encode_place(conversation),
+        "blocks": blocks,
+    }
+
+
+def repost_blocks(file_ids: Sequence[str], message: OutMessage) -> list[dict[str, Any]]:
+    """A copy of a result: its images (the files Slack holds), then its text and buttons."""
+    return [*(image_block(f, message.text) for f in file_ids), *message_blocks(message)]
+
+
+def _defaults(view: HomeView) -> str:
+    lines = ["*Your defaults*"]
+    for setting in view.settings:
+        lines.append(
+            f"• {escape_mrkdwn(setting.label)}: `{escape_mrkdwn(setting.value)}` "
+            f"_({escape_mrkdwn(setting.source)})_"
+        )
+    return "\n".join(lines)
+
+
+def _usage(view: HomeView) -> str:
+    usage = view.usage
+    budget = view.daily_credit_budget
+    credits = f"{usage.credits:,} image credits" + (f" of your {budget:,} a day" if budget else "")
+    return f"*Today (UTC)*\n{usage.tokens:,} chat tokens · {credits}"
+
+
+def _job_blocks(job: HomeJob, thumbnail: str | None) -> list[dict[str, Any]]:
+    when = datetime.fromtimestamp(job.job.created_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    section: dict[str, Any] = {
+        "type": "section",
+        "block_id": f"gb_job_{job.job.id}",
+        "text": {"type": "mrkdwn", "text": f"{markdown_to_mrkdwn(job.title)}\n_{when}_"[:3000]},
+    }
+    if thumbnail is not None:
+        section["accessory"] = {
+            "type": "image",
+            "slack_file": {"id": thumbnail},
+            "alt_text": _alt(job.job.prompt or job.title),
+        }
+    actions = {
+        "type": "actions",
+        "block_id": f"gb_repost_{job.job.id}",
+        "elements": [_button(job.repost.label, job.repost.custom_id)],
+    }
+    return [section, actions]
+
+
+def _button(label: str, action_id: str) -> dict[str, Any]:
+    return {
+        "type": "button",
+        "text": {"type": "plain_text", "text": label[:75], "emoji": True},
+        "action_id": action_id,
+        "value": action_id,
+    }
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _alt(text: str) -> str:
+    return (text or "image")[:ALT_TEXT_MAX]
+
+
+class HomeTab:
+    """Publishes homes and posts results again, with the files Slack holds."""
+
+    def __init__(self, clients: Clients, call: Call, files: ResultFiles) -> None:
+        self._clients = clients
+        self._call = call
+        self.files = files
+
+    async def publish(self, event: HomeOpened, view: HomeView) -> None:
+        """Show ``view`` on ``event.user``'s App Home tab (without thumbnails when Slack
+        refuses one: a file deleted since)."""
+        thumbnails: dict[str, str] = {}
+        for job in view.jobs:
+            found = await self.files.of(job.result) if job.result is not None else ()
+            if found:
+                thumbnails[job.job.id] = found[0]
+        client = await self._clients(event.place.workspace_id)
+        for shown in (thumbnails, {}):
+            try:
+                await self._call(
+                    "views.publish",
+                    client.views_publish(
+                        user_id=event.user.id, view=home_view(view, event.place, shown)
+                    ),
+                )
+                return
+            except SlackRefused as refused:
+                if not shown or refused.code not in ("invalid_blocks", "invalid_arguments"):
+                    raise
+                log.info("the home of %s without thumbnails: %s", event.user.id, refused.code)
+
+    async def repost(self, ref: MessageRef, place: Place, message: OutMessage) -> MessageRef:
+        """Post ``message`` in ``place`` under the images result ``ref`` shows."""
+        found = await self.files.of(ref)
+        if not found:
+            raise SurfaceError("the result's images are no longer on Slack")
+        client = await self._clients(place.workspace_id)
+        response = await self._call(
+            "chat.postMessage",
+            client.chat_postMessage(
+                channel=place.channel_id,
+                thread_ts=place.thread_id,
+                text=fallback_text(message),
+                blocks=repost_blocks(found, message),
+                unfurl_links=False,
+                unfurl_media=False,
+            ),
+        )
+        return MessageRef(place, str(response["ts"]))

@@ -1,0 +1,59 @@
+"""Slack's redeliveries of Events API events, answered once.
+
+Slack sends an event again when the app was slow to answer (``X-Slack-Retry-Reason:
+http_timeout``) or a delivery failed; :class:`Redeliveries` is a bolt middleware that lets each
+``event_id`` through once. A retry for ``http_timeout`` is dropped even when unseen: the first
+delivery is still running here or ran before a restart. Retries after failed connections are
+handled once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+
+log = logging.getLogger(__name__)
+
+SEEN_EVENTS_MAX = 4096
+
+
+class Redeliveries:
+    """Remembers the newest ``SEEN_EVENTS_MAX`` event ids of this process."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[str, None] = OrderedDict()
+
+    async def skip(
+        self, body: dict[str, Any], req: AsyncBoltRequest, next: Callable[[], Awaitable[None]]
+    ) -> BoltResponse | None:
+        """bolt middleware: answer a redelivered event with an empty 200, else go on."""
+        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
+        if not event_id:
+            await next()
+            return None
+        retry_num = header(req.headers, "x-slack-retry-num")
+        reason = header(req.headers, "x-slack-retry-reason")
+        is_retry = retry_num.isdigit() and int(retry_num) > 0
+        if event_id in self._seen or (is_retry and reason == "http_timeout"):
+            log.info(
+                "Skipping redelivered Slack event %s (retry %s, %s)", event_id, retry_num, reason
+            )
+            return BoltResponse(status=200, body="")
+        self._seen[event_id] = None
+        while len(self._seen) > SEEN_EVENTS_MAX:
+            self._seen.popitem(last=False)
+        await next()
+        return None
+
+
+def header(headers: Mapping[str, Any], name: str) -> str:
+    """One request header as text (bolt gives lists)."""
+    value = headers.get(name)
+    if isinstance(value, list | tuple):
+        value = value[0] if value else None
+    return str(value) if value is not None else ""

@@ -1,0 +1,213 @@
+"""A user's home with genbot (Slack's App Home tab): their defaults with a button to change
+them, their usage today, and their last image jobs, each with a button that posts its result
+again in their conversation with genbot.
+
+The core gathers what the home shows (:class:`HomeView`) and the surface draws it, through its
+optional ``publish_home(event, view)``. Posting a result again uses the surface's optional
+``repost(ref, place, message)`` (the platform copies the images it already holds); without
+it, or when it cannot, the result is built again from the provider's images (or its link).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.account import SETTINGS_ACTION
+from bot.core import SurfaceRegistry, UserError
+from bot.events import (
+    Button,
+    ButtonPress,
+    Command,
+    HomeOpened,
+    MessageRef,
+    ModalSubmit,
+    OptionValue,
+    RateLimited,
+    SurfaceError,
+)
+from bot.jobs import texts
+from bot.jobs.marks import place_of
+from bot.jobs.result_messages import ResultMessages
+from storage import (
+    EffectiveSettings,
+    Job,
+    JobHistory,
+    JobReader,
+    MessageLinks,
+    SettingsReader,
+    SettingValues,
+    UsageLedger,
+    UsageTotals,
+)
+
+log = logging.getLogger(__name__)
+
+REPOST_ACTION = "repost"
+RECENT_JOBS = 10
+IMAGE_FAMILIES = frozenset({"task", "diffusion"})
+SHOWN_SETTINGS: tuple[tuple[str, str], ...] = (
+    ("model", "Chat model"),
+    ("temperature", "Temperature"),
+    ("process_mode", "Image speed"),
+    ("aspect_ratio", "Aspect ratio"),
+)
+SOURCES = {
+    "user": "yours",
+    "channel": "this channel's",
+    "workspace": "the workspace's",
+    "default": "genbot's default",
+}
+
+
+@dataclass(frozen=True)
+class HomeSetting:
+    """One default as the user gets it: its label, value and where it comes from."""
+
+    label: str
+    value: str
+    source: str
+
+
+@dataclass(frozen=True)
+class HomeJob:
+    """One of the user's recent image jobs; ``result`` is its posted result, when known."""
+
+    job: Job
+    title: str
+    result: MessageRef | None
+    repost: Button
+
+
+@dataclass(frozen=True)
+class HomeView:
+    """What a user's home shows."""
+
+    settings: tuple[HomeSetting, ...]
+    change_settings: Button
+    usage: UsageTotals
+    daily_credit_budget: int | None
+    jobs: tuple[HomeJob, ...]
+
+
+class HomeStorage(SettingsReader, UsageLedger, JobHistory, JobReader, MessageLinks, Protocol):
+    """What the home reads (and the links of re-posted results)."""
+
+
+Publish = Callable[..., Awaitable[None]]
+Repost = Callable[..., Awaitable[MessageRef]]
+
+
+class HomeFeature:
+    """Draws homes and posts results again (the ``repost`` button)."""
+
+    commands: frozenset[str] = frozenset()
+    actions = frozenset({REPOST_ACTION})
+
+    def __init__(
+        self,
+        store: HomeStorage,
+        surfaces: SurfaceRegistry,
+        results: ResultMessages,
+        *,
+        defaults: SettingValues | None = None,
+        daily_credit_budget: int | None = None,
+    ) -> None:
+        self.store = store
+        self.surfaces = surfaces
+        self.results = results
+        self.defaults = defaults or SettingValues()
+        self.daily_credit_budget = daily_credit_budget or None
+
+    async def on_home(self, event: HomeOpened) -> None:
+        """Draw ``event.user``'s home, where the surface has one."""
+        surface = self.surfaces.get(event.place.platform)
+        publish: Publish | None = getattr(surface, "publish_home", None)
+        if publish is not None:
+            await publish(event, await self.view(event))
+
+    async def view(self, event: HomeOpened) -> HomeView:
+        """What ``event.user``'s home shows now."""
+        place, user = event.place, event.user
+        settings = await self.store.effective_settings(
+            place.platform,
+            user_id=user.id,
+            channel_id=None,
+            workspace_id=place.workspace_id or None,
+            defaults=self.defaults,
+        )
+        usage = await self.store.usage_for_user(place.platform, user.id)
+        jobs = await self.store.recent_jobs(
+            place.platform, user.id, workspace_id=place.workspace_id, limit=RECENT_JOBS * 2
+        )
+        images = [job for job in jobs if _has_image(job)][:RECENT_JOBS]
+        return HomeView(
+            settings=_settings(settings),
+            change_settings=Button("Change my defaults", SETTINGS_ACTION, "", "primary"),
+            usage=usage,
+            daily_credit_budget=self.daily_credit_budget,
+            jobs=tuple(_home_job(job) for job in images),
+        )
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        raise UserError("genbot's home has no commands.")
+
+    async def on_modal(self, event: ModalSubmit) -> None:
+        raise UserError("This form is no longer supported.")
+
+    async def on_button(self, event: ButtonPress) -> None:
+        """Post the result of the job in the button's reference again, in the presser's
+        conversation with genbot."""
+        job = await self.store.get_job(event.ref)
+        if job is None or job.status != "posted" or job.result_message_id is None:
+            raise UserError("That job has no result to post again.")
+        if job.requester_id != event.user.id and not event.user.is_admin:
+            raise UserError("Only the person who made this image can post it again from here.")
+        surface = self.surfaces.get(event.place.platform)
+        message = self.results.marked(job)
+        original = MessageRef(place_of(job), job.result_message_id)
+        repost: Repost | None = getattr(surface, "repost", None)
+        ref: MessageRef | None = None
+        if repost is not None:
+            try:
+                ref = await repost(original, event.place, message)
+            except (SurfaceError, RateLimited) as error:
+                log.info("could not copy the result of %s: %s", job.id, error)
+        if ref is None:
+            rebuilt, _ = await self.results.result(job, link_instead=True)
+            ref = await surface.send(event.place, rebuilt, origin=event)
+        await self.store.link_message(
+            job.platform, event.place.channel_id, ref.message_id, job.id, "other"
+        )
+
+
+def _has_image(job: Job) -> bool:
+    if job.family not in IMAGE_FAMILIES or job.type in ("describe", "seed"):
+        return False
+    return bool(job.result_urls) and job.result_message_id is not None
+
+
+def _home_job(job: Job) -> HomeJob:
+    result = MessageRef(place_of(job), job.result_message_id) if job.result_message_id else None
+    return HomeJob(
+        job=job,
+        title=texts.result_text(job),
+        result=result,
+        repost=Button("Post again", REPOST_ACTION, job.id),
+    )
+
+
+def _settings(settings: EffectiveSettings) -> tuple[HomeSetting, ...]:
+    shown = []
+    for name, label in SHOWN_SETTINGS:
+        value = getattr(settings, name, None)
+        source = settings.sources.get(name, "default")
+        text = (
+            "provider's default"
+            if value is None
+            else (f"{value:g}" if isinstance(value, float) else str(value))
+        )
+        shown.append(HomeSetting(label, text, SOURCES.get(source, str(source))))
+    return tuple(shown)

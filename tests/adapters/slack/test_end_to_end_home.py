@@ -1,0 +1,123 @@
+"""genbot's App Home end to end: the tab published on ``app_home_opened`` with the user's
+defaults, usage and last images (thumbnails of the files Slack holds), and its buttons: the
+settings form, and a result posted again with buttons that work — also after a restart."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.events import decode_custom_id
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from tests.adapters.slack.end_to_end import (
+    JOB_TIME_SCALE,
+    WAIT,
+    SlackGenbot,
+    bot_message_with_button,
+    created,
+    slack_genbot,
+)
+from tests.fakes.slack import FakeSlack
+
+pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[RunningSimulator]:
+    async with serve(SimulatorConfig(time_scale=JOB_TIME_SCALE)) as running:
+        yield running
+
+
+def texts_of(view: dict[str, Any]) -> str:
+    return "\n".join(
+        b["text"]["text"] for b in view["blocks"] if b.get("type") in ("section", "header")
+    )
+
+
+def buttons_of(view: dict[str, Any]) -> dict[str, str]:
+    """Button label → action id, over sections' accessories and actions blocks."""
+    found = {}
+    for block in view["blocks"]:
+        for element in [block.get("accessory"), *(block.get("elements") or [])]:
+            if isinstance(element, dict) and element.get("type") == "button":
+                found[element["text"]["text"]] = element["action_id"]
+    return found
+
+
+def thumbnails_of(view: dict[str, Any]) -> list[str]:
+    return [
+        b["accessory"]["slack_file"]["id"]
+        for b in view["blocks"]
+        if isinstance(b.get("accessory"), dict) and b["accessory"].get("type") == "image"
+    ]
+
+
+async def open_home(fake: FakeSlack, bot: SlackGenbot, published: int) -> dict[str, Any]:
+    await fake.post_event(bot.url, fake.event_callback(fake.app_home_opened_event("U1", "D1")))
+    await fake.wait_for(lambda: len(fake.calls_to("views.publish")) > published or None, WAIT)
+    home = fake.home_of("U1")
+    assert home is not None
+    return home
+
+
+async def test_the_home_shows_defaults_usage_and_images_and_posts_a_result_again(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    db_path = tmp_path / "genbot.db"
+    async with FakeSlack() as fake:
+        async with slack_genbot(fake, sim, db_path) as bot:
+            await fake.post_command(bot.url, fake.slash_command("/imagine", "a heron at dusk"))
+            grid = await fake.wait_for(bot_message_with_button(fake, "C1", "U1"), WAIT)
+            decoded = decode_custom_id(grid.button("U1")["action_id"])
+            assert decoded is not None
+            await bot.settled(decoded[1])
+
+            home = await open_home(fake, bot, 0)
+            settings = await fake.post_interactive(
+                bot.url, fake.home_action("U1", buttons_of(home)["Change my defaults"])
+            )
+            form = await fake.wait_for(lambda: fake.views, WAIT)
+
+        (uploaded, _) = fake.uploads[0]
+        shown = texts_of(home)
+        assert "Chat model" in shown and "genbot's default" in shown
+        assert "image credits" in shown and "heron at dusk" in shown
+        assert thumbnails_of(home) == [uploaded]
+        assert settings.status == 200 and form[0].callback_id.startswith("gb:settings")
+
+        async with slack_genbot(fake, sim, db_path) as restarted:
+            home = await open_home(fake, restarted, 1)
+            assert thumbnails_of(home) == [uploaded], "found again from the result's metadata"
+            await fake.post_interactive(
+                restarted.url, fake.home_action("U1", buttons_of(home)["Post again"])
+            )
+            copy = await fake.wait_for(bot_message_with_button(fake, "D1", "U1"), WAIT)
+            await fake.post_interactive(
+                restarted.url, fake.block_actions(copy, copy.button("U2")["action_id"])
+            )
+            (upscale,) = await fake.wait_for(lambda: created(sim, "/gen/v2/upscale"), WAIT)
+
+    images = [b for b in copy.blocks if b.get("type") == "image"]
+    assert [i["slack_file"]["id"] for i in images] == [uploaded], "the same file, not re-uploaded"
+    assert len(fake.uploads) == 1
+    assert "heron at dusk" in copy.text
+    assert str(upscale.body["index"]) == "2"
+    assert fake.ephemerals == []
+
+
+async def test_a_home_with_no_images_says_how_to_make_one(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with FakeSlack() as fake, slack_genbot(fake, sim, tmp_path / "g.db") as bot:
+        home = await open_home(fake, bot, 0)
+        await fake.post_event(
+            bot.url, fake.event_callback(fake.app_home_opened_event("U1", "D1", tab="messages"))
+        )
+
+    assert "/imagine" in texts_of(home)
+    assert set(buttons_of(home)) == {"Change my defaults"}
+    assert len(fake.calls_to("views.publish")) == 1, "the Messages tab publishes nothing"
