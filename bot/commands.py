@@ -23,6 +23,10 @@ MAX_ALTERNATIVES = 5
 """The most answers per chat message (``n``): one row of "Use" buttons."""
 
 
+MAX_SEED = 2**32 - 1
+"""Seeds are 32-bit (the provider's own random seeds are; Midjourney's --seed is 0 to 2³²−1)."""
+
+
 @dataclass(frozen=True)
 class Option:
     """One option of a command.
@@ -105,7 +109,14 @@ _DIFFUSION_COMMON: tuple[Option, ...] = (
         max_value=20,
         flags=("--guidance", "--cfg"),
     ),
-    Option("seed", "integer", "Seed (random when absent)", min_value=0, flags=("--seed",)),
+    Option(
+        "seed",
+        "integer",
+        "Seed, 0 to 4294967295 (random when absent)",
+        min_value=0,
+        max_value=MAX_SEED,
+        flags=("--seed",),
+    ),
     Option("lora_model", "string", "LoRA model ids, comma separated", flags=("--lora",)),
     Option("lora_strength", "number", "LoRA strength", flags=("--lora-strength",)),
 )

@@ -32,6 +32,10 @@ _QUOTES = {'"': '"', "“": "”", "'": "'"}
 _FLAG_RE = re.compile(r"(?:--|—)([A-Za-z][\w\-]*)(?:=(.*))?", re.DOTALL)
 _TOKEN_RE = re.compile(r"\S+")
 _ASPECT_RE = re.compile(r"\s*(\d+)\s*:\s*(\d+)\s*")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_BIDI_RE = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+_INVISIBLE_RE = re.compile(r"[\s\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]*")
+_CONTROL_NAMES = {0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x1B: "ESC", 0x7F: "DEL"}
 
 
 class CommandError(ValueError):
@@ -180,7 +184,7 @@ def _number(value: float) -> str:
 def _convert(option: Option, label: str, value: OptionValue) -> OptionValue:
     kind = option.type
     if kind == "string":
-        return str(value).strip()
+        return check_text(str(value), label).strip()
     if kind == "boolean":
         if isinstance(value, bool):
             return value
@@ -202,6 +206,27 @@ def _convert(option: Option, label: str, value: OptionValue) -> OptionValue:
             raise CommandError(f"{label} must be a whole number (got {value!r}).")
         return int(number)
     return number
+
+
+def check_text(text: str, label: str) -> str:
+    """``text`` when it is plain text; :class:`CommandError` naming the problem when it holds
+    a control character (tabs and line breaks are fine), a bidirectional control (which makes
+    text read other than it is), or nothing but invisible characters."""
+    if (control := _CONTROL_RE.search(text)) is not None:
+        code = ord(control.group())
+        name = _CONTROL_NAMES.get(code, "a control character")
+        raise CommandError(f"{label} contains {name} (U+{code:04X}); remove it.")
+    if (bidi := _BIDI_RE.search(text)) is not None:
+        raise CommandError(
+            f"{label} contains a bidirectional override (U+{ord(bidi.group()):04X}), which "
+            "makes text read differently from what it is; remove it."
+        )
+    if text and _INVISIBLE_RE.fullmatch(text) and not text.isspace():
+        raise CommandError(
+            f"{label} has only invisible characters (zero-width spaces and the like); "
+            "write it in visible text."
+        )
+    return text
 
 
 def _check(spec: CommandSpec, option: Option, label: str, value: OptionValue) -> OptionValue:

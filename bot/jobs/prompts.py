@@ -1,19 +1,40 @@
 """Checks genbot applies to image prompts and attachments before anything reaches the provider.
 
 Prompts (unless ``skip_prompt_check``): at most ``MAX_PROMPT_CHARS`` characters, a ``--v`` /
-``--version`` among the model versions of spec 9.2, and a valid ``--ar`` / ``--aspect`` (the
-same rule as the ``aspect_ratio`` option). Attachments: an image type (by content type, else by
-file name) and at most ``[limits] max_upload_bytes``.
+``--version`` among the model versions of spec 9.2, a valid ``--ar`` / ``--aspect`` (the
+same rule as the ``aspect_ratio`` option), a ``--seed`` from 0 to ``MAX_SEED``, and a value
+after every flag that takes one (``--no`` at the end is refused). Attachments: an image type
+(by content type, else by file name) and at most ``[limits] max_upload_bytes``.
 """
 
 from __future__ import annotations
 
 import mimetypes
 
+from bot.commands import MAX_SEED
 from bot.events import Attachment
 from bot.parsing import CommandError, parse_aspect_ratio
 
 MODEL_VERSIONS = ("4", "5", "5.1", "5.2", "6")
+VALUED_FLAGS = {
+    "--no": "--no cars, trees",
+    "--seed": "--seed 1234",
+    "--sameseed": "--sameseed 1234",
+    "--ar": "--ar 16:9",
+    "--aspect": "--aspect 16:9",
+    "--v": "--v 6",
+    "--version": "--version 6",
+    "--chaos": "--chaos 20",
+    "--c": "--c 20",
+    "--stylize": "--stylize 250",
+    "--s": "--s 250",
+    "--quality": "--quality 1",
+    "--q": "--q 1",
+    "--iw": "--iw 1.5",
+    "--stop": "--stop 80",
+    "--weird": "--weird 250",
+}
+"""Prompt flags that take a value, with an example of each."""
 MAX_PROMPT_CHARS = 6000
 
 
@@ -36,6 +57,18 @@ def check_prompt(prompt: str) -> None:
             )
     for value in _flag_values(prompt, ("--ar", "--aspect")):
         parse_aspect_ratio(value, "--ar")
+    for flag in ("--seed", "--sameseed"):
+        for value in _flag_values(prompt, (flag,)):
+            if not value.isdigit() or int(value) > MAX_SEED:
+                raise CommandError(
+                    f"{flag} must be a whole number from 0 to {MAX_SEED} (got {value!r})."
+                )
+    words = prompt.split()
+    for index, word in enumerate(words):
+        if word.lower() in VALUED_FLAGS and (
+            index + 1 == len(words) or words[index + 1].startswith(("--", "—"))
+        ):
+            raise CommandError(f"{word} needs a value after it, like {VALUED_FLAGS[word.lower()]}.")
 
 
 def check_attachment(attachment: Attachment, max_bytes: int) -> None:

@@ -14,7 +14,9 @@ import pytest
 from bot.events import ButtonPress, Command, Event, ModalSubmit, User
 from simulator.server import serve
 from storage import NewJob, SqliteStore
-from tests.resilience.corpus import CORE_CASES, WEB_CASES, WEB_UPLOAD_LIMIT, CoreCase, WebCase
+from tests.resilience import corpus
+from tests.resilience.corpus import WEB_UPLOAD_LIMIT, CoreCase, WebCase
+from tests.resilience.corpus_hostile import HOSTILE_CORE_CASES, HOSTILE_WEB_CASES
 from tests.resilience.support import (
     GENERIC_FAILURE,
     PLACE,
@@ -28,6 +30,8 @@ from tests.resilience.support import (
 from tests.storage.helpers import create_job
 
 USER = User("alice", "Alice")
+CORE_CASES = (*corpus.CORE_CASES, *HOSTILE_CORE_CASES)
+WEB_CASES = (*corpus.WEB_CASES, *HOSTILE_WEB_CASES)
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
 
 
@@ -184,8 +188,8 @@ async def test_playground_refuses_platform_limits(
         assert_untouched(bot, caplog)
 
 
-def test_the_corpus_covers_at_least_sixty_invalid_inputs() -> None:
-    assert len(CORE_CASES) + len(WEB_CASES) >= 60
+def test_the_corpus_covers_at_least_eighty_invalid_inputs() -> None:
+    assert len(CORE_CASES) + len(WEB_CASES) >= 80
     assert len({case.id for case in CORE_CASES} | {case.id for case in WEB_CASES}) == len(
         CORE_CASES
     ) + len(WEB_CASES)
