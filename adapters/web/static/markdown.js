@@ -16,14 +16,20 @@ function safeHref(escapedUrl) {
 
 function inline(escaped) {
   const slots = [];
-  const keep = (html) => `${MARK}${slots.push(html) - 1}${MARK}`;
-  let s = escaped.replace(/`([^`\n]+)`/g, (_, code) => keep(`<code>${code}</code>`));
+  const sources = [];
+  const keep = (html, source = html) => {
+    sources.push(source);
+    return `${MARK}${slots.push(html) - 1}${MARK}`;
+  };
+  const slot = new RegExp(`${MARK}(\\d+)${MARK}`, "g");
+  const unkept = (text) => text.replace(slot, (_, i) => sources[Number(i)]);
+  let s = escaped.replace(/`([^`\n]+)`/g, (whole, code) => keep(`<code>${code}</code>`, whole));
   s = s.replace(/\[([^\]\n]+)\]\(([^)\s]+)\)/g, (whole, label, url) => {
-    const href = safeHref(url);
-    if (!href) return whole;
+    const href = safeHref(unkept(url));
+    if (!href) return unkept(whole);
     return keep(`<a href="${href}" target="_blank" rel="noopener noreferrer">${label}</a>`);
   });
-  s = s.replace(/\bhttps?:\/\/[^\s<]+/g, (found) => {
+  s = s.replace(new RegExp(`\\bhttps?://[^\\s<${MARK}]+`, "g"), (found) => {
     const url = found.split(/&(?:quot|#39|gt|lt);/)[0].replace(/[.,:;!?)\]]+$/, "");
     const link = `<a href="${url}" target="_blank" rel="noopener noreferrer">${url}</a>`;
     return keep(link) + found.slice(url.length);
@@ -33,7 +39,10 @@ function inline(escaped) {
   s = s.replace(/~~(?=\S)([\s\S]*?\S)~~/g, "<del>$1</del>");
   s = s.replace(/(^|[^\w*])\*(?=[^\s*])([^*\n]*?[^\s*])\*(?!\*)/g, "$1<em>$2</em>");
   s = s.replace(/(^|[^\w])_(?=[^\s_])([^_\n]*?[^\s_])_(?!\w)/g, "$1<em>$2</em>");
-  return s.replace(new RegExp(`${MARK}(\\d+)${MARK}`, "g"), (_, i) => slots[Number(i)]);
+  for (let depth = 0; depth <= slots.length && s.includes(MARK); depth++) {
+    s = s.replace(slot, (_, i) => slots[Number(i)]);
+  }
+  return s;
 }
 
 function listItemMatch(line) {
