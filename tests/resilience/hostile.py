@@ -119,7 +119,7 @@ async def upload_flood(
 ) -> Outcome:
     """``browsers`` browsers each load the page, then upload ``files`` images of ``file_mb``
     at once (one request each), against ``[web] upload_cache_mb = cache_mb``."""
-    side = int((file_mb * MB / 3) ** 0.5)
+    side = int((0.9 * file_mb * MB / 3) ** 0.5)
     image = noise_png(side, side)
     outcome = Outcome(attempts=browsers)
     env = {"GENBOT_WEB__UPLOAD_CACHE_MB": str(cache_mb)}
