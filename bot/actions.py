@@ -13,11 +13,19 @@ diffusion ``diff_reroll``, ``diff_upscale``, ``diff_init``; and ``settings`` (a 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from bot.commands import CHAT_MODELS, command, option_choices
-from bot.events import Button, ButtonStyle, Modal, ModalField, OptionValue
+from bot.events import (
+    REMIX_ACTIONS,
+    REMIX_PREFIX,
+    Button,
+    ButtonStyle,
+    Modal,
+    ModalField,
+    OptionValue,
+)
 from bot.forms import form_for
 from bot.parsing import validate_options
 
@@ -75,13 +83,20 @@ LABELS: dict[str, str] = {
     "diff_init": "Use as init",
 }
 """The label of every button action."""
+LABELS.update({action: LABELS[action.removeprefix(REMIX_PREFIX)] for action in REMIX_ACTIONS})
 
 
 def _button(
-    action: str, ref: str, pressed: Collection[str], disabled: Collection[str] = ()
+    action: str,
+    ref: str,
+    pressed: Collection[str],
+    disabled: Collection[str] = (),
+    remix: bool = False,
 ) -> Button:
     style: ButtonStyle = "primary" if action in pressed else "secondary"
-    return Button(LABELS[action], action, ref, style, disabled=action in disabled)
+    remixed = REMIX_PREFIX + action
+    drawn = remixed if remix and remixed in REMIX_ACTIONS else action
+    return Button(LABELS[action], drawn, ref, style, disabled=action in disabled)
 
 
 def _rows(groups: list[list[str]], seed: bool, max_per_row: int, max_rows: int) -> list[list[str]]:
@@ -104,11 +119,13 @@ def task_buttons(
     with_seed: bool | None = None,
     pressed: Collection[str] = (),
     disabled: Collection[str] = (),
+    remix: bool = False,
     max_per_row: int = MAX_BUTTONS_PER_ROW,
     max_rows: int = MAX_ROWS,
 ) -> tuple[tuple[Button, ...], ...]:
     """Button rows for an image task's follow-ups (genbot's action names, see
-    :func:`bot.follow_ups.offered_follow_ups`).
+    :func:`bot.follow_ups.offered_follow_ups`); with ``remix`` the follow-ups that take a
+    prompt are drawn as their ``remix_`` actions (a press opens the prompt form).
 
     A grid gets ``U1 U2 U3 U4 🔄`` / ``V1 V2 V3 V4``; an upscale its follow-ups in rows
     (vary, zoom, pan, second upscales); ``🌱 Seed`` comes last when ``seed`` is among
@@ -122,7 +139,7 @@ def task_buttons(
     if with_seed is None:
         with_seed = "seed" in offered or bool(offered & UPSCALE_ACTIONS)
     rows = _rows([g for g in groups if g], with_seed, max_per_row, max_rows)
-    return tuple(tuple(_button(a, ref, pressed, disabled) for a in row) for row in rows)
+    return tuple(tuple(_button(a, ref, pressed, disabled, remix) for a in row) for row in rows)
 
 
 def describe_buttons(
@@ -166,7 +183,11 @@ _OUTPAINT_ZOOMS = {"outpaint_2": "2", "outpaint_1.5": "1.5", "outpaint_square": 
 
 
 def derivative_for(action: str) -> Derivative | None:
-    """The request a pressed ``action`` means, or ``None`` for an action that is not a job."""
+    """The request a pressed ``action`` means, or ``None`` for an action that is not a job (a
+    ``remix_`` action means its base action, once its prompt form is filled in)."""
+    if action in REMIX_ACTIONS:
+        base = derivative_for(action.removeprefix(REMIX_PREFIX))
+        return None if base is None else replace(base, needs_input=True)
     if action in ("upscale1", "upscale2", "upscale3", "upscale4"):
         return Derivative("gen", "upscale", {"index": action[-1]})
     if action.startswith("upscale_") and action in UPSCALE_ACTIONS:

@@ -369,6 +369,24 @@ def decode_custom_id(custom_id: str) -> tuple[str, str] | None:
     return action, ref
 
 
+REMIX_PREFIX = "remix_"
+REMIX_ACTIONS: frozenset[str] = frozenset(
+    REMIX_PREFIX + action
+    for action in (
+        "reroll",
+        *(f"variation{i}" for i in range(1, 5)),
+        "high_variation",
+        "low_variation",
+        "outpaint_2",
+        "outpaint_1.5",
+        "pan_left",
+        "pan_right",
+        "pan_up",
+        "pan_down",
+    )
+)
+"""Follow-ups drawn for users with Remix on: each press opens a form to change the prompt
+(``remix_`` + the action; see :mod:`bot.jobs.images`)."""
 MODAL_ACTIONS: frozenset[str] = frozenset(
     {
         "vary_region",
@@ -379,6 +397,7 @@ MODAL_ACTIONS: frozenset[str] = frozenset(
         "describe_pick2",
         "describe_pick3",
         "describe_pick4",
+        *REMIX_ACTIONS,
     }
 )
 """Button actions whose press may open a form. Adapters must not defer such a press: the core

@@ -302,7 +302,8 @@ def follow_up_buttons(
     pressed: Collection[str] = (),
 ) -> tuple[tuple[Button, ...], ...]:
     """The buttons under a family B job's result: its follow-ups (:func:`offered_follow_ups`),
-    those the provider refused shown disabled, ``pressed`` ones marked."""
+    those the provider refused shown disabled, ``pressed`` ones marked; remix forms when the
+    job's requester had Remix on (``parameters["remix"]``)."""
     offered = offered_follow_ups(job, size)
     if not offered:
         return ()
@@ -311,5 +312,6 @@ def follow_up_buttons(
         job.id,
         pressed=pressed,
         disabled=refused_actions(job),
+        remix=bool(job.parameters.get("remix")),
         max_per_row=max_per_row,
     )

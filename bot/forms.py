@@ -2,7 +2,8 @@
 what they ask, how a submission is read, and the same form again with the user's values and
 what was wrong.
 
-Custom Zoom offers the common factors as a select plus a free value. Vary (Region) offers the
+Remix (``remix_`` actions) asks for the prompt a follow-up runs with. Custom Zoom offers the
+common factors as a select plus a free value. Vary (Region) offers the
 preset areas as a select, and a ``region`` field for coordinates — or, in the playground, an
 editor that draws rectangles and freehand outlines on the image; the form's notice previews the
 chosen area as a small map. Use as init is pre-filled with the image's prompt.
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.commands import command
-from bot.events import Choice, Modal, ModalField
+from bot.events import REMIX_ACTIONS, Choice, Modal, ModalField
 from bot.masks import PRESETS, Polygon, Region, Shape, parse_region
 from bot.parsing import CommandError, validate_options
 
@@ -135,6 +136,17 @@ def pick_form(action: str, ref: str, prompt: str, error: str = "") -> Modal:
     return Modal(f"Imagine prompt {action[-1]}", action, ref, (field,), error)
 
 
+def remix_form(
+    action: str, ref: str, prompt: str, values: Mapping[str, str] | None = None, error: str = ""
+) -> Modal:
+    """Remix: the prompt a follow-up runs with (the image's own, to edit)."""
+    text = ModalField(
+        PROMPT_FIELD, "Prompt", "What to draw", _value(values, PROMPT_FIELD, prompt)[:PROMPT_MAX],
+        True, PROMPT_MAX, True,
+    )  # fmt: skip
+    return Modal("Remix", action, ref, (text,), error)
+
+
 def form_for(
     action: str,
     ref: str,
@@ -153,6 +165,9 @@ def form_for(
         return init_form(ref, prompt, values, error)
     if action.startswith("describe_pick"):
         return pick_form(action, ref, _value(values, PROMPT_FIELD, prompt), error)
+
+    if action in REMIX_ACTIONS:
+        return remix_form(action, ref, prompt, values, error)
     return None
 
 
@@ -191,6 +206,14 @@ def _regions(values: Mapping[str, str]) -> tuple[Shape, ...]:
             "in percent."
         )
     return tuple(shape for text in chosen for shape in parse_region(text))
+
+
+def read_remix(values: Mapping[str, str]) -> str:
+    """The prompt of a submitted Remix form (it must not be empty)."""
+    prompt = _optional(values, PROMPT_FIELD)
+    if prompt is None:
+        raise CommandError("Remix needs a prompt: write what to draw.")
+    return prompt
 
 
 def read_region(values: Mapping[str, str]) -> RegionInput:

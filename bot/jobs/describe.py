@@ -18,7 +18,8 @@ from bot.core import UserError
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
 from bot.follow_ups import version_for
 from bot.forms import PROMPT_FIELD, pick_form
-from bot.jobs.images import PROCESS_MODES, choice, creator, values_digest, with_webhook
+from bot.jobs.derivatives import choice, values_digest, with_webhook
+from bot.jobs.images import PROCESS_MODES, creator
 from bot.jobs.prompts import check_prompt
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.parsing import CommandError

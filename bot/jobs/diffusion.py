@@ -29,7 +29,7 @@ from bot.config import LimitsSettings
 from bot.core import UserError
 from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
 from bot.forms import form_for, read_init
-from bot.jobs.images import values_digest
+from bot.jobs.derivatives import values_digest
 from bot.jobs.results import diffusion_result_fields, poll_delay
 from bot.jobs.starter import JobSpec, JobStarter, Submitted, Webhook
 from bot.parsing import CommandError

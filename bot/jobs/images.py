@@ -9,15 +9,18 @@ and so validated — before anything is stored or posted, so bad input never lea
 A press is idempotent per (pressed job, action); a form submission per (pressed job, action,
 digest of the normalised values), so a second Custom Zoom of 1.8 finds the first while a zoom of
 1.6 is a new job. Derivatives that failed to start may be pressed again.
+
+Remix (``/settings remix true``, each user's own): the results of a user with Remix on carry
+``remix_`` buttons for the follow-ups that take a prompt (🔄, V1–V4, vary, zoom 2x/1.5x, pan);
+a press opens a form pre-filled with the prompt, and the prompt submitted is sent (when changed)
+and becomes the new job's prompt.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar, get_args
+from typing import get_args
 
 from bot.actions import (
     GRID_ACTIONS,
@@ -30,24 +33,17 @@ from bot.api import (
     DescribeRequest,
     ImagineRequest,
     InpaintRequest,
-    InvalidRequest,
     OutpaintRequest,
-    PanDirection,
-    PanRequest,
     ProcessMode,
     ProviderClient,
-    RerollRequest,
-    UpscaleIndex,
-    UpscaleRequest,
-    VariationIndex,
-    VariationRequest,
 )
 from bot.api.errors import ApiError
 from bot.api.models_task_records import CreateTaskResponse
-from bot.api.models_tasks import WebhookFields
 from bot.core import UserError
 from bot.events import (
     MODAL_ACTIONS,
+    REMIX_ACTIONS,
+    REMIX_PREFIX,
     Attachment,
     ButtonPress,
     Command,
@@ -56,39 +52,45 @@ from bot.events import (
     OptionValue,
 )
 from bot.follow_ups import offered_follow_ups, refused_actions, version_for
-from bot.forms import RegionInput, ZoomInput, form_for, read_region, read_zoom, shape_key
+from bot.forms import (
+    RegionInput,
+    ZoomInput,
+    form_for,
+    read_region,
+    read_remix,
+    read_zoom,
+    shape_key,
+)
+from bot.jobs.derivatives import (
+    ImageRequest,
+    choice,
+    derivative_request,
+    values_digest,
+    with_webhook,
+)
 from bot.jobs.media import MediaError, MediaFetcher
 from bot.jobs.prompts import check_prompt
 from bot.jobs.refusals import FollowUpRefused, disable_follow_up, refuses_follow_up
 from bot.jobs.starter import JobSpec, JobStarter, Submit, Submitted, Webhook
 from bot.masks import build_mask
 from bot.parsing import CommandError
-from storage import Job, SettingsReader
+from storage import EffectiveSettings, Job, SettingsReader
 
-RequestT = TypeVar("RequestT", bound=WebhookFields)
-ChoiceT = TypeVar("ChoiceT", bound=str)
-ImageRequest = (
-    RerollRequest
-    | UpscaleRequest
-    | VariationRequest
-    | OutpaintRequest
-    | PanRequest
-    | InpaintRequest
-)
 Create = Callable[[Webhook | None], Awaitable[CreateTaskResponse]]
 PROCESS_MODES: tuple[ProcessMode, ...] = get_args(ProcessMode)
 BLEND_DIMENSIONS: tuple[BlendDimension, ...] = get_args(BlendDimension)
-UPSCALE_INDEXES: tuple[UpscaleIndex, ...] = get_args(UpscaleIndex)
-VARIATION_INDEXES: tuple[VariationIndex, ...] = get_args(VariationIndex)
-PAN_DIRECTIONS: tuple[PanDirection, ...] = get_args(PanDirection)
-IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, "seed"})
+IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, *REMIX_ACTIONS, "seed"})
 BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
 
 
-def read_form(event: ModalSubmit) -> ZoomInput | RegionInput:
-    """A submitted Custom Zoom or Vary (Region) form, validated (prompt included);
-    :class:`CommandError` says what is wrong."""
+def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | str:
+    """A submitted Custom Zoom, Vary (Region) or Remix form (a remix form is its prompt),
+    validated (prompt included); :class:`CommandError` says what is wrong."""
     form: ZoomInput | RegionInput
+    if event.action in REMIX_ACTIONS:
+        prompt = read_remix(event.values)
+        check_prompt(prompt)
+        return prompt
     if event.action == "outpaint_custom":
         form = read_zoom(event.values)
     elif event.action == "vary_region":
@@ -108,38 +110,6 @@ def creator(call: Create) -> Submit:
         return Submitted(answer.task_id)
 
     return submit
-
-
-def with_webhook(request: RequestT, hook: Webhook | None) -> RequestT:
-    """``request`` with the job's webhook address and secret, when it has them."""
-    if hook is None:
-        return request
-    return request.model_copy(update={"webhook_endpoint": hook[0], "webhook_secret": hook[1]})
-
-
-def values_digest(*values: object) -> str:
-    """A short digest of normalised form values (part of a derivative's idempotency key)."""
-    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def choice(value: object, options: tuple[ChoiceT, ...], name: str) -> ChoiceT | None:
-    """``value`` as one of ``options`` (None stays None); :class:`InvalidRequest` naming
-    ``name`` and the allowed values otherwise."""
-    if value is None:
-        return None
-    for option in options:
-        if option == value:
-            return option
-    allowed = ", ".join(options)
-    raise InvalidRequest(name, allowed, f"{name} must be one of {allowed} (got {value!r})")
-
-
-def required_choice(value: object, options: tuple[ChoiceT, ...], name: str) -> ChoiceT:
-    """Like :func:`choice`, for a value that must be given."""
-    chosen = choice(value, options, name)
-    if chosen is None:
-        raise InvalidRequest(name, ", ".join(options), f"{name} is missing")
-    return chosen
 
 
 def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
@@ -195,7 +165,7 @@ class ImageJobs:
         """Start an imagine job for ``event``'s user in ``event``'s place."""
         if not skip_prompt_check:
             check_prompt(prompt)
-        aspect_ratio, process_mode = await self._defaults(event, aspect_ratio, process_mode)
+        aspect_ratio, process_mode, remix = await self._defaults(event, aspect_ratio, process_mode)
         request = ImagineRequest(
             prompt=prompt,
             aspect_ratio=aspect_ratio,
@@ -206,6 +176,7 @@ class ImageJobs:
             "aspect_ratio": request.aspect_ratio,
             "process_mode": process_mode,
             "model_version": version_for(prompt, None),
+            "remix": remix,
         }
         spec = JobSpec("task", "imagine", prompt, params, webhook=True)
         return await self._starter.start(
@@ -218,7 +189,7 @@ class ImageJobs:
         self, event: Event, image_url: str, *, process_mode: str | None = None
     ) -> Job:
         """Start a describe job for an image link."""
-        _, process_mode = await self._defaults(event, None, process_mode)
+        _, process_mode, _ = await self._defaults(event, None, process_mode)
         mode = choice(process_mode, PROCESS_MODES, "process_mode")
         request = DescribeRequest(image_url=image_url, process_mode=mode)
         params = {"image_url": request.image_url, "process_mode": process_mode}
@@ -249,14 +220,19 @@ class ImageJobs:
             await self._starter.attachment_url(event, attachment, cdn_ok=False)
             for attachment in attachments
         ]
-        _, mode = await self._defaults(event, None, _text(options, "process_mode"))
+        _, mode, remix = await self._defaults(event, None, _text(options, "process_mode"))
         dimension = _text(options, "dimension")
         request = BlendRequest(
             image_urls=urls,
             dimension=choice(dimension, BLEND_DIMENSIONS, "dimension"),
             process_mode=choice(mode, PROCESS_MODES, "process_mode"),
         )
-        params = {"image_urls": urls, "dimension": dimension, "process_mode": mode}
+        params = {
+            "image_urls": urls,
+            "dimension": dimension,
+            "process_mode": mode,
+            "remix": remix,
+        }
         spec = JobSpec("task", "blend", "", params, webhook=True)
         await self._starter.start(
             event, spec, creator(lambda hook: self._tasks.blend(with_webhook(request, hook)))
@@ -264,17 +240,25 @@ class ImageJobs:
 
     async def _defaults(
         self, event: Event, aspect_ratio: str | None, process_mode: str | None
-    ) -> tuple[str | None, str | None]:
-        if aspect_ratio is not None and process_mode is not None:
-            return aspect_ratio, process_mode
+    ) -> tuple[str | None, str | None, bool]:
+        """The aspect ratio and mode to use (given, else the user's defaults), and whether
+        the user has Remix on."""
+        stored = await self._stored(event)
+        aspect = aspect_ratio or stored.aspect_ratio
+        return aspect, process_mode or stored.process_mode, bool(stored.remix)
+
+    async def _stored(self, event: Event) -> EffectiveSettings:
         place = event.place
-        stored = await self._settings.effective_settings(
+        return await self._settings.effective_settings(
             place.platform,
             user_id=event.user.id,
             channel_id=place.channel_id,
             workspace_id=place.workspace_id or None,
         )
-        return aspect_ratio or stored.aspect_ratio, process_mode or stored.process_mode
+
+    async def _remix(self, event: Event) -> bool:
+        """Whether ``event``'s user has Remix on (their results get remix forms)."""
+        return bool((await self._stored(event)).remix)
 
     # Buttons and forms ------------------------------------------------------------------------
 
@@ -282,7 +266,7 @@ class ImageJobs:
         """Open a form, or start the derivative the pressed button asks for."""
         parent = await self._starter.pressed_job(event)
         if event.action in MODAL_ACTIONS:
-            self._check_origin(parent, event.action)
+            self._check_origin(parent, event.action.removeprefix(REMIX_PREFIX))
             image = parent.result_urls[0] if parent.result_urls else ""
             modal = form_for(event.action, parent.id, parent.prompt, image_url=image)
             assert modal is not None
@@ -296,32 +280,15 @@ class ImageJobs:
         if derivative.endpoint == "seed":
             await self._seed(event, parent, origin)
             return
-        params = dict(derivative.params)
         aspect = parent.parameters.get("aspect_ratio")
-        request: ImageRequest
-        if derivative.endpoint == "upscale":
-            index = required_choice(params.get("index"), UPSCALE_INDEXES, "index")
-            request = UpscaleRequest(origin_task_id=origin, index=index)
-        elif derivative.endpoint == "variation":
-            vary = required_choice(params.get("index"), VARIATION_INDEXES, "index")
-            request = VariationRequest(origin_task_id=origin, index=vary, aspect_ratio=aspect)
-        elif derivative.endpoint == "reroll":
-            request = RerollRequest(origin_task_id=origin, aspect_ratio=aspect)
-        elif derivative.endpoint == "outpaint":
-            zoom = params["zoom_ratio"]
-            kept = None if zoom == "1" else aspect
-            request = OutpaintRequest(origin_task_id=origin, zoom_ratio=zoom, aspect_ratio=kept)
-        elif derivative.endpoint == "pan":
-            direction = choice(params.get("direction"), PAN_DIRECTIONS, "direction")
-            request = PanRequest(origin_task_id=origin, direction=direction)
-        else:
-            raise UserError("This button is no longer supported.")
+        request = derivative_request(derivative, origin, aspect)
         await self._derive(event, parent, derivative.endpoint, event.action, request)
 
     async def on_modal(self, event: ModalSubmit) -> None:
-        """Start a Custom Zoom or Vary (Region) job from a submitted form."""
+        """Start a Custom Zoom, Vary (Region) or remixed job from a submitted form."""
         parent = await self._starter.pressed_job(event)
-        origin = self._check_origin(parent, event.action)
+        action = event.action.removeprefix(REMIX_PREFIX)
+        origin = self._check_origin(parent, action)
         aspect = parent.parameters.get("aspect_ratio")
         try:
             form = read_form(event)
@@ -333,9 +300,17 @@ class ImageJobs:
             )  # fmt: skip
             await self._starter.reopen(event, again, error)
             return
-        if isinstance(form, ZoomInput):
+        request: ImageRequest
+        if isinstance(form, str):
+            derivative = derivative_for(event.action)
+            assert derivative is not None
+            changed = form if form != parent.prompt else None
+            request = derivative_request(derivative, origin, aspect, changed)
+            key = f"{action}:{values_digest(form)}"
+            await self._derive(event, parent, derivative.endpoint, key, request, prompt=form)
+        elif isinstance(form, ZoomInput):
             zoom = form
-            request: ImageRequest = OutpaintRequest(
+            request = OutpaintRequest(
                 origin_task_id=origin,
                 zoom_ratio=zoom.zoom_ratio,
                 prompt=zoom.prompt,
@@ -400,6 +375,7 @@ class ImageJobs:
             "aspect_ratio": parent.parameters.get("aspect_ratio"),
             "process_mode": parent.parameters.get("process_mode"),
             "model_version": version_for(parent.prompt, parent),
+            "remix": await self._remix(event),
             **(extra or {}),
         }
         spec = JobSpec("task", endpoint, prompt or parent.prompt, params, parent, key, webhook=True)

@@ -271,3 +271,10 @@ async def test_the_form_of_a_shared_scope_round_trips(world: ChatWorld) -> None:
     )
     mine = await world.store.get_scope_settings("user", "fake", "root")
     assert mine is not None and mine.temperature == 1.5 and mine.aspect_ratio is None
+
+
+async def test_remix_is_each_users_own_toggle(world: ChatWorld) -> None:
+    await world.actor().command("settings", remix=True)
+    assert world.platform.ephemerals_for("alice")[-1] == "Saved your defaults: remix → on."
+    mine = await world.store.get_scope_settings("user", "fake", "alice")
+    assert mine is not None and mine.remix is True

@@ -18,7 +18,7 @@ from bot.actions import (
     read_settings,
     task_buttons,
 )
-from bot.events import MODAL_ACTIONS, decode_custom_id
+from bot.events import MODAL_ACTIONS, REMIX_ACTIONS, decode_custom_id
 from bot.parsing import CommandError
 
 GRID = ["reroll", *(f"upscale{i}" for i in range(1, 5)), *(f"variation{i}" for i in range(1, 5))]
@@ -118,6 +118,7 @@ def test_every_custom_id_fits_with_a_16_character_ref(action: str):
         b
         for rows in (
             task_buttons([action], REF, with_seed=True),
+            task_buttons([action.removeprefix("remix_")], REF, remix=True),
             describe_buttons(REF),
             diffusion_buttons(REF),
         )
@@ -173,6 +174,7 @@ def test_every_button_action_means_a_request_and_only_forms_need_input():
         *UPSCALE_ACTIONS,
         *DESCRIBE_ACTIONS,
         *DIFFUSION_ACTIONS,
+        *REMIX_ACTIONS,
         "seed",
         "describe_again",
         "describe_all",
