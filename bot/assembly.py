@@ -41,7 +41,7 @@ def build_core(
     they stay within each platform's edit budget.
     """
     surfaces = SurfaceRegistry()
-    budget = RenderBudget()
+    budget = RenderBudget(shared=store if store.shared else None)
     jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
     chat = ChatEngine(
         store,

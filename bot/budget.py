@@ -28,6 +28,12 @@ moment later shows that much more. When others wait in the channel, a stream's f
 held until its text is ``FIRST_MESSAGE_HOLD`` old; a stream's final text is not paced when nobody
 else waits in its channel. Other non-urgent writes come last, least recently served first.
 Only shared limits live here; the per-message minimum interval is the renderer's.
+
+Across processes. With ``shared`` (the storage's :class:`~storage.WriteBudgets`, on PostgreSQL)
+a write this process is about to grant is also counted in the database, in its channel's window
+and its workspace window, and waits when other processes filled them: N processes writing into
+one channel together stay within the platform's limits. This process's scheduling (who goes
+first, pacing) is unchanged; the database only says when.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -42,6 +49,9 @@ from dataclasses import dataclass, field
 
 from bot import metrics
 from bot.events import Place, SurfaceLimits, WriteKind
+from storage import StorageError, WriteBudgets, WriteWindow
+
+log = logging.getLogger(__name__)
 
 WORKSPACE_WINDOW_SECONDS = 60.0
 SWEEP_EVERY_GRANTS = 512
@@ -221,9 +231,16 @@ class RenderBudget:
     ``margin`` seconds are added to every window and retry-after (see ``DEFAULT_MARGIN``).
     """
 
-    def __init__(self, clock: Clock | None = None, *, margin: float = DEFAULT_MARGIN) -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        margin: float = DEFAULT_MARGIN,
+        shared: WriteBudgets | None = None,
+    ) -> None:
         self.clock = clock or Clock()
         self.margin = margin
+        self._shared = shared
         self._channels: dict[ChannelKey, _Channel] = {}
         self._workspaces: dict[WorkspaceKey, dict[str, _Window]] = {}
         self._waiting: dict[WorkspaceKey, list[_Ticket]] = {}
@@ -398,6 +415,15 @@ class RenderBudget:
                     await self.clock.sleep(max(ready - now, _MIN_SLEEP))
                     continue
                 if self._is_next(ticket, now):
+                    wait = await self._reserve_shared(ticket, channel)
+                    if wait > 0:
+                        if deadline is not None and now + wait > deadline:
+                            raise BudgetTimeout(
+                                f"no write budget in {channel_key} before the deadline"
+                            )
+                        await self.clock.sleep(wait)
+                        continue
+                    now = self.clock.monotonic()
                     metrics.budget_waited(place.platform, urgent, now - asked)
                     return self._grant(ticket, channel, now, hold)
                 await self._wait_for_change(channel)
@@ -407,6 +433,31 @@ class RenderBudget:
             if not self._waiting[workspace_key]:
                 del self._waiting[workspace_key]
             self._changed_in(channel_key)
+
+    async def _reserve_shared(self, ticket: _Ticket, channel: _Channel) -> float:
+        """Count the write in the windows other processes share (0), or say how long to wait
+        for them; without shared windows (or when the database fails) 0 at once."""
+        if self._shared is None:
+            return 0.0
+        limits = ticket.limits
+        windows = [
+            WriteWindow(
+                "/".join(ticket.channel),
+                limits.edits_per_window_per_channel,
+                limits.edit_window_seconds + self.margin,
+            )
+        ]
+        workspace = self._workspace(ticket.workspace, limits, ticket.bucket)
+        if workspace is not None:
+            key = "/".join((*ticket.workspace, f"*{ticket.bucket}"))
+            windows.append(WriteWindow(key, workspace.capacity, workspace.seconds + self.margin))
+        paced = not ticket.urgent and not (ticket.final() and channel.waiting == [ticket])
+        spacing = channel.window.seconds / channel.window.capacity if paced else 0.0
+        try:
+            return await self._shared.reserve_writes(windows, spacing=spacing)
+        except StorageError as error:
+            log.warning("shared write budget unavailable, this process's own applies: %s", error)
+            return 0.0
 
     def _grant(self, ticket: _Ticket, channel: _Channel, now: float, hold: bool) -> Grant:
         stamp = _Stamp(now, None if hold else now + UNHELD_ALLOWANCE)

@@ -7,6 +7,7 @@ Platform-free and independent of ``bot/``: it only knows its own record dataclas
 
 from storage.errors import StorageError, StoreClosedError
 from storage.interfaces import (
+    ConversationLocks,
     ConversationStore,
     DeliveryClaims,
     EventDedupe,
@@ -22,6 +23,7 @@ from storage.interfaces import (
     SlackInstallations,
     Storage,
     UsageLedger,
+    WriteBudgets,
 )
 from storage.lock import DatabaseInUse, ProcessLock
 from storage.records import (
@@ -56,6 +58,7 @@ from storage.records import (
     SettingValues,
     SlackInstallation,
     UsageTotals,
+    WriteWindow,
     encode_stop,
     new_job_id,
 )
@@ -83,6 +86,7 @@ __all__ = [
     "Conversation",
     "ConversationKey",
     "ConversationKind",
+    "ConversationLocks",
     "ConversationStore",
     "DatabaseInUse",
     "DeliveryClaims",
@@ -122,6 +126,8 @@ __all__ = [
     "StoreClosedError",
     "UsageLedger",
     "UsageTotals",
+    "WriteBudgets",
+    "WriteWindow",
     "encode_stop",
     "migrate",
     "new_job_id",

@@ -9,6 +9,7 @@ commit; failures raise :class:`storage.StorageError`.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import date
 from typing import Any, Protocol
 
@@ -34,6 +35,7 @@ from storage.records import (
     SettingValues,
     SlackInstallation,
     UsageTotals,
+    WriteWindow,
     _Unset,
 )
 
@@ -307,6 +309,32 @@ class ConversationStore(Protocol):
         ...
 
 
+class ConversationLocks(Protocol):
+    """One turn of a conversation at a time, across processes."""
+
+    def conversation_lock(self, conversation_id: int) -> AbstractAsyncContextManager[None]:
+        """Held while a turn of the conversation is stored and answered: processes that take
+        it for the same conversation get it one after the other, in the order they asked
+        (PostgreSQL advisory lock; released if the holder's process dies). Raises
+        :class:`StorageError` when it cannot be had in time."""
+        ...
+
+
+class WriteBudgets(Protocol):
+    """Platform write limits counted across processes, so N processes writing into one
+    channel or workspace stay within what the platform allows."""
+
+    async def reserve_writes(
+        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0
+    ) -> float:
+        """Count one write in every window when each has room (and, with ``spacing``, the
+        first window's previous write is at least that many seconds old): returns 0. Else
+        nothing is counted and the answer is how many seconds to wait before asking again.
+        A write counts for its window's length from now, plus a short allowance for the
+        request to reach the platform. Always 0 where the database has one process."""
+        ...
+
+
 class SettingsReader(Protocol):
     """Effective settings, merged from the scopes."""
 
@@ -432,6 +460,8 @@ class Storage(
     DeliveryClaims,
     MessageLinks,
     ConversationStore,
+    ConversationLocks,
+    WriteBudgets,
     SettingsStore,
     UsageLedger,
     EventDedupe,

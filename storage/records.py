@@ -415,3 +415,14 @@ class ProcessStatus:
     seen_at: float
     live: bool
     leases: int
+
+
+@dataclass(frozen=True)
+class WriteWindow:
+    """A platform's write limit that several processes share: at most ``capacity`` writes
+    under ``key`` (a channel, or a workspace's budget of one kind of write) in any
+    ``seconds``."""
+
+    key: str
+    capacity: int
+    seconds: float

@@ -14,8 +14,9 @@ refusing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -66,7 +67,14 @@ from bot.events import (
     UserMessage,
 )
 from bot.render import RenderResult
-from storage import UNSET, Conversation, ConversationStore, SettingsReader, UsageLedger
+from storage import (
+    UNSET,
+    Conversation,
+    ConversationLocks,
+    ConversationStore,
+    SettingsReader,
+    UsageLedger,
+)
 
 VISION_ACTION = "chat_vision"
 VISION_LABEL = f"Use {VISION_MODEL}"
@@ -95,8 +103,9 @@ def asked_text(user: User, prompt: str, limit: int) -> str:
     return _clip(f"**{user.name or user.id}** asked: {prompt}", limit)
 
 
-class ChatStorage(ConversationStore, SettingsReader, UsageLedger, Protocol):
-    """What the chat engine uses: conversations, effective settings, the usage ledger."""
+class ChatStorage(ConversationStore, ConversationLocks, SettingsReader, UsageLedger, Protocol):
+    """What the chat engine uses: conversations and their locks, effective settings, the
+    usage ledger."""
 
 
 class ChatEngine:
@@ -221,7 +230,7 @@ class ChatEngine:
             raise UserError("This conversation no longer exists.")
         surface = self.surfaces.get(event.place.platform)
         check_plan(VISION_MODEL, self.plan, settings_command=_settings_command(surface))
-        async with self._lock(conversation.id):
+        async with self._turn(conversation.id):
             newest = await self.store.conversation_tail(conversation.id, max_tokens=0)
             if not any(turn.role == "user" for turn in newest):
                 raise UserError("There is no message in this conversation to answer.")
@@ -247,7 +256,7 @@ class ChatEngine:
         if conversation is None:
             raise UserError("This conversation no longer exists.")
         surface = self.surfaces.get(event.place.platform)
-        async with self._lock(conversation.id):
+        async with self._turn(conversation.id):
             await pick_alternative(
                 self.store, self.budget, surface, event.place, event.message_id, pick
             )
@@ -257,6 +266,13 @@ class ChatEngine:
         raise UserError("This form is no longer supported.")
 
     # Internals ----------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _turn(self, conversation_id: int) -> AsyncIterator[None]:
+        """One turn of a conversation at a time: this process's turns in arrival order, then
+        the conversation's lock across processes."""
+        async with self._lock(conversation_id), self.store.conversation_lock(conversation_id):
+            yield
 
     def _lock(self, conversation_id: int) -> asyncio.Lock:
         lock = self._locks.get(conversation_id)
@@ -319,7 +335,7 @@ class ChatEngine:
     ) -> RenderResult | None:
         """Store the user's turn (after checking it fits) and answer it."""
         conversation = target.conversation
-        async with self._lock(conversation.id):
+        async with self._turn(conversation.id):
             turn, parts = self._new_turn(params, text, images)
             history = await self._history(conversation.id, params)
             added = history.add(turn)

@@ -211,6 +211,15 @@ MIGRATIONS: Sequence[Migration] = (
         ),
     ),
     Migration(7, "job leases (jobs.owner, jobs.lease_until) and processes", _V7),
+    Migration(
+        8,
+        "platform write slots shared by processes",
+        (
+            "CREATE TABLE write_slots (key text NOT NULL,"
+            " granted_at double precision NOT NULL, until double precision NOT NULL)",
+            "CREATE INDEX write_slots_by_key ON write_slots (key, until)",
+        ),
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -18,12 +18,14 @@ from storage.postgres.history import PostgresJobHistory
 from storage.postgres.jobs import PostgresJobs
 from storage.postgres.leasing import PostgresJobLeasing
 from storage.postgres.ledger import PostgresLedger
+from storage.postgres.locks import PostgresConversationLocks
 from storage.postgres.pool import ConnectionPool
 from storage.postgres.schema import current_version, migrate
 from storage.postgres.settings import PostgresSettings
 from storage.postgres.slack import PostgresSlackInstallations
 from storage.postgres.tracking import PostgresJobTracking
 from storage.postgres.urls import describe_url
+from storage.postgres.writes import PostgresWriteBudgets
 from storage.process import DEFAULT_LEASE_SECONDS, new_process_id
 
 CONNECT_TIMEOUT = 10
@@ -37,6 +39,8 @@ class PostgresStore(
     PostgresJobs,
     PostgresJobTracking,
     PostgresJobLeasing,
+    PostgresConversationLocks,
+    PostgresWriteBudgets,
     PostgresSettings,
     PostgresLedger,
     PostgresSlackInstallations,
@@ -85,6 +89,9 @@ class PostgresStore(
             lease_seconds=lease_seconds,
         )
         store.event_retention = event_retention
+        store._lock_pool = ConnectionPool(
+            url, max(pool_size, 1), timeout=POOL_TIMEOUT, connect_timeout=CONNECT_TIMEOUT
+        )
         return store
 
     async def close(self) -> None:
@@ -94,6 +101,7 @@ class PostgresStore(
             return
         self._closed = True
         await self._pool.close()
+        await self._lock_pool.close()
 
     async def __aenter__(self) -> PostgresStore:
         return self

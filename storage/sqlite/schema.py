@@ -258,6 +258,14 @@ def _v7_leases_and_processes(db: Database) -> None:
     )
 
 
+def _v8_write_slots(db: Database) -> None:
+    db.execute(
+        "CREATE TABLE write_slots (key TEXT NOT NULL, granted_at REAL NOT NULL,"
+        " until REAL NOT NULL)"
+    )
+    db.table("write_slots").create_index(["key", "until"], index_name="write_slots_by_key")
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
@@ -270,6 +278,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(
         7, "job leases (jobs.owner, jobs.lease_until) and processes", _v7_leases_and_processes
     ),
+    Migration(8, "platform write slots shared by processes", _v8_write_slots),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -24,10 +24,12 @@ from storage.sqlite.job_messages import SqliteMessageLinks
 from storage.sqlite.jobs import SqliteJobs
 from storage.sqlite.leasing import SqliteJobLeasing
 from storage.sqlite.ledger import SqliteLedger
+from storage.sqlite.locks import SqliteConversationLocks
 from storage.sqlite.schema import current_version, migrate
 from storage.sqlite.scopes import SqliteSettings
 from storage.sqlite.slack import SqliteSlackInstallations
 from storage.sqlite.tracking import SqliteJobTracking
+from storage.sqlite.writes import SqliteWriteBudgets
 
 WORKER_THREAD_PREFIX = "genbot-storage"
 
@@ -55,6 +57,8 @@ class SqliteStore(
     SqliteJobAdmission,
     SqliteJobTracking,
     SqliteJobLeasing,
+    SqliteConversationLocks,
+    SqliteWriteBudgets,
     SqliteMessageLinks,
     SqliteSettings,
     SqliteLedger,

@@ -47,6 +47,7 @@ from bot.jobs import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig
 from storage import ALL_STATUSES, Job, JobStatus, SqliteStore
+from storage.postgres import PostgresStore
 from tests.fakes.platform import Actor, FakePlatform, PostedMessage
 
 PLACE = Place("fake", "w1", "c1")
@@ -64,7 +65,7 @@ class Parts:
     """What extra feature factories get: the pieces of the running genbot."""
 
     settings: Settings
-    store: SqliteStore
+    store: SqliteStore | PostgresStore
     provider: ProviderClient
     surfaces: SurfaceRegistry
     budget: RenderBudget
@@ -85,7 +86,7 @@ class Genbot:
     platform: FakePlatform
 
     @property
-    def store(self) -> SqliteStore:
+    def store(self) -> SqliteStore | PostgresStore:
         return self.parts.store
 
     @property
@@ -174,12 +175,18 @@ async def running_genbot(
     conversations: ConversationsFactory | None = None,
     services: Sequence[Lifecycle] = (),
     api_url: str | None = None,
+    storage_url: str | None = None,
 ) -> AsyncIterator[Genbot]:
-    """A started genbot on ``db_path`` talking to ``sim`` (through ``api_url`` when given: a
-    proxy in front of it; see the module docstring)."""
+    """A started genbot on ``db_path`` (on PostgreSQL at ``storage_url`` when given) talking
+    to ``sim`` (through ``api_url`` when given: a proxy in front of it; see the module
+    docstring)."""
     settings = harness_settings(api_url or sim.base_url, db_path, webhooks=webhooks, limits=limits)
     async with AsyncExitStack() as stack:
-        store = await SqliteStore.open(db_path)
+        store: SqliteStore | PostgresStore = (
+            await PostgresStore.open(storage_url, pool_size=4)
+            if storage_url is not None
+            else await SqliteStore.open(db_path)
+        )
         stack.push_async_callback(store.close)
         provider = ProviderClient(
             settings.api,
@@ -187,7 +194,8 @@ async def running_genbot(
             allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
         )
         stack.push_async_callback(provider.aclose)
-        surfaces, budget = SurfaceRegistry(), RenderBudget()
+        surfaces = SurfaceRegistry()
+        budget = RenderBudget(shared=store if store.shared else None)
         jobs = build_job_engines(
             settings,
             store,

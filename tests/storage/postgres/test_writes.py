@@ -1,0 +1,62 @@
+"""Shared write budgets: processes writing into one channel together stay within its limit."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from storage import WriteWindow
+from storage.postgres import PostgresStore
+from storage.postgres.writes import ALLOWANCE
+from tests.postgres import PostgresCluster
+from tests.storage.conftest import ManualClock
+
+CHANNEL = WriteWindow("discord/g1/c1", capacity=3, seconds=5.0)
+WORKSPACE = WriteWindow("slack/T1/*", capacity=4, seconds=60.0)
+
+
+@pytest.fixture
+def url(postgres: PostgresCluster) -> str:
+    return postgres.create_schema()
+
+
+async def test_processes_together_get_no_more_than_the_window_allows(url: str) -> None:
+    clock = ManualClock()
+    stores = [await PostgresStore.open(url, clock=clock, pool_size=2) for _ in range(3)]
+    try:
+        answers = await asyncio.gather(*(stores[n % 3].reserve_writes([CHANNEL]) for n in range(9)))
+        assert sorted(answers)[:3] == [0.0, 0.0, 0.0]
+        assert all(
+            wait == pytest.approx(CHANNEL.seconds + ALLOWANCE) for wait in sorted(answers)[3:]
+        )
+        clock.advance(CHANNEL.seconds + ALLOWANCE)
+        assert await stores[1].reserve_writes([CHANNEL]) == 0.0
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_a_write_counts_in_every_window_or_in_none(url: str) -> None:
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        other = WriteWindow("slack/T1/C2", capacity=10, seconds=5.0)
+        for _ in range(4):
+            assert await store.reserve_writes([other, WORKSPACE]) == 0.0
+        assert await store.reserve_writes([other, WORKSPACE]) > 0
+        fifth = WriteWindow(other.key, capacity=5, seconds=5.0)
+        assert await store.reserve_writes([fifth]) == 0.0
+        assert await store.reserve_writes([fifth]) > 0
+
+
+async def test_spacing_paces_writes_across_processes(url: str) -> None:
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as first,
+        await PostgresStore.open(url, clock=clock) as second,
+    ):
+        assert await first.reserve_writes([CHANNEL], spacing=1.0) == 0.0
+        clock.advance(0.25)
+        assert await second.reserve_writes([CHANNEL], spacing=1.0) == pytest.approx(0.75)
+        clock.advance(0.75)
+        assert await second.reserve_writes([CHANNEL], spacing=1.0) == 0.0
