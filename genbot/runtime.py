@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
+from adapters import AdapterStartError
 from adapters.runner import AdapterRunner
 from bot import metrics
 from bot.api import ProviderClient
@@ -84,19 +84,9 @@ class Adapter(Protocol):
     async def stop(self) -> None: ...
 
 
-def adapter_start_error() -> type[Exception] | None:
-    """``adapters.AdapterStartError`` when the adapters define it."""
-    try:
-        from adapters import AdapterStartError
-    except ImportError:
-        return None
-    return AdapterStartError if isinstance(AdapterStartError, type) else None
-
-
 def adapter_failure(name: str, error: BaseException) -> str:
     """What to print when adapter ``name`` failed to start with ``error``."""
-    user_error = adapter_start_error()
-    if user_error is not None and isinstance(error, user_error):
+    if isinstance(error, AdapterStartError):
         return str(error)
     return f"the {name} adapter could not start: {reason(error)}"
 
@@ -276,7 +266,9 @@ def configured_adapters(
     if settings.discord.token.get_secret_value():
         from adapters.discord.adapter import DiscordAdapter
 
-        if on_fatal is not None and "on_fatal" in inspect.signature(DiscordAdapter).parameters:
+        if on_fatal is None:
+            adapters["discord"] = DiscordAdapter(settings.discord, settings.limits, core)
+        else:
             adapters["discord"] = DiscordAdapter(
                 settings.discord,
                 settings.limits,
@@ -285,8 +277,6 @@ def configured_adapters(
                     f"the Discord connection ended: {discord_reason(error)}"
                 ),
             )
-        else:
-            adapters["discord"] = DiscordAdapter(settings.discord, settings.limits, core)
     if settings.slack.configured:
         from adapters.slack.adapter import SlackAdapter
 
@@ -306,8 +296,7 @@ def configured_adapters(
 
 def discord_reason(error: BaseException) -> str:
     """Why the Discord connection died, in one line."""
-    user_error = adapter_start_error()
-    if user_error is not None and isinstance(error, user_error):
+    if isinstance(error, AdapterStartError):
         return str(error)
     return reason(error)
 
