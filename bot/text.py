@@ -1,4 +1,4 @@
-"""Text helpers for chat platforms: splitting at a length limit, Slack mrkdwn, mention guards.
+"""Text helpers for chat platforms: splitting at a length limit, mention guards.
 
 Lengths are counted in Python characters (code points). Fenced code blocks are lines that start
 (after at most three spaces) with three backticks; an opening line's first word is its language
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 FENCE = "```"
@@ -201,92 +200,6 @@ def cut_chunk(text: str, limit: int, *, start: int, keep: int) -> Chunk:
 def split_text(text: str, limit: int, *, reserve: int = 0) -> list[str]:
     """The texts of :func:`split_chunks`: messages of at most ``limit - reserve`` characters."""
     return [chunk.text for chunk in split_chunks(text, limit, reserve=reserve)]
-
-
-_CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1", re.DOTALL)
-_IMAGE_OR_LINK_RE = re.compile(r"!?\[([^\]\n]*)\]\((\S+?)(?:\s+\"[^\"]*\")?\)")
-_BARE_LINK_RE = re.compile(r"<(https?://[^\s>]+)>")
-_HEADING_RE = re.compile(r"^ {0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$")
-_BULLET_RE = re.compile(r"^(\s*)[*+-]\s+")
-_BOLD_RE = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_ITALIC_RE = re.compile(r"(?<![*\w])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![*\w])")
-_STRIKE_RE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
-_BOLD_MARK = "\x00"
-
-
-def _escape_slack(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _inline_to_mrkdwn(text: str, escape: bool) -> str:
-    pieces: list[str] = []
-    links: list[str] = []
-
-    def keep_link(match: re.Match[str]) -> str:
-        label, url = match.group(1), match.group(2)
-        safe_label = (_escape_slack(label) if escape else label).replace("|", "¦")
-        url = url.replace("&", "&amp;") if escape else url
-        links.append(f"<{url}|{safe_label}>" if safe_label else f"<{url}>")
-        return f"\x01{len(links) - 1}\x01"
-
-    def keep_bare(match: re.Match[str]) -> str:
-        links.append(f"<{match.group(1)}>")
-        return f"\x01{len(links) - 1}\x01"
-
-    last = 0
-    for match in _CODE_SPAN_RE.finditer(text):
-        pieces.append(_styles(text[last : match.start()], escape, keep_link, keep_bare))
-        code = match.group(0)
-        pieces.append(_escape_slack(code) if escape else code)
-        last = match.end()
-    pieces.append(_styles(text[last:], escape, keep_link, keep_bare))
-    joined = "".join(pieces)
-    return re.sub(r"\x01(\d+)\x01", lambda m: links[int(m.group(1))], joined)
-
-
-def _styles(
-    text: str,
-    escape: bool,
-    keep_link: Callable[[re.Match[str]], str],
-    keep_bare: Callable[[re.Match[str]], str],
-) -> str:
-    text = _IMAGE_OR_LINK_RE.sub(keep_link, text)
-    text = _BARE_LINK_RE.sub(keep_bare, text)
-    if escape:
-        text = _escape_slack(text)
-    text = _BOLD_RE.sub(lambda m: f"{_BOLD_MARK}{m.group(2)}{_BOLD_MARK}", text)
-    text = _ITALIC_RE.sub(r"_\1_", text)
-    text = _STRIKE_RE.sub(r"~\1~", text)
-    return text.replace(_BOLD_MARK, "*")
-
-
-def markdown_to_mrkdwn(text: str, *, escape: bool = True) -> str:
-    """Slack's mrkdwn for Markdown text (the fallback when blocks are not used).
-
-    ``**bold**``/``__bold__`` → ``*bold*``; ``*italic*`` → ``_italic_``; ``~~s~~`` → ``~s~``;
-    ``[t](u)`` and ``![t](u)`` → ``<u|t>``; headings → bold lines; ``*``/``-`` bullets → ``•``.
-    Code blocks and inline code are kept as they are. With ``escape`` (the default) ``&``, ``<``
-    and ``>`` become entities as Slack requires, which also defuses raw ``<@U…>`` mentions.
-    """
-    out: list[str] = []
-    in_fence = False
-    for line in text.split("\n"):
-        stripped = line.lstrip(" ")
-        if len(line) - len(stripped) <= 3 and stripped.startswith(FENCE):
-            in_fence = not in_fence
-            out.append(_escape_slack(line) if escape else line)
-            continue
-        if in_fence:
-            out.append(_escape_slack(line) if escape else line)
-            continue
-        heading = _HEADING_RE.match(line)
-        if heading:
-            title = _inline_to_mrkdwn(heading.group(1), escape).replace("*", "")
-            out.append(f"*{title}*" if title else "")
-            continue
-        line = _BULLET_RE.sub(lambda m: f"{m.group(1)}• ", line)
-        out.append(_inline_to_mrkdwn(line, escape))
-    return "\n".join(out)
 
 
 ZWSP = "\u200b"

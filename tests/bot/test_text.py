@@ -10,7 +10,6 @@ from bot.text import (
     MIN_SPLIT_BUDGET,
     ZWSP,
     cut_chunk,
-    markdown_to_mrkdwn,
     neutralize_mentions,
     split_chunks,
     split_text,
@@ -151,22 +150,6 @@ def test_rejects_a_budget_too_small_for_fence_markers():
 
 def test_empty_text_is_one_empty_chunk():
     assert split_text("", 100) == [""]
-
-
-def test_mrkdwn_converts_bold_italic_links_headings_and_bullets():
-    text = "# Title\n**bold**, *it* and ~~gone~~ [docs](https://x.io/a?b=1&c=2)\n- item"
-    assert markdown_to_mrkdwn(text) == (
-        "*Title*\n*bold*, _it_ and ~gone~ <https://x.io/a?b=1&amp;c=2|docs>\n• item"
-    )
-
-
-def test_mrkdwn_keeps_code_as_written_but_escapes_slack_specials():
-    text = "a < b & **c**\n```py\nx = **y** <z>\n```\n`**k**`"
-    assert markdown_to_mrkdwn(text) == (
-        "a &lt; b &amp; *c*\n```py\nx = **y** &lt;z&gt;\n```\n`**k**`"
-    )
-    assert markdown_to_mrkdwn("<@U123> hi", escape=False) == "<@U123> hi"
-    assert markdown_to_mrkdwn("<@U123> hi") == "&lt;@U123&gt; hi"
 
 
 def test_neutralize_mentions_breaks_every_mass_and_user_mention():
