@@ -27,6 +27,7 @@ from adapters.runner import AdapterRunner
 from adapters.web.access import Access, exposure_problem
 from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
+from adapters.web.messages import BOT_AUTHOR, MessageStore, StoredFile, WebMessage
 from adapters.web.platform import (
     PLATFORM,
     WEB_LIMITS,
@@ -35,7 +36,6 @@ from adapters.web.platform import (
     reply_target,
     web_place,
 )
-from adapters.web.store import BOT_AUTHOR, MessageStore, StoredFile, WebMessage
 from adapters.web.translate import modal_json
 from adapters.web.uploads import UploadCache
 from bot.config import LimitsSettings, WebSettings
@@ -60,7 +60,8 @@ log = logging.getLogger(__name__)
 MAX_BUTTON_ROWS = 5
 MAX_PENDING_MODALS = 20
 PLAYGROUND_LIMITS = ListenerLimits(max_body_bytes=256 * 1024)
-"""JSON bodies up to 256 KiB; the upload route allows more (:func:`adapters.web.actions.upload`)."""
+"""JSON bodies up to 256 KiB; the upload route allows more
+(:func:`adapters.web.handlers.upload`)."""
 
 
 class WebAdapter:
@@ -147,7 +148,7 @@ class WebAdapter:
             host = "127.0.0.1"
         self._url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         log.info("web playground at %s", self._url)
-        from adapters.web.actions import resume_commands
+        from adapters.web.handlers import resume_commands
 
         await resume_commands(self)
 

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
-from adapters.web.store import StoredFile, WebMessage
+from adapters.web.messages import StoredFile, WebMessage
 from bot.events import Button
 from storage.files import private_file
 

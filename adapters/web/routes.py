@@ -1,6 +1,6 @@
 """The playground's HTTP side: who may use it (the rules are :mod:`adapters.web.access`), the
 page and its assets, history, the event stream and served images. What users do (commands,
-messages, buttons, forms, uploads) is in :mod:`adapters.web.actions`.
+messages, buttons, forms, uploads) is in :mod:`adapters.web.handlers`.
 """
 
 from __future__ import annotations
@@ -297,20 +297,20 @@ async def _cancel_handlers(app: web.Application) -> None:
 
 
 def _upload_route(max_upload_bytes: int) -> Any:
-    from adapters.web import actions
+    from adapters.web import handlers
 
-    limit = actions.MAX_FILES_PER_REQUEST * (max_upload_bytes + MULTIPART_OVERHEAD)
+    limit = handlers.MAX_FILES_PER_REQUEST * (max_upload_bytes + MULTIPART_OVERHEAD)
 
     @body_limit(limit, timeout=UPLOAD_TIMEOUT)
     async def upload(request: web.Request) -> web.StreamResponse:
-        return await actions.upload(request)
+        return await handlers.upload(request)
 
     return upload
 
 
 def build_app(adapter: WebAdapter) -> web.Application:
     """The aiohttp application of ``adapter``'s playground."""
-    from adapters.web import actions
+    from adapters.web import handlers
 
     app = web.Application(middlewares=[access_middleware])
     app[ADAPTER] = adapter
@@ -322,10 +322,10 @@ def build_app(adapter: WebAdapter) -> web.Application:
     app.router.add_get("/api/commands", commands)
     app.router.add_get("/api/history", history)
     app.router.add_get("/api/events", events)
-    app.router.add_post("/api/command", actions.command)
-    app.router.add_post("/api/message", actions.message)
-    app.router.add_post("/api/button", actions.button)
-    app.router.add_post("/api/modal", actions.modal)
+    app.router.add_post("/api/command", handlers.command)
+    app.router.add_post("/api/message", handlers.message)
+    app.router.add_post("/api/button", handlers.button)
+    app.router.add_post("/api/modal", handlers.modal)
     app.router.add_post("/api/upload", _upload_route(adapter.max_upload_bytes))
     app.router.add_get("/images/{key}/{name}", image)
     app.router.add_get("/uploads/{id}/{name}", upload_file)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from adapters.web.store import StoredFile, safe_filename
+from adapters.web.messages import StoredFile, safe_filename
 
 DEFAULT_TTL = 3600.0
 

@@ -15,7 +15,7 @@ from yarl import URL
 
 from adapters.web import WebAdapter
 from adapters.web.journal import PlaygroundJournal, playground_path
-from adapters.web.store import MessageStore, StoredFile, WebMessage
+from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from bot.config import WebSettings
 from bot.events import Command, ImageFile, InboundEvent, OutMessage, Place, SurfaceError
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post

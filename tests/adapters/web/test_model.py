@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.web.hub import EventHub
-from adapters.web.store import MessageStore, WebMessage, safe_filename, sniff_image_type
+from adapters.web.messages import MessageStore, WebMessage, safe_filename, sniff_image_type
 from adapters.web.uploads import UploadCache, UploadCacheFull
 from bot.events import ImageFile
 from tests.adapters.web.fakes import png

@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import ClientSession
 
 from adapters.web import WebAdapter
-from adapters.web.store import MessageStore
+from adapters.web.messages import MessageStore
 from tests.adapters.web.fakes import (
     STREAMED_ANSWER,
     SseEvent,

@@ -16,9 +16,9 @@ from aiohttp import BodyPartReader, web
 
 from adapters.listener import refused
 from adapters.web.adapter import WebAdapter
+from adapters.web.messages import StoredFile, WebMessage
 from adapters.web.platform import WebContext, web_place
 from adapters.web.routes import ADAPTER, USER, json_error
-from adapters.web.store import StoredFile, WebMessage
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
 from adapters.web.uploads import UploadCacheFull
 from bot.events import (
