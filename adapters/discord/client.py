@@ -21,7 +21,7 @@ from discord import app_commands
 
 from adapters import AdapterStartError
 from adapters.discord.commands import build_commands
-from adapters.discord.components import GenbotButton
+from adapters.discord.components import REOPEN_ACTION, GenbotButton
 from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from adapters.discord.translate import (
     PLATFORM,
@@ -150,6 +150,9 @@ class GenbotClient(discord.Client):
     async def _press(self, interaction: discord.Interaction[Any], action: str, ref: str) -> None:
         place = interaction_place(interaction)
         if not await self._admit(interaction, place):
+            return
+        if action == REOPEN_ACTION:
+            await self.surface.reopen(interaction, ref)
             return
         opens_form = action in MODAL_ACTIONS
         if not opens_form:

@@ -13,9 +13,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import discord
 
-from bot.events import Button, ButtonStyle, Modal, decode_custom_id, encode_custom_id
+from bot.events import Button, ButtonStyle, Modal, ModalField, decode_custom_id, encode_custom_id
 
 MAX_ROWS = 5
+REOPEN_ACTION = "reopen"
+"""The adapter's own button: open a refused form again (never reaches the core)."""
 MAX_PER_ROW = 5
 _STYLES: dict[ButtonStyle, discord.ButtonStyle] = {
     "primary": discord.ButtonStyle.primary,
@@ -112,22 +114,58 @@ def build_view(rows: Sequence[Sequence[Button]]) -> discord.ui.View | None:
     return view
 
 
+MODAL_COMPONENTS_MAX = 5
+SELECT_OPTIONS_MAX = 25
+
+
+def _modal_input(field: ModalField) -> discord.ui.Item[Any]:
+    if field.kind == "select" and field.choices:
+        options = [
+            discord.SelectOption(
+                label=choice.label[:100],
+                value=choice.value[:100],
+                default=choice.value == field.default,
+            )
+            for choice in field.choices[:SELECT_OPTIONS_MAX]
+        ]
+        return discord.ui.Select(
+            custom_id=field.id,
+            options=options,
+            placeholder=field.placeholder[:150] or None,
+            required=field.required,
+            min_values=1 if field.required else 0,
+            max_values=1,
+        )
+    return discord.ui.TextInput(
+        custom_id=field.id,
+        placeholder=field.placeholder[:100] or None,
+        default=field.default[:4000] or None,
+        required=field.required,
+        max_length=max(1, min(field.max_length, 4000)),
+        style=discord.TextStyle.paragraph if field.multiline else discord.TextStyle.short,
+    )
+
+
 def build_modal(modal: Modal) -> discord.ui.Modal:
-    """The Discord form for ``modal`` (title ≤ 45, ≤ 5 text inputs), answered via custom id."""
+    """The Discord form for ``modal`` (title ≤ 45, ≤ 5 components), answered via custom id:
+    its notice as text on top (left out when the fields need all five places), each field a
+    labelled text input or select menu."""
     form = discord.ui.Modal(
         title=modal.title[:45] or "genbot", custom_id=modal.custom_id, timeout=None
     )
-    for field in modal.fields[:5]:
+    fields = modal.fields[:MODAL_COMPONENTS_MAX]
+    if modal.notice and len(fields) < MODAL_COMPONENTS_MAX:
+        form.add_item(discord.ui.TextDisplay(modal.notice[:4000]))
+    for field in fields:
         form.add_item(
-            discord.ui.TextInput(
-                label=field.label[:45] or field.id,
-                custom_id=field.id,
-                placeholder=field.placeholder[:100] or None,
-                default=field.default[:4000] or None,
-                required=field.required,
-                max_length=max(1, min(field.max_length, 4000)),
-                style=discord.TextStyle.paragraph if field.multiline else discord.TextStyle.short,
-            )
+            discord.ui.Label(text=field.label[:45] or field.id, component=_modal_input(field))
         )
     form.stop()
     return form
+
+
+def reopen_view(token: str) -> discord.ui.View:
+    """The button under a refused form's notice that opens the form again, filled in."""
+    view = discord.ui.View(timeout=None)
+    view.add_item(GenbotButton(REOPEN_ACTION, token, label="✏️ Edit and resubmit"))
+    return view

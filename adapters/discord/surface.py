@@ -25,6 +25,8 @@ import asyncio
 import hashlib
 import io
 import logging
+import secrets
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -32,7 +34,7 @@ from typing import Any
 import aiohttp
 import discord
 
-from adapters.discord.components import build_modal, build_view
+from adapters.discord.components import build_modal, build_view, reopen_view
 from adapters.discord.translate import InteractionContext, allowed_mentions, message_content
 from adapters.text import truncate
 from bot.events import (
@@ -52,6 +54,7 @@ CALL_TIMEOUT = 30.0
 RATE_LIMIT_WAIT_CAP = 10.0
 NONCE_LENGTH = 25
 UNKNOWN_MESSAGE = 10008
+REFUSED_FORMS_KEPT = 500
 _log = logging.getLogger("genbot.discord")
 
 
@@ -89,6 +92,7 @@ class DiscordSurface:
         self.client = client
         self.limits = limits
         self.max_upload_bytes = max_upload_bytes
+        self._refused_forms: OrderedDict[str, Modal] = OrderedDict()
 
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
@@ -196,12 +200,53 @@ class DiscordSurface:
             await self._channel(origin.place).send(text, **post)
 
     async def open_modal(self, origin: Event, modal: Modal) -> None:
-        """Show ``modal``; only possible as the first answer to a button press or command."""
+        """Show ``modal`` as the first answer to a button press or command. Discord cannot
+        answer a form with a form: a refused form comes back as a private note with an
+        "Edit and resubmit" button that opens it again, filled in (kept in memory)."""
         context = origin.context
-        if not isinstance(context, InteractionContext) or context.interaction.response.is_done():
+        if not isinstance(context, InteractionContext):
+            raise SurfaceError("a form can only be the first answer to a button press or command")
+        interaction = context.interaction
+        if interaction.type is discord.InteractionType.modal_submit:
+            await self._offer_again(context, modal)
+            return
+        if interaction.response.is_done():
             raise SurfaceError("a form can only be the first answer to a button press or command")
         async with discord_call("open a form"):
-            await context.interaction.response.send_modal(build_modal(modal))
+            await interaction.response.send_modal(build_modal(modal))
+
+    async def _offer_again(self, context: InteractionContext, modal: Modal) -> None:
+        token = secrets.token_urlsafe(9)
+        self._refused_forms[token] = modal
+        while len(self._refused_forms) > REFUSED_FORMS_KEPT:
+            self._refused_forms.popitem(last=False)
+        text = truncate(
+            f"⚠️ {modal.notice or 'That form needs another look.'}", self.limits.max_text
+        )
+        nobody = discord.AllowedMentions.none()
+        interaction, view = context.interaction, reopen_view(token)
+        async with discord_call("offer the form again"):
+            if context.placeholder:
+                context.placeholder = False
+                await interaction.edit_original_response(
+                    content=text, view=view, allowed_mentions=nobody
+                )
+            else:
+                await interaction.followup.send(
+                    text, view=view, ephemeral=True, allowed_mentions=nobody
+                )
+
+    async def reopen(self, interaction: discord.Interaction[Any], token: str) -> None:
+        """Open a refused form again (the "Edit and resubmit" button)."""
+        modal = self._refused_forms.pop(token, None)
+        async with discord_call("open a form again"):
+            if modal is None:
+                await interaction.response.send_message(
+                    "That form has expired; press the button under the image again.",
+                    ephemeral=True,
+                )
+                return
+            await interaction.response.send_modal(build_modal(modal))
 
     async def typing(self, place: Place) -> None:
         """Trigger the typing indicator (lasts ~10 s on Discord); failures are ignored."""

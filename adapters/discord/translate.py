@@ -94,7 +94,8 @@ def strip_mention(text: str, user_id: int) -> str:
 
 
 def modal_values(data: Any) -> dict[str, str]:
-    """Field id → value from a modal submission (action rows or labels around text inputs)."""
+    """Field id → value from a modal submission (action rows or labels around text inputs and
+    select menus; a select gives its first chosen value, or "" when none)."""
     values: dict[str, str] = {}
 
     def walk(components: list[dict[str, Any]]) -> None:
@@ -104,6 +105,9 @@ def modal_values(data: Any) -> dict[str, str]:
                 walk([component["component"]])
             if "custom_id" in component and "value" in component:
                 values[component["custom_id"]] = str(component["value"])
+            elif "custom_id" in component and "values" in component:
+                chosen = component["values"] or [""]
+                values[component["custom_id"]] = str(chosen[0])
 
     walk(list((data or {}).get("components", [])))
     return values

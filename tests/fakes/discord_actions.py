@@ -165,10 +165,7 @@ class UserActions(RestRoutes):
         """Submit the modal the bot opened in answer to ``opened`` with ``values`` by field id."""
         modal = opened.modal
         assert modal is not None, "the bot opened no modal for this interaction"
-        rows = [
-            {"type": 1, "components": [{"type": 4, "custom_id": key, "value": value}]}
-            for key, value in values.items()
-        ]
+        rows = submitted_components(modal, values)
         data = {"custom_id": modal["custom_id"], "components": rows}
         channel = self.channels[opened.channel_id]
         message = self.messages.get(opened.message_id or 0)
@@ -237,3 +234,39 @@ class UserActions(RestRoutes):
     def _require_session(self) -> None:
         if not any(s.identified and not s.closed for s in self.sessions):
             raise AssertionError("no bot is connected to the fake gateway")
+
+
+def submitted_components(modal: dict[str, Any], values: dict[str, str]) -> list[dict[str, Any]]:
+    """What Discord sends back for ``modal``: each input's value (``values`` by custom id, else
+    what the form showed), selects as ``values`` lists, text displays as they were."""
+    fields: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for component in modal["components"]:
+        if component["type"] == 10:
+            rows.append({"type": 10, "id": component.get("id")})
+            continue
+        inner = component["component"] if component["type"] == 18 else component["components"][0]
+        custom_id = inner["custom_id"]
+        fields.append(custom_id)
+        if inner["type"] == 3:
+            shown = [o["value"] for o in inner["options"] if o.get("default")]
+            chosen = values.get(custom_id, shown[0] if shown else "")
+            answer: dict[str, Any] = {
+                "type": 3,
+                "custom_id": custom_id,
+                "values": [chosen] if chosen else [],
+            }
+        else:
+            answer = {
+                "type": 4,
+                "custom_id": custom_id,
+                "value": values.get(custom_id, inner.get("value") or ""),
+            }
+        rows.append(
+            {"type": 18, "component": answer}
+            if component["type"] == 18
+            else {"type": 1, "components": [answer]}
+        )
+    unknown = set(values) - set(fields)
+    assert not unknown, f"the modal has no fields {sorted(unknown)} (it has {fields})"
+    return rows

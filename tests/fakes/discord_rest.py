@@ -160,6 +160,8 @@ class RestRoutes(MessageBodies):
                 return problem
         elif kind == 9 and not 1 <= len(data.get("components", [])) <= 5:
             return invalid("data.components", "a modal needs 1 to 5 components")
+        elif kind == 9 and (problem := modal_problem(data)) is not None:
+            return invalid("data.components", problem)
         elif kind == 9 and (len(data.get("title", "")) > 45 or len(data["custom_id"]) > 100):
             return invalid("data.title", "modal title or custom_id too long")
         interaction.callbacks.append(req.json)
@@ -337,3 +339,36 @@ class RestRoutes(MessageBodies):
         if user is None:
             return error(404, 10013, "Unknown User")
         return json_response(self.dm_channel(user).payload())
+
+
+def modal_problem(data: dict[str, Any]) -> str | None:
+    """Why Discord refuses a modal's components, or ``None``: action rows of one text input,
+    text displays (≤ 4000 characters) and labels (≤ 45) around a text input or a select menu
+    (1–25 options, labels and values ≤ 100)."""
+    for component in data["components"]:
+        kind = component.get("type")
+        if kind == 10:
+            if not 1 <= len(component.get("content") or "") <= 4000:
+                return "a text display holds 1 to 4000 characters"
+            continue
+        if kind == 1:
+            inner = component.get("components") or []
+            if len(inner) != 1 or inner[0].get("type") != 4:
+                return "a modal action row holds one text input"
+            continue
+        if kind != 18:
+            return f"component type {kind} cannot be in a modal"
+        if not 1 <= len(component.get("label") or "") <= 45:
+            return "a label's text is 1 to 45 characters"
+        inner = component.get("component") or {}
+        if inner.get("type") == 3:
+            options = inner.get("options") or []
+            if not 1 <= len(options) <= 25:
+                return "a select menu has 1 to 25 options"
+            if any(len(o.get("label", "")) > 100 or len(o.get("value", "")) > 100 for o in options):
+                return "option labels and values are at most 100 characters"
+        elif inner.get("type") != 4:
+            return "a label holds a text input or a select menu"
+        if len(str(inner.get("custom_id", ""))) > 100:
+            return "custom_id too long"
+    return None

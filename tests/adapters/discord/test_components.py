@@ -16,6 +16,7 @@ from bot.events import (
     Place,
     SurfaceError,
 )
+from bot.forms import form_for
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import EPHEMERAL, FakeDiscord, FakeMessage
 
@@ -29,6 +30,7 @@ GRID = OutMessage(
         tuple(Button(f"V{i}", f"variation{i}", JOB) for i in range(1, 5)),
     ),
 )
+ZOOM_FACTORS_SHOWN = ["1.25", "1.5", "1.75", "2"]
 VARY_REGION = Modal(
     "Vary (Region)",
     "vary_region",
@@ -138,7 +140,9 @@ async def test_a_form_action_opens_the_modal_and_its_submission_arrives(
     modal = opened.modal
     assert modal is not None and modal["custom_id"] == f"gb:vary_region:{JOB}"
     assert modal["title"] == "Vary (Region)"
-    inputs = [row["components"][0] for row in modal["components"]]
+    assert [row["type"] for row in modal["components"]] == [18, 18]
+    assert [row["label"] for row in modal["components"]] == ["New prompt", "Mask (x,y,w,h)"]
+    inputs = [row["component"] for row in modal["components"]]
     assert [(i["custom_id"], i["style"], i["required"]) for i in inputs] == [
         ("prompt", 1, True),
         ("mask", 2, False),
@@ -242,3 +246,52 @@ async def test_after_the_token_expires_private_text_is_addressed_in_place(
     )
     assert posted[0].content == f"<@{bob.id}> The upscale failed: provider timeout."
     assert posted[0].pings.users == {bob.id} and not posted[0].pings.everyone
+
+
+async def test_selects_in_a_modal_and_a_refused_form_offered_again_filled_in(
+    bot: Harness, core: RecordingCore
+) -> None:
+    fake = bot.fake
+    follow_up = OutMessage(
+        text="upscaled", buttons=((Button("Custom Zoom", "outpaint_custom", JOB),),)
+    )
+    ref = await bot.adapters[0].surface.send(general_place(fake), follow_up)
+    form = form_for("outpaint_custom", JOB, "a fox")
+    assert form is not None
+
+    async def open_form(event: ButtonPress) -> None:
+        assert core.surface is not None
+        await core.surface.open_modal(event, form)
+
+    async def refuse(event: ModalSubmit) -> None:
+        assert core.surface is not None
+        again = form_for("outpaint_custom", JOB, "a fox", values=event.values, error="Too far.")
+        assert again is not None
+        await core.surface.open_modal(event, again)
+
+    core.on["press:outpaint_custom"] = open_form
+    core.on["submit:outpaint_custom"] = refuse
+    alice = fake.user("alice")
+    opened = await fake.press(alice, fake.messages[int(ref.message_id)], "Custom Zoom")
+    assert await fake.answered(opened) == 9
+    modal = opened.modal
+    assert modal is not None
+    select = modal["components"][0]["component"]
+    assert select["type"] == 3 and [o["value"] for o in select["options"]] == ZOOM_FACTORS_SHOWN
+    assert [o["value"] for o in select["options"] if o.get("default")] == ["2"]
+
+    submitted = await fake.submit_modal(opened, {"zoom": "1.5", "zoom_value": "3"})
+    event = await core.next_event(ModalSubmit)
+    assert dict(event.values) == {"zoom": "1.5", "zoom_value": "3", "prompt": "a fox"}
+    [note] = await fake.wait_for(lambda: fake.ephemerals_for(alice), what="the form offered again")
+    assert note.content == "⚠️ Too far." and submitted.original_message_id == note.id
+
+    reopened = await fake.press(alice, note, "✏️ Edit and resubmit")
+    assert await fake.answered(reopened) == 9
+    again = reopened.modal
+    assert again is not None and again["components"][0] == {"type": 10, "content": "Too far."}
+    fields = [row["component"] for row in again["components"][1:]]
+    assert [o["value"] for o in fields[0]["options"] if o.get("default")] == ["1.5"]
+    assert (fields[1]["value"], fields[2]["value"]) == ("3", "a fox")
+    expired = await fake.press(alice, note, "✏️ Edit and resubmit")
+    assert await fake.answered(expired) == 4
