@@ -154,11 +154,13 @@ class Button:
 
 @dataclass(frozen=True)
 class ImageFile:
-    """Image bytes to upload with a message."""
+    """Image bytes to upload with a message; ``url`` is where it can also be seen (a link to
+    show instead where the platform will not take the bytes), when known."""
 
     filename: str
     data: bytes
     content_type: str = "image/png"
+    url: str = ""
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,7 @@ class GenbotClient(discord.Client):
         self._run(event)
 
     async def _admit(self, interaction: discord.Interaction[Any], place: Place) -> bool:
+        self.surface.remember_upload_limit(place, interaction.filesize_limit)
         if is_allowed(place, self.settings.allowed_channel_ids):
             return True
         text = not_allowed_text(self.settings.allowed_channel_ids)

@@ -29,6 +29,7 @@ import secrets
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -36,6 +37,7 @@ import discord
 
 from adapters.discord.components import build_modal, build_view, reopen_view
 from adapters.discord.translate import InteractionContext, allowed_mentions, message_content
+from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
 from adapters.text import truncate
 from bot.events import (
     Attachment,
@@ -93,6 +95,7 @@ class DiscordSurface:
         self.limits = limits
         self.max_upload_bytes = max_upload_bytes
         self._refused_forms: OrderedDict[str, Modal] = OrderedDict()
+        self._upload_limits: dict[str, int] = {}
 
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
@@ -105,10 +108,11 @@ class DiscordSurface:
         self._check(message)
         channel = self._channel(place)
         context = origin.context if origin is not None else None
+        message, files = self._uploads(place, message)
         async with discord_call("post a message"):
             post: dict[str, Any] = {
                 "content": message_content(message, self.limits.max_text),
-                "files": self._files(message),
+                "files": files,
                 "view": build_view(message.buttons),
                 "allowed_mentions": allowed_mentions(message),
             }
@@ -132,6 +136,8 @@ class DiscordSurface:
         """Replace text and buttons; images are replaced only when ``message`` has some."""
         self._check(message)
         channel = self._channel(ref.place)
+        replaces_images = bool(message.images)
+        message, files = self._uploads(ref.place, message)
         async with discord_call("edit a message"):
             partial = channel.get_partial_message(int(ref.message_id))
             changes: dict[str, Any] = {
@@ -139,8 +145,8 @@ class DiscordSurface:
                 "view": build_view(message.buttons),
                 "allowed_mentions": allowed_mentions(message),
             }
-            if message.images:
-                changes["attachments"] = self._files(message)
+            if replaces_images:
+                changes["attachments"] = files
             await partial.edit(**changes)
 
     async def delete(self, ref: MessageRef) -> None:
@@ -330,9 +336,26 @@ class DiscordSurface:
         if not message.text and not message.images:
             raise SurfaceError("Discord cannot show an empty message")
 
-    @staticmethod
-    def _files(message: OutMessage) -> list[discord.File]:
-        return [discord.File(io.BytesIO(i.data), filename=i.filename) for i in message.images]
+    def remember_upload_limit(self, place: Place, limit: int) -> None:
+        """The upload limit an interaction in ``place``'s server (or DM) reported."""
+        if limit > 0:
+            self._upload_limits[place.workspace_id] = limit
+
+    def upload_limit(self, place: Place) -> int:
+        """The largest attachment Discord takes in ``place`` (as last reported, else 10 MiB)."""
+        return self._upload_limits.get(place.workspace_id, DEFAULT_UPLOAD_LIMIT)
+
+    def _uploads(self, place: Place, message: OutMessage) -> tuple[OutMessage, list[discord.File]]:
+        """The files to upload within the place's limit; images that cannot be made to fit
+        are linked in the text instead."""
+        fitted = fit_images(message.images, self.upload_limit(place))
+        if fitted.left_out:
+            links = " ".join(image.url for image in fitted.left_out if image.url)
+            note = f"_(too large to upload here{': ' + links if links else ''})_"
+            text = truncate(f"{message.text}\n{note}".strip(), self.limits.max_text)
+            message = replace(message, text=text, images=fitted.images)
+        files = [discord.File(io.BytesIO(i.data), filename=i.filename) for i in fitted.images]
+        return message, files
 
 
 def message_nonce(key: str) -> str:

@@ -58,7 +58,7 @@ class ResultMessages:
                 image = await self._download(job, url)
                 suffix = f"-{number}" if number > 1 else ""
                 filename = f"{job.type}-{job.id}{suffix}.{image.extension}"
-                images.append(ImageFile(filename, image.data, image.content_type))
+                images.append(ImageFile(filename, image.data, image.content_type, url))
                 if number == 1:
                     extra = {"width": image.width, "height": image.height}
         except MediaError as error:
