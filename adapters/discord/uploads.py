@@ -62,7 +62,6 @@ def recompress(image: ImageFile, limit: int) -> ImageFile | None:
                     image, filename=f"{stem}.jpg", data=buffer.getvalue(), content_type="image/jpeg"
                 )
         width, height = picture.size
-        picture = picture.resize(
-            (max(1, int(width * SCALE_STEP)), max(1, int(height * SCALE_STEP))), Image.Resampling.LANCZOS
-        )
+        smaller = (max(1, int(width * SCALE_STEP)), max(1, int(height * SCALE_STEP)))
+        picture = picture.resize(smaller, Image.Resampling.LANCZOS)
     return None
