@@ -107,6 +107,9 @@ class DiscordSettings(Section):
     open_channel_ids: list[int] = Field(default_factory=list)
     api_base: Address = "https://discord.com/api/v10"
     gateway_url: Address = "wss://gateway.discord.gg/"
+    result_cards: bool = True
+    """genbot's own messages (progress, results) as Components V2 cards; false: classic
+    content, attachments and button rows."""
 
 
 class SlackSettings(Section):

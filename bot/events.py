@@ -186,6 +186,9 @@ class OutMessage:
     mention_user_id: str | None = None
     key: str | None = None
     may_exist: bool = False
+    card: bool = False
+    """A job's message (progress, result, failure report): a surface that frames such messages
+    (Discord's Components V2 cards) does so; every write of one such message sets it."""
 
 
 FieldKind = Literal["text", "select", "region"]

@@ -96,7 +96,12 @@ class DiscordAdapter:
         self.client = GenbotClient(
             settings,
             handler,
-            lambda client: DiscordSurface(client, surface_limits(limits), limits.max_upload_bytes),
+            lambda client: DiscordSurface(
+                client,
+                surface_limits(limits),
+                limits.max_upload_bytes,
+                result_cards=settings.result_cards,
+            ),
             report_error=report_error,
             guild_ready_timeout=guild_ready_timeout,
         )

@@ -92,26 +92,32 @@ def build_view(rows: Sequence[Sequence[Button]]) -> discord.ui.View | None:
 
     Raises ``ValueError`` beyond Discord's 5 rows of 5 buttons.
     """
-    rows = [row for row in rows if row]
+    rows = _checked_rows(rows)
     if not rows:
         return None
-    if len(rows) > MAX_ROWS or any(len(row) > MAX_PER_ROW for row in rows):
-        raise ValueError(f"Discord shows at most {MAX_ROWS} rows of {MAX_PER_ROW} buttons")
     view = discord.ui.View(timeout=None)
     for index, row in enumerate(rows):
         for button in row:
-            style = _STYLES.get(button.style, discord.ButtonStyle.secondary)
-            view.add_item(
-                GenbotButton(
-                    button.action,
-                    button.ref,
-                    label=button.label,
-                    style=style,
-                    row=index,
-                    disabled=button.disabled,
-                )
-            )
+            view.add_item(_button_item(button, index))
     return view
+
+
+def _checked_rows(rows: Sequence[Sequence[Button]]) -> list[Sequence[Button]]:
+    kept = [row for row in rows if row]
+    if len(kept) > MAX_ROWS or any(len(row) > MAX_PER_ROW for row in kept):
+        raise ValueError(f"Discord shows at most {MAX_ROWS} rows of {MAX_PER_ROW} buttons")
+    return kept
+
+
+def _button_item(button: Button, row: int | None = None) -> GenbotButton:
+    return GenbotButton(
+        button.action,
+        button.ref,
+        label=button.label,
+        style=_STYLES.get(button.style, discord.ButtonStyle.secondary),
+        row=row,
+        disabled=button.disabled,
+    )
 
 
 MODAL_COMPONENTS_MAX = 5
@@ -144,6 +150,30 @@ def _modal_input(field: ModalField) -> discord.ui.Item[Any]:
         max_length=max(1, min(field.max_length, 4000)),
         style=discord.TextStyle.paragraph if field.multiline else discord.TextStyle.short,
     )
+
+
+CARD_COLOUR = discord.Colour.blurple()
+
+
+def build_card(
+    text: str, filenames: Sequence[str], rows: Sequence[Sequence[Button]]
+) -> discord.ui.LayoutView:
+    """A Components V2 card: one container holding the text, the images (the message's
+    attachments ``filenames``) as a gallery, and the button rows."""
+    parts: list[discord.ui.Item[Any]] = []
+    if text:
+        parts.append(discord.ui.TextDisplay(text))
+    if filenames:
+        items = [discord.MediaGalleryItem(f"attachment://{name}") for name in filenames[:10]]
+        parts.append(discord.ui.MediaGallery(*items))
+    for row in _checked_rows(rows):
+        action_row: discord.ui.ActionRow[Any] = discord.ui.ActionRow()
+        for button in row:
+            action_row.add_item(_button_item(button))
+        parts.append(action_row)
+    view = discord.ui.LayoutView(timeout=None)
+    view.add_item(discord.ui.Container(*parts, accent_colour=CARD_COLOUR))
+    return view
 
 
 def build_modal(modal: Modal) -> discord.ui.Modal:

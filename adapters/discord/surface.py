@@ -35,7 +35,7 @@ from typing import Any
 import aiohttp
 import discord
 
-from adapters.discord.components import build_modal, build_view, reopen_view
+from adapters.discord.components import build_card, build_modal, build_view, reopen_view
 from adapters.discord.translate import InteractionContext, allowed_mentions, message_content
 from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
 from adapters.text import truncate
@@ -57,6 +57,7 @@ RATE_LIMIT_WAIT_CAP = 10.0
 NONCE_LENGTH = 25
 UNKNOWN_MESSAGE = 10008
 REFUSED_FORMS_KEPT = 500
+ATTACHMENTS_REMEMBERED = 10_000
 _log = logging.getLogger("genbot.discord")
 
 
@@ -89,13 +90,20 @@ class DiscordSurface:
     platform = "discord"
 
     def __init__(
-        self, client: discord.Client, limits: SurfaceLimits, max_upload_bytes: int
+        self,
+        client: discord.Client,
+        limits: SurfaceLimits,
+        max_upload_bytes: int,
+        *,
+        result_cards: bool = True,
     ) -> None:
         self.client = client
         self.limits = limits
         self.max_upload_bytes = max_upload_bytes
         self._refused_forms: OrderedDict[str, Modal] = OrderedDict()
         self._upload_limits: dict[str, int] = {}
+        self._attachments: OrderedDict[int, tuple[str, ...]] = OrderedDict()
+        self.result_cards = result_cards
 
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
@@ -111,10 +119,9 @@ class DiscordSurface:
         message, files = self._uploads(place, message)
         async with discord_call("post a message"):
             post: dict[str, Any] = {
-                "content": message_content(message, self.limits.max_text),
                 "files": files,
-                "view": build_view(message.buttons),
                 "allowed_mentions": allowed_mentions(message),
+                **self._layout(message, [f.filename or "" for f in files]),
             }
             if message.key is not None:
                 post["nonce"] = message_nonce(message.key)
@@ -128,6 +135,7 @@ class DiscordSurface:
                 post["reference"] = context.to_reference(fail_if_not_exists=False)
                 post["mention_author"] = False
             sent = await channel.send(**post)
+        self._remember_attachments(sent)
         if origin is not None:
             await self._retire_placeholder(origin)
         return MessageRef(place, str(sent.id))
@@ -138,16 +146,47 @@ class DiscordSurface:
         channel = self._channel(ref.place)
         replaces_images = bool(message.images)
         message, files = self._uploads(ref.place, message)
+        partial = channel.get_partial_message(int(ref.message_id))
+        if replaces_images:
+            shown = [f.filename or "" for f in files]
+        elif self._is_card(message):
+            shown = await self._attachment_names(partial)
+        else:
+            shown = []
         async with discord_call("edit a message"):
-            partial = channel.get_partial_message(int(ref.message_id))
             changes: dict[str, Any] = {
-                "content": message_content(message, self.limits.max_text),
-                "view": build_view(message.buttons),
                 "allowed_mentions": allowed_mentions(message),
+                **self._layout(message, shown),
             }
             if replaces_images:
                 changes["attachments"] = files
-            await partial.edit(**changes)
+            edited = await partial.edit(**changes)
+        self._remember_attachments(edited)
+
+    def _is_card(self, message: OutMessage) -> bool:
+        return self.result_cards and message.card
+
+    def _layout(self, message: OutMessage, filenames: list[str]) -> dict[str, Any]:
+        """Content and view: a Components V2 card for a job's messages (when cards are on),
+        else the classic content and button rows."""
+        text = message_content(message, self.limits.max_text)
+        if self._is_card(message):
+            return {"content": None, "view": build_card(text or "", filenames, message.buttons)}
+        return {"content": text, "view": build_view(message.buttons)}
+
+    def _remember_attachments(self, message: discord.Message | None) -> None:
+        if message is None:
+            return
+        self._attachments[message.id] = tuple(a.filename for a in message.attachments)
+        while len(self._attachments) > ATTACHMENTS_REMEMBERED:
+            self._attachments.popitem(last=False)
+
+    async def _attachment_names(self, partial: discord.PartialMessage) -> list[str]:
+        """The files a card's gallery shows (remembered, else read from Discord once)."""
+        if partial.id not in self._attachments:
+            async with discord_call("read a message"):
+                self._remember_attachments(await partial.fetch())
+        return list(self._attachments.get(partial.id, ()))
 
     async def delete(self, ref: MessageRef) -> None:
         """Delete a message genbot posted."""

@@ -153,7 +153,8 @@ class Delivery:
         already shows it or (unless ``urgent``) when there is no budget right now. True if
         written."""
         async with self._lock(job.id):
-            return await self._edit(job, OutMessage(text=text, buttons=buttons), urgent=urgent)
+            message = OutMessage(text=text, buttons=buttons, card=True)
+            return await self._edit(job, message, urgent=urgent)
 
     def _lock(self, job_id: str) -> asyncio.Lock:
         return self._locks.setdefault(job_id, asyncio.Lock())
@@ -223,7 +224,7 @@ class Delivery:
         position = self.positions.get(job.id)
         step = self.progress_step
         text = texts.progress_text(job, status or job.status, elapsed, typical, position, step)
-        return OutMessage(text=text, buttons=cancel_buttons(job))
+        return OutMessage(text=text, buttons=cancel_buttons(job), card=True)
 
     async def post_progress(self, job: Job, origin: Event | None) -> Job:
         """Post the first progress message of a new job and link it (the job row is already
@@ -345,6 +346,7 @@ class Delivery:
         message that shows it."""
         place = place_of(job)
         surface = self._surfaces.get(place.platform)
+        message = replace(message, card=True)
         progress = MessageRef(place, job.progress_message_id) if job.progress_message_id else None
         self._mark_final(job.id)
         async with self._lock(job.id):
@@ -377,7 +379,7 @@ class Delivery:
                     return
                 except SurfaceError as error:
                     log.warning("could not delete the progress message of %s: %s", job.id, error)
-            collapsed_message = OutMessage(text=collapsed)
+            collapsed_message = OutMessage(text=collapsed, card=True)
             await self._writes.urgent(
                 surface, ref.place, lambda: surface.edit(ref, collapsed_message)
             )

@@ -82,7 +82,9 @@ class ResultMessages:
         text = texts.result_text(job)
         if job.family == "task" and job.type == "describe":
             text = texts.describe_text(job, [str(p) for p in job.result.get("prompts", [])])
-        return OutMessage(text=text, buttons=self.buttons(job), mention_user_id=job.requester_id)
+        return OutMessage(
+            text=text, buttons=self.buttons(job), mention_user_id=job.requester_id, card=True
+        )
 
     def buttons(
         self,

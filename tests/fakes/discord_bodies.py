@@ -9,8 +9,10 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.discord_components import gallery_problem, v2_problem
 from tests.fakes.discord_core import FakeDiscordCore, Req, error, json_response
 from tests.fakes.discord_model import (
+    COMPONENTS_V2,
     DM_CHANNEL,
     EPHEMERAL,
     LOADING,
@@ -94,7 +96,8 @@ class MessageBodies(FakeDiscordCore):
         self, message: FakeMessage, req: Req, payload: dict[str, Any], *, creating: bool = False
     ) -> web.Response | None:
         """Apply ``payload`` (and uploaded files) to ``message``; an error answer or ``None``."""
-        problem = self._validate(req, payload)
+        v2 = bool(int(payload.get("flags") or 0) & COMPONENTS_V2) or message.components_v2
+        problem = self._validate(req, payload, v2=v2)
         if problem is not None:
             return problem
         reference = payload.get("message_reference") if creating else None
@@ -113,11 +116,15 @@ class MessageBodies(FakeDiscordCore):
             message.history.append(message.content)
             message.edited = timestamp()
         message.content = content or ""
+        if v2 and (problem := gallery_problem(components or [], attachments)) is not None:
+            return invalid("components", problem)
         message.attachments = attachments
         message.components = components or []
         message.embeds = embeds or []
         if "allowed_mentions" in payload:
             message.allowed_mentions = payload["allowed_mentions"]
+        if v2:
+            message.flags |= COMPONENTS_V2
         if creating:
             message.flags = int(payload.get("flags") or 0) & EPHEMERAL | message.flags
             if reference:
@@ -131,11 +138,18 @@ class MessageBodies(FakeDiscordCore):
         found = self.messages.get(int(reference.get("message_id") or 0))
         return None if found is None or found.deleted else found
 
-    def _validate(self, req: Req, payload: dict[str, Any]) -> web.Response | None:
+    def _validate(
+        self, req: Req, payload: dict[str, Any], *, v2: bool = False
+    ) -> web.Response | None:
         content = payload.get("content") or ""
         if len(content) > MAX_CONTENT:
             return invalid("content", f"Must be {MAX_CONTENT} or fewer in length.")
         rows = payload.get("components") or []
+        if v2:
+            if content or payload.get("embeds"):
+                return invalid("content", "Cannot send content or embeds with components v2")
+            problem = v2_problem(rows)
+            return invalid("components", problem) if problem else self._file_problem(req)
         if len(rows) > 5:
             return invalid("components", "Must be 5 or fewer in length.")
         seen: set[str] = set()
@@ -150,6 +164,9 @@ class MessageBodies(FakeDiscordCore):
                 if custom_id in seen:
                     return invalid("components", "Component custom id cannot be duplicated")
                 seen.add(custom_id)
+        return self._file_problem(req)
+
+    def _file_problem(self, req: Req) -> web.Response | None:
         for filename, _, data in req.files.values():
             if len(data) > self.attachment_size_limit:
                 return error(413, 40005, f"Request entity too large ({filename})")

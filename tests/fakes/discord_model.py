@@ -16,6 +16,7 @@ from typing import Any
 DISCORD_EPOCH_MS = 1420070400000
 EPHEMERAL = 64
 LOADING = 128
+COMPONENTS_V2 = 1 << 15
 
 TEXT_CHANNEL = 0
 DM_CHANNEL = 1
@@ -227,9 +228,30 @@ class FakeMessage:
         return bool(self.flags & LOADING)
 
     @property
+    def components_v2(self) -> bool:
+        return bool(self.flags & COMPONENTS_V2)
+
+    @property
+    def text(self) -> str:
+        """What the message reads: its content, or a card's text displays."""
+        if not self.components_v2:
+            return self.content
+        return "\n".join(c["content"] for c in walk(self.components) if c["type"] == 10)
+
+    @property
+    def gallery(self) -> list[str]:
+        """The media URLs a card's galleries show."""
+        return [
+            item["media"]["url"]
+            for c in walk(self.components)
+            if c["type"] == 12
+            for item in c.get("items", [])
+        ]
+
+    @property
     def buttons(self) -> list[dict[str, Any]]:
-        """Every button, row by row."""
-        return [c for row in self.components for c in row.get("components", []) if c["type"] == 2]
+        """Every button, row by row (inside cards too)."""
+        return [c for c in walk(self.components) if c["type"] == 2]
 
     @property
     def custom_ids(self) -> list[str]:
@@ -244,7 +266,7 @@ class FakeMessage:
 
     @property
     def pings(self) -> Pings:
-        return resolve_pings(self.content, self.allowed_mentions, self.referenced)
+        return resolve_pings(self.text, self.allowed_mentions, self.referenced)
 
     def payload(self, bot_id: int) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -346,6 +368,17 @@ def member_payload(user: FakeUser, roles: list[int]) -> dict[str, Any]:
 
 _USER_MENTION = re.compile(r"<@!?(\d+)>")
 _ROLE_MENTION = re.compile(r"<@&(\d+)>")
+
+
+def walk(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every component, depth first (rows, containers, sections and their accessories)."""
+    found: list[dict[str, Any]] = []
+    for component in components:
+        found.append(component)
+        found += walk(component.get("components", []))
+        if "accessory" in component:
+            found += walk([component["accessory"]])
+    return found
 
 
 def resolve_pings(

@@ -80,7 +80,8 @@ async def test_imagine_upscale_restart_and_zoom_out_on_the_old_message(
         progress = await fake.wait_for(
             lambda: next(iter(fake.bot_messages(general.id)), None), what="a progress message"
         )
-        assert not progress.attachments and "a red fox" in progress.content
+        assert not progress.attachments and "a red fox" in progress.text
+        assert progress.components_v2 and progress.content == ""
         assert progress.pings.nobody and progress.button("❌ Cancel")
         grid = await result_with(fake, general, "U1")
         assert grid.id == progress.id, "the progress message became the grid"
@@ -88,7 +89,8 @@ async def test_imagine_upscale_restart_and_zoom_out_on_the_old_message(
         edits = fake.requests_to("PATCH", f"/channels/{general.id}/messages/{grid.id}")
         assert [name for r in edits for name, _, _ in r.files] == ["files[0]"]
         assert [a.content_type for a in grid.attachments] == ["image/png"]
-        assert grid.content.startswith(alice.mention)
+        assert grid.text.startswith(alice.mention)
+        assert grid.gallery == [f"attachment://{grid.attachments[0].filename}"]
         assert "❌ Cancel" not in {b.get("label") for b in grid.buttons}
         assert {b.get("label") for b in grid.buttons} >= GRID_LABELS
         assert all(len(custom_id) <= 100 for custom_id in grid.custom_ids)
@@ -98,6 +100,8 @@ async def test_imagine_upscale_restart_and_zoom_out_on_the_old_message(
         press = await fake.press(alice, grid, "U2")
         assert await fake.answered(press) == DEFERRED_UPDATE
         upscale = await result_with(fake, general, "Zoom Out 2x")
+        await fake.wait_for(lambda: grid.button("U2")["style"] == 1, what="U2 marked")
+        assert grid.gallery == [f"attachment://{grid.attachments[0].filename}"]
         labels = {b.get("label") for b in upscale.buttons}
         assert {"Vary (Strong)", "Vary (Subtle)", "Zoom Out 1.5x", "Custom Zoom"} <= labels
         [upscale_request] = creations(sim, "upscale")
@@ -147,7 +151,7 @@ async def test_a_button_pressed_twice_makes_one_job_and_others_are_refused(
         assert len(creations(sim, "upscale")) == 1
         assert [j.action for j in await genbot.all_jobs() if j.type == "upscale"] == ["upscale1"]
         assert refusal[0].startswith("You already pressed this")
-        assert upscale.content and not upscale.pings.users - {alice.id}
+        assert upscale.text and not upscale.pings.users - {alice.id}
 
         intruder = await fake.press(bob, grid, "V3")
         assert await fake.answered(intruder) == DEFERRED_UPDATE

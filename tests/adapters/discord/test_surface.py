@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
-from adapters.discord.surface import RATE_LIMIT_WAIT_CAP
+from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from bot.config import LimitsSettings
 from bot.events import (
     Attachment,
@@ -193,3 +194,28 @@ async def test_downloads_are_bounded_by_the_upload_limit(
             Attachment("gone.png", stored.url.replace(str(stored.id), "1"))
         )
     assert await adapter.surface.download(Attachment("inline.png", data=b"abc")) == b"abc"
+
+
+async def test_job_messages_are_components_v2_cards_and_keep_their_gallery(bot: Harness) -> None:
+    fake, surface = bot.fake, bot.adapters[0].surface
+    buttons = ((Button("U1", "upscale1", "j1"), Button("U2", "upscale2", "j1")),)
+    ref = await surface.send(general(fake), OutMessage("⏳ working", buttons=buttons, card=True))
+    message = fake.messages[int(ref.message_id)]
+    assert message.components_v2 and message.content == "" and message.text == "⏳ working"
+    [container] = message.components
+    assert container["type"] == 17 and message.custom_ids == ["gb:upscale1:j1", "gb:upscale2:j1"]
+
+    done = OutMessage("**Imagined** — a fox", images=(ImageFile("grid.png", b"png"),), card=True)
+    await surface.edit(ref, replace(done, buttons=buttons))
+    assert message.gallery == ["attachment://grid.png"] and message.text == "**Imagined** — a fox"
+
+    restarted = DiscordSurface(bot.adapters[0].client, surface.limits, 1024)
+    marked = ((Button("U1", "upscale1", "j1", "primary"), Button("U2", "upscale2", "j1")),)
+    await restarted.edit(ref, OutMessage("**Imagined** — a fox", buttons=marked, card=True))
+    assert message.gallery == ["attachment://grid.png"], "an edit without images keeps them"
+    assert message.button("U1")["style"] == 1 and [a.data for a in message.attachments] == [b"png"]
+
+    classic = DiscordSurface(bot.adapters[0].client, surface.limits, 1024, result_cards=False)
+    plain = await classic.send(general(fake), OutMessage("⏳ working", buttons=buttons, card=True))
+    posted = fake.messages[int(plain.message_id)]
+    assert not posted.components_v2 and posted.content == "⏳ working" and len(posted.buttons) == 2
