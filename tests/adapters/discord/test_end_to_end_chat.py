@@ -34,8 +34,13 @@ window, so both the pacing and the window of the edit budget are needed to avoid
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[RunningSimulator]:
-    async with serve(SimulatorConfig(time_scale=0.003, seed=5)) as running:
+async def sim(request: pytest.FixtureRequest) -> AsyncIterator[RunningSimulator]:
+    """The simulator; ``spec`` (indirect parameter): the documentation-only dialect with a
+    chat limit of 2 a minute, so a third message meets a 429 that genbot waits out."""
+    config = SimulatorConfig(time_scale=0.003, seed=5)
+    if getattr(request, "param", "default") == "spec":
+        config = SimulatorConfig(time_scale=0.003, seed=5, dialect="spec", chat_rpm=2)
+    async with serve(config) as running:
         yield running
 
 
@@ -63,10 +68,15 @@ async def final_answers(fake: FakeDiscord, channel: FakeChannel, count: int) -> 
 
 
 async def answer_after(fake: FakeDiscord, channel: FakeChannel, turn: FakeMessage) -> FakeMessage:
-    """The bot's finished answer posted in ``channel`` after the user's ``turn``."""
+    """The bot's finished answer posted in ``channel`` after the user's ``turn`` (not a notice
+    that it waits for the provider's rate limit)."""
 
     def ready() -> FakeMessage | None:
-        later = [m for m in fake.bot_messages(channel.id) if m.id > turn.id]
+        later = [
+            m
+            for m in fake.bot_messages(channel.id)
+            if m.id > turn.id and not m.content.startswith("⏳")
+        ]
         return later[0] if later and finished(later[0]) else None
 
     return await fake.wait_for(ready, 10.0, f"an answer to {turn.content!r}")
@@ -118,8 +128,9 @@ async def test_a_reply_longer_than_2000_characters_continues_in_a_second_message
 
 
 @QUICK
+@pytest.mark.parametrize("sim", ["default", "spec"], indirect=True)
 async def test_a_dm_conversation_keeps_its_context_over_three_turns(
-    harness: Harness, genbot: RealGenbot
+    harness: Harness, genbot: RealGenbot, sim: RunningSimulator
 ) -> None:
     fake = harness.fake
     bob = fake.user("bob")
@@ -131,7 +142,11 @@ async def test_a_dm_conversation_keeps_its_context_over_three_turns(
     third = await fake.user_message(bob, dm, "what was my first message?")
     answer = await answer_after(fake, dm, third)
     assert answer.content == 'Your first message was: "echo: Nice to meet you, Bob."'
-    assert len(fake.bot_messages(dm.id)) == 3
+    limited = sim.state.config.chat_rpm > 0
+    answers = [m for m in fake.bot_messages(dm.id) if not m.content.startswith("⏳")]
+    assert len(answers) == 3
+    statuses = [r.status for r in sim.state.requests_to("/v1/chat/completions")]
+    assert (429 in statuses) == limited
     assert dm.id in fake.typing_in
 
 

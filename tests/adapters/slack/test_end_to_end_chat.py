@@ -47,8 +47,9 @@ async def fake() -> AsyncIterator[FakeSlack]:
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[RunningSimulator]:
-    async with serve(SimulatorConfig(time_scale=1.0)) as running:
+async def sim(request: pytest.FixtureRequest) -> AsyncIterator[RunningSimulator]:
+    dialect = getattr(request, "param", "default")
+    async with serve(SimulatorConfig(time_scale=1.0, dialect=dialect)) as running:
         yield running
 
 
@@ -67,6 +68,7 @@ def finished(fake: FakeSlack, mention: FakeMessage, text: str) -> FakeMessage | 
     return found if found is not None and not found.streaming else None
 
 
+@pytest.mark.parametrize("sim", ["default", "spec"], indirect=True)
 async def test_a_mention_is_streamed_natively_into_its_thread_with_the_exact_text(
     fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
 ) -> None:

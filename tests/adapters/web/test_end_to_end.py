@@ -144,11 +144,15 @@ async def test_custom_zoom_opens_a_form_whose_submission_starts_an_outpaint(
         assert outpaint.body["zoom_ratio"] == "1.5"
 
 
+@pytest.mark.parametrize("dialect", ["default", "spec"])
 async def test_a_plain_message_streams_the_models_answer_into_one_message(
-    tmp_path: Path,
+    tmp_path: Path, dialect: Dialect
 ) -> None:
     answer = " ".join(f"word{number}" for number in range(80)) + "."
-    async with real_stack(tmp_path, time_scale=1.0) as stack, playground_user(stack.url) as user:
+    async with (
+        real_stack(tmp_path, time_scale=1.0, dialect=dialect) as stack,
+        playground_user(stack.url) as user,
+    ):
         view = await user.watch()
         echo_id = await user.message(f"echo: {answer}")
         await view.until(lambda: view.handled(echo_id), timeout=20)
