@@ -131,7 +131,7 @@ def _rate_limited(state: SimulatorState, account: Account) -> web.Response | Non
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
-    """Answer one chat completion request (spec 4.1).
+    """Answer one chat completion request (docs/provider.md, "Chat").
 
     The fault middleware logs the request and draws its fault; ``roll_fault`` hands this handler
     that draw when it is ``cut_stream`` (only streamed requests can get it).

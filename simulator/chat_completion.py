@@ -1,4 +1,4 @@
-"""Building a chat completion (spec 2.3) and its stream of chunks (spec 2.4, 4.1)."""
+"""Building a chat completion and its stream of chunks (docs/provider.md, "Chat")."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class Completion:
     prompt_tokens: int
 
     def body(self) -> dict[str, Any]:
-        """The non-streamed response body (spec 2.3)."""
+        """The non-streamed response body."""
         completion_tokens = sum(c.completion_tokens for c in self.choices)
         return {
             "id": self.id,

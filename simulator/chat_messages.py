@@ -1,4 +1,4 @@
-"""Validation of chat messages and their content (spec 2.1 message shape, vision arrays)."""
+"""Validation of chat messages and their content (message shape, vision arrays)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ _MESSAGE_FIELDS = frozenset({"role", "content", "name", "function_call"})
 
 
 class ChatRequestError(Exception):
-    """A request body that breaks a rule of spec 2.1; ``param`` names the field."""
+    """A request body that breaks a documented request rule; ``param`` names the field."""
 
     def __init__(self, message: str, param: str | None) -> None:
         super().__init__(message)

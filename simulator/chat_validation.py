@@ -1,4 +1,5 @@
-"""Validation of chat completion request bodies (spec 2.1, 2.2, 8) into a typed ``ChatRequest``.
+"""Validation of chat completion request bodies (docs/provider.md, "Chat" and "Limits") into a
+typed ``ChatRequest``.
 
 Every rule failure raises ``ChatRequestError`` carrying the offending field, which the route turns
 into a 400 with ``{"error": {"message", "type": "invalid_request_error", "param"}}``.
@@ -114,7 +115,7 @@ def _number_in_range(body: dict[str, Any], field: str, low: float, high: float) 
 
 
 def validate_chat_request(body: Any) -> ChatRequest:
-    """Check ``body`` against every rule of spec 2.1 and return it typed."""
+    """Check ``body`` against every documented request rule and return it typed."""
     if not isinstance(body, dict):
         raise ChatRequestError("The request body must be a JSON object.", None)
     unknown = sorted(set(body) - _REQUEST_FIELDS)

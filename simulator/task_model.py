@@ -191,7 +191,7 @@ def _meta(task: ImageTask, now: float, multi: bool) -> dict[str, Any]:
 
 
 def fetch_record(task: ImageTask, now: float) -> dict[str, Any]:
-    """The task record of spec 2.6 (fetch, and the webhook payload)."""
+    """The task record fetch answers (and the default dialect's webhook payload)."""
     return {
         "task_id": task.task_id,
         "task_type": task.task_type,

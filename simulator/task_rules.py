@@ -172,7 +172,7 @@ def prompt_mode(prompt: str) -> Mode | None:
 
 
 def select_mode(process_mode: str | None, prompt: str) -> Mode:
-    """Mode selection rules 1 and 2 of spec 4.2."""
+    """Mode selection by ``process_mode`` and the prompt (docs/provider.md, "Image tasks")."""
     if process_mode in ("relax", "fast", "turbo"):
         return process_mode  # type: ignore[return-value]
     return prompt_mode(prompt) or "relax"
@@ -256,7 +256,7 @@ def check_image_url(url: str, field: str) -> None:
 
 
 def upscale_rule(index: str, parent_kind: str, parent_version: str, parent_index: str) -> None:
-    """Index rules of upscale (spec 4.2 and 9.2)."""
+    """Index rules of upscale, by version (docs/provider.md, "Image tasks")."""
     if index in GRID_INDEXES:
         if parent_kind != "grid":
             raise RuleError(f"upscale index {index} needs a task with a 2x2 grid as origin")

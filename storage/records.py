@@ -177,7 +177,7 @@ class ChatMessage:
     created_at: float
 
     def to_api(self) -> dict[str, Any]:
-        """The message as the chat completion API expects it (spec 2.1)."""
+        """The message as the chat completion API expects it."""
         message: dict[str, Any] = {
             "role": self.role,
             "content": self.parts if self.parts is not None else self.content,

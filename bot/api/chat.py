@@ -40,8 +40,9 @@ FREE_PLAN = "free"
 
 
 def allowed_chat_models(plan: str) -> list[str]:
-    """The chat models a workspace on ``plan`` may use (spec 2.2): ``llm-4*`` models need the
-    Developer plan or above, so the free plan gets the others. The one home of this rule."""
+    """The chat models a workspace on ``plan`` may use (docs/provider.md, "Chat"): ``llm-4*``
+    models need the Developer plan or above, so the free plan gets the others. The one home of
+    this rule."""
     if plan == FREE_PLAN:
         return [model for model in CHAT_MODELS if model not in DEVELOPER_PLAN_MODELS]
     return list(CHAT_MODELS)
@@ -259,7 +260,7 @@ class ChatStream:
 
 
 class ChatClient:
-    """Chat completions (spec 4.1) with the plan rule of spec 2.2 applied before sending.
+    """Chat completions (docs/provider.md, "Chat") with the plan rule applied before sending.
 
     Non-streamed requests go to ``proxy_url`` when configured (else ``base_url``). Neither kind
     is retried once sent (see :mod:`bot.api.http`); only a connection that could not be made

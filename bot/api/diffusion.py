@@ -1,4 +1,5 @@
-"""Family C client: diffusion generation, upscale, controlnet, fetch and wait (spec 4.3)."""
+"""Family C client: diffusion generation, upscale, controlnet, fetch and wait (docs/provider.md,
+"Diffusion")."""
 
 from __future__ import annotations
 

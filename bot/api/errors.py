@@ -160,7 +160,7 @@ def about(seconds: float) -> str:
 
 
 class InvalidResponse(ApiError):
-    """The provider answered 200 with a body that is not what the spec describes."""
+    """The provider answered 200 with a body that is not what its documentation describes."""
 
     user_message = "The service sent an answer the bot could not read."
 
@@ -185,7 +185,8 @@ _REFUSAL_SENTENCES: dict[RefusalKind, str] = {
 
 
 def refusal_kind(provider_message: str) -> RefusalKind:
-    """Classify a creation failure message of the spec (2.5) into a :class:`RefusalKind`."""
+    """Classify a creation failure message (docs/provider.md, "Image tasks") into a
+    :class:`RefusalKind`."""
     text = " ".join(provider_message.lower().replace("_", " ").split())
     if "parsing" in text or "parse" in text:
         return RefusalKind.BODY_PARSING_FAILED

@@ -51,7 +51,7 @@ log = logging.getLogger("bot.api")
 
 
 class AuthStyle(Enum):
-    """How a family authenticates (spec 5)."""
+    """How a family authenticates (docs/provider.md, "Addresses and authentication")."""
 
     BEARER = "bearer"
     API_KEY = "api_key"

@@ -1,4 +1,4 @@
-"""Family A, chat completion: request (spec 2.1), response (2.3) and stream chunk (2.4)."""
+"""Family A, chat completion: request, response and stream chunk (docs/provider.md, "Chat")."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ CHAT_MODELS: tuple[str, ...] = (
     "llm-4-1106-preview",
     "llm-4-vision-preview",
 )
-"""Every chat model id of spec 2.2."""
+"""Every documented chat model id."""
 
 DEVELOPER_PLAN_MODELS: tuple[str, ...] = tuple(m for m in CHAT_MODELS if m.startswith("llm-4"))
 """Models available only on the Developer plan and above."""
@@ -141,7 +141,7 @@ class FunctionCallName(RequestModel):
 
 
 class ChatRequest(RequestModel):
-    """Body of ``POST /v1/chat/completions`` (spec 2.1), checked against the spec's limits.
+    """Body of ``POST /v1/chat/completions`` checked against the documented limits.
 
     ``stream`` is set by :class:`bot.api.chat.ChatClient` according to the method called.
     The plan rule for ``llm-4*`` models is checked by the client, which knows the plan.
@@ -301,7 +301,7 @@ class ChatChoice(ResponseModel):
 
 
 class ChatCompletion(ResponseModel):
-    """A non-streamed completion (spec 2.3)."""
+    """A non-streamed completion."""
 
     id: str = ""
     object: str = "chat.completion"
@@ -341,7 +341,7 @@ class ChunkChoice(ResponseModel):
 
 
 class ChatChunk(ResponseModel):
-    """One server-sent event of a streamed completion (spec 2.4)."""
+    """One server-sent event of a streamed completion."""
 
     id: str = ""
     object: str = "chat.completion.chunk"

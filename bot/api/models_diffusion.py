@@ -1,4 +1,4 @@
-"""Family C, image diffusion: request bodies (spec 4.3) and responses (2.9)."""
+"""Family C, image diffusion: request bodies and responses (docs/provider.md, "Diffusion")."""
 
 from __future__ import annotations
 
@@ -220,7 +220,7 @@ class DiffusionMeta(ResponseModel):
 
 
 class DiffusionResponse(ResponseModel):
-    """Any diffusion answer: generation, processing, fetch or upscale (spec 2.9).
+    """Any diffusion answer: generation, processing, fetch or upscale.
 
     ``output`` is always a list (the upscale answer's single URL becomes a one-item list);
     ``message`` is read from ``messege`` or ``message``.

@@ -1,5 +1,5 @@
-"""Family B, image task answers: CreateTaskResponse (spec 2.5), task records (2.6-2.8) and the
-multi_fetch envelope."""
+"""Family B, image task answers (docs/provider.md, "Image tasks"): CreateTaskResponse, task
+records and the multi_fetch envelope."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from bot.api.models_common import LenientInt, LenientStr, ResponseModel, StrList
 
 
 class CreateTaskResponse(ResponseModel):
-    """Answer of every creation endpoint (spec 2.5)."""
+    """Answer of every creation endpoint."""
 
     task_id: str = ""
     status: str = ""
@@ -21,7 +21,7 @@ class CreateTaskResponse(ResponseModel):
 
 
 class TaskStatus(StrEnum):
-    """Image task states (spec 3.1)."""
+    """Image task states."""
 
     PENDING = "pending"
     STAGED = "staged"
@@ -35,7 +35,7 @@ _PROMPT_LINE = re.compile(r"^\s*([1-4])(?:\ufe0f?\u20e3|[.)])\s*(.*\S)\s*$")
 
 
 class TaskResult(ResponseModel):
-    """``task_result`` (spec 2.7). ``host_url`` and ``host_image_url`` are made equal (each
+    """``task_result``. ``host_url`` and ``host_image_url`` are made equal (each
     family of responses fills only one of them)."""
 
     host_url: str = ""
@@ -75,7 +75,7 @@ class TaskResult(ResponseModel):
 
 
 class TaskMeta(ResponseModel):
-    """``meta`` of a task record (spec 2.8); the internal fields are kept but not interpreted."""
+    """``meta`` of a task record; the internal fields are kept but not interpreted."""
 
     account_id: LenientStr = ""
     task_type: str = ""
@@ -95,7 +95,7 @@ class TaskMeta(ResponseModel):
 
 
 class TaskRecord(ResponseModel):
-    """A task as returned by fetch and multi_fetch (spec 2.6)."""
+    """A task as returned by fetch and multi_fetch."""
 
     task_id: str = ""
     task_type: str = ""

@@ -1,4 +1,4 @@
-"""Family B, image tasks: the request bodies of spec 4.2 (answers are in
+"""Family B, image tasks: the request bodies (docs/provider.md, "Image tasks"; answers are in
 :mod:`bot.api.models_task_records`)."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def allowed_upscale_indexes(version: str) -> tuple[str, ...]:
 
 
 def allowed_variation_indexes(version: str) -> tuple[str, ...]:
-    """Variation ``index`` values a task of model ``version`` accepts (spec 9.2)."""
+    """Variation ``index`` values a task of model ``version`` accepts."""
     vary = ("high_variation", "low_variation") if version in ("5.2", "6") else ()
     return ("1", "2", "3", "4", *vary)
 

@@ -1,4 +1,5 @@
-"""Family B client: image task creation, fetch and multi_fetch (spec 4.2)."""
+"""Family B client: image task creation, fetch and multi_fetch (docs/provider.md, "Image
+tasks")."""
 
 from __future__ import annotations
 

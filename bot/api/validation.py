@@ -145,7 +145,7 @@ def check_http_url(field: str, value: str, *, refuse_upstream_cdn: bool = False)
 
 
 def check_webhook_address(field: str, value: str, *, allow_insecure: bool = False) -> str:
-    """Apply the spec's webhook rule: ``https://domain`` on port 443 only.
+    """Apply the documented webhook rule: ``https://domain`` on port 443 only.
 
     With ``allow_insecure`` a loopback address (127.0.0.1, localhost, ::1) may use http and any
     port; that is for tests and local demos only.

@@ -1,4 +1,4 @@
-"""Built-in tools the chat model may call, offered as spec 2.1 ``functions``.
+"""Built-in tools the chat model may call, offered as the request's ``functions``.
 
 The image engine implements :class:`ImageTools`; the chat engine turns the model's function call
 into one of its methods and sends the returned sentence back to the model as the function result.

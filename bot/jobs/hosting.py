@@ -1,8 +1,8 @@
 """A host for images the provider must fetch: :class:`MediaHost` keeps images users attached
 (``/describe``, ``/blend``) for a while, on disk beside the database, and the webhook receiver
 serves them at ``<public_url>/media/<token>.<ext>``, because the provider does not accept links on
-the chat platform's CDN (spec 4.2). It only exists when ``[webhook] public_url`` is set; tokens
-are random and expire (``ttl``)."""
+the chat platform's CDN (docs/provider.md, "Image tasks"). It only exists when ``[webhook]
+public_url`` is set; tokens are random and expire (``ttl``)."""
 
 from __future__ import annotations
 

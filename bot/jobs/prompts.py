@@ -1,7 +1,7 @@
 """Checks genbot applies to image prompts and attachments before anything reaches the provider.
 
 Prompts (unless ``skip_prompt_check``): at most ``MAX_PROMPT_CHARS`` characters, a ``--v`` /
-``--version`` among the model versions of spec 9.2, a valid ``--ar`` / ``--aspect`` (the
+``--version`` among the documented model versions, a valid ``--ar`` / ``--aspect`` (the
 same rule as the ``aspect_ratio`` option), a ``--seed`` from 0 to ``MAX_SEED``, and a value
 after every flag that takes one (``--no`` at the end is refused). Attachments: an image type
 (by content type, else by file name) and at most ``[limits] max_upload_bytes``.

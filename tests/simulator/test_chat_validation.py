@@ -1,4 +1,4 @@
-"""Every request rule of spec 2.1 answers 400 with a JSON error naming the field."""
+"""Every documented request rule answers 400 with a JSON error naming the field."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""fetch and multi_fetch records (spec 2.6–2.8), actions, describe results and served PNGs."""
+"""fetch and multi_fetch records, actions, describe results and served PNGs."""
 
 from __future__ import annotations
 
