@@ -15,10 +15,10 @@ from typing import Any
 from aiohttp import BodyPartReader, web
 
 from adapters.listener import refused
-from adapters.web.adapter import WebAdapter
 from adapters.web.messages import StoredFile, WebMessage
 from adapters.web.platform import WebContext, web_place
-from adapters.web.routes import ADAPTER, USER, json_error
+from adapters.web.playground import Playground
+from adapters.web.routes import ADAPTER, USER, Serving, json_error
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
 from adapters.web.uploads import UploadCacheFull
 from bot.events import (
@@ -63,19 +63,19 @@ def _string(body: dict[str, Any], key: str, *, max_length: int | None = None) ->
     return value
 
 
-def _place(adapter: WebAdapter, body: dict[str, Any]) -> Place:
+def _place(playground: Playground, body: dict[str, Any]) -> Place:
     channel = parse_channel(body.get("channel"))
     thread = body.get("thread")
     if thread is None or thread == "":
         return web_place(channel)
-    parent = adapter.store.get(thread) if isinstance(thread, str) else None
+    parent = playground.store.get(thread) if isinstance(thread, str) else None
     if parent is None or parent.channel != channel or parent.thread_info is None:
         raise BadInput(f"There is no thread {thread!r} in #{channel}.")
     return web_place(channel, parent.id)
 
 
 def _uploads(
-    adapter: WebAdapter, body: dict[str, Any], owner: str
+    playground: Playground, body: dict[str, Any], owner: str
 ) -> tuple[list[str], list[StoredFile]]:
     ids = body.get("attachments", [])
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
@@ -85,7 +85,7 @@ def _uploads(
         raise BadInput(f"At most {MAX_UPLOADS_PER_MESSAGE} images per message.")
     files = []
     for upload_id in ids:
-        stored = adapter.uploads.get(upload_id, owner)
+        stored = playground.uploads.get(upload_id, owner)
         if stored is None:
             raise BadInput("An attached image has expired or was already sent; attach it again.")
         files.append(stored)
@@ -99,22 +99,23 @@ def _accepted(event_id: str) -> web.Response:
 async def command(request: web.Request) -> web.Response:
     """``{"text": "/imagine a fox --ar 16:9", "channel": ..., "attachments": [upload ids]}``."""
     adapter, user = request.app[ADAPTER], request[USER]
+    playground = adapter.playground
     body = await _json_body(request)
-    text = _string(body, "text", max_length=adapter.limits.max_text).strip()
+    text = _string(body, "text", max_length=playground.limits.max_text).strip()
     if not text or text == "/":
         raise BadInput("Empty command: type a command such as /imagine a fox, or /help.")
     spec, _ = parse_slash(text)
-    place = _place(adapter, body)
-    ids, files = _uploads(adapter, body, user.id)
+    place = _place(playground, body)
+    ids, files = _uploads(playground, body, user.id)
     assign_attachments(spec, files)
-    adapter.uploads.take(ids, user.id)
-    shown = await adapter.post_user_message(user, place, text, files, command=spec.name)
-    event = command_event(adapter, user, shown, f"{request.scheme}://{request.host}")
+    playground.uploads.take(ids, user.id)
+    shown = await playground.post_user_message(user, place, text, files, command=spec.name)
+    event = command_event(playground, user, shown, f"{request.scheme}://{request.host}")
     adapter.dispatch(event, shown.id)
     return _accepted(shown.id)
 
 
-def command_event(adapter: WebAdapter, user: User, shown: WebMessage, origin: str) -> Command:
+def command_event(playground: Playground, user: User, shown: WebMessage, origin: str) -> Command:
     """The core's event for the command message ``shown`` (its images served from ``origin``)."""
     spec, rest = parse_slash(shown.text)
     return Command(
@@ -124,22 +125,23 @@ def command_event(adapter: WebAdapter, user: User, shown: WebMessage, origin: st
         name=spec.name,
         text=rest,
         options={},
-        attachments=assign_attachments(spec, adapter.attachments_of(shown, origin)),
+        attachments=assign_attachments(spec, playground.attachments_of(shown, origin)),
     )
 
 
-async def resume_commands(adapter: WebAdapter) -> None:
+async def resume_commands(adapter: Serving) -> None:
     """Handle the commands an earlier run accepted but did not answer; the ones it answered,
     and any that no longer read as a command, are only marked handled."""
-    for shown in adapter.store.pending():
+    playground = adapter.playground
+    for shown in playground.store.pending():
         author = shown.author
         user = User(str(author["id"]), str(author.get("name", "")), shown.requester_is_admin)
         try:
-            event = command_event(adapter, user, shown, adapter.url)
+            event = command_event(playground, user, shown, playground.url)
         except BadInput:
             event = None
-        if event is None or adapter.store.answered(shown.id):
-            await adapter.settle(shown)
+        if event is None or playground.store.answered(shown.id):
+            await playground.settle(shown)
             continue
         log.info("handling command %s, accepted before a restart", shown.id)
         adapter.dispatch(event, shown.id)
@@ -148,14 +150,15 @@ async def resume_commands(adapter: WebAdapter) -> None:
 async def message(request: web.Request) -> web.Response:
     """``{"text": "hello", "channel": ..., "thread": ..., "attachments": [upload ids]}``."""
     adapter, user = request.app[ADAPTER], request[USER]
+    playground = adapter.playground
     body = await _json_body(request)
-    text = _string(body, "text", max_length=adapter.limits.max_text).strip()
-    place = _place(adapter, body)
-    ids, files = _uploads(adapter, body, user.id)
+    text = _string(body, "text", max_length=playground.limits.max_text).strip()
+    place = _place(playground, body)
+    ids, files = _uploads(playground, body, user.id)
     if not text and not files:
         raise BadInput("Empty message: type something or attach an image.")
-    adapter.uploads.take(ids, user.id)
-    shown = await adapter.post_user_message(user, place, text, files)
+    playground.uploads.take(ids, user.id)
+    shown = await playground.post_user_message(user, place, text, files)
     origin = f"{request.scheme}://{request.host}"
     event = UserMessage(
         user=user,
@@ -163,7 +166,7 @@ async def message(request: web.Request) -> web.Response:
         context=WebContext(shown.id),
         message_id=shown.id,
         text=text,
-        attachments=tuple(adapter.attachments_of(shown, origin)),
+        attachments=tuple(playground.attachments_of(shown, origin)),
     )
     adapter.dispatch(event, shown.id)
     return _accepted(shown.id)
@@ -180,7 +183,7 @@ async def button(request: web.Request) -> web.Response:
     decoded = decode_custom_id(custom_id)
     if decoded is None:
         raise BadInput("That is not one of genbot's buttons.")
-    shown = adapter.store.get(message_id)
+    shown = adapter.playground.store.get(message_id)
     if shown is None:
         # Posted by an earlier run: the custom id carries the job, and the core decides who
         # may press it, so a button keeps working after a restart.
@@ -192,7 +195,7 @@ async def button(request: web.Request) -> web.Response:
     else:
         place = web_place(shown.channel, shown.thread)
     action, ref = decoded
-    event_id = adapter.store.new_id()
+    event_id = adapter.playground.store.new_id()
     event = ButtonPress(
         user=user,
         place=place,
@@ -213,7 +216,7 @@ async def modal(request: web.Request) -> web.Response:
     values = body.get("values", {})
     if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
         raise BadInput("'values' must map field ids to strings.")
-    pending = adapter.pending_modal(user.id, custom_id)
+    pending = adapter.playground.pending_modal(user.id, custom_id)
     if pending is None:
         raise BadInput("This form has expired or was already submitted; open it again.")
     fields = pending.modal.fields
@@ -226,8 +229,8 @@ async def modal(request: web.Request) -> web.Response:
             raise BadInput(f"'{field.label}' is required.")
         if len(value) > field.max_length:
             raise BadInput(f"'{field.label}' is longer than {field.max_length} characters.")
-    adapter.close_modal(user.id, custom_id)
-    event_id = adapter.store.new_id()
+    adapter.playground.close_modal(user.id, custom_id)
+    event_id = adapter.playground.store.new_id()
     event = ModalSubmit(
         user=user,
         place=pending.place,
@@ -256,14 +259,14 @@ async def _read_part(part: BodyPartReader, limit: int, filename: str) -> bytes:
 async def upload(request: web.Request) -> web.Response:
     """``multipart/form-data`` with one or more ``file`` fields (PNG, JPEG, GIF or WebP); 503
     while the playground holds as many pending uploads as ``[web] upload_cache_mb`` allows."""
-    adapter, user = request.app[ADAPTER], request[USER]
+    playground, user = request.app[ADAPTER].playground, request[USER]
     if not request.content_type.startswith("multipart/"):
         raise BadInput("Upload images as multipart/form-data in a field named 'file'.")
-    arriving = request.content_length or MAX_FILES_PER_REQUEST * adapter.max_upload_bytes
+    arriving = request.content_length or MAX_FILES_PER_REQUEST * playground.max_upload_bytes
     try:
-        with adapter.uploads.reserve(arriving):
-            received = await _receive_images(request, adapter.max_upload_bytes)
-            kept = [adapter.uploads.add(user.id, *image) for image in received]
+        with playground.uploads.reserve(arriving):
+            received = await _receive_images(request, playground.max_upload_bytes)
+            kept = [playground.uploads.add(user.id, *image) for image in received]
     except UploadCacheFull as full:
         refused(request, "upload cache full")
         return json_error(503, str(full))

@@ -9,12 +9,12 @@ import ipaddress
 import json
 from http.cookies import SimpleCookie
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from adapters.listener import body_limit, refused
+from adapters.listener import refused
 from adapters.web.access import (
     ACCESS_COOKIE,
     API_USER_ID,
@@ -22,12 +22,10 @@ from adapters.web.access import (
     Access,
     user_id_for,
 )
+from adapters.web.playground import Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
 from bot.commands import offered_models
-from bot.events import User
-
-if TYPE_CHECKING:
-    from adapters.web.adapter import WebAdapter
+from bot.events import EventHandler, InboundEvent, User
 
 STATIC_DIR = Path(__file__).parent / "static"
 STATIC_TYPES = {
@@ -60,7 +58,28 @@ NO_TOKEN = (
 WRONG_TOKEN = "That is not this playground's access token."
 NO_SESSION = "Load the playground page first: it gives this browser its identity."
 
-ADAPTER: web.AppKey[WebAdapter] = web.AppKey("genbot_web_adapter")
+
+class Serving(Protocol):
+    """What the routes need of the adapter serving them
+    (:class:`adapters.web.adapter.WebAdapter`)."""
+
+    @property
+    def playground(self) -> Playground: ...
+    @property
+    def access(self) -> Access: ...
+    @property
+    def handler(self) -> EventHandler: ...
+    @property
+    def keepalive_seconds(self) -> float: ...
+
+    def dispatch(self, event: InboundEvent, event_id: str) -> None:
+        """Have the core handle ``event`` in the background (``event_id`` shows it working)."""
+        ...
+
+    async def cancel_handlers(self) -> None: ...
+
+
+ADAPTER: web.AppKey[Serving] = web.AppKey("genbot_web_adapter")
 USER = web.RequestKey("genbot_user", User)
 SET_COOKIES = web.RequestKey("genbot_set_cookies", dict)
 
@@ -151,7 +170,8 @@ async def access_middleware(request: web.Request, handler: Any) -> web.StreamRes
     return response
 
 
-async def _on_prepare(request: web.Request, response: web.StreamResponse) -> None:
+async def on_prepare(request: web.Request, response: web.StreamResponse) -> None:
+    """Set the cookies the request earned and the security headers of every answer."""
     for name, value in request.get(SET_COOKIES, {}).items():
         cookie: SimpleCookie = SimpleCookie()
         cookie[name] = value
@@ -192,22 +212,22 @@ async def commands(request: web.Request) -> web.Response:
 
 async def history(request: web.Request) -> web.Response:
     """The channel's recent messages this user may see, with the event number they are at."""
-    adapter = request.app[ADAPTER]
+    playground = request.app[ADAPTER].playground
     channel = parse_channel(request.query.get("channel"))
     user = request[USER]
-    known = [c for c in adapter.store.channels() if c not in DEFAULT_CHANNELS]
+    known = [c for c in playground.store.channels() if c not in DEFAULT_CHANNELS]
     return web.json_response(
         {
             "channel": channel,
-            "instance": adapter.store.instance,
-            "seq": adapter.hub.last_seq(channel),
+            "instance": playground.store.instance,
+            "seq": playground.hub.last_seq(channel),
             "me": {"id": user.id, "name": user.name},
             "channels": [*DEFAULT_CHANNELS, *known],
             "limits": {
-                "max_text": adapter.limits.max_text,
-                "max_upload_bytes": adapter.max_upload_bytes,
+                "max_text": playground.limits.max_text,
+                "max_upload_bytes": playground.max_upload_bytes,
             },
-            "messages": [m.to_json() for m in adapter.store.history(channel, user.id)],
+            "messages": [m.to_json() for m in playground.store.history(channel, user.id)],
         }
     )
 
@@ -220,6 +240,7 @@ def _sse(seq: int | None, payload: dict[str, Any]) -> bytes:
 async def events(request: web.Request) -> web.StreamResponse:
     """Server-sent events of one channel; resumes after ``Last-Event-ID`` or ``?after=``."""
     adapter = request.app[ADAPTER]
+    playground = adapter.playground
     channel = parse_channel(request.query.get("channel"))
     raw_after = request.headers.get("Last-Event-ID") or request.query.get("after")
     try:
@@ -227,7 +248,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     except ValueError:
         raise BadInput(f"'after' must be an event number, not {raw_after!r}.") from None
     user = request[USER]
-    subscriber, replay = adapter.hub.subscribe(channel, user.id, after)
+    subscriber, replay = playground.hub.subscribe(channel, user.id, after)
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream",
@@ -240,8 +261,8 @@ async def events(request: web.Request) -> web.StreamResponse:
         hello = {
             "type": "hello",
             "channel": channel,
-            "instance": adapter.store.instance,
-            "seq": adapter.hub.last_seq(channel),
+            "instance": playground.store.instance,
+            "seq": playground.hub.last_seq(channel),
         }
         await response.write(b"retry: 1000\n\n" + _sse(None, hello))
         if replay is None:
@@ -259,13 +280,13 @@ async def events(request: web.Request) -> web.StreamResponse:
     except ConnectionResetError:
         pass
     finally:
-        adapter.hub.unsubscribe(subscriber)
+        playground.hub.unsubscribe(subscriber)
     return response
 
 
 async def image(request: web.Request) -> web.Response:
     """An image genbot posted, at its content-addressed URL."""
-    stored = request.app[ADAPTER].store.image(request.match_info["key"])
+    stored = request.app[ADAPTER].playground.store.image(request.match_info["key"])
     if stored is None:
         return json_error(404, "No such image (it may have scrolled out of the playground).")
     return web.Response(
@@ -280,7 +301,7 @@ async def image(request: web.Request) -> web.Response:
 
 async def upload_file(request: web.Request) -> web.Response:
     """A pending upload, for its owner's preview."""
-    stored = request.app[ADAPTER].uploads.get(request.match_info["id"], request[USER].id)
+    stored = request.app[ADAPTER].playground.uploads.get(request.match_info["id"], request[USER].id)
     if stored is None:
         return json_error(404, "No such upload.")
     return web.Response(
@@ -288,45 +309,11 @@ async def upload_file(request: web.Request) -> web.Response:
     )
 
 
-async def _close_streams(app: web.Application) -> None:
-    app[ADAPTER].hub.close_all()
+async def close_streams(app: web.Application) -> None:
+    """End every browser's event stream (the server is shutting down)."""
+    app[ADAPTER].playground.hub.close_all()
 
 
-async def _cancel_handlers(app: web.Application) -> None:
+async def cancel_handlers(app: web.Application) -> None:
+    """Cancel the core's work still running for this playground (the server is cleaning up)."""
     await app[ADAPTER].cancel_handlers()
-
-
-def _upload_route(max_upload_bytes: int) -> Any:
-    from adapters.web import handlers
-
-    limit = handlers.MAX_FILES_PER_REQUEST * (max_upload_bytes + MULTIPART_OVERHEAD)
-
-    @body_limit(limit, timeout=UPLOAD_TIMEOUT)
-    async def upload(request: web.Request) -> web.StreamResponse:
-        return await handlers.upload(request)
-
-    return upload
-
-
-def build_app(adapter: WebAdapter) -> web.Application:
-    """The aiohttp application of ``adapter``'s playground."""
-    from adapters.web import handlers
-
-    app = web.Application(middlewares=[access_middleware])
-    app[ADAPTER] = adapter
-    app.on_response_prepare.append(_on_prepare)
-    app.on_shutdown.append(_close_streams)
-    app.on_cleanup.append(_cancel_handlers)
-    app.router.add_get("/", index)
-    app.router.add_get("/static/{name}", static)
-    app.router.add_get("/api/commands", commands)
-    app.router.add_get("/api/history", history)
-    app.router.add_get("/api/events", events)
-    app.router.add_post("/api/command", handlers.command)
-    app.router.add_post("/api/message", handlers.message)
-    app.router.add_post("/api/button", handlers.button)
-    app.router.add_post("/api/modal", handlers.modal)
-    app.router.add_post("/api/upload", _upload_route(adapter.max_upload_bytes))
-    app.router.add_get("/images/{key}/{name}", image)
-    app.router.add_get("/uploads/{id}/{name}", upload_file)
-    return app

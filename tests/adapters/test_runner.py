@@ -13,6 +13,7 @@ from aiohttp import ClientSession, CookieJar
 
 from adapters.runner import answers_refusal
 from adapters.web import WebAdapter
+from adapters.web.surface import WebSurface
 from bot.config import WebSettings
 from bot.core import RESTARTING_TEXT
 from bot.events import Command, InboundEvent, OutMessage, Place, User, UserMessage
@@ -26,7 +27,7 @@ class GatedCore:
     gate: asyncio.Event = field(default_factory=asyncio.Event)
     started: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
-    surface: WebAdapter | None = None
+    surface: WebSurface | None = None
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def handle(self, event: InboundEvent) -> None:
@@ -42,7 +43,7 @@ class GatedCore:
 async def gated() -> AsyncIterator[tuple[GatedCore, WebAdapter, ClientSession]]:
     core = GatedCore()
     adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), core, keepalive_seconds=0.05)
-    core.surface = adapter
+    core.surface = adapter.surface
     await adapter.start()
     async with ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True)) as browser:
         async with browser.get("/"):
@@ -64,7 +65,7 @@ async def test_after_intake_stops_a_command_is_answered_restarting_and_not_run_l
     assert [m["kind"] for m in messages] == ["user", "ephemeral"]
     assert messages[1]["text"] == RESTARTING_TEXT
     assert core.started == []
-    assert adapter.store.get(messages[0]["id"]).pending is False  # type: ignore[union-attr]
+    assert adapter.playground.store.get(messages[0]["id"]).pending is False  # type: ignore[union-attr]
 
 
 async def test_a_drain_lets_running_events_finish(

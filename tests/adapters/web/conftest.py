@@ -32,7 +32,7 @@ async def adapter(core: RecordingCore) -> AsyncIterator[WebAdapter]:
         keepalive_seconds=0.05,
         handler_timeout=5.0,
     )
-    core.surface = web_adapter
+    core.surface = web_adapter.surface
     await web_adapter.start()
     yield web_adapter
     await web_adapter.stop()

@@ -63,19 +63,23 @@ async def post_samples(adapter: WebAdapter) -> None:
         return Command(user=me, place=place, context=WebContext(echo_id), name=name, text=text)
 
     prompt = "a lighthouse at dusk, volumetric light --ar 1:1"
-    echo = await adapter.post_user_message(me, place, f"/imagine {prompt}", [], command="imagine")
+    echo = await adapter.playground.post_user_message(
+        me, place, f"/imagine {prompt}", [], command="imagine"
+    )
     grid = OutMessage(
         f"**{prompt}** — (fast)",
         images=(ImageFile("lighthouse.png", grid_png(512)),),
         buttons=grid_buttons("job-1"),
         mention_user_id=me.id,
     )
-    await adapter.send(place, grid, origin=command("imagine", prompt, echo.id))
+    await adapter.surface.send(place, grid, origin=command("imagine", prompt, echo.id))
     question = "how do I reverse a list in python?"
-    echo = await adapter.post_user_message(me, place, f"/chat {question}", [], command="chat")
+    echo = await adapter.playground.post_user_message(
+        me, place, f"/chat {question}", [], command="chat"
+    )
     origin = command("chat", question, echo.id)
-    await adapter.send(place, OutMessage(CODE_ANSWER, from_model=True), origin=origin)
-    await adapter.send_ephemeral(origin, "You have **182 credits** left today.")
+    await adapter.surface.send(place, OutMessage(CODE_ANSWER, from_model=True), origin=origin)
+    await adapter.surface.send_ephemeral(origin, "You have **182 credits** left today.")
 
 
 CHROMIUM_ARGS = [
@@ -109,7 +113,7 @@ async def screenshot(url: str, path: str, chromium: str = "/usr/bin/chromium") -
 async def main(port: int, seconds: float, screenshot_path: str | None) -> None:
     core = RecordingCore(edit_pause=0.3)
     adapter = WebAdapter(WebSettings(host="127.0.0.1", port=port), core)
-    core.surface = adapter
+    core.surface = adapter.surface
     adapter.app.middlewares.insert(0, same_session_for_everyone)
     await adapter.start()
     await post_samples(adapter)

@@ -35,7 +35,7 @@ async def playground(
         local_admins=local_admins,
         keepalive_seconds=0.05,
     )
-    core.surface = adapter
+    core.surface = adapter.surface
     await adapter.start()
     try:
         yield adapter
@@ -78,7 +78,7 @@ async def test_a_foreign_host_gets_421_and_runs_nothing() -> None:
             async with session.get("/", headers={"Host": name}) as response:
                 assert response.status == 421, name
         assert core.events == []
-        assert adapter.store.history("general", "") == []
+        assert adapter.playground.store.history("general", "") == []
         assert adapter.listener.refusals.totals["Host not allowed"] == 10
 
 

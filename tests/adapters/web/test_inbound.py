@@ -87,7 +87,7 @@ async def test_button_press_becomes_a_button_event(
     browser: ClientSession, core: RecordingCore, adapter: WebAdapter
 ) -> None:
     buttons = ((Button("U1", "upscale1", "job-7"), Button("🔄", "reroll", "job-7", "primary")),)
-    ref = await adapter.send(web_place(), OutMessage("grid", buttons=buttons))
+    ref = await adapter.surface.send(web_place(), OutMessage("grid", buttons=buttons))
     status, answer = await post(
         browser, "/api/button", {"message_id": ref.message_id, "custom_id": "gb:reroll:job-7"}
     )
@@ -118,7 +118,7 @@ async def test_modal_opened_by_a_button_is_submitted_as_modal_submit(
     browser: ClientSession, core: RecordingCore, adapter: WebAdapter
 ) -> None:
     buttons = ((Button("Custom Zoom", "outpaint_custom", "job-9"),),)
-    ref = await adapter.send(web_place("art"), OutMessage("upscaled", buttons=buttons))
+    ref = await adapter.surface.send(web_place("art"), OutMessage("upscaled", buttons=buttons))
     body = {"message_id": ref.message_id, "custom_id": "gb:outpaint_custom:job-9"}
     assert (await post(browser, "/api/button", body))[0] == 202
     await core.wait_for_events(1)
@@ -220,7 +220,7 @@ async def test_malformed_bodies_are_refused(
 async def test_buttons_not_on_the_message_are_refused(
     browser: ClientSession, core: RecordingCore, adapter: WebAdapter
 ) -> None:
-    ref = await adapter.send(
+    ref = await adapter.surface.send(
         web_place(), OutMessage("grid", buttons=((Button("U1", "upscale1", "j"),),))
     )
     for custom_id in ("gb:upscale2:j", "gb:upscale1:other"):

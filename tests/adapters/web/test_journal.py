@@ -42,7 +42,7 @@ class StuckCore(RecordingCore):
 @asynccontextmanager
 async def playground(path: Path, core: RecordingCore) -> AsyncIterator[WebAdapter]:
     adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), core, history=path)
-    core.surface = adapter
+    core.surface = adapter.surface
     await adapter.start()
     try:
         yield adapter
@@ -96,17 +96,19 @@ async def test_a_keyed_message_is_posted_once_across_restarts(tmp_path: Path) ->
     path = tmp_path / "genbot.playground.db"
     result = OutMessage("done", images=(ImageFile("r.png", png()),), key="job1.result")
     async with playground(path, RecordingCore()) as adapter:
-        first = await adapter.send(PLACE, result)
-        assert await adapter.send(PLACE, result) == first
-        other = await adapter.send(PLACE, OutMessage("failed", key="job2.failure"))
+        first = await adapter.surface.send(PLACE, result)
+        assert await adapter.surface.send(PLACE, result) == first
+        other = await adapter.surface.send(PLACE, OutMessage("failed", key="job2.failure"))
         assert other != first
 
     async with playground(path, RecordingCore()) as adapter:
-        again = await adapter.send(PLACE, OutMessage("done", key="job1.result", may_exist=True))
+        again = await adapter.surface.send(
+            PLACE, OutMessage("done", key="job1.result", may_exist=True)
+        )
         assert again == first
-        assert await adapter.posted(PLACE, "job1.result") == first
-        assert await adapter.posted(PLACE, "job3.result") is None
-        shown = adapter.store.history("general", "anyone")
+        assert await adapter.surface.posted(PLACE, "job1.result") == first
+        assert await adapter.surface.posted(PLACE, "job3.result") is None
+        shown = adapter.playground.store.history("general", "anyone")
         assert [m.text for m in shown] == ["done", "failed"]
 
 
@@ -139,7 +141,7 @@ async def test_a_command_genbot_already_answered_is_not_handled_again(tmp_path: 
     stuck = StuckCore(answer_first=True)
     async with playground(path, stuck) as adapter, browser_of(adapter) as browser:
         assert (await post(browser, "/api/command", {"text": "/imagine a heron"}))[0] == 202
-        await eventually(lambda: len(adapter.store.history("general", "anyone")) == 2)
+        await eventually(lambda: len(adapter.playground.store.history("general", "anyone")) == 2)
 
     core = RecordingCore()
     async with playground(path, core):
@@ -175,15 +177,15 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
 ) -> None:
     path = tmp_path / "genbot.playground.db"
     async with playground(path, RecordingCore()) as adapter:
-        assert adapter.journal is not None
-        await adapter.journal.close()
+        assert adapter.playground.journal is not None
+        await adapter.playground.journal.close()
         with pytest.raises(SurfaceError, match="could not keep the message"):
-            await adapter.send(PLACE, OutMessage("lost?", key="job1.result"))
-        assert adapter.store.history("general", "anyone") == []
-        assert await adapter.posted(PLACE, "job1.result") is None
+            await adapter.surface.send(PLACE, OutMessage("lost?", key="job1.result"))
+        assert adapter.playground.store.history("general", "anyone") == []
+        assert await adapter.surface.posted(PLACE, "job1.result") is None
 
     stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), RecordingCore(), history=path)
     await stopped.start()
     await stopped.stop()
     with pytest.raises(SurfaceError, match="stopped"):
-        await stopped.send(PLACE, OutMessage("after the stop"))
+        await stopped.surface.send(PLACE, OutMessage("after the stop"))

@@ -82,7 +82,10 @@ async def test_history_reports_limits_and_channels(
 ) -> None:
     body = await history(browser, "lab")
     assert body["channel"] == "lab"
-    assert body["limits"] == {"max_text": 4000, "max_upload_bytes": adapter.max_upload_bytes}
+    assert body["limits"] == {
+        "max_text": 4000,
+        "max_upload_bytes": adapter.playground.max_upload_bytes,
+    }
     assert body["channels"][:3] == ["general", "art", "lab"]
     assert body["messages"] == []
     assert body["seq"] == 0

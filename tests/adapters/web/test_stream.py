@@ -189,8 +189,12 @@ async def test_hello_names_the_server_instance_so_pages_reload_after_a_restart(
 ) -> None:
     async with browser.get("/api/events", params={"channel": "general"}) as response:
         hello = (await SseReader(response).next()).data
-    assert hello["instance"] == (await history(browser))["instance"] == adapter.store.instance
-    assert MessageStore().instance != adapter.store.instance
+    assert (
+        hello["instance"]
+        == (await history(browser))["instance"]
+        == adapter.playground.store.instance
+    )
+    assert MessageStore().instance != adapter.playground.store.instance
 
 
 async def test_stream_asks_for_a_reload_when_it_cannot_replay(stream: OpenStream) -> None:
@@ -217,9 +221,9 @@ async def test_keep_alive_comments_and_cleanup_of_departed_browsers(
         while keepalives < 2:
             line = await response.content.readline()
             keepalives += line.startswith(b": keep-alive\n")
-    assert adapter.hub.subscriber_count("lab") == 1
+    assert adapter.playground.hub.subscriber_count("lab") == 1
     response.close()
-    await eventually(lambda: adapter.hub.subscriber_count("lab") == 0)
+    await eventually(lambda: adapter.playground.hub.subscriber_count("lab") == 0)
 
 
 async def test_stop_ends_open_streams(adapter: WebAdapter, stream: OpenStream) -> None:
@@ -231,4 +235,4 @@ async def test_stop_ends_open_streams(adapter: WebAdapter, stream: OpenStream) -
                 await reader.next()
             except (EOFError, ConnectionError):
                 break
-    assert adapter.hub.subscriber_count() == 0
+    assert adapter.playground.hub.subscriber_count() == 0

@@ -29,7 +29,7 @@ OpenStream = Callable[..., Awaitable[SseReader]]
 
 
 async def test_is_a_surface_for_platform_web(adapter: WebAdapter) -> None:
-    surface: Surface = adapter
+    surface: Surface = adapter.surface
     assert surface.platform == "web"
     assert surface.limits.max_text == 4000
 
@@ -62,19 +62,19 @@ async def test_messages_beyond_the_limits_are_refused(
     adapter: WebAdapter, message: OutMessage, error: str
 ) -> None:
     with pytest.raises(SurfaceError, match=error):
-        await adapter.send(PLACE, message)
-    ref = await adapter.send(PLACE, OutMessage("fine"))
+        await adapter.surface.send(PLACE, message)
+    ref = await adapter.surface.send(PLACE, OutMessage("fine"))
     with pytest.raises(SurfaceError, match=error):
-        await adapter.edit(ref, message)
+        await adapter.surface.edit(ref, message)
 
 
 async def test_wrong_platform_and_unknown_messages_are_refused(adapter: WebAdapter) -> None:
     with pytest.raises(SurfaceError, match="platform 'discord'"):
-        await adapter.send(Place("discord", "g", "c"), OutMessage("x"))
+        await adapter.surface.send(Place("discord", "g", "c"), OutMessage("x"))
     with pytest.raises(SurfaceError, match="no genbot message 'nope'"):
-        await adapter.edit(MessageRef(PLACE, "nope"), OutMessage("x"))
+        await adapter.surface.edit(MessageRef(PLACE, "nope"), OutMessage("x"))
     with pytest.raises(SurfaceError, match="does not hold"):
-        await adapter.download(Attachment(filename="a.png", url="https://elsewhere/a.png"))
+        await adapter.surface.download(Attachment(filename="a.png", url="https://elsewhere/a.png"))
 
 
 async def test_users_messages_cannot_be_edited_by_genbot(
@@ -82,14 +82,14 @@ async def test_users_messages_cannot_be_edited_by_genbot(
 ) -> None:
     _, answer = await post(browser, "/api/message", {"text": "mine"})
     with pytest.raises(SurfaceError):
-        await adapter.edit(MessageRef(PLACE, answer["event_id"]), OutMessage("changed"))
+        await adapter.surface.edit(MessageRef(PLACE, answer["event_id"]), OutMessage("changed"))
 
 
 async def test_edit_without_images_keeps_the_images(
     browser: ClientSession, adapter: WebAdapter
 ) -> None:
-    ref = await adapter.send(PLACE, OutMessage("a", images=(ImageFile("a.png", png()),)))
-    await adapter.edit(ref, OutMessage("b"))
+    ref = await adapter.surface.send(PLACE, OutMessage("a", images=(ImageFile("a.png", png()),)))
+    await adapter.surface.edit(ref, OutMessage("b"))
     [message] = (await history(browser))["messages"]
     assert message["text"] == "b" and len(message["images"]) == 1
     assert message["edited"] is not None
@@ -98,22 +98,22 @@ async def test_edit_without_images_keeps_the_images(
 async def test_a_deleted_message_leaves_the_channel_and_its_browsers(
     browser: ClientSession, adapter: WebAdapter, stream: OpenStream
 ) -> None:
-    ref = await adapter.send(PLACE, OutMessage("⏳ working", key="j1.progress"))
+    ref = await adapter.surface.send(PLACE, OutMessage("⏳ working", key="j1.progress"))
     reader = await stream()
-    await adapter.delete(ref)
+    await adapter.surface.delete(ref)
     event = await reader.next()
     assert event.data["type"] == "delete" and event.data["message"]["id"] == ref.message_id
     assert (await history(browser))["messages"] == []
-    assert await adapter.posted(PLACE, "j1.progress") is None
+    assert await adapter.surface.posted(PLACE, "j1.progress") is None
     with pytest.raises(MessageGone):
-        await adapter.edit(ref, OutMessage("done"))
+        await adapter.surface.edit(ref, OutMessage("done"))
     with pytest.raises(MessageGone):
-        await adapter.delete(ref)
+        await adapter.surface.delete(ref)
 
 
 async def test_typing_is_streamed(adapter: WebAdapter, stream: OpenStream) -> None:
     reader = await stream()
-    await adapter.typing(PLACE.in_thread("t1"))
+    await adapter.surface.typing(PLACE.in_thread("t1"))
     event = await reader.next()
     assert event.data["type"] == "typing" and event.data["thread"] == "t1"
     assert event.data["seconds"] > 0
@@ -123,8 +123,8 @@ async def test_threads_hold_their_own_conversation(
     browser: ClientSession, adapter: WebAdapter, core: RecordingCore, stream: OpenStream
 ) -> None:
     reader = await stream()
-    parent = await adapter.send(PLACE, OutMessage("a conversation starts"))
-    thread = await adapter.start_thread(parent, "Fox names")
+    parent = await adapter.surface.send(PLACE, OutMessage("a conversation starts"))
+    thread = await adapter.surface.start_thread(parent, "Fox names")
     assert thread == PLACE.in_thread(parent.message_id)
     events = [await reader.next(), await reader.next()]
     assert [e.data["type"] for e in events] == ["post", "edit"]
@@ -132,7 +132,7 @@ async def test_threads_hold_their_own_conversation(
         "id": parent.message_id,
         "name": "Fox names",
     }
-    await adapter.send(thread, OutMessage("inside"))
+    await adapter.surface.send(thread, OutMessage("inside"))
     inside = (await reader.next()).data["message"]
     assert inside["thread"] == parent.message_id
     body = {"text": "and a reply", "thread": parent.message_id}
@@ -140,7 +140,7 @@ async def test_threads_hold_their_own_conversation(
     [event] = await core.wait_for_events(1)
     assert isinstance(event, UserMessage) and event.place == thread
     with pytest.raises(SurfaceError, match="inside a thread"):
-        await adapter.start_thread(MessageRef(thread, inside["id"]), "nested")
+        await adapter.surface.start_thread(MessageRef(thread, inside["id"]), "nested")
 
 
 async def test_ephemeral_reply_to_an_event_refers_to_its_message(
@@ -148,7 +148,7 @@ async def test_ephemeral_reply_to_an_event_refers_to_its_message(
 ) -> None:
     user = User(id=(await history(browser))["me"]["id"], name="you")
     origin = UserMessage(user=user, place=PLACE, message_id="m-1", text="hi")
-    await adapter.send_ephemeral(origin, "just for you")
+    await adapter.surface.send_ephemeral(origin, "just for you")
     [message] = (await history(browser))["messages"]
     assert (message["kind"], message["reply_to"], message["text"]) == (
         "ephemeral",

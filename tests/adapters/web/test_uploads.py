@@ -141,7 +141,7 @@ async def test_oversize_upload_is_refused_with_the_limit(
     status, answer = await upload(browser, ("huge.png", too_big))
     assert status == 400
     assert answer["error"] == "huge.png is too large: images can be at most 4 KiB."
-    assert adapter.uploads.count() == 0
+    assert adapter.playground.uploads.count() == 0
 
 
 @pytest.mark.parametrize(
@@ -164,7 +164,7 @@ async def test_non_images_are_refused(
 ) -> None:
     status, answer = await upload(browser, ("page.png", data))
     assert status == 400 and answer["error"].startswith(error)
-    assert adapter.uploads.count() == 0
+    assert adapter.playground.uploads.count() == 0
 
 
 async def test_uploads_need_a_multipart_file_field(browser: ClientSession) -> None:
@@ -182,7 +182,9 @@ async def test_posted_images_are_served_at_stable_urls(
     browser: ClientSession, adapter: WebAdapter
 ) -> None:
     image = png(16, 16)
-    ref = await adapter.send(PLACE, OutMessage("grid", images=(ImageFile("grid.png", image),)))
+    ref = await adapter.surface.send(
+        PLACE, OutMessage("grid", images=(ImageFile("grid.png", image),))
+    )
     [shown] = (await history(browser))["messages"][0]["images"]
     async with browser.get(shown["url"]) as response:
         assert response.status == 200
@@ -190,10 +192,12 @@ async def test_posted_images_are_served_at_stable_urls(
         assert response.content_type == "image/png"
         assert response.headers["X-Content-Type-Options"] == "nosniff"
         assert "immutable" in response.headers["Cache-Control"]
-    await adapter.edit(ref, OutMessage("grid, done", images=(ImageFile("grid.png", image),)))
+    await adapter.surface.edit(
+        ref, OutMessage("grid, done", images=(ImageFile("grid.png", image),))
+    )
     assert (await history(browser))["messages"][0]["images"][0]["url"] == shown["url"]
     other = png(16, 16, (1, 2, 3))
-    await adapter.edit(ref, OutMessage("new grid", images=(ImageFile("grid.png", other),)))
+    await adapter.surface.edit(ref, OutMessage("new grid", images=(ImageFile("grid.png", other),)))
     [replaced] = (await history(browser))["messages"][0]["images"]
     assert replaced["url"] != shown["url"]
     assert await fetch(browser, replaced["url"]) == (200, other, "image/png")
@@ -204,7 +208,9 @@ async def test_image_bytes_that_are_not_an_image_are_not_served_as_one(
     browser: ClientSession, adapter: WebAdapter
 ) -> None:
     html = b"<html><script>alert(1)</script></html>"
-    await adapter.send(PLACE, OutMessage("x", images=(ImageFile("x.png", html, "text/html"),)))
+    await adapter.surface.send(
+        PLACE, OutMessage("x", images=(ImageFile("x.png", html, "text/html"),))
+    )
     [shown] = (await history(browser))["messages"][0]["images"]
     assert await fetch(browser, shown["url"]) == (200, html, "application/octet-stream")
 
@@ -218,6 +224,6 @@ async def test_download_returns_the_bytes_the_playground_holds(
     [event] = await core.wait_for_events(1)
     assert isinstance(event, Command)
     held = event.attachments["image"]
-    assert await adapter.download(held) == image
+    assert await adapter.surface.download(held) == image
     by_url = Attachment(filename=held.filename, url=held.url)
-    assert await adapter.download(by_url) == image
+    assert await adapter.surface.download(by_url) == image

@@ -1,0 +1,43 @@
+"""The playground's aiohttp application: its routes, in one table."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from adapters.listener import body_limit
+from adapters.web import handlers, routes
+from adapters.web.routes import ADAPTER, MULTIPART_OVERHEAD, UPLOAD_TIMEOUT, Serving
+
+
+def _upload_route(max_upload_bytes: int) -> Callable[[web.Request], Awaitable[web.Response]]:
+    limit = handlers.MAX_FILES_PER_REQUEST * (max_upload_bytes + MULTIPART_OVERHEAD)
+
+    @body_limit(limit, timeout=UPLOAD_TIMEOUT)
+    async def upload(request: web.Request) -> web.Response:
+        return await handlers.upload(request)
+
+    return upload
+
+
+def build_app(adapter: Serving) -> web.Application:
+    """The aiohttp application of ``adapter``'s playground."""
+    app = web.Application(middlewares=[routes.access_middleware])
+    app[ADAPTER] = adapter
+    app.on_response_prepare.append(routes.on_prepare)
+    app.on_shutdown.append(routes.close_streams)
+    app.on_cleanup.append(routes.cancel_handlers)
+    app.router.add_get("/", routes.index)
+    app.router.add_get("/static/{name}", routes.static)
+    app.router.add_get("/api/commands", routes.commands)
+    app.router.add_get("/api/history", routes.history)
+    app.router.add_get("/api/events", routes.events)
+    app.router.add_post("/api/command", handlers.command)
+    app.router.add_post("/api/message", handlers.message)
+    app.router.add_post("/api/button", handlers.button)
+    app.router.add_post("/api/modal", handlers.modal)
+    app.router.add_post("/api/upload", _upload_route(adapter.playground.max_upload_bytes))
+    app.router.add_get("/images/{key}/{name}", routes.image)
+    app.router.add_get("/uploads/{id}/{name}", routes.upload_file)
+    return app

@@ -1,0 +1,147 @@
+"""The playground as a chat platform: its channels' messages, the images and uploads they show,
+the forms open in browsers, and the streams that show every change to the browsers.
+
+Messages live in memory (:mod:`adapters.web.messages`) and, given a ``history`` file, on disk
+(:mod:`adapters.web.journal`: written before browsers see a change, so a restart loses
+nothing). Browsers follow a channel through :mod:`adapters.web.hub`. The core writes here
+through :class:`adapters.web.surface.WebSurface`; users through the routes
+(:mod:`adapters.web.handlers`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from adapters.web.hub import EventHub
+from adapters.web.journal import PlaygroundJournal
+from adapters.web.messages import MessageStore, StoredFile, WebMessage
+from adapters.web.platform import WEB_LIMITS, PendingModal
+from adapters.web.uploads import UploadCache
+from bot.events import Attachment, ImageFile, Place, SurfaceError, SurfaceLimits, User
+
+MAX_PENDING_MODALS = 20
+
+
+class Playground:
+    """One playground's channels. ``url`` is where it is served (empty while it is not)."""
+
+    def __init__(
+        self,
+        *,
+        upload_cache_bytes: int,
+        max_upload_bytes: int,
+        history: Path | None = None,
+        limits: SurfaceLimits = WEB_LIMITS,
+    ) -> None:
+        self.limits = limits
+        self.max_upload_bytes = max_upload_bytes
+        self.store = MessageStore()
+        self.uploads = UploadCache(upload_cache_bytes)
+        self.hub = EventHub()
+        self.history = history
+        self.journal: PlaygroundJournal | None = None
+        self.url = ""
+        self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
+
+    async def open(self) -> bytes | None:
+        """Load the history file, when there is one (once); the session key it keeps."""
+        if self.history is None or self.journal is not None:
+            return None
+        self.journal = await PlaygroundJournal.open(self.history)
+        saved = await self.journal.load()
+        self.store.restore(saved.messages, saved.images)
+        return await self.journal.session_key()
+
+    async def close(self) -> None:
+        """Close the history file (reopened by :meth:`open`)."""
+        journal, self.journal = self.journal, None
+        if journal is not None:
+            await journal.close()
+
+    async def post_user_message(
+        self,
+        user: User,
+        place: Place,
+        text: str,
+        files: list[StoredFile],
+        command: str | None = None,
+    ) -> WebMessage:
+        """Show what a user sent (text, command and images) in the channel; a command stays
+        pending (handled again after a restart) until its handler has run."""
+        message = WebMessage(
+            id=self.store.new_id(),
+            channel=place.channel_id,
+            thread=place.thread_id,
+            kind="user",
+            author={"id": user.id, "name": user.name, "bot": False},
+            text=text,
+            command=command,
+            pending=command is not None,
+            requester_is_admin=user.is_admin,
+        )
+        images = tuple(ImageFile(f.filename, f.data, f.content_type) for f in files)
+        self.store.replace_images(message, images)
+        await self.keep("post", message, new=True)
+        return message
+
+    async def settle(self, message: WebMessage) -> None:
+        """Mark a command's message as handled."""
+        message.pending = False
+        if self.journal is not None:
+            await self.journal.settle(message.id)
+
+    def attachments_of(self, message: WebMessage, origin: str) -> list[Attachment]:
+        """The core's view of a user message's images: bytes included, URLs absolute."""
+        attachments = []
+        for image in message.images:
+            stored = self.store.image(image["key"])
+            data = stored.data if stored is not None else b""
+            attachments.append(
+                Attachment(
+                    filename=image["filename"],
+                    url=origin + image["url"],
+                    content_type=image["content_type"],
+                    size=len(data),
+                    data=data,
+                )
+            )
+        return attachments
+
+    def remember_modal(self, user_id: str, pending: PendingModal) -> None:
+        """Keep a form shown to ``user_id`` until it is submitted (the newest 20 per user)."""
+        forms = self._modals.setdefault(user_id, OrderedDict())
+        forms.pop(pending.modal.custom_id, None)
+        forms[pending.modal.custom_id] = pending
+        while len(forms) > MAX_PENDING_MODALS:
+            forms.popitem(last=False)
+
+    def pending_modal(self, user_id: str, custom_id: str) -> PendingModal | None:
+        """The form ``custom_id`` shown to ``user_id``, while it waits for its submission."""
+        forms = self._modals.get(user_id)
+        return forms.get(custom_id) if forms is not None else None
+
+    def close_modal(self, user_id: str, custom_id: str) -> None:
+        """Forget a submitted form."""
+        forms = self._modals.get(user_id)
+        if forms is not None:
+            forms.pop(custom_id, None)
+
+    async def keep(self, kind: str, message: WebMessage, *, new: bool = False) -> None:
+        """Write ``message`` to the history file, then keep it in memory (``new``) and show it
+        to the browsers; :class:`SurfaceError` when it cannot be written (nothing is shown)."""
+        if self.history is not None:
+            if self.journal is None:
+                raise SurfaceError("the playground is stopped")
+            try:
+                await self.journal.save(message, self.store.stored_images(message))
+            except (sqlite3.Error, OSError, RuntimeError) as error:
+                if new:
+                    self.store.discard_images(message)
+                raise SurfaceError(f"the playground could not keep the message: {error}") from None
+        if new:
+            self.store.add(message)
+        payload: dict[str, Any] = {"type": kind, "message": message.to_json()}
+        self.hub.publish(message.channel, payload, visible_to=message.visible_to)

@@ -1,0 +1,176 @@
+"""The playground's :class:`bot.events.Surface`: how the core posts, edits and asks there."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from adapters.web.messages import BOT_AUTHOR, WebMessage
+from adapters.web.platform import PLATFORM, PendingModal, reply_target, web_place
+from adapters.web.playground import Playground
+from adapters.web.translate import modal_json
+from bot.events import (
+    Attachment,
+    Event,
+    MessageGone,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    SurfaceError,
+)
+
+MAX_BUTTON_ROWS = 5
+
+
+class WebSurface:
+    """Writes the core's messages into ``playground`` (and so to the browsers showing it)."""
+
+    platform = PLATFORM
+
+    def __init__(self, playground: Playground) -> None:
+        self.playground = playground
+        self.limits = playground.limits
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        """Post ``message`` in ``place`` and stream it to the channel's browsers; a keyed
+        message the playground already shows is returned as it is."""
+        self._check(place, message)
+        if message.key is not None and (earlier := await self.posted(place, message.key)):
+            return earlier
+        posted = WebMessage(
+            id=self.playground.store.new_id(),
+            channel=place.channel_id,
+            thread=place.thread_id,
+            kind="bot",
+            author=BOT_AUTHOR,
+            text=message.text,
+            buttons=message.buttons,
+            from_model=message.from_model,
+            mention=message.mention_user_id,
+            reply_to=reply_target(origin),
+            key=message.key,
+        )
+        self.playground.store.replace_images(posted, message.images)
+        await self.playground.keep("post", posted, new=True)
+        return MessageRef(place, posted.id)
+
+    async def posted(self, place: Place, key: str) -> MessageRef | None:
+        """The message the playground shows in ``place`` with ``key``, if any."""
+        shown = self.playground.store.keyed(place.channel_id, place.thread_id, key)
+        return MessageRef(place, shown.id) if shown is not None else None
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        """Replace a genbot message's text and buttons (and its images, when some are given)."""
+        self._check(ref.place, message)
+        posted = self._own(ref)
+        posted.text = message.text
+        posted.buttons = message.buttons
+        posted.from_model = message.from_model
+        posted.mention = message.mention_user_id
+        if message.images:
+            self.playground.store.replace_images(posted, message.images)
+        posted.edited = time.time()
+        await self.playground.keep("edit", posted)
+
+    async def delete(self, ref: MessageRef) -> None:
+        """Remove a genbot message from the channel (and from the browsers showing it)."""
+        posted = self._own(ref)
+        posted.deleted = True
+        posted.text, posted.buttons = "", ()
+        self.playground.store.replace_images(posted, ())
+        posted.edited = time.time()
+        await self.playground.keep("delete", posted)
+
+    async def link(self, ref: MessageRef) -> str | None:
+        """An address of the playground that opens the channel at the message."""
+        if not self.playground.url:
+            return None
+        return f"{self.playground.url}/#{ref.place.channel_id}/{ref.message_id}"
+
+    async def send_ephemeral(self, origin: Event, text: str) -> None:
+        """Show ``text`` to ``origin``'s user only, marked "only you can see this"."""
+        self._check_text(text)
+        message = WebMessage(
+            id=self.playground.store.new_id(),
+            channel=origin.place.channel_id,
+            thread=origin.place.thread_id,
+            kind="ephemeral",
+            author=BOT_AUTHOR,
+            text=text,
+            reply_to=reply_target(origin),
+            visible_to=origin.user.id,
+        )
+        await self.playground.keep("ephemeral", message, new=True)
+
+    async def open_modal(self, origin: Event, modal: Modal) -> None:
+        """Open ``modal`` as a dialog in the browsers of ``origin``'s user; a region field
+        draws on the image of the message the form was opened from."""
+        modal = self._with_image(modal, reply_target(origin))
+        pending = PendingModal(modal, origin.place, reply_target(origin))
+        self.playground.remember_modal(origin.user.id, pending)
+        payload = {"type": "modal", "thread": origin.place.thread_id, "modal": modal_json(modal)}
+        self.playground.hub.publish(origin.place.channel_id, payload, visible_to=origin.user.id)
+
+    async def typing(self, place: Place) -> None:
+        """Show "genbot is typing…" in ``place`` for a few seconds."""
+        self.playground.hub.publish(
+            place.channel_id, {"type": "typing", "thread": place.thread_id, "seconds": 8}
+        )
+
+    async def start_thread(self, ref: MessageRef, name: str) -> Place:
+        """Open a thread on a message; its messages show in the page's thread panel."""
+        message = self.playground.store.get(ref.message_id)
+        if message is None or message.kind == "ephemeral":
+            raise SurfaceError(f"no message {ref.message_id!r} to start a thread on")
+        if message.thread is not None:
+            raise SurfaceError("a thread cannot be started inside a thread")
+        message.thread_info = {"id": message.id, "name": name.strip()[:100] or "thread"}
+        await self.playground.keep("edit", message)
+        return web_place(message.channel, message.id)
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """The bytes of an image the playground holds."""
+        if attachment.data is not None:
+            return attachment.data
+        marker = "/images/"
+        if marker in attachment.url:
+            key = attachment.url.split(marker, 1)[1].split("/", 1)[0]
+            stored = self.playground.store.image(key)
+            if stored is not None:
+                return stored.data
+        raise SurfaceError(f"the playground does not hold {attachment.filename!r}")
+
+    def _own(self, ref: MessageRef) -> WebMessage:
+        posted = self.playground.store.get(ref.message_id)
+        if posted is None or posted.kind != "bot" or posted.deleted:
+            raise MessageGone(f"no genbot message {ref.message_id!r} in the playground")
+        return posted
+
+    def _with_image(self, modal: Modal, message_id: str | None) -> Modal:
+        shown = self.playground.store.get(message_id or "")
+        if shown is None or not shown.images:
+            return modal
+        url = str(shown.images[0]["url"])
+        fields = tuple(
+            replace(field, image_url=url) if field.kind == "region" else field
+            for field in modal.fields
+        )
+        return replace(modal, fields=fields)
+
+    def _check(self, place: Place, message: OutMessage) -> None:
+        if place.platform != PLATFORM:
+            raise SurfaceError(f"the web playground cannot post to platform {place.platform!r}")
+        self._check_text(message.text)
+        if len(message.buttons) > MAX_BUTTON_ROWS:
+            raise SurfaceError(f"at most {MAX_BUTTON_ROWS} rows of buttons")
+        if any(len(row) > self.limits.max_buttons_per_row for row in message.buttons):
+            raise SurfaceError(f"at most {self.limits.max_buttons_per_row} buttons a row")
+
+    def _check_text(self, text: str) -> None:
+        if len(text) > self.limits.max_text:
+            raise SurfaceError(
+                f"message of {len(text)} characters; the playground takes {self.limits.max_text}"
+            )
