@@ -183,7 +183,9 @@ async def test_playground_refuses_platform_limits(
         assert status == 400, (status, error)
         missing = [word for word in case.keywords if word.lower() not in error.lower()]
         assert not missing, f"{error!r} does not name the limit ({missing})"
-        assert bot.web.running_handlers == 0 and bot.web.playground.store.history("general", "") == []
+        assert (
+            bot.web.running_handlers == 0 and bot.web.playground.store.history("general", "") == []
+        )
         assert await bot.all_jobs() == []
         assert_untouched(bot, caplog)
 
