@@ -26,6 +26,7 @@ from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from adapters.discord.translate import (
     PLATFORM,
     InteractionContext,
+    answers_by_hook_only,
     attachment_of,
     interaction_place,
     is_allowed,
@@ -124,12 +125,13 @@ class GenbotClient(discord.Client):
         place = interaction_place(interaction)
         if not await self._admit(interaction, place):
             return
-        await interaction.response.defer(ephemeral=True, thinking=True)
+        hook_only = answers_by_hook_only(interaction)
+        await interaction.response.defer(ephemeral=not hook_only, thinking=True)
         given = {k: v for k, v in values.items() if v is not None}
         event = Command(
             user=user_of(interaction.user, self.settings.admin_ids),
             place=place,
-            context=InteractionContext(interaction, placeholder=True),
+            context=InteractionContext(interaction, placeholder=True, hook_only=hook_only),
             name=name,
             options={k: v for k, v in given.items() if not isinstance(v, discord.Attachment)},
             attachments={
@@ -161,7 +163,7 @@ class GenbotClient(discord.Client):
         event = ButtonPress(
             user=user_of(interaction.user, self.settings.admin_ids),
             place=place,
-            context=InteractionContext(interaction),
+            context=InteractionContext(interaction, hook_only=answers_by_hook_only(interaction)),
             message_id=str(message_id),
             action=action,
             ref=ref,
@@ -178,11 +180,15 @@ class GenbotClient(discord.Client):
         place = interaction_place(interaction)
         if not await self._admit(interaction, place):
             return
-        await interaction.response.defer(ephemeral=True, thinking=True)
+        await interaction.response.defer(
+            ephemeral=not answers_by_hook_only(interaction), thinking=True
+        )
         event = ModalSubmit(
             user=user_of(interaction.user, self.settings.admin_ids),
             place=place,
-            context=InteractionContext(interaction, placeholder=True),
+            context=InteractionContext(
+                interaction, placeholder=True, hook_only=answers_by_hook_only(interaction)
+            ),
             action=decoded[0],
             ref=decoded[1],
             values=modal_values(data),
@@ -191,6 +197,8 @@ class GenbotClient(discord.Client):
 
     async def _admit(self, interaction: discord.Interaction[Any], place: Place) -> bool:
         self.surface.remember_upload_limit(place, interaction.filesize_limit)
+        if answers_by_hook_only(interaction):
+            self.surface.remember_hook(place, str(interaction.user.id), interaction)
         if is_allowed(place, self.settings.allowed_channel_ids):
             return True
         text = not_allowed_text(self.settings.allowed_channel_ids)

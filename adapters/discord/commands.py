@@ -53,8 +53,15 @@ def _annotation(option: Option) -> Any:
     return base if option.required else Optional[base]  # noqa: UP045
 
 
+INSTALLS = app_commands.AppInstallationType(guild=True, user=True)
+"""Servers can add genbot, and people can add it to their account (it then answers wherever
+they use it, also in servers it is not a member of)."""
+CONTEXTS = app_commands.AppCommandContext(guild=True, dm_channel=True, private_channel=True)
+"""Commands work in servers, in DMs with genbot and in other DMs and group DMs."""
+
+
 def _command(
-    spec: CommandSpec, name: str, on_command: CommandCallback
+    spec: CommandSpec, name: str, on_command: CommandCallback, *, parent_group: bool = False
 ) -> app_commands.Command[Any, ..., None]:
     async def callback(interaction: discord.Interaction[Any], **values: Any) -> None:
         await on_command(interaction, spec.name, values)
@@ -87,7 +94,17 @@ def _command(
     completions = {o.name: complete_model for o in spec.options if o.autocomplete}
     if completions:
         app_commands.autocomplete(**completions)(callback)
-    return app_commands.Command(name=name, description=spec.description[:100], callback=callback)
+    if parent_group:
+        return app_commands.Command(
+            name=name, description=spec.description[:100], callback=callback
+        )
+    return app_commands.Command(
+        name=name,
+        description=spec.description[:100],
+        callback=callback,
+        allowed_installs=INSTALLS,
+        allowed_contexts=CONTEXTS,
+    )
 
 
 def build_commands(
@@ -98,7 +115,7 @@ def build_commands(
     groups: dict[str, app_commands.Group] = {}
     for spec in COMMANDS:
         group_name, _, leaf = spec.name.rpartition(".")
-        command = _command(spec, leaf, on_command)
+        command = _command(spec, leaf, on_command, parent_group=bool(group_name))
         if not group_name:
             built.append(command)
             continue
@@ -106,7 +123,10 @@ def build_commands(
         if group is None:
             description = GROUP_DESCRIPTIONS.get(group_name, group_name)
             group = groups[group_name] = app_commands.Group(
-                name=group_name, description=description
+                name=group_name,
+                description=description,
+                allowed_installs=INSTALLS,
+                allowed_contexts=CONTEXTS,
             )
             built.append(group)
         group.add_command(command)

@@ -29,14 +29,19 @@ import secrets
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiohttp
 import discord
 
 from adapters.discord.components import build_card, build_modal, build_view, reopen_view
-from adapters.discord.translate import InteractionContext, allowed_mentions, message_content
+from adapters.discord.translate import (
+    DM_WORKSPACE,
+    InteractionContext,
+    allowed_mentions,
+    message_content,
+)
 from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
 from adapters.text import truncate
 from bot.events import (
@@ -57,6 +62,9 @@ RATE_LIMIT_WAIT_CAP = 10.0
 NONCE_LENGTH = 25
 UNKNOWN_MESSAGE = 10008
 REFUSED_FORMS_KEPT = 500
+HOOK_SECONDS = 15 * 60 - 60
+"""How long genbot answers through an interaction: Discord's 15 minutes, less a margin."""
+HOOKS_KEPT = 1000
 ATTACHMENTS_REMEMBERED = 10_000
 _log = logging.getLogger("genbot.discord")
 
@@ -103,6 +111,9 @@ class DiscordSurface:
         self._refused_forms: OrderedDict[str, Modal] = OrderedDict()
         self._upload_limits: dict[str, int] = {}
         self._attachments: OrderedDict[int, tuple[str, ...]] = OrderedDict()
+        self.hook_seconds = HOOK_SECONDS
+        self._hooks: OrderedDict[tuple[str, str], Hook] = OrderedDict()
+        self._hook_messages: OrderedDict[str, Hook] = OrderedDict()
         self.result_cards = result_cards
 
     async def send(
@@ -114,6 +125,18 @@ class DiscordSurface:
         message posted first.
         """
         self._check(message)
+        user_id = origin.user.id if origin is not None else (message.mention_user_id or "")
+        hook = self._hook(place, user_id)
+        if hook is not None:
+            return await self._send_by_hook(hook, place, message, origin)
+        try:
+            return await self._post(place, message, origin)
+        except SurfaceError as error:
+            if not _missing_access(error) or not user_id.isdigit():
+                raise
+        return await self._send_dm(place, message, user_id)
+
+    async def _post(self, place: Place, message: OutMessage, origin: Event | None) -> MessageRef:
         channel = self._channel(place)
         context = origin.context if origin is not None else None
         message, files = self._uploads(place, message)
@@ -141,8 +164,14 @@ class DiscordSurface:
         return MessageRef(place, str(sent.id))
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
-        """Replace text and buttons; images are replaced only when ``message`` has some."""
+        """Replace text and buttons; images are replaced only when ``message`` has some. A
+        message sent through an interaction is edited through it while its 15 minutes last;
+        after that it is gone for genbot (:class:`MessageGone`)."""
         self._check(message)
+        hook = self._hook_messages.get(ref.message_id)
+        if hook is not None:
+            await self._edit_by_hook(hook, ref, message)
+            return
         channel = self._channel(ref.place)
         replaces_images = bool(message.images)
         message, files = self._uploads(ref.place, message)
@@ -162,6 +191,87 @@ class DiscordSurface:
                 changes["attachments"] = files
             edited = await partial.edit(**changes)
         self._remember_attachments(edited)
+
+    # Answering through interactions (user installs) -------------------------------------------
+
+    def remember_hook(
+        self, place: Place, user_id: str, interaction: discord.Interaction[Any]
+    ) -> None:
+        """``user_id`` uses genbot in ``place`` where it may answer only through
+        ``interaction`` (see :func:`answers_by_hook_only`): its messages there go out as the
+        interaction's follow-ups for the next 15 minutes."""
+        expires = asyncio.get_running_loop().time() + self.hook_seconds
+        key = (place.thread_id or place.channel_id, user_id)
+        self._hooks[key] = Hook(interaction, expires)
+        self._hooks.move_to_end(key)
+        while len(self._hooks) > HOOKS_KEPT:
+            self._hooks.popitem(last=False)
+
+    def _hook(self, place: Place, user_id: str) -> Hook | None:
+        hook = self._hooks.get((place.thread_id or place.channel_id, user_id))
+        return hook if hook is not None and hook.fresh() else None
+
+    async def _send_by_hook(
+        self, hook: Hook, place: Place, message: OutMessage, origin: Event | None
+    ) -> MessageRef:
+        interaction = hook.interaction
+        context = origin.context if origin is not None else None
+        message, files = self._uploads(place, message)
+        layout = self._layout(message, [f.filename or "" for f in files])
+        nobody = allowed_mentions(message)
+        async with discord_call("answer through the interaction"):
+            if (
+                isinstance(context, InteractionContext)
+                and context.placeholder
+                and context.interaction is interaction
+            ):
+                context.placeholder = False
+                sent: discord.Message = await interaction.edit_original_response(
+                    attachments=files, allowed_mentions=nobody, **layout
+                )
+            else:
+                sent = await interaction.followup.send(
+                    files=files, allowed_mentions=nobody, wait=True, **_webhook(layout)
+                )
+        self._remember_attachments(sent)
+        self._hook_messages[str(sent.id)] = hook
+        while len(self._hook_messages) > HOOKS_KEPT:
+            self._hook_messages.popitem(last=False)
+        return MessageRef(place, str(sent.id))
+
+    async def _edit_by_hook(self, hook: Hook, ref: MessageRef, message: OutMessage) -> None:
+        if not hook.fresh():
+            raise MessageGone("Discord's 15 minutes to answer through that interaction are over")
+        replaces_images = bool(message.images)
+        message, files = self._uploads(ref.place, message)
+        shown = [f.filename or "" for f in files] if replaces_images else []
+        if not replaces_images and self._is_card(message):
+            shown = list(self._attachments.get(int(ref.message_id), ()))
+        changes: dict[str, Any] = {
+            "allowed_mentions": allowed_mentions(message),
+            **_webhook(self._layout(message, shown)),
+        }
+        if replaces_images:
+            changes["attachments"] = files
+        async with discord_call("edit through the interaction"):
+            edited = await hook.interaction.followup.edit_message(int(ref.message_id), **changes)
+        self._remember_attachments(edited)
+
+    async def _send_dm(self, place: Place, message: OutMessage, user_id: str) -> MessageRef:
+        """A job message for a place genbot cannot post in (a user install whose interaction
+        has expired, or after a restart): sent to the requester by DM, with a note."""
+        where = f"<#{place.thread_id or place.channel_id}>"
+        note = (
+            f"_genbot cannot post in {where} any more (where it is not a member, Discord lets "
+            "it answer for 15 minutes), so this is here:_"
+        )
+        dm_message = replace(
+            message, text=truncate(f"{note}\n{message.text}", self.limits.max_text)
+        )
+        async with discord_call("open a DM"):
+            dm = await self.client.create_dm(discord.Object(int(user_id)))
+        dm_place = Place(place.platform, DM_WORKSPACE, str(dm.id), None, True)
+        return await self._post(dm_place, dm_message, None)
 
     def _is_card(self, message: OutMessage) -> bool:
         return self.result_cards and message.card
@@ -226,6 +336,10 @@ class DiscordSurface:
         nobody = discord.AllowedMentions.none()
         if not interaction.response.is_done():
             await interaction.response.send_message(text, ephemeral=True, allowed_mentions=nobody)
+        elif context.placeholder and context.hook_only:
+            context.placeholder = False
+            await interaction.delete_original_response()
+            await interaction.followup.send(text, ephemeral=True, allowed_mentions=nobody)
         elif context.placeholder:
             context.placeholder = False
             await interaction.edit_original_response(content=text, allowed_mentions=nobody)
@@ -395,6 +509,30 @@ class DiscordSurface:
             message = replace(message, text=text, images=fitted.images)
         files = [discord.File(io.BytesIO(i.data), filename=i.filename) for i in fitted.images]
         return message, files
+
+
+@dataclass
+class Hook:
+    """An interaction genbot may answer through until ``expires`` (event-loop time)."""
+
+    interaction: discord.Interaction[Any]
+    expires: float
+
+    def fresh(self) -> bool:
+        return asyncio.get_running_loop().time() < self.expires
+
+
+def _webhook(layout: dict[str, Any]) -> dict[str, Any]:
+    """``layout`` for a webhook call: no view means no components, no content means none."""
+    return {key: value for key, value in layout.items() if value is not None}
+
+
+def _missing_access(error: SurfaceError) -> bool:
+    """Whether Discord refused a channel post because genbot is not in that server or chat."""
+    cause = error.__cause__
+    return isinstance(cause, discord.HTTPException) and (
+        (cause.status == 403 and cause.code in (50001, 50013)) or cause.code == 10003
+    )
 
 
 def message_nonce(key: str) -> str:

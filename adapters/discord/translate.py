@@ -26,6 +26,17 @@ class InteractionContext:
 
     interaction: discord.Interaction[Any]
     placeholder: bool = False
+    hook_only: bool = False
+    """genbot can answer only through the interaction here (it is not in the server or the
+    chat): messages go out as the interaction's follow-ups, valid for 15 minutes."""
+
+
+def answers_by_hook_only(interaction: discord.Interaction[Any]) -> bool:
+    """Whether genbot may answer only through ``interaction``: a group DM or a DM between
+    other people, or a server where only the user (not the server) added genbot."""
+    if interaction.context.private_channel:
+        return True
+    return interaction.guild_id is not None and not interaction.is_guild_integration()
 
 
 def place_of(channel: Any, guild_id: int | None) -> Place:

@@ -180,6 +180,10 @@ class Delivery:
         except RateLimited as limited:
             self._writes.penalize(surface, place, limited)
             return False
+        except MessageGone:
+            log.info("the progress message of job %s is gone; it is not edited again", job.id)
+            self._mark_final(job.id)
+            return False
         except (SurfaceError, KeyError) as error:
             log.warning("could not edit the progress message of job %s: %s", job.id, error)
             return False

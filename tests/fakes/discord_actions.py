@@ -226,6 +226,8 @@ class UserActions(RestRoutes):
             }
         else:
             payload["user"] = user.payload()
+        if channel.id in self.user_installed_channels:
+            payload["authorizing_integration_owners"] = {"1": str(user.id)}
         if message is not None:
             payload["message"] = message.payload(self.bot.id)
         await self.dispatch("INTERACTION_CREATE", payload)

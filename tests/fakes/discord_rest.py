@@ -48,6 +48,10 @@ class RestRoutes(MessageBodies):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.forbidden_channels: set[int] = set()
+        self.user_installed_channels: set[int] = set()
+        """Channels of a server genbot is not a member of, where a user who added genbot to
+        their account uses it: interactions there are authorised by that user only, and the
+        bot's own channel requests are refused as in ``forbidden_channels``."""
         app = r"(?P<app>\d+)"
         hook = rf"/webhooks/{app}/(?P<token>[^/]+)"
         channel = r"/channels/(?P<cid>\d+)"
@@ -239,7 +243,7 @@ class RestRoutes(MessageBodies):
         channel = self.channels.get(int(cid))
         if channel is None:
             return error(404, 10003, "Unknown Channel")
-        if channel.id in self.forbidden_channels:
+        if channel.id in self.forbidden_channels | self.user_installed_channels:
             return error(403, 50001, "Missing Access")
         return channel
 
