@@ -5,7 +5,10 @@ writes it granted — at most ``limits.edits_per_window_per_channel`` in any
 ``limits.edit_window_seconds`` — and, when ``limits.edits_per_minute_per_workspace`` is set, the
 same per workspace over 60 s. Threads share their parent channel's budget. A kind of write
 (:data:`~bot.events.WriteKind`) listed in ``limits.writes_per_minute_per_workspace`` has its own
-workspace window instead (Slack budgets every method on its own).
+workspace window instead (Slack budgets every method on its own); only the kinds in
+``limits.channel_window_kinds`` (all when it is ``None``) count against the channel's window.
+Starting and stopping a natively streamed message happen once per message, so their workspace
+windows are not paced (pacing would only delay first words and final texts).
 
 Accounting. A platform counts a write when the request arrives, somewhere between genbot's grant
 and the call's return; on a busy event loop that gap is unbounded. A write granted with
@@ -78,6 +81,8 @@ ChannelKey = tuple[str, str, str]
 WorkspaceKey = tuple[str, str]
 SHARED = ""
 """The workspace window of the writes whose kind has no budget of its own."""
+UNPACED_KINDS: frozenset[WriteKind] = frozenset({"stream_start", "stream_stop"})
+"""Writes made once per message: their workspace window is not paced."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,9 @@ class _Ticket:
     limits: SurfaceLimits
     demand: Callable[[], Demand] | None
     bucket: str = SHARED
+    kind: WriteKind | None = None
+    channel_bound: bool = True
+    """Whether the write counts against its channel's window."""
 
     def final(self) -> bool:
         return self.demand is not None and self.demand().final
@@ -307,13 +315,16 @@ class RenderBudget:
         message is held while others wait in the channel (see ``FIRST_MESSAGE_HOLD``)."""
         channel = self._channel(ticket.channel, ticket.limits)
         final = ticket.final()
-        paced = not ticket.urgent and not (final and channel.waiting == [ticket])
-        ready = max(channel.window.free_at(now, self.margin, paced=paced), channel.blocked_until)
-        ready = max(ready, self._held_until(ticket, channel))
+        ready = channel.blocked_until
+        if ticket.channel_bound:
+            paced = not ticket.urgent and not (final and channel.waiting == [ticket])
+            ready = max(ready, channel.window.free_at(now, self.margin, paced=paced))
+            ready = max(ready, self._held_until(ticket, channel))
         workspace = self._workspace(ticket.workspace, ticket.limits, ticket.bucket)
         if workspace is not None:
             alone = self._sharing(ticket) == [ticket]
             paced = not ticket.urgent and not (final and alone)
+            paced = paced and ticket.kind not in UNPACED_KINDS
             ready = max(ready, workspace.free_at(now, self.margin, paced=paced))
         return ready
 
@@ -329,7 +340,10 @@ class RenderBudget:
 
     def _first_in_channel(self, ticket: _Ticket, now: float) -> bool:
         """Whether ``ticket`` ranks first among the writes waiting in its channel that are not
-        held (see ``FIRST_MESSAGE_HOLD``)."""
+        held (see ``FIRST_MESSAGE_HOLD``); a write that does not count against its channel's
+        window is never held back by the channel's order."""
+        if not ticket.channel_bound:
+            return True
         channel = self._channels[ticket.channel]
         free = [t for t in channel.waiting if self._held_until(t, channel) <= now]
         return bool(free) and min(free, key=lambda t: t.rank(now)) is ticket
@@ -400,9 +414,12 @@ class RenderBudget:
             limits,
             demand,
             self._bucket(limits, kind),
+            kind,
+            limits.channel_window_kinds is None or kind in limits.channel_window_kinds,
         )
         channel = self._channel(channel_key, limits)
-        channel.waiting.append(ticket)
+        if ticket.channel_bound:
+            channel.waiting.append(ticket)
         self._waiting.setdefault(workspace_key, []).append(ticket)
         asked = self.clock.monotonic()
         try:
@@ -428,7 +445,8 @@ class RenderBudget:
                     return self._grant(ticket, channel, now, hold)
                 await self._wait_for_change(channel)
         finally:
-            channel.waiting.remove(ticket)
+            if ticket.channel_bound:
+                channel.waiting.remove(ticket)
             self._waiting[workspace_key].remove(ticket)
             if not self._waiting[workspace_key]:
                 del self._waiting[workspace_key]
@@ -461,7 +479,7 @@ class RenderBudget:
 
     def _grant(self, ticket: _Ticket, channel: _Channel, now: float, hold: bool) -> Grant:
         stamp = _Stamp(now, None if hold else now + UNHELD_ALLOWANCE)
-        windows = [channel.window]
+        windows = [channel.window] if ticket.channel_bound else []
         workspace = self._workspace(ticket.workspace, ticket.limits, ticket.bucket)
         if workspace is not None:
             windows.append(workspace)

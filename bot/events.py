@@ -255,6 +255,9 @@ class SurfaceLimits:
     """Per-workspace budgets of the kinds of write the platform limits each on its own (Slack
     gives every method its own tier; ``None``: no workspace budget, only the channel's); a
     kind not listed counts against ``edits_per_minute_per_workspace``."""
+    channel_window_kinds: frozenset[WriteKind] | None = None
+    """The kinds of write that count against the per-channel window (``None``: all of them;
+    Slack limits posting per channel, not streaming)."""
     edits_add_images: bool = True
     """Whether :meth:`Surface.edit` can give a posted message its images (Discord, the
     playground), so a job's progress message can become its result; where it cannot (Slack)

@@ -342,3 +342,31 @@ async def test_a_kind_with_its_own_workspace_budget_does_not_spend_the_shared_on
     appends, edits = await fake.run(both())
     assert appends[:3] == [0.0, 0.0, 0.0] and appends[3] >= 60.0, "three appends a minute"
     assert edits[:2] == [0.0, 0.0] and edits[2] >= 60.0, "two other writes a minute"
+
+
+async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced():
+    fake = FakeClock()
+    budget = RenderBudget(fake.clock, margin=0.0)
+    limits = SurfaceLimits(
+        edits_per_window_per_channel=1,
+        edit_window_seconds=10.0,
+        writes_per_minute_per_workspace={"stream_start": 20, "stream_append": 6},
+        channel_window_kinds=frozenset({"send", "edit"}),
+    )
+    place = Place("fake", "w1", "c1")
+
+    async def grants(kind: str, count: int) -> list[float]:
+        times = []
+        for _ in range(count):
+            grant = await budget.acquire(place, limits, urgent=False, kind=kind)  # type: ignore[arg-type]
+            times.append(grant.granted_at)
+        return times
+
+    async def everything() -> tuple[list[float], list[float], list[float]]:
+        sends = await grants("send", 2)
+        return sends, await grants("stream_start", 3), await grants("stream_append", 3)
+
+    sends, starts, appends = await fake.run(everything())
+    assert sends[1] >= 10.0, "posts keep the channel's window"
+    assert starts == [sends[1]] * 3, "starts neither wait for the channel nor are paced"
+    assert appends[1] - appends[0] >= 10.0 - 1e-9, "appends are paced over their own window"
