@@ -24,7 +24,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.events import HomeOpened, MessageRef, OutMessage, Place, SurfaceError
+from bot.events import HomeOpened, MessageRef, OutMessage, Place, RateLimited, SurfaceError
 from bot.home import HomeJob, HomeView
 
 from .calls import Call
@@ -188,7 +188,11 @@ class HomeTab:
         refuses one: a file deleted since)."""
         thumbnails: dict[str, str] = {}
         for job in view.jobs:
-            found = await self.files.of(job.result) if job.result is not None else ()
+            try:
+                found = await self.files.of(job.result) if job.result is not None else ()
+            except (RateLimited, SurfaceError) as error:
+                log.info("no more thumbnails for %s now: %s", event.user.id, error)
+                break
             if found:
                 thumbnails[job.job.id] = found[0]
         client = await self._clients(event.place.workspace_id)
