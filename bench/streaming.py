@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from bench import charts
+from bench import charts, slack_streams
 from bench.charts import STALENESS_PNG, draw
 from bench.platform import DISCORD_LIMITS, BenchPlatform
 from bench.policies import POLICIES
@@ -417,4 +417,4 @@ async def main(quick: bool = False) -> list[Table]:
     tables = [streaming_table(cells, config, probe), split_table(cells)]
     if not quick:
         tables[0].notes.append(draw(lambda: charts.streaming_staleness(cells, STALENESS_PNG)))
-    return tables
+    return [*tables, *await slack_streams.main(quick)]

@@ -427,6 +427,7 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackOAuth, SlackHomeApi, SlackP
             parent = self.message(channel, thread_ts)
             if parent is not None and parent.thread_ts is None:
                 parent.thread_ts = parent.ts
+        message.timeline.append((self.clock(), message.shown))
         self.channels.setdefault(channel, []).append(message)
         self.clear_status_on_reply(message)
         return message

@@ -16,6 +16,7 @@ from tests.fakes.slack_model import (
     Ephemeral,
     FakeFile,
     FakeMessage,
+    FakeTeam,
     FakeView,
     SlackError,
     new_id,
@@ -33,9 +34,6 @@ CURSOR_PREFIX = "offset:"
 class SlackWebApi:
     """``auth.test``, ``chat.*``, ``views.open``, ``conversations.*``, ``users.info``, uploads."""
 
-    bot_user_id: str
-    bot_id: str
-    team_id: str
     port: int
     users: dict[str, str]
     files: dict[str, FakeFile]
@@ -54,6 +52,18 @@ class SlackWebApi:
     _last_update: dict[tuple[str, str], float]
 
     if TYPE_CHECKING:
+
+        @property
+        def bot_user_id(self) -> str: ...
+
+        @property
+        def bot_id(self) -> str: ...
+
+        @property
+        def team_id(self) -> str: ...
+
+        @property
+        def team(self) -> FakeTeam: ...
 
         @property
         def base_url(self) -> str: ...
@@ -170,6 +180,7 @@ class SlackWebApi:
         self._spend_update(message.channel, message.ts)
         message.history.append(message.shown)
         message.text, message.blocks = text, blocks
+        message.timeline.append((self.clock(), message.shown))
         return {"channel": message.channel, "ts": message.ts, "text": text}
 
     def _post_ephemeral(self, args: Args) -> Args:

@@ -147,6 +147,8 @@ class FakeMessage:
     bot_id: str | None = None
     team: str = ""
     history: list[str] = field(default_factory=list)
+    timeline: list[tuple[float, str]] = field(default_factory=list)
+    """When the message showed what (the fake's clock), its first version included."""
     streaming: bool = False
     stream_started: float = 0.0
     metadata: dict[str, Any] | None = None

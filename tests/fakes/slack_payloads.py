@@ -37,9 +37,7 @@ def channel_type_of(channel: str) -> str:
 class SlackPayloads:
     """Payload builders and senders, mixed into :class:`tests.fakes.slack.FakeSlack`."""
 
-    team_id: str
     app_id: str
-    bot_user_id: str
     signing_secret: str
     port: int
     files: dict[str, FakeFile]
@@ -48,6 +46,12 @@ class SlackPayloads:
     _ws: web.WebSocketResponse | None
 
     if TYPE_CHECKING:
+
+        @property
+        def team_id(self) -> str: ...
+
+        @property
+        def bot_user_id(self) -> str: ...
 
         @property
         def base_url(self) -> str: ...

@@ -62,7 +62,6 @@ def ratelimited(wait: float) -> SlackError:
 class SlackStreamingApi:
     """The streaming, status and tier parts of the fake's Web API."""
 
-    bot_user_id: str
     clock: Callable[[], float]
     stream_window_seconds: float
     streaming_refused: dict[str, str]
@@ -75,6 +74,9 @@ class SlackStreamingApi:
     _caller_team: str
 
     if TYPE_CHECKING:
+
+        @property
+        def bot_user_id(self) -> str: ...
 
         def message(self, channel: str, ts: str) -> FakeMessage | None: ...
 
@@ -183,6 +185,7 @@ class SlackStreamingApi:
             raise SlackError("msg_blocks_too_long")
         message.history.append(message.shown)
         message.text, message.blocks = text, blocks
+        message.timeline.append((self.clock(), message.shown))
 
     # Status ---------------------------------------------------------------------------------
 
