@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -110,6 +110,28 @@ class DiscordSettings(Section):
     result_cards: bool = True
     """genbot's own messages (progress, results) as Components V2 cards; false: classic
     content, attachments and button rows."""
+    shard_count: int | None = Field(default=None, ge=1)
+    shard_ids: list[int] | None = None
+
+    @model_validator(mode="after")
+    def _shards_within_count(self) -> DiscordSettings:
+        if self.shard_ids is None:
+            return self
+        if self.shard_count is None:
+            raise ValueError("[discord] shard_ids needs shard_count")
+        outside = [n for n in self.shard_ids if not 0 <= n < self.shard_count]
+        if outside or not self.shard_ids or len(set(self.shard_ids)) != len(self.shard_ids):
+            raise ValueError(
+                f"[discord] shard_ids must be distinct shards 0–{self.shard_count - 1}"
+            )
+        return self
+
+    def shards(self) -> str | None:
+        """The shards this process runs, for the cluster's view (None: all it is given)."""
+        if self.shard_count is None:
+            return None
+        ids = self.shard_ids if self.shard_ids is not None else range(self.shard_count)
+        return f"{','.join(map(str, ids))} of {self.shard_count}"
 
 
 class SlackSettings(Section):

@@ -42,7 +42,6 @@ from storage import (
     LATEST_VERSION,
     DatabaseInUse,
     ProcessLock,
-    SlackInstallations,
     SqliteStore,
     Storage,
     StorageError,
@@ -256,12 +255,12 @@ def configured_adapters(
     on_fatal: FatalHandler | None = None,
     *,
     demo: bool = False,
-    storage: SlackInstallations | None = None,
+    storage: Storage | None = None,
 ) -> dict[str, Adapter]:
     """The adapters whose credentials (or switch) are set, created but not started.
     ``on_fatal(reason)`` hears when an adapter's connection dies after startup; ``demo`` makes
     the playground's local users admins (``genbot demo`` only); ``storage`` keeps the Slack
-    workspaces of a distributed app."""
+    workspaces of a distributed app and the Slack events the cluster handled."""
     adapters: dict[str, Adapter] = {}
     if settings.discord.token.get_secret_value():
         from adapters.discord.adapter import DiscordAdapter
@@ -281,7 +280,7 @@ def configured_adapters(
         from adapters.slack.adapter import SlackAdapter
 
         adapters["slack"] = SlackAdapter(
-            settings.slack, settings.limits, core, installations=storage
+            settings.slack, settings.limits, core, installations=storage, dedupe=storage
         )
     if settings.web.enabled:
         from adapters.web.adapter import WebAdapter

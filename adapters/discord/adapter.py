@@ -119,8 +119,11 @@ class DiscordAdapter:
 
     async def connected(self) -> bool:
         """Whether the gateway connection is open and ready."""
-        ws = self.client.ws
-        return self.client.is_ready() and not self.client.is_closed() and ws is not None and ws.open
+        client = self.client
+        if not client.is_ready() or client.is_closed():
+            return False
+        shards = client.shards.values()
+        return bool(shards) and not any(shard.is_closed() for shard in shards)
 
     async def start(self) -> None:
         """Log in, sync commands, connect to the gateway and wait until ready (bounded).

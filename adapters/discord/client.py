@@ -66,8 +66,12 @@ def log_error(where: str, error: BaseException) -> None:
     _log.error("error in %s", where, exc_info=error)
 
 
-class GenbotClient(discord.Client):
-    """A ``discord.Client`` with genbot's command tree, buttons and message routing."""
+class GenbotClient(discord.AutoShardedClient):
+    """A discord.py client with genbot's command tree, buttons and message routing.
+
+    It runs the shards ``[discord] shard_ids`` of ``shard_count`` when they are set (each
+    process of a cluster its own), else every shard Discord recommends (one for most bots).
+    Discord sends DMs to shard 0 only, so the process running shard 0 answers them."""
 
     def __init__(
         self,
@@ -80,7 +84,19 @@ class GenbotClient(discord.Client):
     ) -> None:
         intents = discord.Intents.default()
         intents.message_content = True
-        super().__init__(intents=intents, guild_ready_timeout=guild_ready_timeout)
+        if settings.shard_ids is not None and settings.shard_count is not None:
+            super().__init__(
+                intents=intents,
+                guild_ready_timeout=guild_ready_timeout,
+                shard_count=settings.shard_count,
+                shard_ids=list(settings.shard_ids),
+            )
+        else:
+            super().__init__(
+                intents=intents,
+                guild_ready_timeout=guild_ready_timeout,
+                shard_count=settings.shard_count,
+            )
         self.http.max_ratelimit_timeout = RATE_LIMIT_WAIT_CAP
         self.settings = settings
         self.handler = handler

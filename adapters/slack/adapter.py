@@ -31,7 +31,7 @@ from adapters.listener import Listener
 from adapters.runner import AdapterRunner
 from bot.config import LimitsSettings, SlackSettings
 from bot.events import Command, EventHandler, InboundEvent, User, UserMessage
-from storage import SlackInstallations
+from storage import EventDedupe, SlackInstallations
 
 from .distribution import INSTALL_PATH, Distribution
 from .inbound import (
@@ -70,8 +70,10 @@ class SlackAdapter:
         handler: EventHandler,
         *,
         installations: SlackInstallations | None = None,
+        dedupe: EventDedupe | None = None,
     ) -> None:
-        """``installations``: where a distributed genbot keeps its workspaces (its database)."""
+        """``installations``: where a distributed genbot keeps its workspaces (its database);
+        ``dedupe``: where processes sharing the app record the events they handled."""
         bot_token = settings.bot_token.get_secret_value()
         if bot_token and settings.distributed:
             raise ValueError(
@@ -87,6 +89,7 @@ class SlackAdapter:
             raise ValueError("a Slack app installed by OAuth keeps its workspaces in storage")
         self.settings = settings
         self.handler = handler
+        self._dedupe = dedupe
         self._admins = frozenset(settings.admin_ids)
         self._api_url = (
             settings.api_url if settings.api_url.endswith("/") else settings.api_url + "/"
@@ -203,7 +206,7 @@ class SlackAdapter:
         )
         if self.distribution is not None:
             self.distribution.listen(app)
-        app.middleware(Redeliveries().skip)
+        app.middleware(Redeliveries(self._dedupe).skip)
         app.event("app_mention")(self._on_mention)
         app.event("message")(self._on_message)
         app.event("app_home_opened")(self._on_home_opened)

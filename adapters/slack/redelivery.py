@@ -5,6 +5,10 @@ http_timeout``) or a delivery failed; :class:`Redeliveries` is a bolt middleware
 ``event_id`` through once. A retry for ``http_timeout`` is dropped even when unseen: the first
 delivery is still running here or ran before a restart. Retries after failed connections are
 handled once.
+
+With the storage's :class:`~storage.EventDedupe` the event ids live in the database too, so an
+event Slack delivers twice to different processes (HTTP behind a load balancer, a retry that
+lands elsewhere, Socket Mode connections of several processes) is handled by one of them.
 """
 
 from __future__ import annotations
@@ -17,16 +21,20 @@ from typing import Any
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
+from storage import EventDedupe, StorageError
+
 log = logging.getLogger(__name__)
 
 SEEN_EVENTS_MAX = 4096
 
 
 class Redeliveries:
-    """Remembers the newest ``SEEN_EVENTS_MAX`` event ids of this process."""
+    """Remembers the newest ``SEEN_EVENTS_MAX`` event ids of this process, and every event id
+    the cluster handled in ``dedupe`` when given."""
 
-    def __init__(self) -> None:
+    def __init__(self, dedupe: EventDedupe | None = None) -> None:
         self._seen: OrderedDict[str, None] = OrderedDict()
+        self._dedupe = dedupe
 
     async def skip(
         self, body: dict[str, Any], req: AsyncBoltRequest, next: Callable[[], Awaitable[None]]
@@ -47,8 +55,22 @@ class Redeliveries:
         self._seen[event_id] = None
         while len(self._seen) > SEEN_EVENTS_MAX:
             self._seen.popitem(last=False)
+        if not await self._first_in_cluster(event_id):
+            log.info("Skipping Slack event %s: another genbot process handled it", event_id)
+            return BoltResponse(status=200, body="")
         await next()
         return None
+
+    async def _first_in_cluster(self, event_id: str) -> bool:
+        """Whether no process handled ``event_id`` yet (true when the database fails: a rare
+        duplicate answer beats a lost one)."""
+        if self._dedupe is None:
+            return True
+        try:
+            return await self._dedupe.remember_event("slack", event_id)
+        except StorageError as error:
+            log.warning("Slack event %s: the shared dedupe is unavailable: %s", event_id, error)
+            return True
 
 
 def header(headers: Mapping[str, Any], name: str) -> str:

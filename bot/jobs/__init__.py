@@ -158,6 +158,7 @@ def build_job_engines(
         watch,
         limits_settings,
         platforms=surfaces.platforms,
+        shards=settings.discord.shards,
         webhooks=webhook_base is not None,
         clock=clock,
     )

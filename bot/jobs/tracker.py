@@ -108,12 +108,15 @@ class Tracker:
         limits: LimitsSettings,
         *,
         platforms: Callable[[], Iterable[str]],
+        shards: Callable[[], str | None] = lambda: None,
         webhooks: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._owner = store.process_id
-        self.leases = Leases(store, platforms, self._take_over, self._woken, clock=clock)
+        self.leases = Leases(
+            store, platforms, self._take_over, self._woken, shards=shards, clock=clock
+        )
         self.webhooks = webhooks
         self._provider = provider
         self._delivery = delivery

@@ -65,6 +65,12 @@ class _Session:
     seq: int = 0
     identified: bool = False
     closed: bool = False
+    shard: tuple[int, int] = (0, 1)
+
+    def receives(self, guild_id: int | None) -> bool:
+        """Whether Discord sends this session a guild's events (a DM's: shard 0 only)."""
+        shard, count = self.shard
+        return shard == ((guild_id >> 22) % count if guild_id is not None else 0)
 
 
 class FakeDiscordCore(DiscordWorld):
@@ -81,8 +87,10 @@ class FakeDiscordCore(DiscordWorld):
         attachment_size_limit: int = 10 * 1024 * 1024,
         message_content_intent: bool = True,
         identify_close_code: int | None = None,
+        recommended_shards: int = 1,
     ) -> None:
         self.token = token
+        self.recommended_shards = recommended_shards
         self.message_content_intent = message_content_intent
         self.identify_close_code = identify_close_code
         self.bucket_size = bucket_size
@@ -143,9 +151,12 @@ class FakeDiscordCore(DiscordWorld):
     # Gateway -----------------------------------------------------------------------------------
 
     async def dispatch(self, event: str, data: dict[str, Any]) -> None:
-        """Send a gateway dispatch (op 0) to every identified session."""
+        """Send a gateway dispatch (op 0) to every identified session of the shard the event's
+        guild belongs to (a DM's: shard 0), as Discord does."""
+        guild = int(data["guild_id"]) if data.get("guild_id") else None
         for session in [s for s in self.sessions if s.identified and not s.closed]:
-            await self._send(session, {"op": 0, "t": event, "d": data})
+            if session.receives(guild):
+                await self._send(session, {"op": 0, "t": event, "d": data})
 
     async def _send(self, session: _Session, payload: dict[str, Any]) -> None:
         if payload["op"] == 0:
@@ -193,16 +204,22 @@ class FakeDiscordCore(DiscordWorld):
         if self.identify_close_code is not None:
             await session.ws.close(code=self.identify_close_code, message=b"Refused.")
             return
+        shard = data.get("shard") or [0, 1]
+        session.shard = (int(shard[0]), int(shard[1]))
         session_id = f"session-{snowflake()}"
         self._session_ids.add(session_id)
         ready = {
             "v": 10,
             "user": self.bot.payload() | {"verified": True, "mfa_enabled": False},
-            "guilds": [{"id": str(self.guild_id), "unavailable": True}],
+            "guilds": (
+                [{"id": str(self.guild_id), "unavailable": True}]
+                if session.receives(self.guild_id)
+                else []
+            ),
             "session_id": session_id,
             "resume_gateway_url": self.gateway_url,
             "application": {"id": str(self.app_id), "flags": 0},
-            "shard": [0, 1],
+            "shard": list(session.shard),
             "private_channels": [],
             "relationships": [],
             "user_settings": {},
@@ -212,7 +229,8 @@ class FakeDiscordCore(DiscordWorld):
         }
         session.identified = True
         await self._send(session, {"op": 0, "t": "READY", "d": ready})
-        await self._send(session, {"op": 0, "t": "GUILD_CREATE", "d": self.guild_payload()})
+        if session.receives(self.guild_id):
+            await self._send(session, {"op": 0, "t": "GUILD_CREATE", "d": self.guild_payload()})
         self.changed()
 
     async def _resume(self, session: _Session, data: dict[str, Any]) -> None:

@@ -106,7 +106,10 @@ class RestRoutes(MessageBodies):
 
     async def _gateway_info(self, req: Req) -> web.Response:
         limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
-        return json_response({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+        shards = self.recommended_shards
+        return json_response(
+            {"url": self.gateway_url, "shards": shards, "session_start_limit": limit}
+        )
 
     async def _put_commands(self, req: Req, app: str, gid: str | None = None) -> web.Response:
         if int(app) != self.app_id or (gid is not None and int(gid) != self.guild_id):

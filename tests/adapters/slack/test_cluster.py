@@ -1,0 +1,53 @@
+"""Several genbot processes serving one Slack app (HTTP behind a load balancer): an event Slack
+delivers to two of them is handled once, by whichever remembered it first in the database."""
+
+from __future__ import annotations
+
+from adapters.slack.adapter import SlackAdapter
+from bot.config import LimitsSettings
+from bot.events import UserMessage
+from storage.postgres import PostgresStore
+from tests.adapters.slack.conftest import RecordingCore, slack_settings
+from tests.fakes.slack import FakeSlack
+from tests.postgres import PostgresCluster
+
+
+async def sentinel(fake: FakeSlack, events_url: str, core: RecordingCore, text: str) -> None:
+    """Deliver a DM to one process and wait for it: its earlier deliveries are decided."""
+    message = fake.user_says(text, channel="D9")
+    await fake.post_event(events_url, fake.event_callback(fake.message_event(message)))
+    await core.wait_for(lambda: [e for e in core.of(UserMessage) if e.text == text])
+
+
+async def test_an_event_delivered_to_two_processes_is_handled_once(
+    fake: FakeSlack, postgres: PostgresCluster
+) -> None:
+    url = postgres.create_schema()
+    cores = [RecordingCore(), RecordingCore()]
+    stores = [await PostgresStore.open(url, pool_size=2) for _ in cores]
+    adapters = [
+        SlackAdapter(slack_settings(fake), LimitsSettings(), core, dedupe=store)
+        for core, store in zip(cores, stores, strict=True)
+    ]
+    try:
+        for adapter, core in zip(adapters, cores, strict=True):
+            core.surface = adapter.surface
+            await adapter.start()
+        urls = [adapter.events_url or "" for adapter in adapters]
+        envelope = fake.event_callback(fake.message_event(fake.user_says("once", channel="D1")))
+        assert (await fake.post_event(urls[0], envelope)).status == 200
+        retried = await fake.post_event(urls[1], envelope, retry_num=1, retry_reason="http_error")
+        assert retried.status == 200
+        for n, (core, events_url) in enumerate(zip(cores, urls, strict=True)):
+            message = fake.user_says(f"sentinel {n}", channel="D9")
+            await fake.post_event(events_url, fake.event_callback(fake.message_event(message)))
+            await core.wait_for(
+                lambda c=core, t=f"sentinel {n}": t in {e.text for e in c.of(UserMessage)}
+            )
+        handled = [e.text for core in cores for e in core.of(UserMessage) if e.text == "once"]
+        assert handled == ["once"]
+    finally:
+        for adapter in adapters:
+            await adapter.stop()
+        for store in stores:
+            await store.close()
