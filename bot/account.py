@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-from bot.actions import modal_for, read_settings
 from bot.api.chat import allowed_chat_models, plan_allows
+from bot.buttons import modal_for, read_settings
 from bot.commands import command
 from bot.core import SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue

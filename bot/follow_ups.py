@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal
 
-from bot.actions import MAX_BUTTONS_PER_ROW, task_buttons
+from bot.buttons import MAX_BUTTONS_PER_ROW, task_buttons
 from bot.events import Button
 from storage import Job
 

@@ -8,7 +8,6 @@ import hashlib
 import json
 from typing import TypeVar, get_args
 
-from bot.actions import Derivative
 from bot.api import (
     InpaintRequest,
     InvalidRequest,
@@ -22,6 +21,7 @@ from bot.api import (
     VariationRequest,
 )
 from bot.api.models_tasks import WebhookFields
+from bot.buttons import Derivative
 from bot.core import UserError
 from bot.jobs.starter import Webhook
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.actions import DESCRIBE_ACTIONS
 from bot.api import DescribeRequest, ImagineRequest, ProcessMode, ProviderClient
+from bot.buttons import DESCRIBE_ACTIONS
 from bot.core import UserError
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
 from bot.follow_ups import version_for

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from bot.actions import DIFFUSION_ACTIONS
 from bot.api import (
     ControlNetRequest,
     DiffusionResponse,
@@ -25,6 +24,7 @@ from bot.api import (
     ProviderClient,
     Txt2ImgRequest,
 )
+from bot.buttons import DIFFUSION_ACTIONS
 from bot.config import LimitsSettings
 from bot.core import UserError
 from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue

@@ -22,11 +22,6 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import get_args
 
-from bot.actions import (
-    GRID_ACTIONS,
-    UPSCALE_ACTIONS,
-    derivative_for,
-)
 from bot.api import (
     BlendDimension,
     BlendRequest,
@@ -39,6 +34,11 @@ from bot.api import (
 )
 from bot.api.errors import ApiError
 from bot.api.models_task_records import CreateTaskResponse
+from bot.buttons import (
+    GRID_ACTIONS,
+    UPSCALE_ACTIONS,
+    derivative_for,
+)
 from bot.core import UserError
 from bot.events import (
     MODAL_ACTIONS,

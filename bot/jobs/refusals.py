@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import logging
 
-from bot.actions import LABELS
 from bot.api.errors import ApiError, BadRequest, RefusalKind, TaskCreationRefused
+from bot.buttons import LABELS
 from bot.follow_ups import refused_actions
 from bot.jobs.delivery import Delivery
 from storage import JobWriter

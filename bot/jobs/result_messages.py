@@ -11,7 +11,7 @@ import logging
 from collections.abc import Collection
 from typing import Any
 
-from bot.actions import describe_buttons, diffusion_buttons
+from bot.buttons import describe_buttons, diffusion_buttons
 from bot.core import SurfaceRegistry
 from bot.events import Button, ImageFile, OutMessage
 from bot.follow_ups import follow_up_buttons

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from bot.actions import (
+from bot.buttons import (
     DESCRIBE_ACTIONS,
     DIFFUSION_ACTIONS,
     GRID_ACTIONS,
