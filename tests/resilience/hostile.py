@@ -1,7 +1,7 @@
-"""The red team's listener attacks on a real ``genbot run`` child process (playground and webhook
-receiver), measured from outside: the child's resident memory (``/proc``), what was answered and
-refused, and the warning lines it wrote. ``tests/resilience/test_hostile.py`` runs them small;
-``bench/hostile.py`` at the red team's sizes.
+"""The red team's listener attacks on a real ``genbot run`` child process (playground, webhook
+receiver and ops listener), measured from outside: the child's resident memory (``/proc``),
+what was answered and refused, and the warning lines it wrote. ``tests/resilience/
+test_hostile.py`` runs them small; ``bench/hostile.py`` at the red team's sizes.
 
 - :func:`upload_flood`: many browsers upload images at once, far beyond ``[web]
   upload_cache_mb``;
@@ -83,8 +83,10 @@ async def genbot_child(
     """``genbot run`` with the playground and the webhook receiver on loopback, against a
     simulator; ``open_files`` caps its open-file limit (soft and hard)."""
     async with serve(sim_config()) as sim:
-        hook_port = _free_port()
+        hook_port, ops_port = _free_port(), _free_port()
         settings = {
+            "GENBOT_OPS__ENABLED": "true",
+            "GENBOT_OPS__PORT": str(ops_port),
             "GENBOT_WEB__ENABLED": "true",
             "GENBOT_API__BASE_URL": sim.base_url,
             "GENBOT_API__KEY": API_KEY,
@@ -98,6 +100,7 @@ async def genbot_child(
         try:
             await process.start()
             process.webhook_port = hook_port
+            process.ops_port = ops_port
             yield process
         finally:
             await process.terminate()
@@ -171,7 +174,7 @@ async def webhook_flood(workdir: Path, *, requests: int, body_mb: float) -> Outc
 
 async def slow_connections(workdir: Path, *, connections: int, open_files: int) -> Outcome:
     """``connections`` connections to the playground that send half a request head and wait;
-    meanwhile one normal request to the playground and one to the webhook receiver."""
+    meanwhile one normal request to each listener (playground, webhook receiver, ops)."""
     _raise_own_open_file_limit(connections + 256)
     outcome = Outcome(attempts=connections)
     async with genbot_child(workdir, {}, open_files=open_files) as process:
@@ -185,6 +188,8 @@ async def slow_connections(workdir: Path, *, connections: int, open_files: int) 
             writers = [writer for writer in opened if writer is not None]
             outcome.checks["playground"] = await _answered(f"{process.url}/static/app.js")
             outcome.checks["webhook receiver"] = await _webhook_answered(process.webhook_port)
+            ops = f"http://127.0.0.1:{process.ops_port}/healthz"
+            outcome.checks["ops listener"] = await _answered(ops)
             outcome.seconds = time.perf_counter() - started
             outcome.rss_after_mb, outcome.peak_mb = memory_mb(_pid(process))
         finally:

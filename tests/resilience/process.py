@@ -47,6 +47,7 @@ class GenbotProcess:
     open_files: int | None = None
     """The child's open-file limit (soft and hard), when given."""
     webhook_port: int = 0
+    ops_port: int = 0
     args: tuple[str, ...] = ("-v",)
     """Options of ``genbot run``."""
 
