@@ -49,6 +49,7 @@ class WebAdapter:
         handler_timeout: float = 900.0,
         history: Path | None = None,
         local_admins: bool = False,
+        max_image_memory: int = 256 * 1024 * 1024,
     ) -> None:
         self.settings = settings
         self.handler = handler
@@ -57,6 +58,7 @@ class WebAdapter:
             upload_cache_bytes=settings.upload_cache_mb * 1024 * 1024,
             max_upload_bytes=(limits or LimitsSettings()).max_upload_bytes,
             history=history,
+            max_image_memory=max_image_memory,
         )
         self.surface = WebSurface(self.playground)
         self.runner = AdapterRunner(

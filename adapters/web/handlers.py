@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 MAX_UPLOADS_PER_MESSAGE = 10
 MAX_FILES_PER_REQUEST = 10
+MAX_CHANNELS = 50
+"""Channels are made by posting in them; each keeps 500 messages in memory."""
 _CHUNK = 64 * 1024
 
 
@@ -65,6 +67,11 @@ def _string(body: dict[str, Any], key: str, *, max_length: int | None = None) ->
 
 def _place(playground: Playground, body: dict[str, Any]) -> Place:
     channel = parse_channel(body.get("channel"))
+    known = playground.store.channels()
+    if channel not in known and len(known) >= MAX_CHANNELS:
+        raise BadInput(
+            f"The playground keeps at most {MAX_CHANNELS} channels; post in one of them."
+        )
     thread = body.get("thread")
     if thread is None or thread == "":
         return web_place(channel)

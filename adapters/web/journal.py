@@ -183,6 +183,21 @@ class PlaygroundJournal:
 
         await self._call(work)
 
+    async def image(self, key: str) -> StoredFile | None:
+        """The image kept under ``key``, if a message still shows it."""
+
+        def work(db: Database) -> StoredFile | None:
+            row = db.conn.execute(
+                "SELECT filename, content_type, width, height, data FROM images WHERE key = ?",
+                (key,),
+            ).fetchone()
+            if row is None:
+                return None
+            filename, content_type, width, height, data = row
+            return StoredFile(filename, data, content_type, "", width, height)
+
+        return await self._call(work)
+
     async def session_key(self) -> bytes:
         """The key that signs the playground's session cookies (made on first use), so
         browsers keep their identity across restarts."""

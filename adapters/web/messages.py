@@ -13,7 +13,7 @@ import itertools
 import re
 import secrets
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import unquote
@@ -145,14 +145,19 @@ class StoredFile:
 
 
 class MessageStore:
-    """Messages per channel (threads included) and the images they show."""
+    """Messages per channel (threads included) and the images they show: the bytes of the
+    newest images up to ``max_image_bytes`` (older ones are only in the history file, if any)."""
 
-    def __init__(self, max_messages_per_channel: int = 500) -> None:
+    def __init__(
+        self, max_messages_per_channel: int = 500, max_image_bytes: int = 256 * 1024 * 1024
+    ) -> None:
         self._max_messages = max_messages_per_channel
+        self._max_image_bytes = max_image_bytes
         self._channels: dict[str, deque[WebMessage]] = {}
         self._by_id: dict[str, WebMessage] = {}
         self._by_key: dict[tuple[str, str | None, str], WebMessage] = {}
-        self._images: dict[str, StoredFile] = {}
+        self._images: OrderedDict[str, StoredFile] = OrderedDict()
+        self._image_bytes = 0
         self._id_prefix = secrets.token_hex(3)
         self._counter = itertools.count(1)
 
@@ -182,7 +187,8 @@ class MessageStore:
 
     def restore(self, messages: list[WebMessage], images: dict[str, StoredFile]) -> None:
         """Take back what an earlier run showed (oldest first) with the images it shows."""
-        self._images.update(images)
+        for key, stored in images.items():
+            self._remember(key, stored)
         for message in messages:
             self.add(message)
 
@@ -249,7 +255,7 @@ class MessageStore:
                 width=size[0] if size else None,
                 height=size[1] if size else None,
             )
-            self._images[key] = stored
+            self._remember(key, stored)
         return {
             "key": key,
             "url": f"/images/{key}/{filename}",
@@ -264,4 +270,17 @@ class MessageStore:
             return
         in_use = set().union(*(m.image_keys() for m in self._by_id.values()))
         for key in keys - in_use:
-            self._images.pop(key, None)
+            dropped = self._images.pop(key, None)
+            if dropped is not None:
+                self._image_bytes -= dropped.size
+
+    def _remember(self, key: str, stored: StoredFile) -> None:
+        """Keep ``stored``'s bytes in memory; the oldest go past ``max_image_bytes`` (never the
+        one just kept)."""
+        if key in self._images:
+            return
+        self._images[key] = stored
+        self._image_bytes += stored.size
+        while self._image_bytes > self._max_image_bytes and len(self._images) > 1:
+            _, oldest = self._images.popitem(last=False)
+            self._image_bytes -= oldest.size

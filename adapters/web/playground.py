@@ -35,10 +35,11 @@ class Playground:
         max_upload_bytes: int,
         history: Path | None = None,
         limits: SurfaceLimits = WEB_LIMITS,
+        max_image_memory: int = 256 * 1024 * 1024,
     ) -> None:
         self.limits = limits
         self.max_upload_bytes = max_upload_bytes
-        self.store = MessageStore()
+        self.store = MessageStore(max_image_bytes=max_image_memory)
         self.uploads = UploadCache(upload_cache_bytes)
         self.hub = EventHub()
         self.history = history
@@ -98,17 +99,23 @@ class Playground:
         attachments = []
         for image in message.images:
             stored = self.store.image(image["key"])
-            data = stored.data if stored is not None else b""
             attachments.append(
                 Attachment(
                     filename=image["filename"],
                     url=origin + image["url"],
                     content_type=image["content_type"],
-                    size=len(data),
-                    data=data,
+                    size=stored.size if stored is not None else None,
+                    data=stored.data if stored is not None else None,
                 )
             )
         return attachments
+
+    async def image_file(self, key: str) -> StoredFile | None:
+        """An image the playground shows: from memory, else from the history file."""
+        stored = self.store.image(key)
+        if stored is None and self.journal is not None:
+            stored = await self.journal.image(key)
+        return stored
 
     def remember_modal(self, user_id: str, pending: PendingModal) -> None:
         """Keep a form shown to ``user_id`` until it is submitted (the newest 20 per user)."""

@@ -286,7 +286,7 @@ async def events(request: web.Request) -> web.StreamResponse:
 
 async def image(request: web.Request) -> web.Response:
     """An image genbot posted, at its content-addressed URL."""
-    stored = request.app[ADAPTER].playground.store.image(request.match_info["key"])
+    stored = await request.app[ADAPTER].playground.image_file(request.match_info["key"])
     if stored is None:
         return json_error(404, "No such image (it may have scrolled out of the playground).")
     return web.Response(

@@ -138,7 +138,7 @@ class WebSurface:
         marker = "/images/"
         if marker in attachment.url:
             key = attachment.url.split(marker, 1)[1].split("/", 1)[0]
-            stored = self.playground.store.image(key)
+            stored = await self.playground.image_file(key)
             if stored is not None:
                 return stored.data
         raise SurfaceError(f"the playground does not hold {attachment.filename!r}")

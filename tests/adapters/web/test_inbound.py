@@ -293,3 +293,14 @@ async def assert_no_event_before_the_next(browser: ClientSession, core: Recordin
     assert (await post(browser, "/api/command", {"text": "/chat marker"}))[0] == 202
     events = await core.wait_for_events(1)
     assert isinstance(events[0], Command) and events[0].text == "marker", events
+
+
+async def test_posting_makes_at_most_fifty_channels(
+    browser: ClientSession, core: RecordingCore
+) -> None:
+    for number in range(50):
+        body = {"text": "hi", "channel": f"c{number}"}
+        assert (await post(browser, "/api/message", body))[0] == 202
+    status, answer = await post(browser, "/api/message", {"text": "hi", "channel": "one-more"})
+    assert status == 400 and "at most 50 channels" in answer["error"]
+    assert (await post(browser, "/api/message", {"text": "again", "channel": "c7"}))[0] == 202

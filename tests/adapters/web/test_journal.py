@@ -19,6 +19,7 @@ from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from bot.config import WebSettings
 from bot.events import Command, ImageFile, InboundEvent, OutMessage, Place, SurfaceError
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
+from tests.resilience.hostile_files import noise_png
 
 PLACE = Place("web", "web", "general", None, is_dm=True)
 
@@ -189,3 +190,31 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
     await stopped.stop()
     with pytest.raises(SurfaceError, match="stopped"):
         await stopped.surface.send(PLACE, OutMessage("after the stop"))
+
+
+async def test_images_out_of_memory_are_served_and_downloaded_from_the_history_file(
+    tmp_path: Path,
+) -> None:
+    images = [ImageFile(f"{i}.png", noise_png(40, 40, seed=i)) for i in range(4)]
+    core = RecordingCore()
+    adapter = WebAdapter(
+        WebSettings(host="127.0.0.1", port=0),
+        core,
+        history=tmp_path / "genbot.playground.db",
+        max_image_memory=len(images[0].data) * 2,
+    )
+    core.surface = adapter.surface
+    await adapter.start()
+    try:
+        for image in images:
+            await adapter.surface.send(PLACE, OutMessage("an image", images=(image,)))
+        playground = adapter.playground
+        first = playground.store.history("general", "")[0]
+        assert playground.store.image(first.images[0]["key"]) is None
+        async with browser_of(adapter) as browser, browser.get(first.images[0]["url"]) as got:
+            assert got.status == 200 and await got.read() == images[0].data
+        [attachment] = playground.attachments_of(first, playground.url)
+        assert attachment.data is None
+        assert await adapter.surface.download(attachment) == images[0].data
+    finally:
+        await adapter.stop()

@@ -9,6 +9,7 @@ from adapters.web.messages import MessageStore, WebMessage, safe_filename, sniff
 from adapters.web.uploads import UploadCache, UploadCacheFull
 from bot.events import ImageFile
 from tests.adapters.web.fakes import png
+from tests.resilience.hostile_files import noise_png
 
 
 def message(store: MessageStore, channel: str = "general") -> WebMessage:
@@ -79,3 +80,17 @@ def test_image_types_are_sniffed_and_filenames_made_safe() -> None:
     assert sniff_image_type(b"<svg onload=alert(1)>") is None
     assert safe_filename('..\\evil"name<>.png') == "evil_name_.png"
     assert safe_filename("") == "image.png"
+
+
+def test_image_bytes_in_memory_are_capped_oldest_first() -> None:
+    images = [ImageFile(f"{i}.png", noise_png(40, 40, seed=i)) for i in range(5)]
+    size = len(images[0].data)
+    store = MessageStore(max_image_bytes=int(size * 2.5))
+    shown = []
+    for image in images:
+        kept = message(store)
+        store.replace_images(kept, (image,))
+        store.add(kept)
+        shown.append(kept.images[0]["key"])
+    assert [store.image(key) is not None for key in shown] == [False, False, False, True, True]
+    assert all(m.images for m in store.history("general", "anyone"))
