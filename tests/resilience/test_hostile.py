@@ -25,7 +25,8 @@ async def test_wrong_secret_webhooks_are_refused_before_their_bodies_are_read(
 ) -> None:
     outcome = await webhook_flood(tmp_path, requests=200, body_mb=1)
 
-    assert outcome.answers[401] + outcome.answers[0] == 200 and outcome.answers[401] >= 150
+    # 0: still sending its megabyte when the refused connection closed (a reset)
+    assert set(outcome.answers) <= {401, 0} and outcome.answers[401] > 0, outcome
     # reading every body before checking the secret held 200 MiB at once
     assert outcome.peak_growth_mb < 60, outcome
     assert outcome.checks == {"receiver after": True}
