@@ -55,8 +55,13 @@ H = TypeVar("H", bound=Callable[..., Any])
 READ_BUFFER_BYTES = 16 * 1024
 """What aiohttp buffers of a request body before a handler reads it (twice this, then it stops
 reading the socket): small, so many connections sending bodies hold little memory."""
-RESERVED_FILES = 64
-"""Open files kept free of connections (the database, logs, outgoing HTTP)."""
+ACCEPT_BACKLOG = 128
+"""Connections the kernel queues for a listener; asyncio accepts up to this many at once before
+any of them reaches :class:`Listener`, so they are kept free of the connection cap."""
+RESERVED_FILES = 64 + ACCEPT_BACKLOG
+"""Open files kept free of connections (the database, logs, outgoing HTTP, a burst of accepts)."""
+SHED_ON_ACCEPT_ERROR = 32
+"""Connections without a request head closed when accepting fails for want of files."""
 ACCEPT_ERROR = "socket.accept() out of system resource"
 _BODY_LIMIT_ATTRIBUTE = "_genbot_max_body_bytes"
 _BODY_TIMEOUT_ATTRIBUTE = "_genbot_body_timeout"
@@ -197,6 +202,7 @@ def _quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
         if context.get("message") == ACCEPT_ERROR:
             error = context.get("exception")
             _ACCEPT_ERRORS.note(f"out of resources ({type(error).__name__}: {error})")
+            _shed_waiting(SHED_ON_ACCEPT_ERROR)
         elif previous is not None:
             previous(loop, context)
         else:
@@ -204,6 +210,29 @@ def _quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
 
     handler.genbot_accept_errors = True  # type: ignore[attr-defined]
     loop.set_exception_handler(handler)
+
+
+def _shed_waiting(count: int) -> Listener | None:
+    """Close up to ``count`` of the oldest open connections still without a request head (so
+    accepting, and normal requests, go on at the open-file limit); the listener of the last
+    one closed, None when there was none."""
+    owner: Listener | None = None
+    while count > 0 and _WAITING:
+        oldest, listener = _WAITING.popitem(last=False)
+        if oldest.transport is None or oldest.transport.is_closing():
+            continue
+        listener.refusals.note("room made for a new connection (request head too slow)")
+        oldest.force_close()
+        owner, count = listener, count - 1
+    return owner
+
+
+def _still_closing(listener: Listener) -> int:
+    """Connections of ``listener`` closed but not yet gone (they still count as open)."""
+    server = listener._runner.server if listener._runner is not None else None
+    if server is None:
+        return 0
+    return sum(c.transport is None or c.transport.is_closing() for c in server.connections)
 
 
 class _Refuse(asyncio.Protocol):
@@ -249,7 +278,9 @@ class Listener:
         )
         await runner.setup()
         try:
-            self._server = await loop.create_server(self._protocol, host, port, reuse_address=True)
+            self._server = await loop.create_server(
+                self._protocol, host, port, reuse_address=True, backlog=ACCEPT_BACKLOG
+            )
         except BaseException:
             await runner.cleanup()
             raise
@@ -287,16 +318,14 @@ class Listener:
 
     def _make_room(self) -> bool:
         process_cap = max(16, self._file_limit - RESERVED_FILES)
-        while (
-            self.connections >= self.limits.max_connections
-            or sum(listener.connections for listener in _LISTENERS) >= process_cap
-        ):
-            if not _WAITING:
+        mine = self.connections - _still_closing(self)
+        everyone = sum(listener.connections - _still_closing(listener) for listener in _LISTENERS)
+        while mine >= self.limits.max_connections or everyone >= process_cap:
+            owner = _shed_waiting(1)
+            if owner is None:
                 return False
-            oldest, owner = _WAITING.popitem(last=False)
-            if oldest.transport is not None and not oldest.transport.is_closing():
-                owner.refusals.note("room made for a new connection (request head too slow)")
-                oldest.force_close()
+            everyone -= 1
+            mine -= owner is self
         return True
 
     def _head_overdue(self, protocol: RequestHandler) -> None:

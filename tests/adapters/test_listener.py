@@ -122,12 +122,15 @@ async def test_a_declared_body_above_the_route_limit_is_refused_before_the_handl
 async def test_slow_connections_make_room_for_a_new_one_at_the_cap() -> None:
     limits = ListenerLimits(header_timeout=30, max_connections=8)
     async with listening(limits) as (listener, _):
-        slow = [await connect(listener) for _ in range(20)]
+        slow = await asyncio.gather(*(connect(listener) for _ in range(20)))
         for _, writer in slow:
             writer.write(b"GET / HTTP/1.1\r\n")
         assert await get(listener) == 200
         assert listener.connections <= 8
-        assert listener.refusals.totals["room made for a new connection (request head too slow)"]
+        made_room = listener.refusals.totals[
+            "room made for a new connection (request head too slow)"
+        ]
+        assert made_room == 20 + 1 - 8, "one connection closed for each one over the cap"
         for _, writer in slow:
             writer.close()
 
