@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from typing import Any
 
 from aiohttp import BodyPartReader, web
@@ -65,8 +66,8 @@ def _string(body: dict[str, Any], key: str, *, max_length: int | None = None) ->
     return value
 
 
-def _place(playground: Playground, body: dict[str, Any]) -> Place:
-    channel = parse_channel(body.get("channel"))
+def _place(playground: Playground, body: dict[str, Any], user: User) -> Place:
+    channel = parse_channel(body.get("channel"), user.id)
     known = playground.store.channels()
     if channel not in known and len(known) >= MAX_CHANNELS:
         raise BadInput(
@@ -79,6 +80,15 @@ def _place(playground: Playground, body: dict[str, Any]) -> Place:
     if parent is None or parent.channel != channel or parent.thread_info is None:
         raise BadInput(f"There is no thread {thread!r} in #{channel}.")
     return web_place(channel, parent.id)
+
+
+MENTION = re.compile(r"(?<![\w@])@genbot\b", re.IGNORECASE)
+
+
+def without_mention(text: str) -> tuple[str, bool]:
+    """``text`` without ``@genbot``, and whether it mentioned genbot."""
+    stripped, count = MENTION.subn("", text)
+    return (" ".join(stripped.split()) if count else text), bool(count)
 
 
 def _uploads(
@@ -112,7 +122,7 @@ async def command(request: web.Request) -> web.Response:
     if not text or text == "/":
         raise BadInput("Empty command: type a command such as /imagine a fox, or /help.")
     spec, _ = parse_slash(text)
-    place = _place(playground, body)
+    place = _place(playground, body, user)
     ids, files = _uploads(playground, body, user.id)
     assign_attachments(spec, files)
     playground.uploads.take(ids, user.id)
@@ -160,20 +170,22 @@ async def message(request: web.Request) -> web.Response:
     playground = adapter.playground
     body = await _json_body(request)
     text = _string(body, "text", max_length=playground.limits.max_text).strip()
-    place = _place(playground, body)
+    place = _place(playground, body, user)
     ids, files = _uploads(playground, body, user.id)
     if not text and not files:
         raise BadInput("Empty message: type something or attach an image.")
     playground.uploads.take(ids, user.id)
     shown = await playground.post_user_message(user, place, text, files)
     origin = f"{request.scheme}://{request.host}"
+    said, mentioned = without_mention(text)
     event = UserMessage(
         user=user,
         place=place,
         context=WebContext(shown.id),
         message_id=shown.id,
-        text=text,
+        text=said,
         attachments=tuple(playground.attachments_of(shown, origin)),
+        mentions_bot=mentioned,
     )
     adapter.dispatch(event, shown.id)
     return _accepted(shown.id)
@@ -194,7 +206,7 @@ async def button(request: web.Request) -> web.Response:
     if shown is None:
         # Posted by an earlier run: the custom id carries the job, and the core decides who
         # may press it, so a button keeps working after a restart.
-        place = web_place(parse_channel(body.get("channel")))
+        place = web_place(parse_channel(body.get("channel"), user.id))
     elif shown.visible_to not in (None, user.id):
         raise BadInput("That message is not yours to use.")
     elif not shown.has_button(custom_id):

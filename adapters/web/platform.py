@@ -37,9 +37,22 @@ class PendingModal:
     reply_to: str | None
 
 
+DM_PREFIX = "dm-"
+
+
+def dm_channel(user_id: str) -> str:
+    """The channel of ``user_id``'s direct messages with genbot (only they see it)."""
+    return DM_PREFIX + user_id.removeprefix("web-")[:28]
+
+
+def is_dm_channel(channel: str) -> bool:
+    return channel.startswith(DM_PREFIX)
+
+
 def web_place(channel: str, thread: str | None = None) -> Place:
-    """Where a playground message lives: every channel is DM-like (each message is a turn)."""
-    return Place(PLATFORM, WORKSPACE, channel, thread, is_dm=True)
+    """Where a playground message lives. A user's direct messages with genbot are a DM (each
+    message is a turn); other channels are channels: /chat and @genbot open threads there."""
+    return Place(PLATFORM, WORKSPACE, channel, thread, is_dm=is_dm_channel(channel))
 
 
 def reply_target(origin: Event | None) -> str | None:

@@ -22,6 +22,7 @@ from adapters.web.access import (
     Access,
     user_id_for,
 )
+from adapters.web.platform import dm_channel, is_dm_channel
 from adapters.web.playground import Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
 from bot.commands import offered_models
@@ -213,15 +214,18 @@ async def commands(request: web.Request) -> web.Response:
 async def history(request: web.Request) -> web.Response:
     """The channel's recent messages this user may see, with the event number they are at."""
     playground = request.app[ADAPTER].playground
-    channel = parse_channel(request.query.get("channel"))
     user = request[USER]
-    known = [c for c in playground.store.channels() if c not in DEFAULT_CHANNELS]
+    channel = parse_channel(request.query.get("channel"), user.id)
+    known = [
+        c for c in playground.store.channels() if c not in DEFAULT_CHANNELS and not is_dm_channel(c)
+    ]
     return web.json_response(
         {
             "channel": channel,
             "instance": playground.store.instance,
             "seq": playground.hub.last_seq(channel),
             "me": {"id": user.id, "name": user.name},
+            "dm": dm_channel(user.id),
             "channels": [*DEFAULT_CHANNELS, *known],
             "limits": {
                 "max_text": playground.limits.max_text,
@@ -241,7 +245,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     """Server-sent events of one channel; resumes after ``Last-Event-ID`` or ``?after=``."""
     adapter = request.app[ADAPTER]
     playground = adapter.playground
-    channel = parse_channel(request.query.get("channel"))
+    channel = parse_channel(request.query.get("channel"), request[USER].id)
     raw_after = request.headers.get("Last-Event-ID") or request.query.get("after")
     try:
         after = int(raw_after) if raw_after else None

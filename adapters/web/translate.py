@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from adapters.web.platform import dm_channel, is_dm_channel
 from bot.commands import CHAT_MODELS, COMMANDS, COMMANDS_BY_NAME, CommandSpec, option_choices
 from bot.events import Modal
 
@@ -79,12 +80,15 @@ def display_name(spec: CommandSpec) -> str:
     return "/" + spec.name.replace(".", " ")
 
 
-def parse_channel(value: object) -> str:
-    """A valid channel name from the request (``general`` when absent)."""
+def parse_channel(value: object, user_id: str | None = None) -> str:
+    """A valid channel name from the request (``general`` when absent); with ``user_id``,
+    someone else's direct messages are refused."""
     if value is None or value == "":
         return DEFAULT_CHANNEL
     if not isinstance(value, str) or not CHANNEL_PATTERN.match(value):
         raise BadInput("Invalid channel name: use 1 to 32 lowercase letters, digits, '-' or '_'.")
+    if user_id is not None and is_dm_channel(value) and value != dm_channel(user_id):
+        raise BadInput("Those are someone else's direct messages.")
     return value
 
 

@@ -149,8 +149,15 @@ class PlaygroundUser:
     async def command(self, text: str) -> str:
         return await self.post("/api/command", {"text": text})
 
-    async def message(self, text: str) -> str:
-        return await self.post("/api/message", {"text": text})
+    async def message(self, text: str, channel: str | None = None) -> str:
+        body = {"text": text} if channel is None else {"text": text, "channel": channel}
+        return await self.post("/api/message", body)
+
+    async def dm_channel(self) -> str:
+        """This user's direct messages with genbot."""
+        async with self.session.get("/api/history") as response:
+            assert response.status == 200, await response.text()
+            return str((await response.json())["dm"])
 
     async def press(self, message: Message, label: str) -> str:
         body = {"message_id": message["id"], "custom_id": button(message, label)}

@@ -32,6 +32,8 @@ const viewContext = {
   onOpenThread: openThread,
   onImage: showImage,
   onDismiss: dismiss,
+  onUnseen: () => ($("#new-below").hidden = false),
+  onSeen: () => ($("#new-below").hidden = true),
   onJump: (id) => {
     const element = document.querySelector(`[data-id="${CSS.escape(id)}"]`);
     element?.scrollIntoView({ block: "center", behavior: "smooth" });
@@ -42,7 +44,7 @@ const viewContext = {
 const mainView = new MessageView($("#messages"), viewContext);
 const threadView = new MessageView($("#thread-messages"), viewContext);
 const composer = new Composer($("#composer-slot"), {
-  placeholder: () => `Message #${state.channel} — type / for commands`,
+  placeholder: () => isDm() ? "Message genbot — type / for commands" : `Message #${state.channel} — @genbot to talk, / for commands`,
   target: () => ({ channel: state.channel, thread: null }),
   limits: () => state.limits,
 });
@@ -64,13 +66,20 @@ function setConnection(status) {
   element.textContent = { live: "live", connecting: "connecting…", offline: "reconnecting…" }[status];
 }
 
+function isDm() {
+  return Boolean(state.dm) && state.channel === state.dm;
+}
+
 function intro() {
+  const welcome = isDm()
+    ? "This is your direct conversation with genbot: every message is a turn, and only you see it. Create images with slash commands; attach images with +, drag and drop or paste."
+    : "This is the start of the channel. Mention @genbot (or use /chat) and it answers in a thread; create images with slash commands; attach images with +, drag and drop or paste.";
   return h(
     "div",
     { class: "intro" },
-    h("div", { class: "intro-icon" }, "#"),
-    h("h2", {}, `Welcome to #${state.channel}!`),
-    h("p", {}, "This is the start of the channel. Talk with genbot, or create images with slash commands. Plain messages are conversation turns; attach images with +, drag and drop or paste."),
+    h("div", { class: "intro-icon" }, isDm() ? "@" : "#"),
+    h("h2", {}, isDm() ? "Direct messages with genbot" : `Welcome to #${state.channel}!`),
+    h("p", {}, welcome),
     h("div", { class: "intro-examples" },
       ...EXAMPLES.map((example) =>
         h("button", {
@@ -86,12 +95,17 @@ function intro() {
 }
 
 function renderChannels() {
-  const names = [...new Set([...state.channels, state.channel])];
+  const names = [...new Set([...state.channels, ...(isDm() ? [] : [state.channel])])];
   $("#channel-list").replaceChildren(
     ...names.map((name) =>
       h("li", {},
         h("a", { href: `#${name}`, class: "channel" + (name === state.channel ? " active" : "") },
           h("span", { class: "hash", "aria-hidden": "true" }, "#"), name))),
+  );
+  $("#dm-list").replaceChildren(
+    h("li", {},
+      h("a", { href: `#${state.dm}`, class: "channel" + (isDm() ? " active" : "") },
+        h("span", { class: "hash", "aria-hidden": "true" }, "@"), "genbot")),
   );
 }
 
@@ -141,7 +155,9 @@ function onEvent(event) {
     case "ephemeral": {
       const message = event.message;
       const mine = message.author.id === state.me.id;
+      const threadOpened = message.thread_info && !state.messages.get(message.id)?.thread_info;
       place(message, { forceScroll: mine && event.type === "post" });
+      if (threadOpened && mine && state.thread !== message.id) openThread(message.id);
       if (message.author.bot && event.type !== "ephemeral") state.typingUntil.delete(typingKey(message.thread));
       renderTyping();
       break;
@@ -191,14 +207,16 @@ async function openChannel(channel) {
     return;
   }
   const body = result.body;
-  const { me, seq, limits, channels, instance } = body;
-  Object.assign(state, { me, seq, limits, channels, instance });
+  const { me, seq, limits, channels, instance, dm } = body;
+  Object.assign(state, { me, seq, limits, channels, instance, dm });
   state.messages.clear();
   state.working.clear();
   state.typingUntil.clear();
-  $("#channel-name").textContent = channel;
+  $("#channel-name").textContent = isDm() ? "genbot" : channel;
+  $("#channel-kind").textContent = isDm() ? "@" : "#";
   $("#me-id").textContent = body.me.id;
-  document.title = `#${channel} · genbot playground`;
+  document.title = `${isDm() ? "@genbot" : "#" + channel} · genbot playground`;
+  document.body.classList.remove("drawer-open");
   composer.refreshPlaceholder();
   renderChannels();
   mainView.clear(intro());
@@ -352,6 +370,12 @@ function setUpDragAndDrop() {
 
 function setUpPage() {
   $("#thread-close").addEventListener("click", closeThread);
+  $("#new-below").addEventListener("click", () => {
+    mainView.scrollToBottom();
+    $("#new-below").hidden = true;
+  });
+  $("#drawer-toggle").addEventListener("click", () => document.body.classList.toggle("drawer-open"));
+  $("#drawer-shade").addEventListener("click", () => document.body.classList.remove("drawer-open"));
   $("#lightbox").addEventListener("click", () => ($("#lightbox").hidden = true));
   document.addEventListener("keydown", (event) => {
     if (event.key === "Escape") $("#lightbox").hidden = true;
@@ -401,7 +425,7 @@ async function main() {
     composer.setCommands(commands.body.commands);
     threadComposer.setCommands(commands.body.commands);
   }
-  const fromHash = location.hash.slice(1).split("/")[0];
+  const fromHash = decodeURIComponent(location.hash.slice(1)).split("/")[0];
   await openChannel(CHANNEL_PATTERN.test(fromHash) ? fromHash : "general");
   if (location.hash.includes("/")) followHash();
 }

@@ -40,6 +40,7 @@ export class MessageView {
     list.addEventListener("scroll", () => {
       if (Math.abs(this.list.scrollTop - this.programmaticTop) < 2) return;
       this.stick = this.nearBottom();
+      if (this.stick) this.context.onSeen?.();
     });
     new ResizeObserver(() => {
       if (this.stick) this.scrollToBottom();
@@ -66,10 +67,13 @@ export class MessageView {
     return this.elements.has(id);
   }
 
-  /** Insert or replace a message; keeps the view pinned to the bottom when it was. */
+  /** Insert or replace a message; keeps the view pinned to the bottom when it was, else
+   * tells the context (onUnseen) when genbot's new message or result lands out of sight. */
   upsert(message, { forceScroll = false } = {}) {
     const pinned = forceScroll || this.stick;
     const existing = this.elements.get(message.id);
+    const news = message.author.bot && message.kind !== "ephemeral" && (!existing || message.images.length > 0);
+    if (!pinned && news && !message.deleted) this.context.onUnseen?.();
     if (existing) {
       const grouped = existing.classList.contains("grouped");
       const element = this.render(message, grouped);
@@ -220,7 +224,9 @@ export class MessageView {
           "div",
           { class: "button-row" },
           ...row.map((button) => {
-            const element = h("button", { type: "button", class: `btn btn-${button.style}`, "data-custom-id": button.custom_id }, button.label);
+            const foreign = message.mention && message.mention !== this.context.me().id;
+            const title = foreign ? "Only the person who started this job can use its buttons (unless the channel is open)" : null;
+            const element = h("button", { type: "button", class: `btn btn-${button.style}${foreign ? " foreign" : ""}`, "data-custom-id": button.custom_id, title, disabled: button.disabled }, button.label);
             element.disabled = Boolean(button.disabled);
             element.addEventListener("click", () => this.context.onButton(message, button, element));
             return element;

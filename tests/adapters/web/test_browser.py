@@ -100,12 +100,14 @@ async def test_imagine_upscale_and_chat_in_a_real_browser(tmp_path: Path) -> Non
             await expect(upscale.locator(".btn", has_text=label)).to_be_visible(timeout=WAIT_MS)
         assert len(stack.sim.state.requests_to("/gen/v2/upscale")) == 1
 
-        await send(page, f"echo: {answer}")
-        reply = page.locator("article.message.kind-bot .text", has_text=answer)
+        await send(page, f"@genbot echo: {answer}")
+        thread = page.locator("#thread-messages")
+        reply = thread.locator("article.message.kind-bot .text", has_text=answer)
         await expect(reply).to_have_text(answer, timeout=WAIT_MS)
-        await expect(page.locator("article.message.kind-bot", has_text="▌")).to_have_count(
+        await expect(thread.locator("article.message.kind-bot", has_text="▌")).to_have_count(
             0, timeout=WAIT_MS
         )
+        await expect(page.locator("#messages .thread-link")).to_have_count(1)
         assert page_errors == []
 
 
@@ -161,7 +163,14 @@ async def test_one_message_per_job_marked_buttons_and_the_region_editor(tmp_path
         await expect(upscale.locator("img")).to_have_count(1)
         await expect(bot_messages).to_have_count(2)
 
-        await upscale.locator(".btn", has_text="Vary (Region)").click()
+        pill = page.locator("#new-below")
+        await expect(pill).to_be_hidden()
+        await page.locator("#messages").evaluate(
+            "(list) => { list.scrollTop = 0; list.dispatchEvent(new Event('scroll')); }"
+        )
+        await upscale.locator(".btn", has_text="Vary (Region)").evaluate(
+            "(button) => button.click()"
+        )
         dialog = page.locator("dialog#modal")
         await expect(dialog.locator(".region-editor")).to_be_visible()
         stage = dialog.locator(".region-stage img")
@@ -184,6 +193,9 @@ async def test_one_message_per_job_marked_buttons_and_the_region_editor(tmp_path
         await expect(upscale.locator(".btn", has_text="Vary (Region)")).to_have_class(
             re.compile("btn-primary")
         )
+        await expect(pill).to_be_visible()
+        await pill.click()
+        await expect(pill).to_be_hidden()
         [inpaint] = stack.sim.state.requests_to("/gen/v2/inpaint")
         assert inpaint.body["prompt"] == "a red door"
         mask = Image.open(io.BytesIO(base64.b64decode(inpaint.body["mask"])))
@@ -240,4 +252,14 @@ async def test_describe_shows_the_image_and_imagine_all_starts_its_prompts(tmp_p
         imagined = [r.body["prompt"] for r in stack.sim.state.requests_to("/gen/v2/imagine")]
         assert len(imagined) == 4 and len(set(imagined)) == 4
         assert describe.body["image_url"].endswith(".png")
+
+        await page.set_viewport_size({"width": 380, "height": 700})
+        sidebar = page.locator("nav.sidebar")
+        await expect(page.locator("#drawer-toggle")).to_be_visible()
+        await expect(sidebar).not_to_be_in_viewport()
+        await page.locator("#drawer-toggle").click()
+        await expect(sidebar).to_be_in_viewport()
+        await sidebar.locator("a.channel", has_text="art").click()
+        await expect(page.locator("#channel-name")).to_have_text("art")
+        await expect(sidebar).not_to_be_in_viewport()
         assert page_errors == []

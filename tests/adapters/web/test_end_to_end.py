@@ -153,8 +153,9 @@ async def test_a_plain_message_streams_the_models_answer_into_one_message(
         real_stack(tmp_path, time_scale=1.0, dialect=dialect) as stack,
         playground_user(stack.url) as user,
     ):
-        view = await user.watch()
-        echo_id = await user.message(f"echo: {answer}")
+        dm = await user.dm_channel()
+        view = await user.watch(dm)
+        echo_id = await user.message(f"echo: {answer}", channel=dm)
         await view.until(lambda: view.handled(echo_id), timeout=20)
 
         [reply] = view.after(echo_id)
@@ -167,6 +168,37 @@ async def test_a_plain_message_streams_the_models_answer_into_one_message(
         assert len({len(text) for text in shown}) == len(shown)
         [request] = stack.sim.state.requests_to("/v1/chat/completions")
         assert request.body["stream"] is True
+
+
+async def test_a_mention_in_a_channel_answers_in_a_thread_and_dms_are_private(
+    tmp_path: Path,
+) -> None:
+    async with (
+        real_stack(tmp_path) as stack,
+        playground_user(stack.url) as user,
+        playground_user(stack.url) as neighbour,
+    ):
+        view = await user.watch()
+        quiet = await user.message("echo: nobody asked me")
+        asked = await user.message("@genbot echo: a thread for this")
+        await view.until(lambda: view.handled(asked))
+        root = view.messages[asked]
+        assert root["thread_info"] is not None and root["text"] == "@genbot echo: a thread for this"
+        [reply] = [m for m in view.messages.values() if m["thread"] == asked]
+        assert reply["text"] == "a thread for this" and reply["from_model"]
+        assert view.after(quiet)[0]["id"] == asked, "a message that mentions nobody gets no answer"
+        assert len(stack.sim.state.requests_to("/v1/chat/completions")) == 1
+
+        started = await user.command("/chat echo: another thread")
+        await view.until(lambda: view.handled(started))
+        threads = [m for m in [view.messages[started], *view.after(started)] if m["thread_info"]]
+        assert len(threads) == 1
+
+        dm = await user.dm_channel()
+        assert dm != await neighbour.dm_channel()
+        async with neighbour.session.get("/api/history", params={"channel": dm}) as refused:
+            assert refused.status == 400
+            assert "someone else's direct messages" in (await refused.json())["error"]
 
 
 async def test_an_invalid_option_is_refused_privately_with_no_provider_call(

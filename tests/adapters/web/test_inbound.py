@@ -23,7 +23,7 @@ from tests.adapters.web.fakes import RecordingCore, history, post
 
 
 def web_place(channel: str = "general", thread: str | None = None) -> Place:
-    return Place("web", "web", channel, thread, is_dm=True)
+    return Place("web", "web", channel, thread, is_dm=channel.startswith("dm-"))
 
 
 async def test_slash_command_is_sent_raw_and_becomes_a_command(

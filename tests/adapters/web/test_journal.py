@@ -21,7 +21,7 @@ from bot.events import Command, ImageFile, InboundEvent, OutMessage, Place, Surf
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
 from tests.resilience.hostile_files import noise_png
 
-PLACE = Place("web", "web", "general", None, is_dm=True)
+PLACE = Place("web", "web", "general", None)
 
 
 class StuckCore(RecordingCore):

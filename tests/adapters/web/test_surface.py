@@ -24,7 +24,7 @@ from bot.events import (
 )
 from tests.adapters.web.fakes import RecordingCore, SseReader, history, png, post
 
-PLACE = Place("web", "web", "general", None, is_dm=True)
+PLACE = Place("web", "web", "general", None)
 OpenStream = Callable[..., Awaitable[SseReader]]
 
 

@@ -13,7 +13,7 @@ from tests.adapters.web.conftest import UPLOAD_LIMIT
 from tests.adapters.web.fakes import RecordingCore, history, png, post, upload
 from tests.resilience.hostile_files import html_gif, truncated_png
 
-PLACE = Place("web", "web", "general", None, is_dm=True)
+PLACE = Place("web", "web", "general", None)
 
 
 async def upload_ids(browser: ClientSession, *images: bytes) -> list[str]:
