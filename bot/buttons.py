@@ -1,5 +1,6 @@
-"""genbot's button vocabulary: which buttons a result gets, what a press asks for, and the forms
-(modals) some presses open. Pure: the engines turn a :class:`Derivative` into an API call.
+"""genbot's button vocabulary: which buttons a result gets, their labels, and the forms
+(modals) some presses open. Pure. What a press asks of the provider is each feature's table
+(:data:`bot.jobs.derivatives.FOLLOW_UPS` for image follow-ups).
 
 Action names are genbot's own (:mod:`bot.follow_ups` maps a provider's spelling to them): grid
 ``upscale1..4``, ``reroll``, ``variation1..4``; upscale follow-ups ``high_variation``,
@@ -13,8 +14,6 @@ diffusion ``diff_reroll``, ``diff_upscale``, ``diff_init``; and ``settings`` (a 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from bot.commands import CHAT_MODELS, command, option_choices
 from bot.events import (
@@ -158,67 +157,6 @@ def diffusion_buttons(
     """``🔄`` (same options, new seed), ``Upscale`` and ``Use as init`` under a diffusion image."""
     actions = [a for a in DIFFUSION_ACTIONS if upscale or a != "diff_upscale"]
     return (tuple(_button(a, ref, pressed) for a in actions),)
-
-
-@dataclass(frozen=True)
-class Derivative:
-    """What a pressed action asks for.
-
-    ``family`` ``gen`` (image task API): ``endpoint`` is ``upscale``, ``variation``, ``reroll``,
-    ``inpaint``, ``outpaint``, ``pan`` or ``seed`` (all with the pressed job's task id as
-    ``origin_task_id``, or ``task_id`` for seed), or ``imagine`` for a describe pick
-    (``params["describe_index"]`` is the 1-based prompt to use). ``family`` ``diff``:
-    ``rerun`` (the parent's endpoint and options with a new random seed), ``upscale`` (the
-    image's URL) or ``img2img`` (the image as ``init_image``). ``params`` are the body fields
-    the action fixes; ``needs_input`` means a form must be filled first (:func:`modal_for`).
-    """
-
-    family: Literal["gen", "diff"]
-    endpoint: str
-    params: Mapping[str, str] = field(default_factory=dict)
-    needs_input: bool = False
-
-
-_OUTPAINT_ZOOMS = {"outpaint_2": "2", "outpaint_1.5": "1.5", "outpaint_square": "1"}
-
-
-def derivative_for(action: str) -> Derivative | None:
-    """The request a pressed ``action`` means, or ``None`` for an action that is not a job (a
-    ``remix_`` action means its base action, once its prompt form is filled in)."""
-    if action in REMIX_ACTIONS:
-        base = derivative_for(action.removeprefix(REMIX_PREFIX))
-        return None if base is None else replace(base, needs_input=True)
-    if action in ("upscale1", "upscale2", "upscale3", "upscale4"):
-        return Derivative("gen", "upscale", {"index": action[-1]})
-    if action.startswith("upscale_") and action in UPSCALE_ACTIONS:
-        return Derivative("gen", "upscale", {"index": action.removeprefix("upscale_")})
-    if action in ("variation1", "variation2", "variation3", "variation4"):
-        return Derivative("gen", "variation", {"index": action[-1]})
-    if action in ("high_variation", "low_variation"):
-        return Derivative("gen", "variation", {"index": action})
-    if action in ("reroll", "seed"):
-        return Derivative("gen", action)
-    if action == "vary_region":
-        return Derivative("gen", "inpaint", needs_input=True)
-    if action in _OUTPAINT_ZOOMS:
-        return Derivative("gen", "outpaint", {"zoom_ratio": _OUTPAINT_ZOOMS[action]})
-    if action == "outpaint_custom":
-        return Derivative("gen", "outpaint", needs_input=True)
-    if action in ("pan_left", "pan_right", "pan_up", "pan_down"):
-        return Derivative("gen", "pan", {"direction": action.removeprefix("pan_")})
-    if action in DESCRIBE_ACTIONS:
-        return Derivative("gen", "imagine", {"describe_index": action[-1]}, needs_input=True)
-    if action == "describe_all":
-        return Derivative("gen", "imagine", {"describe_index": "all"})
-    if action == "describe_again":
-        return Derivative("gen", "describe")
-    if action == "diff_reroll":
-        return Derivative("diff", "rerun")
-    if action == "diff_upscale":
-        return Derivative("diff", "upscale")
-    if action == "diff_init":
-        return Derivative("diff", "img2img", needs_input=True)
-    return None
 
 
 def _choices_hint(choices: tuple[str, ...]) -> str:

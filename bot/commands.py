@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from bot.api.models_chat import CHAT_MODELS as CHAT_MODELS
-from bot.api.models_diffusion import INFERENCE_STEPS
-from bot.api.models_tasks import BlendDimension, ProcessMode
+from bot.api import CHAT_MODELS as CHAT_MODELS
+from bot.api import INFERENCE_STEPS, BlendDimension, ProcessMode
 
 OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
 

@@ -1,7 +1,8 @@
 """Typed async client of the provider API: chat (family A), image tasks (B), diffusion (C).
 
-Start from :class:`ProviderClient`; request and response models are in :mod:`bot.api.models`,
-errors in :mod:`bot.api.errors`.
+Start from :class:`ProviderClient`. This package is the API's one facade: request and response
+models (defined in ``models_chat``, ``models_tasks``, ``models_task_records``,
+``models_diffusion``) and errors are imported from ``bot.api``.
 """
 
 from bot.api.chat import ChatAccumulator, ChatClient, ChatStream, ChoiceResult
@@ -28,16 +29,11 @@ from bot.api.errors import (
     UnexpectedStatus,
 )
 from bot.api.http import AuthStyle, CallSafety, HttpTransport, RetryPolicy
-from bot.api.models import (
+from bot.api.models_chat import (
     CHAT_MODELS,
     DEVELOPER_PLAN_MODELS,
-    INFERENCE_STEPS,
-    MAX_SIDE,
-    MULTI_FETCH_MAX_IDS,
     VISION_MODELS,
     AssistantMessage,
-    BlendDimension,
-    BlendRequest,
     ChatChoice,
     ChatChunk,
     ChatCompletion,
@@ -46,14 +42,6 @@ from bot.api.models import (
     ChunkChoice,
     ChunkDelta,
     ContentPart,
-    ControlNetRequest,
-    CreateTaskResponse,
-    DescribeRequest,
-    DiffusionFetchRequest,
-    DiffusionMeta,
-    DiffusionResponse,
-    DiffusionUpscaleRequest,
-    FetchRequest,
     FunctionCall,
     FunctionCallDelta,
     FunctionCallName,
@@ -62,36 +50,56 @@ from bot.api.models import (
     FunctionProperty,
     ImagePart,
     ImageUrl,
-    ImagineRequest,
-    Img2ImgRequest,
-    InpaintRequest,
-    MultiFetchRequest,
-    MultiFetchResponse,
-    OutpaintRequest,
-    PanDirection,
-    PanRequest,
-    ProcessMode,
-    RequestModel,
-    RerollRequest,
-    ResponseModel,
     Role,
-    SeedRequest,
+    TextPart,
+    Usage,
+)
+from bot.api.models_common import ResponseModel, read_model
+from bot.api.models_diffusion import (
+    INFERENCE_STEPS,
+    MAX_SIDE,
+    ControlNetRequest,
+    DiffusionFetchRequest,
+    DiffusionMeta,
+    DiffusionResponse,
+    DiffusionUpscaleRequest,
+    Img2ImgRequest,
+    Txt2ImgRequest,
+)
+from bot.api.models_task_records import (
+    CreateTaskResponse,
+    MultiFetchResponse,
     TaskMeta,
     TaskRecord,
     TaskResult,
     TaskStatus,
-    TextPart,
-    Txt2ImgRequest,
+)
+from bot.api.models_tasks import (
+    MULTI_FETCH_MAX_IDS,
+    BlendDimension,
+    BlendRequest,
+    DescribeRequest,
+    FetchRequest,
+    ImagineRequest,
+    InpaintRequest,
+    MultiFetchRequest,
+    OutpaintRequest,
+    PanDirection,
+    PanRequest,
+    ProcessMode,
+    RerollRequest,
+    SeedRequest,
     UpscaleIndex,
     UpscaleRequest,
-    Usage,
     VariationIndex,
     VariationRequest,
+    WebhookFields,
     allowed_upscale_indexes,
     allowed_variation_indexes,
 )
 from bot.api.sse import SseEvent, SseParser
 from bot.api.tasks import TaskClient
+from bot.api.validation import RequestModel
 
 __all__ = [
     "CHAT_MODELS",
@@ -183,6 +191,8 @@ __all__ = [
     "Usage",
     "VariationIndex",
     "VariationRequest",
+    "WebhookFields",
     "allowed_upscale_indexes",
     "allowed_variation_indexes",
+    "read_model",
 ]

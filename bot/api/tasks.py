@@ -86,10 +86,10 @@ class TaskClient:
         """Merge 2 to 5 images."""
         return await self._create("blend", request)
 
-    async def seed(self, task_id: str) -> CreateTaskResponse:
+    async def seed(self, request: SeedRequest) -> CreateTaskResponse:
         """Start a seed task for a generation task; the seed is in the new task's
         ``task_result.seed``."""
-        return await self._create("seed", SeedRequest(task_id=task_id))
+        return await self._create("seed", request)
 
     async def fetch(self, task_id: str) -> TaskRecord:
         """The current record of one task."""

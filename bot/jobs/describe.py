@@ -18,10 +18,11 @@ from bot.core import UserError
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
 from bot.follow_ups import version_for
 from bot.forms import PROMPT_FIELD, pick_form
-from bot.jobs.derivatives import choice, values_digest, with_webhook
-from bot.jobs.images import PROCESS_MODES, creator
+from bot.jobs.derivatives import choice, values_digest
+from bot.jobs.images import PROCESS_MODES
 from bot.jobs.prompts import check_prompt
 from bot.jobs.starter import JobSpec, JobStarter
+from bot.jobs.task_call import TaskCall
 from bot.parsing import CommandError
 from storage import Job, SettingsReader
 
@@ -118,8 +119,7 @@ class DescribeButtons:
             "model_version": version_for(prompt, None),
         }
         spec = JobSpec("task", "imagine", prompt, params, parent, key, webhook=True)
-        call = creator(lambda hook: self._tasks.imagine(with_webhook(request, hook)))
-        return await self._starter.start(event, spec, call)
+        return await self._starter.start(event, spec, TaskCall(request, self._tasks.imagine))
 
     async def _describe_again(self, event: ButtonPress, parent: Job) -> None:
         image_url = str(parent.parameters.get("image_url", ""))
@@ -127,8 +127,7 @@ class DescribeButtons:
         request = DescribeRequest(image_url=image_url, process_mode=mode)
         params = {"image_url": image_url, "process_mode": mode}
         spec = JobSpec("task", "describe", "", params, parent, AGAIN, webhook=True)
-        call = creator(lambda hook: self._tasks.describe(with_webhook(request, hook)))
-        await self._starter.start(event, spec, call)
+        await self._starter.start(event, spec, TaskCall(request, self._tasks.describe))
 
     async def _imagine_all(self, event: ButtonPress, parent: Job, prompts: list[str]) -> None:
         refused: list[str] = []

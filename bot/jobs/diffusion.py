@@ -1,45 +1,29 @@
 """The diffusion engine (family C): ``/diffusion txt2img|img2img|upscale|controlnet`` and the
 buttons under its images: 🔄 (same options, new seed), Upscale, Use as init (a form → img2img).
 
-A job's request body is kept in its parameters (``endpoint`` and ``body``), so 🔄 can replay it.
-An answer with images finishes the job at once (even one without an id); ``processing`` stores
-the provider's ``eta`` as ``next_poll_at`` and the tracker fetches after it. Images given as
-attachments are passed by their URL (re-hosted when they have none and a media host exists).
-
-The provider's diffusion answers carry no price; the ledger records ``DIFFUSION_CREDITS`` (the
-provider's published prices, which the simulator uses) when a job is accepted, since diffusion is
-charged on acceptance.
+Each endpoint is one entry of :data:`bot.jobs.diffusion_calls.DIFFUSION_ENDPOINTS` (its request
+model, client method and price). A job's request body is kept in its parameters (``endpoint``
+and ``body``), so 🔄 can replay it. Images given as attachments are passed by their URL
+(re-hosted when they have none and a media host exists).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from bot.api import (
-    ControlNetRequest,
-    DiffusionResponse,
-    DiffusionUpscaleRequest,
-    Img2ImgRequest,
-    ProviderClient,
-    Txt2ImgRequest,
-)
+from bot.api import ProviderClient
 from bot.buttons import DIFFUSION_ACTIONS
 from bot.config import LimitsSettings
 from bot.core import UserError
 from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
 from bot.forms import form_for, read_init
 from bot.jobs.derivatives import values_digest
-from bot.jobs.results import diffusion_result_fields, poll_delay
-from bot.jobs.starter import JobSpec, JobStarter, Submitted, Webhook
+from bot.jobs.diffusion_calls import DIFFUSION_ENDPOINTS, Clock, DiffusionEndpoint, endpoint_named
+from bot.jobs.starter import JobSpec, JobStarter
 from bot.parsing import CommandError
 from storage import Job
 
-DIFFUSION_CREDITS: dict[str, int] = {"txt2img": 2, "img2img": 2, "controlnet": 3, "upscale": 1}
-NO_ID_ERROR = (
-    "The diffusion service accepted the job but sent neither its images nor an id to fetch "
-    "them with."
-)
 COMMON_FIELDS: dict[str, str] = {
     "prompt": "prompt",
     "negative_prompt": "negative_prompt",
@@ -58,32 +42,16 @@ CONTROLNET_FIELDS: dict[str, str] = {
     "strength": "strength",
     "controlnet_conditioning_scale": "controlnet_conditioning_scale",
 }
-ENDPOINTS = ("txt2img", "img2img", "upscale", "controlnet")
-Clock = Callable[[], float]
-DiffusionRequest = Txt2ImgRequest | Img2ImgRequest | DiffusionUpscaleRequest | ControlNetRequest
 
 
 def _body(options: Mapping[str, OptionValue], fields: Mapping[str, str]) -> dict[str, Any]:
     return {field: options[name] for name, field in fields.items() if name in options}
 
 
-def build_request(endpoint: str, body: Mapping[str, Any]) -> DiffusionRequest:
-    """The validated request of ``endpoint`` with ``body`` (raises ``InvalidRequest``)."""
-    if endpoint == "txt2img":
-        return Txt2ImgRequest(**body)
-    if endpoint == "img2img":
-        return Img2ImgRequest(**body)
-    if endpoint == "upscale":
-        return DiffusionUpscaleRequest(**body)
-    if endpoint == "controlnet":
-        return ControlNetRequest(**body)
-    raise UserError(f"Unknown diffusion endpoint {endpoint!r}.")
-
-
 class DiffusionJobs:
     """The diffusion feature (see the module docstring)."""
 
-    commands = frozenset(f"diffusion.{endpoint}" for endpoint in ENDPOINTS)
+    commands = frozenset(f"diffusion.{endpoint}" for endpoint in DIFFUSION_ENDPOINTS)
     actions = frozenset(DIFFUSION_ACTIONS)
 
     def __init__(
@@ -96,7 +64,7 @@ class DiffusionJobs:
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """Start the diffusion job the command names."""
-        endpoint = event.name.removeprefix("diffusion.")
+        endpoint = endpoint_named(event.name.removeprefix("diffusion."))
         body = _body(options, COMMON_FIELDS)
         if endpoint == "img2img":
             body["init_image"] = await self._url(event, "init_image")
@@ -121,41 +89,21 @@ class DiffusionJobs:
     async def run(
         self,
         event: Event,
-        endpoint: str,
+        endpoint: DiffusionEndpoint,
         body: Mapping[str, Any],
         *,
         parent: Job | None = None,
         action: str | None = None,
     ) -> Job:
         """Start ``endpoint`` with ``body`` (validated first: nothing is stored on bad input)."""
-        request = build_request(endpoint, body)
-        sent = request.to_body()
+        call = DIFFUSION_ENDPOINTS[endpoint].prepare(
+            self._diffusion, body, self._limits, self._clock
+        )
+        sent = call.request.to_body()
         prompt = str(sent.get("prompt") or "")
         params = {"endpoint": endpoint, "body": sent}
         spec = JobSpec("diffusion", endpoint, prompt, params, parent, action)
-        call: Callable[[Any], Awaitable[DiffusionResponse]] = getattr(self._diffusion, endpoint)
-
-        async def submit(job: Job, _: Webhook | None) -> Submitted:
-            answer = await call(request)
-            return self._submitted(endpoint, answer)
-
-        return await self._starter.start(event, spec, submit)
-
-    def _submitted(self, endpoint: str, answer: DiffusionResponse) -> Submitted:
-        """The job's state once the provider accepted it (and charged: diffusion is charged on
-        acceptance). An answer without an id still delivers its images when it has them;
-        without either, genbot cannot follow the job and reports it failed."""
-        credits = DIFFUSION_CREDITS.get(endpoint, 0)
-        provider_id = str(answer.id) if answer.id is not None else None
-        if answer.is_ready:
-            fields = diffusion_result_fields(answer)
-            return Submitted(provider_id, "finished", fields, credits)
-        if provider_id is None:
-            fields = {"error": NO_ID_ERROR, "result": {"accepted": True}}
-            return Submitted(None, "failed", fields, credits)
-        delay = poll_delay(answer.eta, self._limits, self._limits.poll_interval_min)
-        fields = {"next_poll_at": self._clock() + delay}
-        return Submitted(provider_id, "processing", fields, credits)
+        return await self._starter.start(event, spec, call)
 
     async def _url(self, event: Command, option: str) -> str:
         attachment = event.attachments.get(option)
@@ -174,7 +122,7 @@ class DiffusionJobs:
             assert modal is not None
             await self._starter.surfaces.get(event.place.platform).open_modal(event, modal)
         elif event.action == "diff_reroll":
-            endpoint = str(parent.parameters.get("endpoint", parent.type))
+            endpoint = endpoint_named(str(parent.parameters.get("endpoint", parent.type)))
             body = dict(parent.parameters.get("body", {}))
             body.pop("seed", None)
             await self.run(event, endpoint, body, parent=parent, action=event.action)

@@ -19,26 +19,18 @@ and becomes the new job's prompt.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
-from typing import get_args
+from collections.abc import Mapping
+from typing import Any, get_args
 
 from bot.api import (
     BlendDimension,
     BlendRequest,
     DescribeRequest,
     ImagineRequest,
-    InpaintRequest,
-    OutpaintRequest,
     ProcessMode,
     ProviderClient,
 )
-from bot.api.errors import ApiError
-from bot.api.models_task_records import CreateTaskResponse
-from bot.buttons import (
-    GRID_ACTIONS,
-    UPSCALE_ACTIONS,
-    derivative_for,
-)
+from bot.buttons import GRID_ACTIONS, UPSCALE_ACTIONS
 from bot.core import UserError
 from bot.events import (
     MODAL_ACTIONS,
@@ -61,22 +53,15 @@ from bot.forms import (
     read_zoom,
     shape_key,
 )
-from bot.jobs.derivatives import (
-    ImageRequest,
-    choice,
-    derivative_request,
-    values_digest,
-    with_webhook,
-)
+from bot.jobs.derivatives import FollowUp, FollowUpInput, choice, follow_up_for, values_digest
 from bot.jobs.media import MediaError, MediaFetcher
 from bot.jobs.prompts import check_prompt
-from bot.jobs.refusals import FollowUpRefused, disable_follow_up, refuses_follow_up
-from bot.jobs.starter import JobSpec, JobStarter, Submit, Submitted, Webhook
+from bot.jobs.starter import JobSpec, JobStarter
+from bot.jobs.task_call import TaskCall
 from bot.masks import build_mask
 from bot.parsing import CommandError
 from storage import EffectiveSettings, Job, SettingsReader
 
-Create = Callable[[Webhook | None], Awaitable[CreateTaskResponse]]
 PROCESS_MODES: tuple[ProcessMode, ...] = get_args(ProcessMode)
 BLEND_DIMENSIONS: tuple[BlendDimension, ...] = get_args(BlendDimension)
 IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, *REMIX_ACTIONS, "seed"})
@@ -100,16 +85,6 @@ def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | str:
     if form.prompt is not None:
         check_prompt(form.prompt)
     return form
-
-
-def creator(call: Create) -> Submit:
-    """A job's submit step from a task creation call: the provider's task id."""
-
-    async def submit(job: Job, hook: Webhook | None) -> Submitted:
-        answer = await call(hook)
-        return Submitted(answer.task_id)
-
-    return submit
 
 
 def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
@@ -179,11 +154,7 @@ class ImageJobs:
             "remix": remix,
         }
         spec = JobSpec("task", "imagine", prompt, params, webhook=True)
-        return await self._starter.start(
-            event,
-            spec,
-            creator(lambda hook: self._tasks.imagine(with_webhook(request, hook))),
-        )
+        return await self._starter.start(event, spec, TaskCall(request, self._tasks.imagine))
 
     async def describe(
         self, event: Event, image_url: str, *, process_mode: str | None = None
@@ -194,11 +165,7 @@ class ImageJobs:
         request = DescribeRequest(image_url=image_url, process_mode=mode)
         params = {"image_url": request.image_url, "process_mode": process_mode}
         spec = JobSpec("task", "describe", "", params, webhook=True)
-        return await self._starter.start(
-            event,
-            spec,
-            creator(lambda hook: self._tasks.describe(with_webhook(request, hook))),
-        )
+        return await self._starter.start(event, spec, TaskCall(request, self._tasks.describe))
 
     async def _describe_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         attachment = event.attachments.get("image")
@@ -234,9 +201,7 @@ class ImageJobs:
             "remix": remix,
         }
         spec = JobSpec("task", "blend", "", params, webhook=True)
-        await self._starter.start(
-            event, spec, creator(lambda hook: self._tasks.blend(with_webhook(request, hook)))
-        )
+        await self._starter.start(event, spec, TaskCall(request, self._tasks.blend))
 
     async def _defaults(
         self, event: Event, aspect_ratio: str | None, process_mode: str | None
@@ -263,7 +228,7 @@ class ImageJobs:
     # Buttons and forms ------------------------------------------------------------------------
 
     async def on_button(self, event: ButtonPress) -> None:
-        """Open a form, or start the derivative the pressed button asks for."""
+        """Open a form, or start the follow-up the pressed button asks for."""
         parent = await self._starter.pressed_job(event)
         if event.action in MODAL_ACTIONS:
             self._check_origin(parent, event.action.removeprefix(REMIX_PREFIX))
@@ -273,16 +238,12 @@ class ImageJobs:
             surface = self._starter.surfaces.get(event.place.platform)
             await surface.open_modal(event, modal)
             return
-        derivative = derivative_for(event.action)
-        if derivative is None or derivative.family != "gen":
+        follow_up = follow_up_for(event.action)
+        if follow_up is None:
             raise UserError("This button is no longer supported.")
         origin = self._check_origin(parent, event.action)
-        if derivative.endpoint == "seed":
-            await self._seed(event, parent, origin)
-            return
-        aspect = parent.parameters.get("aspect_ratio")
-        request = derivative_request(derivative, origin, aspect)
-        await self._derive(event, parent, derivative.endpoint, event.action, request)
+        given = FollowUpInput(origin, parent.parameters.get("aspect_ratio"))
+        await self._derive(event, parent, follow_up, given, event.action)
 
     async def on_modal(self, event: ModalSubmit) -> None:
         """Start a Custom Zoom, Vary (Region) or remixed job from a submitted form."""
@@ -290,6 +251,7 @@ class ImageJobs:
         action = event.action.removeprefix(REMIX_PREFIX)
         origin = self._check_origin(parent, action)
         aspect = parent.parameters.get("aspect_ratio")
+        follow_up = follow_up_for(action)
         try:
             form = read_form(event)
         except CommandError as error:
@@ -300,40 +262,27 @@ class ImageJobs:
             )  # fmt: skip
             await self._starter.reopen(event, again, error)
             return
-        request: ImageRequest
+        if follow_up is None:
+            raise UserError("This form is no longer supported.")
         if isinstance(form, str):
-            derivative = derivative_for(event.action)
-            assert derivative is not None
             changed = form if form != parent.prompt else None
-            request = derivative_request(derivative, origin, aspect, changed)
+            given = FollowUpInput(origin, aspect, prompt=changed)
             key = f"{action}:{values_digest(form)}"
-            await self._derive(event, parent, derivative.endpoint, key, request, prompt=form)
+            await self._derive(event, parent, follow_up, given, key, prompt=form)
         elif isinstance(form, ZoomInput):
-            zoom = form
-            request = OutpaintRequest(
-                origin_task_id=origin,
-                zoom_ratio=zoom.zoom_ratio,
-                prompt=zoom.prompt,
-                aspect_ratio=aspect,
-            )
-            key = f"{event.action}:{values_digest(zoom.zoom_ratio, zoom.prompt)}"
+            given = FollowUpInput(origin, aspect, prompt=form.prompt, zoom_ratio=form.zoom_ratio)
+            key = f"{event.action}:{values_digest(form.zoom_ratio, form.prompt)}"
+            extra = {"zoom_ratio": form.zoom_ratio}
             await self._derive(
-                event,
-                parent,
-                "outpaint",
-                key,
-                request,
-                prompt=zoom.prompt,
-                extra={"zoom_ratio": zoom.zoom_ratio},
+                event, parent, follow_up, given, key, prompt=form.prompt, extra=extra
             )
         else:
-            region = form
             size = await self._image_size(parent)
-            mask = await asyncio.to_thread(build_mask, region.regions, size)
-            request = InpaintRequest(origin_task_id=origin, mask=mask.base64, prompt=region.prompt)
-            shapes = [shape_key(shape) for shape in region.regions]
-            key = f"{event.action}:{values_digest(shapes, region.prompt)}"
-            await self._derive(event, parent, "inpaint", key, request, prompt=region.prompt)
+            mask = await asyncio.to_thread(build_mask, form.regions, size)
+            given = FollowUpInput(origin, aspect, prompt=form.prompt, mask=mask.base64)
+            shapes = [shape_key(shape) for shape in form.regions]
+            key = f"{event.action}:{values_digest(shapes, form.prompt)}"
+            await self._derive(event, parent, follow_up, given, key, prompt=form.prompt)
 
     def _check_origin(self, parent: Job, action: str) -> str:
         """The parent's task id, once it is finished and offers ``action`` (see
@@ -364,52 +313,32 @@ class ImageJobs:
         self,
         event: Event,
         parent: Job,
-        endpoint: str,
+        follow_up: FollowUp[Any],
+        given: FollowUpInput,
         key: str,
-        request: ImageRequest,
         *,
         prompt: str | None = None,
         extra: Mapping[str, str] | None = None,
     ) -> Job:
-        params = {
-            "aspect_ratio": parent.parameters.get("aspect_ratio"),
-            "process_mode": parent.parameters.get("process_mode"),
-            "model_version": version_for(parent.prompt, parent),
-            "remix": await self._remix(event),
-            **(extra or {}),
-        }
-        spec = JobSpec("task", endpoint, prompt or parent.prompt, params, parent, key, webhook=True)
-        call = getattr(self._tasks, endpoint)
-        return await self._follow_up(
-            event, spec, lambda hook: call(with_webhook(request, hook)), form=":" in key
+        """Start ``follow_up`` of ``parent`` (``key``: the press, or the form and its values);
+        its request is built before anything is stored."""
+        call = follow_up.prepare(key.partition(":")[0], self._tasks, given)
+        params: dict[str, object] = {}
+        if follow_up.inherits:
+            params = {
+                "aspect_ratio": parent.parameters.get("aspect_ratio"),
+                "process_mode": parent.parameters.get("process_mode"),
+                "model_version": version_for(parent.prompt, parent),
+                "remix": await self._remix(event),
+                **(extra or {}),
+            }
+        spec = JobSpec(
+            "task",
+            follow_up.task_type,
+            prompt or parent.prompt,
+            params,
+            parent,
+            key,
+            webhook=follow_up.webhook,
         )
-
-    async def _seed(self, event: Event, parent: Job, origin: str) -> None:
-        spec = JobSpec("task", "seed", parent.prompt, {}, parent, "seed")
-        await self._follow_up(event, spec, lambda _: self._tasks.seed(origin))
-
-    async def _follow_up(
-        self, event: Event, spec: JobSpec, call: Create, *, form: bool = False
-    ) -> Job:
-        """Start a follow-up of ``spec.parent``; when the provider refuses it, the user is told
-        which, and (for a plain button: a form's values may be what it refused) the button is
-        disabled (:mod:`bot.jobs.refusals`)."""
-        assert spec.parent is not None and spec.action is not None
-        action = spec.action.partition(":")[0]
-        refused: list[FollowUpRefused] = []
-
-        async def create(hook: Webhook | None) -> CreateTaskResponse:
-            try:
-                return await call(hook)
-            except ApiError as error:
-                if not refuses_follow_up(error):
-                    raise
-                refused.append(FollowUpRefused(action, error))
-                raise refused[-1] from error
-
-        job = await self._starter.start(event, spec, creator(create))
-        if refused and not form:
-            await disable_follow_up(
-                self._starter.store, self._starter.delivery, spec.parent.id, action
-            )
-        return job
+        return await self._starter.start(event, spec, call)

@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.api import ApiError, TaskRecord
-from bot.api.models_common import read_model
+from bot.api import ApiError, TaskRecord, read_model
 
 WRAPPERS = ("data", "task", "record", "result", "payload")
 MAX_DEPTH = 3

@@ -54,7 +54,7 @@ from bot.jobs.hosting import MediaHost
 from bot.jobs.limits import Limits
 from bot.jobs.media import MediaError, inspect_image
 from bot.jobs.prompts import check_attachment
-from bot.jobs.refusals import FollowUpRefused
+from bot.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.jobs.texts import heading
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
@@ -204,7 +204,9 @@ class JobStarter:
                     outcome = await submit(job, hook)
             except ApiError as error:
                 await shown.close()
-                return await asyncio.shield(self._not_confirmed(job, error))
+                settled = await asyncio.shield(self._not_confirmed(job, error))
+                await self._disable_refused(spec, error)
+                return settled
             except BaseException as error:
                 await asyncio.shield(self._not_confirmed(job, error))
                 raise
@@ -215,6 +217,17 @@ class JobStarter:
             if pressed is not None and started.status != "create_failed":
                 await self.delivery.marks.mark_pressed(spec.parent, pressed)
         return started
+
+    async def _disable_refused(self, spec: JobSpec, error: ApiError) -> None:
+        """Disable the button whose follow-up the provider refused (not a form's: its values
+        may be what was refused)."""
+        if (
+            isinstance(error, FollowUpRefused)
+            and spec.parent is not None
+            and spec.action is not None
+            and ":" not in spec.action
+        ):
+            await disable_follow_up(self.store, self.delivery, spec.parent.id, error.action)
 
     async def _submitted(self, job: Job, outcome: Submitted) -> Job:
         fields = dict(outcome.fields)

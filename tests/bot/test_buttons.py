@@ -6,19 +6,15 @@ import pytest
 
 from bot.buttons import (
     DESCRIBE_ACTIONS,
-    DIFFUSION_ACTIONS,
-    GRID_ACTIONS,
     LABELS,
     UPSCALE_ACTIONS,
-    Derivative,
-    derivative_for,
     describe_buttons,
     diffusion_buttons,
     modal_for,
     read_settings,
     task_buttons,
 )
-from bot.events import MODAL_ACTIONS, REMIX_ACTIONS, decode_custom_id
+from bot.events import MODAL_ACTIONS, decode_custom_id
 from bot.parsing import CommandError
 
 GRID = ["reroll", *(f"upscale{i}" for i in range(1, 5)), *(f"variation{i}" for i in range(1, 5))]
@@ -128,57 +124,6 @@ def test_every_custom_id_fits_with_a_16_character_ref(action: str):
     )
     assert len(button.custom_id) <= 100
     assert decode_custom_id(button.custom_id) == (action, REF)
-
-
-@pytest.mark.parametrize(
-    ("action", "expected"),
-    [
-        ("upscale2", Derivative("gen", "upscale", {"index": "2"})),
-        ("variation3", Derivative("gen", "variation", {"index": "3"})),
-        ("reroll", Derivative("gen", "reroll")),
-        ("high_variation", Derivative("gen", "variation", {"index": "high_variation"})),
-        ("low_variation", Derivative("gen", "variation", {"index": "low_variation"})),
-        ("vary_region", Derivative("gen", "inpaint", needs_input=True)),
-        ("outpaint_2", Derivative("gen", "outpaint", {"zoom_ratio": "2"})),
-        ("outpaint_1.5", Derivative("gen", "outpaint", {"zoom_ratio": "1.5"})),
-        ("outpaint_square", Derivative("gen", "outpaint", {"zoom_ratio": "1"})),
-        ("outpaint_custom", Derivative("gen", "outpaint", needs_input=True)),
-        ("pan_left", Derivative("gen", "pan", {"direction": "left"})),
-        ("pan_down", Derivative("gen", "pan", {"direction": "down"})),
-        ("upscale_subtle", Derivative("gen", "upscale", {"index": "subtle"})),
-        ("upscale_creative", Derivative("gen", "upscale", {"index": "creative"})),
-        ("upscale_2x", Derivative("gen", "upscale", {"index": "2x"})),
-        ("upscale_4x", Derivative("gen", "upscale", {"index": "4x"})),
-        ("upscale_light", Derivative("gen", "upscale", {"index": "light"})),
-        ("upscale_beta", Derivative("gen", "upscale", {"index": "beta"})),
-        ("seed", Derivative("gen", "seed")),
-        ("describe_pick4", Derivative("gen", "imagine", {"describe_index": "4"}, needs_input=True)),
-        ("diff_reroll", Derivative("diff", "rerun")),
-        ("diff_upscale", Derivative("diff", "upscale")),
-        ("diff_init", Derivative("diff", "img2img", needs_input=True)),
-    ],
-)
-def test_a_pressed_action_means_one_derivative_request(action: str, expected: Derivative):
-    assert derivative_for(action) == expected
-
-
-def test_every_button_action_means_a_request_and_only_forms_need_input():
-    for action in LABELS:
-        derivative = derivative_for(action)
-        assert derivative is not None, action
-        assert derivative.needs_input == (action in MODAL_ACTIONS), action
-    assert derivative_for("settings") is None
-    assert derivative_for("upscale_9x") is None
-    assert set(LABELS) == {
-        *GRID_ACTIONS,
-        *UPSCALE_ACTIONS,
-        *DESCRIBE_ACTIONS,
-        *DIFFUSION_ACTIONS,
-        *REMIX_ACTIONS,
-        "seed",
-        "describe_again",
-        "describe_all",
-    }
 
 
 def test_forms_open_exactly_for_the_modal_actions_and_fit_platform_limits():

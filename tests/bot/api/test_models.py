@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.api.chat import ChatAccumulator
-from bot.api.errors import FunctionArgumentsError
-from bot.api.models import (
+from bot.api import (
     ChatChunk,
     ChatCompletion,
     ChatRequest,
@@ -16,6 +14,8 @@ from bot.api.models import (
     TaskRecord,
     TaskResult,
 )
+from bot.api.chat import ChatAccumulator
+from bot.api.errors import FunctionArgumentsError
 
 KEYCAPS = ["1\ufe0f\u20e3", "2\ufe0f\u20e3", "3\ufe0f\u20e3", "4\ufe0f\u20e3"]
 

@@ -19,6 +19,7 @@ from bot.api import (
     ProviderClient,
     RefusalKind,
     RerollRequest,
+    SeedRequest,
     TaskCreationRefused,
     TaskRecord,
     UpscaleRequest,
@@ -103,7 +104,7 @@ async def test_blend(api: ProviderClient) -> None:
 async def test_seed_workflow(api: ProviderClient) -> None:
     grid = await api.tasks.imagine(ImagineRequest(prompt="a fox"))
     await finished(api, grid.task_id)
-    seed_task = await api.tasks.seed(grid.task_id)
+    seed_task = await api.tasks.seed(SeedRequest(task_id=grid.task_id))
     assert seed_task.task_id != grid.task_id
     assert (await finished(api, seed_task.task_id)).task_result.seed.strip()
 

@@ -24,6 +24,7 @@ from bot.api import (
     PanRequest,
     ProviderClient,
     RerollRequest,
+    SeedRequest,
     Txt2ImgRequest,
     UpscaleRequest,
     VariationRequest,
@@ -261,7 +262,12 @@ CASES = [
         "dimension",
         "dimension must be one of square, portrait or landscape (got 'wide')",
     ),
-    Case("seed of nothing", lambda api: api.tasks.seed(""), "task_id", "task_id must be a task id"),
+    Case(
+        "seed of nothing",
+        lambda api: api.tasks.seed(SeedRequest(task_id="")),
+        "task_id",
+        "task_id must be a task id",
+    ),
     Case(
         "fetch of nothing", lambda api: api.tasks.fetch(" "), "task_id", "task_id must be a task id"
     ),
