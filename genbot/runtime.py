@@ -286,9 +286,14 @@ def configured_adapters(
         from adapters.web.adapter import WebAdapter
         from adapters.web.journal import playground_path
 
-        history = playground_path(settings.storage.path)
+        legacy = None if settings.storage.postgres_url else playground_path(settings.storage.path)
         adapters["web"] = WebAdapter(
-            settings.web, core, settings.limits, history=history, local_admins=demo
+            settings.web,
+            core,
+            settings.limits,
+            history=storage,
+            legacy_history=legacy,
+            local_admins=demo,
         )
     return adapters
 

@@ -28,6 +28,8 @@ from storage.records import (
     JobQuota,
     JobStatus,
     NewJob,
+    PlaygroundImage,
+    PlaygroundMessage,
     ProcessInfo,
     QuotaRefusal,
     ScopeKind,
@@ -335,6 +337,48 @@ class WriteBudgets(Protocol):
         ...
 
 
+class PlaygroundHistory(Protocol):
+    """What the playground shows, kept so that a restart (or another process) shows it too."""
+
+    async def load_playground(
+        self, keep: int
+    ) -> tuple[list[PlaygroundMessage], list[PlaygroundImage]]:
+        """Each channel's ``keep`` latest messages (oldest first) and the images they show."""
+        ...
+
+    async def save_playground_message(
+        self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
+    ) -> None:
+        """Store a message (new or changed) and the images it shows (each image once); the
+        channel's messages beyond the ``keep`` latest, and images no message shows any more,
+        go. Other processes hear of it through :meth:`playground_updates`."""
+        ...
+
+    async def settle_playground_message(self, message_id: str) -> None:
+        """Mark a command's message as handled."""
+        ...
+
+    async def playground_message(
+        self, message_id: str
+    ) -> tuple[PlaygroundMessage, list[PlaygroundImage]] | None:
+        """One stored message and the images it shows, or None."""
+        ...
+
+    async def playground_image(self, key: str) -> PlaygroundImage | None:
+        """One stored image (its bytes read on demand), or None when no message shows it."""
+        ...
+
+    async def playground_session_key(self) -> bytes:
+        """The key that signs the playground's session cookies (made on first use), the same
+        for every process and every restart."""
+        ...
+
+    def playground_updates(self) -> AsyncIterator[str]:
+        """Ids of the messages other processes saved, as they come; raises
+        :class:`StorageError` when the connection is lost. Empty on an unshared database."""
+        ...
+
+
 class SettingsReader(Protocol):
     """Effective settings, merged from the scopes."""
 
@@ -462,6 +506,7 @@ class Storage(
     ConversationStore,
     ConversationLocks,
     WriteBudgets,
+    PlaygroundHistory,
     SettingsStore,
     UsageLedger,
     EventDedupe,

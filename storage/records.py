@@ -426,3 +426,27 @@ class WriteWindow:
     key: str
     capacity: int
     seconds: float
+
+
+@dataclass(frozen=True)
+class PlaygroundMessage:
+    """A message the playground shows: ``body`` is the playground's own JSON record of it,
+    ``image_keys`` the images it shows; ``pending`` marks a command not handled yet."""
+
+    id: str
+    channel: str
+    pending: bool
+    image_keys: tuple[str, ...]
+    body: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PlaygroundImage:
+    """An image the playground shows, stored once whatever the number of messages showing it."""
+
+    key: str
+    filename: str
+    content_type: str
+    width: int | None
+    height: int | None
+    data: bytes = field(repr=False)

@@ -25,6 +25,7 @@ from adapters.web.playground import Playground
 from adapters.web.surface import WebSurface
 from bot.config import LimitsSettings, WebSettings
 from bot.events import Command, EventHandler, InboundEvent
+from storage import PlaygroundHistory
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ class WebAdapter:
         *,
         keepalive_seconds: float = 15.0,
         handler_timeout: float = 900.0,
-        history: Path | None = None,
+        history: PlaygroundHistory | None = None,
+        legacy_history: Path | None = None,
         local_admins: bool = False,
         max_image_memory: int = 256 * 1024 * 1024,
     ) -> None:
@@ -59,6 +61,7 @@ class WebAdapter:
             max_upload_bytes=(limits or LimitsSettings()).max_upload_bytes,
             history=history,
             max_image_memory=max_image_memory,
+            legacy_file=legacy_history,
         )
         self.surface = WebSurface(self.playground)
         self.runner = AdapterRunner(

@@ -14,7 +14,7 @@ import re
 import secrets
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 from urllib.parse import unquote
 
@@ -191,6 +191,20 @@ class MessageStore:
             self._remember(key, stored)
         for message in messages:
             self.add(message)
+
+    def merge(self, message: WebMessage, images: dict[str, StoredFile]) -> WebMessage:
+        """Take a message another process saved: a known one is updated in place, a new one
+        added; the images it shows are kept (within ``max_image_bytes``)."""
+        for key, stored in images.items():
+            self._remember(key, stored)
+        known = self._by_id.get(message.id)
+        if known is None:
+            return self.add(message)
+        old_keys = known.image_keys()
+        for item in fields(WebMessage):
+            setattr(known, item.name, getattr(message, item.name))
+        self._forget_images(old_keys - known.image_keys())
+        return known
 
     def get(self, message_id: str) -> WebMessage | None:
         return self._by_id.get(message_id)

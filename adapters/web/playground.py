@@ -1,15 +1,19 @@
 """The playground as a chat platform: its channels' messages, the images and uploads they show,
 the forms open in browsers, and the streams that show every change to the browsers.
 
-Messages live in memory (:mod:`adapters.web.messages`) and, given a ``history`` file, on disk
-(:mod:`adapters.web.journal`: written before browsers see a change, so a restart loses
-nothing). Browsers follow a channel through :mod:`adapters.web.hub`. The core writes here
+Messages live in memory (:mod:`adapters.web.messages`) and, given a ``history``, in genbot's
+storage (:mod:`adapters.web.journal`: written before browsers see a change, so a restart loses
+nothing; messages other processes save are followed and shown here too). Browsers follow a
+channel through :mod:`adapters.web.hub`. The core writes here
 through :class:`adapters.web.surface.WebSurface`; users through the routes
 (:mod:`adapters.web.handlers`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import sqlite3
 from collections import OrderedDict
 from pathlib import Path
@@ -21,8 +25,12 @@ from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from adapters.web.platform import WEB_LIMITS, PendingModal
 from adapters.web.uploads import UploadCache
 from bot.events import Attachment, ImageFile, Place, SurfaceError, SurfaceLimits, User
+from storage import PlaygroundHistory, StorageError
+
+log = logging.getLogger(__name__)
 
 MAX_PENDING_MODALS = 20
+FOLLOW_RETRY_SECONDS = 5.0
 
 
 class Playground:
@@ -33,7 +41,8 @@ class Playground:
         *,
         upload_cache_bytes: int,
         max_upload_bytes: int,
-        history: Path | None = None,
+        history: PlaygroundHistory | None = None,
+        legacy_file: Path | None = None,
         limits: SurfaceLimits = WEB_LIMITS,
         max_image_memory: int = 256 * 1024 * 1024,
     ) -> None:
@@ -43,24 +52,58 @@ class Playground:
         self.uploads = UploadCache(upload_cache_bytes)
         self.hub = EventHub()
         self.history = history
+        self.legacy_file = legacy_file
         self.journal: PlaygroundJournal | None = None
+        self._following: asyncio.Task[None] | None = None
         self.url = ""
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
 
     async def open(self) -> bytes | None:
-        """Load the history file, when there is one (once); the session key it keeps."""
+        """Load the history, when there is one (once), and follow what other processes save;
+        the session key it keeps."""
         if self.history is None or self.journal is not None:
             return None
-        self.journal = await PlaygroundJournal.open(self.history)
-        saved = await self.journal.load()
+        journal = PlaygroundJournal(self.history)
+        if self.legacy_file is not None:
+            imported = await journal.import_file(self.legacy_file)
+            if imported:
+                log.info("imported %d playground messages from %s", imported, self.legacy_file)
+        saved = await journal.load()
         self.store.restore(saved.messages, saved.images)
-        return await self.journal.session_key()
+        self.journal = journal
+        self._following = asyncio.create_task(self._follow(journal), name="genbot-playground")
+        return await journal.session_key()
 
     async def close(self) -> None:
-        """Close the history file (reopened by :meth:`open`)."""
-        journal, self.journal = self.journal, None
-        if journal is not None:
-            await journal.close()
+        """Stop following the history (reopened by :meth:`open`)."""
+        self.journal = None
+        following, self._following = self._following, None
+        if following is not None:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+
+    async def _follow(self, journal: PlaygroundJournal) -> None:
+        """Show the messages other processes save (until :meth:`close`)."""
+        while True:
+            try:
+                async for message_id in journal.updates():
+                    await self._show_saved_elsewhere(journal, message_id)
+                return
+            except StorageError as error:
+                log.warning("following the playground's history failed: %s; retrying", error)
+            await asyncio.sleep(FOLLOW_RETRY_SECONDS)
+
+    async def _show_saved_elsewhere(self, journal: PlaygroundJournal, message_id: str) -> None:
+        found = await journal.fetch(message_id)
+        if found is None:
+            return
+        message, images = found
+        known = self.store.get(message.id)
+        kept = self.store.merge(message, images)
+        kind = "post" if known is None else ("delete" if message.deleted else "edit")
+        payload: dict[str, Any] = {"type": kind, "message": kept.to_json()}
+        self.hub.publish(kept.channel, payload, visible_to=kept.visible_to)
 
     async def post_user_message(
         self,
@@ -144,7 +187,7 @@ class Playground:
                 raise SurfaceError("the playground is stopped")
             try:
                 await self.journal.save(message, self.store.stored_images(message))
-            except (sqlite3.Error, OSError, RuntimeError) as error:
+            except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:
                 if new:
                     self.store.discard_images(message)
                 raise SurfaceError(f"the playground could not keep the message: {error}") from None

@@ -185,6 +185,27 @@ _V7: tuple[Query, ...] = (
     )""",
 )
 
+_V9: tuple[Query, ...] = (
+    """CREATE TABLE playground_messages (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text NOT NULL UNIQUE,
+        channel text NOT NULL,
+        pending boolean NOT NULL DEFAULT false,
+        image_keys jsonb NOT NULL DEFAULT '[]',
+        body jsonb NOT NULL
+    )""",
+    "CREATE INDEX playground_messages_by_channel ON playground_messages (channel, seq)",
+    """CREATE TABLE playground_images (
+        key text PRIMARY KEY,
+        filename text NOT NULL,
+        content_type text NOT NULL,
+        width integer,
+        height integer,
+        data bytea NOT NULL
+    )""",
+    "CREATE TABLE playground_meta (name text PRIMARY KEY, value text NOT NULL)",
+)
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _V1),
     Migration(2, "settings, usage ledger, event dedup, jobs.next_poll_at", _V2),
@@ -220,6 +241,7 @@ MIGRATIONS: Sequence[Migration] = (
             "CREATE INDEX write_slots_by_key ON write_slots (key, until)",
         ),
     ),
+    Migration(9, "the playground's messages and images", _V9),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

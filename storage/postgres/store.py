@@ -19,6 +19,7 @@ from storage.postgres.jobs import PostgresJobs
 from storage.postgres.leasing import PostgresJobLeasing
 from storage.postgres.ledger import PostgresLedger
 from storage.postgres.locks import PostgresConversationLocks
+from storage.postgres.playground import PostgresPlayground
 from storage.postgres.pool import ConnectionPool
 from storage.postgres.schema import current_version, migrate
 from storage.postgres.settings import PostgresSettings
@@ -40,6 +41,7 @@ class PostgresStore(
     PostgresJobTracking,
     PostgresJobLeasing,
     PostgresConversationLocks,
+    PostgresPlayground,
     PostgresWriteBudgets,
     PostgresSettings,
     PostgresLedger,

@@ -266,6 +266,37 @@ def _v8_write_slots(db: Database) -> None:
     db.table("write_slots").create_index(["key", "until"], index_name="write_slots_by_key")
 
 
+def _v9_playground(db: Database) -> None:
+    db.execute(
+        """
+        CREATE TABLE playground_messages (
+            seq INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            channel TEXT NOT NULL,
+            pending INTEGER NOT NULL DEFAULT 0,
+            image_keys TEXT NOT NULL DEFAULT '[]',
+            body TEXT NOT NULL
+        )"""
+    )
+    db.table("playground_messages").create_index(
+        ["channel", "seq"], index_name="playground_messages_by_channel"
+    )
+    db.execute(
+        """
+        CREATE TABLE playground_images (
+            key TEXT PRIMARY KEY,
+            filename TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            width INTEGER,
+            height INTEGER,
+            data BLOB NOT NULL
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        "CREATE TABLE playground_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
+    )
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
@@ -279,6 +310,7 @@ MIGRATIONS: Sequence[Migration] = (
         7, "job leases (jobs.owner, jobs.lease_until) and processes", _v7_leases_and_processes
     ),
     Migration(8, "platform write slots shared by processes", _v8_write_slots),
+    Migration(9, "the playground's messages and images", _v9_playground),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -25,6 +25,7 @@ from storage.sqlite.jobs import SqliteJobs
 from storage.sqlite.leasing import SqliteJobLeasing
 from storage.sqlite.ledger import SqliteLedger
 from storage.sqlite.locks import SqliteConversationLocks
+from storage.sqlite.playground import SqlitePlayground
 from storage.sqlite.schema import current_version, migrate
 from storage.sqlite.scopes import SqliteSettings
 from storage.sqlite.slack import SqliteSlackInstallations
@@ -58,6 +59,7 @@ class SqliteStore(
     SqliteJobTracking,
     SqliteJobLeasing,
     SqliteConversationLocks,
+    SqlitePlayground,
     SqliteWriteBudgets,
     SqliteMessageLinks,
     SqliteSettings,

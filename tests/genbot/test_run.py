@@ -59,7 +59,8 @@ async def test_run_serves_the_playground_on_the_configured_port_until_sigterm(
         [(status,)] = db.execute("SELECT status FROM jobs").fetchall()
     assert status == "posted"
     assert stat.S_IMODE(database.parent.stat().st_mode) == 0o700
-    private = [database, database.with_name("genbot.playground.db"), lock_path(database)]
+    assert not database.with_name("genbot.playground.db").exists(), "history is in the database"
+    private = [database, lock_path(database)]
     assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in private} == {
         path.name: 0o600 for path in private
     }

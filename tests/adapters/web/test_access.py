@@ -4,7 +4,7 @@ address, the access token for browsers and API clients, and identities only a pa
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from adapters.web import WebAdapter
 from adapters.web.access import exposure_problem
 from bot.config import WebSettings
 from bot.events import Command
+from storage import SqliteStore
 from tests.adapters.web.fakes import RecordingCore
 from tests.adapters.web.test_browser import chromium
 
@@ -28,19 +29,25 @@ FOX = {"text": "/imagine a fox", "channel": "general"}
 async def playground(
     core: RecordingCore, history: Path | None = None, local_admins: bool = False, **settings: Any
 ) -> AsyncIterator[WebAdapter]:
-    adapter = WebAdapter(
-        WebSettings(host="127.0.0.1", port=0, **settings),
-        core,
-        history=history,
-        local_admins=local_admins,
-        keepalive_seconds=0.05,
-    )
-    core.surface = adapter.surface
-    await adapter.start()
-    try:
-        yield adapter
-    finally:
-        await adapter.stop()
+    async with AsyncExitStack() as stack:
+        store = (
+            await stack.enter_async_context(await SqliteStore.open(history))
+            if history is not None
+            else None
+        )
+        adapter = WebAdapter(
+            WebSettings(host="127.0.0.1", port=0, **settings),
+            core,
+            history=store,
+            local_admins=local_admins,
+            keepalive_seconds=0.05,
+        )
+        core.surface = adapter.surface
+        await adapter.start()
+        try:
+            yield adapter
+        finally:
+            await adapter.stop()
 
 
 @asynccontextmanager
@@ -135,7 +142,7 @@ async def test_nobody_is_an_admin_because_of_their_address() -> None:
 
 
 async def test_admin_ids_name_admins_and_the_identity_survives_a_restart(tmp_path: Path) -> None:
-    history = tmp_path / "genbot.playground.db"
+    history = tmp_path / "genbot.db"
     jar = CookieJar(unsafe=True)
     core = RecordingCore()
     async with (

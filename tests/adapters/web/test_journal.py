@@ -1,9 +1,12 @@
-"""The playground's history file: messages, images, keys and accepted commands survive a
-restart of the adapter, and the file stays bounded."""
+"""The playground's history in genbot's storage: messages, images, keys and accepted commands
+survive a restart of the adapter, the history stays bounded, and an earlier genbot's history
+file is imported once."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,14 +17,23 @@ from aiohttp import ClientSession, CookieJar
 from yarl import URL
 
 from adapters.web import WebAdapter
-from adapters.web.journal import PlaygroundJournal, playground_path
+from adapters.web.journal import PlaygroundJournal, message_record, playground_path
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from bot.config import WebSettings
 from bot.events import Command, ImageFile, InboundEvent, OutMessage, Place, SurfaceError
+from storage import SqliteStore
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
 from tests.resilience.hostile_files import noise_png
 
 PLACE = Place("web", "web", "general", None)
+LEGACY_SCHEMA = """
+CREATE TABLE messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, channel TEXT NOT NULL,
+    pending INTEGER NOT NULL DEFAULT 0, image_keys TEXT NOT NULL DEFAULT '[]', body TEXT NOT NULL);
+CREATE TABLE images (key TEXT PRIMARY KEY, filename TEXT NOT NULL, content_type TEXT NOT NULL,
+    width INTEGER, height INTEGER, data BLOB NOT NULL);
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+"""The history file of an earlier genbot, as it was released."""
 
 
 class StuckCore(RecordingCore):
@@ -41,14 +53,21 @@ class StuckCore(RecordingCore):
 
 
 @asynccontextmanager
-async def playground(path: Path, core: RecordingCore) -> AsyncIterator[WebAdapter]:
-    adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), core, history=path)
-    core.surface = adapter.surface
-    await adapter.start()
-    try:
-        yield adapter
-    finally:
-        await adapter.stop()
+async def playground(
+    path: Path, core: RecordingCore, legacy: Path | None = None
+) -> AsyncIterator[WebAdapter]:
+    """A playground keeping its history in the SQLite database at ``path`` (opened for it, as
+    a genbot process would)."""
+    async with await SqliteStore.open(path) as store:
+        adapter = WebAdapter(
+            WebSettings(host="127.0.0.1", port=0), core, history=store, legacy_history=legacy
+        )
+        core.surface = adapter.surface
+        await adapter.start()
+        try:
+            yield adapter
+        finally:
+            await adapter.stop()
 
 
 @asynccontextmanager
@@ -69,7 +88,7 @@ def test_the_history_file_sits_beside_the_database() -> None:
 
 
 async def test_messages_images_and_threads_survive_a_restart(tmp_path: Path) -> None:
-    path = tmp_path / "genbot.playground.db"
+    path = tmp_path / "genbot.db"
     async with playground(path, RecordingCore()) as adapter, browser_of(adapter) as browser:
         assert (await post(browser, "/api/command", {"text": "/imagine a fox"}))[0] == 202
         assert (await post(browser, "/api/command", {"text": "/chat thread"}))[0] == 202
@@ -94,7 +113,7 @@ async def test_messages_images_and_threads_survive_a_restart(tmp_path: Path) -> 
 
 
 async def test_a_keyed_message_is_posted_once_across_restarts(tmp_path: Path) -> None:
-    path = tmp_path / "genbot.playground.db"
+    path = tmp_path / "genbot.db"
     result = OutMessage("done", images=(ImageFile("r.png", png()),), key="job1.result")
     async with playground(path, RecordingCore()) as adapter:
         first = await adapter.surface.send(PLACE, result)
@@ -116,7 +135,7 @@ async def test_a_keyed_message_is_posted_once_across_restarts(tmp_path: Path) ->
 async def test_a_command_accepted_before_a_crash_is_handled_after_the_restart(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "genbot.playground.db"
+    path = tmp_path / "genbot.db"
     stuck = StuckCore()
     async with playground(path, stuck) as adapter, browser_of(adapter) as browser:
         status, answer = await post(browser, "/api/command", {"text": "/imagine a heron"})
@@ -138,7 +157,7 @@ async def test_a_command_accepted_before_a_crash_is_handled_after_the_restart(
 
 
 async def test_a_command_genbot_already_answered_is_not_handled_again(tmp_path: Path) -> None:
-    path = tmp_path / "genbot.playground.db"
+    path = tmp_path / "genbot.db"
     stuck = StuckCore(answer_first=True)
     async with playground(path, stuck) as adapter, browser_of(adapter) as browser:
         assert (await post(browser, "/api/command", {"text": "/imagine a heron"}))[0] == 202
@@ -154,8 +173,8 @@ async def test_the_file_keeps_each_channels_latest_messages_and_their_images(
     tmp_path: Path,
 ) -> None:
     store = MessageStore(max_messages_per_channel=3)
-    journal = await PlaygroundJournal.open(tmp_path / "p.db", max_messages_per_channel=3)
-    try:
+    async with await SqliteStore.open(tmp_path / "p.db") as database:
+        journal = PlaygroundJournal(database, max_messages_per_channel=3)
         for number in range(5):
             message = WebMessage(str(number), "general", None, "bot", {"id": "genbot"})
             store.replace_images(message, (ImageFile(f"{number}.png", png(4 + number)),))
@@ -163,8 +182,6 @@ async def test_the_file_keeps_each_channels_latest_messages_and_their_images(
         other = WebMessage("x", "art", None, "bot", {"id": "genbot"}, text="elsewhere")
         await journal.save(store.add(other), [])
         saved = await journal.load()
-    finally:
-        await journal.close()
     assert [m.id for m in saved.messages] == ["2", "3", "4", "x"]
     shown = {key for m in saved.messages for key in m.image_keys()}
     assert set(saved.images) == shown and len(shown) == 3
@@ -176,45 +193,67 @@ async def test_the_file_keeps_each_channels_latest_messages_and_their_images(
 async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "genbot.playground.db"
+    path = tmp_path / "genbot.db"
     async with playground(path, RecordingCore()) as adapter:
-        assert adapter.playground.journal is not None
-        await adapter.playground.journal.close()
+        assert isinstance(adapter.playground.history, SqliteStore)
+        await adapter.playground.history.close()
         with pytest.raises(SurfaceError, match="could not keep the message"):
             await adapter.surface.send(PLACE, OutMessage("lost?", key="job1.result"))
         assert adapter.playground.store.history("general", "anyone") == []
         assert await adapter.surface.posted(PLACE, "job1.result") is None
 
-    stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), RecordingCore(), history=path)
-    await stopped.start()
-    await stopped.stop()
-    with pytest.raises(SurfaceError, match="stopped"):
-        await stopped.surface.send(PLACE, OutMessage("after the stop"))
+    async with await SqliteStore.open(path) as store:
+        stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), RecordingCore(), history=store)
+        await stopped.start()
+        await stopped.stop()
+        with pytest.raises(SurfaceError, match="stopped"):
+            await stopped.surface.send(PLACE, OutMessage("after the stop"))
 
 
-async def test_images_out_of_memory_are_served_and_downloaded_from_the_history_file(
+async def test_an_earlier_genbots_history_file_is_imported_once(tmp_path: Path) -> None:
+    legacy = tmp_path / "genbot.playground.db"
+    conn = sqlite3.connect(legacy)
+    with conn:
+        conn.executescript(LEGACY_SCHEMA)
+        message = WebMessage("old-1", "general", None, "bot", {"id": "genbot"}, text="from 2025")
+        body = json.dumps(message_record(message))
+        conn.execute(
+            "INSERT INTO messages (id, channel, pending, image_keys, body) VALUES (?, ?, 0, ?, ?)",
+            ("old-1", "general", "[]", body),
+        )
+    conn.close()
+    async with playground(tmp_path / "genbot.db", RecordingCore(), legacy) as adapter:
+        shown = adapter.playground.store.history("general", "anyone")
+        assert [m.text for m in shown] == ["from 2025"]
+    assert not legacy.exists() and legacy.with_name(legacy.name + ".imported").exists()
+    async with playground(tmp_path / "genbot.db", RecordingCore(), legacy) as adapter:
+        assert len(adapter.playground.store.history("general", "anyone")) == 1
+
+
+async def test_images_out_of_memory_are_served_and_downloaded_from_the_history(
     tmp_path: Path,
 ) -> None:
     images = [ImageFile(f"{i}.png", noise_png(40, 40, seed=i)) for i in range(4)]
     core = RecordingCore()
-    adapter = WebAdapter(
-        WebSettings(host="127.0.0.1", port=0),
-        core,
-        history=tmp_path / "genbot.playground.db",
-        max_image_memory=len(images[0].data) * 2,
-    )
-    core.surface = adapter.surface
-    await adapter.start()
-    try:
-        for image in images:
-            await adapter.surface.send(PLACE, OutMessage("an image", images=(image,)))
-        playground = adapter.playground
-        first = playground.store.history("general", "")[0]
-        assert playground.store.image(first.images[0]["key"]) is None
-        async with browser_of(adapter) as browser, browser.get(first.images[0]["url"]) as got:
-            assert got.status == 200 and await got.read() == images[0].data
-        [attachment] = playground.attachments_of(first, playground.url)
-        assert attachment.data is None
-        assert await adapter.surface.download(attachment) == images[0].data
-    finally:
-        await adapter.stop()
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        adapter = WebAdapter(
+            WebSettings(host="127.0.0.1", port=0),
+            core,
+            history=store,
+            max_image_memory=len(images[0].data) * 2,
+        )
+        core.surface = adapter.surface
+        await adapter.start()
+        try:
+            for image in images:
+                await adapter.surface.send(PLACE, OutMessage("an image", images=(image,)))
+            playground = adapter.playground
+            first = playground.store.history("general", "")[0]
+            assert playground.store.image(first.images[0]["key"]) is None
+            async with browser_of(adapter) as browser, browser.get(first.images[0]["url"]) as got:
+                assert got.status == 200 and await got.read() == images[0].data
+            [attachment] = playground.attachments_of(first, playground.url)
+            assert attachment.data is None
+            assert await adapter.surface.download(attachment) == images[0].data
+        finally:
+            await adapter.stop()

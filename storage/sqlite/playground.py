@@ -1,0 +1,154 @@
+"""The playground's messages and images on SQLite (one process: no one else to tell)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Final
+
+from sqlite_utils import Database
+
+from storage.records import PlaygroundImage, PlaygroundMessage
+from storage.rows import from_json, to_json
+from storage.sqlite.base import StoreBase
+from storage.sqlite.sql import write_transaction
+
+SQL_SAVE: Final = (
+    "INSERT INTO playground_messages (id, channel, pending, image_keys, body)"
+    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+    " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body"
+)
+SQL_SAVE_IMAGE: Final = (
+    "INSERT OR IGNORE INTO playground_images (key, filename, content_type, width, height, data)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+SQL_TRIM: Final = (
+    "DELETE FROM playground_messages WHERE channel = ? AND seq <= (SELECT seq FROM"
+    " playground_messages WHERE channel = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)"
+)
+SQL_SWEEP_IMAGES: Final = (
+    "DELETE FROM playground_images WHERE key NOT IN"
+    " (SELECT value FROM playground_messages, json_each(playground_messages.image_keys))"
+)
+SQL_LOAD: Final = (
+    "SELECT id, channel, pending, image_keys, body FROM (SELECT *, ROW_NUMBER() OVER"
+    " (PARTITION BY channel ORDER BY seq DESC) AS n FROM playground_messages)"
+    " WHERE n <= ? ORDER BY seq"
+)
+SQL_ONE: Final = (
+    "SELECT id, channel, pending, image_keys, body FROM playground_messages WHERE id = ?"
+)
+SQL_IMAGES: Final = "SELECT key, filename, content_type, width, height, data FROM playground_images"
+
+
+def message_from(row: tuple[Any, ...]) -> PlaygroundMessage:
+    message_id, channel, pending, keys, body = row
+    return PlaygroundMessage(
+        message_id, channel, bool(pending), tuple(from_json(keys, [])), from_json(body, {})
+    )
+
+
+def image_from(row: tuple[Any, ...]) -> PlaygroundImage:
+    return PlaygroundImage(row[0], row[1], row[2], row[3], row[4], bytes(row[5]))
+
+
+class SqlitePlayground(StoreBase):
+    """Playground methods of :class:`storage.sqlite.SqliteStore`."""
+
+    async def load_playground(
+        self, keep: int
+    ) -> tuple[list[PlaygroundMessage], list[PlaygroundImage]]:
+        """Each channel's ``keep`` latest messages, oldest first, and the images they show."""
+
+        def work(db: Database) -> tuple[list[PlaygroundMessage], list[PlaygroundImage]]:
+            messages = [message_from(row) for row in db.conn.execute(SQL_LOAD, (keep,))]
+            images = [image_from(row) for row in db.conn.execute(SQL_IMAGES)]
+            return messages, images
+
+        return await self._call(work)
+
+    async def save_playground_message(
+        self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
+    ) -> None:
+        """Store a message and its images; trim the channel to ``keep`` and sweep images."""
+        row = (
+            message.id,
+            message.channel,
+            int(message.pending),
+            to_json(sorted(message.image_keys)),
+            to_json(dict(message.body)),
+        )
+        shown = [(i.key, i.filename, i.content_type, i.width, i.height, i.data) for i in images]
+
+        def work(db: Database) -> None:
+            with write_transaction(db):
+                db.conn.executemany(SQL_SAVE_IMAGE, shown)
+                db.conn.execute(SQL_SAVE, row)
+                trimmed = db.conn.execute(SQL_TRIM, (message.channel, message.channel, keep))
+                if trimmed.rowcount:
+                    db.conn.execute(SQL_SWEEP_IMAGES)
+
+        await self._call(work)
+
+    async def settle_playground_message(self, message_id: str) -> None:
+        """Mark a command's message as handled."""
+
+        def work(db: Database) -> None:
+            with write_transaction(db):
+                db.conn.execute(
+                    "UPDATE playground_messages SET pending = 0 WHERE id = ?", (message_id,)
+                )
+
+        await self._call(work)
+
+    async def playground_message(
+        self, message_id: str
+    ) -> tuple[PlaygroundMessage, list[PlaygroundImage]] | None:
+        """One stored message and the images it shows, or None."""
+
+        def work(db: Database) -> tuple[PlaygroundMessage, list[PlaygroundImage]] | None:
+            row = db.conn.execute(SQL_ONE, (message_id,)).fetchone()
+            if row is None:
+                return None
+            message = message_from(row)
+            keys = list(message.image_keys)
+            images = [
+                image_from(found)
+                for found in db.conn.execute(
+                    SQL_IMAGES + f" WHERE key IN ({', '.join('?' * len(keys))})", keys
+                )
+            ] if keys else []  # fmt: skip
+            return message, images
+
+        return await self._call(work)
+
+    async def playground_image(self, key: str) -> PlaygroundImage | None:
+        """One stored image, or None."""
+
+        def work(db: Database) -> PlaygroundImage | None:
+            row = db.conn.execute(SQL_IMAGES + " WHERE key = ?", (key,)).fetchone()
+            return None if row is None else image_from(row)
+
+        return await self._call(work)
+
+    async def playground_session_key(self) -> bytes:
+        """The session-cookie key, made on first use."""
+
+        def work(db: Database) -> bytes:
+            with write_transaction(db):
+                db.conn.execute(
+                    "INSERT OR IGNORE INTO playground_meta (name, value) VALUES ('session_key', ?)",
+                    (secrets.token_hex(32),),
+                )
+                row = db.conn.execute(
+                    "SELECT value FROM playground_meta WHERE name = 'session_key'"
+                ).fetchone()
+            return bytes.fromhex(row[0])
+
+        return await self._call(work)
+
+    async def playground_updates(self) -> AsyncIterator[str]:
+        """None: no other process shares this database."""
+        none: tuple[str, ...] = ()
+        for message_id in none:
+            yield message_id

@@ -1,0 +1,58 @@
+"""The playground on PostgreSQL with several genbot processes: a message one process shows
+(with its images, edits and deletions) reaches the browsers of every other process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from adapters.web import WebAdapter
+from bot.config import WebSettings
+from bot.events import ImageFile, MessageRef, OutMessage, Place
+from storage.postgres import PostgresStore
+from tests.adapters.web.fakes import RecordingCore, eventually, png
+from tests.postgres import PostgresCluster
+
+PLACE = Place("web", "web", "general", None)
+
+
+@asynccontextmanager
+async def process(url: str) -> AsyncIterator[WebAdapter]:
+    """One genbot process's playground on the shared database."""
+    async with await PostgresStore.open(url, pool_size=2) as store:
+        core = RecordingCore()
+        adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), core, history=store)
+        core.surface = adapter.surface
+        await adapter.start()
+        try:
+            yield adapter
+        finally:
+            await adapter.stop()
+
+
+async def test_a_browser_on_any_process_sees_every_message(postgres: PostgresCluster) -> None:
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        watching, _ = second.playground.hub.subscribe("general", "anyone", None)
+        shown = OutMessage("a fox", images=(ImageFile("fox.png", png()),))
+        ref = await first.surface.send(PLACE, shown)
+
+        def seen() -> list[str]:
+            return [m.text for m in second.playground.store.history("general", "anyone")]
+
+        await eventually(lambda: seen() == ["a fox"])
+        [copy] = second.playground.store.history("general", "anyone")
+        assert copy.id == ref.message_id
+        assert second.playground.store.image(copy.images[0]["key"]) is not None
+        batch = await watching.next_batch(timeout=5)
+        assert [(payload["type"], payload["message"]["text"]) for _, payload in batch] == [
+            ("post", "a fox")
+        ]
+
+        await first.surface.edit(MessageRef(PLACE, ref.message_id), OutMessage("a red fox"))
+        await eventually(lambda: seen() == ["a red fox"])
+        await first.surface.delete(MessageRef(PLACE, ref.message_id))
+        await eventually(lambda: seen() == [])
+
+    async with process(url) as later:
+        assert [m.text for m in later.playground.store.history("general", "anyone")] == []

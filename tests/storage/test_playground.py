@@ -1,0 +1,61 @@
+"""The playground's history in the storage: messages per channel, images once, pending
+commands, the session key; bounded per channel."""
+
+from __future__ import annotations
+
+from storage import PlaygroundImage, PlaygroundMessage, Storage
+
+
+def image(key: str) -> PlaygroundImage:
+    return PlaygroundImage(key, f"{key}.png", "image/png", 2, 3, key.encode() * 3)
+
+
+def message(
+    message_id: str, channel: str = "general", keys: tuple[str, ...] = (), pending: bool = False
+) -> PlaygroundMessage:
+    return PlaygroundMessage(message_id, channel, pending, keys, {"id": message_id, "n": [1, 2]})
+
+
+async def test_messages_and_images_come_back_per_channel(store: Storage) -> None:
+    await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10)
+    await store.save_playground_message(message("b", "random", ("k1",)), [image("k1")], keep=10)
+    await store.save_playground_message(message("c", pending=True), [], keep=10)
+    messages, images = await store.load_playground(keep=10)
+    assert [(m.id, m.channel, m.pending, m.image_keys) for m in messages] == [
+        ("a", "general", False, ("k1",)),
+        ("b", "random", False, ("k1",)),
+        ("c", "general", True, ()),
+    ]
+    assert messages[0].body == {"id": "a", "n": [1, 2]}
+    assert images == [image("k1")]
+    await store.settle_playground_message("c")
+    found = await store.playground_message("c")
+    assert found is not None and not found[0].pending
+    assert await store.playground_message("nope") is None
+
+
+async def test_a_saved_message_replaces_itself(store: Storage) -> None:
+    await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10)
+    edited = PlaygroundMessage("a", "general", False, ("k2",), {"text": "edited"})
+    await store.save_playground_message(edited, [image("k2")], keep=10)
+    found = await store.playground_message("a")
+    assert found == (edited, [image("k2")])
+
+
+async def test_each_channel_keeps_its_latest_messages_and_their_images(store: Storage) -> None:
+    for n in range(5):
+        await store.save_playground_message(
+            message(f"m{n}", keys=(f"k{n}",)), [image(f"k{n}")], keep=3
+        )
+    await store.save_playground_message(message("other", "random"), [], keep=3)
+    messages, images = await store.load_playground(keep=3)
+    assert [m.id for m in messages] == ["m2", "m3", "m4", "other"]
+    assert sorted(i.key for i in images) == ["k2", "k3", "k4"]
+
+
+async def test_the_session_key_is_made_once_and_shared(
+    store: Storage, other_store: Storage
+) -> None:
+    key = await store.playground_session_key()
+    assert len(key) == 32
+    assert await other_store.playground_session_key() == key
