@@ -59,3 +59,9 @@ async def test_the_session_key_is_made_once_and_shared(
     key = await store.playground_session_key()
     assert len(key) == 32
     assert await other_store.playground_session_key() == key
+
+
+async def test_one_image_is_read_on_demand(store: Storage) -> None:
+    await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10)
+    assert await store.playground_image("k1") == image("k1")
+    assert await store.playground_image("k2") is None
