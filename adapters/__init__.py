@@ -1,4 +1,26 @@
-"""Platform adapters: translators between chat platforms and genbot's event model."""
+"""Platform adapters: translators between chat platforms and genbot's event model.
+
+Every adapter is an :class:`Adapter`: built from its settings, it offers the core its
+:attr:`~Adapter.surface` at once, and hands events to the core from :meth:`~Adapter.start` on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from adapters.runner import AdapterRunner
+from bot.events import EventHandler, Surface
+
+FatalHandler = Callable[[BaseException], None]
+"""Told, once, why a started adapter's connection ended for good (it no longer hears its
+platform, so the process should stop)."""
+
+
+def log_fatal(error: BaseException) -> None:
+    """The default :data:`FatalHandler`: an ERROR line."""
+    logging.getLogger("genbot.adapters").error("an adapter no longer hears its platform: %s", error)
 
 
 class AdapterStartError(Exception):
@@ -6,4 +28,31 @@ class AdapterStartError(Exception):
     missing intent, an unreachable endpoint). ``str(error)`` is one line fit to show as is."""
 
 
-__all__ = ["AdapterStartError"]
+class Adapter(Protocol):
+    """What every platform adapter offers the composition root."""
+
+    @property
+    def surface(self) -> Surface:
+        """How the core answers on this platform (usable before :meth:`start`)."""
+        ...
+
+    @property
+    def runner(self) -> AdapterRunner:
+        """Runs the core on this adapter's events (and stops taking them)."""
+        ...
+
+    async def connected(self) -> bool:
+        """Whether the adapter hears its platform now (for readiness)."""
+        ...
+
+    async def start(self, handler: EventHandler, on_fatal: FatalHandler) -> None:
+        """Connect and hand every event to ``handler``; ``on_fatal`` hears when the connection
+        later ends for good. :class:`AdapterStartError` says what the operator must fix."""
+        ...
+
+    async def stop(self) -> None:
+        """Take no more events, let running ones finish (bounded) and disconnect."""
+        ...
+
+
+__all__ = ["Adapter", "AdapterStartError", "FatalHandler", "log_fatal"]

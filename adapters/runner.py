@@ -6,7 +6,8 @@ the platform's acknowledgement deadline never depends on the core). The runner i
 only error boundary: a handler that raises, or outlives ``handler_timeout``, is logged and the
 user gets the core's last-resort text (:mod:`bot.core` owns the texts).
 
-Stopping has two steps. :meth:`AdapterRunner.stop_intake` makes every later event get the core's
+Intake opens when the adapter starts (:meth:`AdapterRunner.serve` names the handler) and closes
+in two steps. :meth:`AdapterRunner.stop_intake` makes every later event get the core's
 "restarting" answer instead of being handled (a plain message is answered only when it was
 addressed to genbot: a DM or a mention, so busy threads are not spammed). :meth:`drain` then lets
 what is running finish within a deadline and cancels what is left.
@@ -58,16 +59,16 @@ async def _nothing_around(event: InboundEvent) -> AsyncIterator[None]:
 
 
 class AdapterRunner:
-    """Runs ``handler`` on one adapter's events; answers on ``surface`` when handling fails.
+    """Runs the handler given to :meth:`serve` on one adapter's events; answers on ``surface``
+    when handling fails.
 
     ``platform`` names the adapter in logs. ``handler_timeout`` bounds each event's handling
     (``None``: unbounded). ``around`` and ``serial_key`` are the adapter's defaults for
-    :meth:`submit`.
+    :meth:`submit`. Until :meth:`serve`, events get the "restarting" answer.
     """
 
     def __init__(
         self,
-        handler: EventHandler,
         surface: Surface,
         *,
         platform: str,
@@ -76,17 +77,29 @@ class AdapterRunner:
         serial_key: SerialKey | None = None,
         report_error: ErrorReporter = log_error,
     ) -> None:
-        self.handler = handler
+        self._handler: EventHandler | None = None
         self.surface = surface
         self.platform = platform
         self.handler_timeout = handler_timeout
         self.around = around
         self.serial_key = serial_key
         self.report_error = report_error
-        self._accepting = True
+        self._accepting = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._locks: dict[Hashable, asyncio.Lock] = {}
         self._waiting: dict[Hashable, int] = {}
+
+    def serve(self, handler: EventHandler) -> None:
+        """Handle the events submitted from now on with ``handler`` (the core)."""
+        self._handler = handler
+        self._accepting = True
+
+    @property
+    def handler(self) -> EventHandler:
+        """The handler events go to; ``RuntimeError`` before :meth:`serve`."""
+        if self._handler is None:
+            raise RuntimeError(f"the {self.platform} adapter is not started")
+        return self._handler
 
     @property
     def accepting(self) -> bool:

@@ -102,7 +102,7 @@ async def running_bot(
             settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
         )
         stack.push_async_callback(provider.aclose)
-        surfaces, budget = SurfaceRegistry(), RenderBudget()
+        surfaces, budget = SurfaceRegistry([platform]), RenderBudget()
         jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
         tools = ChatImageTools(jobs.tools)
         engine = None
@@ -116,7 +116,6 @@ async def running_bot(
         receiver = webhook_receiver(settings, jobs)
         listeners: list[Lifecycle] = [receiver] if receiver is not None else []
         core = Core(surfaces, features, engine, [*services, *listeners])
-        core.attach(platform)
         await core.start()
         stack.push_async_callback(core.stop)
         yield BenchBot(settings, store, provider, budget, jobs, core, platform, engine)

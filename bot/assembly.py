@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from bot.account import AccountFeature
 from bot.api import ProviderClient
 from bot.budget import RenderBudget
@@ -9,6 +11,7 @@ from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.chat.tools import ChatImageTools
 from bot.config import ChatSettings, Settings
 from bot.core import Core, SurfaceRegistry
+from bot.events import Surface
 from bot.home import HomeFeature
 from bot.jobs import JobEngines, build_job_engines
 from storage import SettingValues, Storage
@@ -33,39 +36,40 @@ def chat_defaults(chat: ChatSettings) -> ChatDefaults:
 
 
 def build_core(
-    settings: Settings, store: Storage, provider: ProviderClient
+    settings: Settings, store: Storage, provider: ProviderClient, surfaces: Iterable[Surface]
 ) -> tuple[Core, JobEngines]:
-    """The core with every feature, and the job engines (for tests and benchmarks to inspect).
+    """The core with every feature, answering on ``surfaces`` (one per platform), and the job
+    engines (for tests and benchmarks to inspect).
 
     One :class:`RenderBudget` is shared by chat streams and job progress edits, so together
     they stay within each platform's edit budget.
     """
-    surfaces = SurfaceRegistry()
+    registry = SurfaceRegistry(surfaces)
     budget = RenderBudget(shared=store if store.shared else None)
-    jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
+    jobs = build_job_engines(settings, store, provider, registry, budget=budget)
     chat = ChatEngine(
         store,
         provider,
-        surfaces,
+        registry,
         budget=budget,
         tools=ChatImageTools(jobs.tools),
         defaults=chat_defaults(settings.chat),
     )
     account = AccountFeature(
         store,
-        surfaces,
+        registry,
         plan=settings.api.plan,
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
     )
     home = HomeFeature(
         store,
-        surfaces,
+        registry,
         jobs.delivery.results,
         defaults=SettingValues(model=settings.chat.model, temperature=settings.chat.temperature),
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
     )
     core = Core(
-        surfaces,
+        registry,
         [*jobs.features, chat, account, home],
         conversations=chat,
         services=jobs.services,

@@ -12,6 +12,7 @@ from typing import Literal, get_args
 
 from bot.api import CHAT_MODELS as CHAT_MODELS
 from bot.api import INFERENCE_STEPS, BlendDimension, ProcessMode
+from bot.events import ChatModelChoices, EventHandler
 
 OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
 
@@ -380,11 +381,12 @@ def command(name: str) -> CommandSpec:
     return COMMANDS_BY_NAME[name]
 
 
-def offered_models(handler: object) -> tuple[str, ...]:
-    """The chat models a picker offers: the handler's ``chat_models()`` (its plan's, see
-    :class:`bot.events.EventHandler`), else every model."""
-    chat_models = getattr(handler, "chat_models", None)
-    return tuple(chat_models()) if callable(chat_models) else CHAT_MODELS
+def offered_models(handler: EventHandler) -> tuple[str, ...]:
+    """The chat models a picker offers: the handler's (its plan's, see
+    :class:`bot.events.ChatModelChoices`), else every model."""
+    if isinstance(handler, ChatModelChoices):
+        return tuple(handler.chat_models())
+    return CHAT_MODELS
 
 
 def option_choices(option: Option, models: Sequence[str] = CHAT_MODELS) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from bot.api.chat import allowed_chat_models
@@ -92,15 +92,13 @@ class Lifecycle(Protocol):
 
 
 class SurfaceRegistry:
-    """The surfaces of the attached adapters, by platform name."""
+    """The adapters' surfaces, by platform name; the core answers on each platform through
+    its surface (writes counted, see :mod:`bot.metered`)."""
 
-    def __init__(self) -> None:
-        self._surfaces: dict[str, Surface] = {}
-
-    def attach(self, surface: Surface) -> None:
-        """Answer on ``surface``'s platform through it (its writes counted, see
-        :mod:`bot.metered`)."""
-        self._surfaces[surface.platform] = MeteredSurface(surface)
+    def __init__(self, surfaces: Iterable[Surface] = ()) -> None:
+        self._surfaces: dict[str, Surface] = {
+            surface.platform: MeteredSurface(surface) for surface in surfaces
+        }
 
     def get(self, platform: str) -> Surface:
         """The surface of ``platform``; ``KeyError`` when no adapter for it is attached."""
@@ -145,10 +143,6 @@ class Core:
     def chat_models(self) -> tuple[str, ...]:
         """The chat models users are offered: those the workspace's ``[api] plan`` allows."""
         return tuple(allowed_chat_models(self.plan))
-
-    def attach(self, surface: Surface) -> None:
-        """Let the core answer on ``surface``'s platform."""
-        self.surfaces.attach(surface)
 
     async def start(self) -> None:
         """Start the services (tracker, receivers); unfinished jobs resume here."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 ButtonStyle = Literal["primary", "secondary", "success", "danger"]
 OptionValue = str | int | float | bool
@@ -415,12 +415,19 @@ describe pick that runs at once, starts the job (adapters acknowledge a slow pre
 
 class EventHandler(Protocol):
     """What adapters hand events to (the core). ``handle`` reports every user-facing problem
-    through the surface itself and does not raise for them.
-
-    A handler may also have ``chat_models() -> tuple[str, ...]``: the chat models to offer in
-    pickers (those the plan allows); adapters read it through
-    :func:`bot.commands.offered_models`."""
+    through the surface itself and does not raise for them. A handler may also offer
+    :class:`ChatModelChoices`."""
 
     async def handle(self, event: InboundEvent) -> None:
         """Act on one inbound event until its immediate effects are posted."""
+        ...
+
+
+@runtime_checkable
+class ChatModelChoices(Protocol):
+    """An :class:`EventHandler` that knows which chat models to offer in pickers (the core:
+    those its plan allows); adapters read it through :func:`bot.commands.offered_models`."""
+
+    def chat_models(self) -> tuple[str, ...]:
+        """The chat models users are offered."""
         ...

@@ -1,8 +1,9 @@
 """The running genbot: storage, provider client, core and every configured adapter.
 
-Start order: storage, provider client, core, then each adapter (attached to the core, then
-started), then the core's services (they resume unfinished jobs and need the adapters to post),
-then the webhook receiver.
+Parts, in the order they are made: storage, provider client, the configured adapters (built,
+not started), the core answering on their surfaces, the webhook receiver. Start order: each
+adapter (handing its events to the core from then on), then the core's services (they resume
+unfinished jobs and need the adapters to post), then the webhook receiver.
 
 Stop order, within ``[runtime] drain_seconds`` for the first two steps together:
 1. every adapter stops taking events (later ones get "restarting, try again in a moment") and
@@ -26,14 +27,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
-from adapters import AdapterStartError
-from adapters.runner import AdapterRunner
+from adapters import Adapter, AdapterStartError
 from bot import metrics
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.config import Settings
 from bot.core import Core, Lifecycle
-from bot.events import Surface
 from bot.tokens import warm_up
 from genbot.ops import Check, CheckResult, OpsListener, ProviderFreshness
 from genbot.reasons import StartupError, os_reason, reason
@@ -56,8 +55,6 @@ database)."""
 DRAIN_GRACE_SECONDS = 10.0
 """How long past ``drain_seconds`` a drain may take to cancel what it had to cut short."""
 
-FatalHandler = Callable[[str], None]
-
 
 class Drainable(Protocol):
     """Work in progress that can be let finish within a deadline (the tracker's deliveries)."""
@@ -65,22 +62,7 @@ class Drainable(Protocol):
     async def drain(self, timeout: float) -> None: ...
 
 
-class Adapter(Protocol):
-    """What every platform adapter offers the runtime."""
-
-    @property
-    def surface(self) -> Surface: ...
-
-    @property
-    def runner(self) -> AdapterRunner: ...
-
-    async def connected(self) -> bool:
-        """Whether the adapter hears its platform now (for readiness)."""
-        ...
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
+ADAPTER_TITLES = {"discord": "Discord", "slack": "Slack", "web": "web playground"}
 
 
 def adapter_failure(name: str, error: BaseException) -> str:
@@ -102,6 +84,8 @@ class Runtime:
     deliveries: Drainable | None = None
     receiver: Lifecycle | None = None
     ops: OpsListener | None = None
+    on_fatal: Callable[[str], None] | None = None
+    """Hears, in one line, that a started adapter's connection ended for good."""
     started: bool = field(default=False, init=False)
     stopping: bool = field(default=False, init=False)
     _attempted: list[tuple[str, Adapter]] = field(default_factory=list, init=False, repr=False)
@@ -124,10 +108,9 @@ class Runtime:
         off the event loop, so the first answer does not stall the loop for it."""
         await asyncio.to_thread(warm_up)
         for name, adapter in self.adapters.items():
-            self.core.attach(adapter.surface)
             self._attempted.append((name, adapter))
             try:
-                await adapter.start()
+                await adapter.start(self.core, partial(self._connection_ended, name))
             except Exception as error:
                 log.debug("the %s adapter failed to start", name, exc_info=error)
                 raise StartupError(adapter_failure(name, error)) from error
@@ -146,6 +129,14 @@ class Runtime:
                 log.debug("the webhook receiver failed to start", exc_info=error)
                 raise StartupError(self._receiver_failure(error)) from error
         self.started = True
+
+    def _connection_ended(self, name: str, error: BaseException) -> None:
+        title = ADAPTER_TITLES.get(name, name)
+        line = f"the {title} connection ended: {connection_reason(error)}"
+        if self.on_fatal is None:
+            log.error("%s", line)
+        else:
+            self.on_fatal(line)
 
     def readiness_checks(self) -> dict[str, Check]:
         """What ``/readyz`` checks (see :mod:`genbot.ops`)."""
@@ -250,37 +241,21 @@ async def _quietly(
 
 
 def configured_adapters(
-    settings: Settings,
-    core: Core,
-    on_fatal: FatalHandler | None = None,
-    *,
-    demo: bool = False,
-    storage: Storage | None = None,
+    settings: Settings, *, demo: bool = False, storage: Storage | None = None
 ) -> dict[str, Adapter]:
-    """The adapters whose credentials (or switch) are set, created but not started.
-    ``on_fatal(reason)`` hears when an adapter's connection dies after startup; ``demo`` makes
-    the playground's local users admins (``genbot demo`` only); ``storage`` keeps the Slack
-    workspaces of a distributed app and the Slack events the cluster handled."""
+    """The adapters whose credentials (or switch) are set, created but not started. ``demo``
+    makes the playground's local users admins (``genbot demo`` only); ``storage`` keeps the
+    Slack workspaces of a distributed app and the Slack events the cluster handled."""
     adapters: dict[str, Adapter] = {}
     if settings.discord.token.get_secret_value():
         from adapters.discord.adapter import DiscordAdapter
 
-        if on_fatal is None:
-            adapters["discord"] = DiscordAdapter(settings.discord, settings.limits, core)
-        else:
-            adapters["discord"] = DiscordAdapter(
-                settings.discord,
-                settings.limits,
-                core,
-                on_fatal=lambda error: on_fatal(
-                    f"the Discord connection ended: {discord_reason(error)}"
-                ),
-            )
+        adapters["discord"] = DiscordAdapter(settings.discord, settings.limits)
     if settings.slack.configured:
         from adapters.slack.adapter import SlackAdapter
 
         adapters["slack"] = SlackAdapter(
-            settings.slack, settings.limits, core, installations=storage, dedupe=storage
+            settings.slack, settings.limits, installations=storage, dedupe=storage
         )
     if settings.web.enabled:
         from adapters.web.adapter import WebAdapter
@@ -289,7 +264,6 @@ def configured_adapters(
         legacy = None if settings.storage.postgres_url else playground_path(settings.storage.path)
         adapters["web"] = WebAdapter(
             settings.web,
-            core,
             settings.limits,
             history=storage,
             legacy_history=legacy,
@@ -298,8 +272,8 @@ def configured_adapters(
     return adapters
 
 
-def discord_reason(error: BaseException) -> str:
-    """Why the Discord connection died, in one line."""
+def connection_reason(error: BaseException) -> str:
+    """Why an adapter's connection ended, in one line."""
     if isinstance(error, AdapterStartError):
         return str(error)
     return reason(error)
@@ -370,16 +344,18 @@ async def running(
     try:
         from adapters.webhook import webhook_receiver
 
-        core, jobs = build_core(settings, store, provider)
-        on_fatal = stop.fail if stop is not None else None
+        adapters = configured_adapters(settings, demo=demo, storage=store)
+        surfaces = [adapter.surface for adapter in adapters.values()]
+        core, jobs = build_core(settings, store, provider, surfaces)
         runtime = Runtime(
             settings,
             store,
             provider,
             core,
-            configured_adapters(settings, core, on_fatal, demo=demo, storage=store),
+            adapters,
             deliveries=jobs.tracker,
             receiver=webhook_receiver(settings, jobs),
+            on_fatal=stop.fail if stop is not None else None,
         )
         if settings.ops.enabled:
             ops = OpsListener(settings.ops, runtime.readiness_checks, [runtime.refresh_job_counts])

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
 import aiohttp
 import discord
 import yarl
 
-from adapters import AdapterStartError
+from adapters import AdapterStartError, FatalHandler
 from adapters.discord.client import ErrorReporter, GenbotClient, log_error
 from adapters.discord.surface import DiscordSurface
 from adapters.runner import AdapterRunner
 from bot.config import DiscordSettings, LimitsSettings
 from bot.events import EventHandler, SurfaceLimits
 
-FatalHandler = Callable[[BaseException], None]
 """Told, once, that the gateway connection ended for good after a successful start."""
 
 STOP_CONNECTION_TIMEOUT = 5.0
@@ -69,13 +67,13 @@ def connection_problem(error: BaseException) -> str | None:
 
 
 class DiscordAdapter:
-    """genbot on Discord: a discord.py client translating traffic for ``handler``.
+    """genbot on Discord: a discord.py client translating traffic for the core.
 
     ``surface`` is the :class:`bot.events.Surface` the core answers through. ``report_error``
-    hears about every exception raised while handling traffic (default: logged). ``on_fatal``
-    is called once, from the event loop, when the gateway connection ends for good after
-    :meth:`start` succeeded (a revoked token, a disallowed intent, or a connection that stopped
-    although nobody called :meth:`stop`); default: logged at ERROR. The process should then
+    hears about every exception raised while handling traffic (default: logged). The
+    ``on_fatal`` given to :meth:`start` is called once, from the event loop, when the gateway
+    connection ends for good after the start succeeded (a revoked token, a disallowed intent,
+    or a connection that stopped although nobody called :meth:`stop`). The process should then
     stop: this adapter no longer hears Discord.
     """
 
@@ -83,19 +81,16 @@ class DiscordAdapter:
         self,
         settings: DiscordSettings,
         limits: LimitsSettings,
-        handler: EventHandler,
         *,
         report_error: ErrorReporter = log_error,
-        on_fatal: FatalHandler = log_fatal,
         guild_ready_timeout: float = 2.0,
         start_timeout: float = 60.0,
     ) -> None:
         self.settings = settings
         self.start_timeout = start_timeout
-        self.on_fatal = on_fatal
+        self.on_fatal: FatalHandler = log_fatal
         self.client = GenbotClient(
             settings,
-            handler,
             lambda client: DiscordSurface(
                 client,
                 surface_limits(limits),
@@ -125,8 +120,9 @@ class DiscordAdapter:
         shards = client.shards.values()
         return bool(shards) and not any(shard.is_closed() for shard in shards)
 
-    async def start(self) -> None:
-        """Log in, sync commands, connect to the gateway and wait until ready (bounded).
+    async def start(self, handler: EventHandler, on_fatal: FatalHandler = log_fatal) -> None:
+        """Log in, sync commands, connect to the gateway and wait until ready (bounded); from
+        then on ``handler`` gets every event and ``on_fatal`` hears a connection that ends.
 
         Raises :class:`adapters.AdapterStartError` with a one-line reason when Discord refuses
         the token (401 or gateway 4004), the Message Content intent is not enabled (4014),
@@ -135,6 +131,8 @@ class DiscordAdapter:
         token = self.settings.token.get_secret_value()
         if not token:
             raise AdapterStartError("[discord] token is not set")
+        self.on_fatal = on_fatal
+        self.runner.serve(handler)
         point_discord_py_at(self.settings.api_base, self.settings.gateway_url)
         try:
             await self._connect(token)

@@ -37,12 +37,12 @@ from adapters.discord.translate import (
     user_of,
 )
 from adapters.runner import AdapterRunner
+from bot.commands import offered_models
 from bot.config import DiscordSettings
 from bot.events import (
     MODAL_ACTIONS,
     ButtonPress,
     Command,
-    EventHandler,
     InboundEvent,
     ModalSubmit,
     Place,
@@ -76,7 +76,6 @@ class GenbotClient(discord.AutoShardedClient):
     def __init__(
         self,
         settings: DiscordSettings,
-        handler: EventHandler,
         surface_factory: Callable[[discord.Client], DiscordSurface],
         *,
         report_error: ErrorReporter = log_error,
@@ -99,15 +98,13 @@ class GenbotClient(discord.AutoShardedClient):
             )
         self.http.max_ratelimit_timeout = RATE_LIMIT_WAIT_CAP
         self.settings = settings
-        self.handler = handler
         self.report_error = report_error
         self.surface = surface_factory(self)
         self.tree = app_commands.CommandTree(self)
         self.tree.error(self._tree_error)
-        for command in build_commands(self._command):
+        for command in build_commands(self._command, self._chat_models):
             self.tree.add_command(command)
         self.runner = AdapterRunner(
-            handler,
             self.surface,
             platform=PLATFORM,
             around=self._interaction_scope,
@@ -115,6 +112,9 @@ class GenbotClient(discord.AutoShardedClient):
             report_error=report_error,
         )
         self._thread_parents: dict[int, asyncio.Future[int | None]] = {}
+
+    def _chat_models(self) -> tuple[str, ...]:
+        return offered_models(self.runner.handler)
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(GenbotButton)

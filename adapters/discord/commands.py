@@ -9,13 +9,13 @@ subcommands of a group (``diffusion.txt2img`` → ``/diffusion txt2img``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Optional
 
 import discord
 from discord import app_commands
 
-from bot.commands import COMMANDS, CommandSpec, Option, offered_models
+from bot.commands import COMMANDS, CommandSpec, Option
 
 CommandCallback = Callable[[discord.Interaction[Any], str, dict[str, Any]], Awaitable[None]]
 """Receives the interaction, the dotted command name and the option values given."""
@@ -32,14 +32,24 @@ _TYPES: dict[str, type] = {
 }
 
 
-async def complete_model(
-    interaction: discord.Interaction[Any], current: str
-) -> list[app_commands.Choice[str]]:
-    """Chat models the plan allows containing what the user typed (at most 25, Discord's
-    limit)."""
-    typed = current.strip().lower()
-    models = offered_models(getattr(interaction.client, "handler", None))
-    return [app_commands.Choice(name=m, value=m) for m in models if typed in m.lower()][:25]
+ChatModels = Callable[[], Sequence[str]]
+"""The chat models pickers offer now (the core's plan's)."""
+
+
+def model_completer(
+    chat_models: ChatModels,
+) -> Callable[[discord.Interaction[Any], str], Coroutine[Any, Any, list[app_commands.Choice[str]]]]:
+    """Autocomplete of a chat-model option: the offered models containing what the user typed
+    (at most 25, Discord's limit)."""
+
+    async def complete(
+        interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        typed = current.strip().lower()
+        choices = [m for m in chat_models() if typed in m.lower()][:25]
+        return [app_commands.Choice(name=m, value=m) for m in choices]
+
+    return complete
 
 
 def _annotation(option: Option) -> Any:
@@ -61,7 +71,12 @@ CONTEXTS = app_commands.AppCommandContext(guild=True, dm_channel=True, private_c
 
 
 def _command(
-    spec: CommandSpec, name: str, on_command: CommandCallback, *, parent_group: bool = False
+    spec: CommandSpec,
+    name: str,
+    on_command: CommandCallback,
+    chat_models: ChatModels,
+    *,
+    parent_group: bool = False,
 ) -> app_commands.Command[Any, ..., None]:
     async def callback(interaction: discord.Interaction[Any], **values: Any) -> None:
         await on_command(interaction, spec.name, values)
@@ -91,7 +106,7 @@ def _command(
     }
     if choices:
         app_commands.choices(**choices)(callback)
-    completions = {o.name: complete_model for o in spec.options if o.autocomplete}
+    completions = {o.name: model_completer(chat_models) for o in spec.options if o.autocomplete}
     if completions:
         app_commands.autocomplete(**completions)(callback)
     if parent_group:
@@ -108,14 +123,14 @@ def _command(
 
 
 def build_commands(
-    on_command: CommandCallback,
+    on_command: CommandCallback, chat_models: ChatModels
 ) -> list[app_commands.Command[Any, ..., None] | app_commands.Group]:
     """Every catalogue command, groups holding their subcommands, ready for a CommandTree."""
     built: list[app_commands.Command[Any, ..., None] | app_commands.Group] = []
     groups: dict[str, app_commands.Group] = {}
     for spec in COMMANDS:
         group_name, _, leaf = spec.name.rpartition(".")
-        command = _command(spec, leaf, on_command, parent_group=bool(group_name))
+        command = _command(spec, leaf, on_command, chat_models, parent_group=bool(group_name))
         if not group_name:
             built.append(command)
             continue

@@ -26,7 +26,7 @@ from slack_bolt.context.say_stream.async_say_stream import AsyncSayStream
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters import AdapterStartError
+from adapters import AdapterStartError, FatalHandler, log_fatal
 from adapters.listener import Listener
 from adapters.runner import AdapterRunner
 from bot.config import LimitsSettings, SlackSettings
@@ -67,7 +67,6 @@ class SlackAdapter:
         self,
         settings: SlackSettings,
         limits: LimitsSettings,
-        handler: EventHandler,
         *,
         installations: SlackInstallations | None = None,
         dedupe: EventDedupe | None = None,
@@ -88,7 +87,6 @@ class SlackAdapter:
         if settings.distributed and installations is None:
             raise ValueError("a Slack app installed by OAuth keeps its workspaces in storage")
         self.settings = settings
-        self.handler = handler
         self._dedupe = dedupe
         self._admins = frozenset(settings.admin_ids)
         self._api_url = (
@@ -113,7 +111,7 @@ class SlackAdapter:
         self._listener: Listener | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._names: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self.runner = AdapterRunner(handler, self.surface, platform="slack")
+        self.runner = AdapterRunner(self.surface, platform="slack")
         self.http_port: int | None = None
 
     @property
@@ -145,8 +143,10 @@ class SlackAdapter:
 
     # Lifecycle -------------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Check the tokens, build the bolt app and open the transport.
+    async def start(self, handler: EventHandler, on_fatal: FatalHandler = log_fatal) -> None:
+        """Check the tokens, build the bolt app and open the transport; from then on
+        ``handler`` gets every event. ``on_fatal`` is never called: bolt's Socket Mode client
+        reconnects by itself, and in HTTP mode Slack comes to genbot.
 
         Raises :class:`adapters.AdapterStartError` with a one-line reason when a setting is
         missing, Slack refuses the bot token (``auth.test``) or the app token
@@ -169,6 +169,7 @@ class SlackAdapter:
             self.bot_user_id = str(identity.get("user_id") or "")
             self.team_id = str(identity.get("team_id") or "")
         self.app = self._build_app(secret)
+        self.runner.serve(handler)
         if self.socket_mode:
             app_token = self.settings.app_token.get_secret_value()
             self._socket = await open_socket(self.app, self.client, app_token, self._api_url)

@@ -13,7 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from adapters import AdapterStartError
+from adapters import AdapterStartError, FatalHandler, log_fatal
 from adapters.listener import Listener, ListenerLimits
 from adapters.runner import AdapterRunner
 from adapters.web.access import Access, exposure_problem
@@ -43,7 +43,6 @@ class WebAdapter:
     def __init__(
         self,
         settings: WebSettings,
-        handler: EventHandler,
         limits: LimitsSettings | None = None,
         *,
         keepalive_seconds: float = 15.0,
@@ -54,7 +53,6 @@ class WebAdapter:
         max_image_memory: int = 256 * 1024 * 1024,
     ) -> None:
         self.settings = settings
-        self.handler = handler
         self.keepalive_seconds = keepalive_seconds
         self.playground = Playground(
             upload_cache_bytes=settings.upload_cache_mb * 1024 * 1024,
@@ -65,7 +63,7 @@ class WebAdapter:
         )
         self.surface = WebSurface(self.playground)
         self.runner = AdapterRunner(
-            handler, self.surface, platform=PLATFORM, handler_timeout=handler_timeout
+            self.surface, platform=PLATFORM, handler_timeout=handler_timeout
         )
         self._listening = False
         self.access = Access(settings, local_admins=local_admins)
@@ -83,9 +81,15 @@ class WebAdapter:
         """Whether the playground is listening."""
         return self._listening
 
-    async def start(self) -> None:
-        """Listen on ``settings.host:port`` (port 0 picks a free port); ``OSError`` naming the
-        address and the ``[web] port`` setting when it cannot."""
+    @property
+    def handler(self) -> EventHandler:
+        """Where the playground's events go (from :meth:`start` on)."""
+        return self.runner.handler
+
+    async def start(self, handler: EventHandler, on_fatal: FatalHandler = log_fatal) -> None:
+        """Listen on ``settings.host:port`` (port 0 picks a free port) and hand what users do
+        to ``handler``; ``OSError`` naming the address and the ``[web] port`` setting when it
+        cannot. ``on_fatal`` is never called: genbot serves the playground itself."""
         if self._listening:
             raise RuntimeError("the web playground is already started")
         problem = exposure_problem(self.settings)
@@ -105,6 +109,7 @@ class WebAdapter:
                 "choose another [web] port (or genbot demo --port N)",
             ) from error
         self._listening = True
+        self.runner.serve(handler)
         host = self.settings.host
         if host in ("", "0.0.0.0", "::"):
             host = "127.0.0.1"

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 import pytest
 from aiohttp import ClientSession, CookieJar
 
-from adapters.runner import answers_refusal
+from adapters.runner import AdapterRunner, answers_refusal
 from adapters.web import WebAdapter
 from adapters.web.surface import WebSurface
 from bot.config import WebSettings
 from bot.core import RESTARTING_TEXT
 from bot.events import Command, InboundEvent, OutMessage, Place, User, UserMessage
 from tests.adapters.web.fakes import history, post
+from tests.fakes.platform import FakePlatform
 
 
 @dataclass
@@ -42,9 +43,9 @@ class GatedCore:
 @pytest.fixture
 async def gated() -> AsyncIterator[tuple[GatedCore, WebAdapter, ClientSession]]:
     core = GatedCore()
-    adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), core, keepalive_seconds=0.05)
+    adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), keepalive_seconds=0.05)
     core.surface = adapter.surface
-    await adapter.start()
+    await adapter.start(core)
     async with ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True)) as browser:
         async with browser.get("/"):
             pass
@@ -130,3 +131,28 @@ def test_a_plain_message_is_answered_restarting_only_when_addressed_to_genbot(
     )
     assert answers_refusal(message) is answered
     assert answers_refusal(Command(user=message.user, place=message.place, name="chat"))
+
+
+async def test_events_before_the_adapter_serves_the_core_get_the_restarting_answer() -> None:
+    platform = FakePlatform()
+    runner = AdapterRunner(platform, platform="fake")
+    alice = User("alice", "Alice")
+    command = Command(user=alice, place=Place("fake", "w", "c1"), name="imagine", text="early")
+    with pytest.raises(RuntimeError, match="not started"):
+        _ = runner.handler
+    assert runner.submit(command) is False
+    await runner.drain(5)
+    assert platform.ephemerals_for("alice") == [RESTARTING_TEXT]
+
+    handled: list[InboundEvent] = []
+
+    class Core:
+        async def handle(self, event: InboundEvent) -> None:
+            handled.append(event)
+
+    core = Core()
+    runner.serve(core)
+    assert runner.handler is core
+    assert runner.submit(command) is True
+    await runner.drain(5)
+    assert handled == [command]

@@ -194,7 +194,8 @@ async def running_genbot(
             allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
         )
         stack.push_async_callback(provider.aclose)
-        surfaces = SurfaceRegistry()
+        fake = platform or FakePlatform(limits=ROOMY)
+        surfaces = SurfaceRegistry([fake])
         budget = RenderBudget(shared=store if store.shared else None)
         jobs = build_job_engines(
             settings,
@@ -212,8 +213,6 @@ async def running_genbot(
         core = Core(
             surfaces, [*jobs.features, *extra], chat, [*jobs.services, *listeners, *services]
         )
-        fake = platform or FakePlatform(limits=ROOMY)
-        core.attach(fake)
         await core.start()
         stack.push_async_callback(core.stop)
         yield Genbot(sim, parts, core, fake)

@@ -49,8 +49,7 @@ Setup = tuple[Core, RecordingFeature, RecordingConversations, FakePlatform]
 @pytest.fixture
 def setup() -> Setup:
     feature, conversations, platform = RecordingFeature(), RecordingConversations(), FakePlatform()
-    core = Core(SurfaceRegistry(), [feature], conversations)
-    core.attach(platform)
+    core = Core(SurfaceRegistry([platform]), [feature], conversations)
     return core, feature, conversations, platform
 
 

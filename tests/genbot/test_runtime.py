@@ -56,8 +56,8 @@ async def test_adapters_stop_before_the_core_and_a_failing_stop_is_logged(
     settings = Settings(storage=StorageSettings(path=tmp_path / "genbot.db"))
     store = await SqliteStore.open(settings.storage.path)
     provider = ProviderClient(settings.api)
-    core, _ = build_core(settings, store, provider)
-    web = ObservedWebAdapter(WebSettings(enabled=True, port=0), core, settings.limits)
+    web = ObservedWebAdapter(WebSettings(enabled=True, port=0), settings.limits)
+    core, _ = build_core(settings, store, provider, [web.surface])
     runtime = Runtime(settings, store, provider, core, {"web": web})
     await runtime.start()
     url = web.url

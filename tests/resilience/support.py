@@ -32,7 +32,7 @@ from bot.config import (
     WebSettings,
 )
 from bot.core import Core
-from bot.events import Place, SurfaceLimits
+from bot.events import Place, Surface, SurfaceLimits
 from bot.jobs import JobEngines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
@@ -158,14 +158,12 @@ async def running_genbot(
             allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
         )
         stack.push_async_callback(provider.aclose)
-        core, jobs = build_core(settings, store, provider)
         platform = FakePlatform(limits=ROOMY)
-        core.attach(platform)
-        web: WebAdapter | None = None
-        if with_web:
-            web = WebAdapter(WebSettings(enabled=True, port=0), core, settings.limits)
-            core.attach(web.surface)
-            await web.start()
+        web = WebAdapter(WebSettings(enabled=True, port=0), settings.limits) if with_web else None
+        surfaces: list[Surface] = [platform, *([web.surface] if web is not None else [])]
+        core, jobs = build_core(settings, store, provider, surfaces)
+        if web is not None:
+            await web.start(core)
             stack.push_async_callback(web.stop)
         await core.start()
         stack.push_async_callback(core.stop)

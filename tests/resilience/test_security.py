@@ -175,18 +175,17 @@ async def test_forged_webhook_calls_change_nothing(
 
 @asynccontextmanager
 async def core_on(sim: RunningSimulator, db_path: Path, adapter_factory: Any) -> AsyncIterator[Any]:
-    """The real core on ``db_path`` with one real adapter (made by ``adapter_factory(core,
-    limits)``), started the way ``genbot run`` starts them; yields the adapter."""
+    """The real core on ``db_path`` with one real adapter (made by ``adapter_factory(limits)``),
+    started the way ``genbot run`` starts them; yields the adapter."""
     settings = genbot_settings(sim, db_path)
     async with AsyncExitStack() as stack:
         store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)
         provider = ProviderClient(settings.api, retry=FAST_RETRY)
         stack.push_async_callback(provider.aclose)
-        core, _ = build_core(settings, store, provider)
-        adapter = adapter_factory(core, settings.limits)
-        core.attach(adapter.surface)
-        await adapter.start()
+        adapter = adapter_factory(settings.limits)
+        core, _ = build_core(settings, store, provider, [adapter.surface])
+        await adapter.start(core)
         stack.push_async_callback(adapter.stop)
         await core.start()
         stack.push_async_callback(core.stop)
@@ -205,11 +204,10 @@ async def test_model_output_pings_nobody_on_discord(tmp_path: Path) -> None:
             guild_ids=[fake.guild_id],
         )
 
-        def discord(core: Any, limits: LimitsSettings) -> DiscordAdapter:
+        def discord(limits: LimitsSettings) -> DiscordAdapter:
             return DiscordAdapter(
                 settings,
                 limits,
-                core,
                 report_error=lambda where, error: errors.append((where, error)),
                 guild_ready_timeout=0.05,
                 start_timeout=10.0,
@@ -265,8 +263,8 @@ async def test_model_output_pings_nobody_on_slack(tmp_path: Path, socket_mode: b
             http_port=0,
         )
 
-        def slack(core: Any, limits: LimitsSettings) -> SlackAdapter:
-            return SlackAdapter(settings, limits, core)
+        def slack(limits: LimitsSettings) -> SlackAdapter:
+            return SlackAdapter(settings, limits)
 
         said = "hi <!everyone> <!here> <!channel> @here @channel <!subteam^S1|devs> <@U2>"
         async with core_on(sim, tmp_path / "genbot.db", slack) as adapter:

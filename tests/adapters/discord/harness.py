@@ -88,23 +88,29 @@ class Harness:
         }
         return DiscordSettings(**(values | overrides))
 
-    async def start(
-        self, core: EventHandler, limits: LimitsSettings | None = None, **overrides: Any
-    ) -> DiscordAdapter:
-        """A started adapter for ``core`` (a :class:`RecordingCore` also gets its surface)."""
-        adapter = DiscordAdapter(
+    def adapter(self, limits: LimitsSettings | None = None, **overrides: Any) -> DiscordAdapter:
+        """An adapter on the fake, not started."""
+        return DiscordAdapter(
             self.settings(**overrides),
             limits or LimitsSettings(),
-            core,
             report_error=lambda where, error: self.errors.append((where, error)),
             guild_ready_timeout=0.05,
             start_timeout=10.0,
         )
-        await adapter.start()
-        self.adapters.append(adapter)
+
+    async def serve(self, adapter: DiscordAdapter, core: EventHandler) -> DiscordAdapter:
+        """Start ``adapter`` for ``core`` (a :class:`RecordingCore` also gets its surface)."""
         if isinstance(core, RecordingCore):
             core.surface = adapter.surface
+        await adapter.start(core)
+        self.adapters.append(adapter)
         return adapter
+
+    async def start(
+        self, core: EventHandler, limits: LimitsSettings | None = None, **overrides: Any
+    ) -> DiscordAdapter:
+        """A started adapter for ``core``."""
+        return await self.serve(self.adapter(limits, **overrides), core)
 
     async def stop(self, adapter: DiscordAdapter) -> None:
         await adapter.stop(drain_timeout=2.0)

@@ -15,19 +15,15 @@ from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeDiscord
 
 
-def adapter_for(harness: Harness, core: RecordingCore, **overrides: object) -> DiscordAdapter:
+def adapter_for(harness: Harness, **overrides: object) -> DiscordAdapter:
     return DiscordAdapter(
-        harness.settings(**overrides),
-        LimitsSettings(),
-        core,
-        guild_ready_timeout=0.05,
-        start_timeout=5.0,
+        harness.settings(**overrides), LimitsSettings(), guild_ready_timeout=0.05, start_timeout=5.0
     )
 
 
-async def refusal(adapter: DiscordAdapter) -> str:
+async def refusal(adapter: DiscordAdapter, core: RecordingCore) -> str:
     with pytest.raises(AdapterStartError) as refused:
-        await adapter.start()
+        await adapter.start(core)
     await adapter.stop()
     return str(refused.value)
 
@@ -35,8 +31,8 @@ async def refusal(adapter: DiscordAdapter) -> str:
 async def test_a_wrong_token_is_a_one_line_start_error(
     fake: FakeDiscord, core: RecordingCore
 ) -> None:
-    adapter = adapter_for(Harness(fake, []), core, token=SecretStr("not-the-token"))
-    assert await refusal(adapter) == "Discord refused the token (401): check [discord] token"
+    adapter = adapter_for(Harness(fake, []), token=SecretStr("not-the-token"))
+    assert await refusal(adapter, core) == "Discord refused the token (401): check [discord] token"
     assert fake.requests_to("GET", "/users/@me")[0].status == 401
 
 
@@ -44,7 +40,7 @@ async def test_a_wrong_token_is_a_one_line_start_error(
 async def test_a_disallowed_message_content_intent_says_where_to_enable_it(
     fake: FakeDiscord, core: RecordingCore
 ) -> None:
-    message = await refusal(adapter_for(Harness(fake, []), core))
+    message = await refusal(adapter_for(Harness(fake, [])), core)
     assert "4014" in message and "enable the Message Content intent" in message
     assert "Developer Portal" in message
 
@@ -53,13 +49,13 @@ async def test_a_disallowed_message_content_intent_says_where_to_enable_it(
 async def test_a_token_the_gateway_refuses_is_a_start_error(
     fake: FakeDiscord, core: RecordingCore
 ) -> None:
-    message = await refusal(adapter_for(Harness(fake, []), core))
+    message = await refusal(adapter_for(Harness(fake, [])), core)
     assert message.startswith("Discord's gateway refused the token (4004")
     assert "[discord] token" in message
 
 
 async def test_a_guild_genbot_is_not_in_is_named(fake: FakeDiscord, core: RecordingCore) -> None:
-    message = await refusal(adapter_for(Harness(fake, []), core, guild_ids=[fake.guild_id + 1]))
+    message = await refusal(adapter_for(Harness(fake, []), guild_ids=[fake.guild_id + 1]), core)
     assert f"guild {fake.guild_id + 1}" in message and "403" in message
     assert "[discord] guild_ids" in message
 
@@ -67,8 +63,8 @@ async def test_a_guild_genbot_is_not_in_is_named(fake: FakeDiscord, core: Record
 async def test_an_unreachable_discord_is_a_start_error(core: RecordingCore) -> None:
     async with FakeDiscord() as gone:
         settings = Harness(gone, []).settings()
-    adapter = DiscordAdapter(settings, LimitsSettings(), core, start_timeout=5.0)
-    message = await refusal(adapter)
+    adapter = DiscordAdapter(settings, LimitsSettings(), start_timeout=5.0)
+    message = await refusal(adapter, core)
     assert message.startswith(f"cannot reach Discord at {settings.api_base}")
 
 
@@ -94,13 +90,11 @@ async def started(harness: Harness, core: RecordingCore) -> tuple[DiscordAdapter
     adapter = DiscordAdapter(
         harness.settings(),
         LimitsSettings(),
-        core,
         report_error=lambda where, error: harness.errors.append((where, error)),
-        on_fatal=fatal,
         guild_ready_timeout=0.05,
         start_timeout=5.0,
     )
-    await adapter.start()
+    await adapter.start(core, fatal)
     harness.adapters.append(adapter)
     return adapter, fatal
 

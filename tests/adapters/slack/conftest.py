@@ -98,10 +98,10 @@ async def started_adapter(
     limits: LimitsSettings | None = None,
 ) -> SlackAdapter:
     adapter = SlackAdapter(
-        slack_settings(fake, socket_mode=socket_mode), limits or LimitsSettings(), core
+        slack_settings(fake, socket_mode=socket_mode), limits or LimitsSettings()
     )
     core.surface = adapter.surface
-    await adapter.start()
+    await adapter.start(core)
     return adapter
 
 

@@ -112,10 +112,9 @@ async def slack_genbot(
         stack.push_async_callback(store.close)
         provider = ProviderClient(settings.api)
         stack.push_async_callback(provider.aclose)
-        core, jobs = build_core(settings, store, provider)
-        adapter = SlackAdapter(settings.slack, settings.limits, core, installations=store)
-        core.attach(adapter.surface)
-        await adapter.start()
+        adapter = SlackAdapter(settings.slack, settings.limits, installations=store)
+        core, jobs = build_core(settings, store, provider, [adapter.surface])
+        await adapter.start(core)
         if adapter.install_url is not None:
             fake.redirect_url = adapter.install_url.replace("/install", "/oauth_redirect")
         stack.push_async_callback(adapter.stop)

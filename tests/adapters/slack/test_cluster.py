@@ -26,13 +26,12 @@ async def test_an_event_delivered_to_two_processes_is_handled_once(
     cores = [RecordingCore(), RecordingCore()]
     stores = [await PostgresStore.open(url, pool_size=2) for _ in cores]
     adapters = [
-        SlackAdapter(slack_settings(fake), LimitsSettings(), core, dedupe=store)
-        for core, store in zip(cores, stores, strict=True)
+        SlackAdapter(slack_settings(fake), LimitsSettings(), dedupe=store) for store in stores
     ]
     try:
         for adapter, core in zip(adapters, cores, strict=True):
             core.surface = adapter.surface
-            await adapter.start()
+            await adapter.start(core)
         urls = [adapter.events_url or "" for adapter in adapters]
         envelope = fake.event_callback(fake.message_event(fake.user_says("once", channel="D1")))
         assert (await fake.post_event(urls[0], envelope)).status == 200

@@ -17,10 +17,10 @@ from tests.fakes.slack import FakeSlack
 
 
 async def refusal(settings: SlackSettings, core: RecordingCore) -> str:
-    adapter = SlackAdapter(settings, LimitsSettings(), core)
+    adapter = SlackAdapter(settings, LimitsSettings())
     try:
         with pytest.raises(AdapterStartError) as refused:
-            await adapter.start()
+            await adapter.start(core)
     finally:
         await adapter.stop()
     return str(refused.value)
@@ -79,9 +79,9 @@ async def test_an_app_installed_by_oauth_serves_http_only(
 ) -> None:
     settings = slack_settings(fake, distributed=True, socket_mode=True)
     async with await SqliteStore.open(tmp_path / "g.db") as store:
-        adapter = SlackAdapter(settings, LimitsSettings(), core, installations=store)
+        adapter = SlackAdapter(settings, LimitsSettings(), installations=store)
         with pytest.raises(AdapterStartError, match="leave app_token empty"):
-            await adapter.start()
+            await adapter.start(core)
         await adapter.stop()
     assert fake.calls == [], "no token to check before a workspace installs genbot"
 
@@ -91,6 +91,6 @@ def test_one_workspace_or_distribution_not_both(fake: FakeSlack, core: Recording
         update={"bot_token": SecretStr(fake.bot_token)}
     )
     with pytest.raises(ValueError, match="not both"):
-        SlackAdapter(both, LimitsSettings(), core)
+        SlackAdapter(both, LimitsSettings())
     with pytest.raises(ValueError, match="keeps its workspaces in storage"):
-        SlackAdapter(slack_settings(fake, distributed=True), LimitsSettings(), core)
+        SlackAdapter(slack_settings(fake, distributed=True), LimitsSettings())

@@ -27,13 +27,12 @@ def core() -> RecordingCore:
 async def adapter(core: RecordingCore) -> AsyncIterator[WebAdapter]:
     web_adapter = WebAdapter(
         WebSettings(host="127.0.0.1", port=0),
-        core,
         LimitsSettings(max_upload_bytes=UPLOAD_LIMIT),
         keepalive_seconds=0.05,
         handler_timeout=5.0,
     )
     core.surface = web_adapter.surface
-    await web_adapter.start()
+    await web_adapter.start(core)
     yield web_adapter
     await web_adapter.stop()
 

@@ -112,10 +112,10 @@ async def screenshot(url: str, path: str, chromium: str = "/usr/bin/chromium") -
 
 async def main(port: int, seconds: float, screenshot_path: str | None) -> None:
     core = RecordingCore(edit_pause=0.3)
-    adapter = WebAdapter(WebSettings(host="127.0.0.1", port=port), core)
+    adapter = WebAdapter(WebSettings(host="127.0.0.1", port=port))
     core.surface = adapter.surface
     adapter.app.middlewares.insert(0, same_session_for_everyone)
-    await adapter.start()
+    await adapter.start(core)
     await post_samples(adapter)
     print(f"playground preview at {adapter.url}", flush=True)
     try:

@@ -37,13 +37,12 @@ async def playground(
         )
         adapter = WebAdapter(
             WebSettings(host="127.0.0.1", port=0, **settings),
-            core,
             history=store,
             local_admins=local_admins,
             keepalive_seconds=0.05,
         )
         core.surface = adapter.surface
-        await adapter.start()
+        await adapter.start(core)
         try:
             yield adapter
         finally:
@@ -231,9 +230,9 @@ async def test_a_playground_beyond_loopback_needs_a_token() -> None:
     token = SecretStr(TOKEN)
     assert exposure_problem(WebSettings(host="0.0.0.0", access_token=token)) is None
 
-    adapter = WebAdapter(WebSettings(host="192.0.2.1", port=0), RecordingCore())
+    adapter = WebAdapter(WebSettings(host="192.0.2.1", port=0))
     with pytest.raises(AdapterStartError, match=r"without \[web\] access_token"):
-        await adapter.start()
+        await adapter.start(RecordingCore())
 
 
 async def test_a_rebound_name_in_a_real_browser_gets_421_and_runs_nothing() -> None:

@@ -21,9 +21,9 @@ async def process(url: str) -> AsyncIterator[WebAdapter]:
     """One genbot process's playground on the shared database."""
     async with await PostgresStore.open(url, pool_size=2) as store:
         core = RecordingCore()
-        adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), core, history=store)
+        adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store)
         core.surface = adapter.surface
-        await adapter.start()
+        await adapter.start(core)
         try:
             yield adapter
         finally:

@@ -60,10 +60,10 @@ async def playground(
     a genbot process would)."""
     async with await SqliteStore.open(path) as store:
         adapter = WebAdapter(
-            WebSettings(host="127.0.0.1", port=0), core, history=store, legacy_history=legacy
+            WebSettings(host="127.0.0.1", port=0), history=store, legacy_history=legacy
         )
         core.surface = adapter.surface
-        await adapter.start()
+        await adapter.start(core)
         try:
             yield adapter
         finally:
@@ -203,8 +203,8 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
         assert await adapter.surface.posted(PLACE, "job1.result") is None
 
     async with await SqliteStore.open(path) as store:
-        stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), RecordingCore(), history=store)
-        await stopped.start()
+        stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store)
+        await stopped.start(RecordingCore())
         await stopped.stop()
         with pytest.raises(SurfaceError, match="stopped"):
             await stopped.surface.send(PLACE, OutMessage("after the stop"))
@@ -238,12 +238,11 @@ async def test_images_out_of_memory_are_served_and_downloaded_from_the_history(
     async with await SqliteStore.open(tmp_path / "genbot.db") as store:
         adapter = WebAdapter(
             WebSettings(host="127.0.0.1", port=0),
-            core,
             history=store,
             max_image_memory=len(images[0].data) * 2,
         )
         core.surface = adapter.surface
-        await adapter.start()
+        await adapter.start(core)
         try:
             for image in images:
                 await adapter.surface.send(PLACE, OutMessage("an image", images=(image,)))

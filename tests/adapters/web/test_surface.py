@@ -35,10 +35,10 @@ async def test_is_a_surface_for_platform_web(adapter: WebAdapter) -> None:
 
 
 async def test_start_binds_the_configured_host_and_a_free_port(core: RecordingCore) -> None:
-    adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), core)
+    adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0))
     with pytest.raises(RuntimeError, match="not started"):
         _ = adapter.url
-    await adapter.start()
+    await adapter.start(core)
     try:
         assert adapter.url.startswith("http://127.0.0.1:")
         assert not adapter.url.endswith(":0")

@@ -134,8 +134,8 @@ async def bare_engines(
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(await SqliteStore.open(db, clock=clock))
         provider = await stack.enter_async_context(ProviderClient(settings.api))
-        surfaces, fake = SurfaceRegistry(), platform or FakePlatform(limits=ROOMY)
-        surfaces.attach(fake)
+        fake = platform or FakePlatform(limits=ROOMY)
+        surfaces = SurfaceRegistry([fake])
         engines = build_job_engines(
             settings, store, provider, surfaces, open_channels={}, clock=clock
         )

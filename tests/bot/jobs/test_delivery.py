@@ -169,8 +169,7 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
 
     discord = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
     surface = BudgetSurface(fake.monotonic, discord, latency=latency, sleep=fake.sleep)
-    surfaces = SurfaceRegistry()
-    surfaces.attach(surface)
+    surfaces = SurfaceRegistry([surface])
     store = await SqliteStore.open(tmp_path / "genbot.db")
     try:
         delivery = Delivery(

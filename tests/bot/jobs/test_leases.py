@@ -57,8 +57,7 @@ async def process_on(
             await PostgresStore.open(url, lease_seconds=lease, pool_size=4)
         )
         provider = await stack.enter_async_context(ProviderClient(settings.api))
-        surfaces = SurfaceRegistry()
-        surfaces.attach(platform)
+        surfaces = SurfaceRegistry([platform])
         engines = build_job_engines(settings, store, provider, surfaces, open_channels={})
         stack.push_async_callback(engines.media.aclose)
         if not dies:
