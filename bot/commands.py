@@ -63,6 +63,9 @@ class CommandSpec:
     free_text: str | None = None
     keeps_unknown_flags: bool = False
     examples: tuple[str, ...] = field(default=())
+    files_by_form: bool = False
+    """Where forms take files (:attr:`bot.events.SurfaceLimits.forms_take_files`), the command
+    may come without its attachments: the feature asks for them in a form."""
 
     def option(self, name: str) -> Option | None:
         """The option called ``name``, if any."""
@@ -203,6 +206,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             _MODE,
         ),
         examples=("/blend (with 2–5 images attached) --dimension portrait",),
+        files_by_form=True,
     ),
     CommandSpec(
         "diffusion.txt2img",

@@ -194,14 +194,25 @@ class Core:
             raise UserError("This button is no longer supported.")
         return feature
 
-    @staticmethod
-    def _options(event: Command) -> dict[str, OptionValue]:
+    def _options(self, event: Command) -> dict[str, OptionValue]:
         spec = COMMANDS_BY_NAME[event.name]
         text_style = not event.options and bool(event.text.strip())
         raw: Mapping[str, OptionValue] = (
             parse_command_text(spec, event.text) if text_style else event.options
         )
-        return validate_options(spec, raw, attachments=event.attachments, text_style=text_style)
+        platform = event.place.platform
+        files_later = (
+            spec.files_by_form
+            and platform in self.surfaces
+            and self.surfaces.get(platform).limits.forms_take_files
+        )
+        return validate_options(
+            spec,
+            raw,
+            attachments=event.attachments,
+            text_style=text_style,
+            files_later=files_later,
+        )
 
     async def _tell(self, event: Event, text: str) -> None:
         if event.place.platform not in self.surfaces:

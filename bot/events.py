@@ -125,6 +125,8 @@ class ModalSubmit(Event):
     action: str
     ref: str
     values: Mapping[str, str] = field(default_factory=dict)
+    attachments: Mapping[str, tuple[Attachment, ...]] = field(default_factory=dict)
+    """The files given in the form's ``file`` fields, by field id."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,10 +193,12 @@ class OutMessage:
     (Discord's Components V2 cards) does so; every write of one such message sets it."""
 
 
-FieldKind = Literal["text", "select", "region"]
+FieldKind = Literal["text", "select", "region", "file"]
 """``text``: a text input; ``select``: one of ``choices`` (``""`` when none is chosen);
 ``region``: an area of ``image_url`` in :func:`bot.masks.parse_region` syntax — an editor to
-draw on where the platform has one (the playground), else a text input."""
+draw on where the platform has one (the playground), else a text input; ``file``: up to
+``max_files`` uploaded files (only where :attr:`SurfaceLimits.forms_take_files`), given in
+:attr:`ModalSubmit.attachments`."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,7 @@ class ModalField:
     kind: FieldKind = "text"
     choices: tuple[Choice, ...] = ()
     image_url: str = ""
+    max_files: int = 1
 
 
 @dataclass(frozen=True)
@@ -258,6 +263,8 @@ class SurfaceLimits:
     channel_window_kinds: frozenset[WriteKind] | None = None
     """The kinds of write that count against the per-channel window (``None``: all of them;
     Slack limits posting per channel, not streaming)."""
+    forms_take_files: bool = False
+    """Whether forms can ask for files (Discord's file uploads in modals)."""
     edits_add_images: bool = True
     """Whether :meth:`Surface.edit` can give a posted message its images (Discord, the
     playground), so a job's progress message can become its result; where it cannot (Slack)

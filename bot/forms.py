@@ -273,3 +273,26 @@ def shape_key(shape: Shape) -> tuple[float, ...]:
     if isinstance(shape, Region):
         return (shape.x, shape.y, shape.w, shape.h)
     return tuple(value for point in shape.points for value in point)
+
+
+IMAGE_FIELD = "image"
+IMAGES_FIELD = "images"
+URL_FIELD = "url"
+DIMENSION_FIELD = "dimension"
+DIMENSION_CHOICES = tuple(Choice(d.capitalize(), d) for d in ("square", "portrait", "landscape"))
+
+
+def describe_upload_form(error: str = "") -> Modal:
+    """/describe without an image: upload one, or give its link."""
+    image = ModalField(IMAGE_FIELD, "Image to describe", required=False, kind="file")
+    link = ModalField(URL_FIELD, "Or its https link", "https://…", required=False, max_length=2000)
+    return Modal("Describe an image", "describe_upload", "", (image, link), error)
+
+
+def blend_upload_form(error: str = "") -> Modal:
+    """/blend with fewer than two images: upload two to five."""
+    images = ModalField(IMAGES_FIELD, "Images to blend (2 to 5)", kind="file", max_files=5)
+    shape = ModalField(
+        DIMENSION_FIELD, "Shape", "Square", "", False, kind="select", choices=DIMENSION_CHOICES
+    )
+    return Modal("Blend images", "blend_upload", "", (images, shape), error)

@@ -274,13 +274,15 @@ def validate_options(
     *,
     attachments: Iterable[str] = (),
     text_style: bool = False,
+    files_later: bool = False,
 ) -> dict[str, OptionValue]:
     """Typed, checked option values: types converted, choices matched (case-insensitively, to
     their canonical spelling), bounds and aspect ratios checked, required options present.
 
     ``attachments`` names the attachment options the user supplied. ``text_style`` names
     options by their flag (``--ar``) in messages, for text commands; otherwise by their name.
-    Empty strings count as absent.
+    Empty strings count as absent. ``files_later``: required attachments may be missing (a
+    form will ask for them).
     """
     result: dict[str, OptionValue] = {}
     for name, raw in options.items():
@@ -297,6 +299,8 @@ def validate_options(
     supplied = set(attachments)
     for option in spec.options:
         present = option.name in supplied if option.type == "attachment" else option.name in result
+        if option.type == "attachment" and files_later:
+            continue
         if option.required and not present:
             raise CommandError(_missing(spec, option, text_style))
     return result

@@ -46,6 +46,7 @@ def surface_limits(limits: LimitsSettings) -> SurfaceLimits:
         edits_per_window_per_channel=limits.discord_edits_per_window,
         edit_window_seconds=limits.discord_edit_window_seconds,
         max_buttons_per_row=5,
+        forms_take_files=True,
     )
 
 

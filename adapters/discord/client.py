@@ -30,6 +30,7 @@ from adapters.discord.translate import (
     attachment_of,
     interaction_place,
     is_allowed,
+    modal_attachments,
     modal_values,
     not_allowed_text,
     place_of,
@@ -208,6 +209,7 @@ class GenbotClient(discord.AutoShardedClient):
             action=decoded[0],
             ref=decoded[1],
             values=modal_values(data),
+            attachments=modal_attachments(data),
         )
         self._run(event)
 

@@ -63,6 +63,11 @@ def _annotation(option: Option) -> Any:
     return base if option.required else Optional[base]  # noqa: UP045
 
 
+def _required(spec: CommandSpec, option: Option) -> bool:
+    """Required on Discord: attachments a form can ask for later are not."""
+    return option.required and not (spec.files_by_form and option.type == "attachment")
+
+
 INSTALLS = app_commands.AppInstallationType(guild=True, user=True)
 """Servers can add genbot, and people can add it to their account (it then answers wherever
 they use it, also in servers it is not a member of)."""
@@ -92,7 +97,7 @@ def _command(
                 option.name,
                 inspect.Parameter.KEYWORD_ONLY,
                 annotation=_annotation(option),
-                default=inspect.Parameter.empty if option.required else None,
+                default=inspect.Parameter.empty if _required(spec, option) else None,
             )
         )
     callback.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

@@ -125,6 +125,13 @@ SELECT_OPTIONS_MAX = 25
 
 
 def _modal_input(field: ModalField) -> discord.ui.Item[Any]:
+    if field.kind == "file":
+        return discord.ui.FileUpload(
+            custom_id=field.id,
+            required=field.required,
+            min_values=1 if field.required else 0,
+            max_values=max(1, min(field.max_files, 10)),
+        )
     if field.kind == "select" and field.choices:
         options = [
             discord.SelectOption(
@@ -194,8 +201,8 @@ def build_modal(modal: Modal) -> discord.ui.Modal:
     return form
 
 
-def reopen_view(token: str) -> discord.ui.View:
-    """The button under a refused form's notice that opens the form again, filled in."""
+def reopen_view(token: str, label: str) -> discord.ui.View:
+    """The button under a note that opens a form kept for ``token`` (filled in)."""
     view = discord.ui.View(timeout=None)
-    view.add_item(GenbotButton(REOPEN_ACTION, token, label="✏️ Edit and resubmit"))
+    view.add_item(GenbotButton(REOPEN_ACTION, token, label=label))
     return view

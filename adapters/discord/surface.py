@@ -359,31 +359,32 @@ class DiscordSurface:
             await self._channel(origin.place).send(text, **post)
 
     async def open_modal(self, origin: Event, modal: Modal) -> None:
-        """Show ``modal`` as the first answer to a button press or command. Discord cannot
-        answer a form with a form: a refused form comes back as a private note with an
-        "Edit and resubmit" button that opens it again, filled in (kept in memory)."""
+        """Show ``modal`` as the first answer to a button press or command. Where Discord
+        cannot (a form answering a form, a command already answered with "thinking"), a
+        private note offers a button that opens the form, filled in (kept in memory): "Edit
+        and resubmit" for a refused form, "Open the form" otherwise."""
         context = origin.context
         if not isinstance(context, InteractionContext):
             raise SurfaceError("a form can only be the first answer to a button press or command")
         interaction = context.interaction
         if interaction.type is discord.InteractionType.modal_submit:
-            await self._offer_again(context, modal)
+            await self._offer_form(context, modal, "✏️ Edit and resubmit")
             return
         if interaction.response.is_done():
-            raise SurfaceError("a form can only be the first answer to a button press or command")
+            await self._offer_form(context, modal, "📎 Open the form")
+            return
         async with discord_call("open a form"):
             await interaction.response.send_modal(build_modal(modal))
 
-    async def _offer_again(self, context: InteractionContext, modal: Modal) -> None:
+    async def _offer_form(self, context: InteractionContext, modal: Modal, label: str) -> None:
         token = secrets.token_urlsafe(9)
         self._refused_forms[token] = modal
         while len(self._refused_forms) > REFUSED_FORMS_KEPT:
             self._refused_forms.popitem(last=False)
-        text = truncate(
-            f"⚠️ {modal.notice or 'That form needs another look.'}", self.limits.max_text
-        )
+        note = f"⚠️ {modal.notice}" if modal.notice else f"{modal.title}: open the form."
+        text = truncate(note, self.limits.max_text)
         nobody = discord.AllowedMentions.none()
-        interaction, view = context.interaction, reopen_view(token)
+        interaction, view = context.interaction, reopen_view(token, label)
         async with discord_call("offer the form again"):
             if context.placeholder:
                 context.placeholder = False

@@ -116,9 +116,36 @@ def modal_values(data: Any) -> dict[str, str]:
                 walk([component["component"]])
             if "custom_id" in component and "value" in component:
                 values[component["custom_id"]] = str(component["value"])
-            elif "custom_id" in component and "values" in component:
+            elif "custom_id" in component and "values" in component and component.get("type") != 19:
                 chosen = component["values"] or [""]
                 values[component["custom_id"]] = str(chosen[0])
 
     walk(list((data or {}).get("components", [])))
     return values
+
+
+def modal_attachments(data: Any) -> dict[str, tuple[Attachment, ...]]:
+    """Field id → the files a modal submission's file uploads carry (from ``resolved``)."""
+    resolved = ((data or {}).get("resolved") or {}).get("attachments") or {}
+    files: dict[str, tuple[Attachment, ...]] = {}
+
+    def walk(components: list[dict[str, Any]]) -> None:
+        for component in components:
+            walk(component.get("components", []))
+            if "component" in component:
+                walk([component["component"]])
+            if component.get("type") == 19 and "custom_id" in component:
+                chosen = [resolved.get(str(i)) for i in component.get("values", [])]
+                files[component["custom_id"]] = tuple(
+                    Attachment(
+                        filename=str(found.get("filename", "image")),
+                        url=str(found.get("url", "")),
+                        content_type=found.get("content_type"),
+                        size=found.get("size"),
+                    )
+                    for found in chosen
+                    if found
+                )
+
+    walk(list((data or {}).get("components", [])))
+    return files

@@ -36,6 +36,7 @@ from bot.jobs.starter import JobSpec, JobStarter, Submitted
 from bot.jobs.ticker import ProgressTicker
 from bot.jobs.tools import JobTools
 from bot.jobs.tracker import Tracker
+from bot.jobs.upload_forms import UploadForms
 from bot.jobs.watch import JobWatch
 from storage import Storage
 
@@ -81,11 +82,12 @@ class JobEngines:
     cancel: JobCancel
     ticker: ProgressTicker
     describe: DescribeButtons
+    upload_forms: UploadForms
 
     @property
     def features(self) -> list[Feature]:
         """The features to give the core."""
-        return [self.images, self.diffusion, self.cancel, self.describe]
+        return [self.images, self.diffusion, self.cancel, self.describe, self.upload_forms]
 
     @property
     def services(self) -> list[Lifecycle]:
@@ -190,4 +192,5 @@ def build_job_engines(
         JobCancel(store, surfaces, delivery, watch),
         ProgressTicker(store, delivery, every=limits_settings.progress_tick_seconds),
         DescribeButtons(starter, provider, store),
+        UploadForms(starter, images),
     )

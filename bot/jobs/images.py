@@ -19,7 +19,7 @@ and becomes the new job's prompt.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
 from bot.api import (
@@ -47,6 +47,8 @@ from bot.follow_ups import offered_follow_ups, refused_actions, version_for
 from bot.forms import (
     RegionInput,
     ZoomInput,
+    blend_upload_form,
+    describe_upload_form,
     form_for,
     read_region,
     read_remix,
@@ -171,7 +173,9 @@ class ImageJobs:
         attachment = event.attachments.get("image")
         url = _text(options, "url")
         if attachment is None and url is None:
-            raise UserError("/describe needs an image: attach one, or give its https link.")
+            needs = "/describe needs an image: attach one, or give its https link."
+            await self._starter.offer_upload(event, describe_upload_form(), needs)
+            return
         if attachment is not None:
             url = await self._starter.attachment_url(event, attachment, cdn_ok=False)
         assert url is not None
@@ -182,13 +186,32 @@ class ImageJobs:
             event.attachments[name] for name in BLEND_OPTIONS if name in event.attachments
         ]
         if len(attachments) < 2:
-            raise UserError("/blend needs at least two images (image1 and image2).")
+            needs = "/blend needs at least two images (image1 and image2)."
+            await self._starter.offer_upload(event, blend_upload_form(), needs)
+            return
+        await self.blend(
+            event,
+            attachments,
+            dimension=_text(options, "dimension"),
+            process_mode=_text(options, "process_mode"),
+        )
+
+    async def blend(
+        self,
+        event: Event,
+        attachments: Sequence[Attachment],
+        *,
+        dimension: str | None = None,
+        process_mode: str | None = None,
+    ) -> None:
+        """Start a blend of two to five images for ``event``'s user."""
+        if not 2 <= len(attachments) <= len(BLEND_OPTIONS):
+            raise UserError("A blend takes two to five images.")
         urls = [
             await self._starter.attachment_url(event, attachment, cdn_ok=False)
             for attachment in attachments
         ]
-        _, mode, remix = await self._defaults(event, None, _text(options, "process_mode"))
-        dimension = _text(options, "dimension")
+        _, mode, remix = await self._defaults(event, None, process_mode)
         request = BlendRequest(
             image_urls=urls,
             dimension=choice(dimension, BLEND_DIMENSIONS, "dimension"),

@@ -313,6 +313,14 @@ class JobStarter:
         self.limits.check_press(event, job)
         return job
 
+    async def offer_upload(self, event: Event, form: Modal, needs: str) -> None:
+        """Open ``form`` (it asks for files) where the platform's forms take files; else
+        refuse with ``needs``."""
+        surface = self.surfaces.get(event.place.platform)
+        if not surface.limits.forms_take_files:
+            raise UserError(needs)
+        await surface.open_modal(event, form)
+
     async def reopen(self, event: ModalSubmit, modal: Modal | None, error: Exception) -> None:
         """Show a refused form again with the user's values and what was wrong (inline where
         the platform can show it); where it cannot, the error is the answer."""

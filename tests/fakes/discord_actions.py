@@ -160,13 +160,28 @@ class UserActions(RestRoutes):
         return await self._interact(MESSAGE_COMPONENT, user, channel, data, message)
 
     async def submit_modal(
-        self, opened: FakeInteraction, values: dict[str, str], user: FakeUser | None = None
+        self,
+        opened: FakeInteraction,
+        values: dict[str, str],
+        user: FakeUser | None = None,
+        *,
+        files: dict[str, list[Upload]] | None = None,
     ) -> FakeInteraction:
-        """Submit the modal the bot opened in answer to ``opened`` with ``values`` by field id."""
+        """Submit the modal the bot opened in answer to ``opened`` with ``values`` by field id
+        (and ``files`` for its file uploads, stored on the fake CDN as Discord does)."""
         modal = opened.modal
         assert modal is not None, "the bot opened no modal for this interaction"
-        rows = submitted_components(modal, values)
-        data = {"custom_id": modal["custom_id"], "components": rows}
+        uploaded: dict[str, list[str]] = {}
+        resolved: dict[str, Any] = {}
+        for field_id, uploads in (files or {}).items():
+            for filename, content, kind in uploads:
+                stored = self.store_attachment(opened.channel_id, filename, content, kind)
+                resolved[str(stored.id)] = stored.payload()
+                uploaded.setdefault(field_id, []).append(str(stored.id))
+        rows = submitted_components(modal, values, uploaded)
+        data: dict[str, Any] = {"custom_id": modal["custom_id"], "components": rows}
+        if resolved:
+            data["resolved"] = {"attachments": resolved}
         channel = self.channels[opened.channel_id]
         message = self.messages.get(opened.message_id or 0)
         return await self._interact(MODAL_SUBMIT, user or opened.user, channel, data, message)
@@ -238,9 +253,12 @@ class UserActions(RestRoutes):
             raise AssertionError("no bot is connected to the fake gateway")
 
 
-def submitted_components(modal: dict[str, Any], values: dict[str, str]) -> list[dict[str, Any]]:
+def submitted_components(
+    modal: dict[str, Any], values: dict[str, str], files: dict[str, list[str]] | None = None
+) -> list[dict[str, Any]]:
     """What Discord sends back for ``modal``: each input's value (``values`` by custom id, else
-    what the form showed), selects as ``values`` lists, text displays as they were."""
+    what the form showed), selects as ``values`` lists, file uploads as attachment id lists
+    (``files``), text displays as they were."""
     fields: list[str] = []
     rows: list[dict[str, Any]] = []
     for component in modal["components"]:
@@ -250,6 +268,14 @@ def submitted_components(modal: dict[str, Any], values: dict[str, str]) -> list[
         inner = component["component"] if component["type"] == 18 else component["components"][0]
         custom_id = inner["custom_id"]
         fields.append(custom_id)
+        if inner["type"] == 19:
+            answer: dict[str, Any] = {
+                "type": 19,
+                "custom_id": custom_id,
+                "values": (files or {}).get(custom_id, []),
+            }
+            rows.append({"type": 18, "component": answer})
+            continue
         if inner["type"] == 3:
             shown = [o["value"] for o in inner["options"] if o.get("default")]
             chosen = values.get(custom_id, shown[0] if shown else "")
@@ -269,6 +295,6 @@ def submitted_components(modal: dict[str, Any], values: dict[str, str]) -> list[
             if component["type"] == 18
             else {"type": 1, "components": [answer]}
         )
-    unknown = set(values) - set(fields)
+    unknown = (set(values) | set(files or {})) - set(fields)
     assert not unknown, f"the modal has no fields {sorted(unknown)} (it has {fields})"
     return rows

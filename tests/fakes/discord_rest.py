@@ -374,8 +374,11 @@ def modal_problem(data: dict[str, Any]) -> str | None:
                 return "a select menu has 1 to 25 options"
             if any(len(o.get("label", "")) > 100 or len(o.get("value", "")) > 100 for o in options):
                 return "option labels and values are at most 100 characters"
+        elif inner.get("type") == 19:
+            if not 1 <= int(inner.get("max_values") or 1) <= 10:
+                return "a file upload takes 1 to 10 files"
         elif inner.get("type") != 4:
-            return "a label holds a text input or a select menu"
+            return "a label holds a text input, a select menu or a file upload"
         if len(str(inner.get("custom_id", ""))) > 100:
             return "custom_id too long"
     return None

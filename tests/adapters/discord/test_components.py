@@ -157,22 +157,22 @@ async def test_a_form_action_opens_the_modal_and_its_submission_arrives(
     assert grid.id != ref.message_id
 
 
-async def test_a_modal_cannot_follow_a_deferred_command(bot: Harness, core: RecordingCore) -> None:
-    outcome: list[BaseException] = []
-
-    async def try_form(event: Command) -> None:
+async def test_a_form_after_a_deferred_command_is_offered_behind_a_button(
+    bot: Harness, core: RecordingCore
+) -> None:
+    async def offer_form(event: Command) -> None:
         assert core.surface is not None
-        try:
-            await core.surface.open_modal(event, VARY_REGION)
-        except SurfaceError as error:
-            outcome.append(error)
-            await core.surface.send_ephemeral(event, "no form here")
+        await core.surface.open_modal(event, VARY_REGION)
 
-    core.on["settings"] = try_form
+    core.on["settings"] = offer_form
     fake = bot.fake
-    await fake.slash(fake.user("alice"), fake.channel("general"), "settings")
-    await fake.wait_for(lambda: fake.ephemerals_for(fake.user("alice")), what="the answer")
-    assert len(outcome) == 1
+    alice = fake.user("alice")
+    await fake.slash(alice, fake.channel("general"), "settings")
+    [note] = await fake.wait_for(lambda: fake.ephemerals_for(alice), what="the answer")
+    assert note.content == "Vary (Region): open the form."
+    opened = await fake.press(alice, note, "📎 Open the form")
+    assert await fake.answered(opened) == 9
+    assert opened.modal is not None and opened.modal["custom_id"] == f"gb:vary_region:{JOB}"
 
 
 @pytest.mark.parametrize("rows", [6, 1])

@@ -24,6 +24,7 @@ from tests.adapters.discord.real_core import (
     real_genbot,
     with_image,
 )
+from tests.bot.jobs.support import png
 from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage
 
 GRID_LABELS = {"U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4"}
@@ -219,3 +220,53 @@ async def test_custom_zoom_opens_a_form_for_the_requester_only(
         assert {b.get("label") for b in zoomed.buttons} >= GRID_LABELS
         assert not ephemeral_texts(fake, alice)
     assert fake.rate_limit_hits == 0
+
+
+async def test_blend_and_describe_ask_for_their_images_in_a_form_with_file_uploads(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    async with genbot_in(harness, sim, tmp_path) as genbot:
+        blend = await fake.slash(alice, general, "blend", {})
+        assert await fake.answered(blend) == 5
+        [note] = await fake.wait_for(lambda: fake.ephemerals_for(alice), what="the form offer")
+        assert note.content == "Blend images: open the form."
+        opened = await fake.press(alice, note, "📎 Open the form")
+        assert await fake.answered(opened) == 9
+        form = opened.modal
+        assert form is not None
+        upload = form["components"][0]["component"]
+        assert (upload["type"], upload["max_values"]) == (19, 5)
+
+        pictures = [(f"p{i}.png", png(), "image/png") for i in range(2)]
+        submitted = await fake.submit_modal(
+            opened, {"dimension": "portrait"}, files={"images": pictures}
+        )
+        assert await fake.answered(submitted) == 5
+        await fake.wait_for(lambda: creations(sim, "blend"), what="the blend")
+        blended = await genbot.posted("blend")
+        [request] = creations(sim, "blend")
+        assert len(request.body["image_urls"]) == 2 and request.body["dimension"] == "portrait"
+        assert blended.status == "posted"
+
+        describe = await fake.slash(alice, general, "describe", {})
+        assert await fake.answered(describe) == 5
+        offer = await fake.wait_for(
+            lambda: next(
+                (m for m in fake.ephemerals_for(alice) if m.content.startswith("Describe")), None
+            ),
+            what="the describe form's offer",
+        )
+        opened = await fake.press(alice, offer, "📎 Open the form")
+        assert await fake.answered(opened) == 9
+        empty = await fake.submit_modal(opened, {})
+        assert await fake.answered(empty) == 5
+        again = await fake.wait_for(
+            lambda: next(
+                (m for m in fake.ephemerals_for(alice) if m.content.startswith("⚠️")), None
+            ),
+            what="the refusal",
+        )
+        assert again.content == "⚠️ Upload an image, or give its https link."
+        assert creations(sim, "describe") == []
