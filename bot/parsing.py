@@ -322,24 +322,38 @@ def parse_and_validate(
 
 
 def resolve_command(text: str) -> tuple[CommandSpec, str]:
-    """The command a text starts with and the rest: ``"diffusion txt2img a fox"`` →
-    (``diffusion.txt2img``, ``"a fox"``). A leading ``/`` is allowed."""
-    words = text.strip().lstrip("/").split(maxsplit=2)
-    if not words:
-        raise CommandError(f"Which command? Try one of: {_command_list()}.")
-    first = words[0].lower()
-    if len(words) > 1 and f"{first}.{words[1].lower()}" in COMMANDS_BY_NAME:
-        return COMMANDS_BY_NAME[f"{first}.{words[1].lower()}"], " ".join(words[2:])
-    if first in COMMANDS_BY_NAME:
-        return COMMANDS_BY_NAME[first], text.strip().lstrip("/")[len(words[0]) :].strip()
-    members = [c.name.split(".", 1)[1] for c in COMMANDS if c.name.startswith(first + ".")]
+    """The command a text names and the rest of the text: ``/diffusion txt2img a fox`` →
+    (``diffusion.txt2img``, ``a fox``); the slash is optional. Every platform whose commands
+    arrive as text routes them here. :class:`CommandError` for an empty, unknown or incomplete
+    command (naming the choices)."""
+    named = text.strip().removeprefix("/")
+    head, rest = _first_word(named) if named[:1].strip() else ("", "")
+    name = head.lower()
+    if not name:
+        raise CommandError("Empty command: type a command name after '/', for example /help.")
+    members = [spec.name.partition(".")[2] for spec in COMMANDS if spec.name.startswith(f"{name}.")]
     if members:
-        raise CommandError(f"/{first} needs a subcommand: {', '.join(members)}.")
-    raise CommandError(f"There is no command {first!r}. Commands: {_command_list()}.")
+        sub, rest = _first_word(rest)
+        choices = ", ".join(members)
+        example = next((f" For example: {e}" for c in COMMANDS for e in c.examples
+                        if e.startswith(f"/{name} ")), "")  # fmt: skip
+        if not sub:
+            raise CommandError(f"/{name} needs a subcommand: {choices}.{example}")
+        if f"{name}.{sub.lower()}" not in COMMANDS_BY_NAME:
+            raise CommandError(
+                f"Unknown subcommand '/{name} {sub}'; use one of: {choices}.{example}"
+            )
+        return COMMANDS_BY_NAME[f"{name}.{sub.lower()}"], rest
+    if name not in COMMANDS_BY_NAME:
+        raise CommandError(f"Unknown command '/{head}'. Type /help to see what genbot can do.")
+    return COMMANDS_BY_NAME[name], rest
 
 
-def _command_list() -> str:
-    return ", ".join(f"/{_display_name(c)}" for c in COMMANDS)
+def _first_word(text: str) -> tuple[str, str]:
+    words = text.split(None, 1)
+    if not words:
+        return "", ""
+    return words[0], words[1].strip() if len(words) > 1 else ""
 
 
 def _option_help(spec: CommandSpec, option: Option) -> str:

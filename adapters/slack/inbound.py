@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.commands import COMMANDS, command
+from bot.commands import command
 from bot.events import (
     Attachment,
     ButtonPress,
@@ -23,22 +23,24 @@ from bot.events import (
     User,
     decode_custom_id,
 )
+from bot.parsing import CommandError, resolve_command
 
 from .formatting import decode_place
 
 PLATFORM = "slack"
 
-TOP_LEVEL_COMMANDS: dict[str, str] = {
-    "/chat": "chat",
-    "/imagine": "imagine",
-    "/describe": "describe",
-    "/blend": "blend",
-}
-GROUP_COMMANDS: dict[str, tuple[str, ...]] = {
-    "/diffusion": ("txt2img", "img2img", "upscale", "controlnet"),
-    "/genbot": ("settings", "usage", "help"),
-}
-SLASH_COMMANDS: tuple[str, ...] = (*TOP_LEVEL_COMMANDS, *GROUP_COMMANDS)
+GENBOT_SLASH = "/genbot"
+GENBOT_SUBCOMMANDS: tuple[str, ...] = ("settings", "usage", "help")
+"""genbot's own commands, which Slack reaches as ``/genbot <subcommand>``."""
+SLASH_COMMANDS: tuple[str, ...] = (
+    "/chat",
+    "/imagine",
+    "/describe",
+    "/blend",
+    "/diffusion",
+    GENBOT_SLASH,
+)
+"""The slash commands the Slack app declares (its manifest)."""
 
 _USER_TOKEN = re.compile(r"<@([UW][A-Z0-9]+)(?:\|([^>]*))?>")
 _CHANNEL_TOKEN = re.compile(r"<#([CGD][A-Z0-9]+)(?:\|([^>]*))?>")
@@ -127,29 +129,24 @@ class SlashRoute:
 
 
 def route_command(slash: str, text: str) -> SlashRoute | str:
-    """``/diffusion txt2img a fox`` → ``diffusion.txt2img`` + ``a fox``; a string is an error
-    message for the user (unknown or missing subcommand)."""
+    """The core's command for Slack's ``slash`` and ``text`` (named by
+    :func:`bot.parsing.resolve_command`: ``/diffusion txt2img a fox`` → ``diffusion.txt2img`` +
+    ``a fox``); ``/genbot`` names :data:`GENBOT_SUBCOMMANDS` (alone: help). A string is an
+    error message for the user."""
     text = text.strip()
-    if slash in TOP_LEVEL_COMMANDS:
-        return SlashRoute(TOP_LEVEL_COMMANDS[slash], text)
-    subcommands = GROUP_COMMANDS.get(slash)
-    if subcommands is None:
+    if slash == GENBOT_SLASH:
+        first, _, rest = text.partition(" ")
+        sub = first.lower() or "help"
+        if sub not in GENBOT_SUBCOMMANDS:
+            return f"`{first}` is not one of `/genbot {' | '.join(GENBOT_SUBCOMMANDS)}`."
+        return SlashRoute(sub, rest.strip())
+    if slash not in SLASH_COMMANDS:
         return f"genbot does not know the command `{slash}`."
-    first, _, rest = text.partition(" ")
-    sub = first.lower()
-    if slash == "/genbot":
-        if not sub:
-            return SlashRoute("help", "")
-        if sub in subcommands:
-            return SlashRoute(sub, rest.strip())
-    elif sub in subcommands:
-        return SlashRoute(f"diffusion.{sub}", rest.strip())
-    choices = " | ".join(subcommands)
-    example = next((e for c in COMMANDS for e in c.examples if e.startswith(slash + " ")), "")
-    hint = f" For example: `{example}`" if example else ""
-    shown = f"`{first}` is not" if first else "A subcommand is"
-    need = "one of" if first else "needed:"
-    return f"{shown} {need} `{slash} {choices}`.{hint}"
+    try:
+        spec, rest = resolve_command(f"{slash} {text}")
+    except CommandError as error:
+        return str(error)
+    return SlashRoute(spec.name, rest)
 
 
 def image_slots(name: str) -> tuple[tuple[str, ...], int]:

@@ -1,8 +1,8 @@
 """Turning what the browser sends into core events' parts, and the command catalogue into JSON.
 
 The playground's input takes the same slash commands as Discord, typed as text
-(``/imagine a fox --ar 16:9``). The adapter only finds the command's name here; the core parses
-the rest Midjourney style with :mod:`bot.commands`.
+(``/imagine a fox --ar 16:9``). The core names the command (:func:`bot.parsing.resolve_command`)
+and parses the rest Midjourney style.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from adapters.web.platform import dm_channel, is_dm_channel
-from bot.commands import CHAT_MODELS, COMMANDS, COMMANDS_BY_NAME, CommandSpec, option_choices
+from bot.commands import CHAT_MODELS, COMMANDS, CommandSpec, option_choices
 from bot.events import Modal
+from bot.parsing import CommandError, resolve_command
 
 T = TypeVar("T")
 CHANNEL_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -25,33 +26,16 @@ class BadInput(ValueError):
 
 
 def parse_slash(text: str) -> tuple[CommandSpec, str]:
-    """The command named by ``/name [subcommand] rest`` and the rest of the text.
-
-    ``/diffusion txt2img a fox`` names ``diffusion.txt2img`` with the text ``a fox``.
-    Raises :class:`BadInput` for an empty, unknown or incomplete command.
-    """
+    """The command named by ``/name [subcommand] rest`` and the rest of the text (routed by
+    :func:`bot.parsing.resolve_command`). Raises :class:`BadInput` for text that is not a
+    command, or an empty, unknown or incomplete one."""
     stripped = text.strip()
     if not stripped.startswith("/"):
         raise BadInput("A command starts with '/', for example /imagine a fox.")
-    head, _, rest = stripped[1:].partition(" ")
-    head = head.lower()
-    if not head:
-        raise BadInput("Empty command: type a command name after '/', for example /help.")
-    groups = sorted({spec.name.partition(".")[0] for spec in COMMANDS if "." in spec.name})
-    if head in groups:
-        members = [s.name.partition(".")[2] for s in COMMANDS if s.name.startswith(head + ".")]
-        sub, _, rest = rest.strip().partition(" ")
-        choices = ", ".join(members)
-        if not sub:
-            raise BadInput(f"/{head} needs a subcommand: {choices}.")
-        name = f"{head}.{sub.lower()}"
-        if name not in COMMANDS_BY_NAME:
-            raise BadInput(f"Unknown subcommand '/{head} {sub}'; use one of: {choices}.")
-    else:
-        name = head
-        if name not in COMMANDS_BY_NAME:
-            raise BadInput(f"Unknown command '/{head}'. Type /help to see what genbot can do.")
-    return COMMANDS_BY_NAME[name], rest.strip()
+    try:
+        return resolve_command(stripped)
+    except CommandError as error:
+        raise BadInput(str(error)) from None
 
 
 def attachment_options(spec: CommandSpec) -> list[str]:

@@ -194,8 +194,10 @@ def test_resolve_command_handles_groups_and_unknown_names():
     assert spec.name == "imagine" and rest == "a fox\nin snow"
     assert resolve_command("help")[0].name == "help"
     assert "txt2img, img2img, upscale, controlnet" in error_of(resolve_command, "diffusion")
-    assert "/chat" in error_of(resolve_command, "dance now")
-    assert "Which command" in error_of(resolve_command, "  ")
+    assert "Unknown subcommand '/diffusion paint'" in error_of(resolve_command, "/diffusion paint")
+    assert "Unknown command '/dance'" in error_of(resolve_command, "dance now")
+    assert "Empty command" in error_of(resolve_command, "  ")
+    assert "Empty command" in error_of(resolve_command, "/ imagine")
 
 
 def test_help_lists_every_command_option_flag_and_example():

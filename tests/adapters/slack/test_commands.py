@@ -52,11 +52,11 @@ async def test_an_unknown_subcommand_is_explained_without_bothering_the_core(
     await fake.wait_for(lambda: len(fake.ephemerals) == 2)
     answers = fake.ephemerals
     assert (
-        "`paint` is not one of `/diffusion txt2img | img2img | upscale | controlnet`"
+        "Unknown subcommand '/diffusion paint'; use one of: txt2img, img2img, upscale, controlnet"
         in answers[0].text
     )
     assert "/diffusion txt2img a fox" in answers[0].text
-    assert "A subcommand is needed" in answers[1].text
+    assert "/diffusion needs a subcommand" in answers[1].text
     assert {a.via for a in answers} == {"response_url"}
     assert core.events == []
 
