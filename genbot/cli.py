@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
@@ -237,6 +238,24 @@ def demo(ctx: click.Context, port: int | None, host: str | None) -> None:
         settings = settings.model_copy(update={"web": settings.web.model_copy(update=given)})
     configure_logging(settings, verbose=False, quiet=True)
     serve_command(lambda stop: run_demo(settings, stop), stopped_line="genbot demo stopped")
+
+
+@main.command()
+@click.pass_context
+def status(ctx: click.Context) -> None:
+    """Show the processes sharing the database and the unfinished jobs by state and owner."""
+    from genbot.logs import redact, settings_secrets
+    from genbot.status import format_status, inspect
+    from storage import StorageError
+
+    settings = _settings(ctx)
+    try:
+        found = asyncio.run(inspect(settings))
+    except StorageError as error:
+        click.echo(f"Error: {redact(str(error), settings_secrets(settings))}", err=True)
+        ctx.exit(1)
+        return
+    click.echo(format_status(found, time.time()))
 
 
 @main.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from bot.config import Settings
 from bot.jobs import webhook_base_url
 from genbot.doctor_storage import database_note, database_problem
 from genbot.reasons import os_reason
+from genbot.status import describe_process, inspect, schema_state
+from storage import StorageError
 
 TIMEOUT = aiohttp.ClientTimeout(total=10)
 KEY_PROBE = {"model": "llm-3.5-turbo", "messages": []}
@@ -58,7 +61,11 @@ async def diagnose(settings: Settings) -> list[Finding]:
         checks.append(lambda session: _listed(check_slack_distribution(settings)))
     async with aiohttp.ClientSession(timeout=TIMEOUT) as session:
         reached = await asyncio.gather(*(check(session) for check in checks))
-    findings = [check_storage(settings)]
+    findings = (
+        await check_postgres(settings)
+        if settings.storage.postgres_url is not None
+        else [check_storage(settings)]
+    )
     for found in reached:
         findings += found
     webhook = check_webhook(settings)
@@ -107,6 +114,22 @@ def check_storage(settings: Settings) -> Finding:
     if problem is not None:
         return Finding("storage", False, problem)
     return Finding("storage", True, database_note(path))
+
+
+async def check_postgres(settings: Settings) -> list[Finding]:
+    """PostgreSQL answers; its version, the schema state, and the live processes with their
+    lease counts (read-only: nothing is migrated)."""
+    try:
+        found = await inspect(settings)
+    except StorageError as error:
+        return [Finding("storage", False, f"{error} (check [storage] url)")]
+    ok, schema = schema_state(found)
+    findings = [Finding("storage", ok, f"{found.server} at {found.where}, {schema}")]
+    now = time.time()
+    live = found.live
+    running = "; ".join(describe_process(p, now) for p in live) if live else "none running"
+    findings.append(Finding("processes", True, f"{len(live)} live: {running}"))
+    return findings
 
 
 async def check_provider(session: aiohttp.ClientSession, settings: Settings) -> list[Finding]:
