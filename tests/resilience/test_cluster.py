@@ -1,0 +1,36 @@
+"""Three ``genbot run`` processes on one PostgreSQL database: one is killed with ``kill -9``
+while jobs are in flight; the others take its jobs over and every job is posted exactly once;
+a button pressed on one process works on a job another process posted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simulator.server import serve
+from tests.postgres import PostgresCluster
+from tests.resilience.cluster import kill_one_during_jobs, press_across, running_cluster
+from tests.resilience.support import sim_config
+
+JOBS = 24
+LEASE = 2.0
+
+
+async def test_a_killed_processs_jobs_are_posted_once_by_the_others(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    async with (
+        serve(sim_config(time_scale=0.05)) as sim,
+        running_cluster(sim, postgres, tmp_path, lease_seconds=LEASE) as cluster,
+    ):
+        report = await kill_one_during_jobs(cluster, JOBS)
+        took = f"{report.takeover_seconds:.1f} s for {report.held_by_victim} jobs"
+        print(f"takeover after kill -9: {took}")
+        assert report.held_by_victim > 0, "the victim held jobs when it died"
+        assert [j["status"] for j in report.jobs] == ["posted"] * JOBS
+        assert set(report.result_links.values()) == {1} and len(report.result_links) == JOBS
+        assert set(report.result_messages.values()) == {1}
+        assert len(report.result_messages) == JOBS
+
+        upscale = await press_across(cluster, poster=1, presser=2)
+        assert upscale["status"] == "posted" and upscale["action"] == "upscale1"
+        assert cluster.result_links()[upscale["id"]] == 1
