@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from bench.report import machine_description
 
-BENCHMARKS = ("streaming", "tracking", "load", "storage", "resilience")
+BENCHMARKS = ("streaming", "tracking", "load", "storage", "resilience", "scale")
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:

@@ -56,7 +56,7 @@ def cluster_env(sim: RunningSimulator, url: str, lease_seconds: float) -> dict[s
 
 def query(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
     with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
-        return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+        return conn.execute(sql, args).fetchall()
 
 
 def is_result(message: Message) -> bool:
@@ -108,9 +108,10 @@ async def running_cluster(
     *,
     processes: int = 3,
     lease_seconds: float = 2.0,
+    extra_env: dict[str, str] | None = None,
 ) -> AsyncIterator[Cluster]:
     url = postgres.create_database()
-    env = cluster_env(sim, url, lease_seconds)
+    env = cluster_env(sim, url, lease_seconds) | (extra_env or {})
     started = [GenbotProcess(env, workdir, f"node{n}") for n in range(processes)]
     async with AsyncExitStack() as stack:
         for process in started:
@@ -189,7 +190,7 @@ async def press_across(cluster: Cluster, poster: int, presser: int) -> dict[str,
     status, answer = await browser.press(message["id"], custom_id(message, "U1"))
     assert status == 202, answer
     parent = job_of(message)
-    return await cluster.until(
+    settled: dict[str, Any] = await cluster.until(
         lambda: next(
             (j for j in cluster.jobs() if j["parent_job_id"] == parent and j["status"] in SETTLED),
             None,
@@ -197,3 +198,4 @@ async def press_across(cluster: Cluster, poster: int, presser: int) -> dict[str,
         60,
         "the upscale to settle",
     )
+    return settled
