@@ -24,10 +24,17 @@ SQL_SEEN: Final[Query] = (
     " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET"
     " platforms = excluded.platforms, shards = excluded.shards, seen_at = excluded.seen_at"
 )
-SQL_CLAIMABLE: Final[Query] = (
-    "SELECT * FROM jobs WHERE status = ANY(%s) AND platform = ANY(%s)"
-    " AND (owner IS NULL OR (owner <> %s AND (%s OR lease_until IS NULL OR lease_until < %s)))"
-    " ORDER BY created_at, id LIMIT %s FOR UPDATE SKIP LOCKED"
+SQL_EXPIRED: Final[Query] = (
+    "SELECT * FROM jobs WHERE status IN ('creating', 'failed', 'finished', 'pending',"
+    " 'posting', 'processing', 'reporting', 'retry', 'staged', 'submitted', 'unknown')"
+    " AND COALESCE(lease_until, 0) < %s AND (owner IS NULL OR owner <> %s)"
+    " AND platform = ANY(%s) ORDER BY COALESCE(lease_until, 0) LIMIT %s FOR UPDATE SKIP LOCKED"
+)
+"""Jobs no live process holds, found through ``jobs_by_lease_expiry`` (its predicate spelled
+out), those whose lease ended first taken first."""
+SQL_NOT_MINE: Final[Query] = (
+    "SELECT * FROM jobs WHERE status = ANY(%s) AND (owner IS NULL OR owner <> %s)"
+    " AND platform = ANY(%s) ORDER BY created_at, id LIMIT %s FOR UPDATE SKIP LOCKED"
 )
 SQL_TAKE: Final[Query] = "UPDATE jobs SET owner = %s, lease_until = %s WHERE id = ANY(%s)"
 SQL_RELEASE: Final[Query] = "UPDATE jobs SET lease_until = 0 WHERE owner = %s AND status = ANY(%s)"
@@ -77,9 +84,11 @@ class PostgresJobLeasing(PostgresBase):
         now = self._now()
         lease_until = now + self._lease_seconds
         async with self._transaction() as conn:
-            cursor = await conn.execute(
-                SQL_CLAIMABLE, (_UNFINISHED, allowed, self._process_id, take_live, now, limit)
-            )
+            if take_live:
+                values = (_UNFINISHED, self._process_id, allowed, limit)
+                cursor = await conn.execute(SQL_NOT_MINE, values)
+            else:
+                cursor = await conn.execute(SQL_EXPIRED, (now, self._process_id, allowed, limit))
             free = [job_from_row(row) for row in await cursor.fetchall()]
             if free:
                 ids = [job.id for job in free]

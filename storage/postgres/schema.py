@@ -242,6 +242,15 @@ MIGRATIONS: Sequence[Migration] = (
         ),
     ),
     Migration(9, "the playground's messages and images", _V9),
+    Migration(
+        10,
+        "an index of lease expiry over unfinished jobs",
+        (
+            "CREATE INDEX jobs_by_lease_expiry ON jobs ((COALESCE(lease_until, 0)))"
+            " WHERE status IN ('creating', 'failed', 'finished', 'pending', 'posting',"
+            " 'processing', 'reporting', 'retry', 'staged', 'submitted', 'unknown')",
+        ),
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -11,6 +11,7 @@ from sqlite_utils import Database
 
 from storage.records import UNFINISHED_STATUSES, Job, ProcessInfo
 from storage.rows import job_from_row, to_json
+from storage.rules import UNFINISHED_SQL
 from storage.sqlite.base import StoreBase
 from storage.sqlite.sql import fetch_all, placeholders, write_transaction
 
@@ -22,10 +23,14 @@ SQL_SEEN: Final = (
     " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
     " platforms = excluded.platforms, shards = excluded.shards, seen_at = excluded.seen_at"
 )
-SQL_CLAIMABLE: Final = (
-    f"SELECT * FROM jobs WHERE {_IN_UNFINISHED} AND platform IN ({{}})"
-    " AND (owner IS NULL OR (owner != ? AND (? OR lease_until IS NULL OR lease_until < ?)))"
-    " ORDER BY created_at, id LIMIT ?"
+SQL_EXPIRED: Final = (
+    f"SELECT * FROM jobs WHERE status IN ({UNFINISHED_SQL}) AND COALESCE(lease_until, 0) < ?"
+    " AND (owner IS NULL OR owner != ?) AND platform IN ({}) ORDER BY COALESCE(lease_until, 0)"
+    " LIMIT ?"
+)
+SQL_NOT_MINE: Final = (
+    f"SELECT * FROM jobs WHERE {_IN_UNFINISHED} AND (owner IS NULL OR owner != ?)"
+    " AND platform IN ({}) ORDER BY created_at, id LIMIT ?"
 )
 SQL_TAKE: Final = "UPDATE jobs SET owner = ?, lease_until = ? WHERE id IN ({})"
 SQL_RELEASE: Final = f"UPDATE jobs SET lease_until = 0 WHERE owner = ? AND {_IN_UNFINISHED}"
@@ -61,16 +66,16 @@ class SqliteJobLeasing(StoreBase):
         allowed = tuple(platforms)
         if not allowed or limit < 1:
             return []
-        select = SQL_CLAIMABLE.format(placeholders(len(allowed)))
+        select = (SQL_NOT_MINE if take_live else SQL_EXPIRED).format(placeholders(len(allowed)))
 
         def work(db: Database) -> list[Job]:
             now = self._now()
             with write_transaction(db):
-                rows = fetch_all(
-                    db,
-                    select,
-                    (*_UNFINISHED, *allowed, self._process_id, take_live, now, limit),
-                )
+                if take_live:
+                    values = (*_UNFINISHED, self._process_id, *allowed, limit)
+                else:
+                    values = (now, self._process_id, *allowed, limit)
+                rows = fetch_all(db, select, values)
                 if rows:
                     db.conn.execute(
                         SQL_TAKE.format(placeholders(len(rows))),

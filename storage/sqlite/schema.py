@@ -297,6 +297,14 @@ def _v9_playground(db: Database) -> None:
     )
 
 
+def _v10_lease_expiry(db: Database) -> None:
+    db.execute(
+        "CREATE INDEX jobs_by_lease_expiry ON jobs (COALESCE(lease_until, 0))"
+        " WHERE status IN ('creating', 'failed', 'finished', 'pending', 'posting',"
+        " 'processing', 'reporting', 'retry', 'staged', 'submitted', 'unknown')"
+    )
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
@@ -311,6 +319,7 @@ MIGRATIONS: Sequence[Migration] = (
     ),
     Migration(8, "platform write slots shared by processes", _v8_write_slots),
     Migration(9, "the playground's messages and images", _v9_playground),
+    Migration(10, "an index of lease expiry over unfinished jobs", _v10_lease_expiry),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -13,6 +13,7 @@ from storage import ACTIVE_STATUSES, StorageError
 from storage.postgres import LATEST_VERSION, MIGRATIONS, PostgresStore, describe_url
 from storage.postgres import conversations as conversation_sql
 from storage.postgres import jobs as job_sql
+from storage.postgres import leasing as leasing_sql
 from storage.postgres import ledger as ledger_sql
 from storage.postgres import settings as settings_sql
 from storage.postgres import slack as slack_sql
@@ -132,3 +133,22 @@ async def test_the_migration_lock_is_released_after_start(url: str) -> None:
         with psycopg.connect(url, autocommit=True) as conn:
             held = conn.execute("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory'")
             assert held.fetchone() == (0,)
+
+
+async def test_finding_expired_leases_reads_only_them(url: str) -> None:
+    """With thousands of live leases and a few expired, a claim reads the expiry index."""
+    async with await PostgresStore.open(url) as store, store.connection() as conn:
+        await conn.execute(
+            "INSERT INTO jobs (id, family, type, status, requester_id, platform, workspace_id,"
+            " channel_id, created_at, updated_at, owner, lease_until)"
+            " SELECT 'j' || n, 'task', 'imagine', 'processing', 'u', 'discord', 'g', 'c', n, n,"
+            " 'alive', CASE WHEN n % 1000 = 0 THEN 1 ELSE 1e12 END"
+            " FROM generate_series(1, 5000) AS n"
+        )
+        await conn.execute("ANALYZE jobs")
+        cursor = await conn.execute(
+            f"EXPLAIN {leasing_sql.SQL_EXPIRED}",  # type: ignore[arg-type]
+            (1000.0, "me", ["discord"], 100),
+        )
+        plan = "\n".join(row["QUERY PLAN"] for row in await cursor.fetchall())
+    assert "jobs_by_lease_expiry" in plan, plan

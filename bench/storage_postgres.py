@@ -1,0 +1,151 @@
+"""Benchmark 4b — storage, SQLite vs PostgreSQL, per operation at the same row count.
+
+The same rows as :mod:`bench.storage` (jobs with random 12-character ids, one result message
+per job over 1000 channels) are loaded into PostgreSQL with ``COPY`` (a throwaway cluster from
+the machine's binaries, ``fsync=off`` as in the tests) after the schema is migrated; then the
+same random keys are timed through :class:`storage.postgres.PostgresStore` as the awaiting
+caller sees them (pool hop included): the button-press lookup ``job_for_message`` and the
+compare-and-set ``transition``, plus a lease claim (``claim_jobs`` of 100 expired jobs, which
+only a shared database needs under load). SQLite figures come from :mod:`bench.storage` in this
+run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+
+from psycopg.types.json import Jsonb
+
+from bench.report import Table, percentile
+from bench.storage import CHANNELS, Keys, StorageConfig, Timing
+from storage.postgres import PostgresStore
+from tests.postgres import PostgresCluster, start_cluster
+
+COPY_JOBS = (
+    "COPY jobs (id, family, type, status, provider_id, requester_id, platform, workspace_id,"
+    " channel_id, prompt, parameters, created_at, updated_at, owner, lease_until) FROM STDIN"
+)
+COPY_LINKS = "COPY job_messages (platform, channel_id, message_id, job_id, kind) FROM STDIN"
+CLAIM_BATCH = 100
+
+
+@dataclass
+class PostgresResult:
+    timings: list[Timing]
+    rows: int
+    setup_seconds: float
+    server: str
+
+
+async def fill(store: PostgresStore, keys: Keys) -> None:
+    """Every job (processing, leased by nobody alive) and its result link, by COPY."""
+    now = time.time()
+    params = Jsonb({"process_mode": "fast", "aspect_ratio": "16:9"})
+    async with store.connection() as conn:
+        await conn.execute("DROP INDEX job_messages_by_message_id, jobs_by_status")
+        async with conn.cursor() as cursor, cursor.copy(COPY_JOBS) as copy:
+            for index in range(keys.rows):
+                await copy.write_row((
+                    keys.job_ids[index], "task", "imagine", "processing",
+                    f"task-{index:09d}", f"u{index % 5000}", "discord", "g1",
+                    keys.channel(index), f"a lighthouse at dusk, number {index}", params,
+                    now, now, "gone-process", 0.0,
+                ))  # fmt: skip
+        async with conn.cursor() as cursor, cursor.copy(COPY_LINKS) as copy:
+            for index in range(keys.rows):
+                await copy.write_row(
+                    ("discord", keys.channel(index), keys.message(index), keys.job_ids[index],
+                     "result")
+                )  # fmt: skip
+        await conn.execute(
+            "CREATE UNIQUE INDEX job_messages_by_message_id"
+            " ON job_messages (platform, channel_id, message_id)"
+        )
+        await conn.execute("CREATE INDEX jobs_by_status ON jobs (status, created_at)")
+        await conn.execute("ANALYZE")
+
+
+async def measure(store: PostgresStore, keys: Keys, config: StorageConfig) -> list[Timing]:
+    rng = random.Random(config.seed + 1)
+    lookups = [rng.randrange(keys.rows) for _ in range(config.samples)]
+    moves = rng.sample(range(keys.rows), config.samples)
+    timings = [
+        Timing("message → job lookup", "PostgreSQL", keys.rows),
+        Timing("status transition", "PostgreSQL", keys.rows),
+        Timing(f"lease claim of {CLAIM_BATCH} expired jobs", "PostgreSQL", keys.rows),
+    ]
+    for index in lookups:
+        started = time.perf_counter()
+        job = await store.job_for_message("discord", keys.channel(index), keys.message(index))
+        timings[0].seconds.append(time.perf_counter() - started)
+        timings[0].correct += job is not None and job.id == keys.job_ids[index]
+    for index in moves:
+        started = time.perf_counter()
+        moved = await store.transition(
+            keys.job_ids[index],
+            ("processing", "pending"),
+            "finished",
+            result_urls=["https://img.example/1.png"],
+            actions=["upscale1", "upscale2", "upscale3", "upscale4", "reroll"],
+        )
+        timings[1].seconds.append(time.perf_counter() - started)
+        timings[1].correct += moved
+    for _ in range(max(config.samples // 20, 10)):
+        started = time.perf_counter()
+        claimed = await store.claim_jobs(["discord"], limit=CLAIM_BATCH)
+        timings[2].seconds.append(time.perf_counter() - started)
+        timings[2].correct += len(claimed) == CLAIM_BATCH
+    return timings
+
+
+async def run_postgres(config: StorageConfig, cluster: PostgresCluster) -> PostgresResult:
+    url = await asyncio.to_thread(cluster.create_database)
+    async with await PostgresStore.open(url, pool_size=2) as store:
+        keys = await asyncio.to_thread(Keys, config.rows, config.seed)
+        started = time.perf_counter()
+        await fill(store, keys)
+        setup = time.perf_counter() - started
+        async with store.connection() as conn:
+            cursor = await conn.execute("SHOW server_version")
+            row = await cursor.fetchone()
+        timings = await measure(store, keys, config)
+    return PostgresResult(
+        timings, config.rows, setup, f"PostgreSQL {row and row['server_version']}"
+    )
+
+
+def comparison_table(sqlite: list[Timing], postgres: PostgresResult) -> Table:
+    """Per operation: SQLite (from bench.storage, this run) and PostgreSQL side by side."""
+    table = Table(
+        f"Storage: SQLite vs PostgreSQL at {postgres.rows:,} jobs and links",
+        ["operation", "backend", "samples", "p50 ms", "p99 ms", "mean ms", "correct"],
+        digits=3,
+    )
+    for timing in [*sqlite, *postgres.timings]:
+        samples = timing.seconds
+        table.add(
+            timing.operation,
+            timing.variant,
+            len(samples),
+            percentile(samples, 0.5) * 1000,
+            percentile(samples, 0.99) * 1000,
+            sum(samples) / len(samples) * 1000 if samples else None,
+            f"{timing.correct}/{len(samples)}",
+        )
+    table.notes = [
+        f"{postgres.server}, local Unix socket, fsync off (a throwaway cluster); load by COPY "
+        f"in {postgres.setup_seconds:.1f} s ({CHANNELS} channels). SQLite: WAL, "
+        "synchronous=NORMAL, its worker-thread hop included. Each transition commits.",
+    ]
+    return table
+
+
+async def postgres_figures(config: StorageConfig) -> PostgresResult:
+    cluster = await asyncio.to_thread(start_cluster)
+    try:
+        return await run_postgres(config, cluster)
+    finally:
+        await asyncio.to_thread(cluster.stop)
