@@ -1,6 +1,7 @@
 """genbot's storage: narrow interfaces (:mod:`storage.interfaces`) for jobs, leasing,
 conversations, settings, the usage ledger, message links, event dedupe and Slack installations,
-and the backends that implement them all (SQLite: :class:`SqliteStore`).
+and the backends that implement them all (SQLite: :class:`SqliteStore`; PostgreSQL:
+:class:`storage.postgres.PostgresStore`).
 
 Platform-free and independent of ``bot/``: it only knows its own record dataclasses.
 """
@@ -68,9 +69,6 @@ from storage.records import (
 from storage.rules import PRECEDENCE
 from storage.sqlite import LATEST_VERSION, MIGRATIONS, Migration, SqliteStore, migrate
 
-Store = SqliteStore
-"""The SQLite store under its former name, kept while other branches still say ``Store``."""
-
 __all__ = [
     "ACTIVE_STATUSES",
     "ALL_STATUSES",
@@ -128,7 +126,6 @@ __all__ = [
     "SqliteStore",
     "Storage",
     "StorageError",
-    "Store",
     "StoreClosedError",
     "UsageLedger",
     "UsageTotals",
