@@ -18,7 +18,15 @@ from collections.abc import Sequence
 
 from bench.report import machine_description
 
-BENCHMARKS = ("streaming", "tracking", "load", "storage", "resilience", "scale")
+BENCHMARKS = (
+    "streaming",
+    "tracking",
+    "load",
+    "storage",
+    "storage_postgres",
+    "resilience",
+    "scale",
+)
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:

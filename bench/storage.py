@@ -309,13 +309,5 @@ def storage_table(result: StorageResult) -> Table:
 
 
 async def main(quick: bool = False) -> list[Table]:
-    """The benchmark as ``python -m bench storage [--quick]`` runs it: SQLite against its
-    unindexed baseline, then SQLite against PostgreSQL (:mod:`bench.storage_postgres`)."""
-    from bench.storage_postgres import comparison_table, postgres_figures
-
-    config = QUICK if quick else FULL
-    sqlite = await run_storage(config)
-    indexed = [t for t in sqlite.timings if t.variant.startswith("genbot")]
-    sqlite_rows = [Timing(t.operation, "SQLite", t.rows, t.seconds, t.correct) for t in indexed]
-    postgres = await postgres_figures(config)
-    return [storage_table(sqlite), comparison_table(sqlite_rows, postgres)]
+    """The benchmark as ``python -m bench storage [--quick]`` runs it."""
+    return [storage_table(await run_storage(QUICK if quick else FULL))]

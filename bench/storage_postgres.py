@@ -6,8 +6,8 @@ the machine's binaries, ``fsync=off`` as in the tests) after the schema is migra
 same random keys are timed through :class:`storage.postgres.PostgresStore` as the awaiting
 caller sees them (pool hop included): the button-press lookup ``job_for_message`` and the
 compare-and-set ``transition``, plus a lease claim (``claim_jobs`` of 100 expired jobs, which
-only a shared database needs under load). SQLite figures come from :mod:`bench.storage` in this
-run.
+only a shared database needs under load). The SQLite figures are measured in the same run
+(:func:`bench.storage.run_storage`). ``python -m bench storage_postgres [--quick]``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from psycopg.types.json import Jsonb
 
 from bench.report import Table, percentile
-from bench.storage import CHANNELS, Keys, StorageConfig, Timing
+from bench.storage import CHANNELS, FULL, QUICK, Keys, StorageConfig, Timing, run_storage
 from storage.postgres import PostgresStore
 from tests.postgres import PostgresCluster, start_cluster
 
@@ -149,3 +149,12 @@ async def postgres_figures(config: StorageConfig) -> PostgresResult:
         return await run_postgres(config, cluster)
     finally:
         await asyncio.to_thread(cluster.stop)
+
+
+async def main(quick: bool = False) -> list[Table]:
+    """SQLite and PostgreSQL at the same rows, in one run."""
+    config = QUICK if quick else FULL
+    sqlite = await run_storage(config)
+    indexed = [t for t in sqlite.timings if t.variant.startswith("genbot")]
+    sqlite_rows = [Timing(t.operation, "SQLite", t.rows, t.seconds, t.correct) for t in indexed]
+    return [comparison_table(sqlite_rows, await postgres_figures(config))]
