@@ -266,9 +266,9 @@ class SurfaceLimits:
     forms_take_files: bool = False
     """Whether forms can ask for files (Discord's file uploads in modals)."""
     edits_add_images: bool = True
-    """Whether :meth:`Surface.edit` can give a posted message its images (Discord, the
-    playground), so a job's progress message can become its result; where it cannot (Slack)
-    the result is posted and the progress message removed."""
+    """Whether a job's progress message becomes its result by an edit that gives it its images
+    (Discord, the playground); where not (Slack: an edit notifies nobody, a new post notifies the
+    requester that the job is done) the result is posted and the progress message removed."""
 
 
 class RateLimited(Exception):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from adapters.text import truncate
@@ -32,6 +33,7 @@ INPUT_LABEL_MAX = 2000
 PLACEHOLDER_MAX = 150
 INPUT_MAX_LENGTH = 3000
 EMPTY_FALLBACK = "genbot"
+ALT_TEXT_MAX = 2000
 
 ZWSP = "\u200b"
 # "<", "@", "!" and "#" also as the HTML entities a Markdown renderer decodes.
@@ -127,8 +129,9 @@ def mention(user_id: str) -> str:
     return f"<@{user_id}>" if re.fullmatch(r"[UW][A-Z0-9]+", user_id) else ""
 
 
-def message_blocks(message: OutMessage) -> list[dict[str, Any]]:
-    """The blocks of ``message``: text, then one actions block per row of buttons."""
+def message_blocks(message: OutMessage, file_ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The blocks of ``message``: text, then an image block per Slack file in ``file_ids``
+    (its images, uploaded), then one actions block per row of buttons."""
     blocks: list[dict[str, Any]] = []
     tag = mention(message.mention_user_id or "")
     if message.from_model:
@@ -145,8 +148,9 @@ def message_blocks(message: OutMessage) -> list[dict[str, Any]]:
     # Slack has no disabled buttons: a disabled one is left out.
     pressable = [tuple(b for b in row if not b.disabled) for row in message.buttons]
     rows = [_actions(index, row) for index, row in enumerate(pressable) if row]
-    room = MESSAGE_BLOCKS_MAX - len(rows)
-    return blocks[:room] + rows
+    images = [_image(f, message.text) for f in file_ids]
+    room = MESSAGE_BLOCKS_MAX - len(rows) - len(images)
+    return blocks[:room] + images + rows
 
 
 def fallback_text(message: OutMessage) -> str:
@@ -173,6 +177,11 @@ def notice_blocks(text: str) -> list[dict[str, Any]]:
     if len(mrkdwn) <= FALLBACK_TEXT_MAX:
         return []
     return [_section(piece) for piece in split_text(mrkdwn, SECTION_TEXT_MAX)][:MESSAGE_BLOCKS_MAX]
+
+
+def _image(file_id: str, alt_text: str) -> dict[str, Any]:
+    alt = truncate(alt_text.strip(), ALT_TEXT_MAX) or "image"
+    return {"type": "image", "slack_file": {"id": file_id}, "alt_text": alt}
 
 
 def _section(text: str) -> dict[str, Any]:

@@ -36,7 +36,8 @@ from .formatting import (
     markdown_to_mrkdwn,
     message_blocks,
 )
-from .keyed import files_of
+from .keyed import files_of, key_metadata
+from .uploads import FILE_REF_PREFIX
 
 log = logging.getLogger(__name__)
 Clients = Callable[[str], Awaitable[AsyncWebClient]]
@@ -60,26 +61,24 @@ class ResultFiles:
         while len(self._known) > REMEMBERED_MESSAGES:
             self._known.popitem(last=False)
 
-    async def of(self, ref: MessageRef) -> tuple[str, ...]:
-        """The files ``ref`` shows; ``()`` when Slack has none (or cannot say)."""
+    async def of(self, ref: MessageRef, *, strict: bool = False) -> tuple[str, ...]:
+        """The files ``ref`` shows; ``()`` when Slack has none, or cannot say (unless
+        ``strict``: then Slack's refusal propagates)."""
         key = (ref.place.channel_id, ref.message_id)
         if key in self._known:
             return self._known[key]
-        if ref.message_id.startswith("file:"):
-            return (ref.message_id.removeprefix("file:"),)
+        if ref.message_id.startswith(FILE_REF_PREFIX):
+            return (ref.message_id.removeprefix(FILE_REF_PREFIX),)
         try:
             client = await self._clients(ref.place.workspace_id)
             found = await files_of(client, self._call, ref.place, ref.message_id)
         except SlackRefused as refused:
+            if strict:
+                raise
             log.info("no files for %s: %s", ref.message_id, refused.code)
             return ()
         self.remember(*key, found)
         return found
-
-
-def image_block(file_id: str, alt_text: str) -> dict[str, Any]:
-    """An image block showing a file Slack holds."""
-    return {"type": "image", "slack_file": {"id": file_id}, "alt_text": _alt(alt_text)}
 
 
 def home_view(
@@ -113,11 +112,6 @@ def home_view(
         "private_metadata": encode_place(conversation),
         "blocks": blocks,
     }
-
-
-def repost_blocks(file_ids: Sequence[str], message: OutMessage) -> list[dict[str, Any]]:
-    """A copy of a result: its images (the files Slack holds), then its text and buttons."""
-    return [*(image_block(f, message.text) for f in file_ids), *message_blocks(message)]
 
 
 def _defaults(view: HomeView) -> str:
@@ -222,9 +216,12 @@ class HomeTab:
                 channel=place.channel_id,
                 thread_ts=place.thread_id,
                 text=fallback_text(message),
-                blocks=repost_blocks(found, message),
+                blocks=message_blocks(message, found),
                 unfurl_links=False,
                 unfurl_media=False,
+                metadata=key_metadata(None, found),
             ),
         )
-        return MessageRef(place, str(response["ts"]))
+        ts = str(response["ts"])
+        self.files.remember(place.channel_id, ts, found)
+        return MessageRef(place, ts)

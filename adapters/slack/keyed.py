@@ -32,13 +32,17 @@ LOOKUP_IMPOSSIBLE = frozenset(
 """Refusals of the look-up that no retry can cure: the message is posted without it."""
 
 
-def key_metadata(key: str, files: Iterable[str] = ()) -> dict[str, Any]:
-    """The ``metadata`` argument of ``chat.postMessage`` for a message with ``key`` (and the
-    ids of the files uploaded with it, which the message itself does not show)."""
-    payload: dict[str, Any] = {"key": key}
+def key_metadata(key: str | None, files: Iterable[str] = ()) -> dict[str, Any] | None:
+    """The ``metadata`` argument of ``chat.postMessage`` for a message with ``key`` and the
+    ids of the Slack files it shows (what App Home and later edits reuse); ``None`` for a
+    message with neither."""
+    payload: dict[str, Any] = {}
+    if key:
+        payload["key"] = key
+    files = list(files)
     if files:
-        payload["files"] = list(files)
-    return {"event_type": EVENT_TYPE, "event_payload": payload}
+        payload["files"] = files
+    return {"event_type": EVENT_TYPE, "event_payload": payload} if payload else None
 
 
 def carries_key(message: Mapping[str, Any], key: str) -> bool:
@@ -131,8 +135,8 @@ async def look_back(client: AsyncWebClient, call: Call, place: Place, earlier: E
 
 
 async def files_of(client: AsyncWebClient, call: Call, place: Place, ts: str) -> tuple[str, ...]:
-    """The ids of the files message ``ts`` in ``place`` shows: those its metadata names (a
-    keyed message posted after its upload), else its own."""
+    """The ids of the files message ``ts`` in ``place`` shows: those its metadata names, else
+    its own (a file share), else those of its image blocks."""
     if place.thread_id is None or place.thread_id == ts:
         page = await call(
             "conversations.history",
@@ -164,5 +168,17 @@ async def files_of(client: AsyncWebClient, call: Call, place: Place, ts: str) ->
         metadata = message.get("metadata") or {}
         named = (metadata.get("event_payload") or {}).get("files") or []
         own = [f.get("id") for f in message.get("files") or [] if isinstance(f, Mapping)]
-        return tuple(str(i) for i in (named or own) if i)
+        return tuple(str(i) for i in (named or own or _block_files(message)) if i)
     return ()
+
+
+def _block_files(message: Mapping[str, Any]) -> list[str]:
+    """The ids of the Slack files ``message``'s image blocks show."""
+    ids: list[str] = []
+    for block in message.get("blocks") or []:
+        if not isinstance(block, Mapping) or block.get("type") != "image":
+            continue
+        slack_file = block.get("slack_file")
+        if isinstance(slack_file, Mapping):
+            ids.append(str(slack_file.get("id") or ""))
+    return ids

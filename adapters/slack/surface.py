@@ -1,10 +1,10 @@
 """genbot's :class:`~bot.events.Surface` on Slack's Web API.
 
-Text and buttons go out with ``chat.postMessage`` / ``chat.update`` (see
-:mod:`adapters.slack.formatting`); images with ``files_upload_v2`` into the channel or thread,
-followed by the message carrying text and buttons, whose ``ts`` is the returned
-:class:`MessageRef`. ``ratelimited`` answers become :class:`RateLimited`; every other refusal
-a :class:`SurfaceError` naming the method and Slack's error code.
+Messages go out with ``chat.postMessage`` / ``chat.update`` (see
+:mod:`adapters.slack.formatting`), one message however many images: images are uploaded
+privately and shown by the message's ``image`` blocks (:mod:`adapters.slack.uploads`).
+``ratelimited`` answers become :class:`RateLimited`; every other refusal a
+:class:`SurfaceError` naming the method and Slack's error code.
 
 Model answers stream natively where Slack allows it (:mod:`adapters.slack.streaming`); each
 kind of write has its own per-workspace budget, as Slack gives each method its own tier. Every
@@ -12,8 +12,8 @@ call uses the bot token of the place's workspace (:mod:`adapters.slack.tokens`).
 
 A keyed message (see :mod:`adapters.slack.keyed`) is posted with its key as metadata. When an
 earlier attempt may have reached Slack, the recent messages of the place are read first: the
-keyed message found there is returned instead of posting another, and images already shared
-there are not uploaded again. If that look-up fails the send fails too (the core retries it
+keyed message found there is returned instead of posting another, and images genbot already
+uploaded are not uploaded again. If that look-up fails the send fails too (the core retries it
 later) rather than risk a duplicate, unless it cannot work at all (a missing scope).
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -35,7 +35,6 @@ from bot.events import (
     Command,
     Event,
     HomeOpened,
-    ImageFile,
     MessageGone,
     MessageRef,
     Modal,
@@ -66,7 +65,7 @@ from .keyed import EarlierPost, find_earlier, key_metadata, look_back
 from .status import StatusLine
 from .streaming import SlackStream, StreamSupport
 from .tokens import OneWorkspace, TeamTokens
-from .uploads import FILE_REF_PREFIX, file_ids, images_ref
+from .uploads import FILE_REF_PREFIX, SlackUploads
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +128,7 @@ class SlackSurface:
         self.streaming = StreamSupport()
         self.status = StatusLine(self.client_for, self._call)
         self.home = HomeTab(self.client_for, self._call, ResultFiles(self.client_for, self._call))
+        self.uploads = SlackUploads(self._call)
 
     async def close(self) -> None:
         """Release the HTTP session used for downloads and response URLs."""
@@ -164,27 +164,24 @@ class SlackSurface:
         earlier = await find_earlier(client, self._call, place, message)
         if earlier.message_ts is not None:
             return MessageRef(place, earlier.message_ts)
-        images = tuple(i for i in message.images if i.filename not in earlier.files)
-        upload = await self._upload(place, images) if images else None
-        if message.images and not message.text.strip() and not message.buttons:
-            return MessageRef(place, images_ref(upload, earlier, message.images, place))
-        uploaded = file_ids(upload, earlier, message.images)
+        files = await self.uploads.files_for(client, place.workspace_id, message, earlier)
         response = await self._call(
             "chat.postMessage",
             client.chat_postMessage(
                 channel=place.channel_id,
                 thread_ts=place.thread_id,
                 text=fallback_text(message),
-                blocks=message_blocks(message),
+                blocks=message_blocks(message, files),
                 unfurl_links=False,
                 unfurl_media=False,
-                metadata=key_metadata(message.key, uploaded) if message.key else None,
+                metadata=key_metadata(message.key, files),
             ),
         )
         self.status.posted(place.channel_id, place.thread_id)
-        if uploaded:
-            self.home.files.remember(place.channel_id, str(response["ts"]), uploaded)
-        return MessageRef(place, str(response["ts"]))
+        ts = str(response["ts"])
+        if message.card or files:
+            self.home.files.remember(place.channel_id, ts, files)
+        return MessageRef(place, ts)
 
     async def posted(self, place: Place, key: str) -> MessageRef | None:
         """The recent message in ``place`` posted with ``key``, if any."""
@@ -193,11 +190,16 @@ class SlackSurface:
         return MessageRef(place, earlier.message_ts) if earlier.message_ts else None
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        """Show ``message`` in ``ref``. Its images replace the message's; a job's message
+        edited without images keeps those it shows (an edit marking a pressed button)."""
         if ref.message_id.startswith(FILE_REF_PREFIX):
             raise SurfaceError("Slack cannot edit an uploaded file's message")
-        if message.images:
-            await self._upload(ref.place, message.images)
         client = await self.client_for(ref.place.workspace_id)
+        files: Sequence[str] = ()
+        if message.images:
+            files = await self.uploads.files_for(client, ref.place.workspace_id, message)
+        elif message.card:
+            files = await self.home.files.of(ref, strict=True)
         try:
             await self._call(
                 "chat.update",
@@ -205,13 +207,16 @@ class SlackSurface:
                     channel=ref.place.channel_id,
                     ts=ref.message_id,
                     text=fallback_text(message),
-                    blocks=message_blocks(message),
+                    blocks=message_blocks(message, files),
+                    metadata=key_metadata(None, files) if message.images else None,
                 ),
             )
         except SlackRefused as refused:
             if refused.code == "message_not_found":
                 raise MessageGone(str(refused)) from None
             raise
+        if message.images:
+            self.home.files.remember(ref.place.channel_id, ref.message_id, files)
 
     async def delete(self, ref: MessageRef) -> None:
         """Delete a message genbot posted (a finished job's progress message)."""
@@ -340,18 +345,6 @@ class SlackSurface:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession()
         return self._session
-
-    async def _upload(self, place: Place, images: tuple[ImageFile, ...]) -> Mapping[str, Any]:
-        uploads = [{"file": i.data, "filename": i.filename, "title": i.filename} for i in images]
-        client = await self.client_for(place.workspace_id)
-        response = await self._call(
-            "files.upload",
-            client.files_upload_v2(
-                file_uploads=uploads, channel=place.channel_id, thread_ts=place.thread_id
-            ),
-        )
-        self.status.posted(place.channel_id, place.thread_id)
-        return response.data if isinstance(response.data, dict) else {}
 
     async def _respond(self, response_url: str, text: str, blocks: list[dict[str, Any]]) -> bool:
         webhook = AsyncWebhookClient(

@@ -7,7 +7,7 @@ brings a newer one), results and reports wait for it (bounded) because they must
 
 One message per job: the progress message becomes the result (image, title, buttons) or the
 failure report, where the platform lets an edit add images (:attr:`SurfaceLimits.edits_add_images`;
-a text-only outcome always can). Where it cannot (Slack), the result is posted and the progress
+a text-only outcome always can). Where not (Slack), the result is posted and the progress
 message deleted (or, failing that, collapsed into a one-line reference). A progress message that
 is gone (a user deleted it) is replaced by a new post.
 

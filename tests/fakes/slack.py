@@ -26,6 +26,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.slack_api import SlackWebApi
+from tests.fakes.slack_files import SlackFilesApi
 from tests.fakes.slack_home import SlackHomeApi
 from tests.fakes.slack_model import (
     ApiCall,
@@ -50,7 +51,9 @@ Args = dict[str, Any]
 LOGIN_PAGE = "<html><body>Sign in to Slack</body></html>"
 
 
-class FakeSlack(SlackWebApi, SlackStreamingApi, SlackOAuth, SlackHomeApi, SlackPayloads):
+class FakeSlack(
+    SlackWebApi, SlackFilesApi, SlackStreamingApi, SlackOAuth, SlackHomeApi, SlackPayloads
+):
     """A Slack workspace with one bot, answering on a loopback port."""
 
     def __init__(
@@ -73,6 +76,7 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackOAuth, SlackHomeApi, SlackP
         post_window_seconds: float = 5.0,
         token_rotation: bool = False,
         token_lifetime_seconds: int = 43200,
+        file_processing_seconds: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.app_token = app_token
@@ -99,6 +103,7 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackOAuth, SlackHomeApi, SlackP
         self.statuses: dict[tuple[str, str], ThreadStatus] = {}
         self.status_log: list[ThreadStatus] = []
         self.clock = clock
+        self.file_processing_seconds = file_processing_seconds
 
         self.calls: list[ApiCall] = []
         self.ratelimited: list[ApiCall] = []
@@ -134,6 +139,7 @@ class FakeSlack(SlackWebApi, SlackStreamingApi, SlackOAuth, SlackHomeApi, SlackP
         self.port = 0
         self._methods = {
             **self.web_api_methods(),
+            **self.files_methods(),
             **self.streaming_methods(),
             **self.oauth_methods(),
             **self.home_methods(),

@@ -32,7 +32,7 @@ CURSOR_PREFIX = "offset:"
 
 
 class SlackWebApi:
-    """``auth.test``, ``chat.*``, ``views.open``, ``conversations.*``, ``users.info``, uploads."""
+    """``auth.test``, ``chat.*``, ``views.open``, ``conversations.*``, ``users.info``."""
 
     port: int
     users: dict[str, str]
@@ -99,8 +99,6 @@ class SlackWebApi:
             "conversations.history": self._history,
             "conversations.info": self._conversation_info,
             "users.info": self._user_info,
-            "files.getUploadURLExternal": self._upload_url,
-            "files.completeUploadExternal": self._complete_upload,
         }
 
     def _bot_message(self, args: Args) -> FakeMessage:
@@ -290,51 +288,6 @@ class SlackWebApi:
                 "profile": profile,
             }
         }
-
-    def _upload_url(self, args: Args) -> Args:
-        filename = str(args.get("filename") or "")
-        try:
-            length = int(args.get("length") or 0)
-        except ValueError:
-            length = 0
-        if not filename or length <= 0:
-            raise SlackError("invalid_arguments")
-        file = FakeFile(
-            new_id("F"), filename, length, self.bot_user_id, self.base_url, team=self.team_id
-        )
-        self.files[file.id] = file
-        return {"upload_url": f"{self.base_url}/upload/{file.id}", "file_id": file.id}
-
-    def _complete_upload(self, args: Args) -> Args:
-        items = args.get("files")
-        if not isinstance(items, list) or not items:
-            raise SlackError("invalid_arguments")
-        files: list[FakeFile] = []
-        for item in items:
-            file = self.files.get(str(item.get("id")))
-            if file is None or file.data is None:
-                raise SlackError("file_not_found")
-            if len(file.data) != file.length:
-                raise SlackError("file_upload_size_mismatch")
-            file.title = str(item.get("title") or file.name)
-            files.append(file)
-        channel = args.get("channel_id")
-        if channel:
-            thread_ts = args.get("thread_ts") or None
-            message = self._add_message(
-                str(channel),
-                self.bot_user_id,
-                str(args.get("initial_comment") or ""),
-                thread_ts=thread_ts,
-                files=files,
-            )
-            for file in files:
-                file.channel, file.thread_ts, file.message_ts = (
-                    message.channel,
-                    thread_ts,
-                    message.ts,
-                )
-        return {"files": [f.payload() for f in files]}
 
 
 def _within(message: FakeMessage, args: Args) -> bool:

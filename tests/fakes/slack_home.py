@@ -3,9 +3,11 @@
 images that exist), the ``app_home_opened`` event, and a press of a button on the Home tab.
 
 Images are checked where Slack checks them: an image element or block needs ``alt_text`` and
-either an http(s) ``image_url`` or a ``slack_file`` naming a file the workspace has
-(``invalid_blocks``, as Slack answers when it cannot fetch an image). The same check applies to
-image blocks in messages (:meth:`SlackHomeApi.image_errors`).
+either an http(s) ``image_url`` or a ``slack_file`` (by ``id`` or ``url``, not both) naming a
+PNG, JPEG or GIF file of the workspace that is processed and that the bot may use
+(``invalid_blocks``, "invalid slack file", as Slack answers; see
+:mod:`tests.fakes.slack_files`). The same check applies to image blocks in messages
+(:meth:`SlackHomeApi.image_errors`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ Args = dict[str, Any]
 HOME_BLOCKS_MAX = 100
 SECTION_TEXT_MAX = 3000
 ALT_TEXT_MAX = 2000
+BLOCK_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif"})
+"""The types a ``slack_file`` may be (Slack's "Slack file object": png, jpg, jpeg and gif)."""
 HOME_BLOCK_TYPES = frozenset({"actions", "context", "divider", "header", "image", "section"})
 
 
@@ -39,7 +43,14 @@ class SlackHomeApi:
         @property
         def team_id(self) -> str: ...
 
+        @property
+        def bot_user_id(self) -> str: ...
+
         def _issue_trigger(self) -> str: ...
+
+        def file_ready(self, file: FakeFile) -> bool: ...
+
+        def usable_by(self, file: FakeFile, user: str) -> bool: ...
 
     def home_methods(self) -> dict[str, Callable[[Args], Args]]:
         return {"views.publish": self._views_publish}
@@ -74,11 +85,22 @@ class SlackHomeApi:
         if url is not None:
             ok = isinstance(url, str) and url.startswith(("http://", "https://"))
             return [] if ok else [f"invalid image_url {where}"]
-        file_id = slack_file.get("id") if isinstance(slack_file, dict) else None
-        file = self.files.get(str(file_id))
-        if file is None or file.data is None or file.team != self.team_id:
-            return [f"invalid slack_file {where}"]
-        return []
+        if not isinstance(slack_file, dict) or ("id" in slack_file) == ("url" in slack_file):
+            return [f"give slack_file an id or a url {where}"]
+        file = self._file_named(slack_file)
+        usable = (
+            file is not None
+            and self.file_ready(file)
+            and self.usable_by(file, self.bot_user_id)
+            and file.mimetype in BLOCK_IMAGE_TYPES
+        )
+        return [] if usable else [f"invalid slack file {where}/slack_file"]
+
+    def _file_named(self, slack_file: Args) -> FakeFile | None:
+        if "id" in slack_file:
+            return self.files.get(str(slack_file["id"]))
+        url = str(slack_file.get("url") or "")
+        return next((f for f in self.files.values() if url == f.url_private), None)
 
     def _home_errors(self, view: Any) -> list[str]:
         if not isinstance(view, dict) or view.get("type") != "home":

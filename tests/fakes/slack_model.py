@@ -93,6 +93,11 @@ class FakeFile:
     thread_ts: str | None = None
     message_ts: str | None = None
     team: str = "T0FAKE"
+    created: float = field(default_factory=time.time)
+    """Unix time of the upload (``files.list`` filters on it)."""
+    ready_at: float = 0.0
+    """When Slack has processed the upload (the fake's clock): before then the file cannot be
+    shown in a block and ``files.info`` gives it no type yet."""
 
     @property
     def mimetype(self) -> str:
@@ -129,6 +134,8 @@ class FakeFile:
             "url_private": self.url_private,
             "url_private_download": self.url_private + "?download=1",
             "shares": shares,
+            "created": int(self.created),
+            "is_public": bool(shares.get("public")),
         }
 
 
@@ -180,6 +187,15 @@ class FakeMessage:
     @property
     def action_ids(self) -> list[str]:
         return [b["action_id"] for b in self.buttons]
+
+    @property
+    def image_files(self) -> list[str]:
+        """The ids of the Slack files the message's image blocks show, in order."""
+        return [
+            str(b["slack_file"].get("id"))
+            for b in self.blocks
+            if b.get("type") == "image" and isinstance(b.get("slack_file"), dict)
+        ]
 
     def button(self, label: str) -> dict[str, Any]:
         """The button labelled ``label``; ``KeyError`` when there is none."""

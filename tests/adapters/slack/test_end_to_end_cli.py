@@ -160,7 +160,7 @@ async def test_genbot_run_in_http_mode_answers_a_signed_imagine(
     assert (refused.status, accepted.status) == (401, 200)
     assert len(created(sim, "/gen/v2/imagine")) == 1
     (upload,) = fake.uploads
-    assert any(f.id == upload[0] for m in fake.bot_messages("C1") for f in m.files)
+    assert grid.image_files == [upload[0]]
     assert "a fox" in grid.sections
     assert fake.ratelimited == []
     assert code == 0, genbot.output

@@ -69,25 +69,24 @@ async def test_imagine_upscale_and_a_follow_up_after_a_restart(
         (imagine,) = created(sim, "/gen/v2/imagine")
         assert "a fox" in imagine.body["prompt"]
         assert "16:9" in (imagine.body.get("aspect_ratio") or imagine.body["prompt"])
-        calls = methods_after(fake, start)
+        await fake.wait_for(lambda: len(fake.bot_messages("C1")) == 1 or None, WAIT)
+        assert fake.bot_messages("C1") == [grid], "one message: the progress message is deleted"
+        calls = [c for c in methods_after(fake, start) if c != "files.info"]
         progress_post = calls.index("chat.postMessage")
         upload = calls.index("files.getUploadURLExternal")
         assert progress_post < upload
-        assert calls[upload : upload + 3] == [
+        assert calls[upload : upload + 4] == [
             "files.getUploadURLExternal",
             "files.completeUploadExternal",
             "chat.postMessage",
+            "chat.delete",
         ]
-        grid_file, grid_again = await fake.wait_for(
-            lambda: len(fake.bot_messages("C1")) == 2 and fake.bot_messages("C1"), WAIT
-        )
-        assert grid_again is grid, "the progress message is deleted once the grid is posted"
-        assert len([c for c in fake.calls[start:] if c.method == "chat.delete"]) == 1
         progress_post = next(c for c in fake.calls[start:] if c.method == "chat.postMessage")
         assert "a fox" in str(progress_post.args.get("text"))
         (uploaded,) = fake.uploads
         assert uploaded[1].startswith(PNG_SIGNATURE)
-        assert [f.id for f in grid_file.files] == [uploaded[0]]
+        assert grid.image_files == [uploaded[0]] and grid.files == []
+        assert fake.files[uploaded[0]].channel is None, "uploaded without a file-share message"
         assert [b["text"]["text"] for b in grid.buttons][:5] == ["U1", "U2", "U3", "U4", "🔄"]
         assert all(len(action_id) <= 255 for action_id in grid.action_ids)
 
@@ -103,6 +102,10 @@ async def test_imagine_upscale_and_a_follow_up_after_a_restart(
             "1",
         )
         assert len(fake.uploads) == 2
+        marked = await fake.wait_for(
+            lambda: grid.button("U1").get("style") == "primary" and grid, WAIT
+        )
+        assert marked.image_files == [uploaded[0]], "marking U1 keeps the grid's image"
         # No wait for the delivery to be recorded: a clean stop lets it finish, so the restarted
         # process must not post the upscale again (the upload count below proves it).
 

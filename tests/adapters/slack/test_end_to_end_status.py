@@ -68,10 +68,13 @@ async def test_thinking_shows_until_a_dm_answer_starts(
 
 
 def uploads_in(fake: FakeSlack, channel: str) -> list[ApiCall]:
+    """The posts of images (job results) in ``channel``."""
     return [
         c
-        for c in fake.calls_to("files.completeUploadExternal")
-        if c.ok and c.args.get("channel_id") == channel
+        for c in fake.calls_to("chat.postMessage")
+        if c.ok
+        and c.args.get("channel") == channel
+        and any(b.get("type") == "image" for b in c.blocks)
     ]
 
 

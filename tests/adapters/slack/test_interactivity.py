@@ -58,7 +58,7 @@ async def act(event: InboundEvent, surface: SlackSurface, recorded: list[Message
         recorded.append(await surface.send(event.place, upscale, origin=event))
 
 
-async def test_an_image_result_is_uploaded_then_posted_with_its_buttons(
+async def test_an_image_result_is_one_message_with_its_image_and_buttons(
     fake: FakeSlack, url: str, core: RecordingCore
 ) -> None:
     imagine_like_the_core(core)
@@ -66,17 +66,27 @@ async def test_an_image_result_is_uploaded_then_posted_with_its_buttons(
     await fake.post_command(url, fake.slash_command("/imagine", "a fox --ar 16:9"))
 
     posted = await fake.wait_for(lambda: fake.calls_to("chat.postMessage"))
-    methods = [c.method for c in fake.calls if c.method != "auth.test"]
+    methods = [c.method for c in fake.calls if c.method not in ("auth.test", "files.info")]
     assert methods == [
         "files.getUploadURLExternal",
         "files.completeUploadExternal",
         "chat.postMessage",
     ]
-    assert fake.uploads == [
-        (fake.calls_to("files.getUploadURLExternal")[0].response["file_id"], PNG)
+    (completed,) = fake.calls_to("files.completeUploadExternal")
+    assert "channel_id" not in completed.args and "channels" not in completed.args
+    file_id = fake.calls_to("files.getUploadURLExternal")[0].response["file_id"]
+    assert fake.uploads == [(file_id, PNG)]
+    ready = [c for c in fake.calls_to("files.info") if c.response["file"]["mimetype"]]
+    assert ready and fake.calls.index(ready[0]) < fake.calls.index(posted[0])
+    (buttons_message,) = fake.bot_messages("C1")
+    assert buttons_message.files == [] and buttons_message.image_files == [file_id]
+    assert [b["type"] for b in buttons_message.blocks] == [
+        "section",
+        "image",
+        "actions",
+        "actions",
+        "actions",
     ]
-    (file_message, buttons_message) = fake.bot_messages("C1")
-    assert [f.name for f in file_message.files] == ["grid.png"]
     assert buttons_message.ts == posted[0].response["ts"]
     await core.wait_for(lambda: core.results)
     assert core.results[0].message_id == buttons_message.ts

@@ -118,36 +118,73 @@ async def test_a_long_thread_is_read_page_by_page(
     assert cursors[0] is None and all(cursors[1:])
 
 
-async def test_images_that_landed_are_not_uploaded_again(
+async def test_a_retry_in_the_same_process_reuses_its_upload(
     fake: FakeSlack, surface: SlackSurface
 ) -> None:
     fake.fail_next("chat.postMessage")
     with pytest.raises(SurfaceError):
         await surface.send(C1, result(images=2))
-    (upload,) = fake.bot_messages("C1")
 
     ref = await surface.send(C1, result(images=2, may_exist=True))
 
-    shared, posted = fake.bot_messages("C1")
-    assert shared is upload and [f.name for f in shared.files] == [
-        f"imagine-{JOB}-1.png",
-        f"imagine-{JOB}-2.png",
-    ]
+    (posted,) = fake.bot_messages("C1")
     assert ref.message_id == posted.ts and posted.action_ids
-    assert posted.metadata is not None and posted.files == []
-    assert len(fake.calls_to("files.completeUploadExternal")) == 1
+    assert len(fake.uploads) == 2
+    assert posted.image_files == [file_id for file_id, _ in fake.uploads]
+    assert fake.calls_to("files.list") == [], "remembered: nothing to look for"
+
+
+async def test_after_a_crash_genbots_earlier_upload_is_found_not_uploaded_again(
+    fake: FakeSlack, surface: SlackSurface
+) -> None:
+    fake.fail_next("chat.postMessage")
+    with pytest.raises(SurfaceError):
+        await surface.send(C1, result(images=2))
+    restarted = surface_for(fake)
+
+    ref = await restarted.send(C1, result(images=2, may_exist=True))
+    await restarted.close()
+
+    (posted,) = fake.bot_messages("C1")
+    assert ref.message_id == posted.ts
+    assert len(fake.uploads) == 2
+    assert posted.image_files == [file_id for file_id, _ in fake.uploads]
+    assert posted.metadata == {
+        "event_type": "genbot_message",
+        "event_payload": {"key": RESULT, "files": posted.image_files},
+    }
+    (listed,) = fake.calls_to("files.list")
+    assert listed.args["user"] == fake.bot_user_id
 
 
 async def test_only_the_missing_images_are_uploaded(fake: FakeSlack, surface: SlackSurface) -> None:
     fake.fail_next("chat.postMessage")
     with pytest.raises(SurfaceError):
         await surface.send(C1, result(images=1))
+    restarted = surface_for(fake)
 
-    await surface.send(C1, result(images=2, may_exist=True))
+    await restarted.send(C1, result(images=2, may_exist=True))
+    await restarted.close()
 
-    first, second, _ = fake.bot_messages("C1")
-    assert [f.name for f in first.files] == [f"imagine-{JOB}-1.png"]
-    assert [f.name for f in second.files] == [f"imagine-{JOB}-2.png"]
+    (posted,) = fake.bot_messages("C1")
+    first, second = (fake.files[f] for f in posted.image_files)
+    assert (first.name, second.name) == (f"imagine-{JOB}-1.png", f"imagine-{JOB}-2.png")
+    assert [file_id for file_id, _ in fake.uploads] == [first.id, second.id]
+
+
+async def test_images_an_earlier_version_shared_in_the_channel_are_shown_not_uploaded(
+    fake: FakeSlack, surface: SlackSurface
+) -> None:
+    await surface.client.files_upload_v2(
+        file_uploads=[{"file": PNG, "filename": f"imagine-{JOB}-1.png"}], channel="C1"
+    )
+    (share,) = fake.bot_messages("C1")
+
+    await surface.send(C1, result(images=1, may_exist=True))
+
+    shared, posted = fake.bot_messages("C1")
+    assert shared is share and posted.image_files == [share.files[0].id]
+    assert len(fake.uploads) == 1
 
 
 async def test_an_image_only_message_that_landed_is_returned(

@@ -237,7 +237,7 @@ async def test_an_expired_trigger_is_reported(fake: FakeSlack, surface: SlackSur
         await surface.open_modal(command, modal)
 
 
-async def test_images_without_text_or_buttons_are_just_uploaded(
+async def test_images_without_text_or_buttons_are_one_message_of_images(
     fake: FakeSlack, surface: SlackSurface
 ) -> None:
     ref = await surface.send(
@@ -246,8 +246,8 @@ async def test_images_without_text_or_buttons_are_just_uploaded(
 
     (message,) = fake.bot_messages("C1")
     assert ref.message_id == message.ts
-    assert [f.name for f in message.files] == ["a.png", "b.png"]
-    assert fake.calls_to("chat.postMessage") == []
+    assert [fake.files[f].name for f in message.image_files] == ["a.png", "b.png"]
+    assert message.files == []
 
 
 async def test_start_thread_uses_the_message_ts_and_stays_in_a_thread(
