@@ -21,11 +21,12 @@ from bot.api import ProviderClient
 from bot.budget import RenderBudget
 from bot.chat import ChatEngine
 from bot.chat.tools import ChatImageTools
-from bot.config import ApiSettings, LimitsSettings, Settings, StorageSettings, WebhookSettings
+from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
 from bot.core import Core, Lifecycle, SurfaceRegistry
 from bot.events import SurfaceLimits
 from bot.jobs import JobEngines, build_job_engines
 from bot.tokens import warm_up
+from genbot.settings import Settings
 from storage import SqliteStore
 
 ROOMY = SurfaceLimits(max_text=2000, edits_per_window_per_channel=100_000, edit_window_seconds=1)

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import SlackSurface
+from adapters.slack.settings import SlackSettings
 from bench.report import Table, percentile
 from bench.streams import Feed, Script, make_scripts
 from bot.budget import RenderBudget
-from bot.config import LimitsSettings
 from bot.events import Command, Place, User
 from bot.render import MARKER, StreamRenderer
 from tests.fakes.slack import FakeSlack
@@ -119,7 +119,10 @@ async def run_mode(mode: str, scripts: Sequence[Script], config: SlackStreamingC
     async with FakeSlack() as fake:
         client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
         surface = SlackSurface(
-            client, limits=LimitsSettings(), bot_token=fake.bot_token, api_url=fake.api_url
+            client,
+            limits=SlackSettings().surface_limits(),
+            bot_token=fake.bot_token,
+            api_url=fake.api_url,
         )
         budget = RenderBudget()
         places = []

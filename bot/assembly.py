@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from bot.account import AccountFeature
 from bot.api import ProviderClient
 from bot.budget import RenderBudget
 from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.chat.tools import ChatImageTools
-from bot.config import ChatSettings, Settings
+from bot.config import ChatSettings, CoreSettings
 from bot.core import Core, SurfaceRegistry
 from bot.events import Surface
 from bot.home import HomeFeature
@@ -36,17 +36,32 @@ def chat_defaults(chat: ChatSettings) -> ChatDefaults:
 
 
 def build_core(
-    settings: Settings, store: Storage, provider: ProviderClient, surfaces: Iterable[Surface]
+    settings: CoreSettings,
+    store: Storage,
+    provider: ProviderClient,
+    surfaces: Iterable[Surface],
+    *,
+    open_channels: Mapping[str, frozenset[str]] | None = None,
+    shards: str | None = None,
 ) -> tuple[Core, JobEngines]:
     """The core with every feature, answering on ``surfaces`` (one per platform), and the job
-    engines (for tests and benchmarks to inspect).
+    engines (for tests and benchmarks to inspect). ``open_channels`` and ``shards``: see
+    :func:`bot.jobs.build_job_engines`.
 
     One :class:`RenderBudget` is shared by chat streams and job progress edits, so together
     they stay within each platform's edit budget.
     """
     registry = SurfaceRegistry(surfaces)
     budget = RenderBudget(shared=store if store.shared else None)
-    jobs = build_job_engines(settings, store, provider, registry, budget=budget)
+    jobs = build_job_engines(
+        settings,
+        store,
+        provider,
+        registry,
+        budget=budget,
+        open_channels=open_channels,
+        shards=shards,
+    )
     chat = ChatEngine(
         store,
         provider,

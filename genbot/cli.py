@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from bot.config import Settings, load_settings, resolve_config_path
 from genbot.reasons import StartupError, os_reason
+from genbot.settings import Settings, load_settings, resolve_config_path
 from genbot.settings_errors import configuration_error
 from genbot.signals import StopSignals, serve_until_stopped
 from simulator.server import run_forever

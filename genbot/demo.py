@@ -8,15 +8,11 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot.config import (
-    ApiSettings,
-    DiscordSettings,
-    Settings,
-    SlackSettings,
-    StorageSettings,
-    WebhookSettings,
-)
+from adapters.discord.settings import DiscordSettings
+from adapters.slack.settings import SlackSettings
+from bot.config import ApiSettings, StorageSettings, WebhookSettings
 from genbot.runtime import running
+from genbot.settings import Settings
 from genbot.signals import StopSignals
 from simulator.server import serve
 from simulator.state import SimulatorConfig

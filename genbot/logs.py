@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from urllib.parse import unquote, urlsplit
 
-from bot.config import Settings
+from genbot.settings import Settings
 
 REDACTED = "[redacted]"
 TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"

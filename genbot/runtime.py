@@ -31,11 +31,11 @@ from adapters import Adapter, AdapterStartError
 from bot import metrics
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.config import Settings
 from bot.core import Core, Lifecycle
 from bot.tokens import warm_up
 from genbot.ops import Check, CheckResult, OpsListener, ProviderFreshness
 from genbot.reasons import StartupError, os_reason, reason
+from genbot.settings import Settings
 from genbot.signals import StopSignals
 from storage import (
     LATEST_VERSION,
@@ -346,7 +346,14 @@ async def running(
 
         adapters = configured_adapters(settings, demo=demo, storage=store)
         surfaces = [adapter.surface for adapter in adapters.values()]
-        core, jobs = build_core(settings, store, provider, surfaces)
+        core, jobs = build_core(
+            settings,
+            store,
+            provider,
+            surfaces,
+            open_channels=settings.open_channels(),
+            shards=settings.discord.shards(),
+        )
         runtime = Runtime(
             settings,
             store,

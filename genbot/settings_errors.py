@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import SettingsError
 
-from bot.config import Settings
+from genbot.settings import Settings
 
 ENV_PREFIX = "GENBOT_"
 
@@ -22,7 +22,7 @@ ENV_PREFIX = "GENBOT_"
 def configuration_error(
     error: BaseException, config_path: Path | None, environ: Mapping[str, str] | None = None
 ) -> str | None:
-    """The line to print for ``error`` raised by :func:`bot.config.load_settings`, or ``None``
+    """The line to print for ``error`` raised by :func:`genbot.settings.load_settings`, or ``None``
     when it is not a configuration problem."""
     environ = os.environ if environ is None else environ
     where = str(config_path) if config_path is not None else "the configuration"

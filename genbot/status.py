@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bot.config import Settings
+from genbot.settings import Settings
 from storage.inspection import Inspection, inspect_postgres, inspect_sqlite
 from storage.records import ProcessStatus
 

@@ -7,7 +7,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", "'audioop' is deprecated", DeprecationWarning)
     import discord  # noqa: F401
 
-from adapters.discord.adapter import DiscordAdapter, point_discord_py_at, surface_limits
+from adapters.discord.adapter import DiscordAdapter, point_discord_py_at
 from adapters.discord.surface import DiscordSurface
 
-__all__ = ["DiscordAdapter", "DiscordSurface", "point_discord_py_at", "surface_limits"]
+__all__ = ["DiscordAdapter", "DiscordSurface", "point_discord_py_at"]

@@ -11,10 +11,11 @@ import yarl
 
 from adapters import AdapterStartError, FatalHandler
 from adapters.discord.client import ErrorReporter, GenbotClient, log_error
+from adapters.discord.settings import DiscordSettings
 from adapters.discord.surface import DiscordSurface
 from adapters.runner import AdapterRunner
-from bot.config import DiscordSettings, LimitsSettings
-from bot.events import EventHandler, SurfaceLimits
+from bot.config import LimitsSettings
+from bot.events import EventHandler
 
 """Told, once, that the gateway connection ended for good after a successful start."""
 
@@ -38,16 +39,6 @@ def point_discord_py_at(api_base: str, gateway_url: str) -> None:
     """Aim discord.py's REST and gateway at ``api_base``/``gateway_url`` (process-wide)."""
     discord.http.Route.BASE = api_base.rstrip("/")
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
-
-
-def surface_limits(limits: LimitsSettings) -> SurfaceLimits:
-    return SurfaceLimits(
-        max_text=2000,
-        edits_per_window_per_channel=limits.discord_edits_per_window,
-        edit_window_seconds=limits.discord_edit_window_seconds,
-        max_buttons_per_row=5,
-        forms_take_files=True,
-    )
 
 
 def log_fatal(error: BaseException) -> None:
@@ -94,7 +85,7 @@ class DiscordAdapter:
             settings,
             lambda client: DiscordSurface(
                 client,
-                surface_limits(limits),
+                settings.surface_limits(),
                 limits.max_upload_bytes,
                 result_cards=settings.result_cards,
             ),

@@ -22,6 +22,7 @@ from discord import app_commands
 from adapters import AdapterStartError
 from adapters.discord.commands import build_commands
 from adapters.discord.components import REOPEN_ACTION, GenbotButton
+from adapters.discord.settings import DiscordSettings
 from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from adapters.discord.translate import (
     PLATFORM,
@@ -39,7 +40,6 @@ from adapters.discord.translate import (
 )
 from adapters.runner import AdapterRunner
 from bot.commands import offered_models
-from bot.config import DiscordSettings
 from bot.events import (
     MODAL_ACTIONS,
     ButtonPress,

@@ -29,7 +29,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters import AdapterStartError, FatalHandler, log_fatal
 from adapters.listener import Listener
 from adapters.runner import AdapterRunner
-from bot.config import LimitsSettings, SlackSettings
+from adapters.slack.settings import SlackSettings
+from bot.config import LimitsSettings
 from bot.events import Command, EventHandler, InboundEvent, User, UserMessage
 from storage import EventDedupe, SlackInstallations
 
@@ -100,7 +101,8 @@ class SlackAdapter:
         )
         self.surface = SlackSurface(
             self.client,
-            limits=limits,
+            limits=settings.surface_limits(),
+            max_upload_bytes=limits.max_upload_bytes,
             bot_token=bot_token,
             api_url=self._api_url,
             tokens=self.distribution.tokens if self.distribution is not None else None,

@@ -21,7 +21,7 @@ from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.config import SlackSettings
+from adapters.slack.settings import SlackSettings
 from storage import SlackInstallations
 
 from .installations import STATE_SECONDS, InstallationStore, OAuthStateStore

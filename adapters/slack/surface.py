@@ -29,7 +29,6 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.config import LimitsSettings
 from bot.events import (
     Attachment,
     Command,
@@ -44,7 +43,6 @@ from bot.events import (
     SurfaceLimits,
     User,
     WorkStatus,
-    WriteKind,
 )
 from bot.home import HomeView
 
@@ -52,7 +50,6 @@ from .calls import SlackCalls
 from .errors import SlackRefused
 from .files import FileFetcher
 from .formatting import (
-    MODEL_TEXT_BUDGET,
     fallback_text,
     message_blocks,
     modal_view,
@@ -69,17 +66,6 @@ from .uploads import FILE_REF_PREFIX, SlackUploads
 
 log = logging.getLogger(__name__)
 
-# chat.postMessage allows about one message per second per channel with short bursts; the
-# workspace-wide chat.update budget (Tier 3) comes from [limits] slack_updates_per_minute.
-CHANNEL_WRITES_PER_WINDOW = 5
-CHANNEL_WINDOW_SECONDS = 5.0
-METHOD_TIERS: Mapping[WriteKind, int | None] = MappingProxyType(
-    {"send": None, "stream_start": 20, "stream_append": 100, "stream_stop": 20}
-)
-"""Per-workspace budgets of the methods with a tier of their own: ``chat.startStream`` and
-``chat.stopStream`` Tier 2, ``chat.appendStream`` Tier 4; ``chat.postMessage`` has only its
-per-channel limit. ``chat.update`` (Tier 3) is the shared ``slack_updates_per_minute``."""
-
 
 class SlackSurface:
     """What the core calls to post, edit, upload, open forms and fetch files on Slack."""
@@ -93,27 +79,18 @@ class SlackSurface:
         self,
         client: AsyncWebClient,
         *,
-        limits: LimitsSettings,
+        limits: SurfaceLimits,
         bot_token: str,
         api_url: str,
         call_timeout: float = 30.0,
         tokens: TeamTokens | None = None,
+        max_upload_bytes: int = 8 * 1024 * 1024,
     ) -> None:
         """``client`` carries the API's address (and, for one workspace, its token);
         ``tokens`` gives each workspace's bot token (default: ``bot_token`` everywhere)."""
         self.client = client
         self.tokens = tokens or OneWorkspace(bot_token)
-        self.limits = SurfaceLimits(
-            max_text=MODEL_TEXT_BUDGET,
-            edits_per_window_per_channel=CHANNEL_WRITES_PER_WINDOW,
-            edit_window_seconds=CHANNEL_WINDOW_SECONDS,
-            edits_per_minute_per_workspace=limits.slack_updates_per_minute,
-            min_seconds_between_edits_of_one_message=1.0 / limits.slack_message_updates_per_second,
-            max_buttons_per_row=5,
-            writes_per_minute_per_workspace=METHOD_TIERS,
-            channel_window_kinds=frozenset({"send", "edit"}),
-            edits_add_images=False,
-        )
+        self.limits = limits
         self.call_timeout = call_timeout
         self._clients: dict[str, AsyncWebClient] = {}
         self._call = SlackCalls(call_timeout, on_token_gone=self._forget_tokens)
@@ -122,7 +99,7 @@ class SlackSurface:
             self.tokens,
             api_url,
             self._http,
-            max_bytes=limits.max_upload_bytes,
+            max_bytes=max_upload_bytes,
             timeout=call_timeout,
         )
         self.streaming = StreamSupport()

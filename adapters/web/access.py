@@ -28,7 +28,7 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from bot.config import WebSettings
+from adapters.web.settings import WebSettings
 
 SESSION_COOKIE = "genbot_session"
 ACCESS_COOKIE = "genbot_access"

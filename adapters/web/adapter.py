@@ -22,8 +22,9 @@ from adapters.web.handlers import resume_commands
 from adapters.web.messages import WebMessage
 from adapters.web.platform import PLATFORM, WebContext
 from adapters.web.playground import Playground
+from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
-from bot.config import LimitsSettings, WebSettings
+from bot.config import LimitsSettings
 from bot.events import Command, EventHandler, InboundEvent
 from storage import PlaygroundHistory
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from adapters.webhook.receiver import WebhookReceiver, WebhookTarget
-from bot.config import Settings
+from bot.config import CoreSettings
 from bot.jobs import JobEngines, webhook_base_url
 
 
-def webhook_receiver(settings: Settings, jobs: JobEngines) -> WebhookReceiver | None:
+def webhook_receiver(settings: CoreSettings, jobs: JobEngines) -> WebhookReceiver | None:
     """The receiver for ``jobs``' tracker and media host, or None when webhooks are off
     (``[webhook] public_url`` empty or not an address the provider accepts)."""
     if webhook_base_url(settings) is None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from bot.api import InvalidRequest, ProviderClient
 from bot.api.validation import check_webhook_address
 from bot.budget import RenderBudget
-from bot.config import Settings
+from bot.config import CoreSettings
 from bot.core import Feature, Lifecycle, SurfaceRegistry
 from bot.jobs.cancel import JobCancel
 from bot.jobs.delivery import Delivery
@@ -29,7 +29,7 @@ from bot.jobs.describe import DescribeButtons
 from bot.jobs.diffusion import DiffusionJobs
 from bot.jobs.hosting import MediaHost, media_folder
 from bot.jobs.images import ImageJobs
-from bot.jobs.limits import Limits, open_channels_from
+from bot.jobs.limits import Limits
 from bot.jobs.media import MediaFetcher, provider_is_private
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.starter import JobSpec, JobStarter, Submitted
@@ -97,7 +97,7 @@ class JobEngines:
         return [self.media, self.tracker, self.ticker]
 
 
-def webhook_base_url(settings: Settings) -> str | None:
+def webhook_base_url(settings: CoreSettings) -> str | None:
     """Where job webhooks go (``public_url`` + ``path``), or None when webhooks are off or the
     address is not one the provider accepts (https on 443; loopback http only when
     ``allow_insecure_loopback``)."""
@@ -116,21 +116,23 @@ def webhook_base_url(settings: Settings) -> str | None:
 
 
 def build_job_engines(
-    settings: Settings,
+    settings: CoreSettings,
     store: Storage,
     provider: ProviderClient,
     surfaces: SurfaceRegistry,
     *,
     budget: RenderBudget | None = None,
     open_channels: Mapping[str, frozenset[str]] | None = None,
+    shards: str | None = None,
     clock: Callable[[], float] = time.time,
 ) -> JobEngines:
     """Build the job machinery: its :attr:`JobEngines.features` and
     :attr:`JobEngines.services` (media session, tracker — in start order) go to the core,
     :attr:`JobEngines.tools` to the chat engine.
 
-    ``open_channels`` overrides the per-platform open channels read from ``[discord]`` and
-    ``[slack]`` ``open_channel_ids``; ``clock`` times polls, timeouts and delivery retries.
+    ``open_channels``: the channels per platform whose job buttons anyone may press (see
+    :class:`bot.jobs.limits.Limits`); ``shards``: the platform shards this process runs, for
+    the cluster's view; ``clock`` times polls, timeouts and delivery retries.
     """
     limits_settings = settings.limits
     watch = JobWatch(store)
@@ -151,7 +153,7 @@ def build_job_engines(
     delivery = Delivery(store, surfaces, budget or RenderBudget(), media, watch, clock=clock)
     limits = Limits(
         limits_settings,
-        open_channels if open_channels is not None else open_channels_from(settings),
+        open_channels or {},
     )
     tracker = Tracker(
         store,
@@ -160,7 +162,7 @@ def build_job_engines(
         watch,
         limits_settings,
         platforms=surfaces.platforms,
-        shards=settings.discord.shards,
+        shards=lambda: shards,
         webhooks=webhook_base is not None,
         clock=clock,
     )

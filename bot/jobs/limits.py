@@ -7,8 +7,8 @@
   (UTC) may start no new job (``0`` disables the budget). Credits land in the ledger when an
   image task's result is posted and when a diffusion job is accepted, so a budget can be
   overshot by the jobs already running — the cap bounds that.
-- Buttons act only for the job's requester, unless the channel is configured open for the
-  platform (``open_channel_ids``), or the presser is an admin.
+- Buttons act only for the job's requester, unless the channel is open for the platform (the
+  adapters' ``open_channel_ids``, given by the composition root), or the presser is an admin.
 
 Admins (``User.is_admin``, decided by the adapter) bypass every cap. The caps are checked by the
 store in the same transaction that writes the job row
@@ -19,19 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.config import LimitsSettings, Settings
+from bot.config import LimitsSettings
 from bot.core import UserError
 from bot.events import Event, User
 from storage import Job, JobQuota, QuotaRefusal
-
-
-def open_channels_from(settings: Settings) -> dict[str, frozenset[str]]:
-    """The channels whose job buttons anyone may press, per platform, from ``[discord]`` and
-    ``[slack]`` ``open_channel_ids``."""
-    return {
-        "discord": frozenset(str(channel) for channel in settings.discord.open_channel_ids),
-        "slack": frozenset(settings.slack.open_channel_ids),
-    }
 
 
 class Limits:

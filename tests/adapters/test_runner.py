@@ -13,8 +13,8 @@ from aiohttp import ClientSession, CookieJar
 
 from adapters.runner import AdapterRunner, answers_refusal
 from adapters.web import WebAdapter
+from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
-from bot.config import WebSettings
 from bot.core import RESTARTING_TEXT
 from bot.events import Command, InboundEvent, OutMessage, Place, User, UserMessage
 from tests.adapters.web.fakes import history, post

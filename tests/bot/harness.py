@@ -34,16 +34,11 @@ from pydantic import SecretStr
 from adapters.webhook import webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.budget import RenderBudget
-from bot.config import (
-    ApiSettings,
-    LimitsSettings,
-    Settings,
-    StorageSettings,
-    WebhookSettings,
-)
+from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
 from bot.core import Conversations, Core, Feature, Lifecycle, SurfaceRegistry
 from bot.events import Place, SurfaceLimits, User
 from bot.jobs import JobEngines, build_job_engines
+from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig
 from storage import ALL_STATUSES, Job, JobStatus, SqliteStore

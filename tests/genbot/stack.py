@@ -18,9 +18,11 @@ from typing import Any, TypeVar
 
 from aiohttp import ClientResponse, ClientSession, CookieJar
 
-from bot.config import LimitsSettings, Settings, WebSettings
+from adapters.web.settings import WebSettings
+from bot.config import LimitsSettings
 from genbot.demo import demo_settings
 from genbot.runtime import Runtime, running
+from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig
 from tests.adapters.web.fakes import SseReader

@@ -16,16 +16,10 @@ import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
-from bot.config import (
-    ApiSettings,
-    DiscordSettings,
-    OpsSettings,
-    Settings,
-    SlackSettings,
-    StorageSettings,
-    WebhookSettings,
-    WebSettings,
-)
+from adapters.discord.settings import DiscordSettings
+from adapters.slack.settings import SlackSettings
+from adapters.web.settings import WebSettings
+from bot.config import ApiSettings, OpsSettings, StorageSettings, WebhookSettings
 from bot.jobs import webhook_base_url
 from genbot.doctor import (
     PUBLIC_URL_NOTE,
@@ -37,6 +31,7 @@ from genbot.doctor import (
     diagnose,
     report,
 )
+from genbot.settings import Settings
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import ProcessLock

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from bot.config import Settings, SlackSettings
+from adapters.slack.settings import SlackSettings
 from genbot.doctor import check_slack_distribution
+from genbot.settings import Settings
 
 
 def distributed(**changes: object) -> Settings:

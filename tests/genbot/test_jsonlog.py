@@ -13,8 +13,9 @@ import pytest
 from pydantic import SecretStr
 
 from bot import logcontext
-from bot.config import ApiSettings, Settings
+from bot.config import ApiSettings
 from genbot.logs import configure_logging
+from genbot.settings import Settings
 from simulator.server import serve
 from tests.resilience.process import GenbotProcess, Playground
 from tests.resilience.support import API_KEY, sim_config

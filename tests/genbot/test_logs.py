@@ -9,8 +9,10 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
-from bot.config import ApiSettings, Settings, StorageSettings, WebSettings
+from adapters.web.settings import WebSettings
+from bot.config import ApiSettings, StorageSettings
 from genbot.logs import configure_logging, settings_secrets
+from genbot.settings import Settings
 
 KEY = "sk-traceback-secret-4242"
 DB_PASSWORD = "pg-pass/with@odd"

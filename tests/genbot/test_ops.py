@@ -15,10 +15,12 @@ import pytest
 from aiohttp import ClientSession
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.config import LimitsSettings, OpsSettings, Settings, WebSettings
+from adapters.web.settings import WebSettings
+from bot.config import LimitsSettings, OpsSettings
 from bot.jobs import webhook_base_url
 from genbot.demo import demo_settings
 from genbot.runtime import Runtime, running
+from genbot.settings import Settings
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from tests.bot.harness import free_port

@@ -13,11 +13,13 @@ import aiohttp
 import pytest
 
 from adapters.web.adapter import WebAdapter
+from adapters.web.settings import WebSettings
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.config import Settings, StorageSettings, WebhookSettings, WebSettings
+from bot.config import StorageSettings, WebhookSettings
 from genbot.reasons import StartupError
 from genbot.runtime import Runtime, running
+from genbot.settings import Settings
 from storage import SqliteStore
 from tests.genbot.process import free_port
 

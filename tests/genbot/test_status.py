@@ -10,8 +10,9 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot.config import Settings, StorageSettings
+from bot.config import StorageSettings
 from genbot.doctor import diagnose
+from genbot.settings import Settings
 from storage import ProcessInfo
 from storage.postgres import PostgresStore
 from tests.genbot.test_cli_errors import invoke

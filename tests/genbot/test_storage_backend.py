@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.config import Settings, StorageSettings
+from bot.config import StorageSettings
 from genbot.reasons import StartupError
 from genbot.runtime import running
+from genbot.settings import Settings
 from storage.postgres import PostgresStore
 from tests.postgres import PostgresCluster
 

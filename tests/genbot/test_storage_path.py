@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings, StorageSettings
+from bot.config import StorageSettings
 from genbot.cli import storage_beside_config
+from genbot.settings import Settings
 from tests.genbot.process import clean_env, free_port, genbot
 from tests.genbot.test_cli_errors import invoke
 

@@ -19,21 +19,15 @@ import pytest
 from pydantic import SecretStr
 
 from adapters.web.adapter import WebAdapter
+from adapters.web.settings import WebSettings
 from adapters.webhook import WebhookReceiver, webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
-from bot.config import (
-    ApiSettings,
-    LimitsSettings,
-    Plan,
-    Settings,
-    StorageSettings,
-    WebhookSettings,
-    WebSettings,
-)
+from bot.config import ApiSettings, LimitsSettings, Plan, StorageSettings, WebhookSettings
 from bot.core import Core
 from bot.events import Place, Surface, SurfaceLimits
 from bot.jobs import JobEngines
+from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from storage import ALL_STATUSES, Job, JobStatus, SqliteStore

@@ -19,10 +19,12 @@ import pytest
 from pydantic import SecretStr
 
 from adapters.discord import DiscordAdapter
+from adapters.discord.settings import DiscordSettings
 from adapters.slack import SlackAdapter
+from adapters.slack.settings import SlackSettings
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.config import DiscordSettings, LimitsSettings, SlackSettings
+from bot.config import LimitsSettings
 from bot.events import Command, User
 from bot.render import MARKER
 from simulator.server import RunningSimulator, serve

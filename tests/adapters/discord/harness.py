@@ -9,8 +9,9 @@ from typing import Any, TypeVar
 from pydantic import SecretStr
 
 from adapters.discord import DiscordAdapter, DiscordSurface
+from adapters.discord.settings import DiscordSettings
 from adapters.discord.translate import InteractionContext
-from bot.config import DiscordSettings, LimitsSettings
+from bot.config import LimitsSettings
 from bot.events import ButtonPress, Command, EventHandler, InboundEvent, ModalSubmit, UserMessage
 from tests.fakes.discord import FakeDiscord
 

@@ -21,9 +21,10 @@ from pydantic import SecretStr
 from adapters.discord import DiscordAdapter
 from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
-from bot.config import ApiSettings, LimitsSettings, Settings, StorageSettings
+from bot.config import ApiSettings, LimitsSettings, StorageSettings
 from bot.core import Core
 from bot.jobs import JobEngines
+from genbot.settings import Settings
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest
 from storage import ALL_STATUSES, Job, JobStatus, SqliteStore
@@ -36,16 +37,23 @@ QUICK_WINDOW = 1.0
 QUICK_BUCKET: dict[str, Any] = {"bucket_window": QUICK_WINDOW, "advertise_rate_limits": False}
 """Fake Discord options for tests whose subject is not the edit budget: Discord's bucket of 5
 message writes per channel in a 1-second window (give genbot the same window with
-``discord_edit_window_seconds=QUICK_WINDOW``), without rate-limit headers, so only genbot's own
+``edit_window_seconds=QUICK_WINDOW``), without rate-limit headers, so only genbot's own
 budget avoids 429s — and tests wait less for it."""
 MARKER = "▌"
 """The renderer's in-progress marker: only interim versions of a streamed answer carry it."""
 
 
 def core_settings(
-    harness: Harness, sim: RunningSimulator, db_path: Path, **limits: Any
+    harness: Harness,
+    sim: RunningSimulator,
+    db_path: Path,
+    *,
+    edit_window_seconds: float | None = None,
+    **limits: Any,
 ) -> Settings:
-    """Settings of a test genbot: the simulator as provider (polling only), fast polling."""
+    """Settings of a test genbot: the simulator as provider (polling only), fast polling;
+    ``edit_window_seconds``: the ``[discord]`` edit window genbot keeps to."""
+    window = {} if edit_window_seconds is None else {"edit_window_seconds": edit_window_seconds}
     return Settings(
         api=ApiSettings(
             base_url=sim.base_url,
@@ -55,7 +63,7 @@ def core_settings(
             stream_idle_timeout=2.0,
         ),
         storage=StorageSettings(path=db_path),
-        discord=harness.settings(),
+        discord=harness.settings(**window),
         limits=LimitsSettings(**(FAST_POLLING | limits)),
     )
 

@@ -50,9 +50,7 @@ async def genbot(
 ) -> AsyncIterator[RealGenbot]:
     """genbot with the edit window of :data:`QUICK_BUCKET` (tests using it set that bucket)."""
     database = tmp_path / "genbot.db"
-    async with real_genbot(
-        harness, sim, database, discord_edit_window_seconds=QUICK_WINDOW
-    ) as running:
+    async with real_genbot(harness, sim, database, edit_window_seconds=QUICK_WINDOW) as running:
         yield running
 
 

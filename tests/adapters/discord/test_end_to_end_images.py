@@ -44,9 +44,7 @@ def genbot_in(
     harness: Harness, sim: RunningSimulator, tmp_path: Path
 ) -> AbstractAsyncContextManager[RealGenbot]:
     """A genbot on ``tmp_path``'s database, its edit budget set to the fake's window."""
-    return real_genbot(
-        harness, sim, tmp_path / "genbot.db", discord_edit_window_seconds=QUICK_WINDOW
-    )
+    return real_genbot(harness, sim, tmp_path / "genbot.db", edit_window_seconds=QUICK_WINDOW)
 
 
 async def result_with(fake: FakeDiscord, channel: FakeChannel, label: str) -> FakeMessage:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import DiscordSettings
+from adapters.discord.settings import DiscordSettings
 from bot.events import UserMessage
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeDiscord

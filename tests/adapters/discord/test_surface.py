@@ -148,8 +148,7 @@ async def test_a_long_429_reaches_the_core_as_rate_limited(bot: Harness) -> None
 
 
 async def test_surface_limits_come_from_settings(harness: Harness, core: RecordingCore) -> None:
-    limits = LimitsSettings(discord_edits_per_window=4, discord_edit_window_seconds=6.0)
-    adapter = await harness.start(core, limits)
+    adapter = await harness.start(core, edits_per_window=4, edit_window_seconds=6.0)
     assert adapter.surface.platform == "discord"
     assert adapter.surface.limits.max_text == 2000
     assert adapter.surface.limits.edits_per_window_per_channel == 4

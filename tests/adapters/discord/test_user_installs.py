@@ -39,7 +39,7 @@ async def test_a_user_install_answers_through_the_interaction_then_by_dm(
     alice, elsewhere = fake.user("alice"), fake.channel("general")
     fake.user_installed_channels.add(elsewhere.id)
     async with real_genbot(
-        harness, sim, tmp_path / "genbot.db", discord_edit_window_seconds=QUICK_WINDOW
+        harness, sim, tmp_path / "genbot.db", edit_window_seconds=QUICK_WINDOW
     ) as genbot:
         imagine = fake.registered_command("imagine", elsewhere)
         assert (imagine["integration_types"], imagine["contexts"]) == ([0, 1], [0, 1, 2])

@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 import pytest
 
 from adapters.slack import SlackAdapter, SlackSurface
-from bot.config import LimitsSettings, SlackSettings
+from adapters.slack.settings import SlackSettings
+from bot.config import LimitsSettings
 from bot.events import InboundEvent
 from tests.fakes.slack import FakeSlack
 

@@ -21,9 +21,10 @@ from pydantic import SecretStr
 from adapters.slack import SlackAdapter
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.config import ApiSettings, LimitsSettings, Settings, StorageSettings
+from bot.config import ApiSettings, LimitsSettings, StorageSettings
 from bot.core import Core
 from bot.jobs import JobEngines
+from genbot.settings import Settings
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest
 from storage import Job, JobStatus, SqliteStore
@@ -35,7 +36,6 @@ UPDATE_INTERVAL = 1.0
 LIMITS: dict[str, Any] = {
     "poll_interval_min": 0.01,
     "poll_interval_max": 0.1,
-    "slack_message_updates_per_second": 1 / UPDATE_INTERVAL,
 }
 JOB_TIME_SCALE = 0.003
 """Simulated time for image tasks: a relax grid (70 simulated seconds) takes about 0.2 s."""
@@ -68,7 +68,9 @@ def genbot_settings(
             stream_idle_timeout=2.0,
         ),
         storage=StorageSettings(path=db_path),
-        slack=slack_settings(fake, socket_mode=socket_mode, distributed=distributed),
+        slack=slack_settings(fake, socket_mode=socket_mode, distributed=distributed).model_copy(
+            update={"message_updates_per_second": 1 / UPDATE_INTERVAL}
+        ),
         limits=LimitsSettings(**LIMITS),
     )
 

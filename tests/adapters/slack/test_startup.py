@@ -10,7 +10,8 @@ from pydantic import SecretStr
 
 from adapters import AdapterStartError
 from adapters.slack import SlackAdapter
-from bot.config import LimitsSettings, SlackSettings
+from adapters.slack.settings import SlackSettings
+from bot.config import LimitsSettings
 from storage import SqliteStore
 from tests.adapters.slack.conftest import RecordingCore, slack_settings
 from tests.fakes.slack import FakeSlack

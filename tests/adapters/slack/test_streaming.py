@@ -10,8 +10,8 @@ from dataclasses import replace
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import SlackSurface
+from adapters.slack.settings import SlackSettings
 from bot.budget import RenderBudget
-from bot.config import LimitsSettings
 from bot.events import Command, Place, User
 from bot.render import MARKER, StreamEnd, render_stream
 from tests.adapters.slack.test_surface import surface_for
@@ -29,9 +29,9 @@ async def deltas(pieces: list[str], pause: float) -> AsyncIterator[str | StreamE
 
 
 async def test_a_streamed_answer_is_edited_within_budget_and_ends_exact() -> None:
-    limits = LimitsSettings(slack_message_updates_per_second=4.0)
+    settings = SlackSettings(message_updates_per_second=4.0)
     async with FakeSlack(min_seconds_between_updates=0.25) as fake:
-        surface = surface_for(fake, limits)
+        surface = surface_for(fake, settings)
         words = [f"word{i} " for i in range(40)]
 
         result = await render_stream(deltas(words, 0.03), surface, THREAD, RenderBudget())
@@ -47,9 +47,9 @@ async def test_a_streamed_answer_is_edited_within_budget_and_ends_exact() -> Non
 
 
 async def test_a_long_answer_continues_in_new_thread_messages() -> None:
-    limits = LimitsSettings(slack_message_updates_per_second=4.0)
+    settings = SlackSettings(message_updates_per_second=4.0)
     async with FakeSlack(min_seconds_between_updates=0.25) as fake:
-        surface = surface_for(fake, limits)
+        surface = surface_for(fake, settings)
         paragraph = "All work and no play makes a dull fox. " * 50 + "\n\n"
         pieces = [paragraph] * 14
 
@@ -107,7 +107,10 @@ async def test_a_ping_split_across_pieces_is_never_streamed() -> None:
 
 def test_the_surface_budgets_each_streaming_method_by_slacks_tier() -> None:
     limits = SlackSurface(
-        AsyncWebClient(token="x"), limits=LimitsSettings(), bot_token="x", api_url="http://x/"
+        AsyncWebClient(token="x"),
+        limits=SlackSettings().surface_limits(),
+        bot_token="x",
+        api_url="http://x/",
     ).limits
     tiers = limits.writes_per_minute_per_workspace
     assert tiers["stream_start"] == DEFAULT_TIERS["chat.startStream"]

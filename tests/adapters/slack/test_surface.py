@@ -10,7 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import SlackSurface
 from adapters.slack.inbound import SlackOrigin
-from bot.config import LimitsSettings
+from adapters.slack.settings import SlackSettings
 from bot.events import (
     Attachment,
     Button,
@@ -33,10 +33,16 @@ from tests.fakes.slack import FakeSlack
 C1 = Place("slack", "T0FAKE", "C1")
 
 
-def surface_for(fake: FakeSlack, limits: LimitsSettings | None = None) -> SlackSurface:
+def surface_for(
+    fake: FakeSlack, settings: SlackSettings | None = None, *, max_upload_bytes: int = 8 << 20
+) -> SlackSurface:
     client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
     return SlackSurface(
-        client, limits=limits or LimitsSettings(), bot_token=fake.bot_token, api_url=fake.api_url
+        client,
+        limits=(settings or SlackSettings()).surface_limits(),
+        bot_token=fake.bot_token,
+        api_url=fake.api_url,
+        max_upload_bytes=max_upload_bytes,
     )
 
 
@@ -152,7 +158,7 @@ async def test_the_workspace_update_window_is_rate_limited() -> None:
 
 
 async def test_streamed_edits_within_the_budget_are_never_refused() -> None:
-    limits = LimitsSettings(slack_message_updates_per_second=10.0)
+    limits = SlackSettings(message_updates_per_second=10.0)
     async with FakeSlack(min_seconds_between_updates=0.1) as fake:
         surface = surface_for(fake, limits)
         assert surface.limits.min_seconds_between_edits_of_one_message == pytest.approx(0.1)
@@ -293,7 +299,7 @@ async def test_large_downloads_arrive_whole(fake: FakeSlack, surface: SlackSurfa
 
 
 async def test_downloads_larger_than_the_limit_are_refused(fake: FakeSlack) -> None:
-    surface = surface_for(fake, LimitsSettings(max_upload_bytes=4))
+    surface = surface_for(fake, max_upload_bytes=4)
     fake.external_files["big.png"] = b"12345"
 
     with pytest.raises(SurfaceError, match="larger than"):

@@ -12,7 +12,8 @@ from yarl import URL
 
 from adapters.web import WebAdapter
 from adapters.web.access import SESSION_COOKIE
-from bot.config import LimitsSettings, WebSettings
+from adapters.web.settings import WebSettings
+from bot.config import LimitsSettings
 from tests.adapters.web.fakes import RecordingCore, SseReader
 
 UPLOAD_LIMIT = 4096

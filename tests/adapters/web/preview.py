@@ -23,7 +23,7 @@ from adapters.web import WebAdapter
 from adapters.web.access import SESSION_COOKIE, user_id_for
 from adapters.web.platform import WebContext, web_place
 from adapters.web.routes import ADAPTER
-from bot.config import WebSettings
+from adapters.web.settings import WebSettings
 from bot.events import Command, ImageFile, OutMessage, User
 from tests.adapters.web.fakes import RecordingCore, grid_buttons, grid_png
 

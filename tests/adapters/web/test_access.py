@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from adapters import AdapterStartError
 from adapters.web import WebAdapter
 from adapters.web.access import exposure_problem
-from bot.config import WebSettings
+from adapters.web.settings import WebSettings
 from bot.events import Command
 from storage import SqliteStore
 from tests.adapters.web.fakes import RecordingCore

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from adapters.web import WebAdapter
-from bot.config import WebSettings
+from adapters.web.settings import WebSettings
 from bot.events import ImageFile, MessageRef, OutMessage, Place
 from storage.postgres import PostgresStore
 from tests.adapters.web.fakes import RecordingCore, eventually, png

@@ -19,7 +19,7 @@ from yarl import URL
 from adapters.web import WebAdapter
 from adapters.web.journal import PlaygroundJournal, message_record, playground_path
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
-from bot.config import WebSettings
+from adapters.web.settings import WebSettings
 from bot.events import Command, ImageFile, InboundEvent, OutMessage, Place, SurfaceError
 from storage import SqliteStore
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post

@@ -8,7 +8,7 @@ import pytest
 from aiohttp import ClientSession
 
 from adapters.web import WebAdapter
-from bot.config import WebSettings
+from adapters.web.settings import WebSettings
 from bot.events import (
     Attachment,
     Button,

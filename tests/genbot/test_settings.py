@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from bot.config import Settings, load_settings, resolve_config_path
+from adapters.discord.settings import DiscordSettings
+from adapters.slack.settings import SlackSettings
+from bot.config import CoreSettings
+from genbot.settings import Settings, load_settings, resolve_config_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "genbot.example.toml"
 
@@ -95,3 +98,37 @@ def test_ports_out_of_range_are_refused_when_loading(
     monkeypatch.setenv(variable, "70000")
     with pytest.raises(ValidationError, match="65535"):
         load_settings(None)
+
+
+def test_the_core_settings_hold_no_platform_section() -> None:
+    assert not {"discord", "slack", "web"} & set(CoreSettings.model_fields)
+    assert {"discord", "slack", "web"} <= set(Settings.model_fields)
+
+
+def test_platform_keys_of_an_earlier_limits_section_are_read_into_their_sections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "genbot.toml"
+    config.write_text(
+        "[limits]\ndiscord_edits_per_window = 3\nslack_updates_per_minute = 20\n"
+        "max_concurrent_jobs_per_user = 2\n[slack]\nupdates_per_minute = 40\n"
+    )
+    monkeypatch.setenv("GENBOT_LIMITS__DISCORD_EDIT_WINDOW_SECONDS", "7")
+    settings = load_settings(config)
+    assert settings.discord.edits_per_window == 3
+    assert settings.discord.edit_window_seconds == 7.0
+    assert settings.slack.updates_per_minute == 40, "the section's own value wins"
+    assert settings.limits.max_concurrent_jobs_per_user == 2
+    limits = settings.discord.surface_limits()
+    assert (limits.edits_per_window_per_channel, limits.edit_window_seconds) == (3, 7.0)
+
+
+def test_open_channels_come_from_the_adapters_sections() -> None:
+    settings = Settings(
+        discord=DiscordSettings(open_channel_ids=[12, 34]),
+        slack=SlackSettings(open_channel_ids=["C1"]),
+    )
+    assert settings.open_channels() == {
+        "discord": frozenset({"12", "34"}),
+        "slack": frozenset({"C1"}),
+    }

@@ -1,0 +1,68 @@
+"""``[slack]``: the Slack adapter's settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from pydantic import Field, SecretStr
+
+from adapters.slack.formatting import MODEL_TEXT_BUDGET
+from bot.config import Address, Section
+from bot.events import SurfaceLimits, WriteKind
+
+CHANNEL_WRITES_PER_WINDOW = 5
+CHANNEL_WINDOW_SECONDS = 5.0
+"""``chat.postMessage`` allows about one message per second per channel, with short bursts."""
+METHOD_TIERS: Mapping[WriteKind, int | None] = MappingProxyType(
+    {"send": None, "stream_start": 20, "stream_append": 100, "stream_stop": 20}
+)
+"""Per-workspace budgets of the methods with a tier of their own: ``chat.startStream`` and
+``chat.stopStream`` Tier 2, ``chat.appendStream`` Tier 4; ``chat.postMessage`` has only its
+per-channel limit. ``chat.update`` (Tier 3) is the shared ``updates_per_minute``."""
+
+
+class SlackSettings(Section):
+    """``[slack]``: the Slack adapter, started when ``bot_token`` is set (one workspace) or
+    ``client_id`` and ``client_secret`` are (installed by OAuth into any number of workspaces;
+    ``redirect_uri`` is the public address of ``/slack/oauth_redirect`` when Slack has more
+    than one on file)."""
+
+    bot_token: SecretStr = SecretStr("")
+    app_token: SecretStr = SecretStr("")
+    signing_secret: SecretStr = SecretStr("")
+    client_id: str = ""
+    client_secret: SecretStr = SecretStr("")
+    redirect_uri: Address = ""
+    api_url: Address = "https://slack.com/api/"
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=3000, ge=0, le=65535)
+    admin_ids: list[str] = Field(default_factory=list)
+    open_channel_ids: list[str] = Field(default_factory=list)
+    updates_per_minute: int = Field(default=50, ge=1)
+    """``chat.update`` calls per minute per workspace (Slack's Tier 3)."""
+    message_updates_per_second: float = Field(default=1.0, gt=0)
+    """Updates of one message per second."""
+
+    @property
+    def distributed(self) -> bool:
+        """Whether genbot is installed by OAuth (``client_id`` and ``client_secret`` set)."""
+        return bool(self.client_id and self.client_secret.get_secret_value())
+
+    @property
+    def configured(self) -> bool:
+        """Whether the Slack adapter runs (a bot token, or OAuth credentials)."""
+        return bool(self.bot_token.get_secret_value()) or self.distributed
+
+    def surface_limits(self) -> SurfaceLimits:
+        """What genbot's writes on Slack respect."""
+        return SurfaceLimits(
+            max_text=MODEL_TEXT_BUDGET,
+            edits_per_window_per_channel=CHANNEL_WRITES_PER_WINDOW,
+            edit_window_seconds=CHANNEL_WINDOW_SECONDS,
+            edits_per_minute_per_workspace=self.updates_per_minute,
+            min_seconds_between_edits_of_one_message=1.0 / self.message_updates_per_second,
+            max_buttons_per_row=5,
+            writes_per_minute_per_workspace=METHOD_TIERS,
+            edits_add_images=False,
+        )

@@ -1,0 +1,25 @@
+"""``[web]``: the browser playground's settings."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+
+from bot.config import Address, Section
+
+
+class WebSettings(Section):
+    """``[web]``: the browser playground.
+
+    Requests are served only for the ``Host`` names ``127.0.0.1``, ``localhost``, ``[::1]``,
+    the host of ``public_url`` and ``allowed_hosts``. ``access_token`` is required when ``host``
+    is not a loopback address; ``admin_ids`` are playground user ids (``web-…``).
+    """
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    public_url: Address = ""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    access_token: SecretStr = SecretStr("")
+    admin_ids: list[str] = Field(default_factory=list)
+    upload_cache_mb: int = Field(default=256, ge=1)
