@@ -56,4 +56,5 @@ class DiscordSettings(Section):
             edits_per_window_per_channel=self.edits_per_window,
             edit_window_seconds=self.edit_window_seconds,
             max_buttons_per_row=5,
+            forms_take_files=True,
         )

@@ -64,5 +64,6 @@ class SlackSettings(Section):
             min_seconds_between_edits_of_one_message=1.0 / self.message_updates_per_second,
             max_buttons_per_row=5,
             writes_per_minute_per_workspace=METHOD_TIERS,
+            channel_window_kinds=frozenset({"send", "edit"}),
             edits_add_images=False,
         )
