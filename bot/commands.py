@@ -233,6 +233,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         ),
         free_text="prompt",
         examples=("/diffusion img2img a fox in autumn --strength 0.6 (with an image attached)",),
+        files_by_form=True,
     ),
     CommandSpec(
         "diffusion.upscale",
@@ -281,6 +282,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         ),
         free_text="prompt",
         examples=("/diffusion controlnet a fox --controlnet canny (with an image attached)",),
+        files_by_form=True,
     ),
     CommandSpec(
         "settings",

@@ -15,8 +15,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.commands import command
-from bot.events import REMIX_ACTIONS, Choice, Modal, ModalField
+from bot.commands import CommandSpec, command
+from bot.events import REMIX_ACTIONS, Choice, Modal, ModalField, OptionValue
 from bot.masks import PRESETS, Polygon, Region, Shape, parse_region
 from bot.parsing import CommandError, validate_options
 
@@ -296,3 +296,58 @@ def blend_upload_form(error: str = "") -> Modal:
         DIMENSION_FIELD, "Shape", "Square", "", False, kind="select", choices=DIMENSION_CHOICES
     )
     return Modal("Blend images", "blend_upload", "", (images, shape), error)
+
+
+INIT_IMAGE_FIELD = "init_image"
+CONTROL_IMAGE_FIELD = "control_image"
+MASK_IMAGE_FIELD = "mask_image"
+OPTIONS_FIELD = "options"
+DIFFUSION_UPLOADS = {"img2img": "img2img_upload", "controlnet": "controlnet_upload"}
+"""The diffusion endpoints whose command may come without its starting image, and the action
+of the form that asks for it."""
+_UPLOAD_TITLES = {"img2img": "Image to image", "controlnet": "ControlNet"}
+
+
+def diffusion_upload_form(
+    endpoint: str,
+    options: Mapping[str, OptionValue] | None = None,
+    *,
+    values: Mapping[str, str] | None = None,
+    error: str = "",
+) -> Modal:
+    """``/diffusion img2img|controlnet`` without its starting image: upload it (for controlnet
+    also a control image and a mask, both optional), with the command's prompt and its other
+    options as flags (``--strength 0.6 --seed 7``), both editable."""
+    spec = command(f"diffusion.{endpoint}")
+    given = dict(options or {})
+    prompt = _value(values, PROMPT_FIELD, str(given.pop(PROMPT_FIELD, "")))[:PROMPT_MAX]
+    flags = _value(values, OPTIONS_FIELD, flags_text(spec, given))
+    fields = [ModalField(INIT_IMAGE_FIELD, "Starting image", kind="file")]
+    if endpoint == "controlnet":
+        fields += [
+            ModalField(
+                CONTROL_IMAGE_FIELD, "Control image (optional)", required=False, kind="file"
+            ),
+            ModalField(MASK_IMAGE_FIELD, "Mask image (optional)", required=False, kind="file"),
+        ]
+    fields += [
+        ModalField(PROMPT_FIELD, "Prompt", "A fox in autumn", prompt, True, PROMPT_MAX, True),
+        ModalField(
+            OPTIONS_FIELD, "Options", "--strength 0.6 --steps 31 --seed 7", flags, False, 1000
+        ),
+    ]
+    return Modal(_UPLOAD_TITLES[endpoint], DIFFUSION_UPLOADS[endpoint], "", tuple(fields), error)
+
+
+def flags_text(spec: CommandSpec, options: Mapping[str, OptionValue]) -> str:
+    """``options`` written as ``spec``'s text flags (what :func:`bot.parsing.parse_command_text`
+    reads back); options without a flag are left out."""
+    words: list[str] = []
+    for option in spec.options:
+        if option.name not in options or not option.flags or option.type == "attachment":
+            continue
+        value = str(options[option.name])
+        if not value or any(c.isspace() for c in value):
+            value = f"'{value}'" if '"' in value else f'"{value}"'
+        words.append(f"{option.flags[0]} {value}")
+    return " ".join(words)

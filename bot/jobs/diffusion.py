@@ -1,5 +1,7 @@
 """The diffusion engine (family C): ``/diffusion txt2img|img2img|upscale|controlnet`` and the
 buttons under its images: 🔄 (same options, new seed), Upscale, Use as init (a form → img2img).
+``img2img`` and ``controlnet`` without their starting image open a form that takes it (with
+the command's prompt and options, editable) where the platform's forms take files.
 
 Each endpoint is one entry of :data:`bot.jobs.diffusion_calls.DIFFUSION_ENDPOINTS` (its request
 model, client method and price). A job's request body is kept in its parameters (``endpoint``
@@ -14,14 +16,22 @@ from typing import Any
 
 from bot.api import ProviderClient
 from bot.buttons import DIFFUSION_ACTIONS
+from bot.commands import command
 from bot.config import LimitsSettings
 from bot.core import UserError
-from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
-from bot.forms import form_for, read_init
+from bot.events import Attachment, ButtonPress, Command, Event, ModalSubmit, OptionValue
+from bot.forms import (
+    DIFFUSION_UPLOADS,
+    OPTIONS_FIELD,
+    PROMPT_FIELD,
+    diffusion_upload_form,
+    form_for,
+    read_init,
+)
 from bot.jobs.derivatives import values_digest
 from bot.jobs.diffusion_calls import DIFFUSION_ENDPOINTS, Clock, DiffusionEndpoint, endpoint_named
 from bot.jobs.starter import JobSpec, JobStarter
-from bot.parsing import CommandError
+from bot.parsing import CommandError, parse_command_text, validate_options
 from storage import Job
 
 COMMON_FIELDS: dict[str, str] = {
@@ -52,7 +62,7 @@ class DiffusionJobs:
     """The diffusion feature (see the module docstring)."""
 
     commands = frozenset(f"diffusion.{endpoint}" for endpoint in DIFFUSION_ENDPOINTS)
-    actions = frozenset(DIFFUSION_ACTIONS)
+    actions = frozenset(DIFFUSION_ACTIONS) | frozenset(DIFFUSION_UPLOADS.values())
 
     def __init__(
         self, starter: JobStarter, provider: ProviderClient, limits: LimitsSettings, clock: Clock
@@ -63,15 +73,30 @@ class DiffusionJobs:
         self._clock = clock
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
-        """Start the diffusion job the command names."""
+        """Start the diffusion job the command names; an img2img or controlnet command without
+        its starting image opens a form for it where forms take files."""
         endpoint = endpoint_named(event.name.removeprefix("diffusion."))
+        if endpoint in DIFFUSION_UPLOADS and "init_image" not in event.attachments:
+            needs = f"/{event.name.replace('.', ' ')} needs init_image (attach a file)."
+            form = diffusion_upload_form(endpoint, options)
+            await self._starter.offer_upload(event, form, needs)
+            return
+        await self._start(event, endpoint, options, event.attachments)
+
+    async def _start(
+        self,
+        event: Event,
+        endpoint: DiffusionEndpoint,
+        options: Mapping[str, OptionValue],
+        files: Mapping[str, Attachment],
+    ) -> None:
         body = _body(options, COMMON_FIELDS)
         if endpoint == "img2img":
-            body["init_image"] = await self._url(event, "init_image")
+            body["init_image"] = await self._url(event, files, "init_image", endpoint)
             if "strength" in options:
                 body["strength"] = options["strength"]
         elif endpoint == "upscale":
-            body = {"url": await self._url(event, "image")}
+            body = {"url": await self._url(event, files, "image", endpoint)}
             if "scale" in options:
                 body["scale"] = options["scale"]
         elif endpoint == "controlnet":
@@ -80,11 +105,25 @@ class DiffusionJobs:
                     "/diffusion controlnet needs a checkpoint model: add --model <model id>."
                 )
             body.update(_body(options, CONTROLNET_FIELDS))
-            body["init_image"] = await self._url(event, "init_image")
+            body["init_image"] = await self._url(event, files, "init_image", endpoint)
             for name in ("control_image", "mask_image"):
-                if name in event.attachments:
-                    body[name] = await self._url(event, name)
+                if name in files:
+                    body[name] = await self._url(event, files, name, endpoint)
         await self.run(event, endpoint, body)
+
+    async def _upload_submitted(self, event: ModalSubmit, endpoint: DiffusionEndpoint) -> None:
+        """Start the job of a submitted img2img/controlnet upload form; one that cannot start
+        comes back with the user's values and the reason."""
+        spec = command(f"diffusion.{endpoint}")
+        files = {name: found[0] for name, found in event.attachments.items() if found}
+        text = f"{event.values.get(PROMPT_FIELD, '')} {event.values.get(OPTIONS_FIELD, '')}"
+        try:
+            raw = parse_command_text(spec, text)
+            options = validate_options(spec, raw, attachments=files, text_style=True)
+            await self._start(event, endpoint, options, files)
+        except (CommandError, UserError) as error:
+            again = diffusion_upload_form(endpoint, values=event.values, error=str(error))
+            await self._starter.reopen(event, again, error)
 
     async def run(
         self,
@@ -105,10 +144,12 @@ class DiffusionJobs:
         spec = JobSpec("diffusion", endpoint, prompt, params, parent, action)
         return await self._starter.start(event, spec, call)
 
-    async def _url(self, event: Command, option: str) -> str:
-        attachment = event.attachments.get(option)
+    async def _url(
+        self, event: Event, files: Mapping[str, Attachment], option: str, endpoint: str
+    ) -> str:
+        attachment = files.get(option)
         if attachment is None:
-            raise UserError(f"/{event.name.replace('.', ' ')} needs {option} (attach a file).")
+            raise UserError(f"/diffusion {endpoint} needs {option} (attach a file).")
         return await self._starter.attachment_url(event, attachment, cdn_ok=True)
 
     # Buttons and forms ------------------------------------------------------------------------
@@ -133,7 +174,11 @@ class DiffusionJobs:
             raise UserError("This button is no longer supported.")
 
     async def on_modal(self, event: ModalSubmit) -> None:
-        """Start img2img from a submitted Use-as-init form."""
+        """Start img2img from a submitted Use-as-init form, or the job of an upload form."""
+        for endpoint, action in DIFFUSION_UPLOADS.items():
+            if event.action == action:
+                await self._upload_submitted(event, endpoint_named(endpoint))
+                return
         if event.action != "diff_init":
             raise UserError("This form is no longer supported.")
         parent = await self._starter.pressed_job(event)

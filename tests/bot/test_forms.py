@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from bot.commands import command
 from bot.forms import (
     AREA_CHOICES,
     ZOOM_CHOICES,
+    diffusion_upload_form,
     form_for,
     parse_zoom,
     read_init,
@@ -15,7 +17,7 @@ from bot.forms import (
     region_map,
 )
 from bot.masks import PRESETS, Polygon, Region, build_mask
-from bot.parsing import CommandError
+from bot.parsing import CommandError, parse_command_text, validate_options
 from tests.bot.jobs.support import mask_pixels
 
 
@@ -104,3 +106,29 @@ def test_use_as_init_is_prefilled_with_the_prompt() -> None:
         read_init({"prompt": "x", "strength": "1.5"})
     with pytest.raises(CommandError, match="needs a prompt"):
         read_init({"prompt": " "})
+
+
+def test_a_diffusion_upload_form_carries_the_commands_options_as_flags_that_parse_back() -> None:
+    spec = command("diffusion.controlnet")
+    given = {
+        "prompt": "a fox",
+        "negative_prompt": 'blurry, "dark"',
+        "controlnet_model": "canny",
+        "strength": 0.6,
+        "seed": 7,
+        "width": 768,
+    }
+
+    form = diffusion_upload_form("controlnet", given)
+
+    fields = {f.id: f for f in form.fields}
+    assert [f.kind for f in form.fields] == ["file", "file", "file", "text", "text"]
+    assert fields["init_image"].required and not fields["control_image"].required
+    assert fields["prompt"].default == "a fox"
+    text = f"{fields['prompt'].default} {fields['options'].default}"
+    parsed = validate_options(
+        spec, parse_command_text(spec, text), attachments=("init_image",), text_style=True
+    )
+    assert parsed == given
+    again = diffusion_upload_form("img2img", values={"prompt": "mine", "options": "--seed 1"})
+    assert [f.default for f in again.fields[1:]] == ["mine", "--seed 1"]

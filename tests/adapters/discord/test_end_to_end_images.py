@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from simulator.server import RunningSimulator, serve
-from simulator.state import SimulatorConfig
+from simulator.state import RecordedRequest, SimulatorConfig
 from tests.adapters.discord.harness import Harness
 from tests.adapters.discord.real_core import (
     QUICK_BUCKET,
@@ -268,3 +268,81 @@ async def test_blend_and_describe_ask_for_their_images_in_a_form_with_file_uploa
         )
         assert again.content == "⚠️ Upload an image, or give its https link."
         assert creations(sim, "describe") == []
+
+
+def diffusion_requests(sim: RunningSimulator, endpoint: str) -> list[RecordedRequest]:
+    return [r for r in sim.state.requests_to(f"/diff/{endpoint}") if r.method == "POST"]
+
+
+async def test_img2img_and_controlnet_ask_for_their_images_in_a_form_that_keeps_the_options(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    picture = [("fox.png", png(), "image/png")]
+    async with genbot_in(harness, sim, tmp_path) as genbot:
+        command = await fake.slash(
+            alice, general, "diffusion img2img", {"prompt": "a fox", "strength": 0.6, "seed": 7}
+        )
+        assert await fake.answered(command) == 5
+        [note] = await fake.wait_for(lambda: fake.ephemerals_for(alice), what="the form offer")
+        assert note.content == "Image to image: open the form."
+        opened = await fake.press(alice, note, "📎 Open the form")
+        assert await fake.answered(opened) == 9
+        assert opened.modal is not None
+        upload, prompt, flags = (c["component"] for c in opened.modal["components"])
+        assert (upload["type"], upload["custom_id"], upload["required"]) == (19, "init_image", True)
+        assert (prompt["value"], flags["value"]) == ("a fox", "--strength 0.6 --seed 7")
+
+        submitted = await fake.submit_modal(
+            opened,
+            {"prompt": "a fox in winter", "options": "--strength 0.4 --seed 7"},
+            files={"init_image": picture},
+        )
+        assert await fake.answered(submitted) == 5
+        [request] = await fake.wait_for(
+            lambda: diffusion_requests(sim, "img2img"), what="the img2img request"
+        )
+        assert request.body["prompt"] == "a fox in winter"
+        assert (request.body["strength"], request.body["seed"]) == (0.4, 7)
+        assert str(request.body["init_image"]).endswith("/fox.png")
+        assert (await genbot.posted("img2img")).status == "posted"
+
+        command = await fake.slash(
+            alice, general, "diffusion controlnet", {"prompt": "a fox", "controlnet_model": "canny"}
+        )
+        offer = await fake.wait_for(
+            lambda: newest(
+                fake.ephemerals_for(alice), lambda m: m.content.startswith("ControlNet")
+            ),
+            what="the controlnet form's offer",
+        )
+        opened = await fake.press(alice, offer, "📎 Open the form")
+        assert await fake.answered(opened) == 9
+        assert opened.modal is not None
+        ids = [c["component"]["custom_id"] for c in opened.modal["components"]]
+        assert ids == ["init_image", "control_image", "mask_image", "prompt", "options"]
+        files = {"init_image": picture, "control_image": [("edges.png", png(), "image/png")]}
+        refused = await fake.submit_modal(opened, {}, files=files)
+        assert await fake.answered(refused) == 5
+        warning = await fake.wait_for(
+            lambda: newest(fake.ephemerals_for(alice), lambda m: m.content.startswith("⚠️")),
+            what="the refusal",
+        )
+        assert "--model" in warning.content and not diffusion_requests(sim, "controlnet")
+
+        reopened = await fake.press(alice, warning, "✏️ Edit and resubmit")
+        assert await fake.answered(reopened) == 9
+        assert reopened.modal is not None
+        shown = {c["component"]["custom_id"]: c["component"] for c in reopened.modal["components"]}
+        assert shown["options"]["value"] == "--controlnet canny"
+        resubmitted = await fake.submit_modal(
+            reopened, {"options": "--controlnet canny --model sd15"}, files=files
+        )
+        assert await fake.answered(resubmitted) == 5
+        [request] = await fake.wait_for(
+            lambda: diffusion_requests(sim, "controlnet"), what="the controlnet request"
+        )
+        assert (request.body["model_id"], request.body["controlnet_model"]) == ("sd15", "canny")
+        assert str(request.body["control_image"]).endswith("/edges.png")
+        assert "mask_image" not in request.body
