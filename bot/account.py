@@ -32,7 +32,7 @@ from bot.api.chat import allowed_chat_models, plan_allows
 from bot.buttons import modal_for, read_settings
 from bot.commands import command
 from bot.core import SurfaceRegistry, UserError
-from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
+from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue, SpellsCommands
 from bot.parsing import help_text
 from bot.text import split_text
 from storage import (
@@ -70,12 +70,11 @@ _WHOSE = {"channel": "this channel's", "workspace": "this workspace's"}
 
 
 def command_names(surface: object) -> Mapping[str, str]:
-    """How ``surface``'s platform spells genbot's commands: its optional ``command_names``
-    attribute (catalogue name → spelling without the slash), or ``{}``."""
-    names = getattr(surface, "command_names", None)
-    if not isinstance(names, Mapping):
+    """How ``surface``'s platform spells genbot's commands (catalogue name → spelling without
+    the slash; see :class:`bot.events.SpellsCommands`), or ``{}``."""
+    if not isinstance(surface, SpellsCommands):
         return {}
-    return {str(name): str(spelling) for name, spelling in names.items()}
+    return {str(name): str(spelling) for name, spelling in surface.command_names.items()}
 
 
 def chat_help(names: Mapping[str, str]) -> str:

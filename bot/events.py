@@ -311,20 +311,10 @@ class MessageGone(SurfaceError):
 class Surface(Protocol):
     """What an adapter offers the core. Every method is bounded in time by the adapter.
 
-    A surface may also have ``command_names: Mapping[str, str]``: how its platform spells the
-    catalogue's commands where they differ (Slack: ``settings`` → ``genbot settings``); help
-    texts follow it; ``async def posted(place, key) -> MessageRef | None``: the message it
-    shows in ``place`` with ``key`` (see :attr:`OutMessage.key`), where the platform lets it
-    tell; ``async def delete(ref) -> None``: remove a message genbot posted (a finished job's
-    progress message where the result could not become it, a cancelled job's);
-    ``async def link(ref) -> str | None``: an address that opens the message, for "the result
-    is here" answers; ``async def start_stream(place, text, *, origin, recipient) ->
-    NativeStream | None``: a message in ``place`` that the platform streams itself, starting
-    with ``text``, for ``recipient`` (the user being answered), or ``None`` when the platform
-    does not stream there (the caller posts and edits instead); and ``async def
-    show_status(place, status, *, origin)`` / ``async def end_status(place, status, *,
-    origin)``: show that genbot is :data:`WorkStatus` ``status`` where the answer to ``origin``
-    will appear, until ended.
+    What only some platforms can do is a protocol of its own, checked with ``isinstance``:
+    :class:`FindsKeyedPosts`, :class:`DeletesMessages`, :class:`LinksMessages`,
+    :class:`StreamsNatively`, :class:`ShowsStatus`, :class:`SpellsCommands` (and, for the
+    home tab, :class:`bot.home.PublishesHome` and :class:`bot.home.Reposts`).
     """
 
     platform: str
@@ -361,6 +351,65 @@ class Surface(Protocol):
     async def download(self, attachment: Attachment) -> bytes:
         """The bytes of a user's attachment (platform auth included)."""
         ...
+
+
+@runtime_checkable
+class FindsKeyedPosts(Protocol):
+    """A surface that can tell which message it shows with a key (:attr:`OutMessage.key`)."""
+
+    async def posted(self, place: Place, key: str) -> MessageRef | None:
+        """The message shown in ``place`` with ``key``, where the platform lets it tell."""
+        ...
+
+
+@runtime_checkable
+class DeletesMessages(Protocol):
+    """A surface that can remove a message genbot posted (a finished job's progress message
+    where the result could not become it, a cancelled job's)."""
+
+    async def delete(self, ref: MessageRef) -> None: ...
+
+
+@runtime_checkable
+class LinksMessages(Protocol):
+    """A surface that can give an address opening a message ("the result is here")."""
+
+    async def link(self, ref: MessageRef) -> str | None: ...
+
+
+@runtime_checkable
+class StreamsNatively(Protocol):
+    """A surface whose platform streams a message itself (see :class:`NativeStream`)."""
+
+    async def start_stream(
+        self, place: Place, text: str, *, origin: Event | None, recipient: User | None
+    ) -> NativeStream | None:
+        """A message in ``place`` starting with ``text``, streamed for ``recipient`` (the user
+        being answered), or ``None`` where the platform does not stream (the caller posts and
+        edits instead)."""
+        ...
+
+
+@runtime_checkable
+class ShowsStatus(Protocol):
+    """A surface with a status line: genbot is :data:`WorkStatus` where the answer to
+    ``origin`` will appear, until ended."""
+
+    async def show_status(
+        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    ) -> None: ...
+
+    async def end_status(
+        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    ) -> None: ...
+
+
+@runtime_checkable
+class SpellsCommands(Protocol):
+    """A surface whose platform spells some commands its own way (Slack: ``settings`` →
+    ``genbot settings``); help texts follow it."""
+
+    command_names: Mapping[str, str]
 
 
 def encode_custom_id(action: str, ref: str) -> str:

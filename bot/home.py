@@ -11,9 +11,9 @@ it, or when it cannot, the result is built again from the provider's images (or 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bot.account import SETTINGS_ACTION
 from bot.core import SurfaceRegistry, UserError
@@ -25,6 +25,8 @@ from bot.events import (
     MessageRef,
     ModalSubmit,
     OptionValue,
+    OutMessage,
+    Place,
     RateLimited,
     SurfaceError,
 )
@@ -96,8 +98,18 @@ class HomeStorage(SettingsReader, UsageLedger, JobHistory, JobReader, MessageLin
     """What the home reads (and the links of re-posted results)."""
 
 
-Publish = Callable[..., Awaitable[None]]
-Repost = Callable[..., Awaitable[MessageRef]]
+@runtime_checkable
+class PublishesHome(Protocol):
+    """A surface with a home tab per user (Slack's App Home), drawn from a :class:`HomeView`."""
+
+    async def publish_home(self, event: HomeOpened, view: HomeView) -> None: ...
+
+
+@runtime_checkable
+class Reposts(Protocol):
+    """A surface that can post a copy of a message elsewhere (a result again, from the home)."""
+
+    async def repost(self, ref: MessageRef, place: Place, message: OutMessage) -> MessageRef: ...
 
 
 class HomeFeature:
@@ -124,9 +136,8 @@ class HomeFeature:
     async def on_home(self, event: HomeOpened) -> None:
         """Draw ``event.user``'s home, where the surface has one."""
         surface = self.surfaces.get(event.place.platform)
-        publish: Publish | None = getattr(surface, "publish_home", None)
-        if publish is not None:
-            await publish(event, await self.view(event))
+        if isinstance(surface, PublishesHome):
+            await surface.publish_home(event, await self.view(event))
 
     async def view(self, event: HomeOpened) -> HomeView:
         """What ``event.user``'s home shows now."""
@@ -168,11 +179,10 @@ class HomeFeature:
         surface = self.surfaces.get(event.place.platform)
         message = self.results.marked(job)
         original = MessageRef(place_of(job), job.result_message_id)
-        repost: Repost | None = getattr(surface, "repost", None)
         ref: MessageRef | None = None
-        if repost is not None:
+        if isinstance(surface, Reposts):
             try:
-                ref = await repost(original, event.place, message)
+                ref = await surface.repost(original, event.place, message)
             except (SurfaceError, RateLimited) as error:
                 log.info("could not copy the result of %s: %s", job.id, error)
         if ref is None:

@@ -12,7 +12,6 @@ text back, is finished with an edit of the same message.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
 from bot.events import (
     Event,
@@ -21,14 +20,13 @@ from bot.events import (
     OutMessage,
     Place,
     StreamExpired,
+    StreamsNatively,
     Surface,
     User,
     WriteKind,
 )
 
 log = logging.getLogger(__name__)
-
-StartStream = Callable[..., Awaitable[NativeStream | None]]
 
 
 class MessageWriter:
@@ -41,15 +39,14 @@ class MessageWriter:
         self.surface = surface
         self.origin = origin
         self.recipient = recipient
-        start: StartStream | None = getattr(surface, "start_stream", None)
-        self._start_stream = start if native else None
+        self._native = surface if native and isinstance(surface, StreamsNatively) else None
         self._streams: list[NativeStream | None] = []
 
     def is_native(self, index: int) -> bool:
         """Whether message ``index`` is (or, not posted yet, would be) streamed natively."""
         if index < len(self._streams):
             return self._streams[index] is not None
-        return self._start_stream is not None
+        return self._native is not None
 
     def next_write(self, index: int, shown: str, text: str, *, final: bool) -> WriteKind | None:
         """The write that brings posted message ``index`` from ``shown`` to ``text``
@@ -63,7 +60,7 @@ class MessageWriter:
     def post_kind(self, *, continued: bool, final: bool) -> WriteKind:
         """The write that posts the next message: a continuation whose text is already
         complete is posted whole (one call instead of starting and stopping a stream)."""
-        if self._start_stream is None or (continued and final):
+        if self._native is None or (continued and final):
             return "send"
         return "stream_start"
 
@@ -72,12 +69,12 @@ class MessageWriter:
     ) -> MessageRef | None:
         """Post the next message (the answer's ``first``, or a continuation); ``None`` when the
         surface declined to stream it and nothing was posted."""
-        if kind == "stream_start" and self._start_stream is not None:
-            stream = await self._start_stream(
+        if kind == "stream_start" and self._native is not None:
+            stream = await self._native.start_stream(
                 place, text, origin=self.origin, recipient=self.recipient
             )
             if stream is None:
-                self._start_stream = None
+                self._native = None
                 return None
             self._streams.append(stream)
             return stream.ref

@@ -9,23 +9,19 @@ rate-limits the status changes nothing else.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
-from bot.events import Event, Place, RateLimited, Surface, SurfaceError, WorkStatus
+from bot.events import Event, Place, RateLimited, ShowsStatus, Surface, SurfaceError, WorkStatus
 
 log = logging.getLogger(__name__)
-
-StatusCall = Callable[..., Awaitable[None]]
 
 
 async def show_status(
     surface: Surface, place: Place, status: WorkStatus, *, origin: Event | None = None
 ) -> None:
     """Show that genbot is ``status`` (thinking, drawing) in ``place`` for ``origin``."""
-    show: StatusCall | None = getattr(surface, "show_status", None)
     try:
-        if show is not None:
-            await show(place, status, origin=origin)
+        if isinstance(surface, ShowsStatus):
+            await surface.show_status(place, status, origin=origin)
         elif status == "thinking":
             await surface.typing(place)
     except (RateLimited, SurfaceError) as error:
@@ -36,10 +32,9 @@ async def end_status(
     surface: Surface, place: Place, status: WorkStatus, *, origin: Event | None = None
 ) -> None:
     """Genbot is no longer ``status`` in ``place`` (where the platform shows it)."""
-    end: StatusCall | None = getattr(surface, "end_status", None)
-    if end is None:
+    if not isinstance(surface, ShowsStatus):
         return
     try:
-        await end(place, status, origin=origin)
+        await surface.end_status(place, status, origin=origin)
     except (RateLimited, SurfaceError) as error:
         log.info("could not end %s in %s: %s", status, place, error)

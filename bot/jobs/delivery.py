@@ -39,7 +39,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -48,7 +48,9 @@ from bot.budget import RenderBudget
 from bot.core import SurfaceRegistry
 from bot.events import (
     Button,
+    DeletesMessages,
     Event,
+    FindsKeyedPosts,
     MessageGone,
     MessageRef,
     OutMessage,
@@ -249,12 +251,10 @@ class Delivery:
         """Link the progress message of a job whose process died between posting it and
         linking it, when the platform's surface can find it by its key (``posted``)."""
         surface = self._surfaces.get(job.platform) if job.platform in self._surfaces else None
-        find: Callable[[Place, str], Awaitable[MessageRef | None]] | None
-        find = getattr(surface, "posted", None)
-        if job.progress_message_id is not None or find is None:
+        if job.progress_message_id is not None or not isinstance(surface, FindsKeyedPosts):
             return job
         try:
-            ref = await find(place_of(job), progress_key(job))
+            ref = await surface.posted(place_of(job), progress_key(job))
         except (SurfaceError, RateLimited) as error:
             log.warning("could not look for the progress message of job %s: %s", job.id, error)
             return job
@@ -373,11 +373,11 @@ class Delivery:
     async def _retire(self, job: Job, surface: Surface, ref: MessageRef, collapsed: str) -> None:
         """Delete a progress message (where the surface can), else collapse it to
         ``collapsed``; never raises."""
-        delete: Callable[[MessageRef], Awaitable[None]] | None = getattr(surface, "delete", None)
         try:
-            if delete is not None:
+            if isinstance(surface, DeletesMessages):
+                deletable = surface
                 try:
-                    await self._writes.urgent(surface, ref.place, lambda: delete(ref))
+                    await self._writes.urgent(surface, ref.place, lambda: deletable.delete(ref))
                     return
                 except MessageGone:
                     return

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 
-from bot.events import MessageRef, Place, RateLimited, SurfaceError
+from bot.events import LinksMessages, MessageRef, Place, RateLimited, SurfaceError
 from bot.jobs.result_messages import ResultMessages, pressed_actions
 from bot.jobs.writes import BudgetedWrites
 from storage import Job, JobWriter
@@ -76,11 +75,10 @@ class ButtonMarks:
         if message_id is None or job.platform not in self._writes.surfaces:
             return None
         surface = self._writes.surfaces.get(job.platform)
-        find: Callable[[MessageRef], Awaitable[str | None]] | None = getattr(surface, "link", None)
-        if find is None:
+        if not isinstance(surface, LinksMessages):
             return None
         try:
-            return await find(MessageRef(place_of(job), message_id))
+            return await surface.link(MessageRef(place_of(job), message_id))
         except (SurfaceError, RateLimited) as error:
             log.info("no link to the message of job %s: %s", job.id, error)
             return None
