@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest browser postgres bench clean
+.PHONY: demo test lint typecheck pytest browser postgres compose-cli emoji-font screenshots bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) browser postgres
+pytest: $(STAMP) browser postgres compose-cli
 	$(BIN)/python -m pytest -q
 
 # The browser test drives Debian's chromium; install it when missing (as root with apt-get),
@@ -69,6 +69,24 @@ compose-cli:
 	}
 
 test: lint typecheck pytest
+
+# README's pictures: the playground in Chromium, with Debian's colour emoji font so buttons like
+# 🔄 and 🌱 are drawn (installed when missing, as root with apt-get).
+emoji-font:
+	@fc-list 2>/dev/null | grep -qi "color emoji" || { \
+	    if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	        echo "installing fonts-noto-color-emoji for the screenshots (apt-get)"; \
+	        apt-get update -qq && \
+	        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-color-emoji >/dev/null; \
+	    else \
+	        echo "the screenshots need a colour emoji font: run 'sudo apt-get install fonts-noto-color-emoji'" >&2; \
+	        exit 1; \
+	    fi; \
+	}
+
+screenshots: $(STAMP) browser emoji-font
+	$(BIN)/python -m tests.genbot.screenshot docs/playground.png
+	$(BIN)/python -m tests.genbot.screenshot --frames docs/job
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -19,9 +19,11 @@ REQUIRED = {"GENBOT_POSTGRES_PASSWORD": "pw-for-the-test", "GENBOT_API__BASE_URL
 def compose_command() -> list[str]:
     """``docker compose`` when the plugin is there, else ``docker-compose`` (the Makefile
     installs one of them)."""
-    plugin = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
-    if shutil.which("docker") and plugin.returncode == 0:
-        return ["docker", "compose"]
+    docker = shutil.which("docker")
+    if docker:
+        plugin = subprocess.run([docker, "compose", "version"], capture_output=True, check=False)
+        if plugin.returncode == 0:
+            return [docker, "compose"]
     standalone = shutil.which("docker-compose")
     assert standalone, "neither `docker compose` nor docker-compose: run `make test`"
     return [standalone]
