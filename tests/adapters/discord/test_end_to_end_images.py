@@ -4,7 +4,6 @@ Discord, the real core on a tmp SQLite database and the simulator over HTTP."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -158,7 +157,7 @@ async def test_a_button_pressed_twice_makes_one_job_and_others_are_refused(
             lambda: ephemeral_texts(fake, bob), what="an answer to bob's press"
         )
         assert "Only the person who started this job" in told
-        await asyncio.sleep(0.2)
+        assert await genbot.adapter.runner.drain(5) == 0, "bob's press is handled to its end"
         assert not creations(sim, "variation")
         assert len(fake.bot_messages(general.id)) == 2, "one message per job"
         assert grid.button("U1")["style"] == 1 and grid.button("V3")["style"] == 2

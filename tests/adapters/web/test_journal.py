@@ -151,8 +151,8 @@ async def test_a_command_accepted_before_a_crash_is_handled_after_the_restart(
         await eventually(lambda: adapter.running_handlers == 0)
 
     later = RecordingCore()
-    async with playground(path, later):
-        await asyncio.sleep(0.1)
+    async with playground(path, later) as adapter:
+        assert await adapter.runner.drain(5) == 0, "whatever the start resumed has run"
     assert later.events == [], "a handled command is not handled again"
 
 
@@ -164,8 +164,8 @@ async def test_a_command_genbot_already_answered_is_not_handled_again(tmp_path: 
         await eventually(lambda: len(adapter.playground.store.history("general", "anyone")) == 2)
 
     core = RecordingCore()
-    async with playground(path, core):
-        await asyncio.sleep(0.1)
+    async with playground(path, core) as adapter:
+        assert await adapter.runner.drain(5) == 0, "whatever the start resumed has run"
     assert core.events == []
 
 
