@@ -166,7 +166,7 @@ def serve_command(
 ) -> None:
     """Run ``work`` until SIGINT/SIGTERM (see :mod:`genbot.signals`); startup problems and fatal
     errors become one ``Error:`` line (``secrets`` redacted) and exit status 1."""
-    from genbot.logs import redact
+    from genbot.redaction import redact
 
     try:
         stop = asyncio.run(serve_until_stopped(work))
@@ -191,7 +191,8 @@ def serve_command(
 @click.pass_context
 def run(ctx: click.Context, verbose: bool, log_format: str | None) -> None:
     """Run every adapter whose credentials are configured, the tracker and webhook receiver."""
-    from genbot.logs import configure_logging, settings_secrets
+    from genbot.logs import configure_logging
+    from genbot.redaction import settings_secrets
     from genbot.runtime import running
 
     settings = _settings(ctx)
@@ -244,7 +245,7 @@ def demo(ctx: click.Context, port: int | None, host: str | None) -> None:
 @click.pass_context
 def status(ctx: click.Context) -> None:
     """Show the processes sharing the database and the unfinished jobs by state and owner."""
-    from genbot.logs import redact, settings_secrets
+    from genbot.redaction import redact, settings_secrets
     from genbot.status import format_status, inspect
     from storage import StorageError
 
@@ -263,7 +264,7 @@ def status(ctx: click.Context) -> None:
 def doctor(ctx: click.Context) -> None:
     """Check the configuration and reach each configured service (exit status 0 or 1)."""
     from genbot.doctor import diagnose, report
-    from genbot.logs import redact, settings_secrets
+    from genbot.redaction import redact, settings_secrets
 
     settings = _settings(ctx)
     text, healthy = report(asyncio.run(diagnose(settings)))

@@ -3,7 +3,7 @@
 Each line has ``time`` (UTC, ISO 8601 with milliseconds), ``level``, ``logger`` and
 ``message``, then ``platform``, ``user_id`` and ``job_id`` where the work in progress is known
 (:mod:`bot.logcontext`), and ``exception`` with the traceback when there is one. Every string
-goes through :func:`genbot.logs.redact`, so the JSON lines are redacted like the text ones —
+goes through :func:`genbot.redaction.redact`, so the JSON lines are redacted like the text ones —
 tracebacks included.
 """
 
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot import logcontext
-from genbot.logs import redact
+from genbot.redaction import redact
 
 
 class JsonFormatter(logging.Formatter):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["simulator", "bot", "storage", "bench", "adapters"]
+PACKAGES = ["simulator", "bot", "storage", "bench", "adapters", "genbot"]
 
 
 def module_name(path: Path) -> str:

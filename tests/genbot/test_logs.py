@@ -11,7 +11,8 @@ from pydantic import SecretStr
 
 from adapters.web.settings import WebSettings
 from bot.config import ApiSettings, StorageSettings
-from genbot.logs import configure_logging, settings_secrets
+from genbot.logs import configure_logging
+from genbot.redaction import settings_secrets
 from genbot.settings import Settings
 
 KEY = "sk-traceback-secret-4242"
