@@ -105,7 +105,7 @@ async def running_bot(
         stack.push_async_callback(provider.aclose)
         surfaces, budget = SurfaceRegistry([platform]), RenderBudget()
         jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
-        tools = ChatImageTools(jobs.tools)
+        tools = ChatImageTools(jobs.chat_jobs)
         engine = None
         if chat:
             await asyncio.to_thread(warm_up)

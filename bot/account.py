@@ -34,7 +34,7 @@ from bot.commands import command
 from bot.core import SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue, SpellsCommands
 from bot.parsing import help_text
-from bot.text import split_text
+from bot.splitting import split_text
 from storage import (
     SETTING_NAMES,
     ScopeKind,

@@ -67,7 +67,7 @@ def build_core(
         provider,
         registry,
         budget=budget,
-        tools=ChatImageTools(jobs.tools),
+        tools=ChatImageTools(jobs.chat_jobs),
         defaults=chat_defaults(settings.chat),
     )
     account = AccountFeature(

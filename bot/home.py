@@ -30,7 +30,7 @@ from bot.events import (
     RateLimited,
     SurfaceError,
 )
-from bot.jobs import texts
+from bot.jobs import wording
 from bot.jobs.marks import place_of
 from bot.jobs.result_messages import ResultMessages
 from storage import (
@@ -203,7 +203,7 @@ def _home_job(job: Job) -> HomeJob:
     result = MessageRef(place_of(job), job.result_message_id) if job.result_message_id else None
     return HomeJob(
         job=job,
-        title=texts.result_text(job),
+        title=wording.result_text(job),
         result=result,
         repost=Button("Post again", REPOST_ACTION, job.id),
     )

@@ -8,7 +8,7 @@ the oldest has waited, whether it is the first message), so concurrent streams i
 served stalest first, evenly paced; a lone stream posts at once. Each write is held in the budget
 until the platform call returns. Edits are coalesced: every write carries the newest text, so
 nothing stale is ever queued. Text beyond
-``limits.max_text`` continues in new messages (split by :func:`bot.text.split_chunks`, code
+``limits.max_text`` continues in new messages (split by :func:`bot.splitting.split_chunks`, code
 blocks closed and reopened); finished messages get their final text, only the last one is live
 and carries the in-progress marker. At the end the exact final text lands (waiting for budget,
 up to ``final_timeout`` seconds), with a note when the answer was cut by ``max_tokens`` or the
@@ -50,7 +50,7 @@ from bot.events import (
     WriteKind,
 )
 from bot.render_writes import MessageWriter
-from bot.text import FENCE, Chunk, cut_chunk, split_chunks
+from bot.splitting import FENCE, Chunk, cut_chunk, split_chunks
 
 log = logging.getLogger(__name__)
 

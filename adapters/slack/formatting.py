@@ -110,7 +110,7 @@ def _prose_to_mrkdwn(text: str) -> str:
 
 def split_text(text: str, limit: int) -> list[str]:
     """Escaped mrkdwn in pieces of at most ``limit`` characters, cut at line ends where
-    possible. (Not :func:`bot.text.split_text`: that one reopens code blocks with a
+    possible. (Not :func:`bot.splitting.split_text`: that one reopens code blocks with a
     ```` ```lang ```` line, while mrkdwn fences here are inline, ```` ```code``` ````, and
     Slack would show the tag as code.)"""
     pieces: list[str] = []

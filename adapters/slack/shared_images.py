@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.chat.prompting import is_image
+from bot.chat.requests import is_image
 from bot.events import Attachment
 
 from .inbound import attachments_from_files, image_slots, url_attachment, urls_in, without_urls

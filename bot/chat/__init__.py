@@ -7,7 +7,7 @@ once per message — only the newest turns that can fit, by their stored token c
 before its first message is posted and each message is linked as it is posted
 (:mod:`bot.chat.answer`), so replies to a partly posted answer still find the conversation.
 
-What is settable where (:mod:`bot.chat.prompting`):
+What is settable where (:mod:`bot.chat.requests`):
 
 - ``/settings model`` (per user; admins: per channel or workspace with ``scope``, see
   :mod:`bot.account`), ``/chat model`` (per conversation, sticks), else
@@ -22,11 +22,11 @@ What is settable where (:mod:`bot.chat.prompting`):
 
 Function calling (:mod:`bot.chat.tools`): ``generate_image`` and ``describe_image``, served by
 an :class:`~bot.chat.tools.ImageTools` implementation; :func:`bot.assembly.build_core` wires
-the chat engine to the job engine's tools (``ChatImageTools(jobs.tools)``).
+the chat engine to the job engine's tools (``ChatImageTools(jobs.chat_jobs)``).
 """
 
 from bot.chat.engine import VISION_ACTION, VISION_LABEL, ChatEngine
-from bot.chat.prompting import (
+from bot.chat.requests import (
     DEFAULT_MODEL,
     DEFAULT_SYSTEM_PROMPT,
     VISION_MODEL,

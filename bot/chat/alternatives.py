@@ -23,7 +23,7 @@ from bot.chat.replies import reply_tokens
 from bot.chat.scoping import Target
 from bot.core import UserError
 from bot.events import Button, MessageRef, OutMessage, Place, Surface
-from bot.text import split_text
+from bot.splitting import split_text
 from storage import ChatMessage, ConversationStore
 
 PICK_ACTION = "chat_pick"

@@ -41,8 +41,8 @@ from bot.api.ratelimit import observe_waits
 from bot.budget import RenderBudget
 from bot.chat.alternatives import offer_alternatives
 from bot.chat.history import History, Turn
-from bot.chat.prompting import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.replies import StoredReply, WaitNotice
+from bot.chat.requests import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.scoping import Target
 from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
 from bot.core import UserError

@@ -2,7 +2,7 @@
 
 It is both the core's *conversations* object (``on_message``) and a feature owning ``chat`` and
 the ``chat_vision`` button. Where a message belongs is decided in :mod:`bot.chat.scoping`, what a
-request carries in :mod:`bot.chat.prompting`, how it is answered in :mod:`bot.chat.answer`.
+request carries in :mod:`bot.chat.requests`, how it is answered in :mod:`bot.chat.answer`.
 Every refusal (a plan that lacks the model, a message too long for it) happens before anything
 is stored, posted or sent to the provider — only a DM's conversation exists beforehand; a
 mention or ``/chat`` in a channel opens its thread only once the message is known to fit.
@@ -28,7 +28,7 @@ from bot.budget import RenderBudget
 from bot.chat.alternatives import PICK_ACTION, Pick, pick_alternative
 from bot.chat.answer import Answerer
 from bot.chat.history import History, load_history, user_message
-from bot.chat.prompting import (
+from bot.chat.requests import (
     VISION_MODEL,
     ChatDefaults,
     ChatOverrides,

@@ -134,7 +134,7 @@ async def run_tool(tools: ImageTools, call: FunctionCall, context: ToolContext) 
 
 
 class JobHandle(Protocol):
-    """The image engine's handle for chat (``bot.jobs.JobTools``): jobs started for an event
+    """The image engine's handle for chat (``bot.jobs.ChatJobs``): jobs started for an event
     are posted in that event's place."""
 
     async def generate_image(

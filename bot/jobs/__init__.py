@@ -6,7 +6,7 @@ The composition root (:func:`bot.assembly.build_core`) wires everything with one
     core = Core(surfaces, [*jobs.features, ...], conversations, [*jobs.services, ...])
 
 ``budget`` should be the process's one :class:`~bot.budget.RenderBudget` (shared with the chat
-renderer); ``jobs.tools`` is the :class:`JobTools` handle for the chat engine's functions.
+renderer); ``jobs.chat_jobs`` is the :class:`ChatJobs` handle for the chat engine's functions.
 The provider client should be built with ``allow_insecure_webhooks`` equal to
 ``[webhook] allow_insecure_loopback``.
 """
@@ -24,6 +24,7 @@ from bot.budget import RenderBudget
 from bot.config import CoreSettings
 from bot.core import Feature, Lifecycle, SurfaceRegistry
 from bot.jobs.cancel import JobCancel
+from bot.jobs.chat_jobs import ChatJobs
 from bot.jobs.delivery import Delivery
 from bot.jobs.describe import DescribeButtons
 from bot.jobs.diffusion import DiffusionJobs
@@ -34,7 +35,6 @@ from bot.jobs.media import MediaFetcher, provider_is_private
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.starter import JobSpec, JobStarter, Submitted
 from bot.jobs.ticker import ProgressTicker
-from bot.jobs.tools import JobTools
 from bot.jobs.tracker import Tracker
 from bot.jobs.upload_forms import UploadForms
 from bot.jobs.watch import JobWatch
@@ -43,6 +43,7 @@ from storage import Storage
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "ChatJobs",
     "Delivery",
     "DeliveryRetry",
     "DescribeButtons",
@@ -52,7 +53,6 @@ __all__ = [
     "JobEngines",
     "JobSpec",
     "JobStarter",
-    "JobTools",
     "JobWatch",
     "Limits",
     "MediaFetcher",
@@ -78,7 +78,7 @@ class JobEngines:
     starter: JobStarter
     limits: Limits
     watch: JobWatch
-    tools: JobTools
+    chat_jobs: ChatJobs
     cancel: JobCancel
     ticker: ProgressTicker
     describe: DescribeButtons
@@ -128,7 +128,7 @@ def build_job_engines(
 ) -> JobEngines:
     """Build the job machinery: its :attr:`JobEngines.features` and
     :attr:`JobEngines.services` (media session, tracker — in start order) go to the core,
-    :attr:`JobEngines.tools` to the chat engine.
+    :attr:`JobEngines.chat_jobs` to the chat engine.
 
     ``open_channels``: the channels per platform whose job buttons anyone may press (see
     :class:`bot.jobs.limits.Limits`); ``shards``: the platform shards this process runs, for
@@ -179,7 +179,7 @@ def build_job_engines(
     )
     images = ImageJobs(starter, provider, media, store)
     diffusion = DiffusionJobs(starter, provider, limits_settings, clock)
-    tools = JobTools(images, watch)
+    chat_jobs = ChatJobs(images, watch)
     return JobEngines(
         images,
         diffusion,
@@ -190,7 +190,7 @@ def build_job_engines(
         starter,
         limits,
         watch,
-        tools,
+        chat_jobs,
         JobCancel(store, surfaces, delivery, watch),
         ProgressTicker(store, delivery, every=limits_settings.progress_tick_seconds),
         DescribeButtons(starter, provider, store),

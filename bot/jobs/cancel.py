@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from bot.core import SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
-from bot.jobs import texts
+from bot.jobs import wording
 from bot.jobs.delivery import CANCEL_ACTION, Delivery
 from bot.jobs.watch import JobWatch
 from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter
@@ -64,4 +64,4 @@ class JobCancel:
         self._watch.touch(job.id)
         await self._delivery.deliver(job.id)
         surface = self._surfaces.get(event.place.platform)
-        await surface.send_ephemeral(event, texts.CANCELLED_NOTE)
+        await surface.send_ephemeral(event, wording.CANCELLED_NOTE)

@@ -59,7 +59,7 @@ from bot.events import (
     Surface,
     SurfaceError,
 )
-from bot.jobs import texts
+from bot.jobs import wording
 from bot.jobs.marks import ButtonMarks, place_of
 from bot.jobs.media import MediaFetcher
 from bot.jobs.progress import ELAPSED_STEP, Estimates, Position
@@ -229,7 +229,7 @@ class Delivery:
         typical = self.estimates.typical(job)
         position = self.positions.get(job.id)
         step = self.progress_step
-        text = texts.progress_text(job, status or job.status, elapsed, typical, position, step)
+        text = wording.progress_text(job, status or job.status, elapsed, typical, position, step)
         return OutMessage(text=text, buttons=cancel_buttons(job), card=True)
 
     async def post_progress(self, job: Job, origin: Event | None) -> Job:
@@ -290,18 +290,18 @@ class Delivery:
         current = await self.recover_progress(await self._store.get_job(job.id) or job)
         if moved:
             metrics.job_failed(job.type)
-            await self._show_outcome(current, texts.create_failed_text(current, reason))
+            await self._show_outcome(current, wording.create_failed_text(current, reason))
             self.forget(job.id)
         self._watch.touch(job.id)
         return current
 
     async def mark_unconfirmed(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job the provider may have received to ``unknown`` and tell the
-        user (see :func:`bot.jobs.texts.unconfirmed_text`)."""
+        user (see :func:`bot.jobs.wording.unconfirmed_text`)."""
         moved = await self._store.transition(job.id, "creating", "unknown", error=reason)
         current = await self._store.get_job(job.id) or job
         if moved:
-            text = texts.unconfirmed_text(current, reason)
+            text = wording.unconfirmed_text(current, reason)
             await self.edit(current, text, urgent=True, buttons=cancel_buttons(current))
         self._watch.touch(job.id)
         return current
@@ -335,7 +335,7 @@ class Delivery:
             return await self._hide(job)
         timed_out = bool(job.result.get("timed_out"))
         message = OutMessage(
-            text=texts.failure_text(job, timed_out), mention_user_id=job.requester_id
+            text=wording.failure_text(job, timed_out), mention_user_id=job.requester_id
         )
         try:
             ref = await self._show(job, message, "failure")
@@ -367,7 +367,7 @@ class Delivery:
             keyed = once(message, job, kind)
             ref = await self._writes.urgent(surface, place, lambda: surface.send(place, keyed))
         if progress is not None:
-            await self._retire(job, surface, progress, texts.moved_text(job))
+            await self._retire(job, surface, progress, wording.moved_text(job))
         return ref
 
     async def _retire(self, job: Job, surface: Surface, ref: MessageRef, collapsed: str) -> None:
@@ -397,7 +397,7 @@ class Delivery:
             surface = self._surfaces.get(job.platform)
             ref = MessageRef(place_of(job), job.progress_message_id)
             async with self._lock(job.id):
-                await self._retire(job, surface, ref, texts.cancelled_text(job))
+                await self._retire(job, surface, ref, wording.cancelled_text(job))
         await self._store.transition(job.id, "reporting", "failed_posted")
         self._watch.touch(job.id)
         await self._end_drawing(job)
@@ -441,7 +441,7 @@ class Delivery:
                 job.id, claimed, release, delivery_attempts=failures, next_poll_at=retry_at
             )
             return retry_at
-        await self._show_outcome(job, texts.not_posted_text(job))
+        await self._show_outcome(job, wording.not_posted_text(job))
         await self._store.transition(
             job.id,
             claimed,

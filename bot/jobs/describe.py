@@ -20,7 +20,7 @@ from bot.follow_ups import version_for
 from bot.forms import PROMPT_FIELD, pick_form
 from bot.jobs.derivatives import choice, values_digest
 from bot.jobs.images import PROCESS_MODES
-from bot.jobs.prompts import check_prompt
+from bot.jobs.input_checks import check_prompt
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
 from bot.parsing import CommandError

@@ -56,8 +56,8 @@ from bot.forms import (
     shape_key,
 )
 from bot.jobs.derivatives import FollowUp, FollowUpInput, choice, follow_up_for, values_digest
+from bot.jobs.input_checks import check_prompt
 from bot.jobs.media import MediaError, MediaFetcher
-from bot.jobs.prompts import check_prompt
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
 from bot.masks import build_mask

@@ -15,7 +15,7 @@ from bot.buttons import describe_buttons, diffusion_buttons
 from bot.core import SurfaceRegistry
 from bot.events import Button, ImageFile, OutMessage
 from bot.follow_ups import follow_up_buttons
-from bot.jobs import texts
+from bot.jobs import wording
 from bot.jobs.media import ImageBytes, MediaError, MediaFetcher, UnreadableImage
 from storage import Job
 
@@ -42,11 +42,11 @@ class ResultMessages:
         arrived unreadable: then the message carries the provider's (expiring) link instead."""
         mention = job.requester_id
         if job.family == "task" and job.type == "seed":
-            text = texts.seed_text(job, str(job.result.get("seed", "")))
+            text = wording.seed_text(job, str(job.result.get("seed", "")))
             return OutMessage(text=text, mention_user_id=mention), {}
         if job.family == "task" and job.type == "describe":
             prompts = [str(p) for p in job.result.get("prompts", [])]
-            text = texts.describe_text(job, prompts)
+            text = wording.describe_text(job, prompts)
             described = await self._described_image(job)
             return OutMessage(
                 text=text, images=described, buttons=self.buttons(job), mention_user_id=mention
@@ -65,11 +65,11 @@ class ResultMessages:
             if not link_instead and not isinstance(error, UnreadableImage):
                 raise
             url = job.result_urls[0] if job.result_urls else ""
-            text = texts.unavailable_image_text(job, str(error), url)
+            text = wording.unavailable_image_text(job, str(error), url)
             return OutMessage(text=text, buttons=self.buttons(job), mention_user_id=mention), {}
         size = (extra["width"], extra["height"]) if extra else None
         message = OutMessage(
-            text=texts.result_text(job),
+            text=wording.result_text(job),
             images=tuple(images),
             buttons=self.buttons(job, size=size),
             mention_user_id=mention,
@@ -79,9 +79,9 @@ class ResultMessages:
     def marked(self, job: Job) -> OutMessage:
         """A posted result's text and buttons (pressed ones marked), without its images: the
         edit that marks a pressed button leaves the images as they are."""
-        text = texts.result_text(job)
+        text = wording.result_text(job)
         if job.family == "task" and job.type == "describe":
-            text = texts.describe_text(job, [str(p) for p in job.result.get("prompts", [])])
+            text = wording.describe_text(job, [str(p) for p in job.result.get("prompts", [])])
         return OutMessage(
             text=text, buttons=self.buttons(job), mention_user_id=job.requester_id, card=True
         )

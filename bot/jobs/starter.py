@@ -51,13 +51,13 @@ from bot.core import SurfaceRegistry, UserError
 from bot.events import Attachment, ButtonPress, Event, Modal, ModalSubmit, SurfaceError
 from bot.jobs.delivery import Delivery, cancel_buttons
 from bot.jobs.hosting import MediaHost
+from bot.jobs.input_checks import check_attachment
 from bot.jobs.limits import Limits
 from bot.jobs.media import MediaError, inspect_image
-from bot.jobs.prompts import check_attachment
 from bot.jobs.refusals import FollowUpRefused, disable_follow_up
-from bot.jobs.texts import heading
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
+from bot.jobs.wording import heading
 from bot.waits import ShownWait
 from storage import (
     Job,

@@ -56,7 +56,7 @@ from typing import Any, Protocol
 from bot import logcontext
 from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
 from bot.config import LimitsSettings
-from bot.jobs import texts
+from bot.jobs import wording
 from bot.jobs.delivery import Delivery
 from bot.jobs.leases import Leases
 from bot.jobs.notifications import NotJson, UseRecord, read_notification
@@ -206,9 +206,9 @@ class Tracker:
             elif job.status != "creating":
                 continue
             elif job.progress_message_id is None:
-                await self._delivery.mark_not_started(job, texts.RESTARTED_BEFORE_SUBMIT)
+                await self._delivery.mark_not_started(job, wording.RESTARTED_BEFORE_SUBMIT)
             else:
-                await self._delivery.mark_unconfirmed(job, texts.RESTARTED_WHILE_CREATING)
+                await self._delivery.mark_unconfirmed(job, wording.RESTARTED_WHILE_CREATING)
         if jobs:
             self.kick()
 
@@ -454,7 +454,7 @@ class Tracker:
         minutes = self._limits.job_timeout_seconds / 60
         result = {**job.result, "timed_out": True}
         if job.status in ("creating", "unknown"):
-            error = texts.unconfirmed_error(minutes)
+            error = wording.unconfirmed_error(minutes)
             result["unconfirmed"] = True
         else:
             error = f"The service did not finish this job within {minutes:g} minutes."

@@ -12,8 +12,8 @@ what users see, ``bot.store`` / ``bot.sim.state`` show what genbot stored and wh
 saw. Extra features (the chat engine…) are given as factories of :class:`Parts`, so they can use
 the same store, provider client, budget and job tools::
 
-    async with harness(tmp_path, conversations=lambda parts: Chat(parts.store, parts.provider,
-                                                                  parts.budget, parts.jobs.tools)):
+    chat = lambda parts: Chat(parts.store, parts.provider, parts.budget, parts.jobs.chat_jobs)
+    async with harness(tmp_path, conversations=chat):
         ...
 
 Everything stops in order on exit: core services (tracker, receiver), provider client, store,

@@ -86,7 +86,9 @@ class ChatWorld:
             provider,
             parts.surfaces,
             budget=parts.budget,
-            tools=ChatImageTools(parts.jobs.tools, describe_timeout=10.0) if self.tools else None,
+            tools=ChatImageTools(parts.jobs.chat_jobs, describe_timeout=10.0)
+            if self.tools
+            else None,
             defaults=self.defaults,
         )
         return self.engine

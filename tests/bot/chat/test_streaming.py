@@ -8,7 +8,7 @@ from pathlib import Path
 from bot.chat.scoping import dm_key
 from bot.events import Event, MessageRef, OutMessage, Place, SurfaceLimits
 from bot.render import INTERRUPTED_NOTE
-from bot.text import FENCE
+from bot.splitting import FENCE
 from simulator.state import FaultKind, SimulatorConfig, SimulatorState
 from tests.bot.chat.support import DM, ROOMY, ChatWorld, chat_world, sim_config
 from tests.fakes.platform import FakePlatform

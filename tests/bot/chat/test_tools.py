@@ -74,7 +74,7 @@ async def test_a_refused_tool_call_is_explained_by_the_model(tmp_path: Path) -> 
 
 
 async def test_bad_function_calls_become_error_results(world: ChatWorld) -> None:
-    tools = ChatImageTools(world.genbot.jobs.tools)
+    tools = ChatImageTools(world.genbot.jobs.chat_jobs)
     context = ToolContext(ALICE, DM, None)
     broken = await run_tool(tools, FunctionCall(name="generate_image", arguments="{oops"), context)
     empty = await run_tool(tools, FunctionCall(name="generate_image", arguments="{}"), context)

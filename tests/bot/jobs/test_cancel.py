@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.jobs import texts
+from bot.jobs import wording
 from simulator.state import SimulatorConfig
 from tests.bot.harness import harness
 from tests.bot.jobs.support import press, run_command
@@ -27,8 +27,8 @@ async def test_cancel_hides_the_job_and_stops_tracking_it(tmp_path: Path) -> Non
         cancelled = await bot.settled(job.id)
 
         assert cancelled.status == "failed_posted" and cancelled.result.get("cancelled")
-        assert bot.platform.ephemerals_for("alice") == [texts.CANCELLED_NOTE]
-        assert "charged" in texts.CANCELLED_NOTE and "no way to cancel" in texts.CANCELLED_NOTE
+        assert bot.platform.ephemerals_for("alice") == [wording.CANCELLED_NOTE]
+        assert "charged" in wording.CANCELLED_NOTE and "no way to cancel" in wording.CANCELLED_NOTE
         assert bot.platform.messages == {}
         assert [d.ref.message_id for d in bot.platform.deleted] == [job.progress_message_id]
 
@@ -55,7 +55,7 @@ async def test_a_cancelled_derivative_stays_pressed(tmp_path: Path) -> None:
 
     assert grid.button("U1").style == "primary"
     assert bot.platform.ephemerals_for("alice") == [
-        texts.CANCELLED_NOTE,
+        wording.CANCELLED_NOTE,
         "You already pressed this, then cancelled that job.",
     ]
 

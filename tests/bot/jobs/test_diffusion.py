@@ -9,7 +9,7 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.events import Command, User
-from bot.jobs.texts import ACCEPTED_NOTE
+from bot.jobs.wording import ACCEPTED_NOTE
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from tests.bot.harness import PLACE, harness

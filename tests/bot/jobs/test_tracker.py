@@ -15,7 +15,7 @@ import pytest
 from bot.api import ImagineRequest, TaskRecord
 from bot.events import Command, MessageRef, OutMessage, SurfaceLimits, User
 from bot.jobs.delivery import place_of
-from bot.jobs.texts import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
+from bot.jobs.wording import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
 from simulator.server import serve
 from simulator.state import Dialect, SimulatorConfig
 from simulator.task_model import fetch_record

@@ -12,7 +12,7 @@ import aiohttp
 from bot.api import ImagineRequest
 from bot.chat.tools import ChatImageTools
 from bot.events import Command, OutMessage, User
-from bot.jobs.texts import UNCONFIRMED_NOTE
+from bot.jobs.wording import UNCONFIRMED_NOTE
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record
@@ -213,7 +213,7 @@ async def test_the_chat_model_hears_that_an_unconfirmed_image_job_must_not_be_st
         proxy.faults["/gen/v2/imagine"] = ["lose"]
         db = tmp_path / "genbot.db"
         async with running_genbot(sim, db, webhooks=True, api_url=proxy.base_url) as bot:
-            tools = ChatImageTools(bot.jobs.tools)
+            tools = ChatImageTools(bot.jobs.chat_jobs)
             said = await tools.generate_image(
                 user=User("alice"), place=PLACE, prompt="a fox", origin=None
             )

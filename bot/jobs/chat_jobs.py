@@ -13,7 +13,7 @@ DONE_STATUSES: frozenset[JobStatus] = frozenset(
 )
 
 
-class JobTools:
+class ChatJobs:
     """The job handle given to the chat engine (``generate_image``, ``describe_image``)."""
 
     def __init__(self, images: ImageJobs, watch: JobWatch) -> None:

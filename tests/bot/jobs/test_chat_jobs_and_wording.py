@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.events import UserMessage
-from bot.jobs import texts, titles
+from bot.jobs import titles, wording
 from storage import Job
 from tests.bot.harness import PLACE, harness
 from tests.bot.jobs.support import bodies, job_record
@@ -61,13 +61,13 @@ def test_one_title_style_without_doubled_words(
     fields: dict[str, Any], asked: str, done: str
 ) -> None:
     job = _job(**fields)
-    assert (texts.title(job), titles.done_title(job)) == (asked, done)
+    assert (wording.title(job), titles.done_title(job)) == (asked, done)
     words = done.lower().replace("(", " ").replace(")", " ").split()
     assert len(words) == len(set(words)), done
 
 
 def test_prompts_cannot_ping_and_are_clipped() -> None:
-    pinging = texts.heading(_job(prompt="hi @everyone <@123> " + "x" * 500))
+    pinging = wording.heading(_job(prompt="hi @everyone <@123> " + "x" * 500))
     assert "@everyone" not in pinging and "<@123>" not in pinging
     assert len(pinging) < 340
 
@@ -80,7 +80,7 @@ def test_diffusion_results_show_how_they_were_made() -> None:
         parameters={"body": {"guidance_scale": 7.5, "num_inference_steps": 20}},
         result={"meta": {"model_id": "sd-1.5", "seed": 1234, "W": 512, "H": 768, "steps": 30}},
     )
-    assert texts.result_text(job) == (
+    assert wording.result_text(job) == (
         "**Generated** — a fox\nmodel sd-1.5 · seed 1234 · 512×768 · 30 steps · guidance 7.5"
     )
 
@@ -88,10 +88,10 @@ def test_diffusion_results_show_how_they_were_made() -> None:
 @pytest.mark.parametrize(
     ("result", "timed_out", "note"),
     [
-        ({}, False, texts.NO_CHARGE_NOTE),
-        ({}, True, texts.TIMEOUT_NOTE),
-        ({"unconfirmed": True}, False, texts.UNCONFIRMED_NOTE),
-        ({"accepted": True}, False, texts.ACCEPTED_NOTE),
+        ({}, False, wording.NO_CHARGE_NOTE),
+        ({}, True, wording.TIMEOUT_NOTE),
+        ({"unconfirmed": True}, False, wording.UNCONFIRMED_NOTE),
+        ({"accepted": True}, False, wording.ACCEPTED_NOTE),
     ],
 )
 def test_failures_say_what_failed_and_whether_credits_were_charged(
@@ -99,7 +99,7 @@ def test_failures_say_what_failed_and_whether_credits_were_charged(
 ) -> None:
     job = _job(type="upscale", action="upscale_subtle", prompt="a fox", error="Banned prompt.")
     job = dataclasses.replace(job, result=result)
-    assert texts.failure_text(job, timed_out) == (
+    assert wording.failure_text(job, timed_out) == (
         f"❌ **Upscale (Subtle)** failed — a fox\nBanned prompt.\n{note}"
     )
 
@@ -110,7 +110,7 @@ async def test_chat_tools_start_jobs_in_the_conversation_and_wait_for_them(
     async with harness(tmp_path) as bot:
         thread = PLACE.in_thread("t9")
         event = UserMessage(user=bot.actor().user, place=thread, message_id="u1", text="draw a fox")
-        tools = bot.jobs.tools
+        tools = bot.jobs.chat_jobs
         job = await tools.generate_image(event, "a fox in a thread", aspect_ratio="16:9")
         done = await tools.wait(job.id, timeout=10)
         grid = await bot.result(job.id)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from bot.jobs.progress import ELAPSED_STEP, Position, status_text
 from bot.jobs.titles import asked_title, done_title
-from bot.text import neutralize_mentions
+from bot.splitting import neutralize_mentions
 from storage import Job
 
 SUBJECT_MAX = 300
