@@ -48,6 +48,9 @@ class CoreCase:
     ref: str | None = None
     values: Mapping[str, str] = field(default_factory=dict)
     plan: Plan = "developer"
+    rehosting: bool = False
+    """Run with a media host (``[webhook] public_url``), so attached files are read and
+    re-hosted instead of refused for lack of one."""
 
 
 def text(case_id: str, name: str, typed: str, *keywords: str, **extra: Any) -> CoreCase:

@@ -1,11 +1,19 @@
 """Bad input found by the red team (issue 13), added to :mod:`tests.resilience.corpus`: text
 that is not plain text (control characters, bidirectional overrides, nothing visible), seeds
-out of range, flags without their value, and hostile image files uploaded to the playground."""
+out of range, flags without their value, and hostile image files attached to chat commands or
+uploaded to the playground."""
 
 from __future__ import annotations
 
+from bot.events import Attachment
 from tests.resilience.corpus import TXT2IMG, CoreCase, WebCase, options, text
-from tests.resilience.hostile_files import bomb_png, damaged_jpeg, html_gif, truncated_png
+from tests.resilience.hostile_files import (
+    bomb_png,
+    damaged_jpeg,
+    html_gif,
+    noise_png,
+    truncated_png,
+)
 
 SEED_RANGE = "0 to 4294967295"
 
@@ -55,7 +63,67 @@ PROMPT_FLAG_CASES = [
     ),
 ]
 
-HOSTILE_CORE_CASES: tuple[CoreCase, ...] = (*TEXT_HYGIENE_CASES, *PROMPT_FLAG_CASES)
+
+def on_discord_cdn(filename: str, data: bytes) -> Attachment:
+    """A file attached on Discord: a CDN link the provider refuses, so genbot re-hosts it."""
+    url = f"https://cdn.discordapp.com/attachments/1/2/{filename}"
+    return Attachment(filename, url, "image/png", len(data), data=data)
+
+
+def shared_on_slack(filename: str, data: bytes, content_type: str) -> Attachment:
+    """A file shared on Slack: opens only with the bot token, so genbot re-hosts it."""
+    url = f"https://files.slack.com/files-pri/T1-F1/{filename}"
+    return Attachment(filename, url, content_type, len(data), data=data, private=True)
+
+
+HOSTILE_ATTACHMENT_CASES = [
+    options(
+        "describe-attachment-decompression-bomb",
+        "describe",
+        {},
+        "bomb.png",
+        "decompression bomb",
+        "too many pixels",
+        attachments={"image": on_discord_cdn("bomb.png", bomb_png())},
+        rehosting=True,
+    ),
+    options(
+        "blend-attachment-truncated-png",
+        "blend",
+        {},
+        "t.png",
+        "truncated or damaged",
+        attachments={
+            "image1": on_discord_cdn("fine.png", noise_png(16, 16)),
+            "image2": on_discord_cdn("t.png", truncated_png()),
+        },
+        rehosting=True,
+    ),
+    text(
+        "img2img-attachment-html-in-gif",
+        "diffusion.img2img",
+        "a fox",
+        "cat.gif",
+        "not an image",
+        attachments={"init_image": shared_on_slack("cat.gif", html_gif(), "image/gif")},
+        rehosting=True,
+    ),
+    text(
+        "describe-attachment-damaged-jpeg",
+        "describe",
+        "",
+        "d.jpg",
+        "truncated or damaged",
+        attachments={"image": shared_on_slack("d.jpg", damaged_jpeg(), "image/jpeg")},
+        rehosting=True,
+    ),
+]
+
+HOSTILE_CORE_CASES: tuple[CoreCase, ...] = (
+    *TEXT_HYGIENE_CASES,
+    *PROMPT_FLAG_CASES,
+    *HOSTILE_ATTACHMENT_CASES,
+)
 
 HOSTILE_WEB_CASES: tuple[WebCase, ...] = (
     WebCase(

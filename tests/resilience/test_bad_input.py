@@ -116,7 +116,7 @@ async def test_core_refuses_with_a_specific_message(
     caplog.set_level(logging.DEBUG)
     async with (
         serve(sim_config()) as sim,
-        running_genbot(sim, tmp_path / "genbot.db", plan=case.plan) as bot,
+        running_genbot(sim, tmp_path / "genbot.db", plan=case.plan, webhooks=case.rehosting) as bot,
     ):
         seeded = await seed_jobs(bot.store)
         before = {job.id for job in await bot.all_jobs()}

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from adapters.slack import SlackAdapter
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.config import ApiSettings, LimitsSettings, StorageSettings
+from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
 from bot.core import Core
 from bot.jobs import JobEngines
 from genbot.settings import Settings
@@ -29,6 +29,7 @@ from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest
 from storage import Job, JobStatus, SqliteStore
 from tests.adapters.slack.conftest import slack_settings
+from tests.bot.harness import free_port
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_model import FakeMessage
 
@@ -56,9 +57,17 @@ def genbot_settings(
     *,
     socket_mode: bool = False,
     distributed: bool = False,
+    rehosting: bool = False,
 ) -> Settings:
     """Settings of a genbot on ``fake`` (HTTP mode on a free loopback port, or Socket Mode;
-    ``distributed``: installed by OAuth)."""
+    ``distributed``: installed by OAuth; ``rehosting``: a loopback ``[webhook] public_url``, so
+    shared files are downloaded, checked and re-hosted for the provider)."""
+    hook = WebhookSettings()
+    if rehosting:
+        port = free_port()
+        hook = WebhookSettings(
+            public_url=f"http://127.0.0.1:{port}", port=port, allow_insecure_loopback=True
+        )
     return Settings(
         api=ApiSettings(
             base_url=sim.base_url,
@@ -68,6 +77,7 @@ def genbot_settings(
             stream_idle_timeout=2.0,
         ),
         storage=StorageSettings(path=db_path),
+        webhook=hook,
         slack=slack_settings(fake, socket_mode=socket_mode, distributed=distributed).model_copy(
             update={"message_updates_per_second": 1 / UPDATE_INTERVAL}
         ),
@@ -104,11 +114,15 @@ async def slack_genbot(
     *,
     socket_mode: bool = False,
     distributed: bool = False,
+    rehosting: bool = False,
 ) -> AsyncIterator[SlackGenbot]:
     """genbot composed as ``genbot run`` composes it (storage, provider client,
     ``build_core``, the Slack adapter, then the core's services), stopped in reverse order.
-    ``distributed``: installed by OAuth (the fake sends browsers back to its redirect)."""
-    settings = genbot_settings(fake, sim, db_path, socket_mode=socket_mode, distributed=distributed)
+    ``distributed``: installed by OAuth (the fake sends browsers back to its redirect);
+    ``rehosting``: see :func:`genbot_settings`."""
+    settings = genbot_settings(
+        fake, sim, db_path, socket_mode=socket_mode, distributed=distributed, rehosting=rehosting
+    )
     async with AsyncExitStack() as stack:
         store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)

@@ -15,6 +15,7 @@ import pytest
 from bot.events import decode_custom_id
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
+from storage import ALL_STATUSES
 from tests.adapters.slack.end_to_end import (
     JOB_TIME_SCALE,
     WAIT,
@@ -24,6 +25,7 @@ from tests.adapters.slack.end_to_end import (
     slack_genbot,
 )
 from tests.fakes.slack import FakeSlack
+from tests.resilience.hostile_files import bomb_png, noise_png, truncated_png
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
 
@@ -142,3 +144,24 @@ async def test_imagine_with_a_bad_aspect_ratio_is_refused_before_the_provider(
     assert "W:H" in refusal.text or "16:9" in refusal.text, refusal.text
     assert sim.state.requests == []
     assert fake.bot_messages() == []
+
+
+async def test_hostile_shared_images_are_refused_by_name_before_the_provider(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake.user_says("", files=[("bomb.png", bomb_png())])
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db", rehosting=True) as bot:
+        await fake.post_command(bot.url, fake.slash_command("/describe", ""))
+        (bomb,) = await fake.wait_for(lambda: fake.ephemerals, WAIT)
+
+        fake.user_says("", channel="C2", files=[("fine.png", noise_png(16, 16))])
+        fake.user_says("", channel="C2", files=[("cut.png", truncated_png())])
+        await fake.post_command(bot.url, fake.slash_command("/blend", "", channel="C2"))
+        _, cut = await fake.wait_for(lambda: fake.ephemerals[1:] and fake.ephemerals, WAIT)
+        jobs = await bot.store.list_unfinished_jobs(ALL_STATUSES)
+
+    assert "bomb.png" in bomb.text and "too many pixels" in bomb.text, bomb.text
+    assert "cut.png" in cut.text and "truncated or damaged" in cut.text, cut.text
+    assert [authorized for _, authorized in fake.downloads] == [True, True, True]
+    assert sim.state.requests == []
+    assert jobs == [] and fake.bot_messages() == []
