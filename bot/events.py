@@ -313,8 +313,9 @@ class Surface(Protocol):
 
     What only some platforms can do is a protocol of its own, checked with ``isinstance``:
     :class:`FindsKeyedPosts`, :class:`DeletesMessages`, :class:`LinksMessages`,
-    :class:`StreamsNatively`, :class:`ShowsStatus`, :class:`SpellsCommands` (and, for the
-    home tab, :class:`bot.home.PublishesHome` and :class:`bot.home.Reposts`).
+    :class:`StreamsNatively`, :class:`ShowsStatus`, :class:`SpellsCommands`,
+    :class:`SendsPrivately` (and, for the home tab, :class:`bot.home.PublishesHome` and
+    :class:`bot.home.Reposts`).
     """
 
     platform: str
@@ -412,6 +413,17 @@ class SpellsCommands(Protocol):
     command_names: Mapping[str, str]
 
 
+@runtime_checkable
+class SendsPrivately(Protocol):
+    """A surface that can show a whole message — images and buttons too — to one user only
+    (a Vary (Region) preview, :mod:`bot.jobs.region_preview`)."""
+
+    async def send_private(self, origin: Event, message: OutMessage) -> None:
+        """Show ``message`` to ``origin``'s user only, where ``origin`` happened;
+        :class:`SurfaceError` where it cannot."""
+        ...
+
+
 def encode_custom_id(action: str, ref: str) -> str:
     """``gb:<action>:<ref>``; raises ``ValueError`` when it would exceed 100 characters."""
     if ":" in action:
@@ -454,6 +466,7 @@ REMIX_ACTIONS: frozenset[str] = frozenset(
 MODAL_ACTIONS: frozenset[str] = frozenset(
     {
         "vary_region",
+        "region_edit",
         "outpaint_custom",
         "diff_init",
         "settings",

@@ -331,6 +331,35 @@ class DiscordSurface:
                     raise
         await self._notice(origin, text)
 
+    async def send_private(self, origin: Event, message: OutMessage) -> None:
+        """``message`` (images and buttons too) only ``origin``'s user sees: the interaction's
+        private "thinking" placeholder edited into it, or an ephemeral follow-up."""
+        context = origin.context
+        if not isinstance(context, InteractionContext):
+            raise SurfaceError("a private message answers an interaction")
+        message, files = self._uploads(origin.place, message)
+        text = truncate(message.text, self.limits.max_text)
+        view = build_view(message.buttons) or discord.ui.View(timeout=None)
+        nobody = discord.AllowedMentions.none()
+        interaction = context.interaction
+        async with discord_call("answer privately"):
+            if not interaction.response.is_done():
+                await interaction.response.send_message(
+                    text, files=files, view=view, ephemeral=True, allowed_mentions=nobody
+                )
+            elif context.placeholder and not context.hook_only:
+                context.placeholder = False
+                await interaction.edit_original_response(
+                    content=text, attachments=files, view=view, allowed_mentions=nobody
+                )
+            else:
+                if context.placeholder:
+                    context.placeholder = False
+                    await interaction.delete_original_response()
+                await interaction.followup.send(
+                    text, files=files, view=view, ephemeral=True, allowed_mentions=nobody
+                )
+
     async def _answer_privately(self, context: InteractionContext, text: str) -> None:
         interaction = context.interaction
         nobody = discord.AllowedMentions.none()

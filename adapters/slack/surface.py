@@ -294,6 +294,22 @@ class SlackSurface:
             ),
         )
 
+    async def send_private(self, origin: Event, message: OutMessage) -> None:
+        """``message`` (images and buttons too) as an ephemeral message to ``origin``'s user
+        in its place; its images are uploaded privately as for any message."""
+        client = await self.client_for(origin.place.workspace_id)
+        files = await self.uploads.files_for(client, origin.place.workspace_id, message)
+        await self._call(
+            "chat.postEphemeral",
+            client.chat_postEphemeral(
+                channel=origin.place.channel_id,
+                user=origin.user.id,
+                text=fallback_text(message),
+                blocks=message_blocks(message, files),
+                thread_ts=origin.place.thread_id,
+            ),
+        )
+
     async def open_modal(self, origin: Event, modal: Modal) -> None:
         trigger_id = _origin(origin).trigger_id
         if not trigger_id:

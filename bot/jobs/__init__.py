@@ -32,6 +32,7 @@ from bot.jobs.hosting import MediaHost, media_folder
 from bot.jobs.images import ImageJobs
 from bot.jobs.limits import Limits
 from bot.jobs.media import MediaFetcher, provider_is_private
+from bot.jobs.region_preview import PreviewButtons
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.starter import JobSpec, JobStarter, Submitted
 from bot.jobs.ticker import ProgressTicker
@@ -83,11 +84,19 @@ class JobEngines:
     ticker: ProgressTicker
     describe: DescribeButtons
     upload_forms: UploadForms
+    previews: PreviewButtons
 
     @property
     def features(self) -> list[Feature]:
         """The features to give the core."""
-        return [self.images, self.diffusion, self.cancel, self.describe, self.upload_forms]
+        return [
+            self.images,
+            self.diffusion,
+            self.cancel,
+            self.describe,
+            self.upload_forms,
+            self.previews,
+        ]
 
     @property
     def services(self) -> list[Lifecycle]:
@@ -195,4 +204,5 @@ def build_job_engines(
         ProgressTicker(store, delivery, every=limits_settings.progress_tick_seconds),
         DescribeButtons(starter, provider, store),
         UploadForms(starter, images),
+        PreviewButtons(starter, images),
     )

@@ -58,6 +58,7 @@ from bot.forms import (
 from bot.jobs.derivatives import FollowUp, FollowUpInput, choice, follow_up_for, values_digest
 from bot.jobs.input_checks import check_prompt
 from bot.jobs.media import MediaError, MediaFetcher
+from bot.jobs.region_preview import RegionPreviews
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
 from bot.masks import build_mask
@@ -111,6 +112,7 @@ class ImageJobs:
         self._settings = settings
         self._tasks = provider.tasks
         self._media = media
+        self._previews = RegionPreviews(starter.store, starter.surfaces, media)
 
     # Commands ---------------------------------------------------------------------------------
 
@@ -300,12 +302,21 @@ class ImageJobs:
                 event, parent, follow_up, given, key, prompt=form.prompt, extra=extra
             )
         else:
-            size = await self._image_size(parent)
-            mask = await asyncio.to_thread(build_mask, form.regions, size)
-            given = FollowUpInput(origin, aspect, prompt=form.prompt, mask=mask.base64)
-            shapes = [shape_key(shape) for shape in form.regions]
-            key = f"{event.action}:{values_digest(shapes, form.prompt)}"
-            await self._derive(event, parent, follow_up, given, key, prompt=form.prompt)
+            digest = values_digest([shape_key(shape) for shape in form.regions], form.prompt)
+            if not await self._previews.offer(event, parent, form, digest, event.values):
+                await self.vary_region(event, parent, form, digest)
+
+    async def vary_region(self, event: Event, parent: Job, form: RegionInput, digest: str) -> None:
+        """Start Vary (Region) of ``parent`` with ``form`` (``digest``: its values')."""
+        origin = self._check_origin(parent, "vary_region")
+        follow_up = follow_up_for("vary_region")
+        assert follow_up is not None
+        size = await self._image_size(parent)
+        mask = await asyncio.to_thread(build_mask, form.regions, size)
+        aspect = parent.parameters.get("aspect_ratio")
+        given = FollowUpInput(origin, aspect, prompt=form.prompt, mask=mask.base64)
+        key = f"vary_region:{digest}"
+        await self._derive(event, parent, follow_up, given, key, prompt=form.prompt)
 
     def _check_origin(self, parent: Job, action: str) -> str:
         """The parent's task id, once it is finished and offers ``action`` (see

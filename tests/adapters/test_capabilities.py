@@ -17,6 +17,7 @@ from bot.events import (
     DeletesMessages,
     FindsKeyedPosts,
     LinksMessages,
+    SendsPrivately,
     ShowsStatus,
     SpellsCommands,
     StreamsNatively,
@@ -34,6 +35,7 @@ CAPABILITIES: dict[str, type] = {
     "own command names": SpellsCommands,
     "home tab": PublishesHome,
     "repost": Reposts,
+    "private messages": SendsPrivately,
 }
 
 
@@ -51,7 +53,7 @@ def test_each_platform_declares_what_it_can_do_and_metering_keeps_it_visible() -
     )
     web = WebAdapter(WebSettings()).surface
     expected: dict[str, tuple[Surface, set[str]]] = {
-        "discord": (discord, {"delete", "link"}),
+        "discord": (discord, {"delete", "link", "private messages"}),
         "slack": (slack, set(CAPABILITIES)),
         "web": (web, {"keyed posts", "delete", "link"}),
     }

@@ -15,6 +15,7 @@ from bot.buttons import (
     task_buttons,
 )
 from bot.events import MODAL_ACTIONS, decode_custom_id
+from bot.jobs.region_preview import EDIT_ACTION
 from bot.parsing import CommandError
 
 GRID = ["reroll", *(f"upscale{i}" for i in range(1, 5)), *(f"variation{i}" for i in range(1, 5))]
@@ -128,7 +129,7 @@ def test_every_custom_id_fits_with_a_16_character_ref(action: str):
 
 def test_forms_open_exactly_for_the_modal_actions_and_fit_platform_limits():
     opened = {action for action in [*LABELS, "settings"] if modal_for(action, REF) is not None}
-    assert opened == set(MODAL_ACTIONS)
+    assert opened | {EDIT_ACTION} == set(MODAL_ACTIONS), "a preview's ✏️ Edit opens Vary (Region)"
     for action in opened:
         modal = modal_for(action, REF, prompt="p" * 5000)
         assert modal is not None

@@ -191,10 +191,11 @@ class SlackWebApi:
         if not text and not blocks:
             raise SlackError("no_text")
         self._check_content(text, blocks)
+        ts = new_ts()
         self.ephemerals.append(
-            Ephemeral(channel, user, text, "chat.postEphemeral", args.get("thread_ts"), blocks)
+            Ephemeral(channel, user, text, "chat.postEphemeral", args.get("thread_ts"), blocks, ts)
         )
-        return {"message_ts": new_ts()}
+        return {"message_ts": ts}
 
     def _delete(self, args: Args) -> Args:
         message = self._bot_message(args)

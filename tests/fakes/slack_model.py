@@ -269,6 +269,26 @@ class Ephemeral:
     via: str
     thread_ts: str | None = None
     blocks: list[dict[str, Any]] = field(default_factory=list)
+    ts: str = ""
+
+    def button(self, label: str) -> dict[str, Any]:
+        """The button labelled ``label``."""
+        return next(
+            element
+            for block in self.blocks
+            if block.get("type") == "actions"
+            for element in block["elements"]
+            if element.get("text", {}).get("text") == label
+        )
+
+    @property
+    def image_files(self) -> list[str]:
+        """The ids of the Slack files its ``image`` blocks show."""
+        return [
+            block["slack_file"]["id"]
+            for block in self.blocks
+            if block.get("type") == "image" and "id" in block.get("slack_file", {})
+        ]
 
 
 @dataclass

@@ -21,7 +21,15 @@ from urllib.parse import urlencode
 import aiohttp
 from slack_sdk.signature import SignatureVerifier
 
-from tests.fakes.slack_model import Delivery, FakeFile, FakeMessage, FakeView, new_id, new_ts
+from tests.fakes.slack_model import (
+    Delivery,
+    Ephemeral,
+    FakeFile,
+    FakeMessage,
+    FakeView,
+    new_id,
+    new_ts,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -221,6 +229,54 @@ class SlackPayloads:
             "message": message.payload(),
             "state": {"values": {}},
             "response_url": self._issue_response_url(message.channel, user),
+            "actions": [
+                {
+                    "action_id": action_id,
+                    "block_id": block_id,
+                    "text": button["text"],
+                    "value": button.get("value", ""),
+                    "type": "button",
+                    "action_ts": f"{time.time():.6f}",
+                }
+            ],
+        }
+
+    def ephemeral_block_actions(
+        self, ephemeral: Ephemeral, action_id: str, *, user: str | None = None
+    ) -> dict[str, Any]:
+        """A press on the button ``action_id`` of an ephemeral message. Slack sends no
+        ``message`` for those (the app cannot read an ephemeral message back): the container
+        says ``is_ephemeral`` and carries its ``message_ts``; answers go to ``response_url``."""
+        assert ephemeral.ts, "only chat.postEphemeral messages have a ts"
+        block_id, button = next(
+            (block.get("block_id", ""), element)
+            for block in ephemeral.blocks
+            if block.get("type") == "actions"
+            for element in block["elements"]
+            if element["action_id"] == action_id
+        )
+        presser = user or ephemeral.user
+        container: dict[str, Any] = {
+            "type": "message",
+            "message_ts": ephemeral.ts,
+            "channel_id": ephemeral.channel,
+            "is_ephemeral": True,
+        }
+        if ephemeral.thread_ts:
+            container["thread_ts"] = ephemeral.thread_ts
+        return {
+            "type": "block_actions",
+            "user": self._user_payload(presser),
+            "api_app_id": self.app_id,
+            "token": "legacy-verification-token",
+            "container": container,
+            "trigger_id": self._issue_trigger(),
+            "team": {"id": self.team_id, "domain": "fake"},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "channel": {"id": ephemeral.channel, "name": ephemeral.channel.lower()},
+            "state": {"values": {}},
+            "response_url": self._issue_response_url(ephemeral.channel, presser),
             "actions": [
                 {
                     "action_id": action_id,

@@ -1,0 +1,84 @@
+"""Vary (Region) on Slack with the real core: the submitted form comes back as an ephemeral
+message showing the image with the chosen area marked (a privately uploaded file in an
+``image`` block), with ▶️ Run and ✏️ Edit; Run starts the job with the mask."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from tests.adapters.slack.end_to_end import (
+    JOB_TIME_SCALE,
+    WAIT,
+    bot_message_with_button,
+    budgeted_fake,
+    created,
+    slack_genbot,
+)
+from tests.bot.jobs.support import mask_pixels
+from tests.fakes.slack import FakeSlack
+
+pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with budgeted_fake() as slack:
+        yield slack
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[RunningSimulator]:
+    async with serve(SimulatorConfig(time_scale=JOB_TIME_SCALE)) as running:
+        yield running
+
+
+async def test_a_region_form_shows_a_private_preview_that_runs_or_edits(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+        await fake.post_command(bot.url, fake.slash_command("/imagine", "a fox --ar 2:1"))
+        grid = await fake.wait_for(bot_message_with_button(fake, "C1", "U1"), WAIT)
+        upscale = fake.block_actions(grid, grid.button("U1")["action_id"])
+        await fake.post_interactive(bot.url, upscale)
+        upscaled = await fake.wait_for(bot_message_with_button(fake, "C1", "Vary (Region)"), WAIT)
+        opening = fake.block_actions(upscaled, upscaled.button("Vary (Region)")["action_id"])
+        await fake.post_interactive(bot.url, opening)
+        (form,) = await fake.wait_for(lambda: fake.views, WAIT)
+
+        values = {"area": "left half", "prompt": "a red hat"}
+        await fake.post_interactive(bot.url, fake.view_submission(form, values))
+        (preview,) = await fake.wait_for(lambda: fake.ephemerals, WAIT)
+
+        assert created(sim, "/gen/v2/inpaint") == []
+        assert (preview.user, preview.channel, preview.via) == ("U1", "C1", "chat.postEphemeral")
+        assert "the marked area will be repainted with “a red hat”" in preview.text
+        [file_id] = preview.image_files
+        assert fake.files[file_id].channel is None, "uploaded privately, shared nowhere"
+        with Image.open(io.BytesIO(dict(fake.uploads)[file_id])) as picture:
+            left = picture.convert("RGB").getpixel((20, picture.height // 2))
+            assert picture.size == (384, 192)
+        assert isinstance(left, tuple) and left[2] > left[0]
+
+        edit = fake.ephemeral_block_actions(preview, preview.button("✏️ Edit")["action_id"])
+        await fake.post_interactive(bot.url, edit)
+        await fake.wait_for(lambda: len(fake.views) == 2 or None, WAIT)
+        assert fake.views[-1].callback_id.startswith("gb:vary_region:")
+
+        run = fake.ephemeral_block_actions(preview, preview.button("▶️ Run")["action_id"])
+        await fake.post_interactive(bot.url, run)
+        [request] = await fake.wait_for(lambda: created(sim, "/gen/v2/inpaint"), WAIT)
+        assert request.body["prompt"] == "a red hat"
+        mask = mask_pixels(request.body["mask"])
+        assert mask.getpixel((10, mask.height // 2)) == 255
+        assert mask.getpixel((mask.width - 10, mask.height // 2)) == 0
+        await fake.wait_for(
+            lambda: bot_message_with_button(fake, "C1", "U1")() is not grid or None, WAIT
+        )
+    assert fake.ratelimited == []
