@@ -23,6 +23,7 @@ from bot.chat.replies import reply_tokens
 from bot.chat.scoping import Target
 from bot.core import UserError
 from bot.events import Button, MessageRef, OutMessage, Place, Surface
+from bot.posting import WritePolicy
 from bot.splitting import split_text
 from storage import ChatMessage, ConversationStore
 
@@ -99,7 +100,9 @@ async def offer_alternatives(
         for text in texts
     ]
     message = alternatives_message(texts, picks, 0, surface.limits.max_text)
-    posted = await posting.post(budget, surface, target.place, message, origin=target.origin)
+    posted = await posting.post(
+        budget, surface, target.place, message, policy=WritePolicy.RAISE, origin=target.origin
+    )
     await store.link_conversation_messages(
         conversation_id,
         [posted.message_id],
@@ -142,12 +145,15 @@ async def pick_alternative(
     texts = [answer.content or "" for answer in answers]
     picks = [Pick(pick.conversation_id, pick.turn_id, answer.id) for answer in answers]
     redrawn = alternatives_message(texts, picks, chosen, surface.limits.max_text)
-    await posting.edit(budget, surface, MessageRef(place, message_id), redrawn)
+    await posting.edit(
+        budget, surface, MessageRef(place, message_id), redrawn, policy=WritePolicy.RAISE
+    )
     if chosen == 0:
         return
     shown = f"**Answer {chosen + 1}** — the conversation continues from it:\n\n{text}"
     for piece in split_text(shown, surface.limits.max_text):
-        posted = await posting.post(budget, surface, place, OutMessage(piece, from_model=True))
+        piece_message = OutMessage(piece, from_model=True)
+        posted = await posting.post(budget, surface, place, piece_message, policy=WritePolicy.RAISE)
         await store.link_conversation_messages(
             pick.conversation_id,
             [posted.message_id],

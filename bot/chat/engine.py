@@ -66,6 +66,7 @@ from bot.events import (
     User,
     UserMessage,
 )
+from bot.posting import WritePolicy
 from bot.render import RenderResult
 from storage import (
     UNSET,
@@ -244,6 +245,7 @@ class ChatEngine:
                 surface,
                 MessageRef(event.place, event.message_id),
                 OutMessage(f"Switched this conversation to {VISION_MODEL}."),
+                policy=WritePolicy.RAISE,
             )
             params = await self._params(surface, event.user, event.place, switched)
             history = await self._history(switched.id, params)
@@ -320,7 +322,9 @@ class ChatEngine:
     async def _post(
         self, surface: Surface, place: Place, message: OutMessage, origin: Event | None
     ) -> MessageRef:
-        return await posting.post(self.budget, surface, place, message, origin=origin)
+        return await posting.post(
+            self.budget, surface, place, message, policy=WritePolicy.RAISE, origin=origin
+        )
 
     async def _converse(
         self,

@@ -10,6 +10,7 @@ from bot.api.errors import about
 from bot.budget import RenderBudget
 from bot.chat.scoping import Target
 from bot.events import MessageRef, OutMessage, Surface
+from bot.posting import WritePolicy
 from bot.render import RenderResult
 from bot.tokens import count_message
 from storage import ConversationStore
@@ -33,10 +34,17 @@ class WaitNotice:
         message = OutMessage(f"⏳ Your answer is waiting: {text}.")
         if self.ref is None:
             self.ref = await posting.post(
-                self.budget, self.surface, self.target.place, message, origin=self.target.origin
+                self.budget,
+                self.surface,
+                self.target.place,
+                message,
+                policy=WritePolicy.RAISE,
+                origin=self.target.origin,
             )
         else:
-            await posting.edit(self.budget, self.surface, self.ref, message)
+            await posting.edit(
+                self.budget, self.surface, self.ref, message, policy=WritePolicy.RAISE
+            )
 
     async def finish(self) -> None:
         if self.ref is None:
@@ -44,7 +52,7 @@ class WaitNotice:
         waited = self.budget.clock.monotonic() - self.started
         note = OutMessage(f"⏳ Your answer waited {about(waited)} for the provider's rate limit.")
         try:
-            await posting.edit(self.budget, self.surface, self.ref, note)
+            await posting.edit(self.budget, self.surface, self.ref, note, policy=WritePolicy.RAISE)
         except Exception as error:
             log.warning("could not settle the rate-limit notice: %r", error)
 

@@ -66,7 +66,8 @@ from bot.jobs.progress import ELAPSED_STEP, Estimates, Position
 from bot.jobs.result_messages import ResultMessages
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.watch import JobWatch
-from bot.jobs.writes import PROGRESS_BUDGET_WAIT, BudgetedWrites
+from bot.jobs.writes import BudgetedWrites
+from bot.posting import WritePolicy, WriteSkipped
 from bot.status import end_status, show_status
 from storage import (
     TERMINAL_STATUSES,
@@ -143,26 +144,31 @@ class Delivery:
     # Writing under the budget -----------------------------------------------------------------
 
     async def send(
-        self, place: Place, message: OutMessage, *, origin: Event | None = None
+        self, place: Place, message: OutMessage, *, policy: WritePolicy, origin: Event | None = None
     ) -> MessageRef:
-        """Post ``message`` (an urgent write: waits for budget, bounded, then posts anyway)."""
-        return await self._writes.send(place, message, origin=origin)
+        """Post ``message`` as ``policy`` says."""
+        return await self._writes.send(place, message, policy=policy, origin=origin)
 
     async def edit(
-        self, job: Job, text: str, *, urgent: bool, buttons: tuple[tuple[Button, ...], ...] = ()
+        self,
+        job: Job,
+        text: str,
+        *,
+        policy: WritePolicy,
+        buttons: tuple[tuple[Button, ...], ...] = (),
     ) -> bool:
-        """Set the progress message of ``job`` to ``text`` (and ``buttons``); skipped when it
-        already shows it or (unless ``urgent``) when there is no budget right now. True if
+        """Set the progress message of ``job`` to ``text`` (and ``buttons``) as ``policy``
+        says; skipped when it already shows it (or ``SKIP_IF_BUSY`` skipped it). True if
         written."""
         async with self._lock(job.id):
             message = OutMessage(text=text, buttons=buttons, card=True)
-            return await self._edit(job, message, urgent=urgent)
+            return await self._edit(job, message, policy=policy)
 
     def _lock(self, job_id: str) -> asyncio.Lock:
         return self._locks.setdefault(job_id, asyncio.Lock())
 
     async def _edit(
-        self, job: Job, message: OutMessage, *, urgent: bool, wait: float = PROGRESS_BUDGET_WAIT
+        self, job: Job, message: OutMessage, *, policy: WritePolicy, wait: float | None = None
     ) -> bool:
         if job.progress_message_id is None or self._shown.get(job.id) == message.text:
             return False
@@ -172,15 +178,16 @@ class Delivery:
         surface = self._surfaces.get(place.platform)
         ref = MessageRef(place, job.progress_message_id)
         last = self._edited_at.get(job.id, -math.inf)
-        go, grant = await self._writes.acquire(
-            surface, place, urgent=urgent, wait=wait, last_served=last
-        )
-        if not go:
-            return False
         try:
-            await surface.edit(ref, message)
-        except RateLimited as limited:
-            self._writes.penalize(surface, place, limited)
+            await self._writes.write(
+                surface,
+                place,
+                lambda: surface.edit(ref, message),
+                policy,
+                wait=wait,
+                last_served=last,
+            )
+        except (WriteSkipped, RateLimited):
             return False
         except MessageGone:
             log.info("the progress message of job %s is gone; it is not edited again", job.id)
@@ -189,9 +196,6 @@ class Delivery:
         except (SurfaceError, KeyError) as error:
             log.warning("could not edit the progress message of job %s: %s", job.id, error)
             return False
-        finally:
-            if grant is not None:
-                grant.finish()
         self._shown[job.id] = message.text
         self._edited_at[job.id] = self._writes.budget.clock.monotonic()
         return True
@@ -215,7 +219,7 @@ class Delivery:
         changes; never raises, so the outcome is recorded whatever the platform answers."""
         self._mark_final(job.id)
         try:
-            await self.edit(job, text, urgent=True)
+            await self.edit(job, text, policy=WritePolicy.MUST_DELIVER)
         except Exception:
             log.exception("could not show the outcome of job %s", job.id)
         await self._end_drawing(job)
@@ -237,7 +241,7 @@ class Delivery:
         committed, so the message is recoverable after a restart)."""
         place = origin.place if origin is not None else place_of(job)
         message = replace(self.progress_message(job), key=progress_key(job))
-        ref = await self.send(place, message, origin=origin)
+        ref = await self.send(place, message, policy=WritePolicy.MUST_DELIVER, origin=origin)
         await self._store.update_job(job.id, progress_message_id=ref.message_id)
         await self._store.link_message(
             job.platform, job.channel_id, ref.message_id, job.id, "progress"
@@ -267,7 +271,7 @@ class Delivery:
         return await self._store.get_job(job.id) or job
 
     async def show_progress(
-        self, job: Job, status: str | None = None, *, wait: float = PROGRESS_BUDGET_WAIT
+        self, job: Job, status: str | None = None, *, wait: float | None = None
     ) -> bool:
         """Edit the progress message for ``status`` (default: the job's), when its text changes
         and the job is still in flight (a late answer about a job whose messages are final
@@ -280,7 +284,7 @@ class Delivery:
         async with self._lock(job.id):
             if job.id in self._final:
                 return False
-            return await self._edit(job, message, urgent=False, wait=wait)
+            return await self._edit(job, message, policy=WritePolicy.SKIP_IF_BUSY, wait=wait)
 
     async def mark_not_started(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job that certainly started nothing at the provider to
@@ -302,7 +306,9 @@ class Delivery:
         current = await self._store.get_job(job.id) or job
         if moved:
             text = wording.unconfirmed_text(current, reason)
-            await self.edit(current, text, urgent=True, buttons=cancel_buttons(current))
+            await self.edit(
+                current, text, policy=WritePolicy.MUST_DELIVER, buttons=cancel_buttons(current)
+            )
         self._watch.touch(job.id)
         return current
 
@@ -357,7 +363,12 @@ class Delivery:
             if progress is not None and (surface.limits.edits_add_images or not message.images):
                 shown = progress
                 try:
-                    await self._writes.urgent(surface, place, lambda: surface.edit(shown, message))
+                    await self._writes.write(
+                        surface,
+                        place,
+                        lambda: surface.edit(shown, message),
+                        WritePolicy.MUST_DELIVER,
+                    )
                 except MessageGone:
                     log.info("the progress message of job %s is gone; posting anew", job.id)
                     progress = None
@@ -365,7 +376,9 @@ class Delivery:
                     self._shown.pop(job.id, None)
                     return progress
             keyed = once(message, job, kind)
-            ref = await self._writes.urgent(surface, place, lambda: surface.send(place, keyed))
+            ref = await self._writes.write(
+                surface, place, lambda: surface.send(place, keyed), WritePolicy.MUST_DELIVER
+            )
         if progress is not None:
             await self._retire(job, surface, progress, wording.moved_text(job))
         return ref
@@ -377,15 +390,20 @@ class Delivery:
             if isinstance(surface, DeletesMessages):
                 deletable = surface
                 try:
-                    await self._writes.urgent(surface, ref.place, lambda: deletable.delete(ref))
+                    await self._writes.write(
+                        surface, ref.place, lambda: deletable.delete(ref), WritePolicy.MUST_DELIVER
+                    )
                     return
                 except MessageGone:
                     return
                 except SurfaceError as error:
                     log.warning("could not delete the progress message of %s: %s", job.id, error)
             collapsed_message = OutMessage(text=collapsed, card=True)
-            await self._writes.urgent(
-                surface, ref.place, lambda: surface.edit(ref, collapsed_message)
+            await self._writes.write(
+                surface,
+                ref.place,
+                lambda: surface.edit(ref, collapsed_message),
+                WritePolicy.MUST_DELIVER,
             )
         except Exception as error:
             log.warning("could not retire the progress message of job %s: %r", job.id, error)

@@ -9,6 +9,7 @@ import logging
 from bot.events import LinksMessages, MessageRef, Place, RateLimited, SurfaceError
 from bot.jobs.result_messages import ResultMessages, pressed_actions
 from bot.jobs.writes import BudgetedWrites
+from bot.posting import WritePolicy
 from storage import Job, JobWriter
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,9 @@ class ButtonMarks:
             surface = self._writes.surfaces.get(place.platform)
             ref = MessageRef(place, job.result_message_id)
             marked = self._results.marked(job)
-            await self._writes.urgent(surface, place, lambda: surface.edit(ref, marked))
+            await self._writes.write(
+                surface, place, lambda: surface.edit(ref, marked), WritePolicy.MUST_DELIVER
+            )
         except Exception as error:
             log.warning("could not redraw the buttons of job %s: %r", job.id, error)
 

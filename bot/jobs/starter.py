@@ -58,6 +58,7 @@ from bot.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
 from bot.jobs.wording import heading
+from bot.posting import WritePolicy
 from bot.waits import ShownWait
 from storage import (
     Job,
@@ -196,7 +197,10 @@ class JobStarter:
             hook = (self.webhook_url(job.id), job.webhook_secret) if job.webhook_secret else None
             shown = ShownWait(
                 lambda text: self.delivery.edit(
-                    job, f"⏳ {heading(job)}\n{text}", urgent=False, buttons=cancel_buttons(job)
+                    job,
+                    f"⏳ {heading(job)}\n{text}",
+                    policy=WritePolicy.SKIP_IF_BUSY,
+                    buttons=cancel_buttons(job),
                 )
             )
             try:

@@ -76,7 +76,12 @@ async def test_posts_are_not_refused_when_requests_arrive_late():
     )
     budget = RenderBudget(fake.clock)
 
-    posts = (posting.post(budget, surface, PLACE, OutMessage(f"note {i}")) for i in range(6))
+    posts = (
+        posting.post(
+            budget, surface, PLACE, OutMessage(f"note {i}"), policy=posting.WritePolicy.RAISE
+        )
+        for i in range(6)
+    )
     await fake.run(asyncio.gather(*posts))
     assert surface.rate_limited == 0, surface.refusals
     assert len(surface.writes) == 6

@@ -25,6 +25,7 @@ from bot.jobs import DeliveryRetry
 from bot.jobs.delivery import Delivery
 from bot.jobs.media import MediaFetcher
 from bot.jobs.watch import JobWatch
+from bot.posting import WritePolicy
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore
@@ -179,7 +180,10 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
             MediaFetcher(1024, allow_private=True),
             JobWatch(store),
         )
-        posts = (delivery.send(PLACE, OutMessage(f"result {i}")) for i in range(6))
+        posts = (
+            delivery.send(PLACE, OutMessage(f"result {i}"), policy=WritePolicy.MUST_DELIVER)
+            for i in range(6)
+        )
         await fake.run(asyncio.gather(*posts))
     finally:
         await store.close()
