@@ -208,6 +208,7 @@ class NewJob:
     provider_id: str | None = None
     webhook_secret: str | None = field(default=None, repr=False)
     id: str | None = None
+    is_dm: bool = False
 
 
 @dataclass(frozen=True)
@@ -254,6 +255,8 @@ class Job:
     lease_until: float | None = None
     """When the owner's lease ends unless its heartbeat renews it; after that (or with no
     owner) another process with an adapter for the job's platform may take the job over."""
+    is_dm: bool = False
+    """The job was asked for in a direct message (its place's ``is_dm``)."""
 
 
 @dataclass(frozen=True)

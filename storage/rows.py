@@ -58,6 +58,7 @@ def job_from_row(row: Row) -> Job:
         delivery_attempts=row["delivery_attempts"],
         post_claims=row["post_claims"],
         owner=row["owner"],
+        is_dm=bool(row["is_dm"]),
         lease_until=row["lease_until"],
     )
 

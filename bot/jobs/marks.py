@@ -22,7 +22,7 @@ def place_of(job: Job) -> Place:
         job.workspace_id,
         job.channel_id,
         job.thread_id,
-        bool(job.parameters.get("is_dm", False)),
+        job.is_dm,
     )
 
 

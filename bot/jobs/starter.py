@@ -268,9 +268,6 @@ class JobStarter:
 
     async def _create_row(self, event: Event, spec: JobSpec) -> Job:
         place = event.place
-        parameters = dict(spec.parameters)
-        if place.is_dm:
-            parameters["is_dm"] = True
         new = NewJob(
             family=spec.family,
             type=spec.type,
@@ -280,7 +277,8 @@ class JobStarter:
             workspace_id=place.workspace_id,
             thread_id=place.thread_id,
             prompt=spec.prompt,
-            parameters=parameters,
+            parameters=dict(spec.parameters),
+            is_dm=place.is_dm,
             parent_job_id=spec.parent.id if spec.parent is not None else None,
             action=spec.action if spec.parent is not None else None,
             webhook_secret=secrets.token_urlsafe(24)

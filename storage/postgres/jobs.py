@@ -37,8 +37,8 @@ SQL_DERIVATIVE: Final[Query] = "SELECT * FROM jobs WHERE parent_job_id = %s AND 
 SQL_INSERT_JOB: Final[Query] = (
     "INSERT INTO jobs (id, family, type, status, provider_id, parent_job_id, action,"
     " requester_id, platform, workspace_id, channel_id, thread_id, prompt, parameters,"
-    " webhook_secret, created_at, updated_at, owner, lease_until)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " webhook_secret, created_at, updated_at, owner, lease_until, is_dm)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT DO NOTHING RETURNING *"
 )
 SQL_LOCK_REQUESTER: Final[Query] = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
@@ -84,6 +84,7 @@ def _insert_values(
         now,
         owner,
         lease_until,
+        new.is_dm,
     )
 
 

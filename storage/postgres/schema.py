@@ -251,6 +251,15 @@ MIGRATIONS: Sequence[Migration] = (
             " 'processing', 'reporting', 'retry', 'staged', 'submitted', 'unknown')",
         ),
     ),
+    Migration(
+        11,
+        "jobs.is_dm (was parameters.is_dm)",
+        (
+            "ALTER TABLE jobs ADD COLUMN is_dm boolean NOT NULL DEFAULT false",
+            "UPDATE jobs SET is_dm = COALESCE(parameters->>'is_dm' NOT IN ('false', '0', 'null'),"
+            " false), parameters = parameters - 'is_dm' WHERE parameters ? 'is_dm'",
+        ),
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

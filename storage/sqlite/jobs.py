@@ -29,9 +29,9 @@ SQL_LINK_MESSAGE: Final = (
 INSERT_COLUMNS: Final = (
     "id, family, type, status, provider_id, parent_job_id, action, requester_id, platform,"
     " workspace_id, channel_id, thread_id, prompt, parameters, webhook_secret, created_at,"
-    " updated_at, owner, lease_until"
+    " updated_at, owner, lease_until, is_dm"
 )
-SQL_INSERT_JOB: Final = f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({placeholders(19)})"
+SQL_INSERT_JOB: Final = f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({placeholders(20)})"
 
 
 def insert_values(
@@ -59,6 +59,7 @@ def insert_values(
         now,
         owner,
         lease_until,
+        new.is_dm,
     )
 
 

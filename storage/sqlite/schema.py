@@ -305,6 +305,19 @@ def _v10_lease_expiry(db: Database) -> None:
     )
 
 
+def _v11_is_dm(db: Database) -> None:
+    db.execute("ALTER TABLE jobs ADD COLUMN is_dm INTEGER NOT NULL DEFAULT 0")
+    db.execute(
+        "UPDATE jobs SET is_dm = 1, parameters = json_remove(parameters, '$.is_dm')"
+        " WHERE json_extract(parameters, '$.is_dm') IS NOT NULL"
+        " AND json_extract(parameters, '$.is_dm') != 0"
+    )
+    db.execute(
+        "UPDATE jobs SET parameters = json_remove(parameters, '$.is_dm')"
+        " WHERE json_extract(parameters, '$.is_dm') IS NOT NULL"
+    )
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
@@ -320,6 +333,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(8, "platform write slots shared by processes", _v8_write_slots),
     Migration(9, "the playground's messages and images", _v9_playground),
     Migration(10, "an index of lease expiry over unfinished jobs", _v10_lease_expiry),
+    Migration(11, "jobs.is_dm (was parameters.is_dm)", _v11_is_dm),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

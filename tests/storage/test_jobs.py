@@ -49,6 +49,14 @@ async def test_create_and_get_a_job(store: Storage, clock: ManualClock) -> None:
     assert await store.get_job("missing") is None
 
 
+async def test_a_job_asked_for_in_a_direct_message_says_so(store: Storage) -> None:
+    in_dm = await create_job(store, new_job(is_dm=True, channel_id="d1"))
+    in_channel = await create_job(store, new_job())
+    assert [await store.get_job(job.id) for job in (in_dm, in_channel)] == [in_dm, in_channel]
+    assert (in_dm.is_dm, in_channel.is_dm) == (True, False)
+    assert in_dm.parameters == {}
+
+
 async def test_the_webhook_secret_never_shows_in_repr(store: Storage) -> None:
     job = await create_job(store, new_job(webhook_secret="very-secret-value"))
     assert job.webhook_secret == "very-secret-value"

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from bot.events import UserMessage
+from bot.events import Place, UserMessage
 from bot.jobs import titles, wording
+from bot.jobs.marks import place_of
 from storage import Job
 from tests.bot.harness import PLACE, harness
 from tests.bot.jobs.support import bodies, job_record
@@ -120,3 +121,16 @@ async def test_chat_tools_start_jobs_in_the_conversation_and_wait_for_them(
 
         prompts = await tools.describe_prompts(event, "https://files.example.com/cat.png", 10)
         assert len(prompts) == 4 and all(p.endswith("--ar 1:1") for p in prompts)
+
+
+async def test_a_job_asked_for_in_a_direct_message_keeps_the_place_for_its_result(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as bot:
+        dm = Place("fake", "w1", "dm-alice", is_dm=True)
+        event = UserMessage(user=bot.actor().user, place=dm, message_id="u1", text="draw a fox")
+        job = await bot.jobs.chat_jobs.generate_image(event, "a fox in a DM")
+        done = await bot.jobs.chat_jobs.wait(job.id, timeout=10)
+        grid = await bot.result(job.id)
+        assert done.is_dm and "is_dm" not in done.parameters
+        assert grid.ref.place == dm and place_of(done) == dm

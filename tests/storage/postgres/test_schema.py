@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 from storage import ACTIVE_STATUSES, StorageError
 from storage.postgres import LATEST_VERSION, MIGRATIONS, PostgresStore, describe_url
@@ -18,6 +19,7 @@ from storage.postgres import ledger as ledger_sql
 from storage.postgres import settings as settings_sql
 from storage.postgres import slack as slack_sql
 from storage.postgres import tracking as tracking_sql
+from storage.postgres.schema import migrate
 from storage.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
 from tests.postgres import PostgresCluster
 
@@ -44,6 +46,31 @@ async def test_ten_processes_starting_at_once_migrate_an_empty_database_once(url
         assert versions == list(range(1, LATEST_VERSION + 1))
     finally:
         await asyncio.gather(*(store.close() for store in stores))
+
+
+async def test_is_dm_moves_from_the_parameters_of_old_jobs_to_its_column(url: str) -> None:
+    async with await psycopg.AsyncConnection.connect(
+        url, autocommit=True, row_factory=dict_row
+    ) as conn:
+        await migrate(conn, target=10)
+        for job_id, parameters in [
+            ("dm", '{"is_dm": true, "aspect_ratio": "1:1"}'),
+            ("channel", '{"aspect_ratio": "1:1"}'),
+            ("said-no", '{"is_dm": false}'),
+        ]:
+            await conn.execute(
+                "INSERT INTO jobs (id, family, type, status, requester_id, platform,"
+                " workspace_id, channel_id, parameters, created_at, updated_at)"
+                " VALUES (%s, 'task', 'imagine', 'posted', 'u1', 'slack', 'T1', 'D1', %s, 1, 1)",
+                (job_id, parameters),
+            )
+    async with await PostgresStore.open(url) as store:
+        jobs = [await store.get_job(job_id) for job_id in ("dm", "channel", "said-no")]
+    assert [(job.is_dm, job.parameters) for job in jobs if job is not None] == [
+        (True, {"aspect_ratio": "1:1"}),
+        (False, {"aspect_ratio": "1:1"}),
+        (False, {}),
+    ]
 
 
 async def test_a_database_newer_than_the_code_is_refused(url: str) -> None:

@@ -25,6 +25,7 @@ from storage.sqlite import ledger as ledger_sql
 from storage.sqlite import scopes as scope_sql
 from storage.sqlite import slack as slack_sql
 from storage.sqlite import tracking as tracking_sql
+from storage.sqlite.schema import migrate
 from tests.storage.conftest import ManualClock, new_job
 from tests.storage.helpers import conversation_history, create_job
 
@@ -159,6 +160,36 @@ async def test_a_version_1_database_is_upgraded_and_keeps_its_rows(
     finally:
         await store.close()
     assert sync_query(db_path, "SELECT MAX(version) FROM schema_version") == [(LATEST_VERSION,)]
+
+
+async def test_is_dm_moves_from_the_parameters_of_old_jobs_to_its_column(
+    db_path: Path, clock: ManualClock
+) -> None:
+    migrate(Database(db_path), target=10)
+    conn = sqlite3.connect(db_path)
+    with conn:
+        for job_id, parameters in [
+            ("dm", '{"is_dm": true, "aspect_ratio": "1:1"}'),
+            ("channel", '{"aspect_ratio": "1:1"}'),
+            ("said-no", '{"is_dm": false}'),
+        ]:
+            conn.execute(
+                "INSERT INTO jobs (id, family, type, status, requester_id, platform,"
+                " workspace_id, channel_id, parameters, created_at, updated_at)"
+                " VALUES (?, 'task', 'imagine', 'posted', 'u1', 'slack', 'T1', 'D1', ?, 1, 1)",
+                (job_id, parameters),
+            )
+    conn.close()
+    store = await SqliteStore.open(db_path, clock=clock)
+    try:
+        jobs = [await store.get_job(job_id) for job_id in ("dm", "channel", "said-no")]
+    finally:
+        await store.close()
+    assert [(job.is_dm, job.parameters) for job in jobs if job is not None] == [
+        (True, {"aspect_ratio": "1:1"}),
+        (False, {"aspect_ratio": "1:1"}),
+        (False, {}),
+    ]
 
 
 async def test_a_database_newer_than_the_code_is_refused(db_path: Path) -> None:
