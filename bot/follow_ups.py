@@ -14,11 +14,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from bot.buttons import MAX_BUTTONS_PER_ROW, task_buttons
 from bot.events import Button
-from storage import Job
+from storage import BlendParams, ImageParams, Job, JobResult, params_of
 
 log = logging.getLogger(__name__)
 
@@ -223,8 +223,8 @@ def task_shape(job: Job) -> TaskShape:
 def job_version(job: Job) -> str:
     """The model version a job ran with: the one recorded when it started (a derivative keeps
     its parent's), else the one its prompt names, else the default (6)."""
-    recorded = job.parameters.get("model_version")
-    if isinstance(recorded, str) and recorded:
+    recorded = ImageParams.of(job).model_version
+    if recorded:
         return recorded
     return prompt_version(job.prompt) or DEFAULT_VERSION
 
@@ -250,14 +250,12 @@ def is_square(job: Job, size: tuple[int, int] | None = None) -> bool | None:
     aspect ratio option, else the prompt's ``--ar``, else the API's default 1:1. ``None`` when
     it cannot tell."""
     if size is None:
-        width, height = job.result.get("width"), job.result.get("height")
-        if isinstance(width, int) and isinstance(height, int):
-            size = (width, height)
+        size = JobResult.of(job).size
     if size is not None:
         return size[0] == size[1]
     if job.type != "upscale":
         return None
-    from_option = _aspect_square(job.parameters.get("aspect_ratio"))
+    from_option = _aspect_square(ImageParams.of(job).aspect_ratio)
     if from_option is not None:
         return from_option
     found = _ASPECT_FLAG.search(job.prompt)
@@ -266,12 +264,14 @@ def is_square(job: Job, size: tuple[int, int] | None = None) -> bool | None:
     return True
 
 
+def _remix(job: Job) -> bool:
+    params = params_of(job)
+    return isinstance(params, ImageParams | BlendParams) and params.remix
+
+
 def refused_actions(job: Job) -> frozenset[str]:
     """Follow-ups of ``job`` the provider refused (their buttons are shown disabled)."""
-    refused: Any = job.result.get("refused_actions")
-    if not isinstance(refused, list):
-        return frozenset()
-    return frozenset(action for action in refused if isinstance(action, str))
+    return frozenset(JobResult.of(job).refused_actions)
 
 
 def offered_follow_ups(job: Job, size: tuple[int, int] | None = None) -> list[str]:
@@ -312,6 +312,6 @@ def follow_up_buttons(
         job.id,
         pressed=pressed,
         disabled=refused_actions(job),
-        remix=bool(job.parameters.get("remix")),
+        remix=_remix(job),
         max_per_row=max_per_row,
     )

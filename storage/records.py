@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
+from storage.job_data import JobType
+
 JobFamily = Literal["task", "diffusion"]
 """``task``: the image task API (family B); ``diffusion``: the diffusion API (family C)."""
 
@@ -194,7 +196,7 @@ class NewJob:
     """What a caller knows when creating a job (see ``JobAdmission.create_job_within``)."""
 
     family: JobFamily
-    type: str
+    type: JobType
     requester_id: str
     platform: str
     channel_id: str
@@ -217,7 +219,7 @@ class Job:
 
     id: str
     family: JobFamily
-    type: str
+    type: JobType
     status: JobStatus
     provider_id: str | None
     parent_job_id: str | None

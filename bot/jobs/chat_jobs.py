@@ -6,7 +6,7 @@ from __future__ import annotations
 from bot.events import Event
 from bot.jobs.images import ImageJobs
 from bot.jobs.watch import JobWatch
-from storage import Job, JobStatus
+from storage import Job, JobResult, JobStatus
 
 DONE_STATUSES: frozenset[JobStatus] = frozenset(
     {"finished", "posting", "posted", "failed", "reporting", "failed_posted", "create_failed"}
@@ -37,7 +37,7 @@ class ChatJobs:
 
     async def wait(self, job_id: str, timeout: float = 300.0) -> Job:
         """The job once the provider is done with it (finished, failed or refused).
-        ``job.result["prompts"]`` holds a describe job's prompts. ``TimeoutError`` after
+        ``JobResult.of(job).prompts`` holds a describe job's prompts. ``TimeoutError`` after
         ``timeout`` seconds."""
         return await self._watch.wait(job_id, DONE_STATUSES, timeout)
 
@@ -48,4 +48,4 @@ class ChatJobs:
         failure is reported in the conversation)."""
         job = await self.describe_image(event, image_url)
         done = await self.wait(job.id, timeout)
-        return [str(prompt) for prompt in done.result.get("prompts", [])]
+        return list(JobResult.of(done).prompts)

@@ -75,6 +75,7 @@ from storage import (
     Job,
     JobMessage,
     JobMessageKind,
+    JobResult,
     JobStatus,
     JobWriter,
     MessageLinks,
@@ -337,9 +338,9 @@ class Delivery:
         return None
 
     async def _report_failure(self, job: Job) -> float | None:
-        if job.result.get("cancelled"):
+        if JobResult.of(job).cancelled:
             return await self._hide(job)
-        timed_out = bool(job.result.get("timed_out"))
+        timed_out = JobResult.of(job).timed_out
         message = OutMessage(
             text=wording.failure_text(job, timed_out), mention_user_id=job.requester_id
         )

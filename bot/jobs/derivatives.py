@@ -36,6 +36,7 @@ from bot.api import (
 )
 from bot.events import REMIX_PREFIX
 from bot.jobs.task_call import TaskCall
+from storage import TaskType
 
 RequestT = TypeVar("RequestT", bound=RequestModel)
 ChoiceT = TypeVar("ChoiceT", bound=str)
@@ -80,7 +81,7 @@ class FollowUp(Generic[RequestT]):
     version (every image follow-up; not 🌱 Seed, which makes no image); ``webhook``: the
     provider is asked to notify genbot when it finishes."""
 
-    task_type: str
+    task_type: TaskType
     build: Callable[[FollowUpInput], RequestT]
     send: Callable[[TaskClient, RequestT], Awaitable[CreateTaskResponse]]
     inherits: bool = True

@@ -24,7 +24,7 @@ from bot.jobs.input_checks import check_prompt
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
 from bot.parsing import CommandError
-from storage import Job, SettingsReader
+from storage import DescribeParams, ImageParams, Job, JobResult, SettingsReader
 
 AGAIN = "describe_again"
 ALL = "describe_all"
@@ -84,7 +84,7 @@ class DescribeButtons:
     def _prompts(parent: Job) -> list[str]:
         if parent.family != "task" or parent.type != "describe" or parent.status not in DONE:
             raise UserError("That button does not work on this message.")
-        return [str(p) for p in parent.result.get("prompts", [])][:4]
+        return list(JobResult.of(parent).prompts[:4])
 
     @staticmethod
     def _number(action: str, prompts: list[str]) -> int:
@@ -107,25 +107,21 @@ class DescribeButtons:
 
     @staticmethod
     def _mode(parent: Job) -> ProcessMode | None:
-        return choice(parent.parameters.get("process_mode"), PROCESS_MODES, "process_mode")
+        return choice(DescribeParams.of(parent).process_mode, PROCESS_MODES, "process_mode")
 
     async def _imagine(self, event: ButtonPress | ModalSubmit, parent: Job, prompt: str,
                        key: str) -> Job:  # fmt: skip
         mode = self._mode(parent)
         request = ImagineRequest(prompt=prompt, process_mode=mode)
-        params = {
-            "aspect_ratio": None,
-            "process_mode": mode,
-            "model_version": version_for(prompt, None),
-        }
+        params = ImageParams(process_mode=mode, model_version=version_for(prompt, None))
         spec = JobSpec("task", "imagine", prompt, params, parent, key, webhook=True)
         return await self._starter.start(event, spec, TaskCall(request, self._tasks.imagine))
 
     async def _describe_again(self, event: ButtonPress, parent: Job) -> None:
-        image_url = str(parent.parameters.get("image_url", ""))
+        image_url = DescribeParams.of(parent).image_url
         mode = self._mode(parent)
         request = DescribeRequest(image_url=image_url, process_mode=mode)
-        params = {"image_url": image_url, "process_mode": mode}
+        params = DescribeParams(image_url=image_url, process_mode=mode)
         spec = JobSpec("task", "describe", "", params, parent, AGAIN, webhook=True)
         await self._starter.start(event, spec, TaskCall(request, self._tasks.describe))
 

@@ -32,7 +32,7 @@ from bot.jobs.derivatives import values_digest
 from bot.jobs.diffusion_calls import DIFFUSION_ENDPOINTS, Clock, DiffusionEndpoint, endpoint_named
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.parsing import CommandError, parse_command_text, validate_options
-from storage import Job
+from storage import DiffusionParams, Job
 
 COMMON_FIELDS: dict[str, str] = {
     "prompt": "prompt",
@@ -140,7 +140,7 @@ class DiffusionJobs:
         )
         sent = call.request.to_body()
         prompt = str(sent.get("prompt") or "")
-        params = {"endpoint": endpoint, "body": sent}
+        params = DiffusionParams(endpoint=endpoint, body=sent)
         spec = JobSpec("diffusion", endpoint, prompt, params, parent, action)
         return await self._starter.start(event, spec, call)
 
@@ -163,8 +163,9 @@ class DiffusionJobs:
             assert modal is not None
             await self._starter.surfaces.get(event.place.platform).open_modal(event, modal)
         elif event.action == "diff_reroll":
-            endpoint = endpoint_named(str(parent.parameters.get("endpoint", parent.type)))
-            body = dict(parent.parameters.get("body", {}))
+            stored = DiffusionParams.of(parent)
+            endpoint = endpoint_named(stored.endpoint or parent.type)
+            body = dict(stored.body)
             body.pop("seed", None)
             await self.run(event, endpoint, body, parent=parent, action=event.action)
         elif event.action == "diff_upscale":
@@ -190,7 +191,7 @@ class DiffusionJobs:
                              error=str(error))  # fmt: skip
             await self._starter.reopen(event, again, error)
             return
-        kept = parent.parameters.get("body", {})
+        kept = DiffusionParams.of(parent).body
         body: dict[str, Any] = {
             name: kept[name] for name in ("model_id", "width", "height") if name in kept
         }

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Generic, Literal, TypeVar, get_args
+from typing import Any, Generic, TypeVar, get_args
 
 from bot.api import (
     ControlNetRequest,
@@ -27,9 +27,9 @@ from bot.config import LimitsSettings
 from bot.core import UserError
 from bot.jobs.results import diffusion_result_fields, poll_delay
 from bot.jobs.starter import Submitted, Webhook
-from storage import Job
+from storage import DiffusionType, Job
 
-DiffusionEndpoint = Literal["txt2img", "img2img", "upscale", "controlnet"]
+DiffusionEndpoint = DiffusionType
 ENDPOINTS: tuple[DiffusionEndpoint, ...] = get_args(DiffusionEndpoint)
 RequestT = TypeVar("RequestT", bound=RequestModel)
 Clock = Callable[[], float]

@@ -63,7 +63,15 @@ from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
 from bot.masks import build_mask
 from bot.parsing import CommandError
-from storage import EffectiveSettings, Job, SettingsReader
+from storage import (
+    BlendParams,
+    DescribeParams,
+    EffectiveSettings,
+    ImageParams,
+    Job,
+    JobResult,
+    SettingsReader,
+)
 
 PROCESS_MODES: tuple[ProcessMode, ...] = get_args(ProcessMode)
 BLEND_DIMENSIONS: tuple[BlendDimension, ...] = get_args(BlendDimension)
@@ -151,12 +159,12 @@ class ImageJobs:
             process_mode=choice(process_mode, PROCESS_MODES, "process_mode"),
             skip_prompt_check=skip_prompt_check,
         )
-        params = {
-            "aspect_ratio": request.aspect_ratio,
-            "process_mode": process_mode,
-            "model_version": version_for(prompt, None),
-            "remix": remix,
-        }
+        params = ImageParams(
+            aspect_ratio=request.aspect_ratio,
+            process_mode=process_mode,
+            model_version=version_for(prompt, None),
+            remix=remix,
+        )
         spec = JobSpec("task", "imagine", prompt, params, webhook=True)
         return await self._starter.start(event, spec, TaskCall(request, self._tasks.imagine))
 
@@ -167,7 +175,7 @@ class ImageJobs:
         _, process_mode, _ = await self._defaults(event, None, process_mode)
         mode = choice(process_mode, PROCESS_MODES, "process_mode")
         request = DescribeRequest(image_url=image_url, process_mode=mode)
-        params = {"image_url": request.image_url, "process_mode": process_mode}
+        params = DescribeParams(image_url=request.image_url, process_mode=process_mode)
         spec = JobSpec("task", "describe", "", params, webhook=True)
         return await self._starter.start(event, spec, TaskCall(request, self._tasks.describe))
 
@@ -219,12 +227,9 @@ class ImageJobs:
             dimension=choice(dimension, BLEND_DIMENSIONS, "dimension"),
             process_mode=choice(mode, PROCESS_MODES, "process_mode"),
         )
-        params = {
-            "image_urls": urls,
-            "dimension": dimension,
-            "process_mode": mode,
-            "remix": remix,
-        }
+        params = BlendParams(
+            image_urls=tuple(urls), dimension=dimension, process_mode=mode, remix=remix
+        )
         spec = JobSpec("task", "blend", "", params, webhook=True)
         await self._starter.start(event, spec, TaskCall(request, self._tasks.blend))
 
@@ -267,7 +272,7 @@ class ImageJobs:
         if follow_up is None:
             raise UserError("This button is no longer supported.")
         origin = self._check_origin(parent, event.action)
-        given = FollowUpInput(origin, parent.parameters.get("aspect_ratio"))
+        given = FollowUpInput(origin, ImageParams.of(parent).aspect_ratio)
         await self._derive(event, parent, follow_up, given, event.action)
 
     async def on_modal(self, event: ModalSubmit) -> None:
@@ -275,7 +280,7 @@ class ImageJobs:
         parent = await self._starter.pressed_job(event)
         action = event.action.removeprefix(REMIX_PREFIX)
         origin = self._check_origin(parent, action)
-        aspect = parent.parameters.get("aspect_ratio")
+        aspect = ImageParams.of(parent).aspect_ratio
         follow_up = follow_up_for(action)
         try:
             form = read_form(event)
@@ -297,9 +302,8 @@ class ImageJobs:
         elif isinstance(form, ZoomInput):
             given = FollowUpInput(origin, aspect, prompt=form.prompt, zoom_ratio=form.zoom_ratio)
             key = f"{event.action}:{values_digest(form.zoom_ratio, form.prompt)}"
-            extra = {"zoom_ratio": form.zoom_ratio}
             await self._derive(
-                event, parent, follow_up, given, key, prompt=form.prompt, extra=extra
+                event, parent, follow_up, given, key, prompt=form.prompt, zoom_ratio=form.zoom_ratio
             )
         else:
             digest = values_digest([shape_key(shape) for shape in form.regions], form.prompt)
@@ -332,9 +336,9 @@ class ImageJobs:
         return parent.provider_id
 
     async def _image_size(self, parent: Job) -> tuple[int, int]:
-        width, height = parent.result.get("width"), parent.result.get("height")
-        if isinstance(width, int) and isinstance(height, int):
-            return width, height
+        stored = JobResult.of(parent).size
+        if stored is not None:
+            return stored
         for url in parent.result_urls:
             try:
                 image = await self._media.fetch(url)
@@ -352,20 +356,21 @@ class ImageJobs:
         key: str,
         *,
         prompt: str | None = None,
-        extra: Mapping[str, str] | None = None,
+        zoom_ratio: str | None = None,
     ) -> Job:
         """Start ``follow_up`` of ``parent`` (``key``: the press, or the form and its values);
         its request is built before anything is stored."""
         call = follow_up.prepare(key.partition(":")[0], self._tasks, given)
-        params: dict[str, object] = {}
+        params = ImageParams()
         if follow_up.inherits:
-            params = {
-                "aspect_ratio": parent.parameters.get("aspect_ratio"),
-                "process_mode": parent.parameters.get("process_mode"),
-                "model_version": version_for(parent.prompt, parent),
-                "remix": await self._remix(event),
-                **(extra or {}),
-            }
+            inherited = ImageParams.of(parent)
+            params = ImageParams(
+                aspect_ratio=inherited.aspect_ratio,
+                process_mode=inherited.process_mode,
+                model_version=version_for(parent.prompt, parent),
+                remix=await self._remix(event),
+                zoom_ratio=zoom_ratio,
+            )
         spec = JobSpec(
             "task",
             follow_up.task_type,

@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from bot.jobs.titles import base_action
-from storage import Job
+from storage import DiffusionParams, Job, params_of
 
 ELAPSED_STEP = 5
 TYPICAL_SECONDS: dict[str, dict[str, float]] = {
@@ -38,7 +38,8 @@ class Position:
 def mode_of(job: Job) -> str:
     """The process mode a job runs in: its ``process_mode``, else one written in the prompt
     (``--fast``), else relax, as the provider decides it."""
-    mode = str(job.parameters.get("process_mode") or "")
+    params = params_of(job)
+    mode = "" if isinstance(params, DiffusionParams) else params.process_mode or ""
     if mode in TYPICAL_SECONDS:
         return mode
     written = [word for word in job.prompt.split() if word in ("--relax", "--fast", "--turbo")]

@@ -17,7 +17,7 @@ from bot.events import Button, ImageFile, OutMessage
 from bot.follow_ups import follow_up_buttons
 from bot.jobs import wording
 from bot.jobs.media import ImageBytes, MediaError, MediaFetcher, UnreadableImage
-from storage import Job
+from storage import DescribeParams, Job, JobResult
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ Buttons = tuple[tuple[Button, ...], ...]
 
 def pressed_actions(job: Job) -> frozenset[str]:
     """The actions of ``job``'s buttons that started a derivative."""
-    return frozenset(str(action) for action in job.result.get("pressed", ()))
+    return frozenset(str(action) for action in JobResult.of(job).pressed)
 
 
 class ResultMessages:
@@ -42,10 +42,10 @@ class ResultMessages:
         arrived unreadable: then the message carries the provider's (expiring) link instead."""
         mention = job.requester_id
         if job.family == "task" and job.type == "seed":
-            text = wording.seed_text(job, str(job.result.get("seed", "")))
+            text = wording.seed_text(job, JobResult.of(job).seed or "")
             return OutMessage(text=text, mention_user_id=mention), {}
         if job.family == "task" and job.type == "describe":
-            prompts = [str(p) for p in job.result.get("prompts", [])]
+            prompts = list(JobResult.of(job).prompts)
             text = wording.describe_text(job, prompts)
             described = await self._described_image(job)
             return OutMessage(
@@ -81,7 +81,7 @@ class ResultMessages:
         edit that marks a pressed button leaves the images as they are."""
         text = wording.result_text(job)
         if job.family == "task" and job.type == "describe":
-            text = wording.describe_text(job, [str(p) for p in job.result.get("prompts", [])])
+            text = wording.describe_text(job, list(JobResult.of(job).prompts))
         return OutMessage(
             text=text, buttons=self.buttons(job), mention_user_id=job.requester_id, card=True
         )
@@ -99,7 +99,7 @@ class ResultMessages:
         if job.family == "diffusion":
             return diffusion_buttons(job.id, upscale=job.type != "upscale", pressed=used)
         if job.type == "describe":
-            count = min(len(job.result.get("prompts", [])), 4)
+            count = min(len(JobResult.of(job).prompts), 4)
             return describe_buttons(job.id, count, pressed=used) if count else ()
         per_row = self._surfaces.get(job.platform).limits.max_buttons_per_row
         return follow_up_buttons(job, per_row, size, pressed=used)
@@ -107,7 +107,7 @@ class ResultMessages:
     async def _described_image(self, job: Job) -> tuple[ImageFile, ...]:
         """The image a describe job described, shown with its prompts (none when it cannot be
         fetched any more: the prompts still stand)."""
-        url = str(job.parameters.get("image_url") or "")
+        url = DescribeParams.of(job).image_url
         if not url:
             return ()
         try:

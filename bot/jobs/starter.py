@@ -61,10 +61,14 @@ from bot.jobs.wording import heading
 from bot.posting import WritePolicy
 from bot.waits import ShownWait
 from storage import (
+    ImageParams,
     Job,
     JobAdmission,
     JobFamily,
+    JobParams,
+    JobResult,
     JobStatus,
+    JobType,
     JobWriter,
     MessageLinks,
     NewJob,
@@ -127,9 +131,9 @@ class JobSpec:
     completion webhook when webhooks are configured (family B, except seed)."""
 
     family: JobFamily
-    type: str
+    type: JobType
     prompt: str = ""
-    parameters: Mapping[str, Any] = field(default_factory=dict)
+    parameters: JobParams = field(default_factory=ImageParams)
     parent: Job | None = None
     action: str | None = None
     webhook: bool = False
@@ -277,7 +281,7 @@ class JobStarter:
             workspace_id=place.workspace_id,
             thread_id=place.thread_id,
             prompt=spec.prompt,
-            parameters=dict(spec.parameters),
+            parameters=spec.parameters.to_json(),
             is_dm=place.is_dm,
             parent_job_id=spec.parent.id if spec.parent is not None else None,
             action=spec.action if spec.parent is not None else None,
@@ -394,7 +398,7 @@ def _already(job: Job, link: str | None) -> str:
     if job.status == "posted":
         where = f": {link}" if link else " above."
         return f"You already pressed this — here is the result{where}"
-    if job.result.get("cancelled"):
+    if JobResult.of(job).cancelled:
         return "You already pressed this, then cancelled that job."
     if job.status in ("failed", "reporting", "failed_posted"):
         where = f": {link}" if link else "; see its report above."

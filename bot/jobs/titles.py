@@ -7,7 +7,7 @@ the task type and the button label side by side ("Variation (Vary (Strong))"). P
 
 from __future__ import annotations
 
-from storage import Job
+from storage import ImageParams, Job
 
 Title = tuple[str, str]
 """(while asked, once done)."""
@@ -71,7 +71,7 @@ def base_action(action: str | None) -> str | None:
 def _titles(job: Job) -> Title:
     action = base_action(job.action)
     if action == "outpaint_custom":
-        zoom = job.parameters.get("zoom_ratio")
+        zoom = ImageParams.of(job).zoom_ratio
         factor = f" {zoom}×" if zoom else " (custom)"
         return f"Zoom out{factor}", f"Zoomed out{factor}"
     if action in _ACTION_TITLES:

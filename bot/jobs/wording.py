@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from bot.jobs.progress import ELAPSED_STEP, Position, status_text
 from bot.jobs.titles import asked_title, done_title
 from bot.splitting import neutralize_mentions
-from storage import Job
+from storage import BlendParams, DiffusionParams, Job, JobResult
 
 SUBJECT_MAX = 300
 NO_CHARGE_NOTE = "_No credits were charged._"
@@ -46,7 +46,7 @@ def subject(job: Job) -> str:
     if job.type == "describe":
         return "an image"
     if job.type == "blend":
-        count = len(job.parameters.get("image_urls", ()))
+        count = len(BlendParams.of(job).image_urls)
         return f"{count} images" if count else "images"
     if job.type == "upscale" and job.family == "diffusion":
         return "an image"
@@ -121,9 +121,9 @@ def failure_text(job: Job, timed_out: bool = False) -> str:
     """The failure report: what failed, the provider's error messages and whether credits were
     charged (a job the provider never confirmed, or accepted without an id, may have been)."""
     error = job.error or "The service reported a failure without details."
-    if job.result.get("unconfirmed"):
+    if JobResult.of(job).unconfirmed:
         note = UNCONFIRMED_NOTE
-    elif job.result.get("accepted"):
+    elif JobResult.of(job).accepted:
         note = ACCEPTED_NOTE
     else:
         note = TIMEOUT_NOTE if timed_out else NO_CHARGE_NOTE
@@ -147,8 +147,8 @@ def result_text(job: Job) -> str:
 def diffusion_details(job: Job) -> str:
     """``model sd-1.5 · seed 1234 · 512×512 · 30 steps · guidance 7.5`` from what the provider
     answered (its ``meta``), else what genbot asked for."""
-    meta = job.result.get("meta") or {}
-    body = job.parameters.get("body") or {}
+    meta = JobResult.of(job).meta
+    body = DiffusionParams.of(job).body
 
     def pick(*names: str) -> object:
         for source in (meta, body):

@@ -1,0 +1,262 @@
+"""Typed views of a job's type, its ``parameters`` and its ``result``, which are stored as JSON.
+
+A job's ``parameters`` are what genbot asked for, per type of job:
+
+- :class:`ImageParams`: ``imagine`` and the image follow-ups (upscale, variation, reroll,
+  inpaint, outpaint, pan); ``seed`` stores none;
+- :class:`DescribeParams`: ``describe``;
+- :class:`BlendParams`: ``blend``;
+- :class:`DiffusionParams`: every diffusion job (its ``body`` is the request sent, as JSON).
+
+Each model writes the JSON shape genbot always stored (:meth:`to_json`, absent values left out)
+and reads any stored shape (:meth:`of` / :meth:`from_json`): a missing key is its default, a key
+of another type of job is ignored, so rows written before these models read unchanged.
+
+:class:`JobResult` reads ``result``: what the provider answered (seed, describe prompts, image
+id, diffusion ``meta``) and what genbot noted about the job's messages (image size, pressed and
+refused follow-ups, cancelled, timed out, unconfirmed, accepted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, get_args
+
+TaskType = Literal[
+    "imagine",
+    "describe",
+    "blend",
+    "upscale",
+    "variation",
+    "reroll",
+    "inpaint",
+    "outpaint",
+    "pan",
+    "seed",
+]
+"""The image task API's jobs (family ``task``)."""
+DiffusionType = Literal["txt2img", "img2img", "upscale", "controlnet"]
+"""The diffusion API's jobs (family ``diffusion``): the endpoint called."""
+JobType = Literal[TaskType, DiffusionType]
+JOB_TYPES: frozenset[str] = frozenset((*get_args(TaskType), *get_args(DiffusionType)))
+
+
+class StoredJob(Protocol):
+    """What the views read from a job record."""
+
+    @property
+    def family(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def parameters(self) -> Mapping[str, Any]: ...
+
+    @property
+    def result(self) -> Mapping[str, Any]: ...
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _json(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in values.items() if value is not None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageParams:
+    """An ``imagine`` job or an image follow-up: the aspect ratio and process mode it was
+    asked with (a follow-up inherits its parent's), the model version of its prompt, whether
+    remix was on, and an outpaint's custom ``zoom_ratio``."""
+
+    aspect_ratio: str | None = None
+    process_mode: str | None = None
+    model_version: str | None = None
+    remix: bool = False
+    zoom_ratio: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ImageParams:
+        """Read stored parameters (see the module docstring)."""
+        return cls(
+            aspect_ratio=_text(raw.get("aspect_ratio")),
+            process_mode=_text(raw.get("process_mode")),
+            model_version=_text(raw.get("model_version")),
+            remix=bool(raw.get("remix", False)),
+            zoom_ratio=_text(raw.get("zoom_ratio")),
+        )
+
+    @classmethod
+    def of(cls, job: StoredJob) -> ImageParams:
+        """``job``'s parameters read as an image job's."""
+        return cls.from_json(job.parameters)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored shape."""
+        return _json(asdict(self))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribeParams:
+    """A ``describe`` job: the image described and the process mode."""
+
+    image_url: str = ""
+    process_mode: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> DescribeParams:
+        """Read stored parameters (see the module docstring)."""
+        return cls(
+            image_url=str(raw.get("image_url") or ""), process_mode=_text(raw.get("process_mode"))
+        )
+
+    @classmethod
+    def of(cls, job: StoredJob) -> DescribeParams:
+        """``job``'s parameters read as a describe job's."""
+        return cls.from_json(job.parameters)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored shape."""
+        return _json(asdict(self))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlendParams:
+    """A ``blend`` job: the images blended, the dimension, the process mode, remix."""
+
+    image_urls: tuple[str, ...] = ()
+    dimension: str | None = None
+    process_mode: str | None = None
+    remix: bool = False
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> BlendParams:
+        """Read stored parameters (see the module docstring)."""
+        urls = raw.get("image_urls") or ()
+        return cls(
+            image_urls=tuple(str(url) for url in urls),
+            dimension=_text(raw.get("dimension")),
+            process_mode=_text(raw.get("process_mode")),
+            remix=bool(raw.get("remix", False)),
+        )
+
+    @classmethod
+    def of(cls, job: StoredJob) -> BlendParams:
+        """``job``'s parameters read as a blend job's."""
+        return cls.from_json(job.parameters)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored shape."""
+        values = asdict(self)
+        values["image_urls"] = list(self.image_urls)
+        return _json(values)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffusionParams:
+    """A diffusion job: the endpoint called (``None`` in rows that predate it: the job's type
+    then) and the request body sent, as JSON."""
+
+    endpoint: str | None = None
+    body: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> DiffusionParams:
+        """Read stored parameters (see the module docstring)."""
+        body = raw.get("body")
+        return cls(
+            endpoint=_text(raw.get("endpoint")),
+            body=dict(body) if isinstance(body, Mapping) else {},
+        )
+
+    @classmethod
+    def of(cls, job: StoredJob) -> DiffusionParams:
+        """``job``'s parameters read as a diffusion job's."""
+        return cls.from_json(job.parameters)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored shape."""
+        return _json({"endpoint": self.endpoint, "body": dict(self.body)})
+
+
+JobParams = ImageParams | DescribeParams | BlendParams | DiffusionParams
+
+
+def params_of(job: StoredJob) -> JobParams:
+    """``job``'s parameters as the model of its family and type."""
+    if job.family == "diffusion":
+        return DiffusionParams.of(job)
+    if job.type == "describe":
+        return DescribeParams.of(job)
+    if job.type == "blend":
+        return BlendParams.of(job)
+    return ImageParams.of(job)
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        return ()
+    return tuple(item for item in value if isinstance(item, str))
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobResult:
+    """A job's ``result``, read (see the module docstring). ``width``/``height``: the posted
+    image's size; ``pressed``: follow-ups pressed on the result; ``refused_actions``: follow-ups
+    the provider refused; ``unconfirmed``: the create call may have reached the provider;
+    ``accepted``: the provider accepted a diffusion job but sent no id."""
+
+    seed: str | None = None
+    prompts: tuple[str, ...] = ()
+    image_id: str | None = None
+    process_time: float | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    width: int | None = None
+    height: int | None = None
+    pressed: tuple[str, ...] = ()
+    refused_actions: tuple[str, ...] = ()
+    cancelled: bool = False
+    timed_out: bool = False
+    unconfirmed: bool = False
+    accepted: bool = False
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> JobResult:
+        """Read a stored result (missing keys are defaults)."""
+        meta = raw.get("meta")
+        process_time = raw.get("process_time")
+        seed = raw.get("seed")
+        return cls(
+            seed=None if seed in (None, "") else str(seed),
+            prompts=tuple(str(prompt) for prompt in raw.get("prompts") or ()),
+            image_id=_text(raw.get("image_id")),
+            process_time=float(process_time) if isinstance(process_time, int | float) else None,
+            meta=dict(meta) if isinstance(meta, Mapping) else {},
+            width=_int(raw.get("width")),
+            height=_int(raw.get("height")),
+            pressed=_strings(raw.get("pressed")),
+            refused_actions=_strings(raw.get("refused_actions")),
+            cancelled=bool(raw.get("cancelled")),
+            timed_out=bool(raw.get("timed_out")),
+            unconfirmed=bool(raw.get("unconfirmed")),
+            accepted=bool(raw.get("accepted")),
+        )
+
+    @classmethod
+    def of(cls, job: StoredJob) -> JobResult:
+        """``job``'s result, read."""
+        return cls.from_json(job.result)
+
+    @property
+    def size(self) -> tuple[int, int] | None:
+        """The posted image's size, when stored."""
+        if self.width is None or self.height is None:
+            return None
+        return self.width, self.height

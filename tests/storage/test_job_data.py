@@ -1,0 +1,123 @@
+"""Typed job parameters and results: the JSON shape genbot always stored is what they write,
+and rows written before them read unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from storage import (
+    BlendParams,
+    DescribeParams,
+    DiffusionParams,
+    ImageParams,
+    JobParams,
+    JobResult,
+    params_of,
+)
+from tests.storage.conftest import new_job
+from tests.storage.helpers import create_job
+
+# Parameters exactly as genbot stored them before the typed models (one per type of job).
+OLD_ROWS: list[tuple[str, str, dict[str, Any], JobParams]] = [
+    (
+        "task",
+        "imagine",
+        {"aspect_ratio": None, "process_mode": "fast", "model_version": "6", "remix": False},
+        ImageParams(process_mode="fast", model_version="6"),
+    ),
+    (
+        "task",
+        "outpaint",
+        {
+            "aspect_ratio": "16:9",
+            "process_mode": None,
+            "model_version": "6",
+            "remix": True,
+            "zoom_ratio": "1.8",
+            "is_dm": True,
+        },
+        ImageParams(aspect_ratio="16:9", model_version="6", remix=True, zoom_ratio="1.8"),
+    ),
+    ("task", "seed", {}, ImageParams()),
+    (
+        "task",
+        "describe",
+        {"image_url": "https://files.example.com/cat.png", "process_mode": "relax"},
+        DescribeParams(image_url="https://files.example.com/cat.png", process_mode="relax"),
+    ),
+    (
+        "task",
+        "blend",
+        {
+            "image_urls": ["https://a.example/1.png", "https://a.example/2.png"],
+            "dimension": None,
+            "process_mode": "turbo",
+            "remix": False,
+        },
+        BlendParams(
+            image_urls=("https://a.example/1.png", "https://a.example/2.png"), process_mode="turbo"
+        ),
+    ),
+    (
+        "diffusion",
+        "txt2img",
+        {"endpoint": "txt2img", "body": {"prompt": "a fox", "width": 512}},
+        DiffusionParams(endpoint="txt2img", body={"prompt": "a fox", "width": 512}),
+    ),
+    ("diffusion", "img2img", {"body": {"prompt": "x"}}, DiffusionParams(body={"prompt": "x"})),
+]
+
+
+@pytest.mark.parametrize(("family", "job_type", "raw", "typed"), OLD_ROWS)
+def test_old_parameters_read_as_their_type(
+    family: str, job_type: str, raw: dict[str, Any], typed: JobParams
+) -> None:
+    job = new_job(family=family, type=job_type, parameters=raw)
+    assert params_of(job) == typed  # type: ignore[arg-type]
+    assert type(typed).from_json(typed.to_json()) == typed
+    old_shape = {k: v for k, v in raw.items() if v is not None and k != "is_dm"}
+    assert typed.to_json().items() >= old_shape.items()
+
+
+async def test_typed_parameters_are_stored_as_the_same_json(store: Any) -> None:
+    params = ImageParams(aspect_ratio="2:3", process_mode="fast", model_version="6.1")
+    job = await create_job(store, new_job(parameters=params.to_json()))
+    stored = await store.get_job(job.id)
+    assert stored.parameters == {
+        "aspect_ratio": "2:3",
+        "process_mode": "fast",
+        "model_version": "6.1",
+        "remix": False,
+    }
+    assert ImageParams.of(stored) == params
+
+
+def test_results_read_what_the_provider_and_genbot_wrote() -> None:
+    raw = {
+        "seed": 1234,
+        "prompts": ["a cat", "a cat, painted"],
+        "process_time": 12,
+        "image_id": "img-1",
+        "width": 1024,
+        "height": 512,
+        "pressed": ["upscale1", 7],
+        "refused_actions": "not a list",
+        "cancelled": True,
+        "unknown_key": "kept in the JSON, ignored here",
+    }
+    result = JobResult.from_json(raw)
+    assert (result.seed, result.prompts, result.process_time) == (
+        "1234",
+        ("a cat", "a cat, painted"),
+        12.0,
+    )
+    assert (result.size, result.pressed, result.refused_actions) == ((1024, 512), ("upscale1",), ())
+    assert (result.cancelled, result.timed_out, result.unconfirmed, result.accepted) == (
+        True,
+        False,
+        False,
+        False,
+    )
+    assert JobResult.from_json({}) == JobResult() and JobResult().size is None
