@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -66,14 +65,27 @@ async def test_past_the_bound_the_caller_is_told_when_to_try_again() -> None:
         ) as api,
     ):
         await api.chat.complete(ask("echo: first"))
-        started = time.monotonic()
+        waits: list[Wait] = []
+        waited = asyncio.Event()
+
+        def seen(wait: Wait) -> None:
+            waits.append(wait)
+            waited.set()
+
+        with observe_waits(seen):
+            second = asyncio.create_task(api.chat.complete(ask("echo: second")))
+        watching = asyncio.create_task(waited.wait())
+        await asyncio.wait((second, watching), return_when=asyncio.FIRST_COMPLETED)
+        for task in (second, watching):
+            task.cancel()
+        assert waits == [], "a 429 asking for longer than the bound is not waited out"
         with pytest.raises(ProviderRateLimited) as raised:
-            await api.chat.complete(ask("echo: second"))
-        assert time.monotonic() - started < 2.0
+            second.result()
         assert raised.value.retry_after is not None and raised.value.retry_after > 50
         assert raised.value.user_message == (
             "The provider is rate-limiting genbot; try again in about 60 s."
         )
+        assert [r.status for r in sim.state.requests_to(CHAT_PATH)] == [200, 429]
 
 
 @pytest.mark.parametrize("retry_after", ["date", None])
