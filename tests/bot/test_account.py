@@ -8,12 +8,15 @@ from typing import ClassVar
 
 import pytest
 
+from bot.api.chat import allowed_chat_models
 from bot.chat import DEFAULT_SYSTEM_PROMPT
+from bot.config import Plan
 from bot.core import UserError
 from bot.events import Command, ModalSubmit, Place, User
 from bot.tokens import count_functions, count_messages, count_text
 from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, chat_world
 from tests.fakes.platform import FakePlatform
+from tests.resilience.support import genbot_stack
 
 ROOT = User("root", "Root", is_admin=True)
 OTHER_CHANNEL = Place("fake", "w1", "c2")
@@ -278,3 +281,33 @@ async def test_remix_is_each_users_own_toggle(world: ChatWorld) -> None:
     assert world.platform.ephemerals_for("alice")[-1] == "Saved your defaults: remix → on."
     mine = await world.store.get_scope_settings("user", "fake", "alice")
     assert mine is not None and mine.remix is True
+
+
+@pytest.mark.parametrize("plan", ["free", "developer"])
+async def test_the_configured_plan_decides_what_the_settings_form_accepts(
+    plan: Plan, tmp_path: Path
+) -> None:
+    user, place = User("alice", "Alice"), Place("fake", "w1", "c1")
+    async with genbot_stack(tmp_path, plan=plan) as genbot:
+        await genbot.core.handle(Command(user=user, place=place, name="settings"))
+        [(_, form)] = genbot.platform.modals
+        [hint] = [f.placeholder for f in form.fields if f.id == "model"]
+        for model in ("llm-4", "llm-3.5-turbo-16k"):
+            values = {"model": model}
+            await genbot.core.handle(
+                ModalSubmit(user=user, place=place, action=form.action, ref=form.ref, values=values)
+            )
+        told = genbot.platform.ephemerals_for("alice") + [
+            m.notice for _, m in genbot.platform.modals[1:]
+        ]
+        saved = await genbot.store.get_scope_settings("user", "fake", "alice")
+
+    assert "llm-4" not in hint, "the form suggests a model every plan allows"
+    assert saved is not None and saved.model == "llm-3.5-turbo-16k"
+    if plan == "developer":
+        assert not [t for t in told if "Developer plan" in t]
+        return
+    [refusal] = [t for t in told if "needs the Developer plan" in t]
+    offered = refusal.split("Choose one of: ", 1)[1].rstrip(".").split(", ")
+    assert offered == allowed_chat_models("free")
+    assert genbot.sim.state.requests == []

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from adapters.discord import DiscordAdapter
 from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
-from bot.config import ApiSettings, LimitsSettings, StorageSettings
+from bot.config import ApiSettings, LimitsSettings, Plan, StorageSettings
 from bot.core import Core
 from bot.jobs import JobEngines
 from genbot.settings import Settings
@@ -49,15 +49,18 @@ def core_settings(
     db_path: Path,
     *,
     edit_window_seconds: float | None = None,
+    plan: Plan = "developer",
     **limits: Any,
 ) -> Settings:
     """Settings of a test genbot: the simulator as provider (polling only), fast polling;
-    ``edit_window_seconds``: the ``[discord]`` edit window genbot keeps to."""
+    ``edit_window_seconds``: the ``[discord]`` edit window genbot keeps to; ``plan``: the
+    ``[api] plan``."""
     window = {} if edit_window_seconds is None else {"edit_window_seconds": edit_window_seconds}
     return Settings(
         api=ApiSettings(
             base_url=sim.base_url,
             key=SecretStr("sim-key"),
+            plan=plan,
             connect_timeout=2.0,
             read_timeout=5.0,
             stream_idle_timeout=2.0,

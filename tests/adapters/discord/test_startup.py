@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import discord
+import pytest
 
 from bot.api.chat import allowed_chat_models
 from bot.commands import COMMANDS, PROCESS_MODES
+from bot.config import Plan
+from simulator.server import serve
+from simulator.state import SimulatorConfig
 from tests.adapters.discord.harness import Harness, RecordingCore
+from tests.adapters.discord.real_core import real_genbot
 from tests.fakes.discord import FakeDiscord
 
 OPTION_TYPES = {"string": 3, "integer": 4, "boolean": 5, "number": 10, "attachment": 11}
@@ -98,19 +105,19 @@ async def test_model_autocomplete_suggests_matching_chat_models(bot: Harness) ->
     assert choices == ["llm-3.5-turbo-16k", "llm-3.5-turbo-16k-0613"]
 
 
-class FreePlanCore(RecordingCore):
-    """A core whose workspace is on the free plan: it offers no ``llm-4*`` model."""
-
-    def chat_models(self) -> tuple[str, ...]:
-        return tuple(allowed_chat_models("free"))
-
-
-async def test_model_autocomplete_offers_only_what_the_plan_allows(harness: Harness) -> None:
-    await harness.start(FreePlanCore())
+@pytest.mark.parametrize("plan", ["free", "developer"])
+async def test_model_autocomplete_offers_what_the_configured_plan_allows(
+    harness: Harness, plan: Plan, tmp_path: Path
+) -> None:
     fake = harness.fake
-    interaction = await fake.autocomplete(
-        fake.user("alice"), fake.channel("general"), "chat", "model", "llm-"
-    )
-    assert await fake.answered(interaction) == 8
+    async with (
+        serve(SimulatorConfig()) as sim,
+        real_genbot(harness, sim, tmp_path / "genbot.db", plan=plan),
+    ):
+        interaction = await fake.autocomplete(
+            fake.user("alice"), fake.channel("general"), "chat", "model", "llm-"
+        )
+        assert await fake.answered(interaction) == 8
     choices = [c["value"] for c in interaction.callbacks[0]["data"]["choices"]]
-    assert choices and not [model for model in choices if model.startswith("llm-4")]
+    assert choices == allowed_chat_models(plan)
+    assert any(model.startswith("llm-4") for model in choices) == (plan == "developer")

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
 
-from aiohttp import ClientSession, CookieJar
+import pytest
+from aiohttp import ClientSession, ClientTimeout, CookieJar
 
 from adapters.web import WEB_LIMITS, WebAdapter
 from bot.api.chat import allowed_chat_models
 from bot.commands import COMMANDS
-from tests.adapters.web.fakes import RecordingCore, history
+from bot.config import Plan
+from tests.adapters.web.fakes import history
+from tests.resilience.support import genbot_stack
 
 EXTERNAL_REFERENCE = re.compile(
     r"""(src|href)\s*=\s*["']?(https?:)?//|url\(\s*["']?(https?:)?//|@import|from\s+["'](https?:)?//"""
@@ -114,16 +117,19 @@ async def test_commands_are_served_from_the_catalogue(browser: ClientSession) ->
     assert commands["help"]["options"] == []
 
 
-async def test_the_model_choices_are_the_plans(browser: ClientSession, core: RecordingCore) -> None:
-    async with browser.get("/api/commands") as response:
-        every = {c["name"]: c for c in (await response.json())["commands"]}
-    core.chat_models = lambda: tuple(allowed_chat_models("free"))  # type: ignore[attr-defined]
-    async with browser.get("/api/commands") as response:
-        free = {c["name"]: c for c in (await response.json())["commands"]}
+@pytest.mark.parametrize("plan", ["free", "developer"])
+async def test_the_model_choices_are_the_configured_plans(plan: Plan, tmp_path: Path) -> None:
+    async with (
+        genbot_stack(tmp_path, plan=plan, with_web=True) as genbot,
+        ClientSession(cookie_jar=CookieJar(unsafe=True), timeout=ClientTimeout(total=10)) as web,
+    ):
+        assert genbot.web is not None
+        async with web.get(f"{genbot.web.url}/") as page:
+            assert page.status == 200
+        async with web.get(f"{genbot.web.url}/api/commands") as response:
+            commands = {c["name"]: c for c in (await response.json())["commands"]}
 
-    def models(commands: dict[str, Any], name: str) -> list[str]:
-        return next(o["choices"] for o in commands[name]["options"] if o["name"] == "model")
-
-    assert "llm-4" in models(every, "chat")
     for name in ("chat", "settings"):
-        assert models(free, name) == allowed_chat_models("free")
+        [choices] = [o["choices"] for o in commands[name]["options"] if o["name"] == "model"]
+        assert choices == allowed_chat_models(plan)
+        assert any(model.startswith("llm-4") for model in choices) == (plan == "developer")
