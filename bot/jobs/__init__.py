@@ -201,7 +201,9 @@ def build_job_engines(
         watch,
         chat_jobs,
         JobCancel(store, surfaces, delivery, watch),
-        ProgressTicker(store, delivery, every=limits_settings.progress_tick_seconds),
+        ProgressTicker(
+            store, delivery, owner=store.process_id, every=limits_settings.progress_tick_seconds
+        ),
         DescribeButtons(starter, provider, store),
         UploadForms(starter, images),
         PreviewButtons(starter, images),

@@ -1,7 +1,9 @@
 """The progress ticker: keeps every running job's progress message moving.
 
 Every :data:`TICK_SECONDS` it reads the jobs in flight, works out each one's place among its
-requester's running jobs, and asks delivery to show their progress. Delivery edits a message
+requester's running jobs (those of every process), and asks delivery to show the progress of the
+jobs this process holds the lease on (:mod:`bot.jobs.leases`): with several processes on one
+database, each job's message is ticked by one process, its owner. Delivery edits a message
 only when its text changed (the elapsed time moves in 5-second steps) and only when the
 platform's edit budget has room right now, so ticking never delays results or chat answers.
 """
@@ -44,9 +46,10 @@ class ProgressTicker:
     """A service the core starts and stops (see the module docstring)."""
 
     def __init__(
-        self, store: JobTracking, delivery: Delivery, *, every: float = TICK_SECONDS
+        self, store: JobTracking, delivery: Delivery, *, owner: str, every: float = TICK_SECONDS
     ) -> None:
         self._store = store
+        self._owner = owner
         self._delivery = delivery
         self.every = every
         delivery.progress_step = every
@@ -81,5 +84,6 @@ class ProgressTicker:
             async with slots:
                 return await self._delivery.show_progress(job, wait=self.every * WAIT_SHARE)
 
-        shown = await asyncio.gather(*(show(job) for job in jobs if job.progress_message_id))
+        held = [job for job in jobs if job.owner == self._owner and job.progress_message_id]
+        shown = await asyncio.gather(*(show(job) for job in held))
         return sum(shown)
