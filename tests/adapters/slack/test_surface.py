@@ -6,11 +6,13 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from prometheus_client import REGISTRY
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import SlackSurface
 from adapters.slack.inbound import SlackOrigin
 from adapters.slack.settings import SlackSettings
+from bot.core import SurfaceRegistry
 from bot.events import (
     Attachment,
     Button,
@@ -155,6 +157,27 @@ async def test_the_workspace_update_window_is_rate_limited() -> None:
 
         assert refused.value.retry_after > 50
         await surface.close()
+
+
+async def test_a_refused_update_is_counted_as_rate_limited_by_the_core() -> None:
+    def counted(name: str, method: str) -> float:
+        labels = {"platform": "slack", "method": method}
+        return REGISTRY.get_sample_value(f"genbot_platform_{name}_total", labels) or 0.0
+
+    before = {name: counted(name, "edit") for name in ("writes", "rate_limited")}
+    async with FakeSlack(updates_per_minute=3) as fake:
+        inner = surface_for(fake)
+        surface = SurfaceRegistry([inner]).get("slack")
+        refs = [await surface.send(C1, OutMessage(text=f"m{i}")) for i in range(4)]
+        for ref in refs[:3]:
+            await surface.edit(ref, OutMessage(text="edited"))
+        with pytest.raises(RateLimited):
+            await surface.edit(refs[3], OutMessage(text="edited"))
+        await inner.close()
+
+    assert len(fake.ratelimited) == 1
+    assert counted("writes", "edit") - before["writes"] == 4
+    assert counted("rate_limited", "edit") - before["rate_limited"] == 1
 
 
 async def test_streamed_edits_within_the_budget_are_never_refused() -> None:
