@@ -7,21 +7,28 @@ where Slack refuses, or the stream outlives Slack's window, the answer is posted
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from bot import budget
 from bot.render import MARKER
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import WAIT, slack_genbot
+from tests.fakes import slack_streaming
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_model import FakeMessage
+from tests.fakes.slack_streaming import DEFAULT_TIERS
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
 
 ANSWER = " ".join(f"otter{number}" for number in range(60))
 """Streamed in some 50 pieces, 20 ms apart: about a second."""
+TIER_WINDOW = 2.0
+"""Seconds of Slack's per-minute tiers, shortened for the tight-tier test (genbot and the fake)."""
 
 
 @pytest.fixture
@@ -98,3 +105,29 @@ async def test_a_stream_past_slacks_window_is_finished_with_an_update(
     assert updates and {c.args["ts"] for c in updates} == {answer.ts}, "same message"
     assert len(fake.calls_to("chat.startStream")) == 2, "the next answer streams again"
     assert [m for m in fake.bot_messages("C1") if m.ts not in (answer.ts, short.ts)] == []
+
+
+async def test_answers_past_a_tight_start_tier_wait_for_it_instead_of_being_refused(
+    sim: RunningSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(budget, "WORKSPACE_WINDOW_SECONDS", TIER_WINDOW)
+    monkeypatch.setattr(slack_streaming, "TIER_WINDOW_SECONDS", TIER_WINDOW)
+    tiers = {**DEFAULT_TIERS, "chat.startStream": 2}
+    channels = ("C1", "C2", "C3")
+    async with (
+        FakeSlack(tier_per_minute=tiers) as fake,
+        slack_genbot(fake, sim, tmp_path / "g.db") as bot,
+    ):
+        surface = bot.adapter.surface
+        per_method = {**surface.limits.writes_per_minute_per_workspace, "stream_start": 2}
+        surface.limits = replace(surface.limits, writes_per_minute_per_workspace=per_method)
+        for channel in channels:
+            await ask(fake, bot.url, f"echo: answer in {channel}", channel=channel)
+        answers = [
+            await fake.wait_for(partial(done, fake, c, f"answer in {c}"), WAIT) for c in channels
+        ]
+
+    assert fake.ratelimited == []
+    assert [c.ok for c in fake.calls_to("chat.startStream")] == [True] * 3
+    first, _, third = sorted(answer.stream_started for answer in answers)
+    assert third - first >= TIER_WINDOW, "the third start waited for the tier's window"

@@ -63,3 +63,33 @@ async def test_message_metadata_is_returned_only_when_asked_for(fake: FakeSlack)
     assert thread["messages"][0]["metadata"] == metadata
     with pytest.raises(SlackApiError, match="invalid_metadata"):
         await client.chat_postMessage(channel="C1", text="x", metadata={"event_type": "e"})
+
+
+async def test_a_start_past_its_tier_is_ratelimited_with_retry_after_as_on_slack() -> None:
+    now = [1000.0]
+    async with FakeSlack(tier_per_minute={"chat.startStream": 2}, clock=lambda: now[0]) as fake:
+        client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+        parent = fake.user_says("question")
+
+        async def start() -> None:
+            await client.chat_startStream(
+                channel="C1",
+                thread_ts=parent.ts,
+                recipient_team_id=fake.team_id,
+                recipient_user_id="U1",
+            )
+
+        await start()
+        now[0] += 20
+        await start()
+        now[0] += 10
+        with pytest.raises(SlackApiError) as refused:
+            await start()
+        now[0] += 30
+        await start()
+
+    assert refused.value.response.status_code == 429
+    assert refused.value.response["error"] == "ratelimited"
+    assert refused.value.response.headers["Retry-After"] == "30"
+    assert [c.status for c in fake.calls_to("chat.startStream")] == [200, 200, 429, 200]
+    assert fake.ratelimited == [fake.calls_to("chat.startStream")[2]]
