@@ -298,8 +298,8 @@ class NativeStream(Protocol):
         """Add ``text`` to the message."""
         ...
 
-    async def stop(self, text: str = "", buttons: tuple[tuple[Button, ...], ...] = ()) -> None:
-        """Add ``text``, give the message its ``buttons`` and end the stream."""
+    async def stop(self, text: str = "") -> None:
+        """Add ``text`` and end the stream."""
         ...
 
 

@@ -6,7 +6,7 @@ being answered (a top-level DM or mention). Outside DMs Slack needs the recipien
 being answered and their team). Only new text is sent, with pings broken as in every message
 of the model (:func:`~adapters.slack.formatting.neutralise_markdown`); a word that could still
 turn into a ping with the next characters (``@her`` → ``@here``) is held back until it is
-complete. Buttons come with ``chat.stopStream``.
+complete. Streamed chat answers carry no buttons.
 
 Where Slack refuses to stream, :class:`StreamSupport` remembers it: for the whole workspace
 when the refusal is the workspace's (a scope, a plan, a disabled feature), for the conversation
@@ -24,10 +24,10 @@ from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.events import Button, MessageRef, OutMessage, Place, StreamExpired
+from bot.events import MessageRef, Place, StreamExpired
 
 from .errors import SlackRefused
-from .formatting import message_blocks, neutralise_markdown
+from .formatting import neutralise_markdown
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -156,14 +156,10 @@ class SlackStream:
         if markdown:
             await self._send("chat.appendStream", markdown)
 
-    async def stop(self, text: str = "", buttons: tuple[tuple[Button, ...], ...] = ()) -> None:
-        markdown = self._take(text, final=True)
-        blocks = message_blocks(OutMessage(buttons=buttons)) if buttons else None
-        await self._send("chat.stopStream", markdown, blocks)
+    async def stop(self, text: str = "") -> None:
+        await self._send("chat.stopStream", self._take(text, final=True))
 
-    async def _send(
-        self, method: str, markdown: str, blocks: list[dict[str, Any]] | None = None
-    ) -> None:
+    async def _send(self, method: str, markdown: str) -> None:
         channel, ts = self.ref.place.channel_id, self.ref.message_id
         if method == "chat.appendStream":
             call = self._client.chat_appendStream(
@@ -174,7 +170,6 @@ class SlackStream:
                 channel=channel,
                 ts=ts,
                 markdown_text=markdown or None,
-                blocks=blocks,
                 token=self._token,
             )
         try:

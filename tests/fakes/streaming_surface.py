@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bot.events import Button, Event, MessageRef, Place, StreamExpired, User, WriteKind
+from bot.events import Event, MessageRef, Place, StreamExpired, User, WriteKind
 from tests.fakes.surface import BudgetSurface, Posted, Write
 
 
@@ -24,7 +24,6 @@ class StreamCall:
     kind: WriteKind
     message_id: str
     text: str
-    buttons: tuple[tuple[Button, ...], ...] = ()
 
 
 @dataclass
@@ -38,8 +37,8 @@ class FakeNativeStream:
     async def append(self, text: str) -> None:
         self.surface.stream_write(self, "stream_append", text)
 
-    async def stop(self, text: str = "", buttons: tuple[tuple[Button, ...], ...] = ()) -> None:
-        self.surface.stream_write(self, "stream_stop", text, buttons)
+    async def stop(self, text: str = "") -> None:
+        self.surface.stream_write(self, "stream_stop", text)
         self.stopped = True
 
 
@@ -79,7 +78,6 @@ class StreamingSurface(BudgetSurface):
         stream: FakeNativeStream,
         kind: WriteKind,
         text: str,
-        buttons: tuple[tuple[Button, ...], ...] = (),
     ) -> None:
         assert not stream.stopped, "the stream was already stopped"
         if self.monotonic() - stream.started > self.window_seconds:
@@ -89,7 +87,7 @@ class StreamingSurface(BudgetSurface):
         posted.text += text
         posted.history.append(posted.text)
         assert len(posted.text) <= self.limits.max_text, f"{len(posted.text)} characters"
-        self._log(stream, StreamCall(now, kind, stream.ref.message_id, text, buttons))
+        self._log(stream, StreamCall(now, kind, stream.ref.message_id, text))
 
     def _spend_kind(self, place: Place, kind: WriteKind) -> float:
         own = self.limits.writes_per_minute_per_workspace.get(kind)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bot.events import decode_custom_id
+from bot.home import RECENT_JOBS
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import (
@@ -46,6 +47,18 @@ def buttons_of(view: dict[str, Any]) -> dict[str, str]:
             if isinstance(element, dict) and element.get("type") == "button":
                 found[element["text"]["text"]] = element["action_id"]
     return found
+
+
+def reposts_of(view: dict[str, Any]) -> list[str]:
+    """The action id of every "Post again" button, in order."""
+    return [
+        element["action_id"]
+        for block in view["blocks"]
+        for element in [block.get("accessory"), *(block.get("elements") or [])]
+        if isinstance(element, dict)
+        and element.get("type") == "button"
+        and element["text"]["text"] == "Post again"
+    ]
 
 
 def thumbnails_of(view: dict[str, Any]) -> list[str]:
@@ -121,3 +134,38 @@ async def test_a_home_with_no_images_says_how_to_make_one(
     assert "/imagine" in texts_of(home)
     assert set(buttons_of(home)) == {"Change my defaults"}
     assert len(fake.calls_to("views.publish")) == 1, "the Messages tab publishes nothing"
+
+
+async def test_the_home_lists_only_the_last_ten_images(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    prompts = [f"heron {chr(ord('a') + n) * 3}" for n in range(RECENT_JOBS + 1)]
+    async with FakeSlack() as fake, slack_genbot(fake, sim, tmp_path / "g.db") as bot:
+        for n, prompt in enumerate(prompts):
+            command = fake.slash_command("/imagine", prompt, channel=f"C{n}")
+            await fake.post_command(bot.url, command)
+            await fake.wait_for(bot_message_with_button(fake, f"C{n}", "U1"), WAIT)
+        home = await open_home(fake, bot, 0)
+
+    shown = texts_of(home)
+    assert len(reposts_of(home)) == RECENT_JOBS
+    assert all(prompt in shown for prompt in prompts[1:])
+    assert prompts[0] not in shown, "the oldest image is left out"
+
+
+async def test_someone_elses_image_is_not_posted_again_from_the_home(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with FakeSlack() as fake, slack_genbot(fake, sim, tmp_path / "g.db") as bot:
+        await fake.post_command(bot.url, fake.slash_command("/imagine", "a heron at dusk"))
+        await fake.wait_for(bot_message_with_button(fake, "C1", "U1"), WAIT)
+        home = await open_home(fake, bot, 0)
+        (repost,) = reposts_of(home)
+        fake.users["U3"] = "carol"
+        pressed = fake.home_action("U1", repost)
+        pressed["user"] = {**pressed["user"], "id": "U3", "username": "carol"}
+        await fake.post_interactive(bot.url, pressed)
+        refusal = await fake.wait_for(lambda: fake.ephemerals, WAIT)
+
+    assert refusal[0].user == "U3" and "Only the person who made this image" in refusal[0].text
+    assert fake.bot_messages("D1") == [], "nothing posted again"
