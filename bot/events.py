@@ -231,13 +231,16 @@ class Modal:
     """A form the platform shows; its submission comes back as :class:`ModalSubmit`.
 
     ``notice`` is shown above the fields: why the last submission was refused (the form comes
-    back with the values the user gave), or a preview of what they chose."""
+    back with the values the user gave), or a preview of what they chose. ``preview``: a
+    picture of what they chose, shown above the fields where the platform's forms show images
+    (Slack); others leave it out."""
 
     title: str
     action: str
     ref: str
     fields: tuple[ModalField, ...]
     notice: str = ""
+    preview: ImageFile | None = None
 
     @property
     def custom_id(self) -> str:
@@ -265,6 +268,8 @@ class SurfaceLimits:
     Slack limits posting per channel, not streaming)."""
     forms_take_files: bool = False
     """Whether forms can ask for files (Discord's file uploads in modals)."""
+    forms_show_images: bool = False
+    """Whether forms can show a picture (:attr:`Modal.preview`; Slack's image blocks)."""
     edits_add_images: bool = True
     """Whether a job's progress message becomes its result by an edit that gives it its images
     (Discord, the playground); where not (Slack: an edit notifies nobody, a new post notifies the

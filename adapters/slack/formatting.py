@@ -247,13 +247,16 @@ def _modal_input(field: ModalField) -> dict[str, Any]:
     return element
 
 
-def modal_view(modal: Modal, place: Place) -> dict[str, Any]:
-    """A Slack modal for ``modal`` (its notice on top, selects as static selects); where it was
-    opened travels in ``private_metadata``."""
+def modal_view(modal: Modal, place: Place, preview_file: str = "") -> dict[str, Any]:
+    """A Slack modal for ``modal`` (its notice on top, then the Slack file ``preview_file``
+    showing :attr:`Modal.preview` if given, selects as static selects); where it was opened
+    travels in ``private_metadata``."""
     blocks: list[dict[str, Any]] = []
     if modal.notice:
         notice = truncate(modal.notice, SECTION_TEXT_MAX)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": notice}})
+    if preview_file:
+        blocks.append(_image(preview_file, f"{modal.title}: what you chose"))
     for field in modal.fields:
         blocks.append(
             {

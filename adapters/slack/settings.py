@@ -66,4 +66,5 @@ class SlackSettings(Section):
             writes_per_minute_per_workspace=METHOD_TIERS,
             channel_window_kinds=frozenset({"send", "edit"}),
             edits_add_images=False,
+            forms_show_images=True,
         )

@@ -315,10 +315,34 @@ class SlackSurface:
         if not trigger_id:
             raise SurfaceError("Slack opens forms only in answer to a click or a command")
         client = await self.client_for(origin.place.workspace_id)
-        await self._call(
+        opened = await self._call(
             "views.open",
             client.views_open(trigger_id=trigger_id, view=modal_view(modal, origin.place)),
         )
+        if modal.preview is not None:
+            await self._show_preview(client, origin.place, modal, opened.get("view") or {})
+
+    async def _show_preview(
+        self, client: AsyncWebClient, place: Place, modal: Modal, view: Mapping[str, Any]
+    ) -> None:
+        """Add ``modal``'s preview to the open form ``view``: the trigger to open it lasts 3 s,
+        too short to upload an image and wait for Slack to process it, so the form opens first
+        and gains its picture by ``views.update`` (kept values stay: block ids are unchanged).
+        Best effort: a form closed or submitted meanwhile keeps working without it."""
+        assert modal.preview is not None
+        shown = OutMessage(text="", images=(modal.preview,))
+        try:
+            [file_id] = await self.uploads.files_for(client, place.workspace_id, shown)
+            await self._call(
+                "views.update",
+                client.views_update(
+                    view_id=str(view.get("id")),
+                    hash=view.get("hash"),
+                    view=modal_view(modal, place, file_id),
+                ),
+            )
+        except SurfaceError as error:
+            log.info("the form's preview was not shown: %s", error)
 
     async def typing(self, place: Place) -> None:
         """Slack offers bots no typing indicator outside assistant threads: nothing to do."""

@@ -206,5 +206,5 @@ def build_job_engines(
         ),
         DescribeButtons(starter, provider, store),
         UploadForms(starter, images),
-        PreviewButtons(starter, images),
+        PreviewButtons(starter, images, media),
     )

@@ -138,13 +138,15 @@ class RegionPreviews:
         )
         prompt = f" with “{form.prompt}”" if form.prompt else ""
         text = f"**Vary (Region)** — the marked area will be repainted{prompt}."
-        image = await self._image(parent, form)
+        image = await self.image(parent, form)
         if image is None:
             text += f"\n{region_map(form.regions)}"
         images = (image,) if image is not None else ()
         return OutMessage(text=text, images=images, buttons=(buttons,))
 
-    async def _image(self, parent: Job, form: RegionInput) -> ImageFile | None:
+    async def image(self, parent: Job, form: RegionInput) -> ImageFile | None:
+        """``parent``'s image with ``form``'s areas marked (:func:`marked_image`), or ``None``
+        when it cannot be fetched any more."""
         if not parent.result_urls:
             return None
         try:
@@ -170,9 +172,10 @@ class PreviewButtons:
     commands: frozenset[str] = frozenset()
     actions = PREVIEW_ACTIONS
 
-    def __init__(self, starter: JobStarter, runner: RegionRunner) -> None:
+    def __init__(self, starter: JobStarter, runner: RegionRunner, media: MediaFetcher) -> None:
         self._starter = starter
         self._runner = runner
+        self._previews = RegionPreviews(starter.store, starter.surfaces, media)
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
@@ -181,21 +184,23 @@ class PreviewButtons:
         raise UserError("This form is no longer supported.")
 
     async def on_button(self, event: ButtonPress) -> None:
-        """Run the previewed job, or open its form again with its values."""
+        """Run the previewed job, or open its form again with its values (and, where forms
+        show images, the preview)."""
         job_id, digest = split_ref(event.ref)
         pressed = replace(event, ref=job_id)
         parent = await self._starter.pressed_job(pressed)
         values = draft_of(parent, digest)
-        if event.action == EDIT_ACTION:
-            image = parent.result_urls[0] if parent.result_urls else ""
-            modal = form_for(
-                "vary_region", parent.id, parent.prompt, image_url=image, values=values
-            )
-            assert modal is not None
-            await self._starter.surfaces.get(event.place.platform).open_modal(event, modal)
-            return
         try:
             form = read_region(values)
         except CommandError as error:
             raise UserError(str(error)) from None
-        await self._runner.vary_region(pressed, parent, form, digest)
+        if event.action == RUN_ACTION:
+            await self._runner.vary_region(pressed, parent, form, digest)
+            return
+        surface = self._starter.surfaces.get(event.place.platform)
+        image = parent.result_urls[0] if parent.result_urls else ""
+        modal = form_for("vary_region", parent.id, parent.prompt, image_url=image, values=values)
+        assert modal is not None
+        if surface.limits.forms_show_images:
+            modal = replace(modal, preview=await self._previews.image(parent, form))
+        await surface.open_modal(event, modal)

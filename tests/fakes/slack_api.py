@@ -95,6 +95,7 @@ class SlackWebApi:
             "chat.delete": self._delete,
             "chat.getPermalink": self._permalink,
             "views.open": self._views_open,
+            "views.update": self._views_update,
             "conversations.replies": self._replies,
             "conversations.history": self._history,
             "conversations.info": self._conversation_info,
@@ -216,10 +217,27 @@ class SlackWebApi:
         if self.clock() - issued > TRIGGER_TTL_SECONDS:
             raise SlackError("expired_trigger_id")
         errors = view_errors(args.get("view"))
+        errors += self.image_errors((args.get("view") or {}).get("blocks"))
         if errors:
             raise SlackError("invalid_arguments", errors=errors)
         view = FakeView(new_id("V"), trigger_id, dict(args["view"]))
         self.views.append(view)
+        return {"view": view.payload()}
+
+    def _views_update(self, args: Args) -> Args:
+        """Replace an open modal (by ``view_id``); a ``hash`` that is not the view's current one
+        is refused, as is a view the user closed or submitted."""
+        view = next((v for v in self.views if v.id == args.get("view_id")), None)
+        if view is None or view.closed:
+            raise SlackError("not_found")
+        if args.get("hash") not in (None, view.hash):
+            raise SlackError("hash_conflict")
+        errors = view_errors(args.get("view"))
+        errors += self.image_errors((args.get("view") or {}).get("blocks"))
+        if errors:
+            raise SlackError("invalid_arguments", errors=errors)
+        view.updates.append(view.view)
+        view.view = dict(args["view"])
         return {"view": view.payload()}
 
     def _replies(self, args: Args) -> Args:

@@ -241,11 +241,13 @@ class FakeMessage:
 
 @dataclass
 class FakeView:
-    """A modal opened with ``views.open``."""
+    """A modal opened with ``views.open``; ``updates``: the views ``views.update`` replaced."""
 
     id: str
     trigger_id: str
     view: dict[str, Any]
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    closed: bool = False
 
     @property
     def callback_id(self) -> str:
@@ -256,7 +258,21 @@ class FakeView:
         return [b["block_id"] for b in self.view.get("blocks", []) if b.get("type") == "input"]
 
     def payload(self) -> dict[str, Any]:
-        return {**self.view, "id": self.id, "hash": f"h-{self.id}"}
+        return {**self.view, "id": self.id, "hash": self.hash}
+
+    @property
+    def hash(self) -> str:
+        """Changes with every update (``views.update`` refuses a stale one)."""
+        return f"h-{self.id}-{len(self.updates)}"
+
+    @property
+    def image_files(self) -> list[str]:
+        """The ids of the Slack files its ``image`` blocks show."""
+        return [
+            block["slack_file"]["id"]
+            for block in self.view.get("blocks", [])
+            if block.get("type") == "image" and "id" in block.get("slack_file", {})
+        ]
 
 
 @dataclass

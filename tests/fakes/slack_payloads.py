@@ -292,10 +292,12 @@ class SlackPayloads:
     def view_submission(
         self, view: FakeView, values: Mapping[str, str], *, user: str = "U1"
     ) -> dict[str, Any]:
-        """The submission of ``view`` with ``values`` by input block id."""
+        """The submission of ``view`` with ``values`` by input block id (the modal closes:
+        genbot answers submissions with a plain acknowledgement)."""
         unknown = set(values) - set(view.input_ids)
         if unknown:
             raise KeyError(f"no inputs {sorted(unknown)} in the view (has {view.input_ids})")
+        view.closed = True
         state: dict[str, Any] = {}
         for block in view.view.get("blocks", []):
             if block.get("type") != "input":

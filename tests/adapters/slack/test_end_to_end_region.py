@@ -1,6 +1,7 @@
 """Vary (Region) on Slack with the real core: the submitted form comes back as an ephemeral
 message showing the image with the chosen area marked (a privately uploaded file in an
-``image`` block), with ▶️ Run and ✏️ Edit; Run starts the job with the mask."""
+``image`` block), with ▶️ Run and ✏️ Edit; Edit reopens the form, which gains the same preview
+above its fields; Run starts the job with the mask."""
 
 from __future__ import annotations
 
@@ -68,8 +69,14 @@ async def test_a_region_form_shows_a_private_preview_that_runs_or_edits(
 
         edit = fake.ephemeral_block_actions(preview, preview.button("✏️ Edit")["action_id"])
         await fake.post_interactive(bot.url, edit)
-        await fake.wait_for(lambda: len(fake.views) == 2 or None, WAIT)
-        assert fake.views[-1].callback_id.startswith("gb:vary_region:")
+        again = await fake.wait_for(lambda: fake.views[1:] and fake.views[1], WAIT)
+        assert again.callback_id.startswith("gb:vary_region:")
+        await fake.wait_for(lambda: again.image_files or None, WAIT)
+        assert again.input_ids == form.input_ids, "the fields keep their block ids"
+        [in_form] = again.image_files
+        with Image.open(io.BytesIO(dict(fake.uploads)[in_form])) as picture:
+            left = picture.convert("RGB").getpixel((20, picture.height // 2))
+        assert isinstance(left, tuple) and left[2] > left[0], "the form shows the marked area"
 
         run = fake.ephemeral_block_actions(preview, preview.button("▶️ Run")["action_id"])
         await fake.post_interactive(bot.url, run)

@@ -93,3 +93,32 @@ async def test_a_start_past_its_tier_is_ratelimited_with_retry_after_as_on_slack
     assert refused.value.response.headers["Retry-After"] == "30"
     assert [c.status for c in fake.calls_to("chat.startStream")] == [200, 200, 429, 200]
     assert fake.ratelimited == [fake.calls_to("chat.startStream")[2]]
+
+
+async def test_views_update_replaces_an_open_modal_with_its_current_hash_only(
+    fake: FakeSlack,
+) -> None:
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+    text = {"type": "section", "text": {"type": "mrkdwn", "text": "one"}}
+    modal = {"type": "modal", "title": {"type": "plain_text", "text": "Form"}, "blocks": [text]}
+    trigger = fake.slash_command("/imagine", "x")["trigger_id"]
+    opened = (await client.views_open(trigger_id=trigger, view=modal))["view"]
+    picture = {"type": "image", "slack_file": {"id": "F404"}, "alt_text": "a picture"}
+
+    with pytest.raises(SlackApiError, match="invalid_arguments"):
+        await client.views_update(view_id=opened["id"], view={**modal, "blocks": [picture]})
+    updated = await client.views_update(
+        view_id=opened["id"], hash=opened["hash"], view={**modal, "title": _plain("Two")}
+    )
+    with pytest.raises(SlackApiError, match="hash_conflict"):
+        await client.views_update(view_id=opened["id"], hash=opened["hash"], view=modal)
+    [view] = fake.views
+    fake.view_submission(view, {})
+    with pytest.raises(SlackApiError, match="not_found"):
+        await client.views_update(view_id=opened["id"], view=modal)
+
+    assert updated["view"]["title"]["text"] == "Two" and len(view.updates) == 1
+
+
+def _plain(text: str) -> dict[str, str]:
+    return {"type": "plain_text", "text": text}
