@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import glob
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ def test_missing_binaries_are_a_reason_to_skip_not_a_failure(
 
 
 def test_no_postgresql_installed_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tests.postgres.shutil, "which", lambda _name: None)
-    monkeypatch.setattr(tests.postgres.glob, "glob", lambda _pattern: [])
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    monkeypatch.setattr(glob, "glob", lambda _pattern: [])
     with pytest.raises(PostgresUnavailable, match="not installed"):
         tests.postgres.binaries()

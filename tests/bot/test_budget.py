@@ -19,7 +19,7 @@ from bot.budget import (
     Demand,
     RenderBudget,
 )
-from bot.events import OutMessage, Place, SurfaceLimits
+from bot.events import OutMessage, Place, SurfaceLimits, WriteKind
 from bot.render import RenderResult, render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface
@@ -47,7 +47,7 @@ async def pieces(fake: FakeClock, count: int, tag: str, every: float) -> AsyncIt
         yield f"{tag}{index} "
 
 
-async def test_streams_are_not_refused_when_requests_arrive_late():
+async def test_streams_are_not_refused_when_requests_arrive_late() -> None:
     fake = FakeClock()
     surface = BudgetSurface(
         fake.monotonic, DISCORD, latency=slow_then_fast(6, 0.8, 0.3), sleep=fake.sleep
@@ -69,7 +69,7 @@ async def test_streams_are_not_refused_when_requests_arrive_late():
     assert all(len([t for t in stamps if s <= t < s + 5.0]) <= 5 for s in stamps)
 
 
-async def test_posts_are_not_refused_when_requests_arrive_late():
+async def test_posts_are_not_refused_when_requests_arrive_late() -> None:
     fake = FakeClock()
     surface = BudgetSurface(
         fake.monotonic, DISCORD, latency=slow_then_fast(5, 1.0, 1.0), sleep=fake.sleep
@@ -87,7 +87,7 @@ async def test_posts_are_not_refused_when_requests_arrive_late():
     assert len(surface.writes) == 6
 
 
-async def test_a_held_write_counts_until_it_finishes_and_a_cancelled_one_gives_room_back():
+async def test_a_held_write_counts_until_it_finishes_and_a_cancelled_one_gives_room_back() -> None:
     fake = FakeClock()
     budget = RenderBudget(fake.clock, margin=0.0)
     granted: list[float] = []
@@ -111,7 +111,7 @@ async def test_a_held_write_counts_until_it_finishes_and_a_cancelled_one_gives_r
     assert granted == [4.0, 4.0 + 1.0 + UNHELD_ALLOWANCE]
 
 
-async def test_a_held_write_never_finished_leaves_the_window_eventually():
+async def test_a_held_write_never_finished_leaves_the_window_eventually() -> None:
     fake = FakeClock()
     budget = RenderBudget(fake.clock, margin=0.0)
 
@@ -123,7 +123,7 @@ async def test_a_held_write_never_finished_leaves_the_window_eventually():
     assert await fake.run(scenario()) == IN_FLIGHT_LIMIT + 1.0
 
 
-async def test_waiting_stream_writes_are_served_stalest_first():
+async def test_waiting_stream_writes_are_served_stalest_first() -> None:
     fake = FakeClock(start=100.0)
     budget = RenderBudget(fake.clock, margin=0.0)
     order: list[str] = []
@@ -164,7 +164,7 @@ async def test_waiting_stream_writes_are_served_stalest_first():
     ]
 
 
-async def test_a_first_message_is_held_while_others_wait_and_posted_at_once_alone():
+async def test_a_first_message_is_held_while_others_wait_and_posted_at_once_alone() -> None:
     fake = FakeClock(start=100.0)
     budget = RenderBudget(fake.clock, margin=0.0)
     granted: dict[str, float] = {}
@@ -198,7 +198,7 @@ async def test_a_first_message_is_held_while_others_wait_and_posted_at_once_alon
     assert alone.granted_at == 200.0 < 200.0 + FIRST_MESSAGE_HOLD
 
 
-async def test_non_urgent_writes_are_paced_and_urgent_ones_are_not():
+async def test_non_urgent_writes_are_paced_and_urgent_ones_are_not() -> None:
     fake = FakeClock()
     budget = RenderBudget(fake.clock, margin=0.0)
     times: dict[str, list[float]] = {"stream": [], "urgent": []}
@@ -218,7 +218,7 @@ async def test_non_urgent_writes_are_paced_and_urgent_ones_are_not():
     assert times["urgent"][5:] == [100.0] * 5
 
 
-async def test_the_deadline_still_bounds_a_wait_behind_a_held_write():
+async def test_the_deadline_still_bounds_a_wait_behind_a_held_write() -> None:
     fake = FakeClock()
     budget = RenderBudget(fake.clock, margin=0.0)
 
@@ -230,7 +230,7 @@ async def test_the_deadline_still_bounds_a_wait_behind_a_held_write():
     await fake.run(scenario())
 
 
-async def test_writing_holds_the_write_for_the_block():
+async def test_writing_holds_the_write_for_the_block() -> None:
     fake = FakeClock()
     budget = RenderBudget(fake.clock, margin=0.0)
     granted: list[float] = []
@@ -246,7 +246,7 @@ async def test_writing_holds_the_write_for_the_block():
     assert granted == [0.0, 3.5]
 
 
-async def test_first_messages_of_concurrent_streams_do_not_burst_the_window():
+async def test_first_messages_of_concurrent_streams_do_not_burst_the_window() -> None:
     fake = FakeClock()
     surface = BudgetSurface(fake.monotonic, DISCORD)
     budget = RenderBudget(fake.clock, margin=0.0)
@@ -266,7 +266,7 @@ async def test_first_messages_of_concurrent_streams_do_not_burst_the_window():
     assert all(result.landed for result in results)
 
 
-async def test_the_stream_with_the_most_unshown_text_is_updated_first():
+async def test_the_stream_with_the_most_unshown_text_is_updated_first() -> None:
     fake = FakeClock()
     surface = BudgetSurface(fake.monotonic, ONE_PER_SECOND)
     budget = RenderBudget(fake.clock, margin=0.0)
@@ -280,7 +280,7 @@ async def test_the_stream_with_the_most_unshown_text_is_updated_first():
             await fake.sleep(0.5)
             yield f"more{index} "
 
-    async def both() -> list[RenderResult]:
+    async def both() -> tuple[RenderResult, RenderResult]:
         return await asyncio.gather(
             render_stream(stream(0.1, 1.5, "x" * 1500 + " "), surface, PLACE, budget),
             render_stream(stream(0.05, 1.2, "tiny "), surface, PLACE, budget),
@@ -294,7 +294,7 @@ async def test_the_stream_with_the_most_unshown_text_is_updated_first():
     assert "x" * 1500 in after_burst.text
 
 
-async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits():
+async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits() -> None:
     fake = FakeClock()
     surface = BudgetSurface(fake.monotonic, DISCORD)
     budget = RenderBudget(fake.clock, margin=0.0)
@@ -323,7 +323,7 @@ async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits():
     assert len(b_writes) == 2 and b_writes[1] - b_writes[0] >= 1.0, b_writes
 
 
-async def test_a_kind_with_its_own_workspace_budget_does_not_spend_the_shared_one():
+async def test_a_kind_with_its_own_workspace_budget_does_not_spend_the_shared_one() -> None:
     fake = FakeClock()
     budget = RenderBudget(fake.clock, margin=0.0)
     limits = SurfaceLimits(
@@ -334,14 +334,14 @@ async def test_a_kind_with_its_own_workspace_budget_does_not_spend_the_shared_on
     )
     places = [Place("fake", "w1", f"c{index}") for index in range(8)]
 
-    async def grant_times(kind: str | None) -> list[float]:
+    async def grant_times(kind: WriteKind | None) -> list[float]:
         times = []
         for place in places[:5]:
-            grant = await budget.acquire(place, limits, urgent=True, kind=kind)  # type: ignore[arg-type]
+            grant = await budget.acquire(place, limits, urgent=True, kind=kind)
             times.append(grant.granted_at)
         return times
 
-    async def both() -> list[list[float]]:
+    async def both() -> tuple[list[float], list[float]]:
         return await asyncio.gather(grant_times("stream_append"), grant_times("edit"))
 
     appends, edits = await fake.run(both())
@@ -349,7 +349,7 @@ async def test_a_kind_with_its_own_workspace_budget_does_not_spend_the_shared_on
     assert edits[:2] == [0.0, 0.0] and edits[2] >= 60.0, "two other writes a minute"
 
 
-async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced():
+async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced() -> None:
     fake = FakeClock()
     budget = RenderBudget(fake.clock, margin=0.0)
     limits = SurfaceLimits(

@@ -40,7 +40,7 @@ def labels(rows) -> list[list[str]]:  # type: ignore[no-untyped-def]
     return [[button.label for button in row] for row in rows]
 
 
-def test_a_grid_gets_u_and_v_rows():
+def test_a_grid_gets_u_and_v_rows() -> None:
     shuffled = GRID[:]
     random.Random(4).shuffle(shuffled)
     rows = task_buttons(shuffled, "job1")
@@ -49,7 +49,7 @@ def test_a_grid_gets_u_and_v_rows():
     assert rows[0][4].action == "reroll"
 
 
-def test_an_upscale_gets_its_follow_ups_and_a_seed_button():
+def test_an_upscale_gets_its_follow_ups_and_a_seed_button() -> None:
     rows = task_buttons(V6_UPSCALE, "job2")
     assert labels(rows) == [
         ["Vary (Strong)", "Vary (Subtle)", "Vary (Region)"],
@@ -65,7 +65,7 @@ def test_an_upscale_gets_its_follow_ups_and_a_seed_button():
     ]
 
 
-def test_the_seed_button_can_be_forced_on_or_off():
+def test_the_seed_button_can_be_forced_on_or_off() -> None:
     assert labels(task_buttons(GRID, "j", with_seed=True))[-1][-1] == "🌱 Seed"
     assert "🌱 Seed" not in [
         label for row in labels(task_buttons(V6_UPSCALE, "j", with_seed=False)) for label in row
@@ -76,26 +76,26 @@ def test_the_seed_button_can_be_forced_on_or_off():
     assert labels(task_buttons(full, "j"))[-1] == ["🌱 Seed"]
 
 
-def test_every_follow_up_at_once_still_fits_five_rows_of_five():
+def test_every_follow_up_at_once_still_fits_five_rows_of_five() -> None:
     rows = task_buttons(sorted(UPSCALE_ACTIONS), REF)
     assert len(rows) <= 5 and all(len(row) <= 5 for row in rows)
     actions = [button.action for row in rows for button in row]
     assert sorted(actions) == sorted([*UPSCALE_ACTIONS, "seed"])
 
 
-def test_tighter_limits_pack_densely_and_drop_the_excess():
+def test_tighter_limits_pack_densely_and_drop_the_excess() -> None:
     rows = task_buttons(sorted(UPSCALE_ACTIONS), "j", max_per_row=4, max_rows=3)
     assert [len(row) for row in rows] == [4, 4, 4]
 
 
-def test_unknown_actions_are_ignored_and_pressed_ones_are_primary():
+def test_unknown_actions_are_ignored_and_pressed_ones_are_primary() -> None:
     rows = task_buttons([*GRID, "make_coffee"], "j", pressed={"upscale2"})
     assert "make_coffee" not in [b.action for row in rows for b in row]
     styles = {b.action: b.style for row in rows for b in row}
     assert styles["upscale2"] == "primary" and styles["upscale1"] == "secondary"
 
 
-def test_describe_and_diffusion_buttons():
+def test_describe_and_diffusion_buttons() -> None:
     assert labels(describe_buttons("d")) == [["1", "2", "3", "4", "🔄"], ["Imagine all"]]
     picks, (imagine_all,) = describe_buttons("d")
     assert [b.action for b in picks] == [*DESCRIBE_ACTIONS, "describe_again"]
@@ -110,7 +110,7 @@ def test_describe_and_diffusion_buttons():
 
 
 @pytest.mark.parametrize("action", sorted(LABELS))
-def test_every_custom_id_fits_with_a_16_character_ref(action: str):
+def test_every_custom_id_fits_with_a_16_character_ref(action: str) -> None:
     button = next(
         b
         for rows in (
@@ -127,7 +127,7 @@ def test_every_custom_id_fits_with_a_16_character_ref(action: str):
     assert decode_custom_id(button.custom_id) == (action, REF)
 
 
-def test_forms_open_exactly_for_the_modal_actions_and_fit_platform_limits():
+def test_forms_open_exactly_for_the_modal_actions_and_fit_platform_limits() -> None:
     opened = {action for action in [*LABELS, "settings"] if modal_for(action, REF) is not None}
     assert opened | {EDIT_ACTION} == set(MODAL_ACTIONS), "a preview's ✏️ Edit opens Vary (Region)"
     for action in opened:
@@ -141,7 +141,7 @@ def test_forms_open_exactly_for_the_modal_actions_and_fit_platform_limits():
             assert len(field.default) <= field.max_length
 
 
-def test_form_fields_and_prefills():
+def test_form_fields_and_prefills() -> None:
     zoom = modal_for("outpaint_custom", "r", prompt="a fox --v 6")
     assert zoom is not None
     assert [f.id for f in zoom.fields] == ["zoom", "zoom_value", "prompt"]
@@ -163,7 +163,7 @@ def test_form_fields_and_prefills():
     assert not any(f.required for f in settings.fields)
 
 
-def test_reading_a_submitted_settings_form():
+def test_reading_a_submitted_settings_form() -> None:
     assert read_settings({"model": "LLM-4", "temperature": "0.3", "aspect_ratio": ""}) == {
         "model": "llm-4",
         "temperature": 0.3,
@@ -172,7 +172,7 @@ def test_reading_a_submitted_settings_form():
         read_settings({"aspect_ratio": "wide"})
 
 
-def test_the_settings_form_suggests_the_models_it_is_given():
+def test_the_settings_form_suggests_the_models_it_is_given() -> None:
     modal = modal_for("settings", "", models=("llm-3.5-turbo", "llm-3.5-turbo-16k"))
     assert modal is not None
     [model] = [field for field in modal.fields if field.id == "model"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.commands import command
+from bot.events import OptionValue
 from bot.forms import (
     AREA_CHOICES,
     ZOOM_CHOICES,
@@ -110,7 +111,7 @@ def test_use_as_init_is_prefilled_with_the_prompt() -> None:
 
 def test_a_diffusion_upload_form_carries_the_commands_options_as_flags_that_parse_back() -> None:
     spec = command("diffusion.controlnet")
-    given = {
+    given: dict[str, OptionValue] = {
         "prompt": "a fox",
         "negative_prompt": 'blurry, "dark"',
         "controlnet_model": "canny",

@@ -43,11 +43,11 @@ def white_pixels(image: Image.Image) -> int:
         ("whole image", "everything"),
     ],
 )
-def test_presets_and_their_spellings(text: str, preset: str):
+def test_presets_and_their_spellings(text: str, preset: str) -> None:
     assert parse_region(text) == (PRESETS[preset],)
 
 
-def test_rectangles_in_percent():
+def test_rectangles_in_percent() -> None:
     expected = (Region(0.1, 0.1, 0.5, 0.5),)
     assert parse_region("10,10,50,50") == expected
     assert parse_region("10 10 50 50") == expected
@@ -56,7 +56,7 @@ def test_rectangles_in_percent():
     assert parse_region("12.5,0,25,100") == (Region(0.125, 0, 0.25, 1),)
 
 
-def test_several_regions_at_once():
+def test_several_regions_at_once() -> None:
     assert parse_region("left half; top right") == (PRESETS["left half"], PRESETS["top right"])
     assert parse_region("center + 0,0,10,10") == (PRESETS["center"], Region(0, 0, 0.1, 0.1))
     assert parse_region("left third and right third") == (
@@ -78,17 +78,17 @@ def test_several_regions_at_once():
         ("1.2.3,0,1,1", "plain numbers"),
     ],
 )
-def test_bad_regions_are_explained(text: str, message: str):
+def test_bad_regions_are_explained(text: str, message: str) -> None:
     with pytest.raises(CommandError, match=message.replace("(", r"\(")):
         parse_region(text)
 
 
-def test_too_many_regions():
+def test_too_many_regions() -> None:
     with pytest.raises(CommandError, match=f"At most {MAX_REGIONS}"):
         parse_region(";".join(["center"] * (MAX_REGIONS + 1)))
 
 
-def test_the_mask_is_white_where_the_image_changes_and_black_elsewhere():
+def test_the_mask_is_white_where_the_image_changes_and_black_elsewhere() -> None:
     mask = mask_for("left half", (1024, 768))
     image = open_mask(mask.png)
     assert (mask.width, mask.height) == image.size == (1024, 768)
@@ -101,7 +101,7 @@ def test_the_mask_is_white_where_the_image_changes_and_black_elsewhere():
     assert base64.b64decode(mask.base64) == mask.png
 
 
-def test_regions_add_up_and_odd_sizes_round_outwards():
+def test_regions_add_up_and_odd_sizes_round_outwards() -> None:
     image = open_mask(mask_for("top left; bottom right", (100, 100)).png)
     assert white_pixels(image) == 2 * 50 * 50
     image = open_mask(mask_for("left half", (101, 51)).png)
@@ -119,7 +119,9 @@ def test_regions_add_up_and_odd_sizes_round_outwards():
     st.integers(1, 300),
     st.integers(1, 300),
 )
-def test_a_rectangle_covers_its_area_and_not_much_more(x, y, w, h, width, height):
+def test_a_rectangle_covers_its_area_and_not_much_more(
+    x: int, y: int, w: int, h: int, width: int, height: int
+) -> None:
     w, h = min(w, 100 - x), min(h, 100 - y)
     image = open_mask(build_mask(parse_region(f"{x},{y},{w},{h}"), (width, height)).png)
     box = image.getbbox()
@@ -132,7 +134,7 @@ def test_a_rectangle_covers_its_area_and_not_much_more(x, y, w, h, width, height
     assert white_pixels(image) == (right - left) * (bottom - top)
 
 
-def test_image_size_reads_an_image_and_refuses_other_bytes():
+def test_image_size_reads_an_image_and_refuses_other_bytes() -> None:
     buffer = io.BytesIO()
     Image.new("RGB", (320, 200)).save(buffer, format="PNG")
     assert image_size(buffer.getvalue()) == (320, 200)
@@ -140,6 +142,6 @@ def test_image_size_reads_an_image_and_refuses_other_bytes():
         image_size(b"hello")
 
 
-def test_mask_sizes_are_bounded():
+def test_mask_sizes_are_bounded() -> None:
     with pytest.raises(ValueError, match="mask size"):
         build_mask((PRESETS["center"],), (0, 10))

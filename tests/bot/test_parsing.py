@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,23 +28,23 @@ def error_of(call, *args, **kwargs) -> str:  # type: ignore[no-untyped-def]
     return str(caught.value)
 
 
-def test_midjourney_style_flags_bare_flags_and_the_prompt():
+def test_midjourney_style_flags_bare_flags_and_the_prompt() -> None:
     parsed = parse_command_text(IMAGINE, "a fox in the snow --ar 16:9 --fast")
     assert parsed == {"prompt": "a fox in the snow", "aspect_ratio": "16:9", "process_mode": "fast"}
 
 
-def test_unknown_flags_stay_in_the_prompt_when_the_command_keeps_them():
+def test_unknown_flags_stay_in_the_prompt_when_the_command_keeps_them() -> None:
     parsed = parse_command_text(IMAGINE, "a fox --v 6 --ar 2:3 --stylize 250")
     assert parsed == {"prompt": "a fox --v 6 --stylize 250", "aspect_ratio": "2:3"}
 
 
-def test_an_unknown_flag_is_an_error_naming_it_and_the_valid_ones():
+def test_an_unknown_flag_is_an_error_naming_it_and_the_valid_ones() -> None:
     message = error_of(parse_command_text, CHAT, "hello --verbose")
     assert "--verbose" in message
     assert "--model" in message and "--temperature / --temp" in message
 
 
-def test_quoted_values_em_dashes_and_equals_signs():
+def test_quoted_values_em_dashes_and_equals_signs() -> None:
     parsed = parse_command_text(TXT2IMG, 'a fox —w 512 --neg "blurry, dark" --seed=7 --cfg “7.5”')
     assert parsed == {
         "prompt": "a fox",
@@ -53,7 +55,7 @@ def test_quoted_values_em_dashes_and_equals_signs():
     }
 
 
-def test_prose_options_take_the_words_up_to_the_next_flag():
+def test_prose_options_take_the_words_up_to_the_next_flag() -> None:
     parsed = parse_command_text(TXT2IMG, "a fox --no cars, trees --steps 31")
     assert parsed == {"prompt": "a fox", "negative_prompt": "cars, trees", "steps": "31"}
     parsed = parse_command_text(CHAT, "hi there --system You are a pirate. Be brief --temp 1")
@@ -61,7 +63,7 @@ def test_prose_options_take_the_words_up_to_the_next_flag():
     assert parsed["prompt"] == "hi there"
 
 
-def test_quoted_or_em_dash_words_that_are_not_flags_are_plain_text():
+def test_quoted_or_em_dash_words_that_are_not_flags_are_plain_text() -> None:
     assert parse_command_text(CHAT, 'what does "--verbose" do') == {
         "prompt": 'what does "--verbose" do'
     }
@@ -69,23 +71,23 @@ def test_quoted_or_em_dash_words_that_are_not_flags_are_plain_text():
     assert parse_command_text(CHAT, "hi —temp 0.5") == {"prompt": "hi", "temperature": "0.5"}
 
 
-def test_apostrophes_in_the_prompt_are_not_quotes():
+def test_apostrophes_in_the_prompt_are_not_quotes() -> None:
     parsed = parse_command_text(IMAGINE, "the fox's den --ar 1:1 and 'more'")
     assert parsed["prompt"] == "the fox's den and 'more'"
 
 
-def test_multi_line_free_text_keeps_its_lines():
+def test_multi_line_free_text_keeps_its_lines() -> None:
     assert parse_command_text(CHAT, "line one\nline two --temp 0")["prompt"] == "line one\nline two"
 
 
-def test_a_boolean_flag_is_bare_or_takes_an_explicit_value():
+def test_a_boolean_flag_is_bare_or_takes_an_explicit_value() -> None:
     assert parse_command_text(IMAGINE, "fox --skip-check")["skip_prompt_check"] == "true"
     parsed = parse_command_text(IMAGINE, "fox --skip-check false")
     assert parsed == {"prompt": "fox", "skip_prompt_check": "false"}
     assert parse_command_text(IMAGINE, "--skip-check a fox")["prompt"] == "a fox"
 
 
-def test_flag_problems_are_named():
+def test_flag_problems_are_named() -> None:
     assert error_of(parse_command_text, TXT2IMG, "a fox --width") == (
         "--width needs a value: width in pixels (at most 1024)."
     )
@@ -102,7 +104,7 @@ def test_flag_problems_are_named():
     )
 
 
-def test_validation_converts_types_and_canonicalises_choices():
+def test_validation_converts_types_and_canonicalises_choices() -> None:
     values = parse_and_validate(TXT2IMG, "a fox --w 512.0 --cfg 7 --steps 31 --seed 0")
     assert values == {
         "prompt": "a fox",
@@ -117,7 +119,7 @@ def test_validation_converts_types_and_canonicalises_choices():
     assert parse_and_validate(IMAGINE, "fox --skip-check yes")["skip_prompt_check"] is True
 
 
-def test_bounds_and_choices_errors_name_the_option_and_what_is_allowed():
+def test_bounds_and_choices_errors_name_the_option_and_what_is_allowed() -> None:
     assert error_of(validate_options, TXT2IMG, {"prompt": "x", "width": 2048}) == (
         "width must be at most 1024 (got 2048)."
     )
@@ -153,11 +155,11 @@ def test_bounds_and_choices_errors_name_the_option_and_what_is_allowed():
         ("5:1", "--ar must be between 1:4 and 4:1 (got '5:1')."),
     ],
 )
-def test_aspect_ratios_must_be_two_whole_numbers_in_range(value: str, expected: str):
+def test_aspect_ratios_must_be_two_whole_numbers_in_range(value: str, expected: str) -> None:
     assert error_of(parse_and_validate, IMAGINE, f"fox --ar {value}") == expected
 
 
-def test_aspect_ratios_are_normalised():
+def test_aspect_ratios_are_normalised() -> None:
     assert parse_aspect_ratio(" 16 : 9 ") == "16:9"
     assert parse_aspect_ratio("4:1") == "4:1"
     assert (
@@ -165,7 +167,7 @@ def test_aspect_ratios_are_normalised():
     )
 
 
-def test_required_options_and_attachments():
+def test_required_options_and_attachments() -> None:
     assert error_of(parse_and_validate, IMAGINE, "--ar 1:1") == (
         "/imagine needs the prompt. For example: /imagine a fox in the snow --ar 16:9 --fast"
     )
@@ -183,11 +185,11 @@ def test_required_options_and_attachments():
     assert "has no option 'colour'" in error_of(validate_options, blend, {"colour": "red"})
 
 
-def test_empty_strings_count_as_absent():
+def test_empty_strings_count_as_absent() -> None:
     assert validate_options(IMAGINE, {"prompt": "fox", "aspect_ratio": "  "}) == {"prompt": "fox"}
 
 
-def test_resolve_command_handles_groups_and_unknown_names():
+def test_resolve_command_handles_groups_and_unknown_names() -> None:
     spec, rest = resolve_command("/diffusion txt2img a fox --w 512")
     assert spec.name == "diffusion.txt2img" and rest == "a fox --w 512"
     spec, rest = resolve_command("imagine   a fox\nin snow")
@@ -200,7 +202,7 @@ def test_resolve_command_handles_groups_and_unknown_names():
     assert "Empty command" in error_of(resolve_command, "/ imagine")
 
 
-def test_help_lists_every_command_option_flag_and_example():
+def test_help_lists_every_command_option_flag_and_example() -> None:
     text = help_text()
     for spec in COMMANDS:
         assert f"**/{spec.name.replace('.', ' ')}**" in text
@@ -228,7 +230,9 @@ flag_words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz,.'", min_size=1, max_s
     st.booleans(),
     st.randoms(use_true_random=False),
 )
-def test_flags_anywhere_parse_back_to_their_values(words, aspect, mode, skip, rng):
+def test_flags_anywhere_parse_back_to_their_values(
+    words: list[str], aspect: str | None, mode: str | None, skip: bool, rng: random.Random
+) -> None:
     parts = [" ".join(words)]
     if aspect:
         parts.append(f"--ar {aspect}")

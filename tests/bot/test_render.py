@@ -106,7 +106,7 @@ def check_fresh(surface: BudgetSurface, producers: dict[str, Producer]) -> list[
     return stale
 
 
-async def test_one_stream_edits_as_it_goes_and_lands_the_exact_text():
+async def test_one_stream_edits_as_it_goes_and_lands_the_exact_text() -> None:
     fake, surface, budget = setup()
     producer = Producer(fake, words(300), every=0.05)
     stale = check_fresh(surface, {"w": producer})
@@ -130,7 +130,9 @@ async def test_one_stream_edits_as_it_goes_and_lands_the_exact_text():
 
 
 @pytest.mark.parametrize("streams", [1, 5, 20])
-async def test_concurrent_streams_in_one_channel_share_the_budget_without_429s(streams: int):
+async def test_concurrent_streams_in_one_channel_share_the_budget_without_429s(
+    streams: int,
+) -> None:
     fake, surface, budget = setup()
     tags = [f"s{index}x" for index in range(streams)]
     producers = {tag: Producer(fake, words(220, tag), every=0.3) for tag in tags}
@@ -167,7 +169,7 @@ async def test_concurrent_streams_in_one_channel_share_the_budget_without_429s(s
         assert max(gaps, default=0) <= fair_share + queue_jump + 1e-6, "staleness is bounded"
 
 
-async def test_long_answers_continue_in_new_messages_with_code_fences_intact():
+async def test_long_answers_continue_in_new_messages_with_code_fences_intact() -> None:
     fake, surface, budget = setup(SurfaceLimits(max_text=300))
     code = "".join(f"    print('line {index}')  # explain\n" for index in range(60))
     answer = "Here is the script:\n\n```python\n" + code + "```\n\nThat is all. " + "bye " * 80
@@ -200,7 +202,7 @@ async def test_long_answers_continue_in_new_messages_with_code_fences_intact():
     assert live_after_successor == [], "only the last message is live"
 
 
-async def test_a_reply_cut_by_max_tokens_is_marked():
+async def test_a_reply_cut_by_max_tokens_is_marked() -> None:
     fake, surface, budget = setup()
     producer = Producer(fake, words(20), end=StreamEnd("length"))
     result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
@@ -209,14 +211,14 @@ async def test_a_reply_cut_by_max_tokens_is_marked():
     assert surface.texts_in(PLACE) == [result.text]
 
 
-async def test_a_stream_that_stops_normally_gets_no_note():
+async def test_a_stream_that_stops_normally_gets_no_note() -> None:
     fake, surface, budget = setup()
     producer = Producer(fake, words(20), end=StreamEnd("stop"))
     await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
     assert surface.texts_in(PLACE) == [producer.full.rstrip()]
 
 
-async def test_an_interrupted_stream_is_marked_and_closed():
+async def test_an_interrupted_stream_is_marked_and_closed() -> None:
     fake, surface, budget = setup()
     producer = Producer(fake, words(50), fail_after=30)
     result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
@@ -226,7 +228,7 @@ async def test_an_interrupted_stream_is_marked_and_closed():
     assert producer.closed
 
 
-async def test_errors_that_are_not_interruptions_propagate_after_the_text_lands():
+async def test_errors_that_are_not_interruptions_propagate_after_the_text_lands() -> None:
     fake, surface, budget = setup()
 
     async def buggy() -> AsyncIterator[str]:
@@ -241,7 +243,7 @@ async def test_errors_that_are_not_interruptions_propagate_after_the_text_lands(
     assert not renderer.result.interrupted
 
 
-async def test_empty_and_broken_answers_still_say_something():
+async def test_empty_and_broken_answers_still_say_something() -> None:
     fake, surface, budget = setup()
     empty = await fake.run(
         render_stream(Producer(fake, ["", "  "]).stream(), surface, PLACE, budget)
@@ -252,7 +254,7 @@ async def test_empty_and_broken_answers_still_say_something():
     assert surface.messages[result.messages[0].message_id].text == INTERRUPTED_NOTE
 
 
-async def test_typing_shows_until_the_first_text_which_is_posted_at_once():
+async def test_typing_shows_until_the_first_text_which_is_posted_at_once() -> None:
     fake, surface, budget = setup()
     producer = Producer(fake, words(5), first_delay=20.0)
     result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
@@ -260,7 +262,7 @@ async def test_typing_shows_until_the_first_text_which_is_posted_at_once():
     assert writes_of(surface, result)[0].at == 20.0
 
 
-async def test_a_placeholder_is_posted_before_the_first_text_and_replaced():
+async def test_a_placeholder_is_posted_before_the_first_text_and_replaced() -> None:
     fake, surface, budget = setup()
     producer = Producer(fake, words(5), first_delay=3.0)
     result = await fake.run(
@@ -272,7 +274,7 @@ async def test_a_placeholder_is_posted_before_the_first_text_and_replaced():
     assert surface.texts_in(PLACE) == [producer.full.rstrip()]
 
 
-async def test_retry_after_is_honoured_and_the_final_text_still_lands():
+async def test_retry_after_is_honoured_and_the_final_text_still_lands() -> None:
     fake, surface, budget = setup(flaky_every=3, flaky_retry_after=2.5)
     producer = Producer(fake, words(350), every=0.05)
     result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
@@ -283,7 +285,7 @@ async def test_retry_after_is_honoured_and_the_final_text_still_lands():
         assert following and following[0] >= refused_at + retry_after
 
 
-async def test_slack_limits_per_message_and_per_workspace_are_respected():
+async def test_slack_limits_per_message_and_per_workspace_are_respected() -> None:
     fake, surface, budget = setup(SLACK)
     places = [Place("fake", "w1", f"c{index}") for index in range(3)]
     producers = [Producer(fake, words(450, f"p{index}x"), every=0.05) for index in range(3)]
@@ -306,14 +308,14 @@ async def test_slack_limits_per_message_and_per_workspace_are_respected():
     assert all(len([t for t in stamps if s <= t < s + 60]) <= 50 for s in stamps)
 
 
-async def test_the_final_wait_is_bounded_when_the_platform_keeps_refusing():
+async def test_the_final_wait_is_bounded_when_the_platform_keeps_refusing() -> None:
     fake, surface, budget = setup()
     producer = Producer(fake, words(10))
 
     async def refuse_edits(ref: object, message: object) -> None:
         surface._refuse(1000.0)
 
-    surface.edit = refuse_edits  # type: ignore[method-assign, assignment]
+    surface.edit = refuse_edits
     result = await fake.run(
         render_stream(producer.stream(), surface, PLACE, budget, final_timeout=30.0)
     )
@@ -322,7 +324,7 @@ async def test_the_final_wait_is_bounded_when_the_platform_keeps_refusing():
     assert fake.now < producer.yielded_at[-1] + 30.0 + 1.0
 
 
-async def test_cancelling_a_render_closes_the_stream():
+async def test_cancelling_a_render_closes_the_stream() -> None:
     fake, surface, budget = setup()
     producer = Producer(fake, words(1000), every=0.1)
 
@@ -338,7 +340,7 @@ async def test_cancelling_a_render_closes_the_stream():
     assert len(producer.text) < len(producer.full)
 
 
-async def test_budget_serves_urgent_writes_first_and_honours_deadlines():
+async def test_budget_serves_urgent_writes_first_and_honours_deadlines() -> None:
     fake = FakeClock()
     budget = RenderBudget(fake.clock, margin=0.0)
     limits = SurfaceLimits(edits_per_window_per_channel=1, edit_window_seconds=10.0)
@@ -359,7 +361,7 @@ async def test_budget_serves_urgent_writes_first_and_honours_deadlines():
     assert budget.granted == 3
 
 
-async def test_budgets_of_idle_channels_are_forgotten():
+async def test_budgets_of_idle_channels_are_forgotten() -> None:
     fake = FakeClock()
     budget = RenderBudget(fake.clock, margin=0.0)
 
@@ -372,12 +374,12 @@ async def test_budgets_of_idle_channels_are_forgotten():
     assert budget.channels_tracked < 60
 
 
-async def test_a_thread_shares_its_channel_budget():
+async def test_a_thread_shares_its_channel_budget() -> None:
     fake, surface, budget = setup()
     thread = PLACE.in_thread("t1")
     producers = [Producer(fake, words(100, "a")), Producer(fake, words(100, "b"))]
 
-    async def both() -> list[RenderResult]:
+    async def both() -> tuple[RenderResult, RenderResult]:
         return await asyncio.gather(
             render_stream(producers[0].stream(), surface, PLACE, budget),
             render_stream(producers[1].stream(), surface, thread, budget),

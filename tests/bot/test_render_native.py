@@ -5,14 +5,16 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from bot.budget import RenderBudget
-from bot.events import Command, Place, SurfaceLimits, User
+from bot.events import Command, Place, SurfaceLimits, User, WriteKind
 from bot.render import MARKER, StreamEnd, render_stream
 from tests.bot.test_render import Producer, words
 from tests.fakes.clock import FakeClock
 from tests.fakes.streaming_surface import StreamingSurface
 
 PLACE = Place("fake", "w1", "c1", "t1")
-TIERS = MappingProxyType({"stream_start": 20, "stream_append": 100, "stream_stop": 20})
+TIERS: MappingProxyType[WriteKind, int] = MappingProxyType(
+    {"stream_start": 20, "stream_append": 100, "stream_stop": 20}
+)
 SLACK = SurfaceLimits(
     max_text=4000,
     edits_per_window_per_channel=5,
@@ -25,10 +27,12 @@ ORIGIN = Command(user=User("u1"), place=PLACE, name="chat")
 
 
 def setup(
-    limits: SurfaceLimits = SLACK, **options: object
+    limits: SurfaceLimits = SLACK, *, window_seconds: float = 300.0, decline: bool = False
 ) -> tuple[FakeClock, StreamingSurface, RenderBudget]:
     fake = FakeClock()
-    surface = StreamingSurface(fake.monotonic, limits, **options)
+    surface = StreamingSurface(
+        fake.monotonic, limits, window_seconds=window_seconds, decline=decline
+    )
     return fake, surface, RenderBudget(fake.clock, margin=0.0)
 
 

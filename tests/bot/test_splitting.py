@@ -46,7 +46,9 @@ any_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=1500) | st.te
 
 @settings(max_examples=300, deadline=None)
 @given(any_text, st.integers(min_value=MIN_SPLIT_BUDGET, max_value=300), st.integers(0, 30))
-def test_any_text_chunks_fit_and_concatenate_to_the_text(text: str, limit: int, reserve: int):
+def test_any_text_chunks_fit_and_concatenate_to_the_text(
+    text: str, limit: int, reserve: int
+) -> None:
     chunks = split_chunks(text, limit + reserve, reserve=reserve)
     assert "".join(chunk.body for chunk in chunks) == text
     for chunk in chunks:
@@ -61,7 +63,9 @@ def test_any_text_chunks_fit_and_concatenate_to_the_text(text: str, limit: int, 
 
 @settings(max_examples=150, deadline=None)
 @given(document, limits, st.data())
-def test_splitting_from_a_later_start_covers_exactly_the_rest(text: str, limit: int, data):
+def test_splitting_from_a_later_start_covers_exactly_the_rest(
+    text: str, limit: int, data: st.DataObject
+) -> None:
     start = data.draw(st.integers(0, len(text)))
     chunks = split_chunks(text, limit, start=start)
     assert "".join(chunk.body for chunk in chunks) == text[start:]
@@ -70,7 +74,7 @@ def test_splitting_from_a_later_start_covers_exactly_the_rest(text: str, limit: 
 
 @settings(max_examples=300, deadline=None)
 @given(document, limits)
-def test_markdown_chunks_keep_fences_balanced_and_words_whole(text: str, limit: int):
+def test_markdown_chunks_keep_fences_balanced_and_words_whole(text: str, limit: int) -> None:
     chunks = split_chunks(text, limit)
     assert "".join(chunk.body for chunk in chunks) == text
     for chunk in chunks:
@@ -82,14 +86,14 @@ def test_markdown_chunks_keep_fences_balanced_and_words_whole(text: str, limit: 
 
 @settings(max_examples=100, deadline=None)
 @given(document, limits)
-def test_a_reopened_block_keeps_its_language(text: str, limit: int):
+def test_a_reopened_block_keeps_its_language(text: str, limit: int) -> None:
     for chunk in split_chunks(text, limit):
         if chunk.reopen:
             block_starts = [m for m in re.finditer(r"^```(\S*)\n", text[: chunk.start], re.M)]
             assert chunk.reopen == f"```{block_starts[-1].group(1)}\n"
 
 
-def test_prefers_a_paragraph_end_then_a_line_end_then_a_space():
+def test_prefers_a_paragraph_end_then_a_line_end_then_a_space() -> None:
     first = "word " * 30
     text = first + "\n\n" + "next " * 30
     assert split_text(text, 200)[0] == first + "\n\n"
@@ -100,18 +104,18 @@ def test_prefers_a_paragraph_end_then_a_line_end_then_a_space():
     assert all(c.body.endswith(" ") for c in chunks[:-1])
 
 
-def test_a_paragraph_end_too_early_in_the_chunk_loses_to_a_later_line_end():
+def test_a_paragraph_end_too_early_in_the_chunk_loses_to_a_later_line_end() -> None:
     text = "intro\n\n" + "line of text\n" * 20
     first = split_chunks(text, 120)[0]
     assert first.body.endswith("line of text\n")
     assert len(first.body) > 60
 
 
-def test_a_word_longer_than_the_limit_is_cut_hard():
+def test_a_word_longer_than_the_limit_is_cut_hard() -> None:
     assert split_text("x" * 5000, 2000) == ["x" * 2000, "x" * 2000, "x" * 1000]
 
 
-def test_a_code_block_cut_in_two_is_closed_and_reopened_with_its_language():
+def test_a_code_block_cut_in_two_is_closed_and_reopened_with_its_language() -> None:
     code = "\n".join(f"print({i})" for i in range(40))
     text = f"Here:\n\n```python\n{code}\n```\nDone."
     texts = split_text(text, 150)
@@ -125,12 +129,12 @@ def test_a_code_block_cut_in_two_is_closed_and_reopened_with_its_language():
     assert texts[-1].endswith("```\nDone.")
 
 
-def test_the_reserve_leaves_room_for_a_marker():
+def test_the_reserve_leaves_room_for_a_marker() -> None:
     chunks = split_chunks("word " * 200, 100, reserve=10)
     assert max(len(c.text) for c in chunks) <= 90
 
 
-def test_start_splits_the_rest_and_reopens_a_block_it_falls_in():
+def test_start_splits_the_rest_and_reopens_a_block_it_falls_in() -> None:
     text = "```sh\necho 1\necho 2\necho 3\n```\nafter"
     start = text.index("echo 2")
     chunks = split_chunks(text, 100, start=start)
@@ -138,21 +142,21 @@ def test_start_splits_the_rest_and_reopens_a_block_it_falls_in():
     assert "".join(c.body for c in chunks) == text[start:]
 
 
-def test_an_unclosed_block_at_the_end_is_reported():
+def test_an_unclosed_block_at_the_end_is_reported() -> None:
     assert split_chunks("text\n```py\nx = 1", 100)[-1].ends_in_fence
     assert not split_chunks("text\n```py\nx = 1\n```", 100)[-1].ends_in_fence
 
 
-def test_rejects_a_budget_too_small_for_fence_markers():
+def test_rejects_a_budget_too_small_for_fence_markers() -> None:
     with pytest.raises(ValueError, match="at least"):
         split_chunks("text", 50, reserve=20)
 
 
-def test_empty_text_is_one_empty_chunk():
+def test_empty_text_is_one_empty_chunk() -> None:
     assert split_text("", 100) == [""]
 
 
-def test_neutralize_mentions_breaks_every_mass_and_user_mention():
+def test_neutralize_mentions_breaks_every_mass_and_user_mention() -> None:
     text = "@everyone @here @channel <@123> <@!45> <@&67> <@U0AB> <!channel> <!here> <!everyone>"
     out = neutralize_mentions(text)
     for needle in (
@@ -171,20 +175,20 @@ def test_neutralize_mentions_breaks_every_mass_and_user_mention():
     assert out.replace(ZWSP, "") == text
 
 
-def test_neutralize_mentions_leaves_ordinary_text_alone():
+def test_neutralize_mentions_leaves_ordinary_text_alone() -> None:
     text = "mail me at a@b.com about the heresy; <#123> is a channel link"
     assert neutralize_mentions(text) == text
 
 
 @given(st.text(alphabet="@<>!&here everyonchal123U", max_size=80))
-def test_neutralize_mentions_is_idempotent_and_only_inserts_zero_width_spaces(text: str):
+def test_neutralize_mentions_is_idempotent_and_only_inserts_zero_width_spaces(text: str) -> None:
     once = neutralize_mentions(text)
     assert neutralize_mentions(once) == once
     assert once.replace(ZWSP, "") == text.replace(ZWSP, "")
     assert "@everyone" not in once.lower() and "<!here" not in once
 
 
-def test_a_cut_never_takes_back_text_already_shown():
+def test_a_cut_never_takes_back_text_already_shown() -> None:
     text = "one two three four five six seven eight nine ten.\n\neleven twelve thirteen"
     shown = text.index("eleven") + 2
     plain = split_chunks(text, 60)[0]

@@ -36,13 +36,13 @@ def assistant(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
 
-def test_counts_with_the_cl100k_tokenizer():
+def test_counts_with_the_cl100k_tokenizer() -> None:
     assert count_text("hello world") == 2
     assert count_text("") == 0
     assert count_text("<|endoftext|>") > 1, "special tokens are counted as plain text"
 
 
-def test_the_encoding_is_loaded_once_and_only_when_first_needed():
+def test_the_encoding_is_loaded_once_and_only_when_first_needed() -> None:
     assert encoding() is encoding()
     probe = (
         "import sys, bot.tokens as t\n"
@@ -53,7 +53,7 @@ def test_the_encoding_is_loaded_once_and_only_when_first_needed():
     subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True, timeout=60)
 
 
-def test_warm_up_loads_the_encoding_off_the_event_loop_once():
+def test_warm_up_loads_the_encoding_off_the_event_loop_once() -> None:
     probe = (
         "import asyncio, sys, threading, bot.tokens as t\n"
         "assert t._encoding is None and 'tiktoken' not in sys.modules\n"
@@ -75,7 +75,7 @@ def test_warm_up_loads_the_encoding_off_the_event_loop_once():
     assert encoding() is encoding()
 
 
-def test_message_overhead_role_name_and_function_call():
+def test_message_overhead_role_name_and_function_call() -> None:
     assert count_message(user("hello world")) == 3 + 1 + 2
     named = {"role": "user", "name": "ann", "content": "hello world"}
     assert count_message(named) == 6 + count_text("ann") + 1
@@ -89,7 +89,7 @@ def test_message_overhead_role_name_and_function_call():
     assert count_messages([user("hello world")]) == 6 + REPLY_PRIMING_TOKENS
 
 
-def test_vision_parts_count_text_and_a_flat_cost_per_image():
+def test_vision_parts_count_text_and_a_flat_cost_per_image() -> None:
     message = {
         "role": "user",
         "content": [
@@ -101,7 +101,7 @@ def test_vision_parts_count_text_and_a_flat_cost_per_image():
     assert count_message(message) == 3 + 1 + 2 + 2 * TOKENS_PER_IMAGE
 
 
-def test_functions_cost_their_compact_json():
+def test_functions_cost_their_compact_json() -> None:
     functions = [{"name": "f", "parameters": {"type": "object", "properties": {}}}]
     assert count_functions([]) == 0
     assert (
@@ -110,7 +110,7 @@ def test_functions_cost_their_compact_json():
     )
 
 
-def test_every_chat_model_has_its_documented_context_size():
+def test_every_chat_model_has_its_documented_context_size() -> None:
     assert set(CONTEXT_SIZES) == set(CHAT_MODELS)
     assert context_size("llm-3.5-turbo") == 4096
     assert context_size("llm-3.5-turbo-0613") == 4096
@@ -122,7 +122,7 @@ def test_every_chat_model_has_its_documented_context_size():
         context_size("gpt-5")
 
 
-def test_fit_history_drops_the_oldest_turns_and_keeps_the_system_prompt():
+def test_fit_history_drops_the_oldest_turns_and_keeps_the_system_prompt() -> None:
     turns = []
     for index in range(40):
         turns += [user(f"question {index} " + "word " * 60), assistant("answer " * 60)]
@@ -141,13 +141,13 @@ def test_fit_history_drops_the_oldest_turns_and_keeps_the_system_prompt():
     assert count_messages(one_more) > 4096 - 500
 
 
-def test_fit_history_keeps_everything_that_fits():
+def test_fit_history_keeps_everything_that_fits() -> None:
     turns = [user("hi"), assistant("hello"), user("how are you?")]
     fitted = fit_history(None, turns, "llm-4", 1000)
     assert fitted.messages == turns and fitted.dropped == 0
 
 
-def test_a_function_call_after_the_newest_user_turn_is_kept_whole():
+def test_a_function_call_after_the_newest_user_turn_is_kept_whole() -> None:
     call = {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}}
     result = {"role": "function", "name": "f", "content": "done"}
     turns = [user("old " * 5000), assistant("ok"), user("draw a fox"), call, result]
@@ -156,7 +156,7 @@ def test_a_function_call_after_the_newest_user_turn_is_kept_whole():
     assert fitted.dropped == 2
 
 
-def test_a_newest_turn_too_large_on_its_own_is_a_clear_error():
+def test_a_newest_turn_too_large_on_its_own_is_a_clear_error() -> None:
     with pytest.raises(TurnTooLarge) as caught:
         fit_history("system", [user("word " * 5000)], "llm-3.5-turbo", 500)
     assert caught.value.model == "llm-3.5-turbo"
@@ -166,7 +166,7 @@ def test_a_newest_turn_too_large_on_its_own_is_a_clear_error():
     assert "llm-3.5-turbo-16k" in str(caught.value)
 
 
-def test_extra_tokens_count_against_the_context():
+def test_extra_tokens_count_against_the_context() -> None:
     turns = [user("a " * 1000), assistant("b " * 1000), user("c")]
     roomy = fit_history(None, turns, "llm-3.5-turbo", 1000)
     tight = fit_history(None, turns, "llm-3.5-turbo", 1000, extra_tokens=1500)
@@ -181,7 +181,7 @@ turn_sizes = st.lists(st.tuples(st.sampled_from(["user", "assistant"]), st.integ
 @given(turn_sizes, st.integers(0, 400), st.integers(100, 2000))
 def test_fit_history_keeps_the_longest_suffix_that_fits(
     sizes: list[tuple[str, int]], newest: int, reserve: int
-):
+) -> None:
     turns = [{"role": role, "content": "x " * size} for role, size in sizes]
     turns.append(user("y " * newest))
     fitted = fit_history("sys", turns, "llm-3.5-turbo", reserve)

@@ -118,9 +118,9 @@ class UserActions(RestRoutes):
             for key, value in (options or {}).items()
         ]
         resolved: dict[str, Any] = {}
-        for key, (filename, data, kind) in (attachments or {}).items():
+        for key, (filename, content, kind) in (attachments or {}).items():
             assert types[key] == 11, f"{key} is not an attachment option"
-            stored = self.store_attachment(channel.id, filename, data, kind)
+            stored = self.store_attachment(channel.id, filename, content, kind)
             resolved[str(stored.id)] = stored.payload()
             values.append({"name": key, "type": 11, "value": str(stored.id)})
         if sub:
@@ -279,7 +279,7 @@ def submitted_components(
         if inner["type"] == 3:
             shown = [o["value"] for o in inner["options"] if o.get("default")]
             chosen = values.get(custom_id, shown[0] if shown else "")
-            answer: dict[str, Any] = {
+            answer = {
                 "type": 3,
                 "custom_id": custom_id,
                 "values": [chosen] if chosen else [],

@@ -116,8 +116,8 @@ class MessageBodies(FakeDiscordCore):
             message.history.append(message.content)
             message.edited = timestamp()
         message.content = content or ""
-        if v2 and (problem := gallery_problem(components or [], attachments)) is not None:
-            return invalid("components", problem)
+        if v2 and (gallery_error := gallery_problem(components or [], attachments)) is not None:
+            return invalid("components", gallery_error)
         message.attachments = attachments
         message.components = components or []
         message.embeds = embeds or []

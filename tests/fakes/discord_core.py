@@ -125,6 +125,14 @@ class FakeDiscordCore(DiscordWorld):
         port = self._runner.addresses[0][1]
         self.base_url = f"http://127.0.0.1:{port}"
 
+    async def wait_connected(self, count: int = 1, timeout: float = 5.0) -> None:
+        """Wait until ``count`` gateway sessions are identified."""
+        await self.wait_for(
+            lambda: len([s for s in self.sessions if s.identified]) >= count,
+            timeout,
+            f"{count} gateway session(s)",
+        )
+
     async def stop(self) -> None:
         for session in list(self.sessions):
             await session.ws.close()

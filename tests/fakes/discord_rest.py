@@ -167,8 +167,8 @@ class RestRoutes(MessageBodies):
                 return problem
         elif kind == 9 and not 1 <= len(data.get("components", [])) <= 5:
             return invalid("data.components", "a modal needs 1 to 5 components")
-        elif kind == 9 and (problem := modal_problem(data)) is not None:
-            return invalid("data.components", problem)
+        elif kind == 9 and (modal_error := modal_problem(data)) is not None:
+            return invalid("data.components", modal_error)
         elif kind == 9 and (len(data.get("title", "")) > 45 or len(data["custom_id"]) > 100):
             return invalid("data.title", "modal title or custom_id too long")
         interaction.callbacks.append(req.json)

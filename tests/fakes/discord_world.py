@@ -178,14 +178,6 @@ class DiscordWorld:
         except TimeoutError:
             raise TimeoutError(f"fake Discord gave up waiting for {what or condition}") from None
 
-    async def wait_connected(self, count: int = 1, timeout: float = 5.0) -> None:
-        """Wait until ``count`` gateway sessions are identified."""
-        await self.wait_for(
-            lambda: len([s for s in self.sessions if s.identified]) >= count,
-            timeout,
-            f"{count} gateway session(s)",
-        )
-
     def changed(self) -> None:
         """Wake every :meth:`wait_for`."""
         waiters, self._waiters = self._waiters, []

@@ -23,7 +23,7 @@ from playwright.async_api import Page, async_playwright, expect
 
 from bot.config import LimitsSettings
 from tests.adapters.web.test_browser import CHROMIUM_ARGS, chromium_path, send
-from tests.genbot.stack import real_stack
+from tests.genbot.stack import FAST_POLLING, real_stack
 
 TICKING = LimitsSettings(poll_interval_min=0.05, poll_interval_max=0.2, progress_tick_seconds=1.0)
 
@@ -90,10 +90,9 @@ async def frames(page: Page, prefix: Path) -> list[Path]:
 
 async def main(output: Path, time_scale: float, frame_prefix: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="genbot-screenshot-") as data:
-        limits = TICKING if frame_prefix is not None else None
-        options = {"limits": limits} if limits is not None else {}
+        limits = TICKING if frame_prefix is not None else FAST_POLLING
         async with (
-            real_stack(Path(data), time_scale=time_scale, **options) as stack,
+            real_stack(Path(data), time_scale=time_scale, limits=limits) as stack,
             async_playwright() as pw,
         ):
             browser = await pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)

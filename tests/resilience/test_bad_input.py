@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.events import ButtonPress, Command, Event, ModalSubmit, User
+from bot.events import ButtonPress, Command, InboundEvent, ModalSubmit, User
 from simulator.server import serve
 from storage import NewJob, SqliteStore
 from tests.resilience import corpus
@@ -87,7 +87,7 @@ async def seed_jobs(store: SqliteStore) -> dict[str, str]:
     return {key: job.id for key, job in jobs.items()}
 
 
-def event_for(case: CoreCase, seeded: dict[str, str]) -> Event:
+def event_for(case: CoreCase, seeded: dict[str, str]) -> InboundEvent:
     if case.kind in ("text", "options"):
         return Command(
             user=USER,

@@ -152,6 +152,7 @@ async def test_forged_webhook_calls_change_nothing(
 
         # With the right secret, a body that is not this task's record is only a signal:
         # genbot reads its own task at once, and nothing the body claims is used.
+        assert running.webhook_secret is not None
         headers = {"Content-Type": "application/json", "x-webhook-secret": running.webhook_secret}
         async with session.post(f"{hooks}/{running.id}", data=replay, headers=headers) as response:
             assert response.status == 200

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from simulator.server import RunningSimulator
 from tests.simulator.test_chat_support import (
-    RunningSimulator,
     answer_of,
     chat_simulator,
     chunks,

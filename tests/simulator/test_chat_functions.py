@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from simulator.server import RunningSimulator
 from tests.simulator.test_chat_support import (
-    RunningSimulator,
     answer_of,
     chat_simulator,
     chunks,
@@ -18,7 +18,7 @@ from tests.simulator.test_chat_support import (
     tokens,
 )
 
-GENERATE_IMAGE = {
+GENERATE_IMAGE: dict[str, Any] = {
     "name": "generate_image",
     "description": "Create an image from a prompt",
     "parameters": {
@@ -31,7 +31,7 @@ GENERATE_IMAGE = {
         "required": ["prompt", "aspect_ratio"],
     },
 }
-DESCRIBE_IMAGE = {
+DESCRIBE_IMAGE: dict[str, Any] = {
     "name": "describe_image",
     "parameters": {
         "type": "object",
@@ -39,7 +39,7 @@ DESCRIBE_IMAGE = {
         "required": ["image_url"],
     },
 }
-GET_WEATHER = {
+GET_WEATHER: dict[str, Any] = {
     "name": "get_weather",
     "description": "Weather for a city",
     "parameters": {

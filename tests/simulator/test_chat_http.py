@@ -10,13 +10,13 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from simulator.server import RunningSimulator
 from tests.simulator.test_chat_support import (
     CHAT_URL_PATH,
     CLOCK_START,
     ENCODING,
     FREE_KEY,
     KEY,
-    RunningSimulator,
     chat_simulator,
     chunks,
     error_of,

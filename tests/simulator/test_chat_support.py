@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -75,7 +75,7 @@ async def post_chat(
         )
 
 
-def request(content: str | list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+def request(content: str | Sequence[object], **fields: Any) -> dict[str, Any]:
     """A chat body with one user message (model llm-3.5-turbo unless given)."""
     return {"model": "llm-3.5-turbo", "messages": [{"role": "user", "content": content}], **fields}
 

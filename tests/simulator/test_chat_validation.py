@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from simulator.server import RunningSimulator
 from tests.simulator.test_chat_support import (
-    RunningSimulator,
     chat_simulator,
     error_of,
     post_chat,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from storage import ConversationKey, SettingValues, Storage, StorageError
@@ -124,9 +126,10 @@ async def test_chat_request_settings_round_trip_per_channel(store: Storage) -> N
     )
     assert (merged.stream, merged.n, merged.top_p) == (False, 3, 0.5)
     assert merged.sources["stream"] == "channel"
-    for name, value in (("stream", False), ("n", 2), ("top_p", 0.1), ("stop", "[]")):
+    refused: list[dict[str, Any]] = [{"stream": False}, {"n": 2}, {"top_p": 0.1}, {"stop": "[]"}]
+    for setting in refused:
         with pytest.raises(StorageError, match="per channel or workspace"):
-            await store.set_scope_settings("user", "discord", "u1", **{name: value})
+            await store.set_scope_settings("user", "discord", "u1", **setting)
 
 
 async def test_remix_is_a_users_own_toggle(store: Storage) -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from storage import Storage
 from tests.storage.conftest import ManualClock, new_job
 from tests.storage.helpers import create_job
 
 
-async def finished_job(store: Storage, **fields: object) -> str:
+async def finished_job(store: Storage, **fields: Any) -> str:
     job = await create_job(store, new_job())
     assert await store.transition(job.id, "creating", "finished", credits=8, **fields)
     return job.id

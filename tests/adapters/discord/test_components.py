@@ -154,7 +154,7 @@ async def test_a_form_action_opens_the_modal_and_its_submission_arrives(
     assert dict(event.values) == {"prompt": "a red hat", "mask": "0,0,10,10"}
     assert event.user.id == str(alice.id) and event.place == general_place(fake)
     assert await fake.answered(submitted) == 5
-    assert grid.id != ref.message_id
+    assert str(grid.id) != ref.message_id
 
 
 async def test_a_form_after_a_deferred_command_is_offered_behind_a_button(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from simulator.server import RunningSimulator, serve
-from simulator.state import RecordedRequest, SimulatorConfig
+from simulator.state import Dialect, RecordedRequest, SimulatorConfig
 from tests.adapters.discord.harness import Harness
 from tests.adapters.discord.real_core import (
     QUICK_BUCKET,
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
 
 @pytest.fixture
 async def sim(request: pytest.FixtureRequest) -> AsyncIterator[RunningSimulator]:
-    dialect = getattr(request, "param", "default")
+    dialect: Dialect = getattr(request, "param", "default")
     async with serve(SimulatorConfig(time_scale=0.003, seed=11, dialect=dialect)) as running:
         yield running
 

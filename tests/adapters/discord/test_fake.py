@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from multidict import CIMultiDictProxy
 
 from tests.fakes.discord import FakeDiscord
 
@@ -36,7 +37,7 @@ async def gateway(fake: FakeDiscord) -> AsyncIterator[aiohttp.ClientWebSocketRes
 
 async def post(
     http: aiohttp.ClientSession, path: str, body: Any, query: str = ""
-) -> tuple[int, Any, aiohttp.typedefs.LooseHeaders]:
+) -> tuple[int, Any, CIMultiDictProxy[str]]:
     async with http.post(path.lstrip("/") + query, json=body) as response:
         return response.status, await response.json(content_type=None), response.headers
 

@@ -59,4 +59,4 @@ def test_shard_ids_must_fit_the_shard_count() -> None:
         {"shard_count": 2, "shard_ids": []},
     ):
         with pytest.raises(ValueError, match="shard"):
-            DiscordSettings(**bad)  # type: ignore[arg-type]
+            DiscordSettings(**bad)

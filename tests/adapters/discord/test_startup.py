@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import discord
 import pytest
@@ -19,7 +20,7 @@ from tests.fakes.discord import FakeDiscord
 OPTION_TYPES = {"string": 3, "integer": 4, "boolean": 5, "number": 10, "attachment": 11}
 
 
-def synced_options(fake: FakeDiscord, dotted: str) -> dict[str, dict[str, object]]:
+def synced_options(fake: FakeDiscord, dotted: str) -> dict[str, dict[str, Any]]:
     commands = {c["name"]: c for c in fake.guild_commands[fake.guild_id]}
     group, _, leaf = dotted.rpartition(".")
     if group:

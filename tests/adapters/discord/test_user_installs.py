@@ -43,7 +43,7 @@ async def test_a_user_install_answers_through_the_interaction_then_by_dm(
     ) as genbot:
         imagine = fake.registered_command("imagine", elsewhere)
         assert (imagine["integration_types"], imagine["contexts"]) == ([0, 1], [0, 1, 2])
-        genbot.adapter.surface.hook_seconds = 1.0
+        genbot.adapter.surface.hook_seconds = 1
         interaction = await fake.slash(alice, elsewhere, "imagine", {"prompt": "a red fox"})
         assert await fake.answered(interaction) == 5
         progress = await fake.wait_for(
@@ -61,7 +61,7 @@ async def test_a_user_install_answers_through_the_interaction_then_by_dm(
         await asyncio.sleep(1.1)
         sim.advance(120)
         [job] = await genbot.all_jobs()
-        done = await genbot.jobs.watch.wait(job.id, ("posted",), 10.0)
+        done = await genbot.jobs.watch.wait(job.id, ["posted"], 10.0)
 
     dm = fake.dm_channel(alice)
     [result] = fake.bot_messages(dm.id)

@@ -3,6 +3,8 @@ delivers to two of them is handled once, by whichever remembered it first in the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from adapters.slack.adapter import SlackAdapter
 from bot.config import LimitsSettings
 from bot.events import UserMessage
@@ -10,6 +12,10 @@ from storage.postgres import PostgresStore
 from tests.adapters.slack.conftest import RecordingCore, slack_settings
 from tests.fakes.slack import FakeSlack
 from tests.postgres import PostgresCluster
+
+
+def heard(core: RecordingCore, text: str) -> Callable[[], bool]:
+    return lambda: text in {event.text for event in core.of(UserMessage)}
 
 
 async def sentinel(fake: FakeSlack, events_url: str, core: RecordingCore, text: str) -> None:
@@ -40,9 +46,7 @@ async def test_an_event_delivered_to_two_processes_is_handled_once(
         for n, (core, events_url) in enumerate(zip(cores, urls, strict=True)):
             message = fake.user_says(f"sentinel {n}", channel="D9")
             await fake.post_event(events_url, fake.event_callback(fake.message_event(message)))
-            await core.wait_for(
-                lambda c=core, t=f"sentinel {n}": t in {e.text for e in c.of(UserMessage)}
-            )
+            await core.wait_for(heard(core, f"sentinel {n}"))
         handled = [e.text for core in cores for e in core.of(UserMessage) if e.text == "once"]
         assert handled == ["once"]
     finally:

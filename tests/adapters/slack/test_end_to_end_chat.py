@@ -13,7 +13,7 @@ import pytest
 
 from bot.render import MARKER
 from simulator.server import RunningSimulator, serve
-from simulator.state import SimulatorConfig
+from simulator.state import Dialect, SimulatorConfig
 from tests.adapters.slack.end_to_end import WAIT, budgeted_fake, slack_genbot
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_model import FakeMessage
@@ -48,7 +48,7 @@ async def fake() -> AsyncIterator[FakeSlack]:
 
 @pytest.fixture
 async def sim(request: pytest.FixtureRequest) -> AsyncIterator[RunningSimulator]:
-    dialect = getattr(request, "param", "default")
+    dialect: Dialect = getattr(request, "param", "default")
     async with serve(SimulatorConfig(time_scale=1.0, dialect=dialect)) as running:
         yield running
 

@@ -14,7 +14,7 @@ import pytest
 
 from bot.events import decode_custom_id
 from simulator.server import RunningSimulator, serve
-from simulator.state import SimulatorConfig
+from simulator.state import Dialect, SimulatorConfig
 from storage import ALL_STATUSES
 from tests.adapters.slack.end_to_end import (
     JOB_TIME_SCALE,
@@ -40,7 +40,7 @@ async def fake() -> AsyncIterator[FakeSlack]:
 
 @pytest.fixture
 async def sim(request: pytest.FixtureRequest) -> AsyncIterator[RunningSimulator]:
-    dialect = getattr(request, "param", "default")
+    dialect: Dialect = getattr(request, "param", "default")
     async with serve(SimulatorConfig(time_scale=JOB_TIME_SCALE, dialect=dialect)) as running:
         yield running
 
@@ -83,8 +83,8 @@ async def test_imagine_upscale_and_a_follow_up_after_a_restart(
             "chat.postMessage",
             "chat.delete",
         ]
-        progress_post = next(c for c in fake.calls[start:] if c.method == "chat.postMessage")
-        assert "a fox" in str(progress_post.args.get("text"))
+        progress_call = next(c for c in fake.calls[start:] if c.method == "chat.postMessage")
+        assert "a fox" in str(progress_call.args.get("text"))
         (uploaded,) = fake.uploads
         assert uploaded[1].startswith(PNG_SIGNATURE)
         assert grid.image_files == [uploaded[0]] and grid.files == []

@@ -90,7 +90,7 @@ async def test_a_foreign_host_gets_421_and_runs_nothing() -> None:
 
 async def test_loopback_names_public_url_and_allowed_hosts_are_served() -> None:
     core = RecordingCore()
-    settings = {
+    settings: dict[str, Any] = {
         "public_url": "https://genbot.example.org/",
         "allowed_hosts": ["genbot.lan", "192.168.1.20:8080", "[fd00::1]"],
     }
@@ -188,7 +188,7 @@ async def test_api_requests_without_a_session_from_a_page_load_are_refused() -> 
 
 async def test_the_access_token_once_in_the_address_then_as_a_cookie_or_bearer() -> None:
     core = RecordingCore()
-    settings = {"access_token": SecretStr(TOKEN)}
+    settings: dict[str, Any] = {"access_token": SecretStr(TOKEN)}
     async with playground(core, **settings) as adapter:
         async with browser(adapter, load_page=False) as session:
             async with session.get("/") as response:

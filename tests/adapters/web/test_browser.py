@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from playwright.async_api import Browser, FloatRect, Page, async_playwright, expect
+from playwright.async_api import Browser, FilePayload, FloatRect, Page, async_playwright, expect
 
 from bot.config import LimitsSettings
 from tests.genbot.stack import real_stack
@@ -202,7 +202,9 @@ async def test_one_message_per_job_marked_buttons_and_the_region_editor(tmp_path
         width, height = mask.size
 
         def at(fx: float, fy: float) -> int:
-            return int(mask.getpixel((int(fx * width), int(fy * height))))
+            value = mask.getpixel((int(fx * width), int(fy * height)))
+            assert isinstance(value, int), "the mask is one grey channel"
+            return value
 
         assert at(0.3, 0.35) == 255, "inside the drawn rectangle"
         assert at(0.05, 0.05) == at(0.8, 0.8) == at(0.3, 0.8) == 0, "outside it (lasso undone)"
@@ -223,7 +225,11 @@ async def test_describe_shows_the_image_and_imagine_all_starts_its_prompts(tmp_p
 
         picture = io.BytesIO()
         Image.new("RGB", (64, 48), "teal").save(picture, format="PNG")
-        upload = {"name": "cat.png", "mimeType": "image/png", "buffer": picture.getvalue()}
+        upload: FilePayload = {
+            "name": "cat.png",
+            "mimeType": "image/png",
+            "buffer": picture.getvalue(),
+        }
         await page.locator('#composer-slot input[type="file"]').set_input_files(files=[upload])
         await expect(page.locator("#composer-slot .tray-item:not(.uploading)")).to_have_count(1)
         box = page.locator("#composer-slot textarea")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -13,11 +14,17 @@ from bot.api import (
     CHAT_MODELS,
     AuthenticationError,
     ChatChunk,
+    ChatMessage,
     ChatRequest,
+    FunctionCall,
+    FunctionDefinition,
+    ImagePart,
+    ImageUrl,
     InvalidRequest,
     PermissionDenied,
     ProviderClient,
     StreamInterrupted,
+    TextPart,
 )
 from bot.api.chat import allowed_chat_models, plan_allows
 from bot.api.sse import MAX_LINE_CHARS
@@ -35,9 +42,9 @@ IMAGE_FUNCTION = {
 }
 
 
-def ask(text: str, **fields: object) -> ChatRequest:
+def ask(text: str, **fields: Any) -> ChatRequest:
     return ChatRequest(
-        model="llm-3.5-turbo", messages=[{"role": "user", "content": text}], **fields
+        model="llm-3.5-turbo", messages=[ChatMessage(role="user", content=text)], **fields
     )
 
 
@@ -97,15 +104,17 @@ async def test_function_result_round_trip(api: ProviderClient) -> None:
         ChatRequest(
             model="llm-3.5-turbo",
             messages=[
-                {"role": "user", "content": "draw a fox"},
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "function_call": {"name": "generate_image", "arguments": '{"prompt": "fox"}'},
-                },
-                {"role": "function", "name": "generate_image", "content": "task 42 started"},
+                ChatMessage(role="user", content="draw a fox"),
+                ChatMessage(
+                    role="assistant",
+                    content=None,
+                    function_call=FunctionCall(
+                        name="generate_image", arguments='{"prompt": "fox"}'
+                    ),
+                ),
+                ChatMessage(role="function", name="generate_image", content="task 42 started"),
             ],
-            functions=[IMAGE_FUNCTION],
+            functions=[FunctionDefinition.model_validate(IMAGE_FUNCTION)],
         )
     )
     assert "task 42 started" in answer.text
@@ -116,13 +125,13 @@ async def test_vision_model_takes_array_content(api: ProviderClient) -> None:
         ChatRequest(
             model="llm-4-vision-preview",
             messages=[
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "text", "text": "what is this"},
-                        {"type": "image_url", "image_url": {"url": "https://e.com/a.png"}},
+                ChatMessage(
+                    role="user",
+                    content=[
+                        TextPart(text="what is this"),
+                        ImagePart(image_url=ImageUrl(url="https://e.com/a.png")),
                     ],
-                }
+                )
             ],
         )
     )
@@ -144,7 +153,7 @@ async def test_plan_mismatch_reported_by_the_provider(sim: RunningSimulator) -> 
     async with ProviderClient(settings, retry=FAST_RETRY) as api:
         with pytest.raises(PermissionDenied) as caught:
             await api.chat.complete(
-                ChatRequest(model="llm-4", messages=[{"role": "user", "content": "x"}])
+                ChatRequest(model="llm-4", messages=[ChatMessage(role="user", content="x")])
             )
     assert "plan" in caught.value.user_message
 
@@ -256,7 +265,7 @@ async def test_one_plan_rule_decides_what_the_client_sends(
 ) -> None:
     settings = settings_for(sim.base_url, key=FREE_KEY if plan == "free" else "sim-key", plan=plan)
     async with ProviderClient(settings, retry=FAST_RETRY) as api:
-        request = ChatRequest(model=model, messages=[{"role": "user", "content": "echo: ok"}])
+        request = ChatRequest(model=model, messages=[ChatMessage(role="user", content="echo: ok")])
         allowed = plan_allows(plan, model)
         assert allowed == (model in allowed_chat_models(plan))
         assert allowed == (plan != "free" or not model.startswith("llm-4"))

@@ -7,6 +7,7 @@ import pytest
 from bot.api import (
     AuthenticationError,
     BadRequest,
+    ChatMessage,
     ChatRequest,
     ContextTooLong,
     ModelNotAllowed,
@@ -20,7 +21,7 @@ from tests.bot.api.support import FAST_RETRY, FREE_KEY, settings_for, sim_config
 
 
 def ask(text: str, model: str = "llm-3.5-turbo") -> ChatRequest:
-    return ChatRequest(model=model, messages=[{"role": "user", "content": text}])
+    return ChatRequest(model=model, messages=[ChatMessage(role="user", content=text)])
 
 
 @pytest.mark.parametrize(("dialect", "status"), [("default", 403), ("spec", 401)])

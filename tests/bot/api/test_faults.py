@@ -9,6 +9,7 @@ import contextlib
 from bot.api import (
     ApiError,
     ApiTimeout,
+    ChatMessage,
     ChatRequest,
     ConnectionFailed,
     ImagineRequest,
@@ -71,7 +72,7 @@ async def test_cut_streams_raise_interrupted_with_partial_text() -> None:
         ProviderClient(settings_for(sim.base_url), retry=RETRY) as api,
     ):
         request = ChatRequest(
-            model="llm-3.5-turbo", messages=[{"role": "user", "content": f"echo: {ECHO}"}]
+            model="llm-3.5-turbo", messages=[ChatMessage(role="user", content=f"echo: {ECHO}")]
         )
         interrupted: list[StreamInterrupted] = []
         completed = 0
@@ -87,8 +88,8 @@ async def test_cut_streams_raise_interrupted_with_partial_text() -> None:
             except (ServerError, ConnectionFailed, ApiTimeout):
                 pass
         assert interrupted and completed
-        for error in interrupted:
-            assert ECHO.startswith(error.partial_text)
-            assert error.partial_texts.get(0, "") == error.partial_text
-        assert any(error.partial_text for error in interrupted)
+        for interruption in interrupted:
+            assert ECHO.startswith(interruption.partial_text)
+            assert interruption.partial_texts.get(0, "") == interruption.partial_text
+        assert any(interruption.partial_text for interruption in interrupted)
         assert len(sim.state.requests_to("/v1/chat/completions")) == 24

@@ -10,6 +10,7 @@ import pytest
 from aiohttp import web
 
 from bot.api import (
+    ChatMessage,
     ChatRequest,
     ConnectionFailed,
     ImagineRequest,
@@ -25,7 +26,7 @@ RECORD = {"task_id": "t1", "status": "finished", "task_result": {}, "meta": {}}
 
 
 def ask(text: str) -> ChatRequest:
-    return ChatRequest(model="llm-3.5-turbo", messages=[{"role": "user", "content": text}])
+    return ChatRequest(model="llm-3.5-turbo", messages=[ChatMessage(role="user", content=text)])
 
 
 async def test_failover_from_a_dead_base_url(sim: RunningSimulator) -> None:

@@ -7,9 +7,11 @@ import pytest
 from bot.api import (
     ChatChunk,
     ChatCompletion,
+    ChatMessage,
     ChatRequest,
     CreateTaskResponse,
     DiffusionResponse,
+    FunctionCall,
     MultiFetchResponse,
     TaskRecord,
     TaskResult,
@@ -70,13 +72,13 @@ def test_assistant_function_call_message_is_sent_with_null_content() -> None:
     request = ChatRequest(
         model="llm-3.5-turbo",
         messages=[
-            {"role": "user", "content": "draw a fox"},
-            {
-                "role": "assistant",
-                "content": None,
-                "function_call": {"name": "generate_image", "arguments": "{}"},
-            },
-            {"role": "function", "name": "generate_image", "content": "done"},
+            ChatMessage(role="user", content="draw a fox"),
+            ChatMessage(
+                role="assistant",
+                content=None,
+                function_call=FunctionCall(name="generate_image", arguments="{}"),
+            ),
+            ChatMessage(role="function", name="generate_image", content="done"),
         ],
     )
     body = request.to_body()

@@ -8,7 +8,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from bot.api import ChatRequest, ImagineRequest, ProviderClient, ProviderRateLimited
+from bot.api import ChatMessage, ChatRequest, ImagineRequest, ProviderClient, ProviderRateLimited
 from bot.api.ratelimit import (
     RateLimitPolicy,
     RequestPacer,
@@ -25,7 +25,7 @@ QUICK = RateLimitPolicy(max_wait=5.0, base_backoff=0.05, max_backoff=0.2)
 
 
 def ask(text: str) -> ChatRequest:
-    return ChatRequest(model="llm-3.5-turbo", messages=[{"role": "user", "content": text}])
+    return ChatRequest(model="llm-3.5-turbo", messages=[ChatMessage(role="user", content=text)])
 
 
 def test_retry_after_in_seconds_or_as_an_http_date() -> None:

@@ -106,7 +106,7 @@ class Line:
 
 
 TEXT = st.text(
-    alphabet=st.characters(blacklist_characters="\r\n\x00", blacklist_categories=("Cs",)),
+    alphabet=st.characters(exclude_characters="\r\n\x00", exclude_categories=["Cs"]),
     max_size=12,
 )
 LINE = st.one_of(

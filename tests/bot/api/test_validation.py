@@ -11,6 +11,7 @@ import pytest
 
 from bot.api import (
     BlendRequest,
+    ChatMessage,
     ChatRequest,
     ControlNetRequest,
     DescribeRequest,
@@ -32,7 +33,8 @@ from bot.api import (
 from simulator.server import RunningSimulator
 from tests.bot.api.support import FAST_RETRY, FREE_KEY, settings_for
 
-USER = [{"role": "user", "content": "hello"}]
+USER = [ChatMessage(role="user", content="hello")]
+USER_MESSAGES = [ChatMessage(role="user", content="hello")]
 ORIGIN = "21636369-8b52-4b4a-97b7-50923ceb3ffd"
 
 
@@ -105,7 +107,7 @@ CASES = [
     ),
     Case(
         "null content in a user message",
-        chat(messages=[{"role": "user", "content": None}]),
+        chat(messages=[ChatMessage(role="user", content=None)]),
         "messages[0].content",
         "may be empty only in an assistant message carrying a function call",
     ),
@@ -121,7 +123,7 @@ CASES = [
     Case(
         "streamed request is checked too",
         lambda api: stream_all(
-            api, ChatRequest(model="llm-3.5-turbo", messages=USER, temperature=9)
+            api, ChatRequest(model="llm-3.5-turbo", messages=USER_MESSAGES, temperature=9)
         ),
         "temperature",
         "temperature must be between 0 and 2 (got 9)",
@@ -363,7 +365,7 @@ async def test_rule_is_refused_before_sending(
 async def test_llm_4_is_refused_on_the_free_plan_before_sending(sim: RunningSimulator) -> None:
     settings = settings_for(sim.base_url, key=FREE_KEY, plan="free")
     async with ProviderClient(settings, retry=FAST_RETRY) as api:
-        request = ChatRequest(model="llm-4", messages=USER)
+        request = ChatRequest(model="llm-4", messages=USER_MESSAGES)
         for attempt in (api.chat.complete(request), stream_all(api, request)):
             with pytest.raises(InvalidRequest) as caught:
                 await attempt
@@ -372,14 +374,16 @@ async def test_llm_4_is_refused_on_the_free_plan_before_sending(sim: RunningSimu
             assert "llm-4" not in caught.value.allowed.split(", ")
         assert sim.state.requests == []
         answer = await api.chat.complete(
-            ChatRequest(model="llm-3.5-turbo", messages=[{"role": "user", "content": "echo: ok"}])
+            ChatRequest(
+                model="llm-3.5-turbo", messages=[ChatMessage(role="user", content="echo: ok")]
+            )
         )
         assert answer.text == "ok"
 
 
 async def test_llm_4_is_allowed_on_the_developer_plan(api: ProviderClient) -> None:
     answer = await api.chat.complete(
-        ChatRequest(model="llm-4", messages=[{"role": "user", "content": "echo: fine"}])
+        ChatRequest(model="llm-4", messages=[ChatMessage(role="user", content="echo: fine")])
     )
     assert answer.text == "fine"
     assert answer.model.startswith("llm-4")

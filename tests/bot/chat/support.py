@@ -64,7 +64,9 @@ class ChatWorld:
 
     @property
     def store(self) -> SqliteStore:
-        return self.genbot.store
+        store = self.genbot.store
+        assert isinstance(store, SqliteStore), "chat worlds run on SQLite"
+        return store
 
     @property
     def core(self) -> Core:

@@ -16,7 +16,7 @@ ROOT = User("root", "Root", is_admin=True)
 
 
 async def set_channel(world: ChatWorld, **values: object) -> str:
-    await world.actor(ROOT, CHANNEL).command("settings", scope="channel", **values)
+    await world.actor(ROOT, CHANNEL).command("settings", "", scope="channel", **values)
     return world.platform.ephemerals_for("root")[-1]
 
 

@@ -53,8 +53,8 @@ class FaultyProxy:
             return web.json_response({"message": "refused by the test proxy"}, status=400)
         if fault == "rate_limited":
             headers = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
-            body = {"error": {"message": "slow down (test proxy)"}}
-            return web.json_response(body, status=429, headers=headers)
+            refusal = {"error": {"message": "slow down (test proxy)"}}
+            return web.json_response(refusal, status=429, headers=headers)
         answer = await self._forward(request, body)
         if fault == "lose":
             return web.json_response({"error": {"message": "answer lost"}}, status=500)

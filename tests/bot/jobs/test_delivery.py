@@ -99,10 +99,16 @@ async def test_a_short_outage_delays_the_result_instead_of_losing_it(
 
 async def test_retries_back_off_and_their_count_is_stored(tmp_path: Path) -> None:
     clock, platform = Clock(), OutagePlatform(outage=2)
-    limits = {"poll_interval_min": 0.5, "poll_interval_max": 30.0}
     async with (
         serve(MANUAL) as sim,
-        bare_engines(sim, tmp_path, clock=clock, platform=platform, **limits) as bare,
+        bare_engines(
+            sim,
+            tmp_path,
+            clock=clock,
+            platform=platform,
+            poll_interval_min=0.5,
+            poll_interval_max=30.0,
+        ) as bare,
     ):
         tracker, delivery, store = bare.engines.tracker, bare.engines.delivery, bare.store
         job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
@@ -153,6 +159,7 @@ async def test_genbot_gives_up_once_the_retry_budget_is_spent(tmp_path: Path) ->
             await delivery.deliver(job.id)
 
         assert waits == [1, 2, 4]
+        assert current is not None
         assert current.status == "failed_posted" and current.delivery_attempts == 4
         assert platform.failed_posts == 4
         progress = platform.messages[current.progress_message_id or ""].text

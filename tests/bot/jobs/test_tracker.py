@@ -14,7 +14,7 @@ import pytest
 
 from bot.api import ImagineRequest, TaskRecord
 from bot.events import Command, MessageRef, OutMessage, SurfaceLimits, User
-from bot.jobs.delivery import place_of
+from bot.jobs.marks import place_of
 from bot.jobs.wording import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
 from simulator.server import serve
 from simulator.state import Dialect, SimulatorConfig
@@ -252,8 +252,10 @@ async def test_concurrent_deliveries_of_one_job_post_it_once(tmp_path: Path) -> 
 
 
 async def test_the_poll_interval_adapts_to_activity(tmp_path: Path) -> None:
-    limits = {"poll_interval_min": 1.0, "poll_interval_max": 8.0}
-    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, **limits) as bare:
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, poll_interval_min=1.0, poll_interval_max=8.0) as bare,
+    ):
         tracker = bare.engines.tracker
         assert await tracker.poll_round() == 8.0
         await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
@@ -320,8 +322,10 @@ async def test_a_late_poll_answer_leaves_the_finished_progress_message_alone(
 
 
 async def test_a_kick_during_a_round_is_not_lost(tmp_path: Path) -> None:
-    limits = {"poll_interval_min": 0.01, "poll_interval_max": 60.0}
-    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, **limits) as bare:
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, poll_interval_min=0.01, poll_interval_max=60.0) as bare,
+    ):
         tracker, store = bare.engines.tracker, bare.store
         created = await bare.provider.tasks.imagine(ImagineRequest(prompt="a fox"))
         await tracker.start()
@@ -371,8 +375,10 @@ async def test_a_progress_message_posted_just_before_a_crash_tells_what_happened
     tmp_path: Path,
 ) -> None:
     platform, now = FakePlatform(limits=ROOMY), [1_800_000_000.0]
-    clock = {"clock": lambda: now[0], "platform": platform}
-    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, **clock) as bare:
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=lambda: now[0], platform=platform) as bare,
+    ):
         now[0] -= 60
         job = await left_by_a_previous_run(tmp_path / "genbot.db", NewJob(
             family="task", type="imagine", requester_id="alice", platform="fake",
@@ -392,8 +398,10 @@ async def test_a_progress_message_posted_just_before_a_crash_tells_what_happened
 
 
 async def test_a_webhook_delivers_without_speeding_up_polling(tmp_path: Path) -> None:
-    limits = {"poll_interval_min": 0.5, "poll_interval_max": 30.0}
-    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, **limits) as bare:
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, poll_interval_min=0.5, poll_interval_max=30.0) as bare,
+    ):
         tracker, store = bare.engines.tracker, bare.store
         job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
         await store.update_job(job.id, webhook_secret="s" * 32)

@@ -149,7 +149,7 @@ async def test_every_lookup_can_use_an_index(url: str, lookup: str) -> None:
     sql, parameters, index = LOOKUPS[lookup]
     async with await PostgresStore.open(url) as store, store.connection() as conn:
         await conn.execute("SET enable_seqscan = off")
-        cursor = await conn.execute(f"EXPLAIN {sql}", parameters)  # type: ignore[arg-type]
+        cursor = await conn.execute(f"EXPLAIN {sql}", parameters)
         plan = "\n".join(row["QUERY PLAN"] for row in await cursor.fetchall())
     assert "Seq Scan" not in plan, plan
     assert any(name in plan for name in index.split("|")), plan
@@ -174,7 +174,7 @@ async def test_finding_expired_leases_reads_only_them(url: str) -> None:
         )
         await conn.execute("ANALYZE jobs")
         cursor = await conn.execute(
-            f"EXPLAIN {leasing_sql.SQL_EXPIRED}",  # type: ignore[arg-type]
+            f"EXPLAIN {leasing_sql.SQL_EXPIRED}",
             (1000.0, "me", ["discord"], 100),
         )
         plan = "\n".join(row["QUERY PLAN"] for row in await cursor.fetchall())
