@@ -12,7 +12,8 @@ request takes the next one:
 - ``rate_limited``: the proxy answers 429 without forwarding, with ``Retry-After:
   proxy.retry_after`` (left out when ``None``).
 
-Every other request is forwarded as is.
+Every other request is forwarded as is; ``proxy.forwarded`` keeps the path and body of each
+request that reached the provider.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class FaultyProxy:
         self.upstream = upstream.rstrip("/")
         self.faults: dict[str, list[Fault]] = {}
         self.injected: list[tuple[str, Fault]] = []
+        self.forwarded: list[tuple[str, bytes]] = []
         self.hung = asyncio.Event()
         self.release = asyncio.Event()
         self.base_url = ""
@@ -66,6 +68,7 @@ class FaultyProxy:
 
     async def _forward(self, request: web.Request, body: bytes) -> web.Response:
         assert self._session is not None
+        self.forwarded.append((request.path, body))
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
         async with self._session.request(
             request.method, self.upstream + request.path_qs, data=body, headers=headers

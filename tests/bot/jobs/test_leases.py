@@ -1,5 +1,6 @@
 """Job leases across processes on PostgreSQL: a dead process's jobs are taken over and posted
-once, a live process keeps its own, and a webhook received elsewhere wakes the owner."""
+once, a live process keeps its own (and polls only its own), and a webhook received elsewhere
+wakes the owner."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from simulator.task_model import fetch_record
 from storage import Job
 from storage.postgres import PostgresStore
 from tests.bot.harness import PLACE, ROOMY, harness_settings
+from tests.bot.jobs.proxy import FaultyProxy, faulty_proxy
 from tests.bot.jobs.support import eventually
 from tests.fakes.platform import FakePlatform
 from tests.postgres import PostgresCluster
@@ -47,11 +49,14 @@ async def process_on(
     *,
     dies: bool = False,
     lease: float = LEASE,
+    api_url: str | None = None,
     **limits: Any,
 ) -> AsyncIterator[Process]:
-    """A process; one that ``dies`` ends without stopping its tracker (so without releasing
-    its leases), as ``kill -9`` would."""
-    settings = harness_settings(sim.base_url, Path("unused.db"), webhooks=False, limits=limits)
+    """A process (talking to ``sim`` through ``api_url`` when given); one that ``dies`` ends
+    without stopping its tracker (so without releasing its leases), as ``kill -9`` would."""
+    settings = harness_settings(
+        api_url or sim.base_url, Path("unused.db"), webhooks=False, limits=limits
+    )
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(
             await PostgresStore.open(url, lease_seconds=lease, pool_size=4)
@@ -138,3 +143,55 @@ async def test_a_webhook_received_by_another_process_wakes_the_owner(
         assert posted is not None and posted.status == "posted"
         assert owner.engines.tracker.rounds == 1
         assert len(platform.with_images()) == 1
+
+
+def task_ids_read(proxy: FaultyProxy) -> list[str]:
+    """Every task id the provider was asked about (fetch and multi_fetch) through ``proxy``."""
+    read: list[str] = []
+    for path, body in proxy.forwarded:
+        if path == "/gen/v2/multi_fetch":
+            read += json.loads(body)["task_ids"]
+        elif path == "/gen/v2/fetch":
+            read.append(json.loads(body)["task_id"])
+    return read
+
+
+async def test_each_process_polls_only_the_jobs_it_owns(postgres: PostgresCluster) -> None:
+    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    roomy: dict[str, Any] = {"lease": 5.0, "max_concurrent_jobs_per_user": 6}
+    async with (
+        serve(MANUAL) as sim,
+        faulty_proxy(sim.base_url) as via_first,
+        faulty_proxy(sim.base_url) as via_second,
+        process_on(sim, url, platform, api_url=via_first.base_url, **roomy) as first,
+        process_on(sim, url, platform, api_url=via_second.base_url, **roomy) as second,
+    ):
+        owned = {
+            via: (
+                process.store.process_id,
+                [
+                    await process.engines.images.imagine(ALICE_IMAGINES, f"a fox {n}")
+                    for n in (1, 2, 3)
+                ],
+            )
+            for via, process in ((via_first, first), (via_second, second))
+        }
+        for process in (first, second):
+            await process.engines.tracker.start()
+        await eventually(
+            lambda: (
+                all(len(set(task_ids_read(via))) >= 3 for via in owned)
+                and min(first.engines.tracker.rounds, second.engines.tracker.rounds) >= 5
+            ),
+            timeout=15,
+        )
+        sim.advance(120)
+        await platform.wait_for(lambda: len(platform.with_images()) == 6 or None, 15)
+        for process in (first, second):
+            await process.engines.tracker.wait_idle()
+            assert process.engines.tracker.leases.taken_over == 0
+
+    for via, (owner, jobs) in owned.items():
+        assert {job.owner for job in jobs} == {owner}
+        assert set(task_ids_read(via)) == {job.provider_id for job in jobs}, "its own, all"
+    assert not set(task_ids_read(via_first)) & set(task_ids_read(via_second))
