@@ -1,7 +1,8 @@
 """The red team's listener attacks on a real ``genbot run`` child process (playground, webhook
-receiver and ops listener), measured from outside: the child's resident memory (``/proc``),
-what was answered and refused, and the warning lines it wrote. ``tests/resilience/
-test_hostile.py`` runs them small; ``bench/hostile.py`` at the red team's sizes.
+receiver, ops listener and, given a fake Slack, the Slack HTTP listener), measured from
+outside: the child's resident memory (``/proc``), what was answered and refused, and the
+warning lines it wrote. ``tests/resilience/test_hostile.py`` runs them small;
+``bench/hostile.py`` at the red team's sizes.
 
 - :func:`upload_flood`: many browsers upload images at once, far beyond ``[web]
   upload_cache_mb``;
@@ -22,6 +23,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
 
@@ -30,6 +32,9 @@ from tests.resilience.hostile_files import noise_png
 from tests.resilience.process import HTTP_TIMEOUT, GenbotProcess, load_page
 from tests.resilience.support import API_KEY, sim_config
 
+if TYPE_CHECKING:
+    from tests.fakes.slack import FakeSlack
+
 MB = 1024 * 1024
 WARNING_LINE = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b")
 ANSWER_TIMEOUT = 9.0
@@ -37,6 +42,7 @@ ANSWER_TIMEOUT = 9.0
 connection closed by it does not make room for a normal request in time; as long as that allows,
 so a loaded machine does not fail the check."""
 CONNECT_TIMEOUT = 3.0
+SLACK_STARTUP_TIMEOUT = 20.0
 
 
 @dataclass
@@ -173,24 +179,35 @@ async def webhook_flood(workdir: Path, *, requests: int, body_mb: float) -> Outc
     return outcome
 
 
-async def slow_connections(workdir: Path, *, connections: int, open_files: int) -> Outcome:
-    """``connections`` connections to the playground that send half a request head and wait;
-    meanwhile one normal request to each listener (playground, webhook receiver, ops)."""
+async def slow_connections(
+    workdir: Path, *, connections: int, open_files: int, slack: FakeSlack | None = None
+) -> Outcome:
+    """``connections`` connections that send half a request head and wait (to the playground,
+    or shared with the Slack HTTP listener when genbot runs on the ``slack`` fake); meanwhile
+    one normal request to each listener (playground, webhook receiver, ops, Slack)."""
     _raise_own_open_file_limit(connections + 256)
     outcome = Outcome(attempts=connections)
-    async with genbot_child(workdir, {}, open_files=open_files) as process:
+    slack_port = _free_port()
+    env = {} if slack is None else _slack_http(slack, slack_port)
+    async with genbot_child(workdir, env, open_files=open_files) as process:
+        slack_events = f"http://127.0.0.1:{slack_port}/slack/events"
+        if slack is not None:
+            await _until_slack_answers(slack, slack_events)
         outcome.rss_before_mb, _ = memory_mb(_pid(process))
         started = time.perf_counter()
         writers: list[asyncio.StreamWriter] = []
         try:
+            flooded = [process.port] + ([] if slack is None else [slack_port])
             opened = await asyncio.gather(
-                *(_half_request(process.port) for _ in range(connections))
+                *(_half_request(flooded[n % len(flooded)]) for n in range(connections))
             )
             writers = [writer for writer in opened if writer is not None]
             outcome.checks["playground"] = await _answered(f"{process.url}/static/app.js")
             outcome.checks["webhook receiver"] = await _webhook_answered(process.webhook_port)
             ops = f"http://127.0.0.1:{process.ops_port}/healthz"
             outcome.checks["ops listener"] = await _answered(ops)
+            if slack is not None:
+                outcome.checks["slack listener"] = await _slack_answered(slack, slack_events)
             outcome.seconds = time.perf_counter() - started
             outcome.rss_after_mb, outcome.peak_mb = memory_mb(_pid(process))
         finally:
@@ -199,6 +216,37 @@ async def slow_connections(workdir: Path, *, connections: int, open_files: int) 
         outcome.answers[0] = len(writers)
     outcome.warning_lines = warning_lines(process)
     return outcome
+
+
+def _slack_http(slack: FakeSlack, port: int) -> dict[str, str]:
+    """Settings of a genbot on ``slack`` in HTTP mode, listening on ``port``."""
+    return {
+        "GENBOT_SLACK__BOT_TOKEN": slack.bot_token,
+        "GENBOT_SLACK__SIGNING_SECRET": slack.signing_secret,
+        "GENBOT_SLACK__API_URL": slack.api_url,
+        "GENBOT_SLACK__HTTP_HOST": "127.0.0.1",
+        "GENBOT_SLACK__HTTP_PORT": str(port),
+    }
+
+
+async def _slack_answered(slack: FakeSlack, url: str) -> bool:
+    """Whether a signed ``url_verification`` request is answered with its challenge."""
+    challenge = {"type": "url_verification", "token": "unused", "challenge": "still-here"}
+    try:
+        async with asyncio.timeout(ANSWER_TIMEOUT):
+            delivery = await slack.post_event(url, challenge)
+    except (aiohttp.ClientError, TimeoutError, OSError):
+        return False
+    return delivery.status == 200 and "still-here" in delivery.text
+
+
+async def _until_slack_answers(slack: FakeSlack, url: str) -> None:
+    """Wait (bounded) until the child's Slack listener is up."""
+    async with asyncio.timeout(SLACK_STARTUP_TIMEOUT):
+        while True:
+            if await _slack_answered(slack, url):
+                return
+            await asyncio.sleep(0.05)
 
 
 async def _half_request(port: int) -> asyncio.StreamWriter | None:

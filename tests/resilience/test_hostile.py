@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.fakes.slack import FakeSlack
 from tests.resilience.hostile import slow_connections, upload_flood, webhook_flood
 
 
@@ -34,11 +35,13 @@ async def test_wrong_secret_webhooks_are_refused_before_their_bodies_are_read(
 
 
 async def test_slow_connections_do_not_stop_either_listener(tmp_path: Path) -> None:
-    outcome = await slow_connections(tmp_path, connections=800, open_files=512)
+    async with FakeSlack() as slack:
+        outcome = await slow_connections(tmp_path, connections=800, open_files=512, slack=slack)
 
     assert outcome.checks == {
         "playground": True,
         "webhook receiver": True,
         "ops listener": True,
+        "slack listener": True,
     }, outcome
-    assert outcome.warning_lines <= 5, outcome.warning_lines
+    assert outcome.warning_lines <= 7, outcome.warning_lines
