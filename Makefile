@@ -70,6 +70,11 @@ compose-cli:
 
 test: lint typecheck pytest
 
+# The tests at the issues' full sizes (the 300-job kill -9 cluster), too slow for make test.
+.PHONY: test-heavy
+test-heavy: $(STAMP) postgres
+	$(BIN)/python -m pytest -q --heavy -m heavy
+
 # README's pictures: the playground in Chromium, with Debian's colour emoji font so buttons like
 # 🔄 and 🌱 are drawn (installed when missing, as root with apt-get).
 emoji-font:

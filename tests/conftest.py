@@ -72,3 +72,24 @@ def postgres() -> Iterator[PostgresCluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--heavy", action="store_true", help="also run the tests marked heavy (make test-heavy)"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "heavy: a test at the issue's full size, too slow for make test"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--heavy"):
+        return
+    skip = pytest.mark.skip(reason="heavy: runs in make test-heavy")
+    for item in items:
+        if "heavy" in item.keywords:
+            item.add_marker(skip)

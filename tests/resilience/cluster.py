@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,13 +140,20 @@ class KillReport:
 
 
 async def kill_one_during_jobs(
-    cluster: Cluster, jobs: int, *, settle_timeout: float = 120.0
+    cluster: Cluster,
+    jobs: int,
+    *,
+    settle_timeout: float = 120.0,
+    channels: Sequence[str] = ("general",),
 ) -> KillReport:
-    """Submit ``jobs`` through every process in turn, ``kill -9`` the first process once they
-    all reached the provider (in flight there), and wait until every job is settled."""
+    """Submit ``jobs`` through every process in turn (the first share of them in the first
+    of ``channels``, and so on: the playground keeps the latest 500 messages of a channel),
+    ``kill -9`` the first process once they all reached the provider (in flight there), and
+    wait until every job is settled."""
     for number in range(jobs):
         browser = cluster.browsers[number % len(cluster.browsers)]
-        await browser.command("/imagine " + PROMPT.format(number=number))
+        channel = channels[number * len(channels) // jobs]
+        await browser.command("/imagine " + PROMPT.format(number=number), channel=channel)
 
     def submitted() -> bool:
         found = cluster.jobs()

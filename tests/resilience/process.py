@@ -205,10 +205,11 @@ class Playground:
         except TimeoutError:
             raise TimeoutError(f"gave up waiting for {what}") from None
 
-    async def command(self, text: str) -> str:
-        """Send a slash command; the id of the message showing it."""
+    async def command(self, text: str, channel: str | None = None) -> str:
+        """Send a slash command (in this browser's channel unless ``channel`` is given); the
+        id of the message showing it."""
         assert self.session is not None
-        body = {"text": text, "channel": self.channel}
+        body = {"text": text, "channel": channel or self.channel}
         async with self.session.post(f"{self.url}/api/command", json=body) as response:
             answer = await response.json()
             assert response.status == 202, answer

@@ -6,30 +6,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from simulator.server import serve
 from tests.postgres import PostgresCluster
 from tests.resilience.cluster import kill_one_during_jobs, press_across, running_cluster
 from tests.resilience.support import sim_config
 
-JOBS = 24
 LEASE = 2.0
+CHANNELS = ("general", "art", "lab")
+HEAVY = (pytest.mark.heavy, pytest.mark.timeout(600))
 
 
+def time_scale(jobs: int) -> float:
+    """Simulated time for ``jobs``: a relax job lasts about as long as submitting them all
+    takes, so the victim still holds jobs in flight when it is killed."""
+    return 0.05 * max(jobs, 24) / 24
+
+
+@pytest.mark.parametrize("jobs", [24, pytest.param(300, marks=HEAVY)])
 async def test_a_killed_processs_jobs_are_posted_once_by_the_others(
-    postgres: PostgresCluster, tmp_path: Path
+    jobs: int, postgres: PostgresCluster, tmp_path: Path
 ) -> None:
     async with (
-        serve(sim_config(time_scale=0.05)) as sim,
+        serve(sim_config(time_scale=time_scale(jobs))) as sim,
         running_cluster(sim, postgres, tmp_path, lease_seconds=LEASE) as cluster,
     ):
-        report = await kill_one_during_jobs(cluster, JOBS)
+        report = await kill_one_during_jobs(cluster, jobs, channels=CHANNELS)
         took = f"{report.takeover_seconds:.1f} s for {report.held_by_victim} jobs"
         print(f"takeover after kill -9: {took}")
         assert report.held_by_victim > 0, "the victim held jobs when it died"
-        assert [j["status"] for j in report.jobs] == ["posted"] * JOBS
-        assert set(report.result_links.values()) == {1} and len(report.result_links) == JOBS
+        assert [j["status"] for j in report.jobs] == ["posted"] * jobs
+        assert set(report.result_links.values()) == {1} and len(report.result_links) == jobs
         assert set(report.result_messages.values()) == {1}
-        assert len(report.result_messages) == JOBS
+        assert len(report.result_messages) == jobs
 
         upscale = await press_across(cluster, poster=1, presser=2)
         assert upscale["status"] == "posted" and upscale["action"] == "upscale1"
