@@ -16,12 +16,15 @@ from typing import TYPE_CHECKING, Protocol
 from bench.report import percentile
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 CHART_DIR = Path(__file__).resolve().parents[1] / "docs" / "images" / "benchmarks"
 STALENESS_PNG = CHART_DIR / "streaming-staleness.png"
 REQUESTS_PNG = CHART_DIR / "tracking-requests-per-cycle.png"
 POSTED_PNG = CHART_DIR / "tracking-finished-to-posted.png"
+SCALE_PNG = CHART_DIR / "scale-out.png"
+JOBS_PER_MULTI_FETCH = 50
 STALENESS_BIN_SECONDS = 0.5
 DPI = 110
 
@@ -54,6 +57,24 @@ class TrackingRow(Protocol):
     def cycles(self) -> float: ...
     @property
     def latency(self) -> list[float]: ...
+
+
+class ScaleResult(Protocol):
+    """What the scale-out chart reads of one cluster size's figures
+    (:class:`bench.scale.ScaleResult`)."""
+
+    @property
+    def processes(self) -> int: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def calls_per_cycle(self) -> float: ...
+    @property
+    def finished_to_posted(self) -> list[float]: ...
+    @property
+    def burst_per_second(self) -> float: ...
+    @property
+    def takeover_seconds(self) -> float | None: ...
 
 
 def _pyplot() -> ModuleType:
@@ -140,6 +161,54 @@ def finished_to_posted(rows: Sequence[TrackingRow], path: Path) -> Path:
     axis.grid(alpha=0.3)
     axis.legend(fontsize="small")
     return _save(figure, path)
+
+
+def scale_out(results: Sequence[ScaleResult], path: Path) -> Path:
+    """Three panels per cluster size: multi_fetch calls per cycle (against one call per 50
+    jobs), the finished→posted distribution, and burst posts per second (with the takeover
+    time after ``kill -9`` where measured)."""
+    plt = _pyplot()
+    figure, (calls, posted, burst) = plt.subplots(1, 3, figsize=(15, 4))
+    names = [f"{r.processes} process{'es' if r.processes > 1 else ''}" for r in results]
+    jobs = results[0].jobs if results else 0
+    _labelled_bars(calls, names, [r.calls_per_cycle for r in results])
+    calls.axhline(-(-jobs // JOBS_PER_MULTI_FETCH), color="C3", linestyle="--", label="⌈jobs / 50⌉")
+    calls.set_ylabel("multi_fetch calls per 1 s cycle (cluster)")
+    calls.set_title("Tracking cost")
+    calls.legend(fontsize="small")
+    for colour, (name, result) in enumerate(zip(names, results, strict=True)):
+        values = sorted(result.finished_to_posted)
+        if values:
+            shares = [(index + 1) / len(values) for index in range(len(values))]
+            posted.step(values, shares, where="post", color=f"C{colour}", label=name)
+    posted.set_xlabel("seconds from finished to posted")
+    posted.set_ylabel("share of jobs")
+    posted.set_ylim(0, 1.02)
+    posted.set_title("Finished → posted")
+    posted.grid(alpha=0.3)
+    posted.legend(fontsize="small")
+    _labelled_bars(burst, names, [r.burst_per_second for r in results])
+    burst.set_ylabel("results posted per second")
+    takeovers = [
+        f"{name}: takeover after kill -9 {r.takeover_seconds:.1f} s"
+        for name, r in zip(names, results, strict=True)
+        if r.takeover_seconds is not None
+    ]
+    burst.set_title("Burst delivery" + ("\n" + "; ".join(takeovers) if takeovers else ""))
+    figure.suptitle(f"Scale-out: {jobs:,} image jobs in flight on PostgreSQL")
+    return _save(figure, path)
+
+
+def _labelled_bars(axis: Axes, names: list[str], values: list[float]) -> None:
+    bars = axis.bar(names, values, color="C0")
+    for bar, value in zip(bars, values, strict=True):
+        axis.annotate(
+            f"{value:.2f}",
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+        )
+    axis.grid(axis="y", alpha=0.3)
 
 
 def _save(figure: Figure, path: Path) -> Path:

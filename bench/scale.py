@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import charts
+from bench.charts import SCALE_PNG, draw
 from bench.report import Table, percentile
 from simulator.server import serve
 from tests.postgres import PostgresCluster, start_cluster
@@ -185,4 +187,7 @@ async def main(quick: bool) -> list[Table]:
                 results.append(await measure(processes, jobs, Path(directory), postgres))
     finally:
         await asyncio.to_thread(postgres.stop)
-    return [scale_table(results)]
+    table = scale_table(results)
+    if not quick:
+        table.notes.append(draw(lambda: charts.scale_out(results, SCALE_PNG)))
+    return [table]
