@@ -317,7 +317,7 @@ class ImageJobs:
         assert follow_up is not None
         size = await self._image_size(parent)
         mask = await asyncio.to_thread(build_mask, form.regions, size)
-        aspect = parent.parameters.get("aspect_ratio")
+        aspect = ImageParams.of(parent).aspect_ratio
         given = FollowUpInput(origin, aspect, prompt=form.prompt, mask=mask.base64)
         key = f"vary_region:{digest}"
         await self._derive(event, parent, follow_up, given, key, prompt=form.prompt)
