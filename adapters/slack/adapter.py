@@ -17,6 +17,7 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -30,8 +31,10 @@ from adapters import AdapterStartError, FatalHandler, log_fatal
 from adapters.listener import Listener
 from adapters.runner import AdapterRunner
 from adapters.slack.settings import SlackSettings
+from bot.command_images import command_images
 from bot.config import LimitsSettings
 from bot.events import Command, EventHandler, InboundEvent, User, UserMessage
+from bot.parsing import CommandError
 from storage import EventDedupe, SlackInstallations
 
 from .distribution import INSTALL_PATH, Distribution
@@ -49,7 +52,7 @@ from .inbound import (
     user_for,
 )
 from .redelivery import Redeliveries
-from .shared_images import command_images
+from .shared_images import recent_files
 from .surface import SlackSurface
 from .transport import EVENTS_PATH, checked_call, open_socket, serve_http
 
@@ -323,9 +326,12 @@ class SlackAdapter:
             return None
         channel = str(body.get("channel_id"))
         user_id = str(body.get("user_id"))
-        attachments, text = await command_images(client, route.name, route.text, channel, user_id)
-        if isinstance(attachments, str):
-            await respond(text=attachments, response_type="ephemeral", replace_original=False)
+        try:
+            attachments, text = await command_images(
+                route.name, route.text, partial(recent_files, client, channel, user_id)
+            )
+        except CommandError as refused:
+            await respond(text=str(refused), response_type="ephemeral", replace_original=False)
             return None
         return Command(
             user=user_for(user_id, str(body.get("user_name") or ""), self._admins),

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.commands import command
 from bot.events import (
     Attachment,
     ButtonPress,
@@ -47,7 +46,6 @@ _CHANNEL_TOKEN = re.compile(r"<#([CGD][A-Z0-9]+)(?:\|([^>]*))?>")
 _SPECIAL_TOKEN = re.compile(r"<!(everyone|here|channel)(?:\|[^>]*)?>")
 _SUBTEAM_TOKEN = re.compile(r"<!subteam\^([A-Z0-9]+)(?:\|([^>]*))?>")
 _LINK_TOKEN = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>")
-_URL = re.compile(r"<?(https?://[^\s|>]+)(?:\|[^>]*)?>?")
 
 
 @dataclass(frozen=True)
@@ -147,29 +145,6 @@ def route_command(slash: str, text: str) -> SlashRoute | str:
     except CommandError as error:
         return str(error)
     return SlashRoute(spec.name, rest)
-
-
-def image_slots(name: str) -> tuple[tuple[str, ...], int]:
-    """The attachment options of command ``name`` in order, and how many are required."""
-    try:
-        spec = command(name)
-    except KeyError:
-        return (), 0
-    slots = [o for o in spec.options if o.type == "attachment"]
-    return tuple(o.name for o in slots), sum(1 for o in slots if o.required)
-
-
-def urls_in(text: str) -> list[str]:
-    return [m.group(1) for m in _URL.finditer(text)]
-
-
-def without_urls(text: str) -> str:
-    return re.sub(r"\s{2,}", " ", _URL.sub("", text)).strip()
-
-
-def url_attachment(url: str) -> Attachment:
-    name = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or "image"
-    return Attachment(filename=name, url=url)
 
 
 def press_from_action(body: Mapping[str, Any], admin_ids: frozenset[str]) -> ButtonPress | None:

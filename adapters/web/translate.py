@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from adapters.web.platform import dm_channel, is_dm_channel
+from bot.command_images import assign_images, image_options, usage_name
 from bot.commands import CHAT_MODELS, COMMANDS, CommandSpec, option_choices
 from bot.events import Modal
 from bot.parsing import CommandError, resolve_command
@@ -38,30 +39,14 @@ def parse_slash(text: str) -> tuple[CommandSpec, str]:
         raise BadInput(str(error)) from None
 
 
-def attachment_options(spec: CommandSpec) -> list[str]:
-    """The names of ``spec``'s file options, in the order uploads fill them."""
-    return [option.name for option in spec.options if option.type == "attachment"]
-
-
 def assign_attachments(spec: CommandSpec, uploads: Sequence[T]) -> dict[str, T]:
-    """Uploads in order onto the command's file options (``/blend``: image1..image5,
-    ``/describe``: image, img2img/controlnet: init_image first).
-
-    Raises :class:`BadInput` when there are more uploads than the command takes.
-    """
-    slots = attachment_options(spec)
-    usage = display_name(spec)
-    if len(uploads) > len(slots):
-        if not slots:
-            raise BadInput(f"{usage} does not take images; remove the attachment and try again.")
-        taken = "one image" if len(slots) == 1 else f"at most {len(slots)} images"
-        raise BadInput(f"{usage} takes {taken}; you attached {len(uploads)}.")
-    return dict(zip(slots, uploads, strict=False))
-
-
-def display_name(spec: CommandSpec) -> str:
-    """How a user types the command: ``/diffusion txt2img``."""
-    return "/" + spec.name.replace(".", " ")
+    """Uploads in order onto the command's image options
+    (:func:`bot.command_images.assign_images`); :class:`BadInput` when there are more than
+    the command takes."""
+    try:
+        return assign_images(spec, uploads)
+    except CommandError as error:
+        raise BadInput(str(error)) from None
 
 
 def parse_channel(value: object, user_id: str | None = None) -> str:
@@ -82,11 +67,11 @@ def catalogue(models: Sequence[str] = CHAT_MODELS) -> list[dict[str, Any]]:
     return [
         {
             "name": spec.name,
-            "usage": display_name(spec),
+            "usage": usage_name(spec),
             "description": spec.description,
             "free_text": spec.free_text,
             "examples": list(spec.examples),
-            "uploads": attachment_options(spec),
+            "uploads": list(image_options(spec)),
             "options": [
                 {
                     "name": option.name,

@@ -1,0 +1,116 @@
+"""Which images a command typed as text works on (Slack's slash commands, the playground).
+
+The image options of a command (:class:`~bot.commands.Option` of type ``attachment``) are
+filled in order: by the https links in the command's text (taken out of the text), else by the
+files uploaded with it (the playground), else — where a platform's slash commands carry no
+files (Slack) — by the images the same user shared in the same place in the last
+``RECENT_FILES_SECONDS``, oldest first: up to five for ``/blend``, otherwise the newest image(s)
+the command requires. ``/describe`` with a link keeps the link in its text (its flow reads it
+there). Adapters only translate what the platform has into :class:`~bot.events.Attachment`;
+what counts as an image and which option it fills is decided here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TypeVar
+
+from bot.chat.requests import is_image
+from bot.commands import CommandSpec, command
+from bot.events import Attachment
+from bot.parsing import CommandError
+
+T = TypeVar("T")
+
+RECENT_FILES_SECONDS = 15 * 60
+"""How far back a command looks for images its user shared (platforms without files on
+commands)."""
+
+_LINK = re.compile(r"<?(https?://[^\s|>]+)(?:\|[^>]*)?>?")
+"""An https link, bare or in the ``<url|label>`` form chat platforms send."""
+
+RecentFiles = Callable[[], Awaitable[Sequence[Attachment] | None]]
+"""The files the command's user shared in its place within ``RECENT_FILES_SECONDS``, newest
+first; ``None`` when the platform cannot tell (genbot cannot read the place)."""
+
+
+def usage_name(spec: CommandSpec) -> str:
+    """How a user types the command: ``/diffusion txt2img``."""
+    return "/" + spec.name.replace(".", " ")
+
+
+def image_options(spec: CommandSpec) -> tuple[str, ...]:
+    """The names of ``spec``'s image options, in the order images fill them."""
+    return tuple(option.name for option in spec.options if option.type == "attachment")
+
+
+def required_images(spec: CommandSpec) -> int:
+    """How many of ``spec``'s image options are required."""
+    return sum(1 for option in spec.options if option.type == "attachment" and option.required)
+
+
+def assign_images(spec: CommandSpec, images: Sequence[T]) -> dict[str, T]:
+    """``images`` in order onto the command's image options (``/blend``: image1..image5,
+    ``/describe``: image, img2img/controlnet: init_image first). :class:`CommandError` when
+    there are more than the command takes."""
+    slots = image_options(spec)
+    if len(images) > len(slots):
+        usage = usage_name(spec)
+        if not slots:
+            raise CommandError(
+                f"{usage} does not take images; remove the attachment and try again."
+            )
+        taken = "one image" if len(slots) == 1 else f"at most {len(slots)} images"
+        raise CommandError(f"{usage} takes {taken}; you attached {len(images)}.")
+    return dict(zip(slots, images, strict=False))
+
+
+def links_in(text: str) -> list[str]:
+    """The https links in ``text``, in order."""
+    return [match.group(1) for match in _LINK.finditer(text)]
+
+
+def without_links(text: str) -> str:
+    """``text`` with its links taken out."""
+    return re.sub(r"\s{2,}", " ", _LINK.sub("", text)).strip()
+
+
+def link_attachment(url: str) -> Attachment:
+    """A linked image as an attachment named after the link's last path segment."""
+    name = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or "image"
+    return Attachment(filename=name, url=url)
+
+
+async def command_images(
+    name: str, text: str, recent_files: RecentFiles
+) -> tuple[Mapping[str, Attachment], str]:
+    """The images command ``name`` works on and its text without the links that named them
+    (see the module docstring). :class:`CommandError` says what the user must do when the
+    command needs images it cannot find."""
+    try:
+        spec = command(name)
+    except KeyError:
+        return {}, text
+    slots = image_options(spec)
+    links = links_in(text)
+    if not slots or (name == "describe" and links):
+        return {}, text
+    if links:
+        return dict(zip(slots, map(link_attachment, links), strict=False)), without_links(text)
+    needed = max(required_images(spec), 1)
+    wanted = len(slots) if name == "blend" else needed
+    files = await recent_files()
+    if files is None:
+        raise CommandError(
+            "genbot cannot read this conversation to find your images: invite it with "
+            "`/invite @genbot` (or paste https links after the command)."
+        )
+    shared = [file for file in files if is_image(file)][:wanted]
+    if len(shared) < needed:
+        many = f"{needed} images" if needed > 1 else "an image"
+        raise CommandError(
+            f"`{usage_name(spec)}` needs {many}: share {many} in this channel first "
+            "(or paste https links after the command), then run it again."
+        )
+    return dict(zip(slots, reversed(shared), strict=False)), text
