@@ -1,5 +1,6 @@
-"""genbot's storage: narrow interfaces (:mod:`storage.interfaces`) for jobs, leasing,
-conversations, settings, the usage ledger, message links, event dedupe and Slack installations,
+"""genbot's storage: narrow interfaces for jobs, leasing and message links
+(:mod:`storage.job_interfaces`), conversations, settings, the usage ledger, event dedupe and
+Slack installations (:mod:`storage.interfaces`),
 and the backends that implement them all (SQLite: :class:`SqliteStore`; PostgreSQL:
 :class:`storage.postgres.PostgresStore`).
 
@@ -10,15 +11,7 @@ from storage.errors import StorageError, StoreClosedError
 from storage.interfaces import (
     ConversationLocks,
     ConversationStore,
-    DeliveryClaims,
     EventDedupe,
-    JobAdmission,
-    JobHistory,
-    JobLeasing,
-    JobReader,
-    JobTracking,
-    JobWriter,
-    MessageLinks,
     PlaygroundHistory,
     SettingsReader,
     SettingsStore,
@@ -39,6 +32,16 @@ from storage.job_data import (
     JobType,
     TaskType,
     params_of,
+)
+from storage.job_interfaces import (
+    DeliveryClaims,
+    JobAdmission,
+    JobHistory,
+    JobLeasing,
+    JobReader,
+    JobTracking,
+    JobWriter,
+    MessageLinks,
 )
 from storage.lock import DatabaseInUse, ProcessLock
 from storage.records import (

@@ -1,0 +1,206 @@
+"""The storage interfaces about jobs: reading and changing them, admission within limits,
+tracking and leasing unfinished ones, delivery claims, history, and the links from platform
+messages to jobs (see :mod:`storage.interfaces` for the rules every interface follows)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from typing import Any, Protocol
+
+from storage.records import (
+    UNFINISHED_STATUSES,
+    Job,
+    JobMessage,
+    JobMessageKind,
+    JobQuota,
+    JobStatus,
+    NewJob,
+    ProcessInfo,
+    QuotaRefusal,
+)
+
+
+class JobReader(Protocol):
+    """Reading one job."""
+
+    async def get_job(self, job_id: str) -> Job | None:
+        """The job with this id, or None."""
+        ...
+
+
+class JobWriter(JobReader, Protocol):
+    """Changing jobs: compare-and-set status moves and field updates."""
+
+    async def transition(
+        self,
+        job_id: str,
+        from_statuses: JobStatus | Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        links: Sequence[JobMessage] = (),
+        **fields: Any,
+    ) -> bool:
+        """Move the job to ``to_status`` (setting ``fields``) only if its status is one of
+        ``from_statuses``; True if this call made the move. Among concurrent callers (in any
+        process) exactly one wins. ``links`` are committed with the move, only when it
+        happened. Entering ``finished``, ``failed`` or ``create_failed`` stamps
+        ``finished_at`` unless given or already set. A move ``JOB_TRANSITIONS`` does not allow
+        raises :class:`StorageError`."""
+        ...
+
+    async def update_job(self, job_id: str, **fields: Any) -> bool:
+        """Set fields (see ``storage.rules.UPDATABLE_FIELDS``; JSON fields take Python values)
+        whatever the status; False if the job does not exist."""
+        ...
+
+
+class JobHistory(Protocol):
+    """A requester's recent jobs."""
+
+    async def recent_jobs(
+        self,
+        platform: str,
+        requester_id: str,
+        *,
+        workspace_id: str | None = None,
+        statuses: Iterable[JobStatus] = ("posted",),
+        limit: int = 10,
+    ) -> list[Job]:
+        """The requester's newest jobs in ``statuses`` (only ``workspace_id``'s when given),
+        newest first, at most ``limit``."""
+        ...
+
+
+class JobAdmission(Protocol):
+    """Creating jobs within a requester's limits."""
+
+    async def create_job_within(
+        self, new: NewJob, quota: JobQuota
+    ) -> tuple[Job, bool] | QuotaRefusal:
+        """Create ``new`` unless its requester is at a limit of ``quota`` (counted and
+        inserted atomically, so concurrent calls from any process cannot all pass a cap).
+        ``(job, True)`` when created; for a derivative whose (``parent_job_id``, ``action``)
+        pair exists, ``(existing, False)``; a :class:`QuotaRefusal` when a limit stops it."""
+        ...
+
+
+class JobTracking(Protocol):
+    """What the tracker queries: unfinished jobs, due times, poll stamps."""
+
+    async def list_unfinished_jobs(
+        self,
+        statuses: Iterable[JobStatus] = UNFINISHED_STATUSES,
+        *,
+        family: str | None = None,
+        limit: int | None = None,
+        after: Job | None = None,
+        webhook_quiet_since: float | None = None,
+        due_at: float | None = None,
+        created_before: float | None = None,
+        owner: str | None = None,
+    ) -> list[Job]:
+        """Jobs whose status is in ``statuses``, oldest first (``created_at``, then ``id``).
+        ``after`` continues a page after that job; ``webhook_quiet_since`` drops jobs that got
+        a webhook at or after that time; ``due_at`` drops jobs whose ``next_poll_at`` is later;
+        ``created_before`` keeps only jobs created before that time; ``owner`` keeps only the
+        jobs that process holds."""
+        ...
+
+    async def next_poll_after(
+        self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None
+    ) -> float | None:
+        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses`` (only
+        ``owner``'s, when given)."""
+        ...
+
+    async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:
+        """Set ``last_polled_at`` (default: now) on many jobs at once."""
+        ...
+
+    async def count_unfinished_jobs(self) -> list[tuple[JobStatus, str, int]]:
+        """How many jobs are in each unfinished status, per platform (for metrics)."""
+        ...
+
+
+class JobLeasing(Protocol):
+    """Which process follows which job. A job is created leased to the process that creates
+    it; the owner's heartbeat renews its leases; a lease that ran out (its process died or lost
+    the database) is taken over by another process with an adapter for the job's platform.
+    This handle acts for one process, :attr:`process_id`."""
+
+    @property
+    def process_id(self) -> str:
+        """This process's identity as an owner of jobs."""
+        ...
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a lease lasts without a heartbeat."""
+        ...
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may use this database at the same time (PostgreSQL);
+        SQLite belongs to one process at a time."""
+        ...
+
+    async def heartbeat(self, process: ProcessInfo) -> int:
+        """Renew this process's leases on its unfinished jobs for :attr:`lease_seconds` and
+        record it as alive (with ``process``); how many leases it holds."""
+        ...
+
+    async def claim_jobs(
+        self, platforms: Iterable[str], *, limit: int, take_live: bool = False
+    ) -> list[Job]:
+        """Take up to ``limit`` unfinished jobs on ``platforms`` that no process holds (never
+        leased, or the lease ran out), oldest first, skipping rows another claimer is taking.
+        With ``take_live`` also other processes' live leases: only when none can be running
+        (SQLite's one process, at start). The jobs as they were, now owned by this process."""
+        ...
+
+    async def release_leases(self) -> int:
+        """End this process's leases now (a clean stop), so others take its jobs at once, and
+        drop it from the live processes; how many were released."""
+        ...
+
+    async def wake_owner(self, job: Job) -> None:
+        """Ask ``job``'s owner (another process) to look at it now (``LISTEN``/``NOTIFY`` on
+        PostgreSQL; nothing to do where the database has one process)."""
+        ...
+
+    def wakeups(self) -> AsyncIterator[str]:
+        """Ids of the jobs other processes asked this one to look at, as they come; raises
+        :class:`StorageError` when the connection is lost. Empty on an unshared database."""
+        ...
+
+
+class DeliveryClaims(Protocol):
+    """Claiming a finished or failed job for posting, exactly once."""
+
+    async def claim_delivery(
+        self, job_id: str, platforms: Iterable[str], due_by: float
+    ) -> Job | None:
+        """``finished → posting`` or ``failed → reporting`` for a job this process owns (or
+        nobody does) on one of ``platforms`` whose next attempt is due by ``due_by``, counting
+        the claim in ``post_claims`` and charging a task's credits to the ledger once per
+        job. The claimed job, or None (concurrent callers cannot both win)."""
+        ...
+
+
+class MessageLinks(Protocol):
+    """The platform message → job map behind every button."""
+
+    async def link_message(
+        self,
+        platform: str,
+        channel_id: str,
+        message_id: str,
+        job_id: str,
+        kind: JobMessageKind = "result",
+    ) -> None:
+        """Map one platform message to a job (re-linking a message moves it)."""
+        ...
+
+    async def job_for_message(self, platform: str, channel_id: str, message_id: str) -> Job | None:
+        """The job a platform message belongs to (the button-press lookup), or None."""
+        ...
