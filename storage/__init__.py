@@ -43,23 +43,14 @@ from storage.job_interfaces import (
     JobWriter,
     MessageLinks,
 )
-from storage.lock import DatabaseInUse, ProcessLock
-from storage.records import (
+from storage.job_records import (
     ACTIVE_STATUSES,
     ALL_STATUSES,
     IN_FLIGHT_STATUSES,
     JOB_ID_MAX,
     JOB_TRANSITIONS,
-    SETTING_NAMES,
     TERMINAL_STATUSES,
     UNFINISHED_STATUSES,
-    UNSET,
-    ChatMessage,
-    ChatRole,
-    Conversation,
-    ConversationKey,
-    ConversationKind,
-    EffectiveSettings,
     Job,
     JobFamily,
     JobMessage,
@@ -67,11 +58,23 @@ from storage.records import (
     JobQuota,
     JobStatus,
     NewJob,
+    QuotaRefusal,
+    new_job_id,
+)
+from storage.lock import DatabaseInUse, ProcessLock
+from storage.records import (
+    SETTING_NAMES,
+    UNSET,
+    ChatMessage,
+    ChatRole,
+    Conversation,
+    ConversationKey,
+    ConversationKind,
+    EffectiveSettings,
     PlaygroundImage,
     PlaygroundMessage,
     ProcessInfo,
     ProcessStatus,
-    QuotaRefusal,
     ScopeKind,
     ScopeSettings,
     SettingSource,
@@ -80,7 +83,6 @@ from storage.records import (
     UsageTotals,
     WriteWindow,
     encode_stop,
-    new_job_id,
 )
 from storage.rules import PRECEDENCE
 from storage.sqlite import LATEST_VERSION, MIGRATIONS, Migration, SqliteStore, migrate

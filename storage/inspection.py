@@ -18,10 +18,11 @@ import psycopg
 from psycopg.rows import dict_row
 
 from storage.errors import StorageError
+from storage.job_records import UNFINISHED_STATUSES
 from storage.postgres.base import Query
 from storage.postgres.schema import LATEST_VERSION as POSTGRES_LATEST
 from storage.postgres.urls import describe_url
-from storage.records import UNFINISHED_STATUSES, ProcessStatus
+from storage.records import ProcessStatus
 from storage.sqlite.schema import LATEST_VERSION as SQLITE_LATEST
 
 SQL_PROCESSES = "SELECT id, host, pid, platforms, shards, started_at, seen_at FROM processes"

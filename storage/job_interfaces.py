@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol
 
-from storage.records import (
+from storage.job_records import (
     UNFINISHED_STATUSES,
     Job,
     JobMessage,
@@ -15,9 +15,9 @@ from storage.records import (
     JobQuota,
     JobStatus,
     NewJob,
-    ProcessInfo,
     QuotaRefusal,
 )
+from storage.records import ProcessInfo
 
 
 class JobReader(Protocol):

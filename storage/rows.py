@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from storage.records import ChatMessage, Conversation, Job, ScopeSettings
+from storage.job_records import Job
+from storage.records import ChatMessage, Conversation, ScopeSettings
 
 Row = dict[str, Any]
 

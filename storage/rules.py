@@ -12,15 +12,11 @@ from datetime import UTC, date, datetime
 from typing import Any, Final
 
 from storage.errors import StorageError
+from storage.job_records import ALL_STATUSES, JOB_ID_MAX, JOB_TRANSITIONS, JobStatus, NewJob
 from storage.records import (
-    ALL_STATUSES,
-    JOB_ID_MAX,
-    JOB_TRANSITIONS,
     SETTING_NAMES,
     Conversation,
     EffectiveSettings,
-    JobStatus,
-    NewJob,
     SettingSource,
     SettingValues,
     _Unset,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+from storage.job_records import Job, JobStatus
 from storage.postgres.base import PostgresBase, Query
-from storage.records import Job, JobStatus
 from storage.rows import job_from_row
 from storage.rules import status_tuple
 

@@ -9,8 +9,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from storage.errors import StorageError
-from storage.postgres.base import Connection, PostgresBase, Query
-from storage.records import (
+from storage.job_records import (
     ACTIVE_STATUSES,
     Job,
     JobMessage,
@@ -21,6 +20,7 @@ from storage.records import (
     QuotaRefusal,
     new_job_id,
 )
+from storage.postgres.base import Connection, PostgresBase, Query
 from storage.rows import job_from_row
 from storage.rules import (
     DONE_AT_PROVIDER,

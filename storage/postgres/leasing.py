@@ -12,9 +12,10 @@ from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
 
 from storage.errors import StorageError
+from storage.job_records import UNFINISHED_STATUSES, Job
 from storage.postgres.base import PostgresBase, Query
 from storage.process import wakeup_channel
-from storage.records import UNFINISHED_STATUSES, Job, ProcessInfo
+from storage.records import ProcessInfo
 from storage.rows import job_from_row
 
 _UNFINISHED: Final = sorted(UNFINISHED_STATUSES)

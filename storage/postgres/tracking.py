@@ -7,8 +7,8 @@ from typing import Any, Final
 
 from psycopg import sql
 
+from storage.job_records import UNFINISHED_STATUSES, Job, JobStatus
 from storage.postgres.base import PostgresBase, Query
-from storage.records import UNFINISHED_STATUSES, Job, JobStatus
 from storage.rows import job_from_row
 from storage.rules import status_tuple, utc_day
 

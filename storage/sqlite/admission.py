@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlite_utils import Database
 
-from storage.records import ACTIVE_STATUSES, Job, JobQuota, NewJob, QuotaRefusal
+from storage.job_records import ACTIVE_STATUSES, Job, JobQuota, NewJob, QuotaRefusal
 from storage.rows import job_from_row
 from storage.rules import check_new_job, utc_day
 from storage.sqlite.base import StoreBase

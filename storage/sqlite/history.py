@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from sqlite_utils import Database
 
-from storage.records import Job, JobStatus
+from storage.job_records import Job, JobStatus
 from storage.rows import job_from_row
 from storage.rules import status_tuple
 from storage.sqlite.base import StoreBase

@@ -6,7 +6,7 @@ from typing import Final
 
 from sqlite_utils import Database
 
-from storage.records import Job, JobMessage, JobMessageKind
+from storage.job_records import Job, JobMessage, JobMessageKind
 from storage.rows import job_from_row
 from storage.rules import check_message_kind
 from storage.sqlite.base import StoreBase

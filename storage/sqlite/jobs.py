@@ -8,7 +8,7 @@ from typing import Any, Final
 from sqlite_utils import Database
 
 from storage.errors import StorageError
-from storage.records import Job, JobMessage, JobStatus, NewJob, new_job_id
+from storage.job_records import Job, JobMessage, JobStatus, NewJob, new_job_id
 from storage.rows import job_from_row, to_json
 from storage.rules import (
     DONE_AT_PROVIDER,

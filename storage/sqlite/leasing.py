@@ -9,7 +9,8 @@ from typing import Final
 
 from sqlite_utils import Database
 
-from storage.records import UNFINISHED_STATUSES, Job, ProcessInfo
+from storage.job_records import UNFINISHED_STATUSES, Job
+from storage.records import ProcessInfo
 from storage.rows import job_from_row, to_json
 from storage.rules import UNFINISHED_SQL
 from storage.sqlite.base import StoreBase

@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from sqlite_utils import Database
 
-from storage.records import UNFINISHED_STATUSES, Job, JobStatus
+from storage.job_records import UNFINISHED_STATUSES, Job, JobStatus
 from storage.rows import job_from_row
 from storage.rules import status_tuple, utc_day
 from storage.sqlite.base import StoreBase

@@ -126,7 +126,7 @@ async def test_tracking_queries_can_keep_to_one_owners_jobs(
 
 
 def test_the_lease_index_predicate_names_every_unfinished_status() -> None:
-    from storage.records import UNFINISHED_STATUSES
+    from storage.job_records import UNFINISHED_STATUSES
     from storage.rules import UNFINISHED_SQL
 
     assert ", ".join(f"'{status}'" for status in sorted(UNFINISHED_STATUSES)) == UNFINISHED_SQL

@@ -1,0 +1,202 @@
+"""The job records: the job lifecycle vocabulary (statuses and their transitions), a new job,
+a stored job, quota checks and the platform messages that belong to a job.
+
+Plain frozen dataclasses, like every record (:mod:`storage.records`); a job's type,
+parameters and result are typed in :mod:`storage.job_data`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, get_args
+
+from storage.job_data import JobType
+
+JobFamily = Literal["task", "diffusion"]
+"""``task``: the image task API (family B); ``diffusion``: the diffusion API (family C)."""
+
+JobStatus = Literal[
+    "creating",
+    "submitted",
+    "pending",
+    "staged",
+    "processing",
+    "retry",
+    "finished",
+    "failed",
+    "posting",
+    "posted",
+    "reporting",
+    "failed_posted",
+    "create_failed",
+    "unknown",
+]
+"""Our own job lifecycle (see ``JOB_TRANSITIONS``).
+
+- ``creating``: the row is committed *before* the provider's create call; ``provider_id`` is NULL.
+- ``submitted``: the provider accepted the job; ``provider_id`` is set; no status seen yet.
+- ``pending`` / ``staged`` / ``processing`` / ``retry``: mirror the provider's status
+  (diffusion ``processing`` → ``processing``).
+- ``finished``: the provider finished; ``result_urls`` / ``actions`` / ``result`` are stored,
+  nothing is posted yet.
+- ``failed``: the provider failed (or the job timed out); ``error`` is set, nothing reported yet.
+- ``posting``: claimed for posting the result (``finished → posting`` by compare-and-set: only
+  one poster wins). A job found in ``posting`` after a restart is posted again.
+- ``posted``: terminal; the result is on the platform (``result_message_id`` set).
+- ``reporting``: claimed for reporting the failure (``failed → reporting``), like ``posting``.
+- ``failed_posted``: terminal; the failure was shown to the user.
+- ``create_failed``: terminal; the creation certainly did not reach the provider, or the
+  provider refused it (``error`` set); the flow that tried to create it answered the user.
+- ``unknown``: the create call may have reached the provider but it never confirmed the job
+  (a 5xx, a read timeout or a reset after sending, a restart while creating): it may be running
+  and charged. Never created again; a webhook naming the job may adopt it (``provider_id`` taken
+  from the notification), else it times out into ``failed``.
+"""
+
+ALL_STATUSES: Final[frozenset[JobStatus]] = frozenset(get_args(JobStatus))
+IN_FLIGHT_STATUSES: Final[frozenset[JobStatus]] = frozenset(
+    ("submitted", "pending", "staged", "processing", "retry")
+)
+"""Known to the provider and not done there: what the tracker polls."""
+ACTIVE_STATUSES: Final[frozenset[JobStatus]] = IN_FLIGHT_STATUSES | {"creating", "unknown"}
+"""What counts toward a user's concurrent-job cap (and what a webhook may still change)."""
+UNFINISHED_STATUSES: Final[frozenset[JobStatus]] = ACTIVE_STATUSES | {
+    "finished",
+    "failed",
+    "posting",
+    "reporting",
+}
+"""Everything a restarted process must resume."""
+TERMINAL_STATUSES: Final[frozenset[JobStatus]] = frozenset(
+    ("posted", "failed_posted", "create_failed")
+)
+
+_PROVIDER_DONE: Final[frozenset[JobStatus]] = frozenset(("finished", "failed"))
+JOB_TRANSITIONS: Final[Mapping[JobStatus, frozenset[JobStatus]]] = {
+    "creating": IN_FLIGHT_STATUSES | _PROVIDER_DONE | {"create_failed", "unknown"},
+    "unknown": IN_FLIGHT_STATUSES | _PROVIDER_DONE,
+    **{status: IN_FLIGHT_STATUSES | _PROVIDER_DONE for status in IN_FLIGHT_STATUSES},
+    "finished": frozenset(("posting", "posted", "failed")),
+    "failed": frozenset(("reporting", "failed_posted")),
+    "posting": frozenset(("posted", "failed_posted", "finished")),
+    "reporting": frozenset(("failed_posted", "failed")),
+    "posted": frozenset(),
+    "failed_posted": frozenset(),
+    "create_failed": frozenset(),
+}
+"""Allowed ``from → to`` moves. Staying in the same status (to update fields) is always allowed.
+``posting → finished`` and ``reporting → failed`` release a claim so another attempt can run;
+``unknown`` may only be adopted (in flight, finished, failed), never created again."""
+
+JOB_ID_MAX = 16
+
+
+def new_job_id() -> str:
+    """A fresh job id: 12 URL-safe characters (``A-Z a-z 0-9 - _``), fits in a custom id."""
+    return secrets.token_urlsafe(9)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewJob:
+    """What a caller knows when creating a job (see ``JobAdmission.create_job_within``)."""
+
+    family: JobFamily
+    type: JobType
+    requester_id: str
+    platform: str
+    channel_id: str
+    workspace_id: str = ""
+    thread_id: str | None = None
+    prompt: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    parent_job_id: str | None = None
+    action: str | None = None
+    status: JobStatus = "creating"
+    provider_id: str | None = None
+    webhook_secret: str | None = field(default=None, repr=False)
+    id: str | None = None
+    is_dm: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    """A stored job. ``webhook_secret`` is kept out of ``repr`` so it never reaches a log."""
+
+    id: str
+    family: JobFamily
+    type: JobType
+    status: JobStatus
+    provider_id: str | None
+    parent_job_id: str | None
+    action: str | None
+    requester_id: str
+    platform: str
+    workspace_id: str
+    channel_id: str
+    thread_id: str | None
+    progress_message_id: str | None
+    result_message_id: str | None
+    prompt: str
+    parameters: dict[str, Any]
+    result_urls: list[str]
+    actions: list[str]
+    result: dict[str, Any]
+    error: str | None
+    webhook_secret: str | None = field(repr=False)
+    credits: int | None
+    created_at: float
+    updated_at: float
+    finished_at: float | None
+    last_polled_at: float | None
+    last_webhook_at: float | None
+    next_poll_at: float | None
+    """When the tracker next acts on the job: a diffusion fetch while in flight, the next
+    delivery attempt once ``finished`` / ``failed`` after a failed one (None: now)."""
+    delivery_attempts: int = 0
+    """Failed attempts to post the result or the failure report so far."""
+    post_claims: int = 0
+    """How often delivery claimed the job (``posting`` / ``reporting``); more than one means
+    an earlier attempt may have reached the platform before it failed or the process died."""
+    owner: str | None = None
+    """The process that follows the job (polls, delivers) while its lease holds."""
+    lease_until: float | None = None
+    """When the owner's lease ends unless its heartbeat renews it; after that (or with no
+    owner) another process with an adapter for the job's platform may take the job over."""
+    is_dm: bool = False
+    """The job was asked for in a direct message (its place's ``is_dm``)."""
+
+
+@dataclass(frozen=True)
+class JobQuota:
+    """Limits checked when a job row is created (see ``JobAdmission.create_job_within``):
+    at most ``max_active`` of the requester's jobs in ``ACTIVE_STATUSES`` and less than
+    ``max_daily_credits`` credits in the ledger today (UTC). ``0`` disables a limit."""
+
+    max_active: int = 0
+    max_daily_credits: int = 0
+
+
+@dataclass(frozen=True)
+class QuotaRefusal:
+    """Why ``JobAdmission.create_job_within`` created nothing: ``limit`` is ``max_active`` or
+    ``max_daily_credits``; ``used`` what the requester has (active jobs, credits today)."""
+
+    limit: Literal["max_active", "max_daily_credits"]
+    used: int
+    allowed: int
+
+
+JobMessageKind = Literal["progress", "result", "other"]
+
+
+@dataclass(frozen=True)
+class JobMessage:
+    """A platform message that belongs to a job (progress, result, or a part of a result)."""
+
+    platform: str
+    channel_id: str
+    message_id: str
+    job_id: str
+    kind: JobMessageKind = "result"
