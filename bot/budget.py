@@ -23,14 +23,13 @@ Scheduling. Non-urgent writes are paced: at most one per ``window / capacity`` s
 in a channel (and in a workspace), so the window is spent evenly and never in a burst that leaves
 every stream frozen until it refills. Urgent writes (genbot's own posts: job messages, notes,
 questions) are not paced and go first. Waiting stream writes (those that describe their
-:class:`Demand`) are served stalest first: the highest ``seconds the oldest unshown text has
-waited + unshown characters / CHARS_PER_STALE_SECOND``, plus ``FIRST_MESSAGE_BONUS`` for a
-stream that has no message yet. A finished stream's unshown characters weigh double and it gets
-``FINAL_TEXT_BONUS``: writing its final text ends its lag for good, whereas a live stream served a
-moment later shows that much more. When others wait in the channel, a stream's first message is
-held until its text is ``FIRST_MESSAGE_HOLD`` old; a stream's final text is not paced when nobody
-else waits in its channel. Other non-urgent writes come last, least recently served first.
-Only shared limits live here; the per-message minimum interval is the renderer's.
+:class:`~bot.write_windows.Demand`) are served stalest first (the ranking and its weights are in
+:mod:`bot.write_windows`): writing a finished stream's final text ends its lag for good, whereas
+a live stream served a moment later shows that much more. When others wait in the channel, a
+stream's first message is held until its text is ``FIRST_MESSAGE_HOLD`` old; a stream's final
+text is not paced when nobody else waits in its channel. Other non-urgent writes come last,
+least recently served first. Only shared limits live here; the per-message minimum interval is
+the renderer's.
 
 Across processes. With ``shared`` (the storage's :class:`~storage.WriteBudgets`, on PostgreSQL)
 a write this process is about to grant is also counted in the database, in its channel's window
@@ -43,44 +42,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bot import metrics
 from bot.events import Place, SurfaceLimits, WriteKind
+from bot.write_windows import (
+    SHARED,
+    ChannelKey,
+    ChannelState,
+    Demand,
+    Grant,
+    Stamp,
+    Ticket,
+    Window,
+    WorkspaceKey,
+)
 from storage import StorageError, WriteBudgets, WriteWindow
 
 log = logging.getLogger(__name__)
 
 WORKSPACE_WINDOW_SECONDS = 60.0
 SWEEP_EVERY_GRANTS = 512
-CHARS_PER_STALE_SECOND = 800.0
-"""How many unshown characters weigh as much as one second of waiting, when ranking streams."""
-FIRST_MESSAGE_BONUS = 0.5
-"""Seconds added to the staleness of a stream that has no message yet."""
 FIRST_MESSAGE_HOLD = 0.4
 """Seconds a stream's first text waits before its first message when other writes wait in the
 channel, so that write carries a few words rather than one (a lone stream posts at once)."""
-FINAL_TEXT_BONUS = 0.5
-"""Seconds added to the staleness of a finished stream (its unshown characters also count twice)."""
 DEFAULT_MARGIN = 0.02
 """Seconds added to every window and retry-after: clock granularity, not network delay (writes
 are counted until their call returns)."""
 UNHELD_ALLOWANCE = 0.1
 """A write granted without ``hold`` is taken as finished this long after its grant."""
-IN_FLIGHT_LIMIT = 60.0
-"""A held write never finished is taken as finished this long after its grant."""
 _MIN_SLEEP = 1e-6
 _RECHECK_SECONDS = 0.25
 
-ChannelKey = tuple[str, str, str]
-WorkspaceKey = tuple[str, str]
-SHARED = ""
-"""The workspace window of the writes whose kind has no budget of its own."""
 UNPACED_KINDS: frozenset[WriteKind] = frozenset({"stream_start", "stream_stop"})
 """Writes made once per message: their workspace window is not paced."""
 
@@ -93,144 +92,8 @@ class Clock:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
-@dataclass(frozen=True)
-class Demand:
-    """What a waiting stream write would show, read whenever the budget picks the next writer.
-
-    ``unseen`` is how many received characters are not shown yet; ``since`` is the clock time
-    the oldest of them arrived (or the stream ended, for its final text); ``first`` is true when
-    the write posts the stream's first message; ``final`` when the stream has ended (the write
-    lands its final text).
-    """
-
-    unseen: int
-    since: float
-    first: bool = False
-    final: bool = False
-
-
 class BudgetTimeout(Exception):
     """A write could not get budget before its deadline."""
-
-
-@dataclass(eq=False)
-class _Stamp:
-    granted: float
-    finished: float | None = None
-
-    def counted_until(self, now: float, seconds: float, margin: float) -> float:
-        """When this write leaves a ``seconds`` window (a lower bound while it is in flight)."""
-        if self.finished is not None:
-            end = self.finished
-        elif now - self.granted >= IN_FLIGHT_LIMIT:
-            end = self.granted + IN_FLIGHT_LIMIT
-        else:
-            end = now
-        return end + seconds + margin
-
-
-class _Window:
-    """At most ``capacity`` writes counted in any ``seconds``-long span."""
-
-    def __init__(self, capacity: int, seconds: float) -> None:
-        self.capacity = max(capacity, 1)
-        self.seconds = seconds
-        self.stamps: list[_Stamp] = []
-        self.last_grant = -math.inf
-
-    def free_at(self, now: float, margin: float, *, paced: bool = False) -> float:
-        """The earliest time a write fits (a lower bound while writes are in flight)."""
-        ends = [stamp.counted_until(now, self.seconds, margin) for stamp in self.stamps]
-        if any(end <= now for end in ends):
-            self.stamps = [s for s, end in zip(self.stamps, ends, strict=True) if end > now]
-            ends = [end for end in ends if end > now]
-        ready = now
-        if len(ends) >= self.capacity:
-            ready = sorted(ends)[len(ends) - self.capacity]
-        if paced:
-            ready = max(ready, self.last_grant + self.seconds / self.capacity)
-        return ready
-
-    def spend(self, stamp: _Stamp) -> None:
-        self.stamps.append(stamp)
-        self.last_grant = max(self.last_grant, stamp.granted)
-
-    def give_back(self, stamp: _Stamp) -> None:
-        with contextlib.suppress(ValueError):
-            self.stamps.remove(stamp)
-
-
-@dataclass(eq=False)
-class _Ticket:
-    channel: ChannelKey
-    workspace: WorkspaceKey
-    urgent: bool
-    last_served: float
-    sequence: int
-    limits: SurfaceLimits
-    demand: Callable[[], Demand] | None
-    bucket: str = SHARED
-    kind: WriteKind | None = None
-    channel_bound: bool = True
-    """Whether the write counts against its channel's window."""
-
-    def final(self) -> bool:
-        return self.demand is not None and self.demand().final
-
-    def rank(self, now: float) -> tuple[int, float, float]:
-        """Lower goes first: urgent writes, then streams stalest first, then the rest."""
-        if self.urgent:
-            return (0, self.last_served, self.sequence)
-        if self.demand is not None:
-            demand = self.demand()
-            staleness = now - demand.since + demand.unseen / CHARS_PER_STALE_SECOND
-            if demand.first:
-                staleness += FIRST_MESSAGE_BONUS
-            if demand.final:
-                staleness += FINAL_TEXT_BONUS + demand.unseen / CHARS_PER_STALE_SECOND
-            return (1, -staleness, self.sequence)
-        return (2, self.last_served, self.sequence)
-
-
-@dataclass
-class _Channel:
-    window: _Window
-    blocked_until: float = -math.inf
-    waiting: list[_Ticket] = field(default_factory=list)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-
-class Grant:
-    """One granted write. With ``hold=True`` the write counts as in flight until :meth:`finish`
-    (call it once the platform call returned or failed) or :meth:`cancel` (the write was not
-    made after all); both are idempotent. Without ``hold`` both are no-ops."""
-
-    def __init__(
-        self, budget: RenderBudget, stamp: _Stamp, windows: list[_Window], key: ChannelKey
-    ) -> None:
-        self._budget = budget
-        self._stamp = stamp
-        self._windows = windows
-        self._key = key
-
-    @property
-    def granted_at(self) -> float:
-        """Clock time of the grant."""
-        return self._stamp.granted
-
-    def finish(self) -> None:
-        """The platform call is over: the write counts from now for a whole window."""
-        if self._stamp.finished is None:
-            self._stamp.finished = self._budget.clock.monotonic()
-            self._budget._changed_in(self._key)
-
-    def cancel(self) -> None:
-        """The write was not made: its room is given back (pacing is not undone)."""
-        if self._stamp.finished is None:
-            for window in self._windows:
-                window.give_back(self._stamp)
-            self._stamp.finished = -math.inf
-            self._budget._changed_in(self._key)
 
 
 class RenderBudget:
@@ -249,9 +112,9 @@ class RenderBudget:
         self.clock = clock or Clock()
         self.margin = margin
         self._shared = shared
-        self._channels: dict[ChannelKey, _Channel] = {}
-        self._workspaces: dict[WorkspaceKey, dict[str, _Window]] = {}
-        self._waiting: dict[WorkspaceKey, list[_Ticket]] = {}
+        self._channels: dict[ChannelKey, ChannelState] = {}
+        self._workspaces: dict[WorkspaceKey, dict[str, Window]] = {}
+        self._waiting: dict[WorkspaceKey, list[Ticket]] = {}
         self._sequence = itertools.count()
         self.granted = 0
 
@@ -263,11 +126,11 @@ class RenderBudget:
             (place.platform, place.workspace_id),
         )
 
-    def _channel(self, key: ChannelKey, limits: SurfaceLimits) -> _Channel:
+    def _channel(self, key: ChannelKey, limits: SurfaceLimits) -> ChannelState:
         channel = self._channels.get(key)
         if channel is None:
-            window = _Window(limits.edits_per_window_per_channel, limits.edit_window_seconds)
-            channel = self._channels[key] = _Channel(window)
+            window = Window(limits.edits_per_window_per_channel, limits.edit_window_seconds)
+            channel = self._channels[key] = ChannelState(window)
         return channel
 
     @staticmethod
@@ -279,7 +142,7 @@ class RenderBudget:
 
     def _workspace(
         self, key: WorkspaceKey, limits: SurfaceLimits, bucket: str = SHARED
-    ) -> _Window | None:
+    ) -> Window | None:
         if bucket == SHARED:
             per_minute = limits.edits_per_minute_per_workspace
         else:
@@ -290,10 +153,10 @@ class RenderBudget:
         buckets = self._workspaces.setdefault(key, {})
         window = buckets.get(bucket)
         if window is None:
-            window = buckets[bucket] = _Window(per_minute, WORKSPACE_WINDOW_SECONDS)
+            window = buckets[bucket] = Window(per_minute, WORKSPACE_WINDOW_SECONDS)
         return window
 
-    def _wake(self, channel: _Channel) -> None:
+    def _wake(self, channel: ChannelState) -> None:
         channel.changed.set()
         channel.changed = asyncio.Event()
 
@@ -309,7 +172,7 @@ class RenderBudget:
             if channel is not None:
                 self._wake(channel)
 
-    def _ready_at(self, ticket: _Ticket, now: float) -> float:
+    def _ready_at(self, ticket: Ticket, now: float) -> float:
         """When ``ticket`` could write (a lower bound while writes are in flight). A stream's
         final text is paced only when others wait (in the channel; in the workspace); its first
         message is held while others wait in the channel (see ``FIRST_MESSAGE_HOLD``)."""
@@ -329,7 +192,7 @@ class RenderBudget:
         return ready
 
     @staticmethod
-    def _held_until(ticket: _Ticket, channel: _Channel) -> float:
+    def _held_until(ticket: Ticket, channel: ChannelState) -> float:
         """When a stream's first message may go while others wait in its channel."""
         if ticket.demand is None or len(channel.waiting) < 2:
             return -math.inf
@@ -338,7 +201,7 @@ class RenderBudget:
             return -math.inf
         return demand.since + FIRST_MESSAGE_HOLD
 
-    def _first_in_channel(self, ticket: _Ticket, now: float) -> bool:
+    def _first_in_channel(self, ticket: Ticket, now: float) -> bool:
         """Whether ``ticket`` ranks first among the writes waiting in its channel that are not
         held (see ``FIRST_MESSAGE_HOLD``); a write that does not count against its channel's
         window is never held back by the channel's order."""
@@ -348,7 +211,7 @@ class RenderBudget:
         free = [t for t in channel.waiting if self._held_until(t, channel) <= now]
         return bool(free) and min(free, key=lambda t: t.rank(now)) is ticket
 
-    def _is_next(self, ticket: _Ticket, now: float) -> bool:
+    def _is_next(self, ticket: Ticket, now: float) -> bool:
         """Whether ``ticket`` is first in its channel and, among the channel-firsts that could
         write now, first in its workspace."""
         if not self._first_in_channel(ticket, now):
@@ -365,11 +228,11 @@ class RenderBudget:
             for other in self._sharing(ticket)
         )
 
-    def _sharing(self, ticket: _Ticket) -> list[_Ticket]:
+    def _sharing(self, ticket: Ticket) -> list[Ticket]:
         """The writes waiting for the same workspace window as ``ticket`` (itself included)."""
         return [t for t in self._waiting.get(ticket.workspace, ()) if t.bucket == ticket.bucket]
 
-    async def _wait_for_change(self, channel: _Channel) -> None:
+    async def _wait_for_change(self, channel: ChannelState) -> None:
         """Until the channel's state changes (another writer was served), or a little while:
         waiters' ranks move with time and text, so two of them can each see the other first."""
         changed = asyncio.ensure_future(channel.changed.wait())
@@ -405,7 +268,7 @@ class RenderBudget:
         ``kind`` picks the write's workspace window (see the module docstring).
         """
         channel_key, workspace_key = self.keys(place)
-        ticket = _Ticket(
+        ticket = Ticket(
             channel_key,
             workspace_key,
             urgent,
@@ -452,7 +315,7 @@ class RenderBudget:
                 del self._waiting[workspace_key]
             self._changed_in(channel_key)
 
-    async def _reserve_shared(self, ticket: _Ticket, channel: _Channel) -> float:
+    async def _reserve_shared(self, ticket: Ticket, channel: ChannelState) -> float:
         """Count the write in the windows other processes share (0), or say how long to wait
         for them; without shared windows (or when the database fails) 0 at once."""
         if self._shared is None:
@@ -477,8 +340,8 @@ class RenderBudget:
             log.warning("shared write budget unavailable, this process's own applies: %s", error)
             return 0.0
 
-    def _grant(self, ticket: _Ticket, channel: _Channel, now: float, hold: bool) -> Grant:
-        stamp = _Stamp(now, None if hold else now + UNHELD_ALLOWANCE)
+    def _grant(self, ticket: Ticket, channel: ChannelState, now: float, hold: bool) -> Grant:
+        stamp = Stamp(now, None if hold else now + UNHELD_ALLOWANCE)
         windows = [channel.window] if ticket.channel_bound else []
         workspace = self._workspace(ticket.workspace, ticket.limits, ticket.bucket)
         if workspace is not None:
@@ -488,7 +351,8 @@ class RenderBudget:
         self.granted += 1
         if self.granted % SWEEP_EVERY_GRANTS == 0:
             self._sweep(now)
-        return Grant(self, stamp, windows, ticket.channel)
+        changed = functools.partial(self._changed_in, ticket.channel)
+        return Grant(stamp, windows, self.clock.monotonic, changed)
 
     @contextlib.asynccontextmanager
     async def writing(

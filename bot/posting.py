@@ -29,9 +29,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from bot.budget import BudgetTimeout, Grant, RenderBudget
+from bot.budget import BudgetTimeout, RenderBudget
 from bot.core import UserError
 from bot.events import Event, MessageRef, OutMessage, Place, RateLimited, Surface
+from bot.write_windows import Grant
 
 T = TypeVar("T")
 

@@ -38,7 +38,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot import metrics
-from bot.budget import BudgetTimeout, Clock, Demand, Grant, RenderBudget
+from bot.budget import BudgetTimeout, Clock, RenderBudget
 from bot.events import (
     Event,
     MessageRef,
@@ -51,6 +51,7 @@ from bot.events import (
 )
 from bot.render_writes import MessageWriter
 from bot.splitting import FENCE, Chunk, cut_chunk, split_chunks
+from bot.write_windows import Demand, Grant
 
 log = logging.getLogger(__name__)
 

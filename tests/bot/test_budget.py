@@ -9,18 +9,10 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from bot import posting
-from bot.budget import (
-    FINAL_TEXT_BONUS,
-    FIRST_MESSAGE_BONUS,
-    FIRST_MESSAGE_HOLD,
-    IN_FLIGHT_LIMIT,
-    UNHELD_ALLOWANCE,
-    BudgetTimeout,
-    Demand,
-    RenderBudget,
-)
+from bot.budget import FIRST_MESSAGE_HOLD, UNHELD_ALLOWANCE, BudgetTimeout, RenderBudget
 from bot.events import OutMessage, Place, SurfaceLimits, WriteKind
 from bot.render import RenderResult, render_stream
+from bot.write_windows import FINAL_TEXT_BONUS, FIRST_MESSAGE_BONUS, IN_FLIGHT_LIMIT, Demand
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface
 
