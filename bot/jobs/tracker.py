@@ -54,13 +54,13 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Protocol
 
 from bot import logcontext
-from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
+from bot.api import ProviderClient, TaskRecord
 from bot.config import LimitsSettings
 from bot.jobs import wording
 from bot.jobs.delivery import Delivery
 from bot.jobs.leases import Leases
 from bot.jobs.notifications import NotJson, UseRecord, read_notification
-from bot.jobs.results import diffusion_result_fields, poll_delay, task_result_fields
+from bot.jobs.provider_state import ProviderState
 from bot.jobs.watch import JobWatch
 from storage import (
     ACTIVE_STATUSES,
@@ -76,20 +76,11 @@ from storage import (
 log = logging.getLogger(__name__)
 
 DELIVERY_CONCURRENCY = 16
-DIFFUSION_FETCH_CONCURRENCY = 4
 STOP_TIMEOUT = 5.0
 PAGE_SIZE = 500
 _JOB_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")
-_MIRRORED: dict[str, JobStatus] = {
-    "pending": "pending",
-    "staged": "staged",
-    "processing": "processing",
-    "retry": "retry",
-}
 _DELIVERABLE: frozenset[JobStatus] = frozenset(("finished", "failed"))
 _SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
-_ADOPTABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"creating", "unknown"}
-NOT_STARTED = "genbot could not start this job (nothing was sent to the service)."
 
 
 class TrackerStorage(JobWriter, JobTracking, JobLeasing, Protocol):
@@ -118,7 +109,15 @@ class Tracker:
             store, platforms, self._take_over, self._woken, shards=shards, clock=clock
         )
         self.webhooks = webhooks
-        self._provider = provider
+        self.state = ProviderState(
+            store,
+            provider,
+            delivery,
+            watch,
+            limits,
+            on_done=self.schedule_delivery,
+            clock=clock,
+        )
         self._delivery = delivery
         self._watch = watch
         self._limits = limits
@@ -273,11 +272,10 @@ class Tracker:
         if job.provider_id is None or self._stopped:
             self.kick()
             return
-        task = asyncio.create_task(self._poll_tasks([job]), name=f"genbot-fetch-{job.id}")
+        fetch = self.state.poll_tasks([job], mark_polled=self.webhooks)
+        task = asyncio.create_task(fetch, name=f"genbot-fetch-{job.id}")
         self._fetches.add(task)
         task.add_done_callback(self._fetches.discard)
-
-    # Applying provider state ------------------------------------------------------------------
 
     async def apply_task_record(
         self,
@@ -287,50 +285,8 @@ class Tracker:
         webhook_at: float | None = None,
         owned: bool = True,
     ) -> bool:
-        """Mirror a family B record into the job; True if the job changed. A job without a
-        provider id (``unknown``, or still ``creating``) is adopted: the record's task id is
-        stored with it. ``webhook_at``: the record came by webhook then (stored with it).
-        ``owned=False``: another process holds the job, so only the store changes (its owner
-        shows progress and delivers)."""
-        adopt: dict[str, Any] = {}
-        if job.provider_id is None:
-            adopt["provider_id"] = record.task_id
-        if webhook_at is not None:
-            adopt["last_webhook_at"] = webhook_at
-        status = record.status
-        if status == "finished":
-            fields = task_result_fields(record)
-            return await self._done(job, "finished", owned=owned, **fields, **adopt)
-        if status == "failed":
-            errors = [m for m in record.task_result.error_messages if m.strip()]
-            error = "\n".join(errors) or "The service reported a failure without details."
-            return await self._done(job, "failed", owned=owned, error=error, **adopt)
-        mirrored = _MIRRORED.get(status)
-        if mirrored is None:
-            log.warning("job %s: unknown provider status %r", job.id, status)
-            return False
-        changed = False
-        if job.provider_id is None:
-            changed = await self._store.transition(job.id, _ADOPTABLE, mirrored, **adopt)
-        elif mirrored != job.status and job.status in IN_FLIGHT_STATUSES:
-            changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, mirrored, **adopt)
-        elif webhook_at is not None:
-            await self._store.update_job(job.id, last_webhook_at=webhook_at)
-        if not owned:
-            return changed
-        shown = await self._delivery.show_progress(job, status)
-        return changed or shown
-
-    async def _done(
-        self, job: Job, status: JobStatus, *, owned: bool = True, **fields: Any
-    ) -> bool:
-        moved = await self._store.transition(
-            job.id, ACTIVE_STATUSES, status, next_poll_at=None, **fields
-        )
-        if moved and owned:
-            self._watch.touch(job.id)
-            self.schedule_delivery(job.id)
-        return moved
+        """Mirror a family B record into the job (:meth:`ProviderState.apply_task_record`)."""
+        return await self.state.apply_task_record(job, record, webhook_at=webhook_at, owned=owned)
 
     def schedule_delivery(self, job_id: str) -> None:
         """Deliver ``job_id`` in the background (once at a time per job)."""
@@ -393,7 +349,7 @@ class Tracker:
         stale = now - self._limits.job_timeout_seconds
         async for jobs in self._pages(ACTIVE_STATUSES, created_before=stale):
             for job in jobs:
-                changed |= await self._time_out(job)
+                changed |= await self.state.time_out(job)
         async for jobs in self._pages(_DELIVERABLE, due_at=now):
             for job in jobs:
                 self.schedule_delivery(job.id)
@@ -401,10 +357,10 @@ class Tracker:
         async for jobs in self._pages(IN_FLIGHT_STATUSES, family="task", webhook_quiet_since=quiet):
             due = [job for job in jobs if self._task_due(job, now)]
             polled |= bool(due)
-            changed |= await self._poll_tasks(due)
+            changed |= await self.state.poll_tasks(due, mark_polled=self.webhooks)
         async for jobs in self._pages(IN_FLIGHT_STATUSES, family="diffusion", due_at=now):
             polled |= bool(jobs)
-            changed |= await self._poll_diffusion(jobs)
+            changed |= await self.state.poll_diffusion(jobs, self.interval)
         return await self._next_sleep(changed, polled, now)
 
     async def _pages(
@@ -445,67 +401,3 @@ class Tracker:
             return True
         last = job.last_polled_at or job.created_at
         return now - last >= self._limits.poll_interval_max
-
-    async def _time_out(self, job: Job) -> bool:
-        if job.status == "creating" and self._watch.is_starting(job.id):
-            return False
-        if job.status == "creating" and job.progress_message_id is None:
-            return (await self._delivery.mark_not_started(job, NOT_STARTED)).status != "creating"
-        minutes = self._limits.job_timeout_seconds / 60
-        result = {**job.result, "timed_out": True}
-        if job.status in ("creating", "unknown"):
-            error = wording.unconfirmed_error(minutes)
-            result["unconfirmed"] = True
-        else:
-            error = f"The service did not finish this job within {minutes:g} minutes."
-        return await self._done(job, "failed", error=error, result=result)
-
-    async def _poll_tasks(self, jobs: list[Job]) -> bool:
-        if not jobs:
-            return False
-        by_provider = {job.provider_id: job for job in jobs if job.provider_id}
-        try:
-            records = await self._provider.tasks.multi_fetch(by_provider)
-        except ApiError as error:
-            log.warning("multi_fetch of %d tasks failed: %s", len(by_provider), error)
-            return False
-        if self.webhooks:
-            await self._store.mark_polled(job.id for job in jobs)
-        results = await asyncio.gather(
-            *(
-                self.apply_task_record(by_provider[task_id], record)
-                for task_id, record in records.items()
-                if record is not None and task_id in by_provider
-            )
-        )
-        return any(results)
-
-    async def _poll_diffusion(self, jobs: Iterable[Job]) -> bool:
-        slots = asyncio.Semaphore(DIFFUSION_FETCH_CONCURRENCY)
-
-        async def one(job: Job) -> bool:
-            async with slots:
-                return await self._fetch_diffusion(job)
-
-        return any(await asyncio.gather(*(one(job) for job in jobs)))
-
-    async def _fetch_diffusion(self, job: Job) -> bool:
-        assert job.provider_id is not None
-        now = self._clock()
-        try:
-            answer = await self._provider.diffusion.fetch(int(job.provider_id))
-        except DiffusionFailed as error:
-            return await self._done(job, "failed", error=error.user_message)
-        except ApiError as error:
-            log.warning("diffusion fetch of job %s failed: %s", job.id, error)
-            await self._store.update_job(job.id, next_poll_at=now + self._limits.poll_interval_max)
-            return False
-        if answer.is_ready:
-            return await self._done(job, "finished", **diffusion_result_fields(answer))
-        next_poll = now + poll_delay(answer.eta, self._limits, self.interval)
-        await self._store.update_job(job.id, next_poll_at=next_poll, last_polled_at=now)
-        changed = False
-        if job.status != "processing":
-            changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, "processing")
-        shown = await self._delivery.show_progress(job, "processing")
-        return changed or shown
