@@ -128,6 +128,7 @@ class FakeSlack(
         self._response_urls: dict[str, tuple[str, str]] = {}
         self._tickets: set[str] = set()
         self._ws: web.WebSocketResponse | None = None
+        self._sockets: list[web.WebSocketResponse] = []
         self._update_times: dict[str, deque[float]] = {}
         self._codes: dict[str, tuple[str, float, str]] = {}
         self._last_update: dict[tuple[str, str], float] = {}
@@ -164,8 +165,8 @@ class FakeSlack(
         return self
 
     async def close(self) -> None:
-        if self._ws is not None:
-            await self._ws.close()
+        for ws in self._sockets:
+            await ws.close()
         if self._session is not None:
             await self._session.close()
         if self._runner is not None:
@@ -385,6 +386,7 @@ class FakeSlack(
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
         self._ws = ws
+        self._sockets.append(ws)
         self.socket_connections += 1
         await ws.send_json(
             {

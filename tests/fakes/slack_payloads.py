@@ -52,6 +52,7 @@ class SlackPayloads:
     users: dict[str, str]
     _session: aiohttp.ClientSession | None
     _ws: web.WebSocketResponse | None
+    _sockets: list[web.WebSocketResponse]
 
     if TYPE_CHECKING:
 
@@ -406,9 +407,12 @@ class SlackPayloads:
         accepts_response_payload: bool | None = None,
         retry_attempt: int = 0,
         retry_reason: str = "",
+        connection: int | None = None,
     ) -> str:
-        """Send an envelope (``events_api``, ``interactive``, ``slash_commands``); its id."""
-        if self._ws is None or self._ws.closed:
+        """Send an envelope (``events_api``, ``interactive``, ``slash_commands``) on the newest
+        Socket Mode connection, or on the ``connection``-th one opened (from 0); its id."""
+        ws = self._ws if connection is None else self._sockets[connection]
+        if ws is None or ws.closed:
             raise RuntimeError("no Socket Mode connection")
         envelope_id = str(uuid.uuid4())
         accepts = (
@@ -422,5 +426,5 @@ class SlackPayloads:
         }
         if kind == "events_api":
             envelope |= {"retry_attempt": retry_attempt, "retry_reason": retry_reason}
-        await self._ws.send_json(envelope)
+        await ws.send_json(envelope)
         return envelope_id

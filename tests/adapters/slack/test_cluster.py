@@ -1,5 +1,6 @@
-"""Several genbot processes serving one Slack app (HTTP behind a load balancer): an event Slack
-delivers to two of them is handled once, by whichever remembered it first in the database."""
+"""Several genbot processes serving one Slack app (HTTP behind a load balancer, or each with
+its own Socket Mode connection): an event Slack delivers to two of them is handled once, by
+whichever remembered it first in the database."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ from tests.postgres import PostgresCluster
 
 def heard(core: RecordingCore, text: str) -> Callable[[], bool]:
     return lambda: text in {event.text for event in core.of(UserMessage)}
+
+
+def connected(fake: FakeSlack, count: int) -> Callable[[], bool]:
+    return lambda: fake.socket_connections >= count
 
 
 async def sentinel(fake: FakeSlack, events_url: str, core: RecordingCore, text: str) -> None:
@@ -49,6 +54,43 @@ async def test_an_event_delivered_to_two_processes_is_handled_once(
             await core.wait_for(heard(core, f"sentinel {n}"))
         handled = [e.text for core in cores for e in core.of(UserMessage) if e.text == "once"]
         assert handled == ["once"]
+    finally:
+        for adapter in adapters:
+            await adapter.stop()
+        for store in stores:
+            await store.close()
+
+
+async def test_an_envelope_redelivered_to_another_socket_mode_process_is_handled_once(
+    fake: FakeSlack, postgres: PostgresCluster
+) -> None:
+    url = postgres.create_schema()
+    cores = [RecordingCore(), RecordingCore()]
+    stores = [await PostgresStore.open(url, pool_size=2) for _ in cores]
+    adapters = [
+        SlackAdapter(slack_settings(fake, socket_mode=True), LimitsSettings(), dedupe=store)
+        for store in stores
+    ]
+    try:
+        for count, (adapter, core) in enumerate(zip(adapters, cores, strict=True), start=1):
+            core.surface = adapter.surface
+            await adapter.start(core)
+            await fake.wait_for(connected(fake, count))
+        envelope = fake.event_callback(fake.message_event(fake.user_says("once", channel="D1")))
+        first = await fake.socket_push("events_api", envelope, connection=0)
+        await fake.wait_for(lambda: first in {a["envelope_id"] for a in fake.socket_acks})
+        again = await fake.socket_push(
+            "events_api", envelope, retry_attempt=1, retry_reason="timeout", connection=1
+        )
+        await fake.wait_for(lambda: again in {a["envelope_id"] for a in fake.socket_acks})
+        for n, core in enumerate(cores):
+            message = fake.user_says(f"sentinel {n}", channel="D9")
+            sentinel_event = fake.event_callback(fake.message_event(message))
+            await fake.socket_push("events_api", sentinel_event, connection=n)
+            await core.wait_for(heard(core, f"sentinel {n}"))
+        handled = [e.text for core in cores for e in core.of(UserMessage) if e.text == "once"]
+        assert handled == ["once"]
+        assert "once" in {e.text for e in cores[0].of(UserMessage)}
     finally:
         for adapter in adapters:
             await adapter.stop()
