@@ -47,6 +47,11 @@ def test_simulator_is_independent_of_the_core() -> None:
     assert not loaded & {"bot", "storage", "adapters", "genbot", "discord", "slack_bolt"}
 
 
+def test_adapters_never_reach_up_to_the_command_line() -> None:
+    loaded = roots(loaded_modules("adapters"))
+    assert "adapters" in loaded and not loaded & {"genbot", "simulator"}
+
+
 @pytest.mark.parametrize("package", ["bot", "storage"])
 def test_probe_sees_the_packages_modules(package: str) -> None:
     assert f"{package}" in loaded_modules(package)
