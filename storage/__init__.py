@@ -32,6 +32,7 @@ from storage.job_data import (
     JobType,
     TaskType,
     params_of,
+    result_with,
 )
 from storage.job_interfaces import (
     DeliveryClaims,
@@ -163,4 +164,5 @@ __all__ = [
     "migrate",
     "new_job_id",
     "params_of",
+    "result_with",
 ]

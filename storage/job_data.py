@@ -19,7 +19,7 @@ refused follow-ups, cancelled, timed out, unconfirmed, accepted).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, get_args
 
@@ -260,3 +260,27 @@ class JobResult:
         if self.width is None or self.height is None:
             return None
         return self.width, self.height
+
+
+def result_with(
+    job: StoredJob,
+    *,
+    size: tuple[int, int] | None = None,
+    pressed: Sequence[str] | None = None,
+    refused_actions: Sequence[str] | None = None,
+    cancelled: bool | None = None,
+    timed_out: bool | None = None,
+    unconfirmed: bool | None = None,
+) -> dict[str, Any]:
+    """``job``'s stored result with what genbot notes about it set (only what is given;
+    every other key, the provider's and other features', stays as stored)."""
+    changed: dict[str, Any] = {
+        "pressed": None if pressed is None else list(pressed),
+        "refused_actions": None if refused_actions is None else list(refused_actions),
+        "cancelled": cancelled,
+        "timed_out": timed_out,
+        "unconfirmed": unconfirmed,
+    }
+    if size is not None:
+        changed.update(width=size[0], height=size[1])
+    return {**job.result, **_json(changed)}

@@ -15,7 +15,7 @@ from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
 from bot.jobs import wording
 from bot.jobs.delivery import CANCEL_ACTION, Delivery
 from bot.jobs.watch import JobWatch
-from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter
+from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter, result_with
 
 CANCELLABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"unknown"}
 
@@ -56,7 +56,7 @@ class JobCancel:
             CANCELLABLE,
             "failed",
             error=f"Cancelled by {event.user.name or event.user.id}.",
-            result={**job.result, "cancelled": True},
+            result=result_with(job, cancelled=True),
             next_poll_at=None,
         )
         if not moved:

@@ -79,6 +79,7 @@ from storage import (
     JobStatus,
     JobWriter,
     MessageLinks,
+    result_with,
 )
 
 log = logging.getLogger(__name__)
@@ -328,11 +329,13 @@ class Delivery:
     async def _post_result(self, job: Job) -> float | None:
         try:
             link_instead = job.delivery_attempts + 1 >= self.retry.image_attempts
-            message, extra = await self.results.result(job, link_instead=link_instead)
+            message, size = await self.results.result(job, link_instead=link_instead)
             ref = await self._show(job, message, "result")
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
-        await self._finish(job, "posting", "posted", ref, "result", result={**job.result, **extra})
+        await self._finish(
+            job, "posting", "posted", ref, "result", result=result_with(job, size=size)
+        )
         self.estimates.observe(job)
         self.forget(job.id)
         return None

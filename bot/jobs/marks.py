@@ -10,7 +10,7 @@ from bot.events import LinksMessages, MessageRef, Place, RateLimited, SurfaceErr
 from bot.jobs.result_messages import ResultMessages, pressed_actions
 from bot.jobs.writes import BudgetedWrites
 from bot.posting import WritePolicy
-from storage import Job, JobWriter
+from storage import Job, JobWriter, result_with
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class ButtonMarks:
                 if action in pressed_actions(current):
                     return
                 pressed = sorted(pressed_actions(current) | {action})
-                result = {**current.result, "pressed": pressed}
+                result = result_with(current, pressed=pressed)
                 await self._store.update_job(parent.id, result=result)
                 current = await self._store.get_job(parent.id) or current
             await self.redraw(current)

@@ -18,7 +18,15 @@ from bot.jobs import wording
 from bot.jobs.delivery import Delivery
 from bot.jobs.results import diffusion_result_fields, poll_delay, task_result_fields
 from bot.jobs.watch import JobWatch
-from storage import ACTIVE_STATUSES, IN_FLIGHT_STATUSES, Job, JobStatus, JobTracking, JobWriter
+from storage import (
+    ACTIVE_STATUSES,
+    IN_FLIGHT_STATUSES,
+    Job,
+    JobStatus,
+    JobTracking,
+    JobWriter,
+    result_with,
+)
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +131,10 @@ class ProviderState:
         if job.status == "creating" and job.progress_message_id is None:
             return (await self._delivery.mark_not_started(job, NOT_STARTED)).status != "creating"
         minutes = self._limits.job_timeout_seconds / 60
-        result = {**job.result, "timed_out": True}
-        if job.status in ("creating", "unknown"):
+        unconfirmed = job.status in ("creating", "unknown")
+        result = result_with(job, timed_out=True, unconfirmed=unconfirmed or None)
+        if unconfirmed:
             error = wording.unconfirmed_error(minutes)
-            result["unconfirmed"] = True
         else:
             error = f"The service did not finish this job within {minutes:g} minutes."
         return await self.finish(job, "failed", error=error, result=result)

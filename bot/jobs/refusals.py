@@ -16,7 +16,7 @@ from bot.api.errors import ApiError, BadRequest, RefusalKind, TaskCreationRefuse
 from bot.buttons import LABELS
 from bot.follow_ups import refused_actions
 from bot.jobs.delivery import Delivery
-from storage import JobWriter
+from storage import JobWriter, result_with
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ async def disable_follow_up(store: JobWriter, delivery: Delivery, job_id: str, a
     if job is None or action in refused_actions(job):
         return
     refused = sorted(refused_actions(job) | {action})
-    await store.update_job(job.id, result={**job.result, "refused_actions": refused})
+    await store.update_job(job.id, result=result_with(job, refused_actions=refused))
     log.info("job %s: the provider refused %s; its button is disabled", job.id, action)
     updated = await store.get_job(job.id)
     if updated is not None:

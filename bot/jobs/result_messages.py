@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from typing import Any
 
 from bot.buttons import describe_buttons, diffusion_buttons
 from bot.core import SurfaceRegistry
@@ -36,23 +35,25 @@ class ResultMessages:
         self._surfaces = surfaces
         self._media = media
 
-    async def result(self, job: Job, *, link_instead: bool) -> tuple[OutMessage, dict[str, Any]]:
-        """The result message and what to remember about it (the image's size). When an image
+    async def result(
+        self, job: Job, *, link_instead: bool
+    ) -> tuple[OutMessage, tuple[int, int] | None]:
+        """The result message and its (first) image's size, to remember. When an image
         cannot be downloaded :class:`MediaError` propagates, unless ``link_instead`` or the image
         arrived unreadable: then the message carries the provider's (expiring) link instead."""
         mention = job.requester_id
         if job.family == "task" and job.type == "seed":
             text = wording.seed_text(job, JobResult.of(job).seed or "")
-            return OutMessage(text=text, mention_user_id=mention), {}
+            return OutMessage(text=text, mention_user_id=mention), None
         if job.family == "task" and job.type == "describe":
             prompts = list(JobResult.of(job).prompts)
             text = wording.describe_text(job, prompts)
             described = await self._described_image(job)
             return OutMessage(
                 text=text, images=described, buttons=self.buttons(job), mention_user_id=mention
-            ), {}
+            ), None
         images: list[ImageFile] = []
-        extra: dict[str, Any] = {}
+        size: tuple[int, int] | None = None
         try:
             for number, url in enumerate(self._image_urls(job), start=1):
                 image = await self._download(job, url)
@@ -60,21 +61,20 @@ class ResultMessages:
                 filename = f"{job.type}-{job.id}{suffix}.{image.extension}"
                 images.append(ImageFile(filename, image.data, image.content_type, url))
                 if number == 1:
-                    extra = {"width": image.width, "height": image.height}
+                    size = (image.width, image.height)
         except MediaError as error:
             if not link_instead and not isinstance(error, UnreadableImage):
                 raise
             url = job.result_urls[0] if job.result_urls else ""
             text = wording.unavailable_image_text(job, str(error), url)
-            return OutMessage(text=text, buttons=self.buttons(job), mention_user_id=mention), {}
-        size = (extra["width"], extra["height"]) if extra else None
+            return OutMessage(text=text, buttons=self.buttons(job), mention_user_id=mention), None
         message = OutMessage(
             text=wording.result_text(job),
             images=tuple(images),
             buttons=self.buttons(job, size=size),
             mention_user_id=mention,
         )
-        return message, extra
+        return message, size
 
     def marked(self, job: Job) -> OutMessage:
         """A posted result's text and buttons (pressed ones marked), without its images: the

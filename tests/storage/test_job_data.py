@@ -3,6 +3,7 @@ and rows written before them read unchanged."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from storage import (
     JobParams,
     JobResult,
     params_of,
+    result_with,
 )
 from tests.storage.conftest import new_job
 from tests.storage.helpers import create_job
@@ -121,3 +123,26 @@ def test_results_read_what_the_provider_and_genbot_wrote() -> None:
         False,
     )
     assert JobResult.from_json({}) == JobResult() and JobResult().size is None
+
+
+@dataclass(frozen=True)
+class _Stored:
+    result: dict[str, Any]
+    family: str = "task"
+    type: str = "imagine"
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+def test_noting_a_result_changes_only_what_is_given() -> None:
+    stored = {"seed": "7", "drafts": {"kept": "by another feature"}, "pressed": ["upscale1"]}
+    job = _Stored(result=stored)
+    assert result_with(job, cancelled=True) == {**stored, "cancelled": True}
+    assert result_with(job, size=(512, 768), pressed=("upscale1", "reroll")) == {
+        **stored,
+        "width": 512,
+        "height": 768,
+        "pressed": ["upscale1", "reroll"],
+    }
+    assert result_with(job) == stored
+    noted = JobResult.from_json(result_with(job, timed_out=True, unconfirmed=True))
+    assert (noted.timed_out, noted.unconfirmed, noted.size) == (True, True, None)
