@@ -80,6 +80,7 @@ def build_core(
         store,
         registry,
         jobs.delivery.results,
+        budget=budget,
         defaults=SettingValues(model=settings.chat.model, temperature=settings.chat.temperature),
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
     )

@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from bot import posting
 from bot.account import SETTINGS_ACTION
+from bot.budget import RenderBudget
 from bot.core import SurfaceRegistry, UserError
 from bot.events import (
     Button,
@@ -33,6 +35,7 @@ from bot.events import (
 from bot.jobs import wording
 from bot.jobs.marks import place_of
 from bot.jobs.result_messages import ResultMessages
+from bot.posting import WritePolicy, WriteRateLimited
 from storage import (
     EffectiveSettings,
     Job,
@@ -124,12 +127,14 @@ class HomeFeature:
         surfaces: SurfaceRegistry,
         results: ResultMessages,
         *,
+        budget: RenderBudget,
         defaults: SettingValues | None = None,
         daily_credit_budget: int | None = None,
     ) -> None:
         self.store = store
         self.surfaces = surfaces
         self.results = results
+        self.budget = budget
         self.defaults = defaults or SettingValues()
         self.daily_credit_budget = daily_credit_budget or None
 
@@ -181,13 +186,22 @@ class HomeFeature:
         original = MessageRef(place_of(job), job.result_message_id)
         ref: MessageRef | None = None
         if isinstance(surface, Reposts):
+            reposting = surface
             try:
-                ref = await surface.repost(original, event.place, message)
-            except (SurfaceError, RateLimited) as error:
+                ref = await posting.budgeted_write(
+                    self.budget,
+                    surface,
+                    event.place,
+                    lambda: reposting.repost(original, event.place, message),
+                    WritePolicy.RAISE,
+                )
+            except (SurfaceError, RateLimited, WriteRateLimited) as error:
                 log.info("could not copy the result of %s: %s", job.id, error)
         if ref is None:
             rebuilt, _ = await self.results.result(job, link_instead=True)
-            ref = await surface.send(event.place, rebuilt, origin=event)
+            ref = await posting.post(
+                self.budget, surface, event.place, rebuilt, policy=WritePolicy.RAISE, origin=event
+            )
         await self.store.link_message(
             job.platform, event.place.channel_id, ref.message_id, job.id, "other"
         )
