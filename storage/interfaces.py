@@ -188,9 +188,11 @@ class PlaygroundHistory(Protocol):
         for every process and every restart."""
         ...
 
-    def playground_updates(self) -> AsyncIterator[str]:
-        """Ids of the messages other processes saved, as they come; raises
-        :class:`StorageError` when the connection is lost. Empty on an unshared database."""
+    def playground_updates(self) -> AsyncIterator[str | None]:
+        """None once following has started (what was saved before may have been missed: read
+        the history again if it was read before), then the ids of the messages other processes
+        save, as they come; raises :class:`StorageError` when the connection is lost. Only the
+        None on an unshared database."""
         ...
 
 

@@ -116,8 +116,9 @@ class PlaygroundJournal:
         message, images = found
         return restored(dict(message.body), message.pending), {i.key: _file(i) for i in images}
 
-    def updates(self) -> AsyncIterator[str]:
-        """Ids of the messages other processes save, as they come."""
+    def updates(self) -> AsyncIterator[str | None]:
+        """None once following has started, then the ids of the messages other processes save,
+        as they come (see :meth:`storage.PlaygroundHistory.playground_updates`)."""
         return self._history.playground_updates()
 
     async def import_file(self, path: Path) -> int:

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import sqlite3
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,20 @@ log = logging.getLogger(__name__)
 
 MAX_PENDING_MODALS = 20
 FOLLOW_RETRY_SECONDS = 5.0
+FOLLOW_START_SECONDS = 10.0
+"""How long opening waits for following to start before reading the history anyway (what is
+saved in between is then read again once following starts)."""
+
+
+@dataclass
+class _Following:
+    """Where following the history stands, for one :meth:`Playground.open`."""
+
+    subscribed: asyncio.Event = field(default_factory=asyncio.Event)
+    loading: bool = False
+    """The history has been (or is being) read: a later start of following may have missed
+    saves, so it reads the history again."""
+    restored: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Playground:
@@ -60,7 +75,8 @@ class Playground:
 
     async def open(self) -> bytes | None:
         """Load the history, when there is one (once), and follow what other processes save;
-        the session key it keeps."""
+        the session key it keeps. Following starts before the history is read, so a message
+        another process saves meanwhile is not missed."""
         if self.history is None or self.journal is not None:
             return None
         journal = PlaygroundJournal(self.history)
@@ -68,11 +84,23 @@ class Playground:
             imported = await journal.import_file(self.legacy_file)
             if imported:
                 log.info("imported %d playground messages from %s", imported, self.legacy_file)
-        saved = await journal.load()
-        self.store.restore(saved.messages, saved.images)
         self.journal = journal
-        self._following = asyncio.create_task(self._follow(journal), name="genbot-playground")
-        return await journal.session_key()
+        state = _Following()
+        self._following = asyncio.create_task(
+            self._follow(journal, state), name="genbot-playground"
+        )
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(FOLLOW_START_SECONDS):
+                    await state.subscribed.wait()
+            state.loading = True
+            saved = await journal.load()
+            self.store.restore(saved.messages, saved.images)
+            state.restored.set()
+            return await journal.session_key()
+        except BaseException:
+            await self.close()
+            raise
 
     async def close(self) -> None:
         """Stop following the history (reopened by :meth:`open`)."""
@@ -83,12 +111,21 @@ class Playground:
             with contextlib.suppress(asyncio.CancelledError):
                 await following
 
-    async def _follow(self, journal: PlaygroundJournal) -> None:
-        """Show the messages other processes save (until :meth:`close`)."""
+    async def _follow(self, journal: PlaygroundJournal, state: _Following) -> None:
+        """Show the messages other processes save (until :meth:`close`); after following
+        (re)starts once the history was read, read it again for what was saved meanwhile."""
         while True:
             try:
-                async for message_id in journal.updates():
-                    await self._show_saved_elsewhere(journal, message_id)
+                async for update in journal.updates():
+                    if update is None:
+                        missed_some = state.loading
+                        state.subscribed.set()
+                        if missed_some:
+                            await state.restored.wait()
+                            await self._catch_up(journal)
+                        continue
+                    await state.restored.wait()
+                    await self._show_saved_elsewhere(journal, update)
                 return
             except StorageError as error:
                 log.warning("following the playground's history failed: %s; retrying", error)
@@ -96,9 +133,17 @@ class Playground:
 
     async def _show_saved_elsewhere(self, journal: PlaygroundJournal, message_id: str) -> None:
         found = await journal.fetch(message_id)
-        if found is None:
-            return
-        message, images = found
+        if found is not None:
+            self._show_saved(*found)
+
+    async def _catch_up(self, journal: PlaygroundJournal) -> None:
+        saved = await journal.load()
+        for message in saved.messages:
+            if self.store.get(message.id) != message:
+                keys = message.image_keys()
+                self._show_saved(message, {k: f for k, f in saved.images.items() if k in keys})
+
+    def _show_saved(self, message: WebMessage, images: dict[str, StoredFile]) -> None:
         known = self.store.get(message.id)
         kept = self.store.merge(message, images)
         kind = "post" if known is None else ("delete" if message.deleted else "edit")

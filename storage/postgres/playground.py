@@ -136,14 +136,16 @@ class PostgresPlayground(PostgresBase):
         assert row is not None
         return bytes.fromhex(row["value"])
 
-    async def playground_updates(self) -> AsyncIterator[str]:
-        """``LISTEN`` for saves and yield the ids of those other processes made."""
+    async def playground_updates(self) -> AsyncIterator[str | None]:
+        """``LISTEN`` for saves, yield None once listening, then the ids of those other
+        processes make."""
         try:
             conn = await AsyncConnection.connect(self._url, autocommit=True, connect_timeout=10)
         except psycopg.Error as error:
             raise StorageError(f"cannot follow the playground ({self.where}): {error}") from error
         try:
             await conn.execute(f"LISTEN {CHANNEL}")
+            yield None
             async for notice in conn.notifies():
                 origin, _, message_id = notice.payload.partition(" ")
                 if origin != self._process_id and message_id:

@@ -147,8 +147,6 @@ class SqlitePlayground(StoreBase):
 
         return await self._call(work)
 
-    async def playground_updates(self) -> AsyncIterator[str]:
-        """None: no other process shares this database."""
-        none: tuple[str, ...] = ()
-        for message_id in none:
-            yield message_id
+    async def playground_updates(self) -> AsyncIterator[str | None]:
+        """Only the start: no other process shares this database."""
+        yield None

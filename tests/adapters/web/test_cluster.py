@@ -6,14 +6,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from adapters.web import WebAdapter
+import psycopg
+import pytest
+
+from adapters.web import WebAdapter, playground
 from adapters.web.settings import WebSettings
 from bot.events import ImageFile, MessageRef, OutMessage, Place
 from storage.postgres import PostgresStore
+from storage.postgres.playground import CHANNEL
 from tests.adapters.web.fakes import RecordingCore, eventually, png
 from tests.postgres import PostgresCluster
 
 PLACE = Place("web", "web", "general", None)
+ACROSS_PROCESSES = 30.0
+"""Seconds a change may take to reach the other process (the journal is read on a notification
+or a timer; a loaded machine can delay either)."""
 
 
 @asynccontextmanager
@@ -40,19 +47,46 @@ async def test_a_browser_on_any_process_sees_every_message(postgres: PostgresClu
         def seen() -> list[str]:
             return [m.text for m in second.playground.store.history("general", "anyone")]
 
-        await eventually(lambda: seen() == ["a fox"])
+        await eventually(lambda: seen() == ["a fox"], ACROSS_PROCESSES)
         [copy] = second.playground.store.history("general", "anyone")
         assert copy.id == ref.message_id
         assert second.playground.store.image(copy.images[0]["key"]) is not None
-        batch = await watching.next_batch(timeout=5)
+        batch = await watching.next_batch(timeout=ACROSS_PROCESSES)
         assert [(payload["type"], payload["message"]["text"]) for _, payload in batch] == [
             ("post", "a fox")
         ]
 
         await first.surface.edit(MessageRef(PLACE, ref.message_id), OutMessage("a red fox"))
-        await eventually(lambda: seen() == ["a red fox"])
+        await eventually(lambda: seen() == ["a red fox"], ACROSS_PROCESSES)
         await first.surface.delete(MessageRef(PLACE, ref.message_id))
-        await eventually(lambda: seen() == [])
+        await eventually(lambda: seen() == [], ACROSS_PROCESSES)
 
     async with process(url) as later:
         assert [m.text for m in later.playground.store.history("general", "anyone")] == []
+
+
+async def test_a_message_saved_while_following_was_cut_is_shown_when_it_resumes(
+    postgres: PostgresCluster, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(playground, "FOLLOW_RETRY_SECONDS", 2.0)
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE query = %s AND pid <> pg_backend_pid()",
+                (f"LISTEN {CHANNEL}",),
+            )
+
+        def cut() -> int:
+            return caplog.text.count("following the playground's history failed")
+
+        await eventually(lambda: cut() == 2, ACROSS_PROCESSES)
+        await first.surface.send(PLACE, OutMessage("a fox"))
+
+        await eventually(
+            lambda: (
+                [m.text for m in second.playground.store.history("general", "anyone")] == ["a fox"]
+            ),
+            ACROSS_PROCESSES,
+        )
