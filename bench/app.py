@@ -7,7 +7,6 @@ one store, one provider client, one :class:`~bot.budget.RenderBudget`, the job e
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from bot.core import Core, Lifecycle, SurfaceRegistry
 from bot.events import SurfaceLimits
 from bot.jobs import JobEngines, build_job_engines
 from bot.tokens import warm_up
+from genbot.demo import free_port
 from genbot.settings import Settings
 from storage import SqliteStore
 
@@ -45,13 +45,6 @@ class BenchBot:
     core: Core
     platform: BenchPlatform
     chat: ChatEngine | None
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def bench_settings(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import tempfile
 from pathlib import Path
@@ -19,13 +20,35 @@ from simulator.state import SimulatorConfig
 
 DEMO_TIME_SCALE = 0.15
 """Simulated task durations are multiplied by this: a turbo grid takes about a second."""
+FIRST_PICKED_PORT = 20000
+PORT_TRIES = 50
+EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+DEFAULT_FIRST_EPHEMERAL_PORT = 32768
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago."""
+    """A TCP port on ``host`` that was free a moment ago, picked below the range the system
+    gives outgoing connections (so none of them can take it before it is listened on); any
+    free port when that range leaves no room below it."""
+    first_ephemeral = _first_ephemeral_port()
+    below = range(FIRST_PICKED_PORT, first_ephemeral)
+    for port in random.sample(below, k=min(PORT_TRIES, len(below))):
+        with socket.socket() as probe:
+            try:
+                probe.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as probe:
         probe.bind((host, 0))
         return int(probe.getsockname()[1])
+
+
+def _first_ephemeral_port() -> int:
+    try:
+        return int(EPHEMERAL_PORTS.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return DEFAULT_FIRST_EPHEMERAL_PORT
 
 
 def demo_settings(settings: Settings, simulator_url: str, api_key: str, data_dir: Path) -> Settings:

@@ -22,7 +22,6 @@ simulator.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSett
 from bot.core import Conversations, Core, Feature, Lifecycle, SurfaceRegistry
 from bot.events import Place, SurfaceLimits, User
 from bot.jobs import JobEngines, build_job_engines
+from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig
@@ -120,13 +120,6 @@ class Genbot:
         """A job's progress message."""
         assert job.progress_message_id is not None
         return self.platform.messages[job.progress_message_id]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def harness_settings(

@@ -12,20 +12,12 @@ import asyncio
 import os
 import re
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def clean_env(extra: Mapping[str, str] | None = None, tmp: Path | None = None) -> dict[str, str]:

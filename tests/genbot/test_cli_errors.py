@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from genbot.cli import main
-from tests.genbot.process import clean_env, free_port, genbot
+from genbot.demo import free_port
+from tests.genbot.process import clean_env, genbot
 from tests.genbot.stubs import discord_refuses_the_token, slack_refuses_the_token, stub_server
 
 SLACK_TOKEN = "xoxb-never-print-this-token"

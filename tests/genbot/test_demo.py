@@ -7,7 +7,10 @@ import signal
 import socket
 from pathlib import Path
 
-from tests.genbot.process import clean_env, free_port, genbot
+import pytest
+
+from genbot.demo import EPHEMERAL_PORTS, FIRST_PICKED_PORT, free_port
+from tests.genbot.process import clean_env, genbot
 from tests.genbot.stack import labels, playground_user
 
 
@@ -95,3 +98,15 @@ async def test_demo_names_the_busy_port_instead_of_a_traceback(tmp_path: Path) -
     assert f"cannot listen on 127.0.0.1:{busy} (Address already in use)" in errors
     assert "genbot demo --port N" in errors and "Traceback" not in errors
     assert contents(tmp_path) == [tmp_path / "demo.log"]
+
+
+def test_the_demo_webhook_port_is_one_no_outgoing_connection_can_take() -> None:
+    first_ephemeral = int(EPHEMERAL_PORTS.read_text().split()[0])
+    if first_ephemeral <= FIRST_PICKED_PORT:
+        pytest.skip("this machine gives outgoing connections every port from 20000 up")
+    ports = {free_port() for _ in range(20)}
+
+    assert all(FIRST_PICKED_PORT <= port < first_ephemeral for port in ports), ports
+    for port in ports:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", port))

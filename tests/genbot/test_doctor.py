@@ -21,6 +21,7 @@ from adapters.slack.settings import SlackSettings
 from adapters.web.settings import WebSettings
 from bot.config import ApiSettings, OpsSettings, StorageSettings, WebhookSettings
 from bot.jobs import webhook_base_url
+from genbot.demo import free_port
 from genbot.doctor import (
     PUBLIC_URL_NOTE,
     Finding,
@@ -36,7 +37,7 @@ from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import ProcessLock
 from storage.sqlite import SqliteStore
-from tests.genbot.process import clean_env, free_port, genbot
+from tests.genbot.process import clean_env, genbot
 
 DISCORD_TOKEN = "discord-good-token"
 SLACK_TOKEN = "xoxb-good-slack-token"

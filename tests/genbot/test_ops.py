@@ -19,12 +19,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from adapters.web.settings import WebSettings
 from bot.config import LimitsSettings, OpsSettings
 from bot.jobs import webhook_base_url
-from genbot.demo import demo_settings
+from genbot.demo import demo_settings, free_port
 from genbot.runtime import Runtime, running
 from genbot.settings import Settings
 from simulator.server import serve
 from simulator.state import SimulatorConfig
-from tests.bot.harness import free_port
 from tests.genbot.stack import playground_user
 
 FAST_POLLING = LimitsSettings(poll_interval_min=0.01, poll_interval_max=0.1)

@@ -15,12 +15,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.web.settings import WebSettings
 from bot.config import OpsSettings
-from genbot.demo import demo_settings
+from genbot.demo import demo_settings, free_port
 from genbot.runtime import Runtime, running
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
-from tests.bot.harness import free_port
 from tests.genbot.stack import playground_user
 from tests.genbot.test_ops import FAST_POLLING, Samples, scrape, scrape_until, value
 

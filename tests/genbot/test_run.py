@@ -9,10 +9,11 @@ import sqlite3
 import stat
 from pathlib import Path
 
+from genbot.demo import free_port
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage.lock import lock_path
-from tests.genbot.process import clean_env, free_port, genbot
+from tests.genbot.process import clean_env, genbot
 from tests.genbot.stack import labels, playground_user
 
 

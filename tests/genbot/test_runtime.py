@@ -17,11 +17,11 @@ from adapters.web.settings import WebSettings
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.config import StorageSettings, WebhookSettings
+from genbot.demo import free_port
 from genbot.reasons import StartupError
 from genbot.runtime import Runtime, running
 from genbot.settings import Settings
 from storage import SqliteStore
-from tests.genbot.process import free_port
 
 
 def tracker_running() -> bool:

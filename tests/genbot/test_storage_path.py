@@ -10,8 +10,9 @@ import pytest
 
 from bot.config import StorageSettings
 from genbot.cli import storage_beside_config
+from genbot.demo import free_port
 from genbot.settings import Settings
-from tests.genbot.process import clean_env, free_port, genbot
+from tests.genbot.process import clean_env, genbot
 from tests.genbot.test_cli_errors import invoke
 
 

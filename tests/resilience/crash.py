@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from genbot.demo import free_port
 from simulator.server import RunningSimulator, serve
-from tests.bot.harness import free_port
 from tests.resilience.process import GenbotProcess, Message, Playground, job_of, read_database
 from tests.resilience.support import API_KEY, sim_config
 

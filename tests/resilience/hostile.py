@@ -114,7 +114,7 @@ async def genbot_child(
 
 
 def _free_port() -> int:
-    from tests.bot.harness import free_port
+    from genbot.demo import free_port
 
     return free_port()
 

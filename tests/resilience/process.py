@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import aiohttp
 
 from adapters.web.access import SESSION_COOKIE
-from tests.bot.harness import free_port
+from genbot.demo import free_port
 
 T = TypeVar("T")
 STARTUP_TIMEOUT = 30.0

@@ -27,11 +27,11 @@ from bot.config import ApiSettings, LimitsSettings, Plan, StorageSettings, Webho
 from bot.core import Core
 from bot.events import Place, Surface, SurfaceLimits
 from bot.jobs import JobEngines
+from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from storage import ALL_STATUSES, Job, JobStatus, SqliteStore
-from tests.bot.harness import free_port
 from tests.fakes.platform import FakePlatform
 
 API_KEY = "sk-resilience-API-4e1f9a7c2b"

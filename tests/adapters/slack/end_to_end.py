@@ -24,12 +24,12 @@ from bot.assembly import build_core
 from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
 from bot.core import Core
 from bot.jobs import JobEngines
+from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest
 from storage import Job, JobStatus, SqliteStore
 from tests.adapters.slack.conftest import slack_settings
-from tests.bot.harness import free_port
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_model import FakeMessage
 

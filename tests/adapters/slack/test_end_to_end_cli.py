@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from genbot.demo import free_port
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import (
@@ -22,7 +23,6 @@ from tests.adapters.slack.end_to_end import (
     budgeted_fake,
     created,
 )
-from tests.bot.harness import free_port
 from tests.fakes.slack import FakeSlack
 
 STARTUP_WAIT = 20.0
