@@ -9,7 +9,8 @@ What a :class:`Listener` adds to aiohttp, with :class:`ListenerLimits`:
 - **body timeout**: a handler still reading a request body ``body_timeout`` seconds after the
   request started gets :class:`BodyTimeout` from its read, and the client a 408;
 - **connection cap**: at most ``max_connections`` open connections per listener, and fewer than
-  the process's open-file limit over all listeners. A connection beyond a cap first makes room
+  the process's open-file limit over all listeners (with room for every listener's burst of
+  accepts, so accepting never fails for want of files). A connection beyond a cap first makes room
   by closing the oldest connection (of any listener) that has not sent a complete request head;
   when none has, it gets a 503 and is closed;
 - **body limits per route**: ``@body_limit(n)`` on a handler (else ``max_body_bytes``); a
@@ -55,11 +56,17 @@ H = TypeVar("H", bound=Callable[..., Any])
 READ_BUFFER_BYTES = 16 * 1024
 """What aiohttp buffers of a request body before a handler reads it (twice this, then it stops
 reading the socket): small, so many connections sending bodies hold little memory."""
-ACCEPT_BACKLOG = 128
-"""Connections the kernel queues for a listener; asyncio accepts up to this many at once before
-any of them reaches :class:`Listener`, so they are kept free of the connection cap."""
-RESERVED_FILES = 64 + ACCEPT_BACKLOG
-"""Open files kept free of connections (the database, logs, outgoing HTTP, a burst of accepts)."""
+ACCEPT_BACKLOG = 32
+"""Connections the kernel queues for a listener; asyncio accepts up to this many at once (in one
+turn of the loop) before any of them reaches :class:`Listener`, so files for them are kept free
+of the connection cap."""
+RESERVED_FILES = 64
+"""Open files kept free of connections for the rest of the process (the database, logs,
+outgoing HTTP)."""
+ACCEPT_BURSTS = 2
+"""Bursts of accepts per listener kept room for: a burst's connections are counted (and room
+made for them) a turn of the loop after they were accepted, and the files of the connections
+closed to make room are released a turn later, while the next burst may already arrive."""
 SHED_ON_ACCEPT_ERROR = 32
 """Connections without a request head closed when accepting fails for want of files."""
 ACCEPT_ERROR = "socket.accept() out of system resource"
@@ -317,7 +324,8 @@ class Listener:
         return protocol
 
     def _make_room(self) -> bool:
-        process_cap = max(16, self._file_limit - RESERVED_FILES)
+        accepting = ACCEPT_BURSTS * ACCEPT_BACKLOG * len(_LISTENERS)
+        process_cap = max(16, self._file_limit - RESERVED_FILES - accepting)
         mine = self.connections - _still_closing(self)
         everyone = sum(listener.connections - _still_closing(listener) for listener in _LISTENERS)
         while mine >= self.limits.max_connections or everyone >= process_cap:

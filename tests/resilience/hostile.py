@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 MB = 1024 * 1024
 WARNING_LINE = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b")
+ACCEPT_FAILURE_LINE = re.compile(r"accepting connections refused: out of resources")
 ANSWER_TIMEOUT = 9.0
 """Under the shortest header timeout of the listeners (the ops listener's 10 s), so a slow
 connection closed by it does not make room for a normal request in time; as long as that allows,
@@ -56,6 +57,8 @@ class Outcome:
     rss_after_mb: float = 0.0
     peak_mb: float = 0.0
     warning_lines: int = 0
+    accept_failures: int = 0
+    """Log lines saying accepting a connection failed for want of open files."""
     seconds: float = 0.0
     checks: dict[str, bool] = field(default_factory=dict)
     """Normal requests made during the attack → whether they were answered."""
@@ -77,10 +80,10 @@ def memory_mb(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
-def warning_lines(process: GenbotProcess) -> int:
-    """Lines at WARNING or above the child wrote to standard error."""
+def warning_lines(process: GenbotProcess, pattern: re.Pattern[str] = WARNING_LINE) -> int:
+    """Lines at WARNING or above (or matching ``pattern``) the child wrote to standard error."""
     text = process.output_files[1].read_text(errors="replace")
-    return sum(bool(WARNING_LINE.search(line)) for line in text.splitlines())
+    return sum(bool(pattern.search(line)) for line in text.splitlines())
 
 
 @contextlib.asynccontextmanager
@@ -215,6 +218,7 @@ async def slow_connections(
                 writer.close()
         outcome.answers[0] = len(writers)
     outcome.warning_lines = warning_lines(process)
+    outcome.accept_failures = warning_lines(process, ACCEPT_FAILURE_LINE)
     return outcome
 
 
