@@ -55,3 +55,13 @@ def test_adapters_never_reach_up_to_the_command_line() -> None:
 @pytest.mark.parametrize("package", ["bot", "storage"])
 def test_probe_sees_the_packages_modules(package: str) -> None:
     assert f"{package}" in loaded_modules(package)
+
+
+def test_the_api_client_needs_nothing_of_the_core_above_it() -> None:
+    loaded = loaded_modules("bot.api")
+    core_outside_api = {
+        name for name in loaded if name.startswith("bot.") and not name.startswith("bot.api")
+    }
+    # bot.metrics: the process's Prometheus series, a leaf every layer reports to
+    assert core_outside_api == {"bot.metrics"}
+    assert not roots(loaded) & {"storage", "adapters", "simulator", "genbot"}

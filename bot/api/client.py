@@ -9,8 +9,8 @@ from bot.api.chat import ChatClient
 from bot.api.diffusion import DiffusionClient
 from bot.api.http import HttpTransport, RetryPolicy
 from bot.api.ratelimit import RateLimitPolicy, RequestPacer
+from bot.api.settings import ApiSettings
 from bot.api.tasks import TaskClient
-from bot.config import ApiSettings
 
 
 class ProviderClient:

@@ -44,8 +44,8 @@ from bot.api.errors import (
     ServerError,
 )
 from bot.api.ratelimit import RateLimitPolicy, RateLimitWaits
+from bot.api.settings import ApiSettings
 from bot.api.statuses import error_for_status, parse_json
-from bot.config import ApiSettings
 
 log = logging.getLogger("bot.api")
 

@@ -1,0 +1,53 @@
+"""The ``[api]`` settings section: where the provider lives and how genbot authenticates.
+
+It lives beside the client that reads it, so ``bot/api/`` needs nothing from the rest of the
+core; :mod:`bot.config` re-exports it with the other sections.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
+
+Plan = Literal["free", "developer", "pro"]
+
+
+def no_credentials(address: str) -> str:
+    """``address`` unchanged; ``ValueError`` when it carries a user name or password
+    (``https://user:password@host``): it would be logged and sent where it does not belong."""
+    authority = address.strip().partition("://")[2].split("/", 1)[0]
+    if "@" in authority:
+        raise ValueError(
+            "the address holds credentials (user:password@…); take them out: secrets have "
+            "settings of their own and are never part of an address"
+        )
+    return address
+
+
+Address = Annotated[str, AfterValidator(no_credentials)]
+"""A configured URL: refused at load when it carries credentials (naming the setting only)."""
+
+
+class Section(BaseModel):
+    """Base of every settings section: unknown keys are errors, so typos are caught."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ApiSettings(Section):
+    """``[api]``: where the provider lives and how genbot authenticates. A provider rate limit
+    (429) is waited out for up to ``rate_limit_max_wait`` seconds per call; chat requests are
+    paced to ``chat_requests_per_minute`` / ``chat_requests_per_day`` when set (0: unpaced)."""
+
+    base_url: Address = "http://127.0.0.1:8787"
+    backup_urls: list[Address] = Field(default_factory=list)
+    proxy_url: Address = ""
+    key: SecretStr = SecretStr("")
+    plan: Plan = "developer"
+    connect_timeout: float = 10.0
+    read_timeout: float = 120.0
+    stream_idle_timeout: float = 60.0
+    rate_limit_max_wait: float = Field(default=60.0, ge=0)
+    chat_requests_per_minute: int = Field(default=0, ge=0)
+    chat_requests_per_day: int = Field(default=0, ge=0)
