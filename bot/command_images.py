@@ -27,8 +27,9 @@ RECENT_FILES_SECONDS = 15 * 60
 """How far back a command looks for images its user shared (platforms without files on
 commands)."""
 
-_LINK = re.compile(r"<?(https?://[^\s|>]+)(?:\|[^>]*)?>?")
-"""An https link, bare or in the ``<url|label>`` form chat platforms send."""
+_LINK = re.compile(r"<?(https?://[^\s|>]*[^\s|>.,;:!?)\]'\"])(?:\|[^>]*)?>?")
+"""An https link, bare or in the ``<url|label>`` form chat platforms send; a bare link's
+trailing punctuation (the end of a sentence, a closing bracket) is not part of it."""
 
 RecentFiles = Callable[[], Awaitable[Sequence[Attachment] | None]]
 """The files the command's user shared in its place within ``RECENT_FILES_SECONDS``, newest

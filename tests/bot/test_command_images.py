@@ -94,3 +94,12 @@ def test_links_are_found_bare_or_wrapped() -> None:
     text = "see <https://a.example/x.png|x> and http://b.example/y.png"
     assert links_in(text) == ["https://a.example/x.png", "http://b.example/y.png"]
     assert without_links("a <https://a.example/x.png>  b") == "a b"
+
+
+def test_a_bare_link_ends_before_the_sentence_does() -> None:
+    text = "use https://a.example/x.png. Or (https://b.example/y.png), https://c.example/z?q=1!"
+    assert links_in(text) == [
+        "https://a.example/x.png",
+        "https://b.example/y.png",
+        "https://c.example/z?q=1",
+    ]
