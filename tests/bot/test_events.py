@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from bot.events import Button, decode_custom_id, encode_custom_id
 
 actions = st.text(
-    st.characters(blacklist_characters=":", min_codepoint=33, max_codepoint=126),
+    st.characters(exclude_characters=":", min_codepoint=33, max_codepoint=126),
     min_size=1,
     max_size=20,
 )
