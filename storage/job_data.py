@@ -19,7 +19,7 @@ refused follow-ups, cancelled, timed out, unconfirmed, accepted).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, get_args
 
@@ -39,6 +39,8 @@ TaskType = Literal[
 DiffusionType = Literal["txt2img", "img2img", "upscale", "controlnet"]
 """The diffusion API's jobs (family ``diffusion``): the endpoint called."""
 JobType = Literal[TaskType, DiffusionType]
+ResultChange = Callable[[dict[str, Any]], dict[str, Any] | None]
+"""A job's stored result → the result to store instead (None: leave it as it is)."""
 JOB_TYPES: frozenset[str] = frozenset((*get_args(TaskType), *get_args(DiffusionType)))
 
 
@@ -284,3 +286,25 @@ def result_with(
     if size is not None:
         changed.update(width=size[0], height=size[1])
     return {**job.result, **_json(changed)}
+
+
+def adding_pressed(action: str) -> ResultChange:
+    """A result change (:meth:`storage.JobWriter.change_job_result`) noting that ``action``'s
+    button started a derivative; None when it is noted already."""
+    return _adding("pressed", action)
+
+
+def adding_refused(action: str) -> ResultChange:
+    """A result change noting that the provider refused ``action``; None when it is noted
+    already."""
+    return _adding("refused_actions", action)
+
+
+def _adding(key: Literal["pressed", "refused_actions"], action: str) -> ResultChange:
+    def change(result: dict[str, Any]) -> dict[str, Any] | None:
+        noted = _strings(result.get(key))
+        if action in noted:
+            return None
+        return {**result, key: sorted({*noted, action})}
+
+    return change

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol
 
+from storage.job_data import ResultChange
 from storage.job_records import (
     UNFINISHED_STATUSES,
     Job,
@@ -51,6 +52,13 @@ class JobWriter(JobReader, Protocol):
     async def update_job(self, job_id: str, **fields: Any) -> bool:
         """Set fields (see ``storage.rules.UPDATABLE_FIELDS``; JSON fields take Python values)
         whatever the status; False if the job does not exist."""
+        ...
+
+    async def change_job_result(self, job_id: str, change: ResultChange) -> Job | None:
+        """Replace the job's result with ``change(stored result)`` in one step: no other
+        change of that job (in any process) comes between the read and the write, so
+        concurrent changes of different keys all stay. ``change`` returning None writes
+        nothing. The job afterwards; None if it does not exist."""
         ...
 
 

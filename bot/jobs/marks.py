@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from bot.events import LinksMessages, MessageRef, Place, RateLimited, SurfaceError
 from bot.jobs.result_messages import ResultMessages, pressed_actions
 from bot.jobs.writes import BudgetedWrites
 from bot.posting import WritePolicy
-from storage import Job, JobWriter, result_with
+from storage import Job, JobWriter, adding_pressed
 
 log = logging.getLogger(__name__)
 
@@ -33,27 +32,18 @@ class ButtonMarks:
         self._store = store
         self._writes = writes
         self._results = results
-        self._locks: dict[str, asyncio.Lock] = {}
 
     async def mark_pressed(self, parent: Job, action: str) -> None:
         """Remember that ``action`` of ``parent`` started a derivative and show its button
         pressed on ``parent``'s result (best effort: never raises)."""
         try:
-            lock = self._locks.setdefault(parent.id, asyncio.Lock())
-            async with lock:
-                current = await self._store.get_job(parent.id) or parent
-                if action in pressed_actions(current):
-                    return
-                pressed = sorted(pressed_actions(current) | {action})
-                result = result_with(current, pressed=pressed)
-                await self._store.update_job(parent.id, result=result)
-                current = await self._store.get_job(parent.id) or current
-            await self.redraw(current)
+            if action in pressed_actions(parent):
+                return
+            current = await self._store.change_job_result(parent.id, adding_pressed(action))
+            if current is not None:
+                await self.redraw(current)
         except Exception as error:
             log.warning("could not mark %s pressed on job %s: %r", action, parent.id, error)
-        finally:
-            if parent.id in self._locks and not self._locks[parent.id].locked():
-                del self._locks[parent.id]
 
     async def redraw(self, job: Job) -> None:
         """Show ``job``'s current buttons (pressed ones marked, refused ones disabled) on its

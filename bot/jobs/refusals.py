@@ -16,7 +16,7 @@ from bot.api.errors import ApiError, BadRequest, RefusalKind, TaskCreationRefuse
 from bot.buttons import LABELS
 from bot.follow_ups import refused_actions
 from bot.jobs.delivery import Delivery
-from storage import JobWriter, result_with
+from storage import JobWriter, adding_refused
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +47,7 @@ async def disable_follow_up(store: JobWriter, delivery: Delivery, job_id: str, a
     job = await store.get_job(job_id)
     if job is None or action in refused_actions(job):
         return
-    refused = sorted(refused_actions(job) | {action})
-    await store.update_job(job.id, result=result_with(job, refused_actions=refused))
+    updated = await store.change_job_result(job.id, adding_refused(action))
     log.info("job %s: the provider refused %s; its button is disabled", job.id, action)
-    updated = await store.get_job(job.id)
     if updated is not None:
         await delivery.redraw_buttons(updated)

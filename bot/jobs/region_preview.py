@@ -122,13 +122,15 @@ class RegionPreviews:
         return True
 
     async def _keep(self, parent: Job, digest: str, values: Mapping[str, str]) -> None:
-        current = await self._store.get_job(parent.id) or parent
-        kept: dict[str, Any] = dict(current.result.get(DRAFTS) or {})
-        kept.pop(digest, None)
-        kept[digest] = dict(values)
-        while len(kept) > DRAFTS_KEPT:
-            kept.pop(next(iter(kept)))
-        await self._store.update_job(parent.id, result={**current.result, DRAFTS: kept})
+        def keeping(result: dict[str, Any]) -> dict[str, Any]:
+            kept: dict[str, Any] = dict(result.get(DRAFTS) or {})
+            kept.pop(digest, None)
+            kept[digest] = dict(values)
+            while len(kept) > DRAFTS_KEPT:
+                kept.pop(next(iter(kept)))
+            return {**result, DRAFTS: kept}
+
+        await self._store.change_job_result(parent.id, keeping)
 
     async def _message(self, parent: Job, form: RegionInput, digest: str) -> OutMessage:
         ref = preview_ref(parent.id, digest)

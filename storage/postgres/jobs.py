@@ -9,6 +9,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from storage.errors import StorageError
+from storage.job_data import ResultChange
 from storage.job_records import (
     ACTIVE_STATUSES,
     Job,
@@ -33,6 +34,10 @@ from storage.rules import (
 )
 
 SQL_JOB_BY_ID: Final[Query] = "SELECT * FROM jobs WHERE id = %s"
+SQL_JOB_FOR_UPDATE: Final[Query] = "SELECT * FROM jobs WHERE id = %s FOR UPDATE"
+SQL_SET_RESULT: Final[Query] = (
+    "UPDATE jobs SET result = %s, updated_at = %s WHERE id = %s RETURNING *"
+)
 SQL_DERIVATIVE: Final[Query] = "SELECT * FROM jobs WHERE parent_job_id = %s AND action = %s"
 SQL_INSERT_JOB: Final[Query] = (
     "INSERT INTO jobs (id, family, type, status, provider_id, parent_job_id, action,"
@@ -207,6 +212,22 @@ class PostgresJobs(PostgresBase):
             if moved and links:
                 await insert_links(conn, links)
         return moved
+
+    async def change_job_result(self, job_id: str, change: ResultChange) -> Job | None:
+        """Replace the result with ``change(stored result)`` while holding the job's row lock
+        (``SELECT … FOR UPDATE``), so changes from every process apply one after another."""
+        async with self._transaction() as conn:
+            cursor = await conn.execute(SQL_JOB_FOR_UPDATE, (job_id,))
+            row = await cursor.fetchone()
+            if row is None:
+                return None
+            job = job_from_row(row)
+            changed = change(dict(job.result))
+            if changed is None:
+                return job
+            cursor = await conn.execute(SQL_SET_RESULT, (Jsonb(changed), self._now(), job_id))
+            updated = await cursor.fetchone()
+        return None if updated is None else job_from_row(updated)
 
     async def update_job(self, job_id: str, **fields: Any) -> bool:
         """Set fields whatever the status; False if the job does not exist."""

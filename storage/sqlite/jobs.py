@@ -8,6 +8,7 @@ from typing import Any, Final
 from sqlite_utils import Database
 
 from storage.errors import StorageError
+from storage.job_data import ResultChange
 from storage.job_records import Job, JobMessage, JobStatus, NewJob, new_job_id
 from storage.rows import job_from_row, to_json
 from storage.rules import (
@@ -142,6 +143,27 @@ class SqliteJobs(StoreBase):
                 if moved and links:
                     insert_job_links(db, links)
             return moved
+
+        return await self._call(work)
+
+    async def change_job_result(self, job_id: str, change: ResultChange) -> Job | None:
+        """Replace the result with ``change(stored result)`` in one write transaction."""
+
+        def work(db: Database) -> Job | None:
+            with write_transaction(db):
+                row = fetch_one(db, SQL_JOB_BY_ID, (job_id,))
+                if row is None:
+                    return None
+                job = job_from_row(row)
+                changed = change(dict(job.result))
+                if changed is None:
+                    return job
+                db.conn.execute(
+                    "UPDATE jobs SET result = ?, updated_at = ? WHERE id = ?",
+                    (to_json(changed), self._now(), job_id),
+                )
+                updated = fetch_one(db, SQL_JOB_BY_ID, (job_id,))
+            return None if updated is None else job_from_row(updated)
 
         return await self._call(work)
 

@@ -3,6 +3,7 @@ and rows written before them read unchanged."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,8 @@ from storage import (
     ImageParams,
     JobParams,
     JobResult,
+    adding_pressed,
+    adding_refused,
     params_of,
     result_with,
 )
@@ -146,3 +149,37 @@ def test_noting_a_result_changes_only_what_is_given() -> None:
     assert result_with(job) == stored
     noted = JobResult.from_json(result_with(job, timed_out=True, unconfirmed=True))
     assert (noted.timed_out, noted.unconfirmed, noted.size) == (True, True, None)
+
+
+async def test_changes_of_one_result_from_two_processes_all_stay(
+    store: Any, other_store: Any
+) -> None:
+    job = await create_job(store, new_job())
+    await store.update_job(job.id, result={"seed": "42"})
+    actions = [f"upscale{n}" for n in range(1, 5)] + [f"variation{n}" for n in range(1, 5)]
+
+    await asyncio.gather(
+        *(
+            (store if n % 2 else other_store).change_job_result(job.id, adding_pressed(action))
+            for n, action in enumerate(actions)
+        ),
+        *(
+            (other_store if n % 2 else store).change_job_result(job.id, adding_refused(action))
+            for n, action in enumerate(actions[:3])
+        ),
+    )
+
+    stored = JobResult.of(await store.get_job(job.id))
+    assert stored.pressed == tuple(sorted(actions))
+    assert stored.refused_actions == tuple(sorted(actions[:3]))
+    assert stored.seed == "42"
+
+
+async def test_a_result_change_that_finds_nothing_to_do_writes_nothing(store: Any) -> None:
+    job = await create_job(store, new_job())
+    first = await store.change_job_result(job.id, adding_pressed("upscale1"))
+    again = await store.change_job_result(job.id, adding_pressed("upscale1"))
+
+    assert JobResult.of(first).pressed == ("upscale1",)
+    assert again.updated_at == first.updated_at
+    assert await store.change_job_result("no-such-job", adding_pressed("upscale1")) is None
