@@ -66,6 +66,7 @@ from bot.events import (
     User,
     UserMessage,
 )
+from bot.parsing import check_text
 from bot.posting import WritePolicy
 from bot.render import RenderResult
 from storage import (
@@ -151,9 +152,10 @@ class ChatEngine:
             return
         surface = self.surfaces.get(event.place.platform)
         target = await existing_target(self.store, event)
+        if target is None and not event.mentions_bot:
+            return
+        check_text(text, "Your message")
         if target is None:
-            if not event.mentions_bot:
-                return
             params = await self._params(surface, event.user, event.place, None)
             self._check_fits_alone(params, text, images)
             if event.place.thread_id is not None:

@@ -77,6 +77,25 @@ async def test_unrelated_messages_are_ignored(world: ChatWorld) -> None:
     assert world.chat_bodies() == []
 
 
+async def test_a_message_with_control_characters_is_refused_before_the_model(
+    world: ChatWorld,
+) -> None:
+    alice = world.actor()
+    await alice.say("echo: ring\x07 the bell")
+    await world.actor(BOB, CHANNEL).say("echo: \u202etxt.exe", mention=True)
+    await world.actor(BOB, CHANNEL).say("echo: \x00 unrelated, not for genbot")
+
+    assert world.platform.ephemerals_for(ALICE.id) == [
+        "Your message contains BEL (U+0007); remove it."
+    ]
+    assert world.platform.ephemerals_for(BOB.id) == [
+        "Your message contains a bidirectional override (U+202E), which makes text read "
+        "differently from what it is; remove it."
+    ]
+    assert world.chat_bodies() == []
+    assert world.platform.threads == []
+
+
 async def test_replies_in_the_channel_continue_a_thread_conversation(world: ChatWorld) -> None:
     bob = world.actor(BOB, CHANNEL)
     first = await bob.say("echo: the plan is ready", mention=True)
