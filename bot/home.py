@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 
 REPOST_ACTION = "repost"
 RECENT_JOBS = 10
+MOST_JOBS_READ = 320
+"""How far back the home looks for images among a user's posted jobs."""
 IMAGE_FAMILIES = frozenset({"task", "diffusion"})
 SHOWN_SETTINGS: tuple[tuple[str, str], ...] = (
     ("model", "Chat model"),
@@ -155,10 +157,7 @@ class HomeFeature:
             defaults=self.defaults,
         )
         usage = await self.store.usage_for_user(place.platform, user.id)
-        jobs = await self.store.recent_jobs(
-            place.platform, user.id, workspace_id=place.workspace_id, limit=RECENT_JOBS * 2
-        )
-        images = [job for job in jobs if _has_image(job)][:RECENT_JOBS]
+        images = await self._recent_images(place, user.id)
         return HomeView(
             settings=_settings(settings),
             change_settings=Button("Change my defaults", SETTINGS_ACTION, "", "primary"),
@@ -166,6 +165,19 @@ class HomeFeature:
             daily_credit_budget=self.daily_credit_budget,
             jobs=tuple(_home_job(job) for job in images),
         )
+
+    async def _recent_images(self, place: Place, user_id: str) -> list[Job]:
+        """The user's newest posted jobs that show an image (at most ``RECENT_JOBS``), reading
+        more jobs while the newest ones are mostly without an image (descriptions, seeds)."""
+        limit = RECENT_JOBS * 2
+        while True:
+            jobs = await self.store.recent_jobs(
+                place.platform, user_id, workspace_id=place.workspace_id, limit=limit
+            )
+            images = [job for job in jobs if _has_image(job)]
+            if len(images) >= RECENT_JOBS or len(jobs) < limit or limit >= MOST_JOBS_READ:
+                return images[:RECENT_JOBS]
+            limit *= 4
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot's home has no commands.")

@@ -1,14 +1,24 @@
-"""App Home's "Post again": the copy goes through the budgeted-write path, so a platform's
-rate limit delays it instead of losing it."""
+"""App Home: "Post again" goes through the budgeted-write path, so a platform's rate limit
+delays it instead of losing it; the last images are found behind many jobs without one."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bot.events import ButtonPress, Event, MessageRef, OutMessage, Place, RateLimited
-from bot.home import REPOST_ACTION, HomeFeature
+from bot.events import (
+    ButtonPress,
+    Event,
+    HomeOpened,
+    MessageRef,
+    OutMessage,
+    Place,
+    RateLimited,
+)
+from bot.home import RECENT_JOBS, REPOST_ACTION, HomeFeature
+from storage import JobType, NewJob, Storage
 from tests.bot.harness import ROOMY, Parts, harness
 from tests.fakes.platform import FakePlatform
+from tests.storage.helpers import create_job
 
 DM = Place("fake", "w1", "dm-alice", is_dm=True)
 
@@ -55,3 +65,40 @@ async def test_post_again_waits_out_a_rate_limit_and_posts(tmp_path: Path) -> No
         assert (await bot.store.job_for_message("fake", DM.channel_id, copy.ref.message_id)) == (
             await bot.store.get_job(job.id)
         )
+
+
+async def test_the_home_finds_ten_images_behind_many_descriptions(tmp_path: Path) -> None:
+    async with harness(tmp_path, features=_home) as bot:
+        alice = bot.actor()
+        for n in range(RECENT_JOBS + 2):
+            await _posted(bot.store, "imagine", f"image-{n:02}")
+        for n in range(3 * RECENT_JOBS):
+            await _posted(bot.store, "describe", f"text-{n:02}")
+        (home,) = _home(bot.parts)
+
+        view = await home.view(HomeOpened(user=alice.user, place=DM))
+
+        shown = [item.job.id for item in view.jobs]
+        assert shown == [f"image-{n:02}" for n in range(RECENT_JOBS + 1, 1, -1)]
+
+
+async def _posted(store: Storage, job_type: JobType, job_id: str) -> None:
+    """A posted job of alice's, with an image unless it is a description."""
+    job = await create_job(
+        store,
+        NewJob(
+            id=job_id,
+            family="task",
+            type=job_type,
+            requester_id="alice",
+            platform="fake",
+            workspace_id=DM.workspace_id,
+            channel_id=DM.channel_id,
+            status="posted",
+        ),
+    )
+    await store.update_job(
+        job.id,
+        result_urls=[] if job_type == "describe" else [f"https://cdn.example/{job_id}.png"],
+        result_message_id=f"m-{job_id}",
+    )
