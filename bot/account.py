@@ -25,14 +25,25 @@ Commands are named as the user's platform spells them: a surface may carry an op
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 from bot.api.chat import allowed_chat_models, plan_allows
 from bot.buttons import modal_for, read_settings
 from bot.commands import command
-from bot.core import SurfaceRegistry, UserError
-from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue, SpellsCommands
+from bot.core import Homes, SurfaceRegistry, UserError
+from bot.events import (
+    ButtonPress,
+    Command,
+    Event,
+    HomeOpened,
+    ModalSubmit,
+    OptionValue,
+    RateLimited,
+    SpellsCommands,
+    SurfaceError,
+)
 from bot.parsing import help_text
 from bot.splitting import split_text
 from storage import (
@@ -44,6 +55,8 @@ from storage import (
     UsageLedger,
     encode_stop,
 )
+
+log = logging.getLogger(__name__)
 
 SETTINGS_ACTION = "settings"
 CLEAR_SYSTEM_PROMPT = "-"
@@ -168,11 +181,13 @@ class AccountFeature:
         *,
         plan: str = "developer",
         daily_credit_budget: int | None = None,
+        home: Homes | None = None,
     ) -> None:
         self.store = store
         self.surfaces = surfaces
         self.plan = plan
         self.daily_credit_budget = daily_credit_budget
+        self.home = home
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """Route ``/settings``, ``/usage`` and ``/help``."""
@@ -314,6 +329,17 @@ class AccountFeature:
                 "channel", platform, event.place.channel_id, system_prompt=new_prompt
             )
         await self._tell(event, self._confirmation(changed, prompt_changed, new_prompt))
+        if changed and event.place.is_dm and self.home is not None:
+            await self._redraw_home(event)
+
+    async def _redraw_home(self, event: Event) -> None:
+        """Show the saved defaults on the user's home (best effort: they are saved and
+        confirmed already)."""
+        assert self.home is not None
+        try:
+            await self.home.on_home(HomeOpened(user=event.user, place=event.place))
+        except (SurfaceError, RateLimited) as error:
+            log.info("the home of %s shows older defaults until reopened: %s", event.user.id, error)
 
     async def _save_shared(
         self, event: Event, values: Mapping[str, OptionValue], scope: str

@@ -70,12 +70,6 @@ def build_core(
         tools=ChatImageTools(jobs.chat_jobs),
         defaults=chat_defaults(settings.chat),
     )
-    account = AccountFeature(
-        store,
-        registry,
-        plan=settings.api.plan,
-        daily_credit_budget=settings.limits.daily_credit_budget_per_user,
-    )
     home = HomeFeature(
         store,
         registry,
@@ -83,6 +77,13 @@ def build_core(
         budget=budget,
         defaults=SettingValues(model=settings.chat.model, temperature=settings.chat.temperature),
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
+    )
+    account = AccountFeature(
+        store,
+        registry,
+        plan=settings.api.plan,
+        daily_credit_budget=settings.limits.daily_credit_budget_per_user,
+        home=home,
     )
     core = Core(
         registry,

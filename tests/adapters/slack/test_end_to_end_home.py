@@ -136,6 +136,23 @@ async def test_a_home_with_no_images_says_how_to_make_one(
     assert len(fake.calls_to("views.publish")) == 1, "the Messages tab publishes nothing"
 
 
+async def test_changing_my_defaults_from_the_home_shows_them_there(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with FakeSlack() as fake, slack_genbot(fake, sim, tmp_path / "g.db") as bot:
+        home = await open_home(fake, bot, 0)
+        await fake.post_interactive(
+            bot.url, fake.home_action("U1", buttons_of(home)["Change my defaults"])
+        )
+        (form,) = await fake.wait_for(lambda: fake.views, WAIT)
+        await fake.post_interactive(bot.url, fake.view_submission(form, {"model": "llm-4"}))
+        await fake.wait_for(lambda: len(fake.calls_to("views.publish")) > 1 or None, WAIT)
+        redrawn = fake.home_of("U1")
+
+    assert redrawn is not None and "llm-4" in texts_of(redrawn)
+    assert "llm-4" not in texts_of(home)
+
+
 async def test_the_home_lists_only_the_last_ten_images(
     sim: RunningSimulator, tmp_path: Path
 ) -> None:
