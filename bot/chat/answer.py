@@ -146,6 +146,9 @@ class Answerer:
         self.final_timeout = final_timeout
         offered = self.functions()
         self._function_tokens = count_functions([f.to_body() for f in offered]) if offered else 0
+        self._prompt_ceilings: dict[str, int] = {}
+        """Model → prompt tokens (as genbot counts them) above which the provider refused a
+        request as too long for the context: later requests are trimmed under it up front."""
 
     def functions(self, *, last: bool = False) -> list[FunctionDefinition] | None:
         """The functions a round offers: none without tools, after the last allowed call, or
@@ -181,7 +184,7 @@ class Answerer:
             last = round_number == rounds
             functions = self.functions(last=last)
             turns, extra = history.request_turns(), self.function_tokens(last=last)
-            fitted = fit(params, self.defaults, turns, extra)
+            fitted = self._fit(params, turns, extra)
             request = build_request(params, fitted.messages, functions)
             try:
                 outcome = await self._round(surface, target, request, user, params.stream)
@@ -207,6 +210,15 @@ class Answerer:
             await self._run_call(target, outcome.call, context, self.tools, history)
         raise AssertionError("the last round offers no functions, so it ends in text")
 
+    def _fit(self, params: ChatParams, turns: list[Turn], extra: int) -> FittedHistory:
+        """The request's turns, trimmed under the context the provider showed for the model."""
+        fitted = fit(params, self.defaults, turns, extra)
+        ceiling = self._prompt_ceilings.get(params.model)
+        if ceiling is None or fitted.prompt_tokens <= ceiling or fitted.history_tokens <= 0:
+            return fitted
+        kept = max(fitted.history_tokens - (fitted.prompt_tokens - ceiling), 0)
+        return fit(params, self.defaults, turns, extra, max_history_tokens=kept)
+
     def _shorter(
         self,
         params: ChatParams,
@@ -225,6 +237,9 @@ class Answerer:
             )
         log.info("the provider refused the context as too long (%s); trimming", refused)
         over = refused.excess or 0
+        ceiling = fitted.prompt_tokens - (over + over // 10 + 16 if over else 1)
+        known = self._prompt_ceilings.get(params.model, ceiling)
+        self._prompt_ceilings[params.model] = min(known, ceiling)
         cut = max(fitted.history_tokens // 2 + 1, over + over // 10 + 16)
         kept = max(fitted.history_tokens - cut, 0)
         return fit(params, self.defaults, turns, extra, max_history_tokens=kept)

@@ -27,6 +27,18 @@ async def test_a_refused_context_drops_older_turns_and_tries_once_more(tmp_path:
         assert world.platform.ephemerals_for("alice") == []
 
 
+async def test_the_context_the_provider_showed_is_kept_for_later_turns(tmp_path: Path) -> None:
+    async with chat_world(tmp_path, config=sim_config(context_tokens=400), tools=False) as world:
+        alice, bob = world.actor(ALICE, DM), world.actor(BOB, BOB_DM)
+        for number in range(8):
+            await (alice if number % 2 else bob).say(f"echo: {number} {WORDS}")
+
+        statuses = [r.status for r in world.sim.state.requests_to(CHAT_PATH)]
+        assert statuses.count(400) == 1, statuses
+        assert len(statuses) == 9
+        assert world.texts_in(DM)[-1].startswith("7 alpha")
+
+
 async def test_a_message_too_long_on_its_own_is_explained(tmp_path: Path) -> None:
     async with chat_world(tmp_path, config=sim_config(context_tokens=60), tools=False) as world:
         await world.actor(BOB, BOB_DM).say(f"echo: {WORDS}")
