@@ -32,6 +32,7 @@ from bot import metrics
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.core import Core, Lifecycle
+from bot.provider_pacing import shared_chat_pacing
 from bot.tokens import warm_up
 from genbot.ops import Check, CheckResult, OpsListener, ProviderFreshness
 from genbot.reasons import StartupError, os_reason, reason
@@ -339,7 +340,9 @@ async def running(
     runtime: Runtime | None = None
     ops: OpsListener | None = None
     provider = ProviderClient(
-        settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
+        settings.api,
+        allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
+        shared_pacing=shared_chat_pacing(store),
     )
     try:
         from adapters.webhook import webhook_receiver

@@ -8,7 +8,7 @@ from types import TracebackType
 from bot.api.chat import ChatClient
 from bot.api.diffusion import DiffusionClient
 from bot.api.http import HttpTransport, RetryPolicy
-from bot.api.ratelimit import RateLimitPolicy, RequestPacer
+from bot.api.ratelimit import RateLimitPolicy, RequestPacer, SharedPacing
 from bot.api.settings import ApiSettings
 from bot.api.tasks import TaskClient
 
@@ -20,7 +20,8 @@ class ProviderClient:
     aiohttp session is created on first use and closed by :meth:`aclose` (or leaving the
     ``async with``). ``allow_insecure_webhooks`` lets webhook addresses on loopback use http
     and any port; it is meant for tests and local demos, never for production. ``retry`` and
-    ``rate_limits`` override the retry and rate-limit policies (tests).
+    ``rate_limits`` override the retry and rate-limit policies (tests). ``shared_pacing``
+    counts chat requests against ``[api] chat_requests_per_*`` over every process sharing it.
     """
 
     def __init__(
@@ -31,10 +32,15 @@ class ProviderClient:
         rate_limits: RateLimitPolicy | None = None,
         allow_insecure_webhooks: bool = False,
         rng: random.Random | None = None,
+        shared_pacing: SharedPacing | None = None,
     ) -> None:
         self.settings = settings
         self.transport = HttpTransport(settings, retry=retry, rate_limits=rate_limits, rng=rng)
-        pacer = RequestPacer(settings.chat_requests_per_minute, settings.chat_requests_per_day)
+        pacer = RequestPacer(
+            settings.chat_requests_per_minute,
+            settings.chat_requests_per_day,
+            shared=shared_pacing,
+        )
         self.chat = ChatClient(self.transport, settings.plan, pacer)
         self.tasks = TaskClient(self.transport, allow_insecure_webhooks=allow_insecure_webhooks)
         self.diffusion = DiffusionClient(self.transport)

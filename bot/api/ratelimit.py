@@ -24,7 +24,7 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -134,12 +134,20 @@ class RateLimitWaits:
         return delay
 
 
+SharedPacing = Callable[[int, float, int, float], Awaitable[float]]
+"""Counting a request against limits several processes share:
+``(per_minute, minute, per_day, day) → 0`` when the request may go now (it is counted), else
+the seconds to wait before asking again (nothing is counted)."""
+
+
 class RequestPacer:
     """At most ``per_minute`` requests in any ``minute`` (60 s) and ``per_day`` in any ``day``
     (24 h) — 0: no limit —
     first come, first served. :meth:`acquire` waits for a slot (reporting the queue position
     and the expected wait) or raises :class:`ProviderRateLimited` when the wait would exceed
-    ``max_wait``."""
+    ``max_wait``. With ``shared``, the limits hold over every process that shares it: a
+    request this process would send is also counted there, and waits while the others used
+    the room."""
 
     def __init__(
         self,
@@ -149,9 +157,11 @@ class RequestPacer:
         minute: float = MINUTE,
         day: float = DAY,
         clock: Callable[[], float] = time.monotonic,
+        shared: SharedPacing | None = None,
     ) -> None:
         self.per_minute = per_minute
         self.per_day = per_day
+        self.shared = shared
         self._windows = (minute, day)
         self._clock = clock
         self._minute: deque[float] = deque()
@@ -167,6 +177,14 @@ class RequestPacer:
     def waiting(self) -> int:
         """Requests queued right now."""
         return len(self._queue)
+
+    async def _elsewhere(self) -> float:
+        """0 when the processes sharing the limits left room (this request is counted), else
+        how long to wait."""
+        if self.shared is None:
+            return 0.0
+        minute, day = self._windows
+        return await self.shared(self.per_minute, minute, self.per_day, day)
 
     def _forget_old(self, now: float) -> None:
         minute, day = self._windows
@@ -212,9 +230,11 @@ class RequestPacer:
                 ahead = self._queue.index(turn)
                 delay = self._slot_in(ahead, now)
                 if ahead == 0 and delay <= 0:
-                    self._minute.append(now)
-                    self._day.append(now)
-                    return
+                    delay = await self._elsewhere()
+                    if delay <= 0:
+                        self._minute.append(now)
+                        self._day.append(now)
+                        return
                 if now + delay > deadline:
                     raise ProviderRateLimited(delay, "genbot's own chat pacing")
                 if told != (ahead, math.ceil(delay)):

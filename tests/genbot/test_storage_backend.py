@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from bot.api import ProviderRateLimited
 from bot.config import StorageSettings
 from genbot.reasons import StartupError
 from genbot.runtime import running
@@ -29,6 +30,19 @@ async def test_two_processes_run_on_one_postgres_database(
         assert await first.store.schema_version() == await second.store.schema_version()
     assert not (tmp_path / "unused.db").exists()
     assert not (tmp_path / "unused.db.lock").exists()
+
+
+async def test_processes_on_one_database_share_the_chat_pacing(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    settings = on_postgres(postgres.create_database(), tmp_path)
+    settings = settings.model_copy(
+        update={"api": settings.api.model_copy(update={"chat_requests_per_minute": 1})}
+    )
+    async with running(settings) as first, running(settings) as second:
+        await first.provider.chat.pacer.acquire(max_wait=1.0)
+        with pytest.raises(ProviderRateLimited):
+            await second.provider.chat.pacer.acquire(max_wait=1.0)
 
 
 async def test_an_unreachable_postgres_is_one_line_without_the_password(
