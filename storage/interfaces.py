@@ -156,9 +156,11 @@ class PlaygroundHistory(Protocol):
     """What the playground shows, kept so that a restart (or another process) shows it too."""
 
     async def load_playground(
-        self, keep: int
+        self, keep: int, *, max_image_bytes: int | None = None
     ) -> tuple[list[PlaygroundMessage], list[PlaygroundImage]]:
-        """Each channel's ``keep`` latest messages (oldest first) and the images they show."""
+        """Each channel's ``keep`` latest messages (oldest first) and the images they show:
+        with ``max_image_bytes``, only those of the newest messages that fit in it (oldest
+        first; :meth:`playground_image` reads the others when they are asked for)."""
         ...
 
     async def save_playground_message(

@@ -7,7 +7,7 @@ argument raises the same :class:`StorageError` on SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any, Final
 
@@ -17,6 +17,7 @@ from storage.records import (
     SETTING_NAMES,
     Conversation,
     EffectiveSettings,
+    PlaygroundMessage,
     SettingSource,
     SettingValues,
     _Unset,
@@ -200,3 +201,23 @@ def merge_settings(
                 sources[name] = source
                 break
     return EffectiveSettings(**values, sources=sources)
+
+
+def newest_images(
+    messages: Sequence[PlaygroundMessage], sizes: Mapping[str, int], max_bytes: int | None
+) -> list[str]:
+    """The keys of the images ``messages`` (oldest first) show, those of the newest messages
+    first, as many as fit in ``max_bytes`` (None: all), returned oldest first; ``sizes``: the
+    stored images' sizes."""
+    chosen: dict[str, None] = {}
+    total = 0
+    for message in reversed(messages):
+        for key in message.image_keys:
+            size = sizes.get(key)
+            if size is None or key in chosen:
+                continue
+            if max_bytes is not None and total + size > max_bytes:
+                return list(chosen)[::-1]
+            chosen[key] = None
+            total += size
+    return list(chosen)[::-1]

@@ -72,9 +72,12 @@ class PlaygroundJournal:
         self._history = history
         self._keep = max_messages_per_channel
 
-    async def load(self) -> Saved:
-        """Each channel's latest messages and the images they show."""
-        messages, images = await self._history.load_playground(self._keep)
+    async def load(self, max_image_bytes: int | None = None) -> Saved:
+        """Each channel's latest messages and the images they show (with ``max_image_bytes``,
+        those of the newest messages that fit; :meth:`image` reads the others)."""
+        messages, images = await self._history.load_playground(
+            self._keep, max_image_bytes=max_image_bytes
+        )
         return Saved(
             [restored(dict(m.body), m.pending) for m in messages],
             {image.key: _file(image) for image in images},

@@ -63,6 +63,7 @@ class Playground:
     ) -> None:
         self.limits = limits
         self.max_upload_bytes = max_upload_bytes
+        self.max_image_memory = max_image_memory
         self.store = MessageStore(max_image_bytes=max_image_memory)
         self.uploads = UploadCache(upload_cache_bytes)
         self.hub = EventHub()
@@ -94,7 +95,7 @@ class Playground:
                 async with asyncio.timeout(FOLLOW_START_SECONDS):
                     await state.subscribed.wait()
             state.loading = True
-            saved = await journal.load()
+            saved = await journal.load(self.max_image_memory)
             self.store.restore(saved.messages, saved.images)
             state.restored.set()
             return await journal.session_key()
@@ -137,7 +138,7 @@ class Playground:
             self._show_saved(*found)
 
     async def _catch_up(self, journal: PlaygroundJournal) -> None:
-        saved = await journal.load()
+        saved = await journal.load(self.max_image_memory)
         for message in saved.messages:
             if self.store.get(message.id) != message:
                 keys = message.image_keys()

@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 from storage.errors import StorageError
 from storage.postgres.base import PostgresBase, Query
 from storage.records import PlaygroundImage, PlaygroundMessage
+from storage.rules import newest_images
 
 CHANNEL: Final = "genbot_playground"
 SQL_SAVE: Final[Query] = (
@@ -41,9 +42,7 @@ SQL_LOAD: Final[Query] = (
 SQL_ONE: Final[Query] = (
     "SELECT id, channel, pending, image_keys, body FROM playground_messages WHERE id = %s"
 )
-SQL_IMAGES: Final[Query] = (
-    "SELECT key, filename, content_type, width, height, data FROM playground_images"
-)
+SQL_IMAGE_SIZES: Final[Query] = "SELECT key, length(data) AS size FROM playground_images"
 SQL_IMAGES_BY_KEY: Final[Query] = (
     "SELECT key, filename, content_type, width, height, data FROM playground_images"
     " WHERE key = ANY(%s)"
@@ -71,12 +70,16 @@ class PostgresPlayground(PostgresBase):
     """Playground methods of :class:`storage.postgres.PostgresStore`."""
 
     async def load_playground(
-        self, keep: int
+        self, keep: int, *, max_image_bytes: int | None = None
     ) -> tuple[list[PlaygroundMessage], list[PlaygroundImage]]:
-        """Each channel's ``keep`` latest messages, oldest first, and the images they show."""
+        """Each channel's ``keep`` latest messages, oldest first, and the images of the newest
+        that fit in ``max_image_bytes``."""
         messages = [_message(row) for row in await self._fetch_all(SQL_LOAD, (keep,))]
-        images = [_image(row) for row in await self._fetch_all(SQL_IMAGES)]
-        return messages, images
+        sizes = {row["key"]: row["size"] for row in await self._fetch_all(SQL_IMAGE_SIZES)}
+        wanted = newest_images(messages, sizes, max_image_bytes)
+        rows = await self._fetch_all(SQL_IMAGES_BY_KEY, (wanted,)) if wanted else []
+        order = {key: n for n, key in enumerate(wanted)}
+        return messages, sorted((_image(row) for row in rows), key=lambda i: order[i.key])
 
     async def save_playground_message(
         self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int

@@ -10,8 +10,9 @@ from sqlite_utils import Database
 
 from storage.records import PlaygroundImage, PlaygroundMessage
 from storage.rows import from_json, to_json
+from storage.rules import newest_images
 from storage.sqlite.base import StoreBase
-from storage.sqlite.sql import write_transaction
+from storage.sqlite.sql import placeholders, write_transaction
 
 SQL_SAVE: Final = (
     "INSERT INTO playground_messages (id, channel, pending, image_keys, body)"
@@ -39,6 +40,8 @@ SQL_ONE: Final = (
     "SELECT id, channel, pending, image_keys, body FROM playground_messages WHERE id = ?"
 )
 SQL_IMAGES: Final = "SELECT key, filename, content_type, width, height, data FROM playground_images"
+SQL_IMAGE_SIZES: Final = "SELECT key, length(data) FROM playground_images"
+IMAGES_PER_QUERY: Final = 500
 
 
 def message_from(row: tuple[Any, ...]) -> PlaygroundMessage:
@@ -56,14 +59,22 @@ class SqlitePlayground(StoreBase):
     """Playground methods of :class:`storage.sqlite.SqliteStore`."""
 
     async def load_playground(
-        self, keep: int
+        self, keep: int, *, max_image_bytes: int | None = None
     ) -> tuple[list[PlaygroundMessage], list[PlaygroundImage]]:
-        """Each channel's ``keep`` latest messages, oldest first, and the images they show."""
+        """Each channel's ``keep`` latest messages, oldest first, and the images of the newest
+        that fit in ``max_image_bytes``."""
 
         def work(db: Database) -> tuple[list[PlaygroundMessage], list[PlaygroundImage]]:
             messages = [message_from(row) for row in db.conn.execute(SQL_LOAD, (keep,))]
-            images = [image_from(row) for row in db.conn.execute(SQL_IMAGES)]
-            return messages, images
+            sizes = dict(db.conn.execute(SQL_IMAGE_SIZES).fetchall())
+            wanted = newest_images(messages, sizes, max_image_bytes)
+            images: list[PlaygroundImage] = []
+            for start in range(0, len(wanted), IMAGES_PER_QUERY):
+                chunk = wanted[start : start + IMAGES_PER_QUERY]
+                where = f" WHERE key IN ({placeholders(len(chunk))})"
+                images.extend(image_from(row) for row in db.conn.execute(SQL_IMAGES + where, chunk))
+            order = {key: n for n, key in enumerate(wanted)}
+            return messages, sorted(images, key=lambda image: order[image.key])
 
         return await self._call(work)
 

@@ -65,3 +65,19 @@ async def test_one_image_is_read_on_demand(store: Storage) -> None:
     await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10)
     assert await store.playground_image("k1") == image("k1")
     assert await store.playground_image("k2") is None
+
+
+async def test_loading_reads_only_the_newest_images_that_fit(store: Storage) -> None:
+    for n in range(5):
+        await store.save_playground_message(
+            message(f"m{n}", keys=(f"k{n}",)), [image(f"k{n}")], keep=10
+        )
+    size = len(image("k0").data)
+
+    messages, images = await store.load_playground(keep=10, max_image_bytes=2 * size + 1)
+
+    assert [m.id for m in messages] == ["m0", "m1", "m2", "m3", "m4"]
+    assert [i.key for i in images] == ["k3", "k4"]
+    assert await store.playground_image("k0") == image("k0")
+    _, everything = await store.load_playground(keep=10)
+    assert [i.key for i in everything] == ["k0", "k1", "k2", "k3", "k4"]
