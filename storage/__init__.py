@@ -40,6 +40,7 @@ from storage.job_data import (
 from storage.job_interfaces import (
     DeliveryClaims,
     JobAdmission,
+    JobCounts,
     JobHistory,
     JobLeasing,
     JobReader,
@@ -123,6 +124,7 @@ __all__ = [
     "ImageParams",
     "Job",
     "JobAdmission",
+    "JobCounts",
     "JobFamily",
     "JobHistory",
     "JobLeasing",

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from storage.job_interfaces import (
     DeliveryClaims,
     JobAdmission,
+    JobCounts,
     JobHistory,
     JobLeasing,
     JobTracking,
@@ -319,6 +320,7 @@ class Storage(
     JobWriter,
     JobAdmission,
     JobTracking,
+    JobCounts,
     JobLeasing,
     DeliveryClaims,
     MessageLinks,

@@ -125,8 +125,12 @@ class JobTracking(Protocol):
         """Set ``last_polled_at`` (default: now) on many jobs at once."""
         ...
 
+
+class JobCounts(Protocol):
+    """How many jobs are where, for metrics."""
+
     async def count_unfinished_jobs(self) -> list[tuple[JobStatus, str, int]]:
-        """How many jobs are in each unfinished status, per platform (for metrics)."""
+        """How many jobs are in each unfinished status, per platform."""
         ...
 
 
