@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from bot.events import LinksMessages, MessageRef, Place, RateLimited, SurfaceError
@@ -32,6 +33,8 @@ class ButtonMarks:
         self._store = store
         self._writes = writes
         self._results = results
+        self._redrawing: dict[str, tuple[asyncio.Lock, int]] = {}
+        """Job id → the lock its redraws take turns with, and how many hold or await it."""
 
     async def mark_pressed(self, parent: Job, action: str) -> None:
         """Remember that ``action`` of ``parent`` started a derivative and show its button
@@ -47,19 +50,31 @@ class ButtonMarks:
 
     async def redraw(self, job: Job) -> None:
         """Show ``job``'s current buttons (pressed ones marked, refused ones disabled) on its
-        posted result; best effort: a failure is logged."""
+        posted result; best effort: a failure is logged. Redraws of one job take turns, each
+        reading the stored job when its edit is made, so the last one shows every mark."""
         if job.status != "posted" or job.result_message_id is None:
             return
         place = place_of(job)
+        lock, users = self._redrawing.get(job.id, (asyncio.Lock(), 0))
+        self._redrawing[job.id] = (lock, users + 1)
         try:
             surface = self._writes.surfaces.get(place.platform)
             ref = MessageRef(place, job.result_message_id)
-            marked = self._results.marked(job)
-            await self._writes.write(
-                surface, place, lambda: surface.edit(ref, marked), WritePolicy.MUST_DELIVER
-            )
+
+            async def edit() -> None:
+                latest = await self._store.get_job(job.id) or job
+                await surface.edit(ref, self._results.marked(latest))
+
+            async with lock:
+                await self._writes.write(surface, place, edit, WritePolicy.MUST_DELIVER)
         except Exception as error:
             log.warning("could not redraw the buttons of job %s: %r", job.id, error)
+        finally:
+            lock, users = self._redrawing[job.id]
+            if users > 1:
+                self._redrawing[job.id] = (lock, users - 1)
+            else:
+                del self._redrawing[job.id]
 
     async def link(self, job: Job) -> str | None:
         """An address that opens ``job``'s result (or progress) message, where the platform
