@@ -2,7 +2,8 @@
 
 One workspace (``[slack] bot_token``): that token everywhere. Distributed (OAuth): each
 workspace's token from its installation in genbot's database, rotated before it expires when
-the app has token rotation on (Slack then returns refresh tokens), and cached for a minute. A
+the app has token rotation on (Slack then returns refresh tokens; when several processes rotate
+at once, the one Slack refuses takes the tokens the first saved), and cached for a minute. A
 workspace without an installation (never installed, or uninstalled) is
 :class:`NotInstalled`. Private file URLs name their workspace (``files-pri/T…-F…``), so a
 download uses the token of the workspace the file was shared in.
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from slack_sdk.errors import SlackTokenRotationError
+from slack_sdk.oauth.installation_store import Installation
 from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 
 from bot.events import SurfaceError
@@ -26,6 +29,9 @@ from .installations import InstallationStore
 CACHE_SECONDS = 60.0
 ROTATE_MINUTES_BEFORE_EXPIRY = 120
 """As bolt does for the requests it authorizes."""
+ROTATION_SETTLE_SECONDS = 5.0
+"""How long a process whose rotation Slack refused waits for another process's rotated tokens."""
+ROTATION_POLL_SECONDS = 0.1
 _FILE_TEAM = re.compile(r"/files-pri/(T[A-Z0-9]+)-")
 
 
@@ -104,12 +110,7 @@ class InstalledWorkspaces:
             raise NotInstalled(f"genbot is not installed in the Slack workspace {team_id}")
         until = self._clock() + CACHE_SECONDS
         if self._rotator is not None and installation.bot_refresh_token:
-            refreshed = await self._rotator.perform_token_rotation(
-                installation=installation, minutes_before_expiration=ROTATE_MINUTES_BEFORE_EXPIRY
-            )
-            if refreshed is not None:
-                await self._store.async_save(refreshed)
-                installation = refreshed
+            installation = await self._rotated(self._rotator, installation)
             expires_at = installation.bot_token_expires_at
             if expires_at is not None:
                 renew_at = expires_at - ROTATE_MINUTES_BEFORE_EXPIRY * 60
@@ -117,3 +118,42 @@ class InstalledWorkspaces:
         token = str(installation.bot_token)
         self._cache[team_id] = _Cached(token, until)
         return token
+
+    async def _rotated(
+        self, rotator: AsyncTokenRotator, installation: Installation
+    ) -> Installation:
+        """``installation`` with fresh tokens when they are due (saved for every process). A
+        refresh token works once: when another process rotated the same tokens first, Slack
+        refuses this rotation, and the tokens that process saves are used."""
+        try:
+            refreshed = await rotator.perform_token_rotation(
+                installation=installation, minutes_before_expiration=ROTATE_MINUTES_BEFORE_EXPIRY
+            )
+        except SlackTokenRotationError as error:
+            elsewhere = await self._rotated_elsewhere(installation)
+            if elsewhere is None:
+                raise SurfaceError(
+                    f"the Slack token of workspace {installation.team_id} could not be "
+                    f"refreshed: {error}"
+                ) from error
+            return elsewhere
+        if refreshed is None:
+            return installation
+        await self._store.async_save(refreshed)
+        return refreshed
+
+    async def _rotated_elsewhere(self, installation: Installation) -> Installation | None:
+        """The installation another process saved with rotated tokens, waited for (bounded)."""
+        try:
+            async with asyncio.timeout(ROTATION_SETTLE_SECONDS):
+                while True:
+                    found = await self._store.async_find_installation(
+                        enterprise_id=None, team_id=installation.team_id
+                    )
+                    if found is None:
+                        return None
+                    if found.bot_refresh_token != installation.bot_refresh_token:
+                        return found
+                    await asyncio.sleep(ROTATION_POLL_SECONDS)
+        except TimeoutError:
+            return None
