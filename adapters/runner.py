@@ -24,7 +24,8 @@ from contextlib import AbstractAsyncContextManager
 
 from bot import logcontext, metrics
 from bot.core import RESTARTING_TEXT, TOO_SLOW_TEXT, unexpected_error_text
-from bot.events import EventHandler, InboundEvent, Surface, UserMessage
+from bot.events import EventHandler, InboundEvent, UserMessage
+from bot.surface import Surface
 
 log = logging.getLogger(__name__)
 

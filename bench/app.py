@@ -22,8 +22,8 @@ from bot.chat import ChatEngine
 from bot.chat.tools import ChatImageTools
 from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
 from bot.core import Core, Lifecycle, SurfaceRegistry
-from bot.events import SurfaceLimits
 from bot.jobs import JobEngines, build_job_engines
+from bot.surface import SurfaceLimits
 from bot.tokens import warm_up
 from genbot.demo import free_port
 from genbot.settings import Settings

@@ -33,19 +33,10 @@ from bot.api.chat import allowed_chat_models, plan_allows
 from bot.buttons import modal_for, read_settings
 from bot.commands import command
 from bot.core import Homes, SurfaceRegistry, UserError
-from bot.events import (
-    ButtonPress,
-    Command,
-    Event,
-    HomeOpened,
-    ModalSubmit,
-    OptionValue,
-    RateLimited,
-    SpellsCommands,
-    SurfaceError,
-)
+from bot.events import ButtonPress, Command, Event, HomeOpened, ModalSubmit, OptionValue
 from bot.parsing import help_text
 from bot.splitting import split_text
+from bot.surface import RateLimited, SpellsCommands, SurfaceError
 from storage import (
     SETTING_NAMES,
     ScopeKind,
@@ -84,7 +75,7 @@ _WHOSE = {"channel": "this channel's", "workspace": "this workspace's"}
 
 def command_names(surface: object) -> Mapping[str, str]:
     """How ``surface``'s platform spells genbot's commands (catalogue name → spelling without
-    the slash; see :class:`bot.events.SpellsCommands`), or ``{}``."""
+    the slash; see :class:`bot.surface.SpellsCommands`), or ``{}``."""
     if not isinstance(surface, SpellsCommands):
         return {}
     return {str(name): str(spelling) for name, spelling in surface.command_names.items()}

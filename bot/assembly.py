@@ -11,9 +11,9 @@ from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.chat.tools import ChatImageTools
 from bot.config import ChatSettings, CoreSettings
 from bot.core import Core, SurfaceRegistry
-from bot.events import Surface
 from bot.home import HomeFeature
 from bot.jobs import JobEngines, build_job_engines
+from bot.surface import Surface
 from storage import SettingValues, Storage
 
 

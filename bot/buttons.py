@@ -16,16 +16,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from bot.commands import CHAT_MODELS, command, option_choices
-from bot.events import (
-    REMIX_ACTIONS,
-    REMIX_PREFIX,
-    Button,
-    ButtonStyle,
-    Modal,
-    ModalField,
-    OptionValue,
-)
+from bot.events import OptionValue
 from bot.forms import form_for
+from bot.outbound import REMIX_ACTIONS, REMIX_PREFIX, Button, ButtonStyle, Modal, ModalField
 from bot.parsing import validate_options
 
 GRID_ROWS: tuple[tuple[str, ...], ...] = (

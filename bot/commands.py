@@ -64,7 +64,7 @@ class CommandSpec:
     keeps_unknown_flags: bool = False
     examples: tuple[str, ...] = field(default=())
     files_by_form: bool = False
-    """Where forms take files (:attr:`bot.events.SurfaceLimits.forms_take_files`), the command
+    """Where forms take files (:attr:`bot.surface.SurfaceLimits.forms_take_files`), the command
     may come without its attachments: the feature asks for them in a form."""
 
     def option(self, name: str) -> Option | None:

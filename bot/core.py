@@ -25,11 +25,11 @@ from bot.events import (
     InboundEvent,
     ModalSubmit,
     OptionValue,
-    Surface,
     UserMessage,
 )
 from bot.metered import MeteredSurface
 from bot.parsing import CommandError, parse_command_text, validate_options
+from bot.surface import Surface
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Literal
 
 from bot.buttons import MAX_BUTTONS_PER_ROW, task_buttons
-from bot.events import Button
+from bot.outbound import Button
 from storage import BlendParams, ImageParams, Job, JobResult, params_of
 
 log = logging.getLogger(__name__)

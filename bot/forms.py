@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.commands import CommandSpec, command
-from bot.events import REMIX_ACTIONS, Choice, Modal, ModalField, OptionValue
+from bot.events import OptionValue
 from bot.masks import PRESETS, Polygon, Region, Shape, parse_region
+from bot.outbound import REMIX_ACTIONS, Choice, Modal, ModalField
 from bot.parsing import CommandError, validate_options
 
 ZOOM_FIELD = "zoom"

@@ -19,23 +19,13 @@ from bot import posting
 from bot.account import SETTINGS_ACTION
 from bot.budget import RenderBudget
 from bot.core import SurfaceRegistry, UserError
-from bot.events import (
-    Button,
-    ButtonPress,
-    Command,
-    HomeOpened,
-    MessageRef,
-    ModalSubmit,
-    OptionValue,
-    OutMessage,
-    Place,
-    RateLimited,
-    SurfaceError,
-)
+from bot.events import ButtonPress, Command, HomeOpened, MessageRef, ModalSubmit, OptionValue, Place
 from bot.jobs import wording
 from bot.jobs.marks import place_of
 from bot.jobs.result_messages import ResultMessages
+from bot.outbound import Button, OutMessage
 from bot.posting import WritePolicy, WriteRateLimited
+from bot.surface import RateLimited, SurfaceError
 from storage import (
     EffectiveSettings,
     Job,

@@ -31,7 +31,9 @@ from typing import TypeVar
 
 from bot.budget import BudgetTimeout, RenderBudget
 from bot.core import UserError
-from bot.events import Event, MessageRef, OutMessage, Place, RateLimited, Surface
+from bot.events import Event, MessageRef, Place
+from bot.outbound import OutMessage
+from bot.surface import RateLimited, Surface
 from bot.write_windows import Grant
 
 T = TypeVar("T")

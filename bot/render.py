@@ -19,12 +19,12 @@ The displayed text is the streamed text without trailing whitespace (platforms d
 followed by a blank line and the note, if any.
 
 Where the surface streams messages itself (its optional ``start_stream``, see
-:class:`~bot.events.NativeStream`), each message is started with its first text, given only the
+:class:`~bot.surface.NativeStream`), each message is started with its first text, given only the
 new text as it arrives, and stopped when it is complete; it carries no marker, and a split never
 takes back text a message already shows. When the surface declines, the renderer posts and edits
-instead; a message whose stream the platform ended (:class:`~bot.events.StreamExpired`) is
+instead; a message whose stream the platform ended (:class:`~bot.surface.StreamExpired`) is
 finished with an edit. Each kind of write asks the budget for its own kind
-(:data:`~bot.events.WriteKind`).
+(:data:`~bot.surface.WriteKind`).
 """
 
 from __future__ import annotations
@@ -39,18 +39,10 @@ from dataclasses import dataclass, field
 
 from bot import metrics
 from bot.budget import BudgetTimeout, Clock, RenderBudget
-from bot.events import (
-    Event,
-    MessageRef,
-    Place,
-    RateLimited,
-    Surface,
-    SurfaceError,
-    User,
-    WriteKind,
-)
+from bot.events import Event, MessageRef, Place, User
 from bot.render_writes import MessageWriter
 from bot.splitting import FENCE, Chunk, cut_chunk, split_chunks
+from bot.surface import RateLimited, Surface, SurfaceError, WriteKind
 from bot.write_windows import Demand, Grant
 
 log = logging.getLogger(__name__)

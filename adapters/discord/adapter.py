@@ -61,7 +61,7 @@ def connection_problem(error: BaseException) -> str | None:
 class DiscordAdapter:
     """genbot on Discord: a discord.py client translating traffic for the core.
 
-    ``surface`` is the :class:`bot.events.Surface` the core answers through. ``report_error``
+    ``surface`` is the :class:`bot.surface.Surface` the core answers through. ``report_error``
     hears about every exception raised while handling traffic (default: logged). The
     ``on_fatal`` given to :meth:`start` is called once, from the event loop, when the gateway
     connection ends for good after the start succeeded (a revoked token, a disallowed intent,

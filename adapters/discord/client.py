@@ -40,16 +40,8 @@ from adapters.discord.translate import (
 )
 from adapters.runner import AdapterRunner
 from bot.commands import offered_models
-from bot.events import (
-    MODAL_ACTIONS,
-    ButtonPress,
-    Command,
-    InboundEvent,
-    ModalSubmit,
-    Place,
-    UserMessage,
-    decode_custom_id,
-)
+from bot.events import ButtonPress, Command, InboundEvent, ModalSubmit, Place, UserMessage
+from bot.outbound import MODAL_ACTIONS, decode_custom_id
 
 ErrorReporter = Callable[[str, BaseException], None]
 """Told about every exception the core or discord.py raised while handling traffic."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr, model_validator
 
 from bot.config import Address, Section
-from bot.events import SurfaceLimits
+from bot.surface import SurfaceLimits
 
 MAX_MESSAGE_CHARS = 2000
 

@@ -1,4 +1,4 @@
-"""genbot's :class:`bot.events.Surface` on Discord.
+"""genbot's :class:`bot.surface.Surface` on Discord.
 
 Public results are ordinary channel messages (``POST /channels/{id}/messages``), never the
 interaction's webhook: they outlive the 15-minute interaction token, sit in the per-channel
@@ -44,18 +44,9 @@ from adapters.discord.translate import (
 )
 from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
 from adapters.text import truncate
-from bot.events import (
-    Attachment,
-    Event,
-    MessageGone,
-    MessageRef,
-    Modal,
-    OutMessage,
-    Place,
-    RateLimited,
-    SurfaceError,
-    SurfaceLimits,
-)
+from bot.events import Attachment, Event, MessageRef, Place
+from bot.outbound import Modal, OutMessage
+from bot.surface import MessageGone, RateLimited, SurfaceError, SurfaceLimits
 
 CALL_TIMEOUT = 30.0
 RATE_LIMIT_WAIT_CAP = 10.0

@@ -10,7 +10,8 @@ from typing import Any
 import discord
 
 from adapters.text import truncate
-from bot.events import Attachment, OutMessage, Place, User
+from bot.events import Attachment, Place, User
+from bot.outbound import OutMessage
 
 PLATFORM = "discord"
 DM_WORKSPACE = "dm"

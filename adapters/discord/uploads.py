@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 
 from PIL import Image
 
-from bot.events import ImageFile
 from bot.jobs.media import MediaError, inspect_image
+from bot.outbound import ImageFile
 
 DEFAULT_UPLOAD_LIMIT = 10 * 1024 * 1024
 QUALITIES = (90, 80, 70, 60)

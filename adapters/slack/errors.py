@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.events import SurfaceError
+from bot.surface import SurfaceError
 
 
 class SlackRefused(SurfaceError):

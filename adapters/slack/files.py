@@ -9,7 +9,8 @@ from collections.abc import Callable
 import aiohttp
 import yarl
 
-from bot.events import Attachment, SurfaceError
+from bot.events import Attachment
+from bot.surface import SurfaceError
 
 from .tokens import TeamTokens, team_of_file
 

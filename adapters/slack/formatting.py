@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.text import truncate
-from bot.events import Button, Modal, ModalField, OutMessage, Place
+from bot.events import Place
+from bot.outbound import Button, Modal, ModalField, OutMessage
 
 MARKDOWN_BLOCK_MAX = 12000
 MODEL_TEXT_BUDGET = MARKDOWN_BLOCK_MAX - 100

@@ -24,8 +24,10 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.events import HomeOpened, MessageRef, OutMessage, Place, RateLimited, SurfaceError
+from bot.events import HomeOpened, MessageRef, Place
 from bot.home import HomeJob, HomeView
+from bot.outbound import OutMessage
+from bot.surface import RateLimited, SurfaceError
 
 from .calls import Call
 from .errors import SlackRefused

@@ -13,15 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.events import (
-    Attachment,
-    ButtonPress,
-    HomeOpened,
-    ModalSubmit,
-    Place,
-    User,
-    decode_custom_id,
-)
+from bot.events import Attachment, ButtonPress, HomeOpened, ModalSubmit, Place, User
+from bot.outbound import decode_custom_id
 from bot.parsing import CommandError, resolve_command
 
 from .formatting import decode_place

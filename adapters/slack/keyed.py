@@ -15,7 +15,8 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.events import OutMessage, Place
+from bot.events import Place
+from bot.outbound import OutMessage
 
 from .calls import Call
 from .errors import SlackRefused

@@ -9,7 +9,7 @@ from pydantic import Field, SecretStr
 
 from adapters.slack.formatting import MODEL_TEXT_BUDGET
 from bot.config import Address, Section
-from bot.events import SurfaceLimits, WriteKind
+from bot.surface import SurfaceLimits, WriteKind
 
 CHANNEL_WRITES_PER_WINDOW = 5
 CHANNEL_WINDOW_SECONDS = 5.0

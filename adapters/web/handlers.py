@@ -22,16 +22,9 @@ from adapters.web.playground import Playground
 from adapters.web.routes import ADAPTER, USER, Serving, json_error
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
 from adapters.web.uploads import UploadCacheFull
-from bot.events import (
-    ButtonPress,
-    Command,
-    ModalSubmit,
-    Place,
-    User,
-    UserMessage,
-    decode_custom_id,
-)
+from bot.events import ButtonPress, Command, ModalSubmit, Place, User, UserMessage
 from bot.jobs.media import MediaError, inspect_image
+from bot.outbound import decode_custom_id
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 every genbot process sharing the database shows it.
 
 The playground is its own chat platform, so like a platform it keeps what it showed: every
-message (with its key, see :attr:`bot.events.OutMessage.key`) and the images it shows are saved
+message (with its key, see :attr:`bot.outbound.OutMessage.key`) and the images it shows are saved
 (:class:`storage.PlaygroundHistory`) before browsers see them. A command's message is saved
 before the playground accepts the command and stays ``pending`` until its handler has run, so a
 command accepted just before the process died is handled after the restart instead of being
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.web.messages import StoredFile, WebMessage
-from bot.events import Button
+from bot.outbound import Button
 from storage import PlaygroundHistory, PlaygroundImage, PlaygroundMessage
 
 LEGACY_MESSAGES = "SELECT id, channel, pending, image_keys, body FROM messages ORDER BY seq"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.events import ButtonPress, Event, Modal, Place, SurfaceLimits, UserMessage
+from bot.events import ButtonPress, Event, Place, UserMessage
+from bot.outbound import Modal
+from bot.surface import SurfaceLimits
 
 PLATFORM = "web"
 WORKSPACE = "web"

@@ -25,7 +25,9 @@ from adapters.web.journal import PlaygroundJournal
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from adapters.web.platform import WEB_LIMITS, PendingModal
 from adapters.web.uploads import UploadCache
-from bot.events import Attachment, ImageFile, Place, SurfaceError, SurfaceLimits, User
+from bot.events import Attachment, Place, User
+from bot.outbound import ImageFile
+from bot.surface import SurfaceError, SurfaceLimits
 from storage import PlaygroundHistory, StorageError
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The playground's :class:`bot.events.Surface`: how the core posts, edits and asks there."""
+"""The playground's :class:`bot.surface.Surface`: how the core posts, edits and asks there."""
 
 from __future__ import annotations
 
@@ -9,16 +9,9 @@ from adapters.web.messages import BOT_AUTHOR, WebMessage
 from adapters.web.platform import PLATFORM, PendingModal, reply_target, web_place
 from adapters.web.playground import Playground
 from adapters.web.translate import modal_json
-from bot.events import (
-    Attachment,
-    Event,
-    MessageGone,
-    MessageRef,
-    Modal,
-    OutMessage,
-    Place,
-    SurfaceError,
-)
+from bot.events import Attachment, Event, MessageRef, Place
+from bot.outbound import Modal, OutMessage
+from bot.surface import MessageGone, SurfaceError
 
 MAX_BUTTON_ROWS = 5
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from adapters.web.platform import dm_channel, is_dm_channel
 from bot.command_images import assign_images, image_options, usage_name
 from bot.commands import CHAT_MODELS, COMMANDS, CommandSpec, option_choices
-from bot.events import Modal
+from bot.outbound import Modal
 from bot.parsing import CommandError, resolve_command
 
 T = TypeVar("T")

@@ -46,9 +46,10 @@ from bot.chat.requests import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.scoping import Target
 from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
 from bot.core import UserError
-from bot.events import Surface, User
+from bot.events import User
 from bot.render import RenderResult, StreamEnd, StreamRenderer
 from bot.status import end_status, show_status
+from bot.surface import Surface
 from bot.tokens import FittedHistory, count_functions, count_text
 from bot.waits import ShownWait
 from storage import ConversationStore, UsageLedger

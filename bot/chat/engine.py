@@ -53,22 +53,21 @@ from bot.chat.tools import ImageTools
 from bot.core import SurfaceRegistry, UserError
 from bot.events import (
     Attachment,
-    Button,
     ButtonPress,
     Command,
     Event,
     MessageRef,
     ModalSubmit,
     OptionValue,
-    OutMessage,
     Place,
-    Surface,
     User,
     UserMessage,
 )
+from bot.outbound import Button, OutMessage
 from bot.parsing import check_text
 from bot.posting import WritePolicy
 from bot.render import RenderResult
+from bot.surface import Surface
 from storage import (
     UNSET,
     Conversation,

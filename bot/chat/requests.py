@@ -30,7 +30,8 @@ from bot.api.chat import allowed_chat_models, plan_allows
 from bot.chat.history import Turn
 from bot.chat.history import fit as fit_turns
 from bot.core import UserError
-from bot.events import Attachment, Place, Surface, User
+from bot.events import Attachment, Place, User
+from bot.surface import Surface
 from bot.tokens import FittedHistory, context_size
 from storage import Conversation, SettingsReader, SettingValues
 

@@ -46,19 +46,7 @@ from typing import Any, Protocol
 from bot import metrics
 from bot.budget import RenderBudget
 from bot.core import SurfaceRegistry
-from bot.events import (
-    Button,
-    DeletesMessages,
-    Event,
-    FindsKeyedPosts,
-    MessageGone,
-    MessageRef,
-    OutMessage,
-    Place,
-    RateLimited,
-    Surface,
-    SurfaceError,
-)
+from bot.events import Event, MessageRef, Place
 from bot.jobs import wording
 from bot.jobs.marks import ButtonMarks, place_of
 from bot.jobs.media import MediaFetcher
@@ -67,8 +55,17 @@ from bot.jobs.result_messages import ResultMessages
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.watch import JobWatch
 from bot.jobs.writes import BudgetedWrites
+from bot.outbound import Button, OutMessage
 from bot.posting import WritePolicy, WriteSkipped
 from bot.status import end_status, show_status
+from bot.surface import (
+    DeletesMessages,
+    FindsKeyedPosts,
+    MessageGone,
+    RateLimited,
+    Surface,
+    SurfaceError,
+)
 from storage import (
     TERMINAL_STATUSES,
     DeliveryClaims,

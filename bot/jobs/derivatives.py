@@ -34,8 +34,8 @@ from bot.api import (
     VariationIndex,
     VariationRequest,
 )
-from bot.events import REMIX_PREFIX
 from bot.jobs.task_call import TaskCall
+from bot.outbound import REMIX_PREFIX
 from storage import TaskType
 
 RequestT = TypeVar("RequestT", bound=RequestModel)

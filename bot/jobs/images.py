@@ -32,17 +32,7 @@ from bot.api import (
 )
 from bot.buttons import GRID_ACTIONS, UPSCALE_ACTIONS
 from bot.core import UserError
-from bot.events import (
-    MODAL_ACTIONS,
-    REMIX_ACTIONS,
-    REMIX_PREFIX,
-    Attachment,
-    ButtonPress,
-    Command,
-    Event,
-    ModalSubmit,
-    OptionValue,
-)
+from bot.events import Attachment, ButtonPress, Command, Event, ModalSubmit, OptionValue
 from bot.follow_ups import offered_follow_ups, refused_actions, version_for
 from bot.forms import (
     RegionInput,
@@ -62,6 +52,7 @@ from bot.jobs.region_preview import RegionPreviews
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
 from bot.masks import build_mask
+from bot.outbound import MODAL_ACTIONS, REMIX_ACTIONS, REMIX_PREFIX
 from bot.parsing import CommandError
 from storage import (
     BlendParams,

@@ -48,7 +48,7 @@ from bot.api.errors import (
 from bot.api.ratelimit import observe_waits
 from bot.api.validation import check_http_url
 from bot.core import SurfaceRegistry, UserError
-from bot.events import Attachment, ButtonPress, Event, Modal, ModalSubmit, SurfaceError
+from bot.events import Attachment, ButtonPress, Event, ModalSubmit
 from bot.jobs.delivery import Delivery, cancel_buttons
 from bot.jobs.hosting import MediaHost
 from bot.jobs.input_checks import check_attachment
@@ -58,7 +58,9 @@ from bot.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
 from bot.jobs.wording import heading
+from bot.outbound import Modal
 from bot.posting import WritePolicy
+from bot.surface import SurfaceError
 from bot.waits import ShownWait
 from storage import (
     ImageParams,

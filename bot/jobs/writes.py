@@ -10,8 +10,10 @@ from typing import TypeVar
 
 from bot.budget import RenderBudget
 from bot.core import SurfaceRegistry
-from bot.events import Event, MessageRef, OutMessage, Place, Surface
+from bot.events import Event, MessageRef, Place
+from bot.outbound import OutMessage
 from bot.posting import WritePolicy, budgeted_write
+from bot.surface import Surface
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""What each platform's surface can do beyond the :class:`bot.events.Surface` every one has is
+"""What each platform's surface can do beyond the :class:`bot.surface.Surface` every one has is
 declared as protocols, and stays visible through the core's metering wrapper."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from adapters.slack.surface import SlackSurface
 from adapters.web.adapter import WebAdapter
 from adapters.web.settings import WebSettings
 from bot.config import LimitsSettings
-from bot.events import (
+from bot.home import PublishesHome, Reposts
+from bot.metered import MeteredSurface
+from bot.surface import (
     DeletesMessages,
     FindsKeyedPosts,
     LinksMessages,
@@ -23,8 +25,6 @@ from bot.events import (
     StreamsNatively,
     Surface,
 )
-from bot.home import PublishesHome, Reposts
-from bot.metered import MeteredSurface
 
 CAPABILITIES: dict[str, type] = {
     "keyed posts": FindsKeyedPosts,

@@ -16,7 +16,8 @@ from adapters.web import WebAdapter
 from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
 from bot.core import RESTARTING_TEXT
-from bot.events import Command, InboundEvent, OutMessage, Place, User, UserMessage
+from bot.events import Command, InboundEvent, Place, User, UserMessage
+from bot.outbound import OutMessage
 from tests.adapters.web.fakes import history, post
 from tests.fakes.platform import FakePlatform
 

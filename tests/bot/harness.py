@@ -35,8 +35,9 @@ from bot.api import ProviderClient, RetryPolicy
 from bot.budget import RenderBudget
 from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
 from bot.core import Conversations, Core, Feature, Lifecycle, SurfaceRegistry
-from bot.events import Place, SurfaceLimits, User
+from bot.events import Place, User
 from bot.jobs import JobEngines, build_job_engines
+from bot.surface import SurfaceLimits
 from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve

@@ -14,8 +14,8 @@ from bot.buttons import (
     read_settings,
     task_buttons,
 )
-from bot.events import MODAL_ACTIONS, decode_custom_id
 from bot.jobs.region_preview import EDIT_ACTION
+from bot.outbound import MODAL_ACTIONS, decode_custom_id
 from bot.parsing import CommandError
 
 GRID = ["reroll", *(f"upscale{i}" for i in range(1, 5)), *(f"variation{i}" for i in range(1, 5))]

@@ -25,8 +25,9 @@ from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
 from bot.config import ApiSettings, LimitsSettings, Plan, StorageSettings, WebhookSettings
 from bot.core import Core
-from bot.events import Place, Surface, SurfaceLimits
+from bot.events import Place
 from bot.jobs import JobEngines
+from bot.surface import Surface, SurfaceLimits
 from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve

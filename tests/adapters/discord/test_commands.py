@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from bot.commands import COMMANDS, Option
-from bot.events import Command, OutMessage
+from bot.events import Command
+from bot.outbound import OutMessage
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import EPHEMERAL, FakeDiscord, Upload
 

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.events import (
-    Button,
-    ButtonPress,
-    Command,
-    ImageFile,
-    Modal,
-    ModalField,
-    ModalSubmit,
-    OutMessage,
-    Place,
-    SurfaceError,
-)
+from bot.events import ButtonPress, Command, ModalSubmit, Place
 from bot.forms import form_for
+from bot.outbound import Button, ImageFile, Modal, ModalField, OutMessage
+from bot.surface import SurfaceError
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import EPHEMERAL, FakeDiscord, FakeMessage
 

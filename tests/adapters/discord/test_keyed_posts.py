@@ -7,7 +7,8 @@ import discord
 import pytest
 
 from adapters.discord.surface import message_nonce
-from bot.events import ImageFile, OutMessage, Place
+from bot.events import Place
+from bot.outbound import ImageFile, OutMessage
 from tests.adapters.discord.harness import Harness
 from tests.fakes.discord import FakeDiscord
 

@@ -9,17 +9,9 @@ import pytest
 
 from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from bot.config import LimitsSettings
-from bot.events import (
-    Attachment,
-    Button,
-    ImageFile,
-    MessageGone,
-    MessageRef,
-    OutMessage,
-    Place,
-    RateLimited,
-    SurfaceError,
-)
+from bot.events import Attachment, MessageRef, Place
+from bot.outbound import Button, ImageFile, OutMessage
+from bot.surface import MessageGone, RateLimited, SurfaceError
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeDiscord
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from adapters.slack import SlackSurface
-from bot.events import Command, InboundEvent, Modal, ModalField, ModalSubmit
+from bot.events import Command, InboundEvent, ModalSubmit
+from bot.outbound import Modal, ModalField
 from tests.adapters.slack.conftest import PNG, RecordingCore
 from tests.fakes.slack import FakeSlack
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from bot.events import decode_custom_id
 from bot.home import RECENT_JOBS
+from bot.outbound import decode_custom_id
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import (

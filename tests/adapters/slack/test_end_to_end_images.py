@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.events import decode_custom_id
+from bot.outbound import decode_custom_id
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig
 from storage import ALL_STATUSES

@@ -14,8 +14,9 @@ from adapters.slack.formatting import (
 )
 from adapters.slack.inbound import SlashRoute, plain_text, route_command, submit_from_view
 from adapters.text import truncate
-from bot.events import Button, Modal, ModalField, OutMessage, Place
+from bot.events import Place
 from bot.forms import form_for
+from bot.outbound import Button, Modal, ModalField, OutMessage
 from tests.fakes.slack_blocks import view_errors
 
 

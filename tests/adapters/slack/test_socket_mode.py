@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bot.events import Button, ButtonPress, Command, OutMessage, UserMessage
+from bot.events import ButtonPress, Command, UserMessage
+from bot.outbound import Button, OutMessage
 from tests.adapters.slack.conftest import RecordingCore, started_adapter
 from tests.fakes.slack import FakeSlack
 

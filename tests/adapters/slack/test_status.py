@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from adapters.slack import status as status_line
-from bot.events import OutMessage, Place
+from bot.events import Place
+from bot.outbound import OutMessage
 from tests.adapters.slack.test_surface import surface_for
 from tests.fakes.slack import FakeSlack
 

@@ -13,22 +13,9 @@ from adapters.slack import SlackSurface
 from adapters.slack.inbound import SlackOrigin
 from adapters.slack.settings import SlackSettings
 from bot.core import SurfaceRegistry
-from bot.events import (
-    Attachment,
-    Button,
-    Command,
-    ImageFile,
-    MessageGone,
-    MessageRef,
-    Modal,
-    ModalField,
-    OutMessage,
-    Place,
-    RateLimited,
-    SurfaceError,
-    User,
-    UserMessage,
-)
+from bot.events import Attachment, Command, MessageRef, Place, User, UserMessage
+from bot.outbound import Button, ImageFile, Modal, ModalField, OutMessage
+from bot.surface import MessageGone, RateLimited, SurfaceError
 from tests.adapters.slack.conftest import PNG
 from tests.fakes.slack import FakeSlack
 

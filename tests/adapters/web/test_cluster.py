@@ -11,7 +11,8 @@ import pytest
 
 from adapters.web import WebAdapter, playground
 from adapters.web.settings import WebSettings
-from bot.events import ImageFile, MessageRef, OutMessage, Place
+from bot.events import MessageRef, Place
+from bot.outbound import ImageFile, OutMessage
 from storage.postgres import PostgresStore
 from storage.postgres.playground import CHANNEL
 from tests.adapters.web.fakes import RecordingCore, eventually, png

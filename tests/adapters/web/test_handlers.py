@@ -10,15 +10,8 @@ import pytest
 from aiohttp import ClientSession
 
 from adapters.web import WebAdapter
-from bot.events import (
-    Button,
-    ButtonPress,
-    Command,
-    ModalSubmit,
-    OutMessage,
-    Place,
-    UserMessage,
-)
+from bot.events import ButtonPress, Command, ModalSubmit, Place, UserMessage
+from bot.outbound import Button, OutMessage
 from tests.adapters.web.fakes import RecordingCore, history, post
 
 

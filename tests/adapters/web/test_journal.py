@@ -20,7 +20,9 @@ from adapters.web import WebAdapter
 from adapters.web.journal import PlaygroundJournal, message_record, playground_path
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from adapters.web.settings import WebSettings
-from bot.events import Command, ImageFile, InboundEvent, OutMessage, Place, SurfaceError
+from bot.events import Command, InboundEvent, Place
+from bot.outbound import ImageFile, OutMessage
+from bot.surface import SurfaceError
 from storage import SqliteStore
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
 from tests.resilience.hostile_files import noise_png

@@ -16,7 +16,8 @@ from bot.api import ChatRequest, ProviderClient
 from bot.chat import ChatDefaults, ChatEngine
 from bot.chat.tools import ChatImageTools
 from bot.core import Conversations, Core, Feature
-from bot.events import Place, SurfaceLimits, User
+from bot.events import Place, User
+from bot.surface import SurfaceLimits
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore

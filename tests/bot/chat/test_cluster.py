@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.chat import ChatEngine
-from bot.events import SurfaceLimits, User
+from bot.events import User
+from bot.surface import SurfaceLimits
 from simulator.server import serve
 from storage import ConversationKey
 from tests.bot.chat.support import ALICE, CHANNEL, DM, ROOMY, sim_config

@@ -11,21 +11,14 @@ import pytest
 
 from bot.budget import RenderBudget
 from bot.core import SurfaceRegistry
-from bot.events import (
-    Command,
-    Event,
-    MessageRef,
-    OutMessage,
-    Place,
-    SurfaceError,
-    SurfaceLimits,
-    User,
-)
+from bot.events import Command, Event, MessageRef, Place, User
 from bot.jobs import DeliveryRetry
 from bot.jobs.delivery import Delivery
 from bot.jobs.media import MediaFetcher
 from bot.jobs.watch import JobWatch
+from bot.outbound import OutMessage
 from bot.posting import WritePolicy
+from bot.surface import SurfaceError, SurfaceLimits
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore

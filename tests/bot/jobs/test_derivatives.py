@@ -22,11 +22,11 @@ from bot.api import (
     VariationRequest,
 )
 from bot.buttons import LABELS
-from bot.events import MODAL_ACTIONS, REMIX_ACTIONS, REMIX_PREFIX
 from bot.jobs.derivatives import FOLLOW_UPS, FollowUpInput, follow_up_for
 from bot.jobs.describe import DescribeButtons
 from bot.jobs.diffusion import DiffusionJobs
 from bot.jobs.images import ImageJobs
+from bot.outbound import MODAL_ACTIONS, REMIX_ACTIONS, REMIX_PREFIX
 from tests.bot.harness import harness
 from tests.bot.jobs.support import press, run_command
 

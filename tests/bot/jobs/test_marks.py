@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from bot.events import MessageRef, OutMessage
+from bot.events import MessageRef
+from bot.outbound import OutMessage
 from tests.bot.harness import ROOMY, harness
 from tests.bot.jobs.support import run_command
 from tests.fakes.platform import FakePlatform

@@ -13,9 +13,11 @@ import aiohttp
 import pytest
 
 from bot.api import ImagineRequest, TaskRecord
-from bot.events import Command, MessageRef, OutMessage, SurfaceLimits, User
+from bot.events import Command, MessageRef, User
 from bot.jobs.marks import place_of
 from bot.jobs.wording import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
+from bot.outbound import OutMessage
+from bot.surface import SurfaceLimits
 from simulator.server import serve
 from simulator.state import Dialect, SimulatorConfig
 from simulator.task_model import fetch_record

@@ -11,8 +11,9 @@ import aiohttp
 
 from bot.api import ImagineRequest
 from bot.chat.tools import ChatImageTools
-from bot.events import Command, OutMessage, User
+from bot.events import Command, User
 from bot.jobs.wording import UNCONFIRMED_NOTE
+from bot.outbound import OutMessage
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record

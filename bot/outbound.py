@@ -1,0 +1,186 @@
+"""What the core asks a platform to show: messages (text, images, buttons) and forms.
+
+A button's or a form's state travels in its custom id (:func:`encode_custom_id`), so a press or
+a submission comes back to the core as an event (:class:`bot.events.ButtonPress`,
+:class:`bot.events.ModalSubmit`) however long after. Nothing here knows about any platform
+library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+ButtonStyle = Literal["primary", "secondary", "success", "danger"]
+
+CUSTOM_ID_PREFIX = "gb"
+CUSTOM_ID_MAX = 100
+
+
+@dataclass(frozen=True)
+class Button:
+    """A button. Its state travels in ``custom_id``: the action and a job reference.
+    ``disabled``: shown but not pressable (platforms without disabled buttons leave it out)."""
+
+    label: str
+    action: str
+    ref: str
+    style: ButtonStyle = "secondary"
+    disabled: bool = False
+
+    @property
+    def custom_id(self) -> str:
+        return encode_custom_id(self.action, self.ref)
+
+
+@dataclass(frozen=True)
+class ImageFile:
+    """Image bytes to upload with a message; ``url`` is where it can also be seen (a link to
+    show instead where the platform will not take the bytes), when known."""
+
+    filename: str
+    data: bytes
+    content_type: str = "image/png"
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class OutMessage:
+    """A message for the platform.
+
+    ``from_model`` marks text written by the model: adapters must make it ping nobody.
+    ``mention_user_id`` lets genbot's own text mention the requester.
+
+    ``key`` names a message that must be shown once however often it is sent (a job's result
+    or failure report): a surface that already posted a message with this key in the place
+    returns that message instead of posting another, as far as its platform lets it tell
+    (Discord: within its nonce window of a few minutes; Slack: when ``may_exist``, among the
+    recent messages; the playground: always). ``may_exist`` says an earlier send with the key
+    may have reached the platform (it failed or the process died before its outcome was
+    recorded), so a surface whose platform does not deduplicate by itself looks for it.
+    """
+
+    text: str = ""
+    images: tuple[ImageFile, ...] = ()
+    buttons: tuple[tuple[Button, ...], ...] = ()
+    from_model: bool = False
+    mention_user_id: str | None = None
+    key: str | None = None
+    may_exist: bool = False
+    card: bool = False
+    """A job's message (progress, result, failure report): a surface that frames such messages
+    (Discord's Components V2 cards) does so; every write of one such message sets it."""
+
+
+FieldKind = Literal["text", "select", "region", "file"]
+"""``text``: a text input; ``select``: one of ``choices`` (``""`` when none is chosen);
+``region``: an area of ``image_url`` in :func:`bot.masks.parse_region` syntax — an editor to
+draw on where the platform has one (the playground), else a text input; ``file``: up to
+``max_files`` uploaded files (only where
+:attr:`bot.surface.SurfaceLimits.forms_take_files`), given in
+:attr:`bot.events.ModalSubmit.attachments`."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of a ``select`` field."""
+
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
+class ModalField:
+    """One input of a modal (a text input unless ``kind`` says otherwise)."""
+
+    id: str
+    label: str
+    placeholder: str = ""
+    default: str = ""
+    required: bool = True
+    max_length: int = 4000
+    multiline: bool = False
+    kind: FieldKind = "text"
+    choices: tuple[Choice, ...] = ()
+    image_url: str = ""
+    max_files: int = 1
+
+
+@dataclass(frozen=True)
+class Modal:
+    """A form the platform shows; its submission comes back as :class:`bot.events.ModalSubmit`.
+
+    ``notice`` is shown above the fields: why the last submission was refused (the form comes
+    back with the values the user gave), or a preview of what they chose. ``preview``: a
+    picture of what they chose, shown above the fields where the platform's forms show images
+    (Slack); others leave it out."""
+
+    title: str
+    action: str
+    ref: str
+    fields: tuple[ModalField, ...]
+    notice: str = ""
+    preview: ImageFile | None = None
+
+    @property
+    def custom_id(self) -> str:
+        return encode_custom_id(self.action, self.ref)
+
+
+def encode_custom_id(action: str, ref: str) -> str:
+    """``gb:<action>:<ref>``; raises ``ValueError`` when it would exceed 100 characters."""
+    if ":" in action:
+        raise ValueError(f"action must not contain ':' ({action!r})")
+    custom_id = f"{CUSTOM_ID_PREFIX}:{action}:{ref}"
+    if len(custom_id) > CUSTOM_ID_MAX:
+        raise ValueError(f"custom id longer than {CUSTOM_ID_MAX} characters: {custom_id!r}")
+    return custom_id
+
+
+def decode_custom_id(custom_id: str) -> tuple[str, str] | None:
+    """``(action, ref)`` from a custom id made by :func:`encode_custom_id`, else ``None``."""
+    prefix, sep, rest = custom_id.partition(":")
+    if prefix != CUSTOM_ID_PREFIX or not sep:
+        return None
+    action, sep, ref = rest.partition(":")
+    if not action or not sep:
+        return None
+    return action, ref
+
+
+REMIX_PREFIX = "remix_"
+REMIX_ACTIONS: frozenset[str] = frozenset(
+    REMIX_PREFIX + action
+    for action in (
+        "reroll",
+        *(f"variation{i}" for i in range(1, 5)),
+        "high_variation",
+        "low_variation",
+        "outpaint_2",
+        "outpaint_1.5",
+        "pan_left",
+        "pan_right",
+        "pan_up",
+        "pan_down",
+    )
+)
+"""Follow-ups drawn for users with Remix on: each press opens a form to change the prompt
+(``remix_`` + the action; see :mod:`bot.jobs.images`)."""
+MODAL_ACTIONS: frozenset[str] = frozenset(
+    {
+        "vary_region",
+        "region_edit",
+        "outpaint_custom",
+        "diff_init",
+        "settings",
+        "describe_pick1",
+        "describe_pick2",
+        "describe_pick3",
+        "describe_pick4",
+        *REMIX_ACTIONS,
+    }
+)
+"""Button actions whose press may open a form. Adapters must not defer such a press: the core
+answers it with :meth:`bot.surface.Surface.open_modal` (or an ephemeral refusal) right away —
+or, for a describe pick that runs at once, starts the job (adapters acknowledge a slow press
+late)."""

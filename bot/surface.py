@@ -1,0 +1,205 @@
+"""What an adapter offers the core: the :class:`Surface` every platform has, the capabilities
+only some have (protocols of their own, checked with ``isinstance``), what a platform allows
+(:class:`SurfaceLimits`), and the errors a surface raises. Nothing here knows about any platform
+library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal, Protocol, runtime_checkable
+
+from bot.events import Attachment, Event, MessageRef, Place, User
+from bot.outbound import Modal, OutMessage
+
+WriteKind = Literal["send", "edit", "stream_start", "stream_append", "stream_stop"]
+"""What a write to the platform is: a new message, an edit, or a step of a natively streamed
+message (see :class:`NativeStream`)."""
+WorkStatus = Literal["thinking", "drawing"]
+"""What genbot shows it is doing while a user waits (see :mod:`bot.status`)."""
+
+
+@dataclass(frozen=True)
+class SurfaceLimits:
+    """What a platform allows: message length and edit budgets the renderer must respect."""
+
+    max_text: int = 2000
+    edits_per_window_per_channel: int = 5
+    edit_window_seconds: float = 5.0
+    edits_per_minute_per_workspace: int | None = None
+    min_seconds_between_edits_of_one_message: float = 0.0
+    max_buttons_per_row: int = 5
+    writes_per_minute_per_workspace: Mapping[WriteKind, int | None] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False
+    )
+    """Per-workspace budgets of the kinds of write the platform limits each on its own (Slack
+    gives every method its own tier; ``None``: no workspace budget, only the channel's); a
+    kind not listed counts against ``edits_per_minute_per_workspace``."""
+    channel_window_kinds: frozenset[WriteKind] | None = None
+    """The kinds of write that count against the per-channel window (``None``: all of them;
+    Slack limits posting per channel, not streaming)."""
+    forms_take_files: bool = False
+    """Whether forms can ask for files (Discord's file uploads in modals)."""
+    forms_show_images: bool = False
+    """Whether forms can show a picture (:attr:`bot.outbound.Modal.preview`; Slack's image
+    blocks)."""
+    edits_add_images: bool = True
+    """Whether a job's progress message becomes its result by an edit that gives it its images
+    (Discord, the playground); where not (Slack: an edit notifies nobody, a new post notifies the
+    requester that the job is done) the result is posted and the progress message removed."""
+
+
+class RateLimited(Exception):
+    """Raised by a surface when the platform refused a call for rate limiting."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"rate limited, retry after {retry_after:.2f}s")
+        self.retry_after = retry_after
+
+
+class SurfaceError(Exception):
+    """Raised by a surface when the platform refused a call for another reason."""
+
+
+class StreamExpired(SurfaceError):
+    """Raised by :class:`NativeStream` when the platform no longer streams the message (Slack
+    ends a stream after a few minutes); the caller finishes it with :meth:`Surface.edit`."""
+
+
+class NativeStream(Protocol):
+    """A message the platform streams itself: text is only ever added, then the stream is
+    stopped once. Made by a surface's optional ``start_stream`` (see :class:`Surface`)."""
+
+    ref: MessageRef
+
+    async def append(self, text: str) -> None:
+        """Add ``text`` to the message."""
+        ...
+
+    async def stop(self, text: str = "") -> None:
+        """Add ``text`` and end the stream."""
+        ...
+
+
+class MessageGone(SurfaceError):
+    """Raised by a surface when the message to edit or delete no longer exists (a user or a
+    moderator deleted it)."""
+
+
+class Surface(Protocol):
+    """What an adapter offers the core. Every method is bounded in time by the adapter.
+
+    What only some platforms can do is a protocol of its own, checked with ``isinstance``:
+    :class:`FindsKeyedPosts`, :class:`DeletesMessages`, :class:`LinksMessages`,
+    :class:`StreamsNatively`, :class:`ShowsStatus`, :class:`SpellsCommands`,
+    :class:`SendsPrivately` (and, for the home tab, :class:`bot.home.PublishesHome` and
+    :class:`bot.home.Reposts`).
+    """
+
+    platform: str
+    limits: SurfaceLimits
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        """Post ``message`` in ``place``. ``origin`` is the event being answered, if any.
+        A keyed message it can tell it already posted in ``place`` is returned instead
+        (see :attr:`bot.outbound.OutMessage.key`)."""
+        ...
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        """Replace the text (and buttons) of a message genbot posted."""
+        ...
+
+    async def send_ephemeral(self, origin: Event, text: str) -> None:
+        """Show ``text`` to the event's user only (or as privately as the platform allows)."""
+        ...
+
+    async def open_modal(self, origin: Event, modal: Modal) -> None:
+        """Show a form in answer to ``origin`` (a button press or a command)."""
+        ...
+
+    async def typing(self, place: Place) -> None:
+        """Show a typing indicator in ``place`` (best effort)."""
+        ...
+
+    async def start_thread(self, ref: MessageRef, name: str) -> Place:
+        """Open a thread on message ``ref`` and return the place inside it."""
+        ...
+
+    async def download(self, attachment: Attachment) -> bytes:
+        """The bytes of a user's attachment (platform auth included)."""
+        ...
+
+
+@runtime_checkable
+class FindsKeyedPosts(Protocol):
+    """A surface that can tell which message it shows with a key
+    (:attr:`bot.outbound.OutMessage.key`)."""
+
+    async def posted(self, place: Place, key: str) -> MessageRef | None:
+        """The message shown in ``place`` with ``key``, where the platform lets it tell."""
+        ...
+
+
+@runtime_checkable
+class DeletesMessages(Protocol):
+    """A surface that can remove a message genbot posted (a finished job's progress message
+    where the result could not become it, a cancelled job's)."""
+
+    async def delete(self, ref: MessageRef) -> None: ...
+
+
+@runtime_checkable
+class LinksMessages(Protocol):
+    """A surface that can give an address opening a message ("the result is here")."""
+
+    async def link(self, ref: MessageRef) -> str | None: ...
+
+
+@runtime_checkable
+class StreamsNatively(Protocol):
+    """A surface whose platform streams a message itself (see :class:`NativeStream`)."""
+
+    async def start_stream(
+        self, place: Place, text: str, *, origin: Event | None, recipient: User | None
+    ) -> NativeStream | None:
+        """A message in ``place`` starting with ``text``, streamed for ``recipient`` (the user
+        being answered), or ``None`` where the platform does not stream (the caller posts and
+        edits instead)."""
+        ...
+
+
+@runtime_checkable
+class ShowsStatus(Protocol):
+    """A surface with a status line: genbot is :data:`WorkStatus` where the answer to
+    ``origin`` will appear, until ended."""
+
+    async def show_status(
+        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    ) -> None: ...
+
+    async def end_status(
+        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    ) -> None: ...
+
+
+@runtime_checkable
+class SpellsCommands(Protocol):
+    """A surface whose platform spells some commands its own way (Slack: ``settings`` →
+    ``genbot settings``); help texts follow it."""
+
+    command_names: Mapping[str, str]
+
+
+@runtime_checkable
+class SendsPrivately(Protocol):
+    """A surface that can show a whole message — images and buttons too — to one user only
+    (a Vary (Region) preview, :mod:`bot.jobs.region_preview`)."""
+
+    async def send_private(self, origin: Event, message: OutMessage) -> None:
+        """Show ``message`` to ``origin``'s user only, where ``origin`` happened;
+        :class:`SurfaceError` where it cannot."""
+        ...
