@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from bot.core import SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
 from bot.jobs import wording
-from bot.jobs.delivery import CANCEL_ACTION, Delivery
+from bot.jobs.delivery import Delivery
+from bot.jobs.progress_messages import CANCEL_ACTION
 from bot.jobs.watch import JobWatch
 from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter, result_with
 

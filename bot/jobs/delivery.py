@@ -24,21 +24,18 @@ restarts; the tracker runs them when due. From the ``image_attempts``-th attempt
 whose image cannot be downloaded is posted with the provider's link instead (at once when the
 image arrived but cannot be read: a damaged file or a decompression bomb does not improve with
 retries); once the retries are used up the job ends ``failed_posted`` and its progress message
-says the result could not be posted.
+says the result could not be posted. A cancelled job (``result["cancelled"]``) is hidden: its
+progress message is deleted.
 
-Progress edits are serialized per job with the final edits and never made once the job's
-messages are final (remembered in memory: deliveries run in this process), so a late poll
-answer never overwrites a finished job's result. A cancelled job (``result["cancelled"]``) is
-hidden: its progress message is deleted.
+Progress messages themselves — posted as a job starts, kept current, and never edited once the
+job's messages are final — are :class:`~bot.jobs.progress_messages.ProgressMessages`, which
+:class:`Delivery` extends.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import math
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
@@ -46,28 +43,18 @@ from typing import Any, Protocol
 from bot import metrics
 from bot.budget import RenderBudget
 from bot.core import SurfaceRegistry
-from bot.events import Event, MessageRef, Place
+from bot.events import MessageRef
 from bot.jobs import wording
 from bot.jobs.marks import ButtonMarks, place_of
 from bot.jobs.media import MediaFetcher
-from bot.jobs.progress import ELAPSED_STEP, Estimates, Position
+from bot.jobs.progress_messages import ProgressMessages
 from bot.jobs.result_messages import ResultMessages
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.watch import JobWatch
-from bot.jobs.writes import BudgetedWrites
-from bot.outbound import Button, OutMessage
-from bot.posting import WritePolicy, WriteSkipped
-from bot.status import end_status, show_status
-from bot.surface import (
-    DeletesMessages,
-    FindsKeyedPosts,
-    MessageGone,
-    RateLimited,
-    Surface,
-    SurfaceError,
-)
+from bot.outbound import OutMessage
+from bot.posting import WritePolicy
+from bot.surface import DeletesMessages, MessageGone, Surface, SurfaceError
 from storage import (
-    TERMINAL_STATUSES,
     DeliveryClaims,
     Job,
     JobMessage,
@@ -81,17 +68,6 @@ from storage import (
 
 log = logging.getLogger(__name__)
 
-FINAL_MEMORY = 10_000
-"""How many jobs with final messages are remembered: far more than finish while one poll's
-answer is on its way."""
-CANCEL_ACTION = "cancel"
-CANCEL_LABEL = "❌ Cancel"
-
-
-def progress_key(job: Job) -> str:
-    """The key of ``job``'s progress message."""
-    return f"{job.id}.progress"
-
 
 def once(message: OutMessage, job: Job, kind: str) -> OutMessage:
     """``message`` keyed as ``job``'s one message of ``kind`` (a claimed job), marked as
@@ -99,17 +75,14 @@ def once(message: OutMessage, job: Job, kind: str) -> OutMessage:
     return replace(message, key=f"{job.id}.{kind}", may_exist=job.post_claims > 1)
 
 
-def cancel_buttons(job: Job) -> tuple[tuple[Button, ...], ...]:
-    """The ❌ Cancel button of a job in flight."""
-    return ((Button(CANCEL_LABEL, CANCEL_ACTION, job.id, "danger"),),)
-
-
 class DeliveryStorage(JobWriter, DeliveryClaims, MessageLinks, Protocol):
     """What delivery uses: job reads and moves, delivery claims, message links."""
 
 
-class Delivery:
+class Delivery(ProgressMessages):
     """Posts and edits the messages of jobs on their platform's surface."""
+
+    _store: DeliveryStorage
 
     def __init__(
         self,
@@ -122,194 +95,10 @@ class Delivery:
         clock: Callable[[], float] = time.time,
         retry: DeliveryRetry | None = None,
     ) -> None:
-        self._store = store
-        self._surfaces = surfaces
-        self._writes = BudgetedWrites(surfaces, budget)
-        self._watch = watch
-        self._clock = clock
+        super().__init__(store, surfaces, budget, watch, clock=clock)
         self.retry = retry or DeliveryRetry()
         self.results = ResultMessages(surfaces, media)
         self.marks = ButtonMarks(store, self._writes, self.results)
-        self.estimates = Estimates()
-        self.progress_step: float = ELAPSED_STEP
-        """The progress time's step in seconds (the ticker's interval)."""
-        self.positions: dict[str, Position] = {}
-        """Each job's place among its requester's running jobs (kept by the progress ticker)."""
-        self._shown: dict[str, str] = {}
-        self._edited_at: dict[str, float] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._final: OrderedDict[str, None] = OrderedDict()
-
-    # Writing under the budget -----------------------------------------------------------------
-
-    async def send(
-        self, place: Place, message: OutMessage, *, policy: WritePolicy, origin: Event | None = None
-    ) -> MessageRef:
-        """Post ``message`` as ``policy`` says."""
-        return await self._writes.send(place, message, policy=policy, origin=origin)
-
-    async def edit(
-        self,
-        job: Job,
-        text: str,
-        *,
-        policy: WritePolicy,
-        buttons: tuple[tuple[Button, ...], ...] = (),
-    ) -> bool:
-        """Set the progress message of ``job`` to ``text`` (and ``buttons``) as ``policy``
-        says; skipped when it already shows it (or ``SKIP_IF_BUSY`` skipped it). True if
-        written."""
-        async with self._lock(job.id):
-            message = OutMessage(text=text, buttons=buttons, card=True)
-            return await self._edit(job, message, policy=policy)
-
-    def _lock(self, job_id: str) -> asyncio.Lock:
-        return self._locks.setdefault(job_id, asyncio.Lock())
-
-    async def _edit(
-        self, job: Job, message: OutMessage, *, policy: WritePolicy, wait: float | None = None
-    ) -> bool:
-        if job.progress_message_id is None or self._shown.get(job.id) == message.text:
-            return False
-        place = place_of(job)
-        if place.platform not in self._surfaces:
-            return False
-        surface = self._surfaces.get(place.platform)
-        ref = MessageRef(place, job.progress_message_id)
-        last = self._edited_at.get(job.id, -math.inf)
-        try:
-            await self._writes.write(
-                surface,
-                place,
-                lambda: surface.edit(ref, message),
-                policy,
-                wait=wait,
-                last_served=last,
-            )
-        except (WriteSkipped, RateLimited):
-            return False
-        except MessageGone:
-            log.info("the progress message of job %s is gone; it is not edited again", job.id)
-            self._mark_final(job.id)
-            return False
-        except (SurfaceError, KeyError) as error:
-            log.warning("could not edit the progress message of job %s: %s", job.id, error)
-            return False
-        self._shown[job.id] = message.text
-        self._edited_at[job.id] = self._writes.budget.clock.monotonic()
-        return True
-
-    def forget(self, job_id: str) -> None:
-        """Drop what is remembered about a job whose messages are final, and remember (for a
-        while) that they are: a late progress update about it changes nothing."""
-        self._shown.pop(job_id, None)
-        self._edited_at.pop(job_id, None)
-        self._locks.pop(job_id, None)
-        self.positions.pop(job_id, None)
-        self._mark_final(job_id)
-
-    def _mark_final(self, job_id: str) -> None:
-        self._final[job_id] = None
-        while len(self._final) > FINAL_MEMORY:
-            self._final.popitem(last=False)
-
-    async def _show_outcome(self, job: Job, text: str) -> None:
-        """Set the progress message to ``job``'s outcome, which no later progress update
-        changes; never raises, so the outcome is recorded whatever the platform answers."""
-        self._mark_final(job.id)
-        try:
-            await self.edit(job, text, policy=WritePolicy.MUST_DELIVER)
-        except Exception:
-            log.exception("could not show the outcome of job %s", job.id)
-        await self._end_drawing(job)
-
-    # Progress ---------------------------------------------------------------------------------
-
-    def progress_message(self, job: Job, status: str | None = None) -> OutMessage:
-        """What ``job``'s progress message shows now: its status in words, the time since it
-        started, the time left and its place among the requester's jobs, and ❌ Cancel."""
-        elapsed = max(self._clock() - job.created_at, 0.0)
-        typical = self.estimates.typical(job)
-        position = self.positions.get(job.id)
-        step = self.progress_step
-        text = wording.progress_text(job, status or job.status, elapsed, typical, position, step)
-        return OutMessage(text=text, buttons=cancel_buttons(job), card=True)
-
-    async def post_progress(self, job: Job, origin: Event | None) -> Job:
-        """Post the first progress message of a new job and link it (the job row is already
-        committed, so the message is recoverable after a restart)."""
-        place = origin.place if origin is not None else place_of(job)
-        message = replace(self.progress_message(job), key=progress_key(job))
-        ref = await self.send(place, message, policy=WritePolicy.MUST_DELIVER, origin=origin)
-        await self._store.update_job(job.id, progress_message_id=ref.message_id)
-        await self._store.link_message(
-            job.platform, job.channel_id, ref.message_id, job.id, "progress"
-        )
-        self._shown[job.id] = message.text
-        await show_status(self._surfaces.get(place.platform), place, "drawing", origin=origin)
-        refreshed = await self._store.get_job(job.id)
-        return refreshed or job
-
-    async def recover_progress(self, job: Job) -> Job:
-        """Link the progress message of a job whose process died between posting it and
-        linking it, when the platform's surface can find it by its key (``posted``)."""
-        surface = self._surfaces.get(job.platform) if job.platform in self._surfaces else None
-        if job.progress_message_id is not None or not isinstance(surface, FindsKeyedPosts):
-            return job
-        try:
-            ref = await surface.posted(place_of(job), progress_key(job))
-        except (SurfaceError, RateLimited) as error:
-            log.warning("could not look for the progress message of job %s: %s", job.id, error)
-            return job
-        if ref is None:
-            return job
-        await self._store.update_job(job.id, progress_message_id=ref.message_id)
-        await self._store.link_message(
-            job.platform, job.channel_id, ref.message_id, job.id, "progress"
-        )
-        return await self._store.get_job(job.id) or job
-
-    async def show_progress(
-        self, job: Job, status: str | None = None, *, wait: float | None = None
-    ) -> bool:
-        """Edit the progress message for ``status`` (default: the job's), when its text changes
-        and the job is still in flight (a late answer about a job whose messages are final
-        changes nothing). Skipped when the budget has no room within ``wait`` seconds."""
-        if job.id in self._final or job.status in TERMINAL_STATUSES:
-            return False
-        message = self.progress_message(job, status)
-        if self._shown.get(job.id) == message.text:
-            return False
-        async with self._lock(job.id):
-            if job.id in self._final:
-                return False
-            return await self._edit(job, message, policy=WritePolicy.SKIP_IF_BUSY, wait=wait)
-
-    async def mark_not_started(self, job: Job, reason: str) -> Job:
-        """Move a ``creating`` job that certainly started nothing at the provider to
-        ``create_failed`` and say why in its progress message (found by its key when it was
-        posted but never linked)."""
-        moved = await self._store.transition(job.id, "creating", "create_failed", error=reason)
-        current = await self.recover_progress(await self._store.get_job(job.id) or job)
-        if moved:
-            metrics.job_failed(job.type)
-            await self._show_outcome(current, wording.create_failed_text(current, reason))
-            self.forget(job.id)
-        self._watch.touch(job.id)
-        return current
-
-    async def mark_unconfirmed(self, job: Job, reason: str) -> Job:
-        """Move a ``creating`` job the provider may have received to ``unknown`` and tell the
-        user (see :func:`bot.jobs.wording.unconfirmed_text`)."""
-        moved = await self._store.transition(job.id, "creating", "unknown", error=reason)
-        current = await self._store.get_job(job.id) or job
-        if moved:
-            text = wording.unconfirmed_text(current, reason)
-            await self.edit(
-                current, text, policy=WritePolicy.MUST_DELIVER, buttons=cancel_buttons(current)
-            )
-        self._watch.touch(job.id)
-        return current
 
     # Results and failures ---------------------------------------------------------------------
 
@@ -422,10 +211,6 @@ class Delivery:
         await self._end_drawing(job)
         self.forget(job.id)
         return None
-
-    async def _end_drawing(self, job: Job) -> None:
-        if job.platform in self._surfaces:
-            await end_status(self._surfaces.get(job.platform), place_of(job), "drawing")
 
     async def _finish(
         self,

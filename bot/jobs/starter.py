@@ -49,11 +49,12 @@ from bot.api.ratelimit import observe_waits
 from bot.api.validation import check_http_url
 from bot.core import SurfaceRegistry, UserError
 from bot.events import Attachment, ButtonPress, Event, ModalSubmit
-from bot.jobs.delivery import Delivery, cancel_buttons
+from bot.jobs.delivery import Delivery
 from bot.jobs.hosting import MediaHost
 from bot.jobs.input_checks import check_attachment
 from bot.jobs.limits import Limits
 from bot.jobs.media import MediaError, inspect_image
+from bot.jobs.progress_messages import cancel_buttons
 from bot.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
