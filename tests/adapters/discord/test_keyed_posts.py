@@ -6,7 +6,7 @@ from __future__ import annotations
 import discord
 import pytest
 
-from adapters.discord.surface import message_nonce
+from adapters.discord.posting import message_nonce
 from bot.events import Place
 from bot.outbound import ImageFile, OutMessage
 from tests.adapters.discord.harness import Harness

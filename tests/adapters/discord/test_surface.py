@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
+from adapters.discord.calls import RATE_LIMIT_WAIT_CAP
+from adapters.discord.surface import DiscordSurface
 from bot.config import LimitsSettings
 from bot.events import Attachment, MessageRef, Place
 from bot.outbound import Button, ImageFile, OutMessage
