@@ -177,9 +177,10 @@ class PlaygroundHistory(Protocol):
         ...
 
     async def playground_message(
-        self, message_id: str
+        self, message_id: str, *, with_images: bool = True
     ) -> tuple[PlaygroundMessage, list[PlaygroundImage]] | None:
-        """One stored message and the images it shows, or None."""
+        """One stored message and the images it shows (none read when ``with_images`` is
+        False: :meth:`playground_image` reads one when it is wanted), or None."""
         ...
 
     async def playground_image(self, key: str) -> PlaygroundImage | None:

@@ -111,9 +111,12 @@ class PlaygroundJournal:
         """The key that signs the playground's session cookies (the same for every process)."""
         return await self._history.playground_session_key()
 
-    async def fetch(self, message_id: str) -> tuple[WebMessage, dict[str, StoredFile]] | None:
-        """A message another process saved, with its images; None when it is gone."""
-        found = await self._history.playground_message(message_id)
+    async def fetch(
+        self, message_id: str, *, with_images: bool = True
+    ) -> tuple[WebMessage, dict[str, StoredFile]] | None:
+        """A message another process saved, with its images (unless ``with_images`` is False:
+        :meth:`image` reads one when it is wanted); None when it is gone."""
+        found = await self._history.playground_message(message_id, with_images=with_images)
         if found is None:
             return None
         message, images = found

@@ -288,6 +288,10 @@ class MessageStore:
             if dropped is not None:
                 self._image_bytes -= dropped.size
 
+    def keep_image(self, key: str, stored: StoredFile) -> None:
+        """Keep an image read back from the history in memory (within ``max_image_bytes``)."""
+        self._remember(key, stored)
+
     def _remember(self, key: str, stored: StoredFile) -> None:
         """Keep ``stored``'s bytes in memory; the oldest go past ``max_image_bytes`` (never the
         one just kept)."""

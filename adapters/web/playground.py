@@ -135,7 +135,8 @@ class Playground:
             await asyncio.sleep(FOLLOW_RETRY_SECONDS)
 
     async def _show_saved_elsewhere(self, journal: PlaygroundJournal, message_id: str) -> None:
-        found = await journal.fetch(message_id)
+        """Show a message another process saved; its images are read when a browser asks."""
+        found = await journal.fetch(message_id, with_images=False)
         if found is not None:
             self._show_saved(*found)
 
@@ -202,10 +203,13 @@ class Playground:
         return attachments
 
     async def image_file(self, key: str) -> StoredFile | None:
-        """An image the playground shows: from memory, else from the history file."""
+        """An image the playground shows: from memory, else from the history (then kept in
+        memory, within its bound)."""
         stored = self.store.image(key)
         if stored is None and self.journal is not None:
             stored = await self.journal.image(key)
+            if stored is not None:
+                self.store.keep_image(key, stored)
         return stored
 
     def remember_modal(self, user_id: str, pending: PendingModal) -> None:

@@ -113,13 +113,15 @@ class PostgresPlayground(PostgresBase):
         )
 
     async def playground_message(
-        self, message_id: str
+        self, message_id: str, *, with_images: bool = True
     ) -> tuple[PlaygroundMessage, list[PlaygroundImage]] | None:
-        """One stored message and the images it shows, or None."""
+        """One stored message and the images it shows (with ``with_images``), or None."""
         row = await self._fetch_one(SQL_ONE, (message_id,))
         if row is None:
             return None
         message = _message(row)
+        if not with_images:
+            return message, []
         rows = await self._fetch_all(SQL_IMAGES_BY_KEY, (list(message.image_keys),))
         return message, [_image(found) for found in rows]
 

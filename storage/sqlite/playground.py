@@ -113,16 +113,16 @@ class SqlitePlayground(StoreBase):
         await self._call(work)
 
     async def playground_message(
-        self, message_id: str
+        self, message_id: str, *, with_images: bool = True
     ) -> tuple[PlaygroundMessage, list[PlaygroundImage]] | None:
-        """One stored message and the images it shows, or None."""
+        """One stored message and the images it shows (with ``with_images``), or None."""
 
         def work(db: Database) -> tuple[PlaygroundMessage, list[PlaygroundImage]] | None:
             row = db.conn.execute(SQL_ONE, (message_id,)).fetchone()
             if row is None:
                 return None
             message = message_from(row)
-            keys = list(message.image_keys)
+            keys = list(message.image_keys) if with_images else []
             images = [
                 image_from(found)
                 for found in db.conn.execute(

@@ -51,7 +51,11 @@ async def test_a_browser_on_any_process_sees_every_message(postgres: PostgresClu
         await eventually(lambda: seen() == ["a fox"], ACROSS_PROCESSES)
         [copy] = second.playground.store.history("general", "anyone")
         assert copy.id == ref.message_id
-        assert second.playground.store.image(copy.images[0]["key"]) is not None
+        key = copy.images[0]["key"]
+        assert second.playground.store.image(key) is None, "image bytes are read when asked for"
+        served = await second.playground.image_file(key)
+        assert served is not None and served.data == png()
+        assert second.playground.store.image(key) == served
         batch = await watching.next_batch(timeout=ACROSS_PROCESSES)
         assert [(payload["type"], payload["message"]["text"]) for _, payload in batch] == [
             ("post", "a fox")

@@ -251,10 +251,11 @@ async def test_images_out_of_memory_are_served_and_downloaded_from_the_history(
             playground = adapter.playground
             first = playground.store.history("general", "")[0]
             assert playground.store.image(first.images[0]["key"]) is None
-            async with browser_of(adapter) as browser, browser.get(first.images[0]["url"]) as got:
-                assert got.status == 200 and await got.read() == images[0].data
             [attachment] = playground.attachments_of(first, playground.url)
             assert attachment.data is None
             assert await adapter.surface.download(attachment) == images[0].data
+            async with browser_of(adapter) as browser, browser.get(first.images[0]["url"]) as got:
+                assert got.status == 200 and await got.read() == images[0].data
+            assert playground.store.image(first.images[0]["key"]) is not None, "kept once read"
         finally:
             await adapter.stop()
