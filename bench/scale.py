@@ -33,6 +33,7 @@ from bench import charts
 from bench.charts import SCALE_PNG, draw
 from bench.report import Table, percentile
 from simulator.server import serve
+from simulator.task_rules import price
 from tests.postgres import PostgresCluster, start_cluster
 from tests.resilience.cluster import (
     PROMPT,
@@ -92,6 +93,22 @@ async def submit(cluster: Cluster, count: int, first: int = 0) -> None:
     await asyncio.gather(*(one(n) for n in range(first, first + count)))
 
 
+def simulator_credits(jobs: int) -> int:
+    """Credits for ``jobs`` relax grids and the tenth more of the takeover (the simulator's
+    default 10,000 pay for 2,500: the rest would fail at creation)."""
+    return price("grid", "relax") * (jobs + takeover_jobs(jobs))
+
+
+def takeover_jobs(jobs: int) -> int:
+    return max(jobs // 10, 10)
+
+
+def expect_all_posted(found: int, submitted: int, what: str) -> None:
+    """Figures of jobs that never ran would be meaningless: fail the benchmark instead."""
+    if found != submitted:
+        raise RuntimeError(f"{what}: {found} of {submitted} jobs posted")
+
+
 async def in_flight(cluster: Cluster, count: int) -> None:
     def ready() -> bool:
         found = cluster.jobs()
@@ -105,7 +122,7 @@ async def measure(
 ) -> ScaleResult:
     result = ScaleResult(processes, jobs)
     async with (
-        serve(sim_config(time_scale=1.0)) as sim,
+        serve(sim_config(time_scale=1.0, credits=simulator_credits(jobs))) as sim,
         running_cluster(
             sim, postgres, workdir, processes=processes, lease_seconds=10.0, extra_env=FIXED_CYCLE
         ) as cluster,
@@ -129,12 +146,17 @@ async def measure(
         rows = query(
             cluster.url, "SELECT finished_at, updated_at FROM jobs WHERE status = 'posted'"
         )
+        expect_all_posted(len(rows), jobs, "the burst")
         done = [row["updated_at"] for row in rows]
         result.burst_per_second = len(done) / max(max(done) - started, 1e-6)
         result.finished_to_posted = [r["updated_at"] - r["finished_at"] for r in rows]
 
         if processes > 1:
-            report = await kill_one_during_jobs(cluster, max(jobs // 10, 10), settle_timeout=600)
+            report = await kill_one_during_jobs(cluster, takeover_jobs(jobs), settle_timeout=600)
+            posted = sum(job["status"] == "posted" for job in report.jobs)
+            expect_all_posted(posted, jobs + takeover_jobs(jobs), "the takeover")
+            if not report.held_by_victim:
+                raise RuntimeError("the killed process held no job in flight: no takeover")
             result.takeover_seconds = report.takeover_seconds
             result.taken_over = report.held_by_victim
     return result
