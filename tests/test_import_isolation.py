@@ -65,3 +65,23 @@ def test_the_api_client_needs_nothing_of_the_core_above_it() -> None:
     # bot.metrics: the process's Prometheus series, a leaf every layer reports to
     assert core_outside_api == {"bot.metrics"}
     assert not roots(loaded) & {"storage", "adapters", "simulator", "genbot"}
+
+
+def imported_by(module: str) -> set[str]:
+    """The modules importing ``module`` alone loads, in a clean interpreter."""
+    probe = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return set(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def test_reading_settings_loads_no_platform_library() -> None:
+    # every process reads every adapter's settings; only the adapters it runs load their library
+    loaded = roots(imported_by("genbot.settings"))
+    assert not loaded & {"discord", "slack_bolt", "slack_sdk"}
