@@ -25,6 +25,8 @@ TICK_SECONDS = 5.0
 MAX_TICKED = 2000
 """At most this many jobs are ticked per round (the oldest first)."""
 CONCURRENCY = 8
+"""Progress edits under way at once (a few workers take the jobs in turn, rather than a task
+per job created all at once)."""
 WAIT_SHARE = 0.8
 """A tick's edits wait for budget at most this share of the tick (then the next tick brings a
 newer text; least recently edited messages go first, after chat answers and results)."""
@@ -78,12 +80,12 @@ class ProgressTicker:
         """One round; returns how many progress messages were edited."""
         jobs = await self._store.list_unfinished_jobs(IN_FLIGHT_STATUSES, limit=MAX_TICKED)
         self._delivery.positions = positions(jobs)
-        slots = asyncio.Semaphore(CONCURRENCY)
+        held = iter([job for job in jobs if job.owner == self._owner and job.progress_message_id])
 
-        async def show(job: Job) -> bool:
-            async with slots:
-                return await self._delivery.show_progress(job, wait=self.every * WAIT_SHARE)
+        async def worker() -> int:
+            shown = 0
+            for job in held:
+                shown += await self._delivery.show_progress(job, wait=self.every * WAIT_SHARE)
+            return shown
 
-        held = [job for job in jobs if job.owner == self._owner and job.progress_message_id]
-        shown = await asyncio.gather(*(show(job) for job in held))
-        return sum(shown)
+        return sum(await asyncio.gather(*(worker() for _ in range(CONCURRENCY))))
