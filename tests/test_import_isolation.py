@@ -21,9 +21,11 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
-def loaded_modules(*packages: str) -> set[str]:
+def modules_after(probe: str) -> set[str]:
+    """The modules loaded once ``probe`` (which prints ``sys.modules`` as JSON) ran in a clean
+    interpreter."""
     result = subprocess.run(
-        [sys.executable, "-c", PROBE.format(packages=list(packages))],
+        [sys.executable, "-c", probe],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -31,6 +33,11 @@ def loaded_modules(*packages: str) -> set[str]:
         check=True,
     )
     return set(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def loaded_modules(*packages: str) -> set[str]:
+    """The modules importing every module of ``packages`` loads."""
+    return modules_after(PROBE.format(packages=list(packages)))
 
 
 def roots(modules: set[str]) -> set[str]:
@@ -68,17 +75,8 @@ def test_the_api_client_needs_nothing_of_the_core_above_it() -> None:
 
 
 def imported_by(module: str) -> set[str]:
-    """The modules importing ``module`` alone loads, in a clean interpreter."""
-    probe = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
-    result = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return set(json.loads(result.stdout.strip().splitlines()[-1]))
+    """The modules importing ``module`` alone loads."""
+    return modules_after(f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))")
 
 
 def test_reading_settings_loads_no_platform_library() -> None:
