@@ -77,8 +77,9 @@ def main(ctx: click.Context, config_path: str | None) -> None:
     "--dialect",
     default="default",
     show_default=True,
-    type=click.Choice(["default", "spec"]),
-    help="spec: only what the API documentation states (see simulator/README.md).",
+    type=click.Choice(["default", "spec", "variant"]),
+    help="spec: only what the API documentation states; variant: the other reading wherever "
+    "it allows two (see simulator/README.md).",
 )
 @click.option(
     "--chat-rpm",
@@ -86,6 +87,13 @@ def main(ctx: click.Context, config_path: str | None) -> None:
     show_default=True,
     type=click.IntRange(min=0),
     help="Answer chat requests beyond N a minute per key with 429 and Retry-After (0: never).",
+)
+@click.option(
+    "--fast-hours",
+    default=None,
+    type=click.FloatRange(min=0),
+    help="Each key's fast time in simulated hours; past it fast and turbo run as relax "
+    "(default: unlimited).",
 )
 def sim(
     host: str,
@@ -99,6 +107,7 @@ def sim(
     seed: int,
     dialect: Dialect,
     chat_rpm: int,
+    fast_hours: float | None,
 ) -> None:
     """Serve the provider simulator (chat, image tasks, diffusion)."""
     config = SimulatorConfig(
@@ -111,6 +120,7 @@ def sim(
         seed=seed,
         dialect=dialect,
         chat_rpm=chat_rpm,
+        fast_hours=fast_hours,
     )
 
     async def simulate(stop: StopSignals) -> None:

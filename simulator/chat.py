@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from simulator.chat_completion import DONE_EVENT, Completion, build_completion
+from simulator.chat_completion import Completion, build_completion
 from simulator.chat_tokens import prompt_tokens
 from simulator.chat_validation import ChatRequestError, validate_chat_request
 from simulator.state import STATE, Account, SimulatorState, bearer_key
@@ -74,7 +74,7 @@ def _completion_for(request: web.Request, state: SimulatorState, body: Any) -> C
     if body is _UNPARSABLE:
         raise _Refused(error_response(400, "The request body is not valid JSON."))
     try:
-        chat = validate_chat_request(body)
+        chat = validate_chat_request(body, state.config.rules)
     except ChatRequestError as error:
         raise _Refused(error_response(400, error.message, error.param)) from None
     limited = _rate_limited(state, account)
@@ -94,7 +94,7 @@ def _completion_for(request: web.Request, state: SimulatorState, body: Any) -> C
     if chat.model.startswith("llm-4") and account.plan == "free":
         raise _Refused(
             error_response(
-                401 if state.config.dialect == "spec" else 403,
+                state.config.rules.plan_refusal_status,
                 f"The model {chat.model} requires the Developer plan or above; "
                 "this API key is on the free plan.",
                 "model",
@@ -104,7 +104,7 @@ def _completion_for(request: web.Request, state: SimulatorState, body: Any) -> C
         )
     counter = request.app[COMPLETION_COUNTER]
     number = next(counter)
-    return build_completion(chat, state.config.seed, number, int(state.now()))
+    return build_completion(chat, state.config.seed, number, int(state.now()), state.config.rules)
 
 
 def _rate_limited(state: SimulatorState, account: Account) -> web.Response | None:
@@ -170,6 +170,6 @@ async def _stream(
             await response.write(b"".join(events))
         except ConnectionError:
             return response
-    await response.write(DONE_EVENT)
+    await response.write(completion.done_event())
     await response.write_eof()
     return response

@@ -11,6 +11,7 @@ from simulator.chat_answers import compose_answer
 from simulator.chat_functions import choose_function_call
 from simulator.chat_tokens import count_tokens, pieces, prompt_tokens, truncate_to_tokens
 from simulator.chat_validation import ChatRequest, FunctionCall
+from simulator.dialects import DEFAULT, DialectRules
 
 TOKENS_PER_PIECE = 3
 _ID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -43,6 +44,7 @@ class Completion:
     model: str
     choices: tuple[Choice, ...]
     prompt_tokens: int
+    rules: DialectRules = DEFAULT
 
     def body(self) -> dict[str, Any]:
         """The non-streamed response body."""
@@ -52,7 +54,7 @@ class Completion:
             "object": "chat.completion",
             "created": self.created,
             "model": self.model,
-            "choices": [_choice_body(c) for c in self.choices],
+            "choices": [self._choice_body(c) for c in self.choices],
             "usage": {
                 "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": completion_tokens,
@@ -61,7 +63,8 @@ class Completion:
         }
 
     def chunk(self, index: int, delta: dict[str, Any], finish_reason: str | None) -> bytes:
-        """One server-sent event ``data: <chunk JSON>\\n\\n`` (compact JSON, UTF-8)."""
+        """One server-sent event ``data: <chunk JSON>\\n\\n`` (compact JSON, UTF-8; one line
+        without the blank line when the dialect frames events so)."""
         chunk = {
             "id": self.id,
             "object": "chat.completion.chunk",
@@ -70,7 +73,11 @@ class Completion:
             "choices": [{"index": index, "delta": delta, "finish_reason": finish_reason}],
         }
         text = json.dumps(chunk, separators=(",", ":"), ensure_ascii=False)
-        return f"data: {text}\n\n".encode()
+        return event_line(text, self.rules)
+
+    def done_event(self) -> bytes:
+        """The terminator ``data: [DONE]``, framed like every event."""
+        return event_line("[DONE]", self.rules)
 
     def stream_rounds(self) -> list[list[bytes]]:
         """The stream's events grouped in rounds; round k holds event k of every choice.
@@ -84,13 +91,23 @@ class Completion:
 
     def _choice_events(self, choice: Choice) -> list[bytes]:
         call = choice.function_call
-        if call is not None:
+        if call is not None and self.rules.function_call_shape == "tool_calls":
             opening: dict[str, Any] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [_tool_call(self.id, call.name, "", opening=True)],
+            }
+            deltas: list[dict[str, Any]] = [
+                {"tool_calls": [_tool_call(self.id, "", piece, opening=False)]}
+                for piece in pieces(call.arguments, TOKENS_PER_PIECE)
+            ]
+        elif call is not None:
+            opening = {
                 "role": "assistant",
                 "content": None,
                 "function_call": {"name": call.name, "arguments": ""},
             }
-            deltas: list[dict[str, Any]] = [
+            deltas = [
                 {"function_call": {"arguments": piece}}
                 for piece in pieces(call.arguments, TOKENS_PER_PIECE)
             ]
@@ -102,21 +119,46 @@ class Completion:
         return [
             self.chunk(choice.index, opening, None),
             *(self.chunk(choice.index, delta, None) for delta in deltas),
-            self.chunk(choice.index, {}, choice.finish_reason),
+            self.chunk(choice.index, {}, self._finish_reason(choice)),
         ]
 
+    def _finish_reason(self, choice: Choice) -> str:
+        """The finish reason in the dialect's words: ``tool_calls`` for a call when calls are
+        answered so; ``stop`` for a cut answer when the dialect knows no ``length``."""
+        reason = choice.finish_reason
+        if reason == "length" and not self.rules.length_finish_reason:
+            return "stop"
+        if reason == "function_call" and self.rules.function_call_shape == "tool_calls":
+            return "tool_calls"
+        return reason
 
-DONE_EVENT = b"data: [DONE]\n\n"
-
-
-def _choice_body(choice: Choice) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": choice.content}
-    if choice.function_call is not None:
-        message["function_call"] = {
-            "name": choice.function_call.name,
-            "arguments": choice.function_call.arguments,
+    def _choice_body(self, choice: Choice) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": choice.content}
+        call = choice.function_call
+        if call is not None and self.rules.function_call_shape == "tool_calls":
+            message["tool_calls"] = [_tool_call(self.id, call.name, call.arguments, opening=True)]
+        elif call is not None:
+            message["function_call"] = {"name": call.name, "arguments": call.arguments}
+        return {
+            "index": choice.index,
+            "message": message,
+            "finish_reason": self._finish_reason(choice),
         }
-    return {"index": choice.index, "message": message, "finish_reason": choice.finish_reason}
+
+
+def event_line(data: str, rules: DialectRules) -> bytes:
+    """One server-sent event: ``data: <data>`` and a blank line, or the line alone."""
+    return f"data: {data}\n{chr(10) if rules.sse_blank_lines else ''}".encode()
+
+
+def _tool_call(completion: str, name: str, arguments: str, *, opening: bool) -> dict[str, Any]:
+    """One entry of ``tool_calls``: the first piece carries the call's id, type and name."""
+    function: dict[str, Any] = {"arguments": arguments}
+    if opening:
+        function = {"name": name, "arguments": arguments}
+        return {"index": 0, "id": "call_" + completion[-24:], "type": "function",
+                "function": function}  # fmt: skip
+    return {"index": 0, "function": function}
 
 
 def completion_id(seed: int, number: int) -> str:
@@ -154,12 +196,16 @@ def _answer_choice(request: ChatRequest, seed: int, index: int) -> Choice:
     return Choice(index, text, None, "length" if cut else "stop")
 
 
-def build_completion(request: ChatRequest, seed: int, number: int, created: int) -> Completion:
-    """The completion of ``request``: ``n`` choices, dated model id, prompt token count."""
+def build_completion(
+    request: ChatRequest, seed: int, number: int, created: int, rules: DialectRules = DEFAULT
+) -> Completion:
+    """The completion of ``request``: ``n`` choices, dated model id, prompt token count, in
+    the dialect ``rules``."""
     return Completion(
         id=completion_id(seed, number),
         created=created,
         model=request.answered_model,
         choices=tuple(_answer_choice(request, seed, i) for i in range(request.n)),
         prompt_tokens=prompt_tokens(request),
+        rules=rules,
     )

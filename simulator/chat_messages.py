@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.dialects import DialectRules
+
 VISION_MODEL = "llm-4-vision-preview"
 ROLES = ("system", "user", "assistant", "function")
 IMAGE_DETAILS = ("low", "high", "auto")
@@ -42,26 +44,32 @@ class ChatMessage:
     function_call: FunctionCall | None = None
 
 
-def validate_messages(messages: Any, model: str) -> tuple[ChatMessage, ...]:
-    """Check the ``messages`` array (roles, names, content types, calls) for ``model``."""
+def validate_messages(messages: Any, model: str, rules: DialectRules) -> tuple[ChatMessage, ...]:
+    """Check the ``messages`` array (roles, names, content types, calls) for ``model`` in the
+    dialect ``rules`` (``function_role``: the ``function`` role and ``name`` exist;
+    ``data_urls``: images may be ``data:`` URLs)."""
     if messages is None:
         raise ChatRequestError("You must provide 'messages'.", "messages")
     if not isinstance(messages, list) or not messages:
         raise ChatRequestError("'messages' must be a non-empty array.", "messages")
-    return tuple(_validate_message(m, f"messages[{i}]", model) for i, m in enumerate(messages))
+    return tuple(
+        _validate_message(m, f"messages[{i}]", model, rules) for i, m in enumerate(messages)
+    )
 
 
-def _validate_message(message: Any, param: str, model: str) -> ChatMessage:
+def _validate_message(message: Any, param: str, model: str, rules: DialectRules) -> ChatMessage:
     if not isinstance(message, dict):
         raise ChatRequestError(f"'{param}' must be an object with 'role' and 'content'.", param)
-    unknown = sorted(set(message) - _MESSAGE_FIELDS)
+    role = message.get("role")
+    roles = ROLES if rules.function_role else tuple(r for r in ROLES if r != "function")
+    if role not in roles:
+        raise ChatRequestError(
+            f"'{param}.role' must be one of {', '.join(roles)}, got {role!r}.", f"{param}.role"
+        )
+    fields = _MESSAGE_FIELDS if rules.function_role else _MESSAGE_FIELDS - {"name"}
+    unknown = sorted(set(message) - fields)
     if unknown:
         raise ChatRequestError(f"Unknown field '{unknown[0]}' in '{param}'.", param)
-    role = message.get("role")
-    if role not in ROLES:
-        raise ChatRequestError(
-            f"'{param}.role' must be one of {', '.join(ROLES)}, got {role!r}.", f"{param}.role"
-        )
     name = message.get("name")
     if name is not None and (not isinstance(name, str) or not NAME_PATTERN.match(name)):
         raise ChatRequestError(
@@ -98,7 +106,7 @@ def _validate_message(message: Any, param: str, model: str) -> ChatMessage:
                 f"'{param}.content' may be an array only in user or system messages.",
                 f"{param}.content",
             )
-        texts, urls = _validate_content_parts(content, f"{param}.content")
+        texts, urls = _validate_content_parts(content, f"{param}.content", rules.data_urls)
         return ChatMessage(role, "\n".join(texts), urls, texts, name, function_call)
     raise ChatRequestError(
         f"'{param}.content' must be a string"
@@ -129,7 +137,7 @@ def _validate_message_function_call(
 
 
 def _validate_content_parts(
-    parts: list[Any], param: str
+    parts: list[Any], param: str, data_urls: bool
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     if not parts:
         raise ChatRequestError(f"'{param}' must not be an empty array.", param)
@@ -141,7 +149,7 @@ def _validate_content_parts(
         if kind == "text" and set(part) == {"type", "text"} and isinstance(part["text"], str):
             texts.append(part["text"])
         elif kind == "image_url" and set(part) == {"type", "image_url"}:
-            urls.append(_validate_image_url(part["image_url"], where))
+            urls.append(_validate_image_url(part["image_url"], where, data_urls))
         else:
             raise ChatRequestError(
                 f'\'{where}\' must be {{"type": "text", "text": <string>}} or '
@@ -151,19 +159,18 @@ def _validate_content_parts(
     return tuple(texts), tuple(urls)
 
 
-def _validate_image_url(image_url: Any, where: str) -> str:
+def _validate_image_url(image_url: Any, where: str, data_urls: bool) -> str:
     if not isinstance(image_url, dict) or not set(image_url) <= {"url", "detail"}:
         raise ChatRequestError(
             f"'{where}.image_url' must be an object with 'url' (and optional 'detail').",
             f"{where}.image_url",
         )
     url = image_url.get("url")
-    if not isinstance(url, str) or not re.match(
-        r"^(https?://\S+|data:image/[\w.+-]+;base64,)", url
-    ):
+    pattern = r"^(https?://\S+|data:image/[\w.+-]+;base64,)" if data_urls else r"^https?://\S+"
+    if not isinstance(url, str) or not re.match(pattern, url):
+        allowed = "an http(s) URL" + (" or a data:image/...;base64, URL" if data_urls else "")
         raise ChatRequestError(
-            f"'{where}.image_url.url' must be an http(s) URL or a data:image/...;base64, URL.",
-            f"{where}.image_url.url",
+            f"'{where}.image_url.url' must be {allowed}.", f"{where}.image_url.url"
         )
     detail = image_url.get("detail")
     if detail is not None and detail not in IMAGE_DETAILS:

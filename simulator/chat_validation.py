@@ -19,6 +19,7 @@ from simulator.chat_messages import (
     FunctionCall,
     validate_messages,
 )
+from simulator.dialects import DEFAULT, DialectRules
 
 __all__ = [
     "CHAT_MODELS",
@@ -114,8 +115,9 @@ def _number_in_range(body: dict[str, Any], field: str, low: float, high: float) 
         )
 
 
-def validate_chat_request(body: Any) -> ChatRequest:
-    """Check ``body`` against every documented request rule and return it typed."""
+def validate_chat_request(body: Any, rules: DialectRules = DEFAULT) -> ChatRequest:
+    """Check ``body`` against every request rule of the dialect ``rules`` and return it typed
+    (``rules.chat_ranges``: also the ranges the documentation does not state)."""
     if not isinstance(body, dict):
         raise ChatRequestError("The request body must be a JSON object.", None)
     unknown = sorted(set(body) - _REQUEST_FIELDS)
@@ -123,13 +125,16 @@ def validate_chat_request(body: Any) -> ChatRequest:
         raise ChatRequestError(f"Unrecognized request argument supplied: {unknown[0]}", unknown[0])
     model = _validate_model(body.get("model"))
     _number_in_range(body, "temperature", 0, 2)
-    _number_in_range(body, "top_p", 0, 1)
+    if rules.chat_ranges:
+        _number_in_range(body, "top_p", 0, 1)
+    else:
+        _number_in_range(body, "top_p", -math.inf, math.inf)
     _number_in_range(body, "presence_penalty", -2, 2)
     _number_in_range(body, "frequency_penalty", -2, 2)
     functions = _validate_functions(body.get("functions"))
     function_mode, forced = _validate_function_call(body.get("function_call"), functions)
-    messages = validate_messages(body.get("messages"), model)
-    _validate_logit_bias(body.get("logit_bias"))
+    messages = validate_messages(body.get("messages"), model, rules)
+    _validate_logit_bias(body.get("logit_bias"), ranges=rules.chat_ranges)
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise ChatRequestError(f"'stream' must be a boolean, got {stream!r}.", "stream")
@@ -139,10 +144,10 @@ def validate_chat_request(body: Any) -> ChatRequest:
         functions=functions,
         function_mode=function_mode,
         forced_function=forced,
-        n=_validate_n(body.get("n")),
+        n=_validate_n(body.get("n"), cap=MAX_CHOICES if rules.chat_choice_cap else None),
         stream=bool(stream),
         stop=_validate_stop(body.get("stop")),
-        max_tokens=_validate_max_tokens(body.get("max_tokens")),
+        max_tokens=_validate_max_tokens(body.get("max_tokens"), whole=rules.chat_ranges),
     )
 
 
@@ -157,23 +162,25 @@ def _validate_model(model: Any) -> str:
     return model
 
 
-def _validate_n(n: Any) -> int:
+def _validate_n(n: Any, cap: int | None) -> int:
     if n is None:
         return 1
     if not _is_integer(n):
         raise ChatRequestError(f"'n' must be an integer, got {n!r}.", "n")
-    if not 1 <= n <= MAX_CHOICES:
-        raise ChatRequestError(f"'n' must be between 1 and {MAX_CHOICES}, got {n}.", "n")
+    if n < 1:
+        raise ChatRequestError(f"'n' must be at least 1, got {n}.", "n")
+    if cap is not None and n > cap:
+        raise ChatRequestError(f"'n' must be between 1 and {cap}, got {n}.", "n")
     return int(n)
 
 
-def _validate_max_tokens(max_tokens: Any) -> int | None:
+def _validate_max_tokens(max_tokens: Any, *, whole: bool) -> int | None:
+    """A positive number (``whole``: an integer); a fractional one counts its whole tokens."""
     if max_tokens is None:
         return None
-    if not _is_integer(max_tokens):
-        raise ChatRequestError(
-            f"'max_tokens' must be an integer, got {max_tokens!r}.", "max_tokens"
-        )
+    if not (_is_integer(max_tokens) if whole else _is_number(max_tokens)):
+        kind = "an integer" if whole else "a number"
+        raise ChatRequestError(f"'max_tokens' must be {kind}, got {max_tokens!r}.", "max_tokens")
     if max_tokens < 1:
         raise ChatRequestError(f"'max_tokens' must be at least 1, got {max_tokens}.", "max_tokens")
     return int(max_tokens)
@@ -198,11 +205,18 @@ def _validate_stop(stop: Any) -> tuple[str, ...]:
     return tuple(sequences)
 
 
-def _validate_logit_bias(logit_bias: Any) -> None:
+def _validate_logit_bias(logit_bias: Any, *, ranges: bool) -> None:
     if logit_bias is None:
         return
     if not isinstance(logit_bias, dict):
         raise ChatRequestError("'logit_bias' must be a map of token ids to numbers.", "logit_bias")
+    if not ranges:
+        for token, bias in logit_bias.items():
+            if not _is_number(bias):
+                raise ChatRequestError(
+                    f"Invalid bias {bias!r} for token {token} in 'logit_bias'.", "logit_bias"
+                )
+        return
     for token, bias in logit_bias.items():
         if not (token.isascii() and token.isdigit()) or int(token) >= VOCABULARY_SIZE:
             raise ChatRequestError(

@@ -25,7 +25,7 @@ from simulator.state import (
     request_record,
 )
 from simulator.task_rules import RuleError, check_image_url
-from simulator.tasks import base_url_of, error_response, unauthorized
+from simulator.tasks import base_url_of, error_response, forbidden, unauthorized
 
 STEPS = (21, 31, 41, 51)
 DEFAULT_SIZE = 512
@@ -35,7 +35,6 @@ DEFAULT_MODEL = "sim-diffusion-1"
 IMMEDIATE_MAX_PIXELS = 512 * 512
 IMMEDIATE_MAX_STEPS = 31
 RETENTION_SECONDS = 7 * 86400
-PRICES = {"txt2img": 2, "img2img": 2, "controlnet": 3, "upscale": 1}
 PROCESSING_MESSAGE = "Try to fetch request after given estimated time"
 FIRST_JOB_ID = 100001
 CONTROLNET_EXTRA_SECONDS = 8
@@ -120,17 +119,26 @@ def _steps(data: dict[str, Any]) -> int:
     return int(text)
 
 
-def _common(state: SimulatorState, data: dict[str, Any]) -> dict[str, Any]:
+def _seed(state: SimulatorState, data: dict[str, Any]) -> int:
+    """The seed asked for: ``null`` is random; an absent seed is random too, except in the
+    spec dialect (the documentation names only ``null``), where it is 0."""
     seed = data.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise RuleError(f"seed must be a non-negative integer or null (got {seed!r})")
+    if seed is None and ("seed" in data or state.config.rules.random_seed_when_absent):
+        return state.task_rng.getrandbits(32)
+    return seed or 0
+
+
+def _common(state: SimulatorState, data: dict[str, Any]) -> dict[str, Any]:
+    seed = _seed(state, data)
     return {
         "prompt": _text(data, "prompt"),
         "model_id": _text(data, "model_id") or DEFAULT_MODEL,
         "negative_prompt": _text(data, "negative_prompt"),
         "W": _side(data, "width"),
         "H": _side(data, "height"),
-        "seed": seed if seed is not None else state.task_rng.getrandbits(32),
+        "seed": seed,
         "steps": _steps(data),
         "guidance_scale": _number(data, "guidance_scale", 1, 20, DEFAULT_GUIDANCE),
         "lora": _text(data, "lora_model"),
@@ -148,7 +156,11 @@ def _meta(kind: str, state: SimulatorState, data: dict[str, Any]) -> dict[str, A
         meta["init_image"] = _url(data, "init_image")
         meta["strength"] = _strength(data)
     elif kind == "controlnet":
-        control_image = _url(data, "control_image") or _url(data, "controlnet_image")
+        names = state.config.rules.controlnet_image_fields
+        for name in ("control_image", "controlnet_image"):
+            if name not in names and data.get(name) is not None:
+                raise RuleError(f"unknown field {name}; the control image is {names[0]}")
+        control_image = next((url for name in names if (url := _url(data, name))), "")
         guess_mode = data.get("guess_mode")
         if guess_mode is not None and not isinstance(guess_mode, (bool, str)):
             raise RuleError(f"guess_mode must be a boolean (got {guess_mode!r})")
@@ -226,13 +238,17 @@ async def _upscale(request: web.Request) -> web.Response:
     account = state.account_for(api_key_header(request))
     if account is None:
         return unauthorized()
+    if account.suspended:
+        return forbidden()
+    rules = state.config.rules
     try:
         data = await _body(request)
         url = _url(data, "url", required=True)
-        scale = _whole(data, "scale", 2, 4, 2) or 2
+        low, high = (2, 4) if rules.upscale_scale_range else (1, 2**31)
+        scale = _whole(data, "scale", low, high, 2) or 2
     except RuleError as error:
         return error_response(400, str(error))
-    if not account.spend(PRICES["upscale"]):
+    if not account.spend(rules.price("upscale")):
         return error_response(400, "insufficient credit balance")
     art = CellArt(url, _seed32(url))
     job = _create(request, "upscale", account.key, 1.0 + scale, True, art, (1, 1), 128 * scale)
@@ -246,11 +262,13 @@ def _generation_handler(kind: str) -> Callable[[web.Request], Awaitable[web.Resp
         account = state.account_for(api_key_header(request))
         if account is None:
             return unauthorized()
+        if account.suspended:
+            return forbidden()
         try:
             meta = _meta(kind, state, await _body(request))
         except RuleError as error:
             return error_response(400, str(error))
-        if not account.spend(PRICES[kind]):
+        if not account.spend(state.config.rules.price(kind)):
             return error_response(400, "insufficient credit balance")
         width, height, steps = meta["W"], meta["H"], meta["steps"]
         immediate = kind != "controlnet" and (

@@ -17,11 +17,13 @@ from typing import Any, Literal
 from aiohttp import web
 
 from simulator.clock import SimClock
+from simulator.dialects import Dialect as Dialect
+from simulator.dialects import DialectRules, rules_for
 from simulator.images import StoredImage
 from simulator.task_model import ImageTask
+from simulator.task_rules import Mode
 
 Plan = Literal["free", "developer"]
-Dialect = Literal["default", "spec"]
 FaultKind = Literal["error_500", "reset", "slow", "cut_stream"]
 FaultPhase = Literal["before_create", "after_create"]
 
@@ -37,10 +39,14 @@ class SimulatorConfig:
     benchmarks, where a real provider's CDN would hand out stored files from other machines
     while drawing here takes the CPU genbot is measured on.
     ``dialect`` ``spec`` knows only what the API documentation states, where ``default`` fills
-    its gaps (see ``simulator/README.md``, "Dialects"). ``chat_rpm`` > 0 answers chat requests
+    its gaps, and ``variant`` takes the other road wherever the documentation allows two (see
+    ``simulator/README.md``, "Dialects"). ``chat_rpm`` > 0 answers chat requests
     beyond that many per minute (× ``time_scale``) and key with 429 and ``Retry-After``.
     ``context_tokens`` > 0 refuses chat prompts longer than that many tokens with 400
-    (``context_length_exceeded``), whatever the model.
+    (``context_length_exceeded``), whatever the model. ``fast_hours`` (``None``: unlimited) is
+    each account's fast time, in simulated hours: fast and turbo tasks use it up, and once it
+    is gone they run as relax (mode rule 3). ``suspended_api_key`` is a key the provider knows
+    but lets create nothing: its image task and diffusion creations answer 403.
     """
 
     api_key: str = "sim-key"
@@ -58,6 +64,13 @@ class SimulatorConfig:
     dialect: Dialect = "default"
     chat_rpm: int = 0
     context_tokens: int = 0
+    fast_hours: float | None = None
+    suspended_api_key: str | None = None
+
+    @property
+    def rules(self) -> DialectRules:
+        """The choices of this simulator's dialect."""
+        return rules_for(self.dialect)
 
 
 @dataclass
@@ -71,6 +84,18 @@ class Account:
     frozen: int = 0
     charged: int = 0
     chat_times: list[float] = field(default_factory=list)
+    fast_seconds_left: float | None = None
+    suspended: bool = False
+
+    def run_mode(self, mode: Mode, seconds: float) -> Mode:
+        """The mode a task asking for ``mode`` runs in, using ``seconds`` of fast time for a
+        fast or turbo one while any is left (mode rule 3: none left → relax)."""
+        if mode == "relax" or self.fast_seconds_left is None:
+            return mode
+        if self.fast_seconds_left <= 0:
+            return "relax"
+        self.fast_seconds_left -= seconds
+        return mode
 
     def freeze(self, amount: int) -> bool:
         """Hold ``amount`` for a new task; ``False`` (nothing held) when the balance is short."""
@@ -173,11 +198,17 @@ class SimulatorState:
         state.rng.seed(config.seed)
         state.fault_rng.seed(config.seed + 1)
         state.task_rng.seed(config.seed + 2)
-        state.accounts[config.api_key] = Account(config.api_key, "developer", config.credits)
-        if config.free_api_key:
-            state.accounts[config.free_api_key] = Account(
-                config.free_api_key, "free", config.credits
-            )
+        fast = None if config.fast_hours is None else config.fast_hours * 3600
+        keys: list[tuple[str | None, Plan]] = [
+            (config.api_key, "developer"),
+            (config.free_api_key, "free"),
+            (config.suspended_api_key, "developer"),
+        ]
+        for key, plan in keys:
+            if key:
+                state.accounts[key] = Account(key, plan, config.credits, fast_seconds_left=fast)
+        if config.suspended_api_key:
+            state.accounts[config.suspended_api_key].suspended = True
         return state
 
     def account_for(self, key: str | None) -> Account | None:

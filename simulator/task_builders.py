@@ -90,7 +90,11 @@ def webhook_fields(state: SimulatorState, body: Body) -> tuple[str, str]:
     endpoint = body.string("webhook_endpoint") or ""
     secret = body.string("webhook_secret") or ""
     if endpoint:
-        rules.check_webhook(endpoint, insecure=state.config.insecure_webhooks)
+        rules.check_webhook(
+            endpoint,
+            insecure=state.config.insecure_webhooks,
+            paths=state.config.rules.webhook_paths,
+        )
     return endpoint, secret
 
 
@@ -117,9 +121,10 @@ def build_imagine(state: SimulatorState, body: Body, account: Account | None) ->
     aspect_field = body.string("aspect_ratio")
     mode_field = rules.check_process_mode(body.string("process_mode"))
     webhook = webhook_fields(state, body)
-    rules.check_prompt(prompt, check=not skip)
-    version = rules.prompt_version(prompt, check=not skip)
-    aspect = rules.choose_aspect(aspect_field, prompt, check=not skip)
+    dialect = state.config.rules
+    rules.check_prompt(prompt, check=not skip, cap=dialect.prompt_length_cap)
+    version = rules.prompt_version(prompt, check=not skip, known_only=dialect.known_versions_only)
+    aspect = rules.choose_aspect(aspect_field, prompt, check=not skip, cap=dialect.aspect_cap)
     mode = rules.select_mode(mode_field, prompt)
     task_input = {"prompt": prompt, "aspect_ratio": ratio(aspect)}
     return TaskDraft(
@@ -154,7 +159,11 @@ def build_describe(state: SimulatorState, body: Body, account: Account | None) -
 
 def build_blend(state: SimulatorState, body: Body, account: Account | None) -> TaskDraft:
     urls = body.string_list("image_urls")
-    dimension = body.string("dimension") or "square"
+    dimension = body.string("dimension")
+    if not dimension:
+        if not state.config.rules.defaults_undocumented_values:
+            raise RuleError(rules.undocumented_default("dimension"))
+        dimension = "square"
     mode_field = rules.check_process_mode(body.string("process_mode"))
     webhook = webhook_fields(state, body)
     if not 2 <= len(urls) <= 5:

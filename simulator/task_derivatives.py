@@ -56,6 +56,7 @@ class Derivative:
     aspect_field: tuple[int, int] | None
     webhook: tuple[str, str]
     skip_check: bool
+    aspect_cap: bool = True
 
     def draft(
         self,
@@ -80,7 +81,7 @@ class Derivative:
     def aspect_or_prompt(self) -> tuple[int, int]:
         """The aspect_ratio field, else ``--ar`` in the prompt, else 1:1 (the spec's default)."""
         return self.aspect_field or rules.choose_aspect(
-            None, self.prompt, check=not self.skip_check
+            None, self.prompt, check=not self.skip_check, cap=self.aspect_cap
         )
 
     def cell(self, state: SimulatorState, index: str = "1") -> CellArt:
@@ -106,15 +107,16 @@ def _derivative(
             f"process_mode is not accepted by {endpoint}; it inherits the mode of its origin task"
         )
     webhook = webhook_fields(state, body)
+    dialect = state.config.rules
     if prompt_field is not None:
-        rules.check_prompt(prompt_field, check=not skip)
-    aspect = rules.parse_aspect(aspect_text) if aspect_text else None
+        rules.check_prompt(prompt_field, check=not skip, cap=dialect.prompt_length_cap)
+    aspect = rules.parse_aspect(aspect_text, cap=dialect.aspect_cap) if aspect_text else None
     if field_rules is not None:
         field_rules()
     owner = require_account(account)
     origin = find_origin(state, origin_id, owner)
     prompt = prompt_field if prompt_field is not None else origin.prompt
-    return Derivative(origin, owner, prompt, aspect, webhook, skip)
+    return Derivative(origin, owner, prompt, aspect, webhook, skip, dialect.aspect_cap)
 
 
 def _needs_upscale(origin: ImageTask, endpoint: str) -> None:
@@ -195,11 +197,16 @@ def _frame_for_zoom(canvas: tuple[int, int], parent: tuple[int, int], zoom: floa
 
 def build_outpaint(state: SimulatorState, body: Body, account: Account | None) -> TaskDraft:
     zoom_text = body.string("zoom_ratio")
+    default = state.config.rules.defaults_undocumented_values
     d = _derivative(
-        state, body, account, "outpaint", lambda: rules.outpaint_zoom(zoom_text, (1, 2))
+        state,
+        body,
+        account,
+        "outpaint",
+        lambda: rules.outpaint_zoom(zoom_text, (1, 2), default=default),
     )
     _needs_upscale(d.origin, "outpaint")
-    zoom = rules.outpaint_zoom(zoom_text, d.origin.aspect)
+    zoom = rules.outpaint_zoom(zoom_text, d.origin.aspect, default=default)
     canvas = (1, 1) if zoom == 1 else d.aspect_or_prompt()
     frame = _frame_for_zoom(canvas, d.origin.aspect, zoom)
     task_input = {"prompt": d.prompt, "zoom_ratio": zoom_text or "2", "aspect_ratio": ratio(canvas)}
@@ -212,7 +219,10 @@ def _check_direction(direction: str) -> None:
 
 
 def build_pan(state: SimulatorState, body: Body, account: Account | None) -> TaskDraft:
-    direction = body.string("direction") or "right"
+    given = body.string("direction")
+    if not given and not state.config.rules.defaults_undocumented_values:
+        raise RuleError(rules.undocumented_default("direction"))
+    direction = given or "right"
     d = _derivative(state, body, account, "pan", lambda: _check_direction(direction))
     _needs_upscale(d.origin, "pan")
     width, height = d.origin.aspect

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from simulator import task_rules
+from simulator.dialects import DEFAULT, DialectRules
 from simulator.task_rules import Mode, TaskKind
 
 TERMINAL = ("finished", "failed")
@@ -94,7 +95,7 @@ class ImageTask:
     bot_id: int = 0
     result_message_id: str = ""
     settled: bool = False
-    documented_actions_only: bool = False
+    rules: DialectRules = DEFAULT
 
     @property
     def account_id(self) -> str:
@@ -115,17 +116,22 @@ class ImageTask:
         return round(max(0.0, min(now, self.ends_at) - self.created_at), 3)
 
     def actions(self) -> list[str]:
-        if self.documented_actions_only:
+        if self.rules.actions == "documented_only":
             first_grid = self.kind == "grid" and self.task_type in ("imagine", "blend")
             return list(task_rules.GRID_ACTIONS) if first_grid else []
         if self.kind == "grid":
             return list(task_rules.GRID_ACTIONS)
         if self.kind == "upscale":
             from_grid = self.index in task_rules.GRID_INDEXES
-            return task_rules.upscale_actions(self.version, self.aspect, from_grid)
+            actions = task_rules.upscale_actions(self.version, self.aspect, from_grid)
+            if self.rules.actions == "worded":
+                return [task_rules.WORDED_ACTIONS.get(a, a) for a in actions]
+            return actions
         return []
 
     def describe_message(self) -> str:
+        if self.rules.describe_output == "numbered_paragraphs":
+            return "\n\n".join(f"{n}. {p}" for n, p in enumerate(self.describe_prompts, 1))
         digits = ("1️⃣", "2️⃣", "3️⃣", "4️⃣")
         return "\n".join(f"{d} {p}" for d, p in zip(digits, self.describe_prompts, strict=True))
 
@@ -155,7 +161,7 @@ def _task_result(task: ImageTask, now: float, multi: bool) -> dict[str, Any]:
         result["quota_used"] = task.price if done else 0
     else:
         result["host_url"] = task.image_url("host") if done else ""
-    if task.kind == "describe":
+    if task.kind == "describe" and task.rules.describe_output == "prompts_and_lines":
         result["prompts"] = list(task.describe_prompts) if done else []
     return result
 

@@ -34,6 +34,15 @@ GRID_ACTIONS = (
     "variation3",
     "variation4",
 )
+WORDED_ACTIONS = {
+    "high_variation": "vary_strong",
+    "low_variation": "vary_subtle",
+    "outpaint_2": "zoom_out_2x",
+    "outpaint_1.5": "zoom_out_1.5x",
+    "outpaint_custom": "custom_zoom",
+    "outpaint_square": "make_square",
+}
+"""The variant dialect's names for upscale actions (as the buttons read); others keep theirs."""
 GRID_INDEXES = ("1", "2", "3", "4")
 SECOND_UPSCALES: dict[str, tuple[str, ...]] = {
     "light": ("4",),
@@ -145,14 +154,17 @@ def _flag_value(prompt: str, names: tuple[str, ...]) -> str | None:
     return found
 
 
-def prompt_version(prompt: str, *, check: bool) -> str:
-    """The model version named by ``--v N`` / ``--version N`` (default 6)."""
+def prompt_version(prompt: str, *, check: bool, known_only: bool = True) -> str:
+    """The model version named by ``--v N`` / ``--version N`` (default 6). Without
+    ``known_only`` (the spec dialect) a version number above 6 is accepted and keeps 6's rules."""
     value = _flag_value(prompt, ("--v", "--version"))
     if value is None:
         return DEFAULT_VERSION
     normalized = value[:-2] if value.endswith(".0") else value
     if normalized in VERSIONS:
         return normalized
+    if not known_only and re.fullmatch(r"\d+(\.\d+)?", normalized) and float(normalized) > 6:
+        return DEFAULT_VERSION
     if check:
         raise RuleError(f"unsupported model version --v {value}; use one of {', '.join(VERSIONS)}")
     return DEFAULT_VERSION
@@ -187,38 +199,41 @@ def check_process_mode(value: str | None) -> str | None:
     return value
 
 
-def parse_aspect(text: str, field: str = "aspect_ratio") -> tuple[int, int]:
-    """``W:H`` with positive integers, at most 4:1 either way."""
+def parse_aspect(text: str, field: str = "aspect_ratio", *, cap: bool = True) -> tuple[int, int]:
+    """``W:H`` with positive integers, at most 4:1 either way when ``cap``."""
     match = re.fullmatch(r"\s*(\d{1,4})\s*:\s*(\d{1,4})\s*", text)
     if not match or int(match.group(1)) == 0 or int(match.group(2)) == 0:
         raise RuleError(f"{field} must look like W:H with positive whole numbers (got {text!r})")
     width, height = int(match.group(1)), int(match.group(2))
-    if max(width / height, height / width) > MAX_ASPECT_RATIO:
+    if cap and max(width / height, height / width) > MAX_ASPECT_RATIO:
         raise RuleError(f"{field} must be between 1:4 and 4:1 (got {text})")
     divisor = math.gcd(width, height)
     return width // divisor, height // divisor
 
 
-def choose_aspect(field_value: str | None, prompt: str, *, check: bool) -> tuple[int, int]:
+def choose_aspect(
+    field_value: str | None, prompt: str, *, check: bool, cap: bool = True
+) -> tuple[int, int]:
     """The ``aspect_ratio`` field, else ``--ar W:H`` in the prompt, else 1:1."""
     if field_value:
-        return parse_aspect(field_value)
+        return parse_aspect(field_value, cap=cap)
     in_prompt = _flag_value(prompt, ("--ar", "--aspect"))
     if in_prompt is None:
         return (1, 1)
     try:
-        return parse_aspect(in_prompt, "--ar")
+        return parse_aspect(in_prompt, "--ar", cap=cap)
     except RuleError:
         if check:
             raise
         return (1, 1)
 
 
-def check_prompt(prompt: str, *, check: bool) -> None:
-    """A prompt must hold text; unless ``skip_prompt_check``, at most 6000 characters."""
+def check_prompt(prompt: str, *, check: bool, cap: bool = True) -> None:
+    """A prompt must hold text; unless ``skip_prompt_check`` (or without ``cap``), at most 6000
+    characters."""
     if not prompt.strip():
         raise RuleError("prompt must not be empty")
-    if check and len(prompt) > MAX_PROMPT_CHARS:
+    if check and cap and len(prompt) > MAX_PROMPT_CHARS:
         raise RuleError(f"prompt must be at most {MAX_PROMPT_CHARS} characters")
 
 
@@ -230,13 +245,19 @@ def trigger_error(prompt: str) -> str | None:
     return None
 
 
-def check_webhook(url: str, *, insecure: bool) -> None:
-    """https on port 443 only; with ``--insecure-webhooks`` also http(s) on loopback, any port."""
+def check_webhook(url: str, *, insecure: bool, paths: bool = True) -> None:
+    """https on port 443 only; with ``--insecure-webhooks`` also http(s) on loopback, any port.
+    Without ``paths`` the address must be bare (``https://domain``, no path, query or
+    fragment)."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as error:
         raise RuleError(f"webhook_endpoint is not a valid URL: {error}") from None
+    if not paths and (parts.path not in ("", "/") or parts.query or parts.fragment):
+        raise RuleError(
+            "webhook_endpoint must be of the form https://domain: a path is not accepted"
+        )
     host = (parts.hostname or "").lower()
     if insecure and parts.scheme in ("http", "https") and host in LOOPBACK_HOSTS:
         return
@@ -253,6 +274,11 @@ def check_image_url(url: str, field: str) -> None:
         raise RuleError(f"{field} must be an http(s) URL (got {url!r})")
     if parts.hostname.lower() in CDN_HOSTS:
         raise RuleError(f"{field}: links on the chat platform's CDN are not accepted; re-host it")
+
+
+def undocumented_default(field: str) -> str:
+    """The spec dialect's refusal of a request that leaves ``field`` to a default."""
+    return f"{field} has no documented default: send one of its values"
 
 
 def upscale_rule(index: str, parent_kind: str, parent_version: str, parent_index: str) -> None:
@@ -292,8 +318,13 @@ def variation_rule(index: str, parent_kind: str, parent_version: str) -> None:
         )
 
 
-def outpaint_zoom(zoom_ratio: str | None, parent_aspect: tuple[int, int]) -> float:
-    """zoom_ratio 1 (make square, non-square images only), 1.5, 2 or a decimal in (1, 2]."""
+def outpaint_zoom(
+    zoom_ratio: str | None, parent_aspect: tuple[int, int], *, default: bool = True
+) -> float:
+    """zoom_ratio 1 (make square, non-square images only), 1.5, 2 or a decimal in (1, 2];
+    absent is 2 with ``default``, else refused."""
+    if not zoom_ratio and not default:
+        raise RuleError(undocumented_default("zoom_ratio"))
     text = (zoom_ratio or "2").strip()
     try:
         zoom = float(text)

@@ -60,14 +60,15 @@ class TaskEngine:
             existing = state.task_children.get(draft.same_index_key)
             if existing is not None and state.tasks[existing].outcome != "failed":
                 raise BodyFailure(rules.SAME_INDEX)
-        price = rules.price(draft.kind, draft.mode, draft.index)
+        mode = draft.mode
+        if draft.origin is None:
+            mode = draft.account.run_mode(mode, rules.durations(draft.kind, mode)[1])
+        price = rules.price(draft.kind, mode, draft.index)
         if not draft.account.freeze(price):
             raise BodyFailure(rules.NO_CREDIT)
         rng = state.task_rng
         task_id = state.new_uuid()
-        lifecycle = plan_lifecycle(
-            rng, draft.kind, draft.mode, state.config.time_scale, draft.error
-        )
+        lifecycle = plan_lifecycle(rng, draft.kind, mode, state.config.time_scale, draft.error)
         cells = draft.art(rng) if draft.art is not None else ()
         task = ImageTask(
             task_id=task_id,
@@ -77,7 +78,7 @@ class TaskEngine:
             origin_task_id=draft.origin.task_id if draft.origin else "",
             prompt=draft.prompt,
             version=draft.version,
-            mode=draft.mode,
+            mode=mode,
             aspect=draft.aspect,
             index=draft.index,
             task_input=draft.task_input,
@@ -94,7 +95,7 @@ class TaskEngine:
             webhook_secret=draft.webhook[1],
             bot_id=rng.randint(1000, 9999),
             result_message_id=str(rng.getrandbits(60)),
-            documented_actions_only=state.config.dialect == "spec",
+            rules=state.config.rules,
         )
         if cells:
             spec = (
@@ -124,12 +125,23 @@ class TaskEngine:
             else:
                 account.release(task.price)
             if task.webhook_endpoint:
-                payload = (
-                    {"task_id": task_id, "status": task.status_at(now)}
-                    if self.state.config.dialect == "spec"
-                    else fetch_record(task, now)
-                )
+                payload = webhook_payload(task, now)
                 self.webhooks.deliver(task_id, task.webhook_endpoint, task.webhook_secret, payload)
+
+
+def webhook_payload(task: ImageTask, now: float) -> dict[str, Any]:
+    """The body of a task's webhook in its dialect: the fetch record, ``{"task_id",
+    "status"}`` only, or the multi_fetch record under ``data``."""
+    shape = task.rules.webhook_body
+    if shape == "signal":
+        return {"task_id": task.task_id, "status": task.status_at(now)}
+    if shape == "wrapped":
+        return {"data": multi_fetch_record(task, now)}
+    return fetch_record(task, now)
+
+
+def forbidden() -> web.Response:
+    return error_response(403, "this account is suspended: it may not create anything")
 
 
 ENGINE: web.AppKey[TaskEngine] = web.AppKey("genbot_simulator_tasks", TaskEngine)
@@ -160,6 +172,8 @@ def creation_handler(endpoint: str) -> Callable[[web.Request], Awaitable[web.Res
         account = state.account_for(key)
         if account is None and (key is not None or endpoint not in KEY_OPTIONAL):
             return unauthorized()
+        if account is not None and account.suspended:
+            return forbidden()
         try:
             data = await _json_object(request)
             body = Body(data)

@@ -66,6 +66,9 @@ from storage import (
 
 PROCESS_MODES: tuple[ProcessMode, ...] = get_args(ProcessMode)
 BLEND_DIMENSIONS: tuple[BlendDimension, ...] = get_args(BlendDimension)
+BLEND_DEFAULT_DIMENSION: BlendDimension = "square"
+"""Sent when the user picks no dimension: the API documentation gives blend no default
+(docs/provider.md#blend-dimension)."""
 IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, *REMIX_ACTIONS, "seed"})
 BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
 
@@ -213,6 +216,7 @@ class ImageJobs:
             for attachment in attachments
         ]
         _, mode, remix = await self._defaults(event, None, process_mode)
+        dimension = dimension or BLEND_DEFAULT_DIMENSION
         request = BlendRequest(
             image_urls=urls,
             dimension=choice(dimension, BLEND_DIMENSIONS, "dimension"),

@@ -28,7 +28,6 @@ from pathlib import Path
 
 from bot.events import ButtonPress, Command, Event, InboundEvent, Place, User
 from bot.render import INTERRUPTED_NOTE
-from simulator.diffusion import PRICES
 from simulator.faults import CREATION_PATHS
 from simulator.server import RunningSimulator
 from storage import Job, JobMessage
@@ -195,7 +194,7 @@ def check_ledger(sim: RunningSimulator, jobs: list[Job], genbot_credits: int) ->
         task = sim.state.tasks.get(created_id)
         if task is not None:
             return task.price if task.status_at(sim.state.now()) == "finished" else 0
-        return PRICES[sim.state.diffusion_jobs[int(created_id)].kind]
+        return sim.state.config.rules.price(sim.state.diffusion_jobs[int(created_id)].kind)
 
     charged = sim.state.accounts[sim.state.config.api_key].charged
     known = sum(price(provider_id) for provider_id in by_provider)

@@ -6,7 +6,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from simulator.state import SimulatorConfig
+import pytest
+
+from simulator.state import Dialect, SimulatorConfig
 from storage import Job
 from tests.bot.harness import harness
 from tests.bot.jobs.support import (
@@ -23,8 +25,12 @@ from tests.fakes.platform import PostedMessage
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 
 
-async def test_describe_posts_four_prompts_whose_buttons_imagine_them(tmp_path: Path) -> None:
-    async with harness(tmp_path) as bot:
+@pytest.mark.parametrize("dialect", ["default", "spec", "variant"])
+async def test_describe_posts_four_prompts_whose_buttons_imagine_them(
+    tmp_path: Path, dialect: Dialect
+) -> None:
+    # spec and variant send no task_result.prompts: the prompts come from the message.
+    async with harness(tmp_path, dialect=dialect) as bot:
         alice = bot.actor()
         url = "https://files.example.com/cat.png"
         job, described = await run_command(bot, alice, "describe", url=url)
@@ -164,3 +170,14 @@ async def test_blend_sends_every_image_and_the_dimension(tmp_path: Path) -> None
         assert image_size(blended.message.images[0].data) == (342, 512)
         assert "3 images" in blended.text
         assert [b.label for b in blended.buttons] == GRID_LABELS
+
+
+async def test_blend_without_a_dimension_sends_square(tmp_path: Path) -> None:
+    # The spec dialect refuses a blend that leaves dimension to a default it never documents.
+    async with harness(tmp_path, dialect="spec") as bot:
+        alice = bot.actor()
+        images = {f"image{i}": attachment(f"p{i}.png") for i in (1, 2)}
+        job, _ = await run_command(bot, alice, "blend", **images)
+        (sent,) = bodies(bot.sim, "/gen/v2/blend")
+        assert sent["dimension"] == "square"
+        assert (await bot.settled(job.id)).status == "posted"
