@@ -49,12 +49,14 @@ class StorageSettings(Section):
     """``[storage]``: where jobs, conversations and links live. ``url`` (a
     ``postgresql://user[:password]@host:port/database`` address) selects PostgreSQL, which
     several genbot processes share; without it, the SQLite file at ``path`` (one process).
-    A process holds its jobs for ``lease_seconds`` past its last heartbeat."""
+    A process holds its jobs for ``lease_seconds`` past its last heartbeat. A database call
+    taking longer than ``statement_timeout`` seconds is cancelled and fails (0: unbounded)."""
 
     path: Path = Path("genbot.db")
     url: SecretStr = SecretStr("")
     pool_size: int = Field(default=10, ge=1, le=100)
     lease_seconds: float = Field(default=10.0, gt=0, le=3600)
+    statement_timeout: float = Field(default=15.0, ge=0, le=3600)
 
     @property
     def postgres_url(self) -> str | None:

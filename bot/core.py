@@ -30,6 +30,7 @@ from bot.events import (
 from bot.metered import MeteredSurface
 from bot.parsing import CommandError, parse_command_text, validate_options
 from bot.surface import Surface
+from storage import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,24 @@ RESTARTING_TEXT = "genbot is restarting; try again in a moment."
 """The answer to what arrives while genbot stops (it takes nothing new then)."""
 TOO_SLOW_TEXT = "genbot took too long to answer this request and gave up on it."
 """The answer when handling an event outlived its adapter's deadline."""
+
+
+DATABASE_UNREACHABLE_TEXT = "genbot can't reach its database; try again in a moment."
+"""The answer when genbot's storage failed while handling a request (nothing was half-done:
+what was stored is resumed, what was not is refused by this answer)."""
+DATABASE_FULL_TEXT = (
+    "genbot can't save anything right now (its database is full or read-only); "
+    "an operator has been alerted by its readiness check. Try again later."
+)
+
+
+def storage_failure_text(error: StorageError) -> str:
+    """What to tell a user whose request failed on ``error``: the database is out of reach,
+    or it takes no writes (disk full, read-only file)."""
+    text = str(error).lower()
+    if any(word in text for word in ("full", "readonly", "read-only", "read only")):
+        return DATABASE_FULL_TEXT
+    return DATABASE_UNREACHABLE_TEXT
 
 
 def unexpected_error_text(reference: str) -> str:
@@ -167,6 +186,9 @@ class Core:
         except ApiError as error:
             log.warning("provider call failed for %s: %s", type(event).__name__, error)
             await self._tell(event, error.user_message)
+        except StorageError as error:
+            log.warning("storage failed handling %s: %s", type(event).__name__, error)
+            await self._tell(event, storage_failure_text(error))
         except Exception:
             reference = secrets.token_hex(4)
             log.exception("unexpected error handling %s (ref %s)", type(event).__name__, reference)

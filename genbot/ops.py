@@ -4,15 +4,17 @@ Prometheus (``[ops]`` settings).
 - ``GET /healthz``: 200 ``{"status": "alive"}`` while the process serves at all.
 - ``GET /readyz``: 200 when every check passes, else 503, with a JSON body naming each check:
   ``started`` (startup finished), ``stopping`` (no drain under way), ``storage`` (the database
-  answers and its schema is at this genbot's version), ``provider`` (it answered within
-  ``provider_fresh_seconds``, or answers a free probe now) and one per enabled adapter
-  (connected).
+  answers, its schema is at this genbot's version and it takes a write), ``provider`` (it
+  answered within ``provider_fresh_seconds``, or answers a free probe now) and one per enabled
+  adapter (connected).
 - ``GET /metrics``: Prometheus text exposition of ``prometheus_client``'s default registry
   (:mod:`bot.metrics`), after the :data:`bot.metrics.Refresher` callables ran.
 
 It serves through the shared hardened listener (:mod:`adapters.listener`: header and body
 timeouts, a connection cap; requests have no body, so any body is refused) and samples
-event-loop lag (``genbot_event_loop_lag_seconds``) while it runs. Each check is bounded in time.
+event-loop lag (``genbot_event_loop_lag_seconds``) while it runs. Each check is bounded in time:
+``/readyz`` answers within :data:`CHECK_TIMEOUT` even when a check hangs (a stalled database:
+the check is abandoned, not awaited, and cleans up in the background).
 """
 
 from __future__ import annotations
@@ -96,15 +98,34 @@ class ProviderFreshness:
         return CheckResult(True, f"the provider answered {age:.0f} s ago")
 
 
-async def run_check(check: Check) -> CheckResult:
-    """``check()`` bounded by :data:`CHECK_TIMEOUT`; a failure is a failed check."""
+_abandoned: set[asyncio.Task[CheckResult]] = set()
+
+
+async def run_check(check: Check, timeout: float = CHECK_TIMEOUT) -> CheckResult:
+    """``check()`` within ``timeout`` seconds; a failure is a failed check. A check still
+    running then is cancelled but not waited for (a driver's cancellation of a statement on a
+    stalled server can take seconds more), so the answer never waits past ``timeout``."""
+    task = asyncio.ensure_future(check())
     try:
-        async with asyncio.timeout(CHECK_TIMEOUT):
-            return await check()
-    except TimeoutError:
-        return CheckResult(False, f"no answer within {CHECK_TIMEOUT:g} s")
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        _abandoned.add(task)
+        task.add_done_callback(_forget_abandoned)
+        return CheckResult(False, f"no answer within {timeout:g} s")
+    try:
+        return task.result()
     except Exception as error:
         return CheckResult(False, f"{type(error).__name__}: {error}")
+
+
+def _forget_abandoned(task: asyncio.Task[CheckResult]) -> None:
+    _abandoned.discard(task)
+    if not task.cancelled():
+        task.exception()
 
 
 async def readiness(checks: Mapping[str, Check]) -> tuple[bool, dict[str, Any]]:

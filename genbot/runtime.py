@@ -160,10 +160,15 @@ class Runtime:
         return CheckResult(not self.stopping, "stopping" if self.stopping else "serving")
 
     async def _storage_check(self) -> CheckResult:
+        """The database answers, is at this genbot's schema version and takes a write."""
         version = await self.store.schema_version()
         if version != LATEST_VERSION:
             return CheckResult(False, f"schema version {version}, expected {LATEST_VERSION}")
-        return CheckResult(True, f"schema version {version}")
+        try:
+            await self.store.probe_write()
+        except StorageError as error:
+            return CheckResult(False, f"the database takes no writes: {error}")
+        return CheckResult(True, f"schema version {version}, writable")
 
     async def refresh_job_counts(self) -> None:
         """Bring ``genbot_jobs`` up to date (before a scrape)."""
@@ -307,12 +312,17 @@ async def open_store(settings: Settings) -> Storage:
                 url,
                 pool_size=settings.storage.pool_size,
                 lease_seconds=settings.storage.lease_seconds,
+                statement_timeout=settings.storage.statement_timeout,
             )
         except StorageError as error:
             raise StartupError(f"{error} (check [storage] url)") from error
     path = settings.storage.path
     try:
-        return await SqliteStore.open(path, lease_seconds=settings.storage.lease_seconds)
+        return await SqliteStore.open(
+            path,
+            lease_seconds=settings.storage.lease_seconds,
+            statement_timeout=settings.storage.statement_timeout,
+        )
     except (OSError, StorageError, sqlite3.Error) as error:
         raise StartupError(
             f"cannot open the database at {path}: {reason(error)} (check [storage] path)"

@@ -342,6 +342,12 @@ class Storage(
         """The database's schema version (the latest, once open)."""
         ...
 
+    async def probe_write(self) -> None:
+        """Commit a small write (this process's latest probe, one row per process): raises
+        :class:`storage.StorageError` when the database cannot take writes now (unreachable,
+        disk full, read-only)."""
+        ...
+
     async def close(self) -> None:
         """Finish queued calls, then release the database; closing twice is harmless."""
         ...

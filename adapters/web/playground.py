@@ -25,6 +25,7 @@ from adapters.web.journal import PlaygroundJournal
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from adapters.web.platform import WEB_LIMITS, PendingModal
 from adapters.web.uploads import UploadCache
+from bot.core import DATABASE_UNREACHABLE_TEXT, storage_failure_text
 from bot.events import Attachment, Place, User
 from bot.outbound import ImageFile
 from bot.surface import SurfaceError, SurfaceLimits
@@ -37,6 +38,19 @@ FOLLOW_RETRY_SECONDS = 5.0
 FOLLOW_START_SECONDS = 10.0
 """How long opening waits for following to start before reading the history anyway (what is
 saved in between is then read again once following starts)."""
+
+
+class NotKept(SurfaceError):
+    """The playground's history could not save a message (nothing was shown);
+    :attr:`user_text` says so to the user."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(f"the playground could not keep the message: {error}")
+        self.user_text = (
+            storage_failure_text(error)
+            if isinstance(error, StorageError)
+            else DATABASE_UNREACHABLE_TEXT
+        )
 
 
 @dataclass
@@ -233,7 +247,7 @@ class Playground:
 
     async def keep(self, kind: str, message: WebMessage, *, new: bool = False) -> None:
         """Write ``message`` to the history file, then keep it in memory (``new``) and show it
-        to the browsers; :class:`SurfaceError` when it cannot be written (nothing is shown)."""
+        to the browsers; :class:`NotKept` when it cannot be written (nothing is shown)."""
         if self.history is not None:
             if self.journal is None:
                 raise SurfaceError("the playground is stopped")
@@ -242,7 +256,7 @@ class Playground:
             except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:
                 if new:
                     self.store.discard_images(message)
-                raise SurfaceError(f"the playground could not keep the message: {error}") from None
+                raise NotKept(error) from None
         if new:
             self.store.add(message)
         payload: dict[str, Any] = {"type": kind, "message": message.to_json()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,10 +24,12 @@ from adapters.web.access import (
     user_id_for,
 )
 from adapters.web.platform import dm_channel, is_dm_channel
-from adapters.web.playground import Playground
+from adapters.web.playground import NotKept, Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
 from bot.commands import offered_models
 from bot.events import EventHandler, InboundEvent, User
+
+log = logging.getLogger(__name__)
 
 STATIC_DIR = Path(__file__).parent / "static"
 STATIC_TYPES = {
@@ -168,6 +171,9 @@ async def access_middleware(request: web.Request, handler: Any) -> web.StreamRes
         response: web.StreamResponse = await handler(request)
     except BadInput as exc:
         return json_error(400, str(exc))
+    except NotKept as exc:
+        log.warning("refused a %s: %s", request.path, exc)
+        return json_error(503, exc.user_text)
     return response
 
 

@@ -228,7 +228,8 @@ class PostgresConversations(PostgresBase):
 
     async def delete_message(self, message_id: int) -> bool:
         """Delete one turn; its platform messages stay linked to the conversation."""
-        return await self._execute("DELETE FROM messages WHERE id = %s", (message_id,)) == 1
+        sql: Query = "DELETE FROM messages WHERE id = %s"
+        return await self._execute(sql, (message_id,), repeatable=False) == 1
 
     async def update_message(
         self,

@@ -206,12 +206,15 @@ class PostgresJobs(PostgresBase):
             sql.SQL(", finished_at = COALESCE(finished_at, %s)") if stamp else sql.SQL(""),
         )
         values = [*changes.values(), *([changes["updated_at"]] if stamp else []), job_id]
-        async with self._transaction() as conn:
+
+        async def work(conn: Connection) -> bool:
             cursor = await conn.execute(statement, (*values, list(sources)))
             moved = cursor.rowcount == 1
             if moved and links:
                 await insert_links(conn, links)
-        return moved
+            return moved
+
+        return await self._attempt(work, transaction=True)
 
     async def change_job_result(self, job_id: str, change: ResultChange) -> Job | None:
         """Replace the result with ``change(stored result)`` while holding the job's row lock

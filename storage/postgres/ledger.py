@@ -63,7 +63,7 @@ class PostgresLedger(PostgresBase):
             credits,
             stamp,
         )
-        return await self._execute(SQL_ADD_USAGE, values) == 1
+        return await self._execute(SQL_ADD_USAGE, values, repeatable=False) == 1
 
     async def usage_for_user(
         self, platform: str, user_id: str, day: str | date | None = None

@@ -6,17 +6,23 @@ backported; psycopg #1413): the tracker then ignores its stop and shutdown hangs
 only on an :class:`asyncio.Semaphore` under :func:`asyncio.timeout`, both cancel-safe on 3.11.
 
 Up to ``size`` connections are opened on demand and reused. A connection that comes back broken,
-closed or inside a transaction (a cancelled statement) is closed rather than reused.
+closed or inside a transaction (a cancelled statement) is closed rather than reused. An idle
+connection the server has spoken on since it came back (its socket is readable: the server
+closed it, restarted or terminated its backend) is closed when it is next borrowed instead of
+failing the statement given to it: after a database restart no idle connection fails once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 
@@ -34,11 +40,24 @@ class PoolClosed(Exception):
 class ConnectionPool:
     """Autocommit connections (rows as dicts) to ``url``, at most ``size`` at once."""
 
-    def __init__(self, url: str, size: int, *, timeout: float, connect_timeout: int) -> None:
+    def __init__(
+        self,
+        url: str,
+        size: int,
+        *,
+        timeout: float,
+        connect_timeout: int,
+        statement_timeout: float | None = None,
+    ) -> None:
         self._url = url
         self._size = size
         self._timeout = timeout
         self._connect: dict[str, Any] = {"connect_timeout": connect_timeout}
+        if statement_timeout:
+            milliseconds = max(int(statement_timeout * 1000), 1)
+            given = conninfo_to_dict(url).get("options")
+            options = f"-c statement_timeout={milliseconds}"
+            self._connect["options"] = f"{given} {options}" if given else options
         self._slots = asyncio.Semaphore(size)
         self._idle: list[Connection] = []
         self._closed = False
@@ -67,7 +86,7 @@ class ConnectionPool:
         try:
             while self._idle:
                 conn = self._idle.pop()
-                if _reusable(conn):
+                if _reusable(conn) and not _hung_up(conn):
                     return conn
                 await conn.close()
             return await AsyncConnection.connect(
@@ -100,3 +119,13 @@ def _reusable(conn: Connection) -> bool:
         and not conn.broken
         and conn.info.transaction_status == TransactionStatus.IDLE
     )
+
+
+def _hung_up(conn: Connection) -> bool:
+    """Whether the server sent something on an idle connection (nothing is expected there
+    but its goodbye: a termination notice or the end of the stream)."""
+    try:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True
+    return bool(readable)

@@ -260,6 +260,14 @@ MIGRATIONS: Sequence[Migration] = (
             " false), parameters = parameters - 'is_dm' WHERE parameters ? 'is_dm'",
         ),
     ),
+    Migration(
+        12,
+        "storage write probes (readiness)",
+        (
+            "CREATE TABLE storage_probes (process_id text PRIMARY KEY,"
+            " probed_at double precision NOT NULL)",
+        ),
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

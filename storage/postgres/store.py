@@ -6,13 +6,14 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import TracebackType
+from typing import Final
 
 import psycopg
 from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 
 from storage.errors import StorageError
-from storage.postgres.base import Clock, Connection
+from storage.postgres.base import Clock, Connection, Query
 from storage.postgres.conversations import PostgresConversations
 from storage.postgres.history import PostgresJobHistory
 from storage.postgres.jobs import PostgresJobs
@@ -29,6 +30,10 @@ from storage.postgres.urls import describe_url
 from storage.postgres.writes import PostgresWriteBudgets
 from storage.process import DEFAULT_LEASE_SECONDS, new_process_id
 
+SQL_PROBE: Final[Query] = (
+    "INSERT INTO storage_probes (process_id, probed_at) VALUES (%s, %s)"
+    " ON CONFLICT (process_id) DO UPDATE SET probed_at = excluded.probed_at"
+)
 CONNECT_TIMEOUT = 10
 """Seconds to reach the server (each new connection)."""
 POOL_TIMEOUT = 30.0
@@ -66,11 +71,14 @@ class PostgresStore(
         event_retention: float = 24 * 3600.0,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         process_id: str | None = None,
+        statement_timeout: float | None = None,
     ) -> PostgresStore:
         """Connect to ``url`` (``postgresql://user[:password]@host:port/database``), apply every
         pending migration under the migration lock, and open a pool of up to ``pool_size``
         connections. ``clock`` gives timestamps (Unix seconds); jobs this handle creates or
-        claims are leased to ``process_id`` (a fresh one by default) for ``lease_seconds``."""
+        claims are leased to ``process_id`` (a fresh one by default) for ``lease_seconds``. With
+        ``statement_timeout`` (seconds), the server cancels a longer statement and a call
+        gives up a little later (see :mod:`storage.postgres.base`)."""
         where = describe_url(url)
         try:
             async with await AsyncConnection.connect(
@@ -81,7 +89,11 @@ class PostgresStore(
             reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
             raise StorageError(f"cannot open the database at {where}: {reason}") from error
         pool = ConnectionPool(
-            url, max(pool_size, 1), timeout=POOL_TIMEOUT, connect_timeout=CONNECT_TIMEOUT
+            url,
+            max(pool_size, 1),
+            timeout=POOL_TIMEOUT,
+            connect_timeout=CONNECT_TIMEOUT,
+            statement_timeout=statement_timeout,
         )
         store = cls(
             pool,
@@ -89,6 +101,7 @@ class PostgresStore(
             url,
             process_id=process_id or new_process_id(),
             lease_seconds=lease_seconds,
+            statement_timeout=statement_timeout,
         )
         store.event_retention = event_retention
         store._lock_pool = ConnectionPool(
@@ -120,6 +133,10 @@ class PostgresStore(
         """The database's schema version (the latest, once open)."""
         async with self._connection() as conn:
             return await current_version(conn)
+
+    async def probe_write(self) -> None:
+        """Upsert this process's probe row (see :meth:`storage.Storage.probe_write`)."""
+        await self._execute(SQL_PROBE, (self._process_id, self._now()))
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:

@@ -8,7 +8,7 @@ from typing import Any, Final
 from psycopg import sql
 
 from storage.job_records import UNFINISHED_STATUSES, Job, JobStatus
-from storage.postgres.base import PostgresBase, Query
+from storage.postgres.base import Connection, PostgresBase, Query
 from storage.rows import job_from_row
 from storage.rules import status_tuple, utc_day
 
@@ -46,7 +46,8 @@ class PostgresJobTracking(PostgresBase):
         if not allowed:
             return None
         now = self._now()
-        async with self._transaction() as conn:
+
+        async def work(conn: Connection) -> Job | None:
             values = (now, job_id, allowed, self._process_id, due_by)
             cursor = await conn.execute(SQL_CLAIM_DELIVERY, values)
             row = await cursor.fetchone()
@@ -56,7 +57,9 @@ class PostgresJobTracking(PostgresBase):
             if job.status == "posting" and job.family == "task" and job.credits:
                 charge = (job.platform, job.requester_id, utc_day(now), job.id, job.credits)
                 await conn.execute(SQL_CHARGE_CREDITS, (*charge, now))
-        return job
+            return job
+
+        return await self._attempt(work, transaction=True)
 
     async def list_unfinished_jobs(
         self,

@@ -318,6 +318,10 @@ def _v11_is_dm(db: Database) -> None:
     )
 
 
+def _v12_storage_probes(db: Database) -> None:
+    db.execute("CREATE TABLE storage_probes (process_id TEXT PRIMARY KEY, probed_at REAL NOT NULL)")
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
@@ -334,6 +338,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(9, "the playground's messages and images", _v9_playground),
     Migration(10, "an index of lease expiry over unfinished jobs", _v10_lease_expiry),
     Migration(11, "jobs.is_dm (was parameters.is_dm)", _v11_is_dm),
+    Migration(12, "storage write probes (readiness)", _v12_storage_probes),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -9,6 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
+from typing import Final
 
 from sqlite_utils import Database
 
@@ -29,10 +30,15 @@ from storage.sqlite.playground import SqlitePlayground
 from storage.sqlite.schema import current_version, migrate
 from storage.sqlite.scopes import SqliteSettings
 from storage.sqlite.slack import SqliteSlackInstallations
+from storage.sqlite.sql import write_transaction
 from storage.sqlite.tracking import SqliteJobTracking
 from storage.sqlite.writes import SqliteWriteBudgets
 
 WORKER_THREAD_PREFIX = "genbot-storage"
+SQL_PROBE: Final = (
+    "INSERT INTO storage_probes (process_id, probed_at) VALUES (?, ?)"
+    " ON CONFLICT (process_id) DO UPDATE SET probed_at = excluded.probed_at"
+)
 
 
 def _connect(path: Path, busy_timeout: float, clock: Clock) -> Database:
@@ -86,13 +92,15 @@ class SqliteStore(
         event_retention: float = 24 * 3600.0,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         process_id: str | None = None,
+        statement_timeout: float | None = None,
     ) -> SqliteStore:
         """Open (creating if needed) the database at ``path``: WAL journal,
         ``synchronous=NORMAL``, foreign keys on, ``busy_timeout`` seconds of waiting for
         another connection's lock, and every pending migration applied. ``clock`` gives
         timestamps (Unix seconds); ``event_retention`` is how long inbound event ids are
         remembered; jobs this handle creates or claims are leased to ``process_id`` (a fresh
-        one by default) for ``lease_seconds``."""
+        one by default) for ``lease_seconds``. With ``statement_timeout`` (seconds), a call
+        running longer is interrupted and fails."""
         db_path = Path(path)
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WORKER_THREAD_PREFIX)
         loop = asyncio.get_running_loop()
@@ -111,8 +119,11 @@ class SqliteStore(
             clock,
             process_id=process_id or new_process_id(),
             lease_seconds=lease_seconds,
+            statement_timeout=statement_timeout,
         )
         store.event_retention = event_retention
+        if statement_timeout:
+            await store._call(store._watch_deadline)
         return store
 
     async def close(self) -> None:
@@ -141,3 +152,12 @@ class SqliteStore(
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""
         return await self._call(current_version)
+
+    async def probe_write(self) -> None:
+        """Upsert this process's probe row (see :meth:`storage.Storage.probe_write`)."""
+
+        def work(db: Database) -> None:
+            with write_transaction(db):
+                db.conn.execute(SQL_PROBE, (self._process_id, self._now()))
+
+        await self._call(work)

@@ -7,8 +7,15 @@ from collections.abc import Mapping
 import pytest
 
 from bot.api.errors import InvalidRequest
-from bot.core import Core, SurfaceRegistry, UserError
+from bot.core import (
+    DATABASE_FULL_TEXT,
+    DATABASE_UNREACHABLE_TEXT,
+    Core,
+    SurfaceRegistry,
+    UserError,
+)
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue, Place, User, UserMessage
+from storage import StorageError
 from tests.fakes.platform import FakePlatform
 
 PLACE = Place("fake", "w", "c")
@@ -110,6 +117,12 @@ async def test_buttons_modals_and_messages_are_routed(setup: Setup) -> None:
         (
             InvalidRequest("width", "≤ 1024", "width must be at most 1024"),
             "width must be at most 1024",
+        ),
+        (StorageError("no database connection within the timeout"), DATABASE_UNREACHABLE_TEXT),
+        (StorageError("database error: database or disk is full"), DATABASE_FULL_TEXT),
+        (
+            StorageError("database error: attempt to write a readonly database"),
+            DATABASE_FULL_TEXT,
         ),
     ],
 )

@@ -20,10 +20,12 @@ from adapters.web.settings import WebSettings
 from bot.config import LimitsSettings, OpsSettings
 from bot.jobs import webhook_base_url
 from genbot.demo import demo_settings, free_port
+from genbot.ops import CheckResult, run_check
 from genbot.runtime import Runtime, running
 from genbot.settings import Settings
 from simulator.server import serve
 from simulator.state import SimulatorConfig
+from storage import SqliteStore
 from tests.genbot.stack import playground_user
 
 FAST_POLLING = LimitsSettings(poll_interval_min=0.01, poll_interval_max=0.1)
@@ -125,6 +127,12 @@ async def _database_closed(runtime: Runtime) -> None:
     await runtime.store.close()
 
 
+async def _database_read_only(runtime: Runtime) -> None:
+    store = runtime.store
+    assert isinstance(store, SqliteStore)
+    await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+
+
 async def _playground_down(runtime: Runtime) -> None:
     await runtime.adapters["web"].stop()
 
@@ -136,6 +144,7 @@ async def _playground_down(runtime: Runtime) -> None:
         (_stopping, "stopping"),
         (_schema_behind, "storage"),
         (_database_closed, "storage"),
+        (_database_read_only, "storage"),
         (_playground_down, "web"),
     ],
 )
@@ -195,3 +204,22 @@ async def test_metrics_move_when_a_job_runs_against_the_simulator(tmp_path: Path
     assert moved(LOOP_LAG) >= 1
     names = {name for name, _ in after}
     assert all(name.startswith(("genbot_", "python_", "process_")) for name in names), names
+
+
+async def test_a_check_that_hangs_is_answered_within_the_bound_not_awaited() -> None:
+    cancelled = asyncio.Event()
+    finish = asyncio.Event()
+
+    async def stalled() -> CheckResult:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            cancelled.set()
+            await asyncio.shield(finish.wait())
+        raise AssertionError("unreachable")
+
+    result = await run_check(stalled, timeout=0.05)
+
+    assert result == CheckResult(False, "no answer within 0.05 s")
+    await asyncio.wait_for(cancelled.wait(), 5)
+    finish.set()

@@ -20,6 +20,7 @@ from adapters.web import WebAdapter
 from adapters.web.journal import PlaygroundJournal, message_record, playground_path
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from adapters.web.settings import WebSettings
+from bot.core import DATABASE_UNREACHABLE_TEXT
 from bot.events import Command, InboundEvent, Place
 from bot.outbound import ImageFile, OutMessage
 from bot.surface import SurfaceError
@@ -210,6 +211,23 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
         await stopped.stop()
         with pytest.raises(SurfaceError, match="stopped"):
             await stopped.surface.send(PLACE, OutMessage("after the stop"))
+
+
+async def test_a_command_the_database_cannot_keep_is_refused_with_a_json_error(
+    tmp_path: Path,
+) -> None:
+    core = RecordingCore()
+    async with playground(tmp_path / "genbot.db", core) as adapter, browser_of(adapter) as browser:
+        assert isinstance(adapter.playground.history, SqliteStore)
+        await adapter.playground.history.close()
+        body = {"text": "/imagine a fox", "channel": "general"}
+        async with browser.post("/api/command", json=body) as response:
+            assert response.status == 503
+            assert response.content_type == "application/json"
+            answer = await response.json()
+    assert answer == {"error": DATABASE_UNREACHABLE_TEXT}
+    assert core.events == []
+    assert adapter.playground.store.history("general", "anyone") == []
 
 
 async def test_an_earlier_genbots_history_file_is_imported_once(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from storage import StorageError
 from storage.postgres import PostgresStore
+from storage.postgres.base import ConnectionLost
 from storage.postgres.pool import ConnectionPool, PoolTimeout
 from tests.postgres import PostgresCluster
 
@@ -74,17 +75,67 @@ async def test_waiting_for_a_connection_is_bounded(url: str) -> None:
     await pool.close()
 
 
-async def test_a_connection_the_server_dropped_is_replaced(url: str) -> None:
-    async with await PostgresStore.open(url, pool_size=1) as store:
-        async with store.connection() as conn:
-            cursor = await conn.execute("SELECT pg_backend_pid() AS pid")
-            row = await cursor.fetchone()
-            assert row is not None
+async def test_an_idle_connection_the_server_dropped_is_not_lent_again(url: str) -> None:
+    pool = ConnectionPool(url, 1, timeout=10, connect_timeout=10)
+    async with pool.connection() as conn:
+        first = conn
+        cursor = await conn.execute("SELECT pg_backend_pid() AS pid")
+        row = await cursor.fetchone()
+        assert row is not None
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (row["pid"],))
+    await asyncio.sleep(0.1)
+    async with pool.connection() as conn:
+        assert conn is not first
+        await conn.execute("SELECT 1")
+    await pool.close()
+
+
+async def test_a_read_whose_connection_is_lost_runs_again_on_a_fresh_one(url: str) -> None:
+    async with await PostgresStore.open(url, pool_size=2) as store:
+        read = asyncio.create_task(store._fetch_one("SELECT pg_sleep(0.5), 7 AS seven"))
+        await asyncio.sleep(0.2)
         with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(%s)", (row["pid"],))
-        with pytest.raises(StorageError, match="database error"):
-            await store.get_job("any")
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE query LIKE 'SELECT pg_sleep(0.5)%'"
+            ).fetchone()
+        assert killed == (1,)
+        row = await read
+        assert row is not None and row["seven"] == 7
+
+
+async def test_a_write_that_must_not_run_twice_is_not_repeated(url: str) -> None:
+    async with await PostgresStore.open(url, pool_size=2) as store:
+        write = asyncio.create_task(
+            store._execute("SELECT pg_sleep(0.5), 'once'", repeatable=False)
+        )
+        await asyncio.sleep(0.2)
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE query LIKE 'SELECT pg_sleep(0.5), ''once''%'"
+            )
+        with pytest.raises(ConnectionLost):
+            await write
+
+
+async def test_a_statement_past_the_statement_timeout_is_cancelled(url: str) -> None:
+    async with await PostgresStore.open(url, pool_size=1, statement_timeout=0.2) as store:
+        with pytest.raises(StorageError, match="statement timeout"):
+            await store._fetch_one("SELECT pg_sleep(2)")
         assert await store.get_job("any") is None
+
+
+async def test_the_statement_timeout_keeps_the_urls_own_options(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with await PostgresStore.open(url, pool_size=1, statement_timeout=5) as store:
+        row = await store._fetch_one("SELECT current_setting('statement_timeout') AS t")
+        path = await store._fetch_one("SELECT current_setting('search_path') AS p")
+    assert row is not None and row["t"] == "5s"
+    assert path is not None and path["p"].startswith("test_")
 
 
 async def test_a_connection_left_inside_a_transaction_is_not_reused(url: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from storage import ConversationKey, SqliteStore, StoreClosedError
+from storage import ConversationKey, SqliteStore, StorageError, StoreClosedError
 from storage.sqlite.store import WORKER_THREAD_PREFIX
 from tests.storage.conftest import new_job
 from tests.storage.helpers import create_job
@@ -93,3 +93,17 @@ async def test_async_context_manager_closes(db_path: Path) -> None:
     async with await SqliteStore.open(db_path) as store:
         await create_job(store, new_job())
     assert store.closed
+
+
+async def test_a_call_past_the_statement_timeout_is_interrupted(tmp_path: Path) -> None:
+    store = await SqliteStore.open(tmp_path / "slow.db", statement_timeout=0.2)
+    long_count = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000)"
+        " SELECT count(*) FROM n"
+    )
+    try:
+        with pytest.raises(StorageError, match="statement_timeout"):
+            await store.run_in_worker(lambda db: db.execute(long_count).fetchall())
+        assert await store.get_job("any") is None
+    finally:
+        await store.close()
