@@ -22,7 +22,7 @@ from pathlib import Path
 from playwright.async_api import Page, async_playwright, expect
 
 from bot.config import LimitsSettings
-from tests.adapters.web.test_browser import CHROMIUM_ARGS, chromium_path, send
+from tests.adapters.web.browser import CHROMIUM_ARGS, chromium_path, send
 from tests.genbot.stack import FAST_POLLING, real_stack
 
 TICKING = LimitsSettings(poll_interval_min=0.05, poll_interval_max=0.2, progress_tick_seconds=1.0)

@@ -297,8 +297,8 @@ function openModal(modal) {
   const notice = modal.notice ? h("div", { class: "modal-notice", role: "alert" }, modal.notice) : "";
   const inputs = modal.fields.map((field) => {
     const { input, extra } = modalInput(field);
-    return h("label", { class: "field" },
-      h("span", { class: "field-label" }, field.label, field.required ? h("span", { class: "required" }, " *") : ""),
+    return h("div", { class: "field" },
+      h("label", { class: "field-label", for: input.id }, field.label, field.required ? h("span", { class: "required" }, " *") : ""),
       extra, input);
   });
   const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Submit");

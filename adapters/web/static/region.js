@@ -40,12 +40,12 @@ export class RegionEditor {
       rect: this.toolButton("rect", "▭ Rectangle"),
       lasso: this.toolButton("lasso", "✎ Lasso"),
     };
-    this.undoButton = h("button", { type: "button", class: "btn btn-secondary", onclick: () => this.undo() }, "↶ Undo");
-    const clear = h("button", { type: "button", class: "btn btn-secondary", onclick: () => this.clear() }, "Clear");
+    this.undoButton = h("button", { type: "button", class: "btn btn-secondary", disabled: true, onclick: () => this.undo() }, "↶ Undo");
+    this.clearButton = h("button", { type: "button", class: "btn btn-secondary", disabled: true, onclick: () => this.clear() }, "Clear");
     this.element = h(
       "div",
       { class: "region-editor" },
-      h("div", { class: "region-tools", role: "toolbar" }, this.tools.rect, this.tools.lasso, this.undoButton, clear),
+      h("div", { class: "region-tools", role: "toolbar" }, this.tools.rect, this.tools.lasso, this.undoButton, this.clearButton),
       h("div", { class: "region-stage" }, this.image, this.canvas),
     );
     this.image.addEventListener("load", () => this.resize());
@@ -137,6 +137,7 @@ export class RegionEditor {
 
   changed() {
     this.undoButton.disabled = this.shapes.length === 0;
+    this.clearButton.disabled = this.shapes.length === 0;
     this.draw();
     this.onChange(regionText(this.shapes));
   }

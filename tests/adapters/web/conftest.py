@@ -1,4 +1,5 @@
-"""Fixtures: a started playground (127.0.0.1, port 0) fed to a recording core, and browsers."""
+"""Fixtures: a started playground (127.0.0.1, port 0) fed to a recording core, HTTP "browsers",
+and one real Chromium shared by the browser tests."""
 
 from __future__ import annotations
 
@@ -7,16 +8,27 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from aiohttp import ClientResponse, ClientSession, CookieJar
+from playwright.async_api import Browser
 from yarl import URL
 
 from adapters.web import WebAdapter
 from adapters.web.access import SESSION_COOKIE
 from adapters.web.settings import WebSettings
 from bot.config import LimitsSettings
+from tests.adapters.web.browser import chromium
 from tests.adapters.web.fakes import RecordingCore, SseReader
 
 UPLOAD_LIMIT = 4096
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def chromium_browser() -> AsyncIterator[Browser]:
+    """One headless Chromium for every browser test of the run (tests using it run in the
+    session's event loop: ``pytest.mark.asyncio(loop_scope="session")``)."""
+    async with chromium() as browser:
+        yield browser
 
 
 @pytest.fixture

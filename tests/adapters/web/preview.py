@@ -83,19 +83,11 @@ async def post_samples(adapter: WebAdapter) -> None:
     await adapter.surface.send_ephemeral(origin, "You have **182 credits** left today.")
 
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
 async def screenshot(url: str, path: str, chromium: str = "/usr/bin/chromium") -> None:
     """Save what a 1200x800 browser window shows once the page is live and images loaded."""
     from playwright.async_api import async_playwright
+
+    from tests.adapters.web.browser import CHROMIUM_ARGS
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)

@@ -18,8 +18,8 @@ from adapters.web.access import exposure_problem
 from adapters.web.settings import WebSettings
 from bot.events import Command
 from storage import SqliteStore
+from tests.adapters.web.browser import chromium
 from tests.adapters.web.fakes import RecordingCore
-from tests.adapters.web.test_browser import chromium
 
 TOKEN = "never-print-playground-token-0123"
 FOX = {"text": "/imagine a fox", "channel": "general"}

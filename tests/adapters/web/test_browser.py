@@ -1,8 +1,8 @@
 """The playground in real headless Chromium, on the real core and the provider simulator:
-imagine a grid, press U1, see the upscale's follow-ups, chat and see the streamed reply complete.
+imagine a grid, press U1, see the upscale's follow-ups, chat and see the streamed reply complete;
+one message per job, marked buttons and the region editor; describe and the narrow layout.
 
-Chromium is Debian's (``/usr/bin/chromium``, installed by ``.ci/run`` when missing), driven by the
-``playwright`` package through ``executable_path``; its own browser download is never used.
+The browser is the shared ``chromium_browser`` (see :mod:`tests.adapters.web.browser`).
 """
 
 from __future__ import annotations
@@ -11,72 +11,26 @@ import asyncio
 import base64
 import io
 import re
-import shutil
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 from PIL import Image
-from playwright.async_api import Browser, FilePayload, FloatRect, Page, async_playwright, expect
+from playwright.async_api import Browser, FilePayload, expect
 
 from bot.config import LimitsSettings
+from tests.adapters.web.browser import WAIT_MS, drag, send, user
 from tests.genbot.stack import real_stack
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-WAIT_MS = 15_000
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-def chromium_path() -> str:
-    """Debian's chromium; the test fails (never skips) when it is missing."""
-    for candidate in ("/usr/bin/chromium", shutil.which("chromium")):
-        if candidate and Path(candidate).is_file():
-            return candidate
-    pytest.fail(
-        "Chromium is not installed: the browser test needs Debian's chromium at "
-        "/usr/bin/chromium (`apt-get install chromium`; .ci/run does it when missing)."
-    )
-
-
-@asynccontextmanager
-async def chromium(extra_args: list[str] | None = None) -> AsyncIterator[Browser]:
-    """A headless Chromium started from the system's binary (with ``extra_args``)."""
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(
-            executable_path=chromium_path(),
-            args=[*CHROMIUM_ARGS, *(extra_args or [])],
-            timeout=WAIT_MS,
-        )
-        try:
-            yield browser
-        finally:
-            await browser.close()
-
-
-async def send(page: Page, text: str) -> None:
-    """Type ``text`` in the message box and press Enter."""
-    box = page.locator("#composer-slot textarea")
-    await box.fill(text)
-    await box.press("Enter")
-    await expect(box).to_have_value("", timeout=WAIT_MS)
-
-
-async def test_imagine_upscale_and_chat_in_a_real_browser(tmp_path: Path) -> None:
+async def test_imagine_upscale_and_chat_in_a_real_browser(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
     answer = "The lighthouse keeper waves from the gallery deck."
-    async with real_stack(tmp_path) as stack, chromium() as browser:
-        page = await browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(WAIT_MS)
-        page_errors: list[str] = []
-        page.on("pageerror", lambda error: page_errors.append(str(error)))
-        await page.goto(stack.url + "/")
-        await expect(page.locator(".connection.live")).to_be_visible(timeout=WAIT_MS)
+    async with real_stack(tmp_path) as stack, user(chromium_browser) as tab:
+        page = tab.page
+        await tab.open(stack.url + "/")
 
         await send(page, "/imagine a lighthouse")
         grid = page.locator("article.message.kind-bot").filter(
@@ -108,35 +62,21 @@ async def test_imagine_upscale_and_chat_in_a_real_browser(tmp_path: Path) -> Non
             0, timeout=WAIT_MS
         )
         await expect(page.locator("#messages .thread-link")).to_have_count(1)
-        assert page_errors == []
+        assert tab.errors == []
 
 
 TICKING = LimitsSettings(poll_interval_min=0.05, poll_interval_max=0.2, progress_tick_seconds=0.5)
 
 
-async def drag(page: Page, box: FloatRect, points: list[tuple[float, float]]) -> None:
-    """Press the mouse at the first point of ``box`` (fractions), move through the others,
-    release at the last."""
-    x, y = box["x"], box["y"]
-    width, height = box["width"], box["height"]
-    await page.mouse.move(x + points[0][0] * width, y + points[0][1] * height)
-    await page.mouse.down()
-    for fx, fy in points[1:]:
-        await page.mouse.move(x + fx * width, y + fy * height, steps=4)
-    await page.mouse.up()
-
-
-async def test_one_message_per_job_marked_buttons_and_the_region_editor(tmp_path: Path) -> None:
+async def test_one_message_per_job_marked_buttons_and_the_region_editor(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
     async with (
         real_stack(tmp_path, time_scale=0.05, limits=TICKING) as stack,
-        chromium() as browser,
+        user(chromium_browser) as tab,
     ):
-        page = await browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(WAIT_MS)
-        page_errors: list[str] = []
-        page.on("pageerror", lambda error: page_errors.append(str(error)))
-        await page.goto(stack.url + "/")
-        await expect(page.locator(".connection.live")).to_be_visible(timeout=WAIT_MS)
+        page = tab.page
+        await tab.open(stack.url + "/")
 
         await send(page, "/imagine a lighthouse")
         bot_messages = page.locator("article.message.kind-bot")
@@ -179,11 +119,21 @@ async def test_one_message_per_job_marked_buttons_and_the_region_editor(tmp_path
         canvas = dialog.locator("canvas.region-canvas")
         box = await canvas.bounding_box()
         assert box is not None and box["width"] > 100
+        undo = dialog.locator(".btn", has_text="Undo")
+        await expect(undo).to_be_disabled()
         await drag(page, box, [(0.1, 0.1), (0.5, 0.6)])
-        await dialog.locator('.btn[data-tool="lasso"]').click()
-        await drag(page, box, [(0.7, 0.7), (0.9, 0.7), (0.9, 0.9), (0.7, 0.9)])
-        await dialog.locator(".btn", has_text="Undo").click()
+        await expect(undo).to_be_enabled()
+        lasso = dialog.locator('.btn[data-tool="lasso"]')
+        await lasso.click()
         region = dialog.locator('input[name="region"]')
+        for corner in (0.6, 0.8):
+            loop = [(corner, corner), (corner + 0.15, corner), (corner + 0.15, corner + 0.15)]
+            await drag(page, box, [*loop, (corner, corner + 0.15)])
+            await expect(lasso).to_have_attribute("aria-pressed", "true")
+        two_loops = re.compile(r"^[\d.,]+; polygon [\d. ]+; polygon [\d. ]+$")
+        await expect(region).to_have_value(two_loops)
+        await undo.click()
+        await undo.click()
         await expect(region).to_have_value(
             re.compile(r"^\d+(\.\d)?,\d+(\.\d)?,\d+(\.\d)?,\d+(\.\d)?$")
         )
@@ -207,21 +157,19 @@ async def test_one_message_per_job_marked_buttons_and_the_region_editor(tmp_path
             return value
 
         assert at(0.3, 0.35) == 255, "inside the drawn rectangle"
-        assert at(0.05, 0.05) == at(0.8, 0.8) == at(0.3, 0.8) == 0, "outside it (lasso undone)"
-        assert page_errors == []
+        assert at(0.05, 0.05) == at(0.8, 0.8) == at(0.3, 0.8) == 0, "outside it (both loops undone)"
+        assert tab.errors == []
 
 
-async def test_describe_shows_the_image_and_imagine_all_starts_its_prompts(tmp_path: Path) -> None:
+async def test_describe_shows_the_image_and_imagine_all_starts_its_prompts(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
     roomy = LimitsSettings(
         poll_interval_min=0.01, poll_interval_max=0.1, max_concurrent_jobs_per_user=5
     )
-    async with real_stack(tmp_path, limits=roomy) as stack, chromium() as browser:
-        page = await browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(WAIT_MS)
-        page_errors: list[str] = []
-        page.on("pageerror", lambda error: page_errors.append(str(error)))
-        await page.goto(stack.url + "/")
-        await expect(page.locator(".connection.live")).to_be_visible(timeout=WAIT_MS)
+    async with real_stack(tmp_path, limits=roomy) as stack, user(chromium_browser) as tab:
+        page = tab.page
+        await tab.open(stack.url + "/")
 
         picture = io.BytesIO()
         Image.new("RGB", (64, 48), "teal").save(picture, format="PNG")
@@ -268,4 +216,4 @@ async def test_describe_shows_the_image_and_imagine_all_starts_its_prompts(tmp_p
         await sidebar.locator("a.channel", has_text="art").click()
         await expect(page.locator("#channel-name")).to_have_text("art")
         await expect(sidebar).not_to_be_in_viewport()
-        assert page_errors == []
+        assert tab.errors == []

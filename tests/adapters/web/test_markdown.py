@@ -4,7 +4,7 @@ label, or after a bare URL, never leaves placeholder bytes or markup in an ``hre
 from __future__ import annotations
 
 from adapters.web import WebAdapter
-from tests.adapters.web.test_browser import chromium
+from tests.adapters.web.browser import chromium
 
 RENDER = """async (texts) => {
     const { renderMarkdown } = await import('/static/markdown.js');
