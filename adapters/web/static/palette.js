@@ -144,18 +144,21 @@ export class Palette {
     this.selected = 0;
   }
 
-  choose(index) {
+  /** Put the command ``index`` in the input; Enter on a command typed in full (needing no more
+   * text) sends it at once. */
+  choose(index, enter = false) {
     const command = this.matches[index];
     if (!command) return;
     const rest = this.input.value.slice(this.input.selectionStart ?? this.input.value.length);
     const exact = this.input.value.trim().toLowerCase() === command.usage;
     const takesNothing = !command.options.length;
+    const complete = !command.options.some((o) => o.required && o.type !== "attachment");
     this.input.value = command.usage + (takesNothing ? "" : " ") + rest.trimStart();
     const end = command.usage.length + (takesNothing ? 0 : 1);
     this.input.setSelectionRange(end, end);
     this.close();
     this.renderHint();
-    this.onChoose(command, exact && takesNothing);
+    this.onChoose(command, enter && exact && complete);
   }
 
   /** Handle a key in the input; returns true when the palette used it. */
@@ -170,7 +173,7 @@ export class Palette {
     }
     if ((event.key === "Enter" && !event.shiftKey) || event.key === "Tab") {
       if (!this.matches.length) return event.key === "Tab";
-      this.choose(this.selected);
+      this.choose(this.selected, event.key === "Enter");
       return true;
     }
     if (event.key === "Escape") {
