@@ -34,9 +34,10 @@ from bot.buttons import modal_for, read_settings
 from bot.commands import command
 from bot.core import Homes, SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, Event, HomeOpened, ModalSubmit, OptionValue
-from bot.parsing import help_text
+from bot.forms import show_refused
+from bot.parsing import CommandError, help_text
 from bot.splitting import split_text
-from bot.surface import RateLimited, SpellsCommands, SurfaceError
+from bot.surface import RateLimited, SpellsCommands, Surface, SurfaceError
 from storage import (
     SETTING_NAMES,
     ScopeKind,
@@ -198,13 +199,27 @@ class AccountFeature:
         """A settings button opens the settings form of the scope in its reference."""
         await self._open_form(event, self._scope(event, event.ref))
 
+    def check_modal(self, event: ModalSubmit) -> None:
+        """A settings form's values, checked like ``/settings`` options."""
+        read_settings(event.values)
+
     async def on_modal(self, event: ModalSubmit) -> None:
         """A submitted settings form: validated like ``/settings`` options, then stored in
-        the scope its reference names."""
+        the scope its reference names; refused values bring the form back, filled in."""
         if event.action != SETTINGS_ACTION:
             raise UserError("This form is no longer supported.")
         scope = self._scope(event, event.ref)
-        await self._save(event, read_settings(event.values), scope)
+        try:
+            values = read_settings(event.values)
+            await self._save(event, values, scope)
+        except (CommandError, UserError) as error:
+            again = modal_for(
+                SETTINGS_ACTION,
+                event.ref,
+                defaults=event.values,
+                models=allowed_chat_models(self.plan),
+            )
+            await show_refused(self._surface(event), event, again, error)
 
     def _scope(self, event: Event, given: OptionValue | None) -> str:
         """The scope asked for (``me`` when none), checked against who asks and where."""
@@ -225,7 +240,7 @@ class AccountFeature:
             )
         return scope
 
-    def _surface(self, event: Event) -> object:
+    def _surface(self, event: Event) -> Surface:
         return self.surfaces.get(event.place.platform)
 
     def _scope_id(self, event: Event, scope: str) -> tuple[ScopeKind, str]:

@@ -17,9 +17,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from bot.commands import CHAT_MODELS, command, option_choices
 from bot.events import OptionValue
-from bot.forms import form_for
+from bot.forms import FormError, form_for
 from bot.outbound import REMIX_ACTIONS, REMIX_PREFIX, Button, ButtonStyle, Modal, ModalField
-from bot.parsing import validate_options
+from bot.parsing import CommandError, validate_options
 
 GRID_ROWS: tuple[tuple[str, ...], ...] = (
     ("upscale1", "upscale2", "upscale3", "upscale4", "reroll"),
@@ -194,6 +194,15 @@ def modal_for(
 
 
 def read_settings(values: Mapping[str, str]) -> dict[str, OptionValue]:
-    """Validate a submitted settings form like ``/settings`` options (blank fields are left out)."""
-    filled = {key: value for key, value in values.items() if value.strip()}
-    return validate_options(command("settings"), filled)
+    """Validate a submitted settings form like ``/settings`` options (blank fields are left
+    out); a refused value is a :class:`bot.forms.FormError` about its field."""
+    spec = command("settings")
+    checked: dict[str, OptionValue] = {}
+    for name, value in values.items():
+        if not value.strip():
+            continue
+        try:
+            checked.update(validate_options(spec, {name: value}))
+        except CommandError as error:
+            raise FormError(name, str(error)) from None
+    return checked

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bot.api.chat import allowed_chat_models
 from bot.api.errors import ApiError
@@ -27,6 +27,7 @@ from bot.events import (
     OptionValue,
     UserMessage,
 )
+from bot.forms import FormError
 from bot.metered import MeteredSurface
 from bot.parsing import CommandError, parse_command_text, validate_options
 from bot.surface import Surface
@@ -83,6 +84,15 @@ class Feature(Protocol):
 
     async def on_modal(self, event: ModalSubmit) -> None:
         """Act on a submitted form of one of this feature's actions."""
+        ...
+
+
+@runtime_checkable
+class ChecksForms(Protocol):
+    """A feature that can check its forms' values on their own, without I/O."""
+
+    def check_modal(self, event: ModalSubmit) -> None:
+        """Raise :class:`bot.forms.FormError` (or :class:`CommandError`) for a refused value."""
         ...
 
 
@@ -176,6 +186,21 @@ class Core:
                 await service.stop()
             except Exception:
                 log.exception("stopping %s failed", type(service).__name__)
+
+    def form_errors(self, event: ModalSubmit) -> dict[str, str]:
+        """What is wrong with a submitted form's own values, by field id (see
+        :class:`bot.events.FormChecks`); a problem that is not about one field is left to
+        :meth:`handle`."""
+        feature = self._by_action.get(event.action)
+        if not isinstance(feature, ChecksForms):
+            return {}
+        try:
+            feature.check_modal(event)
+        except FormError as error:
+            return {error.field: str(error)}
+        except CommandError:
+            return {}
+        return {}
 
     async def handle(self, event: InboundEvent) -> None:
         """Act on ``event``; user-facing problems become ephemeral replies, never exceptions."""

@@ -146,3 +146,15 @@ class ChatModelChoices(Protocol):
     def chat_models(self) -> tuple[str, ...]:
         """The chat models users are offered."""
         ...
+
+
+@runtime_checkable
+class FormChecks(Protocol):
+    """An :class:`EventHandler` that checks a submitted form's own values before it is handled
+    (the core): a platform that can keep a form open with errors beside its fields (Slack's
+    ``response_action: errors``, the playground) answers the submission with them at once."""
+
+    def form_errors(self, event: ModalSubmit) -> Mapping[str, str]:
+        """What is wrong with ``event``'s values, by field id (``{}``: nothing found; the
+        handler may still refuse them, bringing the form back). Pure and quick: no I/O."""
+        ...

@@ -11,15 +11,19 @@ chosen area as a small map. Use as init is pre-filled with the image's prompt.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.commands import CommandSpec, command
-from bot.events import OptionValue
+from bot.events import Event, OptionValue
 from bot.masks import PRESETS, Polygon, Region, Shape, parse_region
 from bot.outbound import REMIX_ACTIONS, Choice, Modal, ModalField
 from bot.parsing import CommandError, validate_options
+from bot.surface import Surface, SurfaceError
+
+log = logging.getLogger(__name__)
 
 ZOOM_FIELD = "zoom"
 ZOOM_VALUE_FIELD = "zoom_value"
@@ -34,6 +38,39 @@ REGION_HELP = "x,y,w,h in % (e.g. 10,10,40,60); several with ;"
 MAP_SIDE = 6
 MAP_IN, MAP_OUT = "🟦", "⬛"
 PROMPT_MAX = 4000
+
+
+class FormError(CommandError):
+    """A refused form value: ``field`` is the id of the field whose value is wrong (the form
+    comes back with the sentence beside that field)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def refused_form(modal: Modal, error: Exception) -> Modal:
+    """``modal`` (filled with the submitted values) as it comes back after ``error``: beside the
+    field a :class:`FormError` names, else above the fields."""
+    text = str(error)
+    if isinstance(error, FormError) and any(f.id == error.field for f in modal.fields):
+        return replace(modal, errors=((error.field, text),))
+    return replace(modal, notice="\n".join(part for part in (text, modal.notice) if part))
+
+
+async def show_refused(
+    surface: Surface, event: Event, modal: Modal | None, error: Exception
+) -> None:
+    """Show a refused form again with the user's values and what was wrong (see
+    :func:`refused_form`); where the platform cannot (or there is no form), ``error`` is
+    raised, to be the answer."""
+    if modal is None:
+        raise error
+    try:
+        await surface.open_modal(event, refused_form(modal, error))
+    except SurfaceError as refused:
+        log.info("could not show the form again (%s); answering with the error", refused)
+        raise error from None
 
 
 @dataclass(frozen=True)
@@ -69,9 +106,7 @@ def _prompt_field(label: str, prompt: str, values: Mapping[str, str] | None) -> 
     return ModalField(PROMPT_FIELD, label, "Leave as is to keep it", text, False, PROMPT_MAX, True)
 
 
-def zoom_form(
-    ref: str, prompt: str, values: Mapping[str, str] | None = None, error: str = ""
-) -> Modal:
+def zoom_form(ref: str, prompt: str, values: Mapping[str, str] | None = None) -> Modal:
     """Custom Zoom: a common factor, or another one typed, and the prompt."""
     chosen = _value(values, ZOOM_FIELD, "" if values is not None else "2")
     factor = ModalField(
@@ -83,7 +118,7 @@ def zoom_form(
         _value(values, ZOOM_VALUE_FIELD), False, 10,
     )  # fmt: skip
     prompt_field = _prompt_field("Prompt", prompt, values)
-    return Modal("Custom Zoom", "outpaint_custom", ref, (factor, typed, prompt_field), error)
+    return Modal("Custom Zoom", "outpaint_custom", ref, (factor, typed, prompt_field))
 
 
 def region_form(
@@ -92,10 +127,9 @@ def region_form(
     *,
     image_url: str = "",
     values: Mapping[str, str] | None = None,
-    error: str = "",
 ) -> Modal:
     """Vary (Region): a preset area and/or drawn or typed areas, and what to put there. The
-    notice shows the error, if any, and a map of the areas chosen so far."""
+    notice shows a map of the areas chosen so far."""
     area = ModalField(
         AREA_FIELD, "Area", "Pick a part of the image", _value(values, AREA_FIELD), False,
         kind="select", choices=AREA_CHOICES,
@@ -105,20 +139,18 @@ def region_form(
         PROMPT_MAX, kind="region", image_url=image_url,
     )  # fmt: skip
     what = _prompt_field("What to put there", prompt, values)
-    notice = error
+    notice = ""
     if values is not None:
         try:
             chosen = _regions(values)
         except CommandError:
             chosen = ()
         if chosen:
-            notice = "\n".join(part for part in (error, "Area:", region_map(chosen)) if part)
+            notice = f"Area:\n{region_map(chosen)}"
     return Modal("Vary (Region)", "vary_region", ref, (area, drawn, what), notice)
 
 
-def init_form(
-    ref: str, prompt: str, values: Mapping[str, str] | None = None, error: str = ""
-) -> Modal:
+def init_form(ref: str, prompt: str, values: Mapping[str, str] | None = None) -> Modal:
     """Use as init: the img2img prompt (the image's own, to edit) and the strength."""
     text = ModalField(
         PROMPT_FIELD, "Prompt", "A fox in autumn", _value(values, PROMPT_FIELD, prompt)[:4000],
@@ -128,24 +160,24 @@ def init_form(
         STRENGTH_FIELD, "Strength: how much to change, 0 to 1", "0.6",
         _value(values, STRENGTH_FIELD), False, 10,
     )  # fmt: skip
-    return Modal("Use as init image", "diff_init", ref, (text, strength), error)
+    return Modal("Use as init image", "diff_init", ref, (text, strength))
 
 
-def pick_form(action: str, ref: str, prompt: str, error: str = "") -> Modal:
+def pick_form(action: str, ref: str, prompt: str) -> Modal:
     """A describe pick (``describe_pickN``): its prompt, to edit before it is imagined."""
     field = ModalField(PROMPT_FIELD, "Prompt", "", prompt[:PROMPT_MAX], True, PROMPT_MAX, True)
-    return Modal(f"Imagine prompt {action[-1]}", action, ref, (field,), error)
+    return Modal(f"Imagine prompt {action[-1]}", action, ref, (field,))
 
 
 def remix_form(
-    action: str, ref: str, prompt: str, values: Mapping[str, str] | None = None, error: str = ""
+    action: str, ref: str, prompt: str, values: Mapping[str, str] | None = None
 ) -> Modal:
     """Remix: the prompt a follow-up runs with (the image's own, to edit)."""
     text = ModalField(
         PROMPT_FIELD, "Prompt", "What to draw", _value(values, PROMPT_FIELD, prompt)[:PROMPT_MAX],
         True, PROMPT_MAX, True,
     )  # fmt: skip
-    return Modal("Remix", action, ref, (text,), error)
+    return Modal("Remix", action, ref, (text,))
 
 
 def form_for(
@@ -155,20 +187,19 @@ def form_for(
     *,
     image_url: str = "",
     values: Mapping[str, str] | None = None,
-    error: str = "",
 ) -> Modal | None:
-    """The editor ``action`` opens (again, with ``values`` and ``error``), or ``None``."""
+    """The editor ``action`` opens (again, with ``values``: see :func:`refused_form`), or
+    ``None``."""
     if action == "outpaint_custom":
-        return zoom_form(ref, prompt, values, error)
+        return zoom_form(ref, prompt, values)
     if action == "vary_region":
-        return region_form(ref, prompt, image_url=image_url, values=values, error=error)
+        return region_form(ref, prompt, image_url=image_url, values=values)
     if action == "diff_init":
-        return init_form(ref, prompt, values, error)
+        return init_form(ref, prompt, values)
     if action.startswith("describe_pick"):
-        return pick_form(action, ref, _value(values, PROMPT_FIELD, prompt), error)
-
+        return pick_form(action, ref, _value(values, PROMPT_FIELD, prompt))
     if action in REMIX_ACTIONS:
-        return remix_form(action, ref, prompt, values, error)
+        return remix_form(action, ref, prompt, values)
     return None
 
 
@@ -193,27 +224,40 @@ def _optional(values: Mapping[str, str], key: str) -> str | None:
 
 def read_zoom(values: Mapping[str, str]) -> ZoomInput:
     """Validate a submitted Custom Zoom form: the typed factor wins over the chosen one."""
-    raw = _optional(values, ZOOM_VALUE_FIELD) or _optional(values, ZOOM_FIELD)
+    typed = _optional(values, ZOOM_VALUE_FIELD)
+    raw = typed or _optional(values, ZOOM_FIELD)
+    field = ZOOM_VALUE_FIELD if typed is not None else ZOOM_FIELD
     if raw is None:
-        raise CommandError("Pick a zoom factor, or type one above 1 and at most 2.")
-    return ZoomInput(parse_zoom(raw), _optional(values, PROMPT_FIELD))
+        raise FormError(ZOOM_VALUE_FIELD, "Pick a zoom factor, or type one above 1 and at most 2.")
+    try:
+        zoom = parse_zoom(raw)
+    except CommandError as error:
+        raise FormError(field, str(error)) from None
+    return ZoomInput(zoom, _optional(values, PROMPT_FIELD))
 
 
 def _regions(values: Mapping[str, str]) -> tuple[Shape, ...]:
-    chosen = [text for key in (AREA_FIELD, REGION_FIELD) if (text := _optional(values, key))]
+    chosen = [(key, text) for key in (AREA_FIELD, REGION_FIELD) if (text := _optional(values, key))]
     if not chosen:
-        raise CommandError(
+        raise FormError(
+            REGION_FIELD,
             "Which part of the image should change? Pick an area, draw one, or give x,y,w,h "
-            "in percent."
+            "in percent.",
         )
-    return tuple(shape for text in chosen for shape in parse_region(text))
+    shapes: list[Shape] = []
+    for key, text in chosen:
+        try:
+            shapes += parse_region(text)
+        except CommandError as error:
+            raise FormError(key, str(error)) from None
+    return tuple(shapes)
 
 
 def read_remix(values: Mapping[str, str]) -> str:
     """The prompt of a submitted Remix form (it must not be empty)."""
     prompt = _optional(values, PROMPT_FIELD)
     if prompt is None:
-        raise CommandError("Remix needs a prompt: write what to draw.")
+        raise FormError(PROMPT_FIELD, "Remix needs a prompt: write what to draw.")
     return prompt
 
 
@@ -227,15 +271,21 @@ def read_init(values: Mapping[str, str]) -> InitInput:
     """Validate a submitted Use-as-init form: a prompt, and a strength from 0 to 1 if given."""
     prompt = _optional(values, PROMPT_FIELD)
     if prompt is None:
-        raise CommandError("Use as init needs a prompt describing the new image.")
+        raise FormError(PROMPT_FIELD, "Use as init needs a prompt describing the new image.")
+    spec = command("diffusion.img2img")
+    try:
+        validate_options(spec, {"prompt": prompt}, attachments=("init_image",))
+    except CommandError as error:
+        raise FormError(PROMPT_FIELD, str(error)) from None
     raw = _optional(values, STRENGTH_FIELD)
     if raw is None:
         return InitInput(prompt, None)
-    checked = validate_options(
-        command("diffusion.img2img"),
-        {"prompt": prompt, "strength": raw},
-        attachments=("init_image",),
-    )
+    try:
+        checked = validate_options(
+            spec, {"prompt": prompt, "strength": raw}, attachments=("init_image",)
+        )
+    except CommandError as error:
+        raise FormError(STRENGTH_FIELD, str(error)) from None
     strength = checked["strength"]
     assert isinstance(strength, float)
     return InitInput(prompt, strength)
@@ -283,20 +333,20 @@ DIMENSION_FIELD = "dimension"
 DIMENSION_CHOICES = tuple(Choice(d.capitalize(), d) for d in ("square", "portrait", "landscape"))
 
 
-def describe_upload_form(error: str = "") -> Modal:
+def describe_upload_form() -> Modal:
     """/describe without an image: upload one, or give its link."""
     image = ModalField(IMAGE_FIELD, "Image to describe", required=False, kind="file")
     link = ModalField(URL_FIELD, "Or its https link", "https://…", required=False, max_length=2000)
-    return Modal("Describe an image", "describe_upload", "", (image, link), error)
+    return Modal("Describe an image", "describe_upload", "", (image, link))
 
 
-def blend_upload_form(error: str = "") -> Modal:
+def blend_upload_form() -> Modal:
     """/blend with fewer than two images: upload two to five."""
     images = ModalField(IMAGES_FIELD, "Images to blend (2 to 5)", kind="file", max_files=5)
     shape = ModalField(
         DIMENSION_FIELD, "Shape", "Square", "", False, kind="select", choices=DIMENSION_CHOICES
     )
-    return Modal("Blend images", "blend_upload", "", (images, shape), error)
+    return Modal("Blend images", "blend_upload", "", (images, shape))
 
 
 INIT_IMAGE_FIELD = "init_image"
@@ -314,7 +364,6 @@ def diffusion_upload_form(
     options: Mapping[str, OptionValue] | None = None,
     *,
     values: Mapping[str, str] | None = None,
-    error: str = "",
 ) -> Modal:
     """``/diffusion img2img|controlnet`` without its starting image: upload it (for controlnet
     also a control image and a mask, both optional), with the command's prompt and its other
@@ -337,7 +386,7 @@ def diffusion_upload_form(
             OPTIONS_FIELD, "Options", "--strength 0.6 --steps 31 --seed 7", flags, False, 1000
         ),
     ]
-    return Modal(_UPLOAD_TITLES[endpoint], DIFFUSION_UPLOADS[endpoint], "", tuple(fields), error)
+    return Modal(_UPLOAD_TITLES[endpoint], DIFFUSION_UPLOADS[endpoint], "", tuple(fields))
 
 
 def flags_text(spec: CommandSpec, options: Mapping[str, OptionValue]) -> str:

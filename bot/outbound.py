@@ -110,10 +110,11 @@ class ModalField:
 class Modal:
     """A form the platform shows; its submission comes back as :class:`bot.events.ModalSubmit`.
 
-    ``notice`` is shown above the fields: why the last submission was refused (the form comes
-    back with the values the user gave), or a preview of what they chose. ``preview``: a
-    picture of what they chose, shown above the fields where the platform's forms show images
-    (Slack); others leave it out."""
+    A refused submission comes back as the same form with the values the user gave and what
+    was wrong: ``errors`` pairs a field's id with the sentence about its value (shown beside
+    that field), ``notice`` (shown above the fields) says what is wrong with the form as a
+    whole, or previews what they chose. ``preview``: a picture of what they chose, shown above
+    the fields where the platform's forms show images (Slack); others leave it out."""
 
     title: str
     action: str
@@ -121,10 +122,21 @@ class Modal:
     fields: tuple[ModalField, ...]
     notice: str = ""
     preview: ImageFile | None = None
+    errors: tuple[tuple[str, str], ...] = ()
 
     @property
     def custom_id(self) -> str:
         return encode_custom_id(self.action, self.ref)
+
+    def error_of(self, field_id: str) -> str:
+        """What was wrong with ``field_id``'s value in the refused submission (``""``: nothing)."""
+        return next((text for about, text in self.errors if about == field_id), "")
+
+    @property
+    def refusal(self) -> str:
+        """Every field's error, then the notice: the whole answer where a platform can show the
+        form's problems only as one text (Discord's "Edit and resubmit" note)."""
+        return "\n".join([*(text for _, text in self.errors), *filter(None, [self.notice])])
 
 
 def encode_custom_id(action: str, ref: str) -> str:

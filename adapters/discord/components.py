@@ -121,6 +121,7 @@ def _button_item(button: Button, row: int | None = None) -> GenbotButton:
 
 
 MODAL_COMPONENTS_MAX = 5
+LABEL_DESCRIPTION_MAX = 100
 SELECT_OPTIONS_MAX = 25
 
 
@@ -186,7 +187,7 @@ def build_card(
 def build_modal(modal: Modal) -> discord.ui.Modal:
     """The Discord form for ``modal`` (title ≤ 45, ≤ 5 components), answered via custom id:
     its notice as text on top (left out when the fields need all five places), each field a
-    labelled text input or select menu."""
+    labelled text input or select menu, a refused value's error as its label's description."""
     form = discord.ui.Modal(
         title=modal.title[:45] or "genbot", custom_id=modal.custom_id, timeout=None
     )
@@ -194,8 +195,13 @@ def build_modal(modal: Modal) -> discord.ui.Modal:
     if modal.notice and len(fields) < MODAL_COMPONENTS_MAX:
         form.add_item(discord.ui.TextDisplay(modal.notice[:4000]))
     for field in fields:
+        error = modal.error_of(field.id)
         form.add_item(
-            discord.ui.Label(text=field.label[:45] or field.id, component=_modal_input(field))
+            discord.ui.Label(
+                text=field.label[:45] or field.id,
+                component=_modal_input(field),
+                description=f"⚠️ {error}"[:LABEL_DESCRIPTION_MAX] if error else None,
+            )
         )
     form.stop()
     return form

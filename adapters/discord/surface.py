@@ -143,7 +143,7 @@ class DiscordSurface(DiscordPosting):
         self._refused_forms[token] = modal
         while len(self._refused_forms) > REFUSED_FORMS_KEPT:
             self._refused_forms.popitem(last=False)
-        note = f"⚠️ {modal.notice}" if modal.notice else f"{modal.title}: open the form."
+        note = f"⚠️ {modal.refusal}" if modal.refusal else f"{modal.title}: open the form."
         text = truncate(note, self.limits.max_text)
         nobody = discord.AllowedMentions.none()
         interaction, view = context.interaction, reopen_view(token, label)

@@ -33,7 +33,7 @@ from adapters.runner import AdapterRunner
 from adapters.slack.settings import SlackSettings
 from bot.command_images import command_images
 from bot.config import LimitsSettings
-from bot.events import Command, EventHandler, InboundEvent, User, UserMessage
+from bot.events import Command, EventHandler, FormChecks, InboundEvent, User, UserMessage
 from bot.parsing import CommandError
 from storage import EventDedupe, SlackInstallations
 
@@ -353,8 +353,13 @@ class SlackAdapter:
     async def _on_view_submission(
         self, ack: Callable[..., Awaitable[None]], body: dict[str, Any]
     ) -> None:
-        await ack()
         submit = submit_from_view(body, self._admins)
+        handler = self.runner.handler
+        errors = handler.form_errors(submit) if submit and isinstance(handler, FormChecks) else {}
+        if errors:
+            await ack(response_action="errors", errors=dict(errors))
+            return
+        await ack()
         if submit is not None:
             self.runner.submit(submit)
 

@@ -32,6 +32,7 @@ OPTION_TEXT_MAX = 75
 SELECT_OPTIONS_MAX = 100
 INPUT_LABEL_MAX = 2000
 PLACEHOLDER_MAX = 150
+INPUT_HINT_MAX = 2000
 INPUT_MAX_LENGTH = 3000
 EMPTY_FALLBACK = "genbot"
 ALT_TEXT_MAX = 2000
@@ -250,8 +251,8 @@ def _modal_input(field: ModalField) -> dict[str, Any]:
 
 def modal_view(modal: Modal, place: Place, preview_file: str = "") -> dict[str, Any]:
     """A Slack modal for ``modal`` (its notice on top, then the Slack file ``preview_file``
-    showing :attr:`Modal.preview` if given, selects as static selects); where it was opened
-    travels in ``private_metadata``."""
+    showing :attr:`Modal.preview` if given, selects as static selects, a field's error as its
+    hint); where it was opened travels in ``private_metadata``."""
     blocks: list[dict[str, Any]] = []
     if modal.notice:
         notice = truncate(modal.notice, SECTION_TEXT_MAX)
@@ -259,15 +260,16 @@ def modal_view(modal: Modal, place: Place, preview_file: str = "") -> dict[str, 
     if preview_file:
         blocks.append(_image(preview_file, f"{modal.title}: what you chose"))
     for field in modal.fields:
-        blocks.append(
-            {
-                "type": "input",
-                "block_id": field.id,
-                "optional": not field.required,
-                "label": _plain(truncate(field.label, INPUT_LABEL_MAX)),
-                "element": _modal_input(field),
-            }
-        )
+        block: dict[str, Any] = {
+            "type": "input",
+            "block_id": field.id,
+            "optional": not field.required,
+            "label": _plain(truncate(field.label, INPUT_LABEL_MAX)),
+            "element": _modal_input(field),
+        }
+        if error := modal.error_of(field.id):
+            block["hint"] = _plain(truncate(f"⚠️ {error}", INPUT_HINT_MAX))
+        blocks.append(block)
     return {
         "type": "modal",
         "callback_id": modal.custom_id,

@@ -22,9 +22,18 @@ from adapters.web.playground import Playground
 from adapters.web.routes import ADAPTER, USER, Serving, json_error
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
 from adapters.web.uploads import UploadCacheFull
-from bot.events import ButtonPress, Command, ModalSubmit, Place, User, UserMessage
+from bot.events import (
+    ButtonPress,
+    Command,
+    EventHandler,
+    FormChecks,
+    ModalSubmit,
+    Place,
+    User,
+    UserMessage,
+)
 from bot.jobs.media import MediaError, inspect_image
-from bot.outbound import decode_custom_id
+from bot.outbound import ModalField, decode_custom_id
 
 log = logging.getLogger(__name__)
 
@@ -235,14 +244,6 @@ async def modal(request: web.Request) -> web.Response:
     unknown = sorted(set(values) - {f.id for f in fields})
     if unknown:
         raise BadInput(f"Unknown form field(s): {', '.join(unknown)}.")
-    for field in fields:
-        value = values.get(field.id, "")
-        if field.required and not value.strip():
-            raise BadInput(f"'{field.label}' is required.")
-        if len(value) > field.max_length:
-            raise BadInput(f"'{field.label}' is longer than {field.max_length} characters.")
-    adapter.playground.close_modal(user.id, custom_id)
-    event_id = adapter.playground.store.new_id()
     event = ModalSubmit(
         user=user,
         place=pending.place,
@@ -251,8 +252,32 @@ async def modal(request: web.Request) -> web.Response:
         ref=pending.modal.ref,
         values={f.id: values.get(f.id, "") for f in fields},
     )
+    errors = _form_errors(adapter.handler, pending.modal.fields, event)
+    if errors:
+        first = next(iter(errors.values()))
+        return web.json_response({"error": first, "errors": errors}, status=400)
+    adapter.playground.close_modal(user.id, custom_id)
+    event_id = adapter.playground.store.new_id()
     adapter.dispatch(event, event_id)
     return _accepted(event_id)
+
+
+def _form_errors(
+    handler: EventHandler, fields: tuple[ModalField, ...], event: ModalSubmit
+) -> dict[str, str]:
+    """What is wrong with a submitted form's values, by field id: required fields left empty,
+    values too long, and what the core finds in them (:class:`bot.events.FormChecks`). The
+    form stays open with each sentence beside its field; nothing reaches the core."""
+    errors: dict[str, str] = {}
+    for field in fields:
+        value = event.values.get(field.id, "")
+        if field.required and not value.strip():
+            errors[field.id] = f"'{field.label}' is required."
+        elif len(value) > field.max_length:
+            errors[field.id] = f"'{field.label}' is longer than {field.max_length} characters."
+    if not errors and isinstance(handler, FormChecks):
+        errors.update(handler.form_errors(event))
+    return errors
 
 
 def _megabytes(size: int) -> str:

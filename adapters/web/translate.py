@@ -98,6 +98,7 @@ def modal_json(modal: Modal) -> dict[str, Any]:
         "custom_id": modal.custom_id,
         "action": modal.action,
         "notice": modal.notice,
+        "errors": dict(modal.errors),
         "fields": [
             {
                 "id": f.id,

@@ -17,10 +17,10 @@ from bot.buttons import DESCRIBE_ACTIONS
 from bot.core import UserError
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
 from bot.follow_ups import version_for
-from bot.forms import PROMPT_FIELD, pick_form
+from bot.forms import PROMPT_FIELD, FormError, pick_form
 from bot.jobs.derivatives import choice, values_digest
 from bot.jobs.images import PROCESS_MODES
-from bot.jobs.input_checks import check_prompt
+from bot.jobs.input_checks import check_form_prompt
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
 from bot.parsing import CommandError
@@ -64,17 +64,22 @@ class DescribeButtons:
             surface = self._starter.surfaces.get(event.place.platform)
             await surface.open_modal(event, pick_form(event.action, parent.id, prompt))
 
+    def check_modal(self, event: ModalSubmit) -> None:
+        """The edited prompt's own checks (:class:`bot.forms.FormError` beside it)."""
+        prompt = event.values.get(PROMPT_FIELD, "").strip()
+        if not prompt:
+            raise FormError(PROMPT_FIELD, "The prompt is empty; write what to imagine.")
+        check_form_prompt(prompt)
+
     async def on_modal(self, event: ModalSubmit) -> None:
         """Imagine the edited prompt (the form comes back when it is refused)."""
         parent = await self._starter.pressed_job(event)
         self._number(event.action, self._prompts(parent))
         prompt = event.values.get(PROMPT_FIELD, "").strip()
         try:
-            if not prompt:
-                raise CommandError("The prompt is empty; write what to imagine.")
-            check_prompt(prompt)
+            self.check_modal(event)
         except CommandError as error:
-            again = pick_form(event.action, parent.id, prompt, str(error))
+            again = pick_form(event.action, parent.id, prompt)
             await self._starter.reopen(event, again, error)
             return
         key = f"{event.action}:{values_digest(prompt)}"

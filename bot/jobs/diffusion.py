@@ -24,6 +24,7 @@ from bot.forms import (
     DIFFUSION_UPLOADS,
     OPTIONS_FIELD,
     PROMPT_FIELD,
+    FormError,
     diffusion_upload_form,
     form_for,
     read_init,
@@ -122,7 +123,7 @@ class DiffusionJobs:
             options = validate_options(spec, raw, attachments=files, text_style=True)
             await self._start(event, endpoint, options, files)
         except (CommandError, UserError) as error:
-            again = diffusion_upload_form(endpoint, values=event.values, error=str(error))
+            again = diffusion_upload_form(endpoint, values=event.values)
             await self._starter.reopen(event, again, error)
 
     async def run(
@@ -174,6 +175,20 @@ class DiffusionJobs:
         else:
             raise UserError("This button is no longer supported.")
 
+    def check_modal(self, event: ModalSubmit) -> None:
+        """A Use-as-init form's own checks, or an upload form's options."""
+        if event.action == "diff_init":
+            read_init(event.values)
+            return
+        for endpoint, action in DIFFUSION_UPLOADS.items():
+            if event.action == action:
+                try:
+                    parse_command_text(
+                        command(f"diffusion.{endpoint}"), event.values.get(OPTIONS_FIELD, "")
+                    )
+                except CommandError as error:
+                    raise FormError(OPTIONS_FIELD, str(error)) from None
+
     async def on_modal(self, event: ModalSubmit) -> None:
         """Start img2img from a submitted Use-as-init form, or the job of an upload form."""
         for endpoint, action in DIFFUSION_UPLOADS.items():
@@ -187,8 +202,7 @@ class DiffusionJobs:
         try:
             form = read_init(event.values)
         except CommandError as error:
-            again = form_for(event.action, parent.id, parent.prompt, values=event.values,
-                             error=str(error))  # fmt: skip
+            again = form_for(event.action, parent.id, parent.prompt, values=event.values)
             await self._starter.reopen(event, again, error)
             return
         kept = DiffusionParams.of(parent).body

@@ -46,7 +46,7 @@ from bot.forms import (
     shape_key,
 )
 from bot.jobs.derivatives import FollowUp, FollowUpInput, choice, follow_up_for, values_digest
-from bot.jobs.input_checks import check_prompt
+from bot.jobs.input_checks import check_form_prompt, check_prompt
 from bot.jobs.media import MediaError, MediaFetcher
 from bot.jobs.region_preview import RegionPreviews
 from bot.jobs.starter import JobSpec, JobStarter
@@ -79,7 +79,7 @@ def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | str:
     form: ZoomInput | RegionInput
     if event.action in REMIX_ACTIONS:
         prompt = read_remix(event.values)
-        check_prompt(prompt)
+        check_form_prompt(prompt)
         return prompt
     if event.action == "outpaint_custom":
         form = read_zoom(event.values)
@@ -88,7 +88,7 @@ def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | str:
     else:
         raise UserError("This form is no longer supported.")
     if form.prompt is not None:
-        check_prompt(form.prompt)
+        check_form_prompt(form.prompt)
     return form
 
 
@@ -270,6 +270,10 @@ class ImageJobs:
         given = FollowUpInput(origin, ImageParams.of(parent).aspect_ratio)
         await self._derive(event, parent, follow_up, given, event.action)
 
+    def check_modal(self, event: ModalSubmit) -> None:
+        """A Custom Zoom, Vary (Region) or Remix form's own checks (see :func:`read_form`)."""
+        read_form(event)
+
     async def on_modal(self, event: ModalSubmit) -> None:
         """Start a Custom Zoom, Vary (Region) or remixed job from a submitted form."""
         parent = await self._starter.pressed_job(event)
@@ -282,9 +286,8 @@ class ImageJobs:
         except CommandError as error:
             image = parent.result_urls[0] if parent.result_urls else ""
             again = form_for(
-                event.action, parent.id, parent.prompt, image_url=image, values=event.values,
-                error=str(error),
-            )  # fmt: skip
+                event.action, parent.id, parent.prompt, image_url=image, values=event.values
+            )
             await self._starter.reopen(event, again, error)
             return
         if follow_up is None:

@@ -13,6 +13,7 @@ import mimetypes
 
 from bot.commands import MAX_SEED
 from bot.events import Attachment
+from bot.forms import PROMPT_FIELD, FormError
 from bot.parsing import CommandError, parse_aspect_ratio
 
 MODEL_VERSIONS = ("4", "5", "5.1", "5.2", "6")
@@ -69,6 +70,14 @@ def check_prompt(prompt: str) -> None:
             index + 1 == len(words) or words[index + 1].startswith(("--", "—"))
         ):
             raise CommandError(f"{word} needs a value after it, like {VALUED_FLAGS[word.lower()]}.")
+
+
+def check_form_prompt(prompt: str) -> None:
+    """:func:`check_prompt` for a form's prompt field (the error comes back beside it)."""
+    try:
+        check_prompt(prompt)
+    except CommandError as error:
+        raise FormError(PROMPT_FIELD, str(error)) from None
 
 
 def check_attachment(attachment: Attachment, max_bytes: int) -> None:

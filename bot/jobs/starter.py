@@ -49,6 +49,7 @@ from bot.api.ratelimit import observe_waits
 from bot.api.validation import check_http_url
 from bot.core import SurfaceRegistry, UserError
 from bot.events import Attachment, ButtonPress, Event, ModalSubmit
+from bot.forms import show_refused
 from bot.jobs.delivery import Delivery
 from bot.jobs.hosting import MediaHost
 from bot.jobs.input_checks import check_attachment
@@ -61,7 +62,6 @@ from bot.jobs.watch import JobWatch
 from bot.jobs.wording import heading
 from bot.outbound import Modal
 from bot.posting import WritePolicy
-from bot.surface import SurfaceError
 from bot.waits import ShownWait
 from storage import (
     ImageParams,
@@ -331,16 +331,9 @@ class JobStarter:
         await surface.open_modal(event, form)
 
     async def reopen(self, event: ModalSubmit, modal: Modal | None, error: Exception) -> None:
-        """Show a refused form again with the user's values and what was wrong (inline where
-        the platform can show it); where it cannot, the error is the answer."""
-        if modal is None:
-            raise error
-        surface = self.surfaces.get(event.place.platform)
-        try:
-            await surface.open_modal(event, modal)
-        except SurfaceError as refused:
-            log.info("could not show the form again (%s); answering with the error", refused)
-            raise error from None
+        """Show a refused form again with the user's values and what was wrong (beside the
+        field, where the platform can show it; see :func:`bot.forms.show_refused`)."""
+        await show_refused(self.surfaces.get(event.place.platform), event, modal, error)
 
     async def attachment_url(self, event: Event, attachment: Attachment, *, cdn_ok: bool) -> str:
         """A URL the provider can fetch for ``attachment``: its own URL, or a re-hosted copy of

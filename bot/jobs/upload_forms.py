@@ -47,7 +47,7 @@ class UploadForms:
             link = event.values.get(URL_FIELD, "").strip()
             if not files and not link:
                 error = UserError("Upload an image, or give its https link.")
-                await self._starter.reopen(event, describe_upload_form(str(error)), error)
+                await self._starter.reopen(event, describe_upload_form(), error)
                 return
             url = link
             if files:
@@ -57,7 +57,7 @@ class UploadForms:
             files = event.attachments.get(IMAGES_FIELD, ())
             if not 2 <= len(files) <= 5:
                 error = UserError(f"A blend takes two to five images (got {len(files)}).")
-                await self._starter.reopen(event, blend_upload_form(str(error)), error)
+                await self._starter.reopen(event, blend_upload_form(), error)
                 return
             shape = event.values.get(DIMENSION_FIELD, "").strip() or None
             await self._images.blend(event, files, dimension=shape)

@@ -103,7 +103,10 @@ async def test_settings_form_round_trip(world: ChatWorld) -> None:
         "Saved your defaults: model → llm-4, temperature → 0.2."
     )
     await alice.submit(modal, temperature="7", model="llm-3.5-turbo")
-    assert "temperature must be at most 2" in world.platform.ephemerals_for("alice")[-1]
+    _, again = world.platform.modals[-1]
+    assert again.error_of("temperature") == "temperature must be at most 2 (got 7)."
+    kept = {field.id: field.default for field in again.fields}
+    assert (kept["temperature"], kept["model"]) == ("7", "llm-3.5-turbo")
     mine = await world.store.get_scope_settings("user", "fake", "alice")
     assert mine is not None and (mine.model, mine.temperature) == ("llm-4", 0.2)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from bot.commands import command
@@ -9,12 +11,15 @@ from bot.events import OptionValue
 from bot.forms import (
     AREA_CHOICES,
     ZOOM_CHOICES,
+    FormError,
     diffusion_upload_form,
     form_for,
     parse_zoom,
     read_init,
     read_region,
+    read_remix,
     read_zoom,
+    refused_form,
     region_map,
 )
 from bot.masks import PRESETS, Polygon, Region, build_mask
@@ -53,11 +58,35 @@ def test_custom_zoom_offers_common_factors_and_a_free_value() -> None:
         read_zoom({"zoom": "", "zoom_value": " "})
 
 
-def test_a_refused_form_comes_back_with_the_values_and_the_error() -> None:
+def test_a_refused_form_comes_back_with_the_values_and_the_error_beside_its_field() -> None:
     values = {"zoom": "", "zoom_value": "3", "prompt": "a wider fox"}
-    again = form_for("outpaint_custom", "r", "a fox", values=values, error="too far")
-    assert again is not None and again.notice == "too far"
+    with pytest.raises(FormError) as refused:
+        read_zoom(values)
+    assert refused.value.field == "zoom_value"
+    form = form_for("outpaint_custom", "r", "a fox", values=values)
+    assert form is not None
+    again = refused_form(form, refused.value)
+    assert again.errors == (("zoom_value", "The zoom must be above 1 and at most 2 (got 3)."),)
+    assert again.error_of("zoom_value") == again.refusal and not again.notice
     assert [f.default for f in again.fields] == ["", "3", "a wider fox"]
+    whole = refused_form(form, CommandError("That image is gone."))
+    assert whole.notice == "That image is gone." and whole.errors == ()
+
+
+def test_each_refused_value_names_its_field() -> None:
+    assert _field(lambda: read_zoom({"zoom": "", "zoom_value": ""})) == "zoom_value"
+    assert _field(lambda: read_zoom({"zoom": "9"})) == "zoom"
+    assert _field(lambda: read_region({"area": "", "region": ""})) == "region"
+    assert _field(lambda: read_region({"region": "somewhere nice"})) == "region"
+    assert _field(lambda: read_init({"prompt": "a fox", "strength": "1.7"})) == "strength"
+    assert _field(lambda: read_init({"prompt": " "})) == "prompt"
+    assert _field(lambda: read_remix({"prompt": ""})) == "prompt"
+
+
+def _field(read: Callable[[], object]) -> str:
+    with pytest.raises(FormError) as refused:
+        read()
+    return refused.value.field
 
 
 def test_vary_region_takes_a_preset_and_drawn_or_typed_areas() -> None:
@@ -80,7 +109,7 @@ def test_vary_region_takes_a_preset_and_drawn_or_typed_areas() -> None:
 
 
 def test_the_region_form_previews_the_chosen_area_as_a_map() -> None:
-    again = form_for("vary_region", "r", "a fox", values={"area": "left half"}, error="")
+    again = form_for("vary_region", "r", "a fox", values={"area": "left half"})
     assert again is not None
     assert again.notice == "Area:\n" + "\n".join(["🟦🟦🟦⬛⬛⬛"] * 6)
     assert region_map([PRESETS["center"]], side=4).split("\n") == [

@@ -248,6 +248,8 @@ class FakeView:
     view: dict[str, Any]
     updates: list[dict[str, Any]] = field(default_factory=list)
     closed: bool = False
+    errors: dict[str, str] = field(default_factory=dict)
+    """What the app's last ``response_action: errors`` showed beside the inputs, by block id."""
 
     @property
     def callback_id(self) -> str:

@@ -386,6 +386,24 @@ class SlackPayloads:
         body = urlencode({"payload": json.dumps(payload)})
         return await self._deliver(url, body, "application/x-www-form-urlencoded", {}, secret)
 
+    async def submit_view(
+        self, url: str, view: FakeView, values: Mapping[str, str], *, user: str = "U1"
+    ) -> Delivery:
+        """Submit ``view`` with ``values`` as its user would. As Slack does, the view stays
+        open, showing them beside its inputs, when the app acknowledges with
+        ``response_action: errors`` (every key an input block of the view); otherwise it
+        closes."""
+        delivery = await self.post_interactive(url, self.view_submission(view, values, user=user))
+        answer = json.loads(delivery.text) if delivery.text.lstrip().startswith("{") else {}
+        if answer.get("response_action") == "errors":
+            errors = answer.get("errors")
+            assert isinstance(errors, dict) and errors, f"errors must name inputs: {answer}"
+            unknown = set(errors) - set(view.input_ids)
+            assert not unknown, f"errors for blocks the view does not have: {sorted(unknown)}"
+            view.closed = False
+            view.errors = {str(block): str(text) for block, text in errors.items()}
+        return delivery
+
     async def _deliver(
         self, url: str, body: str, content_type: str, extra: dict[str, str], secret: str | None
     ) -> Delivery:

@@ -51,13 +51,16 @@ async def real_stack(
     time_scale: float = 0.01,
     dialect: Dialect = "default",
     limits: LimitsSettings = FAST_POLLING,
+    plan: str = "developer",
 ) -> AsyncIterator[Stack]:
     """The simulator (speaking ``dialect``) and genbot (real core, web adapter on
-    127.0.0.1:0, ``limits``: fast polling by default)."""
+    127.0.0.1:0, ``limits``: fast polling by default, on the provider ``plan``)."""
     config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True, dialect=dialect)
     async with serve(config) as sim:
         base = Settings(web=WebSettings(enabled=True, port=0), limits=limits)
         settings = demo_settings(base, sim.base_url, config.api_key, tmp_path)
+        api = settings.api.model_copy(update={"plan": plan})
+        settings = settings.model_copy(update={"api": api})
         async with running(settings) as runtime:
             yield Stack(sim, runtime)
 
@@ -147,6 +150,13 @@ class PlaygroundUser:
             answer = await response.json()
             assert response.status == 202, answer
             return str(answer["event_id"])
+
+    async def refused(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST an action the playground must refuse at once; its 400 answer."""
+        async with self.session.post(path, json=body) as response:
+            answer: dict[str, Any] = await response.json()
+            assert response.status == 400, answer
+            return answer
 
     async def command(self, text: str) -> str:
         return await self.post("/api/command", {"text": text})

@@ -124,7 +124,7 @@ async def test_core_refuses_with_a_specific_message(
         await bot.core.handle(event_for(case, seeded))
 
         reopened = [modal for _, modal in bot.platform.modals]
-        answers = bot.platform.ephemerals_for(USER.id) + [modal.notice for modal in reopened]
+        answers = bot.platform.ephemerals_for(USER.id) + [modal.refusal for modal in reopened]
         seen = {
             "answers": answers,
             "posted": [m.text for m in bot.platform.messages.values()],

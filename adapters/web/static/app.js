@@ -291,20 +291,39 @@ function modalInput(field) {
   return { input, extra: editor.element };
 }
 
+/** Show ``errors`` (field id → sentence) beside their fields; focus the first one. */
+function showFieldErrors(form, errors) {
+  let first = null;
+  for (const field of form.querySelectorAll(".field")) {
+    const id = field.dataset.field;
+    const text = errors[id] || "";
+    const slot = field.querySelector(".field-error");
+    slot.textContent = text;
+    slot.hidden = !text;
+    field.classList.toggle("invalid", Boolean(text));
+    const input = form.elements[id];
+    if (input) input.toggleAttribute("aria-invalid", Boolean(text));
+    if (text && !first) first = input;
+  }
+  first?.focus();
+}
+
 function openModal(modal) {
   const dialog = $("#modal");
   const error = h("div", { class: "modal-error", role: "alert", hidden: true });
   const notice = modal.notice ? h("div", { class: "modal-notice", role: "alert" }, modal.notice) : "";
   const inputs = modal.fields.map((field) => {
     const { input, extra } = modalInput(field);
-    return h("div", { class: "field" },
+    const problem = h("div", { class: "field-error", id: `error-${field.id}`, role: "alert", hidden: true });
+    input.setAttribute("aria-describedby", problem.id);
+    return h("div", { class: "field", "data-field": field.id },
       h("label", { class: "field-label", for: input.id }, field.label, field.required ? h("span", { class: "required" }, " *") : ""),
-      extra, input);
+      extra, input, problem);
   });
   const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Submit");
   const form = h(
     "form",
-    { class: "modal-form" },
+    { class: "modal-form", novalidate: true },
     h("h2", {}, modal.title),
     notice,
     ...inputs,
@@ -315,11 +334,15 @@ function openModal(modal) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     submit.disabled = true;
+    error.hidden = true;
     const values = Object.fromEntries(modal.fields.map((f) => [f.id, form.elements[f.id].value]));
     const result = await postJson("/api/modal", { custom_id: modal.custom_id, values });
     submit.disabled = false;
+    if (dialog.firstElementChild !== form) return;
     if (result.ok) {
       dialog.close();
+    } else if (result.body.errors) {
+      showFieldErrors(form, result.body.errors);
     } else {
       error.textContent = result.body.error || "The form could not be sent.";
       error.hidden = false;
@@ -328,7 +351,9 @@ function openModal(modal) {
   if (dialog.open) dialog.close();
   dialog.replaceChildren(form);
   dialog.showModal();
-  form.querySelector("input, textarea, select")?.focus();
+  const errors = modal.errors || {};
+  if (Object.keys(errors).length) showFieldErrors(form, errors);
+  else form.querySelector("input, textarea, select")?.focus();
 }
 
 function showImage(url, alt) {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.events import ButtonPress, Command, ModalSubmit, Place
-from bot.forms import form_for
+from bot.forms import FormError, form_for, refused_form
 from bot.outbound import Button, ImageFile, Modal, ModalField, OutMessage
 from bot.surface import SurfaceError
 from tests.adapters.discord.harness import Harness, RecordingCore
@@ -256,9 +256,11 @@ async def test_selects_in_a_modal_and_a_refused_form_offered_again_filled_in(
 
     async def refuse(event: ModalSubmit) -> None:
         assert core.surface is not None
-        again = form_for("outpaint_custom", JOB, "a fox", values=event.values, error="Too far.")
+        again = form_for("outpaint_custom", JOB, "a fox", values=event.values)
         assert again is not None
-        await core.surface.open_modal(event, again)
+        await core.surface.open_modal(
+            event, refused_form(again, FormError("zoom_value", "Too far."))
+        )
 
     core.on["press:outpaint_custom"] = open_form
     core.on["submit:outpaint_custom"] = refuse
@@ -280,8 +282,9 @@ async def test_selects_in_a_modal_and_a_refused_form_offered_again_filled_in(
     reopened = await fake.press(alice, note, "✏️ Edit and resubmit")
     assert await fake.answered(reopened) == 9
     again = reopened.modal
-    assert again is not None and again["components"][0] == {"type": 10, "content": "Too far."}
-    fields = [row["component"] for row in again["components"][1:]]
+    assert again is not None and [row["type"] for row in again["components"]] == [18, 18, 18]
+    assert [row.get("description") for row in again["components"]] == [None, "⚠️ Too far.", None]
+    fields = [row["component"] for row in again["components"]]
     assert [o["value"] for o in fields[0]["options"] if o.get("default")] == ["1.5"]
     assert (fields[1]["value"], fields[2]["value"]) == ("3", "a fox")
     expired = await fake.press(alice, note, "✏️ Edit and resubmit")

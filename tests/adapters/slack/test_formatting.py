@@ -15,8 +15,9 @@ from adapters.slack.formatting import (
 from adapters.slack.inbound import SlashRoute, plain_text, route_command, submit_from_view
 from adapters.text import truncate
 from bot.events import Place
-from bot.forms import form_for
+from bot.forms import form_for, refused_form
 from bot.outbound import Button, Modal, ModalField, OutMessage
+from bot.parsing import CommandError
 from tests.fakes.slack_blocks import view_errors
 
 
@@ -137,8 +138,9 @@ def test_modal_fields_become_inputs_within_slack_limits() -> None:
 
 
 def test_editor_forms_show_their_notice_and_selects_and_read_the_choice_back() -> None:
-    form = form_for("vary_region", "job", "a fox", values={"area": "left half"}, error="Oops.")
-    assert form is not None
+    filled = form_for("vary_region", "job", "a fox", values={"area": "left half"})
+    assert filled is not None
+    form = refused_form(filled, CommandError("Oops."))
     view = modal_view(form, Place("slack", "T1", "C1"))
 
     assert view_errors(view) == []

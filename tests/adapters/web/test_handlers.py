@@ -117,16 +117,14 @@ async def test_modal_opened_by_a_button_is_submitted_as_modal_submit(
     await core.wait_for_events(1)
     submit = {"custom_id": "gb:outpaint_custom:job-9", "values": {"prompt": "wide", "zoom": "1.5"}}
 
-    for values, error in [
-        ({"prompt": "wide", "zoom": " "}, "'Zoom' is required."),
-        ({"prompt": "wide", "zoom": "1.5", "color": "red"}, "Unknown form field(s): color."),
-        ({"prompt": "wide", "zoom": "1.25555"}, "'Zoom' is longer than 4 characters."),
-        ({"prompt": "wide", "zoom": 2}, "'values' must map field ids to strings."),
+    for values, error, field in [
+        ({"prompt": "wide", "zoom": " "}, "'Zoom' is required.", "zoom"),
+        ({"prompt": "wide", "zoom": "1.5", "color": "red"}, "Unknown form field(s): color.", ""),
+        ({"prompt": "wide", "zoom": "1.25555"}, "'Zoom' is longer than 4 characters.", "zoom"),
+        ({"prompt": "wide", "zoom": 2}, "'values' must map field ids to strings.", ""),
     ]:
-        assert await post(browser, "/api/modal", {**submit, "values": values}) == (
-            400,
-            {"error": error},
-        )
+        answer = {"error": error, **({"errors": {field: error}} if field else {})}
+        assert await post(browser, "/api/modal", {**submit, "values": values}) == (400, answer)
 
     status, _ = await post(browser, "/api/modal", submit)
     assert status == 202

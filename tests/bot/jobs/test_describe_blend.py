@@ -49,7 +49,7 @@ async def test_describe_posts_four_prompts_whose_buttons_imagine_them(
         assert (form.action, form.fields[0].default) == ("describe_pick2", prompts[1])
         await alice.submit(form, prompt="")
         _, again = bot.platform.modals[-1]
-        assert again.notice == "The prompt is empty; write what to imagine."
+        assert again.error_of("prompt") == "The prompt is empty; write what to imagine."
         await alice.submit(form, prompt=f"watercolor {prompts[1]}")
         pick = await bot.latest_job()
         assert pick.type == "imagine", (bot.platform.ephemerals, bot.platform.modals[-1])

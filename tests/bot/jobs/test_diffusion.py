@@ -160,7 +160,7 @@ async def test_use_as_init_form_comes_back_with_the_values_and_the_error(
         await alice.submit(modal, prompt="winter", strength="2")
         await alice.submit(modal, prompt="", strength="0.5")
         again = [opened for _, opened in bot.platform.modals[1:]]
-        assert [m.notice for m in again] == [
+        assert [m.refusal for m in again] == [
             "strength must be at most 1 (got 2).",
             "Use as init needs a prompt describing the new image.",
         ]

@@ -217,7 +217,7 @@ async def test_bad_form_input_is_refused_without_a_provider_call(tmp_path: Path)
 
         assert bot.platform.ephemerals_for("alice") == []
         again = [modal for _, modal in bot.platform.modals]
-        assert [m.notice for m in again] == [
+        assert [m.refusal for m in again] == [
             "The zoom must be above 1 and at most 2 (got 3).",
             "The zoom must be a number above 1, at most 2 (got 'wide').",
             "I don't know the region 'the sky'. Give a preset such as 'left half', 'center', "

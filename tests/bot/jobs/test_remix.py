@@ -66,5 +66,5 @@ async def test_an_empty_remix_prompt_is_refused_without_a_provider_call(tmp_path
         await alice.submit(modal, prompt="  ")
         _, again = bot.platform.modals[-1]
         assert again.action == "remix_reroll" and again is not modal
-        assert again.notice == "Remix needs a prompt: write what to draw."
+        assert again.error_of("prompt") == "Remix needs a prompt: write what to draw."
         assert bodies(bot.sim, "/gen/v2/reroll") == []
