@@ -69,6 +69,7 @@ def build_core(
         budget=budget,
         tools=ChatImageTools(jobs.chat_jobs),
         defaults=chat_defaults(settings.chat),
+        image_host=jobs.media_host.put_bytes if jobs.media_host is not None else None,
     )
     home = HomeFeature(
         store,

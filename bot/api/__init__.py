@@ -6,6 +6,7 @@ models (defined in ``models_chat``, ``models_tasks``, ``models_task_records``,
 """
 
 from bot.api.chat import ChatAccumulator, ChatClient, ChatStream, ChoiceResult
+from bot.api.chat_forms import ChatForms, InlineImagesRefused
 from bot.api.client import ProviderClient
 from bot.api.diffusion import DiffusionClient
 from bot.api.errors import (
@@ -52,6 +53,8 @@ from bot.api.models_chat import (
     ImageUrl,
     Role,
     TextPart,
+    ToolCall,
+    ToolCallDelta,
     Usage,
 )
 from bot.api.models_common import ResponseModel, read_model
@@ -122,6 +125,7 @@ __all__ = [
     "ChatChunk",
     "ChatClient",
     "ChatCompletion",
+    "ChatForms",
     "ChatMessage",
     "ChatRequest",
     "ChatStream",
@@ -153,6 +157,7 @@ __all__ = [
     "ImageUrl",
     "ImagineRequest",
     "Img2ImgRequest",
+    "InlineImagesRefused",
     "InpaintRequest",
     "InvalidRequest",
     "InvalidResponse",
@@ -184,6 +189,8 @@ __all__ = [
     "TaskResult",
     "TaskStatus",
     "TextPart",
+    "ToolCall",
+    "ToolCallDelta",
     "Txt2ImgRequest",
     "UnexpectedStatus",
     "UpscaleIndex",

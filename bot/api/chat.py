@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from bot.api.chat_errors import chat_refusal
+from bot.api.chat_forms import ChatForms, InlineImagesRefused
 from bot.api.errors import (
     ApiError,
     ApiTimeout,
@@ -20,7 +22,7 @@ from bot.api.errors import (
     InvalidResponse,
     StreamInterrupted,
 )
-from bot.api.http import AuthStyle, CallSafety, HttpTransport, StreamResponse
+from bot.api.http import AuthStyle, CallSafety, HttpResult, HttpTransport, StreamResponse
 from bot.api.models_chat import (
     CHAT_MODELS,
     DEVELOPER_PLAN_MODELS,
@@ -30,6 +32,7 @@ from bot.api.models_chat import (
     ChatCompletion,
     ChatRequest,
     FunctionCall,
+    finish_reason_of,
 )
 from bot.api.ratelimit import RequestPacer
 from bot.api.sse import SseParser, SseTooLarge
@@ -37,6 +40,10 @@ from bot.api.sse import SseParser, SseTooLarge
 CHAT_PATH = "/v1/chat/completions"
 DONE = "[DONE]"
 FREE_PLAN = "free"
+MAX_FORM_CHANGES = 2
+"""A request is sent at most this many more times in other forms after refusals."""
+SentT = TypeVar("SentT")
+log = logging.getLogger("bot.api")
 
 
 def allowed_chat_models(plan: str) -> list[str]:
@@ -71,11 +78,19 @@ class ChoiceResult:
             return None
         return FunctionCall(name=self.function_name, arguments=self.function_arguments)
 
+    @property
+    def calls_function(self) -> bool:
+        """The choice is a whole function call: it names one, and ``max_tokens`` did not cut
+        it (a provider may end a call with ``stop``; docs/provider.md#streamed-function-calls)."""
+        return bool(self.function_name) and self.finish_reason != "length"
+
 
 @dataclass
 class ChatAccumulator:
     """Folds stream chunks into per-choice results (text, function call, finish reason);
-    choices of ``n`` > 1 are kept apart by their index."""
+    choices of ``n`` > 1 are kept apart by their index. A call streamed as ``tool_calls``
+    pieces folds like ``function_call`` pieces (the first call only), and finish reason
+    ``tool_calls`` is ``function_call`` (docs/provider.md#streamed-function-calls)."""
 
     id: str = ""
     model: str = ""
@@ -94,15 +109,16 @@ class ChatAccumulator:
                 choice.role = delta.role
             if delta.content:
                 choice.text += delta.content
-            if delta.function_call is not None:
-                name = delta.function_call.name or ""
+            call = delta.call
+            if call is not None:
+                name = call.name or ""
                 if name.startswith(choice.function_name):
                     choice.function_name = name
                 else:
                     choice.function_name += name
-                choice.function_arguments += delta.function_call.arguments or ""
+                choice.function_arguments += call.arguments or ""
             if part.finish_reason:
-                choice.finish_reason = part.finish_reason
+                choice.finish_reason = finish_reason_of(part.finish_reason)
 
     def results(self) -> list[ChoiceResult]:
         """Every choice seen, by index."""
@@ -134,6 +150,21 @@ class ChatAccumulator:
         return ChatCompletion(id=self.id, created=self.created, model=self.model, choices=choices)
 
 
+def _whole_payload(data: str) -> bool:
+    """Whether an event's data so far is a whole chunk (a JSON object) or the terminator: then
+    it is one event even when no blank line follows (docs/provider.md#sse-framing)."""
+    text = data.strip()
+    if text == DONE:
+        return True
+    if not (text.startswith("{") and text.endswith("}")):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 class ChatStream:
     """A streamed completion: ``async with`` it, then ``async for chunk in stream``.
 
@@ -144,19 +175,10 @@ class ChatStream:
     :attr:`accumulator` holds everything received.
     """
 
-    def __init__(
-        self,
-        transport: HttpTransport,
-        body: dict[str, Any],
-        pacer: RequestPacer | None = None,
-        meaning: Callable[[ApiError], ApiError] = lambda error: error,
-    ) -> None:
-        self._transport = transport
-        self._body = body
-        self._pacer = pacer
-        self._meaning = meaning
+    def __init__(self, opener: Callable[[], Awaitable[StreamResponse]]) -> None:
+        self._opener = opener
         self._response: StreamResponse | None = None
-        self._parser = SseParser()
+        self._parser = SseParser(complete=_whole_payload)
         self._pending: list[str] = []
         self._finished = False
         self.accumulator = ChatAccumulator()
@@ -205,14 +227,7 @@ class ChatStream:
     async def open(self) -> None:
         """Send the request (waiting for the pacer and any 429 first) unless it was sent."""
         if self._response is None and not self._finished:
-            if self._pacer is not None:
-                await self._pacer.acquire(self._transport.rate_limits.max_wait)
-            try:
-                self._response = await self._transport.open_stream(
-                    CHAT_PATH, self._body, auth=AuthStyle.BEARER
-                )
-            except ApiError as error:
-                raise self._meaning(error) from None
+            self._response = await self._opener()
 
     def _interrupted(self, reason: str) -> StreamInterrupted:
         return StreamInterrupted(reason, self.accumulator.text(), self.accumulator.texts())
@@ -274,6 +289,8 @@ class ChatClient:
         self._transport = transport
         self._plan = plan
         self.pacer = pacer or RequestPacer()
+        self.forms = ChatForms()
+        """The request forms learnt from the provider's refusals (:mod:`bot.api.chat_forms`)."""
 
     def check(self, request: ChatRequest) -> None:
         """Raise :class:`InvalidRequest` if the workspace's plan cannot use the model."""
@@ -291,13 +308,13 @@ class ChatClient:
         self.check(request)
         body = request.to_body()
         body["stream"] = False
-        await self.pacer.acquire(self._transport.rate_limits.max_wait)
-        try:
-            result = await self._transport.post(
-                CHAT_PATH, body, auth=AuthStyle.BEARER, safety=CallSafety.CREATE, via_proxy=True
+
+        async def post(sent: dict[str, Any]) -> HttpResult:
+            return await self._transport.post(
+                CHAT_PATH, sent, auth=AuthStyle.BEARER, safety=CallSafety.CREATE, via_proxy=True
             )
-        except ApiError as error:
-            raise self.meaning(error, request.model) from None
+
+        result = await self._send(body, request.model, post)
         try:
             completion = ChatCompletion.model_validate(result.body)
         except ValidationError as error:
@@ -314,9 +331,46 @@ class ChatClient:
         self.check(request)
         body = request.to_body()
         body["stream"] = True
-        return ChatStream(
-            self._transport, body, self.pacer, lambda error: self.meaning(error, request.model)
-        )
+
+        async def open_stream(sent: dict[str, Any]) -> StreamResponse:
+            return await self._transport.open_stream(CHAT_PATH, sent, auth=AuthStyle.BEARER)
+
+        return ChatStream(lambda: self._send(body, request.model, open_stream))
+
+    async def _send(
+        self,
+        body: dict[str, Any],
+        model: str,
+        send: Callable[[dict[str, Any]], Awaitable[SentT]],
+    ) -> SentT:
+        """``send`` ``body`` in the forms learnt so far (:mod:`bot.api.chat_forms`), paced;
+        a refusal of a form genbot can change is sent once more in the other form, which is
+        kept once the provider accepts it. Other refusals are raised by meaning."""
+        forms = self.forms
+        for attempt in range(MAX_FORM_CHANGES + 1):
+            await self.pacer.acquire(self._transport.rate_limits.max_wait)
+            sent = forms.body(body)
+            try:
+                answer = await send(sent)
+            except ApiError as error:
+                meant = self.meaning(error, model)
+                newer = forms.after(meant, sent) if attempt < MAX_FORM_CHANGES else None
+                if newer is None:
+                    raise meant from None
+                if not newer.inline_images and forms.inline_images:
+                    self._adopt(newer)
+                    raise InlineImagesRefused(str(meant)) from None
+                forms = newer
+                continue
+            self._adopt(forms)
+            return answer
+        raise AssertionError("the last attempt raises or returns")
+
+    def _adopt(self, forms: ChatForms) -> None:
+        """Keep ``forms`` for every later request, saying once what changed."""
+        if forms != self.forms:
+            log.warning("the provider refused a chat request form: %s", self.forms.changes(forms))
+            self.forms = forms
 
     def meaning(self, error: ApiError, model: str) -> ApiError:
         """A refusal of a request for ``model`` as what it means (see

@@ -284,20 +284,54 @@ class Usage(ResponseModel):
     total_tokens: LenientInt = 0
 
 
+TOOL_CALLS = "tool_calls"
+"""The finish reason of a provider that answers calls as ``tool_calls``; genbot reads it as
+``function_call`` (docs/provider.md#streamed-function-calls)."""
+
+
+def finish_reason_of(reason: str | None) -> str | None:
+    """A finish reason in genbot's words: ``tool_calls`` is ``function_call``."""
+    return "function_call" if reason == TOOL_CALLS else reason
+
+
+class ToolCall(ResponseModel):
+    """One entry of ``tool_calls``, the other way a provider may answer a function call; genbot
+    makes one call per round, so only the first is used."""
+
+    index: LenientInt = 0
+    id: str = ""
+    type: str = "function"
+    function: FunctionCall = Field(default_factory=FunctionCall)
+
+
 class AssistantMessage(ResponseModel):
-    """The message of a completion choice (``content`` is null when a function is called)."""
+    """The message of a completion choice (``content`` is null when a function is called). A
+    call answered as ``tool_calls`` is read into ``function_call``."""
 
     role: str = "assistant"
     content: str | None = None
     function_call: FunctionCall | None = None
+    tool_calls: list[ToolCall] | None = None
+
+    @model_validator(mode="after")
+    def _first_tool_call(self) -> AssistantMessage:
+        if self.function_call is None and self.tool_calls:
+            self.function_call = min(self.tool_calls, key=lambda call: call.index).function
+        return self
 
 
 class ChatChoice(ResponseModel):
-    """One choice of a non-streamed completion."""
+    """One choice of a non-streamed completion (``finish_reason`` ``tool_calls`` reads as
+    ``function_call``)."""
 
     index: LenientInt = 0
     message: AssistantMessage = Field(default_factory=AssistantMessage)
     finish_reason: str | None = None
+
+    @field_validator("finish_reason")
+    @classmethod
+    def _finish_reason(cls, value: str | None) -> str | None:
+        return finish_reason_of(value)
 
 
 class ChatCompletion(ResponseModel):
@@ -324,12 +358,34 @@ class FunctionCallDelta(ResponseModel):
     arguments: str | None = None
 
 
+class ToolCallDelta(ResponseModel):
+    """A piece of a streamed ``tool_calls`` entry: the first carries the call's ``id`` and
+    name, later ones pieces of ``arguments``."""
+
+    index: LenientInt = 0
+    id: str | None = None
+    type: str | None = None
+    function: FunctionCallDelta = Field(default_factory=FunctionCallDelta)
+
+
 class ChunkDelta(ResponseModel):
-    """What one chunk adds to a choice (empty in the last chunk)."""
+    """What one chunk adds to a choice (empty in the last chunk). A provider may stream a call
+    as ``function_call`` pieces or as ``tool_calls`` pieces; :attr:`call` is either."""
 
     role: str | None = None
     content: str | None = None
     function_call: FunctionCallDelta | None = None
+    tool_calls: list[ToolCallDelta] | None = None
+
+    @property
+    def call(self) -> FunctionCallDelta | None:
+        """This chunk's piece of the (first) function call, in either shape."""
+        if self.function_call is not None:
+            return self.function_call
+        for piece in self.tool_calls or ():
+            if piece.index == 0:
+                return piece.function
+        return None
 
 
 class ChunkChoice(ResponseModel):

@@ -6,6 +6,11 @@ reads, a leading byte-order mark, comment lines (``:``), multi-line ``data``, an
 ``id`` and ``retry`` fields. An event is dispatched at a blank line only; a partial event left
 when the stream ends is discarded, as the standard requires.
 
+``complete`` (optional) judges the data of an event so far: when a ``data`` line makes it
+complete (one JSON value, say), the event is dispatched at once instead of at the next blank
+line. That reads a provider that sends each event as a single ``data:`` line with no blank line
+between them (docs/provider.md#sse-framing) as well as the standard framing.
+
 Memory is bounded: a line longer than ``max_line_chars`` or an event whose data exceeds
 ``max_event_chars`` (both 1 MiB characters by default) raises :class:`SseTooLarge`; a partial
 line is kept as a list of pieces, so a line arriving in many reads costs linear time.
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 MAX_LINE_CHARS = 1 << 20
@@ -40,10 +45,15 @@ class SseParser:
     """Turns a byte stream into :class:`SseEvent` objects, one :meth:`feed` call per read."""
 
     def __init__(
-        self, *, max_line_chars: int = MAX_LINE_CHARS, max_event_chars: int = MAX_EVENT_CHARS
+        self,
+        *,
+        max_line_chars: int = MAX_LINE_CHARS,
+        max_event_chars: int = MAX_EVENT_CHARS,
+        complete: Callable[[str], bool] | None = None,
     ) -> None:
         self.max_line_chars = max_line_chars
         self.max_event_chars = max_event_chars
+        self._complete = complete
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pieces: list[str] = []
         self._line_chars = 0
@@ -110,6 +120,13 @@ class SseParser:
             if colon and value.startswith(" "):
                 value = value[1:]
             self._field(name, value)
+            if name == "data" and self._whole():
+                event = self._dispatch()
+                if event is not None:
+                    yield event
+
+    def _whole(self) -> bool:
+        return self._complete is not None and self._complete("\n".join(self._data))
 
     def _field(self, name: str, value: str) -> None:
         if name == "data":

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from bot import metrics
 from bot.api import (
@@ -33,6 +33,7 @@ from bot.api import (
     ChoiceResult,
     FunctionCall,
     FunctionDefinition,
+    InlineImagesRefused,
     ProviderClient,
     StreamInterrupted,
 )
@@ -41,6 +42,7 @@ from bot.api.ratelimit import observe_waits
 from bot.budget import RenderBudget
 from bot.chat.alternatives import offer_alternatives
 from bot.chat.history import History, Turn
+from bot.chat.image_links import ImageLinks
 from bot.chat.replies import StoredReply, WaitNotice
 from bot.chat.requests import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.scoping import Target
@@ -138,6 +140,7 @@ class Answerer:
         tools: ImageTools | None = None,
         *,
         final_timeout: float = 60.0,
+        image_links: ImageLinks | None = None,
     ) -> None:
         self.store = store
         self.api = api
@@ -145,6 +148,7 @@ class Answerer:
         self.defaults = defaults
         self.tools = tools
         self.final_timeout = final_timeout
+        self.image_links = image_links or ImageLinks(None)
         offered = self.functions()
         self._function_tokens = count_functions([f.to_body() for f in offered]) if offered else 0
         self._prompt_ceilings: dict[str, int] = {}
@@ -186,12 +190,15 @@ class Answerer:
             functions = self.functions(last=last)
             turns, extra = history.request_turns(), self.function_tokens(last=last)
             fitted = self._fit(params, turns, extra)
-            request = build_request(params, fitted.messages, functions)
+            request = await self._request(params, fitted, functions)
             try:
+                outcome = await self._round(surface, target, request, user, params.stream)
+            except InlineImagesRefused:
+                request = await self._request(params, fitted, functions)
                 outcome = await self._round(surface, target, request, user, params.stream)
             except ContextTooLong as refused:
                 fitted = self._shorter(params, turns, extra, fitted, refused)
-                request = build_request(params, fitted.messages, functions)
+                request = await self._request(params, fitted, functions)
                 outcome = await self._round(surface, target, request, user, params.stream)
             await self.store.add_usage(
                 target.place.platform,
@@ -210,6 +217,19 @@ class Answerer:
                 return outcome.rendered
             await self._run_call(target, outcome.call, context, self.tools, history)
         raise AssertionError("the last round offers no functions, so it ends in text")
+
+    async def _request(
+        self,
+        params: ChatParams,
+        fitted: FittedHistory,
+        functions: list[FunctionDefinition] | None,
+    ) -> ChatRequest:
+        """The request for ``fitted``; its inline images as links once the provider refused
+        them inline (:mod:`bot.chat.image_links`)."""
+        messages: list[dict[str, Any]] = [dict(message) for message in fitted.messages]
+        if not self.api.chat.forms.inline_images:
+            messages = await self.image_links.linked(messages)
+        return build_request(params, messages, functions)
 
     def _fit(self, params: ChatParams, turns: list[Turn], extra: int) -> FittedHistory:
         """The request's turns, trimmed under the context the provider showed for the model."""
@@ -299,7 +319,7 @@ class Answerer:
         """A non-streamed answer: a function call, or the text rendered at once."""
         first = completion.choices[0]
         call = first.message.function_call
-        if first.finish_reason == "function_call" and call is not None:
+        if call is not None and call.name and first.finish_reason != "length":
             return _Outcome(None, call, count_text(call.name) + count_text(call.arguments))
         answers = tuple(choice.message.content or "" for choice in completion.choices)
         finish = StreamEnd(first.finish_reason)
@@ -323,7 +343,7 @@ class Answerer:
                 except StreamInterrupted as error:
                     pending = error
                 call = choice.function_call
-                if pending is None and choice.finish_reason == "function_call" and call:
+                if pending is None and choice.calls_function and call:
                     tokens = count_text(call.name) + count_text(call.arguments)
                     return _Outcome(None, call, tokens)
             deltas = _text_deltas(stream, pending)

@@ -28,6 +28,7 @@ from bot.budget import RenderBudget
 from bot.chat.alternatives import PICK_ACTION, Pick, pick_alternative
 from bot.chat.answer import Answerer
 from bot.chat.history import History, load_history, user_message
+from bot.chat.image_links import HostImage, ImageLinks
 from bot.chat.requests import (
     VISION_MODEL,
     ChatDefaults,
@@ -113,7 +114,8 @@ class ChatEngine:
     """Conversations in DMs, threads and reply chains, and the ``/chat`` command.
 
     ``tools`` (the image engine) enables function calling; ``budget`` is the process's shared
-    write budget (one is made when omitted).
+    write budget (one is made when omitted); ``image_host`` keeps images the provider must be
+    given as links (the media host, when genbot has a public address).
     """
 
     commands = frozenset({"chat"})
@@ -129,6 +131,7 @@ class ChatEngine:
         tools: ImageTools | None = None,
         defaults: ChatDefaults | None = None,
         final_timeout: float = 60.0,
+        image_host: HostImage | None = None,
     ) -> None:
         self.store = store
         self.api = api
@@ -137,7 +140,13 @@ class ChatEngine:
         self.defaults = defaults or ChatDefaults()
         self.budget = budget or RenderBudget()
         self.answerer = Answerer(
-            store, api, self.budget, self.defaults, tools, final_timeout=final_timeout
+            store,
+            api,
+            self.budget,
+            self.defaults,
+            tools,
+            final_timeout=final_timeout,
+            image_links=ImageLinks(image_host),
         )
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
 

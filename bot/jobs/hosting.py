@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.jobs.media import ImageBytes
+from bot.jobs.media import ImageBytes, MediaError, inspect_image
 from storage.files import PRIVATE_FILE, private_folder
 
 
@@ -60,6 +60,15 @@ class MediaHost:
         self.max_total_bytes = max_total_bytes
         self.ttl = ttl
         self._clock = clock
+
+    async def put_bytes(self, data: bytes) -> str:
+        """Keep the image ``data`` and return its public URL; ``ValueError`` (a sentence for
+        users) when it is not an image genbot reads."""
+        try:
+            image = inspect_image(data)
+        except MediaError as error:
+            raise ValueError(str(error)) from None
+        return await self.put(image)
 
     async def put(self, image: ImageBytes) -> str:
         """Keep ``image`` and return its public URL."""

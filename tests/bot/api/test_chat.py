@@ -13,6 +13,8 @@ from aiohttp import web
 from bot.api import (
     CHAT_MODELS,
     AuthenticationError,
+    BadRequest,
+    ChatAccumulator,
     ChatChunk,
     ChatMessage,
     ChatRequest,
@@ -28,8 +30,8 @@ from bot.api import (
 )
 from bot.api.chat import allowed_chat_models, plan_allows
 from bot.api.sse import MAX_LINE_CHARS
-from simulator.server import RunningSimulator
-from tests.bot.api.support import FAST_RETRY, FREE_KEY, settings_for
+from simulator.server import RunningSimulator, serve
+from tests.bot.api.support import FAST_RETRY, FREE_KEY, settings_for, sim_config
 
 IMAGE_FUNCTION = {
     "name": "generate_image",
@@ -40,6 +42,20 @@ IMAGE_FUNCTION = {
         "required": ["prompt"],
     },
 }
+
+
+@pytest.fixture
+async def variant_sim() -> AsyncIterator[RunningSimulator]:
+    """The variant dialect (docs/provider.md: single-line events, tool_calls, no function
+    role)."""
+    async with serve(sim_config(dialect="variant")) as running:
+        yield running
+
+
+@pytest.fixture
+async def variant(variant_sim: RunningSimulator) -> AsyncIterator[ProviderClient]:
+    async with ProviderClient(settings_for(variant_sim.base_url), retry=FAST_RETRY) as client:
+        yield client
 
 
 def ask(text: str, **fields: Any) -> ChatRequest:
@@ -99,25 +115,56 @@ async def test_function_call_whole_and_streamed(api: ProviderClient) -> None:
     assert stream.accumulator.completion().choices[0].message.content is None
 
 
-async def test_function_result_round_trip(api: ProviderClient) -> None:
-    answer = await api.chat.complete(
-        ChatRequest(
-            model="llm-3.5-turbo",
-            messages=[
-                ChatMessage(role="user", content="draw a fox"),
-                ChatMessage(
-                    role="assistant",
-                    content=None,
-                    function_call=FunctionCall(
-                        name="generate_image", arguments='{"prompt": "fox"}'
-                    ),
-                ),
-                ChatMessage(role="function", name="generate_image", content="task 42 started"),
-            ],
-            functions=[FunctionDefinition.model_validate(IMAGE_FUNCTION)],
-        )
+def after_a_call(result: str) -> ChatRequest:
+    """A request whose last message is ``generate_image``'s ``result``."""
+    return ChatRequest(
+        model="llm-3.5-turbo",
+        messages=[
+            ChatMessage(role="user", content="draw a fox"),
+            ChatMessage(
+                role="assistant",
+                content=None,
+                function_call=FunctionCall(name="generate_image", arguments='{"prompt": "fox"}'),
+            ),
+            ChatMessage(role="function", name="generate_image", content=result),
+        ],
+        functions=[FunctionDefinition.model_validate(IMAGE_FUNCTION)],
     )
+
+
+async def test_function_result_round_trip(api: ProviderClient) -> None:
+    answer = await api.chat.complete(after_a_call("task 42 started"))
     assert "task 42 started" in answer.text
+
+
+async def test_a_refused_function_role_is_sent_as_a_user_message_from_then_on(
+    variant_sim: RunningSimulator, variant: ProviderClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert (await variant.chat.complete(after_a_call("task 42 started"))).choices
+    async with variant.chat.stream(after_a_call("task 43 started")) as stream:
+        async for _ in stream:
+            pass
+    assert stream.text
+    sent = variant_sim.state.requests_to("/v1/chat/completions")
+    assert [r.status for r in sent] == [400, 200, 200]
+    assert [m["role"] for m in sent[-1].body["messages"]] == ["user", "assistant", "user"]
+    assert sent[-1].body["messages"][-1]["content"] == (
+        "[Result of the function generate_image]\ntask 43 started"
+    )
+    assert not variant.chat.forms.function_role
+    warnings = [r for r in caplog.records if "refused a chat request form" in r.message]
+    assert len(warnings) == 1 and "tool results go as user messages" in warnings[0].message
+
+
+async def test_a_function_role_refusal_is_learnt_only_once_the_other_form_is_accepted(
+    variant: ProviderClient,
+) -> None:
+    bad = after_a_call("x")
+    bad.messages.insert(0, ChatMessage(role="user", content="draw", name="alice"))
+    with pytest.raises(BadRequest) as refused:
+        await variant.chat.complete(bad)
+    assert "name" in refused.value.provider_message
+    assert variant.chat.forms.function_role, "nothing was learnt from a refusal kept twice"
 
 
 async def test_vision_model_takes_array_content(api: ProviderClient) -> None:
@@ -274,3 +321,44 @@ async def test_one_plan_rule_decides_what_the_client_sends(
         else:
             with pytest.raises(InvalidRequest, match="Developer plan"):
                 api.chat.check(request)
+
+
+async def test_a_stream_of_single_line_events_is_read_whole(variant: ProviderClient) -> None:
+    async with variant.chat.stream(ask("echo: one two three four five six seven")) as stream:
+        chunks = [chunk async for chunk in stream]
+    assert len(chunks) > 3
+    assert stream.text == "one two three four five six seven"
+    assert stream.accumulator.results()[0].finish_reason == "stop"
+
+
+async def test_a_call_answered_as_tool_calls_reads_as_a_function_call(
+    variant: ProviderClient,
+) -> None:
+    request = ask("draw a red fox in the snow", functions=[IMAGE_FUNCTION], function_call="auto")
+    answer = await variant.chat.complete(request)
+    choice = answer.choices[0]
+    assert choice.finish_reason == "function_call" and choice.message.content is None
+    assert choice.message.function_call is not None
+    assert choice.message.function_call.parsed_arguments() == {"prompt": "a red fox in the snow"}
+
+    async with variant.chat.stream(request) as stream:
+        chunks = [chunk async for chunk in stream]
+    assert chunks[0].choices[0].delta.tool_calls, "the variant streams tool_calls pieces"
+    (result,) = stream.accumulator.results()
+    assert result.finish_reason == "function_call" and result.calls_function
+    assert result.function_call == choice.message.function_call
+
+
+def test_a_named_call_that_ends_with_stop_is_a_call_unless_cut() -> None:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> ChatChunk:
+        return ChatChunk.model_validate(
+            {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        )
+
+    opening = chunk({"function_call": {"name": "generate_image", "arguments": '{"prompt"'}})
+    for finish, calls in (("stop", True), ("length", False), ("tool_calls", True)):
+        accumulator = ChatAccumulator()
+        for piece in (opening, chunk({"function_call": {"arguments": ': "a fox"}'}}, finish)):
+            accumulator.add(piece)
+        (result,) = accumulator.results()
+        assert result.calls_function is calls, finish

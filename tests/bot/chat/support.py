@@ -58,6 +58,7 @@ class ChatWorld:
     tools: bool
     limits: dict[str, Any] | None = None
     daily_credit_budget: int | None = None
+    webhooks: bool = False
     genbot: Genbot = field(init=False)
     engine: ChatEngine = field(init=False)
     account: AccountFeature = field(init=False)
@@ -93,6 +94,7 @@ class ChatWorld:
             if self.tools
             else None,
             defaults=self.defaults,
+            image_host=media.put_bytes if (media := parts.jobs.media_host) else None,
         )
         return self.engine
 
@@ -115,6 +117,7 @@ class ChatWorld:
                 self.db_path,
                 platform=self.platform,
                 limits=self.limits,
+                webhooks=self.webhooks,
                 features=self._features,
                 conversations=self._conversations,
             )
@@ -167,8 +170,10 @@ async def chat_world(
     tools: bool = True,
     limits: dict[str, Any] | None = None,
     daily_credit_budget: int | None = None,
+    webhooks: bool = False,
 ) -> AsyncIterator[ChatWorld]:
-    """A started :class:`ChatWorld` with its own simulator."""
+    """A started :class:`ChatWorld` with its own simulator (``webhooks``: genbot has a public
+    address on loopback, so a media host)."""
     async with serve(config or sim_config()) as sim:
         world = ChatWorld(
             sim,
@@ -179,6 +184,7 @@ async def chat_world(
             tools,
             limits,
             daily_credit_budget,
+            webhooks,
         )
         await world.start()
         try:

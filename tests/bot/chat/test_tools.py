@@ -9,7 +9,16 @@ from pathlib import Path
 from bot.api import FunctionCall
 from bot.chat import ChatDefaults
 from bot.chat.tools import ChatImageTools, ToolContext, run_tool
-from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ChatWorld, chat_world
+from tests.bot.chat.support import (
+    ALICE,
+    BOB,
+    CHANNEL,
+    CHAT_PATH,
+    DM,
+    ChatWorld,
+    chat_world,
+    sim_config,
+)
 
 IMAGE_URL = "https://images.example/harbour.png"
 
@@ -43,6 +52,25 @@ async def test_draw_starts_an_image_job_whose_grid_lands_in_the_thread(world: Ch
 
     await world.actor(BOB, CHANNEL).say("what was my first message", place=thread)
     assert world.texts_in(thread)[-1] == 'Your first message was: "draw a lighthouse at dusk"'
+
+
+async def test_draw_on_a_provider_that_calls_tools_and_refuses_the_function_role(
+    tmp_path: Path,
+) -> None:
+    # The variant dialect: calls stream as tool_calls, a function message is refused
+    # (docs/provider.md#streamed-function-calls, docs/provider.md#function-results).
+    async with chat_world(tmp_path, config=sim_config(dialect="variant")) as world:
+        await world.actor().say("draw a lighthouse at dusk")
+        job = await world.genbot.latest_job()
+        assert (job.type, job.prompt) == ("imagine", "a lighthouse at dusk")
+        await world.actor().say("draw a harbour at night")
+        statuses = [r.status for r in world.sim.state.requests_to(CHAT_PATH)]
+        assert statuses == [200, 400, 200, 200, 200]
+        last = world.chat_bodies()[-1]["messages"]
+        assert [m["role"] for m in last[-2:]] == ["assistant", "user"]
+        assert last[-1]["content"].startswith("[Result of the function generate_image]")
+        answers = [m.text for m in world.posted_in(DM) if m.message.from_model]
+        assert len(answers) == 2 and all(answers)
 
 
 async def test_describe_returns_the_four_prompts_to_the_model(world: ChatWorld) -> None:

@@ -7,12 +7,23 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from bot.api import InlineImagesRefused
 from bot.chat import VISION_ACTION, VISION_LABEL, VISION_MODEL
 from bot.events import Attachment, ButtonPress
-from tests.bot.chat.support import ALICE, CHANNEL, DM, ChatWorld, chat_world
+from tests.bot.chat.support import (
+    ALICE,
+    CHANNEL,
+    CHAT_PATH,
+    DM,
+    ChatWorld,
+    chat_world,
+    sim_config,
+)
+from tests.bot.jobs.support import png
 
 FOX = Attachment("fox.png", url="https://images.example/fox.png", content_type="image/png")
 OWL = Attachment("owl.jpg", url="https://images.example/owl.jpg")
+SLACK_FOX = "https://files.slack.com/files-pri/T1-F1/fox.png"
 NOTES = Attachment("notes.txt", url="https://files.example/notes.txt", content_type="text/plain")
 
 
@@ -103,3 +114,36 @@ async def test_private_files_reach_the_vision_model_as_their_bytes(world: ChatWo
     sent = body["messages"][-1]["content"][1]["image_url"]["url"]
     assert sent == "data:image/png;base64," + base64.b64encode(b"\x89PNG fox bytes").decode()
     assert "files.slack.com" not in json.dumps(body)
+
+
+async def test_a_provider_refusing_inline_images_gets_them_as_links(tmp_path: Path) -> None:
+    # The variant dialect refuses data: URLs (docs/provider.md#vision-parts).
+    fox = png(40, 30)
+    private = Attachment("fox.png", url=SLACK_FOX, content_type="image/png", data=fox, private=True)
+    config = sim_config(dialect="variant", insecure_webhooks=True)
+    async with chat_world(tmp_path, config=config, webhooks=True) as world:
+        alice = world.actor()
+        await alice.command("settings", model=VISION_MODEL)
+        await alice.say("What is this?", attachments=(private,))
+        await alice.say("echo: and now?")
+        refused, hosted, later = world.sim.state.requests_to(CHAT_PATH)
+        assert refused.status == 400 and hosted.status == later.status == 200
+        link = hosted.body["messages"][-1]["content"][1]["image_url"]["url"]
+        assert link.startswith(world.genbot.settings.webhook.public_url + "/media/")
+        assert later.body["messages"][1]["content"][1]["image_url"]["url"] == link
+        served = await world.genbot.parts.jobs.media.fetch(link)
+        assert served.data == fox
+        assert world.texts_in(DM)[0].startswith(f"I see 1 image: {link}")
+
+
+async def test_without_a_public_address_a_refused_inline_image_is_explained(
+    tmp_path: Path,
+) -> None:
+    private = Attachment(
+        "fox.png", url=SLACK_FOX, content_type="image/png", data=png(40, 30), private=True
+    )
+    async with chat_world(tmp_path, config=sim_config(dialect="variant")) as world:
+        alice = world.actor()
+        await alice.command("settings", model=VISION_MODEL)
+        await alice.say("What is this?", attachments=(private,))
+        assert world.platform.ephemerals_for("alice")[-1] == InlineImagesRefused.user_message
