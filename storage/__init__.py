@@ -47,6 +47,7 @@ from storage.job_interfaces import (
     JobTracking,
     JobWriter,
     MessageLinks,
+    TaskLookup,
 )
 from storage.job_records import (
     ACTIVE_STATUSES,
@@ -161,6 +162,7 @@ __all__ = [
     "Storage",
     "StorageError",
     "StoreClosedError",
+    "TaskLookup",
     "TaskType",
     "UsageLedger",
     "UsageTotals",

@@ -23,6 +23,7 @@ from storage.job_interfaces import (
     JobTracking,
     JobWriter,
     MessageLinks,
+    TaskLookup,
 )
 from storage.records import (
     UNSET,
@@ -319,6 +320,7 @@ class SlackInstallations(Protocol):
 
 class Storage(
     JobWriter,
+    TaskLookup,
     JobAdmission,
     JobTracking,
     JobCounts,

@@ -29,6 +29,14 @@ class JobReader(Protocol):
         ...
 
 
+class TaskLookup(Protocol):
+    """Finding a job by the provider's id for it."""
+
+    async def job_for_task(self, task_id: str) -> Job | None:
+        """The image task job (family ``task``) the provider knows as ``task_id``, or None."""
+        ...
+
+
 class JobWriter(JobReader, Protocol):
     """Changing jobs: compare-and-set status moves and field updates."""
 

@@ -5,6 +5,11 @@
   and the secret are checked first (:meth:`WebhookTarget.webhook_job`); only then is the body
   read (at most ``MAX_BODY_BYTES``) and handed over (:meth:`WebhookTarget.on_webhook`). An
   unknown job or a wrong secret gets 401 without a byte of the body being read.
+- ``POST /`` and ``POST <path>`` with header ``x-webhook-secret``: a notification sent to
+  genbot's bare address (a provider that refuses or drops the job in the address, see
+  :mod:`bot.jobs.webhook_addresses`). The body is read (bounded) and the job found by the task id
+  it names, then authenticated by the secret (:meth:`WebhookTarget.webhook_task_job`); a body
+  naming no known task of that secret gets 401.
 - ``GET /media/<name>``: images re-hosted for the provider (:class:`bot.jobs.hosting.MediaHost`).
 
 Secrets are never logged: access logging is off, and refusals are counted and logged with a
@@ -22,6 +27,7 @@ from adapters.listener import Listener, ListenerLimits, answer_and_close, body_l
 from bot import metrics
 from bot.config import WebhookSettings
 from bot.jobs.hosting import MediaHost
+from bot.jobs.notifications import task_id_of
 from storage import Job
 
 log = logging.getLogger(__name__)
@@ -35,6 +41,8 @@ class WebhookTarget(Protocol):
     """Who authenticates and applies notifications (:class:`bot.jobs.tracker.Tracker`)."""
 
     async def webhook_job(self, job_id: str, secret: str | None) -> Job | None: ...
+
+    async def webhook_task_job(self, task_id: str, secret: str | None) -> Job | None: ...
 
     async def on_webhook(self, job: Job, body: bytes) -> int: ...
 
@@ -68,6 +76,9 @@ class WebhookReceiver:
         """The aiohttp application (also usable with aiohttp's test utilities)."""
         app = web.Application(client_max_size=MAX_BODY_BYTES)
         app.router.add_post(self.path + "/{job_id}", self._notification)
+        app.router.add_post("/", self._bare_notification)
+        if self.path != "/":
+            app.router.add_post(self.path, self._bare_notification)
         app.router.add_get("/media/{name}", self._media_file)
         return app
 
@@ -88,7 +99,21 @@ class WebhookReceiver:
             refused(request, "unknown job or wrong secret")
             metrics.webhook_answered(401)
             return await answer_and_close(request, web.Response(status=401))
+        return await self._hand_over(job, await request.read())
+
+    @body_limit(MAX_BODY_BYTES)
+    async def _bare_notification(self, request: web.Request) -> web.Response:
         body = await request.read()
+        task_id = task_id_of(body)
+        secret = request.headers.get(SECRET_HEADER)
+        job = await self._target.webhook_task_job(task_id, secret) if task_id else None
+        if job is None:
+            refused(request, "no known task or wrong secret")
+            metrics.webhook_answered(401)
+            return await answer_and_close(request, web.Response(status=401))
+        return await self._hand_over(job, body)
+
+    async def _hand_over(self, job: Job, body: bytes) -> web.Response:
         try:
             status = await self._target.on_webhook(job, body)
         except Exception:

@@ -26,7 +26,8 @@ from bot.api import (
 from bot.config import LimitsSettings
 from bot.core import UserError
 from bot.jobs.results import diffusion_result_fields, poll_delay
-from bot.jobs.starter import Submitted, Webhook
+from bot.jobs.starter import Submitted
+from bot.jobs.webhook_addresses import Webhook
 from storage import DiffusionType, Job
 
 DiffusionEndpoint = DiffusionType

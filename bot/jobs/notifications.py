@@ -6,7 +6,8 @@ says "this task changed". When the body is (or wraps, as ``{"data": …}`` or ``
 keys by task id) a task record for this same task — with a status and a ``task_result`` — genbot
 uses it as a fetch answer; anything else (``{"task_id", "status"}`` only, another task's id, an
 unreadable record) means "read the record with multi_fetch now". Only a body that is not JSON at
-all is refused. Pure: no I/O.
+all is refused. A notification that reached genbot's bare address (no job in its path, see
+:mod:`bot.jobs.webhook_addresses`) names its task in the body: :func:`task_id_of`. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -80,3 +81,18 @@ def read_notification(body: bytes, task_id: str | None) -> Notification:
         except ApiError:
             return FetchNow()
     return FetchNow()
+
+
+def task_id_of(body: bytes) -> str | None:
+    """The task a notification that came without a job in its address is about: the first
+    ``task_id`` in the body or what it wraps (``data``, ``task``, …); None when there is none
+    or the body is not JSON."""
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    for candidate in _candidates(parsed, None):
+        given = candidate.get("task_id")
+        if isinstance(given, str) and given:
+            return given
+    return None

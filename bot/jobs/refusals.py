@@ -26,6 +26,7 @@ class FollowUpRefused(ApiError):
 
     def __init__(self, action: str, cause: ApiError) -> None:
         self.action = action
+        self.cause = cause
         label = LABELS.get(action, action)
         reason = getattr(cause, "provider_message", "") or cause.user_message
         self.user_message = f"The service refused {label} on this image: {reason}"

@@ -59,6 +59,7 @@ from bot.jobs.progress_messages import cancel_buttons
 from bot.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
+from bot.jobs.webhook_addresses import Webhook, WebhookAddresses
 from bot.jobs.wording import heading
 from bot.outbound import Modal
 from bot.posting import WritePolicy
@@ -84,7 +85,6 @@ log = logging.getLogger(__name__)
 MAX_DERIVATIVE_ATTEMPTS = 20
 ATTACHMENT_TIMEOUT_SECONDS = 30.0
 UNEXPECTED = "genbot hit an unexpected error while starting it"
-Webhook = tuple[str, str]
 _REFUSED = (
     FollowUpRefused,
     InvalidRequest,
@@ -185,6 +185,8 @@ class JobStarter:
         self.watch = watch
         self._on_submitted = on_submitted
         self.webhook_base = webhook_base
+        self.webhooks = WebhookAddresses(webhook_base) if webhook_base is not None else None
+        """Which webhook address the provider accepts (:mod:`bot.jobs.webhook_addresses`)."""
         self.media_host = media_host
         self.max_upload_bytes = max_upload_bytes
 
@@ -201,7 +203,6 @@ class JobStarter:
             except BaseException:
                 await asyncio.shield(self.delivery.mark_not_started(job, UNEXPECTED))
                 raise
-            hook = (self.webhook_url(job.id), job.webhook_secret) if job.webhook_secret else None
             shown = ShownWait(
                 lambda text: self.delivery.edit(
                     job,
@@ -212,7 +213,7 @@ class JobStarter:
             )
             try:
                 with observe_waits(shown):
-                    outcome = await submit(job, hook)
+                    outcome = await self._submit(job, submit)
             except ApiError as error:
                 await shown.close()
                 settled = await asyncio.shield(self._not_confirmed(job, error))
@@ -268,10 +269,13 @@ class JobStarter:
         log.warning("job %s may have reached the provider unconfirmed: %r", job.id, error)
         return await self.delivery.mark_unconfirmed(job, unconfirmed_reason(error))
 
-    def webhook_url(self, job_id: str) -> str:
-        """The address the provider notifies for ``job_id``."""
-        assert self.webhook_base is not None
-        return f"{self.webhook_base}/{job_id}"
+    async def _submit(self, job: Job, submit: Submit) -> Submitted:
+        """``submit`` ``job``, with its webhook in the form the provider accepts when it asked
+        for one."""
+        secret = job.webhook_secret
+        if secret is None or self.webhooks is None:
+            return await submit(job, None)
+        return await self.webhooks.submit(job.id, secret, lambda hook: submit(job, hook))
 
     async def _create_row(self, event: Event, spec: JobSpec) -> Job:
         place = event.place

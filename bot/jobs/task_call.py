@@ -16,7 +16,8 @@ from typing import Generic, TypeVar
 
 from bot.api import ApiError, CreateTaskResponse, RequestModel, WebhookFields
 from bot.jobs.refusals import FollowUpRefused, refuses_follow_up
-from bot.jobs.starter import Submitted, Webhook
+from bot.jobs.starter import Submitted
+from bot.jobs.webhook_addresses import Webhook
 from storage import Job
 
 RequestT = TypeVar("RequestT", bound=RequestModel)

@@ -71,6 +71,7 @@ from storage import (
     JobStatus,
     JobTracking,
     JobWriter,
+    TaskLookup,
 )
 
 log = logging.getLogger(__name__)
@@ -79,11 +80,21 @@ DELIVERY_CONCURRENCY = 16
 STOP_TIMEOUT = 5.0
 PAGE_SIZE = 500
 _JOB_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")
+MAX_TASK_ID = 128
 _DELIVERABLE: frozenset[JobStatus] = frozenset(("finished", "failed"))
 _SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
 
 
-class TrackerStorage(JobWriter, JobTracking, JobLeasing, Protocol):
+def _with_secret(job: Job | None, secret: str | None) -> Job | None:
+    """``job`` when ``secret`` is its webhook secret (compared in constant time), else None."""
+    expected = job.webhook_secret if job is not None else None
+    given = (secret or "").encode()
+    if job is None or not expected or not hmac.compare_digest(given, expected.encode()):
+        return None
+    return job
+
+
+class TrackerStorage(JobWriter, JobTracking, JobLeasing, TaskLookup, Protocol):
     """What the tracker uses: job reads and moves, the tracking queries and job leases."""
 
 
@@ -229,11 +240,15 @@ class Tracker:
         missing or wrong secret (the same answer for all, compared in constant time). The
         receiver asks this before it reads the notification's body."""
         job = await self._store.get_job(job_id) if _JOB_ID.fullmatch(job_id) else None
-        expected = job.webhook_secret if job is not None else None
-        given = (secret or "").encode()
-        if job is None or not expected or not hmac.compare_digest(given, expected.encode()):
-            return None
-        return job
+        return _with_secret(job, secret)
+
+    async def webhook_task_job(self, task_id: str, secret: str | None) -> Job | None:
+        """The job of a notification that reached genbot's bare address, by the ``task_id``
+        its body names (:func:`bot.jobs.notifications.task_id_of`), when ``secret`` is that
+        job's webhook secret; None otherwise (also for a job whose task id is not stored yet:
+        the backstop poll reads it)."""
+        job = await self._store.job_for_task(task_id) if len(task_id) <= MAX_TASK_ID else None
+        return _with_secret(job, secret)
 
     async def on_webhook(self, job: Job, body: bytes) -> int:
         """Act on a notification for ``job`` (authenticated by :meth:`webhook_job`; what it

@@ -34,6 +34,7 @@ from storage.rules import (
 )
 
 SQL_JOB_BY_ID: Final[Query] = "SELECT * FROM jobs WHERE id = %s"
+SQL_JOB_BY_TASK: Final[Query] = "SELECT * FROM jobs WHERE provider_id = %s AND family = 'task'"
 SQL_JOB_FOR_UPDATE: Final[Query] = "SELECT * FROM jobs WHERE id = %s FOR UPDATE"
 SQL_SET_RESULT: Final[Query] = (
     "UPDATE jobs SET result = %s, updated_at = %s WHERE id = %s RETURNING *"
@@ -134,6 +135,11 @@ class PostgresJobs(PostgresBase):
     async def get_job(self, job_id: str) -> Job | None:
         """The job with this id, or None."""
         row = await self._fetch_one(SQL_JOB_BY_ID, (job_id,))
+        return None if row is None else job_from_row(row)
+
+    async def job_for_task(self, task_id: str) -> Job | None:
+        """The image task job the provider knows as ``task_id``, or None."""
+        row = await self._fetch_one(SQL_JOB_BY_TASK, (task_id,))
         return None if row is None else job_from_row(row)
 
     async def create_job_within(

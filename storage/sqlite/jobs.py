@@ -21,6 +21,7 @@ from storage.sqlite.base import StoreBase
 from storage.sqlite.sql import fetch_one, placeholders, write_transaction
 
 SQL_JOB_BY_ID: Final = "SELECT * FROM jobs WHERE id = ?"
+SQL_JOB_BY_TASK: Final = "SELECT * FROM jobs WHERE provider_id = ? AND family = 'task'"
 SQL_DERIVATIVE: Final = "SELECT * FROM jobs WHERE parent_job_id = ? AND action = ?"
 SQL_LINK_MESSAGE: Final = (
     "INSERT INTO job_messages (platform, channel_id, message_id, job_id, kind)"
@@ -103,6 +104,11 @@ class SqliteJobs(StoreBase):
     async def get_job(self, job_id: str) -> Job | None:
         """The job with this id, or None."""
         row = await self._call(lambda db: fetch_one(db, SQL_JOB_BY_ID, (job_id,)))
+        return None if row is None else job_from_row(row)
+
+    async def job_for_task(self, task_id: str) -> Job | None:
+        """The image task job the provider knows as ``task_id``, or None."""
+        row = await self._call(lambda db: fetch_one(db, SQL_JOB_BY_TASK, (task_id,)))
         return None if row is None else job_from_row(row)
 
     async def transition(

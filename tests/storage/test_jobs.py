@@ -109,6 +109,14 @@ async def test_provider_ids_are_unique_per_family(store: Storage) -> None:
         await create_job(store, new_job(provider_id="uuid-1"))
 
 
+async def test_a_task_job_is_found_by_the_providers_id(store: Storage) -> None:
+    task = await create_job(store, new_job(provider_id="uuid-1", status="submitted"))
+    await create_job(store, new_job(family="diffusion", provider_id="uuid-2", status="pending"))
+    assert await store.job_for_task("uuid-1") == task
+    assert await store.job_for_task("uuid-2") is None
+    assert await store.job_for_task("nosuch") is None
+
+
 async def test_concurrent_presses_from_two_processes_make_one_derivative(
     store: Storage, other_store: Storage
 ) -> None:

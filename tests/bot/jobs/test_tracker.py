@@ -114,23 +114,28 @@ async def _press_and_finish(bot: Any, message: PostedMessage, label: str) -> tup
     return job, await bot.result(job.id)
 
 
-@pytest.mark.parametrize("dialect", ["default", "spec"])
+@pytest.mark.parametrize("dialect", ["default", "spec", "variant"])
 async def test_webhooks_deliver_results_without_polling(tmp_path: Path, dialect: Dialect) -> None:
     # The backstop poll comes after 30 s: a result within the harness's 10 s came by webhook.
     # A spec-dialect notification carries no record, so genbot reads that one task at once.
+    # The variant refuses an address with a path: genbot falls back to the bare address, once
+    # (docs/provider.md#webhook-address), and finds the job by the task id in the body.
     async with harness(tmp_path, webhooks=True, dialect=dialect) as bot:
         alice = bot.actor()
         job, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
         upscale, _ = await press(bot, alice, grid, "U1")
 
-        (sent,) = bodies(bot.sim, "/gen/v2/imagine")
         hook = bot.settings.webhook
-        assert sent["webhook_endpoint"] == f"{hook.public_url}/webhooks/tasks/{job.id}"
-        assert sent["webhook_secret"] == job.webhook_secret and len(job.webhook_secret or "") > 20
+        own = f"{hook.public_url}/webhooks/tasks/{job.id}"
+        sent = bodies(bot.sim, "/gen/v2/imagine")
+        expected = [own, hook.public_url] if dialect == "variant" else [own]
+        assert [body["webhook_endpoint"] for body in sent] == expected
+        upscale_hook = hook.public_url if dialect == "variant" else own.replace(job.id, upscale.id)
+        assert [b["webhook_endpoint"] for b in bodies(bot.sim, "/gen/v2/upscale")] == [upscale_hook]
+        assert sent[-1]["webhook_secret"] == job.webhook_secret
+        assert len(job.webhook_secret or "") > 20
         fetched = [r.body["task_ids"] for r in bot.sim.state.requests_to("/gen/v2/multi_fetch")]
-        assert fetched == (
-            [] if dialect == "default" else [[job.provider_id], [upscale.provider_id]]
-        )
+        assert fetched == ([[job.provider_id], [upscale.provider_id]] if dialect == "spec" else [])
         assert [a.status for a in bot.sim.state.webhook_attempts] == [200, 200]
         done = await bot.settled(upscale.id)
         assert done.last_webhook_at is not None and done.webhook_secret != job.webhook_secret
@@ -183,6 +188,31 @@ async def test_forged_unknown_and_replayed_webhooks_change_nothing(tmp_path: Pat
         assert after is not None and after.status == "posted"
         assert after.result_urls == [real["task_result"]["image_url"], *after.result_urls[1:]]
         assert len(bot.platform.messages) == messages and grid.message.images
+
+
+async def test_a_notification_at_the_bare_address_is_matched_by_the_task_in_its_body(
+    tmp_path: Path,
+) -> None:
+    # A provider that drops the job from the address posts to the bare address (or the path).
+    async with harness(tmp_path, webhooks=True, sim_config=MANUAL) as bot:
+        alice = bot.actor()
+        await alice.command("imagine", prompt="a red fox")
+        job = await bot.latest_job()
+        task, secret = job.provider_id or "", job.webhook_secret or ""
+        bare = bot.settings.webhook.public_url
+        signal = {"data": {"task_id": task, "status": "finished"}}
+        async with aiohttp.ClientSession() as http:
+            assert await _post(http, bare + "/", signal, "wrong-secret") == 401
+            assert await _post(http, bare + "/", {"task_id": "nosuch"}, secret) == 401
+            assert await _post(http, bare + "/", {"status": "finished"}, secret) == 401
+            assert await _post(http, bare + "/webhooks/tasks", "not json", secret) == 401
+            unchanged = await bot.store.get_job(job.id)
+            assert unchanged is not None and unchanged.last_webhook_at is None
+            bot.sim.advance(120)
+            assert await _post(http, bare + "/webhooks/tasks", signal, secret) == 200
+            assert (await bot.result(job.id)).message.images
+            posted = await bot.store.get_job(job.id)
+            assert posted is not None and posted.last_webhook_at is not None
 
 
 def _finished_record(task_id: str, image_url: str) -> dict[str, Any]:
