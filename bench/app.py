@@ -23,6 +23,7 @@ from bot.chat.tools import ChatImageTools
 from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
 from bot.core import Core, Lifecycle, SurfaceRegistry
 from bot.jobs import JobEngines, build_job_engines
+from bot.refs import Refs
 from bot.surface import SurfaceLimits
 from bot.tokens import warm_up
 from genbot.demo import free_port
@@ -109,7 +110,7 @@ async def running_bot(
         ]
         receiver = webhook_receiver(settings, jobs)
         listeners: list[Lifecycle] = [receiver] if receiver is not None else []
-        core = Core(surfaces, features, engine, [*services, *listeners])
+        core = Core(surfaces, features, engine, [*services, *listeners], refs=Refs(store))
         await core.start()
         stack.push_async_callback(core.stop)
         yield BenchBot(settings, store, provider, budget, jobs, core, platform, engine)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 from bot.api.chat import allowed_chat_models, plan_allows
 from bot.buttons import modal_for, read_settings
@@ -36,6 +36,7 @@ from bot.core import Homes, SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, Event, HomeOpened, ModalSubmit, OptionValue
 from bot.forms import show_refused
 from bot.parsing import CommandError, help_text
+from bot.refs import Referent, RefKind
 from bot.splitting import split_text
 from bot.surface import RateLimited, SpellsCommands, Surface, SurfaceError
 from storage import (
@@ -164,7 +165,7 @@ class AccountFeature:
     """
 
     commands = frozenset({"settings", "usage", "help"})
-    actions = frozenset({SETTINGS_ACTION})
+    actions: ClassVar[Mapping[str, RefKind]] = {SETTINGS_ACTION: RefKind.SCOPE}
 
     def __init__(
         self,
@@ -195,20 +196,20 @@ class AccountFeature:
             else:
                 await self._open_form(event, scope)
 
-    async def on_button(self, event: ButtonPress) -> None:
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """A settings button opens the settings form of the scope in its reference."""
-        await self._open_form(event, self._scope(event, event.ref))
+        await self._open_form(event, self._scope(event, referent.detail))
 
     def check_modal(self, event: ModalSubmit) -> None:
         """A settings form's values, checked like ``/settings`` options."""
         read_settings(event.values)
 
-    async def on_modal(self, event: ModalSubmit) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         """A submitted settings form: validated like ``/settings`` options, then stored in
         the scope its reference names; refused values bring the form back, filled in."""
         if event.action != SETTINGS_ACTION:
             raise UserError("This form is no longer supported.")
-        scope = self._scope(event, event.ref)
+        scope = self._scope(event, referent.detail)
         try:
             values = read_settings(event.values)
             await self._save(event, values, scope)

@@ -13,6 +13,7 @@ from bot.config import ChatSettings, CoreSettings
 from bot.core import Core, SurfaceRegistry
 from bot.home import HomeFeature
 from bot.jobs import JobEngines, build_job_engines
+from bot.refs import Refs
 from bot.surface import Surface
 from storage import SettingValues, Storage
 
@@ -45,7 +46,8 @@ def build_core(
     shards: str | None = None,
 ) -> tuple[Core, JobEngines]:
     """The core with every feature, answering on ``surfaces`` (one per platform), and the job
-    engines (for tests and benchmarks to inspect). ``open_channels`` and ``shards``: see
+    engines (for tests and benchmarks to inspect). ``open_channels``: per platform, the channels
+    whose job buttons anyone may press (:class:`bot.refs.Refs`); ``shards``: see
     :func:`bot.jobs.build_job_engines`.
 
     One :class:`RenderBudget` is shared by chat streams and job progress edits, so together
@@ -59,7 +61,6 @@ def build_core(
         provider,
         registry,
         budget=budget,
-        open_channels=open_channels,
         shards=shards,
     )
     chat = ChatEngine(
@@ -93,5 +94,6 @@ def build_core(
         services=jobs.services,
         plan=settings.api.plan,
         home=home,
+        refs=Refs(store, open_channels),
     )
     return core, jobs

@@ -30,6 +30,7 @@ from bot.events import (
 from bot.forms import FormError
 from bot.metered import MeteredSurface
 from bot.parsing import CommandError, parse_command_text, validate_options
+from bot.refs import Referent, RefKind, RefRefused, Refs, nothing_named
 from bot.surface import Surface
 from storage import StorageError
 
@@ -69,21 +70,28 @@ class UserError(Exception):
 
 
 class Feature(Protocol):
-    """A part of genbot that owns some commands and button actions."""
+    """A part of genbot that owns some commands and button actions; ``actions`` says what
+    each action's ref names (the core resolves and checks it, see :mod:`bot.refs`)."""
 
     commands: frozenset[str]
-    actions: frozenset[str]
+
+    @property
+    def actions(self) -> Mapping[str, RefKind]:
+        """What each of the feature's button and form actions names in its ref."""
+        ...
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """Act on a command whose options were parsed and validated."""
         ...
 
-    async def on_button(self, event: ButtonPress) -> None:
-        """Act on a press of one of this feature's buttons."""
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+        """Act on a press of one of this feature's buttons; ``referent`` is what its ref
+        names, which the presser may use."""
         ...
 
-    async def on_modal(self, event: ModalSubmit) -> None:
-        """Act on a submitted form of one of this feature's actions."""
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+        """Act on a submitted form of one of this feature's actions (``referent``: as for
+        :meth:`on_button`)."""
         ...
 
 
@@ -142,7 +150,9 @@ class SurfaceRegistry:
 
 
 class Core:
-    """Routes events to features; implements :class:`bot.events.EventHandler`."""
+    """Routes events to features; implements :class:`bot.events.EventHandler`. ``refs``
+    resolves the refs of presses and submissions (required when an action's ref names
+    something)."""
 
     def __init__(
         self,
@@ -153,21 +163,30 @@ class Core:
         *,
         plan: str = "developer",
         home: Homes | None = None,
+        refs: Refs | None = None,
     ) -> None:
         self.surfaces = surfaces
+        self.refs = refs
         self.plan = plan
         self._home = home
         self._conversations = conversations
         self._services = services
         self._by_command: dict[str, Feature] = {}
-        self._by_action: dict[str, Feature] = {}
+        self._by_action: dict[str, tuple[Feature, RefKind]] = {}
         for feature in features:
             for name in feature.commands:
                 if name not in COMMANDS_BY_NAME:
                     raise ValueError(f"feature claims unknown command {name!r}")
                 self._by_command[name] = feature
-            for action in feature.actions:
-                self._by_action[action] = feature
+            for action, kind in feature.actions.items():
+                if kind is not RefKind.NONE and refs is None:
+                    raise ValueError(f"action {action!r} names a {kind}: the core needs refs")
+                self._by_action[action] = (feature, kind)
+
+    @property
+    def actions(self) -> dict[str, RefKind]:
+        """Every action the features own, with what its ref names (the action table)."""
+        return {action: kind for action, (_, kind) in self._by_action.items()}
 
     def chat_models(self) -> tuple[str, ...]:
         """The chat models users are offered: those the workspace's ``[api] plan`` allows."""
@@ -191,7 +210,8 @@ class Core:
         """What is wrong with a submitted form's own values, by field id (see
         :class:`bot.events.FormChecks`); a problem that is not about one field is left to
         :meth:`handle`."""
-        feature = self._by_action.get(event.action)
+        owner = self._by_action.get(event.action)
+        feature = owner[0] if owner is not None else None
         if not isinstance(feature, ChecksForms):
             return {}
         try:
@@ -206,7 +226,7 @@ class Core:
         """Act on ``event``; user-facing problems become ephemeral replies, never exceptions."""
         try:
             await self._route(event)
-        except (UserError, CommandError) as error:
+        except (UserError, CommandError, RefRefused) as error:
             await self._tell(event, str(error))
         except ApiError as error:
             log.warning("provider call failed for %s: %s", type(event).__name__, error)
@@ -226,20 +246,28 @@ class Core:
                 raise UserError(f"genbot does not know the command /{event.name}.")
             await feature.on_command(event, self._options(event))
         elif isinstance(event, ButtonPress):
-            await self._owner(event.action).on_button(event)
+            feature, referent = await self._resolve(event)
+            await feature.on_button(event, referent)
         elif isinstance(event, ModalSubmit):
-            await self._owner(event.action).on_modal(event)
+            feature, referent = await self._resolve(event)
+            await feature.on_modal(event, referent)
         elif isinstance(event, HomeOpened):
             if self._home is not None:
                 await self._home.on_home(event)
         elif self._conversations is not None:
             await self._conversations.on_message(event)
 
-    def _owner(self, action: str) -> Feature:
-        feature = self._by_action.get(action)
-        if feature is None:
+    async def _resolve(self, event: ButtonPress | ModalSubmit) -> tuple[Feature, Referent]:
+        """The feature owning ``event``'s action and what its ref names, once the presser
+        may use it (the one ownership check: :mod:`bot.refs`)."""
+        owner = self._by_action.get(event.action)
+        if owner is None:
             raise UserError("This button is no longer supported.")
-        return feature
+        feature, kind = owner
+        if kind is RefKind.NONE:
+            return feature, nothing_named(event)
+        assert self.refs is not None
+        return feature, await self.refs.resolve(event, kind)
 
     def _options(self, event: Command) -> dict[str, OptionValue]:
         spec = COMMANDS_BY_NAME[event.name]

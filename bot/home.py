@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from bot import posting
 from bot.account import SETTINGS_ACTION
@@ -25,6 +25,7 @@ from bot.jobs.marks import place_of
 from bot.jobs.result_messages import ResultMessages
 from bot.outbound import Button, OutMessage
 from bot.posting import WritePolicy, WriteRateLimited
+from bot.refs import Referent, RefKind
 from bot.surface import RateLimited, SurfaceError
 from storage import (
     EffectiveSettings,
@@ -111,7 +112,7 @@ class HomeFeature:
     """Draws homes and posts results again (the ``repost`` button)."""
 
     commands: frozenset[str] = frozenset()
-    actions = frozenset({REPOST_ACTION})
+    actions: ClassVar[Mapping[str, RefKind]] = {REPOST_ACTION: RefKind.JOB}
 
     def __init__(
         self,
@@ -172,14 +173,14 @@ class HomeFeature:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot's home has no commands.")
 
-    async def on_modal(self, event: ModalSubmit) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         raise UserError("This form is no longer supported.")
 
-    async def on_button(self, event: ButtonPress) -> None:
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """Post the result of the job in the button's reference again, in the presser's
         conversation with genbot."""
-        job = await self.store.get_job(event.ref)
-        if job is None or job.status != "posted" or job.result_message_id is None:
+        job = referent.job
+        if job.status != "posted" or job.result_message_id is None:
             raise UserError("That job has no result to post again.")
         if job.requester_id != event.user.id and not event.user.is_admin:
             raise UserError("Only the person who made this image can post it again from here.")

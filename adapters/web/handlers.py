@@ -17,7 +17,7 @@ from aiohttp import BodyPartReader, web
 
 from adapters.listener import refused
 from adapters.web.messages import StoredFile, WebMessage
-from adapters.web.platform import WebContext, web_place
+from adapters.web.platform import WebContext, can_see, web_place
 from adapters.web.playground import Playground
 from adapters.web.routes import ADAPTER, USER, Serving, json_error
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
@@ -194,9 +194,10 @@ async def message(request: web.Request) -> web.Response:
 
 
 async def button(request: web.Request) -> web.Response:
-    """``{"message_id": ..., "custom_id": "gb:upscale1:<ref>", "channel": ...}``; ``channel``
-    matters only for messages the playground no longer keeps (posted before a restart without
-    a history file, or scrolled out)."""
+    """``{"message_id": ..., "custom_id": "gb:upscale1:<ref>"}``: a press of a button on a
+    message the playground showed (kept in memory, or saved in its history by an earlier run
+    or another process) and the presser can see; the core then decides whether the presser may
+    use what the button names (:mod:`bot.refs`)."""
     adapter, user = request.app[ADAPTER], request[USER]
     body = await _json_body(request)
     message_id = _string(body, "message_id")
@@ -204,22 +205,18 @@ async def button(request: web.Request) -> web.Response:
     decoded = decode_custom_id(custom_id)
     if decoded is None:
         raise BadInput("That is not one of genbot's buttons.")
-    shown = adapter.playground.store.get(message_id)
+    shown = await pressed_message(adapter.playground, message_id)
     if shown is None:
-        # Posted by an earlier run: the custom id carries the job, and the core decides who
-        # may press it, so a button keeps working after a restart.
-        place = web_place(parse_channel(body.get("channel"), user.id))
-    elif shown.visible_to not in (None, user.id):
+        raise BadInput("That message is no longer in the playground.")
+    if shown.visible_to not in (None, user.id) or not can_see(shown.channel, user.id):
         raise BadInput("That message is not yours to use.")
-    elif not shown.has_button(custom_id):
+    if not shown.has_button(custom_id):
         raise BadInput("That button is no longer on the message.")
-    else:
-        place = web_place(shown.channel, shown.thread)
     action, ref = decoded
     event_id = adapter.playground.store.new_id()
     event = ButtonPress(
         user=user,
-        place=place,
+        place=web_place(shown.channel, shown.thread),
         context=WebContext(message_id),
         message_id=message_id,
         action=action,
@@ -227,6 +224,16 @@ async def button(request: web.Request) -> web.Response:
     )
     adapter.dispatch(event, event_id)
     return _accepted(event_id)
+
+
+async def pressed_message(playground: Playground, message_id: str) -> WebMessage | None:
+    """The message ``message_id`` as the playground shows it, else as its history saved it
+    (posted by an earlier run, or scrolled out of memory); None when neither knows it."""
+    shown = playground.store.get(message_id)
+    if shown is not None or playground.journal is None or not message_id:
+        return shown
+    saved = await playground.journal.fetch(message_id, with_images=False)
+    return saved[0] if saved is not None else None
 
 
 async def modal(request: web.Request) -> web.Response:

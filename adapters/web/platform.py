@@ -51,6 +51,11 @@ def is_dm_channel(channel: str) -> bool:
     return channel.startswith(DM_PREFIX)
 
 
+def can_see(channel: str, user_id: str) -> bool:
+    """Whether ``user_id`` sees ``channel``: every channel but other people's DMs."""
+    return not is_dm_channel(channel) or channel == dm_channel(user_id)
+
+
 def web_place(channel: str, thread: str | None = None) -> Place:
     """Where a playground message lives. A user's direct messages with genbot are a DM (each
     message is a turn); other channels are channels: /chat and @genbot open threads there."""

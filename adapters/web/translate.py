@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from adapters.web.platform import dm_channel, is_dm_channel
+from adapters.web.platform import can_see
 from bot.command_images import assign_images, image_options, usage_name
 from bot.commands import CHAT_MODELS, COMMANDS, CommandSpec, option_choices
 from bot.outbound import Modal
@@ -56,7 +56,7 @@ def parse_channel(value: object, user_id: str | None = None) -> str:
         return DEFAULT_CHANNEL
     if not isinstance(value, str) or not CHANNEL_PATTERN.match(value):
         raise BadInput("Invalid channel name: use 1 to 32 lowercase letters, digits, '-' or '_'.")
-    if user_id is not None and is_dm_channel(value) and value != dm_channel(user_id):
+    if user_id is not None and not can_see(value, user_id):
         raise BadInput("Those are someone else's direct messages.")
     return value
 

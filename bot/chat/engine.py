@@ -18,7 +18,7 @@ import contextlib
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from bot import posting
 from bot.account import command_names
@@ -67,6 +67,7 @@ from bot.events import (
 from bot.outbound import Button, OutMessage
 from bot.parsing import check_text
 from bot.posting import WritePolicy
+from bot.refs import Referent, RefKind
 from bot.render import RenderResult
 from bot.surface import Surface
 from storage import (
@@ -119,7 +120,10 @@ class ChatEngine:
     """
 
     commands = frozenset({"chat"})
-    actions = frozenset({VISION_ACTION, PICK_ACTION})
+    actions: ClassVar[Mapping[str, RefKind]] = {
+        VISION_ACTION: RefKind.CONVERSATION,
+        PICK_ACTION: RefKind.ALTERNATIVE,
+    }
 
     def __init__(
         self,
@@ -226,19 +230,15 @@ class ChatEngine:
             target = replace(target, conversation=updated)
         await self._converse(surface, target, user, params, prompt, [], message_ids, place)
 
-    async def on_button(self, event: ButtonPress) -> None:
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """``Use llm-4-vision-preview``: switch the conversation and answer its last message;
         ``Use N``: continue from alternative answer N (:mod:`bot.chat.alternatives`)."""
+        conversation = referent.conversation
         if event.action == PICK_ACTION:
-            await self._pick(event)
+            await self._pick(event, conversation)
             return
         if event.action != VISION_ACTION:
             raise UserError("This button is no longer supported.")
-        conversation = None
-        if event.ref.isdigit():
-            conversation = await self.store.get_conversation(int(event.ref))
-        if conversation is None:
-            raise UserError("This conversation no longer exists.")
         surface = self.surfaces.get(event.place.platform)
         check_plan(VISION_MODEL, self.plan, settings_command=_settings_command(surface))
         async with self._turn(conversation.id):
@@ -262,18 +262,15 @@ class ChatEngine:
             target = Target(switched, event.place, event)
             await self.answerer.answer(surface, target, event.user, params, history)
 
-    async def _pick(self, event: ButtonPress) -> None:
+    async def _pick(self, event: ButtonPress, conversation: Conversation) -> None:
         pick = Pick.parse(event.ref)
-        conversation = await self.store.get_conversation(pick.conversation_id)
-        if conversation is None:
-            raise UserError("This conversation no longer exists.")
         surface = self.surfaces.get(event.place.platform)
         async with self._turn(conversation.id):
             await pick_alternative(
                 self.store, self.budget, surface, event.place, event.message_id, pick
             )
 
-    async def on_modal(self, event: ModalSubmit) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         """The chat engine opens no forms."""
         raise UserError("This form is no longer supported.")
 

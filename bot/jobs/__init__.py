@@ -3,7 +3,8 @@
 The composition root (:func:`bot.assembly.build_core`) wires everything with one call::
 
     jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
-    core = Core(surfaces, [*jobs.features, ...], conversations, [*jobs.services, ...])
+    core = Core(surfaces, [*jobs.features, ...], conversations, [*jobs.services, ...],
+                refs=Refs(store, open_channels))
 
 ``budget`` should be the process's one :class:`~bot.budget.RenderBudget` (shared with the chat
 renderer); ``jobs.chat_jobs`` is the :class:`ChatJobs` handle for the chat engine's functions.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.api import InvalidRequest, ProviderClient
@@ -131,7 +132,6 @@ def build_job_engines(
     surfaces: SurfaceRegistry,
     *,
     budget: RenderBudget | None = None,
-    open_channels: Mapping[str, frozenset[str]] | None = None,
     shards: str | None = None,
     clock: Callable[[], float] = time.time,
 ) -> JobEngines:
@@ -139,8 +139,7 @@ def build_job_engines(
     :attr:`JobEngines.services` (media session, tracker — in start order) go to the core,
     :attr:`JobEngines.chat_jobs` to the chat engine.
 
-    ``open_channels``: the channels per platform whose job buttons anyone may press (see
-    :class:`bot.jobs.limits.Limits`); ``shards``: the platform shards this process runs, for
+    ``shards``: the platform shards this process runs, for
     the cluster's view; ``clock`` times polls, timeouts and delivery retries.
     """
     limits_settings = settings.limits
@@ -160,10 +159,7 @@ def build_job_engines(
         else None
     )
     delivery = Delivery(store, surfaces, budget or RenderBudget(), media, watch, clock=clock)
-    limits = Limits(
-        limits_settings,
-        open_channels or {},
-    )
+    limits = Limits(limits_settings)
     tracker = Tracker(
         store,
         provider,

@@ -9,6 +9,7 @@ hides it instead of reporting a failure. Only the requester (or an admin) may ca
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 from bot.core import SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
@@ -16,6 +17,7 @@ from bot.jobs import wording
 from bot.jobs.delivery import Delivery
 from bot.jobs.progress_messages import CANCEL_ACTION
 from bot.jobs.watch import JobWatch
+from bot.refs import Referent, RefKind
 from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter, result_with
 
 CANCELLABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"unknown"}
@@ -25,7 +27,7 @@ class JobCancel:
     """The Cancel button (a feature of the core)."""
 
     commands: frozenset[str] = frozenset()
-    actions = frozenset({CANCEL_ACTION})
+    actions: ClassVar[Mapping[str, RefKind]] = {CANCEL_ACTION: RefKind.JOB}
 
     def __init__(
         self, store: JobWriter, surfaces: SurfaceRegistry, delivery: Delivery, watch: JobWatch
@@ -38,14 +40,12 @@ class JobCancel:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
 
-    async def on_modal(self, event: ModalSubmit) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         raise UserError("This form is no longer supported.")
 
-    async def on_button(self, event: ButtonPress) -> None:
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """Stop following the job and hide it, then say what that means for credits."""
-        job = await self._store.get_job(event.ref)
-        if job is None or job.platform != event.place.platform:
-            raise UserError("genbot has no record of this job any more.")
+        job = referent.job
         if not (event.user.is_admin or event.user.id == job.requester_id):
             raise UserError("Only the person who started this job can cancel it.")
         if job.status == "creating":

@@ -11,6 +11,7 @@ Imagine all starts what the user's caps allow and names the prompts it could not
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 from bot.api import DescribeRequest, ImagineRequest, ProcessMode, ProviderClient
 from bot.buttons import DESCRIBE_ACTIONS
@@ -24,6 +25,7 @@ from bot.jobs.input_checks import check_form_prompt
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
 from bot.parsing import CommandError
+from bot.refs import Referent, RefKind
 from storage import DescribeParams, ImageParams, Job, JobResult, SettingsReader
 
 AGAIN = "describe_again"
@@ -35,7 +37,9 @@ class DescribeButtons:
     """The describe result's buttons (a feature of the core)."""
 
     commands: frozenset[str] = frozenset()
-    actions = frozenset({*DESCRIBE_ACTIONS, AGAIN, ALL})
+    actions: ClassVar[Mapping[str, RefKind]] = dict.fromkeys(
+        (*DESCRIBE_ACTIONS, AGAIN, ALL), RefKind.JOB
+    )
 
     def __init__(
         self, starter: JobStarter, provider: ProviderClient, settings: SettingsReader
@@ -47,9 +51,9 @@ class DescribeButtons:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
 
-    async def on_button(self, event: ButtonPress) -> None:
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """Edit-then-imagine (or imagine) a prompt, describe again, or imagine all four."""
-        parent = await self._starter.pressed_job(event)
+        parent = referent.job
         prompts = self._prompts(parent)
         if event.action == AGAIN:
             await self._describe_again(event, parent)
@@ -71,9 +75,9 @@ class DescribeButtons:
             raise FormError(PROMPT_FIELD, "The prompt is empty; write what to imagine.")
         check_form_prompt(prompt)
 
-    async def on_modal(self, event: ModalSubmit) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         """Imagine the edited prompt (the form comes back when it is refused)."""
-        parent = await self._starter.pressed_job(event)
+        parent = referent.job
         self._number(event.action, self._prompts(parent))
         prompt = event.values.get(PROMPT_FIELD, "").strip()
         try:

@@ -12,7 +12,7 @@ and ``body``), so 🔄 can replay it. Images given as attachments are passed by 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from bot.api import ProviderClient
 from bot.buttons import DIFFUSION_ACTIONS
@@ -33,6 +33,7 @@ from bot.jobs.derivatives import values_digest
 from bot.jobs.diffusion_calls import DIFFUSION_ENDPOINTS, Clock, DiffusionEndpoint, endpoint_named
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.parsing import CommandError, parse_command_text, validate_options
+from bot.refs import Referent, RefKind
 from storage import DiffusionParams, Job
 
 COMMON_FIELDS: dict[str, str] = {
@@ -63,7 +64,10 @@ class DiffusionJobs:
     """The diffusion feature (see the module docstring)."""
 
     commands = frozenset(f"diffusion.{endpoint}" for endpoint in DIFFUSION_ENDPOINTS)
-    actions = frozenset(DIFFUSION_ACTIONS) | frozenset(DIFFUSION_UPLOADS.values())
+    actions: ClassVar[Mapping[str, RefKind]] = {
+        **dict.fromkeys(DIFFUSION_ACTIONS, RefKind.JOB),
+        **dict.fromkeys(DIFFUSION_UPLOADS.values(), RefKind.NONE),
+    }
 
     def __init__(
         self, starter: JobStarter, provider: ProviderClient, limits: LimitsSettings, clock: Clock
@@ -155,9 +159,9 @@ class DiffusionJobs:
 
     # Buttons and forms ------------------------------------------------------------------------
 
-    async def on_button(self, event: ButtonPress) -> None:
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """🔄, Upscale, or open the Use-as-init form."""
-        parent = await self._starter.pressed_job(event)
+        parent = referent.job
         image = self._output(parent)
         if event.action == "diff_init":
             modal = form_for(event.action, parent.id, parent.prompt)
@@ -189,7 +193,7 @@ class DiffusionJobs:
                 except CommandError as error:
                     raise FormError(OPTIONS_FIELD, str(error)) from None
 
-    async def on_modal(self, event: ModalSubmit) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         """Start img2img from a submitted Use-as-init form, or the job of an upload form."""
         for endpoint, action in DIFFUSION_UPLOADS.items():
             if event.action == action:
@@ -197,7 +201,7 @@ class DiffusionJobs:
                 return
         if event.action != "diff_init":
             raise UserError("This form is no longer supported.")
-        parent = await self._starter.pressed_job(event)
+        parent = referent.job
         image = self._output(parent)
         try:
             form = read_init(event.values)

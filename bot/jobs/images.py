@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, get_args
+from typing import Any, ClassVar, get_args
 
 from bot.api import (
     BlendDimension,
@@ -54,6 +54,7 @@ from bot.jobs.task_call import TaskCall
 from bot.masks import build_mask
 from bot.outbound import MODAL_ACTIONS, REMIX_ACTIONS, REMIX_PREFIX
 from bot.parsing import CommandError
+from bot.refs import Referent, RefKind
 from storage import (
     BlendParams,
     DescribeParams,
@@ -101,7 +102,7 @@ class ImageJobs:
     """The image task feature (see the module docstring)."""
 
     commands = frozenset({"imagine", "describe", "blend"})
-    actions = IMAGE_ACTIONS
+    actions: ClassVar[Mapping[str, RefKind]] = dict.fromkeys(IMAGE_ACTIONS, RefKind.JOB)
 
     def __init__(
         self,
@@ -252,9 +253,9 @@ class ImageJobs:
 
     # Buttons and forms ------------------------------------------------------------------------
 
-    async def on_button(self, event: ButtonPress) -> None:
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """Open a form, or start the follow-up the pressed button asks for."""
-        parent = await self._starter.pressed_job(event)
+        parent = referent.job
         if event.action in MODAL_ACTIONS:
             self._check_origin(parent, event.action.removeprefix(REMIX_PREFIX))
             image = parent.result_urls[0] if parent.result_urls else ""
@@ -274,9 +275,9 @@ class ImageJobs:
         """A Custom Zoom, Vary (Region) or Remix form's own checks (see :func:`read_form`)."""
         read_form(event)
 
-    async def on_modal(self, event: ModalSubmit) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         """Start a Custom Zoom, Vary (Region) or remixed job from a submitted form."""
-        parent = await self._starter.pressed_job(event)
+        parent = referent.job
         action = event.action.removeprefix(REMIX_PREFIX)
         origin = self._check_origin(parent, action)
         aspect = ImageParams.of(parent).aspect_ratio

@@ -1,4 +1,4 @@
-"""Caps, budgets and button permissions for image and diffusion jobs.
+"""Caps and budgets for image and diffusion jobs.
 
 - Concurrent jobs: a user may have at most ``max_concurrent_jobs_per_user`` jobs that are being
   created, in flight at the provider, or sent but unconfirmed (``unknown``) — both families
@@ -7,8 +7,6 @@
   (UTC) may start no new job (``0`` disables the budget). Credits land in the ledger when an
   image task's result is posted and when a diffusion job is accepted, so a budget can be
   overshot by the jobs already running — the cap bounds that.
-- Buttons act only for the job's requester, unless the channel is open for the platform (the
-  adapters' ``open_channel_ids``, given by the composition root), or the presser is an admin.
 
 Admins (``User.is_admin``, decided by the adapter) bypass every cap. The caps are checked by the
 store in the same transaction that writes the job row
@@ -17,24 +15,17 @@ store in the same transaction that writes the job row
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from bot.config import LimitsSettings
 from bot.core import UserError
-from bot.events import Event, User
-from storage import Job, JobQuota, QuotaRefusal
+from bot.events import User
+from storage import JobQuota, QuotaRefusal
 
 
 class Limits:
-    """The caps of ``[limits]`` and the button permission rule."""
+    """The caps of ``[limits]`` (who may press a job's buttons: :mod:`bot.refs`)."""
 
-    def __init__(
-        self,
-        settings: LimitsSettings,
-        open_channels: Mapping[str, frozenset[str]] | None = None,
-    ) -> None:
+    def __init__(self, settings: LimitsSettings) -> None:
         self.settings = settings
-        self.open_channels: dict[str, frozenset[str]] = dict(open_channels or {})
 
     def quota_for(self, user: User) -> JobQuota:
         """The limits a new job of ``user`` must respect (none for admins)."""
@@ -58,17 +49,3 @@ class Limits:
             f"You have used {refusal.used} of your {refusal.allowed} credits for today — that is "
             "the daily budget; it resets at 00:00 UTC."
         )
-
-    def may_press(self, event: Event, job: Job) -> bool:
-        """Whether ``event``'s user may use the buttons (or forms) of ``job``."""
-        if event.user.is_admin or event.user.id == job.requester_id:
-            return True
-        return event.place.channel_id in self.open_channels.get(event.place.platform, frozenset())
-
-    def check_press(self, event: Event, job: Job) -> None:
-        """Raise :class:`UserError` unless ``event``'s user may use ``job``'s buttons."""
-        if not self.may_press(event, job):
-            raise UserError(
-                "Only the person who started this job can use its buttons here "
-                "(this channel is not open to everyone)."
-            )

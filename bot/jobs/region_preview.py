@@ -20,7 +20,7 @@ import io
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from PIL import Image, ImageFilter
 
@@ -32,6 +32,7 @@ from bot.jobs.starter import JobStarter
 from bot.masks import build_mask
 from bot.outbound import Button, ImageFile, OutMessage
 from bot.parsing import CommandError
+from bot.refs import PREVIEW_SEPARATOR, Referent, RefKind
 from bot.surface import SendsPrivately, SurfaceError
 from storage import Job, JobWriter
 
@@ -43,22 +44,14 @@ PREVIEW_ACTIONS = frozenset({RUN_ACTION, EDIT_ACTION})
 DRAFTS = "region_drafts"
 DRAFTS_KEPT = 8
 PREVIEW_SIDE = 384
-REF_SEPARATOR = "~"
 _DIM = 0.6
 _TINT = (88, 101, 242)
 
 
 def preview_ref(job_id: str, digest: str) -> str:
-    """The ``ref`` of a preview's buttons: the image's job and the submission's digest."""
-    return f"{job_id}{REF_SEPARATOR}{digest}"
-
-
-def split_ref(ref: str) -> tuple[str, str]:
-    """``(job id, digest)`` from :func:`preview_ref`'s ``ref``."""
-    job_id, _, digest = ref.partition(REF_SEPARATOR)
-    if not job_id or not digest:
-        raise UserError("This preview is no longer supported: press Vary (Region) again.")
-    return job_id, digest
+    """The ``ref`` of a preview's buttons: the image's job and the submission's digest (read
+    back by :class:`bot.refs.Refs`)."""
+    return f"{job_id}{PREVIEW_SEPARATOR}{digest}"
 
 
 def draft_of(job: Job, digest: str) -> Mapping[str, str]:
@@ -163,7 +156,7 @@ class PreviewButtons:
     """▶️ Run and ✏️ Edit under a preview (a feature of the core)."""
 
     commands: frozenset[str] = frozenset()
-    actions = PREVIEW_ACTIONS
+    actions: ClassVar[Mapping[str, RefKind]] = dict.fromkeys(PREVIEW_ACTIONS, RefKind.PREVIEW)
 
     def __init__(self, starter: JobStarter, runner: RegionRunner, media: MediaFetcher) -> None:
         self._starter = starter
@@ -173,15 +166,14 @@ class PreviewButtons:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
 
-    async def on_modal(self, event: ModalSubmit) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         raise UserError("This form is no longer supported.")
 
-    async def on_button(self, event: ButtonPress) -> None:
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """Run the previewed job, or open its form again with its values (and, where forms
         show images, the preview)."""
-        job_id, digest = split_ref(event.ref)
-        pressed = replace(event, ref=job_id)
-        parent = await self._starter.pressed_job(pressed)
+        parent, digest = referent.job, referent.detail
+        pressed = replace(event, ref=parent.id)
         values = draft_of(parent, digest)
         try:
             form = read_region(values)

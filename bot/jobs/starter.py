@@ -48,7 +48,7 @@ from bot.api.errors import (
 from bot.api.ratelimit import observe_waits
 from bot.api.validation import check_http_url
 from bot.core import SurfaceRegistry, UserError
-from bot.events import Attachment, ButtonPress, Event, ModalSubmit
+from bot.events import Attachment, Event, ModalSubmit
 from bot.forms import show_refused
 from bot.jobs.delivery import Delivery
 from bot.jobs.hosting import MediaHost
@@ -163,7 +163,7 @@ class StarterStorage(JobWriter, JobAdmission, MessageLinks, UsageLedger, Protoco
 
 
 class JobStarter:
-    """Starts jobs (see the module docstring) and resolves what buttons and forms refer to."""
+    """Starts jobs (see the module docstring)."""
 
     def __init__(
         self,
@@ -311,20 +311,6 @@ class JobStarter:
             if job.status != "create_failed":
                 raise UserError(_already(job, await self.delivery.marks.link(job)))
         raise UserError("That button has failed too many times on this image; start a new job.")
-
-    async def pressed_job(self, event: ButtonPress | ModalSubmit) -> Job:
-        """The job a button or form refers to (by its ``ref``, else by the pressed message),
-        once ``event``'s user is allowed to use it; :class:`UserError` otherwise."""
-        job = await self.store.get_job(event.ref) if event.ref else None
-        if job is None and isinstance(event, ButtonPress):
-            place = event.place
-            job = await self.store.job_for_message(
-                place.platform, place.channel_id, event.message_id
-            )
-        if job is None or job.platform != event.place.platform:
-            raise UserError("genbot has no record of this image any more.")
-        self.limits.check_press(event, job)
-        return job
 
     async def offer_upload(self, event: Event, form: Modal, needs: str) -> None:
         """Open ``form`` (it asks for files) where the platform's forms take files; else

@@ -5,6 +5,7 @@ command is refused with what it needs, as before. The submitted form starts the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 from bot.core import UserError
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
@@ -18,6 +19,7 @@ from bot.forms import (
 )
 from bot.jobs.images import ImageJobs
 from bot.jobs.starter import JobStarter
+from bot.refs import Referent, RefKind
 
 DESCRIBE = "describe_upload"
 BLEND = "blend_upload"
@@ -27,7 +29,7 @@ class UploadForms:
     """The submitted upload forms (a feature of the core)."""
 
     commands: frozenset[str] = frozenset()
-    actions = frozenset({DESCRIBE, BLEND})
+    actions: ClassVar[Mapping[str, RefKind]] = dict.fromkeys((DESCRIBE, BLEND), RefKind.NONE)
 
     def __init__(self, starter: JobStarter, images: ImageJobs) -> None:
         self._starter = starter
@@ -36,10 +38,10 @@ class UploadForms:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
 
-    async def on_button(self, event: ButtonPress) -> None:
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         raise UserError("This button is no longer supported.")
 
-    async def on_modal(self, event: ModalSubmit) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         """Describe the uploaded (or linked) image, or blend the uploaded images; a form
         missing what it needs comes back with the reason."""
         if event.action == DESCRIBE:

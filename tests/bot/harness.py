@@ -37,6 +37,7 @@ from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSett
 from bot.core import Conversations, Core, Feature, Lifecycle, SurfaceRegistry
 from bot.events import Place, User
 from bot.jobs import JobEngines, build_job_engines
+from bot.refs import Refs
 from bot.surface import SurfaceLimits
 from genbot.demo import free_port
 from genbot.settings import Settings
@@ -192,7 +193,6 @@ async def running_genbot(
             provider,
             surfaces,
             budget=budget,
-            open_channels=open_channels or {},
         )
         parts = Parts(settings, store, provider, surfaces, budget, jobs)
         extra = list(features(parts)) if features is not None else []
@@ -200,7 +200,11 @@ async def running_genbot(
         receiver = webhook_receiver(settings, jobs)
         listeners: list[Lifecycle] = [receiver] if receiver is not None else []
         core = Core(
-            surfaces, [*jobs.features, *extra], chat, [*jobs.services, *listeners, *services]
+            surfaces,
+            [*jobs.features, *extra],
+            chat,
+            [*jobs.services, *listeners, *services],
+            refs=Refs(store, open_channels),
         )
         await core.start()
         stack.push_async_callback(core.stop)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 import pytest
 
@@ -15,6 +16,7 @@ from bot.core import (
     UserError,
 )
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue, Place, User, UserMessage
+from bot.refs import Referent, RefKind
 from storage import StorageError
 from tests.fakes.platform import FakePlatform
 
@@ -24,7 +26,7 @@ ALICE = User("alice")
 
 class RecordingFeature:
     commands = frozenset({"imagine", "diffusion.txt2img"})
-    actions = frozenset({"upscale1"})
+    actions: ClassVar[Mapping[str, RefKind]] = {"upscale1": RefKind.NONE}
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, object]] = []
@@ -35,10 +37,10 @@ class RecordingFeature:
             raise self.fail_with
         self.seen.append((event.name, dict(options)))
 
-    async def on_button(self, event: ButtonPress) -> None:
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         self.seen.append(("button", event.action))
 
-    async def on_modal(self, event: ModalSubmit) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         self.seen.append(("modal", event.action))
 
 
@@ -102,9 +104,9 @@ async def test_unowned_command_and_action_are_refused(setup: Setup) -> None:
 async def test_buttons_modals_and_messages_are_routed(setup: Setup) -> None:
     core, feature, conversations, _ = setup
     await core.handle(
-        ButtonPress(user=ALICE, place=PLACE, message_id="m", action="upscale1", ref="j")
+        ButtonPress(user=ALICE, place=PLACE, message_id="m", action="upscale1", ref="")
     )
-    await core.handle(ModalSubmit(user=ALICE, place=PLACE, action="upscale1", ref="j"))
+    await core.handle(ModalSubmit(user=ALICE, place=PLACE, action="upscale1", ref=""))
     await core.handle(UserMessage(user=ALICE, place=PLACE, message_id="u1", text="hello"))
     assert feature.seen == [("button", "upscale1"), ("modal", "upscale1")]
     assert conversations.messages == ["hello"]
@@ -167,3 +169,20 @@ async def test_one_service_failing_to_stop_does_not_keep_the_others_running(
     await core.stop()
     assert stopped == ["receiver", "tracker"]
     assert "stopping Service failed" in caplog.text
+
+
+async def test_an_action_naming_something_needs_the_refs_check() -> None:
+    class Naming(RecordingFeature):
+        actions: ClassVar[Mapping[str, RefKind]] = {"upscale1": RefKind.JOB}
+
+    with pytest.raises(ValueError, match="needs refs"):
+        Core(SurfaceRegistry([FakePlatform()]), [Naming()])
+
+
+async def test_a_ref_on_an_action_that_names_nothing_is_refused(setup: Setup) -> None:
+    core, feature, _, platform = setup
+    await core.handle(
+        ButtonPress(user=ALICE, place=PLACE, message_id="m", action="upscale1", ref="job-1")
+    )
+    assert feature.seen == []
+    assert platform.ephemerals_for("alice") == ["This button is no longer supported."]

@@ -129,7 +129,9 @@ async def slack_genbot(
         provider = ProviderClient(settings.api)
         stack.push_async_callback(provider.aclose)
         adapter = SlackAdapter(settings.slack, settings.limits, installations=store)
-        core, jobs = build_core(settings, store, provider, [adapter.surface])
+        core, jobs = build_core(
+            settings, store, provider, [adapter.surface], open_channels=settings.open_channels()
+        )
         await adapter.start(core)
         if adapter.install_url is not None:
             fake.redirect_url = adapter.install_url.replace("/install", "/oauth_redirect")

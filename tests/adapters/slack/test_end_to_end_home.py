@@ -12,6 +12,7 @@ import pytest
 
 from bot.home import RECENT_JOBS
 from bot.outbound import decode_custom_id
+from bot.refs import NOT_YOURS
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import (
@@ -184,5 +185,5 @@ async def test_someone_elses_image_is_not_posted_again_from_the_home(
         await fake.post_interactive(bot.url, pressed)
         refusal = await fake.wait_for(lambda: fake.ephemerals, WAIT)
 
-    assert refusal[0].user == "U3" and "Only the person who made this image" in refusal[0].text
+    assert refusal[0].user == "U3" and refusal[0].text == NOT_YOURS
     assert fake.bot_messages("D1") == [], "nothing posted again"

@@ -91,20 +91,23 @@ async def test_button_press_becomes_a_button_event(
     assert event.place == web_place()
 
 
-async def test_a_button_on_a_message_from_before_a_restart_still_reaches_the_core(
-    browser: ClientSession, core: RecordingCore
+async def test_a_press_names_a_message_the_playground_shows_and_the_presser_sees(
+    browser: ClientSession, core: RecordingCore, adapter: WebAdapter
 ) -> None:
-    body = {"message_id": "from-an-earlier-run", "custom_id": "gb:upscale2:job-3", "channel": "art"}
-    status, _ = await post(browser, "/api/button", body)
-    assert status == 202
-    [event] = await core.wait_for_events(1)
-    assert isinstance(event, ButtonPress)
-    assert (event.action, event.ref, event.message_id) == (
-        "upscale2",
-        "job-3",
-        "from-an-earlier-run",
+    forged = {"message_id": "99", "custom_id": "gb:chat_vision:1", "channel": "art"}
+    assert await post(browser, "/api/button", forged) == (
+        400,
+        {"error": "That message is no longer in the playground."},
     )
-    assert event.place == web_place("art")
+    someone = await adapter.surface.send(
+        web_place("dm-someone"), OutMessage("private", buttons=((Button("U1", "upscale1", "j"),),))
+    )
+    theirs = {"message_id": someone.message_id, "custom_id": "gb:upscale1:j"}
+    assert await post(browser, "/api/button", theirs) == (
+        400,
+        {"error": "That message is not yours to use."},
+    )
+    assert core.events == []
 
 
 async def test_modal_opened_by_a_button_is_submitted_as_modal_submit(
@@ -171,11 +174,7 @@ BAD_INPUTS: list[tuple[str, Any, str]] = [
     ("/api/message", {"text": "   "}, "Empty message: type something or attach an image."),
     ("/api/message", {}, "Empty message"),
     ("/api/button", {"message_id": "x", "custom_id": "zz:upscale1:j"}, "not one of genbot's"),
-    (
-        "/api/button",
-        {"message_id": "x", "custom_id": "gb:upscale1:j", "channel": "Bad!"},
-        "channel",
-    ),
+    ("/api/button", {"message_id": "x", "custom_id": "gb:upscale1:j"}, "no longer in the"),
     ("/api/modal", {"custom_id": "gb:outpaint_custom:j", "values": {}}, "has expired"),
 ]
 

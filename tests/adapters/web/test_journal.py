@@ -21,8 +21,8 @@ from adapters.web.journal import PlaygroundJournal, message_record, playground_p
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from adapters.web.settings import WebSettings
 from bot.core import DATABASE_UNREACHABLE_TEXT
-from bot.events import Command, InboundEvent, Place
-from bot.outbound import ImageFile, OutMessage
+from bot.events import ButtonPress, Command, InboundEvent, Place
+from bot.outbound import Button, ImageFile, OutMessage
 from bot.surface import SurfaceError
 from storage import SqliteStore
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
@@ -113,6 +113,33 @@ async def test_messages_images_and_threads_survive_a_restart(tmp_path: Path) -> 
         assert any(m["kind"] == "ephemeral" for m in after), "the user's private reply"
         pressed = {"message_id": grid["id"], "custom_id": grid["buttons"][0][0]["custom_id"]}
         assert (await post(browser, "/api/button", pressed))[0] == 202
+
+
+async def test_a_press_on_a_message_only_the_history_holds_reaches_the_core(
+    tmp_path: Path,
+) -> None:
+    """Another process (or an earlier run) saved the message; this one never showed it."""
+    core = RecordingCore()
+    async with playground(tmp_path / "genbot.db", core) as adapter, browser_of(adapter) as browser:
+        journal = adapter.playground.journal
+        assert journal is not None
+        buttons = ((Button("U2", "upscale2", "job-3"),),)
+        for message_id, channel in [("elsewhere-1", "art"), ("elsewhere-2", "dm-someone")]:
+            saved = WebMessage(message_id, channel, None, "bot", {"id": "genbot"}, "grid")
+            saved.buttons = buttons
+            await journal.save(saved, [])
+        assert adapter.playground.store.get("elsewhere-1") is None
+
+        pressed = {"message_id": "elsewhere-1", "custom_id": "gb:upscale2:job-3"}
+        assert (await post(browser, "/api/button", pressed))[0] == 202
+        [event] = await core.wait_for_events(1)
+        assert isinstance(event, ButtonPress)
+        assert (event.place, event.ref) == (Place("web", "web", "art", None), "job-3")
+        not_on_it = {"message_id": "elsewhere-1", "custom_id": "gb:upscale1:job-4"}
+        assert (await post(browser, "/api/button", not_on_it))[0] == 400
+        in_their_dm = {"message_id": "elsewhere-2", "custom_id": "gb:upscale2:job-3"}
+        assert (await post(browser, "/api/button", in_their_dm))[0] == 400
+        assert len(core.events) == 1
 
 
 async def test_a_keyed_message_is_posted_once_across_restarts(tmp_path: Path) -> None:

@@ -136,9 +136,7 @@ async def bare_engines(
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         fake = platform or FakePlatform(limits=ROOMY)
         surfaces = SurfaceRegistry([fake])
-        engines = build_job_engines(
-            settings, store, provider, surfaces, open_channels={}, clock=clock
-        )
+        engines = build_job_engines(settings, store, provider, surfaces, clock=clock)
         stack.push_async_callback(engines.media.aclose)
         stack.push_async_callback(engines.tracker.stop)
         yield Bare(engines, fake, store, provider)

@@ -4,25 +4,33 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bot.jobs import wording
+from bot.refs import NOT_YOURS
 from simulator.state import SimulatorConfig
-from tests.bot.harness import harness
+from tests.bot.harness import PLACE, harness
 from tests.bot.jobs.support import press, run_command
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 
 
-async def test_cancel_hides_the_job_and_stops_tracking_it(tmp_path: Path) -> None:
-    async with harness(tmp_path, sim_config=MANUAL) as bot:
+@pytest.mark.parametrize("open_channel", [False, True])
+async def test_cancel_hides_the_job_and_stops_tracking_it(
+    tmp_path: Path, open_channel: bool
+) -> None:
+    channels = {"fake": frozenset({PLACE.channel_id})} if open_channel else {}
+    async with harness(tmp_path, sim_config=MANUAL, open_channels=channels) as bot:
         alice, bob = bot.actor("alice"), bot.actor("bob")
         await alice.command("imagine", prompt="a fox")
         job = await bot.latest_job()
         progress = bot.progress(job)
 
         await bob.press(progress, "❌ Cancel")
-        assert bot.platform.ephemerals_for("bob") == [
-            "Only the person who started this job can cancel it."
-        ]
+        refused = (
+            "Only the person who started this job can cancel it." if open_channel else NOT_YOURS
+        )
+        assert bot.platform.ephemerals_for("bob") == [refused]
         await alice.press(progress, "❌ Cancel")
         cancelled = await bot.settled(job.id)
 

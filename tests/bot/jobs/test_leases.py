@@ -63,7 +63,7 @@ async def process_on(
         )
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         surfaces = SurfaceRegistry([platform])
-        engines = build_job_engines(settings, store, provider, surfaces, open_channels={})
+        engines = build_job_engines(settings, store, provider, surfaces)
         stack.push_async_callback(engines.media.aclose)
         if not dies:
             stack.push_async_callback(engines.tracker.stop)

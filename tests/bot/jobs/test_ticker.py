@@ -42,7 +42,7 @@ async def process_on(
         )
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         engines = build_job_engines(
-            settings, store, provider, SurfaceRegistry([platform]), open_channels={}, clock=clock
+            settings, store, provider, SurfaceRegistry([platform]), clock=clock
         )
         stack.push_async_callback(engines.media.aclose)
         stack.push_async_callback(engines.tracker.stop)

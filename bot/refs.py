@@ -1,0 +1,197 @@
+"""What a button's or form's ``ref`` names, resolved for the person who pressed or submitted it.
+
+Every feature declares, for each action it owns, what kind of thing the action's ref names
+(:class:`RefKind`); the core resolves the ref through :class:`Refs` before any feature runs
+and hands the feature the :class:`Referent`, so the ownership check is made in this one place
+and a new action cannot skip it. A ref resolves only within the presser's platform and
+workspace, and only for the place or the user the thing belongs to:
+
+- a **job** (and a Vary (Region) **preview** of one, whose ref adds the draft's digest; a press
+  whose ref names no job means the job of the pressed message, in the presser's channel): for its
+  requester (in its workspace, or in their DM with genbot: Discord's DMs span servers and
+  results fall back to them), for an admin of the workspace, and for anyone pressing in the
+  job's own channel when that channel is open (``open_channel_ids``);
+- a **conversation** (``Use llm-4-vision-preview``) and an **alternative** answer (``Use N``):
+  only from a message linked to that conversation, in its channel (and thread), in its
+  workspace — so a conversation id, a small number, is of no use to anyone who cannot see the
+  conversation already;
+- a **scope** (the settings form): ``me`` for anyone, ``channel`` or ``workspace`` for admins (the
+  scope's id always comes from where the presser is, never from the ref);
+- **nothing**: the ref must be empty.
+
+Refusals never say whether the thing exists elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol, assert_never
+
+from bot.events import ButtonPress, Event, ModalSubmit
+from storage import Conversation, ConversationStore, Job, JobReader, MessageLinks
+
+PREVIEW_SEPARATOR = "~"
+"""Between the job's id and the draft's digest in a preview's ref."""
+SHARED_SCOPES = ("channel", "workspace")
+NO_JOB = "genbot has no record of this image any more."
+NOT_YOURS = (
+    "Only the person who started this job can use its buttons here "
+    "(this channel is not open to everyone)."
+)
+NO_CONVERSATION = "This conversation no longer exists."
+NOT_A_SCOPE = "This settings button is no longer supported."
+ADMINS_ONLY = "Only genbot admins can change the defaults of a channel or a workspace."
+UNKNOWN_REF = "This button is no longer supported."
+REFUSALS = frozenset({NO_JOB, NOT_YOURS, NO_CONVERSATION, NOT_A_SCOPE, ADMINS_ONLY, UNKNOWN_REF})
+"""Every answer :class:`Refs` gives (tests tell its refusals from a feature's by them)."""
+
+
+class RefKind(StrEnum):
+    """What an action's ref names."""
+
+    NONE = "none"
+    JOB = "job"
+    PREVIEW = "preview"
+    CONVERSATION = "conversation"
+    ALTERNATIVE = "alternative"
+    SCOPE = "scope"
+
+
+class RefRefused(Exception):
+    """The presser may not use what the ref names (or it names nothing known); the text is
+    the answer to show them."""
+
+
+@dataclass(frozen=True)
+class Referent:
+    """What a press's or submission's ref named, once :class:`Refs` allowed its use.
+
+    ``detail`` is the rest of the ref: a preview's digest, an alternative's turn ids, a
+    scope's name.
+    """
+
+    kind: RefKind
+    found_job: Job | None = None
+    found_conversation: Conversation | None = None
+    detail: str = ""
+
+    @property
+    def job(self) -> Job:
+        """The job (actions of kind ``job`` and ``preview``)."""
+        if self.found_job is None:
+            raise TypeError(f"a ref of kind {self.kind} names no job")
+        return self.found_job
+
+    @property
+    def conversation(self) -> Conversation:
+        """The conversation (actions of kind ``conversation`` and ``alternative``)."""
+        if self.found_conversation is None:
+            raise TypeError(f"a ref of kind {self.kind} names no conversation")
+        return self.found_conversation
+
+
+class RefStorage(JobReader, MessageLinks, ConversationStore, Protocol):
+    """What resolving refs reads: jobs, the message → job map, conversations and their
+    message links."""
+
+
+Pressed = ButtonPress | ModalSubmit
+
+
+def nothing_named(event: Pressed) -> Referent:
+    """The referent of an action whose ref names nothing: its ref must be empty."""
+    if event.ref:
+        raise RefRefused(UNKNOWN_REF)
+    return Referent(RefKind.NONE)
+
+
+class Refs:
+    """Resolves refs (see the module docstring). ``open_channels``: per platform, the channels
+    whose job buttons anyone may press."""
+
+    def __init__(
+        self, store: RefStorage, open_channels: Mapping[str, frozenset[str]] | None = None
+    ) -> None:
+        self._store = store
+        self._open: dict[str, frozenset[str]] = dict(open_channels or {})
+
+    async def resolve(self, event: Pressed, kind: RefKind) -> Referent:
+        """What ``event.ref`` names, for ``event``'s user where they are; :class:`RefRefused`
+        when it names nothing they may use."""
+        ref = event.ref
+        if kind is RefKind.NONE:
+            return nothing_named(event)
+        if kind is RefKind.JOB:
+            return Referent(kind, found_job=await self._job(event, ref))
+        if kind is RefKind.PREVIEW:
+            job_id, _, digest = ref.partition(PREVIEW_SEPARATOR)
+            if not job_id or not digest:
+                raise RefRefused(UNKNOWN_REF)
+            return Referent(kind, found_job=await self._job(event, job_id), detail=digest)
+        if kind is RefKind.CONVERSATION:
+            return Referent(kind, found_conversation=await self._conversation(event, ref))
+        if kind is RefKind.ALTERNATIVE:
+            conversation_id, _, turns = ref.partition(".")
+            conversation = await self._conversation(event, conversation_id)
+            return Referent(kind, found_conversation=conversation, detail=turns)
+        if kind is RefKind.SCOPE:
+            return Referent(kind, detail=self._scope(event, ref))
+        assert_never(kind)
+
+    async def _job(self, event: Pressed, job_id: str) -> Job:
+        place = event.place
+        job = await self._store.get_job(job_id) if job_id else None
+        if job is None and isinstance(event, ButtonPress) and event.message_id:
+            job = await self._store.job_for_message(
+                place.platform, place.channel_id, event.message_id
+            )
+        if job is None or not self._in_reach(event, job):
+            raise RefRefused(NO_JOB)
+        user = event.user
+        if user.id == job.requester_id or user.is_admin:
+            return job
+        if place.channel_id == job.channel_id and place.channel_id in self._open.get(
+            place.platform, frozenset()
+        ):
+            return job
+        raise RefRefused(NOT_YOURS)
+
+    @staticmethod
+    def _in_reach(event: Event, job: Job) -> bool:
+        """Whether ``job`` is on ``event``'s platform and in its workspace (its requester
+        also reaches it from their DM with genbot)."""
+        place = event.place
+        if job.platform != place.platform:
+            return False
+        if job.workspace_id == place.workspace_id:
+            return True
+        return place.is_dm and event.user.id == job.requester_id
+
+    async def _conversation(self, event: Pressed, ref: str) -> Conversation:
+        place = event.place
+        if not ref.isdigit() or not isinstance(event, ButtonPress) or not event.message_id:
+            raise RefRefused(NO_CONVERSATION)
+        linked = await self._store.find_conversation_by_message(
+            place.platform, place.channel_id, event.message_id
+        )
+        if (
+            linked is None
+            or linked.id != int(ref)
+            or linked.platform != place.platform
+            or linked.workspace_id != place.workspace_id
+            or linked.channel_id != place.channel_id
+            or (linked.kind == "thread" and place.thread_id != linked.thread_key)
+        ):
+            raise RefRefused(NO_CONVERSATION)
+        return linked
+
+    @staticmethod
+    def _scope(event: Pressed, ref: str) -> str:
+        scope = ref or "me"
+        if scope != "me" and scope not in SHARED_SCOPES:
+            raise RefRefused(NOT_A_SCOPE)
+        if scope in SHARED_SCOPES and not event.user.is_admin:
+            raise RefRefused(ADMINS_ONLY)
+        return scope

@@ -1,0 +1,213 @@
+"""Every ref is bound to its owner (:mod:`bot.refs`), for every action of the real core.
+
+The cases are generated from the action table of the core ``build_core`` assembles: for each
+action, every press and form submission naming someone else's job, preview, conversation,
+alternative or scope — from another platform, another workspace, another channel or thread, a
+message not linked to it, another user — is refused by the core with :mod:`bot.refs`'s answer
+before any feature runs (nothing posted, no form opened, no job created), while the owner's
+press resolves to the thing. A new action is covered as soon as a feature declares it; a new
+kind of ref fails here until it has cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.api import ProviderClient
+from bot.assembly import build_core
+from bot.core import Core
+from bot.events import ButtonPress, ModalSubmit, Place, User
+from bot.refs import (
+    ADMINS_ONLY,
+    NO_CONVERSATION,
+    NO_JOB,
+    NOT_A_SCOPE,
+    NOT_YOURS,
+    UNKNOWN_REF,
+    RefKind,
+)
+from storage import ALL_STATUSES, ConversationKey, JobQuota, NewJob, SqliteStore
+from tests.bot.harness import ROOMY, harness_settings
+from tests.fakes.platform import FakePlatform
+
+ALICE = User("alice", "Alice")
+BOB = User("bob", "Bob")
+ADMIN = User("root", "Root", is_admin=True)
+HOME = Place("fake", "w1", "open")
+"""Where alice's job lives: an open channel, so only the binding keeps strangers out."""
+THREAD = Place("fake", "w1", "c1", "t1")
+VISION_MESSAGE = "m-vision"
+OPEN = {"fake": frozenset({"open", "open2"})}
+
+
+@dataclass(frozen=True)
+class Press:
+    """Who presses, where, on which message, and the answer expected (``None``: allowed)."""
+
+    user: User
+    place: Place
+    message_id: str = "m1"
+    refused_with: str | None = None
+
+
+@dataclass(frozen=True)
+class Victim:
+    """Something of alice's, the ref that names it, and the presses to try on it."""
+
+    ref: str
+    presses: tuple[Press, ...]
+
+
+@dataclass
+class World:
+    core: Core
+    store: SqliteStore
+    platforms: dict[str, FakePlatform]
+    victims: dict[RefKind, Victim]
+
+
+def job_presses() -> tuple[Press, ...]:
+    return (
+        Press(BOB, Place("fake", "w2", "open"), refused_with=NO_JOB),
+        Press(ADMIN, Place("fake", "w2", "c9"), refused_with=NO_JOB),
+        Press(ALICE, Place("other", "w1", "open"), refused_with=NO_JOB),
+        Press(BOB, Place("fake", "w3", "d-bob", is_dm=True), refused_with=NO_JOB),
+        Press(BOB, Place("fake", "w1", "c1"), refused_with=NOT_YOURS),
+        Press(BOB, Place("fake", "w1", "open2"), refused_with=NOT_YOURS),
+        Press(ALICE, Place("fake", "w1", "c2")),
+        Press(ALICE, Place("fake", "w9", "d-alice", is_dm=True)),
+        Press(BOB, HOME),
+        Press(ADMIN, Place("fake", "w1", "c3")),
+    )
+
+
+def conversation_presses(message_id: str, place: Place) -> tuple[Press, ...]:
+    return (
+        Press(BOB, Place("fake", "w2", place.channel_id, place.thread_id), message_id,
+              NO_CONVERSATION),
+        Press(BOB, Place("fake", "w1", "c2"), message_id, NO_CONVERSATION),
+        Press(BOB, place, "m-unlinked", NO_CONVERSATION),
+        Press(BOB, Place("fake", "w1", place.channel_id, "t2"), message_id, NO_CONVERSATION),
+        Press(ALICE, Place("other", "w1", place.channel_id, place.thread_id), message_id,
+              NO_CONVERSATION),
+        Press(ALICE, Place("fake", "w1", "d-alice", is_dm=True), message_id, NO_CONVERSATION),
+        Press(BOB, place, message_id),
+    )  # fmt: skip
+
+
+async def victims(store: SqliteStore) -> dict[RefKind, Victim]:
+    """Alice's job (in an open channel) and conversation (a thread with a linked button)."""
+    new = NewJob(
+        family="task",
+        type="upscale",
+        requester_id=ALICE.id,
+        platform=HOME.platform,
+        channel_id=HOME.channel_id,
+        workspace_id=HOME.workspace_id,
+        prompt="alice's secret lighthouse",
+    )
+    admitted = await store.create_job_within(new, JobQuota())
+    assert isinstance(admitted, tuple)
+    job, _ = admitted
+    await store.transition(job.id, ("creating",), "submitted", provider_id="p1")
+    await store.transition(job.id, ("submitted",), "finished", result_urls=["https://x/1.png"])
+    key = ConversationKey(THREAD.platform, THREAD.workspace_id, THREAD.channel_id, "t1")
+    conversation, _ = await store.get_or_create_conversation(key, kind="thread", created_by="alice")
+    turn = await store.append_message(conversation.id, "user", "alice's secret")
+    reply = await store.append_message(conversation.id, "assistant", "answer")
+    await store.link_conversation_messages(conversation.id, [VISION_MESSAGE], chat_message_id=turn)
+    scopes = (
+        Press(BOB, HOME, refused_with=ADMINS_ONLY),
+        Press(ADMIN, HOME),
+    )
+    return {
+        RefKind.JOB: Victim(job.id, job_presses()),
+        RefKind.PREVIEW: Victim(f"{job.id}~d1", job_presses()),
+        RefKind.CONVERSATION: Victim(
+            str(conversation.id), conversation_presses(VISION_MESSAGE, THREAD)
+        ),
+        RefKind.ALTERNATIVE: Victim(
+            f"{conversation.id}.{reply}.{reply}", conversation_presses(VISION_MESSAGE, THREAD)
+        ),
+        RefKind.SCOPE: Victim("channel", scopes),
+        RefKind.NONE: Victim(job.id, (Press(ALICE, HOME, refused_with=UNKNOWN_REF),)),
+    }
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    settings = harness_settings("http://127.0.0.1:9", tmp_path / "genbot.db", webhooks=False)
+    store = await SqliteStore.open(tmp_path / "genbot.db")
+    provider = ProviderClient(settings.api)
+    platforms = {name: FakePlatform(name, limits=ROOMY) for name in ("fake", "other")}
+    try:
+        core, _ = build_core(settings, store, provider, platforms.values(), open_channels=OPEN)
+        yield World(core, store, platforms, await victims(store))
+    finally:
+        await provider.aclose()
+        await store.close()
+
+
+Make = Callable[[str, Press, str], ButtonPress | ModalSubmit]
+
+
+def button(action: str, press: Press, ref: str) -> ButtonPress:
+    return ButtonPress(
+        user=press.user, place=press.place, message_id=press.message_id, action=action, ref=ref
+    )
+
+
+def form(action: str, press: Press, ref: str) -> ModalSubmit:
+    return ModalSubmit(user=press.user, place=press.place, action=action, ref=ref)
+
+
+async def test_the_action_table_names_every_kind_of_ref(world: World) -> None:
+    kinds = set(world.core.actions.values())
+    assert kinds == set(RefKind), f"no action names {set(RefKind) - kinds}"
+    assert len(world.core.actions) > 40
+
+
+@pytest.mark.parametrize("make", [button, form], ids=["press", "form"])
+async def test_every_action_refuses_refs_to_what_is_not_the_pressers(
+    world: World, make: Make
+) -> None:
+    jobs_before = len(await world.store.list_unfinished_jobs(ALL_STATUSES))
+    wrong: list[str] = []
+    for action, kind in sorted(world.core.actions.items()):
+        victim = world.victims[kind]
+        for press in victim.presses:
+            if press.refused_with is None:
+                continue
+            platform = world.platforms[press.place.platform]
+            platform.ephemerals.clear()
+            await world.core.handle(make(action, press, victim.ref))
+            said = platform.ephemerals_for(press.user.id)
+            if said != [press.refused_with]:
+                wrong.append(f"{action} ({kind}) by {press.user.id} at {press.place}: {said}")
+    assert wrong == []
+    for platform in world.platforms.values():
+        assert platform.messages == {} and platform.modals == [] and platform.sent == []
+    assert len(await world.store.list_unfinished_jobs(ALL_STATUSES)) == jobs_before
+
+
+async def test_the_owners_presses_resolve_to_the_thing(world: World) -> None:
+    assert world.core.refs is not None
+    for kind, victim in world.victims.items():
+        for press in victim.presses:
+            if press.refused_with is not None:
+                continue
+            referent = await world.core.refs.resolve(button("any", press, victim.ref), kind)
+            if kind in (RefKind.JOB, RefKind.PREVIEW):
+                assert referent.job.id == victim.ref.partition("~")[0]
+            elif kind in (RefKind.CONVERSATION, RefKind.ALTERNATIVE):
+                assert str(referent.conversation.id) == victim.ref.partition(".")[0]
+
+
+async def test_a_scope_is_a_word_not_a_place(world: World) -> None:
+    platform = world.platforms["fake"]
+    await world.core.handle(button("settings", Press(ADMIN, HOME), "c-of-someone-else"))
+    assert platform.ephemerals_for(ADMIN.id) == [NOT_A_SCOPE]
