@@ -21,8 +21,6 @@ from bot.events import OptionValue
 
 ASPECT_SIDE_MAX = 9999
 """Largest number on either side of an aspect ratio (``W:H``)."""
-ASPECT_MAX_RATIO = 4.0
-"""Aspect ratios must lie between 1:4 and 4:1 (the provider's rule as the simulator applies it)."""
 PROSE_OPTIONS = frozenset({"negative_prompt", "system", "system_prompt"})
 """String options whose unquoted text flag takes every word up to the next flag."""
 
@@ -252,8 +250,9 @@ def _check(spec: CommandSpec, option: Option, label: str, value: OptionValue) ->
 
 
 def parse_aspect_ratio(text: str, label: str = "aspect_ratio") -> str:
-    """``W:H`` with positive whole numbers up to ``ASPECT_SIDE_MAX``, within 1:4 to 4:1;
-    returns it normalised (``16 : 9`` → ``16:9``)."""
+    """``W:H`` with positive whole numbers up to ``ASPECT_SIDE_MAX``; returns it normalised
+    (``16 : 9`` → ``16:9``). Which ratios the provider accepts is its to say
+    (docs/provider.md#prompt-check)."""
     match = _ASPECT_RE.fullmatch(text)
     if match is None:
         raise CommandError(f"{label} must look like 16:9 (two whole numbers; got {text!r}).")
@@ -262,9 +261,6 @@ def parse_aspect_ratio(text: str, label: str = "aspect_ratio") -> str:
         raise CommandError(f"{label} must use numbers above zero, like 16:9 (got {text!r}).")
     if max(width, height) > ASPECT_SIDE_MAX:
         raise CommandError(f"{label} numbers must be at most {ASPECT_SIDE_MAX} (got {text!r}).")
-    if max(width / height, height / width) > ASPECT_MAX_RATIO:
-        limit = _number(ASPECT_MAX_RATIO)
-        raise CommandError(f"{label} must be between 1:{limit} and {limit}:1 (got {text!r}).")
     return f"{width}:{height}"
 
 

@@ -33,21 +33,31 @@ _ASPECT_RATIO = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
 _TASK_ID = re.compile(r"^\S{1,128}$")
 
 
+def _known_version(version: str) -> str:
+    """``version``, or ``"6"`` for a later version number: the documentation names index rules
+    up to 6, and a newer model is taken to keep the newest ones (docs/provider.md#prompt-check)."""
+    try:
+        return "6" if float(version) > 6 else version
+    except ValueError:
+        return version
+
+
 def allowed_upscale_indexes(version: str) -> tuple[str, ...]:
     """Upscale ``index`` values a task of model ``version`` (``"4"``..``"6"``) accepts."""
+    known = _known_version(version)
     extra: tuple[str, ...] = ()
-    if version == "4":
+    if known == "4":
         extra = ("light", "beta")
-    elif version in ("5", "5.1", "5.2"):
+    elif known in ("5", "5.1", "5.2"):
         extra = ("2x", "4x")
-    elif version == "6":
+    elif known == "6":
         extra = ("subtle", "creative")
     return ("1", "2", "3", "4", *extra)
 
 
 def allowed_variation_indexes(version: str) -> tuple[str, ...]:
     """Variation ``index`` values a task of model ``version`` accepts."""
-    vary = ("high_variation", "low_variation") if version in ("5.2", "6") else ()
+    vary = ("high_variation", "low_variation") if _known_version(version) in ("5.2", "6") else ()
     return ("1", "2", "3", "4", *vary)
 
 

@@ -113,16 +113,15 @@ CHAT_CASES = [
 ]
 
 IMAGINE_CASES = [
-    text("imagine-ar-wider-than-4-1", "imagine", "a fox --ar 5:1", "between 1:4 and 4:1"),
     text("imagine-ar-not-a-ratio", "imagine", "a fox --ar 16-9", "must look like 16:9"),
     text("imagine-ar-zero", "imagine", "a fox --ar 0:1", "above zero"),
     text("imagine-ar-huge-numbers", "imagine", "a fox --ar 10000:9999", "at most 9999"),
     options(
-        "imagine-ar-option-taller-than-1-4",
+        "imagine-ar-option-not-a-ratio",
         "imagine",
-        {"prompt": "a fox", "aspect_ratio": "1:5"},
+        {"prompt": "a fox", "aspect_ratio": "wide"},
         "aspect_ratio",
-        "between 1:4 and 4:1",
+        "must look like 16:9",
     ),
     text("imagine-mode-unknown", "imagine", "a fox --mode warp", ONE_OF_MODES),
     options(
@@ -139,20 +138,19 @@ IMAGINE_CASES = [
     ),
     options("imagine-missing-prompt", "imagine", {}, "/imagine needs prompt"),
     text("imagine-only-flags", "imagine", "--ar 16:9 --fast", "/imagine needs the prompt"),
-    text("imagine-version-7", "imagine", "a fox --v 7", "--v", "4, 5, 5.1, 5.2"),
+    text("imagine-version-word", "imagine", "a fox --v seven", "--v", "version number"),
     options(
-        "imagine-option-version-5.3",
+        "imagine-option-version-word",
         "imagine",
-        {"prompt": "a fox --version 5.3"},
-        "--v 5.3",
-        "4, 5, 5.1, 5.2, 6",
+        {"prompt": "a fox --version 5.x"},
+        "--v",
+        "version number",
     ),
-    text("imagine-prompt-too-long", "imagine", "fox " * 1600, "6000"),
     options(
         "imagine-option-prompt-with-bad-ar",
         "imagine",
-        {"prompt": "a fox --ar 9:1"},
-        "between 1:4 and 4:1",
+        {"prompt": "a fox --ar 9-1"},
+        "must look like 16:9",
     ),
 ]
 
@@ -288,7 +286,7 @@ DIFFUSION_CASES = [
 OTHER_COMMAND_CASES = [
     text("settings-temperature-9", "settings", "--temp 9", "at most 2"),
     text("settings-model-unknown", "settings", "--model llm-9", "must be one of"),
-    text("settings-ar-1-9", "settings", "--ar 1:9", "between 1:4 and 4:1"),
+    text("settings-ar-not-a-ratio", "settings", "--ar 1x9", "must look like 16:9"),
     text("settings-mode-unknown", "settings", "--mode blazing", ONE_OF_MODES),
     text("settings-llm4-free-plan", "settings", "--model llm-4", "developer plan", plan="free"),
     text("usage-free-text", "usage", "now please", "takes no free text"),

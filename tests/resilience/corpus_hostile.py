@@ -15,8 +15,6 @@ from tests.resilience.hostile_files import (
     truncated_png,
 )
 
-SEED_RANGE = "0 to 4294967295"
-
 TEXT_HYGIENE_CASES = [
     text("imagine-prompt-nul", "imagine", "a fox\x00 in the snow", "the prompt", "NUL", "U+0000"),
     text("imagine-prompt-bel", "imagine", "a fox \x07 barking", "BEL", "U+0007"),
@@ -39,9 +37,8 @@ TEXT_HYGIENE_CASES = [
 ]
 
 PROMPT_FLAG_CASES = [
-    text("imagine-seed-negative", "imagine", "a fox --seed -5", "--seed", SEED_RANGE),
+    text("imagine-seed-negative", "imagine", "a fox --seed -5", "--seed", "whole number"),
     text("imagine-seed-word", "imagine", "a fox --seed lucky", "--seed", "whole number"),
-    text("imagine-seed-beyond-32-bits", "imagine", "a fox --seed 4294967296", SEED_RANGE),
     text("imagine-sameseed-negative", "imagine", "a fox --sameseed -1", "--sameseed"),
     text("imagine-dangling-no", "imagine", "a fox --no", "--no needs a value", "--no cars"),
     text("imagine-no-before-a-flag", "imagine", "a fox --no --ar 16:9", "--no needs a value"),

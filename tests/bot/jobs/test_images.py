@@ -351,3 +351,25 @@ async def test_only_the_requester_may_press_unless_the_channel_is_open(
             admin = bot.actor("carol", admin=True)
             job, _ = await press(bot, admin, grid, "U2")
             assert job.requester_id == "carol"
+
+
+async def test_a_version_genbot_does_not_know_goes_to_the_provider(tmp_path: Path) -> None:
+    # docs/provider.md#prompt-check: only malformed prompts are refused before sending; the
+    # default dialect refuses --v 7 and the user sees the provider's words.
+    async with harness(tmp_path) as bot:
+        await bot.actor().command("imagine", prompt="a red fox --v 7 --ar 5:1")
+        job = await bot.settled((await bot.latest_job()).id)
+        assert job.status == "create_failed"
+        assert job.error is not None and "--v 7" in job.error
+        assert job.error.startswith("The service refused the request:")
+    # The spec dialect takes it; the buttons follow the newest version genbot knows (6).
+    async with harness(tmp_path / "spec", dialect="spec") as bot:
+        alice = bot.actor()
+        _, grid = await run_command(bot, alice, "imagine", prompt="a red fox --v 7 --ar 5:1")
+        _, upscale = await press(bot, alice, grid, "U1")
+        labels = [*V6_UPSCALE_LABELS[:6], "Make Square", *V6_UPSCALE_LABELS[6:]]
+        assert [b.label for b in upscale.buttons] == labels
+        _, subtle = await press(bot, alice, upscale, "Upscale (Subtle)")
+        assert bodies(bot.sim, "/gen/v2/upscale")[-1]["index"] == "subtle"
+        assert bodies(bot.sim, "/gen/v2/imagine")[0]["prompt"] == "a red fox --v 7 --ar 5:1"
+        assert subtle.message.images
