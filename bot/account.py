@@ -272,7 +272,7 @@ class AccountFeature:
             event,
             f"Your usage today (UTC): {totals.tokens:,} chat tokens "
             f"({totals.tokens_prompt:,} prompt + {totals.tokens_completion:,} completion) and "
-            f"{totals.credits:,} image credits{budget}.",
+            f"{totals.credits:,} image credits{budget}.{_estimated(totals.estimated_credits)}",
         )
 
     async def _stored(self, event: Event, scope: str) -> ScopeSettings | None:
@@ -381,3 +381,13 @@ class AccountFeature:
             else:
                 sentences.append(f"Saved this channel's system prompt: “{_preview(prompt)}”.")
         return " ".join(sentences) or "Nothing changed: those are already your settings."
+
+
+def _estimated(credits: int) -> str:
+    """Which credits /usage shows are genbot's estimates (docs/provider.md#diffusion-prices)."""
+    if not credits:
+        return ""
+    return (
+        f" {credits:,} of the credits are estimates: the service does not say what diffusion "
+        "costs, so genbot counts its configured prices."
+    )

@@ -10,9 +10,9 @@ never show them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import AfterValidator, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -83,8 +83,32 @@ class WebhookSettings(Section):
     media_cache_mb: int = Field(default=256, ge=1)
 
 
+DIFFUSION_ENDPOINT_NAMES = ("txt2img", "img2img", "upscale", "controlnet")
+DEFAULT_DIFFUSION_CREDITS: dict[str, int] = {
+    "txt2img": 2,
+    "img2img": 2,
+    "upscale": 1,
+    "controlnet": 3,
+}
+
+
+def _diffusion_credits(prices: dict[str, int]) -> dict[str, int]:
+    unknown = sorted(set(prices) - set(DIFFUSION_ENDPOINT_NAMES))
+    if unknown:
+        raise ValueError(f"no diffusion endpoint {unknown[0]!r}; the endpoints are txt2img, "
+                         "img2img, upscale and controlnet")  # fmt: skip
+    if any(price < 0 for price in prices.values()):
+        raise ValueError("diffusion prices are credits, 0 or more")
+    return {**DEFAULT_DIFFUSION_CREDITS, **prices}
+
+
 class LimitsSettings(Section):
-    """``[limits]``: caps and budgets that protect a workspace's credits."""
+    """``[limits]``: caps and budgets that protect a workspace's credits.
+
+    ``diffusion_credits``: what genbot records a diffusion job as costing, per endpoint (the
+    provider does not say what it charged; these are estimates, and ``/usage`` says so —
+    docs/provider.md#diffusion-prices). Endpoints left out keep their defaults.
+    """
 
     max_concurrent_jobs_per_user: int = 3
     daily_credit_budget_per_user: int = 200
@@ -94,6 +118,9 @@ class LimitsSettings(Section):
     max_upload_bytes: int = 8 * 1024 * 1024
     progress_tick_seconds: float = Field(default=5.0, gt=0)
     """How often running jobs' progress messages move (their time shows in these steps)."""
+    diffusion_credits: Annotated[dict[str, int], AfterValidator(_diffusion_credits)] = Field(
+        default_factory=lambda: dict(DEFAULT_DIFFUSION_CREDITS)
+    )
 
 
 class RuntimeSettings(Section):

@@ -69,6 +69,7 @@ from storage.job_records import (
 )
 from storage.lock import DatabaseInUse, ProcessLock
 from storage.records import (
+    ESTIMATED_CREDITS,
     SETTING_NAMES,
     UNSET,
     ChatMessage,
@@ -96,6 +97,7 @@ from storage.sqlite import LATEST_VERSION, MIGRATIONS, Migration, SqliteStore, m
 __all__ = [
     "ACTIVE_STATUSES",
     "ALL_STATUSES",
+    "ESTIMATED_CREDITS",
     "IN_FLIGHT_STATUSES",
     "JOB_ID_MAX",
     "JOB_TRANSITIONS",

@@ -43,7 +43,7 @@ class ProviderClient:
         )
         self.chat = ChatClient(self.transport, settings.plan, pacer)
         self.tasks = TaskClient(self.transport, allow_insecure_webhooks=allow_insecure_webhooks)
-        self.diffusion = DiffusionClient(self.transport)
+        self.diffusion = DiffusionClient(self.transport, settings.controlnet_image_field)
 
     async def __aenter__(self) -> ProviderClient:
         return self

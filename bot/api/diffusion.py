@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import time
+from typing import Any
 
-from bot.api.errors import ApiTimeout, DiffusionFailed, InvalidResponse
+from bot.api.errors import ApiTimeout, BadRequest, DiffusionFailed, InvalidResponse
 from bot.api.http import AuthStyle, CallSafety, HttpTransport
 from bot.api.models_common import read_model
 from bot.api.models_diffusion import (
@@ -17,18 +20,30 @@ from bot.api.models_diffusion import (
     Img2ImgRequest,
     Txt2ImgRequest,
 )
+from bot.api.settings import ControlnetImageField
 from bot.api.validation import RequestModel
 
 PREFIX = "/diff"
+CONTROL_IMAGE = "control_image"
+CONTROLNET_IMAGE = "controlnet_image"
+CREATE = CallSafety.CREATE
+_CONTROL_WORDS = re.compile(r"control(?:net)?_image", re.IGNORECASE)
+log = logging.getLogger("bot.api")
 
 
 class DiffusionClient:
     """Diffusion endpoints. Every answer returned has status ``success`` or a pending status
     (``processing``); an error status raises :class:`DiffusionFailed`. Generation calls are
-    never repeated once sent; ``fetch`` is retried (see :mod:`bot.api.http`)."""
+    never repeated once sent, but for one: a controlnet call refused (400) for the name of its
+    control image, which is sent again under the other name when ``control_field`` is ``auto``
+    (the name that works is kept for the process and logged once;
+    docs/provider.md#controlnet-image). ``fetch`` is retried (see :mod:`bot.api.http`)."""
 
-    def __init__(self, transport: HttpTransport) -> None:
+    def __init__(self, transport: HttpTransport, control_field: ControlnetImageField = "auto"):
         self._transport = transport
+        self._learn_control_field = control_field == "auto"
+        self.control_field = CONTROL_IMAGE if control_field == "auto" else control_field
+        """The name the control image is sent under."""
 
     async def txt2img(self, request: Txt2ImgRequest) -> DiffusionResponse:
         """Generate from text."""
@@ -44,7 +59,26 @@ class DiffusionClient:
 
     async def controlnet(self, request: ControlNetRequest) -> DiffusionResponse:
         """Controlled generation; usually answers ``processing`` with an ``eta``."""
-        return await self._call("controlnet", request, CallSafety.CREATE)
+        body = request.to_body()
+        image = body.pop(CONTROL_IMAGE, None)
+        if image is None:
+            return await self._send("controlnet", body, CallSafety.CREATE)
+        try:
+            return await self._send("controlnet", {**body, self.control_field: image}, CREATE)
+        except BadRequest as error:
+            if not self._learn_control_field or not _CONTROL_WORDS.search(error.provider_message):
+                raise
+            refused = error.provider_message
+        other = CONTROLNET_IMAGE if self.control_field == CONTROL_IMAGE else CONTROL_IMAGE
+        answer = await self._send("controlnet", {**body, other: image}, CREATE)
+        log.warning(
+            "the provider refused controlnet's %s (%s); sending %s from now on",
+            self.control_field,
+            refused,
+            other,
+        )
+        self.control_field = other
+        return answer
 
     async def fetch(self, generation_id: int) -> DiffusionResponse:
         """The queued result of a generation (no new images are made)."""
@@ -97,8 +131,13 @@ class DiffusionClient:
     async def _call(
         self, endpoint: str, request: RequestModel, safety: CallSafety
     ) -> DiffusionResponse:
+        return await self._send(endpoint, request.to_body(), safety)
+
+    async def _send(
+        self, endpoint: str, body: dict[str, Any], safety: CallSafety
+    ) -> DiffusionResponse:
         result = await self._transport.post(
-            f"{PREFIX}/{endpoint}", request.to_body(), auth=AuthStyle.API_KEY, safety=safety
+            f"{PREFIX}/{endpoint}", body, auth=AuthStyle.API_KEY, safety=safety
         )
         answer = read_model(DiffusionResponse, result.body, endpoint)
         if answer.is_failed:

@@ -35,7 +35,8 @@ class _DiffusionCommon(RequestModel):
     """Fields shared by txt2img, img2img and controlnet, with the common rules of 4.3.
 
     ``width``, ``height`` and ``num_inference_steps`` accept numbers and are sent as text.
-    ``seed`` ``None`` means random.
+    ``seed`` ``None`` means random and is sent as ``null``, as the documentation says; an absent
+    seed it does not describe (docs/provider.md#diffusion-seed).
     """
 
     model_id: str | None = None
@@ -78,6 +79,11 @@ class _DiffusionCommon(RequestModel):
     @classmethod
     def _guidance(cls, value: float | None) -> float | None:
         return check_range("guidance_scale", value, 1, 20)
+
+    def to_body(self) -> dict[str, Any]:
+        body = super().to_body()
+        body["seed"] = self.seed
+        return body
 
     @field_validator("lora_model")
     @classmethod

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 
 Plan = Literal["free", "developer", "pro"]
+ControlnetImageField = Literal["auto", "control_image", "controlnet_image"]
 
 
 def no_credentials(address: str) -> str:
@@ -51,3 +52,7 @@ class ApiSettings(Section):
     rate_limit_max_wait: float = Field(default=60.0, ge=0)
     chat_requests_per_minute: int = Field(default=0, ge=0)
     chat_requests_per_day: int = Field(default=0, ge=0)
+    controlnet_image_field: ControlnetImageField = "auto"
+    """The name controlnet's control image is sent under: ``auto`` sends ``control_image`` and
+    switches to ``controlnet_image`` if the provider refuses it
+    (docs/provider.md#controlnet-image)."""

@@ -2,9 +2,9 @@
 :class:`bot.api.DiffusionClient` method that sends it, and what it costs.
 
 A job keeps its endpoint's name and request body in its parameters, so 🔄 replays it through
-the same entry. Diffusion is charged when the provider accepts a job: the provider's answers
-carry no price, so the ledger records the provider's published prices (which the simulator
-uses).
+the same entry. Diffusion is charged when the provider accepts a job, and its answers carry no
+price: the ledger records ``[limits] diffusion_credits`` as an estimate
+(docs/provider.md#diffusion-prices).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from bot.core import UserError
 from bot.jobs.results import diffusion_result_fields, poll_delay
 from bot.jobs.starter import Submitted
 from bot.jobs.webhook_addresses import Webhook
-from storage import DiffusionType, Job
+from storage import DiffusionType, Job, JobStatus
 
 DiffusionEndpoint = DiffusionType
 ENDPOINTS: tuple[DiffusionEndpoint, ...] = get_args(DiffusionEndpoint)
@@ -42,26 +42,28 @@ NO_ID_ERROR = (
 
 @dataclass(frozen=True)
 class DiffusionEndpointCall(Generic[RequestT]):
-    """One endpoint: its request model, the client method that sends it, its price."""
+    """One endpoint: its name, its request model and the client method that sends it."""
 
+    name: DiffusionEndpoint
     model: type[RequestT]
     send: Callable[[DiffusionClient, RequestT], Awaitable[DiffusionResponse]]
-    credits: int
 
     def prepare(
         self, client: DiffusionClient, body: Mapping[str, Any], limits: LimitsSettings, clock: Clock
     ) -> DiffusionCall[RequestT]:
-        """The call of this endpoint with ``body``, validated now (``InvalidRequest``)."""
-        return DiffusionCall(
-            self.model(**body), partial(self.send, client), self.credits, limits, clock
-        )
+        """The call of this endpoint with ``body``, validated now (``InvalidRequest``), priced
+        by ``[limits] diffusion_credits``."""
+        credits = limits.diffusion_credits[self.name]
+        return DiffusionCall(self.model(**body), partial(self.send, client), credits, limits, clock)
 
 
 DIFFUSION_ENDPOINTS: Mapping[DiffusionEndpoint, DiffusionEndpointCall[Any]] = {
-    "txt2img": DiffusionEndpointCall(Txt2ImgRequest, DiffusionClient.txt2img, 2),
-    "img2img": DiffusionEndpointCall(Img2ImgRequest, DiffusionClient.img2img, 2),
-    "upscale": DiffusionEndpointCall(DiffusionUpscaleRequest, DiffusionClient.upscale, 1),
-    "controlnet": DiffusionEndpointCall(ControlNetRequest, DiffusionClient.controlnet, 3),
+    "txt2img": DiffusionEndpointCall("txt2img", Txt2ImgRequest, DiffusionClient.txt2img),
+    "img2img": DiffusionEndpointCall("img2img", Img2ImgRequest, DiffusionClient.img2img),
+    "upscale": DiffusionEndpointCall("upscale", DiffusionUpscaleRequest, DiffusionClient.upscale),
+    "controlnet": DiffusionEndpointCall(
+        "controlnet", ControlNetRequest, DiffusionClient.controlnet
+    ),
 }
 
 
@@ -89,11 +91,14 @@ class DiffusionCall(Generic[RequestT]):
         answer = await self.send(self.request)
         provider_id = str(answer.id) if answer.id is not None else None
         if answer.is_ready:
-            return Submitted(provider_id, "finished", diffusion_result_fields(answer), self.credits)
+            return self._submitted(provider_id, "finished", diffusion_result_fields(answer))
         if provider_id is None:
             failed = {"error": NO_ID_ERROR, "result": {"accepted": True}}
-            return Submitted(None, "failed", failed, self.credits)
+            return self._submitted(None, "failed", failed)
         delay = poll_delay(answer.eta, self.limits, self.limits.poll_interval_min)
-        return Submitted(
-            provider_id, "processing", {"next_poll_at": self.clock() + delay}, self.credits
-        )
+        return self._submitted(provider_id, "processing", {"next_poll_at": self.clock() + delay})
+
+    def _submitted(
+        self, provider_id: str | None, status: JobStatus, fields: Mapping[str, Any]
+    ) -> Submitted:
+        return Submitted(provider_id, status, fields, self.credits, credits_estimated=True)

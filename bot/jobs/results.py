@@ -8,6 +8,15 @@ from bot.api import DiffusionResponse, TaskRecord
 from bot.config import LimitsSettings
 
 
+def charged_credits(record: TaskRecord) -> int:
+    """What the provider says a finished task cost: ``task_result.credit``, else (a record
+    without it) ``meta.frozen_credit``, the credits it held for the task; 0 when it says
+    neither (docs/provider.md#task-prices)."""
+    if "credit" in record.task_result.model_fields_set:
+        return record.task_result.credit
+    return record.meta.frozen_credit
+
+
 def task_result_fields(record: TaskRecord) -> dict[str, Any]:
     """What a finished family B record leaves in the job row."""
     result = record.task_result
@@ -15,7 +24,7 @@ def task_result_fields(record: TaskRecord) -> dict[str, Any]:
     return {
         "result_urls": list(dict.fromkeys(url for url in urls if url)),
         "actions": list(result.actions),
-        "credits": result.credit,
+        "credits": charged_credits(record),
         "result": {
             "seed": result.seed,
             "prompts": result.describe_prompts(),

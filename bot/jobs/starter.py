@@ -65,6 +65,7 @@ from bot.outbound import Modal
 from bot.posting import WritePolicy
 from bot.waits import ShownWait
 from storage import (
+    ESTIMATED_CREDITS,
     ImageParams,
     Job,
     JobAdmission,
@@ -146,12 +147,13 @@ class JobSpec:
 class Submitted:
     """What the provider answered: its id for the job (None when it sent none), our next
     status, fields to store and credits to record now (diffusion charges when it accepts a
-    job)."""
+    job; ``credits_estimated``: genbot's price, not the provider's word)."""
 
     provider_id: str | None
     status: JobStatus = "submitted"
     fields: Mapping[str, Any] = field(default_factory=dict)
     credits: int = 0
+    credits_estimated: bool = False
 
 
 Submit = Callable[[Job, Webhook | None], Awaitable[Submitted]]
@@ -255,7 +257,7 @@ class JobStarter:
                 job.platform,
                 job.requester_id,
                 credits=outcome.credits,
-                kind="credits",
+                kind=ESTIMATED_CREDITS if outcome.credits_estimated else "credits",
                 job_id=job.id,
             )
         self._on_submitted(job.id)

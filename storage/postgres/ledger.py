@@ -6,7 +6,7 @@ from datetime import date
 from typing import Final
 
 from storage.postgres.base import PostgresBase, Query
-from storage.records import UsageTotals
+from storage.records import ESTIMATED_CREDITS, UsageTotals
 from storage.rules import day_text, utc_day
 
 SQL_ADD_USAGE: Final[Query] = (
@@ -17,8 +17,9 @@ SQL_ADD_USAGE: Final[Query] = (
 SQL_USAGE_FOR_USER: Final[Query] = (
     "SELECT COALESCE(SUM(tokens_prompt), 0) AS tokens_prompt,"
     " COALESCE(SUM(tokens_completion), 0) AS tokens_completion,"
-    " COALESCE(SUM(credits), 0) AS credits, COUNT(*) AS entries FROM usage"
-    " WHERE platform = %s AND user_id = %s AND day = %s"
+    " COALESCE(SUM(credits), 0) AS credits, COUNT(*) AS entries,"
+    f" COALESCE(SUM(CASE WHEN kind = '{ESTIMATED_CREDITS}' THEN credits ELSE 0 END), 0)"
+    " AS estimated_credits FROM usage WHERE platform = %s AND user_id = %s AND day = %s"
 )
 SQL_REMEMBER: Final[Query] = (
     "INSERT INTO processed_events (platform, event_id, seen_at) VALUES (%s, %s, %s)"
@@ -77,6 +78,7 @@ class PostgresLedger(PostgresBase):
             int(row["tokens_completion"]),
             int(row["credits"]),
             int(row["entries"]),
+            int(row["estimated_credits"]),
         )
 
     async def remember_event(self, platform: str, event_id: str) -> bool:

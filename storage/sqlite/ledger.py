@@ -7,15 +7,16 @@ from typing import Final
 
 from sqlite_utils import Database
 
-from storage.records import UsageTotals
+from storage.records import ESTIMATED_CREDITS, UsageTotals
 from storage.rules import day_text, utc_day
 from storage.sqlite.base import StoreBase
 from storage.sqlite.sql import write_transaction
 
 SQL_USAGE_FOR_USER: Final = (
     "SELECT COALESCE(SUM(tokens_prompt), 0), COALESCE(SUM(tokens_completion), 0),"
-    " COALESCE(SUM(credits), 0), COUNT(*) FROM usage"
-    " WHERE platform = ? AND user_id = ? AND day = ?"
+    " COALESCE(SUM(credits), 0), COUNT(*),"
+    f" COALESCE(SUM(CASE WHEN kind = '{ESTIMATED_CREDITS}' THEN credits ELSE 0 END), 0)"
+    " FROM usage WHERE platform = ? AND user_id = ? AND day = ?"
 )
 
 

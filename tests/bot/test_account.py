@@ -175,6 +175,21 @@ async def test_usage_includes_the_credits_of_image_jobs(world: ChatWorld) -> Non
     )
 
 
+async def test_usage_says_which_credits_are_estimates(tmp_path: Path) -> None:
+    # Diffusion's price is genbot's configured estimate (docs/provider.md#diffusion-prices).
+    limits = {"diffusion_credits": {"txt2img": 3}}
+    async with chat_world(tmp_path, limits=limits) as world:
+        alice = world.actor()
+        await alice.command("diffusion.txt2img", prompt="a fox in the snow")
+        await alice.command("imagine", prompt="a fox in the snow")
+        await world.genbot.settled((await world.genbot.latest_job()).id)
+        await alice.command("usage")
+        assert world.platform.ephemerals_for("alice")[-1].endswith(
+            "and 7 image credits. 3 of the credits are estimates: the service does not say what "
+            "diffusion costs, so genbot counts its configured prices."
+        )
+
+
 async def test_usage_shows_a_budget_only_when_there_is_one(tmp_path: Path) -> None:
     for budget, ending in ((0, "0 image credits."), (500, "of your daily budget of 500.")):
         (tmp_path / str(budget)).mkdir()

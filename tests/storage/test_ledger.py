@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from storage import Storage, StorageError
+from storage import ESTIMATED_CREDITS, Storage, StorageError
 from tests.storage.conftest import ManualClock
 
 LAST_SECOND_OF_MARCH_1 = datetime(2024, 3, 1, 23, 59, 59, tzinfo=UTC).timestamp()
@@ -45,3 +45,10 @@ async def test_usage_at_an_explicit_time(store: Storage) -> None:
     assert (await store.usage_for_user("web", "u1", "2024-03-02")).credits == 3
     with pytest.raises(StorageError, match="not a day"):
         await store.usage_for_user("web", "u1", "March 2")
+
+
+async def test_estimated_credits_are_summed_apart_and_within_the_credits(store: Storage) -> None:
+    await store.add_usage("discord", "u1", credits=4, kind="credits", job_id="j1")
+    await store.add_usage("discord", "u1", credits=3, kind=ESTIMATED_CREDITS, job_id="j2")
+    totals = await store.usage_for_user("discord", "u1")
+    assert (totals.credits, totals.estimated_credits) == (7, 3)

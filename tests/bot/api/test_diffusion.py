@@ -7,6 +7,7 @@ import pytest
 from bot.api import (
     ApiTimeout,
     AuthenticationError,
+    BadRequest,
     ControlNetRequest,
     DiffusionUpscaleRequest,
     Img2ImgRequest,
@@ -15,6 +16,14 @@ from bot.api import (
 )
 from simulator.server import RunningSimulator, serve
 from tests.bot.api.support import FAST_RETRY, settings_for, sim_config
+
+CONTROL = "https://img.example/edges.png"
+CONTROLNET = ControlNetRequest(
+    model_id="sd-1.5",
+    init_image="https://img.example/init.png",
+    controlnet_model="canny",
+    control_image=CONTROL,
+)
 
 
 async def test_txt2img_and_fetch(sim: RunningSimulator, api: ProviderClient) -> None:
@@ -97,3 +106,43 @@ async def test_wrong_key(sim: RunningSimulator) -> None:
     async with ProviderClient(settings_for(sim.base_url, key="nope"), retry=FAST_RETRY) as api:
         with pytest.raises(AuthenticationError):
             await api.diffusion.txt2img(Txt2ImgRequest(prompt="x"))
+
+
+async def test_a_refused_control_image_name_switches_once(caplog: pytest.LogCaptureFixture) -> None:
+    # The variant dialect takes only controlnet_image (docs/provider.md#controlnet-image).
+    async with (
+        serve(sim_config(dialect="variant")) as sim,
+        ProviderClient(settings_for(sim.base_url), retry=FAST_RETRY) as api,
+    ):
+        for prompt in ("a fox", "a hare"):
+            answer = await api.diffusion.controlnet(
+                CONTROLNET.model_copy(update={"prompt": prompt})
+            )
+            assert answer.meta is not None and answer.meta.control_image == CONTROL
+        sent = [(r.status, r.body) for r in sim.state.requests_to("/diff/controlnet")]
+        assert [status for status, _ in sent] == [400, 200, 200]
+        assert "control_image" in sent[0][1] and "controlnet_image" in sent[2][1]
+        assert api.diffusion.control_field == "controlnet_image"
+        assert len([r for r in caplog.records if "controlnet's control_image" in r.message]) == 1
+
+
+async def test_a_configured_control_image_name_is_sent_and_never_switched() -> None:
+    async with (
+        serve(sim_config(dialect="variant")) as sim,
+        ProviderClient(
+            settings_for(sim.base_url, controlnet_image_field="control_image"), retry=FAST_RETRY
+        ) as api,
+    ):
+        with pytest.raises(BadRequest):
+            await api.diffusion.controlnet(CONTROLNET)
+        assert len(sim.state.requests_to("/diff/controlnet")) == 1
+    async with (
+        serve(sim_config(dialect="variant")) as sim,
+        ProviderClient(
+            settings_for(sim.base_url, controlnet_image_field="controlnet_image"),
+            retry=FAST_RETRY,
+        ) as api,
+    ):
+        await api.diffusion.controlnet(CONTROLNET)
+        (sent,) = sim.state.requests_to("/diff/controlnet")
+        assert sent.status == 200 and "control_image" not in sent.body

@@ -409,4 +409,5 @@ def test_custom_zoom_and_accepted_forms() -> None:
     assert Txt2ImgRequest(width=1024, num_inference_steps=51).to_body() == {  # type: ignore[arg-type]
         "width": "1024",
         "num_inference_steps": "51",
+        "seed": None,
     }

@@ -6,12 +6,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 from bot.events import Command, User
 from bot.jobs.wording import ACCEPTED_NOTE
 from simulator.server import serve
-from simulator.state import SimulatorConfig
+from simulator.state import Dialect, SimulatorConfig
 from tests.bot.harness import PLACE, harness
 from tests.bot.jobs.support import (
     attachment,
@@ -72,7 +73,7 @@ async def test_img2img_and_upscale_use_the_attachment_urls(tmp_path: Path) -> No
         _, upscaled = await run_command(bot, alice, "diffusion.upscale", image=init, scale=3)
 
         (sent,) = bodies(bot.sim, "/diff/img2img")
-        assert sent == {"prompt": "autumn", "init_image": init.url, "strength": 0.6}
+        assert sent == {"prompt": "autumn", "init_image": init.url, "strength": 0.6, "seed": None}
         assert bodies(bot.sim, "/diff/upscale") == [{"url": init.url, "scale": 3}]
         assert [b.label for b in first.buttons] == DIFFUSION_LABELS
         assert [b.label for b in upscaled.buttons] == ["🔄", "Use as init"]
@@ -99,6 +100,7 @@ async def test_controlnet_is_processing_then_posted(tmp_path: Path) -> None:
             "controlnet_model": "canny",
             "init_image": init.url,
             "control_image": control.url,
+            "seed": None,
         }
         assert bodies(bot.sim, "/diff/fetch")
         assert result.message.images and (await bot.settled(job.id)).status == "posted"
@@ -119,8 +121,13 @@ async def test_controlnet_without_a_model_is_refused_before_any_call(tmp_path: P
         assert bodies(bot.sim, "/diff/controlnet") == [] and await bot.all_jobs() == []
 
 
-async def test_diffusion_buttons_reroll_upscale_and_use_as_init(tmp_path: Path) -> None:
-    async with harness(tmp_path) as bot:
+@pytest.mark.parametrize("dialect", ["default", "spec"])
+async def test_diffusion_buttons_reroll_upscale_and_use_as_init(
+    tmp_path: Path, dialect: Dialect
+) -> None:
+    # The spec dialect gives an absent seed 0: 🔄 asks for a random one with null
+    # (docs/provider.md#diffusion-seed).
+    async with harness(tmp_path, dialect=dialect) as bot:
         alice = bot.actor()
         parent, result = await run_command(
             bot, alice, "diffusion.txt2img", text="a red fox --seed 7 --guidance 9"
@@ -137,13 +144,13 @@ async def test_diffusion_buttons_reroll_upscale_and_use_as_init(tmp_path: Path) 
         await bot.result(init_job.id)
 
         first, again = bodies(bot.sim, "/diff/txt2img")
-        assert again == {"prompt": "a red fox", "guidance_scale": 9.0}
+        assert again == {"prompt": "a red fox", "guidance_scale": 9.0, "seed": None}
         assert first == {**again, "seed": 7}
         rerun_done = await bot.settled(rerun.id)
-        assert rerun_done.result["meta"]["seed"] != 7
+        assert rerun_done.result["meta"]["seed"] not in (7, 0)
         assert bodies(bot.sim, "/diff/upscale") == [{"url": output}]
         assert bodies(bot.sim, "/diff/img2img") == [
-            {"prompt": "the fox in winter", "init_image": output, "strength": 0.4}
+            {"prompt": "the fox in winter", "init_image": output, "strength": 0.4, "seed": None}
         ]
         assert upscale.parent_job_id == parent.id and init_job.type == "img2img"
 
@@ -226,3 +233,20 @@ async def test_an_accepted_job_without_an_id_or_images_is_reported_as_charged(
         report = bare.platform.messages[done.result_message_id or ""].text
         assert "sent neither its images nor an id" in report and ACCEPTED_NOTE in report
         assert (await bare.store.usage_for_user("fake", "alice")).credits == 2
+
+
+async def test_diffusion_is_charged_at_configured_prices_as_estimates(
+    tmp_path: Path,
+) -> None:
+    # The variant dialect charges other prices than the default (docs/provider.md#diffusion-prices).
+    prices = {"txt2img": 3, "img2img": 4, "upscale": 2, "controlnet": 5}
+    async with harness(tmp_path, dialect="variant", limits={"diffusion_credits": prices}) as bot:
+        alice = bot.actor()
+        _, result = await run_command(bot, alice, "diffusion.txt2img", text="a red fox")
+        await press(bot, alice, result, "Upscale")
+        _, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
+        await bot.settled((await bot.latest_job()).id)
+        totals = await bot.store.usage_for_user("fake", "alice")
+        assert totals.estimated_credits == 3 + 2
+        assert totals.credits == 3 + 2 + 4 == bot.sim.state.accounts["sim-key"].charged
+        assert grid.message.images
