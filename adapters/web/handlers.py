@@ -111,6 +111,16 @@ def _uploads(
     return ids, files
 
 
+TAB_HEADER = "X-Genbot-Tab"
+_TAB = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _tab(request: web.Request) -> str | None:
+    """The browser tab a request comes from (the page sends a random id per page load)."""
+    tab = request.headers.get(TAB_HEADER, "")
+    return tab if _TAB.match(tab) else None
+
+
 def _accepted(event_id: str) -> web.Response:
     return web.json_response({"event_id": event_id}, status=202)
 
@@ -129,18 +139,22 @@ async def command(request: web.Request) -> web.Response:
     assign_attachments(spec, files)
     playground.uploads.take(ids, user.id)
     shown = await playground.post_user_message(user, place, text, files, command=spec.name)
-    event = command_event(playground, user, shown, f"{request.scheme}://{request.host}")
+    origin = f"{request.scheme}://{request.host}"
+    event = command_event(playground, user, shown, origin, tab=_tab(request))
     adapter.dispatch(event, shown.id)
     return _accepted(shown.id)
 
 
-def command_event(playground: Playground, user: User, shown: WebMessage, origin: str) -> Command:
-    """The core's event for the command message ``shown`` (its images served from ``origin``)."""
+def command_event(
+    playground: Playground, user: User, shown: WebMessage, origin: str, *, tab: str | None = None
+) -> Command:
+    """The core's event for the command message ``shown`` (its images served from ``origin``;
+    sent from the browser tab ``tab``)."""
     spec, rest = parse_slash(shown.text)
     return Command(
         user=user,
         place=web_place(shown.channel, shown.thread),
-        context=WebContext(shown.id),
+        context=WebContext(shown.id, tab),
         name=spec.name,
         text=rest,
         options={},
@@ -183,7 +197,7 @@ async def message(request: web.Request) -> web.Response:
     event = UserMessage(
         user=user,
         place=place,
-        context=WebContext(shown.id),
+        context=WebContext(shown.id, _tab(request)),
         message_id=shown.id,
         text=said,
         attachments=tuple(playground.attachments_of(shown, origin)),
@@ -217,7 +231,7 @@ async def button(request: web.Request) -> web.Response:
     event = ButtonPress(
         user=user,
         place=web_place(shown.channel, shown.thread),
-        context=WebContext(message_id),
+        context=WebContext(message_id, _tab(request)),
         message_id=message_id,
         action=action,
         ref=ref,
@@ -254,7 +268,7 @@ async def modal(request: web.Request) -> web.Response:
     event = ModalSubmit(
         user=user,
         place=pending.place,
-        context=WebContext(pending.reply_to),
+        context=WebContext(pending.reply_to, _tab(request)),
         action=pending.modal.action,
         ref=pending.modal.ref,
         values={f.id: values.get(f.id, "") for f in fields},

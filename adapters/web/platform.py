@@ -25,9 +25,11 @@ WEB_LIMITS = SurfaceLimits(
 
 @dataclass(frozen=True)
 class WebContext:
-    """The adapter's handle on an inbound event: the message it answers, if any."""
+    """The adapter's handle on an inbound event: the message it answers, if any, and the
+    browser tab it came from (a form it opens shows there only)."""
 
     request_message_id: str | None = None
+    tab: str | None = None
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import time
 from dataclasses import replace
 
 from adapters.web.messages import BOT_AUTHOR, WebMessage
-from adapters.web.platform import PLATFORM, PendingModal, reply_target, web_place
+from adapters.web.platform import PLATFORM, PendingModal, WebContext, reply_target, web_place
 from adapters.web.playground import Playground
 from adapters.web.translate import modal_json
 from bot.events import Attachment, Event, MessageRef, Place
@@ -99,12 +99,19 @@ class WebSurface:
         await self.playground.keep("ephemeral", message, new=True)
 
     async def open_modal(self, origin: Event, modal: Modal) -> None:
-        """Open ``modal`` as a dialog in the browsers of ``origin``'s user; a region field
-        draws on the image of the message the form was opened from."""
+        """Open ``modal`` as a dialog in the browser tab ``origin`` came from (in every tab of
+        its user when that is unknown); a region field draws on the image of the message the
+        form was opened from."""
         modal = self._with_image(modal, reply_target(origin))
         pending = PendingModal(modal, origin.place, reply_target(origin))
         self.playground.remember_modal(origin.user.id, pending)
-        payload = {"type": "modal", "thread": origin.place.thread_id, "modal": modal_json(modal)}
+        tab = origin.context.tab if isinstance(origin.context, WebContext) else None
+        payload = {
+            "type": "modal",
+            "thread": origin.place.thread_id,
+            "tab": tab,
+            "modal": modal_json(modal),
+        }
         self.playground.hub.publish(origin.place.channel_id, payload, visible_to=origin.user.id)
 
     async def typing(self, place: Place) -> None:

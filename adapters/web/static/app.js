@@ -1,7 +1,7 @@
 // The playground page: channels, history, the live event stream, threads, forms and images.
 
 import { Composer } from "./composer.js";
-import { h, postJson, request } from "./dom.js";
+import { TAB, h, postJson, request } from "./dom.js";
 import { RegionEditor } from "./region.js";
 import { MessageView } from "./render.js";
 
@@ -170,7 +170,7 @@ function onEvent(event) {
       break;
     }
     case "modal":
-      openModal(event.modal);
+      if (!event.tab || event.tab === TAB) openModal(event.modal);
       break;
     case "typing":
       state.typingUntil.set(typingKey(event.thread), Date.now() + event.seconds * 1000);

@@ -29,10 +29,14 @@ export async function postJson(url, payload) {
   });
 }
 
+/** This page's own id: forms the server opens for what this tab did show here only. */
+export const TAB = crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random().toString(36).slice(2)}`;
+
 export async function request(url, init = {}) {
   let response;
   try {
-    response = await fetch(url, { credentials: "same-origin", ...init });
+    const headers = { "X-Genbot-Tab": TAB, ...(init.headers || {}) };
+    response = await fetch(url, { credentials: "same-origin", ...init, headers });
   } catch {
     return { ok: false, status: 0, body: { error: "The playground server cannot be reached." } };
   }

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Locator, Route, expect
 
-from tests.adapters.web.browser import Tab, user
+from tests.adapters.web.browser import Tab, new_tab, user
 from tests.genbot.stack import real_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -109,3 +109,18 @@ async def test_a_refusal_arriving_before_the_answer_keeps_the_form_open(
         await expect(dialog.locator('input[name="model"]')).to_have_value("llm-4")
         await expect(dialog.locator('input[name="aspect_ratio"]')).to_have_value("2:3")
         assert tab.errors == []
+
+
+async def test_a_form_opens_only_in_the_tab_that_asked(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
+    async with real_stack(tmp_path) as stack, user(chromium_browser, stack.url + "/") as first:
+        second = await new_tab(first.page.context.new_page)
+        await second.open(stack.url + "/")
+        await second.send("/settings")
+        await expect(second.page.locator("dialog#modal")).to_be_visible()
+        await first.send("/usage")
+        usage = first.page.locator("#messages article.kind-ephemeral", has_text="Your usage")
+        await expect(usage).to_be_visible()
+        await expect(first.page.locator("dialog#modal")).to_be_hidden()
+        assert first.errors == second.errors == []
