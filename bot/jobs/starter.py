@@ -311,7 +311,8 @@ class JobStarter:
                 metrics.job_created(job.type)
                 return job
             if job.status != "create_failed":
-                raise UserError(_already(job, await self.delivery.marks.link(job)))
+                link = await self.delivery.marks.link(job)
+                raise UserError(_already(job, link, mine=job.requester_id == event.user.id))
         raise UserError("That button has failed too many times on this image; start a new job.")
 
     async def offer_upload(self, event: Event, form: Modal, needs: str) -> None:
@@ -376,20 +377,21 @@ def is_upstream_cdn(url: str) -> bool:
     return False
 
 
-def _already(job: Job, link: str | None) -> str:
-    """What a second press of a used button says: where that job's result is."""
+def _already(job: Job, link: str | None, *, mine: bool) -> str:
+    """What a second press of a used button says: where that job's result is (``mine``: the
+    presser pressed it first; else someone else did, in an open channel or as an admin)."""
     if job.status == "unknown":
         return (
             "That job was sent, but the service never confirmed it; genbot is watching for it "
             "and will post the result if it arrives — don't press again."
         )
+    who = "You already pressed this" if mine else "Someone already pressed this"
     if job.status == "posted":
-        where = f": {link}" if link else " above."
-        return f"You already pressed this — here is the result{where}"
+        return f"{who} — [here is the result]({link})." if link else f"{who}: the result is above."
     if JobResult.of(job).cancelled:
-        return "You already pressed this, then cancelled that job."
+        return f"{who}, then cancelled that job."
     if job.status in ("failed", "reporting", "failed_posted"):
-        where = f": {link}" if link else "; see its report above."
-        return f"You already pressed this — that job failed{where}"
-    where = f": {link}" if link else "; its result will be posted here."
-    return f"You already pressed this — that job is running{where}"
+        failed = f"[that job failed]({link})" if link else "that job failed; see its report above"
+        return f"{who} — {failed}."
+    running = f"[that job is running]({link})" if link else "that job is running"
+    return f"{who} — {running}; its result will be posted there."

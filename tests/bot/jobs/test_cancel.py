@@ -86,7 +86,7 @@ async def test_pressed_buttons_are_marked_and_a_second_press_links_to_the_result
         await alice.press(grid, "U2")
         done = await bot.settled(upscale_job.id)
         assert bot.platform.ephemerals_for("alice") == [
-            f"You already pressed this — here is the result: https://fake.example/c1/"
-            f"{done.result_message_id}"
+            "You already pressed this — [here is the result]"
+            f"(https://fake.example/c1/{done.result_message_id})."
         ]
         assert grid.button("U2").style == "primary"

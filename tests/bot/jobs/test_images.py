@@ -177,8 +177,8 @@ async def test_custom_zoom_form_is_idempotent_per_value(tmp_path: Path) -> None:
             "prompt": "a wider fox",
         }
         assert bot.platform.ephemerals_for("alice") == [
-            "You already pressed this — here is the result: "
-            f"https://fake.example/c1/{zoom_job.progress_message_id}"
+            "You already pressed this — [here is the result]"
+            f"(https://fake.example/c1/{zoom_job.progress_message_id})."
         ]
 
 
@@ -318,7 +318,7 @@ async def test_duplicate_presses_make_one_job_and_one_provider_call(tmp_path: Pa
         assert bot.sim.state.creations["upscale"] == 1
         replies = bot.platform.ephemerals_for("alice")
         assert len(replies) == 2
-        assert all(r.startswith("You already pressed this — that job is running") for r in replies)
+        assert all(r.startswith("You already pressed this — ") for r in replies), replies
 
 
 @pytest.mark.parametrize("open_channel", [False, True])
@@ -338,6 +338,9 @@ async def test_only_the_requester_may_press_unless_the_channel_is_open(
             assert job.type == "upscale" and job.requester_id == "bob"
             await bot.settled(job.id)
             assert bot.platform.modals[-1][1].action == "outpaint_custom"
+            await bob.press(grid, "U1")
+            [again] = bot.platform.ephemerals_for("bob")
+            assert again.startswith("Someone already pressed this — [here is the result]("), again
         else:
             assert (
                 bot.platform.ephemerals_for("bob")
