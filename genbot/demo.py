@@ -83,6 +83,7 @@ async def run_demo(
             async with running(wired, stop, demo=True) as runtime:
                 print(
                     f"genbot demo: open {runtime.web_url} in your browser (Ctrl-C stops it)\n"
+                    f"  admin (open it in the window that should be one): {runtime.web_admin_url}\n"
                     f"  provider simulator at {sim.base_url}, data in {data_dir}\n"
                     "  try: /imagine a lighthouse at dusk --ar 16:9 --turbo, then press U1",
                     flush=True,

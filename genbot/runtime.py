@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from adapters import Adapter, AdapterStartError
 from bot import metrics
@@ -47,6 +47,9 @@ from storage import (
     StorageError,
 )
 from storage.postgres import PostgresStore
+
+if TYPE_CHECKING:
+    from adapters.web.adapter import WebAdapter
 
 log = logging.getLogger("genbot")
 
@@ -97,11 +100,19 @@ class Runtime:
     @property
     def web_url(self) -> str:
         """The playground's address; ``KeyError`` when the web adapter is not running."""
+        return self._web().url
+
+    @property
+    def web_admin_url(self) -> str | None:
+        """The playground's admin link (``genbot demo``), if it has one."""
+        return self._web().admin_url
+
+    def _web(self) -> WebAdapter:
         from adapters.web.adapter import WebAdapter
 
         web = self.adapters["web"]
         assert isinstance(web, WebAdapter)
-        return web.url
+        return web
 
     async def start(self) -> None:
         """Start the adapters, then the core's services; :class:`StartupError` names the part
@@ -250,7 +261,7 @@ def configured_adapters(
     settings: Settings, *, demo: bool = False, storage: Storage | None = None
 ) -> dict[str, Adapter]:
     """The adapters whose credentials (or switch) are set, created but not started. ``demo``
-    makes the playground's local users admins (``genbot demo`` only); ``storage`` keeps the
+    gives the playground an admin link (``genbot demo`` only); ``storage`` keeps the
     Slack workspaces of a distributed app and the Slack events the cluster handled."""
     adapters: dict[str, Adapter] = {}
     if settings.discord.token.get_secret_value():
@@ -273,7 +284,7 @@ def configured_adapters(
             settings.limits,
             history=storage,
             legacy_history=legacy,
-            local_admins=demo,
+            admin_link=demo,
         )
     return adapters
 

@@ -14,7 +14,8 @@
   users past the per-user caps. An API client with the Bearer token and no session is the user
   ``web-api``.
 - **Admins** are the users named in ``[web] admin_ids``. Nobody is an admin because of their
-  address, except in ``genbot demo`` (``local_admins``), where every local user is.
+  address. ``genbot demo`` (``admin_link``) prints an admin link, ``/?admin=<random token>``:
+  the browser that opens it becomes an admin (until the demo stops); everyone else is not.
 """
 
 from __future__ import annotations
@@ -91,9 +92,10 @@ def parse_host(value: str) -> HostName | None:
 class Access:
     """The playground's trust rules (see the module docstring) for one adapter."""
 
-    def __init__(self, settings: WebSettings, *, local_admins: bool = False) -> None:
-        self.local_admins = local_admins
-        self.admin_ids = frozenset(settings.admin_ids)
+    def __init__(self, settings: WebSettings, *, admin_link: bool = False) -> None:
+        self.admin_ids = set(settings.admin_ids)
+        self.admin_token = secrets.token_urlsafe(18) if admin_link else ""
+        """The token of the admin link (``""``: there is none)."""
         self.session_key = secrets.token_bytes(32)
         self._token = settings.access_token.get_secret_value()
         allowed = [HostName(name, None) for name in LOOPBACK_NAMES]
@@ -155,9 +157,19 @@ class Access:
             return None
         return match[1]
 
-    def is_admin(self, user_id: str, loopback_peer: bool) -> bool:
-        """Whether ``user_id`` may use admin commands (from a loopback peer: ``loopback_peer``)."""
-        return user_id in self.admin_ids or (self.local_admins and loopback_peer)
+    def is_admin(self, user_id: str) -> bool:
+        """Whether ``user_id`` may use admin commands."""
+        return user_id in self.admin_ids
+
+    def admin_link_matches(self, given: str) -> bool:
+        """Whether ``given`` is the admin link's token (constant time; never without a link)."""
+        return bool(self.admin_token) and hmac.compare_digest(
+            given.encode(), self.admin_token.encode()
+        )
+
+    def make_admin(self, user_id: str) -> None:
+        """Make ``user_id`` an admin (it opened the admin link)."""
+        self.admin_ids.add(user_id)
 
     def _mac(self, session_id: str) -> str:
         digest = hmac.new(self.session_key, session_id.encode(), hashlib.sha256).digest()

@@ -50,7 +50,7 @@ class WebAdapter:
         handler_timeout: float = 900.0,
         history: PlaygroundHistory | None = None,
         legacy_history: Path | None = None,
-        local_admins: bool = False,
+        admin_link: bool = False,
         max_image_memory: int = 256 * 1024 * 1024,
     ) -> None:
         self.settings = settings
@@ -67,7 +67,7 @@ class WebAdapter:
             self.surface, platform=PLATFORM, handler_timeout=handler_timeout
         )
         self._listening = False
-        self.access = Access(settings, local_admins=local_admins)
+        self.access = Access(settings, admin_link=admin_link)
         self.app = build_app(self)
         self.listener = Listener(self.app, "web playground", PLAYGROUND_LIMITS)
 
@@ -77,6 +77,13 @@ class WebAdapter:
         if not self.playground.url:
             raise RuntimeError("the web playground is not started")
         return self.playground.url
+
+    @property
+    def admin_url(self) -> str | None:
+        """The admin link (``admin_link``: ``genbot demo``): the browser that opens it becomes
+        an admin. None without one, or before :meth:`start`."""
+        token = self.access.admin_token
+        return f"{self.playground.url}/?admin={token}" if token and self.playground.url else None
 
     async def connected(self) -> bool:
         """Whether the playground is listening."""

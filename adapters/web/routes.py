@@ -5,7 +5,6 @@ messages, buttons, forms, uploads) is in :mod:`adapters.web.handlers`.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 from http.cookies import SimpleCookie
@@ -61,6 +60,7 @@ NO_TOKEN = (
 )
 WRONG_TOKEN = "That is not this playground's access token."
 NO_SESSION = "Load the playground page first: it gives this browser its identity."
+WRONG_ADMIN_LINK = "That is not this playground's admin link (a new one is printed at each start)."
 
 
 class Serving(Protocol):
@@ -90,13 +90,6 @@ SET_COOKIES = web.RequestKey("genbot_set_cookies", dict)
 
 def json_error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
-
-
-def _is_loopback(remote: str | None) -> bool:
-    try:
-        return remote is not None and ipaddress.ip_address(remote).is_loopback
-    except ValueError:
-        return False
 
 
 def _cross_site(request: web.Request) -> bool:
@@ -143,9 +136,18 @@ def _user(request: web.Request, access: Access) -> User | None:
         user_id = API_USER_ID
     else:
         return None
-    return User(
-        id=user_id, name="you", is_admin=access.is_admin(user_id, _is_loopback(request.remote))
-    )
+    return User(id=user_id, name="you", is_admin=access.is_admin(user_id))
+
+
+def _admin_link(request: web.Request, access: Access, user: User) -> web.Response:
+    """``/?admin=<token>``: the browser's user becomes an admin, and the token leaves the
+    address bar."""
+    if not access.admin_link_matches(request.query["admin"]):
+        refused(request, "wrong admin link")
+        return json_error(403, WRONG_ADMIN_LINK)
+    access.make_admin(user.id)
+    log.info("playground user %s opened the admin link and is an admin", user.id)
+    return web.Response(status=303, headers={"Location": "/"})
 
 
 @web.middleware
@@ -160,6 +162,8 @@ async def access_middleware(request: web.Request, handler: Any) -> web.StreamRes
     if refusal is not None:
         return refusal
     user = _user(request, access)
+    if user is not None and "admin" in request.query and _page_load(request):
+        return _admin_link(request, access, user)
     if user is not None:
         request[USER] = user
     elif request.path.startswith(IDENTIFIED_PREFIXES):
@@ -230,7 +234,7 @@ async def history(request: web.Request) -> web.Response:
             "channel": channel,
             "instance": playground.store.instance,
             "seq": playground.hub.last_seq(channel),
-            "me": {"id": user.id, "name": user.name},
+            "me": {"id": user.id, "name": user.name, "admin": user.is_admin},
             "dm": dm_channel(user.id),
             "channels": [*DEFAULT_CHANNELS, *known],
             "limits": {

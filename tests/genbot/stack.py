@@ -52,16 +52,18 @@ async def real_stack(
     dialect: Dialect = "default",
     limits: LimitsSettings = FAST_POLLING,
     plan: str = "developer",
+    demo: bool = False,
 ) -> AsyncIterator[Stack]:
     """The simulator (speaking ``dialect``) and genbot (real core, web adapter on
-    127.0.0.1:0, ``limits``: fast polling by default, on the provider ``plan``)."""
+    127.0.0.1:0, ``limits``: fast polling by default, on the provider ``plan``; ``demo``: wired
+    as ``genbot demo`` wires it, with the admin link)."""
     config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True, dialect=dialect)
     async with serve(config) as sim:
         base = Settings(web=WebSettings(enabled=True, port=0), limits=limits)
         settings = demo_settings(base, sim.base_url, config.api_key, tmp_path)
         api = settings.api.model_copy(update={"plan": plan})
         settings = settings.model_copy(update={"api": api})
-        async with running(settings) as runtime:
+        async with running(settings, demo=demo) as runtime:
             yield Stack(sim, runtime)
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import signal
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from genbot.demo import EPHEMERAL_PORTS, FIRST_PICKED_PORT, free_port
 from tests.genbot.process import clean_env, genbot
-from tests.genbot.stack import labels, playground_user
+from tests.genbot.stack import PlaygroundUser, labels, playground_user
 
 
 def exists(path: Path) -> bool:
@@ -20,6 +21,12 @@ def exists(path: Path) -> bool:
 
 def contents(folder: Path) -> list[Path]:
     return list(folder.iterdir())
+
+
+async def me(user: PlaygroundUser) -> dict[str, Any]:
+    async with user.session.get("/api/history") as response:
+        found: dict[str, Any] = (await response.json())["me"]
+        return found
 
 
 URL_LINE = r"genbot demo: open (http://127\.0\.0\.1:(\d+)) in your browser"
@@ -44,9 +51,14 @@ async def test_demo_serves_a_working_playground_and_stops_cleanly_on_ctrl_c(
         data_dir = Path((await demo.line_matching(r"data in (\S+)")).group(1))
         assert data_dir.parent == temp and (data_dir / "genbot.db").is_file()
 
-        async with playground_user(url) as user:
+        admin_link = (await demo.line_matching(r"admin \(.*\): (\S+)")).group(1)
+        async with playground_user(url) as user, playground_user(url) as admin:
             async with user.session.get("/") as page:
                 assert page.status == 200 and "<title>" in await page.text()
+            async with admin.session.get(admin_link.removeprefix(url)) as page:
+                assert page.status == 200 and page.url.query == {}, "the token leaves the bar"
+            assert (await me(user))["admin"] is False, "a local user is not an admin"
+            assert (await me(admin))["admin"] is True
             async with user.session.get("/api/commands") as response:
                 names = {command["name"] for command in (await response.json())["commands"]}
             assert {"imagine", "chat", "describe", "blend", "settings", "usage"} <= names

@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from adapters import AdapterStartError
 from adapters.web import WebAdapter
 from adapters.web.access import exposure_problem
+from adapters.web.routes import WRONG_ADMIN_LINK
 from adapters.web.settings import WebSettings
 from bot.events import Command
 from storage import SqliteStore
@@ -27,7 +28,7 @@ FOX = {"text": "/imagine a fox", "channel": "general"}
 
 @asynccontextmanager
 async def playground(
-    core: RecordingCore, history: Path | None = None, local_admins: bool = False, **settings: Any
+    core: RecordingCore, history: Path | None = None, admin_link: bool = False, **settings: Any
 ) -> AsyncIterator[WebAdapter]:
     async with AsyncExitStack() as stack:
         store = (
@@ -38,7 +39,7 @@ async def playground(
         adapter = WebAdapter(
             WebSettings(host="127.0.0.1", port=0, **settings),
             history=store,
-            local_admins=local_admins,
+            admin_link=admin_link,
             keepalive_seconds=0.05,
         )
         core.surface = adapter.surface
@@ -130,14 +131,30 @@ async def test_nobody_is_an_admin_because_of_their_address() -> None:
         [event] = await core.wait_for_events(1)
         assert event.user.is_admin is False
 
+
+async def test_the_demo_admin_link_makes_only_the_browser_that_opens_it_an_admin() -> None:
     core = RecordingCore()
     async with (
-        playground(core, local_admins=True) as adapter,
-        browser(adapter) as session,
-        session.post("/api/command", json=FOX),
+        playground(core, admin_link=True) as adapter,
+        browser(adapter) as local,
+        browser(adapter) as admin,
     ):
-        [event] = await core.wait_for_events(1)
-        assert event.user.is_admin is True
+        assert adapter.admin_url is not None
+        link = adapter.admin_url.removeprefix(adapter.url)
+        async with admin.get(link, allow_redirects=False) as response:
+            assert (response.status, response.headers["Location"]) == (303, "/")
+        async with local.get("/?admin=not-the-token", allow_redirects=False) as response:
+            assert await status_and_error(response) == (403, WRONG_ADMIN_LINK)
+        for session in (local, admin):
+            async with session.post("/api/command", json=FOX) as response:
+                assert response.status == 202
+        events = await core.wait_for_events(2)
+        assert [event.user.is_admin for event in events] == [False, True]
+
+    async with playground(RecordingCore()) as adapter, browser(adapter) as session:
+        assert adapter.admin_url is None
+        async with session.get("/?admin=", allow_redirects=False) as response:
+            assert response.status == 403, "no link without genbot demo"
 
 
 async def test_admin_ids_name_admins_and_the_identity_survives_a_restart(tmp_path: Path) -> None:

@@ -1,0 +1,55 @@
+"""Two users in Chromium on the demo's wiring: a job's buttons are its requester's, ❌ Cancel
+included; the demo's admin link (and only it) makes a browser an admin, who may press them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, expect
+
+from bot.config import LimitsSettings
+from tests.adapters.web.browser import user
+from tests.genbot.stack import real_stack
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+SLOW_ENOUGH_TO_CANCEL = LimitsSettings(poll_interval_min=0.05, poll_interval_max=0.2)
+REFUSED = "Only the person who started this job can"
+
+
+async def test_a_jobs_buttons_are_its_requesters_until_the_admin_link_is_opened(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
+    async with (
+        real_stack(tmp_path, time_scale=0.03, limits=SLOW_ENOUGH_TO_CANCEL, demo=True) as stack,
+        user(chromium_browser, stack.url + "/") as alice,
+        user(chromium_browser, stack.url + "/") as bob,
+    ):
+        await alice.send("/imagine a lighthouse")
+        running = bob.with_button("gb:cancel:")
+        await running.locator(".btn", has_text="❌ Cancel").click()
+        bobs_notes = bob.page.locator("#messages article.kind-ephemeral")
+        await expect(bobs_notes.last).to_contain_text(REFUSED)
+
+        grid = alice.with_button("gb:upscale1:")
+        await expect(grid.locator("img")).to_have_count(1)
+        bobs_grid = bob.with_button("gb:upscale1:")
+        await expect(bobs_grid.locator(".btn.foreign")).to_have_count(10)
+        await bobs_grid.locator(".btn", has_text="U2").click()
+        await expect(bobs_notes).to_have_count(2)
+        await expect(bobs_notes.last).to_contain_text(REFUSED)
+        assert stack.sim.state.requests_to("/gen/v2/upscale") == []
+
+        admin_url = stack.runtime.web_admin_url
+        assert admin_url is not None and "admin=" in admin_url
+        await bob.open(admin_url)
+        assert bob.page.url == stack.url + "/", "the token leaves the address bar"
+        await expect(bob.page.locator("#me-id")).to_contain_text("admin")
+        await expect(alice.page.locator("#me-id")).not_to_contain_text("admin")
+        await bob.with_button("gb:upscale1:").locator(".btn", has_text="U2").click()
+        upscale = alice.with_button("gb:vary_region:")
+        await expect(upscale.locator("img")).to_have_count(1)
+        await expect(grid.locator(".btn", has_text="U2")).to_have_class(re.compile("btn-primary"))
+        assert alice.errors == bob.errors == []
