@@ -88,8 +88,10 @@ USER = web.RequestKey("genbot_user", User)
 SET_COOKIES = web.RequestKey("genbot_set_cookies", dict)
 
 
-def json_error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+def json_error(status: int, message: str, code: str | None = None) -> web.Response:
+    """``{"error": message}`` (and ``"code"``, for the page to act on) with ``status``."""
+    body = {"error": message} if code is None else {"error": message, "code": code}
+    return web.json_response(body, status=status)
 
 
 def _cross_site(request: web.Request) -> bool:
@@ -168,7 +170,7 @@ async def access_middleware(request: web.Request, handler: Any) -> web.StreamRes
         request[USER] = user
     elif request.path.startswith(IDENTIFIED_PREFIXES):
         refused(request, "no session")
-        return json_error(401, NO_SESSION)
+        return json_error(401, NO_SESSION, "no_session")
     if request.method == "POST" and _cross_site(request):
         return json_error(403, "Cross-site requests are refused by the playground.")
     try:

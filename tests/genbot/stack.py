@@ -53,13 +53,14 @@ async def real_stack(
     limits: LimitsSettings = FAST_POLLING,
     plan: str = "developer",
     demo: bool = False,
+    port: int = 0,
 ) -> AsyncIterator[Stack]:
     """The simulator (speaking ``dialect``) and genbot (real core, web adapter on
     127.0.0.1:0, ``limits``: fast polling by default, on the provider ``plan``; ``demo``: wired
-    as ``genbot demo`` wires it, with the admin link)."""
+    as ``genbot demo`` wires it, with the admin link; ``port``: the playground's, 0 picks one)."""
     config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True, dialect=dialect)
     async with serve(config) as sim:
-        base = Settings(web=WebSettings(enabled=True, port=0), limits=limits)
+        base = Settings(web=WebSettings(enabled=True, port=port), limits=limits)
         settings = demo_settings(base, sim.base_url, config.api_key, tmp_path)
         api = settings.api.model_copy(update={"plan": plan})
         settings = settings.model_copy(update={"api": api})

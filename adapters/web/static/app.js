@@ -6,11 +6,14 @@ import { RegionEditor } from "./region.js";
 import { MessageView } from "./render.js";
 
 const CHANNEL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+const DEFAULT_CHANNEL = "general";
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 8000;
 const EXAMPLES = ["/imagine a lighthouse at dusk --ar 16:9", "/chat write a haiku about foxes", "/help"];
 
 const $ = (selector) => document.querySelector(selector);
 const state = {
-  channel: "general",
+  channel: DEFAULT_CHANNEL,
   thread: null,
   me: { id: "", name: "you" },
   seq: 0,
@@ -21,6 +24,8 @@ const state = {
   working: new Map(),
   typingUntil: new Map(),
   source: null,
+  resyncTimer: null,
+  retryDelay: RETRY_FIRST_MS,
   dismissed: new Set(JSON.parse(sessionStorage.getItem("genbot-dismissed") || "[]")),
 };
 
@@ -193,22 +198,51 @@ function connect() {
   setConnection("connecting");
   const source = new EventSource(`/api/events?channel=${encodeURIComponent(state.channel)}&after=${state.seq}`);
   source.onmessage = (message) => onEvent(JSON.parse(message.data));
-  source.onerror = () => setConnection("offline");
+  source.onerror = () => {
+    setConnection("offline");
+    if (source.readyState === EventSource.CLOSED && state.source === source) scheduleResync();
+  };
   state.source = source;
 }
 
+/** Load the channel again (and get a new session if it is gone) until it works: the event
+ * stream was refused, for example because the server restarted without its history. */
+function scheduleResync(delay = state.retryDelay) {
+  clearTimeout(state.resyncTimer);
+  state.resyncTimer = setTimeout(async () => {
+    if (await openChannel(state.channel)) {
+      state.retryDelay = RETRY_FIRST_MS;
+    } else {
+      setConnection("offline");
+      state.retryDelay = Math.min(state.retryDelay * 2, RETRY_MAX_MS);
+      scheduleResync();
+    }
+  }, delay);
+}
+
+/** Show ``channel``; false when it could not be loaded. A channel this user may not open
+ * (someone else's direct messages, say after a new identity) opens #general instead, or the
+ * user's own direct messages when it was a DM. */
 async function openChannel(channel) {
   state.source?.close();
   state.channel = channel;
   closeThread();
   const result = await request(`/api/history?channel=${encodeURIComponent(channel)}`);
+  if (!result.ok && result.status === 400 && channel !== DEFAULT_CHANNEL) {
+    const opened = await openChannel(DEFAULT_CHANNEL);
+    if (opened && channel.startsWith("dm-") && state.dm) return openChannel(state.dm);
+    return opened;
+  }
   if (!result.ok) {
-    toast(result.body.error || "The channel could not be loaded.");
-    return;
+    if (result.status !== 0) toast(result.body.error || "The channel could not be loaded.");
+    return false;
   }
   const body = result.body;
   const { me, seq, limits, channels, instance, dm } = body;
   Object.assign(state, { me, seq, limits, channels, instance, dm });
+  if (decodeURIComponent(location.hash.slice(1)).split("/")[0] !== channel) {
+    history.replaceState(null, "", `#${channel}`);
+  }
   state.messages.clear();
   state.working.clear();
   state.typingUntil.clear();
@@ -226,6 +260,7 @@ async function openChannel(channel) {
   renderTyping();
   connect();
   composer.focus();
+  return true;
 }
 
 function renderThreadHeader() {
@@ -451,7 +486,10 @@ async function main() {
     threadComposer.setCommands(commands.body.commands);
   }
   const fromHash = decodeURIComponent(location.hash.slice(1)).split("/")[0];
-  await openChannel(CHANNEL_PATTERN.test(fromHash) ? fromHash : "general");
+  if (!(await openChannel(CHANNEL_PATTERN.test(fromHash) ? fromHash : DEFAULT_CHANNEL))) {
+    scheduleResync();
+    return;
+  }
   if (location.hash.includes("/")) followHash();
 }
 

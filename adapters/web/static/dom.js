@@ -32,7 +32,19 @@ export async function postJson(url, payload) {
 /** This page's own id: forms the server opens for what this tab did show here only. */
 export const TAB = crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random().toString(36).slice(2)}`;
 
-export async function request(url, init = {}) {
+let renewing = null;
+
+/** Get a new session the way a page load does (once, however many requests ask): the old one
+ * is gone (the server restarted without its history, or the cookie was dropped). */
+async function renewSession() {
+  renewing ??= fetch("/", { credentials: "same-origin", cache: "no-store" })
+    .then((response) => response.ok)
+    .catch(() => false)
+    .finally(() => setTimeout(() => (renewing = null), 1000));
+  return renewing;
+}
+
+async function fetchJson(url, init) {
   let response;
   try {
     const headers = { "X-Genbot-Tab": TAB, ...(init.headers || {}) };
@@ -47,6 +59,16 @@ export async function request(url, init = {}) {
     body = { error: `The server answered ${response.status} without details.` };
   }
   return { ok: response.ok, status: response.status, body };
+}
+
+/** A request to the playground's API; resolves to {ok, status, body}. A request refused for
+ * want of a session gets a new one and is sent once more. */
+export async function request(url, init = {}) {
+  const result = await fetchJson(url, init);
+  if (result.status === 401 && result.body.code === "no_session" && (await renewSession())) {
+    return fetchJson(url, init);
+  }
+  return result;
 }
 
 export function formatSize(bytes) {

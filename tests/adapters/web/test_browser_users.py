@@ -53,3 +53,38 @@ async def test_a_jobs_buttons_are_its_requesters_until_the_admin_link_is_opened(
         await expect(upscale.locator("img")).to_have_count(1)
         await expect(grid.locator(".btn", has_text="U2")).to_have_class(re.compile("btn-primary"))
         assert alice.errors == bob.errors == []
+
+
+async def test_a_tab_outliving_its_server_gets_a_new_session_and_keeps_its_draft(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
+    draft = "a draft typed before the restart"
+    async with user(chromium_browser) as tab:
+        async with real_stack(tmp_path / "first", demo=True) as first:
+            url = first.url
+            await tab.open(url + "/")
+            await tab.page.locator("#dm-list a.channel").click()
+            await expect(tab.page.locator("#channel-name")).to_have_text("genbot")
+            old_dm = await tab.page.evaluate("() => location.hash.slice(1)")
+            old_me = await tab.page.locator("#me-id").text_content()
+            await tab.box.fill(draft)
+        await expect(tab.page.locator("#connection")).not_to_have_class(re.compile("live"))
+
+        port = int(url.rsplit(":", 1)[1])
+        async with real_stack(tmp_path / "second", demo=True, port=port):
+            await expect(tab.page.locator(".connection.live")).to_be_visible()
+            await expect(tab.page.locator("#me-id")).not_to_have_text(old_me or "")
+            await expect(tab.page.locator("#channel-name")).to_have_text("genbot")
+            assert await tab.page.evaluate("() => location.hash.slice(1)") != old_dm
+            await expect(tab.box).to_have_value(draft)
+            await tab.box.press("Enter")
+            sent = tab.page.locator("#messages article.kind-user", has_text=draft)
+            await expect(sent).to_be_visible()
+
+            async with user(chromium_browser) as stranger:
+                await stranger.page.goto(f"{url}/#{old_dm}")
+                await expect(stranger.page.locator(".connection.live")).to_be_visible()
+                await expect(stranger.page.locator("#channel-name")).to_have_text("genbot")
+                await expect(stranger.page.locator("#channel-list a.channel")).to_have_count(3)
+                assert stranger.errors == []
+        assert tab.errors == []
