@@ -45,7 +45,7 @@ async def test_a_jobs_buttons_are_its_requesters_until_the_admin_link_is_opened(
         admin_url = stack.runtime.web_admin_url
         assert admin_url is not None and "admin=" in admin_url
         await bob.open(admin_url)
-        assert bob.page.url == stack.url + "/", "the token leaves the address bar"
+        assert bob.page.url in (stack.url + "/", stack.url + "/#general"), "the token is gone"
         await expect(bob.page.locator("#me-id")).to_contain_text("admin")
         await expect(alice.page.locator("#me-id")).not_to_contain_text("admin")
         await bob.with_button("gb:upscale1:").locator(".btn", has_text="U2").click()
