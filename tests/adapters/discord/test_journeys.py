@@ -1,0 +1,142 @@
+"""The three journeys of issue 23, traced on the real stack (the fake Discord, discord.py, the
+real core on a tmp SQLite database, the simulator over HTTP) with :mod:`tests.journey`:
+
+- a U1 press, from the button's callback until ``TaskClient.upscale`` returns;
+- the upscale's task seen finished by the tracker, until its result is delivered;
+- one streamed delta, from ``SseParser.feed`` until the next platform edit returns.
+
+Each test prints its trace (``pytest -s`` shows it). The budgets are the issue's; until the
+restructuring lands, the tests hold what the tracer must see (the provider call, the
+platform call, the files that cannot be missing), not the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulator.server import serve
+from simulator.state import SimulatorConfig
+from tests.adapters.discord.harness import Harness
+from tests.adapters.discord.real_core import (
+    QUICK_BUCKET,
+    QUICK_WINDOW,
+    finished,
+    newest,
+    real_genbot,
+    with_image,
+)
+from tests.fakes.discord import FakeMessage
+from tests.journey import Journey, Point, Trace, tracing
+
+pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
+
+U1_PRESS = Journey(
+    "U1 press -> TaskClient.upscale returns",
+    root=Point("adapters/discord/components.py", "GenbotButton.callback"),
+    end=Point("bot/api/tasks.py", "TaskClient.upscale"),
+)
+FINISHED_TO_POSTED = Journey(
+    "finished task -> result posted",
+    root=Point(
+        "bot/jobs/provider_state.py",
+        "ProviderState.apply_task_record",
+        lambda args: args["job"].type == "upscale" and args["record"].status == "finished",
+    ),
+    end=Point("bot/jobs/delivery.py", "Delivery.deliver"),
+)
+PLATFORM_EDIT = Point("adapters/discord/posting.py", "DiscordPosting.edit")
+
+
+def nth_delta(n: int) -> Callable[[dict[str, Any]], bool]:
+    """A ``where`` that accepts the ``n``-th chunk fed to the SSE parser carrying content."""
+    seen = 0
+
+    def accept(args: dict[str, Any]) -> bool:
+        nonlocal seen
+        if b'"content"' not in args["chunk"]:
+            return False
+        seen += 1
+        return seen == n
+
+    return accept
+
+
+def delta_journey(n: int) -> Journey:
+    return Journey(
+        "one SSE delta -> the platform edit",
+        root=Point("adapters/discord/client.py", "GenbotClient.on_message"),
+        start=Point("bot/api/sse.py", "SseParser.feed", nth_delta(n)),
+        end=PLATFORM_EDIT,
+    )
+
+
+def upscaled(message: FakeMessage) -> bool:
+    """Whether ``message`` is an upscale's result (its image, with buttons to zoom out)."""
+    return with_image(message) and any(b.get("label") == "Zoom Out 2x" for b in message.buttons)
+
+
+def report(trace: Trace) -> None:
+    print()
+    print(trace.summary())
+    print(trace.path())
+
+
+async def test_a_u1_press_and_its_result_are_traced_file_by_file(
+    harness: Harness, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    config = SimulatorConfig(time_scale=0.003, seed=11)
+    async with (
+        serve(config) as sim,
+        real_genbot(
+            harness, sim, tmp_path / "genbot.db", edit_window_seconds=QUICK_WINDOW
+        ) as genbot,
+    ):
+        await fake.slash(alice, general, "imagine", {"prompt": "a red fox"})
+
+        def grid() -> Any:
+            return newest(fake.bot_messages(general.id), lambda m: with_image(m))
+
+        grid_message = await fake.wait_for(grid, 10.0, "the grid")
+        with tracing([U1_PRESS, FINISHED_TO_POSTED]) as tracer:
+            await fake.press(alice, grid_message, "U1")
+            await fake.wait_for(
+                lambda: newest(fake.bot_messages(general.id), upscaled), 10.0, "the upscale"
+            )
+            await genbot.posted("upscale")
+    press, delivery = tracer[U1_PRESS.name], tracer[FINISHED_TO_POSTED.name]
+    report(press)
+    report(delivery)
+    assert press.ended and delivery.ended
+    assert press.files[0] == "adapters/discord/components.py"
+    assert "bot/api/tasks.py" in press.files
+    assert "bot/jobs/delivery.py" in delivery.files and PLATFORM_EDIT.file in delivery.files
+
+
+async def test_one_streamed_delta_is_traced_to_the_platform_edit(
+    harness: Harness, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice = fake.user("alice")
+    dm = fake.dm_channel(alice)
+    text = " ".join(f"fox{number}" for number in range(8))
+    config = SimulatorConfig(time_scale=15, seed=5)
+    journey = delta_journey(4)
+    async with (
+        serve(config) as sim,
+        real_genbot(harness, sim, tmp_path / "genbot.db", edit_window_seconds=QUICK_WINDOW),
+    ):
+        with tracing([journey]) as tracer:
+            await fake.user_message(alice, dm, f"echo: {text}")
+            await fake.wait_for(
+                lambda: newest(fake.bot_messages(dm.id), finished), 30.0, "the answer"
+            )
+    trace = tracer[journey.name]
+    report(trace)
+    assert trace.ended
+    assert trace.files[0] == "bot/api/sse.py" and PLATFORM_EDIT.file in trace.files
