@@ -12,7 +12,8 @@ A :class:`Journey` names where it begins and where it ends, as functions of the 
   the root function returns for good (not when it merely awaits).
 - ``start``: recording begins at the first call of this function on the journey (the root
   itself when left out); ``end``: it ends when this function, called on the journey, returns
-  for good. ``where`` filters a function's calls by their arguments.
+  for good (or, with ``end_at_entry``, as soon as it is entered). ``where`` filters a
+  function's calls by their arguments.
 
 While recording, every *entry* into a project file is noted: a fresh call of a function, or a
 generator resumed by its consumer (``async for`` pulling the next delta). Resuming a coroutine
@@ -77,6 +78,8 @@ class Journey:
     root: Point
     end: Point
     start: Point | None = None
+    end_at_entry: bool = False
+    """End when ``end`` is entered (the call itself counted) rather than when it returns."""
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,10 @@ class Tracer:
             if trace.started and not trace.ended:
                 self._note(trace, file, frame)
                 if journey.end.matches(file, frame):
-                    self._ends.setdefault(id(frame), set()).add(name)
+                    if journey.end_at_entry:
+                        trace.ended = True
+                    else:
+                        self._ends.setdefault(id(frame), set()).add(name)
 
     def _mark_roots(self, file: str, frame: FrameType) -> None:
         for journey in self.journeys:

@@ -39,6 +39,12 @@ U1_PRESS = Journey(
     root=Point("adapters/discord/components.py", "GenbotButton.callback"),
     end=Point("bot/api/tasks.py", "TaskClient.upscale"),
 )
+U1_TO_THE_CALL = Journey(
+    "U1 press -> TaskClient.upscale entered",
+    root=U1_PRESS.root,
+    end=U1_PRESS.end,
+    end_at_entry=True,
+)
 FINISHED_TO_POSTED = Journey(
     "finished task -> result posted",
     root=Point(
@@ -103,16 +109,19 @@ async def test_a_u1_press_and_its_result_are_traced_file_by_file(
             return newest(fake.bot_messages(general.id), lambda m: with_image(m))
 
         grid_message = await fake.wait_for(grid, 10.0, "the grid")
-        with tracing([U1_PRESS, FINISHED_TO_POSTED]) as tracer:
+        with tracing([U1_PRESS, U1_TO_THE_CALL, FINISHED_TO_POSTED]) as tracer:
             await fake.press(alice, grid_message, "U1")
             await fake.wait_for(
                 lambda: newest(fake.bot_messages(general.id), upscaled), 10.0, "the upscale"
             )
             await genbot.posted("upscale")
     press, delivery = tracer[U1_PRESS.name], tracer[FINISHED_TO_POSTED.name]
+    to_the_call = tracer[U1_TO_THE_CALL.name]
     report(press)
+    report(to_the_call)
     report(delivery)
-    assert press.ended and delivery.ended
+    assert press.ended and to_the_call.ended and delivery.ended
+    assert to_the_call.files[-1] == "bot/api/tasks.py" and set(to_the_call.files) < set(press.files)
     assert press.files[0] == "adapters/discord/components.py"
     assert "bot/api/tasks.py" in press.files
     assert "bot/jobs/delivery.py" in delivery.files and PLATFORM_EDIT.file in delivery.files
