@@ -1,0 +1,169 @@
+"""Issue 23's two layering rules, as ratchets: what breaks them today is listed, nothing new may
+join the lists, and each step of the restructuring empties them until the lists are empty and
+the rules hold outright.
+
+- Adapters import nothing of ``storage`` and nothing of ``bot/`` beyond the kernel (the modules
+  :data:`KERNEL` names: ``bot.kernel`` once it exists, and today's modules that move into it).
+- Exactly one module of ``bot/`` calls a surface's write methods: the outbox.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL = (
+    "bot.kernel",
+    "bot.events",
+    "bot.outbound",
+    "bot.surface",
+    "bot.commands",
+    "bot.parsing",
+    "bot.command_images",
+    "bot.config",
+    "bot.metrics",
+    "bot.logcontext",
+    "bot.splitting",
+    "bot.jobs.media",
+    "bot.jobs.hosting",
+)
+OUTBOX = "bot/outbox/outbox.py"
+WRITES = frozenset(
+    {
+        "send",
+        "edit",
+        "delete",
+        "send_ephemeral",
+        "send_private",
+        "open_modal",
+        "start_thread",
+        "typing",
+        "show_status",
+        "end_status",
+        "start_stream",
+    }
+)
+
+ADAPTERS_BEYOND_THE_KERNEL_TODAY = {
+    ("adapters/runner.py", "bot.core"),
+    ("adapters/slack/adapter.py", "storage"),
+    ("adapters/slack/distribution.py", "storage"),
+    ("adapters/slack/home.py", "bot.home"),
+    ("adapters/slack/installations.py", "storage"),
+    ("adapters/slack/redelivery.py", "storage"),
+    ("adapters/slack/surface.py", "bot.home"),
+    ("adapters/web/adapter.py", "storage"),
+    ("adapters/web/journal.py", "storage"),
+    ("adapters/web/playground.py", "storage"),
+    ("adapters/webhook/__init__.py", "bot.jobs"),
+    ("adapters/webhook/receiver.py", "storage"),
+}
+"""Steps 2 (kernel), 3 (ports) and 4 (router) of the plan empty this."""
+
+SURFACE_WRITERS_TODAY = {
+    "bot/account.py",
+    "bot/chat/scoping.py",
+    "bot/core.py",
+    "bot/jobs/cancel.py",
+    "bot/jobs/delivery.py",
+    "bot/jobs/describe.py",
+    "bot/jobs/diffusion.py",
+    "bot/jobs/images.py",
+    "bot/jobs/marks.py",
+    "bot/jobs/progress_messages.py",
+    "bot/jobs/region_preview.py",
+    "bot/jobs/starter.py",
+    "bot/jobs/writes.py",
+    "bot/posting.py",
+    "bot/render.py",
+    "bot/render_writes.py",
+    "bot/status.py",
+}
+"""Step 5 (the outbox) empties this."""
+
+
+def _sources(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def _name(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def _imported(tree: ast.AST) -> set[str]:
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+            modules.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return modules
+
+
+def _beyond_the_kernel(module: str) -> str | None:
+    """``module``'s package when an adapter may not import it, else None."""
+    if module == "storage" or module.startswith("storage."):
+        return "storage"
+    if module == "bot" or not module.startswith("bot."):
+        return None
+    if any(module == k or module.startswith(f"{k}.") for k in KERNEL):
+        return None
+    return ".".join(module.split(".")[:2])
+
+
+def adapters_beyond_the_kernel() -> set[tuple[str, str]]:
+    """Every (adapter file, package) where an adapter imports more than the kernel."""
+    found: set[tuple[str, str]] = set()
+    for path in _sources("adapters"):
+        for module in _imported(ast.parse(path.read_text())):
+            beyond = _beyond_the_kernel(module)
+            if beyond is not None:
+                found.add((_name(path), beyond))
+    return found
+
+
+def surface_writers() -> set[str]:
+    """Every module of ``bot/`` (but the provider client) that calls a surface's write method."""
+    found: set[str] = set()
+    for path in _sources("bot"):
+        if _name(path).startswith("bot/api/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in WRITES
+                and "surface" in ast.unparse(node.func.value).lower()
+            ):
+                found.add(_name(path))
+    return found - {OUTBOX}
+
+
+def test_adapters_import_nothing_beyond_the_kernel_but_what_is_listed() -> None:
+    found = adapters_beyond_the_kernel()
+    assert found <= ADAPTERS_BEYOND_THE_KERNEL_TODAY, sorted(
+        found - ADAPTERS_BEYOND_THE_KERNEL_TODAY
+    )
+    assert found == ADAPTERS_BEYOND_THE_KERNEL_TODAY, (
+        "fixed, well done: take these off the list",
+        sorted(ADAPTERS_BEYOND_THE_KERNEL_TODAY - found),
+    )
+
+
+def test_only_the_outbox_writes_to_surfaces_but_what_is_listed() -> None:
+    found = surface_writers()
+    assert found <= SURFACE_WRITERS_TODAY, sorted(found - SURFACE_WRITERS_TODAY)
+    assert found == SURFACE_WRITERS_TODAY, (
+        "fixed, well done: take these off the list",
+        sorted(SURFACE_WRITERS_TODAY - found),
+    )
+
+
+def test_the_rules_see_what_they_look_for() -> None:
+    assert _beyond_the_kernel("storage.records") == "storage"
+    assert _beyond_the_kernel("bot.jobs.starter") == "bot.jobs"
+    assert _beyond_the_kernel("bot.kernel.events") is None
+    assert _beyond_the_kernel("bot.events") is None
+    assert "bot/posting.py" in surface_writers()
