@@ -55,8 +55,10 @@ ADAPTERS_BEYOND_THE_KERNEL_TODAY = {
     ("adapters/slack/surface.py", "bot.home"),
     ("adapters/web/adapter.py", "storage"),
     ("adapters/web/journal.py", "storage"),
+    ("adapters/web/playground.py", "bot.core"),
     ("adapters/web/playground.py", "storage"),
     ("adapters/webhook/__init__.py", "bot.jobs"),
+    ("adapters/webhook/receiver.py", "bot.jobs"),
     ("adapters/webhook/receiver.py", "storage"),
 }
 """Steps 2 (kernel), 3 (ports) and 4 (router) of the plan empty this."""
@@ -65,6 +67,7 @@ SURFACE_WRITERS_TODAY = {
     "bot/account.py",
     "bot/chat/scoping.py",
     "bot/core.py",
+    "bot/forms.py",
     "bot/jobs/cancel.py",
     "bot/jobs/delivery.py",
     "bot/jobs/describe.py",
