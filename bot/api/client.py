@@ -42,7 +42,11 @@ class ProviderClient:
             shared=shared_pacing,
         )
         self.chat = ChatClient(self.transport, settings.plan, pacer)
-        self.tasks = TaskClient(self.transport, allow_insecure_webhooks=allow_insecure_webhooks)
+        self.tasks = TaskClient(
+            self.transport,
+            allow_insecure_webhooks=allow_insecure_webhooks,
+            upstream_cdn_hosts=settings.upstream_cdn_hosts,
+        )
         self.diffusion = DiffusionClient(self.transport, settings.controlnet_image_field)
 
     async def __aenter__(self) -> ProviderClient:

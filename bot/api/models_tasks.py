@@ -243,7 +243,8 @@ class PanRequest(_DerivedTask):
 
 
 class DescribeRequest(WebhookFields):
-    """Body of ``POST /gen/v2/describe``."""
+    """Body of ``POST /gen/v2/describe``. A link on the upstream CDN is refused by the client,
+    which knows the configured hosts (:meth:`bot.api.TaskClient.check`)."""
 
     image_url: str
     process_mode: ProcessMode | None = None
@@ -251,11 +252,12 @@ class DescribeRequest(WebhookFields):
     @field_validator("image_url")
     @classmethod
     def _image_url(cls, value: str) -> str:
-        return check_http_url("image_url", value, refuse_upstream_cdn=True)
+        return check_http_url("image_url", value)
 
 
 class BlendRequest(WebhookFields):
-    """Body of ``POST /gen/v2/blend``: 2 to 5 image links."""
+    """Body of ``POST /gen/v2/blend``: 2 to 5 image links (the upstream CDN: see
+    :class:`DescribeRequest`)."""
 
     image_urls: list[str]
     process_mode: ProcessMode | None = None
@@ -271,10 +273,7 @@ class BlendRequest(WebhookFields):
                 f"image_urls must hold {BLEND_MIN_IMAGES} to {BLEND_MAX_IMAGES} images "
                 f"(got {len(value)})",
             )
-        return [
-            check_http_url(f"image_urls[{i}]", url, refuse_upstream_cdn=True)
-            for i, url in enumerate(value)
-        ]
+        return [check_http_url(f"image_urls[{i}]", url) for i, url in enumerate(value)]
 
 
 class SeedRequest(RequestModel):

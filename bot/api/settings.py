@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
 
+from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS
+
 Plan = Literal["free", "developer", "pro"]
 ControlnetImageField = Literal["auto", "control_image", "controlnet_image"]
 
@@ -52,6 +54,9 @@ class ApiSettings(Section):
     rate_limit_max_wait: float = Field(default=60.0, ge=0)
     chat_requests_per_minute: int = Field(default=0, ge=0)
     chat_requests_per_day: int = Field(default=0, ge=0)
+    upstream_cdn_hosts: list[str] = Field(default_factory=lambda: list(DEFAULT_UPSTREAM_CDN_HOSTS))
+    """Hosts whose links describe and blend refuse ("the upstream chat-platform CDN"); such
+    images are re-hosted or refused before sending (docs/provider.md#upstream-cdn)."""
     controlnet_image_field: ControlnetImageField = "auto"
     """The name controlnet's control image is sent under: ``auto`` sends ``control_image`` and
     switches to ``controlnet_image`` if the provider refuses it

@@ -4,7 +4,7 @@ tasks")."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from bot.api.errors import BadRequest, InvalidResponse, TaskCreationRefused
 from bot.api.http import AuthStyle, CallSafety, HttpTransport
@@ -30,7 +30,12 @@ from bot.api.models_tasks import (
     VariationRequest,
     WebhookFields,
 )
-from bot.api.validation import RequestModel, check_webhook_address
+from bot.api.validation import (
+    DEFAULT_UPSTREAM_CDN_HOSTS,
+    RequestModel,
+    check_http_url,
+    check_webhook_address,
+)
 
 PREFIX = "/gen/v2"
 MULTI_FETCH_CONCURRENCY = 4
@@ -45,9 +50,33 @@ class TaskClient:
     retried (see :mod:`bot.api.http`).
     """
 
-    def __init__(self, transport: HttpTransport, *, allow_insecure_webhooks: bool = False) -> None:
+    def __init__(
+        self,
+        transport: HttpTransport,
+        *,
+        allow_insecure_webhooks: bool = False,
+        upstream_cdn_hosts: Collection[str] = DEFAULT_UPSTREAM_CDN_HOSTS,
+    ) -> None:
         self._transport = transport
         self._allow_insecure_webhooks = allow_insecure_webhooks
+        self.upstream_cdn_hosts = tuple(host.lower() for host in upstream_cdn_hosts)
+        """Hosts whose image links describe and blend refuse (``[api] upstream_cdn_hosts``)."""
+
+    def check(self, request: RequestModel) -> None:
+        """Refuse (:class:`InvalidRequest`) what the provider would: a webhook address that is
+        not ``https://domain`` on 443, and describe and blend links on the upstream CDN.
+        Creations check it; features call it before storing a job."""
+        if isinstance(request, WebhookFields) and request.webhook_endpoint:
+            check_webhook_address(
+                "webhook_endpoint",
+                request.webhook_endpoint,
+                allow_insecure=self._allow_insecure_webhooks,
+            )
+        if isinstance(request, DescribeRequest):
+            check_http_url("image_url", request.image_url, cdn_hosts=self.upstream_cdn_hosts)
+        if isinstance(request, BlendRequest):
+            for position, url in enumerate(request.image_urls):
+                check_http_url(f"image_urls[{position}]", url, cdn_hosts=self.upstream_cdn_hosts)
 
     async def imagine(self, request: ImagineRequest) -> CreateTaskResponse:
         """Start a 4-image grid from a prompt."""
@@ -130,12 +159,7 @@ class TaskClient:
         return merged
 
     async def _create(self, endpoint: str, request: RequestModel) -> CreateTaskResponse:
-        if isinstance(request, WebhookFields) and request.webhook_endpoint:
-            check_webhook_address(
-                "webhook_endpoint",
-                request.webhook_endpoint,
-                allow_insecure=self._allow_insecure_webhooks,
-            )
+        self.check(request)
         try:
             result = await self._transport.post(
                 f"{PREFIX}/{endpoint}",

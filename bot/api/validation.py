@@ -8,6 +8,7 @@ would refuse raises :class:`~bot.api.errors.InvalidRequest` (never pydantic's
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,8 +17,10 @@ from pydantic_core import ErrorDetails
 
 from bot.api.errors import InvalidRequest
 
-UPSTREAM_CDN_HOSTS: tuple[str, ...] = ("cdn.discordapp.com", "media.discordapp.net")
-"""Hosts of the upstream chat platform's CDN, whose links describe and blend do not accept."""
+DEFAULT_UPSTREAM_CDN_HOSTS: tuple[str, ...] = ("cdn.discordapp.com", "media.discordapp.net")
+"""The default of ``[api] upstream_cdn_hosts``: the documentation says links on "the upstream
+chat-platform CDN" are not accepted by describe and blend without naming it; Discord's two hosts
+are taken (docs/provider.md#upstream-cdn)."""
 
 LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -125,20 +128,18 @@ def check_non_empty(field: str, value: str) -> str:
     return value
 
 
-def check_http_url(field: str, value: str, *, refuse_upstream_cdn: bool = False) -> str:
-    """``value`` when it is an absolute http(s) URL (optionally not on the upstream CDN)."""
+def check_http_url(field: str, value: str, *, cdn_hosts: Collection[str] = ()) -> str:
+    """``value`` when it is an absolute http(s) URL, not on (or under) one of ``cdn_hosts``."""
     parts = urlsplit(value.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidRequest(
             field, "an http(s) link", f"{field} must be an http or https link (got {shown(value)})"
         )
     host = parts.hostname.lower()
-    if refuse_upstream_cdn and any(
-        host == cdn or host.endswith("." + cdn) for cdn in UPSTREAM_CDN_HOSTS
-    ):
+    if any(host == cdn or host.endswith("." + cdn) for cdn in cdn_hosts):
         raise InvalidRequest(
             field,
-            "a link not on " + ", ".join(UPSTREAM_CDN_HOSTS),
+            "a link not on " + ", ".join(cdn_hosts),
             f"{field} must not be a {host} link; upload the image somewhere else first",
         )
     return value.strip()

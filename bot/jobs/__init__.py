@@ -181,6 +181,7 @@ def build_job_engines(
         webhook_base=webhook_base,
         media_host=media_host,
         max_upload_bytes=limits_settings.max_upload_bytes,
+        upstream_cdn_hosts=settings.api.upstream_cdn_hosts,
     )
     images = ImageJobs(starter, provider, media, store)
     diffusion = DiffusionJobs(starter, provider, limits_settings, clock)

@@ -130,6 +130,7 @@ class DescribeButtons:
         image_url = DescribeParams.of(parent).image_url
         mode = self._mode(parent)
         request = DescribeRequest(image_url=image_url, process_mode=mode)
+        self._tasks.check(request)
         params = DescribeParams(image_url=image_url, process_mode=mode)
         spec = JobSpec("task", "describe", "", params, parent, AGAIN, webhook=True)
         await self._starter.start(event, spec, TaskCall(request, self._tasks.describe))

@@ -170,6 +170,7 @@ class ImageJobs:
         _, process_mode, _ = await self._defaults(event, None, process_mode)
         mode = choice(process_mode, PROCESS_MODES, "process_mode")
         request = DescribeRequest(image_url=image_url, process_mode=mode)
+        self._tasks.check(request)
         params = DescribeParams(image_url=request.image_url, process_mode=process_mode)
         spec = JobSpec("task", "describe", "", params, webhook=True)
         return await self._starter.start(event, spec, TaskCall(request, self._tasks.describe))
@@ -223,6 +224,7 @@ class ImageJobs:
             dimension=choice(dimension, BLEND_DIMENSIONS, "dimension"),
             process_mode=choice(mode, PROCESS_MODES, "process_mode"),
         )
+        self._tasks.check(request)
         params = BlendParams(
             image_urls=tuple(urls), dimension=dimension, process_mode=mode, remix=remix
         )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -46,7 +46,7 @@ from bot.api.errors import (
     UnexpectedStatus,
 )
 from bot.api.ratelimit import observe_waits
-from bot.api.validation import check_http_url
+from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS, check_http_url
 from bot.core import SurfaceRegistry, UserError
 from bot.events import Attachment, Event, ModalSubmit
 from bot.forms import show_refused
@@ -179,6 +179,7 @@ class JobStarter:
         webhook_base: str | None = None,
         media_host: MediaHost | None = None,
         max_upload_bytes: int = 8 * 1024 * 1024,
+        upstream_cdn_hosts: Collection[str] = DEFAULT_UPSTREAM_CDN_HOSTS,
     ) -> None:
         self.store = store
         self.surfaces = surfaces
@@ -191,6 +192,7 @@ class JobStarter:
         """Which webhook address the provider accepts (:mod:`bot.jobs.webhook_addresses`)."""
         self.media_host = media_host
         self.max_upload_bytes = max_upload_bytes
+        self.upstream_cdn_hosts = tuple(upstream_cdn_hosts)
 
     async def start(self, event: Event, spec: JobSpec, submit: Submit) -> Job:
         """Start a job for ``event``'s user in ``event``'s place; returns it: in flight, or
@@ -334,7 +336,9 @@ class JobStarter:
         and ``cdn_ok`` is false. Without a media host such files are refused with a way out."""
         check_attachment(attachment, self.max_upload_bytes)
         url = attachment.url.strip()
-        unusable = attachment.private or (not cdn_ok and bool(url) and is_upstream_cdn(url))
+        unusable = attachment.private or (
+            not cdn_ok and bool(url) and is_upstream_cdn(url, self.upstream_cdn_hosts)
+        )
         if url and not unusable:
             return url
         if self.media_host is None:
@@ -362,16 +366,17 @@ class JobStarter:
         return await self.media_host.put(image)
 
 
-def is_upstream_cdn(url: str) -> bool:
-    """Whether the provider refuses ``url`` as an image link for describe and blend (a
-    chat-platform CDN link, by the API's own rule in :func:`bot.api.validation.check_http_url`;
-    other malformed links are left to the request's validation)."""
+def is_upstream_cdn(url: str, hosts: Collection[str]) -> bool:
+    """Whether the provider refuses ``url`` as an image link for describe and blend (a link on
+    one of ``hosts``, ``[api] upstream_cdn_hosts``, by the rule of
+    :func:`bot.api.validation.check_http_url`; other malformed links are left to the request's
+    validation)."""
     try:
         check_http_url("url", url)
     except InvalidRequest:
         return False
     try:
-        check_http_url("url", url, refuse_upstream_cdn=True)
+        check_http_url("url", url, cdn_hosts=hosts)
     except InvalidRequest:
         return True
     return False

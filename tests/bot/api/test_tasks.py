@@ -14,6 +14,7 @@ from bot.api import (
     DescribeRequest,
     ImagineRequest,
     InpaintRequest,
+    InvalidRequest,
     OutpaintRequest,
     PanRequest,
     ProviderClient,
@@ -186,3 +187,21 @@ async def test_https_webhook_is_sent(sim: RunningSimulator, api: ProviderClient)
         )
     )
     assert sim.state.requests_to("/gen/v2/upscale")[0].body["webhook_endpoint"] == hook
+
+
+async def test_the_upstream_cdn_is_a_setting(sim: RunningSimulator) -> None:
+    # docs/provider.md#upstream-cdn: the documentation names no host; Discord's are the default.
+    cdn = "https://files.example-cdn.com/a.png"
+    discord = "https://cdn.discordapp.com/attachments/1/2/a.png"
+    settings = settings_for(sim.base_url, upstream_cdn_hosts=["example-cdn.com"])
+    async with ProviderClient(settings, retry=FAST_RETRY) as api:
+        with pytest.raises(InvalidRequest, match=r"must not be a files\.example-cdn\.com link"):
+            await api.tasks.describe(DescribeRequest(image_url=cdn))
+        with pytest.raises(InvalidRequest, match="image_urls\\[1\\]"):
+            await api.tasks.blend(BlendRequest(image_urls=["https://a.example/x.png", cdn]))
+        assert sim.state.requests_to("/gen/v2/") == []
+        with pytest.raises(BadRequest, match="chat platform's CDN"):
+            await api.tasks.describe(DescribeRequest(image_url=discord))
+    async with ProviderClient(settings_for(sim.base_url), retry=FAST_RETRY) as api:
+        with pytest.raises(InvalidRequest, match=r"cdn\.discordapp\.com"):
+            api.tasks.check(DescribeRequest(image_url=discord))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.jobs.starter import is_upstream_cdn
 from simulator.state import Dialect, SimulatorConfig
 from storage import Job
 from tests.bot.harness import harness
@@ -181,3 +182,10 @@ async def test_blend_without_a_dimension_sends_square(tmp_path: Path) -> None:
         (sent,) = bodies(bot.sim, "/gen/v2/blend")
         assert sent["dimension"] == "square"
         assert (await bot.settled(job.id)).status == "posted"
+
+
+def test_an_upstream_cdn_link_is_one_on_the_configured_hosts() -> None:
+    cdn = "https://files.example-cdn.com/a.png"
+    assert is_upstream_cdn(cdn, ["example-cdn.com"])
+    assert not is_upstream_cdn(cdn, ["cdn.discordapp.com"])
+    assert not is_upstream_cdn("ftp://example-cdn.com/a.png", ["example-cdn.com"])
