@@ -264,6 +264,12 @@ class SimulatorState:
         self.requests.append(entry)
         return entry
 
+    def lose_task(self, task_id: str) -> None:
+        """Forget a task, as a provider that lost it (tests): fetch answers 400 for it,
+        multi_fetch ``null``; it is never charged (its credits are released) nor notified."""
+        self.tasks.pop(task_id).lost = True
+        self.settle()
+
     def requests_to(self, path_prefix: str) -> list[RecordedRequest]:
         """Requests whose path starts with ``path_prefix`` (e.g. ``/gen/v2/imagine``)."""
         return [r for r in self.requests if r.path.startswith(path_prefix)]

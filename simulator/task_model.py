@@ -95,6 +95,7 @@ class ImageTask:
     bot_id: int = 0
     result_message_id: str = ""
     settled: bool = False
+    lost: bool = False
     rules: DialectRules = DEFAULT
 
     @property

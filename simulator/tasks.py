@@ -115,11 +115,14 @@ class TaskEngine:
     def settle(self) -> None:
         now = self.state.now()
         for task_id, task in list(self.unsettled.items()):
-            if now < task.ends_at:
+            if now < task.ends_at and not task.lost:
                 continue
             del self.unsettled[task_id]
             task.settled = True
             account = self.state.accounts[task.account_key]
+            if task.lost:
+                account.release(task.price)
+                continue
             if task.outcome == "finished":
                 account.charge(task.price)
             else:

@@ -14,7 +14,7 @@ of another type of job is ignored, so rows written before these models read unch
 
 :class:`JobResult` reads ``result``: what the provider answered (seed, describe prompts, image
 id, diffusion ``meta``) and what genbot noted about the job's messages (image size, pressed and
-refused follow-ups, cancelled, timed out, unconfirmed, accepted).
+refused follow-ups, cancelled, timed out, unconfirmed, accepted, lost).
 """
 
 from __future__ import annotations
@@ -213,7 +213,8 @@ class JobResult:
     """A job's ``result``, read (see the module docstring). ``width``/``height``: the posted
     image's size; ``pressed``: follow-ups pressed on the result; ``refused_actions``: follow-ups
     the provider refused; ``unconfirmed``: the create call may have reached the provider;
-    ``accepted``: the provider accepted a diffusion job but sent no id."""
+    ``accepted``: the provider accepted a diffusion job but sent no id; ``mode``: the process
+    mode the provider says the task ran in; ``lost``: the provider stopped knowing the task."""
 
     seed: str | None = None
     prompts: tuple[str, ...] = ()
@@ -228,6 +229,8 @@ class JobResult:
     timed_out: bool = False
     unconfirmed: bool = False
     accepted: bool = False
+    mode: str | None = None
+    lost: bool = False
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> JobResult:
@@ -249,6 +252,8 @@ class JobResult:
             timed_out=bool(raw.get("timed_out")),
             unconfirmed=bool(raw.get("unconfirmed")),
             accepted=bool(raw.get("accepted")),
+            mode=_text(raw.get("mode")) or None,
+            lost=bool(raw.get("lost")),
         )
 
     @classmethod
@@ -273,6 +278,7 @@ def result_with(
     cancelled: bool | None = None,
     timed_out: bool | None = None,
     unconfirmed: bool | None = None,
+    lost: bool | None = None,
 ) -> dict[str, Any]:
     """``job``'s stored result with what genbot notes about it set (only what is given;
     every other key, the provider's and other features', stays as stored)."""
@@ -282,6 +288,7 @@ def result_with(
         "cancelled": cancelled,
         "timed_out": timed_out,
         "unconfirmed": unconfirmed,
+        "lost": lost,
     }
     if size is not None:
         changed.update(width=size[0], height=size[1])

@@ -367,7 +367,7 @@ class ImageJobs:
             inherited = ImageParams.of(parent)
             params = ImageParams(
                 aspect_ratio=inherited.aspect_ratio,
-                process_mode=inherited.process_mode,
+                process_mode=JobResult.of(parent).mode or inherited.process_mode,
                 model_version=version_for(parent.prompt, parent),
                 remix=await self._remix(event),
                 zoom_ratio=zoom_ratio,

@@ -32,6 +32,13 @@ log = logging.getLogger(__name__)
 
 DIFFUSION_FETCH_CONCURRENCY = 4
 NOT_STARTED = "genbot could not start this job (nothing was sent to the service)."
+LOST_AFTER_NULLS = 3
+"""multi_fetch answers null for a task genbot created this many times in a row, at least
+``poll_interval_max`` apart in all, before the task counts as lost (docs/provider.md#lost-tasks)."""
+LOST_TASK = (
+    "The service no longer knows this job: it answered that its task does not exist "
+    f"{LOST_AFTER_NULLS} times in a row, so no result will come. Start it again."
+)
 _MIRRORED: dict[str, JobStatus] = {
     "pending": "pending",
     "staged": "staged",
@@ -67,6 +74,8 @@ class ProviderState:
         self._limits = limits
         self._on_done = on_done
         self._clock = clock
+        self._unresolved: dict[str, tuple[int, float]] = {}
+        """Job id → (multi_fetch nulls in a row, when the first came)."""
 
     async def apply_task_record(
         self,
@@ -115,6 +124,7 @@ class ProviderState:
     ) -> bool:
         """Move ``job`` to ``status`` (``finished`` / ``failed``) with ``fields``; a job this
         process holds then goes to delivery. True if it moved."""
+        self._unresolved.pop(job.id, None)
         moved = await self._store.transition(
             job.id, ACTIVE_STATUSES, status, next_poll_at=None, **fields
         )
@@ -154,12 +164,38 @@ class ProviderState:
             await self._store.mark_polled(job.id for job in jobs)
         results = await asyncio.gather(
             *(
-                self.apply_task_record(by_provider[task_id], record)
+                self._apply_read(by_provider[task_id], record)
                 for task_id, record in records.items()
-                if record is not None and task_id in by_provider
+                if task_id in by_provider
             )
         )
         return any(results)
+
+    async def _apply_read(self, job: Job, record: TaskRecord | None) -> bool:
+        """Apply what multi_fetch said of ``job``'s task; ``None``: it could not resolve it."""
+        if record is None:
+            return await self._unresolved_task(job)
+        self._unresolved.pop(job.id, None)
+        return await self.apply_task_record(job, record)
+
+    async def _unresolved_task(self, job: Job) -> bool:
+        """multi_fetch answered null for a task genbot created: after :data:`LOST_AFTER_NULLS`
+        such answers in a row spanning ``poll_interval_max``, the job fails as lost (the user is
+        told; it may or may not have been charged). True if the job changed."""
+        now = self._clock()
+        count, since = self._unresolved.get(job.id, (0, now))
+        count += 1
+        if count < LOST_AFTER_NULLS or now - since < self._limits.poll_interval_max:
+            self._unresolved[job.id] = (count, since)
+            return False
+        log.warning(
+            "job %s: the provider answered null for its task %s %d times; reporting it lost",
+            job.id,
+            job.provider_id,
+            count,
+        )
+        result = result_with(job, lost=True)
+        return await self.finish(job, "failed", error=LOST_TASK, result=result)
 
     async def poll_diffusion(self, jobs: Iterable[Job], default_delay: float) -> bool:
         """Fetch diffusion ``jobs`` (a few at a time) and apply the answers; without an ``eta``

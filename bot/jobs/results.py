@@ -30,6 +30,7 @@ def task_result_fields(record: TaskRecord) -> dict[str, Any]:
             "prompts": result.describe_prompts(),
             "process_time": record.process_time,
             "image_id": result.image_id,
+            "mode": record.meta.process_mode,
         },
     }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.jobs.progress import ELAPSED_STEP, Position, status_text
+from bot.jobs.progress import ELAPSED_STEP, Position, mode_of, status_text
 from bot.jobs.titles import asked_title, done_title
 from bot.splitting import neutralize_mentions
 from storage import BlendParams, DiffusionParams, Job, JobResult
@@ -121,7 +121,7 @@ def failure_text(job: Job, timed_out: bool = False) -> str:
     """The failure report: what failed, the provider's error messages and whether credits were
     charged (a job the provider never confirmed, or accepted without an id, may have been)."""
     error = job.error or "The service reported a failure without details."
-    if JobResult.of(job).unconfirmed:
+    if JobResult.of(job).unconfirmed or JobResult.of(job).lost:
         note = UNCONFIRMED_NOTE
     elif JobResult.of(job).accepted:
         note = ACCEPTED_NOTE
@@ -138,10 +138,30 @@ CANCELLED_NOTE = (
 
 def result_text(job: Job) -> str:
     """The text with a result image: ``**Upscaled (Subtle)** — a fox``, and for diffusion the
-    model, seed, size, steps and guidance it was made with."""
+    model, seed, size, steps and guidance it was made with; for an image task that ran in
+    another mode than asked, which (:func:`mode_note`)."""
     text = f"**{done_title(job)}** — {subject(job)}"
-    details = diffusion_details(job) if job.family == "diffusion" else ""
+    details = diffusion_details(job) if job.family == "diffusion" else mode_note(job)
     return f"{text}\n{details}" if details else text
+
+
+def mode_note(job: Job) -> str:
+    """What to say when the provider ran a task in another process mode than genbot asked for
+    (mode rule 3: with fast hours used up fast and turbo run as relax; an account without relax
+    time runs relax as fast). genbot cannot see the account, only the mode a task ran in
+    (docs/provider.md#mode-fallback); "" when it ran as asked or the record names no mode."""
+    ran = JobResult.of(job).mode
+    asked = mode_of(job)
+    if ran is None or ran == asked or ran not in ("relax", "fast", "turbo"):
+        return ""
+    if ran == "relax":
+        return f"_Ran in relax mode, not {asked}: the account's fast hours may be used up._"
+    if asked == "relax":
+        return (
+            f"_Ran in {ran} mode, not relax: the account may have no relax time (the basic plan "
+            "has none), so this used fast hours._"
+        )
+    return f"_Ran in {ran} mode, not {asked}._"
 
 
 def diffusion_details(job: Job) -> str:
@@ -172,9 +192,12 @@ def diffusion_details(job: Job) -> str:
 
 
 def describe_text(job: Job, prompts: Sequence[str]) -> str:
-    """The four prompts of a describe result, numbered like its ``1 2 3 4`` buttons."""
+    """The four prompts of a describe result, numbered like its ``1 2 3 4`` buttons (and the
+    mode it ran in when that is not the one asked for)."""
     lines = [f"{DIGITS[i]} {clip(prompt, 400)}" for i, prompt in enumerate(prompts[:4])]
-    return "\n".join([f"**{done_title(job)}** — four prompts for your image:", *lines])
+    note = mode_note(job)
+    heading = f"**{done_title(job)}** — four prompts for your image:"
+    return "\n".join([heading, *lines, *([note] if note else [])])
 
 
 def seed_text(job: Job, seed: str) -> str:

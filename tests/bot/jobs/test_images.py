@@ -376,3 +376,27 @@ async def test_a_version_genbot_does_not_know_goes_to_the_provider(tmp_path: Pat
         assert bodies(bot.sim, "/gen/v2/upscale")[-1]["index"] == "subtle"
         assert bodies(bot.sim, "/gen/v2/imagine")[0]["prompt"] == "a red fox --v 7 --ar 5:1"
         assert subtle.message.images
+
+
+async def test_a_task_that_ran_in_another_mode_says_so(tmp_path: Path) -> None:
+    # Mode rule 3: with the account's fast hours used up, fast runs as relax
+    # (docs/provider.md#mode-fallback); genbot reads meta.process_mode.
+    config = SimulatorConfig(time_scale=0.003, fast_hours=0)
+    async with harness(tmp_path, sim_config=config) as bot:
+        alice = bot.actor()
+        job, grid = await run_command(
+            bot, alice, "imagine", prompt="a red fox", process_mode="fast"
+        )
+        assert grid.text == (
+            "**Imagined** — a red fox\n"
+            "_Ran in relax mode, not fast: the account's fast hours may be used up._"
+        )
+        assert (await bot.settled(job.id)).result["mode"] == "relax"
+        up_job, upscale = await press(bot, alice, grid, "U1")
+        assert up_job.parameters["process_mode"] == "relax"
+        assert upscale.text == "**Upscaled #1** — a red fox", "it inherits the mode it ran in"
+        _, described = await run_command(
+            bot, alice, "describe", url="https://files.example.com/cat.png", process_mode="turbo"
+        )
+        assert described.text.endswith("_Ran in relax mode, not turbo: the account's fast hours "
+                                       "may be used up._")  # fmt: skip

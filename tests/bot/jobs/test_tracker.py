@@ -15,6 +15,7 @@ import pytest
 from bot.api import ImagineRequest, TaskRecord
 from bot.events import Command, MessageRef, User
 from bot.jobs.marks import place_of
+from bot.jobs.provider_state import LOST_AFTER_NULLS, LOST_TASK
 from bot.jobs.wording import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
 from bot.outbound import OutMessage
 from bot.surface import SurfaceLimits
@@ -481,3 +482,20 @@ async def test_a_poll_answer_during_the_outcome_edit_leaves_it_alone(tmp_path: P
         assert platform.late_answer is not None and not await platform.late_answer
         done = await bot.store.get_job(snapshot.id)
         assert done is not None and bot.progress(done).text.startswith("**Imagined**")
+
+
+async def test_a_task_the_provider_lost_is_reported_after_a_few_unknown_answers(
+    tmp_path: Path,
+) -> None:
+    # multi_fetch answers null for a task genbot created (docs/provider.md#lost-tasks).
+    async with harness(tmp_path, sim_config=MANUAL) as bot:
+        await bot.actor().command("imagine", prompt="a red fox")
+        job = await bot.latest_job()
+        bot.sim.state.lose_task(job.provider_id or "")
+        done = await bot.settled(job.id)
+        assert done.status == "failed_posted" and done.error == LOST_TASK
+        report = bot.progress(done)
+        assert "no longer knows this job" in report.text
+        assert "may or may not have been charged" in report.text
+        polls = [r.body["task_ids"] for r in bot.sim.state.requests_to("/gen/v2/multi_fetch")]
+        assert polls.count([job.provider_id]) >= LOST_AFTER_NULLS
