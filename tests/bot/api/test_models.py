@@ -209,3 +209,12 @@ def test_a_version_above_6_takes_6s_index_rules() -> None:
     assert allowed_upscale_indexes("7")[-2:] == ("subtle", "creative")
     assert allowed_variation_indexes("6.1")[-2:] == ("high_variation", "low_variation")
     assert allowed_upscale_indexes("5.1")[-2:] == ("2x", "4x")
+
+
+def test_a_diffusion_failure_is_an_error_failed_or_failure_status() -> None:
+    # docs/provider.md#diffusion-failure: other statuses are fetched again until the job's time.
+    def failed(status: str) -> bool:
+        return DiffusionResponse.model_validate({"status": status, "id": 1}).is_failed
+
+    assert all(failed(status) for status in ("error", "failed", "FAILURE"))
+    assert not any(failed(status) for status in ("processing", "queued", "success", ""))

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import pytest
 
 from bot.api import (
@@ -30,8 +31,8 @@ from bot.api import (
     UpscaleRequest,
     VariationRequest,
 )
-from simulator.server import RunningSimulator
-from tests.bot.api.support import FAST_RETRY, FREE_KEY, settings_for
+from simulator.server import RunningSimulator, serve
+from tests.bot.api.support import FAST_RETRY, FREE_KEY, settings_for, sim_config
 
 USER = [ChatMessage(role="user", content="hello")]
 USER_MESSAGES = [ChatMessage(role="user", content="hello")]
@@ -411,3 +412,29 @@ def test_custom_zoom_and_accepted_forms() -> None:
         "num_inference_steps": "51",
         "seed": None,
     }
+
+
+async def test_rules_genbot_keeps_though_the_documentation_does_not_state_them() -> None:
+    # docs/provider.md#numeric-rules: the spec dialect takes these; genbot refuses them before
+    # sending, with a sentence naming the rule.
+    message = [ChatMessage(role="user", content="hi")]
+    refused: list[Callable[[], object]] = [
+        lambda: ChatRequest(model="llm-3.5-turbo", messages=message, top_p=1.5),
+        lambda: ChatRequest(model="llm-3.5-turbo", messages=message, max_tokens=2.5),  # type: ignore[arg-type]
+        lambda: Img2ImgRequest(init_image="https://img.example/a.png", strength=1.5),
+    ]
+    for build in refused:
+        with pytest.raises(InvalidRequest):
+            build()
+    chat = {"model": "llm-3.5-turbo", "messages": [{"role": "user", "content": "hi"}]}
+    async with (
+        serve(sim_config(dialect="spec")) as sim,
+        aiohttp.ClientSession(sim.base_url) as http,
+    ):
+        key = {"Authorization": "Bearer sim-key"}
+        for extra in ({"top_p": 1.5}, {"max_tokens": 2.5}, {"logit_bias": {"x": 500}}):
+            async with http.post("/v1/chat/completions", json={**chat, **extra}, headers=key) as r:
+                assert r.status == 200, extra
+        body = {"url": "https://img.example/a.png", "scale": 8}
+        async with http.post("/diff/upscale", json=body, headers={"X-API-KEY": "sim-key"}) as r:
+            assert r.status == 200

@@ -400,3 +400,21 @@ async def test_a_task_that_ran_in_another_mode_says_so(tmp_path: Path) -> None:
         )
         assert described.text.endswith("_Ran in relax mode, not turbo: the account's fast hours "
                                        "may be used up._")  # fmt: skip
+
+
+async def test_a_403_outside_chat_is_a_refusal_in_the_providers_words(tmp_path: Path) -> None:
+    # docs/provider.md#forbidden: the key is right but the account may not create.
+    config = SimulatorConfig(time_scale=0.003, api_key="other", suspended_api_key="sim-key")
+    async with harness(tmp_path, sim_config=config) as bot:
+        alice = bot.actor()
+        await alice.command("imagine", prompt="a red fox")
+        imagine = await bot.settled((await bot.latest_job()).id)
+        await alice.command("diffusion.txt2img", prompt="a red fox")
+        txt2img = await bot.settled((await bot.latest_job()).id)
+        for job in (imagine, txt2img):
+            assert job.status == "create_failed"
+            assert job.error == (
+                "The service does not allow this: this account is suspended: it may not create "
+                "anything"
+            )
+        assert (await bot.store.usage_for_user("fake", "alice")).credits == 0
