@@ -6,7 +6,8 @@ The API documentation names only the grid's actions (``reroll``, ``upscale1..4``
 provider's name is matched loosely (:func:`canonical_action`: case, ``-``/``_``/spaces, a trailing
 ``x`` on factors, word order and a few synonyms), names that match nothing are logged once and
 ignored, and a record with no actions gets what the documented endpoints allow for its task type
-and model version (:func:`documented_follow_ups`). ``docs/provider.md`` lists these assumptions.
+and model version (:func:`documented_follow_ups`) — docs/provider.md#follow-up-actions. A
+derivative runs with its parent's model version (docs/provider.md#derivative-version).
 """
 
 from __future__ import annotations

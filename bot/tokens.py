@@ -38,7 +38,7 @@ CONTEXT_SIZES: dict[str, int] = {
     "llm-4-vision-preview": 128000,
 }
 """Context window (prompt + answer tokens) genbot assumes for every chat model (the provider does
-not document them; docs/provider.md): ``llm-3.5-turbo*``
+not document them; docs/provider.md#context-sizes): ``llm-3.5-turbo*``
 4096 except ``-16k*`` and ``-1106`` (16385); ``llm-4`` and ``-0613`` 8192;
 ``llm-4-1106-preview`` and ``llm-4-vision-preview`` 128000."""
 

@@ -10,7 +10,8 @@ plan, without saying how a plan refusal looks. So for a chat request:
 - 400 naming the context, tokens or length is :class:`ContextTooLong` (the chat engine trims
   older turns and tries once more).
 
-See ``docs/provider.md`` for these assumptions and how they degrade.
+See docs/provider.md#plan-refusal and docs/provider.md#context-sizes for these assumptions and
+how they degrade.
 """
 
 from __future__ import annotations

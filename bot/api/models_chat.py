@@ -180,6 +180,7 @@ class ChatRequest(RequestModel):
     @field_validator("top_p")
     @classmethod
     def _top_p(cls, value: float | None) -> float | None:
+        """A probability mass, so 0–1 (docs/provider.md#numeric-rules)."""
         return check_range("top_p", value, 0, 1)
 
     @field_validator("presence_penalty")

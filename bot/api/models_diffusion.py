@@ -162,6 +162,7 @@ class ControlNetRequest(_DiffusionCommon):
     @field_validator("mask_image")
     @classmethod
     def _mask_image(cls, value: str | None) -> str | None:
+        """A link, like the other images (docs/provider.md#mask-image)."""
         return None if value is None else check_http_url("mask_image", value)
 
     @field_validator("strength")
@@ -264,5 +265,6 @@ class DiffusionResponse(ResponseModel):
 
     @property
     def is_failed(self) -> bool:
-        """The provider reported an error instead of images or progress."""
+        """The provider reported an error instead of images or progress: an ``error``,
+        ``failed`` or ``failure`` status (docs/provider.md#diffusion-failure)."""
         return self.status.lower() in ("error", "failed", "failure")

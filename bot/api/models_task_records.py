@@ -63,7 +63,8 @@ class TaskResult(ResponseModel):
 
     def describe_prompts(self) -> list[str]:
         """The candidate prompts of a describe task: ``prompts`` when present, else the lines
-        ``1️⃣ …`` to ``4️⃣ …`` of ``message`` (empty when neither holds any)."""
+        ``1️⃣ …`` to ``4️⃣ …`` (or ``1.``, ``1)``) of ``message``, empty when neither holds any
+        (docs/provider.md#describe-result)."""
         if self.prompts:
             return list(self.prompts)
         found: dict[int, str] = {}

@@ -1,7 +1,7 @@
 """Rate limits as a queue, not an error.
 
-The provider limits chat requests per minute and per day without saying how many (see
-``docs/provider.md``). genbot therefore
+The provider limits chat requests per minute and per day without saying how many
+(docs/provider.md#rate-limits). genbot therefore
 
 - honours every 429: it waits for ``Retry-After`` (seconds or an HTTP date; exponential backoff
   with jitter when absent) and tries again, as long as the whole wait stays within

@@ -51,6 +51,7 @@ class ApiSettings(Section):
     connect_timeout: float = 10.0
     read_timeout: float = 120.0
     stream_idle_timeout: float = 60.0
+    """No timeout is documented; these are genbot's (docs/provider.md#timeouts)."""
     rate_limit_max_wait: float = Field(default=60.0, ge=0)
     chat_requests_per_minute: int = Field(default=0, ge=0)
     chat_requests_per_day: int = Field(default=0, ge=0)

@@ -19,7 +19,8 @@ from bot.api.ratelimit import retry_after_seconds
 
 
 def provider_message(body: Any, raw: bytes = b"") -> str:
-    """The provider's own short explanation in an error body, if any."""
+    """The provider's own short explanation in an error body, if any (the body's shape is not
+    documented: docs/provider.md#error-body)."""
     if isinstance(body, dict):
         for key in ("message", "messege", "error", "detail", "msg"):
             value = body.get(key)

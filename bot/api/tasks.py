@@ -121,7 +121,8 @@ class TaskClient:
         return await self._create("seed", request)
 
     async def fetch(self, task_id: str) -> TaskRecord:
-        """The current record of one task."""
+        """The current record of one task (sent with the key, like every read:
+        docs/provider.md#read-keys)."""
         body = FetchRequest(task_id=task_id).to_body()
         result = await self._transport.post(
             f"{PREFIX}/fetch", body, auth=AuthStyle.API_KEY, safety=CallSafety.READ

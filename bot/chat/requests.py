@@ -53,7 +53,7 @@ class ChatDefaults:
     ``answer_reserve`` is the room (tokens) kept free for the answer when no ``max_tokens``
     applies; it is capped at a quarter of the model's context. ``max_function_rounds`` bounds
     the tool calls answered for one message. ``logit_bias`` maps token ids (``"50256"``) to a
-    bias in -100..100 (docs/provider.md, "Chat").
+    bias in -100..100 (docs/provider.md#numeric-rules).
     """
 
     model: str = DEFAULT_MODEL

@@ -69,7 +69,7 @@ PROCESS_MODES: tuple[ProcessMode, ...] = get_args(ProcessMode)
 BLEND_DIMENSIONS: tuple[BlendDimension, ...] = get_args(BlendDimension)
 BLEND_DEFAULT_DIMENSION: BlendDimension = "square"
 """Sent when the user picks no dimension: the API documentation gives blend no default
-(docs/provider.md#blend-dimension)."""
+(docs/provider.md#undocumented-defaults)."""
 IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, *REMIX_ACTIONS, "seed"})
 BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
 

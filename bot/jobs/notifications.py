@@ -1,6 +1,6 @@
 """What a webhook notification means (the receiver authenticated it already).
 
-The API documentation does not show the notification's body (see ``docs/provider.md``), so a
+The API documentation does not show the notification's body (docs/provider.md#webhook-body), so a
 notification is a *signal*: any JSON body, or an empty one, that arrived with the job's secret
 says "this task changed". When the body is (or wraps, as ``{"data": …}`` or ``{"task": …}``, or
 keys by task id) a task record for this same task — with a status and a ``task_result`` — genbot

@@ -123,6 +123,8 @@ class ResultMessages:
         return job.result_urls[:1]
 
     async def _download(self, job: Job, url: str) -> ImageBytes:
+        """The image at ``url``, else at the task's next link (image, permanent, host URL, in
+        that order: docs/provider.md#image-url-fields)."""
         if job.family == "diffusion":
             return await self._media.fetch(url)
         last: MediaError | None = None

@@ -99,11 +99,12 @@ _REFUSED = (
 
 
 def creation_not_started(error: BaseException) -> bool:
-    """Whether a create call that raised ``error`` certainly started nothing at the provider:
-    it was never sent (``ConnectionFailed(request_sent=False)``, a request genbot refused to
-    build) or the provider refused it (creation refused, 400, 401, 403, another 4xx, a
-    diffusion error status). Anything else (5xx, timeouts and resets after sending, unreadable
-    answers, cancellation, unexpected errors) leaves the outcome unknown."""
+    """Whether a create call that raised ``error`` certainly started nothing at the provider
+    (docs/provider.md#unconfirmed-creation): it was never sent
+    (``ConnectionFailed(request_sent=False)``, a request genbot refused to build) or the
+    provider refused it (creation refused, 400, 401, 403 — docs/provider.md#forbidden —,
+    another 4xx, a diffusion error status). Anything else (5xx, timeouts and resets after
+    sending, unreadable answers, cancellation, unexpected errors) leaves the outcome unknown."""
     if isinstance(error, ConnectionFailed):
         return not error.request_sent
     if isinstance(error, UnexpectedStatus):

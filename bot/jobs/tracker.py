@@ -23,13 +23,15 @@ it). A notification carrying a record for an ``unknown`` job
 from the record.
 
 **Polling.** Each round asks the store, about this process's jobs only, for
-- jobs older than ``job_timeout_seconds`` not yet done at the provider: in-flight ones fail as
+- jobs older than ``job_timeout_seconds`` (docs/provider.md#task-transitions) not yet done at
+  the provider: in-flight ones fail as
   timed out; ``unknown`` ones (and ``creating`` ones this process is not starting that may have
   been sent) fail with a note that they may or may not have been charged; ``creating`` ones
   that were never sent become ``create_failed``;
 - finished and failed jobs whose (next) delivery attempt is due, and delivers them;
 - family B jobs in flight, polled with ``multi_fetch`` (≤ 50 ids per call). While this process
-  receives webhooks, a job that asked for one is only polled as a backstop, at most every
+  receives webhooks, a job that asked for one is only polled as a backstop (no retry or
+  delivery is documented: docs/provider.md#webhook-delivery), at most every
   ``poll_interval_max`` seconds and not within ``poll_interval_max`` of a webhook; other jobs
   (and every job when webhooks are off) every round;
 - diffusion jobs in flight whose ``next_poll_at`` (from the provider's ``eta``) is due.

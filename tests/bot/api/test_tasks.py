@@ -205,3 +205,17 @@ async def test_the_upstream_cdn_is_a_setting(sim: RunningSimulator) -> None:
     async with ProviderClient(settings_for(sim.base_url), retry=FAST_RETRY) as api:
         with pytest.raises(InvalidRequest, match=r"cdn\.discordapp\.com"):
             api.tasks.check(DescribeRequest(image_url=discord))
+
+
+async def test_reads_send_the_key_too(sim: RunningSimulator) -> None:
+    # docs/provider.md#read-keys: the simulator reads without a key but checks one it is sent.
+    settings = settings_for(sim.base_url, key="wrong-key")
+    async with ProviderClient(settings, retry=FAST_RETRY) as api:
+        with pytest.raises(AuthenticationError):
+            await api.tasks.fetch("some-task")
+        with pytest.raises(AuthenticationError):
+            await api.tasks.multi_fetch(["some-task"])
+        with pytest.raises(AuthenticationError):
+            await api.tasks.seed(SeedRequest(task_id="some-task"))
+        with pytest.raises(AuthenticationError):
+            await api.diffusion.fetch(100001)

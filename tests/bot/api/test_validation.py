@@ -438,3 +438,17 @@ async def test_rules_genbot_keeps_though_the_documentation_does_not_state_them()
         body = {"url": "https://img.example/a.png", "scale": 8}
         async with http.post("/diff/upscale", json=body, headers={"X-API-KEY": "sim-key"}) as r:
             assert r.status == 200
+
+
+def test_controlnet_images_are_links() -> None:
+    # docs/provider.md#mask-image: mask_image is a link, like init_image and control_image.
+    base: dict[str, Any] = {
+        "model_id": "sd-1.5",
+        "controlnet_model": "canny",
+        "init_image": "https://img.example/a.png",
+    }
+    for field in ("control_image", "mask_image"):
+        with pytest.raises(InvalidRequest, match=field):
+            ControlNetRequest(**{**base, field: "data:image/png;base64,iVBORw0KGgo="})
+        linked = ControlNetRequest(**{**base, field: "https://img.example/m.png"})
+        assert linked.to_body()[field] == "https://img.example/m.png"

@@ -499,3 +499,21 @@ async def test_a_task_the_provider_lost_is_reported_after_a_few_unknown_answers(
         assert "may or may not have been charged" in report.text
         polls = [r.body["task_ids"] for r in bot.sim.state.requests_to("/gen/v2/multi_fetch")]
         assert polls.count([job.provider_id]) >= LOST_AFTER_NULLS
+
+
+async def test_a_notification_that_never_comes_is_made_up_by_the_backstop_poll(
+    tmp_path: Path,
+) -> None:
+    # docs/provider.md#webhook-delivery: no retries or guarantees are documented.
+    limits = {"poll_interval_max": 0.3}
+    async with harness(tmp_path, webhooks=True, sim_config=MANUAL, limits=limits) as bot:
+        await bot.actor().command("imagine", prompt="a red fox")
+        job = await bot.latest_job()
+        assert job.webhook_secret
+        bot.sim.state.tasks[job.provider_id or ""].webhook_endpoint = ""
+        bot.sim.advance(120)
+        assert (await bot.result(job.id)).message.images
+        done = await bot.store.get_job(job.id)
+        assert done is not None and done.last_webhook_at is None
+        assert bot.sim.state.webhook_attempts == []
+        assert bot.sim.state.requests_to("/gen/v2/multi_fetch")
