@@ -19,11 +19,13 @@ from typing import Any
 from pydantic import SecretStr
 
 from adapters.discord import DiscordAdapter
+from adapters.webhook import webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
-from bot.config import ApiSettings, LimitsSettings, Plan, StorageSettings
+from bot.config import ApiSettings, LimitsSettings, Plan, StorageSettings, WebhookSettings
 from bot.core import Core
 from bot.jobs import JobEngines
+from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest
@@ -50,12 +52,20 @@ def core_settings(
     *,
     edit_window_seconds: float | None = None,
     plan: Plan = "developer",
+    webhooks: bool = False,
     **limits: Any,
 ) -> Settings:
-    """Settings of a test genbot: the simulator as provider (polling only), fast polling;
+    """Settings of a test genbot: the simulator as provider, fast polling;
     ``edit_window_seconds``: the ``[discord]`` edit window genbot keeps to; ``plan``: the
-    ``[api] plan``."""
+    ``[api] plan``; ``webhooks``: the receiver on a loopback port (the simulator must admit
+    insecure webhooks), else polling only."""
     window = {} if edit_window_seconds is None else {"edit_window_seconds": edit_window_seconds}
+    hook = WebhookSettings()
+    if webhooks:
+        port = free_port()
+        hook = WebhookSettings(
+            public_url=f"http://127.0.0.1:{port}", port=port, allow_insecure_loopback=True
+        )
     return Settings(
         api=ApiSettings(
             base_url=sim.base_url,
@@ -66,6 +76,7 @@ def core_settings(
             stream_idle_timeout=2.0,
         ),
         storage=StorageSettings(path=db_path),
+        webhook=hook,
         discord=harness.settings(**window),
         limits=LimitsSettings(**(FAST_POLLING | limits)),
     )
@@ -115,7 +126,11 @@ async def _started(harness: Harness, settings: Settings) -> AsyncIterator[RealGe
     async with AsyncExitStack() as stack:
         store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)
-        provider = ProviderClient(settings.api, retry=FAST_RETRY)
+        provider = ProviderClient(
+            settings.api,
+            retry=FAST_RETRY,
+            allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
+        )
         stack.push_async_callback(provider.aclose)
         adapter = harness.adapter(settings.limits)
         core, jobs = build_core(settings, store, provider, [adapter.surface])
@@ -123,6 +138,10 @@ async def _started(harness: Harness, settings: Settings) -> AsyncIterator[RealGe
         stack.push_async_callback(harness.stop, adapter)
         await core.start()
         stack.push_async_callback(core.stop)
+        receiver = webhook_receiver(settings, jobs)
+        if receiver is not None:
+            await receiver.start()
+            stack.push_async_callback(receiver.stop)
         yield RealGenbot(settings, store, core, jobs, adapter)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from simulator.server import RunningSimulator, serve
-from simulator.state import SimulatorConfig
+from simulator.state import Dialect, SimulatorConfig
 from tests.adapters.discord.harness import Harness
 from tests.adapters.discord.real_core import (
     MARKER,
@@ -35,11 +35,13 @@ window, so both the pacing and the window of the edit budget are needed to avoid
 
 @pytest.fixture
 async def sim(request: pytest.FixtureRequest) -> AsyncIterator[RunningSimulator]:
-    """The simulator; ``spec`` (indirect parameter): the documentation-only dialect with a
+    """The simulator in the dialect named by the indirect parameter; ``spec`` also with a
     chat limit of 2 a minute, so a third message meets a 429 that genbot waits out."""
-    config = SimulatorConfig(time_scale=0.003, seed=5)
-    if getattr(request, "param", "default") == "spec":
-        config = SimulatorConfig(time_scale=0.003, seed=5, dialect="spec", chat_rpm=2)
+    dialect: Dialect = getattr(request, "param", "default")
+    rpm = 2 if dialect == "spec" else 0
+    config = SimulatorConfig(
+        time_scale=0.003, seed=5, dialect=dialect, chat_rpm=rpm, insecure_webhooks=True
+    )
     async with serve(config) as running:
         yield running
 
@@ -183,3 +185,39 @@ async def test_model_output_pings_nobody(harness: Harness, genbot: RealGenbot) -
     assert answer.content == said
     assert answer.allowed_mentions is not None
     assert answer.pings.nobody, f"the model's text pinged {answer.pings}"
+
+
+@QUICK
+@pytest.mark.parametrize("sim", ["default", "spec", "variant"], indirect=True)
+async def test_draw_in_a_dm_runs_the_tool_and_its_grid_comes_by_webhook(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    # The backstop poll comes after 30 s: a grid within the wait came by webhook. The variant
+    # streams single-line events and tool_calls, refuses the function role and webhook paths.
+    fake = harness.fake
+    bob = fake.user("bob")
+    dm = fake.dm_channel(bob)
+    database = tmp_path / "genbot.db"
+    slow_backstop = {"poll_interval_max": 30.0}
+    async with real_genbot(
+        harness, sim, database, edit_window_seconds=QUICK_WINDOW, webhooks=True, **slow_backstop
+    ) as genbot:
+        asked = await fake.user_message(bob, dm, "draw a lighthouse at dusk")
+        grid = await fake.wait_for(
+            lambda: newest(fake.bot_messages(dm.id), lambda m: bool(m.attachments)),
+            10.0,
+            "the grid in the DM",
+        )
+        assert {"U1", "V1", "🔄"} <= {b.get("label") for b in grid.buttons}
+
+        def model_answer() -> FakeMessage | None:
+            later = [m for m in fake.bot_messages(dm.id) if m.id > asked.id]
+            return newest(later, lambda m: finished(m) and not m.components_v2)
+
+        answer = await fake.wait_for(model_answer, 10.0, "the model's answer")
+        assert not answer.attachments
+        job = await genbot.posted("imagine")
+        assert job.prompt == "a lighthouse at dusk" and job.requester_id == str(bob.id)
+        assert [a.status for a in sim.state.webhook_attempts] == [200]
+        chats = [r.status for r in sim.state.requests_to("/v1/chat/completions")]
+        assert chats == ([200, 400, 200] if sim.state.config.dialect == "variant" else [200, 200])

@@ -66,7 +66,7 @@ async def imagine(fake: FakeDiscord, prompt: str) -> FakeMessage:
     return await result_with(fake, general, "U1")
 
 
-@pytest.mark.parametrize("sim", ["default", "spec"], indirect=True)
+@pytest.mark.parametrize("sim", ["default", "spec", "variant"], indirect=True)
 async def test_imagine_upscale_restart_and_zoom_out_on_the_old_message(
     harness: Harness, sim: RunningSimulator, tmp_path: Path
 ) -> None:

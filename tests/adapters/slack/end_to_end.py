@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from adapters.slack import SlackAdapter
+from adapters.webhook import webhook_receiver
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
@@ -58,10 +59,12 @@ def genbot_settings(
     socket_mode: bool = False,
     distributed: bool = False,
     rehosting: bool = False,
+    limits: dict[str, Any] | None = None,
 ) -> Settings:
     """Settings of a genbot on ``fake`` (HTTP mode on a free loopback port, or Socket Mode;
     ``distributed``: installed by OAuth; ``rehosting``: a loopback ``[webhook] public_url``, so
-    shared files are downloaded, checked and re-hosted for the provider)."""
+    shared files are downloaded, checked and re-hosted for the provider, and tasks notify the
+    webhook receiver there; ``limits`` override ``[limits]``)."""
     hook = WebhookSettings()
     if rehosting:
         port = free_port()
@@ -81,7 +84,7 @@ def genbot_settings(
         slack=slack_settings(fake, socket_mode=socket_mode, distributed=distributed).model_copy(
             update={"message_updates_per_second": 1 / UPDATE_INTERVAL}
         ),
-        limits=LimitsSettings(**LIMITS),
+        limits=LimitsSettings(**{**LIMITS, **(limits or {})}),
     )
 
 
@@ -115,18 +118,27 @@ async def slack_genbot(
     socket_mode: bool = False,
     distributed: bool = False,
     rehosting: bool = False,
+    limits: dict[str, Any] | None = None,
 ) -> AsyncIterator[SlackGenbot]:
     """genbot composed as ``genbot run`` composes it (storage, provider client,
-    ``build_core``, the Slack adapter, then the core's services), stopped in reverse order.
-    ``distributed``: installed by OAuth (the fake sends browsers back to its redirect);
-    ``rehosting``: see :func:`genbot_settings`."""
+    ``build_core``, the Slack adapter, then the core's services and the webhook receiver),
+    stopped in reverse order. ``distributed``: installed by OAuth (the fake sends browsers back
+    to its redirect); ``rehosting`` and ``limits``: see :func:`genbot_settings`."""
     settings = genbot_settings(
-        fake, sim, db_path, socket_mode=socket_mode, distributed=distributed, rehosting=rehosting
+        fake,
+        sim,
+        db_path,
+        socket_mode=socket_mode,
+        distributed=distributed,
+        rehosting=rehosting,
+        limits=limits,
     )
     async with AsyncExitStack() as stack:
         store = await SqliteStore.open(db_path)
         stack.push_async_callback(store.close)
-        provider = ProviderClient(settings.api)
+        provider = ProviderClient(
+            settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
+        )
         stack.push_async_callback(provider.aclose)
         adapter = SlackAdapter(settings.slack, settings.limits, installations=store)
         core, jobs = build_core(
@@ -138,6 +150,10 @@ async def slack_genbot(
         stack.push_async_callback(adapter.stop)
         await core.start()
         stack.push_async_callback(core.stop)
+        receiver = webhook_receiver(settings, jobs)
+        if receiver is not None:
+            await receiver.start()
+            stack.push_async_callback(receiver.stop)
         yield SlackGenbot(settings, store, core, jobs, adapter)
 
 

@@ -14,7 +14,8 @@ import pytest
 from bot.render import MARKER
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig
-from tests.adapters.slack.end_to_end import WAIT, budgeted_fake, slack_genbot
+from storage import ALL_STATUSES
+from tests.adapters.slack.end_to_end import JOB_TIME_SCALE, WAIT, budgeted_fake, slack_genbot
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_model import FakeMessage
 
@@ -195,3 +196,36 @@ def shown_ephemerals(fake: FakeSlack, last_words: str) -> str | None:
         for e in fake.ephemerals
     )
     return shown if last_words in shown else None
+
+
+@pytest.mark.parametrize("dialect", ["default", "spec", "variant"])
+async def test_draw_in_a_mention_runs_the_tool_and_its_grid_comes_by_webhook(
+    fake: FakeSlack, dialect: Dialect, tmp_path: Path
+) -> None:
+    # The backstop poll comes after 30 s: a grid within the wait came by webhook. The variant
+    # streams single-line events and tool_calls, refuses the function role and webhook paths.
+    config = SimulatorConfig(time_scale=JOB_TIME_SCALE, dialect=dialect, insecure_webhooks=True)
+    backstop = {"poll_interval_max": 30.0}
+    async with (
+        serve(config) as sim,
+        slack_genbot(fake, sim, tmp_path / "genbot.db", rehosting=True, limits=backstop) as bot,
+    ):
+        mention = fake.user_says(f"<@{fake.bot_user_id}> draw a lighthouse at dusk")
+        await fake.post_event(bot.url, fake.event_callback(fake.app_mention_event(mention)))
+
+        def grid() -> FakeMessage | None:
+            found = [m for m in replies(fake, mention) if m.image_files]
+            return found[0] if found else None
+
+        def answer() -> FakeMessage | None:
+            found = [m for m in replies(fake, mention) if m.markdown and not m.image_files]
+            return found[0] if found and not found[0].streaming else None
+
+        posted = await fake.wait_for(grid, WAIT)
+        assert {"U1", "V1", "🔄"} <= {b["text"]["text"] for b in posted.buttons}
+        assert (await fake.wait_for(answer, WAIT)).markdown
+        [job] = await bot.store.list_unfinished_jobs(ALL_STATUSES)
+        assert (job.type, job.prompt) == ("imagine", "a lighthouse at dusk")
+        assert [a.status for a in sim.state.webhook_attempts] == [200]
+        chats = [r.status for r in sim.state.requests_to(CHAT_PATH)]
+        assert chats == ([200, 400, 200] if dialect == "variant" else [200, 200])

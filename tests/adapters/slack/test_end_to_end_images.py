@@ -55,7 +55,7 @@ def methods_after(fake: FakeSlack, start: int) -> list[str]:
     return [c.method for c in fake.calls[start:] if c.method not in ("auth.test", "users.info")]
 
 
-@pytest.mark.parametrize("sim", ["default", "spec"], indirect=True)
+@pytest.mark.parametrize("sim", ["default", "spec", "variant"], indirect=True)
 async def test_imagine_upscale_and_a_follow_up_after_a_restart(
     fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
 ) -> None:

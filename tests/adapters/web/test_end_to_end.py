@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.config import LimitsSettings
 from simulator.state import Dialect
 from tests.genbot.stack import (
     ChannelView,
@@ -56,7 +57,7 @@ async def served(stack: Stack, user: PlaygroundUser, message: Message) -> bytes:
         return await response.read()
 
 
-@pytest.mark.parametrize("dialect", ["default", "spec"])
+@pytest.mark.parametrize("dialect", ["default", "spec", "variant"])
 async def test_imagine_streams_progress_then_the_grid_and_u1_upscales(
     tmp_path: Path, dialect: Dialect
 ) -> None:
@@ -83,7 +84,7 @@ async def test_imagine_streams_progress_then_the_grid_and_u1_upscales(
         assert labels(grid) == GRID_LABELS
         assert button(grid, "U1").startswith("gb:upscale1:")
         assert len(await served(stack, user, grid)) > 1000
-        [imagine] = stack.sim.state.requests_to("/gen/v2/imagine")
+        [imagine] = [r for r in stack.sim.state.requests_to("/gen/v2/imagine") if r.created_id]
         assert imagine.body["prompt"].startswith("a lighthouse")
 
         upscale = await upscale_first(user, view, grid)
@@ -98,7 +99,7 @@ async def test_imagine_streams_progress_then_the_grid_and_u1_upscales(
         ] == ["U1"]
         assert len(await served(stack, user, upscale)) > 1000
         [request] = stack.sim.state.requests_to("/gen/v2/upscale")
-        assert request.body["origin_task_id"] == imagine.created_id
+        assert request.status == 200 and request.body["origin_task_id"] == imagine.created_id
         assert request.body["index"] == "1"
 
 
@@ -164,6 +165,33 @@ async def test_a_plain_message_streams_the_models_answer_into_one_message(
         assert len({len(text) for text in shown}) == len(shown)
         [request] = stack.sim.state.requests_to("/v1/chat/completions")
         assert request.body["stream"] is True
+
+
+@pytest.mark.parametrize("dialect", ["default", "spec", "variant"])
+async def test_draw_in_a_dm_runs_the_tool_and_its_grid_comes_by_webhook(
+    tmp_path: Path, dialect: Dialect
+) -> None:
+    # The backstop poll comes after 30 s: a grid within the wait came by webhook. The variant
+    # streams single-line events and tool_calls, refuses the function role and webhook paths.
+    slow_backstop = LimitsSettings(poll_interval_min=0.01, poll_interval_max=30.0)
+    async with (
+        real_stack(tmp_path, dialect=dialect, limits=slow_backstop) as stack,
+        playground_user(stack.url) as user,
+    ):
+        dm = await user.dm_channel()
+        view = await user.watch(dm)
+        asked = await user.message("draw a lighthouse at dusk", channel=dm)
+        grid = await view.until(lambda: view.with_buttons(asked, "U1"), timeout=20)
+        await view.until(lambda: view.handled(asked), timeout=20)
+
+        assert labels(grid) == GRID_LABELS and grid["images"]
+        answers = [m for m in view.after(asked) if m["from_model"]]
+        assert len(answers) == 1 and answers[0]["text"]
+        [imagine] = [r for r in stack.sim.state.requests_to("/gen/v2/imagine") if r.created_id]
+        assert imagine.body["prompt"] == "a lighthouse at dusk"
+        assert [a.status for a in stack.sim.state.webhook_attempts] == [200]
+        chats = [r.status for r in stack.sim.state.requests_to("/v1/chat/completions")]
+        assert chats == ([200, 400, 200] if dialect == "variant" else [200, 200])
 
 
 async def test_a_mention_in_a_channel_answers_in_a_thread_and_dms_are_private(
