@@ -1,10 +1,14 @@
-"""Slack's redeliveries of Events API events, answered once.
+"""Slack's redeliveries of Events API events, and replays of signed requests, answered once.
 
 Slack sends an event again when the app was slow to answer (``X-Slack-Retry-Reason:
 http_timeout``) or a delivery failed; :class:`Redeliveries` is a bolt middleware that lets each
 ``event_id`` through once. A retry for ``http_timeout`` is dropped even when unseen: the first
 delivery is still running here or ran before a restart. Retries after failed connections are
 handled once.
+
+Slash commands, button presses and form submissions carry a ``trigger_id`` Slack issues once
+per user action, so each one is let through once too: a signed request replayed within its
+five minutes (the same body and signature, sent again by whoever saw it) starts nothing more.
 
 With the storage's :class:`~storage.EventDedupe` the event ids live in the database too, so an
 event Slack delivers twice to different processes (HTTP behind a load balancer, a retry that
@@ -39,8 +43,9 @@ class Redeliveries:
     async def skip(
         self, body: dict[str, Any], req: AsyncBoltRequest, next: Callable[[], Awaitable[None]]
     ) -> BoltResponse | None:
-        """bolt middleware: answer a redelivered event with an empty 200, else go on."""
-        event_id = body.get("event_id") if body.get("type") == "event_callback" else None
+        """bolt middleware: answer a redelivered event or a replayed request with an empty 200,
+        else go on."""
+        event_id = delivery_id(body)
         if not event_id:
             await next()
             return None
@@ -48,9 +53,7 @@ class Redeliveries:
         reason = header(req.headers, "x-slack-retry-reason")
         is_retry = retry_num.isdigit() and int(retry_num) > 0
         if event_id in self._seen or (is_retry and reason == "http_timeout"):
-            log.info(
-                "Skipping redelivered Slack event %s (retry %s, %s)", event_id, retry_num, reason
-            )
+            log.info("Skipping repeated Slack request %s (retry %s)", event_id, retry_num or 0)
             return BoltResponse(status=200, body="")
         self._seen[event_id] = None
         while len(self._seen) > SEEN_EVENTS_MAX:
@@ -71,6 +74,16 @@ class Redeliveries:
         except StorageError as error:
             log.warning("Slack event %s: the shared dedupe is unavailable: %s", event_id, error)
             return True
+
+
+def delivery_id(body: Mapping[str, Any]) -> str | None:
+    """What names one user action behind ``body``: an event's ``event_id``, else the
+    ``trigger_id`` of a slash command, press or form submission (``trigger:…``)."""
+    if body.get("type") == "event_callback":
+        event_id = body.get("event_id")
+        return str(event_id) if event_id else None
+    trigger = body.get("trigger_id")
+    return f"trigger:{trigger}" if trigger else None
 
 
 def header(headers: Mapping[str, Any], name: str) -> str:

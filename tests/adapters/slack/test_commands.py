@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
+import aiohttp
 import pytest
 
 from adapters.slack import SlackSurface
@@ -232,3 +235,23 @@ async def test_images_in_a_channel_genbot_cannot_read_ask_for_an_invite(
     (answer,) = await fake.wait_for(lambda: fake.ephemerals)
     assert "`/invite @genbot`" in answer.text
     assert core.events == []
+
+
+async def test_a_replayed_signed_command_is_handled_once(
+    fake: FakeSlack, url: str, core: RecordingCore
+) -> None:
+    """The same body and signature posted three times within Slack's five minutes (as anyone
+    who saw one request could) is one command; a new invocation (a new ``trigger_id``) is
+    another."""
+    body = urlencode(fake.slash_command("/imagine", "a fox"))
+    headers = fake.signed_headers(body, "application/x-www-form-urlencoded")
+    async with aiohttp.ClientSession() as session:
+        for _ in range(3):
+            async with session.post(url, data=body.encode(), headers=headers) as response:
+                assert response.status == 200
+    await fake.post_command(url, fake.slash_command("/imagine", "a fox"))
+
+    await fake.post_command(url, fake.slash_command("/genbot", "help"))
+    last = await core.next_of(Command, count=3)
+    assert last.name == "help"
+    assert [event.name for event in core.of(Command)] == ["imagine", "imagine", "help"]
