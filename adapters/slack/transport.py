@@ -16,10 +16,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters import AdapterStartError
-from adapters.listener import Listener, ListenerLimits
+from adapters.client_rate import ClientRate
+from adapters.listener import Listener, ListenerLimits, refused
 
 EVENTS_PATH = "/slack/events"
 SOCKET_CONNECT_TIMEOUT = 30.0
+INSTALLS_PER_CLIENT = 10
+INSTALL_WINDOW_SECONDS = 60.0
+"""Each visit of the install page stores an OAuth state: one address may start this many
+installs a minute (a person needs one or two)."""
 
 
 async def checked_call(
@@ -72,7 +77,8 @@ SLACK_LIMITS = ListenerLimits(max_body_bytes=1024 * 1024)
 
 def slack_web_app(app: AsyncApp) -> web.Application:
     """Bolt's request handling at :data:`EVENTS_PATH` and, when the app installs by OAuth,
-    its install page and OAuth redirect (as bolt's own aiohttp server serves them)."""
+    its install page (at most :data:`INSTALLS_PER_CLIENT` a minute per address) and OAuth
+    redirect (as bolt's own aiohttp server serves them)."""
 
     async def events(request: web.Request) -> web.Response:
         return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
@@ -80,8 +86,18 @@ def slack_web_app(app: AsyncApp) -> web.Application:
     routes = [web.post(EVENTS_PATH, events)]
     flow = app.oauth_flow
     if flow is not None:
+        installs = ClientRate(INSTALLS_PER_CLIENT, INSTALL_WINDOW_SECONDS)
 
         async def install(request: web.Request) -> web.Response:
+            client = request.remote or ""
+            if not installs.allow(client):
+                refused(request, "too many installs from one address")
+                wait = max(1, round(installs.retry_after(client)))
+                return web.Response(
+                    status=429,
+                    text=f"Too many installs from your address; try again in {wait} s.",
+                    headers={"Retry-After": str(wait)},
+                )
             bolt_request = await to_bolt_request(request)
             return await to_aiohttp_response(await flow.handle_installation(bolt_request))
 

@@ -268,6 +268,11 @@ MIGRATIONS: Sequence[Migration] = (
             " probed_at double precision NOT NULL)",
         ),
     ),
+    Migration(
+        13,
+        "an index of OAuth states by expiry",
+        ("CREATE INDEX oauth_states_by_expiry ON oauth_states (expires_at)",),
+    ),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -322,6 +322,10 @@ def _v12_storage_probes(db: Database) -> None:
     db.execute("CREATE TABLE storage_probes (process_id TEXT PRIMARY KEY, probed_at REAL NOT NULL)")
 
 
+def _v13_oauth_state_expiry(db: Database) -> None:
+    db.execute("CREATE INDEX oauth_states_by_expiry ON oauth_states (expires_at)")
+
+
 MIGRATIONS: Sequence[Migration] = (
     Migration(1, "conversations, messages, jobs, message links", _v1_conversations_and_jobs),
     Migration(
@@ -339,6 +343,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(10, "an index of lease expiry over unfinished jobs", _v10_lease_expiry),
     Migration(11, "jobs.is_dm (was parameters.is_dm)", _v11_is_dm),
     Migration(12, "storage write probes (readiness)", _v12_storage_probes),
+    Migration(13, "an index of OAuth states by expiry", _v13_oauth_state_expiry),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
+from adapters.slack.transport import INSTALLS_PER_CLIENT
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import WAIT, SlackGenbot, slack_genbot
@@ -141,3 +143,28 @@ async def test_rotating_tokens_are_refreshed_and_stored(
     assert stored.data["bot_refresh_token"] == fake.teams[SECOND].refresh_token
     (stop,) = fake.calls_to("chat.stopStream")
     assert stop.token == fake.teams[SECOND].bot_token
+
+
+async def test_one_address_starts_few_installs_and_the_rest_write_nothing(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """Each install page stores an OAuth state: an address asking for it again and again gets
+    429 past the per-address limit, and the database keeps only the states it allowed."""
+    async with (
+        two_workspaces() as fake,
+        slack_genbot(fake, sim, tmp_path / "g.db", distributed=True) as bot,
+        aiohttp.ClientSession() as browser,
+    ):
+        assert bot.adapter.install_url is not None
+        statuses = []
+        for _ in range(INSTALLS_PER_CLIENT + 15):
+            async with browser.get(bot.adapter.install_url, allow_redirects=False) as answer:
+                statuses.append(answer.status)
+                retry_after = answer.headers.get("Retry-After")
+        states = await bot.store.run_in_worker(
+            lambda db: db.execute("SELECT COUNT(*) FROM oauth_states").fetchone()[0]
+        )
+
+    assert statuses.count(429) == 15 and 429 not in statuses[:INSTALLS_PER_CLIENT]
+    assert retry_after is not None and 1 <= int(retry_after) <= 60
+    assert states == INSTALLS_PER_CLIENT

@@ -141,6 +141,7 @@ LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
         ("", "T", None, None),
         "slack_installations_pkey",
     ),
+    "expired oauth states": (slack_sql.SQL_PRUNE_STATES, (0.0,), "oauth_states_by_expiry"),
 }
 
 

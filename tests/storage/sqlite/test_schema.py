@@ -271,6 +271,7 @@ LOOKUPS: dict[str, tuple[str, int, str]] = {
     "scope settings": (scope_sql.SQL_SCOPE, 3, "PRIMARY KEY"),
     "usage of a user": (ledger_sql.SQL_USAGE_FOR_USER, 3, "usage_by_user_day"),
     "slack installation": (slack_sql.SQL_FIND_INSTALLATION.format(""), 2, "PRIMARY KEY"),
+    "expired oauth states": (slack_sql.SQL_PRUNE_STATES, 1, "oauth_states_by_expiry"),
 }
 
 
