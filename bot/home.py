@@ -3,14 +3,21 @@ them, their usage today, and their last image jobs, each with a button that post
 again in their conversation with genbot.
 
 The core gathers what the home shows (:class:`HomeView`) and the surface draws it, through its
-optional ``publish_home(event, view)``. Posting a result again uses the surface's optional
+optional ``publish_home(event, view)``. Draws of one user's home take turns, at most one per
+:data:`HOME_INTERVAL_SECONDS`, and coalesce: however many opens arrive while one is drawn or
+waits its turn, they make one more draw. A draw the platform refuses for its rate limit is
+logged (not an error) and tried once more after the wait it names, when that is at most
+:data:`HOME_RETRY_SECONDS`. Posting a result again uses the surface's optional
 ``repost(ref, place, message)`` (the platform copies the images it already holds); without
 it, or when it cannot, the result is built again from the provider's images (or its link).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
@@ -46,6 +53,10 @@ RECENT_JOBS = 10
 MOST_JOBS_READ = 320
 """How far back the home looks for images among a user's posted jobs."""
 IMAGE_FAMILIES = frozenset({"task", "diffusion"})
+HOME_INTERVAL_SECONDS = 1.0
+HOME_RETRY_SECONDS = 30.0
+HOMES_REMEMBERED = 4096
+"""The longest wait before drawing a home again after the platform's rate limit refused it."""
 SHOWN_SETTINGS: tuple[tuple[str, str], ...] = (
     ("model", "Chat model"),
     ("temperature", "Temperature"),
@@ -130,12 +141,44 @@ class HomeFeature:
         self.budget = budget
         self.defaults = defaults or SettingValues()
         self.daily_credit_budget = daily_credit_budget or None
+        self._drawing: dict[tuple[str, str, str], list[HomeOpened]] = {}
+        self._drawn_at: OrderedDict[tuple[str, str, str], float] = OrderedDict()
 
     async def on_home(self, event: HomeOpened) -> None:
-        """Draw ``event.user``'s home, where the surface has one."""
+        """Draw ``event.user``'s home, where the surface has one (coalesced per user: see the
+        module docstring)."""
         surface = self.surfaces.get(event.place.platform)
-        if isinstance(surface, PublishesHome):
-            await surface.publish_home(event, await self.view(event))
+        if not isinstance(surface, PublishesHome):
+            return
+        key = (event.place.platform, event.place.workspace_id, event.user.id)
+        waiting = self._drawing.get(key)
+        if waiting is not None:
+            waiting[:] = [event]
+            return
+        self._drawing[key] = waiting = [event]
+        try:
+            while waiting:
+                drawn_at = self._drawn_at.get(key)
+                if drawn_at is not None:
+                    await asyncio.sleep(drawn_at + HOME_INTERVAL_SECONDS - time.monotonic())
+                await self._draw(surface, waiting.pop())
+                self._drawn_at[key] = time.monotonic()
+                self._drawn_at.move_to_end(key)
+                while len(self._drawn_at) > HOMES_REMEMBERED:
+                    self._drawn_at.popitem(last=False)
+        finally:
+            del self._drawing[key]
+
+    async def _draw(self, surface: PublishesHome, event: HomeOpened) -> None:
+        for attempt in (1, 2):
+            try:
+                await surface.publish_home(event, await self.view(event))
+                return
+            except RateLimited as limited:
+                log.info("the home of %s is rate limited (%s)", event.user.id, limited)
+                if attempt == 2 or limited.retry_after > HOME_RETRY_SECONDS:
+                    return
+                await asyncio.sleep(limited.retry_after)
 
     async def view(self, event: HomeOpened) -> HomeView:
         """What ``event.user``'s home shows now."""

@@ -4,13 +4,15 @@ settings form, and a result posted again with buttons that work — also after a
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.home import RECENT_JOBS
+from bot.home import HOME_INTERVAL_SECONDS, RECENT_JOBS
 from bot.outbound import decode_custom_id
 from bot.refs import NOT_YOURS
 from simulator.server import RunningSimulator, serve
@@ -26,6 +28,8 @@ from tests.adapters.slack.end_to_end import (
 from tests.fakes.slack import FakeSlack
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
+
+STORM = 200
 
 
 @pytest.fixture
@@ -187,3 +191,36 @@ async def test_someone_elses_image_is_not_posted_again_from_the_home(
 
     assert refusal[0].user == "U3" and refusal[0].text == NOT_YOURS
     assert fake.bot_messages("D1") == [], "nothing posted again"
+
+
+async def test_a_storm_of_home_opens_is_drawn_a_few_times_and_a_rate_limit_is_no_error(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """200 ``app_home_opened`` of one user (as fast as they arrive) make a few
+    ``views.publish`` calls, not 200; a publish Slack rate-limits is drawn again after the wait
+    it names and logged without an error (the autouse fixture fails on any ERROR)."""
+    async with FakeSlack() as fake, slack_genbot(fake, sim, tmp_path / "g.db") as bot:
+        opened = time.monotonic()
+        for _ in range(STORM):
+            event = fake.event_callback(fake.app_home_opened_event("U1", "D1"))
+            assert (await fake.post_event(bot.url, event)).status == 200
+        lasted = time.monotonic() - opened
+        await settled(fake)
+        storm = len(fake.calls_to("views.publish"))
+
+        fake.fail_next("views.publish", "ratelimited", status=429)
+        await fake.post_event(bot.url, fake.event_callback(fake.app_home_opened_event("U1", "D1")))
+        await fake.wait_for(lambda: len(fake.calls_to("views.publish")) >= storm + 2, WAIT)
+        answers = [call.status for call in fake.calls_to("views.publish")[storm:]]
+
+    assert 1 <= storm <= lasted / HOME_INTERVAL_SECONDS + 2, (storm, lasted)
+    assert answers == [429, 200]
+    assert fake.home_of("U1") is not None
+
+
+async def settled(fake: FakeSlack) -> None:
+    """Wait until no ``views.publish`` came for twice the home's interval."""
+    count = -1
+    while count != len(fake.calls_to("views.publish")):
+        count = len(fake.calls_to("views.publish"))
+        await asyncio.sleep(2 * HOME_INTERVAL_SECONDS)
