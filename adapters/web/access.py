@@ -7,7 +7,10 @@
 - **Access token.** With ``[web] access_token`` set (required when ``[web] host`` is not a
   loopback address, see :func:`exposure_problem`), every request presents it: a browser once,
   as ``/?token=…`` (which sets an HttpOnly, SameSite=Strict cookie and redirects to ``/``), API
-  clients as ``Authorization: Bearer …``.
+  clients as ``Authorization: Bearer …``. The cookie is the browser's own (a random id and the
+  time it was given, signed with a key derived from the token): it expires after
+  :data:`ACCESS_COOKIE_SECONDS`, and changing the token revokes every one given before. Cookies
+  are ``Secure`` when ``[web] public_url`` is ``https://``.
 - **Identity.** A browser's user is created when the page loads: a session cookie signed with a
   key kept in the playground's history file, so it survives restarts. Requests to the API
   without a valid session cookie are refused (401), so dropping cookies does not mint new
@@ -26,6 +29,8 @@ import hmac
 import ipaddress
 import re
 import secrets
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -36,7 +41,10 @@ ACCESS_COOKIE = "genbot_access"
 API_USER_ID = "web-api"
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 MIN_TOKEN_LENGTH = 16
+ACCESS_COOKIE_SECONDS = 30 * 24 * 3600
+"""How long a browser keeps access after presenting the token (then it presents it again)."""
 _SESSION = re.compile(r"^([A-Za-z0-9_-]{24})\.([A-Za-z0-9_-]{22})$")
+_ACCESS = re.compile(r"^([0-9]{1,12})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$")
 
 
 def is_loopback_host(host: str) -> bool:
@@ -92,10 +100,18 @@ def parse_host(value: str) -> HostName | None:
 class Access:
     """The playground's trust rules (see the module docstring) for one adapter."""
 
-    def __init__(self, settings: WebSettings, *, admin_link: bool = False) -> None:
+    def __init__(
+        self,
+        settings: WebSettings,
+        *,
+        admin_link: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.admin_ids = set(settings.admin_ids)
         self.admin_token = secrets.token_urlsafe(18) if admin_link else ""
         """The token of the admin link (``""``: there is none)."""
+        self.secure_cookies = settings.public_url.strip().lower().startswith("https://")
+        self._clock = clock
         self.session_key = secrets.token_bytes(32)
         self._token = settings.access_token.get_secret_value()
         allowed = [HostName(name, None) for name in LOOPBACK_NAMES]
@@ -128,12 +144,26 @@ class Access:
         return bool(self._token) and hmac.compare_digest(given.encode(), self._token.encode())
 
     def access_cookie(self) -> str:
-        """The cookie value a browser keeps once it presented the token (not the token)."""
-        digest = hmac.new(self._token.encode(), b"genbot playground access", hashlib.sha256)
-        return digest.hexdigest()
+        """A new cookie value for a browser that presented the token: its own random id and
+        the time, signed with a key derived from the token (never the token)."""
+        given = f"{int(self._clock())}.{secrets.token_urlsafe(12)}"
+        return f"{given}.{self._access_mac(given)}"
 
     def access_cookie_matches(self, value: str) -> bool:
-        return bool(self._token) and hmac.compare_digest(value, self.access_cookie())
+        """Whether ``value`` is an access cookie given under the current token that has not
+        expired."""
+        match = _ACCESS.match(value)
+        if not self._token or match is None:
+            return False
+        given = f"{match[1]}.{match[2]}"
+        if not hmac.compare_digest(match[3], self._access_mac(given)):
+            return False
+        return 0 <= self._clock() - int(match[1]) < ACCESS_COOKIE_SECONDS
+
+    def _access_mac(self, given: str) -> str:
+        key = hmac.new(self._token.encode(), b"genbot playground access", hashlib.sha256)
+        digest = hmac.new(key.digest(), given.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).decode()[:22]
 
     def bearer_matches(self, authorization: str | None) -> bool:
         """Whether an ``Authorization`` header carries the access token."""

@@ -17,6 +17,7 @@ from aiohttp import web
 from adapters.listener import refused
 from adapters.web.access import (
     ACCESS_COOKIE,
+    ACCESS_COOKIE_SECONDS,
     API_USER_ID,
     SESSION_COOKIE,
     Access,
@@ -185,12 +186,16 @@ async def access_middleware(request: web.Request, handler: Any) -> web.StreamRes
 
 async def on_prepare(request: web.Request, response: web.StreamResponse) -> None:
     """Set the cookies the request earned and the security headers of every answer."""
+    access = request.app[ADAPTER].access
     for name, value in request.get(SET_COOKIES, {}).items():
         cookie: SimpleCookie = SimpleCookie()
         cookie[name] = value
         morsel = cookie[name]
         morsel.update({"path": "/", "httponly": "true", "samesite": "Strict"})
-        morsel["max-age"] = str(COOKIE_MAX_AGE)
+        if access.secure_cookies:
+            morsel["secure"] = True
+        lifetime = ACCESS_COOKIE_SECONDS if name == ACCESS_COOKIE else COOKIE_MAX_AGE
+        morsel["max-age"] = str(lifetime)
         response.headers.add("Set-Cookie", morsel.OutputString())
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("Referrer-Policy", "no-referrer")

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from adapters import AdapterStartError
 from adapters.web import WebAdapter
-from adapters.web.access import exposure_problem
+from adapters.web.access import ACCESS_COOKIE_SECONDS, Access, exposure_problem
 from adapters.web.routes import WRONG_ADMIN_LINK
 from adapters.web.settings import WebSettings
 from bot.events import Command
@@ -272,3 +272,55 @@ async def test_a_rebound_name_in_a_real_browser_gets_421_and_runs_nothing() -> N
             local = await page.goto(f"{adapter.url}/")
             assert local is not None and local.status == 200
         assert core.events == []
+
+
+async def test_each_browser_gets_its_own_access_cookie_which_a_new_token_revokes() -> None:
+    core = RecordingCore()
+    https: dict[str, Any] = {
+        "access_token": SecretStr(TOKEN),
+        "public_url": "https://play.example.org",
+    }
+    cookies = []
+    async with playground(core, **https) as adapter:
+        for _ in range(2):
+            async with browser(adapter, load_page=False) as session:
+                given = {"token": TOKEN}
+                async with session.get("/", params=given, allow_redirects=False) as response:
+                    access = response.cookies["genbot_access"]
+                    assert access["secure"] and access["httponly"]
+                    assert 0 < int(access["max-age"]) <= 31 * 24 * 3600
+                    cookies.append(access.value)
+        assert cookies[0] != cookies[1]
+        assert await page_status(adapter, cookies[0]) == 200
+
+    rotated: dict[str, Any] = {**https, "access_token": SecretStr(TOKEN + "-rotated")}
+    async with playground(core, **rotated) as adapter:
+        assert await page_status(adapter, cookies[0]) == 401
+
+
+async def page_status(adapter: WebAdapter, access_cookie: str) -> int:
+    cookies = {"genbot_access": access_cookie}
+    async with ClientSession(base_url=adapter.url, cookies=cookies) as s, s.get("/") as page:
+        return page.status
+
+
+def test_an_access_cookie_expires() -> None:
+    now = [1_800_000_000.0]
+    access = Access(WebSettings(access_token=SecretStr(TOKEN)), clock=lambda: now[0])
+    cookie = access.access_cookie()
+    assert access.access_cookie_matches(cookie)
+    now[0] += ACCESS_COOKIE_SECONDS - 1
+    assert access.access_cookie_matches(cookie)
+    now[0] += 2
+    assert not access.access_cookie_matches(cookie)
+    forged = cookie.rsplit(".", 1)[0].replace(cookie.split(".")[0], str(int(now[0])))
+    assert not access.access_cookie_matches(f"{forged}.{cookie.rsplit('.', 1)[1]}")
+
+
+async def test_cookies_are_not_secure_without_an_https_public_url() -> None:
+    async with (
+        playground(RecordingCore()) as adapter,
+        browser(adapter, load_page=False) as session,
+        session.get("/") as page,
+    ):
+        assert not page.cookies["genbot_session"]["secure"]
