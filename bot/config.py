@@ -72,7 +72,7 @@ class WebhookSettings(Section):
     ``allow_insecure_loopback`` admits ``http://127.0.0.1`` addresses (the demo and tests, with
     ``genbot sim --insecure-webhooks``); real providers accept https on port 443 only.
     ``media_cache_mb`` bounds the images re-hosted for the provider (files beside the database,
-    kept an hour).
+    kept an hour), ``media_cache_mb_per_user`` one user's share of them (their newest stay).
     """
 
     public_url: Address = ""
@@ -81,6 +81,7 @@ class WebhookSettings(Section):
     path: str = "/webhooks/tasks"
     allow_insecure_loopback: bool = False
     media_cache_mb: int = Field(default=256, ge=1)
+    media_cache_mb_per_user: int = Field(default=64, ge=1)
 
 
 DIFFUSION_ENDPOINT_NAMES = ("txt2img", "img2img", "upscale", "controlnet")

@@ -99,6 +99,14 @@ class JobAdmission(Protocol):
         pair exists, ``(existing, False)``; a :class:`QuotaRefusal` when a limit stops it."""
         ...
 
+    async def quota_refusal(
+        self, platform: str, requester_id: str, quota: JobQuota, *, pending: int = 0
+    ) -> QuotaRefusal | None:
+        """The limit of ``quota`` the requester is at now, counting ``pending`` jobs about to
+        be created as active ones; None when a new job fits. Reads only: a check before
+        costly work, which :meth:`create_job_within` makes again when it writes."""
+        ...
+
 
 class JobTracking(Protocol):
     """What the tracker queries: unfinished jobs, due times, poll stamps."""

@@ -154,6 +154,7 @@ def build_job_engines(
             settings.webhook.public_url.strip(),
             media_folder(settings.storage.path),
             max_total_bytes=settings.webhook.media_cache_mb * 1024 * 1024,
+            max_bytes_per_owner=settings.webhook.media_cache_mb_per_user * 1024 * 1024,
         )
         if webhook_base is not None
         else None

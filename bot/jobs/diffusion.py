@@ -95,6 +95,23 @@ class DiffusionJobs:
         options: Mapping[str, OptionValue],
         files: Mapping[str, Attachment],
     ) -> None:
+        if endpoint == "controlnet" and "model_id" not in options:
+            raise UserError(
+                "/diffusion controlnet needs a checkpoint model: add --model <model id>."
+            )
+        async with self._starter.admitted(event):
+            body = await self._body_with_images(event, endpoint, options, files)
+            await self.run(event, endpoint, body)
+
+    async def _body_with_images(
+        self,
+        event: Event,
+        endpoint: DiffusionEndpoint,
+        options: Mapping[str, OptionValue],
+        files: Mapping[str, Attachment],
+    ) -> dict[str, Any]:
+        """The request body of ``endpoint`` from the command's options and files (re-hosted
+        when they must be)."""
         body = _body(options, COMMON_FIELDS)
         if endpoint == "img2img":
             body["init_image"] = await self._url(event, files, "init_image", endpoint)
@@ -105,16 +122,12 @@ class DiffusionJobs:
             if "scale" in options:
                 body["scale"] = options["scale"]
         elif endpoint == "controlnet":
-            if "model_id" not in options:
-                raise UserError(
-                    "/diffusion controlnet needs a checkpoint model: add --model <model id>."
-                )
             body.update(_body(options, CONTROLNET_FIELDS))
             body["init_image"] = await self._url(event, files, "init_image", endpoint)
             for name in ("control_image", "mask_image"):
                 if name in files:
                     body[name] = await self._url(event, files, name, endpoint)
-        await self.run(event, endpoint, body)
+        return body
 
     async def _upload_submitted(self, event: ModalSubmit, endpoint: DiffusionEndpoint) -> None:
         """Start the job of a submitted img2img/controlnet upload form; one that cannot start

@@ -2,7 +2,9 @@
 (``/describe``, ``/blend``) for a while, on disk beside the database, and the webhook receiver
 serves them at ``<public_url>/media/<token>.<ext>``, because the provider does not accept links on
 the chat platform's CDN (docs/provider.md, "Image tasks"). It only exists when ``[webhook]
-public_url`` is set; tokens are random and expire (``ttl``)."""
+public_url`` is set; tokens are random and expire (``ttl``). Each user's images are also capped
+(``max_bytes_per_owner``): a user's new image makes room by removing their own oldest first, so
+one user cannot push out everyone else's images waiting for the provider."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import asyncio
 import os
 import re
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,7 +46,9 @@ class MediaHost:
     """Images served at ``<base_url>/media/<token>.<ext>`` for ``ttl`` seconds.
 
     They are files in ``folder`` (``0700``, each file ``0600``), so they survive a restart;
-    at most ``max_total_bytes`` are kept, the oldest going first when more arrive.
+    at most ``max_total_bytes`` are kept, the oldest going first when more arrive, and at most
+    ``max_bytes_per_owner`` of one owner's (an image's owner is known to the process that kept
+    it: files kept before a restart count only towards the total).
     """
 
     def __init__(
@@ -52,14 +57,18 @@ class MediaHost:
         folder: Path,
         *,
         max_total_bytes: int = 256 * 1024 * 1024,
+        max_bytes_per_owner: int = 64 * 1024 * 1024,
         ttl: float = 3600.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.folder = folder
         self.max_total_bytes = max_total_bytes
+        self.max_bytes_per_owner = max_bytes_per_owner
         self.ttl = ttl
         self._clock = clock
+        self._owners: dict[str, str] = {}
+        self._writing = threading.Lock()
 
     async def put_bytes(self, data: bytes) -> str:
         """Keep the image ``data`` and return its public URL; ``ValueError`` (a sentence for
@@ -70,11 +79,11 @@ class MediaHost:
             raise ValueError(str(error)) from None
         return await self.put(image)
 
-    async def put(self, image: ImageBytes) -> str:
-        """Keep ``image`` and return its public URL."""
+    async def put(self, image: ImageBytes, owner: str | None = None) -> str:
+        """Keep ``image`` (of ``owner``, when known) and return its public URL."""
         extension = image.extension if image.extension in _TYPES else "png"
         name = f"{secrets.token_urlsafe(18)}.{extension}"
-        await asyncio.to_thread(self._write, name, image.data)
+        await asyncio.to_thread(self._write, name, image.data, owner)
         return f"{self.base_url}/media/{name}"
 
     def get(self, name: str) -> HostedImage | None:
@@ -90,16 +99,19 @@ class MediaHost:
             return None
         return HostedImage(path, _TYPES[name.rsplit(".", 1)[1]])
 
-    def _write(self, name: str, data: bytes) -> None:
-        private_folder(self.folder)
-        self._make_room(len(data))
-        partial = self.folder / f".{name}.partial"
-        descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE)
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-        os.replace(partial, self.folder / name)
+    def _write(self, name: str, data: bytes, owner: str | None) -> None:
+        with self._writing:
+            private_folder(self.folder)
+            self._make_room(len(data), owner)
+            partial = self.folder / f".{name}.partial"
+            descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE)
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(data)
+            os.replace(partial, self.folder / name)
+            if owner is not None:
+                self._owners[name] = owner
 
-    def _make_room(self, incoming: int) -> None:
+    def _make_room(self, incoming: int, owner: str | None) -> None:
         now = self._clock()
         kept: list[tuple[float, int, Path]] = []
         for path in self.folder.iterdir():
@@ -112,9 +124,20 @@ class MediaHost:
                 path.unlink(missing_ok=True)
             elif not partial:
                 kept.append((info.st_mtime, info.st_size, path))
-        total = sum(size for _, size, _ in kept) + incoming
-        for _, size, path in sorted(kept):
-            if total <= self.max_total_bytes:
+        kept.sort()
+        self._owners = {p.name: self._owners[p.name] for _, _, p in kept if p.name in self._owners}
+        if owner is not None:
+            theirs = [entry for entry in kept if self._owners.get(entry[2].name) == owner]
+            self._remove_oldest(theirs, self.max_bytes_per_owner - incoming)
+            kept = [entry for entry in kept if entry[2].exists()]
+        self._remove_oldest(kept, self.max_total_bytes - incoming)
+
+    def _remove_oldest(self, files: list[tuple[float, int, Path]], room: int) -> None:
+        """Remove the oldest of ``files`` (oldest first) until they hold at most ``room``."""
+        total = sum(size for _, size, _ in files)
+        for _, size, path in files:
+            if total <= room:
                 break
             path.unlink(missing_ok=True)
+            self._owners.pop(path.name, None)
             total -= size

@@ -182,10 +182,11 @@ class ImageJobs:
             needs = "/describe needs an image: attach one, or give its https link."
             await self._starter.offer_upload(event, describe_upload_form(), needs)
             return
-        if attachment is not None:
-            url = await self._starter.attachment_url(event, attachment, cdn_ok=False)
-        assert url is not None
-        await self.describe(event, url, process_mode=_text(options, "process_mode"))
+        async with self._starter.admitted(event):
+            if attachment is not None:
+                url = await self._starter.attachment_url(event, attachment, cdn_ok=False)
+            assert url is not None
+            await self.describe(event, url, process_mode=_text(options, "process_mode"))
 
     async def _blend(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         attachments: list[Attachment] = [
@@ -210,26 +211,26 @@ class ImageJobs:
         dimension: str | None = None,
         process_mode: str | None = None,
     ) -> None:
-        """Start a blend of two to five images for ``event``'s user."""
+        """Start a blend of two to five images for ``event``'s user (their caps are checked,
+        and the options, before any image is downloaded)."""
         if not 2 <= len(attachments) <= len(BLEND_OPTIONS):
             raise UserError("A blend takes two to five images.")
-        urls = [
-            await self._starter.attachment_url(event, attachment, cdn_ok=False)
-            for attachment in attachments
-        ]
         _, mode, remix = await self._defaults(event, None, process_mode)
         dimension = dimension or BLEND_DEFAULT_DIMENSION
-        request = BlendRequest(
-            image_urls=urls,
-            dimension=choice(dimension, BLEND_DIMENSIONS, "dimension"),
-            process_mode=choice(mode, PROCESS_MODES, "process_mode"),
-        )
-        self._tasks.check(request)
-        params = BlendParams(
-            image_urls=tuple(urls), dimension=dimension, process_mode=mode, remix=remix
-        )
-        spec = JobSpec("task", "blend", "", params, webhook=True)
-        await self._starter.start(event, spec, TaskCall(request, self._tasks.blend))
+        shape = choice(dimension, BLEND_DIMENSIONS, "dimension")
+        speed = choice(mode, PROCESS_MODES, "process_mode")
+        async with self._starter.admitted(event):
+            urls = [
+                await self._starter.attachment_url(event, attachment, cdn_ok=False)
+                for attachment in attachments
+            ]
+            request = BlendRequest(image_urls=urls, dimension=shape, process_mode=speed)
+            self._tasks.check(request)
+            params = BlendParams(
+                image_urls=tuple(urls), dimension=dimension, process_mode=mode, remix=remix
+            )
+            spec = JobSpec("task", "blend", "", params, webhook=True)
+            await self._starter.start(event, spec, TaskCall(request, self._tasks.blend))
 
     async def _defaults(
         self, event: Event, aspect_ratio: str | None, process_mode: str | None

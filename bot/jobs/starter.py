@@ -50,6 +50,7 @@ from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS, check_http_url
 from bot.core import SurfaceRegistry, UserError
 from bot.events import Attachment, Event, ModalSubmit
 from bot.forms import show_refused
+from bot.jobs.admission import Admission
 from bot.jobs.delivery import Delivery
 from bot.jobs.hosting import MediaHost
 from bot.jobs.input_checks import check_attachment
@@ -194,6 +195,9 @@ class JobStarter:
         self.media_host = media_host
         self.max_upload_bytes = max_upload_bytes
         self.upstream_cdn_hosts = tuple(upstream_cdn_hosts)
+        self.admission = Admission(store, limits)
+        self.admitted = self.admission.admitted
+        """Wraps a command's costly work before its job starts (:mod:`bot.jobs.admission`)."""
 
     async def start(self, event: Event, spec: JobSpec, submit: Submit) -> Job:
         """Start a job for ``event``'s user in ``event``'s place; returns it: in flight, or
@@ -311,6 +315,7 @@ class JobStarter:
                 raise self.limits.refused(admitted)
             job, created = admitted
             if created:
+                self.admission.row_created()
                 metrics.job_created(job.type)
                 return job
             if job.status != "create_failed":
@@ -334,7 +339,9 @@ class JobStarter:
     async def attachment_url(self, event: Event, attachment: Attachment, *, cdn_ok: bool) -> str:
         """A URL the provider can fetch for ``attachment``: its own URL, or a re-hosted copy of
         its bytes when it has none, when it is private (a Slack file), or when it is a CDN link
-        and ``cdn_ok`` is false. Without a media host such files are refused with a way out."""
+        and ``cdn_ok`` is false. Without a media host such files are refused with a way out.
+        Only inside :attr:`admitted` (the user's caps are checked before any download)."""
+        Admission.require()
         check_attachment(attachment, self.max_upload_bytes)
         url = attachment.url.strip()
         unusable = attachment.private or (
@@ -364,7 +371,7 @@ class JobStarter:
             image = inspect_image(data)
         except MediaError as error:
             raise UserError(f"{attachment.filename}: {error}.") from None
-        return await self.media_host.put(image)
+        return await self.media_host.put(image, f"{event.place.platform}:{event.user.id}")
 
 
 def is_upstream_cdn(url: str, hosts: Collection[str]) -> bool:

@@ -51,10 +51,11 @@ class UploadForms:
                 error = UserError("Upload an image, or give its https link.")
                 await self._starter.reopen(event, describe_upload_form(), error)
                 return
-            url = link
-            if files:
-                url = await self._starter.attachment_url(event, files[0], cdn_ok=False)
-            await self._images.describe(event, url)
+            async with self._starter.admitted(event):
+                url = link
+                if files:
+                    url = await self._starter.attachment_url(event, files[0], cdn_ok=False)
+                await self._images.describe(event, url)
         elif event.action == BLEND:
             files = event.attachments.get(IMAGES_FIELD, ())
             if not 2 <= len(files) <= 5:

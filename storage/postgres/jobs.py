@@ -111,17 +111,22 @@ async def insert_links(conn: Connection, links: Iterable[JobMessage]) -> None:
 
 
 async def _quota_refusal(
-    conn: Connection, new: NewJob, quota: JobQuota, now: float
+    conn: Connection,
+    platform: str,
+    requester_id: str,
+    quota: JobQuota,
+    now: float,
+    pending: int = 0,
 ) -> QuotaRefusal | None:
     if quota.max_active > 0:
-        cursor = await conn.execute(SQL_COUNT_ACTIVE, (new.platform, new.requester_id, _ACTIVE))
+        cursor = await conn.execute(SQL_COUNT_ACTIVE, (platform, requester_id, _ACTIVE))
         row = await cursor.fetchone()
-        active = int(row["n"]) if row else 0
+        active = (int(row["n"]) if row else 0) + pending
         if active >= quota.max_active:
             return QuotaRefusal("max_active", active, quota.max_active)
     if quota.max_daily_credits > 0:
         day = utc_day(now)
-        cursor = await conn.execute(SQL_CREDITS_TODAY, (new.platform, new.requester_id, day))
+        cursor = await conn.execute(SQL_CREDITS_TODAY, (platform, requester_id, day))
         row = await cursor.fetchone()
         credits = int(row["n"]) if row else 0
         if credits >= quota.max_daily_credits:
@@ -159,7 +164,7 @@ class PostgresJobs(PostgresBase):
                     return job_from_row(existing), False
             await conn.execute(SQL_LOCK_REQUESTER, (f"{new.platform}\x1f{new.requester_id}",))
             now = self._now()
-            refusal = await _quota_refusal(conn, new, quota, now)
+            refusal = await _quota_refusal(conn, new.platform, new.requester_id, quota, now)
             if refusal is not None:
                 return refusal
             if new.parent_job_id is not None:
@@ -175,6 +180,17 @@ class PostgresJobs(PostgresBase):
                 if raced is not None:
                     return job_from_row(raced), False
             raise StorageError("the job conflicts with an existing one (same provider id?)")
+
+    async def quota_refusal(
+        self, platform: str, requester_id: str, quota: JobQuota, *, pending: int = 0
+    ) -> QuotaRefusal | None:
+        """The limit of ``quota`` the requester is at now (``pending`` counted as active
+        jobs), or None; reads only."""
+
+        async def work(conn: Connection) -> QuotaRefusal | None:
+            return await _quota_refusal(conn, platform, requester_id, quota, self._now(), pending)
+
+        return await self._attempt(work)
 
     async def _insert(self, conn: Connection, new: NewJob, now: float) -> dict[str, Any] | None:
         if new.id is not None:

@@ -26,17 +26,18 @@ SQL_COUNT_ACTIVE_JOBS = (
 )
 
 
-def quota_refusal(db: Database, new: NewJob, quota: JobQuota, now: float) -> QuotaRefusal | None:
-    """The limit of ``quota`` that ``new``'s requester is at, if any (runs in a transaction)."""
+def quota_refusal(
+    db: Database, platform: str, requester_id: str, quota: JobQuota, now: float, pending: int = 0
+) -> QuotaRefusal | None:
+    """The limit of ``quota`` that the requester is at, counting ``pending`` jobs as active,
+    if any."""
     if quota.max_active > 0:
-        row = db.conn.execute(
-            SQL_COUNT_ACTIVE_JOBS, (new.platform, new.requester_id, *_ACTIVE)
-        ).fetchone()
-        active = int(row[0])
+        row = db.conn.execute(SQL_COUNT_ACTIVE_JOBS, (platform, requester_id, *_ACTIVE)).fetchone()
+        active = int(row[0]) + pending
         if active >= quota.max_active:
             return QuotaRefusal("max_active", active, quota.max_active)
     if quota.max_daily_credits > 0:
-        usage = (new.platform, new.requester_id, utc_day(now))
+        usage = (platform, requester_id, utc_day(now))
         credits = int(db.conn.execute(SQL_USAGE_FOR_USER, usage).fetchone()[2])
         if credits >= quota.max_daily_credits:
             return QuotaRefusal("max_daily_credits", credits, quota.max_daily_credits)
@@ -73,7 +74,7 @@ class SqliteJobAdmission(StoreBase):
                     existing = fetch_one(db, SQL_DERIVATIVE, derivative)
                     if existing is not None:
                         return job_from_row(existing), False
-                refusal = quota_refusal(db, new, quota, now)
+                refusal = quota_refusal(db, new.platform, new.requester_id, quota, now)
                 if refusal is not None:
                     return refusal
                 check_parent(db, new.parent_job_id)
@@ -85,3 +86,12 @@ class SqliteJobAdmission(StoreBase):
             return job_from_row(row), True
 
         return await self._call(work)
+
+    async def quota_refusal(
+        self, platform: str, requester_id: str, quota: JobQuota, *, pending: int = 0
+    ) -> QuotaRefusal | None:
+        """The limit of ``quota`` the requester is at now (``pending`` counted as active
+        jobs), or None; reads only."""
+        return await self._call(
+            lambda db: quota_refusal(db, platform, requester_id, quota, self._now(), pending)
+        )

@@ -9,6 +9,7 @@ import pytest
 
 from storage import (
     ACTIVE_STATUSES,
+    ALL_STATUSES,
     IN_FLIGHT_STATUSES,
     JobQuota,
     QuotaRefusal,
@@ -108,3 +109,24 @@ async def test_stale_jobs_and_the_next_scheduled_poll(store: Storage, clock: Man
     assert await store.next_poll_after(["processing", "finished"], clock.now) == clock.now + 10
     assert await store.next_poll_after(["finished"], clock.now) == clock.now + 30
     assert await store.next_poll_after(["finished"], clock.now + 30) is None
+
+
+async def test_the_quota_can_be_read_before_costly_work(store: Storage) -> None:
+    """What a command checks before it downloads anything: the requester's caps, with the jobs
+    about to be created counted, writing nothing."""
+    active, budget = JobQuota(max_active=2), JobQuota(max_daily_credits=4)
+    assert await store.quota_refusal("discord", "u1", active) is None
+    assert await store.quota_refusal("discord", "u1", active, pending=2) == QuotaRefusal(
+        "max_active", 2, 2
+    )
+    await store.create_job_within(new_job(), active)
+    assert await store.quota_refusal("discord", "u1", active, pending=1) == QuotaRefusal(
+        "max_active", 2, 2
+    )
+    assert await store.quota_refusal("discord", "u2", active, pending=1) is None
+    await store.add_usage("discord", "u1", credits=4, kind="credits")
+    assert await store.quota_refusal("discord", "u1", budget) == QuotaRefusal(
+        "max_daily_credits", 4, 4
+    )
+    assert await store.quota_refusal("discord", "u1", JobQuota(), pending=9) is None
+    assert len(await store.list_unfinished_jobs(ALL_STATUSES)) == 1

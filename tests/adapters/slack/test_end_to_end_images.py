@@ -6,6 +6,7 @@ runs the jobs against the simulator over HTTP and posts through the Slack surfac
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -165,3 +166,37 @@ async def test_hostile_shared_images_are_refused_by_name_before_the_provider(
     assert [authorized for _, authorized in fake.downloads] == [True, True, True]
     assert sim.state.requests == []
     assert jobs == [] and fake.bot_messages() == []
+
+
+async def test_every_cap_is_checked_before_a_shared_image_is_downloaded(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """A user over their daily budget gets the budget's answer and nothing is downloaded or
+    re-hosted; a user sending more blends at once than their cap of jobs has only as many
+    downloaded (before: every blend downloaded and re-hosted its images, then was refused)."""
+    image = noise_png(16, 16)
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db", rehosting=True) as bot:
+        media = tmp_path / "genbot.media"
+        fake.user_says("", channel="C2", files=[("a.png", image), ("b.png", image)])
+        await bot.store.add_usage("slack", "U1", credits=10_000, kind="credits")
+        for _ in range(3):
+            await fake.post_command(bot.url, fake.slash_command("/blend", "", channel="C2"))
+        await fake.wait_for(lambda: fake.ephemerals[2:], WAIT)
+        over_budget = [e.text for e in fake.ephemerals]
+        downloads_over_budget = len(fake.downloads)
+        hosted_over_budget = list(media.iterdir()) if media.exists() else []
+
+        cap = bot.settings.limits.max_concurrent_jobs_per_user
+        fake.users["U3"] = "carol"
+        fake.user_says("", user="U3", channel="C3", files=[("a.png", image), ("b.png", image)])
+        blends = [fake.slash_command("/blend", "", user="U3", channel="C3") for _ in range(6)]
+        await asyncio.gather(*(fake.post_command(bot.url, blend) for blend in blends))
+        await fake.wait_for(lambda: len(fake.ephemerals) >= 3 + len(blends) - cap or None, WAIT)
+        capped = [e.text for e in fake.ephemerals[3:]]
+        await fake.wait_for(lambda: len(fake.bot_messages("C3")) >= cap or None, WAIT)
+        jobs = await bot.store.list_unfinished_jobs(ALL_STATUSES)
+
+    assert len(over_budget) == 3 and all("daily budget" in text for text in over_budget)
+    assert downloads_over_budget == 0 and hosted_over_budget == []
+    assert len(capped) == len(blends) - cap and all("the cap is" in text for text in capped)
+    assert len(jobs) == cap and len(fake.downloads) == 2 * cap

@@ -55,3 +55,33 @@ async def test_hosted_images_expire_and_the_oldest_go_past_the_cap(tmp_path: Pat
     assert all(host.get(name) is None for name in names)
     await host.put(image)
     assert len(list((tmp_path / "media").iterdir())) == 1
+
+
+async def test_one_users_images_push_out_only_their_own(tmp_path: Path) -> None:
+    """Alice keeps two images waiting for the provider; Mallory re-hosts ten: his own oldest
+    go, hers stay (before the per-user cap, the folder's oldest went, hers first)."""
+    now = [1_700_000_000.0]
+    image = inspect_image(png(64, 64))
+    size = len(image.data)
+    host = MediaHost(
+        BASE,
+        tmp_path / "media",
+        max_total_bytes=8 * size,
+        max_bytes_per_owner=3 * size,
+        clock=lambda: now[0],
+    )
+    step = iter(range(100))
+
+    async def put(owner: str | None) -> str:
+        name = (await host.put(image, owner)).rsplit("/", 1)[1]
+        moment = now[0] + next(step)
+        os.utime(tmp_path / "media" / name, (moment, moment))
+        return name
+
+    hers = [await put("web:alice") for _ in range(2)]
+    his = [await put("web:mallory") for _ in range(10)]
+    assert all(host.get(name) is not None for name in hers)
+    assert [host.get(name) is not None for name in his] == [False] * 7 + [True] * 3
+    unknown = [await put(None) for _ in range(4)]
+    assert len(list((tmp_path / "media").iterdir())) == 8
+    assert host.get(unknown[-1]) is not None and host.get(hers[0]) is None
