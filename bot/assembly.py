@@ -8,6 +8,7 @@ from bot.account import AccountFeature
 from bot.api import ProviderClient
 from bot.budget import RenderBudget
 from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
+from bot.chat.caps import ChatCaps
 from bot.chat.tools import ChatImageTools
 from bot.config import ChatSettings, CoreSettings
 from bot.core import Core, SurfaceRegistry
@@ -71,6 +72,10 @@ def build_core(
         tools=ChatImageTools(jobs.chat_jobs),
         defaults=chat_defaults(settings.chat),
         image_host=jobs.media_host.put_bytes if jobs.media_host is not None else None,
+        caps=ChatCaps(
+            settings.limits.max_concurrent_chats_per_user,
+            settings.limits.chat_answers_per_minute_per_user,
+        ),
     )
     home = HomeFeature(
         store,

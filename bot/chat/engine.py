@@ -27,6 +27,7 @@ from bot.api.chat import plan_allows
 from bot.budget import RenderBudget
 from bot.chat.alternatives import PICK_ACTION, Pick, pick_alternative
 from bot.chat.answer import Answerer
+from bot.chat.caps import ChatCaps
 from bot.chat.history import History, load_history, user_message
 from bot.chat.image_links import HostImage, ImageLinks
 from bot.chat.requests import (
@@ -136,8 +137,10 @@ class ChatEngine:
         defaults: ChatDefaults | None = None,
         final_timeout: float = 60.0,
         image_host: HostImage | None = None,
+        caps: ChatCaps | None = None,
     ) -> None:
         self.store = store
+        self.caps = caps or ChatCaps()
         self.api = api
         self.surfaces = surfaces
         self.plan = api.settings.plan
@@ -167,6 +170,17 @@ class ChatEngine:
         if target is None and not event.mentions_bot:
             return
         check_text(text, "Your message")
+        with self.caps.answering(event.place.platform, event.user):
+            await self._answer_message(event, surface, target, text, images)
+
+    async def _answer_message(
+        self,
+        event: UserMessage,
+        surface: Surface,
+        target: Target | None,
+        text: str,
+        images: list[Attachment],
+    ) -> None:
         if target is None:
             params = await self._params(surface, event.user, event.place, None)
             self._check_fits_alone(params, text, images)
@@ -190,6 +204,10 @@ class ChatEngine:
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """``/chat prompt [model] [temperature] [max_tokens] [system]``."""
+        with self.caps.answering(event.place.platform, event.user):
+            await self._chat_command(event, options)
+
+    async def _chat_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         prompt = _text(options, "prompt") or ""
         max_tokens = _number(options, "max_tokens")
         overrides = ChatOverrides(
@@ -241,6 +259,13 @@ class ChatEngine:
             raise UserError("This button is no longer supported.")
         surface = self.surfaces.get(event.place.platform)
         check_plan(VISION_MODEL, self.plan, settings_command=_settings_command(surface))
+        with self.caps.answering(event.place.platform, event.user):
+            await self._see_images(event, surface, conversation)
+
+    async def _see_images(
+        self, event: ButtonPress, surface: Surface, conversation: Conversation
+    ) -> None:
+        """Switch ``conversation`` to the vision model and answer its last message."""
         async with self._turn(conversation.id):
             newest = await self.store.conversation_tail(conversation.id, max_tokens=0)
             if not any(turn.role == "user" for turn in newest):

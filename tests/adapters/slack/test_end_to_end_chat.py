@@ -6,6 +6,7 @@ the real core answers through the simulator over HTTP.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -229,3 +230,31 @@ async def test_draw_in_a_mention_runs_the_tool_and_its_grid_comes_by_webhook(
         assert [a.status for a in sim.state.webhook_attempts] == [200]
         chats = [r.status for r in sim.state.requests_to(CHAT_PATH)]
         assert chats == ([200, 400, 200] if dialect == "variant" else [200, 200])
+
+
+async def test_a_flood_of_chat_commands_gets_the_users_cap_of_answers(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """One user sends 20 /chat at once: genbot writes as many answers as the user's cap
+    allows and refuses the rest at once, saying so — the provider gets the cap's number of
+    chat requests, not 20 (before: every one was sent)."""
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+        cap = bot.settings.limits.max_concurrent_chats_per_user
+        commands = [
+            fake.slash_command("/chat", f"echo: {LONG_ANSWER}", channel=f"C{n}") for n in range(20)
+        ]
+        await asyncio.gather(*(fake.post_command(bot.url, command) for command in commands))
+        refusals = await fake.wait_for(
+            lambda: [e.text for e in fake.ephemerals] if len(fake.ephemerals) >= 20 - cap else None,
+            WAIT,
+        )
+        await fake.wait_for(
+            lambda: (
+                len([m for m in fake.bot_messages() if m.markdown == LONG_ANSWER]) >= cap or None
+            ),
+            WAIT,
+        )
+
+    assert len(refusals) == 20 - cap
+    assert all(f"at most {cap} at once" in text for text in refusals), refusals[0]
+    assert len(sim.state.requests_to(CHAT_PATH)) == cap
