@@ -8,11 +8,19 @@ What a :class:`Listener` adds to aiohttp, with :class:`ListenerLimits`:
   aiohttp's idle timeout (``idle_timeout``) does the same;
 - **body timeout**: a handler still reading a request body ``body_timeout`` seconds after the
   request started gets :class:`BodyTimeout` from its read, and the client a 408;
+- **body pace**: after ``body_grace_seconds``, a body must keep arriving at
+  ``min_body_bytes_per_second`` or more, measured over each second in which the handler waited
+  for it (:class:`BodyTooSlow`, a 408 and a closed connection), so a client trickling a byte
+  now and then is let go in seconds rather than at the body timeout;
 - **connection cap**: at most ``max_connections`` open connections per listener, and fewer than
   the process's open-file limit over all listeners (with room for every listener's burst of
   accepts, so accepting never fails for want of files). A connection beyond a cap first makes room
   by closing the oldest connection (of any listener) that has not sent a complete request head;
   when none has, it gets a 503 and is closed;
+- **per-client cap**: at most ``max_connections_per_client`` open connections of one client
+  address carry requests at once; a request on one more gets a 503 and its connection is
+  closed, so one client cannot hold the listener's whole cap (behind a proxy, the proxy is the
+  client);
 - **body limits per route**: ``@body_limit(n)`` on a handler (else ``max_body_bytes``); a
   declared ``Content-Length`` above it gets a 413 before the handler runs, and ``read()``,
   ``post()`` and ``json()`` stop at it. Handlers that stream ``request.content`` themselves
@@ -70,9 +78,14 @@ closed to make room are released a turn later, while the next burst may already 
 SHED_ON_ACCEPT_ERROR = 32
 """Connections without a request head closed when accepting fails for want of files."""
 ACCEPT_ERROR = "socket.accept() out of system resource"
+TOO_MANY_FROM_YOU = "Too many connections from your address; close some and try again."
 _BODY_LIMIT_ATTRIBUTE = "_genbot_max_body_bytes"
 _BODY_TIMEOUT_ATTRIBUTE = "_genbot_body_timeout"
 _UNAVAILABLE = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+PACE_SECONDS = 1.0
+"""How often a body's pace is measured."""
+CLIENTS_SWEPT_AT = 4096
+"""Client addresses kept before the ones without open connections are forgotten."""
 
 
 @dataclass(frozen=True)
@@ -83,13 +96,20 @@ class ListenerLimits:
     body_timeout: float = 60.0
     idle_timeout: float = 30.0
     max_connections: int = 1000
+    max_connections_per_client: int = 256
     max_body_bytes: int = 64 * 1024
+    min_body_bytes_per_second: int = 2048
+    body_grace_seconds: float = 3.0
     log_interval: float = 60.0
     shutdown_timeout: float = 2.0
 
 
 class BodyTimeout(TimeoutError):
     """The request body did not arrive in time (the client gets a 408)."""
+
+
+class BodyTooSlow(BodyTimeout):
+    """The request body arrived slower than the listener's floor (the client gets a 408)."""
 
 
 def body_limit(max_bytes: int, *, timeout: float | None = None) -> Callable[[H], H]:
@@ -260,6 +280,7 @@ class Listener:
         self._app = app
         self._runner: web.AppRunner | None = None
         self._server: asyncio.AbstractServer | None = None
+        self._clients: dict[str, set[RequestHandler]] = {}
         app.middlewares.insert(0, self._middleware)
 
     @property
@@ -347,6 +368,10 @@ class Listener:
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         _WAITING.pop(request.protocol, None)
         request[_REFUSALS] = self.refusals
+        if self._client_over_cap(request):
+            self.refusals.note("too many connections from one client")
+            busy = web.json_response({"error": TOO_MANY_FROM_YOU}, status=503)
+            return await answer_and_close(request, busy)
         route_handler = request.match_info.handler
         limit = getattr(route_handler, _BODY_LIMIT_ATTRIBUTE, self.limits.max_body_bytes)
         timeout = getattr(route_handler, _BODY_TIMEOUT_ATTRIBUTE, self.limits.body_timeout)
@@ -361,8 +386,14 @@ class Listener:
         request._client_max_size = limit
         loop = asyncio.get_running_loop()
         timer = loop.call_later(timeout, _body_overdue, request)
+        pace = _BodyPace(request, self.limits)
         try:
             return await handler(request)
+        except BodyTooSlow:
+            floor = self.limits.min_body_bytes_per_second
+            self.refusals.note(f"body slower than {floor} bytes/s")
+            too_slow = {"error": "The request body was too slow."}
+            return _closing(web.json_response(too_slow, status=408))
         except BodyTimeout:
             self.refusals.note(f"body not received within {timeout:g} s")
             too_slow = {"error": "The request body was too slow."}
@@ -372,6 +403,52 @@ class Listener:
             return _closing(web.json_response({"error": _too_large(limit)}, status=413))
         finally:
             timer.cancel()
+            pace.cancel()
+
+    def _client_over_cap(self, request: web.Request) -> bool:
+        """Count ``request``'s connection for its client; whether the client now has more
+        open connections carrying requests than ``max_connections_per_client``."""
+        held = self._clients.setdefault(request.remote or "", set())
+        held.add(request.protocol)
+        held.difference_update([p for p in held if _closed(p)])
+        if len(self._clients) > CLIENTS_SWEPT_AT:
+            for client, protocols in list(self._clients.items()):
+                protocols.difference_update([p for p in protocols if _closed(p)])
+                if not protocols:
+                    del self._clients[client]
+        return len(held) > self.limits.max_connections_per_client
+
+
+class _BodyPace:
+    """Ends a request whose body arrives slower than the floor (see the module docstring):
+    each :data:`PACE_SECONDS` after ``body_grace_seconds``, when the handler was waiting for
+    the body (nothing of it buffered) and less than the floor arrived since the last look."""
+
+    def __init__(self, request: web.Request, limits: ListenerLimits) -> None:
+        self._request = request
+        self._floor = limits.min_body_bytes_per_second * PACE_SECONDS
+        self._seen = request.content.total_bytes
+        self._loop = asyncio.get_running_loop()
+        self._timer = self._loop.call_later(limits.body_grace_seconds, self._look)
+
+    def _look(self) -> None:
+        content = self._request.content
+        if content.is_eof():
+            return
+        received = content.total_bytes
+        waiting = not getattr(content, "_size", 0)
+        if waiting and received - self._seen < self._floor:
+            content.set_exception(BodyTooSlow())
+            return
+        self._seen = received
+        self._timer = self._loop.call_later(PACE_SECONDS, self._look)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _closed(protocol: RequestHandler) -> bool:
+    return protocol.transport is None or protocol.transport.is_closing()
 
 
 def _body_overdue(request: web.Request) -> None:

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import re
+import time
+from collections.abc import Awaitable, Mapping
 
 import aiohttp
 from aiohttp import web
@@ -17,9 +19,12 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters import AdapterStartError
 from adapters.client_rate import ClientRate
-from adapters.listener import Listener, ListenerLimits, refused
+from adapters.listener import Listener, ListenerLimits, answer_and_close, refused
 
 EVENTS_PATH = "/slack/events"
+SIGNATURE_WINDOW_SECONDS = 300
+"""How old a request's timestamp may be (Slack's and bolt's five minutes)."""
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 SOCKET_CONNECT_TIMEOUT = 30.0
 INSTALLS_PER_CLIENT = 10
 INSTALL_WINDOW_SECONDS = 60.0
@@ -81,6 +86,10 @@ def slack_web_app(app: AsyncApp) -> web.Application:
     redirect (as bolt's own aiohttp server serves them)."""
 
     async def events(request: web.Request) -> web.Response:
+        unsigned = unsigned_reason(request.headers, time.time())
+        if unsigned is not None:
+            refused(request, f"Slack request {unsigned}")
+            return await answer_and_close(request, web.Response(status=401, text="invalid request"))
         return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
 
     routes = [web.post(EVENTS_PATH, events)]
@@ -109,6 +118,21 @@ def slack_web_app(app: AsyncApp) -> web.Application:
     web_app = web.Application()
     web_app.add_routes(routes)
     return web_app
+
+
+def unsigned_reason(headers: Mapping[str, str], now: float) -> str | None:
+    """Why a request cannot be one Slack signed, from its headers alone (bolt checks the
+    signature itself once the body is read), or None: a missing or stale
+    ``X-Slack-Request-Timestamp`` or a missing ``X-Slack-Signature`` is refused before a byte
+    of the body is read."""
+    stamp = headers.get("X-Slack-Request-Timestamp", "")
+    if not stamp.isdigit():
+        return "without a timestamp"
+    if abs(now - int(stamp)) > SIGNATURE_WINDOW_SECONDS:
+        return "with a stale timestamp"
+    if not _SIGNATURE.fullmatch(headers.get("X-Slack-Signature", "")):
+        return "without a signature"
+    return None
 
 
 async def serve_http(app: AsyncApp, host: str, port: int) -> tuple[Listener, int]:

@@ -2,17 +2,24 @@
 
 Each channel numbers its events; the latest ones are kept so that a browser reconnecting with
 ``Last-Event-ID`` (or opening the stream right after loading history) misses nothing. Events
-meant for one user (ephemeral replies, modals) reach only that user's streams.
+meant for one user (ephemeral replies, modals) reach only that user's streams. One user keeps at
+most ``max_streams_per_user`` streams open (:class:`TooManyStreams` beyond), so one browser
+session cannot hold the listener's connections.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
 Payload = dict[str, Any]
+MAX_STREAMS_PER_USER = 16
+
+
+class TooManyStreams(Exception):
+    """A user asked for one more stream than they may keep open (the text says so)."""
 
 
 @dataclass(eq=False)
@@ -64,10 +71,17 @@ class _Feed:
 class EventHub:
     """Numbered, per-channel event feeds with replay of recent events."""
 
-    def __init__(self, replay_size: int = 1000, max_pending: int = 2000) -> None:
+    def __init__(
+        self,
+        replay_size: int = 1000,
+        max_pending: int = 2000,
+        max_streams_per_user: int = MAX_STREAMS_PER_USER,
+    ) -> None:
         self._replay_size = replay_size
         self._max_pending = max_pending
+        self._max_streams_per_user = max_streams_per_user
         self._feeds: dict[str, _Feed] = {}
+        self._streams: Counter[str] = Counter()
 
     def _feed(self, channel: str) -> _Feed:
         return self._feeds.setdefault(channel, _Feed())
@@ -95,10 +109,17 @@ class EventHub:
         self, channel: str, user_id: str, after: int | None
     ) -> tuple[Subscriber, list[tuple[int, Payload]] | None]:
         """Open a stream. Returns it with the events after ``after`` that ``user_id`` may see,
-        or ``None`` instead of that list when they are no longer all kept (reload history)."""
+        or ``None`` instead of that list when they are no longer all kept (reload history).
+        :class:`TooManyStreams` when ``user_id`` has as many open as they may."""
+        if self._streams[user_id] >= self._max_streams_per_user:
+            raise TooManyStreams(
+                f"You have {self._streams[user_id]} live views of the playground open — the "
+                "most one person may; close a tab and reload this one."
+            )
         feed = self._feed(channel)
         subscriber = Subscriber(channel, user_id, self._max_pending)
         feed.subscribers.add(subscriber)
+        self._streams[user_id] += 1
         if after is None or after == feed.seq:
             return subscriber, []
         oldest_kept = feed.recent[0][0] if feed.recent else feed.seq + 1
@@ -112,10 +133,14 @@ class EventHub:
         return subscriber, replay
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
+        """End ``subscriber``'s stream (once per stream :meth:`subscribe` opened)."""
         subscriber.close()
         feed = self._feeds.get(subscriber.channel)
         if feed is not None:
             feed.subscribers.discard(subscriber)
+        self._streams[subscriber.user_id] -= 1
+        if self._streams[subscriber.user_id] <= 0:
+            del self._streams[subscriber.user_id]
 
     def subscriber_count(self, channel: str | None = None) -> int:
         """Open streams, in one channel or in all."""

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from adapters.listener import refused
+from adapters.listener import answer_and_close, refused
 from adapters.web.access import (
     ACCESS_COOKIE,
     ACCESS_COOKIE_SECONDS,
@@ -23,6 +23,7 @@ from adapters.web.access import (
     Access,
     user_id_for,
 )
+from adapters.web.hub import TooManyStreams
 from adapters.web.platform import dm_channel, is_dm_channel
 from adapters.web.playground import NotKept, Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
@@ -269,7 +270,11 @@ async def events(request: web.Request) -> web.StreamResponse:
     except ValueError:
         raise BadInput(f"'after' must be an event number, not {raw_after!r}.") from None
     user = request[USER]
-    subscriber, replay = playground.hub.subscribe(channel, user.id, after)
+    try:
+        subscriber, replay = playground.hub.subscribe(channel, user.id, after)
+    except TooManyStreams as error:
+        refused(request, "too many event streams of one user")
+        return await answer_and_close(request, json_error(429, str(error)))
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream",

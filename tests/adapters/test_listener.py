@@ -151,6 +151,58 @@ async def test_busy_connections_at_the_cap_get_503() -> None:
             writer.close()
 
 
+async def test_one_client_holds_at_most_its_share_of_connections() -> None:
+    """A client whose requests hold three connections (its cap) gets 503 on a fourth; other
+    clients are still served (here the cap is the whole listener's eight)."""
+    limits = ListenerLimits(header_timeout=30, max_connections=8, max_connections_per_client=3)
+    async with listening(limits) as (listener, _):
+        held = []
+        for _ in range(3):
+            _, writer = await connect(listener)
+            writer.write(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+            held.append(writer)
+        async with asyncio.timeout(WAIT):
+            await listener._app[HELD].wait()
+        assert await get(listener) == 503
+        assert listener.refusals.totals["too many connections from one client"] == 1
+        assert listener.port is not None
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", listener.port, local_addr=("127.0.0.2", 0)
+        )
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        async with asyncio.timeout(WAIT):
+            assert status_of(await reader.read()) == 200
+        for opened in [*held, writer]:
+            opened.close()
+
+
+async def test_a_trickled_body_is_let_go_long_before_the_body_timeout() -> None:
+    """A byte every half second is under the floor: 408 once the grace has passed, though the
+    body timeout is a minute away; a body arriving briskly is read whole."""
+    limits = ListenerLimits(body_timeout=60, body_grace_seconds=0.3, min_body_bytes_per_second=50)
+    async with listening(limits) as (listener, _):
+        reader, writer = await connect(listener)
+        writer.write(b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 90\r\n\r\n")
+        started = asyncio.get_running_loop().time()
+
+        async def trickle() -> None:
+            for _ in range(89):
+                writer.write(b"z")
+                await asyncio.sleep(0.5)
+
+        trickling = asyncio.create_task(trickle())
+        async with asyncio.timeout(WAIT):
+            answer = await reader.read()
+        trickling.cancel()
+        writer.close()
+        assert status_of(answer) == 408
+        assert asyncio.get_running_loop().time() - started < 5
+        assert listener.refusals.totals["body slower than 50 bytes/s"] == 1
+        brisk = b"POST /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        brisk += b"Content-Length: 90\r\n\r\n" + b"y" * 90
+        assert (await exchange(listener, brisk)).endswith(b"90")
+
+
 async def test_refusals_are_logged_once_per_interval_with_a_count(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from aiohttp import ClientSession
 
 from adapters.web import WebAdapter
+from adapters.web.hub import MAX_STREAMS_PER_USER
 from adapters.web.messages import MessageStore
 from tests.adapters.web.fakes import (
     STREAMED_ANSWER,
@@ -236,3 +237,20 @@ async def test_stop_ends_open_streams(adapter: WebAdapter, stream: OpenStream) -
             except (EOFError, ConnectionError):
                 break
     assert adapter.playground.hub.subscriber_count() == 0
+
+
+async def test_one_user_keeps_at_most_sixteen_streams_open(
+    browsers: Callable[[], ClientSession], stream: OpenStream, adapter: WebAdapter
+) -> None:
+    """A 17th event stream of one browser is refused with 429 and a sentence (before: one user
+    opened 1,000 and everyone else's page loads got 503); other users still get theirs, and a
+    closed stream makes room."""
+    mallory, alice = browsers(), browsers()
+    opened = [await stream(mallory) for _ in range(MAX_STREAMS_PER_USER)]
+    async with mallory.get("/api/events", params={"channel": "general"}) as refused:
+        assert refused.status == 429
+        assert "live views" in (await refused.json())["error"]
+    await stream(alice)
+    opened[0].response.close()
+    await eventually(lambda: adapter.playground.hub.subscriber_count() == MAX_STREAMS_PER_USER)
+    await stream(mallory)
