@@ -80,12 +80,16 @@ class Command(Event):
     ``options`` holds typed option values; ``attachments`` maps option names to files.
     ``text`` is the raw text for platforms whose commands carry text only (Slack); the core
     parses it Midjourney style (``a fox --ar 16:9 --fast``) when ``options`` is empty.
+    ``key`` is the platform's stable id of this command, the same however often it is handled
+    (after a restart, by another process): a job it starts carries it, so one command never
+    starts two jobs.
     """
 
     name: str
     options: Mapping[str, OptionValue] = field(default_factory=dict)
     attachments: Mapping[str, Attachment] = field(default_factory=dict)
     text: str = ""
+    key: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -111,6 +111,12 @@ JOBS_TAKEN_OVER = Counter(
     "Jobs this process took over because no live process held them (a process died or a "
     "previous run left them).",
 )
+STORAGE_FAILURES = Counter(
+    "genbot_storage_failures",
+    "Background storage calls that failed, by kind of work (tracker round, lease heartbeat, "
+    "result delivery, ...): an outage shows here first.",
+    ["kind"],
+)
 EVENT_LOOP_LAG = Histogram(
     "genbot_event_loop_lag_seconds",
     "How late the event loop ran a timer: a busy or blocked loop shows here first.",
@@ -139,6 +145,10 @@ def set_leases(count: int) -> None:
 
 def jobs_taken_over(count: int) -> None:
     JOBS_TAKEN_OVER.inc(count)
+
+
+def storage_failed(kind: str) -> None:
+    STORAGE_FAILURES.labels(label(kind.replace(" ", "_"))).inc()
 
 
 def job_created(task_type: str) -> None:

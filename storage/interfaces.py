@@ -167,10 +167,20 @@ class PlaygroundHistory(Protocol):
 
     async def save_playground_message(
         self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
-    ) -> None:
+    ) -> int:
         """Store a message (new or changed) and the images it shows (each image once); the
         channel's messages beyond the ``keep`` latest, and images no message shows any more,
-        go. Other processes hear of it through :meth:`playground_updates`."""
+        go. Other processes hear of it through :meth:`playground_updates`. A pending command
+        is this process's to handle (it accepted it). Returns the version saved (1 for a new
+        message, one more for each save after)."""
+        ...
+
+    async def claim_pending_commands(self, accepted_before: float) -> list[str]:
+        """Take over the commands accepted before ``accepted_before`` (Unix seconds) that still
+        wait for their handler and that no live process is handling: this process's own (a
+        handler that could not record its end), those of processes that stopped or died (no
+        heartbeat within a lease), and unowned ones. Their ids; concurrent claimers never get
+        the same command."""
         ...
 
     async def settle_playground_message(self, message_id: str) -> None:

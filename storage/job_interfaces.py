@@ -15,6 +15,7 @@ from storage.job_records import (
     JobMessageKind,
     JobQuota,
     JobStatus,
+    Lease,
     NewJob,
     QuotaRefusal,
 )
@@ -47,14 +48,17 @@ class JobWriter(JobReader, Protocol):
         to_status: JobStatus,
         *,
         links: Sequence[JobMessage] = (),
+        fence: Lease | None = None,
         **fields: Any,
     ) -> bool:
         """Move the job to ``to_status`` (setting ``fields``) only if its status is one of
         ``from_statuses``; True if this call made the move. Among concurrent callers (in any
         process) exactly one wins. ``links`` are committed with the move, only when it
-        happened. Entering ``finished``, ``failed`` or ``create_failed`` stamps
-        ``finished_at`` unless given or already set. A move ``JOB_TRANSITIONS`` does not allow
-        raises :class:`StorageError`."""
+        happened. With ``fence``, only while that lease is still the job's (its owner and
+        generation): the owner's own steps use it, so a process that lost the job (taken over
+        while it stalled) changes nothing. Entering ``finished``, ``failed`` or
+        ``create_failed`` stamps ``finished_at`` unless given or already set. A move
+        ``JOB_TRANSITIONS`` does not allow raises :class:`StorageError`."""
         ...
 
     async def update_job(self, job_id: str, **fields: Any) -> bool:
@@ -96,7 +100,8 @@ class JobAdmission(Protocol):
         """Create ``new`` unless its requester is at a limit of ``quota`` (counted and
         inserted atomically, so concurrent calls from any process cannot all pass a cap).
         ``(job, True)`` when created; for a derivative whose (``parent_job_id``, ``action``)
-        pair exists, ``(existing, False)``; a :class:`QuotaRefusal` when a limit stops it."""
+        pair exists, or a job with the same ``command_key``, ``(existing, False)``; a
+        :class:`QuotaRefusal` when a limit stops it."""
         ...
 
     async def quota_refusal(
@@ -172,16 +177,31 @@ class JobLeasing(Protocol):
         SQLite belongs to one process at a time."""
         ...
 
-    async def heartbeat(self, process: ProcessInfo) -> int:
+    async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
         """Renew this process's leases on its unfinished jobs for :attr:`lease_seconds` and
-        record it as alive (with ``process``); how many leases it holds."""
+        record it as alive (with ``process``); the ids of the jobs it holds (a job it was
+        working on that is missing was taken over: it stops working on it)."""
+        ...
+
+    async def fair_share(self, platforms: Iterable[str]) -> int:
+        """How many unfinished jobs on ``platforms`` this process should hold: for each
+        platform, its unfinished jobs divided among the live processes serving it (rounded
+        up). A process takes over at most its share, and gives back what it holds beyond it
+        (:meth:`shed_leases`), so the load evens out when a process joins."""
+        ...
+
+    async def shed_leases(self, count: int) -> int:
+        """Give up to ``count`` of this process's jobs in flight at the provider (the newest
+        first; never one being created or delivered) back to no owner, for other processes to
+        claim; how many."""
         ...
 
     async def claim_jobs(
         self, platforms: Iterable[str], *, limit: int, take_live: bool = False
     ) -> list[Job]:
         """Take up to ``limit`` unfinished jobs on ``platforms`` that no process holds (never
-        leased, or the lease ran out), oldest first, skipping rows another claimer is taking.
+        leased, or the lease ran out), oldest first, skipping rows another claimer is taking;
+        each claim is a new lease (its generation goes up).
         With ``take_live`` also other processes' live leases: only when none can be running
         (SQLite's one process, at start). The jobs as they were, now owned by this process."""
         ...

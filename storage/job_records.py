@@ -118,6 +118,9 @@ class NewJob:
     webhook_secret: str | None = field(default=None, repr=False)
     id: str | None = None
     is_dm: bool = False
+    command_key: str | None = None
+    """The idempotency key of the command that asks for the job (the platform's stable id of
+    that command): at most one job per key, whatever handles the command how often."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,26 @@ class Job:
     owner) another process with an adapter for the job's platform may take the job over."""
     is_dm: bool = False
     """The job was asked for in a direct message (its place's ``is_dm``)."""
+    lease_generation: int = 0
+    """How often the job was taken over: each claim by another process makes a new lease."""
+    command_key: str | None = None
+    """The idempotency key of the command that asked for it (see :class:`NewJob`)."""
+
+    @property
+    def lease(self) -> Lease | None:
+        """The lease this record shows (None for a job nobody holds): a write fenced with it
+        happens only while it is still the job's current lease."""
+        return None if self.owner is None else Lease(self.owner, self.lease_generation)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One process's hold on one job: its ``owner`` and the ``generation`` of the claim.
+    A process that lost a job (taken over while it stalled) holds an older generation, so
+    its fenced writes change nothing."""
+
+    owner: str
+    generation: int
 
 
 @dataclass(frozen=True)

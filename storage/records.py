@@ -261,6 +261,9 @@ class PlaygroundMessage:
     pending: bool
     image_keys: tuple[str, ...]
     body: Mapping[str, Any]
+    version: int = 0
+    """How often it was saved (the store counts): of two copies, the higher version is the
+    newer, whichever process saved it."""
 
 
 @dataclass(frozen=True)

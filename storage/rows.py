@@ -61,6 +61,8 @@ def job_from_row(row: Row) -> Job:
         owner=row["owner"],
         is_dm=bool(row["is_dm"]),
         lease_until=row["lease_until"],
+        lease_generation=row["lease_generation"],
+        command_key=row["command_key"],
     )
 
 

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any, Final
 
 from storage.errors import StorageError
-from storage.job_records import ALL_STATUSES, JOB_ID_MAX, JOB_TRANSITIONS, JobStatus, NewJob
+from storage.job_records import (
+    ALL_STATUSES,
+    JOB_ID_MAX,
+    JOB_TRANSITIONS,
+    Job,
+    JobStatus,
+    NewJob,
+)
 from storage.records import (
     SETTING_NAMES,
     Conversation,
@@ -221,3 +229,17 @@ def newest_images(
             chosen[key] = None
             total += size
     return list(chosen)[::-1]
+
+
+def share_of(load: Iterable[tuple[int, int]]) -> int:
+    """A process's fair share of unfinished jobs from ``(jobs, live processes serving the
+    platform)`` per platform it serves: each platform's jobs divided among its processes,
+    rounded up (a platform nobody else serves is all this process's)."""
+    return sum(-(-jobs // max(serving, 1)) for jobs, serving in load)
+
+
+def taken(job: Job, owner: str, lease_until: float) -> Job:
+    """``job`` as a claim just took it: ``owner``'s, a new lease until ``lease_until``."""
+    return replace(
+        job, owner=owner, lease_until=lease_until, lease_generation=job.lease_generation + 1
+    )

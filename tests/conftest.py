@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.postgres import PostgresCluster, PostgresUnavailable, start_cluster
+from tests.postgres import PostgresCluster, cluster_or_skip
 from tests.resilience.support import SECRETS as RESILIENCE_SECRETS
 
 SUITE_SECRETS: tuple[str, ...] = (
@@ -64,14 +64,7 @@ def no_secret_in_any_log_line() -> Iterator[None]:
 def postgres() -> Iterator[PostgresCluster]:
     """One throwaway PostgreSQL cluster for the whole run, started on first use; the tests
     that need it are skipped, with the reason, where it cannot start."""
-    try:
-        cluster = start_cluster()
-    except PostgresUnavailable as error:
-        pytest.skip(f"PostgreSQL unavailable: {error}")
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from cluster_or_skip()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -15,18 +15,22 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
+import pytest
 
 USER = "genbot"
 START_TIMEOUT = 60
-SERVER_OPTIONS = (
-    "-c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+DURABLE_OPTIONS = (
+    "-c listen_addresses='' -c fsync=off -c full_page_writes=off"
     " -c max_connections=300 -c shared_buffers=32MB"
 )
+"""A commit survives the server's crash (not the machine's): for tests that crash it."""
+SERVER_OPTIONS = DURABLE_OPTIONS + " -c synchronous_commit=off"
 
 
 class PostgresUnavailable(Exception):
@@ -99,6 +103,19 @@ class PostgresCluster:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def cluster_or_skip(options: str = SERVER_OPTIONS) -> Iterator[PostgresCluster]:
+    """A started cluster (``options`` for its server) for a fixture to yield, stopped after;
+    the test is skipped, with the reason, where none can start."""
+    try:
+        cluster = start_cluster(options)
+    except PostgresUnavailable as error:
+        pytest.skip(f"PostgreSQL unavailable: {error}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 def _run_as() -> list[str]:
     if os.geteuid() != 0:
         return []
@@ -112,9 +129,9 @@ def _run_as() -> list[str]:
     return [runuser, "-u", "postgres", "--"]
 
 
-def start_cluster() -> PostgresCluster:
+def start_cluster(options: str = SERVER_OPTIONS) -> PostgresCluster:
     """Initialize and start a cluster in a new temporary folder (``genbot`` is its superuser
-    and the database ``genbot`` exists)."""
+    and the database ``genbot`` exists) with the server ``options``."""
     bindir = binaries()
     run_as = _run_as()
     folder = Path(tempfile.mkdtemp(prefix="genbot-pg-"))
@@ -125,7 +142,7 @@ def start_cluster() -> PostgresCluster:
         [str(bindir / "initdb"), "-D", str(folder / "data"), "-A", "trust", "-U", USER,
          "-E", "UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions"],
         [str(bindir / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "log"), "-w",
-         "-t", str(START_TIMEOUT), "start", "-o", f"-k {folder} {SERVER_OPTIONS}"],
+         "-t", str(START_TIMEOUT), "start", "-o", f"-k {folder} {options}"],
     )  # fmt: skip
     try:
         for step in steps:

@@ -1,7 +1,14 @@
 """The web playground adapter: serves the playground (:mod:`adapters.web.playground`) to
 browsers and hands what users do to the core (``EventHandler.handle``) in a background task per
-request; the core answers through :class:`adapters.web.surface.WebSurface`. Commands accepted by
-a run that died before handling them are handled when the next run starts.
+request; the core answers through :class:`adapters.web.surface.WebSurface`.
+
+A command accepted by a process is that process's to handle (the history records its owner). A
+process handles, when it starts and then every ``PENDING_SWEEP_SECONDS``, the accepted commands
+that nobody alive is handling: those of a run or a process that stopped or died (no heartbeat for
+a lease), and its own whose handler ended without recording it (the database failed). A process
+that joins never takes a live process's commands. A command whose every answer failed to be kept
+is left pending, so it is handled again. Handling a command twice is harmless: the job it starts
+carries the command's key, so the second finds the first's job.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -26,10 +34,15 @@ from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
 from bot.config import LimitsSettings
 from bot.events import Command, EventHandler, InboundEvent
-from storage import PlaygroundHistory
+from bot.outage import OUTAGE, backoff
+from storage import PlaygroundHistory, StorageError
 
 log = logging.getLogger(__name__)
 
+PENDING_SWEEP_SECONDS = 5.0
+PENDING_GRACE_SECONDS = 15.0
+"""A command is taken over only once it was accepted this long ago, and none after a database
+failure until this long after it (every heartbeat is late after an outage)."""
 PLAYGROUND_LIMITS = ListenerLimits(max_body_bytes=256 * 1024)
 """JSON bodies up to 256 KiB; the upload route allows more
 (:func:`adapters.web.handlers.upload`)."""
@@ -67,6 +80,8 @@ class WebAdapter:
             self.surface, platform=PLATFORM, handler_timeout=handler_timeout
         )
         self._listening = False
+        self._handling: set[str] = set()
+        self._pending_sweep: asyncio.Task[None] | None = None
         self.access = Access(settings, admin_link=admin_link)
         self.app = build_app(self)
         self.listener = Listener(self.app, "web playground", PLAYGROUND_LIMITS)
@@ -123,11 +138,16 @@ class WebAdapter:
             host = "127.0.0.1"
         self.playground.url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         log.info("web playground at %s", self.playground.url)
-        await resume_commands(self)
+        await self._take_pending(time.time())
+        self._pending_sweep = asyncio.create_task(self._sweeping(), name="genbot-web-pending")
 
     async def stop(self) -> None:
         """Close every event stream, cancel running handlers and stop listening."""
         self.runner.stop_intake()
+        sweep, self._pending_sweep = self._pending_sweep, None
+        if sweep is not None:
+            sweep.cancel()
+            await asyncio.gather(sweep, return_exceptions=True)
         listening, self._listening = self._listening, False
         self.playground.url = ""
         if listening:
@@ -156,7 +176,36 @@ class WebAdapter:
 
     def dispatch(self, event: InboundEvent, event_id: str) -> None:
         """Have the core handle ``event`` in the background; failures reach the user."""
+        self._handling.add(event_id)
         self.runner.submit(event, around=lambda _: self._working(event, event_id))
+
+    def handling(self, event_id: str) -> bool:
+        """Whether the core is handling the event ``event_id`` of this process now."""
+        return event_id in self._handling
+
+    async def _take_pending(self, accepted_before: float) -> None:
+        """Handle the commands this process is to handle now (see the module docstring)."""
+        claimed = await self.playground.claim_pending(accepted_before)
+        await resume_commands(self, claimed)
+
+    async def _sweeping(self) -> None:
+        """Every ``PENDING_SWEEP_SECONDS``: take the commands nobody alive is handling. After
+        the database failed, wait ``PENDING_GRACE_SECONDS`` before taking any (every process's
+        heartbeat is late after an outage; the live ones need a moment to renew it)."""
+        failures = 0
+        while True:
+            await asyncio.sleep(
+                backoff(failures, most=PENDING_GRACE_SECONDS) if failures else PENDING_SWEEP_SECONDS
+            )
+            try:
+                if failures:
+                    await asyncio.sleep(PENDING_GRACE_SECONDS)
+                await self._take_pending(time.time() - PENDING_GRACE_SECONDS)
+            except StorageError as error:
+                failures += 1
+                OUTAGE.failed("pending commands", error)
+            else:
+                failures = 0
 
     @contextlib.asynccontextmanager
     async def _working(self, event: InboundEvent, event_id: str) -> AsyncIterator[None]:
@@ -166,9 +215,17 @@ class WebAdapter:
         try:
             yield
         finally:
+            self._handling.discard(event_id)
             hub.publish(event.place.channel_id, {**working, "active": False})
         request = event.context
         if isinstance(event, Command) and isinstance(request, WebContext):
-            shown: WebMessage | None = self.playground.store.get(request.request_message_id or "")
-            if shown is not None and shown.pending:
-                await self.playground.settle(shown)
+            shown_id = request.request_message_id or ""
+            shown: WebMessage | None = self.playground.store.get(shown_id)
+            lost_answer = shown_id in self.playground.unkept_replies
+            self.playground.unkept_replies.discard(shown_id)
+            if shown is None or not shown.pending:
+                return
+            if lost_answer and not self.playground.store.answered(shown_id):
+                log.info("command %s got no answer (the database failed); handled again", shown_id)
+                return
+            await self.playground.settle(shown)

@@ -11,13 +11,14 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from aiohttp import BodyPartReader, web
 
 from adapters.listener import refused
 from adapters.web.messages import StoredFile, WebMessage
-from adapters.web.platform import WebContext, can_see, web_place
+from adapters.web.platform import PLATFORM, WebContext, can_see, web_place
 from adapters.web.playground import Playground
 from adapters.web.routes import ADAPTER, USER, Serving, json_error
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
@@ -159,14 +160,21 @@ def command_event(
         text=rest,
         options={},
         attachments=assign_attachments(spec, playground.attachments_of(shown, origin)),
+        key=f"{PLATFORM}:{shown.id}",
     )
 
 
-async def resume_commands(adapter: Serving) -> None:
-    """Handle the commands an earlier run accepted but did not answer; the ones it answered,
-    and any that no longer read as a command, are only marked handled."""
+async def resume_commands(adapter: Serving, claimed: Iterable[str]) -> None:
+    """Handle the ``claimed`` commands (accepted, not handled, and now this process's: see
+    :meth:`storage.PlaygroundHistory.claim_pending_commands`) unless this process is handling
+    them already; the ones genbot answered, and any that no longer read as a command, are only
+    marked handled. A command that started a job carries its key, so handling it again finds
+    that job instead of starting another."""
     playground = adapter.playground
-    for shown in playground.store.pending():
+    for message_id in claimed:
+        shown = await playground.pending_command(message_id)
+        if shown is None or adapter.handling(message_id):
+            continue
         author = shown.author
         user = User(str(author["id"]), str(author.get("name", "")), shown.requester_is_admin)
         try:
@@ -176,7 +184,7 @@ async def resume_commands(adapter: Serving) -> None:
         if event is None or playground.store.answered(shown.id):
             await playground.settle(shown)
             continue
-        log.info("handling command %s, accepted before a restart", shown.id)
+        log.info("handling command %s, accepted but not handled by a process now gone", shown.id)
         adapter.dispatch(event, shown.id)
 
 

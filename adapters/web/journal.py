@@ -37,20 +37,26 @@ def playground_path(database: Path) -> Path:
     return database.with_name(f"{database.stem}.playground{database.suffix or '.db'}")
 
 
+KEPT_APART = frozenset({"pending", "version"})
+"""What the store keeps beside a message's record, not in it."""
+
+
 def message_record(message: WebMessage) -> dict[str, Any]:
-    """Everything about ``message`` but ``pending`` (kept apart) as JSON-ready values;
-    :func:`restored` reads it back."""
-    record = {f.name: getattr(message, f.name) for f in fields(WebMessage) if f.name != "pending"}
+    """Everything about ``message`` but ``pending`` and ``version`` (kept apart) as JSON-ready
+    values; :func:`restored` reads it back."""
+    record = {
+        f.name: getattr(message, f.name) for f in fields(WebMessage) if f.name not in KEPT_APART
+    }
     record["buttons"] = [
         [[b.label, b.action, b.ref, b.style, b.disabled] for b in row] for row in message.buttons
     ]
     return record
 
 
-def restored(record: dict[str, Any], pending: bool) -> WebMessage:
-    """The message saved as ``record``."""
+def restored(record: dict[str, Any], pending: bool, version: int = 0) -> WebMessage:
+    """The message saved as ``record`` (its ``version``-th save)."""
     buttons = tuple(tuple(Button(*saved) for saved in row) for row in record["buttons"])
-    return WebMessage(**{**record, "buttons": buttons, "pending": pending})
+    return WebMessage(**{**record, "buttons": buttons, "pending": pending, "version": version})
 
 
 def _file(image: PlaygroundImage) -> StoredFile:
@@ -79,12 +85,12 @@ class PlaygroundJournal:
             self._keep, max_image_bytes=max_image_bytes
         )
         return Saved(
-            [restored(dict(m.body), m.pending) for m in messages],
+            [restored(dict(m.body), m.pending, m.version) for m in messages],
             {image.key: _file(image) for image in images},
         )
 
-    async def save(self, message: WebMessage, images: Iterable[tuple[str, StoredFile]]) -> None:
-        """Save ``message`` (new or changed) with the images it shows."""
+    async def save(self, message: WebMessage, images: Iterable[tuple[str, StoredFile]]) -> int:
+        """Save ``message`` (new or changed) with the images it shows; the version saved."""
         stored = PlaygroundMessage(
             message.id,
             message.channel,
@@ -96,7 +102,12 @@ class PlaygroundJournal:
             PlaygroundImage(key, f.filename, f.content_type, f.width, f.height, f.data)
             for key, f in images
         ]
-        await self._history.save_playground_message(stored, shown, keep=self._keep)
+        return await self._history.save_playground_message(stored, shown, keep=self._keep)
+
+    async def claim_pending(self, accepted_before: float) -> list[str]:
+        """The commands this process is to handle now (see
+        :meth:`storage.PlaygroundHistory.claim_pending_commands`)."""
+        return await self._history.claim_pending_commands(accepted_before)
 
     async def settle(self, message_id: str) -> None:
         """Mark a command's message as handled."""
@@ -120,7 +131,8 @@ class PlaygroundJournal:
         if found is None:
             return None
         message, images = found
-        return restored(dict(message.body), message.pending), {i.key: _file(i) for i in images}
+        shown = restored(dict(message.body), message.pending, message.version)
+        return shown, {i.key: _file(i) for i in images}
 
     def updates(self) -> AsyncIterator[str | None]:
         """None once following has started, then the ids of the messages other processes save,

@@ -87,6 +87,8 @@ class WebMessage:
     created: float = field(default_factory=time.time)
     edited: float | None = None
     deleted: bool = False
+    version: int = 0
+    """Which save of the message this is (the history counts them; 0: never saved)."""
 
     def has_button(self, custom_id: str) -> bool:
         return any(button.custom_id == custom_id for row in self.buttons for button in row)
@@ -192,12 +194,15 @@ class MessageStore:
         for message in messages:
             self.add(message)
 
-    def merge(self, message: WebMessage, images: dict[str, StoredFile]) -> WebMessage:
+    def merge(self, message: WebMessage, images: dict[str, StoredFile]) -> WebMessage | None:
         """Take a message another process saved: a known one is updated in place, a new one
-        added; the images it shows are kept (within ``max_image_bytes``)."""
+        added; the images it shows are kept (within ``max_image_bytes``). A copy older than
+        the one kept (a lower version: read before a later save) changes nothing: None."""
+        known = self._by_id.get(message.id)
+        if known is not None and known.version >= message.version:
+            return None
         for key, stored in images.items():
             self._remember(key, stored)
-        known = self._by_id.get(message.id)
         if known is None:
             return self.add(message)
         old_keys = known.image_keys()

@@ -27,6 +27,7 @@ from adapters.web.platform import WEB_LIMITS, PendingModal
 from adapters.web.uploads import UploadCache
 from bot.core import DATABASE_UNREACHABLE_TEXT, storage_failure_text
 from bot.events import Attachment, Place, User
+from bot.outage import OUTAGE, backoff
 from bot.outbound import ImageFile
 from bot.surface import SurfaceError, SurfaceLimits
 from storage import PlaygroundHistory, StorageError
@@ -34,7 +35,9 @@ from storage import PlaygroundHistory, StorageError
 log = logging.getLogger(__name__)
 
 MAX_PENDING_MODALS = 20
-FOLLOW_RETRY_SECONDS = 5.0
+FOLLOW_RETRY_SECONDS = 30.0
+"""The longest pause before following again after the history's feed was lost (doubling from
+one second)."""
 FOLLOW_START_SECONDS = 10.0
 """How long opening waits for following to start before reading the history anyway (what is
 saved in between is then read again once following starts)."""
@@ -89,6 +92,8 @@ class Playground:
         self._following: asyncio.Task[None] | None = None
         self.url = ""
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
+        self.unkept_replies: set[str] = set()
+        """Messages an answer to which could not be kept (the database failed)."""
 
     async def open(self) -> bytes | None:
         """Load the history, when there is one (once), and follow what other processes save;
@@ -131,9 +136,11 @@ class Playground:
     async def _follow(self, journal: PlaygroundJournal, state: _Following) -> None:
         """Show the messages other processes save (until :meth:`close`); after following
         (re)starts once the history was read, read it again for what was saved meanwhile."""
+        failures = 0
         while True:
             try:
                 async for update in journal.updates():
+                    failures = 0
                     if update is None:
                         missed_some = state.loading
                         state.subscribed.set()
@@ -145,8 +152,9 @@ class Playground:
                     await self._show_saved_elsewhere(journal, update)
                 return
             except StorageError as error:
-                log.warning("following the playground's history failed: %s; retrying", error)
-            await asyncio.sleep(FOLLOW_RETRY_SECONDS)
+                failures += 1
+                OUTAGE.failed("playground feed", error)
+            await asyncio.sleep(backoff(failures, most=FOLLOW_RETRY_SECONDS))
 
     async def _show_saved_elsewhere(self, journal: PlaygroundJournal, message_id: str) -> None:
         """Show a message another process saved; its images are read when a browser asks."""
@@ -155,15 +163,18 @@ class Playground:
             self._show_saved(*found)
 
     async def _catch_up(self, journal: PlaygroundJournal) -> None:
+        """Show what was saved while following was down: each message newer (by version)
+        than the copy shown, never an older snapshot over a newer save."""
         saved = await journal.load(self.max_image_memory)
         for message in saved.messages:
-            if self.store.get(message.id) != message:
-                keys = message.image_keys()
-                self._show_saved(message, {k: f for k, f in saved.images.items() if k in keys})
+            keys = message.image_keys()
+            self._show_saved(message, {k: f for k, f in saved.images.items() if k in keys})
 
     def _show_saved(self, message: WebMessage, images: dict[str, StoredFile]) -> None:
         known = self.store.get(message.id)
         kept = self.store.merge(message, images)
+        if kept is None:
+            return
         kind = "post" if known is None else ("delete" if message.deleted else "edit")
         payload: dict[str, Any] = {"type": kind, "message": kept.to_json()}
         self.hub.publish(kept.channel, payload, visible_to=kept.visible_to)
@@ -194,11 +205,31 @@ class Playground:
         await self.keep("post", message, new=True)
         return message
 
+    async def pending_command(self, message_id: str) -> WebMessage | None:
+        """The command message ``message_id`` while it waits for its handler (read from the
+        history when this process does not show it), else None."""
+        shown = self.store.get(message_id)
+        if shown is None and self.journal is not None:
+            found = await self.journal.fetch(message_id, with_images=True)
+            if found is not None:
+                self._show_saved(*found)
+                shown = self.store.get(message_id)
+        return shown if shown is not None and shown.pending else None
+
+    async def claim_pending(self, accepted_before: float) -> list[str]:
+        """The commands this process is to handle now: with a history, those it claims (see
+        :meth:`adapters.web.journal.PlaygroundJournal.claim_pending`); without, its own
+        pending ones accepted before ``accepted_before``."""
+        if self.journal is not None:
+            return await self.journal.claim_pending(accepted_before)
+        return [m.id for m in self.store.pending() if m.created < accepted_before]
+
     async def settle(self, message: WebMessage) -> None:
-        """Mark a command's message as handled."""
-        message.pending = False
+        """Mark a command's message as handled (in the history first: a command whose end
+        could not be recorded stays pending here too, so it is handled again)."""
         if self.journal is not None:
             await self.journal.settle(message.id)
+        message.pending = False
 
     def attachments_of(self, message: WebMessage, origin: str) -> list[Attachment]:
         """The core's view of a user message's images: bytes included, URLs absolute."""
@@ -252,10 +283,13 @@ class Playground:
             if self.journal is None:
                 raise SurfaceError("the playground is stopped")
             try:
-                await self.journal.save(message, self.store.stored_images(message))
+                saved = await self.journal.save(message, self.store.stored_images(message))
+                message.version = max(message.version, saved)
             except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:
                 if new:
                     self.store.discard_images(message)
+                if message.reply_to is not None:
+                    self.unkept_replies.add(message.reply_to)
                 raise NotKept(error) from None
         if new:
             self.store.add(message)

@@ -82,6 +82,10 @@ class Serving(Protocol):
         """Have the core handle ``event`` in the background (``event_id`` shows it working)."""
         ...
 
+    def handling(self, event_id: str) -> bool:
+        """Whether the core is handling the event ``event_id`` of this process now."""
+        ...
+
     async def cancel_handlers(self) -> None: ...
 
 

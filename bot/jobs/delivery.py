@@ -69,6 +69,13 @@ from storage import (
 log = logging.getLogger(__name__)
 
 
+class UnrecordedDelivery(Exception):
+    """A delivery claim whose outcome was never recorded (the write failed)."""
+
+    def __str__(self) -> str:
+        return "its delivery stopped before its outcome was recorded"
+
+
 def once(message: OutMessage, job: Job, kind: str) -> OutMessage:
     """``message`` keyed as ``job``'s one message of ``kind`` (a claimed job), marked as
     possibly posted already when an earlier claim did not record its outcome."""
@@ -206,7 +213,7 @@ class Delivery(ProgressMessages):
             ref = MessageRef(place_of(job), job.progress_message_id)
             async with self._lock(job.id):
                 await self._retire(job, surface, ref, wording.cancelled_text(job))
-        await self._store.transition(job.id, "reporting", "failed_posted")
+        await self._store.transition(job.id, "reporting", "failed_posted", fence=job.lease)
         self._watch.touch(job.id)
         await self._end_drawing(job)
         self.forget(job.id)
@@ -222,10 +229,19 @@ class Delivery(ProgressMessages):
         **fields: Any,
     ) -> None:
         link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, kind)
-        await self._store.transition(
-            job.id, claimed, done, result_message_id=ref.message_id, links=[link], **fields
+        recorded = await self._store.transition(
+            job.id,
+            claimed,
+            done,
+            result_message_id=ref.message_id,
+            links=[link],
+            fence=job.lease,
+            **fields,
         )
         self._watch.touch(job.id)
+        if not recorded:
+            log.info("job %s was taken over while it was delivered; its owner records it", job.id)
+            return
         await self._end_drawing(job)
         if done == "posted":
             waited = self._clock() - job.finished_at if job.finished_at is not None else None
@@ -242,7 +258,12 @@ class Delivery(ProgressMessages):
         if delay is not None:
             retry_at = self._clock() + delay
             await self._store.transition(
-                job.id, claimed, release, delivery_attempts=failures, next_poll_at=retry_at
+                job.id,
+                claimed,
+                release,
+                delivery_attempts=failures,
+                next_poll_at=retry_at,
+                fence=job.lease,
             )
             return retry_at
         await self._show_outcome(job, wording.not_posted_text(job))
@@ -252,11 +273,22 @@ class Delivery(ProgressMessages):
             "failed_posted",
             delivery_attempts=failures,
             error=f"not posted: {error}",
+            fence=job.lease,
         )
         metrics.job_failed(job.type)
         self._watch.touch(job.id)
         self.forget(job.id)
         return None
+
+    async def release_stranded(self, job: Job) -> bool:
+        """Release a claim (``posting`` / ``reporting``) no delivery is working on any more
+        because the write recording its outcome or its release failed: like a failed
+        attempt, its next one is backed off, or the job is reported as not posted once the
+        retries are used up (an attempt that did post is found by its key or edits the same
+        message again, so nothing shows twice). True if the job moved."""
+        release: JobStatus = "finished" if job.status == "posting" else "failed"
+        await self._retry_later(job, job.status, release, UnrecordedDelivery())
+        return True
 
     async def redraw_buttons(self, job: Job) -> None:
         """Show ``job``'s current buttons on its posted result (e.g. one the provider refused,

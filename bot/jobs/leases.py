@@ -1,10 +1,19 @@
 """Job leases for the tracker: the heartbeat and the wakeup listener.
 
 Every quarter of ``[storage] lease_seconds`` the heartbeat renews this process's leases (and
-tells the cluster it is alive, with its platforms and shards), then takes over the jobs no live
-process holds on the platforms this process has an adapter for, in batches, handing each batch
-to the tracker to settle. So a process killed with ``kill -9`` loses its jobs to the others
-within one lease and a quarter; a clean stop releases them at once.
+tells the cluster it is alive, with its platforms and shards) and tells the tracker which jobs
+it still holds (a job taken over while this process stalled is no longer among them: the
+tracker stops working on it, and its fenced writes would change nothing anyway). Then it takes
+over jobs no live process holds on the platforms this process has an adapter for, in batches,
+handing each batch to the tracker to settle — at most its fair share (the unfinished jobs of
+each platform divided among the live processes serving it) — and gives back what it holds beyond
+its share and a margin, so a process that joins gets its part of the load. So a process killed
+with ``kill -9`` loses its jobs to the others within about two leases; a clean stop releases
+them at once.
+
+A process takes over nothing until it has reached the database for a whole lease: after an
+outage (a restart, a stall) every lease looks expired, and the live processes need one
+heartbeat to renew theirs, so the first process back would otherwise take everyone's jobs.
 
 On a shared database (PostgreSQL) a listener also waits for wakeups: another process that
 received a webhook for a job this one holds stores it and asks the owner to act now.
@@ -21,19 +30,27 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 
 from bot import metrics
+from bot.outage import OUTAGE, backoff
 from storage import Job, JobLeasing, ProcessInfo, StorageError
 
 log = logging.getLogger(__name__)
 
 CLAIM_BATCH = 500
-"""Jobs taken over per claim; a heartbeat claims batches until one comes back short."""
+"""Jobs taken over per claim; a heartbeat claims batches until one comes back short or its
+share is full."""
+SHED_MARGIN = 2
+"""A process gives jobs back (down to its share) only when it holds more than its share plus a
+tenth of it, and at least this many more, so small differences do not move jobs to and fro."""
 BEATS_PER_LEASE = 4
-WAKEUP_RETRY_SECONDS = 5.0
-"""The pause before listening again after the wakeup connection was lost."""
+WAKEUP_RETRY_SECONDS = 30.0
+"""The longest pause before listening again after the wakeup connection was lost (the pause
+doubles from one second while it keeps failing)."""
 RELEASE_TIMEOUT = 5.0
 
 TakeOver = Callable[[list[Job]], Awaitable[None]]
 Woken = Callable[[str], Awaitable[None]]
+Held = Callable[[frozenset[str], float], None]
+"""Told the jobs this process still holds, as of a time before the heartbeat asked."""
 
 
 class Leases:
@@ -46,6 +63,7 @@ class Leases:
         take_over: TakeOver,
         woken: Woken,
         *,
+        held: Held = lambda _jobs, _as_of: None,
         shards: Callable[[], str | None] = lambda: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -53,8 +71,11 @@ class Leases:
         self._platforms = platforms
         self._take_over = take_over
         self._woken = woken
+        self._still_held = held
         self._shards = shards
+        self._clock = clock
         self._started_at = clock()
+        self._reachable_since: float | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.held = 0
         """Leases this process held at its last heartbeat (with what it took over then)."""
@@ -72,25 +93,48 @@ class Leases:
         )
 
     async def beat(self, *, take_live: bool = False) -> int:
-        """Renew this process's leases, then take over what no live process holds (with
+        """Renew this process's leases, then take over what no live process holds, up to its
+        fair share, and give back what it holds beyond it (see the module docstring; with
         ``take_live``: everything another process holds, for SQLite's restart); how many
         jobs were taken over."""
+        asked_at = self._clock()
         held = await self._store.heartbeat(self.process_info())
+        self._still_held(held, asked_at)
+        if self._reachable_since is None:
+            self._reachable_since = asked_at
         platforms = list(self._platforms())
-        taken = 0
-        while platforms:
-            jobs = await self._store.claim_jobs(platforms, limit=CLAIM_BATCH, take_live=take_live)
-            if jobs:
-                taken += len(jobs)
-                await self._take_over(jobs)
-            if len(jobs) < CLAIM_BATCH:
-                break
+        taken = shed = 0
+        if take_live:
+            taken = await self._claim(platforms, None, take_live=True)
+        elif platforms and self._clock() - self._reachable_since >= self._store.lease_seconds:
+            share = await self._store.fair_share(platforms)
+            taken = await self._claim(platforms, share - len(held))
+            excess = len(held) + taken - share
+            if excess > max(SHED_MARGIN, share // 10):
+                shed = await self._store.shed_leases(excess)
         if taken:
             log.info("took over %d jobs no live process held", taken)
             metrics.jobs_taken_over(taken)
+        if shed:
+            log.info("gave back %d jobs beyond this process's share for others to take", shed)
         self.taken_over += taken
-        self.held = held + taken
+        self.held = len(held) + taken - shed
         metrics.set_leases(self.held)
+        return taken
+
+    async def _claim(
+        self, platforms: list[str], room: int | None, *, take_live: bool = False
+    ) -> int:
+        """Take over jobs in batches, at most ``room`` (None: no bound); how many."""
+        taken = 0
+        while platforms and (room is None or taken < room):
+            batch = CLAIM_BATCH if room is None else min(CLAIM_BATCH, room - taken)
+            jobs = await self._store.claim_jobs(platforms, limit=batch, take_live=take_live)
+            if jobs:
+                taken += len(jobs)
+                await self._take_over(jobs)
+            if len(jobs) < batch:
+                break
         return taken
 
     def start(self) -> None:
@@ -127,16 +171,22 @@ class Leases:
                 async with asyncio.timeout(self._store.lease_seconds):
                     await self.beat()
             except (StorageError, TimeoutError) as error:
-                log.warning("job lease heartbeat failed: %s", error)
+                self._reachable_since = None
+                OUTAGE.failed("lease heartbeat", error)
             except Exception:
                 log.exception("job lease heartbeat failed")
+            else:
+                OUTAGE.succeeded()
 
     async def _listening(self) -> None:
+        failures = 0
         while True:
             try:
                 async for job_id in self._store.wakeups():
+                    failures = 0
                     with contextlib.suppress(StorageError):
                         await self._woken(job_id)
             except StorageError as error:
-                log.warning("listening for job wakeups failed: %s; retrying", error)
-            await asyncio.sleep(WAKEUP_RETRY_SECONDS)
+                failures += 1
+                OUTAGE.failed("wakeup listener", error)
+            await asyncio.sleep(backoff(failures, most=WAKEUP_RETRY_SECONDS))

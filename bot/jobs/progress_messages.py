@@ -241,7 +241,9 @@ class ProgressMessages:
         """Move a ``creating`` job that certainly started nothing at the provider to
         ``create_failed`` and say why in its progress message (found by its key when it was
         posted but never linked)."""
-        moved = await self._store.transition(job.id, "creating", "create_failed", error=reason)
+        moved = await self._store.transition(
+            job.id, "creating", "create_failed", error=reason, fence=job.lease
+        )
         current = await self.recover_progress(await self._store.get_job(job.id) or job)
         if moved:
             metrics.job_failed(job.type)
@@ -253,7 +255,9 @@ class ProgressMessages:
     async def mark_unconfirmed(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job the provider may have received to ``unknown`` and tell the
         user (see :func:`bot.jobs.wording.unconfirmed_text`)."""
-        moved = await self._store.transition(job.id, "creating", "unknown", error=reason)
+        moved = await self._store.transition(
+            job.id, "creating", "unknown", error=reason, fence=job.lease
+        )
         current = await self._store.get_job(job.id) or job
         if moved:
             text = wording.unconfirmed_text(current, reason)

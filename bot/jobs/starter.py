@@ -15,6 +15,12 @@
    a webhook may adopt it and the tracker times it out;
 5. the tracker takes over.
 
+A step whose record the database refuses (an outage) is not retried here, except the provider's
+id for an accepted job (retried with backoff for ``RECORD_SECONDS``): the job's progress message
+is its one answer, and the tracker settles the job once the database answers again (stranded
+``creating`` jobs, see :mod:`bot.jobs.tracker`). Only a failure to store the job's row reaches
+the user as an error (nothing was started).
+
 Attachments the provider must fetch are passed as their URLs; when ``[webhook] public_url`` is
 set, images without a usable URL (none, or a chat-platform CDN link that describe and blend
 refuse) are re-hosted on the webhook receiver (see :mod:`bot.jobs.media`).
@@ -25,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -48,7 +55,7 @@ from bot.api.errors import (
 from bot.api.ratelimit import observe_waits
 from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS, check_http_url
 from bot.core import SurfaceRegistry, UserError
-from bot.events import Attachment, Event, ModalSubmit
+from bot.events import Attachment, Command, Event, ModalSubmit
 from bot.forms import show_refused
 from bot.jobs.admission import Admission
 from bot.jobs.delivery import Delivery
@@ -61,7 +68,8 @@ from bot.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
 from bot.jobs.webhook_addresses import Webhook, WebhookAddresses
-from bot.jobs.wording import heading
+from bot.jobs.wording import LOST_BEFORE_SUBMIT, heading
+from bot.outage import backoff
 from bot.outbound import Modal
 from bot.posting import WritePolicy
 from bot.waits import ShownWait
@@ -71,6 +79,7 @@ from storage import (
     Job,
     JobAdmission,
     JobFamily,
+    JobLeasing,
     JobParams,
     JobResult,
     JobStatus,
@@ -79,12 +88,18 @@ from storage import (
     MessageLinks,
     NewJob,
     QuotaRefusal,
+    StorageError,
     UsageLedger,
 )
 
 log = logging.getLogger(__name__)
 
 MAX_DERIVATIVE_ATTEMPTS = 20
+CREATING_GRACE_SECONDS = 30.0
+"""A ``creating`` job nobody is starting is settled after this long (the start of a job takes
+far less: its row, its progress message and one create call)."""
+RECORD_SECONDS = 60.0
+"""How long recording a job the provider accepted is retried while storage fails."""
 ATTACHMENT_TIMEOUT_SECONDS = 30.0
 UNEXPECTED = "genbot hit an unexpected error while starting it"
 _REFUSED = (
@@ -161,9 +176,9 @@ class Submitted:
 Submit = Callable[[Job, Webhook | None], Awaitable[Submitted]]
 
 
-class StarterStorage(JobWriter, JobAdmission, MessageLinks, UsageLedger, Protocol):
+class StarterStorage(JobWriter, JobAdmission, MessageLinks, UsageLedger, JobLeasing, Protocol):
     """What starting jobs uses: job creation within limits, job moves, the message → job
-    lookup behind buttons, and the usage ledger."""
+    lookup behind buttons, the usage ledger, and which process this is (whose jobs)."""
 
 
 class JobStarter:
@@ -204,11 +219,16 @@ class JobStarter:
         ``create_failed`` (certainly not started; the progress message says why), or
         ``unknown`` (the provider may have it; the progress message says so). Raises
         :class:`UserError` for caps, budgets and repeated presses."""
-        job = await self._create_row(event, spec)
+        try:
+            job = await self._create_row(event, spec)
+        except AlreadyStarted as before:
+            return await self._started_before(before.job)
         logcontext.bind(job_id=job.id)
         with self.watch.starting(job.id):
             try:
                 job = await self.delivery.post_progress(job, event)
+            except StorageError as error:
+                return self._left_to_the_tracker(job, error)
             except BaseException:
                 await asyncio.shield(self.delivery.mark_not_started(job, UNEXPECTED))
                 raise
@@ -225,14 +245,20 @@ class JobStarter:
                     outcome = await self._submit(job, submit)
             except ApiError as error:
                 await shown.close()
-                settled = await asyncio.shield(self._not_confirmed(job, error))
+                try:
+                    settled = await asyncio.shield(self._not_confirmed(job, error))
+                except StorageError as lost:
+                    return self._left_to_the_tracker(job, lost)
                 await self._disable_refused(spec, error)
                 return settled
             except BaseException as error:
                 await asyncio.shield(self._not_confirmed(job, error))
                 raise
             await shown.close()
-            started = await asyncio.shield(self._submitted(job, outcome))
+            try:
+                started = await asyncio.shield(self._recorded(job, outcome))
+            except StorageError as error:
+                return self._left_to_the_tracker(job, error)
         if spec.parent is not None and spec.action is not None:
             pressed = base_action(spec.action)
             if pressed is not None and started.status != "create_failed":
@@ -249,6 +275,49 @@ class JobStarter:
             and ":" not in spec.action
         ):
             await disable_follow_up(self.store, self.delivery, spec.parent.id, error.action)
+
+    async def _started_before(self, job: Job) -> Job:
+        """A command handled again (after a restart, or by the process that took it over)
+        whose job exists: that job's message is the answer. A job that never got one (its
+        progress message could not be posted, so it never reached the provider) is answered
+        here with why it did not start, and settled so when nobody can be starting it any more:
+        it is this process's (which is not starting it), or older than any start takes."""
+        log.info(
+            "command %s already started job %s; not starting it again", job.command_key, job.id
+        )
+        if job.progress_message_id is not None or self.watch.is_starting(job.id):
+            return job
+        if job.status == "creating":
+            mine = job.owner == self.store.process_id
+            if not mine and time.time() - job.created_at < CREATING_GRACE_SECONDS:
+                return job
+            job = await self.delivery.mark_not_started(job, LOST_BEFORE_SUBMIT)
+        reason = job.error if job.status == "create_failed" and job.error else LOST_BEFORE_SUBMIT
+        raise UserError(f"{heading(job)} could not start: {reason}")
+
+    def _left_to_the_tracker(self, job: Job, error: StorageError) -> Job:
+        """A step of starting ``job`` could not be recorded: its progress message is the one
+        answer, and the tracker settles the job once the database answers (see
+        :mod:`bot.jobs.tracker`: stranded ``creating`` jobs), so nothing is raised to the
+        user on top of it."""
+        log.warning("job %s: a step of its start could not be recorded (%s)", job.id, error)
+        return job
+
+    async def _recorded(self, job: Job, outcome: Submitted) -> Job:
+        """:meth:`_submitted`, retried with backoff for up to ``RECORD_SECONDS`` while storage
+        fails: the provider's id for the job exists nowhere else."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RECORD_SECONDS
+        failures = 0
+        while True:
+            try:
+                return await self._submitted(job, outcome)
+            except StorageError:
+                failures += 1
+                pause = backoff(failures, first=0.5, most=5.0)
+                if loop.time() + pause > deadline:
+                    raise
+                await asyncio.sleep(pause)
 
     async def _submitted(self, job: Job, outcome: Submitted) -> Job:
         fields = dict(outcome.fields)
@@ -304,6 +373,7 @@ class JobStarter:
             webhook_secret=secrets.token_urlsafe(24)
             if spec.webhook and self.webhook_base
             else None,
+            command_key=event.key if isinstance(event, Command) else None,
         )
         quota = self.limits.quota_for(event.user)
         derivative = new.parent_job_id is not None and new.action is not None
@@ -318,6 +388,8 @@ class JobStarter:
                 self.admission.row_created()
                 metrics.job_created(job.type)
                 return job
+            if new.command_key is not None:
+                raise AlreadyStarted(job)
             if job.status != "create_failed":
                 link = await self.delivery.marks.link(job)
                 raise UserError(_already(job, link, mine=job.requester_id == event.user.id))
@@ -372,6 +444,14 @@ class JobStarter:
         except MediaError as error:
             raise UserError(f"{attachment.filename}: {error}.") from None
         return await self.media_host.put(image, f"{event.place.platform}:{event.user.id}")
+
+
+class AlreadyStarted(Exception):
+    """The command asking for a job already started ``job`` (its key is the job's)."""
+
+    def __init__(self, job: Job) -> None:
+        super().__init__(job.id)
+        self.job = job
 
 
 def is_upstream_cdn(url: str, hosts: Collection[str]) -> bool:

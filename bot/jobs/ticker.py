@@ -17,7 +17,8 @@ from collections import defaultdict
 
 from bot.jobs.delivery import Delivery
 from bot.jobs.progress import Position
-from storage import IN_FLIGHT_STATUSES, Job, JobTracking
+from bot.outage import OUTAGE
+from storage import IN_FLIGHT_STATUSES, Job, JobTracking, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ class ProgressTicker:
             await asyncio.sleep(self.every)
             try:
                 await self.tick()
+            except StorageError as error:
+                OUTAGE.failed("progress tick", error)
             except Exception:
                 log.exception("progress tick failed")
 

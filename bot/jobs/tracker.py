@@ -29,6 +29,12 @@ from the record.
   been sent) fail with a note that they may or may not have been charged; ``creating`` ones
   that were never sent become ``create_failed``;
 - finished and failed jobs whose (next) delivery attempt is due, and delivers them;
+- every ``SWEEP_SECONDS``, jobs stuck in an in-between state with no work under way here (a
+  storage write that would have recorded a step failed): a ``posting`` / ``reporting`` claim no
+  delivery of this process is working on is released with its next attempt backed off (the
+  delivery retries' deadline then reports it as not posted), and a ``creating`` job older than
+  ``CREATING_GRACE_SECONDS`` that this process is not starting is settled like one a dead
+  process left;
 - family B jobs in flight, polled with ``multi_fetch`` (≤ 50 ids per call). While this process
   receives webhooks, a job that asked for one is only polled as a backstop (no retry or
   delivery is documented: docs/provider.md#webhook-delivery), at most every
@@ -37,7 +43,9 @@ from the record.
 - diffusion jobs in flight whose ``next_poll_at`` (from the provider's ``eta``) is due.
 
 The interval runs from one round's start to the next, so a long round does not stretch it, and
-it adapts: it drops to ``poll_interval_min`` when a round saw a change or a job was submitted
+a round that fails on storage is one line of the process's outage log (:mod:`bot.outage`) and
+the next waits ``poll_interval_max``. It adapts: it drops to ``poll_interval_min`` when a round
+saw a change or a job was submitted
 (:meth:`Tracker.kick`, even during a round) and grows ×2 per quiet round that polled something,
 up to ``poll_interval_max``; with nothing to poll the tracker sleeps ``poll_interval_max`` until
 woken. It also wakes for the earliest due diffusion fetch or delivery retry, and when the oldest
@@ -63,7 +71,9 @@ from bot.jobs.delivery import Delivery
 from bot.jobs.leases import Leases
 from bot.jobs.notifications import NotJson, UseRecord, read_notification
 from bot.jobs.provider_state import ProviderState
+from bot.jobs.starter import CREATING_GRACE_SECONDS
 from bot.jobs.watch import JobWatch
+from bot.outage import OUTAGE
 from storage import (
     ACTIVE_STATUSES,
     IN_FLIGHT_STATUSES,
@@ -73,6 +83,7 @@ from storage import (
     JobStatus,
     JobTracking,
     JobWriter,
+    StorageError,
     TaskLookup,
 )
 
@@ -84,6 +95,9 @@ PAGE_SIZE = 500
 _JOB_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")
 MAX_TASK_ID = 128
 _DELIVERABLE: frozenset[JobStatus] = frozenset(("finished", "failed"))
+_CLAIMED: frozenset[JobStatus] = frozenset(("posting", "reporting"))
+SWEEP_SECONDS = 5.0
+"""How often the tracker looks for its jobs stuck in an in-between state."""
 _SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
 
 
@@ -119,7 +133,13 @@ class Tracker:
         self._store = store
         self._owner = store.process_id
         self.leases = Leases(
-            store, platforms, self._take_over, self._woken, shards=shards, clock=clock
+            store,
+            platforms,
+            self._take_over,
+            self._woken,
+            held=self._keep_only,
+            shards=shards,
+            clock=clock,
         )
         self.webhooks = webhooks
         self.state = ProviderState(
@@ -139,10 +159,12 @@ class Tracker:
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._deliveries: dict[str, asyncio.Task[None]] = {}
+        self._delivering_since: dict[str, float] = {}
         self._fetches: set[asyncio.Task[bool]] = set()
         self._delivery_slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
         self._stopped = False
         self._kicked = False
+        self._next_sweep = 0.0
         self.rounds = 0
 
     # Lifecycle --------------------------------------------------------------------------------
@@ -212,17 +234,23 @@ class Tracker:
         decide what its unconfirmed creations became; the next round does the rest."""
         for job in jobs:
             if job.status == "posting":
-                await self._store.transition(job.id, "posting", "finished")
+                await self._store.transition(job.id, "posting", "finished", fence=job.lease)
             elif job.status == "reporting":
-                await self._store.transition(job.id, "reporting", "failed")
-            elif job.status != "creating":
-                continue
-            elif job.progress_message_id is None:
-                await self._delivery.mark_not_started(job, wording.RESTARTED_BEFORE_SUBMIT)
-            else:
-                await self._delivery.mark_unconfirmed(job, wording.RESTARTED_WHILE_CREATING)
+                await self._store.transition(job.id, "reporting", "failed", fence=job.lease)
+            elif job.status == "creating":
+                await self._settle_creating(
+                    job, wording.RESTARTED_BEFORE_SUBMIT, wording.RESTARTED_WHILE_CREATING
+                )
         if jobs:
             self.kick()
+
+    async def _settle_creating(self, job: Job, not_sent: str, maybe_sent: str) -> None:
+        """A ``creating`` job nobody is starting: never sent (no linked progress message, see
+        the module docstring) → ``create_failed``; maybe sent → ``unknown``."""
+        if job.progress_message_id is None:
+            await self._delivery.mark_not_started(job, not_sent)
+        else:
+            await self._delivery.mark_unconfirmed(job, maybe_sent)
 
     async def _woken(self, job_id: str) -> None:
         """Another process learnt something about a job this one holds: act on it now."""
@@ -312,17 +340,31 @@ class Tracker:
             return
         task = asyncio.create_task(self._deliver(job_id), name=f"genbot-deliver-{job_id}")
         self._deliveries[job_id] = task
+        self._delivering_since[job_id] = self._clock()
         task.add_done_callback(lambda _: self._forget(job_id, task))
 
     def _forget(self, job_id: str, task: asyncio.Task[None]) -> None:
         if self._deliveries.get(job_id) is task:
             del self._deliveries[job_id]
+            self._delivering_since.pop(job_id, None)
+
+    def _keep_only(self, held: frozenset[str], as_of: float) -> None:
+        """Stop delivering the jobs this process no longer holds (taken over while it
+        stalled); a delivery started after ``as_of`` is newer than what ``held`` knows."""
+        for job_id, task in list(self._deliveries.items()):
+            started = self._delivering_since.get(job_id, as_of)
+            if job_id not in held and started < as_of and not task.done():
+                log.info("job %s was taken over by another process; stopped delivering it", job_id)
+                task.cancel()
 
     async def _deliver(self, job_id: str) -> None:
         logcontext.bind(job_id=job_id)
         async with self._delivery_slots:
             try:
                 retry_at = await self._delivery.deliver(job_id)
+            except StorageError as error:
+                OUTAGE.failed("result delivery", error)
+                return
             except Exception:
                 log.exception("delivering job %s failed", job_id)
                 return
@@ -344,9 +386,14 @@ class Tracker:
             sleep = self._limits.poll_interval_max
             try:
                 sleep = await self.poll_round()
+            except StorageError as error:
+                OUTAGE.failed("tracker round", error)
+                self.interval = self._limits.poll_interval_max
             except Exception:
                 log.exception("tracker round failed")
                 self.interval = self._limits.poll_interval_max
+            else:
+                OUTAGE.succeeded()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.wait_after(started, sleep)):
                     await self._wake.wait()
@@ -367,6 +414,9 @@ class Tracker:
         async for jobs in self._pages(ACTIVE_STATUSES, created_before=stale):
             for job in jobs:
                 changed |= await self.state.time_out(job)
+        if now >= self._next_sweep:
+            self._next_sweep = now + SWEEP_SECONDS
+            changed |= await self._sweep_stranded(now)
         async for jobs in self._pages(_DELIVERABLE, due_at=now):
             for job in jobs:
                 self.schedule_delivery(job.id)
@@ -379,6 +429,25 @@ class Tracker:
             polled |= bool(jobs)
             changed |= await self.state.poll_diffusion(jobs, self.interval)
         return await self._next_sleep(changed, polled, now)
+
+    async def _sweep_stranded(self, now: float) -> bool:
+        """Move on this process's jobs stuck in an in-between state with no work under way
+        here (a write that recorded a step failed, so nothing else would): a delivery claim
+        nobody is delivering is released (its next attempt backed off, or given up once the
+        delivery retries are used up), and a ``creating`` job nobody is starting is settled
+        like one a dead process left (never created again). True if any job moved."""
+        moved = False
+        async for jobs in self._pages(_CLAIMED):
+            for job in jobs:
+                if job.id not in self._deliveries:
+                    moved |= await self._delivery.release_stranded(job)
+        async for jobs in self._pages(("creating",), created_before=now - CREATING_GRACE_SECONDS):
+            for job in jobs:
+                if not self._watch.is_starting(job.id):
+                    lost = (wording.LOST_BEFORE_SUBMIT, wording.LOST_WHILE_SENDING)
+                    await self._settle_creating(job, *lost)
+                    moved = True
+        return moved
 
     async def _pages(
         self, statuses: Iterable[JobStatus], **filters: Any

@@ -22,6 +22,11 @@ RESTARTED_BEFORE_SUBMIT = (
     "and nothing was charged. Press the button again or run the command again."
 )
 RESTARTED_WHILE_CREATING = "genbot restarted while sending it"
+LOST_BEFORE_SUBMIT = (
+    "genbot lost its database before this job was submitted to the service, so it was not "
+    "started and nothing was charged. Run the command again."
+)
+LOST_WHILE_SENDING = "genbot lost its database while sending it"
 ACCEPTED_NOTE = "_The service accepted it, so it was charged._"
 DIGITS = ("1️⃣", "2️⃣", "3️⃣", "4️⃣")
 

@@ -17,6 +17,7 @@ from storage.job_records import (
     JobMessageKind,
     JobQuota,
     JobStatus,
+    Lease,
     NewJob,
     QuotaRefusal,
     new_job_id,
@@ -43,10 +44,11 @@ SQL_DERIVATIVE: Final[Query] = "SELECT * FROM jobs WHERE parent_job_id = %s AND 
 SQL_INSERT_JOB: Final[Query] = (
     "INSERT INTO jobs (id, family, type, status, provider_id, parent_job_id, action,"
     " requester_id, platform, workspace_id, channel_id, thread_id, prompt, parameters,"
-    " webhook_secret, created_at, updated_at, owner, lease_until, is_dm)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-    " ON CONFLICT DO NOTHING RETURNING *"
+    " webhook_secret, created_at, updated_at, owner, lease_until, is_dm, command_key)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+    " %s) ON CONFLICT DO NOTHING RETURNING *"
 )
+SQL_COMMANDED: Final[Query] = "SELECT * FROM jobs WHERE command_key = %s"
 SQL_LOCK_REQUESTER: Final[Query] = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 SQL_COUNT_ACTIVE: Final[Query] = (
     "SELECT COUNT(*) AS n FROM jobs WHERE platform = %s AND requester_id = %s AND status = ANY(%s)"
@@ -91,6 +93,7 @@ def _insert_values(
         owner,
         lease_until,
         new.is_dm,
+        new.command_key,
     )
 
 
@@ -152,11 +155,17 @@ class PostgresJobs(PostgresBase):
     ) -> tuple[Job, bool] | QuotaRefusal:
         """Create ``new`` unless its requester is at a limit of ``quota``: the requester's
         transaction-scoped advisory lock serializes their creations (in every process), so
-        counting, summing and inserting cannot interleave. A derivative whose pair exists is
-        returned as ``(existing, False)`` without a quota check."""
+        counting, summing and inserting cannot interleave. A derivative whose pair exists, or a
+        job of the same ``command_key``, is returned as ``(existing, False)`` without a quota
+        check."""
         check_new_job(new)
         derivative = new.parent_job_id is not None and new.action is not None
         async with self._transaction() as conn:
+            if new.command_key is not None:
+                cursor = await conn.execute(SQL_COMMANDED, (new.command_key,))
+                commanded = await cursor.fetchone()
+                if commanded is not None:
+                    return job_from_row(commanded), False
             if derivative:
                 cursor = await conn.execute(SQL_DERIVATIVE, (new.parent_job_id, new.action))
                 existing = await cursor.fetchone()
@@ -176,6 +185,11 @@ class PostgresJobs(PostgresBase):
                 return job_from_row(inserted), True
             if derivative:
                 cursor = await conn.execute(SQL_DERIVATIVE, (new.parent_job_id, new.action))
+                raced = await cursor.fetchone()
+                if raced is not None:
+                    return job_from_row(raced), False
+            if new.command_key is not None:
+                cursor = await conn.execute(SQL_COMMANDED, (new.command_key,))
                 raced = await cursor.fetchone()
                 if raced is not None:
                     return job_from_row(raced), False
@@ -215,6 +229,7 @@ class PostgresJobs(PostgresBase):
         to_status: JobStatus,
         *,
         links: Sequence[JobMessage] = (),
+        fence: Lease | None = None,
         **fields: Any,
     ) -> bool:
         """Compare-and-set (see :meth:`storage.JobWriter.transition`): one ``UPDATE … WHERE
@@ -223,14 +238,16 @@ class PostgresJobs(PostgresBase):
         sources = check_transition(from_statuses, to_status)
         changes = {"status": to_status, "updated_at": self._now(), **_encoded(fields)}
         stamp = to_status in DONE_AT_PROVIDER and "finished_at" not in changes
-        statement = sql.SQL("UPDATE jobs SET {}{} WHERE id = %s AND status = ANY(%s)").format(
+        statement = sql.SQL("UPDATE jobs SET {}{} WHERE id = %s AND status = ANY(%s){}").format(
             _assignments(changes),
             sql.SQL(", finished_at = COALESCE(finished_at, %s)") if stamp else sql.SQL(""),
+            sql.SQL(" AND owner = %s AND lease_generation = %s") if fence else sql.SQL(""),
         )
         values = [*changes.values(), *([changes["updated_at"]] if stamp else []), job_id]
+        held = (fence.owner, fence.generation) if fence else ()
 
         async def work(conn: Connection) -> bool:
-            cursor = await conn.execute(statement, (*values, list(sources)))
+            cursor = await conn.execute(statement, (*values, list(sources), *held))
             moved = cursor.rowcount == 1
             if moved and links:
                 await insert_links(conn, links)

@@ -4,7 +4,6 @@ and ``LISTEN``/``NOTIFY`` wakeups of a job's owner."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import replace
 from typing import Final
 
 import psycopg
@@ -12,14 +11,18 @@ from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
 
 from storage.errors import StorageError
-from storage.job_records import UNFINISHED_STATUSES, Job
-from storage.postgres.base import PostgresBase, Query
+from storage.job_records import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES, Job
+from storage.postgres.base import Connection, PostgresBase, Query
 from storage.process import wakeup_channel
 from storage.records import ProcessInfo
 from storage.rows import job_from_row
+from storage.rules import share_of, taken
 
 _UNFINISHED: Final = sorted(UNFINISHED_STATUSES)
-SQL_RENEW: Final[Query] = "UPDATE jobs SET lease_until = %s WHERE owner = %s AND status = ANY(%s)"
+_IN_FLIGHT: Final = sorted(IN_FLIGHT_STATUSES)
+SQL_RENEW: Final[Query] = (
+    "UPDATE jobs SET lease_until = %s WHERE owner = %s AND status = ANY(%s) RETURNING id"
+)
 SQL_SEEN: Final[Query] = (
     "INSERT INTO processes (id, host, pid, platforms, shards, started_at, seen_at)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET"
@@ -37,7 +40,20 @@ SQL_NOT_MINE: Final[Query] = (
     "SELECT * FROM jobs WHERE status = ANY(%s) AND (owner IS NULL OR owner <> %s)"
     " AND platform = ANY(%s) ORDER BY created_at, id LIMIT %s FOR UPDATE SKIP LOCKED"
 )
-SQL_TAKE: Final[Query] = "UPDATE jobs SET owner = %s, lease_until = %s WHERE id = ANY(%s)"
+SQL_TAKE: Final[Query] = (
+    "UPDATE jobs SET owner = %s, lease_until = %s, lease_generation = lease_generation + 1"
+    " WHERE id = ANY(%s)"
+)
+SQL_LOAD: Final[Query] = (
+    "SELECT platform, COUNT(*) AS jobs, (SELECT COUNT(*) FROM processes"
+    " WHERE seen_at >= %s AND platforms ? jobs.platform) AS serving"
+    " FROM jobs WHERE status = ANY(%s) AND platform = ANY(%s) GROUP BY platform"
+)
+SQL_SHED: Final[Query] = (
+    "UPDATE jobs SET owner = NULL, lease_until = 0 WHERE id IN (SELECT id FROM jobs"
+    " WHERE owner = %s AND status = ANY(%s) ORDER BY created_at DESC, id LIMIT %s"
+    " FOR UPDATE SKIP LOCKED)"
+)
 SQL_RELEASE: Final[Query] = "UPDATE jobs SET lease_until = 0 WHERE owner = %s AND status = ANY(%s)"
 SQL_FORGET: Final[Query] = "DELETE FROM processes WHERE id = %s"
 SQL_NOTIFY: Final[Query] = "SELECT pg_notify(%s, %s)"
@@ -51,14 +67,15 @@ class PostgresJobLeasing(PostgresBase):
         """True: several genbot processes use one PostgreSQL database."""
         return True
 
-    async def heartbeat(self, process: ProcessInfo) -> int:
-        """Renew this process's leases and record it as alive; how many leases it holds."""
+    async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
+        """Renew this process's leases and record it as alive; the jobs it holds."""
         now = self._now()
-        async with self._transaction() as conn:
+
+        async def work(conn: Connection) -> frozenset[str]:
             cursor = await conn.execute(
                 SQL_RENEW, (now + self._lease_seconds, self._process_id, _UNFINISHED)
             )
-            held = cursor.rowcount
+            held = frozenset(str(row["id"]) for row in await cursor.fetchall())
             await conn.execute(
                 SQL_SEEN,
                 (
@@ -71,7 +88,21 @@ class PostgresJobLeasing(PostgresBase):
                     now,
                 ),
             )
-        return held
+            return held
+
+        return await self._attempt(work, transaction=True)
+
+    async def fair_share(self, platforms: Iterable[str]) -> int:
+        """This process's share of the unfinished jobs (see ``JobLeasing.fair_share``)."""
+        live_since = self._now() - self._lease_seconds
+        rows = await self._fetch_all(SQL_LOAD, (live_since, _UNFINISHED, list(platforms)))
+        return share_of([(int(row["jobs"]), int(row["serving"])) for row in rows])
+
+    async def shed_leases(self, count: int) -> int:
+        """Give back up to ``count`` jobs in flight (see ``JobLeasing.shed_leases``)."""
+        if count < 1:
+            return 0
+        return await self._execute(SQL_SHED, (self._process_id, _IN_FLIGHT, count))
 
     async def claim_jobs(
         self, platforms: Iterable[str], *, limit: int, take_live: bool = False
@@ -84,7 +115,8 @@ class PostgresJobLeasing(PostgresBase):
             return []
         now = self._now()
         lease_until = now + self._lease_seconds
-        async with self._transaction() as conn:
+
+        async def work(conn: Connection) -> list[Job]:
             if take_live:
                 values = (_UNFINISHED, self._process_id, allowed, limit)
                 cursor = await conn.execute(SQL_NOT_MINE, values)
@@ -94,7 +126,10 @@ class PostgresJobLeasing(PostgresBase):
             if free:
                 ids = [job.id for job in free]
                 await conn.execute(SQL_TAKE, (self._process_id, lease_until, ids))
-        return [replace(job, owner=self._process_id, lease_until=lease_until) for job in free]
+            return free
+
+        free = await self._attempt(work, transaction=True)
+        return [taken(job, self._process_id, lease_until) for job in free]
 
     async def release_leases(self) -> int:
         """End this process's leases now and drop it from the live processes."""

@@ -18,9 +18,15 @@ from storage.rules import newest_images
 
 CHANNEL: Final = "genbot_playground"
 SQL_SAVE: Final[Query] = (
-    "INSERT INTO playground_messages (id, channel, pending, image_keys, body)"
-    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET"
-    " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body"
+    "INSERT INTO playground_messages AS m (id, channel, pending, image_keys, body, owner)"
+    " VALUES (%s, %s, %s, %s, %s, CASE WHEN %s THEN %s END) ON CONFLICT (id) DO UPDATE SET"
+    " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body,"
+    " version = m.version + 1 RETURNING version"
+)
+SQL_CLAIM_PENDING: Final[Query] = (
+    "UPDATE playground_messages SET owner = %s WHERE pending"
+    " AND (body->>'created')::double precision < %s AND (owner IS NULL OR owner = %s"
+    " OR owner NOT IN (SELECT id FROM processes WHERE seen_at >= %s)) RETURNING id"
 )
 SQL_SAVE_IMAGE: Final[Query] = (
     "INSERT INTO playground_images (key, filename, content_type, width, height, data)"
@@ -35,12 +41,12 @@ SQL_SWEEP_IMAGES: Final[Query] = (
     " (SELECT jsonb_array_elements_text(image_keys) FROM playground_messages)"
 )
 SQL_LOAD: Final[Query] = (
-    "SELECT id, channel, pending, image_keys, body FROM (SELECT *, ROW_NUMBER() OVER"
+    "SELECT id, channel, pending, image_keys, body, version FROM (SELECT *, ROW_NUMBER() OVER"
     " (PARTITION BY channel ORDER BY seq DESC) AS n FROM playground_messages) AS latest"
     " WHERE n <= %s ORDER BY seq"
 )
 SQL_ONE: Final[Query] = (
-    "SELECT id, channel, pending, image_keys, body FROM playground_messages WHERE id = %s"
+    "SELECT id, channel, pending, image_keys, body, version FROM playground_messages WHERE id = %s"
 )
 SQL_IMAGE_SIZES: Final[Query] = "SELECT key, length(data) AS size FROM playground_images"
 SQL_IMAGES_BY_KEY: Final[Query] = (
@@ -55,7 +61,12 @@ SQL_KEY: Final[Query] = (
 
 def _message(row: dict[str, Any]) -> PlaygroundMessage:
     return PlaygroundMessage(
-        row["id"], row["channel"], row["pending"], tuple(row["image_keys"]), row["body"]
+        row["id"],
+        row["channel"],
+        row["pending"],
+        tuple(row["image_keys"]),
+        row["body"],
+        row["version"],
     )
 
 
@@ -83,34 +94,45 @@ class PostgresPlayground(PostgresBase):
 
     async def save_playground_message(
         self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
-    ) -> None:
+    ) -> int:
         """Store a message and its images, trim, sweep, and tell the other processes (the
-        notification leaves at commit)."""
+        notification leaves at commit); the version saved."""
         row = (
             message.id,
             message.channel,
             message.pending,
             Jsonb(sorted(message.image_keys)),
             Jsonb(dict(message.body)),
+            message.pending,
+            self._process_id,
         )
         shown = [(i.key, i.filename, i.content_type, i.width, i.height, i.data) for i in images]
         async with self._transaction() as conn:
             if shown:
                 async with conn.cursor() as cursor:
                     await cursor.executemany(SQL_SAVE_IMAGE, shown)
-            await conn.execute(SQL_SAVE, row)
+            saved = await (await conn.execute(SQL_SAVE, row)).fetchone()
             trimmed = await conn.execute(SQL_TRIM, (message.channel, message.channel, keep))
             if trimmed.rowcount:
                 await conn.execute(SQL_SWEEP_IMAGES)
             await conn.execute(
                 "SELECT pg_notify(%s, %s)", (CHANNEL, f"{self._process_id} {message.id}")
             )
+        assert saved is not None
+        return int(saved["version"])
 
     async def settle_playground_message(self, message_id: str) -> None:
         """Mark a command's message as handled."""
         await self._execute(
             "UPDATE playground_messages SET pending = false WHERE id = %s", (message_id,)
         )
+
+    async def claim_pending_commands(self, accepted_before: float) -> list[str]:
+        """Take the commands waiting for a handler that nobody alive is handling (see
+        ``PlaygroundHistory.claim_pending_commands``)."""
+        live_since = self._now() - self._lease_seconds
+        values = (self._process_id, accepted_before, self._process_id, live_since)
+        return [str(row["id"]) for row in await self._fetch_all(SQL_CLAIM_PENDING, values)]
 
     async def playground_message(
         self, message_id: str, *, with_images: bool = True

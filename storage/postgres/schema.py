@@ -270,6 +270,22 @@ MIGRATIONS: Sequence[Migration] = (
     ),
     Migration(
         13,
+        "jobs.lease_generation (fencing)",
+        ("ALTER TABLE jobs ADD COLUMN lease_generation integer NOT NULL DEFAULT 0",),
+    ),
+    Migration(
+        14,
+        "jobs.command_key, playground message versions and command owners",
+        (
+            "ALTER TABLE jobs ADD COLUMN command_key text",
+            "CREATE UNIQUE INDEX jobs_by_command_key ON jobs (command_key)"
+            " WHERE command_key IS NOT NULL",
+            "ALTER TABLE playground_messages ADD COLUMN version integer NOT NULL DEFAULT 1,"
+            " ADD COLUMN owner text",
+        ),
+    ),
+    Migration(
+        15,
         "an index of OAuth states by expiry",
         ("CREATE INDEX oauth_states_by_expiry ON oauth_states (expires_at)",),
     ),

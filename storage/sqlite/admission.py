@@ -9,6 +9,7 @@ from storage.rows import job_from_row
 from storage.rules import check_new_job, utc_day
 from storage.sqlite.base import StoreBase
 from storage.sqlite.jobs import (
+    SQL_COMMANDED,
     SQL_DERIVATIVE,
     SQL_INSERT_JOB,
     SQL_JOB_BY_ID,
@@ -57,8 +58,8 @@ class SqliteJobAdmission(StoreBase):
         processes) cannot all pass a cap. Returns ``(job, True)`` when the row was created; for
         a derivative (``parent_job_id`` and ``action`` set) whose pair already exists,
         ``(existing, False)`` — nothing is created, so no limit applies (the pair is unique:
-        the same button pressed twice yields one job); a :class:`QuotaRefusal` when a limit
-        stops it.
+        the same button pressed twice yields one job), and likewise for a command whose
+        ``command_key`` a job already has; a :class:`QuotaRefusal` when a limit stops it.
         """
         check_new_job(new)
         derivative = (
@@ -70,6 +71,10 @@ class SqliteJobAdmission(StoreBase):
         def work(db: Database) -> tuple[Job, bool] | QuotaRefusal:
             now = self._now()
             with write_transaction(db):
+                if new.command_key is not None:
+                    existing = fetch_one(db, SQL_COMMANDED, (new.command_key,))
+                    if existing is not None:
+                        return job_from_row(existing), False
                 if derivative is not None:
                     existing = fetch_one(db, SQL_DERIVATIVE, derivative)
                     if existing is not None:

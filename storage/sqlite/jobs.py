@@ -9,7 +9,7 @@ from sqlite_utils import Database
 
 from storage.errors import StorageError
 from storage.job_data import ResultChange
-from storage.job_records import Job, JobMessage, JobStatus, NewJob, new_job_id
+from storage.job_records import Job, JobMessage, JobStatus, Lease, NewJob, new_job_id
 from storage.rows import job_from_row, to_json
 from storage.rules import (
     DONE_AT_PROVIDER,
@@ -31,9 +31,10 @@ SQL_LINK_MESSAGE: Final = (
 INSERT_COLUMNS: Final = (
     "id, family, type, status, provider_id, parent_job_id, action, requester_id, platform,"
     " workspace_id, channel_id, thread_id, prompt, parameters, webhook_secret, created_at,"
-    " updated_at, owner, lease_until, is_dm"
+    " updated_at, owner, lease_until, is_dm, command_key"
 )
-SQL_INSERT_JOB: Final = f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({placeholders(20)})"
+SQL_INSERT_JOB: Final = f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({placeholders(21)})"
+SQL_COMMANDED: Final = "SELECT * FROM jobs WHERE command_key = ?"
 
 
 def insert_values(
@@ -62,6 +63,7 @@ def insert_values(
         owner,
         lease_until,
         new.is_dm,
+        new.command_key,
     )
 
 
@@ -118,6 +120,7 @@ class SqliteJobs(StoreBase):
         to_status: JobStatus,
         *,
         links: Sequence[JobMessage] = (),
+        fence: Lease | None = None,
         **fields: Any,
     ) -> bool:
         """Compare-and-set: move the job to ``to_status`` (and set ``fields``) only if its
@@ -144,8 +147,12 @@ class SqliteJobs(StoreBase):
                 f"UPDATE jobs SET {', '.join(assignments)}"
                 f" WHERE id = ? AND status IN ({placeholders(len(sources))})"
             )
+            held: tuple[Any, ...] = ()
+            if fence is not None:
+                sql += " AND owner = ? AND lease_generation = ?"
+                held = (fence.owner, fence.generation)
             with write_transaction(db):
-                moved = db.conn.execute(sql, (*values, job_id, *sources)).rowcount == 1
+                moved = db.conn.execute(sql, (*values, job_id, *sources, *held)).rowcount == 1
                 if moved and links:
                     insert_job_links(db, links)
             return moved

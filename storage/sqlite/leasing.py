@@ -4,7 +4,6 @@ mostly record which process follows a job, and a restart takes every lease at on
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import replace
 from typing import Final
 
 from sqlite_utils import Database
@@ -12,13 +11,15 @@ from sqlite_utils import Database
 from storage.job_records import UNFINISHED_STATUSES, Job
 from storage.records import ProcessInfo
 from storage.rows import job_from_row, to_json
-from storage.rules import UNFINISHED_SQL
+from storage.rules import UNFINISHED_SQL, taken
 from storage.sqlite.base import StoreBase
 from storage.sqlite.sql import fetch_all, placeholders, write_transaction
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 _IN_UNFINISHED: Final = f"status IN ({placeholders(len(_UNFINISHED))})"
-SQL_RENEW: Final = f"UPDATE jobs SET lease_until = ? WHERE owner = ? AND {_IN_UNFINISHED}"
+SQL_RENEW: Final = (
+    f"UPDATE jobs SET lease_until = ? WHERE owner = ? AND {_IN_UNFINISHED} RETURNING id"
+)
 SQL_SEEN: Final = (
     "INSERT INTO processes (id, host, pid, platforms, shards, started_at, seen_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
@@ -33,7 +34,11 @@ SQL_NOT_MINE: Final = (
     f"SELECT * FROM jobs WHERE {_IN_UNFINISHED} AND (owner IS NULL OR owner != ?)"
     " AND platform IN ({}) ORDER BY created_at, id LIMIT ?"
 )
-SQL_TAKE: Final = "UPDATE jobs SET owner = ?, lease_until = ? WHERE id IN ({})"
+SQL_TAKE: Final = (
+    "UPDATE jobs SET owner = ?, lease_until = ?, lease_generation = lease_generation + 1"
+    " WHERE id IN ({})"
+)
+SQL_LOAD: Final = f"SELECT COUNT(*) FROM jobs WHERE {_IN_UNFINISHED} AND platform IN ({{}})"
 SQL_RELEASE: Final = f"UPDATE jobs SET lease_until = 0 WHERE owner = ? AND {_IN_UNFINISHED}"
 SQL_FORGET: Final = "DELETE FROM processes WHERE id = ?"
 
@@ -46,19 +51,35 @@ class SqliteJobLeasing(StoreBase):
         """False: a SQLite database belongs to one genbot process at a time."""
         return False
 
-    async def heartbeat(self, process: ProcessInfo) -> int:
-        """Renew this process's leases and record it as alive; how many leases it holds."""
+    async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
+        """Renew this process's leases and record it as alive; the jobs it holds."""
 
-        def work(db: Database) -> int:
+        def work(db: Database) -> frozenset[str]:
             now = self._now()
             with write_transaction(db):
-                cursor = db.conn.execute(
+                rows = db.conn.execute(
                     SQL_RENEW, (now + self._lease_seconds, self._process_id, *_UNFINISHED)
-                )
+                ).fetchall()
                 db.conn.execute(SQL_SEEN, (self._process_id, *_process_values(process), now))
-            return cursor.rowcount
+            return frozenset(str(row[0]) for row in rows)
 
         return await self._call(work)
+
+    async def fair_share(self, platforms: Iterable[str]) -> int:
+        """Every unfinished job on ``platforms``: the database has one process."""
+        allowed = tuple(platforms)
+        if not allowed:
+            return 0
+        sql = SQL_LOAD.format(placeholders(len(allowed)))
+
+        def work(db: Database) -> int:
+            return int(db.conn.execute(sql, (*_UNFINISHED, *allowed)).fetchone()[0])
+
+        return await self._call(work)
+
+    async def shed_leases(self, count: int) -> int:
+        """Nothing to give: no other process shares this database."""
+        return 0
 
     async def claim_jobs(
         self, platforms: Iterable[str], *, limit: int, take_live: bool = False
@@ -83,7 +104,7 @@ class SqliteJobLeasing(StoreBase):
                         (self._process_id, now + self._lease_seconds, *(r["id"] for r in rows)),
                     )
             return [
-                _taken(job_from_row(row), self._process_id, now + self._lease_seconds)
+                taken(job_from_row(row), self._process_id, now + self._lease_seconds)
                 for row in rows
             ]
 
@@ -108,10 +129,6 @@ class SqliteJobLeasing(StoreBase):
         none: tuple[str, ...] = ()
         for job_id in none:
             yield job_id
-
-
-def _taken(job: Job, owner: str, lease_until: float) -> Job:
-    return replace(job, owner=owner, lease_until=lease_until)
 
 
 def _process_values(process: ProcessInfo) -> tuple[object, ...]:

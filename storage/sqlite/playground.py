@@ -15,9 +15,14 @@ from storage.sqlite.base import StoreBase
 from storage.sqlite.sql import placeholders, write_transaction
 
 SQL_SAVE: Final = (
-    "INSERT INTO playground_messages (id, channel, pending, image_keys, body)"
-    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-    " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body"
+    "INSERT INTO playground_messages (id, channel, pending, image_keys, body, owner)"
+    " VALUES (?, ?, ?, ?, ?, CASE WHEN ? THEN ? END) ON CONFLICT (id) DO UPDATE SET"
+    " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body,"
+    " version = playground_messages.version + 1 RETURNING version"
+)
+SQL_CLAIM_PENDING: Final = (
+    "UPDATE playground_messages SET owner = ? WHERE pending"
+    " AND json_extract(body, '$.created') < ? RETURNING id"
 )
 SQL_SAVE_IMAGE: Final = (
     "INSERT OR IGNORE INTO playground_images (key, filename, content_type, width, height, data)"
@@ -32,12 +37,12 @@ SQL_SWEEP_IMAGES: Final = (
     " (SELECT value FROM playground_messages, json_each(playground_messages.image_keys))"
 )
 SQL_LOAD: Final = (
-    "SELECT id, channel, pending, image_keys, body FROM (SELECT *, ROW_NUMBER() OVER"
+    "SELECT id, channel, pending, image_keys, body, version FROM (SELECT *, ROW_NUMBER() OVER"
     " (PARTITION BY channel ORDER BY seq DESC) AS n FROM playground_messages)"
     " WHERE n <= ? ORDER BY seq"
 )
 SQL_ONE: Final = (
-    "SELECT id, channel, pending, image_keys, body FROM playground_messages WHERE id = ?"
+    "SELECT id, channel, pending, image_keys, body, version FROM playground_messages WHERE id = ?"
 )
 SQL_IMAGES: Final = "SELECT key, filename, content_type, width, height, data FROM playground_images"
 SQL_IMAGE_SIZES: Final = "SELECT key, length(data) FROM playground_images"
@@ -45,9 +50,14 @@ IMAGES_PER_QUERY: Final = 500
 
 
 def message_from(row: tuple[Any, ...]) -> PlaygroundMessage:
-    message_id, channel, pending, keys, body = row
+    message_id, channel, pending, keys, body, version = row
     return PlaygroundMessage(
-        message_id, channel, bool(pending), tuple(from_json(keys, [])), from_json(body, {})
+        message_id,
+        channel,
+        bool(pending),
+        tuple(from_json(keys, [])),
+        from_json(body, {}),
+        version,
     )
 
 
@@ -80,26 +90,43 @@ class SqlitePlayground(StoreBase):
 
     async def save_playground_message(
         self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
-    ) -> None:
-        """Store a message and its images; trim the channel to ``keep`` and sweep images."""
+    ) -> int:
+        """Store a message and its images; trim the channel to ``keep`` and sweep images; the
+        version saved."""
         row = (
             message.id,
             message.channel,
             int(message.pending),
             to_json(sorted(message.image_keys)),
             to_json(dict(message.body)),
+            int(message.pending),
+            self._process_id,
         )
         shown = [(i.key, i.filename, i.content_type, i.width, i.height, i.data) for i in images]
 
-        def work(db: Database) -> None:
+        def work(db: Database) -> int:
             with write_transaction(db):
                 db.conn.executemany(SQL_SAVE_IMAGE, shown)
-                db.conn.execute(SQL_SAVE, row)
+                version = int(db.conn.execute(SQL_SAVE, row).fetchone()[0])
                 trimmed = db.conn.execute(SQL_TRIM, (message.channel, message.channel, keep))
                 if trimmed.rowcount:
                     db.conn.execute(SQL_SWEEP_IMAGES)
+            return version
 
-        await self._call(work)
+        return await self._call(work)
+
+    async def claim_pending_commands(self, accepted_before: float) -> list[str]:
+        """Every command accepted before ``accepted_before`` that still waits for a handler:
+        the database has one process, which takes them all."""
+
+        def work(db: Database) -> list[str]:
+            with write_transaction(db):
+                rows = db.conn.execute(
+                    SQL_CLAIM_PENDING, (self._process_id, accepted_before)
+                ).fetchall()
+            return [str(row[0]) for row in rows]
+
+        return await self._call(work)
 
     async def settle_playground_message(self, message_id: str) -> None:
         """Mark a command's message as handled."""

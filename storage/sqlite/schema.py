@@ -322,7 +322,21 @@ def _v12_storage_probes(db: Database) -> None:
     db.execute("CREATE TABLE storage_probes (process_id TEXT PRIMARY KEY, probed_at REAL NOT NULL)")
 
 
-def _v13_oauth_state_expiry(db: Database) -> None:
+def _v13_lease_generation(db: Database) -> None:
+    db.execute("ALTER TABLE jobs ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0")
+
+
+def _v14_command_keys_and_versions(db: Database) -> None:
+    db.execute("ALTER TABLE jobs ADD COLUMN command_key TEXT")
+    db.execute(
+        "CREATE UNIQUE INDEX jobs_by_command_key ON jobs (command_key)"
+        " WHERE command_key IS NOT NULL"
+    )
+    db.execute("ALTER TABLE playground_messages ADD COLUMN version INTEGER NOT NULL DEFAULT 1")
+    db.execute("ALTER TABLE playground_messages ADD COLUMN owner TEXT")
+
+
+def _v15_oauth_state_expiry(db: Database) -> None:
     db.execute("CREATE INDEX oauth_states_by_expiry ON oauth_states (expires_at)")
 
 
@@ -343,7 +357,13 @@ MIGRATIONS: Sequence[Migration] = (
     Migration(10, "an index of lease expiry over unfinished jobs", _v10_lease_expiry),
     Migration(11, "jobs.is_dm (was parameters.is_dm)", _v11_is_dm),
     Migration(12, "storage write probes (readiness)", _v12_storage_probes),
-    Migration(13, "an index of OAuth states by expiry", _v13_oauth_state_expiry),
+    Migration(13, "jobs.lease_generation (fencing)", _v13_lease_generation),
+    Migration(
+        14,
+        "jobs.command_key, playground message versions and command owners",
+        _v14_command_keys_and_versions,
+    ),
+    Migration(15, "an index of OAuth states by expiry", _v15_oauth_state_expiry),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from storage import ProcessInfo, Storage
+from storage.postgres import PostgresStore
 from tests.storage.conftest import START, ManualClock, new_job
 from tests.storage.helpers import create_job
 
@@ -30,16 +31,17 @@ async def test_a_live_lease_is_never_taken_and_an_expired_one_is_taken_once(
     job = await create_job(store, new_job(status="pending"))
     assert await other_store.claim_jobs(["discord"], limit=10) == []
     clock.advance(LEASE - 1)
-    assert await store.heartbeat(process("discord")) == 1
+    assert await store.heartbeat(process("discord")) == {job.id}
     clock.advance(LEASE - 1)
     assert await other_store.claim_jobs(["discord"], limit=10) == []
 
     clock.advance(2)
     [taken] = await other_store.claim_jobs(["discord"], limit=10)
     assert (taken.id, taken.status, taken.owner) == (job.id, "pending", other_store.process_id)
+    assert taken.lease_generation == job.lease_generation + 1
     assert await other_store.claim_jobs(["discord"], limit=10) == []
     assert await store.claim_jobs(["discord"], limit=10) == []
-    assert await store.heartbeat(process("discord")) == 0
+    assert await store.heartbeat(process("discord")) == frozenset()
     stored = await store.get_job(job.id)
     assert stored is not None and stored.owner == other_store.process_id
 
@@ -62,7 +64,7 @@ async def test_finished_work_is_not_leased(
         await create_job(store, new_job(status=status))
     clock.advance(LEASE + 1)
     assert await other_store.claim_jobs(["discord"], limit=10) == []
-    assert await store.heartbeat(process("discord")) == 0
+    assert await store.heartbeat(process("discord")) == frozenset()
 
 
 async def test_concurrent_claimers_split_the_expired_jobs_without_overlap(
@@ -123,6 +125,55 @@ async def test_tracking_queries_can_keep_to_one_owners_jobs(
     )
     assert next_poll == clock.now + 5
     assert await store.next_poll_after(["processing"], clock.now, owner="nobody") is None
+
+
+async def test_a_write_fenced_with_a_lost_lease_changes_nothing(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    job = await create_job(store, new_job(status="pending"))
+    assert await store.transition(job.id, "pending", "finished")
+    claimed = await store.claim_delivery(job.id, ["discord"], due_by=clock.now)
+    assert claimed is not None and claimed.lease is not None
+    clock.advance(LEASE + 1)
+    [taken] = await other_store.claim_jobs(["discord"], limit=10)
+
+    assert not await store.transition(job.id, "posting", "posted", fence=claimed.lease)
+    assert await other_store.transition(job.id, "posting", "finished", fence=taken.lease)
+    stored = await store.get_job(job.id)
+    assert stored is not None and stored.status == "finished"
+    assert stored.lease == taken.lease != claimed.lease
+
+
+async def test_the_fair_share_divides_each_platforms_jobs_among_its_live_processes(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    for n in range(10):
+        await create_job(store, new_job(status="pending", platform="web" if n < 7 else "slack"))
+    await store.heartbeat(process("web", "slack"))
+    await other_store.heartbeat(process("web"))
+    shared = isinstance(store, PostgresStore)
+
+    assert await store.fair_share(["web", "slack"]) == (4 + 3 if shared else 10)
+    assert await other_store.fair_share(["web"]) == (4 if shared else 7)
+    clock.advance(LEASE + 1)
+    await store.heartbeat(process("web", "slack"))
+    assert await store.fair_share(["web", "slack"]) == 10
+
+
+async def test_shedding_gives_back_the_newest_jobs_in_flight_for_others_to_claim(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    jobs = []
+    for status in ("pending", "processing", "posting", "creating", "submitted"):
+        clock.advance(1)
+        jobs.append(await create_job(store, new_job(status=status)))
+    if not isinstance(store, PostgresStore):
+        assert await store.shed_leases(2) == 0
+        return
+    assert await store.shed_leases(2) == 2
+    given = [job.id for job in await other_store.claim_jobs(["discord"], limit=10)]
+    assert sorted(given) == sorted([jobs[1].id, jobs[4].id])
+    assert await store.heartbeat(process("discord")) == {jobs[0].id, jobs[2].id, jobs[3].id}
 
 
 def test_the_lease_index_predicate_names_every_unfinished_status() -> None:

@@ -3,7 +3,11 @@ commands, the session key; bounded per channel."""
 
 from __future__ import annotations
 
-from storage import PlaygroundImage, PlaygroundMessage, Storage
+from dataclasses import replace
+
+from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Storage
+from storage.postgres import PostgresStore
+from tests.storage.conftest import ManualClock
 
 
 def image(key: str) -> PlaygroundImage:
@@ -34,12 +38,37 @@ async def test_messages_and_images_come_back_per_channel(store: Storage) -> None
     assert await store.playground_message("nope") is None
 
 
-async def test_a_saved_message_replaces_itself(store: Storage) -> None:
-    await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10)
+async def test_a_saved_message_replaces_itself_and_counts_its_versions(store: Storage) -> None:
+    assert (
+        await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10) == 1
+    )
     edited = PlaygroundMessage("a", "general", False, ("k2",), {"text": "edited"})
-    await store.save_playground_message(edited, [image("k2")], keep=10)
+    assert await store.save_playground_message(edited, [image("k2")], keep=10) == 2
     found = await store.playground_message("a")
-    assert found == (edited, [image("k2")])
+    assert found == (replace(edited, version=2), [image("k2")])
+    messages, _ = await store.load_playground(keep=10)
+    assert [m.version for m in messages] == [2]
+
+
+async def test_pending_commands_are_claimed_by_one_live_process_only(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    accepted = {"id": "c", "created": clock.now - 30}
+    await store.save_playground_message(
+        PlaygroundMessage("c", "general", True, (), accepted), [], keep=10
+    )
+    await store.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
+    shared = isinstance(store, PostgresStore)
+    assert await other_store.claim_pending_commands(clock.now - 60) == []
+    if shared:
+        assert await other_store.claim_pending_commands(clock.now) == [], "its owner is alive"
+        clock.advance(store.lease_seconds + 1)
+    assert await other_store.claim_pending_commands(clock.now) == ["c"]
+    await other_store.heartbeat(ProcessInfo("h", 2, ("web",), clock.now))
+    assert await store.claim_pending_commands(clock.now) == ([] if shared else ["c"])
+    assert await other_store.claim_pending_commands(clock.now) == ["c"], "its own, not settled"
+    await other_store.settle_playground_message("c")
+    assert await other_store.claim_pending_commands(clock.now) == []
 
 
 async def test_each_channel_keeps_its_latest_messages_and_their_images(store: Storage) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,7 +21,7 @@ from adapters.web import WebAdapter
 from adapters.web.journal import PlaygroundJournal, message_record, playground_path
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from adapters.web.settings import WebSettings
-from bot.core import DATABASE_UNREACHABLE_TEXT
+from bot.core import DATABASE_FULL_TEXT, DATABASE_UNREACHABLE_TEXT
 from bot.events import ButtonPress, Command, InboundEvent, Place
 from bot.outbound import Button, ImageFile, OutMessage
 from bot.surface import SurfaceError
@@ -255,6 +256,55 @@ async def test_a_command_the_database_cannot_keep_is_refused_with_a_json_error(
     assert answer == {"error": DATABASE_UNREACHABLE_TEXT}
     assert core.events == []
     assert adapter.playground.store.history("general", "anyone") == []
+
+
+async def test_a_command_on_a_read_only_database_is_refused_saying_so(tmp_path: Path) -> None:
+    core = RecordingCore()
+    async with playground(tmp_path / "genbot.db", core) as adapter, browser_of(adapter) as browser:
+        store = adapter.playground.history
+        assert isinstance(store, SqliteStore)
+        await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+        body = {"text": "/imagine a fox", "channel": "general"}
+        async with browser.post("/api/command", json=body) as response:
+            assert response.status == 503
+            assert await response.json() == {"error": DATABASE_FULL_TEXT}
+    assert core.events == []
+
+
+class DatabaseLostWhileHandling(RecordingCore):
+    """The database refuses writes while the first event is handled (its end is not
+    recorded), then comes back."""
+
+    store: SqliteStore | None = None
+
+    async def handle(self, event: InboundEvent) -> None:
+        self.events.append(event)
+        self._arrived.set()
+        if self.store is not None and len(self.events) == 1:
+            await self.store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+
+
+async def test_a_command_whose_end_was_not_recorded_is_handled_again_with_its_key(
+    tmp_path: Path,
+) -> None:
+    core = DatabaseLostWhileHandling()
+    async with playground(tmp_path / "genbot.db", core) as adapter, browser_of(adapter) as browser:
+        store = adapter.playground.history
+        assert isinstance(store, SqliteStore)
+        core.store = store
+        status, shown = await post(browser, "/api/command", {"text": "/imagine a fox"})
+        assert status == 202
+        [first] = await core.wait_for_events(1)
+        await eventually(lambda: not adapter.handling(shown["event_id"]))
+        await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 0"))
+        assert adapter.playground.store.pending() != []
+
+        await adapter._take_pending(time.time() + 1)
+
+        [_, again] = await core.wait_for_events(2)
+        assert isinstance(first, Command) and isinstance(again, Command)
+        assert again.key == first.key == f"web:{shown['event_id']}"
+        await eventually(lambda: adapter.playground.store.pending() == [])
 
 
 async def test_an_earlier_genbots_history_file_is_imported_once(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from adapters.web.hub import EventHub
@@ -29,6 +31,17 @@ def test_a_full_channel_drops_its_oldest_message_and_the_images_only_it_showed()
     dropped = {image["key"] for image in first.images} - kept
     assert all(store.image(key) is not None for key in kept)
     assert all(store.image(key) is None for key in dropped) and dropped
+
+
+def test_a_copy_older_than_the_one_kept_never_replaces_it() -> None:
+    store = MessageStore()
+    shown = store.add(replace(message(store), text="⏳ Drawing", version=3))
+    result = replace(shown, text="the grid", version=4)
+    assert store.merge(result, {}) is shown and shown.text == "the grid"
+
+    assert store.merge(replace(result, text="⏳ Drawing", version=3), {}) is None
+    assert store.merge(replace(result, text="⏳ Drawing", version=4), {}) is None
+    assert store.get(shown.id) is shown and shown.text == "the grid" and shown.version == 4
 
 
 def test_each_user_keeps_a_bounded_number_of_pending_uploads() -> None:

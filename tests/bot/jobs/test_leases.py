@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -20,13 +21,14 @@ from bot.jobs import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record
-from storage import Job
+from storage import Job, NewJob
 from storage.postgres import PostgresStore
 from tests.bot.harness import PLACE, ROOMY, harness_settings
 from tests.bot.jobs.proxy import FaultyProxy, faulty_proxy
 from tests.bot.jobs.support import eventually
 from tests.fakes.platform import FakePlatform
 from tests.postgres import PostgresCluster
+from tests.storage.helpers import create_job
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
@@ -195,3 +197,88 @@ async def test_each_process_polls_only_the_jobs_it_owns(postgres: PostgresCluste
         assert {job.owner for job in jobs} == {owner}
         assert set(task_ids_read(via)) == {job.provider_id for job in jobs}, "its own, all"
     assert not set(task_ids_read(via_first)) & set(task_ids_read(via_second))
+
+
+def pending_job(n: int) -> NewJob:
+    return NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
+                  channel_id="c1", workspace_id="w1", prompt=f"a fox {n}",
+                  status="pending", provider_id=f"task-{n}")  # fmt: skip
+
+
+async def owners(process: Process, jobs: list[Job]) -> Counter[str | None]:
+    return Counter(job.owner for job in await jobs_of(process, jobs))
+
+
+@asynccontextmanager
+async def beating(*processes: Process) -> AsyncIterator[None]:
+    """The processes' heartbeats running (every quarter lease) for the block."""
+    for process in processes:
+        process.engines.tracker.leases.start()
+    try:
+        yield
+    finally:
+        for process in processes:
+            await process.engines.tracker.leases.stop()
+
+
+async def test_after_an_outage_nobody_takes_the_jobs_of_a_process_that_renews_in_time(
+    postgres: PostgresCluster,
+) -> None:
+    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    async with serve(MANUAL) as sim, process_on(sim, url, platform) as live:
+        jobs = [await create_job(live.store, pending_job(n)) for n in range(4)]
+        await asyncio.sleep(LEASE * 1.5)
+        async with process_on(sim, url, platform) as back, beating(live, back):
+            leases = back.engines.tracker.leases
+            assert await leases.beat() == 0, "every lease ran out, but it just got the database"
+            await asyncio.sleep(LEASE * 3)
+            assert leases.taken_over == 0
+            assert await owners(live, jobs) == {live.store.process_id: 4}
+
+
+async def test_a_takeover_claims_only_a_fair_share(postgres: PostgresCluster) -> None:
+    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    async with serve(MANUAL) as sim:
+        async with process_on(sim, url, platform, dies=True) as dead:
+            jobs = [await create_job(dead.store, pending_job(n)) for n in range(10)]
+        async with (
+            process_on(sim, url, platform) as first,
+            process_on(sim, url, platform) as second,
+            beating(first, second),
+        ):
+            live = {first.store.process_id, second.store.process_id}
+            counts = await until_owned(first, jobs, live)
+            assert sorted(counts.values()) == [5, 5] and set(counts) == live
+
+
+async def until_owned(process: Process, jobs: list[Job], by: set[str]) -> Counter[str | None]:
+    """The owners of ``jobs`` once processes ``by`` hold them all (bounded wait)."""
+    async with asyncio.timeout(15):
+        while True:
+            counts = await owners(process, jobs)
+            if set(counts) <= by:
+                await asyncio.sleep(LEASE)
+                return await owners(process, jobs)
+            await asyncio.sleep(LEASE / 4)
+
+
+async def until_holding(process: Process, jobs: list[Job], count: int) -> None:
+    """Wait (bounded) until ``process`` holds ``count`` of ``jobs``."""
+    async with asyncio.timeout(15):
+        while True:
+            if (await owners(process, jobs))[process.store.process_id] >= count:
+                return
+            await asyncio.sleep(LEASE / 4)
+
+
+async def test_a_process_that_joins_gets_its_share_of_the_load(postgres: PostgresCluster) -> None:
+    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    async with serve(MANUAL) as sim, process_on(sim, url, platform) as busy:
+        jobs = [await create_job(busy.store, pending_job(n)) for n in range(10)]
+        async with process_on(sim, url, platform) as joining, beating(busy, joining):
+            await until_holding(joining, jobs, 5)
+            await asyncio.sleep(LEASE * 2)
+            assert await owners(busy, jobs) == {
+                busy.store.process_id: 5,
+                joining.store.process_id: 5,
+            }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ from bot.api import ImagineRequest, TaskRecord
 from bot.events import Command, MessageRef, User
 from bot.jobs.marks import place_of
 from bot.jobs.provider_state import LOST_AFTER_NULLS, LOST_TASK
-from bot.jobs.wording import RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
+from bot.jobs.starter import CREATING_GRACE_SECONDS
+from bot.jobs.tracker import SWEEP_SECONDS
+from bot.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
 from bot.outbound import OutMessage
 from bot.surface import SurfaceLimits
 from simulator.server import serve
@@ -517,3 +520,66 @@ async def test_a_notification_that_never_comes_is_made_up_by_the_backstop_poll(
         assert done is not None and done.last_webhook_at is None
         assert bot.sim.state.webhook_attempts == []
         assert bot.sim.state.requests_to("/gen/v2/multi_fetch")
+
+
+class ReadOnlyAfterResult(FakePlatform):
+    """Makes the store refuse writes (``PRAGMA query_only``) right after a result is shown,
+    as a database that fails between the post and the write recording it."""
+
+    store: SqliteStore | None = None
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        await super().edit(ref, message)
+        if message.images and self.store is not None:
+            store, self.store = self.store, None
+            await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+
+
+async def test_a_delivery_whose_outcome_was_not_recorded_is_released_and_posted_once(
+    tmp_path: Path,
+) -> None:
+    platform = ReadOnlyAfterResult(limits=ROOMY)
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        store, tracker = bare.store, bare.engines.tracker
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+        sim.advance(120)
+        platform.store = store
+        await tracker.apply_task_record(job, await bare.provider.tasks.fetch(job.provider_id or ""))
+        await tracker.wait_idle()
+        stranded = await store.get_job(job.id)
+        assert stranded is not None and stranded.status == "posting"
+        await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 0"))
+
+        await tracker.poll_round()
+        released = await store.get_job(job.id)
+        assert released is not None and released.status == "finished"
+        assert released.delivery_attempts == 1 and released.next_poll_at is not None
+        await asyncio.sleep(max(released.next_poll_at - time.time(), 0) + 0.05)
+        await tracker.poll_round()
+        await tracker.wait_idle()
+
+        posted = await store.get_job(job.id)
+        assert posted is not None and posted.status == "posted" and posted.post_claims == 2
+        assert len(results_of(platform, job.id)) == 1
+        assert posted.result_message_id == posted.progress_message_id
+
+
+async def test_a_creating_job_nobody_is_starting_is_settled_by_its_owner(
+    tmp_path: Path,
+) -> None:
+    now = [1_800_000_000.0]
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, clock=lambda: now[0]) as bare:
+        store, tracker = bare.store, bare.engines.tracker
+        job = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
+                     channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
+        stranded = await create_job(store, job)
+        await tracker.poll_round()
+        assert (await store.get_job(stranded.id)).status == "creating"  # type: ignore[union-attr]
+
+        now[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
+        await tracker.poll_round()
+
+        settled = await store.get_job(stranded.id)
+        assert settled is not None and settled.status == "create_failed"
+        assert settled.error == LOST_BEFORE_SUBMIT and settled.owner == store.process_id
+        assert sim.state.requests_to("/gen/v2/imagine") == []
