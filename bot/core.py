@@ -60,6 +60,19 @@ def storage_failure_text(error: StorageError) -> str:
     return DATABASE_UNREACHABLE_TEXT
 
 
+def storage_cause(error: BaseException) -> StorageError | None:
+    """The storage failure behind ``error`` (itself, or what it was raised from), if any: a
+    platform write that failed because the platform's own storage did (the playground's)."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, StorageError):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
 def unexpected_error_text(reference: str) -> str:
     """The answer when handling an event failed on genbot's side; ``reference`` is logged."""
     return f"Something went wrong on genbot's side (ref {reference}); it was logged."
@@ -231,10 +244,12 @@ class Core:
         except ApiError as error:
             log.warning("provider call failed for %s: %s", type(event).__name__, error)
             await self._tell(event, error.user_message)
-        except StorageError as error:
-            log.warning("storage failed handling %s: %s", type(event).__name__, error)
-            await self._tell(event, storage_failure_text(error))
-        except Exception:
+        except Exception as error:
+            failure = storage_cause(error)
+            if failure is not None:
+                log.warning("storage failed handling %s: %s", type(event).__name__, error)
+                await self._tell(event, storage_failure_text(failure))
+                return
             reference = secrets.token_hex(4)
             log.exception("unexpected error handling %s (ref %s)", type(event).__name__, reference)
             await self._tell(event, unexpected_error_text(reference))

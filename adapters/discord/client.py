@@ -147,6 +147,7 @@ class GenbotClient(discord.AutoShardedClient):
             attachments={
                 k: attachment_of(v) for k, v in given.items() if isinstance(v, discord.Attachment)
             },
+            key=f"discord:{interaction.id}",
         )
         self._run(event)
 

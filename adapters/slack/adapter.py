@@ -340,6 +340,7 @@ class SlackAdapter:
             name=route.name,
             text=text,
             attachments=attachments,
+            key=f"slack:{body['trigger_id']}" if body.get("trigger_id") else None,
         )
 
     # Interactivity ----------------------------------------------------------------------------

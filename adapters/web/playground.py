@@ -205,15 +205,21 @@ class Playground:
         await self.keep("post", message, new=True)
         return message
 
-    async def pending_command(self, message_id: str) -> WebMessage | None:
-        """The command message ``message_id`` while it waits for its handler (read from the
-        history when this process does not show it), else None."""
+    async def message(self, message_id: str) -> WebMessage | None:
+        """The message ``message_id``: as this process shows it, else read from the history
+        (another process saved it while this one was not following: it is shown from now
+        on), else None."""
         shown = self.store.get(message_id)
         if shown is None and self.journal is not None:
             found = await self.journal.fetch(message_id, with_images=True)
             if found is not None:
                 self._show_saved(*found)
                 shown = self.store.get(message_id)
+        return shown
+
+    async def pending_command(self, message_id: str) -> WebMessage | None:
+        """The command message ``message_id`` while it waits for its handler, else None."""
+        shown = await self.message(message_id)
         return shown if shown is not None and shown.pending else None
 
     async def claim_pending(self, accepted_before: float) -> list[str]:
@@ -290,7 +296,7 @@ class Playground:
                     self.store.discard_images(message)
                 if message.reply_to is not None:
                     self.unkept_replies.add(message.reply_to)
-                raise NotKept(error) from None
+                raise NotKept(error) from error
         if new:
             self.store.add(message)
         payload: dict[str, Any] = {"type": kind, "message": message.to_json()}

@@ -58,7 +58,7 @@ class WebSurface:
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
         """Replace a genbot message's text and buttons (and its images, when some are given)."""
         self._check(ref.place, message)
-        posted = self._own(ref)
+        posted = await self._own(ref)
         posted.text = message.text
         posted.buttons = message.buttons
         posted.from_model = message.from_model
@@ -70,7 +70,7 @@ class WebSurface:
 
     async def delete(self, ref: MessageRef) -> None:
         """Remove a genbot message from the channel (and from the browsers showing it)."""
-        posted = self._own(ref)
+        posted = await self._own(ref)
         posted.deleted = True
         posted.text, posted.buttons = "", ()
         self.playground.store.replace_images(posted, ())
@@ -143,8 +143,10 @@ class WebSurface:
                 return stored.data
         raise SurfaceError(f"the playground does not hold {attachment.filename!r}")
 
-    def _own(self, ref: MessageRef) -> WebMessage:
-        posted = self.playground.store.get(ref.message_id)
+    async def _own(self, ref: MessageRef) -> WebMessage:
+        """genbot's message ``ref`` (another process's too: a job taken over is delivered
+        here); :class:`MessageGone` when there is none."""
+        posted = await self.playground.message(ref.message_id)
         if posted is None or posted.kind != "bot" or posted.deleted:
             raise MessageGone(f"no genbot message {ref.message_id!r} in the playground")
         return posted

@@ -98,6 +98,8 @@ MAX_DERIVATIVE_ATTEMPTS = 20
 CREATING_GRACE_SECONDS = 30.0
 """A ``creating`` job nobody is starting is settled after this long (the start of a job takes
 far less: its row, its progress message and one create call)."""
+RECHECK_SECONDS = 1.0
+"""How often a command handled again looks whether another process started its job."""
 RECORD_SECONDS = 60.0
 """How long recording a job the provider accepted is retried while storage fails."""
 ATTACHMENT_TIMEOUT_SECONDS = 30.0
@@ -280,18 +282,24 @@ class JobStarter:
         """A command handled again (after a restart, or by the process that took it over)
         whose job exists: that job's message is the answer. A job that never got one (its
         progress message could not be posted, so it never reached the provider) is answered
-        here with why it did not start, and settled so when nobody can be starting it any more:
-        it is this process's (which is not starting it), or older than any start takes."""
+        here with why it did not start, once nobody can be starting it any more: it is this
+        process's (which is not starting it), or another process got its message posted or
+        settled it meanwhile (waited for up to ``CREATING_GRACE_SECONDS`` from its creation),
+        or it is older than any start takes (then settled here)."""
         log.info(
             "command %s already started job %s; not starting it again", job.command_key, job.id
         )
-        if job.progress_message_id is not None or self.watch.is_starting(job.id):
+        if self.watch.is_starting(job.id):
             return job
-        if job.status == "creating":
-            mine = job.owner == self.store.process_id
-            if not mine and time.time() - job.created_at < CREATING_GRACE_SECONDS:
-                return job
-            job = await self.delivery.mark_not_started(job, LOST_BEFORE_SUBMIT)
+        deadline = job.created_at + CREATING_GRACE_SECONDS
+        while job.progress_message_id is None and job.status == "creating":
+            if job.owner == self.store.process_id or time.time() >= deadline:
+                job = await self.delivery.mark_not_started(job, LOST_BEFORE_SUBMIT)
+                break
+            await asyncio.sleep(RECHECK_SECONDS)
+            job = await self.store.get_job(job.id) or job
+        if job.progress_message_id is not None:
+            return job
         reason = job.error if job.status == "create_failed" and job.error else LOST_BEFORE_SUBMIT
         raise UserError(f"{heading(job)} could not start: {reason}")
 

@@ -137,6 +137,17 @@ async def _quota_refusal(
     return None
 
 
+def _made_by_the_lost_attempt(job: Job, store: PostgresBase) -> bool:
+    """Whether a keyed job found by a repeated creation is the one the first attempt made
+    before its connection was lost (this process's, still untouched): then it is this call's."""
+    return (
+        job.owner == store.process_id
+        and job.status == "creating"
+        and job.progress_message_id is None
+        and job.lease_generation == 0
+    )
+
+
 class PostgresJobs(PostgresBase):
     """Job methods of :class:`storage.postgres.PostgresStore`."""
 
@@ -157,15 +168,22 @@ class PostgresJobs(PostgresBase):
         transaction-scoped advisory lock serializes their creations (in every process), so
         counting, summing and inserting cannot interleave. A derivative whose pair exists, or a
         job of the same ``command_key``, is returned as ``(existing, False)`` without a quota
-        check."""
+        check. A keyed creation runs once more on a fresh connection when the first was lost
+        (repeating it finds the job the first may have made)."""
         check_new_job(new)
         derivative = new.parent_job_id is not None and new.action is not None
-        async with self._transaction() as conn:
+
+        attempts = 0
+
+        async def work(conn: Connection) -> tuple[Job, bool] | QuotaRefusal:
+            nonlocal attempts
+            attempts += 1
             if new.command_key is not None:
                 cursor = await conn.execute(SQL_COMMANDED, (new.command_key,))
                 commanded = await cursor.fetchone()
                 if commanded is not None:
-                    return job_from_row(commanded), False
+                    found = job_from_row(commanded)
+                    return found, attempts > 1 and _made_by_the_lost_attempt(found, self)
             if derivative:
                 cursor = await conn.execute(SQL_DERIVATIVE, (new.parent_job_id, new.action))
                 existing = await cursor.fetchone()
@@ -194,6 +212,11 @@ class PostgresJobs(PostgresBase):
                 if raced is not None:
                     return job_from_row(raced), False
             raise StorageError("the job conflicts with an existing one (same provider id?)")
+
+        if new.command_key is None:
+            async with self._transaction() as conn:
+                return await work(conn)
+        return await self._attempt(work, transaction=True)
 
     async def quota_refusal(
         self, platform: str, requester_id: str, quota: JobQuota, *, pending: int = 0

@@ -5,6 +5,15 @@ statement pool so long answers cannot starve short queries. ``pg_advisory_lock``
 processes that ask in the order they asked, and the server drops a dead process's locks with
 its connection. A connection whose lock state is in doubt (an error, a cancelled wait) is
 closed, never reused.
+
+The order of a conversation's turns holds while the lock's connection lives. When it is lost in
+the middle of a turn (a server restart, a terminated backend), the server drops the lock with it:
+the turn goes on to its end (its answer is already streaming) and is saved, and a turn of the
+same conversation reaching another process meanwhile may start before it ends, answering from
+the history as it was. Both answers are kept in the order they were saved, and the loss is
+logged when the first turn ends. Aborting the turn would throw away an answer that is almost
+always fine; taking the lock again could stall a streaming answer behind the next turn. Within
+one process, turns of one conversation are serialized anyway (:mod:`adapters.runner`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from storage.errors import StorageError
-from storage.postgres.base import PostgresBase, Query
+from storage.postgres.base import Connection, PostgresBase, Query
 from storage.records import PlaygroundImage, PlaygroundMessage
 from storage.rules import newest_images
 
@@ -96,7 +96,8 @@ class PostgresPlayground(PostgresBase):
         self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
     ) -> int:
         """Store a message and its images, trim, sweep, and tell the other processes (the
-        notification leaves at commit); the version saved."""
+        notification leaves at commit); the version saved. Saving again does no harm, so a
+        save whose connection was lost runs once more on a fresh one."""
         row = (
             message.id,
             message.channel,
@@ -107,7 +108,8 @@ class PostgresPlayground(PostgresBase):
             self._process_id,
         )
         shown = [(i.key, i.filename, i.content_type, i.width, i.height, i.data) for i in images]
-        async with self._transaction() as conn:
+
+        async def work(conn: Connection) -> int:
             if shown:
                 async with conn.cursor() as cursor:
                     await cursor.executemany(SQL_SAVE_IMAGE, shown)
@@ -118,8 +120,10 @@ class PostgresPlayground(PostgresBase):
             await conn.execute(
                 "SELECT pg_notify(%s, %s)", (CHANNEL, f"{self._process_id} {message.id}")
             )
-        assert saved is not None
-        return int(saved["version"])
+            assert saved is not None
+            return int(saved["version"])
+
+        return await self._attempt(work, transaction=True)
 
     async def settle_playground_message(self, message_id: str) -> None:
         """Mark a command's message as handled."""

@@ -17,6 +17,7 @@ from bot.core import (
 )
 from bot.events import ButtonPress, Command, ModalSubmit, OptionValue, Place, User, UserMessage
 from bot.refs import Referent, RefKind
+from bot.surface import SurfaceError
 from storage import StorageError
 from tests.fakes.platform import FakePlatform
 
@@ -110,6 +111,24 @@ async def test_buttons_modals_and_messages_are_routed(setup: Setup) -> None:
     await core.handle(UserMessage(user=ALICE, place=PLACE, message_id="u1", text="hello"))
     assert feature.seen == [("button", "upscale1"), ("modal", "upscale1")]
     assert conversations.messages == ["hello"]
+
+
+def kept_nothing() -> Exception:
+    """A platform write that failed because the platform's storage did (the playground's)."""
+    try:
+        raise StorageError("database connection lost: server closed the connection")
+    except StorageError as cause:
+        try:
+            raise SurfaceError("the playground could not keep the message") from cause
+        except SurfaceError as error:
+            return error
+
+
+async def test_a_failure_the_storage_caused_is_told_as_such(setup: Setup) -> None:
+    core, feature, _, platform = setup
+    feature.fail_with = kept_nothing()
+    await core.handle(command("imagine", prompt="a fox"))
+    assert platform.ephemerals_for("alice") == [DATABASE_UNREACHABLE_TEXT]
 
 
 @pytest.mark.parametrize(

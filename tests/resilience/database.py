@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -45,10 +46,17 @@ from tests.resilience.cluster import SETTLED, cluster_env, query
 from tests.resilience.process import GenbotProcess, load_page
 
 PROMPT = "db fault command {number} a lighthouse"
-SQL_BODIES = "SELECT body FROM playground_messages WHERE channel = 'general'"
+BACK_AFTER = re.compile(r"the database is back after (\d+) s")
+SQL_BODIES = "SELECT body FROM playground_messages"
+CHANNELS = tuple(f"faults-{n}" for n in range(6))
+"""Commands go to these in turn: each channel keeps its latest 500 messages, and every command
+and its answer must stay to be counted."""
 JOB_TIMEOUT_SECONDS = 60
 """Jobs whose creation was never confirmed end after this (they are counted as answered)."""
 COMMAND_TIMEOUT = aiohttp.ClientTimeout(total=15)
+PROCESS_TIMEOUT = 90.0
+"""How long a process may take to start or to stop (SIGTERM) on a machine the faults load."""
+DRAIN_SECONDS = 5
 VIEW_SETTLE_SECONDS = 2.0
 """How long the processes get to show the last saves before their views are compared."""
 DATABASE_UNREACHABLE = "genbot can't reach its database"
@@ -129,7 +137,13 @@ class Fleet:
 
     async def add(self) -> GenbotProcess:
         """Start one more process and wait until its playground answers."""
-        process = GenbotProcess(self.env, self.workdir, f"node{self._names}")
+        process = GenbotProcess(
+            self.env,
+            self.workdir,
+            f"node{self._names}",
+            startup_timeout=PROCESS_TIMEOUT,
+            stop_timeout=PROCESS_TIMEOUT,
+        )
         self._names += 1
         await process.start()
         self.processes.append(process)
@@ -151,6 +165,16 @@ class Fleet:
     async def close(self) -> None:
         for process in self.processes:
             await process.kill()
+
+    def outages(self) -> list[float]:
+        """Every outage the processes logged the end of, in seconds."""
+        return [
+            float(found)
+            for process in self.processes
+            for found in BACK_AFTER.findall(
+                "\n".join(path.read_text(errors="replace") for path in process.output_files)
+            )
+        ]
 
     def unexpected_exits(self) -> list[str]:
         """Processes that ended without the scenario stopping them."""
@@ -183,7 +207,8 @@ class Sent:
 async def send_command(url: str, cookie: str, number: int, process: str) -> Sent:
     """POST ``/imagine`` number ``number`` to the playground at ``url``."""
     headers = {"Cookie": f"{SESSION_COOKIE}={cookie}"}
-    body = {"text": "/imagine " + PROMPT.format(number=number), "channel": "general"}
+    channel = CHANNELS[number % len(CHANNELS)]
+    body = {"text": "/imagine " + PROMPT.format(number=number), "channel": channel}
     at = time.monotonic()
     try:
         async with (
@@ -229,6 +254,8 @@ class FaultOutcome:
     exits: list[str]
     settle_seconds: float
     """From the end of the faults until every job was settled."""
+    outages: list[float] = field(default_factory=list)
+    """How long each process found the database out of reach ("the database is back after")."""
 
     def problems(self) -> list[str]:
         """Every broken promise, one line each (empty when all held)."""
@@ -245,7 +272,7 @@ class FaultOutcome:
             if self.creations[sent.prompt] > 1:
                 found.append(f"command {sent.number}: created {self.creations[sent.prompt]} times")
             if len(replies) != 1:
-                texts = [r["text"][:60] for r in replies]
+                texts = [(r["id"], r["text"][:60]) for r in replies]
                 found.append(f"command {sent.number}: {len(replies)} answers {texts}")
         found += [
             f"job {job['id']} ({job['prompt'][:30]}) still {job['status']}"
@@ -256,9 +283,10 @@ class FaultOutcome:
     def summary(self) -> str:
         statuses = Counter(str(job["status"]) for job in self.jobs)
         answered = Counter(sent.status for sent in self.sent)
+        longest = f", longest outage seen {max(self.outages):.0f} s" if self.outages else ""
         return (
             f"sent {len(self.sent)} ({dict(answered)}), jobs {dict(statuses)}, "
-            f"settled {self.settle_seconds:.1f} s after the faults"
+            f"settled {self.settle_seconds:.1f} s after the faults{longest}"
         )
 
 
@@ -322,9 +350,9 @@ async def _stale_views(fleet: Fleet, url: str) -> list[str]:
     stale = []
     headers = {"Cookie": f"{SESSION_COOKIE}={fleet.cookie}"}
     async with aiohttp.ClientSession(timeout=COMMAND_TIMEOUT, headers=headers) as session:
-        for process in fleet.live():
+        for process, channel in ((p, c) for p in fleet.live() for c in CHANNELS):
             async with session.get(
-                f"{process.url}/api/history", params={"channel": "general"}
+                f"{process.url}/api/history", params={"channel": channel}
             ) as response:
                 shown = (await response.json())["messages"]
             stale += [
@@ -355,7 +383,7 @@ async def fault_scenario(
     processes: int = 3,
     commands: int = 60,
     rate: float = 5.0,
-    lease_seconds: float = 2.0,
+    lease_seconds: float = 5.0,
     settle_bound: float = 90.0,
 ) -> FaultOutcome:
     """Run ``processes`` genbot processes on a new database of ``postgres``, send ``commands``
@@ -364,6 +392,7 @@ async def fault_scenario(
     url = postgres.create_database()
     env = cluster_env(sim, url, lease_seconds) | {
         "GENBOT_LIMITS__JOB_TIMEOUT_SECONDS": str(JOB_TIMEOUT_SECONDS),
+        "GENBOT_RUNTIME__DRAIN_SECONDS": str(DRAIN_SECONDS),
     }
     fleet = Fleet(env, workdir)
     scenario = Scenario(ServerFaults(postgres), fleet, url, sim)
@@ -385,6 +414,7 @@ async def fault_scenario(
             await _stale_views(fleet, url),
             fleet.unexpected_exits(),
             settle_seconds,
+            fleet.outages(),
         )
     finally:
         await fleet.close()

@@ -50,6 +50,8 @@ class GenbotProcess:
     ops_port: int = 0
     args: tuple[str, ...] = ("-v",)
     """Options of ``genbot run``."""
+    startup_timeout: float = STARTUP_TIMEOUT
+    stop_timeout: float = STOP_TIMEOUT
 
     @property
     def url(self) -> str:
@@ -79,7 +81,7 @@ class GenbotProcess:
                 stderr=stderr,
                 preexec_fn=self._limit_open_files if self.open_files else None,
             )
-        async with asyncio.timeout(STARTUP_TIMEOUT), aiohttp.ClientSession() as session:
+        async with asyncio.timeout(self.startup_timeout), aiohttp.ClientSession() as session:
             while True:
                 if self.process.returncode is not None:
                     raise AssertionError(f"{self.name} exited early:\n{self.output()}")
@@ -97,7 +99,7 @@ class GenbotProcess:
         """``kill -9`` and reap it."""
         if self.process is not None and self.process.returncode is None:
             self.process.kill()
-            async with asyncio.timeout(STOP_TIMEOUT):
+            async with asyncio.timeout(self.stop_timeout):
                 await self.process.wait()
 
     async def terminate(self) -> int:
@@ -105,7 +107,7 @@ class GenbotProcess:
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
         try:
-            async with asyncio.timeout(STOP_TIMEOUT):
+            async with asyncio.timeout(self.stop_timeout):
                 return await self.process.wait()
         except TimeoutError:
             await self.kill()

@@ -206,3 +206,13 @@ async def test_a_streamed_chat_answer_lands_in_a_thread_within_the_bucket(
     await fake.wait_for(
         lambda: fake.messages[interaction.original_message_id or 0].deleted, what="no placeholder"
     )
+
+
+async def test_a_slash_command_carries_its_interaction_as_its_key(
+    harness: Harness, core: RecordingCore
+) -> None:
+    fake = harness.fake
+    await harness.start(core)
+    interaction = await fake.slash(fake.user("alice"), fake.channel("general"), "help")
+    event = await core.next_event(Command)
+    assert event.key == f"discord:{interaction.id}"

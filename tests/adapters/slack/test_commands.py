@@ -45,6 +45,7 @@ async def test_slash_commands_become_commands_with_their_text(
     assert (command.user.id, command.user.name, command.user.is_admin) == ("U2", "bob", True)
     assert (command.place.channel_id, command.place.thread_id) == ("C7", None)
     assert command.place.workspace_id == fake.team_id
+    assert command.key == f"slack:{fields['trigger_id']}"
 
 
 async def test_an_unknown_subcommand_is_explained_without_bothering_the_core(

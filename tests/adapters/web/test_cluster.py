@@ -71,6 +71,16 @@ async def test_a_browser_on_any_process_sees_every_message(postgres: PostgresClu
         assert [m.text for m in later.playground.store.history("general", "anyone")] == []
 
 
+def cut_following(url: str) -> None:
+    """Terminate every process's connection following the playground's history."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE query = %s AND pid <> pg_backend_pid()",
+            (f"LISTEN {CHANNEL}",),
+        )
+
+
 def feed_failures() -> float:
     """How often following the playground's history failed in this process so far."""
     sample = REGISTRY.get_sample_value("genbot_storage_failures_total", {"kind": "playground_feed"})
@@ -84,12 +94,7 @@ async def test_a_message_saved_while_following_was_cut_is_shown_when_it_resumes(
     url = postgres.create_schema()
     async with process(url) as first, process(url) as second:
         before = feed_failures()
-        with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE query = %s AND pid <> pg_backend_pid()",
-                (f"LISTEN {CHANNEL}",),
-            )
+        cut_following(url)
 
         await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
         await first.surface.send(PLACE, OutMessage("a fox"))
@@ -97,6 +102,31 @@ async def test_a_message_saved_while_following_was_cut_is_shown_when_it_resumes(
         await eventually(
             lambda: (
                 [m.text for m in second.playground.store.history("general", "anyone")] == ["a fox"]
+            ),
+            ACROSS_PROCESSES,
+        )
+
+
+async def test_a_process_edits_a_message_it_missed_while_following_was_cut(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(playground, "FOLLOW_RETRY_SECONDS", 30.0)
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        before = feed_failures()
+        cut_following(url)
+        await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
+        ref = await first.surface.send(PLACE, OutMessage("⏳ drawing", key="job9.progress"))
+        assert second.playground.store.get(ref.message_id) is None
+
+        await second.surface.edit(ref, OutMessage("the result"))
+
+        assert [m.text for m in second.playground.store.history("general", "anyone")] == [
+            "the result"
+        ]
+        await eventually(
+            lambda: (
+                [m.text for m in first.playground.store.history("general", "x")] == ["the result"]
             ),
             ACROSS_PROCESSES,
         )

@@ -1,5 +1,6 @@
 """Conversation locks across processes: one holder at a time, waiters served in the order they
-asked, and a dead holder's lock freed by the server."""
+asked, and a dead holder's lock freed by the server — the turn that held it goes on to its end
+and says the lock was lost (see :mod:`storage.postgres.locks` for why)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,9 @@ async def test_waiters_get_the_conversation_one_at_a_time_in_the_order_they_aske
             await store.close()
 
 
-async def test_a_dead_holders_lock_is_freed(url: str) -> None:
+async def test_a_dead_holders_lock_is_freed_and_a_turn_that_lost_it_ends_saying_so(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     async with await PostgresStore.open(url) as survivor:
         holder = await PostgresStore.open(url)
         held = asyncio.Event()
@@ -73,6 +76,7 @@ async def test_a_dead_holders_lock_is_freed(url: str) -> None:
         release.set()
         await task
         await holder.close()
+    assert "a conversation lock's connection failed while it was held" in caplog.text
 
 
 async def test_waiting_too_long_is_a_storage_error(
