@@ -171,7 +171,8 @@ class PlaygroundHistory(Protocol):
         """Store a message (new or changed) and the images it shows (each image once); the
         channel's messages beyond the ``keep`` latest, and images no message shows any more,
         go. Other processes hear of it through :meth:`playground_updates`. A pending command
-        is this process's to handle (it accepted it). Returns the version saved (1 for a new
+        is this process's to handle (it accepted it); a message that ``answers`` one marks it
+        handled in the same transaction. Returns the version saved (1 for a new
         message, one more for each save after)."""
         ...
 

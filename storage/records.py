@@ -264,6 +264,9 @@ class PlaygroundMessage:
     version: int = 0
     """How often it was saved (the store counts): of two copies, the higher version is the
     newer, whichever process saved it."""
+    answers: str | None = None
+    """The pending command this message answers: saving it marks that command handled, in the
+    same transaction, so no process handles an answered command again."""
 
 
 @dataclass(frozen=True)

@@ -90,13 +90,15 @@ class PlaygroundJournal:
         )
 
     async def save(self, message: WebMessage, images: Iterable[tuple[str, StoredFile]]) -> int:
-        """Save ``message`` (new or changed) with the images it shows; the version saved."""
+        """Save ``message`` (new or changed) with the images it shows; the version saved. A
+        message of genbot's replying to a command marks that command handled."""
         stored = PlaygroundMessage(
             message.id,
             message.channel,
             message.pending,
             tuple(sorted(message.image_keys())),
             message_record(message),
+            answers=message.reply_to if message.kind != "user" else None,
         )
         shown = [
             PlaygroundImage(key, f.filename, f.content_type, f.width, f.height, f.data)

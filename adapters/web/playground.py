@@ -217,6 +217,13 @@ class Playground:
                 shown = self.store.get(message_id)
         return shown
 
+    def _answered(self, message: WebMessage) -> None:
+        """A message of genbot's replying to a command was saved: the history marked that
+        command handled with it (no process handles it again), so does this one."""
+        command = self.store.get(message.reply_to or "")
+        if message.kind != "user" and command is not None and command.pending:
+            command.pending = False
+
     async def pending_command(self, message_id: str) -> WebMessage | None:
         """The command message ``message_id`` while it waits for its handler, else None."""
         shown = await self.message(message_id)
@@ -291,6 +298,7 @@ class Playground:
             try:
                 saved = await self.journal.save(message, self.store.stored_images(message))
                 message.version = max(message.version, saved)
+                self._answered(message)
             except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:
                 if new:
                     self.store.discard_images(message)

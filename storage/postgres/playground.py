@@ -23,6 +23,9 @@ SQL_SAVE: Final[Query] = (
     " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body,"
     " version = m.version + 1 RETURNING version"
 )
+SQL_ANSWERED: Final[Query] = (
+    "UPDATE playground_messages SET pending = false WHERE id = %s AND pending"
+)
 SQL_CLAIM_PENDING: Final[Query] = (
     "UPDATE playground_messages SET owner = %s WHERE pending"
     " AND (body->>'created')::double precision < %s AND (owner IS NULL OR owner = %s"
@@ -114,6 +117,8 @@ class PostgresPlayground(PostgresBase):
                 async with conn.cursor() as cursor:
                     await cursor.executemany(SQL_SAVE_IMAGE, shown)
             saved = await (await conn.execute(SQL_SAVE, row)).fetchone()
+            if message.answers is not None:
+                await conn.execute(SQL_ANSWERED, (message.answers,))
             trimmed = await conn.execute(SQL_TRIM, (message.channel, message.channel, keep))
             if trimmed.rowcount:
                 await conn.execute(SQL_SWEEP_IMAGES)

@@ -20,6 +20,7 @@ SQL_SAVE: Final = (
     " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body,"
     " version = playground_messages.version + 1 RETURNING version"
 )
+SQL_ANSWERED: Final = "UPDATE playground_messages SET pending = 0 WHERE id = ? AND pending"
 SQL_CLAIM_PENDING: Final = (
     "UPDATE playground_messages SET owner = ? WHERE pending"
     " AND json_extract(body, '$.created') < ? RETURNING id"
@@ -108,6 +109,8 @@ class SqlitePlayground(StoreBase):
             with write_transaction(db):
                 db.conn.executemany(SQL_SAVE_IMAGE, shown)
                 version = int(db.conn.execute(SQL_SAVE, row).fetchone()[0])
+                if message.answers is not None:
+                    db.conn.execute(SQL_ANSWERED, (message.answers,))
                 trimmed = db.conn.execute(SQL_TRIM, (message.channel, message.channel, keep))
                 if trimmed.rowcount:
                     db.conn.execute(SQL_SWEEP_IMAGES)

@@ -55,8 +55,8 @@ JOB_TIMEOUT_SECONDS = 60
 """Jobs whose creation was never confirmed end after this (they are counted as answered)."""
 COMMAND_TIMEOUT = aiohttp.ClientTimeout(total=15)
 PROCESS_TIMEOUT = 90.0
-"""How long a process may take to start or to stop (SIGTERM) on a machine the faults load."""
-DRAIN_SECONDS = 5
+"""How long a process may take to start or to stop (SIGTERM: ``[runtime] drain_seconds``, 20 s,
+and its teardown) on a machine the faults load."""
 VIEW_SETTLE_SECONDS = 2.0
 """How long the processes get to show the last saves before their views are compared."""
 DATABASE_UNREACHABLE = "genbot can't reach its database"
@@ -392,7 +392,6 @@ async def fault_scenario(
     url = postgres.create_database()
     env = cluster_env(sim, url, lease_seconds) | {
         "GENBOT_LIMITS__JOB_TIMEOUT_SECONDS": str(JOB_TIMEOUT_SECONDS),
-        "GENBOT_RUNTIME__DRAIN_SECONDS": str(DRAIN_SECONDS),
     }
     fleet = Fleet(env, workdir)
     scenario = Scenario(ServerFaults(postgres), fleet, url, sim)

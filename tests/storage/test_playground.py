@@ -110,3 +110,13 @@ async def test_loading_reads_only_the_newest_images_that_fit(store: Storage) -> 
     assert await store.playground_image("k0") == image("k0")
     _, everything = await store.load_playground(keep=10)
     assert [i.key for i in everything] == ["k0", "k1", "k2", "k3", "k4"]
+
+
+async def test_saving_an_answer_marks_its_command_handled(store: Storage) -> None:
+    await store.save_playground_message(message("c", pending=True), [], keep=10)
+    await store.save_playground_message(message("other", pending=True), [], keep=10)
+    answer = PlaygroundMessage("a", "general", False, (), {"id": "a"}, answers="c")
+    await store.save_playground_message(answer, [], keep=10)
+
+    messages, _ = await store.load_playground(keep=10)
+    assert {m.id: m.pending for m in messages} == {"c": False, "other": True, "a": False}
