@@ -23,6 +23,7 @@ KERNEL = (
     "bot.command_images",
     "bot.config",
     "bot.metrics",
+    "bot.outage",
     "bot.logcontext",
     "bot.splitting",
     "bot.jobs.media",

@@ -189,14 +189,17 @@ class WebAdapter:
         await resume_commands(self, claimed)
 
     async def _sweeping(self) -> None:
-        """Every ``PENDING_SWEEP_SECONDS``: take the commands nobody alive is handling. After
-        the database failed, wait ``PENDING_GRACE_SECONDS`` before taking any (every process's
-        heartbeat is late after an outage; the live ones need a moment to renew it)."""
+        """Every ``PENDING_SWEEP_SECONDS``: take the commands nobody alive is handling (not
+        while stopping: they could only be refused). After the database failed, wait
+        ``PENDING_GRACE_SECONDS`` before taking any (every process's heartbeat is late after an
+        outage; the live ones need a moment to renew it)."""
         failures = 0
         while True:
             await asyncio.sleep(
                 backoff(failures, most=PENDING_GRACE_SECONDS) if failures else PENDING_SWEEP_SECONDS
             )
+            if not self.runner.accepting:
+                continue
             try:
                 if failures:
                     await asyncio.sleep(PENDING_GRACE_SECONDS)

@@ -68,7 +68,7 @@ from bot.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
 from bot.jobs.webhook_addresses import Webhook, WebhookAddresses
-from bot.jobs.wording import LOST_BEFORE_SUBMIT, heading
+from bot.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, heading
 from bot.outage import backoff
 from bot.outbound import Modal
 from bot.posting import WritePolicy
@@ -294,14 +294,21 @@ class JobStarter:
         deadline = job.created_at + CREATING_GRACE_SECONDS
         while job.progress_message_id is None and job.status == "creating":
             if job.owner == self.store.process_id or time.time() >= deadline:
-                job = await self.delivery.mark_not_started(job, LOST_BEFORE_SUBMIT)
+                job = await self.delivery.mark_not_started(job, self._why_not_started(job))
                 break
             await asyncio.sleep(RECHECK_SECONDS)
             job = await self.store.get_job(job.id) or job
         if job.progress_message_id is not None:
             return job
-        reason = job.error if job.status == "create_failed" and job.error else LOST_BEFORE_SUBMIT
-        raise UserError(f"{heading(job)} could not start: {reason}")
+        reason = job.error if job.status == "create_failed" and job.error else None
+        raise UserError(f"{heading(job)} could not start: {reason or self._why_not_started(job)}")
+
+    def _why_not_started(self, job: Job) -> str:
+        """Why a job nobody is starting never reached the provider: the process that created
+        it stopped (it was taken over, or is another's), or this one lost its database."""
+        if job.lease_generation > 0 or job.owner != self.store.process_id:
+            return RESTARTED_BEFORE_SUBMIT
+        return LOST_BEFORE_SUBMIT
 
     def _left_to_the_tracker(self, job: Job, error: StorageError) -> Job:
         """A step of starting ``job`` could not be recorded: its progress message is the one

@@ -23,6 +23,10 @@ SQL_SAVE: Final[Query] = (
     " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body,"
     " version = m.version + 1 RETURNING version"
 )
+SQL_ALIVE: Final[Query] = (
+    "INSERT INTO processes (id, host, pid, started_at, seen_at) VALUES (%s, '', 0, %s, %s)"
+    " ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at"
+)
 SQL_ANSWERED: Final[Query] = (
     "UPDATE playground_messages SET pending = false WHERE id = %s AND pending"
 )
@@ -138,10 +142,18 @@ class PostgresPlayground(PostgresBase):
 
     async def claim_pending_commands(self, accepted_before: float) -> list[str]:
         """Take the commands waiting for a handler that nobody alive is handling (see
-        ``PlaygroundHistory.claim_pending_commands``)."""
-        live_since = self._now() - self._lease_seconds
-        values = (self._process_id, accepted_before, self._process_id, live_since)
-        return [str(row["id"]) for row in await self._fetch_all(SQL_CLAIM_PENDING, values)]
+        ``PlaygroundHistory.claim_pending_commands``). The claimer is recorded as alive with
+        its claim (a process claims before its first heartbeat), so no other process takes
+        what it just took."""
+        now = self._now()
+        values = (self._process_id, accepted_before, self._process_id, now - self._lease_seconds)
+
+        async def work(conn: Connection) -> list[str]:
+            await conn.execute(SQL_ALIVE, (self._process_id, now, now))
+            cursor = await conn.execute(SQL_CLAIM_PENDING, values)
+            return [str(row["id"]) for row in await cursor.fetchall()]
+
+        return await self._attempt(work, transaction=True)
 
     async def playground_message(
         self, message_id: str, *, with_images: bool = True

@@ -120,3 +120,17 @@ async def test_saving_an_answer_marks_its_command_handled(store: Storage) -> Non
 
     messages, _ = await store.load_playground(keep=10)
     assert {m.id: m.pending for m in messages} == {"c": False, "other": True, "a": False}
+
+
+async def test_a_process_that_claims_before_its_first_heartbeat_keeps_what_it_claimed(
+    store: Storage, other_store: Storage, clock: ManualClock
+) -> None:
+    accepted = {"id": "c", "created": clock.now - 30}
+    await store.save_playground_message(
+        PlaygroundMessage("c", "general", True, (), accepted), [], keep=10
+    )
+    clock.advance(store.lease_seconds + 1)
+    assert await other_store.claim_pending_commands(clock.now) == ["c"]
+    if isinstance(store, PostgresStore):
+        await store.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
+        assert await store.claim_pending_commands(clock.now) == [], "its claimer is alive"
