@@ -26,16 +26,16 @@ Commands are named as the user's platform spells them: a surface may carry an op
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol
 
 from bot.api.chat import allowed_chat_models, plan_allows
 from bot.buttons import modal_for, read_settings
-from bot.commands import command
+from bot.commands import Offered, command
 from bot.core import Homes, SurfaceRegistry, UserError
 from bot.events import ButtonPress, Command, Event, HomeOpened, ModalSubmit, OptionValue
 from bot.forms import show_refused
-from bot.parsing import CommandError, help_text
+from bot.parsing import CommandError, help_specs, help_text
 from bot.refs import Referent, RefKind
 from bot.splitting import split_text
 from bot.surface import RateLimited, SpellsCommands, Surface, SurfaceError
@@ -175,17 +175,20 @@ class AccountFeature:
         plan: str = "developer",
         daily_credit_budget: int | None = None,
         home: Homes | None = None,
+        diffusion_models: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         self.store = store
         self.surfaces = surfaces
         self.plan = plan
         self.daily_credit_budget = daily_credit_budget
         self.home = home
+        self.diffusion_models = diffusion_models
+        """The diffusion models genbot knows (``/help diffusion`` lists them)."""
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """Route ``/settings``, ``/usage`` and ``/help``."""
         if event.name == "help":
-            await self._help(event)
+            await self._help(event, str(options.get("command") or ""))
         elif event.name == "usage":
             await self._usage(event)
         else:
@@ -254,10 +257,16 @@ class AccountFeature:
     async def _tell(self, event: Event, text: str) -> None:
         await self.surfaces.get(event.place.platform).send_ephemeral(event, text)
 
-    async def _help(self, event: Event) -> None:
+    async def _help(self, event: Event, about: str) -> None:
         surface = self.surfaces.get(event.place.platform)
         names = command_names(surface)
-        text = f"{help_text(command_names=names)}\n\n{chat_help(names)}"
+        offered: dict[Offered, tuple[str, ...]] = {
+            "chat_models": tuple(allowed_chat_models(self.plan)),
+            "diffusion_models": tuple(self.diffusion_models()),
+        }
+        text = help_text(about or None, names, offered)
+        if not about or help_specs(about)[0].name == "chat":
+            text = f"{text}\n\n{chat_help(names)}"
         for piece in split_text(text, surface.limits.max_text):
             await self._tell(event, piece)
 

@@ -85,12 +85,14 @@ def build_core(
         defaults=SettingValues(model=settings.chat.model, temperature=settings.chat.temperature),
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
     )
+    models = jobs.diffusion.models
     account = AccountFeature(
         store,
         registry,
         plan=settings.api.plan,
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
         home=home,
+        diffusion_models=models.known,
     )
     core = Core(
         registry,
@@ -100,5 +102,6 @@ def build_core(
         plan=settings.api.plan,
         home=home,
         refs=Refs(store, open_channels),
+        diffusion_models=models.known,
     )
     return core, jobs

@@ -15,10 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from bot.commands import CHAT_MODELS, command, option_choices
+from bot.commands import CHAT_MODELS, Option, command, option_choices
 from bot.events import OptionValue
 from bot.forms import FormError, form_for
-from bot.outbound import REMIX_ACTIONS, REMIX_PREFIX, Button, ButtonStyle, Modal, ModalField
+from bot.outbound import (
+    REMIX_ACTIONS,
+    REMIX_PREFIX,
+    Button,
+    ButtonStyle,
+    Choice,
+    Modal,
+    ModalField,
+)
 from bot.parsing import CommandError, validate_options
 
 GRID_ROWS: tuple[tuple[str, ...], ...] = (
@@ -177,20 +185,42 @@ def modal_for(
         return editor
     if action == "settings":
         current = defaults or {}
+        spec = command("settings")
+        names = SHARED_SETTINGS_FORM if ref in ("channel", "workspace") else OWN_SETTINGS_FORM
         fields = tuple(
-            ModalField(
-                option.name,
-                option.description[:45],
-                _choices_hint(option_choices(option, models)),
-                current.get(option.name, ""),
-                False,
-                4000 if option.name == "system_prompt" else 100,
-                option.name == "system_prompt",
-            )
-            for option in command("settings").options
+            _settings_field(option, current.get(option.name, ""), models)
+            for name in names
+            if (option := spec.option(name)) is not None
         )
-        return Modal("genbot settings", action, ref, fields[:5])
+        return Modal("genbot settings", action, ref, fields)
     return None
+
+
+OWN_SETTINGS_FORM = ("model", "temperature", "process_mode", "aspect_ratio", "remix")
+"""A user's own settings form: their defaults (five fields: all a Discord form shows)."""
+SHARED_SETTINGS_FORM = ("model", "temperature", "process_mode", "aspect_ratio", "system_prompt")
+"""A channel's or workspace's settings form (admins): their defaults and the system prompt."""
+ON_OFF = (Choice("On", "on"), Choice("Off", "off"))
+FORM_LABELS = {"remix": "Remix: edit the prompt of 🔄, V, pan, zoom"}
+"""Labels for options whose description is longer than a form label (45 characters)."""
+
+
+def _settings_field(option: Option, current: str, models: Sequence[str]) -> ModalField:
+    """A settings form field: a select for yes/no and fixed choices, else text (blank: left
+    as it is)."""
+    label = FORM_LABELS.get(option.name, option.description)[:45]
+    if option.type == "boolean":
+        return ModalField(
+            option.name, label, "Unchanged", current, False, kind="select", choices=ON_OFF
+        )
+    if option.choices and option.autocomplete is None:
+        choices = tuple(Choice(choice, choice) for choice in option.choices)
+        return ModalField(
+            option.name, label, "Unchanged", current, False, kind="select", choices=choices
+        )
+    long = option.name == "system_prompt"
+    hint = _choices_hint(option_choices(option, {"chat_models": tuple(models)}))
+    return ModalField(option.name, label, hint, current, False, 4000 if long else 100, long)
 
 
 def read_settings(values: Mapping[str, str]) -> dict[str, OptionValue]:

@@ -6,15 +6,17 @@ core validates options against it and parses text-only commands (``a fox --ar 16
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from bot.api import CHAT_MODELS as CHAT_MODELS
 from bot.api import INFERENCE_STEPS, BlendDimension, ProcessMode
-from bot.events import ChatModelChoices, EventHandler
+from bot.events import ChatModelChoices, DiffusionModelChoices, EventHandler
 
 OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
+Offered = Literal["chat_models", "diffusion_models"]
+"""The lists whose values are offered as an option is typed (see :func:`offered`)."""
 
 PROCESS_MODES: tuple[str, ...] = get_args(ProcessMode)
 BLEND_DIMENSIONS: tuple[str, ...] = get_args(BlendDimension)
@@ -32,8 +34,9 @@ class Option:
     """One option of a command.
 
     ``flags`` are the text spellings (``--ar``); ``flag_values`` are bare flags that set a value
-    (``--fast`` sets ``process_mode`` to ``fast``). ``autocomplete`` marks options whose values
-    adapters should suggest (chat models).
+    (``--fast`` sets ``process_mode`` to ``fast``). ``autocomplete`` names the list whose values
+    adapters suggest as the option is typed (chat models, which are also its ``choices``; the
+    diffusion models genbot knows, which are not the only ones allowed).
     """
 
     name: str
@@ -45,7 +48,7 @@ class Option:
     max_value: float | None = None
     flags: tuple[str, ...] = ()
     flag_values: tuple[tuple[str, str], ...] = ()
-    autocomplete: bool = False
+    autocomplete: Offered | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,13 @@ _MODE = Option(
 )
 _DIFFUSION_COMMON: tuple[Option, ...] = (
     Option("negative_prompt", "string", "What to avoid", flags=("--neg", "--no")),
-    Option("model_id", "string", "Checkpoint model id", flags=("--model",)),
+    Option(
+        "model_id",
+        "string",
+        "Checkpoint model id",
+        flags=("--model",),
+        autocomplete="diffusion_models",
+    ),
     Option(
         "width",
         "integer",
@@ -136,7 +145,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 "Chat model",
                 choices=CHAT_MODELS,
                 flags=("--model",),
-                autocomplete=True,
+                autocomplete="chat_models",
             ),
             Option(
                 "temperature",
@@ -294,7 +303,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 "Default chat model",
                 choices=CHAT_MODELS,
                 flags=("--model",),
-                autocomplete=True,
+                autocomplete="chat_models",
             ),
             Option(
                 "system_prompt", "string", "System prompt for this channel", flags=("--system",)
@@ -376,7 +385,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
         examples=("/settings --model llm-4 --ar 16:9",),
     ),
     CommandSpec("usage", "Your tokens and credits today"),
-    CommandSpec("help", "What genbot can do"),
+    CommandSpec(
+        "help",
+        "What genbot can do",
+        (Option("command", "string", "Only this command, or group (imagine, diffusion…)"),),
+        free_text="command",
+        examples=("/help diffusion",),
+    ),
 )
 
 COMMANDS_BY_NAME: dict[str, CommandSpec] = {c.name: c for c in COMMANDS}
@@ -395,7 +410,26 @@ def offered_models(handler: EventHandler) -> tuple[str, ...]:
     return CHAT_MODELS
 
 
-def option_choices(option: Option, models: Sequence[str] = CHAT_MODELS) -> tuple[str, ...]:
-    """The values to offer for ``option``: ``models`` for a chat-model option (see
-    :func:`offered_models`), else its own choices."""
-    return tuple(models) if option.autocomplete else option.choices
+def offered(handler: EventHandler) -> dict[Offered, tuple[str, ...]]:
+    """The values pickers offer now, by list (:attr:`Option.autocomplete`): the chat models of
+    :func:`offered_models` and the diffusion models the handler knows
+    (:class:`bot.events.DiffusionModelChoices`; none when it knows none)."""
+    known = handler.diffusion_models() if isinstance(handler, DiffusionModelChoices) else ()
+    return {"chat_models": offered_models(handler), "diffusion_models": tuple(known)}
+
+
+EVERY_CHAT_MODEL: dict[Offered, tuple[str, ...]] = {
+    "chat_models": CHAT_MODELS,
+    "diffusion_models": (),
+}
+"""What pickers offer without a handler to ask: every chat model, no diffusion model."""
+
+
+def option_choices(
+    option: Option, lists: Mapping[Offered, Sequence[str]] = EVERY_CHAT_MODEL
+) -> tuple[str, ...]:
+    """The values to offer for ``option``: its list's in ``lists`` (see :func:`offered`) for an
+    autocompleted option, else its own choices."""
+    if option.autocomplete is None:
+        return option.choices
+    return tuple(lists.get(option.autocomplete, ()))

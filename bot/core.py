@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from bot.api.chat import allowed_chat_models
@@ -177,11 +177,13 @@ class Core:
         plan: str = "developer",
         home: Homes | None = None,
         refs: Refs | None = None,
+        diffusion_models: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         self.surfaces = surfaces
         self.refs = refs
         self.plan = plan
         self._home = home
+        self._diffusion_models = diffusion_models
         self._conversations = conversations
         self._services = services
         self._by_command: dict[str, Feature] = {}
@@ -204,6 +206,10 @@ class Core:
     def chat_models(self) -> tuple[str, ...]:
         """The chat models users are offered: those the workspace's ``[api] plan`` allows."""
         return tuple(allowed_chat_models(self.plan))
+
+    def diffusion_models(self) -> tuple[str, ...]:
+        """The diffusion checkpoint models users are offered: those genbot knows."""
+        return tuple(self._diffusion_models())
 
     async def start(self) -> None:
         """Start the services (tracker, receivers); unfinished jobs resume here."""

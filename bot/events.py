@@ -153,6 +153,16 @@ class ChatModelChoices(Protocol):
 
 
 @runtime_checkable
+class DiffusionModelChoices(Protocol):
+    """An :class:`EventHandler` that knows diffusion checkpoint models to offer (the core: see
+    :mod:`bot.jobs.diffusion_models`); adapters read it through :func:`bot.commands.offered`."""
+
+    def diffusion_models(self) -> tuple[str, ...]:
+        """The diffusion model ids users are offered."""
+        ...
+
+
+@runtime_checkable
 class FormChecks(Protocol):
     """An :class:`EventHandler` that checks a submitted form's own values before it is handled
     (the core): a platform that can keep a form open with errors beside its fields (Slack's

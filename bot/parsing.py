@@ -2,7 +2,8 @@
 
 ``a fox in the snow --ar 16:9 --fast --v 6`` parses into ``{"prompt": "a fox in the snow --v 6",
 "aspect_ratio": "16:9", "process_mode": "fast"}`` for ``/imagine``. Flags take one word or a
-quoted value (``--neg "blurry, dark"``); the prose options in ``PROSE_OPTIONS`` take every word
+quoted value (``--neg "blurry, dark"``); a yes/no flag alone means yes (``--remix``), and
+may be followed by ``true`` or ``false``; the prose options in ``PROSE_OPTIONS`` take every word
 up to the next flag (``--no cars, trees``). ``—ar`` (an em dash, as phones type ``--``) works too,
 and so does ``--ar=16:9``; an em-dash word that is not a known flag is plain text. A quoted
 word is never a flag (``"--verbose"``). Every problem is a :class:`CommandError` whose text is
@@ -13,10 +14,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.commands import COMMANDS, COMMANDS_BY_NAME, CommandSpec, Option
+from bot.commands import (
+    COMMANDS,
+    COMMANDS_BY_NAME,
+    EVERY_CHAT_MODEL,
+    CommandSpec,
+    Offered,
+    Option,
+)
 from bot.events import OptionValue
 
 ASPECT_SIDE_MAX = 9999
@@ -101,6 +109,7 @@ def parse_command_text(spec: CommandSpec, text: str) -> dict[str, str]:
     """
     table = _flag_table(spec)
     values: dict[str, str] = {}
+    given: dict[str, str] = {}
     spent: list[tuple[int, int]] = []
     position = 0
     while (token := _TOKEN_RE.search(text, position)) is not None:
@@ -119,12 +128,19 @@ def parse_command_text(spec: CommandSpec, text: str) -> dict[str, str]:
             )
         option = flag.option
         if option.name in values:
-            raise CommandError(f"{spelled} was given twice.")
+            first = given[option.name]
+            if first == spelled:
+                raise CommandError(f"{spelled} was given twice.")
+            raise CommandError(
+                f"{first} and {spelled} conflict: both set the "
+                f"{option.name.replace('_', ' ')}; give only one."
+            )
+        given[option.name] = spelled
         inline = flag_match.group(2)
         if inline is not None:
             value, end = inline, token.end()
-        elif flag.preset is not None:
-            value, end = flag.preset, token.end()
+        elif flag.preset is not None or option.type == "boolean":
+            value, end = flag.preset or "true", token.end()
             if option.type == "boolean":
                 following = _read_value(text, token.end())
                 if following is not None and following[0].lower() in _TRUE | _FALSE:
@@ -352,7 +368,9 @@ def _first_word(text: str) -> tuple[str, str]:
     return words[0], words[1].strip() if len(words) > 1 else ""
 
 
-def _option_help(spec: CommandSpec, option: Option) -> str:
+def _option_help(
+    spec: CommandSpec, option: Option, offered: Mapping[Offered, Sequence[str]]
+) -> str:
     spellings = [f"`{f}`" for f in option.flags]
     spellings += [f"`{f}`" for f, _ in option.flag_values if f not in option.flags]
     if option.name == spec.free_text:
@@ -365,6 +383,11 @@ def _option_help(spec: CommandSpec, option: Option) -> str:
         details.append("required")
     if option.choices:
         details.append("one of " + ", ".join(option.choices))
+    elif option.autocomplete is not None:
+        known = offered.get(option.autocomplete, ())
+        details.append(
+            ("known: " + ", ".join(f"`{k}`" for k in known)) if known else "none known yet"
+        )
     return f"  • `{option.name}` {how}: " + "; ".join(details)
 
 
@@ -375,24 +398,45 @@ def spelled(spec: CommandSpec, command_names: Mapping[str, str] | None = None) -
     return (command_names or {}).get(spec.name) or _display_name(spec)
 
 
-def help_text(name: str | None = None, command_names: Mapping[str, str] | None = None) -> str:
-    """Help for every command (or only ``name``): options with their flags, and examples,
-    with commands spelled as the platform spells them (see :func:`spelled`).
+def help_specs(name: str | None = None) -> tuple[CommandSpec, ...]:
+    """The commands ``/help name`` is about: every one, one (``imagine``, ``diffusion txt2img``)
+    or a group's (``diffusion``); :class:`CommandError` naming the choices for anything else."""
+    if not name or not name.strip():
+        return COMMANDS
+    wanted = " ".join(name.strip().lstrip("/").lower().split()).replace(" ", ".")
+    found = tuple(s for s in COMMANDS if s.name == wanted or s.name.startswith(f"{wanted}."))
+    if not found:
+        names = ", ".join(sorted({s.name.split(".")[0] for s in COMMANDS}))
+        raise CommandError(f"There is no command /{name.strip().lstrip('/')}; genbot has {names}.")
+    return found
+
+
+def help_text(
+    name: str | None = None,
+    command_names: Mapping[str, str] | None = None,
+    offered: Mapping[Offered, Sequence[str]] | None = None,
+) -> str:
+    """Help for every command (or those :func:`help_specs` finds for ``name``): options with
+    their flags, the values genbot knows for autocompleted ones (``offered``, see
+    :func:`bot.commands.offered`), and examples, with commands spelled as the platform spells
+    them (see :func:`spelled`).
 
     Markdown with inline code; Slack callers run it through ``markdown_to_mrkdwn``.
     """
-    specs = COMMANDS if name is None else (COMMANDS_BY_NAME[name],)
+    specs = help_specs(name)
+    lists = offered if offered is not None else EVERY_CHAT_MODEL
     blocks: list[str] = []
-    if name is None:
+    if not name:
         blocks.append(
             "**genbot commands** — on text-only platforms write options as flags after the "
             "text, e.g. `a fox in the snow --ar 16:9 --fast`; quote values with spaces, and "
-            'quote text that only looks like a flag (`"--verbose"`).'
+            'quote text that only looks like a flag (`"--verbose"`). `/help diffusion` shows '
+            "one command or group."
         )
     for spec in specs:
         command = spelled(spec, command_names)
         lines = [f"**/{command}** — {spec.description}"]
-        lines += [_option_help(spec, option) for option in spec.options]
+        lines += [_option_help(spec, option, lists) for option in spec.options]
         lines += [f"  e.g. `{_respelled(example, spec, command)}`" for example in spec.examples]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

@@ -43,7 +43,7 @@ def main(ctx: click.Context, config_path: str | None) -> None:
     ctx.obj = {"config_path": config_path}
 
 
-@main.command()
+@main.command(short_help="Serve the provider simulator (chat, image tasks, diffusion).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8787, show_default=True, type=PORT, help="0 picks a free port.")
 @click.option("--api-key", default="sim-key", show_default=True, help="A Developer-plan key.")
@@ -190,7 +190,7 @@ def serve_command(
         raise click.ClickException(redact(stop.fatal, secrets or []))
 
 
-@main.command()
+@main.command(short_help="Run the configured adapters, the tracker and webhooks.")
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details.")
 @click.option(
     "--log-format",
@@ -228,7 +228,7 @@ def run(ctx: click.Context, verbose: bool, log_format: str | None) -> None:
     )
 
 
-@main.command()
+@main.command(short_help="Try genbot with no account: simulator and playground.")
 @click.option("--port", type=PORT, default=None, help="Playground port (default [web] port, 8080).")
 @click.option(
     "--host",
@@ -251,7 +251,7 @@ def demo(ctx: click.Context, port: int | None, host: str | None) -> None:
     serve_command(lambda stop: run_demo(settings, stop), stopped_line="genbot demo stopped")
 
 
-@main.command()
+@main.command(short_help="Show the processes and the unfinished jobs.")
 @click.pass_context
 def status(ctx: click.Context) -> None:
     """Show the processes sharing the database and the unfinished jobs by state and owner."""
@@ -269,7 +269,7 @@ def status(ctx: click.Context) -> None:
     click.echo(format_status(found, time.time()))
 
 
-@main.command()
+@main.command(short_help="Check the configuration and each configured service.")
 @click.pass_context
 def doctor(ctx: click.Context) -> None:
     """Check the configuration and reach each configured service (exit status 0 or 1)."""

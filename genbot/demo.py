@@ -15,6 +15,7 @@ from bot.config import ApiSettings, StorageSettings, WebhookSettings
 from genbot.runtime import running
 from genbot.settings import Settings
 from genbot.signals import StopSignals
+from simulator.diffusion import DEFAULT_MODEL
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 
@@ -57,7 +58,9 @@ def demo_settings(settings: Settings, simulator_url: str, api_key: str, data_dir
     webhook_port = free_port()
     return settings.model_copy(
         update={
-            "api": ApiSettings(base_url=simulator_url, key=SecretStr(api_key)),
+            "api": ApiSettings(
+                base_url=simulator_url, key=SecretStr(api_key), diffusion_models=[DEFAULT_MODEL]
+            ),
             "storage": StorageSettings(path=data_dir / "genbot.db"),
             "web": settings.web.model_copy(update={"enabled": True}),
             "webhook": WebhookSettings(

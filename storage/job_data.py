@@ -72,13 +72,15 @@ def _json(values: Mapping[str, Any]) -> dict[str, Any]:
 class ImageParams:
     """An ``imagine`` job or an image follow-up: the aspect ratio and process mode it was
     asked with (a follow-up inherits its parent's), the model version of its prompt, whether
-    remix was on, and an outpaint's custom ``zoom_ratio``."""
+    remix was on, an outpaint's custom ``zoom_ratio``, and what a follow-up of an image without
+    a prompt works on (``subject``: "a blend of 3 images"), for display."""
 
     aspect_ratio: str | None = None
     process_mode: str | None = None
     model_version: str | None = None
     remix: bool = False
     zoom_ratio: str | None = None
+    subject: str | None = None
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> ImageParams:
@@ -89,6 +91,7 @@ class ImageParams:
             model_version=_text(raw.get("model_version")),
             remix=bool(raw.get("remix", False)),
             zoom_ratio=_text(raw.get("zoom_ratio")),
+            subject=_text(raw.get("subject")),
         )
 
     @classmethod
@@ -160,10 +163,12 @@ class BlendParams:
 @dataclass(frozen=True, kw_only=True)
 class DiffusionParams:
     """A diffusion job: the endpoint called (``None`` in rows that predate it: the job's type
-    then) and the request body sent, as JSON."""
+    then), the request body sent, as JSON, and what it works on when it has no prompt
+    (``subject``: the uploaded file's name, or the image it upscales), for display."""
 
     endpoint: str | None = None
     body: Mapping[str, Any] = field(default_factory=dict)
+    subject: str | None = None
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> DiffusionParams:
@@ -172,6 +177,7 @@ class DiffusionParams:
         return cls(
             endpoint=_text(raw.get("endpoint")),
             body=dict(body) if isinstance(body, Mapping) else {},
+            subject=_text(raw.get("subject")),
         )
 
     @classmethod
@@ -181,7 +187,7 @@ class DiffusionParams:
 
     def to_json(self) -> dict[str, Any]:
         """The stored shape."""
-        return _json({"endpoint": self.endpoint, "body": dict(self.body)})
+        return _json({"endpoint": self.endpoint, "body": dict(self.body), "subject": self.subject})
 
 
 JobParams = ImageParams | DescribeParams | BlendParams | DiffusionParams

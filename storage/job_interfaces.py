@@ -75,7 +75,7 @@ class JobWriter(JobReader, Protocol):
 
 
 class JobHistory(Protocol):
-    """A requester's recent jobs."""
+    """Recent jobs: a requester's, and everyone's posted ones."""
 
     async def recent_jobs(
         self,
@@ -88,6 +88,11 @@ class JobHistory(Protocol):
     ) -> list[Job]:
         """The requester's newest jobs in ``statuses`` (only ``workspace_id``'s when given),
         newest first, at most ``limit``."""
+        ...
+
+    async def recent_posted_jobs(self, limit: int) -> list[Job]:
+        """The newest jobs whose result was posted, of every requester and platform, newest
+        first, at most ``limit`` (how long jobs take on this deployment)."""
         ...
 
 

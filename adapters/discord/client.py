@@ -40,7 +40,7 @@ from adapters.discord.translate import (
     user_of,
 )
 from adapters.runner import AdapterRunner
-from bot.commands import offered_models
+from bot.commands import Offered, offered
 from bot.events import ButtonPress, Command, InboundEvent, ModalSubmit, Place, UserMessage
 from bot.outbound import MODAL_ACTIONS, decode_custom_id
 
@@ -96,7 +96,7 @@ class GenbotClient(discord.AutoShardedClient):
         self.surface = surface_factory(self)
         self.tree = app_commands.CommandTree(self)
         self.tree.error(self._tree_error)
-        for command in build_commands(self._command, self._chat_models):
+        for command in build_commands(self._command, self._offered):
             self.tree.add_command(command)
         self.runner = AdapterRunner(
             self.surface,
@@ -107,8 +107,8 @@ class GenbotClient(discord.AutoShardedClient):
         )
         self._thread_parents: dict[int, asyncio.Future[int | None]] = {}
 
-    def _chat_models(self) -> tuple[str, ...]:
-        return offered_models(self.runner.handler)
+    def _offered(self) -> dict[Offered, tuple[str, ...]]:
+        return offered(self.runner.handler)
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(GenbotButton)

@@ -9,13 +9,13 @@ subcommands of a group (``diffusion.txt2img`` → ``/diffusion txt2img``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Optional
 
 import discord
 from discord import app_commands
 
-from bot.commands import COMMANDS, CommandSpec, Option
+from bot.commands import COMMANDS, CommandSpec, Offered, Option
 
 CommandCallback = Callable[[discord.Interaction[Any], str, dict[str, Any]], Awaitable[None]]
 """Receives the interaction, the dotted command name and the option values given."""
@@ -32,22 +32,23 @@ _TYPES: dict[str, type] = {
 }
 
 
-ChatModels = Callable[[], Sequence[str]]
-"""The chat models pickers offer now (the core's plan's)."""
+OfferedNow = Callable[[], Mapping[Offered, Sequence[str]]]
+"""The values pickers offer now, by list (:func:`bot.commands.offered`: the core's plan's chat
+models, the diffusion models it knows)."""
 
 
 def model_completer(
-    chat_models: ChatModels,
+    offered: OfferedNow, listed: Offered
 ) -> Callable[[discord.Interaction[Any], str], Coroutine[Any, Any, list[app_commands.Choice[str]]]]:
-    """Autocomplete of a chat-model option: the offered models containing what the user typed
-    (at most 25, Discord's limit)."""
+    """Autocomplete of a model option: the offered models of the ``listed`` kind containing
+    what the user typed (at most 25, Discord's limit)."""
 
     async def complete(
         interaction: discord.Interaction[Any], current: str
     ) -> list[app_commands.Choice[str]]:
         typed = current.strip().lower()
-        choices = [m for m in chat_models() if typed in m.lower()][:25]
-        return [app_commands.Choice(name=m, value=m) for m in choices]
+        models = [m for m in offered().get(listed, ()) if typed in m.lower()][:25]
+        return [app_commands.Choice(name=m, value=m) for m in models]
 
     return complete
 
@@ -79,7 +80,7 @@ def _command(
     spec: CommandSpec,
     name: str,
     on_command: CommandCallback,
-    chat_models: ChatModels,
+    offered: OfferedNow,
     *,
     parent_group: bool = False,
 ) -> app_commands.Command[Any, ..., None]:
@@ -107,11 +108,15 @@ def _command(
     choices = {
         o.name: [app_commands.Choice(name=c, value=c) for c in o.choices[:25]]
         for o in spec.options
-        if o.choices and not o.autocomplete
+        if o.choices and o.autocomplete is None
     }
     if choices:
         app_commands.choices(**choices)(callback)
-    completions = {o.name: model_completer(chat_models) for o in spec.options if o.autocomplete}
+    completions = {
+        o.name: model_completer(offered, o.autocomplete)
+        for o in spec.options
+        if o.autocomplete is not None
+    }
     if completions:
         app_commands.autocomplete(**completions)(callback)
     if parent_group:
@@ -128,14 +133,14 @@ def _command(
 
 
 def build_commands(
-    on_command: CommandCallback, chat_models: ChatModels
+    on_command: CommandCallback, offered: OfferedNow
 ) -> list[app_commands.Command[Any, ..., None] | app_commands.Group]:
     """Every catalogue command, groups holding their subcommands, ready for a CommandTree."""
     built: list[app_commands.Command[Any, ..., None] | app_commands.Group] = []
     groups: dict[str, app_commands.Group] = {}
     for spec in COMMANDS:
         group_name, _, leaf = spec.name.rpartition(".")
-        command = _command(spec, leaf, on_command, chat_models, parent_group=bool(group_name))
+        command = _command(spec, leaf, on_command, offered, parent_group=bool(group_name))
         if not group_name:
             built.append(command)
             continue

@@ -27,7 +27,7 @@ from adapters.web.hub import TooManyStreams
 from adapters.web.platform import dm_channel, is_dm_channel
 from adapters.web.playground import NotKept, Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
-from bot.commands import offered_models
+from bot.commands import offered
 from bot.events import EventHandler, InboundEvent, User
 
 log = logging.getLogger(__name__)
@@ -229,8 +229,7 @@ async def static(request: web.Request) -> web.Response:
 
 
 async def commands(request: web.Request) -> web.Response:
-    models = offered_models(request.app[ADAPTER].handler)
-    return web.json_response({"commands": catalogue(models)})
+    return web.json_response({"commands": catalogue(offered(request.app[ADAPTER].handler))})
 
 
 async def history(request: web.Request) -> web.Response:
@@ -305,8 +304,8 @@ async def events(request: web.Request) -> web.StreamResponse:
                 break
             if not batch:
                 await response.write(b": keep-alive\n\n")
-            for seq, payload in batch:
-                await response.write(_sse(seq, payload))
+            for number, payload in batch:
+                await response.write(_sse(number, payload))
     except ConnectionResetError:
         pass
     finally:

@@ -8,12 +8,12 @@ and parses the rest Midjourney style.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from adapters.web.platform import can_see
 from bot.command_images import assign_images, image_options, usage_name
-from bot.commands import CHAT_MODELS, COMMANDS, CommandSpec, option_choices
+from bot.commands import COMMANDS, EVERY_CHAT_MODEL, CommandSpec, Offered, option_choices
 from bot.outbound import Modal
 from bot.parsing import CommandError, resolve_command
 
@@ -61,9 +61,12 @@ def parse_channel(value: object, user_id: str | None = None) -> str:
     return value
 
 
-def catalogue(models: Sequence[str] = CHAT_MODELS) -> list[dict[str, Any]]:
+def catalogue(
+    offered: Mapping[Offered, Sequence[str]] = EVERY_CHAT_MODEL,
+) -> list[dict[str, Any]]:
     """Every command with its description, options and examples, for the command palette
-    (``models``: the chat models to offer, see :func:`bot.commands.offered_models`)."""
+    (``offered``: the values to offer for autocompleted options, see
+    :func:`bot.commands.offered`)."""
     return [
         {
             "name": spec.name,
@@ -78,7 +81,7 @@ def catalogue(models: Sequence[str] = CHAT_MODELS) -> list[dict[str, Any]]:
                     "type": option.type,
                     "description": option.description,
                     "required": option.required,
-                    "choices": list(option_choices(option, models)),
+                    "choices": list(option_choices(option, offered)),
                     "min_value": option.min_value,
                     "max_value": option.max_value,
                     "flags": list(option.flags),

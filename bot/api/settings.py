@@ -41,7 +41,9 @@ class Section(BaseModel):
 class ApiSettings(Section):
     """``[api]``: where the provider lives and how genbot authenticates. A provider rate limit
     (429) is waited out for up to ``rate_limit_max_wait`` seconds per call; chat requests are
-    paced to ``chat_requests_per_minute`` / ``chat_requests_per_day`` when set (0: unpaced)."""
+    paced to ``chat_requests_per_minute`` / ``chat_requests_per_day`` when set (0: unpaced).
+    ``diffusion_models`` are the provider's checkpoint model ids, offered to users (the first
+    is the default of ControlNet, which needs one)."""
 
     base_url: Address = "http://127.0.0.1:8787"
     backup_urls: list[Address] = Field(default_factory=list)
@@ -62,3 +64,4 @@ class ApiSettings(Section):
     """The name controlnet's control image is sent under: ``auto`` sends ``control_image`` and
     switches to ``controlnet_image`` if the provider refuses it
     (docs/provider.md#controlnet-image)."""
+    diffusion_models: list[str] = Field(default_factory=list)

@@ -29,6 +29,7 @@ from bot.jobs.chat_jobs import ChatJobs
 from bot.jobs.delivery import Delivery
 from bot.jobs.describe import DescribeButtons
 from bot.jobs.diffusion import DiffusionJobs
+from bot.jobs.experience import Experience
 from bot.jobs.hosting import MediaHost, media_folder
 from bot.jobs.images import ImageJobs
 from bot.jobs.limits import Limits
@@ -104,7 +105,7 @@ class JobEngines:
         """The services to give the core, in start order. The webhook receiver
         (``adapters.webhook``) is not one: the composition root starts it after these and stops
         it before them, so no webhook reaches a stopped tracker."""
-        return [self.media, self.tracker, self.ticker]
+        return [self.media, self.delivery.experience, self.tracker, self.ticker]
 
 
 def webhook_base_url(settings: CoreSettings) -> str | None:
@@ -159,7 +160,10 @@ def build_job_engines(
         if webhook_base is not None
         else None
     )
-    delivery = Delivery(store, surfaces, budget or RenderBudget(), media, watch, clock=clock)
+    experience = Experience(store, settings.api.diffusion_models)
+    delivery = Delivery(
+        store, surfaces, budget or RenderBudget(), media, watch, clock=clock, experience=experience
+    )
     limits = Limits(limits_settings)
     tracker = Tracker(
         store,
@@ -185,7 +189,7 @@ def build_job_engines(
         upstream_cdn_hosts=settings.api.upstream_cdn_hosts,
     )
     images = ImageJobs(starter, provider, media, store)
-    diffusion = DiffusionJobs(starter, provider, limits_settings, clock)
+    diffusion = DiffusionJobs(starter, provider, limits_settings, clock, models=experience.models)
     chat_jobs = ChatJobs(images, watch)
     return JobEngines(
         images,

@@ -45,6 +45,7 @@ from bot.budget import RenderBudget
 from bot.core import SurfaceRegistry
 from bot.events import MessageRef
 from bot.jobs import wording
+from bot.jobs.experience import Experience
 from bot.jobs.marks import ButtonMarks, place_of
 from bot.jobs.media import MediaFetcher
 from bot.jobs.progress_messages import ProgressMessages
@@ -101,8 +102,9 @@ class Delivery(ProgressMessages):
         *,
         clock: Callable[[], float] = time.time,
         retry: DeliveryRetry | None = None,
+        experience: Experience | None = None,
     ) -> None:
-        super().__init__(store, surfaces, budget, watch, clock=clock)
+        super().__init__(store, surfaces, budget, watch, clock=clock, experience=experience)
         self.retry = retry or DeliveryRetry()
         self.results = ResultMessages(surfaces, media)
         self.marks = ButtonMarks(store, self._writes, self.results)
@@ -129,7 +131,7 @@ class Delivery(ProgressMessages):
         await self._finish(
             job, "posting", "posted", ref, "result", result=result_with(job, size=size)
         )
-        self.estimates.observe(job)
+        self.experience.observe(job)
         self.forget(job.id)
         return None
 

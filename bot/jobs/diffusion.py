@@ -29,8 +29,10 @@ from bot.forms import (
     form_for,
     read_init,
 )
+from bot.jobs import wording
 from bot.jobs.derivatives import values_digest
 from bot.jobs.diffusion_calls import DIFFUSION_ENDPOINTS, Clock, DiffusionEndpoint, endpoint_named
+from bot.jobs.diffusion_models import DiffusionModels
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.parsing import CommandError, parse_command_text, validate_options
 from bot.refs import Referent, RefKind
@@ -70,12 +72,20 @@ class DiffusionJobs:
     }
 
     def __init__(
-        self, starter: JobStarter, provider: ProviderClient, limits: LimitsSettings, clock: Clock
+        self,
+        starter: JobStarter,
+        provider: ProviderClient,
+        limits: LimitsSettings,
+        clock: Clock,
+        *,
+        models: DiffusionModels | None = None,
     ) -> None:
         self._starter = starter
         self._diffusion = provider.diffusion
         self._limits = limits
         self._clock = clock
+        self.models = models or DiffusionModels()
+        """The checkpoint models genbot knows (ControlNet's default among them)."""
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """Start the diffusion job the command names; an img2img or controlnet command without
@@ -96,12 +106,11 @@ class DiffusionJobs:
         files: Mapping[str, Attachment],
     ) -> None:
         if endpoint == "controlnet" and "model_id" not in options:
-            raise UserError(
-                "/diffusion controlnet needs a checkpoint model: add --model <model id>."
-            )
+            options = {**options, "model_id": self._default_model()}
         async with self._starter.admitted(event):
             body = await self._body_with_images(event, endpoint, options, files)
-            await self.run(event, endpoint, body)
+            upload = files.get("image") if endpoint == "upscale" else None
+            await self.run(event, endpoint, body, subject=upload.filename if upload else None)
 
     async def _body_with_images(
         self,
@@ -129,6 +138,18 @@ class DiffusionJobs:
                     body[name] = await self._url(event, files, name, endpoint)
         return body
 
+    def _default_model(self) -> str:
+        """The checkpoint model ControlNet runs with when the command names none."""
+        default = self.models.default()
+        if default is None:
+            raise UserError(
+                "/diffusion controlnet needs a checkpoint model, and genbot knows none yet: add "
+                "--model <model id> (your provider lists them; an admin can name them in "
+                "[api] diffusion_models), or run a /diffusion txt2img first to learn the "
+                "provider's default."
+            )
+        return default
+
     async def _upload_submitted(self, event: ModalSubmit, endpoint: DiffusionEndpoint) -> None:
         """Start the job of a submitted img2img/controlnet upload form; one that cannot start
         comes back with the user's values and the reason."""
@@ -151,14 +172,18 @@ class DiffusionJobs:
         *,
         parent: Job | None = None,
         action: str | None = None,
+        subject: str | None = None,
     ) -> Job:
-        """Start ``endpoint`` with ``body`` (validated first: nothing is stored on bad input)."""
+        """Start ``endpoint`` with ``body`` (validated first: nothing is stored on bad input);
+        ``subject``: what a job without a prompt works on (else its parent's subject)."""
         call = DIFFUSION_ENDPOINTS[endpoint].prepare(
             self._diffusion, body, self._limits, self._clock
         )
         sent = call.request.to_body()
         prompt = str(sent.get("prompt") or "")
-        params = DiffusionParams(endpoint=endpoint, body=sent)
+        if not prompt and subject is None and parent is not None:
+            subject = wording.subject(parent)
+        params = DiffusionParams(endpoint=endpoint, body=sent, subject=subject)
         spec = JobSpec("diffusion", endpoint, prompt, params, parent, action)
         return await self._starter.start(event, spec, call)
 

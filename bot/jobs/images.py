@@ -10,10 +10,12 @@ A press is idempotent per (pressed job, action); a form submission per (pressed 
 digest of the normalised values), so a second Custom Zoom of 1.8 finds the first while a zoom of
 1.6 is a new job. Derivatives that failed to start may be pressed again.
 
-Remix (``/settings remix true``, each user's own): the results of a user with Remix on carry
-``remix_`` buttons for the follow-ups that take a prompt (🔄, V1–V4, vary, zoom 2x/1.5x, pan);
-a press opens a form pre-filled with the prompt, and the prompt submitted is sent (when changed)
-and becomes the new job's prompt.
+Remix (``/settings remix true``, each user's own) is read when a button is pressed: for a user
+with Remix on, a press of a follow-up that takes a prompt (🔄, V1–V4, vary, zoom 2x/1.5x, pan)
+opens a form pre-filled with the prompt, and the prompt submitted is sent (when changed) and
+becomes the new job's prompt; with Remix off it runs at once. Results are drawn with ``remix_``
+buttons for a requester with Remix on, so that Discord, which must not acknowledge a press
+that opens a form, opens it at once (a press drawn otherwise opens it through a note).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from bot.forms import (
     read_zoom,
     shape_key,
 )
+from bot.jobs import wording
 from bot.jobs.derivatives import FollowUp, FollowUpInput, choice, follow_up_for, values_digest
 from bot.jobs.input_checks import check_form_prompt, check_prompt
 from bot.jobs.media import MediaError, MediaFetcher
@@ -257,22 +260,29 @@ class ImageJobs:
     # Buttons and forms ------------------------------------------------------------------------
 
     async def on_button(self, event: ButtonPress, referent: Referent) -> None:
-        """Open a form, or start the follow-up the pressed button asks for."""
+        """Open a form, or start the follow-up the pressed button asks for. Remix is the
+        presser's setting when they press: a follow-up that takes a prompt opens the Remix
+        form when it is on, and runs at once when it is off, whatever the button was drawn
+        as."""
         parent = referent.job
-        if event.action in MODAL_ACTIONS:
-            self._check_origin(parent, event.action.removeprefix(REMIX_PREFIX))
+        action = event.action
+        base = action.removeprefix(REMIX_PREFIX)
+        if REMIX_PREFIX + base in REMIX_ACTIONS:
+            action = REMIX_PREFIX + base if await self._remix(event) else base
+        if action in MODAL_ACTIONS:
+            self._check_origin(parent, base)
             image = parent.result_urls[0] if parent.result_urls else ""
-            modal = form_for(event.action, parent.id, parent.prompt, image_url=image)
+            modal = form_for(action, parent.id, parent.prompt, image_url=image)
             assert modal is not None
             surface = self._starter.surfaces.get(event.place.platform)
             await surface.open_modal(event, modal)
             return
-        follow_up = follow_up_for(event.action)
+        follow_up = follow_up_for(action)
         if follow_up is None:
             raise UserError("This button is no longer supported.")
-        origin = self._check_origin(parent, event.action)
+        origin = self._check_origin(parent, action)
         given = FollowUpInput(origin, ImageParams.of(parent).aspect_ratio)
-        await self._derive(event, parent, follow_up, given, event.action)
+        await self._derive(event, parent, follow_up, given, action)
 
     def check_modal(self, event: ModalSubmit) -> None:
         """A Custom Zoom, Vary (Region) or Remix form's own checks (see :func:`read_form`)."""
@@ -363,7 +373,8 @@ class ImageJobs:
         """Start ``follow_up`` of ``parent`` (``key``: the press, or the form and its values);
         its request is built before anything is stored."""
         call = follow_up.prepare(key.partition(":")[0], self._tasks, given)
-        params = ImageParams()
+        about = None if (prompt or parent.prompt).strip() else wording.subject(parent)
+        params = ImageParams(subject=about)
         if follow_up.inherits:
             inherited = ImageParams.of(parent)
             params = ImageParams(
@@ -372,6 +383,7 @@ class ImageJobs:
                 model_version=version_for(parent.prompt, parent),
                 remix=await self._remix(event),
                 zoom_ratio=zoom_ratio,
+                subject=about,
             )
         spec = JobSpec(
             "task",

@@ -1,7 +1,7 @@
 """What a job's progress message says while it runs: the status in words, the time since it
 started (in steps of the progress tick, :data:`ELAPSED_STEP` s by default, so the text changes
-only that often), an
-estimate of the time left from the mode's typical duration, and the job's place among the
+only that often), the time left as this deployment has measured it for jobs of the same kind
+(task type and mode; nothing before it has measured one), and the job's place among the
 requester's running jobs. Pure, apart from :class:`Estimates`' memory of recent durations.
 """
 
@@ -9,22 +9,16 @@ from __future__ import annotations
 
 import statistics
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bot.jobs.titles import base_action
 from storage import DiffusionParams, Job, params_of
 
 ELAPSED_STEP = 5
-TYPICAL_SECONDS: dict[str, dict[str, float]] = {
-    "relax": {"draw": 60.0, "upscale": 30.0, "describe": 20.0},
-    "fast": {"draw": 30.0, "upscale": 15.0, "describe": 10.0},
-    "turbo": {"draw": 15.0, "upscale": 8.0, "describe": 5.0},
-}
-"""How long a job usually takes at the provider, by mode and kind of work, until genbot has
-seen enough jobs of its own (see :class:`Estimates`)."""
-DIFFUSION_TYPICAL_SECONDS = 20.0
+MODES = ("relax", "mixed", "fast", "turbo")
 OBSERVED_KEPT = 20
-OBSERVED_NEEDED = 3
+"""How many of the latest durations of one kind of job are kept."""
 
 
 @dataclass(frozen=True)
@@ -40,14 +34,14 @@ def mode_of(job: Job) -> str:
     (``--fast``), else relax, as the provider decides it."""
     params = params_of(job)
     mode = "" if isinstance(params, DiffusionParams) else params.process_mode or ""
-    if mode in TYPICAL_SECONDS:
+    if mode in MODES:
         return mode
     written = [word for word in job.prompt.split() if word in ("--relax", "--fast", "--turbo")]
     return written[-1].removeprefix("--") if written else "relax"
 
 
 def work_of(job: Job) -> str:
-    """The kind of work, for status words and estimates: draw, upscale or describe."""
+    """The kind of work, for status words: draw, upscale or describe."""
     if job.type == "describe":
         return "describe"
     if job.type == "upscale":
@@ -55,13 +49,25 @@ def work_of(job: Job) -> str:
     return "draw"
 
 
-def _kind(job: Job) -> str:
-    return "diffusion" if job.family == "diffusion" else f"{mode_of(job)}:{work_of(job)}"
+def kind_of(job: Job) -> str:
+    """What durations are measured by: the family, the task type and, for image tasks, the
+    mode (``task:upscale:fast``, ``diffusion:txt2img``)."""
+    if job.family == "diffusion":
+        return f"diffusion:{job.type}"
+    return f"task:{job.type}:{mode_of(job)}"
+
+
+@dataclass(frozen=True)
+class Usual:
+    """How long jobs of one kind took here lately: the median and the longest."""
+
+    median: float
+    longest: float
 
 
 class Estimates:
-    """Typical durations: the median of the last jobs genbot saw finish of the same kind, or the
-    table (:data:`TYPICAL_SECONDS`) until it has seen :data:`OBSERVED_NEEDED`."""
+    """How long jobs take on this deployment: the latest :data:`OBSERVED_KEPT` durations
+    (created to finished) of each kind of job it has seen finish (:func:`kind_of`)."""
 
     def __init__(self) -> None:
         self._seen: dict[str, deque[float]] = {}
@@ -70,17 +76,23 @@ class Estimates:
         """Remember how long a finished job took."""
         if job.finished_at is None or job.finished_at <= job.created_at:
             return
-        seen = self._seen.setdefault(_kind(job), deque(maxlen=OBSERVED_KEPT))
+        seen = self._seen.setdefault(kind_of(job), deque(maxlen=OBSERVED_KEPT))
         seen.append(job.finished_at - job.created_at)
 
-    def typical(self, job: Job) -> float:
-        """How long a job like ``job`` usually takes, in seconds."""
-        seen = self._seen.get(_kind(job))
-        if seen is not None and len(seen) >= OBSERVED_NEEDED:
-            return statistics.median(seen)
-        if job.family == "diffusion":
-            return DIFFUSION_TYPICAL_SECONDS
-        return TYPICAL_SECONDS[mode_of(job)][work_of(job)]
+    def learn(self, jobs: Iterable[Job]) -> None:
+        """Remember the durations of finished jobs given newest first (the stored history, at
+        start), without displacing the ones seen since."""
+        for job in reversed(list(jobs)):
+            seen = self._seen.get(kind_of(job))
+            if seen is None or len(seen) < OBSERVED_KEPT:
+                self.observe(job)
+
+    def usual(self, job: Job) -> Usual | None:
+        """How long a job like ``job`` usually takes here; None before one was measured."""
+        seen = self._seen.get(kind_of(job))
+        if not seen:
+            return None
+        return Usual(statistics.median(seen), max(seen))
 
 
 def status_word(job: Job, status: str) -> str:
@@ -115,14 +127,20 @@ def clock_text(seconds: float, step: float = ELAPSED_STEP) -> str:
     return f"{whole // 60}:{whole % 60:02d}"
 
 
-def left_text(typical: float, elapsed: float) -> str:
-    """``about 25 s left``, ``about 3 min left``, or ``taking longer than usual``."""
-    left = typical - elapsed
-    if left < ELAPSED_STEP / 2:
+def left_text(usual: Usual | None, elapsed: float) -> str:
+    """``about 25 s left``, ``about 3 min left``, nothing (nothing measured yet, or past the
+    median but within what has been seen), or ``taking longer than usual`` (past the longest
+    seen)."""
+    if usual is None:
+        return ""
+    left = usual.median - elapsed
+    if left >= ELAPSED_STEP / 2:
+        if left < 90:
+            return f"about {max(round(left / ELAPSED_STEP) * ELAPSED_STEP, ELAPSED_STEP)} s left"
+        return f"about {round(left / 60)} min left"
+    if elapsed > usual.longest + ELAPSED_STEP:
         return "taking longer than usual"
-    if left < 90:
-        return f"about {max(round(left / ELAPSED_STEP) * ELAPSED_STEP, ELAPSED_STEP)} s left"
-    return f"about {round(left / 60)} min left"
+    return ""
 
 
 def position_text(position: Position | None) -> str:
@@ -136,7 +154,7 @@ def status_text(
     job: Job,
     status: str,
     elapsed: float,
-    typical: float,
+    usual: Usual | None,
     position: Position | None = None,
     step: float = ELAPSED_STEP,
 ) -> str:
@@ -148,6 +166,6 @@ def status_text(
         word = f"{word} ({mode_of(job)})"
     parts = [word, clock_text(elapsed, step)]
     if status not in ("creating", "finished", "posting"):
-        parts.append(left_text(typical, elapsed))
+        parts.append(left_text(usual, elapsed))
     parts.append(position_text(position))
     return " · ".join(part for part in parts if part)

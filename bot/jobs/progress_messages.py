@@ -28,8 +28,9 @@ from bot.budget import RenderBudget
 from bot.core import SurfaceRegistry
 from bot.events import Event, MessageRef, Place
 from bot.jobs import wording
+from bot.jobs.experience import Experience
 from bot.jobs.marks import place_of
-from bot.jobs.progress import ELAPSED_STEP, Estimates, Position
+from bot.jobs.progress import ELAPSED_STEP, Position
 from bot.jobs.watch import JobWatch
 from bot.jobs.writes import BudgetedWrites
 from bot.outbound import Button, OutMessage
@@ -72,13 +73,15 @@ class ProgressMessages:
         watch: JobWatch,
         *,
         clock: Callable[[], float] = time.time,
+        experience: Experience | None = None,
     ) -> None:
         self._store = store
         self._surfaces = surfaces
         self._writes = BudgetedWrites(surfaces, budget)
         self._watch = watch
         self._clock = clock
-        self.estimates = Estimates()
+        self.experience = experience or Experience()
+        """How long jobs take here (the estimates), learned from every result posted."""
         self.progress_step: float = ELAPSED_STEP
         """The progress time's step in seconds (the ticker's interval)."""
         self.positions: dict[str, Position] = {}
@@ -181,10 +184,10 @@ class ProgressMessages:
         """What ``job``'s progress message shows now: its status in words, the time since it
         started, the time left and its place among the requester's jobs, and ❌ Cancel."""
         elapsed = max(self._clock() - job.created_at, 0.0)
-        typical = self.estimates.typical(job)
+        usual = self.experience.estimates.usual(job)
         position = self.positions.get(job.id)
         step = self.progress_step
-        text = wording.progress_text(job, status or job.status, elapsed, typical, position, step)
+        text = wording.progress_text(job, status or job.status, elapsed, usual, position, step)
         return OutMessage(text=text, buttons=cancel_buttons(job), card=True)
 
     async def post_progress(self, job: Job, origin: Event | None) -> Job:

@@ -7,7 +7,8 @@
    sent to the provider; one without was not);
 3. the provider's create call, made once and never repeated by genbot (except after a 429,
    which started nothing: the client waits it out, and the progress message shows the wait);
-4. ``submitted`` (or ``finished`` / ``processing`` for diffusion) with the provider's id;
+4. ``submitted`` (or ``finished`` / ``processing`` for diffusion) with the provider's id,
+   shown in the progress message at once;
    ``create_failed`` when the call certainly did not start anything (not sent, refused,
    invalid, still rate-limited after genbot's wait); ``unknown`` when the provider may have
    received it but never confirmed it (a 5xx, a read timeout or a reset after sending, an
@@ -102,6 +103,11 @@ RECHECK_SECONDS = 1.0
 """How often a command handled again looks whether another process started its job."""
 RECORD_SECONDS = 60.0
 """How long recording a job the provider accepted is retried while storage fails."""
+REPEATABLE_ACTIONS = frozenset({"reroll", "diff_reroll", "describe_again"})
+"""Buttons that start a new job at each press (🔄), once the previous one has ended; a press
+while it runs is answered like any used button (so a double click starts one)."""
+REPEATED_AFTER = frozenset({"posted", "failed_posted"})
+MAX_REPEATS = 50
 ATTACHMENT_TIMEOUT_SECONDS = 30.0
 UNEXPECTED = "genbot hit an unexpected error while starting it"
 _REFUSED = (
@@ -261,6 +267,7 @@ class JobStarter:
                 started = await asyncio.shield(self._recorded(job, outcome))
             except StorageError as error:
                 return self._left_to_the_tracker(job, error)
+            await self.delivery.show_progress(started)
         if spec.parent is not None and spec.action is not None:
             pressed = base_action(spec.action)
             if pressed is not None and started.status != "create_failed":
@@ -392,7 +399,8 @@ class JobStarter:
         )
         quota = self.limits.quota_for(event.user)
         derivative = new.parent_job_id is not None and new.action is not None
-        attempts = MAX_DERIVATIVE_ATTEMPTS if derivative else 1
+        repeats = derivative and base_action(new.action) in REPEATABLE_ACTIONS
+        attempts = MAX_REPEATS if repeats else MAX_DERIVATIVE_ATTEMPTS if derivative else 1
         for attempt in range(1, attempts + 1):
             key = new.action if attempt == 1 else f"{new.action}#{attempt}"
             admitted = await self.store.create_job_within(replace(new, action=key), quota)
@@ -405,9 +413,12 @@ class JobStarter:
                 return job
             if new.command_key is not None:
                 raise AlreadyStarted(job)
-            if job.status != "create_failed":
+            done = job.status == "create_failed" or (repeats and job.status in REPEATED_AFTER)
+            if not done:
                 link = await self.delivery.marks.link(job)
                 raise UserError(_already(job, link, mine=job.requester_id == event.user.id))
+        if repeats:
+            raise UserError(f"🔄 ran {MAX_REPEATS} times on this image; start a new job.")
         raise UserError("That button has failed too many times on this image; start a new job.")
 
     async def offer_upload(self, event: Event, form: Modal, needs: str) -> None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.jobs.progress import ELAPSED_STEP, Position, mode_of, status_text
+from bot.jobs.progress import ELAPSED_STEP, Position, Usual, mode_of, status_text
 from bot.jobs.titles import asked_title, done_title
 from bot.splitting import neutralize_mentions
-from storage import BlendParams, DiffusionParams, Job, JobResult
+from storage import BlendParams, DiffusionParams, ImageParams, Job, JobResult
 
 SUBJECT_MAX = 300
 NO_CHARGE_NOTE = "_No credits were charged._"
@@ -45,17 +45,18 @@ def clip(text: str, limit: int = SUBJECT_MAX) -> str:
 
 
 def subject(job: Job) -> str:
-    """What the job is about, for display: its prompt, or what it works on."""
+    """What the job is about, for display: its prompt, or what it works on (a follow-up of an
+    image without a prompt: what that image was)."""
     if job.prompt.strip():
         return clip(job.prompt)
+    if job.family == "diffusion":
+        return clip(DiffusionParams.of(job).subject or "your image")
     if job.type == "describe":
-        return "an image"
+        return "your image"
     if job.type == "blend":
         count = len(BlendParams.of(job).image_urls)
-        return f"{count} images" if count else "images"
-    if job.type == "upscale" and job.family == "diffusion":
-        return "an image"
-    return "(no prompt)"
+        return f"a blend of {count} images" if count else "a blend"
+    return clip(ImageParams.of(job).subject or "an image without a prompt")
 
 
 def heading(job: Job) -> str:
@@ -67,12 +68,12 @@ def progress_text(
     job: Job,
     status: str,
     elapsed: float,
-    typical: float,
+    usual: Usual | None,
     position: Position | None = None,
     step: float = ELAPSED_STEP,
 ) -> str:
     """The progress message while a job is on its way (see :mod:`bot.jobs.progress`)."""
-    return f"⏳ {heading(job)}\n{status_text(job, status, elapsed, typical, position, step)}"
+    return f"⏳ {heading(job)}\n{status_text(job, status, elapsed, usual, position, step)}"
 
 
 def not_posted_text(job: Job) -> str:

@@ -1,4 +1,5 @@
-"""A requester's recent jobs (the Slack App Home lists them), on PostgreSQL."""
+"""Recent jobs: a requester's (the Slack App Home lists them), and everyone's finished ones
+(how long jobs take here), on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from storage.rules import status_tuple
 SQL_RECENT: Final[Query] = (
     "SELECT * FROM jobs WHERE platform = %s AND requester_id = %s AND status = ANY(%s)"
     " AND (%s::text IS NULL OR workspace_id = %s) ORDER BY created_at DESC, id DESC LIMIT %s"
+)
+
+SQL_RECENT_POSTED: Final[Query] = (
+    "SELECT * FROM jobs WHERE status = 'posted' ORDER BY created_at DESC, id DESC LIMIT %s"
 )
 
 
@@ -34,4 +39,9 @@ class PostgresJobHistory(PostgresBase):
             SQL_RECENT,
             (platform, requester_id, chosen, workspace_id, workspace_id, max(limit, 0)),
         )
+        return [job_from_row(row) for row in rows]
+
+    async def recent_posted_jobs(self, limit: int) -> list[Job]:
+        """The newest jobs whose result was posted, of every requester, newest first."""
+        rows = await self._fetch_all(SQL_RECENT_POSTED, (max(limit, 0),))
         return [job_from_row(row) for row in rows]

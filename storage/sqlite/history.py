@@ -1,4 +1,5 @@
-"""A requester's recent jobs (the Slack App Home lists them)."""
+"""Recent jobs: a requester's (the Slack App Home lists them), and everyone's finished ones
+(how long jobs take here)."""
 
 from __future__ import annotations
 
@@ -38,5 +39,14 @@ class SqliteJobHistory(StoreBase):
 
         def work(db: Database) -> list[Job]:
             return [job_from_row(row) for row in fetch_all(db, sql, parameters)]
+
+        return await self._call(work)
+
+    async def recent_posted_jobs(self, limit: int) -> list[Job]:
+        """The newest jobs whose result was posted, of every requester, newest first."""
+        sql = "SELECT * FROM jobs WHERE status = 'posted' ORDER BY created_at DESC, id DESC LIMIT ?"
+
+        def work(db: Database) -> list[Job]:
+            return [job_from_row(row) for row in fetch_all(db, sql, (max(limit, 0),))]
 
         return await self._call(work)

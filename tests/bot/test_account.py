@@ -91,17 +91,23 @@ async def test_settings_form_round_trip(world: ChatWorld) -> None:
     defaults = {field.id: field.default for field in modal.fields}
     assert defaults == {
         "model": "",
-        "system_prompt": "Speak like a sailor.",
+        "temperature": "1.5",
         "process_mode": "",
         "aspect_ratio": "",
-        "temperature": "1.5",
+        "remix": "",
     }
-    await alice.submit(modal, **{**defaults, "model": "LLM-4", "temperature": "0.2"})
+    kinds = {field.id: (field.kind, [c.value for c in field.choices]) for field in modal.fields}
+    assert kinds["remix"] == ("select", ["on", "off"])
+    assert kinds["process_mode"] == ("select", ["relax", "mixed", "fast", "turbo"])
+    await alice.submit(modal, **{**defaults, "model": "LLM-4", "temperature": "0.2", "remix": "on"})
     mine = await world.store.get_scope_settings("user", "fake", "alice")
-    assert mine is not None and (mine.model, mine.temperature) == ("llm-4", 0.2)
+    assert mine is not None and (mine.model, mine.temperature, mine.remix) == ("llm-4", 0.2, True)
     assert world.platform.ephemerals_for("alice")[-1] == (
-        "Saved your defaults: model → llm-4, temperature → 0.2."
+        "Saved your defaults: model → llm-4, temperature → 0.2, remix → on."
     )
+    await alice.command("settings")
+    _, reopened = world.platform.modals[-1]
+    assert {f.id: f.default for f in reopened.fields}["remix"] == "on"
     await alice.submit(modal, temperature="7", model="llm-3.5-turbo")
     _, again = world.platform.modals[-1]
     assert again.error_of("temperature") == "temperature must be at most 2 (got 7)."
@@ -161,6 +167,23 @@ async def test_help_lists_every_command_within_the_length_limit(world: ChatWorld
     for name in ("/chat", "/imagine", "/describe", "/blend", "/diffusion txt2img", "/settings"):
         assert f"**{name}**" in text
     assert "**Chat**" in text and "`/settings` model (your default)" in text
+
+
+async def test_help_about_one_group_lists_the_diffusion_models_genbot_knows(
+    world: ChatWorld,
+) -> None:
+    alice = world.actor()
+    await alice.command("help", "diffusion")
+    before = "".join(world.platform.ephemerals_for("alice"))
+    assert "**/diffusion txt2img**" in before and "**/imagine**" not in before
+    assert "`model_id` `--model`: Checkpoint model id; none known yet" in before
+    await alice.command("diffusion.txt2img", prompt="a fox")
+    await world.genbot.settled((await world.genbot.latest_job()).id)
+    await alice.command("help", "diffusion")
+    after = "".join(world.platform.ephemerals_for("alice"))[len(before) :]
+    assert "`model_id` `--model`: Checkpoint model id; known: `sim-diffusion-1`" in after
+    await alice.command("help", "paint")
+    assert world.platform.ephemerals_for("alice")[-1].startswith("There is no command /paint;")
 
 
 async def test_usage_includes_the_credits_of_image_jobs(world: ChatWorld) -> None:

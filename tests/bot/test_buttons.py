@@ -150,17 +150,19 @@ def test_form_fields_and_prefills() -> None:
     assert region is not None and [f.id for f in region.fields] == ["area", "region", "prompt"]
     init = modal_for("diff_init", "r")
     assert init is not None and [f.id for f in init.fields] == ["prompt", "strength"]
-    settings = modal_for("settings", "r", defaults={"model": "llm-4"})
+    settings = modal_for("settings", "", defaults={"model": "llm-4"})
     assert settings is not None
     assert [f.id for f in settings.fields] == [
         "model",
-        "system_prompt",
+        "temperature",
         "process_mode",
         "aspect_ratio",
-        "temperature",
+        "remix",
     ]
     assert settings.fields[0].default == "llm-4"
     assert not any(f.required for f in settings.fields)
+    channel = modal_for("settings", "channel")
+    assert channel is not None and [f.id for f in channel.fields][-1] == "system_prompt"
 
 
 def test_reading_a_submitted_settings_form() -> None:

@@ -85,6 +85,12 @@ def test_a_boolean_flag_is_bare_or_takes_an_explicit_value() -> None:
     parsed = parse_command_text(IMAGINE, "fox --skip-check false")
     assert parsed == {"prompt": "fox", "skip_prompt_check": "false"}
     assert parse_command_text(IMAGINE, "--skip-check a fox")["prompt"] == "a fox"
+    settings = command("settings")
+    assert parse_command_text(settings, "--remix") == {"remix": "true"}, "alone: turned on"
+    assert parse_command_text(settings, "--remix off --stream") == {
+        "remix": "off",
+        "stream": "true",
+    }
 
 
 def test_flag_problems_are_named() -> None:
@@ -95,8 +101,12 @@ def test_flag_problems_are_named() -> None:
         "--seed needs a value"
     )
     assert error_of(parse_command_text, IMAGINE, "a --fast --mode relax") == (
-        "--mode was given twice."
+        "--fast and --mode conflict: both set the process mode; give only one."
     )
+    assert error_of(parse_command_text, IMAGINE, "a --fast --turbo") == (
+        "--fast and --turbo conflict: both set the process mode; give only one."
+    )
+    assert error_of(parse_command_text, IMAGINE, "a --ar 1:1 --ar 2:1") == "--ar was given twice."
     message = error_of(parse_command_text, command("blend"), "stray words --dim square")
     assert "takes no free text" in message and "--dimension / --dim" in message
     assert "given twice" in error_of(

@@ -14,6 +14,7 @@ from tests.fakes.discord_model import (
     MESSAGE_COMPONENT,
     MODAL_SUBMIT,
     PUBLIC_THREAD,
+    SUBCOMMAND,
     FakeChannel,
     FakeInteraction,
     FakeMessage,
@@ -135,15 +136,16 @@ class UserActions(RestRoutes):
     async def autocomplete(
         self, user: FakeUser, channel: FakeChannel, name: str, option: str, typed: str
     ) -> FakeInteraction:
-        """``user`` types ``typed`` into ``/name``'s ``option``; the bot answers (type 8)."""
-        command = self.registered_command(name, channel)
-        kind = next(o["type"] for o in command["options"] if o["name"] == option)
-        data = {
-            "id": command["id"],
-            "name": name,
-            "type": 1,
-            "options": [{"name": option, "type": kind, "value": typed, "focused": True}],
-        }
+        """``user`` types ``typed`` into ``/name``'s ``option`` (``name`` may be a group's
+        subcommand, ``diffusion txt2img``); the bot answers (type 8)."""
+        group, _, sub = name.partition(" ")
+        command = self.registered_command(group, channel)
+        leaf = next(o for o in command["options"] if o["name"] == sub) if sub else command
+        kind = next(o["type"] for o in leaf["options"] if o["name"] == option)
+        options = [{"name": option, "type": kind, "value": typed, "focused": True}]
+        if sub:
+            options = [{"name": sub, "type": SUBCOMMAND, "options": options}]
+        data = {"id": command["id"], "name": group, "type": 1, "options": options}
         return await self._interact(AUTOCOMPLETE, user, channel, data)
 
     async def press(self, user: FakeUser, message: FakeMessage, label: str) -> FakeInteraction:

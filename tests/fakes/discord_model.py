@@ -28,6 +28,8 @@ APPLICATION_COMMAND = 2
 MESSAGE_COMPONENT = 3
 AUTOCOMPLETE = 4
 MODAL_SUBMIT = 5
+SUBCOMMAND = 1
+"""The application command option type of a group's subcommand."""
 
 _sequence = itertools.count()
 

@@ -30,3 +30,19 @@ async def test_recent_jobs_are_the_requesters_newest_in_the_asked_statuses(
     assert [j.id for j in anywhere] == [elsewhere.id, made[2].id, made[1].id, made[0].id]
     assert [j.id for j in unfinished] == [made[3].id]
     assert await store.recent_jobs("discord", "u1") == []
+
+
+async def test_recent_posted_jobs_are_everyones_newest_with_a_result(
+    store: Storage, clock: ManualClock
+) -> None:
+    made = []
+    for requester in ("u1", "u2", "u3"):
+        made.append(await create_job(store, new_job(platform="slack", requester_id=requester)))
+        clock.advance(10)
+    for job in made[:2]:
+        await store.transition(job.id, "creating", "finished")
+        await store.transition(job.id, "finished", "posting")
+        await store.transition(job.id, "posting", "posted")
+
+    assert [j.id for j in await store.recent_posted_jobs(5)] == [made[1].id, made[0].id]
+    assert [j.id for j in await store.recent_posted_jobs(1)] == [made[1].id]

@@ -53,12 +53,13 @@ def core_settings(
     edit_window_seconds: float | None = None,
     plan: Plan = "developer",
     webhooks: bool = False,
+    diffusion_models: tuple[str, ...] = (),
     **limits: Any,
 ) -> Settings:
     """Settings of a test genbot: the simulator as provider, fast polling;
-    ``edit_window_seconds``: the ``[discord]`` edit window genbot keeps to; ``plan``: the
-    ``[api] plan``; ``webhooks``: the receiver on a loopback port (the simulator must admit
-    insecure webhooks), else polling only."""
+    ``edit_window_seconds``: the ``[discord]`` edit window genbot keeps to; ``plan`` and
+    ``diffusion_models``: the ``[api]`` ones; ``webhooks``: the receiver on a loopback port (the
+    simulator must admit insecure webhooks), else polling only."""
     window = {} if edit_window_seconds is None else {"edit_window_seconds": edit_window_seconds}
     hook = WebhookSettings()
     if webhooks:
@@ -71,6 +72,7 @@ def core_settings(
             base_url=sim.base_url,
             key=SecretStr("sim-key"),
             plan=plan,
+            diffusion_models=list(diffusion_models),
             connect_timeout=2.0,
             read_timeout=5.0,
             stream_idle_timeout=2.0,

@@ -122,3 +122,18 @@ async def test_model_autocomplete_offers_what_the_configured_plan_allows(
     choices = [c["value"] for c in interaction.callbacks[0]["data"]["choices"]]
     assert choices == allowed_chat_models(plan)
     assert any(model.startswith("llm-4") for model in choices) == (plan == "developer")
+
+
+async def test_model_id_autocomplete_offers_the_diffusion_models_genbot_knows(
+    harness: Harness, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    async with (
+        serve(SimulatorConfig()) as sim,
+        real_genbot(harness, sim, tmp_path / "genbot.db", diffusion_models=("sd15", "sdxl")),
+    ):
+        interaction = await fake.autocomplete(
+            fake.user("alice"), fake.channel("general"), "diffusion txt2img", "model_id", "xl"
+        )
+        assert await fake.answered(interaction) == 8
+    assert [c["value"] for c in interaction.callbacks[0]["data"]["choices"]] == ["sdxl"]

@@ -114,7 +114,8 @@ async def test_commands_are_served_from_the_catalogue(browser: ClientSession) ->
     assert commands["blend"]["uploads"] == ["image1", "image2", "image3", "image4", "image5"]
     assert commands["describe"]["uploads"] == ["image"]
     assert commands["diffusion.img2img"]["uploads"][0] == "init_image"
-    assert commands["help"]["options"] == []
+    assert commands["usage"]["options"] == []
+    assert [o["name"] for o in commands["help"]["options"]] == ["command"]
 
 
 @pytest.mark.parametrize("plan", ["free", "developer"])

@@ -104,6 +104,7 @@ class ChatWorld:
             parts.surfaces,
             plan=self.plan,
             daily_credit_budget=self.daily_credit_budget,
+            diffusion_models=parts.jobs.diffusion.models.known,
         )
         return [self._chat(parts), self.account]
 

@@ -169,8 +169,10 @@ async def test_blend_sends_every_image_and_the_dimension(tmp_path: Path) -> None
         (sent,) = bodies(bot.sim, "/gen/v2/blend")
         assert sent == {"image_urls": [a.url for a in images.values()], "dimension": "portrait"}
         assert image_size(blended.message.images[0].data) == (342, 512)
-        assert "3 images" in blended.text
+        assert blended.text.startswith("**Blended** — a blend of 3 images")
         assert [b.label for b in blended.buttons] == GRID_LABELS
+        _, upscale = await press(bot, alice, blended, "U2")
+        assert upscale.text.startswith("**Upscaled #2** — a blend of 3 images"), upscale.text
 
 
 async def test_blend_without_a_dimension_sends_square(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 from aiohttp import web
 
 from bot.events import Command, User
+from bot.jobs.diffusion_models import DiffusionModels
 from bot.jobs.wording import ACCEPTED_NOTE
 from simulator.server import serve
 from simulator.state import Dialect, SimulatorConfig
@@ -77,6 +78,9 @@ async def test_img2img_and_upscale_use_the_attachment_urls(tmp_path: Path) -> No
         assert bodies(bot.sim, "/diff/upscale") == [{"url": init.url, "scale": 3}]
         assert [b.label for b in first.buttons] == DIFFUSION_LABELS
         assert [b.label for b in upscaled.buttons] == ["🔄", "Use as init"]
+        assert upscaled.text.startswith("**Upscaled** — start.png"), "named by its file"
+        _, again = await press(bot, alice, upscaled, "🔄")
+        assert again.text.startswith("**Rerolled** — start.png")
 
 
 async def test_controlnet_is_processing_then_posted(tmp_path: Path) -> None:
@@ -106,19 +110,32 @@ async def test_controlnet_is_processing_then_posted(tmp_path: Path) -> None:
         assert result.message.images and (await bot.settled(job.id)).status == "posted"
 
 
-async def test_controlnet_without_a_model_is_refused_before_any_call(tmp_path: Path) -> None:
+async def test_controlnet_without_a_model_runs_with_the_providers_default_once_known(
+    tmp_path: Path,
+) -> None:
     async with harness(tmp_path) as bot:
         alice = bot.actor()
-        await alice.command(
-            "diffusion.controlnet",
-            prompt="a fox",
-            controlnet_model="canny",
-            init_image=attachment("init.png"),
-        )
-        assert bot.platform.ephemerals_for("alice") == [
-            "/diffusion controlnet needs a checkpoint model: add --model <model id>."
-        ]
+        options = {"prompt": "a fox", "controlnet_model": "canny"}
+        await alice.command("diffusion.controlnet", init_image=attachment("init.png"), **options)
+        [refusal] = bot.platform.ephemerals_for("alice")
+        assert refusal.startswith("/diffusion controlnet needs a checkpoint model, and genbot")
+        assert "--model <model id>" in refusal and "[api] diffusion_models" in refusal
         assert bodies(bot.sim, "/diff/controlnet") == [] and await bot.all_jobs() == []
+
+        await run_command(bot, alice, "diffusion.txt2img", prompt="a red fox")
+        assert bot.jobs.diffusion.models.known() == ("sim-diffusion-1",), "as it answered"
+        job, _ = await run_command(
+            bot, alice, "diffusion.controlnet", init_image=attachment("init.png"), **options
+        )
+        (sent,) = bodies(bot.sim, "/diff/controlnet")
+        assert sent["model_id"] == "sim-diffusion-1"
+        assert (await bot.settled(job.id)).status == "posted"
+
+
+def test_configured_models_come_first_and_the_first_is_the_default() -> None:
+    models = DiffusionModels(["sd15", " ", "sdxl", "sd15"])
+    assert models.known() == ("sd15", "sdxl") and models.default() == "sd15"
+    assert DiffusionModels().known() == () and DiffusionModels().default() is None
 
 
 @pytest.mark.parametrize("dialect", ["default", "spec"])

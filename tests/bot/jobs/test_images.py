@@ -418,3 +418,20 @@ async def test_a_403_outside_chat_is_a_refusal_in_the_providers_words(tmp_path: 
                 "anything"
             )
         assert (await bot.store.usage_for_user("fake", "alice")).credits == 0
+
+
+async def test_reroll_starts_a_new_job_at_each_press_once_the_last_one_ended(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        _, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
+        first, _ = await press(bot, alice, grid, "🔄")
+        second, _ = await press(bot, alice, grid, "🔄")
+        assert first.id != second.id and first.type == second.type == "reroll"
+        assert len(bodies(bot.sim, "/gen/v2/reroll")) == 2
+        assert bot.platform.ephemerals_for("alice") == []
+        await asyncio.gather(alice.press(grid, "🔄"), alice.press(grid, "🔄"))
+        assert len([job for job in await bot.all_jobs() if job.type == "reroll"]) == 3
+        [double] = bot.platform.ephemerals_for("alice")
+        assert double.startswith("You already pressed this — "), "a double click starts one"

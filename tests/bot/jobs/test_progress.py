@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.events import Command, User
-from bot.jobs.progress import Estimates, Position, left_text, status_text
+from bot.jobs.progress import Estimates, Position, Usual, left_text, status_text
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import Job
@@ -45,17 +45,20 @@ async def test_progress_moves_and_the_same_message_becomes_the_grid(tmp_path: Pa
         job = await engines.images.imagine(command("alice"), "a red fox")
         assert job.progress_message_id is not None
         progress = platform.messages[job.progress_message_id]
-        assert progress.text == "⏳ **Imagine** — a red fox\nSending · 0:00"
+        assert progress.history[0].text == "⏳ **Imagine** — a red fox\nSending · 0:00"
+        assert progress.text == "⏳ **Imagine** — a red fox\nQueued (relax) · 0:00", (
+            "the provider's answer is shown at once, with no estimate before one was measured"
+        )
         assert [b.label for b in progress.buttons] == ["❌ Cancel"]
 
         clock.now += 7
         await engines.ticker.tick()
-        assert second_line(progress.text) == "Queued (relax) · 0:05 · about 55 s left"
+        assert second_line(progress.text) == "Queued (relax) · 0:05"
 
         sim.advance(30)
         clock.now += 30
         await engines.tracker.poll_round()
-        assert second_line(progress.text) == "Drawing (relax) · 0:35 · about 25 s left"
+        assert second_line(progress.text) == "Drawing (relax) · 0:35"
         edits = len(progress.history)
         clock.now += 2
         await engines.ticker.tick()
@@ -63,16 +66,32 @@ async def test_progress_moves_and_the_same_message_becomes_the_grid(tmp_path: Pa
 
         clock.now += 40
         await engines.ticker.tick()
-        assert second_line(progress.text) == "Drawing (relax) · 1:15 · taking longer than usual"
+        assert second_line(progress.text) == "Drawing (relax) · 1:15"
 
         sim.advance(100)
         await engines.tracker.poll_round()
         await engines.tracker.wait_idle()
         done = await bare.store.get_job(job.id)
 
+        again = await engines.images.imagine(command("alice"), "a blue fox")
+        shown = platform.messages[again.progress_message_id or ""]
+        clock.now += 10
+        await engines.ticker.tick()
+        assert second_line(shown.text) == "Queued (relax) · 0:10 · about 70 s left"
+        clock.now += 72
+        await engines.ticker.tick()
+        assert second_line(shown.text) == "Queued (relax) · 1:20", "past the usual: no estimate"
+        clock.now += 10
+        await engines.ticker.tick()
+        assert second_line(shown.text) == "Queued (relax) · 1:30 · taking longer than usual"
+        fast = await engines.images.imagine(command("alice"), "a fox", process_mode="fast")
+        clock.now += 10
+        await engines.ticker.tick()
+        fast_line = second_line(platform.messages[fast.progress_message_id or ""].text)
+        assert fast_line.startswith("Queued (fast) · 0:10 · your job"), "fast: not measured yet"
+
     assert done is not None and done.status == "posted"
     assert done.result_message_id == job.progress_message_id
-    assert list(platform.messages) == [job.progress_message_id]
     assert progress.text == "**Imagined** — a red fox" and progress.message.images
     assert "❌ Cancel" not in [b.label for b in progress.buttons]
 
@@ -108,27 +127,41 @@ def _job(**fields: object) -> Job:
     ("fields", "status", "line"),
     [
         ({}, "staged", "Starting (relax) · 0:10 · about 50 s left"),
-        ({"type": "upscale", "action": "upscale2"}, "processing", "Upscaling (relax) · 0:10 · "),
-        ({"prompt": "a fox --turbo"}, "retry", "Retrying (turbo) · 0:10 · about 5 s left"),
-        ({"parameters": {"process_mode": "fast"}}, "pending", "Queued (fast) · 0:10 · about "),
-        ({"type": "describe", "prompt": ""}, "processing", "Describing (relax) · 0:10 · "),
-        ({"family": "diffusion", "type": "txt2img"}, "processing", "Drawing · 0:10 · about 10"),
+        ({"type": "upscale", "action": "upscale2"}, "processing", "Upscaling (relax) · 0:10"),
+        ({"prompt": "a fox --turbo"}, "retry", "Retrying (turbo) · 0:10"),
+        ({"parameters": {"process_mode": "fast"}}, "pending", "Queued (fast) · 0:10"),
+        ({"type": "describe", "prompt": ""}, "processing", "Describing (relax) · 0:10"),
+        ({"family": "diffusion", "type": "txt2img"}, "processing", "Drawing · 0:10"),
     ],
 )
 def test_status_words_follow_the_work_and_the_mode(
     fields: dict[str, object], status: str, line: str
 ) -> None:
-    job = _job(**fields)
-    text = status_text(job, status, 12.0, Estimates().typical(job), Position(1, 1))
-    assert text.startswith(line)
-
-
-def test_the_estimate_learns_from_finished_jobs() -> None:
     estimates = Estimates()
-    assert estimates.typical(_job()) == 60.0
+    estimates.observe(_job(finished_at=160.0))
+    job = _job(**fields)
+    text = status_text(job, status, 12.0, estimates.usual(job), Position(1, 1))
+    assert text == line, "only relax imagine jobs were measured"
+
+
+def test_estimates_are_measured_per_task_type_and_mode() -> None:
+    estimates = Estimates()
+    assert estimates.usual(_job()) is None
     for took in (20.0, 30.0, 25.0):
         estimates.observe(_job(finished_at=100.0 + took))
-    assert estimates.typical(_job()) == 25.0
-    assert estimates.typical(_job(parameters={"process_mode": "fast"})) == 30.0
-    assert left_text(25.0, 10.0) == "about 15 s left"
-    assert left_text(600.0, 10.0) == "about 10 min left"
+    assert estimates.usual(_job()) == Usual(25.0, 30.0)
+    assert estimates.usual(_job(parameters={"process_mode": "fast"})) is None
+    assert estimates.usual(_job(type="upscale")) is None
+    assert estimates.usual(_job(family="diffusion", type="txt2img")) is None
+    estimates.learn([_job(finished_at=103.0, type="upscale"), _job(finished_at=160.0)])
+    assert estimates.usual(_job(type="upscale")) == Usual(3.0, 3.0)
+    assert estimates.usual(_job()) == Usual(27.5, 60.0)
+
+
+def test_the_time_left_is_said_only_before_the_usual_and_longer_only_past_the_longest() -> None:
+    usual = Usual(25.0, 40.0)
+    assert left_text(None, 0.0) == ""
+    assert left_text(usual, 10.0) == "about 15 s left"
+    assert left_text(Usual(600.0, 700.0), 10.0) == "about 10 min left"
+    assert left_text(usual, 30.0) == left_text(usual, 45.0) == ""
+    assert left_text(usual, 46.0) == "taking longer than usual"

@@ -68,3 +68,23 @@ async def test_an_empty_remix_prompt_is_refused_without_a_provider_call(tmp_path
         assert again.action == "remix_reroll" and again is not modal
         assert again.error_of("prompt") == "Remix needs a prompt: write what to draw."
         assert bodies(bot.sim, "/gen/v2/reroll") == []
+
+
+async def test_remix_is_the_pressers_setting_when_they_press(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        grid_job, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
+        assert grid.button("V3").action == "variation3", "drawn before Remix was on"
+        await bot.store.set_scope_settings("user", "fake", "alice", remix=True)
+        await alice.press(grid, "V3")
+        _, modal = bot.platform.modals[-1]
+        assert (modal.action, modal.ref) == ("remix_variation3", grid_job.id)
+        await alice.press(grid, "🔄")
+        assert bot.platform.modals[-1][1].action == "remix_reroll"
+        assert bodies(bot.sim, "/gen/v2/variation") == bodies(bot.sim, "/gen/v2/reroll") == []
+
+        _, remixed = await run_command(bot, alice, "imagine", prompt="a blue fox")
+        assert remixed.button("V1").action == "remix_variation1", "drawn while Remix is on"
+        await bot.store.set_scope_settings("user", "fake", "alice", remix=False)
+        job, _ = await press(bot, alice, remixed, "V1")
+        assert job.type == "variation" and len(bot.platform.modals) == 2, "no form: Remix is off"
