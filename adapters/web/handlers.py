@@ -60,13 +60,23 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
-def _string(body: dict[str, Any], key: str, *, max_length: int | None = None) -> str:
+def _string(body: dict[str, Any], key: str) -> str:
     value = body.get(key, "")
     if not isinstance(value, str):
         raise BadInput(f"'{key}' must be a string.")
-    if max_length is not None and len(value) > max_length:
-        raise BadInput(f"'{key}' is {len(value)} characters long; the limit is {max_length}.")
     return value
+
+
+def _text(body: dict[str, Any], playground: Playground) -> str:
+    """What the user typed, within the playground's message length."""
+    text = _string(body, "text")
+    limit = playground.limits.max_text
+    if len(text) > limit:
+        raise BadInput(
+            f"Your message is {len(text):,} characters long; the playground takes at most "
+            f"{limit:,}. Shorten it, or send it in parts."
+        )
+    return text.strip()
 
 
 def _place(playground: Playground, body: dict[str, Any], user: User) -> Place:
@@ -131,7 +141,7 @@ async def command(request: web.Request) -> web.Response:
     adapter, user = request.app[ADAPTER], request[USER]
     playground = adapter.playground
     body = await _json_body(request)
-    text = _string(body, "text", max_length=playground.limits.max_text).strip()
+    text = _text(body, playground)
     if not text or text == "/":
         raise BadInput("Empty command: type a command such as /imagine a fox, or /help.")
     spec, _ = parse_slash(text)
@@ -193,7 +203,7 @@ async def message(request: web.Request) -> web.Response:
     adapter, user = request.app[ADAPTER], request[USER]
     playground = adapter.playground
     body = await _json_body(request)
-    text = _string(body, "text", max_length=playground.limits.max_text).strip()
+    text = _text(body, playground)
     place = _place(playground, body, user)
     ids, files = _uploads(playground, body, user.id)
     if not text and not files:

@@ -4,13 +4,15 @@ Each channel numbers its events; the latest ones are kept so that a browser reco
 ``Last-Event-ID`` (or opening the stream right after loading history) misses nothing. Events
 meant for one user (ephemeral replies, modals) reach only that user's streams. One user keeps at
 most ``max_streams_per_user`` streams open (:class:`TooManyStreams` beyond), so one browser
-session cannot hold the listener's connections.
+session cannot hold the listener's connections. Streams also hear, unnumbered, that something
+new arrived in another channel (to mark it unread).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +31,13 @@ class Subscriber:
     channel: str
     user_id: str
     max_pending: int
-    pending: deque[tuple[int, Payload]] = field(default_factory=deque)
+    pending: deque[tuple[int | None, Payload]] = field(default_factory=deque)
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     closed: bool = False
 
-    def deliver(self, seq: int, payload: Payload) -> None:
-        """Queue an event; a stream too slow to keep up is closed (the browser reconnects)."""
+    def deliver(self, seq: int | None, payload: Payload) -> None:
+        """Queue an event (``seq`` None: one that is not numbered); a stream too slow to keep
+        up is closed (the browser reconnects)."""
         if self.closed:
             return
         if len(self.pending) >= self.max_pending:
@@ -47,7 +50,7 @@ class Subscriber:
         self.closed = True
         self.wakeup.set()
 
-    async def next_batch(self, timeout: float) -> list[tuple[int, Payload]]:
+    async def next_batch(self, timeout: float) -> list[tuple[int | None, Payload]]:
         """The queued events, waiting at most ``timeout`` seconds for one (``[]`` on timeout)."""
         if not self.pending and not self.closed:
             try:
@@ -104,6 +107,19 @@ class EventHub:
             if subscriber.closed:
                 feed.subscribers.discard(subscriber)
         return feed.seq
+
+    def notify(self, channel: str, payload: Payload, audience: Callable[[str], bool]) -> None:
+        """Tell the streams watching other channels, of the users ``audience`` admits, about
+        ``channel`` (an unread mark): not numbered, not replayed."""
+        event = {**payload, "channel": channel}
+        for name, feed in self._feeds.items():
+            if name == channel:
+                continue
+            for subscriber in list(feed.subscribers):
+                if audience(subscriber.user_id):
+                    subscriber.deliver(None, event)
+                if subscriber.closed:
+                    feed.subscribers.discard(subscriber)
 
     def subscribe(
         self, channel: str, user_id: str, after: int | None

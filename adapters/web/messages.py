@@ -124,6 +124,7 @@ class WebMessage:
             "reply_to": self.reply_to,
             "command": self.command,
             "thread_info": self.thread_info,
+            "private": self.visible_to is not None,
             "created": self.created,
             "edited": self.edited,
             "deleted": self.deleted,

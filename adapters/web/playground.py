@@ -23,7 +23,7 @@ from typing import Any
 from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
-from adapters.web.platform import WEB_LIMITS, PendingModal
+from adapters.web.platform import WEB_LIMITS, PendingModal, dm_channel, is_dm_channel
 from adapters.web.uploads import UploadCache
 from bot.core import DATABASE_UNREACHABLE_TEXT, storage_failure_text
 from bot.events import Attachment, Place, User
@@ -172,12 +172,12 @@ class Playground:
 
     def _show_saved(self, message: WebMessage, images: dict[str, StoredFile]) -> None:
         known = self.store.get(message.id)
+        images_before = len(known.images) if known is not None else 0
         kept = self.store.merge(message, images)
         if kept is None:
             return
         kind = "post" if known is None else ("delete" if message.deleted else "edit")
-        payload: dict[str, Any] = {"type": kind, "message": kept.to_json()}
-        self.hub.publish(kept.channel, payload, visible_to=kept.visible_to)
+        self._show(kind, kept, images_before=images_before)
 
     async def post_user_message(
         self,
@@ -188,7 +188,9 @@ class Playground:
         command: str | None = None,
     ) -> WebMessage:
         """Show what a user sent (text, command and images) in the channel; a command stays
-        pending (handled again after a restart) until its handler has run."""
+        pending (handled again after a restart) until its handler has run, and private (only
+        its user sees it, with the answers only they see) until genbot answers it in public
+        (:meth:`reveal`)."""
         message = WebMessage(
             id=self.store.new_id(),
             channel=place.channel_id,
@@ -199,6 +201,7 @@ class Playground:
             command=command,
             pending=command is not None,
             requester_is_admin=user.is_admin,
+            visible_to=user.id if command is not None and not place.is_dm else None,
         )
         images = tuple(ImageFile(f.filename, f.data, f.content_type) for f in files)
         self.store.replace_images(message, images)
@@ -236,6 +239,15 @@ class Playground:
         if self.journal is not None:
             return await self.journal.claim_pending(accepted_before)
         return [m.id for m in self.store.pending() if m.created < accepted_before]
+
+    async def reveal(self, message_id: str | None) -> None:
+        """Show a private command message to everyone: genbot answers it in public (a job's
+        message, a chat answer, a thread on it)."""
+        shown = self.store.get(message_id or "")
+        if shown is None or shown.kind != "user" or shown.visible_to is None:
+            return
+        shown.visible_to = None
+        await self.keep("post", shown)
 
     async def settle(self, message: WebMessage) -> None:
         """Mark a command's message as handled (in the history first: a command whose end
@@ -289,9 +301,12 @@ class Playground:
         if forms is not None:
             forms.pop(custom_id, None)
 
-    async def keep(self, kind: str, message: WebMessage, *, new: bool = False) -> None:
+    async def keep(
+        self, kind: str, message: WebMessage, *, new: bool = False, images_before: int = 0
+    ) -> None:
         """Write ``message`` to the history file, then keep it in memory (``new``) and show it
-        to the browsers; :class:`NotKept` when it cannot be written (nothing is shown)."""
+        to the browsers (``images_before``: how many images it showed before this change);
+        :class:`NotKept` when it cannot be written (nothing is shown)."""
         if self.history is not None:
             if self.journal is None:
                 raise SurfaceError("the playground is stopped")
@@ -307,5 +322,22 @@ class Playground:
                 raise NotKept(error) from error
         if new:
             self.store.add(message)
+        self._show(kind, message, images_before=images_before)
+
+    def _show(self, kind: str, message: WebMessage, *, images_before: int) -> None:
+        """Send the change to the browsers watching the channel, and tell the others of its
+        audience when it is news (a new message, or a result: images gained) to mark unread."""
         payload: dict[str, Any] = {"type": kind, "message": message.to_json()}
         self.hub.publish(message.channel, payload, visible_to=message.visible_to)
+        news = kind == "post" or (kind == "edit" and len(message.images) > images_before)
+        if not news:
+            return
+        channel, visible_to = message.channel, message.visible_to
+
+        def audience(user_id: str) -> bool:
+            if visible_to is not None and user_id != visible_to:
+                return False
+            return not is_dm_channel(channel) or dm_channel(user_id) == channel
+
+        activity = {"type": "activity", "mention": message.mention}
+        self.hub.notify(channel, activity, audience)

@@ -28,9 +28,11 @@ class WebSurface:
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
-        """Post ``message`` in ``place`` and stream it to the channel's browsers; a keyed
-        message the playground already shows is returned as it is."""
+        """Post ``message`` in ``place`` and stream it to the channel's browsers (the command
+        it answers, private until then, is shown to everyone first); a keyed message the
+        playground already shows is returned as it is."""
         self._check(place, message)
+        await self.playground.reveal(reply_target(origin))
         if message.key is not None and (earlier := await self.posted(place, message.key)):
             return earlier
         posted = WebMessage(
@@ -59,6 +61,7 @@ class WebSurface:
         """Replace a genbot message's text and buttons (and its images, when some are given)."""
         self._check(ref.place, message)
         posted = await self._own(ref)
+        images_before = len(posted.images)
         posted.text = message.text
         posted.buttons = message.buttons
         posted.from_model = message.from_model
@@ -66,7 +69,7 @@ class WebSurface:
         if message.images:
             self.playground.store.replace_images(posted, message.images)
         posted.edited = time.time()
-        await self.playground.keep("edit", posted)
+        await self.playground.keep("edit", posted, images_before=images_before)
 
     async def delete(self, ref: MessageRef) -> None:
         """Remove a genbot message from the channel (and from the browsers showing it)."""
@@ -127,6 +130,7 @@ class WebSurface:
             raise SurfaceError(f"no message {ref.message_id!r} to start a thread on")
         if message.thread is not None:
             raise SurfaceError("a thread cannot be started inside a thread")
+        await self.playground.reveal(message.id)
         message.thread_info = {"id": message.id, "name": name.strip()[:100] or "thread"}
         await self.playground.keep("edit", message)
         return web_place(message.channel, message.id)

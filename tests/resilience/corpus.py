@@ -398,7 +398,7 @@ WEB_CASES: tuple[WebCase, ...] = (
     WebCase("describe-two-images", ("takes one image", "attached 2"), _pngs(2), "/describe"),
     WebCase("blend-six-images", ("at most 5 images", "attached 6"), _pngs(6), "/blend"),
     WebCase("imagine-with-image", ("does not take images",), _pngs(1), "/imagine a fox"),
-    WebCase("command-too-long", ("limit is 4000",), (), "/chat " + "a" * 4001),
+    WebCase("command-too-long", ("your message", "at most 4,000"), (), "/chat " + "a" * 4001),
     WebCase("command-unknown", ("unknown command", "/paint"), (), "/paint a fox"),
     WebCase("diffusion-no-subcommand", ("needs a subcommand", "txt2img"), (), "/diffusion"),
     WebCase("diffusion-unknown-subcommand", ("unknown subcommand",), (), "/diffusion sketch x"),

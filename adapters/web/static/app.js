@@ -2,6 +2,7 @@
 
 import { Composer } from "./composer.js";
 import { TAB, h, postJson, request } from "./dom.js";
+import { visible } from "./markdown.js";
 import { RegionEditor } from "./region.js";
 import { MessageView } from "./render.js";
 
@@ -25,6 +26,7 @@ const state = {
   typingUntil: new Map(),
   source: null,
   resyncTimer: null,
+  unread: new Map(),
   retryDelay: RETRY_FIRST_MS,
   dismissed: new Set(JSON.parse(sessionStorage.getItem("genbot-dismissed") || "[]")),
 };
@@ -99,19 +101,31 @@ function intro() {
   );
 }
 
+function channelLink(name, label, kind) {
+  const unread = state.unread.get(name);
+  const classes = ["channel"];
+  if (name === state.channel) classes.push("active");
+  if (unread) classes.push("unread");
+  return h("li", {},
+    h("a", { href: `#${name}`, class: classes.join(" ") },
+      h("span", { class: "hash", "aria-hidden": "true" }, kind), label,
+      unread?.mention ? h("span", { class: "badge", title: "A result for you" }, "1") : ""));
+}
+
 function renderChannels() {
   const names = [...new Set([...state.channels, ...(isDm() ? [] : [state.channel])])];
-  $("#channel-list").replaceChildren(
-    ...names.map((name) =>
-      h("li", {},
-        h("a", { href: `#${name}`, class: "channel" + (name === state.channel ? " active" : "") },
-          h("span", { class: "hash", "aria-hidden": "true" }, "#"), name))),
-  );
-  $("#dm-list").replaceChildren(
-    h("li", {},
-      h("a", { href: `#${state.dm}`, class: "channel" + (isDm() ? " active" : "") },
-        h("span", { class: "hash", "aria-hidden": "true" }, "@"), "genbot")),
-  );
+  $("#channel-list").replaceChildren(...names.map((name) => channelLink(name, name, "#")));
+  $("#dm-list").replaceChildren(channelLink(state.dm, "genbot", "@"));
+}
+
+/** Something new in a channel this page does not show: mark it unread (and mentioned, when
+ * it was a result or an answer for this user). */
+function noteActivity(event) {
+  if (event.channel === state.channel) return;
+  const known = state.unread.get(event.channel);
+  state.unread.set(event.channel, { mention: Boolean(known?.mention || event.mention === state.me.id) });
+  if (!state.channels.includes(event.channel) && event.channel !== state.dm) state.channels.push(event.channel);
+  renderChannels();
 }
 
 function place(message, options = {}) {
@@ -145,6 +159,7 @@ function renderTyping() {
 }
 
 function onEvent(event) {
+  if (event.type === "activity") return noteActivity(event);
   if (event.channel !== state.channel) return;
   if (event.seq && event.type !== "hello") state.seq = event.seq;
   switch (event.type) {
@@ -160,9 +175,10 @@ function onEvent(event) {
     case "ephemeral": {
       const message = event.message;
       const mine = message.author.id === state.me.id;
+      const answersMe = state.messages.get(message.reply_to)?.author.id === state.me.id;
       const threadOpened = message.thread_info && !state.messages.get(message.id)?.thread_info;
       place(message, { forceScroll: mine && event.type === "post" });
-      if (threadOpened && mine && state.thread !== message.id) openThread(message.id);
+      if (threadOpened && (mine || answersMe) && state.thread !== message.id) openThread(message.id);
       if (message.author.bot && event.type !== "ephemeral") state.typingUntil.delete(typingKey(message.thread));
       renderTyping();
       break;
@@ -252,6 +268,9 @@ async function openChannel(channel) {
   document.title = `${isDm() ? "@genbot" : "#" + channel} · genbot playground`;
   document.body.classList.remove("drawer-open");
   composer.refreshPlaceholder();
+  composer.showError("");
+  threadComposer.showError("");
+  state.unread.delete(channel);
   renderChannels();
   mainView.clear(intro());
   for (const message of body.messages) state.messages.set(message.id, message);
@@ -265,7 +284,7 @@ async function openChannel(channel) {
 
 function renderThreadHeader() {
   const parent = state.messages.get(state.thread);
-  $("#thread-name").textContent = parent?.thread_info?.name || "Thread";
+  $("#thread-name").textContent = visible(parent?.thread_info?.name || "Thread");
 }
 
 function openThread(id) {
@@ -452,12 +471,7 @@ function setUpPage() {
     }
     setTimeout(() => (copy.textContent = "Copy"), 1500);
   });
-  $("#add-channel").addEventListener("click", () => {
-    const name = (prompt("New channel name (lowercase letters, digits, - or _):") || "").trim().toLowerCase();
-    if (!name) return;
-    if (!CHANNEL_PATTERN.test(name)) return toast("Channel names use 1 to 32 lowercase letters, digits, - or _.");
-    location.hash = name;
-  });
+  setUpNewChannel();
   window.addEventListener("hashchange", () => followHash());
   document.addEventListener("click", (event) => {
     const link = event.target.closest?.("a[href]");
@@ -468,6 +482,39 @@ function setUpPage() {
   });
   setUpDragAndDrop();
   setInterval(renderTyping, 1000);
+}
+
+/** The + next to "Text channels": name a new channel in place (it exists once posted in). */
+function setUpNewChannel() {
+  const form = $("#new-channel");
+  const input = form.elements.name;
+  const error = form.querySelector(".new-channel-error");
+  const close = () => {
+    form.hidden = true;
+    error.hidden = true;
+    input.value = "";
+  };
+  $("#add-channel").addEventListener("click", () => {
+    form.hidden = false;
+    input.focus();
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") close();
+  });
+  input.addEventListener("blur", () => {
+    if (!input.value.trim()) close();
+  });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const name = input.value.trim().toLowerCase();
+    if (!CHANNEL_PATTERN.test(name)) {
+      error.textContent = "Use 1 to 32 lowercase letters, digits, - or _ (starting with a letter or digit).";
+      error.hidden = false;
+      return;
+    }
+    close();
+    location.hash = name;
+  });
 }
 
 /** ``#channel`` opens a channel; ``#channel/message-id`` opens it at that message. */

@@ -4,6 +4,8 @@
 import { formatSize, h, icon, postJson, request } from "./dom.js";
 import { Palette } from "./palette.js";
 
+const NARROW_BOX_PIXELS = 420;
+
 export class Composer {
   /**
    * @param container element to build the composer in
@@ -61,14 +63,18 @@ export class Composer {
     );
     container.append(this.root);
     this.refreshPlaceholder();
+    new ResizeObserver(() => this.refreshPlaceholder()).observe(this.input);
   }
 
   setCommands(commands) {
     this.palette.setCommands(commands);
   }
 
+  /** The placeholder, its hint after " — " left out where the box is too narrow for it. */
   refreshPlaceholder() {
-    this.input.placeholder = this.options.placeholder();
+    const full = this.options.placeholder();
+    const narrow = this.input.clientWidth > 0 && this.input.clientWidth < NARROW_BOX_PIXELS;
+    this.input.placeholder = narrow ? full.split(" — ")[0] : full;
   }
 
   focus() {

@@ -2,9 +2,17 @@
 // Everything is HTML-escaped first; only the tags produced below can appear in the output.
 // Supports code fences (unterminated ones too, for streamed answers), inline code, bold, italic,
 // strikethrough, links (http, https, mailto only), bare URLs, headings, quotes and lists.
+// Control characters and bidirectional overrides are shown as escapes (see visible()).
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 const MARK = "\u0000";
+const INVISIBLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/g;
+
+/** ``text`` with its control characters and bidirectional overrides and isolates shown as
+ * escapes (``\u202E``): they can neither hide, reorder nor box the text around them. */
+export function visible(text) {
+  return String(text ?? "").replace(INVISIBLE, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`);
+}
 
 export function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]);
@@ -119,7 +127,7 @@ function codeBlock(language, code) {
 
 /** Markdown text → safe HTML. */
 export function renderMarkdown(text) {
-  const escaped = escapeHtml(String(text || "").replaceAll(MARK, "").replace(/\r\n?/g, "\n"));
+  const escaped = escapeHtml(visible(String(text || "").replace(/\r\n?/g, "\n")));
   const fence = /```([\w+#.-]*)[^\n]*\n?([\s\S]*?)(?:```|$)/g;
   let html = "";
   let last = 0;

@@ -2,7 +2,7 @@
 // inline images, rows of buttons, thread link, "only you can see this" for ephemeral replies).
 
 import { formatTime, h, icon } from "./dom.js";
-import { renderMarkdown } from "./markdown.js";
+import { renderMarkdown, visible } from "./markdown.js";
 
 const GROUP_SECONDS = 7 * 60;
 const STICKY_PIXELS = 140;
@@ -12,14 +12,21 @@ function authorName(author, me) {
   return author.id === me.id ? "you" : `guest ${author.id.slice(-4)}`;
 }
 
+const GUEST_COLOURS = ["#e67e22", "#1abc9c", "#e91e63", "#9b59b6", "#3498db", "#f1c40f"];
+
+/** The avatar of ``author``: genbot's logo, "Y" for you, a guest's first id character on a
+ * colour of its own. */
 function avatar(author, me, small = false) {
-  const kind = author.bot ? "bot" : author.id === me.id ? "me" : "guest";
-  const letter = small ? "" : author.bot ? "G" : authorName(author, me)[0].toUpperCase();
-  return h("div", { class: `avatar ${kind}`, "aria-hidden": "true" }, letter);
+  if (author.bot) return h("div", { class: "avatar bot", "aria-hidden": "true" });
+  if (author.id === me.id) return h("div", { class: "avatar me", "aria-hidden": "true" }, small ? "" : "Y");
+  const tag = author.id.slice(-4);
+  const colour = GUEST_COLOURS[parseInt(tag, 16) % GUEST_COLOURS.length] || GUEST_COLOURS[0];
+  return h("div", { class: "avatar guest", style: `background:${colour}`, "aria-hidden": "true" },
+    small ? "" : tag[0].toUpperCase());
 }
 
 function snippet(message) {
-  const text = (message.text || "").replace(/[*_~`]+/g, "").replace(/\s+/g, " ").trim();
+  const text = visible(message.text || "").replace(/[*_~`]+/g, "").replace(/\s+/g, " ").trim();
   if (text) return text.length > 90 ? `${text.slice(0, 90)}…` : text;
   return message.images.length ? "🖼 image" : "…";
 }
@@ -68,11 +75,12 @@ export class MessageView {
   }
 
   /** Insert or replace a message; keeps the view pinned to the bottom when it was, else
-   * tells the context (onUnseen) when genbot's new message or result lands out of sight. */
+   * tells the context (onUnseen) when genbot's new message, reply to you or result lands out
+   * of sight. */
   upsert(message, { forceScroll = false } = {}) {
     const pinned = forceScroll || this.stick;
     const existing = this.elements.get(message.id);
-    const news = message.author.bot && message.kind !== "ephemeral" && (!existing || message.images.length > 0);
+    const news = message.author.bot && (!existing || message.images.length > 0);
     if (!pinned && news && !message.deleted) this.context.onUnseen?.();
     if (existing) {
       const grouped = existing.classList.contains("grouped");
@@ -137,6 +145,8 @@ export class MessageView {
           "Only you can see this · ",
           h("button", { type: "button", class: "link-button", onclick: () => this.context.onDismiss(message.id) }, "Dismiss message")),
       );
+    } else if (message.private) {
+      body.append(h("div", { class: "ephemeral-note" }, icon("eye", 14), "Only you can see this"));
     }
     const element = h(
       "article",
@@ -160,18 +170,19 @@ export class MessageView {
       h("span", { class: "reply-spine", "aria-hidden": "true" }),
       avatar(original.author, me, true),
       h("span", { class: "reply-name" }, authorName(original.author, me)),
-      h("span", { class: "reply-text" }, snippet(original)),
+      h("bdi", { class: "reply-text" }, snippet(original)),
     );
   }
 
   renderText(message, me) {
     if (message.kind === "user" && message.command) {
       const usage = "/" + message.command.replace(".", " ");
-      const rest = message.text.slice(usage.length).trim();
-      return h("div", { class: "text" }, h("span", { class: "command-pill" }, usage), rest ? ` ${rest}` : "");
+      const rest = visible(message.text.slice(usage.length).trim());
+      return h("div", { class: "text", dir: "auto" },
+        h("span", { class: "command-pill" }, usage), rest ? " " : "", rest ? h("bdi", {}, rest) : "");
     }
     if (!message.text && !message.mention) return null;
-    const element = h("div", { class: "text markdown" });
+    const element = h("div", { class: "text markdown", dir: "auto" });
     element.innerHTML = renderMarkdown(message.text);
     if (message.mention) {
       const name = message.mention === me.id ? "you" : `guest ${message.mention.slice(-4)}`;
@@ -242,7 +253,7 @@ export class MessageView {
       "button",
       { type: "button", class: "thread-link", onclick: () => this.context.onOpenThread(message.id) },
       icon("thread", 18),
-      h("span", { class: "thread-name" }, message.thread_info.name),
+      h("bdi", { class: "thread-name" }, visible(message.thread_info.name)),
       h("span", { class: "thread-count" }, count === 1 ? "1 message" : `${count} messages`),
       h("span", { class: "thread-open" }, "Open ›"),
     );

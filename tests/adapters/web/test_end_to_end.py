@@ -238,9 +238,10 @@ async def test_an_invalid_option_is_refused_privately_with_no_provider_call(
         await view.until(lambda: view.handled(echo_id))
 
         [refusal] = view.after(echo_id)
-        assert refusal["kind"] == "ephemeral"
+        assert refusal["kind"] == "ephemeral" and refusal["reply_to"] == echo_id
         assert "width" in refusal["text"] and "1024" in refusal["text"]
         assert "2048" in refusal["text"]
+        assert view.messages[echo_id]["private"], "the refused command stays its user's"
         await neighbours_view.until(lambda: neighbours_view.handled(echo_id))
-        assert list(neighbours_view.messages) == [echo_id]
+        assert list(neighbours_view.messages) == [], "the neighbour sees none of it"
         assert stack.sim.state.requests_to("/diff/") == []

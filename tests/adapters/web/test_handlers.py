@@ -165,7 +165,7 @@ BAD_INPUTS: list[tuple[str, Any, str]] = [
     ("/api/command", {"text": "/diffusion paint a fox"}, "Unknown subcommand '/diffusion paint'"),
     ("/api/command", {"text": "imagine a fox"}, "A command starts with '/'"),
     ("/api/command", {"text": 5}, "'text' must be a string."),
-    ("/api/command", {"text": "/chat " + "x" * 4000}, "the limit is 4000"),
+    ("/api/command", {"text": "/chat " + "x" * 4000}, "the playground takes at most 4,000"),
     ("/api/command", {"text": "/help", "channel": "Bad Name!"}, "Invalid channel name"),
     ("/api/command", {"text": "/help", "thread": "nope"}, "There is no thread 'nope'"),
     ("/api/command", {"text": "/describe", "attachments": ["gone"]}, "has expired"),

@@ -43,16 +43,17 @@ async def test_imagine_progress_and_grid_stream_in_order(
     assert status == 202
     events = await events_stream.until(working_done)
     assert types(events) == [
-        "post", "working", "typing", "post", "edit", "edit", "edit", "working",
+        "post", "working", "typing", "post", "post", "edit", "edit", "edit", "working",
     ]  # fmt: skip
     seqs = [int(event.id or 0) for event in events]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     assert [event.data["seq"] for event in events] == seqs
-    echo, bot = events[0].data["message"], events[3].data["message"]
-    assert echo["id"] == answer["event_id"] and echo["kind"] == "user"
+    echo, shown, bot = (events[i].data["message"] for i in (0, 3, 4))
+    assert echo["id"] == answer["event_id"] and echo["kind"] == "user" and echo["private"]
+    assert shown["id"] == echo["id"] and not shown["private"], "shown to all as genbot answers"
     assert bot["kind"] == "bot" and bot["reply_to"] == echo["id"]
     assert bot["text"] == "**a lighthouse** — Waiting to start…"
-    edits = [event.data["message"] for event in events[4:7]]
+    edits = [event.data["message"] for event in events[5:8]]
     assert {edit["id"] for edit in edits} == {bot["id"]}
     assert [edit["text"] for edit in edits[:2]] == [
         "**a lighthouse** — 25%",
@@ -98,7 +99,7 @@ async def test_ephemeral_reply_reaches_only_its_session(
     assert ephemeral["kind"] == "ephemeral"
     assert ephemeral["text"] == "genbot can **chat** and **imagine**."
     seen_by_onlooker = await onlooker_stream.until(working_done)
-    assert types(seen_by_onlooker) == ["post", "working", "working"]
+    assert types(seen_by_onlooker) == ["working", "working"], "the command is the asker's"
     assert ephemeral["id"] in [m["id"] for m in (await history(asker))["messages"]]
     assert ephemeral["id"] not in [m["id"] for m in (await history(onlooker))["messages"]]
 
@@ -127,7 +128,7 @@ async def test_modal_reaches_only_its_session(
         "choices": [],
         "image_url": "",
     }
-    assert types(await onlooker_stream.until(working_done)) == ["post", "working", "working"]
+    assert types(await onlooker_stream.until(working_done)) == ["working", "working"]
 
 
 async def test_grid_button_upscale_then_custom_zoom_form_round_trip(

@@ -145,3 +145,20 @@ async def test_ephemeral_reply_to_an_event_refers_to_its_message(
         "m-1",
         "just for you",
     )
+
+
+async def test_a_command_is_private_until_genbot_answers_it_in_public(
+    adapter: WebAdapter, core: RecordingCore, browsers: Callable[[], ClientSession]
+) -> None:
+    alice, bob = browsers(), browsers()
+    for text in ("/help", "/settings"):
+        status, _ = await post(alice, "/api/command", {"text": text, "channel": "general"})
+        assert status == 202
+    _, settings = await core.wait_for_events(2)
+    assert [m["text"] for m in (await history(bob))["messages"]] == []
+    mine = [m for m in (await history(alice))["messages"] if m["kind"] == "user"]
+    assert [(m["text"], m["private"]) for m in mine] == [("/help", True), ("/settings", True)]
+
+    await adapter.surface.send(PLACE, OutMessage("Posted for all"), origin=settings)
+    seen = [(m["text"], m["private"]) for m in (await history(bob))["messages"]]
+    assert seen == [("/settings", False), ("Posted for all", False)]

@@ -1,0 +1,72 @@
+"""What each user sees, in Chromium on the real core: a command whose answers only its user sees
+stays private (the answer quotes it); one genbot answers in public is shown to everyone;
+control characters and bidirectional overrides are shown as escapes, not obeyed; a result in
+another channel marks it unread; guests' avatars are not genbot's."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, expect
+
+from tests.adapters.web.browser import user
+from tests.genbot.stack import real_stack
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+async def test_private_commands_stay_private_and_shown_text_is_safe(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
+    async with (
+        real_stack(tmp_path) as stack,
+        user(chromium_browser, stack.url + "/") as alice,
+        user(chromium_browser, stack.url + "/") as bob,
+    ):
+        await alice.send("/usage")
+        answer = alice.page.locator("#messages article.kind-ephemeral", has_text="Your usage")
+        await expect(answer.locator(".reply")).to_contain_text("/usage")
+        await alice.send("/imagine a fox --mode warp")
+        refusal = alice.page.locator("#messages article.kind-ephemeral", has_text="--mode must")
+        await expect(refusal.locator(".reply")).to_contain_text("/imagine a fox --mode warp")
+        mine = alice.page.locator("#messages article.kind-user", has_text="--mode warp")
+        await expect(mine).to_contain_text("Only you can see this")
+
+        await alice.send("/imagine a fox\u202e reversed")
+        await expect(alice.page.locator("#messages article.kind-user").last).to_contain_text(
+            "a fox\\u202E reversed"
+        )
+        await alice.send("/imagine a lighthouse")
+        await alice.send("@genbot echo: bell\u0007 ring")
+        bobs = bob.page.locator("#messages")
+        shown = bobs.locator("article.kind-user", has_text="/imagine a lighthouse")
+        await expect(shown).to_have_count(1)
+        await expect(shown).not_to_contain_text("Only you can see this")
+        await expect(bobs.locator("article.kind-user", has_text="bell")).to_contain_text(
+            "bell\\u0007 ring"
+        )
+        assert await bobs.locator("article", has_text="reversed").count() == 0
+        assert await bobs.locator("article", has_text="/usage").count() == 0
+        assert await bobs.locator("article", has_text="warp").count() == 0
+
+        guest = bobs.locator("article.kind-user .avatar.guest").first
+        await expect(guest).not_to_have_text("G")
+        await expect(bobs.locator("article.kind-bot .avatar.bot").first).to_have_text("")
+        assert alice.errors == bob.errors == []
+
+
+async def test_a_result_in_another_channel_marks_it_unread(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
+    async with real_stack(tmp_path) as stack, user(chromium_browser, stack.url + "/") as alice:
+        await alice.send("/imagine a lighthouse")
+        await alice.page.locator("#channel-list a.channel", has_text="art").click()
+        await expect(alice.page.locator("#channel-name")).to_have_text("art")
+        general = alice.page.locator("#channel-list a.channel", has_text="general")
+        await expect(general).to_have_class(re.compile("unread"))
+        await expect(general.locator(".badge")).to_be_visible()
+        await general.click()
+        await expect(general).not_to_have_class(re.compile("unread"))
+        assert alice.errors == []
