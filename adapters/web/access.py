@@ -209,3 +209,9 @@ class Access:
 def user_id_for(session_id: str) -> str:
     """The user id of a session: stable for the session, and not the session itself."""
     return "web-" + hashlib.sha256(session_id.encode()).hexdigest()[:12]
+
+
+def display_name(user_id: str) -> str:
+    """What others call a playground user (``guest 3fa2``: the end of their id; the page says
+    "you" to the user themself). genbot's own messages name users so."""
+    return "api" if user_id == API_USER_ID else f"guest {user_id[-4:]}"

@@ -21,6 +21,7 @@ from adapters.web.access import (
     API_USER_ID,
     SESSION_COOKIE,
     Access,
+    display_name,
     user_id_for,
 )
 from adapters.web.hub import TooManyStreams
@@ -144,7 +145,7 @@ def _user(request: web.Request, access: Access) -> User | None:
         user_id = API_USER_ID
     else:
         return None
-    return User(id=user_id, name="you", is_admin=access.is_admin(user_id))
+    return User(id=user_id, name=display_name(user_id), is_admin=access.is_admin(user_id))
 
 
 def _admin_link(request: web.Request, access: Access, user: User) -> web.Response:

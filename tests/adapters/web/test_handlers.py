@@ -34,7 +34,7 @@ async def test_slash_command_is_sent_raw_and_becomes_a_command(
     assert event.options == {}
     assert event.attachments == {}
     assert event.place == web_place("art")
-    assert event.user.id == me["id"] and event.user.name == "you"
+    assert event.user.id == me["id"] and event.user.name == f"guest {me['id'][-4:]}"
     echo = (await history(browser, "art"))["messages"][0]
     assert echo["id"] == answer["event_id"]
     assert echo["kind"] == "user" and echo["command"] == "imagine"

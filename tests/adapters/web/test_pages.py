@@ -73,7 +73,7 @@ async def test_each_browser_gets_its_own_stable_user(
         assert cookie["samesite"] == "Strict"
         me = (await history(first))["me"]
         assert me["id"].startswith("web-")
-        assert me["name"] == "you"
+        assert me["name"] == f"guest {me['id'][-4:]}", "as others see this user"
         assert (await history(first))["me"] == me
         assert me["id"] not in cookie.value
         other = (await history(second))["me"]
