@@ -7,8 +7,9 @@ Runs the demo stack (simulator, real core, web adapter) and Debian's chromium th
 imagines a lighthouse, presses U1, asks genbot a short question in a thread, then saves the
 1280x900 window with the grid (U1 marked) and the thread in view. ``--frames PREFIX`` saves the
 one message of one job as it moves: ``PREFIX-1.png`` queued, ``-2`` drawing, ``-3`` the grid,
-``-4`` U1 pressed. Emoji need a colour emoji font (Debian's ``fonts-noto-color-emoji``) to look
-right; nothing else depends on it.
+``-4`` U1 pressed (after one job like it ran in #lab, so its time left is measured). Emoji
+need a colour emoji font (Debian's ``fonts-noto-color-emoji``) to look right; nothing else
+depends on it.
 """
 
 from __future__ import annotations
@@ -59,9 +60,22 @@ async def stage(page: Page) -> None:
     await command.evaluate("(command) => command.scrollIntoView({block: 'start'})")
 
 
+async def measured(page: Page) -> None:
+    """Run one job like the framed one to its end in #lab, so that genbot has measured how
+    long such a job takes (the frames then show the time left), and come back to #general."""
+    await page.goto(page.url.split("#")[0] + "#lab")
+    await expect(page.locator("#channel-name")).to_have_text("lab", timeout=WAIT_MS)
+    await send(page, PROMPT)
+    grid = page.locator("article.message.kind-bot .btn", has_text="U1")
+    await expect(grid).to_be_visible(timeout=WAIT_MS)
+    await page.goto(page.url.split("#")[0] + "#general")
+    await expect(page.locator("#channel-name")).to_have_text("general", timeout=WAIT_MS)
+
+
 async def frames(page: Page, prefix: Path) -> list[Path]:
     """Screenshots of one job's one message as it moves (see the module docstring)."""
     await expect(page.locator(".connection.live")).to_be_visible(timeout=WAIT_MS)
+    await measured(page)
     await send(page, PROMPT)
     job = page.locator("article.message.kind-bot").first
     saved: list[Path] = []
