@@ -26,7 +26,8 @@ SQL_RENEW: Final[Query] = (
 SQL_SEEN: Final[Query] = (
     "INSERT INTO processes (id, host, pid, platforms, shards, started_at, seen_at)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET"
-    " platforms = excluded.platforms, shards = excluded.shards, seen_at = excluded.seen_at"
+    " host = excluded.host, pid = excluded.pid, platforms = excluded.platforms,"
+    " shards = excluded.shards, seen_at = excluded.seen_at"
 )
 SQL_EXPIRED: Final[Query] = (
     "SELECT * FROM jobs WHERE status IN ('creating', 'failed', 'finished', 'pending',"
