@@ -54,11 +54,18 @@ async def real_stack(
     plan: str = "developer",
     demo: bool = False,
     port: int = 0,
+    clock_start: float | None = None,
 ) -> AsyncIterator[Stack]:
     """The simulator (speaking ``dialect``) and genbot (real core, web adapter on
     127.0.0.1:0, ``limits``: fast polling by default, on the provider ``plan``; ``demo``: wired
-    as ``genbot demo`` wires it, with the admin link; ``port``: the playground's, 0 picks one)."""
-    config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True, dialect=dialect)
+    as ``genbot demo`` wires it, with the admin link; ``port``: the playground's, 0 picks one;
+    ``clock_start``: the simulator's time stands still there until the test advances it)."""
+    config = SimulatorConfig(
+        time_scale=time_scale,
+        insecure_webhooks=True,
+        dialect=dialect,
+        clock_start=clock_start,
+    )
     async with serve(config) as sim:
         base = Settings(web=WebSettings(enabled=True, port=port), limits=limits)
         settings = demo_settings(base, sim.base_url, config.api_key, tmp_path)

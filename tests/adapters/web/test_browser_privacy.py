@@ -60,12 +60,17 @@ async def test_private_commands_stay_private_and_shown_text_is_safe(
 async def test_a_result_in_another_channel_marks_it_unread(
     tmp_path: Path, chromium_browser: Browser
 ) -> None:
-    async with real_stack(tmp_path) as stack, user(chromium_browser, stack.url + "/") as alice:
+    # The simulator's clock stands still until alice is in #art: the result comes after.
+    manual = real_stack(tmp_path, time_scale=1.0, clock_start=1_700_000_000.0)
+    async with manual as stack, user(chromium_browser, stack.url + "/") as alice:
         await alice.send("/imagine a lighthouse")
+        await expect(alice.page.locator("article.kind-bot", has_text="lighthouse")).to_be_visible()
         await alice.page.locator("#channel-list a.channel", has_text="art").click()
         await expect(alice.page.locator("#channel-name")).to_have_text("art")
         general = alice.page.locator("#channel-list a.channel", has_text="general")
-        await expect(general).to_have_class(re.compile("unread"))
+        await expect(general).not_to_have_class(re.compile("unread"))
+        stack.sim.advance(3600)
+        await expect(general).to_have_class(re.compile("unread"), timeout=30_000)
         await expect(general.locator(".badge")).to_be_visible()
         await general.click()
         await expect(general).not_to_have_class(re.compile("unread"))
