@@ -11,8 +11,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from adapters.runner import AdapterRunner
-from bot.events import EventHandler
-from bot.surface import Surface
+from bot.kernel import EventHandler, Surface
 
 FatalHandler = Callable[[BaseException], None]
 """Told, once, why a started adapter's connection ended for good (it no longer hears its

@@ -1,10 +1,10 @@
 """One way for every adapter to run the core on what it receives, and to stop taking more.
 
-An adapter translates a platform's traffic into an :class:`bot.events.InboundEvent` and hands it
-to :meth:`AdapterRunner.submit`, which runs ``handler.handle(event)`` in a task of its own (so
-the platform's acknowledgement deadline never depends on the core). The runner is the adapters'
-only error boundary: a handler that raises, or outlives ``handler_timeout``, is logged and the
-user gets the core's last-resort text (:mod:`bot.core` owns the texts).
+An adapter translates a platform's traffic into an :class:`bot.kernel.events.InboundEvent` and hands
+it to :meth:`AdapterRunner.submit`, which runs ``handler.handle(event)`` in a task of its own (so
+the platform's acknowledgement deadline never depends on the core). The runner is the adapters' only
+error boundary: a handler that raises, or outlives ``handler_timeout``, is logged and the user gets
+the core's last-resort text (:mod:`bot.kernel.errors` owns the texts).
 
 Intake opens when the adapter starts (:meth:`AdapterRunner.serve` names the handler) and closes
 in two steps. :meth:`AdapterRunner.stop_intake` makes every later event get the core's
@@ -22,10 +22,16 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import AbstractAsyncContextManager
 
-from bot import logcontext, metrics
-from bot.core import RESTARTING_TEXT, TOO_SLOW_TEXT, unexpected_error_text
-from bot.events import EventHandler, InboundEvent, UserMessage
-from bot.surface import Surface
+from bot.kernel import (
+    RESTARTING_TEXT,
+    TOO_SLOW_TEXT,
+    EventHandler,
+    InboundEvent,
+    Surface,
+    UserMessage,
+    metrics,
+    unexpected_error_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +177,7 @@ class AdapterRunner:
         built = await self._built(event)
         if built is None:
             return
-        logcontext.bind(platform=self.platform, user_id=built.user.id)
+        metrics.bind_log_fields(platform=self.platform, user_id=built.user.id)
         key = self.serial_key(built) if self.serial_key is not None else None
         async with self._serialised(key), around(built):
             await self._run(built)

@@ -20,11 +20,18 @@ from bot.api import ProviderClient
 from bot.budget import RenderBudget
 from bot.chat import ChatEngine
 from bot.chat.tools import ChatImageTools
-from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
-from bot.core import Core, Lifecycle, SurfaceRegistry
+from bot.core import Core, Lifecycle
 from bot.jobs import JobEngines, build_job_engines
+from bot.kernel import (
+    ApiSettings,
+    LimitsSettings,
+    StorageSettings,
+    SurfaceLimits,
+    SurfaceRegistry,
+    WebhookSettings,
+)
+from bot.metered import MeteredSurface
 from bot.refs import Refs
-from bot.surface import SurfaceLimits
 from bot.tokens import warm_up
 from genbot.demo import free_port
 from genbot.settings import Settings
@@ -97,7 +104,7 @@ async def running_bot(
             settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
         )
         stack.push_async_callback(provider.aclose)
-        surfaces, budget = SurfaceRegistry([platform]), RenderBudget()
+        surfaces, budget = SurfaceRegistry([MeteredSurface(platform)]), RenderBudget()
         jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
         tools = ChatImageTools(jobs.chat_jobs)
         engine = None

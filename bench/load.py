@@ -42,7 +42,7 @@ from bench.probe import PROBE_EVERY, Probe
 from bench.report import Table, percentile
 from bench.simproc import ROOT, simulator_process
 from bench.tracking import imagine, wait_settled
-from bot.events import Place, User, UserMessage
+from bot.kernel import Place, User, UserMessage
 from storage import IN_FLIGHT_STATUSES
 
 IN_FLIGHT = ", ".join(f"'{status}'" for status in sorted(IN_FLIGHT_STATUSES))

@@ -3,7 +3,7 @@
 Every ``send`` and ``edit`` takes a round trip of ``latency`` seconds (half on the way in,
 half on the way out) and counts against its channel: more than
 ``limits.edits_per_window_per_channel`` writes in any ``limits.edit_window_seconds`` span are
-refused with :class:`bot.surface.RateLimited` carrying the time until the bucket has room, as
+refused with :class:`bot.kernel.surface.RateLimited` carrying the time until the bucket has room, as
 Discord answers 429. Messages remember which stream they belong to through the ``origin``
 event's user id, so the benchmark can read what each stream currently shows; the wall-clock
 time of the first write carrying images is kept per message (job results).
@@ -18,9 +18,17 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bot.events import Attachment, Event, MessageRef, Place
-from bot.outbound import Modal, OutMessage
-from bot.surface import RateLimited, SurfaceError, SurfaceLimits
+from bot.kernel import (
+    Attachment,
+    Event,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+    SurfaceLimits,
+)
 
 DISCORD_LIMITS = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5)
 
@@ -35,7 +43,7 @@ class Shown:
 
 
 class BenchPlatform:
-    """A :class:`bot.surface.Surface` enforcing a per-channel write bucket in real time."""
+    """A :class:`bot.kernel.surface.Surface` enforcing a per-channel write bucket in real time."""
 
     def __init__(
         self,

@@ -21,10 +21,8 @@ from dataclasses import dataclass, field
 from bench.platform import BenchPlatform
 from bench.streams import Feed
 from bot.budget import RenderBudget
-from bot.events import Command, MessageRef, Place, User
-from bot.outbound import OutMessage
+from bot.kernel import Command, MessageRef, OutMessage, Place, RateLimited, User
 from bot.render import StreamEnd, StreamRenderer
-from bot.surface import RateLimited
 
 Policy = Callable[[Sequence[Feed], BenchPlatform, Place, float], Awaitable[None]]
 

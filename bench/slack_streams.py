@@ -31,7 +31,7 @@ from adapters.slack.settings import SlackSettings
 from bench.report import Table, percentile
 from bench.streams import Feed, Script, make_scripts
 from bot.budget import RenderBudget
-from bot.events import Command, Place, User
+from bot.kernel import Command, Place, User
 from bot.render import MARKER, StreamRenderer
 from tests.fakes.slack import FakeSlack
 

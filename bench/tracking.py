@@ -36,7 +36,7 @@ from bench.platform import BenchPlatform
 from bench.report import Table, percentile
 from bench.simproc import simulator_process
 from bot.api import ApiError
-from bot.events import Command, Place, User
+from bot.kernel import Command, Place, User
 from storage import ACTIVE_STATUSES, ALL_STATUSES
 
 GENBOT = "genbot (batched)"

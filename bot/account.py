@@ -15,8 +15,8 @@ opens the settings form of its scope pre-filled with what is stored there (Slack
 ``/genbot settings`` relies on this); the form's reference carries the scope, and a blank field
 leaves its setting unchanged. Every answer is ephemeral.
 
-``scope`` is read when the catalogue (:mod:`bot.commands`) offers it; until then ``/settings``
-works as ``scope: me``.
+``scope`` is read when the catalogue (:mod:`bot.kernel.commands`) offers it; until then
+``/settings`` works as ``scope: me``.
 
 Commands are named as the user's platform spells them: a surface may carry an optional
 ``command_names`` mapping (catalogue name → spelling without the slash, Slack's
@@ -31,14 +31,29 @@ from typing import Any, ClassVar, Final, Protocol
 
 from bot.api.chat import allowed_chat_models, plan_allows
 from bot.buttons import modal_for, read_settings
-from bot.commands import Offered, command
-from bot.core import Homes, SurfaceRegistry, UserError
-from bot.events import ButtonPress, Command, Event, HomeOpened, ModalSubmit, OptionValue
+from bot.core import Homes
 from bot.forms import show_refused
-from bot.parsing import CommandError, help_specs, help_text
+from bot.kernel import (
+    ButtonPress,
+    Command,
+    CommandError,
+    Event,
+    HomeOpened,
+    ModalSubmit,
+    Offered,
+    OptionValue,
+    RateLimited,
+    SpellsCommands,
+    Surface,
+    SurfaceError,
+    SurfaceRegistry,
+    UserError,
+    command,
+    help_specs,
+    help_text,
+    split_text,
+)
 from bot.refs import Referent, RefKind
-from bot.splitting import split_text
-from bot.surface import RateLimited, SpellsCommands, Surface, SurfaceError
 from storage import (
     SETTING_NAMES,
     ScopeKind,
@@ -77,7 +92,7 @@ _WHOSE = {"channel": "this channel's", "workspace": "this workspace's"}
 
 def command_names(surface: object) -> Mapping[str, str]:
     """How ``surface``'s platform spells genbot's commands (catalogue name → spelling without
-    the slash; see :class:`bot.surface.SpellsCommands`), or ``{}``."""
+    the slash; see :class:`bot.kernel.surface.SpellsCommands`), or ``{}``."""
     if not isinstance(surface, SpellsCommands):
         return {}
     return {str(name): str(spelling) for name, spelling in surface.command_names.items()}

@@ -10,12 +10,12 @@ from bot.budget import RenderBudget
 from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.chat.caps import ChatCaps
 from bot.chat.tools import ChatImageTools
-from bot.config import ChatSettings, CoreSettings
-from bot.core import Core, SurfaceRegistry
+from bot.core import Core
 from bot.home import HomeFeature
 from bot.jobs import JobEngines, build_job_engines
+from bot.kernel import ChatSettings, CoreSettings, Surface, SurfaceRegistry
+from bot.metered import MeteredSurface
 from bot.refs import Refs
-from bot.surface import Surface
 from storage import SettingValues, Storage
 
 
@@ -54,7 +54,7 @@ def build_core(
     One :class:`RenderBudget` is shared by chat streams and job progress edits, so together
     they stay within each platform's edit budget.
     """
-    registry = SurfaceRegistry(surfaces)
+    registry = SurfaceRegistry(MeteredSurface(surface) for surface in surfaces)
     budget = RenderBudget(shared=store if store.shared else None)
     jobs = build_job_engines(
         settings,

@@ -4,8 +4,8 @@ A :class:`RenderBudget` keeps, per channel ``(platform, workspace, channel)``, a
 writes it granted — at most ``limits.edits_per_window_per_channel`` in any
 ``limits.edit_window_seconds`` — and, when ``limits.edits_per_minute_per_workspace`` is set, the
 same per workspace over 60 s. Threads share their parent channel's budget. A kind of write
-(:data:`~bot.surface.WriteKind`) listed in ``limits.writes_per_minute_per_workspace`` has its own
-workspace window instead (Slack budgets every method on its own); only the kinds in
+(:data:`~bot.kernel.surface.WriteKind`) listed in ``limits.writes_per_minute_per_workspace`` has its
+own workspace window instead (Slack budgets every method on its own); only the kinds in
 ``limits.channel_window_kinds`` (all when it is ``None``) count against the channel's window.
 Starting and stopping a natively streamed message happen once per message, so their workspace
 windows are not paced (pacing would only delay first words and final texts).
@@ -50,9 +50,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-from bot import metrics
-from bot.events import Place
-from bot.surface import SurfaceLimits, WriteKind
+from bot.kernel import Place, SurfaceLimits, WriteKind, metrics
 from bot.write_windows import (
     SHARED,
     ChannelKey,

@@ -15,19 +15,23 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from bot.commands import CHAT_MODELS, Option, command, option_choices
-from bot.events import OptionValue
 from bot.forms import FormError, form_for
-from bot.outbound import (
+from bot.kernel import (
+    CHAT_MODELS,
     REMIX_ACTIONS,
     REMIX_PREFIX,
     Button,
     ButtonStyle,
     Choice,
+    CommandError,
     Modal,
     ModalField,
+    Option,
+    OptionValue,
+    command,
+    option_choices,
+    validate_options,
 )
-from bot.parsing import CommandError, validate_options
 
 GRID_ROWS: tuple[tuple[str, ...], ...] = (
     ("upscale1", "upscale2", "upscale3", "upscale4", "reroll"),

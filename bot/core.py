@@ -11,53 +11,34 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from bot.api.chat import allowed_chat_models
 from bot.api.errors import ApiError
-from bot.commands import COMMANDS_BY_NAME
-from bot.events import (
+from bot.forms import FormError
+from bot.kernel import (
+    COMMANDS_BY_NAME,
     ButtonPress,
     Command,
+    CommandError,
     Event,
     HomeOpened,
     InboundEvent,
     ModalSubmit,
     OptionValue,
+    SurfaceRegistry,
+    UserError,
     UserMessage,
+    parse_command_text,
+    storage_failure_text,
+    unexpected_error_text,
+    validate_options,
 )
-from bot.forms import FormError
-from bot.metered import MeteredSurface
-from bot.parsing import CommandError, parse_command_text, validate_options
 from bot.refs import Referent, RefKind, RefRefused, Refs, nothing_named
-from bot.surface import Surface
 from storage import StorageError
 
 log = logging.getLogger(__name__)
-
-RESTARTING_TEXT = "genbot is restarting; try again in a moment."
-"""The answer to what arrives while genbot stops (it takes nothing new then)."""
-TOO_SLOW_TEXT = "genbot took too long to answer this request and gave up on it."
-"""The answer when handling an event outlived its adapter's deadline."""
-
-
-DATABASE_UNREACHABLE_TEXT = "genbot can't reach its database; try again in a moment."
-"""The answer when genbot's storage failed while handling a request (nothing was half-done:
-what was stored is resumed, what was not is refused by this answer)."""
-DATABASE_FULL_TEXT = (
-    "genbot can't save anything right now (its database is full or read-only); "
-    "an operator has been alerted by its readiness check. Try again later."
-)
-
-
-def storage_failure_text(error: StorageError) -> str:
-    """What to tell a user whose request failed on ``error``: the database is out of reach,
-    or it takes no writes (disk full, read-only file)."""
-    text = str(error).lower()
-    if any(word in text for word in ("full", "readonly", "read-only", "read only")):
-        return DATABASE_FULL_TEXT
-    return DATABASE_UNREACHABLE_TEXT
 
 
 def storage_cause(error: BaseException) -> StorageError | None:
@@ -71,15 +52,6 @@ def storage_cause(error: BaseException) -> StorageError | None:
             return seen
         seen = seen.__cause__
     return None
-
-
-def unexpected_error_text(reference: str) -> str:
-    """The answer when handling an event failed on genbot's side; ``reference`` is logged."""
-    return f"Something went wrong on genbot's side (ref {reference}); it was logged."
-
-
-class UserError(Exception):
-    """A refusal to show the user as is (caps, permissions, missing job…)."""
 
 
 class Feature(Protocol):
@@ -141,29 +113,8 @@ class Lifecycle(Protocol):
     async def stop(self) -> None: ...
 
 
-class SurfaceRegistry:
-    """The adapters' surfaces, by platform name; the core answers on each platform through
-    its surface (writes counted, see :mod:`bot.metered`)."""
-
-    def __init__(self, surfaces: Iterable[Surface] = ()) -> None:
-        self._surfaces: dict[str, Surface] = {
-            surface.platform: MeteredSurface(surface) for surface in surfaces
-        }
-
-    def get(self, platform: str) -> Surface:
-        """The surface of ``platform``; ``KeyError`` when no adapter for it is attached."""
-        return self._surfaces[platform]
-
-    def __contains__(self, platform: object) -> bool:
-        return platform in self._surfaces
-
-    def platforms(self) -> tuple[str, ...]:
-        """The platforms with an attached surface."""
-        return tuple(self._surfaces)
-
-
 class Core:
-    """Routes events to features; implements :class:`bot.events.EventHandler`. ``refs``
+    """Routes events to features; implements :class:`bot.kernel.events.EventHandler`. ``refs``
     resolves the refs of presses and submissions (required when an action's ref names
     something)."""
 
@@ -227,7 +178,7 @@ class Core:
 
     def form_errors(self, event: ModalSubmit) -> dict[str, str]:
         """What is wrong with a submitted form's own values, by field id (see
-        :class:`bot.events.FormChecks`); a problem that is not about one field is left to
+        :class:`bot.kernel.events.FormChecks`); a problem that is not about one field is left to
         :meth:`handle`."""
         owner = self._by_action.get(event.action)
         feature = owner[0] if owner is not None else None

@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Literal
 
 from bot.buttons import MAX_BUTTONS_PER_ROW, task_buttons
-from bot.outbound import Button
+from bot.kernel import Button
 from storage import BlendParams, ImageParams, Job, JobResult, params_of
 
 log = logging.getLogger(__name__)

@@ -16,12 +16,21 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from bot.commands import CommandSpec, command
-from bot.events import Event, OptionValue
+from bot.kernel import (
+    REMIX_ACTIONS,
+    Choice,
+    CommandError,
+    CommandSpec,
+    Event,
+    Modal,
+    ModalField,
+    OptionValue,
+    Surface,
+    SurfaceError,
+    command,
+    validate_options,
+)
 from bot.masks import PRESETS, Polygon, Region, Shape, parse_region
-from bot.outbound import REMIX_ACTIONS, Choice, Modal, ModalField
-from bot.parsing import CommandError, validate_options
-from bot.surface import Surface, SurfaceError
 
 log = logging.getLogger(__name__)
 
@@ -390,8 +399,9 @@ def diffusion_upload_form(
 
 
 def flags_text(spec: CommandSpec, options: Mapping[str, OptionValue]) -> str:
-    """``options`` written as ``spec``'s text flags (what :func:`bot.parsing.parse_command_text`
-    reads back); options without a flag are left out."""
+    """``options`` written as ``spec``'s text flags (what
+    :func:`bot.kernel.command_text.parse_command_text` reads back); options without a flag are left
+    out."""
     words: list[str] = []
     for option in spec.options:
         if option.name not in options or not option.flags or option.type == "attachment":

@@ -19,21 +19,34 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 
 from bot import posting
 from bot.account import SETTINGS_ACTION
 from bot.budget import RenderBudget
-from bot.core import SurfaceRegistry, UserError
-from bot.events import ButtonPress, Command, HomeOpened, MessageRef, ModalSubmit, OptionValue, Place
 from bot.jobs import wording
 from bot.jobs.marks import place_of
 from bot.jobs.result_messages import ResultMessages
-from bot.outbound import Button, OutMessage
+from bot.kernel import (
+    Button,
+    ButtonPress,
+    Command,
+    HomeJob,
+    HomeOpened,
+    HomeSetting,
+    HomeView,
+    MessageRef,
+    ModalSubmit,
+    OptionValue,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+    SurfaceRegistry,
+    UserError,
+)
 from bot.posting import WritePolicy, WriteRateLimited
 from bot.refs import Referent, RefKind
-from bot.surface import RateLimited, SurfaceError
 from storage import (
     EffectiveSettings,
     Job,
@@ -43,7 +56,6 @@ from storage import (
     SettingsReader,
     SettingValues,
     UsageLedger,
-    UsageTotals,
 )
 
 log = logging.getLogger(__name__)
@@ -69,36 +81,6 @@ SOURCES = {
     "workspace": "the workspace's",
     "default": "genbot's default",
 }
-
-
-@dataclass(frozen=True)
-class HomeSetting:
-    """One default as the user gets it: its label, value and where it comes from."""
-
-    label: str
-    value: str
-    source: str
-
-
-@dataclass(frozen=True)
-class HomeJob:
-    """One of the user's recent image jobs; ``result`` is its posted result, when known."""
-
-    job: Job
-    title: str
-    result: MessageRef | None
-    repost: Button
-
-
-@dataclass(frozen=True)
-class HomeView:
-    """What a user's home shows."""
-
-    settings: tuple[HomeSetting, ...]
-    change_settings: Button
-    usage: UsageTotals
-    daily_credit_budget: int | None
-    jobs: tuple[HomeJob, ...]
 
 
 class HomeStorage(SettingsReader, UsageLedger, JobHistory, JobReader, MessageLinks, Protocol):

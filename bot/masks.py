@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw, UnidentifiedImageError
 
-from bot.parsing import CommandError
+from bot.kernel import CommandError
 
 MAX_REGIONS = 10
 MAX_POLYGON_POINTS = 400

@@ -1,10 +1,11 @@
-"""A :class:`bot.surface.Surface` that counts the core's writes to a platform.
+"""A :class:`bot.kernel.surface.Surface` that counts the core's writes to a platform.
 
-:class:`bot.core.SurfaceRegistry` wraps every attached surface in a :class:`MeteredSurface`, so
-every write the core makes (job messages, streamed answers, ephemeral replies, forms, typing,
-threads) is counted in ``genbot_platform_writes_total`` by platform and method, and every
-:class:`bot.surface.RateLimited` a surface raises — a 429 left after the adapter's own retries —
-in ``genbot_platform_rate_limited_total``. Everything else (``download``, ``posted``,
+The composition (:func:`bot.assembly.build_core`) wraps every attached surface in a
+:class:`MeteredSurface` before the :class:`bot.kernel.registry.SurfaceRegistry` holds it, so every
+write the core makes (job messages, streamed answers, ephemeral replies, forms, typing, threads) is
+counted in ``genbot_platform_writes_total`` by platform and method, and every
+:class:`bot.kernel.surface.RateLimited` a surface raises — a 429 left after the adapter's own
+retries — in ``genbot_platform_rate_limited_total``. Everything else (``download``, ``posted``,
 ``command_names`` and any adapter extra) passes straight through.
 """
 
@@ -13,10 +14,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from bot import metrics
-from bot.events import Attachment, Event, MessageRef, Place
-from bot.outbound import Modal, OutMessage
-from bot.surface import RateLimited, Surface, SurfaceLimits
+from bot.kernel import (
+    Attachment,
+    Event,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    RateLimited,
+    Surface,
+    SurfaceLimits,
+    metrics,
+)
 
 T = TypeVar("T")
 

@@ -11,8 +11,8 @@ budget and what happens when there is none in time or the platform keeps refusin
   ``ATTEMPTS`` times while time is left); then one last write goes out whatever the budget says,
   and its error, if any, propagates.
 - ``RAISE`` (chat questions, replies, notes): the same wait and retries, but when the platform
-  kept refusing, :class:`WriteRateLimited` (a :class:`~bot.core.UserError` the core shows the
-  user) ends it.
+  kept refusing, :class:`WriteRateLimited` (a :class:`~bot.kernel.errors.UserError` the core shows
+  the user) ends it.
 - ``SKIP_IF_BUSY`` (progress edits): wait at most ``SKIP_WAIT`` seconds as a paced write, least
   recently served first; no room, or a refusal (which holds the channel), raises
   :class:`WriteSkipped` and nothing is written.
@@ -30,10 +30,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from bot.budget import BudgetTimeout, RenderBudget
-from bot.core import UserError
-from bot.events import Event, MessageRef, Place
-from bot.outbound import OutMessage
-from bot.surface import RateLimited, Surface
+from bot.kernel import Event, MessageRef, OutMessage, Place, RateLimited, Surface, UserError
 from bot.write_windows import Grant
 
 T = TypeVar("T")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, assert_never
 
-from bot.events import ButtonPress, Event, ModalSubmit
+from bot.kernel import ButtonPress, Event, ModalSubmit
 from storage import Conversation, ConversationStore, Job, JobReader, MessageLinks
 
 PREVIEW_SEPARATOR = "~"

@@ -8,7 +8,7 @@ the oldest has waited, whether it is the first message), so concurrent streams i
 served stalest first, evenly paced; a lone stream posts at once. Each write is held in the budget
 until the platform call returns. Edits are coalesced: every write carries the newest text, so
 nothing stale is ever queued. Text beyond
-``limits.max_text`` continues in new messages (split by :func:`bot.splitting.split_chunks`, code
+``limits.max_text`` continues in new messages (split by :func:`bot.kernel.text.split_chunks`, code
 blocks closed and reopened); finished messages get their final text, only the last one is live
 and carries the in-progress marker. At the end the exact final text lands (waiting for budget,
 up to ``final_timeout`` seconds), with a note when the answer was cut by ``max_tokens`` or the
@@ -19,12 +19,12 @@ The displayed text is the streamed text without trailing whitespace (platforms d
 followed by a blank line and the note, if any.
 
 Where the surface streams messages itself (its optional ``start_stream``, see
-:class:`~bot.surface.NativeStream`), each message is started with its first text, given only the
-new text as it arrives, and stopped when it is complete; it carries no marker, and a split never
+:class:`~bot.kernel.surface.NativeStream`), each message is started with its first text, given only
+the new text as it arrives, and stopped when it is complete; it carries no marker, and a split never
 takes back text a message already shows. When the surface declines, the renderer posts and edits
-instead; a message whose stream the platform ended (:class:`~bot.surface.StreamExpired`) is
+instead; a message whose stream the platform ended (:class:`~bot.kernel.surface.StreamExpired`) is
 finished with an edit. Each kind of write asks the budget for its own kind
-(:data:`~bot.surface.WriteKind`).
+(:data:`~bot.kernel.surface.WriteKind`).
 """
 
 from __future__ import annotations
@@ -37,12 +37,23 @@ import math
 from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot import metrics
 from bot.budget import BudgetTimeout, Clock, RenderBudget
-from bot.events import Event, MessageRef, Place, User
+from bot.kernel import (
+    FENCE,
+    Chunk,
+    Event,
+    MessageRef,
+    Place,
+    RateLimited,
+    Surface,
+    SurfaceError,
+    User,
+    WriteKind,
+    cut_chunk,
+    metrics,
+    split_chunks,
+)
 from bot.render_writes import MessageWriter
-from bot.splitting import FENCE, Chunk, cut_chunk, split_chunks
-from bot.surface import RateLimited, Surface, SurfaceError, WriteKind
 from bot.write_windows import Demand, Grant
 
 log = logging.getLogger(__name__)

@@ -1,21 +1,30 @@
 """How the stream renderer's writes reach a surface: posts and edits, or natively streamed
-messages where the surface streams them itself (see :class:`~bot.surface.NativeStream`).
+messages where the surface streams them itself (see :class:`~bot.kernel.surface.NativeStream`).
 
 The renderer decides what each message should show; :class:`MessageWriter` knows how each
 message is written. A natively streamed message only ever grows: it gets the new text, and is
 stopped once when it is complete. A surface that declines to stream (``start_stream`` answers
 ``None``) is not asked again for this answer: the message is posted and edited instead. A
-stream the platform ended (:class:`~bot.surface.StreamExpired`), or one that would have to take
-text back, is finished with an edit of the same message.
+stream the platform ended (:class:`~bot.kernel.surface.StreamExpired`), or one that would have to
+take text back, is finished with an edit of the same message.
 """
 
 from __future__ import annotations
 
 import logging
 
-from bot.events import Event, MessageRef, Place, User
-from bot.outbound import OutMessage
-from bot.surface import NativeStream, StreamExpired, StreamsNatively, Surface, WriteKind
+from bot.kernel import (
+    Event,
+    MessageRef,
+    NativeStream,
+    OutMessage,
+    Place,
+    StreamExpired,
+    StreamsNatively,
+    Surface,
+    User,
+    WriteKind,
+)
 
 log = logging.getLogger(__name__)
 

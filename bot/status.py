@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from bot.events import Event, Place
-from bot.surface import RateLimited, ShowsStatus, Surface, SurfaceError, WorkStatus
+from bot.kernel import Event, Place, RateLimited, ShowsStatus, Surface, SurfaceError, WorkStatus
 
 log = logging.getLogger(__name__)
 

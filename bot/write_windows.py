@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bot.surface import SurfaceLimits, WriteKind
+from bot.kernel import SurfaceLimits, WriteKind
 
 CHARS_PER_STALE_SECOND = 800.0
 """How many unshown characters weigh as much as one second of waiting, when ranking streams."""

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
-from bot.config import ApiSettings, StorageSettings, WebhookSettings
+from bot.kernel import ApiSettings, StorageSettings, WebhookSettings
 from genbot.runtime import running
 from genbot.settings import Settings
 from genbot.signals import StopSignals

@@ -2,9 +2,9 @@
 
 Each line has ``time`` (UTC, ISO 8601 with milliseconds), ``level``, ``logger`` and
 ``message``, then ``platform``, ``user_id`` and ``job_id`` where the work in progress is known
-(:mod:`bot.logcontext`), and ``exception`` with the traceback when there is one. Every string
-goes through :func:`genbot.redaction.redact`, so the JSON lines are redacted like the text ones —
-tracebacks included.
+(:func:`bot.kernel.metrics.log_fields`), and ``exception`` with the traceback when there is
+one. Every string goes through :func:`genbot.redaction.redact`, so the JSON lines are redacted
+like the text ones — tracebacks included.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from bot import logcontext
+from bot.kernel import metrics
 from genbot.redaction import redact
 
 
@@ -33,8 +33,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        entry.update(logcontext.current())
-        for name in logcontext.FIELDS:
+        entry.update(metrics.log_fields())
+        for name in metrics.LOG_FIELDS:
             given = getattr(record, name, None)
             if given is not None:
                 entry[name] = str(given)

@@ -8,7 +8,7 @@ Prometheus (``[ops]`` settings).
   answered within ``provider_fresh_seconds``, or answers a free probe now) and one per enabled
   adapter (connected).
 - ``GET /metrics``: Prometheus text exposition of ``prometheus_client``'s default registry
-  (:mod:`bot.metrics`), after the :data:`bot.metrics.Refresher` callables ran.
+  (:mod:`bot.kernel.metrics`), after the :data:`bot.kernel.metrics.Refresher` callables ran.
 
 It serves through the shared hardened listener (:mod:`adapters.listener`: header and body
 timeouts, a connection cap; requests have no body, so any body is refused) and samples
@@ -31,11 +31,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from adapters.listener import Listener, ListenerLimits
-from bot import metrics
 from bot.api.errors import ApiError
 from bot.api.http import AuthStyle, CallSafety, HttpTransport
-from bot.config import OpsSettings
-from bot.metrics import Refresher
+from bot.kernel import OpsSettings, metrics
+from bot.kernel.metrics import Refresher
 
 log = logging.getLogger("genbot.ops")
 

@@ -28,10 +28,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from adapters import Adapter, AdapterStartError
-from bot import metrics
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.core import Core, Lifecycle
+from bot.kernel import metrics
 from bot.provider_pacing import shared_chat_pacing
 from bot.tokens import warm_up
 from genbot.ops import Check, CheckResult, OpsListener, ProviderFreshness

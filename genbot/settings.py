@@ -1,6 +1,6 @@
-"""genbot's whole configuration: the core's sections (:mod:`bot.config`) and each adapter's own
-section (``[discord]``, ``[slack]``, ``[web]``), read from one TOML file and ``GENBOT_*``
-variables (see :mod:`bot.config` for the rules).
+"""genbot's whole configuration: the core's sections (:mod:`bot.kernel.settings`) and each adapter's
+own section (``[discord]``, ``[slack]``, ``[web]``), read from one TOML file and ``GENBOT_*``
+variables (see :mod:`bot.kernel.settings` for the rules).
 
 The platform keys ``[limits] discord_edits_per_window``, ``discord_edit_window_seconds``,
 ``slack_updates_per_minute`` and ``slack_message_updates_per_second`` of earlier versions are
@@ -20,7 +20,7 @@ from pydantic_settings import SettingsConfigDict
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
 from adapters.web.settings import WebSettings
-from bot.config import CoreSettings
+from bot.kernel import CoreSettings
 
 MOVED_LIMITS: Mapping[str, tuple[str, str]] = {
     "discord_edits_per_window": ("discord", "edits_per_window"),

@@ -69,8 +69,7 @@ def test_the_api_client_needs_nothing_of_the_core_above_it() -> None:
     core_outside_api = {
         name for name in loaded if name.startswith("bot.") and not name.startswith("bot.api")
     }
-    # bot.metrics: the process's Prometheus series, a leaf every layer reports to
-    assert core_outside_api == {"bot.metrics"}
+    assert core_outside_api == set()
     assert not roots(loaded) & {"storage", "adapters", "simulator", "genbot"}
 
 
@@ -83,3 +82,14 @@ def test_reading_settings_loads_no_platform_library() -> None:
     # every process reads every adapter's settings; only the adapters it runs load their library
     loaded = roots(imported_by("genbot.settings"))
     assert not loaded & {"discord", "slack_bolt", "slack_sdk"}
+
+
+def test_the_kernel_needs_nothing_of_the_core_above_it() -> None:
+    loaded = imported_by("bot.kernel")
+    above = {
+        name
+        for name in loaded
+        if name.startswith("bot.") and not name.startswith(("bot.kernel", "bot.api"))
+    }
+    assert "bot.kernel.events" in loaded and above == set()
+    assert not roots(loaded) & {"adapters", "simulator", "genbot", "discord", "slack_bolt"}

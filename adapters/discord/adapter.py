@@ -14,8 +14,7 @@ from adapters.discord.client import ErrorReporter, GenbotClient, log_error
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.surface import DiscordSurface
 from adapters.runner import AdapterRunner
-from bot.config import LimitsSettings
-from bot.events import EventHandler
+from bot.kernel import EventHandler, LimitsSettings
 
 """Told, once, that the gateway connection ended for good after a successful start."""
 
@@ -61,12 +60,12 @@ def connection_problem(error: BaseException) -> str | None:
 class DiscordAdapter:
     """genbot on Discord: a discord.py client translating traffic for the core.
 
-    ``surface`` is the :class:`bot.surface.Surface` the core answers through. ``report_error``
-    hears about every exception raised while handling traffic (default: logged). The
-    ``on_fatal`` given to :meth:`start` is called once, from the event loop, when the gateway
-    connection ends for good after the start succeeded (a revoked token, a disallowed intent,
-    or a connection that stopped although nobody called :meth:`stop`). The process should then
-    stop: this adapter no longer hears Discord.
+    ``surface`` is the :class:`bot.kernel.surface.Surface` the core answers through.
+    ``report_error`` hears about every exception raised while handling traffic (default: logged).
+    The ``on_fatal`` given to :meth:`start` is called once, from the event loop, when the gateway
+    connection ends for good after the start succeeded (a revoked token, a disallowed intent, or a
+    connection that stopped although nobody called :meth:`stop`). The process should then stop: this
+    adapter no longer hears Discord.
     """
 
     def __init__(

@@ -4,7 +4,7 @@ Rate limits: discord.py reads Discord's ``X-RateLimit-*`` headers and paces requ
 (waiting at most a bucket window; note that the call which empties a bucket returns only when
 the bucket resets), and retries a 429 whose ``retry_after`` is at most
 :data:`RATE_LIMIT_WAIT_CAP` seconds; a longer one reaches the core as
-:class:`~bot.surface.RateLimited` at once. The cap must stay above Discord's bucket windows:
+:class:`~bot.kernel.surface.RateLimited` at once. The cap must stay above Discord's bucket windows:
 discord.py refuses any request to a bucket whose reset lies further away than the cap. Every
 call is bounded by :data:`CALL_TIMEOUT`.
 """
@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 import aiohttp
 import discord
 
-from bot.surface import MessageGone, RateLimited, SurfaceError
+from bot.kernel import MessageGone, RateLimited, SurfaceError
 
 CALL_TIMEOUT = 30.0
 RATE_LIMIT_WAIT_CAP = 10.0

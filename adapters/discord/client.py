@@ -40,9 +40,18 @@ from adapters.discord.translate import (
     user_of,
 )
 from adapters.runner import AdapterRunner
-from bot.commands import Offered, offered
-from bot.events import ButtonPress, Command, InboundEvent, ModalSubmit, Place, UserMessage
-from bot.outbound import MODAL_ACTIONS, decode_custom_id
+from bot.kernel import (
+    MODAL_ACTIONS,
+    ButtonPress,
+    Command,
+    InboundEvent,
+    ModalSubmit,
+    Offered,
+    Place,
+    UserMessage,
+    decode_custom_id,
+    offered,
+)
 
 ErrorReporter = Callable[[str, BaseException], None]
 """Told about every exception the core or discord.py raised while handling traffic."""

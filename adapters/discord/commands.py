@@ -1,4 +1,4 @@
-"""Discord application commands built from the catalogue in :mod:`bot.commands`.
+"""Discord application commands built from the catalogue in :mod:`bot.kernel.commands`.
 
 Each catalogue entry becomes an ``app_commands.Command`` whose callback signature is generated
 from the entry's options (types, ranges, choices, descriptions, model autocomplete), so
@@ -15,7 +15,7 @@ from typing import Any, Optional
 import discord
 from discord import app_commands
 
-from bot.commands import COMMANDS, CommandSpec, Offered, Option
+from bot.kernel import COMMANDS, CommandSpec, Offered, Option
 
 CommandCallback = Callable[[discord.Interaction[Any], str, dict[str, Any]], Awaitable[None]]
 """Receives the interaction, the dotted command name and the option values given."""
@@ -33,8 +33,8 @@ _TYPES: dict[str, type] = {
 
 
 OfferedNow = Callable[[], Mapping[Offered, Sequence[str]]]
-"""The values pickers offer now, by list (:func:`bot.commands.offered`: the core's plan's chat
-models, the diffusion models it knows)."""
+"""The values pickers offer now, by list (:func:`bot.kernel.commands.offered`: the core's plan's
+chat models, the diffusion models it knows)."""
 
 
 def model_completer(

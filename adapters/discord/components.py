@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import discord
 
-from bot.outbound import Button, ButtonStyle, Modal, ModalField, decode_custom_id, encode_custom_id
+from bot.kernel import Button, ButtonStyle, Modal, ModalField, decode_custom_id, encode_custom_id
 
 MAX_ROWS = 5
 REOPEN_ACTION = "reopen"

@@ -36,9 +36,16 @@ from adapters.discord.translate import (
 )
 from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
 from adapters.text import truncate
-from bot.events import Event, MessageRef, Place
-from bot.outbound import OutMessage
-from bot.surface import MessageGone, RateLimited, SurfaceError, SurfaceLimits
+from bot.kernel import (
+    Event,
+    MessageGone,
+    MessageRef,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+    SurfaceLimits,
+)
 
 NONCE_LENGTH = 25
 HOOK_SECONDS = 15 * 60 - 60

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, model_validator
 
-from bot.config import Address, Section
-from bot.surface import SurfaceLimits
+from bot.kernel import Address, Section, SurfaceLimits
 
 MAX_MESSAGE_CHARS = 2000
 

@@ -1,4 +1,4 @@
-"""genbot's :class:`bot.surface.Surface` on Discord.
+"""genbot's :class:`bot.kernel.surface.Surface` on Discord.
 
 Commands and modal submissions are deferred with an ephemeral "thinking…" placeholder; the first
 ephemeral text replaces it (so errors are truly private) and the first public post removes it.
@@ -22,9 +22,17 @@ from adapters.discord.components import build_modal, build_view, reopen_view
 from adapters.discord.posting import DiscordPosting
 from adapters.discord.translate import InteractionContext, allowed_mentions, message_content
 from adapters.text import truncate
-from bot.events import Attachment, Event, MessageRef, Place
-from bot.outbound import Modal, OutMessage
-from bot.surface import RateLimited, SurfaceError, SurfaceLimits
+from bot.kernel import (
+    Attachment,
+    Event,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+    SurfaceLimits,
+)
 
 REFUSED_FORMS_KEPT = 500
 _log = logging.getLogger("genbot.discord")

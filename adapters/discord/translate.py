@@ -10,8 +10,7 @@ from typing import Any
 import discord
 
 from adapters.text import truncate
-from bot.events import Attachment, Place, User
-from bot.outbound import OutMessage
+from bot.kernel import Attachment, OutMessage, Place, User
 
 PLATFORM = "discord"
 DM_WORKSPACE = "dm"

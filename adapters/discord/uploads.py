@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 
 from PIL import Image
 
-from bot.jobs.media import MediaError, inspect_image
-from bot.outbound import ImageFile
+from bot.kernel import ImageFile, MediaError, inspect_image
 
 DEFAULT_UPLOAD_LIMIT = 10 * 1024 * 1024
 QUALITIES = (90, 80, 70, 60)

@@ -31,10 +31,17 @@ from adapters import AdapterStartError, FatalHandler, log_fatal
 from adapters.listener import Listener
 from adapters.runner import AdapterRunner
 from adapters.slack.settings import SlackSettings
-from bot.command_images import command_images
-from bot.config import LimitsSettings
-from bot.events import Command, EventHandler, FormChecks, InboundEvent, User, UserMessage
-from bot.parsing import CommandError
+from bot.kernel import (
+    Command,
+    CommandError,
+    EventHandler,
+    FormChecks,
+    InboundEvent,
+    LimitsSettings,
+    User,
+    UserMessage,
+    command_images,
+)
 from storage import EventDedupe, SlackInstallations
 
 from .distribution import INSTALL_PATH, Distribution

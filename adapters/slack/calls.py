@@ -1,7 +1,7 @@
 """Slack Web API calls bounded in time, with Slack's answers as the core's surface errors:
-``ratelimited`` (HTTP 429) is :class:`~bot.surface.RateLimited` with its ``Retry-After``, any
+``ratelimited`` (HTTP 429) is :class:`~bot.kernel.surface.RateLimited` with its ``Retry-After``, any
 other refusal :class:`~adapters.slack.errors.SlackRefused` with Slack's error code, a network
-failure or a timeout a :class:`~bot.surface.SurfaceError` naming the method."""
+failure or a timeout a :class:`~bot.kernel.surface.SurfaceError` naming the method."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from bot.surface import RateLimited, SurfaceError
+from bot.kernel import RateLimited, SurfaceError
 
 from .errors import SlackRefused
 

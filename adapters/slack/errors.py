@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.surface import SurfaceError
+from bot.kernel import SurfaceError
 
 
 class SlackRefused(SurfaceError):

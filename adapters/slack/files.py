@@ -9,8 +9,7 @@ from collections.abc import Callable
 import aiohttp
 import yarl
 
-from bot.events import Attachment
-from bot.surface import SurfaceError
+from bot.kernel import Attachment, SurfaceError
 
 from .tokens import TeamTokens, team_of_file
 

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.text import truncate
-from bot.events import Place
-from bot.outbound import Button, Modal, ModalField, OutMessage
+from bot.kernel import Button, Modal, ModalField, OutMessage, Place
 
 MARKDOWN_BLOCK_MAX = 12000
 MODEL_TEXT_BUDGET = MARKDOWN_BLOCK_MAX - 100
@@ -112,7 +111,7 @@ def _prose_to_mrkdwn(text: str) -> str:
 
 def split_text(text: str, limit: int) -> list[str]:
     """Escaped mrkdwn in pieces of at most ``limit`` characters, cut at line ends where
-    possible. (Not :func:`bot.splitting.split_text`: that one reopens code blocks with a
+    possible. (Not :func:`bot.kernel.text.split_text`: that one reopens code blocks with a
     ```` ```lang ```` line, while mrkdwn fences here are inline, ```` ```code``` ````, and
     Slack would show the tag as code.)"""
     pieces: list[str] = []

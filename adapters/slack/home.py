@@ -1,6 +1,6 @@
 """genbot's App Home tab on Slack, and results posted again from it.
 
-The core's :class:`~bot.home.HomeView` becomes a ``home`` view published with
+The core's :class:`~bot.kernel.outbound.HomeView` becomes a ``home`` view published with
 ``views.publish``: the user's defaults with a button that opens the settings form, their usage
 today, and their last image jobs, each with its image as a thumbnail and a button that posts
 the result again. The view's ``private_metadata`` holds the user's conversation with genbot,
@@ -24,10 +24,16 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.events import HomeOpened, MessageRef, Place
-from bot.home import HomeJob, HomeView
-from bot.outbound import OutMessage
-from bot.surface import RateLimited, SurfaceError
+from bot.kernel import (
+    HomeJob,
+    HomeOpened,
+    HomeView,
+    MessageRef,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+)
 
 from .calls import Call
 from .errors import SlackRefused

@@ -13,9 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.events import Attachment, ButtonPress, HomeOpened, ModalSubmit, Place, User
-from bot.outbound import decode_custom_id
-from bot.parsing import CommandError, resolve_command
+from bot.kernel import (
+    Attachment,
+    ButtonPress,
+    CommandError,
+    HomeOpened,
+    ModalSubmit,
+    Place,
+    User,
+    decode_custom_id,
+    resolve_command,
+)
 
 from .formatting import decode_place
 
@@ -121,9 +129,9 @@ class SlashRoute:
 
 def route_command(slash: str, text: str) -> SlashRoute | str:
     """The core's command for Slack's ``slash`` and ``text`` (named by
-    :func:`bot.parsing.resolve_command`: ``/diffusion txt2img a fox`` → ``diffusion.txt2img`` +
-    ``a fox``); ``/genbot`` names :data:`GENBOT_SUBCOMMANDS` (alone: help). A string is an
-    error message for the user."""
+    :func:`bot.kernel.command_text.resolve_command`: ``/diffusion txt2img a fox`` →
+    ``diffusion.txt2img`` + ``a fox``); ``/genbot`` names :data:`GENBOT_SUBCOMMANDS` (alone: help).
+    A string is an error message for the user."""
     text = text.strip()
     if slash == GENBOT_SLASH:
         first, _, rest = text.partition(" ")

@@ -15,8 +15,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.events import Place
-from bot.outbound import OutMessage
+from bot.kernel import OutMessage, Place
 
 from .calls import Call
 from .errors import SlackRefused

@@ -8,8 +8,7 @@ from types import MappingProxyType
 from pydantic import Field, SecretStr
 
 from adapters.slack.formatting import MODEL_TEXT_BUDGET
-from bot.config import Address, Section
-from bot.surface import SurfaceLimits, WriteKind
+from bot.kernel import Address, Section, SurfaceLimits, WriteKind
 
 CHANNEL_WRITES_PER_WINDOW = 5
 CHANNEL_WINDOW_SECONDS = 5.0

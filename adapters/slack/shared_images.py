@@ -1,5 +1,5 @@
 """The files a user shared in a channel lately, as attachments: Slack's slash commands carry no
-files, so :func:`bot.command_images.command_images` looks there for a command's images."""
+files, so :func:`bot.kernel.command_images.command_images` looks there for a command's images."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import time
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.command_images import RECENT_FILES_SECONDS
-from bot.events import Attachment
+from bot.kernel import RECENT_FILES_SECONDS, Attachment
 
 from .inbound import attachments_from_files
 

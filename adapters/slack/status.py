@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.events import Event, Place
-from bot.surface import RateLimited, SurfaceError, WorkStatus
+from bot.kernel import Event, Place, RateLimited, SurfaceError, WorkStatus
 
 from .calls import Call
 from .inbound import SlackOrigin

@@ -1,5 +1,5 @@
 """Slack's native streaming (``chat.startStream`` → ``chat.appendStream`` → ``chat.stopStream``)
-as the core's :class:`~bot.surface.NativeStream`.
+as the core's :class:`~bot.kernel.surface.NativeStream`.
 
 A streamed message is a thread reply: in the place's thread, else in the thread of the message
 being answered (a top-level DM or mention). Outside DMs Slack needs the recipient (the user
@@ -12,7 +12,7 @@ Where Slack refuses to stream, :class:`StreamSupport` remembers it: for the whol
 when the refusal is the workspace's (a scope, a plan, a disabled feature), for the conversation
 otherwise, and the core posts and edits there instead. A stream Slack no longer accepts
 (``message_not_in_streaming_state``, after about five minutes) raises
-:class:`~bot.surface.StreamExpired`: the core finishes the message with ``chat.update``.
+:class:`~bot.kernel.surface.StreamExpired`: the core finishes the message with ``chat.update``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.events import MessageRef, Place
-from bot.surface import StreamExpired
+from bot.kernel import MessageRef, Place, StreamExpired
 
 from .errors import SlackRefused
 from .formatting import neutralise_markdown

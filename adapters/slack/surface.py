@@ -1,4 +1,4 @@
-"""genbot's :class:`~bot.surface.Surface` on Slack's Web API.
+"""genbot's :class:`~bot.kernel.surface.Surface` on Slack's Web API.
 
 Messages go out with ``chat.postMessage`` / ``chat.update`` (see
 :mod:`adapters.slack.formatting`), one message however many images: images are uploaded
@@ -29,10 +29,22 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.events import Attachment, Command, Event, HomeOpened, MessageRef, Place, User
-from bot.home import HomeView
-from bot.outbound import Modal, OutMessage
-from bot.surface import MessageGone, SurfaceError, SurfaceLimits, WorkStatus
+from bot.kernel import (
+    Attachment,
+    Command,
+    Event,
+    HomeOpened,
+    HomeView,
+    MessageGone,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    SurfaceError,
+    SurfaceLimits,
+    User,
+    WorkStatus,
+)
 
 from .calls import SlackCalls
 from .errors import SlackRefused

@@ -22,7 +22,7 @@ from slack_sdk.errors import SlackTokenRotationError
 from slack_sdk.oauth.installation_store import Installation
 from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 
-from bot.surface import SurfaceError
+from bot.kernel import SurfaceError
 
 from .installations import InstallationStore
 

@@ -29,8 +29,7 @@ from typing import Any
 from PIL import Image
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.jobs.media import MediaError, inspect_image
-from bot.outbound import ImageFile, OutMessage
+from bot.kernel import ImageFile, MediaError, OutMessage, inspect_image
 
 from .calls import Call
 from .errors import SlackRefused

@@ -32,9 +32,7 @@ from adapters.web.platform import PLATFORM, WebContext
 from adapters.web.playground import Playground
 from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
-from bot.config import LimitsSettings
-from bot.events import Command, EventHandler, InboundEvent
-from bot.outage import OUTAGE, backoff
+from bot.kernel import OUTAGE, Command, EventHandler, InboundEvent, LimitsSettings, backoff
 from storage import PlaygroundHistory, StorageError
 
 log = logging.getLogger(__name__)

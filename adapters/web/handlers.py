@@ -23,18 +23,20 @@ from adapters.web.playground import Playground
 from adapters.web.routes import ADAPTER, USER, Serving, json_error
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
 from adapters.web.uploads import UploadCacheFull
-from bot.events import (
+from bot.kernel import (
     ButtonPress,
     Command,
     EventHandler,
     FormChecks,
+    MediaError,
+    ModalField,
     ModalSubmit,
     Place,
     User,
     UserMessage,
+    decode_custom_id,
+    inspect_image,
 )
-from bot.jobs.media import MediaError, inspect_image
-from bot.outbound import ModalField, decode_custom_id
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +307,7 @@ def _form_errors(
     handler: EventHandler, fields: tuple[ModalField, ...], event: ModalSubmit
 ) -> dict[str, str]:
     """What is wrong with a submitted form's values, by field id: required fields left empty,
-    values too long, and what the core finds in them (:class:`bot.events.FormChecks`). The
+    values too long, and what the core finds in them (:class:`bot.kernel.events.FormChecks`). The
     form stays open with each sentence beside its field; nothing reaches the core."""
     errors: dict[str, str] = {}
     for field in fields:

@@ -2,11 +2,11 @@
 every genbot process sharing the database shows it.
 
 The playground is its own chat platform, so like a platform it keeps what it showed: every
-message (with its key, see :attr:`bot.outbound.OutMessage.key`) and the images it shows are saved
-(:class:`storage.PlaygroundHistory`) before browsers see them. A command's message is saved
+message (with its key, see :attr:`bot.kernel.outbound.OutMessage.key`) and the images it shows are
+saved (:class:`storage.PlaygroundHistory`) before browsers see them. A command's message is saved
 before the playground accepts the command and stays ``pending`` until its handler has run, so a
-command accepted just before the process died is handled after the restart instead of being
-lost. Each channel keeps its latest ``max_messages_per_channel`` messages, as in memory.
+command accepted just before the process died is handled after the restart instead of being lost.
+Each channel keeps its latest ``max_messages_per_channel`` messages, as in memory.
 
 Messages other processes save arrive through :meth:`PlaygroundJournal.updates`. A playground
 history file of an earlier genbot (``genbot.playground.db`` beside a SQLite database) is
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.web.messages import StoredFile, WebMessage
-from bot.outbound import Button
+from bot.kernel import Button
 from storage import PlaygroundHistory, PlaygroundImage, PlaygroundMessage
 
 LEGACY_MESSAGES = "SELECT id, channel, pending, image_keys, body FROM messages ORDER BY seq"

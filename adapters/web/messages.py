@@ -20,7 +20,7 @@ from urllib.parse import unquote
 
 from PIL import Image
 
-from bot.outbound import Button, ImageFile
+from bot.kernel import Button, ImageFile
 
 MessageKind = Literal["bot", "user", "ephemeral"]
 BOT_AUTHOR: dict[str, Any] = {"id": "genbot", "name": "genbot", "bot": True}

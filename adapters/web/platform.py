@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.events import ButtonPress, Event, Place, UserMessage
-from bot.outbound import Modal
-from bot.surface import SurfaceLimits
+from bot.kernel import ButtonPress, Event, Modal, Place, SurfaceLimits, UserMessage
 
 PLATFORM = "web"
 WORKSPACE = "web"

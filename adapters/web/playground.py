@@ -25,11 +25,18 @@ from adapters.web.journal import PlaygroundJournal
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from adapters.web.platform import WEB_LIMITS, PendingModal, dm_channel, is_dm_channel
 from adapters.web.uploads import UploadCache
-from bot.core import DATABASE_UNREACHABLE_TEXT, storage_failure_text
-from bot.events import Attachment, Place, User
-from bot.outage import OUTAGE, backoff
-from bot.outbound import ImageFile
-from bot.surface import SurfaceError, SurfaceLimits
+from bot.kernel import (
+    DATABASE_UNREACHABLE_TEXT,
+    OUTAGE,
+    Attachment,
+    ImageFile,
+    Place,
+    SurfaceError,
+    SurfaceLimits,
+    User,
+    backoff,
+    storage_failure_text,
+)
 from storage import PlaygroundHistory, StorageError
 
 log = logging.getLogger(__name__)

@@ -28,8 +28,7 @@ from adapters.web.hub import TooManyStreams
 from adapters.web.platform import dm_channel, is_dm_channel
 from adapters.web.playground import NotKept, Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
-from bot.commands import offered
-from bot.events import EventHandler, InboundEvent, User
+from bot.kernel import EventHandler, InboundEvent, User, offered
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr
 
-from bot.config import Address, Section
+from bot.kernel import Address, Section
 
 
 class WebSettings(Section):

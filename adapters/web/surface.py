@@ -1,4 +1,5 @@
-"""The playground's :class:`bot.surface.Surface`: how the core posts, edits and asks there."""
+"""The playground's :class:`bot.kernel.surface.Surface`: how the core posts, edits and asks
+there."""
 
 from __future__ import annotations
 
@@ -9,9 +10,16 @@ from adapters.web.messages import BOT_AUTHOR, WebMessage
 from adapters.web.platform import PLATFORM, PendingModal, WebContext, reply_target, web_place
 from adapters.web.playground import Playground
 from adapters.web.translate import modal_json
-from bot.events import Attachment, Event, MessageRef, Place
-from bot.outbound import Modal, OutMessage
-from bot.surface import MessageGone, SurfaceError
+from bot.kernel import (
+    Attachment,
+    Event,
+    MessageGone,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    SurfaceError,
+)
 
 MAX_BUTTON_ROWS = 5
 

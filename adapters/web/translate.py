@@ -1,8 +1,8 @@
 """Turning what the browser sends into core events' parts, and the command catalogue into JSON.
 
 The playground's input takes the same slash commands as Discord, typed as text
-(``/imagine a fox --ar 16:9``). The core names the command (:func:`bot.parsing.resolve_command`)
-and parses the rest Midjourney style.
+(``/imagine a fox --ar 16:9``). The core names the command
+(:func:`bot.kernel.command_text.resolve_command`) and parses the rest Midjourney style.
 """
 
 from __future__ import annotations
@@ -12,10 +12,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from adapters.web.platform import can_see
-from bot.command_images import assign_images, image_options, usage_name
-from bot.commands import COMMANDS, EVERY_CHAT_MODEL, CommandSpec, Offered, option_choices
-from bot.outbound import Modal
-from bot.parsing import CommandError, resolve_command
+from bot.kernel import (
+    COMMANDS,
+    EVERY_CHAT_MODEL,
+    CommandError,
+    CommandSpec,
+    Modal,
+    Offered,
+    assign_images,
+    image_options,
+    option_choices,
+    resolve_command,
+    usage_name,
+)
 
 T = TypeVar("T")
 CHANNEL_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -28,8 +37,8 @@ class BadInput(ValueError):
 
 def parse_slash(text: str) -> tuple[CommandSpec, str]:
     """The command named by ``/name [subcommand] rest`` and the rest of the text (routed by
-    :func:`bot.parsing.resolve_command`). Raises :class:`BadInput` for text that is not a
-    command, or an empty, unknown or incomplete one."""
+    :func:`bot.kernel.command_text.resolve_command`). Raises :class:`BadInput` for text that is not
+    a command, or an empty, unknown or incomplete one."""
     stripped = text.strip()
     if not stripped.startswith("/"):
         raise BadInput("A command starts with '/', for example /imagine a fox.")
@@ -41,7 +50,7 @@ def parse_slash(text: str) -> tuple[CommandSpec, str]:
 
 def assign_attachments(spec: CommandSpec, uploads: Sequence[T]) -> dict[str, T]:
     """Uploads in order onto the command's image options
-    (:func:`bot.command_images.assign_images`); :class:`BadInput` when there are more than
+    (:func:`bot.kernel.command_images.assign_images`); :class:`BadInput` when there are more than
     the command takes."""
     try:
         return assign_images(spec, uploads)
@@ -66,7 +75,7 @@ def catalogue(
 ) -> list[dict[str, Any]]:
     """Every command with its description, options and examples, for the command palette
     (``offered``: the values to offer for autocompleted options, see
-    :func:`bot.commands.offered`)."""
+    :func:`bot.kernel.commands.offered`)."""
     return [
         {
             "name": spec.name,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from adapters.webhook.receiver import WebhookReceiver, WebhookTarget
-from bot.config import CoreSettings
 from bot.jobs import JobEngines, webhook_base_url
+from bot.kernel import CoreSettings
 
 
 def webhook_receiver(settings: CoreSettings, jobs: JobEngines) -> WebhookReceiver | None:

@@ -10,7 +10,8 @@
   :mod:`bot.jobs.webhook_addresses`). The body is read (bounded) and the job found by the task id
   it names, then authenticated by the secret (:meth:`WebhookTarget.webhook_task_job`); a body
   naming no known task of that secret gets 401.
-- ``GET /media/<name>``: images re-hosted for the provider (:class:`bot.jobs.hosting.MediaHost`).
+- ``GET /media/<name>``: images re-hosted for the provider
+(:class:`bot.kernel.media_host.MediaHost`).
 
 Secrets are never logged: access logging is off, and refusals are counted and logged with a
 reason only, at most once a minute.
@@ -24,10 +25,8 @@ from typing import Protocol
 from aiohttp import web
 
 from adapters.listener import Listener, ListenerLimits, answer_and_close, body_limit, refused
-from bot import metrics
-from bot.config import WebhookSettings
-from bot.jobs.hosting import MediaHost
 from bot.jobs.notifications import task_id_of
+from bot.kernel import MediaHost, WebhookSettings, metrics
 from storage import Job
 
 log = logging.getLogger(__name__)

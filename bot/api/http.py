@@ -34,7 +34,7 @@ from typing import Any
 
 import aiohttp
 
-from bot import metrics
+from bot.api import metrics
 from bot.api.errors import (
     ApiError,
     ApiTimeout,

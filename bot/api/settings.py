@@ -1,7 +1,7 @@
 """The ``[api]`` settings section: where the provider lives and how genbot authenticates.
 
 It lives beside the client that reads it, so ``bot/api/`` needs nothing from the rest of the
-core; :mod:`bot.config` re-exports it with the other sections.
+core; :mod:`bot.kernel.settings` re-exports it with the other sections.
 """
 
 from __future__ import annotations

@@ -21,12 +21,8 @@ from bot.budget import RenderBudget
 from bot.chat.history import ALTERNATIVE_NAME
 from bot.chat.replies import reply_tokens
 from bot.chat.scoping import Target
-from bot.core import UserError
-from bot.events import MessageRef, Place
-from bot.outbound import Button, OutMessage
+from bot.kernel import Button, MessageRef, OutMessage, Place, Surface, UserError, split_text
 from bot.posting import WritePolicy
-from bot.splitting import split_text
-from bot.surface import Surface
 from storage import ChatMessage, ConversationStore
 
 PICK_ACTION = "chat_pick"

@@ -24,7 +24,6 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from bot import metrics
 from bot.api import (
     ApiError,
     ChatCompletion,
@@ -47,11 +46,9 @@ from bot.chat.replies import StoredReply, WaitNotice
 from bot.chat.requests import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.scoping import Target
 from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
-from bot.core import UserError
-from bot.events import User
+from bot.kernel import Surface, User, UserError, metrics
 from bot.render import RenderResult, StreamEnd, StreamRenderer
 from bot.status import end_status, show_status
-from bot.surface import Surface
 from bot.tokens import FittedHistory, count_functions, count_text
 from bot.waits import ShownWait
 from storage import ConversationStore, UsageLedger

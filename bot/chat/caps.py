@@ -14,8 +14,7 @@ import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterator
 
-from bot.core import UserError
-from bot.events import User
+from bot.kernel import User, UserError
 
 MINUTE = 60.0
 USERS_REMEMBERED = 4096

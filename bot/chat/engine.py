@@ -39,7 +39,6 @@ from bot.chat.requests import (
     fit,
     history_budget,
     image_parts,
-    is_image,
     resolve_params,
     shareable_images,
 )
@@ -52,25 +51,28 @@ from bot.chat.scoping import (
     thread_title,
 )
 from bot.chat.tools import ImageTools
-from bot.core import SurfaceRegistry, UserError
-from bot.events import (
+from bot.kernel import (
     Attachment,
+    Button,
     ButtonPress,
     Command,
     Event,
     MessageRef,
     ModalSubmit,
     OptionValue,
+    OutMessage,
     Place,
+    Surface,
+    SurfaceRegistry,
     User,
+    UserError,
     UserMessage,
+    check_text,
+    is_image,
 )
-from bot.outbound import Button, OutMessage
-from bot.parsing import check_text
 from bot.posting import WritePolicy
 from bot.refs import Referent, RefKind
 from bot.render import RenderResult
-from bot.surface import Surface
 from storage import (
     UNSET,
     Conversation,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.api import VISION_MODELS
-from bot.core import UserError
+from bot.kernel import UserError
 from bot.tokens import (
     CONTEXT_SIZES,
     REPLY_PRIMING_TOKENS,

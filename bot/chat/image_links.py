@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from bot.api.chat_forms import DATA_URL_PREFIX, InlineImagesRefused
-from bot.core import UserError
+from bot.kernel import UserError
 
 HostImage = Callable[[bytes], Awaitable[str]]
 """Keeps an image's bytes and returns a public link to them (raises ``ValueError`` with a

@@ -9,11 +9,9 @@ from bot import posting
 from bot.api.errors import about
 from bot.budget import RenderBudget
 from bot.chat.scoping import Target
-from bot.events import MessageRef
-from bot.outbound import OutMessage
+from bot.kernel import MessageRef, OutMessage, Surface
 from bot.posting import WritePolicy
 from bot.render import RenderResult
-from bot.surface import Surface
 from bot.tokens import count_message
 from storage import ConversationStore
 

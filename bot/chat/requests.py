@@ -29,9 +29,7 @@ from bot.api import CHAT_MODELS, VISION_MODELS, ChatMessage, ChatRequest, Functi
 from bot.api.chat import allowed_chat_models, plan_allows
 from bot.chat.history import Turn
 from bot.chat.history import fit as fit_turns
-from bot.core import UserError
-from bot.events import Attachment, Place, User
-from bot.surface import Surface
+from bot.kernel import Attachment, Place, Surface, User, UserError
 from bot.tokens import FittedHistory, context_size
 from storage import Conversation, SettingsReader, SettingValues
 
@@ -43,7 +41,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are genbot, a helpful assistant in a team chat. Answer clearly and concisely; "
     "use Markdown where it helps."
 )
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 
 
 @dataclass(frozen=True)
@@ -184,13 +181,6 @@ def check_plan(
         f"Choose another model with `/{settings_command} model` (your default) or "
         f"`/chat model` (this conversation): {', '.join(allowed)}."
     )
-
-
-def is_image(attachment: Attachment) -> bool:
-    """Whether an attachment is a picture the vision model could look at."""
-    if attachment.content_type:
-        return attachment.content_type.lower().startswith("image/")
-    return attachment.filename.lower().endswith(IMAGE_EXTENSIONS)
 
 
 DOWNLOAD_TIMEOUT_SECONDS = 30.0

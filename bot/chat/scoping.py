@@ -17,8 +17,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from bot.events import Event, MessageRef, Place, User, UserMessage
-from bot.surface import Surface, SurfaceError
+from bot.kernel import Event, MessageRef, Place, Surface, SurfaceError, User, UserMessage
 from storage import Conversation, ConversationKey, ConversationStore
 
 log = logging.getLogger(__name__)

@@ -20,9 +20,7 @@ from bot.api import (
     FunctionParameters,
     FunctionProperty,
 )
-from bot.core import UserError
-from bot.events import Event, Place, User
-from bot.parsing import CommandError
+from bot.kernel import CommandError, Event, Place, User, UserError
 from storage import Job
 
 log = logging.getLogger(__name__)

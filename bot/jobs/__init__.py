@@ -22,18 +22,15 @@ from dataclasses import dataclass
 from bot.api import InvalidRequest, ProviderClient
 from bot.api.validation import check_webhook_address
 from bot.budget import RenderBudget
-from bot.config import CoreSettings
-from bot.core import Feature, Lifecycle, SurfaceRegistry
+from bot.core import Feature, Lifecycle
 from bot.jobs.cancel import JobCancel
 from bot.jobs.chat_jobs import ChatJobs
 from bot.jobs.delivery import Delivery
 from bot.jobs.describe import DescribeButtons
 from bot.jobs.diffusion import DiffusionJobs
 from bot.jobs.experience import Experience
-from bot.jobs.hosting import MediaHost, media_folder
 from bot.jobs.images import ImageJobs
 from bot.jobs.limits import Limits
-from bot.jobs.media import MediaFetcher, provider_is_private
 from bot.jobs.region_preview import PreviewButtons
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.starter import JobSpec, JobStarter, Submitted
@@ -41,6 +38,14 @@ from bot.jobs.ticker import ProgressTicker
 from bot.jobs.tracker import Tracker
 from bot.jobs.upload_forms import UploadForms
 from bot.jobs.watch import JobWatch
+from bot.kernel import (
+    CoreSettings,
+    MediaFetcher,
+    MediaHost,
+    SurfaceRegistry,
+    media_folder,
+    provider_is_private,
+)
 from storage import Storage
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from bot.events import Event
 from bot.jobs.limits import Limits
+from bot.kernel import Event
 from storage import JobAdmission
 
 Key = tuple[str, str]

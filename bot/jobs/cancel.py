@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from bot.core import SurfaceRegistry, UserError
-from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
 from bot.jobs import wording
 from bot.jobs.delivery import Delivery
 from bot.jobs.progress_messages import CANCEL_ACTION
 from bot.jobs.watch import JobWatch
+from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, SurfaceRegistry, UserError
 from bot.refs import Referent, RefKind
 from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter, result_with
 

@@ -3,9 +3,9 @@ conversation and, when the model needs the answer, wait for it."""
 
 from __future__ import annotations
 
-from bot.events import Event
 from bot.jobs.images import ImageJobs
 from bot.jobs.watch import JobWatch
+from bot.kernel import Event
 from storage import Job, JobResult, JobStatus
 
 DONE_STATUSES: frozenset[JobStatus] = frozenset(
@@ -24,7 +24,7 @@ class ChatJobs:
         self, event: Event, prompt: str, *, aspect_ratio: str | None = None
     ) -> Job:
         """Start an imagine job whose progress and grid are posted in ``event``'s place
-        (the conversation's thread or channel). Raises :class:`bot.core.UserError` (caps,
+        (the conversation's thread or channel). Raises :class:`bot.kernel.errors.UserError` (caps,
         budget) or :class:`bot.api.InvalidRequest` (bad prompt) before anything starts; a
         provider refusal returns the job in ``create_failed`` with ``error`` set, a creation
         the provider never confirmed returns it in ``unknown`` (its progress message says so;

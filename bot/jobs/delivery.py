@@ -40,21 +40,26 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from bot import metrics
 from bot.budget import RenderBudget
-from bot.core import SurfaceRegistry
-from bot.events import MessageRef
 from bot.jobs import wording
 from bot.jobs.experience import Experience
 from bot.jobs.marks import ButtonMarks, place_of
-from bot.jobs.media import MediaFetcher
 from bot.jobs.progress_messages import ProgressMessages
 from bot.jobs.result_messages import ResultMessages
 from bot.jobs.retry import DeliveryRetry
 from bot.jobs.watch import JobWatch
-from bot.outbound import OutMessage
+from bot.kernel import (
+    DeletesMessages,
+    MediaFetcher,
+    MessageGone,
+    MessageRef,
+    OutMessage,
+    Surface,
+    SurfaceError,
+    SurfaceRegistry,
+    metrics,
+)
 from bot.posting import WritePolicy
-from bot.surface import DeletesMessages, MessageGone, Surface, SurfaceError
 from storage import (
     DeliveryClaims,
     Job,

@@ -35,7 +35,7 @@ from bot.api import (
     VariationRequest,
 )
 from bot.jobs.task_call import TaskCall
-from bot.outbound import REMIX_PREFIX
+from bot.kernel import REMIX_PREFIX
 from storage import TaskType
 
 RequestT = TypeVar("RequestT", bound=RequestModel)

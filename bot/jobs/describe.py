@@ -15,8 +15,6 @@ from typing import ClassVar
 
 from bot.api import DescribeRequest, ImagineRequest, ProcessMode, ProviderClient
 from bot.buttons import DESCRIBE_ACTIONS
-from bot.core import UserError
-from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
 from bot.follow_ups import version_for
 from bot.forms import PROMPT_FIELD, FormError, pick_form
 from bot.jobs.derivatives import choice, values_digest
@@ -24,7 +22,7 @@ from bot.jobs.images import PROCESS_MODES
 from bot.jobs.input_checks import check_form_prompt
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
-from bot.parsing import CommandError
+from bot.kernel import ButtonPress, Command, CommandError, ModalSubmit, OptionValue, UserError
 from bot.refs import Referent, RefKind
 from storage import DescribeParams, ImageParams, Job, JobResult, SettingsReader
 

@@ -16,10 +16,6 @@ from typing import Any, ClassVar
 
 from bot.api import ProviderClient
 from bot.buttons import DIFFUSION_ACTIONS
-from bot.commands import command
-from bot.config import LimitsSettings
-from bot.core import UserError
-from bot.events import Attachment, ButtonPress, Command, Event, ModalSubmit, OptionValue
 from bot.forms import (
     DIFFUSION_UPLOADS,
     OPTIONS_FIELD,
@@ -34,7 +30,20 @@ from bot.jobs.derivatives import values_digest
 from bot.jobs.diffusion_calls import DIFFUSION_ENDPOINTS, Clock, DiffusionEndpoint, endpoint_named
 from bot.jobs.diffusion_models import DiffusionModels
 from bot.jobs.starter import JobSpec, JobStarter
-from bot.parsing import CommandError, parse_command_text, validate_options
+from bot.kernel import (
+    Attachment,
+    ButtonPress,
+    Command,
+    CommandError,
+    Event,
+    LimitsSettings,
+    ModalSubmit,
+    OptionValue,
+    UserError,
+    command,
+    parse_command_text,
+    validate_options,
+)
 from bot.refs import Referent, RefKind
 from storage import DiffusionParams, Job
 

@@ -23,11 +23,10 @@ from bot.api import (
     RequestModel,
     Txt2ImgRequest,
 )
-from bot.config import LimitsSettings
-from bot.core import UserError
 from bot.jobs.results import diffusion_result_fields, poll_delay
 from bot.jobs.starter import Submitted
 from bot.jobs.webhook_addresses import Webhook
+from bot.kernel import LimitsSettings, UserError
 from storage import DiffusionType, Job, JobStatus
 
 DiffusionEndpoint = DiffusionType

@@ -33,8 +33,6 @@ from bot.api import (
     ProviderClient,
 )
 from bot.buttons import GRID_ACTIONS, UPSCALE_ACTIONS
-from bot.core import UserError
-from bot.events import Attachment, ButtonPress, Command, Event, ModalSubmit, OptionValue
 from bot.follow_ups import offered_follow_ups, refused_actions, version_for
 from bot.forms import (
     RegionInput,
@@ -50,13 +48,25 @@ from bot.forms import (
 from bot.jobs import wording
 from bot.jobs.derivatives import FollowUp, FollowUpInput, choice, follow_up_for, values_digest
 from bot.jobs.input_checks import check_form_prompt, check_prompt
-from bot.jobs.media import MediaError, MediaFetcher
 from bot.jobs.region_preview import RegionPreviews
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
+from bot.kernel import (
+    MODAL_ACTIONS,
+    REMIX_ACTIONS,
+    REMIX_PREFIX,
+    Attachment,
+    ButtonPress,
+    Command,
+    CommandError,
+    Event,
+    MediaError,
+    MediaFetcher,
+    ModalSubmit,
+    OptionValue,
+    UserError,
+)
 from bot.masks import build_mask
-from bot.outbound import MODAL_ACTIONS, REMIX_ACTIONS, REMIX_PREFIX
-from bot.parsing import CommandError
 from bot.refs import Referent, RefKind
 from storage import (
     BlendParams,

@@ -14,9 +14,8 @@ from __future__ import annotations
 import mimetypes
 import re
 
-from bot.events import Attachment
 from bot.forms import PROMPT_FIELD, FormError
-from bot.parsing import CommandError, parse_aspect_ratio
+from bot.kernel import Attachment, CommandError, parse_aspect_ratio
 
 _VERSION = re.compile(r"\d+(?:\.\d+)?")
 VALUED_FLAGS = {

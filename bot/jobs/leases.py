@@ -29,8 +29,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
-from bot import metrics
-from bot.outage import OUTAGE, backoff
+from bot.kernel import OUTAGE, backoff, metrics
 from storage import Job, JobLeasing, ProcessInfo, StorageError
 
 log = logging.getLogger(__name__)

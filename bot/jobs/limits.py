@@ -15,9 +15,7 @@ store in the same transaction that writes the job row
 
 from __future__ import annotations
 
-from bot.config import LimitsSettings
-from bot.core import UserError
-from bot.events import User
+from bot.kernel import LimitsSettings, User, UserError
 from storage import JobQuota, QuotaRefusal
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from bot.events import MessageRef, Place
 from bot.jobs.result_messages import ResultMessages, pressed_actions
 from bot.jobs.writes import BudgetedWrites
+from bot.kernel import LinksMessages, MessageRef, Place, RateLimited, SurfaceError
 from bot.posting import WritePolicy
-from bot.surface import LinksMessages, RateLimited, SurfaceError
 from storage import Job, JobWriter, adding_pressed
 
 log = logging.getLogger(__name__)

@@ -23,20 +23,28 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from bot import metrics
 from bot.budget import RenderBudget
-from bot.core import SurfaceRegistry
-from bot.events import Event, MessageRef, Place
 from bot.jobs import wording
 from bot.jobs.experience import Experience
 from bot.jobs.marks import place_of
 from bot.jobs.progress import ELAPSED_STEP, Position
 from bot.jobs.watch import JobWatch
 from bot.jobs.writes import BudgetedWrites
-from bot.outbound import Button, OutMessage
+from bot.kernel import (
+    Button,
+    Event,
+    FindsKeyedPosts,
+    MessageGone,
+    MessageRef,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+    SurfaceRegistry,
+    metrics,
+)
 from bot.posting import WritePolicy, WriteSkipped
 from bot.status import end_status, show_status
-from bot.surface import FindsKeyedPosts, MessageGone, RateLimited, SurfaceError
 from storage import TERMINAL_STATUSES, Job, JobWriter, MessageLinks
 
 log = logging.getLogger(__name__)

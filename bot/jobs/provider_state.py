@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
-from bot.config import LimitsSettings
 from bot.jobs import wording
 from bot.jobs.delivery import Delivery
 from bot.jobs.results import diffusion_result_fields, poll_delay, task_result_fields
 from bot.jobs.watch import JobWatch
+from bot.kernel import LimitsSettings
 from storage import (
     ACTIVE_STATUSES,
     IN_FLIGHT_STATUSES,

@@ -2,7 +2,7 @@
 
 Discord's and Slack's forms take the area as a preset or typed coordinates and cannot change
 while the user types, so a submitted Vary (Region) form does not start the job at once there:
-the user first gets, privately (:class:`bot.surface.SendsPrivately`), the image
+the user first gets, privately (:class:`bot.kernel.surface.SendsPrivately`), the image
 with the chosen area marked — the rest dimmed, the area tinted and outlined — with ▶️ Run and
 ✏️ Edit. Run starts the job exactly as the form would have (the same idempotency key, so a
 second press finds the first job); Edit opens the form again with the values. The playground
@@ -24,16 +24,27 @@ from typing import Any, ClassVar, Protocol
 
 from PIL import Image, ImageFilter
 
-from bot.core import SurfaceRegistry, UserError
-from bot.events import ButtonPress, Command, Event, ModalSubmit, OptionValue
 from bot.forms import RegionInput, form_for, read_region, region_map
-from bot.jobs.media import MediaError, MediaFetcher
 from bot.jobs.starter import JobStarter
+from bot.kernel import (
+    Button,
+    ButtonPress,
+    Command,
+    CommandError,
+    Event,
+    ImageFile,
+    MediaError,
+    MediaFetcher,
+    ModalSubmit,
+    OptionValue,
+    OutMessage,
+    SendsPrivately,
+    SurfaceError,
+    SurfaceRegistry,
+    UserError,
+)
 from bot.masks import build_mask
-from bot.outbound import Button, ImageFile, OutMessage
-from bot.parsing import CommandError
 from bot.refs import PREVIEW_SEPARATOR, Referent, RefKind
-from bot.surface import SendsPrivately, SurfaceError
 from storage import Job, JobWriter
 
 log = logging.getLogger(__name__)

@@ -11,11 +11,18 @@ import logging
 from collections.abc import Collection
 
 from bot.buttons import describe_buttons, diffusion_buttons
-from bot.core import SurfaceRegistry
 from bot.follow_ups import follow_up_buttons
 from bot.jobs import wording
-from bot.jobs.media import ImageBytes, MediaError, MediaFetcher, UnreadableImage
-from bot.outbound import Button, ImageFile, OutMessage
+from bot.kernel import (
+    Button,
+    ImageBytes,
+    ImageFile,
+    MediaError,
+    MediaFetcher,
+    OutMessage,
+    SurfaceRegistry,
+    UnreadableImage,
+)
 from storage import DescribeParams, Job, JobResult
 
 log = logging.getLogger(__name__)

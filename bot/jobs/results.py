@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.api import DiffusionResponse, TaskRecord
-from bot.config import LimitsSettings
+from bot.kernel import LimitsSettings
 
 
 def charged_credits(record: TaskRecord) -> int:

@@ -24,7 +24,7 @@ the user as an error (nothing was started).
 
 Attachments the provider must fetch are passed as their URLs; when ``[webhook] public_url`` is
 set, images without a usable URL (none, or a chat-platform CDN link that describe and blend
-refuse) are re-hosted on the webhook receiver (see :mod:`bot.jobs.media`).
+refuse) are re-hosted on the webhook receiver (see :mod:`bot.kernel.media`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from bot import logcontext, metrics
 from bot.api.errors import (
     ApiError,
     ApiTimeout,
@@ -55,23 +54,31 @@ from bot.api.errors import (
 )
 from bot.api.ratelimit import observe_waits
 from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS, check_http_url
-from bot.core import SurfaceRegistry, UserError
-from bot.events import Attachment, Command, Event, ModalSubmit
 from bot.forms import show_refused
 from bot.jobs.admission import Admission
 from bot.jobs.delivery import Delivery
-from bot.jobs.hosting import MediaHost
 from bot.jobs.input_checks import check_attachment
 from bot.jobs.limits import Limits
-from bot.jobs.media import MediaError, inspect_image
 from bot.jobs.progress_messages import cancel_buttons
 from bot.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
 from bot.jobs.webhook_addresses import Webhook, WebhookAddresses
 from bot.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, heading
-from bot.outage import backoff
-from bot.outbound import Modal
+from bot.kernel import (
+    Attachment,
+    Command,
+    Event,
+    MediaError,
+    MediaHost,
+    Modal,
+    ModalSubmit,
+    SurfaceRegistry,
+    UserError,
+    backoff,
+    inspect_image,
+    metrics,
+)
 from bot.posting import WritePolicy
 from bot.waits import ShownWait
 from storage import (
@@ -231,7 +238,7 @@ class JobStarter:
             job = await self._create_row(event, spec)
         except AlreadyStarted as before:
             return await self._started_before(before.job)
-        logcontext.bind(job_id=job.id)
+        metrics.bind_log_fields(job_id=job.id)
         with self.watch.starting(job.id):
             try:
                 job = await self.delivery.post_progress(job, event)

@@ -17,7 +17,7 @@ from collections import defaultdict
 
 from bot.jobs.delivery import Delivery
 from bot.jobs.progress import Position
-from bot.outage import OUTAGE
+from bot.kernel import OUTAGE
 from storage import IN_FLIGHT_STATUSES, Job, JobTracking, StorageError
 
 log = logging.getLogger(__name__)

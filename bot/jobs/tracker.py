@@ -43,7 +43,7 @@ from the record.
 - diffusion jobs in flight whose ``next_poll_at`` (from the provider's ``eta``) is due.
 
 The interval runs from one round's start to the next, so a long round does not stretch it, and
-a round that fails on storage is one line of the process's outage log (:mod:`bot.outage`) and
+a round that fails on storage is one line of the process's outage log (:mod:`bot.kernel.outage`) and
 the next waits ``poll_interval_max``. It adapts: it drops to ``poll_interval_min`` when a round
 saw a change or a job was submitted
 (:meth:`Tracker.kick`, even during a round) and grows ×2 per quiet round that polled something,
@@ -63,9 +63,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Protocol
 
-from bot import logcontext
 from bot.api import ProviderClient, TaskRecord
-from bot.config import LimitsSettings
 from bot.jobs import wording
 from bot.jobs.delivery import Delivery
 from bot.jobs.leases import Leases
@@ -73,7 +71,7 @@ from bot.jobs.notifications import NotJson, UseRecord, read_notification
 from bot.jobs.provider_state import ProviderState
 from bot.jobs.starter import CREATING_GRACE_SECONDS
 from bot.jobs.watch import JobWatch
-from bot.outage import OUTAGE
+from bot.kernel import OUTAGE, LimitsSettings, metrics
 from storage import (
     ACTIVE_STATUSES,
     IN_FLIGHT_STATUSES,
@@ -358,7 +356,7 @@ class Tracker:
                 task.cancel()
 
     async def _deliver(self, job_id: str) -> None:
-        logcontext.bind(job_id=job_id)
+        metrics.bind_log_fields(job_id=job_id)
         async with self._delivery_slots:
             try:
                 retry_at = await self._delivery.deliver(job_id)

@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from bot.core import UserError
-from bot.events import ButtonPress, Command, ModalSubmit, OptionValue
 from bot.forms import (
     DIMENSION_FIELD,
     IMAGE_FIELD,
@@ -19,6 +17,7 @@ from bot.forms import (
 )
 from bot.jobs.images import ImageJobs
 from bot.jobs.starter import JobStarter
+from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError
 from bot.refs import Referent, RefKind
 
 DESCRIBE = "describe_upload"

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from bot.jobs.progress import ELAPSED_STEP, Position, Usual, mode_of, status_text
 from bot.jobs.titles import asked_title, done_title
-from bot.splitting import neutralize_mentions
+from bot.kernel import neutralize_mentions
 from storage import BlendParams, DiffusionParams, ImageParams, Job, JobResult
 
 SUBJECT_MAX = 300

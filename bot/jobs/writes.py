@@ -1,5 +1,5 @@
-"""Job messages written on the surfaces of a :class:`~bot.core.SurfaceRegistry` through the one
-budgeted-write path (:func:`bot.posting.budgeted_write`): every call names its
+"""Job messages written on the surfaces of a :class:`~bot.kernel.registry.SurfaceRegistry` through
+the one budgeted-write path (:func:`bot.posting.budgeted_write`): every call names its
 :class:`~bot.posting.WritePolicy`."""
 
 from __future__ import annotations
@@ -9,11 +9,8 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from bot.budget import RenderBudget
-from bot.core import SurfaceRegistry
-from bot.events import Event, MessageRef, Place
-from bot.outbound import OutMessage
+from bot.kernel import Event, MessageRef, OutMessage, Place, Surface, SurfaceRegistry
 from bot.posting import WritePolicy, budgeted_write
-from bot.surface import Surface
 
 T = TypeVar("T")
 

@@ -1,5 +1,5 @@
-"""What each platform's surface can do beyond the :class:`bot.surface.Surface` every one has is
-declared as protocols, and stays visible through the core's metering wrapper."""
+"""What each platform's surface can do beyond the :class:`bot.kernel.surface.Surface` every one has
+is declared as protocols, and stays visible through the core's metering wrapper."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from adapters.slack.settings import SlackSettings
 from adapters.slack.surface import SlackSurface
 from adapters.web.adapter import WebAdapter
 from adapters.web.settings import WebSettings
-from bot.config import LimitsSettings
 from bot.home import PublishesHome, Reposts
-from bot.metered import MeteredSurface
-from bot.surface import (
+from bot.kernel import (
     DeletesMessages,
     FindsKeyedPosts,
+    LimitsSettings,
     LinksMessages,
     SendsPrivately,
     ShowsStatus,
@@ -25,6 +24,7 @@ from bot.surface import (
     StreamsNatively,
     Surface,
 )
+from bot.metered import MeteredSurface
 
 CAPABILITIES: dict[str, type] = {
     "keyed posts": FindsKeyedPosts,

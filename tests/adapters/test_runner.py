@@ -15,9 +15,7 @@ from adapters.runner import AdapterRunner, answers_refusal
 from adapters.web import WebAdapter
 from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
-from bot.core import RESTARTING_TEXT
-from bot.events import Command, InboundEvent, Place, User, UserMessage
-from bot.outbound import OutMessage
+from bot.kernel import RESTARTING_TEXT, Command, InboundEvent, OutMessage, Place, User, UserMessage
 from tests.adapters.web.fakes import history, post
 from tests.fakes.platform import FakePlatform
 

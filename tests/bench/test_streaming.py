@@ -21,10 +21,8 @@ from bench.streaming import (
     streaming_table,
 )
 from bench.streams import Feed, Script, make_scripts
-from bot.events import Place
-from bot.outbound import OutMessage
+from bot.kernel import OutMessage, Place, RateLimited, SurfaceLimits
 from bot.render import MARKER
-from bot.surface import RateLimited, SurfaceLimits
 
 SMOKE = StreamingConfig(
     streams=(1, 3), tokens=(30, 50), scale=0.05, deadline=200.0, answers=6, streams_at_once=3

@@ -33,12 +33,20 @@ from pydantic import SecretStr
 from adapters.webhook import webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.budget import RenderBudget
-from bot.config import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
-from bot.core import Conversations, Core, Feature, Lifecycle, SurfaceRegistry
-from bot.events import Place, User
+from bot.core import Conversations, Core, Feature, Lifecycle
 from bot.jobs import JobEngines, build_job_engines
+from bot.kernel import (
+    ApiSettings,
+    LimitsSettings,
+    Place,
+    StorageSettings,
+    SurfaceLimits,
+    SurfaceRegistry,
+    User,
+    WebhookSettings,
+)
+from bot.metered import MeteredSurface
 from bot.refs import Refs
-from bot.surface import SurfaceLimits
 from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
@@ -185,7 +193,7 @@ async def running_genbot(
         )
         stack.push_async_callback(provider.aclose)
         fake = platform or FakePlatform(limits=ROOMY)
-        surfaces = SurfaceRegistry([fake])
+        surfaces = SurfaceRegistry([MeteredSurface(fake)])
         budget = RenderBudget(shared=store if store.shared else None)
         jobs = build_job_engines(
             settings,

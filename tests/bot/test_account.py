@@ -10,9 +10,7 @@ import pytest
 
 from bot.api.chat import allowed_chat_models
 from bot.chat import DEFAULT_SYSTEM_PROMPT
-from bot.config import Plan
-from bot.core import UserError
-from bot.events import Command, ModalSubmit, Place, User
+from bot.kernel import Command, ModalSubmit, Place, Plan, User, UserError
 from bot.tokens import count_functions, count_messages, count_text
 from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, chat_world
 from tests.fakes.platform import FakePlatform

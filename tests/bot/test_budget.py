@@ -10,10 +10,8 @@ import pytest
 
 from bot import posting
 from bot.budget import FIRST_MESSAGE_HOLD, UNHELD_ALLOWANCE, BudgetTimeout, RenderBudget
-from bot.events import Place
-from bot.outbound import OutMessage
+from bot.kernel import OutMessage, Place, SurfaceLimits, WriteKind
 from bot.render import RenderResult, render_stream
-from bot.surface import SurfaceLimits, WriteKind
 from bot.write_windows import FINAL_TEXT_BONUS, FIRST_MESSAGE_BONUS, IN_FLIGHT_LIMIT, Demand
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface

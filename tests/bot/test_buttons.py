@@ -15,8 +15,7 @@ from bot.buttons import (
     task_buttons,
 )
 from bot.jobs.region_preview import EDIT_ACTION
-from bot.outbound import MODAL_ACTIONS, decode_custom_id
-from bot.parsing import CommandError
+from bot.kernel import MODAL_ACTIONS, CommandError, decode_custom_id
 
 GRID = ["reroll", *(f"upscale{i}" for i in range(1, 5)), *(f"variation{i}" for i in range(1, 5))]
 V6_UPSCALE = [

@@ -8,16 +8,22 @@ from typing import ClassVar
 import pytest
 
 from bot.api.errors import InvalidRequest
-from bot.core import (
+from bot.core import Core
+from bot.kernel import (
     DATABASE_FULL_TEXT,
     DATABASE_UNREACHABLE_TEXT,
-    Core,
+    ButtonPress,
+    Command,
+    ModalSubmit,
+    OptionValue,
+    Place,
+    SurfaceError,
     SurfaceRegistry,
+    User,
     UserError,
+    UserMessage,
 )
-from bot.events import ButtonPress, Command, ModalSubmit, OptionValue, Place, User, UserMessage
 from bot.refs import Referent, RefKind
-from bot.surface import SurfaceError
 from storage import StorageError
 from tests.fakes.platform import FakePlatform
 

@@ -6,8 +6,6 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.commands import command
-from bot.events import OptionValue
 from bot.forms import (
     AREA_CHOICES,
     ZOOM_CHOICES,
@@ -22,8 +20,8 @@ from bot.forms import (
     refused_form,
     region_map,
 )
+from bot.kernel import CommandError, OptionValue, command, parse_command_text, validate_options
 from bot.masks import PRESETS, Polygon, Region, build_mask
-from bot.parsing import CommandError, parse_command_text, validate_options
 from tests.bot.jobs.support import mask_pixels
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.events import ButtonPress, Event, HomeOpened, MessageRef, Place
 from bot.home import RECENT_JOBS, REPOST_ACTION, HomeFeature
-from bot.outbound import OutMessage
-from bot.surface import RateLimited
+from bot.kernel import ButtonPress, Event, HomeOpened, MessageRef, OutMessage, Place, RateLimited
 from storage import JobType, NewJob, Storage
 from tests.bot.harness import ROOMY, Parts, harness
 from tests.fakes.platform import FakePlatform

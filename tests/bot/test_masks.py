@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from bot.kernel import CommandError
 from bot.masks import (
     MAX_REGIONS,
     PRESETS,
@@ -17,7 +18,6 @@ from bot.masks import (
     mask_for,
     parse_region,
 )
-from bot.parsing import CommandError
 
 
 def open_mask(png: bytes) -> Image.Image:

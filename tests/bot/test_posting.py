@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from bot.budget import RenderBudget
-from bot.events import Place
+from bot.kernel import Place, RateLimited, SurfaceLimits
 from bot.posting import (
     ATTEMPTS,
     SKIP_WAIT,
@@ -18,7 +18,6 @@ from bot.posting import (
     WriteSkipped,
     budgeted_write,
 )
-from bot.surface import RateLimited, SurfaceLimits
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface
 

@@ -20,7 +20,7 @@ import pytest
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.core import Core
-from bot.events import ButtonPress, ModalSubmit, Place, User
+from bot.kernel import ButtonPress, ModalSubmit, Place, User
 from bot.refs import (
     ADMINS_ONLY,
     NO_CONVERSATION,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from bot.budget import SWEEP_EVERY_GRANTS, BudgetTimeout, RenderBudget
-from bot.events import Command, Place, User
+from bot.kernel import Command, Place, SurfaceLimits, User
 from bot.render import (
     EMPTY_NOTE,
     INTERRUPTED_NOTE,
@@ -22,7 +22,6 @@ from bot.render import (
     StreamRenderer,
     render_stream,
 )
-from bot.surface import SurfaceLimits
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface, Write
 

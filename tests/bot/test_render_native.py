@@ -5,9 +5,8 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from bot.budget import RenderBudget
-from bot.events import Command, Place, User
+from bot.kernel import Command, Place, SurfaceLimits, User, WriteKind
 from bot.render import MARKER, StreamEnd, render_stream
-from bot.surface import SurfaceLimits, WriteKind
 from tests.bot.test_render import Producer, words
 from tests.fakes.clock import FakeClock
 from tests.fakes.streaming_surface import StreamingSurface

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.commands import CHAT_MODELS
+from bot.kernel import CHAT_MODELS
 from bot.tokens import (
     CONTEXT_SIZES,
     REPLY_PRIMING_TOKENS,

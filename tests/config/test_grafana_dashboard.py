@@ -10,7 +10,7 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
-import bot.metrics
+import bot.kernel.metrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "config" / "grafana-dashboard.json"
 METRIC_NAME = re.compile(r"\b((?:genbot|process|python)_[a-z0-9_]+)\b")
@@ -22,7 +22,7 @@ SUFFIXES = {
 
 def exported() -> dict[str, str]:
     """Every series name the registry can expose → the metric family it belongs to."""
-    assert bot.metrics.JOBS is not None
+    assert bot.kernel.metrics.JOBS is not None
     names: dict[str, str] = {}
     for family in REGISTRY.collect():
         names[family.name] = family.name

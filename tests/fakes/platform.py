@@ -1,6 +1,6 @@
 """An in-process chat platform for core tests: push an event, await what users would see.
 
-``FakePlatform`` implements :class:`bot.surface.Surface`. It keeps a model of every message
+``FakePlatform`` implements :class:`bot.kernel.surface.Surface`. It keeps a model of every message
 (text, images, buttons, edits), ephemeral replies and opened modals, can enforce an edit budget
 (answering :class:`RateLimited` like Discord answers 429), honours message keys (a keyed message
 already posted in a place is returned, as platforms that deduplicate do), and lets tests wait on
@@ -17,20 +17,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from bot.events import (
+from bot.kernel import (
     Attachment,
+    Button,
     ButtonPress,
     Command,
     Event,
     EventHandler,
+    MessageGone,
     MessageRef,
+    Modal,
     ModalSubmit,
+    OutMessage,
     Place,
+    RateLimited,
+    SurfaceLimits,
     User,
     UserMessage,
 )
-from bot.outbound import Button, Modal, OutMessage
-from bot.surface import MessageGone, RateLimited, SurfaceLimits
 
 T = TypeVar("T")
 

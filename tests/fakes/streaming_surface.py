@@ -14,8 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bot.events import Event, MessageRef, Place, User
-from bot.surface import StreamExpired, WriteKind
+from bot.kernel import Event, MessageRef, Place, StreamExpired, User, WriteKind
 from tests.fakes.surface import BudgetSurface, Posted, Write
 
 

@@ -1,4 +1,5 @@
-"""A :class:`bot.surface.Surface` that enforces a platform's write budget on a (virtual) clock.
+"""A :class:`bot.kernel.surface.Surface` that enforces a platform's write budget on a (virtual)
+clock.
 
 Every ``send`` and ``edit`` counts against its channel (the thread's parent): more than
 ``limits.edits_per_window_per_channel`` in any ``limits.edit_window_seconds`` span, more than
@@ -18,9 +19,16 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot.events import Attachment, Event, MessageRef, Place
-from bot.outbound import Modal, OutMessage
-from bot.surface import RateLimited, SurfaceLimits
+from bot.kernel import (
+    Attachment,
+    Event,
+    MessageRef,
+    Modal,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceLimits,
+)
 
 
 @dataclass(frozen=True)

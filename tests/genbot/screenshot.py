@@ -22,7 +22,7 @@ from pathlib import Path
 
 from playwright.async_api import Page, async_playwright, expect
 
-from bot.config import LimitsSettings
+from bot.kernel import LimitsSettings
 from tests.adapters.web.browser import CHROMIUM_ARGS, chromium_path, send
 from tests.genbot.stack import FAST_POLLING, real_stack
 

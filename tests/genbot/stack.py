@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from aiohttp import ClientResponse, ClientSession, CookieJar
 
 from adapters.web.settings import WebSettings
-from bot.config import LimitsSettings
+from bot.kernel import LimitsSettings
 from genbot.demo import demo_settings
 from genbot.runtime import Runtime, running
 from genbot.settings import Settings

@@ -19,8 +19,8 @@ from pydantic import SecretStr
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
 from adapters.web.settings import WebSettings
-from bot.config import ApiSettings, OpsSettings, StorageSettings, WebhookSettings
 from bot.jobs import webhook_base_url
+from bot.kernel import ApiSettings, OpsSettings, StorageSettings, WebhookSettings
 from genbot.demo import free_port
 from genbot.doctor import (
     PUBLIC_URL_NOTE,

@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from bot.core import RESTARTING_TEXT
+from bot.kernel import RESTARTING_TEXT
 from simulator.server import serve
 from tests.genbot.gate_proxy import gate_proxy
 from tests.resilience.process import (

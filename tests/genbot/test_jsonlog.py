@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot import logcontext
-from bot.config import ApiSettings
+from bot.kernel import ApiSettings, metrics
 from genbot.logs import configure_logging
 from genbot.settings import Settings
 from simulator.server import serve
@@ -38,7 +37,7 @@ async def test_a_line_is_json_with_context_ids_and_no_secret(
     configure_logging(settings, verbose=False, log_format="json")
 
     async def work() -> None:
-        logcontext.bind(platform="slack", user_id="U42", job_id="job-7")
+        metrics.bind_log_fields(platform="slack", user_id="U42", job_id="job-7")
         try:
             raise RuntimeError(f"the provider refused {SECRET}")
         except RuntimeError:

@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr
 
 from adapters.web.settings import WebSettings
-from bot.config import ApiSettings, StorageSettings
+from bot.kernel import ApiSettings, StorageSettings
 from genbot.logs import configure_logging
 from genbot.redaction import settings_secrets
 from genbot.settings import Settings

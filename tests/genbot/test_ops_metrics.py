@@ -14,7 +14,7 @@ from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.web.settings import WebSettings
-from bot.config import OpsSettings
+from bot.kernel import OpsSettings
 from genbot.demo import demo_settings, free_port
 from genbot.runtime import Runtime, running
 from genbot.settings import Settings

@@ -16,7 +16,7 @@ from adapters.web.adapter import WebAdapter
 from adapters.web.settings import WebSettings
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.config import StorageSettings, WebhookSettings
+from bot.kernel import StorageSettings, WebhookSettings
 from genbot.demo import free_port
 from genbot.reasons import StartupError
 from genbot.runtime import Runtime, running

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
-from bot.config import CoreSettings
+from bot.kernel import CoreSettings
 from genbot.settings import Settings, load_settings, resolve_config_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "genbot.example.toml"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot.config import StorageSettings
+from bot.kernel import StorageSettings
 from genbot.doctor import diagnose
 from genbot.settings import Settings
 from storage import ProcessInfo

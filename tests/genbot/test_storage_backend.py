@@ -9,7 +9,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.api import ProviderRateLimited
-from bot.config import StorageSettings
+from bot.kernel import StorageSettings
 from genbot.reasons import StartupError
 from genbot.runtime import running
 from genbot.settings import Settings

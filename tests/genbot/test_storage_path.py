@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import StorageSettings
+from bot.kernel import StorageSettings
 from genbot.cli import storage_beside_config
 from genbot.demo import free_port
 from genbot.settings import Settings

@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.config import Plan
-from bot.events import Attachment, OptionValue
+from bot.kernel import Attachment, OptionValue, Plan
 
 CaseKind = Literal["text", "options", "press", "form"]
 SeededKey = Literal["grid", "upscale", "diffusion", "describe"]

@@ -5,7 +5,7 @@ uploaded to the playground."""
 
 from __future__ import annotations
 
-from bot.events import Attachment
+from bot.kernel import Attachment
 from tests.resilience.corpus import TXT2IMG, CoreCase, WebCase, options, text
 from tests.resilience.hostile_files import (
     bomb_png,

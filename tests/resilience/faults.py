@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.events import ButtonPress, Command, Event, InboundEvent, Place, User
+from bot.kernel import ButtonPress, Command, Event, InboundEvent, Place, User
 from bot.render import INTERRUPTED_NOTE
 from simulator.faults import CREATION_PATHS
 from simulator.server import RunningSimulator

@@ -23,11 +23,18 @@ from adapters.web.settings import WebSettings
 from adapters.webhook import WebhookReceiver, webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
-from bot.config import ApiSettings, LimitsSettings, Plan, StorageSettings, WebhookSettings
 from bot.core import Core
-from bot.events import Place
 from bot.jobs import JobEngines
-from bot.surface import Surface, SurfaceLimits
+from bot.kernel import (
+    ApiSettings,
+    LimitsSettings,
+    Place,
+    Plan,
+    StorageSettings,
+    Surface,
+    SurfaceLimits,
+    WebhookSettings,
+)
 from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.events import ButtonPress, Command, InboundEvent, ModalSubmit, User
+from bot.kernel import ButtonPress, Command, InboundEvent, ModalSubmit, User
 from simulator.server import serve
 from storage import NewJob, SqliteStore
 from tests.resilience import corpus

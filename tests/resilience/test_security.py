@@ -24,8 +24,7 @@ from adapters.slack import SlackAdapter
 from adapters.slack.settings import SlackSettings
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.config import LimitsSettings
-from bot.events import Command, User
+from bot.kernel import Command, LimitsSettings, User
 from bot.render import MARKER
 from simulator.server import RunningSimulator, serve
 from simulator.task_model import fetch_record

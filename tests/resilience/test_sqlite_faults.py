@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.core import DATABASE_FULL_TEXT
+from bot.kernel import DATABASE_FULL_TEXT
 from genbot.demo import free_port
 from simulator.server import serve
 from tests.resilience.crash import genbot_env

@@ -11,8 +11,15 @@ from pydantic import SecretStr
 from adapters.discord import DiscordAdapter, DiscordSurface
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.translate import InteractionContext
-from bot.config import LimitsSettings
-from bot.events import ButtonPress, Command, EventHandler, InboundEvent, ModalSubmit, UserMessage
+from bot.kernel import (
+    ButtonPress,
+    Command,
+    EventHandler,
+    InboundEvent,
+    LimitsSettings,
+    ModalSubmit,
+    UserMessage,
+)
 from tests.fakes.discord import FakeDiscord
 
 T = TypeVar("T")

@@ -6,9 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.commands import COMMANDS, Option
-from bot.events import Command
-from bot.outbound import OutMessage
+from bot.kernel import COMMANDS, Command, Option, OutMessage
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import EPHEMERAL, FakeDiscord, Upload
 
@@ -160,7 +158,7 @@ async def test_a_failing_core_is_reported_and_the_user_told_privately(
 
 
 def place_of(fake: FakeDiscord, channel_id: int) -> Any:
-    from bot.events import Place
+    from bot.kernel import Place
 
     return Place("discord", str(fake.guild_id), str(channel_id))
 

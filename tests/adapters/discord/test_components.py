@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from bot.events import ButtonPress, Command, ModalSubmit, Place
 from bot.forms import FormError, form_for, refused_form
-from bot.outbound import Button, ImageFile, Modal, ModalField, OutMessage
-from bot.surface import SurfaceError
+from bot.kernel import (
+    Button,
+    ButtonPress,
+    Command,
+    ImageFile,
+    Modal,
+    ModalField,
+    ModalSubmit,
+    OutMessage,
+    Place,
+    SurfaceError,
+)
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import EPHEMERAL, FakeDiscord, FakeMessage
 

@@ -7,8 +7,7 @@ import discord
 import pytest
 
 from adapters.discord.posting import message_nonce
-from bot.events import Place
-from bot.outbound import ImageFile, OutMessage
+from bot.kernel import ImageFile, OutMessage, Place
 from tests.adapters.discord.harness import Harness
 from tests.fakes.discord import FakeDiscord
 

@@ -9,8 +9,7 @@ from pydantic import SecretStr
 
 from adapters import AdapterStartError
 from adapters.discord import DiscordAdapter
-from bot.config import LimitsSettings
-from bot.events import UserMessage
+from bot.kernel import LimitsSettings, UserMessage
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeDiscord
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.events import Place, UserMessage
-from bot.outbound import OutMessage
+from bot.kernel import OutMessage, Place, UserMessage
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeChannel, FakeDiscord
 from tests.fakes.discord_model import PUBLIC_THREAD, TEXT_CHANNEL, snowflake

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.discord.settings import DiscordSettings
-from bot.events import UserMessage
+from bot.kernel import UserMessage
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeDiscord
 

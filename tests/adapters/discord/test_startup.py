@@ -9,8 +9,7 @@ import discord
 import pytest
 
 from bot.api.chat import allowed_chat_models
-from bot.commands import COMMANDS, PROCESS_MODES
-from bot.config import Plan
+from bot.kernel import COMMANDS, PROCESS_MODES, Plan
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from tests.adapters.discord.harness import Harness, RecordingCore

@@ -3,7 +3,7 @@ is restarting (the adapter runner's refusal through Discord's interaction answer
 
 from __future__ import annotations
 
-from bot.core import RESTARTING_TEXT
+from bot.kernel import RESTARTING_TEXT
 from tests.adapters.discord.harness import Harness, RecordingCore
 
 

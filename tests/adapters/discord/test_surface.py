@@ -9,10 +9,18 @@ import pytest
 
 from adapters.discord.calls import RATE_LIMIT_WAIT_CAP
 from adapters.discord.surface import DiscordSurface
-from bot.config import LimitsSettings
-from bot.events import Attachment, MessageRef, Place
-from bot.outbound import Button, ImageFile, OutMessage
-from bot.surface import MessageGone, RateLimited, SurfaceError
+from bot.kernel import (
+    Attachment,
+    Button,
+    ImageFile,
+    LimitsSettings,
+    MessageGone,
+    MessageRef,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+)
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeDiscord
 

@@ -10,8 +10,7 @@ import pytest
 from PIL import Image
 
 from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
-from bot.events import Place
-from bot.outbound import ImageFile, OutMessage
+from bot.kernel import ImageFile, OutMessage, Place
 from tests.adapters.discord.harness import Harness
 from tests.fakes.discord import FakeDiscord
 

@@ -16,8 +16,7 @@ import pytest
 
 from adapters.slack import SlackAdapter, SlackSurface
 from adapters.slack.settings import SlackSettings
-from bot.config import LimitsSettings
-from bot.events import InboundEvent
+from bot.kernel import InboundEvent, LimitsSettings
 from tests.fakes.slack import FakeSlack
 
 T = TypeVar("T")

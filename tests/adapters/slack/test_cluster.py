@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from adapters.slack.adapter import SlackAdapter
-from bot.config import LimitsSettings
-from bot.events import UserMessage
+from bot.kernel import LimitsSettings, UserMessage
 from storage.postgres import PostgresStore
 from tests.adapters.slack.conftest import RecordingCore, slack_settings
 from tests.fakes.slack import FakeSlack

@@ -8,8 +8,7 @@ import aiohttp
 import pytest
 
 from adapters.slack import SlackSurface
-from bot.events import Command, InboundEvent, ModalSubmit
-from bot.outbound import Modal, ModalField
+from bot.kernel import Command, InboundEvent, Modal, ModalField, ModalSubmit
 from tests.adapters.slack.conftest import PNG, RecordingCore
 from tests.fakes.slack import FakeSlack
 

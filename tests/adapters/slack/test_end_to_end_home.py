@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.home import HOME_INTERVAL_SECONDS, RECENT_JOBS
-from bot.outbound import decode_custom_id
+from bot.kernel import decode_custom_id
 from bot.refs import NOT_YOURS
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.outbound import decode_custom_id
+from bot.kernel import decode_custom_id
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig
 from storage import ALL_STATUSES

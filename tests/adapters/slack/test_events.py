@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from adapters.slack import SlackSurface
-from bot.events import InboundEvent, MessageRef, UserMessage
-from bot.outbound import OutMessage
+from bot.kernel import InboundEvent, MessageRef, OutMessage, UserMessage
 from tests.adapters.slack.conftest import RecordingCore
 from tests.fakes.slack import FakeSlack
 

@@ -14,10 +14,8 @@ from adapters.slack.formatting import (
 )
 from adapters.slack.inbound import SlashRoute, plain_text, route_command, submit_from_view
 from adapters.text import truncate
-from bot.events import Place
 from bot.forms import form_for, refused_form
-from bot.outbound import Button, Modal, ModalField, OutMessage
-from bot.parsing import CommandError
+from bot.kernel import Button, CommandError, Modal, ModalField, OutMessage, Place
 from tests.fakes.slack_blocks import view_errors
 
 

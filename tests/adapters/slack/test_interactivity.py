@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 from adapters.slack import SlackAdapter, SlackSurface
-from bot.events import ButtonPress, Command, InboundEvent, MessageRef, ModalSubmit, Place
-from bot.outbound import MODAL_ACTIONS, Button, ImageFile, Modal, ModalField, OutMessage
+from bot.kernel import (
+    MODAL_ACTIONS,
+    Button,
+    ButtonPress,
+    Command,
+    ImageFile,
+    InboundEvent,
+    MessageRef,
+    Modal,
+    ModalField,
+    ModalSubmit,
+    OutMessage,
+    Place,
+)
 from tests.adapters.slack.conftest import PNG, RecordingCore, started_adapter
 from tests.fakes.slack import FakeSlack
 

@@ -10,9 +10,7 @@ import pytest
 
 from adapters.slack import SlackSurface
 from adapters.slack import keyed as slack_keyed
-from bot.events import Place
-from bot.outbound import Button, ImageFile, OutMessage
-from bot.surface import SurfaceError
+from bot.kernel import Button, ImageFile, OutMessage, Place, SurfaceError
 from tests.adapters.slack.conftest import PNG
 from tests.adapters.slack.test_surface import surface_for
 from tests.fakes.slack import FakeSlack

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from bot.events import ButtonPress, Command, UserMessage
-from bot.outbound import Button, OutMessage
+from bot.kernel import Button, ButtonPress, Command, OutMessage, UserMessage
 from tests.adapters.slack.conftest import RecordingCore, started_adapter
 from tests.fakes.slack import FakeSlack
 

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 from adapters import AdapterStartError
 from adapters.slack import SlackAdapter
 from adapters.slack.settings import SlackSettings
-from bot.config import LimitsSettings
+from bot.kernel import LimitsSettings
 from storage import SqliteStore
 from tests.adapters.slack.conftest import RecordingCore, slack_settings
 from tests.fakes.slack import FakeSlack

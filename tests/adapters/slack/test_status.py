@@ -7,8 +7,7 @@ import asyncio
 import pytest
 
 from adapters.slack import status as status_line
-from bot.events import Place
-from bot.outbound import OutMessage
+from bot.kernel import OutMessage, Place
 from tests.adapters.slack.test_surface import surface_for
 from tests.fakes.slack import FakeSlack
 

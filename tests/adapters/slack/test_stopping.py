@@ -4,7 +4,7 @@ through the command's response_url, that genbot is restarting."""
 from __future__ import annotations
 
 from adapters.slack import SlackAdapter
-from bot.core import RESTARTING_TEXT
+from bot.kernel import RESTARTING_TEXT
 from tests.adapters.slack.conftest import RecordingCore
 from tests.fakes.slack import FakeSlack
 

@@ -12,7 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack import SlackSurface
 from adapters.slack.settings import SlackSettings
 from bot.budget import RenderBudget
-from bot.events import Command, Place, User
+from bot.kernel import Command, Place, User
 from bot.render import MARKER, StreamEnd, render_stream
 from tests.adapters.slack.test_surface import surface_for
 from tests.fakes.slack import FakeSlack

@@ -12,10 +12,23 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack import SlackSurface
 from adapters.slack.inbound import SlackOrigin
 from adapters.slack.settings import SlackSettings
-from bot.core import SurfaceRegistry
-from bot.events import Attachment, Command, MessageRef, Place, User, UserMessage
-from bot.outbound import Button, ImageFile, Modal, ModalField, OutMessage
-from bot.surface import MessageGone, RateLimited, SurfaceError
+from bot.kernel import (
+    Attachment,
+    Button,
+    Command,
+    ImageFile,
+    MessageGone,
+    MessageRef,
+    Modal,
+    ModalField,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+    User,
+    UserMessage,
+)
+from bot.metered import MeteredSurface
 from tests.adapters.slack.conftest import PNG
 from tests.fakes.slack import FakeSlack
 
@@ -154,7 +167,7 @@ async def test_a_refused_update_is_counted_as_rate_limited_by_the_core() -> None
     before = {name: counted(name, "edit") for name in ("writes", "rate_limited")}
     async with FakeSlack(updates_per_minute=3) as fake:
         inner = surface_for(fake)
-        surface = SurfaceRegistry([inner]).get("slack")
+        surface = MeteredSurface(inner)
         refs = [await surface.send(C1, OutMessage(text=f"m{i}")) for i in range(4)]
         for ref in refs[:3]:
             await surface.edit(ref, OutMessage(text="edited"))

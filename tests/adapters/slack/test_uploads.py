@@ -12,9 +12,7 @@ from PIL import Image
 from adapters.slack import SlackSurface
 from adapters.slack import uploads as slack_uploads
 from adapters.slack.uploads import SlackUploads
-from bot.events import MessageRef, Place
-from bot.outbound import Button, ImageFile, OutMessage
-from bot.surface import SurfaceError
+from bot.kernel import Button, ImageFile, MessageRef, OutMessage, Place, SurfaceError
 from tests.adapters.slack.conftest import PNG
 from tests.adapters.slack.test_surface import surface_for
 from tests.fakes.slack import FakeSlack

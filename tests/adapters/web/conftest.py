@@ -16,7 +16,7 @@ from yarl import URL
 from adapters.web import WebAdapter
 from adapters.web.access import SESSION_COOKIE
 from adapters.web.settings import WebSettings
-from bot.config import LimitsSettings
+from bot.kernel import LimitsSettings
 from tests.adapters.web.browser import chromium
 from tests.adapters.web.fakes import RecordingCore, SseReader
 

@@ -17,9 +17,20 @@ from typing import Any
 from aiohttp import ClientResponse, ClientSession, FormData
 from PIL import Image, ImageDraw
 
-from bot.events import ButtonPress, Command, InboundEvent, ModalSubmit, UserMessage
-from bot.outbound import MODAL_ACTIONS, Button, ImageFile, Modal, ModalField, OutMessage
-from bot.surface import Surface
+from bot.kernel import (
+    MODAL_ACTIONS,
+    Button,
+    ButtonPress,
+    Command,
+    ImageFile,
+    InboundEvent,
+    Modal,
+    ModalField,
+    ModalSubmit,
+    OutMessage,
+    Surface,
+    UserMessage,
+)
 
 STREAMED_ANSWER = (
     "Here is a **tiny** example:\n\n```python\nprint('hello, fox')\n```\n\n- short\n- *sweet*"

@@ -24,8 +24,7 @@ from adapters.web.access import SESSION_COOKIE, user_id_for
 from adapters.web.platform import WebContext, web_place
 from adapters.web.routes import ADAPTER
 from adapters.web.settings import WebSettings
-from bot.events import Command, User
-from bot.outbound import ImageFile, OutMessage
+from bot.kernel import Command, ImageFile, OutMessage, User
 from tests.adapters.web.fakes import RecordingCore, grid_buttons, grid_png
 
 PREVIEW_SESSION = "preview-session-012345678"[:24]

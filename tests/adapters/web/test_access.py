@@ -17,7 +17,7 @@ from adapters.web import WebAdapter
 from adapters.web.access import ACCESS_COOKIE_SECONDS, Access, exposure_problem
 from adapters.web.routes import WRONG_ADMIN_LINK
 from adapters.web.settings import WebSettings
-from bot.events import Command
+from bot.kernel import Command
 from storage import SqliteStore
 from tests.adapters.web.browser import chromium
 from tests.adapters.web.fakes import RecordingCore

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 from playwright.async_api import Browser, FilePayload, expect
 
-from bot.config import LimitsSettings
+from bot.kernel import LimitsSettings
 from tests.adapters.web.browser import WAIT_MS, drag, send, user
 from tests.genbot.stack import real_stack
 

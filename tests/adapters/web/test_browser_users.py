@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, expect
 
-from bot.config import LimitsSettings
+from bot.kernel import LimitsSettings
 from tests.adapters.web.browser import user
 from tests.genbot.stack import real_stack
 

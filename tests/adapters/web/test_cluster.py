@@ -12,8 +12,7 @@ from prometheus_client import REGISTRY
 
 from adapters.web import WebAdapter, playground
 from adapters.web.settings import WebSettings
-from bot.events import MessageRef, Place
-from bot.outbound import ImageFile, OutMessage
+from bot.kernel import ImageFile, MessageRef, OutMessage, Place
 from storage.postgres import PostgresStore
 from storage.postgres.playground import CHANNEL
 from tests.adapters.web.fakes import RecordingCore, eventually, png

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import LimitsSettings
+from bot.kernel import LimitsSettings
 from simulator.state import Dialect
 from tests.genbot.stack import (
     ChannelView,

@@ -10,8 +10,7 @@ import pytest
 from aiohttp import ClientSession
 
 from adapters.web import WebAdapter
-from bot.events import ButtonPress, Command, ModalSubmit, Place, UserMessage
-from bot.outbound import Button, OutMessage
+from bot.kernel import Button, ButtonPress, Command, ModalSubmit, OutMessage, Place, UserMessage
 from tests.adapters.web.fakes import RecordingCore, history, post
 
 

@@ -21,10 +21,18 @@ from adapters.web import WebAdapter
 from adapters.web.journal import PlaygroundJournal, message_record, playground_path
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from adapters.web.settings import WebSettings
-from bot.core import DATABASE_FULL_TEXT, DATABASE_UNREACHABLE_TEXT
-from bot.events import ButtonPress, Command, InboundEvent, Place
-from bot.outbound import Button, ImageFile, OutMessage
-from bot.surface import SurfaceError
+from bot.kernel import (
+    DATABASE_FULL_TEXT,
+    DATABASE_UNREACHABLE_TEXT,
+    Button,
+    ButtonPress,
+    Command,
+    ImageFile,
+    InboundEvent,
+    OutMessage,
+    Place,
+    SurfaceError,
+)
 from storage import SqliteStore
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
 from tests.resilience.hostile_files import noise_png

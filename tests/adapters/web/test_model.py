@@ -9,7 +9,7 @@ import pytest
 from adapters.web.hub import EventHub
 from adapters.web.messages import MessageStore, WebMessage, safe_filename, sniff_image_type
 from adapters.web.uploads import UploadCache, UploadCacheFull
-from bot.outbound import ImageFile
+from bot.kernel import ImageFile
 from tests.adapters.web.fakes import png
 from tests.resilience.hostile_files import noise_png
 

@@ -11,8 +11,7 @@ from aiohttp import ClientSession, ClientTimeout, CookieJar
 
 from adapters.web import WEB_LIMITS, WebAdapter
 from bot.api.chat import allowed_chat_models
-from bot.commands import COMMANDS
-from bot.config import Plan
+from bot.kernel import COMMANDS, Plan
 from tests.adapters.web.fakes import history
 from tests.resilience.support import genbot_stack
 

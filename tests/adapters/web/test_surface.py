@@ -1,4 +1,5 @@
-"""The adapter as the core sees it: a :class:`bot.surface.Surface` with the playground's rules."""
+"""The adapter as the core sees it: a :class:`bot.kernel.surface.Surface` with the playground's
+rules."""
 
 from __future__ import annotations
 
@@ -9,9 +10,19 @@ from aiohttp import ClientSession
 
 from adapters.web import WebAdapter
 from adapters.web.settings import WebSettings
-from bot.events import Attachment, MessageRef, Place, User, UserMessage
-from bot.outbound import Button, ImageFile, OutMessage
-from bot.surface import MessageGone, Surface, SurfaceError
+from bot.kernel import (
+    Attachment,
+    Button,
+    ImageFile,
+    MessageGone,
+    MessageRef,
+    OutMessage,
+    Place,
+    Surface,
+    SurfaceError,
+    User,
+    UserMessage,
+)
 from tests.adapters.web.fakes import RecordingCore, SseReader, history, png, post
 
 PLACE = Place("web", "web", "general", None)

@@ -8,8 +8,7 @@ import pytest
 from aiohttp import ClientSession, FormData
 
 from adapters.web import WebAdapter
-from bot.events import Attachment, Command, Place, UserMessage
-from bot.outbound import ImageFile, OutMessage
+from bot.kernel import Attachment, Command, ImageFile, OutMessage, Place, UserMessage
 from tests.adapters.web.conftest import UPLOAD_LIMIT
 from tests.adapters.web.fakes import RecordingCore, history, png, post, upload
 from tests.resilience.hostile_files import html_gif, truncated_png

@@ -6,7 +6,7 @@ import socket
 from typing import Any
 
 from bot.api import RetryPolicy
-from bot.config import ApiSettings
+from bot.kernel import ApiSettings
 from simulator.state import SimulatorConfig
 
 KEY = "sim-key"

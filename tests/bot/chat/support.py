@@ -16,8 +16,7 @@ from bot.api import ChatRequest, ProviderClient
 from bot.chat import ChatDefaults, ChatEngine
 from bot.chat.tools import ChatImageTools
 from bot.core import Conversations, Core, Feature
-from bot.events import Place, User
-from bot.surface import SurfaceLimits
+from bot.kernel import Place, SurfaceLimits, User
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.chat.caps import ChatCaps
-from bot.core import UserError
-from bot.events import User
+from bot.kernel import User, UserError
 
 ALICE, BOB, ROOT = User("alice"), User("bob"), User("root", is_admin=True)
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from bot.chat import DEFAULT_SYSTEM_PROMPT, FUNCTIONS
-from bot.events import Command, MessageRef
+from bot.kernel import Command, MessageRef
 from bot.render import LENGTH_NOTE
 from bot.tokens import count_functions, count_messages
 from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ChatWorld

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.chat import ChatEngine
-from bot.events import User
-from bot.surface import SurfaceLimits
+from bot.kernel import SurfaceLimits, User
 from simulator.server import serve
 from storage import ConversationKey
 from tests.bot.chat.support import ALICE, CHANNEL, DM, ROOMY, sim_config

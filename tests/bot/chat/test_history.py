@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.chat.history import History, Turn, counted, fit, too_large
-from bot.core import UserError
+from bot.kernel import UserError
 from bot.tokens import count_message, fit_history
 
 ROLES = st.sampled_from(["user", "assistant", "function"])

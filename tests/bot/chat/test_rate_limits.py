@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from bot.api.ratelimit import RequestPacer
-from bot.events import Place, User
+from bot.kernel import Place, User
 from tests.bot.chat.support import ALICE, BOB, BOB_DM, DM, chat_world, sim_config
 
 CAROL = User("carol", "Carol")

@@ -10,11 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from bot.chat.scoping import dm_key
-from bot.events import Event, MessageRef, Place
-from bot.outbound import OutMessage
+from bot.kernel import Event, MessageRef, OutMessage, Place, RateLimited, SurfaceError
 from bot.posting import WriteRateLimited
 from bot.render import MARKER
-from bot.surface import RateLimited, SurfaceError
 from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, chat_world, sim_config
 from tests.bot.chat.test_scoping import ThreadlessPlatform
 from tests.bot.chat.test_streaming import seed_whose_first_stream_gets

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.api import ProviderClient
 from bot.chat import ChatDefaults
-from bot.events import User
+from bot.kernel import User
 from simulator.server import serve
 from tests.bot.api.support import FAST_RETRY, settings_for
 from tests.bot.chat.support import ALICE, CHANNEL, CHAT_PATH, DM, ChatWorld, chat_world, sim_config

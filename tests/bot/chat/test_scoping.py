@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.chat.scoping import DEFAULT_TITLE, thread_title
-from bot.events import MessageRef, Place
-from bot.surface import SurfaceError
+from bot.kernel import MessageRef, Place, SurfaceError
 from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, chat_world
 from tests.fakes.platform import FakePlatform
 

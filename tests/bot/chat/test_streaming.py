@@ -6,11 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.chat.scoping import dm_key
-from bot.events import Event, MessageRef, Place
-from bot.outbound import OutMessage
+from bot.kernel import FENCE, Event, MessageRef, OutMessage, Place, SurfaceLimits
 from bot.render import INTERRUPTED_NOTE
-from bot.splitting import FENCE
-from bot.surface import SurfaceLimits
 from simulator.state import FaultKind, SimulatorConfig, SimulatorState
 from tests.bot.chat.support import DM, ROOMY, ChatWorld, chat_world, sim_config
 from tests.fakes.platform import FakePlatform

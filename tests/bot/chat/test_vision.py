@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bot.api import InlineImagesRefused
 from bot.chat import VISION_ACTION, VISION_LABEL, VISION_MODEL
-from bot.events import Attachment, ButtonPress
+from bot.kernel import Attachment, ButtonPress
 from tests.bot.chat.support import (
     ALICE,
     CHANNEL,

@@ -15,9 +15,9 @@ from typing import Any
 from PIL import Image
 
 from bot.api import ProviderClient
-from bot.core import SurfaceRegistry
-from bot.events import Attachment, ButtonPress, ModalSubmit
 from bot.jobs import JobEngines, build_job_engines
+from bot.kernel import Attachment, ButtonPress, ModalSubmit, SurfaceRegistry
+from bot.metered import MeteredSurface
 from simulator.server import RunningSimulator
 from storage import Job, NewJob, SqliteStore
 from tests.bot.harness import ROOMY, Genbot, harness_settings
@@ -135,7 +135,7 @@ async def bare_engines(
         store = await stack.enter_async_context(await SqliteStore.open(db, clock=clock))
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         fake = platform or FakePlatform(limits=ROOMY)
-        surfaces = SurfaceRegistry([fake])
+        surfaces = SurfaceRegistry([MeteredSurface(fake)])
         engines = build_job_engines(settings, store, provider, surfaces, clock=clock)
         stack.push_async_callback(engines.media.aclose)
         stack.push_async_callback(engines.tracker.stop)

@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import LimitsSettings
-from bot.core import UserError
-from bot.events import Command, Place, User
 from bot.jobs.admission import Admission
 from bot.jobs.limits import Limits
+from bot.kernel import Command, LimitsSettings, Place, User, UserError
 from storage import SqliteStore
 
 PLACE = Place("fake", "w1", "c1")

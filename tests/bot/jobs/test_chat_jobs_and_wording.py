@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from bot.events import Place, UserMessage
 from bot.jobs import titles, wording
 from bot.jobs.marks import place_of
+from bot.kernel import Place, UserMessage
 from storage import Job
 from tests.bot.harness import PLACE, harness
 from tests.bot.jobs.support import bodies, job_record

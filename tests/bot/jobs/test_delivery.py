@@ -10,15 +10,22 @@ from pathlib import Path
 import pytest
 
 from bot.budget import RenderBudget
-from bot.core import SurfaceRegistry
-from bot.events import Command, Event, MessageRef, Place, User
 from bot.jobs import DeliveryRetry
 from bot.jobs.delivery import Delivery
-from bot.jobs.media import MediaFetcher
 from bot.jobs.watch import JobWatch
-from bot.outbound import OutMessage
+from bot.kernel import (
+    Command,
+    Event,
+    MediaFetcher,
+    MessageRef,
+    OutMessage,
+    Place,
+    SurfaceError,
+    SurfaceLimits,
+    SurfaceRegistry,
+    User,
+)
 from bot.posting import WritePolicy
-from bot.surface import SurfaceError, SurfaceLimits
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore

@@ -26,7 +26,7 @@ from bot.jobs.derivatives import FOLLOW_UPS, FollowUpInput, follow_up_for
 from bot.jobs.describe import DescribeButtons
 from bot.jobs.diffusion import DiffusionJobs
 from bot.jobs.images import ImageJobs
-from bot.outbound import MODAL_ACTIONS, REMIX_ACTIONS, REMIX_PREFIX
+from bot.kernel import MODAL_ACTIONS, REMIX_ACTIONS, REMIX_PREFIX
 from tests.bot.harness import harness
 from tests.bot.jobs.support import press, run_command
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bot.events import Command, User
 from bot.jobs.diffusion_models import DiffusionModels
 from bot.jobs.wording import ACCEPTED_NOTE
+from bot.kernel import Command, User
 from simulator.server import serve
 from simulator.state import Dialect, SimulatorConfig
 from tests.bot.harness import PLACE, harness

@@ -13,10 +13,9 @@ from bot.api import (
     InvalidRequest,
     Txt2ImgRequest,
 )
-from bot.config import LimitsSettings
-from bot.core import UserError
 from bot.jobs.diffusion import DiffusionJobs
 from bot.jobs.diffusion_calls import DIFFUSION_ENDPOINTS, ENDPOINTS, endpoint_named
+from bot.kernel import LimitsSettings, UserError
 
 
 def test_every_endpoint_has_its_model_its_client_method_and_a_configured_price() -> None:

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.api import ProviderClient
-from bot.core import SurfaceRegistry
-from bot.events import Command, User
 from bot.jobs import JobEngines, build_job_engines
+from bot.kernel import Command, SurfaceRegistry, User
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record

@@ -6,8 +6,7 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from bot.events import MessageRef
-from bot.outbound import OutMessage
+from bot.kernel import MessageRef, OutMessage
 from tests.bot.harness import ROOMY, harness
 from tests.bot.jobs.support import run_command
 from tests.fakes.platform import FakePlatform

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.events import Command, User
 from bot.jobs.progress import Estimates, Position, Usual, left_text, status_text
+from bot.kernel import Command, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import Job

@@ -8,10 +8,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from bot.events import Event
 from bot.forms import read_region
 from bot.jobs.region_preview import PREVIEW_SIDE, marked_image
-from bot.outbound import ImageFile, OutMessage
+from bot.kernel import Event, ImageFile, OutMessage
 from tests.bot.harness import ROOMY, harness
 from tests.bot.jobs.support import bodies, image_size, mask_pixels, png, press, run_command
 from tests.fakes.platform import FakePlatform, PostedMessage

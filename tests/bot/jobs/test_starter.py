@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from bot.events import Command, Event, MessageRef, Place, User
 from bot.jobs.starter import CREATING_GRACE_SECONDS
 from bot.jobs.tracker import SWEEP_SECONDS
 from bot.jobs.wording import LOST_BEFORE_SUBMIT
-from bot.outbound import OutMessage
+from bot.kernel import Command, Event, MessageRef, OutMessage, Place, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore

@@ -9,9 +9,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from bot.api import ProviderClient
-from bot.core import SurfaceRegistry
-from bot.events import Command, User
 from bot.jobs import JobEngines, build_job_engines
+from bot.kernel import Command, SurfaceRegistry, User
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from storage.postgres import PostgresStore

@@ -14,14 +14,12 @@ import aiohttp
 import pytest
 
 from bot.api import ImagineRequest, TaskRecord
-from bot.events import Command, MessageRef, User
 from bot.jobs.marks import place_of
 from bot.jobs.provider_state import LOST_AFTER_NULLS, LOST_TASK
 from bot.jobs.starter import CREATING_GRACE_SECONDS
 from bot.jobs.tracker import SWEEP_SECONDS
 from bot.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
-from bot.outbound import OutMessage
-from bot.surface import SurfaceLimits
+from bot.kernel import Command, MessageRef, OutMessage, SurfaceLimits, User
 from simulator.server import serve
 from simulator.state import Dialect, SimulatorConfig
 from simulator.task_model import fetch_record

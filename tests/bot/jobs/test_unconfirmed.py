@@ -11,9 +11,8 @@ import aiohttp
 
 from bot.api import ImagineRequest
 from bot.chat.tools import ChatImageTools
-from bot.events import Command, User
 from bot.jobs.wording import UNCONFIRMED_NOTE
-from bot.outbound import OutMessage
+from bot.kernel import Command, OutMessage, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record

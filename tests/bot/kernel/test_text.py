@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.splitting import (
+from bot.kernel import (
     MIN_SPLIT_BUDGET,
     ZWSP,
     cut_chunk,
@@ -19,7 +19,7 @@ REOPEN_RE = re.compile(r"(```[\w+#.\-]*\n)?")
 
 
 def fence_lines(text: str) -> int:
-    """Lines opening or closing a code block, counted independently of bot.splitting."""
+    """Lines opening or closing a code block, counted independently of bot.kernel.text."""
     count = 0
     for line in text.split("\n"):
         stripped = line.lstrip(" ")

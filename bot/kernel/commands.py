@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 from bot.api import CHAT_MODELS as CHAT_MODELS
 from bot.api import INFERENCE_STEPS, BlendDimension, ProcessMode
-from bot.events import ChatModelChoices, DiffusionModelChoices, EventHandler
+from bot.kernel.events import ChatModelChoices, DiffusionModelChoices, EventHandler
 
 OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
 Offered = Literal["chat_models", "diffusion_models"]
@@ -67,8 +67,8 @@ class CommandSpec:
     keeps_unknown_flags: bool = False
     examples: tuple[str, ...] = field(default=())
     files_by_form: bool = False
-    """Where forms take files (:attr:`bot.surface.SurfaceLimits.forms_take_files`), the command
-    may come without its attachments: the feature asks for them in a form."""
+    """Where forms take files (:attr:`bot.kernel.surface.SurfaceLimits.forms_take_files`), the
+    command may come without its attachments: the feature asks for them in a form."""
 
     def option(self, name: str) -> Option | None:
         """The option called ``name``, if any."""
@@ -404,7 +404,7 @@ def command(name: str) -> CommandSpec:
 
 def offered_models(handler: EventHandler) -> tuple[str, ...]:
     """The chat models a picker offers: the handler's (its plan's, see
-    :class:`bot.events.ChatModelChoices`), else every model."""
+    :class:`bot.kernel.events.ChatModelChoices`), else every model."""
     if isinstance(handler, ChatModelChoices):
         return tuple(handler.chat_models())
     return CHAT_MODELS
@@ -413,7 +413,7 @@ def offered_models(handler: EventHandler) -> tuple[str, ...]:
 def offered(handler: EventHandler) -> dict[Offered, tuple[str, ...]]:
     """The values pickers offer now, by list (:attr:`Option.autocomplete`): the chat models of
     :func:`offered_models` and the diffusion models the handler knows
-    (:class:`bot.events.DiffusionModelChoices`; none when it knows none)."""
+    (:class:`bot.kernel.events.DiffusionModelChoices`; none when it knows none)."""
     known = handler.diffusion_models() if isinstance(handler, DiffusionModelChoices) else ()
     return {"chat_models": offered_models(handler), "diffusion_models": tuple(known)}
 

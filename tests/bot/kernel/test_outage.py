@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from bot.outage import StorageOutage, backoff
+from bot.kernel import StorageOutage, backoff
 from storage import StorageError
 
 

@@ -8,7 +8,8 @@ during the outage adds one line; while it lasts, one summary line per ``summary_
 counts the failures of each kind; and the first success afterwards says the database is back,
 after how long and how many failures. Each loop backs off on its own (see its module).
 
-One :data:`OUTAGE` per process (like :mod:`bot.metrics`): the loops are many, the database one.
+One :data:`OUTAGE` per process (like :mod:`bot.kernel.metrics`): the loops are many, the database
+one.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-from bot import metrics
+from bot.kernel import metrics
 
 log = logging.getLogger("genbot.storage")
 

@@ -1,4 +1,4 @@
-"""Text-only commands, Midjourney style, and option validation against ``bot/commands.py``.
+"""Text-only commands, Midjourney style, and option validation against ``bot/kernel/commands.py``.
 
 ``a fox in the snow --ar 16:9 --fast --v 6`` parses into ``{"prompt": "a fox in the snow --v 6",
 "aspect_ratio": "16:9", "process_mode": "fast"}`` for ``/imagine``. Flags take one word or a
@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.commands import (
+from bot.kernel.commands import (
     COMMANDS,
     COMMANDS_BY_NAME,
     EVERY_CHAT_MODEL,
@@ -25,7 +25,8 @@ from bot.commands import (
     Offered,
     Option,
 )
-from bot.events import OptionValue
+from bot.kernel.errors import CommandError
+from bot.kernel.events import OptionValue
 
 ASPECT_SIDE_MAX = 9999
 """Largest number on either side of an aspect ratio (``W:H``)."""
@@ -42,10 +43,6 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _BIDI_RE = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 _INVISIBLE_RE = re.compile(r"[\s\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]*")
 _CONTROL_NAMES = {0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x1B: "ESC", 0x7F: "DEL"}
-
-
-class CommandError(ValueError):
-    """Bad user input for a command, button or form; ``str(error)`` is the sentence to show."""
 
 
 @dataclass(frozen=True)
@@ -418,7 +415,7 @@ def help_text(
 ) -> str:
     """Help for every command (or those :func:`help_specs` finds for ``name``): options with
     their flags, the values genbot knows for autocompleted ones (``offered``, see
-    :func:`bot.commands.offered`), and examples, with commands spelled as the platform spells
+    :func:`bot.kernel.commands.offered`), and examples, with commands spelled as the platform spells
     them (see :func:`spelled`).
 
     Markdown with inline code; Slack callers run it through ``markdown_to_mrkdwn``.

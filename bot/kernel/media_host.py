@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.jobs.media import ImageBytes, MediaError, inspect_image
+from bot.kernel.media import ImageBytes, MediaError, inspect_image
 from storage.files import PRIVATE_FILE, private_folder
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.outbound import Button, decode_custom_id, encode_custom_id
+from bot.kernel import Button, decode_custom_id, encode_custom_id
 
 actions = st.text(
     st.characters(exclude_characters=":", min_codepoint=33, max_codepoint=126),

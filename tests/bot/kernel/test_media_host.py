@@ -6,8 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from bot.jobs.hosting import MediaHost, media_folder
-from bot.jobs.media import inspect_image
+from bot.kernel import MediaHost, inspect_image, media_folder
 from tests.adapters.web.fakes import png
 
 BASE = "https://genbot.example.org"

@@ -1,34 +1,38 @@
-"""genbot's Prometheus metrics: every series is named ``genbot_*`` and every label has a bounded
-set of values.
+"""What genbot tells its operators about the work: Prometheus series and the log context.
 
-The metrics live in ``prometheus_client``'s default registry (so ``/metrics`` also shows the
+**Series.** Every series is named ``genbot_*`` and every label has a bounded set of values. The
+metrics live in ``prometheus_client``'s default registry (so ``/metrics`` also shows the
 process and Python collectors). Counters and histograms move where the work happens, through the
 small functions below; gauges that describe stored state (jobs by state) are refreshed right
 before each scrape by the :data:`Refresher` callables the composition root hands the ops
-listener (``genbot/ops.py``).
+listener (``genbot/ops.py``). The provider client's series are its own
+(:mod:`bot.api.metrics`).
 
 Label values come from genbot's own code (endpoints, task types, surface methods), never from
-users; :func:`label` still bounds each one to :data:`LABEL_PATTERN`, so a bug cannot explode a
-series' cardinality.
+users; :func:`bot.api.metrics.label` still bounds each one, so a bug cannot explode a series'
+cardinality.
 
 Adding a metric: define it here
 with the ``genbot_`` prefix and bounded labels, move it where the work happens (or refresh it in
 a :data:`Refresher`), add a panel to ``config/grafana-dashboard.json`` (its test checks every
 panel's query names an exported metric) and a line to the table in ``docs/operations.md``.
+
+**Log context.** Who and what a log line is about: the platform, user and job ids of the work in
+progress. The adapter runner binds the platform and user of each event it runs, and the job
+machinery binds the job id it works on; the ids follow the work into every task it starts (they
+live in :mod:`contextvars`). Formatters read them with :func:`log_fields` (the JSON log format
+writes them as fields).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 
 from prometheus_client import Counter, Gauge, Histogram
 
-LABEL_PATTERN = re.compile(r"[A-Za-z0-9_./:-]{1,48}")
-OTHER = "other"
-"""The value of a label whose value does not match :data:`LABEL_PATTERN`."""
+from bot.api.metrics import LATENCY_BUCKETS, label
 
-LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 WAIT_BUCKETS = (0.0, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -51,23 +55,6 @@ FINISHED_TO_POSTED = Histogram(
     "From the provider finishing a job to its result being posted.",
     ["platform"],
     buckets=LATENCY_BUCKETS,
-)
-PROVIDER_REQUESTS = Counter(
-    "genbot_provider_requests",
-    "Requests to the provider by endpoint and HTTP status (or error kind).",
-    ["endpoint", "status"],
-)
-PROVIDER_LATENCY = Histogram(
-    "genbot_provider_request_seconds",
-    "Provider request latency (until the answer's headers, for streams).",
-    ["endpoint"],
-    buckets=LATENCY_BUCKETS,
-)
-PROVIDER_RETRIES = Counter(
-    "genbot_provider_retries", "Provider requests repeated after a failure.", ["endpoint"]
-)
-PROVIDER_FAILOVERS = Counter(
-    "genbot_provider_failovers", "Switches of the preferred provider address to a backup."
 )
 WEBHOOKS = Counter(
     "genbot_webhooks", "Provider webhooks by outcome (accepted or refused).", ["outcome"]
@@ -127,11 +114,6 @@ Refresher = Callable[[], Awaitable[None]]
 """Brings gauges up to date before a scrape (bounded; a failure is logged, not raised)."""
 
 
-def label(value: str) -> str:
-    """``value`` if it is a well-formed label value, else :data:`OTHER`."""
-    return value if LABEL_PATTERN.fullmatch(value) else OTHER
-
-
 def set_job_counts(counts: Iterable[tuple[str, str, int]]) -> None:
     """Replace :data:`JOBS` with ``(state, platform, count)`` rows (absent pairs drop out)."""
     JOBS.clear()
@@ -163,21 +145,6 @@ def job_completed(task_type: str, platform: str, finished_to_posted: float | Non
 
 def job_failed(task_type: str) -> None:
     JOBS_FAILED.labels(label(task_type)).inc()
-
-
-def provider_request(endpoint: str, status: int | str, seconds: float) -> None:
-    """One provider request ended with HTTP ``status`` (or an error kind) after ``seconds``."""
-    name = label(endpoint)
-    PROVIDER_REQUESTS.labels(name, label(str(status))).inc()
-    PROVIDER_LATENCY.labels(name).observe(seconds)
-
-
-def provider_retry(endpoint: str) -> None:
-    PROVIDER_RETRIES.labels(label(endpoint)).inc()
-
-
-def provider_failover() -> None:
-    PROVIDER_FAILOVERS.inc()
 
 
 def webhook_answered(status: int) -> None:
@@ -212,3 +179,22 @@ def event_ended(platform: str, kind: str, outcome: str) -> None:
 
 def loop_lag(seconds: float) -> None:
     EVENT_LOOP_LAG.observe(max(seconds, 0.0))
+
+
+LOG_FIELDS = ("platform", "user_id", "job_id")
+_log_values: dict[str, ContextVar[str | None]] = {
+    name: ContextVar(f"genbot_log_{name}", default=None) for name in LOG_FIELDS
+}
+
+
+def bind_log_fields(**fields: str | None) -> None:
+    """Set some of :data:`LOG_FIELDS` for the rest of the current task (and the tasks it
+    starts)."""
+    for name, value in fields.items():
+        _log_values[name].set(value)
+
+
+def log_fields() -> dict[str, str]:
+    """The log fields bound in the current context (unset ones left out)."""
+    found = {name: var.get() for name, var in _log_values.items()}
+    return {name: value for name, value in found.items() if value is not None}

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.commands import COMMANDS, command
-from bot.parsing import (
+from bot.kernel import (
+    COMMANDS,
     CommandError,
+    command,
     help_text,
     parse_and_validate,
     parse_aspect_ratio,

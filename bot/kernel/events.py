@@ -1,8 +1,8 @@
 """The one event model shared by every adapter.
 
 Adapters translate platform traffic into the inbound events below and hand them to
-``Core.handle``; the core answers through the adapter's :class:`bot.surface.Surface` with the
-messages and forms of :mod:`bot.outbound`. Nothing here knows about any platform library.
+``Core.handle``; the core answers through the adapter's :class:`bot.kernel.surface.Surface` with the
+messages and forms of :mod:`bot.kernel.outbound`. Nothing here knows about any platform library.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Attachment:
 
     ``private`` means ``url`` opens only with the platform's credentials (Slack files): nobody
     else, the provider included, can fetch it, so the core reads the bytes through
-    :meth:`bot.surface.Surface.download` and never hands that URL on.
+    :meth:`bot.kernel.surface.Surface.download` and never hands that URL on.
     """
 
     filename: str
@@ -145,7 +145,7 @@ class EventHandler(Protocol):
 @runtime_checkable
 class ChatModelChoices(Protocol):
     """An :class:`EventHandler` that knows which chat models to offer in pickers (the core:
-    those its plan allows); adapters read it through :func:`bot.commands.offered_models`."""
+    those its plan allows); adapters read it through :func:`bot.kernel.commands.offered_models`."""
 
     def chat_models(self) -> tuple[str, ...]:
         """The chat models users are offered."""
@@ -155,7 +155,8 @@ class ChatModelChoices(Protocol):
 @runtime_checkable
 class DiffusionModelChoices(Protocol):
     """An :class:`EventHandler` that knows diffusion checkpoint models to offer (the core: see
-    :mod:`bot.jobs.diffusion_models`); adapters read it through :func:`bot.commands.offered`."""
+    :mod:`bot.jobs.diffusion_models`); adapters read it through
+    :func:`bot.kernel.commands.offered`."""
 
     def diffusion_models(self) -> tuple[str, ...]:
         """The diffusion model ids users are offered."""

@@ -1,8 +1,9 @@
-"""What the core asks a platform to show: messages (text, images, buttons) and forms.
+"""What the core asks a platform to show: messages (text, images, buttons), forms, and a
+user's home (:class:`HomeView`, drawn by surfaces that have one).
 
 A button's or a form's state travels in its custom id (:func:`encode_custom_id`), so a press or
-a submission comes back to the core as an event (:class:`bot.events.ButtonPress`,
-:class:`bot.events.ModalSubmit`) however long after. Nothing here knows about any platform
+a submission comes back to the core as an event (:class:`bot.kernel.events.ButtonPress`,
+:class:`bot.kernel.events.ModalSubmit`) however long after. Nothing here knows about any platform
 library.
 """
 
@@ -10,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from bot.kernel.events import MessageRef
+from storage import Job, UsageTotals
 
 ButtonStyle = Literal["primary", "secondary", "success", "danger"]
 
@@ -77,8 +81,8 @@ FieldKind = Literal["text", "select", "region", "file"]
 ``region``: an area of ``image_url`` in :func:`bot.masks.parse_region` syntax — an editor to
 draw on where the platform has one (the playground), else a text input; ``file``: up to
 ``max_files`` uploaded files (only where
-:attr:`bot.surface.SurfaceLimits.forms_take_files`), given in
-:attr:`bot.events.ModalSubmit.attachments`."""
+:attr:`bot.kernel.surface.SurfaceLimits.forms_take_files`), given in
+:attr:`bot.kernel.events.ModalSubmit.attachments`."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,8 @@ class ModalField:
 
 @dataclass(frozen=True)
 class Modal:
-    """A form the platform shows; its submission comes back as :class:`bot.events.ModalSubmit`.
+    """A form the platform shows; its submission comes back as
+    :class:`bot.kernel.events.ModalSubmit`.
 
     A refused submission comes back as the same form with the values the user gave and what
     was wrong: ``errors`` pairs a field's id with the sentence about its value (shown beside
@@ -193,6 +198,36 @@ MODAL_ACTIONS: frozenset[str] = frozenset(
     }
 )
 """Button actions whose press may open a form. Adapters must not defer such a press: the core
-answers it with :meth:`bot.surface.Surface.open_modal` (or an ephemeral refusal) right away —
+answers it with :meth:`bot.kernel.surface.Surface.open_modal` (or an ephemeral refusal) right away —
 or, for a describe pick that runs at once, starts the job (adapters acknowledge a slow press
 late)."""
+
+
+@dataclass(frozen=True)
+class HomeSetting:
+    """One default as the user gets it: its label, value and where it comes from."""
+
+    label: str
+    value: str
+    source: str
+
+
+@dataclass(frozen=True)
+class HomeJob:
+    """One of the user's recent image jobs; ``result`` is its posted result, when known."""
+
+    job: Job
+    title: str
+    result: MessageRef | None
+    repost: Button
+
+
+@dataclass(frozen=True)
+class HomeView:
+    """What a user's home shows."""
+
+    settings: tuple[HomeSetting, ...]
+    change_settings: Button
+    usage: UsageTotals
+    daily_credit_budget: int | None
+    jobs: tuple[HomeJob, ...]

@@ -29,6 +29,8 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 from PIL import Image, UnidentifiedImageError
 
+from bot.kernel.events import Attachment
+
 log = logging.getLogger(__name__)
 
 DOWNLOAD_TIMEOUT_SECONDS = 30.0
@@ -39,6 +41,15 @@ MAX_IMAGE_PIXELS = 40_000_000
 READABLE_FORMATS = ("PNG", "JPEG", "GIF", "WEBP")
 _EXTENSIONS = {"PNG": "png", "JPEG": "jpg", "WEBP": "webp", "GIF": "gif"}
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+
+def is_image(attachment: Attachment) -> bool:
+    """Whether an attachment is a picture (by its type, else its file name): what the vision
+    model could look at, and what commands take as images."""
+    if attachment.content_type:
+        return attachment.content_type.lower().startswith("image/")
+    return attachment.filename.lower().endswith(IMAGE_EXTENSIONS)
 
 
 class MediaError(Exception):

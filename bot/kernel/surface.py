@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, Protocol, runtime_checkable
 
-from bot.events import Attachment, Event, MessageRef, Place, User
-from bot.outbound import Modal, OutMessage
+from bot.kernel.events import Attachment, Event, MessageRef, Place, User
+from bot.kernel.outbound import Modal, OutMessage
 
 WriteKind = Literal["send", "edit", "stream_start", "stream_append", "stream_stop"]
 """What a write to the platform is: a new message, an edit, or a step of a natively streamed
@@ -43,7 +43,7 @@ class SurfaceLimits:
     forms_take_files: bool = False
     """Whether forms can ask for files (Discord's file uploads in modals)."""
     forms_show_images: bool = False
-    """Whether forms can show a picture (:attr:`bot.outbound.Modal.preview`; Slack's image
+    """Whether forms can show a picture (:attr:`bot.kernel.outbound.Modal.preview`; Slack's image
     blocks)."""
     edits_add_images: bool = True
     """Whether a job's progress message becomes its result by an edit that gives it its images
@@ -106,7 +106,7 @@ class Surface(Protocol):
     ) -> MessageRef:
         """Post ``message`` in ``place``. ``origin`` is the event being answered, if any.
         A keyed message it can tell it already posted in ``place`` is returned instead
-        (see :attr:`bot.outbound.OutMessage.key`)."""
+        (see :attr:`bot.kernel.outbound.OutMessage.key`)."""
         ...
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
@@ -137,7 +137,7 @@ class Surface(Protocol):
 @runtime_checkable
 class FindsKeyedPosts(Protocol):
     """A surface that can tell which message it shows with a key
-    (:attr:`bot.outbound.OutMessage.key`)."""
+    (:attr:`bot.kernel.outbound.OutMessage.key`)."""
 
     async def posted(self, place: Place, key: str) -> MessageRef | None:
         """The message shown in ``place`` with ``key``, where the platform lets it tell."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.commands import CHAT_MODELS, COMMANDS, COMMANDS_BY_NAME, command
+from bot.kernel import CHAT_MODELS, COMMANDS, COMMANDS_BY_NAME, command
 
 
 def test_names_are_unique_and_indexed() -> None:

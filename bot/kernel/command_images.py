@@ -1,12 +1,12 @@
 """Which images a command typed as text works on (Slack's slash commands, the playground).
 
-The image options of a command (:class:`~bot.commands.Option` of type ``attachment``) are
+The image options of a command (:class:`~bot.kernel.commands.Option` of type ``attachment``) are
 filled in order: by the https links in the command's text (taken out of the text), else by the
 files uploaded with it (the playground), else — where a platform's slash commands carry no
 files (Slack) — by the images the same user shared in the same place in the last
 ``RECENT_FILES_SECONDS``, oldest first: up to five for ``/blend``, otherwise the newest image(s)
 the command requires. ``/describe`` with a link keeps the link in its text (its flow reads it
-there). Adapters only translate what the platform has into :class:`~bot.events.Attachment`;
+there). Adapters only translate what the platform has into :class:`~bot.kernel.events.Attachment`;
 what counts as an image and which option it fills is decided here.
 """
 
@@ -16,10 +16,10 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
-from bot.chat.requests import is_image
-from bot.commands import CommandSpec, command
-from bot.events import Attachment
-from bot.parsing import CommandError
+from bot.kernel.commands import CommandSpec, command
+from bot.kernel.errors import CommandError
+from bot.kernel.events import Attachment
+from bot.kernel.media import is_image
 
 T = TypeVar("T")
 

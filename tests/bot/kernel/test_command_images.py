@@ -6,16 +6,16 @@ from collections.abc import Sequence
 
 import pytest
 
-from bot.command_images import (
+from bot.kernel import (
+    Attachment,
+    CommandError,
     RecentFiles,
     assign_images,
+    command,
     command_images,
     links_in,
     without_links,
 )
-from bot.commands import command
-from bot.events import Attachment
-from bot.parsing import CommandError
 
 
 def _file(name: str, content_type: str | None = "image/png") -> Attachment:

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.jobs.media import (
+from bot.kernel import (
     MAX_REDIRECTS,
     MediaError,
     MediaFetcher,

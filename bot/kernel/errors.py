@@ -1,0 +1,45 @@
+"""What a user is told when genbot refuses or fails: the refusal types and the fixed texts.
+
+A :class:`UserError` or :class:`CommandError` carries the sentence to show as its ``str``; the
+texts below answer what is not the user's doing (genbot stopping, too slow, its database, a bug).
+"""
+
+from __future__ import annotations
+
+from storage import StorageError
+
+RESTARTING_TEXT = "genbot is restarting; try again in a moment."
+"""The answer to what arrives while genbot stops (it takes nothing new then)."""
+TOO_SLOW_TEXT = "genbot took too long to answer this request and gave up on it."
+"""The answer when handling an event outlived its adapter's deadline."""
+
+
+DATABASE_UNREACHABLE_TEXT = "genbot can't reach its database; try again in a moment."
+"""The answer when genbot's storage failed while handling a request (nothing was half-done:
+what was stored is resumed, what was not is refused by this answer)."""
+DATABASE_FULL_TEXT = (
+    "genbot can't save anything right now (its database is full or read-only); "
+    "an operator has been alerted by its readiness check. Try again later."
+)
+
+
+def storage_failure_text(error: StorageError) -> str:
+    """What to tell a user whose request failed on ``error``: the database is out of reach,
+    or it takes no writes (disk full, read-only file)."""
+    text = str(error).lower()
+    if any(word in text for word in ("full", "readonly", "read-only", "read only")):
+        return DATABASE_FULL_TEXT
+    return DATABASE_UNREACHABLE_TEXT
+
+
+def unexpected_error_text(reference: str) -> str:
+    """The answer when handling an event failed on genbot's side; ``reference`` is logged."""
+    return f"Something went wrong on genbot's side (ref {reference}); it was logged."
+
+
+class UserError(Exception):
+    """A refusal to show the user as is (caps, permissions, missing job…)."""
+
+
+class CommandError(ValueError):
+    """Bad user input for a command, button or form; ``str(error)`` is the sentence to show."""
