@@ -30,6 +30,7 @@ from simulator.server import RunningSimulator
 from tests.postgres import PostgresCluster
 from tests.resilience.process import GenbotProcess, Message, Playground, custom_id, job_of
 from tests.resilience.support import API_KEY
+from tests.sim_time import freeze, resume
 
 SETTLED = frozenset({"posted", "failed_posted", "create_failed"})
 PROMPT = "cluster test {number} a lighthouse at dusk"
@@ -145,11 +146,15 @@ async def kill_one_during_jobs(
     *,
     settle_timeout: float = 120.0,
     channels: Sequence[str] = ("general",),
+    hold: RunningSimulator | None = None,
 ) -> KillReport:
     """Submit ``jobs`` through every process in turn (the first share of them in the first
     of ``channels``, and so on: the playground keeps the latest 500 messages of a channel),
     ``kill -9`` the first process once they all reached the provider (in flight there), and
-    wait until every job is settled."""
+    wait until every job is settled. With ``hold``, that simulator's time stands still until
+    the kill, so that the jobs are still in flight then however slowly they were submitted."""
+    if hold is not None:
+        freeze(hold)
     for number in range(jobs):
         browser = cluster.browsers[number % len(cluster.browsers)]
         channel = channels[number * len(channels) // jobs]
@@ -169,6 +174,8 @@ async def kill_one_during_jobs(
     held_at_kill = len(held())
     killed_at = time.monotonic()
     await victim.kill()
+    if hold is not None:
+        resume(hold)
     await cluster.until(lambda: not held(), settle_timeout, "the survivors to take over")
     takeover = time.monotonic() - killed_at
     settled = await cluster.until(

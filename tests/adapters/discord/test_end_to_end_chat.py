@@ -23,6 +23,7 @@ from tests.adapters.discord.real_core import (
     thread_of,
 )
 from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage
+from tests.sim_time import a_minute_passes_after_a_429, freeze
 
 UNPACED = [{"advertise_rate_limits": False}]
 """Discord's own bucket (5 writes per channel in 5 s) without rate-limit headers, so only
@@ -135,14 +136,20 @@ async def test_a_dm_conversation_keeps_its_context_over_three_turns(
     fake = harness.fake
     bob = fake.user("bob")
     dm = fake.dm_channel(bob)
+    limited = sim.state.config.chat_rpm > 0
+    if limited:
+        # Simulated time stands still, so the three turns fall within one rate-limit minute
+        # however long they take, until the test lets the minute pass after the 429.
+        freeze(sim)
     first = await fake.user_message(bob, dm, "echo: Nice to meet you, Bob.")
     assert (await answer_after(fake, dm, first)).content == "Nice to meet you, Bob."
     second = await fake.user_message(bob, dm, "echo: Foxes are quick.")
     assert (await answer_after(fake, dm, second)).content == "Foxes are quick."
     third = await fake.user_message(bob, dm, "what was my first message?")
+    if limited:
+        await a_minute_passes_after_a_429(sim)
     answer = await answer_after(fake, dm, third)
     assert answer.content == 'Your first message was: "echo: Nice to meet you, Bob."'
-    limited = sim.state.config.chat_rpm > 0
     answers = [m for m in fake.bot_messages(dm.id) if not m.content.startswith("⏳")]
     assert len(answers) == 3
     statuses = [r.status for r in sim.state.requests_to("/v1/chat/completions")]

@@ -19,6 +19,7 @@ from bot.api.ratelimit import (
 from simulator.server import serve
 from tests.bot.api.support import FAST_RETRY, settings_for, sim_config
 from tests.bot.jobs.proxy import faulty_proxy
+from tests.sim_time import a_minute_passes_after_a_429, freeze
 
 CHAT_PATH = "/v1/chat/completions"
 QUICK = RateLimitPolicy(max_wait=5.0, base_backoff=0.05, max_backoff=0.2)
@@ -45,13 +46,19 @@ async def test_a_streamed_chat_429_is_waited_out_before_the_first_token() -> Non
         serve(sim_config(chat_rpm=1, time_scale=0.01)) as sim,
         ProviderClient(settings_for(sim.base_url), retry=FAST_RETRY) as api,
     ):
+        freeze(sim)
         await api.chat.complete(ask("echo: first"))
         waits: list[Wait] = []
-        with observe_waits(waits.append):
+
+        async def second() -> str:
             async with api.chat.stream(ask("echo: second")) as stream:
                 async for _ in stream:
                     pass
-        assert stream.text == "second"
+            return stream.text
+
+        with observe_waits(waits.append):
+            text, _ = await asyncio.gather(second(), a_minute_passes_after_a_429(sim))
+        assert text == "second"
         statuses = [r.status for r in sim.state.requests_to(CHAT_PATH)]
         assert statuses == [200, 429, 200]
         assert waits == [Wait(0, 1.0)]

@@ -9,6 +9,7 @@ from pathlib import Path
 from bot.api.ratelimit import RequestPacer
 from bot.kernel import Place, User
 from tests.bot.chat.support import ALICE, BOB, BOB_DM, DM, chat_world, sim_config
+from tests.sim_time import a_minute_passes_after_a_429, freeze
 
 CAROL = User("carol", "Carol")
 CAROL_DM = Place("fake", "w1", "dm-carol", is_dm=True)
@@ -43,8 +44,9 @@ async def test_a_provider_429_is_waited_out_and_past_the_bound_explained(
     config = sim_config(chat_rpm=1, time_scale=0.01)
     async with chat_world(tmp_path, config=config, tools=False) as world:
         alice, bob = world.actor(ALICE, DM), world.actor(BOB, BOB_DM)
+        freeze(world.sim)
         await alice.say("echo: one")
-        await bob.say("echo: two")
+        await asyncio.gather(bob.say("echo: two"), a_minute_passes_after_a_429(world.sim))
         assert world.texts_in(BOB_DM)[-1] == "two"
         assert world.texts_in(BOB_DM)[0].startswith("⏳ Your answer waited")
 
