@@ -18,6 +18,10 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppres
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+CHILD_WAIT = 60.0
+"""How long a test waits for a child process to start, print what it must or exit: a starting
+Python takes seconds of CPU, and on a loaded 2-core machine running the suite in parallel it gets
+a fraction of a core. A wait that runs out fails the test; none is a measurement."""
 
 
 def clean_env(extra: Mapping[str, str] | None = None, tmp: Path | None = None) -> dict[str, str]:
@@ -41,7 +45,7 @@ class GenbotProcess:
         self.log = log
         self.printed: list[str] = []
 
-    async def line_matching(self, pattern: str, timeout: float = 20.0) -> re.Match[str]:
+    async def line_matching(self, pattern: str, timeout: float = CHILD_WAIT) -> re.Match[str]:
         """Read standard output until a line matches ``pattern``."""
         regex = re.compile(pattern)
         for line in self.printed:
@@ -58,12 +62,12 @@ class GenbotProcess:
             raise AssertionError(self._failure(f"nothing matched {pattern!r} in time")) from None
         raise AssertionError(self._failure(f"exited before printing {pattern!r}"))
 
-    async def stop(self, signum: signal.Signals, timeout: float = 20.0) -> int:
+    async def stop(self, signum: signal.Signals, timeout: float = CHILD_WAIT) -> int:
         """Send ``signum`` and return the exit status; the rest of its output is kept."""
         self.process.send_signal(signum)
         return await self.exit_status(timeout)
 
-    async def exit_status(self, timeout: float = 20.0) -> int:
+    async def exit_status(self, timeout: float = CHILD_WAIT) -> int:
         """Wait for the exit (reading the rest of standard output) and return its status."""
         assert self.process.stdout is not None
         try:

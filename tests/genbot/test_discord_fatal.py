@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.fakes.discord import FakeDiscord
-from tests.genbot.process import clean_env, genbot
+from tests.genbot.process import CHILD_WAIT, clean_env, genbot
 
 TOKEN = "fake-bot-token.never-print-me"
 
@@ -43,9 +43,9 @@ async def test_a_connection_ended_for_good_stops_genbot_with_the_reason(tmp_path
         env = discord_env(fake, tmp_path)
         async with genbot("run", env=env, cwd=tmp_path, log=tmp_path / "run.log") as run:
             await run.line_matching("^genbot running: discord ")
-            await fake.wait_connected(timeout=20.0)
+            await fake.wait_connected(timeout=CHILD_WAIT)
             await fake.close_gateway(4004)
-            status = await run.exit_status(timeout=30)
+            status = await run.exit_status()
 
     assert status == 1
     assert run.printed[-1] == "genbot stopped"

@@ -47,7 +47,7 @@ async def test_a_signal_during_a_startup_that_hangs_stops_genbot_cleanly(
         env = platform_env(platform, never_answers.url, tmp_path / "genbot.db")
         async with genbot("run", env=env, cwd=tmp_path, log=tmp_path / "run.log") as run:
             assert await never_answers.until_asked() == first_request
-            status = await run.stop(signum, timeout=15)
+            status = await run.stop(signum)
 
     errors = run.errors()
     assert status == 0, errors

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import aiohttp
 
 from simulator.server import serve
+from tests.genbot.process import CHILD_WAIT
 from tests.resilience.hostile_files import noise_png
 from tests.resilience.process import HTTP_TIMEOUT, GenbotProcess, load_page
 from tests.resilience.support import API_KEY, sim_config
@@ -43,7 +44,7 @@ ANSWER_TIMEOUT = 9.0
 connection closed by it does not make room for a normal request in time; as long as that allows,
 so a loaded machine does not fail the check."""
 CONNECT_TIMEOUT = 3.0
-SLACK_STARTUP_TIMEOUT = 20.0
+SLACK_STARTUP_TIMEOUT = CHILD_WAIT
 
 
 @dataclass

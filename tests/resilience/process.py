@@ -27,10 +27,11 @@ import aiohttp
 
 from adapters.web.access import SESSION_COOKIE
 from genbot.demo import free_port
+from tests.genbot.process import CHILD_WAIT
 
 T = TypeVar("T")
-STARTUP_TIMEOUT = 30.0
-STOP_TIMEOUT = 15.0
+STARTUP_TIMEOUT = CHILD_WAIT
+STOP_TIMEOUT = CHILD_WAIT
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
 Message = dict[str, Any]
 

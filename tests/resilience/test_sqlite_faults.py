@@ -5,6 +5,7 @@ elsewhere)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import subprocess
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import pytest
 from bot.kernel import DATABASE_FULL_TEXT
 from genbot.demo import free_port
 from simulator.server import serve
+from tests.genbot.process import CHILD_WAIT
 from tests.resilience.crash import genbot_env
 from tests.resilience.process import GenbotProcess, Playground, load_page
 from tests.resilience.support import sim_config
@@ -60,6 +62,17 @@ async def ready(process: GenbotProcess) -> tuple[int, dict[str, Any]]:
         return response.status, await response.json()
 
 
+async def until_ready(process: GenbotProcess) -> None:
+    """Wait (bounded) until ``/readyz`` answers 200: its provider check asks the simulator, in
+    this test's own process, whose answer may come later than the check's 2 s on a loaded
+    machine (the child then probes again at the next ``/readyz``)."""
+    async with asyncio.timeout(CHILD_WAIT):
+        while True:
+            if (await ready(process))[0] == 200:
+                return
+            await asyncio.sleep(0.2)
+
+
 async def command(url: str, cookie: str, text: str) -> tuple[int, dict[str, Any]]:
     headers = {"Cookie": f"genbot_session={cookie}"}
     async with (
@@ -75,6 +88,7 @@ async def test_a_full_disk_refuses_commands_clearly_and_is_not_ready(
     async with serve(sim_config(time_scale=0.01)) as sim:
         env = genbot_env(sim, small_disk / "genbot.db", free_port()) | {
             "GENBOT_OPS__ENABLED": "true",
+            "GENBOT_OPS__PROBE_INTERVAL_SECONDS": "0",
         }
         process = GenbotProcess(env, tmp_path, "full")
         process.ops_port = free_port()
@@ -82,7 +96,7 @@ async def test_a_full_disk_refuses_commands_clearly_and_is_not_ready(
         try:
             await process.start()
             cookie = await load_page(process.url)
-            assert (await ready(process))[0] == 200
+            await until_ready(process)
 
             filler = fill(small_disk)
             status, answer = await command(process.url, cookie, "/imagine a fox on a full disk")
@@ -92,7 +106,7 @@ async def test_a_full_disk_refuses_commands_clearly_and_is_not_ready(
             assert "full" in body["checks"]["storage"]["detail"]
 
             filler.unlink()
-            assert (await ready(process))[0] == 200
+            await until_ready(process)
             async with Playground(process.url, session_cookie=cookie) as browser:
                 await browser.command("/imagine a fox with room again")
                 await browser.until(lambda: browser.results(), 30, "the result")

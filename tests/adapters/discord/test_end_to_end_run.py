@@ -12,6 +12,7 @@ from pathlib import Path
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from tests.fakes.discord import FakeDiscord
+from tests.genbot.process import CHILD_WAIT
 
 ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "fake-bot-token.Zk9x-never-print-me"
@@ -61,7 +62,7 @@ async def test_genbot_doctor_then_run_serve_discord_and_stop_cleanly_on_sigterm(
     ):
         doctor = await genbot_process("doctor", fake, sim.base_url, tmp_path)
         try:
-            async with asyncio.timeout(20.0):
+            async with asyncio.timeout(CHILD_WAIT):
                 checked, _ = await doctor.communicate()
         finally:
             if doctor.returncode is None:
@@ -75,7 +76,7 @@ async def test_genbot_doctor_then_run_serve_discord_and_stop_cleanly_on_sigterm(
         assert process.stdout is not None
         output = asyncio.create_task(process.stdout.read())
         try:
-            await fake.wait_connected(timeout=30.0)
+            await fake.wait_connected(timeout=CHILD_WAIT)
             alice, general = fake.user("alice"), fake.channel("general")
             interaction = await fake.slash(alice, general, "imagine", {"prompt": "a fox"})
             assert await fake.answered(interaction) == 5
@@ -87,7 +88,7 @@ async def test_genbot_doctor_then_run_serve_discord_and_stop_cleanly_on_sigterm(
             assert {"U1", "U4", "🔄", "V1", "V4"} <= {b.get("label") for b in grid.buttons}
             assert [r.body["prompt"] for r in sim.state.requests_to("/gen/v2/imagine")] == ["a fox"]
             process.send_signal(signal.SIGTERM)
-            async with asyncio.timeout(20.0):
+            async with asyncio.timeout(CHILD_WAIT):
                 code = await process.wait()
             text = (await output).decode(errors="replace")
         finally:

@@ -24,10 +24,11 @@ from tests.adapters.slack.end_to_end import (
     created,
 )
 from tests.fakes.slack import FakeSlack
+from tests.genbot.process import CHILD_WAIT
 
-STARTUP_WAIT = 20.0
+STARTUP_WAIT = CHILD_WAIT
 RESULT_WAIT = 15.0
-STOP_WAIT = 10.0
+STOP_WAIT = CHILD_WAIT
 
 
 @pytest.fixture
