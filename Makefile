@@ -23,8 +23,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The suite in parallel (pytest-xdist): most tests wait on loopback I/O, timers and child
+# processes, so a few workers per core pay (docs/benchmarks.md, "The test suite"). Each worker
+# starts its own PostgreSQL cluster and Chromium when its tests need them. Byte code is written
+# (whatever PYTHONDONTWRITEBYTECODE says): every worker and every `genbot` child process would
+# otherwise compile the project and rewrite the tests' asserts again.
+PYTEST_WORKERS ?= 3
 pytest: $(STAMP) browser postgres compose-cli
-	$(BIN)/python -m pytest -q
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 
 # The browser test drives Debian's chromium; install it when missing (as root with apt-get),
 # else say how.

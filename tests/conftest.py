@@ -77,9 +77,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "heavy: a test at the issue's full size, too slow for make test"
     )
+    config.addinivalue_line(
+        "markers",
+        "slow: a test of make test that takes tens of seconds; run first, so that the workers"
+        " of a parallel run (make test) do not end waiting on it",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     if config.getoption("--heavy"):
         return
     skip = pytest.mark.skip(reason="heavy: runs in make test-heavy")

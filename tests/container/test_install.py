@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.container.dockerfile import DOCKERFILE, ROOT, stages
 
 VENV_IN_IMAGE = "/opt/genbot"
@@ -55,6 +57,8 @@ def copy_into(origin: Path, target: Path) -> None:
         shutil.copy2(origin, target)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # a minute of pip on a quiet machine, several on a loaded one
 def test_the_dockerfile_install_steps_give_a_working_genbot(tmp_path: Path) -> None:
     venv = replay_build_stage(tmp_path)
 

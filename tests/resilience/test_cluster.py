@@ -25,6 +25,7 @@ def time_scale(jobs: int) -> float:
     return 0.05 * max(jobs, 24) / 24
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [24, pytest.param(300, marks=HEAVY)])
 async def test_a_killed_processs_jobs_are_posted_once_by_the_others(
     jobs: int, postgres: PostgresCluster, tmp_path: Path

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from simulator.server import serve
 from storage import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES
 from tests.resilience.crash import Crashes, crash_scenario
@@ -21,6 +23,7 @@ TIME_SCALE = 0.03
 """A relax grid takes 70 simulated seconds: about two real seconds here."""
 
 
+@pytest.mark.slow
 async def test_every_result_is_posted_exactly_once_across_kill_9_restarts(
     tmp_path: Path,
 ) -> None:

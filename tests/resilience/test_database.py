@@ -72,6 +72,7 @@ def check(name: str, outcome: FaultOutcome) -> None:
     assert any(sent.accepted for sent in outcome.sent)
 
 
+@pytest.mark.slow
 async def test_every_fault_in_turn_leaves_nothing_stuck_doubled_or_lost(
     own_postgres: PostgresCluster, tmp_path: Path
 ) -> None:
