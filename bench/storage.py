@@ -24,6 +24,7 @@ import random
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,7 @@ from sqlite_utils import Database
 
 from bench.report import Table, percentile
 from storage import SqliteStore
-from storage.sqlite.job_messages import SQL_JOB_FOR_MESSAGE
-from storage.sqlite.sql import write_transaction
+from storage.queries.jobs import SQL_JOB_FOR_MESSAGE
 
 BATCH = 100_000
 CHANNELS = 1000
@@ -111,6 +111,18 @@ class Keys:
 
     def message(self, index: int) -> str:
         return str(SNOWFLAKE_BASE + index * 4_194_304 + index % 4096)
+
+
+@contextmanager
+def write_transaction(db: Database) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` on the worker thread (rolled back on error)."""
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")
 
 
 def _job_rows(keys: Keys, start: int, stop: int, now: float) -> Iterator[tuple[Any, ...]]:

@@ -94,6 +94,7 @@ from storage.records import (
 )
 from storage.rules import PRECEDENCE
 from storage.sqlite import LATEST_VERSION, MIGRATIONS, Migration, SqliteStore, migrate
+from storage.store import Store
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -165,6 +166,7 @@ __all__ = [
     "SqliteStore",
     "Storage",
     "StorageError",
+    "Store",
     "StoreClosedError",
     "TaskLookup",
     "TaskType",

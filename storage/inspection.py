@@ -19,7 +19,6 @@ from psycopg.rows import dict_row
 
 from storage.errors import StorageError
 from storage.job_records import UNFINISHED_STATUSES
-from storage.postgres.base import Query
 from storage.postgres.schema import LATEST_VERSION as POSTGRES_LATEST
 from storage.postgres.urls import describe_url
 from storage.records import ProcessStatus
@@ -30,11 +29,11 @@ SQL_JOBS = (
     "SELECT status, owner, COUNT(*) AS n FROM jobs WHERE status IN ({})"
     " GROUP BY status, owner ORDER BY status, owner"
 )
-SQL_JOBS_POSTGRES: Query = (
+SQL_JOBS_POSTGRES = (
     "SELECT status, owner, COUNT(*) AS n FROM jobs WHERE status = ANY(%s)"
     " GROUP BY status, owner ORDER BY status, owner"
 )
-SQL_VERSION: Query = "SELECT COALESCE(MAX(version), 0) AS v FROM schema_version"
+SQL_VERSION = "SELECT COALESCE(MAX(version), 0) AS v FROM schema_version"
 CONNECT_TIMEOUT = 10
 
 

@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from storage.errors import StorageError
-from storage.postgres.base import Connection, Query
+from storage.postgres.pool import Connection
+
+Query = str
 
 log = logging.getLogger("genbot.storage")
 

@@ -9,15 +9,28 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlite_utils import Database
 
 from storage.errors import StorageError
-from storage.sqlite.sql import write_transaction
 
 log = logging.getLogger("genbot.storage")
+
+
+@contextmanager
+def write_transaction(db: Database) -> Iterator[Database]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on error."""
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")
 
 
 @dataclass(frozen=True)

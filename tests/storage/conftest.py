@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import NewJob, SqliteStore, Storage
+from storage import NewJob, SqliteStore, Store
 from storage.postgres import PostgresStore
 from tests.postgres import PostgresCluster
 
@@ -41,7 +41,7 @@ class SqliteDatabase:
     path: Path
     name = "sqlite"
 
-    async def open(self, clock: ManualClock) -> Storage:
+    async def open(self, clock: ManualClock) -> Store:
         return await SqliteStore.open(self.path, clock=clock)
 
 
@@ -52,7 +52,7 @@ class PostgresDatabase:
     url: str
     name = "postgres"
 
-    async def open(self, clock: ManualClock) -> Storage:
+    async def open(self, clock: ManualClock) -> Store:
         return await PostgresStore.open(self.url, clock=clock, pool_size=4)
 
 
@@ -79,7 +79,7 @@ def database(request: pytest.FixtureRequest, db_path: Path) -> Database:
 
 
 @pytest.fixture
-async def store(database: Database, clock: ManualClock) -> AsyncIterator[Storage]:
+async def store(database: Database, clock: ManualClock) -> AsyncIterator[Store]:
     opened = await database.open(clock)
     try:
         yield opened
@@ -88,9 +88,7 @@ async def store(database: Database, clock: ManualClock) -> AsyncIterator[Storage
 
 
 @pytest.fixture
-async def other_store(
-    database: Database, clock: ManualClock, store: Storage
-) -> AsyncIterator[Storage]:
+async def other_store(database: Database, clock: ManualClock, store: Store) -> AsyncIterator[Store]:
     """The same database opened a second time (another process)."""
     opened = await database.open(clock)
     try:

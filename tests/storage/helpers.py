@@ -13,14 +13,12 @@ from storage import (
     JobQuota,
     NewJob,
     QuotaRefusal,
-    SqliteStore,
-    Storage,
+    Store,
 )
-from storage.postgres import PostgresStore
 
 SQL_MESSAGES_OF_JOB = (
     "SELECT platform, channel_id, message_id, job_id, kind FROM job_messages"
-    " WHERE job_id = {} ORDER BY id"
+    " WHERE job_id = ? ORDER BY id"
 )
 
 
@@ -36,13 +34,6 @@ async def conversation_history(store: ConversationStore, conversation_id: int) -
     return await store.conversation_tail(conversation_id, max_tokens=sys.maxsize)
 
 
-async def messages_for_job(store: Storage, job_id: str) -> list[JobMessage]:
+async def messages_for_job(store: Store, job_id: str) -> list[JobMessage]:
     """Every platform message linked to a job, in link order."""
-    if isinstance(store, PostgresStore):
-        async with store.connection() as conn:
-            cursor = await conn.execute(SQL_MESSAGES_OF_JOB.format("%s"), (job_id,))
-            return [JobMessage(**row) for row in await cursor.fetchall()]
-    assert isinstance(store, SqliteStore)
-    sql = SQL_MESSAGES_OF_JOB.format("?")
-    rows = await store.run_in_worker(lambda db: db.conn.execute(sql, (job_id,)).fetchall())
-    return [JobMessage(*row) for row in rows]
+    return [JobMessage(**row) for row in await store.db.fetch_all(SQL_MESSAGES_OF_JOB, (job_id,))]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from storage import Storage
+import pytest
+
+from storage import Storage, Store
+from storage.queries import events
 from tests.storage.conftest import ManualClock
 
 RETENTION = 24 * 3600.0
@@ -35,3 +38,15 @@ async def test_an_event_older_than_the_retention_is_new_again(
     clock.advance(RETENTION + 1)
     assert await store.remember_event("slack", "old")
     assert not await store.remember_event("slack", "old")
+
+
+async def test_expired_events_are_pruned_every_few_calls(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(events, "PRUNE_EVERY", 3)
+    assert await store.remember_event("slack", "old")
+    clock.advance(RETENTION + 1)
+    assert await store.remember_event("slack", "a")
+    assert await store.remember_event("slack", "b")
+    remembered = await store.db.fetch_all("SELECT event_id FROM processed_events")
+    assert sorted(row["event_id"] for row in remembered) == ["a", "b"]

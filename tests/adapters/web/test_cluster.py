@@ -14,7 +14,7 @@ from adapters.web import WebAdapter, playground
 from adapters.web.settings import WebSettings
 from bot.kernel import ImageFile, MessageRef, OutMessage, Place
 from storage.postgres import PostgresStore
-from storage.postgres.playground import CHANNEL
+from storage.queries.playground import CHANNEL
 from tests.adapters.web.fakes import RecordingCore, eventually, png
 from tests.postgres import PostgresCluster
 

@@ -11,7 +11,7 @@ import pytest
 
 from storage import StorageError
 from storage.postgres import PostgresStore
-from storage.postgres import locks as lock_module
+from storage.queries import conversations as lock_module
 from tests.postgres import PostgresCluster
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from storage import StorageError
 from storage.postgres import PostgresStore
-from storage.postgres.base import ConnectionLost
+from storage.postgres.database import ConnectionLost
 from storage.postgres.pool import ConnectionPool, PoolTimeout
 from tests.postgres import PostgresCluster
 
@@ -93,7 +93,7 @@ async def test_an_idle_connection_the_server_dropped_is_not_lent_again(url: str)
 
 async def test_a_read_whose_connection_is_lost_runs_again_on_a_fresh_one(url: str) -> None:
     async with await PostgresStore.open(url, pool_size=2) as store:
-        read = asyncio.create_task(store._fetch_one("SELECT pg_sleep(0.5), 7 AS seven"))
+        read = asyncio.create_task(store.db.fetch_one("SELECT pg_sleep(0.5), 7 AS seven"))
         await asyncio.sleep(0.2)
         with psycopg.connect(url, autocommit=True) as admin:
             killed = admin.execute(
@@ -107,9 +107,7 @@ async def test_a_read_whose_connection_is_lost_runs_again_on_a_fresh_one(url: st
 
 async def test_a_write_that_must_not_run_twice_is_not_repeated(url: str) -> None:
     async with await PostgresStore.open(url, pool_size=2) as store:
-        write = asyncio.create_task(
-            store._execute("SELECT pg_sleep(0.5), 'once'", repeatable=False)
-        )
+        write = asyncio.create_task(store.db.execute("SELECT pg_sleep(0.5), 'once'"))
         await asyncio.sleep(0.2)
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(
@@ -123,7 +121,7 @@ async def test_a_write_that_must_not_run_twice_is_not_repeated(url: str) -> None
 async def test_a_statement_past_the_statement_timeout_is_cancelled(url: str) -> None:
     async with await PostgresStore.open(url, pool_size=1, statement_timeout=0.2) as store:
         with pytest.raises(StorageError, match="statement timeout"):
-            await store._fetch_one("SELECT pg_sleep(2)")
+            await store.db.fetch_one("SELECT pg_sleep(2)")
         assert await store.get_job("any") is None
 
 
@@ -132,8 +130,8 @@ async def test_the_statement_timeout_keeps_the_urls_own_options(
 ) -> None:
     url = postgres.create_schema()
     async with await PostgresStore.open(url, pool_size=1, statement_timeout=5) as store:
-        row = await store._fetch_one("SELECT current_setting('statement_timeout') AS t")
-        path = await store._fetch_one("SELECT current_setting('search_path') AS p")
+        row = await store.db.fetch_one("SELECT current_setting('statement_timeout') AS t")
+        path = await store.db.fetch_one("SELECT current_setting('search_path') AS p")
     assert row is not None and row["t"] == "5s"
     assert path is not None and path["p"].startswith("test_")
 

@@ -4,22 +4,16 @@ processes start together, refusal of newer databases, an index behind every look
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from storage import ACTIVE_STATUSES, StorageError
+from storage import StorageError
 from storage.postgres import LATEST_VERSION, MIGRATIONS, PostgresStore, describe_url
-from storage.postgres import conversations as conversation_sql
-from storage.postgres import jobs as job_sql
-from storage.postgres import leasing as leasing_sql
-from storage.postgres import ledger as ledger_sql
-from storage.postgres import settings as settings_sql
-from storage.postgres import slack as slack_sql
-from storage.postgres import tracking as tracking_sql
 from storage.postgres.schema import migrate
+from storage.queries import leasing
+from storage.sql.dialect import POSTGRES
 from storage.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
 from tests.postgres import PostgresCluster
 
@@ -98,64 +92,6 @@ def test_a_url_is_described_without_credentials() -> None:
     assert describe_url("postgresql://bot@localhost/genbot") == "localhost:5432/genbot"
 
 
-LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
-    # "a|b": either index may serve (the planner chooses on an empty table)
-    "job for message": (job_sql.SQL_JOB_FOR_MESSAGE, ("p", "c", "m"), "job_messages_by_message_id"),
-    "job by id": (job_sql.SQL_JOB_BY_ID, ("j",), "jobs_pkey"),
-    "derivative": (job_sql.SQL_DERIVATIVE, ("j", "a"), "jobs_by_parent_action"),
-    "active jobs of a user": (
-        job_sql.SQL_COUNT_ACTIVE,
-        ("p", "u", sorted(ACTIVE_STATUSES)),
-        "jobs_by_requester_status",
-    ),
-    "credits today": (
-        job_sql.SQL_CREDITS_TODAY,
-        ("p", "u", "2024-03-01"),
-        "usage_by_user_day|usage_by_day",
-    ),
-    "next scheduled poll": (
-        tracking_sql.SQL_NEXT_POLL,
-        (["processing"], 0.0, None, None),
-        "jobs_by_status",
-    ),
-    "conversation by key": (
-        conversation_sql.SQL_CONVERSATION_BY_KEY,
-        ("p", "w", "c", "t"),
-        "conversations_by_key",
-    ),
-    "conversation by message": (
-        conversation_sql.SQL_CONVERSATION_BY_MESSAGE,
-        ("p", "c", "m"),
-        "conversation_links_by_message_id",
-    ),
-    "tail page": (conversation_sql.SQL_TAIL_PAGE, (1, 10, 64), "messages_by_conversation"),
-    "history from a turn": (conversation_sql.SQL_HISTORY_FROM, (1, 1), "messages_by_conversation"),
-    "scope settings": (settings_sql.SQL_SCOPES, ("p", ["user"], ["u"]), "scope_settings_pkey"),
-    "usage of a user": (
-        ledger_sql.SQL_USAGE_FOR_USER,
-        ("p", "u", "d"),
-        "usage_by_user_day|usage_by_day",
-    ),
-    "slack installation": (
-        slack_sql.SQL_FIND_INSTALLATION,
-        ("", "T", None, None),
-        "slack_installations_pkey",
-    ),
-    "expired oauth states": (slack_sql.SQL_PRUNE_STATES, (0.0,), "oauth_states_by_expiry"),
-}
-
-
-@pytest.mark.parametrize("lookup", sorted(LOOKUPS))
-async def test_every_lookup_can_use_an_index(url: str, lookup: str) -> None:
-    sql, parameters, index = LOOKUPS[lookup]
-    async with await PostgresStore.open(url) as store, store.connection() as conn:
-        await conn.execute("SET enable_seqscan = off")
-        cursor = await conn.execute(f"EXPLAIN {sql}", parameters)
-        plan = "\n".join(row["QUERY PLAN"] for row in await cursor.fetchall())
-    assert "Seq Scan" not in plan, plan
-    assert any(name in plan for name in index.split("|")), plan
-
-
 async def test_the_migration_lock_is_released_after_start(url: str) -> None:
     async with await PostgresStore.open(url):
         with psycopg.connect(url, autocommit=True) as conn:
@@ -175,8 +111,8 @@ async def test_finding_expired_leases_reads_only_them(url: str) -> None:
         )
         await conn.execute("ANALYZE jobs")
         cursor = await conn.execute(
-            f"EXPLAIN {leasing_sql.SQL_EXPIRED}",
-            (1000.0, "me", ["discord"], 100),
+            POSTGRES.statement(f"EXPLAIN {leasing.SQL_EXPIRED.format('?')}"),
+            (1000.0, "me", "discord", 100),
         )
         plan = "\n".join(row["QUERY PLAN"] for row in await cursor.fetchall())
     assert "jobs_by_lease_expiry" in plan, plan

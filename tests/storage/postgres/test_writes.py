@@ -8,7 +8,7 @@ import pytest
 
 from storage import WriteWindow
 from storage.postgres import PostgresStore
-from storage.postgres.writes import ALLOWANCE
+from storage.queries.write_windows import ALLOWANCE
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import ManualClock
 

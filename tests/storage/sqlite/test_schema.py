@@ -17,14 +17,6 @@ from storage import (
     SqliteStore,
     StorageError,
 )
-from storage.sqlite import admission as admission_sql
-from storage.sqlite import conversations as conversation_sql
-from storage.sqlite import job_messages as job_message_sql
-from storage.sqlite import jobs as job_sql
-from storage.sqlite import ledger as ledger_sql
-from storage.sqlite import scopes as scope_sql
-from storage.sqlite import slack as slack_sql
-from storage.sqlite import tracking as tracking_sql
 from storage.sqlite.schema import migrate
 from tests.storage.conftest import ManualClock, new_job
 from tests.storage.helpers import conversation_history, create_job
@@ -242,50 +234,6 @@ async def test_everything_survives_close_and_reopen(db_path: Path, clock: Manual
         assert not await reopened.remember_event("discord", "interaction-1")
     finally:
         await reopened.close()
-
-
-LOOKUPS: dict[str, tuple[str, int, str]] = {
-    "job for message": (job_message_sql.SQL_JOB_FOR_MESSAGE, 3, "job_messages_by_message_id"),
-    "job by id": (job_sql.SQL_JOB_BY_ID, 1, "sqlite_autoindex_jobs_1"),
-    "derivative": (job_sql.SQL_DERIVATIVE, 2, "jobs_by_parent_action"),
-    "active jobs of a user": (
-        admission_sql.SQL_COUNT_ACTIVE_JOBS,
-        2 + 7,
-        "jobs_by_requester_status",
-    ),
-    "unfinished jobs": (tracking_sql.SQL_UNFINISHED.format("?, ?", ""), 2, "jobs_by_status"),
-    "next scheduled poll": (tracking_sql.SQL_NEXT_POLL.format("?, ?"), 3, "jobs_by_status"),
-    "conversation by key": (
-        conversation_sql.SQL_CONVERSATION_BY_KEY,
-        4,
-        "conversations_by_key",
-    ),
-    "conversation by message": (
-        conversation_sql.SQL_CONVERSATION_BY_MESSAGE,
-        3,
-        "conversation_links_by_message_id",
-    ),
-    "newest user turn": (conversation_sql.SQL_NEWEST_USER_TURN, 1, "messages_by_conversation"),
-    "tail counts": (conversation_sql.SQL_TAIL_COUNTS, 1, "messages_by_conversation"),
-    "history from a turn": (conversation_sql.SQL_HISTORY_FROM, 2, "messages_by_conversation"),
-    "scope settings": (scope_sql.SQL_SCOPE, 3, "PRIMARY KEY"),
-    "usage of a user": (ledger_sql.SQL_USAGE_FOR_USER, 3, "usage_by_user_day"),
-    "slack installation": (slack_sql.SQL_FIND_INSTALLATION.format(""), 2, "PRIMARY KEY"),
-    "expired oauth states": (slack_sql.SQL_PRUNE_STATES, 1, "oauth_states_by_expiry"),
-}
-
-
-@pytest.mark.parametrize("lookup", sorted(LOOKUPS))
-async def test_every_lookup_searches_an_index(store: SqliteStore, lookup: str) -> None:
-    sql, parameter_count, index = LOOKUPS[lookup]
-
-    def plan(db: Database) -> list[str]:
-        rows = db.execute(f"EXPLAIN QUERY PLAN {sql}", (None,) * parameter_count).fetchall()
-        return [row[3] for row in rows]
-
-    steps = await store.run_in_worker(plan)
-    assert any(step.startswith("SEARCH") and index in step for step in steps), steps
-    assert not any(step.startswith("SCAN") and "subquery" not in step for step in steps), steps
 
 
 async def test_effective_settings_defaults_need_no_rows(store: SqliteStore) -> None:

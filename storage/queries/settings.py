@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from sqlite_utils import Database
-
+from storage.queries.base import Queries
 from storage.records import (
     UNSET,
     Conversation,
@@ -18,14 +17,15 @@ from storage.records import (
 )
 from storage.rows import scope_from_row
 from storage.rules import check_scope_kind, given_settings, merge_settings
-from storage.sqlite.base import StoreBase
-from storage.sqlite.sql import fetch_one, write_transaction
 
 SQL_SCOPE: Final = "SELECT * FROM scope_settings WHERE platform = ? AND kind = ? AND scope_id = ?"
+SQL_SCOPES: Final = (
+    "SELECT * FROM scope_settings WHERE platform = ? AND (kind, scope_id) IN (VALUES {})"
+)
 
 
-class SqliteSettings(StoreBase):
-    """Settings methods of :class:`storage.sqlite.SqliteStore`."""
+class SettingsQueries(Queries):
+    """:class:`storage.SettingsStore`."""
 
     async def set_scope_settings(
         self,
@@ -65,30 +65,24 @@ class SqliteSettings(StoreBase):
                 "n": n,
             },
         )
-
-        def work(db: Database) -> ScopeSettings:
-            now = self._now()
-            columns = ["platform", "kind", "scope_id", "updated_at", *given]
-            updates = ", ".join(f"{name} = excluded.{name}" for name in ["updated_at", *given])
-            with write_transaction(db):
-                db.conn.execute(
-                    f"INSERT INTO scope_settings ({', '.join(columns)})"
-                    f" VALUES ({', '.join('?' * len(columns))})"
-                    f" ON CONFLICT (platform, kind, scope_id) DO UPDATE SET {updates}",
-                    (platform, kind, scope_id, now, *given.values()),
-                )
-                row = fetch_one(db, SQL_SCOPE, (platform, kind, scope_id))
-            assert row is not None
-            return scope_from_row(row)
-
-        return await self._call(work)
+        columns = ["platform", "kind", "scope_id", "updated_at", *given]
+        updates = ", ".join(f"{name} = excluded.{name}" for name in ["updated_at", *given])
+        upsert = (
+            f"INSERT INTO scope_settings ({', '.join(columns)})"
+            f" VALUES ({', '.join('?' * len(columns))})"
+            f" ON CONFLICT (platform, kind, scope_id) DO UPDATE SET {updates} RETURNING *"
+        )
+        values = (platform, kind, scope_id, self._clock(), *given.values())
+        row = await self.db.fetch_one(upsert, values, repeatable=False)
+        assert row is not None
+        return scope_from_row(row)
 
     async def get_scope_settings(
         self, kind: ScopeKind, platform: str, scope_id: str
     ) -> ScopeSettings | None:
         """One scope's stored settings, or None when nothing was ever set for it."""
         check_scope_kind(kind)
-        row = await self._call(lambda db: fetch_one(db, SQL_SCOPE, (platform, kind, scope_id)))
+        row = await self.db.fetch_one(SQL_SCOPE, (platform, kind, scope_id))
         return None if row is None else scope_from_row(row)
 
     async def effective_settings(
@@ -101,23 +95,21 @@ class SqliteSettings(StoreBase):
         defaults: SettingValues | None = None,
         conversation: Conversation | None = None,
     ) -> EffectiveSettings:
-        """Merge the scopes by ``PRECEDENCE``: model = conversation > user > channel >
-        workspace > defaults; process_mode, aspect_ratio, temperature = user > channel >
-        workspace > defaults; system_prompt = conversation > channel > workspace > defaults.
-        A None (or empty) id skips that scope. ``sources`` tells where each value came from."""
+        """Merge the scopes by ``PRECEDENCE`` (read in one query): model = conversation > user
+        > channel > workspace > defaults; process_mode, aspect_ratio, temperature = user >
+        channel > workspace > defaults; system_prompt = conversation > channel > workspace >
+        defaults. A None (or empty) id skips that scope. ``sources`` tells where each value
+        came from."""
         candidates: tuple[tuple[ScopeKind, str | None], ...] = (
             ("user", user_id),
             ("channel", channel_id),
             ("workspace", workspace_id),
         )
         scopes = [(kind, scope_id) for kind, scope_id in candidates if scope_id]
-
-        def work(db: Database) -> dict[SettingSource, ScopeSettings]:
-            found: dict[SettingSource, ScopeSettings] = {}
-            for kind, scope_id in scopes:
-                row = fetch_one(db, SQL_SCOPE, (platform, kind, scope_id))
-                if row is not None:
-                    found[kind] = scope_from_row(row)
-            return found
-
-        return merge_settings(await self._call(work), defaults=defaults, conversation=conversation)
+        found: dict[SettingSource, ScopeSettings] = {}
+        if scopes:
+            query = SQL_SCOPES.format(", ".join("(?, ?)" for _ in scopes))
+            values = [platform, *(value for scope in scopes for value in scope)]
+            for row in await self.db.fetch_all(query, values):
+                found[row["kind"]] = scope_from_row(row)
+        return merge_settings(found, defaults=defaults, conversation=conversation)

@@ -1,0 +1,278 @@
+"""genbot's PostgreSQL database: a pool of autocommit connections shared by many processes.
+
+Every statement (or transaction) borrows a pooled connection and gives it back; a driver error
+becomes :class:`StorageError`. A call is bounded: the server cancels a statement after
+``[storage] statement_timeout`` (the pool's connections set it), and genbot gives up waiting
+``GRACE_SECONDS`` later (a server that stalls cannot cancel anything). A call whose connection
+was lost under it (a restart, a terminated backend) raises :class:`ConnectionLost`; the calls
+that are safe to repeat — reads, and writes said to be repeatable (idempotent, or guarded by a
+compare-and-set) — run once more on a fresh connection, so one dead connection never fails
+them.
+
+Locks between processes are session advisory locks, each held (or awaited) on a connection of
+its own from a second pool, so long holds cannot starve statements; ``pg_advisory_lock`` queues
+the processes that ask in the order they asked, and the server drops a dead process's locks
+with its connection. Notices are ``LISTEN`` on a connection of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from typing import Final, TypeVar
+
+import psycopg
+from psycopg import AsyncConnection, AsyncCursor
+from psycopg.rows import DictRow
+
+from storage.errors import StorageError, StoreClosedError
+from storage.postgres.pool import Connection, ConnectionPool, PoolClosed, PoolTimeout
+from storage.postgres.urls import describe_url
+from storage.rows import Row
+from storage.sql.dialect import POSTGRES
+from storage.sql.session import Session, Values
+
+log = logging.getLogger("genbot.storage")
+
+T = TypeVar("T")
+CONNECT_TIMEOUT: Final = 10
+"""Seconds to reach the server (each new connection)."""
+POOL_TIMEOUT: Final = 30.0
+"""Seconds a call waits for a free connection when all ``pool_size`` are in use."""
+GRACE_SECONDS: Final = 5.0
+"""How long past ``statement_timeout`` genbot waits for the server's own cancellation."""
+SQL_LOCK: Final = "SELECT pg_advisory_lock({})"
+SQL_UNLOCK: Final = "SELECT pg_advisory_unlock({})"
+
+
+class ConnectionLost(StorageError):
+    """The connection broke under a call (server restart, terminated backend, network)."""
+
+
+class PostgresDatabase:
+    """A :class:`storage.sql.session.Database` on PostgreSQL (see the module docstring)."""
+
+    dialect: Final = POSTGRES
+
+    def __init__(
+        self, url: str, *, pool_size: int = 10, statement_timeout: float | None = None
+    ) -> None:
+        self.url = url
+        self._where = describe_url(url)
+        size = max(pool_size, 1)
+        self._pool = ConnectionPool(
+            url,
+            size,
+            timeout=POOL_TIMEOUT,
+            connect_timeout=CONNECT_TIMEOUT,
+            statement_timeout=statement_timeout,
+        )
+        self._lock_pool = ConnectionPool(
+            url, size, timeout=POOL_TIMEOUT, connect_timeout=CONNECT_TIMEOUT
+        )
+        self._call_bound = statement_timeout + GRACE_SECONDS if statement_timeout else None
+        self._closed = False
+
+    @property
+    def where(self) -> str:
+        """The server and database (no credentials), for messages and diagnostics."""
+        return self._where
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A pooled connection (autocommit, rows as dicts, ``%s`` placeholders): for the
+        schema's migrations, and an escape hatch for benchmarks, diagnostics and tests."""
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        try:
+            async with self._pool.connection() as conn:
+                try:
+                    async with self._bounded():
+                        yield conn
+                except psycopg.Error as error:
+                    if conn.broken or conn.closed:
+                        lost = f"database connection lost: {_first_line(error)}"
+                        raise ConnectionLost(lost) from error
+                    raise
+        except TimeoutError as error:
+            raise StorageError(
+                f"the database did not answer within {self._call_bound:g} s ({self.where})"
+            ) from error
+        except PoolClosed as error:
+            raise StoreClosedError("the store is closed") from error
+        except PoolTimeout as error:
+            raise StorageError(
+                f"no database connection within the timeout ({self.where})"
+            ) from error
+        except psycopg.Error as error:
+            raise StorageError(f"database error: {_first_line(error)}") from error
+
+    def _bounded(self) -> contextlib.AbstractAsyncContextManager[object]:
+        if self._call_bound is None:
+            return contextlib.nullcontext()
+        return asyncio.timeout(self._call_bound)
+
+    async def _attempt(
+        self, work: Callable[[Session], Awaitable[T]], *, transaction: bool, repeatable: bool
+    ) -> T:
+        for attempt in (1, 2):
+            try:
+                async with self.connection() as conn:
+                    if not transaction:
+                        return await work(_Statements(conn))
+                    async with conn.transaction():
+                        return await work(_Statements(conn))
+            except ConnectionLost:
+                if attempt == 2 or not repeatable:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def fetch_one(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> Row | None:
+        return await self._attempt(
+            lambda s: s.fetch_one(sql, values), transaction=False, repeatable=repeatable
+        )
+
+    async def fetch_all(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> list[Row]:
+        return await self._attempt(
+            lambda s: s.fetch_all(sql, values), transaction=False, repeatable=repeatable
+        )
+
+    async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
+        return await self._attempt(
+            lambda s: s.execute(sql, values), transaction=False, repeatable=repeatable
+        )
+
+    async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
+        return await self._attempt(
+            lambda s: s.execute_many(sql, rows), transaction=False, repeatable=False
+        )
+
+    async def transaction(
+        self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False
+    ) -> T:
+        return await self._attempt(work, transaction=True, repeatable=repeatable)
+
+    @asynccontextmanager
+    async def lock(self, key: str | int, *, wait: float) -> AsyncIterator[None]:
+        """Hold ``key``'s session advisory lock for the block (see the module docstring); only
+        the wait for it is bounded, not the block. A connection whose lock state is in doubt
+        (an error, a cancelled wait) is closed, never reused."""
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                async with asyncio.timeout(wait):
+                    conn = await stack.enter_async_context(self._lock_pool.connection())
+                    await _lock(conn, key)
+            except TimeoutError as error:
+                raise StorageError(f"{key} stayed busy for {wait:g} s") from error
+            except PoolTimeout as error:
+                raise StorageError(f"no connection for a lock ({self.where})") from error
+            except psycopg.Error as error:
+                raise StorageError(f"taking a lock failed ({self.where}): {error}") from error
+            try:
+                yield
+            finally:
+                await _unlock(conn, key)
+
+    async def listen(self, channel: str) -> AsyncIterator[str | None]:
+        """``LISTEN`` on a connection of its own (see :meth:`Database.listen`); channels are
+        genbot's own names (lower case letters, digits and underscores)."""
+        if not channel.isidentifier() or not channel.islower():
+            raise ValueError(f"not a channel name: {channel!r}")
+        try:
+            conn = await AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
+            )
+        except psycopg.Error as error:
+            raise StorageError(f"cannot listen for {channel} ({self.where}): {error}") from error
+        try:
+            await conn.execute(f"LISTEN {channel}")
+            yield None
+            async for notice in conn.notifies():
+                yield notice.payload
+        except psycopg.Error as error:
+            raise StorageError(
+                f"listening for {channel} stopped ({self.where}): {error}"
+            ) from error
+        finally:
+            await conn.close()
+
+    async def close(self) -> None:
+        """Close the idle connections (borrowed ones close when their call ends); any call
+        after raises :class:`StoreClosedError`."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._pool.close()
+        await self._lock_pool.close()
+
+
+class _Statements:
+    """Statements on one borrowed connection (in a transaction or not). A statement without
+    values goes as it is written (no placeholders to translate)."""
+
+    dialect: Final = POSTGRES
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def _run(self, sql: str, values: Values) -> AsyncCursor[DictRow]:
+        if not values:
+            return await self._conn.execute(sql)
+        return await self._conn.execute(POSTGRES.statement(sql), values)
+
+    async def fetch_one(self, sql: str, values: Values = ()) -> Row | None:
+        return await (await self._run(sql, values)).fetchone()
+
+    async def fetch_all(self, sql: str, values: Values = ()) -> list[Row]:
+        return await (await self._run(sql, values)).fetchall()
+
+    async def execute(self, sql: str, values: Values = ()) -> int:
+        return (await self._run(sql, values)).rowcount
+
+    async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
+        batch = list(rows)
+        if not batch:
+            return 0
+        async with self._conn.cursor() as cursor:
+            await cursor.executemany(POSTGRES.statement(sql), batch)
+            return cursor.rowcount
+
+
+def _key(key: str | int) -> str:
+    return "%s" if isinstance(key, int) else "hashtextextended(%s, 0)"
+
+
+async def _lock(conn: Connection, key: str | int) -> None:
+    try:
+        await conn.execute(SQL_LOCK.format(_key(key)), (key,))
+    except BaseException:
+        await conn.close()
+        raise
+
+
+async def _unlock(conn: Connection, key: str | int) -> None:
+    """Release the lock; if that fails the connection is closed, which releases it too (a
+    lost connection already had: the holder may then have overlapped another, so say so)."""
+    try:
+        await conn.execute(SQL_UNLOCK.format(_key(key)), (key,))
+    except psycopg.Error as error:
+        log.warning("a lock's connection failed while it was held: %s", error)
+        await conn.close()
+    except BaseException:
+        await conn.close()
+        raise
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]

@@ -1,0 +1,1 @@
+"""One class per port (or two), each query written once for both backends."""

@@ -1,0 +1,285 @@
+"""Conversations, their turns and the platform messages linked to them (the chat engine's
+history), and one turn of a conversation at a time across processes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+from storage.errors import StorageError
+from storage.queries.base import Queries
+from storage.records import (
+    UNSET,
+    ChatMessage,
+    ChatRole,
+    Conversation,
+    ConversationKey,
+    ConversationKind,
+    _Unset,
+)
+from storage.rows import Row, conversation_from_row, messages_with_links, to_json
+from storage.rules import check_conversation_kind, check_turn
+from storage.sql.session import Session
+
+LOCK_WAIT_SECONDS = 120.0
+"""How long a turn waits for its conversation before giving up."""
+TAIL_PAGE: Final = 64
+"""Turns whose token counts :meth:`ConversationQueries.conversation_tail` reads at a time."""
+SQL_CREATE_CONVERSATION: Final = (
+    "INSERT INTO conversations (platform, workspace_id, channel_id, thread_key, kind,"
+    " created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (platform, workspace_id, channel_id, thread_key) DO NOTHING RETURNING *"
+)
+SQL_CONVERSATION_BY_KEY: Final = (
+    "SELECT * FROM conversations"
+    " WHERE platform = ? AND workspace_id = ? AND channel_id = ? AND thread_key = ?"
+)
+SQL_CONVERSATION_BY_ID: Final = "SELECT * FROM conversations WHERE id = ?"
+SQL_CONVERSATION_BY_MESSAGE: Final = (
+    "SELECT c.* FROM conversation_links AS l JOIN conversations AS c ON c.id = l.conversation_id"
+    " WHERE l.platform = ? AND l.channel_id = ? AND l.message_id = ?"
+)
+SQL_APPEND: Final = (
+    "INSERT INTO messages (conversation_id, role, content, parts, function_call, name,"
+    " token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+)
+SQL_TOUCH: Final = "UPDATE conversations SET updated_at = ? WHERE id = ?"
+SQL_LINK: Final = (
+    "INSERT INTO conversation_links (platform, channel_id, message_id, conversation_id,"
+    " chat_message_id) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (platform, channel_id, message_id) DO UPDATE SET"
+    " conversation_id = excluded.conversation_id, chat_message_id = excluded.chat_message_id"
+)
+SQL_TURN_OWNER: Final = "SELECT conversation_id FROM messages WHERE id = ?"
+SQL_NEWEST_USER_TURN: Final = (
+    "SELECT MAX(id) AS id FROM messages WHERE conversation_id = ? AND role = 'user'"
+)
+SQL_TAIL_PAGE: Final = (
+    "SELECT id, token_count FROM messages WHERE conversation_id = ? AND id < ?"
+    " ORDER BY id DESC LIMIT ?"
+)
+SQL_HISTORY_FROM: Final = "SELECT * FROM messages WHERE conversation_id = ? AND id >= ? ORDER BY id"
+SQL_LINKS_FROM: Final = (
+    "SELECT chat_message_id, message_id FROM conversation_links"
+    " WHERE conversation_id = ? AND chat_message_id >= ? ORDER BY id"
+)
+_NEWEST: Final = 2**63 - 1
+
+
+class ConversationQueries(Queries):
+    """:class:`storage.ConversationStore` and :class:`storage.ConversationLocks`."""
+
+    async def get_or_create_conversation(
+        self, key: ConversationKey, *, kind: ConversationKind, created_by: str | None = None
+    ) -> tuple[Conversation, bool]:
+        """The conversation for ``key``, created (with ``kind``, ``created_by``) when missing.
+        Returns ``(conversation, created)``; ``kind`` and ``created_by`` of an existing one are
+        kept."""
+        check_conversation_kind(kind)
+        args = (key.platform, key.workspace_id, key.channel_id, key.thread_key)
+        now = self._clock()
+        created = await self.db.fetch_one(
+            SQL_CREATE_CONVERSATION, (*args, kind, created_by, now, now), repeatable=False
+        )
+        if created is not None:
+            return conversation_from_row(created), True
+        row = await self.db.fetch_one(SQL_CONVERSATION_BY_KEY, args)
+        if row is None:
+            raise StorageError("the conversation vanished while it was being created")
+        return conversation_from_row(row), False
+
+    async def find_conversation(self, key: ConversationKey) -> Conversation | None:
+        """The conversation for ``key``, or None (never creates)."""
+        args = (key.platform, key.workspace_id, key.channel_id, key.thread_key)
+        row = await self.db.fetch_one(SQL_CONVERSATION_BY_KEY, args)
+        return None if row is None else conversation_from_row(row)
+
+    async def get_conversation(self, conversation_id: int) -> Conversation | None:
+        """The conversation with this id, or None."""
+        row = await self.db.fetch_one(SQL_CONVERSATION_BY_ID, (conversation_id,))
+        return None if row is None else conversation_from_row(row)
+
+    async def find_conversation_by_message(
+        self, platform: str, channel_id: str, message_id: str
+    ) -> Conversation | None:
+        """The conversation a platform message was linked to (a user's or the bot's), or None.
+        This is how a reply to any message of a reply chain continues its conversation."""
+        row = await self.db.fetch_one(
+            SQL_CONVERSATION_BY_MESSAGE, (platform, channel_id, message_id)
+        )
+        return None if row is None else conversation_from_row(row)
+
+    async def append_message(
+        self,
+        conversation_id: int,
+        role: ChatRole,
+        content: str | None = None,
+        *,
+        parts: Sequence[dict[str, Any]] | None = None,
+        function_call: dict[str, Any] | None = None,
+        name: str | None = None,
+        token_count: int = 0,
+        platform_message_ids: Sequence[str] = (),
+        channel_id: str | None = None,
+    ) -> int:
+        """Append a turn; returns its id. ``platform_message_ids`` are linked to it (in the
+        conversation's channel unless ``channel_id`` is given)."""
+        check_turn(role, name)
+        now = self._clock()
+        turn = (
+            conversation_id, role, content, None if parts is None else to_json(list(parts)),
+            None if function_call is None else to_json(function_call), name, token_count, now,
+        )  # fmt: skip
+
+        async def work(tx: Session) -> int:
+            conversation = await _conversation_row(tx, conversation_id)
+            appended = await tx.fetch_one(SQL_APPEND, turn)
+            assert appended is not None
+            turn_id = int(appended["id"])
+            await _link(tx, conversation, platform_message_ids, turn_id, channel_id)
+            await tx.execute(SQL_TOUCH, (now, conversation_id))
+            return turn_id
+
+        return await self.db.transaction(work)
+
+    async def link_conversation_messages(
+        self,
+        conversation_id: int,
+        platform_message_ids: Sequence[str],
+        *,
+        chat_message_id: int | None = None,
+        channel_id: str | None = None,
+    ) -> None:
+        """Link more platform messages to a conversation (optionally to one of its turns, e.g.
+        the continuation messages of a split answer, or a user message that started a chain).
+        Re-linking an already linked platform message moves it."""
+
+        async def work(tx: Session) -> None:
+            conversation = await _conversation_row(tx, conversation_id)
+            if chat_message_id is not None:
+                owner = await tx.fetch_one(SQL_TURN_OWNER, (chat_message_id,))
+                if owner is None or owner["conversation_id"] != conversation_id:
+                    raise StorageError(
+                        f"message {chat_message_id} is not in conversation {conversation_id}"
+                    )
+            await _link(tx, conversation, platform_message_ids, chat_message_id, channel_id)
+
+        await self.db.transaction(work)
+
+    async def conversation_tail(
+        self, conversation_id: int, *, max_tokens: int
+    ) -> list[ChatMessage]:
+        """The newest turns, oldest first, whose stored ``token_count`` values add up to at
+        most ``max_tokens``. Every turn from the newest user turn on is included whatever its
+        count (without a user turn, at least the newest turn). Older turns' counts are read
+        newest first, a page at a time, only until the budget is spent, so the cost follows
+        what fits, not the conversation's length. A count of 0 (unknown) costs nothing here:
+        callers count such turns themselves."""
+        newest_user = await self.db.fetch_one(SQL_NEWEST_USER_TURN, (conversation_id,))
+        required_from = None if newest_user is None else newest_user["id"]
+        first_id: int | None = None
+        used = 0
+        below = _NEWEST
+        while True:
+            page = await self.db.fetch_all(SQL_TAIL_PAGE, (conversation_id, below, TAIL_PAGE))
+            for row in page:
+                required = first_id is None or (
+                    required_from is not None and row["id"] >= required_from
+                )
+                if not required and used + row["token_count"] > max_tokens:
+                    break
+                used += row["token_count"]
+                first_id = row["id"]
+            else:
+                if len(page) == TAIL_PAGE:
+                    below = page[-1]["id"]
+                    continue
+            break
+        if first_id is None:
+            return []
+        rows = await self.db.fetch_all(SQL_HISTORY_FROM, (conversation_id, first_id))
+        links = await self.db.fetch_all(SQL_LINKS_FROM, (conversation_id, first_id))
+        return messages_with_links(rows, links)
+
+    async def delete_message(self, message_id: int) -> bool:
+        """Delete one turn (e.g. an answer that was never posted). Platform messages linked to
+        it stay linked to its conversation. False if there was no such turn."""
+        return await self.db.execute("DELETE FROM messages WHERE id = ?", (message_id,)) == 1
+
+    async def update_message(
+        self,
+        message_id: int,
+        *,
+        content: str | _Unset | None = UNSET,
+        function_call: dict[str, Any] | _Unset | None = UNSET,
+        token_count: int | _Unset = UNSET,
+    ) -> bool:
+        """Change a stored turn (e.g. the final text of a streamed answer). False if unknown."""
+        changes: dict[str, Any] = {}
+        if not isinstance(content, _Unset):
+            changes["content"] = content
+        if not isinstance(function_call, _Unset):
+            changes["function_call"] = None if function_call is None else to_json(function_call)
+        if not isinstance(token_count, _Unset):
+            changes["token_count"] = token_count
+        return await self._update("messages", message_id, changes)
+
+    async def update_conversation(
+        self,
+        conversation_id: int,
+        *,
+        model: str | _Unset | None = UNSET,
+        system_prompt: str | _Unset | None = UNSET,
+    ) -> bool:
+        """Set (or clear with None) the conversation's own model / system prompt. False if
+        the conversation does not exist."""
+        changes: dict[str, Any] = {}
+        if not isinstance(model, _Unset):
+            changes["model"] = model
+        if not isinstance(system_prompt, _Unset):
+            changes["system_prompt"] = system_prompt
+        if changes:
+            changes["updated_at"] = self._clock()
+        return await self._update("conversations", conversation_id, changes)
+
+    async def _update(self, table: str, row_id: int, changes: dict[str, Any]) -> bool:
+        if not changes:
+            return (
+                await self.db.fetch_one(f"SELECT 1 AS found FROM {table} WHERE id = ?", (row_id,))
+                is not None
+            )
+        assignments = ", ".join(f"{column} = ?" for column in changes)
+        update = f"UPDATE {table} SET {assignments} WHERE id = ?"
+        return await self.db.execute(update, (*changes.values(), row_id)) == 1
+
+    @asynccontextmanager
+    async def conversation_lock(self, conversation_id: int) -> AsyncIterator[None]:
+        """Held while a turn of the conversation is stored and answered: processes that take
+        it for the same conversation get it one after the other, in the order they asked
+        (nothing to take where the database has one process); only the wait is bounded."""
+        async with self.db.lock(f"genbot.conversation.{conversation_id}", wait=LOCK_WAIT_SECONDS):
+            yield
+
+
+async def _conversation_row(tx: Session, conversation_id: int) -> Row:
+    row = await tx.fetch_one(SQL_CONVERSATION_BY_ID, (conversation_id,))
+    if row is None:
+        raise StorageError(f"no conversation {conversation_id}")
+    return row
+
+
+async def _link(
+    tx: Session,
+    conversation: Row,
+    message_ids: Iterable[str],
+    chat_message_id: int | None,
+    channel_id: str | None,
+) -> None:
+    channel = conversation["channel_id"] if channel_id is None else channel_id
+    rows = [
+        (conversation["platform"], channel, message_id, conversation["id"], chat_message_id)
+        for message_id in message_ids
+    ]
+    if rows:
+        await tx.execute_many(SQL_LINK, rows)

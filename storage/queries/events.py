@@ -1,0 +1,36 @@
+"""Inbound event deduplication: each platform event id is handled once within the retention."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from storage.queries.base import Queries
+
+SQL_REMEMBER: Final = (
+    "INSERT INTO processed_events (platform, event_id, seen_at) VALUES (?, ?, ?)"
+    " ON CONFLICT (platform, event_id) DO UPDATE SET seen_at = excluded.seen_at"
+    " WHERE processed_events.seen_at < ?"
+)
+SQL_PRUNE: Final = "DELETE FROM processed_events WHERE seen_at < ?"
+PRUNE_EVERY = 1000
+"""Expired entries are deleted once every this many remembered events (per process)."""
+
+
+class EventQueries(Queries):
+    """:class:`storage.EventDedupe`."""
+
+    _remembered_since_prune = 0
+
+    async def remember_event(self, platform: str, event_id: str) -> bool:
+        """True the first time an event id is seen within ``event_retention`` (in any
+        process), False for a repeat (a platform retry, or the same event given to another
+        process)."""
+        self._remembered_since_prune += 1
+        prune = self._remembered_since_prune >= PRUNE_EVERY
+        if prune:
+            self._remembered_since_prune = 0
+        now = self._clock()
+        cutoff = now - self.event_retention
+        if prune:
+            await self.db.execute(SQL_PRUNE, (cutoff,), repeatable=True)
+        return await self.db.execute(SQL_REMEMBER, (platform, event_id, now, cutoff)) == 1

@@ -1,0 +1,143 @@
+"""Jobs: reading one, compare-and-set moves, field and result changes, and the platform
+message → job links behind every button."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from storage.job_data import ResultChange
+from storage.job_records import Job, JobMessage, JobMessageKind, JobStatus
+from storage.queries.base import Queries
+from storage.rows import job_from_row, to_json
+from storage.rules import (
+    DONE_AT_PROVIDER,
+    JSON_FIELDS,
+    check_job_fields,
+    check_message_kind,
+    check_transition,
+)
+from storage.sql.dialect import marks
+from storage.sql.session import Session
+
+SQL_JOB_BY_ID: Final = "SELECT * FROM jobs WHERE id = ?"
+SQL_JOB_BY_TASK: Final = "SELECT * FROM jobs WHERE provider_id = ? AND family = 'task'"
+SQL_SET_RESULT: Final = "UPDATE jobs SET result = ?, updated_at = ? WHERE id = ? RETURNING *"
+SQL_LINK_MESSAGE: Final = (
+    "INSERT INTO job_messages (platform, channel_id, message_id, job_id, kind)"
+    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, channel_id, message_id)"
+    " DO UPDATE SET job_id = excluded.job_id, kind = excluded.kind"
+)
+SQL_JOB_FOR_MESSAGE: Final = (
+    "SELECT j.* FROM job_messages AS m JOIN jobs AS j ON j.id = m.job_id"
+    " WHERE m.platform = ? AND m.channel_id = ? AND m.message_id = ?"
+)
+
+
+def encoded_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Checked job fields, JSON fields as text."""
+    check_job_fields(fields)
+    return {name: to_json(v) if name in JSON_FIELDS else v for name, v in fields.items()}
+
+
+class JobQueries(Queries):
+    """:class:`storage.JobWriter`, :class:`storage.TaskLookup` and
+    :class:`storage.MessageLinks`."""
+
+    async def get_job(self, job_id: str) -> Job | None:
+        """The job with this id, or None."""
+        row = await self.db.fetch_one(SQL_JOB_BY_ID, (job_id,))
+        return None if row is None else job_from_row(row)
+
+    async def job_for_task(self, task_id: str) -> Job | None:
+        """The image task job the provider knows as ``task_id``, or None."""
+        row = await self.db.fetch_one(SQL_JOB_BY_TASK, (task_id,))
+        return None if row is None else job_from_row(row)
+
+    async def transition(
+        self,
+        job_id: str,
+        from_statuses: JobStatus | Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        links: Sequence[JobMessage] = (),
+        **fields: Any,
+    ) -> bool:
+        """Compare-and-set (see :meth:`storage.JobWriter.transition`): one ``UPDATE … WHERE
+        status IN (…)``, so among concurrent callers exactly one wins (a concurrent mover
+        waits for the row, re-checks the status on the committed row and moves nothing): the
+        exactly-once guard for posting results. ``links`` are committed with the move."""
+        sources = check_transition(from_statuses, to_status)
+        now = self._clock()
+        changes = {"status": to_status, "updated_at": now, **encoded_fields(fields)}
+        assignments = [f"{name} = ?" for name in changes]
+        values = [*changes.values()]
+        if to_status in DONE_AT_PROVIDER and "finished_at" not in changes:
+            assignments.append("finished_at = COALESCE(finished_at, ?)")
+            values.append(now)
+        move = (
+            f"UPDATE jobs SET {', '.join(assignments)}"
+            f" WHERE id = ? AND status IN ({marks(len(sources))})"
+        )
+        values += [job_id, *sources]
+        if not links:
+            return await self.db.execute(move, values, repeatable=True) == 1
+
+        async def work(tx: Session) -> bool:
+            moved = await tx.execute(move, values) == 1
+            if moved:
+                await tx.execute_many(SQL_LINK_MESSAGE, link_rows(links))
+            return moved
+
+        return await self.db.transaction(work, repeatable=True)
+
+    async def update_job(self, job_id: str, **fields: Any) -> bool:
+        """Set fields (see ``UPDATABLE_FIELDS``; JSON fields take Python values) whatever the
+        status; False if the job does not exist. Status changes go through
+        :meth:`transition`."""
+        changes = {"updated_at": self._clock(), **encoded_fields(fields)}
+        assignments = ", ".join(f"{name} = ?" for name in changes)
+        update = f"UPDATE jobs SET {assignments} WHERE id = ?"
+        return await self.db.execute(update, (*changes.values(), job_id)) == 1
+
+    async def change_job_result(self, job_id: str, change: ResultChange) -> Job | None:
+        """Replace the result with ``change(stored result)`` while holding the job's row (a
+        write transaction; on PostgreSQL ``SELECT … FOR UPDATE``), so changes from every
+        process apply one after another."""
+
+        async def work(tx: Session) -> Job | None:
+            row = await tx.fetch_one(SQL_JOB_BY_ID + tx.dialect.for_update, (job_id,))
+            if row is None:
+                return None
+            job = job_from_row(row)
+            changed = change(dict(job.result))
+            if changed is None:
+                return job
+            updated = await tx.fetch_one(SQL_SET_RESULT, (to_json(changed), self._clock(), job_id))
+            return None if updated is None else job_from_row(updated)
+
+        return await self.db.transaction(work)
+
+    async def link_message(
+        self,
+        platform: str,
+        channel_id: str,
+        message_id: str,
+        job_id: str,
+        kind: JobMessageKind = "result",
+    ) -> None:
+        """Map one platform message to a job (``kind``: progress, result or other;
+        re-linking a message moves it)."""
+        check_message_kind(kind)
+        link = (platform, channel_id, message_id, job_id, kind)
+        await self.db.execute(SQL_LINK_MESSAGE, link, repeatable=True)
+
+    async def job_for_message(self, platform: str, channel_id: str, message_id: str) -> Job | None:
+        """The job a platform message belongs to (the button-press lookup), or None."""
+        row = await self.db.fetch_one(SQL_JOB_FOR_MESSAGE, (platform, channel_id, message_id))
+        return None if row is None else job_from_row(row)
+
+
+def link_rows(links: Iterable[JobMessage]) -> list[tuple[str, ...]]:
+    """``SQL_LINK_MESSAGE``'s values for each link."""
+    return [(m.platform, m.channel_id, m.message_id, m.job_id, m.kind) for m in links]

@@ -1,0 +1,115 @@
+"""Which process follows which job: leases renewed by the owner's heartbeat, claims of the jobs
+no live process holds, and wakeups of a job's owner."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import replace
+from typing import Final
+
+from storage.job_records import UNFINISHED_STATUSES, Job
+from storage.process import wakeup_channel
+from storage.queries.base import Queries
+from storage.records import ProcessInfo
+from storage.rows import job_from_row, to_json
+from storage.rules import UNFINISHED_SQL
+from storage.sql.dialect import marks
+from storage.sql.session import Session
+
+_UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
+_IN_UNFINISHED: Final = f"status IN ({marks(len(_UNFINISHED))})"
+SQL_RENEW: Final = f"UPDATE jobs SET lease_until = ? WHERE owner = ? AND {_IN_UNFINISHED}"
+SQL_SEEN: Final = (
+    "INSERT INTO processes (id, host, pid, platforms, shards, started_at, seen_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+    " platforms = excluded.platforms, shards = excluded.shards, seen_at = excluded.seen_at"
+)
+SQL_EXPIRED: Final = (
+    f"SELECT * FROM jobs WHERE status IN ({UNFINISHED_SQL}) AND COALESCE(lease_until, 0) < ?"
+    " AND (owner IS NULL OR owner <> ?) AND platform IN ({}) ORDER BY COALESCE(lease_until, 0)"
+    " LIMIT ?"
+)
+"""Jobs no live process holds, found through ``jobs_by_lease_expiry`` (its predicate spelled
+out), those whose lease ended first taken first."""
+SQL_NOT_MINE: Final = (
+    f"SELECT * FROM jobs WHERE {_IN_UNFINISHED} AND (owner IS NULL OR owner <> ?)"
+    " AND platform IN ({}) ORDER BY created_at, id LIMIT ?"
+)
+SQL_TAKE: Final = "UPDATE jobs SET owner = ?, lease_until = ? WHERE id IN ({})"
+SQL_RELEASE: Final = f"UPDATE jobs SET lease_until = 0 WHERE owner = ? AND {_IN_UNFINISHED}"
+SQL_FORGET: Final = "DELETE FROM processes WHERE id = ?"
+
+
+class LeaseQueries(Queries):
+    """:class:`storage.JobLeasing`: a job is created leased to the process that creates it
+    (:class:`storage.queries.admission.AdmissionQueries`); on SQLite one process owns the
+    database, so leases mostly record which process follows a job and a restart takes them
+    all at once."""
+
+    async def heartbeat(self, process: ProcessInfo) -> int:
+        """Renew this process's leases and record it as alive; how many leases it holds."""
+        now = self._clock()
+        seen = (
+            self._process_id, process.host, process.pid, to_json(list(process.platforms)),
+            process.shards, process.started_at, now,
+        )  # fmt: skip
+
+        async def work(tx: Session) -> int:
+            renew = (now + self._lease_seconds, self._process_id, *_UNFINISHED)
+            held = await tx.execute(SQL_RENEW, renew)
+            await tx.execute(SQL_SEEN, seen)
+            return held
+
+        return await self.db.transaction(work)
+
+    async def claim_jobs(
+        self, platforms: Iterable[str], *, limit: int, take_live: bool = False
+    ) -> list[Job]:
+        """Take unfinished jobs nobody holds (or, with ``take_live``, every other process's):
+        where processes share the database, rows another claimer has locked are skipped, so
+        concurrent claimers split the work and no job is taken twice."""
+        allowed = tuple(platforms)
+        if not allowed or limit < 1:
+            return []
+        now = self._clock()
+        lease_until = now + self._lease_seconds
+        select = (SQL_NOT_MINE if take_live else SQL_EXPIRED).format(marks(len(allowed)))
+        head = _UNFINISHED if take_live else (now,)
+
+        async def work(tx: Session) -> list[Job]:
+            found = select + tx.dialect.skip_locked
+            rows = await tx.fetch_all(found, (*head, self._process_id, *allowed, limit))
+            if rows:
+                take = SQL_TAKE.format(marks(len(rows)))
+                await tx.execute(take, (self._process_id, lease_until, *(r["id"] for r in rows)))
+            return [job_from_row(row) for row in rows]
+
+        free = await self.db.transaction(work)
+        return [replace(job, owner=self._process_id, lease_until=lease_until) for job in free]
+
+    async def release_leases(self) -> int:
+        """End this process's leases now (a clean stop) and drop it from the live
+        processes; how many were released."""
+
+        async def work(tx: Session) -> int:
+            released = await tx.execute(SQL_RELEASE, (self._process_id, *_UNFINISHED))
+            await tx.execute(SQL_FORGET, (self._process_id,))
+            return released
+
+        return await self.db.transaction(work)
+
+    async def wake_owner(self, job: Job) -> None:
+        """Notify the owner's channel with the job's id (nothing to do where the database
+        has one process: it is the owner)."""
+        notify = self.db.dialect.notify
+        if notify is None or job.owner is None or job.owner == self._process_id:
+            return
+        await self.db.execute(notify, (wakeup_channel(job.owner), job.id), repeatable=True)
+
+    async def wakeups(self) -> AsyncIterator[str]:
+        """The ids of the jobs other processes asked this one to look at, as they come (none
+        where the database has one process); :class:`StorageError` when the connection is
+        lost."""
+        async for job_id in self.db.listen(wakeup_channel(self._process_id)):
+            if job_id is not None:
+                yield job_id

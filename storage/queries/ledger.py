@@ -1,0 +1,64 @@
+"""The usage ledger: tokens and credits per user per UTC day."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Final
+
+from storage.queries.base import Queries
+from storage.records import ESTIMATED_CREDITS, UsageTotals
+from storage.rules import day_text, utc_day
+
+SQL_ADD_USAGE: Final = (
+    "INSERT INTO usage (platform, user_id, day, kind, job_id, tokens_prompt, tokens_completion,"
+    " credits, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (job_id, kind) DO NOTHING"
+)
+SQL_USAGE_FOR_USER: Final = (
+    "SELECT COALESCE(SUM(tokens_prompt), 0) AS tokens_prompt,"
+    " COALESCE(SUM(tokens_completion), 0) AS tokens_completion,"
+    " COALESCE(SUM(credits), 0) AS credits, COUNT(*) AS entries,"
+    f" COALESCE(SUM(CASE WHEN kind = '{ESTIMATED_CREDITS}' THEN credits ELSE 0 END), 0)"
+    " AS estimated_credits FROM usage WHERE platform = ? AND user_id = ? AND day = ?"
+)
+
+
+class LedgerQueries(Queries):
+    """:class:`storage.UsageLedger`."""
+
+    async def add_usage(
+        self,
+        platform: str,
+        user_id: str,
+        *,
+        tokens_prompt: int = 0,
+        tokens_completion: int = 0,
+        credits: int = 0,
+        kind: str = "chat",
+        job_id: str | None = None,
+        at: float | None = None,
+    ) -> bool:
+        """Record one usage event on the UTC day of ``at`` (default: now). ``kind`` labels it
+        (``chat``, ``task``, ``diffusion`` …). With ``job_id``, the pair (``job_id``, ``kind``)
+        is recorded once: a repeat (say, after a restart) is ignored and returns False."""
+        stamp = self._clock() if at is None else at
+        values = (
+            platform, user_id, utc_day(stamp), kind, job_id, tokens_prompt, tokens_completion,
+            credits, stamp,
+        )  # fmt: skip
+        return await self.db.execute(SQL_ADD_USAGE, values) == 1
+
+    async def usage_for_user(
+        self, platform: str, user_id: str, day: str | date | None = None
+    ) -> UsageTotals:
+        """A user's totals for one UTC day (default: today)."""
+        the_day = utc_day(self._clock()) if day is None else day_text(day)
+        row = await self.db.fetch_one(SQL_USAGE_FOR_USER, (platform, user_id, the_day))
+        assert row is not None
+        return UsageTotals(
+            int(row["tokens_prompt"]),
+            int(row["tokens_completion"]),
+            int(row["credits"]),
+            int(row["entries"]),
+            int(row["estimated_credits"]),
+        )

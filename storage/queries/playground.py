@@ -1,0 +1,159 @@
+"""The playground's messages and images, kept so that a restart (or another process) shows
+them too; where processes share the database, a save is announced to the others (``NOTIFY``,
+sent at commit)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Sequence
+from typing import Final
+
+from storage.queries.base import Queries
+from storage.records import PlaygroundImage, PlaygroundMessage
+from storage.rows import Row, from_json, to_json
+from storage.rules import newest_images
+from storage.sql.dialect import marks
+from storage.sql.session import Session
+
+CHANNEL: Final = "genbot_playground"
+SQL_SAVE: Final = (
+    "INSERT INTO playground_messages (id, channel, pending, image_keys, body)"
+    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+    " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body"
+)
+SQL_SAVE_IMAGE: Final = (
+    "INSERT INTO playground_images (key, filename, content_type, width, height, data)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING"
+)
+SQL_TRIM: Final = (
+    "DELETE FROM playground_messages WHERE channel = ? AND seq <= (SELECT seq FROM"
+    " playground_messages WHERE channel = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)"
+)
+SQL_SWEEP_IMAGES: Final = "DELETE FROM playground_images WHERE key NOT IN ({})"
+MESSAGE_COLUMNS: Final = "id, channel, pending, image_keys, body"
+SQL_LOAD: Final = (
+    f"SELECT {MESSAGE_COLUMNS} FROM (SELECT *, ROW_NUMBER() OVER"
+    " (PARTITION BY channel ORDER BY seq DESC) AS n FROM playground_messages) AS latest"
+    " WHERE n <= ? ORDER BY seq"
+)
+SQL_ONE: Final = f"SELECT {MESSAGE_COLUMNS} FROM playground_messages WHERE id = ?"
+SQL_SETTLE: Final = "UPDATE playground_messages SET pending = ? WHERE id = ?"
+SQL_IMAGE_SIZES: Final = "SELECT key, length(data) AS size FROM playground_images"
+SQL_IMAGES: Final = (
+    "SELECT key, filename, content_type, width, height, data FROM playground_images"
+    " WHERE key IN ({})"
+)
+SQL_NEW_KEY: Final = (
+    "INSERT INTO playground_meta (name, value) VALUES ('session_key', ?)"
+    " ON CONFLICT (name) DO NOTHING"
+)
+SQL_KEY: Final = "SELECT value FROM playground_meta WHERE name = 'session_key'"
+IMAGES_PER_QUERY: Final = 500
+
+
+def _message(row: Row) -> PlaygroundMessage:
+    return PlaygroundMessage(
+        row["id"],
+        row["channel"],
+        bool(row["pending"]),
+        tuple(from_json(row["image_keys"], [])),
+        from_json(row["body"], {}),
+    )
+
+
+def _image(row: Row) -> PlaygroundImage:
+    return PlaygroundImage(
+        row["key"], row["filename"], row["content_type"], row["width"], row["height"],
+        bytes(row["data"]),
+    )  # fmt: skip
+
+
+class PlaygroundQueries(Queries):
+    """:class:`storage.PlaygroundHistory`."""
+
+    async def load_playground(
+        self, keep: int, *, max_image_bytes: int | None = None
+    ) -> tuple[list[PlaygroundMessage], list[PlaygroundImage]]:
+        """Each channel's ``keep`` latest messages, oldest first, and the images of the newest
+        that fit in ``max_image_bytes``."""
+        messages = [_message(row) for row in await self.db.fetch_all(SQL_LOAD, (keep,))]
+        sizes = {row["key"]: row["size"] for row in await self.db.fetch_all(SQL_IMAGE_SIZES)}
+        wanted = newest_images(messages, sizes, max_image_bytes)
+        images = await self._images(wanted)
+        order = {key: n for n, key in enumerate(wanted)}
+        return messages, sorted(images, key=lambda image: order[image.key])
+
+    async def _images(self, keys: Sequence[str]) -> list[PlaygroundImage]:
+        found: list[PlaygroundImage] = []
+        for start in range(0, len(keys), IMAGES_PER_QUERY):
+            chunk = keys[start : start + IMAGES_PER_QUERY]
+            rows = await self.db.fetch_all(SQL_IMAGES.format(marks(len(chunk))), chunk)
+            found.extend(_image(row) for row in rows)
+        return found
+
+    async def save_playground_message(
+        self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
+    ) -> None:
+        """Store a message and its images; trim the channel to ``keep``, sweep the images no
+        message shows any more, and tell the other processes."""
+        row = (
+            message.id,
+            message.channel,
+            message.pending,
+            to_json(sorted(message.image_keys)),
+            to_json(dict(message.body)),
+        )
+        shown = [(i.key, i.filename, i.content_type, i.width, i.height, i.data) for i in images]
+
+        async def work(tx: Session) -> None:
+            if shown:
+                await tx.execute_many(SQL_SAVE_IMAGE, shown)
+            await tx.execute(SQL_SAVE, row)
+            if await tx.execute(SQL_TRIM, (message.channel, message.channel, keep)):
+                in_use = tx.dialect.json_elements("playground_messages", "image_keys")
+                await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
+            if tx.dialect.notify is not None:
+                await tx.execute(tx.dialect.notify, (CHANNEL, f"{self._process_id} {message.id}"))
+
+        await self.db.transaction(work)
+
+    async def settle_playground_message(self, message_id: str) -> None:
+        """Mark a command's message as handled."""
+        await self.db.execute(SQL_SETTLE, (False, message_id), repeatable=True)
+
+    async def playground_message(
+        self, message_id: str, *, with_images: bool = True
+    ) -> tuple[PlaygroundMessage, list[PlaygroundImage]] | None:
+        """One stored message and the images it shows (with ``with_images``), or None."""
+        row = await self.db.fetch_one(SQL_ONE, (message_id,))
+        if row is None:
+            return None
+        message = _message(row)
+        return message, await self._images(message.image_keys if with_images else ())
+
+    async def playground_image(self, key: str) -> PlaygroundImage | None:
+        """One stored image (its bytes read on demand), or None."""
+        images = await self._images((key,))
+        return images[0] if images else None
+
+    async def playground_session_key(self) -> bytes:
+        """The session-cookie key, made on first use, the same for every process."""
+
+        async def work(tx: Session) -> Row | None:
+            await tx.execute(SQL_NEW_KEY, (secrets.token_hex(32),))
+            return await tx.fetch_one(SQL_KEY)
+
+        row = await self.db.transaction(work)
+        assert row is not None
+        return bytes.fromhex(row["value"])
+
+    async def playground_updates(self) -> AsyncIterator[str | None]:
+        """None once following has started, then the ids of the messages other processes
+        save (only the None where the database has one process)."""
+        async for notice in self.db.listen(CHANNEL):
+            if notice is None:
+                yield None
+                continue
+            origin, _, message_id = notice.partition(" ")
+            if origin != self._process_id and message_id:
+                yield message_id

@@ -1,0 +1,164 @@
+"""What the tracker asks of jobs: unfinished ones, due times, poll stamps, counts, the delivery
+claim, and a requester's recent jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from storage.job_records import UNFINISHED_STATUSES, Job, JobStatus
+from storage.queries.base import Queries
+from storage.rows import job_from_row
+from storage.rules import status_tuple, utc_day
+from storage.sql.dialect import marks
+from storage.sql.session import Session
+
+_UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
+SQL_UNFINISHED: Final = "SELECT * FROM jobs WHERE {} ORDER BY created_at, id"
+SQL_CLAIM_DELIVERY: Final = (
+    "UPDATE jobs SET status = CASE status WHEN 'finished' THEN 'posting' ELSE 'reporting' END,"
+    " post_claims = post_claims + 1, updated_at = ?"
+    " WHERE id = ? AND status IN ('finished', 'failed') AND platform IN ({})"
+    " AND (owner IS NULL OR owner = ?)"
+    " AND (next_poll_at IS NULL OR next_poll_at <= ?) RETURNING *"
+)
+SQL_CHARGE_CREDITS: Final = (
+    "INSERT INTO usage (platform, user_id, day, kind, job_id, credits, created_at)"
+    " VALUES (?, ?, ?, 'credits', ?, ?, ?) ON CONFLICT (job_id, kind) DO NOTHING"
+)
+SQL_NEXT_POLL: Final = (
+    "SELECT MIN(next_poll_at) AS at FROM jobs WHERE status IN ({}) AND next_poll_at > ?"
+)
+SQL_COUNT_UNFINISHED: Final = (
+    f"SELECT status, platform, COUNT(*) AS n FROM jobs WHERE status IN ({marks(len(_UNFINISHED))})"
+    " GROUP BY status, platform"
+)
+
+
+class TrackingQueries(Queries):
+    """:class:`storage.JobTracking`, :class:`storage.JobCounts`,
+    :class:`storage.DeliveryClaims` and :class:`storage.JobHistory`."""
+
+    async def claim_delivery(
+        self, job_id: str, platforms: Iterable[str], due_by: float
+    ) -> Job | None:
+        """Claim a job for posting its result or reporting its failure, in one transaction:
+        ``finished → posting`` or ``failed → reporting``, only for a job this process owns
+        (or nobody does), on one of ``platforms`` and when its next attempt is due by
+        ``due_by`` (``next_poll_at`` unset or not later), counting the claim in
+        ``post_claims``. A task's credits are recorded in the usage ledger with its
+        ``posting`` claim (once per job, whatever the number of claims). The claimed job, or
+        None when there was nothing to claim (concurrent callers cannot both win)."""
+        allowed = tuple(platforms)
+        if not allowed:
+            return None
+        now = self._clock()
+        claim = SQL_CLAIM_DELIVERY.format(marks(len(allowed)))
+
+        async def work(tx: Session) -> Job | None:
+            row = await tx.fetch_one(claim, (now, job_id, *allowed, self._process_id, due_by))
+            if row is None:
+                return None
+            job = job_from_row(row)
+            if job.status == "posting" and job.family == "task" and job.credits:
+                charge = (job.platform, job.requester_id, utc_day(now), job.id, job.credits)
+                await tx.execute(SQL_CHARGE_CREDITS, (*charge, now))
+            return job
+
+        return await self.db.transaction(work, repeatable=True)
+
+    async def list_unfinished_jobs(
+        self,
+        statuses: Iterable[JobStatus] = UNFINISHED_STATUSES,
+        *,
+        family: str | None = None,
+        limit: int | None = None,
+        after: Job | None = None,
+        webhook_quiet_since: float | None = None,
+        due_at: float | None = None,
+        created_before: float | None = None,
+        owner: str | None = None,
+    ) -> list[Job]:
+        """Jobs whose status is in ``statuses`` (default: every non-terminal one), oldest
+        first (``created_at``, then ``id``). ``after`` continues a page after that job;
+        ``webhook_quiet_since`` drops jobs that got a webhook at or after that time;
+        ``due_at`` drops jobs whose ``next_poll_at`` is later than it; ``created_before``
+        keeps only jobs created before that time; ``owner`` only that process's jobs."""
+        chosen = status_tuple(statuses)
+        conditions = [f"status IN ({marks(len(chosen))})"]
+        values: list[Any] = list(chosen)
+        if family is not None:
+            conditions.append("family = ?")
+            values.append(family)
+        if after is not None:
+            conditions.append("(created_at, id) > (?, ?)")
+            values += [after.created_at, after.id]
+        if webhook_quiet_since is not None:
+            conditions.append("(last_webhook_at IS NULL OR last_webhook_at < ?)")
+            values.append(webhook_quiet_since)
+        if due_at is not None:
+            conditions.append("(next_poll_at IS NULL OR next_poll_at <= ?)")
+            values.append(due_at)
+        if created_before is not None:
+            conditions.append("created_at < ?")
+            values.append(created_before)
+        if owner is not None:
+            conditions.append("owner = ?")
+            values.append(owner)
+        query = SQL_UNFINISHED.format(" AND ".join(conditions))
+        if limit is not None:
+            query += " LIMIT ?"
+            values.append(limit)
+        return [job_from_row(row) for row in await self.db.fetch_all(query, values)]
+
+    async def next_poll_after(
+        self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None
+    ) -> float | None:
+        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses`` (only
+        ``owner``'s, when given): when the tracker next has something to do for them."""
+        chosen = status_tuple(statuses)
+        query = SQL_NEXT_POLL.format(marks(len(chosen)))
+        values: tuple[Any, ...] = (*chosen, after)
+        if owner is not None:
+            query += " AND owner = ?"
+            values += (owner,)
+        row = await self.db.fetch_one(query, values)
+        return None if row is None or row["at"] is None else float(row["at"])
+
+    async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:
+        """Set ``last_polled_at`` (default: now) on many jobs in one statement."""
+        ids = list(job_ids)
+        if not ids:
+            return 0
+        stamp = self._clock() if at is None else at
+        mark = f"UPDATE jobs SET last_polled_at = ? WHERE id IN ({marks(len(ids))})"
+        return await self.db.execute(mark, (stamp, *ids), repeatable=True)
+
+    async def count_unfinished_jobs(self) -> list[tuple[JobStatus, str, int]]:
+        """How many jobs are in each unfinished status, per platform (for metrics)."""
+        rows = await self.db.fetch_all(SQL_COUNT_UNFINISHED, _UNFINISHED)
+        return [(row["status"], str(row["platform"]), int(row["n"])) for row in rows]
+
+    async def recent_jobs(
+        self,
+        platform: str,
+        requester_id: str,
+        *,
+        workspace_id: str | None = None,
+        statuses: Iterable[JobStatus] = ("posted",),
+        limit: int = 10,
+    ) -> list[Job]:
+        """The requester's newest jobs in ``statuses`` (in ``workspace_id`` when given),
+        newest first, at most ``limit`` (the Slack App Home lists them)."""
+        chosen = status_tuple(tuple(statuses))
+        in_workspace = "" if workspace_id is None else " AND workspace_id = ?"
+        query = (
+            f"SELECT * FROM jobs WHERE platform = ? AND requester_id = ?"
+            f" AND status IN ({marks(len(chosen))}){in_workspace}"
+            " ORDER BY created_at DESC, id DESC LIMIT ?"
+        )
+        where = () if workspace_id is None else (workspace_id,)
+        rows = await self.db.fetch_all(
+            query, (platform, requester_id, *chosen, *where, max(limit, 0))
+        )
+        return [job_from_row(row) for row in rows]

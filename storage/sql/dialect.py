@@ -1,0 +1,80 @@
+"""What differs between SQLite and PostgreSQL in genbot's SQL, in one place.
+
+Queries are written once with ``?`` placeholders (SQLite's own; PostgreSQL's driver gets
+``%s``). Everything else genbot asks is portable SQL (``RETURNING``, ``ON CONFLICT``, row
+values, window functions, ``COALESCE``) but for what this module spells per backend: row locks
+(``FOR UPDATE``, with ``SKIP LOCKED`` for claims), transaction-scoped advisory locks, wakeup
+notices between processes (``NOTIFY``), and reading into JSON values. SQLite needs none of the
+locks and notices: one process owns its file, and ``BEGIN IMMEDIATE`` serialises its writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final, Literal
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One backend's spelling of the few things that are not portable."""
+
+    name: Literal["sqlite", "postgres"]
+    shared: bool
+    """Whether several processes use one database at the same time."""
+    for_update: str
+    """Appended to a ``SELECT`` whose rows the transaction goes on to change."""
+    skip_locked: str
+    """Appended to a ``SELECT`` that claims rows, so concurrent claimers split them."""
+    transaction_lock: str | None
+    """A statement taking a lock on one text key until the transaction ends (None: the write
+    transaction is the lock)."""
+    notify: str | None
+    """A statement sending a payload to a channel's listeners (None: nobody else to tell)."""
+
+    def statement(self, sql: str) -> str:
+        """``sql`` as this backend's driver takes it."""
+        return sql if self.name == "sqlite" else _pyformat(sql)
+
+    def json_elements(self, table: str, column: str) -> str:
+        """A ``SELECT`` of the text elements of the JSON arrays in ``table.column``."""
+        if self.name == "sqlite":
+            return f"SELECT value FROM {table}, json_each({table}.{column})"
+        return f"SELECT jsonb_array_elements_text({column}) FROM {table}"
+
+    def json_number(self, column: str, key: str) -> str:
+        """The number at ``key`` of the JSON object in ``column``."""
+        if self.name == "sqlite":
+            return f"json_extract({column}, '$.{key}')"
+        return f"({column}->>'{key}')::double precision"
+
+    def json_contains(self, column: str, value: str) -> str:
+        """Whether the JSON array in ``column`` has the text ``value`` (an expression)."""
+        if self.name == "sqlite":
+            return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = {value})"
+        return f"jsonb_exists({column}, {value})"
+
+
+@lru_cache(maxsize=2048)
+def _pyformat(sql: str) -> str:
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+SQLITE: Final = Dialect(
+    "sqlite", shared=False, for_update="", skip_locked="", transaction_lock=None, notify=None
+)
+POSTGRES: Final = Dialect(
+    "postgres",
+    shared=True,
+    for_update=" FOR UPDATE",
+    skip_locked=" FOR UPDATE SKIP LOCKED",
+    transaction_lock="SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+    notify="SELECT pg_notify(?, ?)",
+)
+
+
+def marks(count: int) -> str:
+    """``?, ?, …`` for an ``IN (…)`` list of ``count`` values."""
+    if count < 1:
+        raise ValueError("an IN list needs at least one value")
+    return ", ".join("?" * count)

@@ -1,0 +1,249 @@
+"""genbot's SQLite database: one connection, owned by one worker thread.
+
+Every statement is handed to the thread with ``loop.run_in_executor``, so the event loop never
+blocks on SQLite, sqlite3's thread affinity holds and writes are serialised. A transaction is
+``BEGIN IMMEDIATE`` (sent with its first statement: the write lock is taken up front, so two
+connections never deadlock upgrading theirs) … ``COMMIT``; its statements are awaited one by
+one, and an :class:`asyncio.Lock` keeps every other statement of the process out until it
+ends. With a ``statement_timeout``, a statement still running after that many seconds is
+interrupted (SQLite's progress handler) and fails. A statement whose awaiting task is
+cancelled still runs to completion on the worker; a transaction cancelled between its
+statements is rolled back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Final, TypeVar
+
+from sqlite_utils import Database as SqliteUtilsDatabase
+
+from storage.errors import StorageError, StoreClosedError
+from storage.files import private_file
+from storage.rows import Row
+from storage.sql.dialect import SQLITE
+from storage.sql.session import Session, Values
+
+T = TypeVar("T")
+WORKER_THREAD_PREFIX: Final = "genbot-storage"
+PROGRESS_STEPS: Final = 1000
+"""SQLite virtual machine steps between two looks at the statement's deadline."""
+
+
+def _connect(path: Path, busy_timeout: float) -> SqliteUtilsDatabase:
+    if str(path) != ":memory:":
+        private_file(path)
+    conn = sqlite3.connect(str(path), timeout=busy_timeout, isolation_level=None)
+    try:
+        db = SqliteUtilsDatabase(conn, execute_plugins=False)
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        db.execute("PRAGMA foreign_keys = ON")
+        db.enable_wal()
+        db.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return db
+
+
+class SqliteDatabase:
+    """A :class:`storage.sql.session.Database` on one SQLite file (see the module docstring).
+
+    Open with ``await SqliteDatabase.open(path)``: WAL journal, ``synchronous=NORMAL``,
+    foreign keys on, ``busy_timeout`` seconds of waiting for another connection's lock.
+    """
+
+    dialect: Final = SQLITE
+
+    def __init__(
+        self,
+        path: Path,
+        executor: ThreadPoolExecutor,
+        db: SqliteUtilsDatabase,
+        statement_timeout: float | None,
+    ) -> None:
+        self.path = path
+        self._executor = executor
+        self._db = db
+        self._statement_timeout = statement_timeout or None
+        self._deadline: float | None = None
+        self._turn = asyncio.Lock()
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls, path: Path, *, busy_timeout: float = 5.0, statement_timeout: float | None = None
+    ) -> SqliteDatabase:
+        """Open (creating if needed) the file at ``path`` on a worker thread of its own."""
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WORKER_THREAD_PREFIX)
+        loop = asyncio.get_running_loop()
+        try:
+            db = await loop.run_in_executor(executor, _connect, path, busy_timeout)
+        except BaseException as error:
+            executor.shutdown(wait=False)
+            if isinstance(error, sqlite3.Error):
+                raise StorageError(f"cannot open database {path}: {error}") from error
+            raise
+        database = cls(path, executor, db, statement_timeout)
+        if database._statement_timeout:
+            await database.run(database._watch_deadline)
+        return database
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def run(self, work: Callable[[SqliteUtilsDatabase], T]) -> T:
+        """``work(db)`` on the worker thread with its ``sqlite_utils.Database``, between other
+        statements (never inside a transaction): for the schema's migrations, and an escape
+        hatch for benchmarks, diagnostics and tests. ``work`` must not leave a transaction
+        open."""
+        async with self._turn:
+            return await self._on_worker(work)
+
+    async def _on_worker(self, work: Callable[[SqliteUtilsDatabase], T]) -> T:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._guarded, work)
+
+    def _guarded(self, work: Callable[[SqliteUtilsDatabase], T]) -> T:
+        if self._statement_timeout is not None:
+            self._deadline = time.monotonic() + self._statement_timeout
+        try:
+            return work(self._db)
+        except sqlite3.OperationalError as error:
+            if self._deadline is not None and time.monotonic() > self._deadline:
+                raise StorageError(
+                    f"a database call took longer than {self._statement_timeout:g} s "
+                    "([storage] statement_timeout)"
+                ) from error
+            raise StorageError(f"database error: {error}") from error
+        except sqlite3.Error as error:
+            raise StorageError(f"database error: {error}") from error
+        finally:
+            self._deadline = None
+
+    def _watch_deadline(self, db: SqliteUtilsDatabase) -> None:
+        db.conn.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
+
+    def _past_deadline(self) -> int:
+        deadline = self._deadline
+        return 1 if deadline is not None and time.monotonic() > deadline else 0
+
+    async def fetch_one(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> Row | None:
+        return await self.run(lambda db: _one(db.conn, sql, values))
+
+    async def fetch_all(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> list[Row]:
+        return await self.run(lambda db: _all(db.conn, sql, values))
+
+    async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
+        return await self.run(lambda db: db.conn.execute(sql, values).rowcount)
+
+    async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
+        batch = list(rows)
+        return await self.run(lambda db: db.conn.executemany(sql, batch).rowcount)
+
+    async def transaction(
+        self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False
+    ) -> T:
+        async with self._turn:
+            session = _Transaction(self)
+            try:
+                done = await work(session)
+            except BaseException:
+                if session.begun:
+                    await asyncio.shield(self._on_worker(_rollback))
+                raise
+            if session.begun:
+                await self._on_worker(lambda db: db.conn.execute("COMMIT"))
+            return done
+
+    @asynccontextmanager
+    async def lock(self, key: str | int, *, wait: float) -> AsyncIterator[None]:
+        """Nothing to take: no other process shares a SQLite database."""
+        yield
+
+    async def listen(self, channel: str) -> AsyncIterator[str | None]:
+        """Only the start: no other process shares a SQLite database to send notices."""
+        yield None
+
+    async def close(self) -> None:
+        """Finish the statements already asked for, then close the connection and the worker
+        thread; any statement after raises :class:`StoreClosedError`."""
+        async with self._turn:
+            if self._closed:
+                return
+            self._closed = True
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._executor, self._db.close)
+        finally:
+            self._executor.shutdown(wait=True)
+
+
+class _Transaction:
+    """The statements of one transaction (its database's turn is held)."""
+
+    dialect: Final = SQLITE
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._database = database
+        self.begun = False
+
+    async def _in(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if self.begun:
+            return await self._database._on_worker(lambda db: work(db.conn))
+        self.begun = True
+        return await self._database._on_worker(lambda db: _begun(db.conn, work))
+
+    async def fetch_one(self, sql: str, values: Values = ()) -> Row | None:
+        return await self._in(lambda conn: _one(conn, sql, values))
+
+    async def fetch_all(self, sql: str, values: Values = ()) -> list[Row]:
+        return await self._in(lambda conn: _all(conn, sql, values))
+
+    async def execute(self, sql: str, values: Values = ()) -> int:
+        return await self._in(lambda conn: conn.execute(sql, values).rowcount)
+
+    async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
+        batch = list(rows)
+        return await self._in(lambda conn: conn.executemany(sql, batch).rowcount)
+
+
+def _begun(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    conn.execute("BEGIN IMMEDIATE")
+    return work(conn)
+
+
+def _rollback(db: SqliteUtilsDatabase) -> None:
+    if db.conn.in_transaction:
+        db.conn.execute("ROLLBACK")
+
+
+def _one(conn: sqlite3.Connection, sql: str, values: Values) -> Row | None:
+    cursor = conn.execute(sql, values)
+    found = cursor.fetchone()
+    if found is None:
+        return None
+    return dict(zip([column[0] for column in cursor.description], found, strict=True))
+
+
+def _all(conn: sqlite3.Connection, sql: str, values: Values) -> list[Row]:
+    cursor = conn.execute(sql, values)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, found, strict=True)) for found in cursor.fetchall()]
