@@ -73,9 +73,6 @@ class ConversationQueries(Queries):
     async def get_or_create_conversation(
         self, key: ConversationKey, *, kind: ConversationKind, created_by: str | None = None
     ) -> tuple[Conversation, bool]:
-        """The conversation for ``key``, created (with ``kind``, ``created_by``) when missing.
-        Returns ``(conversation, created)``; ``kind`` and ``created_by`` of an existing one are
-        kept."""
         check_conversation_kind(kind)
         args = (key.platform, key.workspace_id, key.channel_id, key.thread_key)
         now = self._clock()
@@ -90,21 +87,17 @@ class ConversationQueries(Queries):
         return conversation_from_row(row), False
 
     async def find_conversation(self, key: ConversationKey) -> Conversation | None:
-        """The conversation for ``key``, or None (never creates)."""
         args = (key.platform, key.workspace_id, key.channel_id, key.thread_key)
         row = await self.db.fetch_one(SQL_CONVERSATION_BY_KEY, args)
         return None if row is None else conversation_from_row(row)
 
     async def get_conversation(self, conversation_id: int) -> Conversation | None:
-        """The conversation with this id, or None."""
         row = await self.db.fetch_one(SQL_CONVERSATION_BY_ID, (conversation_id,))
         return None if row is None else conversation_from_row(row)
 
     async def find_conversation_by_message(
         self, platform: str, channel_id: str, message_id: str
     ) -> Conversation | None:
-        """The conversation a platform message was linked to (a user's or the bot's), or None.
-        This is how a reply to any message of a reply chain continues its conversation."""
         row = await self.db.fetch_one(
             SQL_CONVERSATION_BY_MESSAGE, (platform, channel_id, message_id)
         )
@@ -123,8 +116,6 @@ class ConversationQueries(Queries):
         platform_message_ids: Sequence[str] = (),
         channel_id: str | None = None,
     ) -> int:
-        """Append a turn; returns its id. ``platform_message_ids`` are linked to it (in the
-        conversation's channel unless ``channel_id`` is given)."""
         check_turn(role, name)
         now = self._clock()
         turn = (
@@ -151,9 +142,6 @@ class ConversationQueries(Queries):
         chat_message_id: int | None = None,
         channel_id: str | None = None,
     ) -> None:
-        """Link more platform messages to a conversation (optionally to one of its turns, e.g.
-        the continuation messages of a split answer, or a user message that started a chain).
-        Re-linking an already linked platform message moves it."""
 
         async def work(tx: Session) -> None:
             conversation = await _conversation_row(tx, conversation_id)
@@ -170,12 +158,8 @@ class ConversationQueries(Queries):
     async def conversation_tail(
         self, conversation_id: int, *, max_tokens: int
     ) -> list[ChatMessage]:
-        """The newest turns, oldest first, whose stored ``token_count`` values add up to at
-        most ``max_tokens``. Every turn from the newest user turn on is included whatever its
-        count (without a user turn, at least the newest turn). Older turns' counts are read
-        newest first, a page at a time, only until the budget is spent, so the cost follows
-        what fits, not the conversation's length. A count of 0 (unknown) costs nothing here:
-        callers count such turns themselves."""
+        """Older turns' counts are read newest first, a page at a time, only until the budget
+        is spent: the cost follows what fits, not the conversation's length."""
         newest_user = await self.db.fetch_one(SQL_NEWEST_USER_TURN, (conversation_id,))
         required_from = None if newest_user is None else newest_user["id"]
         first_id: int | None = None
@@ -203,8 +187,6 @@ class ConversationQueries(Queries):
         return messages_with_links(rows, links)
 
     async def delete_message(self, message_id: int) -> bool:
-        """Delete one turn (e.g. an answer that was never posted). Platform messages linked to
-        it stay linked to its conversation. False if there was no such turn."""
         return await self.db.execute("DELETE FROM messages WHERE id = ?", (message_id,)) == 1
 
     async def update_message(
@@ -215,7 +197,6 @@ class ConversationQueries(Queries):
         function_call: dict[str, Any] | _Unset | None = UNSET,
         token_count: int | _Unset = UNSET,
     ) -> bool:
-        """Change a stored turn (e.g. the final text of a streamed answer). False if unknown."""
         changes: dict[str, Any] = {}
         if not isinstance(content, _Unset):
             changes["content"] = content
@@ -232,8 +213,6 @@ class ConversationQueries(Queries):
         model: str | _Unset | None = UNSET,
         system_prompt: str | _Unset | None = UNSET,
     ) -> bool:
-        """Set (or clear with None) the conversation's own model / system prompt. False if
-        the conversation does not exist."""
         changes: dict[str, Any] = {}
         if not isinstance(model, _Unset):
             changes["model"] = model
@@ -255,9 +234,6 @@ class ConversationQueries(Queries):
 
     @asynccontextmanager
     async def conversation_lock(self, conversation_id: int) -> AsyncIterator[None]:
-        """Held while a turn of the conversation is stored and answered: processes that take
-        it for the same conversation get it one after the other, in the order they asked
-        (nothing to take where the database has one process); only the wait is bounded."""
         async with self.db.lock(f"genbot.conversation.{conversation_id}", wait=LOCK_WAIT_SECONDS):
             yield
 

@@ -22,9 +22,6 @@ class EventQueries(Queries):
     _remembered_since_prune = 0
 
     async def remember_event(self, platform: str, event_id: str) -> bool:
-        """True the first time an event id is seen within ``event_retention`` (in any
-        process), False for a repeat (a platform retry, or the same event given to another
-        process)."""
         self._remembered_since_prune += 1
         prune = self._remembered_since_prune >= PRUNE_EVERY
         if prune:

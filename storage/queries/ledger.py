@@ -38,9 +38,6 @@ class LedgerQueries(Queries):
         job_id: str | None = None,
         at: float | None = None,
     ) -> bool:
-        """Record one usage event on the UTC day of ``at`` (default: now). ``kind`` labels it
-        (``chat``, ``task``, ``diffusion`` …). With ``job_id``, the pair (``job_id``, ``kind``)
-        is recorded once: a repeat (say, after a restart) is ignored and returns False."""
         stamp = self._clock() if at is None else at
         values = (
             platform, user_id, utc_day(stamp), kind, job_id, tokens_prompt, tokens_completion,
@@ -51,7 +48,6 @@ class LedgerQueries(Queries):
     async def usage_for_user(
         self, platform: str, user_id: str, day: str | date | None = None
     ) -> UsageTotals:
-        """A user's totals for one UTC day (default: today)."""
         the_day = utc_day(self._clock()) if day is None else day_text(day)
         row = await self.db.fetch_one(SQL_USAGE_FOR_USER, (platform, user_id, the_day))
         assert row is not None

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from storage.queries.base import Queries
 from storage.records import (
-    UNSET,
     Conversation,
     EffectiveSettings,
     ScopeKind,
     ScopeSettings,
     SettingSource,
     SettingValues,
-    _Unset,
 )
 from storage.rows import scope_from_row
 from storage.rules import check_scope_kind, given_settings, merge_settings
@@ -28,43 +26,9 @@ class SettingsQueries(Queries):
     """:class:`storage.SettingsStore`."""
 
     async def set_scope_settings(
-        self,
-        kind: ScopeKind,
-        platform: str,
-        scope_id: str,
-        *,
-        model: str | _Unset | None = UNSET,
-        system_prompt: str | _Unset | None = UNSET,
-        process_mode: str | _Unset | None = UNSET,
-        aspect_ratio: str | _Unset | None = UNSET,
-        temperature: float | _Unset | None = UNSET,
-        stream: bool | _Unset | None = UNSET,
-        remix: bool | _Unset | None = UNSET,
-        top_p: float | _Unset | None = UNSET,
-        presence_penalty: float | _Unset | None = UNSET,
-        frequency_penalty: float | _Unset | None = UNSET,
-        stop: str | _Unset | None = UNSET,
-        n: int | _Unset | None = UNSET,
+        self, kind: ScopeKind, platform: str, scope_id: str, **settings: Any
     ) -> ScopeSettings:
-        """Partial update of one scope's settings: given values are set, None clears a value,
-        omitted ones stay. Returns the stored result."""
-        given = given_settings(
-            kind,
-            {
-                "model": model,
-                "system_prompt": system_prompt,
-                "process_mode": process_mode,
-                "aspect_ratio": aspect_ratio,
-                "temperature": temperature,
-                "stream": stream,
-                "remix": remix,
-                "top_p": top_p,
-                "presence_penalty": presence_penalty,
-                "frequency_penalty": frequency_penalty,
-                "stop": stop,
-                "n": n,
-            },
-        )
+        given = given_settings(kind, settings)
         columns = ["platform", "kind", "scope_id", "updated_at", *given]
         updates = ", ".join(f"{name} = excluded.{name}" for name in ["updated_at", *given])
         upsert = (
@@ -80,7 +44,6 @@ class SettingsQueries(Queries):
     async def get_scope_settings(
         self, kind: ScopeKind, platform: str, scope_id: str
     ) -> ScopeSettings | None:
-        """One scope's stored settings, or None when nothing was ever set for it."""
         check_scope_kind(kind)
         row = await self.db.fetch_one(SQL_SCOPE, (platform, kind, scope_id))
         return None if row is None else scope_from_row(row)
@@ -95,11 +58,7 @@ class SettingsQueries(Queries):
         defaults: SettingValues | None = None,
         conversation: Conversation | None = None,
     ) -> EffectiveSettings:
-        """Merge the scopes by ``PRECEDENCE`` (read in one query): model = conversation > user
-        > channel > workspace > defaults; process_mode, aspect_ratio, temperature = user >
-        channel > workspace > defaults; system_prompt = conversation > channel > workspace >
-        defaults. A None (or empty) id skips that scope. ``sources`` tells where each value
-        came from."""
+        """The scopes are read in one query; a None (or empty) id skips that scope."""
         candidates: tuple[tuple[ScopeKind, str | None], ...] = (
             ("user", user_id),
             ("channel", channel_id),

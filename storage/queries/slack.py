@@ -37,7 +37,6 @@ class SlackQueries(Queries):
     """:class:`storage.SlackInstallations`."""
 
     async def save_slack_installation(self, installation: SlackInstallation) -> None:
-        """Store an installation, replacing the same team's and user's earlier one."""
         values = (
             installation.enterprise_id,
             installation.team_id,
@@ -50,7 +49,6 @@ class SlackQueries(Queries):
     async def find_slack_installation(
         self, enterprise_id: str, team_id: str, user_id: str | None = None
     ) -> SlackInstallation | None:
-        """The newest installation of a team (by ``user_id`` when given), or None."""
         condition, user = _of_user(user_id)
         find = SQL_FIND_INSTALLATION.format(condition)
         row = await self.db.fetch_one(find, (enterprise_id, team_id, *user))
@@ -67,13 +65,12 @@ class SlackQueries(Queries):
     async def delete_slack_installations(
         self, enterprise_id: str, team_id: str, user_id: str | None = None
     ) -> int:
-        """Forget a team's installations (only ``user_id``'s when given); how many."""
         condition, user = _of_user(user_id)
         delete = SQL_DELETE_INSTALLATIONS.format(condition)
         return await self.db.execute(delete, (enterprise_id, team_id, *user), repeatable=True)
 
     async def issue_oauth_state(self, state: str, expires_at: float) -> None:
-        """Remember an OAuth ``state`` until ``expires_at`` (expired ones are dropped now)."""
+        """Expired states are dropped now."""
 
         async def work(tx: Session) -> None:
             await tx.execute(SQL_PRUNE_STATES, (self._clock(),))
@@ -82,6 +79,5 @@ class SlackQueries(Queries):
         await self.db.transaction(work)
 
     async def consume_oauth_state(self, state: str) -> bool:
-        """True once for a remembered, unexpired ``state``; it is forgotten either way."""
         row = await self.db.fetch_one(SQL_CONSUME_STATE, (state,))
         return row is not None and float(row["expires_at"]) >= self._clock()

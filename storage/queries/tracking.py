@@ -42,13 +42,7 @@ class TrackingQueries(Queries):
     async def claim_delivery(
         self, job_id: str, platforms: Iterable[str], due_by: float
     ) -> Job | None:
-        """Claim a job for posting its result or reporting its failure, in one transaction:
-        ``finished → posting`` or ``failed → reporting``, only for a job this process owns
-        (or nobody does), on one of ``platforms`` and when its next attempt is due by
-        ``due_by`` (``next_poll_at`` unset or not later), counting the claim in
-        ``post_claims``. A task's credits are recorded in the usage ledger with its
-        ``posting`` claim (once per job, whatever the number of claims). The claimed job, or
-        None when there was nothing to claim (concurrent callers cannot both win)."""
+        """One ``UPDATE … RETURNING`` and the credit charge, in one transaction."""
         allowed = tuple(platforms)
         if not allowed:
             return None
@@ -79,11 +73,6 @@ class TrackingQueries(Queries):
         created_before: float | None = None,
         owner: str | None = None,
     ) -> list[Job]:
-        """Jobs whose status is in ``statuses`` (default: every non-terminal one), oldest
-        first (``created_at``, then ``id``). ``after`` continues a page after that job;
-        ``webhook_quiet_since`` drops jobs that got a webhook at or after that time;
-        ``due_at`` drops jobs whose ``next_poll_at`` is later than it; ``created_before``
-        keeps only jobs created before that time; ``owner`` only that process's jobs."""
         chosen = status_tuple(statuses)
         conditions = [f"status IN ({marks(len(chosen))})"]
         values: list[Any] = list(chosen)
@@ -114,8 +103,6 @@ class TrackingQueries(Queries):
     async def next_poll_after(
         self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None
     ) -> float | None:
-        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses`` (only
-        ``owner``'s, when given): when the tracker next has something to do for them."""
         chosen = status_tuple(statuses)
         query = SQL_NEXT_POLL.format(marks(len(chosen)))
         values: tuple[Any, ...] = (*chosen, after)
@@ -126,7 +113,6 @@ class TrackingQueries(Queries):
         return None if row is None or row["at"] is None else float(row["at"])
 
     async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:
-        """Set ``last_polled_at`` (default: now) on many jobs in one statement."""
         ids = list(job_ids)
         if not ids:
             return 0
@@ -135,7 +121,6 @@ class TrackingQueries(Queries):
         return await self.db.execute(mark, (stamp, *ids), repeatable=True)
 
     async def count_unfinished_jobs(self) -> list[tuple[JobStatus, str, int]]:
-        """How many jobs are in each unfinished status, per platform (for metrics)."""
         rows = await self.db.fetch_all(SQL_COUNT_UNFINISHED, _UNFINISHED)
         return [(row["status"], str(row["platform"]), int(row["n"])) for row in rows]
 
@@ -148,8 +133,6 @@ class TrackingQueries(Queries):
         statuses: Iterable[JobStatus] = ("posted",),
         limit: int = 10,
     ) -> list[Job]:
-        """The requester's newest jobs in ``statuses`` (in ``workspace_id`` when given),
-        newest first, at most ``limit`` (the Slack App Home lists them)."""
         chosen = status_tuple(tuple(statuses))
         in_workspace = "" if workspace_id is None else " AND workspace_id = ?"
         query = (

@@ -38,9 +38,6 @@ class WriteWindowQueries(Queries):
     async def reserve_writes(
         self, windows: Sequence[WriteWindow], *, spacing: float = 0.0
     ) -> float:
-        """Count one write in every window if each has room (see the module docstring): 0
-        when counted, else the seconds to wait. Always 0 where the database has one
-        process."""
         lock = self.db.dialect.transaction_lock
         if not windows or lock is None:
             return 0.0
