@@ -8,8 +8,8 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
+from storage import LATEST_VERSION
 from storage.lock import holder
-from storage.sqlite.schema import LATEST_VERSION
 
 
 def database_problem(path: Path) -> str | None:

@@ -97,11 +97,11 @@ from storage.records import (
     encode_stop as encode_stop,
 )
 from storage.rules import PRECEDENCE as PRECEDENCE
-from storage.sqlite import (
+from storage.sql.migrations import migrate as migrate
+from storage.sql.schema import (
     LATEST_VERSION as LATEST_VERSION,
     MIGRATIONS as MIGRATIONS,
     Migration as Migration,
-    SqliteStore as SqliteStore,
-    migrate as migrate,
 )
+from storage.sqlite import SqliteStore as SqliteStore
 from storage.store import Store as Store

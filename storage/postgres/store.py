@@ -6,17 +6,12 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import psycopg
-from psycopg import AsyncConnection
-from psycopg.rows import dict_row
-
 from storage.errors import StorageError
-from storage.postgres.database import CONNECT_TIMEOUT, PostgresDatabase
+from storage.postgres.database import PostgresDatabase
 from storage.postgres.pool import Connection
-from storage.postgres.schema import migrate
-from storage.postgres.urls import describe_url
 from storage.process import DEFAULT_LEASE_SECONDS, new_process_id
 from storage.queries.base import Clock
+from storage.sql.migrations import migrate
 from storage.store import Store
 
 
@@ -44,15 +39,14 @@ class PostgresStore(Store):
         claims are leased to ``process_id`` (a fresh one by default) for ``lease_seconds``.
         With ``statement_timeout`` (seconds), the server cancels a longer statement and a call
         gives up a little later."""
+        migrator = PostgresDatabase(url, pool_size=1)
         try:
-            async with await AsyncConnection.connect(
-                url, autocommit=True, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT
-            ) as conn:
-                await migrate(conn, clock=clock)
-        except psycopg.Error as error:
-            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            where = describe_url(url)
-            raise StorageError(f"cannot open the database at {where}: {reason}") from error
+            await migrate(migrator, clock=clock)
+        except StorageError as error:
+            reason = str(error).removeprefix("database error: ")
+            raise StorageError(f"cannot open the database at {migrator.where}: {reason}") from error
+        finally:
+            await migrator.close()
         database = PostgresDatabase(url, pool_size=pool_size, statement_timeout=statement_timeout)
         return cls(
             database,

@@ -31,6 +31,8 @@ class Dialect:
     transaction is the lock)."""
     notify: str | None
     """A statement sending a payload to a channel's listeners (None: nobody else to tell)."""
+    table_exists: str
+    """A query with a row when the table named by its one value exists."""
 
     def statement(self, sql: str) -> str:
         """``sql`` as this backend's driver takes it."""
@@ -61,7 +63,13 @@ def _pyformat(sql: str) -> str:
 
 
 SQLITE: Final = Dialect(
-    "sqlite", shared=False, for_update="", skip_locked="", transaction_lock=None, notify=None
+    "sqlite",
+    shared=False,
+    for_update="",
+    skip_locked="",
+    transaction_lock=None,
+    notify=None,
+    table_exists="SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?",
 )
 POSTGRES: Final = Dialect(
     "postgres",
@@ -70,6 +78,7 @@ POSTGRES: Final = Dialect(
     skip_locked=" FOR UPDATE SKIP LOCKED",
     transaction_lock="SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
     notify="SELECT pg_notify(?, ?)",
+    table_exists="SELECT 1 AS found WHERE to_regclass(?) IS NOT NULL",
 )
 
 

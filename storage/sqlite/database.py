@@ -36,7 +36,10 @@ PROGRESS_STEPS: Final = 1000
 """SQLite virtual machine steps between two looks at the statement's deadline."""
 
 
-def _connect(path: Path, busy_timeout: float) -> SqliteUtilsDatabase:
+def _connect(path: Path, busy_timeout: float, read_only: bool) -> SqliteUtilsDatabase:
+    if read_only:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        return SqliteUtilsDatabase(conn, execute_plugins=False)
     if str(path) != ":memory:":
         private_file(path)
     conn = sqlite3.connect(str(path), timeout=busy_timeout, isolation_level=None)
@@ -61,39 +64,39 @@ class SqliteDatabase:
 
     dialect: Final = SQLITE
 
-    def __init__(
-        self,
-        path: Path,
-        executor: ThreadPoolExecutor,
-        db: SqliteUtilsDatabase,
-        statement_timeout: float | None,
-    ) -> None:
+    def __init__(self, path: Path, executor: ThreadPoolExecutor, db: SqliteUtilsDatabase) -> None:
         self.path = path
         self._executor = executor
         self._db = db
-        self._statement_timeout = statement_timeout or None
+        self._statement_timeout: float | None = None
         self._deadline: float | None = None
         self._turn = asyncio.Lock()
         self._closed = False
 
     @classmethod
     async def open(
-        cls, path: Path, *, busy_timeout: float = 5.0, statement_timeout: float | None = None
+        cls, path: Path, *, busy_timeout: float = 5.0, read_only: bool = False
     ) -> SqliteDatabase:
-        """Open (creating if needed) the file at ``path`` on a worker thread of its own."""
+        """Open (creating if needed, unless ``read_only``) the file at ``path`` on a worker
+        thread of its own."""
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WORKER_THREAD_PREFIX)
         loop = asyncio.get_running_loop()
         try:
-            db = await loop.run_in_executor(executor, _connect, path, busy_timeout)
+            db = await loop.run_in_executor(executor, _connect, path, busy_timeout, read_only)
         except BaseException as error:
             executor.shutdown(wait=False)
             if isinstance(error, sqlite3.Error):
                 raise StorageError(f"cannot open database {path}: {error}") from error
             raise
-        database = cls(path, executor, db, statement_timeout)
-        if database._statement_timeout:
-            await database.run(database._watch_deadline)
-        return database
+        return cls(path, executor, db)
+
+    async def time_limit(self, statement_timeout: float | None) -> None:
+        """From now on, interrupt a statement still running after ``statement_timeout``
+        seconds (None: never)."""
+        self._statement_timeout = statement_timeout or None
+        if self._statement_timeout is not None:
+            watch = self._past_deadline
+            await self.run(lambda db: db.conn.set_progress_handler(watch, PROGRESS_STEPS))
 
     @property
     def where(self) -> str:
@@ -133,9 +136,6 @@ class SqliteDatabase:
             raise StorageError(f"database error: {error}") from error
         finally:
             self._deadline = None
-
-    def _watch_deadline(self, db: SqliteUtilsDatabase) -> None:
-        db.conn.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
 
     def _past_deadline(self) -> int:
         deadline = self._deadline

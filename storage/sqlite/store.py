@@ -12,8 +12,8 @@ from sqlite_utils import Database
 
 from storage.process import DEFAULT_LEASE_SECONDS, new_process_id
 from storage.queries.base import Clock
+from storage.sql.migrations import migrate
 from storage.sqlite.database import WORKER_THREAD_PREFIX, SqliteDatabase
-from storage.sqlite.schema import migrate
 from storage.store import Store
 
 T = TypeVar("T")
@@ -43,11 +43,10 @@ class SqliteStore(Store):
         inbound event ids are remembered; jobs this handle creates or claims are leased to
         ``process_id`` (a fresh one by default) for ``lease_seconds``; a statement running
         longer than ``statement_timeout`` seconds is interrupted and fails."""
-        database = await SqliteDatabase.open(
-            Path(path), busy_timeout=busy_timeout, statement_timeout=statement_timeout
-        )
+        database = await SqliteDatabase.open(Path(path), busy_timeout=busy_timeout)
         try:
-            await database.run(lambda db: migrate(db, clock=clock))
+            await migrate(database, clock=clock)
+            await database.time_limit(statement_timeout)
         except BaseException:
             await database.close()
             raise

@@ -16,6 +16,8 @@ import pytest
 
 from storage import NewJob, SqliteStore, Store
 from storage.postgres import PostgresStore
+from storage.postgres.database import PostgresDatabase
+from storage.sqlite.database import SqliteDatabase
 from tests.postgres import PostgresCluster
 
 START = datetime(2024, 3, 1, 12, 0, tzinfo=UTC).timestamp()
@@ -35,8 +37,9 @@ class ManualClock:
 
 
 @dataclass
-class SqliteDatabase:
-    """One SQLite file; every :meth:`open` is another connection to it."""
+class SqliteFile:
+    """One SQLite file; every :meth:`open` is another connection to it (:meth:`connect`:
+    without migrating)."""
 
     path: Path
     name = "sqlite"
@@ -44,10 +47,14 @@ class SqliteDatabase:
     async def open(self, clock: ManualClock) -> Store:
         return await SqliteStore.open(self.path, clock=clock)
 
+    async def connect(self) -> SqliteDatabase:
+        return await SqliteDatabase.open(self.path)
+
 
 @dataclass
-class PostgresDatabase:
-    """One PostgreSQL schema of its own; every :meth:`open` is another pool on it."""
+class PostgresSchema:
+    """One PostgreSQL schema of its own; every :meth:`open` is another pool on it
+    (:meth:`connect`: without migrating)."""
 
     url: str
     name = "postgres"
@@ -55,8 +62,11 @@ class PostgresDatabase:
     async def open(self, clock: ManualClock) -> Store:
         return await PostgresStore.open(self.url, clock=clock, pool_size=4)
 
+    async def connect(self) -> PostgresDatabase:
+        return PostgresDatabase(self.url, pool_size=2)
 
-Database = SqliteDatabase | PostgresDatabase
+
+Database = SqliteFile | PostgresSchema
 
 
 @pytest.fixture
@@ -73,9 +83,9 @@ def db_path(tmp_path: Path) -> Path:
 def database(request: pytest.FixtureRequest, db_path: Path) -> Database:
     """An empty database of each backend."""
     if request.param == "sqlite":
-        return SqliteDatabase(db_path)
+        return SqliteFile(db_path)
     cluster: PostgresCluster = request.getfixturevalue("postgres")
-    return PostgresDatabase(cluster.create_schema())
+    return PostgresSchema(cluster.create_schema())
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from tests.storage.conftest import (
     START,
     Database,
     ManualClock,
-    PostgresDatabase,
-    SqliteDatabase,
+    PostgresSchema,
+    SqliteFile,
 )
 
 
@@ -27,10 +27,10 @@ async def storage(
     clock = ManualClock()
     database: Database
     if request.param == "sqlite":
-        database = SqliteDatabase(tmp_path / "genbot.db")
+        database = SqliteFile(tmp_path / "genbot.db")
     else:
         cluster: PostgresCluster = request.getfixturevalue("postgres")
-        database = PostgresDatabase(cluster.create_schema())
+        database = PostgresSchema(cluster.create_schema())
     opened = await database.open(clock)
     try:
         yield opened, clock

@@ -3,75 +3,19 @@ processes start together, refusal of newer databases, an index behind every look
 
 from __future__ import annotations
 
-import asyncio
-
 import psycopg
 import pytest
-from psycopg.rows import dict_row
 
 from storage import StorageError
-from storage.postgres import LATEST_VERSION, MIGRATIONS, PostgresStore, describe_url
-from storage.postgres.schema import migrate
+from storage.postgres import PostgresStore, describe_url
 from storage.queries import leasing
 from storage.sql.dialect import POSTGRES
-from storage.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
 from tests.postgres import PostgresCluster
 
 
 @pytest.fixture
 def url(postgres: PostgresCluster) -> str:
     return postgres.create_schema()
-
-
-def test_both_backends_have_the_same_schema_versions() -> None:
-    assert [(m.version, m.name) for m in MIGRATIONS] == [
-        (m.version, m.name) for m in SQLITE_MIGRATIONS
-    ]
-
-
-async def test_ten_processes_starting_at_once_migrate_an_empty_database_once(url: str) -> None:
-    async with asyncio.timeout(60):
-        stores = await asyncio.gather(*(PostgresStore.open(url, pool_size=1) for _ in range(10)))
-    try:
-        assert {await store.schema_version() for store in stores} == {LATEST_VERSION}
-        async with stores[0].connection() as conn:
-            cursor = await conn.execute("SELECT version FROM schema_version ORDER BY version")
-            versions = [row["version"] for row in await cursor.fetchall()]
-        assert versions == list(range(1, LATEST_VERSION + 1))
-    finally:
-        await asyncio.gather(*(store.close() for store in stores))
-
-
-async def test_is_dm_moves_from_the_parameters_of_old_jobs_to_its_column(url: str) -> None:
-    async with await psycopg.AsyncConnection.connect(
-        url, autocommit=True, row_factory=dict_row
-    ) as conn:
-        await migrate(conn, target=10)
-        for job_id, parameters in [
-            ("dm", '{"is_dm": true, "aspect_ratio": "1:1"}'),
-            ("channel", '{"aspect_ratio": "1:1"}'),
-            ("said-no", '{"is_dm": false}'),
-        ]:
-            await conn.execute(
-                "INSERT INTO jobs (id, family, type, status, requester_id, platform,"
-                " workspace_id, channel_id, parameters, created_at, updated_at)"
-                " VALUES (%s, 'task', 'imagine', 'posted', 'u1', 'slack', 'T1', 'D1', %s, 1, 1)",
-                (job_id, parameters),
-            )
-    async with await PostgresStore.open(url) as store:
-        jobs = [await store.get_job(job_id) for job_id in ("dm", "channel", "said-no")]
-    assert [(job.is_dm, job.parameters) for job in jobs if job is not None] == [
-        (True, {"aspect_ratio": "1:1"}),
-        (False, {"aspect_ratio": "1:1"}),
-        (False, {}),
-    ]
-
-
-async def test_a_database_newer_than_the_code_is_refused(url: str) -> None:
-    async with await PostgresStore.open(url) as store, store.connection() as conn:
-        await conn.execute("INSERT INTO schema_version VALUES (99, 'from the future', 0)")
-    with pytest.raises(StorageError, match="schema version 99 is newer"):
-        await PostgresStore.open(url)
 
 
 async def test_an_unreachable_server_is_one_line_without_the_password(

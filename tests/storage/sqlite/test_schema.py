@@ -7,7 +7,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlite_utils import Database
 
 from storage import (
@@ -15,9 +14,7 @@ from storage import (
     ConversationKey,
     SettingValues,
     SqliteStore,
-    StorageError,
 )
-from storage.sqlite.schema import migrate
 from tests.storage.conftest import ManualClock, new_job
 from tests.storage.helpers import conversation_history, create_job
 
@@ -85,28 +82,6 @@ def sync_query(path: Path, sql: str, parameters: tuple[Any, ...] = ()) -> list[t
         conn.close()
 
 
-async def test_an_empty_file_is_migrated_to_the_latest_version(
-    db_path: Path, store: SqliteStore
-) -> None:
-    assert await store.schema_version() == LATEST_VERSION
-    assert sync_query(db_path, "SELECT version FROM schema_version ORDER BY version") == [
-        (version,) for version in range(1, LATEST_VERSION + 1)
-    ]
-    tables = set(await store.run_in_worker(lambda db: db.table_names()))
-    assert {
-        "conversations",
-        "messages",
-        "conversation_links",
-        "jobs",
-        "job_messages",
-        "scope_settings",
-        "usage",
-        "processed_events",
-        "slack_installations",
-        "oauth_states",
-    } <= tables
-
-
 async def test_wal_normal_sync_busy_timeout_and_foreign_keys(
     db_path: Path, store: SqliteStore
 ) -> None:
@@ -152,47 +127,6 @@ async def test_a_version_1_database_is_upgraded_and_keeps_its_rows(
     finally:
         await store.close()
     assert sync_query(db_path, "SELECT MAX(version) FROM schema_version") == [(LATEST_VERSION,)]
-
-
-async def test_is_dm_moves_from_the_parameters_of_old_jobs_to_its_column(
-    db_path: Path, clock: ManualClock
-) -> None:
-    migrate(Database(db_path), target=10)
-    conn = sqlite3.connect(db_path)
-    with conn:
-        for job_id, parameters in [
-            ("dm", '{"is_dm": true, "aspect_ratio": "1:1"}'),
-            ("channel", '{"aspect_ratio": "1:1"}'),
-            ("said-no", '{"is_dm": false}'),
-        ]:
-            conn.execute(
-                "INSERT INTO jobs (id, family, type, status, requester_id, platform,"
-                " workspace_id, channel_id, parameters, created_at, updated_at)"
-                " VALUES (?, 'task', 'imagine', 'posted', 'u1', 'slack', 'T1', 'D1', ?, 1, 1)",
-                (job_id, parameters),
-            )
-    conn.close()
-    store = await SqliteStore.open(db_path, clock=clock)
-    try:
-        jobs = [await store.get_job(job_id) for job_id in ("dm", "channel", "said-no")]
-    finally:
-        await store.close()
-    assert [(job.is_dm, job.parameters) for job in jobs if job is not None] == [
-        (True, {"aspect_ratio": "1:1"}),
-        (False, {"aspect_ratio": "1:1"}),
-        (False, {}),
-    ]
-
-
-async def test_a_database_newer_than_the_code_is_refused(db_path: Path) -> None:
-    store = await SqliteStore.open(db_path)
-    await store.close()
-    conn = sqlite3.connect(db_path)
-    with conn:
-        conn.execute("INSERT INTO schema_version VALUES (?, 'from the future', 0)", (99,))
-    conn.close()
-    with pytest.raises(StorageError, match="schema version 99 is newer"):
-        await SqliteStore.open(db_path)
 
 
 async def test_writes_are_committed_when_the_call_returns(

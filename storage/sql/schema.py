@@ -1,0 +1,353 @@
+"""genbot's schema: one history of migrations for both backends.
+
+Each :class:`Migration` is a list of statements written once (``both``) with the few column
+types that differ spelled ``$name`` (:data:`TYPES`), plus a part per backend only where the
+statements themselves differ (an expression index, JSON functions). Versions 1–15 are the
+statements earlier genbots ran, each backend's as it ran them (the same tables, columns,
+types, defaults and indexes), so a database of any version upgrades in place.
+
+Never edit a released migration: append a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from string import Template
+from typing import Final
+
+from storage.sql.dialect import Dialect
+
+TYPES: Final[dict[str, dict[str, str]]] = {
+    "sqlite": {
+        "serial": "INTEGER PRIMARY KEY",
+        "ref": "INTEGER",
+        "real": "REAL",
+        "json": "TEXT",
+        "bool": "INTEGER",
+        "false": "0",
+        "blob": "BLOB",
+        "key": "TEXT",
+        "rowid": " WITHOUT ROWID",
+    },
+    "postgres": {
+        "serial": "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        "ref": "bigint",
+        "real": "double precision",
+        "json": "jsonb",
+        "bool": "boolean",
+        "false": "false",
+        "blob": "bytea",
+        "key": 'text COLLATE "C"',
+        "rowid": "",
+    },
+}
+"""``$serial`` an integer key the database numbers, ``$ref`` a column referring to one,
+``$real`` a float, ``$json`` a JSON value, ``$bool``/``$false`` a flag, ``$blob`` bytes,
+``$key`` a job id (compared byte by byte), ``$rowid`` SQLite's ``WITHOUT ROWID`` for tables
+keyed by text."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: its statements run in the transaction that records ``version``."""
+
+    version: int
+    name: str
+    both: Sequence[str] = ()
+    sqlite: Sequence[str] = ()
+    postgres: Sequence[str] = ()
+
+    def statements(self, dialect: Dialect) -> list[str]:
+        """The step's statements as ``dialect`` runs them."""
+        own = self.sqlite if dialect.name == "sqlite" else self.postgres
+        return [Template(sql).substitute(TYPES[dialect.name]) for sql in (*self.both, *own)]
+
+
+UNFINISHED_LITERALS: Final = (
+    "'creating', 'failed', 'finished', 'pending', 'posting', 'processing', 'reporting',"
+    " 'retry', 'staged', 'submitted', 'unknown'"
+)
+
+MIGRATIONS: Final[Sequence[Migration]] = (
+    Migration(
+        1,
+        "conversations, messages, jobs, message links",
+        both=(
+            """CREATE TABLE conversations (
+                id $serial,
+                platform TEXT NOT NULL,
+                workspace_id TEXT NOT NULL,
+                channel_id TEXT NOT NULL,
+                thread_key TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                created_by TEXT,
+                model TEXT,
+                system_prompt TEXT,
+                created_at $real NOT NULL,
+                updated_at $real NOT NULL
+            )""",
+            "CREATE UNIQUE INDEX conversations_by_key"
+            " ON conversations (platform, workspace_id, channel_id, thread_key)",
+            """CREATE TABLE messages (
+                id $serial,
+                conversation_id $ref NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                role TEXT NOT NULL,
+                content TEXT,
+                parts $json,
+                function_call $json,
+                name TEXT,
+                token_count INTEGER NOT NULL DEFAULT 0,
+                created_at $real NOT NULL
+            )""",
+            "CREATE INDEX messages_by_conversation ON messages (conversation_id, id)",
+            """CREATE TABLE conversation_links (
+                id $serial,
+                platform TEXT NOT NULL,
+                channel_id TEXT NOT NULL,
+                message_id TEXT NOT NULL,
+                conversation_id $ref NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                chat_message_id $ref REFERENCES messages(id) ON DELETE SET NULL
+            )""",
+            "CREATE UNIQUE INDEX conversation_links_by_message_id"
+            " ON conversation_links (platform, channel_id, message_id)",
+            "CREATE INDEX conversation_links_by_conversation"
+            " ON conversation_links (conversation_id)",
+            "CREATE INDEX conversation_links_by_turn ON conversation_links (chat_message_id)",
+            """CREATE TABLE jobs (
+                id $key PRIMARY KEY,
+                family TEXT NOT NULL,
+                type TEXT NOT NULL,
+                status TEXT NOT NULL,
+                provider_id TEXT,
+                parent_job_id $key REFERENCES jobs(id),
+                action TEXT,
+                requester_id TEXT NOT NULL,
+                platform TEXT NOT NULL,
+                workspace_id TEXT NOT NULL,
+                channel_id TEXT NOT NULL,
+                thread_id TEXT,
+                progress_message_id TEXT,
+                result_message_id TEXT,
+                prompt TEXT NOT NULL DEFAULT '',
+                parameters $json NOT NULL DEFAULT '{}',
+                result_urls $json NOT NULL DEFAULT '[]',
+                actions $json NOT NULL DEFAULT '[]',
+                result $json NOT NULL DEFAULT '{}',
+                error TEXT,
+                webhook_secret TEXT,
+                credits INTEGER,
+                created_at $real NOT NULL,
+                updated_at $real NOT NULL,
+                finished_at $real,
+                last_polled_at $real,
+                last_webhook_at $real
+            )""",
+            "CREATE UNIQUE INDEX jobs_by_provider ON jobs (provider_id, family)",
+            "CREATE UNIQUE INDEX jobs_by_parent_action ON jobs (parent_job_id, action)",
+            "CREATE INDEX jobs_by_status ON jobs (status, created_at)",
+            "CREATE INDEX jobs_by_requester_status ON jobs (platform, requester_id, status)",
+            """CREATE TABLE job_messages (
+                id $serial,
+                platform TEXT NOT NULL,
+                channel_id TEXT NOT NULL,
+                message_id TEXT NOT NULL,
+                job_id $key NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+                kind TEXT NOT NULL
+            )""",
+            "CREATE UNIQUE INDEX job_messages_by_message_id"
+            " ON job_messages (platform, channel_id, message_id)",
+            "CREATE INDEX job_messages_by_job ON job_messages (job_id)",
+        ),
+    ),
+    Migration(
+        2,
+        "settings, usage ledger, event dedup, jobs.next_poll_at",
+        both=(
+            "ALTER TABLE jobs ADD COLUMN next_poll_at $real",
+            """CREATE TABLE scope_settings (
+                platform TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                scope_id TEXT NOT NULL,
+                model TEXT,
+                system_prompt TEXT,
+                process_mode TEXT,
+                aspect_ratio TEXT,
+                temperature $real,
+                updated_at $real NOT NULL,
+                PRIMARY KEY (platform, kind, scope_id)
+            )$rowid""",
+            """CREATE TABLE usage (
+                id $serial,
+                platform TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                day TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                job_id TEXT,
+                tokens_prompt INTEGER NOT NULL DEFAULT 0,
+                tokens_completion INTEGER NOT NULL DEFAULT 0,
+                credits INTEGER NOT NULL DEFAULT 0,
+                created_at $real NOT NULL
+            )""",
+            "CREATE INDEX usage_by_user_day ON usage (platform, user_id, day)",
+            "CREATE INDEX usage_by_day ON usage (day, platform)",
+            "CREATE UNIQUE INDEX usage_by_job ON usage (job_id, kind)",
+            """CREATE TABLE processed_events (
+                platform TEXT NOT NULL,
+                event_id TEXT NOT NULL,
+                seen_at $real NOT NULL,
+                PRIMARY KEY (platform, event_id)
+            )$rowid""",
+            "CREATE INDEX processed_events_by_age ON processed_events (seen_at)",
+        ),
+    ),
+    Migration(
+        3,
+        "jobs.delivery_attempts",
+        both=("ALTER TABLE jobs ADD COLUMN delivery_attempts INTEGER NOT NULL DEFAULT 0",),
+    ),
+    Migration(
+        4,
+        "jobs.post_claims",
+        both=("ALTER TABLE jobs ADD COLUMN post_claims INTEGER NOT NULL DEFAULT 0",),
+    ),
+    Migration(
+        5,
+        "Slack installations and OAuth states",
+        both=(
+            """CREATE TABLE slack_installations (
+                enterprise_id TEXT NOT NULL,
+                team_id TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                installed_at $real NOT NULL,
+                data $json NOT NULL,
+                PRIMARY KEY (enterprise_id, team_id, user_id)
+            )$rowid""",
+            "CREATE TABLE oauth_states (state TEXT PRIMARY KEY, expires_at $real NOT NULL)$rowid",
+        ),
+    ),
+    Migration(
+        6,
+        "chat request settings and remix per scope",
+        both=tuple(
+            f"ALTER TABLE scope_settings ADD COLUMN {column}"
+            for column in (
+                "stream $bool",
+                "remix $bool",
+                "top_p $real",
+                "presence_penalty $real",
+                "frequency_penalty $real",
+                "stop TEXT",
+                "n INTEGER",
+            )
+        ),
+    ),
+    Migration(
+        7,
+        "job leases (jobs.owner, jobs.lease_until) and processes",
+        both=(
+            "ALTER TABLE jobs ADD COLUMN owner TEXT",
+            "ALTER TABLE jobs ADD COLUMN lease_until $real",
+            "CREATE INDEX jobs_by_owner ON jobs (owner, status)",
+            """CREATE TABLE processes (
+                id TEXT PRIMARY KEY,
+                host TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                platforms $json NOT NULL DEFAULT '[]',
+                shards TEXT,
+                started_at $real NOT NULL,
+                seen_at $real NOT NULL
+            )$rowid""",
+        ),
+    ),
+    Migration(
+        8,
+        "platform write slots shared by processes",
+        both=(
+            "CREATE TABLE write_slots"
+            " (key TEXT NOT NULL, granted_at $real NOT NULL, until $real NOT NULL)",
+            "CREATE INDEX write_slots_by_key ON write_slots (key, until)",
+        ),
+    ),
+    Migration(
+        9,
+        "the playground's messages and images",
+        both=(
+            """CREATE TABLE playground_messages (
+                seq $serial,
+                id TEXT NOT NULL UNIQUE,
+                channel TEXT NOT NULL,
+                pending $bool NOT NULL DEFAULT $false,
+                image_keys $json NOT NULL DEFAULT '[]',
+                body $json NOT NULL
+            )""",
+            "CREATE INDEX playground_messages_by_channel ON playground_messages (channel, seq)",
+            """CREATE TABLE playground_images (
+                key TEXT PRIMARY KEY,
+                filename TEXT NOT NULL,
+                content_type TEXT NOT NULL,
+                width INTEGER,
+                height INTEGER,
+                data $blob NOT NULL
+            )$rowid""",
+            "CREATE TABLE playground_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)$rowid",
+        ),
+    ),
+    Migration(
+        10,
+        "an index of lease expiry over unfinished jobs",
+        sqlite=(
+            "CREATE INDEX jobs_by_lease_expiry ON jobs (COALESCE(lease_until, 0))"
+            f" WHERE status IN ({UNFINISHED_LITERALS})",
+        ),
+        postgres=(
+            "CREATE INDEX jobs_by_lease_expiry ON jobs ((COALESCE(lease_until, 0)))"
+            f" WHERE status IN ({UNFINISHED_LITERALS})",
+        ),
+    ),
+    Migration(
+        11,
+        "jobs.is_dm (was parameters.is_dm)",
+        both=("ALTER TABLE jobs ADD COLUMN is_dm $bool NOT NULL DEFAULT $false",),
+        sqlite=(
+            "UPDATE jobs SET is_dm = 1, parameters = json_remove(parameters, '$$.is_dm')"
+            " WHERE json_extract(parameters, '$$.is_dm') IS NOT NULL"
+            " AND json_extract(parameters, '$$.is_dm') != 0",
+            "UPDATE jobs SET parameters = json_remove(parameters, '$$.is_dm')"
+            " WHERE json_extract(parameters, '$$.is_dm') IS NOT NULL",
+        ),
+        postgres=(
+            "UPDATE jobs SET is_dm = COALESCE(parameters->>'is_dm' NOT IN ('false', '0', 'null'),"
+            " false), parameters = parameters - 'is_dm' WHERE parameters ? 'is_dm'",
+        ),
+    ),
+    Migration(
+        12,
+        "storage write probes (readiness)",
+        both=(
+            "CREATE TABLE storage_probes (process_id TEXT PRIMARY KEY, probed_at $real NOT NULL)",
+        ),
+    ),
+    Migration(
+        13,
+        "jobs.lease_generation (fencing)",
+        both=("ALTER TABLE jobs ADD COLUMN lease_generation INTEGER NOT NULL DEFAULT 0",),
+    ),
+    Migration(
+        14,
+        "jobs.command_key, playground message versions and command owners",
+        both=(
+            "ALTER TABLE jobs ADD COLUMN command_key TEXT",
+            "CREATE UNIQUE INDEX jobs_by_command_key ON jobs (command_key)"
+            " WHERE command_key IS NOT NULL",
+            "ALTER TABLE playground_messages ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
+            "ALTER TABLE playground_messages ADD COLUMN owner TEXT",
+        ),
+    ),
+    Migration(
+        15,
+        "an index of OAuth states by expiry",
+        both=("CREATE INDEX oauth_states_by_expiry ON oauth_states (expires_at)",),
+    ),
+)
+LATEST_VERSION: Final = MIGRATIONS[-1].version
