@@ -31,7 +31,7 @@ text is not paced when nobody else waits in its channel. Other non-urgent writes
 least recently served first. Only shared limits live here; the per-message minimum interval is
 the renderer's.
 
-Across processes. With ``shared`` (the storage's :class:`~storage.WriteBudgets`, on PostgreSQL)
+Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`, on PostgreSQL)
 a write this process is about to grant is also counted in the database, in its channel's window
 and its workspace window, and waits when other processes filled them: N processes writing into
 one channel together stay within the platform's limits. This process's scheduling (who goes
@@ -62,7 +62,7 @@ from bot.write_windows import (
     Window,
     WorkspaceKey,
 )
-from storage import StorageError, WriteBudgets, WriteWindow
+from storage import StorageError, WriteWindow, WriteWindows
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class RenderBudget:
         clock: Clock | None = None,
         *,
         margin: float = DEFAULT_MARGIN,
-        shared: WriteBudgets | None = None,
+        shared: WriteWindows | None = None,
     ) -> None:
         self.clock = clock or Clock()
         self.margin = margin

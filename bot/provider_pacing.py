@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import Final
 
 from bot.api.ratelimit import SharedPacing
-from storage import WriteBudgets, WriteWindow
+from storage import WriteWindow, WriteWindows
 
 CHAT_PER_MINUTE: Final = "provider:chat:minute"
 CHAT_PER_DAY: Final = "provider:chat:day"
 
 
-def shared_chat_pacing(budgets: WriteBudgets) -> SharedPacing:
+def shared_chat_pacing(budgets: WriteWindows) -> SharedPacing:
     """The chat pacer's count across processes, kept in ``budgets`` (on a database only one
     process uses, every request may go at once: the pacer's own count is the whole count)."""
 

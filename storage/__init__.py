@@ -22,7 +22,7 @@ from storage.interfaces import (
     SlackInstallations as SlackInstallations,
     Storage as Storage,
     UsageLedger as UsageLedger,
-    WriteBudgets as WriteBudgets,
+    WriteWindows as WriteWindows,
 )
 from storage.job_data import (
     JOB_TYPES as JOB_TYPES,

@@ -139,7 +139,7 @@ class ConversationLocks(Protocol):
         ...
 
 
-class WriteBudgets(Protocol):
+class WriteWindows(Protocol):
     """Platform write limits counted across processes, so N processes writing into one
     channel or workspace stay within what the platform allows."""
 
@@ -340,7 +340,7 @@ class Storage(
     MessageLinks,
     ConversationStore,
     ConversationLocks,
-    WriteBudgets,
+    WriteWindows,
     PlaygroundHistory,
     SettingsStore,
     UsageLedger,

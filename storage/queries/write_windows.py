@@ -31,7 +31,7 @@ SQL_PRUNE: Final = "DELETE FROM write_slots WHERE until < ?"
 
 
 class WriteWindowQueries(Queries):
-    """:class:`storage.WriteBudgets`."""
+    """:class:`storage.WriteWindows`."""
 
     _reserved_since_prune = 0
 

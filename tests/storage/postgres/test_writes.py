@@ -1,4 +1,4 @@
-"""Shared write budgets: processes writing into one channel together stay within its limit."""
+"""Shared write windows: processes writing into one channel together stay within its limit."""
 
 from __future__ import annotations
 
