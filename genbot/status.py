@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from genbot.settings import Settings
 from storage.inspection import Inspection, inspect_postgres, inspect_sqlite
-from storage.records import ProcessStatus
+from storage.records.jobs import ProcessStatus
 
 
 async def inspect(settings: Settings, clock: Callable[[], float] = time.time) -> Inspection:

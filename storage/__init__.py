@@ -1,10 +1,10 @@
-"""genbot's storage: narrow interfaces for jobs, leasing and message links
-(:mod:`storage.job_interfaces`), conversations, settings, the usage ledger, event dedupe and
-Slack installations (:mod:`storage.interfaces`),
-and the backends that implement them all (SQLite: :class:`SqliteStore`; PostgreSQL:
-:class:`storage.postgres.PostgresStore`).
+"""genbot's storage: the ports features depend on (:mod:`storage.interfaces`,
+:mod:`storage.job_interfaces`), the records they exchange (:mod:`storage.records`), and one
+implementation of them all for SQLite (:class:`SqliteStore`, one process) and PostgreSQL
+(:class:`storage.postgres.PostgresStore`, many): :class:`Store`, the queries of
+:mod:`storage.queries` over the databases of :mod:`storage.sqlite` and :mod:`storage.postgres`.
 
-Platform-free and independent of ``bot/``: it only knows its own record dataclasses."""
+Platform-free and independent of ``bot/``: it only knows its own records."""
 
 # ruff: noqa: I001 (each name is re-exported as itself: one import per module)
 
@@ -24,7 +24,27 @@ from storage.interfaces import (
     UsageLedger as UsageLedger,
     WriteWindows as WriteWindows,
 )
-from storage.job_data import (
+from storage.job_interfaces import (
+    DeliveryClaims as DeliveryClaims,
+    JobAdmission as JobAdmission,
+    JobCounts as JobCounts,
+    JobHistory as JobHistory,
+    JobLeasing as JobLeasing,
+    JobReader as JobReader,
+    JobTracking as JobTracking,
+    JobWriter as JobWriter,
+    MessageLinks as MessageLinks,
+    TaskLookup as TaskLookup,
+)
+from storage.lock import DatabaseInUse as DatabaseInUse, ProcessLock as ProcessLock
+from storage.records.chat import (
+    ChatMessage as ChatMessage,
+    ChatRole as ChatRole,
+    Conversation as Conversation,
+    ConversationKey as ConversationKey,
+    ConversationKind as ConversationKind,
+)
+from storage.records.job_params import (
     JOB_TYPES as JOB_TYPES,
     BlendParams as BlendParams,
     DescribeParams as DescribeParams,
@@ -41,19 +61,7 @@ from storage.job_data import (
     params_of as params_of,
     result_with as result_with,
 )
-from storage.job_interfaces import (
-    DeliveryClaims as DeliveryClaims,
-    JobAdmission as JobAdmission,
-    JobCounts as JobCounts,
-    JobHistory as JobHistory,
-    JobLeasing as JobLeasing,
-    JobReader as JobReader,
-    JobTracking as JobTracking,
-    JobWriter as JobWriter,
-    MessageLinks as MessageLinks,
-    TaskLookup as TaskLookup,
-)
-from storage.job_records import (
+from storage.records.jobs import (
     ACTIVE_STATUSES as ACTIVE_STATUSES,
     ALL_STATUSES as ALL_STATUSES,
     IN_FLIGHT_STATUSES as IN_FLIGHT_STATUSES,
@@ -72,30 +80,24 @@ from storage.job_records import (
     QuotaRefusal as QuotaRefusal,
     new_job_id as new_job_id,
 )
-from storage.lock import DatabaseInUse as DatabaseInUse, ProcessLock as ProcessLock
-from storage.records import (
-    ESTIMATED_CREDITS as ESTIMATED_CREDITS,
-    SETTING_NAMES as SETTING_NAMES,
-    UNSET as UNSET,
-    ChatMessage as ChatMessage,
-    ChatRole as ChatRole,
-    Conversation as Conversation,
-    ConversationKey as ConversationKey,
-    ConversationKind as ConversationKind,
-    EffectiveSettings as EffectiveSettings,
+from storage.records.jobs import ProcessInfo as ProcessInfo, ProcessStatus as ProcessStatus
+from storage.records.platforms import (
     PlaygroundImage as PlaygroundImage,
     PlaygroundMessage as PlaygroundMessage,
-    ProcessInfo as ProcessInfo,
-    ProcessStatus as ProcessStatus,
+    SlackInstallation as SlackInstallation,
+    WriteWindow as WriteWindow,
+)
+from storage.records.settings import (
+    SETTING_NAMES as SETTING_NAMES,
+    UNSET as UNSET,
+    EffectiveSettings as EffectiveSettings,
     ScopeKind as ScopeKind,
     ScopeSettings as ScopeSettings,
     SettingSource as SettingSource,
     SettingValues as SettingValues,
-    SlackInstallation as SlackInstallation,
-    UsageTotals as UsageTotals,
-    WriteWindow as WriteWindow,
     encode_stop as encode_stop,
 )
+from storage.records.usage import ESTIMATED_CREDITS as ESTIMATED_CREDITS, UsageTotals as UsageTotals
 from storage.rules import PRECEDENCE as PRECEDENCE
 from storage.sql.migrations import migrate as migrate
 from storage.sql.schema import (

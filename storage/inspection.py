@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from storage.errors import StorageError
-from storage.job_records import UNFINISHED_STATUSES
 from storage.postgres.database import PostgresDatabase
-from storage.records import ProcessStatus
+from storage.records.jobs import UNFINISHED_STATUSES, ProcessStatus
 from storage.sql.dialect import marks
 from storage.sql.migrations import current_version
 from storage.sql.schema import LATEST_VERSION

@@ -25,24 +25,28 @@ from storage.job_interfaces import (
     MessageLinks,
     TaskLookup,
 )
-from storage.records import (
-    UNSET,
+from storage.records.chat import (
     ChatMessage,
     ChatRole,
     Conversation,
     ConversationKey,
     ConversationKind,
-    EffectiveSettings,
+)
+from storage.records.platforms import (
     PlaygroundImage,
     PlaygroundMessage,
+    SlackInstallation,
+    WriteWindow,
+)
+from storage.records.settings import (
+    UNSET,
+    EffectiveSettings,
     ScopeKind,
     ScopeSettings,
     SettingValues,
-    SlackInstallation,
-    UsageTotals,
-    WriteWindow,
     _Unset,
 )
+from storage.records.usage import UsageTotals
 
 
 class ConversationStore(Protocol):

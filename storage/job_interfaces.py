@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol
 
-from storage.job_data import ResultChange
-from storage.job_records import (
+from storage.records.job_params import ResultChange
+from storage.records.jobs import (
     UNFINISHED_STATUSES,
     Job,
     JobMessage,
@@ -17,9 +17,9 @@ from storage.job_records import (
     JobStatus,
     Lease,
     NewJob,
+    ProcessInfo,
     QuotaRefusal,
 )
-from storage.records import ProcessInfo
 
 
 class JobReader(Protocol):

@@ -13,19 +13,12 @@ from datetime import UTC, date, datetime
 from typing import Any, Final
 
 from storage.errors import StorageError
-from storage.job_records import (
-    ALL_STATUSES,
-    JOB_ID_MAX,
-    JOB_TRANSITIONS,
-    Job,
-    JobStatus,
-    NewJob,
-)
-from storage.records import (
+from storage.records.chat import Conversation
+from storage.records.jobs import ALL_STATUSES, JOB_ID_MAX, JOB_TRANSITIONS, Job, JobStatus, NewJob
+from storage.records.platforms import PlaygroundMessage
+from storage.records.settings import (
     SETTING_NAMES,
-    Conversation,
     EffectiveSettings,
-    PlaygroundMessage,
     SettingSource,
     SettingValues,
     _Unset,

@@ -31,9 +31,8 @@ from psycopg.rows import DictRow
 from storage.errors import StorageError, StoreClosedError
 from storage.postgres.pool import Connection, ConnectionPool, PoolClosed, PoolTimeout
 from storage.postgres.urls import describe_url
-from storage.rows import Row
 from storage.sql.dialect import POSTGRES
-from storage.sql.session import Session, Values
+from storage.sql.session import Row, Session, Values
 
 log = logging.getLogger("genbot.storage")
 

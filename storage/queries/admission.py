@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Final
 
 from storage.errors import StorageError
-from storage.job_records import ACTIVE_STATUSES, Job, JobQuota, NewJob, QuotaRefusal, new_job_id
 from storage.queries.base import Queries
-from storage.rows import Row, job_from_row, to_json
+from storage.queries.jobs import job_from_row
+from storage.records.jobs import ACTIVE_STATUSES, Job, JobQuota, NewJob, QuotaRefusal, new_job_id
 from storage.rules import check_new_job, utc_day
 from storage.sql.dialect import marks
-from storage.sql.session import Session
+from storage.sql.session import Row, Session, to_json
 
 _ACTIVE: Final = tuple(sorted(ACTIVE_STATUSES))
 INSERT_COLUMNS: Final = (

@@ -5,22 +5,21 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import fields
 from typing import Any, Final
 
 from storage.errors import StorageError
 from storage.queries.base import Queries
-from storage.records import (
-    UNSET,
+from storage.records.chat import (
     ChatMessage,
     ChatRole,
     Conversation,
     ConversationKey,
     ConversationKind,
-    _Unset,
 )
-from storage.rows import Row, conversation_from_row, messages_with_links, to_json
+from storage.records.settings import UNSET, _Unset
 from storage.rules import check_conversation_kind, check_turn
-from storage.sql.session import Session
+from storage.sql.session import Row, Session, from_json, to_json
 
 LOCK_WAIT_SECONDS = 120.0
 """How long a turn waits for its conversation before giving up."""
@@ -259,3 +258,23 @@ async def _link(
     ]
     if rows:
         await tx.execute_many(SQL_LINK, rows)
+
+
+_CONVERSATION_COLUMNS: Final = tuple(field.name for field in fields(Conversation))
+
+
+def conversation_from_row(row: Row) -> Conversation:
+    return Conversation(**{name: row[name] for name in _CONVERSATION_COLUMNS})
+
+
+def messages_with_links(rows: list[Row], links: list[Row]) -> list[ChatMessage]:
+    """Turns in row order, each with the platform message ids linked to it (link order)."""
+    platform_ids: dict[int, list[str]] = {}
+    for link in links:
+        platform_ids.setdefault(link["chat_message_id"], []).append(link["message_id"])
+    return [_turn(row, tuple(platform_ids.get(row["id"], ()))) for row in rows]
+
+
+def _turn(row: Row, platform_ids: tuple[str, ...]) -> ChatMessage:
+    parts, call = from_json(row.pop("parts"), None), from_json(row.pop("function_call"), None)
+    return ChatMessage(**row, parts=parts, function_call=call, platform_message_ids=platform_ids)

@@ -4,12 +4,12 @@ message → job links behind every button."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import fields
 from typing import Any, Final
 
-from storage.job_data import ResultChange
-from storage.job_records import Job, JobMessage, JobMessageKind, JobStatus
 from storage.queries.base import Queries
-from storage.rows import job_from_row, to_json
+from storage.records.job_params import ResultChange
+from storage.records.jobs import Job, JobMessage, JobMessageKind, JobStatus
 from storage.rules import (
     DONE_AT_PROVIDER,
     JSON_FIELDS,
@@ -18,7 +18,7 @@ from storage.rules import (
     check_transition,
 )
 from storage.sql.dialect import marks
-from storage.sql.session import Session
+from storage.sql.session import Row, Session, from_json, to_json
 
 SQL_JOB_BY_ID: Final = "SELECT * FROM jobs WHERE id = ?"
 SQL_JOB_BY_TASK: Final = "SELECT * FROM jobs WHERE provider_id = ? AND family = 'task'"
@@ -32,6 +32,22 @@ SQL_JOB_FOR_MESSAGE: Final = (
     "SELECT j.* FROM job_messages AS m JOIN jobs AS j ON j.id = m.job_id"
     " WHERE m.platform = ? AND m.channel_id = ? AND m.message_id = ?"
 )
+
+_JOB_COLUMNS: Final = tuple(field.name for field in fields(Job))
+_JOB_JSON: Final[dict[str, Any]] = {
+    "parameters": {},
+    "result_urls": [],
+    "actions": [],
+    "result": {},
+}
+
+
+def job_from_row(row: Row) -> Job:
+    values = {name: row[name] for name in _JOB_COLUMNS}
+    for name, default in _JOB_JSON.items():
+        values[name] = from_json(values[name], default)
+    values["is_dm"] = bool(values["is_dm"])
+    return Job(**values)
 
 
 def encoded_fields(fields: dict[str, Any]) -> dict[str, Any]:

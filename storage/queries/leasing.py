@@ -7,14 +7,13 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
 from typing import Final
 
-from storage.job_records import UNFINISHED_STATUSES, Job
 from storage.process import wakeup_channel
 from storage.queries.base import Queries
-from storage.records import ProcessInfo
-from storage.rows import job_from_row, to_json
+from storage.queries.jobs import job_from_row
+from storage.records.jobs import UNFINISHED_STATUSES, Job, ProcessInfo
 from storage.rules import UNFINISHED_SQL
 from storage.sql.dialect import marks
-from storage.sql.session import Session
+from storage.sql.session import Session, to_json
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 _IN_UNFINISHED: Final = f"status IN ({marks(len(_UNFINISHED))})"

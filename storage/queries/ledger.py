@@ -6,7 +6,7 @@ from datetime import date
 from typing import Final
 
 from storage.queries.base import Queries
-from storage.records import ESTIMATED_CREDITS, UsageTotals
+from storage.records.usage import ESTIMATED_CREDITS, UsageTotals
 from storage.rules import day_text, utc_day
 
 SQL_ADD_USAGE: Final = (

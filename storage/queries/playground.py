@@ -9,11 +9,10 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
 from storage.queries.base import Queries
-from storage.records import PlaygroundImage, PlaygroundMessage
-from storage.rows import Row, from_json, to_json
+from storage.records.platforms import PlaygroundImage, PlaygroundMessage
 from storage.rules import newest_images
 from storage.sql.dialect import marks
-from storage.sql.session import Session
+from storage.sql.session import Row, Session, from_json, to_json
 
 CHANNEL: Final = "genbot_playground"
 SQL_SAVE: Final = (

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, Final
 
 from storage.queries.base import Queries
-from storage.records import (
-    Conversation,
+from storage.records.chat import Conversation
+from storage.records.settings import (
     EffectiveSettings,
     ScopeKind,
     ScopeSettings,
     SettingSource,
     SettingValues,
 )
-from storage.rows import scope_from_row
 from storage.rules import check_scope_kind, given_settings, merge_settings
+from storage.sql.session import Row
 
 SQL_SCOPE: Final = "SELECT * FROM scope_settings WHERE platform = ? AND kind = ? AND scope_id = ?"
 SQL_SCOPES: Final = (
@@ -72,3 +73,13 @@ class SettingsQueries(Queries):
             for row in await self.db.fetch_all(query, values):
                 found[row["kind"]] = scope_from_row(row)
         return merge_settings(found, defaults=defaults, conversation=conversation)
+
+
+_SCOPE_COLUMNS: Final = tuple(field.name for field in fields(ScopeSettings))
+
+
+def scope_from_row(row: Row) -> ScopeSettings:
+    values = {name: row[name] for name in _SCOPE_COLUMNS}
+    for flag in ("stream", "remix"):
+        values[flag] = None if values[flag] is None else bool(values[flag])
+    return ScopeSettings(**values)

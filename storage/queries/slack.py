@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Final
 
 from storage.queries.base import Queries
-from storage.records import SlackInstallation
-from storage.rows import from_json, to_json
-from storage.sql.session import Session
+from storage.records.platforms import SlackInstallation
+from storage.sql.session import Session, from_json, to_json
 
 SQL_SAVE_INSTALLATION: Final = (
     "INSERT INTO slack_installations (enterprise_id, team_id, user_id, installed_at, data)"

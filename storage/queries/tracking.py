@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from storage.job_records import UNFINISHED_STATUSES, Job, JobStatus
 from storage.queries.base import Queries
-from storage.rows import job_from_row
+from storage.queries.jobs import job_from_row
+from storage.records.jobs import UNFINISHED_STATUSES, Job, JobStatus
 from storage.rules import status_tuple, utc_day
 from storage.sql.dialect import marks
 from storage.sql.session import Session

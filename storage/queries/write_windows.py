@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from storage.queries.base import Queries
-from storage.records import WriteWindow
+from storage.records.platforms import WriteWindow
 from storage.sql.session import Session
 
 ALLOWANCE = 0.5

@@ -3,22 +3,38 @@
 transactions, holds locks between processes and listens for their notices.
 
 Statements use ``?`` placeholders; rows come back as dicts keyed by column name (JSON columns as
-text on SQLite, decoded on PostgreSQL: :func:`storage.rows.from_json` reads both). Every failure
+text on SQLite, decoded on PostgreSQL: :func:`from_json` reads both). Every failure
 is a :class:`storage.StorageError`. Inside a transaction, await nothing but its statements: on
 SQLite it keeps every other statement of the process waiting until it ends.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeVar
 
-from storage.rows import Row
 from storage.sql.dialect import Dialect
 
 T = TypeVar("T")
 Values = Sequence[Any]
+Row = dict[str, Any]
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON text for a JSON column."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def from_json(value: Any, default: Any) -> Any:
+    """The value of a JSON column: ``default`` for NULL, text decoded, anything else (a driver
+    that decodes JSON itself) as it is."""
+    if value is None:
+        return default
+    if isinstance(value, str | bytes):
+        return json.loads(value)
+    return value
 
 
 class Session(Protocol):

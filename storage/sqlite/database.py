@@ -26,9 +26,8 @@ from sqlite_utils import Database as SqliteUtilsDatabase
 
 from storage.errors import StorageError, StoreClosedError
 from storage.files import private_file
-from storage.rows import Row
 from storage.sql.dialect import SQLITE
-from storage.sql.session import Session, Values
+from storage.sql.session import Row, Session, Values
 
 T = TypeVar("T")
 WORKER_THREAD_PREFIX: Final = "genbot-storage"

@@ -1,8 +1,8 @@
 """The job records: the job lifecycle vocabulary (statuses and their transitions), a new job,
 a stored job, quota checks and the platform messages that belong to a job.
 
-Plain frozen dataclasses, like every record (:mod:`storage.records`); a job's type,
-parameters and result are typed in :mod:`storage.job_data`.
+A job's type, parameters and result are typed in :mod:`storage.records.job_params`; the
+processes that hold jobs (leases) are described here too.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
-from storage.job_data import JobType
+from storage.records.job_params import JobType
 
 JobFamily = Literal["task", "diffusion"]
 """``task``: the image task API (family B); ``diffusion``: the diffusion API (family C)."""
@@ -223,3 +223,31 @@ class JobMessage:
     message_id: str
     job_id: str
     kind: JobMessageKind = "result"
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """What a genbot process tells the others about itself with each heartbeat."""
+
+    host: str
+    pid: int
+    platforms: tuple[str, ...]
+    started_at: float
+    shards: str | None = None
+    """The Discord shards it runs (``"0,1 of 4"``), when it runs Discord."""
+
+
+@dataclass(frozen=True)
+class ProcessStatus:
+    """A process as the cluster sees it: ``live`` while its heartbeat is recent; ``leases``
+    is how many unfinished jobs it holds."""
+
+    id: str
+    host: str
+    pid: int
+    platforms: tuple[str, ...]
+    shards: str | None
+    started_at: float
+    seen_at: float
+    live: bool
+    leases: int

@@ -1,0 +1,78 @@
+"""Conversations and their turns, as the chat engine stores them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+ChatRole = Literal["system", "user", "assistant", "function"]
+ConversationKind = Literal["dm", "thread", "reply_chain"]
+
+
+@dataclass(frozen=True)
+class ConversationKey:
+    """Identifies a conversation.
+
+    ``thread_key`` is the thread id for a thread conversation, the root message id for a reply
+    chain in a channel, and ``""`` for a DM (the whole DM channel is one conversation).
+    """
+
+    platform: str
+    workspace_id: str
+    channel_id: str
+    thread_key: str = ""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A stored conversation; ``model`` / ``system_prompt`` are its own overrides (or None)."""
+
+    id: int
+    platform: str
+    workspace_id: str
+    channel_id: str
+    thread_key: str
+    kind: ConversationKind
+    created_by: str | None
+    model: str | None
+    system_prompt: str | None
+    created_at: float
+    updated_at: float
+
+    @property
+    def key(self) -> ConversationKey:
+        return ConversationKey(self.platform, self.workspace_id, self.channel_id, self.thread_key)
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One turn of a conversation.
+
+    ``content`` is the text (None for an assistant function call); ``parts`` the vision content
+    parts (then sent instead of ``content``); ``function_call`` is ``{"name", "arguments"}``;
+    ``name`` is the function's name for a ``function`` message. ``platform_message_ids`` lists
+    the platform messages this turn was posted as (several when split), in link order.
+    """
+
+    id: int
+    conversation_id: int
+    role: ChatRole
+    content: str | None
+    parts: list[dict[str, Any]] | None
+    function_call: dict[str, Any] | None
+    name: str | None
+    token_count: int
+    platform_message_ids: tuple[str, ...]
+    created_at: float
+
+    def to_api(self) -> dict[str, Any]:
+        """The message as the chat completion API expects it."""
+        message: dict[str, Any] = {
+            "role": self.role,
+            "content": self.parts if self.parts is not None else self.content,
+        }
+        if self.name is not None:
+            message["name"] = self.name
+        if self.function_call is not None:
+            message["function_call"] = self.function_call
+        return message
