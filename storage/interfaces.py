@@ -56,21 +56,17 @@ class ConversationStore(Protocol):
         self, key: ConversationKey, *, kind: ConversationKind, created_by: str | None = None
     ) -> tuple[Conversation, bool]:
         """The conversation for ``key``, created when missing: ``(conversation, created)``."""
-        ...
 
     async def find_conversation(self, key: ConversationKey) -> Conversation | None:
         """The conversation for ``key``, or None (never creates)."""
-        ...
 
     async def get_conversation(self, conversation_id: int) -> Conversation | None:
         """The conversation with this id, or None."""
-        ...
 
     async def find_conversation_by_message(
         self, platform: str, channel_id: str, message_id: str
     ) -> Conversation | None:
         """The conversation a platform message was linked to, or None."""
-        ...
 
     async def append_message(
         self,
@@ -86,7 +82,6 @@ class ConversationStore(Protocol):
         channel_id: str | None = None,
     ) -> int:
         """Append a turn and link ``platform_message_ids`` to it; returns the turn's id."""
-        ...
 
     async def link_conversation_messages(
         self,
@@ -97,18 +92,15 @@ class ConversationStore(Protocol):
         channel_id: str | None = None,
     ) -> None:
         """Link more platform messages to a conversation (optionally to one of its turns)."""
-        ...
 
     async def conversation_tail(
         self, conversation_id: int, *, max_tokens: int
     ) -> list[ChatMessage]:
         """The newest turns, oldest first, whose ``token_count`` values fit ``max_tokens``;
         every turn from the newest user turn on is included whatever its count."""
-        ...
 
     async def delete_message(self, message_id: int) -> bool:
         """Delete one turn; False if there was none."""
-        ...
 
     async def update_message(
         self,
@@ -119,7 +111,6 @@ class ConversationStore(Protocol):
         token_count: int | _Unset = UNSET,
     ) -> bool:
         """Change a stored turn; False if unknown."""
-        ...
 
     async def update_conversation(
         self,
@@ -129,7 +120,6 @@ class ConversationStore(Protocol):
         system_prompt: str | _Unset | None = UNSET,
     ) -> bool:
         """Set (or clear with None) the conversation's own model / system prompt."""
-        ...
 
 
 class ConversationLocks(Protocol):
@@ -140,7 +130,6 @@ class ConversationLocks(Protocol):
         it for the same conversation get it one after the other, in the order they asked
         (PostgreSQL advisory lock; released if the holder's process dies). Raises
         :class:`StorageError` when it cannot be had in time."""
-        ...
 
 
 class WriteWindows(Protocol):
@@ -155,7 +144,6 @@ class WriteWindows(Protocol):
         nothing is counted and the answer is how many seconds to wait before asking again.
         A write counts for its window's length from now, plus a short allowance for the
         request to reach the platform. Always 0 where the database has one process."""
-        ...
 
 
 class PlaygroundHistory(Protocol):
@@ -167,7 +155,6 @@ class PlaygroundHistory(Protocol):
         """Each channel's ``keep`` latest messages (oldest first) and the images they show:
         with ``max_image_bytes``, only those of the newest messages that fit in it (oldest
         first; :meth:`playground_image` reads the others when they are asked for)."""
-        ...
 
     async def save_playground_message(
         self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
@@ -178,7 +165,6 @@ class PlaygroundHistory(Protocol):
         is this process's to handle (it accepted it); a message that ``answers`` one marks it
         handled in the same transaction. Returns the version saved (1 for a new
         message, one more for each save after)."""
-        ...
 
     async def claim_pending_commands(self, accepted_before: float) -> list[str]:
         """Take over the commands accepted before ``accepted_before`` (Unix seconds) that still
@@ -186,34 +172,28 @@ class PlaygroundHistory(Protocol):
         handler that could not record its end), those of processes that stopped or died (no
         heartbeat within a lease), and unowned ones. Their ids; concurrent claimers never get
         the same command."""
-        ...
 
     async def settle_playground_message(self, message_id: str) -> None:
         """Mark a command's message as handled."""
-        ...
 
     async def playground_message(
         self, message_id: str, *, with_images: bool = True
     ) -> tuple[PlaygroundMessage, list[PlaygroundImage]] | None:
         """One stored message and the images it shows (none read when ``with_images`` is
         False: :meth:`playground_image` reads one when it is wanted), or None."""
-        ...
 
     async def playground_image(self, key: str) -> PlaygroundImage | None:
         """One stored image (its bytes read on demand), or None when no message shows it."""
-        ...
 
     async def playground_session_key(self) -> bytes:
         """The key that signs the playground's session cookies (made on first use), the same
         for every process and every restart."""
-        ...
 
     def playground_updates(self) -> AsyncIterator[str | None]:
         """None once following has started (what was saved before may have been missed: read
         the history again if it was read before), then the ids of the messages other processes
         save, as they come; raises :class:`StorageError` when the connection is lost. Only the
         None on an unshared database."""
-        ...
 
 
 class SettingsReader(Protocol):
@@ -230,7 +210,6 @@ class SettingsReader(Protocol):
         conversation: Conversation | None = None,
     ) -> EffectiveSettings:
         """Merge conversation, user, channel, workspace and defaults by ``PRECEDENCE``."""
-        ...
 
 
 class SettingsStore(SettingsReader, Protocol):
@@ -256,13 +235,11 @@ class SettingsStore(SettingsReader, Protocol):
         n: int | _Unset | None = UNSET,
     ) -> ScopeSettings:
         """Partial update: given values are set, None clears, omitted ones stay."""
-        ...
 
     async def get_scope_settings(
         self, kind: ScopeKind, platform: str, scope_id: str
     ) -> ScopeSettings | None:
         """One scope's stored settings, or None."""
-        ...
 
 
 class UsageLedger(Protocol):
@@ -282,13 +259,11 @@ class UsageLedger(Protocol):
     ) -> bool:
         """Record one usage event; with ``job_id`` the pair (``job_id``, ``kind``) is recorded
         once (a repeat returns False)."""
-        ...
 
     async def usage_for_user(
         self, platform: str, user_id: str, day: str | date | None = None
     ) -> UsageTotals:
         """A user's totals for one UTC day (default: today)."""
-        ...
 
 
 class EventDedupe(Protocol):
@@ -297,7 +272,6 @@ class EventDedupe(Protocol):
     async def remember_event(self, platform: str, event_id: str) -> bool:
         """True the first time an event id is seen (within the retention), False for a repeat:
         handle the event only on True."""
-        ...
 
 
 class SlackInstallations(Protocol):
@@ -309,28 +283,23 @@ class SlackInstallations(Protocol):
     async def save_slack_installation(self, installation: SlackInstallation) -> None:
         """Store an installation; one per (enterprise, team, installing user), replaced by a
         newer save (a reinstall, a token rotation)."""
-        ...
 
     async def find_slack_installation(
         self, enterprise_id: str, team_id: str, user_id: str | None = None
     ) -> SlackInstallation | None:
         """The newest installation of a team (or an organization, ``team_id`` ``""``), by
         ``user_id`` when given; None when there is none."""
-        ...
 
     async def delete_slack_installations(
         self, enterprise_id: str, team_id: str, user_id: str | None = None
     ) -> int:
         """Forget a team's installations (only ``user_id``'s when given); how many."""
-        ...
 
     async def issue_oauth_state(self, state: str, expires_at: float) -> None:
         """Remember an OAuth ``state`` value until ``expires_at``."""
-        ...
 
     async def consume_oauth_state(self, state: str) -> bool:
         """True once for a remembered, unexpired ``state`` (it is forgotten), else False."""
-        ...
 
 
 class Storage(
@@ -357,14 +326,11 @@ class Storage(
 
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""
-        ...
 
     async def probe_write(self) -> None:
         """Commit a small write (this process's latest probe, one row per process): raises
         :class:`storage.StorageError` when the database cannot take writes now (unreachable,
         disk full, read-only)."""
-        ...
 
     async def close(self) -> None:
         """Finish queued calls, then release the database; closing twice is harmless."""
-        ...

@@ -27,7 +27,6 @@ class JobReader(Protocol):
 
     async def get_job(self, job_id: str) -> Job | None:
         """The job with this id, or None."""
-        ...
 
 
 class TaskLookup(Protocol):
@@ -35,7 +34,6 @@ class TaskLookup(Protocol):
 
     async def job_for_task(self, task_id: str) -> Job | None:
         """The image task job (family ``task``) the provider knows as ``task_id``, or None."""
-        ...
 
 
 class JobWriter(JobReader, Protocol):
@@ -59,19 +57,16 @@ class JobWriter(JobReader, Protocol):
         while it stalled) changes nothing. Entering ``finished``, ``failed`` or
         ``create_failed`` stamps ``finished_at`` unless given or already set. A move
         ``JOB_TRANSITIONS`` does not allow raises :class:`StorageError`."""
-        ...
 
     async def update_job(self, job_id: str, **fields: Any) -> bool:
         """Set fields (see ``storage.rules.UPDATABLE_FIELDS``; JSON fields take Python values)
         whatever the status; False if the job does not exist."""
-        ...
 
     async def change_job_result(self, job_id: str, change: ResultChange) -> Job | None:
         """Replace the job's result with ``change(stored result)`` in one step: no other
         change of that job (in any process) comes between the read and the write, so
         concurrent changes of different keys all stay. ``change`` returning None writes
         nothing. The job afterwards; None if it does not exist."""
-        ...
 
 
 class JobHistory(Protocol):
@@ -88,12 +83,10 @@ class JobHistory(Protocol):
     ) -> list[Job]:
         """The requester's newest jobs in ``statuses`` (only ``workspace_id``'s when given),
         newest first, at most ``limit``."""
-        ...
 
     async def recent_posted_jobs(self, limit: int) -> list[Job]:
         """The newest jobs whose result was posted, of every requester and platform, newest
         first, at most ``limit`` (how long jobs take on this deployment)."""
-        ...
 
 
 class JobAdmission(Protocol):
@@ -107,7 +100,6 @@ class JobAdmission(Protocol):
         ``(job, True)`` when created; for a derivative whose (``parent_job_id``, ``action``)
         pair exists, or a job with the same ``command_key``, ``(existing, False)``; a
         :class:`QuotaRefusal` when a limit stops it."""
-        ...
 
     async def quota_refusal(
         self, platform: str, requester_id: str, quota: JobQuota, *, pending: int = 0
@@ -115,7 +107,6 @@ class JobAdmission(Protocol):
         """The limit of ``quota`` the requester is at now, counting ``pending`` jobs about to
         be created as active ones; None when a new job fits. Reads only: a check before
         costly work, which :meth:`create_job_within` makes again when it writes."""
-        ...
 
 
 class JobTracking(Protocol):
@@ -138,18 +129,15 @@ class JobTracking(Protocol):
         a webhook at or after that time; ``due_at`` drops jobs whose ``next_poll_at`` is later;
         ``created_before`` keeps only jobs created before that time; ``owner`` keeps only the
         jobs that process holds."""
-        ...
 
     async def next_poll_after(
         self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None
     ) -> float | None:
         """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses`` (only
         ``owner``'s, when given)."""
-        ...
 
     async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:
         """Set ``last_polled_at`` (default: now) on many jobs at once."""
-        ...
 
 
 class JobCounts(Protocol):
@@ -157,7 +145,6 @@ class JobCounts(Protocol):
 
     async def count_unfinished_jobs(self) -> list[tuple[JobStatus, str, int]]:
         """How many jobs are in each unfinished status, per platform."""
-        ...
 
 
 class JobLeasing(Protocol):
@@ -169,37 +156,31 @@ class JobLeasing(Protocol):
     @property
     def process_id(self) -> str:
         """This process's identity as an owner of jobs."""
-        ...
 
     @property
     def lease_seconds(self) -> float:
         """How long a lease lasts without a heartbeat."""
-        ...
 
     @property
     def shared(self) -> bool:
         """Whether other processes may use this database at the same time (PostgreSQL);
         SQLite belongs to one process at a time."""
-        ...
 
     async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
         """Renew this process's leases on its unfinished jobs for :attr:`lease_seconds` and
         record it as alive (with ``process``); the ids of the jobs it holds (a job it was
         working on that is missing was taken over: it stops working on it)."""
-        ...
 
     async def fair_share(self, platforms: Iterable[str]) -> int:
         """How many unfinished jobs on ``platforms`` this process should hold: for each
         platform, its unfinished jobs divided among the live processes serving it (rounded
         up). A process takes over at most its share, and gives back what it holds beyond it
         (:meth:`shed_leases`), so the load evens out when a process joins."""
-        ...
 
     async def shed_leases(self, count: int) -> int:
         """Give up to ``count`` of this process's jobs in flight at the provider (the newest
         first; never one being created or delivered) back to no owner, for other processes to
         claim; how many."""
-        ...
 
     async def claim_jobs(
         self, platforms: Iterable[str], *, limit: int, take_live: bool = False
@@ -209,22 +190,18 @@ class JobLeasing(Protocol):
         each claim is a new lease (its generation goes up).
         With ``take_live`` also other processes' live leases: only when none can be running
         (SQLite's one process, at start). The jobs as they were, now owned by this process."""
-        ...
 
     async def release_leases(self) -> int:
         """End this process's leases now (a clean stop), so others take its jobs at once, and
         drop it from the live processes; how many were released."""
-        ...
 
     async def wake_owner(self, job: Job) -> None:
         """Ask ``job``'s owner (another process) to look at it now (``LISTEN``/``NOTIFY`` on
         PostgreSQL; nothing to do where the database has one process)."""
-        ...
 
     def wakeups(self) -> AsyncIterator[str]:
         """Ids of the jobs other processes asked this one to look at, as they come; raises
         :class:`StorageError` when the connection is lost. Empty on an unshared database."""
-        ...
 
 
 class DeliveryClaims(Protocol):
@@ -237,7 +214,6 @@ class DeliveryClaims(Protocol):
         nobody does) on one of ``platforms`` whose next attempt is due by ``due_by``, counting
         the claim in ``post_claims`` and charging a task's credits to the ledger once per
         job. The claimed job, or None (concurrent callers cannot both win)."""
-        ...
 
 
 class MessageLinks(Protocol):
@@ -252,8 +228,6 @@ class MessageLinks(Protocol):
         kind: JobMessageKind = "result",
     ) -> None:
         """Map one platform message to a job (re-linking a message moves it)."""
-        ...
 
     async def job_for_message(self, platform: str, channel_id: str, message_id: str) -> Job | None:
         """The job a platform message belongs to (the button-press lookup), or None."""
-        ...

@@ -52,13 +52,6 @@ SCOPE_KINDS: Final[frozenset[str]] = frozenset(("user", "channel", "workspace"))
 MESSAGE_KINDS: Final[frozenset[str]] = frozenset(("progress", "result", "other"))
 _JOB_ID_PATTERN: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")
 
-UNFINISHED_SQL: Final = (
-    "'creating', 'failed', 'finished', 'pending', 'posting', 'processing', 'reporting',"
-    " 'retry', 'staged', 'submitted', 'unknown'"
-)
-"""``UNFINISHED_STATUSES`` as SQL literals: the predicate of the lease-expiry index, which a
-query must spell out for the planner to use it (a test holds the two equal)."""
-
 PRECEDENCE: Final[dict[str, tuple[SettingSource, ...]]] = {
     "model": ("conversation", "user", "channel", "workspace", "default"),
     "system_prompt": ("conversation", "channel", "workspace", "default"),

@@ -53,7 +53,7 @@ class Store(
 
     async def probe_write(self) -> None:
         """Upsert this process's probe row (see :meth:`storage.Storage.probe_write`)."""
-        await self.db.execute(SQL_PROBE, (self._process_id, self._clock()), repeatable=True)
+        await self.db.execute(SQL_PROBE, (self.process_id, self._clock()), repeatable=True)
 
     async def close(self) -> None:
         """Finish the calls under way, then release the database; closing twice is harmless

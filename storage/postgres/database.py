@@ -59,8 +59,8 @@ class PostgresDatabase:
     def __init__(
         self, url: str, *, pool_size: int = 10, statement_timeout: float | None = None
     ) -> None:
-        self.url = url
-        self._where = describe_url(url)
+        self.url, self.where, self.closed = url, describe_url(url), False
+        """``where``: the server and database (no credentials), for messages."""
         size = max(pool_size, 1)
         self._pool = ConnectionPool(
             url,
@@ -73,27 +73,17 @@ class PostgresDatabase:
             url, size, timeout=POOL_TIMEOUT, connect_timeout=CONNECT_TIMEOUT
         )
         self._call_bound = statement_timeout + GRACE_SECONDS if statement_timeout else None
-        self._closed = False
-
-    @property
-    def where(self) -> str:
-        """The server and database (no credentials), for messages and diagnostics."""
-        return self._where
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
         """A pooled connection (autocommit, rows as dicts, ``%s`` placeholders): for the
         schema's migrations, and an escape hatch for benchmarks, diagnostics and tests."""
-        if self._closed:
+        if self.closed:
             raise StoreClosedError("the store is closed")
         try:
             async with self._pool.connection() as conn:
                 try:
-                    async with self._bounded():
+                    async with asyncio.timeout(self._call_bound):
                         yield conn
                 except psycopg.Error as error:
                     if conn.broken or conn.closed:
@@ -112,11 +102,6 @@ class PostgresDatabase:
             ) from error
         except psycopg.Error as error:
             raise StorageError(f"database error: {_first_line(error)}") from error
-
-    def _bounded(self) -> contextlib.AbstractAsyncContextManager[object]:
-        if self._call_bound is None:
-            return contextlib.nullcontext()
-        return asyncio.timeout(self._call_bound)
 
     async def _attempt(
         self, work: Callable[[Session], Awaitable[T]], *, transaction: bool, repeatable: bool
@@ -209,9 +194,9 @@ class PostgresDatabase:
     async def close(self) -> None:
         """Close the idle connections (borrowed ones close when their call ends); any call
         after raises :class:`StoreClosedError`."""
-        if self._closed:
+        if self.closed:
             return
-        self._closed = True
+        self.closed = True
         await self._pool.close()
         await self._lock_pool.close()
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Unpack
 
 from storage.errors import StorageError
 from storage.postgres.database import PostgresDatabase
 from storage.postgres.pool import Connection
-from storage.process import DEFAULT_LEASE_SECONDS, new_process_id
-from storage.queries.base import Clock
+from storage.queries.base import Identity
 from storage.sql.migrations import migrate
 from storage.store import Store
 
@@ -26,34 +26,26 @@ class PostgresStore(Store):
         cls,
         url: str,
         *,
-        clock: Clock = time.time,
         pool_size: int = 10,
-        event_retention: float = 24 * 3600.0,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
-        process_id: str | None = None,
         statement_timeout: float | None = None,
+        **identity: Unpack[Identity],
     ) -> PostgresStore:
         """Connect to ``url`` (``postgresql://user[:password]@host:port/database``), apply every
         pending migration under the migration lock, and open a pool of up to ``pool_size``
-        connections. ``clock`` gives timestamps (Unix seconds); jobs this handle creates or
-        claims are leased to ``process_id`` (a fresh one by default) for ``lease_seconds``.
-        With ``statement_timeout`` (seconds), the server cancels a longer statement and a call
-        gives up a little later."""
+        connections; the server cancels a statement running longer than ``statement_timeout``
+        seconds, and a call gives up a little later. ``identity``: see
+        :class:`storage.queries.base.Queries`."""
         migrator = PostgresDatabase(url, pool_size=1)
         try:
-            await migrate(migrator, clock=clock)
+            await migrate(migrator, clock=identity.get("clock", time.time))
         except StorageError as error:
             reason = str(error).removeprefix("database error: ")
             raise StorageError(f"cannot open the database at {migrator.where}: {reason}") from error
         finally:
             await migrator.close()
-        database = PostgresDatabase(url, pool_size=pool_size, statement_timeout=statement_timeout)
         return cls(
-            database,
-            clock,
-            process_id=process_id or new_process_id(),
-            lease_seconds=lease_seconds,
-            event_retention=event_retention,
+            PostgresDatabase(url, pool_size=pool_size, statement_timeout=statement_timeout),
+            **identity,
         )
 
     @property

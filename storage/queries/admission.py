@@ -95,7 +95,7 @@ class AdmissionQueries(Queries):
                 job_id, new.family, new.type, new.status, new.provider_id, new.parent_job_id,
                 new.action, new.requester_id, new.platform, new.workspace_id, new.channel_id,
                 new.thread_id, new.prompt, to_json(dict(new.parameters)), new.webhook_secret,
-                now, now, self._process_id, now + self._lease_seconds, new.is_dm,
+                now, now, self.process_id, now + self.lease_seconds, new.is_dm,
             )  # fmt: skip
             row = await tx.fetch_one(SQL_INSERT_JOB, values)
             if row is not None or new.id is not None:

@@ -3,48 +3,46 @@ process as an owner of jobs."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from typing import TypedDict
 
+from storage.process import DEFAULT_LEASE_SECONDS, new_process_id
 from storage.sql.session import Database
 
 Clock = Callable[[], float]
 
 
+class Identity(TypedDict, total=False):
+    """How a store opener passes :class:`Queries`' keywords on."""
+
+    clock: Clock
+    process_id: str | None
+    lease_seconds: float
+    event_retention: float
+
+
 class Queries:
-    """The base of the query classes: each implements one or a few ports of
-    :mod:`storage.interfaces` on any :class:`Database`, each query written once."""
+    """The base of the query classes, each one or a few ports of :mod:`storage.interfaces`
+    on any :class:`Database`. Jobs this handle creates or claims are leased to ``process_id``
+    (a fresh one by default) for ``lease_seconds``; inbound event ids are remembered for
+    ``event_retention`` seconds."""
 
     def __init__(
         self,
         db: Database,
-        clock: Clock,
+        clock: Clock = time.time,
         *,
-        process_id: str,
-        lease_seconds: float,
-        event_retention: float,
+        process_id: str | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        event_retention: float = 24 * 3600.0,
     ) -> None:
         self.db = db
         self._clock = clock
-        self._process_id = process_id
-        self._lease_seconds = lease_seconds
+        self.process_id = process_id or new_process_id()
+        self.lease_seconds = lease_seconds
         self.event_retention = event_retention
-        """Seconds an inbound event id is remembered (platform retries come within minutes)."""
-
-    @property
-    def process_id(self) -> str:
-        """This process's identity as an owner of jobs."""
-        return self._process_id
-
-    @property
-    def lease_seconds(self) -> float:
-        """How long a lease lasts without a heartbeat."""
-        return self._lease_seconds
-
-    @property
-    def shared(self) -> bool:
-        """Whether other processes may use this database at the same time (PostgreSQL);
-        SQLite belongs to one process at a time."""
-        return self.db.dialect.shared
+        self.shared = db.dialect.shared
 
     @property
     def closed(self) -> bool:

@@ -11,8 +11,8 @@ from storage.process import wakeup_channel
 from storage.queries.base import Queries
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import UNFINISHED_STATUSES, Job, ProcessInfo
-from storage.rules import UNFINISHED_SQL
 from storage.sql.dialect import marks
+from storage.sql.schema import UNFINISHED_LITERALS
 from storage.sql.session import Session, to_json
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
@@ -24,7 +24,7 @@ SQL_SEEN: Final = (
     " platforms = excluded.platforms, shards = excluded.shards, seen_at = excluded.seen_at"
 )
 SQL_EXPIRED: Final = (
-    f"SELECT * FROM jobs WHERE status IN ({UNFINISHED_SQL}) AND COALESCE(lease_until, 0) < ?"
+    f"SELECT * FROM jobs WHERE status IN ({UNFINISHED_LITERALS}) AND COALESCE(lease_until, 0) < ?"
     " AND (owner IS NULL OR owner <> ?) AND platform IN ({}) ORDER BY COALESCE(lease_until, 0)"
     " LIMIT ?"
 )
@@ -49,12 +49,12 @@ class LeaseQueries(Queries):
         """Renew this process's leases and record it as alive; how many leases it holds."""
         now = self._clock()
         seen = (
-            self._process_id, process.host, process.pid, to_json(list(process.platforms)),
+            self.process_id, process.host, process.pid, to_json(list(process.platforms)),
             process.shards, process.started_at, now,
         )  # fmt: skip
 
         async def work(tx: Session) -> int:
-            renew = (now + self._lease_seconds, self._process_id, *_UNFINISHED)
+            renew = (now + self.lease_seconds, self.process_id, *_UNFINISHED)
             held = await tx.execute(SQL_RENEW, renew)
             await tx.execute(SQL_SEEN, seen)
             return held
@@ -71,28 +71,28 @@ class LeaseQueries(Queries):
         if not allowed or limit < 1:
             return []
         now = self._clock()
-        lease_until = now + self._lease_seconds
+        lease_until = now + self.lease_seconds
         select = (SQL_NOT_MINE if take_live else SQL_EXPIRED).format(marks(len(allowed)))
         head = _UNFINISHED if take_live else (now,)
 
         async def work(tx: Session) -> list[Job]:
             found = select + tx.dialect.skip_locked
-            rows = await tx.fetch_all(found, (*head, self._process_id, *allowed, limit))
+            rows = await tx.fetch_all(found, (*head, self.process_id, *allowed, limit))
             if rows:
                 take = SQL_TAKE.format(marks(len(rows)))
-                await tx.execute(take, (self._process_id, lease_until, *(r["id"] for r in rows)))
+                await tx.execute(take, (self.process_id, lease_until, *(r["id"] for r in rows)))
             return [job_from_row(row) for row in rows]
 
         free = await self.db.transaction(work)
-        return [replace(job, owner=self._process_id, lease_until=lease_until) for job in free]
+        return [replace(job, owner=self.process_id, lease_until=lease_until) for job in free]
 
     async def release_leases(self) -> int:
         """End this process's leases now (a clean stop) and drop it from the live
         processes; how many were released."""
 
         async def work(tx: Session) -> int:
-            released = await tx.execute(SQL_RELEASE, (self._process_id, *_UNFINISHED))
-            await tx.execute(SQL_FORGET, (self._process_id,))
+            released = await tx.execute(SQL_RELEASE, (self.process_id, *_UNFINISHED))
+            await tx.execute(SQL_FORGET, (self.process_id,))
             return released
 
         return await self.db.transaction(work)
@@ -101,7 +101,7 @@ class LeaseQueries(Queries):
         """Notify the owner's channel with the job's id (nothing to do where the database
         has one process: it is the owner)."""
         notify = self.db.dialect.notify
-        if notify is None or job.owner is None or job.owner == self._process_id:
+        if notify is None or job.owner is None or job.owner == self.process_id:
             return
         await self.db.execute(notify, (wakeup_channel(job.owner), job.id), repeatable=True)
 
@@ -109,6 +109,6 @@ class LeaseQueries(Queries):
         """The ids of the jobs other processes asked this one to look at, as they come (none
         where the database has one process); :class:`StorageError` when the connection is
         lost."""
-        async for job_id in self.db.listen(wakeup_channel(self._process_id)):
+        async for job_id in self.db.listen(wakeup_channel(self.process_id)):
             if job_id is not None:
                 yield job_id

@@ -112,7 +112,7 @@ class PlaygroundQueries(Queries):
                 in_use = tx.dialect.json_elements("playground_messages", "image_keys")
                 await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
             if tx.dialect.notify is not None:
-                await tx.execute(tx.dialect.notify, (CHANNEL, f"{self._process_id} {message.id}"))
+                await tx.execute(tx.dialect.notify, (CHANNEL, f"{self.process_id} {message.id}"))
 
         await self.db.transaction(work)
 
@@ -154,5 +154,5 @@ class PlaygroundQueries(Queries):
                 yield None
                 continue
             origin, _, message_id = notice.partition(" ")
-            if origin != self._process_id and message_id:
+            if origin != self.process_id and message_id:
                 yield message_id

@@ -50,7 +50,7 @@ class TrackingQueries(Queries):
         claim = SQL_CLAIM_DELIVERY.format(marks(len(allowed)))
 
         async def work(tx: Session) -> Job | None:
-            row = await tx.fetch_one(claim, (now, job_id, *allowed, self._process_id, due_by))
+            row = await tx.fetch_one(claim, (now, job_id, *allowed, self.process_id, due_by))
             if row is None:
                 return None
             job = job_from_row(row)

@@ -3,6 +3,7 @@ marks what a partial update leaves as it is."""
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -11,24 +12,13 @@ from typing import Final, Literal
 ScopeKind = Literal["user", "channel", "workspace"]
 
 
-class _Unset:
+class _Unset(enum.Enum):
     """Marker for "leave this field as it is" in partial updates (``None`` clears a field)."""
 
-    _instance: _Unset | None = None
-
-    def __new__(cls) -> _Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __bool__(self) -> bool:
-        return False
+    UNSET = "UNSET"
 
 
-UNSET: Final = _Unset()
+UNSET: Final = _Unset.UNSET
 
 
 @dataclass(frozen=True)

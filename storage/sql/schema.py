@@ -64,7 +64,7 @@ class Migration:
         return [Template(sql).substitute(TYPES[dialect.name]) for sql in (*self.both, *own)]
 
 
-UNFINISHED_LITERALS: Final = (
+UNFINISHED_LITERALS: Final = (  # the lease-expiry index's predicate, which queries spell out
     "'creating', 'failed', 'finished', 'pending', 'posting', 'processing', 'reporting',"
     " 'retry', 'staged', 'submitted', 'unknown'"
 )
@@ -74,87 +74,43 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         1,
         "conversations, messages, jobs, message links",
         both=(
-            """CREATE TABLE conversations (
-                id $serial,
-                platform TEXT NOT NULL,
-                workspace_id TEXT NOT NULL,
-                channel_id TEXT NOT NULL,
-                thread_key TEXT NOT NULL,
-                kind TEXT NOT NULL,
-                created_by TEXT,
-                model TEXT,
-                system_prompt TEXT,
-                created_at $real NOT NULL,
-                updated_at $real NOT NULL
-            )""",
+            """CREATE TABLE conversations (id $serial, platform TEXT NOT NULL,
+                workspace_id TEXT NOT NULL, channel_id TEXT NOT NULL, thread_key TEXT NOT NULL,
+                kind TEXT NOT NULL, created_by TEXT, model TEXT, system_prompt TEXT,
+                created_at $real NOT NULL, updated_at $real NOT NULL)""",
             "CREATE UNIQUE INDEX conversations_by_key"
             " ON conversations (platform, workspace_id, channel_id, thread_key)",
-            """CREATE TABLE messages (
-                id $serial,
+            """CREATE TABLE messages (id $serial,
                 conversation_id $ref NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-                role TEXT NOT NULL,
-                content TEXT,
-                parts $json,
-                function_call $json,
-                name TEXT,
-                token_count INTEGER NOT NULL DEFAULT 0,
-                created_at $real NOT NULL
-            )""",
+                role TEXT NOT NULL, content TEXT, parts $json, function_call $json, name TEXT,
+                token_count INTEGER NOT NULL DEFAULT 0, created_at $real NOT NULL)""",
             "CREATE INDEX messages_by_conversation ON messages (conversation_id, id)",
-            """CREATE TABLE conversation_links (
-                id $serial,
-                platform TEXT NOT NULL,
-                channel_id TEXT NOT NULL,
-                message_id TEXT NOT NULL,
+            """CREATE TABLE conversation_links (id $serial, platform TEXT NOT NULL,
+                channel_id TEXT NOT NULL, message_id TEXT NOT NULL,
                 conversation_id $ref NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-                chat_message_id $ref REFERENCES messages(id) ON DELETE SET NULL
-            )""",
+                chat_message_id $ref REFERENCES messages(id) ON DELETE SET NULL)""",
             "CREATE UNIQUE INDEX conversation_links_by_message_id"
             " ON conversation_links (platform, channel_id, message_id)",
             "CREATE INDEX conversation_links_by_conversation"
             " ON conversation_links (conversation_id)",
             "CREATE INDEX conversation_links_by_turn ON conversation_links (chat_message_id)",
-            """CREATE TABLE jobs (
-                id $key PRIMARY KEY,
-                family TEXT NOT NULL,
-                type TEXT NOT NULL,
-                status TEXT NOT NULL,
-                provider_id TEXT,
-                parent_job_id $key REFERENCES jobs(id),
-                action TEXT,
-                requester_id TEXT NOT NULL,
-                platform TEXT NOT NULL,
-                workspace_id TEXT NOT NULL,
-                channel_id TEXT NOT NULL,
-                thread_id TEXT,
-                progress_message_id TEXT,
-                result_message_id TEXT,
-                prompt TEXT NOT NULL DEFAULT '',
-                parameters $json NOT NULL DEFAULT '{}',
-                result_urls $json NOT NULL DEFAULT '[]',
-                actions $json NOT NULL DEFAULT '[]',
-                result $json NOT NULL DEFAULT '{}',
-                error TEXT,
-                webhook_secret TEXT,
-                credits INTEGER,
-                created_at $real NOT NULL,
-                updated_at $real NOT NULL,
-                finished_at $real,
-                last_polled_at $real,
-                last_webhook_at $real
-            )""",
+            """CREATE TABLE jobs (id $key PRIMARY KEY, family TEXT NOT NULL, type TEXT NOT NULL,
+                status TEXT NOT NULL, provider_id TEXT, parent_job_id $key REFERENCES jobs(id),
+                action TEXT, requester_id TEXT NOT NULL, platform TEXT NOT NULL,
+                workspace_id TEXT NOT NULL, channel_id TEXT NOT NULL, thread_id TEXT,
+                progress_message_id TEXT, result_message_id TEXT, prompt TEXT NOT NULL DEFAULT '',
+                parameters $json NOT NULL DEFAULT '{}', result_urls $json NOT NULL DEFAULT '[]',
+                actions $json NOT NULL DEFAULT '[]', result $json NOT NULL DEFAULT '{}',
+                error TEXT, webhook_secret TEXT, credits INTEGER, created_at $real NOT NULL,
+                updated_at $real NOT NULL, finished_at $real, last_polled_at $real,
+                last_webhook_at $real)""",
             "CREATE UNIQUE INDEX jobs_by_provider ON jobs (provider_id, family)",
             "CREATE UNIQUE INDEX jobs_by_parent_action ON jobs (parent_job_id, action)",
             "CREATE INDEX jobs_by_status ON jobs (status, created_at)",
             "CREATE INDEX jobs_by_requester_status ON jobs (platform, requester_id, status)",
-            """CREATE TABLE job_messages (
-                id $serial,
-                platform TEXT NOT NULL,
-                channel_id TEXT NOT NULL,
-                message_id TEXT NOT NULL,
-                job_id $key NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
-                kind TEXT NOT NULL
-            )""",
+            """CREATE TABLE job_messages (id $serial, platform TEXT NOT NULL,
+                channel_id TEXT NOT NULL, message_id TEXT NOT NULL,
+                job_id $key NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, kind TEXT NOT NULL)""",
             "CREATE UNIQUE INDEX job_messages_by_message_id"
             " ON job_messages (platform, channel_id, message_id)",
             "CREATE INDEX job_messages_by_job ON job_messages (job_id)",
@@ -165,39 +121,20 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         "settings, usage ledger, event dedup, jobs.next_poll_at",
         both=(
             "ALTER TABLE jobs ADD COLUMN next_poll_at $real",
-            """CREATE TABLE scope_settings (
-                platform TEXT NOT NULL,
-                kind TEXT NOT NULL,
-                scope_id TEXT NOT NULL,
-                model TEXT,
-                system_prompt TEXT,
-                process_mode TEXT,
-                aspect_ratio TEXT,
-                temperature $real,
-                updated_at $real NOT NULL,
-                PRIMARY KEY (platform, kind, scope_id)
-            )$rowid""",
-            """CREATE TABLE usage (
-                id $serial,
-                platform TEXT NOT NULL,
-                user_id TEXT NOT NULL,
-                day TEXT NOT NULL,
-                kind TEXT NOT NULL,
-                job_id TEXT,
+            """CREATE TABLE scope_settings (platform TEXT NOT NULL, kind TEXT NOT NULL,
+                scope_id TEXT NOT NULL, model TEXT, system_prompt TEXT, process_mode TEXT,
+                aspect_ratio TEXT, temperature $real, updated_at $real NOT NULL,
+                PRIMARY KEY (platform, kind, scope_id))$rowid""",
+            """CREATE TABLE usage (id $serial, platform TEXT NOT NULL, user_id TEXT NOT NULL,
+                day TEXT NOT NULL, kind TEXT NOT NULL, job_id TEXT,
                 tokens_prompt INTEGER NOT NULL DEFAULT 0,
-                tokens_completion INTEGER NOT NULL DEFAULT 0,
-                credits INTEGER NOT NULL DEFAULT 0,
-                created_at $real NOT NULL
-            )""",
+                tokens_completion INTEGER NOT NULL DEFAULT 0, credits INTEGER NOT NULL DEFAULT 0,
+                created_at $real NOT NULL)""",
             "CREATE INDEX usage_by_user_day ON usage (platform, user_id, day)",
             "CREATE INDEX usage_by_day ON usage (day, platform)",
             "CREATE UNIQUE INDEX usage_by_job ON usage (job_id, kind)",
-            """CREATE TABLE processed_events (
-                platform TEXT NOT NULL,
-                event_id TEXT NOT NULL,
-                seen_at $real NOT NULL,
-                PRIMARY KEY (platform, event_id)
-            )$rowid""",
+            """CREATE TABLE processed_events (platform TEXT NOT NULL, event_id TEXT NOT NULL,
+                seen_at $real NOT NULL, PRIMARY KEY (platform, event_id))$rowid""",
             "CREATE INDEX processed_events_by_age ON processed_events (seen_at)",
         ),
     ),
@@ -215,14 +152,9 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         5,
         "Slack installations and OAuth states",
         both=(
-            """CREATE TABLE slack_installations (
-                enterprise_id TEXT NOT NULL,
-                team_id TEXT NOT NULL,
-                user_id TEXT NOT NULL,
-                installed_at $real NOT NULL,
-                data $json NOT NULL,
-                PRIMARY KEY (enterprise_id, team_id, user_id)
-            )$rowid""",
+            """CREATE TABLE slack_installations (enterprise_id TEXT NOT NULL,
+                team_id TEXT NOT NULL, user_id TEXT NOT NULL, installed_at $real NOT NULL,
+                data $json NOT NULL, PRIMARY KEY (enterprise_id, team_id, user_id))$rowid""",
             "CREATE TABLE oauth_states (state TEXT PRIMARY KEY, expires_at $real NOT NULL)$rowid",
         ),
     ),
@@ -249,15 +181,9 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             "ALTER TABLE jobs ADD COLUMN owner TEXT",
             "ALTER TABLE jobs ADD COLUMN lease_until $real",
             "CREATE INDEX jobs_by_owner ON jobs (owner, status)",
-            """CREATE TABLE processes (
-                id TEXT PRIMARY KEY,
-                host TEXT NOT NULL,
-                pid INTEGER NOT NULL,
-                platforms $json NOT NULL DEFAULT '[]',
-                shards TEXT,
-                started_at $real NOT NULL,
-                seen_at $real NOT NULL
-            )$rowid""",
+            """CREATE TABLE processes (id TEXT PRIMARY KEY, host TEXT NOT NULL,
+                pid INTEGER NOT NULL, platforms $json NOT NULL DEFAULT '[]', shards TEXT,
+                started_at $real NOT NULL, seen_at $real NOT NULL)$rowid""",
         ),
     ),
     Migration(
@@ -273,23 +199,13 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         9,
         "the playground's messages and images",
         both=(
-            """CREATE TABLE playground_messages (
-                seq $serial,
-                id TEXT NOT NULL UNIQUE,
-                channel TEXT NOT NULL,
-                pending $bool NOT NULL DEFAULT $false,
-                image_keys $json NOT NULL DEFAULT '[]',
-                body $json NOT NULL
-            )""",
+            """CREATE TABLE playground_messages (seq $serial, id TEXT NOT NULL UNIQUE,
+                channel TEXT NOT NULL, pending $bool NOT NULL DEFAULT $false,
+                image_keys $json NOT NULL DEFAULT '[]', body $json NOT NULL)""",
             "CREATE INDEX playground_messages_by_channel ON playground_messages (channel, seq)",
-            """CREATE TABLE playground_images (
-                key TEXT PRIMARY KEY,
-                filename TEXT NOT NULL,
-                content_type TEXT NOT NULL,
-                width INTEGER,
-                height INTEGER,
-                data $blob NOT NULL
-            )$rowid""",
+            """CREATE TABLE playground_images (key TEXT PRIMARY KEY, filename TEXT NOT NULL,
+                content_type TEXT NOT NULL, width INTEGER, height INTEGER,
+                data $blob NOT NULL)$rowid""",
             "CREATE TABLE playground_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)$rowid",
         ),
     ),

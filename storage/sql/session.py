@@ -60,7 +60,6 @@ class Database(Session, Protocol):
     @property
     def where(self) -> str:
         """The database, for messages (no credentials)."""
-        ...
 
     @property
     def closed(self) -> bool: ...
@@ -80,20 +79,16 @@ class Database(Session, Protocol):
     ) -> T:
         """``work(session)`` in one transaction: committed when it returns, rolled back when
         it raises (run again in a fresh one, ``repeatable``, when the connection was lost)."""
-        ...
 
     def lock(self, key: str | int, *, wait: float) -> AbstractAsyncContextManager[None]:
         """Hold a lock on ``key`` for the block, across processes: those that ask for the same
         key get it one after the other, in the order they asked; released if the holder's
         process dies. Waits at most ``wait`` seconds for it (else :class:`StorageError`)."""
-        ...
 
     def listen(self, channel: str) -> AsyncIterator[str | None]:
         """None once listening on ``channel`` has started, then the payload of each notice
         sent to it; :class:`StorageError` when the connection is lost. Only the None where
         the database has one process."""
-        ...
 
     async def close(self) -> None:
         """Finish the statements under way, then release the database; twice is harmless."""
-        ...

@@ -4,10 +4,10 @@ Every statement is handed to the thread with ``loop.run_in_executor``, so the ev
 blocks on SQLite, sqlite3's thread affinity holds and writes are serialised. A transaction is
 ``BEGIN IMMEDIATE`` (sent with its first statement: the write lock is taken up front, so two
 connections never deadlock upgrading theirs) … ``COMMIT``; its statements are awaited one by
-one, and an :class:`asyncio.Lock` keeps every other statement of the process out until it
-ends. With a ``statement_timeout``, a statement still running after that many seconds is
-interrupted (SQLite's progress handler) and fails. A statement whose awaiting task is
-cancelled still runs to completion on the worker; a transaction cancelled between its
+one, and an :class:`asyncio.Lock` (the database's turn) keeps every other statement of the
+process out until it ends. With a statement timeout, a statement still running after that many
+seconds is interrupted (SQLite's progress handler) and fails. A statement whose awaiting task
+is cancelled still runs to completion on the worker; a transaction cancelled between its
 statements is rolled back.
 """
 
@@ -54,23 +54,56 @@ def _connect(path: Path, busy_timeout: float, read_only: bool) -> SqliteUtilsDat
     return db
 
 
-class SqliteDatabase:
-    """A :class:`storage.sql.session.Database` on one SQLite file (see the module docstring).
-
-    Open with ``await SqliteDatabase.open(path)``: WAL journal, ``synchronous=NORMAL``,
-    foreign keys on, ``busy_timeout`` seconds of waiting for another connection's lock.
-    """
+class _Statements:
+    """Statements on the worker's connection: each in the database's turn, or (``begin``) as
+    one transaction whose turn the caller holds."""
 
     dialect: Final = SQLITE
 
+    def __init__(self, database: SqliteDatabase, *, begin: bool = False) -> None:
+        self._database = database
+        self._begin = begin
+        self.begun = False
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if not self._begin:
+            return await self._database.run(lambda db: work(db.conn))
+        if self.begun:
+            return await self._database._on_worker(lambda db: work(db.conn))
+        self.begun = True
+        return await self._database._on_worker(lambda db: _begun(db.conn, work))
+
+    async def fetch_one(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> Row | None:
+        return await self._run(lambda conn: _one(conn, sql, values))
+
+    async def fetch_all(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> list[Row]:
+        return await self._run(lambda conn: _all(conn, sql, values))
+
+    async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
+        return await self._run(lambda conn: conn.execute(sql, values).rowcount)
+
+    async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
+        batch = list(rows)
+        return await self._run(lambda conn: conn.executemany(sql, batch).rowcount)
+
+
+class SqliteDatabase(_Statements):
+    """A :class:`storage.sql.session.Database` on one SQLite file (see the module docstring):
+    WAL journal, ``synchronous=NORMAL``, foreign keys on, ``busy_timeout`` seconds of waiting
+    for another connection's lock."""
+
     def __init__(self, path: Path, executor: ThreadPoolExecutor, db: SqliteUtilsDatabase) -> None:
-        self.path = path
+        super().__init__(self)
+        self.path, self.where, self.closed = path, str(path), False
         self._executor = executor
         self._db = db
         self._statement_timeout: float | None = None
         self._deadline: float | None = None
         self._turn = asyncio.Lock()
-        self._closed = False
 
     @classmethod
     async def open(
@@ -97,24 +130,15 @@ class SqliteDatabase:
             watch = self._past_deadline
             await self.run(lambda db: db.conn.set_progress_handler(watch, PROGRESS_STEPS))
 
-    @property
-    def where(self) -> str:
-        return str(self.path)
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     async def run(self, work: Callable[[SqliteUtilsDatabase], T]) -> T:
-        """``work(db)`` on the worker thread with its ``sqlite_utils.Database``, between other
-        statements (never inside a transaction): for the schema's migrations, and an escape
-        hatch for benchmarks, diagnostics and tests. ``work`` must not leave a transaction
-        open."""
+        """``work(db)`` on the worker thread with its ``sqlite_utils.Database``, in the
+        database's turn (never inside a transaction): an escape hatch for benchmarks,
+        diagnostics and tests. ``work`` must not leave a transaction open."""
         async with self._turn:
             return await self._on_worker(work)
 
     async def _on_worker(self, work: Callable[[SqliteUtilsDatabase], T]) -> T:
-        if self._closed:
+        if self.closed:
             raise StoreClosedError("the store is closed")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._guarded, work)
@@ -124,14 +148,12 @@ class SqliteDatabase:
             self._deadline = time.monotonic() + self._statement_timeout
         try:
             return work(self._db)
-        except sqlite3.OperationalError as error:
+        except sqlite3.Error as error:
             if self._deadline is not None and time.monotonic() > self._deadline:
                 raise StorageError(
                     f"a database call took longer than {self._statement_timeout:g} s "
                     "([storage] statement_timeout)"
                 ) from error
-            raise StorageError(f"database error: {error}") from error
-        except sqlite3.Error as error:
             raise StorageError(f"database error: {error}") from error
         finally:
             self._deadline = None
@@ -140,28 +162,11 @@ class SqliteDatabase:
         deadline = self._deadline
         return 1 if deadline is not None and time.monotonic() > deadline else 0
 
-    async def fetch_one(
-        self, sql: str, values: Values = (), *, repeatable: bool = True
-    ) -> Row | None:
-        return await self.run(lambda db: _one(db.conn, sql, values))
-
-    async def fetch_all(
-        self, sql: str, values: Values = (), *, repeatable: bool = True
-    ) -> list[Row]:
-        return await self.run(lambda db: _all(db.conn, sql, values))
-
-    async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
-        return await self.run(lambda db: db.conn.execute(sql, values).rowcount)
-
-    async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
-        batch = list(rows)
-        return await self.run(lambda db: db.conn.executemany(sql, batch).rowcount)
-
     async def transaction(
         self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False
     ) -> T:
         async with self._turn:
-            session = _Transaction(self)
+            session = _Statements(self, begin=True)
             try:
                 done = await work(session)
             except BaseException:
@@ -185,43 +190,13 @@ class SqliteDatabase:
         """Finish the statements already asked for, then close the connection and the worker
         thread; any statement after raises :class:`StoreClosedError`."""
         async with self._turn:
-            if self._closed:
+            if self.closed:
                 return
-            self._closed = True
-        loop = asyncio.get_running_loop()
+            self.closed = True
         try:
-            await loop.run_in_executor(self._executor, self._db.close)
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._db.close)
         finally:
             self._executor.shutdown(wait=True)
-
-
-class _Transaction:
-    """The statements of one transaction (its database's turn is held)."""
-
-    dialect: Final = SQLITE
-
-    def __init__(self, database: SqliteDatabase) -> None:
-        self._database = database
-        self.begun = False
-
-    async def _in(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        if self.begun:
-            return await self._database._on_worker(lambda db: work(db.conn))
-        self.begun = True
-        return await self._database._on_worker(lambda db: _begun(db.conn, work))
-
-    async def fetch_one(self, sql: str, values: Values = ()) -> Row | None:
-        return await self._in(lambda conn: _one(conn, sql, values))
-
-    async def fetch_all(self, sql: str, values: Values = ()) -> list[Row]:
-        return await self._in(lambda conn: _all(conn, sql, values))
-
-    async def execute(self, sql: str, values: Values = ()) -> int:
-        return await self._in(lambda conn: conn.execute(sql, values).rowcount)
-
-    async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
-        batch = list(rows)
-        return await self._in(lambda conn: conn.executemany(sql, batch).rowcount)
 
 
 def _begun(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -235,11 +210,8 @@ def _rollback(db: SqliteUtilsDatabase) -> None:
 
 
 def _one(conn: sqlite3.Connection, sql: str, values: Values) -> Row | None:
-    cursor = conn.execute(sql, values)
-    found = cursor.fetchone()
-    if found is None:
-        return None
-    return dict(zip([column[0] for column in cursor.description], found, strict=True))
+    found = _all(conn, sql, values)
+    return found[0] if found else None
 
 
 def _all(conn: sqlite3.Connection, sql: str, values: Values) -> list[Row]:

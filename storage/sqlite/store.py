@@ -6,12 +6,11 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, Unpack
 
 from sqlite_utils import Database
 
-from storage.process import DEFAULT_LEASE_SECONDS, new_process_id
-from storage.queries.base import Clock
+from storage.queries.base import Identity
 from storage.sql.migrations import migrate
 from storage.sqlite.database import WORKER_THREAD_PREFIX, SqliteDatabase
 from storage.store import Store
@@ -31,32 +30,21 @@ class SqliteStore(Store):
         cls,
         path: str | os.PathLike[str],
         *,
-        clock: Clock = time.time,
         busy_timeout: float = 5.0,
-        event_retention: float = 24 * 3600.0,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
-        process_id: str | None = None,
         statement_timeout: float | None = None,
+        **identity: Unpack[Identity],
     ) -> SqliteStore:
         """Open (creating if needed) the database at ``path`` with every pending migration
-        applied. ``clock`` gives timestamps (Unix seconds); ``event_retention`` is how long
-        inbound event ids are remembered; jobs this handle creates or claims are leased to
-        ``process_id`` (a fresh one by default) for ``lease_seconds``; a statement running
-        longer than ``statement_timeout`` seconds is interrupted and fails."""
+        applied; a statement running longer than ``statement_timeout`` seconds is interrupted
+        and fails. ``identity``: see :class:`storage.queries.base.Queries`."""
         database = await SqliteDatabase.open(Path(path), busy_timeout=busy_timeout)
         try:
-            await migrate(database, clock=clock)
+            await migrate(database, clock=identity.get("clock", time.time))
             await database.time_limit(statement_timeout)
         except BaseException:
             await database.close()
             raise
-        return cls(
-            database,
-            clock,
-            process_id=process_id or new_process_id(),
-            lease_seconds=lease_seconds,
-            event_retention=event_retention,
-        )
+        return cls(database, **identity)
 
     @property
     def path(self) -> Path:
@@ -65,7 +53,6 @@ class SqliteStore(Store):
 
     async def run_in_worker(self, work: Callable[[Database], T]) -> T:
         """``work(db)`` on the worker thread with its ``sqlite_utils.Database``, between other
-        statements: an escape hatch for benchmarks, diagnostics and tests (``EXPLAIN QUERY
-        PLAN``, tracing); features use the typed methods. ``work`` must not keep a transaction
-        open."""
+        statements: an escape hatch for benchmarks, diagnostics and tests; features use the
+        typed methods. ``work`` must not keep a transaction open."""
         return await self.db.run(work)

@@ -178,6 +178,6 @@ async def test_shedding_gives_back_the_newest_jobs_in_flight_for_others_to_claim
 
 def test_the_lease_index_predicate_names_every_unfinished_status() -> None:
     from storage.records.jobs import UNFINISHED_STATUSES
-    from storage.rules import UNFINISHED_SQL
+    from storage.sql.schema import UNFINISHED_LITERALS
 
-    assert ", ".join(f"'{status}'" for status in sorted(UNFINISHED_STATUSES)) == UNFINISHED_SQL
+    assert ", ".join(f"'{status}'" for status in sorted(UNFINISHED_STATUSES)) == UNFINISHED_LITERALS
