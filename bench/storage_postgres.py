@@ -6,7 +6,9 @@ the machine's binaries, ``fsync=off`` as in the tests) after the schema is migra
 same random keys are timed through :class:`storage.postgres.PostgresStore` as the awaiting
 caller sees them (pool hop included): the button-press lookup ``job_for_message`` and the
 compare-and-set ``transition``, plus a lease claim (``claim_jobs`` of 100 expired jobs, which
-only a shared database needs under load). The SQLite figures are measured in the same run
+only a shared database needs under load). The driver's rows are the same statements on one
+psycopg connection of its own (tuples back), taking turns with genbot's: what the query layer,
+the pool and the records cost. The SQLite figures are measured in the same run
 (:func:`bench.storage.run_storage`). ``python -m bench storage_postgres [--quick]``.
 """
 
@@ -16,12 +18,28 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass
+from typing import Any
 
+from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from bench.report import Table, percentile
-from bench.storage import CHANNELS, FULL, QUICK, Keys, StorageConfig, Timing, run_storage
+from bench.storage import (
+    ACTIONS,
+    CHANNELS,
+    FULL,
+    QUICK,
+    RESULT_URLS,
+    TRANSITION,
+    Keys,
+    StorageConfig,
+    Timing,
+    alternately,
+    run_storage,
+)
 from storage.postgres import PostgresStore
+from storage.queries.jobs import SQL_JOB_FOR_MESSAGE
+from storage.sql.dialect import POSTGRES
 from tests.postgres import PostgresCluster, start_cluster
 
 COPY_JOBS = (
@@ -30,6 +48,7 @@ COPY_JOBS = (
 )
 COPY_LINKS = "COPY job_messages (platform, channel_id, message_id, job_id, kind) FROM STDIN"
 CLAIM_BATCH = 100
+LOOKUP, MOVE = "message → job lookup", "status transition"
 
 
 @dataclass
@@ -68,36 +87,62 @@ async def fill(store: PostgresStore, keys: Keys) -> None:
         await conn.execute("ANALYZE")
 
 
-async def measure(store: PostgresStore, keys: Keys, config: StorageConfig) -> list[Timing]:
+async def measure(
+    store: PostgresStore, driver: AsyncConnection[Any], keys: Keys, config: StorageConfig
+) -> list[Timing]:
+    """genbot's lookups and transitions taking turns with the driver's (``driver``: one
+    connection of its own, the same statements, tuples back), then lease claims."""
     rng = random.Random(config.seed + 1)
-    lookups = [rng.randrange(keys.rows) for _ in range(config.samples)]
-    moves = rng.sample(range(keys.rows), config.samples)
-    timings = [
-        Timing("message → job lookup", "PostgreSQL", keys.rows),
-        Timing("status transition", "PostgreSQL", keys.rows),
-        Timing(f"lease claim of {CLAIM_BATCH} expired jobs", "PostgreSQL", keys.rows),
-    ]
-    for index in lookups:
-        started = time.perf_counter()
+    lookups = [rng.randrange(keys.rows) for _ in range(2 * config.samples)]
+    moves = rng.sample(range(keys.rows), 2 * config.samples)
+    rows, half = keys.rows, config.samples
+
+    async def lookup(index: int) -> bool:
         job = await store.job_for_message("discord", keys.channel(index), keys.message(index))
-        timings[0].seconds.append(time.perf_counter() - started)
-        timings[0].correct += job is not None and job.id == keys.job_ids[index]
-    for index in moves:
-        started = time.perf_counter()
-        moved = await store.transition(
+        return job is not None and job.id == keys.job_ids[index]
+
+    async def driver_lookup(index: int) -> bool:
+        args = ("discord", keys.channel(index), keys.message(index))
+        cursor = await driver.execute(POSTGRES.statement(SQL_JOB_FOR_MESSAGE), args)
+        row = await cursor.fetchone()
+        return row is not None and row[0] == keys.job_ids[index]
+
+    async def transition(index: int) -> bool:
+        return await store.transition(
             keys.job_ids[index],
             ("processing", "pending"),
             "finished",
             result_urls=["https://img.example/1.png"],
             actions=["upscale1", "upscale2", "upscale3", "upscale4", "reroll"],
         )
-        timings[1].seconds.append(time.perf_counter() - started)
-        timings[1].correct += moved
+
+    async def driver_transition(index: int) -> bool:
+        now = time.time()
+        args = ("finished", now, RESULT_URLS, ACTIONS, now, keys.job_ids[index])
+        cursor = await driver.execute(
+            POSTGRES.statement(TRANSITION), (*args, "pending", "processing")
+        )
+        return cursor.rowcount == 1
+
+    genbot, by_driver = "PostgreSQL", "PostgreSQL, driver: same SQL, one connection"
+    timings = [
+        *await alternately(
+            [Timing(LOOKUP, genbot, rows), Timing(LOOKUP, by_driver, rows)],
+            [lookup, driver_lookup],
+            [lookups[:half], lookups[half:]],
+        ),
+        *await alternately(
+            [Timing(MOVE, genbot, rows), Timing(MOVE, by_driver, rows)],
+            [transition, driver_transition],
+            [moves[:half], moves[half:]],
+        ),
+        Timing(f"lease claim of {CLAIM_BATCH} expired jobs", genbot, rows),
+    ]
     for _ in range(max(config.samples // 20, 10)):
         started = time.perf_counter()
         claimed = await store.claim_jobs(["discord"], limit=CLAIM_BATCH)
-        timings[2].seconds.append(time.perf_counter() - started)
-        timings[2].correct += len(claimed) == CLAIM_BATCH
+        timings[-1].seconds.append(time.perf_counter() - started)
+        timings[-1].correct += len(claimed) == CLAIM_BATCH
     return timings
 
 
@@ -111,7 +156,8 @@ async def run_postgres(config: StorageConfig, cluster: PostgresCluster) -> Postg
         async with store.connection() as conn:
             cursor = await conn.execute("SHOW server_version")
             row = await cursor.fetchone()
-        timings = await measure(store, keys, config)
+        async with await AsyncConnection.connect(url, autocommit=True) as driver:
+            timings = await measure(store, driver, keys, config)
     return PostgresResult(
         timings, config.rows, setup, f"PostgreSQL {row and row['server_version']}"
     )
@@ -155,6 +201,15 @@ async def main(quick: bool = False) -> list[Table]:
     """SQLite and PostgreSQL at the same rows, in one run."""
     config = QUICK if quick else FULL
     sqlite = await run_storage(config)
-    indexed = [t for t in sqlite.timings if t.variant.startswith("genbot")]
-    sqlite_rows = [Timing(t.operation, "SQLite", t.rows, t.seconds, t.correct) for t in indexed]
+    sqlite_rows = [
+        Timing(
+            t.operation,
+            f"SQLite{t.variant.removeprefix('genbot (indexed)')}",
+            t.rows,
+            t.seconds,
+            t.correct,
+        )
+        for t in sqlite.timings
+        if not t.variant.startswith("baseline")
+    ]
     return [comparison_table(sqlite_rows, await postgres_figures(config))]

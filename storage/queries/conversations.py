@@ -17,7 +17,7 @@ from storage.records.chat import (
     ConversationKey,
     ConversationKind,
 )
-from storage.records.settings import UNSET, _Unset
+from storage.records.settings import UNSET
 from storage.rules import check_conversation_kind, check_turn
 from storage.sql.session import Row, Session, from_json, to_json
 
@@ -64,6 +64,8 @@ SQL_LINKS_FROM: Final = (
     " WHERE conversation_id = ? AND chat_message_id >= ? ORDER BY id"
 )
 _NEWEST: Final = 2**63 - 1
+TURN_CHANGES: Final = frozenset(("content", "function_call", "token_count"))
+OWN_SETTINGS: Final = frozenset(("model", "system_prompt"))
 
 
 class ConversationQueries(Queries):
@@ -188,48 +190,35 @@ class ConversationQueries(Queries):
     async def delete_message(self, message_id: int) -> bool:
         return await self.db.execute("DELETE FROM messages WHERE id = ?", (message_id,)) == 1
 
-    async def update_message(
-        self,
-        message_id: int,
-        *,
-        content: str | _Unset | None = UNSET,
-        function_call: dict[str, Any] | _Unset | None = UNSET,
-        token_count: int | _Unset = UNSET,
-    ) -> bool:
-        changes: dict[str, Any] = {}
-        if not isinstance(content, _Unset):
-            changes["content"] = content
-        if not isinstance(function_call, _Unset):
-            changes["function_call"] = None if function_call is None else to_json(function_call)
-        if not isinstance(token_count, _Unset):
-            changes["token_count"] = token_count
-        return await self._update("messages", message_id, changes)
+    async def update_message(self, message_id: int, **changes: Any) -> bool:
+        if changes.get("function_call") not in (None, UNSET):
+            changes["function_call"] = to_json(changes["function_call"])
+        return await self._update("messages", message_id, changes, TURN_CHANGES)
 
-    async def update_conversation(
-        self,
-        conversation_id: int,
-        *,
-        model: str | _Unset | None = UNSET,
-        system_prompt: str | _Unset | None = UNSET,
-    ) -> bool:
-        changes: dict[str, Any] = {}
-        if not isinstance(model, _Unset):
-            changes["model"] = model
-        if not isinstance(system_prompt, _Unset):
-            changes["system_prompt"] = system_prompt
-        if changes:
-            changes["updated_at"] = self._clock()
-        return await self._update("conversations", conversation_id, changes)
+    async def update_conversation(self, conversation_id: int, **changes: Any) -> bool:
+        return await self._update("conversations", conversation_id, changes, OWN_SETTINGS, True)
 
-    async def _update(self, table: str, row_id: int, changes: dict[str, Any]) -> bool:
-        if not changes:
-            return (
-                await self.db.fetch_one(f"SELECT 1 AS found FROM {table} WHERE id = ?", (row_id,))
-                is not None
+    async def _update(
+        self,
+        table: str,
+        row_id: int,
+        changes: dict[str, Any],
+        allowed: frozenset[str],
+        stamped: bool = False,
+    ) -> bool:
+        given = {name: value for name, value in changes.items() if value is not UNSET}
+        if set(given) - allowed:
+            raise StorageError(f"not updatable in {table}: {', '.join(set(given) - allowed)}")
+        if not given:
+            found = await self.db.fetch_one(
+                f"SELECT 1 AS found FROM {table} WHERE id = ?", (row_id,)
             )
-        assignments = ", ".join(f"{column} = ?" for column in changes)
+            return found is not None
+        if stamped:
+            given["updated_at"] = self._clock()
+        assignments = ", ".join(f"{column} = ?" for column in given)
         update = f"UPDATE {table} SET {assignments} WHERE id = ?"
-        return await self.db.execute(update, (*changes.values(), row_id)) == 1
+        return await self.db.execute(update, (*given.values(), row_id)) == 1
 
     @asynccontextmanager
     async def conversation_lock(self, conversation_id: int) -> AsyncIterator[None]:

@@ -15,14 +15,16 @@ async def test_lookups_and_transitions_are_correct_and_only_the_baseline_scans(
     result = await run_storage(config)
     assert [(t.operation, t.variant.split()[0]) for t in result.timings] == [
         ("message → job lookup", "genbot"),
+        ("message → job lookup", "driver:"),
         ("message → job lookup", "baseline:"),
         ("status transition", "genbot"),
+        ("status transition", "driver:"),
         ("status transition", "baseline:"),
     ]
     for timing in result.timings:
         assert timing.rows == 3000
         assert len(timing.seconds) == timing.correct
-    assert [t.correct for t in result.timings] == [40, 8, 40, 8]
+    assert [t.correct for t in result.timings] == [40, 40, 8, 40, 40, 8]
     assert "USING INDEX job_messages_by_message_id" in result.plans["lookup, genbot"]
     assert "SCAN m" in result.plans["lookup, baseline"]
     assert "USING INDEX" in result.plans["transition, genbot"]

@@ -13,12 +13,14 @@ async def test_postgres_answers_every_lookup_transition_and_claim(
 ) -> None:
     config = StorageConfig(rows=3000, samples=40, baseline_samples=8)
     result = await run_postgres(config, postgres)
-    assert [t.operation for t in result.timings] == [
-        "message → job lookup",
-        "status transition",
-        "lease claim of 100 expired jobs",
+    assert [(t.operation, t.variant) for t in result.timings] == [
+        ("message → job lookup", "PostgreSQL"),
+        ("message → job lookup", "PostgreSQL, driver: same SQL, one connection"),
+        ("status transition", "PostgreSQL"),
+        ("status transition", "PostgreSQL, driver: same SQL, one connection"),
+        ("lease claim of 100 expired jobs", "PostgreSQL"),
     ]
-    assert [t.correct for t in result.timings] == [40, 40, 10]
+    assert [t.correct for t in result.timings] == [40, 40, 40, 40, 10]
     assert result.server.startswith("PostgreSQL ")
     sqlite = [Timing("message → job lookup", "SQLite", 3000, [0.001], 1)]
     rendered = comparison_table(sqlite, result).render()
