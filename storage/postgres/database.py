@@ -148,7 +148,7 @@ class PostgresDatabase:
         return await self._attempt(work, transaction=True, repeatable=repeatable)
 
     @asynccontextmanager
-    async def lock(self, key: str | int, *, wait: float) -> AsyncIterator[None]:
+    async def lock(self, key: str | int, *, wait: float, name: str) -> AsyncIterator[None]:
         """Hold ``key``'s session advisory lock for the block (see the module docstring); only
         the wait for it is bounded, not the block. A connection whose lock state is in doubt
         (an error, a cancelled wait) is closed, never reused."""
@@ -158,15 +158,15 @@ class PostgresDatabase:
                     conn = await stack.enter_async_context(self._lock_pool.connection())
                     await _lock(conn, key)
             except TimeoutError as error:
-                raise StorageError(f"{key} stayed busy for {wait:g} s") from error
+                raise StorageError(f"{name} stayed busy for {wait:g} s") from error
             except PoolTimeout as error:
-                raise StorageError(f"no connection for a lock ({self.where})") from error
+                raise StorageError(f"no connection for {name} ({self.where})") from error
             except psycopg.Error as error:
-                raise StorageError(f"taking a lock failed ({self.where}): {error}") from error
+                raise StorageError(f"taking {name} failed ({self.where}): {error}") from error
             try:
                 yield
             finally:
-                await _unlock(conn, key)
+                await _unlock(conn, key, name)
 
     async def listen(self, channel: str) -> AsyncIterator[str | None]:
         """``LISTEN`` on a connection of its own (see :meth:`Database.listen`); channels are
@@ -245,13 +245,13 @@ async def _lock(conn: Connection, key: str | int) -> None:
         raise
 
 
-async def _unlock(conn: Connection, key: str | int) -> None:
+async def _unlock(conn: Connection, key: str | int, name: str) -> None:
     """Release the lock; if that fails the connection is closed, which releases it too (a
     lost connection already had: the holder may then have overlapped another, so say so)."""
     try:
         await conn.execute(SQL_UNLOCK.format(_key(key)), (key,))
     except psycopg.Error as error:
-        log.warning("a lock's connection failed while it was held: %s", error)
+        log.warning("%s's connection failed while it was held: %s", name, error)
         await conn.close()
     except BaseException:
         await conn.close()

@@ -222,7 +222,8 @@ class ConversationQueries(Queries):
 
     @asynccontextmanager
     async def conversation_lock(self, conversation_id: int) -> AsyncIterator[None]:
-        async with self.db.lock(f"genbot.conversation.{conversation_id}", wait=LOCK_WAIT_SECONDS):
+        key = f"genbot.conversation.{conversation_id}"
+        async with self.db.lock(key, wait=LOCK_WAIT_SECONDS, name="a conversation lock"):
             yield
 
 

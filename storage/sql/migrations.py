@@ -45,7 +45,7 @@ async def migrate(
     db: Database, *, target: int = LATEST_VERSION, clock: Callable[[], float] = time.time
 ) -> int:
     """Bring ``db`` up to ``target`` (default: the latest); the resulting version."""
-    async with db.lock(MIGRATION_LOCK, wait=LOCK_WAIT_SECONDS):
+    async with db.lock(MIGRATION_LOCK, wait=LOCK_WAIT_SECONDS, name="the migration lock"):
         await db.execute(SQL_VERSIONS.substitute(TYPES[db.dialect.name]), repeatable=True)
         version = await current_version(db)
         if version > LATEST_VERSION:

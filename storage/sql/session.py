@@ -80,10 +80,11 @@ class Database(Session, Protocol):
         """``work(session)`` in one transaction: committed when it returns, rolled back when
         it raises (run again in a fresh one, ``repeatable``, when the connection was lost)."""
 
-    def lock(self, key: str | int, *, wait: float) -> AbstractAsyncContextManager[None]:
-        """Hold a lock on ``key`` for the block, across processes: those that ask for the same
-        key get it one after the other, in the order they asked; released if the holder's
-        process dies. Waits at most ``wait`` seconds for it (else :class:`StorageError`)."""
+    def lock(self, key: str | int, *, wait: float, name: str) -> AbstractAsyncContextManager[None]:
+        """Hold a lock on ``key`` (``name`` in messages) for the block, across processes: those
+        that ask for the same key get it one after the other, in the order they asked;
+        released if the holder's process dies. Waits at most ``wait`` seconds for it (else
+        :class:`StorageError`)."""
 
     def listen(self, channel: str) -> AsyncIterator[str | None]:
         """None once listening on ``channel`` has started, then the payload of each notice

@@ -178,7 +178,7 @@ class SqliteDatabase(_Statements):
             return done
 
     @asynccontextmanager
-    async def lock(self, key: str | int, *, wait: float) -> AsyncIterator[None]:
+    async def lock(self, key: str | int, *, wait: float, name: str) -> AsyncIterator[None]:
         """Nothing to take: no other process shares a SQLite database."""
         yield
 
