@@ -5,7 +5,6 @@ unfinished jobs by state and owner. Nothing is migrated or written."""
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +18,7 @@ from storage.records.jobs import UNFINISHED_STATUSES, ProcessStatus
 from storage.sql.dialect import marks
 from storage.sql.migrations import current_version
 from storage.sql.schema import LATEST_VERSION
-from storage.sql.session import Database
+from storage.sql.session import Database, from_json
 from storage.sqlite.database import SqliteDatabase
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
@@ -48,33 +47,20 @@ class Inspection:
 
 
 def _processes(
-    rows: Sequence[Mapping[str, Any]],
-    jobs: list[tuple[str, str | None, int]],
-    now: float,
-    lease_seconds: float,
+    rows: Sequence[Mapping[str, Any]], jobs: list[tuple[str, str | None, int]], live_since: float
 ) -> list[ProcessStatus]:
     leases: dict[str, int] = {}
     for _, owner, count in jobs:
         if owner is not None:
             leases[owner] = leases.get(owner, 0) + count
-    found = []
-    for row in rows:
-        platforms = row["platforms"]
-        if isinstance(platforms, str):
-            platforms = json.loads(platforms)
-        found.append(
-            ProcessStatus(
-                id=row["id"],
-                host=row["host"],
-                pid=int(row["pid"]),
-                platforms=tuple(platforms),
-                shards=row["shards"],
-                started_at=float(row["started_at"]),
-                seen_at=float(row["seen_at"]),
-                live=now - float(row["seen_at"]) <= lease_seconds,
-                leases=leases.get(row["id"], 0),
-            )
+    found = [
+        ProcessStatus(
+            **{**row, "platforms": tuple(from_json(row["platforms"], []))},
+            live=float(row["seen_at"]) >= live_since,
+            leases=leases.get(row["id"], 0),
         )
+        for row in rows
+    ]
     return sorted(found, key=lambda p: (not p.live, p.id))
 
 
@@ -104,14 +90,12 @@ async def inspect_sqlite(
         return Inspection(server, str(path), 0, LATEST_VERSION, [], [])
     try:
         db = await SqliteDatabase.open(path, read_only=True)
+        try:
+            return await _inspect(db, server, lease_seconds, clock())
+        finally:
+            await db.close()
     except StorageError as error:
         raise StorageError(f"cannot read the database at {path}: {error}") from error
-    try:
-        return await _inspect(db, server, lease_seconds, clock())
-    except StorageError as error:
-        raise StorageError(f"cannot read the database at {path}: {error}") from error
-    finally:
-        await db.close()
 
 
 async def _inspect(db: Database, server: str, lease_seconds: float, now: float) -> Inspection:
@@ -122,5 +106,5 @@ async def _inspect(db: Database, server: str, lease_seconds: float, now: float) 
         rows = await db.fetch_all(SQL_PROCESSES)
         found = await db.fetch_all(SQL_JOBS, _UNFINISHED)
         jobs = [(row["status"], row["owner"], int(row["n"])) for row in found]
-    processes = _processes(rows, jobs, now, lease_seconds)
+    processes = _processes(rows, jobs, now - lease_seconds)
     return Inspection(server, db.where, version, LATEST_VERSION, processes, jobs)

@@ -16,8 +16,8 @@ from storage.queries.settings import SettingsQueries
 from storage.queries.slack import SlackQueries
 from storage.queries.tracking import TrackingQueries
 from storage.queries.write_windows import WriteWindowQueries
+from storage.sql.migrations import current_version
 
-SQL_SCHEMA_VERSION: Final = "SELECT COALESCE(MAX(version), 0) AS version FROM schema_version"
 SQL_PROBE: Final = (
     "INSERT INTO storage_probes (process_id, probed_at) VALUES (?, ?)"
     " ON CONFLICT (process_id) DO UPDATE SET probed_at = excluded.probed_at"
@@ -48,8 +48,7 @@ class Store(
 
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""
-        row = await self.db.fetch_one(SQL_SCHEMA_VERSION)
-        return 0 if row is None else int(row["version"])
+        return await current_version(self.db)
 
     async def probe_write(self) -> None:
         """Upsert this process's probe row (see :meth:`storage.Storage.probe_write`)."""

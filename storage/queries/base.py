@@ -3,14 +3,23 @@ process as an owner of jobs."""
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
 import time
 from collections.abc import Callable
 from typing import TypedDict
 
-from storage.process import DEFAULT_LEASE_SECONDS, new_process_id
 from storage.sql.session import Database
 
 Clock = Callable[[], float]
+DEFAULT_LEASE_SECONDS = 10.0
+
+
+def new_process_id() -> str:
+    """``host-pid-random``: unique per process start, readable in ``genbot status``."""
+    host = socket.gethostname().split(".")[0][:40] or "host"
+    return f"{host}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
 class Identity(TypedDict, total=False):

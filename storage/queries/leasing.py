@@ -3,11 +3,11 @@ no live process holds, and wakeups of a job's owner."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
 from typing import Final
 
-from storage.process import wakeup_channel
 from storage.queries.base import Queries
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import UNFINISHED_STATUSES, Job, ProcessInfo
@@ -37,6 +37,11 @@ SQL_NOT_MINE: Final = (
 SQL_TAKE: Final = "UPDATE jobs SET owner = ?, lease_until = ? WHERE id IN ({})"
 SQL_RELEASE: Final = f"UPDATE jobs SET lease_until = 0 WHERE owner = ? AND {_IN_UNFINISHED}"
 SQL_FORGET: Final = "DELETE FROM processes WHERE id = ?"
+
+
+def wakeup_channel(process_id: str) -> str:
+    """The ``LISTEN``/``NOTIFY`` channel of a process (a short identifier)."""
+    return "genbot_" + hashlib.sha256(process_id.encode()).hexdigest()[:24]
 
 
 class LeaseQueries(Queries):

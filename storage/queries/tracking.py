@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from storage.errors import StorageError
 from storage.queries.base import Queries
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import UNFINISHED_STATUSES, Job, JobStatus
@@ -15,6 +16,14 @@ from storage.sql.session import Session
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 SQL_UNFINISHED: Final = "SELECT * FROM jobs WHERE {} ORDER BY created_at, id"
+FILTERS: Final = {
+    "family": "family = ?",
+    "webhook_quiet_since": "(last_webhook_at IS NULL OR last_webhook_at < ?)",
+    "due_at": "(next_poll_at IS NULL OR next_poll_at <= ?)",
+    "created_before": "created_at < ?",
+    "owner": "owner = ?",
+}
+"""``list_unfinished_jobs``' filters (see :class:`storage.JobTracking`)."""
 SQL_CLAIM_DELIVERY: Final = (
     "UPDATE jobs SET status = CASE status WHEN 'finished' THEN 'posting' ELSE 'reporting' END,"
     " post_claims = post_claims + 1, updated_at = ?"
@@ -65,35 +74,22 @@ class TrackingQueries(Queries):
         self,
         statuses: Iterable[JobStatus] = UNFINISHED_STATUSES,
         *,
-        family: str | None = None,
         limit: int | None = None,
         after: Job | None = None,
-        webhook_quiet_since: float | None = None,
-        due_at: float | None = None,
-        created_before: float | None = None,
-        owner: str | None = None,
+        **filters: Any,
     ) -> list[Job]:
         chosen = status_tuple(statuses)
         conditions = [f"status IN ({marks(len(chosen))})"]
         values: list[Any] = list(chosen)
-        if family is not None:
-            conditions.append("family = ?")
-            values.append(family)
+        for name, value in filters.items():
+            if name not in FILTERS:
+                raise StorageError(f"no filter {name!r} for unfinished jobs")
+            if value is not None:
+                conditions.append(FILTERS[name])
+                values.append(value)
         if after is not None:
             conditions.append("(created_at, id) > (?, ?)")
             values += [after.created_at, after.id]
-        if webhook_quiet_since is not None:
-            conditions.append("(last_webhook_at IS NULL OR last_webhook_at < ?)")
-            values.append(webhook_quiet_since)
-        if due_at is not None:
-            conditions.append("(next_poll_at IS NULL OR next_poll_at <= ?)")
-            values.append(due_at)
-        if created_before is not None:
-            conditions.append("created_at < ?")
-            values.append(created_before)
-        if owner is not None:
-            conditions.append("owner = ?")
-            values.append(owner)
         query = SQL_UNFINISHED.format(" AND ".join(conditions))
         if limit is not None:
             query += " LIMIT ?"
