@@ -27,22 +27,10 @@ from storage.records.settings import (
 FAMILIES: Final[frozenset[str]] = frozenset(("task", "diffusion"))
 JSON_FIELDS: Final[frozenset[str]] = frozenset(("parameters", "result_urls", "actions", "result"))
 UPDATABLE_FIELDS: Final[frozenset[str]] = JSON_FIELDS | {
-    "type",
-    "provider_id",
-    "thread_id",
-    "progress_message_id",
-    "result_message_id",
-    "prompt",
-    "error",
-    "webhook_secret",
-    "credits",
-    "finished_at",
-    "last_polled_at",
-    "last_webhook_at",
-    "next_poll_at",
-    "delivery_attempts",
-    "post_claims",
-}
+    "type", "provider_id", "thread_id", "progress_message_id", "result_message_id", "prompt",
+    "error", "webhook_secret", "credits", "finished_at", "last_polled_at", "last_webhook_at",
+    "next_poll_at", "delivery_attempts", "post_claims",
+}  # fmt: skip
 """Fields ``update_job`` and ``transition`` accept as keywords."""
 DONE_AT_PROVIDER: Final[frozenset[str]] = frozenset(("finished", "failed", "create_failed"))
 """Entering one of these stamps ``finished_at`` (unless given or already set)."""

@@ -57,12 +57,9 @@ class Database(Session, Protocol):
     fresh connection when the first was lost under it (PostgreSQL); reads are, writes are not
     unless said so."""
 
-    @property
-    def where(self) -> str:
-        """The database, for messages (no credentials)."""
-
-    @property
-    def closed(self) -> bool: ...
+    where: str
+    """The database, for messages (no credentials)."""
+    closed: bool
 
     async def fetch_one(
         self, sql: str, values: Values = (), *, repeatable: bool = True
