@@ -16,11 +16,12 @@ _ACTIVE: Final = tuple(sorted(ACTIVE_STATUSES))
 INSERT_COLUMNS: Final = (
     "id, family, type, status, provider_id, parent_job_id, action, requester_id, platform,"
     " workspace_id, channel_id, thread_id, prompt, parameters, webhook_secret, created_at,"
-    " updated_at, owner, lease_until, is_dm"
+    " updated_at, owner, lease_until, is_dm, command_key"
 )
 SQL_INSERT_JOB: Final = (
-    f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({marks(20)}) ON CONFLICT DO NOTHING RETURNING *"
+    f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({marks(21)}) ON CONFLICT DO NOTHING RETURNING *"
 )
+SQL_COMMANDED: Final = "SELECT * FROM jobs WHERE command_key = ?"
 SQL_JOB_EXISTS: Final = "SELECT 1 AS found FROM jobs WHERE id = ?"
 SQL_DERIVATIVE: Final = "SELECT * FROM jobs WHERE parent_job_id = ? AND action = ?"
 SQL_COUNT_ACTIVE: Final = (
@@ -47,8 +48,10 @@ class AdmissionQueries(Queries):
         from any process cannot all pass a cap. Returns ``(job, True)`` when the row was
         created; for a derivative (``parent_job_id`` and ``action`` set) whose pair already
         exists, ``(existing, False)`` — nothing is created, so no limit applies (the pair is
-        unique: the same button pressed twice yields one job); a :class:`QuotaRefusal` when a
-        limit stops it.
+        unique: the same button pressed twice yields one job), and likewise for a command whose
+        ``command_key`` a job already has; a :class:`QuotaRefusal` when a limit stops it. A
+        keyed creation runs once more on a fresh connection when the first was lost: repeating
+        it finds the job the first may have made.
         """
         check_new_job(new)
         derivative = (
@@ -57,7 +60,14 @@ class AdmissionQueries(Queries):
             else None
         )
 
+        attempts = 0
+
         async def work(tx: Session) -> tuple[Job, bool] | QuotaRefusal:
+            nonlocal attempts
+            attempts += 1
+            commanded = await self._commanded(tx, new)
+            if commanded is not None:
+                return commanded, attempts > 1 and self._made_by_a_lost_attempt(commanded)
             if derivative is not None:
                 existing = await tx.fetch_one(SQL_DERIVATIVE, derivative)
                 if existing is not None:
@@ -67,7 +77,7 @@ class AdmissionQueries(Queries):
                     tx.dialect.transaction_lock, (f"{new.platform}\x1f{new.requester_id}",)
                 )
             now = self._clock()
-            refusal = await _quota_refusal(tx, new, quota, now)
+            refusal = await _quota_refusal(tx, new.platform, new.requester_id, quota, now)
             if refusal is not None:
                 return refusal
             if new.parent_job_id is not None and not await tx.fetch_one(
@@ -81,9 +91,35 @@ class AdmissionQueries(Queries):
                 raced = await tx.fetch_one(SQL_DERIVATIVE, derivative)
                 if raced is not None:
                     return job_from_row(raced), False
+            commanded = await self._commanded(tx, new)
+            if commanded is not None:
+                return commanded, False
             raise StorageError("the job conflicts with an existing one (same provider id?)")
 
-        return await self.db.transaction(work)
+        return await self.db.transaction(work, repeatable=new.command_key is not None)
+
+    async def quota_refusal(
+        self, platform: str, requester_id: str, quota: JobQuota, *, pending: int = 0
+    ) -> QuotaRefusal | None:
+        """Reads only, each statement on its own (see :class:`storage.JobAdmission`)."""
+        return await _quota_refusal(self.db, platform, requester_id, quota, self._clock(), pending)
+
+    async def _commanded(self, tx: Session, new: NewJob) -> Job | None:
+        if new.command_key is None:
+            return None
+        row = await tx.fetch_one(SQL_COMMANDED, (new.command_key,))
+        return None if row is None else job_from_row(row)
+
+    def _made_by_a_lost_attempt(self, job: Job) -> bool:
+        """Whether a keyed job a repeated creation found is the one the first attempt made
+        before its connection was lost (this process's, still untouched): then it is this
+        call's."""
+        return (
+            job.owner == self.process_id
+            and job.status == "creating"
+            and job.progress_message_id is None
+            and job.lease_generation == 0
+        )
 
     async def _insert(self, tx: Session, new: NewJob, now: float) -> Row | None:
         """The inserted row; None when another row's unique key took it (not the id)."""
@@ -95,7 +131,7 @@ class AdmissionQueries(Queries):
                 job_id, new.family, new.type, new.status, new.provider_id, new.parent_job_id,
                 new.action, new.requester_id, new.platform, new.workspace_id, new.channel_id,
                 new.thread_id, new.prompt, to_json(dict(new.parameters)), new.webhook_secret,
-                now, now, self.process_id, now + self.lease_seconds, new.is_dm,
+                now, now, self.process_id, now + self.lease_seconds, new.is_dm, new.command_key,
             )  # fmt: skip
             row = await tx.fetch_one(SQL_INSERT_JOB, values)
             if row is not None or new.id is not None:
@@ -105,17 +141,19 @@ class AdmissionQueries(Queries):
 
 
 async def _quota_refusal(
-    tx: Session, new: NewJob, quota: JobQuota, now: float
-) -> QuotaRefusal | None:
-    """The limit of ``quota`` that ``new``'s requester is at, if any."""
+    session: Session, platform: str, requester_id: str, quota: JobQuota, now: float,
+    pending: int = 0,
+) -> QuotaRefusal | None:  # fmt: skip
+    """The limit of ``quota`` the requester is at, counting ``pending`` jobs as active, if
+    any."""
     if quota.max_active > 0:
-        row = await tx.fetch_one(SQL_COUNT_ACTIVE, (new.platform, new.requester_id, *_ACTIVE))
-        active = int(row["n"]) if row else 0
+        row = await session.fetch_one(SQL_COUNT_ACTIVE, (platform, requester_id, *_ACTIVE))
+        active = (int(row["n"]) if row else 0) + pending
         if active >= quota.max_active:
             return QuotaRefusal("max_active", active, quota.max_active)
     if quota.max_daily_credits > 0:
-        usage = (new.platform, new.requester_id, utc_day(now))
-        row = await tx.fetch_one(SQL_CREDITS_TODAY, usage)
+        usage = (platform, requester_id, utc_day(now))
+        row = await session.fetch_one(SQL_CREDITS_TODAY, usage)
         credits = int(row["n"]) if row else 0
         if credits >= quota.max_daily_credits:
             return QuotaRefusal("max_daily_credits", credits, quota.max_daily_credits)

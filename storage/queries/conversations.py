@@ -222,6 +222,16 @@ class ConversationQueries(Queries):
 
     @asynccontextmanager
     async def conversation_lock(self, conversation_id: int) -> AsyncIterator[None]:
+        """The order of a conversation's turns holds while the lock's connection lives
+        (PostgreSQL). When it is lost in the middle of a turn (a server restart, a terminated
+        backend), the server drops the lock with it: the turn goes on to its end (its answer
+        is already streaming) and is saved, and a turn of the same conversation reaching
+        another process meanwhile may start before it ends, answering from the history as it
+        was. Both answers are kept in the order they were saved, and the loss is logged when
+        the first turn ends. Aborting the turn would throw away an answer that is almost
+        always fine; taking the lock again could stall a streaming answer behind the next
+        turn. Within one process, turns of one conversation are serialized anyway
+        (:mod:`adapters.runner`)."""
         key = f"genbot.conversation.{conversation_id}"
         async with self.db.lock(key, wait=LOCK_WAIT_SECONDS, name="a conversation lock"):
             yield

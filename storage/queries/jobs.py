@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from storage.queries.base import Queries
 from storage.records.job_params import ResultChange
-from storage.records.jobs import Job, JobMessage, JobMessageKind, JobStatus
+from storage.records.jobs import Job, JobMessage, JobMessageKind, JobStatus, Lease
 from storage.rules import (
     DONE_AT_PROVIDER,
     JSON_FIELDS,
@@ -77,6 +77,7 @@ class JobQueries(Queries):
         to_status: JobStatus,
         *,
         links: Sequence[JobMessage] = (),
+        fence: Lease | None = None,
         **fields: Any,
     ) -> bool:
         """Compare-and-set (see :meth:`storage.JobWriter.transition`): one ``UPDATE … WHERE
@@ -96,6 +97,9 @@ class JobQueries(Queries):
             f" WHERE id = ? AND status IN ({marks(len(sources))})"
         )
         values += [job_id, *sources]
+        if fence is not None:
+            move += " AND owner = ? AND lease_generation = ?"
+            values += [fence.owner, fence.generation]
         if not links:
             return await self.db.execute(move, values, repeatable=True) == 1
 

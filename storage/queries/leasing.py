@@ -5,19 +5,22 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import replace
 from typing import Final
 
 from storage.queries.base import Queries
 from storage.queries.jobs import job_from_row
-from storage.records.jobs import UNFINISHED_STATUSES, Job, ProcessInfo
+from storage.records.jobs import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES, Job, ProcessInfo
+from storage.rules import share_of, taken
 from storage.sql.dialect import marks
 from storage.sql.schema import UNFINISHED_LITERALS
 from storage.sql.session import Session, to_json
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 _IN_UNFINISHED: Final = f"status IN ({marks(len(_UNFINISHED))})"
-SQL_RENEW: Final = f"UPDATE jobs SET lease_until = ? WHERE owner = ? AND {_IN_UNFINISHED}"
+_IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATUSES))
+SQL_RENEW: Final = (
+    f"UPDATE jobs SET lease_until = ? WHERE owner = ? AND {_IN_UNFINISHED} RETURNING id"
+)
 SQL_SEEN: Final = (
     "INSERT INTO processes (id, host, pid, platforms, shards, started_at, seen_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
@@ -34,7 +37,20 @@ SQL_NOT_MINE: Final = (
     f"SELECT * FROM jobs WHERE {_IN_UNFINISHED} AND (owner IS NULL OR owner <> ?)"
     " AND platform IN ({}) ORDER BY created_at, id LIMIT ?"
 )
-SQL_TAKE: Final = "UPDATE jobs SET owner = ?, lease_until = ? WHERE id IN ({})"
+SQL_TAKE: Final = (
+    "UPDATE jobs SET owner = ?, lease_until = ?, lease_generation = lease_generation + 1"
+    " WHERE id IN ({})"
+)
+SQL_LOAD: Final = (
+    "SELECT platform, COUNT(*) AS jobs, (SELECT COUNT(*) FROM processes"
+    " WHERE seen_at >= ? AND {}) AS serving"
+    f" FROM jobs WHERE {_IN_UNFINISHED} AND platform IN ({{}}) GROUP BY platform"
+)
+SQL_SHED: Final = (
+    "UPDATE jobs SET owner = NULL, lease_until = 0 WHERE id IN (SELECT id FROM jobs"
+    f" WHERE owner = ? AND status IN ({marks(len(_IN_FLIGHT))}) ORDER BY created_at DESC, id"
+    " LIMIT ?{})"
+)
 SQL_RELEASE: Final = f"UPDATE jobs SET lease_until = 0 WHERE owner = ? AND {_IN_UNFINISHED}"
 SQL_FORGET: Final = "DELETE FROM processes WHERE id = ?"
 
@@ -50,21 +66,41 @@ class LeaseQueries(Queries):
     database, so leases mostly record which process follows a job and a restart takes them
     all at once."""
 
-    async def heartbeat(self, process: ProcessInfo) -> int:
-        """Renew this process's leases and record it as alive; how many leases it holds."""
+    async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
+        """Renew this process's leases and record it as alive; the jobs it holds."""
         now = self._clock()
         seen = (
             self.process_id, process.host, process.pid, to_json(list(process.platforms)),
             process.shards, process.started_at, now,
         )  # fmt: skip
 
-        async def work(tx: Session) -> int:
+        async def work(tx: Session) -> frozenset[str]:
             renew = (now + self.lease_seconds, self.process_id, *_UNFINISHED)
-            held = await tx.execute(SQL_RENEW, renew)
+            held = frozenset(str(row["id"]) for row in await tx.fetch_all(SQL_RENEW, renew))
             await tx.execute(SQL_SEEN, seen)
             return held
 
-        return await self.db.transaction(work)
+        return await self.db.transaction(work, repeatable=True)
+
+    async def fair_share(self, platforms: Iterable[str]) -> int:
+        """Each platform's unfinished jobs divided among its live processes (all of them
+        where the database has one process)."""
+        allowed = tuple(platforms)
+        if not allowed:
+            return 0
+        serving = self.db.dialect.json_contains("platforms", "jobs.platform")
+        load = SQL_LOAD.format(serving, marks(len(allowed)))
+        live_since = self._clock() - self.lease_seconds
+        rows = await self.db.fetch_all(load, (live_since, *_UNFINISHED, *allowed))
+        return share_of([(int(r["jobs"]), int(r["serving"]) if self.shared else 1) for r in rows])
+
+    async def shed_leases(self, count: int) -> int:
+        """Give back up to ``count`` jobs in flight, the newest first (nothing where the
+        database has one process)."""
+        if count < 1 or not self.shared:
+            return 0
+        shed = SQL_SHED.format(self.db.dialect.skip_locked)
+        return await self.db.execute(shed, (self.process_id, *_IN_FLIGHT, count), repeatable=True)
 
     async def claim_jobs(
         self, platforms: Iterable[str], *, limit: int, take_live: bool = False
@@ -88,8 +124,8 @@ class LeaseQueries(Queries):
                 await tx.execute(take, (self.process_id, lease_until, *(r["id"] for r in rows)))
             return [job_from_row(row) for row in rows]
 
-        free = await self.db.transaction(work)
-        return [replace(job, owner=self.process_id, lease_until=lease_until) for job in free]
+        free = await self.db.transaction(work, repeatable=True)
+        return [taken(job, self.process_id, lease_until) for job in free]
 
     async def release_leases(self) -> int:
         """End this process's leases now (a clean stop) and drop it from the live

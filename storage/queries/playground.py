@@ -16,10 +16,24 @@ from storage.sql.session import Row, Session, from_json, to_json
 
 CHANNEL: Final = "genbot_playground"
 SQL_SAVE: Final = (
-    "INSERT INTO playground_messages (id, channel, pending, image_keys, body)"
-    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-    " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body"
+    "INSERT INTO playground_messages (id, channel, pending, image_keys, body, owner)"
+    " VALUES (?, ?, ?, ?, ?, CASE WHEN ? THEN ? END) ON CONFLICT (id) DO UPDATE SET"
+    " pending = excluded.pending, image_keys = excluded.image_keys, body = excluded.body,"
+    " version = playground_messages.version + 1 RETURNING version"
 )
+SQL_ANSWERED: Final = "UPDATE playground_messages SET pending = ? WHERE id = ? AND pending"
+SQL_CLAIM_PENDING: Final = (
+    "UPDATE playground_messages SET owner = ? WHERE pending AND {} < ?{} RETURNING id"
+)
+SQL_ALIVE: Final = (
+    "INSERT INTO processes (id, host, pid, started_at, seen_at) VALUES (?, '', 0, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at"
+)
+SQL_NOT_LIVE: Final = (
+    " AND (owner IS NULL OR owner = ? OR owner NOT IN (SELECT id FROM processes"
+    " WHERE seen_at >= ?))"
+)
+"""Where processes share the database, a command a live process accepted stays its own."""
 SQL_SAVE_IMAGE: Final = (
     "INSERT INTO playground_images (key, filename, content_type, width, height, data)"
     " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING"
@@ -29,7 +43,7 @@ SQL_TRIM: Final = (
     " playground_messages WHERE channel = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)"
 )
 SQL_SWEEP_IMAGES: Final = "DELETE FROM playground_images WHERE key NOT IN ({})"
-MESSAGE_COLUMNS: Final = "id, channel, pending, image_keys, body"
+MESSAGE_COLUMNS: Final = "id, channel, pending, image_keys, body, version"
 SQL_LOAD: Final = (
     f"SELECT {MESSAGE_COLUMNS} FROM (SELECT *, ROW_NUMBER() OVER"
     " (PARTITION BY channel ORDER BY seq DESC) AS n FROM playground_messages) AS latest"
@@ -57,6 +71,7 @@ def _message(row: Row) -> PlaygroundMessage:
         bool(row["pending"]),
         tuple(from_json(row["image_keys"], [])),
         from_json(row["body"], {}),
+        row["version"],
     )
 
 
@@ -92,29 +107,55 @@ class PlaygroundQueries(Queries):
 
     async def save_playground_message(
         self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
-    ) -> None:
-        """Store a message and its images; trim the channel to ``keep``, sweep the images no
-        message shows any more, and tell the other processes."""
+    ) -> int:
+        """Store a message and its images (a message that answers a command marks it handled
+        in the same transaction); trim the channel to ``keep``, sweep the images no message
+        shows any more, and tell the other processes. Saving again does no harm: a save whose
+        connection was lost runs once more."""
         row = (
             message.id,
             message.channel,
             message.pending,
             to_json(sorted(message.image_keys)),
             to_json(dict(message.body)),
+            message.pending,
+            self.process_id,
         )
         shown = [(i.key, i.filename, i.content_type, i.width, i.height, i.data) for i in images]
 
-        async def work(tx: Session) -> None:
+        async def work(tx: Session) -> int:
             if shown:
                 await tx.execute_many(SQL_SAVE_IMAGE, shown)
-            await tx.execute(SQL_SAVE, row)
+            saved = await tx.fetch_one(SQL_SAVE, row)
+            assert saved is not None
+            if message.answers is not None:
+                await tx.execute(SQL_ANSWERED, (False, message.answers))
             if await tx.execute(SQL_TRIM, (message.channel, message.channel, keep)):
                 in_use = tx.dialect.json_elements("playground_messages", "image_keys")
                 await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
             if tx.dialect.notify is not None:
                 await tx.execute(tx.dialect.notify, (CHANNEL, f"{self.process_id} {message.id}"))
+            return int(saved["version"])
 
-        await self.db.transaction(work)
+        return await self.db.transaction(work, repeatable=True)
+
+    async def claim_pending_commands(self, accepted_before: float) -> list[str]:
+        """One statement, so concurrent claimers never get the same command. Where processes
+        share the database, the claimer is recorded as alive with its claim (a process claims
+        before its first heartbeat), so no other process takes what it just took."""
+        now = self._clock()
+        values: tuple[object, ...] = (self.process_id, accepted_before)
+        if self.shared:
+            values += (self.process_id, now - self.lease_seconds)
+        created = self.db.dialect.json_number("body", "created")
+        claim = SQL_CLAIM_PENDING.format(created, SQL_NOT_LIVE if self.shared else "")
+
+        async def work(tx: Session) -> list[str]:
+            if self.shared:
+                await tx.execute(SQL_ALIVE, (self.process_id, now, now))
+            return [str(row["id"]) for row in await tx.fetch_all(claim, values)]
+
+        return await self.db.transaction(work, repeatable=True)
 
     async def settle_playground_message(self, message_id: str) -> None:
         """Mark a command's message as handled."""

@@ -1,5 +1,5 @@
 """What the tracker asks of jobs: unfinished ones, due times, poll stamps, counts, the delivery
-claim, and a requester's recent jobs."""
+claim, and recent jobs (a requester's, and everyone's posted ones)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,9 @@ SQL_CHARGE_CREDITS: Final = (
 )
 SQL_NEXT_POLL: Final = (
     "SELECT MIN(next_poll_at) AS at FROM jobs WHERE status IN ({}) AND next_poll_at > ?"
+)
+SQL_RECENT_POSTED: Final = (
+    "SELECT * FROM jobs WHERE status = 'posted' ORDER BY created_at DESC, id DESC LIMIT ?"
 )
 SQL_COUNT_UNFINISHED: Final = (
     f"SELECT status, platform, COUNT(*) AS n FROM jobs WHERE status IN ({marks(len(_UNFINISHED))})"
@@ -140,4 +143,8 @@ class TrackingQueries(Queries):
         rows = await self.db.fetch_all(
             query, (platform, requester_id, *chosen, *where, max(limit, 0))
         )
+        return [job_from_row(row) for row in rows]
+
+    async def recent_posted_jobs(self, limit: int) -> list[Job]:
+        rows = await self.db.fetch_all(SQL_RECENT_POSTED, (max(limit, 0),))
         return [job_from_row(row) for row in rows]

@@ -64,6 +64,7 @@ LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
         ("", "T"),
         "PRIMARY KEY|slack_installations_pkey",
     ),
+    "expired oauth states": (slack.SQL_PRUNE_STATES, (0.0,), "oauth_states_by_expiry"),
 }
 
 
