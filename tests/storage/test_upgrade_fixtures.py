@@ -1,7 +1,8 @@
 """Databases made by released genbots (``tests/storage/fixtures/v*.sql``: v11 by main ffbfa8e,
-v12 by main 3fb4599; one per backend, rows in every table written through the storage API of
-their day) upgrade in place with this code: the schema ends up as a fresh database's, every row
-of the dump is still there unchanged, and the ports read back what was written."""
+v12 by main 3fb4599, v15 by main bbc407b; one per backend, rows in every table written through
+the storage API of their day) upgrade in place with this code: the schema ends up as a fresh
+database's, every row of the dump is still there unchanged, and the ports read back what was
+written."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from storage import LATEST_VERSION, ConversationKey, SqliteStore, Store
+from storage import LATEST_VERSION, ConversationKey, JobQuota, NewJob, SqliteStore, Store
 from storage.postgres import PostgresStore
 from storage.postgres.database import PostgresDatabase
 from storage.sql.session import Database
@@ -153,13 +154,13 @@ async def test_a_released_database_upgrades_in_place_without_losing_a_row(
                 else:
                     assert kept == rows, table
             assert filled >= 15  # all but write_slots on SQLite, storage_probes from v12
-        await reads_back(store)
+        await reads_back(store, version)
     finally:
         await store.close()
         await fresh.close()
 
 
-async def reads_back(store: Store) -> None:
+async def reads_back(store: Store, version: int) -> None:
     """What the fixtures' ``fill`` wrote, read through the ports."""
     grid = await store.job_for_message("discord", "c1", "901")
     assert grid is not None and grid.status == "posted" and grid.credits == 8
@@ -178,3 +179,13 @@ async def reads_back(store: Store) -> None:
     assert installed is not None and installed.data["bot_token"] == "xoxb-1"
     messages, images = await store.load_playground(keep=500)
     assert [m.id for m in messages] == ["p1", "p2"] and [i.key for i in images] == ["k1"]
+    if version < 14:
+        return
+    assert [m.version for m in messages] == [2, 1] and messages[1].pending
+    again = NewJob(family="task", type="imagine", requester_id="u2", platform="discord",
+                   channel_id="c1", workspace_id="g1", prompt="an owl",
+                   command_key="discord:555")  # fmt: skip
+    found = await store.create_job_within(again, JobQuota())
+    assert isinstance(found, tuple) and not found[1]
+    keyed = found[0]
+    assert (keyed.prompt, keyed.status, keyed.lease_generation) == ("an owl", "creating", 1)
