@@ -24,7 +24,8 @@ SQL_RENEW: Final = (
 SQL_SEEN: Final = (
     "INSERT INTO processes (id, host, pid, platforms, shards, started_at, seen_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-    " platforms = excluded.platforms, shards = excluded.shards, seen_at = excluded.seen_at"
+    " host = excluded.host, pid = excluded.pid, platforms = excluded.platforms,"
+    " shards = excluded.shards, seen_at = excluded.seen_at"
 )
 SQL_EXPIRED: Final = (
     f"SELECT * FROM jobs WHERE status IN ({UNFINISHED_LITERALS}) AND COALESCE(lease_until, 0) < ?"
