@@ -23,8 +23,12 @@ SQL_SAVE: Final = (
 )
 SQL_ANSWERED: Final = "UPDATE playground_messages SET pending = ? WHERE id = ? AND pending"
 SQL_CLAIM_PENDING: Final = (
-    "UPDATE playground_messages SET owner = ? WHERE pending AND {} < ?{} RETURNING id"
+    "UPDATE playground_messages SET owner = ? WHERE id IN (SELECT id FROM playground_messages"
+    " WHERE pending AND {} < ?{}{}) RETURNING id"
 )
+"""The commands another claimer holds are skipped, not waited for: a waiting claim would
+re-check them against its own older snapshot, where the other claimer is not yet alive, and
+take them too."""
 SQL_ALIVE: Final = (
     "INSERT INTO processes (id, host, pid, started_at, seen_at) VALUES (?, '', 0, ?, ?)"
     " ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at"
@@ -140,15 +144,17 @@ class PlaygroundQueries(Queries):
         return await self.db.transaction(work, repeatable=True)
 
     async def claim_pending_commands(self, accepted_before: float) -> list[str]:
-        """One statement, so concurrent claimers never get the same command. Where processes
-        share the database, the claimer is recorded as alive with its claim (a process claims
-        before its first heartbeat), so no other process takes what it just took."""
+        """One statement, so concurrent claimers never get the same command (one holding a
+        command makes the others skip it). Where processes share the database, the claimer
+        is recorded as alive with its claim (a process claims before its first heartbeat), so
+        no other process takes what it just took."""
         now = self._clock()
         values: tuple[object, ...] = (self.process_id, accepted_before)
         if self.shared:
             values += (self.process_id, now - self.lease_seconds)
         created = self.db.dialect.json_number("body", "created")
-        claim = SQL_CLAIM_PENDING.format(created, SQL_NOT_LIVE if self.shared else "")
+        not_live = SQL_NOT_LIVE if self.shared else ""
+        claim = SQL_CLAIM_PENDING.format(created, not_live, self.db.dialect.skip_locked)
 
         async def work(tx: Session) -> list[str]:
             if self.shared:

@@ -3,10 +3,14 @@ commands, the session key; bounded per channel."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
-from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Storage
+import pytest
+
+from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Storage, Store
 from storage.postgres import PostgresStore
+from storage.sql.session import Session
 from tests.storage.conftest import ManualClock
 
 
@@ -134,3 +138,32 @@ async def test_a_process_that_claims_before_its_first_heartbeat_keeps_what_it_cl
     if isinstance(store, PostgresStore):
         await store.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
         assert await store.claim_pending_commands(clock.now) == [], "its claimer is alive"
+
+
+async def test_a_command_another_claimer_holds_is_skipped_not_waited_for(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    """A claim that waited for another claimer's transaction re-checked the command against
+    its own snapshot, where that claimer was not yet alive, and took it too (two answers)."""
+    if not isinstance(store, PostgresStore):
+        pytest.skip("SQLite runs one write transaction at a time")
+    accepted = {"id": "c", "created": clock.now - 30}
+    await store.save_playground_message(
+        PlaygroundMessage("c", "general", True, (), accepted), [], keep=10
+    )
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(tx: Session) -> None:
+        await tx.execute("SELECT id FROM playground_messages WHERE id = ? FOR UPDATE", ("c",))
+        holding.set()
+        await release.wait()
+
+    held = asyncio.create_task(store.db.transaction(hold))
+    await holding.wait()
+    try:
+        async with asyncio.timeout(5):
+            assert await other_store.claim_pending_commands(clock.now) == []
+    finally:
+        release.set()
+        await held
+    assert await other_store.claim_pending_commands(clock.now) == ["c"]
