@@ -1,7 +1,8 @@
 """Platform adapters: translators between chat platforms and genbot's event model.
 
 Every adapter is an :class:`Adapter`: built from its settings, it offers the core its
-:attr:`~Adapter.surface` at once, and hands events to the core from :meth:`~Adapter.start` on.
+:attr:`~Adapter.surface` at once, and from :meth:`~Adapter.start` on submits the events it
+translates to the intake genbot's router gives it (:class:`bot.kernel.events.EventSink`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from adapters.runner import AdapterRunner
-from bot.kernel import EventHandler, Surface
+from bot.kernel import EventRouter, Surface
 
 FatalHandler = Callable[[BaseException], None]
 """Told, once, why a started adapter's connection ended for good (it no longer hears its
@@ -36,18 +36,14 @@ class Adapter(Protocol):
         """How the core answers on this platform (usable before :meth:`start`)."""
         ...
 
-    @property
-    def runner(self) -> AdapterRunner:
-        """Runs the core on this adapter's events (and stops taking them)."""
-        ...
-
     async def connected(self) -> bool:
         """Whether the adapter hears its platform now (for readiness)."""
         ...
 
-    async def start(self, handler: EventHandler, on_fatal: FatalHandler) -> None:
-        """Connect and hand every event to ``handler``; ``on_fatal`` hears when the connection
-        later ends for good. :class:`AdapterStartError` says what the operator must fix."""
+    async def start(self, router: EventRouter, on_fatal: FatalHandler) -> None:
+        """Connect and submit every event to the intake ``router`` gives; ``on_fatal`` hears
+        when the connection later ends for good. :class:`AdapterStartError` says what the
+        operator must fix."""
         ...
 
     async def stop(self) -> None:

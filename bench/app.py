@@ -1,6 +1,6 @@
 """A whole genbot in-process for the tracking and load benchmarks, wired as the CLI wires it:
 one store, one provider client, one :class:`~bot.budget.RenderBudget`, the job engines and
-(optionally) the chat engine, behind a :class:`~bot.core.Core` answering on a
+(optionally) the chat engine, behind a :class:`~bot.router.Router` answering on a
 :class:`bench.platform.BenchPlatform`.
 """
 
@@ -20,7 +20,6 @@ from bot.api import ProviderClient
 from bot.budget import RenderBudget
 from bot.chat import ChatEngine
 from bot.chat.tools import ChatImageTools
-from bot.core import Core, Lifecycle
 from bot.jobs import JobEngines, build_job_engines
 from bot.kernel import (
     ApiSettings,
@@ -32,6 +31,7 @@ from bot.kernel import (
 )
 from bot.metered import MeteredSurface
 from bot.refs import Refs
+from bot.router import Lifecycle, Router
 from bot.tokens import warm_up
 from genbot.demo import free_port
 from genbot.settings import Settings
@@ -50,7 +50,7 @@ class BenchBot:
     provider: ProviderClient
     budget: RenderBudget
     jobs: JobEngines
-    core: Core
+    core: Router
     platform: BenchPlatform
     chat: ChatEngine | None
 
@@ -117,7 +117,7 @@ async def running_bot(
         ]
         receiver = webhook_receiver(settings, jobs)
         listeners: list[Lifecycle] = [receiver] if receiver is not None else []
-        core = Core(surfaces, features, engine, [*services, *listeners], refs=Refs(store))
+        core = Router(surfaces, features, engine, [*services, *listeners], refs=Refs(store))
         await core.start()
         stack.push_async_callback(core.stop)
         yield BenchBot(settings, store, provider, budget, jobs, core, platform, engine)

@@ -31,7 +31,6 @@ from typing import Any, ClassVar, Final, Protocol
 
 from bot.api.chat import allowed_chat_models, plan_allows
 from bot.buttons import modal_for, read_settings
-from bot.core import Homes
 from bot.forms import show_refused
 from bot.kernel import (
     ButtonPress,
@@ -54,6 +53,7 @@ from bot.kernel import (
     split_text,
 )
 from bot.refs import Referent, RefKind
+from bot.router import Homes
 from storage import (
     SETTING_NAMES,
     ScopeKind,

@@ -10,12 +10,12 @@ from bot.budget import RenderBudget
 from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.chat.caps import ChatCaps
 from bot.chat.tools import ChatImageTools
-from bot.core import Core
 from bot.home import HomeFeature
 from bot.jobs import JobEngines, build_job_engines
 from bot.kernel import ChatSettings, CoreSettings, Surface, SurfaceRegistry
 from bot.metered import MeteredSurface
 from bot.refs import Refs
+from bot.router import Router
 from storage import SettingValues, Storage
 
 
@@ -45,7 +45,7 @@ def build_core(
     *,
     open_channels: Mapping[str, frozenset[str]] | None = None,
     shards: str | None = None,
-) -> tuple[Core, JobEngines]:
+) -> tuple[Router, JobEngines]:
     """The core with every feature, answering on ``surfaces`` (one per platform), and the job
     engines (for tests and benchmarks to inspect). ``open_channels``: per platform, the channels
     whose job buttons anyone may press (:class:`bot.refs.Refs`); ``shards``: see
@@ -94,7 +94,7 @@ def build_core(
         home=home,
         diffusion_models=models.known,
     )
-    core = Core(
+    router = Router(
         registry,
         [*jobs.features, chat, account, home],
         conversations=chat,
@@ -104,4 +104,4 @@ def build_core(
         refs=Refs(store, open_channels),
         diffusion_models=models.known,
     )
-    return core, jobs
+    return router, jobs

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Protocol
 from adapters import Adapter, AdapterStartError
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.core import Core, Lifecycle
 from bot.kernel import metrics
 from bot.provider_pacing import shared_chat_pacing
+from bot.router import Lifecycle, Router
 from bot.tokens import warm_up
 from genbot.ops import Check, CheckResult, OpsListener, ProviderFreshness
 from genbot.reasons import StartupError, os_reason, reason
@@ -83,7 +83,7 @@ class Runtime:
     settings: Settings
     store: Storage
     provider: ProviderClient
-    core: Core
+    router: Router
     adapters: dict[str, Adapter] = field(default_factory=dict)
     deliveries: Drainable | None = None
     receiver: Lifecycle | None = None
@@ -122,14 +122,14 @@ class Runtime:
         for name, adapter in self.adapters.items():
             self._attempted.append((name, adapter))
             try:
-                await adapter.start(self.core, partial(self._connection_ended, name))
+                await adapter.start(self.router, partial(self._connection_ended, name))
             except Exception as error:
                 log.debug("the %s adapter failed to start", name, exc_info=error)
                 raise StartupError(adapter_failure(name, error)) from error
             log.info("%s adapter started", name)
         self._core_attempted = True
         try:
-            await self.core.start()
+            await self.router.start()
         except Exception as error:
             log.debug("the core's services failed to start", exc_info=error)
             raise StartupError(f"genbot's tracker could not start: {reason(error)}") from error
@@ -206,7 +206,7 @@ class Runtime:
             await _quietly("stopping the webhook receiver", self.receiver.stop)
         if self._core_attempted:
             self._core_attempted = False
-            await _quietly("stopping the tracker", self.core.stop)
+            await _quietly("stopping the tracker", self.router.stop)
         await _quietly("closing the provider client", self.provider.aclose)
         await _quietly("closing the database", self.store.close)
 
@@ -214,18 +214,12 @@ class Runtime:
         """Take no new events, then let running events and deliveries finish within
         ``[runtime] drain_seconds``."""
         self.stopping = True
-        for _, adapter in self._attempted:
-            adapter.runner.stop_intake()
+        self.router.stop_intake()
         loop = asyncio.get_running_loop()
         seconds = self.settings.runtime.drain_seconds
         deadline = loop.time() + seconds
         bound = seconds + DRAIN_GRACE_SECONDS
-        await asyncio.gather(
-            *(
-                _quietly(f"draining the {name} adapter", adapter.runner.drain, seconds, bound=bound)
-                for name, adapter in self._attempted
-            )
-        )
+        await _quietly("draining the adapters' events", self.router.drain, seconds, bound=bound)
         if self._core_attempted and self.deliveries is not None:
             left = max(deadline - loop.time(), 0.0)
             await _quietly("finishing result deliveries", self.deliveries.drain, left, bound=bound)
@@ -370,7 +364,7 @@ async def running(
 
         adapters = configured_adapters(settings, demo=demo, storage=store)
         surfaces = [adapter.surface for adapter in adapters.values()]
-        core, jobs = build_core(
+        router, jobs = build_core(
             settings,
             store,
             provider,
@@ -382,7 +376,7 @@ async def running(
             settings,
             store,
             provider,
-            core,
+            router,
             adapters,
             deliveries=jobs.tracker,
             receiver=webhook_receiver(settings, jobs),

@@ -13,8 +13,7 @@ from adapters import AdapterStartError, FatalHandler
 from adapters.discord.client import ErrorReporter, GenbotClient, log_error
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.surface import DiscordSurface
-from adapters.runner import AdapterRunner
-from bot.kernel import EventHandler, LimitsSettings
+from bot.kernel import EventRouter, EventSink, LimitsSettings
 
 """Told, once, that the gateway connection ended for good after a successful start."""
 
@@ -61,7 +60,8 @@ class DiscordAdapter:
     """genbot on Discord: a discord.py client translating traffic for the core.
 
     ``surface`` is the :class:`bot.kernel.surface.Surface` the core answers through.
-    ``report_error`` hears about every exception raised while handling traffic (default: logged).
+    ``report_error`` hears about every exception the adapter or discord.py raised while handling
+    traffic (default: logged; genbot's router logs what the core raised).
     The ``on_fatal`` given to :meth:`start` is called once, from the event loop, when the gateway
     connection ends for good after the start succeeded (a revoked token, a disallowed intent, or a
     connection that stopped although nobody called :meth:`stop`). The process should then stop: this
@@ -99,9 +99,9 @@ class DiscordAdapter:
         return self.client.surface
 
     @property
-    def runner(self) -> AdapterRunner:
-        """Runs the core on this adapter's events (and stops taking them)."""
-        return self.client.runner
+    def intake(self) -> EventSink:
+        """Where this adapter's events go (from :meth:`start` on)."""
+        return self.client.intake
 
     async def connected(self) -> bool:
         """Whether the gateway connection is open and ready."""
@@ -111,9 +111,10 @@ class DiscordAdapter:
         shards = client.shards.values()
         return bool(shards) and not any(shard.is_closed() for shard in shards)
 
-    async def start(self, handler: EventHandler, on_fatal: FatalHandler = log_fatal) -> None:
+    async def start(self, router: EventRouter, on_fatal: FatalHandler = log_fatal) -> None:
         """Log in, sync commands, connect to the gateway and wait until ready (bounded); from
-        then on ``handler`` gets every event and ``on_fatal`` hears a connection that ends.
+        then on every event goes to ``router``'s intake and ``on_fatal`` hears a connection that
+        ends.
 
         Raises :class:`adapters.AdapterStartError` with a one-line reason when Discord refuses
         the token (401 or gateway 4004), the Message Content intent is not enabled (4014),
@@ -123,7 +124,7 @@ class DiscordAdapter:
         if not token:
             raise AdapterStartError("[discord] token is not set")
         self.on_fatal = on_fatal
-        self.runner.serve(handler)
+        self.client.serve(router)
         point_discord_py_at(self.settings.api_base, self.settings.gateway_url)
         try:
             await self._connect(token)
@@ -188,7 +189,8 @@ class DiscordAdapter:
         the stop (it is not swallowed).
         """
         self._stopping = True
-        self.runner.stop_intake()
+        if self.client.router is not None:
+            self.intake.stop()
         await self.client.drain(drain_timeout)
         await self.client.close()
         connection = self._connection

@@ -39,11 +39,12 @@ from adapters.discord.translate import (
     strip_mention,
     user_of,
 )
-from adapters.runner import AdapterRunner
 from bot.kernel import (
     MODAL_ACTIONS,
     ButtonPress,
     Command,
+    EventRouter,
+    EventSink,
     InboundEvent,
     ModalSubmit,
     Offered,
@@ -54,7 +55,8 @@ from bot.kernel import (
 )
 
 ErrorReporter = Callable[[str, BaseException], None]
-"""Told about every exception the core or discord.py raised while handling traffic."""
+"""Told about every exception discord.py or the adapter raised while handling traffic (genbot's
+router logs what the core raised)."""
 
 MODAL_GRACE_SECONDS = 2.0
 """How long a form-opening press waits for the core before it is acknowledged anyway."""
@@ -107,17 +109,28 @@ class GenbotClient(discord.AutoShardedClient):
         self.tree.error(self._tree_error)
         for command in build_commands(self._command, self._offered):
             self.tree.add_command(command)
-        self.runner = AdapterRunner(
-            self.surface,
-            platform=PLATFORM,
-            around=self._interaction_scope,
-            serial_key=conversation_key,
-            report_error=report_error,
-        )
+        self.router: EventRouter | None = None
+        self._intake: EventSink | None = None
         self._thread_parents: dict[int, asyncio.Future[int | None]] = {}
 
+    def serve(self, router: EventRouter) -> None:
+        """Submit the events from now on to ``router``'s intake for Discord."""
+        self.router = router
+        self._intake = router.intake(
+            PLATFORM, around=self._interaction_scope, serial_key=conversation_key
+        )
+
+    @property
+    def intake(self) -> EventSink:
+        """Where this client's events go; ``RuntimeError`` before :meth:`serve`."""
+        if self._intake is None:
+            raise RuntimeError("the discord adapter is not started")
+        return self._intake
+
     def _offered(self) -> dict[Offered, tuple[str, ...]]:
-        return offered(self.runner.handler)
+        if self.router is None:
+            raise RuntimeError("the discord adapter is not started")
+        return offered(self.router)
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(GenbotButton)
@@ -316,7 +329,7 @@ class GenbotClient(discord.AutoShardedClient):
     # Running the core --------------------------------------------------------------------------
 
     def _run(self, event: InboundEvent, *, watchdog: bool = False) -> None:
-        self.runner.submit(event, around=self._watched_scope if watchdog else None)
+        self.intake.submit(event, around=self._watched_scope if watchdog else None)
 
     @contextlib.asynccontextmanager
     async def _interaction_scope(self, event: InboundEvent) -> AsyncIterator[None]:
@@ -345,7 +358,8 @@ class GenbotClient(discord.AutoShardedClient):
 
     async def drain(self, timeout: float) -> None:
         """Wait for running event tasks (up to ``timeout``), then cancel what is left."""
-        await self.runner.drain(timeout)
+        if self._intake is not None:
+            await self._intake.drain(timeout)
 
 
 def conversation_key(event: InboundEvent) -> Hashable | None:

@@ -1,7 +1,7 @@
 """The Slack adapter: a slack-bolt ``AsyncApp`` translating Slack traffic into genbot events.
 
-Every listener acknowledges at once and hands the event to the core through the adapter runner
-(:mod:`adapters.runner`), so Slack's 3-second limit never depends on the core. Transport: Socket
+Every listener acknowledges at once and submits the event to its intake from genbot's router
+(:mod:`bot.router`), so Slack's 3-second limit never depends on the core. Transport: Socket
 Mode when ``[slack] app_token`` is set, else HTTP on ``http_host:http_port`` at ``/slack/events``
 (bolt verifies the signatures) on a hardened listener.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -29,12 +29,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters import AdapterStartError, FatalHandler, log_fatal
 from adapters.listener import Listener
-from adapters.runner import AdapterRunner
 from adapters.slack.settings import SlackSettings
 from bot.kernel import (
     Command,
     CommandError,
-    EventHandler,
+    EventRouter,
+    EventSink,
     FormChecks,
     InboundEvent,
     LimitsSettings,
@@ -123,7 +123,8 @@ class SlackAdapter:
         self._listener: Listener | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._names: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self.runner = AdapterRunner(self.surface, platform="slack")
+        self.router: EventRouter | None = None
+        self._intake: EventSink | None = None
         self.http_port: int | None = None
 
     @property
@@ -147,6 +148,13 @@ class SlackAdapter:
             return None
         return f"http://{self.settings.http_host}:{self.http_port}{path}"
 
+    @property
+    def intake(self) -> EventSink:
+        """Where this adapter's events go; ``RuntimeError`` before :meth:`start`."""
+        if self._intake is None:
+            raise RuntimeError("the slack adapter is not started")
+        return self._intake
+
     async def connected(self) -> bool:
         """Whether the Socket Mode websocket is connected (HTTP mode: whether it listens)."""
         if self._socket is not None:
@@ -155,9 +163,9 @@ class SlackAdapter:
 
     # Lifecycle -------------------------------------------------------------------------------
 
-    async def start(self, handler: EventHandler, on_fatal: FatalHandler = log_fatal) -> None:
-        """Check the tokens, build the bolt app and open the transport; from then on
-        ``handler`` gets every event. ``on_fatal`` is never called: bolt's Socket Mode client
+    async def start(self, router: EventRouter, on_fatal: FatalHandler = log_fatal) -> None:
+        """Check the tokens, build the bolt app and open the transport; from then on every
+        event goes to ``router``'s intake. ``on_fatal`` is never called: bolt's Socket Mode client
         reconnects by itself, and in HTTP mode Slack comes to genbot.
 
         Raises :class:`adapters.AdapterStartError` with a one-line reason when a setting is
@@ -181,7 +189,8 @@ class SlackAdapter:
             self.bot_user_id = str(identity.get("user_id") or "")
             self.team_id = str(identity.get("team_id") or "")
         self.app = self._build_app(secret)
-        self.runner.serve(handler)
+        self.router = router
+        self._intake = router.intake("slack")
         if self.socket_mode:
             app_token = self.settings.app_token.get_secret_value()
             self._socket = await open_socket(self.app, self.client, app_token, self._api_url)
@@ -197,7 +206,8 @@ class SlackAdapter:
     async def stop(self) -> None:
         """Stop taking events, close the transport, give in-flight events a moment, then
         cancel them."""
-        self.runner.stop_intake()
+        if self._intake is not None:
+            self._intake.stop()
         if self._socket is not None:
             await self._socket.close_async()  # type: ignore[no-untyped-call]
             self._socket = None
@@ -205,7 +215,8 @@ class SlackAdapter:
             await self._listener.stop()
             self._listener = None
             self.http_port = None
-        await self.runner.drain(STOP_GRACE_SECONDS)
+        if self._intake is not None:
+            await self._intake.drain(STOP_GRACE_SECONDS)
         await self.surface.close()
 
     def _build_app(self, secret: str) -> AsyncApp:
@@ -243,7 +254,7 @@ class SlackAdapter:
         if event.get("bot_id") or event.get("subtype") or not event.get("user"):
             return
         message = self._user_message(body, event, context, say_stream, mentions_bot=True)
-        self.runner.submit(message)
+        self.intake.submit(message)
 
     async def _on_message(
         self,
@@ -267,7 +278,7 @@ class SlackAdapter:
         if not is_dm and (mentioned or not in_thread):
             return
         message = self._user_message(body, event, context, say_stream, mentions_bot=mentioned)
-        self.runner.submit(message)
+        self.intake.submit(message)
 
     async def _user_message(
         self,
@@ -300,7 +311,7 @@ class SlackAdapter:
         self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
     ) -> None:
         if event.get("tab") == "home":
-            self.runner.submit(self._home_opened(body, event, context))
+            self.intake.submit(self._home_opened(body, event, context))
 
     async def _home_opened(
         self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
@@ -319,7 +330,7 @@ class SlackAdapter:
         client: AsyncWebClient,
     ) -> None:
         await ack()
-        self.runner.submit(self._command(body, respond, client))
+        self.intake.submit(self._command(body, respond, client))
 
     async def _command(
         self,
@@ -356,20 +367,22 @@ class SlackAdapter:
         await ack()
         press = press_from_action(body, self._admins)
         if press is not None:
-            self.runner.submit(press)
+            self.intake.submit(press)
 
     async def _on_view_submission(
         self, ack: Callable[..., Awaitable[None]], body: dict[str, Any]
     ) -> None:
         submit = submit_from_view(body, self._admins)
-        handler = self.runner.handler
-        errors = handler.form_errors(submit) if submit and isinstance(handler, FormChecks) else {}
+        router = self.router
+        errors: Mapping[str, str] = {}
+        if submit is not None and isinstance(router, FormChecks):
+            errors = router.form_errors(submit)
         if errors:
             await ack(response_action="errors", errors=dict(errors))
             return
         await ack()
         if submit is not None:
-            self.runner.submit(submit)
+            self.intake.submit(submit)
 
     # Plumbing ----------------------------------------------------------------------------------
 

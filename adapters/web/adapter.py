@@ -1,6 +1,6 @@
 """The web playground adapter: serves the playground (:mod:`adapters.web.playground`) to
-browsers and hands what users do to the core (``EventHandler.handle``) in a background task per
-request; the core answers through :class:`adapters.web.surface.WebSurface`.
+browsers and submits what users do to its intake from genbot's router (a background task per
+request); the core answers through :class:`adapters.web.surface.WebSurface`.
 
 A command accepted by a process is that process's to handle (the history records its owner). A
 process handles, when it starts and then every ``PENDING_SWEEP_SECONDS``, the accepted commands
@@ -23,7 +23,6 @@ from pathlib import Path
 
 from adapters import AdapterStartError, FatalHandler, log_fatal
 from adapters.listener import Listener, ListenerLimits
-from adapters.runner import AdapterRunner
 from adapters.web.access import Access, exposure_problem
 from adapters.web.app import build_app
 from adapters.web.handlers import resume_commands
@@ -32,7 +31,15 @@ from adapters.web.platform import PLATFORM, WebContext
 from adapters.web.playground import Playground
 from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
-from bot.kernel import OUTAGE, Command, EventHandler, InboundEvent, LimitsSettings, backoff
+from bot.kernel import (
+    OUTAGE,
+    Command,
+    EventRouter,
+    EventSink,
+    InboundEvent,
+    LimitsSettings,
+    backoff,
+)
 from storage import PlaygroundHistory, StorageError
 
 log = logging.getLogger(__name__)
@@ -74,9 +81,9 @@ class WebAdapter:
             legacy_file=legacy_history,
         )
         self.surface = WebSurface(self.playground)
-        self.runner = AdapterRunner(
-            self.surface, platform=PLATFORM, handler_timeout=handler_timeout
-        )
+        self._handler_timeout: float | None = handler_timeout
+        self._router: EventRouter | None = None
+        self._intake: EventSink | None = None
         self._listening = False
         self._handling: set[str] = set()
         self._pending_sweep: asyncio.Task[None] | None = None
@@ -103,19 +110,30 @@ class WebAdapter:
         return self._listening
 
     @property
-    def handler(self) -> EventHandler:
-        """Where the playground's events go (from :meth:`start` on)."""
-        return self.runner.handler
+    def router(self) -> EventRouter:
+        """Where the playground's events go; ``RuntimeError`` before :meth:`start`."""
+        if self._router is None:
+            raise RuntimeError("the web playground is not started")
+        return self._router
 
-    async def start(self, handler: EventHandler, on_fatal: FatalHandler = log_fatal) -> None:
-        """Listen on ``settings.host:port`` (port 0 picks a free port) and hand what users do
-        to ``handler``; ``OSError`` naming the address and the ``[web] port`` setting when it
-        cannot. ``on_fatal`` is never called: genbot serves the playground itself."""
+    @property
+    def intake(self) -> EventSink:
+        """This adapter's intake (from :meth:`start` on)."""
+        if self._intake is None:
+            raise RuntimeError("the web playground is not started")
+        return self._intake
+
+    async def start(self, router: EventRouter, on_fatal: FatalHandler = log_fatal) -> None:
+        """Listen on ``settings.host:port`` (port 0 picks a free port) and submit what users do
+        to ``router``'s intake; ``OSError`` naming the address and the ``[web] port`` setting
+        when it cannot. ``on_fatal`` is never called: genbot serves the playground itself."""
         if self._listening:
             raise RuntimeError("the web playground is already started")
         problem = exposure_problem(self.settings)
         if problem is not None:
             raise AdapterStartError(problem)
+        self._router = router
+        self._intake = router.intake(PLATFORM, deadline=self._handler_timeout)
         session_key = await self.playground.open()
         if session_key is not None:
             self.access.session_key = session_key
@@ -130,7 +148,6 @@ class WebAdapter:
                 "choose another [web] port (or genbot demo --port N)",
             ) from error
         self._listening = True
-        self.runner.serve(handler)
         host = self.settings.host
         if host in ("", "0.0.0.0", "::"):
             host = "127.0.0.1"
@@ -141,7 +158,8 @@ class WebAdapter:
 
     async def stop(self) -> None:
         """Close every event stream, cancel running handlers and stop listening."""
-        self.runner.stop_intake()
+        if self._intake is not None:
+            self._intake.stop()
         sweep, self._pending_sweep = self._pending_sweep, None
         if sweep is not None:
             sweep.cancel()
@@ -157,25 +175,28 @@ class WebAdapter:
     @property
     def handler_timeout(self) -> float | None:
         """How long the core may take on one event before the user is told it gave up."""
-        return self.runner.handler_timeout
+        return self._handler_timeout
 
     @handler_timeout.setter
     def handler_timeout(self, seconds: float | None) -> None:
-        self.runner.handler_timeout = seconds
+        self._handler_timeout = seconds
+        if self._intake is not None:
+            self._intake.deadline = seconds
 
     @property
     def running_handlers(self) -> int:
         """How many events the core is still handling."""
-        return self.runner.running
+        return self._intake.running if self._intake is not None else 0
 
     async def cancel_handlers(self) -> None:
         """Cancel the handler tasks still running (bounded wait)."""
-        await self.runner.cancel()
+        if self._intake is not None:
+            await self._intake.cancel()
 
     def dispatch(self, event: InboundEvent, event_id: str) -> None:
         """Have the core handle ``event`` in the background; failures reach the user."""
         self._handling.add(event_id)
-        self.runner.submit(event, around=lambda _: self._working(event, event_id))
+        self.intake.submit(event, around=lambda _: self._working(event, event_id))
 
     def handling(self, event_id: str) -> bool:
         """Whether the core is handling the event ``event_id`` of this process now."""
@@ -196,7 +217,7 @@ class WebAdapter:
             await asyncio.sleep(
                 backoff(failures, most=PENDING_GRACE_SECONDS) if failures else PENDING_SWEEP_SECONDS
             )
-            if not self.runner.accepting:
+            if not self.intake.accepting:
                 continue
             try:
                 if failures:

@@ -26,7 +26,7 @@ from adapters.web.uploads import UploadCacheFull
 from bot.kernel import (
     ButtonPress,
     Command,
-    EventHandler,
+    EventRouter,
     FormChecks,
     MediaError,
     ModalField,
@@ -293,7 +293,7 @@ async def modal(request: web.Request) -> web.Response:
         ref=pending.modal.ref,
         values={f.id: values.get(f.id, "") for f in fields},
     )
-    errors = _form_errors(adapter.handler, pending.modal.fields, event)
+    errors = _form_errors(adapter.router, pending.modal.fields, event)
     if errors:
         first = next(iter(errors.values()))
         return web.json_response({"error": first, "errors": errors}, status=400)
@@ -304,7 +304,7 @@ async def modal(request: web.Request) -> web.Response:
 
 
 def _form_errors(
-    handler: EventHandler, fields: tuple[ModalField, ...], event: ModalSubmit
+    router: EventRouter, fields: tuple[ModalField, ...], event: ModalSubmit
 ) -> dict[str, str]:
     """What is wrong with a submitted form's values, by field id: required fields left empty,
     values too long, and what the core finds in them (:class:`bot.kernel.events.FormChecks`). The
@@ -316,8 +316,8 @@ def _form_errors(
             errors[field.id] = f"'{field.label}' is required."
         elif len(value) > field.max_length:
             errors[field.id] = f"'{field.label}' is longer than {field.max_length} characters."
-    if not errors and isinstance(handler, FormChecks):
-        errors.update(handler.form_errors(event))
+    if not errors and isinstance(router, FormChecks):
+        errors.update(router.form_errors(event))
     return errors
 
 

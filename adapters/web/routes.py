@@ -28,7 +28,7 @@ from adapters.web.hub import TooManyStreams
 from adapters.web.platform import dm_channel, is_dm_channel
 from adapters.web.playground import NotKept, Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
-from bot.kernel import EventHandler, InboundEvent, User, offered
+from bot.kernel import EventRouter, InboundEvent, User, offered
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class Serving(Protocol):
     @property
     def access(self) -> Access: ...
     @property
-    def handler(self) -> EventHandler: ...
+    def router(self) -> EventRouter: ...
     @property
     def keepalive_seconds(self) -> float: ...
 
@@ -229,7 +229,7 @@ async def static(request: web.Request) -> web.Response:
 
 
 async def commands(request: web.Request) -> web.Response:
-    return web.json_response({"commands": catalogue(offered(request.app[ADAPTER].handler))})
+    return web.json_response({"commands": catalogue(offered(request.app[ADAPTER].router))})
 
 
 async def history(request: web.Request) -> web.Response:

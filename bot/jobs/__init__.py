@@ -3,7 +3,7 @@
 The composition root (:func:`bot.assembly.build_core`) wires everything with one call::
 
     jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
-    core = Core(surfaces, [*jobs.features, ...], conversations, [*jobs.services, ...],
+    core = Router(surfaces, [*jobs.features, ...], conversations, [*jobs.services, ...],
                 refs=Refs(store, open_channels))
 
 ``budget`` should be the process's one :class:`~bot.budget.RenderBudget` (shared with the chat
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from bot.api import InvalidRequest, ProviderClient
 from bot.api.validation import check_webhook_address
 from bot.budget import RenderBudget
-from bot.core import Feature, Lifecycle
 from bot.jobs.cancel import JobCancel
 from bot.jobs.chat_jobs import ChatJobs
 from bot.jobs.delivery import Delivery
@@ -46,6 +45,7 @@ from bot.kernel import (
     media_folder,
     provider_is_private,
 )
+from bot.router import Feature, Lifecycle
 from storage import Storage
 
 log = logging.getLogger(__name__)

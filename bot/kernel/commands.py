@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 from bot.api import CHAT_MODELS as CHAT_MODELS
 from bot.api import INFERENCE_STEPS, BlendDimension, ProcessMode
-from bot.kernel.events import ChatModelChoices, DiffusionModelChoices, EventHandler
+from bot.kernel.events import ChatModelChoices, DiffusionModelChoices, EventRouter
 
 OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
 Offered = Literal["chat_models", "diffusion_models"]
@@ -402,27 +402,27 @@ def command(name: str) -> CommandSpec:
     return COMMANDS_BY_NAME[name]
 
 
-def offered_models(handler: EventHandler) -> tuple[str, ...]:
-    """The chat models a picker offers: the handler's (its plan's, see
+def offered_models(router: EventRouter) -> tuple[str, ...]:
+    """The chat models a picker offers: the router's (its plan's, see
     :class:`bot.kernel.events.ChatModelChoices`), else every model."""
-    if isinstance(handler, ChatModelChoices):
-        return tuple(handler.chat_models())
+    if isinstance(router, ChatModelChoices):
+        return tuple(router.chat_models())
     return CHAT_MODELS
 
 
-def offered(handler: EventHandler) -> dict[Offered, tuple[str, ...]]:
+def offered(router: EventRouter) -> dict[Offered, tuple[str, ...]]:
     """The values pickers offer now, by list (:attr:`Option.autocomplete`): the chat models of
-    :func:`offered_models` and the diffusion models the handler knows
+    :func:`offered_models` and the diffusion models the router knows
     (:class:`bot.kernel.events.DiffusionModelChoices`; none when it knows none)."""
-    known = handler.diffusion_models() if isinstance(handler, DiffusionModelChoices) else ()
-    return {"chat_models": offered_models(handler), "diffusion_models": tuple(known)}
+    known = router.diffusion_models() if isinstance(router, DiffusionModelChoices) else ()
+    return {"chat_models": offered_models(router), "diffusion_models": tuple(known)}
 
 
 EVERY_CHAT_MODEL: dict[Offered, tuple[str, ...]] = {
     "chat_models": CHAT_MODELS,
     "diffusion_models": (),
 }
-"""What pickers offer without a handler to ask: every chat model, no diffusion model."""
+"""What pickers offer without a router to ask: every chat model, no diffusion model."""
 
 
 def option_choices(

@@ -1,13 +1,15 @@
 """The one event model shared by every adapter.
 
-Adapters translate platform traffic into the inbound events below and hand them to
-``Core.handle``; the core answers through the adapter's :class:`bot.kernel.surface.Surface` with the
-messages and forms of :mod:`bot.kernel.outbound`. Nothing here knows about any platform library.
+Adapters translate platform traffic into the inbound events below and submit them to their
+:class:`EventSink` (from genbot's router, :class:`EventRouter`); the core answers through the
+adapter's :class:`bot.kernel.surface.Surface` with the messages and forms of
+:mod:`bot.kernel.outbound`. Nothing here knows about any platform library.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -132,19 +134,78 @@ class HomeOpened(Event):
 InboundEvent = Command | UserMessage | ButtonPress | ModalSubmit | HomeOpened
 
 
-class EventHandler(Protocol):
-    """What adapters hand events to (the core). ``handle`` reports every user-facing problem
-    through the surface itself and does not raise for them. A handler may also offer
-    :class:`ChatModelChoices`."""
+Around = Callable[[InboundEvent], AbstractAsyncContextManager[object]]
+"""What an adapter does around handling one event (acknowledge it, show "working", settle it);
+it is entered for refused events too."""
+SerialKey = Callable[[InboundEvent], Hashable | None]
+"""Events with the same key are handled one at a time, in arrival order (``None``: no order)."""
 
-    async def handle(self, event: InboundEvent) -> None:
-        """Act on one inbound event until its immediate effects are posted."""
+
+class EventSink(Protocol):
+    """An adapter's way into genbot (its router's intake): every event submitted runs in a task
+    of its own, so the platform's acknowledgement deadline never waits for genbot. Users are
+    told what went wrong by the router, never by the adapter."""
+
+    deadline: float | None
+    """How long handling one event may take before the user is told genbot gave up."""
+
+    @property
+    def accepting(self) -> bool:
+        """Whether new events are handled (``False`` once :meth:`stop` was called)."""
+        ...
+
+    @property
+    def running(self) -> int:
+        """How many events are being handled or answered."""
+        ...
+
+    def submit(
+        self,
+        event: InboundEvent | Awaitable[InboundEvent | None],
+        *,
+        around: Around | None = None,
+    ) -> bool:
+        """Handle ``event`` in the background (an awaitable is first awaited for the event; it
+        may give ``None`` when there is nothing to handle); ``around`` replaces the adapter's
+        default for this event. ``False`` when intake is stopped: the event is answered
+        "restarting" instead."""
+        ...
+
+    def stop(self) -> None:
+        """Answer every event submitted from now on "restarting" instead of handling it."""
+        ...
+
+    async def drain(self, timeout: float) -> int:
+        """Let the running events finish within ``timeout`` seconds, then cancel the rest;
+        how many were cancelled."""
+        ...
+
+    async def cancel(self) -> None:
+        """Cancel every running event (bounded wait for them to unwind)."""
+        ...
+
+
+class EventRouter(Protocol):
+    """What an adapter is started with: genbot's router, which gives it its :class:`EventSink`.
+    It may also offer :class:`ChatModelChoices`, :class:`DiffusionModelChoices` and
+    :class:`FormChecks`."""
+
+    def intake(
+        self,
+        platform: str,
+        *,
+        deadline: float | None = None,
+        serial_key: SerialKey | None = None,
+        around: Around | None = None,
+    ) -> EventSink:
+        """The sink of adapter ``platform``: ``deadline`` bounds each event's handling
+        (``None``: unbounded), ``serial_key`` orders events, ``around`` is entered around each."""
         ...
 
 
 @runtime_checkable
 class ChatModelChoices(Protocol):
-    """An :class:`EventHandler` that knows which chat models to offer in pickers (the core:
+    """An :class:`EventRouter` that knows which chat models to offer in pickers (the core:
     those its plan allows); adapters read it through :func:`bot.kernel.commands.offered_models`."""
 
     def chat_models(self) -> tuple[str, ...]:
@@ -154,7 +215,7 @@ class ChatModelChoices(Protocol):
 
 @runtime_checkable
 class DiffusionModelChoices(Protocol):
-    """An :class:`EventHandler` that knows diffusion checkpoint models to offer (the core: see
+    """An :class:`EventRouter` that knows diffusion checkpoint models to offer (the router: see
     :mod:`bot.jobs.diffusion_models`); adapters read it through
     :func:`bot.kernel.commands.offered`."""
 
@@ -165,8 +226,8 @@ class DiffusionModelChoices(Protocol):
 
 @runtime_checkable
 class FormChecks(Protocol):
-    """An :class:`EventHandler` that checks a submitted form's own values before it is handled
-    (the core): a platform that can keep a form open with errors beside its fields (Slack's
+    """An :class:`EventRouter` that checks a submitted form's own values before it is handled:
+    a platform that can keep a form open with errors beside its fields (Slack's
     ``response_action: errors``, the playground) answers the submission with them at once."""
 
     def form_errors(self, event: ModalSubmit) -> Mapping[str, str]:

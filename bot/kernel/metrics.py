@@ -18,7 +18,7 @@ a :data:`Refresher`), add a panel to ``config/grafana-dashboard.json`` (its test
 panel's query names an exported metric) and a line to the table in ``docs/operations.md``.
 
 **Log context.** Who and what a log line is about: the platform, user and job ids of the work in
-progress. The adapter runner binds the platform and user of each event it runs, and the job
+progress. The router's intake binds the platform and user of each event it runs, and the job
 machinery binds the job id it works on; the ids follow the work into every task it starts (they
 live in :mod:`contextvars`). Formatters read them with :func:`log_fields` (the JSON log format
 writes them as fields).

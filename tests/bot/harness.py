@@ -33,7 +33,6 @@ from pydantic import SecretStr
 from adapters.webhook import webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.budget import RenderBudget
-from bot.core import Conversations, Core, Feature, Lifecycle
 from bot.jobs import JobEngines, build_job_engines
 from bot.kernel import (
     ApiSettings,
@@ -47,6 +46,7 @@ from bot.kernel import (
 )
 from bot.metered import MeteredSurface
 from bot.refs import Refs
+from bot.router import Conversations, Feature, Lifecycle, Router
 from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
@@ -87,7 +87,7 @@ class Genbot:
 
     sim: RunningSimulator
     parts: Parts
-    core: Core
+    core: Router
     platform: FakePlatform
 
     @property
@@ -207,7 +207,7 @@ async def running_genbot(
         chat = conversations(parts) if conversations is not None else None
         receiver = webhook_receiver(settings, jobs)
         listeners: list[Lifecycle] = [receiver] if receiver is not None else []
-        core = Core(
+        core = Router(
             surfaces,
             [*jobs.features, *extra],
             chat,

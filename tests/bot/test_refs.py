@@ -19,7 +19,6 @@ import pytest
 
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.core import Core
 from bot.kernel import ButtonPress, ModalSubmit, Place, User
 from bot.refs import (
     ADMINS_ONLY,
@@ -30,6 +29,7 @@ from bot.refs import (
     UNKNOWN_REF,
     RefKind,
 )
+from bot.router import Router
 from storage import ALL_STATUSES, ConversationKey, JobQuota, NewJob, SqliteStore
 from tests.bot.harness import ROOMY, harness_settings
 from tests.fakes.platform import FakePlatform
@@ -64,7 +64,7 @@ class Victim:
 
 @dataclass
 class World:
-    core: Core
+    core: Router
     store: SqliteStore
     platforms: dict[str, FakePlatform]
     victims: dict[RefKind, Victim]

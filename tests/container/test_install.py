@@ -70,7 +70,7 @@ def test_the_dockerfile_install_steps_give_a_working_genbot(tmp_path: Path) -> N
     check = (
         "import importlib.resources as r, prometheus_client, psycopg; "
         "assert (r.files('adapters.web') / 'static' / 'app.js').is_file(); "
-        "import genbot.cli, genbot.ops, adapters.runner, storage.postgres; print('ok')"
+        "import genbot.cli, genbot.ops, bot.router, storage.postgres; print('ok')"
     )
     imported = subprocess.run(
         [venv / "bin" / "python", "-c", check],

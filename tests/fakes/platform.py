@@ -23,7 +23,6 @@ from bot.kernel import (
     ButtonPress,
     Command,
     Event,
-    EventHandler,
     MessageGone,
     MessageRef,
     Modal,
@@ -35,6 +34,7 @@ from bot.kernel import (
     User,
     UserMessage,
 )
+from bot.router import Router
 
 T = TypeVar("T")
 
@@ -217,7 +217,7 @@ class FakePlatform:
 class Actor:
     """A user of the fake platform, who pushes events into the core and waits for effects."""
 
-    core: EventHandler
+    core: Router
     platform: FakePlatform
     user: User
     place: Place

@@ -1,7 +1,7 @@
 """The bad-input corpus: commands, presses and forms that break a rule of the provider's spec
 (or of genbot's own catalogue), each with the words its refusal must contain.
 
-``CORE_CASES`` go straight to ``Core.handle`` the way an adapter hands them over: ``text``
+``CORE_CASES`` go straight to ``Router.handle`` the way an adapter hands them over: ``text``
 commands as Slack and the playground send them (``a fox --ar 5:1``), ``options`` commands as
 Discord sends them (typed values), and presses and form submissions on jobs seeded in the
 database (``grid``, ``upscale``, ``diffusion``, ``describe``: ``seed_jobs`` in the test) or,

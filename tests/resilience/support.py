@@ -23,7 +23,6 @@ from adapters.web.settings import WebSettings
 from adapters.webhook import WebhookReceiver, webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
-from bot.core import Core
 from bot.jobs import JobEngines
 from bot.kernel import (
     ApiSettings,
@@ -35,6 +34,7 @@ from bot.kernel import (
     SurfaceLimits,
     WebhookSettings,
 )
+from bot.router import Router
 from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
@@ -123,7 +123,7 @@ class Genbot:
     settings: Settings
     store: SqliteStore
     provider: ProviderClient
-    core: Core
+    core: Router
     jobs: JobEngines
     platform: FakePlatform
     web: WebAdapter | None = None

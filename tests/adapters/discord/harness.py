@@ -14,13 +14,14 @@ from adapters.discord.translate import InteractionContext
 from bot.kernel import (
     ButtonPress,
     Command,
-    EventHandler,
     InboundEvent,
     LimitsSettings,
     ModalSubmit,
     UserMessage,
 )
+from bot.router import Router
 from tests.fakes.discord import FakeDiscord
+from tests.fakes.router import FakeRouter
 
 T = TypeVar("T")
 Reaction = Callable[[Any], Awaitable[None]]
@@ -106,16 +107,19 @@ class Harness:
             start_timeout=10.0,
         )
 
-    async def serve(self, adapter: DiscordAdapter, core: EventHandler) -> DiscordAdapter:
-        """Start ``adapter`` for ``core`` (a :class:`RecordingCore` also gets its surface)."""
+    async def serve(self, adapter: DiscordAdapter, core: RecordingCore | Router) -> DiscordAdapter:
+        """Start ``adapter`` for ``core`` (a :class:`RecordingCore` behind the real router, with
+        the adapter's surface)."""
         if isinstance(core, RecordingCore):
             core.surface = adapter.surface
-        await adapter.start(core)
+            await adapter.start(FakeRouter(core, [adapter.surface]))
+        else:
+            await adapter.start(core)
         self.adapters.append(adapter)
         return adapter
 
     async def start(
-        self, core: EventHandler, limits: LimitsSettings | None = None, **overrides: Any
+        self, core: RecordingCore | Router, limits: LimitsSettings | None = None, **overrides: Any
     ) -> DiscordAdapter:
         """A started adapter for ``core``."""
         return await self.serve(self.adapter(limits, **overrides), core)

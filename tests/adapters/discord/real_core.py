@@ -22,9 +22,9 @@ from adapters.discord import DiscordAdapter
 from adapters.webhook import webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
-from bot.core import Core
 from bot.jobs import JobEngines
 from bot.kernel import ApiSettings, LimitsSettings, Plan, StorageSettings, WebhookSettings
+from bot.router import Router
 from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator
@@ -90,7 +90,7 @@ class RealGenbot:
 
     settings: Settings
     store: SqliteStore
-    core: Core
+    core: Router
     jobs: JobEngines
     adapter: DiscordAdapter
 

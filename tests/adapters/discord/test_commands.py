@@ -138,7 +138,7 @@ async def test_a_public_answer_removes_the_placeholder(bot: Harness, core: Recor
 
 @pytest.mark.parametrize("fake", [{}], indirect=True)
 async def test_a_failing_core_is_reported_and_the_user_told_privately(
-    fake: FakeDiscord, core: RecordingCore
+    fake: FakeDiscord, core: RecordingCore, caplog: pytest.LogCaptureFixture
 ) -> None:
     errors: list[tuple[str, BaseException]] = []
     harness = Harness(fake, errors)
@@ -151,10 +151,14 @@ async def test_a_failing_core_is_reported_and_the_user_told_privately(
     alice = fake.user("alice")
     await fake.slash(alice, fake.channel("general"), "usage")
     shown = await fake.wait_for(lambda: fake.ephemerals_for(alice), what="the apology")
+    await harness.stop_all()
     assert len(shown) == 1
     assert shown[0].content.startswith("Something went wrong on genbot's side (ref ")
-    assert [str(e) for _, e in errors] == ["core bug"]
-    await harness.stop_all()
+    reference = shown[0].content.split("(ref ")[1].split(")")[0]
+    [logged] = [r for r in caplog.records if reference in r.getMessage()]
+    assert logged.name == "bot.router" and logged.exc_info is not None
+    assert str(logged.exc_info[1]) == "core bug"
+    assert errors == [], "the core's failure is the router's to report, not the adapter's"
 
 
 def place_of(fake: FakeDiscord, channel_id: int) -> Any:

@@ -157,7 +157,7 @@ async def test_a_button_pressed_twice_makes_one_job_and_others_are_refused(
             lambda: ephemeral_texts(fake, bob), what="an answer to bob's press"
         )
         assert "Only the person who started this job" in told
-        assert await genbot.adapter.runner.drain(5) == 0, "bob's press is handled to its end"
+        assert await genbot.adapter.intake.drain(5) == 0, "bob's press is handled to its end"
         assert not creations(sim, "variation")
         assert len(fake.bot_messages(general.id)) == 2, "one message per job"
         assert grid.button("U1")["style"] == 1 and grid.button("V3")["style"] == 2

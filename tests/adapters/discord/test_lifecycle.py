@@ -12,6 +12,7 @@ from adapters.discord import DiscordAdapter
 from bot.kernel import LimitsSettings, UserMessage
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeDiscord
+from tests.fakes.router import FakeRouter
 
 
 def adapter_for(harness: Harness, **overrides: object) -> DiscordAdapter:
@@ -22,7 +23,7 @@ def adapter_for(harness: Harness, **overrides: object) -> DiscordAdapter:
 
 async def refusal(adapter: DiscordAdapter, core: RecordingCore) -> str:
     with pytest.raises(AdapterStartError) as refused:
-        await adapter.start(core)
+        await adapter.start(FakeRouter(core, [adapter.surface]))
     await adapter.stop()
     return str(refused.value)
 
@@ -93,7 +94,7 @@ async def started(harness: Harness, core: RecordingCore) -> tuple[DiscordAdapter
         guild_ready_timeout=0.05,
         start_timeout=5.0,
     )
-    await adapter.start(core, fatal)
+    await adapter.start(FakeRouter(core, [adapter.surface]), fatal)
     harness.adapters.append(adapter)
     return adapter, fatal
 

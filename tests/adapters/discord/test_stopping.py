@@ -1,5 +1,5 @@
 """While genbot stops, a slash command reaches no core: the user is told, privately, that genbot
-is restarting (the adapter runner's refusal through Discord's interaction answer)."""
+is restarting (the router's refusal through Discord's interaction answer)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ async def test_after_intake_stops_a_slash_command_is_answered_restarting_private
 ) -> None:
     fake = bot.fake
     [adapter] = bot.adapters
-    adapter.runner.stop_intake()
+    adapter.intake.stop()
     alice = fake.user("alice")
     await fake.slash(alice, fake.channel("general"), "usage")
 
     shown = await fake.wait_for(lambda: fake.ephemerals_for(alice), what="the refusal")
     assert [message.content for message in shown] == [RESTARTING_TEXT]
-    assert await adapter.runner.drain(5) == 0
+    assert await adapter.intake.drain(5) == 0
     assert core.events == []
 
 

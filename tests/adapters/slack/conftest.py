@@ -17,6 +17,7 @@ import pytest
 from adapters.slack import SlackAdapter, SlackSurface
 from adapters.slack.settings import SlackSettings
 from bot.kernel import InboundEvent, LimitsSettings
+from tests.fakes.router import FakeRouter
 from tests.fakes.slack import FakeSlack
 
 T = TypeVar("T")
@@ -101,7 +102,7 @@ async def started_adapter(
         slack_settings(fake, socket_mode=socket_mode), limits or LimitsSettings()
     )
     core.surface = adapter.surface
-    await adapter.start(core)
+    await adapter.start(FakeRouter(core, [adapter.surface]))
     return adapter
 
 

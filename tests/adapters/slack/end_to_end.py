@@ -22,9 +22,9 @@ from adapters.slack import SlackAdapter
 from adapters.webhook import webhook_receiver
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.core import Core
 from bot.jobs import JobEngines
 from bot.kernel import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
+from bot.router import Router
 from genbot.demo import free_port
 from genbot.settings import Settings
 from simulator.server import RunningSimulator
@@ -94,7 +94,7 @@ class SlackGenbot:
 
     settings: Settings
     store: SqliteStore
-    core: Core
+    core: Router
     jobs: JobEngines
     adapter: SlackAdapter
 

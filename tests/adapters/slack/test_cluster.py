@@ -10,6 +10,7 @@ from adapters.slack.adapter import SlackAdapter
 from bot.kernel import LimitsSettings, UserMessage
 from storage.postgres import PostgresStore
 from tests.adapters.slack.conftest import RecordingCore, slack_settings
+from tests.fakes.router import FakeRouter
 from tests.fakes.slack import FakeSlack
 from tests.postgres import PostgresCluster
 
@@ -41,7 +42,7 @@ async def test_an_event_delivered_to_two_processes_is_handled_once(
     try:
         for adapter, core in zip(adapters, cores, strict=True):
             core.surface = adapter.surface
-            await adapter.start(core)
+            await adapter.start(FakeRouter(core, [adapter.surface]))
         urls = [adapter.events_url or "" for adapter in adapters]
         envelope = fake.event_callback(fake.message_event(fake.user_says("once", channel="D1")))
         assert (await fake.post_event(urls[0], envelope)).status == 200
@@ -73,7 +74,7 @@ async def test_an_envelope_redelivered_to_another_socket_mode_process_is_handled
     try:
         for count, (adapter, core) in enumerate(zip(adapters, cores, strict=True), start=1):
             core.surface = adapter.surface
-            await adapter.start(core)
+            await adapter.start(FakeRouter(core, [adapter.surface]))
             await fake.wait_for(connected(fake, count))
         envelope = fake.event_callback(fake.message_event(fake.user_says("once", channel="D1")))
         first = await fake.socket_push("events_api", envelope, connection=0)

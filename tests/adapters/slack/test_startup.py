@@ -14,6 +14,7 @@ from adapters.slack.settings import SlackSettings
 from bot.kernel import LimitsSettings
 from storage import SqliteStore
 from tests.adapters.slack.conftest import RecordingCore, slack_settings
+from tests.fakes.router import FakeRouter
 from tests.fakes.slack import FakeSlack
 
 
@@ -21,7 +22,7 @@ async def refusal(settings: SlackSettings, core: RecordingCore) -> str:
     adapter = SlackAdapter(settings, LimitsSettings())
     try:
         with pytest.raises(AdapterStartError) as refused:
-            await adapter.start(core)
+            await adapter.start(FakeRouter(core, [adapter.surface]))
     finally:
         await adapter.stop()
     return str(refused.value)
@@ -82,7 +83,7 @@ async def test_an_app_installed_by_oauth_serves_http_only(
     async with await SqliteStore.open(tmp_path / "g.db") as store:
         adapter = SlackAdapter(settings, LimitsSettings(), installations=store)
         with pytest.raises(AdapterStartError, match="leave app_token empty"):
-            await adapter.start(core)
+            await adapter.start(FakeRouter(core, [adapter.surface]))
         await adapter.stop()
     assert fake.calls == [], "no token to check before a workspace installs genbot"
 

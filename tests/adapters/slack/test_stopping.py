@@ -12,12 +12,12 @@ from tests.fakes.slack import FakeSlack
 async def test_after_intake_stops_a_slash_command_is_answered_restarting(
     fake: FakeSlack, adapter: SlackAdapter, url: str, core: RecordingCore
 ) -> None:
-    adapter.runner.stop_intake()
+    adapter.intake.stop()
     await fake.post_command(url, fake.slash_command("/imagine", "a lighthouse"))
 
     (answer,) = await fake.wait_for(lambda: fake.ephemerals)
     assert (answer.text, answer.via) == (RESTARTING_TEXT, "response_url")
-    assert await adapter.runner.drain(5) == 0
+    assert await adapter.intake.drain(5) == 0
     assert core.events == []
 
 

@@ -19,6 +19,7 @@ from adapters.web.settings import WebSettings
 from bot.kernel import LimitsSettings
 from tests.adapters.web.browser import chromium
 from tests.adapters.web.fakes import RecordingCore, SseReader
+from tests.fakes.router import FakeRouter
 
 UPLOAD_LIMIT = 4096
 
@@ -45,7 +46,7 @@ async def adapter(core: RecordingCore) -> AsyncIterator[WebAdapter]:
         handler_timeout=5.0,
     )
     core.surface = web_adapter.surface
-    await web_adapter.start(core)
+    await web_adapter.start(FakeRouter(core, [web_adapter.surface]))
     yield web_adapter
     await web_adapter.stop()
 

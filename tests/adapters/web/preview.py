@@ -26,6 +26,7 @@ from adapters.web.routes import ADAPTER
 from adapters.web.settings import WebSettings
 from bot.kernel import Command, ImageFile, OutMessage, User
 from tests.adapters.web.fakes import RecordingCore, grid_buttons, grid_png
+from tests.fakes.router import FakeRouter
 
 PREVIEW_SESSION = "preview-session-012345678"[:24]
 CODE_ANSWER = """Use slicing or `reversed()`:
@@ -107,7 +108,7 @@ async def main(port: int, seconds: float, screenshot_path: str | None) -> None:
     adapter = WebAdapter(WebSettings(host="127.0.0.1", port=port))
     core.surface = adapter.surface
     adapter.app.middlewares.insert(0, same_session_for_everyone)
-    await adapter.start(core)
+    await adapter.start(FakeRouter(core, [adapter.surface]))
     await post_samples(adapter)
     print(f"playground preview at {adapter.url}", flush=True)
     try:

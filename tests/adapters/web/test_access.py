@@ -21,6 +21,7 @@ from bot.kernel import Command
 from storage import SqliteStore
 from tests.adapters.web.browser import chromium
 from tests.adapters.web.fakes import RecordingCore
+from tests.fakes.router import FakeRouter
 
 TOKEN = "never-print-playground-token-0123"
 FOX = {"text": "/imagine a fox", "channel": "general"}
@@ -43,7 +44,7 @@ async def playground(
             keepalive_seconds=0.05,
         )
         core.surface = adapter.surface
-        await adapter.start(core)
+        await adapter.start(FakeRouter(core, [adapter.surface]))
         try:
             yield adapter
         finally:
@@ -249,7 +250,7 @@ async def test_a_playground_beyond_loopback_needs_a_token() -> None:
 
     adapter = WebAdapter(WebSettings(host="192.0.2.1", port=0))
     with pytest.raises(AdapterStartError, match=r"without \[web\] access_token"):
-        await adapter.start(RecordingCore())
+        await adapter.start(FakeRouter(RecordingCore(), [adapter.surface]))
 
 
 async def test_a_rebound_name_in_a_real_browser_gets_421_and_runs_nothing() -> None:

@@ -16,6 +16,7 @@ from bot.kernel import ImageFile, MessageRef, OutMessage, Place
 from storage.postgres import PostgresStore
 from storage.queries.playground import CHANNEL
 from tests.adapters.web.fakes import RecordingCore, eventually, png
+from tests.fakes.router import FakeRouter
 from tests.postgres import PostgresCluster
 
 PLACE = Place("web", "web", "general", None)
@@ -31,7 +32,7 @@ async def process(url: str) -> AsyncIterator[WebAdapter]:
         core = RecordingCore()
         adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store)
         core.surface = adapter.surface
-        await adapter.start(core)
+        await adapter.start(FakeRouter(core, [adapter.surface]))
         try:
             yield adapter
         finally:

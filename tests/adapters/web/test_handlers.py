@@ -236,7 +236,7 @@ async def test_cross_site_posts_are_refused(browser: ClientSession, core: Record
 async def test_handler_failures_reach_the_user_as_an_ephemeral_error_and_the_log(
     browser: ClientSession, core: RecordingCore, caplog: pytest.LogCaptureFixture, command: str
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="adapters.runner")
+    caplog.set_level(logging.ERROR, logger="bot.router")
     assert (await post(browser, "/api/command", {"text": command}))[0] == 202
     await core.wait_for_events(1)
     body = await wait_for_message(browser, lambda m: m["kind"] == "ephemeral")

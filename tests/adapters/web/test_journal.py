@@ -35,6 +35,7 @@ from bot.kernel import (
 )
 from storage import SqliteStore
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
+from tests.fakes.router import FakeRouter
 from tests.resilience.hostile_files import noise_png
 
 PLACE = Place("web", "web", "general", None)
@@ -75,7 +76,7 @@ async def playground(
             WebSettings(host="127.0.0.1", port=0), history=store, legacy_history=legacy
         )
         core.surface = adapter.surface
-        await adapter.start(core)
+        await adapter.start(FakeRouter(core, [adapter.surface]))
         try:
             yield adapter
         finally:
@@ -191,7 +192,7 @@ async def test_a_command_accepted_before_a_crash_is_handled_after_the_restart(
 
     later = RecordingCore()
     async with playground(path, later) as adapter:
-        assert await adapter.runner.drain(5) == 0, "whatever the start resumed has run"
+        assert await adapter.intake.drain(5) == 0, "whatever the start resumed has run"
     assert later.events == [], "a handled command is not handled again"
 
 
@@ -204,7 +205,7 @@ async def test_a_command_genbot_already_answered_is_not_handled_again(tmp_path: 
 
     core = RecordingCore()
     async with playground(path, core) as adapter:
-        assert await adapter.runner.drain(5) == 0, "whatever the start resumed has run"
+        assert await adapter.intake.drain(5) == 0, "whatever the start resumed has run"
     assert core.events == []
 
 
@@ -243,7 +244,7 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
 
     async with await SqliteStore.open(path) as store:
         stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store)
-        await stopped.start(RecordingCore())
+        await stopped.start(FakeRouter(RecordingCore(), [stopped.surface]))
         await stopped.stop()
         with pytest.raises(SurfaceError, match="stopped"):
             await stopped.surface.send(PLACE, OutMessage("after the stop"))
@@ -347,7 +348,7 @@ async def test_images_out_of_memory_are_served_and_downloaded_from_the_history(
             max_image_memory=len(images[0].data) * 2,
         )
         core.surface = adapter.surface
-        await adapter.start(core)
+        await adapter.start(FakeRouter(core, [adapter.surface]))
         try:
             for image in images:
                 await adapter.surface.send(PLACE, OutMessage("an image", images=(image,)))

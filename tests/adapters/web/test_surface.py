@@ -24,6 +24,7 @@ from bot.kernel import (
     UserMessage,
 )
 from tests.adapters.web.fakes import RecordingCore, SseReader, history, png, post
+from tests.fakes.router import FakeRouter
 
 PLACE = Place("web", "web", "general", None)
 OpenStream = Callable[..., Awaitable[SseReader]]
@@ -39,7 +40,7 @@ async def test_start_binds_the_configured_host_and_a_free_port(core: RecordingCo
     adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0))
     with pytest.raises(RuntimeError, match="not started"):
         _ = adapter.url
-    await adapter.start(core)
+    await adapter.start(FakeRouter(core, [adapter.surface]))
     try:
         assert adapter.url.startswith("http://127.0.0.1:")
         assert not adapter.url.endswith(":0")

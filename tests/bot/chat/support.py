@@ -15,8 +15,8 @@ from bot.account import AccountFeature
 from bot.api import ChatRequest, ProviderClient
 from bot.chat import ChatDefaults, ChatEngine
 from bot.chat.tools import ChatImageTools
-from bot.core import Conversations, Core, Feature
 from bot.kernel import Place, SurfaceLimits, User
+from bot.router import Conversations, Feature, Router
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore
@@ -70,7 +70,7 @@ class ChatWorld:
         return store
 
     @property
-    def core(self) -> Core:
+    def core(self) -> Router:
         return self.genbot.core
 
     @property

@@ -150,7 +150,7 @@ async def test_the_u1_walk_enters_each_file_once_on_its_way_to_the_client(
     [walk] = walks
     files = [name for index, name in enumerate(walk) if index == 0 or walk[index - 1] != name]
     assert files == [
-        "bot/core.py",
+        "bot/router.py",
         "bot/jobs/images.py",
         "bot/jobs/starter.py",
         "bot/jobs/task_call.py",

@@ -1,21 +1,35 @@
-"""The core routes events to features and turns every problem into an ephemeral reply."""
+"""The router runs each event in a supervised task (deadline, order, drain), routes it to the
+feature that owns it, and turns every problem into one ephemeral reply.
+
+The supervision is driven through the real playground over HTTP: intake stops with a
+"restarting" answer, a drain lets running events finish and cuts what outlives its deadline,
+messages of one conversation run one at a time, and a deadline that passes is told the user."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import pytest
+from aiohttp import ClientSession, CookieJar
 
+from adapters.web import WebAdapter
+from adapters.web.settings import WebSettings
+from adapters.web.surface import WebSurface
 from bot.api.errors import InvalidRequest
-from bot.core import Core
 from bot.kernel import (
     DATABASE_FULL_TEXT,
     DATABASE_UNREACHABLE_TEXT,
+    RESTARTING_TEXT,
+    TOO_SLOW_TEXT,
     ButtonPress,
     Command,
+    InboundEvent,
     ModalSubmit,
     OptionValue,
+    OutMessage,
     Place,
     SurfaceError,
     SurfaceRegistry,
@@ -24,8 +38,11 @@ from bot.kernel import (
     UserMessage,
 )
 from bot.refs import Referent, RefKind
+from bot.router import Router, answers_refusal
 from storage import StorageError
+from tests.adapters.web.fakes import history, post
 from tests.fakes.platform import FakePlatform
+from tests.fakes.router import FakeRouter
 
 PLACE = Place("fake", "w", "c")
 ALICE = User("alice")
@@ -59,13 +76,13 @@ class RecordingConversations:
         self.messages.append(event.text)
 
 
-Setup = tuple[Core, RecordingFeature, RecordingConversations, FakePlatform]
+Setup = tuple[Router, RecordingFeature, RecordingConversations, FakePlatform]
 
 
 @pytest.fixture
 def setup() -> Setup:
     feature, conversations, platform = RecordingFeature(), RecordingConversations(), FakePlatform()
-    core = Core(SurfaceRegistry([platform]), [feature], conversations)
+    core = Router(SurfaceRegistry([platform]), [feature], conversations)
     return core, feature, conversations, platform
 
 
@@ -189,7 +206,7 @@ async def test_one_service_failing_to_stop_does_not_keep_the_others_running(
 ) -> None:
     stopped: list[str] = []
     services = [Service("tracker", stopped), Service("receiver", stopped, fails=True)]
-    core = Core(SurfaceRegistry(), [], services=services)
+    core = Router(SurfaceRegistry(), [], services=services)
     await core.start()
     await core.stop()
     assert stopped == ["receiver", "tracker"]
@@ -201,7 +218,7 @@ async def test_an_action_naming_something_needs_the_refs_check() -> None:
         actions: ClassVar[Mapping[str, RefKind]] = {"upscale1": RefKind.JOB}
 
     with pytest.raises(ValueError, match="needs refs"):
-        Core(SurfaceRegistry([FakePlatform()]), [Naming()])
+        Router(SurfaceRegistry([FakePlatform()]), [Naming()])
 
 
 async def test_a_ref_on_an_action_that_names_nothing_is_refused(setup: Setup) -> None:
@@ -211,3 +228,145 @@ async def test_a_ref_on_an_action_that_names_nothing_is_refused(setup: Setup) ->
     )
     assert feature.seen == []
     assert platform.ephemerals_for("alice") == ["This button is no longer supported."]
+
+
+@dataclass
+class GatedCore:
+    """Answers each command with "done <text>" once :attr:`gate` is open; records order."""
+
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    started: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    surface: WebSurface | None = None
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def handle(self, event: InboundEvent) -> None:
+        assert isinstance(event, Command | UserMessage) and self.surface is not None
+        self.started.append(event.text)
+        self.arrived.set()
+        await self.gate.wait()
+        await self.surface.send(event.place, OutMessage(f"done {event.text}"), origin=event)
+        self.finished.append(event.text)
+
+
+@pytest.fixture
+async def gated() -> AsyncIterator[tuple[GatedCore, WebAdapter, ClientSession]]:
+    core = GatedCore()
+    adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), keepalive_seconds=0.05)
+    core.surface = adapter.surface
+    await adapter.start(FakeRouter(core, [adapter.surface]))
+    async with ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True)) as browser:
+        async with browser.get("/"):
+            pass
+        yield core, adapter, browser
+    await adapter.stop()
+
+
+async def test_after_intake_stops_a_command_is_answered_restarting_and_not_run_later(
+    gated: tuple[GatedCore, WebAdapter, ClientSession],
+) -> None:
+    core, adapter, browser = gated
+    adapter.intake.stop()
+    status, _ = await post(browser, "/api/command", {"text": "/chat hello"})
+    assert status == 202
+    await adapter.intake.drain(5)
+
+    messages = (await history(browser))["messages"]
+    assert [m["kind"] for m in messages] == ["user", "ephemeral"]
+    assert messages[1]["text"] == RESTARTING_TEXT
+    assert core.started == []
+    assert adapter.playground.store.get(messages[0]["id"]).pending is False  # type: ignore[union-attr]
+
+
+async def test_a_drain_lets_running_events_finish(
+    gated: tuple[GatedCore, WebAdapter, ClientSession],
+) -> None:
+    core, adapter, browser = gated
+    await post(browser, "/api/command", {"text": "/chat one"})
+    await asyncio.wait_for(core.arrived.wait(), 5)
+    adapter.intake.stop()
+    drain = asyncio.create_task(adapter.intake.drain(10))
+    await asyncio.sleep(0)
+    assert not drain.done()
+    core.gate.set()
+
+    assert await drain == 0
+    assert core.finished == ["one"]
+    assert [m["text"] for m in (await history(browser))["messages"]][-1] == "done one"
+
+
+async def test_a_drain_cancels_what_outlives_its_deadline(
+    gated: tuple[GatedCore, WebAdapter, ClientSession],
+) -> None:
+    core, adapter, browser = gated
+    await post(browser, "/api/command", {"text": "/chat forever"})
+    await asyncio.wait_for(core.arrived.wait(), 5)
+
+    assert await adapter.intake.drain(0.05) == 1
+    assert adapter.intake.running == 0
+    assert core.finished == []
+    messages = (await history(browser))["messages"]
+    assert [m["kind"] for m in messages] == ["user"], "a cut event resumes: it is told nothing"
+
+
+async def test_events_with_one_serial_key_run_one_at_a_time_in_order(
+    gated: tuple[GatedCore, WebAdapter, ClientSession],
+) -> None:
+    core, adapter, _ = gated
+    router = adapter.router
+    assert isinstance(router, Router)
+    intake = router.intake("web", serial_key=lambda event: event.place.channel_id)
+    place = Place("web", "web", "general", None, is_dm=True)
+    user = User("u1", "you")
+    for text in ("first", "second", "third"):
+        intake.submit(UserMessage(user=user, place=place, message_id=text, text=text))
+    await asyncio.wait_for(core.arrived.wait(), 5)
+    await asyncio.sleep(0.05)
+    assert core.started == ["first"]
+    core.gate.set()
+    assert await router.drain(5) == 0
+    assert core.started == core.finished == ["first", "second", "third"]
+
+
+async def test_an_event_outliving_its_deadline_is_told_the_user_and_given_up(
+    gated: tuple[GatedCore, WebAdapter, ClientSession],
+) -> None:
+    core, adapter, browser = gated
+    adapter.handler_timeout = 0.05
+    await post(browser, "/api/command", {"text": "/chat forever"})
+    await asyncio.wait_for(core.arrived.wait(), 5)
+    assert await adapter.intake.drain(5) == 0
+    messages = (await history(browser))["messages"]
+    assert [m["kind"] for m in messages] == ["user", "ephemeral"]
+    assert messages[1]["text"] == TOO_SLOW_TEXT
+    assert core.finished == []
+
+
+@pytest.mark.parametrize(
+    ("is_dm", "mentions_bot", "answered"),
+    [(True, False, True), (False, True, True), (False, False, False)],
+)
+def test_a_plain_message_is_answered_restarting_only_when_addressed_to_genbot(
+    is_dm: bool, mentions_bot: bool, answered: bool
+) -> None:
+    message = UserMessage(
+        user=User("u1", "you"),
+        place=Place("slack", "T1", "C1", "171.0", is_dm=is_dm),
+        message_id="1",
+        text="hi",
+        mentions_bot=mentions_bot,
+    )
+    assert answers_refusal(message) is answered
+    assert answers_refusal(Command(user=message.user, place=message.place, name="chat"))
+
+
+async def test_every_intake_stops_and_drains_with_the_router(setup: Setup) -> None:
+    core, feature, _, platform = setup
+    first, second = core.intake("fake"), core.intake("fake")
+    imagine = command("imagine", prompt="a fox")
+    assert first.submit(imagine) is True
+    core.stop_intake()
+    assert second.submit(imagine) is False
+    assert await core.drain(5) == 0
+    assert feature.seen == [("imagine", {"prompt": "a fox"})]
+    assert platform.ephemerals_for("alice") == [RESTARTING_TEXT]

@@ -1,0 +1,505 @@
+"""The router: every event from every adapter, each in a supervised task, to the feature that
+owns it — and the one error boundary for users.
+
+**Intake.** Each adapter gets an :class:`Intake` (:meth:`Router.intake`, the kernel's
+:class:`bot.kernel.events.EventSink`) and submits what it translated there. Every event runs in a
+task of its own (so a platform's acknowledgement deadline never waits for genbot), within the
+adapter's deadline, one at a time per conversation when the adapter gives a serial key, inside
+the adapter's ``around`` (acknowledge, show "working", settle). Intake stops in two steps:
+:meth:`Router.stop_intake` makes every later event get :data:`RESTARTING_TEXT` instead of being
+handled (a plain message only when it was addressed to genbot: a DM or a mention, so busy
+threads are not spammed); :meth:`Router.drain` then lets what is running finish within a deadline
+and cancels what is left (a cancelled event resumes, if it stored anything, at the next start).
+
+**Routing.** Features (image jobs, diffusion, chat, account commands, the home) declare the
+command names and button actions they own. :meth:`Router.handle` parses and validates command
+options against the catalogue before any feature runs, so bad input never reaches a feature, let
+alone the provider, and resolves a button's or form's ref within the presser's workspace and
+owner (the one ownership check, :mod:`bot.refs`) before the feature sees it.
+
+**The boundary.** :meth:`Router.handle` turns every failure into one answer to the user
+(ephemeral where the platform allows it): a :class:`UserError`, :class:`CommandError` or refused
+ref is the user's message; a provider refusal its own sentence; a deadline that passed
+:data:`TOO_SLOW_TEXT`; a database that failed the storage text; anything else is logged with a
+reference the user can quote (:func:`unexpected_error_text`). Adapters never tell users what
+went wrong: they keep only their platform-level last resort (acknowledging in time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from bot.api.chat import allowed_chat_models
+from bot.api.errors import ApiError
+from bot.forms import FormError
+from bot.kernel import (
+    COMMANDS_BY_NAME,
+    RESTARTING_TEXT,
+    TOO_SLOW_TEXT,
+    Around,
+    ButtonPress,
+    Command,
+    CommandError,
+    Event,
+    HomeOpened,
+    InboundEvent,
+    ModalSubmit,
+    OptionValue,
+    SerialKey,
+    SurfaceRegistry,
+    UserError,
+    UserMessage,
+    metrics,
+    parse_command_text,
+    storage_failure_text,
+    unexpected_error_text,
+    validate_options,
+)
+from bot.refs import Referent, RefKind, RefRefused, Refs, nothing_named
+from storage import StorageError
+
+log = logging.getLogger(__name__)
+
+CANCEL_GRACE_SECONDS = 5.0
+"""How long cancelled events may take to unwind at the end of a drain."""
+
+
+def storage_cause(error: BaseException) -> StorageError | None:
+    """The storage failure behind ``error`` (itself, or what it was raised from), if any: a
+    platform write that failed because the platform's own storage did (the playground's)."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, StorageError):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
+class Feature(Protocol):
+    """A part of genbot that owns some commands and button actions; ``actions`` says what
+    each action's ref names (the router resolves and checks it, see :mod:`bot.refs`)."""
+
+    commands: frozenset[str]
+
+    @property
+    def actions(self) -> Mapping[str, RefKind]:
+        """What each of the feature's button and form actions names in its ref."""
+        ...
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """Act on a command whose options were parsed and validated."""
+        ...
+
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+        """Act on a press of one of this feature's buttons; ``referent`` is what its ref
+        names, which the presser may use."""
+        ...
+
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+        """Act on a submitted form of one of this feature's actions (``referent``: as for
+        :meth:`on_button`)."""
+        ...
+
+
+@runtime_checkable
+class ChecksForms(Protocol):
+    """A feature that can check its forms' values on their own, without I/O."""
+
+    def check_modal(self, event: ModalSubmit) -> None:
+        """Raise :class:`bot.forms.FormError` (or :class:`CommandError`) for a refused value."""
+        ...
+
+
+class Conversations(Protocol):
+    """The part of genbot that answers plain messages."""
+
+    async def on_message(self, event: UserMessage) -> None:
+        """Answer ``event`` if it belongs to a conversation genbot takes part in."""
+        ...
+
+
+class Homes(Protocol):
+    """The part of genbot that draws a user's home (Slack's App Home)."""
+
+    async def on_home(self, event: HomeOpened) -> None:
+        """Show ``event.user`` their home."""
+        ...
+
+
+class Lifecycle(Protocol):
+    """Something the router starts and stops with itself (the tracker, a webhook receiver)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class Router:
+    """Takes every adapter's events and routes each to the feature that owns it (see the module
+    docstring); implements :class:`bot.kernel.events.EventRouter`. ``refs`` resolves the refs of
+    presses and submissions (required when an action's ref names something); ``services`` are
+    started and stopped with the router (the tracker, receivers)."""
+
+    def __init__(
+        self,
+        surfaces: SurfaceRegistry,
+        features: Sequence[Feature],
+        conversations: Conversations | None = None,
+        services: Sequence[Lifecycle] = (),
+        *,
+        plan: str = "developer",
+        home: Homes | None = None,
+        refs: Refs | None = None,
+        diffusion_models: Callable[[], Sequence[str]] = tuple,
+    ) -> None:
+        self.surfaces = surfaces
+        self.refs = refs
+        self.plan = plan
+        self._home = home
+        self._diffusion_models = diffusion_models
+        self._conversations = conversations
+        self._services = services
+        self._intakes: list[Intake] = []
+        self._by_command: dict[str, Feature] = {}
+        self._by_action: dict[str, tuple[Feature, RefKind]] = {}
+        for feature in features:
+            for name in feature.commands:
+                if name not in COMMANDS_BY_NAME:
+                    raise ValueError(f"feature claims unknown command {name!r}")
+                self._by_command[name] = feature
+            for action, kind in feature.actions.items():
+                if kind is not RefKind.NONE and refs is None:
+                    raise ValueError(f"action {action!r} names a {kind}: the router needs refs")
+                self._by_action[action] = (feature, kind)
+
+    @property
+    def actions(self) -> dict[str, RefKind]:
+        """Every action the features own, with what its ref names (the action table)."""
+        return {action: kind for action, (_, kind) in self._by_action.items()}
+
+    def chat_models(self) -> tuple[str, ...]:
+        """The chat models users are offered: those the workspace's ``[api] plan`` allows."""
+        return tuple(allowed_chat_models(self.plan))
+
+    def diffusion_models(self) -> tuple[str, ...]:
+        """The diffusion checkpoint models users are offered: those genbot knows."""
+        return tuple(self._diffusion_models())
+
+    async def start(self) -> None:
+        """Start the services (tracker, receivers); unfinished jobs resume here."""
+        for service in self._services:
+            await service.start()
+
+    async def stop(self) -> None:
+        """Stop the services in reverse order; one failing to stop does not keep the others
+        running (the failure is logged)."""
+        for service in reversed(self._services):
+            try:
+                await service.stop()
+            except Exception:
+                log.exception("stopping %s failed", type(service).__name__)
+
+    def form_errors(self, event: ModalSubmit) -> dict[str, str]:
+        """What is wrong with a submitted form's own values, by field id (see
+        :class:`bot.kernel.events.FormChecks`); a problem that is not about one field is left to
+        :meth:`handle`."""
+        owner = self._by_action.get(event.action)
+        feature = owner[0] if owner is not None else None
+        if not isinstance(feature, ChecksForms):
+            return {}
+        try:
+            feature.check_modal(event)
+        except FormError as error:
+            return {error.field: str(error)}
+        except CommandError:
+            return {}
+        return {}
+
+    def intake(
+        self,
+        platform: str,
+        *,
+        deadline: float | None = None,
+        serial_key: SerialKey | None = None,
+        around: Around | None = None,
+    ) -> Intake:
+        """A new intake for adapter ``platform`` (see :class:`Intake`)."""
+        intake = Intake(
+            self, platform, deadline=deadline, serial_key=serial_key, around=around or _nothing
+        )
+        self._intakes.append(intake)
+        return intake
+
+    def stop_intake(self) -> None:
+        """Every intake answers what arrives from now on "restarting" (see :meth:`Intake.stop`)."""
+        for intake in self._intakes:
+            intake.stop()
+
+    async def drain(self, timeout: float) -> int:
+        """Let every intake's running events finish within ``timeout`` seconds, then cancel the
+        rest; how many were cancelled."""
+        cut = await asyncio.gather(*(intake.drain(timeout) for intake in self._intakes))
+        return sum(cut)
+
+    async def handle(self, event: InboundEvent, *, deadline: float | None = None) -> None:
+        """Act on ``event`` within ``deadline`` seconds (``None``: unbounded); every problem
+        becomes an answer to the user, never an exception (the boundary of the module
+        docstring). Cancelled (a drain cut it short), it answers nothing and lets the
+        cancellation through."""
+        timer = asyncio.timeout(deadline)
+        outcome = "failed"
+        try:
+            async with timer:
+                await self._route(event)
+            outcome = "handled"
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        except (UserError, CommandError, RefRefused) as error:
+            outcome = "handled"
+            await self._tell(event, str(error))
+        except ApiError as error:
+            outcome = "handled"
+            log.warning("provider call failed for %s: %s", type(event).__name__, error)
+            await self._tell(event, error.user_message)
+        except Exception as error:
+            if isinstance(error, TimeoutError) and timer.expired():
+                outcome = "timed_out"
+                log.error(
+                    "%s: handling %s took over %.0f s: given up",
+                    event.place.platform,
+                    type(event).__name__,
+                    deadline or 0,
+                )
+                await self._tell(event, TOO_SLOW_TEXT)
+                return
+            failure = storage_cause(error)
+            if failure is not None:
+                log.warning("storage failed handling %s: %s", type(event).__name__, error)
+                await self._tell(event, storage_failure_text(failure))
+                return
+            reference = secrets.token_hex(4)
+            log.exception("unexpected error handling %s (ref %s)", type(event).__name__, reference)
+            await self._tell(event, unexpected_error_text(reference))
+        finally:
+            metrics.event_ended(event.place.platform, type(event).__name__, outcome)
+            log.debug("%s: %s %s", event.place.platform, type(event).__name__, outcome)
+
+    async def refuse(self, event: InboundEvent) -> None:
+        """Answer ``event``, which arrived while genbot stops, "restarting" (a plain message
+        only when it was addressed to genbot)."""
+        metrics.event_ended(event.place.platform, type(event).__name__, "refused")
+        if answers_refusal(event):
+            await self._tell(event, RESTARTING_TEXT)
+
+    async def _route(self, event: InboundEvent) -> None:
+        if isinstance(event, Command):
+            feature = self._by_command.get(event.name)
+            if feature is None:
+                raise UserError(f"genbot does not know the command /{event.name}.")
+            await feature.on_command(event, self._options(event))
+        elif isinstance(event, ButtonPress):
+            feature, referent = await self._resolve(event)
+            await feature.on_button(event, referent)
+        elif isinstance(event, ModalSubmit):
+            feature, referent = await self._resolve(event)
+            await feature.on_modal(event, referent)
+        elif isinstance(event, HomeOpened):
+            if self._home is not None:
+                await self._home.on_home(event)
+        elif self._conversations is not None:
+            await self._conversations.on_message(event)
+
+    async def _resolve(self, event: ButtonPress | ModalSubmit) -> tuple[Feature, Referent]:
+        """The feature owning ``event``'s action and what its ref names, once the presser
+        may use it (the one ownership check: :mod:`bot.refs`)."""
+        owner = self._by_action.get(event.action)
+        if owner is None:
+            raise UserError("This button is no longer supported.")
+        feature, kind = owner
+        if kind is RefKind.NONE:
+            return feature, nothing_named(event)
+        assert self.refs is not None
+        return feature, await self.refs.resolve(event, kind)
+
+    def _options(self, event: Command) -> dict[str, OptionValue]:
+        spec = COMMANDS_BY_NAME[event.name]
+        text_style = not event.options and bool(event.text.strip())
+        raw: Mapping[str, OptionValue] = (
+            parse_command_text(spec, event.text) if text_style else event.options
+        )
+        platform = event.place.platform
+        files_later = (
+            spec.files_by_form
+            and platform in self.surfaces
+            and self.surfaces.get(platform).limits.forms_take_files
+        )
+        return validate_options(
+            spec,
+            raw,
+            attachments=event.attachments,
+            text_style=text_style,
+            files_later=files_later,
+        )
+
+    async def _tell(self, event: Event, text: str) -> None:
+        if event.place.platform not in self.surfaces:
+            log.error("no surface for platform %s to report: %s", event.place.platform, text)
+            return
+        try:
+            await self.surfaces.get(event.place.platform).send_ephemeral(event, text)
+        except Exception as error:
+            log.warning("could not tell the user %r: %s", text, error)
+
+
+class Intake:
+    """One adapter's way into the router (:meth:`Router.intake`; the kernel's
+    :class:`bot.kernel.events.EventSink`): what it submits runs in a task of its own, and stops
+    being taken when the adapter or genbot stops.
+
+    ``deadline`` bounds each event's handling (``None``: unbounded). ``around`` and
+    ``serial_key`` are the adapter's defaults for :meth:`submit`.
+    """
+
+    def __init__(
+        self,
+        router: Router,
+        platform: str,
+        *,
+        deadline: float | None,
+        serial_key: SerialKey | None,
+        around: Around,
+    ) -> None:
+        self.router = router
+        self.platform = platform
+        self.deadline = deadline
+        self.serial_key = serial_key
+        self.around = around
+        self._accepting = True
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._locks: dict[Hashable, asyncio.Lock] = {}
+        self._waiting: dict[Hashable, int] = {}
+
+    @property
+    def accepting(self) -> bool:
+        """Whether new events are handled (``False`` once :meth:`stop` was called)."""
+        return self._accepting
+
+    @property
+    def running(self) -> int:
+        """How many events are being handled or answered."""
+        return sum(not task.done() for task in self._tasks)
+
+    def submit(
+        self,
+        event: InboundEvent | Awaitable[InboundEvent | None],
+        *,
+        around: Around | None = None,
+    ) -> bool:
+        """Handle ``event`` in the background (an awaitable is first awaited for the event; it
+        may give ``None`` when there is nothing to handle). Returns ``False`` when intake is
+        stopped: the event is answered with the "restarting" text instead."""
+        accepted = self._accepting
+        task = asyncio.create_task(
+            self._run(event, around or self.around, accepted),
+            name=f"genbot-{self.platform}-event",
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return accepted
+
+    def stop(self) -> None:
+        """Answer every event submitted from now on with the "restarting" text."""
+        if self._accepting:
+            self._accepting = False
+            log.info("%s: taking no new events (%d running)", self.platform, self.running)
+
+    async def drain(self, timeout: float) -> int:
+        """Wait up to ``timeout`` seconds for the running events (and any submitted meanwhile),
+        then cancel the rest; returns how many were cancelled."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while pending := {task for task in self._tasks if not task.done()}:
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            await asyncio.wait(pending, timeout=left)
+        late = {task for task in self._tasks if not task.done()}
+        if late:
+            log.warning(
+                "%s: %d event(s) still running after %.0f s: cancelled",
+                self.platform,
+                len(late),
+                timeout,
+            )
+            await self.cancel()
+        return len(late)
+
+    async def cancel(self) -> None:
+        """Cancel every running event (bounded wait for them to unwind)."""
+        tasks = [task for task in self._tasks if not task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=CANCEL_GRACE_SECONDS)
+
+    async def _run(
+        self, event: InboundEvent | Awaitable[InboundEvent | None], around: Around, accepted: bool
+    ) -> None:
+        built = await self._built(event)
+        if built is None:
+            return
+        if not accepted:
+            async with around(built):
+                await self.router.refuse(built)
+            return
+        metrics.bind_log_fields(platform=self.platform, user_id=built.user.id)
+        key = self.serial_key(built) if self.serial_key is not None else None
+        async with self._serialised(key), around(built):
+            await self.router.handle(built, deadline=self.deadline)
+
+    async def _built(
+        self, event: InboundEvent | Awaitable[InboundEvent | None]
+    ) -> InboundEvent | None:
+        if not isinstance(event, Awaitable):
+            return event
+        try:
+            return await event
+        except Exception:
+            log.exception("%s: reading an event failed", self.platform)
+            return None
+
+    @contextlib.asynccontextmanager
+    async def _serialised(self, key: Hashable | None) -> AsyncIterator[None]:
+        if key is None:
+            yield
+            return
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._waiting[key] = self._waiting.get(key, 0) + 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._waiting[key] -= 1
+            if not self._waiting[key]:
+                del self._waiting[key], self._locks[key]
+
+
+def answers_refusal(event: InboundEvent) -> bool:
+    """Whether ``event`` gets the "restarting" answer while genbot stops: interactions always,
+    a plain message only when addressed to genbot."""
+    if isinstance(event, UserMessage):
+        return event.mentions_bot or event.place.is_dm
+    return True
+
+
+@contextlib.asynccontextmanager
+async def _nothing(event: InboundEvent) -> AsyncIterator[None]:
+    yield
