@@ -116,6 +116,11 @@ function renderChannels() {
   const names = [...new Set([...state.channels, ...(isDm() ? [] : [state.channel])])];
   $("#channel-list").replaceChildren(...names.map((name) => channelLink(name, name, "#")));
   $("#dm-list").replaceChildren(channelLink(state.dm, "genbot", "@"));
+  const marks = [...state.unread.values()];
+  const toggle = $("#drawer-toggle");
+  toggle.classList.toggle("unread", marks.length > 0);
+  toggle.classList.toggle("mention", marks.some((mark) => mark.mention));
+  toggle.setAttribute("aria-label", marks.length ? "Channels (unread)" : "Channels");
 }
 
 /** Something new in a channel this page does not show: mark it unread (and mentioned, when

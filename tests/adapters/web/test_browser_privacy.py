@@ -1,7 +1,8 @@
 """What each user sees, in Chromium on the real core: a command whose answers only its user sees
 stays private (the answer quotes it); one genbot answers in public is shown to everyone;
 control characters and bidirectional overrides are shown as escapes, not obeyed; a result in
-another channel marks it unread; guests' avatars are not genbot's."""
+another channel marks it unread (on a phone, the button that opens the channel list too);
+guests' avatars are not genbot's."""
 
 from __future__ import annotations
 
@@ -62,16 +63,26 @@ async def test_a_result_in_another_channel_marks_it_unread(
 ) -> None:
     # The simulator's clock stands still until alice is in #art: the result comes after.
     manual = real_stack(tmp_path, time_scale=1.0, clock_start=1_700_000_000.0)
-    async with manual as stack, user(chromium_browser, stack.url + "/") as alice:
+    async with (
+        manual as stack,
+        user(chromium_browser, stack.url + "/", width=400, height=760) as alice,
+    ):
+        page = alice.page
+        toggle = page.locator("#drawer-toggle")
         await alice.send("/imagine a lighthouse")
-        await expect(alice.page.locator("article.kind-bot", has_text="lighthouse")).to_be_visible()
-        await alice.page.locator("#channel-list a.channel", has_text="art").click()
-        await expect(alice.page.locator("#channel-name")).to_have_text("art")
-        general = alice.page.locator("#channel-list a.channel", has_text="general")
-        await expect(general).not_to_have_class(re.compile("unread"))
+        await expect(page.locator("article.kind-bot", has_text="lighthouse")).to_be_visible()
+        await toggle.click()
+        await page.locator("#channel-list a.channel", has_text="art").click()
+        await expect(page.locator("#channel-name")).to_have_text("art")
+        await expect(page.locator("nav.sidebar")).not_to_be_in_viewport()
+        await expect(toggle).not_to_have_class(re.compile("unread"))
         stack.sim.advance(3600)
-        await expect(general).to_have_class(re.compile("unread"), timeout=30_000)
+        await expect(toggle).to_have_class(re.compile(r"\bunread\b.*\bmention\b"), timeout=30_000)
+        await toggle.click()
+        general = page.locator("#channel-list a.channel", has_text="general")
+        await expect(general).to_have_class(re.compile("unread"))
         await expect(general.locator(".badge")).to_be_visible()
         await general.click()
         await expect(general).not_to_have_class(re.compile("unread"))
+        await expect(toggle).not_to_have_class(re.compile("unread"))
         assert alice.errors == []
