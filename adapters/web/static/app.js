@@ -269,6 +269,7 @@ async function openChannel(channel) {
   state.typingUntil.clear();
   $("#channel-name").textContent = isDm() ? "genbot" : channel;
   $("#channel-kind").textContent = isDm() ? "@" : "#";
+  $("#me-name").textContent = body.me.name;
   $("#me-id").textContent = body.me.admin ? `${body.me.id} · admin` : body.me.id;
   document.title = `${isDm() ? "@genbot" : "#" + channel} · genbot playground`;
   document.body.classList.remove("drawer-open");

@@ -114,6 +114,8 @@ export class MessageView {
         previous.author.id === message.author.id &&
         previous.kind !== "ephemeral" &&
         message.kind !== "ephemeral" &&
+        !previous.private &&
+        !message.private &&
         !message.reply_to &&
         message.created - previous.created < GROUP_SECONDS,
     );

@@ -1,8 +1,9 @@
 """What each user sees, in Chromium on the real core: a command whose answers only its user sees
-stays private (the answer quotes it); one genbot answers in public is shown to everyone;
-control characters and bidirectional overrides are shown as escapes, not obeyed; a result in
-another channel marks it unread (on a phone, the button that opens the channel list too);
-guests' avatars are not genbot's."""
+stays private (the answer quotes it, and the user's next public message does not join its
+group); one genbot answers in public is shown to everyone; a user's name in the sidebar is the
+one others see; control characters and bidirectional overrides are shown as escapes, not
+obeyed; a result in another channel marks it unread (on a phone, the button that opens the
+channel list too); guests' avatars are not genbot's."""
 
 from __future__ import annotations
 
@@ -39,7 +40,12 @@ async def test_private_commands_stay_private_and_shown_text_is_safe(
         await expect(alice.page.locator("#messages article.kind-user").last).to_contain_text(
             "a fox\\u202E reversed"
         )
+        await alice.send("/settings")
+        await alice.page.locator("dialog#modal .btn", has_text="Cancel").click()
         await alice.send("/imagine a lighthouse")
+        public = alice.page.locator("#messages article.kind-user", has_text="a lighthouse")
+        await expect(public).to_be_visible()
+        await expect(public).not_to_have_class(re.compile("grouped"))
         await alice.send("@genbot echo: bell\u0007 ring")
         bobs = bob.page.locator("#messages")
         shown = bobs.locator("article.kind-user", has_text="/imagine a lighthouse")
@@ -52,6 +58,9 @@ async def test_private_commands_stay_private_and_shown_text_is_safe(
         assert await bobs.locator("article", has_text="/usage").count() == 0
         assert await bobs.locator("article", has_text="warp").count() == 0
 
+        await expect(shown.locator(".name")).to_have_text(
+            await alice.page.locator("#me-name").inner_text()
+        )
         guest = bobs.locator("article.kind-user .avatar.guest").first
         await expect(guest).not_to_have_text("G")
         await expect(bobs.locator("article.kind-bot .avatar.bot").first).to_have_text("")
