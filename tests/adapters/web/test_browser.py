@@ -54,7 +54,9 @@ async def test_imagine_upscale_and_chat_in_a_real_browser(
             await expect(upscale.locator(".btn", has_text=label)).to_be_visible(timeout=WAIT_MS)
         assert len(stack.sim.state.requests_to("/gen/v2/upscale")) == 1
 
-        await send(page, f"@genbot echo: {answer}")
+        box = page.locator("#composer-slot textarea")
+        await box.fill(f"@genbot echo: {answer}")
+        await page.locator("#composer-slot .send-button").click()
         thread = page.locator("#thread-messages")
         reply = thread.locator("article.message.kind-bot .text", has_text=answer)
         await expect(reply).to_have_text(answer, timeout=WAIT_MS)
@@ -182,7 +184,7 @@ async def test_describe_shows_the_image_and_imagine_all_starts_its_prompts(
         await expect(page.locator("#composer-slot .tray-item:not(.uploading)")).to_have_count(1)
         box = page.locator("#composer-slot textarea")
         await box.fill("/describe")
-        await page.locator("#composer-slot .send-button").click()
+        await box.press("Enter")
         await expect(box).to_have_value("")
 
         described = page.locator("article.message.kind-bot").filter(
