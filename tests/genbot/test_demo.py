@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from genbot.demo import EPHEMERAL_PORTS, FIRST_PICKED_PORT, free_port
+from simulator.diffusion import DEFAULT_MODEL
 from tests.genbot.process import clean_env, genbot
 from tests.genbot.stack import PlaygroundUser, labels, playground_user
 
@@ -60,8 +61,11 @@ async def test_demo_serves_a_working_playground_and_stops_cleanly_on_ctrl_c(
             assert (await me(user))["admin"] is False, "a local user is not an admin"
             assert (await me(admin))["admin"] is True
             async with user.session.get("/api/commands") as response:
-                names = {command["name"] for command in (await response.json())["commands"]}
-            assert {"imagine", "chat", "describe", "blend", "settings", "usage"} <= names
+                commands = {c["name"]: c for c in (await response.json())["commands"]}
+            assert {"imagine", "chat", "describe", "blend", "settings", "usage"} <= set(commands)
+            controlnet = commands["diffusion.controlnet"]["options"]
+            [model] = [option["choices"] for option in controlnet if option["name"] == "model_id"]
+            assert model == [DEFAULT_MODEL], "the option chips offer the simulator's model"
             view = await user.watch()
             echo_id = await user.command("/imagine a fox --turbo")
             grid = await view.until(lambda: view.with_buttons(echo_id, "U1"), timeout=20)
