@@ -14,7 +14,6 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from adapters.webhook import webhook_receiver
 from bench.platform import BenchPlatform
 from bot.api import ProviderClient
 from bot.budget import RenderBudget
@@ -34,6 +33,7 @@ from bot.refs import Refs
 from bot.router import Lifecycle, Router
 from bot.tokens import warm_up
 from genbot.demo import free_port
+from genbot.runtime import webhook_receiver
 from genbot.settings import Settings
 from storage import SqliteStore
 

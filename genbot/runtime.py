@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Protocol
 from adapters import Adapter, AdapterStartError
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.kernel import metrics
+from bot.jobs import JobEngines, webhook_base_url
+from bot.kernel import CoreSettings, metrics
 from bot.provider_pacing import shared_chat_pacing
 from bot.router import Lifecycle, Router
 from bot.tokens import warm_up
@@ -50,6 +51,7 @@ from storage.postgres import PostgresStore
 
 if TYPE_CHECKING:
     from adapters.web.adapter import WebAdapter
+    from adapters.webhook import WebhookReceiver
 
 log = logging.getLogger("genbot")
 
@@ -283,6 +285,16 @@ def configured_adapters(
     return adapters
 
 
+def webhook_receiver(settings: CoreSettings, jobs: JobEngines) -> WebhookReceiver | None:
+    """The receiver for ``jobs``' tracker and media host, or None when webhooks are off
+    (``[webhook] public_url`` empty or not an address the provider accepts)."""
+    if webhook_base_url(settings) is None:
+        return None
+    from adapters.webhook import WebhookReceiver
+
+    return WebhookReceiver(settings.webhook, jobs.tracker, jobs.media_host)
+
+
 def connection_reason(error: BaseException) -> str:
     """Why an adapter's connection ended, in one line."""
     if isinstance(error, AdapterStartError):
@@ -360,8 +372,6 @@ async def running(
         shared_pacing=shared_chat_pacing(store),
     )
     try:
-        from adapters.webhook import webhook_receiver
-
         adapters = configured_adapters(settings, demo=demo, storage=store)
         surfaces = [adapter.surface for adapter in adapters.values()]
         router, jobs = build_core(

@@ -42,9 +42,6 @@ ADAPTERS_BEYOND_THE_KERNEL_TODAY = {
     ("adapters/web/adapter.py", "storage"),
     ("adapters/web/journal.py", "storage"),
     ("adapters/web/playground.py", "storage"),
-    ("adapters/webhook/__init__.py", "bot.jobs"),
-    ("adapters/webhook/receiver.py", "bot.jobs"),
-    ("adapters/webhook/receiver.py", "storage"),
 }
 """Step 3 of the plan (the adapters' ports) empties this."""
 

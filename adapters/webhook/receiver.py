@@ -2,14 +2,14 @@
 :mod:`adapters.listener` for its timeouts and caps).
 
 - ``POST <path>/<job_id>`` with header ``x-webhook-secret``: a task notification. The job id
-  and the secret are checked first (:meth:`WebhookTarget.webhook_job`); only then is the body
-  read (at most ``MAX_BODY_BYTES``) and handed over (:meth:`WebhookTarget.on_webhook`). An
+  and the secret are checked first (:meth:`TaskNotices.webhook_job`); only then is the body
+  read (at most ``MAX_BODY_BYTES``) and handed over (:meth:`TaskNotices.on_webhook`). An
   unknown job or a wrong secret gets 401 without a byte of the body being read.
 - ``POST /`` and ``POST <path>`` with header ``x-webhook-secret``: a notification sent to
   genbot's bare address (a provider that refuses or drops the job in the address, see
-  :mod:`bot.jobs.webhook_addresses`). The body is read (bounded) and the job found by the task id
-  it names, then authenticated by the secret (:meth:`WebhookTarget.webhook_task_job`); a body
-  naming no known task of that secret gets 401.
+  :mod:`bot.jobs.webhook_addresses`). The body is read (bounded), and the job of the task it
+  names, authenticated by the secret, is asked for (:meth:`TaskNotices.webhook_task_job`); a
+  body naming no known task of that secret gets 401.
 - ``GET /media/<name>``: images re-hosted for the provider
 (:class:`bot.kernel.media_host.MediaHost`).
 
@@ -20,14 +20,13 @@ reason only, at most once a minute.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Any
 
 from aiohttp import web
 
 from adapters.listener import Listener, ListenerLimits, answer_and_close, body_limit, refused
-from bot.jobs.notifications import task_id_of
+from adapters.webhook.ports import NotifiedJob, TaskNotices
 from bot.kernel import MediaHost, WebhookSettings, metrics
-from storage import Job
 
 log = logging.getLogger(__name__)
 
@@ -36,23 +35,13 @@ SECRET_HEADER = "x-webhook-secret"
 LIMITS = ListenerLimits(max_body_bytes=MAX_BODY_BYTES, body_timeout=30.0)
 
 
-class WebhookTarget(Protocol):
-    """Who authenticates and applies notifications (:class:`bot.jobs.tracker.Tracker`)."""
-
-    async def webhook_job(self, job_id: str, secret: str | None) -> Job | None: ...
-
-    async def webhook_task_job(self, task_id: str, secret: str | None) -> Job | None: ...
-
-    async def on_webhook(self, job: Job, body: bytes) -> int: ...
-
-
 class WebhookReceiver:
     """Serves the webhook path and the media host until stopped."""
 
     def __init__(
         self,
         settings: WebhookSettings,
-        target: WebhookTarget,
+        target: TaskNotices[Any],
         media: MediaHost | None = None,
         limits: ListenerLimits = LIMITS,
     ) -> None:
@@ -103,16 +92,14 @@ class WebhookReceiver:
     @body_limit(MAX_BODY_BYTES)
     async def _bare_notification(self, request: web.Request) -> web.Response:
         body = await request.read()
-        task_id = task_id_of(body)
-        secret = request.headers.get(SECRET_HEADER)
-        job = await self._target.webhook_task_job(task_id, secret) if task_id else None
+        job = await self._target.webhook_task_job(body, request.headers.get(SECRET_HEADER))
         if job is None:
             refused(request, "no known task or wrong secret")
             metrics.webhook_answered(401)
             return await answer_and_close(request, web.Response(status=401))
         return await self._hand_over(job, body)
 
-    async def _hand_over(self, job: Job, body: bytes) -> web.Response:
+    async def _hand_over(self, job: NotifiedJob, body: bytes) -> web.Response:
         try:
             status = await self._target.on_webhook(job, body)
         except Exception:

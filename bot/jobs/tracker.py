@@ -67,7 +67,7 @@ from bot.api import ProviderClient, TaskRecord
 from bot.jobs import wording
 from bot.jobs.delivery import Delivery
 from bot.jobs.leases import Leases
-from bot.jobs.notifications import NotJson, UseRecord, read_notification
+from bot.jobs.notifications import NotJson, UseRecord, read_notification, task_id_of
 from bot.jobs.provider_state import ProviderState
 from bot.jobs.starter import CREATING_GRACE_SECONDS
 from bot.jobs.watch import JobWatch
@@ -270,13 +270,15 @@ class Tracker:
         job = await self._store.get_job(job_id) if _JOB_ID.fullmatch(job_id) else None
         return _with_secret(job, secret)
 
-    async def webhook_task_job(self, task_id: str, secret: str | None) -> Job | None:
-        """The job of a notification that reached genbot's bare address, by the ``task_id``
-        its body names (:func:`bot.jobs.notifications.task_id_of`), when ``secret`` is that
+    async def webhook_task_job(self, body: bytes, secret: str | None) -> Job | None:
+        """The job of a notification that reached genbot's bare address, by the task id its
+        ``body`` names (:func:`bot.jobs.notifications.task_id_of`), when ``secret`` is that
         job's webhook secret; None otherwise (also for a job whose task id is not stored yet:
         the backstop poll reads it)."""
-        job = await self._store.job_for_task(task_id) if len(task_id) <= MAX_TASK_ID else None
-        return _with_secret(job, secret)
+        task_id = task_id_of(body)
+        if not task_id or len(task_id) > MAX_TASK_ID:
+            return None
+        return _with_secret(await self._store.job_for_task(task_id), secret)
 
     async def on_webhook(self, job: Job, body: bytes) -> int:
         """Act on a notification for ``job`` (authenticated by :meth:`webhook_job`; what it

@@ -30,7 +30,6 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from adapters.webhook import webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.budget import RenderBudget
 from bot.jobs import JobEngines, build_job_engines
@@ -48,6 +47,7 @@ from bot.metered import MeteredSurface
 from bot.refs import Refs
 from bot.router import Conversations, Feature, Lifecycle, Router
 from genbot.demo import free_port
+from genbot.runtime import webhook_receiver
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig

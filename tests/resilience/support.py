@@ -20,7 +20,7 @@ from pydantic import SecretStr
 
 from adapters.web.adapter import WebAdapter
 from adapters.web.settings import WebSettings
-from adapters.webhook import WebhookReceiver, webhook_receiver
+from adapters.webhook import WebhookReceiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
 from bot.jobs import JobEngines
@@ -36,6 +36,7 @@ from bot.kernel import (
 )
 from bot.router import Router
 from genbot.demo import free_port
+from genbot.runtime import webhook_receiver
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig

@@ -19,13 +19,13 @@ from typing import Any
 from pydantic import SecretStr
 
 from adapters.discord import DiscordAdapter
-from adapters.webhook import webhook_receiver
 from bot.api import ProviderClient, RetryPolicy
 from bot.assembly import build_core
 from bot.jobs import JobEngines
 from bot.kernel import ApiSettings, LimitsSettings, Plan, StorageSettings, WebhookSettings
 from bot.router import Router
 from genbot.demo import free_port
+from genbot.runtime import webhook_receiver
 from genbot.settings import Settings
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest
