@@ -33,6 +33,9 @@ from storage.records.chat import (
     ConversationKind,
 )
 from storage.records.platforms import (
+    ImageToSave,
+    InstallationToSave,
+    MessageToSave,
     PlaygroundImage,
     PlaygroundMessage,
     SlackInstallation,
@@ -157,7 +160,7 @@ class PlaygroundHistory(Protocol):
         first; :meth:`playground_image` reads the others when they are asked for)."""
 
     async def save_playground_message(
-        self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
+        self, message: MessageToSave, images: Sequence[ImageToSave], *, keep: int
     ) -> int:
         """Store a message (new or changed) and the images it shows (each image once); the
         channel's messages beyond the ``keep`` latest, and images no message shows any more,
@@ -280,7 +283,7 @@ class SlackInstallations(Protocol):
     Platform-free: the Slack adapter turns ``data`` to and from its SDK's installation objects.
     ``enterprise_id`` / ``team_id`` / ``user_id`` are ``""`` when absent."""
 
-    async def save_slack_installation(self, installation: SlackInstallation) -> None:
+    async def save_slack_installation(self, installation: InstallationToSave) -> None:
         """Store an installation; one per (enterprise, team, installing user), replaced by a
         newer save (a reinstall, a token rotation)."""
 

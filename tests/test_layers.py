@@ -35,10 +35,6 @@ WRITES = frozenset(
 )
 
 ADAPTERS_BEYOND_THE_KERNEL_TODAY = {
-    ("adapters/slack/adapter.py", "storage"),
-    ("adapters/slack/distribution.py", "storage"),
-    ("adapters/slack/installations.py", "storage"),
-    ("adapters/slack/redelivery.py", "storage"),
     ("adapters/web/adapter.py", "storage"),
     ("adapters/web/journal.py", "storage"),
     ("adapters/web/playground.py", "storage"),

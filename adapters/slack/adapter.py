@@ -29,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters import AdapterStartError, FatalHandler, log_fatal
 from adapters.listener import Listener
+from adapters.slack.ports import EventDedupe, Installations
 from adapters.slack.settings import SlackSettings
 from bot.kernel import (
     Command,
@@ -42,7 +43,6 @@ from bot.kernel import (
     UserMessage,
     command_images,
 )
-from storage import EventDedupe, SlackInstallations
 
 from .distribution import INSTALL_PATH, Distribution
 from .inbound import (
@@ -79,7 +79,7 @@ class SlackAdapter:
         settings: SlackSettings,
         limits: LimitsSettings,
         *,
-        installations: SlackInstallations | None = None,
+        installations: Installations | None = None,
         dedupe: EventDedupe | None = None,
     ) -> None:
         """``installations``: where a distributed genbot keeps its workspaces (its database);

@@ -21,8 +21,8 @@ from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.ports import Installations
 from adapters.slack.settings import SlackSettings
-from storage import SlackInstallations
 
 from .installations import STATE_SECONDS, InstallationStore, OAuthStateStore
 from .tokens import InstalledWorkspaces, TeamTokens
@@ -56,7 +56,7 @@ class Distribution:
     """The installation store, OAuth state store and tokens of a distributed genbot."""
 
     def __init__(
-        self, settings: SlackSettings, storage: SlackInstallations, client: AsyncWebClient
+        self, settings: SlackSettings, storage: Installations, client: AsyncWebClient
     ) -> None:
         self.settings = settings
         self.installations = InstallationStore(storage)

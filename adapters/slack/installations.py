@@ -1,8 +1,8 @@
 """bolt's installation and OAuth-state stores over genbot's own database.
 
 :class:`InstallationStore` is slack-sdk's ``AsyncInstallationStore`` and
-:class:`OAuthStateStore` its ``AsyncOAuthStateStore``, both kept through the storage interface
-:class:`storage.SlackInstallations` (SQLite or PostgreSQL, whichever genbot runs on). An
+:class:`OAuthStateStore` its ``AsyncOAuthStateStore``, both kept through the port
+:class:`adapters.slack.ports.Installations` (genbot's store, SQLite or PostgreSQL). An
 installation is stored as slack-sdk serializes it, tokens included, one per workspace and
 installing user; a workspace's bot token is its newest installation's. genbot asks for bot
 scopes only: revoking the bot's token (``tokens_revoked``) or uninstalling the app
@@ -18,11 +18,12 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from slack_sdk.oauth.installation_store import Bot, Installation
+from slack_sdk.oauth.installation_store import Bot
+from slack_sdk.oauth.installation_store import Installation as SdkInstallation
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 
-from storage import SlackInstallation, SlackInstallations
+from adapters.slack.ports import Installation, Installations, Installed
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +32,14 @@ STATE_SECONDS = 600
 USER_TOKEN_FIELDS = ("user_token", "user_scopes", "user_refresh_token", "user_token_expires_at")
 
 
-def installation_data(installation: Installation) -> dict[str, Any]:
+def installation_data(installation: SdkInstallation) -> dict[str, Any]:
     """``installation`` as JSON values (times as Unix seconds)."""
     return {key: _plain(key, value) for key, value in installation.to_dict_for_copying().items()}
 
 
-def installation_from(data: Mapping[str, Any]) -> Installation:
+def installation_from(data: Mapping[str, Any]) -> SdkInstallation:
     """The installation :func:`installation_data` stored."""
-    return Installation(**dict(data))
+    return SdkInstallation(**dict(data))
 
 
 def _plain(key: str, value: Any) -> Any:
@@ -55,9 +56,7 @@ def _id(value: str | None) -> str:
 class InstallationStore(AsyncInstallationStore):
     """slack-sdk's installation store, kept in genbot's database."""
 
-    def __init__(
-        self, storage: SlackInstallations, *, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, storage: Installations, *, clock: Callable[[], float] = time.time) -> None:
         self._storage = storage
         self._clock = clock
 
@@ -65,9 +64,9 @@ class InstallationStore(AsyncInstallationStore):
     def logger(self) -> logging.Logger:
         return log
 
-    async def async_save(self, installation: Installation) -> None:
+    async def async_save(self, installation: SdkInstallation) -> None:
         await self._storage.save_slack_installation(
-            SlackInstallation(
+            Installation(
                 enterprise_id=_id(installation.enterprise_id),
                 team_id=_id(installation.team_id),
                 user_id=_id(installation.user_id),
@@ -86,7 +85,7 @@ class InstallationStore(AsyncInstallationStore):
             if key != "custom_values":
                 data[key] = _plain(key, value)
         await self._storage.save_slack_installation(
-            SlackInstallation(
+            Installation(
                 found.enterprise_id, found.team_id, found.user_id, found.installed_at, data
             )
         )
@@ -111,27 +110,20 @@ class InstallationStore(AsyncInstallationStore):
         team_id: str | None,
         user_id: str | None = None,
         is_enterprise_install: bool | None = False,
-    ) -> Installation | None:
+    ) -> SdkInstallation | None:
         """The workspace's installation (``user_id``'s, when given), carrying the workspace's
         newest bot token."""
         newest = await self._newest(enterprise_id, team_id, is_enterprise_install)
         if newest is None:
             return None
-        found = newest
-        if user_id is not None:
-            team = "" if is_enterprise_install else _id(team_id)
-            mine = await self._storage.find_slack_installation(_id(enterprise_id), team, user_id)
-            if mine is None:
-                return None
-            bot_fields = {k: v for k, v in newest.data.items() if k.startswith("bot_")}
-            found = SlackInstallation(
-                mine.enterprise_id,
-                mine.team_id,
-                mine.user_id,
-                mine.installed_at,
-                {**mine.data, **bot_fields},
-            )
-        return installation_from(found.data)
+        if user_id is None:
+            return installation_from(newest.data)
+        team = "" if is_enterprise_install else _id(team_id)
+        mine = await self._storage.find_slack_installation(_id(enterprise_id), team, user_id)
+        if mine is None:
+            return None
+        bot_fields = {k: v for k, v in newest.data.items() if k.startswith("bot_")}
+        return installation_from({**mine.data, **bot_fields})
 
     async def async_delete_bot(self, *, enterprise_id: str | None, team_id: str | None) -> None:
         """The bot's token is gone: the workspace's installations are of no use any more."""
@@ -161,12 +153,12 @@ class InstallationStore(AsyncInstallationStore):
             return
         data = {k: v for k, v in mine.data.items() if k not in USER_TOKEN_FIELDS}
         await self._storage.save_slack_installation(
-            SlackInstallation(mine.enterprise_id, mine.team_id, user_id, mine.installed_at, data)
+            Installation(mine.enterprise_id, mine.team_id, user_id, mine.installed_at, data)
         )
 
     async def _newest(
         self, enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None
-    ) -> SlackInstallation | None:
+    ) -> Installed | None:
         team = "" if is_enterprise_install else _id(team_id)
         return await self._storage.find_slack_installation(_id(enterprise_id), team)
 
@@ -177,7 +169,7 @@ class OAuthStateStore(AsyncOAuthStateStore):
 
     def __init__(
         self,
-        storage: SlackInstallations,
+        storage: Installations,
         *,
         expiration_seconds: int = STATE_SECONDS,
         clock: Callable[[], float] = time.time,

@@ -10,9 +10,10 @@ Slash commands, button presses and form submissions carry a ``trigger_id`` Slack
 per user action, so each one is let through once too: a signed request replayed within its
 five minutes (the same body and signature, sent again by whoever saw it) starts nothing more.
 
-With the storage's :class:`~storage.EventDedupe` the event ids live in the database too, so an
-event Slack delivers twice to different processes (HTTP behind a load balancer, a retry that
-lands elsewhere, Socket Mode connections of several processes) is handled by one of them.
+With :class:`~adapters.slack.ports.EventDedupe` (genbot's store) the event ids live in the
+database too, so an event Slack delivers twice to different processes (HTTP behind a load
+balancer, a retry that lands elsewhere, Socket Mode connections of several processes) is handled
+by one of them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import Any
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
-from storage import EventDedupe, StorageError
+from adapters.slack.ports import EventDedupe
+from bot.kernel import StorageError
 
 log = logging.getLogger(__name__)
 

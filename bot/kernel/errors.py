@@ -2,11 +2,13 @@
 
 A :class:`UserError` or :class:`CommandError` carries the sentence to show as its ``str``; the
 texts below answer what is not the user's doing (genbot stopping, too slow, its database, a bug).
+:class:`StorageError` (any failure of genbot's database) is here for the layers that catch it
+without using storage themselves (adapters).
 """
 
 from __future__ import annotations
 
-from storage import StorageError
+from storage import StorageError as StorageError
 
 RESTARTING_TEXT = "genbot is restarting; try again in a moment."
 """The answer to what arrives while genbot stops (it takes nothing new then)."""

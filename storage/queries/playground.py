@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
 from storage.queries.base import Queries
-from storage.records.platforms import PlaygroundImage, PlaygroundMessage
+from storage.records.platforms import ImageToSave, MessageToSave, PlaygroundImage, PlaygroundMessage
 from storage.rules import newest_images
 from storage.sql.dialect import marks
 from storage.sql.session import Row, Session, from_json, to_json
@@ -110,7 +110,7 @@ class PlaygroundQueries(Queries):
         return found
 
     async def save_playground_message(
-        self, message: PlaygroundMessage, images: Sequence[PlaygroundImage], *, keep: int
+        self, message: MessageToSave, images: Sequence[ImageToSave], *, keep: int
     ) -> int:
         """Store a message and its images (a message that answers a command marks it handled
         in the same transaction); trim the channel to ``keep``, sweep the images no message

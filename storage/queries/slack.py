@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from storage.queries.base import Queries
-from storage.records.platforms import SlackInstallation
+from storage.records.platforms import InstallationToSave, SlackInstallation
 from storage.sql.session import Session, from_json, to_json
 
 SQL_SAVE_INSTALLATION: Final = (
@@ -35,7 +35,7 @@ def _of_user(user_id: str | None) -> tuple[str, tuple[str, ...]]:
 class SlackQueries(Queries):
     """:class:`storage.SlackInstallations`."""
 
-    async def save_slack_installation(self, installation: SlackInstallation) -> None:
+    async def save_slack_installation(self, installation: InstallationToSave) -> None:
         values = (
             installation.enterprise_id,
             installation.team_id,

@@ -1,11 +1,14 @@
 """What genbot keeps for its platforms: Slack installations, the playground's messages and
-images, and the write windows processes share."""
+images, and the write windows processes share.
+
+Saving takes any object with a record's attributes (the ``…ToSave`` protocols), so an adapter
+saves its own values without knowing storage's types; reads return the records."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -61,3 +64,52 @@ class PlaygroundImage:
     width: int | None
     height: int | None
     data: bytes = field(repr=False)
+
+
+class InstallationToSave(Protocol):
+    """What saving a Slack installation reads (see :class:`SlackInstallation`)."""
+
+    @property
+    def enterprise_id(self) -> str: ...
+    @property
+    def team_id(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def installed_at(self) -> float: ...
+    @property
+    def data(self) -> Mapping[str, Any]: ...
+
+
+class MessageToSave(Protocol):
+    """What saving a playground message reads (see :class:`PlaygroundMessage`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def channel(self) -> str: ...
+    @property
+    def pending(self) -> bool: ...
+    @property
+    def image_keys(self) -> Sequence[str]: ...
+    @property
+    def body(self) -> Mapping[str, Any]: ...
+    @property
+    def answers(self) -> str | None: ...
+
+
+class ImageToSave(Protocol):
+    """What saving a playground image reads (see :class:`PlaygroundImage`)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def filename(self) -> str: ...
+    @property
+    def content_type(self) -> str: ...
+    @property
+    def width(self) -> int | None: ...
+    @property
+    def height(self) -> int | None: ...
+    @property
+    def data(self) -> bytes: ...
