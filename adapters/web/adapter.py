@@ -29,6 +29,7 @@ from adapters.web.handlers import resume_commands
 from adapters.web.messages import WebMessage
 from adapters.web.platform import PLATFORM, WebContext
 from adapters.web.playground import Playground
+from adapters.web.ports import PlaygroundHistory
 from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
 from bot.kernel import (
@@ -38,9 +39,9 @@ from bot.kernel import (
     EventSink,
     InboundEvent,
     LimitsSettings,
+    StorageError,
     backoff,
 )
-from storage import PlaygroundHistory, StorageError
 
 log = logging.getLogger(__name__)
 

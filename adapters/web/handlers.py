@@ -178,10 +178,10 @@ def command_event(
 
 async def resume_commands(adapter: Serving, claimed: Iterable[str]) -> None:
     """Handle the ``claimed`` commands (accepted, not handled, and now this process's: see
-    :meth:`storage.PlaygroundHistory.claim_pending_commands`) unless this process is handling
-    them already; the ones genbot answered, and any that no longer read as a command, are only
-    marked handled. A command that started a job carries its key, so handling it again finds
-    that job instead of starting another."""
+    :meth:`~adapters.web.ports.PlaygroundHistory.claim_pending_commands`) unless this process is
+    handling them already; the ones genbot answered, and any that no longer read as a command,
+    are only marked handled. A command that started a job carries its key, so handling it again
+    finds that job instead of starting another."""
     playground = adapter.playground
     for message_id in claimed:
         shown = await playground.pending_command(message_id)

@@ -2,10 +2,11 @@
 every genbot process sharing the database shows it.
 
 The playground is its own chat platform, so like a platform it keeps what it showed: every
-message (with its key, see :attr:`bot.kernel.outbound.OutMessage.key`) and the images it shows are
-saved (:class:`storage.PlaygroundHistory`) before browsers see them. A command's message is saved
-before the playground accepts the command and stays ``pending`` until its handler has run, so a
-command accepted just before the process died is handled after the restart instead of being lost.
+message (with its key, see :attr:`bot.kernel.outbound.OutMessage.key`) and the images it shows
+are saved (:class:`adapters.web.ports.PlaygroundHistory`) before browsers see them. A command's
+message is saved before the playground accepts the command and stays ``pending`` until its
+handler has run, so a command accepted just before the process died is handled after the
+restart instead of being lost.
 Each channel keeps its latest ``max_messages_per_channel`` messages, as in memory.
 
 Messages other processes save arrive through :meth:`PlaygroundJournal.updates`. A playground
@@ -24,8 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from adapters.web.messages import StoredFile, WebMessage
+from adapters.web.ports import (
+    ImageToSave,
+    MessageToSave,
+    PlaygroundHistory,
+    StoredImage,
+)
 from bot.kernel import Button
-from storage import PlaygroundHistory, PlaygroundImage, PlaygroundMessage
 
 LEGACY_MESSAGES = "SELECT id, channel, pending, image_keys, body FROM messages ORDER BY seq"
 LEGACY_IMAGES = "SELECT key, filename, content_type, width, height, data FROM images"
@@ -59,7 +65,7 @@ def restored(record: dict[str, Any], pending: bool, version: int = 0) -> WebMess
     return WebMessage(**{**record, "buttons": buttons, "pending": pending, "version": version})
 
 
-def _file(image: PlaygroundImage) -> StoredFile:
+def _file(image: StoredImage) -> StoredFile:
     return StoredFile(image.filename, image.data, image.content_type, "", image.width, image.height)
 
 
@@ -72,7 +78,7 @@ class Saved:
 
 
 class PlaygroundJournal:
-    """The playground's view of :class:`storage.PlaygroundHistory`."""
+    """The playground's view of its :class:`~adapters.web.ports.PlaygroundHistory`."""
 
     def __init__(self, history: PlaygroundHistory, max_messages_per_channel: int = 500) -> None:
         self._history = history
@@ -92,7 +98,7 @@ class PlaygroundJournal:
     async def save(self, message: WebMessage, images: Iterable[tuple[str, StoredFile]]) -> int:
         """Save ``message`` (new or changed) with the images it shows; the version saved. A
         message of genbot's replying to a command marks that command handled."""
-        stored = PlaygroundMessage(
+        stored = MessageToSave(
             message.id,
             message.channel,
             message.pending,
@@ -101,14 +107,14 @@ class PlaygroundJournal:
             answers=message.reply_to if message.kind != "user" else None,
         )
         shown = [
-            PlaygroundImage(key, f.filename, f.content_type, f.width, f.height, f.data)
+            ImageToSave(key, f.filename, f.content_type, f.width, f.height, f.data)
             for key, f in images
         ]
         return await self._history.save_playground_message(stored, shown, keep=self._keep)
 
     async def claim_pending(self, accepted_before: float) -> list[str]:
         """The commands this process is to handle now (see
-        :meth:`storage.PlaygroundHistory.claim_pending_commands`)."""
+        :meth:`~adapters.web.ports.PlaygroundHistory.claim_pending_commands`)."""
         return await self._history.claim_pending_commands(accepted_before)
 
     async def settle(self, message_id: str) -> None:
@@ -138,7 +144,7 @@ class PlaygroundJournal:
 
     def updates(self) -> AsyncIterator[str | None]:
         """None once following has started, then the ids of the messages other processes save,
-        as they come (see :meth:`storage.PlaygroundHistory.playground_updates`)."""
+        as they come (see :meth:`~adapters.web.ports.PlaygroundHistory.playground_updates`)."""
         return self._history.playground_updates()
 
     async def import_file(self, path: Path) -> int:
@@ -157,19 +163,19 @@ class PlaygroundJournal:
 
 def _read_legacy(
     path: Path,
-) -> tuple[list[PlaygroundMessage], dict[str, PlaygroundImage]] | None:
+) -> tuple[list[MessageToSave], dict[str, ImageToSave]] | None:
     if not path.is_file():
         return None
     conn = sqlite3.connect(path)
     try:
         messages = [
-            PlaygroundMessage(
+            MessageToSave(
                 message_id, channel, bool(pending), tuple(json.loads(keys)), json.loads(body)
             )
             for message_id, channel, pending, keys, body in conn.execute(LEGACY_MESSAGES)
         ]
         images = {
-            row[0]: PlaygroundImage(row[0], row[1], row[2], row[3], row[4], bytes(row[5]))
+            row[0]: ImageToSave(row[0], row[1], row[2], row[3], row[4], bytes(row[5]))
             for row in conn.execute(LEGACY_IMAGES)
         }
     finally:

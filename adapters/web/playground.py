@@ -24,6 +24,7 @@ from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
 from adapters.web.platform import WEB_LIMITS, PendingModal, dm_channel, is_dm_channel
+from adapters.web.ports import PlaygroundHistory
 from adapters.web.uploads import UploadCache
 from bot.kernel import (
     DATABASE_UNREACHABLE_TEXT,
@@ -31,13 +32,13 @@ from bot.kernel import (
     Attachment,
     ImageFile,
     Place,
+    StorageError,
     SurfaceError,
     SurfaceLimits,
     User,
     backoff,
     storage_failure_text,
 )
-from storage import PlaygroundHistory, StorageError
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,112 @@
+"""What the playground keeps in genbot's database, declared here and passed in by ``genbot``
+(the store fits it): its messages and images, so a restart or another process shows them too.
+The playground saves its own values (:class:`MessageToSave`, :class:`ImageToSave`) and reads
+back anything with their attributes (:class:`StoredMessage`, :class:`StoredImage`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class StoredMessage(Protocol):
+    """A message as kept: ``body`` is the playground's own JSON record of it, ``image_keys``
+    the images it shows, ``pending`` marks a command not handled yet, ``version`` counts its
+    saves, ``answers`` names the command it answers."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def channel(self) -> str: ...
+    @property
+    def pending(self) -> bool: ...
+    @property
+    def image_keys(self) -> Sequence[str]: ...
+    @property
+    def body(self) -> Mapping[str, Any]: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def answers(self) -> str | None: ...
+
+
+class StoredImage(Protocol):
+    """An image as kept, once whatever the number of messages showing it."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def filename(self) -> str: ...
+    @property
+    def content_type(self) -> str: ...
+    @property
+    def width(self) -> int | None: ...
+    @property
+    def height(self) -> int | None: ...
+    @property
+    def data(self) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class MessageToSave:
+    """A message the playground saves (see :class:`StoredMessage`)."""
+
+    id: str
+    channel: str
+    pending: bool
+    image_keys: tuple[str, ...]
+    body: Mapping[str, Any]
+    version: int = 0
+    answers: str | None = None
+
+
+@dataclass(frozen=True)
+class ImageToSave:
+    """An image the playground saves (see :class:`StoredImage`)."""
+
+    key: str
+    filename: str
+    content_type: str
+    width: int | None
+    height: int | None
+    data: bytes = field(repr=False)
+
+
+class PlaygroundHistory(Protocol):
+    """The playground's messages and images in genbot's database."""
+
+    async def load_playground(
+        self, keep: int, *, max_image_bytes: int | None = None
+    ) -> tuple[Sequence[StoredMessage], Sequence[StoredImage]]:
+        """Each channel's ``keep`` latest messages, oldest first, and the images of the newest
+        that fit in ``max_image_bytes``."""
+
+    async def save_playground_message(
+        self, message: StoredMessage, images: Sequence[StoredImage], *, keep: int
+    ) -> int:
+        """Store a message and its images (a pending command becomes this process's to
+        handle; a message that ``answers`` one marks it handled), keeping each channel's
+        ``keep`` latest; the version saved."""
+
+    async def claim_pending_commands(self, accepted_before: float) -> list[str]:
+        """Take the commands accepted before ``accepted_before`` that wait for a handler no
+        live process is; their ids."""
+
+    async def settle_playground_message(self, message_id: str) -> None:
+        """Mark a command's message as handled."""
+
+    async def playground_message(
+        self, message_id: str, *, with_images: bool = True
+    ) -> tuple[StoredMessage, Sequence[StoredImage]] | None:
+        """One message and (``with_images``) the images it shows, or None."""
+
+    async def playground_image(self, key: str) -> StoredImage | None:
+        """One image, or None."""
+
+    async def playground_session_key(self) -> bytes:
+        """The session-cookie key, the same for every process."""
+
+    def playground_updates(self) -> AsyncIterator[str | None]:
+        """None once following has started, then the ids of the messages other processes
+        save."""
