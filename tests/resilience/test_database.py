@@ -73,6 +73,7 @@ def check(name: str, outcome: FaultOutcome) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # 40 s on a quiet machine, over 120 s on a loaded one
 async def test_every_fault_in_turn_leaves_nothing_stuck_doubled_or_lost(
     own_postgres: PostgresCluster, tmp_path: Path
 ) -> None:
