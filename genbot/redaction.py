@@ -1,36 +1,140 @@
-"""No secret is ever written: every configured secret is replaced in what genbot logs and
-prints."""
+"""No secret is ever written: what genbot logs and prints has every configured secret replaced,
+and every secret learned while running too — Slack tokens (``xoxb-…``, rotated ``xoxe.xoxb-…``,
+refresh tokens ``xoxe-1-…``, app tokens ``xapp-…``), Discord bot tokens, ``Authorization``
+values, and the values of keys that always hold a secret (an OAuth ``code``, ``client_secret``,
+``access_token``, ``refresh_token``, a webhook secret, a cookie …) in the forms libraries print
+them: ``key=value``, ``'key': 'value'``, ``"key": "value"`` and ``'key': ['value']``.
+
+:func:`install_record_redaction` redacts every log record as it is made, so no logger — genbot's,
+slack_sdk's, slack_bolt's, aiohttp's, discord.py's, psycopg's — and no handler, the root's or one
+a library adds, ever sees the secret."""
 
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from genbot.settings import Settings
 
 REDACTED = "[redacted]"
+SECRET_KEYS = (
+    "code",
+    "client_secret",
+    "access_token",
+    "refresh_token",
+    "bot_token",
+    "bot_refresh_token",
+    "user_token",
+    "user_refresh_token",
+    "app_token",
+    "token",
+    "signing_secret",
+    "webhook_secret",
+    "x-webhook-secret",
+    "secret_key",
+    "secret_key_previous",
+    "api_key",
+    "password",
+    "authorization",
+    "cookie",
+    "set-cookie",
+)
+"""Keys whose value is a secret wherever it is printed (matched without regard to case)."""
+MIN_VALUE = 6
+"""A key's value shorter than this is left alone (no secret is that short: ``code=1`` is not
+an OAuth code)."""
+
+_KEYS = "|".join(re.escape(key) for key in sorted(SECRET_KEYS, key=len, reverse=True))
+_TOKENS = re.compile(
+    r"\b(?P<kind>xox[a-z](?:\.xox[a-z])?|xapp)-[A-Za-z0-9-]{6,}"
+    r"|\b[A-Za-z0-9_-]{24,}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}"
+    r"|\b(?P<scheme>Bearer|Basic) +[A-Za-z0-9._~+/=-]{16,}"
+)
+_QUOTED = re.compile(
+    rf"""(?ix)(?P<key>(?<![\w-])(?P<q>\\?["'])(?:{_KEYS})(?P=q)\s*:\s*\[?\s*)
+    (?P<v>\\?["'])(?P<value>(?:(?!(?P=v)).){{{MIN_VALUE},}}?)(?P=v)"""
+)
+_BARE = re.compile(rf"(?i)(?P<key>(?<![\w-])(?:{_KEYS})=)(?P<value>[^&\s'\"<>,;]{{{MIN_VALUE},}})")
 
 
-class RedactSecrets(logging.Filter):
-    """Replaces every configured secret in a record's final message (belt and braces: genbot
-    never logs secrets on purpose, but libraries may echo a URL or header). Exception text and
-    tracebacks are redacted by :class:`RedactingFormatter`."""
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every one of ``secrets`` (of 4 characters or more) and every secret
+    genbot recognizes on sight replaced by ``[redacted]``."""
+    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    text = _TOKENS.sub(_token, text)
+    text = _QUOTED.sub(_quoted, text)
+    return _BARE.sub(lambda found: found["key"] + REDACTED, text)
 
-    def __init__(self, secrets: list[str]) -> None:
-        super().__init__()
-        self.secrets = secrets
 
-    def filter(self, record: logging.LogRecord) -> bool:
+def _token(found: re.Match[str]) -> str:
+    """A recognized token, redacted but still saying what kind it was."""
+    if found["kind"]:
+        return f"{found['kind']}-{REDACTED}"
+    if found["scheme"]:
+        return f"{found['scheme']} {REDACTED}"
+    return REDACTED
+
+
+def _quoted(found: re.Match[str]) -> str:
+    return f"{found['key']}{found['v']}{REDACTED}{found['v']}"
+
+
+class Redactor:
+    """:func:`redact` with a fixed list of configured secrets."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self.secrets = list(secrets)
+
+    def __call__(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+
+class RedactingRecords:
+    """A log record factory (:func:`logging.setLogRecordFactory`) wrapping ``base``: each
+    record's message, exception text and stack are redacted as it is made."""
+
+    def __init__(self, redactor: Redactor, base: Callable[..., logging.LogRecord]) -> None:
+        self.redactor = redactor
+        self.base = base
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.base(*args, **kwargs)
+        redact_record(record, self.redactor)
+        return record
+
+
+def redact_record(record: logging.LogRecord, redactor: Redactor) -> None:
+    """Replace ``record``'s message by its redacted text (arguments merged in), and fill its
+    exception text and stack redacted, so that whichever formatter writes it writes no secret."""
+    try:
         message = record.getMessage()
-        redacted = redact(message, self.secrets)
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        return True
+    except Exception:
+        message = f"{record.msg} (arguments: {record.args!r})"
+    record.msg, record.args = redactor(message), None
+    if record.exc_info and not record.exc_text:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    if record.exc_text:
+        record.exc_text = redactor(record.exc_text)
+    if record.stack_info:
+        record.stack_info = redactor(record.stack_info)
+
+
+def install_record_redaction(redactor: Redactor) -> None:
+    """Make every log record of the process redacted by ``redactor`` (replacing the redaction
+    an earlier call installed)."""
+    base = logging.getLogRecordFactory()
+    while isinstance(base, RedactingRecords):
+        base = base.base
+    logging.setLogRecordFactory(RedactingRecords(redactor, base))
 
 
 class RedactingFormatter(logging.Formatter):
-    """A text formatter whose whole output — message, exception text, traceback, stack — has
-    every configured secret replaced."""
+    """A text formatter whose whole output — message, exception text, traceback, stack — is
+    redacted (belt and braces over :class:`RedactingRecords`)."""
 
     def __init__(self, fmt: str, secrets: list[str]) -> None:
         super().__init__(fmt)
@@ -38,13 +142,6 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record), self.secrets)
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every secret (of 4 characters or more) replaced by ``[redacted]``."""
-    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return text
 
 
 def settings_secrets(settings: Settings) -> list[str]:

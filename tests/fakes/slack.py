@@ -87,6 +87,7 @@ class FakeSlack(
         self.token_rotation = token_rotation
         self.token_lifetime_seconds = token_lifetime_seconds
         self.redirect_url: str | None = None
+        self.issued_secrets: set[str] = set()
         self.default_team = team_id
         self.teams: dict[str, FakeTeam] = {
             team_id: FakeTeam(team_id, "Fake Team", bot_user_id, bot_id, bot_token or None)

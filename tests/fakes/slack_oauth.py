@@ -54,6 +54,8 @@ class SlackOAuth:
     token_rotation: bool
     token_lifetime_seconds: int
     redirect_url: str | None
+    issued_secrets: set[str]
+    """Every code and token the fake handed out (what an app must never print)."""
     teams: dict[str, FakeTeam]
     users: dict[str, str]
     clock: Callable[[], float]
@@ -92,6 +94,7 @@ class SlackOAuth:
         if not redirect:
             return web.Response(status=400, text="no redirect URL")
         code = new_id("code-")
+        self.issued_secrets.add(code)
         self._codes[code] = (team.team_id, self.clock(), query.get("user", "U1"))
         target = f"{redirect}?{urlencode({'code': code, 'state': query.get('state', '')})}"
         raise web.HTTPFound(target)
@@ -174,8 +177,10 @@ class SlackOAuth:
             team.earlier_tokens.add(team.bot_token)
         prefix = "xoxe.xoxb" if self.token_rotation else "xoxb"
         team.bot_token = f"{prefix}-{team.team_id}-{new_id('')}"
+        self.issued_secrets.add(team.bot_token)
         if self.token_rotation:
             team.refresh_token = f"xoxe-1-{team.team_id}-{new_id('')}"
+            self.issued_secrets.add(team.refresh_token)
             team.token_expires_at = time.time() + self._lifetime()
 
     # Uninstall ------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,16 +21,8 @@ from tests.resilience.support import API_KEY, sim_config
 SECRET = "sk-json-logs-never-print-0123456789"
 
 
-@pytest.fixture
-def root_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level
-    yield
-    root.handlers[:], root.level = saved[0], saved[1]
-
-
 async def test_a_line_is_json_with_context_ids_and_no_secret(
-    root_logging: None, capsys: pytest.CaptureFixture[str]
+    restored_logging: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     settings = Settings(api=ApiSettings(key=SecretStr(SECRET)))
     configure_logging(settings, verbose=False, log_format="json")

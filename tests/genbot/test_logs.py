@@ -4,7 +4,6 @@ including a PostgreSQL address's password."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 from pydantic import SecretStr
@@ -19,15 +18,6 @@ KEY = "sk-traceback-secret-4242"
 DB_PASSWORD = "pg-pass/with@odd"
 DB_URL = "postgresql://genbot:pg-pass%2Fwith%40odd@db.example.com/genbot"
 TOKEN = "playground-token-abcdef0123456789"
-
-
-@pytest.fixture
-def restored_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def failing_with(text: str) -> None:

@@ -42,6 +42,8 @@ LIMITS: dict[str, Any] = {
 JOB_TIME_SCALE = 0.003
 """Simulated time for image tasks: a relax grid (70 simulated seconds) takes about 0.2 s."""
 WAIT = 10.0
+FIRST, SECOND = "T0FAKE", "T2"
+"""The workspaces of :func:`two_workspaces`."""
 SETTLED: frozenset[JobStatus] = frozenset({"posted", "failed_posted", "create_failed"})
 
 
@@ -49,6 +51,30 @@ def budgeted_fake() -> FakeSlack:
     """A fake Slack answering ``ratelimited`` (429) to a second update of a message within
     ``UPDATE_INTERVAL`` seconds and beyond Tier 3 per workspace."""
     return FakeSlack(min_seconds_between_updates=UPDATE_INTERVAL)
+
+
+def two_workspaces(**options: object) -> FakeSlack:
+    """A fake Slack with two workspaces (``FIRST``, ``SECOND``) where genbot is not installed
+    yet."""
+    fake = FakeSlack(bot_token="", **options)  # type: ignore[arg-type]
+    fake.add_workspace(SECOND, "Second Team", "UBOT2")
+    fake.users["U3"] = "carol"
+    return fake
+
+
+async def ask(fake: FakeSlack, url: str, team: str, channel: str, text: str) -> FakeMessage:
+    """U3 mentions genbot in ``team``'s ``channel`` asking it to echo ``text`` (an event
+    delivered to genbot's events ``url``)."""
+    with fake.in_team(team):
+        question = fake.user_says(f"<@{fake.bot_user_id}> echo: {text}", channel=channel, user="U3")
+        await fake.post_event(url, fake.event_callback(fake.app_mention_event(question)))
+    return question
+
+
+def answer_in(fake: FakeSlack, channel: str, text: str) -> FakeMessage | None:
+    """genbot's finished answer ``text`` in ``channel``, when it is there."""
+    found = [m for m in fake.bot_messages(channel) if m.markdown == text and not m.streaming]
+    return found[0] if found else None
 
 
 def genbot_settings(

@@ -13,39 +13,23 @@ import pytest
 from adapters.slack.transport import INSTALLS_PER_CLIENT
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
-from tests.adapters.slack.end_to_end import WAIT, SlackGenbot, slack_genbot
-from tests.fakes.slack import FakeSlack
-from tests.fakes.slack_model import FakeMessage
+from tests.adapters.slack.end_to_end import (
+    FIRST,
+    SECOND,
+    WAIT,
+    answer_in,
+    ask,
+    slack_genbot,
+    two_workspaces,
+)
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
-
-FIRST, SECOND = "T0FAKE", "T2"
 
 
 @pytest.fixture
 async def sim() -> AsyncIterator[RunningSimulator]:
     async with serve(SimulatorConfig(time_scale=1.0)) as running:
         yield running
-
-
-def two_workspaces(**options: object) -> FakeSlack:
-    """A fake Slack with two workspaces where genbot is not installed yet."""
-    fake = FakeSlack(bot_token="", **options)  # type: ignore[arg-type]
-    fake.add_workspace(SECOND, "Second Team", "UBOT2")
-    fake.users["U3"] = "carol"
-    return fake
-
-
-async def ask(fake: FakeSlack, bot: SlackGenbot, team: str, channel: str, text: str) -> FakeMessage:
-    with fake.in_team(team):
-        question = fake.user_says(f"<@{fake.bot_user_id}> echo: {text}", channel=channel, user="U3")
-        await fake.post_event(bot.url, fake.event_callback(fake.app_mention_event(question)))
-    return question
-
-
-def answer_in(fake: FakeSlack, channel: str, text: str) -> FakeMessage | None:
-    found = [m for m in fake.bot_messages(channel) if m.markdown == text and not m.streaming]
-    return found[0] if found else None
 
 
 async def test_two_workspaces_install_and_each_is_answered_with_its_own_token(
@@ -59,8 +43,8 @@ async def test_two_workspaces_install_and_each_is_answered_with_its_own_token(
         first = await fake.install(bot.adapter.install_url, FIRST)
         second = await fake.install(bot.adapter.install_url, SECOND, user="U3")
 
-        await ask(fake, bot, FIRST, "C1", "hello first")
-        await ask(fake, bot, SECOND, "C2", "hello second")
+        await ask(fake, bot.url, FIRST, "C1", "hello first")
+        await ask(fake, bot.url, SECOND, "C2", "hello second")
         in_first = await fake.wait_for(lambda: answer_in(fake, "C1", "hello first"), WAIT)
         in_second = await fake.wait_for(lambda: answer_in(fake, "C2", "hello second"), WAIT)
         stored = [await bot.store.find_slack_installation("", team) for team in (FIRST, SECOND)]
@@ -106,12 +90,12 @@ async def test_uninstalling_one_workspace_forgets_it_and_leaves_the_other(
         assert bot.adapter.install_url is not None
         await fake.install(bot.adapter.install_url, FIRST)
         await fake.install(bot.adapter.install_url, SECOND, user="U3")
-        await ask(fake, bot, SECOND, "C2", "before")
+        await ask(fake, bot.url, SECOND, "C2", "before")
         await fake.wait_for(lambda: answer_in(fake, "C2", "before"), WAIT)
 
         deliveries = [await fake.post_event(bot.url, e) for e in fake.uninstall(SECOND)]
-        await ask(fake, bot, SECOND, "C2", "after")
-        await ask(fake, bot, FIRST, "C1", "still here")
+        await ask(fake, bot.url, SECOND, "C2", "after")
+        await ask(fake, bot.url, FIRST, "C1", "still here")
         await fake.wait_for(lambda: answer_in(fake, "C1", "still here"), WAIT)
         gone = await bot.store.find_slack_installation("", SECOND)
         kept = await bot.store.find_slack_installation("", FIRST)
@@ -132,7 +116,7 @@ async def test_rotating_tokens_are_refreshed_and_stored(
         assert bot.adapter.install_url is not None
         await fake.install(bot.adapter.install_url, SECOND, user="U3")
         installed_token = fake.teams[SECOND].bot_token
-        await ask(fake, bot, SECOND, "C2", "fresh token please")
+        await ask(fake, bot.url, SECOND, "C2", "fresh token please")
         await fake.wait_for(lambda: answer_in(fake, "C2", "fresh token please"), WAIT)
         stored = await bot.store.find_slack_installation("", SECOND)
 

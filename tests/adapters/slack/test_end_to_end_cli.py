@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,16 @@ from genbot.demo import free_port
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import (
+    FIRST,
     JOB_TIME_SCALE,
     LIMITS,
+    SECOND,
+    answer_in,
+    ask,
     bot_message_with_button,
     budgeted_fake,
     created,
+    two_workspaces,
 )
 from tests.fakes.slack import FakeSlack
 from tests.genbot.process import CHILD_WAIT
@@ -94,9 +100,11 @@ class GenbotProcess:
 
 
 @asynccontextmanager
-async def genbot_run(settings: Mapping[str, str], cwd: Path) -> AsyncIterator[GenbotProcess]:
-    """``genbot run`` with ``settings`` as its only ``GENBOT_*`` environment; killed if the
-    test leaves it running."""
+async def genbot_run(
+    settings: Mapping[str, str], cwd: Path, *options: str
+) -> AsyncIterator[GenbotProcess]:
+    """``genbot run`` (with ``options``) with ``settings`` as its only ``GENBOT_*``
+    environment; killed if the test leaves it running."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GENBOT_")}
     env |= {"PYTHONUNBUFFERED": "1", **settings}
     process = await asyncio.create_subprocess_exec(
@@ -104,6 +112,7 @@ async def genbot_run(settings: Mapping[str, str], cwd: Path) -> AsyncIterator[Ge
         "-m",
         "genbot",
         "run",
+        *options,
         cwd=cwd,
         env=env,
         stdin=asyncio.subprocess.DEVNULL,
@@ -196,3 +205,44 @@ async def test_genbot_run_in_socket_mode_answers_an_envelope(
     assert code == 0, genbot.output
     assert "genbot stopped" in genbot.output
     assert_clean(genbot.output, fake)
+
+
+async def test_genbot_run_verbose_keeps_the_tokens_it_learns_out_of_its_logs(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """With ``-v`` slack_sdk logs every request and answer of the OAuth flow and of each token
+    rotation: the codes, bot tokens and refresh tokens genbot learns while running are never
+    in its output, nor the client secret."""
+    port = free_port()
+    async with two_workspaces(token_rotation=True, token_lifetime_seconds=3600) as slack:
+        settings = {
+            "GENBOT_SLACK__CLIENT_ID": slack.client_id,
+            "GENBOT_SLACK__CLIENT_SECRET": slack.client_secret,
+            "GENBOT_SLACK__SIGNING_SECRET": slack.signing_secret,
+            "GENBOT_SLACK__API_URL": slack.api_url,
+            "GENBOT_SLACK__HTTP_PORT": str(port),
+            "GENBOT_API__BASE_URL": sim.base_url,
+            "GENBOT_API__KEY": "sim-key",
+            "GENBOT_STORAGE__PATH": str(tmp_path / "genbot.db"),
+        }
+        base = f"http://127.0.0.1:{port}/slack"
+        slack.redirect_url = f"{base}/oauth_redirect"
+        async with genbot_run(settings, tmp_path, "-v") as genbot:
+            await genbot.wait_for_line("genbot running: slack")
+            installs = [
+                await slack.install(f"{base}/install", team, user="U3") for team in (FIRST, SECOND)
+            ]
+            for team, channel in ((FIRST, "C1"), (SECOND, "C2")):
+                await ask(slack, f"{base}/events", team, channel, f"hello {team}")
+                answered = partial(answer_in, slack, channel, f"hello {team}")
+                await slack.wait_for(answered, RESULT_WAIT)
+            code = await genbot.stop()
+
+    refreshes = [c for c in slack.calls_to("oauth.v2.access") if "refresh_token" in c.args]
+    assert [i.status for i in installs] == [200, 200]
+    assert len(refreshes) >= 2, "each workspace's token was rotated"
+    assert code == 0, genbot.output
+    assert genbot.has_line("oauth.v2.access"), "slack_sdk's debug lines are in the output"
+    assert len(slack.issued_secrets) >= 8
+    leaked = {s for s in slack.issued_secrets | {slack.client_secret} if s in genbot.output}
+    assert leaked == set(), genbot.output
