@@ -35,6 +35,11 @@ PUBLIC_URL_NOTE = (
     "and private files, so genbot must re-host images"
 )
 
+DERIVED_KEY_NOTE = (
+    "a key derived from [api] key: set [storage] secret_key, or a new API key will need "
+    "the old one as [storage] secret_key_previous (docs/operations.md)"
+)
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -71,6 +76,7 @@ async def diagnose(settings: Settings) -> list[Finding]:
     webhook = check_webhook(settings)
     if webhook is not None:
         findings.append(webhook)
+    findings += check_sealing(settings)
     findings += check_playground_access(settings)
     findings += check_listeners(settings)
     findings += check_something_enabled(settings)
@@ -242,6 +248,28 @@ def check_webhook(settings: Settings) -> Finding | None:
     if problem is not None:
         return Finding("webhook", False, problem)
     return Finding("webhook", True, f"the provider will notify {shown_url(public_url)}")
+
+
+def check_sealing(settings: Settings) -> list[Finding]:
+    """When genbot keeps secrets in its database (a distributed Slack app's tokens, the jobs'
+    webhook secrets), the key that seals them (:mod:`bot.kernel.sealer`): ✔ ``[storage]
+    secret_key``; ⚠ a key derived from ``[api] key`` (changing that key then needs a step);
+    ✘ no key."""
+    kept = []
+    if settings.slack.distributed:
+        kept.append("the Slack tokens")
+    if webhook_base_url(settings) is not None:
+        kept.append("the webhook secrets")
+    if not kept:
+        return []
+    what = " and ".join(kept)
+    if settings.storage.secret_key.get_secret_value():
+        previous = settings.storage.secret_key_previous.get_secret_value()
+        also = ", and secret_key_previous still opens what it sealed" if previous else ""
+        return [Finding("secrets", True, f"{what} are sealed with [storage] secret_key{also}")]
+    if settings.api.key.get_secret_value():
+        return [Finding("secrets", True, f"{what} are sealed with {DERIVED_KEY_NOTE}", True)]
+    return [Finding("secrets", False, f"{what} need a key: set [storage] secret_key")]
 
 
 def check_playground_access(settings: Settings) -> list[Finding]:

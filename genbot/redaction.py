@@ -154,6 +154,8 @@ def settings_secrets(settings: Settings) -> list[str]:
         settings.slack.signing_secret.get_secret_value(),
         settings.slack.client_secret.get_secret_value(),
         settings.web.access_token.get_secret_value(),
+        settings.storage.secret_key.get_secret_value(),
+        settings.storage.secret_key_previous.get_secret_value(),
         *storage_url_secrets(settings.storage.url.get_secret_value()),
     ]
 

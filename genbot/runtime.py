@@ -31,7 +31,7 @@ from adapters import Adapter, AdapterStartError
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.jobs import JobEngines, webhook_base_url
-from bot.kernel import CoreSettings, metrics
+from bot.kernel import CoreSettings, metrics, sealer_of
 from bot.provider_pacing import shared_chat_pacing
 from bot.router import Lifecycle, Router
 from bot.tokens import warm_up
@@ -268,7 +268,11 @@ def configured_adapters(
         from adapters.slack.adapter import SlackAdapter
 
         adapters["slack"] = SlackAdapter(
-            settings.slack, settings.limits, installations=storage, dedupe=storage
+            settings.slack,
+            settings.limits,
+            installations=storage,
+            sealer=sealer_of(settings.storage, settings.api),
+            dedupe=storage,
         )
     if settings.web.enabled:
         from adapters.web.adapter import WebAdapter

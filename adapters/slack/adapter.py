@@ -39,6 +39,8 @@ from bot.kernel import (
     FormChecks,
     InboundEvent,
     LimitsSettings,
+    Sealer,
+    SealError,
     User,
     UserMessage,
     command_images,
@@ -80,10 +82,12 @@ class SlackAdapter:
         limits: LimitsSettings,
         *,
         installations: Installations | None = None,
+        sealer: Sealer | None = None,
         dedupe: EventDedupe | None = None,
     ) -> None:
-        """``installations``: where a distributed genbot keeps its workspaces (its database);
-        ``dedupe``: where processes sharing the app record the events they handled."""
+        """``installations``: where a distributed genbot keeps its workspaces (its database),
+        their tokens sealed by ``sealer``; ``dedupe``: where processes sharing the app record
+        the events they handled."""
         bot_token = settings.bot_token.get_secret_value()
         if bot_token and settings.distributed:
             raise ValueError(
@@ -95,8 +99,10 @@ class SlackAdapter:
                 "[slack] bot_token (one workspace) or client_id and client_secret "
                 "(installed by OAuth) is required"
             )
-        if settings.distributed and installations is None:
-            raise ValueError("a Slack app installed by OAuth keeps its workspaces in storage")
+        if settings.distributed and (installations is None or sealer is None):
+            raise ValueError(
+                "a Slack app installed by OAuth keeps its workspaces in storage, sealed"
+            )
         self.settings = settings
         self._dedupe = dedupe
         self._admins = frozenset(settings.admin_ids)
@@ -105,8 +111,8 @@ class SlackAdapter:
         )
         self.client = AsyncWebClient(token=bot_token or None, base_url=self._api_url)
         self.distribution = (
-            Distribution(settings, installations, self.client)
-            if settings.distributed and installations is not None
+            Distribution(settings, installations, sealer, self.client)
+            if settings.distributed and installations is not None and sealer is not None
             else None
         )
         self.surface = SlackSurface(
@@ -182,7 +188,12 @@ class SlackAdapter:
                 "[slack] workspaces install genbot on the HTTP listener: leave app_token empty "
                 "when client_id and client_secret are set"
             )
-        if self.distribution is None:
+        if self.distribution is not None:
+            try:
+                await self.distribution.installations.check_key()
+            except SealError as error:
+                raise AdapterStartError(str(error)) from error
+        else:
             identity = await checked_call(
                 self.client.auth_test(), "auth.test", "bot_token", self._api_url
             )

@@ -23,6 +23,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.ports import Installations
 from adapters.slack.settings import SlackSettings
+from bot.kernel import Sealer
 
 from .installations import STATE_SECONDS, InstallationStore, OAuthStateStore
 from .tokens import InstalledWorkspaces, TeamTokens
@@ -56,10 +57,14 @@ class Distribution:
     """The installation store, OAuth state store and tokens of a distributed genbot."""
 
     def __init__(
-        self, settings: SlackSettings, storage: Installations, client: AsyncWebClient
+        self,
+        settings: SlackSettings,
+        storage: Installations,
+        sealer: Sealer,
+        client: AsyncWebClient,
     ) -> None:
         self.settings = settings
-        self.installations = InstallationStore(storage)
+        self.installations = InstallationStore(storage, sealer)
         self.states = OAuthStateStore(storage, expiration_seconds=STATE_SECONDS)
         rotator = AsyncTokenRotator(
             client_id=settings.client_id,

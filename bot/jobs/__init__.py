@@ -37,6 +37,7 @@ from bot.jobs.ticker import ProgressTicker
 from bot.jobs.tracker import Tracker
 from bot.jobs.upload_forms import UploadForms
 from bot.jobs.watch import JobWatch
+from bot.jobs.webhook_secrets import WebhookSecrets
 from bot.kernel import (
     CoreSettings,
     MediaFetcher,
@@ -44,6 +45,7 @@ from bot.kernel import (
     SurfaceRegistry,
     media_folder,
     provider_is_private,
+    sealer_of,
 )
 from bot.router import Feature, Lifecycle
 from storage import Storage
@@ -170,12 +172,14 @@ def build_job_engines(
         store, surfaces, budget or RenderBudget(), media, watch, clock=clock, experience=experience
     )
     limits = Limits(limits_settings)
+    webhook_secrets = WebhookSecrets(sealer_of(settings.storage, settings.api), store)
     tracker = Tracker(
         store,
         provider,
         delivery,
         watch,
         limits_settings,
+        webhook_secrets,
         platforms=surfaces.platforms,
         shards=lambda: shards,
         webhooks=webhook_base is not None,
@@ -188,6 +192,7 @@ def build_job_engines(
         delivery,
         watch,
         tracker.submitted,
+        webhook_secrets,
         webhook_base=webhook_base,
         media_host=media_host,
         max_upload_bytes=limits_settings.max_upload_bytes,

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -64,6 +63,7 @@ from bot.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
 from bot.jobs.webhook_addresses import Webhook, WebhookAddresses
+from bot.jobs.webhook_secrets import WebhookSecrets
 from bot.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, heading
 from bot.kernel import (
     Attachment,
@@ -207,6 +207,7 @@ class JobStarter:
         delivery: Delivery,
         watch: JobWatch,
         on_submitted: Callable[[str], None],
+        webhook_secrets: WebhookSecrets,
         *,
         webhook_base: str | None = None,
         media_host: MediaHost | None = None,
@@ -220,6 +221,7 @@ class JobStarter:
         self.watch = watch
         self._on_submitted = on_submitted
         self.webhook_base = webhook_base
+        self.webhook_secrets = webhook_secrets
         self.webhooks = WebhookAddresses(webhook_base) if webhook_base is not None else None
         """Which webhook address the provider accepts (:mod:`bot.jobs.webhook_addresses`)."""
         self.media_host = media_host
@@ -379,7 +381,7 @@ class JobStarter:
     async def _submit(self, job: Job, submit: Submit) -> Submitted:
         """``submit`` ``job``, with its webhook in the form the provider accepts when it asked
         for one."""
-        secret = job.webhook_secret
+        secret = await self.webhook_secrets.of(job)
         if secret is None or self.webhooks is None:
             return await submit(job, None)
         return await self.webhooks.submit(job.id, secret, lambda hook: submit(job, hook))
@@ -399,7 +401,7 @@ class JobStarter:
             is_dm=place.is_dm,
             parent_job_id=spec.parent.id if spec.parent is not None else None,
             action=spec.action if spec.parent is not None else None,
-            webhook_secret=secrets.token_urlsafe(24)
+            webhook_secret=self.webhook_secrets.new()
             if spec.webhook and self.webhook_base
             else None,
             command_key=event.key if isinstance(event, Command) else None,

@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import re
 import time
@@ -71,6 +70,7 @@ from bot.jobs.notifications import NotJson, UseRecord, read_notification, task_i
 from bot.jobs.provider_state import ProviderState
 from bot.jobs.starter import CREATING_GRACE_SECONDS
 from bot.jobs.watch import JobWatch
+from bot.jobs.webhook_secrets import WebhookSecrets
 from bot.kernel import OUTAGE, LimitsSettings, metrics
 from storage import (
     ACTIVE_STATUSES,
@@ -99,15 +99,6 @@ SWEEP_SECONDS = 5.0
 _SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
 
 
-def _with_secret(job: Job | None, secret: str | None) -> Job | None:
-    """``job`` when ``secret`` is its webhook secret (compared in constant time), else None."""
-    expected = job.webhook_secret if job is not None else None
-    given = (secret or "").encode()
-    if job is None or not expected or not hmac.compare_digest(given, expected.encode()):
-        return None
-    return job
-
-
 class TrackerStorage(JobWriter, JobTracking, JobLeasing, TaskLookup, Protocol):
     """What the tracker uses: job reads and moves, the tracking queries and job leases."""
 
@@ -122,6 +113,7 @@ class Tracker:
         delivery: Delivery,
         watch: JobWatch,
         limits: LimitsSettings,
+        webhook_secrets: WebhookSecrets,
         *,
         platforms: Callable[[], Iterable[str]],
         shards: Callable[[], str | None] = lambda: None,
@@ -140,6 +132,7 @@ class Tracker:
             clock=clock,
         )
         self.webhooks = webhooks
+        self._secrets = webhook_secrets
         self.state = ProviderState(
             store,
             provider,
@@ -168,9 +161,13 @@ class Tracker:
     # Lifecycle --------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Take over what no live process holds (on SQLite: everything a previous process
-        left), then start polling and renewing leases."""
+        """Check that the unfinished jobs' webhook secrets open (with webhooks on:
+        :class:`bot.kernel.SealError` otherwise), take over what no live process holds (on
+        SQLite: everything a previous process left), then start polling and renewing
+        leases."""
         self._stopped = False
+        if self.webhooks:
+            await self._secrets.check()
         await self.resume()
         self.leases.start()
         self._loop = asyncio.create_task(self._run(), name="genbot-tracker")
@@ -268,7 +265,7 @@ class Tracker:
         missing or wrong secret (the same answer for all, compared in constant time). The
         receiver asks this before it reads the notification's body."""
         job = await self._store.get_job(job_id) if _JOB_ID.fullmatch(job_id) else None
-        return _with_secret(job, secret)
+        return job if await self._secrets.matches(job, secret) else None
 
     async def webhook_task_job(self, body: bytes, secret: str | None) -> Job | None:
         """The job of a notification that reached genbot's bare address, by the task id its
@@ -278,7 +275,8 @@ class Tracker:
         task_id = task_id_of(body)
         if not task_id or len(task_id) > MAX_TASK_ID:
             return None
-        return _with_secret(await self._store.job_for_task(task_id), secret)
+        job = await self._store.job_for_task(task_id)
+        return job if await self._secrets.matches(job, secret) else None
 
     async def on_webhook(self, job: Job, body: bytes) -> int:
         """Act on a notification for ``job`` (authenticated by :meth:`webhook_job`; what it

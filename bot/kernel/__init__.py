@@ -7,7 +7,8 @@ the surfaces by platform (:mod:`~bot.kernel.registry`), the command catalogue an
 language (:mod:`~bot.kernel.commands`, :mod:`~bot.kernel.command_text`,
 :mod:`~bot.kernel.command_images`), the core's settings sections (:mod:`~bot.kernel.settings`),
 text splitting (:mod:`~bot.kernel.text`), checked images and their hosting
-(:mod:`~bot.kernel.media`, :mod:`~bot.kernel.media_host`), and the process-wide reports:
+(:mod:`~bot.kernel.media`, :mod:`~bot.kernel.media_host`), the sealing of the secrets kept in
+the database (:mod:`~bot.kernel.sealer`), and the process-wide reports:
 :mod:`~bot.kernel.metrics` (series and log context, used as a namespace:
 ``from bot.kernel import metrics``) and :mod:`~bot.kernel.outage`.
 
@@ -110,6 +111,14 @@ from bot.kernel.outbound import (
     encode_custom_id,
 )
 from bot.kernel.registry import SurfaceRegistry
+from bot.kernel.sealer import (
+    SEALED_PREFIX,
+    Opened,
+    Sealer,
+    SealError,
+    is_sealed,
+    sealer_of,
+)
 from bot.kernel.settings import (
     Address,
     ApiSettings,
@@ -168,6 +177,7 @@ __all__ = [
     "REMIX_ACTIONS",
     "REMIX_PREFIX",
     "RESTARTING_TEXT",
+    "SEALED_PREFIX",
     "TOO_SLOW_TEXT",
     "ZWSP",
     "Address",
@@ -209,6 +219,7 @@ __all__ = [
     "ModalSubmit",
     "NativeStream",
     "Offered",
+    "Opened",
     "OpsSettings",
     "Option",
     "OptionValue",
@@ -218,6 +229,8 @@ __all__ = [
     "PublicResolver",
     "RateLimited",
     "RecentFiles",
+    "SealError",
+    "Sealer",
     "Section",
     "SendsPrivately",
     "SerialKey",
@@ -252,6 +265,7 @@ __all__ = [
     "image_options",
     "inspect_image",
     "is_image",
+    "is_sealed",
     "links_in",
     "media_folder",
     "neutralize_mentions",
@@ -262,6 +276,7 @@ __all__ = [
     "parse_command_text",
     "provider_is_private",
     "resolve_command",
+    "sealer_of",
     "split_chunks",
     "split_text",
     "storage_failure_text",

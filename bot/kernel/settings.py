@@ -45,15 +45,35 @@ class ChatSettings(Section):
     stream: bool = True
 
 
+MIN_SECRET_KEY = 32
+
+
+def _secret_key(key: SecretStr) -> SecretStr:
+    if 0 < len(key.get_secret_value()) < MIN_SECRET_KEY:
+        raise ValueError(
+            f"a key of at least {MIN_SECRET_KEY} characters, for example the output of "
+            "`python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+        )
+    return key
+
+
+SecretKey = Annotated[SecretStr, AfterValidator(_secret_key)]
+
+
 class StorageSettings(Section):
     """``[storage]``: where jobs, conversations and links live. ``url`` (a
     ``postgresql://user[:password]@host:port/database`` address) selects PostgreSQL, which
     several genbot processes share; without it, the SQLite file at ``path`` (one process).
     A process holds its jobs for ``lease_seconds`` past its last heartbeat. A database call
-    taking longer than ``statement_timeout`` seconds is cancelled and fails (0: unbounded)."""
+    taking longer than ``statement_timeout`` seconds is cancelled and fails (0: unbounded).
+    ``secret_key`` seals the secrets kept in the database (Slack tokens, webhook secrets; when
+    empty, a key derived from ``[api] key``); ``secret_key_previous`` still opens what the key
+    before it sealed (:mod:`bot.kernel.sealer`)."""
 
     path: Path = Path("genbot.db")
     url: SecretStr = SecretStr("")
+    secret_key: SecretKey = SecretStr("")
+    secret_key_previous: SecretKey = SecretStr("")
     pool_size: int = Field(default=10, ge=1, le=100)
     lease_seconds: float = Field(default=10.0, gt=0, le=3600)
     statement_timeout: float = Field(default=15.0, ge=0, le=3600)

@@ -174,11 +174,18 @@ async def running_genbot(
     services: Sequence[Lifecycle] = (),
     api_url: str | None = None,
     storage_url: str | None = None,
+    secret_keys: tuple[str, str] = ("", ""),
 ) -> AsyncIterator[Genbot]:
     """A started genbot on ``db_path`` (on PostgreSQL at ``storage_url`` when given) talking
     to ``sim`` (through ``api_url`` when given: a proxy in front of it; see the module
-    docstring)."""
+    docstring), sealing with ``[storage] secret_key`` and ``secret_key_previous`` set to
+    ``secret_keys``."""
     settings = harness_settings(api_url or sim.base_url, db_path, webhooks=webhooks, limits=limits)
+    keys = {
+        "secret_key": SecretStr(secret_keys[0]),
+        "secret_key_previous": SecretStr(secret_keys[1]),
+    }
+    settings = settings.model_copy(update={"storage": settings.storage.model_copy(update=keys)})
     async with AsyncExitStack() as stack:
         store: SqliteStore | PostgresStore = (
             await PostgresStore.open(storage_url, pool_size=4)

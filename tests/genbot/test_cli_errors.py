@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from adapters.slack.installations import InstallationStore
+from bot.kernel import Sealer
 from genbot.cli import main
 from genbot.demo import free_port
+from storage import SqliteStore
 from tests.genbot.process import clean_env, genbot
 from tests.genbot.stubs import discord_refuses_the_token, slack_refuses_the_token, stub_server
 
@@ -66,6 +69,38 @@ async def test_a_slack_token_slack_refuses_is_one_line(tmp_path: Path) -> None:
     assert run.printed == []
 
 
+async def test_a_key_that_does_not_open_the_stored_slack_tokens_is_one_line(
+    tmp_path: Path,
+) -> None:
+    """A distributed Slack app's tokens were sealed with one key; started with another, genbot
+    stops at once, saying which setting keeps the old key."""
+    first, second = "first-key-0123456789-0123456789-01", "second-key-0123456789-0123456789-0"
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        await InstallationStore(store, Sealer([first])).check_key()
+    env = clean_env(
+        {
+            "GENBOT_SLACK__CLIENT_ID": "1.2",
+            "GENBOT_SLACK__CLIENT_SECRET": "client-secret-0123",
+            "GENBOT_SLACK__SIGNING_SECRET": "signing-secret",
+            "GENBOT_SLACK__API_URL": f"http://127.0.0.1:{free_port()}/api/",
+            "GENBOT_SLACK__HTTP_PORT": "0",
+            "GENBOT_API__KEY": "sk-provider-key",
+            "GENBOT_STORAGE__PATH": str(tmp_path / "genbot.db"),
+            "GENBOT_STORAGE__SECRET_KEY": second,
+        }
+    )
+    async with genbot("run", env=env, cwd=tmp_path, log=tmp_path / "run.log") as run:
+        status = await run.exit_status()
+
+    assert status == 1
+    assert re.fullmatch(
+        r"Error: the Slack installations cannot be read: a secret in the database was sealed "
+        r"with a key genbot does not have: .*\[storage\] secret_key_previous.*",
+        run.error_line(),
+    ), run.errors()
+    assert "Traceback" not in run.errors() and second not in run.errors()
+
+
 async def test_a_discord_token_discord_refuses_is_one_line(tmp_path: Path) -> None:
     async with stub_server(discord_refuses_the_token) as discord:
         env = clean_env(
@@ -96,6 +131,7 @@ async def test_a_busy_webhook_port_stops_what_started_and_is_one_line(
             "GENBOT_WEBHOOK__PORT": str(busy_port),
             "GENBOT_WEBHOOK__ALLOW_INSECURE_LOOPBACK": "true",
             "GENBOT_STORAGE__PATH": str(tmp_path / "genbot.db"),
+            "GENBOT_API__KEY": "sk-provider-key",
         }
     )
     async with genbot("run", env=env, cwd=tmp_path, log=tmp_path / "run.log") as run:

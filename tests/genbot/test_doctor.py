@@ -23,10 +23,12 @@ from bot.jobs import webhook_base_url
 from bot.kernel import ApiSettings, OpsSettings, StorageSettings, WebhookSettings
 from genbot.demo import free_port
 from genbot.doctor import (
+    DERIVED_KEY_NOTE,
     PUBLIC_URL_NOTE,
     Finding,
     check_listeners,
     check_playground_access,
+    check_sealing,
     check_storage,
     check_webhook,
     diagnose,
@@ -40,6 +42,7 @@ from storage.sqlite import SqliteStore
 from tests.genbot.process import clean_env, genbot
 
 DISCORD_TOKEN = "discord-good-token"
+SECRET_KEY = "doctor-secret-key-0123456789abcdef"
 SLACK_TOKEN = "xoxb-good-slack-token"
 REQUESTS = web.AppKey("requests", list[tuple[str, str]])
 
@@ -92,6 +95,7 @@ def write_config(
     backup_urls: tuple[str, ...] = (),
     proxy_url: str = "",
     webhook_port: int = 0,
+    secret_key: str = "",
 ) -> Path:
     backups = ", ".join(f'"{url}"' for url in backup_urls)
     path.write_text(
@@ -103,6 +107,7 @@ proxy_url = "{proxy_url}"
 
 [storage]
 path = "{storage}"
+secret_key = "{secret_key}"
 
 [discord]
 token = "{discord_token}"
@@ -148,6 +153,7 @@ async def test_a_good_configuration_reaches_every_service_and_exits_0(
             storage=tmp_path / "data" / "genbot.db",
             backup_urls=(backup.base_url,),
             proxy_url=backup.base_url + "/",
+            secret_key=SECRET_KEY,
         )
         (tmp_path / "data").mkdir()
         status, lines = await doctor(tmp_path, config, "sim-key")
@@ -161,6 +167,7 @@ async def test_a_good_configuration_reaches_every_service_and_exits_0(
         "✔ discord   logged in as genbot-test",
         "✔ slack     Fox Team as genbot, HTTP mode",
         "✔ webhook   the provider will notify https://genbot.example.com/webhooks/tasks",
+        "✔ secrets   the webhook secrets are sealed with [storage] secret_key",
         "✔ receiver  the webhook receiver can listen on 127.0.0.1 (any free port)",
         "everything works",
     ]
@@ -217,6 +224,30 @@ async def test_a_bad_configuration_names_each_problem_and_exits_1(
         "fix the ✘ lines above, then run genbot doctor again",
     ]
     assert not any(secret in line for line in lines for secret in secrets)
+
+
+def test_the_key_sealing_the_secrets_kept_in_the_database_is_reported_where_one_is_needed() -> None:
+    hooks = WebhookSettings(public_url="https://genbot.example.com")
+    oauth = SlackSettings(client_id="1.2", client_secret=SecretStr("client-secret"))
+    api = ApiSettings(key=SecretStr("sk-provider"))
+    keyed = StorageSettings(secret_key=SecretStr(SECRET_KEY))
+
+    nothing_kept = check_sealing(Settings(api=api))
+    configured = check_sealing(Settings(api=api, webhook=hooks, slack=oauth, storage=keyed))
+    derived = check_sealing(Settings(api=api, webhook=hooks))
+    missing = check_sealing(Settings(slack=oauth))
+
+    assert nothing_kept == []
+    assert [(f.name, f.ok, f.warning, f.detail) for f in configured] == [
+        ("secrets", True, False, "the Slack tokens and the webhook secrets are sealed with "
+         "[storage] secret_key"),
+    ]  # fmt: skip
+    assert [(f.ok, f.warning, f.detail) for f in derived] == [
+        (True, True, f"the webhook secrets are sealed with {DERIVED_KEY_NOTE}")
+    ]
+    assert [(f.ok, f.detail) for f in missing] == [
+        (False, "the Slack tokens need a key: set [storage] secret_key")
+    ]
 
 
 async def test_unreachable_or_wrong_addresses_are_reported(

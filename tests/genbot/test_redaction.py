@@ -9,7 +9,7 @@ import logging
 import pytest
 from pydantic import SecretStr
 
-from bot.config import ApiSettings
+from bot.kernel import ApiSettings
 from genbot.logs import configure_logging
 from genbot.redaction import redact
 from genbot.settings import Settings

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from pydantic import SecretStr
 
 from adapters.web.adapter import WebAdapter
 from adapters.web.settings import WebSettings
 from bot.api import ProviderClient
 from bot.assembly import build_core
-from bot.kernel import StorageSettings, WebhookSettings
+from bot.kernel import ApiSettings, StorageSettings, WebhookSettings
 from genbot.demo import free_port
 from genbot.reasons import StartupError
 from genbot.runtime import Runtime, running
@@ -81,6 +82,7 @@ async def test_a_startup_failing_halfway_stops_what_had_started(tmp_path: Path) 
         taken.listen()
         busy = int(taken.getsockname()[1])
         settings = Settings(
+            api=ApiSettings(key=SecretStr("sk-provider-key")),
             storage=StorageSettings(path=tmp_path / "genbot.db"),
             web=WebSettings(enabled=True, port=web_port),
             webhook=WebhookSettings(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.kernel import Sealer
 from simulator.server import serve
 from storage import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES
 from tests.resilience.crash import Crashes, crash_scenario
@@ -39,7 +40,9 @@ async def test_every_result_is_posted_exactly_once_across_kill_9_restarts(
     assert any(set(at) & IN_FLIGHT_STATUSES for at in at_kills), at_kills
     assert any("posted" in at and set(at) & UNFINISHED_STATUSES for at in at_kills), at_kills
     assert any("web playground at" in line for line in report.output), "no output captured"
-    secrets = [API_KEY, *(str(job["webhook_secret"]) for job in report.jobs)]
+    sealer = Sealer([API_KEY])
+    stored = [str(job["webhook_secret"]) for job in report.jobs if job["webhook_secret"]]
+    secrets = [API_KEY, *(sealer.open(secret).secret for secret in stored)]
     assert leaked_secrets(report.output, secrets) == []
 
 

@@ -10,8 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from bot.kernel import Sealer
 from tests.resilience.faults import FaultSize, fault_scenario
-from tests.resilience.support import SECRETS, error_records, leaked_secrets, record_lines
+from tests.resilience.support import (
+    API_KEY,
+    FREE_API_KEY,
+    SECRETS,
+    error_records,
+    leaked_secrets,
+    record_lines,
+)
 
 SEED = 36
 """A seed under which every kind of fault strikes one of the 30 requests (the draws are
@@ -30,5 +38,7 @@ async def test_every_request_ends_in_a_result_or_one_clear_error_and_nothing_is_
         assert any(needed in kind for kind in report.coverage), f"no {needed} fault; {summary}"
     assert any(not o.startswith(("result", "answer")) for o in report.outcomes.values())
     assert error_records(caplog) == []
-    webhook_secrets = [job.webhook_secret for job in report.jobs if job.webhook_secret]
+    sealer = Sealer([API_KEY, FREE_API_KEY])
+    stored = [job.webhook_secret for job in report.jobs if job.webhook_secret]
+    webhook_secrets = [sealer.open(secret).secret for secret in stored]
     assert leaked_secrets(record_lines(caplog.records), [*SECRETS, *webhook_secrets]) == []

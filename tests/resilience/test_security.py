@@ -95,8 +95,13 @@ async def imagine(bot: Genbot, prompt: str) -> Job:
     await bot.core.handle(Command(user=USER, place=PLACE, name="imagine", text=prompt))
     [job] = [job for job in await bot.all_jobs() if job.id not in before]
     assert job.status == "submitted" and job.webhook_secret, job
-    webhook_secrets.append(job.webhook_secret)
+    webhook_secrets.append(await secret_of(bot, job))
     return job
+
+
+async def secret_of(bot: Genbot, job: Job) -> str:
+    """``job``'s webhook secret, opened (what the provider sends back)."""
+    return await bot.jobs.starter.webhook_secrets.of(job) or ""
 
 
 def task_record(sim: RunningSimulator, job: Job, **changes: Any) -> bytes:
@@ -126,14 +131,16 @@ async def test_forged_webhook_calls_change_nothing(
         )
         replay = task_record(bot.sim, done)
         forged_failure = task_record(bot.sim, done, status="failed")
+        done_secret, running_secret = await secret_of(bot, done), await secret_of(bot, running)
         forgeries = [
             ("no secret", running.id, None, evil_finish, 401),
             ("wrong secret", running.id, "not-the-secret", evil_finish, 401),
-            ("another job's secret", running.id, done.webhook_secret, evil_finish, 401),
-            ("unknown job", "NoSuchJob000", running.webhook_secret, evil_finish, 401),
-            ("not a job id", "x" * 40, running.webhook_secret, evil_finish, 401),
-            ("replay after finish", done.id, done.webhook_secret, replay, 200),
-            ("failure after finish", done.id, done.webhook_secret, forged_failure, 200),
+            ("the stored (sealed) secret", running.id, running.webhook_secret, evil_finish, 401),
+            ("another job's secret", running.id, done_secret, evil_finish, 401),
+            ("unknown job", "NoSuchJob000", running_secret, evil_finish, 401),
+            ("not a job id", "x" * 40, running_secret, evil_finish, 401),
+            ("replay after finish", done.id, done_secret, replay, 200),
+            ("failure after finish", done.id, done_secret, forged_failure, 200),
         ]
         before = await snapshot(bot)
 
@@ -151,8 +158,7 @@ async def test_forged_webhook_calls_change_nothing(
 
         # With the right secret, a body that is not this task's record is only a signal:
         # genbot reads its own task at once, and nothing the body claims is used.
-        assert running.webhook_secret is not None
-        headers = {"Content-Type": "application/json", "x-webhook-secret": running.webhook_secret}
+        headers = {"Content-Type": "application/json", "x-webhook-secret": running_secret}
         async with session.post(f"{hooks}/{running.id}", data=replay, headers=headers) as response:
             assert response.status == 200
         await bot.jobs.tracker.wait_idle()

@@ -22,7 +22,7 @@ from adapters.slack import SlackAdapter
 from bot.api import ProviderClient
 from bot.assembly import build_core
 from bot.jobs import JobEngines
-from bot.kernel import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings
+from bot.kernel import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings, sealer_of
 from bot.router import Router
 from genbot.demo import free_port
 from genbot.runtime import webhook_receiver
@@ -166,7 +166,12 @@ async def slack_genbot(
             settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
         )
         stack.push_async_callback(provider.aclose)
-        adapter = SlackAdapter(settings.slack, settings.limits, installations=store)
+        adapter = SlackAdapter(
+            settings.slack,
+            settings.limits,
+            installations=store,
+            sealer=sealer_of(settings.storage, settings.api),
+        )
         core, jobs = build_core(
             settings, store, provider, [adapter.surface], open_channels=settings.open_channels()
         )

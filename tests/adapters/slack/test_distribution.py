@@ -9,6 +9,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from slack_sdk.oauth.installation_store import Installation
 
 from adapters.slack.transport import INSTALLS_PER_CLIENT
 from simulator.server import RunningSimulator, serve
@@ -17,6 +18,7 @@ from tests.adapters.slack.end_to_end import (
     FIRST,
     SECOND,
     WAIT,
+    SlackGenbot,
     answer_in,
     ask,
     slack_genbot,
@@ -24,6 +26,13 @@ from tests.adapters.slack.end_to_end import (
 )
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
+
+
+async def installed_in(bot: SlackGenbot, team: str) -> Installation | None:
+    """``team``'s installation as genbot reads it (tokens opened)."""
+    assert bot.adapter.distribution is not None
+    store = bot.adapter.distribution.installations
+    return await store.async_find_installation(enterprise_id=None, team_id=team)
 
 
 @pytest.fixture
@@ -47,12 +56,12 @@ async def test_two_workspaces_install_and_each_is_answered_with_its_own_token(
         await ask(fake, bot.url, SECOND, "C2", "hello second")
         in_first = await fake.wait_for(lambda: answer_in(fake, "C1", "hello first"), WAIT)
         in_second = await fake.wait_for(lambda: answer_in(fake, "C2", "hello second"), WAIT)
-        stored = [await bot.store.find_slack_installation("", team) for team in (FIRST, SECOND)]
+        stored = [await installed_in(bot, team) for team in (FIRST, SECOND)]
 
     assert (first.status, second.status) == (200, 200)
     assert [c.args["client_id"] for c in fake.calls_to("oauth.v2.access")] == [fake.client_id] * 2
     assert [s.user_id if s else None for s in stored] == ["U1", "U3"]
-    assert stored[1] is not None and stored[1].data["bot_token"] == fake.teams[SECOND].bot_token
+    assert stored[1] is not None and stored[1].bot_token == fake.teams[SECOND].bot_token
     by_thread = {c.args["thread_ts"]: c for c in fake.calls_to("chat.startStream")}
     assert by_thread[in_first.thread_ts].token == fake.teams[FIRST].bot_token
     assert by_thread[in_second.thread_ts].token == fake.teams[SECOND].bot_token
@@ -118,13 +127,13 @@ async def test_rotating_tokens_are_refreshed_and_stored(
         installed_token = fake.teams[SECOND].bot_token
         await ask(fake, bot.url, SECOND, "C2", "fresh token please")
         await fake.wait_for(lambda: answer_in(fake, "C2", "fresh token please"), WAIT)
-        stored = await bot.store.find_slack_installation("", SECOND)
+        stored = await installed_in(bot, SECOND)
 
     refreshes = [c for c in fake.calls_to("oauth.v2.access") if "refresh_token" in c.args]
     assert refreshes and all(c.ok for c in refreshes)
-    assert stored is not None and stored.data["bot_token"] == fake.teams[SECOND].bot_token
-    assert stored.data["bot_token"] != installed_token
-    assert stored.data["bot_refresh_token"] == fake.teams[SECOND].refresh_token
+    assert stored is not None and stored.bot_token == fake.teams[SECOND].bot_token
+    assert stored.bot_token != installed_token
+    assert stored.bot_refresh_token == fake.teams[SECOND].refresh_token
     (stop,) = fake.calls_to("chat.stopStream")
     assert stop.token == fake.teams[SECOND].bot_token
 

@@ -140,6 +140,11 @@ def environment(fake: FakeSlack, sim: RunningSimulator, db_path: Path) -> dict[s
     }
 
 
+def database_bytes(folder: Path) -> bytes:
+    """The SQLite database in ``folder`` as bytes, with its journal files."""
+    return b"".join(path.read_bytes() for path in sorted(folder.glob("genbot.db*")))
+
+
 def assert_clean(output: str, fake: FakeSlack) -> None:
     """No secret, no error and no traceback in the output of ``genbot run``."""
     for secret in (fake.bot_token, fake.app_token, fake.signing_secret, "sim-key"):
@@ -207,12 +212,13 @@ async def test_genbot_run_in_socket_mode_answers_an_envelope(
     assert_clean(genbot.output, fake)
 
 
-async def test_genbot_run_verbose_keeps_the_tokens_it_learns_out_of_its_logs(
+async def test_genbot_run_verbose_keeps_the_tokens_it_learns_out_of_its_logs_and_database(
     sim: RunningSimulator, tmp_path: Path
 ) -> None:
     """With ``-v`` slack_sdk logs every request and answer of the OAuth flow and of each token
     rotation: the codes, bot tokens and refresh tokens genbot learns while running are never
-    in its output, nor the client secret."""
+    in its output, nor the client secret; and the database file, read as bytes, holds none
+    of the tokens it stored."""
     port = free_port()
     async with two_workspaces(token_rotation=True, token_lifetime_seconds=3600) as slack:
         settings = {
@@ -246,3 +252,6 @@ async def test_genbot_run_verbose_keeps_the_tokens_it_learns_out_of_its_logs(
     assert len(slack.issued_secrets) >= 8
     leaked = {s for s in slack.issued_secrets | {slack.client_secret} if s in genbot.output}
     assert leaked == set(), genbot.output
+    files = database_bytes(tmp_path)
+    assert {s for s in slack.issued_secrets if s.encode() in files} == set()
+    assert b"sealed:v1:" in files

@@ -1,15 +1,24 @@
-"""bolt's installation and OAuth-state stores over genbot's storage, on SQLite and PostgreSQL."""
+"""bolt's installation and OAuth-state stores over genbot's storage, on SQLite and PostgreSQL:
+tokens stored sealed, installations from before sealing and from an older key still read."""
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from slack_sdk.oauth.installation_store import Installation
 
-from adapters.slack.installations import InstallationStore, OAuthStateStore
-from storage import Storage
+from adapters.slack.installations import (
+    KEY_CHECK_TEAM,
+    InstallationStore,
+    OAuthStateStore,
+    installation_data,
+)
+from bot.kernel import Sealer, SealError
+from storage import SlackInstallation, Storage
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import (
     START,
@@ -38,6 +47,10 @@ async def storage(
         await opened.close()
 
 
+KEY, OLD_KEY = "k" * 32, "o" * 32
+SEALER = Sealer([KEY])
+
+
 def installation(team: str, user: str, token: str, **extra: object) -> Installation:
     return Installation(
         app_id="AFAKE",
@@ -56,7 +69,7 @@ def installation(team: str, user: str, token: str, **extra: object) -> Installat
 async def test_installations_round_trip_and_carry_the_newest_bot_token(
     storage: tuple[Storage, ManualClock],
 ) -> None:
-    store = InstallationStore(storage[0])
+    store = InstallationStore(storage[0], SEALER)
     expires = int(START) + 43200
     await store.async_save(
         installation("T1", "U1", "xoxb-old", bot_refresh_token="r1", bot_token_expires_at=expires)
@@ -81,7 +94,7 @@ async def test_installations_round_trip_and_carry_the_newest_bot_token(
 async def test_a_rotated_bot_token_and_expiry_are_kept(
     storage: tuple[Storage, ManualClock],
 ) -> None:
-    store = InstallationStore(storage[0])
+    store = InstallationStore(storage[0], SEALER)
     await store.async_save(installation("T1", "U1", "xoxb-1", bot_refresh_token="r1"))
     bot = await store.async_find_bot(enterprise_id=None, team_id="T1")
     assert bot is not None
@@ -99,7 +112,7 @@ async def test_a_rotated_bot_token_and_expiry_are_kept(
 async def test_revoking_a_user_keeps_the_bot_and_uninstalling_forgets_the_team(
     storage: tuple[Storage, ManualClock],
 ) -> None:
-    store = InstallationStore(storage[0])
+    store = InstallationStore(storage[0], SEALER)
     await store.async_save(installation("T1", "U1", "xoxb-1", user_token="xoxp-u1"))
     await store.async_save(installation("T2", "U2", "xoxb-2"))
 
@@ -125,3 +138,106 @@ async def test_an_oauth_state_is_good_once_and_only_until_it_expires(
     clock.advance(601)
     assert await states.async_consume(stale) is False
     assert await states.async_consume("never-issued") is False
+
+
+async def test_tokens_are_stored_sealed_and_nothing_else_is_hidden(
+    storage: tuple[Storage, ManualClock],
+) -> None:
+    store = InstallationStore(storage[0], SEALER)
+    await store.async_save(
+        installation(
+            "T1",
+            "U1",
+            "xoxb-111-secret",
+            bot_refresh_token="xoxe-1-refresh",
+            user_token="xoxp-user-secret",
+        )
+    )
+
+    stored = await storage[0].find_slack_installation("", "T1")
+    found = await store.async_find_installation(enterprise_id=None, team_id="T1")
+
+    assert stored is not None
+    written = json.dumps(stored.data)
+    for token in ("xoxb-111-secret", "xoxe-1-refresh", "xoxp-user-secret"):
+        assert token not in written
+    assert stored.data["team_name"] == "Team T1" and stored.data["sealed"].startswith("sealed:")
+    assert found is not None and found.bot_token == "xoxb-111-secret"
+    assert (found.bot_refresh_token, found.user_token) == ("xoxe-1-refresh", "xoxp-user-secret")
+
+
+async def test_an_installation_stored_before_sealing_is_read_and_stored_again_sealed(
+    storage: tuple[Storage, ManualClock],
+) -> None:
+    backend = storage[0]
+    plain = installation_data(installation("T1", "U1", "xoxb-plain-token"))
+    await backend.save_slack_installation(SlackInstallation("", "T1", "U1", START, plain))
+    store = InstallationStore(backend, SEALER)
+
+    bot = await store.async_find_bot(enterprise_id=None, team_id="T1")
+    stored = await backend.find_slack_installation("", "T1")
+
+    assert bot is not None and bot.bot_token == "xoxb-plain-token"
+    assert stored is not None and "xoxb-plain-token" not in json.dumps(stored.data)
+    assert stored.installed_at == START and stored.user_id == "U1"
+
+
+async def test_a_rotating_installation_stored_plain_is_sealed_by_its_next_rotation(
+    storage: tuple[Storage, ManualClock],
+) -> None:
+    backend = storage[0]
+    plain = installation_data(installation("T1", "U1", "xoxe.xoxb-1", bot_refresh_token="r1"))
+    await backend.save_slack_installation(SlackInstallation("", "T1", "U1", START, plain))
+    store = InstallationStore(backend, SEALER)
+
+    bot = await store.async_find_bot(enterprise_id=None, team_id="T1")
+    untouched = await backend.find_slack_installation("", "T1")
+    assert bot is not None and untouched is not None and untouched.data == plain
+    bot.bot_token, bot.bot_refresh_token = "xoxe.xoxb-2", "r2"
+    await store.async_save_bot(bot)
+    rotated = await backend.find_slack_installation("", "T1")
+
+    assert rotated is not None and "xoxe.xoxb-2" not in json.dumps(rotated.data)
+    found = await store.async_find_bot(enterprise_id=None, team_id="T1")
+    assert found is not None and (found.bot_token, found.bot_refresh_token) == ("xoxe.xoxb-2", "r2")
+
+
+async def test_a_new_key_reads_what_the_previous_key_sealed_and_seals_it_again(
+    storage: tuple[Storage, ManualClock],
+) -> None:
+    backend = storage[0]
+    before = InstallationStore(backend, Sealer([OLD_KEY]))
+    await before.check_key()
+    await before.async_save(installation("T1", "U1", "xoxb-kept"))
+
+    during = InstallationStore(backend, Sealer([KEY, OLD_KEY]))
+    await during.check_key()
+    read_during = await during.async_find_bot(enterprise_id=None, team_id="T1")
+    after = InstallationStore(backend, Sealer([KEY]))
+    await after.check_key()
+    read_after = await after.async_find_bot(enterprise_id=None, team_id="T1")
+
+    assert read_during is not None and read_during.bot_token == "xoxb-kept"
+    assert read_after is not None and read_after.bot_token == "xoxb-kept"
+    with pytest.raises(SealError):
+        await InstallationStore(backend, Sealer([OLD_KEY])).check_key()
+
+
+async def test_a_wrong_key_stops_startup_and_reads_no_installation(
+    storage: tuple[Storage, ManualClock], caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = storage[0]
+    right = InstallationStore(backend, SEALER)
+    await right.check_key()
+    await right.async_save(installation("T1", "U1", "xoxb-sealed"))
+    wrong = InstallationStore(backend, Sealer([OLD_KEY]))
+
+    with pytest.raises(SealError, match=r"Slack installations cannot be read.*secret_key"):
+        await wrong.check_key()
+    with caplog.at_level(logging.ERROR):
+        found = await wrong.async_find_bot(enterprise_id=None, team_id="T1")
+
+    assert found is None
+    assert "T1 cannot be opened" in caplog.text
+    assert await backend.find_slack_installation("", KEY_CHECK_TEAM) is not None
+    assert await right.async_find_bot(enterprise_id=None, team_id="T1") is not None

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 from adapters import AdapterStartError
 from adapters.slack import SlackAdapter
 from adapters.slack.settings import SlackSettings
-from bot.kernel import LimitsSettings
+from bot.kernel import LimitsSettings, Sealer
 from storage import SqliteStore
 from tests.adapters.slack.conftest import RecordingCore, slack_settings
 from tests.fakes.router import FakeRouter
@@ -81,7 +81,9 @@ async def test_an_app_installed_by_oauth_serves_http_only(
 ) -> None:
     settings = slack_settings(fake, distributed=True, socket_mode=True)
     async with await SqliteStore.open(tmp_path / "g.db") as store:
-        adapter = SlackAdapter(settings, LimitsSettings(), installations=store)
+        adapter = SlackAdapter(
+            settings, LimitsSettings(), installations=store, sealer=Sealer(["k" * 32])
+        )
         with pytest.raises(AdapterStartError, match="leave app_token empty"):
             await adapter.start(FakeRouter(core, [adapter.surface]))
         await adapter.stop()
@@ -94,5 +96,5 @@ def test_one_workspace_or_distribution_not_both(fake: FakeSlack, core: Recording
     )
     with pytest.raises(ValueError, match="not both"):
         SlackAdapter(both, LimitsSettings())
-    with pytest.raises(ValueError, match="keeps its workspaces in storage"):
+    with pytest.raises(ValueError, match="keeps its workspaces in storage, sealed"):
         SlackAdapter(slack_settings(fake, distributed=True), LimitsSettings())

@@ -13,8 +13,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.installations import InstallationStore
 from adapters.slack.tokens import InstalledWorkspaces
+from bot.kernel import Sealer
 from storage import SqliteStore
 from tests.fakes.slack import FakeSlack
+
+SEALER = Sealer(["k" * 32])
 
 
 def rotating(fake: FakeSlack, store: InstallationStore) -> InstalledWorkspaces:
@@ -32,7 +35,7 @@ async def test_two_processes_rotating_at_once_both_get_the_new_token(tmp_path: P
         team.bot_token, team.refresh_token = "xoxe.xoxb-old", "xoxe-1-old"
         storage = await SqliteStore.open(tmp_path / "genbot.db")
         try:
-            await InstallationStore(storage).async_save(
+            await InstallationStore(storage, SEALER).async_save(
                 Installation(
                     app_id=fake.app_id,
                     team_id=team.team_id,
@@ -44,8 +47,8 @@ async def test_two_processes_rotating_at_once_both_get_the_new_token(tmp_path: P
                     user_id="U1",
                 )
             )
-            first = rotating(fake, InstallationStore(storage))
-            second = rotating(fake, InstallationStore(storage))
+            first = rotating(fake, InstallationStore(storage, SEALER))
+            second = rotating(fake, InstallationStore(storage, SEALER))
 
             tokens = await asyncio.gather(
                 first.bot_token(team.team_id), second.bot_token(team.team_id)

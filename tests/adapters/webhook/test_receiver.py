@@ -54,7 +54,7 @@ async def test_a_wrong_secret_is_refused_before_the_body_is_sent(tmp_path: Path)
 async def test_an_oversized_body_is_refused_and_a_real_one_applied(tmp_path: Path) -> None:
     async with harness(tmp_path, webhooks=True, sim_config=MANUAL) as bot:
         job = await in_flight_job(bot)
-        secret = job.webhook_secret or ""
+        secret = await bot.jobs.starter.webhook_secrets.of(job) or ""
         port, path = bot.settings.webhook.port, f"/webhooks/tasks/{job.id}"
 
         too_big = await head_only(port, path, secret, MAX_BODY_BYTES + 1)

@@ -134,13 +134,15 @@ async def test_webhooks_deliver_results_without_polling(tmp_path: Path, dialect:
         assert [body["webhook_endpoint"] for body in sent] == expected
         upscale_hook = hook.public_url if dialect == "variant" else own.replace(job.id, upscale.id)
         assert [b["webhook_endpoint"] for b in bodies(bot.sim, "/gen/v2/upscale")] == [upscale_hook]
-        assert sent[-1]["webhook_secret"] == job.webhook_secret
-        assert len(job.webhook_secret or "") > 20
+        secret = await bot.jobs.starter.webhook_secrets.of(job)
+        assert secret is not None and len(secret) > 20 and sent[-1]["webhook_secret"] == secret
+        assert job.webhook_secret is not None and secret not in job.webhook_secret, "sealed"
         fetched = [r.body["task_ids"] for r in bot.sim.state.requests_to("/gen/v2/multi_fetch")]
         assert fetched == ([[job.provider_id], [upscale.provider_id]] if dialect == "spec" else [])
         assert [a.status for a in bot.sim.state.webhook_attempts] == [200, 200]
         done = await bot.settled(upscale.id)
-        assert done.last_webhook_at is not None and done.webhook_secret != job.webhook_secret
+        assert done.last_webhook_at is not None
+        assert await bot.jobs.starter.webhook_secrets.of(done) != secret
 
 
 async def test_forged_unknown_and_replayed_webhooks_change_nothing(tmp_path: Path) -> None:
@@ -151,7 +153,7 @@ async def test_forged_unknown_and_replayed_webhooks_change_nothing(tmp_path: Pat
         url = f"{bot.settings.webhook.public_url}/webhooks/tasks/"
         forged = _finished_record(job.provider_id or "", "https://evil.example.com/x.png")
         other = _finished_record("another-task", "https://evil.example.com/x.png")
-        secret = job.webhook_secret or ""
+        secret = await bot.jobs.starter.webhook_secrets.of(job) or ""
 
         async with aiohttp.ClientSession() as http:
             answers = [
@@ -200,7 +202,8 @@ async def test_a_notification_at_the_bare_address_is_matched_by_the_task_in_its_
         alice = bot.actor()
         await alice.command("imagine", prompt="a red fox")
         job = await bot.latest_job()
-        task, secret = job.provider_id or "", job.webhook_secret or ""
+        task = job.provider_id or ""
+        secret = await bot.jobs.starter.webhook_secrets.of(job) or ""
         bare = bot.settings.webhook.public_url
         signal = {"data": {"task_id": task, "status": "finished"}}
         async with aiohttp.ClientSession() as http:

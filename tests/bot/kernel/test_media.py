@@ -138,7 +138,7 @@ async def test_a_bomb_as_a_provider_result_is_posted_as_a_link_after_one_downloa
         record = fetch_record(bot.sim.state.tasks[job.provider_id or ""], bot.sim.state.now())
         record.update(status="finished", task_result={"image_url": f"{url}/bomb"})
         hook = f"{bot.settings.webhook.public_url}/webhooks/tasks/{job.id}"
-        secret = {"x-webhook-secret": job.webhook_secret or ""}
+        secret = {"x-webhook-secret": await bot.jobs.starter.webhook_secrets.of(job) or ""}
         async with http.post(hook, data=json.dumps(record), headers=secret) as answer:
             assert answer.status == 200
 
