@@ -8,7 +8,12 @@ warning lines it wrote. ``tests/resilience/test_hostile.py`` runs them small;
   upload_cache_mb``;
 - :func:`webhook_flood`: concurrent wrong-secret webhook POSTs with large bodies;
 - :func:`slow_connections`: connections that send half a request head and wait, then one
-  normal request to each listener, under a low open-file limit.
+  normal request to each listener, under a low open-file limit;
+- :func:`slack_slow_bodies`: signed-looking Slack requests whose bodies trickle in;
+- :func:`event_stream_flood`: one playground user opening event streams by the hundred;
+- :func:`chat_flood`: one Slack user sending long ``/chat`` commands all at once;
+- :func:`blends_over_budget`: a Slack user over their budget sending ``/blend`` with large
+  shared images again and again.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
-from simulator.server import serve
+from adapters.web.access import SESSION_COOKIE
+from simulator.server import RunningSimulator, serve
 from tests.genbot.process import CHILD_WAIT
 from tests.resilience.hostile_files import noise_png
 from tests.resilience.process import HTTP_TIMEOUT, GenbotProcess, load_page
@@ -89,11 +95,17 @@ def warning_lines(process: GenbotProcess, pattern: re.Pattern[str] = WARNING_LIN
 
 @contextlib.asynccontextmanager
 async def genbot_child(
-    workdir: Path, env: dict[str, str], open_files: int | None = None
+    workdir: Path,
+    env: dict[str, str],
+    open_files: int | None = None,
+    sim: RunningSimulator | None = None,
 ) -> AsyncIterator[GenbotProcess]:
-    """``genbot run`` with the playground and the webhook receiver on loopback, against a
-    simulator; ``open_files`` caps its open-file limit (soft and hard)."""
-    async with serve(sim_config()) as sim:
+    """``genbot run`` with the playground and the webhook receiver on loopback, against
+    ``sim`` (else a simulator of its own); ``open_files`` caps its open-file limit (soft and
+    hard)."""
+    async with contextlib.AsyncExitStack() as stack:
+        if sim is None:
+            sim = await stack.enter_async_context(serve(sim_config()))
         hook_port, ops_port = _free_port(), _free_port()
         settings = {
             "GENBOT_OPS__ENABLED": "true",
@@ -311,3 +323,180 @@ def _raise_own_open_file_limit(needed: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < needed:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(needed, soft)), hard))
+
+
+SLOW_BODY_BYTES = 900_000
+TRICKLE_SECONDS = 2.0
+ATTACKER = "127.0.0.2"
+"""The attacker's source address (loopback too): Slack's requests come from elsewhere."""
+ATTACK_WAIT = 30.0
+
+
+async def slack_slow_bodies(workdir: Path, *, connections: int, slack: FakeSlack) -> Outcome:
+    """``connections`` POSTs to the Slack HTTP listener from one address, each with a fresh
+    timestamp and a signature of the right shape (so the headers pass) declaring a 900 kB body,
+    then trickling a byte every 2 s; meanwhile a signed request from Slack's address."""
+    _raise_own_open_file_limit(connections + 256)
+    outcome = Outcome(attempts=connections)
+    slack_port = _free_port()
+    async with genbot_child(workdir, _slack_http(slack, slack_port)) as process:
+        events = f"http://127.0.0.1:{slack_port}/slack/events"
+        await _until_slack_answers(slack, events)
+        outcome.rss_before_mb, _ = memory_mb(_pid(process))
+        started = time.perf_counter()
+        attack = asyncio.gather(*(_trickled_body(slack_port) for _ in range(connections)))
+        await asyncio.sleep(TRICKLE_SECONDS)
+        outcome.checks["signed request during"] = await _slack_answered(slack, events)
+        statuses = await attack
+        outcome.seconds = time.perf_counter() - started
+        outcome.answers.update(statuses)
+        outcome.rss_after_mb, outcome.peak_mb = memory_mb(_pid(process))
+        outcome.checks["signed request after"] = await _slack_answered(slack, events)
+    outcome.warning_lines = warning_lines(process)
+    return outcome
+
+
+async def _trickled_body(port: int) -> int:
+    """One slow-body request; the status answered (0: closed without an answer)."""
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(ATTACKER, 0))
+    except OSError:
+        return 0
+    head = (
+        f"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"X-Slack-Request-Timestamp: {int(time.time())}\r\nX-Slack-Signature: v0={'0' * 64}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {SLOW_BODY_BYTES}\r\n\r\n"
+    )
+    answer = asyncio.ensure_future(reader.readuntil(b"\r\n"))
+    try:
+        writer.write(head.encode())
+        async with asyncio.timeout(ATTACK_WAIT):
+            while not (await asyncio.wait([answer], timeout=TRICKLE_SECONDS))[0]:
+                with contextlib.suppress(OSError):
+                    writer.write(b" ")
+                    await writer.drain()
+        return int((await answer).split(b" ", 2)[1])
+    except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError):
+        return 0
+    finally:
+        answer.cancel()
+        writer.close()
+
+
+async def event_stream_flood(workdir: Path, *, streams: int) -> Outcome:
+    """One playground user (one session) opens ``streams`` event streams at once and keeps
+    them; meanwhile another user loads the page and opens theirs."""
+    _raise_own_open_file_limit(streams + 256)
+    outcome = Outcome(attempts=streams)
+    async with genbot_child(workdir, {}) as process:
+        cookie = await load_page(process.url)
+        outcome.rss_before_mb, _ = memory_mb(_pid(process))
+        started = time.perf_counter()
+        opened = await asyncio.gather(*(_open_stream(process.port, cookie) for _ in range(streams)))
+        outcome.answers.update(status for status, _ in opened)
+        outcome.checks["another user's page"] = await _answered(f"{process.url}/")
+        status, writer = await _open_stream(process.port, await load_page(process.url))
+        outcome.checks["another user's stream"] = status == 200
+        outcome.seconds = time.perf_counter() - started
+        outcome.rss_after_mb, outcome.peak_mb = memory_mb(_pid(process))
+        for _, held in [*opened, (status, writer)]:
+            if held is not None:
+                held.close()
+    outcome.warning_lines = warning_lines(process)
+    return outcome
+
+
+async def _open_stream(port: int, cookie: str) -> tuple[int, asyncio.StreamWriter | None]:
+    """An event stream of #general with ``cookie``: the status, and the connection (held)."""
+    try:
+        async with asyncio.timeout(ANSWER_TIMEOUT):
+            reader, writer = await asyncio.open_connection(
+                "127.0.0.1", port, local_addr=(ATTACKER, 0)
+            )
+            writer.write(
+                f"GET /api/events?channel=general HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Cookie: {SESSION_COOKIE}={cookie}\r\n\r\n".encode()
+            )
+            head = await reader.readuntil(b"\r\n")
+    except (OSError, TimeoutError, asyncio.IncompleteReadError):
+        return 0, None
+    return int(head.split(b" ", 2)[1]), writer
+
+
+CHAT_TIME_SCALE = 0.1
+"""Answers of 3000 words stream for some seconds, so they are still being written when the
+flood's later commands arrive."""
+
+
+async def chat_flood(workdir: Path, *, commands: int, words: int, slack: FakeSlack) -> Outcome:
+    """One Slack user sends ``commands`` signed ``/chat words: N`` at once (each in a channel
+    of its own). Answered: chat requests the provider received; refused: the refusals shown."""
+    outcome = Outcome(attempts=commands)
+    slack_port = _free_port()
+    async with serve(sim_config(time_scale=CHAT_TIME_SCALE)) as sim:
+        env = _slack_http(slack, slack_port)
+        async with genbot_child(workdir, env, sim=sim) as process:
+            events = f"http://127.0.0.1:{slack_port}/slack/events"
+            await _until_slack_answers(slack, events)
+            outcome.rss_before_mb, _ = memory_mb(_pid(process))
+            started = time.perf_counter()
+            chats = [
+                slack.slash_command("/chat", f"words: {words}", channel=f"C{n}")
+                for n in range(commands)
+            ]
+            acks = await asyncio.gather(*(slack.post_command(events, chat) for chat in chats))
+            with contextlib.suppress(TimeoutError):
+                await slack.wait_for(lambda: len(slack.ephemerals) >= commands - 3 or None, 15.0)
+            accepted = commands - len(slack.ephemerals)
+            with contextlib.suppress(TimeoutError):
+                await slack.wait_for(
+                    lambda: _answers_written(slack) >= accepted or None, ATTACK_WAIT
+                )
+            outcome.seconds = time.perf_counter() - started
+            outcome.answers[200] = len(sim.state.requests_to("/v1/chat/completions"))
+            outcome.answers[429] = len(slack.ephemerals)
+            outcome.rss_after_mb, outcome.peak_mb = memory_mb(_pid(process))
+            outcome.checks["every command acknowledged"] = all(a.status == 200 for a in acks)
+            outcome.checks["signed request after"] = await _slack_answered(slack, events)
+    outcome.warning_lines = warning_lines(process)
+    return outcome
+
+
+def _answers_written(slack: FakeSlack) -> int:
+    return sum(bool(m.markdown) and not m.streaming for m in slack.bot_messages())
+
+
+async def blends_over_budget(
+    workdir: Path, *, blends: int, images: int, image_mb: float, slack: FakeSlack
+) -> Outcome:
+    """A Slack user whose daily budget is spent shares ``images`` images of ``image_mb`` and
+    sends ``blends`` signed ``/blend`` at once. Refused: the budget refusals shown; the checks:
+    nothing downloaded, nothing re-hosted."""
+    from storage import SqliteStore
+
+    side = int((0.9 * image_mb * MB / 3) ** 0.5)
+    files = [(f"{n}.png", noise_png(side, side, seed=n)) for n in range(images)]
+    outcome = Outcome(attempts=blends)
+    async with await SqliteStore.open(workdir / "genbot.db") as store:
+        await store.add_usage("slack", "U1", credits=1_000_000, kind="credits")
+    slack_port = _free_port()
+    async with genbot_child(workdir, _slack_http(slack, slack_port)) as process:
+        events = f"http://127.0.0.1:{slack_port}/slack/events"
+        await _until_slack_answers(slack, events)
+        slack.user_says("", channel="C2", files=files)
+        outcome.rss_before_mb, _ = memory_mb(_pid(process))
+        started = time.perf_counter()
+        commands = [slack.slash_command("/blend", "", channel="C2") for _ in range(blends)]
+        acks = await asyncio.gather(*(slack.post_command(events, c) for c in commands))
+        with contextlib.suppress(TimeoutError):
+            await slack.wait_for(lambda: len(slack.ephemerals) >= blends or None, 15.0)
+        outcome.seconds = time.perf_counter() - started
+        outcome.answers[200] = sum(a.status == 200 for a in acks) - len(slack.ephemerals)
+        outcome.answers[402] = len(slack.ephemerals)
+        outcome.rss_after_mb, outcome.peak_mb = memory_mb(_pid(process))
+        media = workdir / "genbot.media"
+        hosted = sum(f.stat().st_size for f in media.iterdir()) if media.exists() else 0
+        outcome.checks[f"downloads {len(slack.downloads)}"] = not slack.downloads
+        outcome.checks[f"re-hosted {hosted // MB} MB"] = hosted == 0
+    outcome.warning_lines = warning_lines(process)
+    return outcome
