@@ -7,9 +7,10 @@
   unknown job or a wrong secret gets 401 without a byte of the body being read.
 - ``POST /`` and ``POST <path>`` with header ``x-webhook-secret``: a notification sent to
   genbot's bare address (a provider that refuses or drops the job in the address, see
-  :mod:`bot.jobs.webhook_addresses`). The body is read (bounded), and the job of the task it
-  names, authenticated by the secret, is asked for (:meth:`TaskNotices.webhook_task_job`); a
-  body naming no known task of that secret gets 401.
+  :mod:`bot.jobs.webhook_addresses`). A request without the secret header gets 401 before a
+  byte of its body is read; else the body is read (bounded), and the job of the task it names,
+  authenticated by the secret, is asked for (:meth:`TaskNotices.webhook_task_job`); a body
+  naming no known task of that secret gets 401.
 - ``GET /media/<name>``: images re-hosted for the provider
 (:class:`bot.kernel.media_host.MediaHost`).
 
@@ -84,20 +85,24 @@ class WebhookReceiver:
         job_id = request.match_info["job_id"]
         job = await self._target.webhook_job(job_id, request.headers.get(SECRET_HEADER))
         if job is None:
-            refused(request, "unknown job or wrong secret")
-            metrics.webhook_answered(401)
-            return await answer_and_close(request, web.Response(status=401))
+            return await self._refuse(request, "unknown job or wrong secret")
         return await self._hand_over(job, await request.read())
 
     @body_limit(MAX_BODY_BYTES)
     async def _bare_notification(self, request: web.Request) -> web.Response:
+        secret = request.headers.get(SECRET_HEADER)
+        if not secret:
+            return await self._refuse(request, "no secret")
         body = await request.read()
-        job = await self._target.webhook_task_job(body, request.headers.get(SECRET_HEADER))
+        job = await self._target.webhook_task_job(body, secret)
         if job is None:
-            refused(request, "no known task or wrong secret")
-            metrics.webhook_answered(401)
-            return await answer_and_close(request, web.Response(status=401))
+            return await self._refuse(request, "no known task or wrong secret")
         return await self._hand_over(job, body)
+
+    async def _refuse(self, request: web.Request, reason: str) -> web.Response:
+        refused(request, reason)
+        metrics.webhook_answered(401)
+        return await answer_and_close(request, web.Response(status=401))
 
     async def _hand_over(self, job: NotifiedJob, body: bytes) -> web.Response:
         try:

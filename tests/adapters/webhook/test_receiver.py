@@ -1,5 +1,6 @@
 """The webhook receiver over real HTTP, in front of the real tracker: the job id and the
-secret are checked before a byte of the body is read; bodies are bounded."""
+secret (at the bare address: the secret header's presence) are checked before a byte of the
+body is read; bodies are bounded."""
 
 from __future__ import annotations
 
@@ -24,11 +25,13 @@ async def in_flight_job(bot: Genbot) -> Job:
     return await bot.latest_job()
 
 
-async def head_only(port: int, path: str, secret: str, length: int) -> bytes:
-    """Send a POST's head announcing ``length`` body bytes, none of them; the answer."""
+async def head_only(port: int, path: str, secret: str | None, length: int) -> bytes:
+    """Send a POST's head announcing ``length`` body bytes, none of them (with ``secret`` in
+    the secret header, or no such header); the answer."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    header = "" if secret is None else f"{SECRET_HEADER}: {secret}\r\n"
     writer.write(
-        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{SECRET_HEADER}: {secret}\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{header}"
         f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n".encode()
     )
     try:
@@ -49,6 +52,20 @@ async def test_a_wrong_secret_is_refused_before_the_body_is_sent(tmp_path: Path)
         assert answer.startswith(b"HTTP/1.1 401"), answer
         assert unknown.startswith(b"HTTP/1.1 401"), unknown
         assert b"Connection: close" in answer
+
+
+async def test_the_bare_address_refuses_a_request_without_a_secret_before_the_body_is_sent(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, webhooks=True, sim_config=MANUAL) as bot:
+        port = bot.settings.webhook.port
+
+        bare = [await head_only(port, path, None, 1_000_000) for path in ("/", "/webhooks/tasks")]
+        empty = await head_only(port, "/", "", 1_000_000)
+
+        for answer in [*bare, empty]:
+            assert answer.startswith(b"HTTP/1.1 401"), answer
+            assert b"Connection: close" in answer
 
 
 async def test_an_oversized_body_is_refused_and_a_real_one_applied(tmp_path: Path) -> None:
