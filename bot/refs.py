@@ -9,8 +9,9 @@ workspace, and only for the place or the user the thing belongs to:
 - a **job** (and a Vary (Region) **preview** of one, whose ref adds the draft's digest; a press
   whose ref names no job means the job of the pressed message, in the presser's channel): for its
   requester (in its workspace, or in their DM with genbot: Discord's DMs span servers and
-  results fall back to them), for an admin of the workspace, and for anyone pressing in the
-  job's own channel when that channel is open (``open_channel_ids``);
+  results fall back to them), for an admin of the workspace (a job made in a DM: only in that
+  DM), and for anyone pressing in the job's own channel when that channel is open
+  (``open_channel_ids``);
 - a **conversation** (``Use llm-4-vision-preview``) and an **alternative** answer (``Use N``):
   only from a message linked to that conversation, in its channel (and thread), in its
   workspace — so a conversation id, a small number, is of no use to anyone who cannot see the
@@ -19,7 +20,10 @@ workspace, and only for the place or the user the thing belongs to:
   scope's id always comes from where the presser is, never from the ref);
 - **nothing**: the ref must be empty.
 
-Refusals never say whether the thing exists elsewhere.
+Refusals never say whether the thing exists elsewhere: anyone but its requester pressing outside a
+job's own channel (another channel, someone else's DM — on Discord every DM is in one
+workspace) is told there is no such job (:data:`NO_JOB`); only in the job's channel, where its
+message is in view, are they told that it is not theirs (:data:`NOT_YOURS`).
 """
 
 from __future__ import annotations
@@ -150,11 +154,13 @@ class Refs:
         if job is None or not self._in_reach(event, job):
             raise RefRefused(NO_JOB)
         user = event.user
-        if user.id == job.requester_id or user.is_admin:
+        if user.id == job.requester_id:
             return job
-        if place.channel_id == job.channel_id and place.channel_id in self._open.get(
-            place.platform, frozenset()
-        ):
+        if place.channel_id != job.channel_id:
+            if user.is_admin and not job.is_dm:
+                return job
+            raise RefRefused(NO_JOB)
+        if user.is_admin or place.channel_id in self._open.get(place.platform, frozenset()):
             return job
         raise RefRefused(NOT_YOURS)
 

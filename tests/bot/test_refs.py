@@ -28,6 +28,7 @@ from bot.refs import (
     NOT_YOURS,
     UNKNOWN_REF,
     RefKind,
+    RefRefused,
 )
 from bot.router import Router
 from storage import ALL_STATUSES, ConversationKey, JobQuota, NewJob, SqliteStore
@@ -76,8 +77,9 @@ def job_presses() -> tuple[Press, ...]:
         Press(ADMIN, Place("fake", "w2", "c9"), refused_with=NO_JOB),
         Press(ALICE, Place("other", "w1", "open"), refused_with=NO_JOB),
         Press(BOB, Place("fake", "w3", "d-bob", is_dm=True), refused_with=NO_JOB),
-        Press(BOB, Place("fake", "w1", "c1"), refused_with=NOT_YOURS),
-        Press(BOB, Place("fake", "w1", "open2"), refused_with=NOT_YOURS),
+        Press(BOB, Place("fake", "w1", "c1"), refused_with=NO_JOB),
+        Press(BOB, Place("fake", "w1", "open2"), refused_with=NO_JOB),
+        Press(BOB, Place("fake", "w1", "d-bob", is_dm=True), refused_with=NO_JOB),
         Press(ALICE, Place("fake", "w1", "c2")),
         Press(ALICE, Place("fake", "w9", "d-alice", is_dm=True)),
         Press(BOB, HOME),
@@ -211,3 +213,39 @@ async def test_a_scope_is_a_word_not_a_place(world: World) -> None:
     platform = world.platforms["fake"]
     await world.core.handle(button("settings", Press(ADMIN, HOME), "c-of-someone-else"))
     assert platform.ephemerals_for(ADMIN.id) == [NOT_A_SCOPE]
+
+
+async def test_a_job_in_a_dm_is_nobody_elses_even_where_every_dm_is_one_workspace(
+    world: World,
+) -> None:
+    """Discord's DMs share one workspace id: bob (or an admin) naming alice's DM job from their
+    own DM learns nothing of it; in the job's own place, a stranger is told it is not theirs."""
+    dm, where = "@me", Place("fake", "@me", "d-alice", is_dm=True)
+    new = NewJob(
+        family="task",
+        type="imagine",
+        requester_id=ALICE.id,
+        platform="fake",
+        channel_id=where.channel_id,
+        workspace_id=dm,
+        is_dm=True,
+        prompt="alice's private heron",
+    )
+    admitted = await world.store.create_job_within(new, JobQuota())
+    assert isinstance(admitted, tuple)
+    job, _ = admitted
+    assert world.core.refs is not None
+    refs = world.core.refs
+
+    async def answer(user: User, place: Place) -> str | None:
+        try:
+            await refs.resolve(button("any", Press(user, place), job.id), RefKind.JOB)
+        except RefRefused as refused:
+            return str(refused)
+        return None
+
+    assert await answer(BOB, Place("fake", dm, "d-bob", is_dm=True)) == NO_JOB
+    assert await answer(ADMIN, Place("fake", dm, "d-root", is_dm=True)) == NO_JOB
+    assert await answer(BOB, where) == NOT_YOURS
+    assert await answer(ALICE, where) is None
+    assert await answer(ADMIN, where) is None

@@ -14,7 +14,7 @@ import pytest
 
 from bot.home import HOME_INTERVAL_SECONDS, RECENT_JOBS
 from bot.kernel import decode_custom_id
-from bot.refs import NOT_YOURS
+from bot.refs import NO_JOB
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import (
@@ -189,7 +189,7 @@ async def test_someone_elses_image_is_not_posted_again_from_the_home(
         await fake.post_interactive(bot.url, pressed)
         refusal = await fake.wait_for(lambda: fake.ephemerals, WAIT)
 
-    assert refusal[0].user == "U3" and refusal[0].text == NOT_YOURS
+    assert refusal[0].user == "U3" and refusal[0].text == NO_JOB
     assert fake.bot_messages("D1") == [], "nothing posted again"
 
 
