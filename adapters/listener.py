@@ -10,8 +10,8 @@ What a :class:`Listener` adds to aiohttp, with :class:`ListenerLimits`:
   request started gets :class:`BodyTimeout` from its read, and the client a 408;
 - **body pace**: after ``body_grace_seconds``, a body must keep arriving at
   ``min_body_bytes_per_second`` or more, measured over each second in which the handler waited
-  for it (:class:`BodyTooSlow`, a 408 and a closed connection), so a client trickling a byte
-  now and then is let go in seconds rather than at the body timeout;
+  for it (:mod:`adapters.body_pace`; :class:`BodyTooSlow`, a 408 and a closed connection), so a
+  client trickling a byte now and then is let go in seconds rather than at the body timeout;
 - **connection cap**: at most ``max_connections`` open connections per listener, and fewer than
   the process's open-file limit over all listeners (with room for every listener's burst of
   accepts, so accepting never fails for want of files). A connection beyond a cap first makes room
@@ -56,6 +56,8 @@ from typing import Any, TypeVar
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from adapters.body_pace import BodyPace
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -82,8 +84,6 @@ TOO_MANY_FROM_YOU = "Too many connections from your address; close some and try 
 _BODY_LIMIT_ATTRIBUTE = "_genbot_max_body_bytes"
 _BODY_TIMEOUT_ATTRIBUTE = "_genbot_body_timeout"
 _UNAVAILABLE = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-PACE_SECONDS = 1.0
-"""How often a body's pace is measured."""
 CLIENTS_SWEPT_AT = 4096
 """Client addresses kept before the ones without open connections are forgotten."""
 
@@ -386,7 +386,12 @@ class Listener:
         request._client_max_size = limit
         loop = asyncio.get_running_loop()
         timer = loop.call_later(timeout, _body_overdue, request)
-        pace = _BodyPace(request, self.limits)
+        pace = BodyPace(
+            request.content,
+            floor_bytes_per_second=self.limits.min_body_bytes_per_second,
+            grace_seconds=self.limits.body_grace_seconds,
+            too_slow=BodyTooSlow,
+        )
         try:
             return await handler(request)
         except BodyTooSlow:
@@ -417,34 +422,6 @@ class Listener:
                 if not protocols:
                     del self._clients[client]
         return len(held) > self.limits.max_connections_per_client
-
-
-class _BodyPace:
-    """Ends a request whose body arrives slower than the floor (see the module docstring):
-    each :data:`PACE_SECONDS` after ``body_grace_seconds``, when the handler was waiting for
-    the body (nothing of it buffered) and less than the floor arrived since the last look."""
-
-    def __init__(self, request: web.Request, limits: ListenerLimits) -> None:
-        self._request = request
-        self._floor = limits.min_body_bytes_per_second * PACE_SECONDS
-        self._seen = request.content.total_bytes
-        self._loop = asyncio.get_running_loop()
-        self._timer = self._loop.call_later(limits.body_grace_seconds, self._look)
-
-    def _look(self) -> None:
-        content = self._request.content
-        if content.is_eof():
-            return
-        received = content.total_bytes
-        waiting = not getattr(content, "_size", 0)
-        if waiting and received - self._seen < self._floor:
-            content.set_exception(BodyTooSlow())
-            return
-        self._seen = received
-        self._timer = self._loop.call_later(PACE_SECONDS, self._look)
-
-    def cancel(self) -> None:
-        self._timer.cancel()
 
 
 def _closed(protocol: RequestHandler) -> bool:
