@@ -18,8 +18,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters import AdapterStartError
-from adapters.client_rate import ClientRate
 from adapters.listener import Listener, ListenerLimits, answer_and_close, refused
+from bot.kernel import RateWindow
 
 EVENTS_PATH = "/slack/events"
 SIGNATURE_WINDOW_SECONDS = 300
@@ -95,7 +95,7 @@ def slack_web_app(app: AsyncApp) -> web.Application:
     routes = [web.post(EVENTS_PATH, events)]
     flow = app.oauth_flow
     if flow is not None:
-        installs = ClientRate(INSTALLS_PER_CLIENT, INSTALL_WINDOW_SECONDS)
+        installs = RateWindow(INSTALLS_PER_CLIENT, INSTALL_WINDOW_SECONDS)
 
         async def install(request: web.Request) -> web.Response:
             client = request.remote or ""

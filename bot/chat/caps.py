@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections import Counter, OrderedDict, deque
+from collections import Counter
 from collections.abc import Callable, Iterator
 
-from bot.kernel import User, UserError
+from bot.kernel import RateWindow, User, UserError
 
 MINUTE = 60.0
 USERS_REMEMBERED = 4096
@@ -32,9 +32,8 @@ class ChatCaps:
     ) -> None:
         self.max_concurrent = max_concurrent
         self.per_minute = per_minute
-        self._clock = clock
         self._answering: Counter[str] = Counter()
-        self._started: OrderedDict[str, deque[float]] = OrderedDict()
+        self._started = RateWindow(per_minute, MINUTE, max_keys=USERS_REMEMBERED, clock=clock)
 
     @contextlib.contextmanager
     def answering(self, platform: str, user: User) -> Iterator[None]:
@@ -63,19 +62,9 @@ class ChatCaps:
     def _start(self, key: str) -> None:
         """Count an answer started now, unless ``per_minute`` were already started in the
         last minute (then :class:`UserError` says when the next may start)."""
-        if not self.per_minute:
-            return
-        now = self._clock()
-        started = self._started.pop(key, None) or deque()
-        while started and started[0] <= now - MINUTE:
-            started.popleft()
-        self._started[key] = started
-        while len(self._started) > USERS_REMEMBERED:
-            self._started.popitem(last=False)
-        if len(started) >= self.per_minute:
-            wait = max(1, round(started[0] + MINUTE - now))
+        if self.per_minute and not self._started.allow(key):
+            wait = max(1, round(self._started.retry_after(key)))
             raise UserError(
                 f"You asked for {self.per_minute} answers in the last minute — the most genbot "
                 f"writes for one person; try again in {wait} s."
             )
-        started.append(now)

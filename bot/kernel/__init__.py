@@ -8,7 +8,8 @@ language (:mod:`~bot.kernel.commands`, :mod:`~bot.kernel.command_text`,
 :mod:`~bot.kernel.command_images`), the core's settings sections (:mod:`~bot.kernel.settings`),
 text splitting (:mod:`~bot.kernel.text`), checked images and their hosting
 (:mod:`~bot.kernel.media`, :mod:`~bot.kernel.media_host`), the sealing of the secrets kept in
-the database (:mod:`~bot.kernel.sealer`), and the process-wide reports:
+the database (:mod:`~bot.kernel.sealer`), sliding rate windows per key
+(:mod:`~bot.kernel.rate_window`), and the process-wide reports:
 :mod:`~bot.kernel.metrics` (series and log context, used as a namespace:
 ``from bot.kernel import metrics``) and :mod:`~bot.kernel.outage`.
 
@@ -110,6 +111,7 @@ from bot.kernel.outbound import (
     decode_custom_id,
     encode_custom_id,
 )
+from bot.kernel.rate_window import RateWindow
 from bot.kernel.registry import SurfaceRegistry
 from bot.kernel.sealer import (
     SEALED_PREFIX,
@@ -228,6 +230,7 @@ __all__ = [
     "Plan",
     "PublicResolver",
     "RateLimited",
+    "RateWindow",
     "RecentFiles",
     "SealError",
     "Sealer",
