@@ -7,7 +7,8 @@ process handles, when it starts and then every ``PENDING_SWEEP_SECONDS``, the ac
 that nobody alive is handling: those of a run or a process that stopped or died (no heartbeat for
 a lease), and its own whose handler ended without recording it (the database failed). A process
 that joins never takes a live process's commands. A command whose every answer failed to be kept
-is left pending, so it is handled again. Handling a command twice is harmless: the job it starts
+is left pending, so it is handled again, and so is one accepted while this process stops.
+Handling a command twice is harmless: the job it starts
 carries the command's key, so the second finds the first's job.
 """
 
@@ -195,9 +196,20 @@ class WebAdapter:
             await self._intake.cancel()
 
     def dispatch(self, event: InboundEvent, event_id: str) -> None:
-        """Have the core handle ``event`` in the background; failures reach the user."""
+        """Have the core handle ``event`` in the background; failures reach the user. While
+        this process stops, a command its history keeps is left pending for the processes
+        that go on (or the next start) instead of being refused: it is accepted, so it is
+        handled, not answered "restarting"."""
+        if not self.intake.accepting and self._kept_for_later(event):
+            log.info("command %s accepted while stopping: left for another process", event_id)
+            return
         self._handling.add(event_id)
         self.intake.submit(event, around=lambda _: self._working(event, event_id))
+
+    def _kept_for_later(self, event: InboundEvent) -> bool:
+        """Whether ``event`` is a command the history keeps pending until a process handles
+        it (every playground command, when the playground has a history)."""
+        return isinstance(event, Command) and self.playground.journal is not None
 
     def handling(self, event_id: str) -> bool:
         """Whether the core is handling the event ``event_id`` of this process now."""

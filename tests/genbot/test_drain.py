@@ -1,6 +1,7 @@
 """SIGTERM mid-delivery and mid-stream: ``genbot run`` (web playground) stops taking events,
-answers new ones "restarting", lets the result delivery and the chat stream in progress finish,
-then exits 0 — the result is posted once and the answer is whole."""
+answers new messages "restarting" and keeps new commands for the next process, lets the result
+delivery and the chat stream in progress finish, then exits 0 — the result is posted once and
+the answer is whole."""
 
 from __future__ import annotations
 
@@ -45,11 +46,13 @@ async def wait_for(event: asyncio.Event, what: str) -> None:
 
 
 async def refused_with_restarting(browser: Playground) -> dict[str, Any]:
-    """Send commands until one is answered "restarting" (the stop is asynchronous)."""
+    """Send messages to genbot until one is answered "restarting" (the stop is asynchronous)."""
     assert browser.session is not None
+    body = {"text": "@genbot are you there?", "channel": browser.channel}
     async with asyncio.timeout(WAIT):
         while True:
-            await browser.command("/chat are you there?")
+            async with browser.session.post(f"{browser.url}/api/message", json=body) as response:
+                assert response.status == 202, await response.text()
             async with browser.session.get(
                 f"{browser.url}/api/history", params={"channel": browser.channel}
             ) as response:
@@ -86,6 +89,7 @@ async def test_sigterm_lets_a_delivery_and_a_stream_in_progress_finish(tmp_path:
                 assert process.process is not None
                 process.process.send_signal(signal.SIGTERM)
                 refusal = await refused_with_restarting(browser)
+                kept = await browser.command("/chat are you still there?")
                 assert process.process.returncode is None
                 proxy.streams.opened.set()
                 proxy.images.opened.set()
@@ -105,5 +109,7 @@ async def test_sigterm_lets_a_delivery_and_a_stream_in_progress_finish(tmp_path:
     assert (job["id"], job["status"]) == (results[0], "posted")
     links = read_database(database, "SELECT kind FROM job_messages WHERE job_id = ?", (job["id"],))
     assert [row["kind"] for row in links].count("result") == 1
+    pending = read_database(database, "SELECT id FROM playground_messages WHERE pending")
+    assert [row["id"] for row in pending] == [kept], "a command accepted while stopping is kept"
     output = process.output()
     assert "taking no new events" in output and "Traceback" not in output

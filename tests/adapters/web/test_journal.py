@@ -363,3 +363,24 @@ async def test_images_out_of_memory_are_served_and_downloaded_from_the_history(
             assert playground.store.image(first.images[0]["key"]) is not None, "kept once read"
         finally:
             await adapter.stop()
+
+
+async def test_a_command_accepted_while_stopping_is_left_for_the_next_process(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "genbot.db"
+    stopping = RecordingCore()
+    async with playground(path, stopping) as adapter, browser_of(adapter) as browser:
+        adapter.intake.stop()
+        status, shown = await post(browser, "/api/command", {"text": "/imagine a heron"})
+        assert status == 202
+        assert await adapter.intake.drain(5) == 0
+        assert [m["kind"] for m in (await history(browser))["messages"]] == ["user"]
+        assert [m.id for m in adapter.playground.store.pending()] == [shown["event_id"]]
+    assert stopping.events == []
+
+    core = RecordingCore()
+    async with playground(path, core) as adapter:
+        [event] = await core.wait_for_events(1)
+        assert isinstance(event, Command) and event.text == "a heron"
+        assert event.context.request_message_id == shown["event_id"]
