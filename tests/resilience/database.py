@@ -60,6 +60,8 @@ and its teardown) on a machine the faults load."""
 VIEW_SETTLE_SECONDS = 2.0
 """How long the processes get to show the last saves before their views are compared."""
 DATABASE_UNREACHABLE = "genbot can't reach its database"
+STILL_SENT_SECONDS = 1.0
+"""How long commands still reach a process after its SIGTERM."""
 
 
 @dataclass
@@ -158,9 +160,13 @@ class Fleet:
         self.stopped.append(process)
         await process.kill()
 
-    async def terminate(self, process: GenbotProcess) -> None:
+    async def terminate(self, process: GenbotProcess, *, still_sent: float = 0.0) -> None:
+        """SIGTERM ``process``; commands still go to it for ``still_sent`` seconds (a load
+        balancer notices a stopping process at its next check)."""
+        stopping = asyncio.create_task(process.terminate())
+        await asyncio.sleep(still_sent)
         self.stopped.append(process)
-        await process.terminate()
+        await stopping
 
     async def close(self) -> None:
         for process in self.processes:
@@ -467,6 +473,7 @@ async def kill_one(scenario: Scenario) -> None:
 
 
 async def join_one(scenario: Scenario) -> None:
-    """Stop the oldest live process (SIGTERM) and start a fresh one."""
-    await scenario.fleet.terminate(scenario.fleet.live()[0])
+    """Stop the oldest live process (SIGTERM; commands still reach it for a second) and start
+    a fresh one."""
+    await scenario.fleet.terminate(scenario.fleet.live()[0], still_sent=STILL_SENT_SECONDS)
     await scenario.fleet.add()
