@@ -173,7 +173,7 @@ class PlaygroundHistory(Protocol):
         """Take over the commands accepted before ``accepted_before`` (Unix seconds) that still
         wait for their handler and that no live process is handling: this process's own (a
         handler that could not record its end), those of processes that stopped or died (no
-        heartbeat within a lease), and unowned ones. Their ids; concurrent claimers never get
+        heartbeat within two leases), and unowned ones. Their ids; concurrent claimers never get
         the same command."""
 
     async def settle_playground_message(self, message_id: str) -> None:

@@ -38,6 +38,12 @@ SQL_NOT_LIVE: Final = (
     " WHERE seen_at >= ?))"
 )
 """Where processes share the database, a command a live process accepted stays its own."""
+OWNER_SILENCE_LEASES: Final = 2
+"""A command's owner is taken for gone when it has not beaten for this many leases (by the
+claimer's clock when it asked). One lease would do between processes that beat on time, but a
+claim asked while the database stalls runs only when it is back, judged by the time it was asked
+at, before anyone could beat again: with two leases, a process that was beating when the stall
+began still counts as alive (the stall-20s fault run took live processes' commands with one)."""
 SQL_SAVE_IMAGE: Final = (
     "INSERT INTO playground_images (key, filename, content_type, width, height, data)"
     " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING"
@@ -151,7 +157,7 @@ class PlaygroundQueries(Queries):
         now = self._clock()
         values: tuple[object, ...] = (self.process_id, accepted_before)
         if self.shared:
-            values += (self.process_id, now - self.lease_seconds)
+            values += (self.process_id, now - OWNER_SILENCE_LEASES * self.lease_seconds)
         created = self.db.dialect.json_number("body", "created")
         not_live = SQL_NOT_LIVE if self.shared else ""
         claim = SQL_CLAIM_PENDING.format(created, not_live, self.db.dialect.skip_locked)

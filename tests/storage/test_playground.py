@@ -66,7 +66,9 @@ async def test_pending_commands_are_claimed_by_one_live_process_only(
     assert await other_store.claim_pending_commands(clock.now - 60) == []
     if shared:
         assert await other_store.claim_pending_commands(clock.now) == [], "its owner is alive"
-        clock.advance(store.lease_seconds + 1)
+        clock.advance(store.lease_seconds * 1.5)
+        assert await other_store.claim_pending_commands(clock.now) == [], "a stall's silence"
+        clock.advance(store.lease_seconds)
     assert await other_store.claim_pending_commands(clock.now) == ["c"]
     await other_store.heartbeat(ProcessInfo("h", 2, ("web",), clock.now))
     assert await store.claim_pending_commands(clock.now) == ([] if shared else ["c"])
@@ -133,7 +135,7 @@ async def test_a_process_that_claims_before_its_first_heartbeat_keeps_what_it_cl
     await store.save_playground_message(
         PlaygroundMessage("c", "general", True, (), accepted), [], keep=10
     )
-    clock.advance(store.lease_seconds + 1)
+    clock.advance(2 * store.lease_seconds + 1)
     assert await other_store.claim_pending_commands(clock.now) == ["c"]
     if isinstance(store, PostgresStore):
         await store.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
