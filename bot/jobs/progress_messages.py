@@ -45,9 +45,15 @@ from bot.kernel import (
 )
 from bot.posting import WritePolicy, WriteSkipped
 from bot.status import end_status, show_status
-from storage import TERMINAL_STATUSES, Job, JobWriter, MessageLinks
+from storage import TERMINAL_STATUSES, Job, JobMessage, JobWriter, MessageLinks
 
 log = logging.getLogger(__name__)
+
+
+class TakenOver(Exception):
+    """The job changed hands (or left ``creating``) before its progress message was linked:
+    the process that holds it now settles it, and this start sends nothing."""
+
 
 FINAL_MEMORY = 10_000
 """How many jobs with final messages are remembered: far more than finish while one poll's
@@ -200,15 +206,24 @@ class ProgressMessages:
 
     async def post_progress(self, job: Job, origin: Event | None) -> Job:
         """Post the first progress message of a new job and link it (the job row is already
-        committed, so the message is recoverable after a restart)."""
+        committed, so the message is recoverable after a restart). :class:`TakenOver` when
+        the job is no longer this start's (another process took it over while the message was
+        posted, and settles it as never sent): it must not be sent then."""
         place = origin.place if origin is not None else place_of(job)
         message = replace(self.progress_message(job), key=progress_key(job))
         ref = await self.send(place, message, policy=WritePolicy.MUST_DELIVER, origin=origin)
-        await self._store.update_job(job.id, progress_message_id=ref.message_id)
-        await self._store.link_message(
-            job.platform, job.channel_id, ref.message_id, job.id, "progress"
+        link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, "progress")
+        linked = await self._store.transition(
+            job.id,
+            "creating",
+            "creating",
+            progress_message_id=ref.message_id,
+            links=(link,),
+            fence=job.lease,
         )
         self._shown[job.id] = message.text
+        if not linked:
+            raise TakenOver(job.id)
         await show_status(self._surfaces.get(place.platform), place, "drawing", origin=origin)
         refreshed = await self._store.get_job(job.id)
         return refreshed or job

@@ -58,7 +58,7 @@ from bot.jobs.admission import Admission
 from bot.jobs.delivery import Delivery
 from bot.jobs.input_checks import check_attachment
 from bot.jobs.limits import Limits
-from bot.jobs.progress_messages import cancel_buttons
+from bot.jobs.progress_messages import TakenOver, cancel_buttons
 from bot.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.jobs.titles import base_action
 from bot.jobs.watch import JobWatch
@@ -246,6 +246,9 @@ class JobStarter:
                 job = await self.delivery.post_progress(job, event)
             except StorageError as error:
                 return self._left_to_the_tracker(job, error)
+            except TakenOver:
+                log.info("job %s was taken over before it was sent; not sending it", job.id)
+                return await self.store.get_job(job.id) or job
             except BaseException:
                 await asyncio.shield(self.delivery.mark_not_started(job, UNEXPECTED))
                 raise

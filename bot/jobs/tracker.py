@@ -5,7 +5,8 @@ ones it created and the ones it took over. A heartbeat renews its leases every q
 takes over jobs no live process holds (on the platforms this process has an adapter for). A job
 taken over is settled first: claims left by the dead process are released (``posting →
 finished``, ``reporting → failed``) so their delivery runs again. A ``creating`` job without a
-linked progress message never reached the provider (the create call comes after the link): it
+linked progress message never reached the provider (the create call comes after the link, and
+the link is fenced: a start whose job was taken over meanwhile sends nothing): it
 becomes ``create_failed``, and its progress message, when the process died between posting and
 linking it and the platform can find it by its key, says so. One with a progress message may have
 reached it: it becomes ``unknown`` (never created again; a webhook may adopt it; it times out like

@@ -62,6 +62,42 @@ async def test_a_start_the_database_cuts_short_is_answered_once_and_settled_late
         assert len(platform.messages) == 1 and platform.ephemerals == []
 
 
+class TakenOverWhileShown(FakePlatform):
+    """Another process takes the job over (a new lease generation) while its first progress
+    message is posted: this process stalled long enough to lose it."""
+
+    store: SqliteStore | None = None
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        ref = await super().send(place, message, origin=origin)
+        if self.store is not None and message.key is not None:
+            store, self.store = self.store, None
+            job_id = message.key.split(".", 1)[0]
+            await store.run_in_worker(
+                lambda db: db.execute(
+                    "UPDATE jobs SET owner = 'elsewhere', lease_generation = lease_generation + 1"
+                    " WHERE id = ?",
+                    (job_id,),
+                )
+            )
+        return ref
+
+
+async def test_a_job_taken_over_before_it_is_sent_is_not_sent(tmp_path: Path) -> None:
+    platform = TakenOverWhileShown(limits=ROOMY)
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        platform.store = bare.store
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+
+        assert sim.state.requests_to("/gen/v2/imagine") == []
+        stored = await bare.store.get_job(job.id)
+        assert stored is not None and stored.status == "creating"
+        assert (stored.owner, stored.progress_message_id) == ("elsewhere", None)
+        assert len(platform.messages) == 1 and platform.ephemerals == []
+
+
 async def test_a_command_handled_twice_starts_one_job(tmp_path: Path) -> None:
     platform = FakePlatform(limits=ROOMY)
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
