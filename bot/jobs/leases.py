@@ -11,6 +11,10 @@ its share and a margin, so a process that joins gets its part of the load. So a 
 with ``kill -9`` loses its jobs to the others within about two leases; a clean stop releases
 them at once.
 
+The jobs a heartbeat took over are settled (delivery claims released, unconfirmed creations
+decided and their messages edited) in a task of its own, so a slow platform neither delays the
+next heartbeat nor is cut short by the heartbeat's deadline.
+
 A process takes over nothing until it has reached the database for a whole lease: after an
 outage (a restart, a stall) every lease looks expired, and the live processes need one
 heartbeat to renew theirs, so the first process back would otherwise take everyone's jobs.
@@ -45,6 +49,8 @@ WAKEUP_RETRY_SECONDS = 30.0
 """The longest pause before listening again after the wakeup connection was lost (the pause
 doubles from one second while it keeps failing)."""
 RELEASE_TIMEOUT = 5.0
+SETTLE_STOP_SECONDS = 5.0
+"""How long a stop lets the settling of jobs just taken over finish."""
 
 TakeOver = Callable[[list[Job]], Awaitable[None]]
 Woken = Callable[[str], Awaitable[None]]
@@ -76,6 +82,7 @@ class Leases:
         self._started_at = clock()
         self._reachable_since: float | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._settling: set[asyncio.Task[None]] = set()
         self.held = 0
         """Leases this process held at its last heartbeat (with what it took over then)."""
         self.taken_over = 0
@@ -95,46 +102,68 @@ class Leases:
         """Renew this process's leases, then take over what no live process holds, up to its
         fair share, and give back what it holds beyond it (see the module docstring; with
         ``take_live``: everything another process holds, for SQLite's restart); how many
-        jobs were taken over."""
+        jobs were taken over (settled before it returns)."""
+        taken = await self._renew(take_live=take_live)
+        if taken:
+            await self._take_over(taken)
+        return len(taken)
+
+    async def _renew(self, *, take_live: bool = False) -> list[Job]:
+        """The database's part of :meth:`beat`; the jobs taken over, not settled yet."""
         asked_at = self._clock()
         held = await self._store.heartbeat(self.process_info())
         self._still_held(held, asked_at)
         if self._reachable_since is None:
             self._reachable_since = asked_at
         platforms = list(self._platforms())
-        taken = shed = 0
+        taken: list[Job] = []
+        shed = 0
         if take_live:
             taken = await self._claim(platforms, None, take_live=True)
         elif platforms and self._clock() - self._reachable_since >= self._store.lease_seconds:
             share = await self._store.fair_share(platforms)
             taken = await self._claim(platforms, share - len(held))
-            excess = len(held) + taken - share
+            excess = len(held) + len(taken) - share
             if excess > max(SHED_MARGIN, share // 10):
                 shed = await self._store.shed_leases(excess)
         if taken:
-            log.info("took over %d jobs no live process held", taken)
-            metrics.jobs_taken_over(taken)
+            log.info("took over %d jobs no live process held", len(taken))
+            metrics.jobs_taken_over(len(taken))
         if shed:
             log.info("gave back %d jobs beyond this process's share for others to take", shed)
-        self.taken_over += taken
-        self.held = len(held) + taken - shed
+        self.taken_over += len(taken)
+        self.held = len(held) + len(taken) - shed
         metrics.set_leases(self.held)
         return taken
 
     async def _claim(
         self, platforms: list[str], room: int | None, *, take_live: bool = False
-    ) -> int:
-        """Take over jobs in batches, at most ``room`` (None: no bound); how many."""
-        taken = 0
-        while platforms and (room is None or taken < room):
-            batch = CLAIM_BATCH if room is None else min(CLAIM_BATCH, room - taken)
+    ) -> list[Job]:
+        """Take over jobs in batches, at most ``room`` (None: no bound)."""
+        taken: list[Job] = []
+        while platforms and (room is None or len(taken) < room):
+            batch = CLAIM_BATCH if room is None else min(CLAIM_BATCH, room - len(taken))
             jobs = await self._store.claim_jobs(platforms, limit=batch, take_live=take_live)
-            if jobs:
-                taken += len(jobs)
-                await self._take_over(jobs)
+            taken += jobs
             if len(jobs) < batch:
                 break
         return taken
+
+    def _settle_soon(self, jobs: list[Job]) -> None:
+        """Settle jobs the heartbeat took over in a task of their own: settling writes to
+        the platforms (a job's message), which must neither hold up the next heartbeat nor be
+        cut short by the heartbeat's deadline."""
+        task = asyncio.create_task(self._settle(jobs), name="genbot-takeover")
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
+
+    async def _settle(self, jobs: list[Job]) -> None:
+        try:
+            await self._take_over(jobs)
+        except StorageError as error:
+            OUTAGE.failed("job takeover", error)
+        except Exception:
+            log.exception("settling %d jobs taken over failed", len(jobs))
 
     def start(self) -> None:
         """Start the heartbeat, and the wakeup listener on a shared database."""
@@ -143,11 +172,19 @@ class Leases:
             self._tasks.append(asyncio.create_task(self._listening(), name="genbot-wakeups"))
 
     async def stop(self) -> None:
-        """Stop the heartbeat and the listener (the leases stay until released or expired)."""
+        """Stop the heartbeat and the listener, and let the settling of what it took over
+        finish for up to ``SETTLE_STOP_SECONDS`` (the leases stay until released or
+        expired)."""
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        settling = list(self._settling)
+        if settling:
+            _, late = await asyncio.wait(settling, timeout=SETTLE_STOP_SECONDS)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
 
     async def release(self) -> None:
         """Release this process's leases (a clean stop); a failure is logged, not raised."""
@@ -168,7 +205,9 @@ class Leases:
             await asyncio.sleep(period)
             try:
                 async with asyncio.timeout(self._store.lease_seconds):
-                    await self.beat()
+                    taken = await self._renew()
+                if taken:
+                    self._settle_soon(taken)
             except (StorageError, TimeoutError) as error:
                 self._reachable_since = None
                 OUTAGE.failed("lease heartbeat", error)

@@ -1,6 +1,7 @@
 """Job leases across processes on PostgreSQL: a dead process's jobs are taken over and posted
-once, a live process keeps its own (and polls only its own), and a webhook received elsewhere
-wakes the owner."""
+once, a live process keeps its own (and polls only its own), a webhook received elsewhere
+wakes the owner, and settling what a heartbeat took over neither holds up the next heartbeat nor
+is cut short by its deadline."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import REGISTRY
+
 from bot.api import ProviderClient
 from bot.jobs import JobEngines, build_job_engines
-from bot.kernel import Command, SurfaceRegistry, User
+from bot.jobs.wording import RESTARTED_WHILE_CREATING
+from bot.kernel import Command, MessageRef, OutMessage, SurfaceRegistry, User
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record
@@ -281,3 +285,40 @@ async def test_a_process_that_joins_gets_its_share_of_the_load(postgres: Postgre
                 busy.store.process_id: 5,
                 joining.store.process_id: 5,
             }
+
+
+class SlowEdits(FakePlatform):
+    """A platform whose edits take longer than a lease."""
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        await asyncio.sleep(LEASE * 2.5)
+        await super().edit(ref, message)
+
+
+def heartbeat_failures() -> float:
+    sample = REGISTRY.get_sample_value("genbot_storage_failures_total", {"kind": "lease heartbeat"})
+    return sample or 0.0
+
+
+async def test_a_slow_platform_neither_holds_up_the_heartbeat_nor_cuts_a_takeover_short(
+    postgres: PostgresCluster,
+) -> None:
+    url, platform = postgres.create_database(), SlowEdits(limits=ROOMY)
+    async with serve(MANUAL) as sim:
+        async with process_on(sim, url, platform, dies=True) as dead:
+            job = await create_job(dead.store, replace(pending_job(1), status="creating"))
+            ref = await platform.send(PLACE, OutMessage("⏳ a fox 1"))
+            await dead.store.transition(
+                job.id, "creating", "creating", progress_message_id=ref.message_id
+            )
+        failures = heartbeat_failures()
+        async with process_on(sim, url, platform) as survivor, beating(survivor):
+            shown = await platform.wait_for(
+                lambda: RESTARTED_WHILE_CREATING in platform.messages[ref.message_id].text,
+                timeout=15,
+                what="the taken-over job's message to say what became of it",
+            )
+            settled = await survivor.store.get_job(job.id)
+        assert shown and settled is not None and settled.status == "unknown"
+        assert settled.owner == survivor.store.process_id
+        assert heartbeat_failures() == failures
