@@ -212,6 +212,21 @@ class MessageStore:
         self._forget_images(old_keys - known.image_keys())
         return known
 
+    def update(self, message: WebMessage) -> WebMessage | None:
+        """Take a saved change of a kept message (made on a copy, so a change that could not be
+        saved never shows): the kept message gets its fields, and the images it no longer
+        shows go. A newer save already shown (from another process) is kept instead: None."""
+        known = self._by_id.get(message.id)
+        if known is None:
+            return self.add(message)
+        if known.version > message.version:
+            return None
+        old_keys = known.image_keys()
+        for item in fields(WebMessage):
+            setattr(known, item.name, getattr(message, item.name))
+        self._forget_images(old_keys - known.image_keys())
+        return known
+
     def get(self, message_id: str) -> WebMessage | None:
         return self._by_id.get(message_id)
 

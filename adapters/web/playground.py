@@ -16,7 +16,7 @@ import contextlib
 import logging
 import sqlite3
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -254,8 +254,7 @@ class Playground:
         shown = self.store.get(message_id or "")
         if shown is None or shown.kind != "user" or shown.visible_to is None:
             return
-        shown.visible_to = None
-        await self.keep("post", shown)
+        await self.keep("post", replace(shown, visible_to=None))
 
     async def settle(self, message: WebMessage) -> None:
         """Mark a command's message as handled (in the history first: a command whose end
@@ -312,9 +311,10 @@ class Playground:
     async def keep(
         self, kind: str, message: WebMessage, *, new: bool = False, images_before: int = 0
     ) -> None:
-        """Write ``message`` to the history file, then keep it in memory (``new``) and show it
-        to the browsers (``images_before``: how many images it showed before this change);
-        :class:`NotKept` when it cannot be written (nothing is shown)."""
+        """Write ``message`` to the history file, then keep it in memory (``new``; else it is
+        a changed copy of a kept message, which takes its fields) and show it to the browsers
+        (``images_before``: how many images it showed before this change); :class:`NotKept`
+        when it cannot be written (nothing is shown, the kept message is unchanged)."""
         if self.history is not None:
             if self.journal is None:
                 raise SurfaceError("the playground is stopped")
@@ -323,14 +323,13 @@ class Playground:
                 message.version = max(message.version, saved)
                 self._answered(message)
             except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:
-                if new:
-                    self.store.discard_images(message)
+                self.store.discard_images(message)
                 if message.reply_to is not None:
                     self.unkept_replies.add(message.reply_to)
                 raise NotKept(error) from error
-        if new:
-            self.store.add(message)
-        self._show(kind, message, images_before=images_before)
+        kept = self.store.add(message) if new else self.store.update(message)
+        if kept is not None:
+            self._show(kind, kept, images_before=images_before)
 
     def _show(self, kind: str, message: WebMessage, *, images_before: int) -> None:
         """Send the change to the browsers watching the channel, and tell the others of its

@@ -69,24 +69,23 @@ class WebSurface:
         """Replace a genbot message's text and buttons (and its images, when some are given)."""
         self._check(ref.place, message)
         posted = await self._own(ref)
-        images_before = len(posted.images)
-        posted.text = message.text
-        posted.buttons = message.buttons
-        posted.from_model = message.from_model
-        posted.mention = message.mention_user_id
+        edited = replace(
+            posted,
+            text=message.text,
+            buttons=message.buttons,
+            from_model=message.from_model,
+            mention=message.mention_user_id,
+            edited=time.time(),
+        )
         if message.images:
-            self.playground.store.replace_images(posted, message.images)
-        posted.edited = time.time()
-        await self.playground.keep("edit", posted, images_before=images_before)
+            self.playground.store.replace_images(edited, message.images)
+        await self.playground.keep("edit", edited, images_before=len(posted.images))
 
     async def delete(self, ref: MessageRef) -> None:
         """Remove a genbot message from the channel (and from the browsers showing it)."""
         posted = await self._own(ref)
-        posted.deleted = True
-        posted.text, posted.buttons = "", ()
-        self.playground.store.replace_images(posted, ())
-        posted.edited = time.time()
-        await self.playground.keep("delete", posted)
+        gone = replace(posted, deleted=True, text="", buttons=(), images=[], edited=time.time())
+        await self.playground.keep("delete", gone)
 
     async def link(self, ref: MessageRef) -> str | None:
         """An address of the playground that opens the channel at the message."""
@@ -139,8 +138,8 @@ class WebSurface:
         if message.thread is not None:
             raise SurfaceError("a thread cannot be started inside a thread")
         await self.playground.reveal(message.id)
-        message.thread_info = {"id": message.id, "name": name.strip()[:100] or "thread"}
-        await self.playground.keep("edit", message)
+        thread = {"id": message.id, "name": name.strip()[:100] or "thread"}
+        await self.playground.keep("edit", replace(message, thread_info=thread))
         return web_place(message.channel, message.id)
 
     async def download(self, attachment: Attachment) -> bytes:

@@ -250,6 +250,28 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
             await stopped.surface.send(PLACE, OutMessage("after the stop"))
 
 
+async def test_an_edit_that_cannot_be_kept_changes_nothing_shown(tmp_path: Path) -> None:
+    async with playground(tmp_path / "genbot.db", RecordingCore()) as adapter:
+        store = adapter.playground.history
+        assert isinstance(store, SqliteStore)
+        ref = await adapter.surface.send(PLACE, OutMessage("⏳ drawing", key="job1.progress"))
+        await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+        with pytest.raises(SurfaceError, match="could not keep the message"):
+            await adapter.surface.edit(ref, OutMessage("❌ could not start"))
+        with pytest.raises(SurfaceError, match="could not keep the message"):
+            await adapter.surface.delete(ref)
+        with pytest.raises(SurfaceError, match="could not keep the message"):
+            await adapter.surface.start_thread(ref, "a thread")
+        [shown] = adapter.playground.store.history("general", "anyone")
+        assert (shown.text, shown.deleted, shown.thread_info) == ("⏳ drawing", False, None)
+
+        await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 0"))
+        await adapter.surface.edit(ref, OutMessage("❌ could not start"))
+        assert [m.text for m in adapter.playground.store.history("general", "anyone")] == [
+            "❌ could not start"
+        ]
+
+
 async def test_a_command_the_database_cannot_keep_is_refused_with_a_json_error(
     tmp_path: Path,
 ) -> None:
