@@ -60,6 +60,8 @@ and its teardown) on a machine the faults load."""
 VIEW_SETTLE_SECONDS = 2.0
 """How long the processes get to show the last saves before their views are compared."""
 DATABASE_UNREACHABLE = "genbot can't reach its database"
+IN_PROGRESS = "⏳"
+"""How a job's message starts while the job is on its way (never once it is settled)."""
 STILL_SENT_SECONDS = 1.0
 """How long commands still reach a process after its SIGTERM."""
 
@@ -280,6 +282,8 @@ class FaultOutcome:
             if len(replies) != 1:
                 texts = [(r["id"], r["text"][:60]) for r in replies]
                 found.append(f"command {sent.number}: {len(replies)} answers {texts}")
+            elif replies[0]["text"].startswith(IN_PROGRESS):
+                found.append(f"command {sent.number}: its answer stayed {replies[0]['text']!r}")
         found += [
             f"job {job['id']} ({job['prompt'][:30]}) still {job['status']}"
             for job in self.unsettled
