@@ -25,6 +25,7 @@ TIME_SCALE = 0.03
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # unconfirmed jobs get 30 s after the restarts, slow under load
 async def test_every_result_is_posted_exactly_once_across_kill_9_restarts(
     tmp_path: Path,
 ) -> None:
