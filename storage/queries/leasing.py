@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Final
 
+from storage.errors import StorageError
 from storage.queries.base import Queries
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES, Job, ProcessInfo
@@ -68,17 +69,26 @@ class LeaseQueries(Queries):
     all at once."""
 
     async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
-        """Renew this process's leases and record it as alive; the jobs it holds."""
-        now = self._clock()
-        seen = (
-            self.process_id, process.host, process.pid, to_json(list(process.platforms)),
-            process.shards, process.started_at, now,
-        )  # fmt: skip
+        """Renew this process's leases and record it as alive; the jobs it holds. The leases
+        run from when the transaction began (not from before a wait for a connection), and a
+        renewal that would be written only after the leases it writes ran out is rolled back
+        and raises :class:`StorageError` (it holds nothing it could count on)."""
 
         async def work(tx: Session) -> frozenset[str]:
+            now = self._clock()
             renew = (now + self.lease_seconds, self.process_id, *_UNFINISHED)
             held = frozenset(str(row["id"]) for row in await tx.fetch_all(SQL_RENEW, renew))
+            seen = (
+                self.process_id, process.host, process.pid, to_json(list(process.platforms)),
+                process.shards, process.started_at, now,
+            )  # fmt: skip
             await tx.execute(SQL_SEEN, seen)
+            late = self._clock() - now
+            if late >= self.lease_seconds:
+                raise StorageError(
+                    f"the lease heartbeat took {late:.1f} s, longer than a lease"
+                    f" ({self.lease_seconds:g} s): renewal rolled back"
+                )
             return held
 
         return await self.db.transaction(work, repeatable=True)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from storage import ProcessInfo, Storage
+import pytest
+
+from storage import ProcessInfo, Storage, StorageError
 from storage.postgres import PostgresStore
-from tests.storage.conftest import START, ManualClock, new_job
+from tests.storage.conftest import START, Database, ManualClock, new_job
 from tests.storage.helpers import create_job
 
 LEASE = 10.0
@@ -78,6 +80,36 @@ async def test_concurrent_claimers_split_the_expired_jobs_without_overlap(
     taken = [job.id for batch in batches for job in batch]
     assert len(taken) == len(set(taken))
     assert set(taken) <= created
+
+
+class StallingClock(ManualClock):
+    """A clock that moves ``stall`` seconds at every reading: a database so slow that each step
+    of a call takes that long."""
+
+    stall = 0.0
+
+    def __call__(self) -> float:
+        self.now += self.stall
+        return self.now
+
+
+async def test_a_renewal_written_after_its_leases_ran_out_is_rolled_back(
+    database: Database,
+) -> None:
+    clock = StallingClock()
+    store = await database.open(clock)
+    try:
+        job = await create_job(store, new_job(status="pending"))
+        clock.stall = LEASE
+        with pytest.raises(StorageError, match="longer than a lease"):
+            await store.heartbeat(process("discord"))
+        clock.stall = 0.0
+        stored = await store.get_job(job.id)
+        assert stored is not None and stored.lease_until == job.lease_until
+        clock.stall = LEASE / 2
+        assert await store.heartbeat(process("discord")) == {job.id}
+    finally:
+        await store.close()
 
 
 async def test_taking_live_leases_is_for_a_single_process_restart(
