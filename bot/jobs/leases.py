@@ -17,7 +17,10 @@ next heartbeat nor is cut short by the heartbeat's deadline.
 
 A process takes over nothing until it has reached the database for a whole lease: after an
 outage (a restart, a stall) every lease looks expired, and the live processes need one
-heartbeat to renew theirs, so the first process back would otherwise take everyone's jobs.
+heartbeat to renew theirs, so the first process back would otherwise take everyone's jobs. A
+heartbeat that took longer than one beat period counts as a stall too (the lease is measured
+again from its answer): a stall shorter than the heartbeat's deadline delays it without failing
+it, and leases expired for everyone meanwhile.
 
 On a shared database (PostgreSQL) a listener also waits for wakeups: another process that
 received a webhook for a job this one holds stores it and asks the owner to act now.
@@ -112,15 +115,17 @@ class Leases:
         """The database's part of :meth:`beat`; the jobs taken over, not settled yet."""
         asked_at = self._clock()
         held = await self._store.heartbeat(self.process_info())
+        answered_at = self._clock()
         self._still_held(held, asked_at)
-        if self._reachable_since is None:
-            self._reachable_since = asked_at
+        slow = answered_at - asked_at > self._store.lease_seconds / BEATS_PER_LEASE
+        if slow or self._reachable_since is None:
+            self._reachable_since = answered_at if slow else asked_at
         platforms = list(self._platforms())
         taken: list[Job] = []
         shed = 0
         if take_live:
             taken = await self._claim(platforms, None, take_live=True)
-        elif platforms and self._clock() - self._reachable_since >= self._store.lease_seconds:
+        elif platforms and answered_at - self._reachable_since >= self._store.lease_seconds:
             share = await self._store.fair_share(platforms)
             taken = await self._claim(platforms, share - len(held))
             excess = len(held) + len(taken) - share

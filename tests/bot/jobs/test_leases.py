@@ -1,7 +1,7 @@
 """Job leases across processes on PostgreSQL: a dead process's jobs are taken over and posted
 once, a live process keeps its own (and polls only its own), a webhook received elsewhere
-wakes the owner, and settling what a heartbeat took over neither holds up the next heartbeat nor
-is cut short by its deadline."""
+wakes the owner, settling what a heartbeat took over neither holds up the next heartbeat nor
+is cut short by its deadline, and a heartbeat slower than a beat counts as a stall."""
 
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ from prometheus_client import REGISTRY
 
 from bot.api import ProviderClient
 from bot.jobs import JobEngines, build_job_engines
+from bot.jobs.leases import Leases
 from bot.jobs.wording import RESTARTED_WHILE_CREATING
 from bot.kernel import Command, MessageRef, OutMessage, SurfaceRegistry, User
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record
-from storage import Job, NewJob
+from storage import Job, NewJob, ProcessInfo
 from storage.postgres import PostgresStore
 from tests.bot.harness import PLACE, ROOMY, harness_settings
 from tests.bot.jobs.proxy import FaultyProxy, faulty_proxy
@@ -333,3 +334,51 @@ async def test_a_slow_platform_neither_holds_up_the_heartbeat_nor_cuts_a_takeove
         assert shown and settled is not None and settled.status == "unknown"
         assert settled.owner == survivor.store.process_id
         assert heartbeat_failures() == failures
+
+
+class SlowHeartbeats(PostgresStore):
+    """A store whose heartbeat takes ``delay`` seconds of the manual clock ``now`` (a database
+    stalled for less than the heartbeat's deadline)."""
+
+    now: list[float]
+    delay = 0.0
+
+    async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
+        self.now[0] += self.delay
+        return await super().heartbeat(process)
+
+
+async def test_a_heartbeat_slower_than_a_beat_counts_as_a_stall(postgres: PostgresCluster) -> None:
+    url, now = postgres.create_database(), [1_700_000_000.0]
+
+    def clock() -> float:
+        return now[0]
+
+    taken: list[Job] = []
+
+    async def take_over(jobs: list[Job]) -> None:
+        taken.extend(jobs)
+
+    async def woken(_job_id: str) -> None:
+        pass
+
+    async with (
+        await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as dead,
+        await SlowHeartbeats.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as store,
+    ):
+        assert isinstance(store, SlowHeartbeats)
+        store.now = now
+        jobs = [await create_job(dead, pending_job(n)) for n in range(3)]
+        leases = Leases(store, lambda: ["fake"], take_over, woken, clock=clock)
+        assert await leases.beat() == 0
+        now[0] += LEASE / 2
+        assert await leases.beat() == 0
+
+        store.delay = LEASE * 0.9
+        assert await leases.beat() == 0, "the dead process's leases ran out during the stall"
+        store.delay = 0.0
+        now[0] += LEASE * 0.9
+        assert await leases.beat() == 0, "reachable again for less than a lease"
+        now[0] += LEASE * 0.2
+        assert await leases.beat() == 3
+        assert sorted(job.id for job in taken) == sorted(job.id for job in jobs)
