@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from tests.genbot.process import CHILD_WAIT
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -21,8 +23,9 @@ class Stub:
     paths: list[str] = field(default_factory=list)
     asked: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def until_asked(self, timeout: float = 20.0) -> str:
-        """Wait (bounded) until a first request arrived; its path."""
+    async def until_asked(self, timeout: float = CHILD_WAIT) -> str:
+        """Wait (bounded: a ``genbot`` child starting on a loaded machine) until a first request
+        arrived; its path."""
         async with asyncio.timeout(timeout):
             await self.asked.wait()
         return self.paths[0]
