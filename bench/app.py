@@ -1,5 +1,5 @@
 """A whole genbot in-process for the tracking and load benchmarks, wired as the CLI wires it:
-one store, one provider client, one :class:`~bot.budget.RenderBudget`, the job engines and
+one store, one provider client, one :class:`~bot.outbox.Outbox`, the job engines and
 (optionally) the chat engine, behind a :class:`~bot.router.Router` answering on a
 :class:`bench.platform.BenchPlatform`.
 """
@@ -16,7 +16,6 @@ from pydantic import SecretStr
 
 from bench.platform import BenchPlatform
 from bot.api import ProviderClient
-from bot.budget import RenderBudget
 from bot.chat import ChatEngine
 from bot.chat.tools import ChatImageTools
 from bot.jobs import JobEngines, build_job_engines
@@ -29,6 +28,7 @@ from bot.kernel import (
     WebhookSettings,
 )
 from bot.metered import MeteredSurface
+from bot.outbox import Outbox
 from bot.refs import Refs
 from bot.router import Lifecycle, Router
 from bot.tokens import warm_up
@@ -48,7 +48,7 @@ class BenchBot:
     settings: Settings
     store: SqliteStore
     provider: ProviderClient
-    budget: RenderBudget
+    outbox: Outbox
     jobs: JobEngines
     core: Router
     platform: BenchPlatform
@@ -104,13 +104,14 @@ async def running_bot(
             settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
         )
         stack.push_async_callback(provider.aclose)
-        surfaces, budget = SurfaceRegistry([MeteredSurface(platform)]), RenderBudget()
-        jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
+        surfaces = SurfaceRegistry([MeteredSurface(platform)])
+        outbox = Outbox(surfaces)
+        jobs = build_job_engines(settings, store, provider, outbox)
         tools = ChatImageTools(jobs.chat_jobs)
         engine = None
         if chat:
             await asyncio.to_thread(warm_up)
-            engine = ChatEngine(store, provider, surfaces, budget=budget, tools=tools)
+            engine = ChatEngine(store, provider, outbox, tools=tools)
         features = [*jobs.features, *([engine] if engine is not None else [])]
         services: Sequence[Lifecycle] = [
             service for service in jobs.services if tracker or service is not jobs.tracker
@@ -120,4 +121,4 @@ async def running_bot(
         core = Router(surfaces, features, engine, [*services, *listeners], refs=Refs(store))
         await core.start()
         stack.push_async_callback(core.stop)
-        yield BenchBot(settings, store, provider, budget, jobs, core, platform, engine)
+        yield BenchBot(settings, store, provider, outbox, jobs, core, platform, engine)

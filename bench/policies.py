@@ -1,7 +1,7 @@
 """The three ways of showing streamed answers that the streaming benchmark compares.
 
 - ``genbot``: one :class:`bot.render.StreamRenderer` per answer, all sharing one
-  :class:`bot.budget.RenderBudget` (what genbot runs).
+  :class:`bot.outbox.pacing.Pacer` (what genbot runs).
 - ``every-delta``: each answer edits its message after every delta it receives (deltas that
   arrive while an edit is in flight fold into the next edit, which carries the newest text).
 - ``timer-1/s``: one global timer shared by all answers: sleep one second, write the newest text
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from bench.platform import BenchPlatform
 from bench.streams import Feed
-from bot.budget import RenderBudget
 from bot.kernel import Command, MessageRef, OutMessage, Place, RateLimited, User
+from bot.outbox.pacing import Pacer
 from bot.render import StreamEnd, StreamRenderer
 
 Policy = Callable[[Sequence[Feed], BenchPlatform, Place, float], Awaitable[None]]
@@ -36,7 +36,7 @@ async def genbot_policy(
     feeds: Sequence[Feed], platform: BenchPlatform, place: Place, scale: float
 ) -> None:
     """genbot's renderer: every answer rendered under one shared budget."""
-    budget = RenderBudget()
+    budget = Pacer()
     renderers = [
         StreamRenderer(platform, place, budget, origin=origin_of(feed, place), final_timeout=120)
         for feed in feeds

@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping
 
 from bot.account import AccountFeature
 from bot.api import ProviderClient
-from bot.budget import RenderBudget
 from bot.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.chat.caps import ChatCaps
 from bot.chat.tools import ChatImageTools
@@ -14,6 +13,7 @@ from bot.home import HomeFeature
 from bot.jobs import JobEngines, build_job_engines
 from bot.kernel import ChatSettings, CoreSettings, Surface, SurfaceRegistry
 from bot.metered import MeteredSurface
+from bot.outbox import Outbox, Pacer
 from bot.refs import Refs
 from bot.router import Router
 from storage import SettingValues, Storage
@@ -51,24 +51,16 @@ def build_core(
     whose job buttons anyone may press (:class:`bot.refs.Refs`); ``shards``: see
     :func:`bot.jobs.build_job_engines`.
 
-    One :class:`RenderBudget` is shared by chat streams and job progress edits, so together
-    they stay within each platform's edit budget.
+    One :class:`~bot.outbox.Outbox` (with one :class:`~bot.outbox.Pacer`) writes for every
+    feature, so chat streams and job messages together stay within each platform's windows.
     """
     registry = SurfaceRegistry(MeteredSurface(surface) for surface in surfaces)
-    budget = RenderBudget(shared=store if store.shared else None)
-    jobs = build_job_engines(
-        settings,
-        store,
-        provider,
-        registry,
-        budget=budget,
-        shards=shards,
-    )
+    outbox = Outbox(registry, Pacer(shared=store if store.shared else None))
+    jobs = build_job_engines(settings, store, provider, outbox, shards=shards)
     chat = ChatEngine(
         store,
         provider,
-        registry,
-        budget=budget,
+        outbox,
         tools=ChatImageTools(jobs.chat_jobs),
         defaults=chat_defaults(settings.chat),
         image_host=jobs.media_host.put_bytes if jobs.media_host is not None else None,
@@ -79,9 +71,8 @@ def build_core(
     )
     home = HomeFeature(
         store,
-        registry,
+        outbox,
         jobs.delivery.results,
-        budget=budget,
         defaults=SettingValues(model=settings.chat.model, temperature=settings.chat.temperature),
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
     )

@@ -19,11 +19,9 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol
 
-from bot import posting
 from bot.account import SETTINGS_ACTION
-from bot.budget import RenderBudget
 from bot.jobs import wording
 from bot.jobs.marks import place_of
 from bot.jobs.result_messages import ResultMessages
@@ -38,14 +36,14 @@ from bot.kernel import (
     MessageRef,
     ModalSubmit,
     OptionValue,
-    OutMessage,
     Place,
+    PublishesHome,
     RateLimited,
+    Reposts,
     SurfaceError,
-    SurfaceRegistry,
     UserError,
 )
-from bot.posting import WritePolicy, WriteRateLimited
+from bot.outbox import Outbox, Post, PublishHome, Repost, WritePolicy, WriteRateLimited
 from bot.refs import Referent, RefKind
 from storage import (
     EffectiveSettings,
@@ -87,20 +85,6 @@ class HomeStorage(SettingsReader, UsageLedger, JobHistory, JobReader, MessageLin
     """What the home reads (and the links of re-posted results)."""
 
 
-@runtime_checkable
-class PublishesHome(Protocol):
-    """A surface with a home tab per user (Slack's App Home), drawn from a :class:`HomeView`."""
-
-    async def publish_home(self, event: HomeOpened, view: HomeView) -> None: ...
-
-
-@runtime_checkable
-class Reposts(Protocol):
-    """A surface that can post a copy of a message elsewhere (a result again, from the home)."""
-
-    async def repost(self, ref: MessageRef, place: Place, message: OutMessage) -> MessageRef: ...
-
-
 class HomeFeature:
     """Draws homes and posts results again (the ``repost`` button)."""
 
@@ -110,17 +94,15 @@ class HomeFeature:
     def __init__(
         self,
         store: HomeStorage,
-        surfaces: SurfaceRegistry,
+        outbox: Outbox,
         results: ResultMessages,
         *,
-        budget: RenderBudget,
         defaults: SettingValues | None = None,
         daily_credit_budget: int | None = None,
     ) -> None:
         self.store = store
-        self.surfaces = surfaces
+        self.outbox = outbox
         self.results = results
-        self.budget = budget
         self.defaults = defaults or SettingValues()
         self.daily_credit_budget = daily_credit_budget or None
         self._drawing: dict[tuple[str, str, str], list[HomeOpened]] = {}
@@ -129,7 +111,7 @@ class HomeFeature:
     async def on_home(self, event: HomeOpened) -> None:
         """Draw ``event.user``'s home, where the surface has one (coalesced per user: see the
         module docstring)."""
-        surface = self.surfaces.get(event.place.platform)
+        surface = self.outbox.surfaces.get(event.place.platform)
         if not isinstance(surface, PublishesHome):
             return
         key = (event.place.platform, event.place.workspace_id, event.user.id)
@@ -143,7 +125,7 @@ class HomeFeature:
                 drawn_at = self._drawn_at.get(key)
                 if drawn_at is not None:
                     await asyncio.sleep(drawn_at + HOME_INTERVAL_SECONDS - time.monotonic())
-                await self._draw(surface, waiting.pop())
+                await self._draw(waiting.pop())
                 self._drawn_at[key] = time.monotonic()
                 self._drawn_at.move_to_end(key)
                 while len(self._drawn_at) > HOMES_REMEMBERED:
@@ -151,10 +133,11 @@ class HomeFeature:
         finally:
             del self._drawing[key]
 
-    async def _draw(self, surface: PublishesHome, event: HomeOpened) -> None:
+    async def _draw(self, event: HomeOpened) -> None:
         for attempt in (1, 2):
             try:
-                await surface.publish_home(event, await self.view(event))
+                view = await self.view(event)
+                await self.outbox.write(event.place, PublishHome(event, view), WritePolicy.NOW)
                 return
             except RateLimited as limited:
                 log.info("the home of %s is rate limited (%s)", event.user.id, limited)
@@ -209,27 +192,20 @@ class HomeFeature:
             raise UserError("That job has no result to post again.")
         if job.requester_id != event.user.id and not event.user.is_admin:
             raise UserError("Only the person who made this image can post it again from here.")
-        surface = self.surfaces.get(event.place.platform)
+        surface = self.outbox.surfaces.get(event.place.platform)
         message = self.results.marked(job)
         original = MessageRef(place_of(job), job.result_message_id)
         ref: MessageRef | None = None
         if isinstance(surface, Reposts):
-            reposting = surface
             try:
-                ref = await posting.budgeted_write(
-                    self.budget,
-                    surface,
-                    event.place,
-                    lambda: reposting.repost(original, event.place, message),
-                    WritePolicy.RAISE,
+                ref = await self.outbox.write(
+                    event.place, Repost(original, message), WritePolicy.RAISE
                 )
             except (SurfaceError, RateLimited, WriteRateLimited) as error:
                 log.info("could not copy the result of %s: %s", job.id, error)
         if ref is None:
             rebuilt, _ = await self.results.result(job, link_instead=True)
-            ref = await posting.post(
-                self.budget, surface, event.place, rebuilt, policy=WritePolicy.RAISE, origin=event
-            )
+            ref = await self.outbox.write(event.place, Post(rebuilt, event), WritePolicy.RAISE)
         await self.store.link_message(
             job.platform, event.place.channel_id, ref.message_id, job.id, "other"
         )

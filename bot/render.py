@@ -2,15 +2,15 @@
 
 It posts the first message once visible text arrives (or a placeholder when asked; a typing
 indicator until then), then edits it as text streams in, under the shared
-:class:`~bot.budget.RenderBudget` and the surface's per-message minimum interval. Every write
-tells the budget what it would show (a :class:`~bot.budget.Demand`: unshown characters, how long
-the oldest has waited, whether it is the first message), so concurrent streams in a channel are
-served stalest first, evenly paced; a lone stream posts at once. Each write is held in the budget
-until the platform call returns. Edits are coalesced: every write carries the newest text, so
-nothing stale is ever queued. Text beyond
-``limits.max_text`` continues in new messages (split by :func:`bot.kernel.text.split_chunks`, code
-blocks closed and reopened); finished messages get their final text, only the last one is live
-and carries the in-progress marker. At the end the exact final text lands (waiting for budget,
+:class:`~bot.outbox.Pacer` and the surface's per-message minimum interval. Every write tells the
+pacer what it would show (a :class:`~bot.outbox.Demand`: unshown characters, how long the oldest
+has waited, whether it is the first message), so concurrent streams in a channel are served
+stalest first, evenly paced; a lone stream posts at once. Each write is held in the pacer's
+windows until the platform call returns. Edits are coalesced: every write carries the newest
+text, so nothing stale is ever queued. Text beyond ``limits.max_text`` continues in new
+messages (split by :func:`bot.kernel.text.split_chunks`, code blocks closed and reopened);
+finished messages get their final text, only the last one is live and carries the in-progress
+marker. At the end the exact final text lands (waiting for room,
 up to ``final_timeout`` seconds), with a note when the answer was cut by ``max_tokens`` or the
 stream broke. ``RateLimited`` from the surface holds the channel for its retry-after, then the
 write is retried with the newest text.
@@ -23,7 +23,7 @@ Where the surface streams messages itself (its optional ``start_stream``, see
 the new text as it arrives, and stopped when it is complete; it carries no marker, and a split never
 takes back text a message already shows. When the surface declines, the renderer posts and edits
 instead; a message whose stream the platform ended (:class:`~bot.kernel.surface.StreamExpired`) is
-finished with an edit. Each kind of write asks the budget for its own kind
+finished with an edit. Each kind of write asks the pacer for its own kind
 (:data:`~bot.kernel.surface.WriteKind`).
 """
 
@@ -37,7 +37,6 @@ import math
 from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot.budget import BudgetTimeout, Clock, RenderBudget
 from bot.kernel import (
     FENCE,
     Chunk,
@@ -53,8 +52,9 @@ from bot.kernel import (
     metrics,
     split_chunks,
 )
+from bot.outbox.pacing import Clock, Pacer, PacingTimeout
+from bot.outbox.windows import Demand, Grant
 from bot.render_writes import MessageWriter
-from bot.write_windows import Demand, Grant
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class StreamRenderer:
         self,
         surface: Surface,
         place: Place,
-        budget: RenderBudget,
+        budget: Pacer,
         *,
         origin: Event | None = None,
         placeholder: str | None = None,
@@ -261,7 +261,7 @@ class StreamRenderer:
         return None
 
     def demand(self) -> Demand:
-        """What the next write would show (see :class:`~bot.budget.Demand`)."""
+        """What the next write would show (see :class:`~bot.outbox.pacing.Demand`)."""
         oldest = bisect.bisect_right(self._arrived_ends, self._shown_upto)
         if not self.result.messages and self.placeholder is not None:
             since = self._started
@@ -291,7 +291,7 @@ class StreamRenderer:
                 continue
             try:
                 grant = await self._wait_for_room(planned[0])
-            except BudgetTimeout:
+            except PacingTimeout:
                 log.warning("gave up landing the final text in %s", self.place)
                 self.result.text = self._source()
                 return False
@@ -323,7 +323,7 @@ class StreamRenderer:
             ready = self._last_write[op.index] + limits.min_seconds_between_edits_of_one_message
             while (now := self.clock.monotonic()) < ready:
                 if ready > self._deadline:
-                    raise BudgetTimeout("the message cannot be edited again before the deadline")
+                    raise PacingTimeout("the message cannot be edited again before the deadline")
                 await self.clock.sleep(ready - now)
         if not self._done:
             grant = await self._acquire_unless_finished(op.kind)
@@ -344,7 +344,7 @@ class StreamRenderer:
         )
 
     async def _acquire_unless_finished(self, kind: WriteKind) -> Grant | None:
-        """Wait for budget while streaming; ``None`` when the stream ends first (the final
+        """Wait for room while streaming; ``None`` when the stream ends first (the final
         write then waits again, bounded by the deadline)."""
         acquire = asyncio.ensure_future(self._acquire(kind))
         finished = asyncio.ensure_future(self._finished.wait())
@@ -401,7 +401,7 @@ async def render_stream(
     deltas: AsyncIterable[str | StreamEnd],
     surface: Surface,
     place: Place,
-    budget: RenderBudget,
+    budget: Pacer,
     *,
     origin: Event | None = None,
     placeholder: str | None = None,

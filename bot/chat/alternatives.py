@@ -16,13 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot import posting
-from bot.budget import RenderBudget
 from bot.chat.history import ALTERNATIVE_NAME
 from bot.chat.replies import reply_tokens
 from bot.chat.scoping import Target
 from bot.kernel import Button, MessageRef, OutMessage, Place, Surface, UserError, split_text
-from bot.posting import WritePolicy
+from bot.outbox import Edit, Outbox, Post, WritePolicy
 from storage import ChatMessage, ConversationStore
 
 PICK_ACTION = "chat_pick"
@@ -79,7 +77,7 @@ def alternatives_message(
 
 async def offer_alternatives(
     store: ConversationStore,
-    budget: RenderBudget,
+    outbox: Outbox,
     surface: Surface,
     target: Target,
     turn_id: int,
@@ -98,9 +96,7 @@ async def offer_alternatives(
         for text in texts
     ]
     message = alternatives_message(texts, picks, 0, surface.limits.max_text)
-    posted = await posting.post(
-        budget, surface, target.place, message, policy=WritePolicy.RAISE, origin=target.origin
-    )
+    posted = await outbox.write(target.place, Post(message, target.origin), WritePolicy.RAISE)
     await store.link_conversation_messages(
         conversation_id,
         [posted.message_id],
@@ -122,7 +118,7 @@ def _answers_of(turns: Sequence[ChatMessage], turn_id: int) -> list[ChatMessage]
 
 async def pick_alternative(
     store: ConversationStore,
-    budget: RenderBudget,
+    outbox: Outbox,
     surface: Surface,
     place: Place,
     message_id: str,
@@ -143,15 +139,14 @@ async def pick_alternative(
     texts = [answer.content or "" for answer in answers]
     picks = [Pick(pick.conversation_id, pick.turn_id, answer.id) for answer in answers]
     redrawn = alternatives_message(texts, picks, chosen, surface.limits.max_text)
-    await posting.edit(
-        budget, surface, MessageRef(place, message_id), redrawn, policy=WritePolicy.RAISE
-    )
+    shown_at = MessageRef(place, message_id)
+    await outbox.write(place, Edit(shown_at, redrawn), WritePolicy.RAISE)
     if chosen == 0:
         return
     shown = f"**Answer {chosen + 1}** — the conversation continues from it:\n\n{text}"
     for piece in split_text(shown, surface.limits.max_text):
         piece_message = OutMessage(piece, from_model=True)
-        posted = await posting.post(budget, surface, place, piece_message, policy=WritePolicy.RAISE)
+        posted = await outbox.write(place, Post(piece_message), WritePolicy.RAISE)
         await store.link_conversation_messages(
             pick.conversation_id,
             [posted.message_id],

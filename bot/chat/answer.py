@@ -38,7 +38,6 @@ from bot.api import (
 )
 from bot.api.errors import ContextTooLong
 from bot.api.ratelimit import observe_waits
-from bot.budget import RenderBudget
 from bot.chat.alternatives import offer_alternatives
 from bot.chat.history import History, Turn
 from bot.chat.image_links import ImageLinks
@@ -47,8 +46,8 @@ from bot.chat.requests import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.scoping import Target
 from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
 from bot.kernel import Surface, User, UserError, metrics
+from bot.outbox import Activity, Outbox, WritePolicy
 from bot.render import RenderResult, StreamEnd, StreamRenderer
-from bot.status import end_status, show_status
 from bot.tokens import FittedHistory, count_functions, count_text
 from bot.waits import ShownWait
 from storage import ConversationStore, UsageLedger
@@ -132,7 +131,7 @@ class Answerer:
         self,
         store: AnswerStorage,
         api: ProviderClient,
-        budget: RenderBudget,
+        outbox: Outbox,
         defaults: ChatDefaults,
         tools: ImageTools | None = None,
         *,
@@ -141,7 +140,7 @@ class Answerer:
     ) -> None:
         self.store = store
         self.api = api
-        self.budget = budget
+        self.outbox = outbox
         self.defaults = defaults
         self.tools = tools
         self.final_timeout = final_timeout
@@ -169,12 +168,13 @@ class Answerer:
         """Answer ``target``'s conversation, whose stored turns ``history`` holds (turns added
         while answering are appended to it); returns the rendered reply. The "thinking"
         status shown while waiting for the model is cleared when it is done."""
+        thought = Activity("thinking", target.origin, ended=True)
         try:
             rendered = await self._answer(surface, target, user, params, history)
         except Exception:
-            await end_status(surface, target.place, "thinking", origin=target.origin)
+            await self.outbox.write(target.place, thought, WritePolicy.BEST_EFFORT)
             raise
-        await end_status(surface, target.place, "thinking", origin=target.origin)
+        await self.outbox.write(target.place, thought, WritePolicy.BEST_EFFORT)
         return rendered
 
     async def _answer(
@@ -209,7 +209,7 @@ class Answerer:
                 assert outcome.rendered is not None
                 if len(outcome.answers) > 1:
                     await offer_alternatives(
-                        self.store, self.budget, surface, target, outcome.turn_id, outcome.answers
+                        self.store, self.outbox, surface, target, outcome.turn_id, outcome.answers
                     )
                 return outcome.rendered
             await self._run_call(target, outcome.call, context, self.tools, history)
@@ -293,15 +293,16 @@ class Answerer:
     async def _round(
         self, surface: Surface, target: Target, request: ChatRequest, user: User, stream: bool
     ) -> _Outcome:
-        await show_status(surface, target.place, "thinking", origin=target.origin)
+        thinking = Activity("thinking", target.origin)
+        await self.outbox.write(target.place, thinking, WritePolicy.BEST_EFFORT)
         if not stream:
-            completion = await self._waiting(surface, target, self.api.chat.complete(request))
+            completion = await self._waiting(target, self.api.chat.complete(request))
             return await self._whole(surface, target, completion, user)
         return await self._streamed(surface, target, self.api.chat.stream(request), user)
 
-    async def _waiting(self, surface: Surface, target: Target, call: Awaitable[T]) -> T:
+    async def _waiting(self, target: Target, call: Awaitable[T]) -> T:
         """``call``'s result; rate-limit waits meanwhile are shown (:class:`WaitNotice`)."""
-        notice = WaitNotice(self.budget, surface, target)
+        notice = WaitNotice(self.outbox, target)
         shown = ShownWait(notice.write)
         try:
             with observe_waits(shown):
@@ -329,7 +330,7 @@ class Answerer:
     async def _streamed(
         self, surface: Surface, target: Target, stream: ChatStream, user: User
     ) -> _Outcome:
-        await self._waiting(surface, target, stream.open())
+        await self._waiting(target, stream.open())
         async with stream:
             pending = await _until_first_output(stream)
             choice = _first_choice(stream)
@@ -364,7 +365,7 @@ class Answerer:
         renderer = StreamRenderer(
             surface,
             target.place,
-            self.budget,
+            self.outbox.pacer,
             origin=target.origin,
             final_timeout=self.final_timeout,
             interrupt_errors=(ApiError,),

@@ -6,9 +6,9 @@ request carries in :mod:`bot.chat.requests`, how it is answered in :mod:`bot.cha
 Every refusal (a plan that lacks the model, a message too long for it) happens before anything
 is stored, posted or sent to the provider — only a DM's conversation exists beforehand; a
 mention or ``/chat`` in a channel opens its thread only once the message is known to fit.
-genbot's own messages (the question ``/chat`` posts, notes) are written with
-:mod:`bot.posting`: bounded, honouring retry-after, a clear sentence when the platform keeps
-refusing.
+genbot's own messages (the question ``/chat`` posts, notes) are written through the outbox
+(:class:`bot.outbox.Outbox`, ``RAISE``): bounded, honouring retry-after, a clear sentence when the
+platform keeps refusing.
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol
 
-from bot import posting
 from bot.account import command_names
 from bot.api import ProviderClient
 from bot.api.chat import plan_allows
-from bot.budget import RenderBudget
 from bot.chat.alternatives import PICK_ACTION, Pick, pick_alternative
 from bot.chat.answer import Answerer
 from bot.chat.caps import ChatCaps
@@ -63,14 +61,13 @@ from bot.kernel import (
     OutMessage,
     Place,
     Surface,
-    SurfaceRegistry,
     User,
     UserError,
     UserMessage,
     check_text,
     is_image,
 )
-from bot.posting import WritePolicy
+from bot.outbox import Edit, Outbox, Post, WritePolicy
 from bot.refs import Referent, RefKind
 from bot.render import RenderResult
 from storage import (
@@ -117,8 +114,8 @@ class ChatStorage(ConversationStore, ConversationLocks, SettingsReader, UsageLed
 class ChatEngine:
     """Conversations in DMs, threads and reply chains, and the ``/chat`` command.
 
-    ``tools`` (the image engine) enables function calling; ``budget`` is the process's shared
-    write budget (one is made when omitted); ``image_host`` keeps images the provider must be
+    It writes through ``outbox`` (the process's one); ``tools`` (the image engine) enables
+    function calling; ``image_host`` keeps images the provider must be
     given as links (the media host, when genbot has a public address).
     """
 
@@ -132,9 +129,8 @@ class ChatEngine:
         self,
         store: ChatStorage,
         api: ProviderClient,
-        surfaces: SurfaceRegistry,
+        outbox: Outbox,
         *,
-        budget: RenderBudget | None = None,
         tools: ImageTools | None = None,
         defaults: ChatDefaults | None = None,
         final_timeout: float = 60.0,
@@ -144,14 +140,14 @@ class ChatEngine:
         self.store = store
         self.caps = caps or ChatCaps()
         self.api = api
-        self.surfaces = surfaces
+        self.outbox = outbox
+        self.surfaces = outbox.surfaces
         self.plan = api.settings.plan
         self.defaults = defaults or ChatDefaults()
-        self.budget = budget or RenderBudget()
         self.answerer = Answerer(
             store,
             api,
-            self.budget,
+            outbox,
             self.defaults,
             tools,
             final_timeout=final_timeout,
@@ -234,7 +230,7 @@ class ChatEngine:
             target = await thread_target(self.store, user, place, event, create=True)
         if target is None:
             asked = OutMessage(asked_text(user, prompt, surface.limits.max_text))
-            question = await self._post(surface, place, asked, event)
+            question = await self._post(place, asked, event)
             target = await open_thread(
                 self.store, surface, question, thread_title(prompt), user, None
             )
@@ -277,13 +273,9 @@ class ChatEngine:
             await self.store.update_conversation(conversation.id, model=VISION_MODEL)
             switched = await self.store.get_conversation(conversation.id)
             assert switched is not None
-            await posting.edit(
-                self.budget,
-                surface,
-                MessageRef(event.place, event.message_id),
-                OutMessage(f"Switched this conversation to {VISION_MODEL}."),
-                policy=WritePolicy.RAISE,
-            )
+            switched_note = OutMessage(f"Switched this conversation to {VISION_MODEL}.")
+            shown_at = MessageRef(event.place, event.message_id)
+            await self.outbox.write(event.place, Edit(shown_at, switched_note), WritePolicy.RAISE)
             params = await self._params(surface, event.user, event.place, switched)
             history = await self._history(switched.id, params)
             target = Target(switched, event.place, event)
@@ -294,7 +286,7 @@ class ChatEngine:
         surface = self.surfaces.get(event.place.platform)
         async with self._turn(conversation.id):
             await pick_alternative(
-                self.store, self.budget, surface, event.place, event.message_id, pick
+                self.store, self.outbox, surface, event.place, event.message_id, pick
             )
 
     async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
@@ -353,12 +345,8 @@ class ChatEngine:
         budget = history_budget(params, self.defaults)
         return await load_history(self.store, conversation_id, params.model, budget)
 
-    async def _post(
-        self, surface: Surface, place: Place, message: OutMessage, origin: Event | None
-    ) -> MessageRef:
-        return await posting.post(
-            self.budget, surface, place, message, policy=WritePolicy.RAISE, origin=origin
-        )
+    async def _post(self, place: Place, message: OutMessage, origin: Event | None) -> MessageRef:
+        return await self.outbox.write(place, Post(message, origin), WritePolicy.RAISE)
 
     async def _converse(
         self,
@@ -407,7 +395,7 @@ class ChatEngine:
             )
             button = Button(VISION_LABEL, VISION_ACTION, str(target.conversation.id), "primary")
             message = OutMessage(note, buttons=((button,),))
-            posted = await self._post(surface, target.place, message, target.origin)
+            posted = await self._post(target.place, message, target.origin)
             await self.store.link_conversation_messages(
                 target.conversation.id, [posted.message_id], channel_id=target.place.channel_id
             )
@@ -417,5 +405,5 @@ class ChatEngine:
             f"so {images} not sent; "
             + ("only your text is answered." if text else "there is nothing else to answer.")
         )
-        await self._post(surface, target.place, OutMessage(note), target.origin)
+        await self._post(target.place, OutMessage(note), target.origin)
         return bool(text)

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import logging
 
-from bot import posting
 from bot.api.errors import about
-from bot.budget import RenderBudget
 from bot.chat.scoping import Target
-from bot.kernel import MessageRef, OutMessage, Surface
-from bot.posting import WritePolicy
+from bot.kernel import MessageRef, OutMessage
+from bot.outbox import Edit, Outbox, Post, WritePolicy
 from bot.render import RenderResult
 from bot.tokens import count_message
 from storage import ConversationStore
@@ -23,36 +21,28 @@ class WaitNotice:
     the first wait worth showing, edited as the queue moves, and left as a short note of how
     long it took."""
 
-    def __init__(self, budget: RenderBudget, surface: Surface, target: Target) -> None:
-        self.budget = budget
-        self.surface = surface
+    def __init__(self, outbox: Outbox, target: Target) -> None:
+        self.outbox = outbox
         self.target = target
         self.ref: MessageRef | None = None
-        self.started = budget.clock.monotonic()
+        self.started = outbox.pacer.clock.monotonic()
 
     async def write(self, text: str) -> None:
         message = OutMessage(f"⏳ Your answer is waiting: {text}.")
         if self.ref is None:
-            self.ref = await posting.post(
-                self.budget,
-                self.surface,
-                self.target.place,
-                message,
-                policy=WritePolicy.RAISE,
-                origin=self.target.origin,
+            self.ref = await self.outbox.write(
+                self.target.place, Post(message, self.target.origin), WritePolicy.RAISE
             )
         else:
-            await posting.edit(
-                self.budget, self.surface, self.ref, message, policy=WritePolicy.RAISE
-            )
+            await self.outbox.write(self.ref.place, Edit(self.ref, message), WritePolicy.RAISE)
 
     async def finish(self) -> None:
         if self.ref is None:
             return
-        waited = self.budget.clock.monotonic() - self.started
+        waited = self.outbox.pacer.clock.monotonic() - self.started
         note = OutMessage(f"⏳ Your answer waited {about(waited)} for the provider's rate limit.")
         try:
-            await posting.edit(self.budget, self.surface, self.ref, note, policy=WritePolicy.RAISE)
+            await self.outbox.write(self.ref.place, Edit(self.ref, note), WritePolicy.RAISE)
         except Exception as error:
             log.warning("could not settle the rate-limit notice: %r", error)
 

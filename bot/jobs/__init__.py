@@ -2,12 +2,12 @@
 
 The composition root (:func:`bot.assembly.build_core`) wires everything with one call::
 
-    jobs = build_job_engines(settings, store, provider, surfaces, budget=budget)
+    jobs = build_job_engines(settings, store, provider, outbox)
     core = Router(surfaces, [*jobs.features, ...], conversations, [*jobs.services, ...],
                 refs=Refs(store, open_channels))
 
-``budget`` should be the process's one :class:`~bot.budget.RenderBudget` (shared with the chat
-renderer); ``jobs.chat_jobs`` is the :class:`ChatJobs` handle for the chat engine's functions.
+``outbox`` should be the process's one :class:`~bot.outbox.Outbox` (its pacer shared with the
+chat renderer); ``jobs.chat_jobs`` is the :class:`ChatJobs` handle for the chat engine's functions.
 The provider client should be built with ``allow_insecure_webhooks`` equal to
 ``[webhook] allow_insecure_loopback``.
 """
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from bot.api import InvalidRequest, ProviderClient
 from bot.api.validation import check_webhook_address
-from bot.budget import RenderBudget
 from bot.jobs.cancel import JobCancel
 from bot.jobs.chat_jobs import ChatJobs
 from bot.jobs.delivery import Delivery
@@ -42,11 +41,11 @@ from bot.kernel import (
     CoreSettings,
     MediaFetcher,
     MediaHost,
-    SurfaceRegistry,
     media_folder,
     provider_is_private,
     sealer_of,
 )
+from bot.outbox import Outbox
 from bot.router import Feature, Lifecycle
 from storage import Storage
 
@@ -137,9 +136,8 @@ def build_job_engines(
     settings: CoreSettings,
     store: Storage,
     provider: ProviderClient,
-    surfaces: SurfaceRegistry,
+    outbox: Outbox,
     *,
-    budget: RenderBudget | None = None,
     shards: str | None = None,
     clock: Callable[[], float] = time.time,
 ) -> JobEngines:
@@ -150,6 +148,7 @@ def build_job_engines(
     ``shards``: the platform shards this process runs, for
     the cluster's view; ``clock`` times polls, timeouts and delivery retries.
     """
+    surfaces = outbox.surfaces
     limits_settings = settings.limits
     watch = JobWatch(store)
     media = MediaFetcher(
@@ -168,9 +167,7 @@ def build_job_engines(
         else None
     )
     experience = Experience(store, settings.api.diffusion_models)
-    delivery = Delivery(
-        store, surfaces, budget or RenderBudget(), media, watch, clock=clock, experience=experience
-    )
+    delivery = Delivery(store, outbox, media, watch, clock=clock, experience=experience)
     limits = Limits(limits_settings)
     webhook_secrets = WebhookSecrets(sealer_of(settings.storage, settings.api), store)
     tracker = Tracker(

@@ -1,9 +1,9 @@
 """Everything jobs show on a platform: progress messages, results, failure reports.
 
-Every write goes through the process-wide :class:`~bot.budget.RenderBudget`, so job messages
-and streamed chat answers share one budget per channel and workspace and never cause
-rate-limit hits: progress edits are skipped when there is no budget right now (the next poll
-brings a newer one), results and reports wait for it (bounded) because they must land.
+Every write goes through the process's :class:`~bot.outbox.Outbox`, so job messages and
+streamed chat answers share one window per channel and workspace and never cause rate-limit
+hits: progress edits are skipped when there is no room right now (the next poll brings a newer
+one), results and reports wait for it (bounded) because they must land.
 
 One message per job: the progress message becomes the result (image, title, buttons) or the
 failure report, where the platform lets an edit add images (:attr:`SurfaceLimits.edits_add_images`;
@@ -40,7 +40,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from bot.budget import RenderBudget
 from bot.jobs import wording
 from bot.jobs.experience import Experience
 from bot.jobs.marks import ButtonMarks, place_of
@@ -56,10 +55,9 @@ from bot.kernel import (
     OutMessage,
     Surface,
     SurfaceError,
-    SurfaceRegistry,
     metrics,
 )
-from bot.posting import WritePolicy
+from bot.outbox import Delete, Edit, Outbox, Post, WritePolicy
 from storage import (
     DeliveryClaims,
     Job,
@@ -100,8 +98,7 @@ class Delivery(ProgressMessages):
     def __init__(
         self,
         store: DeliveryStorage,
-        surfaces: SurfaceRegistry,
-        budget: RenderBudget,
+        outbox: Outbox,
         media: MediaFetcher,
         watch: JobWatch,
         *,
@@ -109,10 +106,10 @@ class Delivery(ProgressMessages):
         retry: DeliveryRetry | None = None,
         experience: Experience | None = None,
     ) -> None:
-        super().__init__(store, surfaces, budget, watch, clock=clock, experience=experience)
+        super().__init__(store, outbox, watch, clock=clock, experience=experience)
         self.retry = retry or DeliveryRetry()
-        self.results = ResultMessages(surfaces, media)
-        self.marks = ButtonMarks(store, self._writes, self.results)
+        self.results = ResultMessages(outbox.surfaces, media)
+        self.marks = ButtonMarks(store, outbox, self.results)
 
     # Results and failures ---------------------------------------------------------------------
 
@@ -165,13 +162,9 @@ class Delivery(ProgressMessages):
         self._mark_final(job.id)
         async with self._lock(job.id):
             if progress is not None and (surface.limits.edits_add_images or not message.images):
-                shown = progress
                 try:
-                    await self._writes.write(
-                        surface,
-                        place,
-                        lambda: surface.edit(shown, message),
-                        WritePolicy.MUST_DELIVER,
+                    await self._outbox.write(
+                        place, Edit(progress, message), WritePolicy.MUST_DELIVER
                     )
                 except MessageGone:
                     log.info("the progress message of job %s is gone; posting anew", job.id)
@@ -180,9 +173,7 @@ class Delivery(ProgressMessages):
                     self._shown.pop(job.id, None)
                     return progress
             keyed = once(message, job, kind)
-            ref = await self._writes.write(
-                surface, place, lambda: surface.send(place, keyed), WritePolicy.MUST_DELIVER
-            )
+            ref = await self._outbox.write(place, Post(keyed), WritePolicy.MUST_DELIVER)
         if progress is not None:
             await self._retire(job, surface, progress, wording.moved_text(job))
         return ref
@@ -192,22 +183,16 @@ class Delivery(ProgressMessages):
         ``collapsed``; never raises."""
         try:
             if isinstance(surface, DeletesMessages):
-                deletable = surface
                 try:
-                    await self._writes.write(
-                        surface, ref.place, lambda: deletable.delete(ref), WritePolicy.MUST_DELIVER
-                    )
+                    await self._outbox.write(ref.place, Delete(ref), WritePolicy.MUST_DELIVER)
                     return
                 except MessageGone:
                     return
                 except SurfaceError as error:
                     log.warning("could not delete the progress message of %s: %s", job.id, error)
             collapsed_message = OutMessage(text=collapsed, card=True)
-            await self._writes.write(
-                surface,
-                ref.place,
-                lambda: surface.edit(ref, collapsed_message),
-                WritePolicy.MUST_DELIVER,
+            await self._outbox.write(
+                ref.place, Edit(ref, collapsed_message), WritePolicy.MUST_DELIVER
             )
         except Exception as error:
             log.warning("could not retire the progress message of job %s: %r", job.id, error)

@@ -7,9 +7,8 @@ import asyncio
 import logging
 
 from bot.jobs.result_messages import ResultMessages, pressed_actions
-from bot.jobs.writes import BudgetedWrites
 from bot.kernel import LinksMessages, MessageRef, Place, RateLimited, SurfaceError
-from bot.posting import WritePolicy
+from bot.outbox import Edit, Outbox, WritePolicy
 from storage import Job, JobWriter, adding_pressed
 
 log = logging.getLogger(__name__)
@@ -29,9 +28,9 @@ def place_of(job: Job) -> Place:
 class ButtonMarks:
     """Marks pressed buttons and finds links to job messages."""
 
-    def __init__(self, store: JobWriter, writes: BudgetedWrites, results: ResultMessages) -> None:
+    def __init__(self, store: JobWriter, outbox: Outbox, results: ResultMessages) -> None:
         self._store = store
-        self._writes = writes
+        self._outbox = outbox
         self._results = results
         self._redrawing: dict[str, tuple[asyncio.Lock, int]] = {}
         """Job id → the lock its redraws take turns with, and how many hold or await it."""
@@ -51,22 +50,18 @@ class ButtonMarks:
     async def redraw(self, job: Job) -> None:
         """Show ``job``'s current buttons (pressed ones marked, refused ones disabled) on its
         posted result; best effort: a failure is logged. Redraws of one job take turns, each
-        reading the stored job when its edit is made, so the last one shows every mark."""
+        reading the stored job when its turn comes, so the last one shows every mark."""
         if job.status != "posted" or job.result_message_id is None:
             return
         place = place_of(job)
         lock, users = self._redrawing.get(job.id, (asyncio.Lock(), 0))
         self._redrawing[job.id] = (lock, users + 1)
         try:
-            surface = self._writes.surfaces.get(place.platform)
             ref = MessageRef(place, job.result_message_id)
-
-            async def edit() -> None:
-                latest = await self._store.get_job(job.id) or job
-                await surface.edit(ref, self._results.marked(latest))
-
             async with lock:
-                await self._writes.write(surface, place, edit, WritePolicy.MUST_DELIVER)
+                latest = await self._store.get_job(job.id) or job
+                edit = Edit(ref, self._results.marked(latest))
+                await self._outbox.write(place, edit, WritePolicy.MUST_DELIVER)
         except Exception as error:
             log.warning("could not redraw the buttons of job %s: %r", job.id, error)
         finally:
@@ -80,9 +75,9 @@ class ButtonMarks:
         """An address that opens ``job``'s result (or progress) message, where the platform
         gives one (a surface's optional ``link``)."""
         message_id = job.result_message_id or job.progress_message_id
-        if message_id is None or job.platform not in self._writes.surfaces:
+        if message_id is None or job.platform not in self._outbox.surfaces:
             return None
-        surface = self._writes.surfaces.get(job.platform)
+        surface = self._outbox.surfaces.get(job.platform)
         if not isinstance(surface, LinksMessages):
             return None
         try:

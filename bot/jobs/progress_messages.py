@@ -2,9 +2,8 @@
 then kept current — its status in words, the time since it started and the time left, its place
 among the requester's jobs, and ❌ Cancel.
 
-Every write goes through the process-wide :class:`~bot.budget.RenderBudget` (see
-:mod:`bot.jobs.delivery`): a progress edit is skipped when there is no budget right now (the next
-poll brings a newer one).
+Every write goes through the process's :class:`~bot.outbox.Outbox` (see :mod:`bot.jobs.delivery`):
+a progress edit is skipped when there is no room right now (the next poll brings a newer one).
 
 Progress edits are serialized per job with the final edits and never made once the job's
 messages are final (remembered in memory: deliveries run in this process), so a late poll
@@ -23,13 +22,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from bot.budget import RenderBudget
 from bot.jobs import wording
 from bot.jobs.experience import Experience
 from bot.jobs.marks import place_of
 from bot.jobs.progress import ELAPSED_STEP, Position
 from bot.jobs.watch import JobWatch
-from bot.jobs.writes import BudgetedWrites
 from bot.kernel import (
     Button,
     Event,
@@ -40,11 +37,9 @@ from bot.kernel import (
     Place,
     RateLimited,
     SurfaceError,
-    SurfaceRegistry,
     metrics,
 )
-from bot.posting import WritePolicy, WriteSkipped
-from bot.status import end_status, show_status
+from bot.outbox import Activity, Edit, Outbox, Post, WritePolicy, WriteSkipped
 from storage import TERMINAL_STATUSES, Job, JobMessage, JobWriter, MessageLinks
 
 log = logging.getLogger(__name__)
@@ -82,16 +77,15 @@ class ProgressMessages:
     def __init__(
         self,
         store: ProgressStorage,
-        surfaces: SurfaceRegistry,
-        budget: RenderBudget,
+        outbox: Outbox,
         watch: JobWatch,
         *,
         clock: Callable[[], float] = time.time,
         experience: Experience | None = None,
     ) -> None:
         self._store = store
-        self._surfaces = surfaces
-        self._writes = BudgetedWrites(surfaces, budget)
+        self._outbox = outbox
+        self._surfaces = outbox.surfaces
         self._watch = watch
         self._clock = clock
         self.experience = experience or Experience()
@@ -105,13 +99,13 @@ class ProgressMessages:
         self._locks: dict[str, asyncio.Lock] = {}
         self._final: OrderedDict[str, None] = OrderedDict()
 
-    # Writing under the budget -----------------------------------------------------------------
+    # Writing through the outbox -----------------------------------------------------------------
 
     async def send(
         self, place: Place, message: OutMessage, *, policy: WritePolicy, origin: Event | None = None
     ) -> MessageRef:
         """Post ``message`` as ``policy`` says."""
-        return await self._writes.send(place, message, policy=policy, origin=origin)
+        return await self._outbox.write(place, Post(message, origin), policy)
 
     async def edit(
         self,
@@ -139,18 +133,10 @@ class ProgressMessages:
         place = place_of(job)
         if place.platform not in self._surfaces:
             return False
-        surface = self._surfaces.get(place.platform)
         ref = MessageRef(place, job.progress_message_id)
         last = self._edited_at.get(job.id, -math.inf)
         try:
-            await self._writes.write(
-                surface,
-                place,
-                lambda: surface.edit(ref, message),
-                policy,
-                wait=wait,
-                last_served=last,
-            )
+            await self._outbox.write(place, Edit(ref, message), policy, wait=wait, last_served=last)
         except (WriteSkipped, RateLimited):
             return False
         except MessageGone:
@@ -161,7 +147,7 @@ class ProgressMessages:
             log.warning("could not edit the progress message of job %s: %s", job.id, error)
             return False
         self._shown[job.id] = message.text
-        self._edited_at[job.id] = self._writes.budget.clock.monotonic()
+        self._edited_at[job.id] = self._outbox.pacer.clock.monotonic()
         return True
 
     def forget(self, job_id: str) -> None:
@@ -190,7 +176,8 @@ class ProgressMessages:
 
     async def _end_drawing(self, job: Job) -> None:
         if job.platform in self._surfaces:
-            await end_status(self._surfaces.get(job.platform), place_of(job), "drawing")
+            drawn = Activity("drawing", ended=True)
+            await self._outbox.write(place_of(job), drawn, WritePolicy.BEST_EFFORT)
 
     # Progress ---------------------------------------------------------------------------------
 
@@ -224,7 +211,7 @@ class ProgressMessages:
         self._shown[job.id] = message.text
         if not linked:
             raise TakenOver(job.id)
-        await show_status(self._surfaces.get(place.platform), place, "drawing", origin=origin)
+        await self._outbox.write(place, Activity("drawing", origin), WritePolicy.BEST_EFFORT)
         refreshed = await self._store.get_job(job.id)
         return refreshed or job
 
@@ -252,7 +239,7 @@ class ProgressMessages:
     ) -> bool:
         """Edit the progress message for ``status`` (default: the job's), when its text changes
         and the job is still in flight (a late answer about a job whose messages are final
-        changes nothing). Skipped when the budget has no room within ``wait`` seconds."""
+        changes nothing). Skipped when the outbox finds no room within ``wait`` seconds."""
         if job.id in self._final or job.status in TERMINAL_STATUSES:
             return False
         message = self.progress_message(job, status)

@@ -79,7 +79,7 @@ from bot.kernel import (
     inspect_image,
     metrics,
 )
-from bot.posting import WritePolicy
+from bot.outbox import WritePolicy
 from bot.waits import ShownWait
 from storage import (
     ESTIMATED_CREDITS,

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, Protocol, runtime_checkable
 
-from bot.kernel.events import Attachment, Event, MessageRef, Place, User
-from bot.kernel.outbound import Modal, OutMessage
+from bot.kernel.events import Attachment, Event, HomeOpened, MessageRef, Place, User
+from bot.kernel.outbound import HomeView, Modal, OutMessage
 
 WriteKind = Literal["send", "edit", "stream_start", "stream_append", "stream_stop"]
 """What a write to the platform is: a new message, an edit, or a step of a natively streamed
 message (see :class:`NativeStream`)."""
 WorkStatus = Literal["thinking", "drawing"]
-"""What genbot shows it is doing while a user waits (see :mod:`bot.status`)."""
+"""What genbot shows it is doing while a user waits (an :class:`bot.outbox.Activity`)."""
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,7 @@ class Surface(Protocol):
     What only some platforms can do is a protocol of its own, checked with ``isinstance``:
     :class:`FindsKeyedPosts`, :class:`DeletesMessages`, :class:`LinksMessages`,
     :class:`StreamsNatively`, :class:`ShowsStatus`, :class:`SpellsCommands`,
-    :class:`SendsPrivately` (and, for the home tab, :class:`bot.home.PublishesHome` and
-    :class:`bot.home.Reposts`).
+    :class:`SendsPrivately`, :class:`PublishesHome`, :class:`Reposts`.
     """
 
     platform: str
@@ -203,3 +202,18 @@ class SendsPrivately(Protocol):
         """Show ``message`` to ``origin``'s user only, where ``origin`` happened;
         :class:`SurfaceError` where it cannot."""
         ...
+
+
+@runtime_checkable
+class PublishesHome(Protocol):
+    """A surface with a home tab per user (Slack's App Home), drawn from a
+    :class:`~bot.kernel.outbound.HomeView`."""
+
+    async def publish_home(self, event: HomeOpened, view: HomeView) -> None: ...
+
+
+@runtime_checkable
+class Reposts(Protocol):
+    """A surface that can post a copy of a message elsewhere (a result again, from the home)."""
+
+    async def repost(self, ref: MessageRef, place: Place, message: OutMessage) -> MessageRef: ...

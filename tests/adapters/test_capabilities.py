@@ -12,12 +12,13 @@ from adapters.slack.settings import SlackSettings
 from adapters.slack.surface import SlackSurface
 from adapters.web.adapter import WebAdapter
 from adapters.web.settings import WebSettings
-from bot.home import PublishesHome, Reposts
 from bot.kernel import (
     DeletesMessages,
     FindsKeyedPosts,
     LimitsSettings,
     LinksMessages,
+    PublishesHome,
+    Reposts,
     SendsPrivately,
     ShowsStatus,
     SpellsCommands,

@@ -12,7 +12,7 @@ what users see, ``bot.store`` / ``bot.sim.state`` show what genbot stored and wh
 saw. Extra features (the chat engine…) are given as factories of :class:`Parts`, so they can use
 the same store, provider client, budget and job tools::
 
-    chat = lambda parts: Chat(parts.store, parts.provider, parts.budget, parts.jobs.chat_jobs)
+    chat = lambda parts: Chat(parts.store, parts.provider, parts.outbox, parts.jobs.chat_jobs)
     async with harness(tmp_path, conversations=chat):
         ...
 
@@ -31,7 +31,6 @@ from typing import Any
 from pydantic import SecretStr
 
 from bot.api import ProviderClient, RetryPolicy
-from bot.budget import RenderBudget
 from bot.jobs import JobEngines, build_job_engines
 from bot.kernel import (
     ApiSettings,
@@ -44,6 +43,7 @@ from bot.kernel import (
     WebhookSettings,
 )
 from bot.metered import MeteredSurface
+from bot.outbox import Outbox, Pacer
 from bot.refs import Refs
 from bot.router import Conversations, Feature, Lifecycle, Router
 from genbot.demo import free_port
@@ -73,7 +73,7 @@ class Parts:
     store: SqliteStore | PostgresStore
     provider: ProviderClient
     surfaces: SurfaceRegistry
-    budget: RenderBudget
+    outbox: Outbox
     jobs: JobEngines
 
 
@@ -201,15 +201,9 @@ async def running_genbot(
         stack.push_async_callback(provider.aclose)
         fake = platform or FakePlatform(limits=ROOMY)
         surfaces = SurfaceRegistry([MeteredSurface(fake)])
-        budget = RenderBudget(shared=store if store.shared else None)
-        jobs = build_job_engines(
-            settings,
-            store,
-            provider,
-            surfaces,
-            budget=budget,
-        )
-        parts = Parts(settings, store, provider, surfaces, budget, jobs)
+        outbox = Outbox(surfaces, Pacer(shared=store if store.shared else None))
+        jobs = build_job_engines(settings, store, provider, outbox)
+        parts = Parts(settings, store, provider, surfaces, outbox, jobs)
         extra = list(features(parts)) if features is not None else []
         chat = conversations(parts) if conversations is not None else None
         receiver = webhook_receiver(settings, jobs)

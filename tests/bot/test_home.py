@@ -34,9 +34,7 @@ class RefusesWhenArmed(FakePlatform):
 
 
 def _home(parts: Parts) -> list[HomeFeature]:
-    return [
-        HomeFeature(parts.store, parts.surfaces, parts.jobs.delivery.results, budget=parts.budget)
-    ]
+    return [HomeFeature(parts.store, parts.outbox, parts.jobs.delivery.results)]
 
 
 async def test_post_again_waits_out_a_rate_limit_and_posts(tmp_path: Path) -> None:

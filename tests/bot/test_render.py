@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bot.budget import SWEEP_EVERY_GRANTS, BudgetTimeout, RenderBudget
 from bot.kernel import Command, Place, SurfaceLimits, User
+from bot.outbox.pacing import SWEEP_EVERY_GRANTS, Pacer, PacingTimeout
 from bot.render import (
     EMPTY_NOTE,
     INTERRUPTED_NOTE,
@@ -78,7 +78,7 @@ def words(count: int, tag: str = "w") -> list[str]:
 def setup(limits: SurfaceLimits = DISCORD, **surface_options: object):  # type: ignore[no-untyped-def]
     fake = FakeClock()
     surface = BudgetSurface(fake.monotonic, limits, **surface_options)  # type: ignore[arg-type]
-    budget = RenderBudget(fake.clock, margin=0.0)
+    budget = Pacer(fake.clock, margin=0.0)
     return fake, surface, budget
 
 
@@ -342,7 +342,7 @@ async def test_cancelling_a_render_closes_the_stream() -> None:
 
 async def test_budget_serves_urgent_writes_first_and_honours_deadlines() -> None:
     fake = FakeClock()
-    budget = RenderBudget(fake.clock, margin=0.0)
+    budget = Pacer(fake.clock, margin=0.0)
     limits = SurfaceLimits(edits_per_window_per_channel=1, edit_window_seconds=10.0)
     order: list[str] = []
 
@@ -353,7 +353,7 @@ async def test_budget_serves_urgent_writes_first_and_honours_deadlines() -> None
     async def scenario() -> None:
         await write("first", False)
         await asyncio.gather(write("interim", False), write("final", True))
-        with pytest.raises(BudgetTimeout):
+        with pytest.raises(PacingTimeout):
             await budget.acquire(PLACE, limits, urgent=True, deadline=fake.now + 5.0)
 
     await fake.run(scenario())
@@ -363,7 +363,7 @@ async def test_budget_serves_urgent_writes_first_and_honours_deadlines() -> None
 
 async def test_budgets_of_idle_channels_are_forgotten() -> None:
     fake = FakeClock()
-    budget = RenderBudget(fake.clock, margin=0.0)
+    budget = Pacer(fake.clock, margin=0.0)
 
     async def one_write_per_channel() -> None:
         for index in range(SWEEP_EVERY_GRANTS):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from bot.budget import RenderBudget
 from bot.kernel import Command, Place, SurfaceLimits, User, WriteKind
+from bot.outbox.pacing import Pacer
 from bot.render import MARKER, StreamEnd, render_stream
 from tests.bot.test_render import Producer, words
 from tests.fakes.clock import FakeClock
@@ -28,12 +28,12 @@ ORIGIN = Command(user=User("u1"), place=PLACE, name="chat")
 
 def setup(
     limits: SurfaceLimits = SLACK, *, window_seconds: float = 300.0, decline: bool = False
-) -> tuple[FakeClock, StreamingSurface, RenderBudget]:
+) -> tuple[FakeClock, StreamingSurface, Pacer]:
     fake = FakeClock()
     surface = StreamingSurface(
         fake.monotonic, limits, window_seconds=window_seconds, decline=decline
     )
-    return fake, surface, RenderBudget(fake.clock, margin=0.0)
+    return fake, surface, Pacer(fake.clock, margin=0.0)
 
 
 async def test_an_answer_is_streamed_natively_with_only_new_text_and_ends_exact() -> None:

@@ -1,6 +1,6 @@
 """A virtual clock for timing-sensitive core code (the stream renderer, budgets).
 
-``FakeClock.clock`` is a :class:`bot.budget.Clock` whose ``sleep`` parks the caller until the
+``FakeClock.clock`` is a :class:`bot.outbox.pacing.Clock` whose ``sleep`` parks the caller until the
 driver moves virtual time. ``await fake.run(coro)`` drives: it lets every runnable task settle,
 then jumps time to the earliest sleeper and wakes it, until ``coro`` is done. Nothing waits on
 wall-clock time, so results are deterministic and fast.
@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from bot.budget import Clock
+from bot.outbox.pacing import Clock
 
 T = TypeVar("T")
 

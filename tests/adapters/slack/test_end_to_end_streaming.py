@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot import budget
+from bot.outbox import pacing
 from bot.render import MARKER
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
@@ -110,7 +110,7 @@ async def test_a_stream_past_slacks_window_is_finished_with_an_update(
 async def test_answers_past_a_tight_start_tier_wait_for_it_instead_of_being_refused(
     sim: RunningSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(budget, "WORKSPACE_WINDOW_SECONDS", TIER_WINDOW)
+    monkeypatch.setattr(pacing, "WORKSPACE_WINDOW_SECONDS", TIER_WINDOW)
     monkeypatch.setattr(slack_streaming, "TIER_WINDOW_SECONDS", TIER_WINDOW)
     tiers = {**DEFAULT_TIERS, "chat.startStream": 2}
     channels = ("C1", "C2", "C3")

@@ -11,8 +11,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import SlackSurface
 from adapters.slack.settings import SlackSettings
-from bot.budget import RenderBudget
 from bot.kernel import Command, Place, User
+from bot.outbox.pacing import Pacer
 from bot.render import MARKER, StreamEnd, render_stream
 from tests.adapters.slack.test_surface import surface_for
 from tests.fakes.slack import FakeSlack
@@ -34,7 +34,7 @@ async def test_a_streamed_answer_is_edited_within_budget_and_ends_exact() -> Non
         surface = surface_for(fake, settings)
         words = [f"word{i} " for i in range(40)]
 
-        result = await render_stream(deltas(words, 0.03), surface, THREAD, RenderBudget())
+        result = await render_stream(deltas(words, 0.03), surface, THREAD, Pacer())
 
         assert result.landed and fake.ratelimited == []
         (message,) = fake.bot_messages("C1")
@@ -53,7 +53,7 @@ async def test_a_long_answer_continues_in_new_thread_messages() -> None:
         paragraph = "All work and no play makes a dull fox. " * 50 + "\n\n"
         pieces = [paragraph] * 14
 
-        result = await render_stream(deltas(pieces, 0.01), surface, THREAD, RenderBudget())
+        result = await render_stream(deltas(pieces, 0.01), surface, THREAD, Pacer())
 
         assert result.landed and fake.ratelimited == []
         messages = fake.bot_messages("C1")
@@ -71,9 +71,7 @@ async def test_a_long_native_answer_continues_in_new_streams_within_slacks_limit
         pieces = [paragraph[i : i + 500] for i in range(0, len(paragraph), 500)] * 12
         origin = Command(user=User("U1"), place=THREAD, name="chat")
 
-        result = await render_stream(
-            deltas(pieces, 0.0), surface, THREAD, RenderBudget(), origin=origin
-        )
+        result = await render_stream(deltas(pieces, 0.0), surface, THREAD, Pacer(), origin=origin)
 
         assert result.landed and len(result.messages) >= 3
         assert result.streamed == 1, "continuations complete at once are posted whole"
@@ -91,9 +89,7 @@ async def test_a_ping_split_across_pieces_is_never_streamed() -> None:
         pieces = ["Tell @her", "e and <!ev", "eryone> and &lt;", "!channel&gt; hi"]
         origin = Command(user=User("U1"), place=THREAD, name="chat")
 
-        result = await render_stream(
-            deltas(pieces, 0.3), surface, THREAD, RenderBudget(), origin=origin
-        )
+        result = await render_stream(deltas(pieces, 0.3), surface, THREAD, Pacer(), origin=origin)
 
         assert result.landed
         (message,) = fake.bot_messages("C1")

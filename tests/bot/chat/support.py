@@ -87,8 +87,7 @@ class ChatWorld:
         self.engine = ChatEngine(
             parts.store,
             provider,
-            parts.surfaces,
-            budget=parts.budget,
+            parts.outbox,
             tools=ChatImageTools(parts.jobs.chat_jobs, describe_timeout=10.0)
             if self.tools
             else None,

@@ -25,7 +25,7 @@ def chat_engine(parts: Parts) -> ChatEngine:
     """The chat engine of a test genbot (one per genbot: the feature and the conversations)."""
     engine = ENGINES.get(id(parts))
     if engine is None:
-        engine = ChatEngine(parts.store, parts.provider, parts.surfaces, budget=parts.budget)
+        engine = ChatEngine(parts.store, parts.provider, parts.outbox)
         ENGINES[id(parts)] = engine
     return engine
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bot.chat.scoping import dm_key
 from bot.kernel import Event, MessageRef, OutMessage, Place, RateLimited, SurfaceError
-from bot.posting import WriteRateLimited
+from bot.outbox import WriteRateLimited
 from bot.render import MARKER
 from tests.bot.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, chat_world, sim_config
 from tests.bot.chat.test_scoping import ThreadlessPlatform

@@ -18,6 +18,7 @@ from bot.api import ProviderClient
 from bot.jobs import JobEngines, build_job_engines
 from bot.kernel import Attachment, ButtonPress, ModalSubmit, SurfaceRegistry
 from bot.metered import MeteredSurface
+from bot.outbox import Outbox
 from simulator.server import RunningSimulator
 from storage import Job, NewJob, SqliteStore
 from tests.bot.harness import ROOMY, Genbot, harness_settings
@@ -136,7 +137,7 @@ async def bare_engines(
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         fake = platform or FakePlatform(limits=ROOMY)
         surfaces = SurfaceRegistry([MeteredSurface(fake)])
-        engines = build_job_engines(settings, store, provider, surfaces, clock=clock)
+        engines = build_job_engines(settings, store, provider, Outbox(surfaces), clock=clock)
         stack.push_async_callback(engines.media.aclose)
         stack.push_async_callback(engines.tracker.stop)
         yield Bare(engines, fake, store, provider)

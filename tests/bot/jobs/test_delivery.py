@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.budget import RenderBudget
 from bot.jobs import DeliveryRetry
 from bot.jobs.delivery import Delivery
 from bot.jobs.watch import JobWatch
@@ -25,7 +24,7 @@ from bot.kernel import (
     SurfaceRegistry,
     User,
 )
-from bot.posting import WritePolicy
+from bot.outbox import Outbox, Pacer, WritePolicy
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore
@@ -182,8 +181,7 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
     try:
         delivery = Delivery(
             store,
-            surfaces,
-            RenderBudget(fake.clock),
+            Outbox(surfaces, Pacer(fake.clock)),
             MediaFetcher(1024, allow_private=True),
             JobWatch(store),
         )

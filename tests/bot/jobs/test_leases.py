@@ -22,6 +22,7 @@ from bot.jobs import JobEngines, build_job_engines
 from bot.jobs.leases import Leases
 from bot.jobs.wording import RESTARTED_WHILE_CREATING
 from bot.kernel import Command, MessageRef, OutMessage, SurfaceRegistry, User
+from bot.outbox import Outbox
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record
@@ -74,7 +75,7 @@ async def process_on(
         )
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         surfaces = SurfaceRegistry([platform])
-        engines = build_job_engines(settings, store, provider, surfaces)
+        engines = build_job_engines(settings, store, provider, Outbox(surfaces))
         stack.push_async_callback(engines.media.aclose)
         if not dies:
             stack.push_async_callback(engines.tracker.stop)

@@ -11,6 +11,7 @@ from pathlib import Path
 from bot.api import ProviderClient
 from bot.jobs import JobEngines, build_job_engines
 from bot.kernel import Command, SurfaceRegistry, User
+from bot.outbox import Outbox
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from storage.postgres import PostgresStore
@@ -41,7 +42,7 @@ async def process_on(
         )
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         engines = build_job_engines(
-            settings, store, provider, SurfaceRegistry([platform]), clock=clock
+            settings, store, provider, Outbox(SurfaceRegistry([platform])), clock=clock
         )
         stack.push_async_callback(engines.media.aclose)
         stack.push_async_callback(engines.tracker.stop)

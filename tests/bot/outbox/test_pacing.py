@@ -1,4 +1,4 @@
-"""The write budget: held writes, stalest-first order, pacing — on a virtual clock."""
+"""The pacer: held writes, stalest-first order, pacing — on a virtual clock."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from bot import posting
-from bot.budget import FIRST_MESSAGE_HOLD, UNHELD_ALLOWANCE, BudgetTimeout, RenderBudget
-from bot.kernel import OutMessage, Place, SurfaceLimits, WriteKind
+from bot.kernel import OutMessage, Place, SurfaceLimits, SurfaceRegistry, WriteKind
+from bot.outbox import Outbox, Post, WritePolicy
+from bot.outbox.pacing import FIRST_MESSAGE_HOLD, UNHELD_ALLOWANCE, Pacer, PacingTimeout
+from bot.outbox.windows import FINAL_TEXT_BONUS, FIRST_MESSAGE_BONUS, IN_FLIGHT_LIMIT, Demand
 from bot.render import RenderResult, render_stream
-from bot.write_windows import FINAL_TEXT_BONUS, FIRST_MESSAGE_BONUS, IN_FLIGHT_LIMIT, Demand
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface
 
@@ -44,12 +44,12 @@ async def test_streams_are_not_refused_when_requests_arrive_late() -> None:
     surface = BudgetSurface(
         fake.monotonic, DISCORD, latency=slow_then_fast(6, 0.8, 0.3), sleep=fake.sleep
     )
-    budget = RenderBudget(fake.clock)
+    pacer = Pacer(fake.clock)
 
     async def everyone() -> list[RenderResult]:
         return await asyncio.gather(
             *(
-                render_stream(pieces(fake, 120, f"s{index}x", 0.1), surface, PLACE, budget)
+                render_stream(pieces(fake, 120, f"s{index}x", 0.1), surface, PLACE, pacer)
                 for index in range(3)
             )
         )
@@ -66,13 +66,10 @@ async def test_posts_are_not_refused_when_requests_arrive_late() -> None:
     surface = BudgetSurface(
         fake.monotonic, DISCORD, latency=slow_then_fast(5, 1.0, 1.0), sleep=fake.sleep
     )
-    budget = RenderBudget(fake.clock)
+    outbox = Outbox(SurfaceRegistry([surface]), Pacer(fake.clock))
 
     posts = (
-        posting.post(
-            budget, surface, PLACE, OutMessage(f"note {i}"), policy=posting.WritePolicy.RAISE
-        )
-        for i in range(6)
+        outbox.write(PLACE, Post(OutMessage(f"note {i}")), WritePolicy.RAISE) for i in range(6)
     )
     await fake.run(asyncio.gather(*posts))
     assert surface.rate_limited == 0, surface.refusals
@@ -81,22 +78,22 @@ async def test_posts_are_not_refused_when_requests_arrive_late() -> None:
 
 async def test_a_held_write_counts_until_it_finishes_and_a_cancelled_one_gives_room_back() -> None:
     fake = FakeClock()
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
     granted: list[float] = []
 
     async def scenario() -> None:
-        held = await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
-        waiting = asyncio.ensure_future(budget.acquire(PLACE, ONE_PER_SECOND, urgent=True))
+        held = await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        waiting = asyncio.ensure_future(pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True))
         waiting.add_done_callback(lambda _: granted.append(fake.now))
         await fake.sleep(3.0)
         assert not waiting.done(), "an unfinished write stays in the window"
         held.finish()
         held.finish()
         await waiting
-        unused = await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        unused = await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
         unused.cancel()
         unused.finish()
-        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
         granted.append(fake.now)
 
     await fake.run(scenario())
@@ -105,11 +102,11 @@ async def test_a_held_write_counts_until_it_finishes_and_a_cancelled_one_gives_r
 
 async def test_a_held_write_never_finished_leaves_the_window_eventually() -> None:
     fake = FakeClock()
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
 
     async def scenario() -> float:
-        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
-        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
         return fake.now
 
     assert await fake.run(scenario()) == IN_FLIGHT_LIMIT + 1.0
@@ -117,7 +114,7 @@ async def test_a_held_write_never_finished_leaves_the_window_eventually() -> Non
 
 async def test_waiting_stream_writes_are_served_stalest_first() -> None:
     fake = FakeClock(start=100.0)
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
     order: list[str] = []
     demands = {
         "few chars, waited 1 s": Demand(unseen=100, since=99.0),
@@ -130,7 +127,7 @@ async def test_waiting_stream_writes_are_served_stalest_first() -> None:
 
     async def write(name: str, last_served: float) -> None:
         demand = demands[name]
-        await budget.acquire(
+        await pacer.acquire(
             PLACE,
             ONE_PER_SECOND,
             urgent=False,
@@ -140,7 +137,7 @@ async def test_waiting_stream_writes_are_served_stalest_first() -> None:
         order.append(name)
 
     async def scenario() -> None:
-        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
         await asyncio.gather(*(write(name, -float(i)) for i, name in enumerate(demands)))
 
     await fake.run(scenario())
@@ -158,7 +155,7 @@ async def test_waiting_stream_writes_are_served_stalest_first() -> None:
 
 async def test_a_first_message_is_held_while_others_wait_and_posted_at_once_alone() -> None:
     fake = FakeClock(start=100.0)
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
     granted: dict[str, float] = {}
     demands = {
         "first message, text from 100.9": Demand(unseen=10, since=100.9, first=True),
@@ -167,11 +164,11 @@ async def test_a_first_message_is_held_while_others_wait_and_posted_at_once_alon
 
     async def write(name: str) -> None:
         demand = demands[name]
-        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=lambda: demand)
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=lambda: demand)
         granted[name] = fake.now
 
     async def scenario() -> None:
-        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
         await asyncio.gather(*(write(name) for name in demands))
 
     await fake.run(scenario())
@@ -184,20 +181,18 @@ async def test_a_first_message_is_held_while_others_wait_and_posted_at_once_alon
 
     fake.now = 200.0
     fresh = Demand(unseen=10, since=200.0, first=True)
-    alone = await fake.run(
-        budget.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=lambda: fresh)
-    )
+    alone = await fake.run(pacer.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=lambda: fresh))
     assert alone.granted_at == 200.0 < 200.0 + FIRST_MESSAGE_HOLD
 
 
 async def test_non_urgent_writes_are_paced_and_urgent_ones_are_not() -> None:
     fake = FakeClock()
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
     times: dict[str, list[float]] = {"stream": [], "urgent": []}
 
     async def write(kind: str) -> None:
         demand = Demand(unseen=10, since=fake.now)
-        await budget.acquire(PLACE, DISCORD, urgent=kind == "urgent", demand=lambda: demand)
+        await pacer.acquire(PLACE, DISCORD, urgent=kind == "urgent", demand=lambda: demand)
         times[kind].append(fake.now)
 
     await fake.run(asyncio.gather(*(write("stream") for _ in range(5))))
@@ -212,26 +207,26 @@ async def test_non_urgent_writes_are_paced_and_urgent_ones_are_not() -> None:
 
 async def test_the_deadline_still_bounds_a_wait_behind_a_held_write() -> None:
     fake = FakeClock()
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
 
     async def scenario() -> None:
-        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
-        with pytest.raises(BudgetTimeout):
-            await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True, deadline=fake.now + 0.5)
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        with pytest.raises(PacingTimeout):
+            await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, deadline=fake.now + 0.5)
 
     await fake.run(scenario())
 
 
 async def test_writing_holds_the_write_for_the_block() -> None:
     fake = FakeClock()
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
     granted: list[float] = []
 
     async def scenario() -> None:
-        async with budget.writing(PLACE, ONE_PER_SECOND, urgent=True) as grant:
+        async with pacer.writing(PLACE, ONE_PER_SECOND, urgent=True) as grant:
             granted.append(grant.granted_at)
             await fake.sleep(2.5)
-        await budget.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
         granted.append(fake.now)
 
     await fake.run(scenario())
@@ -241,12 +236,12 @@ async def test_writing_holds_the_write_for_the_block() -> None:
 async def test_first_messages_of_concurrent_streams_do_not_burst_the_window() -> None:
     fake = FakeClock()
     surface = BudgetSurface(fake.monotonic, DISCORD)
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
 
     async def everyone() -> list[RenderResult]:
         return await asyncio.gather(
             *(
-                render_stream(pieces(fake, 60, f"s{index}x", 0.1), surface, PLACE, budget)
+                render_stream(pieces(fake, 60, f"s{index}x", 0.1), surface, PLACE, pacer)
                 for index in range(5)
             )
         )
@@ -261,7 +256,7 @@ async def test_first_messages_of_concurrent_streams_do_not_burst_the_window() ->
 async def test_the_stream_with_the_most_unshown_text_is_updated_first() -> None:
     fake = FakeClock()
     surface = BudgetSurface(fake.monotonic, ONE_PER_SECOND)
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
 
     async def stream(first_at: float, burst_at: float, burst: str) -> AsyncIterator[str]:
         await fake.sleep(first_at)
@@ -274,8 +269,8 @@ async def test_the_stream_with_the_most_unshown_text_is_updated_first() -> None:
 
     async def both() -> tuple[RenderResult, RenderResult]:
         return await asyncio.gather(
-            render_stream(stream(0.1, 1.5, "x" * 1500 + " "), surface, PLACE, budget),
-            render_stream(stream(0.05, 1.2, "tiny "), surface, PLACE, budget),
+            render_stream(stream(0.1, 1.5, "x" * 1500 + " "), surface, PLACE, pacer),
+            render_stream(stream(0.05, 1.2, "tiny "), surface, PLACE, pacer),
         )
 
     big, small = await fake.run(both())
@@ -289,7 +284,7 @@ async def test_the_stream_with_the_most_unshown_text_is_updated_first() -> None:
 async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits() -> None:
     fake = FakeClock()
     surface = BudgetSurface(fake.monotonic, DISCORD)
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
 
     async def short(tag: str, start: float) -> AsyncIterator[str]:
         await fake.sleep(start)
@@ -297,7 +292,7 @@ async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits() -> None
         await fake.sleep(0.2)
         yield " world"
 
-    alone = await fake.run(render_stream(short("a", 0.1), surface, PLACE, budget))
+    alone = await fake.run(render_stream(short("a", 0.1), surface, PLACE, pacer))
     first, final = surface.writes
     assert first.at == pytest.approx(0.1), "a lone stream's first message is not held"
     assert final.message_id == alone.messages[0].message_id
@@ -307,17 +302,17 @@ async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits() -> None
     other = Place("fake", "w1", "c2")
     together = await fake.run(
         asyncio.gather(
-            render_stream(short("b", 0.1), surface, other, budget),
-            render_stream(pieces(fake, 40, "cx", 0.1), surface, other, budget),
+            render_stream(short("b", 0.1), surface, other, pacer),
+            render_stream(pieces(fake, 40, "cx", 0.1), surface, other, pacer),
         )
     )
     b_writes = [w.at for w in surface.writes if w.message_id == together[0].messages[0].message_id]
     assert len(b_writes) == 2 and b_writes[1] - b_writes[0] >= 1.0, b_writes
 
 
-async def test_a_kind_with_its_own_workspace_budget_does_not_spend_the_shared_one() -> None:
+async def test_a_kind_with_its_own_workspace_window_does_not_spend_the_shared_one() -> None:
     fake = FakeClock()
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
     limits = SurfaceLimits(
         edits_per_window_per_channel=1000,
         edit_window_seconds=1.0,
@@ -329,7 +324,7 @@ async def test_a_kind_with_its_own_workspace_budget_does_not_spend_the_shared_on
     async def grant_times(kind: WriteKind | None) -> list[float]:
         times = []
         for place in places[:5]:
-            grant = await budget.acquire(place, limits, urgent=True, kind=kind)
+            grant = await pacer.acquire(place, limits, urgent=True, kind=kind)
             times.append(grant.granted_at)
         return times
 
@@ -343,7 +338,7 @@ async def test_a_kind_with_its_own_workspace_budget_does_not_spend_the_shared_on
 
 async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced() -> None:
     fake = FakeClock()
-    budget = RenderBudget(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
     limits = SurfaceLimits(
         edits_per_window_per_channel=1,
         edit_window_seconds=10.0,
@@ -355,7 +350,7 @@ async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced
     async def grants(kind: str, count: int) -> list[float]:
         times = []
         for _ in range(count):
-            grant = await budget.acquire(place, limits, urgent=False, kind=kind)  # type: ignore[arg-type]
+            grant = await pacer.acquire(place, limits, urgent=False, kind=kind)  # type: ignore[arg-type]
             times.append(grant.granted_at)
         return times
 

@@ -1,11 +1,12 @@
-"""Write budgets for message sends and edits, shared by every stream of a process.
+"""The outbox's pacer: write windows for message sends and edits, shared by every write of a
+process.
 
-A :class:`RenderBudget` keeps, per channel ``(platform, workspace, channel)``, a log of the
+A :class:`Pacer` keeps, per channel ``(platform, workspace, channel)``, a log of the
 writes it granted — at most ``limits.edits_per_window_per_channel`` in any
 ``limits.edit_window_seconds`` — and, when ``limits.edits_per_minute_per_workspace`` is set, the
-same per workspace over 60 s. Threads share their parent channel's budget. A kind of write
+same per workspace over 60 s. Threads share their parent channel's window. A kind of write
 (:data:`~bot.kernel.surface.WriteKind`) listed in ``limits.writes_per_minute_per_workspace`` has its
-own workspace window instead (Slack budgets every method on its own); only the kinds in
+own workspace window instead (Slack limits every method on its own); only the kinds in
 ``limits.channel_window_kinds`` (all when it is ``None``) count against the channel's window.
 Starting and stopping a natively streamed message happen once per message, so their workspace
 windows are not paced (pacing would only delay first words and final texts).
@@ -15,7 +16,7 @@ and the call's return; on a busy event loop that gap is unbounded. A write grant
 ``hold=True`` is therefore counted as in flight (it cannot leave the window) until
 :meth:`Grant.finish` is called after the platform call returns, and from then on it stays in the
 window for ``window + margin`` seconds: the conservative end, whatever the delays. A plain
-:meth:`RenderBudget.acquire` (without ``hold``) takes the write as finished
+:meth:`Pacer.acquire` (without ``hold``) takes the write as finished
 ``UNHELD_ALLOWANCE`` seconds after its grant — right for callers that write at once on an idle
 event loop, not beyond.
 
@@ -23,8 +24,8 @@ Scheduling. Non-urgent writes are paced: at most one per ``window / capacity`` s
 in a channel (and in a workspace), so the window is spent evenly and never in a burst that leaves
 every stream frozen until it refills. Urgent writes (genbot's own posts: job messages, notes,
 questions) are not paced and go first. Waiting stream writes (those that describe their
-:class:`~bot.write_windows.Demand`) are served stalest first (the ranking and its weights are in
-:mod:`bot.write_windows`): writing a finished stream's final text ends its lag for good, whereas
+:class:`~bot.outbox.windows.Demand`) are served stalest first (the ranking and its weights are in
+:mod:`bot.outbox.windows`): writing a finished stream's final text ends its lag for good, whereas
 a live stream served a moment later shows that much more. When others wait in the channel, a
 stream's first message is held until its text is ``FIRST_MESSAGE_HOLD`` old; a stream's final
 text is not paced when nobody else waits in its channel. Other non-urgent writes come last,
@@ -51,7 +52,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.kernel import Place, SurfaceLimits, WriteKind, metrics
-from bot.write_windows import (
+from bot.outbox.windows import (
     SHARED,
     ChannelKey,
     ChannelState,
@@ -91,12 +92,12 @@ class Clock:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
-class BudgetTimeout(Exception):
-    """A write could not get budget before its deadline."""
+class PacingTimeout(Exception):
+    """A write could not get room in its windows before its deadline."""
 
 
-class RenderBudget:
-    """The process-wide registry of write budgets (one per process, passed to every renderer).
+class Pacer:
+    """The process-wide write windows (one per process, held by the :class:`~bot.outbox.Outbox`).
 
     ``margin`` seconds are added to every window and retry-after (see ``DEFAULT_MARGIN``).
     """
@@ -160,7 +161,7 @@ class RenderBudget:
         channel.changed = asyncio.Event()
 
     def _changed_in(self, key: ChannelKey) -> None:
-        """Wake the writers waiting in ``key``'s channel and, when its workspace has a budget
+        """Wake the writers waiting in ``key``'s channel and, when its workspace has a window
         too, those waiting elsewhere in the workspace."""
         workspace_key = (key[0], key[1])
         keys = {key}
@@ -262,7 +263,7 @@ class RenderBudget:
         ``urgent`` writes are not paced and go first. ``demand`` (stream writes) is read at
         every decision to rank the write among the others; ``last_served`` (when the caller
         last got a write) orders writes without one. ``deadline`` (clock time) bounds the wait
-        with :class:`BudgetTimeout`. With ``hold`` the write counts as in flight until
+        with :class:`PacingTimeout`. With ``hold`` the write counts as in flight until
         :meth:`Grant.finish`; without it, as finished ``UNHELD_ALLOWANCE`` after the grant.
         ``kind`` picks the write's workspace window (see the module docstring).
         """
@@ -290,15 +291,17 @@ class RenderBudget:
                 ready = self._ready_at(ticket, now)
                 if ready > now:
                     if deadline is not None and ready > deadline:
-                        raise BudgetTimeout(f"no write budget in {channel_key} before the deadline")
+                        raise PacingTimeout(
+                            f"no room to write in {channel_key} before the deadline"
+                        )
                     await self.clock.sleep(max(ready - now, _MIN_SLEEP))
                     continue
                 if self._is_next(ticket, now):
                     wait = await self._reserve_shared(ticket, channel)
                     if wait > 0:
                         if deadline is not None and now + wait > deadline:
-                            raise BudgetTimeout(
-                                f"no write budget in {channel_key} before the deadline"
+                            raise PacingTimeout(
+                                f"no room to write in {channel_key} before the deadline"
                             )
                         await self.clock.sleep(wait)
                         continue
@@ -336,7 +339,7 @@ class RenderBudget:
         try:
             return await self._shared.reserve_writes(windows, spacing=spacing)
         except StorageError as error:
-            log.warning("shared write budget unavailable, this process's own applies: %s", error)
+            log.warning("shared write windows unavailable, this process's own applies: %s", error)
             return 0.0
 
     def _grant(self, ticket: Ticket, channel: ChannelState, now: float, hold: bool) -> Grant:
@@ -363,7 +366,7 @@ class RenderBudget:
         deadline: float | None = None,
         demand: Callable[[], Demand] | None = None,
     ) -> AsyncIterator[Grant]:
-        """``async with budget.writing(place, limits, urgent=…): await surface.send(…)`` —
+        """``async with pacer.writing(place, limits, urgent=…): await surface.send(…)`` —
         :meth:`acquire` with ``hold``, finished when the block exits (whatever happened)."""
         grant = await self.acquire(
             place, limits, urgent=urgent, deadline=deadline, demand=demand, hold=True
@@ -375,7 +378,7 @@ class RenderBudget:
 
     @property
     def channels_tracked(self) -> int:
-        """How many channels the budget currently remembers (idle ones are swept)."""
+        """How many channels the pacer currently remembers (idle ones are swept)."""
         return len(self._channels)
 
     def _sweep(self, now: float) -> None:

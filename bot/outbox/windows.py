@@ -1,4 +1,4 @@
-"""The accounting under :class:`bot.budget.RenderBudget`: what a waiting write would show
+"""The accounting under :class:`bot.outbox.pacing.Pacer`: what a waiting write would show
 (:class:`Demand`), a granted write's stamp (in flight until its call returns), a rolling
 window of stamps, and a waiting write's ticket, ranked: urgent writes first, then streams
 stalest first (seconds the oldest unshown text has waited + unshown characters /
@@ -29,12 +29,12 @@ IN_FLIGHT_LIMIT = 60.0
 ChannelKey = tuple[str, str, str]
 WorkspaceKey = tuple[str, str]
 SHARED = ""
-"""The workspace window of the writes whose kind has no budget of its own."""
+"""The workspace window of the writes whose kind has no window of its own."""
 
 
 @dataclass(frozen=True)
 class Demand:
-    """What a waiting stream write would show, read whenever the budget picks the next writer.
+    """What a waiting stream write would show, read whenever the pacer picks the next writer.
 
     ``unseen`` is how many received characters are not shown yet; ``since`` is the clock time
     the oldest of them arrived (or the stream ended, for its final text); ``first`` is true when
@@ -139,7 +139,7 @@ class Grant:
     """One granted write. With ``hold=True`` the write counts as in flight until :meth:`finish`
     (call it once the platform call returned or failed) or :meth:`cancel` (the write was not
     made after all); both are idempotent. Without ``hold`` both are no-ops. ``now`` reads the
-    budget's clock; ``changed`` tells the budget that room may have opened."""
+    pacer's clock; ``changed`` tells the pacer that room may have opened."""
 
     def __init__(
         self,

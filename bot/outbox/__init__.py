@@ -1,0 +1,52 @@
+"""The outbox: the one way genbot writes to a platform (:class:`Outbox`), what a write does
+(:mod:`~bot.outbox.operations`), what it does without room or when refused
+(:mod:`~bot.outbox.policy`), and the windows that pace writes (:mod:`~bot.outbox.pacing`)."""
+
+from bot.outbox.operations import (
+    Activity,
+    Delete,
+    Edit,
+    Notice,
+    OpenForm,
+    Operation,
+    Post,
+    Private,
+    PublishHome,
+    Repost,
+    StartThread,
+    StreamAppend,
+    StreamStart,
+    StreamStop,
+    Typing,
+)
+from bot.outbox.outbox import Outbox
+from bot.outbox.pacing import Clock, Pacer, PacingTimeout
+from bot.outbox.policy import WritePolicy, WriteRateLimited, WriteSkipped
+from bot.outbox.windows import Demand, Grant
+
+__all__ = [
+    "Activity",
+    "Clock",
+    "Delete",
+    "Demand",
+    "Edit",
+    "Grant",
+    "Notice",
+    "OpenForm",
+    "Operation",
+    "Outbox",
+    "Pacer",
+    "PacingTimeout",
+    "Post",
+    "Private",
+    "PublishHome",
+    "Repost",
+    "StartThread",
+    "StreamAppend",
+    "StreamStart",
+    "StreamStop",
+    "Typing",
+    "WritePolicy",
+    "WriteRateLimited",
+    "WriteSkipped",
+]

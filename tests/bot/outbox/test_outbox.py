@@ -1,0 +1,292 @@
+"""The one write path: what each :class:`WritePolicy` does when the pacer has no room or the
+platform refuses — on a virtual clock — and which platform call each operation makes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.kernel import (
+    Command,
+    Event,
+    MessageRef,
+    OutMessage,
+    Place,
+    RateLimited,
+    SurfaceError,
+    SurfaceLimits,
+    SurfaceRegistry,
+    User,
+    WorkStatus,
+)
+from bot.outbox import (
+    Activity,
+    Delete,
+    Edit,
+    Notice,
+    Outbox,
+    Pacer,
+    Post,
+    Private,
+    Typing,
+    WritePolicy,
+    WriteRateLimited,
+    WriteSkipped,
+)
+from bot.outbox.policy import ATTEMPTS, SKIP_WAIT, URGENT_WAIT
+from tests.fakes.clock import FakeClock
+from tests.fakes.surface import BudgetSurface
+
+PLACE = Place("fake", "w1", "c1")
+ONE_PER_SECOND = SurfaceLimits(edits_per_window_per_channel=1, edit_window_seconds=1.0)
+HELLO = Post(OutMessage("hello"))
+
+
+class RefusingSurface(BudgetSurface):
+    """A surface whose platform refuses the first ``refusals`` posts ("retry after
+    ``retry_after``"), recording when each post arrived."""
+
+    def __init__(self, fake: FakeClock, refusals: int = 0, retry_after: float = 0.5) -> None:
+        super().__init__(fake.monotonic, ONE_PER_SECOND)
+        self.fake = fake
+        self.refusals_left = refusals
+        self.retry_after = retry_after
+        self.calls: list[float] = []
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        self.calls.append(self.fake.now)
+        if self.refusals_left > 0:
+            self.refusals_left -= 1
+            raise RateLimited(self.retry_after)
+        return await super().send(place, message, origin=origin)
+
+
+def _outbox(fake: FakeClock, surface: BudgetSurface) -> Outbox:
+    return Outbox(SurfaceRegistry([surface]), Pacer(fake.clock, margin=0.0))
+
+
+async def _busy_for(fake: FakeClock, pacer: Pacer, seconds: float) -> asyncio.Task[None]:
+    """Hold the channel's only write until ``seconds`` from now."""
+    grant = await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+
+    async def finish_later() -> None:
+        await fake.sleep(seconds)
+        grant.finish()
+
+    return asyncio.ensure_future(finish_later())
+
+
+@pytest.mark.parametrize("policy", [WritePolicy.MUST_DELIVER, WritePolicy.RAISE])
+async def test_a_write_that_must_land_waits_for_room(policy: WritePolicy) -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake)
+    outbox = _outbox(fake, surface)
+
+    async def scenario() -> MessageRef:
+        busy = await _busy_for(fake, outbox.pacer, 5.0)
+        written = await outbox.write(PLACE, HELLO, policy)
+        await busy
+        return written
+
+    ref = await fake.run(scenario())
+    assert surface.messages[ref.message_id].text == "hello"
+    assert surface.calls == [6.0]
+
+
+@pytest.mark.parametrize("policy", [WritePolicy.MUST_DELIVER, WritePolicy.RAISE])
+async def test_a_write_that_must_land_goes_out_anyway_when_no_room_comes_in_time(
+    policy: WritePolicy,
+) -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake)
+    outbox = _outbox(fake, surface)
+
+    async def scenario() -> MessageRef:
+        busy = await _busy_for(fake, outbox.pacer, URGENT_WAIT * 2)
+        written = await outbox.write(PLACE, HELLO, policy)
+        busy.cancel()
+        return written
+
+    await fake.run(scenario())
+    assert len(surface.calls) == 1 and surface.calls[0] <= URGENT_WAIT
+
+
+async def test_a_progress_write_is_skipped_when_the_channel_is_busy() -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake)
+    outbox = _outbox(fake, surface)
+
+    async def scenario() -> None:
+        busy = await _busy_for(fake, outbox.pacer, 5.0)
+        try:
+            await outbox.write(PLACE, HELLO, WritePolicy.SKIP_IF_BUSY)
+        finally:
+            busy.cancel()
+
+    with pytest.raises(WriteSkipped):
+        await fake.run(scenario())
+    assert surface.calls == [] and fake.now <= SKIP_WAIT
+
+
+async def test_a_progress_write_refused_by_the_platform_is_skipped_and_holds_the_channel() -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake, refusals=100, retry_after=4.0)
+    outbox = _outbox(fake, surface)
+
+    async def scenario() -> float:
+        with pytest.raises(WriteSkipped):
+            await outbox.write(PLACE, HELLO, WritePolicy.SKIP_IF_BUSY)
+        await outbox.pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        return fake.now
+
+    assert await fake.run(scenario()) >= 4.0
+    assert surface.calls == [0.0]
+
+
+@pytest.mark.parametrize("policy", [WritePolicy.MUST_DELIVER, WritePolicy.RAISE])
+async def test_a_refused_write_is_retried_after_the_retry_after(policy: WritePolicy) -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake, refusals=1, retry_after=2.0)
+    outbox = _outbox(fake, surface)
+
+    await fake.run(outbox.write(PLACE, HELLO, policy))
+    assert len(surface.calls) == 2 and surface.calls[1] >= 2.0
+    assert [write.text for write in surface.writes] == ["hello"]
+
+
+async def test_a_chat_write_the_platform_keeps_refusing_tells_the_user() -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake, refusals=100)
+    outbox = _outbox(fake, surface)
+
+    with pytest.raises(WriteRateLimited):
+        await fake.run(outbox.write(PLACE, HELLO, WritePolicy.RAISE))
+    assert len(surface.calls) == ATTEMPTS
+
+
+async def test_a_job_write_the_platform_keeps_refusing_goes_out_once_more_regardless() -> None:
+    fake = FakeClock()
+    refusing = RefusingSurface(fake, refusals=100)
+    with pytest.raises(RateLimited):
+        await fake.run(_outbox(fake, refusing).write(PLACE, HELLO, WritePolicy.MUST_DELIVER))
+    assert len(refusing.calls) == ATTEMPTS + 1
+
+    delivered = RefusingSurface(fake, refusals=ATTEMPTS)
+    await fake.run(_outbox(fake, delivered).write(PLACE, HELLO, WritePolicy.MUST_DELIVER))
+    assert len(delivered.calls) == ATTEMPTS + 1 and len(delivered.writes) == 1
+
+
+async def test_an_edit_replaces_the_message_it_names() -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake)
+    outbox = _outbox(fake, surface)
+
+    ref = await fake.run(outbox.write(PLACE, HELLO, WritePolicy.MUST_DELIVER))
+    await fake.run(outbox.write(PLACE, Edit(ref, OutMessage("hi")), WritePolicy.MUST_DELIVER))
+    assert surface.messages[ref.message_id].history == ["hello", "hi"]
+
+
+async def test_a_write_now_is_not_paced_and_its_refusal_propagates() -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake, refusals=1)
+    outbox = _outbox(fake, surface)
+
+    async def scenario() -> None:
+        busy = await _busy_for(fake, outbox.pacer, 5.0)
+        with pytest.raises(RateLimited):
+            await outbox.write(PLACE, HELLO, WritePolicy.NOW)
+        await outbox.write(PLACE, HELLO, WritePolicy.NOW)
+        busy.cancel()
+
+    await fake.run(scenario())
+    assert surface.calls == [0.0, 0.0]
+
+
+class Recording(BudgetSurface):
+    """A surface that records the calls a test cares about, optionally failing them."""
+
+    def __init__(self, fake: FakeClock, error: Exception | None = None) -> None:
+        super().__init__(fake.monotonic, ONE_PER_SECOND)
+        self.error = error
+        self.calls: list[tuple[str, object]] = []
+
+    def _made(self, call: str, what: object) -> None:
+        self.calls.append((call, what))
+        if self.error is not None:
+            raise self.error
+
+    async def send_ephemeral(self, origin: Event, text: str) -> None:
+        self._made("send_ephemeral", text)
+
+    async def typing(self, place: Place) -> None:
+        self._made("typing", place)
+
+
+class WithStatus(Recording):
+    """A surface with a status line (:class:`bot.kernel.ShowsStatus`) and no deletes."""
+
+    async def show_status(
+        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    ) -> None:
+        self._made("show_status", status)
+
+    async def end_status(
+        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    ) -> None:
+        self._made("end_status", status)
+
+
+async def test_a_notice_goes_to_the_origin_at_once() -> None:
+    fake = FakeClock()
+    surface = Recording(fake)
+    origin = Command(user=User("u1"), place=PLACE, name="help")
+    await _outbox(fake, surface).write(PLACE, Notice(origin, "only you"), WritePolicy.NOW)
+    assert surface.calls == [("send_ephemeral", "only you")]
+
+
+async def test_activity_is_a_status_line_where_there_is_one_else_typing_while_thinking() -> None:
+    fake = FakeClock()
+    typing, status = Recording(fake), WithStatus(fake)
+    for surface in (typing, status):
+        outbox = _outbox(fake, surface)
+        for activity in (
+            Activity("thinking"),
+            Activity("drawing"),
+            Activity("thinking", ended=True),
+            Typing(),
+        ):
+            await outbox.write(PLACE, activity, WritePolicy.BEST_EFFORT)
+    assert typing.calls == [("typing", PLACE), ("typing", PLACE)]
+    assert status.calls == [
+        ("show_status", "thinking"),
+        ("show_status", "drawing"),
+        ("end_status", "thinking"),
+        ("typing", PLACE),
+    ]
+
+
+@pytest.mark.parametrize("error", [RateLimited(3.0), SurfaceError("gone")])
+async def test_activity_the_platform_refuses_changes_nothing_else(error: Exception) -> None:
+    fake = FakeClock()
+    outbox = _outbox(fake, WithStatus(fake, error))
+    await outbox.write(PLACE, Activity("thinking"), WritePolicy.BEST_EFFORT)
+
+
+async def test_only_activity_is_written_on_a_best_effort() -> None:
+    fake = FakeClock()
+    with pytest.raises(TypeError):
+        await _outbox(fake, Recording(fake)).write(PLACE, HELLO, WritePolicy.BEST_EFFORT)
+
+
+async def test_a_write_the_surface_cannot_make_is_refused_before_any_call() -> None:
+    fake = FakeClock()
+    surface = Recording(fake)
+    outbox = _outbox(fake, surface)
+    origin = Command(user=User("u1"), place=PLACE, name="help")
+    for operation in (Delete(MessageRef(PLACE, "m1")), Private(origin, OutMessage("hi"))):
+        with pytest.raises(TypeError):
+            await outbox.write(PLACE, operation, WritePolicy.NOW)
+    assert surface.calls == []
