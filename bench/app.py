@@ -118,7 +118,7 @@ async def running_bot(
         ]
         receiver = webhook_receiver(settings, jobs)
         listeners: list[Lifecycle] = [receiver] if receiver is not None else []
-        core = Router(surfaces, features, engine, [*services, *listeners], refs=Refs(store))
+        core = Router(outbox, features, engine, [*services, *listeners], refs=Refs(store))
         await core.start()
         stack.push_async_callback(core.stop)
         yield BenchBot(settings, store, provider, outbox, jobs, core, platform, engine)

@@ -45,13 +45,13 @@ from bot.kernel import (
     SpellsCommands,
     Surface,
     SurfaceError,
-    SurfaceRegistry,
     UserError,
     command,
     help_specs,
     help_text,
     split_text,
 )
+from bot.outbox import Notice, OpenForm, Outbox, WritePolicy
 from bot.refs import Referent, RefKind
 from bot.router import Homes
 from storage import (
@@ -185,7 +185,7 @@ class AccountFeature:
     def __init__(
         self,
         store: AccountStorage,
-        surfaces: SurfaceRegistry,
+        outbox: Outbox,
         *,
         plan: str = "developer",
         daily_credit_budget: int | None = None,
@@ -193,7 +193,7 @@ class AccountFeature:
         diffusion_models: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         self.store = store
-        self.surfaces = surfaces
+        self.outbox = outbox
         self.plan = plan
         self.daily_credit_budget = daily_credit_budget
         self.home = home
@@ -238,7 +238,7 @@ class AccountFeature:
                 defaults=event.values,
                 models=allowed_chat_models(self.plan),
             )
-            await show_refused(self._surface(event), event, again, error)
+            await show_refused(self.outbox, event, again, error)
 
     def _scope(self, event: Event, given: OptionValue | None) -> str:
         """The scope asked for (``me`` when none), checked against who asks and where."""
@@ -260,7 +260,7 @@ class AccountFeature:
         return scope
 
     def _surface(self, event: Event) -> Surface:
-        return self.surfaces.get(event.place.platform)
+        return self.outbox.surfaces.get(event.place.platform)
 
     def _scope_id(self, event: Event, scope: str) -> tuple[ScopeKind, str]:
         if scope == "workspace":
@@ -270,10 +270,10 @@ class AccountFeature:
         return "user", event.user.id
 
     async def _tell(self, event: Event, text: str) -> None:
-        await self.surfaces.get(event.place.platform).send_ephemeral(event, text)
+        await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
 
     async def _help(self, event: Event, about: str) -> None:
-        surface = self.surfaces.get(event.place.platform)
+        surface = self._surface(event)
         names = command_names(surface)
         offered: dict[Offered, tuple[str, ...]] = {
             "chat_models": tuple(allowed_chat_models(self.plan)),
@@ -320,7 +320,7 @@ class AccountFeature:
             models=allowed_chat_models(self.plan),
         )
         assert modal is not None
-        await self.surfaces.get(event.place.platform).open_modal(event, modal)
+        await self.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)
 
     async def _save(self, event: Event, values: Mapping[str, OptionValue], scope: str) -> None:
         model = values.get("model")

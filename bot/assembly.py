@@ -79,14 +79,14 @@ def build_core(
     models = jobs.diffusion.models
     account = AccountFeature(
         store,
-        registry,
+        outbox,
         plan=settings.api.plan,
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
         home=home,
         diffusion_models=models.known,
     )
     router = Router(
-        registry,
+        outbox,
         [*jobs.features, chat, account, home],
         conversations=chat,
         services=jobs.services,

@@ -25,12 +25,12 @@ from bot.kernel import (
     Modal,
     ModalField,
     OptionValue,
-    Surface,
     SurfaceError,
     command,
     validate_options,
 )
 from bot.masks import PRESETS, Polygon, Region, Shape, parse_region
+from bot.outbox import OpenForm, Outbox, WritePolicy
 
 log = logging.getLogger(__name__)
 
@@ -67,16 +67,15 @@ def refused_form(modal: Modal, error: Exception) -> Modal:
     return replace(modal, notice="\n".join(part for part in (text, modal.notice) if part))
 
 
-async def show_refused(
-    surface: Surface, event: Event, modal: Modal | None, error: Exception
-) -> None:
+async def show_refused(outbox: Outbox, event: Event, modal: Modal | None, error: Exception) -> None:
     """Show a refused form again with the user's values and what was wrong (see
     :func:`refused_form`); where the platform cannot (or there is no form), ``error`` is
     raised, to be the answer."""
     if modal is None:
         raise error
     try:
-        await surface.open_modal(event, refused_form(modal, error))
+        form = OpenForm(event, refused_form(modal, error))
+        await outbox.write(event.place, form, WritePolicy.NOW)
     except SurfaceError as refused:
         log.info("could not show the form again (%s); answering with the error", refused)
         raise error from None

@@ -51,7 +51,6 @@ from bot.kernel import (
     ModalSubmit,
     OptionValue,
     SerialKey,
-    SurfaceRegistry,
     UserError,
     UserMessage,
     metrics,
@@ -60,6 +59,7 @@ from bot.kernel import (
     unexpected_error_text,
     validate_options,
 )
+from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import Referent, RefKind, RefRefused, Refs, nothing_named
 from storage import StorageError
 
@@ -149,7 +149,7 @@ class Router:
 
     def __init__(
         self,
-        surfaces: SurfaceRegistry,
+        outbox: Outbox,
         features: Sequence[Feature],
         conversations: Conversations | None = None,
         services: Sequence[Lifecycle] = (),
@@ -159,7 +159,8 @@ class Router:
         refs: Refs | None = None,
         diffusion_models: Callable[[], Sequence[str]] = tuple,
     ) -> None:
-        self.surfaces = surfaces
+        self.outbox = outbox
+        self.surfaces = outbox.surfaces
         self.refs = refs
         self.plan = plan
         self._home = home
@@ -354,7 +355,7 @@ class Router:
             log.error("no surface for platform %s to report: %s", event.place.platform, text)
             return
         try:
-            await self.surfaces.get(event.place.platform).send_ephemeral(event, text)
+            await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
         except Exception as error:
             log.warning("could not tell the user %r: %s", text, error)
 

@@ -36,18 +36,8 @@ WRITES = frozenset(
 )
 
 SURFACE_WRITERS_TODAY = {
-    "bot/account.py",
-    "bot/chat/scoping.py",
-    "bot/forms.py",
-    "bot/jobs/cancel.py",
-    "bot/jobs/describe.py",
-    "bot/jobs/diffusion.py",
-    "bot/jobs/images.py",
-    "bot/jobs/region_preview.py",
-    "bot/jobs/starter.py",
     "bot/render.py",
     "bot/render_writes.py",
-    "bot/router.py",
 }
 """Step 5 (the outbox) empties this."""
 

@@ -189,7 +189,7 @@ class ChatEngine:
             else:
                 root = MessageRef(event.place, event.message_id)
                 title = thread_title(text or "an image")
-                target = await open_thread(self.store, surface, root, title, event.user, event)
+                target = await open_thread(self.store, self.outbox, root, title, event.user, event)
             assert target is not None
         else:
             params = await self._params(surface, event.user, target.place, target.conversation)
@@ -232,7 +232,7 @@ class ChatEngine:
             asked = OutMessage(asked_text(user, prompt, surface.limits.max_text))
             question = await self._post(place, asked, event)
             target = await open_thread(
-                self.store, surface, question, thread_title(prompt), user, None
+                self.store, self.outbox, question, thread_title(prompt), user, None
             )
             message_ids = (question.message_id,)
         if overrides.model is not None or overrides.system is not None:

@@ -17,7 +17,8 @@ import logging
 import re
 from dataclasses import dataclass
 
-from bot.kernel import Event, MessageRef, Place, Surface, SurfaceError, User, UserMessage
+from bot.kernel import Event, MessageRef, Place, SurfaceError, User, UserMessage
+from bot.outbox import Outbox, StartThread, WritePolicy
 from storage import Conversation, ConversationKey, ConversationStore
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ async def existing_target(store: ConversationStore, event: UserMessage) -> Targe
 
 async def open_thread(
     store: ConversationStore,
-    surface: Surface,
+    outbox: Outbox,
     root: MessageRef,
     title: str,
     user: User,
@@ -115,7 +116,7 @@ async def open_thread(
     """Open a thread on ``root`` and make it a conversation. When the platform refuses, fall
     back to a reply chain rooted at ``root`` (answers reply to ``origin``)."""
     try:
-        inside = await surface.start_thread(root, title)
+        inside = await outbox.write(root.place, StartThread(root, title), WritePolicy.NOW)
     except SurfaceError as error:
         log.info("no thread on %s (%s); using a reply chain", root.message_id, error)
         conversation, _ = await store.get_or_create_conversation(

@@ -184,7 +184,7 @@ def build_job_engines(
     )
     starter = JobStarter(
         store,
-        surfaces,
+        outbox,
         limits,
         delivery,
         watch,
@@ -209,7 +209,7 @@ def build_job_engines(
         limits,
         watch,
         chat_jobs,
-        JobCancel(store, surfaces, delivery, watch),
+        JobCancel(store, outbox, delivery, watch),
         ProgressTicker(
             store, delivery, owner=store.process_id, every=limits_settings.progress_tick_seconds
         ),

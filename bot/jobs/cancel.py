@@ -15,7 +15,8 @@ from bot.jobs import wording
 from bot.jobs.delivery import Delivery
 from bot.jobs.progress_messages import CANCEL_ACTION
 from bot.jobs.watch import JobWatch
-from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, SurfaceRegistry, UserError
+from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError
+from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import Referent, RefKind
 from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter, result_with
 
@@ -29,10 +30,10 @@ class JobCancel:
     actions: ClassVar[Mapping[str, RefKind]] = {CANCEL_ACTION: RefKind.JOB}
 
     def __init__(
-        self, store: JobWriter, surfaces: SurfaceRegistry, delivery: Delivery, watch: JobWatch
+        self, store: JobWriter, outbox: Outbox, delivery: Delivery, watch: JobWatch
     ) -> None:
         self._store = store
-        self._surfaces = surfaces
+        self._outbox = outbox
         self._delivery = delivery
         self._watch = watch
 
@@ -63,5 +64,6 @@ class JobCancel:
             raise UserError("This job has just finished; its result is on its way.")
         self._watch.touch(job.id)
         await self._delivery.deliver(job.id)
-        surface = self._surfaces.get(event.place.platform)
-        await surface.send_ephemeral(event, wording.CANCELLED_NOTE)
+        await self._outbox.write(
+            event.place, Notice(event, wording.CANCELLED_NOTE), WritePolicy.NOW
+        )

@@ -23,6 +23,7 @@ from bot.jobs.input_checks import check_form_prompt
 from bot.jobs.starter import JobSpec, JobStarter
 from bot.jobs.task_call import TaskCall
 from bot.kernel import ButtonPress, Command, CommandError, ModalSubmit, OptionValue, UserError
+from bot.outbox import OpenForm, WritePolicy
 from bot.refs import Referent, RefKind
 from storage import DescribeParams, ImageParams, Job, JobResult, SettingsReader
 
@@ -63,8 +64,8 @@ class DescribeButtons:
             if await self._runs_at_once(event):
                 await self._imagine(event, parent, prompt, event.action)
                 return
-            surface = self._starter.surfaces.get(event.place.platform)
-            await surface.open_modal(event, pick_form(event.action, parent.id, prompt))
+            form = OpenForm(event, pick_form(event.action, parent.id, prompt))
+            await self._starter.outbox.write(event.place, form, WritePolicy.NOW)
 
     def check_modal(self, event: ModalSubmit) -> None:
         """The edited prompt's own checks (:class:`bot.forms.FormError` beside it)."""

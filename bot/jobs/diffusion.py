@@ -44,6 +44,7 @@ from bot.kernel import (
     parse_command_text,
     validate_options,
 )
+from bot.outbox import OpenForm, WritePolicy
 from bot.refs import Referent, RefKind
 from storage import DiffusionParams, Job
 
@@ -213,7 +214,7 @@ class DiffusionJobs:
         if event.action == "diff_init":
             modal = form_for(event.action, parent.id, parent.prompt)
             assert modal is not None
-            await self._starter.surfaces.get(event.place.platform).open_modal(event, modal)
+            await self._starter.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)
         elif event.action == "diff_reroll":
             stored = DiffusionParams.of(parent)
             endpoint = endpoint_named(stored.endpoint or parent.type)

@@ -67,6 +67,7 @@ from bot.kernel import (
     UserError,
 )
 from bot.masks import build_mask
+from bot.outbox import OpenForm, WritePolicy
 from bot.refs import Referent, RefKind
 from storage import (
     BlendParams,
@@ -128,7 +129,7 @@ class ImageJobs:
         self._settings = settings
         self._tasks = provider.tasks
         self._media = media
-        self._previews = RegionPreviews(starter.store, starter.surfaces, media)
+        self._previews = RegionPreviews(starter.store, starter.outbox, media)
 
     # Commands ---------------------------------------------------------------------------------
 
@@ -284,8 +285,7 @@ class ImageJobs:
             image = parent.result_urls[0] if parent.result_urls else ""
             modal = form_for(action, parent.id, parent.prompt, image_url=image)
             assert modal is not None
-            surface = self._starter.surfaces.get(event.place.platform)
-            await surface.open_modal(event, modal)
+            await self._starter.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)
             return
         follow_up = follow_up_for(action)
         if follow_up is None:

@@ -40,10 +40,10 @@ from bot.kernel import (
     OutMessage,
     SendsPrivately,
     SurfaceError,
-    SurfaceRegistry,
     UserError,
 )
 from bot.masks import build_mask
+from bot.outbox import OpenForm, Outbox, Private, WritePolicy
 from bot.refs import PREVIEW_SEPARATOR, Referent, RefKind
 from storage import Job, JobWriter
 
@@ -95,9 +95,9 @@ def marked_image(data: bytes, form: RegionInput) -> bytes:
 class RegionPreviews:
     """Shows Vary (Region) previews and keeps what they preview."""
 
-    def __init__(self, store: JobWriter, surfaces: SurfaceRegistry, media: MediaFetcher) -> None:
+    def __init__(self, store: JobWriter, outbox: Outbox, media: MediaFetcher) -> None:
         self._store = store
-        self._surfaces = surfaces
+        self._outbox = outbox
         self._media = media
 
     async def offer(
@@ -105,12 +105,12 @@ class RegionPreviews:
     ) -> bool:
         """Show ``event``'s user the preview of ``form`` on ``parent``'s image; ``False``
         where the platform shows no private previews (the job then runs at once)."""
-        surface = self._surfaces.get(event.place.platform)
-        if not isinstance(surface, SendsPrivately):
+        if not isinstance(self._outbox.surfaces.get(event.place.platform), SendsPrivately):
             return False
         await self._keep(parent, digest, values)
         try:
-            await surface.send_private(event, await self._message(parent, form, digest))
+            private = Private(event, await self._message(parent, form, digest))
+            await self._outbox.write(event.place, private, WritePolicy.NOW)
         except SurfaceError as error:
             log.warning("no preview of %s for job %s: %s", digest, parent.id, error)
             return False
@@ -172,7 +172,7 @@ class PreviewButtons:
     def __init__(self, starter: JobStarter, runner: RegionRunner, media: MediaFetcher) -> None:
         self._starter = starter
         self._runner = runner
-        self._previews = RegionPreviews(starter.store, starter.surfaces, media)
+        self._previews = RegionPreviews(starter.store, starter.outbox, media)
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
@@ -199,4 +199,4 @@ class PreviewButtons:
         assert modal is not None
         if surface.limits.forms_show_images:
             modal = replace(modal, preview=await self._previews.image(parent, form))
-        await surface.open_modal(event, modal)
+        await self._starter.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)

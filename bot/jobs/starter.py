@@ -73,13 +73,12 @@ from bot.kernel import (
     MediaHost,
     Modal,
     ModalSubmit,
-    SurfaceRegistry,
     UserError,
     backoff,
     inspect_image,
     metrics,
 )
-from bot.outbox import WritePolicy
+from bot.outbox import OpenForm, Outbox, WritePolicy
 from bot.waits import ShownWait
 from storage import (
     ESTIMATED_CREDITS,
@@ -202,7 +201,7 @@ class JobStarter:
     def __init__(
         self,
         store: StarterStorage,
-        surfaces: SurfaceRegistry,
+        outbox: Outbox,
         limits: Limits,
         delivery: Delivery,
         watch: JobWatch,
@@ -215,7 +214,8 @@ class JobStarter:
         upstream_cdn_hosts: Collection[str] = DEFAULT_UPSTREAM_CDN_HOSTS,
     ) -> None:
         self.store = store
-        self.surfaces = surfaces
+        self.outbox = outbox
+        self.surfaces = outbox.surfaces
         self.limits = limits
         self.delivery = delivery
         self.watch = watch
@@ -436,15 +436,14 @@ class JobStarter:
     async def offer_upload(self, event: Event, form: Modal, needs: str) -> None:
         """Open ``form`` (it asks for files) where the platform's forms take files; else
         refuse with ``needs``."""
-        surface = self.surfaces.get(event.place.platform)
-        if not surface.limits.forms_take_files:
+        if not self.surfaces.get(event.place.platform).limits.forms_take_files:
             raise UserError(needs)
-        await surface.open_modal(event, form)
+        await self.outbox.write(event.place, OpenForm(event, form), WritePolicy.NOW)
 
     async def reopen(self, event: ModalSubmit, modal: Modal | None, error: Exception) -> None:
         """Show a refused form again with the user's values and what was wrong (beside the
         field, where the platform can show it; see :func:`bot.forms.show_refused`)."""
-        await show_refused(self.surfaces.get(event.place.platform), event, modal, error)
+        await show_refused(self.outbox, event, modal, error)
 
     async def attachment_url(self, event: Event, attachment: Attachment, *, cdn_ok: bool) -> str:
         """A URL the provider can fetch for ``attachment``: its own URL, or a re-hosted copy of

@@ -209,7 +209,7 @@ async def running_genbot(
         receiver = webhook_receiver(settings, jobs)
         listeners: list[Lifecycle] = [receiver] if receiver is not None else []
         core = Router(
-            surfaces,
+            outbox,
             [*jobs.features, *extra],
             chat,
             [*jobs.services, *listeners, *services],

@@ -37,6 +37,7 @@ from bot.kernel import (
     UserError,
     UserMessage,
 )
+from bot.outbox import Outbox
 from bot.refs import Referent, RefKind
 from bot.router import Router, answers_refusal
 from storage import StorageError
@@ -82,7 +83,7 @@ Setup = tuple[Router, RecordingFeature, RecordingConversations, FakePlatform]
 @pytest.fixture
 def setup() -> Setup:
     feature, conversations, platform = RecordingFeature(), RecordingConversations(), FakePlatform()
-    core = Router(SurfaceRegistry([platform]), [feature], conversations)
+    core = Router(Outbox(SurfaceRegistry([platform])), [feature], conversations)
     return core, feature, conversations, platform
 
 
@@ -206,7 +207,7 @@ async def test_one_service_failing_to_stop_does_not_keep_the_others_running(
 ) -> None:
     stopped: list[str] = []
     services = [Service("tracker", stopped), Service("receiver", stopped, fails=True)]
-    core = Router(SurfaceRegistry(), [], services=services)
+    core = Router(Outbox(SurfaceRegistry()), [], services=services)
     await core.start()
     await core.stop()
     assert stopped == ["receiver", "tracker"]
@@ -218,7 +219,7 @@ async def test_an_action_naming_something_needs_the_refs_check() -> None:
         actions: ClassVar[Mapping[str, RefKind]] = {"upscale1": RefKind.JOB}
 
     with pytest.raises(ValueError, match="needs refs"):
-        Router(SurfaceRegistry([FakePlatform()]), [Naming()])
+        Router(Outbox(SurfaceRegistry([FakePlatform()])), [Naming()])
 
 
 async def test_a_ref_on_an_action_that_names_nothing_is_refused(setup: Setup) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from bot.kernel import InboundEvent, Surface, SurfaceRegistry
+from bot.outbox import Outbox
 from bot.router import Router
 
 
@@ -23,7 +24,7 @@ class FakeRouter(Router):
     "too slow", failures) go out on ``surfaces``."""
 
     def __init__(self, core: Handles, surfaces: Iterable[Surface]) -> None:
-        super().__init__(SurfaceRegistry(surfaces), [])
+        super().__init__(Outbox(SurfaceRegistry(surfaces)), [])
         self.core = core
 
     async def _route(self, event: InboundEvent) -> None:

@@ -99,7 +99,7 @@ class ChatWorld:
     def _features(self, parts: Parts) -> list[Feature]:
         self.account = AccountFeature(
             parts.store,
-            parts.surfaces,
+            parts.outbox,
             plan=self.plan,
             daily_credit_budget=self.daily_credit_budget,
             diffusion_models=parts.jobs.diffusion.models.known,
