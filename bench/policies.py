@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from bench.platform import BenchPlatform
 from bench.streams import Feed
-from bot.kernel import Command, MessageRef, OutMessage, Place, RateLimited, User
-from bot.outbox.pacing import Pacer
+from bot.kernel import Command, MessageRef, OutMessage, Place, RateLimited, SurfaceRegistry, User
+from bot.outbox import Outbox, Pacer
 from bot.render import StreamEnd, StreamRenderer
 
 Policy = Callable[[Sequence[Feed], BenchPlatform, Place, float], Awaitable[None]]
@@ -35,10 +35,10 @@ def origin_of(feed: Feed, place: Place) -> Command:
 async def genbot_policy(
     feeds: Sequence[Feed], platform: BenchPlatform, place: Place, scale: float
 ) -> None:
-    """genbot's renderer: every answer rendered under one shared budget."""
-    budget = Pacer()
+    """genbot's renderer: every answer rendered through one outbox (one pacer)."""
+    outbox = Outbox(SurfaceRegistry([platform]), Pacer())
     renderers = [
-        StreamRenderer(platform, place, budget, origin=origin_of(feed, place), final_timeout=120)
+        StreamRenderer(outbox, place, origin=origin_of(feed, place), final_timeout=120)
         for feed in feeds
     ]
     await asyncio.gather(

@@ -30,8 +30,8 @@ from adapters.slack import SlackSurface
 from adapters.slack.settings import SlackSettings
 from bench.report import Table, percentile
 from bench.streams import Feed, Script, make_scripts
-from bot.kernel import Command, Place, User
-from bot.outbox.pacing import Pacer
+from bot.kernel import Command, Place, SurfaceRegistry, User
+from bot.outbox import Outbox, Pacer
 from bot.render import MARKER, StreamRenderer
 from tests.fakes.slack import FakeSlack
 
@@ -124,7 +124,7 @@ async def run_mode(mode: str, scripts: Sequence[Script], config: SlackStreamingC
             bot_token=fake.bot_token,
             api_url=fake.api_url,
         )
-        budget = Pacer()
+        outbox = Outbox(SurfaceRegistry([surface]), Pacer())
         places = []
         for index, script in enumerate(scripts):
             question = fake.user_says(f"question {script.name}", channel=f"C{index}")
@@ -136,9 +136,8 @@ async def run_mode(mode: str, scripts: Sequence[Script], config: SlackStreamingC
         players = [asyncio.create_task(feed.play(started)) for feed in feeds]
         renderers = [
             StreamRenderer(
-                surface,
+                outbox,
                 place,
-                budget,
                 origin=Command(user=User("U1"), place=place, name="chat"),
                 final_timeout=config.deadline,
             )

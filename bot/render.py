@@ -21,10 +21,18 @@ followed by a blank line and the note, if any.
 Where the surface streams messages itself (its optional ``start_stream``, see
 :class:`~bot.kernel.surface.NativeStream`), each message is started with its first text, given only
 the new text as it arrives, and stopped when it is complete; it carries no marker, and a split never
-takes back text a message already shows. When the surface declines, the renderer posts and edits
-instead; a message whose stream the platform ended (:class:`~bot.kernel.surface.StreamExpired`) is
-finished with an edit. Each kind of write asks the pacer for its own kind
+takes back text a message already shows. When the surface declines (``start_stream`` answers
+``None``), it is not asked again for this answer: the renderer posts and edits instead; a message
+whose stream the platform ended (:class:`~bot.kernel.surface.StreamExpired`), or one that would have
+to take text back, is finished with an edit. Each kind of write asks the pacer for its own kind
 (:data:`~bot.kernel.surface.WriteKind`).
+
+Every write goes through the :class:`~bot.outbox.Outbox` under a :class:`~bot.outbox.Stream`
+policy: the renderer keeps its :class:`~bot.outbox.StreamDemand` current (what its next write would
+show), which the pacer reads to rank it, and gives the outbox a compose function naming the write
+the newest text needs once there is room (none when the kind of write planned is no longer the one
+needed). The renderer decides what to write and when it is worth writing; the outbox decides when
+it may.
 """
 
 from __future__ import annotations
@@ -32,29 +40,50 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import functools
 import logging
 import math
 from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from bot.kernel import (
     FENCE,
     Chunk,
     Event,
     MessageRef,
+    NativeStream,
+    OutMessage,
     Place,
     RateLimited,
+    StreamExpired,
+    StreamsNatively,
     Surface,
-    SurfaceError,
+    SurfaceRegistry,
     User,
     WriteKind,
     cut_chunk,
     metrics,
     split_chunks,
 )
-from bot.outbox.pacing import Clock, Pacer, PacingTimeout
-from bot.outbox.windows import Demand, Grant
-from bot.render_writes import MessageWriter
+from bot.outbox import (
+    Clock,
+    Demand,
+    Edit,
+    Operation,
+    Outbox,
+    Pacer,
+    PacingTimeout,
+    Post,
+    Stream,
+    StreamAppend,
+    StreamDemand,
+    StreamStart,
+    StreamStop,
+    Typing,
+    WritePolicy,
+    WriteSkipped,
+)
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +149,8 @@ class StreamRenderer:
 
     def __init__(
         self,
-        surface: Surface,
+        outbox: Outbox,
         place: Place,
-        budget: Pacer,
         *,
         origin: Event | None = None,
         placeholder: str | None = None,
@@ -133,12 +161,13 @@ class StreamRenderer:
         on_posted: Callable[[MessageRef], Awaitable[None]] | None = None,
         recipient: User | None = None,
     ) -> None:
-        self.surface = surface
+        self.outbox = outbox
+        self.surface = outbox.surfaces.get(place.platform)
         self.place = place
-        self.budget = budget
         self.origin = origin
+        self.recipient = recipient
         self.placeholder = placeholder
-        self.clock = clock or budget.clock
+        self.clock = clock or outbox.pacer.clock
         self.final_timeout = final_timeout
         self.marker = marker
         self.interrupt_errors = interrupt_errors
@@ -159,7 +188,12 @@ class StreamRenderer:
         self._arrived_at: list[float] = []
         self._shown_upto = 0
         self._shown_end = 0
-        self._writer = MessageWriter(surface, origin, recipient, native=placeholder is None)
+        native = placeholder is None and isinstance(self.surface, StreamsNatively)
+        self._native = native
+        """Whether the next message is started as a native stream (until the surface declines)."""
+        self._streams: list[NativeStream | None] = []
+        self._demand = StreamDemand(self._demand_now())
+        self._composed: tuple[_Op, str, Operation[object]] | None = None
 
     async def render(self, deltas: AsyncIterable[str | StreamEnd]) -> RenderResult:
         """Consume ``deltas`` and keep the surface up to date; returns when the final text is
@@ -188,6 +222,7 @@ class StreamRenderer:
                     self.result.reply += item
                     self._arrived_ends.append(len(self.result.reply))
                     self._arrived_at.append(self.clock.monotonic())
+                self._demand.current = self._demand_now()
                 self._changed.set()
         except self.interrupt_errors as error:
             self.result.interrupted = True
@@ -196,13 +231,13 @@ class StreamRenderer:
             self._done = True
             self._done_at = self.clock.monotonic()
             self._deadline = self._done_at + self.final_timeout
+            self._demand.current = self._demand_now()
             self._finished.set()
             self._changed.set()
 
     async def _keep_typing(self) -> None:
         while not self.result.messages:
-            with contextlib.suppress(RateLimited, SurfaceError):
-                await self.surface.typing(self.place)
+            await self.outbox.write(self.place, Typing(), WritePolicy.BEST_EFFORT)
             await self.clock.sleep(TYPING_EVERY_SECONDS)
 
     def _source(self) -> str:
@@ -224,7 +259,7 @@ class StreamRenderer:
             return [self.placeholder] if self.placeholder is not None else []
         limit = self.surface.limits.max_text
         live_index = len(self._committed)
-        native = self._writer.is_native(live_index)
+        native = self._is_native(live_index)
         marker = 0 if native else len(self.marker)
         reserve = 0 if self._done else len(FENCE) + 1 + marker
         posted = live_index < len(self.result.messages)
@@ -239,7 +274,7 @@ class StreamRenderer:
             self._committed_end = chunk.end
         last = chunks[-1]
         live = last.text
-        if not self._done and not self._writer.is_native(len(self._committed)):
+        if not self._done and not self._is_native(len(self._committed)):
             live += self.marker + ("\n" + FENCE if last.ends_in_fence else "")
         self.result.chunks = [*self._committed, last]
         return [chunk.text for chunk in self._committed] + [live]
@@ -253,25 +288,49 @@ class StreamRenderer:
             upto = len(self.result.reply) if last else end
             final = self._done or not last
             if index >= len(self.result.messages):
-                post = self._writer.post_kind(continued=index > 0, final=final)
+                post = self._post_kind(continued=index > 0, final=final)
                 return _Op(index, post, upto, end), text
-            write = self._writer.next_write(index, self._shown[index], text, final=final)
+            write = self._next_write(index, self._shown[index], text, final=final)
             if write is not None:
                 return _Op(index, write, upto, end), text
         return None
 
-    def demand(self) -> Demand:
-        """What the next write would show (see :class:`~bot.outbox.pacing.Demand`)."""
+    def _is_native(self, index: int) -> bool:
+        """Whether message ``index`` is (or, not posted yet, would be) streamed natively."""
+        if index < len(self._streams):
+            return self._streams[index] is not None
+        return self._native
+
+    def _next_write(self, index: int, shown: str, text: str, *, final: bool) -> WriteKind | None:
+        """The write that brings posted message ``index`` from ``shown`` to ``text``
+        (``final``: the message is complete), or ``None`` when it is up to date."""
+        if self._streams[index] is not None:
+            if final:
+                return "stream_stop"
+            return "stream_append" if shown != text else None
+        return "edit" if shown != text else None
+
+    def _post_kind(self, *, continued: bool, final: bool) -> WriteKind:
+        """The write that posts the next message: a continuation whose text is already
+        complete is posted whole (one call instead of starting and stopping a stream)."""
+        if not self._native or (continued and final):
+            return "send"
+        return "stream_start"
+
+    def _demand_now(self) -> Demand:
+        """What the next write would show (see :class:`~bot.outbox.Demand`); kept in
+        :attr:`_demand` as it changes (a delta arrived, the stream ended, a write landed)."""
         oldest = bisect.bisect_right(self._arrived_ends, self._shown_upto)
+        since: float | None = None
         if not self.result.messages and self.placeholder is not None:
             since = self._started
         elif oldest < len(self._arrived_at):
             since = self._arrived_at[oldest]
-        else:
-            since = self.clock.monotonic()
+        if self._done:
+            since = self._done_at if since is None else min(since, self._done_at)
         return Demand(
             unseen=max(len(self.result.reply.rstrip()) - self._shown_upto, 0),
-            since=min(since, self._done_at),
+            since=since,
             first=not self.result.messages,
             final=self._done,
         )
@@ -289,103 +348,131 @@ class StreamRenderer:
                     return True
                 await self._changed.wait()
                 continue
+            op = planned[0]
             try:
-                grant = await self._wait_for_room(planned[0])
+                await self._edit_interval(op)
+                answer = await self.outbox.write(
+                    self._place_of(op),
+                    functools.partial(self._compose, op.kind),
+                    self._policy(op.kind),
+                )
+                rate_limits_in_a_row = 0
+                await self._written(answer)
             except PacingTimeout:
                 log.warning("gave up landing the final text in %s", self.place)
                 self.result.text = self._source()
                 return False
-            try:
-                current = self._next_op()
-                if current is None or current[0].kind != planned[0].kind:
-                    grant.cancel()
-                    continue
-                await self._write(*current, grant)
+            except WriteSkipped:
+                continue
+            except StreamExpired as expired:
+                if self._composed is None or not isinstance(
+                    self._composed[2], StreamAppend | StreamStop
+                ):
+                    raise
                 rate_limits_in_a_row = 0
-            except RateLimited as limited:
+                index = self._composed[0].index
+                log.info(
+                    "the platform ended the stream of %s (%s)",
+                    self.result.messages[index].message_id,
+                    expired,
+                )
+                self._streams[index] = None
+            except RateLimited:
                 self.result.rate_limited += 1
                 rate_limits_in_a_row += 1
-                self.budget.penalize(self.place, self.surface.limits, limited.retry_after)
                 if rate_limits_in_a_row >= MAX_RATE_LIMITS_IN_A_ROW:
                     log.warning(
                         "rate limited %d times in a row in %s", rate_limits_in_a_row, self.place
                     )
                     self.result.text = self._source()
                     return False
-            finally:
-                grant.finish()
             if typing is not None and self.result.messages and not typing.done():
                 typing.cancel()
 
-    async def _wait_for_room(self, op: _Op) -> Grant:
+    async def _edit_interval(self, op: _Op) -> None:
+        """Wait until message ``op.index`` may be edited again (the platform's minimum
+        interval); :class:`PacingTimeout` when not before the final text's deadline."""
+        if op.kind != "edit":
+            return
         limits = self.surface.limits
-        if op.kind == "edit":
-            ready = self._last_write[op.index] + limits.min_seconds_between_edits_of_one_message
-            while (now := self.clock.monotonic()) < ready:
-                if ready > self._deadline:
-                    raise PacingTimeout("the message cannot be edited again before the deadline")
-                await self.clock.sleep(ready - now)
-        if not self._done:
-            grant = await self._acquire_unless_finished(op.kind)
-            if grant is not None:
-                return grant
-        return await self._acquire(op.kind, deadline=self._deadline)
+        ready = self._last_write[op.index] + limits.min_seconds_between_edits_of_one_message
+        while (now := self.clock.monotonic()) < ready:
+            if ready > self._deadline:
+                raise PacingTimeout("the message cannot be edited again before the deadline")
+            await self.clock.sleep(ready - now)
 
-    def _acquire(self, kind: WriteKind, deadline: float | None = None) -> Awaitable[Grant]:
-        return self.budget.acquire(
-            self.place,
-            self.surface.limits,
-            urgent=False,
-            last_served=self._last_served,
-            deadline=deadline,
-            demand=self.demand,
-            hold=True,
-            kind=kind,
-        )
+    def _policy(self, kind: WriteKind) -> Stream:
+        """While streaming, a write waits for room until the stream ends (then it waits
+        again, for the final text, bounded by the deadline)."""
+        if self._done:
+            return Stream(self._demand, kind, self._last_served, deadline=self._deadline)
+        return Stream(self._demand, kind, self._last_served, until=self._finished)
 
-    async def _acquire_unless_finished(self, kind: WriteKind) -> Grant | None:
-        """Wait for room while streaming; ``None`` when the stream ends first (the final
-        write then waits again, bounded by the deadline)."""
-        acquire = asyncio.ensure_future(self._acquire(kind))
-        finished = asyncio.ensure_future(self._finished.wait())
-        try:
-            await asyncio.wait((acquire, finished), return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            if acquire.done() and not acquire.cancelled() and acquire.exception() is None:
-                acquire.result().cancel()
-            raise
-        finally:
-            for task in (acquire, finished):
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-        if acquire.cancelled():
+    def _place_of(self, op: _Op) -> Place:
+        """Where ``op`` writes: a new message goes where the answer's first went."""
+        if op.send:
+            return self.result.messages[0].place if self.result.messages else self.place
+        return self.result.messages[op.index].place
+
+    def _compose(self, kind: WriteKind) -> Operation[object] | None:
+        """The write the newest text needs, when it is still of the ``kind`` there is room for
+        (else ``None``: nothing is written and the renderer plans again)."""
+        self._composed = None
+        current = self._next_op()
+        if current is None or current[0].kind != kind:
             return None
-        return acquire.result()
-
-    async def _write(self, op: _Op, text: str, grant: Grant) -> None:
-        try:
-            if op.send:
-                place = self.result.messages[0].place if self.result.messages else self.place
-                ref = await self._writer.post(op.kind, place, text, first=op.index == 0)
-                if ref is None:
-                    return
-                self.result.messages.append(ref)
-                self._shown.append(text)
-                self._last_write.append(self.clock.monotonic())
-                self.result.sends += 1
-                self.result.streamed += op.kind == "stream_start"
+        op, text = current
+        operation: Operation[object]
+        if op.send:
+            if op.kind == "stream_start":
+                operation = StreamStart(text, self.origin, self.recipient)
             else:
-                ref = self.result.messages[op.index]
-                shown = self._shown[op.index]
-                if not await self._writer.update(op.kind, ref, op.index, shown, text):
+                first = self.origin if op.index == 0 else None
+                operation = Post(OutMessage(text=text, from_model=True), first)
+        else:
+            ref = self.result.messages[op.index]
+            stream = self._streams[op.index]
+            shown = self._shown[op.index]
+            if stream is None:
+                operation = Edit(ref, OutMessage(text=text, from_model=True))
+            elif not text.startswith(shown):
+                operation = StreamStop(stream)
+            elif op.kind == "stream_stop":
+                operation = StreamStop(stream, text[len(shown) :])
+            else:
+                operation = StreamAppend(stream, text[len(shown) :])
+        self._composed = (op, text, operation)
+        return operation
+
+    async def _written(self, answer: object) -> None:
+        """Record the write :meth:`_compose` named, which the outbox made (``answer``: what the
+        platform answered)."""
+        assert self._composed is not None
+        op, text, operation = self._composed
+        if op.send:
+            if isinstance(operation, StreamStart):
+                if answer is None:
+                    self._native = False
                     return
-                self._shown[op.index] = text
-                self._last_write[op.index] = self.clock.monotonic()
-                self.result.edits += 1
-        finally:
-            grant.finish()
+                stream = cast(NativeStream, answer)
+                self._streams.append(stream)
+                ref = stream.ref
+            else:
+                ref = cast(MessageRef, answer)
+                self._streams.append(None)
+            self.result.messages.append(ref)
+            self._shown.append(text)
+            self._last_write.append(self.clock.monotonic())
+            self.result.sends += 1
+            self.result.streamed += op.kind == "stream_start"
+        else:
+            if isinstance(operation, StreamStop):
+                self._streams[op.index] = None
+                if not text.startswith(self._shown[op.index]):
+                    return
+            self._shown[op.index] = text
+            self._last_write[op.index] = self.clock.monotonic()
+            self.result.edits += 1
         oldest = bisect.bisect_right(self._arrived_ends, self._shown_upto)
         if op.upto > self._shown_upto and oldest < len(self._arrived_at):
             waited = self.clock.monotonic() - self._arrived_at[oldest]
@@ -393,6 +480,7 @@ class StreamRenderer:
         self._shown_upto = max(self._shown_upto, op.upto)
         self._shown_end = max(self._shown_end, op.end)
         self._last_served = self.clock.monotonic()
+        self._demand.current = self._demand_now()
         if op.send and self.on_posted is not None:
             await self.on_posted(self.result.messages[-1])
 
@@ -401,18 +489,18 @@ async def render_stream(
     deltas: AsyncIterable[str | StreamEnd],
     surface: Surface,
     place: Place,
-    budget: Pacer,
+    pacer: Pacer,
     *,
     origin: Event | None = None,
     placeholder: str | None = None,
     clock: Clock | None = None,
     final_timeout: float = 60.0,
 ) -> RenderResult:
-    """Render one streamed answer; see :class:`StreamRenderer`."""
+    """Render one streamed answer on ``surface``, paced by ``pacer``; see
+    :class:`StreamRenderer`."""
     renderer = StreamRenderer(
-        surface,
+        Outbox(SurfaceRegistry([surface]), pacer),
         place,
-        budget,
         origin=origin,
         placeholder=placeholder,
         clock=clock,

@@ -1,5 +1,4 @@
-"""Issue 23's two layering rules. The first holds outright; the second is a ratchet: what breaks
-it today is listed, nothing new may join the list, and the restructuring empties it.
+"""Issue 23's two layering rules, both held outright.
 
 - Adapters import nothing of ``storage`` and nothing of ``bot/`` beyond the kernel (the package
   :data:`KERNEL` names): what they need of the rest they declare in their own ``ports.py``.
@@ -34,12 +33,6 @@ WRITES = frozenset(
         "repost",
     }
 )
-
-SURFACE_WRITERS_TODAY = {
-    "bot/render.py",
-    "bot/render_writes.py",
-}
-"""Step 5 (the outbox) empties this."""
 
 
 def _sources(package: str) -> list[Path]:
@@ -108,13 +101,8 @@ def test_adapters_import_nothing_beyond_the_kernel() -> None:
     assert sorted(adapters_beyond_the_kernel()) == []
 
 
-def test_only_the_outbox_writes_to_surfaces_but_what_is_listed() -> None:
-    found = surface_writers()
-    assert found <= SURFACE_WRITERS_TODAY, sorted(found - SURFACE_WRITERS_TODAY)
-    assert found == SURFACE_WRITERS_TODAY, (
-        "fixed, well done: take these off the list",
-        sorted(SURFACE_WRITERS_TODAY - found),
-    )
+def test_only_the_outbox_writes_to_surfaces() -> None:
+    assert sorted(surface_writers()) == []
 
 
 def kernel_modules_imported_past_the_face() -> set[tuple[str, str]]:

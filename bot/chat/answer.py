@@ -363,9 +363,8 @@ class Answerer:
         reply = StoredReply(self.store, target)
         await reply.begin()
         renderer = StreamRenderer(
-            surface,
+            self.outbox,
             target.place,
-            self.outbox.pacer,
             origin=target.origin,
             final_timeout=self.final_timeout,
             interrupt_errors=(ApiError,),

@@ -21,8 +21,8 @@ from bot.outbox.operations import (
 )
 from bot.outbox.outbox import Outbox
 from bot.outbox.pacing import Clock, Pacer, PacingTimeout
-from bot.outbox.policy import WritePolicy, WriteRateLimited, WriteSkipped
-from bot.outbox.windows import Demand, Grant
+from bot.outbox.policy import Stream, WritePolicy, WriteRateLimited, WriteSkipped
+from bot.outbox.windows import Demand, Grant, StreamDemand
 
 __all__ = [
     "Activity",
@@ -42,7 +42,9 @@ __all__ = [
     "PublishHome",
     "Repost",
     "StartThread",
+    "Stream",
     "StreamAppend",
+    "StreamDemand",
     "StreamStart",
     "StreamStop",
     "Typing",

@@ -27,11 +27,12 @@ from bot.kernel import (
     WorkStatus,
 )
 
-T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
-class Operation(Generic[T]):
-    """A write whose platform call answers a ``T``; ``method`` names the call (metrics, logs)."""
+class Operation(Generic[T_co]):
+    """A write whose platform call answers a ``T_co``; ``method`` names the call (metrics,
+    logs)."""
 
     method: ClassVar[str]
 

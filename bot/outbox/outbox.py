@@ -12,9 +12,11 @@ to write and when it is worth writing; the outbox decides *when it may*.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
-from typing import TypeVar, cast
+from collections.abc import Callable
+from typing import TypeVar, cast, overload
 
 from bot.kernel import (
     DeletesMessages,
@@ -47,10 +49,14 @@ from bot.outbox.operations import (
     Typing,
 )
 from bot.outbox.pacing import Pacer, PacingTimeout
-from bot.outbox.policy import PolicyRules, WritePolicy, WriteRateLimited, WriteSkipped
+from bot.outbox.policy import PolicyRules, Stream, WritePolicy, WriteRateLimited, WriteSkipped
 from bot.outbox.windows import Grant
 
 T = TypeVar("T")
+
+Compose = Callable[[], Operation[T] | None]
+"""A write named only once there is room for it (so it carries the newest text), or ``None``
+when it is no longer wanted."""
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +69,7 @@ class Outbox:
         self.surfaces = surfaces
         self.pacer = pacer or Pacer()
 
+    @overload
     async def write(
         self,
         place: Place,
@@ -71,13 +78,31 @@ class Outbox:
         *,
         wait: float | None = None,
         last_served: float = -math.inf,
+    ) -> T: ...
+
+    @overload
+    async def write(self, place: Place, operation: Compose[T], policy: Stream) -> T: ...
+
+    async def write(
+        self,
+        place: Place,
+        operation: Operation[T] | Compose[T],
+        policy: WritePolicy | Stream,
+        *,
+        wait: float | None = None,
+        last_served: float = -math.inf,
     ) -> T:
         """Make the write ``operation`` in ``place`` (the place whose windows it counts
         against: for an edit, the edited message's) as ``policy`` says. ``wait`` replaces a
         paced policy's wait for room; ``last_served`` (the pacer's clock) orders paced writes
-        that are not urgent, least recently served first. Surface errors other than rate limits
+        that are not urgent, least recently served first. A :class:`Stream` write is composed
+        once there is room (see :data:`Compose`). Surface errors other than rate limits
         propagate (``BEST_EFFORT``: logged)."""
         surface = self.surfaces.get(place.platform)
+        if isinstance(policy, Stream):
+            assert not isinstance(operation, Operation)
+            return await self._streamed(surface, place, operation, policy)
+        assert isinstance(operation, Operation)
         if policy is WritePolicy.NOW:
             return await self._call(surface, place, operation)
         if policy is WritePolicy.BEST_EFFORT:
@@ -123,6 +148,56 @@ class Outbox:
         if policy is WritePolicy.RAISE:
             raise WriteRateLimited(limited.retry_after)
         return await self._call(surface, place, operation)
+
+    async def _streamed(
+        self, surface: Surface, place: Place, compose: Compose[T], policy: Stream
+    ) -> T:
+        grant = await self._stream_room(surface, place, policy)
+        try:
+            operation = compose()
+            if operation is None:
+                grant.cancel()
+                raise WriteSkipped("the write is no longer wanted")
+            try:
+                return await self._call(surface, place, operation)
+            except RateLimited as refused:
+                self.pacer.penalize(place, surface.limits, refused.retry_after)
+                raise
+        finally:
+            grant.finish()
+
+    async def _stream_room(self, surface: Surface, place: Place, policy: Stream) -> Grant:
+        """Room for one stream write, held until it returns; :class:`WriteSkipped` when
+        ``policy.until`` is set first."""
+        acquire = self.pacer.acquire(
+            place,
+            surface.limits,
+            urgent=False,
+            last_served=policy.last_served,
+            deadline=policy.deadline,
+            demand=policy.demand,
+            hold=True,
+            kind=policy.kind,
+        )
+        if policy.until is None:
+            return await acquire
+        granted = asyncio.ensure_future(acquire)
+        until = asyncio.ensure_future(policy.until.wait())
+        try:
+            await asyncio.wait((granted, until), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            if granted.done() and not granted.cancelled() and granted.exception() is None:
+                granted.result().cancel()
+            raise
+        finally:
+            for task in (granted, until):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        if granted.cancelled():
+            raise WriteSkipped("the stream ended while its write waited")
+        return granted.result()
 
     async def _room(
         self,

@@ -56,9 +56,9 @@ from bot.outbox.windows import (
     SHARED,
     ChannelKey,
     ChannelState,
-    Demand,
     Grant,
     Stamp,
+    StreamDemand,
     Ticket,
     Window,
     WorkspaceKey,
@@ -182,7 +182,7 @@ class Pacer:
         if ticket.channel_bound:
             paced = not ticket.urgent and not (final and channel.waiting == [ticket])
             ready = max(ready, channel.window.free_at(now, self.margin, paced=paced))
-            ready = max(ready, self._held_until(ticket, channel))
+            ready = max(ready, self._held_until(ticket, channel, now))
         workspace = self._workspace(ticket.workspace, ticket.limits, ticket.bucket)
         if workspace is not None:
             alone = self._sharing(ticket) == [ticket]
@@ -192,14 +192,14 @@ class Pacer:
         return ready
 
     @staticmethod
-    def _held_until(ticket: Ticket, channel: ChannelState) -> float:
+    def _held_until(ticket: Ticket, channel: ChannelState, now: float) -> float:
         """When a stream's first message may go while others wait in its channel."""
         if ticket.demand is None or len(channel.waiting) < 2:
             return -math.inf
-        demand = ticket.demand()
+        demand = ticket.demand.current
         if not demand.first or not demand.unseen or demand.final:
             return -math.inf
-        return demand.since + FIRST_MESSAGE_HOLD
+        return now - demand.waited(now) + FIRST_MESSAGE_HOLD
 
     def _first_in_channel(self, ticket: Ticket, now: float) -> bool:
         """Whether ``ticket`` ranks first among the writes waiting in its channel that are not
@@ -208,7 +208,7 @@ class Pacer:
         if not ticket.channel_bound:
             return True
         channel = self._channels[ticket.channel]
-        free = [t for t in channel.waiting if self._held_until(t, channel) <= now]
+        free = [t for t in channel.waiting if self._held_until(t, channel, now) <= now]
         return bool(free) and min(free, key=lambda t: t.rank(now)) is ticket
 
     def _is_next(self, ticket: Ticket, now: float) -> bool:
@@ -254,17 +254,18 @@ class Pacer:
         urgent: bool,
         last_served: float = -math.inf,
         deadline: float | None = None,
-        demand: Callable[[], Demand] | None = None,
+        demand: StreamDemand | None = None,
         hold: bool = False,
         kind: WriteKind | None = None,
     ) -> Grant:
         """Wait for room for one write in ``place`` and count it.
 
-        ``urgent`` writes are not paced and go first. ``demand`` (stream writes) is read at
-        every decision to rank the write among the others; ``last_served`` (when the caller
-        last got a write) orders writes without one. ``deadline`` (clock time) bounds the wait
-        with :class:`PacingTimeout`. With ``hold`` the write counts as in flight until
-        :meth:`Grant.finish`; without it, as finished ``UNHELD_ALLOWANCE`` after the grant.
+        ``urgent`` writes are not paced and go first. ``demand`` (stream writes, kept current
+        by their writer) is read at every decision to rank the write among the others;
+        ``last_served`` (when the caller last got a write) orders writes without one.
+        ``deadline`` (clock time) bounds the wait with :class:`PacingTimeout`. With ``hold`` the
+        write counts as in flight until :meth:`Grant.finish`; without it, as finished
+        ``UNHELD_ALLOWANCE`` after the grant.
         ``kind`` picks the write's workspace window (see the module docstring).
         """
         channel_key, workspace_key = self.keys(place)
@@ -364,7 +365,7 @@ class Pacer:
         *,
         urgent: bool,
         deadline: float | None = None,
-        demand: Callable[[], Demand] | None = None,
+        demand: StreamDemand | None = None,
     ) -> AsyncIterator[Grant]:
         """``async with pacer.writing(place, limits, urgent=…): await surface.send(…)`` —
         :meth:`acquire` with ``hold``, finished when the block exits (whatever happened)."""

@@ -16,15 +16,20 @@
   not paced (the platform answers an interaction within seconds or never); its errors propagate.
 - ``BEST_EFFORT`` (activity: "is thinking…", typing): written at once; a refusal or a platform
   error is logged and changes nothing else.
+
+A streamed answer's writes take a :class:`Stream` policy instead: paced, ranked stalest first by
+what they would show, and composed only once there is room.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import math
 from dataclasses import dataclass
 
-from bot.kernel import UserError
+from bot.kernel import UserError, WriteKind
+from bot.outbox.windows import StreamDemand
 
 URGENT_WAIT = 30.0
 SKIP_WAIT = 0.3
@@ -54,6 +59,23 @@ class WritePolicy(enum.Enum):
     BEST_EFFORT = PolicyRules("best_effort")
 
 
+@dataclass(frozen=True)
+class Stream:
+    """The policy of a streamed answer's writes: paced, ranked among waiting writes by
+    ``demand`` (kept current by the renderer) and then by ``last_served`` (pacer clock), counted
+    as a write of ``kind`` (its workspace window). The wait ends with
+    :class:`~bot.outbox.PacingTimeout` past ``deadline``, and with :class:`WriteSkipped` when
+    ``until`` is set first (the stream ended: its final text waits again, with a deadline). A
+    rate-limited write holds the channel and its :class:`~bot.kernel.RateLimited` propagates
+    (the renderer writes the newest text next)."""
+
+    demand: StreamDemand
+    kind: WriteKind
+    last_served: float = -math.inf
+    deadline: float | None = None
+    until: asyncio.Event | None = None
+
+
 class WriteRateLimited(UserError):
     """The platform kept refusing a write for rate limiting; ``retry_after`` is its last
     request (seconds)."""
@@ -69,5 +91,6 @@ class WriteRateLimited(UserError):
 
 
 class WriteSkipped(Exception):
-    """A ``SKIP_IF_BUSY`` write found no room in time, or the platform refused it: nothing was
+    """A ``SKIP_IF_BUSY`` write found no room in time, or the platform refused it; or a
+    :class:`Stream` write's wait ended, or its compose function named no write: nothing was
     written."""

@@ -37,15 +37,27 @@ class Demand:
     """What a waiting stream write would show, read whenever the pacer picks the next writer.
 
     ``unseen`` is how many received characters are not shown yet; ``since`` is the clock time
-    the oldest of them arrived (or the stream ended, for its final text); ``first`` is true when
-    the write posts the stream's first message; ``final`` when the stream has ended (the write
-    lands its final text).
+    the oldest of them arrived (or the stream ended, for its final text; ``None``: nothing has
+    waited, read as "now"); ``first`` is true when the write posts the stream's first message;
+    ``final`` when the stream has ended (the write lands its final text).
     """
 
     unseen: int
-    since: float
+    since: float | None
     first: bool = False
     final: bool = False
+
+    def waited(self, now: float) -> float:
+        """Seconds the oldest unshown text has waited at ``now``."""
+        return 0.0 if self.since is None else now - self.since
+
+
+class StreamDemand:
+    """A stream's :class:`Demand`, kept current by its writer (the renderer, whenever text
+    arrives, the stream ends or a write lands) and read by the pacer at every decision."""
+
+    def __init__(self, current: Demand) -> None:
+        self.current = current
 
 
 @dataclass(eq=False)
@@ -103,22 +115,22 @@ class Ticket:
     last_served: float
     sequence: int
     limits: SurfaceLimits
-    demand: Callable[[], Demand] | None
+    demand: StreamDemand | None
     bucket: str = SHARED
     kind: WriteKind | None = None
     channel_bound: bool = True
     """Whether the write counts against its channel's window."""
 
     def final(self) -> bool:
-        return self.demand is not None and self.demand().final
+        return self.demand is not None and self.demand.current.final
 
     def rank(self, now: float) -> tuple[int, float, float]:
         """Lower goes first: urgent writes, then streams stalest first, then the rest."""
         if self.urgent:
             return (0, self.last_served, self.sequence)
         if self.demand is not None:
-            demand = self.demand()
-            staleness = now - demand.since + demand.unseen / CHARS_PER_STALE_SECOND
+            demand = self.demand.current
+            staleness = demand.waited(now) + demand.unseen / CHARS_PER_STALE_SECOND
             if demand.first:
                 staleness += FIRST_MESSAGE_BONUS
             if demand.final:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bot.kernel import Command, Place, SurfaceLimits, User
+from bot.kernel import Command, Place, SurfaceLimits, SurfaceRegistry, User
+from bot.outbox import Outbox
 from bot.outbox.pacing import SWEEP_EVERY_GRANTS, Pacer, PacingTimeout
 from bot.render import (
     EMPTY_NOTE,
@@ -236,7 +237,8 @@ async def test_errors_that_are_not_interruptions_propagate_after_the_text_lands(
         await fake.sleep(1.0)
         raise ValueError("a bug in the adapter")
 
-    renderer = StreamRenderer(surface, PLACE, budget, interrupt_errors=(ConnectionError,))
+    outbox = Outbox(SurfaceRegistry([surface]), budget)
+    renderer = StreamRenderer(outbox, PLACE, interrupt_errors=(ConnectionError,))
     with pytest.raises(ValueError, match="a bug"):
         await fake.run(renderer.render(buggy()))
     assert surface.texts_in(PLACE) == ["partial answer"]

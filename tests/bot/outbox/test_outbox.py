@@ -23,12 +23,15 @@ from bot.kernel import (
 from bot.outbox import (
     Activity,
     Delete,
+    Demand,
     Edit,
     Notice,
     Outbox,
     Pacer,
     Post,
     Private,
+    Stream,
+    StreamDemand,
     Typing,
     WritePolicy,
     WriteRateLimited,
@@ -290,3 +293,78 @@ async def test_a_write_the_surface_cannot_make_is_refused_before_any_call() -> N
         with pytest.raises(TypeError):
             await outbox.write(PLACE, operation, WritePolicy.NOW)
     assert surface.calls == []
+
+
+def _stream(until: asyncio.Event | None = None) -> Stream:
+    return Stream(StreamDemand(Demand(unseen=10, since=None)), "edit", until=until)
+
+
+async def test_a_stream_write_is_composed_once_there_is_room_with_the_newest_text() -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake)
+    outbox = _outbox(fake, surface)
+    newest = ["first words"]
+
+    async def scenario() -> MessageRef:
+        busy = await _busy_for(fake, outbox.pacer, 2.0)
+        write = asyncio.ensure_future(
+            outbox.write(PLACE, lambda: Post(OutMessage(newest[0])), _stream())
+        )
+        await fake.sleep(1.0)
+        newest[0] = "first words and more"
+        ref = await write
+        await busy
+        return ref
+
+    ref = await fake.run(scenario())
+    assert surface.messages[ref.message_id].text == "first words and more"
+    assert surface.calls == [pytest.approx(3.0)]
+
+
+async def test_a_stream_write_no_longer_wanted_writes_nothing_and_gives_its_room_back() -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake)
+    outbox = _outbox(fake, surface)
+
+    async def scenario() -> float:
+        with pytest.raises(WriteSkipped):
+            await outbox.write(PLACE, lambda: None, _stream())
+        await outbox.pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        return fake.now
+
+    assert await fake.run(scenario()) == 0.0
+    assert surface.calls == []
+
+
+async def test_a_stream_write_waiting_when_the_stream_ends_writes_nothing() -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake)
+    outbox = _outbox(fake, surface)
+    ended = asyncio.Event()
+
+    async def scenario() -> None:
+        busy = await _busy_for(fake, outbox.pacer, 5.0)
+        write = asyncio.ensure_future(outbox.write(PLACE, lambda: HELLO, _stream(ended)))
+        await fake.sleep(1.0)
+        ended.set()
+        with pytest.raises(WriteSkipped):
+            await write
+        busy.cancel()
+
+    await fake.run(scenario())
+    assert surface.calls == [] and fake.now == pytest.approx(1.0)
+
+
+async def test_a_rate_limited_stream_write_holds_the_channel_and_tells_the_renderer() -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake, refusals=1, retry_after=3.0)
+    outbox = _outbox(fake, surface)
+
+    async def scenario() -> float:
+        with pytest.raises(RateLimited):
+            await outbox.write(PLACE, lambda: HELLO, _stream())
+        await outbox.pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        return fake.now
+
+    assert await fake.run(scenario()) >= 3.0
+    assert surface.calls == [0.0]

@@ -11,7 +11,13 @@ import pytest
 from bot.kernel import OutMessage, Place, SurfaceLimits, SurfaceRegistry, WriteKind
 from bot.outbox import Outbox, Post, WritePolicy
 from bot.outbox.pacing import FIRST_MESSAGE_HOLD, UNHELD_ALLOWANCE, Pacer, PacingTimeout
-from bot.outbox.windows import FINAL_TEXT_BONUS, FIRST_MESSAGE_BONUS, IN_FLIGHT_LIMIT, Demand
+from bot.outbox.windows import (
+    FINAL_TEXT_BONUS,
+    FIRST_MESSAGE_BONUS,
+    IN_FLIGHT_LIMIT,
+    Demand,
+    StreamDemand,
+)
 from bot.render import RenderResult, render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface
@@ -132,7 +138,7 @@ async def test_waiting_stream_writes_are_served_stalest_first() -> None:
             ONE_PER_SECOND,
             urgent=False,
             last_served=last_served,
-            demand=None if demand is None else (lambda: demand),
+            demand=None if demand is None else StreamDemand(demand),
         )
         order.append(name)
 
@@ -164,7 +170,7 @@ async def test_a_first_message_is_held_while_others_wait_and_posted_at_once_alon
 
     async def write(name: str) -> None:
         demand = demands[name]
-        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=lambda: demand)
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=StreamDemand(demand))
         granted[name] = fake.now
 
     async def scenario() -> None:
@@ -181,7 +187,9 @@ async def test_a_first_message_is_held_while_others_wait_and_posted_at_once_alon
 
     fake.now = 200.0
     fresh = Demand(unseen=10, since=200.0, first=True)
-    alone = await fake.run(pacer.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=lambda: fresh))
+    alone = await fake.run(
+        pacer.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=StreamDemand(fresh))
+    )
     assert alone.granted_at == 200.0 < 200.0 + FIRST_MESSAGE_HOLD
 
 
@@ -192,7 +200,7 @@ async def test_non_urgent_writes_are_paced_and_urgent_ones_are_not() -> None:
 
     async def write(kind: str) -> None:
         demand = Demand(unseen=10, since=fake.now)
-        await pacer.acquire(PLACE, DISCORD, urgent=kind == "urgent", demand=lambda: demand)
+        await pacer.acquire(PLACE, DISCORD, urgent=kind == "urgent", demand=StreamDemand(demand))
         times[kind].append(fake.now)
 
     await fake.run(asyncio.gather(*(write("stream") for _ in range(5))))
