@@ -27,7 +27,6 @@ from bot.kernel import (
     SurfaceRegistry,
     WebhookSettings,
 )
-from bot.metered import MeteredSurface
 from bot.outbox import Outbox
 from bot.refs import Refs
 from bot.router import Lifecycle, Router
@@ -104,7 +103,7 @@ async def running_bot(
             settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback
         )
         stack.push_async_callback(provider.aclose)
-        surfaces = SurfaceRegistry([MeteredSurface(platform)])
+        surfaces = SurfaceRegistry([platform])
         outbox = Outbox(surfaces)
         jobs = build_job_engines(settings, store, provider, outbox)
         tools = ChatImageTools(jobs.chat_jobs)

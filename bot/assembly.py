@@ -12,7 +12,6 @@ from bot.chat.tools import ChatImageTools
 from bot.home import HomeFeature
 from bot.jobs import JobEngines, build_job_engines
 from bot.kernel import ChatSettings, CoreSettings, Surface, SurfaceRegistry
-from bot.metered import MeteredSurface
 from bot.outbox import Outbox, Pacer
 from bot.refs import Refs
 from bot.router import Router
@@ -54,7 +53,7 @@ def build_core(
     One :class:`~bot.outbox.Outbox` (with one :class:`~bot.outbox.Pacer`) writes for every
     feature, so chat streams and job messages together stay within each platform's windows.
     """
-    registry = SurfaceRegistry(MeteredSurface(surface) for surface in surfaces)
+    registry = SurfaceRegistry(surfaces)
     outbox = Outbox(registry, Pacer(shared=store if store.shared else None))
     jobs = build_job_engines(settings, store, provider, outbox, shards=shards)
     chat = ChatEngine(

@@ -9,8 +9,7 @@ from bot.kernel.surface import Surface
 
 class SurfaceRegistry:
     """The adapters' surfaces, by platform name; the core answers on each platform through
-    its surface. It holds the surfaces it is given (the composition wraps each in a
-    :class:`bot.metered.MeteredSurface`, so every write is counted)."""
+    its surface, through the outbox (:class:`bot.outbox.Outbox`), which counts every write."""
 
     def __init__(self, surfaces: Iterable[Surface] = ()) -> None:
         self._surfaces: dict[str, Surface] = {surface.platform: surface for surface in surfaces}

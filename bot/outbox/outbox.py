@@ -5,7 +5,10 @@ The :class:`Outbox` resolves the platform's surface, waits for room in the :clas
 windows as the :class:`~bot.outbox.policy.WritePolicy` says (see :mod:`bot.outbox.policy`),
 makes the one platform call the :mod:`operation <bot.outbox.operations>` names, holds the write
 in the windows until that call returns, and on a platform's "rate limited, retry after N s"
-holds the channel for N s and retries or gives up as the policy says. Features decide *what*
+holds the channel for N s and retries or gives up as the policy says. Every platform call is
+counted in ``genbot_platform_writes_total`` by platform and method (the operation's), and every
+:class:`~bot.kernel.RateLimited` a surface raises — a 429 left after the adapter's own retries —
+in ``genbot_platform_rate_limited_total``. Features decide *what*
 to write and when it is worth writing; the outbox decides *when it may*.
 """
 
@@ -15,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar, cast, overload
 
 from bot.kernel import (
@@ -30,6 +33,7 @@ from bot.kernel import (
     Surface,
     SurfaceError,
     SurfaceRegistry,
+    metrics,
 )
 from bot.outbox.operations import (
     Activity,
@@ -227,43 +231,55 @@ class Outbox:
 
     @staticmethod
     async def _call(surface: Surface, place: Place, operation: Operation[T]) -> T:
-        """The one platform call ``operation`` names."""
-        answer: object = None
+        """The one platform call ``operation`` names, counted by its method (an activity
+        ended where the platform shows none makes no call)."""
+        call = Outbox._platform_call(surface, place, operation)
+        if call is None:
+            return cast(T, None)
+        metrics.PLATFORM_WRITES.labels(surface.platform, operation.method).inc()
+        try:
+            return cast(T, await call)
+        except RateLimited:
+            metrics.PLATFORM_RATE_LIMITED.labels(surface.platform, operation.method).inc()
+            raise
+
+    @staticmethod
+    def _platform_call(
+        surface: Surface, place: Place, operation: Operation[T]
+    ) -> Awaitable[object] | None:
+        """The call ``operation`` names, not yet made; ``TypeError`` when ``surface`` cannot
+        make it."""
         match operation:
             case Post(message, origin):
-                answer = await surface.send(place, message, origin=origin)
+                return surface.send(place, message, origin=origin)
             case Repost(original, message) if isinstance(surface, Reposts):
-                answer = await surface.repost(original, place, message)
+                return surface.repost(original, place, message)
             case Edit(ref, message):
-                await surface.edit(ref, message)
+                return surface.edit(ref, message)
             case Delete(ref) if isinstance(surface, DeletesMessages):
-                await surface.delete(ref)
+                return surface.delete(ref)
             case Notice(origin, text):
-                await surface.send_ephemeral(origin, text)
+                return surface.send_ephemeral(origin, text)
             case Private(origin, message) if isinstance(surface, SendsPrivately):
-                await surface.send_private(origin, message)
+                return surface.send_private(origin, message)
             case OpenForm(origin, modal):
-                await surface.open_modal(origin, modal)
+                return surface.open_modal(origin, modal)
             case StartThread(ref, name):
-                answer = await surface.start_thread(ref, name)
+                return surface.start_thread(ref, name)
             case Activity(status, origin, ended) if isinstance(surface, ShowsStatus):
                 if ended:
-                    await surface.end_status(place, status, origin=origin)
-                else:
-                    await surface.show_status(place, status, origin=origin)
+                    return surface.end_status(place, status, origin=origin)
+                return surface.show_status(place, status, origin=origin)
             case Activity(status, _, ended):
-                if status == "thinking" and not ended:
-                    await surface.typing(place)
+                return surface.typing(place) if status == "thinking" and not ended else None
             case PublishHome(event, view) if isinstance(surface, PublishesHome):
-                await surface.publish_home(event, view)
+                return surface.publish_home(event, view)
             case Typing():
-                await surface.typing(place)
+                return surface.typing(place)
             case StreamStart(text, origin, recipient) if isinstance(surface, StreamsNatively):
-                answer = await surface.start_stream(place, text, origin=origin, recipient=recipient)
+                return surface.start_stream(place, text, origin=origin, recipient=recipient)
             case StreamAppend(stream, text):
-                await stream.append(text)
+                return stream.append(text)
             case StreamStop(stream, text):
-                await stream.stop(text)
-            case _:
-                raise TypeError(f"{surface.platform} cannot write {type(operation).__name__}")
-        return cast(T, answer)
+                return stream.stop(text)
+        raise TypeError(f"{surface.platform} cannot write {type(operation).__name__}")

@@ -25,7 +25,6 @@ from bot.kernel import (
     StreamsNatively,
     Surface,
 )
-from bot.metered import MeteredSurface
 
 CAPABILITIES: dict[str, type] = {
     "keyed posts": FindsKeyedPosts,
@@ -60,4 +59,3 @@ def test_each_platform_declares_what_it_can_do_and_metering_keeps_it_visible() -
     }
     for platform, (surface, can) in expected.items():
         assert capabilities(surface) == can, platform
-        assert capabilities(MeteredSurface(surface)) == can, platform

@@ -42,7 +42,6 @@ from bot.kernel import (
     User,
     WebhookSettings,
 )
-from bot.metered import MeteredSurface
 from bot.outbox import Outbox, Pacer
 from bot.refs import Refs
 from bot.router import Conversations, Feature, Lifecycle, Router
@@ -200,7 +199,7 @@ async def running_genbot(
         )
         stack.push_async_callback(provider.aclose)
         fake = platform or FakePlatform(limits=ROOMY)
-        surfaces = SurfaceRegistry([MeteredSurface(fake)])
+        surfaces = SurfaceRegistry([fake])
         outbox = Outbox(surfaces, Pacer(shared=store if store.shared else None))
         jobs = build_job_engines(settings, store, provider, outbox)
         parts = Parts(settings, store, provider, surfaces, outbox, jobs)

@@ -25,10 +25,11 @@ from bot.kernel import (
     Place,
     RateLimited,
     SurfaceError,
+    SurfaceRegistry,
     User,
     UserMessage,
 )
-from bot.metered import MeteredSurface
+from bot.outbox import Edit, Outbox, Post, WritePolicy
 from tests.adapters.slack.conftest import PNG
 from tests.fakes.slack import FakeSlack
 
@@ -159,7 +160,7 @@ async def test_the_workspace_update_window_is_rate_limited() -> None:
         await surface.close()
 
 
-async def test_a_refused_update_is_counted_as_rate_limited_by_the_core() -> None:
+async def test_a_refused_update_is_counted_as_rate_limited_by_the_outbox() -> None:
     def counted(name: str, method: str) -> float:
         labels = {"platform": "slack", "method": method}
         return REGISTRY.get_sample_value(f"genbot_platform_{name}_total", labels) or 0.0
@@ -167,12 +168,13 @@ async def test_a_refused_update_is_counted_as_rate_limited_by_the_core() -> None
     before = {name: counted(name, "edit") for name in ("writes", "rate_limited")}
     async with FakeSlack(updates_per_minute=3) as fake:
         inner = surface_for(fake)
-        surface = MeteredSurface(inner)
-        refs = [await surface.send(C1, OutMessage(text=f"m{i}")) for i in range(4)]
+        outbox = Outbox(SurfaceRegistry([inner]))
+        now = WritePolicy.NOW
+        refs = [await outbox.write(C1, Post(OutMessage(text=f"m{i}")), now) for i in range(4)]
         for ref in refs[:3]:
-            await surface.edit(ref, OutMessage(text="edited"))
+            await outbox.write(C1, Edit(ref, OutMessage(text="edited")), now)
         with pytest.raises(RateLimited):
-            await surface.edit(refs[3], OutMessage(text="edited"))
+            await outbox.write(C1, Edit(refs[3], OutMessage(text="edited")), now)
         await inner.close()
 
     assert len(fake.ratelimited) == 1

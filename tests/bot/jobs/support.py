@@ -17,7 +17,6 @@ from PIL import Image
 from bot.api import ProviderClient
 from bot.jobs import JobEngines, build_job_engines
 from bot.kernel import Attachment, ButtonPress, ModalSubmit, SurfaceRegistry
-from bot.metered import MeteredSurface
 from bot.outbox import Outbox
 from simulator.server import RunningSimulator
 from storage import Job, NewJob, SqliteStore
@@ -136,7 +135,7 @@ async def bare_engines(
         store = await stack.enter_async_context(await SqliteStore.open(db, clock=clock))
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         fake = platform or FakePlatform(limits=ROOMY)
-        surfaces = SurfaceRegistry([MeteredSurface(fake)])
+        surfaces = SurfaceRegistry([fake])
         engines = build_job_engines(settings, store, provider, Outbox(surfaces), clock=clock)
         stack.push_async_callback(engines.media.aclose)
         stack.push_async_callback(engines.tracker.stop)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from prometheus_client import REGISTRY
 
 from bot.kernel import (
     Command,
@@ -368,3 +369,25 @@ async def test_a_rate_limited_stream_write_holds_the_channel_and_tells_the_rende
 
     assert await fake.run(scenario()) >= 3.0
     assert surface.calls == [0.0]
+
+
+def _written(method: str) -> float:
+    labels = {"platform": "fake", "method": method}
+    return REGISTRY.get_sample_value("genbot_platform_writes_total", labels) or 0.0
+
+
+def _refused(method: str) -> float:
+    labels = {"platform": "fake", "method": method}
+    return REGISTRY.get_sample_value("genbot_platform_rate_limited_total", labels) or 0.0
+
+
+async def test_every_platform_call_is_counted_by_its_method_and_so_are_refusals() -> None:
+    fake = FakeClock()
+    surface = RefusingSurface(fake, refusals=1, retry_after=1.0)
+    outbox = _outbox(fake, surface)
+    before = (_written("send"), _refused("send"), _written("edit"))
+
+    ref = await fake.run(outbox.write(PLACE, HELLO, WritePolicy.MUST_DELIVER))
+    await fake.run(outbox.write(PLACE, Edit(ref, OutMessage("hi")), WritePolicy.MUST_DELIVER))
+    after = (_written("send"), _refused("send"), _written("edit"))
+    assert [b - a for a, b in zip(before, after, strict=True)] == [2, 1, 1]
