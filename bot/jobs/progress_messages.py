@@ -7,7 +7,10 @@ a progress edit is skipped when there is no room right now (the next poll brings
 
 Progress edits are serialized per job with the final edits and never made once the job's
 messages are final (remembered in memory: deliveries run in this process), so a late poll
-answer never overwrites a finished job's result. :class:`bot.jobs.delivery.Delivery` builds on
+answer never overwrites a finished job's result. A progress update is also made only while the
+job is still in flight under the lease it was read with (checked as the edit is made, before it
+waits for room): a process that lost the job (taken over, or given back to a joining process)
+does not overwrite what its new owner shows. :class:`bot.jobs.delivery.Delivery` builds on
 this to make the same message show the job's outcome.
 """
 
@@ -40,7 +43,7 @@ from bot.kernel import (
     metrics,
 )
 from bot.outbox import Activity, Edit, Outbox, Post, WritePolicy, WriteSkipped
-from storage import TERMINAL_STATUSES, Job, JobMessage, JobWriter, MessageLinks
+from storage import TERMINAL_STATUSES, Job, JobMessage, JobWriter, MessageLinks, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +129,17 @@ class ProgressMessages:
         return self._locks.setdefault(job_id, asyncio.Lock())
 
     async def _edit(
-        self, job: Job, message: OutMessage, *, policy: WritePolicy, wait: float | None = None
+        self,
+        job: Job,
+        message: OutMessage,
+        *,
+        policy: WritePolicy,
+        wait: float | None = None,
+        fenced: bool = False,
     ) -> bool:
+        """Edit ``job``'s progress message; ``fenced``: only while ``job``'s lease is still the
+        job's and the job is in flight, checked as the edit is made (a process that lost the
+        job since it read it, or whose job another process settled, writes nothing)."""
         if job.progress_message_id is None or self._shown.get(job.id) == message.text:
             return False
         place = place_of(job)
@@ -135,6 +147,8 @@ class ProgressMessages:
             return False
         ref = MessageRef(place, job.progress_message_id)
         last = self._edited_at.get(job.id, -math.inf)
+        if fenced and not await self._still_running_under(job):
+            return False
         try:
             await self._outbox.write(place, Edit(ref, message), policy, wait=wait, last_served=last)
         except (WriteSkipped, RateLimited):
@@ -149,6 +163,21 @@ class ProgressMessages:
         self._shown[job.id] = message.text
         self._edited_at[job.id] = self._outbox.pacer.clock.monotonic()
         return True
+
+    async def _still_running_under(self, job: Job) -> bool:
+        """Whether ``job`` is still in flight under the lease ``job`` shows (not when that
+        cannot be read)."""
+        try:
+            current = await self._store.get_job(job.id)
+        except StorageError as error:
+            log.info("progress of job %s not shown: %s", job.id, error)
+            return False
+        return (
+            current is not None
+            and current.lease == job.lease
+            and current.status not in TERMINAL_STATUSES
+            and current.id not in self._final
+        )
 
     def forget(self, job_id: str) -> None:
         """Drop what is remembered about a job whose messages are final, and remember (for a
@@ -248,7 +277,9 @@ class ProgressMessages:
         async with self._lock(job.id):
             if job.id in self._final:
                 return False
-            return await self._edit(job, message, policy=WritePolicy.SKIP_IF_BUSY, wait=wait)
+            return await self._edit(
+                job, message, policy=WritePolicy.SKIP_IF_BUSY, wait=wait, fenced=True
+            )
 
     async def mark_not_started(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job that certainly started nothing at the provider to

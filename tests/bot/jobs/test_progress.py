@@ -11,7 +11,7 @@ from bot.jobs.progress import Estimates, Position, Usual, left_text, status_text
 from bot.kernel import Command, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
-from storage import Job
+from storage import Job, SqliteStore
 from tests.bot.harness import PLACE, ROOMY
 from tests.bot.jobs.support import bare_engines, job_record
 from tests.fakes.platform import FakePlatform
@@ -165,3 +165,25 @@ def test_the_time_left_is_said_only_before_the_usual_and_longer_only_past_the_lo
     assert left_text(Usual(600.0, 700.0), 10.0) == "about 10 min left"
     assert left_text(usual, 30.0) == left_text(usual, 45.0) == ""
     assert left_text(usual, 46.0) == "taking longer than usual"
+
+
+async def test_a_process_that_lost_a_job_no_longer_shows_its_progress(tmp_path: Path) -> None:
+    clock, platform = Clock(), FakePlatform(limits=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        job = await bare.engines.images.imagine(command("alice"), "a red fox")
+        read_by_the_ticker = await bare.store.get_job(job.id)
+        assert read_by_the_ticker is not None and job.progress_message_id is not None
+        progress = platform.messages[job.progress_message_id]
+        clock.now += 7
+        assert await bare.engines.delivery.show_progress(read_by_the_ticker)
+        assert second_line(progress.text) == "Queued (relax) · 0:05"
+
+        async with await SqliteStore.open(tmp_path / "genbot.db", clock=clock) as other:
+            [taken] = await other.claim_jobs([job.platform], limit=1, take_live=True)
+        assert taken.id == job.id
+        clock.now += 5
+        assert not await bare.engines.delivery.show_progress(read_by_the_ticker)
+        assert second_line(progress.text) == "Queued (relax) · 0:05", "its new owner shows it"
