@@ -34,6 +34,14 @@ STARTUP_TIMEOUT = CHILD_WAIT
 STOP_TIMEOUT = CHILD_WAIT
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
 Message = dict[str, Any]
+PORT_ATTEMPTS = 3
+
+
+class PortTaken(Exception):
+    """The port picked for a process was taken before the process could listen on it."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(f"port {port} was taken before genbot could listen on it")
 
 
 @dataclass
@@ -63,8 +71,19 @@ class GenbotProcess:
         return [self.workdir / f"{self.name}.stdout", self.workdir / f"{self.name}.stderr"]
 
     async def start(self) -> None:
-        """Start on a free port and wait (bounded) until the playground answers."""
-        self.port = free_port()
+        """Start on a free port and wait (bounded) until its playground answers; on another
+        port when something else took that one first (a port is free when picked, not
+        reserved: another test's process may pick and bind it too)."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                await self._start_on(free_port())
+                return
+            except PortTaken as taken:
+                if attempt == PORT_ATTEMPTS:
+                    raise AssertionError(f"{self.name}: {taken}:\n{self.output()}") from None
+
+    async def _start_on(self, port: int) -> None:
+        self.port = port
         env = {key: value for key, value in os.environ.items() if not key.startswith("GENBOT_")}
         env.update(self.env)
         env["GENBOT_WEB__PORT"] = str(self.port)
@@ -82,13 +101,16 @@ class GenbotProcess:
                 stderr=stderr,
                 preexec_fn=self._limit_open_files if self.open_files else None,
             )
+        listening = f"web playground at {self.url}"
         async with asyncio.timeout(self.startup_timeout), aiohttp.ClientSession() as session:
             while True:
                 if self.process.returncode is not None:
+                    if self._said(f"cannot listen on 127.0.0.1:{port} (Address already in use)"):
+                        raise PortTaken(port)
                     raise AssertionError(f"{self.name} exited early:\n{self.output()}")
                 with contextlib.suppress(aiohttp.ClientError):
                     async with session.get(f"{self.url}/static/app.js") as response:
-                        if response.status == 200:
+                        if response.status == 200 and self._said(listening):
                             return
                 await asyncio.sleep(0.05)
 
@@ -113,6 +135,10 @@ class GenbotProcess:
         except TimeoutError:
             await self.kill()
             raise AssertionError(f"{self.name} ignored SIGTERM") from None
+
+    def _said(self, text: str) -> bool:
+        """Whether the process wrote ``text`` (anywhere in its output so far)."""
+        return any(text in path.read_text(errors="replace") for path in self.output_files)
 
     def output(self) -> str:
         return "\n".join(path.read_text(errors="replace")[-4000:] for path in self.output_files)

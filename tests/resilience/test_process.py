@@ -1,0 +1,46 @@
+"""The ``genbot run`` harness: a process whose picked port another program took first starts on
+another port, and is never mistaken for whatever answers on the taken one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from genbot.demo import free_port
+from simulator.server import serve
+from tests.resilience import process as harness
+from tests.resilience.crash import genbot_env
+from tests.resilience.process import GenbotProcess
+from tests.resilience.support import sim_config
+
+
+async def test_a_process_whose_port_was_taken_starts_on_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def anything(_request: web.Request) -> web.Response:
+        return web.Response(text="another program's playground")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", anything)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    taken = free_port()
+    await web.TCPSite(runner, "127.0.0.1", taken).start()
+    picks: Iterator[int] = iter([taken, free_port()])
+    monkeypatch.setattr(harness, "free_port", lambda: next(picks))
+    try:
+        async with serve(sim_config()) as sim:
+            node = GenbotProcess(
+                genbot_env(sim, tmp_path / "genbot.db", free_port()), tmp_path, "n"
+            )
+            try:
+                await node.start()
+                assert node.port != taken
+                assert await node.terminate() == 0
+            finally:
+                await node.kill()
+    finally:
+        await runner.cleanup()
