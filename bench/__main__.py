@@ -1,6 +1,7 @@
-"""``python -m bench [name ...] [--quick]``: run benchmarks and print their tables.
+"""``python -m bench [name ...] [--quick] [--profile DIR]``: run benchmarks and print their tables.
 
-Each benchmark is a module ``bench.<name>`` with ``async def main(quick: bool) -> list[Table]``.
+Each benchmark is a module ``bench.<name>`` with ``async def main(quick: bool) -> list[Table]``;
+those in ``PROFILED`` also take ``profile``, a folder for py-spy's samples of their processes.
 A benchmark that fails is reported and the others still run; the exit status is then 1.
 """
 
@@ -15,6 +16,7 @@ import sys
 import time
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 from bench.report import machine_description
 
@@ -27,6 +29,7 @@ BENCHMARKS = (
     "resilience",
     "scale",
 )
+PROFILED = ("scale",)
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -38,21 +41,30 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         help=f"benchmarks to run (default: all): {', '.join(BENCHMARKS)}",
     )
     parser.add_argument("--quick", action="store_true", help="smaller, time-compressed runs")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help=f"record py-spy profiles of each phase into DIR ({', '.join(PROFILED)} only)",
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.names if name not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(BENCHMARKS)}")
+    if args.profile is not None and set(args.names) - set(PROFILED):
+        parser.error(f"--profile works with {', '.join(PROFILED)} only")
     return args
 
 
-async def run(names: Sequence[str], quick: bool) -> list[str]:
+async def run(names: Sequence[str], quick: bool, profile: Path | None = None) -> list[str]:
     """Run the benchmarks in order, printing each table; returns the names that failed."""
     failed: list[str] = []
     for name in names:
         started = time.perf_counter()
         try:
             module = importlib.import_module(f"bench.{name}")
-            tables = await module.main(quick)
+            extra = {"profile": profile} if profile is not None else {}
+            tables = await module.main(quick, **extra)
         except Exception:
             failed.append(name)
             print(f"### {name}: FAILED\n\n```\n{traceback.format_exc()}```\n", flush=True)
@@ -70,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"# genbot benchmarks — `{command.strip()}`")
     print(f"Machine: {machine_description()}")
     print(f"Load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
-    failed = asyncio.run(run(names, args.quick))
+    failed = asyncio.run(run(names, args.quick, args.profile))
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         sys.exit(1)

@@ -3,7 +3,9 @@ simulator, with ``jobs`` image jobs in flight (3000; ``--quick``: 300).
 
 Each process serves the playground; jobs are submitted through the processes in turn (as a
 load balancer would spread commands) into 10 channels, and stay in flight at the simulator
-(its clock runs at real speed) until it is moved an hour ahead, when they all finish at once.
+(its clock stands still from the first command) until it is moved an hour ahead, when they all
+finish at once. The simulator serves flat pictures (``plain_images``), as a CDN serves stored
+files: drawing 3000 grids would take the cores genbot is measured on.
 Polling runs at a fixed 1 s cycle. Measured per cluster size, in the same run (1 process is the
 baseline):
 
@@ -16,7 +18,13 @@ baseline):
 - takeover after ``kill -9`` (3 processes): a tenth of ``jobs`` more, in flight; one process
   killed; seconds until none of its jobs is held by it any more (``[storage] lease_seconds``
   10, the default);
-- RSS per process with the jobs in flight.
+- RSS per process with the jobs in flight;
+- CPU seconds per job of each phase (submit: from the first command to every job at the
+  provider; in flight: the 10 s window; burst: from the jump to every job posted), per
+  process, for the whole cluster, and for PostgreSQL (its server and every backend, from
+  ``/proc``); the benchmark's own process (the simulator and the driver) beside them;
+- with ``profile``, py-spy's samples of every genbot process in each phase
+  (:mod:`bench.profiler`), a file per process and phase.
 
 Uses a throwaway PostgreSQL cluster from the machine's binaries (``tests/postgres.py``).
 """
@@ -24,16 +32,26 @@ Uses a throwaway PostgreSQL cluster from the machine's binaries (``tests/postgre
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
+import os
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import charts
+import aiohttp
+
+from adapters.web.platform import WEB_LIMITS
+from bench import charts, profiler
 from bench.charts import SCALE_PNG, draw
+from bench.cpu import cpu_seconds, postmaster_pid, server_cpu_seconds
 from bench.report import Table, percentile
+from bot.jobs.tracker import DELIVERY_CONCURRENCY
 from simulator.server import serve
 from simulator.task_rules import price
+from storage.sql.session import from_json
 from tests.postgres import PostgresCluster, start_cluster
 from tests.resilience.cluster import (
     PROMPT,
@@ -44,6 +62,7 @@ from tests.resilience.cluster import (
     running_cluster,
 )
 from tests.resilience.support import sim_config
+from tests.sim_time import freeze, resume
 
 FULL_JOBS = 3000
 QUICK_JOBS = 300
@@ -51,8 +70,43 @@ WINDOW_SECONDS = 10.0
 CHANNELS = 10
 """Commands go to this many playground channels (each channel has its own write budget)."""
 SUBMITTERS = 24
+IMAGE_SAMPLE = 500
+SUBMIT_TIMEOUT = aiohttp.ClientTimeout(total=300)
+"""How long one command may take to be accepted: a process that starts thousands of jobs at once
+answers slowly on a busy machine (the command is taken all the same; a retry would submit it
+twice)."""
 POSTED = "SELECT finished_at, updated_at FROM jobs WHERE status = 'posted'"
 FIXED_CYCLE = {"GENBOT_LIMITS__POLL_INTERVAL_MIN": "1.0", "GENBOT_LIMITS__POLL_INTERVAL_MAX": "1.0"}
+
+
+PHASES = ("submit", "in flight", "burst")
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    """CPU seconds used so far by each genbot process, PostgreSQL and this process."""
+
+    at: float
+    genbot: tuple[float, ...]
+    postgres: float
+    bench: float
+
+
+@dataclass(frozen=True)
+class PhaseCpu:
+    """CPU seconds one phase took: per genbot process, PostgreSQL's, this process's."""
+
+    wall: float
+    genbot: tuple[float, ...]
+    postgres: float
+    bench: float
+
+    @staticmethod
+    def between(start: CpuSnapshot, end: CpuSnapshot) -> PhaseCpu:
+        used = tuple(b - a for a, b in zip(start.genbot, end.genbot, strict=True))
+        return PhaseCpu(
+            end.at - start.at, used, end.postgres - start.postgres, end.bench - start.bench
+        )
 
 
 @dataclass
@@ -66,6 +120,19 @@ class ScaleResult:
     takeover_seconds: float | None = None
     taken_over: int = 0
     rss_mb: list[float] = field(default_factory=list)
+    cpu: dict[str, PhaseCpu] = field(default_factory=dict)
+    ids_polled: int = 0
+    """Task ids the cluster polled in the in-flight window."""
+    images_per_second: float = 0.0
+    """The simulator's image-serving rate, measured after the burst (see
+    :func:`image_serving_rate`)."""
+
+    def polled_id_ms(self) -> float:
+        """Milliseconds of genbot CPU per polled task id in the in-flight window."""
+        window = self.cpu.get("in flight")
+        if window is None or not self.ids_polled:
+            return math.nan
+        return 1000 * sum(window.genbot) / self.ids_polled
 
 
 def rss_mb(pid: int) -> float:
@@ -87,7 +154,8 @@ async def submit(cluster: Cluster, count: int, first: int = 0) -> None:
                 "text": "/imagine " + PROMPT.format(number=number),
                 "channel": f"bench{number % CHANNELS}",
             }
-            async with browser.session.post(f"{browser.url}/api/command", json=body) as answer:
+            url = f"{browser.url}/api/command"
+            async with browser.session.post(url, json=body, timeout=SUBMIT_TIMEOUT) as answer:
                 assert answer.status == 202, await answer.text()
 
     await asyncio.gather(*(one(n) for n in range(first, first + count)))
@@ -109,40 +177,127 @@ def expect_all_posted(found: int, submitted: int, what: str) -> None:
         raise RuntimeError(f"{what}: {found} of {submitted} jobs posted")
 
 
+def count_jobs(cluster: Cluster, where: str) -> int:
+    """Jobs matching ``where`` (a count: reading every row each 0.1 s would load PostgreSQL,
+    whose CPU is measured)."""
+    return int(query(cluster.url, f"SELECT COUNT(*) AS n FROM jobs WHERE {where}")[0]["n"])
+
+
+UNSETTLED = "status NOT IN ({})".format(", ".join(f"'{s}'" for s in sorted(SETTLED)))
+
+
 async def in_flight(cluster: Cluster, count: int) -> None:
     def ready() -> bool:
-        found = cluster.jobs()
-        return len(found) >= count and all(j["status"] != "creating" for j in found)
+        return count_jobs(cluster, "status <> 'creating'") >= count
 
     await cluster.until(ready, 900, "every job to reach the provider")
 
 
+def write_budget_bound() -> float:
+    """Result posts per second the platform's write budget allows in the scenario's channels
+    (one write each: the progress message becomes the result)."""
+    per_second = WEB_LIMITS.edits_per_window_per_channel / WEB_LIMITS.edit_window_seconds
+    return CHANNELS * per_second
+
+
+async def image_serving_rate(cluster: Cluster) -> float:
+    """Result images per second the simulator serves, ``DELIVERY_CONCURRENCY`` downloads at a
+    time as genbot's delivery makes them (downloaded by this process, which also runs the
+    simulator: a lower bound)."""
+    rows = query(cluster.url, f"SELECT result_urls FROM jobs LIMIT {IMAGE_SAMPLE}")
+    urls = [urls[0] for urls in (from_json(r["result_urls"], []) for r in rows) if urls]
+    slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
+
+    async def one(session: aiohttp.ClientSession, url: str) -> None:
+        async with slots, session.get(url) as answer:
+            await answer.read()
+            assert answer.status == 200, url
+
+    started = time.perf_counter()
+    async with aiohttp.ClientSession() as session:
+        await asyncio.gather(*(one(session, url) for url in urls))
+    return len(urls) / (time.perf_counter() - started)
+
+
+def genbot_pids(cluster: Cluster) -> list[int]:
+    return [p.process.pid for p in cluster.processes if p.process is not None]
+
+
+class PhaseMeter:
+    """Measures the phases of one cluster's run: CPU seconds, and py-spy profiles of every
+    genbot process when ``profile`` names a folder."""
+
+    def __init__(self, cluster: Cluster, postgres: PostgresCluster, profile: Path | None) -> None:
+        self._pids = genbot_pids(cluster)
+        self._postgres = postmaster_pid(postgres.folder / "data")
+        self._profile = profile
+        self.phases: dict[str, PhaseCpu] = {}
+
+    def snapshot(self) -> CpuSnapshot:
+        return CpuSnapshot(
+            time.monotonic(),
+            tuple(cpu_seconds(pid) for pid in self._pids),
+            server_cpu_seconds(self._postgres),
+            time.process_time(),
+        )
+
+    @contextlib.asynccontextmanager
+    async def phase(self, name: str) -> AsyncIterator[None]:
+        recordings = []
+        if self._profile is not None:
+            self._profile.mkdir(parents=True, exist_ok=True)
+            slug = name.replace(" ", "-")
+            named = {f"node{node}": pid for node, pid in enumerate(self._pids)}
+            for who, pid in (named | {"bench": os.getpid()}).items():
+                path = self._profile / f"{len(self._pids)}p-{who}-{slug}.txt"
+                recordings.append(await profiler.record(pid, path))
+        start = self.snapshot()
+        try:
+            yield
+        finally:
+            self.phases[name] = PhaseCpu.between(start, self.snapshot())
+            for recording in recordings:
+                await recording.stop()
+
+
 async def measure(
-    processes: int, jobs: int, workdir: Path, postgres: PostgresCluster
+    processes: int,
+    jobs: int,
+    workdir: Path,
+    postgres: PostgresCluster,
+    profile: Path | None = None,
 ) -> ScaleResult:
     result = ScaleResult(processes, jobs)
+    config = sim_config(time_scale=1.0, credits=simulator_credits(jobs), plain_images=True)
     async with (
-        serve(sim_config(time_scale=1.0, credits=simulator_credits(jobs))) as sim,
+        serve(config) as sim,
         running_cluster(
             sim, postgres, workdir, processes=processes, lease_seconds=10.0, extra_env=FIXED_CYCLE
         ) as cluster,
     ):
-        await submit(cluster, jobs)
-        await in_flight(cluster, jobs)
+        meter = PhaseMeter(cluster, postgres, profile)
+        freeze(sim)
+        async with meter.phase("submit"):
+            await submit(cluster, jobs)
+            await in_flight(cluster, jobs)
         polls = sim.state.requests_to("/gen/v2/multi_fetch")
         before, ids_before = len(polls), sum(len(r.body.get("task_ids", [])) for r in polls)
-        await asyncio.sleep(WINDOW_SECONDS)
+        async with meter.phase("in flight"):
+            await asyncio.sleep(WINDOW_SECONDS)
         polls = sim.state.requests_to("/gen/v2/multi_fetch")
         ids = sum(len(r.body.get("task_ids", [])) for r in polls) - ids_before
         result.calls_per_cycle = (len(polls) - before) / WINDOW_SECONDS
         result.ids_per_cycle = ids / WINDOW_SECONDS
-        result.rss_mb = [rss_mb(p.process.pid) for p in cluster.processes if p.process]
+        result.ids_polled = ids
+        result.rss_mb = [rss_mb(pid) for pid in genbot_pids(cluster)]
 
-        sim.advance(3600)
-        started = time.time()
-        await cluster.until(
-            lambda: all(j["status"] in SETTLED for j in cluster.jobs()), 900, "the burst"
-        )
+        async with meter.phase("burst"):
+            sim.advance(3600)
+            started = time.time()
+            await cluster.until(lambda: not count_jobs(cluster, UNSETTLED), 900, "the burst")
+        result.cpu = meter.phases
+        resume(sim)
+        result.images_per_second = await image_serving_rate(cluster)
         rows = query(
             cluster.url, "SELECT finished_at, updated_at FROM jobs WHERE status = 'posted'"
         )
@@ -169,9 +324,12 @@ def scale_table(results: list[ScaleResult]) -> Table:
             "processes",
             "multi_fetch calls / cycle",
             "task ids / cycle",
+            "genbot CPU ms / polled id",
             "finished→posted p50 s",
             "p95 s",
             "burst posts / s",
+            "bound: write budget / s",
+            "bound: images served / s",
             "takeover after kill -9 s",
             "RSS per process MB",
         ],
@@ -182,9 +340,12 @@ def scale_table(results: list[ScaleResult]) -> Table:
             r.processes,
             r.calls_per_cycle,
             r.ids_per_cycle,
+            r.polled_id_ms(),
             percentile(r.finished_to_posted, 0.5),
             percentile(r.finished_to_posted, 0.95),
             r.burst_per_second,
+            write_budget_bound(),
+            r.images_per_second,
             None if r.takeover_seconds is None else r.takeover_seconds,
             " / ".join(f"{mb:.0f}" for mb in r.rss_mb),
         )
@@ -195,21 +356,77 @@ def scale_table(results: list[ScaleResult]) -> Table:
         f"{results[-1].taken_over} jobs held by the killed process.",
         "Baseline: 1 process in the same run. finished→posted starts when the tracker saw the "
         "job finished (its next poll after the simulator finished it).",
+        f"Bounds of burst delivery: the playground's write budget, "
+        f"{WEB_LIMITS.edits_per_window_per_channel} writes per "
+        f"{WEB_LIMITS.edit_window_seconds:g} s in each of the {CHANNELS} channels (a result is "
+        "one write; progress edits share it), and the simulator's image-serving rate "
+        f"({DELIVERY_CONCURRENCY} downloads at a time from the benchmark's process, which also "
+        "runs the simulator, after the burst; flat pictures, as a CDN serves stored files).",
     ]
     return table
 
 
-async def main(quick: bool) -> list[Table]:
+def cpu_table(results: list[ScaleResult]) -> Table:
+    """CPU seconds per job of each phase: each genbot process, the cluster, PostgreSQL."""
+    table = Table(
+        f"Scale: CPU seconds per job by phase, {results[0].jobs:,} jobs, 1 vs 3 processes",
+        [
+            "processes",
+            "phase",
+            "wall s",
+            "per process ms / job",
+            "cluster ms / job",
+            "PostgreSQL ms / job",
+            "cluster + PostgreSQL ms / job",
+            "× 1 process",
+            "benchmark process ms / job",
+        ],
+        digits=2,
+    )
+    single = {name: phase for name, phase in results[0].cpu.items()}
+    for r in results:
+        for name in PHASES:
+            phase = r.cpu.get(name)
+            if phase is None:
+                continue
+            per_job = 1000 / r.jobs
+            cluster = sum(phase.genbot) * per_job
+            base = single.get(name)
+            ratio = cluster / (sum(base.genbot) * per_job) if base and sum(base.genbot) else None
+            table.add(
+                r.processes,
+                name,
+                phase.wall,
+                " / ".join(f"{s * per_job:.2f}" for s in phase.genbot),
+                cluster,
+                phase.postgres * per_job,
+                cluster + phase.postgres * per_job,
+                ratio,
+                phase.bench * per_job,
+            )
+    table.notes = [
+        "CPU from /proc (user + system): each genbot process; PostgreSQL = its server, its "
+        "backends and those it reaped. The benchmark process runs the simulator (all provider "
+        "calls and image downloads) and the driver. In flight is a 10 s window with every job "
+        "at the provider (its CPU per job is per 10 s of tracking). × 1 process: the cluster's "
+        "genbot CPU per job against one process's, same phase.",
+    ]
+    return table
+
+
+async def main(quick: bool, profile: Path | None = None) -> list[Table]:
+    """The table (and chart); with ``profile``, py-spy's samples of each phase in that
+    folder."""
     jobs = QUICK_JOBS if quick else FULL_JOBS
     postgres = await asyncio.to_thread(start_cluster)
     try:
         results = []
         for processes in (1, 3):
             with tempfile.TemporaryDirectory(prefix="genbot-scale-") as directory:
-                results.append(await measure(processes, jobs, Path(directory), postgres))
+                results.append(await measure(processes, jobs, Path(directory), postgres, profile))
     finally:
         await asyncio.to_thread(postgres.stop)
     table = scale_table(results)
     if not quick:
         table.notes.append(draw(lambda: charts.scale_out(results, SCALE_PNG)))
-    return [table]
+    return [table, cpu_table(results)]
