@@ -73,6 +73,7 @@ from storage.records.jobs import (
     JobFamily as JobFamily,
     JobMessage as JobMessage,
     JobMessageKind as JobMessageKind,
+    JobMove as JobMove,
     JobQuota as JobQuota,
     JobStatus as JobStatus,
     NewJob as NewJob,

@@ -13,6 +13,7 @@ from storage.records.jobs import (
     Job,
     JobMessage,
     JobMessageKind,
+    JobMove,
     JobQuota,
     JobStatus,
     Lease,
@@ -57,6 +58,11 @@ class JobWriter(JobReader, Protocol):
         while it stalled) changes nothing. Entering ``finished``, ``failed`` or
         ``create_failed`` stamps ``finished_at`` unless given or already set. A move
         ``JOB_TRANSITIONS`` does not allow raises :class:`StorageError`."""
+
+    async def transition_many(self, moves: Sequence[JobMove]) -> list[bool]:
+        """:meth:`transition` for each of ``moves`` (without links), sent to the database
+        together: moves alike (the same statuses and field names) go as one batch, one round
+        trip on PostgreSQL. Each is its own compare-and-set; whether each moved, in order."""
 
     async def update_job(self, job_id: str, **fields: Any) -> bool:
         """Set fields (see ``storage.rules.UPDATABLE_FIELDS``; JSON fields take Python values)
@@ -129,6 +135,17 @@ class JobTracking(Protocol):
         a webhook at or after that time; ``due_at`` drops jobs whose ``next_poll_at`` is later;
         ``created_before`` keeps only jobs created before that time; ``owner`` keeps only the
         jobs that process holds."""
+
+    async def unfinished_job_ids(
+        self,
+        statuses: Iterable[JobStatus],
+        *,
+        due_at: float | None = None,
+        owner: str | None = None,
+    ) -> list[str]:
+        """The ids of the jobs :meth:`list_unfinished_jobs` would list with these filters,
+        oldest first: one column, for callers that need no more (the tracker's delivery pass
+        reads it every round)."""
 
     async def next_poll_after(
         self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None

@@ -142,6 +142,11 @@ class PostgresDatabase:
             lambda s: s.execute_many(sql, rows), transaction=False, repeatable=False
         )
 
+    async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
+        return await self._attempt(
+            lambda s: s.execute_each(sql, rows), transaction=False, repeatable=False
+        )
+
     async def transaction(
         self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False
     ) -> T:
@@ -231,6 +236,15 @@ class _Statements:
         async with self._conn.cursor() as cursor:
             await cursor.executemany(POSTGRES.statement(sql), batch)
             return cursor.rowcount
+
+    async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
+        batch = list(rows)
+        if not batch:
+            return []
+        statement = POSTGRES.statement(sql)
+        async with self._conn.pipeline():
+            cursors = [await self._conn.execute(statement, values) for values in batch]
+        return [cursor.rowcount for cursor in cursors]
 
 
 def _key(key: str | int) -> str:

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from storage.queries.base import Queries
 from storage.records.job_params import ResultChange
-from storage.records.jobs import Job, JobMessage, JobMessageKind, JobStatus, Lease
+from storage.records.jobs import Job, JobMessage, JobMessageKind, JobMove, JobStatus, Lease
 from storage.rules import (
     DONE_AT_PROVIDER,
     JSON_FIELDS,
@@ -84,22 +84,7 @@ class JobQueries(Queries):
         status IN (…)``, so among concurrent callers exactly one wins (a concurrent mover
         waits for the row, re-checks the status on the committed row and moves nothing): the
         exactly-once guard for posting results. ``links`` are committed with the move."""
-        sources = check_transition(from_statuses, to_status)
-        now = self._clock()
-        changes = {"status": to_status, "updated_at": now, **encoded_fields(fields)}
-        assignments = [f"{name} = ?" for name in changes]
-        values = [*changes.values()]
-        if to_status in DONE_AT_PROVIDER and "finished_at" not in changes:
-            assignments.append("finished_at = COALESCE(finished_at, ?)")
-            values.append(now)
-        move = (
-            f"UPDATE jobs SET {', '.join(assignments)}"
-            f" WHERE id = ? AND status IN ({marks(len(sources))})"
-        )
-        values += [job_id, *sources]
-        if fence is not None:
-            move += " AND owner = ? AND lease_generation = ?"
-            values += [fence.owner, fence.generation]
+        move, values = self._move(JobMove(job_id, from_statuses, to_status, fields, fence))
         if not links:
             return await self.db.execute(move, values, repeatable=True) == 1
 
@@ -110,6 +95,40 @@ class JobQueries(Queries):
             return moved
 
         return await self.db.transaction(work, repeatable=True)
+
+    async def transition_many(self, moves: Sequence[JobMove]) -> list[bool]:
+        """Each move as :meth:`transition` would make it; alike moves (the same statement) go
+        to the database as one batch (:meth:`Session.execute_each`)."""
+        alike: dict[str, list[tuple[int, list[Any]]]] = {}
+        for index, move in enumerate(moves):
+            sql, values = self._move(move)
+            alike.setdefault(sql, []).append((index, values))
+        moved = [False] * len(moves)
+        for sql, group in alike.items():
+            counts = await self.db.execute_each(sql, [values for _, values in group])
+            for (index, _), count in zip(group, counts, strict=True):
+                moved[index] = count == 1
+        return moved
+
+    def _move(self, move: JobMove) -> tuple[str, list[Any]]:
+        """The compare-and-set ``UPDATE`` of ``move`` and its values."""
+        sources = check_transition(move.from_statuses, move.to_status)
+        now = self._clock()
+        changes = {"status": move.to_status, "updated_at": now, **encoded_fields(move.fields)}
+        assignments = [f"{name} = ?" for name in changes]
+        values = [*changes.values()]
+        if move.to_status in DONE_AT_PROVIDER and "finished_at" not in changes:
+            assignments.append("finished_at = COALESCE(finished_at, ?)")
+            values.append(now)
+        sql = (
+            f"UPDATE jobs SET {', '.join(assignments)}"
+            f" WHERE id = ? AND status IN ({marks(len(sources))})"
+        )
+        values += [move.job_id, *sources]
+        if move.fence is not None:
+            sql += " AND owner = ? AND lease_generation = ?"
+            values += [move.fence.owner, move.fence.generation]
+        return sql, values
 
     async def update_job(self, job_id: str, **fields: Any) -> bool:
         """Set fields (see ``UPDATABLE_FIELDS``; JSON fields take Python values) whatever the

@@ -16,6 +16,7 @@ from storage.sql.session import Session
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 SQL_UNFINISHED: Final = "SELECT * FROM jobs WHERE {} ORDER BY created_at, id"
+SQL_UNFINISHED_IDS: Final = "SELECT id FROM jobs WHERE {} ORDER BY created_at, id"
 FILTERS: Final = {
     "family": "family = ?",
     "webhook_quiet_since": "(last_webhook_at IS NULL OR last_webhook_at < ?)",
@@ -45,6 +46,22 @@ SQL_COUNT_UNFINISHED: Final = (
     f"SELECT status, platform, COUNT(*) AS n FROM jobs WHERE status IN ({marks(len(_UNFINISHED))})"
     " GROUP BY status, platform"
 )
+
+
+def _unfinished_where(
+    statuses: Iterable[JobStatus], filters: dict[str, Any]
+) -> tuple[list[str], list[Any]]:
+    """The conditions and values of an unfinished-jobs listing (see ``FILTERS``)."""
+    chosen = status_tuple(statuses)
+    conditions = [f"status IN ({marks(len(chosen))})"]
+    values: list[Any] = list(chosen)
+    for name, value in filters.items():
+        if name not in FILTERS:
+            raise StorageError(f"no filter {name!r} for unfinished jobs")
+        if value is not None:
+            conditions.append(FILTERS[name])
+            values.append(value)
+    return conditions, values
 
 
 class TrackingQueries(Queries):
@@ -81,15 +98,7 @@ class TrackingQueries(Queries):
         after: Job | None = None,
         **filters: Any,
     ) -> list[Job]:
-        chosen = status_tuple(statuses)
-        conditions = [f"status IN ({marks(len(chosen))})"]
-        values: list[Any] = list(chosen)
-        for name, value in filters.items():
-            if name not in FILTERS:
-                raise StorageError(f"no filter {name!r} for unfinished jobs")
-            if value is not None:
-                conditions.append(FILTERS[name])
-                values.append(value)
+        conditions, values = _unfinished_where(statuses, filters)
         if after is not None:
             conditions.append("(created_at, id) > (?, ?)")
             values += [after.created_at, after.id]
@@ -98,6 +107,17 @@ class TrackingQueries(Queries):
             query += " LIMIT ?"
             values.append(limit)
         return [job_from_row(row) for row in await self.db.fetch_all(query, values)]
+
+    async def unfinished_job_ids(
+        self,
+        statuses: Iterable[JobStatus],
+        *,
+        due_at: float | None = None,
+        owner: str | None = None,
+    ) -> list[str]:
+        conditions, values = _unfinished_where(statuses, {"due_at": due_at, "owner": owner})
+        query = SQL_UNFINISHED_IDS.format(" AND ".join(conditions))
+        return [str(row["id"]) for row in await self.db.fetch_all(query, values)]
 
     async def next_poll_after(
         self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None

@@ -8,7 +8,7 @@ processes that hold jobs (leases) are described here too.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
@@ -189,6 +189,19 @@ class Lease:
 
     owner: str
     generation: int
+
+
+@dataclass(frozen=True)
+class JobMove:
+    """One compare-and-set move of :meth:`storage.JobWriter.transition_many`: ``job_id`` to
+    ``to_status`` with ``fields``, only from one of ``from_statuses`` (and, with ``fence``,
+    only while that lease holds)."""
+
+    job_id: str
+    from_statuses: JobStatus | Iterable[JobStatus]
+    to_status: JobStatus
+    fields: dict[str, Any] = field(default_factory=dict)
+    fence: Lease | None = None
 
 
 @dataclass(frozen=True)

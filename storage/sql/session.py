@@ -51,6 +51,10 @@ class Session(Protocol):
 
     async def execute_many(self, sql: str, rows: Iterable[Values]) -> int: ...
 
+    async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
+        """``sql`` once per row of values, sent together (PostgreSQL: one pipeline, one round
+        trip); how many rows each one changed."""
+
 
 class Database(Session, Protocol):
     """A database. ``repeatable``: the statement does no harm run twice, so it runs again on a

@@ -90,6 +90,10 @@ class _Statements:
         batch = list(rows)
         return await self._run(lambda conn: conn.executemany(sql, batch).rowcount)
 
+    async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
+        batch = list(rows)
+        return await self._run(lambda conn: [conn.execute(sql, v).rowcount for v in batch])
+
 
 class SqliteDatabase(_Statements):
     """A :class:`storage.sql.session.Database` on one SQLite file (see the module docstring):

@@ -16,12 +16,15 @@ from storage import (
     UNFINISHED_STATUSES,
     Job,
     JobMessage,
+    JobMove,
     JobQuota,
     QuotaRefusal,
     Storage,
     StorageError,
+    Store,
 )
 from tests.storage.conftest import START, ManualClock, new_job
+from tests.storage.counting import counted
 from tests.storage.helpers import create_job
 
 
@@ -267,3 +270,33 @@ async def test_mark_polled_stamps_many_jobs(store: Storage, clock: ManualClock) 
     assert await store.mark_polled([job.id for job in jobs[:2]], at=123.0) == 2
     stamps = [(await store.get_job(job.id)).last_polled_at for job in jobs]  # type: ignore[union-attr]
     assert stamps == [123.0, 123.0, None]
+
+
+async def test_many_moves_go_as_one_batch_and_each_is_its_own_compare_and_set(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    jobs = [await create_job(store, new_job(requester_id=f"u{n}")) for n in range(4)]
+    assert await store.transition(jobs[3].id, "creating", "failed")
+    counting = counted(store)
+    moves = [
+        JobMove(jobs[0].id, ("creating", "pending"), "finished", {"credits": 8, "actions": ["U1"]}),
+        JobMove(jobs[1].id, "creating", "processing"),
+        JobMove(jobs[2].id, ("creating", "pending"), "finished", {"credits": 4, "actions": []}),
+        JobMove(jobs[3].id, ("creating", "pending"), "finished", {"credits": 1, "actions": []}),
+        JobMove("no-such-job", ("creating", "pending"), "finished", {"credits": 1, "actions": []}),
+    ]
+
+    first, second = await asyncio.gather(
+        store.transition_many(moves), other_store.transition_many(moves)
+    )
+
+    assert [a or b for a, b in zip(first, second, strict=True)] == [True] * 3 + [False] * 2
+    assert not any(a and b for a, b in zip(first, second, strict=True)), "one winner each"
+    assert len(counting.trips) == 2, "one batch per kind of move"
+    done = [await store.get_job(job.id) for job in jobs]
+    assert [(j.status, j.credits) for j in done if j] == [
+        ("finished", 8), ("processing", None), ("finished", 4), ("failed", None)
+    ]  # fmt: skip
+    assert done[0] is not None and done[0].actions == ["U1"]
+    assert done[0].finished_at == clock.now and done[1] is not None and done[1].finished_at is None
+    assert await store.transition_many([]) == []

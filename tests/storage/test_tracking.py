@@ -72,3 +72,19 @@ async def test_unfinished_jobs_are_counted_by_status_and_platform(store: Storage
         ("finished", "slack", 1),
         ("pending", "discord", 2),
     ]
+
+
+async def test_unfinished_job_ids_are_those_the_listing_gives(
+    store: Storage, clock: ManualClock
+) -> None:
+    due = await finished_job(store)
+    later = await finished_job(store, next_poll_at=clock.now + 5)
+    await create_job(store, new_job())
+
+    ids = await store.unfinished_job_ids(("finished", "failed"), due_at=clock.now)
+
+    listed = await store.list_unfinished_jobs(("finished", "failed"), due_at=clock.now)
+    assert ids == [job.id for job in listed] == [due]
+    assert await store.unfinished_job_ids(("finished",), owner="someone else") == []
+    mine = await store.unfinished_job_ids(("finished",), owner=store.process_id)
+    assert sorted(mine) == sorted([due, later])

@@ -1,0 +1,138 @@
+"""A real database with a tally: :class:`CountingDatabase` wraps a store's
+:class:`~storage.sql.session.Database` and records every round trip the store makes (a
+statement, a batch or a transaction) with the statements it carried, for tests that count
+what a flow asks of storage."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from storage import Store
+from storage.sql.dialect import Dialect
+from storage.sql.session import Database, Row, Session, Values
+
+T = TypeVar("T")
+
+
+@dataclass
+class Trip:
+    """One round trip: its statements (SQL and values, one per row of a batch) and the rows
+    they read."""
+
+    statements: list[tuple[str, Values]] = field(default_factory=list)
+    rows_read: int = 0
+
+    def moves_to(self, status: str) -> int:
+        """How many of its statements move a job to ``status``."""
+        return sum(
+            sql.startswith("UPDATE jobs SET status = ?") and values[0] == status
+            for sql, values in self.statements
+        )
+
+    def reads_whole_jobs(self) -> bool:
+        return any(sql.startswith("SELECT * FROM jobs") for sql, _ in self.statements)
+
+
+class _CountingSession:
+    def __init__(self, inner: Session, trip: Trip) -> None:
+        self._inner = inner
+        self._trip = trip
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._inner.dialect
+
+    async def fetch_one(self, sql: str, values: Values = ()) -> Row | None:
+        self._trip.statements.append((sql, values))
+        row = await self._inner.fetch_one(sql, values)
+        self._trip.rows_read += row is not None
+        return row
+
+    async def fetch_all(self, sql: str, values: Values = ()) -> list[Row]:
+        self._trip.statements.append((sql, values))
+        rows = await self._inner.fetch_all(sql, values)
+        self._trip.rows_read += len(rows)
+        return rows
+
+    async def execute(self, sql: str, values: Values = ()) -> int:
+        self._trip.statements.append((sql, values))
+        return await self._inner.execute(sql, values)
+
+    async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
+        batch = list(rows)
+        self._trip.statements += [(sql, values) for values in batch]
+        return await self._inner.execute_many(sql, batch)
+
+    async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
+        batch = list(rows)
+        self._trip.statements += [(sql, values) for values in batch]
+        return await self._inner.execute_each(sql, batch)
+
+
+class CountingDatabase:
+    """``inner`` with every round trip recorded in :attr:`trips` (see the module docstring)."""
+
+    def __init__(self, inner: Database) -> None:
+        self.inner = inner
+        self.trips: list[Trip] = []
+        self.where = inner.where
+        self.closed = inner.closed
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.inner.dialect
+
+    def _session(self) -> _CountingSession:
+        trip = Trip()
+        self.trips.append(trip)
+        return _CountingSession(self.inner, trip)
+
+    async def fetch_one(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> Row | None:
+        return await self._session().fetch_one(sql, values)
+
+    async def fetch_all(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> list[Row]:
+        return await self._session().fetch_all(sql, values)
+
+    async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
+        trip = Trip([(sql, values)])
+        self.trips.append(trip)
+        return await self.inner.execute(sql, values, repeatable=repeatable)
+
+    async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
+        return await self._session().execute_many(sql, rows)
+
+    async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
+        return await self._session().execute_each(sql, rows)
+
+    async def transaction(
+        self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False
+    ) -> T:
+        trip = Trip()
+        self.trips.append(trip)
+        return await self.inner.transaction(
+            lambda session: work(_CountingSession(session, trip)), repeatable=repeatable
+        )
+
+    def lock(self, key: str | int, *, wait: float, name: str) -> AbstractAsyncContextManager[None]:
+        return self.inner.lock(key, wait=wait, name=name)
+
+    def listen(self, channel: str) -> AsyncIterator[str | None]:
+        return self.inner.listen(channel)
+
+    async def close(self) -> None:
+        await self.inner.close()
+        self.closed = True
+
+
+def counted(store: Store) -> CountingDatabase:
+    """Count ``store``'s round trips from now on."""
+    counting = CountingDatabase(store.db)
+    store.db = counting
+    return counting
