@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
 from bot.jobs import wording
 from bot.jobs.delivery import Delivery
+from bot.jobs.moves import MoveBatch
 from bot.jobs.results import diffusion_result_fields, poll_delay, task_result_fields
 from bot.jobs.watch import JobWatch
 from bot.kernel import LimitsSettings
@@ -31,6 +32,9 @@ from storage import (
 log = logging.getLogger(__name__)
 
 DIFFUSION_FETCH_CONCURRENCY = 4
+PROGRESS_CONCURRENCY = 4
+"""Progress edits a poll starts (for the jobs it moved) under way at once: each is a platform
+write, and a thousand jobs moving in one answer must not take every storage connection."""
 NOT_STARTED = "genbot could not start this job (nothing was sent to the service)."
 LOST_AFTER_NULLS = 3
 """multi_fetch answers null for a task genbot created this many times in a row, at least
@@ -76,6 +80,10 @@ class ProviderState:
         self._clock = clock
         self._unresolved: dict[str, tuple[int, float]] = {}
         """Job id → (multi_fetch nulls in a row, when the first came)."""
+        self.moves = MoveBatch(store)
+        """The moves of records applied side by side go to storage together."""
+        self._progress: dict[str, asyncio.Task[bool]] = {}
+        self._progress_slots = asyncio.Semaphore(PROGRESS_CONCURRENCY)
 
     async def apply_task_record(
         self,
@@ -84,12 +92,17 @@ class ProviderState:
         *,
         webhook_at: float | None = None,
         owned: bool = True,
+        progress_later: bool = False,
     ) -> bool:
-        """Mirror a family B record into the job; True if the job changed. A job without a
-        provider id (``unknown``, or still ``creating``) is adopted: the record's task id is
-        stored with it. ``webhook_at``: the record came by webhook then (stored with it).
-        ``owned=False``: another process holds the job, so only the store changes (its owner
-        shows progress and delivers)."""
+        """Mirror a family B record into the job; True if the job changed (or its progress
+        message did). A job without a provider id (``unknown``, or still ``creating``) is
+        adopted: the record's task id is stored with it. ``webhook_at``: the record came by
+        webhook then (stored with it). ``owned=False``: another process holds the job, so only
+        the store changes (its owner shows progress and delivers). ``progress_later`` (a poll
+        round): the progress message is edited only when the job moved, and in the background
+        (:meth:`show_progress_soon`), so a round never waits for the platform's write budget
+        (the time shown moves with the progress ticker, :mod:`bot.jobs.ticker`); True then only
+        if the job changed."""
         adopt: dict[str, Any] = {}
         if job.provider_id is None:
             adopt["provider_id"] = record.task_id
@@ -109,15 +122,55 @@ class ProviderState:
             return False
         changed = False
         if job.provider_id is None:
-            changed = await self._store.transition(job.id, _ADOPTABLE, mirrored, **adopt)
+            changed = await self.moves.transition(job.id, _ADOPTABLE, mirrored, **adopt)
         elif mirrored != job.status and job.status in IN_FLIGHT_STATUSES:
-            changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, mirrored, **adopt)
+            changed = await self.moves.transition(job.id, IN_FLIGHT_STATUSES, mirrored, **adopt)
         elif webhook_at is not None:
             await self._store.update_job(job.id, last_webhook_at=webhook_at)
         if not owned:
             return changed
+        if progress_later:
+            if changed:
+                self.show_progress_soon(job, status)
+            return changed
         shown = await self._delivery.show_progress(job, status)
         return changed or shown
+
+    def show_progress_soon(self, job: Job, status: str) -> None:
+        """Edit ``job``'s progress message for ``status`` in the background,
+        ``PROGRESS_CONCURRENCY`` at a time (skipped while an earlier one for the job is under
+        way: the next tick brings a newer text)."""
+        running = self._progress.get(job.id)
+        if running is not None and not running.done():
+            return
+        task = asyncio.create_task(self._show(job, status), name=f"genbot-progress-{job.id}")
+        self._progress[job.id] = task
+        task.add_done_callback(lambda _: self._forget_progress(job.id, task))
+
+    async def _show(self, job: Job, status: str) -> bool:
+        async with self._progress_slots:
+            return await self._delivery.show_progress(job, status)
+
+    def _forget_progress(self, job_id: str, task: asyncio.Task[bool]) -> None:
+        if self._progress.get(job_id) is task:
+            del self._progress[job_id]
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("progress edit of job %s failed: %r", job_id, task.exception())
+
+    @property
+    def busy(self) -> bool:
+        """Whether background progress edits are under way."""
+        return bool(self._progress)
+
+    async def progress_idle(self, *, cancel: bool = False) -> None:
+        """Wait until the background progress edits started so far are done (``cancel``:
+        cancel them first)."""
+        while self._progress:
+            tasks = list(self._progress.values())
+            if cancel:
+                for task in tasks:
+                    task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def finish(
         self, job: Job, status: JobStatus, *, owned: bool = True, **fields: Any
@@ -125,7 +178,7 @@ class ProviderState:
         """Move ``job`` to ``status`` (``finished`` / ``failed``) with ``fields``; a job this
         process holds then goes to delivery. True if it moved."""
         self._unresolved.pop(job.id, None)
-        moved = await self._store.transition(
+        moved = await self.moves.transition(
             job.id, ACTIVE_STATUSES, status, next_poll_at=None, **fields
         )
         if moved and owned:
@@ -176,7 +229,7 @@ class ProviderState:
         if record is None:
             return await self._unresolved_task(job)
         self._unresolved.pop(job.id, None)
-        return await self.apply_task_record(job, record)
+        return await self.apply_task_record(job, record, progress_later=True)
 
     async def _unresolved_task(self, job: Job) -> bool:
         """multi_fetch answered null for a task genbot created: after :data:`LOST_AFTER_NULLS`

@@ -191,6 +191,7 @@ class Tracker:
         for fetch in list(self._fetches):
             fetch.cancel()
         await asyncio.gather(*self._fetches, return_exceptions=True)
+        await self.state.progress_idle(cancel=True)
         deliveries = list(self._deliveries.values())
         if deliveries:
             _, unfinished = await asyncio.wait(deliveries, timeout=timeout)
@@ -371,9 +372,11 @@ class Tracker:
             self._wake.set()
 
     async def wait_idle(self) -> None:
-        """Wait until the fetches and deliveries started so far are done (tests, shutdown)."""
-        while self._deliveries or self._fetches:
+        """Wait until the fetches, progress edits and deliveries started so far are done
+        (tests, shutdown)."""
+        while self._deliveries or self._fetches or self.state.busy:
             await asyncio.gather(*self._fetches, return_exceptions=True)
+            await self.state.progress_idle()
             await asyncio.gather(*list(self._deliveries.values()), return_exceptions=True)
 
     # Polling ----------------------------------------------------------------------------------
@@ -416,9 +419,10 @@ class Tracker:
         if now >= self._next_sweep:
             self._next_sweep = now + SWEEP_SECONDS
             changed |= await self._sweep_stranded(now)
-        async for jobs in self._pages(_DELIVERABLE, due_at=now):
-            for job in jobs:
-                self.schedule_delivery(job.id)
+        for job_id in await self._store.unfinished_job_ids(
+            _DELIVERABLE, due_at=now, owner=self._owner
+        ):
+            self.schedule_delivery(job_id)
         quiet = now - self._limits.poll_interval_max if self.webhooks else None
         async for jobs in self._pages(IN_FLIGHT_STATUSES, family="task", webhook_quiet_since=quiet):
             due = [job for job in jobs if self._task_due(job, now)]
