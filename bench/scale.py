@@ -70,6 +70,8 @@ WINDOW_SECONDS = 10.0
 CHANNELS = 10
 """Commands go to this many playground channels (each channel has its own write budget)."""
 SUBMITTERS = 24
+BACKLOG = 300
+POLL_SECONDS = 0.1
 IMAGE_SAMPLE = 500
 SUBMIT_TIMEOUT = aiohttp.ClientTimeout(total=300)
 """How long one command may take to be accepted: a process that starts thousands of jobs at once
@@ -143,11 +145,25 @@ def rss_mb(pid: int) -> float:
 
 
 async def submit(cluster: Cluster, count: int, first: int = 0) -> None:
-    """``count`` imagine commands through the processes in turn, ``SUBMITTERS`` at a time."""
+    """``count`` imagine commands through the processes in turn, ``SUBMITTERS`` at a time, and
+    at most ``BACKLOG`` accepted that have not reached the provider yet (a process takes a
+    command at once and starts its job in the background: thousands started at once would
+    wait for storage connections past their bound)."""
     slots = asyncio.Semaphore(SUBMITTERS)
+    sent = 0
+    reached = 0
+
+    async def room() -> None:
+        nonlocal reached
+        while sent - reached >= BACKLOG:
+            await asyncio.sleep(POLL_SECONDS)
+            reached = count_jobs(cluster, "status <> 'creating'") - first
 
     async def one(number: int) -> None:
+        nonlocal sent
         async with slots:
+            await room()
+            sent += 1
             browser = cluster.browsers[number % len(cluster.browsers)]
             assert browser.session is not None
             body = {
