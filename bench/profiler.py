@@ -9,6 +9,7 @@ reads such a file: per function, the share of samples it was on the stack (total
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import re
 import shutil
@@ -102,3 +103,38 @@ def top_frames(path: Path, count: int = 15) -> tuple[int, list[FrameShare]]:
     ranked = sorted(total, key=lambda name: (-total[name], name))[:count]
     shares = [FrameShare(name, total[name] / samples, own[name] / samples) for name in ranked]
     return samples, shares
+
+
+PROJECT = ("bot/", "storage/", "adapters/", "genbot/", "simulator/")
+ROOTS = ("genbot/__main__.py", "genbot/cli.py")
+
+
+def project_frames(path: Path, count: int) -> tuple[int, list[FrameShare]]:
+    """:func:`top_frames` of the project's own code, below the process's entry point."""
+    samples, shares = top_frames(path, count=10**6)
+    own = [
+        share
+        for share in shares
+        if any(f"({folder}" in share.name for folder in PROJECT)
+        and not any(root in share.name for root in ROOTS)
+    ]
+    return samples, own[:count]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m bench.profiler FILE... [--top N]``: the top project frames of each file."""
+    parser = argparse.ArgumentParser(prog="python -m bench.profiler", description=main.__doc__)
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--top", type=int, default=15)
+    args = parser.parse_args(argv)
+    for path in args.files:
+        samples, shares = project_frames(path, args.top)
+        print(f"{path.name}: {samples} samples ({samples / RATE:.0f} s on CPU or runnable)")
+        print("| total % | self % | frame |\n|---:|---:|---|")
+        for share in shares:
+            print(f"| {100 * share.total:.1f} | {100 * share.own:.1f} | `{share.name}` |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
