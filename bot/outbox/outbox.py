@@ -66,11 +66,13 @@ log = logging.getLogger(__name__)
 
 
 class Outbox:
-    """Writes on the surfaces of ``surfaces``, paced by ``pacer`` (one per process: every
-    write of the process shares its windows)."""
+    """Writes on the surfaces of ``surfaces`` (held from the start: the registry is not
+    consulted per write), paced by ``pacer`` (one per process: every write of the process
+    shares its windows)."""
 
     def __init__(self, surfaces: SurfaceRegistry, pacer: Pacer | None = None) -> None:
         self.surfaces = surfaces
+        self._by_platform = {name: surfaces.get(name) for name in surfaces.platforms()}
         self.pacer = pacer or Pacer()
 
     @overload
@@ -102,7 +104,7 @@ class Outbox:
         that are not urgent, least recently served first. A :class:`Stream` write is composed
         once there is room (see :data:`Compose`). Surface errors other than rate limits
         propagate (``BEST_EFFORT``: logged)."""
-        surface = self.surfaces.get(place.platform)
+        surface = self._by_platform[place.platform]
         if isinstance(policy, Stream):
             assert not isinstance(operation, Operation)
             return await self._streamed(surface, place, operation, policy)
