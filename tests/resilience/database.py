@@ -12,7 +12,8 @@ at a steady rate, applies the faults at their times, lets everything settle, and
 - every command a process accepted (``202``) is answered exactly once: one genbot message
   replies to it (the job's message, which becomes its result or its failure report, or one
   clear refusal), and it is final;
-- at most one job per command, and at most one creation per command at the simulator;
+- at most one job per command, and at most one creation per command at the simulator, for
+  every command sent (also one whose sender got no answer: it may have been kept);
 - no job is left unfinished once the faults are over and ``settle_bound`` seconds passed;
 - every process the scenario did not stop itself is still running (none restarted by hand).
 
@@ -271,14 +272,14 @@ class FaultOutcome:
         for sent in self.sent:
             if sent.status not in (202, None) and not _clear_refusal(sent):
                 found.append(f"command {sent.number}: {sent.status} {sent.body!r}")
-        accepted = [sent for sent in self.sent if sent.accepted]
         per_prompt = Counter(str(job["prompt"]) for job in self.jobs)
-        for sent in accepted:
-            replies = self.answers.get(str(sent.body["event_id"]), [])
+        for sent in self.sent:
             if per_prompt[sent.prompt] > 1:
                 found.append(f"command {sent.number}: {per_prompt[sent.prompt]} jobs")
             if self.creations[sent.prompt] > 1:
                 found.append(f"command {sent.number}: created {self.creations[sent.prompt]} times")
+        for sent in (sent for sent in self.sent if sent.accepted):
+            replies = self.answers.get(str(sent.body["event_id"]), [])
             if len(replies) != 1:
                 texts = [(r["id"], r["text"][:60]) for r in replies]
                 found.append(f"command {sent.number}: {len(replies)} answers {texts}")

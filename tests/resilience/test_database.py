@@ -10,6 +10,7 @@ test-heavy`` runs each fault on its own at the issue's sizes (and the stall at 2
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from tests.postgres import DURABLE_OPTIONS, PostgresCluster, cluster_or_skip
 from tests.resilience.database import (
     Fault,
     FaultOutcome,
+    Sent,
     fault_scenario,
     join_one,
     kill_one,
@@ -106,3 +108,22 @@ async def test_each_fault_at_full_size(
             settle_bound=SETTLE_BOUND,
         )
     check(name, outcome)
+
+
+def test_a_command_sent_without_an_answer_is_also_checked_for_double_jobs() -> None:
+    """A command whose sender got no HTTP answer may still have been kept and handled: two jobs
+    or two creations for it are a broken promise too."""
+    unanswered = Sent(7, "node0", None, "TimeoutError()", 0.0)
+    jobs = [{"id": job, "status": "posted", "prompt": unanswered.prompt} for job in ("a", "b")]
+    outcome = FaultOutcome(
+        sent=[unanswered],
+        jobs=jobs,
+        answers={},
+        creations=Counter({unanswered.prompt: 2}),
+        unsettled=[],
+        stale=[],
+        exits=[],
+        settle_seconds=0.0,
+    )
+
+    assert outcome.problems() == ["command 7: 2 jobs", "command 7: created 2 times"]
