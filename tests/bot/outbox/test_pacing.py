@@ -355,10 +355,10 @@ async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced
     )
     place = Place("fake", "w1", "c1")
 
-    async def grants(kind: str, count: int) -> list[float]:
+    async def grants(kind: WriteKind, count: int) -> list[float]:
         times = []
         for _ in range(count):
-            grant = await pacer.acquire(place, limits, urgent=False, kind=kind)  # type: ignore[arg-type]
+            grant = await pacer.acquire(place, limits, urgent=False, kind=kind)
             times.append(grant.granted_at)
         return times
 
