@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -39,6 +39,9 @@ from bot.api.sse import SseParser, SseTooLarge
 
 CHAT_PATH = "/v1/chat/completions"
 DONE = "[DONE]"
+WHOLE_LINES = frozenset({DONE})
+"""The data that is a whole event by itself besides one JSON chunk: then it is one event even
+when no blank line follows (docs/provider.md#sse-framing)."""
 FREE_PLAN = "free"
 MAX_FORM_CHANGES = 2
 """A request is sent at most this many more times in other forms after refusals."""
@@ -85,6 +88,103 @@ class ChoiceResult:
         return bool(self.function_name) and self.finish_reason != "length"
 
 
+@dataclass(frozen=True, slots=True)
+class _ChoiceDelta:
+    """What one chunk adds to one choice."""
+
+    index: int
+    role: str | None
+    content: str | None
+    call_name: str | None
+    call_arguments: str | None
+    finish_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    """One chunk, read: its header and what it adds to each choice."""
+
+    id: str
+    model: str
+    created: int
+    choices: list[_ChoiceDelta]
+
+
+def _plain(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _plain_choice(part: Any) -> _ChoiceDelta | None:
+    """``part`` (one item of ``choices``) when it has the plain shape the spec gives (see
+    :func:`read_chunk`), else ``None``."""
+    if type(part) is not dict:
+        return None
+    index, delta, finish = part.get("index"), part.get("delta"), part.get("finish_reason")
+    if not (index is None or type(index) is int) or not _plain(finish):
+        return None
+    if delta is None:
+        return _ChoiceDelta(index or 0, None, None, None, None, finish)
+    if type(delta) is not dict or delta.get("tool_calls") is not None:
+        return None
+    role, content, call = delta.get("role"), delta.get("content"), delta.get("function_call")
+    if not (_plain(role) and _plain(content)):
+        return None
+    name = arguments = None
+    if call is not None:
+        if type(call) is not dict:
+            return None
+        name, arguments = call.get("name"), call.get("arguments")
+        if not (_plain(name) and _plain(arguments)):
+            return None
+    return _ChoiceDelta(index or 0, role, content, name, arguments, finish)
+
+
+def _plain_chunk(payload: Any) -> _Chunk | None:
+    """``payload`` read directly when every field has its plain JSON type, else ``None``."""
+    if type(payload) is not dict:
+        return None
+    id_, model, created = payload.get("id"), payload.get("model"), payload.get("created")
+    choices = payload.get("choices")
+    if not (_plain(id_) and _plain(model) and _plain(payload.get("object"))):
+        return None
+    if not (created is None or type(created) is int) or not (
+        choices is None or type(choices) is list
+    ):
+        return None
+    parts = [_plain_choice(part) for part in choices or ()]
+    if None in parts:
+        return None
+    return _Chunk(id_ or "", model or "", created or 0, cast(list[_ChoiceDelta], parts))
+
+
+def read_chunk(payload: Any) -> _Chunk:
+    """One stream chunk (parsed JSON) read; ``ValueError`` when it is not a chunk's shape.
+
+    A chunk in the plain shape the spec gives (2.4: strings, integers, objects, ``null`` where
+    a field is absent) is read directly, so a streamed reply costs no model validation per
+    chunk; anything else (a number sent as text, ``tool_calls`` pieces, an unknown shape) is
+    read by :class:`ChatChunk`, the one definition of what a chunk may be, which the plain
+    reading agrees with wherever it applies (tests/bot/api/test_chat.py)."""
+    plain = _plain_chunk(payload)
+    if plain is not None:
+        return plain
+    chunk = ChatChunk.model_validate(payload)
+    parts = []
+    for part in chunk.choices:
+        call = part.delta.call
+        parts.append(
+            _ChoiceDelta(
+                part.index,
+                part.delta.role,
+                part.delta.content,
+                call.name if call else None,
+                call.arguments if call else None,
+                part.finish_reason,
+            )
+        )
+    return _Chunk(chunk.id, chunk.model, chunk.created, parts)
+
+
 @dataclass
 class ChatAccumulator:
     """Folds stream chunks into per-choice results (text, function call, finish reason);
@@ -97,28 +197,32 @@ class ChatAccumulator:
     created: int = 0
     _choices: dict[int, ChoiceResult] = field(default_factory=dict)
 
-    def add(self, chunk: ChatChunk) -> None:
-        """Fold one chunk in."""
+    def add(self, payload: Any) -> str:
+        """Fold one chunk (parsed JSON) in; returns the text it adds to choice 0. Raises
+        ``ValueError`` when ``payload`` is not a chunk's shape (see :func:`read_chunk`)."""
+        chunk = read_chunk(payload)
         self.id = self.id or chunk.id
         self.model = self.model or chunk.model
         self.created = self.created or chunk.created
+        added = ""
         for part in chunk.choices:
             choice = self._choices.setdefault(part.index, ChoiceResult(part.index))
-            delta = part.delta
-            if delta.role:
-                choice.role = delta.role
-            if delta.content:
-                choice.text += delta.content
-            call = delta.call
-            if call is not None:
-                name = call.name or ""
+            if part.role:
+                choice.role = part.role
+            if part.content:
+                choice.text += part.content
+                if part.index == 0:
+                    added += part.content
+            if part.call_name is not None or part.call_arguments is not None:
+                name = part.call_name or ""
                 if name.startswith(choice.function_name):
                     choice.function_name = name
                 else:
                     choice.function_name += name
-                choice.function_arguments += call.arguments or ""
+                choice.function_arguments += part.call_arguments or ""
             if part.finish_reason:
                 choice.finish_reason = finish_reason_of(part.finish_reason)
+        return added
 
     def results(self) -> list[ChoiceResult]:
         """Every choice seen, by index."""
@@ -150,23 +254,9 @@ class ChatAccumulator:
         return ChatCompletion(id=self.id, created=self.created, model=self.model, choices=choices)
 
 
-def _whole_payload(data: str) -> bool:
-    """Whether an event's data so far is a whole chunk (a JSON object) or the terminator: then
-    it is one event even when no blank line follows (docs/provider.md#sse-framing)."""
-    text = data.strip()
-    if text == DONE:
-        return True
-    if not (text.startswith("{") and text.endswith("}")):
-        return False
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
 class ChatStream:
-    """A streamed completion: ``async with`` it, then ``async for chunk in stream``.
+    """A streamed completion: ``async with`` it, then ``async for text in stream`` (each chunk
+    read gives the text it adds to the first choice, ``""`` when none).
 
     The request is sent when the context is entered (or at the first iteration). Leaving the
     ``async with`` block (normally, by ``break``, an exception or cancellation) closes the
@@ -178,7 +268,7 @@ class ChatStream:
     def __init__(self, opener: Callable[[], Awaitable[StreamResponse]]) -> None:
         self._opener = opener
         self._response: StreamResponse | None = None
-        self._parser = SseParser(complete=_whole_payload)
+        self._parser = SseParser(whole_lines=WHOLE_LINES)
         self._pending: list[str] = []
         self._finished = False
         self.accumulator = ChatAccumulator()
@@ -198,7 +288,7 @@ class ChatStream:
     def __aiter__(self) -> ChatStream:
         return self
 
-    async def __anext__(self) -> ChatChunk:
+    async def __anext__(self) -> str:
         if self._finished:
             raise StopAsyncIteration
         await self.open()
@@ -232,7 +322,7 @@ class ChatStream:
     def _interrupted(self, reason: str) -> StreamInterrupted:
         return StreamInterrupted(reason, self.accumulator.text(), self.accumulator.texts())
 
-    async def _next_chunk(self) -> ChatChunk:
+    async def _next_chunk(self) -> str:
         assert self._response is not None
         while True:
             while self._pending:
@@ -240,9 +330,7 @@ class ChatStream:
                 if data.strip() == DONE:
                     await self.aclose()
                     raise StopAsyncIteration
-                chunk = self._parse(data)
-                self.accumulator.add(chunk)
-                return chunk
+                return self._add(data)
             try:
                 received = await self._response.next_bytes()
             except ApiTimeout as error:
@@ -259,7 +347,7 @@ class ChatStream:
                 raise self._interrupted(str(error)) from None
             self._pending.extend(event.data for event in events)
 
-    def _parse(self, data: str) -> ChatChunk:
+    def _add(self, data: str) -> str:
         try:
             payload = json.loads(data)
         except ValueError:
@@ -269,8 +357,8 @@ class ChatStream:
             message = error.get("message") if isinstance(error, dict) else error
             raise self._interrupted(f"provider error: {message}")
         try:
-            return ChatChunk.model_validate(payload)
-        except ValidationError:
+            return self.accumulator.add(payload)
+        except ValueError:
             raise self._interrupted("a chunk did not have the chunk shape") from None
 
 

@@ -6,10 +6,11 @@ reads, a leading byte-order mark, comment lines (``:``), multi-line ``data``, an
 ``id`` and ``retry`` fields. An event is dispatched at a blank line only; a partial event left
 when the stream ends is discarded, as the standard requires.
 
-``complete`` (optional) judges the data of an event so far: when a ``data`` line makes it
-complete (one JSON value, say), the event is dispatched at once instead of at the next blank
-line. That reads a provider that sends each event as a single ``data:`` line with no blank line
-between them (docs/provider.md#sse-framing) as well as the standard framing.
+With ``whole_lines`` (the data lines that are an event by themselves), a ``data`` line that
+makes the event's data one whole JSON object, or one of ``whole_lines``, dispatches it at once
+instead of at the next blank line. That reads a provider that sends each event as a single
+``data:`` line with no blank line between them (docs/provider.md#sse-framing) as well as the
+standard framing; multi-line data still ends at a blank line.
 
 Memory is bounded: a line longer than ``max_line_chars`` or an event whose data exceeds
 ``max_event_chars`` (both 1 MiB characters by default) raises :class:`SseTooLarge`; a partial
@@ -19,8 +20,9 @@ line is kept as a list of pieces, so a line arriving in many reads costs linear 
 from __future__ import annotations
 
 import codecs
+import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 MAX_LINE_CHARS = 1 << 20
@@ -49,11 +51,11 @@ class SseParser:
         *,
         max_line_chars: int = MAX_LINE_CHARS,
         max_event_chars: int = MAX_EVENT_CHARS,
-        complete: Callable[[str], bool] | None = None,
+        whole_lines: frozenset[str] | None = None,
     ) -> None:
         self.max_line_chars = max_line_chars
         self.max_event_chars = max_event_chars
-        self._complete = complete
+        self._whole_lines = whole_lines
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pieces: list[str] = []
         self._line_chars = 0
@@ -126,7 +128,19 @@ class SseParser:
                     yield event
 
     def _whole(self) -> bool:
-        return self._complete is not None and self._complete("\n".join(self._data))
+        """Whether the event's data so far is a whole event by itself (see ``whole_lines``)."""
+        if self._whole_lines is None:
+            return False
+        text = "\n".join(self._data).strip()
+        if text in self._whole_lines:
+            return True
+        if not (text.startswith("{") and text.endswith("}")):
+            return False
+        try:
+            json.loads(text)
+        except ValueError:
+            return False
+        return True
 
     def _field(self, name: str, value: str) -> None:
         if name == "data":

@@ -7,8 +7,11 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.api import (
     CHAT_MODELS,
@@ -28,10 +31,10 @@ from bot.api import (
     StreamInterrupted,
     TextPart,
 )
-from bot.api.chat import allowed_chat_models, plan_allows
+from bot.api.chat import _plain_chunk, allowed_chat_models, plan_allows, read_chunk
 from bot.api.sse import MAX_LINE_CHARS
 from simulator.server import RunningSimulator, serve
-from tests.bot.api.support import FAST_RETRY, FREE_KEY, settings_for, sim_config
+from tests.bot.api.support import FAST_RETRY, FREE_KEY, KEY, settings_for, sim_config
 
 IMAGE_FUNCTION = {
     "name": "generate_image",
@@ -74,16 +77,16 @@ async def test_complete(sim: RunningSimulator, api: ProviderClient) -> None:
     assert body["stream"] is False and body["temperature"] == 0.2
 
 
-async def test_stream_yields_typed_chunks_until_done(api: ProviderClient) -> None:
-    chunks: list[ChatChunk] = []
+async def test_stream_yields_text_deltas_until_done(api: ProviderClient) -> None:
+    pieces: list[str] = []
     async with api.chat.stream(ask("echo: one two three four five six seven")) as stream:
-        async for chunk in stream:
-            chunks.append(chunk)
-    assert chunks[0].choices[0].delta.role == "assistant"
-    assert chunks[-1].choices[0].finish_reason == "stop"
-    assert len(chunks) > 3
-    assert stream.text == "one two three four five six seven"
-    assert stream.accumulator.results()[0].finish_reason == "stop"
+        async for piece in stream:
+            pieces.append(piece)
+    assert pieces[0] == pieces[-1] == "", "the role chunk and the last chunk add no text"
+    assert len([piece for piece in pieces if piece]) > 1
+    assert "".join(pieces) == stream.text == "one two three four five six seven"
+    (result,) = stream.accumulator.results()
+    assert (result.role, result.finish_reason) == ("assistant", "stop")
 
 
 async def test_stream_keeps_n_choices_apart(api: ProviderClient) -> None:
@@ -219,7 +222,7 @@ async def test_leaving_a_stream_early_closes_it(api: ProviderClient) -> None:
 
 async def test_stream_without_async_with_closes_at_the_end(api: ProviderClient) -> None:
     stream = api.chat.stream(ask("echo: plain loop"))
-    pieces = [chunk.choices[0].delta.content or "" async for chunk in stream]
+    pieces = [piece async for piece in stream]
     assert "".join(pieces) == "plain loop"
     assert stream.closed
 
@@ -270,7 +273,7 @@ async def test_stalled_stream_raises_interrupted_with_partial_text(stalling_serv
         with pytest.raises(StreamInterrupted) as caught:
             async with asyncio.timeout(10), api.chat.stream(ask("hi")) as stream:
                 async for chunk in stream:
-                    seen.append(chunk.choices[0].delta.content or "")
+                    seen.append(chunk)
     assert seen == ["", "Half a"]
     assert caught.value.partial_text == "Half a"
     assert "no data" in caught.value.reason
@@ -332,7 +335,7 @@ async def test_a_stream_of_single_line_events_is_read_whole(variant: ProviderCli
 
 
 async def test_a_call_answered_as_tool_calls_reads_as_a_function_call(
-    variant: ProviderClient,
+    variant_sim: RunningSimulator, variant: ProviderClient
 ) -> None:
     request = ask("draw a red fox in the snow", functions=[IMAGE_FUNCTION], function_call="auto")
     answer = await variant.chat.complete(request)
@@ -341,19 +344,24 @@ async def test_a_call_answered_as_tool_calls_reads_as_a_function_call(
     assert choice.message.function_call is not None
     assert choice.message.function_call.parsed_arguments() == {"prompt": "a red fox in the snow"}
 
+    body = {**request.to_body(), "stream": True}
+    headers = {"Authorization": f"Bearer {KEY}"}
+    url = f"{variant_sim.base_url}/v1/chat/completions"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, json=body, headers=headers) as raw,
+    ):
+        assert '"tool_calls"' in await raw.text(), "the variant streams tool_calls pieces"
     async with variant.chat.stream(request) as stream:
-        chunks = [chunk async for chunk in stream]
-    assert chunks[0].choices[0].delta.tool_calls, "the variant streams tool_calls pieces"
+        assert [piece async for piece in stream if piece] == []
     (result,) = stream.accumulator.results()
     assert result.finish_reason == "function_call" and result.calls_function
     assert result.function_call == choice.message.function_call
 
 
 def test_a_named_call_that_ends_with_stop_is_a_call_unless_cut() -> None:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> ChatChunk:
-        return ChatChunk.model_validate(
-            {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        )
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     opening = chunk({"function_call": {"name": "generate_image", "arguments": '{"prompt"'}})
     for finish, calls in (("stop", True), ("length", False), ("tool_calls", True)):
@@ -362,3 +370,80 @@ def test_a_named_call_that_ends_with_stop_is_a_call_unless_cut() -> None:
             accumulator.add(piece)
         (result,) = accumulator.results()
         assert result.calls_function is calls, finish
+
+
+ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=True),
+    st.sampled_from(["", "x", "3", " 4 ", "2.5", "stop", "tool_calls"]),
+    st.lists(st.integers(), max_size=1),
+    st.dictionaries(st.sampled_from(["a", "name", "index"]), st.integers(0, 1), max_size=1),
+)
+TOOL_CALL = {"index": 0, "function": {"name": "f", "arguments": "{}"}}
+
+
+@st.composite
+def chunks(draw: st.DrawFn) -> Any:
+    """A chunk of the spec's shape (2.4) with a function call piece, then up to three of its
+    fields (or itself) replaced by odd values or left out."""
+    delta = {"role": "assistant", "content": "Hi", "function_call": {"name": "f", "arguments": ""}}
+    choice = {"index": 0, "delta": delta, "finish_reason": None}
+    chunk: Any = {"id": "c", "object": "o", "created": 1, "model": "m", "choices": [choice]}
+    places: list[tuple[Any, str]] = [(chunk, key) for key in list(chunk)]
+    places += [(choice, key) for key in list(choice)] + [(delta, key) for key in list(delta)]
+    places += [(delta["function_call"], "name"), (delta["function_call"], "arguments")]
+    for _ in range(draw(st.integers(0, 3))):
+        container, key = draw(st.sampled_from(places))
+        odd: Any = draw(st.one_of(ODD, st.just([TOOL_CALL]), st.just({})))
+        if draw(st.booleans()):
+            container.pop(key, None)
+        else:
+            container[key] = odd
+    return draw(st.one_of(st.just(chunk), ODD)) if draw(st.integers(0, 9)) == 0 else chunk
+
+
+def _as_the_model_reads(payload: Any) -> str:
+    chunk = ChatChunk.model_validate(payload)
+    parts = []
+    for part in chunk.choices:
+        call = part.delta.call
+        name, arguments = (call.name, call.arguments) if call else (None, None)
+        delta = part.delta
+        parts.append((part.index, delta.role, delta.content, name, arguments, part.finish_reason))
+    return repr((chunk.id, chunk.model, chunk.created, parts))
+
+
+def _as_read(payload: Any) -> str:
+    chunk = read_chunk(payload)
+    parts = []
+    for part in chunk.choices:
+        call = (part.call_name, part.call_arguments)
+        parts.append((part.index, part.role, part.content, *call, part.finish_reason))
+    return repr((chunk.id, chunk.model, chunk.created, parts))
+
+
+@settings(max_examples=400, deadline=None)
+@given(payload=chunks())
+def test_a_chunk_is_read_as_the_chunk_model_reads_it(payload: Any) -> None:
+    # The plain reading (no model validation per chunk) agrees with ChatChunk, types included.
+    try:
+        expected = _as_the_model_reads(payload)
+    except ValueError:
+        with pytest.raises(ValueError):
+            read_chunk(payload)
+        return
+    assert _as_read(payload) == expected
+
+
+def test_a_plain_chunk_is_read_without_the_models() -> None:
+    spec_chunk = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "llm-3.5-turbo",
+        "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}],
+    }
+    assert _plain_chunk(spec_chunk) is not None
+    assert _plain_chunk({**spec_chunk, "created": "1"}) is None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bot.api import (
-    ChatChunk,
     ChatCompletion,
     ChatMessage,
     ChatRequest,
@@ -168,15 +169,13 @@ def test_create_task_response_tolerates_extra_fields() -> None:
     assert answer.task_id == "t"
 
 
-def chunk(index: int, **delta: object) -> ChatChunk:
+def chunk(index: int, **delta: object) -> dict[str, Any]:
     finish = delta.pop("finish", None)
-    return ChatChunk.model_validate(
-        {
-            "id": "s",
-            "model": "m",
-            "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
-        }
-    )
+    return {
+        "id": "s",
+        "model": "m",
+        "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def test_accumulator_keeps_choices_apart_and_builds_function_calls() -> None:

@@ -184,15 +184,17 @@ def test_byte_at_a_time_equals_whole(blocks: list[list[Line]]) -> None:
     assert parse(*[stream[i : i + 1] for i in range(len(stream))]) == parse(stream)
 
 
-def test_single_line_events_are_read_when_a_judge_says_the_data_is_whole() -> None:
+def test_single_line_events_are_read_when_the_data_is_whole() -> None:
     # A provider that frames each event as one line (docs/provider.md#sse-framing).
     stream = b'data: {"a": 1}\ndata: {"b": 2}\ndata: [DONE]\n'
     assert parse(stream) == []
-    parser = SseParser(complete=lambda data: data in ('{"a": 1}', '{"b": 2}', "[DONE]"))
+    parser = SseParser(whole_lines=frozenset({"[DONE]"}))
     events = [*parser.feed(stream[:9]), *parser.feed(stream[9:]), *parser.close()]
     assert [e.data for e in events] == ['{"a": 1}', '{"b": 2}', "[DONE]"]
-    standard = SseParser(complete=lambda data: data == "whole")
-    assert standard.feed(b"data: who\ndata: le\n\ndata: whole\n\n") == [
+    standard = SseParser(whole_lines=frozenset({"whole"}))
+    assert standard.feed(b'data: who\ndata: le\n\ndata: whole\n\ndata: {"a":\ndata: 1}\n\n') == [
         SseEvent("who\nle"),
         SseEvent("whole"),
+        SseEvent('{"a":\n1}'),
     ]
+    assert standard.feed(b"data: [1, 2]\ndata: {not json}\n\n") == [SseEvent("[1, 2]\n{not json}")]
