@@ -4,30 +4,41 @@ Each granted write is a row ``(key, granted_at, until)``: it counts in its windo
 ``until`` (its window's length after the grant, plus ``ALLOWANCE`` for the request to reach the
 platform). A reservation locks each window's key for its transaction (in key order, so two
 reservations cannot deadlock), counts the rows still counting, and inserts one per window only
-if every window has room. Expired rows are deleted now and then. Where the database has one
-process, its own pacing suffices: nothing is counted here.
+if every window has room. The reservations a process asks for while one is under way go
+together in one transaction (:class:`~storage.queries.grouped.Grouped`), each judged after the
+ones before it. Expired rows are deleted now and then. Where the database has one process, its
+own pacing suffices: nothing is counted here.
 """
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
 from storage.queries.base import Queries
+from storage.queries.grouped import Grouped
 from storage.records.platforms import WriteWindow
+from storage.sql.dialect import marks
 from storage.sql.session import Session
 
 ALLOWANCE = 0.5
 """Seconds a write keeps counting past its window, for the request to reach the platform."""
 PRUNE_EVERY: Final = 256
 SQL_COUNTING: Final = (
-    "SELECT COUNT(*) AS n, MAX(granted_at) AS last FROM write_slots WHERE key = ? AND until > ?"
+    "SELECT key, COUNT(*) AS n, MAX(granted_at) AS last FROM write_slots"
+    " WHERE key IN ({}) AND until > ? GROUP BY key"
 )
 SQL_FREED_AT: Final = (
     "SELECT until FROM write_slots WHERE key = ? AND until > ? ORDER BY until LIMIT 1 OFFSET ?"
 )
 SQL_SPEND: Final = "INSERT INTO write_slots (key, granted_at, until) VALUES (?, ?, ?)"
 SQL_PRUNE: Final = "DELETE FROM write_slots WHERE until < ?"
+
+
+Reservation = tuple[Sequence[WriteWindow], float]
+"""The windows one write counts in, and its spacing."""
 
 
 class WriteWindowQueries(Queries):
@@ -38,34 +49,56 @@ class WriteWindowQueries(Queries):
     async def reserve_writes(
         self, windows: Sequence[WriteWindow], *, spacing: float = 0.0
     ) -> float:
-        lock = self.db.dialect.transaction_lock
-        if not windows or lock is None:
+        if not windows or self.db.dialect.transaction_lock is None:
             return 0.0
+        return await self._reservations((windows, spacing))
+
+    @functools.cached_property
+    def _reservations(self) -> Grouped[Reservation, float]:
+        return Grouped(self._reserve_together)
+
+    async def _reserve_together(self, batch: Sequence[Reservation]) -> list[float]:
+        """One transaction for ``batch``: each reservation, in turn, fits (0) in what is counted
+        and what the ones before it took, or waits (nothing taken)."""
+        lock = self.db.dialect.transaction_lock
+        assert lock is not None
         now = self._clock()
-        self._reserved_since_prune += 1
+        keys = sorted({window.key for windows, _ in batch for window in windows})
+        self._reserved_since_prune += len(batch)
         prune = self._reserved_since_prune >= PRUNE_EVERY
         if prune:
             self._reserved_since_prune = 0
 
-        async def work(tx: Session) -> float:
-            for key in sorted({window.key for window in windows}):
-                await tx.execute(lock, (f"genbot.writes.{key}",))
-            wait = 0.0
-            for n, window in enumerate(windows):
-                counting = await tx.fetch_one(SQL_COUNTING, (window.key, now))
-                assert counting is not None
-                over = int(counting["n"]) - max(window.capacity, 1)
-                if over >= 0:
-                    freed = await tx.fetch_one(SQL_FREED_AT, (window.key, now, over))
-                    wait = max(wait, (freed["until"] if freed else now) - now)
-                if n == 0 and spacing > 0 and counting["last"] is not None:
-                    wait = max(wait, counting["last"] + spacing - now)
-            if wait > 0:
-                return wait
-            for window in windows:
-                await tx.execute(SQL_SPEND, (window.key, now, now + window.seconds + ALLOWANCE))
+        async def work(tx: Session) -> list[float]:
+            await tx.execute_each(lock, [(f"genbot.writes.{key}",) for key in keys])
+            counting = SQL_COUNTING.format(marks(len(keys)))
+            rows = await tx.fetch_all(counting, (*keys, now))
+            counted = {row["key"]: (int(row["n"]), row["last"]) for row in rows}
+            taken: Counter[str] = Counter()
+            spend: list[tuple[str, float, float]] = []
+            waits = []
+            for windows, spacing in batch:
+                wait = 0.0
+                for n, window in enumerate(windows):
+                    stored, last = counted.get(window.key, (0, None))
+                    over = stored + taken[window.key] - max(window.capacity, 1)
+                    if over >= stored:
+                        wait = max(wait, window.seconds + ALLOWANCE)
+                    elif over >= 0:
+                        freed = await tx.fetch_one(SQL_FREED_AT, (window.key, now, over))
+                        wait = max(wait, (freed["until"] if freed else now) - now)
+                    if taken[window.key]:
+                        last = now
+                    if n == 0 and spacing > 0 and last is not None:
+                        wait = max(wait, last + spacing - now)
+                if wait <= 0:
+                    for window in windows:
+                        taken[window.key] += 1
+                        spend.append((window.key, now, now + window.seconds + ALLOWANCE))
+                waits.append(max(wait, 0.0))
+            await tx.execute_many(SQL_SPEND, spend)
             if prune:
                 await tx.execute(SQL_PRUNE, (now,))
-            return 0.0
+            return waits
 
         return await self.db.transaction(work)

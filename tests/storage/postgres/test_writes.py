@@ -11,6 +11,7 @@ from storage.postgres import PostgresStore
 from storage.queries.write_windows import ALLOWANCE
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import ManualClock
+from tests.storage.counting import counted
 
 CHANNEL = WriteWindow("discord/g1/c1", capacity=3, seconds=5.0)
 WORKSPACE = WriteWindow("slack/T1/*", capacity=4, seconds=60.0)
@@ -60,3 +61,29 @@ async def test_spacing_paces_writes_across_processes(url: str) -> None:
         assert await second.reserve_writes([CHANNEL], spacing=1.0) == pytest.approx(0.75)
         clock.advance(0.75)
         assert await second.reserve_writes([CHANNEL], spacing=1.0) == 0.0
+
+
+async def test_reservations_asked_together_share_one_transaction(url: str) -> None:
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        channels = [WriteWindow(f"web/web/c{n}", capacity=1, seconds=1.0) for n in range(10)]
+        trips = counted(store).trips
+        answers = await asyncio.gather(*(store.reserve_writes([c]) for c in channels))
+        assert answers == [0.0] * 10
+        assert len(trips) <= 2
+        answers = await asyncio.gather(*(store.reserve_writes([c]) for c in channels))
+        assert answers == [pytest.approx(1.0 + ALLOWANCE)] * 10
+        assert len(trips) <= 4
+
+
+async def test_reservations_together_are_judged_after_the_ones_before_them(url: str) -> None:
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        answers = await asyncio.gather(*(store.reserve_writes([CHANNEL]) for _ in range(5)))
+        assert answers[:3] == [0.0, 0.0, 0.0]
+        assert answers[3:] == [pytest.approx(CHANNEL.seconds + ALLOWANCE)] * 2
+        clock.advance(CHANNEL.seconds + ALLOWANCE)
+        spaced = await asyncio.gather(
+            *(store.reserve_writes([CHANNEL], spacing=1.0) for _ in range(2))
+        )
+        assert spaced == [0.0, pytest.approx(1.0)]

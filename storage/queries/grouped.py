@@ -1,0 +1,54 @@
+"""Group commit: the calls that arrive while one batch's transaction runs go together in the
+next, so a busy process makes one transaction for many small writes and an idle one waits for
+nobody (its call runs alone at once)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+Request = TypeVar("Request")
+Answer = TypeVar("Answer")
+
+
+class Grouped(Generic[Request, Answer]):
+    """``await grouped(request)``: ``run`` gets the requests waiting together, in the order they
+    came, and answers each (same order); when it raises, every request of the batch gets the
+    error. A caller cancelled while its batch runs may still have been served."""
+
+    def __init__(self, run: Callable[[Sequence[Request]], Awaitable[Sequence[Answer]]]) -> None:
+        self._run = run
+        self._waiting: list[tuple[Request, asyncio.Future[Answer]]] = []
+        self._runner: asyncio.Task[None] | None = None
+
+    async def __call__(self, request: Request) -> Answer:
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self._waiting.append((request, future))
+        if self._runner is None:
+            self._runner = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        batch: list[tuple[Request, asyncio.Future[Answer]]] = []
+        try:
+            while self._waiting:
+                batch, self._waiting = [w for w in self._waiting if not w[1].done()], []
+                if not batch:
+                    continue
+                try:
+                    answers = await self._run([request for request, _ in batch])
+                except Exception as error:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(error)
+                else:
+                    for (_, future), answer in zip(batch, answers, strict=True):
+                        if not future.done():
+                            future.set_result(answer)
+                batch = []
+        finally:
+            for _, future in batch + self._waiting:
+                future.cancel()
+            self._waiting = []
+            self._runner = None

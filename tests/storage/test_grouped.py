@@ -1,0 +1,43 @@
+"""Group commit: calls made while a batch runs go together in the next one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from storage.queries.grouped import Grouped
+
+
+async def test_calls_made_while_a_batch_runs_go_together_in_the_next() -> None:
+    batches: list[list[int]] = []
+    release = asyncio.Event()
+
+    async def run(requests: Sequence[int]) -> list[int]:
+        batches.append(list(requests))
+        await release.wait()
+        return [n * 10 for n in requests]
+
+    grouped = Grouped(run)
+    first = asyncio.ensure_future(grouped(1))
+    await asyncio.sleep(0)
+    rest = [asyncio.ensure_future(grouped(n)) for n in (2, 3, 4)]
+    await asyncio.sleep(0)
+    release.set()
+    assert await asyncio.gather(first, *rest) == [10, 20, 30, 40]
+    assert batches == [[1], [2, 3, 4]]
+
+
+async def test_a_failed_batch_fails_each_of_its_calls_and_not_the_next() -> None:
+    async def run(requests: Sequence[int]) -> list[int]:
+        if 0 in requests:
+            raise ValueError("no zero")
+        return list(requests)
+
+    grouped = Grouped(run)
+    answers = await asyncio.gather(grouped(0), grouped(1), return_exceptions=True)
+    assert [type(a) for a in answers] == [ValueError, ValueError]
+    assert await grouped(2) == 2
+    with pytest.raises(ValueError):
+        await grouped(0)
