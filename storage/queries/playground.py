@@ -1,14 +1,17 @@
 """The playground's messages and images, kept so that a restart (or another process) shows
 them too; where processes share the database, a save is announced to the others (``NOTIFY``,
-sent at commit)."""
+sent at commit). The saves asked for while one is under way go together in one transaction
+(:class:`~storage.queries.grouped.Grouped`), in the order they were asked."""
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
 from storage.queries.base import Queries
+from storage.queries.grouped import Grouped
 from storage.records.platforms import ImageToSave, MessageToSave, PlaygroundImage, PlaygroundMessage
 from storage.rules import newest_images
 from storage.sql.dialect import marks
@@ -73,6 +76,9 @@ SQL_NEW_KEY: Final = (
 SQL_KEY: Final = "SELECT value FROM playground_meta WHERE name = 'session_key'"
 IMAGES_PER_QUERY: Final = 500
 
+Save = tuple[MessageToSave, Sequence[ImageToSave], int]
+"""A message, the images it shows, and how many messages its channel keeps."""
+
 
 def _message(row: Row) -> PlaygroundMessage:
     return PlaygroundMessage(
@@ -119,33 +125,52 @@ class PlaygroundQueries(Queries):
         self, message: MessageToSave, images: Sequence[ImageToSave], *, keep: int
     ) -> int:
         """Store a message and its images (a message that answers a command marks it handled
-        in the same transaction); trim the channel to ``keep``, sweep the images no message
-        shows any more, and tell the other processes. Saving again does no harm: a save whose
-        connection was lost runs once more."""
-        row = (
-            message.id,
-            message.channel,
-            message.pending,
-            to_json(sorted(message.image_keys)),
-            to_json(dict(message.body)),
-            message.pending,
-            self.process_id,
-        )
-        shown = [(i.key, i.filename, i.content_type, i.width, i.height, i.data) for i in images]
+        in the same transaction); trim the channel to ``keep`` when the message is new, sweep
+        the images no message shows any more, and tell the other processes. Saving again does
+        no harm: a save whose connection was lost runs once more."""
+        return await self._saves((message, images, keep))
 
-        async def work(tx: Session) -> int:
+    @functools.cached_property
+    def _saves(self) -> Grouped[Save, int]:
+        return Grouped(self._save_together)
+
+    async def _save_together(self, batch: Sequence[Save]) -> list[int]:
+        shown = [
+            (i.key, i.filename, i.content_type, i.width, i.height, i.data)
+            for _, images, _ in batch
+            for i in images
+        ]
+
+        async def work(tx: Session) -> list[int]:
             if shown:
                 await tx.execute_many(SQL_SAVE_IMAGE, shown)
-            saved = await tx.fetch_one(SQL_SAVE, row)
-            assert saved is not None
-            if message.answers is not None:
-                await tx.execute(SQL_ANSWERED, (False, message.answers))
-            if await tx.execute(SQL_TRIM, (message.channel, message.channel, keep)):
+            versions = []
+            trim: dict[str, int] = {}
+            for message, _, keep in batch:
+                row = (
+                    message.id,
+                    message.channel,
+                    message.pending,
+                    to_json(sorted(message.image_keys)),
+                    to_json(dict(message.body)),
+                    message.pending,
+                    self.process_id,
+                )
+                saved = await tx.fetch_one(SQL_SAVE, row)
+                assert saved is not None
+                versions.append(int(saved["version"]))
+                if message.answers is not None:
+                    await tx.execute(SQL_ANSWERED, (False, message.answers))
+                if versions[-1] == 1:
+                    trim[message.channel] = keep
+            trimmed = [await tx.execute(SQL_TRIM, (c, c, keep)) for c, keep in trim.items()]
+            if any(trimmed):
                 in_use = tx.dialect.json_elements("playground_messages", "image_keys")
                 await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
             if tx.dialect.notify is not None:
-                await tx.execute(tx.dialect.notify, (CHANNEL, f"{self.process_id} {message.id}"))
-            return int(saved["version"])
+                notices = [(CHANNEL, f"{self.process_id} {m.id}") for m, _, _ in batch]
+                await tx.execute_each(tx.dialect.notify, notices)
+            return versions
 
         return await self.db.transaction(work, repeatable=True)
 

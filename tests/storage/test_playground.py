@@ -12,6 +12,7 @@ from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Storage, St
 from storage.postgres import PostgresStore
 from storage.sql.session import Session
 from tests.storage.conftest import ManualClock
+from tests.storage.counting import counted
 
 
 def image(key: str) -> PlaygroundImage:
@@ -169,3 +170,24 @@ async def test_a_command_another_claimer_holds_is_skipped_not_waited_for(
         release.set()
         await held
     assert await other_store.claim_pending_commands(clock.now) == ["c"]
+
+
+async def test_saves_asked_together_share_one_transaction_and_keep_their_order(
+    store: Store, other_store: Store
+) -> None:
+    updates = aiter(other_store.playground_updates())
+    assert await anext(updates) is None
+    trips = counted(store).trips
+    versions = await asyncio.gather(
+        *(store.save_playground_message(message(f"m{n}"), [], keep=3) for n in range(5)),
+        store.save_playground_message(message("m4"), [], keep=3),
+    )
+    assert versions == [1, 1, 1, 1, 1, 2]
+    assert len(trips) <= 2
+    messages, _ = await store.load_playground(keep=10)
+    assert [m.id for m in messages] == ["m2", "m3", "m4"]
+    await store.save_playground_message(message("m4"), [], keep=3)
+    assert not any(sql.startswith("DELETE") for sql, _ in trips[-1].statements), "no new message"
+    if isinstance(store, PostgresStore):
+        heard = [await asyncio.wait_for(anext(updates), 10) for _ in range(6)]
+        assert heard == ["m0", "m1", "m2", "m3", "m4", "m4"], "alike notices of a commit: once"
