@@ -20,11 +20,10 @@ import discord
 from discord import app_commands
 
 from adapters import AdapterStartError
-from adapters.discord.calls import RATE_LIMIT_WAIT_CAP
 from adapters.discord.commands import build_commands
 from adapters.discord.components import REOPEN_ACTION, GenbotButton
 from adapters.discord.settings import DiscordSettings
-from adapters.discord.surface import DiscordSurface
+from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from adapters.discord.translate import (
     PLATFORM,
     InteractionContext,

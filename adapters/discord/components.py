@@ -51,12 +51,13 @@ class GenbotButton(
         style: discord.ButtonStyle = discord.ButtonStyle.secondary,
         row: int | None = None,
         disabled: bool = False,
+        custom_id: str | None = None,
     ) -> None:
         super().__init__(
             discord.ui.Button(
                 label=(label or action)[:80],
                 style=style,
-                custom_id=encode_custom_id(action, ref),
+                custom_id=custom_id or encode_custom_id(action, ref),
                 row=row,
                 disabled=disabled,
             )
@@ -72,14 +73,15 @@ class GenbotButton(
         match: Any,
         /,
     ) -> GenbotButton:
-        decoded = decode_custom_id(getattr(item, "custom_id", "") or "")
+        custom_id = getattr(item, "custom_id", "") or ""
+        decoded = decode_custom_id(custom_id)
         if decoded is None:
-            raise ValueError(f"not a genbot custom id: {getattr(item, 'custom_id', '')!r}")
+            raise ValueError(f"not a genbot custom id: {custom_id!r}")
         action, ref = decoded
         button = item if isinstance(item, discord.ui.Button) else None
         label = button.label if button is not None else None
         style = button.style if button is not None else discord.ButtonStyle.secondary
-        return cls(action, ref, label=label, style=style)
+        return cls(action, ref, label=label, style=style, custom_id=custom_id)
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         client = interaction.client
@@ -117,6 +119,7 @@ def _button_item(button: Button, row: int | None = None) -> GenbotButton:
         style=_STYLES.get(button.style, discord.ButtonStyle.secondary),
         row=row,
         disabled=button.disabled,
+        custom_id=button.custom_id,
     )
 
 

@@ -1,4 +1,5 @@
-"""Pure translations between discord.py objects and genbot's event model."""
+"""Pure translations from discord.py objects into genbot's event model (the way out is
+:class:`~adapters.discord.surface.DiscordSurface`'s)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ from typing import Any
 
 import discord
 
-from adapters.text import truncate
-from bot.kernel import Attachment, OutMessage, Place, User
+from bot.kernel import Attachment, Place, User
 
 PLATFORM = "discord"
 DM_WORKSPACE = "dm"
@@ -74,29 +74,6 @@ def is_allowed(place: Place, allowed_channel_ids: Collection[int]) -> bool:
 def not_allowed_text(allowed_channel_ids: Collection[int]) -> str:
     channels = ", ".join(f"<#{cid}>" for cid in list(allowed_channel_ids)[:10])
     return f"genbot is not enabled in this channel. Use it in {channels} or in a DM."
-
-
-def allowed_mentions(message: OutMessage) -> discord.AllowedMentions:
-    """Model text pings nobody; genbot's own text may ping the requester only."""
-    if message.from_model or not (message.mention_user_id or "").isdigit():
-        return discord.AllowedMentions.none()
-    return discord.AllowedMentions(
-        everyone=False,
-        users=[discord.Object(int(message.mention_user_id or 0))],
-        roles=False,
-        replied_user=False,
-    )
-
-
-def message_content(message: OutMessage, limit: int) -> str | None:
-    """The content Discord shows for ``message``: genbot's own text addressed to a user starts
-    with their mention (Discord notifies only users mentioned in the content), within
-    ``limit`` characters; model text as it is."""
-    text = message.text
-    user_id = message.mention_user_id or ""
-    if not message.from_model and user_id.isdigit() and f"<@{user_id}>" not in text:
-        text = truncate(f"<@{user_id}> {text}".rstrip(), limit)
-    return text or None
 
 
 def strip_mention(text: str, user_id: int) -> str:

@@ -9,7 +9,7 @@ library.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from bot.kernel.events import MessageRef
@@ -23,18 +23,20 @@ CUSTOM_ID_MAX = 100
 
 @dataclass(frozen=True)
 class Button:
-    """A button. Its state travels in ``custom_id``: the action and a job reference.
-    ``disabled``: shown but not pressable (platforms without disabled buttons leave it out)."""
+    """A button. Its state travels in ``custom_id``: the action and a job reference, encoded
+    once when the button is made (:func:`encode_custom_id`; ``ValueError`` when they do not
+    make one). ``disabled``: shown but not pressable (platforms without disabled buttons leave
+    it out)."""
 
     label: str
     action: str
     ref: str
     style: ButtonStyle = "secondary"
     disabled: bool = False
+    custom_id: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def custom_id(self) -> str:
-        return encode_custom_id(self.action, self.ref)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "custom_id", encode_custom_id(self.action, self.ref))
 
 
 @dataclass(frozen=True)

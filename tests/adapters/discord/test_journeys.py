@@ -54,7 +54,7 @@ FINISHED_TO_POSTED = Journey(
     ),
     end=Point("bot/jobs/delivery.py", "Delivery.deliver"),
 )
-PLATFORM_EDIT = Point("adapters/discord/posting.py", "DiscordPosting.edit")
+PLATFORM_EDIT = Point("adapters/discord/surface.py", "DiscordSurface.edit")
 
 
 def nth_delta(n: int) -> Callable[[dict[str, Any]], bool]:

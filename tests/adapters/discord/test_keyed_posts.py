@@ -6,7 +6,7 @@ from __future__ import annotations
 import discord
 import pytest
 
-from adapters.discord.posting import message_nonce
+from adapters.discord.surface import message_nonce
 from bot.kernel import ImageFile, OutMessage, Place
 from tests.adapters.discord.harness import Harness
 from tests.fakes.discord import FakeDiscord

@@ -7,8 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from adapters.discord.calls import RATE_LIMIT_WAIT_CAP
-from adapters.discord.surface import DiscordSurface
+from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from bot.kernel import (
     Attachment,
     Button,
