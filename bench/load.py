@@ -93,7 +93,7 @@ def cpu_seconds() -> float:
 
 
 async def chat_tokens(bot: BenchBot) -> int:
-    row = await bot.store.run_in_worker(lambda db: db.conn.execute(TOKENS_SQL).fetchone())
+    row = await bot.store.db.run(lambda db: db.conn.execute(TOKENS_SQL).fetchone())
     return int(row[0])
 
 
@@ -123,7 +123,7 @@ async def chat_load(bot: BenchBot, config: LoadConfig, tag: str) -> int:
 async def count_jobs(bot: BenchBot, statuses: str) -> int:
     """How many jobs are in one of ``statuses`` (an SQL list of quoted names)."""
     sql = f"SELECT COUNT(*) FROM jobs WHERE status IN ({statuses})"
-    row = await bot.store.run_in_worker(lambda db: db.conn.execute(sql).fetchone())
+    row = await bot.store.db.run(lambda db: db.conn.execute(sql).fetchone())
     return int(row[0])
 
 

@@ -2,9 +2,9 @@
 
 A fresh database (the real schema, opened by :class:`storage.SqliteStore`) gets ``rows`` jobs with
 random-looking 12-character ids (like :func:`storage.new_job_id`) and one result message per
-job (snowflake-like message ids over 1000 channels), written through
-:meth:`storage.SqliteStore.run_in_worker` in large transactions with the secondary indexes rebuilt
-after the load. Then, with random keys:
+job (snowflake-like message ids over 1000 channels), written through the database's
+:meth:`~storage.sqlite.database.SqliteDatabase.run` in large transactions with the secondary
+indexes rebuilt after the load. Then, with random keys:
 
 - lookup: :meth:`storage.SqliteStore.job_for_message` (the button-press lookup), timed as the caller
   sees it (worker hop included);
@@ -238,22 +238,20 @@ async def measure(store: SqliteStore, keys: Keys, config: StorageConfig) -> list
 
     async def driver_lookup(index: int) -> bool:
         args = ("discord", keys.channel(index), keys.message(index))
-        row = await store.run_in_worker(
-            lambda db: db.conn.execute(SQL_JOB_FOR_MESSAGE, args).fetchone()
-        )
+        row = await store.db.run(lambda db: db.conn.execute(SQL_JOB_FOR_MESSAGE, args).fetchone())
         return row is not None and row[0] == keys.job_ids[index]
 
     async def driver_transition(index: int) -> bool:
         now = time.time()
         args = ("finished", now, RESULT_URLS, ACTIONS, now, keys.job_ids[index])
-        moved = await store.run_in_worker(
+        moved = await store.db.run(
             lambda db: db.conn.execute(TRANSITION, (*args, "pending", "processing")).rowcount
         )
         return moved == 1
 
     async def plain_lookup(index: int) -> bool:
         args = ("discord", keys.channel(index), keys.message(index))
-        row = await store.run_in_worker(lambda db: db.conn.execute(PLAIN_LOOKUP, args).fetchone())
+        row = await store.db.run(lambda db: db.conn.execute(PLAIN_LOOKUP, args).fetchone())
         return row is not None and row[0] == keys.job_ids[index]
 
     async def transition(index: int) -> bool:
@@ -273,7 +271,7 @@ async def measure(store: SqliteStore, keys: Keys, config: StorageConfig) -> list
                 moved = db.conn.execute(PLAIN_TRANSITION, (*args, "pending", "processing"))
             return moved.rowcount == 1
 
-        return await store.run_in_worker(work)
+        return await store.db.run(work)
 
     label, driver = "genbot (indexed)", "driver: same SQL, one worker call"
     plain = "baseline: same SQL, no index"
@@ -318,12 +316,12 @@ async def run_storage(config: StorageConfig = FULL) -> StorageResult:
         try:
             keys = await asyncio.to_thread(Keys, config.rows, config.seed)
             started = time.perf_counter()
-            await store.run_in_worker(lambda db: fill(db, keys))
+            await store.db.run(lambda db: fill(db, keys))
             setup = time.perf_counter() - started
             started = time.perf_counter()
-            await store.run_in_worker(copy_without_indexes)
+            await store.db.run(copy_without_indexes)
             copying = time.perf_counter() - started
-            plans = await store.run_in_worker(query_plans)
+            plans = await store.db.run(query_plans)
             timings = await measure(store, keys, config)
         finally:
             await store.close()

@@ -63,7 +63,7 @@ async def fill(store: PostgresStore, keys: Keys) -> None:
     """Every job (processing, leased by nobody alive) and its result link, by COPY."""
     now = time.time()
     params = Jsonb({"process_mode": "fast", "aspect_ratio": "16:9"})
-    async with store.connection() as conn:
+    async with store.db.connection() as conn:
         await conn.execute("DROP INDEX job_messages_by_message_id, jobs_by_status")
         async with conn.cursor() as cursor, cursor.copy(COPY_JOBS) as copy:
             for index in range(keys.rows):
@@ -153,7 +153,7 @@ async def run_postgres(config: StorageConfig, cluster: PostgresCluster) -> Postg
         started = time.perf_counter()
         await fill(store, keys)
         setup = time.perf_counter() - started
-        async with store.connection() as conn:
+        async with store.db.connection() as conn:
             cursor = await conn.execute("SHOW server_version")
             row = await cursor.fetchone()
         async with await AsyncConnection.connect(url, autocommit=True) as driver:

@@ -97,7 +97,7 @@ def imagine(index: int, channels: int, mode: str = "fast") -> Command:
 
 async def settled_count(bot: BenchBot) -> int:
     """How many jobs are posted, reported or refused."""
-    row = await bot.store.run_in_worker(lambda db: db.conn.execute(SETTLED_SQL).fetchone())
+    row = await bot.store.db.run(lambda db: db.conn.execute(SETTLED_SQL).fetchone())
     return int(row[0])
 
 

@@ -15,7 +15,7 @@ from bot.kernel import ChatSettings, CoreSettings, Surface, SurfaceRegistry
 from bot.outbox import Outbox, Pacer
 from bot.refs import Refs
 from bot.router import Router
-from storage import SettingValues, Storage
+from storage import SettingValues, Store
 
 
 def chat_defaults(chat: ChatSettings) -> ChatDefaults:
@@ -38,7 +38,7 @@ def chat_defaults(chat: ChatSettings) -> ChatDefaults:
 
 def build_core(
     settings: CoreSettings,
-    store: Storage,
+    store: Store,
     provider: ProviderClient,
     surfaces: Iterable[Surface],
     *,

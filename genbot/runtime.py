@@ -44,8 +44,8 @@ from storage import (
     DatabaseInUse,
     ProcessLock,
     SqliteStore,
-    Storage,
     StorageError,
+    Store,
 )
 from storage.postgres import PostgresStore
 
@@ -83,7 +83,7 @@ class Runtime:
     """Everything one genbot process runs; built and torn down by :func:`running`."""
 
     settings: Settings
-    store: Storage
+    store: Store
     provider: ProviderClient
     router: Router
     adapters: dict[str, Adapter] = field(default_factory=dict)
@@ -254,7 +254,7 @@ async def _quietly(
 
 
 def configured_adapters(
-    settings: Settings, *, demo: bool = False, storage: Storage | None = None
+    settings: Settings, *, demo: bool = False, storage: Store | None = None
 ) -> dict[str, Adapter]:
     """The adapters whose credentials (or switch) are set, created but not started. ``demo``
     gives the playground an admin link (``genbot demo`` only); ``storage`` keeps the
@@ -323,7 +323,7 @@ def lock_database(settings: Settings) -> ProcessLock | None:
         ) from error
 
 
-async def open_store(settings: Settings) -> Storage:
+async def open_store(settings: Settings) -> Store:
     """PostgreSQL at ``[storage] url`` when set, else the SQLite database at ``[storage] path``
     (its folder created); :class:`StartupError` if it cannot be opened."""
     url = settings.storage.postgres_url

@@ -1,8 +1,7 @@
-"""genbot's storage: the ports features depend on (:mod:`storage.interfaces`,
-:mod:`storage.job_interfaces`), the records they exchange (:mod:`storage.records`), and one
-implementation of them all for SQLite (:class:`SqliteStore`, one process) and PostgreSQL
-(:class:`storage.postgres.PostgresStore`, many): :class:`Store`, the queries of
-:mod:`storage.queries` over the databases of :mod:`storage.sqlite` and :mod:`storage.postgres`.
+"""genbot's storage: the ports features depend on, each carrying its one implementation
+(:mod:`storage.queries`), the records they exchange (:mod:`storage.records`), and
+:class:`Store`, all the ports on one database of :mod:`storage.sqlite` (:class:`SqliteStore`,
+one process) or :mod:`storage.postgres` (:class:`storage.postgres.PostgresStore`, many).
 
 Platform-free and independent of ``bot/``: it only knows its own records."""
 
@@ -12,29 +11,29 @@ from storage.errors import (
     StorageError as StorageError,
     StoreClosedError as StoreClosedError,
 )
-from storage.interfaces import (
+from storage.interfaces import WriteWindows as WriteWindows
+from storage.queries.admission import JobAdmission as JobAdmission
+from storage.queries.conversations import (
     ConversationLocks as ConversationLocks,
     ConversationStore as ConversationStore,
-    EventDedupe as EventDedupe,
-    PlaygroundHistory as PlaygroundHistory,
-    SettingsReader as SettingsReader,
-    SettingsStore as SettingsStore,
-    SlackInstallations as SlackInstallations,
-    Storage as Storage,
-    UsageLedger as UsageLedger,
-    WriteWindows as WriteWindows,
 )
-from storage.job_interfaces import (
-    DeliveryClaims as DeliveryClaims,
-    JobAdmission as JobAdmission,
-    JobCounts as JobCounts,
-    JobHistory as JobHistory,
-    JobLeasing as JobLeasing,
+from storage.queries.events import EventDedupe as EventDedupe
+from storage.queries.jobs import (
     JobReader as JobReader,
-    JobTracking as JobTracking,
     JobWriter as JobWriter,
     MessageLinks as MessageLinks,
     TaskLookup as TaskLookup,
+)
+from storage.queries.leasing import JobLeasing as JobLeasing
+from storage.queries.ledger import UsageLedger as UsageLedger
+from storage.queries.settings import (
+    SettingsReader as SettingsReader,
+    SettingsStore as SettingsStore,
+)
+from storage.queries.tracking import (
+    DeliveryClaims as DeliveryClaims,
+    JobHistory as JobHistory,
+    JobTracking as JobTracking,
 )
 from storage.lock import DatabaseInUse as DatabaseInUse, ProcessLock as ProcessLock
 from storage.records.chat import (
@@ -45,17 +44,13 @@ from storage.records.chat import (
     ConversationKind as ConversationKind,
 )
 from storage.records.job_params import (
-    JOB_TYPES as JOB_TYPES,
     BlendParams as BlendParams,
     DescribeParams as DescribeParams,
     DiffusionParams as DiffusionParams,
-    DiffusionType as DiffusionType,
     ImageParams as ImageParams,
     JobParams as JobParams,
     JobResult as JobResult,
-    JobType as JobType,
     ResultChange as ResultChange,
-    TaskType as TaskType,
     adding_pressed as adding_pressed,
     adding_refused as adding_refused,
     params_of as params_of,
@@ -69,6 +64,7 @@ from storage.records.jobs import (
     JOB_TRANSITIONS as JOB_TRANSITIONS,
     TERMINAL_STATUSES as TERMINAL_STATUSES,
     UNFINISHED_STATUSES as UNFINISHED_STATUSES,
+    DiffusionType as DiffusionType,
     Job as Job,
     JobFamily as JobFamily,
     JobMessage as JobMessage,
@@ -76,9 +72,11 @@ from storage.records.jobs import (
     JobMove as JobMove,
     JobQuota as JobQuota,
     JobStatus as JobStatus,
+    JobType as JobType,
     NewJob as NewJob,
     Lease as Lease,
     QuotaRefusal as QuotaRefusal,
+    TaskType as TaskType,
     new_job_id as new_job_id,
 )
 from storage.records.jobs import ProcessInfo as ProcessInfo, ProcessStatus as ProcessStatus
@@ -101,10 +99,6 @@ from storage.records.settings import (
 from storage.records.usage import ESTIMATED_CREDITS as ESTIMATED_CREDITS, UsageTotals as UsageTotals
 from storage.rules import PRECEDENCE as PRECEDENCE
 from storage.sql.migrations import migrate as migrate
-from storage.sql.schema import (
-    LATEST_VERSION as LATEST_VERSION,
-    MIGRATIONS as MIGRATIONS,
-    Migration as Migration,
-)
+from storage.sql.schema import LATEST_VERSION as LATEST_VERSION
 from storage.sqlite import SqliteStore as SqliteStore
 from storage.store import Store as Store

@@ -57,10 +57,6 @@ class ProcessLock:
         os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
         return cls(path, descriptor)
 
-    @property
-    def held(self) -> bool:
-        return self._descriptor is not None
-
     def release(self) -> None:
         """Give the database up (releasing twice is harmless)."""
         descriptor, self._descriptor = self._descriptor, None

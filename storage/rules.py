@@ -10,21 +10,29 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from storage.errors import StorageError
-from storage.records.chat import Conversation
-from storage.records.jobs import ALL_STATUSES, JOB_ID_MAX, JOB_TRANSITIONS, Job, JobStatus, NewJob
+from storage.records.chat import ChatRole, Conversation
+from storage.records.jobs import (
+    ALL_STATUSES,
+    JOB_ID_MAX,
+    JOB_TRANSITIONS,
+    Job,
+    JobFamily,
+    JobStatus,
+    NewJob,
+)
 from storage.records.platforms import PlaygroundMessage
 from storage.records.settings import (
     SETTING_NAMES,
     EffectiveSettings,
+    ScopeKind,
     SettingSource,
     SettingValues,
     _Unset,
 )
 
-FAMILIES: Final[frozenset[str]] = frozenset(("task", "diffusion"))
 JSON_FIELDS: Final[frozenset[str]] = frozenset(("parameters", "result_urls", "actions", "result"))
 UPDATABLE_FIELDS: Final[frozenset[str]] = JSON_FIELDS | {
     "type", "provider_id", "thread_id", "progress_message_id", "result_message_id", "prompt",
@@ -34,10 +42,6 @@ UPDATABLE_FIELDS: Final[frozenset[str]] = JSON_FIELDS | {
 """Fields ``update_job`` and ``transition`` accept as keywords."""
 DONE_AT_PROVIDER: Final[frozenset[str]] = frozenset(("finished", "failed", "create_failed"))
 """Entering one of these stamps ``finished_at`` (unless given or already set)."""
-ROLES: Final[frozenset[str]] = frozenset(("system", "user", "assistant", "function"))
-CONVERSATION_KINDS: Final[frozenset[str]] = frozenset(("dm", "thread", "reply_chain"))
-SCOPE_KINDS: Final[frozenset[str]] = frozenset(("user", "channel", "workspace"))
-MESSAGE_KINDS: Final[frozenset[str]] = frozenset(("progress", "result", "other"))
 _JOB_ID_PATTERN: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")
 
 PRECEDENCE: Final[dict[str, tuple[SettingSource, ...]]] = {
@@ -78,12 +82,17 @@ def day_text(day: str | date) -> str:
         raise StorageError(f"not a day (YYYY-MM-DD): {day!r}") from None
 
 
+def check_word(value: str, vocabulary: Any, what: str) -> None:
+    """Refuse ``value`` unless it is a word of the ``Literal`` type ``vocabulary``."""
+    words = get_args(vocabulary)
+    if value not in words:
+        raise StorageError(f"unknown {what} {value!r} (one of: {', '.join(words)})")
+
+
 def check_new_job(new: NewJob) -> None:
     """Refuse an unknown family or status, or a malformed caller-chosen id."""
-    if new.family not in FAMILIES:
-        raise StorageError(f"unknown job family {new.family!r}")
-    if new.status not in ALL_STATUSES:
-        raise StorageError(f"unknown job status {new.status!r}")
+    check_word(new.family, JobFamily, "job family")
+    check_word(new.status, JobStatus, "job status")
     if new.id is not None and not _JOB_ID_PATTERN.fullmatch(new.id):
         raise StorageError(f"a job id is 1–{JOB_ID_MAX} characters of A-Z a-z 0-9 - _")
 
@@ -121,32 +130,16 @@ def check_job_fields(fields: Mapping[str, Any]) -> None:
         raise StorageError(f"not updatable job fields: {', '.join(sorted(unknown))}")
 
 
-def check_scope_kind(kind: str) -> None:
-    if kind not in SCOPE_KINDS:
-        raise StorageError(f"unknown settings scope {kind!r} (user, channel or workspace)")
-
-
-def check_conversation_kind(kind: str) -> None:
-    if kind not in CONVERSATION_KINDS:
-        raise StorageError(f"unknown conversation kind {kind!r}")
-
-
 def check_turn(role: str, name: str | None) -> None:
     """A chat turn's role is known, and a function turn names its function."""
-    if role not in ROLES:
-        raise StorageError(f"unknown chat role {role!r}")
+    check_word(role, ChatRole, "chat role")
     if role == "function" and not name:
         raise StorageError("a function message needs the function's name")
 
 
-def check_message_kind(kind: str) -> None:
-    if kind not in MESSAGE_KINDS:
-        raise StorageError(f"unknown job message kind {kind!r}")
-
-
 def given_settings(kind: str, values: Mapping[str, Any]) -> dict[str, Any]:
     """The settings of a partial update that were given (``UNSET`` left out), checked."""
-    check_scope_kind(kind)
+    check_word(kind, ScopeKind, "settings scope")
     given = {name: value for name, value in values.items() if not isinstance(value, _Unset)}
     unknown = set(given) - set(SETTING_NAMES)
     if unknown:

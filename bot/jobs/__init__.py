@@ -47,7 +47,7 @@ from bot.kernel import (
 )
 from bot.outbox import Outbox
 from bot.router import Feature, Lifecycle
-from storage import Storage
+from storage import Store
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def webhook_base_url(settings: CoreSettings) -> str | None:
 
 def build_job_engines(
     settings: CoreSettings,
-    store: Storage,
+    store: Store,
     provider: ProviderClient,
     outbox: Outbox,
     *,

@@ -26,11 +26,11 @@ from typing import Final, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, AsyncCursor
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow
 
 from storage.errors import StorageError, StoreClosedError
 from storage.postgres.pool import Connection, ConnectionPool, PoolClosed, PoolTimeout
-from storage.postgres.urls import describe_url
 from storage.sql.dialect import POSTGRES
 from storage.sql.session import Row, Session, Values
 
@@ -104,7 +104,7 @@ class PostgresDatabase:
             raise StorageError(f"database error: {_first_line(error)}") from error
 
     async def _attempt(
-        self, work: Callable[[Session], Awaitable[T]], *, transaction: bool, repeatable: bool
+        self, work: Callable[[Session], Awaitable[T]], repeatable: bool, transaction: bool = False
     ) -> T:
         for attempt in (1, 2):
             try:
@@ -121,36 +121,26 @@ class PostgresDatabase:
     async def fetch_one(
         self, sql: str, values: Values = (), *, repeatable: bool = True
     ) -> Row | None:
-        return await self._attempt(
-            lambda s: s.fetch_one(sql, values), transaction=False, repeatable=repeatable
-        )
+        return await self._attempt(lambda s: s.fetch_one(sql, values), repeatable)
 
     async def fetch_all(
         self, sql: str, values: Values = (), *, repeatable: bool = True
     ) -> list[Row]:
-        return await self._attempt(
-            lambda s: s.fetch_all(sql, values), transaction=False, repeatable=repeatable
-        )
+        return await self._attempt(lambda s: s.fetch_all(sql, values), repeatable)
 
     async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
-        return await self._attempt(
-            lambda s: s.execute(sql, values), transaction=False, repeatable=repeatable
-        )
+        return await self._attempt(lambda s: s.execute(sql, values), repeatable)
 
     async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
-        return await self._attempt(
-            lambda s: s.execute_many(sql, rows), transaction=False, repeatable=False
-        )
+        return await self._attempt(lambda s: s.execute_many(sql, rows), False)
 
     async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
-        return await self._attempt(
-            lambda s: s.execute_each(sql, rows), transaction=False, repeatable=False
-        )
+        return await self._attempt(lambda s: s.execute_each(sql, rows), False)
 
     async def transaction(
         self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False
     ) -> T:
-        return await self._attempt(work, transaction=True, repeatable=repeatable)
+        return await self._attempt(work, repeatable, transaction=True)
 
     @asynccontextmanager
     async def lock(self, key: str | int, *, wait: float, name: str) -> AsyncIterator[None]:
@@ -270,6 +260,17 @@ async def _unlock(conn: Connection, key: str | int, name: str) -> None:
     except BaseException:
         await conn.close()
         raise
+
+
+def describe_url(url: str) -> str:
+    """``host:port/database`` of a PostgreSQL URL, never its password."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "an unreadable PostgreSQL URL"
+    host = str(parts.get("host") or "localhost")
+    port = str(parts.get("port") or 5432)
+    return f"{host}:{port}/{parts.get('dbname') or parts.get('user') or ''}"
 
 
 def _first_line(error: BaseException) -> str:

@@ -50,7 +50,6 @@ class ConnectionPool:
         statement_timeout: float | None = None,
     ) -> None:
         self._url = url
-        self._size = size
         self._timeout = timeout
         self._connect: dict[str, Any] = {"connect_timeout": connect_timeout}
         if statement_timeout:
@@ -61,10 +60,6 @@ class ConnectionPool:
         self._slots = asyncio.Semaphore(size)
         self._idle: list[Connection] = []
         self._closed = False
-
-    @property
-    def size(self) -> int:
-        return self._size
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Unpack
 
 from storage.errors import StorageError
 from storage.postgres.database import PostgresDatabase
-from storage.postgres.pool import Connection
 from storage.queries.base import Identity
 from storage.sql.migrations import migrate
 from storage.store import Store
@@ -47,15 +44,3 @@ class PostgresStore(Store):
             PostgresDatabase(url, pool_size=pool_size, statement_timeout=statement_timeout),
             **identity,
         )
-
-    @property
-    def where(self) -> str:
-        """The server and database (no credentials), for messages and diagnostics."""
-        return self.db.where
-
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Connection]:
-        """A pooled connection (autocommit, rows as dicts, ``%s`` placeholders): an escape
-        hatch for benchmarks, diagnostics and tests; features use the typed methods."""
-        async with self.db.connection() as conn:
-            yield conn

@@ -1,8 +1,9 @@
-"""Creating a job only while its requester is within their limits, in one transaction."""
+"""Admission: creating a job only while its requester is within their limits, in one
+transaction."""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Protocol
 
 from storage.errors import StorageError
 from storage.queries.base import Queries
@@ -34,8 +35,8 @@ SQL_CREDITS_TODAY: Final = (
 )
 
 
-class AdmissionQueries(Queries):
-    """:class:`storage.JobAdmission`."""
+class JobAdmission(Queries, Protocol):
+    """Creating jobs within a requester's limits."""
 
     async def create_job_within(
         self, new: NewJob, quota: JobQuota
@@ -65,9 +66,10 @@ class AdmissionQueries(Queries):
         async def work(tx: Session) -> tuple[Job, bool] | QuotaRefusal:
             nonlocal attempts
             attempts += 1
-            commanded = await self._commanded(tx, new)
+            commanded = await _commanded(tx, new)
             if commanded is not None:
-                return commanded, attempts > 1 and self._made_by_a_lost_attempt(commanded)
+                lost = attempts > 1 and _made_by_a_lost_attempt(commanded, self.process_id)
+                return commanded, lost
             if derivative is not None:
                 existing = await tx.fetch_one(SQL_DERIVATIVE, derivative)
                 if existing is not None:
@@ -84,14 +86,15 @@ class AdmissionQueries(Queries):
                 SQL_JOB_EXISTS, (new.parent_job_id,)
             ):
                 raise StorageError(f"parent job {new.parent_job_id!r} does not exist")
-            row = await self._insert(tx, new, now)
+            lease = (self.process_id, now + self.lease_seconds)
+            row = await _insert(tx, new, now, lease)
             if row is not None:
                 return job_from_row(row), True
             if derivative is not None:
                 raced = await tx.fetch_one(SQL_DERIVATIVE, derivative)
                 if raced is not None:
                     return job_from_row(raced), False
-            commanded = await self._commanded(tx, new)
+            commanded = await _commanded(tx, new)
             if commanded is not None:
                 return commanded, False
             raise StorageError("the job conflicts with an existing one (same provider id?)")
@@ -101,43 +104,50 @@ class AdmissionQueries(Queries):
     async def quota_refusal(
         self, platform: str, requester_id: str, quota: JobQuota, *, pending: int = 0
     ) -> QuotaRefusal | None:
-        """Reads only, each statement on its own (see :class:`storage.JobAdmission`)."""
+        """The limit of ``quota`` the requester is at now, counting ``pending`` jobs about to
+        be created as active ones; None when a new job fits. Reads only, each statement on its
+        own: a check before costly work, which :meth:`create_job_within` makes again when it
+        writes."""
         return await _quota_refusal(self.db, platform, requester_id, quota, self._clock(), pending)
 
-    async def _commanded(self, tx: Session, new: NewJob) -> Job | None:
-        if new.command_key is None:
+
+async def _commanded(tx: Session, new: NewJob) -> Job | None:
+    if new.command_key is None:
+        return None
+    row = await tx.fetch_one(SQL_COMMANDED, (new.command_key,))
+    return None if row is None else job_from_row(row)
+
+
+def _made_by_a_lost_attempt(job: Job, process_id: str) -> bool:
+    """Whether a keyed job a repeated creation found is the one the first attempt made
+    before its connection was lost (this process's, still untouched): then it is this
+    call's."""
+    return (
+        job.owner == process_id
+        and job.status == "creating"
+        and job.progress_message_id is None
+        and job.lease_generation == 0
+    )
+
+
+async def _insert(tx: Session, new: NewJob, now: float, lease: tuple[str, float]) -> Row | None:
+    """The inserted row, leased as ``lease`` (owner, until); None when another row's unique
+    key took it (not the id)."""
+    if new.id is not None and await tx.fetch_one(SQL_JOB_EXISTS, (new.id,)):
+        raise StorageError(f"job id {new.id!r} already exists")
+    while True:
+        job_id = new.id or new_job_id()
+        values = (
+            job_id, new.family, new.type, new.status, new.provider_id, new.parent_job_id,
+            new.action, new.requester_id, new.platform, new.workspace_id, new.channel_id,
+            new.thread_id, new.prompt, to_json(dict(new.parameters)), new.webhook_secret,
+            now, now, *lease, new.is_dm, new.command_key,
+        )  # fmt: skip
+        row = await tx.fetch_one(SQL_INSERT_JOB, values)
+        if row is not None or new.id is not None:
+            return row
+        if await tx.fetch_one(SQL_JOB_EXISTS, (job_id,)) is None:
             return None
-        row = await tx.fetch_one(SQL_COMMANDED, (new.command_key,))
-        return None if row is None else job_from_row(row)
-
-    def _made_by_a_lost_attempt(self, job: Job) -> bool:
-        """Whether a keyed job a repeated creation found is the one the first attempt made
-        before its connection was lost (this process's, still untouched): then it is this
-        call's."""
-        return (
-            job.owner == self.process_id
-            and job.status == "creating"
-            and job.progress_message_id is None
-            and job.lease_generation == 0
-        )
-
-    async def _insert(self, tx: Session, new: NewJob, now: float) -> Row | None:
-        """The inserted row; None when another row's unique key took it (not the id)."""
-        if new.id is not None and await tx.fetch_one(SQL_JOB_EXISTS, (new.id,)):
-            raise StorageError(f"job id {new.id!r} already exists")
-        while True:
-            job_id = new.id or new_job_id()
-            values = (
-                job_id, new.family, new.type, new.status, new.provider_id, new.parent_job_id,
-                new.action, new.requester_id, new.platform, new.workspace_id, new.channel_id,
-                new.thread_id, new.prompt, to_json(dict(new.parameters)), new.webhook_secret,
-                now, now, self.process_id, now + self.lease_seconds, new.is_dm, new.command_key,
-            )  # fmt: skip
-            row = await tx.fetch_one(SQL_INSERT_JOB, values)
-            if row is not None or new.id is not None:
-                return row
-            if await tx.fetch_one(SQL_JOB_EXISTS, (job_id,)) is None:
-                return None
 
 
 async def _quota_refusal(

@@ -1,4 +1,4 @@
-"""What every query class works with: the database, the clock, and the identity of this
+"""What every port's queries work with: the database, the clock, and the identity of this
 process as an owner of jobs."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-import time
 from collections.abc import Callable
-from typing import TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from storage.sql.session import Database
 
@@ -23,7 +22,8 @@ def new_process_id() -> str:
 
 
 class Identity(TypedDict, total=False):
-    """How a store opener passes :class:`Queries`' keywords on."""
+    """Who a store acts as: ``clock`` (default ``time.time``), ``process_id`` (a fresh one),
+    ``lease_seconds`` (10) and ``event_retention`` (a day); see :class:`Queries`."""
 
     clock: Clock
     process_id: str | None
@@ -31,29 +31,25 @@ class Identity(TypedDict, total=False):
     event_retention: float
 
 
-class Queries:
-    """The base of the query classes, each one or a few ports of :mod:`storage.interfaces`
-    on any :class:`Database`. Jobs this handle creates or claims are leased to ``process_id``
-    (a fresh one by default) for ``lease_seconds``; inbound event ids are remembered for
-    ``event_retention`` seconds."""
+class Queries(Protocol):
+    """The base of storage's ports. Each port is a protocol that carries its one
+    implementation, portable SQL on :attr:`db` (:mod:`storage.queries`): a feature declares
+    the ports it uses, and :class:`storage.Store` is all of them on one database. Jobs this
+    handle creates or claims are leased to :attr:`process_id` (a fresh one by default) for
+    :attr:`lease_seconds`; inbound event ids are remembered for ``event_retention`` seconds."""
 
-    def __init__(
-        self,
-        db: Database,
-        clock: Clock = time.time,
-        *,
-        process_id: str | None = None,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
-        event_retention: float = 24 * 3600.0,
-    ) -> None:
-        self.db = db
-        self._clock = clock
-        self.process_id = process_id or new_process_id()
-        self.lease_seconds = lease_seconds
-        self.event_retention = event_retention
-        self.shared = db.dialect.shared
+    if TYPE_CHECKING:  # read-only for the ports, so that each backend's store narrows it
 
-    @property
-    def closed(self) -> bool:
-        """True once the store was closed."""
-        return self.db.closed
+        @property
+        def db(self) -> Database:
+            """The database the queries run on."""
+
+    _clock: Clock
+    process_id: str
+    """This process's identity as an owner of jobs."""
+    lease_seconds: float
+    """How long a lease lasts without a heartbeat."""
+    event_retention: float
+    shared: bool
+    """Whether other processes may use this database at the same time (PostgreSQL); SQLite
+    belongs to one process at a time."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import fields
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from storage.errors import StorageError
 from storage.queries.base import Queries
@@ -17,14 +17,14 @@ from storage.records.chat import (
     ConversationKey,
     ConversationKind,
 )
-from storage.records.settings import UNSET
-from storage.rules import check_conversation_kind, check_turn
-from storage.sql.session import Row, Session, from_json, to_json
+from storage.records.settings import UNSET, _Unset
+from storage.rules import check_turn, check_word
+from storage.sql.session import Database, Row, Session, from_json, to_json
 
 LOCK_WAIT_SECONDS = 120.0
 """How long a turn waits for its conversation before giving up."""
 TAIL_PAGE: Final = 64
-"""Turns whose token counts :meth:`ConversationQueries.conversation_tail` reads at a time."""
+"""Turns whose token counts :meth:`ConversationStore.conversation_tail` reads at a time."""
 SQL_CREATE_CONVERSATION: Final = (
     "INSERT INTO conversations (platform, workspace_id, channel_id, thread_key, kind,"
     " created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -64,17 +64,16 @@ SQL_LINKS_FROM: Final = (
     " WHERE conversation_id = ? AND chat_message_id >= ? ORDER BY id"
 )
 _NEWEST: Final = 2**63 - 1
-TURN_CHANGES: Final = frozenset(("content", "function_call", "token_count"))
-OWN_SETTINGS: Final = frozenset(("model", "system_prompt"))
 
 
-class ConversationQueries(Queries):
-    """:class:`storage.ConversationStore` and :class:`storage.ConversationLocks`."""
+class ConversationStore(Queries, Protocol):
+    """Conversations, their turns and the platform messages linked to them."""
 
     async def get_or_create_conversation(
         self, key: ConversationKey, *, kind: ConversationKind, created_by: str | None = None
     ) -> tuple[Conversation, bool]:
-        check_conversation_kind(kind)
+        """The conversation for ``key``, created when missing: ``(conversation, created)``."""
+        check_word(kind, ConversationKind, "conversation kind")
         args = (key.platform, key.workspace_id, key.channel_id, key.thread_key)
         now = self._clock()
         created = await self.db.fetch_one(
@@ -88,17 +87,20 @@ class ConversationQueries(Queries):
         return conversation_from_row(row), False
 
     async def find_conversation(self, key: ConversationKey) -> Conversation | None:
+        """The conversation for ``key``, or None (never creates)."""
         args = (key.platform, key.workspace_id, key.channel_id, key.thread_key)
         row = await self.db.fetch_one(SQL_CONVERSATION_BY_KEY, args)
         return None if row is None else conversation_from_row(row)
 
     async def get_conversation(self, conversation_id: int) -> Conversation | None:
+        """The conversation with this id, or None."""
         row = await self.db.fetch_one(SQL_CONVERSATION_BY_ID, (conversation_id,))
         return None if row is None else conversation_from_row(row)
 
     async def find_conversation_by_message(
         self, platform: str, channel_id: str, message_id: str
     ) -> Conversation | None:
+        """The conversation a platform message was linked to, or None."""
         row = await self.db.fetch_one(
             SQL_CONVERSATION_BY_MESSAGE, (platform, channel_id, message_id)
         )
@@ -117,6 +119,7 @@ class ConversationQueries(Queries):
         platform_message_ids: Sequence[str] = (),
         channel_id: str | None = None,
     ) -> int:
+        """Append a turn and link ``platform_message_ids`` to it; returns the turn's id."""
         check_turn(role, name)
         now = self._clock()
         turn = (
@@ -143,6 +146,7 @@ class ConversationQueries(Queries):
         chat_message_id: int | None = None,
         channel_id: str | None = None,
     ) -> None:
+        """Link more platform messages to a conversation (optionally to one of its turns)."""
 
         async def work(tx: Session) -> None:
             conversation = await _conversation_row(tx, conversation_id)
@@ -159,8 +163,10 @@ class ConversationQueries(Queries):
     async def conversation_tail(
         self, conversation_id: int, *, max_tokens: int
     ) -> list[ChatMessage]:
-        """Older turns' counts are read newest first, a page at a time, only until the budget
-        is spent: the cost follows what fits, not the conversation's length."""
+        """The newest turns, oldest first, whose ``token_count`` values fit ``max_tokens``;
+        every turn from the newest user turn on is included whatever its count. Older turns'
+        counts are read newest first, a page at a time, only until the budget is spent: the
+        cost follows what fits, not the conversation's length."""
         newest_user = await self.db.fetch_one(SQL_NEWEST_USER_TURN, (conversation_id,))
         required_from = None if newest_user is None else newest_user["id"]
         first_id: int | None = None
@@ -188,41 +194,45 @@ class ConversationQueries(Queries):
         return messages_with_links(rows, links)
 
     async def delete_message(self, message_id: int) -> bool:
+        """Delete one turn; False if there was none."""
         return await self.db.execute("DELETE FROM messages WHERE id = ?", (message_id,)) == 1
 
-    async def update_message(self, message_id: int, **changes: Any) -> bool:
-        if changes.get("function_call") not in (None, UNSET):
-            changes["function_call"] = to_json(changes["function_call"])
-        return await self._update("messages", message_id, changes, TURN_CHANGES)
-
-    async def update_conversation(self, conversation_id: int, **changes: Any) -> bool:
-        return await self._update("conversations", conversation_id, changes, OWN_SETTINGS, True)
-
-    async def _update(
+    async def update_message(
         self,
-        table: str,
-        row_id: int,
-        changes: dict[str, Any],
-        allowed: frozenset[str],
-        stamped: bool = False,
+        message_id: int,
+        *,
+        content: str | _Unset | None = UNSET,
+        function_call: dict[str, Any] | _Unset | None = UNSET,
+        token_count: int | _Unset = UNSET,
     ) -> bool:
-        given = {name: value for name, value in changes.items() if value is not UNSET}
-        if set(given) - allowed:
-            raise StorageError(f"not updatable in {table}: {', '.join(set(given) - allowed)}")
-        if not given:
-            found = await self.db.fetch_one(
-                f"SELECT 1 AS found FROM {table} WHERE id = ?", (row_id,)
-            )
-            return found is not None
-        if stamped:
-            given["updated_at"] = self._clock()
-        assignments = ", ".join(f"{column} = ?" for column in given)
-        update = f"UPDATE {table} SET {assignments} WHERE id = ?"
-        return await self.db.execute(update, (*given.values(), row_id)) == 1
+        """Change a stored turn; False if unknown."""
+        call = to_json(function_call) if isinstance(function_call, dict) else function_call
+        changes = {"content": content, "function_call": call, "token_count": token_count}
+        return await _update(self.db, "messages", message_id, changes)
+
+    async def update_conversation(
+        self,
+        conversation_id: int,
+        *,
+        model: str | _Unset | None = UNSET,
+        system_prompt: str | _Unset | None = UNSET,
+    ) -> bool:
+        """Set (or clear with None) the conversation's own model / system prompt."""
+        changes = {"model": model, "system_prompt": system_prompt}
+        return await _update(self.db, "conversations", conversation_id, changes, self._clock())
+
+
+class ConversationLocks(Queries, Protocol):
+    """One turn of a conversation at a time, across processes."""
 
     @asynccontextmanager
     async def conversation_lock(self, conversation_id: int) -> AsyncIterator[None]:
-        """The order of a conversation's turns holds while the lock's connection lives
+        """Held while a turn of the conversation is stored and answered: processes that take
+        it for the same conversation get it one after the other, in the order they asked
+        (PostgreSQL advisory lock; released if the holder's process dies). Raises
+        :class:`StorageError` when it cannot be had in time.
+
+        The order of a conversation's turns holds while the lock's connection lives
         (PostgreSQL). When it is lost in the middle of a turn (a server restart, a terminated
         backend), the server drops the lock with it: the turn goes on to its end (its answer
         is already streaming) and is saved, and a turn of the same conversation reaching
@@ -235,6 +245,22 @@ class ConversationQueries(Queries):
         key = f"genbot.conversation.{conversation_id}"
         async with self.db.lock(key, wait=LOCK_WAIT_SECONDS, name="a conversation lock"):
             yield
+
+
+async def _update(
+    db: Database, table: str, row_id: int, changes: dict[str, Any], stamp: float | None = None
+) -> bool:
+    """Set the given ``changes`` (``UNSET`` left out) on one row; with ``stamp``, its
+    ``updated_at`` too. False if there is no such row."""
+    given = {name: value for name, value in changes.items() if value is not UNSET}
+    if not given:
+        found = await db.fetch_one(f"SELECT 1 AS found FROM {table} WHERE id = ?", (row_id,))
+        return found is not None
+    if stamp is not None:
+        given["updated_at"] = stamp
+    assignments = ", ".join(f"{column} = ?" for column in given)
+    update = f"UPDATE {table} SET {assignments} WHERE id = ?"
+    return await db.execute(update, (*given.values(), row_id)) == 1
 
 
 async def _conversation_row(tx: Session, conversation_id: int) -> Row:

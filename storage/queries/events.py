@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Protocol
 
 from storage.queries.base import Queries
 
@@ -16,12 +16,14 @@ PRUNE_EVERY = 1000
 """Expired entries are deleted once every this many remembered events (per process)."""
 
 
-class EventQueries(Queries):
-    """:class:`storage.EventDedupe`."""
+class EventDedupe(Queries, Protocol):
+    """Inbound platform events handled once, across restarts and processes."""
 
-    _remembered_since_prune = 0
+    _remembered_since_prune: int = 0
 
     async def remember_event(self, platform: str, event_id: str) -> bool:
+        """True the first time an event id is seen (within the retention), False for a repeat:
+        handle the event only on True."""
         self._remembered_since_prune += 1
         prune = self._remembered_since_prune >= PRUNE_EVERY
         if prune:

@@ -1,11 +1,11 @@
-"""Jobs: reading one, compare-and-set moves, field and result changes, and the platform
-message → job links behind every button."""
+"""The job ports: reading one, compare-and-set moves, field and result changes, finding a job
+by its provider id, and the platform message → job links behind every button."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from storage.queries.base import Queries
 from storage.records.job_params import ResultChange
@@ -14,8 +14,8 @@ from storage.rules import (
     DONE_AT_PROVIDER,
     JSON_FIELDS,
     check_job_fields,
-    check_message_kind,
     check_transition,
+    check_word,
 )
 from storage.sql.dialect import marks
 from storage.sql.session import Row, Session, from_json, to_json
@@ -56,19 +56,26 @@ def encoded_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return {name: to_json(v) if name in JSON_FIELDS else v for name, v in fields.items()}
 
 
-class JobQueries(Queries):
-    """:class:`storage.JobWriter`, :class:`storage.TaskLookup` and
-    :class:`storage.MessageLinks`."""
+class JobReader(Queries, Protocol):
+    """Reading one job."""
 
     async def get_job(self, job_id: str) -> Job | None:
         """The job with this id, or None."""
         row = await self.db.fetch_one(SQL_JOB_BY_ID, (job_id,))
         return None if row is None else job_from_row(row)
 
+
+class TaskLookup(Queries, Protocol):
+    """Finding a job by the provider's id for it."""
+
     async def job_for_task(self, task_id: str) -> Job | None:
-        """The image task job the provider knows as ``task_id``, or None."""
+        """The image task job (family ``task``) the provider knows as ``task_id``, or None."""
         row = await self.db.fetch_one(SQL_JOB_BY_TASK, (task_id,))
         return None if row is None else job_from_row(row)
+
+
+class JobWriter(JobReader, Protocol):
+    """Changing jobs: compare-and-set status moves and field updates."""
 
     async def transition(
         self,
@@ -80,28 +87,38 @@ class JobQueries(Queries):
         fence: Lease | None = None,
         **fields: Any,
     ) -> bool:
-        """Compare-and-set (see :meth:`storage.JobWriter.transition`): one ``UPDATE … WHERE
-        status IN (…)``, so among concurrent callers exactly one wins (a concurrent mover
-        waits for the row, re-checks the status on the committed row and moves nothing): the
-        exactly-once guard for posting results. ``links`` are committed with the move."""
-        move, values = self._move(JobMove(job_id, from_statuses, to_status, fields, fence))
+        """Move the job to ``to_status`` (setting ``fields``) only if its status is one of
+        ``from_statuses``; True if this call made the move. Among concurrent callers (in any
+        process) exactly one wins: one ``UPDATE … WHERE status IN (…)``, a concurrent mover
+        waits for the row, re-checks the status on the committed row and moves nothing (the
+        exactly-once guard for posting results). ``links`` are committed with the move, only
+        when it happened. With ``fence``, only while that lease is still the job's (its owner
+        and generation): the owner's own steps use it, so a process that lost the job (taken
+        over while it stalled) changes nothing. Entering ``finished``, ``failed`` or
+        ``create_failed`` stamps ``finished_at`` unless given or already set. A move
+        ``JOB_TRANSITIONS`` does not allow raises :class:`StorageError`."""
+        move = JobMove(job_id, from_statuses, to_status, fields, fence)
+        sql, values = compare_and_set(move, self._clock())
         if not links:
-            return await self.db.execute(move, values, repeatable=True) == 1
+            return await self.db.execute(sql, values, repeatable=True) == 1
 
         async def work(tx: Session) -> bool:
-            moved = await tx.execute(move, values) == 1
+            moved = await tx.execute(sql, values) == 1
             if moved:
-                await tx.execute_many(SQL_LINK_MESSAGE, link_rows(links))
+                rows = [(m.platform, m.channel_id, m.message_id, m.job_id, m.kind) for m in links]
+                await tx.execute_many(SQL_LINK_MESSAGE, rows)
             return moved
 
         return await self.db.transaction(work, repeatable=True)
 
     async def transition_many(self, moves: Sequence[JobMove]) -> list[bool]:
-        """Each move as :meth:`transition` would make it; alike moves (the same statement) go
-        to the database as one batch (:meth:`Session.execute_each`)."""
+        """:meth:`transition` for each of ``moves`` (without links), sent to the database
+        together: moves alike (the same statuses and field names, so the same statement) go as
+        one batch (:meth:`Session.execute_each`: one round trip on PostgreSQL). Each is its own
+        compare-and-set; whether each moved, in order."""
         alike: dict[str, list[tuple[int, list[Any]]]] = {}
         for index, move in enumerate(moves):
-            sql, values = self._move(move)
+            sql, values = compare_and_set(move, self._clock())
             alike.setdefault(sql, []).append((index, values))
         moved = [False] * len(moves)
         for sql, group in alike.items():
@@ -110,29 +127,9 @@ class JobQueries(Queries):
                 moved[index] = count == 1
         return moved
 
-    def _move(self, move: JobMove) -> tuple[str, list[Any]]:
-        """The compare-and-set ``UPDATE`` of ``move`` and its values."""
-        sources = check_transition(move.from_statuses, move.to_status)
-        now = self._clock()
-        changes = {"status": move.to_status, "updated_at": now, **encoded_fields(move.fields)}
-        assignments = [f"{name} = ?" for name in changes]
-        values = [*changes.values()]
-        if move.to_status in DONE_AT_PROVIDER and "finished_at" not in changes:
-            assignments.append("finished_at = COALESCE(finished_at, ?)")
-            values.append(now)
-        sql = (
-            f"UPDATE jobs SET {', '.join(assignments)}"
-            f" WHERE id = ? AND status IN ({marks(len(sources))})"
-        )
-        values += [move.job_id, *sources]
-        if move.fence is not None:
-            sql += " AND owner = ? AND lease_generation = ?"
-            values += [move.fence.owner, move.fence.generation]
-        return sql, values
-
     async def update_job(self, job_id: str, **fields: Any) -> bool:
-        """Set fields (see ``UPDATABLE_FIELDS``; JSON fields take Python values) whatever the
-        status; False if the job does not exist. Status changes go through
+        """Set fields (see ``storage.rules.UPDATABLE_FIELDS``; JSON fields take Python values)
+        whatever the status; False if the job does not exist. Status changes go through
         :meth:`transition`."""
         changes = {"updated_at": self._clock(), **encoded_fields(fields)}
         assignments = ", ".join(f"{name} = ?" for name in changes)
@@ -140,9 +137,11 @@ class JobQueries(Queries):
         return await self.db.execute(update, (*changes.values(), job_id)) == 1
 
     async def change_job_result(self, job_id: str, change: ResultChange) -> Job | None:
-        """Replace the result with ``change(stored result)`` while holding the job's row (a
-        write transaction; on PostgreSQL ``SELECT … FOR UPDATE``), so changes from every
-        process apply one after another."""
+        """Replace the job's result with ``change(stored result)`` in one step: the job's row
+        is held from the read to the write (a write transaction; on PostgreSQL ``SELECT … FOR
+        UPDATE``), so no other change of that job (in any process) comes between them and
+        concurrent changes of different keys all stay. ``change`` returning None writes
+        nothing. The job afterwards; None if it does not exist."""
 
         async def work(tx: Session) -> Job | None:
             row = await tx.fetch_one(SQL_JOB_BY_ID + tx.dialect.for_update, (job_id,))
@@ -157,6 +156,10 @@ class JobQueries(Queries):
 
         return await self.db.transaction(work)
 
+
+class MessageLinks(Queries, Protocol):
+    """The platform message → job map behind every button."""
+
     async def link_message(
         self,
         platform: str,
@@ -167,7 +170,7 @@ class JobQueries(Queries):
     ) -> None:
         """Map one platform message to a job (``kind``: progress, result or other;
         re-linking a message moves it)."""
-        check_message_kind(kind)
+        check_word(kind, JobMessageKind, "job message kind")
         link = (platform, channel_id, message_id, job_id, kind)
         await self.db.execute(SQL_LINK_MESSAGE, link, repeatable=True)
 
@@ -177,6 +180,21 @@ class JobQueries(Queries):
         return None if row is None else job_from_row(row)
 
 
-def link_rows(links: Iterable[JobMessage]) -> list[tuple[str, ...]]:
-    """``SQL_LINK_MESSAGE``'s values for each link."""
-    return [(m.platform, m.channel_id, m.message_id, m.job_id, m.kind) for m in links]
+def compare_and_set(move: JobMove, now: float) -> tuple[str, list[Any]]:
+    """The compare-and-set ``UPDATE`` of ``move`` and its values."""
+    sources = check_transition(move.from_statuses, move.to_status)
+    changes = {"status": move.to_status, "updated_at": now, **encoded_fields(move.fields)}
+    assignments = [f"{name} = ?" for name in changes]
+    values = [*changes.values()]
+    if move.to_status in DONE_AT_PROVIDER and "finished_at" not in changes:
+        assignments.append("finished_at = COALESCE(finished_at, ?)")
+        values.append(now)
+    sql = (
+        f"UPDATE jobs SET {', '.join(assignments)}"
+        f" WHERE id = ? AND status IN ({marks(len(sources))})"
+    )
+    values += [move.job_id, *sources]
+    if move.fence is not None:
+        sql += " AND owner = ? AND lease_generation = ?"
+        values += [move.fence.owner, move.fence.generation]
+    return sql, values

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Iterable
-from typing import Final
+from typing import Final, Protocol
 
 from storage.errors import StorageError
 from storage.queries.base import Queries
@@ -62,15 +62,19 @@ def wakeup_channel(process_id: str) -> str:
     return "genbot_" + hashlib.sha256(process_id.encode()).hexdigest()[:24]
 
 
-class LeaseQueries(Queries):
-    """:class:`storage.JobLeasing`: a job is created leased to the process that creates it
-    (:class:`storage.queries.admission.AdmissionQueries`); on SQLite one process owns the
-    database, so leases mostly record which process follows a job and a restart takes them
-    all at once."""
+class JobLeasing(Queries, Protocol):
+    """Which process follows which job. A job is created leased to the process that creates
+    it (:class:`storage.JobAdmission`); the owner's heartbeat renews its leases; a lease that
+    ran out (its process died or lost the database) is taken over by another process with an
+    adapter for the job's platform. This handle acts for one process, :attr:`process_id`. On
+    SQLite one process owns the database, so leases mostly record which process follows a job
+    and a restart takes them all at once."""
 
     async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
-        """Renew this process's leases and record it as alive; the jobs it holds. The leases
-        run from when the transaction began (not from before a wait for a connection), and a
+        """Renew this process's leases on its unfinished jobs for :attr:`lease_seconds` and
+        record it as alive (with ``process``); the ids of the jobs it holds (a job it was
+        working on that is missing was taken over: it stops working on it). The leases run
+        from when the transaction began (not from before a wait for a connection), and a
         renewal that would be written only after the leases it writes ran out is rolled back
         and raises :class:`StorageError` (it holds nothing it could count on)."""
 
@@ -94,8 +98,11 @@ class LeaseQueries(Queries):
         return await self.db.transaction(work, repeatable=True)
 
     async def fair_share(self, platforms: Iterable[str]) -> int:
-        """Each platform's unfinished jobs divided among its live processes (all of them
-        where the database has one process)."""
+        """How many unfinished jobs on ``platforms`` this process should hold: for each
+        platform, its unfinished jobs divided among the live processes serving it (rounded
+        up; all of them where the database has one process). A process takes over at most its
+        share, and gives back what it holds beyond it (:meth:`shed_leases`), so the load evens
+        out when a process joins."""
         allowed = tuple(platforms)
         if not allowed:
             return 0
@@ -106,8 +113,9 @@ class LeaseQueries(Queries):
         return share_of([(int(r["jobs"]), int(r["serving"]) if self.shared else 1) for r in rows])
 
     async def shed_leases(self, count: int) -> int:
-        """Give back up to ``count`` jobs in flight, the newest first (nothing where the
-        database has one process)."""
+        """Give up to ``count`` of this process's jobs in flight at the provider (the newest
+        first; never one being created or delivered) back to no owner, for other processes to
+        claim; how many (none where the database has one process)."""
         if count < 1 or not self.shared:
             return 0
         shed = SQL_SHED.format(self.db.dialect.skip_locked)
@@ -116,9 +124,12 @@ class LeaseQueries(Queries):
     async def claim_jobs(
         self, platforms: Iterable[str], *, limit: int, take_live: bool = False
     ) -> list[Job]:
-        """Take unfinished jobs nobody holds (or, with ``take_live``, every other process's):
-        where processes share the database, rows another claimer has locked are skipped, so
-        concurrent claimers split the work and no job is taken twice."""
+        """Take up to ``limit`` unfinished jobs on ``platforms`` that no process holds (never
+        leased, or the lease ran out), oldest first; rows another claimer is taking are
+        skipped, so concurrent claimers split the work and no job is taken twice. Each claim is
+        a new lease (its generation goes up). With ``take_live`` also other processes' live
+        leases: only when none can be running (SQLite's one process, at start). The jobs as
+        they were, now owned by this process."""
         allowed = tuple(platforms)
         if not allowed or limit < 1:
             return []
@@ -150,17 +161,16 @@ class LeaseQueries(Queries):
         return await self.db.transaction(work)
 
     async def wake_owner(self, job: Job) -> None:
-        """Notify the owner's channel with the job's id (nothing to do where the database
-        has one process: it is the owner)."""
+        """Ask ``job``'s owner (another process) to look at it now: ``NOTIFY`` on the owner's
+        channel with the job's id (nothing to do where the database has one process)."""
         notify = self.db.dialect.notify
         if notify is None or job.owner is None or job.owner == self.process_id:
             return
         await self.db.execute(notify, (wakeup_channel(job.owner), job.id), repeatable=True)
 
     async def wakeups(self) -> AsyncIterator[str]:
-        """The ids of the jobs other processes asked this one to look at, as they come (none
-        where the database has one process); :class:`StorageError` when the connection is
-        lost."""
+        """Ids of the jobs other processes asked this one to look at, as they come; raises
+        :class:`StorageError` when the connection is lost. Empty on an unshared database."""
         async for job_id in self.db.listen(wakeup_channel(self.process_id)):
             if job_id is not None:
                 yield job_id

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Final
+from typing import Final, Protocol
 
 from storage.queries.base import Queries
 from storage.records.usage import ESTIMATED_CREDITS, UsageTotals
@@ -23,8 +23,8 @@ SQL_USAGE_FOR_USER: Final = (
 )
 
 
-class LedgerQueries(Queries):
-    """:class:`storage.UsageLedger`."""
+class UsageLedger(Queries, Protocol):
+    """Tokens and credits per user per UTC day."""
 
     async def add_usage(
         self,
@@ -38,6 +38,8 @@ class LedgerQueries(Queries):
         job_id: str | None = None,
         at: float | None = None,
     ) -> bool:
+        """Record one usage event; with ``job_id`` the pair (``job_id``, ``kind``) is recorded
+        once (a repeat returns False)."""
         stamp = self._clock() if at is None else at
         values = (
             platform, user_id, utc_day(stamp), kind, job_id, tokens_prompt, tokens_completion,
@@ -48,6 +50,7 @@ class LedgerQueries(Queries):
     async def usage_for_user(
         self, platform: str, user_id: str, day: str | date | None = None
     ) -> UsageTotals:
+        """A user's totals for one UTC day (default: today)."""
         the_day = utc_day(self._clock()) if day is None else day_text(day)
         row = await self.db.fetch_one(SQL_USAGE_FOR_USER, (platform, user_id, the_day))
         assert row is not None

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, Final
+from typing import Final, Protocol
 
 from storage.queries.base import Queries
 from storage.records.chat import Conversation
 from storage.records.settings import (
+    UNSET,
     EffectiveSettings,
     ScopeKind,
     ScopeSettings,
     SettingSource,
     SettingValues,
+    _Unset,
 )
-from storage.rules import check_scope_kind, given_settings, merge_settings
+from storage.rules import check_word, given_settings, merge_settings
 from storage.sql.session import Row
 
 SQL_SCOPE: Final = "SELECT * FROM scope_settings WHERE platform = ? AND kind = ? AND scope_id = ?"
@@ -23,12 +25,65 @@ SQL_SCOPES: Final = (
 )
 
 
-class SettingsQueries(Queries):
-    """:class:`storage.SettingsStore`."""
+class SettingsReader(Queries, Protocol):
+    """Effective settings, merged from the scopes."""
+
+    async def effective_settings(
+        self,
+        platform: str,
+        *,
+        user_id: str | None,
+        channel_id: str | None,
+        workspace_id: str | None,
+        defaults: SettingValues | None = None,
+        conversation: Conversation | None = None,
+    ) -> EffectiveSettings:
+        """Merge conversation, user, channel, workspace and defaults by ``PRECEDENCE``. The
+        scopes are read in one query; a None (or empty) id skips that scope."""
+        candidates: tuple[tuple[ScopeKind, str | None], ...] = (
+            ("user", user_id),
+            ("channel", channel_id),
+            ("workspace", workspace_id),
+        )
+        scopes = [(kind, scope_id) for kind, scope_id in candidates if scope_id]
+        found: dict[SettingSource, ScopeSettings] = {}
+        if scopes:
+            query = SQL_SCOPES.format(", ".join("(?, ?)" for _ in scopes))
+            values = [platform, *(value for scope in scopes for value in scope)]
+            for row in await self.db.fetch_all(query, values):
+                found[row["kind"]] = scope_from_row(row)
+        return merge_settings(found, defaults=defaults, conversation=conversation)
+
+
+class SettingsStore(SettingsReader, Protocol):
+    """Settings per user, channel and workspace."""
 
     async def set_scope_settings(
-        self, kind: ScopeKind, platform: str, scope_id: str, **settings: Any
+        self,
+        kind: ScopeKind,
+        platform: str,
+        scope_id: str,
+        *,
+        model: str | _Unset | None = UNSET,
+        system_prompt: str | _Unset | None = UNSET,
+        process_mode: str | _Unset | None = UNSET,
+        aspect_ratio: str | _Unset | None = UNSET,
+        temperature: float | _Unset | None = UNSET,
+        stream: bool | _Unset | None = UNSET,
+        remix: bool | _Unset | None = UNSET,
+        top_p: float | _Unset | None = UNSET,
+        presence_penalty: float | _Unset | None = UNSET,
+        frequency_penalty: float | _Unset | None = UNSET,
+        stop: str | _Unset | None = UNSET,
+        n: int | _Unset | None = UNSET,
     ) -> ScopeSettings:
+        """Partial update: given values are set, None clears, omitted ones stay."""
+        settings = {
+            "model": model, "system_prompt": system_prompt, "process_mode": process_mode,
+            "aspect_ratio": aspect_ratio, "temperature": temperature, "stream": stream,
+            "remix": remix, "top_p": top_p, "presence_penalty": presence_penalty,
+            "frequency_penalty": frequency_penalty, "stop": stop, "n": n,
+        }  # fmt: skip
         given = given_settings(kind, settings)
         columns = ["platform", "kind", "scope_id", "updated_at", *given]
         updates = ", ".join(f"{name} = excluded.{name}" for name in ["updated_at", *given])
@@ -45,34 +100,10 @@ class SettingsQueries(Queries):
     async def get_scope_settings(
         self, kind: ScopeKind, platform: str, scope_id: str
     ) -> ScopeSettings | None:
-        check_scope_kind(kind)
+        """One scope's stored settings, or None."""
+        check_word(kind, ScopeKind, "settings scope")
         row = await self.db.fetch_one(SQL_SCOPE, (platform, kind, scope_id))
         return None if row is None else scope_from_row(row)
-
-    async def effective_settings(
-        self,
-        platform: str,
-        *,
-        user_id: str | None,
-        channel_id: str | None,
-        workspace_id: str | None,
-        defaults: SettingValues | None = None,
-        conversation: Conversation | None = None,
-    ) -> EffectiveSettings:
-        """The scopes are read in one query; a None (or empty) id skips that scope."""
-        candidates: tuple[tuple[ScopeKind, str | None], ...] = (
-            ("user", user_id),
-            ("channel", channel_id),
-            ("workspace", workspace_id),
-        )
-        scopes = [(kind, scope_id) for kind, scope_id in candidates if scope_id]
-        found: dict[SettingSource, ScopeSettings] = {}
-        if scopes:
-            query = SQL_SCOPES.format(", ".join("(?, ?)" for _ in scopes))
-            values = [platform, *(value for scope in scopes for value in scope)]
-            for row in await self.db.fetch_all(query, values):
-                found[row["kind"]] = scope_from_row(row)
-        return merge_settings(found, defaults=defaults, conversation=conversation)
 
 
 _SCOPE_COLUMNS: Final = tuple(field.name for field in fields(ScopeSettings))

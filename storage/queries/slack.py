@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Protocol
 
 from storage.queries.base import Queries
 from storage.records.platforms import InstallationToSave, SlackInstallation
@@ -32,10 +32,15 @@ def _of_user(user_id: str | None) -> tuple[str, tuple[str, ...]]:
     return ("", ()) if user_id is None else (" AND user_id = ?", (user_id,))
 
 
-class SlackQueries(Queries):
-    """:class:`storage.SlackInstallations`."""
+class SlackInstallations(Queries, Protocol):
+    """Slack OAuth installations per workspace (or organization), and OAuth states.
+
+    Platform-free: the Slack adapter turns ``data`` to and from its SDK's installation objects.
+    ``enterprise_id`` / ``team_id`` / ``user_id`` are ``""`` when absent."""
 
     async def save_slack_installation(self, installation: InstallationToSave) -> None:
+        """Store an installation; one per (enterprise, team, installing user), replaced by a
+        newer save (a reinstall, a token rotation)."""
         values = (
             installation.enterprise_id,
             installation.team_id,
@@ -48,6 +53,8 @@ class SlackQueries(Queries):
     async def find_slack_installation(
         self, enterprise_id: str, team_id: str, user_id: str | None = None
     ) -> SlackInstallation | None:
+        """The newest installation of a team (or an organization, ``team_id`` ``""``), by
+        ``user_id`` when given; None when there is none."""
         condition, user = _of_user(user_id)
         find = SQL_FIND_INSTALLATION.format(condition)
         row = await self.db.fetch_one(find, (enterprise_id, team_id, *user))
@@ -64,12 +71,14 @@ class SlackQueries(Queries):
     async def delete_slack_installations(
         self, enterprise_id: str, team_id: str, user_id: str | None = None
     ) -> int:
+        """Forget a team's installations (only ``user_id``'s when given); how many."""
         condition, user = _of_user(user_id)
         delete = SQL_DELETE_INSTALLATIONS.format(condition)
         return await self.db.execute(delete, (enterprise_id, team_id, *user), repeatable=True)
 
     async def issue_oauth_state(self, state: str, expires_at: float) -> None:
-        """Expired states are dropped now."""
+        """Remember an OAuth ``state`` value until ``expires_at`` (expired ones are dropped
+        now)."""
 
         async def work(tx: Session) -> None:
             await tx.execute(SQL_PRUNE_STATES, (self._clock(),))
@@ -78,5 +87,6 @@ class SlackQueries(Queries):
         await self.db.transaction(work)
 
     async def consume_oauth_state(self, state: str) -> bool:
+        """True once for a remembered, unexpired ``state`` (it is forgotten), else False."""
         row = await self.db.fetch_one(SQL_CONSUME_STATE, (state,))
         return row is not None and float(row["expires_at"]) >= self._clock()

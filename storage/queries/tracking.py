@@ -4,9 +4,8 @@ claim, and recent jobs (a requester's, and everyone's posted ones)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from storage.errors import StorageError
 from storage.queries.base import Queries
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import UNFINISHED_STATUSES, Job, JobStatus
@@ -15,8 +14,7 @@ from storage.sql.dialect import marks
 from storage.sql.session import Session
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
-SQL_UNFINISHED: Final = "SELECT * FROM jobs WHERE {} ORDER BY created_at, id"
-SQL_UNFINISHED_IDS: Final = "SELECT id FROM jobs WHERE {} ORDER BY created_at, id"
+SQL_UNFINISHED: Final = "SELECT {} FROM jobs WHERE {} ORDER BY created_at, id"
 FILTERS: Final = {
     "family": "family = ?",
     "webhook_quiet_since": "(last_webhook_at IS NULL OR last_webhook_at < ?)",
@@ -24,7 +22,7 @@ FILTERS: Final = {
     "created_before": "created_at < ?",
     "owner": "owner = ?",
 }
-"""``list_unfinished_jobs``' filters (see :class:`storage.JobTracking`)."""
+"""``list_unfinished_jobs``' filters."""
 SQL_CLAIM_DELIVERY: Final = (
     "UPDATE jobs SET status = CASE status WHEN 'finished' THEN 'posting' ELSE 'reporting' END,"
     " post_claims = post_claims + 1, updated_at = ?"
@@ -56,22 +54,23 @@ def _unfinished_where(
     conditions = [f"status IN ({marks(len(chosen))})"]
     values: list[Any] = list(chosen)
     for name, value in filters.items():
-        if name not in FILTERS:
-            raise StorageError(f"no filter {name!r} for unfinished jobs")
         if value is not None:
             conditions.append(FILTERS[name])
             values.append(value)
     return conditions, values
 
 
-class TrackingQueries(Queries):
-    """:class:`storage.JobTracking`, :class:`storage.JobCounts`,
-    :class:`storage.DeliveryClaims` and :class:`storage.JobHistory`."""
+class DeliveryClaims(Queries, Protocol):
+    """Claiming a finished or failed job for posting, exactly once."""
 
     async def claim_delivery(
         self, job_id: str, platforms: Iterable[str], due_by: float
     ) -> Job | None:
-        """One ``UPDATE … RETURNING`` and the credit charge, in one transaction."""
+        """``finished → posting`` or ``failed → reporting`` for a job this process owns (or
+        nobody does) on one of ``platforms`` whose next attempt is due by ``due_by``, counting
+        the claim in ``post_claims`` and charging a task's credits to the ledger once per
+        job: one ``UPDATE … RETURNING`` and the charge, in one transaction. The claimed job,
+        or None (concurrent callers cannot both win)."""
         allowed = tuple(platforms)
         if not allowed:
             return None
@@ -90,19 +89,40 @@ class TrackingQueries(Queries):
 
         return await self.db.transaction(work, repeatable=True)
 
+
+class JobTracking(Queries, Protocol):
+    """What the tracker queries: unfinished jobs, due times, poll stamps; and how many jobs
+    are where, for metrics."""
+
     async def list_unfinished_jobs(
         self,
         statuses: Iterable[JobStatus] = UNFINISHED_STATUSES,
         *,
+        family: str | None = None,
         limit: int | None = None,
         after: Job | None = None,
-        **filters: Any,
+        webhook_quiet_since: float | None = None,
+        due_at: float | None = None,
+        created_before: float | None = None,
+        owner: str | None = None,
     ) -> list[Job]:
+        """Jobs whose status is in ``statuses``, oldest first (``created_at``, then ``id``).
+        ``after`` continues a page after that job; ``webhook_quiet_since`` drops jobs that got
+        a webhook at or after that time; ``due_at`` drops jobs whose ``next_poll_at`` is later;
+        ``created_before`` keeps only jobs created before that time; ``owner`` keeps only the
+        jobs that process holds."""
+        filters = {
+            "family": family,
+            "webhook_quiet_since": webhook_quiet_since,
+            "due_at": due_at,
+            "created_before": created_before,
+            "owner": owner,
+        }
         conditions, values = _unfinished_where(statuses, filters)
         if after is not None:
             conditions.append("(created_at, id) > (?, ?)")
             values += [after.created_at, after.id]
-        query = SQL_UNFINISHED.format(" AND ".join(conditions))
+        query = SQL_UNFINISHED.format("*", " AND ".join(conditions))
         if limit is not None:
             query += " LIMIT ?"
             values.append(limit)
@@ -115,13 +135,18 @@ class TrackingQueries(Queries):
         due_at: float | None = None,
         owner: str | None = None,
     ) -> list[str]:
+        """The ids of the jobs :meth:`list_unfinished_jobs` would list with these filters,
+        oldest first: one column, for callers that need no more (the tracker's delivery pass
+        reads it every round)."""
         conditions, values = _unfinished_where(statuses, {"due_at": due_at, "owner": owner})
-        query = SQL_UNFINISHED_IDS.format(" AND ".join(conditions))
+        query = SQL_UNFINISHED.format("id", " AND ".join(conditions))
         return [str(row["id"]) for row in await self.db.fetch_all(query, values)]
 
     async def next_poll_after(
         self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None
     ) -> float | None:
+        """The earliest ``next_poll_at`` later than ``after`` among jobs in ``statuses`` (only
+        ``owner``'s, when given)."""
         chosen = status_tuple(statuses)
         query = SQL_NEXT_POLL.format(marks(len(chosen)))
         values: tuple[Any, ...] = (*chosen, after)
@@ -132,6 +157,7 @@ class TrackingQueries(Queries):
         return None if row is None or row["at"] is None else float(row["at"])
 
     async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:
+        """Set ``last_polled_at`` (default: now) on many jobs at once."""
         ids = list(job_ids)
         if not ids:
             return 0
@@ -140,8 +166,13 @@ class TrackingQueries(Queries):
         return await self.db.execute(mark, (stamp, *ids), repeatable=True)
 
     async def count_unfinished_jobs(self) -> list[tuple[JobStatus, str, int]]:
+        """How many jobs are in each unfinished status, per platform."""
         rows = await self.db.fetch_all(SQL_COUNT_UNFINISHED, _UNFINISHED)
         return [(row["status"], str(row["platform"]), int(row["n"])) for row in rows]
+
+
+class JobHistory(Queries, Protocol):
+    """Recent jobs: a requester's, and everyone's posted ones."""
 
     async def recent_jobs(
         self,
@@ -152,6 +183,8 @@ class TrackingQueries(Queries):
         statuses: Iterable[JobStatus] = ("posted",),
         limit: int = 10,
     ) -> list[Job]:
+        """The requester's newest jobs in ``statuses`` (only ``workspace_id``'s when given),
+        newest first, at most ``limit``."""
         chosen = status_tuple(tuple(statuses))
         in_workspace = "" if workspace_id is None else " AND workspace_id = ?"
         query = (
@@ -166,5 +199,7 @@ class TrackingQueries(Queries):
         return [job_from_row(row) for row in rows]
 
     async def recent_posted_jobs(self, limit: int) -> list[Job]:
+        """The newest jobs whose result was posted, of every requester and platform, newest
+        first, at most ``limit`` (how long jobs take on this deployment)."""
         rows = await self.db.fetch_all(SQL_RECENT_POSTED, (max(limit, 0),))
         return [job_from_row(row) for row in rows]

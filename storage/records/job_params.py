@@ -1,4 +1,4 @@
-"""Typed views of a job's type, its ``parameters`` and its ``result``, which are stored as JSON.
+"""Typed views of a job's ``parameters`` and its ``result``, which are stored as JSON.
 
 A job's ``parameters`` are what genbot asked for, per type of job:
 
@@ -21,43 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Literal
 
-TaskType = Literal[
-    "imagine",
-    "describe",
-    "blend",
-    "upscale",
-    "variation",
-    "reroll",
-    "inpaint",
-    "outpaint",
-    "pan",
-    "seed",
-]
-"""The image task API's jobs (family ``task``)."""
-DiffusionType = Literal["txt2img", "img2img", "upscale", "controlnet"]
-"""The diffusion API's jobs (family ``diffusion``): the endpoint called."""
-JobType = Literal[TaskType, DiffusionType]
+from storage.records.jobs import Job
+
 ResultChange = Callable[[dict[str, Any]], dict[str, Any] | None]
 """A job's stored result → the result to store instead (None: leave it as it is)."""
-JOB_TYPES: frozenset[str] = frozenset((*get_args(TaskType), *get_args(DiffusionType)))
-
-
-class StoredJob(Protocol):
-    """What the views read from a job record."""
-
-    @property
-    def family(self) -> str: ...
-
-    @property
-    def type(self) -> str: ...
-
-    @property
-    def parameters(self) -> Mapping[str, Any]: ...
-
-    @property
-    def result(self) -> Mapping[str, Any]: ...
 
 
 def _text(value: object) -> str | None:
@@ -95,7 +64,7 @@ class ImageParams:
         )
 
     @classmethod
-    def of(cls, job: StoredJob) -> ImageParams:
+    def of(cls, job: Job) -> ImageParams:
         """``job``'s parameters read as an image job's."""
         return cls.from_json(job.parameters)
 
@@ -119,7 +88,7 @@ class DescribeParams:
         )
 
     @classmethod
-    def of(cls, job: StoredJob) -> DescribeParams:
+    def of(cls, job: Job) -> DescribeParams:
         """``job``'s parameters read as a describe job's."""
         return cls.from_json(job.parameters)
 
@@ -149,7 +118,7 @@ class BlendParams:
         )
 
     @classmethod
-    def of(cls, job: StoredJob) -> BlendParams:
+    def of(cls, job: Job) -> BlendParams:
         """``job``'s parameters read as a blend job's."""
         return cls.from_json(job.parameters)
 
@@ -181,7 +150,7 @@ class DiffusionParams:
         )
 
     @classmethod
-    def of(cls, job: StoredJob) -> DiffusionParams:
+    def of(cls, job: Job) -> DiffusionParams:
         """``job``'s parameters read as a diffusion job's."""
         return cls.from_json(job.parameters)
 
@@ -193,7 +162,7 @@ class DiffusionParams:
 JobParams = ImageParams | DescribeParams | BlendParams | DiffusionParams
 
 
-def params_of(job: StoredJob) -> JobParams:
+def params_of(job: Job) -> JobParams:
     """``job``'s parameters as the model of its family and type."""
     if job.family == "diffusion":
         return DiffusionParams.of(job)
@@ -263,7 +232,7 @@ class JobResult:
         )
 
     @classmethod
-    def of(cls, job: StoredJob) -> JobResult:
+    def of(cls, job: Job) -> JobResult:
         """``job``'s result, read."""
         return cls.from_json(job.result)
 
@@ -276,7 +245,7 @@ class JobResult:
 
 
 def result_with(
-    job: StoredJob,
+    job: Job,
     *,
     size: tuple[int, int] | None = None,
     pressed: Sequence[str] | None = None,

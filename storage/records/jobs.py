@@ -1,8 +1,8 @@
-"""The job records: the job lifecycle vocabulary (statuses and their transitions), a new job,
-a stored job, quota checks and the platform messages that belong to a job.
+"""The job records: the job vocabulary (types, families, statuses and their transitions), a
+new job, a stored job, quota checks and the platform messages that belong to a job.
 
-A job's type, parameters and result are typed in :mod:`storage.records.job_params`; the
-processes that hold jobs (leases) are described here too.
+A job's parameters and result are typed in :mod:`storage.records.job_params`; the processes
+that hold jobs (leases) are described here too.
 """
 
 from __future__ import annotations
@@ -12,7 +12,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
-from storage.records.job_params import JobType
+TaskType = Literal[
+    "imagine",
+    "describe",
+    "blend",
+    "upscale",
+    "variation",
+    "reroll",
+    "inpaint",
+    "outpaint",
+    "pan",
+    "seed",
+]
+"""The image task API's jobs (family ``task``)."""
+DiffusionType = Literal["txt2img", "img2img", "upscale", "controlnet"]
+"""The diffusion API's jobs (family ``diffusion``): the endpoint called."""
+JobType = Literal[TaskType, DiffusionType]
 
 JobFamily = Literal["task", "diffusion"]
 """``task``: the image task API (family B); ``diffusion``: the diffusion API (family C)."""

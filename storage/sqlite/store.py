@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar, Unpack
-
-from sqlite_utils import Database
+from typing import Unpack
 
 from storage.queries.base import Identity
 from storage.sql.migrations import migrate
-from storage.sqlite.database import WORKER_THREAD_PREFIX, SqliteDatabase
+from storage.sqlite.database import SqliteDatabase
 from storage.store import Store
-
-T = TypeVar("T")
-
-__all__ = ["WORKER_THREAD_PREFIX", "SqliteStore"]
 
 
 class SqliteStore(Store):
@@ -45,14 +38,3 @@ class SqliteStore(Store):
             await database.close()
             raise
         return cls(database, **identity)
-
-    @property
-    def path(self) -> Path:
-        """The database file."""
-        return self.db.path
-
-    async def run_in_worker(self, work: Callable[[Database], T]) -> T:
-        """``work(db)`` on the worker thread with its ``sqlite_utils.Database``, between other
-        statements: an escape hatch for benchmarks, diagnostics and tests; features use the
-        typed methods. ``work`` must not keep a transaction open."""
-        return await self.db.run(work)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.home import RECENT_JOBS, REPOST_ACTION, HomeFeature
 from bot.kernel import ButtonPress, Event, HomeOpened, MessageRef, OutMessage, Place, RateLimited
-from storage import JobType, NewJob, Storage
+from storage import JobType, NewJob, Store
 from tests.bot.harness import ROOMY, Parts, harness
 from tests.fakes.platform import FakePlatform
 from tests.storage.helpers import create_job
@@ -72,7 +72,7 @@ async def test_the_home_finds_ten_images_behind_many_descriptions(tmp_path: Path
         assert shown == [f"image-{n:02}" for n in range(RECENT_JOBS + 1, 1, -1)]
 
 
-async def _posted(store: Storage, job_type: JobType, job_id: str) -> None:
+async def _posted(store: Store, job_type: JobType, job_id: str) -> None:
     """A posted job of alice's, with an image unless it is a description."""
     job = await create_job(
         store,

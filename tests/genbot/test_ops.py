@@ -130,7 +130,7 @@ async def _database_closed(runtime: Runtime) -> None:
 async def _database_read_only(runtime: Runtime) -> None:
     store = runtime.store
     assert isinstance(store, SqliteStore)
-    await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+    await store.db.run(lambda db: db.execute("PRAGMA query_only = 1"))
 
 
 async def _playground_down(runtime: Runtime) -> None:

@@ -13,15 +13,15 @@ from storage import (
     IN_FLIGHT_STATUSES,
     JobQuota,
     QuotaRefusal,
-    Storage,
     StorageError,
+    Store,
 )
 from tests.storage.conftest import ManualClock, new_job
 from tests.storage.helpers import create_job
 
 
 async def test_concurrent_creations_cannot_all_pass_the_cap(
-    store: Storage, other_store: Storage
+    store: Store, other_store: Store
 ) -> None:
     quota = JobQuota(max_active=1)
     outcomes = await asyncio.gather(
@@ -38,7 +38,7 @@ async def test_concurrent_creations_cannot_all_pass_the_cap(
     assert len(await store.list_unfinished_jobs(ACTIVE_STATUSES)) == 1
 
 
-async def test_the_cap_counts_unknown_jobs_and_ignores_other_users(store: Storage) -> None:
+async def test_the_cap_counts_unknown_jobs_and_ignores_other_users(store: Store) -> None:
     quota = JobQuota(max_active=2)
     first = await store.create_job_within(new_job(), quota)
     assert not isinstance(first, QuotaRefusal)
@@ -53,7 +53,7 @@ async def test_the_cap_counts_unknown_jobs_and_ignores_other_users(store: Storag
 
 
 async def test_the_daily_credit_budget_is_checked_for_the_current_day(
-    store: Storage, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     quota = JobQuota(max_daily_credits=4)
     await store.add_usage("discord", "u1", credits=4, kind="credits", job_id="old")
@@ -64,7 +64,7 @@ async def test_the_daily_credit_budget_is_checked_for_the_current_day(
     assert not isinstance(await store.create_job_within(new_job(), quota), QuotaRefusal)
 
 
-async def test_an_existing_derivative_is_returned_without_a_quota_check(store: Storage) -> None:
+async def test_an_existing_derivative_is_returned_without_a_quota_check(store: Store) -> None:
     parent = await create_job(store, new_job())
     quota = JobQuota(max_active=1)
     derived = new_job(parent_job_id=parent.id, action="upscale1")
@@ -77,7 +77,7 @@ async def test_an_existing_derivative_is_returned_without_a_quota_check(store: S
     assert again == (made[0], False)
 
 
-async def test_unknown_jobs_may_be_adopted_or_fail_but_never_be_refused(store: Storage) -> None:
+async def test_unknown_jobs_may_be_adopted_or_fail_but_never_be_refused(store: Store) -> None:
     assert "unknown" in ACTIVE_STATUSES and "unknown" not in IN_FLIGHT_STATUSES
     job = await create_job(store, new_job())
     assert await store.transition(job.id, "creating", "unknown", error="no answer")
@@ -88,7 +88,7 @@ async def test_unknown_jobs_may_be_adopted_or_fail_but_never_be_refused(store: S
     assert adopted is not None and adopted.provider_id == "task-1"
 
 
-async def test_delivery_attempts_are_stored(store: Storage) -> None:
+async def test_delivery_attempts_are_stored(store: Store) -> None:
     job = await create_job(store, new_job())
     assert job.delivery_attempts == 0
     assert await store.update_job(job.id, delivery_attempts=3)
@@ -96,7 +96,7 @@ async def test_delivery_attempts_are_stored(store: Storage) -> None:
     assert stored is not None and stored.delivery_attempts == 3
 
 
-async def test_stale_jobs_and_the_next_scheduled_poll(store: Storage, clock: ManualClock) -> None:
+async def test_stale_jobs_and_the_next_scheduled_poll(store: Store, clock: ManualClock) -> None:
     old = await create_job(store, new_job(prompt="old"))
     clock.advance(100)
     young = await create_job(store, new_job(prompt="young"))
@@ -111,7 +111,7 @@ async def test_stale_jobs_and_the_next_scheduled_poll(store: Storage, clock: Man
     assert await store.next_poll_after(["finished"], clock.now + 30) is None
 
 
-async def test_the_quota_can_be_read_before_costly_work(store: Storage) -> None:
+async def test_the_quota_can_be_read_before_costly_work(store: Store) -> None:
     """What a command checks before it downloads anything: the requester's caps, with the jobs
     about to be created counted, writing nothing."""
     active, budget = JobQuota(max_active=2), JobQuota(max_daily_credits=4)

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from storage import ConversationKey, Storage, StorageError
+from storage import ConversationKey, StorageError, Store
 from tests.storage.conftest import START, ManualClock
 from tests.storage.helpers import conversation_history
 
 THREAD = ConversationKey("slack", "T1", "C1", "1700000000.000100")
 
 
-async def test_get_or_create_returns_the_same_conversation(store: Storage) -> None:
+async def test_get_or_create_returns_the_same_conversation(store: Store) -> None:
     created, was_created = await store.get_or_create_conversation(
         THREAD, kind="thread", created_by="U1"
     )
@@ -30,7 +30,7 @@ async def test_get_or_create_returns_the_same_conversation(store: Storage) -> No
         await store.get_or_create_conversation(THREAD, kind="group")  # type: ignore[arg-type]
 
 
-async def test_a_dm_and_threads_of_one_channel_are_separate(store: Storage) -> None:
+async def test_a_dm_and_threads_of_one_channel_are_separate(store: Store) -> None:
     dm, _ = await store.get_or_create_conversation(ConversationKey("discord", "", "dm1"), kind="dm")
     one, _ = await store.get_or_create_conversation(
         ConversationKey("discord", "g", "c", "root-1"), kind="reply_chain"
@@ -41,7 +41,7 @@ async def test_a_dm_and_threads_of_one_channel_are_separate(store: Storage) -> N
     assert len({dm.id, one.id, two.id}) == 3
 
 
-async def test_a_reply_to_any_message_of_a_chain_finds_the_conversation(store: Storage) -> None:
+async def test_a_reply_to_any_message_of_a_chain_finds_the_conversation(store: Store) -> None:
     key = ConversationKey("discord", "g", "c", "m-user-1")
     conversation, _ = await store.get_or_create_conversation(key, kind="reply_chain")
     await store.append_message(conversation.id, "user", "hi", platform_message_ids=["m-user-1"])
@@ -63,7 +63,7 @@ async def test_a_reply_to_any_message_of_a_chain_finds_the_conversation(store: S
     ]
 
 
-async def test_history_is_ordered_typed_and_api_shaped(store: Storage, clock: ManualClock) -> None:
+async def test_history_is_ordered_typed_and_api_shaped(store: Store, clock: ManualClock) -> None:
     conversation, _ = await store.get_or_create_conversation(THREAD, kind="thread")
     parts: list[dict[str, Any]] = [
         {"type": "text", "text": "what is this?"},
@@ -91,7 +91,7 @@ async def test_history_is_ordered_typed_and_api_shaped(store: Storage, clock: Ma
     assert refreshed is not None and refreshed.updated_at == START + 1
 
 
-async def test_bad_messages_are_refused(store: Storage) -> None:
+async def test_bad_messages_are_refused(store: Store) -> None:
     conversation, _ = await store.get_or_create_conversation(THREAD, kind="thread")
     with pytest.raises(StorageError, match="name"):
         await store.append_message(conversation.id, "function", "{}")
@@ -107,7 +107,7 @@ async def test_bad_messages_are_refused(store: Storage) -> None:
         await store.link_conversation_messages(conversation.id, ["m1"], chat_message_id=foreign)
 
 
-async def test_update_a_turn_and_the_conversation_overrides(store: Storage) -> None:
+async def test_update_a_turn_and_the_conversation_overrides(store: Store) -> None:
     conversation, _ = await store.get_or_create_conversation(THREAD, kind="thread")
     turn = await store.append_message(conversation.id, "assistant", "", token_count=0)
     assert await store.update_message(turn, content="final text", token_count=2)
@@ -123,7 +123,7 @@ async def test_update_a_turn_and_the_conversation_overrides(store: Storage) -> N
     assert not await store.update_conversation(999, model="llm-4")
 
 
-async def test_the_tail_holds_what_fits_by_stored_counts(store: Storage) -> None:
+async def test_the_tail_holds_what_fits_by_stored_counts(store: Store) -> None:
     conversation, _ = await store.get_or_create_conversation(THREAD, kind="thread")
     other, _ = await store.get_or_create_conversation(
         ConversationKey("slack", "T1", "C1", "other"), kind="thread"
@@ -165,7 +165,7 @@ async def test_the_tail_holds_what_fits_by_stored_counts(store: Storage) -> None
     assert await store.conversation_tail(999, max_tokens=100) == []
 
 
-async def test_the_tail_without_a_user_turn_keeps_the_newest(store: Storage) -> None:
+async def test_the_tail_without_a_user_turn_keeps_the_newest(store: Store) -> None:
     conversation, _ = await store.get_or_create_conversation(THREAD, kind="thread")
     await store.append_message(conversation.id, "assistant", "old", token_count=30)
     await store.append_message(conversation.id, "assistant", "new", token_count=30)
@@ -173,7 +173,7 @@ async def test_the_tail_without_a_user_turn_keeps_the_newest(store: Storage) -> 
     assert [m.content for m in found] == ["new"]
 
 
-async def test_deleting_a_turn_keeps_its_messages_linked(store: Storage) -> None:
+async def test_deleting_a_turn_keeps_its_messages_linked(store: Store) -> None:
     key = ConversationKey("discord", "g", "c", "root")
     conversation, _ = await store.get_or_create_conversation(key, kind="reply_chain")
     await store.append_message(conversation.id, "user", "hi")

@@ -6,14 +6,14 @@ import asyncio
 
 import pytest
 
-from storage import Storage, Store
+from storage import Store
 from storage.queries import events
 from tests.storage.conftest import ManualClock
 
 RETENTION = 24 * 3600.0
 
 
-async def test_an_event_is_handled_once_per_platform(store: Storage) -> None:
+async def test_an_event_is_handled_once_per_platform(store: Store) -> None:
     assert await store.remember_event("slack", "Ev01")
     assert not await store.remember_event("slack", "Ev01")
     assert await store.remember_event("discord", "Ev01")
@@ -21,7 +21,7 @@ async def test_an_event_is_handled_once_per_platform(store: Storage) -> None:
 
 
 async def test_one_event_delivered_to_two_processes_is_handled_by_one(
-    store: Storage, other_store: Storage
+    store: Store, other_store: Store
 ) -> None:
     firsts = await asyncio.gather(
         *((store if n % 2 else other_store).remember_event("slack", "Ev1") for n in range(10))
@@ -30,7 +30,7 @@ async def test_one_event_delivered_to_two_processes_is_handled_by_one(
 
 
 async def test_an_event_older_than_the_retention_is_new_again(
-    store: Storage, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     assert await store.remember_event("slack", "old")
     clock.advance(RETENTION - 1)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from storage import Storage
+from storage import Store
 from tests.storage.conftest import ManualClock, new_job
 from tests.storage.helpers import create_job
 
 
 async def test_recent_jobs_are_the_requesters_newest_in_the_asked_statuses(
-    store: Storage, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     made = []
     for _ in range(4):
@@ -33,7 +33,7 @@ async def test_recent_jobs_are_the_requesters_newest_in_the_asked_statuses(
 
 
 async def test_recent_posted_jobs_are_everyones_newest_with_a_result(
-    store: Storage, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     made = []
     for requester in ("u1", "u2", "u3"):

@@ -4,7 +4,6 @@ and rows written before them read unchanged."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from storage import (
     params_of,
     result_with,
 )
+from tests.bot.jobs.support import job_record
 from tests.storage.conftest import new_job
 from tests.storage.helpers import create_job
 
@@ -128,17 +128,9 @@ def test_results_read_what_the_provider_and_genbot_wrote() -> None:
     assert JobResult.from_json({}) == JobResult() and JobResult().size is None
 
 
-@dataclass(frozen=True)
-class _Stored:
-    result: dict[str, Any]
-    family: str = "task"
-    type: str = "imagine"
-    parameters: dict[str, Any] = field(default_factory=dict)
-
-
 def test_noting_a_result_changes_only_what_is_given() -> None:
     stored = {"seed": "7", "drafts": {"kept": "by another feature"}, "pressed": ["upscale1"]}
-    job = _Stored(result=stored)
+    job = job_record(result=stored)
     assert result_with(job, cancelled=True) == {**stored, "cancelled": True}
     assert result_with(job, size=(512, 768), pressed=("upscale1", "reroll")) == {
         **stored,

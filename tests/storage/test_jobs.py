@@ -19,7 +19,6 @@ from storage import (
     JobMove,
     JobQuota,
     QuotaRefusal,
-    Storage,
     StorageError,
     Store,
 )
@@ -28,7 +27,7 @@ from tests.storage.counting import counted
 from tests.storage.helpers import create_job
 
 
-async def test_create_and_get_a_job(store: Storage, clock: ManualClock) -> None:
+async def test_create_and_get_a_job(store: Store, clock: ManualClock) -> None:
     job = await create_job(
         store, new_job(parameters={"aspect_ratio": "16:9"}, webhook_secret="hush", thread_id="t1")
     )
@@ -52,7 +51,7 @@ async def test_create_and_get_a_job(store: Storage, clock: ManualClock) -> None:
     assert await store.get_job("missing") is None
 
 
-async def test_a_job_asked_for_in_a_direct_message_says_so(store: Storage) -> None:
+async def test_a_job_asked_for_in_a_direct_message_says_so(store: Store) -> None:
     in_dm = await create_job(store, new_job(is_dm=True, channel_id="d1"))
     in_channel = await create_job(store, new_job())
     assert [await store.get_job(job.id) for job in (in_dm, in_channel)] == [in_dm, in_channel]
@@ -60,14 +59,14 @@ async def test_a_job_asked_for_in_a_direct_message_says_so(store: Storage) -> No
     assert in_dm.parameters == {}
 
 
-async def test_the_webhook_secret_never_shows_in_repr(store: Storage) -> None:
+async def test_the_webhook_secret_never_shows_in_repr(store: Store) -> None:
     job = await create_job(store, new_job(webhook_secret="very-secret-value"))
     assert job.webhook_secret == "very-secret-value"
     assert "very-secret-value" not in repr(job)
     assert "very-secret-value" not in repr(new_job(webhook_secret="very-secret-value"))
 
 
-async def test_given_ids_are_validated_and_unique(store: Storage) -> None:
+async def test_given_ids_are_validated_and_unique(store: Store) -> None:
     job = await create_job(store, new_job(id="job-1"))
     assert job.id == "job-1"
     with pytest.raises(StorageError, match="already exists"):
@@ -80,13 +79,13 @@ async def test_given_ids_are_validated_and_unique(store: Storage) -> None:
         await create_job(store, new_job(family="video"))
 
 
-async def derive(store: Storage, **fields: object) -> tuple[Job, bool]:
+async def derive(store: Store, **fields: object) -> tuple[Job, bool]:
     outcome = await store.create_job_within(new_job(**fields), JobQuota())
     assert not isinstance(outcome, QuotaRefusal)
     return outcome
 
 
-async def test_a_derivative_is_created_once_per_parent_and_action(store: Storage) -> None:
+async def test_a_derivative_is_created_once_per_parent_and_action(store: Store) -> None:
     parent = await create_job(store, new_job())
     first, created = await derive(store, type="upscale", parent_job_id=parent.id, action="upscale2")
     assert created and first.parent_job_id == parent.id and first.action == "upscale2"
@@ -100,19 +99,19 @@ async def test_a_derivative_is_created_once_per_parent_and_action(store: Storage
     assert created_other and other.id != first.id
 
 
-async def test_a_derivative_needs_an_existing_parent(store: Storage) -> None:
+async def test_a_derivative_needs_an_existing_parent(store: Store) -> None:
     with pytest.raises(StorageError, match="does not exist"):
         await derive(store, parent_job_id="ghost", action="reroll")
 
 
-async def test_provider_ids_are_unique_per_family(store: Storage) -> None:
+async def test_provider_ids_are_unique_per_family(store: Store) -> None:
     await create_job(store, new_job(provider_id="uuid-1", status="submitted"))
     await create_job(store, new_job(family="diffusion", provider_id="uuid-1", status="pending"))
     with pytest.raises(StorageError):
         await create_job(store, new_job(provider_id="uuid-1"))
 
 
-async def test_a_task_job_is_found_by_the_providers_id(store: Storage) -> None:
+async def test_a_task_job_is_found_by_the_providers_id(store: Store) -> None:
     task = await create_job(store, new_job(provider_id="uuid-1", status="submitted"))
     await create_job(store, new_job(family="diffusion", provider_id="uuid-2", status="pending"))
     assert await store.job_for_task("uuid-1") == task
@@ -121,7 +120,7 @@ async def test_a_task_job_is_found_by_the_providers_id(store: Storage) -> None:
 
 
 async def test_concurrent_presses_from_two_processes_make_one_derivative(
-    store: Storage, other_store: Storage
+    store: Store, other_store: Store
 ) -> None:
     parent = await create_job(store, new_job())
     press = new_job(type="reroll", parent_job_id=parent.id, action="reroll")
@@ -138,7 +137,7 @@ async def test_concurrent_presses_from_two_processes_make_one_derivative(
     assert len({job.id for job, _ in results}) == 1
 
 
-async def test_transition_is_compare_and_set(store: Storage, clock: ManualClock) -> None:
+async def test_transition_is_compare_and_set(store: Store, clock: ManualClock) -> None:
     job = await create_job(store, new_job())
     clock.advance(5)
     assert await store.transition(job.id, "creating", "submitted", provider_id="uuid-9")
@@ -154,7 +153,7 @@ async def test_transition_is_compare_and_set(store: Storage, clock: ManualClock)
 
 
 async def test_finishing_stamps_finished_at_and_stores_results(
-    store: Storage, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     job = await create_job(store, new_job(status="processing", provider_id="p"))
     clock.advance(30)
@@ -179,7 +178,7 @@ async def test_finishing_stamps_finished_at_and_stores_results(
 
 
 async def test_exactly_one_of_many_concurrent_posters_wins(
-    store: Storage, other_store: Storage
+    store: Store, other_store: Store
 ) -> None:
     job = await create_job(store, new_job(status="finished"))
     async with asyncio.timeout(30):
@@ -192,7 +191,7 @@ async def test_exactly_one_of_many_concurrent_posters_wins(
     assert wins.count(True) == 1
 
 
-async def test_transition_links_messages_only_when_it_moves(store: Storage) -> None:
+async def test_transition_links_messages_only_when_it_moves(store: Store) -> None:
     job = await create_job(store, new_job(status="posting"))
     result = JobMessage("discord", "c1", "m-result", job.id, "result")
     assert await store.transition(
@@ -204,7 +203,7 @@ async def test_transition_links_messages_only_when_it_moves(store: Storage) -> N
     assert await store.job_for_message("discord", "c1", "m-dup") is None
 
 
-async def test_transitions_outside_the_lifecycle_are_refused(store: Storage) -> None:
+async def test_transitions_outside_the_lifecycle_are_refused(store: Store) -> None:
     job = await create_job(store, new_job())
     with pytest.raises(StorageError, match="cannot go from 'posted'"):
         await store.transition(job.id, "posted", "posting")
@@ -224,7 +223,7 @@ def test_the_status_vocabulary_is_consistent() -> None:
     assert all(not JOB_TRANSITIONS[status] for status in TERMINAL_STATUSES)
 
 
-async def test_update_job_sets_fields_whatever_the_status(store: Storage) -> None:
+async def test_update_job_sets_fields_whatever_the_status(store: Store) -> None:
     job = await create_job(store, new_job(status="posted"))
     assert await store.update_job(job.id, progress_message_id="m1", last_webhook_at=7.0)
     updated = await store.get_job(job.id)
@@ -240,7 +239,7 @@ async def test_update_job_sets_fields_whatever_the_status(store: Storage) -> Non
 
 
 async def test_list_unfinished_jobs_in_creation_order_with_filters(
-    store: Storage, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     ids = []
     for status in ("submitted", "posted", "processing", "finished", "creating"):
@@ -265,7 +264,7 @@ async def test_list_unfinished_jobs_in_creation_order_with_filters(
     assert [job.id for job in quiet] == [diffusion.id]
 
 
-async def test_mark_polled_stamps_many_jobs(store: Storage, clock: ManualClock) -> None:
+async def test_mark_polled_stamps_many_jobs(store: Store, clock: ManualClock) -> None:
     jobs = [await create_job(store, new_job(status="pending")) for _ in range(3)]
     assert await store.mark_polled([job.id for job in jobs[:2]], at=123.0) == 2
     stamps = [(await store.get_job(job.id)).last_polled_at for job in jobs]  # type: ignore[union-attr]

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from storage import ProcessInfo, Storage, StorageError
+from storage import ProcessInfo, StorageError, Store
 from storage.postgres import PostgresStore
 from tests.storage.conftest import START, Database, ManualClock, new_job
 from tests.storage.helpers import create_job
@@ -20,7 +20,7 @@ def process(*platforms: str) -> ProcessInfo:
 
 
 async def test_a_new_job_is_leased_to_the_process_that_created_it(
-    store: Storage, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     job = await create_job(store, new_job())
     assert (job.owner, job.lease_until) == (store.process_id, START + LEASE)
@@ -28,7 +28,7 @@ async def test_a_new_job_is_leased_to_the_process_that_created_it(
 
 
 async def test_a_live_lease_is_never_taken_and_an_expired_one_is_taken_once(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     job = await create_job(store, new_job(status="pending"))
     assert await other_store.claim_jobs(["discord"], limit=10) == []
@@ -49,7 +49,7 @@ async def test_a_live_lease_is_never_taken_and_an_expired_one_is_taken_once(
 
 
 async def test_only_jobs_of_the_claimers_platforms_are_taken(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     slack = await create_job(store, new_job(platform="slack"))
     await create_job(store, new_job(platform="discord"))
@@ -60,7 +60,7 @@ async def test_only_jobs_of_the_claimers_platforms_are_taken(
 
 
 async def test_finished_work_is_not_leased(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     for status in ("posted", "failed_posted", "create_failed"):
         await create_job(store, new_job(status=status))
@@ -70,7 +70,7 @@ async def test_finished_work_is_not_leased(
 
 
 async def test_concurrent_claimers_split_the_expired_jobs_without_overlap(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     created = {(await create_job(store, new_job(status="pending"))).id for _ in range(30)}
     clock.advance(LEASE + 1)
@@ -113,7 +113,7 @@ async def test_a_renewal_written_after_its_leases_ran_out_is_rolled_back(
 
 
 async def test_taking_live_leases_is_for_a_single_process_restart(
-    store: Storage, other_store: Storage
+    store: Store, other_store: Store
 ) -> None:
     job = await create_job(store, new_job(status="posting"))
     [taken] = await other_store.claim_jobs(["discord"], limit=10, take_live=True)
@@ -121,9 +121,7 @@ async def test_taking_live_leases_is_for_a_single_process_restart(
     assert await other_store.claim_jobs(["discord"], limit=10, take_live=True) == []
 
 
-async def test_a_clean_stop_hands_its_jobs_over_at_once(
-    store: Storage, other_store: Storage
-) -> None:
+async def test_a_clean_stop_hands_its_jobs_over_at_once(store: Store, other_store: Store) -> None:
     job = await create_job(store, new_job(status="processing"))
     await store.heartbeat(process("discord"))
     assert await store.release_leases() == 1
@@ -132,7 +130,7 @@ async def test_a_clean_stop_hands_its_jobs_over_at_once(
 
 
 async def test_only_the_owner_claims_a_delivery(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     job = await create_job(store, new_job())
     assert await store.transition(job.id, "creating", "finished")
@@ -142,7 +140,7 @@ async def test_only_the_owner_claims_a_delivery(
 
 
 async def test_tracking_queries_can_keep_to_one_owners_jobs(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     mine = await create_job(store, new_job(status="processing"))
     theirs = await create_job(other_store, new_job(status="processing"))
@@ -160,7 +158,7 @@ async def test_tracking_queries_can_keep_to_one_owners_jobs(
 
 
 async def test_a_write_fenced_with_a_lost_lease_changes_nothing(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     job = await create_job(store, new_job(status="pending"))
     assert await store.transition(job.id, "pending", "finished")
@@ -177,7 +175,7 @@ async def test_a_write_fenced_with_a_lost_lease_changes_nothing(
 
 
 async def test_the_fair_share_divides_each_platforms_jobs_among_its_live_processes(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     for n in range(10):
         await create_job(store, new_job(status="pending", platform="web" if n < 7 else "slack"))
@@ -193,7 +191,7 @@ async def test_the_fair_share_divides_each_platforms_jobs_among_its_live_process
 
 
 async def test_shedding_gives_back_the_newest_jobs_in_flight_for_others_to_claim(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     jobs = []
     for status in ("pending", "processing", "posting", "creating", "submitted"):

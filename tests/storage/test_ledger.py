@@ -6,13 +6,13 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from storage import ESTIMATED_CREDITS, Storage, StorageError
+from storage import ESTIMATED_CREDITS, StorageError, Store
 from tests.storage.conftest import ManualClock
 
 LAST_SECOND_OF_MARCH_1 = datetime(2024, 3, 1, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
-async def test_totals_per_user_per_utc_day(store: Storage, clock: ManualClock) -> None:
+async def test_totals_per_user_per_utc_day(store: Store, clock: ManualClock) -> None:
     clock.now = LAST_SECOND_OF_MARCH_1
     await store.add_usage("discord", "u1", tokens_prompt=100, tokens_completion=50)
     await store.add_usage("discord", "u1", credits=4, kind="task", job_id="j1")
@@ -31,7 +31,7 @@ async def test_totals_per_user_per_utc_day(store: Storage, clock: ManualClock) -
     assert (await store.usage_for_user("slack", "u1", "2024-03-01")).credits == 7
 
 
-async def test_a_job_is_charged_once_per_kind(store: Storage) -> None:
+async def test_a_job_is_charged_once_per_kind(store: Store) -> None:
     assert await store.add_usage("discord", "u1", credits=2, kind="task", job_id="j1")
     assert not await store.add_usage("discord", "u1", credits=2, kind="task", job_id="j1")
     assert await store.add_usage("discord", "u1", credits=1, kind="refund", job_id="j1")
@@ -40,14 +40,14 @@ async def test_a_job_is_charged_once_per_kind(store: Storage) -> None:
     assert (await store.usage_for_user("discord", "u1")).credits == 5
 
 
-async def test_usage_at_an_explicit_time(store: Storage) -> None:
+async def test_usage_at_an_explicit_time(store: Store) -> None:
     await store.add_usage("web", "u1", credits=3, at=LAST_SECOND_OF_MARCH_1 + 3600)
     assert (await store.usage_for_user("web", "u1", "2024-03-02")).credits == 3
     with pytest.raises(StorageError, match="not a day"):
         await store.usage_for_user("web", "u1", "March 2")
 
 
-async def test_estimated_credits_are_summed_apart_and_within_the_credits(store: Storage) -> None:
+async def test_estimated_credits_are_summed_apart_and_within_the_credits(store: Store) -> None:
     await store.add_usage("discord", "u1", credits=4, kind="credits", job_id="j1")
     await store.add_usage("discord", "u1", credits=3, kind=ESTIMATED_CREDITS, job_id="j2")
     totals = await store.usage_for_user("discord", "u1")

@@ -27,7 +27,7 @@ LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
         "usage_by_user_day|usage_by_day",
     ),
     "unfinished jobs": (
-        tracking.SQL_UNFINISHED.format("status IN (?, ?)"),
+        tracking.SQL_UNFINISHED.format("*", "status IN (?, ?)"),
         ("processing", "submitted"),
         "jobs_by_status",
     ),

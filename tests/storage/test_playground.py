@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Storage, Store
+from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Store
 from storage.postgres import PostgresStore
 from storage.sql.session import Session
 from tests.storage.conftest import ManualClock
@@ -25,7 +25,7 @@ def message(
     return PlaygroundMessage(message_id, channel, pending, keys, {"id": message_id, "n": [1, 2]})
 
 
-async def test_messages_and_images_come_back_per_channel(store: Storage) -> None:
+async def test_messages_and_images_come_back_per_channel(store: Store) -> None:
     await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10)
     await store.save_playground_message(message("b", "random", ("k1",)), [image("k1")], keep=10)
     await store.save_playground_message(message("c", pending=True), [], keep=10)
@@ -43,7 +43,7 @@ async def test_messages_and_images_come_back_per_channel(store: Storage) -> None
     assert await store.playground_message("nope") is None
 
 
-async def test_a_saved_message_replaces_itself_and_counts_its_versions(store: Storage) -> None:
+async def test_a_saved_message_replaces_itself_and_counts_its_versions(store: Store) -> None:
     assert (
         await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10) == 1
     )
@@ -56,7 +56,7 @@ async def test_a_saved_message_replaces_itself_and_counts_its_versions(store: St
 
 
 async def test_pending_commands_are_claimed_by_one_live_process_only(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     accepted = {"id": "c", "created": clock.now - 30}
     await store.save_playground_message(
@@ -78,7 +78,7 @@ async def test_pending_commands_are_claimed_by_one_live_process_only(
     assert await other_store.claim_pending_commands(clock.now) == []
 
 
-async def test_each_channel_keeps_its_latest_messages_and_their_images(store: Storage) -> None:
+async def test_each_channel_keeps_its_latest_messages_and_their_images(store: Store) -> None:
     for n in range(5):
         await store.save_playground_message(
             message(f"m{n}", keys=(f"k{n}",)), [image(f"k{n}")], keep=3
@@ -89,21 +89,19 @@ async def test_each_channel_keeps_its_latest_messages_and_their_images(store: St
     assert sorted(i.key for i in images) == ["k2", "k3", "k4"]
 
 
-async def test_the_session_key_is_made_once_and_shared(
-    store: Storage, other_store: Storage
-) -> None:
+async def test_the_session_key_is_made_once_and_shared(store: Store, other_store: Store) -> None:
     key = await store.playground_session_key()
     assert len(key) == 32
     assert await other_store.playground_session_key() == key
 
 
-async def test_one_image_is_read_on_demand(store: Storage) -> None:
+async def test_one_image_is_read_on_demand(store: Store) -> None:
     await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10)
     assert await store.playground_image("k1") == image("k1")
     assert await store.playground_image("k2") is None
 
 
-async def test_loading_reads_only_the_newest_images_that_fit(store: Storage) -> None:
+async def test_loading_reads_only_the_newest_images_that_fit(store: Store) -> None:
     for n in range(5):
         await store.save_playground_message(
             message(f"m{n}", keys=(f"k{n}",)), [image(f"k{n}")], keep=10
@@ -119,7 +117,7 @@ async def test_loading_reads_only_the_newest_images_that_fit(store: Storage) -> 
     assert [i.key for i in everything] == ["k0", "k1", "k2", "k3", "k4"]
 
 
-async def test_saving_an_answer_marks_its_command_handled(store: Storage) -> None:
+async def test_saving_an_answer_marks_its_command_handled(store: Store) -> None:
     await store.save_playground_message(message("c", pending=True), [], keep=10)
     await store.save_playground_message(message("other", pending=True), [], keep=10)
     answer = PlaygroundMessage("a", "general", False, (), {"id": "a"}, answers="c")
@@ -130,7 +128,7 @@ async def test_saving_an_answer_marks_its_command_handled(store: Storage) -> Non
 
 
 async def test_a_process_that_claims_before_its_first_heartbeat_keeps_what_it_claimed(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     accepted = {"id": "c", "created": clock.now - 30}
     await store.save_playground_message(

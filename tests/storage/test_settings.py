@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from storage import ConversationKey, SettingValues, Storage, StorageError
+from storage import ConversationKey, SettingValues, StorageError, Store
 
 DEFAULTS = SettingValues(
     model="llm-3.5-turbo",
@@ -17,7 +17,7 @@ DEFAULTS = SettingValues(
 )
 
 
-async def effective(store: Storage, **overrides: object) -> dict[str, object]:
+async def effective(store: Store, **overrides: object) -> dict[str, object]:
     arguments: dict[str, object] = {
         "user_id": "u1",
         "channel_id": "c1",
@@ -36,7 +36,7 @@ async def effective(store: Storage, **overrides: object) -> dict[str, object]:
     }
 
 
-async def test_partial_updates_and_clearing_a_value(store: Storage) -> None:
+async def test_partial_updates_and_clearing_a_value(store: Store) -> None:
     assert await store.get_scope_settings("channel", "discord", "c1") is None
     await store.set_scope_settings("channel", "discord", "c1", model="llm-4", temperature=0.2)
     stored = await store.set_scope_settings("channel", "discord", "c1", aspect_ratio="16:9")
@@ -47,13 +47,13 @@ async def test_partial_updates_and_clearing_a_value(store: Storage) -> None:
     assert await store.get_scope_settings("channel", "slack", "c1") is None
 
 
-async def test_only_defaults_when_nothing_is_set(store: Storage) -> None:
+async def test_only_defaults_when_nothing_is_set(store: Store) -> None:
     merged = await effective(store)
     assert merged["model"] == "llm-3.5-turbo"
     assert set(merged["sources"].values()) == {"default"}  # type: ignore[attr-defined]
 
 
-async def test_user_beats_channel_beats_workspace(store: Storage) -> None:
+async def test_user_beats_channel_beats_workspace(store: Store) -> None:
     await store.set_scope_settings(
         "workspace", "discord", "g1", model="llm-4", process_mode="fast", aspect_ratio="3:2"
     )
@@ -83,7 +83,7 @@ async def test_user_beats_channel_beats_workspace(store: Storage) -> None:
     assert elsewhere["model"] == "llm-3.5-turbo"
 
 
-async def test_the_system_prompt_is_per_channel(store: Storage) -> None:
+async def test_the_system_prompt_is_per_channel(store: Store) -> None:
     await store.set_scope_settings("workspace", "discord", "g1", system_prompt="workspace voice")
     assert (await effective(store))["system_prompt"] == "workspace voice"
     await store.set_scope_settings("channel", "discord", "c1", system_prompt="channel voice")
@@ -95,7 +95,7 @@ async def test_the_system_prompt_is_per_channel(store: Storage) -> None:
         await store.set_scope_settings("team", "discord", "x", model="m")  # type: ignore[arg-type]
 
 
-async def test_a_conversation_overrides_model_and_prompt(store: Storage) -> None:
+async def test_a_conversation_overrides_model_and_prompt(store: Store) -> None:
     await store.set_scope_settings("user", "discord", "u1", model="llm-4")
     conversation, _ = await store.get_or_create_conversation(
         ConversationKey("discord", "g1", "c1", "t"), kind="thread"
@@ -110,7 +110,7 @@ async def test_a_conversation_overrides_model_and_prompt(store: Storage) -> None
     assert merged["system_prompt"] == "You are genbot."
 
 
-async def test_chat_request_settings_round_trip_per_channel(store: Storage) -> None:
+async def test_chat_request_settings_round_trip_per_channel(store: Store) -> None:
     stored = await store.set_scope_settings(
         "channel", "discord", "c1",
         stream=False, top_p=0.5, presence_penalty=-1.5, frequency_penalty=2.0,
@@ -132,7 +132,7 @@ async def test_chat_request_settings_round_trip_per_channel(store: Storage) -> N
             await store.set_scope_settings("user", "discord", "u1", **setting)
 
 
-async def test_remix_is_a_users_own_toggle(store: Storage) -> None:
+async def test_remix_is_a_users_own_toggle(store: Store) -> None:
     await store.set_scope_settings("channel", "discord", "c1", remix=False)
     await store.set_scope_settings("user", "discord", "u1", remix=True)
     mine = await store.effective_settings(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage import SlackInstallation, Storage
+from storage import SlackInstallation, Store
 from tests.storage.conftest import START, ManualClock
 
 
@@ -12,7 +12,7 @@ def installation(
     return SlackInstallation(enterprise, team, user, at, {"bot_token": token, "team_id": team})
 
 
-async def test_the_newest_installation_of_a_team_is_found(store: Storage) -> None:
+async def test_the_newest_installation_of_a_team_is_found(store: Store) -> None:
     await store.save_slack_installation(installation("T1", "U1", START, "xoxb-1"))
     await store.save_slack_installation(installation("T1", "U2", START + 5, "xoxb-2"))
     await store.save_slack_installation(installation("T2", "U1", START + 9, "xoxb-3"))
@@ -25,7 +25,7 @@ async def test_the_newest_installation_of_a_team_is_found(store: Storage) -> Non
     assert await store.find_slack_installation("E1", "T1") is None
 
 
-async def test_a_new_save_replaces_the_same_users_installation(store: Storage) -> None:
+async def test_a_new_save_replaces_the_same_users_installation(store: Store) -> None:
     await store.save_slack_installation(installation("T1", "U1", START, "xoxb-old"))
     await store.save_slack_installation(installation("T1", "U1", START + 1, "xoxb-rotated"))
     found = await store.find_slack_installation("", "T1")
@@ -33,7 +33,7 @@ async def test_a_new_save_replaces_the_same_users_installation(store: Storage) -
     assert "xoxb" not in repr(found)
 
 
-async def test_uninstalling_deletes_a_teams_installations(store: Storage) -> None:
+async def test_uninstalling_deletes_a_teams_installations(store: Store) -> None:
     for user in ("U1", "U2"):
         await store.save_slack_installation(installation("T1", user, START, "xoxb"))
     await store.save_slack_installation(installation("", "U1", START, "xoxb", enterprise="E1"))
@@ -44,7 +44,7 @@ async def test_uninstalling_deletes_a_teams_installations(store: Storage) -> Non
 
 
 async def test_an_oauth_state_is_consumed_once_and_only_before_it_expires(
-    store: Storage, other_store: Storage, clock: ManualClock
+    store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     await store.issue_oauth_state("s-1", expires_at=clock.now + 600)
     await store.issue_oauth_state("s-2", expires_at=clock.now + 600)

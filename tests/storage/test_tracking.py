@@ -5,19 +5,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from storage import Storage
+from storage import Store
 from tests.storage.conftest import ManualClock, new_job
 from tests.storage.helpers import create_job
 
 
-async def finished_job(store: Storage, **fields: Any) -> str:
+async def finished_job(store: Store, **fields: Any) -> str:
     job = await create_job(store, new_job())
     assert await store.transition(job.id, "creating", "finished", credits=8, **fields)
     return job.id
 
 
 async def test_a_finished_job_is_claimed_once_and_its_credits_recorded_once(
-    store: Storage, other_store: Storage
+    store: Store, other_store: Store
 ) -> None:
     job_id = await finished_job(store)
 
@@ -37,7 +37,7 @@ async def test_a_finished_job_is_claimed_once_and_its_credits_recorded_once(
     assert (usage.credits, usage.entries) == (8, 1)
 
 
-async def test_a_failed_job_is_claimed_for_its_report_without_charging(store: Storage) -> None:
+async def test_a_failed_job_is_claimed_for_its_report_without_charging(store: Store) -> None:
     job = await create_job(store, new_job())
     assert await store.transition(job.id, "creating", "failed", credits=8)
 
@@ -48,7 +48,7 @@ async def test_a_failed_job_is_claimed_for_its_report_without_charging(store: St
 
 
 async def test_nothing_is_claimed_before_it_is_due_or_without_its_platform(
-    store: Storage, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     job_id = await finished_job(store, next_poll_at=clock.now + 5)
 
@@ -60,7 +60,7 @@ async def test_nothing_is_claimed_before_it_is_due_or_without_its_platform(
     assert await store.claim_delivery("no-such-job", ("discord",), due_by=clock.now) is None
 
 
-async def test_unfinished_jobs_are_counted_by_status_and_platform(store: Storage) -> None:
+async def test_unfinished_jobs_are_counted_by_status_and_platform(store: Store) -> None:
     for status, platform in (
         ("pending", "discord"),
         ("pending", "discord"),
@@ -75,7 +75,7 @@ async def test_unfinished_jobs_are_counted_by_status_and_platform(store: Storage
 
 
 async def test_unfinished_job_ids_are_those_the_listing_gives(
-    store: Storage, clock: ManualClock
+    store: Store, clock: ManualClock
 ) -> None:
     due = await finished_job(store)
     later = await finished_job(store, next_poll_at=clock.now + 5)

@@ -154,7 +154,7 @@ async def test_one_address_starts_few_installs_and_the_rest_write_nothing(
             async with browser.get(bot.adapter.install_url, allow_redirects=False) as answer:
                 statuses.append(answer.status)
                 retry_after = answer.headers.get("Retry-After")
-        states = await bot.store.run_in_worker(
+        states = await bot.store.db.run(
             lambda db: db.execute("SELECT COUNT(*) FROM oauth_states").fetchone()[0]
         )
 

@@ -18,7 +18,7 @@ from adapters.slack.installations import (
     installation_data,
 )
 from bot.kernel import Sealer, SealError
-from storage import SlackInstallation, Storage
+from storage import SlackInstallation, Store
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import (
     START,
@@ -32,7 +32,7 @@ from tests.storage.conftest import (
 @pytest.fixture(params=["sqlite", "postgres"])
 async def storage(
     request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[tuple[Storage, ManualClock]]:
+) -> AsyncIterator[tuple[Store, ManualClock]]:
     clock = ManualClock()
     database: Database
     if request.param == "sqlite":
@@ -67,7 +67,7 @@ def installation(team: str, user: str, token: str, **extra: object) -> Installat
 
 
 async def test_installations_round_trip_and_carry_the_newest_bot_token(
-    storage: tuple[Storage, ManualClock],
+    storage: tuple[Store, ManualClock],
 ) -> None:
     store = InstallationStore(storage[0], SEALER)
     expires = int(START) + 43200
@@ -92,7 +92,7 @@ async def test_installations_round_trip_and_carry_the_newest_bot_token(
 
 
 async def test_a_rotated_bot_token_and_expiry_are_kept(
-    storage: tuple[Storage, ManualClock],
+    storage: tuple[Store, ManualClock],
 ) -> None:
     store = InstallationStore(storage[0], SEALER)
     await store.async_save(installation("T1", "U1", "xoxb-1", bot_refresh_token="r1"))
@@ -110,7 +110,7 @@ async def test_a_rotated_bot_token_and_expiry_are_kept(
 
 
 async def test_revoking_a_user_keeps_the_bot_and_uninstalling_forgets_the_team(
-    storage: tuple[Storage, ManualClock],
+    storage: tuple[Store, ManualClock],
 ) -> None:
     store = InstallationStore(storage[0], SEALER)
     await store.async_save(installation("T1", "U1", "xoxb-1", user_token="xoxp-u1"))
@@ -126,7 +126,7 @@ async def test_revoking_a_user_keeps_the_bot_and_uninstalling_forgets_the_team(
 
 
 async def test_an_oauth_state_is_good_once_and_only_until_it_expires(
-    storage: tuple[Storage, ManualClock],
+    storage: tuple[Store, ManualClock],
 ) -> None:
     backend, clock = storage
     states = OAuthStateStore(backend, expiration_seconds=600, clock=clock)
@@ -141,7 +141,7 @@ async def test_an_oauth_state_is_good_once_and_only_until_it_expires(
 
 
 async def test_tokens_are_stored_sealed_and_nothing_else_is_hidden(
-    storage: tuple[Storage, ManualClock],
+    storage: tuple[Store, ManualClock],
 ) -> None:
     store = InstallationStore(storage[0], SEALER)
     await store.async_save(
@@ -167,7 +167,7 @@ async def test_tokens_are_stored_sealed_and_nothing_else_is_hidden(
 
 
 async def test_an_installation_stored_before_sealing_is_read_and_stored_again_sealed(
-    storage: tuple[Storage, ManualClock],
+    storage: tuple[Store, ManualClock],
 ) -> None:
     backend = storage[0]
     plain = installation_data(installation("T1", "U1", "xoxb-plain-token"))
@@ -183,7 +183,7 @@ async def test_an_installation_stored_before_sealing_is_read_and_stored_again_se
 
 
 async def test_a_rotating_installation_stored_plain_is_sealed_by_its_next_rotation(
-    storage: tuple[Storage, ManualClock],
+    storage: tuple[Store, ManualClock],
 ) -> None:
     backend = storage[0]
     plain = installation_data(installation("T1", "U1", "xoxe.xoxb-1", bot_refresh_token="r1"))
@@ -203,7 +203,7 @@ async def test_a_rotating_installation_stored_plain_is_sealed_by_its_next_rotati
 
 
 async def test_a_new_key_reads_what_the_previous_key_sealed_and_seals_it_again(
-    storage: tuple[Storage, ManualClock],
+    storage: tuple[Store, ManualClock],
 ) -> None:
     backend = storage[0]
     before = InstallationStore(backend, Sealer([OLD_KEY]))
@@ -224,7 +224,7 @@ async def test_a_new_key_reads_what_the_previous_key_sealed_and_seals_it_again(
 
 
 async def test_a_wrong_key_stops_startup_and_reads_no_installation(
-    storage: tuple[Storage, ManualClock], caplog: pytest.LogCaptureFixture
+    storage: tuple[Store, ManualClock], caplog: pytest.LogCaptureFixture
 ) -> None:
     backend = storage[0]
     right = InstallationStore(backend, SEALER)

@@ -255,7 +255,7 @@ async def test_an_edit_that_cannot_be_kept_changes_nothing_shown(tmp_path: Path)
         store = adapter.playground.history
         assert isinstance(store, SqliteStore)
         ref = await adapter.surface.send(PLACE, OutMessage("⏳ drawing", key="job1.progress"))
-        await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+        await store.db.run(lambda db: db.execute("PRAGMA query_only = 1"))
         with pytest.raises(SurfaceError, match="could not keep the message"):
             await adapter.surface.edit(ref, OutMessage("❌ could not start"))
         with pytest.raises(SurfaceError, match="could not keep the message"):
@@ -265,7 +265,7 @@ async def test_an_edit_that_cannot_be_kept_changes_nothing_shown(tmp_path: Path)
         [shown] = adapter.playground.store.history("general", "anyone")
         assert (shown.text, shown.deleted, shown.thread_info) == ("⏳ drawing", False, None)
 
-        await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 0"))
+        await store.db.run(lambda db: db.execute("PRAGMA query_only = 0"))
         await adapter.surface.edit(ref, OutMessage("❌ could not start"))
         assert [m.text for m in adapter.playground.store.history("general", "anyone")] == [
             "❌ could not start"
@@ -294,7 +294,7 @@ async def test_a_command_on_a_read_only_database_is_refused_saying_so(tmp_path: 
     async with playground(tmp_path / "genbot.db", core) as adapter, browser_of(adapter) as browser:
         store = adapter.playground.history
         assert isinstance(store, SqliteStore)
-        await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+        await store.db.run(lambda db: db.execute("PRAGMA query_only = 1"))
         body = {"text": "/imagine a fox", "channel": "general"}
         async with browser.post("/api/command", json=body) as response:
             assert response.status == 503
@@ -312,7 +312,7 @@ class DatabaseLostWhileHandling(RecordingCore):
         self.events.append(event)
         self._arrived.set()
         if self.store is not None and len(self.events) == 1:
-            await self.store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+            await self.store.db.run(lambda db: db.execute("PRAGMA query_only = 1"))
 
 
 async def test_a_command_whose_end_was_not_recorded_is_handled_again_with_its_key(
@@ -327,7 +327,7 @@ async def test_a_command_whose_end_was_not_recorded_is_handled_again_with_its_ke
         assert status == 202
         [first] = await core.wait_for_events(1)
         await eventually(lambda: not adapter.handling(shown["event_id"]))
-        await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 0"))
+        await store.db.run(lambda db: db.execute("PRAGMA query_only = 0"))
         assert adapter.playground.store.pending() != []
 
         await adapter._take_pending(time.time() + 1)

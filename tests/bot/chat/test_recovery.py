@@ -27,7 +27,7 @@ def shown_part(text: str) -> str:
 
 async def conversations(world: ChatWorld) -> int:
     return int(
-        await world.store.run_in_worker(
+        await world.store.db.run(
             lambda db: db.conn.execute("SELECT count(*) FROM conversations").fetchone()[0]
         )
     )

@@ -126,11 +126,11 @@ async def test_history_is_read_once_per_message_and_only_its_tail(world: ChatWor
         )
         first_id = first_id or turn_id
     statements: list[str] = []
-    await world.store.run_in_worker(lambda db: db.conn.set_trace_callback(statements.append))
+    await world.store.db.run(lambda db: db.conn.set_trace_callback(statements.append))
     try:
         await world.actor().say("draw a harbour at dawn")
     finally:
-        await world.store.run_in_worker(lambda db: db.conn.set_trace_callback(None))
+        await world.store.db.run(lambda db: db.conn.set_trace_callback(None))
     assert [body.get("functions") is not None for body in world.chat_bodies()] == [True, True]
     reads = [s for s in statements if s.startswith("SELECT * FROM messages")]
     prefix = f"SELECT * FROM messages WHERE conversation_id = {conversation.id} AND id >= "

@@ -32,7 +32,7 @@ class ReadOnlyAfterProgress(FakePlatform):
         ref = await super().send(place, message, origin=origin)
         if self.store is not None:
             store, self.store = self.store, None
-            await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+            await store.db.run(lambda db: db.execute("PRAGMA query_only = 1"))
         return ref
 
 
@@ -51,7 +51,7 @@ async def test_a_start_the_database_cuts_short_is_answered_once_and_settled_late
         assert job.status == "creating" and job.progress_message_id is None
         assert sim.state.requests_to("/gen/v2/imagine") == []
         [progress] = platform.messages.values()
-        await bare.store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 0"))
+        await bare.store.db.run(lambda db: db.execute("PRAGMA query_only = 0"))
         now[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
         await bare.engines.tracker.poll_round()
 
@@ -75,7 +75,7 @@ class TakenOverWhileShown(FakePlatform):
         if self.store is not None and message.key is not None:
             store, self.store = self.store, None
             job_id = message.key.split(".", 1)[0]
-            await store.run_in_worker(
+            await store.db.run(
                 lambda db: db.execute(
                     "UPDATE jobs SET owner = 'elsewhere', lease_generation = lease_generation + 1"
                     " WHERE id = ?",

@@ -368,7 +368,7 @@ async def test_a_kick_during_a_round_is_not_lost(tmp_path: Path) -> None:
         await tracker.start()
         await eventually(lambda: tracker.rounds == 1 and tracker.interval == 60.0)
         gate = threading.Event()
-        blocked = asyncio.ensure_future(store.run_in_worker(lambda _: gate.wait(5)))
+        blocked = asyncio.ensure_future(store.db.run(lambda _: gate.wait(5)))
         tracker.kick()
         await eventually(lambda: tracker.rounds >= 2)
         flying = NewJob(
@@ -533,7 +533,7 @@ class ReadOnlyAfterResult(FakePlatform):
         await super().edit(ref, message)
         if message.images and self.store is not None:
             store, self.store = self.store, None
-            await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 1"))
+            await store.db.run(lambda db: db.execute("PRAGMA query_only = 1"))
 
 
 async def test_a_delivery_whose_outcome_was_not_recorded_is_released_and_posted_once(
@@ -549,7 +549,7 @@ async def test_a_delivery_whose_outcome_was_not_recorded_is_released_and_posted_
         await tracker.wait_idle()
         stranded = await store.get_job(job.id)
         assert stranded is not None and stranded.status == "posting"
-        await store.run_in_worker(lambda db: db.execute("PRAGMA query_only = 0"))
+        await store.db.run(lambda db: db.execute("PRAGMA query_only = 0"))
 
         await tracker.poll_round()
         released = await store.get_job(job.id)

@@ -1,7 +1,7 @@
 """Conversation locks across processes: one holder at a time, waiters served in the order they
 asked, and a dead holder's lock freed by the server — the turn that held it goes on to its end
 and says the lock was lost (see
-:meth:`storage.queries.conversations.ConversationQueries.conversation_lock` for why)."""
+:meth:`storage.queries.conversations.ConversationLocks.conversation_lock` for why)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ async def test_the_migration_lock_is_released_after_start(url: str) -> None:
 
 async def test_finding_expired_leases_reads_only_them(url: str) -> None:
     """With thousands of live leases and a few expired, a claim reads the expiry index."""
-    async with await PostgresStore.open(url) as store, store.connection() as conn:
+    async with await PostgresStore.open(url) as store, store.db.connection() as conn:
         await conn.execute(
             "INSERT INTO jobs (id, family, type, status, requester_id, platform, workspace_id,"
             " channel_id, created_at, updated_at, owner, lease_until)"

@@ -91,7 +91,7 @@ async def test_wal_normal_sync_busy_timeout_and_foreign_keys(
             for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
         )
 
-    assert await store.run_in_worker(pragmas) == ("wal", 1, 5000, 1)
+    assert await store.db.run(pragmas) == ("wal", 1, 5000, 1)
     assert sync_query(db_path, "PRAGMA journal_mode") == [("wal",)]
 
 

@@ -10,7 +10,7 @@ import pytest
 from sqlite_utils import Database
 
 from storage import ConversationKey, SqliteStore, StorageError, StoreClosedError
-from storage.sqlite.store import WORKER_THREAD_PREFIX
+from storage.sqlite.database import WORKER_THREAD_PREFIX
 from tests.storage.conftest import new_job
 from tests.storage.helpers import create_job
 
@@ -24,7 +24,7 @@ async def test_every_statement_runs_on_the_one_worker_thread(store: SqliteStore)
         )
         return threading.get_ident(), threading.current_thread().name
 
-    worker = await store.run_in_worker(trace_statements)
+    worker = await store.db.run(trace_statements)
     job = await create_job(store, new_job())
     await create_job(store, new_job(parent_job_id=job.id, action="reroll"))
     await store.transition(job.id, "creating", "submitted", provider_id="p")
@@ -58,7 +58,7 @@ async def test_the_loop_keeps_running_while_the_database_is_busy(store: SqliteSt
         release.wait(10)
         return "released"
 
-    holder = asyncio.create_task(store.run_in_worker(hold_the_worker))
+    holder = asyncio.create_task(store.db.run(hold_the_worker))
     queued_read = asyncio.create_task(store.get_job("anything"))
     async with asyncio.timeout(10):
         await started.wait()
@@ -75,7 +75,7 @@ async def test_close_finishes_queued_writes_then_refuses_calls(db_path: Path) ->
     await asyncio.sleep(0)
     await store.close()
     await store.close()
-    assert store.closed
+    assert store.db.closed
     async with asyncio.timeout(10):
         created = await asyncio.gather(*pending)
     with pytest.raises(StoreClosedError):
@@ -92,7 +92,7 @@ async def test_close_finishes_queued_writes_then_refuses_calls(db_path: Path) ->
 async def test_async_context_manager_closes(db_path: Path) -> None:
     async with await SqliteStore.open(db_path) as store:
         await create_job(store, new_job())
-    assert store.closed
+    assert store.db.closed
 
 
 async def test_a_call_past_the_statement_timeout_is_interrupted(tmp_path: Path) -> None:
@@ -103,7 +103,7 @@ async def test_a_call_past_the_statement_timeout_is_interrupted(tmp_path: Path) 
     )
     try:
         with pytest.raises(StorageError, match="statement_timeout"):
-            await store.run_in_worker(lambda db: db.execute(long_count).fetchall())
+            await store.db.run(lambda db: db.execute(long_count).fetchall())
         assert await store.get_job("any") is None
     finally:
         await store.close()
