@@ -1,6 +1,6 @@
 """genbot processes on one PostgreSQL database: two receiving messages of one conversation
-answer each turn once and in the order the messages came; three streaming answers into one
-channel together stay within its write limit (the platform answers no 429)."""
+answer each turn once and in the order they asked for the conversation; three streaming answers
+into one channel together stay within its write limit (the platform answers no 429)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from bot.chat import ChatEngine
-from bot.kernel import SurfaceLimits, User
+from bot.kernel import Event, MessageRef, OutMessage, Place, SurfaceLimits, User
 from simulator.server import serve
 from storage import ConversationKey
 from tests.bot.chat.support import ALICE, CHANNEL, DM, ROOMY, sim_config
 from tests.bot.harness import Parts, running_genbot
 from tests.fakes.platform import Actor, FakePlatform
 from tests.postgres import PostgresCluster
-from tests.storage.helpers import conversation_history
+from tests.storage.helpers import conversation_history, until_waiting_for_lock
 
 ENGINES: dict[int, ChatEngine] = {}
 
@@ -34,35 +34,57 @@ def chat_feature(parts: Parts) -> list[ChatEngine]:
     return [chat_engine(parts)]
 
 
+class HeldPlatform(FakePlatform):
+    """The fake platform, able to hold the next post until released: a turn that takes as long
+    as the test needs."""
+
+    def __init__(self, limits: SurfaceLimits) -> None:
+        super().__init__(limits=limits)
+        self.hold_next = False
+        self.holding = asyncio.Event()
+        self.released = asyncio.Event()
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        if self.hold_next:
+            self.hold_next = False
+            self.holding.set()
+            await self.released.wait()
+        return await super().send(place, message, origin=origin)
+
+
 async def test_two_processes_answer_one_conversation_once_per_turn_in_order(
     postgres: PostgresCluster, tmp_path: Path
 ) -> None:
-    platform = FakePlatform(limits=ROOMY)
+    """The second process asks for the conversation while the first answers turn one; the first
+    gets turn three after that: turn three waits for turn two, in the order they asked (the
+    asks are ordered by what the server shows, not by sleeps)."""
+    platform = HeldPlatform(ROOMY)
+    url = postgres.create_database()
     on_postgres: dict[str, Any] = {
         "platform": platform,
-        "storage_url": postgres.create_database(),
+        "storage_url": url,
         "conversations": chat_engine,
     }
     async with (
         serve(sim_config(time_scale=0.02)) as sim,
         running_genbot(sim, tmp_path / "a.db", **on_postgres) as first,
         running_genbot(sim, tmp_path / "b.db", **on_postgres) as second,
+        asyncio.timeout(60),
     ):
-
-        async def say_later(actor: Actor, text: str, delay: float) -> None:
-            await asyncio.sleep(delay)
-            await actor.say(text)
-
-        async with asyncio.timeout(60):
-            await asyncio.gather(
-                say_later(Actor(first.core, platform, ALICE, DM), "echo: one", 0.0),
-                say_later(Actor(second.core, platform, ALICE, DM), "echo: two", 0.05),
-                say_later(Actor(first.core, platform, ALICE, DM), "echo: three", 0.1),
-            )
+        platform.hold_next = True
+        one = asyncio.create_task(Actor(first.core, platform, ALICE, DM).say("echo: one"))
+        await platform.holding.wait()
         conversation = await first.store.find_conversation(
             ConversationKey("fake", "w1", DM.channel_id)
         )
         assert conversation is not None
+        two = asyncio.create_task(Actor(second.core, platform, ALICE, DM).say("echo: two"))
+        await until_waiting_for_lock(url, f"genbot.conversation.{conversation.id}")
+        three = asyncio.create_task(Actor(first.core, platform, ALICE, DM).say("echo: three"))
+        platform.released.set()
+        await asyncio.gather(one, two, three)
         turns = await conversation_history(second.store, conversation.id)
         assert [(turn.role, turn.content) for turn in turns] == [
             ("user", "echo: one"),

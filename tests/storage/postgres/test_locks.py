@@ -14,6 +14,7 @@ from storage import StorageError
 from storage.postgres import PostgresStore
 from storage.queries import conversations as lock_module
 from tests.postgres import PostgresCluster
+from tests.storage.helpers import until_waiting_for_lock
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ async def test_waiters_get_the_conversation_one_at_a_time_in_the_order_they_aske
             tasks = []
             for n, store in enumerate(stores):
                 tasks.append(asyncio.create_task(turn(store, f"turn {n}")))
-                await asyncio.sleep(0.1)
+                await until_waiting_for_lock(url, "genbot.conversation.7", n + 1)
         await asyncio.gather(*tasks)
         assert order == ["turn 0", "turn 1", "turn 2"]
         async with stores[1].conversation_lock(8), stores[2].conversation_lock(9):
