@@ -131,7 +131,9 @@ class TaskClient:
 
     async def multi_fetch(self, task_ids: Iterable[str]) -> dict[str, TaskRecord | None]:
         """Records of any number of tasks, by id (``None`` for ids the provider cannot
-        resolve). Ids are sent in calls of at most 50, a few at a time."""
+        resolve); a task still in flight reads as its id, type and status only
+        (:meth:`MultiFetchResponse.record`). Ids are sent in calls of at most 50, a few at a
+        time."""
         unique = list(dict.fromkeys(task_ids))
         batches = [
             MultiFetchRequest(task_ids=unique[start : start + MULTI_FETCH_MAX_IDS])
@@ -152,7 +154,7 @@ class TaskClient:
                 raise InvalidResponse(
                     f"multi_fetch failed: code {envelope.code}, {envelope.message}"
                 )
-            return {task_id: envelope.data.get(task_id) for task_id in batch.task_ids}
+            return {task_id: envelope.record(task_id) for task_id in batch.task_ids}
 
         merged: dict[str, TaskRecord | None] = {}
         for part in await asyncio.gather(*(one(batch) for batch in batches)):

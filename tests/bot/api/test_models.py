@@ -14,13 +14,14 @@ from bot.api import (
     DiffusionResponse,
     FunctionCall,
     MultiFetchResponse,
+    TaskMeta,
     TaskRecord,
     TaskResult,
     allowed_upscale_indexes,
     allowed_variation_indexes,
 )
 from bot.api.chat import ChatAccumulator
-from bot.api.errors import FunctionArgumentsError
+from bot.api.errors import FunctionArgumentsError, InvalidResponse
 
 KEYCAPS = ["1\ufe0f\u20e3", "2\ufe0f\u20e3", "3\ufe0f\u20e3", "4\ufe0f\u20e3"]
 
@@ -106,12 +107,13 @@ def test_multi_fetch_envelope_with_null_records_and_host_image_url() -> None:
             "message": "success",
         }
     )
-    record = envelope.data["a"]
+    record = envelope.record("a")
     assert record is not None and record.is_finished and record.is_done
     assert record.task_result.host_url == "https://h/a.png"
     assert record.task_result.host_image_url == "https://h/a.png"
     assert record.meta.bot_id == 3
-    assert envelope.data["b"] is None
+    assert envelope.record("b") is None
+    assert envelope.record("c") is None
 
 
 def test_fetch_record_with_host_url_nulls_and_unknown_status() -> None:
@@ -217,3 +219,23 @@ def test_a_diffusion_failure_is_an_error_failed_or_failure_status() -> None:
 
     assert all(failed(status) for status in ("error", "failed", "FAILURE"))
     assert not any(failed(status) for status in ("processing", "queued", "success", ""))
+
+
+def test_multi_fetch_reads_a_task_in_flight_as_its_id_type_and_status_only() -> None:
+    envelope = MultiFetchResponse.model_validate(
+        {
+            "data": {
+                "a": {"task_id": "a", "task_type": None, "status": "processing", "meta": "?"},
+                "b": {"task_id": "b", "status": "finished", "meta": "?"},
+                "c": {"task_id": "c", "task_type": 7, "status": "pending"},
+            }
+        }
+    )
+    record = envelope.record("a")
+    assert record is not None and not record.is_done
+    assert (record.task_id, record.task_type, record.status) == ("a", "", "processing")
+    assert record.meta == TaskMeta() and record.task_result == TaskResult()
+    with pytest.raises(InvalidResponse, match="multi_fetch record"):
+        envelope.record("b")
+    with pytest.raises(InvalidResponse, match="task_type"):
+        envelope.record("c")
