@@ -23,6 +23,8 @@ baseline):
   provider; in flight: the 10 s window; burst: from the jump to every job posted), per
   process, for the whole cluster, and for PostgreSQL (its server and every backend, from
   ``/proc``); the benchmark's own process (the simulator and the driver) beside them;
+- PostgreSQL transactions per job of each phase (``pg_stat_database``: counted, not timed;
+  the benchmark's own progress counts included);
 - with ``profile``, py-spy's samples of every genbot process in each phase
   (:mod:`bench.profiler`), a file per process and phase.
 
@@ -78,6 +80,10 @@ SUBMIT_TIMEOUT = aiohttp.ClientTimeout(total=300)
 answers slowly on a busy machine (the command is taken all the same; a retry would submit it
 twice)."""
 POSTED = "SELECT finished_at, updated_at FROM jobs WHERE status = 'posted'"
+TRANSACTIONS = (
+    "SELECT xact_commit + xact_rollback AS n FROM pg_stat_database"
+    " WHERE datname = current_database()"
+)
 FIXED_CYCLE = {"GENBOT_LIMITS__POLL_INTERVAL_MIN": "1.0", "GENBOT_LIMITS__POLL_INTERVAL_MAX": "1.0"}
 
 
@@ -86,12 +92,14 @@ PHASES = ("submit", "in flight", "burst")
 
 @dataclass(frozen=True)
 class CpuSnapshot:
-    """CPU seconds used so far by each genbot process, PostgreSQL and this process."""
+    """CPU seconds used so far by each genbot process, PostgreSQL and this process, and the
+    transactions PostgreSQL has counted in the database."""
 
     at: float
     genbot: tuple[float, ...]
     postgres: float
     bench: float
+    transactions: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,12 +110,17 @@ class PhaseCpu:
     genbot: tuple[float, ...]
     postgres: float
     bench: float
+    transactions: int = 0
 
     @staticmethod
     def between(start: CpuSnapshot, end: CpuSnapshot) -> PhaseCpu:
         used = tuple(b - a for a, b in zip(start.genbot, end.genbot, strict=True))
         return PhaseCpu(
-            end.at - start.at, used, end.postgres - start.postgres, end.bench - start.bench
+            end.at - start.at,
+            used,
+            end.postgres - start.postgres,
+            end.bench - start.bench,
+            end.transactions - start.transactions,
         )
 
 
@@ -245,6 +258,7 @@ class PhaseMeter:
 
     def __init__(self, cluster: Cluster, postgres: PostgresCluster, profile: Path | None) -> None:
         self._pids = genbot_pids(cluster)
+        self._url = cluster.url
         self._postgres = postmaster_pid(postgres.folder / "data")
         self._profile = profile
         self.phases: dict[str, PhaseCpu] = {}
@@ -255,6 +269,7 @@ class PhaseMeter:
             tuple(cpu_seconds(pid) for pid in self._pids),
             server_cpu_seconds(self._postgres),
             time.process_time(),
+            int(query(self._url, TRANSACTIONS)[0]["n"]),
         )
 
     @contextlib.asynccontextmanager
@@ -396,6 +411,7 @@ def cpu_table(results: list[ScaleResult]) -> Table:
             "cluster + PostgreSQL ms / job",
             "× 1 process",
             "benchmark process ms / job",
+            "PostgreSQL transactions / job",
         ],
         digits=2,
     )
@@ -419,13 +435,16 @@ def cpu_table(results: list[ScaleResult]) -> Table:
                 cluster + phase.postgres * per_job,
                 ratio,
                 phase.bench * per_job,
+                phase.transactions / r.jobs,
             )
     table.notes = [
         "CPU from /proc (user + system): each genbot process; PostgreSQL = its server, its "
         "backends and those it reaped. The benchmark process runs the simulator (all provider "
         "calls and image downloads) and the driver. In flight is a 10 s window with every job "
         "at the provider (its CPU per job is per 10 s of tracking). × 1 process: the cluster's "
-        "genbot CPU per job against one process's, same phase.",
+        "genbot CPU per job against one process's, same phase. Transactions: PostgreSQL's count "
+        "for the database (pg_stat_database, flushed by each backend at most once a second), "
+        "the benchmark's own progress counts included.",
     ]
     return table
 
