@@ -208,6 +208,8 @@ class Pacer:
         if not ticket.channel_bound:
             return True
         channel = self._channels[ticket.channel]
+        if not channel.streams:
+            return channel.first(now) is ticket
         free = [t for t in channel.waiting if self._held_until(t, channel, now) <= now]
         return bool(free) and min(free, key=lambda t: t.rank(now)) is ticket
 
@@ -283,7 +285,7 @@ class Pacer:
         )
         channel = self._channel(channel_key, limits)
         if ticket.channel_bound:
-            channel.waiting.append(ticket)
+            channel.join(ticket)
         self._waiting.setdefault(workspace_key, []).append(ticket)
         asked = self.clock.monotonic()
         try:
@@ -312,7 +314,7 @@ class Pacer:
                 await self._wait_for_change(channel)
         finally:
             if ticket.channel_bound:
-                channel.waiting.remove(ticket)
+                channel.leave(ticket)
             self._waiting[workspace_key].remove(ticket)
             if not self._waiting[workspace_key]:
                 del self._waiting[workspace_key]

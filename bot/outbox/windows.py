@@ -125,7 +125,8 @@ class Ticket:
         return self.demand is not None and self.demand.current.final
 
     def rank(self, now: float) -> tuple[int, float, float]:
-        """Lower goes first: urgent writes, then streams stalest first, then the rest."""
+        """Lower goes first: urgent writes, then streams stalest first, then the rest (only a
+        stream's rank moves with ``now`` and its text)."""
         if self.urgent:
             return (0, self.last_served, self.sequence)
         if self.demand is not None:
@@ -141,10 +142,33 @@ class Ticket:
 
 @dataclass
 class ChannelState:
+    """A channel's window and the writes waiting in it. While none of them is a stream's, their
+    ranks do not move with time, so the first is ranked once per change of who waits."""
+
     window: Window
     blocked_until: float = -math.inf
     waiting: list[Ticket] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    streams: int = 0
+    """How many of the waiting writes describe a stream's demand (their ranks move)."""
+    leader: Ticket | None = None
+    """The first of ``waiting`` by rank, once ranked (only while ``streams`` is 0)."""
+
+    def join(self, ticket: Ticket) -> None:
+        self.waiting.append(ticket)
+        self.streams += ticket.demand is not None
+        self.leader = None
+
+    def leave(self, ticket: Ticket) -> None:
+        self.waiting.remove(ticket)
+        self.streams -= ticket.demand is not None
+        self.leader = None
+
+    def first(self, now: float) -> Ticket:
+        """The first waiting write by rank; only while no stream's write waits."""
+        if self.leader is None:
+            self.leader = min(self.waiting, key=lambda t: t.rank(now))
+        return self.leader
 
 
 class Grant:

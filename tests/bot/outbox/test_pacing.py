@@ -17,6 +17,7 @@ from bot.outbox.windows import (
     IN_FLIGHT_LIMIT,
     Demand,
     StreamDemand,
+    Ticket,
 )
 from bot.render import RenderResult, render_stream
 from tests.fakes.clock import FakeClock
@@ -370,3 +371,31 @@ async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced
     assert sends[1] >= 10.0, "posts keep the channel's window"
     assert starts == [sends[1]] * 3, "starts neither wait for the channel nor are paced"
     assert appends[1] - appends[0] >= 10.0 - 1e-9, "appends are paced over their own window"
+
+
+async def test_writes_waiting_without_a_stream_are_ranked_once_per_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = FakeClock()
+    pacer = Pacer(fake.clock)
+    ranked = 0
+    rank = Ticket.rank
+
+    def counted(ticket: Ticket, now: float) -> tuple[int, float, float]:
+        nonlocal ranked
+        ranked += 1
+        return rank(ticket, now)
+
+    monkeypatch.setattr(Ticket, "rank", counted)
+    writes = 100
+    order: list[int] = []
+
+    async def write(n: int) -> None:
+        grant = await pacer.acquire(PLACE, DISCORD, urgent=n % 2 == 0, last_served=-n)
+        order.append(n)
+        grant.finish()
+
+    await fake.run(asyncio.gather(*(write(n) for n in range(writes))))
+    at_once = [0, 2, 4, 6, 8]
+    assert order == at_once + list(range(98, 9, -2)) + list(range(99, 0, -2)), "urgent first"
+    assert ranked <= writes * writes, "once per change of who waits (127,910 when re-ranked)"
