@@ -20,7 +20,7 @@ leaves its setting unchanged. Every answer is ephemeral.
 
 Commands are named as the user's platform spells them: a surface may carry an optional
 ``command_names`` mapping (catalogue name → spelling without the slash, Slack's
-``{"settings": "genbot settings", …}``), read with :func:`command_names`.
+``{"settings": "genbot settings", …}``), read with :meth:`bot.outbox.Outbox.command_names`.
 """
 
 from __future__ import annotations
@@ -42,8 +42,6 @@ from bot.kernel import (
     Offered,
     OptionValue,
     RateLimited,
-    SpellsCommands,
-    Surface,
     SurfaceError,
     UserError,
     command,
@@ -88,14 +86,6 @@ LABELS = {
     "n": "answers per message",
 }
 _WHOSE = {"channel": "this channel's", "workspace": "this workspace's"}
-
-
-def command_names(surface: object) -> Mapping[str, str]:
-    """How ``surface``'s platform spells genbot's commands (catalogue name → spelling without
-    the slash; see :class:`bot.kernel.surface.SpellsCommands`), or ``{}``."""
-    if not isinstance(surface, SpellsCommands):
-        return {}
-    return {str(name): str(spelling) for name, spelling in surface.command_names.items()}
 
 
 def chat_help(names: Mapping[str, str]) -> str:
@@ -247,7 +237,9 @@ class AccountFeature:
             raise UserError(f"scope must be one of {', '.join(SCOPES)} (got {given!r}).")
         if scope == "me":
             return scope
-        settings = f"/{command_names(self._surface(event)).get('settings') or 'settings'}"
+        settings = (
+            f"/{self.outbox.command_names(event.place.platform).get('settings') or 'settings'}"
+        )
         if not event.user.is_admin:
             raise UserError(
                 f"Only genbot admins can change {_WHOSE[scope]} defaults; `{settings}` "
@@ -259,8 +251,8 @@ class AccountFeature:
             )
         return scope
 
-    def _surface(self, event: Event) -> Surface:
-        return self.outbox.surfaces.get(event.place.platform)
+    def _settings_command(self, event: Event) -> str:
+        return self.outbox.command_names(event.place.platform).get("settings") or "settings"
 
     def _scope_id(self, event: Event, scope: str) -> tuple[ScopeKind, str]:
         if scope == "workspace":
@@ -273,8 +265,7 @@ class AccountFeature:
         await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
 
     async def _help(self, event: Event, about: str) -> None:
-        surface = self._surface(event)
-        names = command_names(surface)
+        names = self.outbox.command_names(event.place.platform)
         offered: dict[Offered, tuple[str, ...]] = {
             "chat_models": tuple(allowed_chat_models(self.plan)),
             "diffusion_models": tuple(self.diffusion_models()),
@@ -282,7 +273,7 @@ class AccountFeature:
         text = help_text(about or None, names, offered)
         if not about or help_specs(about)[0].name == "chat":
             text = f"{text}\n\n{chat_help(names)}"
-        for piece in split_text(text, surface.limits.max_text):
+        for piece in split_text(text, self.outbox.limits(event.place.platform).max_text):
             await self._tell(event, piece)
 
     async def _usage(self, event: Event) -> None:
@@ -334,7 +325,9 @@ class AccountFeature:
             return
         admin_only = [name for name in ADMIN_SETTINGS if name in values]
         if admin_only:
-            settings = f"/{command_names(self._surface(event)).get('settings') or 'settings'}"
+            settings = (
+                f"/{self.outbox.command_names(event.place.platform).get('settings') or 'settings'}"
+            )
             raise UserError(
                 f"{LABELS[admin_only[0]]} is set per channel by genbot admins: "
                 f"`{settings} scope channel {admin_only[0]} …`."

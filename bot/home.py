@@ -111,8 +111,7 @@ class HomeFeature:
     async def on_home(self, event: HomeOpened) -> None:
         """Draw ``event.user``'s home, where the surface has one (coalesced per user: see the
         module docstring)."""
-        surface = self.outbox.surfaces.get(event.place.platform)
-        if not isinstance(surface, PublishesHome):
+        if not self.outbox.can(event.place.platform, PublishesHome):
             return
         key = (event.place.platform, event.place.workspace_id, event.user.id)
         waiting = self._drawing.get(key)
@@ -192,11 +191,10 @@ class HomeFeature:
             raise UserError("That job has no result to post again.")
         if job.requester_id != event.user.id and not event.user.is_admin:
             raise UserError("Only the person who made this image can post it again from here.")
-        surface = self.outbox.surfaces.get(event.place.platform)
         message = self.results.marked(job)
         original = MessageRef(place_of(job), job.result_message_id)
         ref: MessageRef | None = None
-        if isinstance(surface, Reposts):
+        if self.outbox.can(event.place.platform, Reposts):
             try:
                 ref = await self.outbox.write(
                     event.place, Repost(original, message), WritePolicy.RAISE

@@ -58,8 +58,6 @@ from bot.kernel import (
     RateLimited,
     StreamExpired,
     StreamsNatively,
-    Surface,
-    SurfaceRegistry,
     User,
     WriteKind,
     cut_chunk,
@@ -72,7 +70,6 @@ from bot.outbox import (
     Edit,
     Operation,
     Outbox,
-    Pacer,
     PacingTimeout,
     Post,
     Stream,
@@ -162,7 +159,7 @@ class StreamRenderer:
         recipient: User | None = None,
     ) -> None:
         self.outbox = outbox
-        self.surface = outbox.surfaces.get(place.platform)
+        self.limits = outbox.limits(place.platform)
         self.place = place
         self.origin = origin
         self.recipient = recipient
@@ -188,7 +185,7 @@ class StreamRenderer:
         self._arrived_at: list[float] = []
         self._shown_upto = 0
         self._shown_end = 0
-        native = placeholder is None and isinstance(self.surface, StreamsNatively)
+        native = placeholder is None and outbox.can(place.platform, StreamsNatively)
         self._native = native
         """Whether the next message is started as a native stream (until the surface declines)."""
         self._streams: list[NativeStream | None] = []
@@ -257,7 +254,7 @@ class StreamRenderer:
         source = self._source()
         if not source:
             return [self.placeholder] if self.placeholder is not None else []
-        limit = self.surface.limits.max_text
+        limit = self.limits.max_text
         live_index = len(self._committed)
         native = self._is_native(live_index)
         marker = 0 if native else len(self.marker)
@@ -394,7 +391,7 @@ class StreamRenderer:
         interval); :class:`PacingTimeout` when not before the final text's deadline."""
         if op.kind != "edit":
             return
-        limits = self.surface.limits
+        limits = self.limits
         ready = self._last_write[op.index] + limits.min_seconds_between_edits_of_one_message
         while (now := self.clock.monotonic()) < ready:
             if ready > self._deadline:
@@ -483,27 +480,3 @@ class StreamRenderer:
         self._demand.current = self._demand_now()
         if op.send and self.on_posted is not None:
             await self.on_posted(self.result.messages[-1])
-
-
-async def render_stream(
-    deltas: AsyncIterable[str | StreamEnd],
-    surface: Surface,
-    place: Place,
-    pacer: Pacer,
-    *,
-    origin: Event | None = None,
-    placeholder: str | None = None,
-    clock: Clock | None = None,
-    final_timeout: float = 60.0,
-) -> RenderResult:
-    """Render one streamed answer on ``surface``, paced by ``pacer``; see
-    :class:`StreamRenderer`."""
-    renderer = StreamRenderer(
-        Outbox(SurfaceRegistry([surface]), pacer),
-        place,
-        origin=origin,
-        placeholder=placeholder,
-        clock=clock,
-        final_timeout=final_timeout,
-    )
-    return await renderer.render(deltas)

@@ -160,7 +160,6 @@ class Router:
         diffusion_models: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         self.outbox = outbox
-        self.surfaces = outbox.surfaces
         self.refs = refs
         self.plan = plan
         self._home = home
@@ -339,8 +338,8 @@ class Router:
         platform = event.place.platform
         files_later = (
             spec.files_by_form
-            and platform in self.surfaces
-            and self.surfaces.get(platform).limits.forms_take_files
+            and platform in self.outbox
+            and self.outbox.limits(platform).forms_take_files
         )
         return validate_options(
             spec,
@@ -351,7 +350,7 @@ class Router:
         )
 
     async def _tell(self, event: Event, text: str) -> None:
-        if event.place.platform not in self.surfaces:
+        if event.place.platform not in self.outbox:
             log.error("no surface for platform %s to report: %s", event.place.platform, text)
             return
         try:

@@ -2,7 +2,9 @@
 
 - Adapters import nothing of ``storage`` and nothing of ``bot/`` beyond the kernel (the package
   :data:`KERNEL` names): what they need of the rest they declare in their own ``ports.py``.
-- Exactly one module of ``bot/`` calls a surface's write methods: the outbox.
+- Exactly one module of ``bot/`` calls a surface's write methods: the outbox. It is also the
+  only module of ``bot/`` beyond the kernel that holds surfaces: no other imports ``Surface`` or
+  ``SurfaceRegistry`` (features read what a platform allows and can do through the outbox).
 
 Beside them, code outside the kernel imports it through its face, ``bot.kernel`` (one name, one
 address), and never the face from inside: a kernel module importing the face would be a circle.
@@ -16,6 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ("bot.kernel",)
 OUTBOX = "bot/outbox/outbox.py"
+COMPOSITION = "bot/assembly.py"
+SURFACE_HOLDERS = frozenset({"Surface", "SurfaceRegistry"})
 WRITES = frozenset(
     {
         "send",
@@ -97,12 +101,41 @@ def surface_writers() -> set[str]:
     } - {OUTBOX}
 
 
+def _surface_names_imported(tree: ast.AST) -> set[str]:
+    """The names of :data:`SURFACE_HOLDERS` that ``tree`` imports from the kernel."""
+    return {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module is not None
+        and (node.module == "bot.kernel" or node.module.startswith("bot.kernel."))
+        for alias in node.names
+        if alias.name in SURFACE_HOLDERS
+    }
+
+
+def surface_holders() -> set[str]:
+    """Every module of ``bot/`` outside the kernel, the provider client and the outbox (and
+    the composition, which builds the registry) that imports ``Surface`` or
+    ``SurfaceRegistry``."""
+    return {
+        _name(path)
+        for path in _sources("bot")
+        if not _name(path).startswith(("bot/api/", "bot/kernel/"))
+        and _surface_names_imported(ast.parse(path.read_text()))
+    } - {OUTBOX, COMPOSITION}
+
+
 def test_adapters_import_nothing_beyond_the_kernel() -> None:
     assert sorted(adapters_beyond_the_kernel()) == []
 
 
 def test_only_the_outbox_writes_to_surfaces() -> None:
     assert sorted(surface_writers()) == []
+
+
+def test_only_the_outbox_holds_surfaces() -> None:
+    assert sorted(surface_holders()) == []
 
 
 def kernel_modules_imported_past_the_face() -> set[tuple[str, str]]:
@@ -143,3 +176,9 @@ def test_the_rules_see_what_they_look_for() -> None:
     assert _writes_to_a_surface(ast.parse("await surface.publish_home(event, view)"))
     assert not _writes_to_a_surface(ast.parse("await self.outbox.write(place, post, policy)"))
     assert _writes_to_a_surface(ast.parse((ROOT / OUTBOX).read_text()))
+    assert _surface_names_imported(ast.parse("from bot.kernel import Place, Surface")) == {
+        "Surface"
+    }
+    assert _surface_names_imported(ast.parse("from bot.kernel.registry import SurfaceRegistry"))
+    assert not _surface_names_imported(ast.parse("from bot.kernel import SurfaceLimits"))
+    assert _surface_names_imported(ast.parse((ROOT / OUTBOX).read_text()))

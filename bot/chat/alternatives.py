@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from bot.chat.history import ALTERNATIVE_NAME
 from bot.chat.replies import reply_tokens
 from bot.chat.scoping import Target
-from bot.kernel import Button, MessageRef, OutMessage, Place, Surface, UserError, split_text
+from bot.kernel import Button, MessageRef, OutMessage, Place, UserError, split_text
 from bot.outbox import Edit, Outbox, Post, WritePolicy
 from storage import ChatMessage, ConversationStore
 
@@ -78,7 +78,6 @@ def alternatives_message(
 async def offer_alternatives(
     store: ConversationStore,
     outbox: Outbox,
-    surface: Surface,
     target: Target,
     turn_id: int,
     texts: Sequence[str],
@@ -95,7 +94,7 @@ async def offer_alternatives(
         )
         for text in texts
     ]
-    message = alternatives_message(texts, picks, 0, surface.limits.max_text)
+    message = alternatives_message(texts, picks, 0, outbox.limits(target.place.platform).max_text)
     posted = await outbox.write(target.place, Post(message, target.origin), WritePolicy.RAISE)
     await store.link_conversation_messages(
         conversation_id,
@@ -119,7 +118,6 @@ def _answers_of(turns: Sequence[ChatMessage], turn_id: int) -> list[ChatMessage]
 async def pick_alternative(
     store: ConversationStore,
     outbox: Outbox,
-    surface: Surface,
     place: Place,
     message_id: str,
     pick: Pick,
@@ -138,13 +136,14 @@ async def pick_alternative(
     await store.update_message(reply.id, content=text, token_count=reply_tokens(text))
     texts = [answer.content or "" for answer in answers]
     picks = [Pick(pick.conversation_id, pick.turn_id, answer.id) for answer in answers]
-    redrawn = alternatives_message(texts, picks, chosen, surface.limits.max_text)
+    max_text = outbox.limits(place.platform).max_text
+    redrawn = alternatives_message(texts, picks, chosen, max_text)
     shown_at = MessageRef(place, message_id)
     await outbox.write(place, Edit(shown_at, redrawn), WritePolicy.RAISE)
     if chosen == 0:
         return
     shown = f"**Answer {chosen + 1}** — the conversation continues from it:\n\n{text}"
-    for piece in split_text(shown, surface.limits.max_text):
+    for piece in split_text(shown, max_text):
         piece_message = OutMessage(piece, from_model=True)
         posted = await outbox.write(place, Post(piece_message), WritePolicy.RAISE)
         await store.link_conversation_messages(

@@ -45,7 +45,7 @@ from bot.chat.replies import StoredReply, WaitNotice
 from bot.chat.requests import ChatDefaults, ChatParams, build_request, fit
 from bot.chat.scoping import Target
 from bot.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
-from bot.kernel import Surface, User, UserError, metrics
+from bot.kernel import User, UserError, metrics
 from bot.outbox import Activity, Outbox, WritePolicy
 from bot.render import RenderResult, StreamEnd, StreamRenderer
 from bot.tokens import FittedHistory, count_functions, count_text
@@ -163,14 +163,14 @@ class Answerer:
         return self._function_tokens if self.functions(last=last) else 0
 
     async def answer(
-        self, surface: Surface, target: Target, user: User, params: ChatParams, history: History
+        self, target: Target, user: User, params: ChatParams, history: History
     ) -> RenderResult:
         """Answer ``target``'s conversation, whose stored turns ``history`` holds (turns added
         while answering are appended to it); returns the rendered reply. The "thinking"
         status shown while waiting for the model is cleared when it is done."""
         thought = Activity("thinking", target.origin, ended=True)
         try:
-            rendered = await self._answer(surface, target, user, params, history)
+            rendered = await self._answer(target, user, params, history)
         except Exception:
             await self.outbox.write(target.place, thought, WritePolicy.BEST_EFFORT)
             raise
@@ -178,7 +178,7 @@ class Answerer:
         return rendered
 
     async def _answer(
-        self, surface: Surface, target: Target, user: User, params: ChatParams, history: History
+        self, target: Target, user: User, params: ChatParams, history: History
     ) -> RenderResult:
         context = ToolContext(user, target.place, target.origin)
         rounds = self.defaults.max_function_rounds
@@ -189,14 +189,14 @@ class Answerer:
             fitted = self._fit(params, turns, extra)
             request = await self._request(params, fitted, functions)
             try:
-                outcome = await self._round(surface, target, request, user, params.stream)
+                outcome = await self._round(target, request, user, params.stream)
             except InlineImagesRefused:
                 request = await self._request(params, fitted, functions)
-                outcome = await self._round(surface, target, request, user, params.stream)
+                outcome = await self._round(target, request, user, params.stream)
             except ContextTooLong as refused:
                 fitted = self._shorter(params, turns, extra, fitted, refused)
                 request = await self._request(params, fitted, functions)
-                outcome = await self._round(surface, target, request, user, params.stream)
+                outcome = await self._round(target, request, user, params.stream)
             await self.store.add_usage(
                 target.place.platform,
                 user.id,
@@ -209,7 +209,7 @@ class Answerer:
                 assert outcome.rendered is not None
                 if len(outcome.answers) > 1:
                     await offer_alternatives(
-                        self.store, self.outbox, surface, target, outcome.turn_id, outcome.answers
+                        self.store, self.outbox, target, outcome.turn_id, outcome.answers
                     )
                 return outcome.rendered
             await self._run_call(target, outcome.call, context, self.tools, history)
@@ -291,14 +291,14 @@ class Answerer:
         )
 
     async def _round(
-        self, surface: Surface, target: Target, request: ChatRequest, user: User, stream: bool
+        self, target: Target, request: ChatRequest, user: User, stream: bool
     ) -> _Outcome:
         thinking = Activity("thinking", target.origin)
         await self.outbox.write(target.place, thinking, WritePolicy.BEST_EFFORT)
         if not stream:
             completion = await self._waiting(target, self.api.chat.complete(request))
-            return await self._whole(surface, target, completion, user)
-        return await self._streamed(surface, target, self.api.chat.stream(request), user)
+            return await self._whole(target, completion, user)
+        return await self._streamed(target, self.api.chat.stream(request), user)
 
     async def _waiting(self, target: Target, call: Awaitable[T]) -> T:
         """``call``'s result; rate-limit waits meanwhile are shown (:class:`WaitNotice`)."""
@@ -311,9 +311,7 @@ class Answerer:
             await shown.close()
             await notice.finish()
 
-    async def _whole(
-        self, surface: Surface, target: Target, completion: ChatCompletion, user: User
-    ) -> _Outcome:
+    async def _whole(self, target: Target, completion: ChatCompletion, user: User) -> _Outcome:
         """A non-streamed answer: a function call, or the text rendered at once."""
         first = completion.choices[0]
         call = first.message.function_call
@@ -321,15 +319,11 @@ class Answerer:
             return _Outcome(None, call, count_text(call.name) + count_text(call.arguments))
         answers = tuple(choice.message.content or "" for choice in completion.choices)
         finish = StreamEnd(first.finish_reason)
-        rendered, turn_id = await self._render(
-            surface, target, _whole_text(answers[0], finish), user
-        )
+        rendered, turn_id = await self._render(target, _whole_text(answers[0], finish), user)
         tokens = sum(count_text(answer) for answer in answers)
         return _Outcome(rendered, None, tokens, answers, turn_id)
 
-    async def _streamed(
-        self, surface: Surface, target: Target, stream: ChatStream, user: User
-    ) -> _Outcome:
+    async def _streamed(self, target: Target, stream: ChatStream, user: User) -> _Outcome:
         await self._waiting(target, stream.open())
         async with stream:
             pending = await _until_first_output(stream)
@@ -345,14 +339,13 @@ class Answerer:
                     tokens = count_text(call.name) + count_text(call.arguments)
                     return _Outcome(None, call, tokens)
             deltas = _text_deltas(stream, pending)
-            rendered, turn_id = await self._render(surface, target, deltas, user)
+            rendered, turn_id = await self._render(target, deltas, user)
         answers = (rendered.reply, *(c.text for c in stream.accumulator.results()[1:]))
         tokens = sum(count_text(answer) for answer in answers)
         return _Outcome(rendered, None, tokens, answers, turn_id)
 
     async def _render(
         self,
-        surface: Surface,
         target: Target,
         deltas: AsyncIterator[str | StreamEnd],
         user: User,

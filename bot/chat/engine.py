@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol
 
-from bot.account import command_names
 from bot.api import ProviderClient
 from bot.api.chat import plan_allows
 from bot.chat.alternatives import PICK_ACTION, Pick, pick_alternative
@@ -60,7 +59,6 @@ from bot.kernel import (
     OptionValue,
     OutMessage,
     Place,
-    Surface,
     User,
     UserError,
     UserMessage,
@@ -95,10 +93,6 @@ def _number(options: Mapping[str, OptionValue], name: str) -> float | None:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _settings_command(surface: Surface) -> str:
-    return command_names(surface).get("settings", "settings")
 
 
 def asked_text(user: User, prompt: str, limit: int) -> str:
@@ -141,7 +135,6 @@ class ChatEngine:
         self.caps = caps or ChatCaps()
         self.api = api
         self.outbox = outbox
-        self.surfaces = outbox.surfaces
         self.plan = api.settings.plan
         self.defaults = defaults or ChatDefaults()
         self.answerer = Answerer(
@@ -163,24 +156,22 @@ class ChatEngine:
         images = [a for a in event.attachments if is_image(a) and a.url]
         if not text and not images:
             return
-        surface = self.surfaces.get(event.place.platform)
         target = await existing_target(self.store, event)
         if target is None and not event.mentions_bot:
             return
         check_text(text, "Your message")
         with self.caps.answering(event.place.platform, event.user):
-            await self._answer_message(event, surface, target, text, images)
+            await self._answer_message(event, target, text, images)
 
     async def _answer_message(
         self,
         event: UserMessage,
-        surface: Surface,
         target: Target | None,
         text: str,
         images: list[Attachment],
     ) -> None:
         if target is None:
-            params = await self._params(surface, event.user, event.place, None)
+            params = await self._params(event.user, event.place, None)
             self._check_fits_alone(params, text, images)
             if event.place.thread_id is not None:
                 target = await thread_target(
@@ -192,10 +183,10 @@ class ChatEngine:
                 target = await open_thread(self.store, self.outbox, root, title, event.user, event)
             assert target is not None
         else:
-            params = await self._params(surface, event.user, target.place, target.conversation)
-        images = await shareable_images(surface, images)
+            params = await self._params(event.user, target.place, target.conversation)
+        images = await shareable_images(self.outbox, event.place, images)
         await self._converse(
-            surface, target, event.user, params, text, images, (event.message_id,), event.place
+            target, event.user, params, text, images, (event.message_id,), event.place
         )
 
     # Feature ------------------------------------------------------------------------------
@@ -214,7 +205,6 @@ class ChatEngine:
             temperature=_number(options, "temperature"),
             max_tokens=int(max_tokens) if max_tokens is not None else None,
         )
-        surface = self.surfaces.get(event.place.platform)
         place, user = event.place, event.user
         target: Target | None = None
         if place.is_dm:
@@ -222,14 +212,16 @@ class ChatEngine:
         elif place.thread_id is not None:
             target = await thread_target(self.store, user, place, event, create=False)
         conversation = target.conversation if target else None
-        params = await self._params(surface, user, place, conversation, overrides)
+        params = await self._params(user, place, conversation, overrides)
         message_ids: tuple[str, ...] = ()
         if target is None:
             self._check_fits_alone(params, prompt, [])
         if target is None and place.thread_id is not None:
             target = await thread_target(self.store, user, place, event, create=True)
         if target is None:
-            asked = OutMessage(asked_text(user, prompt, surface.limits.max_text))
+            asked = OutMessage(
+                asked_text(user, prompt, self.outbox.limits(place.platform).max_text)
+            )
             question = await self._post(place, asked, event)
             target = await open_thread(
                 self.store, self.outbox, question, thread_title(prompt), user, None
@@ -244,7 +236,7 @@ class ChatEngine:
             updated = await self.store.get_conversation(target.conversation.id)
             assert updated is not None
             target = replace(target, conversation=updated)
-        await self._converse(surface, target, user, params, prompt, [], message_ids, place)
+        await self._converse(target, user, params, prompt, [], message_ids, place)
 
     async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """``Use llm-4-vision-preview``: switch the conversation and answer its last message;
@@ -255,14 +247,12 @@ class ChatEngine:
             return
         if event.action != VISION_ACTION:
             raise UserError("This button is no longer supported.")
-        surface = self.surfaces.get(event.place.platform)
-        check_plan(VISION_MODEL, self.plan, settings_command=_settings_command(surface))
+        settings_command = self._settings_command(event.place.platform)
+        check_plan(VISION_MODEL, self.plan, settings_command=settings_command)
         with self.caps.answering(event.place.platform, event.user):
-            await self._see_images(event, surface, conversation)
+            await self._see_images(event, conversation)
 
-    async def _see_images(
-        self, event: ButtonPress, surface: Surface, conversation: Conversation
-    ) -> None:
+    async def _see_images(self, event: ButtonPress, conversation: Conversation) -> None:
         """Switch ``conversation`` to the vision model and answer its last message."""
         async with self._turn(conversation.id):
             newest = await self.store.conversation_tail(conversation.id, max_tokens=0)
@@ -276,18 +266,15 @@ class ChatEngine:
             switched_note = OutMessage(f"Switched this conversation to {VISION_MODEL}.")
             shown_at = MessageRef(event.place, event.message_id)
             await self.outbox.write(event.place, Edit(shown_at, switched_note), WritePolicy.RAISE)
-            params = await self._params(surface, event.user, event.place, switched)
+            params = await self._params(event.user, event.place, switched)
             history = await self._history(switched.id, params)
             target = Target(switched, event.place, event)
-            await self.answerer.answer(surface, target, event.user, params, history)
+            await self.answerer.answer(target, event.user, params, history)
 
     async def _pick(self, event: ButtonPress, conversation: Conversation) -> None:
         pick = Pick.parse(event.ref)
-        surface = self.surfaces.get(event.place.platform)
         async with self._turn(conversation.id):
-            await pick_alternative(
-                self.store, self.outbox, surface, event.place, event.message_id, pick
-            )
+            await pick_alternative(self.store, self.outbox, event.place, event.message_id, pick)
 
     async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         """The chat engine opens no forms."""
@@ -309,9 +296,11 @@ class ChatEngine:
             self._locks[conversation_id] = lock
         return lock
 
+    def _settings_command(self, platform: str) -> str:
+        return self.outbox.command_names(platform).get("settings", "settings")
+
     async def _params(
         self,
-        surface: Surface,
         user: User,
         place: Place,
         conversation: Conversation | None,
@@ -320,7 +309,9 @@ class ChatEngine:
         params = await resolve_params(
             self.store, self.defaults, user, place, conversation, overrides
         )
-        check_plan(params.model, self.plan, params.model_source, _settings_command(surface))
+        check_plan(
+            params.model, self.plan, params.model_source, self._settings_command(place.platform)
+        )
         return params
 
     def _new_turn(
@@ -350,7 +341,6 @@ class ChatEngine:
 
     async def _converse(
         self,
-        surface: Surface,
         target: Target,
         user: User,
         params: ChatParams,
@@ -376,14 +366,12 @@ class ChatEngine:
                 channel_id=came_from.channel_id,
             )
             if images and not params.sees_images:
-                answered = await self._cannot_see(surface, target, params, len(images), text)
+                answered = await self._cannot_see(target, params, len(images), text)
                 if not answered:
                     return None
-            return await self.answerer.answer(surface, target, user, params, history)
+            return await self.answerer.answer(target, user, params, history)
 
-    async def _cannot_see(
-        self, surface: Surface, target: Target, params: ChatParams, count: int, text: str
-    ) -> bool:
+    async def _cannot_see(self, target: Target, params: ChatParams, count: int, text: str) -> bool:
         """Tell the user the model cannot see images; offer the vision model when the plan
         has it (then nothing is answered yet). Returns whether to answer the text now."""
         images = "your image was" if count == 1 else f"your {count} images were"

@@ -29,7 +29,8 @@ from bot.api import CHAT_MODELS, VISION_MODELS, ChatMessage, ChatRequest, Functi
 from bot.api.chat import allowed_chat_models, plan_allows
 from bot.chat.history import Turn
 from bot.chat.history import fit as fit_turns
-from bot.kernel import Attachment, Place, Surface, User, UserError
+from bot.kernel import Attachment, Place, User, UserError
+from bot.outbox import Outbox
 from bot.tokens import FittedHistory, context_size
 from storage import Conversation, SettingsReader, SettingValues
 
@@ -187,10 +188,14 @@ DOWNLOAD_TIMEOUT_SECONDS = 30.0
 
 
 async def shareable_images(
-    surface: Surface, images: Sequence[Attachment], timeout: float = DOWNLOAD_TIMEOUT_SECONDS
+    outbox: Outbox,
+    place: Place,
+    images: Sequence[Attachment],
+    timeout: float = DOWNLOAD_TIMEOUT_SECONDS,
 ) -> list[Attachment]:
     """``images`` with URLs the provider can open: a private file (whose URL needs the
-    platform's credentials) is downloaded and passed on as a ``data:`` URL of its bytes."""
+    platform's credentials) is downloaded from ``place``'s platform and passed on as a
+    ``data:`` URL of its bytes."""
     shareable: list[Attachment] = []
     for image in images:
         if not image.private:
@@ -199,7 +204,7 @@ async def shareable_images(
         data = image.data
         if data is None:
             async with asyncio.timeout(timeout):
-                data = await surface.download(image)
+                data = await outbox.download(place, image)
         encoded = base64.b64encode(data).decode("ascii")
         url = f"data:{image.content_type or 'image/png'};base64,{encoded}"
         shareable.append(replace(image, url=url, data=None))

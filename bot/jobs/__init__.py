@@ -148,7 +148,6 @@ def build_job_engines(
     ``shards``: the platform shards this process runs, for
     the cluster's view; ``clock`` times polls, timeouts and delivery retries.
     """
-    surfaces = outbox.surfaces
     limits_settings = settings.limits
     watch = JobWatch(store)
     media = MediaFetcher(
@@ -177,7 +176,7 @@ def build_job_engines(
         watch,
         limits_settings,
         webhook_secrets,
-        platforms=surfaces.platforms,
+        platforms=outbox.platforms,
         shards=lambda: shards,
         webhooks=webhook_base is not None,
         clock=clock,

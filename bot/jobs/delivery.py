@@ -53,7 +53,6 @@ from bot.kernel import (
     MessageGone,
     MessageRef,
     OutMessage,
-    Surface,
     SurfaceError,
     metrics,
 )
@@ -108,7 +107,7 @@ class Delivery(ProgressMessages):
     ) -> None:
         super().__init__(store, outbox, watch, clock=clock, experience=experience)
         self.retry = retry or DeliveryRetry()
-        self.results = ResultMessages(outbox.surfaces, media)
+        self.results = ResultMessages(outbox, media)
         self.marks = ButtonMarks(store, outbox, self.results)
 
     # Results and failures ---------------------------------------------------------------------
@@ -116,7 +115,7 @@ class Delivery(ProgressMessages):
     async def deliver(self, job_id: str) -> float | None:
         """Post the result of a finished job or report a failed one, exactly once, when its
         next attempt is due. Returns when to try again if this attempt failed, else None."""
-        job = await self._store.claim_delivery(job_id, self._surfaces.platforms(), self._clock())
+        job = await self._store.claim_delivery(job_id, self._outbox.platforms(), self._clock())
         if job is None:
             return None
         if job.status == "posting":
@@ -156,12 +155,12 @@ class Delivery(ProgressMessages):
         """Make the progress message show ``message`` (see the module docstring); returns the
         message that shows it."""
         place = place_of(job)
-        surface = self._surfaces.get(place.platform)
+        limits = self._outbox.limits(place.platform)
         message = replace(message, card=True)
         progress = MessageRef(place, job.progress_message_id) if job.progress_message_id else None
         self._mark_final(job.id)
         async with self._lock(job.id):
-            if progress is not None and (surface.limits.edits_add_images or not message.images):
+            if progress is not None and (limits.edits_add_images or not message.images):
                 try:
                     await self._outbox.write(
                         place, Edit(progress, message), WritePolicy.MUST_DELIVER
@@ -175,14 +174,14 @@ class Delivery(ProgressMessages):
             keyed = once(message, job, kind)
             ref = await self._outbox.write(place, Post(keyed), WritePolicy.MUST_DELIVER)
         if progress is not None:
-            await self._retire(job, surface, progress, wording.moved_text(job))
+            await self._retire(job, progress, wording.moved_text(job))
         return ref
 
-    async def _retire(self, job: Job, surface: Surface, ref: MessageRef, collapsed: str) -> None:
+    async def _retire(self, job: Job, ref: MessageRef, collapsed: str) -> None:
         """Delete a progress message (where the surface can), else collapse it to
         ``collapsed``; never raises."""
         try:
-            if isinstance(surface, DeletesMessages):
+            if self._outbox.can(ref.place.platform, DeletesMessages):
                 try:
                     await self._outbox.write(ref.place, Delete(ref), WritePolicy.MUST_DELIVER)
                     return
@@ -200,11 +199,10 @@ class Delivery(ProgressMessages):
     async def _hide(self, job: Job) -> float | None:
         """Remove a cancelled job's progress message and end the job."""
         self._mark_final(job.id)
-        if job.progress_message_id is not None and job.platform in self._surfaces:
-            surface = self._surfaces.get(job.platform)
+        if job.progress_message_id is not None and job.platform in self._outbox:
             ref = MessageRef(place_of(job), job.progress_message_id)
             async with self._lock(job.id):
-                await self._retire(job, surface, ref, wording.cancelled_text(job))
+                await self._retire(job, ref, wording.cancelled_text(job))
         await self._store.transition(job.id, "reporting", "failed_posted", fence=job.lease)
         self._watch.touch(job.id)
         await self._end_drawing(job)

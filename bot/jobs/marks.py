@@ -7,7 +7,7 @@ import asyncio
 import logging
 
 from bot.jobs.result_messages import ResultMessages, pressed_actions
-from bot.kernel import LinksMessages, MessageRef, Place, RateLimited, SurfaceError
+from bot.kernel import MessageRef, Place, RateLimited, SurfaceError
 from bot.outbox import Edit, Outbox, WritePolicy
 from storage import Job, JobWriter, adding_pressed
 
@@ -75,13 +75,10 @@ class ButtonMarks:
         """An address that opens ``job``'s result (or progress) message, where the platform
         gives one (a surface's optional ``link``)."""
         message_id = job.result_message_id or job.progress_message_id
-        if message_id is None or job.platform not in self._outbox.surfaces:
-            return None
-        surface = self._outbox.surfaces.get(job.platform)
-        if not isinstance(surface, LinksMessages):
+        if message_id is None:
             return None
         try:
-            return await surface.link(MessageRef(place_of(job), message_id))
+            return await self._outbox.link(MessageRef(place_of(job), message_id))
         except (SurfaceError, RateLimited) as error:
             log.info("no link to the message of job %s: %s", job.id, error)
             return None

@@ -88,7 +88,6 @@ class ProgressMessages:
     ) -> None:
         self._store = store
         self._outbox = outbox
-        self._surfaces = outbox.surfaces
         self._watch = watch
         self._clock = clock
         self.experience = experience or Experience()
@@ -143,7 +142,7 @@ class ProgressMessages:
         if job.progress_message_id is None or self._shown.get(job.id) == message.text:
             return False
         place = place_of(job)
-        if place.platform not in self._surfaces:
+        if place.platform not in self._outbox:
             return False
         ref = MessageRef(place, job.progress_message_id)
         last = self._edited_at.get(job.id, -math.inf)
@@ -204,7 +203,7 @@ class ProgressMessages:
         await self._end_drawing(job)
 
     async def _end_drawing(self, job: Job) -> None:
-        if job.platform in self._surfaces:
+        if job.platform in self._outbox:
             drawn = Activity("drawing", ended=True)
             await self._outbox.write(place_of(job), drawn, WritePolicy.BEST_EFFORT)
 
@@ -247,11 +246,12 @@ class ProgressMessages:
     async def recover_progress(self, job: Job) -> Job:
         """Link the progress message of a job whose process died between posting it and
         linking it, when the platform's surface can find it by its key (``posted``)."""
-        surface = self._surfaces.get(job.platform) if job.platform in self._surfaces else None
-        if job.progress_message_id is not None or not isinstance(surface, FindsKeyedPosts):
+        if job.progress_message_id is not None or not self._outbox.can(
+            job.platform, FindsKeyedPosts
+        ):
             return job
         try:
-            ref = await surface.posted(place_of(job), progress_key(job))
+            ref = await self._outbox.posted(place_of(job), progress_key(job))
         except (SurfaceError, RateLimited) as error:
             log.warning("could not look for the progress message of job %s: %s", job.id, error)
             return job

@@ -105,7 +105,7 @@ class RegionPreviews:
     ) -> bool:
         """Show ``event``'s user the preview of ``form`` on ``parent``'s image; ``False``
         where the platform shows no private previews (the job then runs at once)."""
-        if not isinstance(self._outbox.surfaces.get(event.place.platform), SendsPrivately):
+        if not self._outbox.can(event.place.platform, SendsPrivately):
             return False
         await self._keep(parent, digest, values)
         try:
@@ -193,10 +193,9 @@ class PreviewButtons:
         if event.action == RUN_ACTION:
             await self._runner.vary_region(pressed, parent, form, digest)
             return
-        surface = self._starter.surfaces.get(event.place.platform)
         image = parent.result_urls[0] if parent.result_urls else ""
         modal = form_for("vary_region", parent.id, parent.prompt, image_url=image, values=values)
         assert modal is not None
-        if surface.limits.forms_show_images:
+        if self._starter.outbox.limits(event.place.platform).forms_show_images:
             modal = replace(modal, preview=await self._previews.image(parent, form))
         await self._starter.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)

@@ -20,9 +20,9 @@ from bot.kernel import (
     MediaError,
     MediaFetcher,
     OutMessage,
-    SurfaceRegistry,
     UnreadableImage,
 )
+from bot.outbox import Outbox
 from storage import DescribeParams, Job, JobResult
 
 log = logging.getLogger(__name__)
@@ -38,8 +38,8 @@ def pressed_actions(job: Job) -> frozenset[str]:
 class ResultMessages:
     """Builds result messages (downloading the images to re-upload)."""
 
-    def __init__(self, surfaces: SurfaceRegistry, media: MediaFetcher) -> None:
-        self._surfaces = surfaces
+    def __init__(self, outbox: Outbox, media: MediaFetcher) -> None:
+        self._outbox = outbox
         self._media = media
 
     async def result(
@@ -108,7 +108,7 @@ class ResultMessages:
         if job.type == "describe":
             count = min(len(JobResult.of(job).prompts), 4)
             return describe_buttons(job.id, count, pressed=used) if count else ()
-        per_row = self._surfaces.get(job.platform).limits.max_buttons_per_row
+        per_row = self._outbox.limits(job.platform).max_buttons_per_row
         return follow_up_buttons(job, per_row, size, pressed=used)
 
     async def _described_image(self, job: Job) -> tuple[ImageFile, ...]:

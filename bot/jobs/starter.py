@@ -215,7 +215,6 @@ class JobStarter:
     ) -> None:
         self.store = store
         self.outbox = outbox
-        self.surfaces = outbox.surfaces
         self.limits = limits
         self.delivery = delivery
         self.watch = watch
@@ -436,7 +435,7 @@ class JobStarter:
     async def offer_upload(self, event: Event, form: Modal, needs: str) -> None:
         """Open ``form`` (it asks for files) where the platform's forms take files; else
         refuse with ``needs``."""
-        if not self.surfaces.get(event.place.platform).limits.forms_take_files:
+        if not self.outbox.limits(event.place.platform).forms_take_files:
             raise UserError(needs)
         await self.outbox.write(event.place, OpenForm(event, form), WritePolicy.NOW)
 
@@ -472,9 +471,8 @@ class JobStarter:
             )
         data = attachment.data
         if data is None:
-            surface = self.surfaces.get(event.place.platform)
             async with asyncio.timeout(ATTACHMENT_TIMEOUT_SECONDS):
-                data = await surface.download(attachment)
+                data = await self.outbox.download(event.place, attachment)
         check_attachment(replace(attachment, size=len(data)), self.max_upload_bytes)
         try:
             image = inspect_image(data)

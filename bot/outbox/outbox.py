@@ -18,20 +18,26 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar, cast, overload
 
 from bot.kernel import (
+    Attachment,
     DeletesMessages,
+    FindsKeyedPosts,
+    LinksMessages,
+    MessageRef,
     Place,
     PublishesHome,
     RateLimited,
     Reposts,
     SendsPrivately,
     ShowsStatus,
+    SpellsCommands,
     StreamsNatively,
     Surface,
     SurfaceError,
+    SurfaceLimits,
     SurfaceRegistry,
     metrics,
 )
@@ -68,12 +74,61 @@ log = logging.getLogger(__name__)
 class Outbox:
     """Writes on the surfaces of ``surfaces`` (held from the start: the registry is not
     consulted per write), paced by ``pacer`` (one per process: every write of the process
-    shares its windows)."""
+    shares its windows). It is also where features read what a platform allows and can do
+    (:meth:`limits`, :meth:`can`) and what it shows (:meth:`posted`, :meth:`link`): only the
+    outbox holds surfaces."""
 
     def __init__(self, surfaces: SurfaceRegistry, pacer: Pacer | None = None) -> None:
-        self.surfaces = surfaces
-        self._by_platform = {name: surfaces.get(name) for name in surfaces.platforms()}
+        self._surfaces = {name: surfaces.get(name) for name in surfaces.platforms()}
         self.pacer = pacer or Pacer()
+
+    def platforms(self) -> tuple[str, ...]:
+        """The platforms with an attached surface."""
+        return tuple(self._surfaces)
+
+    def __contains__(self, platform: object) -> bool:
+        return platform in self._surfaces
+
+    def limits(self, platform: str) -> SurfaceLimits:
+        """What ``platform`` allows (text length, buttons, forms, windows); ``KeyError`` when
+        no surface for it is attached."""
+        return self._surfaces[platform].limits
+
+    def can(self, platform: str, capability: type) -> bool:
+        """Whether ``platform``'s surface offers ``capability`` (one of the kernel's optional
+        surface protocols, such as :class:`~bot.kernel.DeletesMessages`); False when no
+        surface for it is attached."""
+        surface = self._surfaces.get(platform)
+        return surface is not None and isinstance(surface, capability)
+
+    def command_names(self, platform: str) -> Mapping[str, str]:
+        """How ``platform`` spells genbot's commands (catalogue name → spelling without the
+        slash; see :class:`~bot.kernel.SpellsCommands`), or ``{}``."""
+        surface = self._surfaces.get(platform)
+        if not isinstance(surface, SpellsCommands):
+            return {}
+        return {str(name): str(spelling) for name, spelling in surface.command_names.items()}
+
+    async def posted(self, place: Place, key: str) -> MessageRef | None:
+        """The message shown in ``place`` with ``key``, where its platform can tell (see
+        :class:`~bot.kernel.FindsKeyedPosts`); None otherwise."""
+        surface = self._surfaces.get(place.platform)
+        if not isinstance(surface, FindsKeyedPosts):
+            return None
+        return await surface.posted(place, key)
+
+    async def link(self, ref: MessageRef) -> str | None:
+        """An address opening the message ``ref``, where its platform gives one (see
+        :class:`~bot.kernel.LinksMessages`); None otherwise."""
+        surface = self._surfaces.get(ref.place.platform)
+        if not isinstance(surface, LinksMessages):
+            return None
+        return await surface.link(ref)
+
+    async def download(self, place: Place, attachment: Attachment) -> bytes:
+        """The bytes of a user's ``attachment`` posted in ``place`` (its platform's
+        credentials included); a read, not paced."""
+        return await self._surfaces[place.platform].download(attachment)
 
     @overload
     async def write(
@@ -104,7 +159,7 @@ class Outbox:
         that are not urgent, least recently served first. A :class:`Stream` write is composed
         once there is room (see :data:`Compose`). Surface errors other than rate limits
         propagate (``BEST_EFFORT``: logged)."""
-        surface = self._by_platform[place.platform]
+        surface = self._surfaces[place.platform]
         if isinstance(policy, Stream):
             assert not isinstance(operation, Operation)
             return await self._streamed(surface, place, operation, policy)

@@ -21,8 +21,8 @@ from bot.render import (
     RenderResult,
     StreamEnd,
     StreamRenderer,
-    render_stream,
 )
+from tests.bot.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface, Write
 

@@ -6,7 +6,8 @@ from types import MappingProxyType
 
 from bot.kernel import Command, Place, SurfaceLimits, User, WriteKind
 from bot.outbox.pacing import Pacer
-from bot.render import MARKER, StreamEnd, render_stream
+from bot.render import MARKER, StreamEnd
+from tests.bot.chat.rendering import render_stream
 from tests.bot.test_render import Producer, words
 from tests.fakes.clock import FakeClock
 from tests.fakes.streaming_surface import StreamingSurface

@@ -13,8 +13,9 @@ from adapters.slack import SlackSurface
 from adapters.slack.settings import SlackSettings
 from bot.kernel import Command, Place, User
 from bot.outbox.pacing import Pacer
-from bot.render import MARKER, StreamEnd, render_stream
+from bot.render import MARKER, StreamEnd
 from tests.adapters.slack.test_surface import surface_for
+from tests.bot.chat.rendering import render_stream
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_streaming import DEFAULT_TIERS
 

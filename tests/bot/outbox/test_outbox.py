@@ -4,13 +4,16 @@ platform refuses — on a virtual clock — and which platform call each operati
 from __future__ import annotations
 
 import asyncio
+from typing import ClassVar
 
 import pytest
 from prometheus_client import REGISTRY
 
 from bot.kernel import (
+    Attachment,
     Command,
     Event,
+    FindsKeyedPosts,
     MessageRef,
     OutMessage,
     Place,
@@ -294,6 +297,53 @@ async def test_a_write_the_surface_cannot_make_is_refused_before_any_call() -> N
         with pytest.raises(TypeError):
             await outbox.write(PLACE, operation, WritePolicy.NOW)
     assert surface.calls == []
+
+
+class Spelling(Recording):
+    """A surface that finds keyed posts, links messages, spells ``settings`` its own way and
+    serves downloads."""
+
+    command_names: ClassVar[dict[str, str]] = {"settings": "genbot settings"}
+
+    async def posted(self, place: Place, key: str) -> MessageRef | None:
+        self._made("posted", key)
+        return MessageRef(place, f"keyed-{key}")
+
+    async def link(self, ref: MessageRef) -> str | None:
+        self._made("link", ref)
+        return f"https://example.test/{ref.message_id}"
+
+    async def download(self, attachment: Attachment) -> bytes:
+        self._made("download", attachment.filename)
+        return b"bytes of " + attachment.filename.encode()
+
+
+async def test_features_read_platforms_through_the_outbox_without_writing() -> None:
+    fake = FakeClock()
+    plain = Recording(fake)
+    spelling = Spelling(fake)
+    spelling.platform = "spelling"
+    limits = SurfaceLimits(max_text=123)
+    spelling.limits = limits
+    outbox = Outbox(SurfaceRegistry([plain, spelling]), Pacer(fake.clock, margin=0.0))
+    there = Place("spelling", "w1", "c1")
+    ref = MessageRef(there, "m1")
+
+    assert outbox.platforms() == ("fake", "spelling")
+    assert "spelling" in outbox and "slack" not in outbox
+    assert outbox.limits("spelling") is limits
+    assert outbox.can("spelling", FindsKeyedPosts) and not outbox.can("fake", FindsKeyedPosts)
+    assert not outbox.can("slack", FindsKeyedPosts)
+    assert outbox.command_names("spelling") == {"settings": "genbot settings"}
+    assert outbox.command_names("fake") == {}
+    assert await outbox.posted(there, "k1") == MessageRef(there, "keyed-k1")
+    assert await outbox.posted(PLACE, "k1") is None
+    assert await outbox.link(ref) == "https://example.test/m1"
+    assert await outbox.link(MessageRef(PLACE, "m1")) is None
+    image = Attachment("cat.png", private=True)
+    assert await outbox.download(there, image) == b"bytes of cat.png"
+    assert spelling.calls == [("posted", "k1"), ("link", ref), ("download", "cat.png")]
+    assert plain.calls == []
 
 
 def _stream(until: asyncio.Event | None = None) -> Stream:

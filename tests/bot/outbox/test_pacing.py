@@ -19,7 +19,8 @@ from bot.outbox.windows import (
     StreamDemand,
     Ticket,
 )
-from bot.render import RenderResult, render_stream
+from bot.render import RenderResult
+from tests.bot.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface
 
