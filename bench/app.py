@@ -16,9 +16,10 @@ from pydantic import SecretStr
 
 from bench.platform import BenchPlatform
 from bot.api import ProviderClient
-from bot.chat import ChatEngine
-from bot.chat.tools import ChatImageTools
-from bot.jobs import JobEngines, build_job_engines
+from bot.features.chat import ChatEngine
+from bot.features.chat.tokens import warm_up
+from bot.features.chat.tools import ChatImageTools
+from bot.features.jobs import JobEngines, build_job_engines
 from bot.kernel import (
     ApiSettings,
     LimitsSettings,
@@ -30,7 +31,6 @@ from bot.kernel import (
 from bot.outbox import Outbox
 from bot.refs import Refs
 from bot.router import Lifecycle, Router
-from bot.tokens import warm_up
 from genbot.demo import free_port
 from genbot.runtime import webhook_receiver
 from genbot.settings import Settings
@@ -93,8 +93,9 @@ async def running_bot(
     chat: bool = False,
 ) -> AsyncIterator[BenchBot]:
     """A started genbot; ``tracker=False`` leaves the tracker's polling loop off (the
-    per-task polling baseline drives :meth:`bot.jobs.Tracker.apply_task_record` itself). With
-    ``chat`` the tokenizer is loaded at start, off the event loop (:func:`bot.tokens.warm_up`)."""
+    per-task polling baseline drives :meth:`bot.features.jobs.Tracker.apply_task_record` itself).
+    With ``chat`` the tokenizer is loaded at start, off the event loop
+    (:func:`bot.features.chat.tokens.warm_up`)."""
     settings = bench_settings(base_url, db_path, poll_interval=poll_interval, webhooks=webhooks)
     async with AsyncExitStack() as stack:
         store = await SqliteStore.open(db_path)

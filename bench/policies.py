@@ -1,6 +1,6 @@
 """The three ways of showing streamed answers that the streaming benchmark compares.
 
-- ``genbot``: one :class:`bot.render.StreamRenderer` per answer, all sharing one
+- ``genbot``: one :class:`bot.features.chat.renderer.StreamRenderer` per answer, all sharing one
   :class:`bot.outbox.pacing.Pacer` (what genbot runs).
 - ``every-delta``: each answer edits its message after every delta it receives (deltas that
   arrive while an edit is in flight fold into the next edit, which carries the newest text).
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 from bench.platform import BenchPlatform
 from bench.streams import Feed
+from bot.features.chat.renderer import StreamEnd, StreamRenderer
 from bot.kernel import Command, MessageRef, OutMessage, Place, RateLimited, SurfaceRegistry, User
 from bot.outbox import Outbox, Pacer
-from bot.render import StreamEnd, StreamRenderer
 
 Policy = Callable[[Sequence[Feed], BenchPlatform, Place, float], Awaitable[None]]
 

@@ -50,7 +50,7 @@ from bench import charts, profiler
 from bench.charts import SCALE_PNG, draw
 from bench.cpu import cpu_seconds, postmaster_pid, server_cpu_seconds
 from bench.report import Table, percentile
-from bot.jobs.tracker import DELIVERY_CONCURRENCY
+from bot.features.jobs.tracking.tracker import DELIVERY_CONCURRENCY
 from simulator.server import serve
 from simulator.task_rules import price
 from storage.sql.session import from_json

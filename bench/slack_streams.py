@@ -30,9 +30,9 @@ from adapters.slack import SlackSurface
 from adapters.slack.settings import SlackSettings
 from bench.report import Table, percentile
 from bench.streams import Feed, Script, make_scripts
+from bot.features.chat.renderer import MARKER, StreamRenderer
 from bot.kernel import Command, Place, SurfaceRegistry, User
 from bot.outbox import Outbox, Pacer
-from bot.render import MARKER, StreamRenderer
 from tests.fakes.slack import FakeSlack
 
 SAMPLE_EVERY = 0.05

@@ -33,8 +33,8 @@ from bench.policies import POLICIES
 from bench.probe import PROBE_EVERY, Probe
 from bench.report import Table, percentile
 from bench.streams import Feed, Script, make_scripts
+from bot.features.chat.renderer import MARKER
 from bot.kernel import Place, SurfaceLimits
-from bot.render import MARKER
 
 SAMPLE_EVERY = 0.02
 """Scenario seconds between staleness samples. A 0.1-s grid kept step with the 1-s cadence of a

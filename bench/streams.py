@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from bot.render import StreamEnd
+from bot.features.chat.renderer import StreamEnd
 
 VOCABULARY = (
     "the a of to and in is it that for on with as was at by an be this from or are "

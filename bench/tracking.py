@@ -11,7 +11,7 @@ where a provider's CDN hands out stored files from its own machines. Variants:
   round (interval from ``interval`` up to 10× it when quiet);
 - ``per-task fetch``: the tracker's loop off; instead every job gets its own poller that calls
   ``fetch`` for that one task every ``interval`` seconds and hands the record to genbot
-  (:meth:`bot.jobs.Tracker.apply_task_record`), so posting is identical and only polling
+  (:meth:`bot.features.jobs.Tracker.apply_task_record`), so posting is identical and only polling
   differs;
 - ``genbot + webhooks``: the tracker with ``[webhook]`` on (loopback, ``allow_insecure_loopback``)
   and a simulator sending webhooks; polling is only the backstop.

@@ -36,7 +36,7 @@ from typing import Protocol, runtime_checkable
 
 from bot.api.chat import allowed_chat_models
 from bot.api.errors import ApiError
-from bot.forms import FormError
+from bot.features.jobs.forms import FormError
 from bot.kernel import (
     COMMANDS_BY_NAME,
     RESTARTING_TEXT,
@@ -113,7 +113,8 @@ class ChecksForms(Protocol):
     """A feature that can check its forms' values on their own, without I/O."""
 
     def check_modal(self, event: ModalSubmit) -> None:
-        """Raise :class:`bot.forms.FormError` (or :class:`CommandError`) for a refused value."""
+        """Raise :class:`bot.features.jobs.forms.FormError` (or :class:`CommandError`) for a refused
+        value."""
         ...
 
 

@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from adapters import Adapter, AdapterStartError
 from bot.api import ProviderClient
-from bot.assembly import build_core
-from bot.jobs import JobEngines, webhook_base_url
+from bot.features.chat.tokens import warm_up
+from bot.features.jobs import JobEngines, webhook_base_url
 from bot.kernel import CoreSettings, metrics, sealer_of
 from bot.provider_pacing import shared_chat_pacing
 from bot.router import Lifecycle, Router
-from bot.tokens import warm_up
+from genbot.compose import build_core
 from genbot.ops import Check, CheckResult, OpsListener, ProviderFreshness
 from genbot.reasons import StartupError, os_reason, reason
 from genbot.settings import Settings

@@ -18,7 +18,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ("bot.kernel",)
 OUTBOX = "bot/outbox/outbox.py"
-COMPOSITION = "bot/assembly.py"
 SURFACE_HOLDERS = frozenset({"Surface", "SurfaceRegistry"})
 WRITES = frozenset(
     {
@@ -115,15 +114,14 @@ def _surface_names_imported(tree: ast.AST) -> set[str]:
 
 
 def surface_holders() -> set[str]:
-    """Every module of ``bot/`` outside the kernel, the provider client and the outbox (and
-    the composition, which builds the registry) that imports ``Surface`` or
-    ``SurfaceRegistry``."""
+    """Every module of ``bot/`` outside the kernel, the provider client and the outbox that
+    imports ``Surface`` or ``SurfaceRegistry``."""
     return {
         _name(path)
         for path in _sources("bot")
         if not _name(path).startswith(("bot/api/", "bot/kernel/"))
         and _surface_names_imported(ast.parse(path.read_text()))
-    } - {OUTBOX, COMPOSITION}
+    } - {OUTBOX}
 
 
 def test_adapters_import_nothing_beyond_the_kernel() -> None:
@@ -168,7 +166,7 @@ def test_code_outside_the_kernel_imports_it_through_its_face() -> None:
 
 def test_the_rules_see_what_they_look_for() -> None:
     assert _beyond_the_kernel("storage.records") == "storage"
-    assert _beyond_the_kernel("bot.jobs.starter") == "bot.jobs"
+    assert _beyond_the_kernel("bot.features.jobs.starter") == "bot.features"
     assert _beyond_the_kernel("bot.kernel.events") is None
     assert _beyond_the_kernel("bot.kernel") is None
     assert _beyond_the_kernel("bot.events") == "bot.events"

@@ -7,7 +7,7 @@
   unknown job or a wrong secret gets 401 without a byte of the body being read.
 - ``POST /`` and ``POST <path>`` with header ``x-webhook-secret``: a notification sent to
   genbot's bare address (a provider that refuses or drops the job in the address, see
-  :mod:`bot.jobs.webhook_addresses`). A request without the secret header gets 401 before a
+  :mod:`bot.features.jobs.webhook_addresses`). A request without the secret header gets 401 before a
   byte of its body is read; else the body is read (bounded), and the job of the task it names,
   authenticated by the secret, is asked for (:meth:`TaskNotices.webhook_task_job`); a body
   naming no known task of that secret gets 401.

@@ -216,7 +216,7 @@ class ChatModelChoices(Protocol):
 @runtime_checkable
 class DiffusionModelChoices(Protocol):
     """An :class:`EventRouter` that knows diffusion checkpoint models to offer (the router: see
-    :mod:`bot.jobs.diffusion_models`); adapters read it through
+    :mod:`bot.features.jobs.diffusion_models`); adapters read it through
     :func:`bot.kernel.commands.offered`."""
 
     def diffusion_models(self) -> tuple[str, ...]:

@@ -80,8 +80,8 @@ class OutMessage:
 
 FieldKind = Literal["text", "select", "region", "file"]
 """``text``: a text input; ``select``: one of ``choices`` (``""`` when none is chosen);
-``region``: an area of ``image_url`` in :func:`bot.masks.parse_region` syntax — an editor to
-draw on where the platform has one (the playground), else a text input; ``file``: up to
+``region``: an area of ``image_url`` in :func:`bot.features.jobs.masks.parse_region` syntax — an
+editor to draw on where the platform has one (the playground), else a text input; ``file``: up to
 ``max_files`` uploaded files (only where
 :attr:`bot.kernel.surface.SurfaceLimits.forms_take_files`), given in
 :attr:`bot.kernel.events.ModalSubmit.attachments`."""
@@ -184,7 +184,7 @@ REMIX_ACTIONS: frozenset[str] = frozenset(
     )
 )
 """Follow-ups drawn for users with Remix on: each press opens a form to change the prompt
-(``remix_`` + the action; see :mod:`bot.jobs.images`)."""
+(``remix_`` + the action; see :mod:`bot.features.jobs.images`)."""
 MODAL_ACTIONS: frozenset[str] = frozenset(
     {
         "vary_region",

@@ -134,7 +134,8 @@ class LimitsSettings(Section):
     max_concurrent_jobs_per_user: int = 3
     daily_credit_budget_per_user: int = 200
     max_concurrent_chats_per_user: int = Field(default=3, ge=0)
-    """Chat answers genbot writes for one user at once (``0``: no cap; :mod:`bot.chat.caps`)."""
+    """Chat answers genbot writes for one user at once (``0``: no cap;
+    :mod:`bot.features.chat.caps`)."""
     chat_answers_per_minute_per_user: int = Field(default=20, ge=0)
     """Chat answers one user may start per minute (``0``: no cap)."""
     poll_interval_min: float = 1.0

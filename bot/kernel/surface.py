@@ -196,7 +196,7 @@ class SpellsCommands(Protocol):
 @runtime_checkable
 class SendsPrivately(Protocol):
     """A surface that can show a whole message — images and buttons too — to one user only
-    (a Vary (Region) preview, :mod:`bot.jobs.region_preview`)."""
+    (a Vary (Region) preview, :mod:`bot.features.jobs.region_preview`)."""
 
     async def send_private(self, origin: Event, message: OutMessage) -> None:
         """Show ``message`` to ``origin``'s user only, where ``origin`` happened;

@@ -11,7 +11,7 @@ from bench.profiler import frame_name, project_frames, top_frames
 RAW = """\
 main (genbot/__main__.py:3);poll_round (/work/x/bot/jobs/tracker.py:10);fetch (bot/api/tasks.py:5) 6
 main (genbot/__main__.py:3);poll_round (/work/x/bot/jobs/tracker.py:12) 2
-main (genbot/__main__.py:3);deliver (bot/jobs/delivery.py:7);fetch (bot/api/tasks.py:9) 2
+main (genbot/__main__.py:3);deliver (bot/features/jobs/messages.py:7);fetch (bot/api/tasks.py:9) 2
 """
 
 
@@ -42,5 +42,5 @@ def test_project_frames_leave_out_libraries_and_the_entry_point(tmp_path: Path) 
     assert samples == 10
     assert [share.name for share in shares] == [
         "fetch (bot/api/tasks.py)",
-        "deliver (bot/jobs/delivery.py)",
+        "deliver (bot/features/jobs/messages.py)",
     ]

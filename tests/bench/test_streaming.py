@@ -21,8 +21,8 @@ from bench.streaming import (
     streaming_table,
 )
 from bench.streams import Feed, Script, make_scripts
+from bot.features.chat.renderer import MARKER
 from bot.kernel import OutMessage, Place, RateLimited, SurfaceLimits
-from bot.render import MARKER
 
 SMOKE = StreamingConfig(
     streams=(1, 3), tokens=(30, 50), scale=0.05, deadline=200.0, answers=6, streams_at_once=3

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from bot.api import ProviderClient, RetryPolicy
-from bot.jobs import JobEngines, build_job_engines
+from bot.features.jobs import JobEngines, build_job_engines
 from bot.kernel import (
     ApiSettings,
     LimitsSettings,

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from bot.api import ProviderClient
-from bot.assembly import build_core
 from bot.kernel import ButtonPress, ModalSubmit, Place, User
 from bot.refs import (
     ADMINS_ONLY,
@@ -31,6 +30,7 @@ from bot.refs import (
     RefRefused,
 )
 from bot.router import Router
+from genbot.compose import build_core
 from storage import ALL_STATUSES, ConversationKey, JobQuota, NewJob, SqliteStore
 from tests.bot.harness import ROOMY, harness_settings
 from tests.fakes.platform import FakePlatform

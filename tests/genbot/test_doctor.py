@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
 from adapters.web.settings import WebSettings
-from bot.jobs import webhook_base_url
+from bot.features.jobs import webhook_base_url
 from bot.kernel import ApiSettings, OpsSettings, StorageSettings, WebhookSettings
 from genbot.demo import free_port
 from genbot.doctor import (

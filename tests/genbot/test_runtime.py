@@ -16,8 +16,8 @@ from pydantic import SecretStr
 from adapters.web.adapter import WebAdapter
 from adapters.web.settings import WebSettings
 from bot.api import ProviderClient
-from bot.assembly import build_core
 from bot.kernel import ApiSettings, StorageSettings, WebhookSettings
+from genbot.compose import build_core
 from genbot.demo import free_port
 from genbot.reasons import StartupError
 from genbot.runtime import Runtime, running

@@ -26,8 +26,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.features.chat.renderer import INTERRUPTED_NOTE
 from bot.kernel import ButtonPress, Command, Event, InboundEvent, Place, User
-from bot.render import INTERRUPTED_NOTE
 from simulator.faults import CREATION_PATHS
 from simulator.server import RunningSimulator
 from storage import Job, JobMessage

@@ -22,8 +22,7 @@ from adapters.web.adapter import WebAdapter
 from adapters.web.settings import WebSettings
 from adapters.webhook import WebhookReceiver
 from bot.api import ProviderClient, RetryPolicy
-from bot.assembly import build_core
-from bot.jobs import JobEngines
+from bot.features.jobs import JobEngines
 from bot.kernel import (
     ApiSettings,
     LimitsSettings,
@@ -35,6 +34,7 @@ from bot.kernel import (
     WebhookSettings,
 )
 from bot.router import Router
+from genbot.compose import build_core
 from genbot.demo import free_port
 from genbot.runtime import webhook_receiver
 from genbot.settings import Settings

@@ -23,9 +23,9 @@ from adapters.discord.settings import DiscordSettings
 from adapters.slack import SlackAdapter
 from adapters.slack.settings import SlackSettings
 from bot.api import ProviderClient
-from bot.assembly import build_core
+from bot.features.chat.renderer import MARKER
 from bot.kernel import Command, LimitsSettings, User
-from bot.render import MARKER
+from genbot.compose import build_core
 from simulator.server import RunningSimulator, serve
 from simulator.task_model import fetch_record
 from storage import IN_FLIGHT_STATUSES, Job, SqliteStore

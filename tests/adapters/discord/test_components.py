@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.forms import FormError, form_for, refused_form
+from bot.features.jobs.forms import FormError, form_for, refused_form
 from bot.kernel import (
     Button,
     ButtonPress,

@@ -23,7 +23,7 @@ from tests.adapters.discord.real_core import (
     real_genbot,
     with_image,
 )
-from tests.bot.jobs.support import png
+from tests.bot.features.jobs.support import png
 from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage
 
 GRID_LABELS = {"U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4"}

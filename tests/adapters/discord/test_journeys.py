@@ -48,11 +48,11 @@ U1_TO_THE_CALL = Journey(
 FINISHED_TO_POSTED = Journey(
     "finished task -> result posted",
     root=Point(
-        "bot/jobs/provider_state.py",
+        "bot/features/jobs/tracking/provider_state.py",
         "ProviderState.apply_task_record",
         lambda args: args["job"].type == "upscale" and args["record"].status == "finished",
     ),
-    end=Point("bot/jobs/delivery.py", "Delivery.deliver"),
+    end=Point("bot/features/jobs/messages.py", "Delivery.deliver"),
 )
 PLATFORM_EDIT = Point("adapters/discord/surface.py", "DiscordSurface.edit")
 
@@ -124,7 +124,9 @@ async def test_a_u1_press_and_its_result_are_traced_file_by_file(
     assert to_the_call.files[-1] == "bot/api/tasks.py" and set(to_the_call.files) < set(press.files)
     assert press.files[0] == "adapters/discord/components.py"
     assert "bot/api/tasks.py" in press.files
-    assert "bot/jobs/delivery.py" in delivery.files and PLATFORM_EDIT.file in delivery.files
+    assert (
+        "bot/features/jobs/messages.py" in delivery.files and PLATFORM_EDIT.file in delivery.files
+    )
 
 
 async def test_one_streamed_delta_is_traced_to_the_platform_edit(

@@ -16,7 +16,7 @@ from simulator.state import SimulatorConfig
 from tests.adapters.discord.harness import Harness
 from tests.adapters.discord.real_core import QUICK_BUCKET, creations, newest, with_image
 from tests.adapters.discord.test_end_to_end_images import genbot_in, imagine, result_with
-from tests.bot.jobs.support import image_size, mask_pixels
+from tests.bot.features.jobs.support import image_size, mask_pixels
 
 pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
 

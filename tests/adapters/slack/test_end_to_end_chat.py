@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.render import MARKER
+from bot.features.chat.renderer import MARKER
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig
 from storage import ALL_STATUSES

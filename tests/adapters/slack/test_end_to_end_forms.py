@@ -27,7 +27,7 @@ from tests.adapters.slack.end_to_end import (
     created,
     slack_genbot,
 )
-from tests.bot.jobs.support import mask_pixels
+from tests.bot.features.jobs.support import mask_pixels
 from tests.fakes.slack import FakeSlack
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")

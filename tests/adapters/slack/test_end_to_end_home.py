@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.home import HOME_INTERVAL_SECONDS, RECENT_JOBS
+from bot.features.home import HOME_INTERVAL_SECONDS, RECENT_JOBS
 from bot.kernel import decode_custom_id
 from bot.refs import NO_JOB
 from simulator.server import RunningSimulator, serve

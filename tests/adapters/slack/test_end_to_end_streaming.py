@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.features.chat.renderer import MARKER
 from bot.outbox import pacing
-from bot.render import MARKER
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import WAIT, slack_genbot

@@ -14,7 +14,7 @@ from adapters.slack.formatting import (
 )
 from adapters.slack.inbound import SlashRoute, plain_text, route_command, submit_from_view
 from adapters.text import truncate
-from bot.forms import form_for, refused_form
+from bot.features.jobs.forms import form_for, refused_form
 from bot.kernel import Button, CommandError, Modal, ModalField, OutMessage, Place
 from tests.fakes.slack_blocks import view_errors
 

@@ -11,11 +11,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import SlackSurface
 from adapters.slack.settings import SlackSettings
+from bot.features.chat.renderer import MARKER, StreamEnd
 from bot.kernel import Command, Place, User
 from bot.outbox.pacing import Pacer
-from bot.render import MARKER, StreamEnd
 from tests.adapters.slack.test_surface import surface_for
-from tests.bot.chat.rendering import render_stream
+from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_streaming import DEFAULT_TIERS
 

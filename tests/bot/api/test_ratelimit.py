@@ -18,7 +18,7 @@ from bot.api.ratelimit import (
 )
 from simulator.server import serve
 from tests.bot.api.support import FAST_RETRY, settings_for, sim_config
-from tests.bot.jobs.proxy import faulty_proxy
+from tests.bot.features.jobs.proxy import faulty_proxy
 from tests.sim_time import a_minute_passes_after_a_429, freeze
 
 CHAT_PATH = "/v1/chat/completions"

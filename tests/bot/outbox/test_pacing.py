@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from bot.features.chat.renderer import RenderResult
 from bot.kernel import OutMessage, Place, SurfaceLimits, SurfaceRegistry, WriteKind
 from bot.outbox import Outbox, Post, WritePolicy
 from bot.outbox.pacing import FIRST_MESSAGE_HOLD, UNHELD_ALLOWANCE, Pacer, PacingTimeout
@@ -19,8 +20,7 @@ from bot.outbox.windows import (
     StreamDemand,
     Ticket,
 )
-from bot.render import RenderResult
-from tests.bot.chat.rendering import render_stream
+from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface
 

@@ -1,0 +1,410 @@
+"""The account feature: ``/settings`` (with options, or as a form), ``/usage`` and ``/help``.
+
+Where ``/settings`` values go depends on its ``scope`` option (``me`` when absent):
+
+- ``me``: model, temperature, process mode, aspect ratio and remix are the user's own defaults;
+  the system prompt is the channel's (``-`` restores the default) — anyone in a channel may set
+  it; the chat request parameters (stream, top_p, the penalties, stop, n) have no user level:
+  only admins set them, per channel or workspace;
+- ``channel`` (admins only): every value becomes this channel's default;
+- ``workspace`` (admins only): every value becomes the workspace's default.
+
+A user's own default wins over the channel's, which wins over the workspace's (see
+:data:`storage.PRECEDENCE`); the system prompt has no user level. Without values ``/settings``
+opens the settings form of its scope pre-filled with what is stored there (Slack's
+``/genbot settings`` relies on this); the form's reference carries the scope, and a blank field
+leaves its setting unchanged. Every answer is ephemeral.
+
+``scope`` is read when the catalogue (:mod:`bot.kernel.commands`) offers it; until then
+``/settings`` works as ``scope: me``.
+
+Commands are named as the user's platform spells them: a surface may carry an optional
+``command_names`` mapping (catalogue name → spelling without the slash, Slack's
+``{"settings": "genbot settings", …}``), read with :meth:`bot.outbox.Outbox.command_names`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Final, Protocol
+
+from bot.api.chat import allowed_chat_models, plan_allows
+from bot.features.jobs.buttons import modal_for, read_settings
+from bot.features.jobs.forms import show_refused
+from bot.kernel import (
+    ButtonPress,
+    Command,
+    CommandError,
+    Event,
+    HomeOpened,
+    ModalSubmit,
+    Offered,
+    OptionValue,
+    RateLimited,
+    SurfaceError,
+    UserError,
+    command,
+    help_specs,
+    help_text,
+    split_text,
+)
+from bot.outbox import Notice, OpenForm, Outbox, WritePolicy
+from bot.refs import Referent, RefKind
+from bot.router import Homes
+from storage import (
+    SETTING_NAMES,
+    ScopeKind,
+    ScopeSettings,
+    SettingsStore,
+    SettingValues,
+    UsageLedger,
+    encode_stop,
+)
+
+log = logging.getLogger(__name__)
+
+SETTINGS_ACTION = "settings"
+CLEAR_SYSTEM_PROMPT = "-"
+USER_SETTINGS = ("model", "temperature", "process_mode", "aspect_ratio", "remix")
+ADMIN_SETTINGS = ("stream", "top_p", "presence_penalty", "frequency_penalty", "stop", "n")
+MAX_STOP_SEQUENCES = 4
+SCOPE_OPTION = "scope"
+SCOPES: Final = ("me", "channel", "workspace")
+LABELS = {
+    "model": "model",
+    "temperature": "temperature",
+    "process_mode": "image speed",
+    "aspect_ratio": "aspect ratio",
+    "system_prompt": "system prompt",
+    "remix": "remix",
+    "stream": "streaming",
+    "top_p": "top_p",
+    "presence_penalty": "presence penalty",
+    "frequency_penalty": "frequency penalty",
+    "stop": "stop sequences",
+    "n": "answers per message",
+}
+_WHOSE = {"channel": "this channel's", "workspace": "this workspace's"}
+
+
+def chat_help(names: Mapping[str, str]) -> str:
+    """The chat part of ``/help``, with commands spelled as ``names`` say."""
+    settings = f"/{names.get('settings') or 'settings'}"
+    chat = f"/{names.get('chat') or 'chat'}"
+    scoped = (
+        f" Admins set a channel's or the workspace's defaults with `{settings}` scope "
+        "channel / workspace."
+        if command("settings").option(SCOPE_OPTION) is not None
+        else ""
+    )
+    return (
+        "**Chat** — DM genbot, mention it in a channel (it opens a thread) or reply to its "
+        f"answers: each is a conversation it remembers. Model: `{settings}` model (your "
+        f"default) or `{chat}` model (this conversation); llm-4 models need the Developer "
+        f"plan. System prompt: `{settings}` system_prompt (this channel; `-` restores the "
+        f"default) or `{chat}` system (this conversation). Temperature: `{settings}` or "
+        f"`{chat}` temperature; answer length: `{chat}` max_tokens.{scoped} Say `draw …` to "
+        "have it start an image job; attach an image with llm-4-vision-preview to have it "
+        "looked at."
+    )
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return "" if value is None else str(value)
+
+
+def _stop_setting(text: str) -> str | None:
+    """``/settings stop`` text (``###|END``; ``-`` clears) as stored."""
+    if text.strip() == CLEAR_SYSTEM_PROMPT:
+        return None
+    sequences = [part for part in text.split("|") if part.strip()]
+    if not sequences:
+        raise UserError("stop needs at least one sequence (separate several with |; - clears).")
+    if len(sequences) > MAX_STOP_SEQUENCES:
+        raise UserError(
+            f"stop takes at most {MAX_STOP_SEQUENCES} sequences (got {len(sequences)})."
+        )
+    return encode_stop(sequences)
+
+
+def _value_shown(name: str, value: Any) -> str:
+    if name == "stop" and isinstance(value, str):
+        return " | ".join(SettingValues(stop=value).stop_sequences)
+    return _shown(value)
+
+
+def _preview(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _changes(values: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{LABELS[name]} → {_preview(_value_shown(name, values[name]))}"
+        for name in SETTING_NAMES
+        if name in values
+    )
+
+
+def _stored_value(name: str, value: OptionValue) -> Any:
+    if name == "system_prompt" and value == CLEAR_SYSTEM_PROMPT:
+        return None
+    if name == "stop":
+        return _stop_setting(str(value))
+    return value
+
+
+class AccountStorage(SettingsStore, UsageLedger, Protocol):
+    """What ``/settings`` and ``/usage`` use."""
+
+
+class AccountFeature:
+    """``/settings``, ``/usage``, ``/help`` and the settings form.
+
+    ``plan`` is the workspace's provider plan (``llm-4*`` models are refused on ``free``);
+    ``daily_credit_budget`` is shown by ``/usage`` when set and above 0 (0 means no budget).
+    """
+
+    commands = frozenset({"settings", "usage", "help"})
+    actions: ClassVar[Mapping[str, RefKind]] = {SETTINGS_ACTION: RefKind.SCOPE}
+
+    def __init__(
+        self,
+        store: AccountStorage,
+        outbox: Outbox,
+        *,
+        plan: str = "developer",
+        daily_credit_budget: int | None = None,
+        home: Homes | None = None,
+        diffusion_models: Callable[[], Sequence[str]] = tuple,
+    ) -> None:
+        self.store = store
+        self.outbox = outbox
+        self.plan = plan
+        self.daily_credit_budget = daily_credit_budget
+        self.home = home
+        self.diffusion_models = diffusion_models
+        """The diffusion models genbot knows (``/help diffusion`` lists them)."""
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """Route ``/settings``, ``/usage`` and ``/help``."""
+        if event.name == "help":
+            await self._help(event, str(options.get("command") or ""))
+        elif event.name == "usage":
+            await self._usage(event)
+        else:
+            scope = self._scope(event, options.get(SCOPE_OPTION))
+            values = {name: value for name, value in options.items() if name != SCOPE_OPTION}
+            if values:
+                await self._save(event, values, scope)
+            else:
+                await self._open_form(event, scope)
+
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+        """A settings button opens the settings form of the scope in its reference."""
+        await self._open_form(event, self._scope(event, referent.detail))
+
+    def check_modal(self, event: ModalSubmit) -> None:
+        """A settings form's values, checked like ``/settings`` options."""
+        read_settings(event.values)
+
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+        """A submitted settings form: validated like ``/settings`` options, then stored in
+        the scope its reference names; refused values bring the form back, filled in."""
+        if event.action != SETTINGS_ACTION:
+            raise UserError("This form is no longer supported.")
+        scope = self._scope(event, referent.detail)
+        try:
+            values = read_settings(event.values)
+            await self._save(event, values, scope)
+        except (CommandError, UserError) as error:
+            again = modal_for(
+                SETTINGS_ACTION,
+                event.ref,
+                defaults=event.values,
+                models=allowed_chat_models(self.plan),
+            )
+            await show_refused(self.outbox, event, again, error)
+
+    def _scope(self, event: Event, given: OptionValue | None) -> str:
+        """The scope asked for (``me`` when none), checked against who asks and where."""
+        scope = str(given or "me").lower()
+        if scope not in SCOPES:
+            raise UserError(f"scope must be one of {', '.join(SCOPES)} (got {given!r}).")
+        if scope == "me":
+            return scope
+        settings = (
+            f"/{self.outbox.command_names(event.place.platform).get('settings') or 'settings'}"
+        )
+        if not event.user.is_admin:
+            raise UserError(
+                f"Only genbot admins can change {_WHOSE[scope]} defaults; `{settings}` "
+                "without a scope changes yours."
+            )
+        if scope == "workspace" and not event.place.workspace_id:
+            raise UserError(
+                "There is no workspace here; set the workspace's defaults from one of its channels."
+            )
+        return scope
+
+    def _settings_command(self, event: Event) -> str:
+        return self.outbox.command_names(event.place.platform).get("settings") or "settings"
+
+    def _scope_id(self, event: Event, scope: str) -> tuple[ScopeKind, str]:
+        if scope == "workspace":
+            return "workspace", event.place.workspace_id
+        if scope == "channel":
+            return "channel", event.place.channel_id
+        return "user", event.user.id
+
+    async def _tell(self, event: Event, text: str) -> None:
+        await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
+
+    async def _help(self, event: Event, about: str) -> None:
+        names = self.outbox.command_names(event.place.platform)
+        offered: dict[Offered, tuple[str, ...]] = {
+            "chat_models": tuple(allowed_chat_models(self.plan)),
+            "diffusion_models": tuple(self.diffusion_models()),
+        }
+        text = help_text(about or None, names, offered)
+        if not about or help_specs(about)[0].name == "chat":
+            text = f"{text}\n\n{chat_help(names)}"
+        for piece in split_text(text, self.outbox.limits(event.place.platform).max_text):
+            await self._tell(event, piece)
+
+    async def _usage(self, event: Event) -> None:
+        totals = await self.store.usage_for_user(event.place.platform, event.user.id)
+        budget = (
+            f" of your daily budget of {self.daily_credit_budget:,}"
+            if self.daily_credit_budget
+            else ""
+        )
+        await self._tell(
+            event,
+            f"Your usage today (UTC): {totals.tokens:,} chat tokens "
+            f"({totals.tokens_prompt:,} prompt + {totals.tokens_completion:,} completion) and "
+            f"{totals.credits:,} image credits{budget}.{_estimated(totals.estimated_credits)}",
+        )
+
+    async def _stored(self, event: Event, scope: str) -> ScopeSettings | None:
+        kind, scope_id = self._scope_id(event, scope)
+        return await self.store.get_scope_settings(kind, event.place.platform, scope_id)
+
+    async def _channel(self, event: Event) -> ScopeSettings | None:
+        return await self._stored(event, "channel")
+
+    async def _open_form(self, event: Event, scope: str) -> None:
+        stored = await self._stored(event, scope)
+        current = {name: _value_shown(name, getattr(stored, name, None)) for name in SETTING_NAMES}
+        if scope == "me":
+            current["system_prompt"] = _shown(
+                getattr(await self._channel(event), "system_prompt", None)
+            )
+        modal = modal_for(
+            SETTINGS_ACTION,
+            "" if scope == "me" else scope,
+            defaults=current,
+            models=allowed_chat_models(self.plan),
+        )
+        assert modal is not None
+        await self.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)
+
+    async def _save(self, event: Event, values: Mapping[str, OptionValue], scope: str) -> None:
+        model = values.get("model")
+        if isinstance(model, str) and not plan_allows(self.plan, model):
+            raise UserError(
+                f"{model} needs the Developer plan; this workspace is on the free plan. "
+                f"Choose one of: {', '.join(allowed_chat_models(self.plan))}."
+            )
+        if scope != "me":
+            await self._save_shared(event, values, scope)
+            return
+        admin_only = [name for name in ADMIN_SETTINGS if name in values]
+        if admin_only:
+            settings = (
+                f"/{self.outbox.command_names(event.place.platform).get('settings') or 'settings'}"
+            )
+            raise UserError(
+                f"{LABELS[admin_only[0]]} is set per channel by genbot admins: "
+                f"`{settings} scope channel {admin_only[0]} …`."
+            )
+        mine = await self._stored(event, "me")
+        changed: dict[str, Any] = {
+            name: values[name]
+            for name in USER_SETTINGS
+            if name in values and values[name] != getattr(mine, name, None)
+        }
+        given = values.get("system_prompt")
+        prompt = None if given is None else str(given)
+        new_prompt = None if prompt == CLEAR_SYSTEM_PROMPT else prompt
+        channel = await self._channel(event)
+        prompt_changed = prompt is not None and new_prompt != getattr(
+            channel, "system_prompt", None
+        )
+        platform = event.place.platform
+        if changed:
+            await self.store.set_scope_settings("user", platform, event.user.id, **changed)
+        if prompt_changed:
+            await self.store.set_scope_settings(
+                "channel", platform, event.place.channel_id, system_prompt=new_prompt
+            )
+        await self._tell(event, self._confirmation(changed, prompt_changed, new_prompt))
+        if changed and event.place.is_dm and self.home is not None:
+            await self._redraw_home(event)
+
+    async def _redraw_home(self, event: Event) -> None:
+        """Show the saved defaults on the user's home (best effort: they are saved and
+        confirmed already)."""
+        assert self.home is not None
+        try:
+            await self.home.on_home(HomeOpened(user=event.user, place=event.place))
+        except (SurfaceError, RateLimited) as error:
+            log.info("the home of %s shows older defaults until reopened: %s", event.user.id, error)
+
+    async def _save_shared(
+        self, event: Event, values: Mapping[str, OptionValue], scope: str
+    ) -> None:
+        """Channel or workspace defaults (the caller checked the user is an admin)."""
+        stored = await self._stored(event, scope)
+        wanted: dict[str, Any] = {
+            name: _stored_value(name, value)
+            for name, value in values.items()
+            if name in SETTING_NAMES
+        }
+        changed = {
+            name: value for name, value in wanted.items() if value != getattr(stored, name, None)
+        }
+        whose = _WHOSE[scope]
+        if not changed:
+            await self._tell(event, f"Nothing changed: those are already {whose} defaults.")
+            return
+        kind, scope_id = self._scope_id(event, scope)
+        await self.store.set_scope_settings(kind, event.place.platform, scope_id, **changed)
+        shown = {name: "(default)" if value is None else value for name, value in changed.items()}
+        await self._tell(event, f"Saved {whose} defaults: {_changes(shown)}.")
+
+    @staticmethod
+    def _confirmation(mine: Mapping[str, Any], prompt_changed: bool, prompt: str | None) -> str:
+        sentences: list[str] = []
+        if mine:
+            sentences.append(f"Saved your defaults: {_changes(mine)}.")
+        if prompt_changed:
+            if prompt is None:
+                sentences.append("This channel's system prompt is back to the default.")
+            else:
+                sentences.append(f"Saved this channel's system prompt: “{_preview(prompt)}”.")
+        return " ".join(sentences) or "Nothing changed: those are already your settings."
+
+
+def _estimated(credits: int) -> str:
+    """Which credits /usage shows are genbot's estimates (docs/provider.md#diffusion-prices)."""
+    if not credits:
+        return ""
+    return (
+        f" {credits:,} of the credits are estimates: the service does not say what diffusion "
+        "costs, so genbot counts its configured prices."
+    )

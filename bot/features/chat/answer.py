@@ -1,0 +1,373 @@
+"""Answering a conversation: stream the model's reply through the renderer, run the tools it
+calls, store every turn with its platform messages, and record token usage.
+
+Nothing is posted before the row that makes it recoverable is committed: the reply's assistant
+turn is stored (empty) before its first message is posted, and every message is linked to it
+as soon as it is posted (with the text so far), so a reply to a partly posted answer — after a
+failure, a cancellation or a restart — still finds its conversation. The final text replaces
+the partial one at the end.
+
+One round is one streamed request, or one whole request when streaming is off for the
+channel (``[chat] stream``, ``/settings stream``; non-streamed calls go through ``[api]
+proxy_url``). With ``n`` > 1 the first choice is the reply and every choice is offered to pick
+from (:mod:`bot.features.chat.alternatives`). When the reply is a function call (``finish_reason``
+is ``function_call``), the call and the tool's result are stored as turns and the model is asked
+again, at most ``ChatDefaults.max_function_rounds`` times; the last round offers no functions,
+so it always ends in text. Streams carry no usage, so tokens are counted with the offline
+tokenizer (the same formula the provider bills with).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from bot.api import (
+    ApiError,
+    ChatCompletion,
+    ChatRequest,
+    ChatStream,
+    ChoiceResult,
+    FunctionCall,
+    FunctionDefinition,
+    InlineImagesRefused,
+    ProviderClient,
+    StreamInterrupted,
+)
+from bot.api.errors import ContextTooLong
+from bot.api.ratelimit import observe_waits
+from bot.features.chat.alternatives import offer_alternatives
+from bot.features.chat.history import History, Turn
+from bot.features.chat.image_links import ImageLinks
+from bot.features.chat.renderer import RenderResult, StreamEnd, StreamRenderer
+from bot.features.chat.replies import StoredReply, WaitNotice
+from bot.features.chat.requests import ChatDefaults, ChatParams, build_request, fit
+from bot.features.chat.scoping import Target
+from bot.features.chat.tokens import FittedHistory, count_functions, count_text
+from bot.features.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
+from bot.features.provider_waits import ShownWait
+from bot.kernel import User, UserError, metrics
+from bot.outbox import Activity, Outbox, WritePolicy
+from storage import ConversationStore, UsageLedger
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """One round: either a rendered reply or a function call, and its completion tokens."""
+
+    rendered: RenderResult | None
+    call: FunctionCall | None
+    completion_tokens: int
+    answers: tuple[str, ...] = ()
+    """Every choice's text when the request asked for several (``n`` > 1), the reply first."""
+    turn_id: int = 0
+    """The stored assistant turn of a rendered reply."""
+
+
+async def _whole_text(text: str, end: StreamEnd) -> AsyncIterator[str | StreamEnd]:
+    yield text
+    yield end
+
+
+def _first_choice(stream: ChatStream) -> ChoiceResult | None:
+    results = stream.accumulator.results()
+    return results[0] if results else None
+
+
+async def _until_first_output(stream: ChatStream) -> StreamInterrupted | None:
+    """Read chunks until the reply shows whether it is text or a function call (or ends);
+    returns the interruption that ended the stream early, if any."""
+    try:
+        async for _ in stream:
+            choice = _first_choice(stream)
+            if choice is not None and (choice.text or choice.function_name or choice.finish_reason):
+                return None
+    except StreamInterrupted as error:
+        return error
+    return None
+
+
+async def _text_deltas(
+    stream: ChatStream, pending: StreamInterrupted | None
+) -> AsyncIterator[str | StreamEnd]:
+    """The reply's text as deltas (what was read while peeking first), then how it finished."""
+    sent = 0
+    text = stream.accumulator.text()
+    if text:
+        yield text
+        sent = len(text)
+    if pending is not None:
+        raise pending
+    async for _ in stream:
+        text = stream.accumulator.text()
+        if len(text) > sent:
+            yield text[sent:]
+            sent = len(text)
+    choice = _first_choice(stream)
+    yield StreamEnd(choice.finish_reason if choice else None)
+
+
+def stored_reply(rendered: RenderResult) -> str:
+    """What to keep of a rendered reply: the model's text exactly, or, when it was cut by
+    ``max_tokens`` or an interrupted stream, the displayed text with its mark."""
+    if rendered.interrupted or rendered.finish_reason == "length":
+        return rendered.text
+    return rendered.reply
+
+
+class AnswerStorage(ConversationStore, UsageLedger, Protocol):
+    """What answering uses: the conversation's turns and the usage ledger."""
+
+
+class Answerer:
+    """Produces the model's answer to a conversation's newest turn (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: AnswerStorage,
+        api: ProviderClient,
+        outbox: Outbox,
+        defaults: ChatDefaults,
+        tools: ImageTools | None = None,
+        *,
+        final_timeout: float = 60.0,
+        image_links: ImageLinks | None = None,
+    ) -> None:
+        self.store = store
+        self.api = api
+        self.outbox = outbox
+        self.defaults = defaults
+        self.tools = tools
+        self.final_timeout = final_timeout
+        self.image_links = image_links or ImageLinks(None)
+        offered = self.functions()
+        self._function_tokens = count_functions([f.to_body() for f in offered]) if offered else 0
+        self._prompt_ceilings: dict[str, int] = {}
+        """Model → prompt tokens (as genbot counts them) above which the provider refused a
+        request as too long for the context: later requests are trimmed under it up front."""
+
+    def functions(self, *, last: bool = False) -> list[FunctionDefinition] | None:
+        """The functions a round offers: none without tools, after the last allowed call, or
+        when calls are disabled (``max_function_rounds`` 0)."""
+        if self.tools is None or last or self.defaults.max_function_rounds <= 0:
+            return None
+        return list(FUNCTIONS)
+
+    def function_tokens(self, *, last: bool = False) -> int:
+        """Prompt tokens of the functions a round offers."""
+        return self._function_tokens if self.functions(last=last) else 0
+
+    async def answer(
+        self, target: Target, user: User, params: ChatParams, history: History
+    ) -> RenderResult:
+        """Answer ``target``'s conversation, whose stored turns ``history`` holds (turns added
+        while answering are appended to it); returns the rendered reply. The "thinking"
+        status shown while waiting for the model is cleared when it is done."""
+        thought = Activity("thinking", target.origin, ended=True)
+        try:
+            rendered = await self._answer(target, user, params, history)
+        except Exception:
+            await self.outbox.write(target.place, thought, WritePolicy.BEST_EFFORT)
+            raise
+        await self.outbox.write(target.place, thought, WritePolicy.BEST_EFFORT)
+        return rendered
+
+    async def _answer(
+        self, target: Target, user: User, params: ChatParams, history: History
+    ) -> RenderResult:
+        context = ToolContext(user, target.place, target.origin)
+        rounds = self.defaults.max_function_rounds
+        for round_number in range(rounds + 1):
+            last = round_number == rounds
+            functions = self.functions(last=last)
+            turns, extra = history.request_turns(), self.function_tokens(last=last)
+            fitted = self._fit(params, turns, extra)
+            request = await self._request(params, fitted, functions)
+            try:
+                outcome = await self._round(target, request, user, params.stream)
+            except InlineImagesRefused:
+                request = await self._request(params, fitted, functions)
+                outcome = await self._round(target, request, user, params.stream)
+            except ContextTooLong as refused:
+                fitted = self._shorter(params, turns, extra, fitted, refused)
+                request = await self._request(params, fitted, functions)
+                outcome = await self._round(target, request, user, params.stream)
+            await self.store.add_usage(
+                target.place.platform,
+                user.id,
+                tokens_prompt=fitted.prompt_tokens,
+                tokens_completion=outcome.completion_tokens,
+                kind="chat",
+            )
+            metrics.chat_tokens(fitted.prompt_tokens, outcome.completion_tokens)
+            if outcome.call is None or self.tools is None:
+                assert outcome.rendered is not None
+                if len(outcome.answers) > 1:
+                    await offer_alternatives(
+                        self.store, self.outbox, target, outcome.turn_id, outcome.answers
+                    )
+                return outcome.rendered
+            await self._run_call(target, outcome.call, context, self.tools, history)
+        raise AssertionError("the last round offers no functions, so it ends in text")
+
+    async def _request(
+        self,
+        params: ChatParams,
+        fitted: FittedHistory,
+        functions: list[FunctionDefinition] | None,
+    ) -> ChatRequest:
+        """The request for ``fitted``; its inline images as links once the provider refused
+        them inline (:mod:`bot.features.chat.image_links`)."""
+        messages: list[dict[str, Any]] = [dict(message) for message in fitted.messages]
+        if not self.api.chat.forms.inline_images:
+            messages = await self.image_links.linked(messages)
+        return build_request(params, messages, functions)
+
+    def _fit(self, params: ChatParams, turns: list[Turn], extra: int) -> FittedHistory:
+        """The request's turns, trimmed under the context the provider showed for the model."""
+        fitted = fit(params, self.defaults, turns, extra)
+        ceiling = self._prompt_ceilings.get(params.model)
+        if ceiling is None or fitted.prompt_tokens <= ceiling or fitted.history_tokens <= 0:
+            return fitted
+        kept = max(fitted.history_tokens - (fitted.prompt_tokens - ceiling), 0)
+        return fit(params, self.defaults, turns, extra, max_history_tokens=kept)
+
+    def _shorter(
+        self,
+        params: ChatParams,
+        turns: list[Turn],
+        extra: int,
+        fitted: FittedHistory,
+        refused: ContextTooLong,
+    ) -> FittedHistory:
+        """The request without older turns — at least half of them, and as many as the
+        provider said it was over by, plus a tenth — after it was refused as too long for the
+        model; :class:`UserError` when the message alone was refused."""
+        if fitted.history_tokens <= 0:
+            raise UserError(
+                f"Your message is too long for {params.model}: the service refused it as longer "
+                "than the model's context. Shorten it, or pick a model with a larger context."
+            )
+        log.info("the provider refused the context as too long (%s); trimming", refused)
+        over = refused.excess or 0
+        ceiling = fitted.prompt_tokens - (over + over // 10 + 16 if over else 1)
+        known = self._prompt_ceilings.get(params.model, ceiling)
+        self._prompt_ceilings[params.model] = min(known, ceiling)
+        cut = max(fitted.history_tokens // 2 + 1, over + over // 10 + 16)
+        kept = max(fitted.history_tokens - cut, 0)
+        return fit(params, self.defaults, turns, extra, max_history_tokens=kept)
+
+    async def _run_call(
+        self,
+        target: Target,
+        call: FunctionCall,
+        context: ToolContext,
+        tools: ImageTools,
+        history: History,
+    ) -> None:
+        conversation_id = target.conversation.id
+        call_body = {"name": call.name, "arguments": call.arguments}
+        call_turn = history.add({"role": "assistant", "content": None, "function_call": call_body})
+        await self.store.append_message(
+            conversation_id,
+            "assistant",
+            None,
+            function_call=call_body,
+            token_count=call_turn.tokens,
+        )
+        result = await run_tool(tools, call, context)
+        result_turn = history.add({"role": "function", "name": call.name, "content": result})
+        await self.store.append_message(
+            conversation_id,
+            "function",
+            result,
+            name=call.name,
+            token_count=result_turn.tokens,
+        )
+
+    async def _round(
+        self, target: Target, request: ChatRequest, user: User, stream: bool
+    ) -> _Outcome:
+        thinking = Activity("thinking", target.origin)
+        await self.outbox.write(target.place, thinking, WritePolicy.BEST_EFFORT)
+        if not stream:
+            completion = await self._waiting(target, self.api.chat.complete(request))
+            return await self._whole(target, completion, user)
+        return await self._streamed(target, self.api.chat.stream(request), user)
+
+    async def _waiting(self, target: Target, call: Awaitable[T]) -> T:
+        """``call``'s result; rate-limit waits meanwhile are shown (:class:`WaitNotice`)."""
+        notice = WaitNotice(self.outbox, target)
+        shown = ShownWait(notice.write)
+        try:
+            with observe_waits(shown):
+                return await call
+        finally:
+            await shown.close()
+            await notice.finish()
+
+    async def _whole(self, target: Target, completion: ChatCompletion, user: User) -> _Outcome:
+        """A non-streamed answer: a function call, or the text rendered at once."""
+        first = completion.choices[0]
+        call = first.message.function_call
+        if call is not None and call.name and first.finish_reason != "length":
+            return _Outcome(None, call, count_text(call.name) + count_text(call.arguments))
+        answers = tuple(choice.message.content or "" for choice in completion.choices)
+        finish = StreamEnd(first.finish_reason)
+        rendered, turn_id = await self._render(target, _whole_text(answers[0], finish), user)
+        tokens = sum(count_text(answer) for answer in answers)
+        return _Outcome(rendered, None, tokens, answers, turn_id)
+
+    async def _streamed(self, target: Target, stream: ChatStream, user: User) -> _Outcome:
+        await self._waiting(target, stream.open())
+        async with stream:
+            pending = await _until_first_output(stream)
+            choice = _first_choice(stream)
+            if pending is None and choice is not None and choice.function_name:
+                try:
+                    async for _ in stream:
+                        pass
+                except StreamInterrupted as error:
+                    pending = error
+                call = choice.function_call
+                if pending is None and choice.calls_function and call:
+                    tokens = count_text(call.name) + count_text(call.arguments)
+                    return _Outcome(None, call, tokens)
+            deltas = _text_deltas(stream, pending)
+            rendered, turn_id = await self._render(target, deltas, user)
+        answers = (rendered.reply, *(c.text for c in stream.accumulator.results()[1:]))
+        tokens = sum(count_text(answer) for answer in answers)
+        return _Outcome(rendered, None, tokens, answers, turn_id)
+
+    async def _render(
+        self,
+        target: Target,
+        deltas: AsyncIterator[str | StreamEnd],
+        user: User,
+    ) -> tuple[RenderResult, int]:
+        """Render the reply with its turn stored first: each posted message is linked to the
+        turn as soon as it is posted, the text so far stored with it, the final text at the
+        end. A reply that never got posted leaves no turn behind."""
+        reply = StoredReply(self.store, target)
+        await reply.begin()
+        renderer = StreamRenderer(
+            self.outbox,
+            target.place,
+            origin=target.origin,
+            final_timeout=self.final_timeout,
+            interrupt_errors=(ApiError,),
+            on_posted=lambda ref: reply.posted(ref, renderer.result.reply),
+            recipient=user,
+        )
+        try:
+            rendered = await renderer.render(deltas)
+        except BaseException:
+            await reply.abandon(renderer.result)
+            raise
+        await reply.finish(stored_reply(rendered))
+        return rendered, reply.turn_id

@@ -1,0 +1,398 @@
+"""The chat engine: genbot's answers to plain messages and the ``/chat`` command.
+
+It is both the core's *conversations* object (``on_message``) and a feature owning ``chat`` and
+the ``chat_vision`` button. Where a message belongs is decided in :mod:`bot.features.chat.scoping`,
+what a request carries in :mod:`bot.features.chat.requests`, how it is answered in
+:mod:`bot.features.chat.answer`. Every refusal (a plan that lacks the model, a message too long for
+it) happens before anything is stored, posted or sent to the provider — only a DM's conversation
+exists beforehand; a mention or ``/chat`` in a channel opens its thread only once the message is
+known to fit. genbot's own messages (the question ``/chat`` posts, notes) are written through the
+outbox (:class:`bot.outbox.Outbox`, ``RAISE``): bounded, honouring retry-after, a clear sentence
+when the platform keeps refusing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, ClassVar, Protocol
+
+from bot.api import ProviderClient
+from bot.api.chat import plan_allows
+from bot.features.chat.alternatives import PICK_ACTION, Pick, pick_alternative
+from bot.features.chat.answer import Answerer
+from bot.features.chat.caps import ChatCaps
+from bot.features.chat.history import History, load_history, user_message
+from bot.features.chat.image_links import HostImage, ImageLinks
+from bot.features.chat.renderer import RenderResult
+from bot.features.chat.requests import (
+    VISION_MODEL,
+    ChatDefaults,
+    ChatOverrides,
+    ChatParams,
+    check_plan,
+    fit,
+    history_budget,
+    image_parts,
+    resolve_params,
+    shareable_images,
+)
+from bot.features.chat.scoping import (
+    Target,
+    dm_target,
+    existing_target,
+    open_thread,
+    thread_target,
+    thread_title,
+)
+from bot.features.chat.tools import ImageTools
+from bot.kernel import (
+    Attachment,
+    Button,
+    ButtonPress,
+    Command,
+    Event,
+    MessageRef,
+    ModalSubmit,
+    OptionValue,
+    OutMessage,
+    Place,
+    User,
+    UserError,
+    UserMessage,
+    check_text,
+    is_image,
+)
+from bot.outbox import Edit, Outbox, Post, WritePolicy
+from bot.refs import Referent, RefKind
+from storage import (
+    UNSET,
+    Conversation,
+    ConversationLocks,
+    ConversationStore,
+    SettingsReader,
+    UsageLedger,
+)
+
+VISION_ACTION = "chat_vision"
+VISION_LABEL = f"Use {VISION_MODEL}"
+
+
+def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
+    value = options.get(name)
+    return str(value).strip() or None if value is not None else None
+
+
+def _number(options: Mapping[str, OptionValue], name: str) -> float | None:
+    value = options.get(name)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def asked_text(user: User, prompt: str, limit: int) -> str:
+    """The question ``/chat`` posts in a channel (genbot's own text; it mentions nobody)."""
+    return _clip(f"**{user.name or user.id}** asked: {prompt}", limit)
+
+
+class ChatStorage(ConversationStore, ConversationLocks, SettingsReader, UsageLedger, Protocol):
+    """What the chat engine uses: conversations and their locks, effective settings, the
+    usage ledger."""
+
+
+class ChatEngine:
+    """Conversations in DMs, threads and reply chains, and the ``/chat`` command.
+
+    It writes through ``outbox`` (the process's one); ``tools`` (the image engine) enables
+    function calling; ``image_host`` keeps images the provider must be
+    given as links (the media host, when genbot has a public address).
+    """
+
+    commands = frozenset({"chat"})
+    actions: ClassVar[Mapping[str, RefKind]] = {
+        VISION_ACTION: RefKind.CONVERSATION,
+        PICK_ACTION: RefKind.ALTERNATIVE,
+    }
+
+    def __init__(
+        self,
+        store: ChatStorage,
+        api: ProviderClient,
+        outbox: Outbox,
+        *,
+        tools: ImageTools | None = None,
+        defaults: ChatDefaults | None = None,
+        final_timeout: float = 60.0,
+        image_host: HostImage | None = None,
+        caps: ChatCaps | None = None,
+    ) -> None:
+        self.store = store
+        self.caps = caps or ChatCaps()
+        self.api = api
+        self.outbox = outbox
+        self.plan = api.settings.plan
+        self.defaults = defaults or ChatDefaults()
+        self.answerer = Answerer(
+            store,
+            api,
+            outbox,
+            self.defaults,
+            tools,
+            final_timeout=final_timeout,
+            image_links=ImageLinks(image_host),
+        )
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    # Conversations ------------------------------------------------------------------------
+
+    async def on_message(self, event: UserMessage) -> None:
+        """Answer ``event`` when it belongs to a conversation (see
+        :mod:`bot.features.chat.scoping`)."""
+        text = event.text.strip()
+        images = [a for a in event.attachments if is_image(a) and a.url]
+        if not text and not images:
+            return
+        target = await existing_target(self.store, event)
+        if target is None and not event.mentions_bot:
+            return
+        check_text(text, "Your message")
+        with self.caps.answering(event.place.platform, event.user):
+            await self._answer_message(event, target, text, images)
+
+    async def _answer_message(
+        self,
+        event: UserMessage,
+        target: Target | None,
+        text: str,
+        images: list[Attachment],
+    ) -> None:
+        if target is None:
+            params = await self._params(event.user, event.place, None)
+            self._check_fits_alone(params, text, images)
+            if event.place.thread_id is not None:
+                target = await thread_target(
+                    self.store, event.user, event.place, event, create=True
+                )
+            else:
+                root = MessageRef(event.place, event.message_id)
+                title = thread_title(text or "an image")
+                target = await open_thread(self.store, self.outbox, root, title, event.user, event)
+            assert target is not None
+        else:
+            params = await self._params(event.user, target.place, target.conversation)
+        images = await shareable_images(self.outbox, event.place, images)
+        await self._converse(
+            target, event.user, params, text, images, (event.message_id,), event.place
+        )
+
+    # Feature ------------------------------------------------------------------------------
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """``/chat prompt [model] [temperature] [max_tokens] [system]``."""
+        with self.caps.answering(event.place.platform, event.user):
+            await self._chat_command(event, options)
+
+    async def _chat_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        prompt = _text(options, "prompt") or ""
+        max_tokens = _number(options, "max_tokens")
+        overrides = ChatOverrides(
+            model=_text(options, "model"),
+            system=_text(options, "system"),
+            temperature=_number(options, "temperature"),
+            max_tokens=int(max_tokens) if max_tokens is not None else None,
+        )
+        place, user = event.place, event.user
+        target: Target | None = None
+        if place.is_dm:
+            target = await dm_target(self.store, user, place, event)
+        elif place.thread_id is not None:
+            target = await thread_target(self.store, user, place, event, create=False)
+        conversation = target.conversation if target else None
+        params = await self._params(user, place, conversation, overrides)
+        message_ids: tuple[str, ...] = ()
+        if target is None:
+            self._check_fits_alone(params, prompt, [])
+        if target is None and place.thread_id is not None:
+            target = await thread_target(self.store, user, place, event, create=True)
+        if target is None:
+            asked = OutMessage(
+                asked_text(user, prompt, self.outbox.limits(place.platform).max_text)
+            )
+            question = await self._post(place, asked, event)
+            target = await open_thread(
+                self.store, self.outbox, question, thread_title(prompt), user, None
+            )
+            message_ids = (question.message_id,)
+        if overrides.model is not None or overrides.system is not None:
+            await self.store.update_conversation(
+                target.conversation.id,
+                model=overrides.model if overrides.model is not None else UNSET,
+                system_prompt=overrides.system if overrides.system is not None else UNSET,
+            )
+            updated = await self.store.get_conversation(target.conversation.id)
+            assert updated is not None
+            target = replace(target, conversation=updated)
+        await self._converse(target, user, params, prompt, [], message_ids, place)
+
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+        """``Use llm-4-vision-preview``: switch the conversation and answer its last message;
+        ``Use N``: continue from alternative answer N (:mod:`bot.features.chat.alternatives`)."""
+        conversation = referent.conversation
+        if event.action == PICK_ACTION:
+            await self._pick(event, conversation)
+            return
+        if event.action != VISION_ACTION:
+            raise UserError("This button is no longer supported.")
+        settings_command = self._settings_command(event.place.platform)
+        check_plan(VISION_MODEL, self.plan, settings_command=settings_command)
+        with self.caps.answering(event.place.platform, event.user):
+            await self._see_images(event, conversation)
+
+    async def _see_images(self, event: ButtonPress, conversation: Conversation) -> None:
+        """Switch ``conversation`` to the vision model and answer its last message."""
+        async with self._turn(conversation.id):
+            newest = await self.store.conversation_tail(conversation.id, max_tokens=0)
+            if not any(turn.role == "user" for turn in newest):
+                raise UserError("There is no message in this conversation to answer.")
+            if conversation.model == VISION_MODEL and newest[-1].role != "user":
+                raise UserError(f"This conversation already uses {VISION_MODEL}.")
+            await self.store.update_conversation(conversation.id, model=VISION_MODEL)
+            switched = await self.store.get_conversation(conversation.id)
+            assert switched is not None
+            switched_note = OutMessage(f"Switched this conversation to {VISION_MODEL}.")
+            shown_at = MessageRef(event.place, event.message_id)
+            await self.outbox.write(event.place, Edit(shown_at, switched_note), WritePolicy.RAISE)
+            params = await self._params(event.user, event.place, switched)
+            history = await self._history(switched.id, params)
+            target = Target(switched, event.place, event)
+            await self.answerer.answer(target, event.user, params, history)
+
+    async def _pick(self, event: ButtonPress, conversation: Conversation) -> None:
+        pick = Pick.parse(event.ref)
+        async with self._turn(conversation.id):
+            await pick_alternative(self.store, self.outbox, event.place, event.message_id, pick)
+
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+        """The chat engine opens no forms."""
+        raise UserError("This form is no longer supported.")
+
+    # Internals ----------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _turn(self, conversation_id: int) -> AsyncIterator[None]:
+        """One turn of a conversation at a time: this process's turns in arrival order, then
+        the conversation's lock across processes."""
+        async with self._lock(conversation_id), self.store.conversation_lock(conversation_id):
+            yield
+
+    def _lock(self, conversation_id: int) -> asyncio.Lock:
+        lock = self._locks.get(conversation_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[conversation_id] = lock
+        return lock
+
+    def _settings_command(self, platform: str) -> str:
+        return self.outbox.command_names(platform).get("settings", "settings")
+
+    async def _params(
+        self,
+        user: User,
+        place: Place,
+        conversation: Conversation | None,
+        overrides: ChatOverrides | None = None,
+    ) -> ChatParams:
+        params = await resolve_params(
+            self.store, self.defaults, user, place, conversation, overrides
+        )
+        check_plan(
+            params.model, self.plan, params.model_source, self._settings_command(place.platform)
+        )
+        return params
+
+    def _new_turn(
+        self, params: ChatParams, text: str, images: Sequence[Attachment]
+    ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+        """The user's turn as the model takes it (vision parts, or text for other models) and
+        the vision parts to store."""
+        parts = image_parts(text, images) if images else None
+        return user_message(text, parts, params.model), parts
+
+    def _check_fits_alone(
+        self, params: ChatParams, text: str, images: Sequence[Attachment]
+    ) -> None:
+        """Refuse a message that cannot fit even as a new conversation's only turn (checked
+        before a thread or conversation is made for it)."""
+        turn, _ = self._new_turn(params, text, images)
+        history = History(params.model)
+        history.add(turn)
+        fit(params, self.defaults, history.request_turns(), self.answerer.function_tokens())
+
+    async def _history(self, conversation_id: int, params: ChatParams) -> History:
+        budget = history_budget(params, self.defaults)
+        return await load_history(self.store, conversation_id, params.model, budget)
+
+    async def _post(self, place: Place, message: OutMessage, origin: Event | None) -> MessageRef:
+        return await self.outbox.write(place, Post(message, origin), WritePolicy.RAISE)
+
+    async def _converse(
+        self,
+        target: Target,
+        user: User,
+        params: ChatParams,
+        text: str,
+        images: Sequence[Attachment],
+        message_ids: Sequence[str],
+        came_from: Place,
+    ) -> RenderResult | None:
+        """Store the user's turn (after checking it fits) and answer it."""
+        conversation = target.conversation
+        async with self._turn(conversation.id):
+            turn, parts = self._new_turn(params, text, images)
+            history = await self._history(conversation.id, params)
+            added = history.add(turn)
+            fit(params, self.defaults, history.request_turns(), self.answerer.function_tokens())
+            await self.store.append_message(
+                conversation.id,
+                "user",
+                text,
+                parts=parts,
+                token_count=added.tokens,
+                platform_message_ids=message_ids,
+                channel_id=came_from.channel_id,
+            )
+            if images and not params.sees_images:
+                answered = await self._cannot_see(target, params, len(images), text)
+                if not answered:
+                    return None
+            return await self.answerer.answer(target, user, params, history)
+
+    async def _cannot_see(self, target: Target, params: ChatParams, count: int, text: str) -> bool:
+        """Tell the user the model cannot see images; offer the vision model when the plan
+        has it (then nothing is answered yet). Returns whether to answer the text now."""
+        images = "your image was" if count == 1 else f"your {count} images were"
+        if plan_allows(self.plan, VISION_MODEL):
+            note = (
+                f"{params.model} cannot see images, so {images} not sent to it. Switch this "
+                f"conversation to {VISION_MODEL} to have the model look at "
+                f"{'it' if count == 1 else 'them'} and answer again."
+            )
+            button = Button(VISION_LABEL, VISION_ACTION, str(target.conversation.id), "primary")
+            message = OutMessage(note, buttons=((button,),))
+            posted = await self._post(target.place, message, target.origin)
+            await self.store.link_conversation_messages(
+                target.conversation.id, [posted.message_id], channel_id=target.place.channel_id
+            )
+            return False
+        note = (
+            f"{params.model} cannot see images and {VISION_MODEL} needs the Developer plan, "
+            f"so {images} not sent; "
+            + ("only your text is answered." if text else "there is nothing else to answer.")
+        )
+        await self._post(target.place, OutMessage(note), target.origin)
+        return bool(text)

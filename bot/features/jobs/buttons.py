@@ -1,0 +1,242 @@
+"""genbot's button vocabulary: which buttons a result gets, their labels, and the forms
+(modals) some presses open. Pure. What a press asks of the provider is each feature's table
+(:data:`bot.features.jobs.follow_up_calls.FOLLOW_UPS` for image follow-ups).
+
+Action names are genbot's own (:mod:`bot.features.jobs.follow_ups` maps a provider's spelling to
+them): grid ``upscale1..4``, ``reroll``, ``variation1..4``; upscale follow-ups ``high_variation``,
+``low_variation``, ``vary_region``, ``outpaint_2``, ``outpaint_1.5``, ``outpaint_custom``,
+``outpaint_square``, ``pan_left|right|up|down``,
+``upscale_subtle|creative|2x|4x|light|beta``, ``seed``; describe ``describe_pick1..4``,
+``describe_again`` (🔄) and ``describe_all`` (Imagine all);
+diffusion ``diff_reroll``, ``diff_upscale``, ``diff_init``; and ``settings`` (a form only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+from bot.features.jobs.forms import FormError, form_for
+from bot.kernel import (
+    CHAT_MODELS,
+    REMIX_ACTIONS,
+    REMIX_PREFIX,
+    Button,
+    ButtonStyle,
+    Choice,
+    CommandError,
+    Modal,
+    ModalField,
+    Option,
+    OptionValue,
+    command,
+    option_choices,
+    validate_options,
+)
+
+GRID_ROWS: tuple[tuple[str, ...], ...] = (
+    ("upscale1", "upscale2", "upscale3", "upscale4", "reroll"),
+    ("variation1", "variation2", "variation3", "variation4"),
+)
+UPSCALE_ROWS: tuple[tuple[str, ...], ...] = (
+    ("high_variation", "low_variation", "vary_region"),
+    ("outpaint_2", "outpaint_1.5", "outpaint_custom", "outpaint_square"),
+    ("pan_left", "pan_right", "pan_up", "pan_down"),
+    (
+        "upscale_subtle",
+        "upscale_creative",
+        "upscale_2x",
+        "upscale_4x",
+        "upscale_light",
+        "upscale_beta",
+    ),
+)
+GRID_ACTIONS = frozenset(a for row in GRID_ROWS for a in row)
+UPSCALE_ACTIONS = frozenset(a for row in UPSCALE_ROWS for a in row)
+DESCRIBE_ACTIONS = ("describe_pick1", "describe_pick2", "describe_pick3", "describe_pick4")
+DIFFUSION_ACTIONS = ("diff_reroll", "diff_upscale", "diff_init")
+MAX_BUTTONS_PER_ROW = 5
+MAX_ROWS = 5
+
+LABELS: dict[str, str] = {
+    **{f"upscale{i}": f"U{i}" for i in range(1, 5)},
+    **{f"variation{i}": f"V{i}" for i in range(1, 5)},
+    "reroll": "🔄",
+    "high_variation": "Vary (Strong)",
+    "low_variation": "Vary (Subtle)",
+    "vary_region": "Vary (Region)",
+    "outpaint_2": "Zoom Out 2x",
+    "outpaint_1.5": "Zoom Out 1.5x",
+    "outpaint_custom": "Custom Zoom",
+    "outpaint_square": "Make Square",
+    "pan_left": "⬅️",
+    "pan_right": "➡️",
+    "pan_up": "⬆️",
+    "pan_down": "⬇️",
+    "upscale_subtle": "Upscale (Subtle)",
+    "upscale_creative": "Upscale (Creative)",
+    "upscale_2x": "Upscale (2x)",
+    "upscale_4x": "Upscale (4x)",
+    "upscale_light": "Upscale (Light)",
+    "upscale_beta": "Upscale (Beta)",
+    "seed": "🌱 Seed",
+    **{f"describe_pick{i}": str(i) for i in range(1, 5)},
+    "describe_again": "🔄",
+    "describe_all": "Imagine all",
+    "diff_reroll": "🔄",
+    "diff_upscale": "Upscale",
+    "diff_init": "Use as init",
+}
+"""The label of every button action."""
+LABELS.update({action: LABELS[action.removeprefix(REMIX_PREFIX)] for action in REMIX_ACTIONS})
+
+
+def _button(
+    action: str,
+    ref: str,
+    pressed: Collection[str],
+    disabled: Collection[str] = (),
+    remix: bool = False,
+) -> Button:
+    style: ButtonStyle = "primary" if action in pressed else "secondary"
+    remixed = REMIX_PREFIX + action
+    drawn = remixed if remix and remixed in REMIX_ACTIONS else action
+    return Button(LABELS[action], drawn, ref, style, disabled=action in disabled)
+
+
+def _rows(groups: list[list[str]], seed: bool, max_per_row: int, max_rows: int) -> list[list[str]]:
+    rows = [g[i : i + max_per_row] for g in groups for i in range(0, len(g), max_per_row)]
+    if seed:
+        if rows and len(rows[-1]) < max_per_row:
+            rows[-1].append("seed")
+        else:
+            rows.append(["seed"])
+    if len(rows) > max_rows:
+        flat = [action for row in rows for action in row]
+        rows = [flat[i : i + max_per_row] for i in range(0, len(flat), max_per_row)]
+    return rows[:max_rows]
+
+
+def task_buttons(
+    actions: Iterable[str],
+    ref: str,
+    *,
+    with_seed: bool | None = None,
+    pressed: Collection[str] = (),
+    disabled: Collection[str] = (),
+    remix: bool = False,
+    max_per_row: int = MAX_BUTTONS_PER_ROW,
+    max_rows: int = MAX_ROWS,
+) -> tuple[tuple[Button, ...], ...]:
+    """Button rows for an image task's follow-ups (genbot's action names, see
+    :func:`bot.features.jobs.follow_ups.offered_follow_ups`); with ``remix`` the follow-ups that
+    take a prompt are drawn as their ``remix_`` actions (a press opens the prompt form).
+
+    A grid gets ``U1 U2 U3 U4 🔄`` / ``V1 V2 V3 V4``; an upscale its follow-ups in rows
+    (vary, zoom, pan, second upscales); ``🌱 Seed`` comes last when ``seed`` is among
+    ``actions``. ``with_seed`` forces the seed button on or off (default: on when offered, or
+    for upscales). Unknown action names are ignored; ``pressed`` actions are styled primary,
+    ``disabled`` ones shown disabled. At most ``max_per_row`` per row and ``max_rows`` rows: when
+    the natural rows would be too many, buttons are packed densely and any excess is dropped.
+    """
+    offered = set(actions)
+    groups = [[a for a in row if a in offered] for row in (*GRID_ROWS, *UPSCALE_ROWS)]
+    if with_seed is None:
+        with_seed = "seed" in offered or bool(offered & UPSCALE_ACTIONS)
+    rows = _rows([g for g in groups if g], with_seed, max_per_row, max_rows)
+    return tuple(tuple(_button(a, ref, pressed, disabled, remix) for a in row) for row in rows)
+
+
+def describe_buttons(
+    ref: str, count: int = 4, *, pressed: Collection[str] = ()
+) -> tuple[tuple[Button, ...], ...]:
+    """``1 2 3 4 🔄`` and ``Imagine all`` under a describe result: a number imagines that
+    prompt (after editing it, see :mod:`bot.features.jobs.describe`), 🔄 describes the image again,
+    Imagine all imagines the four prompts."""
+    picks = tuple(_button(a, ref, pressed) for a in (*DESCRIBE_ACTIONS[:count], "describe_again"))
+    return (picks, (_button("describe_all", ref, pressed),))
+
+
+def diffusion_buttons(
+    ref: str, *, upscale: bool = True, pressed: Collection[str] = ()
+) -> tuple[tuple[Button, ...], ...]:
+    """``🔄`` (same options, new seed), ``Upscale`` and ``Use as init`` under a diffusion image."""
+    actions = [a for a in DIFFUSION_ACTIONS if upscale or a != "diff_upscale"]
+    return (tuple(_button(a, ref, pressed) for a in actions),)
+
+
+def _choices_hint(choices: tuple[str, ...]) -> str:
+    listed = ", ".join(choices)
+    return listed if len(listed) <= 100 else f"e.g. {choices[0]}"
+
+
+def modal_for(
+    action: str,
+    ref: str,
+    *,
+    prompt: str = "",
+    defaults: Mapping[str, str] | None = None,
+    models: Sequence[str] = CHAT_MODELS,
+) -> Modal | None:
+    """The form a press of ``action`` opens, or ``None`` when it opens none.
+
+    ``prompt`` pre-fills prompt fields (the parent job's prompt); ``defaults`` pre-fills the
+    settings form (option name → current value), whose model field suggests ``models``. The
+    editors (Custom Zoom, Vary (Region), Use as init) are :mod:`bot.features.jobs.forms`; settings
+    fields are the option names of ``/settings``.
+    """
+    editor = form_for(action, ref, prompt)
+    if editor is not None:
+        return editor
+    if action == "settings":
+        current = defaults or {}
+        spec = command("settings")
+        names = SHARED_SETTINGS_FORM if ref in ("channel", "workspace") else OWN_SETTINGS_FORM
+        fields = tuple(
+            _settings_field(option, current.get(option.name, ""), models)
+            for name in names
+            if (option := spec.option(name)) is not None
+        )
+        return Modal("genbot settings", action, ref, fields)
+    return None
+
+
+OWN_SETTINGS_FORM = ("model", "temperature", "process_mode", "aspect_ratio", "remix")
+"""A user's own settings form: their defaults (five fields: all a Discord form shows)."""
+SHARED_SETTINGS_FORM = ("model", "temperature", "process_mode", "aspect_ratio", "system_prompt")
+"""A channel's or workspace's settings form (admins): their defaults and the system prompt."""
+ON_OFF = (Choice("On", "on"), Choice("Off", "off"))
+FORM_LABELS = {"remix": "Remix: edit the prompt of 🔄, V, pan, zoom"}
+"""Labels for options whose description is longer than a form label (45 characters)."""
+
+
+def _settings_field(option: Option, current: str, models: Sequence[str]) -> ModalField:
+    """A settings form field: a select for yes/no and fixed choices, else text (blank: left
+    as it is)."""
+    label = FORM_LABELS.get(option.name, option.description)[:45]
+    if option.type == "boolean":
+        return ModalField(
+            option.name, label, "Unchanged", current, False, kind="select", choices=ON_OFF
+        )
+    if option.choices and option.autocomplete is None:
+        choices = tuple(Choice(choice, choice) for choice in option.choices)
+        return ModalField(
+            option.name, label, "Unchanged", current, False, kind="select", choices=choices
+        )
+    long = option.name == "system_prompt"
+    hint = _choices_hint(option_choices(option, {"chat_models": tuple(models)}))
+    return ModalField(option.name, label, hint, current, False, 4000 if long else 100, long)
+
+
+def read_settings(values: Mapping[str, str]) -> dict[str, OptionValue]:
+    """Validate a submitted settings form like ``/settings`` options (blank fields are left
+    out); a refused value is a :class:`bot.features.jobs.forms.FormError` about its field."""
+    spec = command("settings")
+    checked: dict[str, OptionValue] = {}
+    for name, value in values.items():
+        if not value.strip():
+            continue
+        try:
+            checked.update(validate_options(spec, {name: value}))
+        except CommandError as error:
+            raise FormError(name, str(error)) from None
+    return checked

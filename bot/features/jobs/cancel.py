@@ -1,0 +1,69 @@
+"""❌ Cancel under a job's progress message.
+
+The provider has no way to cancel a job, so Cancel means: genbot stops following the job and
+hides it (its progress message is deleted), and tells the user that the service may still
+finish and charge it. The job moves to ``failed`` with ``result["cancelled"]``; delivery then
+hides it instead of reporting a failure. Only the requester (or an admin) may cancel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from bot.features.jobs import wording
+from bot.features.jobs.messages import Delivery
+from bot.features.jobs.progress_messages import CANCEL_ACTION
+from bot.features.jobs.tracking.watch import JobWatch
+from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError
+from bot.outbox import Notice, Outbox, WritePolicy
+from bot.refs import Referent, RefKind
+from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter, result_with
+
+CANCELLABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"unknown"}
+
+
+class JobCancel:
+    """The Cancel button (a feature of the core)."""
+
+    commands: frozenset[str] = frozenset()
+    actions: ClassVar[Mapping[str, RefKind]] = {CANCEL_ACTION: RefKind.JOB}
+
+    def __init__(
+        self, store: JobWriter, outbox: Outbox, delivery: Delivery, watch: JobWatch
+    ) -> None:
+        self._store = store
+        self._outbox = outbox
+        self._delivery = delivery
+        self._watch = watch
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        raise UserError("genbot has no such command.")
+
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+        raise UserError("This form is no longer supported.")
+
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+        """Stop following the job and hide it, then say what that means for credits."""
+        job = referent.job
+        if not (event.user.is_admin or event.user.id == job.requester_id):
+            raise UserError("Only the person who started this job can cancel it.")
+        if job.status == "creating":
+            raise UserError("It is still being sent to the service; try again in a moment.")
+        if job.status not in CANCELLABLE:
+            raise UserError("This job has already finished.")
+        moved = await self._store.transition(
+            job.id,
+            CANCELLABLE,
+            "failed",
+            error=f"Cancelled by {event.user.name or event.user.id}.",
+            result=result_with(job, cancelled=True),
+            next_poll_at=None,
+        )
+        if not moved:
+            raise UserError("This job has just finished; its result is on its way.")
+        self._watch.touch(job.id)
+        await self._delivery.deliver(job.id)
+        await self._outbox.write(
+            event.place, Notice(event, wording.CANCELLED_NOTE), WritePolicy.NOW
+        )

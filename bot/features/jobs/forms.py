@@ -1,0 +1,412 @@
+"""The editors' forms: Custom Zoom, Vary (Region), Use as init and a describe pick's prompt —
+what they ask, how a submission is read, and the same form again with the user's values and
+what was wrong.
+
+Remix (``remix_`` actions) asks for the prompt a follow-up runs with. Custom Zoom offers the
+common factors as a select plus a free value. Vary (Region) offers the
+preset areas as a select, and a ``region`` field for coordinates — or, in the playground, an
+editor that draws rectangles and freehand outlines on the image; the form's notice previews the
+chosen area as a small map. Use as init is pre-filled with the image's prompt.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from bot.features.jobs.masks import PRESETS, Polygon, Region, Shape, parse_region
+from bot.kernel import (
+    REMIX_ACTIONS,
+    Choice,
+    CommandError,
+    CommandSpec,
+    Event,
+    Modal,
+    ModalField,
+    OptionValue,
+    SurfaceError,
+    command,
+    validate_options,
+)
+from bot.outbox import OpenForm, Outbox, WritePolicy
+
+log = logging.getLogger(__name__)
+
+ZOOM_FIELD = "zoom"
+ZOOM_VALUE_FIELD = "zoom_value"
+AREA_FIELD = "area"
+REGION_FIELD = "region"
+PROMPT_FIELD = "prompt"
+STRENGTH_FIELD = "strength"
+ZOOM_FACTORS = ("1.25", "1.5", "1.75", "2")
+ZOOM_CHOICES = tuple(Choice(f"{factor}×", factor) for factor in ZOOM_FACTORS)
+AREA_CHOICES = tuple(Choice(name.capitalize(), name) for name in PRESETS)
+REGION_HELP = "x,y,w,h in % (e.g. 10,10,40,60); several with ;"
+MAP_SIDE = 6
+MAP_IN, MAP_OUT = "🟦", "⬛"
+PROMPT_MAX = 4000
+
+
+class FormError(CommandError):
+    """A refused form value: ``field`` is the id of the field whose value is wrong (the form
+    comes back with the sentence beside that field)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def refused_form(modal: Modal, error: Exception) -> Modal:
+    """``modal`` (filled with the submitted values) as it comes back after ``error``: beside the
+    field a :class:`FormError` names, else above the fields."""
+    text = str(error)
+    if isinstance(error, FormError) and any(f.id == error.field for f in modal.fields):
+        return replace(modal, errors=((error.field, text),))
+    return replace(modal, notice="\n".join(part for part in (text, modal.notice) if part))
+
+
+async def show_refused(outbox: Outbox, event: Event, modal: Modal | None, error: Exception) -> None:
+    """Show a refused form again with the user's values and what was wrong (see
+    :func:`refused_form`); where the platform cannot (or there is no form), ``error`` is
+    raised, to be the answer."""
+    if modal is None:
+        raise error
+    try:
+        form = OpenForm(event, refused_form(modal, error))
+        await outbox.write(event.place, form, WritePolicy.NOW)
+    except SurfaceError as refused:
+        log.info("could not show the form again (%s); answering with the error", refused)
+        raise error from None
+
+
+@dataclass(frozen=True)
+class ZoomInput:
+    """A Custom Zoom form: ``zoom_ratio`` normalised (``"1.8"``); ``prompt`` ``None`` = keep."""
+
+    zoom_ratio: str
+    prompt: str | None
+
+
+@dataclass(frozen=True)
+class RegionInput:
+    """A Vary (Region) form: the areas to repaint and the prompt (``None`` = keep)."""
+
+    regions: tuple[Shape, ...]
+    prompt: str | None
+
+
+@dataclass(frozen=True)
+class InitInput:
+    """A Use-as-init form: the img2img prompt and strength (``None`` = the default)."""
+
+    prompt: str
+    strength: float | None
+
+
+def _value(values: Mapping[str, str] | None, key: str, default: str = "") -> str:
+    return values.get(key, default) if values is not None else default
+
+
+def _prompt_field(label: str, prompt: str, values: Mapping[str, str] | None) -> ModalField:
+    text = _value(values, PROMPT_FIELD, prompt)[:PROMPT_MAX]
+    return ModalField(PROMPT_FIELD, label, "Leave as is to keep it", text, False, PROMPT_MAX, True)
+
+
+def zoom_form(ref: str, prompt: str, values: Mapping[str, str] | None = None) -> Modal:
+    """Custom Zoom: a common factor, or another one typed, and the prompt."""
+    chosen = _value(values, ZOOM_FIELD, "" if values is not None else "2")
+    factor = ModalField(
+        ZOOM_FIELD, "Zoom out by", "Pick a factor", chosen, False, kind="select",
+        choices=ZOOM_CHOICES,
+    )  # fmt: skip
+    typed = ModalField(
+        ZOOM_VALUE_FIELD, "Or another factor (above 1, at most 2)", "1.8",
+        _value(values, ZOOM_VALUE_FIELD), False, 10,
+    )  # fmt: skip
+    prompt_field = _prompt_field("Prompt", prompt, values)
+    return Modal("Custom Zoom", "outpaint_custom", ref, (factor, typed, prompt_field))
+
+
+def region_form(
+    ref: str,
+    prompt: str,
+    *,
+    image_url: str = "",
+    values: Mapping[str, str] | None = None,
+) -> Modal:
+    """Vary (Region): a preset area and/or drawn or typed areas, and what to put there. The
+    notice shows a map of the areas chosen so far."""
+    area = ModalField(
+        AREA_FIELD, "Area", "Pick a part of the image", _value(values, AREA_FIELD), False,
+        kind="select", choices=AREA_CHOICES,
+    )  # fmt: skip
+    drawn = ModalField(
+        REGION_FIELD, "Or draw / give areas", REGION_HELP, _value(values, REGION_FIELD), False,
+        PROMPT_MAX, kind="region", image_url=image_url,
+    )  # fmt: skip
+    what = _prompt_field("What to put there", prompt, values)
+    notice = ""
+    if values is not None:
+        try:
+            chosen = _regions(values)
+        except CommandError:
+            chosen = ()
+        if chosen:
+            notice = f"Area:\n{region_map(chosen)}"
+    return Modal("Vary (Region)", "vary_region", ref, (area, drawn, what), notice)
+
+
+def init_form(ref: str, prompt: str, values: Mapping[str, str] | None = None) -> Modal:
+    """Use as init: the img2img prompt (the image's own, to edit) and the strength."""
+    text = ModalField(
+        PROMPT_FIELD, "Prompt", "A fox in autumn", _value(values, PROMPT_FIELD, prompt)[:4000],
+        multiline=True,
+    )  # fmt: skip
+    strength = ModalField(
+        STRENGTH_FIELD, "Strength: how much to change, 0 to 1", "0.6",
+        _value(values, STRENGTH_FIELD), False, 10,
+    )  # fmt: skip
+    return Modal("Use as init image", "diff_init", ref, (text, strength))
+
+
+def pick_form(action: str, ref: str, prompt: str) -> Modal:
+    """A describe pick (``describe_pickN``): its prompt, to edit before it is imagined."""
+    field = ModalField(PROMPT_FIELD, "Prompt", "", prompt[:PROMPT_MAX], True, PROMPT_MAX, True)
+    return Modal(f"Imagine prompt {action[-1]}", action, ref, (field,))
+
+
+def remix_form(
+    action: str, ref: str, prompt: str, values: Mapping[str, str] | None = None
+) -> Modal:
+    """Remix: the prompt a follow-up runs with (the image's own, to edit)."""
+    text = ModalField(
+        PROMPT_FIELD, "Prompt", "What to draw", _value(values, PROMPT_FIELD, prompt)[:PROMPT_MAX],
+        True, PROMPT_MAX, True,
+    )  # fmt: skip
+    return Modal("Remix", action, ref, (text,))
+
+
+def form_for(
+    action: str,
+    ref: str,
+    prompt: str,
+    *,
+    image_url: str = "",
+    values: Mapping[str, str] | None = None,
+) -> Modal | None:
+    """The editor ``action`` opens (again, with ``values``: see :func:`refused_form`), or
+    ``None``."""
+    if action == "outpaint_custom":
+        return zoom_form(ref, prompt, values)
+    if action == "vary_region":
+        return region_form(ref, prompt, image_url=image_url, values=values)
+    if action == "diff_init":
+        return init_form(ref, prompt, values)
+    if action.startswith("describe_pick"):
+        return pick_form(action, ref, _value(values, PROMPT_FIELD, prompt))
+    if action in REMIX_ACTIONS:
+        return remix_form(action, ref, prompt, values)
+    return None
+
+
+def parse_zoom(text: str) -> str:
+    """A custom zoom ratio in (1, 2] (``1.8``, ``1.8x``), normalised; else :class:`CommandError`."""
+    cleaned = text.strip().lower().removesuffix("x").removesuffix("×").strip()
+    try:
+        zoom = float(cleaned)
+    except ValueError:
+        raise CommandError(
+            f"The zoom must be a number above 1, at most 2 (got {text!r})."
+        ) from None
+    if not math.isfinite(zoom) or not 1 < zoom <= 2:
+        raise CommandError(f"The zoom must be above 1 and at most 2 (got {text.strip()}).")
+    return f"{zoom:g}"
+
+
+def _optional(values: Mapping[str, str], key: str) -> str | None:
+    value = values.get(key, "").strip()
+    return value or None
+
+
+def read_zoom(values: Mapping[str, str]) -> ZoomInput:
+    """Validate a submitted Custom Zoom form: the typed factor wins over the chosen one."""
+    typed = _optional(values, ZOOM_VALUE_FIELD)
+    raw = typed or _optional(values, ZOOM_FIELD)
+    field = ZOOM_VALUE_FIELD if typed is not None else ZOOM_FIELD
+    if raw is None:
+        raise FormError(ZOOM_VALUE_FIELD, "Pick a zoom factor, or type one above 1 and at most 2.")
+    try:
+        zoom = parse_zoom(raw)
+    except CommandError as error:
+        raise FormError(field, str(error)) from None
+    return ZoomInput(zoom, _optional(values, PROMPT_FIELD))
+
+
+def _regions(values: Mapping[str, str]) -> tuple[Shape, ...]:
+    chosen = [(key, text) for key in (AREA_FIELD, REGION_FIELD) if (text := _optional(values, key))]
+    if not chosen:
+        raise FormError(
+            REGION_FIELD,
+            "Which part of the image should change? Pick an area, draw one, or give x,y,w,h "
+            "in percent.",
+        )
+    shapes: list[Shape] = []
+    for key, text in chosen:
+        try:
+            shapes += parse_region(text)
+        except CommandError as error:
+            raise FormError(key, str(error)) from None
+    return tuple(shapes)
+
+
+def read_remix(values: Mapping[str, str]) -> str:
+    """The prompt of a submitted Remix form (it must not be empty)."""
+    prompt = _optional(values, PROMPT_FIELD)
+    if prompt is None:
+        raise FormError(PROMPT_FIELD, "Remix needs a prompt: write what to draw.")
+    return prompt
+
+
+def read_region(values: Mapping[str, str]) -> RegionInput:
+    """Validate a submitted Vary (Region) form: the preset area and the drawn or typed ones
+    together (syntax: :func:`bot.features.jobs.masks.parse_region`)."""
+    return RegionInput(_regions(values), _optional(values, PROMPT_FIELD))
+
+
+def read_init(values: Mapping[str, str]) -> InitInput:
+    """Validate a submitted Use-as-init form: a prompt, and a strength from 0 to 1 if given."""
+    prompt = _optional(values, PROMPT_FIELD)
+    if prompt is None:
+        raise FormError(PROMPT_FIELD, "Use as init needs a prompt describing the new image.")
+    spec = command("diffusion.img2img")
+    try:
+        validate_options(spec, {"prompt": prompt}, attachments=("init_image",))
+    except CommandError as error:
+        raise FormError(PROMPT_FIELD, str(error)) from None
+    raw = _optional(values, STRENGTH_FIELD)
+    if raw is None:
+        return InitInput(prompt, None)
+    try:
+        checked = validate_options(
+            spec, {"prompt": prompt, "strength": raw}, attachments=("init_image",)
+        )
+    except CommandError as error:
+        raise FormError(STRENGTH_FIELD, str(error)) from None
+    strength = checked["strength"]
+    assert isinstance(strength, float)
+    return InitInput(prompt, strength)
+
+
+def _inside(shape: Shape, x: float, y: float) -> bool:
+    if isinstance(shape, Region):
+        return shape.x <= x <= shape.x + shape.w and shape.y <= y <= shape.y + shape.h
+    return _in_polygon(shape, x, y)
+
+
+def _in_polygon(polygon: Polygon, x: float, y: float) -> bool:
+    inside = False
+    points = polygon.points
+    for (x1, y1), (x2, y2) in zip(points, (*points[1:], points[0]), strict=True):
+        if (y1 > y) != (y2 > y) and x < (x2 - x1) * (y - y1) / (y2 - y1) + x1:
+            inside = not inside
+    return inside
+
+
+def region_map(shapes: Sequence[Shape], side: int = MAP_SIDE) -> str:
+    """A ``side`` × ``side`` map of the image, 🟦 where a cell's centre is to be repainted."""
+    rows = []
+    for row in range(side):
+        y = (row + 0.5) / side
+        cells = (
+            MAP_IN if any(_inside(s, (col + 0.5) / side, y) for s in shapes) else MAP_OUT
+            for col in range(side)
+        )
+        rows.append("".join(cells))
+    return "\n".join(rows)
+
+
+def shape_key(shape: Shape) -> tuple[float, ...]:
+    """A shape as plain numbers (part of a form submission's idempotency key)."""
+    if isinstance(shape, Region):
+        return (shape.x, shape.y, shape.w, shape.h)
+    return tuple(value for point in shape.points for value in point)
+
+
+IMAGE_FIELD = "image"
+IMAGES_FIELD = "images"
+URL_FIELD = "url"
+DIMENSION_FIELD = "dimension"
+DIMENSION_CHOICES = tuple(Choice(d.capitalize(), d) for d in ("square", "portrait", "landscape"))
+
+
+def describe_upload_form() -> Modal:
+    """/describe without an image: upload one, or give its link."""
+    image = ModalField(IMAGE_FIELD, "Image to describe", required=False, kind="file")
+    link = ModalField(URL_FIELD, "Or its https link", "https://…", required=False, max_length=2000)
+    return Modal("Describe an image", "describe_upload", "", (image, link))
+
+
+def blend_upload_form() -> Modal:
+    """/blend with fewer than two images: upload two to five."""
+    images = ModalField(IMAGES_FIELD, "Images to blend (2 to 5)", kind="file", max_files=5)
+    shape = ModalField(
+        DIMENSION_FIELD, "Shape", "Square", "", False, kind="select", choices=DIMENSION_CHOICES
+    )
+    return Modal("Blend images", "blend_upload", "", (images, shape))
+
+
+INIT_IMAGE_FIELD = "init_image"
+CONTROL_IMAGE_FIELD = "control_image"
+MASK_IMAGE_FIELD = "mask_image"
+OPTIONS_FIELD = "options"
+DIFFUSION_UPLOADS = {"img2img": "img2img_upload", "controlnet": "controlnet_upload"}
+"""The diffusion endpoints whose command may come without its starting image, and the action
+of the form that asks for it."""
+_UPLOAD_TITLES = {"img2img": "Image to image", "controlnet": "ControlNet"}
+
+
+def diffusion_upload_form(
+    endpoint: str,
+    options: Mapping[str, OptionValue] | None = None,
+    *,
+    values: Mapping[str, str] | None = None,
+) -> Modal:
+    """``/diffusion img2img|controlnet`` without its starting image: upload it (for controlnet
+    also a control image and a mask, both optional), with the command's prompt and its other
+    options as flags (``--strength 0.6 --seed 7``), both editable."""
+    spec = command(f"diffusion.{endpoint}")
+    given = dict(options or {})
+    prompt = _value(values, PROMPT_FIELD, str(given.pop(PROMPT_FIELD, "")))[:PROMPT_MAX]
+    flags = _value(values, OPTIONS_FIELD, flags_text(spec, given))
+    fields = [ModalField(INIT_IMAGE_FIELD, "Starting image", kind="file")]
+    if endpoint == "controlnet":
+        fields += [
+            ModalField(
+                CONTROL_IMAGE_FIELD, "Control image (optional)", required=False, kind="file"
+            ),
+            ModalField(MASK_IMAGE_FIELD, "Mask image (optional)", required=False, kind="file"),
+        ]
+    fields += [
+        ModalField(PROMPT_FIELD, "Prompt", "A fox in autumn", prompt, True, PROMPT_MAX, True),
+        ModalField(
+            OPTIONS_FIELD, "Options", "--strength 0.6 --steps 31 --seed 7", flags, False, 1000
+        ),
+    ]
+    return Modal(_UPLOAD_TITLES[endpoint], DIFFUSION_UPLOADS[endpoint], "", tuple(fields))
+
+
+def flags_text(spec: CommandSpec, options: Mapping[str, OptionValue]) -> str:
+    """``options`` written as ``spec``'s text flags (what
+    :func:`bot.kernel.command_text.parse_command_text` reads back); options without a flag are left
+    out."""
+    words: list[str] = []
+    for option in spec.options:
+        if option.name not in options or not option.flags or option.type == "attachment":
+            continue
+        value = str(options[option.name])
+        if not value or any(c.isspace() for c in value):
+            value = f"'{value}'" if '"' in value else f'"{value}"'
+        words.append(f"{option.flags[0]} {value}")
+    return " ".join(words)

@@ -1,0 +1,414 @@
+"""The image engine (family B): ``/imagine``, ``/describe``, ``/blend`` and every button under
+their results.
+
+Commands use the user's (or channel's, workspace's) stored defaults for ``process_mode`` and
+``aspect_ratio`` when the command gives none. Derivatives keep their origin's aspect ratio
+(sent explicitly: the provider's default is 1:1) and inherit its mode. Every request is built —
+and so validated — before anything is stored or posted, so bad input never leaves genbot.
+
+A press is idempotent per (pressed job, action); a form submission per (pressed job, action,
+digest of the normalised values), so a second Custom Zoom of 1.8 finds the first while a zoom of
+1.6 is a new job. Derivatives that failed to start may be pressed again.
+
+Remix (``/settings remix true``, each user's own) is read when a button is pressed: for a user
+with Remix on, a press of a follow-up that takes a prompt (🔄, V1–V4, vary, zoom 2x/1.5x, pan)
+opens a form pre-filled with the prompt, and the prompt submitted is sent (when changed) and
+becomes the new job's prompt; with Remix off it runs at once. Results are drawn with ``remix_``
+buttons for a requester with Remix on, so that Discord, which must not acknowledge a press
+that opens a form, opens it at once (a press drawn otherwise opens it through a note).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, get_args
+
+from bot.api import (
+    BlendDimension,
+    BlendRequest,
+    DescribeRequest,
+    ImagineRequest,
+    ProcessMode,
+    ProviderClient,
+)
+from bot.features.jobs import wording
+from bot.features.jobs.buttons import GRID_ACTIONS, UPSCALE_ACTIONS
+from bot.features.jobs.follow_up_calls import (
+    FollowUp,
+    FollowUpInput,
+    choice,
+    follow_up_for,
+    values_digest,
+)
+from bot.features.jobs.follow_ups import offered_follow_ups, refused_actions, version_for
+from bot.features.jobs.forms import (
+    RegionInput,
+    ZoomInput,
+    blend_upload_form,
+    describe_upload_form,
+    form_for,
+    read_region,
+    read_remix,
+    read_zoom,
+    shape_key,
+)
+from bot.features.jobs.input_checks import check_form_prompt, check_prompt
+from bot.features.jobs.masks import build_mask
+from bot.features.jobs.region_preview import RegionPreviews
+from bot.features.jobs.starter import JobSpec, JobStarter
+from bot.features.jobs.task_call import TaskCall
+from bot.kernel import (
+    MODAL_ACTIONS,
+    REMIX_ACTIONS,
+    REMIX_PREFIX,
+    Attachment,
+    ButtonPress,
+    Command,
+    CommandError,
+    Event,
+    MediaError,
+    MediaFetcher,
+    ModalSubmit,
+    OptionValue,
+    UserError,
+)
+from bot.outbox import OpenForm, WritePolicy
+from bot.refs import Referent, RefKind
+from storage import (
+    BlendParams,
+    DescribeParams,
+    EffectiveSettings,
+    ImageParams,
+    Job,
+    JobResult,
+    SettingsReader,
+)
+
+PROCESS_MODES: tuple[ProcessMode, ...] = get_args(ProcessMode)
+BLEND_DIMENSIONS: tuple[BlendDimension, ...] = get_args(BlendDimension)
+BLEND_DEFAULT_DIMENSION: BlendDimension = "square"
+"""Sent when the user picks no dimension: the API documentation gives blend no default
+(docs/provider.md#undocumented-defaults)."""
+IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, *REMIX_ACTIONS, "seed"})
+BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
+
+
+def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | str:
+    """A submitted Custom Zoom, Vary (Region) or Remix form (a remix form is its prompt),
+    validated (prompt included); :class:`CommandError` says what is wrong."""
+    form: ZoomInput | RegionInput
+    if event.action in REMIX_ACTIONS:
+        prompt = read_remix(event.values)
+        check_form_prompt(prompt)
+        return prompt
+    if event.action == "outpaint_custom":
+        form = read_zoom(event.values)
+    elif event.action == "vary_region":
+        form = read_region(event.values)
+    else:
+        raise UserError("This form is no longer supported.")
+    if form.prompt is not None:
+        check_form_prompt(form.prompt)
+    return form
+
+
+def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
+    value = options.get(name)
+    return str(value) if value not in (None, "") else None
+
+
+class ImageJobs:
+    """The image task feature (see the module docstring)."""
+
+    commands = frozenset({"imagine", "describe", "blend"})
+    actions: ClassVar[Mapping[str, RefKind]] = dict.fromkeys(IMAGE_ACTIONS, RefKind.JOB)
+
+    def __init__(
+        self,
+        starter: JobStarter,
+        provider: ProviderClient,
+        media: MediaFetcher,
+        settings: SettingsReader,
+    ) -> None:
+        self._starter = starter
+        self._settings = settings
+        self._tasks = provider.tasks
+        self._media = media
+        self._previews = RegionPreviews(starter.store, starter.outbox, media)
+
+    # Commands ---------------------------------------------------------------------------------
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """Start ``/imagine``, ``/describe`` or ``/blend``."""
+        if event.name == "imagine":
+            skip = options.get("skip_prompt_check")
+            await self.imagine(
+                event,
+                str(options["prompt"]),
+                aspect_ratio=_text(options, "aspect_ratio"),
+                process_mode=_text(options, "process_mode"),
+                skip_prompt_check=bool(skip) if skip is not None else None,
+            )
+        elif event.name == "describe":
+            await self._describe_command(event, options)
+        elif event.name == "blend":
+            await self._blend(event, options)
+
+    async def imagine(
+        self,
+        event: Event,
+        prompt: str,
+        *,
+        aspect_ratio: str | None = None,
+        process_mode: str | None = None,
+        skip_prompt_check: bool | None = None,
+    ) -> Job:
+        """Start an imagine job for ``event``'s user in ``event``'s place."""
+        if not skip_prompt_check:
+            check_prompt(prompt)
+        aspect_ratio, process_mode, remix = await self._defaults(event, aspect_ratio, process_mode)
+        request = ImagineRequest(
+            prompt=prompt,
+            aspect_ratio=aspect_ratio,
+            process_mode=choice(process_mode, PROCESS_MODES, "process_mode"),
+            skip_prompt_check=skip_prompt_check,
+        )
+        params = ImageParams(
+            aspect_ratio=request.aspect_ratio,
+            process_mode=process_mode,
+            model_version=version_for(prompt, None),
+            remix=remix,
+        )
+        spec = JobSpec("task", "imagine", prompt, params, webhook=True)
+        return await self._starter.start(event, spec, TaskCall(request, self._tasks.imagine))
+
+    async def describe(
+        self, event: Event, image_url: str, *, process_mode: str | None = None
+    ) -> Job:
+        """Start a describe job for an image link."""
+        _, process_mode, _ = await self._defaults(event, None, process_mode)
+        mode = choice(process_mode, PROCESS_MODES, "process_mode")
+        request = DescribeRequest(image_url=image_url, process_mode=mode)
+        self._tasks.check(request)
+        params = DescribeParams(image_url=request.image_url, process_mode=process_mode)
+        spec = JobSpec("task", "describe", "", params, webhook=True)
+        return await self._starter.start(event, spec, TaskCall(request, self._tasks.describe))
+
+    async def _describe_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        attachment = event.attachments.get("image")
+        url = _text(options, "url")
+        if attachment is None and url is None:
+            needs = "/describe needs an image: attach one, or give its https link."
+            await self._starter.offer_upload(event, describe_upload_form(), needs)
+            return
+        async with self._starter.admitted(event):
+            if attachment is not None:
+                url = await self._starter.attachment_url(event, attachment, cdn_ok=False)
+            assert url is not None
+            await self.describe(event, url, process_mode=_text(options, "process_mode"))
+
+    async def _blend(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        attachments: list[Attachment] = [
+            event.attachments[name] for name in BLEND_OPTIONS if name in event.attachments
+        ]
+        if len(attachments) < 2:
+            needs = "/blend needs at least two images (image1 and image2)."
+            await self._starter.offer_upload(event, blend_upload_form(), needs)
+            return
+        await self.blend(
+            event,
+            attachments,
+            dimension=_text(options, "dimension"),
+            process_mode=_text(options, "process_mode"),
+        )
+
+    async def blend(
+        self,
+        event: Event,
+        attachments: Sequence[Attachment],
+        *,
+        dimension: str | None = None,
+        process_mode: str | None = None,
+    ) -> None:
+        """Start a blend of two to five images for ``event``'s user (their caps are checked,
+        and the options, before any image is downloaded)."""
+        if not 2 <= len(attachments) <= len(BLEND_OPTIONS):
+            raise UserError("A blend takes two to five images.")
+        _, mode, remix = await self._defaults(event, None, process_mode)
+        dimension = dimension or BLEND_DEFAULT_DIMENSION
+        shape = choice(dimension, BLEND_DIMENSIONS, "dimension")
+        speed = choice(mode, PROCESS_MODES, "process_mode")
+        async with self._starter.admitted(event):
+            urls = [
+                await self._starter.attachment_url(event, attachment, cdn_ok=False)
+                for attachment in attachments
+            ]
+            request = BlendRequest(image_urls=urls, dimension=shape, process_mode=speed)
+            self._tasks.check(request)
+            params = BlendParams(
+                image_urls=tuple(urls), dimension=dimension, process_mode=mode, remix=remix
+            )
+            spec = JobSpec("task", "blend", "", params, webhook=True)
+            await self._starter.start(event, spec, TaskCall(request, self._tasks.blend))
+
+    async def _defaults(
+        self, event: Event, aspect_ratio: str | None, process_mode: str | None
+    ) -> tuple[str | None, str | None, bool]:
+        """The aspect ratio and mode to use (given, else the user's defaults), and whether
+        the user has Remix on."""
+        stored = await self._stored(event)
+        aspect = aspect_ratio or stored.aspect_ratio
+        return aspect, process_mode or stored.process_mode, bool(stored.remix)
+
+    async def _stored(self, event: Event) -> EffectiveSettings:
+        place = event.place
+        return await self._settings.effective_settings(
+            place.platform,
+            user_id=event.user.id,
+            channel_id=place.channel_id,
+            workspace_id=place.workspace_id or None,
+        )
+
+    async def _remix(self, event: Event) -> bool:
+        """Whether ``event``'s user has Remix on (their results get remix forms)."""
+        return bool((await self._stored(event)).remix)
+
+    # Buttons and forms ------------------------------------------------------------------------
+
+    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+        """Open a form, or start the follow-up the pressed button asks for. Remix is the
+        presser's setting when they press: a follow-up that takes a prompt opens the Remix
+        form when it is on, and runs at once when it is off, whatever the button was drawn
+        as."""
+        parent = referent.job
+        action = event.action
+        base = action.removeprefix(REMIX_PREFIX)
+        if REMIX_PREFIX + base in REMIX_ACTIONS:
+            action = REMIX_PREFIX + base if await self._remix(event) else base
+        if action in MODAL_ACTIONS:
+            self._check_origin(parent, base)
+            image = parent.result_urls[0] if parent.result_urls else ""
+            modal = form_for(action, parent.id, parent.prompt, image_url=image)
+            assert modal is not None
+            await self._starter.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)
+            return
+        follow_up = follow_up_for(action)
+        if follow_up is None:
+            raise UserError("This button is no longer supported.")
+        origin = self._check_origin(parent, action)
+        given = FollowUpInput(origin, ImageParams.of(parent).aspect_ratio)
+        await self._derive(event, parent, follow_up, given, action)
+
+    def check_modal(self, event: ModalSubmit) -> None:
+        """A Custom Zoom, Vary (Region) or Remix form's own checks (see :func:`read_form`)."""
+        read_form(event)
+
+    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+        """Start a Custom Zoom, Vary (Region) or remixed job from a submitted form."""
+        parent = referent.job
+        action = event.action.removeprefix(REMIX_PREFIX)
+        origin = self._check_origin(parent, action)
+        aspect = ImageParams.of(parent).aspect_ratio
+        follow_up = follow_up_for(action)
+        try:
+            form = read_form(event)
+        except CommandError as error:
+            image = parent.result_urls[0] if parent.result_urls else ""
+            again = form_for(
+                event.action, parent.id, parent.prompt, image_url=image, values=event.values
+            )
+            await self._starter.reopen(event, again, error)
+            return
+        if follow_up is None:
+            raise UserError("This form is no longer supported.")
+        if isinstance(form, str):
+            changed = form if form != parent.prompt else None
+            given = FollowUpInput(origin, aspect, prompt=changed)
+            key = f"{action}:{values_digest(form)}"
+            await self._derive(event, parent, follow_up, given, key, prompt=form)
+        elif isinstance(form, ZoomInput):
+            given = FollowUpInput(origin, aspect, prompt=form.prompt, zoom_ratio=form.zoom_ratio)
+            key = f"{event.action}:{values_digest(form.zoom_ratio, form.prompt)}"
+            await self._derive(
+                event, parent, follow_up, given, key, prompt=form.prompt, zoom_ratio=form.zoom_ratio
+            )
+        else:
+            digest = values_digest([shape_key(shape) for shape in form.regions], form.prompt)
+            if not await self._previews.offer(event, parent, form, digest, event.values):
+                await self.vary_region(event, parent, form, digest)
+
+    async def vary_region(self, event: Event, parent: Job, form: RegionInput, digest: str) -> None:
+        """Start Vary (Region) of ``parent`` with ``form`` (``digest``: its values')."""
+        origin = self._check_origin(parent, "vary_region")
+        follow_up = follow_up_for("vary_region")
+        assert follow_up is not None
+        size = await self._image_size(parent)
+        mask = await asyncio.to_thread(build_mask, form.regions, size)
+        aspect = ImageParams.of(parent).aspect_ratio
+        given = FollowUpInput(origin, aspect, prompt=form.prompt, mask=mask.base64)
+        key = f"vary_region:{digest}"
+        await self._derive(event, parent, follow_up, given, key, prompt=form.prompt)
+
+    def _check_origin(self, parent: Job, action: str) -> str:
+        """The parent's task id, once it is finished and offers ``action`` (see
+        :func:`bot.features.jobs.follow_ups.offered_follow_ups`) and the provider has not refused
+        it."""
+        if parent.family != "task" or parent.provider_id is None:
+            raise UserError("That button does not work on this message.")
+        if parent.status not in ("finished", "posting", "posted"):
+            raise UserError("That image is not finished yet; wait for its result.")
+        if action not in offered_follow_ups(parent):
+            raise UserError("That button does not apply to this image.")
+        if action in refused_actions(parent):
+            raise UserError("The service refused that on this image, so the button is disabled.")
+        return parent.provider_id
+
+    async def _image_size(self, parent: Job) -> tuple[int, int]:
+        stored = JobResult.of(parent).size
+        if stored is not None:
+            return stored
+        for url in parent.result_urls:
+            try:
+                image = await self._media.fetch(url)
+            except MediaError:
+                continue
+            return image.width, image.height
+        raise UserError("The image to change is no longer available; upscale it again first.")
+
+    async def _derive(
+        self,
+        event: Event,
+        parent: Job,
+        follow_up: FollowUp[Any],
+        given: FollowUpInput,
+        key: str,
+        *,
+        prompt: str | None = None,
+        zoom_ratio: str | None = None,
+    ) -> Job:
+        """Start ``follow_up`` of ``parent`` (``key``: the press, or the form and its values);
+        its request is built before anything is stored."""
+        call = follow_up.prepare(key.partition(":")[0], self._tasks, given)
+        about = None if (prompt or parent.prompt).strip() else wording.subject(parent)
+        params = ImageParams(subject=about)
+        if follow_up.inherits:
+            inherited = ImageParams.of(parent)
+            params = ImageParams(
+                aspect_ratio=inherited.aspect_ratio,
+                process_mode=JobResult.of(parent).mode or inherited.process_mode,
+                model_version=version_for(parent.prompt, parent),
+                remix=await self._remix(event),
+                zoom_ratio=zoom_ratio,
+                subject=about,
+            )
+        spec = JobSpec(
+            "task",
+            follow_up.task_type,
+            prompt or parent.prompt,
+            params,
+            parent,
+            key,
+            webhook=follow_up.webhook,
+        )
+        return await self._starter.start(event, spec, call)

@@ -1,0 +1,90 @@
+"""Checks genbot applies to image prompts and attachments before anything reaches the provider.
+
+Prompts (unless ``skip_prompt_check``): only what is malformed — a ``--v`` / ``--version`` that
+is not a version number, an ``--ar`` / ``--aspect`` that is not ``W:H`` (the same rule as the
+``aspect_ratio`` option), a ``--seed`` that is not a whole number, a flag that takes a value
+without one (``--no`` at the end). Which versions, ratios, seeds and lengths the provider
+accepts the API documentation does not say, so the rest is left to the provider and its
+refusal shown (docs/provider.md#prompt-check). Attachments: an image type (by content type,
+else by file name) and at most ``[limits] max_upload_bytes``.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import re
+
+from bot.features.jobs.forms import PROMPT_FIELD, FormError
+from bot.kernel import Attachment, CommandError, parse_aspect_ratio
+
+_VERSION = re.compile(r"\d+(?:\.\d+)?")
+VALUED_FLAGS = {
+    "--no": "--no cars, trees",
+    "--seed": "--seed 1234",
+    "--sameseed": "--sameseed 1234",
+    "--ar": "--ar 16:9",
+    "--aspect": "--aspect 16:9",
+    "--v": "--v 6",
+    "--version": "--version 6",
+    "--chaos": "--chaos 20",
+    "--c": "--c 20",
+    "--stylize": "--stylize 250",
+    "--s": "--s 250",
+    "--quality": "--quality 1",
+    "--q": "--q 1",
+    "--iw": "--iw 1.5",
+    "--stop": "--stop 80",
+    "--weird": "--weird 250",
+}
+"""Prompt flags that take a value, with an example of each."""
+
+
+def _flag_values(prompt: str, names: tuple[str, ...]) -> list[str]:
+    words = prompt.split()
+    return [words[i + 1] for i, word in enumerate(words[:-1]) if word.lower() in names]
+
+
+def check_prompt(prompt: str) -> None:
+    """Raise :class:`CommandError` when ``prompt`` is malformed (see the module docstring)."""
+    for value in _flag_values(prompt, ("--v", "--version")):
+        if not _VERSION.fullmatch(value):
+            raise CommandError(f"--v must be a version number, like --v 6 (got {value!r}).")
+    for value in _flag_values(prompt, ("--ar", "--aspect")):
+        parse_aspect_ratio(value, "--ar")
+    for flag in ("--seed", "--sameseed"):
+        for value in _flag_values(prompt, (flag,)):
+            if not value.isdigit():
+                raise CommandError(f"{flag} must be a whole number (got {value!r}).")
+    words = prompt.split()
+    for index, word in enumerate(words):
+        if word.lower() in VALUED_FLAGS and (
+            index + 1 == len(words) or words[index + 1].startswith(("--", "—"))
+        ):
+            raise CommandError(f"{word} needs a value after it, like {VALUED_FLAGS[word.lower()]}.")
+
+
+def check_form_prompt(prompt: str) -> None:
+    """:func:`check_prompt` for a form's prompt field (the error comes back beside it)."""
+    try:
+        check_prompt(prompt)
+    except CommandError as error:
+        raise FormError(PROMPT_FIELD, str(error)) from None
+
+
+def check_attachment(attachment: Attachment, max_bytes: int) -> None:
+    """Raise :class:`CommandError` for a file that is not an image or is too large."""
+    name = attachment.filename or "That file"
+    kind = attachment.content_type or mimetypes.guess_type(attachment.filename)[0]
+    if kind is not None and not kind.lower().startswith("image/"):
+        raise CommandError(f"{name} is not an image ({kind}); attach a PNG, JPEG or WebP.")
+    if attachment.size is not None and attachment.size > max_bytes:
+        raise CommandError(
+            f"{name} is too large ({_size(attachment.size)}); images may be at most "
+            f"{_size(max_bytes)}."
+        )
+
+
+def _size(count: int) -> str:
+    if count >= 1024 * 1024:
+        return f"{count / (1024 * 1024):.3g} MiB"
+    return f"{count / 1024:.3g} KiB"

@@ -1,0 +1,54 @@
+"""A follow-up the provider refuses: the user is told which one, and its button is disabled.
+
+When genbot offers a follow-up the provider does not accept for that image (genbot guessed it
+from the documented rules, or the provider changed its mind), the creation call answers 400 or
+``status: failed``. The job ends ``create_failed`` with a message naming the button, the action
+is recorded on the pressed job (``result["refused_actions"]``) and its result message is redrawn
+with that button disabled, so nobody presses it again. A refusal for want of credits is not the
+action's fault and disables nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from bot.api.errors import ApiError, BadRequest, RefusalKind, TaskCreationRefused
+from bot.features.jobs.buttons import LABELS
+from bot.features.jobs.follow_ups import refused_actions
+from bot.features.jobs.messages import Delivery
+from storage import JobWriter, adding_refused
+
+log = logging.getLogger(__name__)
+
+
+class FollowUpRefused(ApiError):
+    """The provider refused to start the follow-up ``action`` of an image."""
+
+    def __init__(self, action: str, cause: ApiError) -> None:
+        self.action = action
+        self.cause = cause
+        label = LABELS.get(action, action)
+        reason = getattr(cause, "provider_message", "") or cause.user_message
+        self.user_message = f"The service refused {label} on this image: {reason}"
+        super().__init__(f"follow-up {action} refused: {cause}")
+
+
+def refuses_follow_up(error: BaseException) -> bool:
+    """Whether a creation call's ``error`` means the provider will not do this follow-up on
+    this image (a 400, or ``status: failed`` for any reason but credits)."""
+    if isinstance(error, BadRequest):
+        return True
+    if isinstance(error, TaskCreationRefused):
+        return error.kind is not RefusalKind.INSUFFICIENT_CREDIT
+    return False
+
+
+async def disable_follow_up(store: JobWriter, delivery: Delivery, job_id: str, action: str) -> None:
+    """Record that the provider refused ``action`` on job ``job_id`` and redraw its buttons."""
+    job = await store.get_job(job_id)
+    if job is None or action in refused_actions(job):
+        return
+    updated = await store.change_job_result(job.id, adding_refused(action))
+    log.info("job %s: the provider refused %s; its button is disabled", job.id, action)
+    if updated is not None:
+        await delivery.redraw_buttons(updated)

@@ -1,0 +1,287 @@
+"""Mirroring the provider's state into job rows: a family B task record (from a poll or a
+webhook) or a diffusion fetch moves the job (adopting the provider's task id when it had none),
+stores the result and shows progress; a job the provider is done with goes to delivery. Jobs
+older than ``job_timeout_seconds`` are settled here too. The tracker
+(:mod:`bot.features.jobs.tracking.tracker`) decides when; this module decides what changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
+from bot.features.jobs import wording
+from bot.features.jobs.messages import Delivery
+from bot.features.jobs.tracking.moves import MoveBatch
+from bot.features.jobs.tracking.results import (
+    diffusion_result_fields,
+    poll_delay,
+    task_result_fields,
+)
+from bot.features.jobs.tracking.watch import JobWatch
+from bot.kernel import LimitsSettings
+from storage import (
+    ACTIVE_STATUSES,
+    IN_FLIGHT_STATUSES,
+    Job,
+    JobStatus,
+    JobTracking,
+    JobWriter,
+    result_with,
+)
+
+log = logging.getLogger(__name__)
+
+DIFFUSION_FETCH_CONCURRENCY = 4
+PROGRESS_CONCURRENCY = 4
+"""Progress edits a poll starts (for the jobs it moved) under way at once: each is a platform
+write, and a thousand jobs moving in one answer must not take every storage connection."""
+NOT_STARTED = "genbot could not start this job (nothing was sent to the service)."
+LOST_AFTER_NULLS = 3
+"""multi_fetch answers null for a task genbot created this many times in a row, at least
+``poll_interval_max`` apart in all, before the task counts as lost (docs/provider.md#lost-tasks)."""
+LOST_TASK = (
+    "The service no longer knows this job: it answered that its task does not exist "
+    f"{LOST_AFTER_NULLS} times in a row, so no result will come. Start it again."
+)
+_MIRRORED: dict[str, JobStatus] = {
+    "pending": "pending",
+    "staged": "staged",
+    "processing": "processing",
+    "retry": "retry",
+}
+_ADOPTABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"creating", "unknown"}
+
+
+class ProviderStateStorage(JobWriter, JobTracking, Protocol):
+    """What mirroring uses: job reads and moves, and the poll marks."""
+
+
+class ProviderState:
+    """Applies what the provider says about jobs; ``on_done`` hears the id of each job this
+    process holds that the provider is done with (the tracker delivers it)."""
+
+    def __init__(
+        self,
+        store: ProviderStateStorage,
+        provider: ProviderClient,
+        delivery: Delivery,
+        watch: JobWatch,
+        limits: LimitsSettings,
+        *,
+        on_done: Callable[[str], None],
+        clock: Callable[[], float],
+    ) -> None:
+        self._store = store
+        self._provider = provider
+        self._delivery = delivery
+        self._watch = watch
+        self._limits = limits
+        self._on_done = on_done
+        self._clock = clock
+        self._unresolved: dict[str, tuple[int, float]] = {}
+        """Job id → (multi_fetch nulls in a row, when the first came)."""
+        self.moves = MoveBatch(store)
+        """The moves of records applied side by side go to storage together."""
+        self._progress: dict[str, asyncio.Task[bool]] = {}
+        self._progress_slots = asyncio.Semaphore(PROGRESS_CONCURRENCY)
+
+    async def apply_task_record(
+        self,
+        job: Job,
+        record: TaskRecord,
+        *,
+        webhook_at: float | None = None,
+        owned: bool = True,
+        progress_later: bool = False,
+    ) -> bool:
+        """Mirror a family B record into the job; True if the job changed (or its progress
+        message did). A job without a provider id (``unknown``, or still ``creating``) is
+        adopted: the record's task id is stored with it. ``webhook_at``: the record came by
+        webhook then (stored with it). ``owned=False``: another process holds the job, so only
+        the store changes (its owner shows progress and delivers). ``progress_later`` (a poll
+        round): the progress message is edited only when the job moved, and in the background
+        (:meth:`show_progress_soon`), so a round never waits for the platform's write budget
+        (the time shown moves with the progress ticker, :mod:`bot.features.jobs.tracking.ticker`);
+        True then only if the job changed."""
+        adopt: dict[str, Any] = {}
+        if job.provider_id is None:
+            adopt["provider_id"] = record.task_id
+        if webhook_at is not None:
+            adopt["last_webhook_at"] = webhook_at
+        status = record.status
+        if status == "finished":
+            fields = task_result_fields(record)
+            return await self.finish(job, "finished", owned=owned, **fields, **adopt)
+        if status == "failed":
+            errors = [m for m in record.task_result.error_messages if m.strip()]
+            error = "\n".join(errors) or "The service reported a failure without details."
+            return await self.finish(job, "failed", owned=owned, error=error, **adopt)
+        mirrored = _MIRRORED.get(status)
+        if mirrored is None:
+            log.warning("job %s: unknown provider status %r", job.id, status)
+            return False
+        changed = False
+        if job.provider_id is None:
+            changed = await self.moves.transition(job.id, _ADOPTABLE, mirrored, **adopt)
+        elif mirrored != job.status and job.status in IN_FLIGHT_STATUSES:
+            changed = await self.moves.transition(job.id, IN_FLIGHT_STATUSES, mirrored, **adopt)
+        elif webhook_at is not None:
+            await self._store.update_job(job.id, last_webhook_at=webhook_at)
+        if not owned:
+            return changed
+        if progress_later:
+            if changed:
+                self.show_progress_soon(job, status)
+            return changed
+        shown = await self._delivery.show_progress(job, status)
+        return changed or shown
+
+    def show_progress_soon(self, job: Job, status: str) -> None:
+        """Edit ``job``'s progress message for ``status`` in the background,
+        ``PROGRESS_CONCURRENCY`` at a time (skipped while an earlier one for the job is under
+        way: the next tick brings a newer text)."""
+        running = self._progress.get(job.id)
+        if running is not None and not running.done():
+            return
+        task = asyncio.create_task(self._show(job, status), name=f"genbot-progress-{job.id}")
+        self._progress[job.id] = task
+        task.add_done_callback(lambda _: self._forget_progress(job.id, task))
+
+    async def _show(self, job: Job, status: str) -> bool:
+        async with self._progress_slots:
+            return await self._delivery.show_progress(job, status)
+
+    def _forget_progress(self, job_id: str, task: asyncio.Task[bool]) -> None:
+        if self._progress.get(job_id) is task:
+            del self._progress[job_id]
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("progress edit of job %s failed: %r", job_id, task.exception())
+
+    @property
+    def busy(self) -> bool:
+        """Whether background progress edits are under way."""
+        return bool(self._progress)
+
+    async def progress_idle(self, *, cancel: bool = False) -> None:
+        """Wait until the background progress edits started so far are done (``cancel``:
+        cancel them first)."""
+        while self._progress:
+            tasks = list(self._progress.values())
+            if cancel:
+                for task in tasks:
+                    task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def finish(
+        self, job: Job, status: JobStatus, *, owned: bool = True, **fields: Any
+    ) -> bool:
+        """Move ``job`` to ``status`` (``finished`` / ``failed``) with ``fields``; a job this
+        process holds then goes to delivery. True if it moved."""
+        self._unresolved.pop(job.id, None)
+        moved = await self.moves.transition(
+            job.id, ACTIVE_STATUSES, status, next_poll_at=None, **fields
+        )
+        if moved and owned:
+            self._watch.touch(job.id)
+            self._on_done(job.id)
+        return moved
+
+    async def time_out(self, job: Job) -> bool:
+        """Settle a job older than ``job_timeout_seconds`` (see
+        :mod:`bot.features.jobs.tracking.tracker`); True if it changed."""
+        if job.status == "creating" and self._watch.is_starting(job.id):
+            return False
+        if job.status == "creating" and job.progress_message_id is None:
+            return (await self._delivery.mark_not_started(job, NOT_STARTED)).status != "creating"
+        minutes = self._limits.job_timeout_seconds / 60
+        unconfirmed = job.status in ("creating", "unknown")
+        result = result_with(job, timed_out=True, unconfirmed=unconfirmed or None)
+        if unconfirmed:
+            error = wording.unconfirmed_error(minutes)
+        else:
+            error = f"The service did not finish this job within {minutes:g} minutes."
+        return await self.finish(job, "failed", error=error, result=result)
+
+    async def poll_tasks(self, jobs: list[Job], *, mark_polled: bool) -> bool:
+        """Read family B ``jobs`` with one multi_fetch and apply the records (``mark_polled``:
+        store the poll's time, for the webhook backstop); True if any job changed."""
+        if not jobs:
+            return False
+        by_provider = {job.provider_id: job for job in jobs if job.provider_id}
+        try:
+            records = await self._provider.tasks.multi_fetch(by_provider)
+        except ApiError as error:
+            log.warning("multi_fetch of %d tasks failed: %s", len(by_provider), error)
+            return False
+        if mark_polled:
+            await self._store.mark_polled(job.id for job in jobs)
+        results = await asyncio.gather(
+            *(
+                self._apply_read(by_provider[task_id], record)
+                for task_id, record in records.items()
+                if task_id in by_provider
+            )
+        )
+        return any(results)
+
+    async def _apply_read(self, job: Job, record: TaskRecord | None) -> bool:
+        """Apply what multi_fetch said of ``job``'s task; ``None``: it could not resolve it."""
+        if record is None:
+            return await self._unresolved_task(job)
+        self._unresolved.pop(job.id, None)
+        return await self.apply_task_record(job, record, progress_later=True)
+
+    async def _unresolved_task(self, job: Job) -> bool:
+        """multi_fetch answered null for a task genbot created: after :data:`LOST_AFTER_NULLS`
+        such answers in a row spanning ``poll_interval_max``, the job fails as lost (the user is
+        told; it may or may not have been charged). True if the job changed."""
+        now = self._clock()
+        count, since = self._unresolved.get(job.id, (0, now))
+        count += 1
+        if count < LOST_AFTER_NULLS or now - since < self._limits.poll_interval_max:
+            self._unresolved[job.id] = (count, since)
+            return False
+        log.warning(
+            "job %s: the provider answered null for its task %s %d times; reporting it lost",
+            job.id,
+            job.provider_id,
+            count,
+        )
+        result = result_with(job, lost=True)
+        return await self.finish(job, "failed", error=LOST_TASK, result=result)
+
+    async def poll_diffusion(self, jobs: Iterable[Job], default_delay: float) -> bool:
+        """Fetch diffusion ``jobs`` (a few at a time) and apply the answers; without an ``eta``
+        the next fetch is ``default_delay`` seconds away. True if any job changed."""
+        slots = asyncio.Semaphore(DIFFUSION_FETCH_CONCURRENCY)
+
+        async def one(job: Job) -> bool:
+            async with slots:
+                return await self._fetch_diffusion(job, default_delay)
+
+        return any(await asyncio.gather(*(one(job) for job in jobs)))
+
+    async def _fetch_diffusion(self, job: Job, default_delay: float) -> bool:
+        assert job.provider_id is not None
+        now = self._clock()
+        try:
+            answer = await self._provider.diffusion.fetch(int(job.provider_id))
+        except DiffusionFailed as error:
+            return await self.finish(job, "failed", error=error.user_message)
+        except ApiError as error:
+            log.warning("diffusion fetch of job %s failed: %s", job.id, error)
+            await self._store.update_job(job.id, next_poll_at=now + self._limits.poll_interval_max)
+            return False
+        if answer.is_ready:
+            return await self.finish(job, "finished", **diffusion_result_fields(answer))
+        next_poll = now + poll_delay(answer.eta, self._limits, default_delay)
+        await self._store.update_job(job.id, next_poll_at=next_poll, last_polled_at=now)
+        changed = False
+        if job.status != "processing":
+            changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, "processing")
+        shown = await self._delivery.show_progress(job, "processing")
+        return changed or shown

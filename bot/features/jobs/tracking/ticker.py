@@ -1,0 +1,94 @@
+"""The progress ticker: keeps every running job's progress message moving.
+
+Every :data:`TICK_SECONDS` it reads the jobs in flight, works out each one's place among its
+requester's running jobs (those of every process), and asks delivery to show the progress of the
+jobs this process holds the lease on (:mod:`bot.features.jobs.tracking.leases`): with several
+processes on one database, each job's message is ticked by one process, its owner. Delivery edits a
+message only when its text changed (the elapsed time moves in 5-second steps) and only when the
+platform's edit budget has room right now, so ticking never delays results or chat answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict
+
+from bot.features.jobs.messages import Delivery
+from bot.features.jobs.progress import Position
+from bot.kernel import OUTAGE
+from storage import IN_FLIGHT_STATUSES, Job, JobTracking, StorageError
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 5.0
+MAX_TICKED = 2000
+"""At most this many jobs are ticked per round (the oldest first)."""
+CONCURRENCY = 8
+"""Progress edits under way at once (a few workers take the jobs in turn, rather than a task
+per job created all at once)."""
+WAIT_SHARE = 0.8
+"""A tick's edits wait for budget at most this share of the tick (then the next tick brings a
+newer text; least recently edited messages go first, after chat answers and results)."""
+
+
+def positions(jobs: list[Job]) -> dict[str, Position]:
+    """Each job's place among the running jobs of its requester (``jobs`` oldest first)."""
+    by_requester: dict[tuple[str, str], list[Job]] = defaultdict(list)
+    for job in jobs:
+        by_requester[job.platform, job.requester_id].append(job)
+    return {
+        job.id: Position(index, len(mine))
+        for mine in by_requester.values()
+        for index, job in enumerate(mine, start=1)
+    }
+
+
+class ProgressTicker:
+    """A service the core starts and stops (see the module docstring)."""
+
+    def __init__(
+        self, store: JobTracking, delivery: Delivery, *, owner: str, every: float = TICK_SECONDS
+    ) -> None:
+        self._store = store
+        self._owner = owner
+        self._delivery = delivery
+        self.every = every
+        delivery.progress_step = every
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="genbot-progress")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            try:
+                await self.tick()
+            except StorageError as error:
+                OUTAGE.failed("progress tick", error)
+            except Exception:
+                log.exception("progress tick failed")
+
+    async def tick(self) -> int:
+        """One round; returns how many progress messages were edited."""
+        jobs = await self._store.list_unfinished_jobs(IN_FLIGHT_STATUSES, limit=MAX_TICKED)
+        self._delivery.positions = positions(jobs)
+        held = iter([job for job in jobs if job.owner == self._owner and job.progress_message_id])
+
+        async def worker() -> int:
+            shown = 0
+            for job in held:
+                shown += await self._delivery.show_progress(job, wait=self.every * WAIT_SHARE)
+            return shown
+
+        return sum(await asyncio.gather(*(worker() for _ in range(CONCURRENCY))))

@@ -1,0 +1,497 @@
+"""The tracker: one per process, it follows every unfinished job until its result is posted.
+
+**Leases** (:mod:`bot.features.jobs.tracking.leases`). Each process follows only the jobs it holds a
+lease on: the ones it created and the ones it took over. A heartbeat renews its leases every quarter
+lease and takes over jobs no live process holds (on the platforms this process has an adapter for).
+A job taken over is settled first: claims left by the dead process are released (``posting →
+finished``, ``reporting → failed``) so their delivery runs again. A ``creating`` job without a
+linked progress message never reached the provider (the create call comes after the link, and
+the link is fenced: a start whose job was taken over meanwhile sends nothing): it
+becomes ``create_failed``, and its progress message, when the process died between posting and
+linking it and the platform can find it by its key, says so. One with a progress message may have
+reached it: it becomes ``unknown`` (never created again; a webhook may adopt it; it times out like
+any other job). On SQLite (one process at a time) a start takes every lease at once; on
+PostgreSQL it never takes a live one. A clean stop releases this process's leases.
+
+**Webhooks** (when ``[webhook] public_url`` is set): the receiver hands valid notifications to
+:meth:`Tracker.on_webhook`. A notification is a signal
+(:mod:`bot.features.jobs.tracking.notifications`): the task record it carries is applied like a poll
+would (its time stored with the same write), else the task is read with multi_fetch at once; either
+triggers delivery, and polling keeps its pace, since it is only the backstop. Any process may
+receive a notification: for a job another process holds, the record is stored and the owner woken
+(``NOTIFY``; else its next round sees it). A notification carrying a record for an ``unknown`` job
+(the job id is in its address, the secret matches) adopts it: the provider's task id is taken
+from the record.
+
+**Polling.** Each round asks the store, about this process's jobs only, for
+- jobs older than ``job_timeout_seconds`` (docs/provider.md#task-transitions) not yet done at
+  the provider: in-flight ones fail as
+  timed out; ``unknown`` ones (and ``creating`` ones this process is not starting that may have
+  been sent) fail with a note that they may or may not have been charged; ``creating`` ones
+  that were never sent become ``create_failed``;
+- finished and failed jobs whose (next) delivery attempt is due, and delivers them;
+- every ``SWEEP_SECONDS``, jobs stuck in an in-between state with no work under way here (a
+  storage write that would have recorded a step failed): a ``posting`` / ``reporting`` claim no
+  delivery of this process is working on is released with its next attempt backed off (the
+  delivery retries' deadline then reports it as not posted), and a ``creating`` job older than
+  ``CREATING_GRACE_SECONDS`` that this process is not starting is settled like one a dead
+  process left;
+- family B jobs in flight, polled with ``multi_fetch`` (≤ 50 ids per call). While this process
+  receives webhooks, a job that asked for one is only polled as a backstop (no retry or
+  delivery is documented: docs/provider.md#webhook-delivery), at most every
+  ``poll_interval_max`` seconds and not within ``poll_interval_max`` of a webhook; other jobs
+  (and every job when webhooks are off) every round;
+- diffusion jobs in flight whose ``next_poll_at`` (from the provider's ``eta``) is due.
+
+The interval runs from one round's start to the next, so a long round does not stretch it, and
+a round that fails on storage is one line of the process's outage log (:mod:`bot.kernel.outage`) and
+the next waits ``poll_interval_max``. It adapts: it drops to ``poll_interval_min`` when a round
+saw a change or a job was submitted
+(:meth:`Tracker.kick`, even during a round) and grows ×2 per quiet round that polled something,
+up to ``poll_interval_max``; with nothing to poll the tracker sleeps ``poll_interval_max`` until
+woken. It also wakes for the earliest due diffusion fetch or delivery retry, and when the oldest
+unfinished job reaches ``job_timeout_seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Protocol
+
+from bot.api import ProviderClient, TaskRecord
+from bot.features.jobs import wording
+from bot.features.jobs.messages import Delivery
+from bot.features.jobs.starter import CREATING_GRACE_SECONDS
+from bot.features.jobs.tracking.leases import Leases
+from bot.features.jobs.tracking.notifications import (
+    NotJson,
+    UseRecord,
+    read_notification,
+    task_id_of,
+)
+from bot.features.jobs.tracking.provider_state import ProviderState
+from bot.features.jobs.tracking.watch import JobWatch
+from bot.features.jobs.webhook_secrets import WebhookSecrets
+from bot.kernel import OUTAGE, LimitsSettings, metrics
+from storage import (
+    ACTIVE_STATUSES,
+    IN_FLIGHT_STATUSES,
+    JOB_ID_MAX,
+    Job,
+    JobLeasing,
+    JobStatus,
+    JobTracking,
+    JobWriter,
+    StorageError,
+    TaskLookup,
+)
+
+log = logging.getLogger(__name__)
+
+DELIVERY_CONCURRENCY = 16
+STOP_TIMEOUT = 5.0
+PAGE_SIZE = 500
+_JOB_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")
+MAX_TASK_ID = 128
+_DELIVERABLE: frozenset[JobStatus] = frozenset(("finished", "failed"))
+_CLAIMED: frozenset[JobStatus] = frozenset(("posting", "reporting"))
+SWEEP_SECONDS = 5.0
+"""How often the tracker looks for its jobs stuck in an in-between state."""
+_SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
+
+
+class TrackerStorage(JobWriter, JobTracking, JobLeasing, TaskLookup, Protocol):
+    """What the tracker uses: job reads and moves, the tracking queries and job leases."""
+
+
+class Tracker:
+    """Polls, receives webhooks, resumes after restarts and triggers delivery."""
+
+    def __init__(
+        self,
+        store: TrackerStorage,
+        provider: ProviderClient,
+        delivery: Delivery,
+        watch: JobWatch,
+        limits: LimitsSettings,
+        webhook_secrets: WebhookSecrets,
+        *,
+        platforms: Callable[[], Iterable[str]],
+        shards: Callable[[], str | None] = lambda: None,
+        webhooks: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._owner = store.process_id
+        self.leases = Leases(
+            store,
+            platforms,
+            self._take_over,
+            self._woken,
+            held=self._keep_only,
+            shards=shards,
+            clock=clock,
+        )
+        self.webhooks = webhooks
+        self._secrets = webhook_secrets
+        self.state = ProviderState(
+            store,
+            provider,
+            delivery,
+            watch,
+            limits,
+            on_done=self.schedule_delivery,
+            clock=clock,
+        )
+        self._delivery = delivery
+        self._watch = watch
+        self._limits = limits
+        self._clock = clock
+        self.interval = limits.poll_interval_min
+        self._wake = asyncio.Event()
+        self._loop: asyncio.Task[None] | None = None
+        self._deliveries: dict[str, asyncio.Task[None]] = {}
+        self._delivering_since: dict[str, float] = {}
+        self._fetches: set[asyncio.Task[bool]] = set()
+        self._delivery_slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
+        self._stopped = False
+        self._kicked = False
+        self._next_sweep = 0.0
+        self.rounds = 0
+
+    # Lifecycle --------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Check that the unfinished jobs' webhook secrets open (with webhooks on:
+        :class:`bot.kernel.SealError` otherwise), take over what no live process holds (on
+        SQLite: everything a previous process left), then start polling and renewing
+        leases."""
+        self._stopped = False
+        if self.webhooks:
+            await self._secrets.check()
+        await self.resume()
+        self.leases.start()
+        self._loop = asyncio.create_task(self._run(), name="genbot-tracker")
+
+    async def stop(self) -> None:
+        """:meth:`drain` for up to ``STOP_TIMEOUT`` seconds."""
+        await self.drain(STOP_TIMEOUT)
+
+    async def drain(self, timeout: float) -> None:
+        """Stop polling and starting deliveries, let deliveries in progress finish (up to
+        ``timeout`` seconds) so no result is left posted but unrecorded, then cancel what
+        remains (its claim is released by the next owner), and release this process's leases
+        so another process takes its jobs over at once."""
+        self._stopped = True
+        await self.leases.stop()
+        if self._loop is not None:
+            self._loop.cancel()
+            await asyncio.gather(self._loop, return_exceptions=True)
+            self._loop = None
+        for fetch in list(self._fetches):
+            fetch.cancel()
+        await asyncio.gather(*self._fetches, return_exceptions=True)
+        await self.state.progress_idle(cancel=True)
+        deliveries = list(self._deliveries.values())
+        if deliveries:
+            _, unfinished = await asyncio.wait(deliveries, timeout=timeout)
+            for task in unfinished:
+                task.cancel()
+            await asyncio.gather(*unfinished, return_exceptions=True)
+            if unfinished:
+                log.warning(
+                    "%d result deliveries still running after %.0f s: cancelled, they run "
+                    "again at the next start",
+                    len(unfinished),
+                    timeout,
+                )
+        self._deliveries.clear()
+        await self.leases.release()
+
+    def kick(self) -> None:
+        """Poll soon: something was submitted or changed (a kick during a round makes the
+        next round start at once, at the shortest interval)."""
+        self.interval = self._limits.poll_interval_min
+        self._kicked = True
+        self._wake.set()
+
+    def submitted(self, job_id: str) -> None:
+        """A job was just handed to the provider (or finished at once)."""
+        self._watch.touch(job_id)
+        self.schedule_delivery(job_id)
+        self.kick()
+
+    async def resume(self) -> None:
+        """Take over the jobs no live process holds and settle them (jobs this process
+        created — adapters take events before the tracker starts — are already its own)."""
+        await self.leases.beat(take_live=not self._store.shared)
+
+    async def _take_over(self, jobs: list[Job]) -> None:
+        """Settle jobs taken over from a process that died: release its delivery claims and
+        decide what its unconfirmed creations became; the next round does the rest."""
+        for job in jobs:
+            if job.status == "posting":
+                await self._store.transition(job.id, "posting", "finished", fence=job.lease)
+            elif job.status == "reporting":
+                await self._store.transition(job.id, "reporting", "failed", fence=job.lease)
+            elif job.status == "creating":
+                await self._settle_creating(
+                    job, wording.RESTARTED_BEFORE_SUBMIT, wording.RESTARTED_WHILE_CREATING
+                )
+        if jobs:
+            self.kick()
+
+    async def _settle_creating(self, job: Job, not_sent: str, maybe_sent: str) -> None:
+        """A ``creating`` job nobody is starting: never sent (no linked progress message, see
+        the module docstring) → ``create_failed``; maybe sent → ``unknown``."""
+        if job.progress_message_id is None:
+            await self._delivery.mark_not_started(job, not_sent)
+        else:
+            await self._delivery.mark_unconfirmed(job, maybe_sent)
+
+    async def _woken(self, job_id: str) -> None:
+        """Another process learnt something about a job this one holds: act on it now."""
+        job = await self._store.get_job(job_id)
+        if job is None or job.owner != self._owner:
+            return
+        if job.status in _DELIVERABLE:
+            self.schedule_delivery(job.id)
+        elif job.status in ACTIVE_STATUSES:
+            self._fetch_soon(job)
+
+    # Webhooks ---------------------------------------------------------------------------------
+
+    async def webhook_job(self, job_id: str, secret: str | None) -> Job | None:
+        """The job a webhook notification addressed to ``job_id`` is for, when ``secret`` is
+        that job's webhook secret; None for an unknown job, a job without a webhook, or a
+        missing or wrong secret (the same answer for all, compared in constant time). The
+        receiver asks this before it reads the notification's body."""
+        job = await self._store.get_job(job_id) if _JOB_ID.fullmatch(job_id) else None
+        return job if await self._secrets.matches(job, secret) else None
+
+    async def webhook_task_job(self, body: bytes, secret: str | None) -> Job | None:
+        """The job of a notification that reached genbot's bare address, by the task id its
+        ``body`` names (:func:`bot.features.jobs.tracking.notifications.task_id_of`), when
+        ``secret`` is that job's webhook secret; None otherwise (also for a job whose task id is not
+        stored yet: the backstop poll reads it)."""
+        task_id = task_id_of(body)
+        if not task_id or len(task_id) > MAX_TASK_ID:
+            return None
+        job = await self._store.job_for_task(task_id)
+        return job if await self._secrets.matches(job, secret) else None
+
+    async def on_webhook(self, job: Job, body: bytes) -> int:
+        """Act on a notification for ``job`` (authenticated by :meth:`webhook_job`; what it
+        means: :func:`bot.features.jobs.tracking.notifications.read_notification`) and return the
+        HTTP status to answer: 400 for a body that is not JSON; else 200 — the record it carries is
+        applied, or the task is read with multi_fetch at once (in the background); nothing
+        changes when the job is already past the provider's part."""
+        try:
+            notice = read_notification(body, job.provider_id)
+        except NotJson:
+            return 400
+        if job.status not in ACTIVE_STATUSES:
+            return 200
+        if job.owner is not None and job.owner != self._owner and self._store.shared:
+            return await self._for_owner(job, notice)
+        if isinstance(notice, UseRecord):
+            await self.apply_task_record(job, notice.record, webhook_at=self._clock())
+        else:
+            await self._store.update_job(job.id, last_webhook_at=self._clock())
+            self._fetch_soon(job)
+        return 200
+
+    async def _for_owner(self, job: Job, notice: object) -> int:
+        """A notification for a job another process holds: store what it says, wake the
+        owner (its next round would see it too)."""
+        webhook_at = self._clock()
+        if isinstance(notice, UseRecord):
+            await self.apply_task_record(job, notice.record, webhook_at=webhook_at, owned=False)
+        else:
+            await self._store.update_job(job.id, last_webhook_at=webhook_at)
+        await self._store.wake_owner(job)
+        return 200
+
+    def _fetch_soon(self, job: Job) -> None:
+        """Read ``job``'s task now, in the background (the poll round if it has no id yet)."""
+        if job.provider_id is None or self._stopped:
+            self.kick()
+            return
+        fetch = self.state.poll_tasks([job], mark_polled=self.webhooks)
+        task = asyncio.create_task(fetch, name=f"genbot-fetch-{job.id}")
+        self._fetches.add(task)
+        task.add_done_callback(self._fetches.discard)
+
+    async def apply_task_record(
+        self,
+        job: Job,
+        record: TaskRecord,
+        *,
+        webhook_at: float | None = None,
+        owned: bool = True,
+    ) -> bool:
+        """Mirror a family B record into the job (:meth:`ProviderState.apply_task_record`)."""
+        return await self.state.apply_task_record(job, record, webhook_at=webhook_at, owned=owned)
+
+    def schedule_delivery(self, job_id: str) -> None:
+        """Deliver ``job_id`` in the background (once at a time per job)."""
+        running = self._deliveries.get(job_id)
+        if self._stopped or (running is not None and not running.done()):
+            return
+        task = asyncio.create_task(self._deliver(job_id), name=f"genbot-deliver-{job_id}")
+        self._deliveries[job_id] = task
+        self._delivering_since[job_id] = self._clock()
+        task.add_done_callback(lambda _: self._forget(job_id, task))
+
+    def _forget(self, job_id: str, task: asyncio.Task[None]) -> None:
+        if self._deliveries.get(job_id) is task:
+            del self._deliveries[job_id]
+            self._delivering_since.pop(job_id, None)
+
+    def _keep_only(self, held: frozenset[str], as_of: float) -> None:
+        """Stop delivering the jobs this process no longer holds (taken over while it
+        stalled); a delivery started after ``as_of`` is newer than what ``held`` knows."""
+        for job_id, task in list(self._deliveries.items()):
+            started = self._delivering_since.get(job_id, as_of)
+            if job_id not in held and started < as_of and not task.done():
+                log.info("job %s was taken over by another process; stopped delivering it", job_id)
+                task.cancel()
+
+    async def _deliver(self, job_id: str) -> None:
+        metrics.bind_log_fields(job_id=job_id)
+        async with self._delivery_slots:
+            try:
+                retry_at = await self._delivery.deliver(job_id)
+            except StorageError as error:
+                OUTAGE.failed("result delivery", error)
+                return
+            except Exception:
+                log.exception("delivering job %s failed", job_id)
+                return
+        if retry_at is not None:
+            self._wake.set()
+
+    async def wait_idle(self) -> None:
+        """Wait until the fetches, progress edits and deliveries started so far are done
+        (tests, shutdown)."""
+        while self._deliveries or self._fetches or self.state.busy:
+            await asyncio.gather(*self._fetches, return_exceptions=True)
+            await self.state.progress_idle()
+            await asyncio.gather(*list(self._deliveries.values()), return_exceptions=True)
+
+    # Polling ----------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            started = self._clock()
+            sleep = self._limits.poll_interval_max
+            try:
+                sleep = await self.poll_round()
+            except StorageError as error:
+                OUTAGE.failed("tracker round", error)
+                self.interval = self._limits.poll_interval_max
+            except Exception:
+                log.exception("tracker round failed")
+                self.interval = self._limits.poll_interval_max
+            else:
+                OUTAGE.succeeded()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.wait_after(started, sleep)):
+                    await self._wake.wait()
+
+    def wait_after(self, started: float, sleep: float) -> float:
+        """How long to wait after a round that began at ``started`` and asked for ``sleep``
+        seconds: the interval runs from the round's start, so a round that took long (a
+        thousand jobs to poll and apply) does not stretch it."""
+        return max(sleep - (self._clock() - started), 0.0)
+
+    async def poll_round(self) -> float:
+        """One round (see the module docstring); returns the seconds until the next one."""
+        self.rounds += 1
+        self._kicked = False
+        now = self._clock()
+        changed = polled = False
+        stale = now - self._limits.job_timeout_seconds
+        async for jobs in self._pages(ACTIVE_STATUSES, created_before=stale):
+            for job in jobs:
+                changed |= await self.state.time_out(job)
+        if now >= self._next_sweep:
+            self._next_sweep = now + SWEEP_SECONDS
+            changed |= await self._sweep_stranded(now)
+        for job_id in await self._store.unfinished_job_ids(
+            _DELIVERABLE, due_at=now, owner=self._owner
+        ):
+            self.schedule_delivery(job_id)
+        quiet = now - self._limits.poll_interval_max if self.webhooks else None
+        async for jobs in self._pages(IN_FLIGHT_STATUSES, family="task", webhook_quiet_since=quiet):
+            due = [job for job in jobs if self._task_due(job, now)]
+            polled |= bool(due)
+            changed |= await self.state.poll_tasks(due, mark_polled=self.webhooks)
+        async for jobs in self._pages(IN_FLIGHT_STATUSES, family="diffusion", due_at=now):
+            polled |= bool(jobs)
+            changed |= await self.state.poll_diffusion(jobs, self.interval)
+        return await self._next_sleep(changed, polled, now)
+
+    async def _sweep_stranded(self, now: float) -> bool:
+        """Move on this process's jobs stuck in an in-between state with no work under way
+        here (a write that recorded a step failed, so nothing else would): a delivery claim
+        nobody is delivering is released (its next attempt backed off, or given up once the
+        delivery retries are used up), and a ``creating`` job nobody is starting is settled
+        like one a dead process left (never created again). True if any job moved."""
+        moved = False
+        async for jobs in self._pages(_CLAIMED):
+            for job in jobs:
+                if job.id not in self._deliveries:
+                    moved |= await self._delivery.release_stranded(job)
+        async for jobs in self._pages(("creating",), created_before=now - CREATING_GRACE_SECONDS):
+            for job in jobs:
+                if not self._watch.is_starting(job.id):
+                    lost = (wording.LOST_BEFORE_SUBMIT, wording.LOST_WHILE_SENDING)
+                    await self._settle_creating(job, *lost)
+                    moved = True
+        return moved
+
+    async def _pages(
+        self, statuses: Iterable[JobStatus], **filters: Any
+    ) -> AsyncIterator[list[Job]]:
+        after: Job | None = None
+        while True:
+            jobs = await self._store.list_unfinished_jobs(
+                statuses, limit=PAGE_SIZE, after=after, owner=self._owner, **filters
+            )
+            if jobs:
+                yield jobs
+            if len(jobs) < PAGE_SIZE:
+                return
+            after = jobs[-1]
+
+    async def _next_sleep(self, changed: bool, polled: bool, now: float) -> float:
+        wake_at = [await self._store.next_poll_after(_SCHEDULED, now, owner=self._owner)]
+        oldest = await self._store.list_unfinished_jobs(ACTIVE_STATUSES, limit=1, owner=self._owner)
+        if oldest:
+            wake_at.append(oldest[0].created_at + self._limits.job_timeout_seconds)
+        low, high = self._limits.poll_interval_min, self._limits.poll_interval_max
+        if changed or self._kicked:
+            self.interval = low
+        elif polled:
+            self.interval = min(high, self.interval * 2)
+        else:
+            self.interval = high
+        due = [at for at in wake_at if at is not None]
+        if due:
+            return max(low, min(self.interval, min(due) - now))
+        return self.interval
+
+    def _task_due(self, job: Job, now: float) -> bool:
+        if job.provider_id is None:
+            return False
+        if not (self.webhooks and job.webhook_secret):
+            return True
+        last = job.last_polled_at or job.created_at
+        return now - last >= self._limits.poll_interval_max

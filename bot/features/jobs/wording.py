@@ -1,0 +1,217 @@
+"""What genbot writes about jobs: progress lines, results, failures. Pure functions.
+
+User text (prompts) is clipped and has its mentions neutralised, so a prompt can neither ping
+anyone nor push a message past a platform's length limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.features.jobs.progress import ELAPSED_STEP, Position, Usual, mode_of, status_text
+from bot.features.jobs.titles import asked_title, done_title
+from bot.kernel import neutralize_mentions
+from storage import BlendParams, DiffusionParams, ImageParams, Job, JobResult
+
+SUBJECT_MAX = 300
+NO_CHARGE_NOTE = "_No credits were charged._"
+TIMEOUT_NOTE = "_genbot stopped waiting; if the service still finishes it, it may be charged._"
+UNCONFIRMED_NOTE = "_It may or may not have been charged._"
+RESTARTED_BEFORE_SUBMIT = (
+    "genbot restarted before this job was submitted to the service, so it was not started "
+    "and nothing was charged. Press the button again or run the command again."
+)
+RESTARTED_WHILE_CREATING = "genbot restarted while sending it"
+LOST_BEFORE_SUBMIT = (
+    "genbot lost its database before this job was submitted to the service, so it was not "
+    "started and nothing was charged. Run the command again."
+)
+LOST_WHILE_SENDING = "genbot lost its database while sending it"
+ACCEPTED_NOTE = "_The service accepted it, so it was charged._"
+DIGITS = ("1️⃣", "2️⃣", "3️⃣", "4️⃣")
+
+
+def title(job: Job) -> str:
+    """What the job asks for (``Upscale (Subtle)``); see :mod:`bot.features.jobs.titles`."""
+    return asked_title(job)
+
+
+def clip(text: str, limit: int = SUBJECT_MAX) -> str:
+    """``text`` on one line, at most ``limit`` characters, mentions neutralised."""
+    line = " ".join(text.split())
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return neutralize_mentions(line)
+
+
+def subject(job: Job) -> str:
+    """What the job is about, for display: its prompt, or what it works on (a follow-up of an
+    image without a prompt: what that image was)."""
+    if job.prompt.strip():
+        return clip(job.prompt)
+    if job.family == "diffusion":
+        return clip(DiffusionParams.of(job).subject or "your image")
+    if job.type == "describe":
+        return "your image"
+    if job.type == "blend":
+        count = len(BlendParams.of(job).image_urls)
+        return f"a blend of {count} images" if count else "a blend"
+    return clip(ImageParams.of(job).subject or "an image without a prompt")
+
+
+def heading(job: Job) -> str:
+    """``**Upscale (Subtle)** — a fox in the snow``."""
+    return f"**{title(job)}** — {subject(job)}"
+
+
+def progress_text(
+    job: Job,
+    status: str,
+    elapsed: float,
+    usual: Usual | None,
+    position: Position | None = None,
+    step: float = ELAPSED_STEP,
+) -> str:
+    """The progress message while a job is on its way (see :mod:`bot.features.jobs.progress`)."""
+    return f"⏳ {heading(job)}\n{status_text(job, status, elapsed, usual, position, step)}"
+
+
+def not_posted_text(job: Job) -> str:
+    """The progress message when the result (or the failure report) could not be posted
+    after genbot tried for a while."""
+    if job.status in ("failed", "reporting"):
+        return f"❌ {heading(job)}\nfailed, and genbot could not post the failure report"
+    return f"❌ {heading(job)}\nfinished, but genbot could not post the result"
+
+
+def moved_text(job: Job) -> str:
+    """What a progress message that could not become the result says (Slack, where a
+    message cannot gain images, when it could not be removed)."""
+    return f"✅ {heading(job)} — the result is posted below"
+
+
+def cancelled_text(job: Job) -> str:
+    """What a cancelled job's progress message says where it cannot be deleted."""
+    return f"🚫 {heading(job)} — cancelled"
+
+
+def unconfirmed_text(job: Job, reason: str) -> str:
+    """The progress message of a job the provider may have received but never confirmed."""
+    if job.webhook_secret:
+        outlook = (
+            "genbot is watching for it and will post the result here if it arrives — "
+            "don't start it again."
+        )
+    else:
+        outlook = (
+            "genbot cannot follow it without that confirmation; if the service runs it, it may "
+            "be charged — don't start it again right away."
+        )
+    return f"⚠️ {heading(job)}\nthe service did not confirm this job ({reason}). {outlook}"
+
+
+def unconfirmed_error(minutes: float) -> str:
+    """The failure of a job the provider never confirmed, once genbot stops waiting for it."""
+    return (
+        f"The service never confirmed this job and no result arrived within {minutes:g} "
+        "minutes, so genbot stopped waiting for it."
+    )
+
+
+def create_failed_text(job: Job, reason: str) -> str:
+    """The progress message when the provider refused to start the job (or we could not)."""
+    return f"❌ {heading(job)}\ncould not start: {reason}"
+
+
+def failure_text(job: Job, timed_out: bool = False) -> str:
+    """The failure report: what failed, the provider's error messages and whether credits were
+    charged (a job the provider never confirmed, or accepted without an id, may have been)."""
+    error = job.error or "The service reported a failure without details."
+    if JobResult.of(job).unconfirmed or JobResult.of(job).lost:
+        note = UNCONFIRMED_NOTE
+    elif JobResult.of(job).accepted:
+        note = ACCEPTED_NOTE
+    else:
+        note = TIMEOUT_NOTE if timed_out else NO_CHARGE_NOTE
+    return f"❌ **{title(job)}** failed — {subject(job)}\n{clip(error, 1000)}\n{note}"
+
+
+CANCELLED_NOTE = (
+    "Stopped following this job and removed its message. The service has no way to cancel a "
+    "job, so it may still finish there and its credits are charged."
+)
+
+
+def result_text(job: Job) -> str:
+    """The text with a result image: ``**Upscaled (Subtle)** — a fox``, and for diffusion the
+    model, seed, size, steps and guidance it was made with; for an image task that ran in
+    another mode than asked, which (:func:`mode_note`)."""
+    text = f"**{done_title(job)}** — {subject(job)}"
+    details = diffusion_details(job) if job.family == "diffusion" else mode_note(job)
+    return f"{text}\n{details}" if details else text
+
+
+def mode_note(job: Job) -> str:
+    """What to say when the provider ran a task in another process mode than genbot asked for
+    (mode rule 3: with fast hours used up fast and turbo run as relax; an account without relax
+    time runs relax as fast). genbot cannot see the account, only the mode a task ran in
+    (docs/provider.md#mode-fallback); "" when it ran as asked or the record names no mode."""
+    ran = JobResult.of(job).mode
+    asked = mode_of(job)
+    if ran is None or ran == asked or ran not in ("relax", "fast", "turbo"):
+        return ""
+    if ran == "relax":
+        return f"_Ran in relax mode, not {asked}: the account's fast hours may be used up._"
+    if asked == "relax":
+        return (
+            f"_Ran in {ran} mode, not relax: the account may have no relax time (the basic plan "
+            "has none), so this used fast hours._"
+        )
+    return f"_Ran in {ran} mode, not {asked}._"
+
+
+def diffusion_details(job: Job) -> str:
+    """``model sd-1.5 · seed 1234 · 512×512 · 30 steps · guidance 7.5`` from what the provider
+    answered (its ``meta``), else what genbot asked for."""
+    meta = JobResult.of(job).meta
+    body = DiffusionParams.of(job).body
+
+    def pick(*names: str) -> object:
+        for source in (meta, body):
+            for name in names:
+                value = source.get(name)
+                if value not in (None, ""):
+                    return value
+        return None
+
+    model, seed = pick("model_id"), pick("seed")
+    width, height = pick("W", "width"), pick("H", "height")
+    steps, guidance = pick("steps", "num_inference_steps"), pick("guidance_scale")
+    parts = [
+        f"model {clip(str(model), 60)}" if model is not None else "",
+        f"seed {seed}" if seed is not None else "",
+        f"{width}×{height}" if width is not None and height is not None else "",
+        f"{steps} steps" if steps is not None else "",
+        f"guidance {guidance}" if guidance is not None else "",
+    ]
+    return " · ".join(part for part in parts if part)
+
+
+def describe_text(job: Job, prompts: Sequence[str]) -> str:
+    """The four prompts of a describe result, numbered like its ``1 2 3 4`` buttons (and the
+    mode it ran in when that is not the one asked for)."""
+    lines = [f"{DIGITS[i]} {clip(prompt, 400)}" for i, prompt in enumerate(prompts[:4])]
+    note = mode_note(job)
+    heading = f"**{done_title(job)}** — four prompts for your image:"
+    return "\n".join([heading, *lines, *([note] if note else [])])
+
+
+def seed_text(job: Job, seed: str) -> str:
+    """The answer to 🌱 Seed."""
+    return f"🌱 Seed of **{subject(job)}**: `{seed}`" if seed else f"🌱 {heading(job)}: no seed"
+
+
+def unavailable_image_text(job: Job, reason: str, url: str) -> str:
+    """A result whose image could not be re-uploaded: the reason and the (expiring) link."""
+    link = f"\n{url}" if url else ""
+    return f"{result_text(job)}\n_(the image could not be uploaded: {reason})_{link}"

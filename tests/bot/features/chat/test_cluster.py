@@ -1,0 +1,129 @@
+"""genbot processes on one PostgreSQL database: two receiving messages of one conversation
+answer each turn once and in the order they asked for the conversation; three streaming answers
+into one channel together stay within its write limit (the platform answers no 429)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from bot.features.chat import ChatEngine
+from bot.kernel import Event, MessageRef, OutMessage, Place, SurfaceLimits, User
+from simulator.server import serve
+from storage import ConversationKey
+from tests.bot.features.chat.support import ALICE, CHANNEL, DM, ROOMY, sim_config
+from tests.bot.harness import Parts, running_genbot
+from tests.fakes.platform import Actor, FakePlatform
+from tests.postgres import PostgresCluster
+from tests.storage.helpers import conversation_history, until_waiting_for_lock
+
+ENGINES: dict[int, ChatEngine] = {}
+
+
+def chat_engine(parts: Parts) -> ChatEngine:
+    """The chat engine of a test genbot (one per genbot: the feature and the conversations)."""
+    engine = ENGINES.get(id(parts))
+    if engine is None:
+        engine = ChatEngine(parts.store, parts.provider, parts.outbox)
+        ENGINES[id(parts)] = engine
+    return engine
+
+
+def chat_feature(parts: Parts) -> list[ChatEngine]:
+    return [chat_engine(parts)]
+
+
+class HeldPlatform(FakePlatform):
+    """The fake platform, able to hold the next post until released: a turn that takes as long
+    as the test needs."""
+
+    def __init__(self, limits: SurfaceLimits) -> None:
+        super().__init__(limits=limits)
+        self.hold_next = False
+        self.holding = asyncio.Event()
+        self.released = asyncio.Event()
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        if self.hold_next:
+            self.hold_next = False
+            self.holding.set()
+            await self.released.wait()
+        return await super().send(place, message, origin=origin)
+
+
+async def test_two_processes_answer_one_conversation_once_per_turn_in_order(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    """The second process asks for the conversation while the first answers turn one; the first
+    gets turn three after that: turn three waits for turn two, in the order they asked (the
+    asks are ordered by what the server shows, not by sleeps)."""
+    platform = HeldPlatform(ROOMY)
+    url = postgres.create_database()
+    on_postgres: dict[str, Any] = {
+        "platform": platform,
+        "storage_url": url,
+        "conversations": chat_engine,
+    }
+    async with (
+        serve(sim_config(time_scale=0.02)) as sim,
+        running_genbot(sim, tmp_path / "a.db", **on_postgres) as first,
+        running_genbot(sim, tmp_path / "b.db", **on_postgres) as second,
+        asyncio.timeout(60),
+    ):
+        platform.hold_next = True
+        one = asyncio.create_task(Actor(first.core, platform, ALICE, DM).say("echo: one"))
+        await platform.holding.wait()
+        conversation = await first.store.find_conversation(
+            ConversationKey("fake", "w1", DM.channel_id)
+        )
+        assert conversation is not None
+        two = asyncio.create_task(Actor(second.core, platform, ALICE, DM).say("echo: two"))
+        await until_waiting_for_lock(url, f"genbot.conversation.{conversation.id}")
+        three = asyncio.create_task(Actor(first.core, platform, ALICE, DM).say("echo: three"))
+        platform.released.set()
+        await asyncio.gather(one, two, three)
+        turns = await conversation_history(second.store, conversation.id)
+        assert [(turn.role, turn.content) for turn in turns] == [
+            ("user", "echo: one"),
+            ("assistant", "one"),
+            ("user", "echo: two"),
+            ("assistant", "two"),
+            ("user", "echo: three"),
+            ("assistant", "three"),
+        ]
+        answers = [m.text for m in platform.in_place(DM)]
+        assert answers == ["one", "two", "three"]
+
+
+async def test_three_processes_streaming_into_one_channel_get_no_429(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    tight = SurfaceLimits(max_text=2000, edits_per_window_per_channel=4, edit_window_seconds=1.0)
+    platform = FakePlatform(limits=tight, enforce_budget=True)
+    on_postgres: dict[str, Any] = {
+        "platform": platform,
+        "storage_url": postgres.create_database(),
+        "conversations": chat_engine,
+        "features": chat_feature,
+    }
+    users = [User(f"user{n}", f"User {n}") for n in range(3)]
+    async with (
+        serve(sim_config(time_scale=1.0)) as sim,
+        running_genbot(sim, tmp_path / "a.db", **on_postgres) as first,
+        running_genbot(sim, tmp_path / "b.db", **on_postgres) as second,
+        running_genbot(sim, tmp_path / "c.db", **on_postgres) as third,
+    ):
+        processes = (first, second, third)
+        async with asyncio.timeout(90):
+            await asyncio.gather(
+                *(
+                    Actor(bot.core, platform, user, CHANNEL).command("chat", prompt="words: 200")
+                    for bot, user in zip(processes, users, strict=True)
+                )
+            )
+        answers = [m for m in platform.messages.values() if m.message.from_model]
+        assert sorted(len(m.text.split()) for m in answers) == [200, 200, 200]
+        assert platform.rate_limited == 0

@@ -1,0 +1,392 @@
+"""The stream renderer against a budget-enforcing surface on a virtual clock."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from bot.features.chat.renderer import (
+    EMPTY_NOTE,
+    INTERRUPTED_NOTE,
+    LENGTH_NOTE,
+    MARKER,
+    TYPING_EVERY_SECONDS,
+    RenderResult,
+    StreamEnd,
+    StreamRenderer,
+)
+from bot.kernel import Command, Place, SurfaceLimits, SurfaceRegistry, User
+from bot.outbox import Outbox
+from bot.outbox.pacing import SWEEP_EVERY_GRANTS, Pacer, PacingTimeout
+from tests.bot.features.chat.rendering import render_stream
+from tests.fakes.clock import FakeClock
+from tests.fakes.surface import BudgetSurface, Write
+
+PLACE = Place("fake", "w1", "c1")
+DISCORD = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
+SLACK = SurfaceLimits(
+    max_text=4000,
+    edits_per_window_per_channel=1000,
+    edit_window_seconds=1.0,
+    edits_per_minute_per_workspace=50,
+    min_seconds_between_edits_of_one_message=1.0,
+)
+
+
+@dataclass
+class Producer:
+    """A model answer arriving piece by piece on the virtual clock; ``text`` is what has been
+    yielded so far."""
+
+    fake: FakeClock
+    pieces: list[str]
+    every: float = 0.1
+    end: StreamEnd | None = None
+    fail_after: int | None = None
+    first_delay: float | None = None
+    text: str = ""
+    closed: bool = False
+    yielded_at: list[float] = field(default_factory=list)
+
+    async def stream(self) -> AsyncIterator[str | StreamEnd]:
+        try:
+            for index, piece in enumerate(self.pieces):
+                delay = self.first_delay if index == 0 and self.first_delay else self.every
+                await self.fake.sleep(delay)
+                if index == self.fail_after:
+                    raise ConnectionError("the provider hung up")
+                self.text += piece
+                self.yielded_at.append(self.fake.now)
+                yield piece
+            if self.end is not None:
+                yield self.end
+        finally:
+            self.closed = True
+
+    @property
+    def full(self) -> str:
+        return "".join(self.pieces)
+
+
+def words(count: int, tag: str = "w") -> list[str]:
+    return [f"{tag}{index} " for index in range(count)]
+
+
+def setup(limits: SurfaceLimits = DISCORD, **surface_options: object):  # type: ignore[no-untyped-def]
+    fake = FakeClock()
+    surface = BudgetSurface(fake.monotonic, limits, **surface_options)  # type: ignore[arg-type]
+    budget = Pacer(fake.clock, margin=0.0)
+    return fake, surface, budget
+
+
+def writes_of(surface: BudgetSurface, result: RenderResult) -> list[Write]:
+    ids = {ref.message_id for ref in result.messages}
+    return [w for w in surface.writes if w.message_id in ids]
+
+
+def check_fresh(surface: BudgetSurface, producers: dict[str, Producer]) -> list[str]:
+    """Record every write whose text is not the producer's newest text (one-message answers)."""
+    stale: list[str] = []
+    owner: dict[str, Producer] = {}
+
+    def on_write(write: Write) -> None:
+        producer = producers.get(write.text.split(" ", 1)[0].rstrip("0123456789"))
+        if write.kind == "send":
+            owner[write.message_id] = producer  # type: ignore[assignment]
+        producer = owner.get(write.message_id)
+        assert producer is not None
+        live = producer.text.rstrip() + MARKER
+        if write.text not in (live, producer.full.rstrip()):
+            stale.append(f"{write.at}: {write.text[-30:]!r} vs {live[-30:]!r}")
+
+    surface.on_write = on_write
+    return stale
+
+
+async def test_one_stream_edits_as_it_goes_and_lands_the_exact_text() -> None:
+    fake, surface, budget = setup()
+    producer = Producer(fake, words(300), every=0.05)
+    stale = check_fresh(surface, {"w": producer})
+    origin = Command(user=User("u1"), place=PLACE, name="chat")
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget, origin=origin))
+    final = producer.full.rstrip()
+    assert result.landed and result.text == final and result.reply == producer.full
+    assert surface.texts_in(PLACE) == [final]
+    assert surface.rate_limited == 0 and result.rate_limited == 0
+    assert stale == []
+    writes = writes_of(surface, result)
+    assert writes[0].kind == "send" and writes[0].at == producer.yielded_at[0]
+    assert surface.messages[writes[0].message_id].origin is origin
+    assert all(w.from_model for w in writes)
+    assert result.edits >= 10, "the answer was shown while it streamed"
+    assert all(w.text.endswith(MARKER) for w in writes[:-1])
+    assert not writes[-1].text.endswith(MARKER)
+    assert writes[-1].at - producer.yielded_at[-1] <= 1.0, "the final text landed promptly"
+    gaps = [b.at - a.at for a, b in itertools.pairwise(writes)]
+    assert max(gaps) <= 1.0 + 1e-9, "one stream may use the whole channel budget"
+
+
+@pytest.mark.parametrize("streams", [1, 5, 20])
+async def test_concurrent_streams_in_one_channel_share_the_budget_without_429s(
+    streams: int,
+) -> None:
+    fake, surface, budget = setup()
+    tags = [f"s{index}x" for index in range(streams)]
+    producers = {tag: Producer(fake, words(220, tag), every=0.3) for tag in tags}
+    stale = check_fresh(surface, producers)
+
+    async def everyone() -> list[RenderResult]:
+        return await asyncio.gather(
+            *(render_stream(p.stream(), surface, PLACE, budget) for p in producers.values())
+        )
+
+    results = await fake.run(everyone())
+    assert surface.rate_limited == 0
+    assert stale == []
+    for producer, result in zip(producers.values(), results, strict=True):
+        assert result.landed and result.rate_limited == 0
+        assert [surface.messages[r.message_id].text for r in result.messages] == [
+            producer.full.rstrip()
+        ]
+    assert sum(r.sends + r.edits for r in results) == len(surface.writes)
+    interim = [
+        len([w for w in writes_of(surface, r) if w.kind == "edit" and w.text.endswith(MARKER)])
+        for r in results
+    ]
+    streaming_seconds = 220 * 0.3
+    expected_each = streaming_seconds / streams  # the channel allows one write per second
+    if streams <= 5:
+        assert min(interim) >= expected_each * 0.6, interim
+    assert max(interim) - min(interim) <= 2, f"unfair shares: {interim}"
+    for result, producer in zip(results, producers.values(), strict=True):
+        times = [w.at for w in writes_of(surface, result) if w.at <= producer.yielded_at[-1]]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        fair_share = streams * DISCORD.edit_window_seconds / DISCORD.edits_per_window_per_channel
+        queue_jump = DISCORD.edit_window_seconds  # a staler stream or first message goes first
+        assert max(gaps, default=0) <= fair_share + queue_jump + 1e-6, "staleness is bounded"
+
+
+async def test_long_answers_continue_in_new_messages_with_code_fences_intact() -> None:
+    fake, surface, budget = setup(SurfaceLimits(max_text=300))
+    code = "".join(f"    print('line {index}')  # explain\n" for index in range(60))
+    answer = "Here is the script:\n\n```python\n" + code + "```\n\nThat is all. " + "bye " * 80
+    pieces = [answer[i : i + 7] for i in range(0, len(answer), 7)]
+    producer = Producer(fake, pieces, every=0.05)
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    assert result.landed and surface.rate_limited == 0
+    assert result.text == answer.rstrip()
+    assert "".join(chunk.body for chunk in result.chunks) == result.text
+    finals = [surface.messages[ref.message_id].text for ref in result.messages]
+    assert len(finals) >= 6
+    assert finals == [chunk.text for chunk in result.chunks]
+    for text in finals:
+        assert len(text) <= 300
+        assert not text.endswith(MARKER)
+        fences = [line for line in text.split("\n") if line.lstrip().startswith("```")]
+        assert len(fences) % 2 == 0, text
+    assert any(text.startswith("```python\n") for text in finals[1:])
+    for write in surface.writes:
+        fences = [line for line in write.text.split("\n") if line.lstrip().startswith("```")]
+        assert len(fences) % 2 == 0, f"unbalanced live text: {write.text!r}"
+    assert any(w.text.endswith(MARKER + "\n```") for w in surface.writes), "live code is closed"
+    live_after_successor: list[str] = []
+    for index, ref in enumerate(result.messages[:-1]):
+        successor = result.messages[index + 1].message_id
+        born = next(w.at for w in surface.writes if w.message_id == successor)
+        live_after_successor += [
+            w.text for w in surface.writes if w.message_id == ref.message_id and w.at > born
+        ]
+    assert live_after_successor == [], "only the last message is live"
+
+
+async def test_a_reply_cut_by_max_tokens_is_marked() -> None:
+    fake, surface, budget = setup()
+    producer = Producer(fake, words(20), end=StreamEnd("length"))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    assert result.finish_reason == "length"
+    assert result.text == producer.full.rstrip() + "\n\n" + LENGTH_NOTE
+    assert surface.texts_in(PLACE) == [result.text]
+
+
+async def test_a_stream_that_stops_normally_gets_no_note() -> None:
+    fake, surface, budget = setup()
+    producer = Producer(fake, words(20), end=StreamEnd("stop"))
+    await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    assert surface.texts_in(PLACE) == [producer.full.rstrip()]
+
+
+async def test_an_interrupted_stream_is_marked_and_closed() -> None:
+    fake, surface, budget = setup()
+    producer = Producer(fake, words(50), fail_after=30)
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    assert result.interrupted and isinstance(result.error, ConnectionError)
+    assert result.text == "".join(words(30)).rstrip() + "\n\n" + INTERRUPTED_NOTE
+    assert surface.texts_in(PLACE) == [result.text]
+    assert producer.closed
+
+
+async def test_errors_that_are_not_interruptions_propagate_after_the_text_lands() -> None:
+    fake, surface, budget = setup()
+
+    async def buggy() -> AsyncIterator[str]:
+        yield "partial answer"
+        await fake.sleep(1.0)
+        raise ValueError("a bug in the adapter")
+
+    outbox = Outbox(SurfaceRegistry([surface]), budget)
+    renderer = StreamRenderer(outbox, PLACE, interrupt_errors=(ConnectionError,))
+    with pytest.raises(ValueError, match="a bug"):
+        await fake.run(renderer.render(buggy()))
+    assert surface.texts_in(PLACE) == ["partial answer"]
+    assert not renderer.result.interrupted
+
+
+async def test_empty_and_broken_answers_still_say_something() -> None:
+    fake, surface, budget = setup()
+    empty = await fake.run(
+        render_stream(Producer(fake, ["", "  "]).stream(), surface, PLACE, budget)
+    )
+    assert surface.messages[empty.messages[0].message_id].text == EMPTY_NOTE
+    broken = Producer(fake, ["x"], fail_after=0)
+    result = await fake.run(render_stream(broken.stream(), surface, PLACE, budget))
+    assert surface.messages[result.messages[0].message_id].text == INTERRUPTED_NOTE
+
+
+async def test_typing_shows_until_the_first_text_which_is_posted_at_once() -> None:
+    fake, surface, budget = setup()
+    producer = Producer(fake, words(5), first_delay=20.0)
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    assert surface.typing_at == [0.0, TYPING_EVERY_SECONDS, 2 * TYPING_EVERY_SECONDS]
+    assert writes_of(surface, result)[0].at == 20.0
+
+
+async def test_a_placeholder_is_posted_before_the_first_text_and_replaced() -> None:
+    fake, surface, budget = setup()
+    producer = Producer(fake, words(5), first_delay=3.0)
+    result = await fake.run(
+        render_stream(producer.stream(), surface, PLACE, budget, placeholder="_thinking…_")
+    )
+    writes = writes_of(surface, result)
+    assert (writes[0].at, writes[0].text) == (0.0, "_thinking…_")
+    assert surface.typing_at == []
+    assert surface.texts_in(PLACE) == [producer.full.rstrip()]
+
+
+async def test_retry_after_is_honoured_and_the_final_text_still_lands() -> None:
+    fake, surface, budget = setup(flaky_every=3, flaky_retry_after=2.5)
+    producer = Producer(fake, words(350), every=0.05)
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    assert result.landed and surface.texts_in(PLACE) == [producer.full.rstrip()]
+    assert result.rate_limited == surface.rate_limited > 3
+    for refused_at, retry_after in surface.refusals:
+        following = [w.at for w in surface.writes if w.at >= refused_at]
+        assert following and following[0] >= refused_at + retry_after
+
+
+async def test_slack_limits_per_message_and_per_workspace_are_respected() -> None:
+    fake, surface, budget = setup(SLACK)
+    places = [Place("fake", "w1", f"c{index}") for index in range(3)]
+    producers = [Producer(fake, words(450, f"p{index}x"), every=0.05) for index in range(3)]
+
+    async def everyone() -> list[RenderResult]:
+        return await asyncio.gather(
+            *(
+                render_stream(p.stream(), surface, place, budget)
+                for p, place in zip(producers, places, strict=True)
+            )
+        )
+
+    results = await fake.run(everyone())
+    assert surface.rate_limited == 0
+    for producer, result, place in zip(producers, results, places, strict=True):
+        assert result.landed and surface.texts_in(place) == [producer.full.rstrip()]
+        times = [w.at for w in writes_of(surface, result)]
+        assert all(b - a >= 1.0 for a, b in itertools.pairwise(times))
+    stamps = [w.at for w in surface.writes]
+    assert all(len([t for t in stamps if s <= t < s + 60]) <= 50 for s in stamps)
+
+
+async def test_the_final_wait_is_bounded_when_the_platform_keeps_refusing() -> None:
+    fake, surface, budget = setup()
+    producer = Producer(fake, words(10))
+
+    async def refuse_edits(ref: object, message: object) -> None:
+        surface._refuse(1000.0)
+
+    surface.edit = refuse_edits
+    result = await fake.run(
+        render_stream(producer.stream(), surface, PLACE, budget, final_timeout=30.0)
+    )
+    assert not result.landed
+    assert result.text == producer.full.rstrip()
+    assert fake.now < producer.yielded_at[-1] + 30.0 + 1.0
+
+
+async def test_cancelling_a_render_closes_the_stream() -> None:
+    fake, surface, budget = setup()
+    producer = Producer(fake, words(1000), every=0.1)
+
+    async def cancel_soon() -> None:
+        task = asyncio.ensure_future(render_stream(producer.stream(), surface, PLACE, budget))
+        await fake.sleep(5.0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    await fake.run(cancel_soon())
+    assert producer.closed
+    assert len(producer.text) < len(producer.full)
+
+
+async def test_budget_serves_urgent_writes_first_and_honours_deadlines() -> None:
+    fake = FakeClock()
+    budget = Pacer(fake.clock, margin=0.0)
+    limits = SurfaceLimits(edits_per_window_per_channel=1, edit_window_seconds=10.0)
+    order: list[str] = []
+
+    async def write(name: str, urgent: bool) -> None:
+        await budget.acquire(PLACE, limits, urgent=urgent)
+        order.append(name)
+
+    async def scenario() -> None:
+        await write("first", False)
+        await asyncio.gather(write("interim", False), write("final", True))
+        with pytest.raises(PacingTimeout):
+            await budget.acquire(PLACE, limits, urgent=True, deadline=fake.now + 5.0)
+
+    await fake.run(scenario())
+    assert order == ["first", "final", "interim"]
+    assert budget.granted == 3
+
+
+async def test_budgets_of_idle_channels_are_forgotten() -> None:
+    fake = FakeClock()
+    budget = Pacer(fake.clock, margin=0.0)
+
+    async def one_write_per_channel() -> None:
+        for index in range(SWEEP_EVERY_GRANTS):
+            await budget.acquire(Place("fake", "w", f"c{index}"), DISCORD, urgent=True)
+            await fake.sleep(0.1)
+
+    await fake.run(one_write_per_channel())
+    assert budget.channels_tracked < 60
+
+
+async def test_a_thread_shares_its_channel_budget() -> None:
+    fake, surface, budget = setup()
+    thread = PLACE.in_thread("t1")
+    producers = [Producer(fake, words(100, "a")), Producer(fake, words(100, "b"))]
+
+    async def both() -> tuple[RenderResult, RenderResult]:
+        return await asyncio.gather(
+            render_stream(producers[0].stream(), surface, PLACE, budget),
+            render_stream(producers[1].stream(), surface, thread, budget),
+        )
+
+    await fake.run(both())
+    assert surface.rate_limited == 0
+    assert surface.texts_in(thread) == [producers[1].full.rstrip()]

@@ -1,0 +1,55 @@
+"""Pressed buttons drawn primary: marks made at once on one job all end up on its message."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+from bot.kernel import MessageRef, OutMessage
+from tests.bot.features.jobs.support import run_command
+from tests.bot.harness import ROOMY, harness
+from tests.fakes.platform import FakePlatform
+
+HELD_EDIT_WAIT = 10.0
+OTHER_MARK_WAIT = 1.0
+
+
+class HoldsTheFirstEdit(FakePlatform):
+    """Holds the first edit of a message after ``hold`` is set until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(limits=ROOMY)
+        self.hold = False
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        if self.hold:
+            self.hold = False
+            self.holding.set()
+            async with asyncio.timeout(HELD_EDIT_WAIT):
+                await self.release.wait()
+        await super().edit(ref, message)
+
+
+async def test_two_marks_at_once_both_show_whichever_edit_is_slower(tmp_path: Path) -> None:
+    platform = HoldsTheFirstEdit()
+    async with harness(tmp_path, platform=platform) as bot:
+        job, grid = await run_command(bot, bot.actor(), "imagine", prompt="a red fox")
+        marks = bot.jobs.delivery.marks
+        platform.hold = True
+
+        first = asyncio.create_task(marks.mark_pressed(job, "upscale1"))
+        async with asyncio.timeout(HELD_EDIT_WAIT):
+            await platform.holding.wait()
+        second = asyncio.create_task(marks.mark_pressed(job, "upscale2"))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(second), OTHER_MARK_WAIT)
+        platform.release.set()
+        await asyncio.gather(first, second)
+
+        styles = {b.label: b.style for b in grid.buttons}
+        assert styles["U1"] == styles["U2"] == "primary", styles
+        stored = await bot.store.get_job(job.id)
+        assert stored is not None and stored.result["pressed"] == ["upscale1", "upscale2"]

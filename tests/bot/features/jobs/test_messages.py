@@ -1,0 +1,344 @@
+"""Posting results through platform outages: retries back off, are counted in the database, and
+end with a clear message once genbot gives up."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bot.features.jobs import DeliveryRetry
+from bot.features.jobs.messages import Delivery
+from bot.features.jobs.tracking.watch import JobWatch
+from bot.kernel import (
+    Command,
+    Event,
+    MediaFetcher,
+    MessageRef,
+    OutMessage,
+    Place,
+    SurfaceError,
+    SurfaceLimits,
+    SurfaceRegistry,
+    User,
+)
+from bot.outbox import Outbox, Pacer, WritePolicy
+from simulator.server import serve
+from simulator.state import SimulatorConfig
+from storage import SqliteStore
+from tests.bot.features.jobs.support import bare_engines
+from tests.bot.harness import PLACE, ROOMY, harness
+from tests.fakes.clock import FakeClock
+from tests.fakes.platform import FakePlatform
+from tests.fakes.surface import BudgetSurface
+
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
+
+
+SLACK_LIKE = replace(ROOMY, edits_add_images=False)
+"""A platform whose edits cannot add images: results are posted, progress messages deleted."""
+
+
+class OutagePlatform(FakePlatform):
+    """A fake platform whose result writes (messages with images, posted or edited in) fail
+    while ``outage`` is above zero, each failure counting it down (``None``: fail forever)."""
+
+    def __init__(self, outage: int | None, limits: SurfaceLimits = ROOMY) -> None:
+        super().__init__(limits=limits)
+        self.outage = outage
+        self.failed_posts = 0
+
+    def _down(self, message: OutMessage) -> None:
+        if message.images and (self.outage is None or self.outage > 0):
+            self.failed_posts += 1
+            if self.outage is not None:
+                self.outage -= 1
+            raise SurfaceError("the platform is down")
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        self._down(message)
+        return await super().send(place, message, origin=origin)
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        self._down(message)
+        await super().edit(ref, message)
+
+
+class Clock:
+    """A clock the test moves by hand (shared by the store and the engines)."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("limits", [ROOMY, SLACK_LIKE], ids=["edited-in", "posted"])
+async def test_a_short_outage_delays_the_result_instead_of_losing_it(
+    tmp_path: Path, limits: SurfaceLimits
+) -> None:
+    platform = OutagePlatform(outage=5, limits=limits)
+    async with harness(tmp_path, time_scale=0.003, platform=platform) as bot:
+        bot.jobs.delivery.retry = DeliveryRetry(first_delay=0.01, max_delay=0.04, give_up_after=5)
+        await bot.actor().command("imagine", prompt="a fox")
+        job = await bot.latest_job()
+        result = await bot.result(job.id)
+
+        done = await bot.store.get_job(job.id)
+        assert done is not None and done.status == "posted" and result.message.images
+        assert platform.failed_posts == 5 and done.delivery_attempts == 5
+        assert list(platform.messages) == [done.result_message_id]
+
+
+async def test_retries_back_off_and_their_count_is_stored(tmp_path: Path) -> None:
+    clock, platform = Clock(), OutagePlatform(outage=2)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(
+            sim,
+            tmp_path,
+            clock=clock,
+            platform=platform,
+            poll_interval_min=0.5,
+            poll_interval_max=30.0,
+        ) as bare,
+    ):
+        tracker, delivery, store = bare.engines.tracker, bare.engines.delivery, bare.store
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        sim.advance(120)
+        await tracker.apply_task_record(job, await bare.provider.tasks.fetch(job.provider_id or ""))
+        await tracker.wait_idle()
+
+        waiting = await store.get_job(job.id)
+        assert waiting is not None and waiting.status == "finished"
+        assert (waiting.delivery_attempts, waiting.next_poll_at) == (1, clock.now + 1)
+        assert await delivery.deliver(job.id) is None and platform.failed_posts == 1
+        assert await tracker.poll_round() == 1.0
+
+        clock.now += 1
+        assert await delivery.deliver(job.id) == clock.now + 2
+        assert await tracker.poll_round() == 2.0
+        clock.now += 2
+        assert await delivery.deliver(job.id) is None
+
+        posted = await store.get_job(job.id)
+        assert posted is not None and posted.status == "posted" and posted.delivery_attempts == 2
+        assert platform.failed_posts == 2
+
+
+async def test_genbot_gives_up_once_the_retry_budget_is_spent(tmp_path: Path) -> None:
+    clock, platform = Clock(), OutagePlatform(outage=None)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        delivery, store = bare.engines.delivery, bare.store
+        delivery.retry = DeliveryRetry(first_delay=1, max_delay=4, give_up_after=10)
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        sim.advance(120)
+        record = await bare.provider.tasks.fetch(job.provider_id or "")
+        await bare.engines.tracker.apply_task_record(job, record)
+        await bare.engines.tracker.wait_idle()
+
+        waits = []
+        for _ in range(10):
+            current = await store.get_job(job.id)
+            assert current is not None
+            if current.status != "finished":
+                break
+            assert current.next_poll_at is not None
+            waits.append(current.next_poll_at - clock.now)
+            clock.now = current.next_poll_at
+            await delivery.deliver(job.id)
+
+        assert waits == [1, 2, 4]
+        assert current is not None
+        assert current.status == "failed_posted" and current.delivery_attempts == 4
+        assert platform.failed_posts == 4
+        progress = platform.messages[current.progress_message_id or ""].text
+        assert progress.endswith("finished, but genbot could not post the result")
+
+
+async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refused(
+    tmp_path: Path,
+) -> None:
+    fake = FakeClock()
+    slow_first = [(1.0, 1.0)] * 5
+
+    def latency(call: int) -> tuple[float, float]:
+        return slow_first[call] if call < len(slow_first) else (0.0, 0.0)
+
+    discord = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
+    surface = BudgetSurface(fake.monotonic, discord, latency=latency, sleep=fake.sleep)
+    surfaces = SurfaceRegistry([surface])
+    store = await SqliteStore.open(tmp_path / "genbot.db")
+    try:
+        delivery = Delivery(
+            store,
+            Outbox(surfaces, Pacer(fake.clock)),
+            MediaFetcher(1024, allow_private=True),
+            JobWatch(store),
+        )
+        posts = (
+            delivery.send(PLACE, OutMessage(f"result {i}"), policy=WritePolicy.MUST_DELIVER)
+            for i in range(6)
+        )
+        await fake.run(asyncio.gather(*posts))
+    finally:
+        await store.close()
+    assert surface.rate_limited == 0, surface.refusals
+    assert len(surface.writes) == 6
+
+
+class LostAnswerPlatform(FakePlatform):
+    """A fake platform that accepts the first ``lost`` result posts but whose answers never
+    arrive (the call fails after the platform showed the message)."""
+
+    def __init__(self, lost: int) -> None:
+        super().__init__(limits=SLACK_LIKE)
+        self.lost = lost
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        ref = await super().send(place, message, origin=origin)
+        if message.images and self.lost > 0:
+            self.lost -= 1
+            raise SurfaceError("Discord did not answer in time to post a message")
+        return ref
+
+
+def results_of(platform: FakePlatform, job_id: str) -> list[str]:
+    return [
+        message_id
+        for message_id, posted in platform.messages.items()
+        if posted.message.images and job_id in posted.message.images[0].filename
+    ]
+
+
+async def test_a_result_the_platform_took_without_answering_is_not_posted_twice(
+    tmp_path: Path,
+) -> None:
+    clock, platform = Clock(), LostAnswerPlatform(lost=1)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        sim.advance(120)
+        record = await bare.provider.tasks.fetch(job.provider_id or "")
+        await bare.engines.tracker.apply_task_record(job, record)
+        await bare.engines.tracker.wait_idle()
+        waiting = await bare.store.get_job(job.id)
+        assert waiting is not None and waiting.status == "finished"
+        clock.now = waiting.next_poll_at or clock.now
+        await bare.engines.delivery.deliver(job.id)
+
+        posted = await bare.store.get_job(job.id)
+        assert posted is not None and posted.status == "posted"
+        [shown] = results_of(platform, job.id)
+        assert posted.result_message_id == shown and posted.post_claims == 2
+        attempts = [m for m in platform.sent if m.images]
+        assert [(m.key, m.may_exist) for m in attempts] == [
+            (f"{job.id}.result", False),
+            (f"{job.id}.result", True),
+        ]
+
+
+class DyingPlatform(FakePlatform):
+    """A fake platform that shows the first result (posted or edited in), then the process
+    "dies": the call never returns (its task is cancelled), so nothing after it runs."""
+
+    def __init__(self, limits: SurfaceLimits = SLACK_LIKE) -> None:
+        super().__init__(limits=limits)
+        self.died = False
+
+    def _die(self, message: OutMessage) -> None:
+        if message.images and not self.died:
+            self.died = True
+            raise asyncio.CancelledError
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        ref = await super().send(place, message, origin=origin)
+        self._die(message)
+        return ref
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        await super().edit(ref, message)
+        self._die(message)
+
+
+@pytest.mark.parametrize("limits", [ROOMY, SLACK_LIKE], ids=["edited-in", "posted"])
+async def test_a_result_shown_just_before_a_crash_is_not_shown_twice(
+    tmp_path: Path, limits: SurfaceLimits
+) -> None:
+    clock, platform = Clock(), DyingPlatform(limits)
+    async with serve(MANUAL) as sim:
+        async with bare_engines(sim, tmp_path, clock=clock, platform=platform) as first:
+            job = await first.engines.images.imagine(ALICE_IMAGINES, "a fox")
+            sim.advance(120)
+            record = await first.provider.tasks.fetch(job.provider_id or "")
+            await first.engines.tracker.apply_task_record(job, record)
+            await first.engines.tracker.wait_idle()
+            dead = await first.store.get_job(job.id)
+            assert platform.died and dead is not None and dead.status == "posting"
+
+        clock.now += 60
+        async with bare_engines(sim, tmp_path, clock=clock, platform=platform) as restarted:
+            await restarted.engines.tracker.resume()
+            await restarted.engines.delivery.deliver(job.id)
+            again = await restarted.store.get_job(job.id)
+
+    assert again is not None and again.status == "posted"
+    assert list(platform.messages) == [again.result_message_id]
+    assert results_of(platform, job.id) == [again.result_message_id]
+    if limits.edits_add_images:
+        assert again.result_message_id == again.progress_message_id
+        assert [m for m in platform.sent if m.images] == []
+        shown = platform.messages[again.result_message_id or ""].history
+        assert len([m for m in shown if m.images]) == 2, "the edit is made again, harmlessly"
+    else:
+        resent = [m for m in platform.sent if m.images][-1]
+        assert resent.key == f"{job.id}.result" and resent.may_exist
+
+
+async def test_a_slack_like_platform_keeps_one_message_per_job(tmp_path: Path) -> None:
+    platform = FakePlatform(limits=SLACK_LIKE)
+    async with harness(tmp_path, time_scale=0.003, platform=platform) as bot:
+        await bot.actor().command("imagine", prompt="a fox")
+        job = await bot.latest_job()
+        result = await bot.result(job.id)
+        done = await bot.store.get_job(job.id)
+
+    assert done is not None and result.message.images
+    assert done.result_message_id != done.progress_message_id
+    assert list(platform.messages) == [done.result_message_id]
+    assert [d.ref.message_id for d in platform.deleted] == [done.progress_message_id]
+
+
+async def test_a_deleted_progress_message_gets_a_new_result_post(tmp_path: Path) -> None:
+    clock, platform = Clock(), FakePlatform(limits=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        assert job.progress_message_id is not None
+        del platform.messages[job.progress_message_id]
+        sim.advance(120)
+        record = await bare.provider.tasks.fetch(job.provider_id or "")
+        await bare.engines.tracker.apply_task_record(job, record)
+        await bare.engines.tracker.wait_idle()
+        done = await bare.store.get_job(job.id)
+
+    assert done is not None and done.status == "posted"
+    assert list(platform.messages) == [done.result_message_id]
+    assert platform.messages[done.result_message_id or ""].message.key == f"{job.id}.result"

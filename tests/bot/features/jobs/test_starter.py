@@ -1,0 +1,112 @@
+"""Starting a job when the database fails midway: the job's progress message is its one answer,
+nothing is raised to the user on top of it, and the tracker settles the job afterwards."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from bot.features.jobs.starter import CREATING_GRACE_SECONDS
+from bot.features.jobs.tracking.tracker import SWEEP_SECONDS
+from bot.features.jobs.wording import LOST_BEFORE_SUBMIT
+from bot.kernel import Command, Event, MessageRef, OutMessage, Place, User
+from simulator.server import serve
+from simulator.state import SimulatorConfig
+from storage import SqliteStore
+from tests.bot.features.jobs.support import bare_engines
+from tests.bot.harness import PLACE, ROOMY
+from tests.fakes.platform import FakePlatform
+
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
+
+
+class ReadOnlyAfterProgress(FakePlatform):
+    """Makes the store refuse writes right after the first progress message is posted."""
+
+    store: SqliteStore | None = None
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        ref = await super().send(place, message, origin=origin)
+        if self.store is not None:
+            store, self.store = self.store, None
+            await store.db.run(lambda db: db.execute("PRAGMA query_only = 1"))
+        return ref
+
+
+async def test_a_start_the_database_cuts_short_is_answered_once_and_settled_later(
+    tmp_path: Path,
+) -> None:
+    now = [1_800_000_000.0]
+    platform = ReadOnlyAfterProgress(limits=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=lambda: now[0], platform=platform) as bare,
+    ):
+        platform.store = bare.store
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+
+        assert job.status == "creating" and job.progress_message_id is None
+        assert sim.state.requests_to("/gen/v2/imagine") == []
+        [progress] = platform.messages.values()
+        await bare.store.db.run(lambda db: db.execute("PRAGMA query_only = 0"))
+        now[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
+        await bare.engines.tracker.poll_round()
+
+        settled = await bare.store.get_job(job.id)
+        assert settled is not None and settled.status == "create_failed"
+        assert settled.progress_message_id == progress.ref.message_id
+        assert LOST_BEFORE_SUBMIT in progress.text
+        assert len(platform.messages) == 1 and platform.ephemerals == []
+
+
+class TakenOverWhileShown(FakePlatform):
+    """Another process takes the job over (a new lease generation) while its first progress
+    message is posted: this process stalled long enough to lose it."""
+
+    store: SqliteStore | None = None
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        ref = await super().send(place, message, origin=origin)
+        if self.store is not None and message.key is not None:
+            store, self.store = self.store, None
+            job_id = message.key.split(".", 1)[0]
+            await store.db.run(
+                lambda db: db.execute(
+                    "UPDATE jobs SET owner = 'elsewhere', lease_generation = lease_generation + 1"
+                    " WHERE id = ?",
+                    (job_id,),
+                )
+            )
+        return ref
+
+
+async def test_a_job_taken_over_before_it_is_sent_is_not_sent(tmp_path: Path) -> None:
+    platform = TakenOverWhileShown(limits=ROOMY)
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        platform.store = bare.store
+        job = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+
+        assert sim.state.requests_to("/gen/v2/imagine") == []
+        stored = await bare.store.get_job(job.id)
+        assert stored is not None and stored.status == "creating"
+        assert (stored.owner, stored.progress_message_id) == ("elsewhere", None)
+        assert len(platform.messages) == 1 and platform.ephemerals == []
+
+
+async def test_a_command_handled_twice_starts_one_job(tmp_path: Path) -> None:
+    platform = FakePlatform(limits=ROOMY)
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        command = Command(user=User("alice"), place=PLACE, name="imagine", key="fake:m1")
+        first = await bare.engines.images.imagine(command, "a red fox")
+        again = await bare.engines.images.imagine(command, "a red fox")
+        other = await bare.engines.images.imagine(replace(command, key="fake:m2"), "a red fox")
+
+        assert again.id == first.id != other.id
+        assert first.command_key == "fake:m1"
+        assert len(sim.state.requests_to("/gen/v2/imagine")) == 2
+        assert len(platform.messages) == 2 and platform.ephemerals == []

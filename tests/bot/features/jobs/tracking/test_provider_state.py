@@ -1,0 +1,108 @@
+"""Applying what the provider says: the moves of one multi_fetch answer reach storage in one
+round trip whatever its size, and progress edits never hold up a poll."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+
+from bot.api import MULTI_FETCH_MAX_IDS
+from bot.features.jobs.progress import status_word
+from bot.kernel import Command, MessageRef, OutMessage, SurfaceLimits, User
+from simulator.server import serve
+from simulator.state import SimulatorConfig
+from storage import IN_FLIGHT_STATUSES, Job
+from tests.bot.features.jobs.support import Bare, bare_engines
+from tests.bot.harness import PLACE, ROOMY
+from tests.fakes.platform import FakePlatform
+from tests.storage.counting import counted
+
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+JOBS = MULTI_FETCH_MAX_IDS + 10
+"""More jobs than one multi_fetch call reads."""
+
+
+async def in_flight(bare: Bare, count: int) -> list[Job]:
+    for n in range(count):
+        command = Command(user=User(f"user{n}"), place=PLACE, name="imagine")
+        await bare.engines.images.imagine(command, f"a fox, study {n}")
+    jobs = await bare.store.list_unfinished_jobs(IN_FLIGHT_STATUSES)
+    assert len(jobs) == count
+    return jobs
+
+
+async def test_an_answer_finishing_every_job_moves_them_in_one_storage_round_trip(
+    tmp_path: Path,
+) -> None:
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        jobs = await in_flight(bare, JOBS)
+        sim.advance(120)
+        counting = counted(bare.store)
+
+        assert await bare.engines.tracker.state.poll_tasks(jobs, mark_polled=False)
+
+        calls = sim.state.requests_to("/gen/v2/multi_fetch")
+        assert len(calls) == math.ceil(JOBS / MULTI_FETCH_MAX_IDS)
+        finishing = [trip for trip in counting.trips if trip.moves_to("finished")]
+        assert sum(trip.moves_to("finished") for trip in finishing) == JOBS
+        assert len(finishing) == 1, f"{len(finishing)} round trips for one answer's moves"
+        await bare.engines.tracker.wait_idle()
+        finished = await bare.store.list_unfinished_jobs(IN_FLIGHT_STATUSES)
+        assert finished == [], "every job moved on"
+
+
+class HeldEdits(FakePlatform):
+    """Once :attr:`holding`, holds every edit until :attr:`release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(limits=ROOMY)
+        self.holding = False
+        self.release = asyncio.Event()
+        self.held = 0
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        if self.holding:
+            self.held += 1
+            await self.release.wait()
+        await super().edit(ref, message)
+
+
+async def test_a_poll_round_does_not_wait_for_progress_edits(tmp_path: Path) -> None:
+    platform = HeldEdits()
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        (job,) = await in_flight(bare, 1)
+        platform.holding = True
+        sim.advance(25)
+        tracker = bare.engines.tracker
+
+        async with asyncio.timeout(30):
+            await tracker.poll_round()
+
+        moved = await bare.store.get_job(job.id)
+        assert moved is not None and moved.status != job.status
+        assert platform.held == 1, "the progress edit started"
+        assert tracker.state.busy, "and is still under way, held by the platform"
+        platform.release.set()
+        await tracker.wait_idle()
+        assert not tracker.state.busy
+        shown = platform.messages[moved.progress_message_id or ""].message.text
+        assert f"\n{status_word(moved, moved.status)} " in shown, shown
+
+
+async def test_the_delivery_pass_reads_only_the_ids_of_jobs_waiting_for_delivery(
+    tmp_path: Path,
+) -> None:
+    unpaced = FakePlatform(limits=SurfaceLimits(edits_per_window_per_channel=10**9))
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=unpaced) as bare:
+        jobs = await in_flight(bare, 3)
+        for job in jobs:
+            assert await bare.store.transition(job.id, IN_FLIGHT_STATUSES, "finished")
+        counting = counted(bare.store)
+
+        await bare.engines.tracker.poll_round()
+
+        whole = [trip for trip in counting.trips if trip.reads_whole_jobs()]
+        assert sum(trip.rows_read for trip in whole) == 0, "no finished job read whole to find it"
+        await bare.engines.tracker.wait_idle()
+        assert await bare.store.list_unfinished_jobs(("finished",)) == []

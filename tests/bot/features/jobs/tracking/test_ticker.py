@@ -1,0 +1,75 @@
+"""The progress ticker with several processes on one database (PostgreSQL): each process edits
+only the progress messages of the jobs it holds, while a job's place among its requester's jobs
+counts the jobs of every process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+
+from bot.api import ProviderClient
+from bot.features.jobs import JobEngines, build_job_engines
+from bot.kernel import Command, SurfaceRegistry, User
+from bot.outbox import Outbox
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from storage.postgres import PostgresStore
+from tests.bot.harness import PLACE, ROOMY, harness_settings
+from tests.fakes.platform import FakePlatform
+from tests.postgres import PostgresCluster
+
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@asynccontextmanager
+async def process_on(
+    sim: RunningSimulator, url: str, platform: FakePlatform, clock: Clock
+) -> AsyncIterator[JobEngines]:
+    """One genbot process's job machinery on the database at ``url`` (tracker not started)."""
+    settings = harness_settings(sim.base_url, Path("unused.db"), webhooks=False)
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(
+            await PostgresStore.open(url, clock=clock, pool_size=2)
+        )
+        provider = await stack.enter_async_context(ProviderClient(settings.api))
+        engines = build_job_engines(
+            settings, store, provider, Outbox(SurfaceRegistry([platform])), clock=clock
+        )
+        stack.push_async_callback(engines.media.aclose)
+        stack.push_async_callback(engines.tracker.stop)
+        yield engines
+
+
+def alice_imagines() -> Command:
+    return Command(user=User("alice"), place=PLACE, name="imagine")
+
+
+async def test_each_process_ticks_only_the_jobs_it_holds(postgres: PostgresCluster) -> None:
+    url, clock, platform = postgres.create_database(), Clock(), FakePlatform(limits=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        process_on(sim, url, platform, clock) as first,
+        process_on(sim, url, platform, clock) as second,
+    ):
+        one = await first.images.imagine(alice_imagines(), "one")
+        clock.now += 1
+        two = await second.images.imagine(alice_imagines(), "two")
+        messages = [platform.messages[job.progress_message_id or ""] for job in (one, two)]
+        edits_before = [len(message.history) for message in messages]
+
+        clock.now += 7
+        assert await first.ticker.tick() == 1
+        assert await second.ticker.tick() == 1
+
+        assert [len(m.history) - n for m, n in zip(messages, edits_before, strict=True)] == [1, 1]
+        assert messages[0].text.endswith("· your job 1 of 2")
+        assert messages[1].text.endswith("· your job 2 of 2")
