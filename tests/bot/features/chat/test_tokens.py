@@ -25,7 +25,7 @@ from bot.features.chat.tokens import (
 )
 from bot.kernel import CHAT_MODELS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def user(text: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from bot.kernel import MODAL_ACTIONS, REMIX_ACTIONS, REMIX_PREFIX
 from tests.bot.features.jobs.support import press, run_command
 from tests.bot.harness import harness
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 TASK = "7f3c2a1e-0000-4000-8000-000000000001"
 GIVEN = FollowUpInput(TASK, "16:9")
 
