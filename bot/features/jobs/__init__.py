@@ -28,7 +28,7 @@ from bot.features.jobs.diffusion import DiffusionJobs
 from bot.features.jobs.experience import Experience
 from bot.features.jobs.images import ImageJobs
 from bot.features.jobs.limits import Limits
-from bot.features.jobs.messages import Delivery
+from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.region_preview import PreviewButtons
 from bot.features.jobs.starter import JobSpec, JobStarter, Submitted
 from bot.features.jobs.tracking.retry import DeliveryRetry
@@ -53,13 +53,13 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "ChatJobs",
-    "Delivery",
     "DeliveryRetry",
     "DescribeButtons",
     "DiffusionJobs",
     "ImageJobs",
     "JobCancel",
     "JobEngines",
+    "JobMessages",
     "JobSpec",
     "JobStarter",
     "JobWatch",
@@ -83,7 +83,7 @@ class JobEngines:
     tracker: Tracker
     media: MediaFetcher
     media_host: MediaHost | None
-    delivery: Delivery
+    delivery: JobMessages
     starter: JobStarter
     limits: Limits
     watch: JobWatch
@@ -166,7 +166,7 @@ def build_job_engines(
         else None
     )
     experience = Experience(store, settings.api.diffusion_models)
-    delivery = Delivery(store, outbox, media, watch, clock=clock, experience=experience)
+    delivery = JobMessages(store, outbox, media, watch, clock=clock, experience=experience)
     limits = Limits(limits_settings)
     webhook_secrets = WebhookSecrets(sealer_of(settings.storage, settings.api), store)
     tracker = Tracker(

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from bot.features.jobs import wording
-from bot.features.jobs.messages import Delivery
-from bot.features.jobs.progress_messages import CANCEL_ACTION
+from bot.features.jobs.messages import CANCEL_ACTION, JobMessages
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError
 from bot.outbox import Notice, Outbox, WritePolicy
@@ -30,7 +29,7 @@ class JobCancel:
     actions: ClassVar[Mapping[str, RefKind]] = {CANCEL_ACTION: RefKind.JOB}
 
     def __init__(
-        self, store: JobWriter, outbox: Outbox, delivery: Delivery, watch: JobWatch
+        self, store: JobWriter, outbox: Outbox, delivery: JobMessages, watch: JobWatch
     ) -> None:
         self._store = store
         self._outbox = outbox

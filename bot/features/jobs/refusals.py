@@ -15,7 +15,7 @@ import logging
 from bot.api.errors import ApiError, BadRequest, RefusalKind, TaskCreationRefused
 from bot.features.jobs.buttons import LABELS
 from bot.features.jobs.follow_ups import refused_actions
-from bot.features.jobs.messages import Delivery
+from bot.features.jobs.messages import JobMessages
 from storage import JobWriter, adding_refused
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,9 @@ def refuses_follow_up(error: BaseException) -> bool:
     return False
 
 
-async def disable_follow_up(store: JobWriter, delivery: Delivery, job_id: str, action: str) -> None:
+async def disable_follow_up(
+    store: JobWriter, delivery: JobMessages, job_id: str, action: str
+) -> None:
     """Record that the provider refused ``action`` on job ``job_id`` and redraw its buttons."""
     job = await store.get_job(job_id)
     if job is None or action in refused_actions(job):

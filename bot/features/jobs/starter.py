@@ -57,8 +57,7 @@ from bot.features.jobs.admission import Admission
 from bot.features.jobs.forms import show_refused
 from bot.features.jobs.input_checks import check_attachment
 from bot.features.jobs.limits import Limits
-from bot.features.jobs.messages import Delivery
-from bot.features.jobs.progress_messages import TakenOver, cancel_buttons
+from bot.features.jobs.messages import JobMessages, TakenOver, cancel_buttons
 from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.features.jobs.titles import base_action
 from bot.features.jobs.tracking.watch import JobWatch
@@ -203,7 +202,7 @@ class JobStarter:
         store: StarterStorage,
         outbox: Outbox,
         limits: Limits,
-        delivery: Delivery,
+        delivery: JobMessages,
         watch: JobWatch,
         on_submitted: Callable[[str], None],
         webhook_secrets: WebhookSecrets,

@@ -52,7 +52,7 @@ FINISHED_TO_POSTED = Journey(
         "ProviderState.apply_task_record",
         lambda args: args["job"].type == "upscale" and args["record"].status == "finished",
     ),
-    end=Point("bot/features/jobs/messages.py", "Delivery.deliver"),
+    end=Point("bot/features/jobs/messages.py", "JobMessages.deliver"),
 )
 PLATFORM_EDIT = Point("adapters/discord/surface.py", "DiscordSurface.edit")
 

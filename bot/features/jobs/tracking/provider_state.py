@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from bot.api import ApiError, DiffusionFailed, ProviderClient, TaskRecord
 from bot.features.jobs import wording
-from bot.features.jobs.messages import Delivery
+from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.tracking.moves import MoveBatch
 from bot.features.jobs.tracking.results import (
     diffusion_result_fields,
@@ -68,7 +68,7 @@ class ProviderState:
         self,
         store: ProviderStateStorage,
         provider: ProviderClient,
-        delivery: Delivery,
+        delivery: JobMessages,
         watch: JobWatch,
         limits: LimitsSettings,
         *,

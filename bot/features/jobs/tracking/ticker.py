@@ -3,8 +3,8 @@
 Every :data:`TICK_SECONDS` it reads the jobs in flight, works out each one's place among its
 requester's running jobs (those of every process), and asks delivery to show the progress of the
 jobs this process holds the lease on (:mod:`bot.features.jobs.tracking.leases`): with several
-processes on one database, each job's message is ticked by one process, its owner. Delivery edits a
-message only when its text changed (the elapsed time moves in 5-second steps) and only when the
+processes on one database, each job's message is ticked by one process, its owner. JobMessages edits
+a message only when its text changed (the elapsed time moves in 5-second steps) and only when the
 platform's edit budget has room right now, so ticking never delays results or chat answers.
 """
 
@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections import defaultdict
 
-from bot.features.jobs.messages import Delivery
+from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.progress import Position
 from bot.kernel import OUTAGE
 from storage import IN_FLIGHT_STATUSES, Job, JobTracking, StorageError
@@ -49,7 +49,7 @@ class ProgressTicker:
     """A service the core starts and stops (see the module docstring)."""
 
     def __init__(
-        self, store: JobTracking, delivery: Delivery, *, owner: str, every: float = TICK_SECONDS
+        self, store: JobTracking, delivery: JobMessages, *, owner: str, every: float = TICK_SECONDS
     ) -> None:
         self._store = store
         self._owner = owner

@@ -65,7 +65,7 @@ from typing import Any, Protocol
 
 from bot.api import ProviderClient, TaskRecord
 from bot.features.jobs import wording
-from bot.features.jobs.messages import Delivery
+from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.starter import CREATING_GRACE_SECONDS
 from bot.features.jobs.tracking.leases import Leases
 from bot.features.jobs.tracking.notifications import (
@@ -116,7 +116,7 @@ class Tracker:
         self,
         store: TrackerStorage,
         provider: ProviderClient,
-        delivery: Delivery,
+        delivery: JobMessages,
         watch: JobWatch,
         limits: LimitsSettings,
         webhook_secrets: WebhookSecrets,

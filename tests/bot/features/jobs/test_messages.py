@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.features.jobs import DeliveryRetry
-from bot.features.jobs.messages import Delivery
+from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.kernel import (
     Command,
@@ -179,7 +179,7 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
     surfaces = SurfaceRegistry([surface])
     store = await SqliteStore.open(tmp_path / "genbot.db")
     try:
-        delivery = Delivery(
+        delivery = JobMessages(
             store,
             Outbox(surfaces, Pacer(fake.clock)),
             MediaFetcher(1024, allow_private=True),
