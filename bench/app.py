@@ -19,7 +19,6 @@ from bot.api import ProviderClient
 from bot.features.chat import ChatEngine
 from bot.features.chat.tokens import warm_up
 from bot.features.chat.tools import ChatImageTools
-from bot.features.jobs import JobEngines, build_job_engines
 from bot.kernel import (
     ApiSettings,
     LimitsSettings,
@@ -31,8 +30,8 @@ from bot.kernel import (
 from bot.outbox import Outbox
 from bot.refs import Refs
 from bot.router import Lifecycle, Router
+from genbot.compose import JobEngines, build_job_engines, webhook_receiver
 from genbot.demo import free_port
-from genbot.runtime import webhook_receiver
 from genbot.settings import Settings
 from storage import SqliteStore
 

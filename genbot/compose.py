@@ -1,21 +1,288 @@
-"""Assemble the core from settings: job engines, chat, account commands, one shared budget."""
+"""The composition root: genbot's parts made from its settings and wired together — the
+provider client (:func:`provider_client`), the adapters (:func:`configured_adapters`), the
+outbox, the job machinery (:func:`build_job_engines`), chat, account, home and the router
+(:func:`build_core`), and the webhook receiver (:func:`webhook_receiver`).
+:mod:`genbot.runtime` starts and stops what this module builds.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
-from bot.api import ProviderClient
+from adapters import Adapter
+from bot.api import InvalidRequest, ProviderClient
+from bot.api.ratelimit import SharedPacing
+from bot.api.validation import check_webhook_address
 from bot.features.account import AccountFeature
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
 from bot.features.chat.tools import ChatImageTools
 from bot.features.home import HomeFeature
-from bot.features.jobs import JobEngines, build_job_engines
-from bot.kernel import ChatSettings, CoreSettings, Surface, SurfaceRegistry
+from bot.features.jobs import (
+    ChatJobs,
+    DescribeButtons,
+    DiffusionJobs,
+    Experience,
+    ImageJobs,
+    JobCancel,
+    JobMessages,
+    JobStarter,
+    JobWatch,
+    Limits,
+    PreviewButtons,
+    ProgressTicker,
+    Tracker,
+    UploadForms,
+    WebhookSecrets,
+)
+from bot.kernel import (
+    ChatSettings,
+    CoreSettings,
+    MediaFetcher,
+    MediaHost,
+    Surface,
+    SurfaceRegistry,
+    media_folder,
+    provider_is_private,
+    sealer_of,
+)
 from bot.outbox import Outbox, Pacer
 from bot.refs import Refs
-from bot.router import Router
-from storage import SettingValues, Store
+from bot.router import Feature, Lifecycle, Router
+from genbot.settings import Settings
+from storage import SettingValues, Store, WriteWindow, WriteWindows
+
+if TYPE_CHECKING:
+    from adapters.webhook import WebhookReceiver
+
+log = logging.getLogger(__name__)
+
+CHAT_PER_MINUTE: Final = "provider:chat:minute"
+CHAT_PER_DAY: Final = "provider:chat:day"
+"""The shared windows that hold ``[api] chat_requests_per_minute`` / ``_per_day`` over every
+genbot process on one database."""
+
+
+def shared_chat_pacing(budgets: WriteWindows) -> SharedPacing:
+    """The chat pacer's (:class:`bot.api.ratelimit.RequestPacer`) count across processes, kept
+    in ``budgets``, so N processes on one key send what one would (on a database only one
+    process uses, every request may go at once: the pacer's own count is the whole count)."""
+
+    async def reserve(per_minute: int, minute: float, per_day: int, day: float) -> float:
+        windows = [
+            WriteWindow(key, capacity, seconds)
+            for key, capacity, seconds in (
+                (CHAT_PER_MINUTE, per_minute, minute),
+                (CHAT_PER_DAY, per_day, day),
+            )
+            if capacity > 0
+        ]
+        return await budgets.reserve_writes(windows) if windows else 0.0
+
+    return reserve
+
+
+def provider_client(settings: Settings, store: Store) -> ProviderClient:
+    """The provider client, its chat pacing counted across the processes sharing ``store``."""
+    return ProviderClient(
+        settings.api,
+        allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
+        shared_pacing=shared_chat_pacing(store),
+    )
+
+
+def configured_adapters(
+    settings: Settings, *, demo: bool = False, storage: Store | None = None
+) -> dict[str, Adapter]:
+    """The adapters whose credentials (or switch) are set, created but not started. ``demo``
+    gives the playground an admin link (``genbot demo`` only); ``storage`` keeps the
+    Slack workspaces of a distributed app and the Slack events the cluster handled."""
+    adapters: dict[str, Adapter] = {}
+    if settings.discord.token.get_secret_value():
+        from adapters.discord.adapter import DiscordAdapter
+
+        adapters["discord"] = DiscordAdapter(settings.discord, settings.limits)
+    if settings.slack.configured:
+        from adapters.slack.adapter import SlackAdapter
+
+        adapters["slack"] = SlackAdapter(
+            settings.slack,
+            settings.limits,
+            installations=storage,
+            sealer=sealer_of(settings.storage, settings.api),
+            dedupe=storage,
+        )
+    if settings.web.enabled:
+        from adapters.web.adapter import WebAdapter
+        from adapters.web.journal import playground_path
+
+        legacy = None if settings.storage.postgres_url else playground_path(settings.storage.path)
+        adapters["web"] = WebAdapter(
+            settings.web,
+            settings.limits,
+            history=storage,
+            legacy_history=legacy,
+            admin_link=demo,
+        )
+    return adapters
+
+
+def webhook_receiver(settings: CoreSettings, jobs: JobEngines) -> WebhookReceiver | None:
+    """The receiver for ``jobs``' tracker and media host, or None when webhooks are off
+    (``[webhook] public_url`` empty or not an address the provider accepts)."""
+    if webhook_base_url(settings) is None:
+        return None
+    from adapters.webhook import WebhookReceiver
+
+    return WebhookReceiver(settings.webhook, jobs.tracker, jobs.media_host)
+
+
+@dataclass
+class JobEngines:
+    """Every part of the job machinery, for the composition root and tests."""
+
+    images: ImageJobs
+    diffusion: DiffusionJobs
+    tracker: Tracker
+    media: MediaFetcher
+    media_host: MediaHost | None
+    delivery: JobMessages
+    starter: JobStarter
+    limits: Limits
+    watch: JobWatch
+    chat_jobs: ChatJobs
+    cancel: JobCancel
+    ticker: ProgressTicker
+    describe: DescribeButtons
+    upload_forms: UploadForms
+    previews: PreviewButtons
+
+    @property
+    def features(self) -> list[Feature]:
+        """The features to give the core."""
+        return [
+            self.images,
+            self.diffusion,
+            self.cancel,
+            self.describe,
+            self.upload_forms,
+            self.previews,
+        ]
+
+    @property
+    def services(self) -> list[Lifecycle]:
+        """The services to give the core, in start order. The webhook receiver
+        (``adapters.webhook``) is not one: the composition root starts it after these and stops
+        it before them, so no webhook reaches a stopped tracker."""
+        return [self.media, self.delivery.experience, self.tracker, self.ticker]
+
+
+def webhook_base_url(settings: CoreSettings) -> str | None:
+    """Where job webhooks go (``public_url`` + ``path``), or None when webhooks are off or the
+    address is not one the provider accepts (https on 443; loopback http only when
+    ``allow_insecure_loopback``)."""
+    hook = settings.webhook
+    if not hook.public_url.strip():
+        return None
+    base = hook.public_url.strip().rstrip("/") + "/" + hook.path.strip("/")
+    try:
+        check_webhook_address(
+            "[webhook] public_url", base, allow_insecure=hook.allow_insecure_loopback
+        )
+    except InvalidRequest as error:
+        log.warning("webhooks disabled, polling only: %s", error)
+        return None
+    return base
+
+
+def build_job_engines(
+    settings: CoreSettings,
+    store: Store,
+    provider: ProviderClient,
+    outbox: Outbox,
+    *,
+    shards: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> JobEngines:
+    """Build the job machinery: its :attr:`JobEngines.features` and
+    :attr:`JobEngines.services` (media session, tracker — in start order) go to the core,
+    :attr:`JobEngines.chat_jobs` to the chat engine.
+
+    ``shards``: the platform shards this process runs, for
+    the cluster's view; ``clock`` times polls, timeouts and delivery retries.
+    """
+    limits_settings = settings.limits
+    watch = JobWatch(store)
+    media = MediaFetcher(
+        limits_settings.max_upload_bytes,
+        allow_private=provider_is_private(settings.api.base_url),
+    )
+    webhook_base = webhook_base_url(settings)
+    media_host = (
+        MediaHost(
+            settings.webhook.public_url.strip(),
+            media_folder(settings.storage.path),
+            max_total_bytes=settings.webhook.media_cache_mb * 1024 * 1024,
+            max_bytes_per_owner=settings.webhook.media_cache_mb_per_user * 1024 * 1024,
+        )
+        if webhook_base is not None
+        else None
+    )
+    experience = Experience(store, settings.api.diffusion_models)
+    delivery = JobMessages(store, outbox, media, watch, clock=clock, experience=experience)
+    limits = Limits(limits_settings)
+    webhook_secrets = WebhookSecrets(sealer_of(settings.storage, settings.api), store)
+    tracker = Tracker(
+        store,
+        provider,
+        delivery,
+        watch,
+        limits_settings,
+        webhook_secrets,
+        platforms=outbox.platforms,
+        shards=lambda: shards,
+        webhooks=webhook_base is not None,
+        clock=clock,
+    )
+    starter = JobStarter(
+        store,
+        outbox,
+        limits,
+        delivery,
+        watch,
+        tracker.submitted,
+        webhook_secrets,
+        webhook_base=webhook_base,
+        media_host=media_host,
+        max_upload_bytes=limits_settings.max_upload_bytes,
+        upstream_cdn_hosts=settings.api.upstream_cdn_hosts,
+    )
+    images = ImageJobs(starter, provider, media, store)
+    diffusion = DiffusionJobs(starter, provider, limits_settings, clock, models=experience.models)
+    chat_jobs = ChatJobs(images, watch)
+    return JobEngines(
+        images,
+        diffusion,
+        tracker,
+        media,
+        media_host,
+        delivery,
+        starter,
+        limits,
+        watch,
+        chat_jobs,
+        JobCancel(store, outbox, delivery, watch),
+        ProgressTicker(
+            store, delivery, owner=store.process_id, every=limits_settings.progress_tick_seconds
+        ),
+        DescribeButtons(starter, provider, store),
+        UploadForms(starter, images),
+        PreviewButtons(starter, images, media),
+    )
 
 
 def chat_defaults(chat: ChatSettings) -> ChatDefaults:
@@ -48,7 +315,7 @@ def build_core(
     """The core with every feature, answering on ``surfaces`` (one per platform), and the job
     engines (for tests and benchmarks to inspect). ``open_channels``: per platform, the channels
     whose job buttons anyone may press (:class:`bot.refs.Refs`); ``shards``: see
-    :func:`bot.features.jobs.build_job_engines`.
+    :func:`build_job_engines`.
 
     One :class:`~bot.outbox.Outbox` (with one :class:`~bot.outbox.Pacer`) writes for every
     feature, so chat streams and job messages together stay within each platform's windows.

@@ -16,7 +16,7 @@ import aiohttp
 
 from bot.api.errors import InvalidRequest
 from bot.api.validation import check_webhook_address
-from bot.features.jobs import webhook_base_url
+from genbot.compose import webhook_base_url
 from genbot.doctor_storage import database_note, database_problem
 from genbot.reasons import os_reason
 from genbot.settings import Settings

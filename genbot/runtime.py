@@ -1,4 +1,5 @@
-"""The running genbot: storage, provider client, core and every configured adapter.
+"""The running genbot: its lifecycle — storage, provider client, core and every configured adapter
+started and stopped in order (the parts are made by :mod:`genbot.compose`).
 
 Parts, in the order they are made: storage, provider client, the configured adapters (built,
 not started), the core answering on their surfaces, the webhook receiver. Start order: each
@@ -30,11 +31,9 @@ from typing import TYPE_CHECKING, Protocol
 from adapters import Adapter, AdapterStartError
 from bot.api import ProviderClient
 from bot.features.chat.tokens import warm_up
-from bot.features.jobs import JobEngines, webhook_base_url
-from bot.kernel import CoreSettings, metrics, sealer_of
-from bot.provider_pacing import shared_chat_pacing
+from bot.kernel import metrics
 from bot.router import Lifecycle, Router
-from genbot.compose import build_core
+from genbot.compose import build_core, configured_adapters, provider_client, webhook_receiver
 from genbot.ops import Check, CheckResult, OpsListener, ProviderFreshness
 from genbot.reasons import StartupError, os_reason, reason
 from genbot.settings import Settings
@@ -51,7 +50,6 @@ from storage.postgres import PostgresStore
 
 if TYPE_CHECKING:
     from adapters.web.adapter import WebAdapter
-    from adapters.webhook import WebhookReceiver
 
 log = logging.getLogger("genbot")
 
@@ -253,52 +251,6 @@ async def _quietly(
         )
 
 
-def configured_adapters(
-    settings: Settings, *, demo: bool = False, storage: Store | None = None
-) -> dict[str, Adapter]:
-    """The adapters whose credentials (or switch) are set, created but not started. ``demo``
-    gives the playground an admin link (``genbot demo`` only); ``storage`` keeps the
-    Slack workspaces of a distributed app and the Slack events the cluster handled."""
-    adapters: dict[str, Adapter] = {}
-    if settings.discord.token.get_secret_value():
-        from adapters.discord.adapter import DiscordAdapter
-
-        adapters["discord"] = DiscordAdapter(settings.discord, settings.limits)
-    if settings.slack.configured:
-        from adapters.slack.adapter import SlackAdapter
-
-        adapters["slack"] = SlackAdapter(
-            settings.slack,
-            settings.limits,
-            installations=storage,
-            sealer=sealer_of(settings.storage, settings.api),
-            dedupe=storage,
-        )
-    if settings.web.enabled:
-        from adapters.web.adapter import WebAdapter
-        from adapters.web.journal import playground_path
-
-        legacy = None if settings.storage.postgres_url else playground_path(settings.storage.path)
-        adapters["web"] = WebAdapter(
-            settings.web,
-            settings.limits,
-            history=storage,
-            legacy_history=legacy,
-            admin_link=demo,
-        )
-    return adapters
-
-
-def webhook_receiver(settings: CoreSettings, jobs: JobEngines) -> WebhookReceiver | None:
-    """The receiver for ``jobs``' tracker and media host, or None when webhooks are off
-    (``[webhook] public_url`` empty or not an address the provider accepts)."""
-    if webhook_base_url(settings) is None:
-        return None
-    from adapters.webhook import WebhookReceiver
-
-    return WebhookReceiver(settings.webhook, jobs.tracker, jobs.media_host)
-
-
 def connection_reason(error: BaseException) -> str:
     """Why an adapter's connection ended, in one line."""
     if isinstance(error, AdapterStartError):
@@ -370,11 +322,7 @@ async def running(
         raise
     runtime: Runtime | None = None
     ops: OpsListener | None = None
-    provider = ProviderClient(
-        settings.api,
-        allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
-        shared_pacing=shared_chat_pacing(store),
-    )
+    provider = provider_client(settings, store)
     try:
         adapters = configured_adapters(settings, demo=demo, storage=store)
         surfaces = [adapter.surface for adapter in adapters.values()]

@@ -31,7 +31,6 @@ from typing import Any
 from pydantic import SecretStr
 
 from bot.api import ProviderClient, RetryPolicy
-from bot.features.jobs import JobEngines, build_job_engines
 from bot.kernel import (
     ApiSettings,
     LimitsSettings,
@@ -45,8 +44,8 @@ from bot.kernel import (
 from bot.outbox import Outbox, Pacer
 from bot.refs import Refs
 from bot.router import Conversations, Feature, Lifecycle, Router
+from genbot.compose import JobEngines, build_job_engines, webhook_receiver
 from genbot.demo import free_port
-from genbot.runtime import webhook_receiver
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig

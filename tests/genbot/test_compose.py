@@ -9,7 +9,7 @@ import pytest
 
 from bot.api import ProviderRateLimited
 from bot.api.ratelimit import RequestPacer
-from bot.provider_pacing import shared_chat_pacing
+from genbot.compose import shared_chat_pacing
 from storage import SqliteStore
 from storage.postgres import PostgresStore
 from tests.postgres import PostgresCluster

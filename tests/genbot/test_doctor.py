@@ -19,8 +19,8 @@ from pydantic import SecretStr
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
 from adapters.web.settings import WebSettings
-from bot.features.jobs import webhook_base_url
 from bot.kernel import ApiSettings, OpsSettings, StorageSettings, WebhookSettings
+from genbot.compose import webhook_base_url
 from genbot.demo import free_port
 from genbot.doctor import (
     DERIVED_KEY_NOTE,

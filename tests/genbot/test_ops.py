@@ -17,8 +17,8 @@ from aiohttp import ClientSession
 from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.web.settings import WebSettings
-from bot.features.jobs import webhook_base_url
 from bot.kernel import LimitsSettings, OpsSettings
+from genbot.compose import webhook_base_url
 from genbot.demo import demo_settings, free_port
 from genbot.ops import CheckResult, run_check
 from genbot.runtime import Runtime, running

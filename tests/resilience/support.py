@@ -22,7 +22,6 @@ from adapters.web.adapter import WebAdapter
 from adapters.web.settings import WebSettings
 from adapters.webhook import WebhookReceiver
 from bot.api import ProviderClient, RetryPolicy
-from bot.features.jobs import JobEngines
 from bot.kernel import (
     ApiSettings,
     LimitsSettings,
@@ -34,9 +33,8 @@ from bot.kernel import (
     WebhookSettings,
 )
 from bot.router import Router
-from genbot.compose import build_core
+from genbot.compose import JobEngines, build_core, webhook_receiver
 from genbot.demo import free_port
-from genbot.runtime import webhook_receiver
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig

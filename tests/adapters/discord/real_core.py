@@ -20,12 +20,10 @@ from pydantic import SecretStr
 
 from adapters.discord import DiscordAdapter
 from bot.api import ProviderClient, RetryPolicy
-from bot.features.jobs import JobEngines
 from bot.kernel import ApiSettings, LimitsSettings, Plan, StorageSettings, WebhookSettings
 from bot.router import Router
-from genbot.compose import build_core
+from genbot.compose import JobEngines, build_core, webhook_receiver
 from genbot.demo import free_port
-from genbot.runtime import webhook_receiver
 from genbot.settings import Settings
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest

@@ -20,12 +20,10 @@ from pydantic import SecretStr
 
 from adapters.slack import SlackAdapter
 from bot.api import ProviderClient
-from bot.features.jobs import JobEngines
 from bot.kernel import ApiSettings, LimitsSettings, StorageSettings, WebhookSettings, sealer_of
 from bot.router import Router
-from genbot.compose import build_core
+from genbot.compose import JobEngines, build_core, webhook_receiver
 from genbot.demo import free_port
-from genbot.runtime import webhook_receiver
 from genbot.settings import Settings
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest

@@ -15,9 +15,9 @@ from typing import Any
 from PIL import Image
 
 from bot.api import ProviderClient
-from bot.features.jobs import JobEngines, build_job_engines
 from bot.kernel import Attachment, ButtonPress, ModalSubmit, SurfaceRegistry
 from bot.outbox import Outbox
+from genbot.compose import JobEngines, build_job_engines
 from simulator.server import RunningSimulator
 from storage import Job, NewJob, SqliteStore
 from tests.bot.harness import ROOMY, Genbot, harness_settings

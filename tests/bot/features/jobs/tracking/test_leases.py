@@ -18,11 +18,11 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 from bot.api import ProviderClient
-from bot.features.jobs import JobEngines, build_job_engines
 from bot.features.jobs.tracking.leases import Leases
 from bot.features.jobs.wording import RESTARTED_WHILE_CREATING
 from bot.kernel import Command, MessageRef, OutMessage, SurfaceRegistry, User
 from bot.outbox import Outbox
+from genbot.compose import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record

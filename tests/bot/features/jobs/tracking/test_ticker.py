@@ -9,9 +9,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from bot.api import ProviderClient
-from bot.features.jobs import JobEngines, build_job_engines
 from bot.kernel import Command, SurfaceRegistry, User
 from bot.outbox import Outbox
+from genbot.compose import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from storage.postgres import PostgresStore
