@@ -322,14 +322,6 @@ def _missing(spec: CommandSpec, option: Option, text_style: bool) -> str:
     return f"/{_display_name(spec)} needs {_label(spec, option.name, text_style)}.{example}"
 
 
-def parse_and_validate(
-    spec: CommandSpec, text: str, *, attachments: Iterable[str] = ()
-) -> dict[str, OptionValue]:
-    """:func:`parse_command_text` then :func:`validate_options` with flag-style messages."""
-    raw = parse_command_text(spec, text)
-    return validate_options(spec, raw, attachments=attachments, text_style=True)
-
-
 def resolve_command(text: str) -> tuple[CommandSpec, str]:
     """The command a text names and the rest of the text: ``/diffusion txt2img a fox`` →
     (``diffusion.txt2img``, ``a fox``); the slash is optional. Every platform whose commands

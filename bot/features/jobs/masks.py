@@ -190,11 +190,6 @@ def build_mask(regions: Iterable[Shape], size: tuple[int, int]) -> Mask:
     return Mask(png, base64.b64encode(png).decode("ascii"), width, height)
 
 
-def mask_for(region_text: str, size: tuple[int, int]) -> Mask:
-    """:func:`parse_region` then :func:`build_mask`."""
-    return build_mask(parse_region(region_text), size)
-
-
 def image_size(data: bytes) -> tuple[int, int]:
     """(width, height) of an image given as bytes; :class:`CommandError` when it is not one."""
     try:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 
 import pytest
 from hypothesis import given, settings
@@ -9,9 +10,10 @@ from hypothesis import strategies as st
 from bot.kernel import (
     COMMANDS,
     CommandError,
+    CommandSpec,
+    OptionValue,
     command,
     help_text,
-    parse_and_validate,
     parse_aspect_ratio,
     parse_command_text,
     resolve_command,
@@ -21,6 +23,14 @@ from bot.kernel import (
 IMAGINE = command("imagine")
 CHAT = command("chat")
 TXT2IMG = command("diffusion.txt2img")
+
+
+def parse_and_validate(
+    spec: CommandSpec, text: str, *, attachments: Iterable[str] = ()
+) -> dict[str, OptionValue]:
+    """:func:`parse_command_text` then :func:`validate_options` with flag-style messages."""
+    raw = parse_command_text(spec, text)
+    return validate_options(spec, raw, attachments=attachments, text_style=True)
 
 
 def error_of(call, *args, **kwargs) -> str:  # type: ignore[no-untyped-def]

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.features.chat.history import History, Turn, counted, fit, too_large
-from bot.features.chat.tokens import count_message, fit_history
+from bot.features.chat.tokens import count_message
 from bot.kernel import UserError
+from tests.bot.features.chat.fitting import fit_history
 
 ROLES = st.sampled_from(["user", "assistant", "function"])
 WORDS = st.lists(st.sampled_from(["harbour", "light", "fox", "ship", "tide"]), max_size=400)

@@ -13,17 +13,16 @@ from bot.features.chat.tokens import (
     CONTEXT_SIZES,
     REPLY_PRIMING_TOKENS,
     TOKENS_PER_IMAGE,
-    TurnTooLarge,
     context_size,
     count_functions,
     count_message,
     count_messages,
     count_text,
     encoding,
-    fit_history,
     warm_up,
 )
 from bot.kernel import CHAT_MODELS
+from tests.bot.features.chat.fitting import TurnTooLarge, fit_history
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -11,13 +11,18 @@ from PIL import Image
 from bot.features.jobs.masks import (
     MAX_REGIONS,
     PRESETS,
+    Mask,
     Region,
     build_mask,
     image_size,
-    mask_for,
     parse_region,
 )
 from bot.kernel import CommandError
+
+
+def mask_for(region_text: str, size: tuple[int, int]) -> Mask:
+    """:func:`parse_region` then :func:`build_mask`."""
+    return build_mask(parse_region(region_text), size)
 
 
 def open_mask(png: bytes) -> Image.Image:
