@@ -36,7 +36,6 @@ from typing import Protocol, runtime_checkable
 
 from bot.api.chat import allowed_chat_models
 from bot.api.errors import ApiError
-from bot.features.jobs.forms import FormError
 from bot.kernel import (
     COMMANDS_BY_NAME,
     RESTARTING_TEXT,
@@ -46,6 +45,7 @@ from bot.kernel import (
     Command,
     CommandError,
     Event,
+    FormError,
     HomeOpened,
     InboundEvent,
     ModalSubmit,
@@ -113,7 +113,7 @@ class ChecksForms(Protocol):
     """A feature that can check its forms' values on their own, without I/O."""
 
     def check_modal(self, event: ModalSubmit) -> None:
-        """Raise :class:`bot.features.jobs.forms.FormError` (or :class:`CommandError`) for a refused
+        """Raise :class:`~bot.kernel.FormError` (or :class:`CommandError`) for a refused
         value."""
         ...
 

@@ -51,7 +51,6 @@ from bot.kernel import (
 )
 from bot.outbox import Notice, OpenForm, Outbox, WritePolicy
 from bot.refs import Referent, RefKind
-from bot.router import Homes
 from storage import (
     SETTING_NAMES,
     ScopeKind,
@@ -162,6 +161,13 @@ class AccountStorage(SettingsStore, UsageLedger, Protocol):
     """What ``/settings`` and ``/usage`` use."""
 
 
+class RedrawsHomes(Protocol):
+    """What shows a user's saved defaults on their home (the home feature, where the platform
+    has one)."""
+
+    async def on_home(self, event: HomeOpened) -> None: ...
+
+
 class AccountFeature:
     """``/settings``, ``/usage``, ``/help`` and the settings form.
 
@@ -179,7 +185,7 @@ class AccountFeature:
         *,
         plan: str = "developer",
         daily_credit_budget: int | None = None,
-        home: Homes | None = None,
+        home: RedrawsHomes | None = None,
         diffusion_models: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         self.store = store

@@ -1,7 +1,8 @@
 """What a user is told when genbot refuses or fails: the refusal types and the fixed texts.
 
-A :class:`UserError` or :class:`CommandError` carries the sentence to show as its ``str``; the
-texts below answer what is not the user's doing (genbot stopping, too slow, its database, a bug).
+A :class:`UserError`, :class:`CommandError` or :class:`FormError` carries the sentence to show as
+its ``str``; the texts below answer what is not the user's doing (genbot stopping, too slow, its
+database, a bug).
 :class:`StorageError` (any failure of genbot's database) is here for the layers that catch it
 without using storage themselves (adapters).
 """
@@ -45,3 +46,12 @@ class UserError(Exception):
 
 class CommandError(ValueError):
     """Bad user input for a command, button or form; ``str(error)`` is the sentence to show."""
+
+
+class FormError(CommandError):
+    """A refused form value: ``field`` is the id of the field whose value is wrong (the form
+    comes back with the sentence beside that field)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from bot.features.jobs.forms import FormError, form_for
+from bot.features.jobs.forms import form_for
 from bot.kernel import (
     CHAT_MODELS,
     REMIX_ACTIONS,
@@ -24,6 +24,7 @@ from bot.kernel import (
     ButtonStyle,
     Choice,
     CommandError,
+    FormError,
     Modal,
     ModalField,
     Option,
@@ -229,7 +230,7 @@ def _settings_field(option: Option, current: str, models: Sequence[str]) -> Moda
 
 def read_settings(values: Mapping[str, str]) -> dict[str, OptionValue]:
     """Validate a submitted settings form like ``/settings`` options (blank fields are left
-    out); a refused value is a :class:`bot.features.jobs.forms.FormError` about its field."""
+    out); a refused value is a :class:`~bot.kernel.FormError` about its field."""
     spec = command("settings")
     checked: dict[str, OptionValue] = {}
     for name, value in values.items():

@@ -17,12 +17,20 @@ from bot.api import DescribeRequest, ImagineRequest, ProcessMode, ProviderClient
 from bot.features.jobs.buttons import DESCRIBE_ACTIONS
 from bot.features.jobs.follow_up_calls import choice, values_digest
 from bot.features.jobs.follow_ups import version_for
-from bot.features.jobs.forms import PROMPT_FIELD, FormError, pick_form
+from bot.features.jobs.forms import PROMPT_FIELD, pick_form
 from bot.features.jobs.images import PROCESS_MODES
 from bot.features.jobs.input_checks import check_form_prompt
 from bot.features.jobs.starter import JobSpec, JobStarter
 from bot.features.jobs.task_call import TaskCall
-from bot.kernel import ButtonPress, Command, CommandError, ModalSubmit, OptionValue, UserError
+from bot.kernel import (
+    ButtonPress,
+    Command,
+    CommandError,
+    FormError,
+    ModalSubmit,
+    OptionValue,
+    UserError,
+)
 from bot.outbox import OpenForm, WritePolicy
 from bot.refs import Referent, RefKind
 from storage import DescribeParams, ImageParams, Job, JobResult, SettingsReader
@@ -68,7 +76,7 @@ class DescribeButtons:
             await self._starter.outbox.write(event.place, form, WritePolicy.NOW)
 
     def check_modal(self, event: ModalSubmit) -> None:
-        """The edited prompt's own checks (:class:`bot.features.jobs.forms.FormError` beside it)."""
+        """The edited prompt's own checks (:class:`~bot.kernel.FormError` beside it)."""
         prompt = event.values.get(PROMPT_FIELD, "").strip()
         if not prompt:
             raise FormError(PROMPT_FIELD, "The prompt is empty; write what to imagine.")

@@ -23,6 +23,7 @@ from bot.kernel import (
     CommandError,
     CommandSpec,
     Event,
+    FormError,
     Modal,
     ModalField,
     OptionValue,
@@ -47,15 +48,6 @@ REGION_HELP = "x,y,w,h in % (e.g. 10,10,40,60); several with ;"
 MAP_SIDE = 6
 MAP_IN, MAP_OUT = "🟦", "⬛"
 PROMPT_MAX = 4000
-
-
-class FormError(CommandError):
-    """A refused form value: ``field`` is the id of the field whose value is wrong (the form
-    comes back with the sentence beside that field)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def refused_form(modal: Modal, error: Exception) -> Modal:

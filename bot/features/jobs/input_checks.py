@@ -14,8 +14,8 @@ from __future__ import annotations
 import mimetypes
 import re
 
-from bot.features.jobs.forms import PROMPT_FIELD, FormError
-from bot.kernel import Attachment, CommandError, parse_aspect_ratio
+from bot.features.jobs.forms import PROMPT_FIELD
+from bot.kernel import Attachment, CommandError, FormError, parse_aspect_ratio
 
 _VERSION = re.compile(r"\d+(?:\.\d+)?")
 VALUED_FLAGS = {

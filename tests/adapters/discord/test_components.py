@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from bot.features.jobs.forms import FormError, form_for, refused_form
+from bot.features.jobs.forms import form_for, refused_form
 from bot.kernel import (
     Button,
     ButtonPress,
     Command,
+    FormError,
     ImageFile,
     Modal,
     ModalField,

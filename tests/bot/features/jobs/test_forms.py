@@ -9,7 +9,6 @@ import pytest
 from bot.features.jobs.forms import (
     AREA_CHOICES,
     ZOOM_CHOICES,
-    FormError,
     diffusion_upload_form,
     form_for,
     parse_zoom,
@@ -21,7 +20,14 @@ from bot.features.jobs.forms import (
     region_map,
 )
 from bot.features.jobs.masks import PRESETS, Polygon, Region, build_mask
-from bot.kernel import CommandError, OptionValue, command, parse_command_text, validate_options
+from bot.kernel import (
+    CommandError,
+    FormError,
+    OptionValue,
+    command,
+    parse_command_text,
+    validate_options,
+)
 from tests.bot.features.jobs.support import mask_pixels
 
 
