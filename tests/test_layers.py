@@ -1,10 +1,16 @@
-"""Issue 23's two layering rules, both held outright.
+"""Issue 23's layering rules, all held outright.
 
 - Adapters import nothing of ``storage`` and nothing of ``bot/`` beyond the kernel (the package
   :data:`KERNEL` names): what they need of the rest they declare in their own ``ports.py``.
 - Exactly one module of ``bot/`` calls a surface's write methods: the outbox. It is also the
   only module of ``bot/`` beyond the kernel that holds surfaces: no other imports ``Surface`` or
   ``SurfaceRegistry`` (features read what a platform allows and can do through the outbox).
+
+- The layers of ``bot/`` import only downwards: the provider client (``bot/api``) nothing of the
+  rest of ``bot/``; the kernel only itself and the client; the outbox only the kernel (and the
+  client); the features neither the router nor each other beyond :data:`FEATURE_ARROWS`; the
+  router (``bot/router.py``, ``bot/refs.py``) no feature (it knows them through the protocols it
+  declares); and nothing of ``bot/`` imports the composition root (``genbot``) or an adapter.
 
 Beside them, code outside the kernel imports it through its face, ``bot.kernel`` (one name, one
 address), and never the face from inside: a kernel module importing the face would be a circle.
@@ -19,6 +25,28 @@ ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ("bot.kernel",)
 OUTBOX = "bot/outbox/outbox.py"
 SURFACE_HOLDERS = frozenset({"Surface", "SurfaceRegistry"})
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("bot/api/", ("bot.api",)),
+    ("bot/kernel/", ("bot.kernel", "bot.api")),
+    ("bot/outbox/", ("bot.outbox", "bot.kernel", "bot.api")),
+    ("bot/features/", ("bot.features", "bot.outbox", "bot.kernel", "bot.api", "bot.refs")),
+    ("bot/refs.py", ("bot.kernel", "bot.api")),
+    ("bot/router.py", ("bot.refs", "bot.outbox", "bot.kernel", "bot.api")),
+)
+"""Each part of ``bot/`` and the parts of ``bot/`` it may import (``genbot`` and ``adapters``
+are above every one of them)."""
+FEATURE_ARROWS = frozenset(
+    {
+        ("account", "jobs"),
+        ("home", "account"),
+        ("home", "jobs"),
+        ("chat", "provider_waits"),
+        ("jobs", "provider_waits"),
+    }
+)
+"""Which feature may import which: the home shows the jobs' last images and the account's
+settings button, the account uses the jobs' settings form; chat reaches jobs only through the
+``ChatJobs`` protocol it declares, wired by ``genbot/compose.py``."""
 WRITES = frozenset(
     {
         "send",
@@ -124,6 +152,61 @@ def surface_holders() -> set[str]:
     } - {OUTBOX}
 
 
+def _modules(tree: ast.AST) -> set[str]:
+    """The modules ``tree`` imports (a ``from`` import names its module only)."""
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+    return modules
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(f"{p}.") for p in packages)
+
+
+def upward_imports() -> set[tuple[str, str]]:
+    """Every (module of ``bot/``, module it imports) against :data:`LAYERS`."""
+    found: set[tuple[str, str]] = set()
+    for path in _sources("bot"):
+        name = _name(path)
+        allowed = next((a for prefix, a in LAYERS if name.startswith(prefix)), None)
+        for module in _modules(ast.parse(path.read_text())):
+            if _within(module, ("genbot", "adapters")) or (
+                allowed is not None and module.startswith("bot.") and not _within(module, allowed)
+            ):
+                found.add((name, module))
+    return found
+
+
+def _feature(module: str) -> str | None:
+    """The feature a module (dotted, or a path) belongs to: ``jobs``, ``chat``, ``account``…"""
+    parts = module.removesuffix(".py").replace("/", ".").split(".")
+    return parts[2] if parts[:2] == ["bot", "features"] and len(parts) > 2 else None
+
+
+def feature_arrows() -> set[tuple[str, str]]:
+    """Every (feature, other feature it imports)."""
+    arrows: set[tuple[str, str]] = set()
+    for path in _sources("bot/features"):
+        source = _feature(_name(path))
+        for module in _modules(ast.parse(path.read_text())):
+            target = _feature(module)
+            if source is not None and target is not None and source != target:
+                arrows.add((source, target))
+    return arrows
+
+
+def test_the_layers_of_bot_import_only_downwards() -> None:
+    assert sorted(upward_imports()) == []
+
+
+def test_features_import_each_other_only_as_allowed() -> None:
+    assert feature_arrows() <= FEATURE_ARROWS
+
+
 def test_adapters_import_nothing_beyond_the_kernel() -> None:
     assert sorted(adapters_beyond_the_kernel()) == []
 
@@ -180,3 +263,12 @@ def test_the_rules_see_what_they_look_for() -> None:
     assert _surface_names_imported(ast.parse("from bot.kernel.registry import SurfaceRegistry"))
     assert not _surface_names_imported(ast.parse("from bot.kernel import SurfaceLimits"))
     assert _surface_names_imported(ast.parse((ROOT / OUTBOX).read_text()))
+    assert _feature("bot.features.jobs.tracking.tracker") == "jobs"
+    assert _feature("bot/features/account.py") == "account"
+    assert _feature("bot.features") is None and _feature("bot.kernel.events") is None
+    assert _within("bot.features.chat", ("bot.features",))
+    assert not _within("bot.featuresque", ("bot.features",))
+    assert _modules(ast.parse("from bot.router import Homes\nimport genbot.compose")) == {
+        "bot.router",
+        "genbot.compose",
+    }
