@@ -23,7 +23,7 @@ from typing import ClassVar, Protocol
 
 from bot.features.account import SETTINGS_ACTION
 from bot.features.jobs import wording
-from bot.features.jobs.marks import place_of
+from bot.features.jobs.messages import place_of
 from bot.features.jobs.result_messages import ResultMessages
 from bot.kernel import (
     Button,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.features.jobs import titles, wording
-from bot.features.jobs.marks import place_of
+from bot.features.jobs.messages import place_of
 from bot.kernel import Place, UserMessage
 from storage import Job
 from tests.bot.features.jobs.support import bodies, job_record

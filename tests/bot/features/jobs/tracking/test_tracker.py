@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from bot.api import ImagineRequest, TaskRecord
-from bot.features.jobs.marks import place_of
+from bot.features.jobs.messages import place_of
 from bot.features.jobs.starter import CREATING_GRACE_SECONDS
 from bot.features.jobs.tracking.provider_state import LOST_AFTER_NULLS, LOST_TASK
 from bot.features.jobs.tracking.tracker import SWEEP_SECONDS
