@@ -51,7 +51,7 @@ from bot.api.errors import (
     TaskCreationRefused,
     UnexpectedStatus,
 )
-from bot.api.ratelimit import observe_waits
+from bot.api.ratelimit import Wait, observe_waits
 from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS, check_http_url
 from bot.features.jobs.admission import Admission
 from bot.features.jobs.forms import show_refused
@@ -194,6 +194,25 @@ class StarterStorage(JobWriter, JobAdmission, MessageLinks, UsageLedger, JobLeas
     lookup behind buttons, the usage ledger, and which process this is (whose jobs)."""
 
 
+class WaitsShown:
+    """The :class:`~bot.features.provider_waits.ShownWait` of one provider call, made only once
+    the client reports a wait (most calls never wait); :meth:`close` when the call is done."""
+
+    def __init__(self, write: Callable[[str], Awaitable[object]]) -> None:
+        self._write = write
+        self._shown: ShownWait | None = None
+
+    def __call__(self, wait: Wait) -> None:
+        if self._shown is None:
+            self._shown = ShownWait(self._write)
+        self._shown(wait)
+
+    async def close(self) -> None:
+        """Let the last write land (bounded), when there was one."""
+        if self._shown is not None:
+            await self._shown.close()
+
+
 class JobStarter:
     """Starts jobs (see the module docstring)."""
 
@@ -252,7 +271,7 @@ class JobStarter:
             except BaseException:
                 await asyncio.shield(self.delivery.mark_not_started(job, UNEXPECTED))
                 raise
-            shown = ShownWait(
+            shown = WaitsShown(
                 lambda text: self.delivery.edit(
                     job,
                     f"⏳ {heading(job)}\n{text}",
