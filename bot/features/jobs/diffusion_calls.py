@@ -24,7 +24,7 @@ from bot.api import (
     Txt2ImgRequest,
 )
 from bot.features.jobs.starter import Submitted
-from bot.features.jobs.tracking.results import diffusion_result_fields, poll_delay
+from bot.features.jobs.tracking.provider_state import diffusion_result_fields, poll_delay
 from bot.features.jobs.webhook_addresses import Webhook
 from bot.kernel import LimitsSettings, UserError
 from storage import DiffusionType, Job, JobStatus

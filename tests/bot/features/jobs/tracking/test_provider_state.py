@@ -7,8 +7,9 @@ import asyncio
 import math
 from pathlib import Path
 
-from bot.api import MULTI_FETCH_MAX_IDS
+from bot.api import MULTI_FETCH_MAX_IDS, TaskRecord
 from bot.features.jobs.progress import status_word
+from bot.features.jobs.tracking.provider_state import charged_credits, task_result_fields
 from bot.kernel import Command, MessageRef, OutMessage, SurfaceLimits, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
@@ -106,3 +107,29 @@ async def test_the_delivery_pass_reads_only_the_ids_of_jobs_waiting_for_delivery
         assert sum(trip.rows_read for trip in whole) == 0, "no finished job read whole to find it"
         await bare.engines.tracker.wait_idle()
         assert await bare.store.list_unfinished_jobs(("finished",)) == []
+
+
+def test_the_charge_is_the_records_credit_else_what_it_froze() -> None:
+    def record(result: dict[str, object], meta: dict[str, object]) -> TaskRecord:
+        return TaskRecord.model_validate(
+            {"task_id": "t", "status": "finished", "task_result": result, "meta": meta}
+        )
+
+    assert charged_credits(record({"credit": 8}, {"frozen_credit": 4})) == 8
+    assert charged_credits(record({"credit": 0}, {"frozen_credit": 4})) == 0
+    assert charged_credits(record({}, {"frozen_credit": 4})) == 4
+    assert charged_credits(record({"credit": None}, {"frozen_credit": "6"})) == 6
+    assert charged_credits(record({}, {})) == 0
+
+
+def test_a_finished_records_prompts_are_read_only_where_it_has_some() -> None:
+    def record(result: dict[str, object]) -> TaskRecord:
+        return TaskRecord.model_validate(
+            {"task_id": "t", "status": "finished", "task_result": result}
+        )
+
+    described = record({"message": "1️⃣ a fox\n2️⃣ a cat"})
+    assert task_result_fields(described)["result"]["prompts"] == ["a fox", "a cat"]
+    listed = record({"prompts": ["a dog"], "message": "1️⃣ a fox"})
+    assert task_result_fields(listed)["result"]["prompts"] == ["a dog"]
+    assert task_result_fields(record({"image_url": "https://x/y.png"}))["result"]["prompts"] == []
