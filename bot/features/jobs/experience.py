@@ -29,9 +29,11 @@ class Experience:
         self.models = DiffusionModels(models)
 
     def observe(self, job: Job) -> None:
-        """Learn from a job whose result was just posted."""
+        """Learn from a job whose result was just posted (its model, when it is a diffusion
+        job)."""
         self.estimates.observe(job)
-        self.models.observe(job)
+        if job.family == "diffusion":
+            self.models.observe(job)
 
     async def start(self) -> None:
         """Learn from the newest posted jobs in storage (best effort: without them genbot
