@@ -20,7 +20,7 @@ from storage import (
     params_of,
     result_with,
 )
-from tests.bot.jobs.support import job_record
+from tests.bot.features.jobs.support import job_record
 from tests.storage.conftest import new_job
 from tests.storage.helpers import create_job
 
