@@ -37,6 +37,7 @@ from bot.features.jobs.buttons import GRID_ACTIONS, UPSCALE_ACTIONS
 from bot.features.jobs.follow_up_calls import (
     FollowUp,
     FollowUpInput,
+    TaskCall,
     choice,
     follow_up_for,
     values_digest,
@@ -57,7 +58,6 @@ from bot.features.jobs.input_checks import check_form_prompt, check_prompt
 from bot.features.jobs.masks import build_mask
 from bot.features.jobs.region_preview import RegionPreviews
 from bot.features.jobs.starter import JobSpec, JobStarter
-from bot.features.jobs.task_call import TaskCall
 from bot.kernel import (
     MODAL_ACTIONS,
     REMIX_ACTIONS,

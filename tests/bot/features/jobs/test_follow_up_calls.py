@@ -153,7 +153,7 @@ async def test_the_u1_walk_enters_each_file_once_on_its_way_to_the_client(
         "bot/router.py",
         "bot/features/jobs/images.py",
         "bot/features/jobs/starter.py",
-        "bot/features/jobs/task_call.py",
+        "bot/features/jobs/follow_up_calls.py",
         "bot/api/tasks.py",
     ]
 
