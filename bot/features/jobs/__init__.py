@@ -7,13 +7,13 @@ package's face names the parts.
 
 from __future__ import annotations
 
+from bot.features.jobs.admission import Limits
 from bot.features.jobs.cancel import JobCancel
 from bot.features.jobs.chat_jobs import ChatJobs
 from bot.features.jobs.describe import DescribeButtons
 from bot.features.jobs.diffusion import DiffusionJobs
 from bot.features.jobs.experience import Experience
 from bot.features.jobs.images import ImageJobs
-from bot.features.jobs.limits import Limits
 from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.region_preview import PreviewButtons
 from bot.features.jobs.starter import JobSpec, JobStarter, Submitted

@@ -1,8 +1,8 @@
 """The one way a job starts, shared by commands, buttons, forms and chat tools.
 
 1. the job row, committed in status ``creating`` — only while the user is within the caps and
-   budget (:class:`~bot.features.jobs.limits.Limits`), checked in the same transaction; a derivative
-   finds the job an earlier press created instead;
+   budget (:class:`~bot.features.jobs.admission.Limits`), checked in the same transaction; a
+   derivative finds the job an earlier press created instead;
 2. the progress message, linked to the job (so a job with a progress message may have been
    sent to the provider; one without was not);
 3. the provider's create call, made once and never repeated by genbot (except after a 429,
@@ -53,10 +53,9 @@ from bot.api.errors import (
 )
 from bot.api.ratelimit import Wait, observe_waits
 from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS, check_http_url
-from bot.features.jobs.admission import Admission
+from bot.features.jobs.admission import Admission, Limits
 from bot.features.jobs.forms import show_refused
 from bot.features.jobs.input_checks import check_attachment
-from bot.features.jobs.limits import Limits
 from bot.features.jobs.messages import JobMessages, TakenOver, cancel_buttons
 from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.features.jobs.titles import base_action

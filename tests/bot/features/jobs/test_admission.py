@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.features.jobs.admission import Admission
-from bot.features.jobs.limits import Limits
+from bot.features.jobs.admission import Admission, Limits
 from bot.kernel import Command, LimitsSettings, Place, User, UserError
 from storage import SqliteStore
 
