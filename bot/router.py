@@ -290,13 +290,13 @@ class Router:
             log.exception("unexpected error handling %s (ref %s)", type(event).__name__, reference)
             await self._tell(event, unexpected_error_text(reference))
         finally:
-            metrics.event_ended(event.place.platform, type(event).__name__, outcome)
+            metrics.EVENTS.labels(event.place.platform, type(event).__name__, outcome).inc()
             log.debug("%s: %s %s", event.place.platform, type(event).__name__, outcome)
 
     async def refuse(self, event: InboundEvent) -> None:
         """Answer ``event``, which arrived while genbot stops, "restarting" (a plain message
         only when it was addressed to genbot)."""
-        metrics.event_ended(event.place.platform, type(event).__name__, "refused")
+        metrics.EVENTS.labels(event.place.platform, type(event).__name__, "refused").inc()
         if answers_refusal(event):
             await self._tell(event, RESTARTING_TEXT)
 
@@ -461,7 +461,8 @@ class Intake:
             async with around(built):
                 await self.router.refuse(built)
             return
-        metrics.bind_log_fields(platform=self.platform, user_id=built.user.id)
+        metrics.LOG_PLATFORM.set(self.platform)
+        metrics.LOG_USER_ID.set(built.user.id)
         key = self.serial_key(built) if self.serial_key is not None else None
         async with self._serialised(key), around(built):
             await self.router.handle(built, deadline=self.deadline)

@@ -2,15 +2,16 @@
 
 **Series.** Every series is named ``genbot_*`` and every label has a bounded set of values. The
 metrics live in ``prometheus_client``'s default registry (so ``/metrics`` also shows the
-process and Python collectors). Counters and histograms move where the work happens, through the
-small functions below; gauges that describe stored state (jobs by state) are refreshed right
-before each scrape by the :data:`Refresher` callables the composition root hands the ops
-listener (``genbot/ops.py``). The provider client's series are its own
-(:mod:`bot.api.metrics`).
+process and Python collectors). Counters and histograms move where the work happens, written
+there (``metrics.JOBS_CREATED.labels(job.type).inc()``: no call into this module on the way);
+gauges that describe stored state (jobs by state) are refreshed right before each scrape by the
+:data:`Refresher` callables the composition root hands the ops listener (``genbot/ops.py``).
+The provider client's series are its own (:mod:`bot.api.metrics`).
 
-Label values come from genbot's own code (endpoints, task types, surface methods), never from
-users; :func:`bot.api.metrics.label` still bounds each one, so a bug cannot explode a series'
-cardinality.
+Label values come from genbot's own closed sets (platform names, job types, event classes,
+priorities, surface methods), never from users. A value that comes from elsewhere (a state read
+from the database, a kind of work named by a caller) goes through
+:func:`bot.api.metrics.label`, which keeps it a well-formed label value.
 
 Adding a metric: define it here
 with the ``genbot_`` prefix and bounded labels, move it where the work happens (or refresh it in
@@ -18,10 +19,11 @@ a :data:`Refresher`), add a panel to ``config/grafana-dashboard.json`` (its test
 panel's query names an exported metric) and a line to the table in ``docs/operations.md``.
 
 **Log context.** Who and what a log line is about: the platform, user and job ids of the work in
-progress. The router's intake binds the platform and user of each event it runs, and the job
-machinery binds the job id it works on; the ids follow the work into every task it starts (they
-live in :mod:`contextvars`). Formatters read them with :func:`log_fields` (the JSON log format
-writes them as fields).
+progress, in the context variables :data:`LOG_PLATFORM`, :data:`LOG_USER_ID` and
+:data:`LOG_JOB_ID`. The router's intake sets the platform and user of each event it runs, and
+the job machinery sets the job id it works on (``metrics.LOG_JOB_ID.set(job.id)``); the ids
+follow the work into every task it starts. Formatters read them with :func:`log_fields` (the
+JSON log format writes them as fields).
 """
 
 from __future__ import annotations
@@ -133,39 +135,8 @@ def storage_failed(kind: str) -> None:
     STORAGE_FAILURES.labels(label(kind.replace(" ", "_"))).inc()
 
 
-def job_created(task_type: str) -> None:
-    JOBS_CREATED.labels(label(task_type)).inc()
-
-
-def job_completed(task_type: str, platform: str, finished_to_posted: float | None) -> None:
-    JOBS_COMPLETED.labels(label(task_type)).inc()
-    if finished_to_posted is not None:
-        FINISHED_TO_POSTED.labels(label(platform)).observe(max(finished_to_posted, 0.0))
-
-
-def job_failed(task_type: str) -> None:
-    JOBS_FAILED.labels(label(task_type)).inc()
-
-
 def webhook_answered(status: int) -> None:
     WEBHOOKS.labels("accepted" if 200 <= status < 300 else "refused").inc()
-
-
-def platform_write(platform: str, method: str) -> None:
-    PLATFORM_WRITES.labels(label(platform), label(method)).inc()
-
-
-def platform_rate_limited(platform: str, method: str) -> None:
-    PLATFORM_RATE_LIMITED.labels(label(platform), label(method)).inc()
-
-
-def budget_waited(platform: str, urgent: bool, seconds: float) -> None:
-    priority = "urgent" if urgent else "paced"
-    EDIT_BUDGET_WAIT.labels(label(platform), priority).observe(max(seconds, 0.0))
-
-
-def stream_staleness(platform: str, seconds: float) -> None:
-    CHAT_STREAM_STALENESS.labels(label(platform)).observe(max(seconds, 0.0))
 
 
 def chat_tokens(prompt: int, completion: int) -> None:
@@ -173,25 +144,31 @@ def chat_tokens(prompt: int, completion: int) -> None:
     CHAT_TOKENS.labels("out").inc(max(completion, 0))
 
 
-def event_ended(platform: str, kind: str, outcome: str) -> None:
-    EVENTS.labels(label(platform), label(kind), label(outcome)).inc()
-
-
 def loop_lag(seconds: float) -> None:
     EVENT_LOOP_LAG.observe(max(seconds, 0.0))
 
 
+def job_completed(task_type: str, platform: str, finished_to_posted: float | None) -> None:
+    """A job's result was posted (the job messages' one call into this module, until they
+    write the two series where they post)."""
+    JOBS_COMPLETED.labels(task_type).inc()
+    if finished_to_posted is not None:
+        FINISHED_TO_POSTED.labels(platform).observe(max(finished_to_posted, 0.0))
+
+
+def job_failed(task_type: str) -> None:
+    JOBS_FAILED.labels(task_type).inc()
+
+
 LOG_FIELDS = ("platform", "user_id", "job_id")
+LOG_PLATFORM: ContextVar[str | None] = ContextVar("genbot_log_platform", default=None)
+LOG_USER_ID: ContextVar[str | None] = ContextVar("genbot_log_user_id", default=None)
+LOG_JOB_ID: ContextVar[str | None] = ContextVar("genbot_log_job_id", default=None)
 _log_values: dict[str, ContextVar[str | None]] = {
-    name: ContextVar(f"genbot_log_{name}", default=None) for name in LOG_FIELDS
+    "platform": LOG_PLATFORM,
+    "user_id": LOG_USER_ID,
+    "job_id": LOG_JOB_ID,
 }
-
-
-def bind_log_fields(**fields: str | None) -> None:
-    """Set some of :data:`LOG_FIELDS` for the rest of the current task (and the tasks it
-    starts)."""
-    for name, value in fields.items():
-        _log_values[name].set(value)
 
 
 def log_fields() -> dict[str, str]:

@@ -309,7 +309,9 @@ class Pacer:
                         await self.clock.sleep(wait)
                         continue
                     now = self.clock.monotonic()
-                    metrics.budget_waited(place.platform, urgent, now - asked)
+                    priority = "urgent" if urgent else "paced"
+                    waited = max(now - asked, 0.0)
+                    metrics.EDIT_BUDGET_WAIT.labels(place.platform, priority).observe(waited)
                     return self._grant(ticket, channel, now, hold)
                 await self._wait_for_change(channel)
         finally:

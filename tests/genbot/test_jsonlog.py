@@ -28,7 +28,9 @@ async def test_a_line_is_json_with_context_ids_and_no_secret(
     configure_logging(settings, verbose=False, log_format="json")
 
     async def work() -> None:
-        metrics.bind_log_fields(platform="slack", user_id="U42", job_id="job-7")
+        metrics.LOG_PLATFORM.set("slack")
+        metrics.LOG_USER_ID.set("U42")
+        metrics.LOG_JOB_ID.set("job-7")
         try:
             raise RuntimeError(f"the provider refused {SECRET}")
         except RuntimeError:

@@ -473,7 +473,7 @@ class StreamRenderer:
         oldest = bisect.bisect_right(self._arrived_ends, self._shown_upto)
         if op.upto > self._shown_upto and oldest < len(self._arrived_at):
             waited = self.clock.monotonic() - self._arrived_at[oldest]
-            metrics.stream_staleness(self.place.platform, waited)
+            metrics.CHAT_STREAM_STALENESS.labels(self.place.platform).observe(max(waited, 0.0))
         self._shown_upto = max(self._shown_upto, op.upto)
         self._shown_end = max(self._shown_end, op.end)
         self._last_served = self.clock.monotonic()

@@ -258,7 +258,7 @@ class JobStarter:
             job = await self._create_row(event, spec)
         except AlreadyStarted as before:
             return await self._started_before(before.job)
-        metrics.bind_log_fields(job_id=job.id)
+        metrics.LOG_JOB_ID.set(job.id)
         with self.watch.starting(job.id):
             try:
                 job = await self.delivery.post_progress(job, event)
@@ -439,7 +439,7 @@ class JobStarter:
             job, created = admitted
             if created:
                 self.admission.row_created()
-                metrics.job_created(job.type)
+                metrics.JOBS_CREATED.labels(job.type).inc()
                 return job
             if new.command_key is not None:
                 raise AlreadyStarted(job)

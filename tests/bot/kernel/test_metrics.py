@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.kernel.metrics import JOBS, bind_log_fields, log_fields, set_job_counts
+from bot.kernel.metrics import (
+    JOBS,
+    LOG_JOB_ID,
+    LOG_PLATFORM,
+    LOG_USER_ID,
+    log_fields,
+    set_job_counts,
+)
 
 
 def test_job_counts_replace_the_previous_ones() -> None:
@@ -23,11 +30,12 @@ async def test_log_fields_follow_the_work_into_its_tasks_and_stay_there() -> Non
         return log_fields()
 
     async def job() -> dict[str, str]:
-        bind_log_fields(job_id="job-7")
+        LOG_JOB_ID.set("job-7")
         return await asyncio.create_task(read())
 
     async def event() -> tuple[dict[str, str], dict[str, str]]:
-        bind_log_fields(platform="web", user_id="U1")
+        LOG_PLATFORM.set("web")
+        LOG_USER_ID.set("U1")
         inner = await asyncio.create_task(job())
         return inner, log_fields()
 

@@ -363,7 +363,7 @@ class Tracker:
                 task.cancel()
 
     async def _deliver(self, job_id: str) -> None:
-        metrics.bind_log_fields(job_id=job_id)
+        metrics.LOG_JOB_ID.set(job_id)
         async with self._delivery_slots:
             try:
                 retry_at = await self._delivery.deliver(job_id)
