@@ -397,17 +397,20 @@ class DiscordSurface:
         return self._upload_limits.get(place.workspace_id, DEFAULT_UPLOAD_LIMIT)
 
     def _uploads(self, place: Place, message: OutMessage) -> tuple[OutMessage, list[discord.File]]:
-        """The files to upload within the place's limit; images that cannot be made to fit
-        are linked in the text instead."""
-        if not message.images:
-            return message, []
-        fitted = fit_images(message.images, self.upload_limit(place))
-        if fitted.left_out:
-            links = " ".join(image.url for image in fitted.left_out if image.url)
-            note = f"_(too large to upload here{': ' + links if links else ''})_"
-            text = self._fit(f"{message.text}\n{note}".strip())
-            message = replace(message, text=text, images=fitted.images)
-        files = [discord.File(io.BytesIO(i.data), filename=i.filename) for i in fitted.images]
+        """The files to upload within the place's limit (images above it are fitted by
+        :func:`~adapters.discord.uploads.fit_images`); images that cannot be made to fit are
+        linked in the text instead."""
+        images = message.images
+        limit = self.upload_limit(place)
+        if any(len(image.data) > limit for image in images):
+            fitted = fit_images(images, limit)
+            images = fitted.images
+            if fitted.left_out:
+                links = " ".join(image.url for image in fitted.left_out if image.url)
+                note = f"_(too large to upload here{': ' + links if links else ''})_"
+                text = self._fit(f"{message.text}\n{note}".strip())
+                message = replace(message, text=text, images=images)
+        files = [discord.File(io.BytesIO(i.data), filename=i.filename) for i in images]
         return message, files
 
     async def send_ephemeral(self, origin: Event, text: str) -> None:
