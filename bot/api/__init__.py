@@ -5,7 +5,7 @@ models (defined in ``models_chat``, ``models_tasks``, ``models_task_records``,
 ``models_diffusion``) and errors are imported from ``bot.api``.
 """
 
-from bot.api.chat import ChatAccumulator, ChatClient, ChatStream, ChoiceResult
+from bot.api.chat import ChatAccumulator, ChatClient, ChatStream, ChoiceResult, StreamEnd
 from bot.api.chat_forms import ChatForms, InlineImagesRefused
 from bot.api.client import ProviderClient
 from bot.api.diffusion import DiffusionClient
@@ -181,6 +181,7 @@ __all__ = [
     "ServerError",
     "SseEvent",
     "SseParser",
+    "StreamEnd",
     "StreamInterrupted",
     "TaskClient",
     "TaskCreationRefused",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -254,6 +254,13 @@ class ChatAccumulator:
         return ChatCompletion(id=self.id, created=self.created, model=self.model, choices=choices)
 
 
+@dataclass(frozen=True)
+class StreamEnd:
+    """The last item of a reply's text deltas: how the model finished (``stop``, ``length``…)."""
+
+    finish_reason: str | None = None
+
+
 class ChatStream:
     """A streamed completion: ``async with`` it, then ``async for text in stream`` (each chunk
     read gives the text it adds to the first choice, ``""`` when none).
@@ -271,6 +278,7 @@ class ChatStream:
         self._parser = SseParser(whole_lines=WHOLE_LINES)
         self._pending: list[str] = []
         self._finished = False
+        self._interruption: StreamInterrupted | None = None
         self.accumulator = ChatAccumulator()
 
     async def __aenter__(self) -> ChatStream:
@@ -294,9 +302,29 @@ class ChatStream:
         await self.open()
         try:
             return await self._next_chunk()
+        except StreamInterrupted as interruption:
+            self._interruption = interruption
+            await self.aclose()
+            raise
         except BaseException:
             await self.aclose()
             raise
+
+    async def text_deltas(self) -> AsyncIterator[str | StreamEnd]:
+        """The first choice's text for a renderer: what was read so far (while a caller
+        looked at the first chunks) at once, then each new piece as it arrives, then a
+        :class:`StreamEnd` with the finish reason. An interruption met before is raised after
+        the text read until then; one met meanwhile is raised where it happens."""
+        text = self.accumulator.text()
+        if text:
+            yield text
+        if self._interruption is not None:
+            raise self._interruption
+        async for piece in self:
+            if piece:
+                yield piece
+        results = self.accumulator.results()
+        yield StreamEnd(results[0].finish_reason if results else None)
 
     async def aclose(self) -> None:
         """Close the connection; further iteration ends at once."""

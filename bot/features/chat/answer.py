@@ -92,26 +92,6 @@ async def _until_first_output(stream: ChatStream) -> StreamInterrupted | None:
     return None
 
 
-async def _text_deltas(
-    stream: ChatStream, pending: StreamInterrupted | None
-) -> AsyncIterator[str | StreamEnd]:
-    """The reply's text as deltas (what was read while peeking first), then how it finished."""
-    sent = 0
-    text = stream.accumulator.text()
-    if text:
-        yield text
-        sent = len(text)
-    if pending is not None:
-        raise pending
-    async for _ in stream:
-        text = stream.accumulator.text()
-        if len(text) > sent:
-            yield text[sent:]
-            sent = len(text)
-    choice = _first_choice(stream)
-    yield StreamEnd(choice.finish_reason if choice else None)
-
-
 def stored_reply(rendered: RenderResult) -> str:
     """What to keep of a rendered reply: the model's text exactly, or, when it was cut by
     ``max_tokens`` or an interrupted stream, the displayed text with its mark."""
@@ -338,8 +318,7 @@ class Answerer:
                 if pending is None and choice.calls_function and call:
                     tokens = count_text(call.name) + count_text(call.arguments)
                     return _Outcome(None, call, tokens)
-            deltas = _text_deltas(stream, pending)
-            rendered, turn_id = await self._render(target, deltas, user)
+            rendered, turn_id = await self._render(target, stream.text_deltas(), user)
         answers = (rendered.reply, *(c.text for c in stream.accumulator.results()[1:]))
         tokens = sum(count_text(answer) for answer in answers)
         return _Outcome(rendered, None, tokens, answers, turn_id)

@@ -47,6 +47,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import cast
 
+from bot.api import StreamEnd as StreamEnd
 from bot.kernel import (
     FENCE,
     Chunk,
@@ -90,13 +91,6 @@ INTERRUPTED_NOTE = "_(the provider's stream was interrupted; this reply is incom
 EMPTY_NOTE = "_(the model sent an empty reply)_"
 TYPING_EVERY_SECONDS = 8.0
 MAX_RATE_LIMITS_IN_A_ROW = 10
-
-
-@dataclass(frozen=True)
-class StreamEnd:
-    """Optional last item of a delta stream: how the model finished (``stop``, ``length``…)."""
-
-    finish_reason: str | None = None
 
 
 @dataclass

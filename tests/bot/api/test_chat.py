@@ -28,6 +28,7 @@ from bot.api import (
     InvalidRequest,
     PermissionDenied,
     ProviderClient,
+    StreamEnd,
     StreamInterrupted,
     TextPart,
 )
@@ -87,6 +88,18 @@ async def test_stream_yields_text_deltas_until_done(api: ProviderClient) -> None
     assert "".join(pieces) == stream.text == "one two three four five six seven"
     (result,) = stream.accumulator.results()
     assert (result.role, result.finish_reason) == ("assistant", "stop")
+
+
+async def test_text_deltas_start_with_what_was_read_and_end_with_the_finish(
+    api: ProviderClient,
+) -> None:
+    async with api.chat.stream(ask("echo: one two three four five six seven")) as stream:
+        read = [await anext(stream) for _ in range(2)]
+        deltas = [delta async for delta in stream.text_deltas()]
+    assert read == ["", "one two three"]
+    assert deltas[0] == "one two three" and "" not in deltas
+    assert "".join(str(d) for d in deltas[:-1]) == "one two three four five six seven"
+    assert deltas[-1] == StreamEnd("stop")
 
 
 async def test_stream_keeps_n_choices_apart(api: ProviderClient) -> None:
@@ -295,6 +308,23 @@ async def endless_line_server() -> AsyncIterator[str]:
 
     async with chat_provider(handler) as url:
         yield url
+
+
+async def test_text_deltas_raise_an_earlier_interruption_after_the_text(
+    stalling_server: str,
+) -> None:
+    settings = settings_for(stalling_server, stream_idle_timeout=0.2)
+    async with ProviderClient(settings, retry=FAST_RETRY) as api:
+        deltas: list[str | StreamEnd] = []
+        async with asyncio.timeout(10), api.chat.stream(ask("hi")) as stream:
+            with pytest.raises(StreamInterrupted):
+                async for _ in stream:
+                    pass
+            with pytest.raises(StreamInterrupted) as caught:
+                async for delta in stream.text_deltas():
+                    deltas.append(delta)
+    assert deltas == ["Half a"]
+    assert caught.value.partial_text == "Half a"
 
 
 async def test_an_oversized_stream_line_interrupts_the_stream(endless_line_server: str) -> None:
