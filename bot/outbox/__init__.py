@@ -19,7 +19,7 @@ from bot.outbox.operations import (
     StreamStop,
     Typing,
 )
-from bot.outbox.outbox import Outbox
+from bot.outbox.outbox import Outbox, Room
 from bot.outbox.pacing import Clock, Pacer, PacingTimeout
 from bot.outbox.policy import Stream, WritePolicy, WriteRateLimited, WriteSkipped
 from bot.outbox.windows import Demand, Grant, StreamDemand
@@ -41,6 +41,7 @@ __all__ = [
     "Private",
     "PublishHome",
     "Repost",
+    "Room",
     "StartThread",
     "Stream",
     "StreamAppend",

@@ -18,8 +18,8 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar, cast, overload
+from collections.abc import Awaitable, Mapping
+from typing import TypeVar, cast
 
 from bot.kernel import (
     Attachment,
@@ -63,10 +63,6 @@ from bot.outbox.policy import PolicyRules, Stream, WritePolicy, WriteRateLimited
 from bot.outbox.windows import Grant
 
 T = TypeVar("T")
-
-Compose = Callable[[], Operation[T] | None]
-"""A write named only once there is room for it (so it carries the newest text), or ``None``
-when it is no longer wanted."""
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +126,6 @@ class Outbox:
         credentials included); a read, not paced."""
         return await self._surfaces[place.platform].download(attachment)
 
-    @overload
     async def write(
         self,
         place: Place,
@@ -139,31 +134,13 @@ class Outbox:
         *,
         wait: float | None = None,
         last_served: float = -math.inf,
-    ) -> T: ...
-
-    @overload
-    async def write(self, place: Place, operation: Compose[T], policy: Stream) -> T: ...
-
-    async def write(
-        self,
-        place: Place,
-        operation: Operation[T] | Compose[T],
-        policy: WritePolicy | Stream,
-        *,
-        wait: float | None = None,
-        last_served: float = -math.inf,
     ) -> T:
         """Make the write ``operation`` in ``place`` (the place whose windows it counts
         against: for an edit, the edited message's) as ``policy`` says. ``wait`` replaces a
         paced policy's wait for room; ``last_served`` (the pacer's clock) orders paced writes
-        that are not urgent, least recently served first. A :class:`Stream` write is composed
-        once there is room (see :data:`Compose`). Surface errors other than rate limits
-        propagate (``BEST_EFFORT``: logged)."""
+        that are not urgent, least recently served first. Surface errors other than rate limits
+        propagate (``BEST_EFFORT``: logged). A stream's writes are made in a :meth:`room`."""
         surface = self._surfaces[place.platform]
-        if isinstance(policy, Stream):
-            assert not isinstance(operation, Operation)
-            return await self._streamed(surface, place, operation, policy)
-        assert isinstance(operation, Operation)
         if policy is WritePolicy.NOW:
             return await self._call(surface, place, operation)
         if policy is WritePolicy.BEST_EFFORT:
@@ -210,22 +187,13 @@ class Outbox:
             raise WriteRateLimited(limited.retry_after)
         return await self._call(surface, place, operation)
 
-    async def _streamed(
-        self, surface: Surface, place: Place, compose: Compose[T], policy: Stream
-    ) -> T:
-        grant = await self._stream_room(surface, place, policy)
-        try:
-            operation = compose()
-            if operation is None:
-                grant.cancel()
-                raise WriteSkipped("the write is no longer wanted")
-            try:
-                return await self._call(surface, place, operation)
-            except RateLimited as refused:
-                self.pacer.penalize(place, surface.limits, refused.retry_after)
-                raise
-        finally:
-            grant.finish()
+    async def room(self, place: Place, policy: Stream) -> Room:
+        """Wait for room for one write of a stream in ``place`` (ranked by the stream's
+        demand); :class:`WriteSkipped` when ``policy.until`` is set first. The caller names
+        the write only now, so it carries the newest text, and makes it with
+        :meth:`Room.write` (which gives the room back when nothing is wanted any more)."""
+        surface = self._surfaces[place.platform]
+        return Room(self, surface, place, await self._stream_room(surface, place, policy))
 
     async def _stream_room(self, surface: Surface, place: Place, policy: Stream) -> Grant:
         """Room for one stream write, held until it returns; :class:`WriteSkipped` when
@@ -340,3 +308,34 @@ class Outbox:
             case StreamStop(stream, text):
                 return stream.stop(text)
         raise TypeError(f"{surface.platform} cannot write {type(operation).__name__}")
+
+
+class Room:
+    """Room for one stream write in ``place``, held in the pacer's windows until
+    :meth:`write` returns (see :meth:`Outbox.room`)."""
+
+    def __init__(self, outbox: Outbox, surface: Surface, place: Place, grant: Grant) -> None:
+        self._outbox = outbox
+        self._surface = surface
+        self._place = place
+        self._grant = grant
+
+    async def write(self, operation: Operation[T] | None) -> T:
+        """Make ``operation`` (counted, like every write); ``None``: nothing is wanted any
+        more, the room is given back and :class:`WriteSkipped` raised. A rate limit holds the
+        channel for its retry-after and propagates (the stream retries with newer text)."""
+        if operation is None:
+            self.give_back()
+            raise WriteSkipped("the write is no longer wanted")
+        try:
+            return await self._outbox._call(self._surface, self._place, operation)
+        except RateLimited as refused:
+            self._outbox.pacer.penalize(self._place, self._surface.limits, refused.retry_after)
+            raise
+        finally:
+            self._grant.finish()
+
+    def give_back(self) -> None:
+        """Give the room back unused."""
+        self._grant.cancel()
+        self._grant.finish()

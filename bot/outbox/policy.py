@@ -17,8 +17,8 @@
 - ``BEST_EFFORT`` (activity: "is thinking…", typing): written at once; a refusal or a platform
   error is logged and changes nothing else.
 
-A streamed answer's writes take a :class:`Stream` policy instead: paced, ranked stalest first by
-what they would show, and composed only once there is room.
+A streamed answer's writes take a :class:`Stream` policy instead (``Outbox.room``): paced, ranked
+stalest first by what they would show, and named only once there is room.
 """
 
 from __future__ import annotations
@@ -92,5 +92,5 @@ class WriteRateLimited(UserError):
 
 class WriteSkipped(Exception):
     """A ``SKIP_IF_BUSY`` write found no room in time, or the platform refused it; or a
-    :class:`Stream` write's wait ended, or its compose function named no write: nothing was
-    written."""
+    :class:`Stream` write's wait ended, or it was no longer wanted once there was room: nothing
+    was written."""

@@ -29,10 +29,10 @@ to take text back, is finished with an edit. Each kind of write asks the pacer f
 
 Every write goes through the :class:`~bot.outbox.Outbox` under a :class:`~bot.outbox.Stream`
 policy: the renderer keeps its :class:`~bot.outbox.StreamDemand` current (what its next write would
-show), which the pacer reads to rank it, and gives the outbox a compose function naming the write
-the newest text needs once there is room (none when the kind of write planned is no longer the one
-needed). The renderer decides what to write and when it is worth writing; the outbox decides when
-it may.
+show), which the pacer reads to rank it, waits for a :meth:`~bot.outbox.Outbox.room`, and only then
+names the write the newest text needs (none when the kind of write planned is no longer the one
+needed: the room is given back). The renderer decides what to write and when it is worth writing;
+the outbox decides when it may.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-import functools
 import logging
 import math
 from collections.abc import AsyncIterable, Awaitable, Callable
@@ -342,11 +341,13 @@ class StreamRenderer:
             op = planned[0]
             try:
                 await self._edit_interval(op)
-                answer = await self.outbox.write(
-                    self._place_of(op),
-                    functools.partial(self._compose, op.kind),
-                    self._policy(op.kind),
-                )
+                room = await self.outbox.room(self._place_of(op), self._policy(op.kind))
+                try:
+                    operation = self._compose(op.kind)
+                except BaseException:
+                    room.give_back()
+                    raise
+                answer = await room.write(operation)
                 rate_limits_in_a_row = 0
                 await self._written(answer)
             except PacingTimeout:

@@ -4,7 +4,8 @@ platform refuses — on a virtual clock — and which platform call each operati
 from __future__ import annotations
 
 import asyncio
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
 
 import pytest
 from prometheus_client import REGISTRY
@@ -30,6 +31,7 @@ from bot.outbox import (
     Demand,
     Edit,
     Notice,
+    Operation,
     Outbox,
     Pacer,
     Post,
@@ -45,6 +47,7 @@ from bot.outbox.policy import ATTEMPTS, SKIP_WAIT, URGENT_WAIT
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface
 
+T = TypeVar("T")
 PLACE = Place("fake", "w1", "c1")
 ONE_PER_SECOND = SurfaceLimits(edits_per_window_per_channel=1, edit_window_seconds=1.0)
 HELLO = Post(OutMessage("hello"))
@@ -350,6 +353,14 @@ def _stream(until: asyncio.Event | None = None) -> Stream:
     return Stream(StreamDemand(Demand(unseen=10, since=None)), "edit", until=until)
 
 
+async def _stream_write(
+    outbox: Outbox, compose: Callable[[], Operation[T] | None], policy: Stream
+) -> T:
+    """A stream's write as the renderer makes it: named once there is room."""
+    room = await outbox.room(PLACE, policy)
+    return await room.write(compose())
+
+
 async def test_a_stream_write_is_composed_once_there_is_room_with_the_newest_text() -> None:
     fake = FakeClock()
     surface = RefusingSurface(fake)
@@ -359,7 +370,7 @@ async def test_a_stream_write_is_composed_once_there_is_room_with_the_newest_tex
     async def scenario() -> MessageRef:
         busy = await _busy_for(fake, outbox.pacer, 2.0)
         write = asyncio.ensure_future(
-            outbox.write(PLACE, lambda: Post(OutMessage(newest[0])), _stream())
+            _stream_write(outbox, lambda: Post(OutMessage(newest[0])), _stream())
         )
         await fake.sleep(1.0)
         newest[0] = "first words and more"
@@ -379,7 +390,7 @@ async def test_a_stream_write_no_longer_wanted_writes_nothing_and_gives_its_room
 
     async def scenario() -> float:
         with pytest.raises(WriteSkipped):
-            await outbox.write(PLACE, lambda: None, _stream())
+            await _stream_write(outbox, lambda: None, _stream())
         await outbox.pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
         return fake.now
 
@@ -395,7 +406,7 @@ async def test_a_stream_write_waiting_when_the_stream_ends_writes_nothing() -> N
 
     async def scenario() -> None:
         busy = await _busy_for(fake, outbox.pacer, 5.0)
-        write = asyncio.ensure_future(outbox.write(PLACE, lambda: HELLO, _stream(ended)))
+        write = asyncio.ensure_future(_stream_write(outbox, lambda: HELLO, _stream(ended)))
         await fake.sleep(1.0)
         ended.set()
         with pytest.raises(WriteSkipped):
@@ -413,7 +424,7 @@ async def test_a_rate_limited_stream_write_holds_the_channel_and_tells_the_rende
 
     async def scenario() -> float:
         with pytest.raises(RateLimited):
-            await outbox.write(PLACE, lambda: HELLO, _stream())
+            await _stream_write(outbox, lambda: HELLO, _stream())
         await outbox.pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
         return fake.now
 
