@@ -26,13 +26,13 @@ from bot.api.http import AuthStyle, CallSafety, HttpResult, HttpTransport, Strea
 from bot.api.models_chat import (
     CHAT_MODELS,
     DEVELOPER_PLAN_MODELS,
+    FINISH_REASONS,
     AssistantMessage,
     ChatChoice,
     ChatChunk,
     ChatCompletion,
     ChatRequest,
     FunctionCall,
-    finish_reason_of,
 )
 from bot.api.ratelimit import RequestPacer
 from bot.api.sse import SseParser, SseTooLarge
@@ -221,7 +221,7 @@ class ChatAccumulator:
                     choice.function_name += name
                 choice.function_arguments += part.call_arguments or ""
             if part.finish_reason:
-                choice.finish_reason = finish_reason_of(part.finish_reason)
+                choice.finish_reason = FINISH_REASONS.get(part.finish_reason, part.finish_reason)
         return added
 
     def results(self) -> list[ChoiceResult]:

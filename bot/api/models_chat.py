@@ -290,9 +290,13 @@ TOOL_CALLS = "tool_calls"
 ``function_call`` (docs/provider.md#streamed-function-calls)."""
 
 
+FINISH_REASONS = {TOOL_CALLS: "function_call"}
+"""Finish reasons genbot reads in its own words (the rest are read as they are)."""
+
+
 def finish_reason_of(reason: str | None) -> str | None:
     """A finish reason in genbot's words: ``tool_calls`` is ``function_call``."""
-    return "function_call" if reason == TOOL_CALLS else reason
+    return FINISH_REASONS.get(reason, reason) if reason is not None else None
 
 
 class ToolCall(ResponseModel):
