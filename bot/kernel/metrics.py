@@ -148,18 +148,6 @@ def loop_lag(seconds: float) -> None:
     EVENT_LOOP_LAG.observe(max(seconds, 0.0))
 
 
-def job_completed(task_type: str, platform: str, finished_to_posted: float | None) -> None:
-    """A job's result was posted (the job messages' one call into this module, until they
-    write the two series where they post)."""
-    JOBS_COMPLETED.labels(task_type).inc()
-    if finished_to_posted is not None:
-        FINISHED_TO_POSTED.labels(platform).observe(max(finished_to_posted, 0.0))
-
-
-def job_failed(task_type: str) -> None:
-    JOBS_FAILED.labels(task_type).inc()
-
-
 LOG_FIELDS = ("platform", "user_id", "job_id")
 LOG_PLATFORM: ContextVar[str | None] = ContextVar("genbot_log_platform", default=None)
 LOG_USER_ID: ContextVar[str | None] = ContextVar("genbot_log_user_id", default=None)

@@ -422,7 +422,7 @@ class JobMessages:
         )
         current = await self.recover_progress(await self._store.get_job(job.id) or job)
         if moved:
-            metrics.job_failed(job.type)
+            metrics.JOBS_FAILED.labels(job.type).inc()
             await self._show_outcome(current, wording.create_failed_text(current, reason))
             self.forget(job.id)
         self._watch.touch(job.id)
@@ -567,10 +567,12 @@ class JobMessages:
             return
         await self._end_drawing(job)
         if done == "posted":
-            waited = self._clock() - job.finished_at if job.finished_at is not None else None
-            metrics.job_completed(job.type, job.platform, waited)
+            metrics.JOBS_COMPLETED.labels(job.type).inc()
+            if job.finished_at is not None:
+                waited = max(self._clock() - job.finished_at, 0.0)
+                metrics.FINISHED_TO_POSTED.labels(job.platform).observe(waited)
         else:
-            metrics.job_failed(job.type)
+            metrics.JOBS_FAILED.labels(job.type).inc()
 
     async def _retry_later(
         self, job: Job, claimed: JobStatus, release: JobStatus, error: Exception
@@ -598,7 +600,7 @@ class JobMessages:
             error=f"not posted: {error}",
             fence=job.lease,
         )
-        metrics.job_failed(job.type)
+        metrics.JOBS_FAILED.labels(job.type).inc()
         self._watch.touch(job.id)
         self.forget(job.id)
         return None
