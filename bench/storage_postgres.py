@@ -204,7 +204,7 @@ async def main(quick: bool = False) -> list[Table]:
     sqlite_rows = [
         Timing(
             t.operation,
-            f"SQLite{t.variant.removeprefix('genbot (indexed)')}",
+            "SQLite" if t.variant == "genbot (indexed)" else f"SQLite, {t.variant}",
             t.rows,
             t.seconds,
             t.correct,
