@@ -181,7 +181,7 @@ class Outbox:
                     raise WriteSkipped(f"rate limited in {place}") from refused
             finally:
                 if grant is not None:
-                    grant.finish()
+                    self.pacer.finish(grant)
         assert limited is not None
         if policy is WritePolicy.RAISE:
             raise WriteRateLimited(limited.retry_after)
@@ -216,7 +216,7 @@ class Outbox:
             await asyncio.wait((granted, until), return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
             if granted.done() and not granted.cancelled() and granted.exception() is None:
-                granted.result().cancel()
+                self.pacer.give_back(granted.result())
             raise
         finally:
             for task in (granted, until):
@@ -333,9 +333,8 @@ class Room:
             self._outbox.pacer.penalize(self._place, self._surface.limits, refused.retry_after)
             raise
         finally:
-            self._grant.finish()
+            self._outbox.pacer.finish(self._grant)
 
     def give_back(self) -> None:
         """Give the room back unused."""
-        self._grant.cancel()
-        self._grant.finish()
+        self._outbox.pacer.give_back(self._grant)

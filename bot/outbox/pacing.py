@@ -14,7 +14,7 @@ windows are not paced (pacing would only delay first words and final texts).
 Accounting. A platform counts a write when the request arrives, somewhere between genbot's grant
 and the call's return; on a busy event loop that gap is unbounded. A write granted with
 ``hold=True`` is therefore counted as in flight (it cannot leave the window) until
-:meth:`Grant.finish` is called after the platform call returns, and from then on it stays in the
+:meth:`Pacer.finish` is called after the platform call returns, and from then on it stays in the
 window for ``window + margin`` seconds: the conservative end, whatever the delays. A plain
 :meth:`Pacer.acquire` (without ``hold``) takes the write as finished
 ``UNHELD_ALLOWANCE`` seconds after its grant — right for callers that write at once on an idle
@@ -24,9 +24,9 @@ Scheduling. Non-urgent writes are paced: at most one per ``window / capacity`` s
 in a channel (and in a workspace), so the window is spent evenly and never in a burst that leaves
 every stream frozen until it refills. Urgent writes (genbot's own posts: job messages, notes,
 questions) are not paced and go first. Waiting stream writes (those that describe their
-:class:`~bot.outbox.windows.Demand`) are served stalest first (the ranking and its weights are in
-:mod:`bot.outbox.windows`): writing a finished stream's final text ends its lag for good, whereas
-a live stream served a moment later shows that much more. When others wait in the channel, a
+:class:`~bot.outbox.windows.Demand`) are served stalest first (:func:`rank`): writing a
+finished stream's final text ends its lag for good, whereas a live stream served a moment later
+shows that much more. When others wait in the channel, a
 stream's first message is held until its text is ``FIRST_MESSAGE_HOLD`` old; a stream's final
 text is not paced when nobody else waits in its channel. Other non-urgent writes come last,
 least recently served first. Only shared limits live here; the per-message minimum interval is
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import logging
 import math
@@ -82,6 +81,43 @@ _RECHECK_SECONDS = 0.25
 
 UNPACED_KINDS: frozenset[WriteKind] = frozenset({"stream_start", "stream_stop"})
 """Writes made once per message: their workspace window is not paced."""
+CHARS_PER_STALE_SECOND = 800.0
+"""How many unshown characters weigh as much as one second of waiting, when ranking streams."""
+FIRST_MESSAGE_BONUS = 0.5
+"""Seconds added to the staleness of a stream that has no message yet."""
+FINAL_TEXT_BONUS = 0.5
+"""Seconds added to the staleness of a finished stream (its unshown characters also count twice)."""
+IN_FLIGHT_LIMIT = 60.0
+"""A held write never finished is taken as finished this long after its grant."""
+
+
+def rank(ticket: Ticket, now: float) -> tuple[int, float, float]:
+    """Lower goes first: urgent writes, then streams stalest first (seconds the oldest unshown
+    text has waited + unshown characters / ``CHARS_PER_STALE_SECOND``, plus
+    ``FIRST_MESSAGE_BONUS`` for a stream without a message; a finished stream's unshown
+    characters weigh double and it gets ``FINAL_TEXT_BONUS``), then the rest, least recently
+    served first. Only a stream's rank moves with ``now`` and its text."""
+    if ticket.urgent:
+        return (0, ticket.last_served, ticket.sequence)
+    if ticket.demand is not None:
+        demand = ticket.demand.current
+        staleness = _waited(demand.since, now) + demand.unseen / CHARS_PER_STALE_SECOND
+        if demand.first:
+            staleness += FIRST_MESSAGE_BONUS
+        if demand.final:
+            staleness += FINAL_TEXT_BONUS + demand.unseen / CHARS_PER_STALE_SECOND
+        return (1, -staleness, ticket.sequence)
+    return (2, ticket.last_served, ticket.sequence)
+
+
+def _waited(since: float | None, now: float) -> float:
+    """Seconds a demand's oldest unshown text has waited at ``now`` (``None``: none has)."""
+    return 0.0 if since is None else now - since
+
+
+def _final(ticket: Ticket) -> bool:
+    """Whether ``ticket`` writes a finished stream's final text."""
+    return ticket.demand is not None and ticket.demand.current.final
 
 
 @dataclass(frozen=True)
@@ -129,7 +165,7 @@ class Pacer:
     def _channel(self, key: ChannelKey, limits: SurfaceLimits) -> ChannelState:
         channel = self._channels.get(key)
         if channel is None:
-            window = Window(limits.edits_per_window_per_channel, limits.edit_window_seconds)
+            window = _window(limits.edits_per_window_per_channel, limits.edit_window_seconds)
             channel = self._channels[key] = ChannelState(window)
         return channel
 
@@ -153,7 +189,7 @@ class Pacer:
         buckets = self._workspaces.setdefault(key, {})
         window = buckets.get(bucket)
         if window is None:
-            window = buckets[bucket] = Window(per_minute, WORKSPACE_WINDOW_SECONDS)
+            window = buckets[bucket] = _window(per_minute, WORKSPACE_WINDOW_SECONDS)
         return window
 
     def _wake(self, channel: ChannelState) -> None:
@@ -177,18 +213,35 @@ class Pacer:
         final text is paced only when others wait (in the channel; in the workspace); its first
         message is held while others wait in the channel (see ``FIRST_MESSAGE_HOLD``)."""
         channel = self._channel(ticket.channel, ticket.limits)
-        final = ticket.final()
+        final = _final(ticket)
         ready = channel.blocked_until
         if ticket.channel_bound:
             paced = not ticket.urgent and not (final and channel.waiting == [ticket])
-            ready = max(ready, channel.window.free_at(now, self.margin, paced=paced))
+            ready = max(ready, self._free_at(channel.window, now, paced=paced))
             ready = max(ready, self._held_until(ticket, channel, now))
         workspace = self._workspace(ticket.workspace, ticket.limits, ticket.bucket)
         if workspace is not None:
             alone = self._sharing(ticket) == [ticket]
             paced = not ticket.urgent and not (final and alone)
             paced = paced and ticket.kind not in UNPACED_KINDS
-            ready = max(ready, workspace.free_at(now, self.margin, paced=paced))
+            ready = max(ready, self._free_at(workspace, now, paced=paced))
+        return ready
+
+    def _free_at(self, window: Window, now: float, *, paced: bool = False) -> float:
+        """The earliest time a write fits in ``window`` (a lower bound while writes are in
+        flight); the stamps that left it are dropped. A held write leaves its window
+        ``seconds + margin`` after it finished (while in flight, at the earliest that long after
+        ``now``; never later than ``IN_FLIGHT_LIMIT`` after its grant). ``paced``: at most one
+        grant per ``seconds / capacity``."""
+        ends = [_ended(stamp, now) + window.seconds + self.margin for stamp in window.stamps]
+        if any(end <= now for end in ends):
+            window.stamps = [s for s, end in zip(window.stamps, ends, strict=True) if end > now]
+            ends = [end for end in ends if end > now]
+        ready = now
+        if len(ends) >= window.capacity:
+            ready = sorted(ends)[len(ends) - window.capacity]
+        if paced:
+            ready = max(ready, window.last_grant + window.seconds / window.capacity)
         return ready
 
     @staticmethod
@@ -199,7 +252,7 @@ class Pacer:
         demand = ticket.demand.current
         if not demand.first or not demand.unseen or demand.final:
             return -math.inf
-        return now - demand.waited(now) + FIRST_MESSAGE_HOLD
+        return now - _waited(demand.since, now) + FIRST_MESSAGE_HOLD
 
     def _first_in_channel(self, ticket: Ticket, now: float) -> bool:
         """Whether ``ticket`` ranks first among the writes waiting in its channel that are not
@@ -209,9 +262,11 @@ class Pacer:
             return True
         channel = self._channels[ticket.channel]
         if not channel.streams:
-            return channel.first(now) is ticket
+            if channel.leader is None:
+                channel.leader = min(channel.waiting, key=lambda t: rank(t, now))
+            return channel.leader is ticket
         free = [t for t in channel.waiting if self._held_until(t, channel, now) <= now]
-        return bool(free) and min(free, key=lambda t: t.rank(now)) is ticket
+        return bool(free) and min(free, key=lambda t: rank(t, now)) is ticket
 
     def _is_next(self, ticket: Ticket, now: float) -> bool:
         """Whether ``ticket`` is first in its channel and, among the channel-firsts that could
@@ -220,11 +275,11 @@ class Pacer:
             return False
         if self._workspace(ticket.workspace, ticket.limits, ticket.bucket) is None:
             return True
-        rank = ticket.rank(now)
+        first = rank(ticket, now)
         return not any(
             other is not ticket
             and other.channel != ticket.channel
-            and other.rank(now) < rank
+            and rank(other, now) < first
             and self._first_in_channel(other, now)
             and self._ready_at(other, now) <= now
             for other in self._sharing(ticket)
@@ -266,7 +321,7 @@ class Pacer:
         by their writer) is read at every decision to rank the write among the others;
         ``last_served`` (when the caller last got a write) orders writes without one.
         ``deadline`` (clock time) bounds the wait with :class:`PacingTimeout`. With ``hold`` the
-        write counts as in flight until :meth:`Grant.finish`; without it, as finished
+        write counts as in flight until :meth:`finish`; without it, as finished
         ``UNHELD_ALLOWANCE`` after the grant.
         ``kind`` picks the write's workspace window (see the module docstring).
         """
@@ -285,7 +340,9 @@ class Pacer:
         )
         channel = self._channel(channel_key, limits)
         if ticket.channel_bound:
-            channel.join(ticket)
+            channel.waiting.append(ticket)
+            channel.streams += ticket.demand is not None
+            channel.leader = None
         self._waiting.setdefault(workspace_key, []).append(ticket)
         asked = self.clock.monotonic()
         try:
@@ -316,7 +373,9 @@ class Pacer:
                 await self._wait_for_change(channel)
         finally:
             if ticket.channel_bound:
-                channel.leave(ticket)
+                channel.waiting.remove(ticket)
+                channel.streams -= ticket.demand is not None
+                channel.leader = None
             self._waiting[workspace_key].remove(ticket)
             if not self._waiting[workspace_key]:
                 del self._waiting[workspace_key]
@@ -339,7 +398,7 @@ class Pacer:
         if workspace is not None:
             key = "/".join((*ticket.workspace, f"*{ticket.bucket}"))
             windows.append(WriteWindow(key, workspace.capacity, workspace.seconds + self.margin))
-        paced = not ticket.urgent and not (ticket.final() and channel.waiting == [ticket])
+        paced = not ticket.urgent and not (_final(ticket) and channel.waiting == [ticket])
         spacing = channel.window.seconds / channel.window.capacity if paced else 0.0
         try:
             return await self._shared.reserve_writes(windows, spacing=spacing)
@@ -354,12 +413,31 @@ class Pacer:
         if workspace is not None:
             windows.append(workspace)
         for window in windows:
-            window.spend(stamp)
+            window.stamps.append(stamp)
+            window.last_grant = max(window.last_grant, stamp.granted)
         self.granted += 1
         if self.granted % SWEEP_EVERY_GRANTS == 0:
             self._sweep(now)
-        changed = functools.partial(self._changed_in, ticket.channel)
-        return Grant(stamp, windows, self.clock.monotonic, changed)
+        return Grant(stamp, windows, ticket.channel)
+
+    def finish(self, grant: Grant) -> None:
+        """A held write's platform call is over (returned or failed): it counts from now for
+        a whole window. Idempotent; a no-op for a write granted without ``hold`` or given
+        back."""
+        if grant.stamp.finished is None:
+            grant.stamp.finished = self.clock.monotonic()
+            self._changed_in(grant.channel)
+
+    def give_back(self, grant: Grant) -> None:
+        """A held write was not made after all: its room is given back (pacing is not
+        undone). Idempotent; a no-op once it finished or for a write granted without
+        ``hold``."""
+        if grant.stamp.finished is None:
+            for window in grant.windows:
+                with contextlib.suppress(ValueError):
+                    window.stamps.remove(grant.stamp)
+            grant.stamp.finished = -math.inf
+            self._changed_in(grant.channel)
 
     @contextlib.asynccontextmanager
     async def writing(
@@ -379,7 +457,7 @@ class Pacer:
         try:
             yield grant
         finally:
-            grant.finish()
+            self.finish(grant)
 
     @property
     def channels_tracked(self) -> int:
@@ -388,7 +466,7 @@ class Pacer:
 
     def _sweep(self, now: float) -> None:
         for key, channel in list(self._channels.items()):
-            channel.window.free_at(now, self.margin)
+            self._free_at(channel.window, now)
             idle = not channel.waiting and not channel.window.stamps
             if idle and channel.blocked_until <= now:
                 del self._channels[key]
@@ -396,7 +474,7 @@ class Pacer:
             if workspace_key in self._waiting:
                 continue
             for bucket, window in list(buckets.items()):
-                window.free_at(now, self.margin)
+                self._free_at(window, now)
                 if not window.stamps:
                     del buckets[bucket]
             if not buckets:
@@ -409,3 +487,18 @@ class Pacer:
         until = self.clock.monotonic() + max(retry_after, 0.0) + self.margin
         channel.blocked_until = max(channel.blocked_until, until)
         self._changed_in(channel_key)
+
+
+def _window(capacity: int, seconds: float) -> Window:
+    """A window of at most ``capacity`` writes per ``seconds`` (at least one)."""
+    return Window(max(capacity, 1), seconds)
+
+
+def _ended(stamp: Stamp, now: float) -> float:
+    """When ``stamp``'s write is taken as finished: its finish; while in flight, ``now`` (a
+    lower bound), at most ``IN_FLIGHT_LIMIT`` after its grant."""
+    if stamp.finished is not None:
+        return stamp.finished
+    if now - stamp.granted >= IN_FLIGHT_LIMIT:
+        return stamp.granted + IN_FLIGHT_LIMIT
+    return now

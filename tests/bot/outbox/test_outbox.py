@@ -84,7 +84,7 @@ async def _busy_for(fake: FakeClock, pacer: Pacer, seconds: float) -> asyncio.Ta
 
     async def finish_later() -> None:
         await fake.sleep(seconds)
-        grant.finish()
+        pacer.finish(grant)
 
     return asyncio.ensure_future(finish_later())
 

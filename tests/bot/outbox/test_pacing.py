@@ -10,16 +10,17 @@ import pytest
 
 from bot.features.chat.renderer import RenderResult
 from bot.kernel import OutMessage, Place, SurfaceLimits, SurfaceRegistry, WriteKind
-from bot.outbox import Outbox, Post, WritePolicy
-from bot.outbox.pacing import FIRST_MESSAGE_HOLD, UNHELD_ALLOWANCE, Pacer, PacingTimeout
-from bot.outbox.windows import (
+from bot.outbox import Outbox, Post, WritePolicy, pacing
+from bot.outbox.pacing import (
     FINAL_TEXT_BONUS,
     FIRST_MESSAGE_BONUS,
+    FIRST_MESSAGE_HOLD,
     IN_FLIGHT_LIMIT,
-    Demand,
-    StreamDemand,
-    Ticket,
+    UNHELD_ALLOWANCE,
+    Pacer,
+    PacingTimeout,
 )
+from bot.outbox.windows import Demand, StreamDemand, Ticket
 from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface
@@ -95,12 +96,12 @@ async def test_a_held_write_counts_until_it_finishes_and_a_cancelled_one_gives_r
         waiting.add_done_callback(lambda _: granted.append(fake.now))
         await fake.sleep(3.0)
         assert not waiting.done(), "an unfinished write stays in the window"
-        held.finish()
-        held.finish()
+        pacer.finish(held)
+        pacer.finish(held)
         await waiting
         unused = await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
-        unused.cancel()
-        unused.finish()
+        pacer.give_back(unused)
+        pacer.finish(unused)
         await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
         granted.append(fake.now)
 
@@ -192,7 +193,7 @@ async def test_a_first_message_is_held_while_others_wait_and_posted_at_once_alon
     alone = await fake.run(
         pacer.acquire(PLACE, ONE_PER_SECOND, urgent=False, demand=StreamDemand(fresh))
     )
-    assert alone.granted_at == 200.0 < 200.0 + FIRST_MESSAGE_HOLD
+    assert alone.stamp.granted == 200.0 < 200.0 + FIRST_MESSAGE_HOLD
 
 
 async def test_non_urgent_writes_are_paced_and_urgent_ones_are_not() -> None:
@@ -234,7 +235,7 @@ async def test_writing_holds_the_write_for_the_block() -> None:
 
     async def scenario() -> None:
         async with pacer.writing(PLACE, ONE_PER_SECOND, urgent=True) as grant:
-            granted.append(grant.granted_at)
+            granted.append(grant.stamp.granted)
             await fake.sleep(2.5)
         await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
         granted.append(fake.now)
@@ -335,7 +336,7 @@ async def test_a_kind_with_its_own_workspace_window_does_not_spend_the_shared_on
         times = []
         for place in places[:5]:
             grant = await pacer.acquire(place, limits, urgent=True, kind=kind)
-            times.append(grant.granted_at)
+            times.append(grant.stamp.granted)
         return times
 
     async def both() -> tuple[list[float], list[float]]:
@@ -361,7 +362,7 @@ async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced
         times = []
         for _ in range(count):
             grant = await pacer.acquire(place, limits, urgent=False, kind=kind)
-            times.append(grant.granted_at)
+            times.append(grant.stamp.granted)
         return times
 
     async def everything() -> tuple[list[float], list[float], list[float]]:
@@ -380,21 +381,21 @@ async def test_writes_waiting_without_a_stream_are_ranked_once_per_change(
     fake = FakeClock()
     pacer = Pacer(fake.clock)
     ranked = 0
-    rank = Ticket.rank
+    rank = pacing.rank
 
     def counted(ticket: Ticket, now: float) -> tuple[int, float, float]:
         nonlocal ranked
         ranked += 1
         return rank(ticket, now)
 
-    monkeypatch.setattr(Ticket, "rank", counted)
+    monkeypatch.setattr(pacing, "rank", counted)
     writes = 100
     order: list[int] = []
 
     async def write(n: int) -> None:
         grant = await pacer.acquire(PLACE, DISCORD, urgent=n % 2 == 0, last_served=-n)
         order.append(n)
-        grant.finish()
+        pacer.finish(grant)
 
     await fake.run(asyncio.gather(*(write(n) for n in range(writes))))
     at_once = [0, 2, 4, 6, 8]
