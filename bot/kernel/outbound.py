@@ -9,6 +9,7 @@ library.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -37,6 +38,20 @@ class Button:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "custom_id", encode_custom_id(self.action, self.ref))
+
+
+ButtonDraft = tuple[str, str, ButtonStyle, bool]
+"""A button of :func:`button_rows` before it names its ref: ``(label, action, style,
+disabled)``."""
+
+
+def button_rows(ref: str, rows: Sequence[Sequence[ButtonDraft]]) -> tuple[tuple[Button, ...], ...]:
+    """Rows of buttons all naming ``ref``, made in one call: each exactly the
+    :class:`Button` its draft describes (the same custom id)."""
+    return tuple(
+        tuple(Button(label, action, ref, style, disabled) for label, action, style, disabled in row)
+        for row in rows
+    )
 
 
 @dataclass(frozen=True)

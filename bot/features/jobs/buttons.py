@@ -21,6 +21,7 @@ from bot.kernel import (
     REMIX_ACTIONS,
     REMIX_PREFIX,
     Button,
+    ButtonDraft,
     ButtonStyle,
     Choice,
     CommandError,
@@ -29,6 +30,7 @@ from bot.kernel import (
     ModalField,
     Option,
     OptionValue,
+    button_rows,
     command,
     option_choices,
     validate_options,
@@ -91,17 +93,16 @@ LABELS: dict[str, str] = {
 LABELS.update({action: LABELS[action.removeprefix(REMIX_PREFIX)] for action in REMIX_ACTIONS})
 
 
-def _button(
+def _draft(
     action: str,
-    ref: str,
     pressed: Collection[str],
     disabled: Collection[str] = (),
     remix: bool = False,
-) -> Button:
+) -> ButtonDraft:
     style: ButtonStyle = "primary" if action in pressed else "secondary"
     remixed = REMIX_PREFIX + action
     drawn = remixed if remix and remixed in REMIX_ACTIONS else action
-    return Button(LABELS[action], drawn, ref, style, disabled=action in disabled)
+    return (LABELS[action], drawn, style, action in disabled)
 
 
 def _rows(groups: list[list[str]], seed: bool, max_per_row: int, max_rows: int) -> list[list[str]]:
@@ -144,7 +145,7 @@ def task_buttons(
     if with_seed is None:
         with_seed = "seed" in offered or bool(offered & UPSCALE_ACTIONS)
     rows = _rows([g for g in groups if g], with_seed, max_per_row, max_rows)
-    return tuple(tuple(_button(a, ref, pressed, disabled, remix) for a in row) for row in rows)
+    return button_rows(ref, [[_draft(a, pressed, disabled, remix) for a in row] for row in rows])
 
 
 def describe_buttons(
@@ -153,8 +154,8 @@ def describe_buttons(
     """``1 2 3 4 🔄`` and ``Imagine all`` under a describe result: a number imagines that
     prompt (after editing it, see :mod:`bot.features.jobs.describe`), 🔄 describes the image again,
     Imagine all imagines the four prompts."""
-    picks = tuple(_button(a, ref, pressed) for a in (*DESCRIBE_ACTIONS[:count], "describe_again"))
-    return (picks, (_button("describe_all", ref, pressed),))
+    picks = [_draft(a, pressed) for a in (*DESCRIBE_ACTIONS[:count], "describe_again")]
+    return button_rows(ref, [picks, [_draft("describe_all", pressed)]])
 
 
 def diffusion_buttons(
@@ -162,7 +163,7 @@ def diffusion_buttons(
 ) -> tuple[tuple[Button, ...], ...]:
     """``🔄`` (same options, new seed), ``Upscale`` and ``Use as init`` under a diffusion image."""
     actions = [a for a in DIFFUSION_ACTIONS if upscale or a != "diff_upscale"]
-    return (tuple(_button(a, ref, pressed) for a in actions),)
+    return button_rows(ref, [[_draft(a, pressed) for a in actions]])
 
 
 def _choices_hint(choices: tuple[str, ...]) -> str:

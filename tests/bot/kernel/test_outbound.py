@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.kernel import Button, decode_custom_id, encode_custom_id
+from bot.kernel import Button, button_rows, decode_custom_id, encode_custom_id
 
 actions = st.text(
     st.characters(exclude_characters=":", min_codepoint=33, max_codepoint=126),
@@ -40,3 +40,19 @@ def test_overlong_custom_id_is_refused() -> None:
 def test_action_may_not_contain_separator() -> None:
     with pytest.raises(ValueError, match="':'"):
         encode_custom_id("a:b", "ref")
+
+
+def test_button_rows_make_the_buttons_their_drafts_describe() -> None:
+    rows = button_rows(
+        "j1",
+        [
+            [("U1", "upscale1", "primary", False), ("🔄", "reroll", "secondary", True)],
+            [("V1", "variation1", "secondary", False)],
+        ],
+    )
+    assert rows == (
+        (Button("U1", "upscale1", "j1", "primary"), Button("🔄", "reroll", "j1", disabled=True)),
+        (Button("V1", "variation1", "j1"),),
+    )
+    ids = [button.custom_id for row in rows for button in row]
+    assert ids == ["gb:upscale1:j1", "gb:reroll:j1", "gb:variation1:j1"]
