@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from bot.features.jobs.diffusion_models import DiffusionModels
 from bot.features.jobs.progress import Estimates
-from storage import Job, JobHistory, StorageError
+from storage import JobHistory, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -21,19 +21,13 @@ LEARNED_AT_START = 500
 
 class Experience:
     """The deployment's job experience; a service of the core (``start`` learns the history
-    of ``store``, when given)."""
+    of ``store``, when given). The job messages tell ``estimates`` (and ``models``, for a
+    diffusion job) of every result they post."""
 
     def __init__(self, store: JobHistory | None = None, models: Sequence[str] = ()) -> None:
         self._store = store
         self.estimates = Estimates()
         self.models = DiffusionModels(models)
-
-    def observe(self, job: Job) -> None:
-        """Learn from a job whose result was just posted (its model, when it is a diffusion
-        job)."""
-        self.estimates.observe(job)
-        if job.family == "diffusion":
-            self.models.observe(job)
 
     async def start(self) -> None:
         """Learn from the newest posted jobs in storage (best effort: without them genbot

@@ -465,7 +465,9 @@ class JobMessages:
         await self._finish(
             job, "posting", "posted", ref, "result", result=result_with(job, size=size)
         )
-        self.experience.observe(job)
+        self.experience.estimates.observe(job)
+        if job.family == "diffusion":
+            self.experience.models.observe(job)
         self.forget(job.id)
         return None
 

@@ -1,5 +1,6 @@
-"""What genbot learns from its own history at start: how long each kind of job took, and the
-diffusion models the provider ran (so a restart, or another process, knows as much)."""
+"""What genbot learns from its own history at start — how long each kind of job took, and the
+diffusion models the provider ran (so a restart, or another process, knows as much) — and from
+every result it posts."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 from bot.features.jobs.experience import Experience
 from bot.features.jobs.progress import Usual
 from storage import Job, SqliteStore
+from tests.bot.features.jobs.support import run_command
+from tests.bot.harness import harness
 from tests.storage.conftest import new_job
 from tests.storage.helpers import create_job
 
@@ -39,3 +42,14 @@ async def test_the_stored_history_is_learned_at_start(tmp_path: Path) -> None:
         assert experience.models.known() == ("configured", "sd15")
     finally:
         await store.close()
+
+
+async def test_every_posted_result_is_learned(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        experience = bot.jobs.delivery.experience
+        job, _ = await run_command(bot, alice, "imagine", prompt="a fox")
+        assert experience.estimates.usual(await bot.settled(job.id)) is not None
+        assert experience.models.known() == ()
+        await run_command(bot, alice, "diffusion.txt2img", prompt="a red fox")
+        assert experience.models.known() == ("sim-diffusion-1",)
