@@ -22,19 +22,19 @@ from discord import app_commands
 from adapters import AdapterStartError
 from adapters.discord.commands import build_commands
 from adapters.discord.components import REOPEN_ACTION, GenbotButton
+from adapters.discord.interaction_source import InteractionSource
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from adapters.discord.translate import (
     PLATFORM,
     InteractionContext,
-    answers_by_hook_only,
     attachment_of,
-    interaction_place,
     is_allowed,
     modal_attachments,
     modal_values,
     not_allowed_text,
     place_of,
+    source_of,
     strip_mention,
     user_of,
 )
@@ -153,15 +153,15 @@ class GenbotClient(discord.AutoShardedClient):
     async def _command(
         self, interaction: discord.Interaction[Any], name: str, values: dict[str, Any]
     ) -> None:
-        place = interaction_place(interaction)
-        if not await self._admit(interaction, place):
+        source = await self._admit(interaction)
+        if source is None:
             return
-        hook_only = answers_by_hook_only(interaction)
+        hook_only = source.hook_only
         await interaction.response.defer(ephemeral=not hook_only, thinking=True)
         given = {k: v for k, v in values.items() if v is not None}
         event = Command(
-            user=user_of(interaction.user, self.settings.admin_ids),
-            place=place,
+            user=source.user,
+            place=source.place,
             context=InteractionContext(interaction, placeholder=True, hook_only=hook_only),
             name=name,
             options={k: v for k, v in given.items() if not isinstance(v, discord.Attachment)},
@@ -182,8 +182,8 @@ class GenbotClient(discord.AutoShardedClient):
             self.report_error(f"button {action}", error)
 
     async def _press(self, interaction: discord.Interaction[Any], action: str, ref: str) -> None:
-        place = interaction_place(interaction)
-        if not await self._admit(interaction, place):
+        source = await self._admit(interaction)
+        if source is None:
             return
         if action == REOPEN_ACTION:
             await self.surface.reopen(interaction, ref)
@@ -193,9 +193,9 @@ class GenbotClient(discord.AutoShardedClient):
             await interaction.response.defer()
         message_id = interaction.message.id if interaction.message else 0
         event = ButtonPress(
-            user=user_of(interaction.user, self.settings.admin_ids),
-            place=place,
-            context=InteractionContext(interaction, hook_only=answers_by_hook_only(interaction)),
+            user=source.user,
+            place=source.place,
+            context=InteractionContext(interaction, hook_only=source.hook_only),
             message_id=str(message_id),
             action=action,
             ref=ref,
@@ -209,18 +209,14 @@ class GenbotClient(discord.AutoShardedClient):
         decoded = decode_custom_id(str(data.get("custom_id", "")))
         if decoded is None:
             return
-        place = interaction_place(interaction)
-        if not await self._admit(interaction, place):
+        source = await self._admit(interaction)
+        if source is None:
             return
-        await interaction.response.defer(
-            ephemeral=not answers_by_hook_only(interaction), thinking=True
-        )
+        await interaction.response.defer(ephemeral=not source.hook_only, thinking=True)
         event = ModalSubmit(
-            user=user_of(interaction.user, self.settings.admin_ids),
-            place=place,
-            context=InteractionContext(
-                interaction, placeholder=True, hook_only=answers_by_hook_only(interaction)
-            ),
+            user=source.user,
+            place=source.place,
+            context=InteractionContext(interaction, placeholder=True, hook_only=source.hook_only),
             action=decoded[0],
             ref=decoded[1],
             values=modal_values(data),
@@ -228,15 +224,19 @@ class GenbotClient(discord.AutoShardedClient):
         )
         self._run(event)
 
-    async def _admit(self, interaction: discord.Interaction[Any], place: Place) -> bool:
-        self.surface.remember_upload_limit(place, interaction.filesize_limit)
-        if answers_by_hook_only(interaction):
-            self.surface.remember_hook(place, str(interaction.user.id), interaction)
-        if is_allowed(place, self.settings.allowed_channel_ids):
-            return True
-        text = not_allowed_text(self.settings.allowed_channel_ids)
+    async def _admit(self, interaction: discord.Interaction[Any]) -> InteractionSource | None:
+        """Where ``interaction`` comes from, remembered by the surface; ``None`` (answered
+        with why) where genbot is not enabled."""
+        settings = self.settings
+        source = source_of(interaction, settings.admin_ids, settings.allowed_channel_ids)
+        self.surface.remember_upload_limit(source.place, interaction.filesize_limit)
+        if source.hook_only:
+            self.surface.remember_hook(source.place, str(interaction.user.id), interaction)
+        if source.allowed:
+            return source
+        text = not_allowed_text(settings.allowed_channel_ids)
         await interaction.response.send_message(text, ephemeral=True)
-        return False
+        return None
 
     async def _tree_error(
         self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError

@@ -10,6 +10,7 @@ from typing import Any
 
 import discord
 
+from adapters.discord.interaction_source import InteractionSource
 from bot.kernel import Attachment, Place, User
 
 PLATFORM = "discord"
@@ -55,6 +56,21 @@ def interaction_place(interaction: discord.Interaction[Any]) -> Place:
 
 def user_of(user: discord.abc.User, admin_ids: Collection[int]) -> User:
     return User(id=str(user.id), name=user.display_name, is_admin=user.id in admin_ids)
+
+
+def source_of(
+    interaction: discord.Interaction[Any],
+    admin_ids: Collection[int],
+    allowed_channel_ids: Collection[int],
+) -> InteractionSource:
+    """Where ``interaction`` was made and by whom, read at once."""
+    place = interaction_place(interaction)
+    return InteractionSource(
+        place,
+        user_of(interaction.user, admin_ids),
+        answers_by_hook_only(interaction),
+        is_allowed(place, allowed_channel_ids),
+    )
 
 
 def attachment_of(attachment: discord.Attachment) -> Attachment:
