@@ -217,6 +217,8 @@ class JobMessages:
     ) -> None:
         self._store = store
         self._outbox = outbox
+        self._platforms = outbox.platforms()
+        """The platforms the outbox writes to (its surfaces are fixed when it is made)."""
         self._watch = watch
         self._clock = clock
         self.experience = experience or Experience()
@@ -274,7 +276,7 @@ class JobMessages:
         if job.progress_message_id is None or self._shown.get(job.id) == message.text:
             return False
         place = place_of(job)
-        if place.platform not in self._outbox:
+        if place.platform not in self._platforms:
             return False
         ref = MessageRef(place, job.progress_message_id)
         last = self._edited_at.get(job.id, -math.inf)
@@ -335,7 +337,7 @@ class JobMessages:
         await self._end_drawing(job)
 
     async def _end_drawing(self, job: Job) -> None:
-        if job.platform in self._outbox:
+        if job.platform in self._platforms:
             drawn = Activity("drawing", ended=True)
             await self._outbox.write(place_of(job), drawn, WritePolicy.BEST_EFFORT)
 
@@ -448,7 +450,7 @@ class JobMessages:
     async def deliver(self, job_id: str) -> float | None:
         """Post the result of a finished job or report a failed one, exactly once, when its
         next attempt is due. Returns when to try again if this attempt failed, else None."""
-        job = await self._store.claim_delivery(job_id, self._outbox.platforms(), self._clock())
+        job = await self._store.claim_delivery(job_id, self._platforms, self._clock())
         if job is None:
             return None
         if job.status == "posting":
@@ -534,7 +536,7 @@ class JobMessages:
     async def _hide(self, job: Job) -> float | None:
         """Remove a cancelled job's progress message and end the job."""
         self._mark_final(job.id)
-        if job.progress_message_id is not None and job.platform in self._outbox:
+        if job.progress_message_id is not None and job.platform in self._platforms:
             ref = MessageRef(place_of(job), job.progress_message_id)
             async with self._lock(job.id):
                 await self._retire(job, ref, wording.cancelled_text(job))
