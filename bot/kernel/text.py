@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 FENCE = "```"
 MAX_LANG_CHARS = 20
@@ -37,10 +37,10 @@ class Chunk:
     reopen: str
     close: str
     ends_in_fence: bool
+    text: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def text(self) -> str:
-        return self.reopen + self.body + self.close
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", self.reopen + self.body + self.close)
 
 
 @dataclass(frozen=True)
