@@ -42,7 +42,7 @@ from bot.features.jobs.follow_up_calls import (
     follow_up_for,
     values_digest,
 )
-from bot.features.jobs.follow_ups import offered_follow_ups, refused_actions, version_for
+from bot.features.jobs.follow_ups import offered_follow_ups, version_for
 from bot.features.jobs.forms import (
     RegionInput,
     ZoomInput,
@@ -360,7 +360,7 @@ class ImageJobs:
             raise UserError("That image is not finished yet; wait for its result.")
         if action not in offered_follow_ups(parent):
             raise UserError("That button does not apply to this image.")
-        if action in refused_actions(parent):
+        if action in JobResult.of(parent).refused_actions:
             raise UserError("The service refused that on this image, so the button is disabled.")
         return parent.provider_id
 
