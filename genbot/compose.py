@@ -29,10 +29,10 @@ from bot.features.jobs import (
     Experience,
     ImageJobs,
     JobCancel,
+    JobCaps,
     JobMessages,
     JobStarter,
     JobWatch,
-    Limits,
     PreviewButtons,
     ProgressTicker,
     Tracker,
@@ -152,7 +152,7 @@ class JobEngines:
     media_host: MediaHost | None
     delivery: JobMessages
     starter: JobStarter
-    limits: Limits
+    caps: JobCaps
     watch: JobWatch
     chat_jobs: ChatJobs
     cancel: JobCancel
@@ -234,7 +234,7 @@ def build_job_engines(
     )
     experience = Experience(store, settings.api.diffusion_models)
     delivery = JobMessages(store, outbox, media, watch, clock=clock, experience=experience)
-    limits = Limits(limits_settings)
+    caps = JobCaps(limits_settings)
     webhook_secrets = WebhookSecrets(sealer_of(settings.storage, settings.api), store)
     tracker = Tracker(
         store,
@@ -251,7 +251,7 @@ def build_job_engines(
     starter = JobStarter(
         store,
         outbox,
-        limits,
+        caps,
         delivery,
         watch,
         tracker.submitted,
@@ -272,7 +272,7 @@ def build_job_engines(
         media_host,
         delivery,
         starter,
-        limits,
+        caps,
         watch,
         chat_jobs,
         JobCancel(store, outbox, delivery, watch),

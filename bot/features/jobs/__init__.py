@@ -7,7 +7,7 @@ package's face names the parts.
 
 from __future__ import annotations
 
-from bot.features.jobs.admission import Limits
+from bot.features.jobs.admission import JobCaps
 from bot.features.jobs.cancel import JobCancel
 from bot.features.jobs.chat_jobs import ChatJobs
 from bot.features.jobs.describe import DescribeButtons
@@ -32,11 +32,11 @@ __all__ = [
     "Experience",
     "ImageJobs",
     "JobCancel",
+    "JobCaps",
     "JobMessages",
     "JobSpec",
     "JobStarter",
     "JobWatch",
-    "Limits",
     "PreviewButtons",
     "ProgressTicker",
     "Submitted",

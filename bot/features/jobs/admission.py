@@ -1,5 +1,5 @@
 """Admission: whether a user may start a new image or diffusion job — the caps and budgets
-(:class:`Limits`) and a user's place among their jobs (:class:`Admission`).
+(:class:`JobCaps`) and a user's place among their jobs (:class:`Admission`).
 
 - Concurrent jobs: a user may have at most ``max_concurrent_jobs_per_user`` jobs that are being
   created, in flight at the provider, or sent but unconfirmed (``unknown``) — both families
@@ -38,7 +38,7 @@ from storage import JobAdmission, JobQuota, QuotaRefusal
 Key = tuple[str, str]
 
 
-class Limits:
+class JobCaps:
     """The caps of ``[limits]`` (who may press a job's buttons: :mod:`bot.refs`)."""
 
     def __init__(self, settings: LimitsSettings) -> None:
@@ -80,9 +80,9 @@ _PLACE: ContextVar[_Place | None] = ContextVar("genbot_job_place", default=None)
 class Admission:
     """The places of this process's commands among their users' jobs."""
 
-    def __init__(self, store: JobAdmission, limits: Limits) -> None:
+    def __init__(self, store: JobAdmission, caps: JobCaps) -> None:
         self._store = store
-        self._limits = limits
+        self._caps = caps
         self._pending: Counter[Key] = Counter()
 
     @contextlib.asynccontextmanager
@@ -95,10 +95,10 @@ class Admission:
         token = _PLACE.set(place)
         try:
             refusal = await self._store.quota_refusal(
-                *key, self._limits.quota_for(event.user), pending=self._pending[key] - 1
+                *key, self._caps.quota_for(event.user), pending=self._pending[key] - 1
             )
             if refusal is not None:
-                raise self._limits.refused(refusal)
+                raise self._caps.refused(refusal)
             yield
         finally:
             _PLACE.reset(token)

@@ -1,7 +1,7 @@
 """The one way a job starts, shared by commands, buttons, forms and chat tools.
 
 1. the job row, committed in status ``creating`` — only while the user is within the caps and
-   budget (:class:`~bot.features.jobs.admission.Limits`), checked in the same transaction; a
+   budget (:class:`~bot.features.jobs.admission.JobCaps`), checked in the same transaction; a
    derivative finds the job an earlier press created instead;
 2. the progress message, linked to the job (so a job with a progress message may have been
    sent to the provider; one without was not);
@@ -53,7 +53,7 @@ from bot.api.errors import (
 )
 from bot.api.ratelimit import Wait, observe_waits
 from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS, check_http_url
-from bot.features.jobs.admission import Admission, Limits
+from bot.features.jobs.admission import Admission, JobCaps
 from bot.features.jobs.forms import show_refused
 from bot.features.jobs.input_checks import check_attachment
 from bot.features.jobs.messages import JobMessages, TakenOver, cancel_buttons
@@ -219,7 +219,7 @@ class JobStarter:
         self,
         store: StarterStorage,
         outbox: Outbox,
-        limits: Limits,
+        caps: JobCaps,
         delivery: JobMessages,
         watch: JobWatch,
         on_submitted: Callable[[str], None],
@@ -232,7 +232,7 @@ class JobStarter:
     ) -> None:
         self.store = store
         self.outbox = outbox
-        self.limits = limits
+        self.caps = caps
         self.delivery = delivery
         self.watch = watch
         self._on_submitted = on_submitted
@@ -244,7 +244,7 @@ class JobStarter:
         self.media_host = media_host
         self.max_upload_bytes = max_upload_bytes
         self.upstream_cdn_hosts = tuple(upstream_cdn_hosts)
-        self.admission = Admission(store, limits)
+        self.admission = Admission(store, caps)
         self.admitted = self.admission.admitted
         """Wraps a command's costly work before its job starts
         (:mod:`bot.features.jobs.admission`)."""
@@ -427,7 +427,7 @@ class JobStarter:
             else None,
             command_key=event.key if isinstance(event, Command) else None,
         )
-        quota = self.limits.quota_for(event.user)
+        quota = self.caps.quota_for(event.user)
         derivative = new.parent_job_id is not None and new.action is not None
         repeats = derivative and base_action(new.action) in REPEATABLE_ACTIONS
         attempts = MAX_REPEATS if repeats else MAX_DERIVATIVE_ATTEMPTS if derivative else 1
@@ -435,7 +435,7 @@ class JobStarter:
             key = new.action if attempt == 1 else f"{new.action}#{attempt}"
             admitted = await self.store.create_job_within(replace(new, action=key), quota)
             if isinstance(admitted, QuotaRefusal):
-                raise self.limits.refused(admitted)
+                raise self.caps.refused(admitted)
             job, created = admitted
             if created:
                 self.admission.row_created()
