@@ -22,8 +22,8 @@ from bot.features.chat.tools import ChatImageTools
 from bot.kernel import (
     ApiSettings,
     LimitsSettings,
+    PlatformProfile,
     StorageSettings,
-    SurfaceLimits,
     SurfaceRegistry,
     WebhookSettings,
 )
@@ -35,7 +35,7 @@ from genbot.demo import free_port
 from genbot.settings import Settings
 from storage import SqliteStore
 
-ROOMY = SurfaceLimits(max_text=2000, edits_per_window_per_channel=100_000, edit_window_seconds=1)
+ROOMY = PlatformProfile(max_text=2000, edits_per_window_per_channel=100_000, edit_window_seconds=1)
 """Platform limits that never bind: the job benchmarks measure the provider side."""
 
 

@@ -25,12 +25,14 @@ from bot.kernel import (
     Modal,
     OutMessage,
     Place,
+    PlatformProfile,
     RateLimited,
     SurfaceError,
-    SurfaceLimits,
 )
 
-DISCORD_LIMITS = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5)
+DISCORD_LIMITS = PlatformProfile(
+    max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5
+)
 
 
 @dataclass
@@ -47,7 +49,7 @@ class BenchPlatform:
 
     def __init__(
         self,
-        limits: SurfaceLimits = DISCORD_LIMITS,
+        limits: PlatformProfile = DISCORD_LIMITS,
         *,
         latency: float = 0.05,
         platform: str = "bench",

@@ -34,7 +34,7 @@ from bench.probe import PROBE_EVERY, Probe
 from bench.report import Table, percentile
 from bench.streams import Feed, Script, make_scripts
 from bot.features.chat.renderer import MARKER
-from bot.kernel import Place, SurfaceLimits
+from bot.kernel import Place, PlatformProfile
 
 SAMPLE_EVERY = 0.02
 """Scenario seconds between staleness samples. A 0.1-s grid kept step with the 1-s cadence of a
@@ -57,7 +57,7 @@ class StreamingConfig:
     answers: int = 400
     streams_at_once: int = 60
     deadline: float = 150.0
-    limits: SurfaceLimits = DISCORD_LIMITS
+    limits: PlatformProfile = DISCORD_LIMITS
     policies: tuple[str, ...] = tuple(POLICIES)
 
     def seeds(self, count: int) -> list[int]:

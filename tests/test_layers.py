@@ -261,7 +261,7 @@ def test_the_rules_see_what_they_look_for() -> None:
         "Surface"
     }
     assert _surface_names_imported(ast.parse("from bot.kernel.registry import SurfaceRegistry"))
-    assert not _surface_names_imported(ast.parse("from bot.kernel import SurfaceLimits"))
+    assert not _surface_names_imported(ast.parse("from bot.kernel import PlatformProfile"))
     assert _surface_names_imported(ast.parse((ROOT / OUTBOX).read_text()))
     assert _feature("bot.features.jobs.tracking.tracker") == "jobs"
     assert _feature("bot/features/account.py") == "account"

@@ -84,7 +84,7 @@ class DiscordAdapter:
             settings,
             lambda client: DiscordSurface(
                 client,
-                settings.surface_limits(),
+                settings.platform_profile(),
                 limits.max_upload_bytes,
                 result_cards=settings.result_cards,
             ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, model_validator
 
-from bot.kernel import Address, Section, SurfaceLimits
+from bot.kernel import Address, PlatformProfile, Section
 
 MAX_MESSAGE_CHARS = 2000
 
@@ -48,9 +48,9 @@ class DiscordSettings(Section):
         ids = self.shard_ids if self.shard_ids is not None else range(self.shard_count)
         return f"{','.join(map(str, ids))} of {self.shard_count}"
 
-    def surface_limits(self) -> SurfaceLimits:
+    def platform_profile(self) -> PlatformProfile:
         """What genbot's writes on Discord respect."""
-        return SurfaceLimits(
+        return PlatformProfile(
             max_text=MAX_MESSAGE_CHARS,
             edits_per_window_per_channel=self.edits_per_window,
             edit_window_seconds=self.edit_window_seconds,

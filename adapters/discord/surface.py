@@ -53,9 +53,9 @@ from bot.kernel import (
     Modal,
     OutMessage,
     Place,
+    PlatformProfile,
     RateLimited,
     SurfaceError,
-    SurfaceLimits,
 )
 
 NONCE_LENGTH = 25
@@ -120,7 +120,7 @@ class DiscordSurface:
     def __init__(
         self,
         client: discord.Client,
-        limits: SurfaceLimits,
+        limits: PlatformProfile,
         max_upload_bytes: int,
         *,
         result_cards: bool = True,

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from pydantic import Field, SecretStr
 
 from adapters.slack.formatting import MODEL_TEXT_BUDGET
-from bot.kernel import Address, Section, SurfaceLimits, WriteKind
+from bot.kernel import Address, PlatformProfile, Section, WriteKind
 
 CHANNEL_WRITES_PER_WINDOW = 5
 CHANNEL_WINDOW_SECONDS = 5.0
@@ -53,9 +53,9 @@ class SlackSettings(Section):
         """Whether the Slack adapter runs (a bot token, or OAuth credentials)."""
         return bool(self.bot_token.get_secret_value()) or self.distributed
 
-    def surface_limits(self) -> SurfaceLimits:
+    def platform_profile(self) -> PlatformProfile:
         """What genbot's writes on Slack respect."""
-        return SurfaceLimits(
+        return PlatformProfile(
             max_text=MODEL_TEXT_BUDGET,
             edits_per_window_per_channel=CHANNEL_WRITES_PER_WINDOW,
             edit_window_seconds=CHANNEL_WINDOW_SECONDS,

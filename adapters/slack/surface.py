@@ -40,8 +40,8 @@ from bot.kernel import (
     Modal,
     OutMessage,
     Place,
+    PlatformProfile,
     SurfaceError,
-    SurfaceLimits,
     User,
     WorkStatus,
 )
@@ -79,7 +79,7 @@ class SlackSurface:
         self,
         client: AsyncWebClient,
         *,
-        limits: SurfaceLimits,
+        limits: PlatformProfile,
         bot_token: str,
         api_url: str,
         call_timeout: float = 30.0,

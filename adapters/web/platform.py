@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.kernel import ButtonPress, Event, Modal, Place, SurfaceLimits, UserMessage
+from bot.kernel import ButtonPress, Event, Modal, Place, PlatformProfile, UserMessage
 
 PLATFORM = "web"
 WORKSPACE = "web"
 
-WEB_LIMITS = SurfaceLimits(
+WEB_LIMITS = PlatformProfile(
     max_text=4000,
     edits_per_window_per_channel=20,
     edit_window_seconds=1.0,

@@ -32,9 +32,9 @@ from bot.kernel import (
     Attachment,
     ImageFile,
     Place,
+    PlatformProfile,
     StorageError,
     SurfaceError,
-    SurfaceLimits,
     User,
     backoff,
     storage_failure_text,
@@ -85,7 +85,7 @@ class Playground:
         max_upload_bytes: int,
         history: PlaygroundHistory | None = None,
         legacy_file: Path | None = None,
-        limits: SurfaceLimits = WEB_LIMITS,
+        limits: PlatformProfile = WEB_LIMITS,
         max_image_memory: int = 256 * 1024 * 1024,
     ) -> None:
         self.limits = limits

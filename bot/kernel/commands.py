@@ -67,7 +67,7 @@ class CommandSpec:
     keeps_unknown_flags: bool = False
     examples: tuple[str, ...] = field(default=())
     files_by_form: bool = False
-    """Where forms take files (:attr:`bot.kernel.surface.SurfaceLimits.forms_take_files`), the
+    """Where forms take files (:attr:`bot.kernel.surface.PlatformProfile.forms_take_files`), the
     command may come without its attachments: the feature asks for them in a form."""
 
     def option(self, name: str) -> Option | None:

@@ -98,7 +98,7 @@ FieldKind = Literal["text", "select", "region", "file"]
 ``region``: an area of ``image_url`` in :func:`bot.features.jobs.masks.parse_region` syntax — an
 editor to draw on where the platform has one (the playground), else a text input; ``file``: up to
 ``max_files`` uploaded files (only where
-:attr:`bot.kernel.surface.SurfaceLimits.forms_take_files`), given in
+:attr:`bot.kernel.surface.PlatformProfile.forms_take_files`), given in
 :attr:`bot.kernel.events.ModalSubmit.attachments`."""
 
 

@@ -1,6 +1,6 @@
 """What an adapter offers the core: the :class:`Surface` every platform has, the capabilities
 only some have (protocols of their own, checked with ``isinstance``), what a platform allows
-(:class:`SurfaceLimits`), and the errors a surface raises. Nothing here knows about any platform
+(:class:`PlatformProfile`), and the errors a surface raises. Nothing here knows about any platform
 library.
 """
 
@@ -22,7 +22,7 @@ WorkStatus = Literal["thinking", "drawing"]
 
 
 @dataclass(frozen=True)
-class SurfaceLimits:
+class PlatformProfile:
     """What a platform allows: message length and edit budgets the renderer must respect."""
 
     max_text: int = 2000
@@ -98,7 +98,7 @@ class Surface(Protocol):
     """
 
     platform: str
-    limits: SurfaceLimits
+    limits: PlatformProfile
 
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None

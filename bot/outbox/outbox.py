@@ -28,6 +28,7 @@ from bot.kernel import (
     LinksMessages,
     MessageRef,
     Place,
+    PlatformProfile,
     PublishesHome,
     RateLimited,
     Reposts,
@@ -37,7 +38,6 @@ from bot.kernel import (
     StreamsNatively,
     Surface,
     SurfaceError,
-    SurfaceLimits,
     SurfaceRegistry,
     metrics,
 )
@@ -85,7 +85,7 @@ class Outbox:
     def __contains__(self, platform: object) -> bool:
         return platform in self._surfaces
 
-    def limits(self, platform: str) -> SurfaceLimits:
+    def limits(self, platform: str) -> PlatformProfile:
         """What ``platform`` allows (text length, buttons, forms, windows); ``KeyError`` when
         no surface for it is attached."""
         return self._surfaces[platform].limits

@@ -50,7 +50,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-from bot.kernel import Place, SurfaceLimits, WriteKind, metrics
+from bot.kernel import Place, PlatformProfile, WriteKind, metrics
 from bot.outbox.windows import (
     SHARED,
     ChannelKey,
@@ -162,7 +162,7 @@ class Pacer:
             (place.platform, place.workspace_id),
         )
 
-    def _channel(self, key: ChannelKey, limits: SurfaceLimits) -> ChannelState:
+    def _channel(self, key: ChannelKey, limits: PlatformProfile) -> ChannelState:
         channel = self._channels.get(key)
         if channel is None:
             window = _window(limits.edits_per_window_per_channel, limits.edit_window_seconds)
@@ -170,14 +170,14 @@ class Pacer:
         return channel
 
     @staticmethod
-    def _bucket(limits: SurfaceLimits, kind: WriteKind | None) -> str:
+    def _bucket(limits: PlatformProfile, kind: WriteKind | None) -> str:
         """The workspace window a write of ``kind`` counts against."""
         return (
             kind if kind is not None and kind in limits.writes_per_minute_per_workspace else SHARED
         )
 
     def _workspace(
-        self, key: WorkspaceKey, limits: SurfaceLimits, bucket: str = SHARED
+        self, key: WorkspaceKey, limits: PlatformProfile, bucket: str = SHARED
     ) -> Window | None:
         if bucket == SHARED:
             per_minute = limits.edits_per_minute_per_workspace
@@ -306,7 +306,7 @@ class Pacer:
     async def acquire(
         self,
         place: Place,
-        limits: SurfaceLimits,
+        limits: PlatformProfile,
         *,
         urgent: bool,
         last_served: float = -math.inf,
@@ -443,7 +443,7 @@ class Pacer:
     async def writing(
         self,
         place: Place,
-        limits: SurfaceLimits,
+        limits: PlatformProfile,
         *,
         urgent: bool,
         deadline: float | None = None,
@@ -480,7 +480,7 @@ class Pacer:
             if not buckets:
                 del self._workspaces[workspace_key]
 
-    def penalize(self, place: Place, limits: SurfaceLimits, retry_after: float) -> None:
+    def penalize(self, place: Place, limits: PlatformProfile, retry_after: float) -> None:
         """The platform answered "rate limited, retry after": hold the channel's writes."""
         channel_key, _ = self.keys(place)
         channel = self._channel(channel_key, limits)

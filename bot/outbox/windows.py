@@ -12,7 +12,7 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
-from bot.kernel import SurfaceLimits, WriteKind
+from bot.kernel import PlatformProfile, WriteKind
 
 ChannelKey = tuple[str, str, str]
 WorkspaceKey = tuple[str, str]
@@ -70,7 +70,7 @@ class Ticket:
     urgent: bool
     last_served: float
     sequence: int
-    limits: SurfaceLimits
+    limits: PlatformProfile
     demand: StreamDemand | None
     bucket: str = SHARED
     kind: WriteKind | None = None

@@ -22,7 +22,7 @@ from bench.streaming import (
 )
 from bench.streams import Feed, Script, make_scripts
 from bot.features.chat.renderer import MARKER
-from bot.kernel import OutMessage, Place, RateLimited, SurfaceLimits
+from bot.kernel import OutMessage, Place, PlatformProfile, RateLimited
 
 SMOKE = StreamingConfig(
     streams=(1, 3), tokens=(30, 50), scale=0.05, deadline=200.0, answers=6, streams_at_once=3
@@ -56,7 +56,7 @@ async def test_every_policy_lands_the_exact_text_and_genbot_is_never_refused() -
 
 
 async def test_the_fake_platform_refuses_the_sixth_write_in_a_window() -> None:
-    limits = SurfaceLimits(edits_per_window_per_channel=5, edit_window_seconds=60.0)
+    limits = PlatformProfile(edits_per_window_per_channel=5, edit_window_seconds=60.0)
     platform = BenchPlatform(limits, latency=0.0)
     place = Place("bench", "w", "c")
     ref = await platform.send(place, OutMessage("a"))

@@ -35,8 +35,8 @@ from bot.kernel import (
     ApiSettings,
     LimitsSettings,
     Place,
+    PlatformProfile,
     StorageSettings,
-    SurfaceLimits,
     SurfaceRegistry,
     User,
     WebhookSettings,
@@ -56,7 +56,7 @@ from tests.fakes.platform import Actor, FakePlatform, PostedMessage
 PLACE = Place("fake", "w1", "c1")
 FAST_RETRY = RetryPolicy(max_attempts=4, max_total_seconds=5.0, base_delay=0.01, max_delay=0.05)
 SETTLED: frozenset[JobStatus] = frozenset({"posted", "failed_posted", "create_failed"})
-ROOMY = SurfaceLimits(edits_per_window_per_channel=1000, edit_window_seconds=1.0)
+ROOMY = PlatformProfile(edits_per_window_per_channel=1000, edit_window_seconds=1.0)
 """Default platform limits: generous, so tests do not wait for edit budget (budget tests pass
 their own platform)."""
 TEST_LIMITS: dict[str, Any] = {"poll_interval_min": 0.01, "poll_interval_max": 0.1}

@@ -29,8 +29,8 @@ from bot.kernel import (
     ModalSubmit,
     OutMessage,
     Place,
+    PlatformProfile,
     RateLimited,
-    SurfaceLimits,
     User,
     UserMessage,
 )
@@ -79,11 +79,11 @@ class FakePlatform:
     def __init__(
         self,
         platform: str = "fake",
-        limits: SurfaceLimits | None = None,
+        limits: PlatformProfile | None = None,
         enforce_budget: bool = False,
     ) -> None:
         self.platform = platform
-        self.limits = limits or SurfaceLimits(max_text=2000)
+        self.limits = limits or PlatformProfile(max_text=2000)
         self.enforce_budget = enforce_budget
         self.messages: dict[str, PostedMessage] = {}
         self.ephemerals: list[Ephemeral] = []

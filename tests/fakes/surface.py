@@ -26,8 +26,8 @@ from bot.kernel import (
     Modal,
     OutMessage,
     Place,
+    PlatformProfile,
     RateLimited,
-    SurfaceLimits,
 )
 
 
@@ -53,7 +53,7 @@ class BudgetSurface:
     def __init__(
         self,
         monotonic: Callable[[], float],
-        limits: SurfaceLimits | None = None,
+        limits: PlatformProfile | None = None,
         *,
         platform: str = "fake",
         flaky_every: int | None = None,
@@ -63,7 +63,7 @@ class BudgetSurface:
     ) -> None:
         assert latency is None or sleep is not None, "a latency needs the clock's sleep"
         self.platform = platform
-        self.limits = limits or SurfaceLimits()
+        self.limits = limits or PlatformProfile()
         self.monotonic = monotonic
         self.flaky_every = flaky_every
         self.flaky_retry_after = flaky_retry_after

@@ -119,7 +119,7 @@ def test_platform_keys_of_an_earlier_limits_section_are_read_into_their_sections
     assert settings.discord.edit_window_seconds == 7.0
     assert settings.slack.updates_per_minute == 40, "the section's own value wins"
     assert settings.limits.max_concurrent_jobs_per_user == 2
-    limits = settings.discord.surface_limits()
+    limits = settings.discord.platform_profile()
     assert (limits.edits_per_window_per_channel, limits.edit_window_seconds) == (3, 7.0)
 
 

@@ -27,9 +27,9 @@ from bot.kernel import (
     LimitsSettings,
     Place,
     Plan,
+    PlatformProfile,
     StorageSettings,
     Surface,
-    SurfaceLimits,
     WebhookSettings,
 )
 from bot.router import Router
@@ -58,7 +58,7 @@ SECRETS: tuple[str, ...] = (
 """Every secret the resilience tests give genbot; none may ever appear in a log line."""
 
 PLACE = Place("fake", "w1", "c1")
-ROOMY = SurfaceLimits(edits_per_window_per_channel=1000, edit_window_seconds=1.0)
+ROOMY = PlatformProfile(edits_per_window_per_channel=1000, edit_window_seconds=1.0)
 FAST_RETRY = RetryPolicy(max_attempts=5, max_total_seconds=8.0, base_delay=0.01, max_delay=0.05)
 FAST_LIMITS: dict[str, Any] = {
     "poll_interval_min": 0.02,

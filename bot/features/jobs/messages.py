@@ -16,7 +16,7 @@ the edit is made, before it waits for room): a process that lost the job (taken 
 back to a joining process) does not overwrite what its new owner shows.
 
 One message per job: the progress message becomes the result (image, title, buttons) or the
-failure report, where the platform lets an edit add images (:attr:`SurfaceLimits.edits_add_images`;
+failure report, where a platform lets an edit add images (:attr:`PlatformProfile.edits_add_images`;
 a text-only outcome always can). Where not (Slack), the result is posted and the progress
 message deleted (or, failing that, collapsed into a one-line reference). A progress message that
 is gone (a user deleted it) is replaced by a new post.

@@ -147,7 +147,9 @@ async def test_a_long_429_reaches_the_core_as_rate_limited(bot: Harness) -> None
     assert fake.messages[int(ref.message_id)].content == "1"
 
 
-async def test_surface_limits_come_from_settings(harness: Harness, core: RecordingCore) -> None:
+async def test_the_platform_profile_comes_from_settings(
+    harness: Harness, core: RecordingCore
+) -> None:
     adapter = await harness.start(core, edits_per_window=4, edit_window_seconds=6.0)
     assert adapter.surface.platform == "discord"
     assert adapter.surface.limits.max_text == 2000

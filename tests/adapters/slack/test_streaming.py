@@ -105,7 +105,7 @@ async def test_a_ping_split_across_pieces_is_never_streamed() -> None:
 def test_the_surface_budgets_each_streaming_method_by_slacks_tier() -> None:
     limits = SlackSurface(
         AsyncWebClient(token="x"),
-        limits=SlackSettings().surface_limits(),
+        limits=SlackSettings().platform_profile(),
         bot_token="x",
         api_url="http://x/",
     ).limits

@@ -42,7 +42,7 @@ def surface_for(
     client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
     return SlackSurface(
         client,
-        limits=(settings or SlackSettings()).surface_limits(),
+        limits=(settings or SlackSettings()).platform_profile(),
         bot_token=fake.bot_token,
         api_url=fake.api_url,
         max_upload_bytes=max_upload_bytes,

@@ -93,7 +93,7 @@ async def test_history_reports_limits_and_channels(
     assert body["seq"] == 0
 
 
-async def test_surface_limits_are_the_playgrounds() -> None:
+async def test_the_platform_profile_is_the_playgrounds() -> None:
     assert WEB_LIMITS.max_text == 4000
     assert WEB_LIMITS.edits_per_window_per_channel == 20
     assert WEB_LIMITS.edit_window_seconds == 1.0

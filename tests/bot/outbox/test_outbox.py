@@ -18,9 +18,9 @@ from bot.kernel import (
     MessageRef,
     OutMessage,
     Place,
+    PlatformProfile,
     RateLimited,
     SurfaceError,
-    SurfaceLimits,
     SurfaceRegistry,
     User,
     WorkStatus,
@@ -49,7 +49,7 @@ from tests.fakes.surface import BudgetSurface
 
 T = TypeVar("T")
 PLACE = Place("fake", "w1", "c1")
-ONE_PER_SECOND = SurfaceLimits(edits_per_window_per_channel=1, edit_window_seconds=1.0)
+ONE_PER_SECOND = PlatformProfile(edits_per_window_per_channel=1, edit_window_seconds=1.0)
 HELLO = Post(OutMessage("hello"))
 
 
@@ -326,7 +326,7 @@ async def test_features_read_platforms_through_the_outbox_without_writing() -> N
     plain = Recording(fake)
     spelling = Spelling(fake)
     spelling.platform = "spelling"
-    limits = SurfaceLimits(max_text=123)
+    limits = PlatformProfile(max_text=123)
     spelling.limits = limits
     outbox = Outbox(SurfaceRegistry([plain, spelling]), Pacer(fake.clock, margin=0.0))
     there = Place("spelling", "w1", "c1")

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from bot.features.chat.renderer import RenderResult
-from bot.kernel import OutMessage, Place, SurfaceLimits, SurfaceRegistry, WriteKind
+from bot.kernel import OutMessage, Place, PlatformProfile, SurfaceRegistry, WriteKind
 from bot.outbox import Outbox, Post, WritePolicy, pacing
 from bot.outbox.pacing import (
     FINAL_TEXT_BONUS,
@@ -26,8 +26,8 @@ from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface
 
 PLACE = Place("fake", "w1", "c1")
-DISCORD = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
-ONE_PER_SECOND = SurfaceLimits(edits_per_window_per_channel=1, edit_window_seconds=1.0)
+DISCORD = PlatformProfile(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
+ONE_PER_SECOND = PlatformProfile(edits_per_window_per_channel=1, edit_window_seconds=1.0)
 
 
 def slow_then_fast(
@@ -324,7 +324,7 @@ async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits() -> None
 async def test_a_kind_with_its_own_workspace_window_does_not_spend_the_shared_one() -> None:
     fake = FakeClock()
     pacer = Pacer(fake.clock, margin=0.0)
-    limits = SurfaceLimits(
+    limits = PlatformProfile(
         edits_per_window_per_channel=1000,
         edit_window_seconds=1.0,
         edits_per_minute_per_workspace=2,
@@ -350,7 +350,7 @@ async def test_a_kind_with_its_own_workspace_window_does_not_spend_the_shared_on
 async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced() -> None:
     fake = FakeClock()
     pacer = Pacer(fake.clock, margin=0.0)
-    limits = SurfaceLimits(
+    limits = PlatformProfile(
         edits_per_window_per_channel=1,
         edit_window_seconds=10.0,
         writes_per_minute_per_workspace={"stream_start": 20, "stream_append": 6},

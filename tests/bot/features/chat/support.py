@@ -15,7 +15,7 @@ from bot.api import ChatRequest, ProviderClient
 from bot.features.account import AccountFeature
 from bot.features.chat import ChatDefaults, ChatEngine
 from bot.features.chat.tools import ChatImageTools
-from bot.kernel import Place, SurfaceLimits, User
+from bot.kernel import Place, PlatformProfile, User
 from bot.router import Conversations, Feature, Router
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
@@ -30,7 +30,7 @@ BOB = User("bob", "Bob")
 DM = Place("fake", "w1", "dm-alice", is_dm=True)
 BOB_DM = Place("fake", "w1", "dm-bob", is_dm=True)
 CHANNEL = Place("fake", "w1", "c1")
-ROOMY = SurfaceLimits(max_text=2000, edits_per_window_per_channel=100, edit_window_seconds=1.0)
+ROOMY = PlatformProfile(max_text=2000, edits_per_window_per_channel=100, edit_window_seconds=1.0)
 """Discord's length limit with a write budget that never makes a test wait."""
 
 

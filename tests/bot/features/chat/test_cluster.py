@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.features.chat import ChatEngine
-from bot.kernel import Event, MessageRef, OutMessage, Place, SurfaceLimits, User
+from bot.kernel import Event, MessageRef, OutMessage, Place, PlatformProfile, User
 from simulator.server import serve
 from storage import ConversationKey
 from tests.bot.features.chat.support import ALICE, CHANNEL, DM, ROOMY, sim_config
@@ -38,7 +38,7 @@ class HeldPlatform(FakePlatform):
     """The fake platform, able to hold the next post until released: a turn that takes as long
     as the test needs."""
 
-    def __init__(self, limits: SurfaceLimits) -> None:
+    def __init__(self, limits: PlatformProfile) -> None:
         super().__init__(limits=limits)
         self.hold_next = False
         self.holding = asyncio.Event()
@@ -101,7 +101,7 @@ async def test_two_processes_answer_one_conversation_once_per_turn_in_order(
 async def test_three_processes_streaming_into_one_channel_get_no_429(
     postgres: PostgresCluster, tmp_path: Path
 ) -> None:
-    tight = SurfaceLimits(max_text=2000, edits_per_window_per_channel=4, edit_window_seconds=1.0)
+    tight = PlatformProfile(max_text=2000, edits_per_window_per_channel=4, edit_window_seconds=1.0)
     platform = FakePlatform(limits=tight, enforce_budget=True)
     on_postgres: dict[str, Any] = {
         "platform": platform,

@@ -19,7 +19,7 @@ from bot.features.chat.renderer import (
     StreamEnd,
     StreamRenderer,
 )
-from bot.kernel import Command, Place, SurfaceLimits, SurfaceRegistry, User
+from bot.kernel import Command, Place, PlatformProfile, SurfaceRegistry, User
 from bot.outbox import Outbox
 from bot.outbox.pacing import SWEEP_EVERY_GRANTS, Pacer, PacingTimeout
 from tests.bot.features.chat.rendering import render_stream
@@ -27,8 +27,8 @@ from tests.fakes.clock import FakeClock
 from tests.fakes.surface import BudgetSurface, Write
 
 PLACE = Place("fake", "w1", "c1")
-DISCORD = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
-SLACK = SurfaceLimits(
+DISCORD = PlatformProfile(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
+SLACK = PlatformProfile(
     max_text=4000,
     edits_per_window_per_channel=1000,
     edit_window_seconds=1.0,
@@ -76,7 +76,7 @@ def words(count: int, tag: str = "w") -> list[str]:
     return [f"{tag}{index} " for index in range(count)]
 
 
-def setup(limits: SurfaceLimits = DISCORD, **surface_options: object):  # type: ignore[no-untyped-def]
+def setup(limits: PlatformProfile = DISCORD, **surface_options: object):  # type: ignore[no-untyped-def]
     fake = FakeClock()
     surface = BudgetSurface(fake.monotonic, limits, **surface_options)  # type: ignore[arg-type]
     budget = Pacer(fake.clock, margin=0.0)
@@ -171,7 +171,7 @@ async def test_concurrent_streams_in_one_channel_share_the_budget_without_429s(
 
 
 async def test_long_answers_continue_in_new_messages_with_code_fences_intact() -> None:
-    fake, surface, budget = setup(SurfaceLimits(max_text=300))
+    fake, surface, budget = setup(PlatformProfile(max_text=300))
     code = "".join(f"    print('line {index}')  # explain\n" for index in range(60))
     answer = "Here is the script:\n\n```python\n" + code + "```\n\nThat is all. " + "bye " * 80
     pieces = [answer[i : i + 7] for i in range(0, len(answer), 7)]
@@ -345,7 +345,7 @@ async def test_cancelling_a_render_closes_the_stream() -> None:
 async def test_budget_serves_urgent_writes_first_and_honours_deadlines() -> None:
     fake = FakeClock()
     budget = Pacer(fake.clock, margin=0.0)
-    limits = SurfaceLimits(edits_per_window_per_channel=1, edit_window_seconds=10.0)
+    limits = PlatformProfile(edits_per_window_per_channel=1, edit_window_seconds=10.0)
     order: list[str] = []
 
     async def write(name: str, urgent: bool) -> None:

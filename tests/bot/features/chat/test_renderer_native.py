@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from bot.features.chat.renderer import MARKER, StreamEnd
-from bot.kernel import Command, Place, SurfaceLimits, User, WriteKind
+from bot.kernel import Command, Place, PlatformProfile, User, WriteKind
 from bot.outbox.pacing import Pacer
 from tests.bot.features.chat.rendering import render_stream
 from tests.bot.features.chat.test_renderer import Producer, words
@@ -16,7 +16,7 @@ PLACE = Place("fake", "w1", "c1", "t1")
 TIERS: MappingProxyType[WriteKind, int] = MappingProxyType(
     {"stream_start": 20, "stream_append": 100, "stream_stop": 20}
 )
-SLACK = SurfaceLimits(
+SLACK = PlatformProfile(
     max_text=4000,
     edits_per_window_per_channel=5,
     edit_window_seconds=5.0,
@@ -28,7 +28,7 @@ ORIGIN = Command(user=User("u1"), place=PLACE, name="chat")
 
 
 def setup(
-    limits: SurfaceLimits = SLACK, *, window_seconds: float = 300.0, decline: bool = False
+    limits: PlatformProfile = SLACK, *, window_seconds: float = 300.0, decline: bool = False
 ) -> tuple[FakeClock, StreamingSurface, Pacer]:
     fake = FakeClock()
     surface = StreamingSurface(
@@ -56,7 +56,7 @@ async def test_an_answer_is_streamed_natively_with_only_new_text_and_ends_exact(
 
 
 async def test_native_appends_are_budgeted_by_their_own_tier_not_the_edit_budget() -> None:
-    limits = SurfaceLimits(
+    limits = PlatformProfile(
         max_text=4000,
         edits_per_window_per_channel=100,
         edit_window_seconds=5.0,
@@ -77,7 +77,7 @@ async def test_native_appends_are_budgeted_by_their_own_tier_not_the_edit_budget
 
 async def test_long_answers_continue_in_new_streams_without_taking_text_back() -> None:
     fake, surface, budget = setup(
-        SurfaceLimits(max_text=300, writes_per_minute_per_workspace=TIERS)
+        PlatformProfile(max_text=300, writes_per_minute_per_workspace=TIERS)
     )
     code = "".join(f"    print('line {index}')  # explain\n" for index in range(40))
     answer = "Here is the script:\n\n```python\n" + code + "```\n\nThat is all. " + "bye " * 80

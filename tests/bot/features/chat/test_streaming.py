@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.features.chat.renderer import INTERRUPTED_NOTE
 from bot.features.chat.scoping import dm_key
-from bot.kernel import FENCE, Event, MessageRef, OutMessage, Place, SurfaceLimits
+from bot.kernel import FENCE, Event, MessageRef, OutMessage, Place, PlatformProfile
 from simulator.state import FaultKind, SimulatorConfig, SimulatorState
 from tests.bot.features.chat.support import DM, ROOMY, ChatWorld, chat_world, sim_config
 from tests.fakes.platform import FakePlatform
@@ -120,7 +120,7 @@ async def test_a_provider_failure_is_reported_and_the_question_kept(tmp_path: Pa
 
 
 async def test_streaming_respects_the_platform_budget(tmp_path: Path) -> None:
-    limits = SurfaceLimits(max_text=400, edits_per_window_per_channel=3, edit_window_seconds=0.4)
+    limits = PlatformProfile(max_text=400, edits_per_window_per_channel=3, edit_window_seconds=0.4)
     platform = FakePlatform(limits=limits, enforce_budget=True)
     async with chat_world(tmp_path, platform=platform, config=sim_config(time_scale=1.0)) as world:
         await world.actor().say("words: 160")

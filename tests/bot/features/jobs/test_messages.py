@@ -19,8 +19,8 @@ from bot.kernel import (
     MessageRef,
     OutMessage,
     Place,
+    PlatformProfile,
     SurfaceError,
-    SurfaceLimits,
     SurfaceRegistry,
     User,
 )
@@ -46,7 +46,7 @@ class OutagePlatform(FakePlatform):
     """A fake platform whose result writes (messages with images, posted or edited in) fail
     while ``outage`` is above zero, each failure counting it down (``None``: fail forever)."""
 
-    def __init__(self, outage: int | None, limits: SurfaceLimits = ROOMY) -> None:
+    def __init__(self, outage: int | None, limits: PlatformProfile = ROOMY) -> None:
         super().__init__(limits=limits)
         self.outage = outage
         self.failed_posts = 0
@@ -81,7 +81,7 @@ class Clock:
 
 @pytest.mark.parametrize("limits", [ROOMY, SLACK_LIKE], ids=["edited-in", "posted"])
 async def test_a_short_outage_delays_the_result_instead_of_losing_it(
-    tmp_path: Path, limits: SurfaceLimits
+    tmp_path: Path, limits: PlatformProfile
 ) -> None:
     platform = OutagePlatform(outage=5, limits=limits)
     async with harness(tmp_path, time_scale=0.003, platform=platform) as bot:
@@ -174,7 +174,9 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
     def latency(call: int) -> tuple[float, float]:
         return slow_first[call] if call < len(slow_first) else (0.0, 0.0)
 
-    discord = SurfaceLimits(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
+    discord = PlatformProfile(
+        max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0
+    )
     surface = BudgetSurface(fake.monotonic, discord, latency=latency, sleep=fake.sleep)
     surfaces = SurfaceRegistry([surface])
     store = await SqliteStore.open(tmp_path / "genbot.db")
@@ -255,7 +257,7 @@ class DyingPlatform(FakePlatform):
     """A fake platform that shows the first result (posted or edited in), then the process
     "dies": the call never returns (its task is cancelled), so nothing after it runs."""
 
-    def __init__(self, limits: SurfaceLimits = SLACK_LIKE) -> None:
+    def __init__(self, limits: PlatformProfile = SLACK_LIKE) -> None:
         super().__init__(limits=limits)
         self.died = False
 
@@ -278,7 +280,7 @@ class DyingPlatform(FakePlatform):
 
 @pytest.mark.parametrize("limits", [ROOMY, SLACK_LIKE], ids=["edited-in", "posted"])
 async def test_a_result_shown_just_before_a_crash_is_not_shown_twice(
-    tmp_path: Path, limits: SurfaceLimits
+    tmp_path: Path, limits: PlatformProfile
 ) -> None:
     clock, platform = Clock(), DyingPlatform(limits)
     async with serve(MANUAL) as sim:

@@ -10,7 +10,7 @@ from pathlib import Path
 from bot.api import MULTI_FETCH_MAX_IDS, TaskRecord
 from bot.features.jobs.progress import status_word
 from bot.features.jobs.tracking.provider_state import charged_credits, task_result_fields
-from bot.kernel import Command, MessageRef, OutMessage, SurfaceLimits, User
+from bot.kernel import Command, MessageRef, OutMessage, PlatformProfile, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import IN_FLIGHT_STATUSES, Job
@@ -94,7 +94,7 @@ async def test_a_poll_round_does_not_wait_for_progress_edits(tmp_path: Path) -> 
 async def test_the_delivery_pass_reads_only_the_ids_of_jobs_waiting_for_delivery(
     tmp_path: Path,
 ) -> None:
-    unpaced = FakePlatform(limits=SurfaceLimits(edits_per_window_per_channel=10**9))
+    unpaced = FakePlatform(limits=PlatformProfile(edits_per_window_per_channel=10**9))
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=unpaced) as bare:
         jobs = await in_flight(bare, 3)
         for job in jobs:

@@ -19,7 +19,7 @@ from bot.features.jobs.starter import CREATING_GRACE_SECONDS
 from bot.features.jobs.tracking.provider_state import LOST_AFTER_NULLS, LOST_TASK
 from bot.features.jobs.tracking.tracker import SWEEP_SECONDS
 from bot.features.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
-from bot.kernel import Command, MessageRef, OutMessage, SurfaceLimits, User
+from bot.kernel import Command, MessageRef, OutMessage, PlatformProfile, User
 from simulator.server import serve
 from simulator.state import Dialect, SimulatorConfig
 from simulator.task_model import fetch_record
@@ -252,7 +252,7 @@ async def test_a_job_the_provider_never_finishes_times_out_with_a_note(tmp_path:
 async def test_job_messages_share_the_edit_budget_and_are_never_rate_limited(
     tmp_path: Path,
 ) -> None:
-    tight = SurfaceLimits(edits_per_window_per_channel=4, edit_window_seconds=0.4)
+    tight = PlatformProfile(edits_per_window_per_channel=4, edit_window_seconds=0.4)
     platform = FakePlatform(limits=tight, enforce_budget=True)
     async with harness(tmp_path, time_scale=0.01, platform=platform) as bot:
         alice = bot.actor()
@@ -342,7 +342,7 @@ async def test_jobs_waiting_for_a_webhook_are_polled_once_webhooks_are_off(
 async def test_a_late_poll_answer_leaves_the_finished_progress_message_alone(
     tmp_path: Path,
 ) -> None:
-    unpaced = FakePlatform(limits=SurfaceLimits(edits_per_window_per_channel=10**9))
+    unpaced = FakePlatform(limits=PlatformProfile(edits_per_window_per_channel=10**9))
     async with harness(tmp_path, sim_config=MANUAL, platform=unpaced) as bot:
         await bot.actor().command("imagine", prompt="a fox")
         snapshot = await bot.latest_job()
@@ -461,7 +461,7 @@ class LatePollPlatform(FakePlatform):
     """Runs ``late`` (a stale poll answer) while the job's outcome edit is under way."""
 
     def __init__(self) -> None:
-        super().__init__(limits=SurfaceLimits(edits_per_window_per_channel=10**9))
+        super().__init__(limits=PlatformProfile(edits_per_window_per_channel=10**9))
         self.late: Callable[[], Awaitable[bool]] | None = None
         self.late_answer: asyncio.Future[bool] | None = None
 
