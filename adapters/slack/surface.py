@@ -30,6 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.kernel import (
+    ActivityKind,
     Attachment,
     Command,
     Event,
@@ -43,9 +44,9 @@ from bot.kernel import (
     PlatformProfile,
     SurfaceError,
     User,
-    WorkStatus,
 )
 
+from .activity import StatusLine
 from .calls import SlackCalls
 from .errors import SlackRefused
 from .files import FileFetcher
@@ -59,7 +60,6 @@ from .formatting import (
 from .home import HomeTab, ResultFiles
 from .inbound import SlackOrigin
 from .keyed import EarlierPost, find_earlier, key_metadata, look_back
-from .status import StatusLine
 from .streaming import SlackStream, StreamSupport
 from .tokens import OneWorkspace, TeamTokens
 from .uploads import FILE_REF_PREFIX, SlackUploads
@@ -103,13 +103,13 @@ class SlackSurface:
             timeout=call_timeout,
         )
         self.streaming = StreamSupport()
-        self.status = StatusLine(self.client_for, self._call)
+        self.activity = StatusLine(self.client_for, self._call)
         self.home = HomeTab(self.client_for, self._call, ResultFiles(self.client_for, self._call))
         self.uploads = SlackUploads(self._call)
 
     async def close(self) -> None:
         """Release the HTTP session used for downloads and response URLs."""
-        await self.status.close()
+        await self.activity.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -154,7 +154,7 @@ class SlackSurface:
                 metadata=key_metadata(message.key, files),
             ),
         )
-        self.status.posted(place.channel_id, place.thread_id)
+        self.activity.posted(place.channel_id, place.thread_id)
         ts = str(response["ts"])
         if message.card or files:
             self.home.files.remember(place.channel_id, ts, files)
@@ -249,21 +249,21 @@ class SlackSurface:
             if self.streaming.refused(place, refused.code):
                 return None
             raise
-        self.status.posted(place.channel_id, thread_ts)
+        self.activity.posted(place.channel_id, thread_ts)
         return stream
 
-    async def show_status(
-        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    async def show_activity(
+        self, place: Place, kind: ActivityKind, *, origin: Event | None = None
     ) -> None:
-        """Show genbot's working status in the thread of the answer (see
-        :mod:`adapters.slack.status`)."""
-        await self.status.show(place, status, origin)
+        """Show what genbot is doing in the thread of the answer (Slack's status line, see
+        :mod:`adapters.slack.activity`)."""
+        await self.activity.show(place, kind, origin)
 
-    async def end_status(
-        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    async def end_activity(
+        self, place: Place, kind: ActivityKind, *, origin: Event | None = None
     ) -> None:
-        """Genbot is done being ``status`` in ``place``."""
-        await self.status.end(place, status, origin)
+        """Genbot is done being ``kind`` in ``place``."""
+        await self.activity.end(place, kind, origin)
 
     async def publish_home(self, event: HomeOpened, view: HomeView) -> None:
         """Show ``view`` on the user's App Home tab (see :mod:`adapters.slack.home`)."""

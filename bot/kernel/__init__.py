@@ -136,6 +136,7 @@ from bot.kernel.settings import (
     WebhookSettings,
 )
 from bot.kernel.surface import (
+    ActivityKind,
     DeletesMessages,
     FindsKeyedPosts,
     LinksMessages,
@@ -146,13 +147,12 @@ from bot.kernel.surface import (
     RateLimited,
     Reposts,
     SendsPrivately,
-    ShowsStatus,
+    ShowsActivity,
     SpellsCommands,
     StreamExpired,
     StreamsNatively,
     Surface,
     SurfaceError,
-    WorkStatus,
     WriteKind,
 )
 from bot.kernel.text import (
@@ -186,6 +186,7 @@ __all__ = [
     "SEALED_PREFIX",
     "TOO_SLOW_TEXT",
     "ZWSP",
+    "ActivityKind",
     "Address",
     "ApiSettings",
     "Around",
@@ -246,7 +247,7 @@ __all__ = [
     "Section",
     "SendsPrivately",
     "SerialKey",
-    "ShowsStatus",
+    "ShowsActivity",
     "SpellsCommands",
     "StorageError",
     "StorageOutage",
@@ -261,7 +262,6 @@ __all__ = [
     "UserError",
     "UserMessage",
     "WebhookSettings",
-    "WorkStatus",
     "WriteKind",
     "assign_images",
     "backoff",

@@ -17,7 +17,7 @@ from bot.kernel.outbound import HomeView, Modal, OutMessage
 WriteKind = Literal["send", "edit", "stream_start", "stream_append", "stream_stop"]
 """What a write to the platform is: a new message, an edit, or a step of a natively streamed
 message (see :class:`NativeStream`)."""
-WorkStatus = Literal["thinking", "drawing"]
+ActivityKind = Literal["thinking", "drawing"]
 """What genbot shows it is doing while a user waits (an :class:`bot.outbox.Activity`)."""
 
 
@@ -93,7 +93,7 @@ class Surface(Protocol):
 
     What only some platforms can do is a protocol of its own, checked with ``isinstance``:
     :class:`FindsKeyedPosts`, :class:`DeletesMessages`, :class:`LinksMessages`,
-    :class:`StreamsNatively`, :class:`ShowsStatus`, :class:`SpellsCommands`,
+    :class:`StreamsNatively`, :class:`ShowsActivity`, :class:`SpellsCommands`,
     :class:`SendsPrivately`, :class:`PublishesHome`, :class:`Reposts`.
     """
 
@@ -172,16 +172,16 @@ class StreamsNatively(Protocol):
 
 
 @runtime_checkable
-class ShowsStatus(Protocol):
-    """A surface with a status line: genbot is :data:`WorkStatus` where the answer to
+class ShowsActivity(Protocol):
+    """A surface with a status line: genbot is :data:`ActivityKind` where the answer to
     ``origin`` will appear, until ended."""
 
-    async def show_status(
-        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    async def show_activity(
+        self, place: Place, kind: ActivityKind, *, origin: Event | None = None
     ) -> None: ...
 
-    async def end_status(
-        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    async def end_activity(
+        self, place: Place, kind: ActivityKind, *, origin: Event | None = None
     ) -> None: ...
 
 

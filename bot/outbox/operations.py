@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
 from bot.kernel import (
+    ActivityKind,
     Event,
     HomeOpened,
     HomeView,
@@ -24,7 +25,6 @@ from bot.kernel import (
     OutMessage,
     Place,
     User,
-    WorkStatus,
 )
 
 T_co = TypeVar("T_co", covariant=True)
@@ -113,11 +113,11 @@ class StartThread(Operation[Place]):
 
 @dataclass(frozen=True)
 class Activity(Operation[None]):
-    """Show (or, ``ended``, stop showing) that genbot is ``status`` for ``origin``: the
-    platform's status line where it has one (:class:`~bot.kernel.ShowsStatus`), else its typing
+    """Show (or, ``ended``, stop showing) that genbot is ``kind`` for ``origin``: the
+    platform's status line where it has one (:class:`~bot.kernel.ShowsActivity`), else its typing
     indicator while genbot thinks (typing ends by itself: ending it writes nothing)."""
 
-    status: WorkStatus
+    kind: ActivityKind
     origin: Event | None = None
     ended: bool = False
     method: ClassVar[str] = "activity"

@@ -33,7 +33,7 @@ from bot.kernel import (
     RateLimited,
     Reposts,
     SendsPrivately,
-    ShowsStatus,
+    ShowsActivity,
     SpellsCommands,
     StreamsNatively,
     Surface,
@@ -291,12 +291,12 @@ class Outbox:
                 return surface.open_modal(origin, modal)
             case StartThread(ref, name):
                 return surface.start_thread(ref, name)
-            case Activity(status, origin, ended) if isinstance(surface, ShowsStatus):
+            case Activity(kind, origin, ended) if isinstance(surface, ShowsActivity):
                 if ended:
-                    return surface.end_status(place, status, origin=origin)
-                return surface.show_status(place, status, origin=origin)
-            case Activity(status, _, ended):
-                return surface.typing(place) if status == "thinking" and not ended else None
+                    return surface.end_activity(place, kind, origin=origin)
+                return surface.show_activity(place, kind, origin=origin)
+            case Activity(kind, _, ended):
+                return surface.typing(place) if kind == "thinking" and not ended else None
             case PublishHome(event, view) if isinstance(surface, PublishesHome):
                 return surface.publish_home(event, view)
             case Typing():

@@ -11,6 +11,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from bot.kernel import (
+    ActivityKind,
     Attachment,
     Command,
     Event,
@@ -23,7 +24,6 @@ from bot.kernel import (
     SurfaceError,
     SurfaceRegistry,
     User,
-    WorkStatus,
 )
 from bot.outbox import (
     Activity,
@@ -236,17 +236,17 @@ class Recording(BudgetSurface):
 
 
 class WithStatus(Recording):
-    """A surface with a status line (:class:`bot.kernel.ShowsStatus`) and no deletes."""
+    """A surface with a status line (:class:`bot.kernel.ShowsActivity`) and no deletes."""
 
-    async def show_status(
-        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    async def show_activity(
+        self, place: Place, status: ActivityKind, *, origin: Event | None = None
     ) -> None:
-        self._made("show_status", status)
+        self._made("show_activity", status)
 
-    async def end_status(
-        self, place: Place, status: WorkStatus, *, origin: Event | None = None
+    async def end_activity(
+        self, place: Place, status: ActivityKind, *, origin: Event | None = None
     ) -> None:
-        self._made("end_status", status)
+        self._made("end_activity", status)
 
 
 async def test_a_notice_goes_to_the_origin_at_once() -> None:
@@ -271,9 +271,9 @@ async def test_activity_is_a_status_line_where_there_is_one_else_typing_while_th
             await outbox.write(PLACE, activity, WritePolicy.BEST_EFFORT)
     assert typing.calls == [("typing", PLACE), ("typing", PLACE)]
     assert status.calls == [
-        ("show_status", "thinking"),
-        ("show_status", "drawing"),
-        ("end_status", "thinking"),
+        ("show_activity", "thinking"),
+        ("show_activity", "drawing"),
+        ("end_activity", "thinking"),
         ("typing", PLACE),
     ]
 

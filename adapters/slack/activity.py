@@ -1,6 +1,6 @@
-"""genbot's working status on Slack: ``assistant.threads.setStatus`` in the thread where the
-answer will appear ("genbot is thinking…", "genbot is drawing…", with rotating loading
-messages).
+"""genbot's activity on Slack, on its status line: ``assistant.threads.setStatus`` in the
+thread where the answer will appear ("genbot is thinking…", "genbot is drawing…", with rotating
+loading messages).
 
 The thread is the place's, else the one bolt's ``say_stream`` would stream into (the message
 being answered); a DM's later calls without that message find the thread genbot used last in
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.kernel import Event, Place, RateLimited, SurfaceError, WorkStatus
+from bot.kernel import ActivityKind, Event, Place, RateLimited, SurfaceError
 
 from .calls import Call
 from .inbound import SlackOrigin
@@ -31,12 +31,12 @@ from .inbound import SlackOrigin
 log = logging.getLogger(__name__)
 Clients = Callable[[str], Awaitable[AsyncWebClient]]
 
-STATUS_TEXT: dict[WorkStatus, str] = {"thinking": "is thinking…", "drawing": "is drawing…"}
-LOADING_MESSAGES: dict[WorkStatus, list[str]] = {
+STATUS_TEXT: dict[ActivityKind, str] = {"thinking": "is thinking…", "drawing": "is drawing…"}
+LOADING_MESSAGES: dict[ActivityKind, list[str]] = {
     "thinking": ["Reading the conversation…", "Thinking it over…", "Putting words together…"],
     "drawing": ["Mixing the paints…", "Sketching the grid…", "Adding the details…"],
 }
-PRIORITY: tuple[WorkStatus, ...] = ("thinking", "drawing")
+PRIORITY: tuple[ActivityKind, ...] = ("thinking", "drawing")
 REFRESH_SECONDS = 90.0
 """Slack drops a status after two minutes without a post: it is set again before that."""
 LONGEST_SECONDS = 30 * 60.0
@@ -47,11 +47,11 @@ class _Thread:
     team: str
     channel: str
     thread_ts: str
-    wanted: Counter[WorkStatus] = field(default_factory=Counter)
-    shown: WorkStatus | None = None
+    wanted: Counter[ActivityKind] = field(default_factory=Counter)
+    shown: ActivityKind | None = None
     refresher: asyncio.Task[None] | None = None
 
-    def target(self) -> WorkStatus | None:
+    def target(self) -> ActivityKind | None:
         return next((status for status in PRIORITY if self.wanted[status] > 0), None)
 
     def stop_refreshing(self) -> None:
@@ -69,7 +69,7 @@ class StatusLine:
         self._threads: dict[tuple[str, str], _Thread] = {}
         self._last_in_channel: dict[str, str] = {}
 
-    async def show(self, place: Place, status: WorkStatus, origin: Event | None) -> None:
+    async def show(self, place: Place, status: ActivityKind, origin: Event | None) -> None:
         """Genbot is ``status`` where the answer to ``origin`` in ``place`` goes."""
         thread = self._thread(place, origin, create=True)
         if thread is None:
@@ -77,7 +77,7 @@ class StatusLine:
         thread.wanted[status] = 1 if status == "thinking" else thread.wanted[status] + 1
         await self._display(thread)
 
-    async def end(self, place: Place, status: WorkStatus, origin: Event | None) -> None:
+    async def end(self, place: Place, status: ActivityKind, origin: Event | None) -> None:
         """Genbot is no longer ``status`` there."""
         thread = self._thread(place, origin, create=False)
         if thread is None:
@@ -137,7 +137,7 @@ class StatusLine:
             elapsed += REFRESH_SECONDS
             await self._send(thread, thread.shown)
 
-    async def _send(self, thread: _Thread, status: WorkStatus | None) -> bool:
+    async def _send(self, thread: _Thread, status: ActivityKind | None) -> bool:
         try:
             client = await self._clients(thread.team)
             await self._call(
