@@ -67,9 +67,9 @@ CHAT_PER_DAY: Final = "provider:chat:day"
 genbot process on one database."""
 
 
-def shared_chat_pacing(budgets: WriteWindows) -> SharedPacing:
+def shared_chat_pacing(shared: WriteWindows) -> SharedPacing:
     """The chat pacer's (:class:`bot.api.ratelimit.RequestPacer`) count across processes, kept
-    in ``budgets``, so N processes on one key send what one would (on a database only one
+    in ``shared``, so N processes on one key send what one would (on a database only one
     process uses, every request may go at once: the pacer's own count is the whole count)."""
 
     async def reserve(per_minute: int, minute: float, per_day: int, day: float) -> float:
@@ -81,7 +81,7 @@ def shared_chat_pacing(budgets: WriteWindows) -> SharedPacing:
             )
             if capacity > 0
         ]
-        return await budgets.reserve_writes(windows) if windows else 0.0
+        return await shared.reserve_writes(windows) if windows else 0.0
 
     return reserve
 

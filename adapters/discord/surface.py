@@ -3,7 +3,7 @@ on Discord through discord.py, and the outbound translation (content, mentions, 
 
 Public results are ordinary channel messages (``POST /channels/{id}/messages``), never the
 interaction's webhook: they outlive the 15-minute interaction token, sit in the per-channel
-bucket the renderer budgets for, and can carry buttons, images and threads. Where genbot may
+bucket whose window the outbox paces, and can carry buttons, images and threads. Where genbot may
 answer only through an interaction (a user install in a server it is not a member of), its
 messages go out as the interaction's follow-ups while its 15 minutes last, and by DM to the
 requester after that. Images are uploaded within the place's upload limit (only messages that

@@ -17,7 +17,7 @@ from adapters.text import truncate
 from bot.kernel import Button, Modal, ModalField, OutMessage, Place
 
 MARKDOWN_BLOCK_MAX = 12000
-MODEL_TEXT_BUDGET = MARKDOWN_BLOCK_MAX - 100
+MODEL_TEXT_MAX = MARKDOWN_BLOCK_MAX - 100
 """What the core may put in one message: the markdown block's 12,000 characters less room for
 the zero-width spaces :func:`neutralise_markdown` inserts."""
 SECTION_TEXT_MAX = 3000

@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 from pydantic import Field, SecretStr
 
-from adapters.slack.formatting import MODEL_TEXT_BUDGET
+from adapters.slack.formatting import MODEL_TEXT_MAX
 from bot.kernel import Address, PlatformProfile, Section, WriteKind
 
 CHANNEL_WRITES_PER_WINDOW = 5
@@ -16,7 +16,7 @@ CHANNEL_WINDOW_SECONDS = 5.0
 METHOD_TIERS: Mapping[WriteKind, int | None] = MappingProxyType(
     {"send": None, "stream_start": 20, "stream_append": 100, "stream_stop": 20}
 )
-"""Per-workspace budgets of the methods with a tier of their own: ``chat.startStream`` and
+"""Per-workspace windows of the methods with a tier of their own: ``chat.startStream`` and
 ``chat.stopStream`` Tier 2, ``chat.appendStream`` Tier 4; ``chat.postMessage`` has only its
 per-channel limit. ``chat.update`` (Tier 3) is the shared ``updates_per_minute``."""
 
@@ -56,7 +56,7 @@ class SlackSettings(Section):
     def platform_profile(self) -> PlatformProfile:
         """What genbot's writes on Slack respect."""
         return PlatformProfile(
-            max_text=MODEL_TEXT_BUDGET,
+            max_text=MODEL_TEXT_MAX,
             edits_per_window_per_channel=CHANNEL_WRITES_PER_WINDOW,
             edit_window_seconds=CHANNEL_WINDOW_SECONDS,
             edits_per_minute_per_workspace=self.updates_per_minute,

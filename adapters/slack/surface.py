@@ -7,7 +7,7 @@ privately and shown by the message's ``image`` blocks (:mod:`adapters.slack.uplo
 :class:`SurfaceError` naming the method and Slack's error code.
 
 Model answers stream natively where Slack allows it (:mod:`adapters.slack.streaming`); each
-kind of write has its own per-workspace budget, as Slack gives each method its own tier. Every
+kind of write has its own per-workspace window, as Slack gives each method its own tier. Every
 call uses the bot token of the place's workspace (:mod:`adapters.slack.tokens`).
 
 A keyed message (see :mod:`adapters.slack.keyed`) is posted with its key as metadata. When an

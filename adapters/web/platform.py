@@ -17,7 +17,7 @@ WEB_LIMITS = PlatformProfile(
     min_seconds_between_edits_of_one_message=0.0,
     max_buttons_per_row=5,
 )
-"""The playground is its own platform: 4000 characters a message and a generous budget of
+"""The playground is its own platform: 4000 characters a message and a generous window of
 20 edits per second per channel (advertised to the core's renderer, not enforced)."""
 
 

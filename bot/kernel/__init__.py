@@ -157,7 +157,7 @@ from bot.kernel.surface import (
 )
 from bot.kernel.text import (
     FENCE,
-    MIN_SPLIT_BUDGET,
+    MIN_SPLIT_ROOM,
     ZWSP,
     Chunk,
     cut_chunk,
@@ -175,7 +175,7 @@ __all__ = [
     "EVERY_CHAT_MODEL",
     "FENCE",
     "MAX_REDIRECTS",
-    "MIN_SPLIT_BUDGET",
+    "MIN_SPLIT_ROOM",
     "MODAL_ACTIONS",
     "OUTAGE",
     "PROCESS_MODES",

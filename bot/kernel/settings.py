@@ -124,7 +124,7 @@ def _diffusion_credits(prices: dict[str, int]) -> dict[str, int]:
 
 
 class LimitsSettings(Section):
-    """``[limits]``: caps and budgets that protect a workspace's credits.
+    """``[limits]``: caps and the credit budget that protect a workspace's credits.
 
     ``diffusion_credits``: what genbot records a diffusion job as costing, per endpoint (the
     provider does not say what it charged; these are estimates, and ``/usage`` says so —

@@ -23,7 +23,8 @@ ActivityKind = Literal["thinking", "drawing"]
 
 @dataclass(frozen=True)
 class PlatformProfile:
-    """What a platform allows: message length and edit budgets the renderer must respect."""
+    """What a platform allows and can do: message length, the write windows the renderer and the
+    pacer respect, buttons per row, what forms hold."""
 
     max_text: int = 2000
     edits_per_window_per_channel: int = 5
@@ -34,8 +35,8 @@ class PlatformProfile:
     writes_per_minute_per_workspace: Mapping[WriteKind, int | None] = field(
         default_factory=lambda: MappingProxyType({}), compare=False
     )
-    """Per-workspace budgets of the kinds of write the platform limits each on its own (Slack
-    gives every method its own tier; ``None``: no workspace budget, only the channel's); a
+    """Per-workspace windows of the kinds of write the platform limits each on its own (Slack
+    gives every method its own tier; ``None``: no workspace window, only the channel's); a
     kind not listed counts against ``edits_per_minute_per_workspace``."""
     channel_window_kinds: frozenset[WriteKind] | None = None
     """The kinds of write that count against the per-channel window (``None``: all of them;

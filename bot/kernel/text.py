@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 FENCE = "```"
 MAX_LANG_CHARS = 20
-MIN_SPLIT_BUDGET = 40
+MIN_SPLIT_ROOM = 40
 """The smallest ``limit - reserve`` :func:`split_chunks` accepts: room for a reopened fence with
 its language tag, a closing fence and some text."""
 
@@ -116,14 +116,14 @@ def _close(text: str, end: int, lang: str | None) -> str:
     return FENCE if text[end - 1] == "\n" else "\n" + FENCE
 
 
-def _choose_cut(text: str, pos: int, budget: int, fences: _FenceMap, floor: int = 0) -> int:
+def _choose_cut(text: str, pos: int, room: int, fences: _FenceMap, floor: int = 0) -> int:
     reopen_len = len(_reopen(fences.lang_inside(pos)))
-    latest = min(len(text) - 1, pos + budget - reopen_len)
+    latest = min(len(text) - 1, pos + room - reopen_len)
     best: dict[str, int] = {}
     fallback = 0
     for end in range(latest, max(pos, floor - 1), -1):
         lang = fences.lang_inside(end)
-        if reopen_len + (end - pos) + len(_close(text, end, lang)) > budget:
+        if reopen_len + (end - pos) + len(_close(text, end, lang)) > room:
             continue
         if fallback == 0:
             fallback = end
@@ -162,9 +162,9 @@ def split_chunks(text: str, limit: int, *, reserve: int = 0, start: int = 0) -> 
     Fences stay balanced in every chunk as long as each fence line fits in the room.
     Always returns at least one chunk (possibly with an empty body).
     """
-    budget = limit - reserve
-    if budget < MIN_SPLIT_BUDGET:
-        raise ValueError(f"limit - reserve must be at least {MIN_SPLIT_BUDGET} (got {budget})")
+    room = limit - reserve
+    if room < MIN_SPLIT_ROOM:
+        raise ValueError(f"limit - reserve must be at least {MIN_SPLIT_ROOM} (got {room})")
     if not 0 <= start <= len(text):
         raise ValueError(f"start {start} is outside the text (length {len(text)})")
     fences = _FenceMap(text)
@@ -172,12 +172,12 @@ def split_chunks(text: str, limit: int, *, reserve: int = 0, start: int = 0) -> 
     pos = start
     while True:
         reopen = _reopen(fences.lang_inside(pos))
-        if len(reopen) + len(text) - pos <= budget:
+        if len(reopen) + len(text) - pos <= room:
             end_lang = fences.lang_inside(len(text))
             body = text[pos:]
             chunks.append(Chunk(pos, len(text), body, reopen, "", end_lang is not None))
             return chunks
-        end = _choose_cut(text, pos, budget, fences)
+        end = _choose_cut(text, pos, room, fences)
         lang = fences.lang_inside(end)
         close = _close(text, end, lang)
         chunks.append(Chunk(pos, end, text[pos:end], reopen, close, lang is not None))

@@ -3,7 +3,7 @@
 When a channel asks for several answers per message (``/settings scope channel n 3``), the first
 is rendered as the reply and stored as the conversation's assistant turn, as usual. Every answer
 is also stored as a turn of its own named ``alternative`` with no tokens: such turns stay out of
-every request (:class:`bot.features.chat.history.History`) and out of the history budget. A message
+every request (:class:`bot.features.chat.history.History`) and out of the history count. A message
 under the reply previews them with a ``Use N`` button each (the one in use is primary); its
 reference carries the conversation, the reply's turn and the alternative's turn, so a press
 after a restart still finds them. Pressing ``Use N`` puts answer N's text in the reply's turn —

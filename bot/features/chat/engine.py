@@ -35,7 +35,7 @@ from bot.features.chat.requests import (
     ChatParams,
     check_plan,
     fit,
-    history_budget,
+    history_tokens,
     image_parts,
     resolve_params,
     shareable_images,
@@ -334,8 +334,8 @@ class ChatEngine:
         fit(params, self.defaults, history.request_turns(), self.answerer.function_tokens())
 
     async def _history(self, conversation_id: int, params: ChatParams) -> History:
-        budget = history_budget(params, self.defaults)
-        return await load_history(self.store, conversation_id, params.model, budget)
+        max_tokens = history_tokens(params, self.defaults)
+        return await load_history(self.store, conversation_id, params.model, max_tokens)
 
     async def _post(self, place: Place, message: OutMessage, origin: Event | None) -> MessageRef:
         return await self.outbox.write(place, Post(message, origin), WritePolicy.RAISE)

@@ -160,10 +160,10 @@ class History:
 
 
 async def load_history(
-    store: ConversationStore, conversation_id: int, model: str, budget: int
+    store: ConversationStore, conversation_id: int, model: str, max_tokens: int
 ) -> History:
-    """The newest stored turns that can fit ``budget`` tokens (see the module docstring)."""
-    stored = await store.conversation_tail(conversation_id, max_tokens=max(budget, 0))
+    """The newest stored turns that can fit ``max_tokens`` tokens (see the module docstring)."""
+    stored = await store.conversation_tail(conversation_id, max_tokens=max(max_tokens, 0))
     return History.from_stored(stored, model)
 
 

@@ -1,5 +1,5 @@
 """What one chat request carries: resolved settings, the plan rule, history within the model's
-token budget, and vision content parts.
+context, and vision content parts.
 
 Settings are layered (first match wins):
 
@@ -218,7 +218,7 @@ def image_parts(text: str, images: Sequence[Attachment]) -> list[dict[str, Any]]
     return parts
 
 
-def history_budget(params: ChatParams, defaults: ChatDefaults) -> int:
+def history_tokens(params: ChatParams, defaults: ChatDefaults) -> int:
     """The most tokens of history a request with ``params`` could carry."""
     return context_size(params.model) - params.answer_reserve(defaults)
 

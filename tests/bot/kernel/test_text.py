@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.kernel import (
-    MIN_SPLIT_BUDGET,
+    MIN_SPLIT_ROOM,
     ZWSP,
     cut_chunk,
     neutralize_mentions,
@@ -38,14 +38,14 @@ code_block = st.builds(
     st.lists(code_line, min_size=0, max_size=25),
 )
 document = st.lists(st.one_of(paragraph, code_block), min_size=1, max_size=12).map("\n\n".join)
-limits = st.integers(min_value=MIN_SPLIT_BUDGET + 40, max_value=400)
+limits = st.integers(min_value=MIN_SPLIT_ROOM + 40, max_value=400)
 any_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=1500) | st.text(
     alphabet="ab `\n", max_size=1500
 )
 
 
 @settings(max_examples=300, deadline=None)
-@given(any_text, st.integers(min_value=MIN_SPLIT_BUDGET, max_value=300), st.integers(0, 30))
+@given(any_text, st.integers(min_value=MIN_SPLIT_ROOM, max_value=300), st.integers(0, 30))
 def test_any_text_chunks_fit_and_concatenate_to_the_text(
     text: str, limit: int, reserve: int
 ) -> None:

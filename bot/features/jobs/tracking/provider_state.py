@@ -139,7 +139,7 @@ class ProviderState:
         webhook then (stored with it). ``owned=False``: another process holds the job, so only
         the store changes (its owner shows progress and delivers). ``progress_later`` (a poll
         round): the progress message is edited only when the job moved, and in the background
-        (:meth:`show_progress_soon`), so a round never waits for the platform's write budget
+        (:meth:`show_progress_soon`), so a round never waits for the platform's write windows
         (the time shown moves with the progress ticker, :mod:`bot.features.jobs.tracking.ticker`);
         True then only if the job changed."""
         adopt: dict[str, Any] = {}

@@ -5,7 +5,7 @@ requester's running jobs (those of every process), and asks delivery to show the
 jobs this process holds the lease on (:mod:`bot.features.jobs.tracking.leases`): with several
 processes on one database, each job's message is ticked by one process, its owner. JobMessages edits
 a message only when its text changed (the elapsed time moves in 5-second steps) and only when the
-platform's edit budget has room right now, so ticking never delays results or chat answers.
+platform's write windows have room right now, so ticking never delays results or chat answers.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ CONCURRENCY = 8
 """Progress edits under way at once (a few workers take the jobs in turn, rather than a task
 per job created all at once)."""
 WAIT_SHARE = 0.8
-"""A tick's edits wait for budget at most this share of the tick (then the next tick brings a
+"""A tick's edits wait for room at most this share of the tick (then the next tick brings a
 newer text; least recently edited messages go first, after chat answers and results)."""
 
 
