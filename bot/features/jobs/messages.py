@@ -68,6 +68,7 @@ from bot.kernel import (
     MessageRef,
     OutMessage,
     Place,
+    PlatformProfile,
     RateLimited,
     SurfaceError,
     metrics,
@@ -460,8 +461,9 @@ class JobMessages:
     async def _post_result(self, job: Job) -> float | None:
         try:
             link_instead = job.delivery_attempts + 1 >= self.retry.image_attempts
-            message, size = await self.results.result(job, link_instead=link_instead)
-            ref = await self._show(job, message, "result")
+            limits = self._outbox.limits(job.platform)
+            message, size = await self.results.result(job, link_instead=link_instead, limits=limits)
+            ref = await self._show(job, message, "result", limits)
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
         await self._finish(
@@ -481,18 +483,19 @@ class JobMessages:
             text=wording.failure_text(job, timed_out), mention_user_id=job.requester_id
         )
         try:
-            ref = await self._show(job, message, "failure")
+            ref = await self._show(job, message, "failure", self._outbox.limits(job.platform))
         except Exception as error:
             return await self._retry_later(job, "reporting", "failed", error)
         await self._finish(job, "reporting", "failed_posted", ref, "other")
         self.forget(job.id)
         return None
 
-    async def _show(self, job: Job, message: OutMessage, kind: str) -> MessageRef:
-        """Make the progress message show ``message`` (see the module docstring); returns the
-        message that shows it."""
+    async def _show(
+        self, job: Job, message: OutMessage, kind: str, limits: PlatformProfile
+    ) -> MessageRef:
+        """Make the progress message show ``message`` (see the module docstring; ``limits``:
+        the job's platform's); returns the message that shows it."""
         place = place_of(job)
-        limits = self._outbox.limits(place.platform)
         message = replace(message, card=True)
         progress = MessageRef(place, job.progress_message_id) if job.progress_message_id else None
         self._mark_final(job.id)

@@ -117,7 +117,7 @@ class Hold:
 
 U1_HOLD = Hold(files=25, reentries=16)
 """Issue 23's budget: 20 files, 3 re-entries."""
-FINISHED_HOLD = Hold(files=18, reentries=9)
+FINISHED_HOLD = Hold(files=18, reentries=8)
 """Issue 23's budget: 16 files, 3 re-entries."""
 DELTA_HOLD = Hold(files=8, reentries=8)
 """Issue 23's budget: 8 files, 2 re-entries. Traced: 5 re-entries; one more chunk may be read
