@@ -14,6 +14,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
 USER = "genbot"
 START_TIMEOUT = 60
 DURABLE_OPTIONS = (
@@ -65,6 +67,7 @@ class PostgresCluster:
     bindir: Path
     run_as: list[str]
     _names: itertools.count[int] = field(default_factory=itertools.count)
+    _watch: subprocess.Popen[bytes] | None = None
 
     @property
     def socket_dir(self) -> Path:
@@ -93,14 +96,26 @@ class PostgresCluster:
             conn.execute(f'CREATE SCHEMA "{name}"')
         return self.url("genbot", schema=name)
 
-    def stop(self) -> None:
-        subprocess.run(
-            [*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.folder / "data"),
-             "-m", "immediate", "-w", "stop"],
-            capture_output=True,
-            timeout=START_TIMEOUT,
+    def stop_command(self) -> list[str]:
+        """The command that stops the server at once."""
+        return [*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.folder / "data"),
+                "-m", "immediate", "-w", "stop"]  # fmt: skip
+
+    def watch(self) -> None:
+        """Start :mod:`tests.postgres_watch`: if this process dies without :meth:`stop` (a
+        killed pytest), the watch stops the server and removes its folder."""
+        self._watch = subprocess.Popen(
+            [sys.executable, "-m", "tests.postgres_watch", str(os.getpid()), str(self.folder),
+             *self.stop_command()],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, cwd=ROOT,
         )  # fmt: skip
+
+    def stop(self) -> None:
+        subprocess.run(self.stop_command(), capture_output=True, timeout=START_TIMEOUT)
         shutil.rmtree(self.folder, ignore_errors=True)
+        if self._watch is not None:
+            self._watch.wait(timeout=START_TIMEOUT)
 
 
 def cluster_or_skip(options: str = SERVER_OPTIONS) -> Iterator[PostgresCluster]:
@@ -159,6 +174,7 @@ def start_cluster(options: str = SERVER_OPTIONS) -> PostgresCluster:
                 raise PostgresUnavailable(
                     f"{Path(step[0]).name} failed: {' '.join(detail + tail)}".strip()
                 )
+        cluster.watch()
         with psycopg.connect(cluster.url(), autocommit=True) as conn:
             conn.execute("CREATE DATABASE genbot")
     except BaseException:
