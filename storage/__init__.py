@@ -26,6 +26,7 @@ from storage.queries.jobs import (
 )
 from storage.queries.leasing import JobLeasing as JobLeasing
 from storage.queries.ledger import UsageLedger as UsageLedger
+from storage.queries.moderation import ModerationStore as ModerationStore
 from storage.queries.settings import (
     SettingsReader as SettingsReader,
     SettingsStore as SettingsStore,
@@ -56,6 +57,7 @@ from storage.records.job_params import (
     params_of as params_of,
     result_with as result_with,
 )
+from storage.records.moderation import ModerationRule as ModerationRule, Offence as Offence
 from storage.records.jobs import (
     ACTIVE_STATUSES as ACTIVE_STATUSES,
     ALL_STATUSES as ALL_STATUSES,

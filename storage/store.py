@@ -13,6 +13,7 @@ from storage.queries.events import EventDedupe
 from storage.queries.jobs import JobWriter, MessageLinks, TaskLookup
 from storage.queries.leasing import JobLeasing
 from storage.queries.ledger import UsageLedger
+from storage.queries.moderation import ModerationStore
 from storage.queries.playground import PlaygroundQueries
 from storage.queries.settings import SettingsStore
 from storage.queries.slack import SlackInstallations
@@ -62,6 +63,8 @@ class Store(
         self.lease_seconds = identity.get("lease_seconds", DEFAULT_LEASE_SECONDS)
         self.event_retention = identity.get("event_retention", 24 * 3600.0)
         self.shared = db.dialect.shared
+        self.moderation = ModerationStore(db, self._clock)
+        """Moderation's rules, offences and bans (:mod:`storage.queries.moderation`)."""
 
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""

@@ -265,5 +265,18 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         "an index of OAuth states by expiry",
         both=("CREATE INDEX oauth_states_by_expiry ON oauth_states (expires_at)",),
     ),
+    Migration(
+        16,
+        "moderation: workspace rules, offences and bans",
+        both=(
+            """CREATE TABLE moderation_rules (platform TEXT NOT NULL, workspace_id TEXT NOT NULL,
+                entry TEXT NOT NULL, is_pattern $bool NOT NULL, category TEXT NOT NULL,
+                added_by TEXT NOT NULL, added_at $real NOT NULL,
+                PRIMARY KEY (platform, workspace_id, entry, is_pattern))$rowid""",
+            """CREATE TABLE moderation_offences (platform TEXT NOT NULL, user_id TEXT NOT NULL,
+                day TEXT NOT NULL, offences INTEGER NOT NULL, banned_until $real NOT NULL,
+                PRIMARY KEY (platform, user_id, day))$rowid""",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

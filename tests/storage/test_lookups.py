@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 
 from storage import ACTIVE_STATUSES, Store
-from storage.queries import admission, conversations, jobs, ledger, settings, slack, tracking
+from storage.queries import (
+    admission,
+    conversations,
+    jobs,
+    ledger,
+    moderation,
+    settings,
+    slack,
+    tracking,
+)
 from storage.sql.session import Session
 
 LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
@@ -65,6 +74,16 @@ LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
         "PRIMARY KEY|slack_installations_pkey",
     ),
     "expired oauth states": (slack.SQL_PRUNE_STATES, (0.0,), "oauth_states_by_expiry"),
+    "moderation rules": (
+        moderation.SQL_RULES,
+        ("slack", "T"),
+        "PRIMARY KEY|moderation_rules_pkey",
+    ),
+    "ban": (
+        moderation.SQL_BANNED_UNTIL,
+        ("slack", "U", 0.0),
+        "PRIMARY KEY|moderation_offences_pkey",
+    ),
 }
 
 

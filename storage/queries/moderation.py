@@ -1,0 +1,81 @@
+"""Moderation's shared state: each workspace's rules, and offences per user per UTC day with the
+bans they earned, so that every process refuses the same prompts and the same users."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from storage.queries.base import Clock
+from storage.records.moderation import ModerationRule, Offence
+from storage.rules import utc_day
+from storage.sql.session import Database
+
+SQL_ADD_RULE: Final = (
+    "INSERT INTO moderation_rules (platform, workspace_id, entry, is_pattern, category,"
+    " added_by, added_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+SQL_REMOVE_RULE: Final = (
+    "DELETE FROM moderation_rules WHERE platform = ? AND workspace_id = ? AND entry = ?"
+)
+SQL_RULES: Final = (
+    "SELECT entry, is_pattern, category FROM moderation_rules"
+    " WHERE platform = ? AND workspace_id = ? ORDER BY category, entry"
+)
+SQL_COUNT_OFFENCE: Final = (
+    "INSERT INTO moderation_offences (platform, user_id, day, offences, banned_until)"
+    " VALUES (?, ?, ?, 1, 0) ON CONFLICT (platform, user_id, day)"
+    " DO UPDATE SET offences = moderation_offences.offences + 1 RETURNING offences"
+)
+SQL_BAN: Final = (
+    "UPDATE moderation_offences SET banned_until = ? WHERE platform = ? AND user_id = ?"
+    " AND day = ? AND banned_until < ?"
+)
+SQL_BANNED_UNTIL: Final = (
+    "SELECT MAX(banned_until) AS until FROM moderation_offences"
+    " WHERE platform = ? AND user_id = ? AND banned_until > ?"
+)
+
+
+class ModerationStore:
+    """Workspace rules, offences and bans on one database (either backend)."""
+
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self.db = db
+        self.clock = clock
+
+    async def add_rule(
+        self, platform: str, workspace_id: str, rule: ModerationRule, added_by: str
+    ) -> bool:
+        """Add ``rule`` to the workspace's list; False when its entry is already there."""
+        values = (platform, workspace_id, rule.entry, rule.pattern, rule.category)
+        return await self.db.execute(SQL_ADD_RULE, (*values, added_by, self.clock())) == 1
+
+    async def remove_rule(self, platform: str, workspace_id: str, entry: str) -> bool:
+        """Remove the workspace's rule(s) for ``entry`` (word or pattern); False when none."""
+        return await self.db.execute(SQL_REMOVE_RULE, (platform, workspace_id, entry)) > 0
+
+    async def rules(self, platform: str, workspace_id: str) -> list[ModerationRule]:
+        """The workspace's rules, by category."""
+        rows = await self.db.fetch_all(SQL_RULES, (platform, workspace_id))
+        return [ModerationRule(r["category"], r["entry"], bool(r["is_pattern"])) for r in rows]
+
+    async def record_offence(
+        self, platform: str, user_id: str, ban_minutes: Sequence[int]
+    ) -> Offence:
+        """Count an offence of ``user_id`` today and ban them for ``ban_minutes[n - 1]`` minutes
+        for their n-th (the last for any after); a longer ban already running is kept."""
+        now = self.clock()
+        day = utc_day(now)
+        row = await self.db.fetch_one(SQL_COUNT_OFFENCE, (platform, user_id, day))
+        count = int(row["offences"]) if row is not None else 1
+        minutes = ban_minutes[min(count, len(ban_minutes)) - 1] if ban_minutes else 0
+        until = now + 60.0 * minutes
+        await self.db.execute(SQL_BAN, (until, platform, user_id, day, until))
+        return Offence(count, max(until, await self.banned_until(platform, user_id) or 0.0))
+
+    async def banned_until(self, platform: str, user_id: str) -> float | None:
+        """When ``user_id``'s running ban ends, or None when they are not banned."""
+        row = await self.db.fetch_one(SQL_BANNED_UNTIL, (platform, user_id, self.clock()))
+        until = row["until"] if row is not None else None
+        return float(until) if until is not None else None

@@ -1,0 +1,72 @@
+"""Moderation's storage on both backends: workspace rules, offences counted per user per UTC
+day, and the bans they earn, seen by every process."""
+
+from __future__ import annotations
+
+import asyncio
+
+from storage import ModerationRule, Store
+from storage.queries import moderation
+from tests.storage.conftest import ManualClock
+
+BANS = (60, 120, 600)
+MINUTE = 60.0
+
+
+async def test_a_workspace_rule_is_added_once_listed_and_removed(store: Store) -> None:
+    rules = store.moderation
+    nude = ModerationRule("nsfw", "nude")
+    assert await rules.add_rule("slack", "T1", nude, "U0")
+    assert not await rules.add_rule("slack", "T1", ModerationRule("other", "nude"), "U0")
+    assert await rules.add_rule("slack", "T1", ModerationRule("gore", r"gor+e", pattern=True), "U0")
+    assert await rules.add_rule("slack", "T2", ModerationRule("spam", "buy now"), "U9")
+    assert await rules.rules("slack", "T1") == [
+        ModerationRule("gore", r"gor+e", pattern=True),
+        nude,
+    ]
+    assert await rules.rules("discord", "T1") == []
+    assert await rules.remove_rule("slack", "T1", "nude")
+    assert not await rules.remove_rule("slack", "T1", "nude")
+    assert [r.entry for r in await rules.rules("slack", "T1")] == [r"gor+e"]
+
+
+async def test_offences_escalate_within_a_day_and_start_again_the_next(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    first = await store.moderation.record_offence("discord", "u1", BANS)
+    assert (first.count, first.banned_until) == (1, clock.now + 60 * MINUTE)
+    assert await other_store.moderation.banned_until("discord", "u1") == first.banned_until
+    assert await store.moderation.banned_until("discord", "u2") is None
+    assert await store.moderation.banned_until("slack", "u1") is None
+
+    clock.advance(61 * MINUTE)
+    assert await other_store.moderation.banned_until("discord", "u1") is None
+    second = await other_store.moderation.record_offence("discord", "u1", BANS)
+    assert (second.count, second.banned_until) == (2, clock.now + 120 * MINUTE)
+    clock.advance(121 * MINUTE)
+    third = await store.moderation.record_offence("discord", "u1", BANS)
+    assert (third.count, third.banned_until) == (3, clock.now + 600 * MINUTE)
+    clock.advance(MINUTE)
+    fourth = await store.moderation.record_offence("discord", "u1", BANS)
+    assert (fourth.count, fourth.banned_until) == (4, clock.now + 600 * MINUTE), "the last again"
+
+    clock.advance(24 * 3600.0)
+    assert await store.moderation.banned_until("discord", "u1") is None
+    assert (await store.moderation.record_offence("discord", "u1", BANS)).count == 1
+
+
+async def test_a_longer_ban_is_kept_and_concurrent_offences_count_each(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    offences = await asyncio.gather(
+        *((store if n % 2 else other_store).moderation.record_offence("slack", "U1", BANS)
+          for n in range(4))
+    )  # fmt: skip
+    assert sorted(o.count for o in offences) == [1, 2, 3, 4]
+    assert await store.moderation.banned_until("slack", "U1") == clock.now + 600 * MINUTE
+    again = await store.moderation.record_offence("slack", "U1", (1,))
+    assert again.banned_until == clock.now + 600 * MINUTE, "a shorter ban never shortens it"
+
+
+def test_the_queries_are_written_once() -> None:
+    assert "?" in moderation.SQL_COUNT_OFFENCE and "RETURNING" in moderation.SQL_COUNT_OFFENCE
