@@ -1,0 +1,35 @@
+"""Folding: what moderation reads instead of what a user typed."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.features.moderation.folding import fold, fold_pattern
+
+
+@pytest.mark.parametrize(
+    ("typed", "words"),
+    [
+        ("NUDE", "nude"),
+        ("ｎｕｄｅ", "nude"),  # full-width
+        ("𝐧𝐮𝐝𝐞", "nude"),  # mathematical bold
+        ("nüdé", "nude"),  # accents
+        ("nuԁе", "nude"),  # Cyrillic d and e
+        ("νυδε", "vuδe"),  # Greek: only its Latin look-alikes (ν υ ε) are folded
+        ("n\u200bu\u200dde", "nude"),  # zero-width characters
+        ("n.u.d.e", "nude"),
+        ("n-u_d*e", "nude"),
+        ("n u d e pics", "nude pics"),
+        ("nud3", "nude"),
+        ("self-harm", "seif harm"),  # "l" reads "i" on both sides
+        ("a fox in the snow.", "a fox in the snow"),
+        ("a b fox", "a b fox"),  # two single letters stay words
+    ],
+)
+def test_what_folding_reads(typed: str, words: str) -> None:
+    assert fold(typed).words == f" {words} "
+    assert fold(typed).joined == words.replace(" ", "")
+
+
+def test_a_pattern_folds_its_letters_but_keeps_its_syntax() -> None:
+    assert fold_pattern(r"K(I|L)LL$\d{2}") == r"k(i|i)ii$\d{2}"
