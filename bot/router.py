@@ -15,7 +15,8 @@ and cancels what is left (a cancelled event resumes, if it stored anything, at t
 command names and button actions they own. :meth:`Router.handle` parses and validates command
 options against the catalogue before any feature runs, so bad input never reaches a feature, let
 alone the provider, and resolves a button's or form's ref within the presser's workspace and
-owner (the one ownership check, :mod:`bot.refs`) before the feature sees it.
+owner (the one ownership check, :mod:`bot.refs`) before the feature sees it. A command's
+options and a form's values then pass the router's :class:`Screen` (moderation), if it has one.
 
 **The boundary.** :meth:`Router.handle` turns every failure into one answer to the user
 (ephemeral where the platform allows it): a :class:`UserError`, :class:`CommandError` or refused
@@ -134,6 +135,15 @@ class Homes(Protocol):
         ...
 
 
+class Screen(Protocol):
+    """What checks a command's options (parsed and validated) and a form's values before the
+    feature owning them acts (moderation); it refuses with :class:`UserError`."""
+
+    async def screen(self, event: Command | ModalSubmit, values: Mapping[str, OptionValue]) -> None:
+        """Return when ``event`` may go on; raise :class:`UserError` to refuse it."""
+        ...
+
+
 class Lifecycle(Protocol):
     """Something the router starts and stops with itself (the tracker, a webhook receiver)."""
 
@@ -159,8 +169,10 @@ class Router:
         home: Homes | None = None,
         refs: Refs | None = None,
         diffusion_models: Callable[[], Sequence[str]] = tuple,
+        screen: Screen | None = None,
     ) -> None:
         self.outbox = outbox
+        self.screen = screen
         self.refs = refs
         self.plan = plan
         self._home = home
@@ -305,12 +317,17 @@ class Router:
             feature = self._by_command.get(event.name)
             if feature is None:
                 raise UserError(f"genbot does not know the command /{event.name}.")
-            await feature.on_command(event, self._options(event))
+            options = self._options(event)
+            if self.screen is not None:
+                await self.screen.screen(event, options)
+            await feature.on_command(event, options)
         elif isinstance(event, ButtonPress):
             feature, referent = await self._resolve(event)
             await feature.on_button(event, referent)
         elif isinstance(event, ModalSubmit):
             feature, referent = await self._resolve(event)
+            if self.screen is not None:
+                await self.screen.screen(event, event.values)
             await feature.on_modal(event, referent)
         elif isinstance(event, HomeOpened):
             if self._home is not None:

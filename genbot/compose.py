@@ -39,6 +39,7 @@ from bot.features.jobs import (
     UploadForms,
     WebhookSecrets,
 )
+from bot.features.moderation import Moderation
 from bot.kernel import (
     ChatSettings,
     CoreSettings,
@@ -323,6 +324,7 @@ def build_core(
     registry = SurfaceRegistry(surfaces)
     outbox = Outbox(registry, Pacer(shared=store if store.shared else None))
     jobs = build_job_engines(settings, store, provider, outbox, shards=shards)
+    moderation = Moderation(settings.moderation, store.moderation)
     chat = ChatEngine(
         store,
         provider,
@@ -334,6 +336,7 @@ def build_core(
             settings.limits.max_concurrent_chats_per_user,
             settings.limits.chat_answers_per_minute_per_user,
         ),
+        moderation=moderation,
     )
     home = HomeFeature(
         store,
@@ -360,5 +363,6 @@ def build_core(
         home=home,
         refs=Refs(store, open_channels),
         diffusion_models=models.known,
+        screen=moderation,
     )
     return router, jobs

@@ -58,6 +58,12 @@ FINISHED_TO_POSTED = Histogram(
     ["platform"],
     buckets=LATENCY_BUCKETS,
 )
+MODERATION = Counter(
+    "genbot_moderation",
+    "Moderation outcomes: texts refused, banned users refused, model check answers"
+    " (model_true refuses, model_false passes, model_none: no answer in time).",
+    ["platform", "outcome"],
+)
 WEBHOOKS = Counter(
     "genbot_webhooks", "Provider webhooks by outcome (accepted or refused).", ["outcome"]
 )

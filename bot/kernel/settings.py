@@ -149,6 +149,38 @@ class LimitsSettings(Section):
     )
 
 
+def _categories(lists: dict[str, list[str]]) -> dict[str, list[str]]:
+    empty = [name for name in lists if not name.strip()]
+    if empty:
+        raise ValueError("a moderation category needs a name")
+    return lists
+
+
+class ModerationSettings(Section):
+    """``[moderation]``: what prompts and chat messages may not say, for every workspace
+    (admins add their workspace's own with ``/admin moderation``; :mod:`bot.features.moderation`).
+
+    ``words`` and ``patterns`` map a category (what a refusal names) to words or phrases, and to
+    regular expressions. ``ban_minutes``: the ban a user's 1st, 2nd, 3rd… refused prompt of a
+    UTC day earns (the last again for any after). ``model_check``: prompts the lists are unsure
+    of (a listed word inside another word) are classified by ``model_check_model`` (default:
+    ``[chat] model``) within ``model_check_seconds``; when it cannot answer, the prompt is refused
+    (``model_check_fails = "closed"``) or let through (``"open"``).
+    """
+
+    words: Annotated[dict[str, list[str]], AfterValidator(_categories)] = Field(
+        default_factory=dict
+    )
+    patterns: Annotated[dict[str, list[str]], AfterValidator(_categories)] = Field(
+        default_factory=dict
+    )
+    ban_minutes: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [60, 120, 600])
+    model_check: bool = False
+    model_check_model: str = ""
+    model_check_seconds: float = Field(default=5.0, gt=0, le=60)
+    model_check_fails: Literal["closed", "open"] = "closed"
+
+
 class RuntimeSettings(Section):
     """``[runtime]``: how the process stops. On SIGTERM genbot takes no new events, lets what
     is running (handlers, chat streams, result deliveries) finish for up to ``drain_seconds``,
@@ -193,6 +225,7 @@ class CoreSettings(BaseSettings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     webhook: WebhookSettings = Field(default_factory=WebhookSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    moderation: ModerationSettings = Field(default_factory=ModerationSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
     ops: OpsSettings = Field(default_factory=OpsSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)

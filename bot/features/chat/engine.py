@@ -105,12 +105,20 @@ class ChatStorage(ConversationStore, ConversationLocks, SettingsReader, UsageLed
     usage ledger."""
 
 
+class ChecksMessages(Protocol):
+    """What checks a message chat is about to answer (moderation), refusing with
+    :class:`UserError`."""
+
+    async def check_message(self, event: UserMessage, text: str) -> None: ...
+
+
 class ChatEngine:
     """Conversations in DMs, threads and reply chains, and the ``/chat`` command.
 
     It writes through ``outbox`` (the process's one); ``tools`` (the image engine) enables
     function calling; ``image_host`` keeps images the provider must be
-    given as links (the media host, when genbot has a public address).
+    given as links (the media host, when genbot has a public address); ``moderation`` checks
+    each message before it is answered.
     """
 
     commands = frozenset({"chat"})
@@ -130,8 +138,10 @@ class ChatEngine:
         final_timeout: float = 60.0,
         image_host: HostImage | None = None,
         caps: ChatCaps | None = None,
+        moderation: ChecksMessages | None = None,
     ) -> None:
         self.store = store
+        self.moderation = moderation
         self.caps = caps or ChatCaps()
         self.api = api
         self.outbox = outbox
@@ -161,6 +171,8 @@ class ChatEngine:
         if target is None and not event.mentions_bot:
             return
         check_text(text, "Your message")
+        if self.moderation is not None:
+            await self.moderation.check_message(event, text)
         with self.caps.answering(event.place.platform, event.user):
             await self._answer_message(event, target, text, images)
 

@@ -1,0 +1,9 @@
+"""Moderation: word and pattern rules (global in ``[moderation]``, per workspace by admins),
+checked on every prompt and chat message before any provider call, with offences that escalate
+into temporary bans. Matching: :mod:`~bot.features.moderation.folding` and
+:mod:`~bot.features.moderation.rules`; the check: :mod:`~bot.features.moderation.screen`."""
+
+from bot.features.moderation.rules import BadPattern, Match, RuleSet
+from bot.features.moderation.screen import Judge, Moderation
+
+__all__ = ["BadPattern", "Judge", "Match", "Moderation", "RuleSet"]

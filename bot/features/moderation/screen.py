@@ -1,0 +1,154 @@
+"""The check of every prompt and chat message before any provider call.
+
+:meth:`Moderation.screen` is the router's screen (:class:`bot.router.Screen`): it sees a
+command's options once parsed and validated, and a form's values, before the feature that owns
+them acts — so it comes after anything that rewrites a prompt at parsing (issue 27's ``/prefer``
+options and permutations belong in the router's option parsing, before it, so that each
+expanded prompt is checked). :meth:`Moderation.check_message` is the chat engine's check of a
+message it is about to answer.
+
+A banned user is refused every command but ``/settings``, ``/usage``, ``/help`` and admin
+commands, every form, and every chat message. A text matching a rule surely
+(:mod:`bot.features.moderation.rules`) is refused and counted as an offence, which bans its
+author for the configured minutes; an unsure match goes to the model check when it is on
+(:class:`Judge`) and passes otherwise. Admins are refused like anyone (so they can try their
+rules) but earn no offence.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Final, Protocol
+
+from bot.features.moderation.rules import Match, RuleSet
+from bot.features.moderation.wording import (
+    CHECK_FAILED_TEXT,
+    banned_text,
+    refusal_text,
+)
+from bot.kernel import (
+    Command,
+    ModalSubmit,
+    ModerationSettings,
+    OptionValue,
+    Place,
+    User,
+    UserError,
+    UserMessage,
+    metrics,
+)
+from storage import ModerationRule, ModerationStore
+
+log = logging.getLogger(__name__)
+
+PROMPT_FIELDS: Final = frozenset(
+    {"prompt", "negative_prompt", "system", "system_prompt", "options"}
+)
+"""The command options and form fields that carry text for the provider."""
+UNBANNED_COMMANDS: Final = frozenset({"settings", "usage", "help"})
+"""Commands a banned user may still use (admin commands too)."""
+
+
+class Judge(Protocol):
+    """The model check: whether a text breaks the rules (None: no answer in time)."""
+
+    async def __call__(self, text: str, category: str) -> bool | None: ...
+
+
+def global_rules(settings: ModerationSettings) -> list[ModerationRule]:
+    """The ``[moderation]`` section's words and patterns as rules."""
+    words = settings.words.items()
+    patterns = settings.patterns.items()
+    return [ModerationRule(c, w) for c, listed in words for w in listed] + [
+        ModerationRule(c, p, pattern=True) for c, listed in patterns for p in listed
+    ]
+
+
+class Moderation:
+    """Checks prompts and chat messages against the global and the workspace's rules, counts
+    offences and enforces bans (see the module docstring)."""
+
+    def __init__(
+        self, settings: ModerationSettings, store: ModerationStore, judge: Judge | None = None
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.judge = judge if settings.model_check else None
+        self._global = tuple(global_rules(settings))
+        self._compiled: dict[tuple[ModerationRule, ...], RuleSet] = {}
+
+    async def screen(self, event: Command | ModalSubmit, values: Mapping[str, OptionValue]) -> None:
+        """Refuse (:class:`UserError`) a command or form of a banned user, or whose prompt
+        fields break a rule."""
+        if isinstance(event, Command) and (
+            event.name in UNBANNED_COMMANDS or event.name.startswith("admin.")
+        ):
+            return
+        await self._refuse_banned(event.user, event.place)
+        texts = [
+            value.strip()
+            for name, value in values.items()
+            if name in PROMPT_FIELDS and isinstance(value, str) and value.strip()
+        ]
+        if texts:
+            await self._check(event.user, event.place, "\n".join(texts), echo=True)
+
+    async def check_message(self, event: UserMessage, text: str) -> None:
+        """Refuse (:class:`UserError`) a chat message of a banned user, or one breaking a rule
+        (the message stays where the user wrote it)."""
+        await self._refuse_banned(event.user, event.place)
+        await self._check(event.user, event.place, text, echo=False)
+
+    async def rules(self, place: Place) -> RuleSet:
+        """The rules in force in ``place``'s workspace: the global ones and its own."""
+        own = await self.store.rules(place.platform, place.workspace_id)
+        key = (*self._global, *own)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            if len(self._compiled) > 256:
+                self._compiled.clear()
+            compiled = self._compiled[key] = RuleSet(key)
+        return compiled
+
+    async def _refuse_banned(self, user: User, place: Place) -> None:
+        until = await self.store.banned_until(place.platform, user.id)
+        if until is not None:
+            metrics.MODERATION.labels(place.platform, "banned").inc()
+            raise UserError(banned_text(until))
+
+    async def _check(self, user: User, place: Place, text: str, *, echo: bool) -> None:
+        match = (await self.rules(place)).match(text)
+        if match is None or not await self._confirmed(match, text, place):
+            return
+        offence = None
+        if not user.is_admin:
+            offence = await self.store.record_offence(
+                place.platform, user.id, self.settings.ban_minutes
+            )
+        metrics.MODERATION.labels(place.platform, "refused").inc()
+        log.info(
+            "moderation refused a text of %s/%s (category %s, offence %s today)",
+            place.platform,
+            user.id,
+            match.category,
+            offence.count if offence else "none: admin",
+        )
+        raise UserError(
+            refusal_text(match.category, offence, self.store.clock(), text if echo else "")
+        )
+
+    async def _confirmed(self, match: Match, text: str, place: Place) -> bool:
+        """Whether ``match`` refuses ``text``: a sure one does; an unsure one when the model
+        check says so (or cannot answer and fails closed: then :data:`CHECK_FAILED_TEXT`)."""
+        if match.sure:
+            return True
+        if self.judge is None:
+            return False
+        verdict = await self.judge(text, match.category)
+        metrics.MODERATION.labels(place.platform, f"model_{verdict}".lower()).inc()
+        if verdict is None:
+            if self.settings.model_check_fails == "open":
+                return False
+            raise UserError(CHECK_FAILED_TEXT)
+        return verdict

@@ -1,0 +1,56 @@
+"""End to end, moderation on Discord: a prompt breaking a rule is refused privately with no
+provider call and no job, and its author is banned (a slash command and a mention) — through
+the real discord.py, the fake Discord, the real core and the simulator over HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from tests.adapters.discord.harness import Harness
+from tests.adapters.discord.real_core import (
+    QUICK_BUCKET,
+    QUICK_WINDOW,
+    ephemeral_texts,
+    real_genbot,
+)
+
+pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[RunningSimulator]:
+    async with serve(SimulatorConfig(time_scale=0.003, seed=11)) as running:
+        yield running
+
+
+async def test_a_banned_prompt_is_refused_privately_and_bans_its_author(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GENBOT_MODERATION__WORDS", json.dumps({"nsfw": ["nude"]}))
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    db = tmp_path / "genbot.db"
+    async with real_genbot(harness, sim, db, edit_window_seconds=QUICK_WINDOW) as genbot:
+        interaction = await fake.slash(alice, general, "imagine", {"prompt": "a ｎ.ｕ.ｄ.ｅ fox"})
+        assert await fake.answered(interaction) == 5
+        [told] = await fake.wait_for(lambda: ephemeral_texts(fake, alice), what="the refusal")
+        assert "**nsfw**" in told and "60 min" in told
+        assert "a ｎ.ｕ.ｄ.ｅ fox" in told, "the prompt is given back to edit"
+
+        await fake.user_message(alice, general, f"{fake.bot.mention} hello")
+        banned = await fake.wait_for(
+            lambda: [m for m in fake.bot_messages(general.id) if "no prompts" in m.content],
+            what="the ban's answer to a mention",
+        )
+        assert "until" in banned[0].content
+        assert await genbot.store.moderation.banned_until("discord", str(alice.id))
+        assert not await genbot.all_jobs()
+        assert not fake.threads_in(general.id), "no conversation was opened"
+    assert not sim.state.requests_to("/gen/"), "no provider call"
+    assert not sim.state.requests_to("/v1/chat/completions")

@@ -1,0 +1,33 @@
+"""The playground on the real core and the simulator: a prompt breaking a moderation rule is
+refused privately with no provider call, and its author's DM message is refused as banned."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.genbot.stack import playground_user, real_stack
+
+
+async def test_a_banned_prompt_is_refused_privately_and_its_author_banned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GENBOT_MODERATION__WORDS", json.dumps({"nsfw": ["nude"]}))
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as user:
+        view = await user.watch()
+        echo_id = await user.command("/imagine a nսdе fox --ar 16:9")
+        await view.until(lambda: view.handled(echo_id))
+        [refusal] = view.after(echo_id)
+        assert refusal["kind"] == "ephemeral" and refusal["reply_to"] == echo_id
+        assert "**nsfw**" in refusal["text"] and "60 min" in refusal["text"]
+        assert view.messages[echo_id]["private"], "the refused command stays its user's"
+
+        dm = await user.dm_channel()
+        dm_view = await user.watch(dm)
+        said = await user.message("hello", channel=dm)
+        await dm_view.until(lambda: dm_view.handled(said))
+        [banned] = dm_view.after(said)
+        assert "no prompts from you until" in banned["text"]
+        assert stack.sim.state.requests == [], "no provider call"

@@ -1,0 +1,102 @@
+"""The check: refusals name the category, offences escalate into bans per user per day (on a
+clock), admins are refused without offences, unsure matches pass without the model check."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.features.moderation import Moderation
+from bot.kernel import Command, ModalSubmit, ModerationSettings, Place, User, UserError, UserMessage
+from storage import ModerationRule, SqliteStore
+from tests.storage.conftest import ManualClock
+
+PLACE = Place("discord", "g1", "c1")
+ALICE = User("alice")
+ADMIN = User("root", is_admin=True)
+MINUTE = 60.0
+SETTINGS = ModerationSettings(words={"nsfw": ["nude"]}, patterns={"gore": [r"decapitat\w*"]})
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+async def store(tmp_path: Path, clock: ManualClock) -> AsyncIterator[SqliteStore]:
+    opened = await SqliteStore.open(tmp_path / "genbot.db", clock=clock)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def imagine(prompt: str, user: User = ALICE, name: str = "imagine") -> Command:
+    return Command(user=user, place=PLACE, name=name, text=prompt)
+
+
+async def refusal(moderation: Moderation, event: Command, prompt: str) -> str:
+    with pytest.raises(UserError) as refused:
+        await moderation.screen(event, {"prompt": prompt})
+    return str(refused.value)
+
+
+async def test_offences_escalate_into_bans_that_end(store: SqliteStore, clock: ManualClock) -> None:
+    moderation = Moderation(SETTINGS, store.moderation)
+    await moderation.screen(imagine("a fox"), {"prompt": "a fox"})
+
+    told = await refusal(moderation, imagine("a n.u.d.e fox"), "a n.u.d.e fox")
+    assert "**nsfw**" in told and "1st" in told and "60 min" in told
+    assert "a n.u.d.e fox" in told, "the prompt is given back"
+    assert "nude" not in told.replace("n.u.d.e", ""), "the matched word is never named"
+
+    banned = await refusal(moderation, imagine("a fox"), "a fox")
+    assert "no prompts from you until 13:00 UTC" in banned
+    await moderation.screen(imagine("", name="usage"), {})
+    with pytest.raises(UserError):
+        await moderation.check_message(message("hello"), "hello")
+
+    clock.advance(60 * MINUTE)
+    await moderation.screen(imagine("a fox"), {"prompt": "a fox"})
+    told = await refusal(moderation, imagine("decapitated"), "decapitated")
+    assert "**gore**" in told and "2nd" in told and "120 min" in told
+    clock.advance(120 * MINUTE)
+    assert "3rd" in await refusal(moderation, imagine("nude"), "nude")
+    assert await store.moderation.banned_until("discord", "alice") == clock.now + 600 * MINUTE
+
+
+async def test_an_admin_is_refused_without_an_offence(store: SqliteStore) -> None:
+    moderation = Moderation(SETTINGS, store.moderation)
+    told = await refusal(moderation, imagine("nude", ADMIN), "nude")
+    assert "**nsfw**" in told and "min" not in told
+    assert await store.moderation.banned_until("discord", "root") is None
+    await moderation.screen(imagine("add nude", ADMIN, "admin.moderation"), {"entry": "nude"})
+
+
+async def test_forms_messages_and_workspace_rules_are_checked(store: SqliteStore) -> None:
+    moderation = Moderation(ModerationSettings(), store.moderation)
+    remix = ModalSubmit(user=ALICE, place=PLACE, action="remix_v1", ref="j1")
+    await moderation.screen(remix, {"prompt": "a gory scene"})
+    await store.moderation.add_rule("discord", "g1", ModerationRule("gore", "gory"), "root")
+    with pytest.raises(UserError, match=r"\*\*gore\*\*"):
+        await moderation.screen(remix, {"prompt": "a gory scene"})
+    elsewhere = Place("discord", "g2", "c9")
+    await moderation.check_message(
+        UserMessage(user=User("bob"), place=elsewhere, message_id="m", text="gory"), "gory"
+    )
+    with pytest.raises(UserError, match="gore") as refused:
+        await moderation.check_message(message("so gory", User("carol")), "so gory")
+    assert "to edit" not in str(refused.value), "a chat message stays where it was written"
+
+
+async def test_an_unsure_match_passes_without_the_model_check(store: SqliteStore) -> None:
+    moderation = Moderation(SETTINGS, store.moderation)
+    await moderation.screen(imagine("Scunthorpe denuded"), {"prompt": "Scunthorpe denuded"})
+    assert await store.moderation.banned_until("discord", "alice") is None
+
+
+def message(text: str, user: User = ALICE) -> UserMessage:
+    return UserMessage(user=user, place=PLACE, message_id="m1", text=text)
