@@ -4,7 +4,7 @@ owns it — and the one error boundary for users.
 **Intake.** Each adapter gets an :class:`Intake` (:meth:`Router.intake`, the kernel's
 :class:`bot.kernel.events.EventSink`) and submits what it translated there. Every event runs in a
 task of its own (so a platform's acknowledgement deadline never waits for genbot), within the
-adapter's deadline, one at a time per conversation when the adapter gives a serial key, inside
+adapter's deadline, one at a time per conversation when the event carries a serial key, inside
 the adapter's ``around`` (acknowledge, show "working", settle). Intake stops in two steps:
 :meth:`Router.stop_intake` makes every later event get :data:`RESTARTING_TEXT` instead of being
 handled (a plain message only when it was addressed to genbot: a DM or a mention, so busy
@@ -51,7 +51,6 @@ from bot.kernel import (
     InboundEvent,
     ModalSubmit,
     OptionValue,
-    SerialKey,
     UserError,
     UserMessage,
     metrics,
@@ -240,13 +239,10 @@ class Router:
         platform: str,
         *,
         deadline: float | None = None,
-        serial_key: SerialKey | None = None,
         around: Around | None = None,
     ) -> Intake:
         """A new intake for adapter ``platform`` (see :class:`Intake`)."""
-        intake = Intake(
-            self, platform, deadline=deadline, serial_key=serial_key, around=around or _nothing
-        )
+        intake = Intake(self, platform, deadline=deadline, around=around or _nothing)
         self._intakes.append(intake)
         return intake
 
@@ -382,8 +378,9 @@ class Intake:
     :class:`bot.kernel.events.EventSink`): what it submits runs in a task of its own, and stops
     being taken when the adapter or genbot stops.
 
-    ``deadline`` bounds each event's handling (``None``: unbounded). ``around`` and
-    ``serial_key`` are the adapter's defaults for :meth:`submit`.
+    ``deadline`` bounds each event's handling (``None``: unbounded). ``around`` is the
+    adapter's default for :meth:`submit`. Events with the same ``serial_key`` run one at a time,
+    in arrival order.
     """
 
     def __init__(
@@ -392,13 +389,11 @@ class Intake:
         platform: str,
         *,
         deadline: float | None,
-        serial_key: SerialKey | None,
         around: Around,
     ) -> None:
         self.router = router
         self.platform = platform
         self.deadline = deadline
-        self.serial_key = serial_key
         self.around = around
         self._accepting = True
         self._tasks: set[asyncio.Task[None]] = set()
@@ -480,8 +475,7 @@ class Intake:
             return
         metrics.LOG_PLATFORM.set(self.platform)
         metrics.LOG_USER_ID.set(built.user.id)
-        key = self.serial_key(built) if self.serial_key is not None else None
-        async with self._serialised(key), around(built):
+        async with self._serialised(built.serial_key), around(built):
             await self.router.handle(built, deadline=self.deadline)
 
     async def _built(

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import discord
@@ -115,9 +115,7 @@ class GenbotClient(discord.AutoShardedClient):
     def serve(self, router: EventRouter) -> None:
         """Submit the events from now on to ``router``'s intake for Discord."""
         self.router = router
-        self._intake = router.intake(
-            PLATFORM, around=self._interaction_scope, serial_key=conversation_key
-        )
+        self._intake = router.intake(PLATFORM, around=self.surface.settling)
 
     @property
     def intake(self) -> EventSink:
@@ -274,6 +272,7 @@ class GenbotClient(discord.AutoShardedClient):
             attachments=tuple(attachment_of(a) for a in message.attachments),
             reply_to_message_id=reply_to,
             mentions_bot=mentions_bot,
+            serial_key=(place.channel_id, place.thread_id),
         )
         self._run(event)
 
@@ -331,17 +330,10 @@ class GenbotClient(discord.AutoShardedClient):
         self.intake.submit(event, around=self._watched_scope if watchdog else None)
 
     @contextlib.asynccontextmanager
-    async def _interaction_scope(self, event: InboundEvent) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            await self.surface.finish(event)
-
-    @contextlib.asynccontextmanager
     async def _watched_scope(self, event: InboundEvent) -> AsyncIterator[None]:
         guard = asyncio.create_task(self._acknowledge_late(event))
         try:
-            async with self._interaction_scope(event):
+            async with self.surface.settling(event):
                 yield
         finally:
             guard.cancel()
@@ -359,10 +351,3 @@ class GenbotClient(discord.AutoShardedClient):
         """Wait for running event tasks (up to ``timeout``), then cancel what is left."""
         if self._intake is not None:
             await self._intake.drain(timeout)
-
-
-def conversation_key(event: InboundEvent) -> Hashable | None:
-    """Messages of one conversation are handled one at a time, in arrival order."""
-    if isinstance(event, UserMessage):
-        return (event.place.channel_id, event.place.thread_id)
-    return None

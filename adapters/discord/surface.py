@@ -577,6 +577,15 @@ class DiscordSurface:
             raise SurfaceError(f"{attachment.filename} is larger than {limit} bytes")
         return data
 
+    @asynccontextmanager
+    async def settling(self, origin: Event) -> AsyncIterator[None]:
+        """Around the core's handling of ``origin`` (the client's ``around``): :meth:`finish`
+        it afterwards, whatever happened."""
+        try:
+            yield
+        finally:
+            await self.finish(origin)
+
     async def finish(self, origin: Event) -> None:
         """After the core handled ``origin``: make sure the interaction is not left "thinking"
         or unanswered."""

@@ -77,7 +77,6 @@ from bot.kernel.events import (
     ModalSubmit,
     OptionValue,
     Place,
-    SerialKey,
     User,
     UserMessage,
 )
@@ -248,7 +247,6 @@ __all__ = [
     "Sealer",
     "Section",
     "SendsPrivately",
-    "SerialKey",
     "ShowsActivity",
     "SpellsCommands",
     "StorageError",

@@ -68,11 +68,14 @@ class Attachment:
 @dataclass(frozen=True, kw_only=True)
 class Event:
     """Base of inbound events. ``context`` is the adapter's own handle (interaction, trigger id);
-    the core never reads it, it only passes the event back to the surface."""
+    the core never reads it, it only passes the event back to the surface. Events with the same
+    ``serial_key`` (set by the adapter) are handled one at a time, in arrival order (``None``:
+    no order)."""
 
     user: User
     place: Place
     context: Any = field(default=None, compare=False, repr=False)
+    serial_key: Hashable | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,8 +140,6 @@ InboundEvent = Command | UserMessage | ButtonPress | ModalSubmit | HomeOpened
 Around = Callable[[InboundEvent], AbstractAsyncContextManager[object]]
 """What an adapter does around handling one event (acknowledge it, show "working", settle it);
 it is entered for refused events too."""
-SerialKey = Callable[[InboundEvent], Hashable | None]
-"""Events with the same key are handled one at a time, in arrival order (``None``: no order)."""
 
 
 class EventSink(Protocol):
@@ -195,11 +196,10 @@ class EventRouter(Protocol):
         platform: str,
         *,
         deadline: float | None = None,
-        serial_key: SerialKey | None = None,
         around: Around | None = None,
     ) -> EventSink:
         """The sink of adapter ``platform``: ``deadline`` bounds each event's handling
-        (``None``: unbounded), ``serial_key`` orders events, ``around`` is entered around each."""
+        (``None``: unbounded), ``around`` is entered around each."""
         ...
 
 

@@ -316,11 +316,13 @@ async def test_events_with_one_serial_key_run_one_at_a_time_in_order(
     core, adapter, _ = gated
     router = adapter.router
     assert isinstance(router, Router)
-    intake = router.intake("web", serial_key=lambda event: event.place.channel_id)
+    intake = router.intake("web")
     place = Place("web", "web", "general", None, is_dm=True)
     user = User("u1", "you")
     for text in ("first", "second", "third"):
-        intake.submit(UserMessage(user=user, place=place, message_id=text, text=text))
+        intake.submit(
+            UserMessage(user=user, place=place, message_id=text, text=text, serial_key="general")
+        )
     await asyncio.wait_for(core.arrived.wait(), 5)
     await asyncio.sleep(0.05)
     assert core.started == ["first"]

@@ -29,6 +29,7 @@ async def test_dm_messages_are_turns(bot: Harness, core: RecordingCore) -> None:
         False,
     )
     assert event.reply_to_message_id is None
+    assert event.serial_key == (str(dm.id), None), "one DM's turns are handled in order"
     assert [(a.filename, a.size) for a in event.attachments] == [("a.png", 3)]
     assert await bot.adapters[0].surface.download(event.attachments[0]) == b"img"
 
@@ -61,6 +62,7 @@ async def test_messages_in_a_thread_the_bot_started_continue_it(
     await fake.user_message(fake.user("alice"), thread, "tell me more")
     event = await core.next_event(UserMessage)
     assert event.place == thread_place and not event.mentions_bot
+    assert event.serial_key == (thread_place.channel_id, thread_place.thread_id)
     reply = await surface.send(thread_place, OutMessage("More foxes", from_model=True))
     assert fake.messages[int(reply.message_id)].channel_id == thread.id
 
