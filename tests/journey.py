@@ -245,17 +245,19 @@ class Tracer:
         """The project files running under ``frame``, innermost first, through the frames
         that created its task (outside ``storage/`` and ``tests/``)."""
         files: list[str] = []
-        below, root = frame.f_back, frame
-        while True:
-            while below is not None:
-                file = self._file(below)
-                if file is not None and not file.startswith(_EXCLUDED):
-                    files.append(file)
-                root, below = below, below.f_back
-            spawned = self._spawned_by.get(id(root))
-            if spawned is None or spawned[0] is not root or len(files) > 200:
-                return files
-            below = spawned[1]
+        below = self._spawner(frame) or frame.f_back
+        while below is not None and len(files) <= 200:
+            file = self._file(below)
+            if file is not None and not file.startswith(_EXCLUDED):
+                files.append(file)
+            below = self._spawner(below) or below.f_back
+        return files
+
+    def _spawner(self, frame: FrameType) -> FrameType | None:
+        """The frame that created ``frame``'s task when ``frame`` is that task's first frame
+        (below it runs only the event loop), else ``None``."""
+        spawned = self._spawned_by.get(id(frame))
+        return spawned[1] if spawned is not None and spawned[0] is frame else None
 
     def _note_spawn(self, frame: FrameType) -> None:
         coro = frame.f_locals.get("coro")
