@@ -33,7 +33,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from bot.kernel import Event, LimitsSettings, User, UserError
-from storage import JobAdmission, JobQuota, QuotaRefusal
+from storage import Job, JobAdmission, JobQuota, NewJob, QuotaRefusal
 
 Key = tuple[str, str]
 
@@ -104,7 +104,20 @@ class Admission:
             _PLACE.reset(token)
             self._release(place)
 
-    def row_created(self) -> None:
+    async def create(self, new: NewJob, user: User) -> tuple[Job, bool]:
+        """Write ``new``'s row within ``user``'s caps, which the store checks as it writes
+        (:class:`UserError` naming the cap, or the budget, that refuses it): the job and
+        whether this call created it (not when a job with its key exists). A created row
+        counts from now on: the command's place, if it holds one, is given back."""
+        admitted = await self._store.create_job_within(new, self._caps.quota_for(user))
+        if isinstance(admitted, QuotaRefusal):
+            raise self._caps.refused(admitted)
+        job, created = admitted
+        if created:
+            self._row_created()
+        return job, created
+
+    def _row_created(self) -> None:
         """The job of the command holding a place has its row: the row counts from now on."""
         place = _PLACE.get()
         if place is not None:

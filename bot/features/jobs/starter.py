@@ -58,7 +58,6 @@ from bot.features.jobs.forms import show_refused
 from bot.features.jobs.input_checks import check_attachment
 from bot.features.jobs.messages import JobMessages, TakenOver, cancel_buttons
 from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up
-from bot.features.jobs.titles import base_action
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.features.jobs.webhook_addresses import Webhook, WebhookAddresses
 from bot.features.jobs.webhook_secrets import WebhookSecrets
@@ -92,7 +91,6 @@ from storage import (
     JobWriter,
     MessageLinks,
     NewJob,
-    QuotaRefusal,
     StorageError,
     UsageLedger,
 )
@@ -170,6 +168,14 @@ class JobSpec:
     parent: Job | None = None
     action: str | None = None
     webhook: bool = False
+
+    @property
+    def base_action(self) -> str | None:
+        """The pressed button's action: ``action`` without a form's digest (``None`` for a
+        job that is no derivative)."""
+        if self.parent is None or self.action is None:
+            return None
+        return self.action.partition(":")[0]
 
 
 @dataclass(frozen=True)
@@ -299,7 +305,7 @@ class JobStarter:
                 return self._left_to_the_tracker(job, error)
             await self.delivery.show_progress(started)
         if spec.parent is not None and spec.action is not None:
-            pressed = base_action(spec.action)
+            pressed = spec.base_action
             if pressed is not None and started.status != "create_failed":
                 await self.delivery.marks.mark_pressed(spec.parent, pressed)
         return started
@@ -427,18 +433,13 @@ class JobStarter:
             else None,
             command_key=event.key if isinstance(event, Command) else None,
         )
-        quota = self.caps.quota_for(event.user)
-        derivative = new.parent_job_id is not None and new.action is not None
-        repeats = derivative and base_action(new.action) in REPEATABLE_ACTIONS
+        derivative = spec.base_action is not None
+        repeats = derivative and spec.base_action in REPEATABLE_ACTIONS
         attempts = MAX_REPEATS if repeats else MAX_DERIVATIVE_ATTEMPTS if derivative else 1
         for attempt in range(1, attempts + 1):
             key = new.action if attempt == 1 else f"{new.action}#{attempt}"
-            admitted = await self.store.create_job_within(replace(new, action=key), quota)
-            if isinstance(admitted, QuotaRefusal):
-                raise self.caps.refused(admitted)
-            job, created = admitted
+            job, created = await self.admission.create(replace(new, action=key), event.user)
             if created:
-                self.admission.row_created()
                 metrics.JOBS_CREATED.labels(job.type).inc()
                 return job
             if new.command_key is not None:
