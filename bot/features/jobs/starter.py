@@ -407,9 +407,11 @@ class JobStarter:
 
     async def _submit(self, job: Job, submit: Submit) -> Submitted:
         """``submit`` ``job``, with its webhook in the form the provider accepts when it asked
-        for one."""
+        for one (its secret is opened only where webhooks are configured)."""
+        if self.webhooks is None:
+            return await submit(job, None)
         secret = await self.webhook_secrets.of(job)
-        if secret is None or self.webhooks is None:
+        if secret is None:
             return await submit(job, None)
         return await self.webhooks.submit(job.id, secret, lambda hook: submit(job, hook))
 
