@@ -304,10 +304,9 @@ class JobStarter:
             except StorageError as error:
                 return self._left_to_the_tracker(job, error)
             await self.delivery.show_progress(started)
-        if spec.parent is not None and spec.action is not None:
-            pressed = spec.base_action
-            if pressed is not None and started.status != "create_failed":
-                await self.delivery.marks.mark_pressed(spec.parent, pressed)
+        pressed = spec.base_action
+        if spec.parent is not None and pressed is not None and started.status != "create_failed":
+            await self.delivery.marks.mark_pressed(spec.parent, pressed)
         return started
 
     async def _disable_refused(self, spec: JobSpec, error: ApiError) -> None:
