@@ -17,6 +17,7 @@ from pydantic import SecretStr
 from bench.platform import BenchPlatform
 from bot.api import ProviderClient
 from bot.features.chat import ChatEngine
+from bot.features.chat.engine import ChatStorage
 from bot.features.chat.tokens import warm_up
 from bot.features.chat.tools import ChatImageTools
 from bot.kernel import (
@@ -28,7 +29,7 @@ from bot.kernel import (
     WebhookSettings,
 )
 from bot.outbox import Outbox
-from bot.refs import Refs
+from bot.refs import Refs, RefStorage
 from bot.router import Lifecycle, Router
 from genbot.compose import JobEngines, build_job_engines, webhook_receiver
 from genbot.demo import free_port
@@ -110,14 +111,23 @@ async def running_bot(
         engine = None
         if chat:
             await asyncio.to_thread(warm_up)
-            engine = ChatEngine(store, provider, outbox, tools=tools)
+            storage = ChatStorage(
+                store.conversations, store.conversation_locks, store.settings, store.ledger
+            )
+            engine = ChatEngine(storage, provider, outbox, tools=tools)
         features = [*jobs.features, *([engine] if engine is not None else [])]
         services: Sequence[Lifecycle] = [
             service for service in jobs.services if tracker or service is not jobs.tracker
         ]
         receiver = webhook_receiver(settings, jobs)
         listeners: list[Lifecycle] = [receiver] if receiver is not None else []
-        core = Router(outbox, features, engine, [*services, *listeners], refs=Refs(store))
+        core = Router(
+            outbox,
+            features,
+            engine,
+            [*services, *listeners],
+            refs=Refs(RefStorage(store.jobs, store.message_links, store.conversations)),
+        )
         await core.start()
         stack.push_async_callback(core.stop)
         yield BenchBot(settings, store, provider, outbox, jobs, core, platform, engine)

@@ -233,7 +233,9 @@ async def measure(store: SqliteStore, keys: Keys, config: StorageConfig) -> list
     rows = keys.rows
 
     async def lookup(index: int) -> bool:
-        job = await store.job_for_message("discord", keys.channel(index), keys.message(index))
+        job = await store.message_links.job_for_message(
+            "discord", keys.channel(index), keys.message(index)
+        )
         return job is not None and job.id == keys.job_ids[index]
 
     async def driver_lookup(index: int) -> bool:
@@ -255,7 +257,7 @@ async def measure(store: SqliteStore, keys: Keys, config: StorageConfig) -> list
         return row is not None and row[0] == keys.job_ids[index]
 
     async def transition(index: int) -> bool:
-        return await store.transition(
+        return await store.jobs.transition(
             keys.job_ids[index],
             ("processing", "pending"),
             "finished",

@@ -98,7 +98,9 @@ async def measure(
     rows, half = keys.rows, config.samples
 
     async def lookup(index: int) -> bool:
-        job = await store.job_for_message("discord", keys.channel(index), keys.message(index))
+        job = await store.message_links.job_for_message(
+            "discord", keys.channel(index), keys.message(index)
+        )
         return job is not None and job.id == keys.job_ids[index]
 
     async def driver_lookup(index: int) -> bool:
@@ -108,7 +110,7 @@ async def measure(
         return row is not None and row[0] == keys.job_ids[index]
 
     async def transition(index: int) -> bool:
-        return await store.transition(
+        return await store.jobs.transition(
             keys.job_ids[index],
             ("processing", "pending"),
             "finished",
@@ -140,7 +142,7 @@ async def measure(
     ]
     for _ in range(max(config.samples // 20, 10)):
         started = time.perf_counter()
-        claimed = await store.claim_jobs(["discord"], limit=CLAIM_BATCH)
+        claimed = await store.leasing.claim_jobs(["discord"], limit=CLAIM_BATCH)
         timings[-1].seconds.append(time.perf_counter() - started)
         timings[-1].correct += len(claimed) == CLAIM_BATCH
     return timings

@@ -122,7 +122,7 @@ class PerTaskPolling:
     async def follow(self, event: Command) -> None:
         """Find the job ``event`` started (through its progress message) and poll it."""
         (message_id, *_) = self.bot.platform.by_stream[event.user.id]
-        job = await self.bot.store.job_for_message(
+        job = await self.bot.store.message_links.job_for_message(
             event.place.platform, event.place.channel_id, message_id
         )
         if job is None or job.provider_id is None:
@@ -138,7 +138,7 @@ class PerTaskPolling:
                 record = await self.bot.provider.tasks.fetch(provider_id)
             except ApiError:
                 continue
-            job = await self.bot.store.get_job(job_id)
+            job = await self.bot.store.jobs.get_job(job_id)
             if job is None or job.status not in ACTIVE_STATUSES:
                 break
             await tracker.apply_task_record(job, record)
@@ -195,7 +195,7 @@ async def run_variant(variant: str, config: TrackingConfig, directory: Path) -> 
             await baseline.stop()
         row.cycles = baseline.cycles() if baseline is not None else bot.jobs.tracker.rounds
         stats, tasks = await sim.stats(), await sim.tasks()
-        jobs = await bot.store.list_unfinished_jobs(ALL_STATUSES)
+        jobs = await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
         row.ephemerals = len(bot.platform.ephemerals)
         for job in jobs:
             if job.status != "posted":

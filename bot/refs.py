@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, assert_never
+from typing import assert_never
 
 from bot.kernel import ButtonPress, Event, ModalSubmit
 from storage import Conversation, ConversationStore, Job, JobReader, MessageLinks
@@ -96,9 +96,14 @@ class Referent:
         return self.found_conversation
 
 
-class RefStorage(JobReader, MessageLinks, ConversationStore, Protocol):
+@dataclass(frozen=True)
+class RefStorage:
     """What resolving refs reads: jobs, the message → job map, conversations and their
     message links."""
+
+    jobs: JobReader
+    message_links: MessageLinks
+    conversations: ConversationStore
 
 
 Pressed = ButtonPress | ModalSubmit
@@ -146,9 +151,9 @@ class Refs:
 
     async def _job(self, event: Pressed, job_id: str) -> Job:
         place = event.place
-        job = await self._store.get_job(job_id) if job_id else None
+        job = await self._store.jobs.get_job(job_id) if job_id else None
         if job is None and isinstance(event, ButtonPress) and event.message_id:
-            job = await self._store.job_for_message(
+            job = await self._store.message_links.job_for_message(
                 place.platform, place.channel_id, event.message_id
             )
         if job is None or not self._in_reach(event, job):
@@ -179,7 +184,7 @@ class Refs:
         place = event.place
         if not ref.isdigit() or not isinstance(event, ButtonPress) or not event.message_id:
             raise RefRefused(NO_CONVERSATION)
-        linked = await self._store.find_conversation_by_message(
+        linked = await self._store.conversations.find_conversation_by_message(
             place.platform, place.channel_id, event.message_id
         )
         if (

@@ -17,11 +17,12 @@ from adapters import Adapter
 from bot.api import InvalidRequest, ProviderClient
 from bot.api.ratelimit import SharedPacing
 from bot.api.validation import check_webhook_address
-from bot.features.account import AccountFeature
+from bot.features.account import AccountFeature, AccountStorage
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
+from bot.features.chat.engine import ChatStorage
 from bot.features.chat.tools import ChatImageTools
-from bot.features.home import HomeFeature
+from bot.features.home import HomeFeature, HomeStorage
 from bot.features.jobs import (
     ChatJobs,
     DescribeButtons,
@@ -39,6 +40,10 @@ from bot.features.jobs import (
     UploadForms,
     WebhookSecrets,
 )
+from bot.features.jobs.messages import JobMessagesStorage
+from bot.features.jobs.starter import StarterStorage
+from bot.features.jobs.tracking.tracker import TrackerStorage
+from bot.features.jobs.webhook_secrets import SecretStorage
 from bot.features.moderation import Moderation
 from bot.kernel import (
     ChatSettings,
@@ -52,7 +57,7 @@ from bot.kernel import (
     sealer_of,
 )
 from bot.outbox import Outbox, Pacer
-from bot.refs import Refs
+from bot.refs import Refs, RefStorage
 from bot.router import Feature, Lifecycle, Router
 from genbot.settings import Settings
 from storage import SettingValues, Store, WriteWindow, WriteWindows
@@ -92,7 +97,7 @@ def provider_client(settings: Settings, store: Store) -> ProviderClient:
     return ProviderClient(
         settings.api,
         allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
-        shared_pacing=shared_chat_pacing(store),
+        shared_pacing=shared_chat_pacing(store.write_windows),
     )
 
 
@@ -113,9 +118,9 @@ def configured_adapters(
         adapters["slack"] = SlackAdapter(
             settings.slack,
             settings.limits,
-            installations=storage,
+            installations=None if storage is None else storage.installations,
             sealer=sealer_of(settings.storage, settings.api),
-            dedupe=storage,
+            dedupe=None if storage is None else storage.dedupe,
         )
     if settings.web.enabled:
         from adapters.web.adapter import WebAdapter
@@ -125,7 +130,7 @@ def configured_adapters(
         adapters["web"] = WebAdapter(
             settings.web,
             settings.limits,
-            history=storage,
+            history=None if storage is None else storage.playground,
             legacy_history=legacy,
             admin_link=demo,
         )
@@ -217,7 +222,7 @@ def build_job_engines(
     the cluster's view; ``clock`` times polls, timeouts and delivery retries.
     """
     limits_settings = settings.limits
-    watch = JobWatch(store)
+    watch = JobWatch(store.jobs)
     media = MediaFetcher(
         limits_settings.max_upload_bytes,
         allow_private=provider_is_private(settings.api.base_url),
@@ -233,12 +238,21 @@ def build_job_engines(
         if webhook_base is not None
         else None
     )
-    experience = Experience(store, settings.api.diffusion_models)
-    delivery = JobMessages(store, outbox, media, watch, clock=clock, experience=experience)
+    experience = Experience(store.history, settings.api.diffusion_models)
+    delivery = JobMessages(
+        JobMessagesStorage(store.jobs, store.claims, store.message_links),
+        outbox,
+        media,
+        watch,
+        clock=clock,
+        experience=experience,
+    )
     caps = JobCaps(limits_settings)
-    webhook_secrets = WebhookSecrets(sealer_of(settings.storage, settings.api), store)
+    webhook_secrets = WebhookSecrets(
+        sealer_of(settings.storage, settings.api), SecretStorage(store.jobs, store.tracking)
+    )
     tracker = Tracker(
-        store,
+        TrackerStorage(store.jobs, store.tracking, store.leasing),
         provider,
         delivery,
         watch,
@@ -250,7 +264,7 @@ def build_job_engines(
         clock=clock,
     )
     starter = JobStarter(
-        store,
+        StarterStorage(store.jobs, store.admission, store.ledger),
         outbox,
         caps,
         delivery,
@@ -262,7 +276,7 @@ def build_job_engines(
         max_upload_bytes=limits_settings.max_upload_bytes,
         upstream_cdn_hosts=settings.api.upstream_cdn_hosts,
     )
-    images = ImageJobs(starter, provider, media, store)
+    images = ImageJobs(starter, provider, media, store.settings)
     diffusion = DiffusionJobs(starter, provider, limits_settings, clock, models=experience.models)
     chat_jobs = ChatJobs(images, watch)
     return JobEngines(
@@ -276,11 +290,14 @@ def build_job_engines(
         caps,
         watch,
         chat_jobs,
-        JobCancel(store, outbox, delivery, watch),
+        JobCancel(store.jobs, outbox, delivery, watch),
         ProgressTicker(
-            store, delivery, owner=store.process_id, every=limits_settings.progress_tick_seconds
+            store.tracking,
+            delivery,
+            owner=store.owner.process_id,
+            every=limits_settings.progress_tick_seconds,
         ),
-        DescribeButtons(starter, provider, store),
+        DescribeButtons(starter, provider, store.settings),
         UploadForms(starter, images),
         PreviewButtons(starter, images, media),
     )
@@ -322,11 +339,13 @@ def build_core(
     feature, so chat streams and job messages together stay within each platform's windows.
     """
     registry = SurfaceRegistry(surfaces)
-    outbox = Outbox(registry, Pacer(shared=store if store.shared else None))
+    outbox = Outbox(
+        registry, Pacer(shared=store.write_windows if store.db.dialect.shared else None)
+    )
     jobs = build_job_engines(settings, store, provider, outbox, shards=shards)
     moderation = Moderation(settings.moderation, store.moderation)
     chat = ChatEngine(
-        store,
+        ChatStorage(store.conversations, store.conversation_locks, store.settings, store.ledger),
         provider,
         outbox,
         tools=ChatImageTools(jobs.chat_jobs),
@@ -339,7 +358,7 @@ def build_core(
         moderation=moderation,
     )
     home = HomeFeature(
-        store,
+        HomeStorage(store.settings, store.ledger, store.history, store.message_links),
         outbox,
         jobs.delivery.results,
         defaults=SettingValues(model=settings.chat.model, temperature=settings.chat.temperature),
@@ -347,7 +366,7 @@ def build_core(
     )
     models = jobs.diffusion.models
     account = AccountFeature(
-        store,
+        AccountStorage(store.settings, store.ledger),
         outbox,
         plan=settings.api.plan,
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
@@ -361,7 +380,7 @@ def build_core(
         services=jobs.services,
         plan=settings.api.plan,
         home=home,
-        refs=Refs(store, open_channels),
+        refs=Refs(RefStorage(store.jobs, store.message_links, store.conversations), open_channels),
         diffusion_models=models.known,
         screen=moderation,
     )

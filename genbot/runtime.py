@@ -183,7 +183,7 @@ class Runtime:
 
     async def refresh_job_counts(self) -> None:
         """Bring ``genbot_jobs`` up to date (before a scrape)."""
-        metrics.set_job_counts(await self.store.count_unfinished_jobs())
+        metrics.set_job_counts(await self.store.tracking.count_unfinished_jobs())
 
     def _receiver_failure(self, error: Exception) -> str:
         if isinstance(error, OSError) and not isinstance(error, TimeoutError):

@@ -11,7 +11,6 @@ from storage.errors import (
     StorageError as StorageError,
     StoreClosedError as StoreClosedError,
 )
-from storage.interfaces import WriteWindows as WriteWindows
 from storage.queries.admission import JobAdmission as JobAdmission
 from storage.queries.conversations import (
     ConversationLocks as ConversationLocks,
@@ -22,8 +21,8 @@ from storage.queries.jobs import (
     JobReader as JobReader,
     JobWriter as JobWriter,
     MessageLinks as MessageLinks,
-    TaskLookup as TaskLookup,
 )
+from storage.queries.base import Owner as Owner
 from storage.queries.leasing import JobLeasing as JobLeasing
 from storage.queries.ledger import UsageLedger as UsageLedger
 from storage.queries.moderation import ModerationStore as ModerationStore
@@ -31,6 +30,9 @@ from storage.queries.settings import (
     SettingsReader as SettingsReader,
     SettingsStore as SettingsStore,
 )
+from storage.queries.playground import PlaygroundHistory as PlaygroundHistory
+from storage.queries.slack import SlackInstallations as SlackInstallations
+from storage.queries.write_windows import WriteWindows as WriteWindows
 from storage.queries.tracking import (
     DeliveryClaims as DeliveryClaims,
     JobHistory as JobHistory,

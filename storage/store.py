@@ -7,18 +7,18 @@ from types import TracebackType
 from typing import Final, Self, Unpack
 
 from storage.queries.admission import JobAdmission
-from storage.queries.base import DEFAULT_LEASE_SECONDS, Identity, new_process_id
+from storage.queries.base import DEFAULT_LEASE_SECONDS, Identity, Owner, new_process_id
 from storage.queries.conversations import ConversationLocks, ConversationStore
 from storage.queries.events import EventDedupe
-from storage.queries.jobs import JobWriter, MessageLinks, TaskLookup
+from storage.queries.jobs import JobWriter, MessageLinks
 from storage.queries.leasing import JobLeasing
 from storage.queries.ledger import UsageLedger
 from storage.queries.moderation import ModerationStore
-from storage.queries.playground import PlaygroundQueries
+from storage.queries.playground import PlaygroundHistory
 from storage.queries.settings import SettingsStore
 from storage.queries.slack import SlackInstallations
 from storage.queries.tracking import DeliveryClaims, JobHistory, JobTracking
-from storage.queries.write_windows import WriteWindowQueries
+from storage.queries.write_windows import WriteWindows
 from storage.sql.migrations import current_version
 from storage.sql.session import Database
 
@@ -28,27 +28,9 @@ SQL_PROBE: Final = (
 )
 
 
-class Store(
-    JobWriter,
-    TaskLookup,
-    MessageLinks,
-    JobAdmission,
-    JobTracking,
-    JobHistory,
-    DeliveryClaims,
-    JobLeasing,
-    ConversationStore,
-    ConversationLocks,
-    SettingsStore,
-    UsageLedger,
-    EventDedupe,
-    SlackInstallations,
-    WriteWindowQueries,
-    PlaygroundQueries,
-):
-    """Every port of storage on one database, each query written once (:mod:`storage.queries`):
-    what the composition root opens and closes, and hands to each feature as the few ports it
-    declares.
+class Store:
+    """One database and its ports, each a class of its own (:mod:`storage.queries`): what
+    the composition root opens and closes, and whose ports it hands to each feature.
 
     Open one with :meth:`storage.SqliteStore.open` or :meth:`storage.postgres.PostgresStore.open`;
     close it with ``await store.close()`` (or ``async with``).
@@ -58,12 +40,29 @@ class Store(
 
     def __init__(self, db: Database, **identity: Unpack[Identity]) -> None:
         self.db = db
-        self._clock = identity.get("clock", time.time)
-        self.process_id = identity.get("process_id") or new_process_id()
-        self.lease_seconds = identity.get("lease_seconds", DEFAULT_LEASE_SECONDS)
-        self.event_retention = identity.get("event_retention", 24 * 3600.0)
-        self.shared = db.dialect.shared
-        self.moderation = ModerationStore(db, self._clock)
+        self.clock = clock = identity.get("clock", time.time)
+        self.owner = owner = Owner(
+            identity.get("process_id") or new_process_id(),
+            identity.get("lease_seconds", DEFAULT_LEASE_SECONDS),
+        )
+        self.jobs = JobWriter(db, clock)
+        self.message_links = MessageLinks(db)
+        self.admission = JobAdmission(db, clock, owner)
+        self.tracking = JobTracking(db, clock)
+        self.history = JobHistory(db)
+        self.claims = DeliveryClaims(db, clock, owner)
+        self.leasing = JobLeasing(db, clock, owner)
+        """Shares :attr:`owner` with :attr:`admission`, :attr:`claims` and
+        :attr:`playground`: a job this process creates, claims or takes over is leased to it."""
+        self.conversations = ConversationStore(db, clock)
+        self.conversation_locks = ConversationLocks(db)
+        self.settings = SettingsStore(db, clock)
+        self.ledger = UsageLedger(db, clock)
+        self.dedupe = EventDedupe(db, clock, identity.get("event_retention", 24 * 3600.0))
+        self.installations = SlackInstallations(db, clock)
+        self.write_windows = WriteWindows(db, clock)
+        self.playground = PlaygroundHistory(db, clock, owner)
+        self.moderation = ModerationStore(db, clock)
         """Moderation's rules, offences and bans (:mod:`storage.queries.moderation`)."""
 
     async def schema_version(self) -> int:
@@ -74,7 +73,7 @@ class Store(
         """Commit a small write (this process's latest probe, one row per process): raises
         :class:`storage.StorageError` when the database cannot take writes now (unreachable,
         disk full, read-only)."""
-        await self.db.execute(SQL_PROBE, (self.process_id, self._clock()), repeatable=True)
+        await self.db.execute(SQL_PROBE, (self.owner.process_id, self.clock()), repeatable=True)
 
     async def close(self) -> None:
         """Finish the calls under way, then release the database; closing twice is harmless

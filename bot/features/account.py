@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Protocol
 
 from bot.api.chat import allowed_chat_models, plan_allows
@@ -157,8 +158,12 @@ def _stored_value(name: str, value: OptionValue) -> Any:
     return value
 
 
-class AccountStorage(SettingsStore, UsageLedger, Protocol):
+@dataclass(frozen=True)
+class AccountStorage:
     """What ``/settings`` and ``/usage`` use."""
+
+    settings: SettingsStore
+    ledger: UsageLedger
 
 
 class RedrawsHomes(Protocol):
@@ -283,7 +288,7 @@ class AccountFeature:
             await self._tell(event, piece)
 
     async def _usage(self, event: Event) -> None:
-        totals = await self.store.usage_for_user(event.place.platform, event.user.id)
+        totals = await self.store.ledger.usage_for_user(event.place.platform, event.user.id)
         budget = (
             f" of your daily budget of {self.daily_credit_budget:,}"
             if self.daily_credit_budget
@@ -298,7 +303,7 @@ class AccountFeature:
 
     async def _stored(self, event: Event, scope: str) -> ScopeSettings | None:
         kind, scope_id = self._scope_id(event, scope)
-        return await self.store.get_scope_settings(kind, event.place.platform, scope_id)
+        return await self.store.settings.get_scope_settings(kind, event.place.platform, scope_id)
 
     async def _channel(self, event: Event) -> ScopeSettings | None:
         return await self._stored(event, "channel")
@@ -353,9 +358,9 @@ class AccountFeature:
         )
         platform = event.place.platform
         if changed:
-            await self.store.set_scope_settings("user", platform, event.user.id, **changed)
+            await self.store.settings.set_scope_settings("user", platform, event.user.id, **changed)
         if prompt_changed:
-            await self.store.set_scope_settings(
+            await self.store.settings.set_scope_settings(
                 "channel", platform, event.place.channel_id, system_prompt=new_prompt
             )
         await self._tell(event, self._confirmation(changed, prompt_changed, new_prompt))
@@ -389,7 +394,9 @@ class AccountFeature:
             await self._tell(event, f"Nothing changed: those are already {whose} defaults.")
             return
         kind, scope_id = self._scope_id(event, scope)
-        await self.store.set_scope_settings(kind, event.place.platform, scope_id, **changed)
+        await self.store.settings.set_scope_settings(
+            kind, event.place.platform, scope_id, **changed
+        )
         shown = {name: "(default)" if value is None else value for name, value in changed.items()}
         await self._tell(event, f"Saved {whose} defaults: {_changes(shown)}.")
 

@@ -19,7 +19,8 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import ClassVar, Protocol
+from dataclasses import dataclass
+from typing import ClassVar
 
 from bot.features.account import SETTINGS_ACTION
 from bot.features.jobs import wording
@@ -49,7 +50,6 @@ from storage import (
     EffectiveSettings,
     Job,
     JobHistory,
-    JobReader,
     MessageLinks,
     SettingsReader,
     SettingValues,
@@ -81,8 +81,14 @@ SOURCES = {
 }
 
 
-class HomeStorage(SettingsReader, UsageLedger, JobHistory, JobReader, MessageLinks, Protocol):
+@dataclass(frozen=True)
+class HomeStorage:
     """What the home reads (and the links of re-posted results)."""
+
+    settings: SettingsReader
+    ledger: UsageLedger
+    history: JobHistory
+    message_links: MessageLinks
 
 
 class HomeFeature:
@@ -147,14 +153,14 @@ class HomeFeature:
     async def view(self, event: HomeOpened) -> HomeView:
         """What ``event.user``'s home shows now."""
         place, user = event.place, event.user
-        settings = await self.store.effective_settings(
+        settings = await self.store.settings.effective_settings(
             place.platform,
             user_id=user.id,
             channel_id=None,
             workspace_id=place.workspace_id or None,
             defaults=self.defaults,
         )
-        usage = await self.store.usage_for_user(place.platform, user.id)
+        usage = await self.store.ledger.usage_for_user(place.platform, user.id)
         images = await self._recent_images(place, user.id)
         return HomeView(
             settings=_settings(settings),
@@ -169,7 +175,7 @@ class HomeFeature:
         more jobs while the newest ones are mostly without an image (descriptions, seeds)."""
         limit = RECENT_JOBS * 2
         while True:
-            jobs = await self.store.recent_jobs(
+            jobs = await self.store.history.recent_jobs(
                 place.platform, user_id, workspace_id=place.workspace_id, limit=limit
             )
             images = [job for job in jobs if _has_image(job)]
@@ -204,7 +210,7 @@ class HomeFeature:
         if ref is None:
             rebuilt, _ = await self.results.result(job, link_instead=True)
             ref = await self.outbox.write(event.place, Post(rebuilt, event), WritePolicy.RAISE)
-        await self.store.link_message(
+        await self.store.message_links.link_message(
             job.platform, event.place.channel_id, ref.message_id, job.id, "other"
         )
 

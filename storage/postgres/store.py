@@ -31,7 +31,7 @@ class PostgresStore(Store):
         pending migration under the migration lock, and open a pool of up to ``pool_size``
         connections; the server cancels a statement running longer than ``statement_timeout``
         seconds, and a call gives up a little later. ``identity``: see
-        :class:`storage.queries.base.Queries`."""
+        :class:`storage.queries.base.Identity`."""
         migrator = PostgresDatabase(url, pool_size=1)
         try:
             await migrate(migrator, clock=identity.get("clock", time.time))

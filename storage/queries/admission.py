@@ -3,15 +3,16 @@ transaction."""
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from dataclasses import dataclass
+from typing import Final
 
 from storage.errors import StorageError
-from storage.queries.base import Queries
+from storage.queries.base import Clock, Owner
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import ACTIVE_STATUSES, Job, JobQuota, NewJob, QuotaRefusal, new_job_id
 from storage.rules import check_new_job, utc_day
 from storage.sql.dialect import marks
-from storage.sql.session import Row, Session, to_json
+from storage.sql.session import Database, Row, Session, to_json
 
 _ACTIVE: Final = tuple(sorted(ACTIVE_STATUSES))
 INSERT_COLUMNS: Final = (
@@ -35,8 +36,13 @@ SQL_CREDITS_TODAY: Final = (
 )
 
 
-class JobAdmission(Queries, Protocol):
+@dataclass
+class JobAdmission:
     """Creating jobs within a requester's limits."""
+
+    db: Database
+    clock: Clock
+    owner: Owner
 
     async def create_job_within(
         self, new: NewJob, quota: JobQuota
@@ -68,7 +74,7 @@ class JobAdmission(Queries, Protocol):
             attempts += 1
             commanded = await _commanded(tx, new)
             if commanded is not None:
-                lost = attempts > 1 and _made_by_a_lost_attempt(commanded, self.process_id)
+                lost = attempts > 1 and _made_by_a_lost_attempt(commanded, self.owner.process_id)
                 return commanded, lost
             if derivative is not None:
                 existing = await tx.fetch_one(SQL_DERIVATIVE, derivative)
@@ -78,7 +84,7 @@ class JobAdmission(Queries, Protocol):
                 await tx.execute(
                     tx.dialect.transaction_lock, (f"{new.platform}\x1f{new.requester_id}",)
                 )
-            now = self._clock()
+            now = self.clock()
             refusal = await _quota_refusal(tx, new.platform, new.requester_id, quota, now)
             if refusal is not None:
                 return refusal
@@ -86,7 +92,7 @@ class JobAdmission(Queries, Protocol):
                 SQL_JOB_EXISTS, (new.parent_job_id,)
             ):
                 raise StorageError(f"parent job {new.parent_job_id!r} does not exist")
-            lease = (self.process_id, now + self.lease_seconds)
+            lease = (self.owner.process_id, now + self.owner.lease_seconds)
             row = await _insert(tx, new, now, lease)
             if row is not None:
                 return job_from_row(row), True
@@ -108,7 +114,7 @@ class JobAdmission(Queries, Protocol):
         be created as active ones; None when a new job fits. Reads only, each statement on its
         own: a check before costly work, which :meth:`create_job_within` makes again when it
         writes."""
-        return await _quota_refusal(self.db, platform, requester_id, quota, self._clock(), pending)
+        return await _quota_refusal(self.db, platform, requester_id, quota, self.clock(), pending)
 
 
 async def _commanded(tx: Session, new: NewJob) -> Job | None:

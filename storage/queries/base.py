@@ -1,5 +1,4 @@
-"""What every port's queries work with: the database, the clock, and the identity of this
-process as an owner of jobs."""
+"""What the ports share: the clock, and this process's identity as an owner of jobs."""
 
 from __future__ import annotations
 
@@ -7,9 +6,8 @@ import os
 import secrets
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypedDict
-
-from storage.sql.session import Database
+from dataclasses import dataclass
+from typing import TypedDict
 
 Clock = Callable[[], float]
 DEFAULT_LEASE_SECONDS = 10.0
@@ -23,7 +21,8 @@ def new_process_id() -> str:
 
 class Identity(TypedDict, total=False):
     """Who a store acts as: ``clock`` (default ``time.time``), ``process_id`` (a fresh one),
-    ``lease_seconds`` (10) and ``event_retention`` (a day); see :class:`Queries`."""
+    ``lease_seconds`` (10) and ``event_retention`` (seconds an inbound event id is
+    remembered: a day)."""
 
     clock: Clock
     process_id: str | None
@@ -31,25 +30,11 @@ class Identity(TypedDict, total=False):
     event_retention: float
 
 
-class Queries(Protocol):
-    """The base of storage's ports. Each port is a protocol that carries its one
-    implementation, portable SQL on :attr:`db` (:mod:`storage.queries`): a feature declares
-    the ports it uses, and :class:`storage.Store` is all of them on one database. Jobs this
-    handle creates or claims are leased to :attr:`process_id` (a fresh one by default) for
-    :attr:`lease_seconds`; inbound event ids are remembered for ``event_retention`` seconds."""
+@dataclass(frozen=True)
+class Owner:
+    """This process as an owner of jobs, one value shared by the ports that lease or claim for
+    it (admission, delivery claims, leasing, the playground's commands)."""
 
-    if TYPE_CHECKING:  # read-only for the ports, so that each backend's store narrows it
-
-        @property
-        def db(self) -> Database:
-            """The database the queries run on."""
-
-    _clock: Clock
     process_id: str
-    """This process's identity as an owner of jobs."""
     lease_seconds: float
     """How long a lease lasts without a heartbeat."""
-    event_retention: float
-    shared: bool
-    """Whether other processes may use this database at the same time (PostgreSQL); SQLite
-    belongs to one process at a time."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import fields
-from typing import Any, Final, Protocol
+from dataclasses import dataclass, fields
+from typing import Any, Final
 
 from storage.errors import StorageError
-from storage.queries.base import Queries
+from storage.queries.base import Clock
 from storage.records.chat import (
     ChatMessage,
     ChatRole,
@@ -66,8 +66,12 @@ SQL_LINKS_FROM: Final = (
 _NEWEST: Final = 2**63 - 1
 
 
-class ConversationStore(Queries, Protocol):
+@dataclass
+class ConversationStore:
     """Conversations, their turns and the platform messages linked to them."""
+
+    db: Database
+    clock: Clock
 
     async def get_or_create_conversation(
         self, key: ConversationKey, *, kind: ConversationKind, created_by: str | None = None
@@ -75,7 +79,7 @@ class ConversationStore(Queries, Protocol):
         """The conversation for ``key``, created when missing: ``(conversation, created)``."""
         check_word(kind, ConversationKind, "conversation kind")
         args = (key.platform, key.workspace_id, key.channel_id, key.thread_key)
-        now = self._clock()
+        now = self.clock()
         created = await self.db.fetch_one(
             SQL_CREATE_CONVERSATION, (*args, kind, created_by, now, now), repeatable=False
         )
@@ -121,7 +125,7 @@ class ConversationStore(Queries, Protocol):
     ) -> int:
         """Append a turn and link ``platform_message_ids`` to it; returns the turn's id."""
         check_turn(role, name)
-        now = self._clock()
+        now = self.clock()
         turn = (
             conversation_id, role, content, None if parts is None else to_json(list(parts)),
             None if function_call is None else to_json(function_call), name, token_count, now,
@@ -219,11 +223,14 @@ class ConversationStore(Queries, Protocol):
     ) -> bool:
         """Set (or clear with None) the conversation's own model / system prompt."""
         changes = {"model": model, "system_prompt": system_prompt}
-        return await _update(self.db, "conversations", conversation_id, changes, self._clock())
+        return await _update(self.db, "conversations", conversation_id, changes, self.clock())
 
 
-class ConversationLocks(Queries, Protocol):
+@dataclass
+class ConversationLocks:
     """One turn of a conversation at a time, across processes."""
+
+    db: Database
 
     @asynccontextmanager
     async def conversation_lock(self, conversation_id: int) -> AsyncIterator[None]:

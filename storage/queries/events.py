@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from dataclasses import dataclass
+from typing import Final
 
-from storage.queries.base import Queries
+from storage.queries.base import Clock
+from storage.sql.session import Database
 
 SQL_REMEMBER: Final = (
     "INSERT INTO processed_events (platform, event_id, seen_at) VALUES (?, ?, ?)"
@@ -16,8 +18,14 @@ PRUNE_EVERY = 1000
 """Expired entries are deleted once every this many remembered events (per process)."""
 
 
-class EventDedupe(Queries, Protocol):
+@dataclass
+class EventDedupe:
     """Inbound platform events handled once, across restarts and processes."""
+
+    db: Database
+    clock: Clock
+    retention: float
+    """Seconds an event id is remembered."""
 
     _remembered_since_prune: int = 0
 
@@ -28,8 +36,8 @@ class EventDedupe(Queries, Protocol):
         prune = self._remembered_since_prune >= PRUNE_EVERY
         if prune:
             self._remembered_since_prune = 0
-        now = self._clock()
-        cutoff = now - self.event_retention
+        now = self.clock()
+        cutoff = now - self.retention
         if prune:
             await self.db.execute(SQL_PRUNE, (cutoff,), repeatable=True)
         return await self.db.execute(SQL_REMEMBER, (platform, event_id, now, cutoff)) == 1

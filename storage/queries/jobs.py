@@ -4,10 +4,10 @@ by its provider id, and the platform message → job links behind every button."
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import fields
-from typing import Any, Final, Protocol
+from dataclasses import dataclass, fields
+from typing import Any, Final
 
-from storage.queries.base import Queries
+from storage.queries.base import Clock
 from storage.records.job_params import ResultChange
 from storage.records.jobs import Job, JobMessage, JobMessageKind, JobMove, JobStatus, Lease
 from storage.rules import (
@@ -18,7 +18,7 @@ from storage.rules import (
     check_word,
 )
 from storage.sql.dialect import marks
-from storage.sql.session import Row, Session, from_json, to_json
+from storage.sql.session import Database, Row, Session, from_json, to_json
 
 SQL_JOB_BY_ID: Final = "SELECT * FROM jobs WHERE id = ?"
 SQL_JOB_BY_TASK: Final = "SELECT * FROM jobs WHERE provider_id = ? AND family = 'task'"
@@ -56,17 +56,16 @@ def encoded_fields(fields: dict[str, Any]) -> dict[str, Any]:
     return {name: to_json(v) if name in JSON_FIELDS else v for name, v in fields.items()}
 
 
-class JobReader(Queries, Protocol):
-    """Reading one job."""
+@dataclass
+class JobReader:
+    """Reading one job, by its id or by the provider's id for it."""
+
+    db: Database
 
     async def get_job(self, job_id: str) -> Job | None:
         """The job with this id, or None."""
         row = await self.db.fetch_one(SQL_JOB_BY_ID, (job_id,))
         return None if row is None else job_from_row(row)
-
-
-class TaskLookup(Queries, Protocol):
-    """Finding a job by the provider's id for it."""
 
     async def job_for_task(self, task_id: str) -> Job | None:
         """The image task job (family ``task``) the provider knows as ``task_id``, or None."""
@@ -74,8 +73,11 @@ class TaskLookup(Queries, Protocol):
         return None if row is None else job_from_row(row)
 
 
-class JobWriter(JobReader, Protocol):
+@dataclass
+class JobWriter(JobReader):
     """Changing jobs: compare-and-set status moves and field updates."""
+
+    clock: Clock
 
     async def transition(
         self,
@@ -98,7 +100,7 @@ class JobWriter(JobReader, Protocol):
         ``create_failed`` stamps ``finished_at`` unless given or already set. A move
         ``JOB_TRANSITIONS`` does not allow raises :class:`StorageError`."""
         move = JobMove(job_id, from_statuses, to_status, fields, fence)
-        sql, values = compare_and_set(move, self._clock())
+        sql, values = compare_and_set(move, self.clock())
         if not links:
             return await self.db.execute(sql, values, repeatable=True) == 1
 
@@ -118,7 +120,7 @@ class JobWriter(JobReader, Protocol):
         compare-and-set; whether each moved, in order."""
         alike: dict[str, list[tuple[int, list[Any]]]] = {}
         for index, move in enumerate(moves):
-            sql, values = compare_and_set(move, self._clock())
+            sql, values = compare_and_set(move, self.clock())
             alike.setdefault(sql, []).append((index, values))
         moved = [False] * len(moves)
         for sql, group in alike.items():
@@ -131,7 +133,7 @@ class JobWriter(JobReader, Protocol):
         """Set fields (see ``storage.rules.UPDATABLE_FIELDS``; JSON fields take Python values)
         whatever the status; False if the job does not exist. Status changes go through
         :meth:`transition`."""
-        changes = {"updated_at": self._clock(), **encoded_fields(fields)}
+        changes = {"updated_at": self.clock(), **encoded_fields(fields)}
         assignments = ", ".join(f"{name} = ?" for name in changes)
         update = f"UPDATE jobs SET {assignments} WHERE id = ?"
         return await self.db.execute(update, (*changes.values(), job_id)) == 1
@@ -151,14 +153,17 @@ class JobWriter(JobReader, Protocol):
             changed = change(dict(job.result))
             if changed is None:
                 return job
-            updated = await tx.fetch_one(SQL_SET_RESULT, (to_json(changed), self._clock(), job_id))
+            updated = await tx.fetch_one(SQL_SET_RESULT, (to_json(changed), self.clock(), job_id))
             return None if updated is None else job_from_row(updated)
 
         return await self.db.transaction(work)
 
 
-class MessageLinks(Queries, Protocol):
+@dataclass
+class MessageLinks:
     """The platform message → job map behind every button."""
+
+    db: Database
 
     async def link_message(
         self,

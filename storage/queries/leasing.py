@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Iterable
-from typing import Final, Protocol
+from dataclasses import dataclass
+from typing import Final
 
 from storage.errors import StorageError
-from storage.queries.base import Queries
+from storage.queries.base import Clock, Owner
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES, Job, ProcessInfo
 from storage.rules import share_of, taken
 from storage.sql.dialect import marks
 from storage.sql.schema import UNFINISHED_LITERALS
-from storage.sql.session import Session, to_json
+from storage.sql.session import Database, Session, to_json
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 _IN_UNFINISHED: Final = f"status IN ({marks(len(_UNFINISHED))})"
@@ -62,16 +63,27 @@ def wakeup_channel(process_id: str) -> str:
     return "genbot_" + hashlib.sha256(process_id.encode()).hexdigest()[:24]
 
 
-class JobLeasing(Queries, Protocol):
+@dataclass
+class JobLeasing:
     """Which process follows which job. A job is created leased to the process that creates
     it (:class:`storage.JobAdmission`); the owner's heartbeat renews its leases; a lease that
     ran out (its process died or lost the database) is taken over by another process with an
-    adapter for the job's platform. This handle acts for one process, :attr:`process_id`. On
-    SQLite one process owns the database, so leases mostly record which process follows a job
-    and a restart takes them all at once."""
+    adapter for the job's platform. It acts for one process, :attr:`owner`. On SQLite one
+    process owns the database, so leases mostly record which process follows a job and a
+    restart takes them all at once."""
+
+    db: Database
+    clock: Clock
+    owner: Owner
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may hold jobs of this database at the same time
+        (PostgreSQL); SQLite belongs to one process at a time."""
+        return self.db.dialect.shared
 
     async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
-        """Renew this process's leases on its unfinished jobs for :attr:`lease_seconds` and
+        """Renew this process's leases on its unfinished jobs for its lease and
         record it as alive (with ``process``); the ids of the jobs it holds (a job it was
         working on that is missing was taken over: it stops working on it). The leases run
         from when the transaction began (not from before a wait for a connection), and a
@@ -79,19 +91,19 @@ class JobLeasing(Queries, Protocol):
         and raises :class:`StorageError` (it holds nothing it could count on)."""
 
         async def work(tx: Session) -> frozenset[str]:
-            now = self._clock()
-            renew = (now + self.lease_seconds, self.process_id, *_UNFINISHED)
+            now = self.clock()
+            renew = (now + self.owner.lease_seconds, self.owner.process_id, *_UNFINISHED)
             held = frozenset(str(row["id"]) for row in await tx.fetch_all(SQL_RENEW, renew))
             seen = (
-                self.process_id, process.host, process.pid, to_json(list(process.platforms)),
+                self.owner.process_id, process.host, process.pid, to_json(list(process.platforms)),
                 process.shards, process.started_at, now,
             )  # fmt: skip
             await tx.execute(SQL_SEEN, seen)
-            late = self._clock() - now
-            if late >= self.lease_seconds:
+            late = self.clock() - now
+            if late >= self.owner.lease_seconds:
                 raise StorageError(
                     f"the lease heartbeat took {late:.1f} s, longer than a lease"
-                    f" ({self.lease_seconds:g} s): renewal rolled back"
+                    f" ({self.owner.lease_seconds:g} s): renewal rolled back"
                 )
             return held
 
@@ -108,7 +120,7 @@ class JobLeasing(Queries, Protocol):
             return 0
         serving = self.db.dialect.json_contains("platforms", "jobs.platform")
         load = SQL_LOAD.format(serving, marks(len(allowed)))
-        live_since = self._clock() - self.lease_seconds
+        live_since = self.clock() - self.owner.lease_seconds
         rows = await self.db.fetch_all(load, (live_since, *_UNFINISHED, *allowed))
         return share_of([(int(r["jobs"]), int(r["serving"]) if self.shared else 1) for r in rows])
 
@@ -119,7 +131,9 @@ class JobLeasing(Queries, Protocol):
         if count < 1 or not self.shared:
             return 0
         shed = SQL_SHED.format(self.db.dialect.skip_locked)
-        return await self.db.execute(shed, (self.process_id, *_IN_FLIGHT, count), repeatable=True)
+        return await self.db.execute(
+            shed, (self.owner.process_id, *_IN_FLIGHT, count), repeatable=True
+        )
 
     async def claim_jobs(
         self, platforms: Iterable[str], *, limit: int, take_live: bool = False
@@ -133,29 +147,31 @@ class JobLeasing(Queries, Protocol):
         allowed = tuple(platforms)
         if not allowed or limit < 1:
             return []
-        now = self._clock()
-        lease_until = now + self.lease_seconds
+        now = self.clock()
+        lease_until = now + self.owner.lease_seconds
         select = (SQL_NOT_MINE if take_live else SQL_EXPIRED).format(marks(len(allowed)))
         head = _UNFINISHED if take_live else (now,)
 
         async def work(tx: Session) -> list[Job]:
             found = select + tx.dialect.skip_locked
-            rows = await tx.fetch_all(found, (*head, self.process_id, *allowed, limit))
+            rows = await tx.fetch_all(found, (*head, self.owner.process_id, *allowed, limit))
             if rows:
                 take = SQL_TAKE.format(marks(len(rows)))
-                await tx.execute(take, (self.process_id, lease_until, *(r["id"] for r in rows)))
+                await tx.execute(
+                    take, (self.owner.process_id, lease_until, *(r["id"] for r in rows))
+                )
             return [job_from_row(row) for row in rows]
 
         free = await self.db.transaction(work, repeatable=True)
-        return [taken(job, self.process_id, lease_until) for job in free]
+        return [taken(job, self.owner.process_id, lease_until) for job in free]
 
     async def release_leases(self) -> int:
         """End this process's leases now (a clean stop) and drop it from the live
         processes; how many were released."""
 
         async def work(tx: Session) -> int:
-            released = await tx.execute(SQL_RELEASE, (self.process_id, *_UNFINISHED))
-            await tx.execute(SQL_FORGET, (self.process_id,))
+            released = await tx.execute(SQL_RELEASE, (self.owner.process_id, *_UNFINISHED))
+            await tx.execute(SQL_FORGET, (self.owner.process_id,))
             return released
 
         return await self.db.transaction(work)
@@ -164,13 +180,13 @@ class JobLeasing(Queries, Protocol):
         """Ask ``job``'s owner (another process) to look at it now: ``NOTIFY`` on the owner's
         channel with the job's id (nothing to do where the database has one process)."""
         notify = self.db.dialect.notify
-        if notify is None or job.owner is None or job.owner == self.process_id:
+        if notify is None or job.owner is None or job.owner == self.owner.process_id:
             return
         await self.db.execute(notify, (wakeup_channel(job.owner), job.id), repeatable=True)
 
     async def wakeups(self) -> AsyncIterator[str]:
         """Ids of the jobs other processes asked this one to look at, as they come; raises
         :class:`StorageError` when the connection is lost. Empty on an unshared database."""
-        async for job_id in self.db.listen(wakeup_channel(self.process_id)):
+        async for job_id in self.db.listen(wakeup_channel(self.owner.process_id)):
             if job_id is not None:
                 yield job_id

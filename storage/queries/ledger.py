@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
-from typing import Final, Protocol
+from typing import Final
 
-from storage.queries.base import Queries
+from storage.queries.base import Clock
 from storage.records.usage import ESTIMATED_CREDITS, UsageTotals
 from storage.rules import day_text, utc_day
+from storage.sql.session import Database
 
 SQL_ADD_USAGE: Final = (
     "INSERT INTO usage (platform, user_id, day, kind, job_id, tokens_prompt, tokens_completion,"
@@ -23,8 +25,12 @@ SQL_USAGE_FOR_USER: Final = (
 )
 
 
-class UsageLedger(Queries, Protocol):
+@dataclass
+class UsageLedger:
     """Tokens and credits per user per UTC day."""
+
+    db: Database
+    clock: Clock
 
     async def add_usage(
         self,
@@ -40,7 +46,7 @@ class UsageLedger(Queries, Protocol):
     ) -> bool:
         """Record one usage event; with ``job_id`` the pair (``job_id``, ``kind``) is recorded
         once (a repeat returns False)."""
-        stamp = self._clock() if at is None else at
+        stamp = self.clock() if at is None else at
         values = (
             platform, user_id, utc_day(stamp), kind, job_id, tokens_prompt, tokens_completion,
             credits, stamp,
@@ -51,7 +57,7 @@ class UsageLedger(Queries, Protocol):
         self, platform: str, user_id: str, day: str | date | None = None
     ) -> UsageTotals:
         """A user's totals for one UTC day (default: today)."""
-        the_day = utc_day(self._clock()) if day is None else day_text(day)
+        the_day = utc_day(self.clock()) if day is None else day_text(day)
         row = await self.db.fetch_one(SQL_USAGE_FOR_USER, (platform, user_id, the_day))
         assert row is not None
         return UsageTotals(

@@ -8,14 +8,15 @@ from __future__ import annotations
 import functools
 import secrets
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Final
 
-from storage.queries.base import Queries
+from storage.queries.base import Clock, Owner
 from storage.queries.grouped import Grouped
 from storage.records.platforms import ImageToSave, MessageToSave, PlaygroundImage, PlaygroundMessage
 from storage.rules import newest_images
 from storage.sql.dialect import marks
-from storage.sql.session import Row, Session, from_json, to_json
+from storage.sql.session import Database, Row, Session, from_json, to_json
 
 CHANNEL: Final = "genbot_playground"
 SQL_SAVE: Final = (
@@ -98,8 +99,13 @@ def _image(row: Row) -> PlaygroundImage:
     )  # fmt: skip
 
 
-class PlaygroundQueries(Queries):
-    """:class:`storage.PlaygroundHistory`."""
+@dataclass
+class PlaygroundHistory:
+    """The playground's messages, images and commands (the web adapter's journal)."""
+
+    db: Database
+    clock: Clock
+    owner: Owner
 
     async def load_playground(
         self, keep: int, *, max_image_bytes: int | None = None
@@ -154,7 +160,7 @@ class PlaygroundQueries(Queries):
                     to_json(sorted(message.image_keys)),
                     to_json(dict(message.body)),
                     message.pending,
-                    self.process_id,
+                    self.owner.process_id,
                 )
                 saved = await tx.fetch_one(SQL_SAVE, row)
                 assert saved is not None
@@ -168,7 +174,7 @@ class PlaygroundQueries(Queries):
                 in_use = tx.dialect.json_elements("playground_messages", "image_keys")
                 await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
             if tx.dialect.notify is not None:
-                notices = [(CHANNEL, f"{self.process_id} {m.id}") for m, _, _ in batch]
+                notices = [(CHANNEL, f"{self.owner.process_id} {m.id}") for m, _, _ in batch]
                 await tx.execute_each(tx.dialect.notify, notices)
             return versions
 
@@ -179,17 +185,17 @@ class PlaygroundQueries(Queries):
         command makes the others skip it). Where processes share the database, the claimer
         is recorded as alive with its claim (a process claims before its first heartbeat), so
         no other process takes what it just took."""
-        now = self._clock()
-        values: tuple[object, ...] = (self.process_id, accepted_before)
-        if self.shared:
-            values += (self.process_id, now - OWNER_SILENCE_LEASES * self.lease_seconds)
+        now = self.clock()
+        values: tuple[object, ...] = (self.owner.process_id, accepted_before)
+        if self.db.dialect.shared:
+            values += (self.owner.process_id, now - OWNER_SILENCE_LEASES * self.owner.lease_seconds)
         created = self.db.dialect.json_number("body", "created")
-        not_live = SQL_NOT_LIVE if self.shared else ""
+        not_live = SQL_NOT_LIVE if self.db.dialect.shared else ""
         claim = SQL_CLAIM_PENDING.format(created, not_live, self.db.dialect.skip_locked)
 
         async def work(tx: Session) -> list[str]:
-            if self.shared:
-                await tx.execute(SQL_ALIVE, (self.process_id, now, now))
+            if self.db.dialect.shared:
+                await tx.execute(SQL_ALIVE, (self.owner.process_id, now, now))
             return [str(row["id"]) for row in await tx.fetch_all(claim, values)]
 
         return await self.db.transaction(work, repeatable=True)
@@ -232,5 +238,5 @@ class PlaygroundQueries(Queries):
                 yield None
                 continue
             origin, _, message_id = notice.partition(" ")
-            if origin != self.process_id and message_id:
+            if origin != self.owner.process_id and message_id:
                 yield message_id

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Final, Protocol
+from dataclasses import dataclass, fields
+from typing import Final
 
-from storage.queries.base import Queries
+from storage.queries.base import Clock
 from storage.records.chat import Conversation
 from storage.records.settings import (
     UNSET,
@@ -17,7 +17,7 @@ from storage.records.settings import (
     _Unset,
 )
 from storage.rules import check_word, given_settings, merge_settings
-from storage.sql.session import Row
+from storage.sql.session import Database, Row
 
 SQL_SCOPE: Final = "SELECT * FROM scope_settings WHERE platform = ? AND kind = ? AND scope_id = ?"
 SQL_SCOPES: Final = (
@@ -25,8 +25,11 @@ SQL_SCOPES: Final = (
 )
 
 
-class SettingsReader(Queries, Protocol):
+@dataclass
+class SettingsReader:
     """Effective settings, merged from the scopes."""
+
+    db: Database
 
     async def effective_settings(
         self,
@@ -55,8 +58,11 @@ class SettingsReader(Queries, Protocol):
         return merge_settings(found, defaults=defaults, conversation=conversation)
 
 
-class SettingsStore(SettingsReader, Protocol):
+@dataclass
+class SettingsStore(SettingsReader):
     """Settings per user, channel and workspace."""
+
+    clock: Clock
 
     async def set_scope_settings(
         self,
@@ -92,7 +98,7 @@ class SettingsStore(SettingsReader, Protocol):
             f" VALUES ({', '.join('?' * len(columns))})"
             f" ON CONFLICT (platform, kind, scope_id) DO UPDATE SET {updates} RETURNING *"
         )
-        values = (platform, kind, scope_id, self._clock(), *given.values())
+        values = (platform, kind, scope_id, self.clock(), *given.values())
         row = await self.db.fetch_one(upsert, values, repeatable=False)
         assert row is not None
         return scope_from_row(row)

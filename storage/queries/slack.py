@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from dataclasses import dataclass
+from typing import Final
 
-from storage.queries.base import Queries
+from storage.queries.base import Clock
 from storage.records.platforms import InstallationToSave, SlackInstallation
-from storage.sql.session import Session, from_json, to_json
+from storage.sql.session import Database, Session, from_json, to_json
 
 SQL_SAVE_INSTALLATION: Final = (
     "INSERT INTO slack_installations (enterprise_id, team_id, user_id, installed_at, data)"
@@ -32,11 +33,15 @@ def _of_user(user_id: str | None) -> tuple[str, tuple[str, ...]]:
     return ("", ()) if user_id is None else (" AND user_id = ?", (user_id,))
 
 
-class SlackInstallations(Queries, Protocol):
+@dataclass
+class SlackInstallations:
     """Slack OAuth installations per workspace (or organization), and OAuth states.
 
     Platform-free: the Slack adapter turns ``data`` to and from its SDK's installation objects.
     ``enterprise_id`` / ``team_id`` / ``user_id`` are ``""`` when absent."""
+
+    db: Database
+    clock: Clock
 
     async def save_slack_installation(self, installation: InstallationToSave) -> None:
         """Store an installation; one per (enterprise, team, installing user), replaced by a
@@ -81,7 +86,7 @@ class SlackInstallations(Queries, Protocol):
         now)."""
 
         async def work(tx: Session) -> None:
-            await tx.execute(SQL_PRUNE_STATES, (self._clock(),))
+            await tx.execute(SQL_PRUNE_STATES, (self.clock(),))
             await tx.execute(SQL_ISSUE_STATE, (state, expires_at))
 
         await self.db.transaction(work)
@@ -89,4 +94,4 @@ class SlackInstallations(Queries, Protocol):
     async def consume_oauth_state(self, state: str) -> bool:
         """True once for a remembered, unexpired ``state`` (it is forgotten), else False."""
         row = await self.db.fetch_one(SQL_CONSUME_STATE, (state,))
-        return row is not None and float(row["expires_at"]) >= self._clock()
+        return row is not None and float(row["expires_at"]) >= self.clock()

@@ -4,14 +4,15 @@ claim, and recent jobs (a requester's, and everyone's posted ones)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final, Protocol
+from dataclasses import dataclass
+from typing import Any, Final
 
-from storage.queries.base import Queries
+from storage.queries.base import Clock, Owner
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import UNFINISHED_STATUSES, Job, JobStatus
 from storage.rules import status_tuple, utc_day
 from storage.sql.dialect import marks
-from storage.sql.session import Session
+from storage.sql.session import Database, Session
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 SQL_UNFINISHED: Final = "SELECT {} FROM jobs WHERE {} ORDER BY created_at, id"
@@ -60,8 +61,13 @@ def _unfinished_where(
     return conditions, values
 
 
-class DeliveryClaims(Queries, Protocol):
+@dataclass
+class DeliveryClaims:
     """Claiming a finished or failed job for posting, exactly once."""
+
+    db: Database
+    clock: Clock
+    owner: Owner
 
     async def claim_delivery(
         self, job_id: str, platforms: Iterable[str], due_by: float
@@ -74,11 +80,11 @@ class DeliveryClaims(Queries, Protocol):
         allowed = tuple(platforms)
         if not allowed:
             return None
-        now = self._clock()
+        now = self.clock()
         claim = SQL_CLAIM_DELIVERY.format(marks(len(allowed)))
 
         async def work(tx: Session) -> Job | None:
-            row = await tx.fetch_one(claim, (now, job_id, *allowed, self.process_id, due_by))
+            row = await tx.fetch_one(claim, (now, job_id, *allowed, self.owner.process_id, due_by))
             if row is None:
                 return None
             job = job_from_row(row)
@@ -90,9 +96,13 @@ class DeliveryClaims(Queries, Protocol):
         return await self.db.transaction(work, repeatable=True)
 
 
-class JobTracking(Queries, Protocol):
+@dataclass
+class JobTracking:
     """What the tracker queries: unfinished jobs, due times, poll stamps; and how many jobs
     are where, for metrics."""
+
+    db: Database
+    clock: Clock
 
     async def list_unfinished_jobs(
         self,
@@ -161,7 +171,7 @@ class JobTracking(Queries, Protocol):
         ids = list(job_ids)
         if not ids:
             return 0
-        stamp = self._clock() if at is None else at
+        stamp = self.clock() if at is None else at
         mark = f"UPDATE jobs SET last_polled_at = ? WHERE id IN ({marks(len(ids))})"
         return await self.db.execute(mark, (stamp, *ids), repeatable=True)
 
@@ -171,8 +181,11 @@ class JobTracking(Queries, Protocol):
         return [(row["status"], str(row["platform"]), int(row["n"])) for row in rows]
 
 
-class JobHistory(Queries, Protocol):
+@dataclass
+class JobHistory:
     """Recent jobs: a requester's, and everyone's posted ones."""
+
+    db: Database
 
     async def recent_jobs(
         self,

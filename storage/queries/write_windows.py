@@ -15,13 +15,14 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
-from storage.queries.base import Queries
+from storage.queries.base import Clock
 from storage.queries.grouped import Grouped
 from storage.records.platforms import WriteWindow
 from storage.sql.dialect import marks
-from storage.sql.session import Session
+from storage.sql.session import Database, Session
 
 ALLOWANCE = 0.5
 """Seconds a write keeps counting past its window, for the request to reach the platform."""
@@ -41,14 +42,23 @@ Reservation = tuple[Sequence[WriteWindow], float]
 """The windows one write counts in, and its spacing."""
 
 
-class WriteWindowQueries(Queries):
-    """:class:`storage.WriteWindows`."""
+@dataclass
+class WriteWindows:
+    """Platform write limits counted across processes, so N processes writing into one
+    channel or workspace stay within what the platform allows."""
+
+    db: Database
+    clock: Clock
 
     _reserved_since_prune = 0
 
     async def reserve_writes(
         self, windows: Sequence[WriteWindow], *, spacing: float = 0.0
     ) -> float:
+        """Count one write in every window when each has room (and, with ``spacing``, the
+        first window's previous write is at least that many seconds old): returns 0. Else
+        nothing is counted and the answer is how many seconds to wait before asking again.
+        Always 0 where the database has one process."""
         if not windows or self.db.dialect.transaction_lock is None:
             return 0.0
         return await self._reservations((windows, spacing))
@@ -62,7 +72,7 @@ class WriteWindowQueries(Queries):
         and what the ones before it took, or waits (nothing taken)."""
         lock = self.db.dialect.transaction_lock
         assert lock is not None
-        now = self._clock()
+        now = self.clock()
         keys = sorted({window.key for windows, _ in batch for window in windows})
         self._reserved_since_prune += len(batch)
         prune = self._reserved_since_prune >= PRUNE_EVERY

@@ -29,7 +29,7 @@ class SqliteStore(Store):
     ) -> SqliteStore:
         """Open (creating if needed) the database at ``path`` with every pending migration
         applied; a statement running longer than ``statement_timeout`` seconds is interrupted
-        and fails. ``identity``: see :class:`storage.queries.base.Queries`."""
+        and fails. ``identity``: see :class:`storage.queries.base.Identity`."""
         database = await SqliteDatabase.open(Path(path), busy_timeout=busy_timeout)
         try:
             await migrate(database, clock=identity.get("clock", time.time))

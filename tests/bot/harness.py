@@ -42,7 +42,7 @@ from bot.kernel import (
     WebhookSettings,
 )
 from bot.outbox import Outbox, Pacer
-from bot.refs import Refs
+from bot.refs import Refs, RefStorage
 from bot.router import Conversations, Feature, Lifecycle, Router
 from genbot.compose import JobEngines, build_job_engines, webhook_receiver
 from genbot.demo import free_port
@@ -106,7 +106,7 @@ class Genbot:
 
     async def all_jobs(self) -> list[Job]:
         """Every job, oldest first."""
-        return await self.store.list_unfinished_jobs(ALL_STATUSES)
+        return await self.store.tracking.list_unfinished_jobs(ALL_STATUSES)
 
     async def latest_job(self) -> Job:
         """The job created last."""
@@ -199,7 +199,9 @@ async def running_genbot(
         stack.push_async_callback(provider.aclose)
         fake = platform or FakePlatform(limits=ROOMY)
         surfaces = SurfaceRegistry([fake])
-        outbox = Outbox(surfaces, Pacer(shared=store if store.shared else None))
+        outbox = Outbox(
+            surfaces, Pacer(shared=store.write_windows if store.db.dialect.shared else None)
+        )
         jobs = build_job_engines(settings, store, provider, outbox)
         parts = Parts(settings, store, provider, surfaces, outbox, jobs)
         extra = list(features(parts)) if features is not None else []
@@ -211,7 +213,9 @@ async def running_genbot(
             [*jobs.features, *extra],
             chat,
             [*jobs.services, *listeners, *services],
-            refs=Refs(store, open_channels),
+            refs=Refs(
+                RefStorage(store.jobs, store.message_links, store.conversations), open_channels
+            ),
         )
         await core.start()
         stack.push_async_callback(core.stop)

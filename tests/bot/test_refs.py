@@ -112,16 +112,20 @@ async def victims(store: SqliteStore) -> dict[RefKind, Victim]:
         workspace_id=HOME.workspace_id,
         prompt="alice's secret lighthouse",
     )
-    admitted = await store.create_job_within(new, JobQuota())
+    admitted = await store.admission.create_job_within(new, JobQuota())
     assert isinstance(admitted, tuple)
     job, _ = admitted
-    await store.transition(job.id, ("creating",), "submitted", provider_id="p1")
-    await store.transition(job.id, ("submitted",), "finished", result_urls=["https://x/1.png"])
+    await store.jobs.transition(job.id, ("creating",), "submitted", provider_id="p1")
+    await store.jobs.transition(job.id, ("submitted",), "finished", result_urls=["https://x/1.png"])
     key = ConversationKey(THREAD.platform, THREAD.workspace_id, THREAD.channel_id, "t1")
-    conversation, _ = await store.get_or_create_conversation(key, kind="thread", created_by="alice")
-    turn = await store.append_message(conversation.id, "user", "alice's secret")
-    reply = await store.append_message(conversation.id, "assistant", "answer")
-    await store.link_conversation_messages(conversation.id, [VISION_MESSAGE], chat_message_id=turn)
+    conversation, _ = await store.conversations.get_or_create_conversation(
+        key, kind="thread", created_by="alice"
+    )
+    turn = await store.conversations.append_message(conversation.id, "user", "alice's secret")
+    reply = await store.conversations.append_message(conversation.id, "assistant", "answer")
+    await store.conversations.link_conversation_messages(
+        conversation.id, [VISION_MESSAGE], chat_message_id=turn
+    )
     scopes = (
         Press(BOB, HOME, refused_with=ADMINS_ONLY),
         Press(ADMIN, HOME),
@@ -177,7 +181,7 @@ async def test_the_action_table_names_every_kind_of_ref(world: World) -> None:
 async def test_every_action_refuses_refs_to_what_is_not_the_pressers(
     world: World, make: Make
 ) -> None:
-    jobs_before = len(await world.store.list_unfinished_jobs(ALL_STATUSES))
+    jobs_before = len(await world.store.tracking.list_unfinished_jobs(ALL_STATUSES))
     wrong: list[str] = []
     for action, kind in sorted(world.core.actions.items()):
         victim = world.victims[kind]
@@ -193,7 +197,7 @@ async def test_every_action_refuses_refs_to_what_is_not_the_pressers(
     assert wrong == []
     for platform in world.platforms.values():
         assert platform.messages == {} and platform.modals == [] and platform.sent == []
-    assert len(await world.store.list_unfinished_jobs(ALL_STATUSES)) == jobs_before
+    assert len(await world.store.tracking.list_unfinished_jobs(ALL_STATUSES)) == jobs_before
 
 
 async def test_the_owners_presses_resolve_to_the_thing(world: World) -> None:
@@ -231,7 +235,7 @@ async def test_a_job_in_a_dm_is_nobody_elses_even_where_every_dm_is_one_workspac
         is_dm=True,
         prompt="alice's private heron",
     )
-    admitted = await world.store.create_job_within(new, JobQuota())
+    admitted = await world.store.admission.create_job_within(new, JobQuota())
     assert isinstance(admitted, tuple)
     job, _ = admitted
     assert world.core.refs is not None

@@ -76,7 +76,7 @@ async def test_a_key_that_does_not_open_the_stored_slack_tokens_is_one_line(
     stops at once, saying which setting keeps the old key."""
     first, second = "first-key-0123456789-0123456789-01", "second-key-0123456789-0123456789-0"
     async with await SqliteStore.open(tmp_path / "genbot.db") as store:
-        await InstallationStore(store, Sealer([first])).check_key()
+        await InstallationStore(store.installations, Sealer([first])).check_key()
     env = clean_env(
         {
             "GENBOT_SLACK__CLIENT_ID": "1.2",

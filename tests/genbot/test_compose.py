@@ -22,8 +22,8 @@ async def test_two_processes_together_send_what_the_limit_allows(
     first_store = await PostgresStore.open(url, pool_size=2)
     second_store = await PostgresStore.open(url, pool_size=2)
     try:
-        first = RequestPacer(2, shared=shared_chat_pacing(first_store))
-        second = RequestPacer(2, shared=shared_chat_pacing(second_store))
+        first = RequestPacer(2, shared=shared_chat_pacing(first_store.write_windows))
+        second = RequestPacer(2, shared=shared_chat_pacing(second_store.write_windows))
         await first.acquire(max_wait=1.0)
         await second.acquire(max_wait=1.0)
 
@@ -38,7 +38,7 @@ async def test_two_processes_together_send_what_the_limit_allows(
 async def test_a_process_alone_on_its_database_paces_by_its_own_count(tmp_path: Path) -> None:
     store = await SqliteStore.open(tmp_path / "genbot.db")
     try:
-        pacer = RequestPacer(2, shared=shared_chat_pacing(store))
+        pacer = RequestPacer(2, shared=shared_chat_pacing(store.write_windows))
         await pacer.acquire(max_wait=1.0)
         await pacer.acquire(max_wait=1.0)
         with pytest.raises(ProviderRateLimited):

@@ -28,12 +28,12 @@ async def two_processes(url: str) -> tuple[str, str]:
         await PostgresStore.open(url, clock=lambda: time.time() - 60) as dead,
     ):
         for _ in range(2):
-            await create_job(live, new_job(status="processing"))
-        await create_job(dead, new_job(status="finished", platform="slack"))
+            await create_job(live.admission, new_job(status="processing"))
+        await create_job(dead.admission, new_job(status="finished", platform="slack"))
         now = 1.0
-        await live.heartbeat(ProcessInfo("h1", 11, ("discord",), now, shards="0 of 2"))
-        await dead.heartbeat(ProcessInfo("h2", 22, ("slack",), now))
-        return live.process_id, dead.process_id
+        await live.leasing.heartbeat(ProcessInfo("h1", 11, ("discord",), now, shards="0 of 2"))
+        await dead.leasing.heartbeat(ProcessInfo("h2", 22, ("slack",), now))
+        return live.owner.process_id, dead.owner.process_id
 
 
 def test_status_lists_processes_and_jobs_by_state_and_owner(

@@ -291,6 +291,6 @@ async def fault_scenario(workdir: Path, *, seed: int, size: FaultSize) -> FaultR
         jobs = await bot.all_jobs()
         await check_links(bot, jobs)
         await everything_ended(bot.sim)
-        credits = (await bot.store.usage_for_user("fake", USER.id)).credits
+        credits = (await bot.store.ledger.usage_for_user("fake", USER.id)).credits
         ledger = check_ledger(bot.sim, jobs, credits)
         return FaultReport(outcomes, fault_coverage(bot.sim), ledger, jobs)

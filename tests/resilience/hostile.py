@@ -478,7 +478,7 @@ async def blends_over_budget(
     files = [(f"{n}.png", noise_png(side, side, seed=n)) for n in range(images)]
     outcome = Outcome(attempts=blends)
     async with await SqliteStore.open(workdir / "genbot.db") as store:
-        await store.add_usage("slack", "U1", credits=1_000_000, kind="credits")
+        await store.ledger.add_usage("slack", "U1", credits=1_000_000, kind="credits")
     slack_port = _free_port()
     async with genbot_child(workdir, _slack_http(slack, slack_port)) as process:
         events = f"http://127.0.0.1:{slack_port}/slack/events"

@@ -130,7 +130,7 @@ class Genbot:
 
     async def all_jobs(self) -> list[Job]:
         """Every job, oldest first."""
-        return await self.store.list_unfinished_jobs(ALL_STATUSES)
+        return await self.store.tracking.list_unfinished_jobs(ALL_STATUSES)
 
     async def settle(self, job_ids: Iterable[str], timeout: float = 20.0) -> list[Job]:
         """The jobs once each is posted, reported or refused (bounded wait)."""

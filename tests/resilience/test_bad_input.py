@@ -45,11 +45,11 @@ async def seed_jobs(store: SqliteStore) -> dict[str, str]:
         "status": "posted",
     }
     grid = await create_job(
-        store,
+        store.admission,
         NewJob(family="task", type="imagine", prompt="a fox --v 6", provider_id="grid-1", **common),
     )
     upscale = await create_job(
-        store,
+        store.admission,
         NewJob(
             family="task",
             type="upscale",
@@ -61,7 +61,7 @@ async def seed_jobs(store: SqliteStore) -> dict[str, str]:
         ),
     )
     diffusion = await create_job(
-        store,
+        store.admission,
         NewJob(
             family="diffusion",
             type="txt2img",
@@ -72,17 +72,18 @@ async def seed_jobs(store: SqliteStore) -> dict[str, str]:
         ),
     )
     describe = await create_job(
-        store, NewJob(family="task", type="describe", provider_id="describe-task-1", **common)
+        store.admission,
+        NewJob(family="task", type="describe", provider_id="describe-task-1", **common),
     )
-    await store.update_job(
+    await store.jobs.update_job(
         upscale.id,
         actions=["high_variation", "low_variation", "vary_region", "outpaint_custom"],
         result={"width": 384, "height": 384},
         result_urls=["https://images.example.org/up.png"],
     )
-    await store.update_job(grid.id, actions=["upscale1", "variation1", "reroll"])
-    await store.update_job(diffusion.id, result_urls=["https://images.example.org/diff.png"])
-    await store.update_job(describe.id, result={"prompts": ["a", "b", "c", "d"]})
+    await store.jobs.update_job(grid.id, actions=["upscale1", "variation1", "reroll"])
+    await store.jobs.update_job(diffusion.id, result_urls=["https://images.example.org/diff.png"])
+    await store.jobs.update_job(describe.id, result={"prompts": ["a", "b", "c", "d"]})
     jobs = {"grid": grid, "upscale": upscale, "diffusion": diffusion, "describe": describe}
     return {key: job.id for key, job in jobs.items()}
 

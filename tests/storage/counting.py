@@ -132,7 +132,11 @@ class CountingDatabase:
 
 
 def counted(store: Store) -> CountingDatabase:
-    """Count ``store``'s round trips from now on."""
+    """Count ``store``'s round trips from now on: its ports (and whoever holds them) run on the
+    counting database."""
     counting = CountingDatabase(store.db)
     store.db = counting
+    for port in vars(store).values():
+        if hasattr(port, "db"):
+            port.db = counting
     return counting

@@ -26,7 +26,9 @@ async def test_concurrent_creations_cannot_all_pass_the_cap(
     quota = JobQuota(max_active=1)
     outcomes = await asyncio.gather(
         *(
-            (store if n % 2 else other_store).create_job_within(new_job(prompt=f"f{n}"), quota)
+            (store if n % 2 else other_store).admission.create_job_within(
+                new_job(prompt=f"f{n}"), quota
+            )
             for n in range(5)
         )
     )
@@ -35,20 +37,22 @@ async def test_concurrent_creations_cannot_all_pass_the_cap(
     refused = [o for o in outcomes if isinstance(o, QuotaRefusal)]
     assert len(created) == 1 and created[0][1] is True
     assert refused == [QuotaRefusal("max_active", 1, 1)] * 4
-    assert len(await store.list_unfinished_jobs(ACTIVE_STATUSES)) == 1
+    assert len(await store.tracking.list_unfinished_jobs(ACTIVE_STATUSES)) == 1
 
 
 async def test_the_cap_counts_unknown_jobs_and_ignores_other_users(store: Store) -> None:
     quota = JobQuota(max_active=2)
-    first = await store.create_job_within(new_job(), quota)
+    first = await store.admission.create_job_within(new_job(), quota)
     assert not isinstance(first, QuotaRefusal)
-    assert await store.transition(first[0].id, "creating", "unknown")
-    assert not isinstance(await store.create_job_within(new_job(), quota), QuotaRefusal)
+    assert await store.jobs.transition(first[0].id, "creating", "unknown")
+    assert not isinstance(await store.admission.create_job_within(new_job(), quota), QuotaRefusal)
 
-    assert await store.create_job_within(new_job(), quota) == QuotaRefusal("max_active", 2, 2)
-    other = await store.create_job_within(new_job(requester_id="u2"), quota)
+    assert await store.admission.create_job_within(new_job(), quota) == QuotaRefusal(
+        "max_active", 2, 2
+    )
+    other = await store.admission.create_job_within(new_job(requester_id="u2"), quota)
     assert not isinstance(other, QuotaRefusal)
-    unlimited = await store.create_job_within(new_job(), JobQuota())
+    unlimited = await store.admission.create_job_within(new_job(), JobQuota())
     assert not isinstance(unlimited, QuotaRefusal)
 
 
@@ -56,77 +60,82 @@ async def test_the_daily_credit_budget_is_checked_for_the_current_day(
     store: Store, clock: ManualClock
 ) -> None:
     quota = JobQuota(max_daily_credits=4)
-    await store.add_usage("discord", "u1", credits=4, kind="credits", job_id="old")
-    assert await store.create_job_within(new_job(), quota) == QuotaRefusal(
+    await store.ledger.add_usage("discord", "u1", credits=4, kind="credits", job_id="old")
+    assert await store.admission.create_job_within(new_job(), quota) == QuotaRefusal(
         "max_daily_credits", 4, 4
     )
     clock.advance(24 * 3600)
-    assert not isinstance(await store.create_job_within(new_job(), quota), QuotaRefusal)
+    assert not isinstance(await store.admission.create_job_within(new_job(), quota), QuotaRefusal)
 
 
 async def test_an_existing_derivative_is_returned_without_a_quota_check(store: Store) -> None:
-    parent = await create_job(store, new_job())
+    parent = await create_job(store.admission, new_job())
     quota = JobQuota(max_active=1)
     derived = new_job(parent_job_id=parent.id, action="upscale1")
-    assert await store.create_job_within(derived, quota) == QuotaRefusal("max_active", 1, 1)
-    await store.transition(parent.id, "creating", "finished")
+    assert await store.admission.create_job_within(derived, quota) == QuotaRefusal(
+        "max_active", 1, 1
+    )
+    await store.jobs.transition(parent.id, "creating", "finished")
 
-    made = await store.create_job_within(derived, quota)
+    made = await store.admission.create_job_within(derived, quota)
     assert not isinstance(made, QuotaRefusal) and made[1] is True
-    again = await store.create_job_within(derived, quota)
+    again = await store.admission.create_job_within(derived, quota)
     assert again == (made[0], False)
 
 
 async def test_unknown_jobs_may_be_adopted_or_fail_but_never_be_refused(store: Store) -> None:
     assert "unknown" in ACTIVE_STATUSES and "unknown" not in IN_FLIGHT_STATUSES
-    job = await create_job(store, new_job())
-    assert await store.transition(job.id, "creating", "unknown", error="no answer")
+    job = await create_job(store.admission, new_job())
+    assert await store.jobs.transition(job.id, "creating", "unknown", error="no answer")
     with pytest.raises(StorageError, match="cannot go from 'unknown' to 'create_failed'"):
-        await store.transition(job.id, "unknown", "create_failed")
-    assert await store.transition(job.id, "unknown", "processing", provider_id="task-1")
-    adopted = await store.get_job(job.id)
+        await store.jobs.transition(job.id, "unknown", "create_failed")
+    assert await store.jobs.transition(job.id, "unknown", "processing", provider_id="task-1")
+    adopted = await store.jobs.get_job(job.id)
     assert adopted is not None and adopted.provider_id == "task-1"
 
 
 async def test_delivery_attempts_are_stored(store: Store) -> None:
-    job = await create_job(store, new_job())
+    job = await create_job(store.admission, new_job())
     assert job.delivery_attempts == 0
-    assert await store.update_job(job.id, delivery_attempts=3)
-    stored = await store.get_job(job.id)
+    assert await store.jobs.update_job(job.id, delivery_attempts=3)
+    stored = await store.jobs.get_job(job.id)
     assert stored is not None and stored.delivery_attempts == 3
 
 
 async def test_stale_jobs_and_the_next_scheduled_poll(store: Store, clock: ManualClock) -> None:
-    old = await create_job(store, new_job(prompt="old"))
+    old = await create_job(store.admission, new_job(prompt="old"))
     clock.advance(100)
-    young = await create_job(store, new_job(prompt="young"))
-    stale = await store.list_unfinished_jobs(created_before=clock.now - 50)
+    young = await create_job(store.admission, new_job(prompt="young"))
+    stale = await store.tracking.list_unfinished_jobs(created_before=clock.now - 50)
     assert [job.id for job in stale] == [old.id]
 
-    assert await store.next_poll_after(["processing", "finished"], clock.now) is None
-    await store.transition(old.id, "creating", "finished", next_poll_at=clock.now + 30)
-    await store.transition(young.id, "creating", "processing", next_poll_at=clock.now + 10)
-    assert await store.next_poll_after(["processing", "finished"], clock.now) == clock.now + 10
-    assert await store.next_poll_after(["finished"], clock.now) == clock.now + 30
-    assert await store.next_poll_after(["finished"], clock.now + 30) is None
+    assert await store.tracking.next_poll_after(["processing", "finished"], clock.now) is None
+    await store.jobs.transition(old.id, "creating", "finished", next_poll_at=clock.now + 30)
+    await store.jobs.transition(young.id, "creating", "processing", next_poll_at=clock.now + 10)
+    assert (
+        await store.tracking.next_poll_after(["processing", "finished"], clock.now)
+        == clock.now + 10
+    )
+    assert await store.tracking.next_poll_after(["finished"], clock.now) == clock.now + 30
+    assert await store.tracking.next_poll_after(["finished"], clock.now + 30) is None
 
 
 async def test_the_quota_can_be_read_before_costly_work(store: Store) -> None:
     """What a command checks before it downloads anything: the requester's caps, with the jobs
     about to be created counted, writing nothing."""
     active, budget = JobQuota(max_active=2), JobQuota(max_daily_credits=4)
-    assert await store.quota_refusal("discord", "u1", active) is None
-    assert await store.quota_refusal("discord", "u1", active, pending=2) == QuotaRefusal(
+    assert await store.admission.quota_refusal("discord", "u1", active) is None
+    assert await store.admission.quota_refusal("discord", "u1", active, pending=2) == QuotaRefusal(
         "max_active", 2, 2
     )
-    await store.create_job_within(new_job(), active)
-    assert await store.quota_refusal("discord", "u1", active, pending=1) == QuotaRefusal(
+    await store.admission.create_job_within(new_job(), active)
+    assert await store.admission.quota_refusal("discord", "u1", active, pending=1) == QuotaRefusal(
         "max_active", 2, 2
     )
-    assert await store.quota_refusal("discord", "u2", active, pending=1) is None
-    await store.add_usage("discord", "u1", credits=4, kind="credits")
-    assert await store.quota_refusal("discord", "u1", budget) == QuotaRefusal(
+    assert await store.admission.quota_refusal("discord", "u2", active, pending=1) is None
+    await store.ledger.add_usage("discord", "u1", credits=4, kind="credits")
+    assert await store.admission.quota_refusal("discord", "u1", budget) == QuotaRefusal(
         "max_daily_credits", 4, 4
     )
-    assert await store.quota_refusal("discord", "u1", JobQuota(), pending=9) is None
-    assert len(await store.list_unfinished_jobs(ALL_STATUSES)) == 1
+    assert await store.admission.quota_refusal("discord", "u1", JobQuota(), pending=9) is None
+    assert len(await store.tracking.list_unfinished_jobs(ALL_STATUSES)) == 1

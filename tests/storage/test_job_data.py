@@ -15,6 +15,7 @@ from storage import (
     ImageParams,
     JobParams,
     JobResult,
+    Store,
     adding_pressed,
     adding_refused,
     params_of,
@@ -86,10 +87,11 @@ def test_old_parameters_read_as_their_type(
     assert typed.to_json().items() >= old_shape.items()
 
 
-async def test_typed_parameters_are_stored_as_the_same_json(store: Any) -> None:
+async def test_typed_parameters_are_stored_as_the_same_json(store: Store) -> None:
     params = ImageParams(aspect_ratio="2:3", process_mode="fast", model_version="6.1")
-    job = await create_job(store, new_job(parameters=params.to_json()))
-    stored = await store.get_job(job.id)
+    job = await create_job(store.admission, new_job(parameters=params.to_json()))
+    stored = await store.jobs.get_job(job.id)
+    assert stored is not None
     assert stored.parameters == {
         "aspect_ratio": "2:3",
         "process_mode": "fast",
@@ -144,34 +146,37 @@ def test_noting_a_result_changes_only_what_is_given() -> None:
 
 
 async def test_changes_of_one_result_from_two_processes_all_stay(
-    store: Any, other_store: Any
+    store: Store, other_store: Store
 ) -> None:
-    job = await create_job(store, new_job())
-    await store.update_job(job.id, result={"seed": "42"})
+    job = await create_job(store.admission, new_job())
+    await store.jobs.update_job(job.id, result={"seed": "42"})
     actions = [f"upscale{n}" for n in range(1, 5)] + [f"variation{n}" for n in range(1, 5)]
 
     await asyncio.gather(
         *(
-            (store if n % 2 else other_store).change_job_result(job.id, adding_pressed(action))
+            (store if n % 2 else other_store).jobs.change_job_result(job.id, adding_pressed(action))
             for n, action in enumerate(actions)
         ),
         *(
-            (other_store if n % 2 else store).change_job_result(job.id, adding_refused(action))
+            (other_store if n % 2 else store).jobs.change_job_result(job.id, adding_refused(action))
             for n, action in enumerate(actions[:3])
         ),
     )
 
-    stored = JobResult.of(await store.get_job(job.id))
+    changed = await store.jobs.get_job(job.id)
+    assert changed is not None
+    stored = JobResult.of(changed)
     assert stored.pressed == tuple(sorted(actions))
     assert stored.refused_actions == tuple(sorted(actions[:3]))
     assert stored.seed == "42"
 
 
-async def test_a_result_change_that_finds_nothing_to_do_writes_nothing(store: Any) -> None:
-    job = await create_job(store, new_job())
-    first = await store.change_job_result(job.id, adding_pressed("upscale1"))
-    again = await store.change_job_result(job.id, adding_pressed("upscale1"))
+async def test_a_result_change_that_finds_nothing_to_do_writes_nothing(store: Store) -> None:
+    job = await create_job(store.admission, new_job())
+    first = await store.jobs.change_job_result(job.id, adding_pressed("upscale1"))
+    again = await store.jobs.change_job_result(job.id, adding_pressed("upscale1"))
+    assert first is not None and again is not None
 
     assert JobResult.of(first).pressed == ("upscale1",)
     assert again.updated_at == first.updated_at
-    assert await store.change_job_result("no-such-job", adding_pressed("upscale1")) is None
+    assert await store.jobs.change_job_result("no-such-job", adding_pressed("upscale1")) is None

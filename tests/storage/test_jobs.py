@@ -29,7 +29,8 @@ from tests.storage.helpers import create_job
 
 async def test_create_and_get_a_job(store: Store, clock: ManualClock) -> None:
     job = await create_job(
-        store, new_job(parameters={"aspect_ratio": "16:9"}, webhook_secret="hush", thread_id="t1")
+        store.admission,
+        new_job(parameters={"aspect_ratio": "16:9"}, webhook_secret="hush", thread_id="t1"),
     )
     assert re.fullmatch(r"[A-Za-z0-9_-]{12}", job.id)
     assert (job.status, job.family, job.type, job.requester_id) == (
@@ -47,46 +48,46 @@ async def test_create_and_get_a_job(store: Store, clock: ManualClock) -> None:
     assert job.parameters == {"aspect_ratio": "16:9"}
     assert (job.result_urls, job.actions, job.result) == ([], [], {})
     assert job.created_at == job.updated_at == START
-    assert await store.get_job(job.id) == job
-    assert await store.get_job("missing") is None
+    assert await store.jobs.get_job(job.id) == job
+    assert await store.jobs.get_job("missing") is None
 
 
 async def test_a_job_asked_for_in_a_direct_message_says_so(store: Store) -> None:
-    in_dm = await create_job(store, new_job(is_dm=True, channel_id="d1"))
-    in_channel = await create_job(store, new_job())
-    assert [await store.get_job(job.id) for job in (in_dm, in_channel)] == [in_dm, in_channel]
+    in_dm = await create_job(store.admission, new_job(is_dm=True, channel_id="d1"))
+    in_channel = await create_job(store.admission, new_job())
+    assert [await store.jobs.get_job(job.id) for job in (in_dm, in_channel)] == [in_dm, in_channel]
     assert (in_dm.is_dm, in_channel.is_dm) == (True, False)
     assert in_dm.parameters == {}
 
 
 async def test_the_webhook_secret_never_shows_in_repr(store: Store) -> None:
-    job = await create_job(store, new_job(webhook_secret="very-secret-value"))
+    job = await create_job(store.admission, new_job(webhook_secret="very-secret-value"))
     assert job.webhook_secret == "very-secret-value"
     assert "very-secret-value" not in repr(job)
     assert "very-secret-value" not in repr(new_job(webhook_secret="very-secret-value"))
 
 
 async def test_given_ids_are_validated_and_unique(store: Store) -> None:
-    job = await create_job(store, new_job(id="job-1"))
+    job = await create_job(store.admission, new_job(id="job-1"))
     assert job.id == "job-1"
     with pytest.raises(StorageError, match="already exists"):
-        await create_job(store, new_job(id="job-1"))
+        await create_job(store.admission, new_job(id="job-1"))
     with pytest.raises(StorageError, match="job id"):
-        await create_job(store, new_job(id="has:colon"))
+        await create_job(store.admission, new_job(id="has:colon"))
     with pytest.raises(StorageError, match="job id"):
-        await create_job(store, new_job(id="x" * 17))
+        await create_job(store.admission, new_job(id="x" * 17))
     with pytest.raises(StorageError, match="family"):
-        await create_job(store, new_job(family="video"))
+        await create_job(store.admission, new_job(family="video"))
 
 
 async def derive(store: Store, **fields: object) -> tuple[Job, bool]:
-    outcome = await store.create_job_within(new_job(**fields), JobQuota())
+    outcome = await store.admission.create_job_within(new_job(**fields), JobQuota())
     assert not isinstance(outcome, QuotaRefusal)
     return outcome
 
 
 async def test_a_derivative_is_created_once_per_parent_and_action(store: Store) -> None:
-    parent = await create_job(store, new_job())
+    parent = await create_job(store.admission, new_job())
     first, created = await derive(store, type="upscale", parent_job_id=parent.id, action="upscale2")
     assert created and first.parent_job_id == parent.id and first.action == "upscale2"
     again = await derive(
@@ -105,29 +106,33 @@ async def test_a_derivative_needs_an_existing_parent(store: Store) -> None:
 
 
 async def test_provider_ids_are_unique_per_family(store: Store) -> None:
-    await create_job(store, new_job(provider_id="uuid-1", status="submitted"))
-    await create_job(store, new_job(family="diffusion", provider_id="uuid-1", status="pending"))
+    await create_job(store.admission, new_job(provider_id="uuid-1", status="submitted"))
+    await create_job(
+        store.admission, new_job(family="diffusion", provider_id="uuid-1", status="pending")
+    )
     with pytest.raises(StorageError):
-        await create_job(store, new_job(provider_id="uuid-1"))
+        await create_job(store.admission, new_job(provider_id="uuid-1"))
 
 
 async def test_a_task_job_is_found_by_the_providers_id(store: Store) -> None:
-    task = await create_job(store, new_job(provider_id="uuid-1", status="submitted"))
-    await create_job(store, new_job(family="diffusion", provider_id="uuid-2", status="pending"))
-    assert await store.job_for_task("uuid-1") == task
-    assert await store.job_for_task("uuid-2") is None
-    assert await store.job_for_task("nosuch") is None
+    task = await create_job(store.admission, new_job(provider_id="uuid-1", status="submitted"))
+    await create_job(
+        store.admission, new_job(family="diffusion", provider_id="uuid-2", status="pending")
+    )
+    assert await store.jobs.job_for_task("uuid-1") == task
+    assert await store.jobs.job_for_task("uuid-2") is None
+    assert await store.jobs.job_for_task("nosuch") is None
 
 
 async def test_concurrent_presses_from_two_processes_make_one_derivative(
     store: Store, other_store: Store
 ) -> None:
-    parent = await create_job(store, new_job())
+    parent = await create_job(store.admission, new_job())
     press = new_job(type="reroll", parent_job_id=parent.id, action="reroll")
     async with asyncio.timeout(30):
         outcomes = await asyncio.gather(
             *(
-                (store if n % 2 else other_store).create_job_within(press, JobQuota())
+                (store if n % 2 else other_store).admission.create_job_within(press, JobQuota())
                 for n in range(40)
             )
         )
@@ -138,26 +143,26 @@ async def test_concurrent_presses_from_two_processes_make_one_derivative(
 
 
 async def test_transition_is_compare_and_set(store: Store, clock: ManualClock) -> None:
-    job = await create_job(store, new_job())
+    job = await create_job(store.admission, new_job())
     clock.advance(5)
-    assert await store.transition(job.id, "creating", "submitted", provider_id="uuid-9")
-    assert not await store.transition(job.id, "creating", "submitted", provider_id="other")
-    current = await store.get_job(job.id)
+    assert await store.jobs.transition(job.id, "creating", "submitted", provider_id="uuid-9")
+    assert not await store.jobs.transition(job.id, "creating", "submitted", provider_id="other")
+    current = await store.jobs.get_job(job.id)
     assert current is not None
     assert (current.status, current.provider_id, current.updated_at) == (
         "submitted",
         "uuid-9",
         START + 5,
     )
-    assert not await store.transition("missing", "creating", "submitted")
+    assert not await store.jobs.transition("missing", "creating", "submitted")
 
 
 async def test_finishing_stamps_finished_at_and_stores_results(
     store: Store, clock: ManualClock
 ) -> None:
-    job = await create_job(store, new_job(status="processing", provider_id="p"))
+    job = await create_job(store.admission, new_job(status="processing", provider_id="p"))
     clock.advance(30)
-    assert await store.transition(
+    assert await store.jobs.transition(
         job.id,
         IN_FLIGHT_STATUSES,
         "finished",
@@ -166,7 +171,7 @@ async def test_finishing_stamps_finished_at_and_stores_results(
         result={"seed": "", "credit": 2},
         credits=2,
     )
-    done = await store.get_job(job.id)
+    done = await store.jobs.get_job(job.id)
     assert done is not None
     assert done.finished_at == START + 30
     assert (done.result_urls, done.actions, done.result, done.credits) == (
@@ -180,11 +185,11 @@ async def test_finishing_stamps_finished_at_and_stores_results(
 async def test_exactly_one_of_many_concurrent_posters_wins(
     store: Store, other_store: Store
 ) -> None:
-    job = await create_job(store, new_job(status="finished"))
+    job = await create_job(store.admission, new_job(status="finished"))
     async with asyncio.timeout(30):
         wins = await asyncio.gather(
             *(
-                (store if n % 2 else other_store).transition(job.id, "finished", "posting")
+                (store if n % 2 else other_store).jobs.transition(job.id, "finished", "posting")
                 for n in range(60)
             )
         )
@@ -192,27 +197,29 @@ async def test_exactly_one_of_many_concurrent_posters_wins(
 
 
 async def test_transition_links_messages_only_when_it_moves(store: Store) -> None:
-    job = await create_job(store, new_job(status="posting"))
+    job = await create_job(store.admission, new_job(status="posting"))
     result = JobMessage("discord", "c1", "m-result", job.id, "result")
-    assert await store.transition(
+    assert await store.jobs.transition(
         job.id, "posting", "posted", links=[result], result_message_id="m-result"
     )
-    assert await store.job_for_message("discord", "c1", "m-result") == await store.get_job(job.id)
+    assert await store.message_links.job_for_message(
+        "discord", "c1", "m-result"
+    ) == await store.jobs.get_job(job.id)
     loser = JobMessage("discord", "c1", "m-dup", job.id, "result")
-    assert not await store.transition(job.id, "posting", "posted", links=[loser])
-    assert await store.job_for_message("discord", "c1", "m-dup") is None
+    assert not await store.jobs.transition(job.id, "posting", "posted", links=[loser])
+    assert await store.message_links.job_for_message("discord", "c1", "m-dup") is None
 
 
 async def test_transitions_outside_the_lifecycle_are_refused(store: Store) -> None:
-    job = await create_job(store, new_job())
+    job = await create_job(store.admission, new_job())
     with pytest.raises(StorageError, match="cannot go from 'posted'"):
-        await store.transition(job.id, "posted", "posting")
+        await store.jobs.transition(job.id, "posted", "posting")
     with pytest.raises(StorageError, match="unknown job status"):
-        await store.transition(job.id, "creating", "done")  # type: ignore[arg-type]
+        await store.jobs.transition(job.id, "creating", "done")  # type: ignore[arg-type]
     with pytest.raises(StorageError, match="not updatable"):
-        await store.transition(job.id, "creating", "submitted", status="posted")
+        await store.jobs.transition(job.id, "creating", "submitted", status="posted")
     with pytest.raises(StorageError, match="at least one status"):
-        await store.transition(job.id, [], "submitted")
+        await store.jobs.transition(job.id, [], "submitted")
 
 
 def test_the_status_vocabulary_is_consistent() -> None:
@@ -224,18 +231,18 @@ def test_the_status_vocabulary_is_consistent() -> None:
 
 
 async def test_update_job_sets_fields_whatever_the_status(store: Store) -> None:
-    job = await create_job(store, new_job(status="posted"))
-    assert await store.update_job(job.id, progress_message_id="m1", last_webhook_at=7.0)
-    updated = await store.get_job(job.id)
+    job = await create_job(store.admission, new_job(status="posted"))
+    assert await store.jobs.update_job(job.id, progress_message_id="m1", last_webhook_at=7.0)
+    updated = await store.jobs.get_job(job.id)
     assert updated is not None
     assert (updated.progress_message_id, updated.last_webhook_at, updated.status) == (
         "m1",
         7.0,
         "posted",
     )
-    assert not await store.update_job("missing", error="x")
+    assert not await store.jobs.update_job("missing", error="x")
     with pytest.raises(StorageError, match="not updatable"):
-        await store.update_job(job.id, created_at=0)
+        await store.jobs.update_job(job.id, created_at=0)
 
 
 async def test_list_unfinished_jobs_in_creation_order_with_filters(
@@ -244,38 +251,38 @@ async def test_list_unfinished_jobs_in_creation_order_with_filters(
     ids = []
     for status in ("submitted", "posted", "processing", "finished", "creating"):
         clock.advance(1)
-        ids.append((await create_job(store, new_job(status=status))).id)
+        ids.append((await create_job(store.admission, new_job(status=status))).id)
     clock.advance(1)
-    diffusion = await create_job(store, new_job(family="diffusion", status="processing"))
+    diffusion = await create_job(store.admission, new_job(family="diffusion", status="processing"))
 
-    listed = await store.list_unfinished_jobs()
+    listed = await store.tracking.list_unfinished_jobs()
     assert [job.id for job in listed] == [ids[0], ids[2], ids[3], ids[4], diffusion.id]
-    polled = await store.list_unfinished_jobs(IN_FLIGHT_STATUSES, family="task")
+    polled = await store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES, family="task")
     assert [job.id for job in polled] == [ids[0], ids[2]]
-    first_page = await store.list_unfinished_jobs(limit=2)
-    second_page = await store.list_unfinished_jobs(limit=2, after=first_page[-1])
+    first_page = await store.tracking.list_unfinished_jobs(limit=2)
+    second_page = await store.tracking.list_unfinished_jobs(limit=2, after=first_page[-1])
     assert [job.id for job in first_page + second_page] == [ids[0], ids[2], ids[3], ids[4]]
 
-    assert await store.update_job(ids[0], last_webhook_at=clock.now)
-    assert await store.update_job(ids[2], next_poll_at=clock.now + 60)
-    quiet = await store.list_unfinished_jobs(
+    assert await store.jobs.update_job(ids[0], last_webhook_at=clock.now)
+    assert await store.jobs.update_job(ids[2], next_poll_at=clock.now + 60)
+    quiet = await store.tracking.list_unfinished_jobs(
         IN_FLIGHT_STATUSES, webhook_quiet_since=clock.now - 10, due_at=clock.now
     )
     assert [job.id for job in quiet] == [diffusion.id]
 
 
 async def test_mark_polled_stamps_many_jobs(store: Store, clock: ManualClock) -> None:
-    jobs = [await create_job(store, new_job(status="pending")) for _ in range(3)]
-    assert await store.mark_polled([job.id for job in jobs[:2]], at=123.0) == 2
-    stamps = [(await store.get_job(job.id)).last_polled_at for job in jobs]  # type: ignore[union-attr]
+    jobs = [await create_job(store.admission, new_job(status="pending")) for _ in range(3)]
+    assert await store.tracking.mark_polled([job.id for job in jobs[:2]], at=123.0) == 2
+    stamps = [(await store.jobs.get_job(job.id)).last_polled_at for job in jobs]  # type: ignore[union-attr]
     assert stamps == [123.0, 123.0, None]
 
 
 async def test_many_moves_go_as_one_batch_and_each_is_its_own_compare_and_set(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
-    jobs = [await create_job(store, new_job(requester_id=f"u{n}")) for n in range(4)]
-    assert await store.transition(jobs[3].id, "creating", "failed")
+    jobs = [await create_job(store.admission, new_job(requester_id=f"u{n}")) for n in range(4)]
+    assert await store.jobs.transition(jobs[3].id, "creating", "failed")
     counting = counted(store)
     moves = [
         JobMove(jobs[0].id, ("creating", "pending"), "finished", {"credits": 8, "actions": ["U1"]}),
@@ -286,16 +293,16 @@ async def test_many_moves_go_as_one_batch_and_each_is_its_own_compare_and_set(
     ]
 
     first, second = await asyncio.gather(
-        store.transition_many(moves), other_store.transition_many(moves)
+        store.jobs.transition_many(moves), other_store.jobs.transition_many(moves)
     )
 
     assert [a or b for a, b in zip(first, second, strict=True)] == [True] * 3 + [False] * 2
     assert not any(a and b for a, b in zip(first, second, strict=True)), "one winner each"
     assert len(counting.trips) == 2, "one batch per kind of move"
-    done = [await store.get_job(job.id) for job in jobs]
+    done = [await store.jobs.get_job(job.id) for job in jobs]
     assert [(j.status, j.credits) for j in done if j] == [
         ("finished", 8), ("processing", None), ("finished", 4), ("failed", None)
     ]  # fmt: skip
     assert done[0] is not None and done[0].actions == ["U1"]
     assert done[0].finished_at == clock.now and done[1] is not None and done[1].finished_at is None
-    assert await store.transition_many([]) == []
+    assert await store.jobs.transition_many([]) == []

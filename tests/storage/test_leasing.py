@@ -22,60 +22,67 @@ def process(*platforms: str) -> ProcessInfo:
 async def test_a_new_job_is_leased_to_the_process_that_created_it(
     store: Store, clock: ManualClock
 ) -> None:
-    job = await create_job(store, new_job())
-    assert (job.owner, job.lease_until) == (store.process_id, START + LEASE)
-    assert store.lease_seconds == LEASE
+    job = await create_job(store.admission, new_job())
+    assert (job.owner, job.lease_until) == (store.owner.process_id, START + LEASE)
+    assert store.owner.lease_seconds == LEASE
 
 
 async def test_a_live_lease_is_never_taken_and_an_expired_one_is_taken_once(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
-    job = await create_job(store, new_job(status="pending"))
-    assert await other_store.claim_jobs(["discord"], limit=10) == []
+    job = await create_job(store.admission, new_job(status="pending"))
+    assert await other_store.leasing.claim_jobs(["discord"], limit=10) == []
     clock.advance(LEASE - 1)
-    assert await store.heartbeat(process("discord")) == {job.id}
+    assert await store.leasing.heartbeat(process("discord")) == {job.id}
     clock.advance(LEASE - 1)
-    assert await other_store.claim_jobs(["discord"], limit=10) == []
+    assert await other_store.leasing.claim_jobs(["discord"], limit=10) == []
 
     clock.advance(2)
-    [taken] = await other_store.claim_jobs(["discord"], limit=10)
-    assert (taken.id, taken.status, taken.owner) == (job.id, "pending", other_store.process_id)
+    [taken] = await other_store.leasing.claim_jobs(["discord"], limit=10)
+    assert (taken.id, taken.status, taken.owner) == (
+        job.id,
+        "pending",
+        other_store.owner.process_id,
+    )
     assert taken.lease_generation == job.lease_generation + 1
-    assert await other_store.claim_jobs(["discord"], limit=10) == []
-    assert await store.claim_jobs(["discord"], limit=10) == []
-    assert await store.heartbeat(process("discord")) == frozenset()
-    stored = await store.get_job(job.id)
-    assert stored is not None and stored.owner == other_store.process_id
+    assert await other_store.leasing.claim_jobs(["discord"], limit=10) == []
+    assert await store.leasing.claim_jobs(["discord"], limit=10) == []
+    assert await store.leasing.heartbeat(process("discord")) == frozenset()
+    stored = await store.jobs.get_job(job.id)
+    assert stored is not None and stored.owner == other_store.owner.process_id
 
 
 async def test_only_jobs_of_the_claimers_platforms_are_taken(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
-    slack = await create_job(store, new_job(platform="slack"))
-    await create_job(store, new_job(platform="discord"))
+    slack = await create_job(store.admission, new_job(platform="slack"))
+    await create_job(store.admission, new_job(platform="discord"))
     clock.advance(LEASE + 1)
-    taken = await other_store.claim_jobs(["slack", "web"], limit=10)
+    taken = await other_store.leasing.claim_jobs(["slack", "web"], limit=10)
     assert [job.id for job in taken] == [slack.id]
-    assert await other_store.claim_jobs([], limit=10) == []
+    assert await other_store.leasing.claim_jobs([], limit=10) == []
 
 
 async def test_finished_work_is_not_leased(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     for status in ("posted", "failed_posted", "create_failed"):
-        await create_job(store, new_job(status=status))
+        await create_job(store.admission, new_job(status=status))
     clock.advance(LEASE + 1)
-    assert await other_store.claim_jobs(["discord"], limit=10) == []
-    assert await store.heartbeat(process("discord")) == frozenset()
+    assert await other_store.leasing.claim_jobs(["discord"], limit=10) == []
+    assert await store.leasing.heartbeat(process("discord")) == frozenset()
 
 
 async def test_concurrent_claimers_split_the_expired_jobs_without_overlap(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
-    created = {(await create_job(store, new_job(status="pending"))).id for _ in range(30)}
+    created = {(await create_job(store.admission, new_job(status="pending"))).id for _ in range(30)}
     clock.advance(LEASE + 1)
     batches = await asyncio.gather(
-        *((store if n % 2 else other_store).claim_jobs(["discord"], limit=4) for n in range(12))
+        *(
+            (store if n % 2 else other_store).leasing.claim_jobs(["discord"], limit=4)
+            for n in range(12)
+        )
     )
     taken = [job.id for batch in batches for job in batch]
     assert len(taken) == len(set(taken))
@@ -99,15 +106,15 @@ async def test_a_renewal_written_after_its_leases_ran_out_is_rolled_back(
     clock = StallingClock()
     store = await database.open(clock)
     try:
-        job = await create_job(store, new_job(status="pending"))
+        job = await create_job(store.admission, new_job(status="pending"))
         clock.stall = LEASE
         with pytest.raises(StorageError, match="longer than a lease"):
-            await store.heartbeat(process("discord"))
+            await store.leasing.heartbeat(process("discord"))
         clock.stall = 0.0
-        stored = await store.get_job(job.id)
+        stored = await store.jobs.get_job(job.id)
         assert stored is not None and stored.lease_until == job.lease_until
         clock.stall = LEASE / 2
-        assert await store.heartbeat(process("discord")) == {job.id}
+        assert await store.leasing.heartbeat(process("discord")) == {job.id}
     finally:
         await store.close()
 
@@ -115,61 +122,61 @@ async def test_a_renewal_written_after_its_leases_ran_out_is_rolled_back(
 async def test_taking_live_leases_is_for_a_single_process_restart(
     store: Store, other_store: Store
 ) -> None:
-    job = await create_job(store, new_job(status="posting"))
-    [taken] = await other_store.claim_jobs(["discord"], limit=10, take_live=True)
+    job = await create_job(store.admission, new_job(status="posting"))
+    [taken] = await other_store.leasing.claim_jobs(["discord"], limit=10, take_live=True)
     assert (taken.id, taken.status) == (job.id, "posting")
-    assert await other_store.claim_jobs(["discord"], limit=10, take_live=True) == []
+    assert await other_store.leasing.claim_jobs(["discord"], limit=10, take_live=True) == []
 
 
 async def test_a_clean_stop_hands_its_jobs_over_at_once(store: Store, other_store: Store) -> None:
-    job = await create_job(store, new_job(status="processing"))
-    await store.heartbeat(process("discord"))
-    assert await store.release_leases() == 1
-    [taken] = await other_store.claim_jobs(["discord"], limit=10)
+    job = await create_job(store.admission, new_job(status="processing"))
+    await store.leasing.heartbeat(process("discord"))
+    assert await store.leasing.release_leases() == 1
+    [taken] = await other_store.leasing.claim_jobs(["discord"], limit=10)
     assert taken.id == job.id
 
 
 async def test_only_the_owner_claims_a_delivery(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
-    job = await create_job(store, new_job())
-    assert await store.transition(job.id, "creating", "finished")
-    assert await other_store.claim_delivery(job.id, ["discord"], due_by=clock.now) is None
-    claimed = await store.claim_delivery(job.id, ["discord"], due_by=clock.now)
+    job = await create_job(store.admission, new_job())
+    assert await store.jobs.transition(job.id, "creating", "finished")
+    assert await other_store.claims.claim_delivery(job.id, ["discord"], due_by=clock.now) is None
+    claimed = await store.claims.claim_delivery(job.id, ["discord"], due_by=clock.now)
     assert claimed is not None and claimed.status == "posting"
 
 
 async def test_tracking_queries_can_keep_to_one_owners_jobs(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
-    mine = await create_job(store, new_job(status="processing"))
-    theirs = await create_job(other_store, new_job(status="processing"))
+    mine = await create_job(store.admission, new_job(status="processing"))
+    theirs = await create_job(other_store.admission, new_job(status="processing"))
     for job in (mine, theirs):
-        await store.update_job(job.id, next_poll_at=clock.now + 5)
-    listed = await store.list_unfinished_jobs(owner=store.process_id)
+        await store.jobs.update_job(job.id, next_poll_at=clock.now + 5)
+    listed = await store.tracking.list_unfinished_jobs(owner=store.owner.process_id)
     assert [job.id for job in listed] == [mine.id]
-    everyone = await store.list_unfinished_jobs()
+    everyone = await store.tracking.list_unfinished_jobs()
     assert {job.id for job in everyone} == {mine.id, theirs.id}
-    next_poll = await other_store.next_poll_after(
-        ["processing"], clock.now, owner=other_store.process_id
+    next_poll = await other_store.tracking.next_poll_after(
+        ["processing"], clock.now, owner=other_store.owner.process_id
     )
     assert next_poll == clock.now + 5
-    assert await store.next_poll_after(["processing"], clock.now, owner="nobody") is None
+    assert await store.tracking.next_poll_after(["processing"], clock.now, owner="nobody") is None
 
 
 async def test_a_write_fenced_with_a_lost_lease_changes_nothing(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
-    job = await create_job(store, new_job(status="pending"))
-    assert await store.transition(job.id, "pending", "finished")
-    claimed = await store.claim_delivery(job.id, ["discord"], due_by=clock.now)
+    job = await create_job(store.admission, new_job(status="pending"))
+    assert await store.jobs.transition(job.id, "pending", "finished")
+    claimed = await store.claims.claim_delivery(job.id, ["discord"], due_by=clock.now)
     assert claimed is not None and claimed.lease is not None
     clock.advance(LEASE + 1)
-    [taken] = await other_store.claim_jobs(["discord"], limit=10)
+    [taken] = await other_store.leasing.claim_jobs(["discord"], limit=10)
 
-    assert not await store.transition(job.id, "posting", "posted", fence=claimed.lease)
-    assert await other_store.transition(job.id, "posting", "finished", fence=taken.lease)
-    stored = await store.get_job(job.id)
+    assert not await store.jobs.transition(job.id, "posting", "posted", fence=claimed.lease)
+    assert await other_store.jobs.transition(job.id, "posting", "finished", fence=taken.lease)
+    stored = await store.jobs.get_job(job.id)
     assert stored is not None and stored.status == "finished"
     assert stored.lease == taken.lease != claimed.lease
 
@@ -178,16 +185,18 @@ async def test_the_fair_share_divides_each_platforms_jobs_among_its_live_process
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     for n in range(10):
-        await create_job(store, new_job(status="pending", platform="web" if n < 7 else "slack"))
-    await store.heartbeat(process("web", "slack"))
-    await other_store.heartbeat(process("web"))
+        await create_job(
+            store.admission, new_job(status="pending", platform="web" if n < 7 else "slack")
+        )
+    await store.leasing.heartbeat(process("web", "slack"))
+    await other_store.leasing.heartbeat(process("web"))
     shared = isinstance(store, PostgresStore)
 
-    assert await store.fair_share(["web", "slack"]) == (4 + 3 if shared else 10)
-    assert await other_store.fair_share(["web"]) == (4 if shared else 7)
+    assert await store.leasing.fair_share(["web", "slack"]) == (4 + 3 if shared else 10)
+    assert await other_store.leasing.fair_share(["web"]) == (4 if shared else 7)
     clock.advance(LEASE + 1)
-    await store.heartbeat(process("web", "slack"))
-    assert await store.fair_share(["web", "slack"]) == 10
+    await store.leasing.heartbeat(process("web", "slack"))
+    assert await store.leasing.fair_share(["web", "slack"]) == 10
 
 
 async def test_shedding_gives_back_the_newest_jobs_in_flight_for_others_to_claim(
@@ -196,14 +205,14 @@ async def test_shedding_gives_back_the_newest_jobs_in_flight_for_others_to_claim
     jobs = []
     for status in ("pending", "processing", "posting", "creating", "submitted"):
         clock.advance(1)
-        jobs.append(await create_job(store, new_job(status=status)))
+        jobs.append(await create_job(store.admission, new_job(status=status)))
     if not isinstance(store, PostgresStore):
-        assert await store.shed_leases(2) == 0
+        assert await store.leasing.shed_leases(2) == 0
         return
-    assert await store.shed_leases(2) == 2
-    given = [job.id for job in await other_store.claim_jobs(["discord"], limit=10)]
+    assert await store.leasing.shed_leases(2) == 2
+    given = [job.id for job in await other_store.leasing.claim_jobs(["discord"], limit=10)]
     assert sorted(given) == sorted([jobs[1].id, jobs[4].id])
-    assert await store.heartbeat(process("discord")) == {jobs[0].id, jobs[2].id, jobs[3].id}
+    assert await store.leasing.heartbeat(process("discord")) == {jobs[0].id, jobs[2].id, jobs[3].id}
 
 
 def test_the_lease_index_predicate_names_every_unfinished_status() -> None:

@@ -26,10 +26,14 @@ def message(
 
 
 async def test_messages_and_images_come_back_per_channel(store: Store) -> None:
-    await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10)
-    await store.save_playground_message(message("b", "random", ("k1",)), [image("k1")], keep=10)
-    await store.save_playground_message(message("c", pending=True), [], keep=10)
-    messages, images = await store.load_playground(keep=10)
+    await store.playground.save_playground_message(
+        message("a", keys=("k1",)), [image("k1")], keep=10
+    )
+    await store.playground.save_playground_message(
+        message("b", "random", ("k1",)), [image("k1")], keep=10
+    )
+    await store.playground.save_playground_message(message("c", pending=True), [], keep=10)
+    messages, images = await store.playground.load_playground(keep=10)
     assert [(m.id, m.channel, m.pending, m.image_keys) for m in messages] == [
         ("a", "general", False, ("k1",)),
         ("b", "random", False, ("k1",)),
@@ -37,21 +41,24 @@ async def test_messages_and_images_come_back_per_channel(store: Store) -> None:
     ]
     assert messages[0].body == {"id": "a", "n": [1, 2]}
     assert images == [image("k1")]
-    await store.settle_playground_message("c")
-    found = await store.playground_message("c")
+    await store.playground.settle_playground_message("c")
+    found = await store.playground.playground_message("c")
     assert found is not None and not found[0].pending
-    assert await store.playground_message("nope") is None
+    assert await store.playground.playground_message("nope") is None
 
 
 async def test_a_saved_message_replaces_itself_and_counts_its_versions(store: Store) -> None:
     assert (
-        await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10) == 1
+        await store.playground.save_playground_message(
+            message("a", keys=("k1",)), [image("k1")], keep=10
+        )
+        == 1
     )
     edited = PlaygroundMessage("a", "general", False, ("k2",), {"text": "edited"})
-    assert await store.save_playground_message(edited, [image("k2")], keep=10) == 2
-    found = await store.playground_message("a")
+    assert await store.playground.save_playground_message(edited, [image("k2")], keep=10) == 2
+    found = await store.playground.playground_message("a")
     assert found == (replace(edited, version=2), [image("k2")])
-    messages, _ = await store.load_playground(keep=10)
+    messages, _ = await store.playground.load_playground(keep=10)
     assert [m.version for m in messages] == [2]
 
 
@@ -59,71 +66,79 @@ async def test_pending_commands_are_claimed_by_one_live_process_only(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     accepted = {"id": "c", "created": clock.now - 30}
-    await store.save_playground_message(
+    await store.playground.save_playground_message(
         PlaygroundMessage("c", "general", True, (), accepted), [], keep=10
     )
-    await store.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
+    await store.leasing.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
     shared = isinstance(store, PostgresStore)
-    assert await other_store.claim_pending_commands(clock.now - 60) == []
+    assert await other_store.playground.claim_pending_commands(clock.now - 60) == []
     if shared:
-        assert await other_store.claim_pending_commands(clock.now) == [], "its owner is alive"
-        clock.advance(store.lease_seconds * 1.5)
-        assert await other_store.claim_pending_commands(clock.now) == [], "a stall's silence"
-        clock.advance(store.lease_seconds)
-    assert await other_store.claim_pending_commands(clock.now) == ["c"]
-    await other_store.heartbeat(ProcessInfo("h", 2, ("web",), clock.now))
-    assert await store.claim_pending_commands(clock.now) == ([] if shared else ["c"])
-    assert await other_store.claim_pending_commands(clock.now) == ["c"], "its own, not settled"
-    await other_store.settle_playground_message("c")
-    assert await other_store.claim_pending_commands(clock.now) == []
+        assert await other_store.playground.claim_pending_commands(clock.now) == [], (
+            "its owner is alive"
+        )
+        clock.advance(store.owner.lease_seconds * 1.5)
+        assert await other_store.playground.claim_pending_commands(clock.now) == [], (
+            "a stall's silence"
+        )
+        clock.advance(store.owner.lease_seconds)
+    assert await other_store.playground.claim_pending_commands(clock.now) == ["c"]
+    await other_store.leasing.heartbeat(ProcessInfo("h", 2, ("web",), clock.now))
+    assert await store.playground.claim_pending_commands(clock.now) == ([] if shared else ["c"])
+    assert await other_store.playground.claim_pending_commands(clock.now) == ["c"], (
+        "its own, not settled"
+    )
+    await other_store.playground.settle_playground_message("c")
+    assert await other_store.playground.claim_pending_commands(clock.now) == []
 
 
 async def test_each_channel_keeps_its_latest_messages_and_their_images(store: Store) -> None:
     for n in range(5):
-        await store.save_playground_message(
+        await store.playground.save_playground_message(
             message(f"m{n}", keys=(f"k{n}",)), [image(f"k{n}")], keep=3
         )
-    await store.save_playground_message(message("other", "random"), [], keep=3)
-    messages, images = await store.load_playground(keep=3)
+    await store.playground.save_playground_message(message("other", "random"), [], keep=3)
+    messages, images = await store.playground.load_playground(keep=3)
     assert [m.id for m in messages] == ["m2", "m3", "m4", "other"]
     assert sorted(i.key for i in images) == ["k2", "k3", "k4"]
 
 
 async def test_the_session_key_is_made_once_and_shared(store: Store, other_store: Store) -> None:
-    key = await store.playground_session_key()
+    key = await store.playground.playground_session_key()
     assert len(key) == 32
-    assert await other_store.playground_session_key() == key
+    assert await other_store.playground.playground_session_key() == key
 
 
 async def test_one_image_is_read_on_demand(store: Store) -> None:
-    await store.save_playground_message(message("a", keys=("k1",)), [image("k1")], keep=10)
-    assert await store.playground_image("k1") == image("k1")
-    assert await store.playground_image("k2") is None
+    await store.playground.save_playground_message(
+        message("a", keys=("k1",)), [image("k1")], keep=10
+    )
+    assert await store.playground.playground_image("k1") == image("k1")
+    assert await store.playground.playground_image("k2") is None
 
 
 async def test_loading_reads_only_the_newest_images_that_fit(store: Store) -> None:
     for n in range(5):
-        await store.save_playground_message(
+        await store.playground.save_playground_message(
             message(f"m{n}", keys=(f"k{n}",)), [image(f"k{n}")], keep=10
         )
     size = len(image("k0").data)
 
-    messages, images = await store.load_playground(keep=10, max_image_bytes=2 * size + 1)
+    messages, images = await store.playground.load_playground(keep=10, max_image_bytes=2 * size + 1)
 
     assert [m.id for m in messages] == ["m0", "m1", "m2", "m3", "m4"]
     assert [i.key for i in images] == ["k3", "k4"]
-    assert await store.playground_image("k0") == image("k0")
-    _, everything = await store.load_playground(keep=10)
+    assert await store.playground.playground_image("k0") == image("k0")
+    _, everything = await store.playground.load_playground(keep=10)
     assert [i.key for i in everything] == ["k0", "k1", "k2", "k3", "k4"]
 
 
 async def test_saving_an_answer_marks_its_command_handled(store: Store) -> None:
-    await store.save_playground_message(message("c", pending=True), [], keep=10)
-    await store.save_playground_message(message("other", pending=True), [], keep=10)
+    await store.playground.save_playground_message(message("c", pending=True), [], keep=10)
+    await store.playground.save_playground_message(message("other", pending=True), [], keep=10)
     answer = PlaygroundMessage("a", "general", False, (), {"id": "a"}, answers="c")
-    await store.save_playground_message(answer, [], keep=10)
+    await store.playground.save_playground_message(answer, [], keep=10)
 
-    messages, _ = await store.load_playground(keep=10)
+    messages, _ = await store.playground.load_playground(keep=10)
     assert {m.id: m.pending for m in messages} == {"c": False, "other": True, "a": False}
 
 
@@ -131,14 +146,16 @@ async def test_a_process_that_claims_before_its_first_heartbeat_keeps_what_it_cl
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
     accepted = {"id": "c", "created": clock.now - 30}
-    await store.save_playground_message(
+    await store.playground.save_playground_message(
         PlaygroundMessage("c", "general", True, (), accepted), [], keep=10
     )
-    clock.advance(2 * store.lease_seconds + 1)
-    assert await other_store.claim_pending_commands(clock.now) == ["c"]
+    clock.advance(2 * store.owner.lease_seconds + 1)
+    assert await other_store.playground.claim_pending_commands(clock.now) == ["c"]
     if isinstance(store, PostgresStore):
-        await store.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
-        assert await store.claim_pending_commands(clock.now) == [], "its claimer is alive"
+        await store.leasing.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
+        assert await store.playground.claim_pending_commands(clock.now) == [], (
+            "its claimer is alive"
+        )
 
 
 async def test_a_command_another_claimer_holds_is_skipped_not_waited_for(
@@ -149,7 +166,7 @@ async def test_a_command_another_claimer_holds_is_skipped_not_waited_for(
     if not isinstance(store, PostgresStore):
         pytest.skip("SQLite runs one write transaction at a time")
     accepted = {"id": "c", "created": clock.now - 30}
-    await store.save_playground_message(
+    await store.playground.save_playground_message(
         PlaygroundMessage("c", "general", True, (), accepted), [], keep=10
     )
     holding, release = asyncio.Event(), asyncio.Event()
@@ -163,28 +180,28 @@ async def test_a_command_another_claimer_holds_is_skipped_not_waited_for(
     await holding.wait()
     try:
         async with asyncio.timeout(5):
-            assert await other_store.claim_pending_commands(clock.now) == []
+            assert await other_store.playground.claim_pending_commands(clock.now) == []
     finally:
         release.set()
         await held
-    assert await other_store.claim_pending_commands(clock.now) == ["c"]
+    assert await other_store.playground.claim_pending_commands(clock.now) == ["c"]
 
 
 async def test_saves_asked_together_share_one_transaction_and_keep_their_order(
     store: Store, other_store: Store
 ) -> None:
-    updates = aiter(other_store.playground_updates())
+    updates = aiter(other_store.playground.playground_updates())
     assert await anext(updates) is None
     trips = counted(store).trips
     versions = await asyncio.gather(
-        *(store.save_playground_message(message(f"m{n}"), [], keep=3) for n in range(5)),
-        store.save_playground_message(message("m4"), [], keep=3),
+        *(store.playground.save_playground_message(message(f"m{n}"), [], keep=3) for n in range(5)),
+        store.playground.save_playground_message(message("m4"), [], keep=3),
     )
     assert versions == [1, 1, 1, 1, 1, 2]
     assert len(trips) <= 2
-    messages, _ = await store.load_playground(keep=10)
+    messages, _ = await store.playground.load_playground(keep=10)
     assert [m.id for m in messages] == ["m2", "m3", "m4"]
-    await store.save_playground_message(message("m4"), [], keep=3)
+    await store.playground.save_playground_message(message("m4"), [], keep=3)
     assert not any(sql.startswith("DELETE") for sql, _ in trips[-1].statements), "no new message"
     if isinstance(store, PostgresStore):
         heard = [await asyncio.wait_for(anext(updates), 10) for _ in range(6)]

@@ -11,8 +11,8 @@ from tests.storage.helpers import create_job
 
 
 async def finished_job(store: Store, **fields: Any) -> str:
-    job = await create_job(store, new_job())
-    assert await store.transition(job.id, "creating", "finished", credits=8, **fields)
+    job = await create_job(store.admission, new_job())
+    assert await store.jobs.transition(job.id, "creating", "finished", credits=8, **fields)
     return job.id
 
 
@@ -23,28 +23,30 @@ async def test_a_finished_job_is_claimed_once_and_its_credits_recorded_once(
 
     claims = await asyncio.gather(
         *(
-            (store if n % 2 else other_store).claim_delivery(job_id, ("discord",), due_by=0.0)
+            (store if n % 2 else other_store).claims.claim_delivery(
+                job_id, ("discord",), due_by=0.0
+            )
             for n in range(6)
         )
     )
 
     [claimed] = [job for job in claims if job is not None]
     assert (claimed.status, claimed.post_claims) == ("posting", 1)
-    assert await store.transition(job_id, "posting", "finished")
-    again = await store.claim_delivery(job_id, ("discord",), due_by=0.0)
+    assert await store.jobs.transition(job_id, "posting", "finished")
+    again = await store.claims.claim_delivery(job_id, ("discord",), due_by=0.0)
     assert again is not None and again.post_claims == 2
-    usage = await store.usage_for_user("discord", "u1")
+    usage = await store.ledger.usage_for_user("discord", "u1")
     assert (usage.credits, usage.entries) == (8, 1)
 
 
 async def test_a_failed_job_is_claimed_for_its_report_without_charging(store: Store) -> None:
-    job = await create_job(store, new_job())
-    assert await store.transition(job.id, "creating", "failed", credits=8)
+    job = await create_job(store.admission, new_job())
+    assert await store.jobs.transition(job.id, "creating", "failed", credits=8)
 
-    claimed = await store.claim_delivery(job.id, ("discord",), due_by=0.0)
+    claimed = await store.claims.claim_delivery(job.id, ("discord",), due_by=0.0)
 
     assert claimed is not None and claimed.status == "reporting"
-    assert (await store.usage_for_user("discord", "u1")).entries == 0
+    assert (await store.ledger.usage_for_user("discord", "u1")).entries == 0
 
 
 async def test_nothing_is_claimed_before_it_is_due_or_without_its_platform(
@@ -52,12 +54,12 @@ async def test_nothing_is_claimed_before_it_is_due_or_without_its_platform(
 ) -> None:
     job_id = await finished_job(store, next_poll_at=clock.now + 5)
 
-    assert await store.claim_delivery(job_id, ("discord",), due_by=clock.now) is None
-    assert await store.claim_delivery(job_id, ("slack", "web"), due_by=clock.now + 5) is None
-    assert await store.claim_delivery(job_id, (), due_by=clock.now + 5) is None
-    claimed = await store.claim_delivery(job_id, ("slack", "discord"), due_by=clock.now + 5)
+    assert await store.claims.claim_delivery(job_id, ("discord",), due_by=clock.now) is None
+    assert await store.claims.claim_delivery(job_id, ("slack", "web"), due_by=clock.now + 5) is None
+    assert await store.claims.claim_delivery(job_id, (), due_by=clock.now + 5) is None
+    claimed = await store.claims.claim_delivery(job_id, ("slack", "discord"), due_by=clock.now + 5)
     assert claimed is not None and claimed.status == "posting"
-    assert await store.claim_delivery("no-such-job", ("discord",), due_by=clock.now) is None
+    assert await store.claims.claim_delivery("no-such-job", ("discord",), due_by=clock.now) is None
 
 
 async def test_unfinished_jobs_are_counted_by_status_and_platform(store: Store) -> None:
@@ -67,8 +69,8 @@ async def test_unfinished_jobs_are_counted_by_status_and_platform(store: Store) 
         ("finished", "slack"),
         ("posted", "discord"),
     ):
-        await create_job(store, new_job(status=status, platform=platform))
-    assert sorted(await store.count_unfinished_jobs()) == [
+        await create_job(store.admission, new_job(status=status, platform=platform))
+    assert sorted(await store.tracking.count_unfinished_jobs()) == [
         ("finished", "slack", 1),
         ("pending", "discord", 2),
     ]
@@ -79,12 +81,12 @@ async def test_unfinished_job_ids_are_those_the_listing_gives(
 ) -> None:
     due = await finished_job(store)
     later = await finished_job(store, next_poll_at=clock.now + 5)
-    await create_job(store, new_job())
+    await create_job(store.admission, new_job())
 
-    ids = await store.unfinished_job_ids(("finished", "failed"), due_at=clock.now)
+    ids = await store.tracking.unfinished_job_ids(("finished", "failed"), due_at=clock.now)
 
-    listed = await store.list_unfinished_jobs(("finished", "failed"), due_at=clock.now)
+    listed = await store.tracking.list_unfinished_jobs(("finished", "failed"), due_at=clock.now)
     assert ids == [job.id for job in listed] == [due]
-    assert await store.unfinished_job_ids(("finished",), owner="someone else") == []
-    mine = await store.unfinished_job_ids(("finished",), owner=store.process_id)
+    assert await store.tracking.unfinished_job_ids(("finished",), owner="someone else") == []
+    mine = await store.tracking.unfinished_job_ids(("finished",), owner=store.owner.process_id)
     assert sorted(mine) == sorted([due, later])

@@ -162,22 +162,22 @@ async def test_a_released_database_upgrades_in_place_without_losing_a_row(
 
 async def reads_back(store: Store, version: int) -> None:
     """What the fixtures' ``fill`` wrote, read through the ports."""
-    grid = await store.job_for_message("discord", "c1", "901")
+    grid = await store.message_links.job_for_message("discord", "c1", "901")
     assert grid is not None and grid.status == "posted" and grid.credits == 8
     assert grid.result == {"pressed": ["upscale1"]}
     assert grid.result_urls == ["https://img.example/1.png"]
-    dm = await store.find_conversation(ConversationKey("discord", "@dm", "d1", ""))
+    dm = await store.conversations.find_conversation(ConversationKey("discord", "@dm", "d1", ""))
     assert dm is not None and (dm.model, dm.system_prompt) == ("llm-4", "be brief")
-    turns = await store.conversation_tail(dm.id, max_tokens=10_000)
+    turns = await store.conversations.conversation_tail(dm.id, max_tokens=10_000)
     assert [t.role for t in turns] == ["user", "assistant", "function"]
     assert turns[0].content == "hello there"
-    mine = await store.get_scope_settings("user", "discord", "u1")
+    mine = await store.settings.get_scope_settings("user", "discord", "u1")
     assert mine is not None and (mine.model, mine.temperature) == ("llm-4", 0.3)
-    assert not await store.remember_event("slack", "Ev01")
-    assert await store.consume_oauth_state("state-1")
-    installed = await store.find_slack_installation("", "T1")
+    assert not await store.dedupe.remember_event("slack", "Ev01")
+    assert await store.installations.consume_oauth_state("state-1")
+    installed = await store.installations.find_slack_installation("", "T1")
     assert installed is not None and installed.data["bot_token"] == "xoxb-1"
-    messages, images = await store.load_playground(keep=500)
+    messages, images = await store.playground.load_playground(keep=500)
     assert [m.id for m in messages] == ["p1", "p2"] and [i.key for i in images] == ["k1"]
     if version < 14:
         return
@@ -185,7 +185,7 @@ async def reads_back(store: Store, version: int) -> None:
     again = NewJob(family="task", type="imagine", requester_id="u2", platform="discord",
                    channel_id="c1", workspace_id="g1", prompt="an owl",
                    command_key="discord:555")  # fmt: skip
-    found = await store.create_job_within(again, JobQuota())
+    found = await store.admission.create_job_within(again, JobQuota())
     assert isinstance(found, tuple) and not found[1]
     keyed = found[0]
     assert (keyed.prompt, keyed.status, keyed.lease_generation) == ("an owl", "creating", 1)

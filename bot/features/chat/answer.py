@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from bot.api import (
     ApiError,
@@ -100,8 +100,12 @@ def stored_reply(rendered: RenderResult) -> str:
     return rendered.reply
 
 
-class AnswerStorage(ConversationStore, UsageLedger, Protocol):
+@dataclass(frozen=True)
+class AnswerStorage:
     """What answering uses: the conversation's turns and the usage ledger."""
+
+    conversations: ConversationStore
+    ledger: UsageLedger
 
 
 class Answerer:
@@ -177,7 +181,7 @@ class Answerer:
                 fitted = self._shorter(params, turns, extra, fitted, refused)
                 request = await self._request(params, fitted, functions)
                 outcome = await self._round(target, request, user, params.stream)
-            await self.store.add_usage(
+            await self.store.ledger.add_usage(
                 target.place.platform,
                 user.id,
                 tokens_prompt=fitted.prompt_tokens,
@@ -189,7 +193,11 @@ class Answerer:
                 assert outcome.rendered is not None
                 if len(outcome.answers) > 1:
                     await offer_alternatives(
-                        self.store, self.outbox, target, outcome.turn_id, outcome.answers
+                        self.store.conversations,
+                        self.outbox,
+                        target,
+                        outcome.turn_id,
+                        outcome.answers,
                     )
                 return outcome.rendered
             await self._run_call(target, outcome.call, context, self.tools, history)
@@ -253,7 +261,7 @@ class Answerer:
         conversation_id = target.conversation.id
         call_body = {"name": call.name, "arguments": call.arguments}
         call_turn = history.add({"role": "assistant", "content": None, "function_call": call_body})
-        await self.store.append_message(
+        await self.store.conversations.append_message(
             conversation_id,
             "assistant",
             None,
@@ -262,7 +270,7 @@ class Answerer:
         )
         result = await run_tool(tools, call, context)
         result_turn = history.add({"role": "function", "name": call.name, "content": result})
-        await self.store.append_message(
+        await self.store.conversations.append_message(
             conversation_id,
             "function",
             result,
@@ -332,7 +340,7 @@ class Answerer:
         """Render the reply with its turn stored first: each posted message is linked to the
         turn as soon as it is posted, the text so far stored with it, the final text at the
         end. A reply that never got posted leaves no turn behind."""
-        reply = StoredReply(self.store, target)
+        reply = StoredReply(self.store.conversations, target)
         await reply.begin()
         renderer = StreamRenderer(
             self.outbox,

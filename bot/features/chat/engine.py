@@ -17,13 +17,13 @@ import asyncio
 import contextlib
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol
 
 from bot.api import ProviderClient
 from bot.api.chat import plan_allows
 from bot.features.chat.alternatives import PICK_ACTION, Pick, pick_alternative
-from bot.features.chat.answer import Answerer
+from bot.features.chat.answer import Answerer, AnswerStorage
 from bot.features.chat.caps import ChatCaps
 from bot.features.chat.history import History, load_history, user_message
 from bot.features.chat.image_links import HostImage, ImageLinks
@@ -100,9 +100,15 @@ def asked_text(user: User, prompt: str, limit: int) -> str:
     return _clip(f"**{user.name or user.id}** asked: {prompt}", limit)
 
 
-class ChatStorage(ConversationStore, ConversationLocks, SettingsReader, UsageLedger, Protocol):
+@dataclass(frozen=True)
+class ChatStorage:
     """What the chat engine uses: conversations and their locks, effective settings, the
     usage ledger."""
+
+    conversations: ConversationStore
+    conversation_locks: ConversationLocks
+    settings: SettingsReader
+    ledger: UsageLedger
 
 
 class ChecksMessages(Protocol):
@@ -148,7 +154,7 @@ class ChatEngine:
         self.plan = api.settings.plan
         self.defaults = defaults or ChatDefaults()
         self.answerer = Answerer(
-            store,
+            AnswerStorage(store.conversations, store.ledger),
             api,
             outbox,
             self.defaults,
@@ -167,7 +173,7 @@ class ChatEngine:
         images = [a for a in event.attachments if is_image(a) and a.url]
         if not text and not images:
             return
-        target = await existing_target(self.store, event)
+        target = await existing_target(self.store.conversations, event)
         if target is None and not event.mentions_bot:
             return
         check_text(text, "Your message")
@@ -188,12 +194,14 @@ class ChatEngine:
             self._check_fits_alone(params, text, images)
             if event.place.thread_id is not None:
                 target = await thread_target(
-                    self.store, event.user, event.place, event, create=True
+                    self.store.conversations, event.user, event.place, event, create=True
                 )
             else:
                 root = MessageRef(event.place, event.message_id)
                 title = thread_title(text or "an image")
-                target = await open_thread(self.store, self.outbox, root, title, event.user, event)
+                target = await open_thread(
+                    self.store.conversations, self.outbox, root, title, event.user, event
+                )
             assert target is not None
         else:
             params = await self._params(event.user, target.place, target.conversation)
@@ -221,32 +229,32 @@ class ChatEngine:
         place, user = event.place, event.user
         target: Target | None = None
         if place.is_dm:
-            target = await dm_target(self.store, user, place, event)
+            target = await dm_target(self.store.conversations, user, place, event)
         elif place.thread_id is not None:
-            target = await thread_target(self.store, user, place, event, create=False)
+            target = await thread_target(self.store.conversations, user, place, event, create=False)
         conversation = target.conversation if target else None
         params = await self._params(user, place, conversation, overrides)
         message_ids: tuple[str, ...] = ()
         if target is None:
             self._check_fits_alone(params, prompt, [])
         if target is None and place.thread_id is not None:
-            target = await thread_target(self.store, user, place, event, create=True)
+            target = await thread_target(self.store.conversations, user, place, event, create=True)
         if target is None:
             asked = OutMessage(
                 asked_text(user, prompt, self.outbox.limits(place.platform).max_text)
             )
             question = await self._post(place, asked, event)
             target = await open_thread(
-                self.store, self.outbox, question, thread_title(prompt), user, None
+                self.store.conversations, self.outbox, question, thread_title(prompt), user, None
             )
             message_ids = (question.message_id,)
         if overrides.model is not None or overrides.system is not None:
-            await self.store.update_conversation(
+            await self.store.conversations.update_conversation(
                 target.conversation.id,
                 model=overrides.model if overrides.model is not None else UNSET,
                 system_prompt=overrides.system if overrides.system is not None else UNSET,
             )
-            updated = await self.store.get_conversation(target.conversation.id)
+            updated = await self.store.conversations.get_conversation(target.conversation.id)
             assert updated is not None
             target = replace(target, conversation=updated)
         await self._converse(target, user, params, prompt, [], message_ids, place)
@@ -268,13 +276,13 @@ class ChatEngine:
     async def _see_images(self, event: ButtonPress, conversation: Conversation) -> None:
         """Switch ``conversation`` to the vision model and answer its last message."""
         async with self._turn(conversation.id):
-            newest = await self.store.conversation_tail(conversation.id, max_tokens=0)
+            newest = await self.store.conversations.conversation_tail(conversation.id, max_tokens=0)
             if not any(turn.role == "user" for turn in newest):
                 raise UserError("There is no message in this conversation to answer.")
             if conversation.model == VISION_MODEL and newest[-1].role != "user":
                 raise UserError(f"This conversation already uses {VISION_MODEL}.")
-            await self.store.update_conversation(conversation.id, model=VISION_MODEL)
-            switched = await self.store.get_conversation(conversation.id)
+            await self.store.conversations.update_conversation(conversation.id, model=VISION_MODEL)
+            switched = await self.store.conversations.get_conversation(conversation.id)
             assert switched is not None
             switched_note = OutMessage(f"Switched this conversation to {VISION_MODEL}.")
             shown_at = MessageRef(event.place, event.message_id)
@@ -287,7 +295,9 @@ class ChatEngine:
     async def _pick(self, event: ButtonPress, conversation: Conversation) -> None:
         pick = Pick.parse(event.ref)
         async with self._turn(conversation.id):
-            await pick_alternative(self.store, self.outbox, event.place, event.message_id, pick)
+            await pick_alternative(
+                self.store.conversations, self.outbox, event.place, event.message_id, pick
+            )
 
     async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         """The chat engine opens no forms."""
@@ -299,7 +309,10 @@ class ChatEngine:
     async def _turn(self, conversation_id: int) -> AsyncIterator[None]:
         """One turn of a conversation at a time: this process's turns in arrival order, then
         the conversation's lock across processes."""
-        async with self._lock(conversation_id), self.store.conversation_lock(conversation_id):
+        async with (
+            self._lock(conversation_id),
+            self.store.conversation_locks.conversation_lock(conversation_id),
+        ):
             yield
 
     def _lock(self, conversation_id: int) -> asyncio.Lock:
@@ -320,7 +333,7 @@ class ChatEngine:
         overrides: ChatOverrides | None = None,
     ) -> ChatParams:
         params = await resolve_params(
-            self.store, self.defaults, user, place, conversation, overrides
+            self.store.settings, self.defaults, user, place, conversation, overrides
         )
         check_plan(
             params.model, self.plan, params.model_source, self._settings_command(place.platform)
@@ -347,7 +360,9 @@ class ChatEngine:
 
     async def _history(self, conversation_id: int, params: ChatParams) -> History:
         max_tokens = history_tokens(params, self.defaults)
-        return await load_history(self.store, conversation_id, params.model, max_tokens)
+        return await load_history(
+            self.store.conversations, conversation_id, params.model, max_tokens
+        )
 
     async def _post(self, place: Place, message: OutMessage, origin: Event | None) -> MessageRef:
         return await self.outbox.write(place, Post(message, origin), WritePolicy.RAISE)
@@ -369,7 +384,7 @@ class ChatEngine:
             history = await self._history(conversation.id, params)
             added = history.add(turn)
             fit(params, self.defaults, history.request_turns(), self.answerer.function_tokens())
-            await self.store.append_message(
+            await self.store.conversations.append_message(
                 conversation.id,
                 "user",
                 text,
@@ -397,7 +412,7 @@ class ChatEngine:
             button = Button(VISION_LABEL, VISION_ACTION, str(target.conversation.id), "primary")
             message = OutMessage(note, buttons=((button,),))
             posted = await self._post(target.place, message, target.origin)
-            await self.store.link_conversation_messages(
+            await self.store.conversations.link_conversation_messages(
                 target.conversation.id, [posted.message_id], channel_id=target.place.channel_id
             )
             return False

@@ -135,7 +135,7 @@ class ImageJobs:
         self._settings = settings
         self._tasks = provider.tasks
         self._media = media
-        self._previews = RegionPreviews(starter.store, starter.outbox, media)
+        self._previews = RegionPreviews(starter.store.jobs, starter.outbox, media)
 
     # Commands ---------------------------------------------------------------------------------
 

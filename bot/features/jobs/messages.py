@@ -49,8 +49,8 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from typing import Any
 
 from bot.features.jobs import wording
 from bot.features.jobs.experience import Experience
@@ -197,8 +197,13 @@ class ButtonMarks:
             return None
 
 
-class JobMessagesStorage(JobWriter, DeliveryClaims, MessageLinks, Protocol):
+@dataclass(frozen=True)
+class JobMessagesStorage:
     """What job messages use: job reads and moves, delivery claims, message links."""
+
+    jobs: JobWriter
+    claims: DeliveryClaims
+    message_links: MessageLinks
 
 
 class JobMessages:
@@ -234,7 +239,7 @@ class JobMessages:
         self._final: OrderedDict[str, None] = OrderedDict()
         self.retry = retry or DeliveryRetry()
         self.results = ResultMessages(outbox, media)
-        self.marks = ButtonMarks(store, outbox, self.results)
+        self.marks = ButtonMarks(store.jobs, outbox, self.results)
 
     # Writing through the outbox -----------------------------------------------------------------
 
@@ -302,7 +307,7 @@ class JobMessages:
         """Whether ``job`` is still in flight under the lease ``job`` shows (not when that
         cannot be read)."""
         try:
-            current = await self._store.get_job(job.id)
+            current = await self._store.jobs.get_job(job.id)
         except StorageError as error:
             log.info("progress of job %s not shown: %s", job.id, error)
             return False
@@ -363,7 +368,7 @@ class JobMessages:
         message = replace(self.progress_message(job), key=progress_key(job))
         ref = await self.send(place, message, policy=WritePolicy.MUST_DELIVER, origin=origin)
         link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, "progress")
-        linked = await self._store.transition(
+        linked = await self._store.jobs.transition(
             job.id,
             "creating",
             "creating",
@@ -375,7 +380,7 @@ class JobMessages:
         if not linked:
             raise TakenOver(job.id)
         await self._outbox.write(place, Activity("drawing", origin), WritePolicy.BEST_EFFORT)
-        refreshed = await self._store.get_job(job.id)
+        refreshed = await self._store.jobs.get_job(job.id)
         return refreshed or job
 
     async def recover_progress(self, job: Job) -> Job:
@@ -392,11 +397,11 @@ class JobMessages:
             return job
         if ref is None:
             return job
-        await self._store.update_job(job.id, progress_message_id=ref.message_id)
-        await self._store.link_message(
+        await self._store.jobs.update_job(job.id, progress_message_id=ref.message_id)
+        await self._store.message_links.link_message(
             job.platform, job.channel_id, ref.message_id, job.id, "progress"
         )
-        return await self._store.get_job(job.id) or job
+        return await self._store.jobs.get_job(job.id) or job
 
     async def show_progress(
         self, job: Job, status: str | None = None, *, wait: float | None = None
@@ -420,10 +425,10 @@ class JobMessages:
         """Move a ``creating`` job that certainly started nothing at the provider to
         ``create_failed`` and say why in its progress message (found by its key when it was
         posted but never linked)."""
-        moved = await self._store.transition(
+        moved = await self._store.jobs.transition(
             job.id, "creating", "create_failed", error=reason, fence=job.lease
         )
-        current = await self.recover_progress(await self._store.get_job(job.id) or job)
+        current = await self.recover_progress(await self._store.jobs.get_job(job.id) or job)
         if moved:
             metrics.JOBS_FAILED.labels(job.type).inc()
             await self._show_outcome(current, wording.create_failed_text(current, reason))
@@ -434,10 +439,10 @@ class JobMessages:
     async def mark_unconfirmed(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job the provider may have received to ``unknown`` and tell the
         user (see :func:`bot.features.jobs.wording.unconfirmed_text`)."""
-        moved = await self._store.transition(
+        moved = await self._store.jobs.transition(
             job.id, "creating", "unknown", error=reason, fence=job.lease
         )
-        current = await self._store.get_job(job.id) or job
+        current = await self._store.jobs.get_job(job.id) or job
         if moved:
             text = wording.unconfirmed_text(current, reason)
             await self.edit(
@@ -451,7 +456,7 @@ class JobMessages:
     async def deliver(self, job_id: str) -> float | None:
         """Post the result of a finished job or report a failed one, exactly once, when its
         next attempt is due. Returns when to try again if this attempt failed, else None."""
-        job = await self._store.claim_delivery(job_id, self._platforms, self._clock())
+        job = await self._store.claims.claim_delivery(job_id, self._platforms, self._clock())
         if job is None:
             return None
         if job.status == "posting":
@@ -543,7 +548,7 @@ class JobMessages:
             ref = MessageRef(place_of(job), job.progress_message_id)
             async with self._lock(job.id):
                 await self._retire(job, ref, wording.cancelled_text(job))
-        await self._store.transition(job.id, "reporting", "failed_posted", fence=job.lease)
+        await self._store.jobs.transition(job.id, "reporting", "failed_posted", fence=job.lease)
         self._watch.touch(job.id)
         await self._end_drawing(job)
         self.forget(job.id)
@@ -559,7 +564,7 @@ class JobMessages:
         **fields: Any,
     ) -> None:
         link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, kind)
-        recorded = await self._store.transition(
+        recorded = await self._store.jobs.transition(
             job.id,
             claimed,
             done,
@@ -589,7 +594,7 @@ class JobMessages:
         log.warning("delivering job %s failed (attempt %d): %r", job.id, failures, error)
         if delay is not None:
             retry_at = self._clock() + delay
-            await self._store.transition(
+            await self._store.jobs.transition(
                 job.id,
                 claimed,
                 release,
@@ -599,7 +604,7 @@ class JobMessages:
             )
             return retry_at
         await self._show_outcome(job, wording.not_posted_text(job))
-        await self._store.transition(
+        await self._store.jobs.transition(
             job.id,
             claimed,
             "failed_posted",

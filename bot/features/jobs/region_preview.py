@@ -172,7 +172,7 @@ class PreviewButtons:
     def __init__(self, starter: JobStarter, runner: RegionRunner, media: MediaFetcher) -> None:
         self._starter = starter
         self._runner = runner
-        self._previews = RegionPreviews(starter.store, starter.outbox, media)
+        self._previews = RegionPreviews(starter.store.jobs, starter.outbox, media)
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")

@@ -34,7 +34,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 from bot.api.errors import (
     ApiError,
@@ -83,13 +83,11 @@ from storage import (
     Job,
     JobAdmission,
     JobFamily,
-    JobLeasing,
     JobParams,
     JobResult,
     JobStatus,
     JobType,
     JobWriter,
-    MessageLinks,
     NewJob,
     StorageError,
     UsageLedger,
@@ -194,9 +192,14 @@ class Submitted:
 Submit = Callable[[Job, Webhook | None], Awaitable[Submitted]]
 
 
-class StarterStorage(JobWriter, JobAdmission, MessageLinks, UsageLedger, JobLeasing, Protocol):
-    """What starting jobs uses: job creation within limits, job moves, the message → job
-    lookup behind buttons, the usage ledger, and which process this is (whose jobs)."""
+@dataclass(frozen=True)
+class StarterStorage:
+    """What starting jobs uses: job creation within limits (leased to this process: the
+    admission's owner), job moves and the usage ledger."""
+
+    jobs: JobWriter
+    admission: JobAdmission
+    ledger: UsageLedger
 
 
 class WaitsShown:
@@ -250,7 +253,7 @@ class JobStarter:
         self.media_host = media_host
         self.max_upload_bytes = max_upload_bytes
         self.upstream_cdn_hosts = tuple(upstream_cdn_hosts)
-        self.admission = Admission(store, caps)
+        self.admission = Admission(store.admission, caps)
         self.admitted = self.admission.admitted
         """Wraps a command's costly work before its job starts
         (:mod:`bot.features.jobs.admission`)."""
@@ -272,7 +275,7 @@ class JobStarter:
                 return self._left_to_the_tracker(job, error)
             except TakenOver:
                 log.info("job %s was taken over before it was sent; not sending it", job.id)
-                return await self.store.get_job(job.id) or job
+                return await self.store.jobs.get_job(job.id) or job
             except BaseException:
                 await asyncio.shield(self.delivery.mark_not_started(job, UNEXPECTED))
                 raise
@@ -318,7 +321,7 @@ class JobStarter:
             and spec.action is not None
             and ":" not in spec.action
         ):
-            await disable_follow_up(self.store, self.delivery, spec.parent.id, error.action)
+            await disable_follow_up(self.store.jobs, self.delivery, spec.parent.id, error.action)
 
     async def _started_before(self, job: Job) -> Job:
         """A command handled again (after a restart, or by the process that took it over)
@@ -335,11 +338,11 @@ class JobStarter:
             return job
         deadline = job.created_at + CREATING_GRACE_SECONDS
         while job.progress_message_id is None and job.status == "creating":
-            if job.owner == self.store.process_id or time.time() >= deadline:
+            if job.owner == self.store.admission.owner.process_id or time.time() >= deadline:
                 job = await self.delivery.mark_not_started(job, self._why_not_started(job))
                 break
             await asyncio.sleep(RECHECK_SECONDS)
-            job = await self.store.get_job(job.id) or job
+            job = await self.store.jobs.get_job(job.id) or job
         if job.progress_message_id is not None:
             return job
         reason = job.error if job.status == "create_failed" and job.error else None
@@ -348,7 +351,7 @@ class JobStarter:
     def _why_not_started(self, job: Job) -> str:
         """Why a job nobody is starting never reached the provider: the process that created
         it stopped (it was taken over, or is another's), or this one lost its database."""
-        if job.lease_generation > 0 or job.owner != self.store.process_id:
+        if job.lease_generation > 0 or job.owner != self.store.admission.owner.process_id:
             return RESTARTED_BEFORE_SUBMIT
         return LOST_BEFORE_SUBMIT
 
@@ -380,13 +383,13 @@ class JobStarter:
         fields = dict(outcome.fields)
         if outcome.provider_id is not None:
             fields["provider_id"] = outcome.provider_id
-        moved = await self.store.transition(
+        moved = await self.store.jobs.transition(
             job.id, ("creating", "unknown"), outcome.status, **fields
         )
         if not moved:
             log.info("job %s changed before its creation was recorded (early webhook)", job.id)
         if outcome.credits:
-            await self.store.add_usage(
+            await self.store.ledger.add_usage(
                 job.platform,
                 job.requester_id,
                 credits=outcome.credits,
@@ -394,7 +397,7 @@ class JobStarter:
                 job_id=job.id,
             )
         self._on_submitted(job.id)
-        return await self.store.get_job(job.id) or job
+        return await self.store.jobs.get_job(job.id) or job
 
     async def _not_confirmed(self, job: Job, error: BaseException) -> Job:
         """Settle a job whose create call raised ``error``."""

@@ -13,10 +13,10 @@ from __future__ import annotations
 import hmac
 import logging
 import secrets
-from typing import Protocol
+from dataclasses import dataclass
 
 from bot.kernel import Opened, Sealer, SealError
-from storage import Job, JobTracking
+from storage import Job, JobTracking, JobWriter
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +24,12 @@ SECRET_BYTES = 24
 PAGE_SIZE = 500
 
 
-class SecretStorage(JobTracking, Protocol):
+@dataclass(frozen=True)
+class SecretStorage:
     """What the webhook secrets use: unfinished jobs and their fields."""
 
-    async def update_job(self, job_id: str, **fields: object) -> bool: ...
+    jobs: JobWriter
+    tracking: JobTracking
 
 
 class WebhookSecrets:
@@ -67,7 +69,7 @@ class WebhookSecrets:
         opened = 0
         after: Job | None = None
         while True:
-            page = await self._store.list_unfinished_jobs(limit=PAGE_SIZE, after=after)
+            page = await self._store.tracking.list_unfinished_jobs(limit=PAGE_SIZE, after=after)
             for job in page:
                 if job.webhook_secret:
                     await self._opened(job.id, job.webhook_secret)
@@ -79,5 +81,7 @@ class WebhookSecrets:
     async def _opened(self, job_id: str, stored: str) -> Opened:
         opened = self._sealer.open(stored)
         if opened.stale and self._sealer.can_seal:
-            await self._store.update_job(job_id, webhook_secret=self._sealer.seal(opened.secret))
+            await self._store.jobs.update_job(
+                job_id, webhook_secret=self._sealer.seal(opened.secret)
+            )
         return opened

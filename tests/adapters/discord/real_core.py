@@ -94,7 +94,7 @@ class RealGenbot:
 
     async def all_jobs(self) -> list[Job]:
         """Every job, oldest first."""
-        return await self.store.list_unfinished_jobs(ALL_STATUSES)
+        return await self.store.tracking.list_unfinished_jobs(ALL_STATUSES)
 
     async def posted(self, job_type: str, timeout: float = 10.0) -> Job:
         """The only job of ``job_type``, once its result is posted."""

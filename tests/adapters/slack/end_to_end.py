@@ -167,7 +167,7 @@ async def slack_genbot(
         adapter = SlackAdapter(
             settings.slack,
             settings.limits,
-            installations=store,
+            installations=store.installations,
             sealer=sealer_of(settings.storage, settings.api),
         )
         core, jobs = build_core(

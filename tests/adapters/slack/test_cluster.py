@@ -37,7 +37,8 @@ async def test_an_event_delivered_to_two_processes_is_handled_once(
     cores = [RecordingCore(), RecordingCore()]
     stores = [await PostgresStore.open(url, pool_size=2) for _ in cores]
     adapters = [
-        SlackAdapter(slack_settings(fake), LimitsSettings(), dedupe=store) for store in stores
+        SlackAdapter(slack_settings(fake), LimitsSettings(), dedupe=store.dedupe)
+        for store in stores
     ]
     try:
         for adapter, core in zip(adapters, cores, strict=True):
@@ -68,7 +69,7 @@ async def test_an_envelope_redelivered_to_another_socket_mode_process_is_handled
     cores = [RecordingCore(), RecordingCore()]
     stores = [await PostgresStore.open(url, pool_size=2) for _ in cores]
     adapters = [
-        SlackAdapter(slack_settings(fake, socket_mode=True), LimitsSettings(), dedupe=store)
+        SlackAdapter(slack_settings(fake, socket_mode=True), LimitsSettings(), dedupe=store.dedupe)
         for store in stores
     ]
     try:

@@ -82,7 +82,7 @@ async def test_an_install_whose_state_does_not_check_out_is_refused(
             forged, headers={"Cookie": "slack-app-oauth-state=made-up"}
         ) as answer:
             status = answer.status
-        installed = await bot.store.find_slack_installation("", FIRST)
+        installed = await bot.store.installations.find_slack_installation("", FIRST)
 
     assert status in (400, 401)
     assert installed is None
@@ -106,8 +106,8 @@ async def test_uninstalling_one_workspace_forgets_it_and_leaves_the_other(
         await ask(fake, bot.url, SECOND, "C2", "after")
         await ask(fake, bot.url, FIRST, "C1", "still here")
         await fake.wait_for(lambda: answer_in(fake, "C1", "still here"), WAIT)
-        gone = await bot.store.find_slack_installation("", SECOND)
-        kept = await bot.store.find_slack_installation("", FIRST)
+        gone = await bot.store.installations.find_slack_installation("", SECOND)
+        kept = await bot.store.installations.find_slack_installation("", FIRST)
 
     assert [d.status for d in deliveries] == [200, 200]
     assert gone is None and kept is not None

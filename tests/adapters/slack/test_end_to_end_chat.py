@@ -225,7 +225,7 @@ async def test_draw_in_a_mention_runs_the_tool_and_its_grid_comes_by_webhook(
         posted = await fake.wait_for(grid, WAIT)
         assert {"U1", "V1", "🔄"} <= {b["text"]["text"] for b in posted.buttons}
         assert (await fake.wait_for(answer, WAIT)).markdown
-        [job] = await bot.store.list_unfinished_jobs(ALL_STATUSES)
+        [job] = await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
         assert (job.type, job.prompt) == ("imagine", "a lighthouse at dusk")
         assert [a.status for a in sim.state.webhook_attempts] == [200]
         chats = [r.status for r in sim.state.requests_to(CHAT_PATH)]

@@ -159,7 +159,7 @@ async def test_hostile_shared_images_are_refused_by_name_before_the_provider(
         fake.user_says("", channel="C2", files=[("cut.png", truncated_png())])
         await fake.post_command(bot.url, fake.slash_command("/blend", "", channel="C2"))
         _, cut = await fake.wait_for(lambda: fake.ephemerals[1:] and fake.ephemerals, WAIT)
-        jobs = await bot.store.list_unfinished_jobs(ALL_STATUSES)
+        jobs = await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
 
     assert "bomb.png" in bomb.text and "too many pixels" in bomb.text, bomb.text
     assert "cut.png" in cut.text and "truncated or damaged" in cut.text, cut.text
@@ -178,7 +178,7 @@ async def test_every_cap_is_checked_before_a_shared_image_is_downloaded(
     async with slack_genbot(fake, sim, tmp_path / "genbot.db", rehosting=True) as bot:
         media = tmp_path / "genbot.media"
         fake.user_says("", channel="C2", files=[("a.png", image), ("b.png", image)])
-        await bot.store.add_usage("slack", "U1", credits=10_000, kind="credits")
+        await bot.store.ledger.add_usage("slack", "U1", credits=10_000, kind="credits")
         for _ in range(3):
             await fake.post_command(bot.url, fake.slash_command("/blend", "", channel="C2"))
         await fake.wait_for(lambda: fake.ephemerals[2:], WAIT)
@@ -194,7 +194,7 @@ async def test_every_cap_is_checked_before_a_shared_image_is_downloaded(
         await fake.wait_for(lambda: len(fake.ephemerals) >= 3 + len(blends) - cap or None, WAIT)
         capped = [e.text for e in fake.ephemerals[3:]]
         await fake.wait_for(lambda: len(fake.bot_messages("C3")) >= cap or None, WAIT)
-        jobs = await bot.store.list_unfinished_jobs(ALL_STATUSES)
+        jobs = await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
 
     assert len(over_budget) == 3 and all("daily budget" in text for text in over_budget)
     assert downloads_over_budget == 0 and hosted_over_budget == []

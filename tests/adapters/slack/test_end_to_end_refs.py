@@ -62,9 +62,11 @@ async def test_a_press_from_another_workspace_names_nothing_here(
         await fake.post_command(bot.url, fake.slash_command("/imagine", "a heron", channel="C1"))
         grid = await fake.wait_for(bot_message_with_button(fake, "C1", "U1"), WAIT)
         job_button = next(b["action_id"] for b in grid.buttons if b["text"]["text"] == "U1")
-        conversation = await bot.store.find_conversation_by_message("slack", "D1", secret.ts)
+        conversation = await bot.store.conversations.find_conversation_by_message(
+            "slack", "D1", secret.ts
+        )
         assert conversation is not None
-        jobs_before = await bot.store.list_unfinished_jobs(ALL_STATUSES)
+        jobs_before = await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
         chats_before = len(sim.state.requests_to(CHAT_PATH))
 
         for action_id in (job_button, f"gb:chat_vision:{conversation.id}"):
@@ -73,8 +75,8 @@ async def test_a_press_from_another_workspace_names_nothing_here(
             lambda: [e.text for e in fake.ephemerals] if len(fake.ephemerals) >= 2 else None,
             WAIT,
         )
-        after = await bot.store.get_conversation(conversation.id)
-        jobs_after = await bot.store.list_unfinished_jobs(ALL_STATUSES)
+        after = await bot.store.conversations.get_conversation(conversation.id)
+        jobs_after = await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
 
     assert sorted(refusals) == sorted([NO_JOB, NO_CONVERSATION])
     assert fake.bot_messages(OPEN_THERE) == [], "nothing of this workspace is shown there"

@@ -69,7 +69,7 @@ def installation(team: str, user: str, token: str, **extra: object) -> Installat
 async def test_installations_round_trip_and_carry_the_newest_bot_token(
     storage: tuple[Store, ManualClock],
 ) -> None:
-    store = InstallationStore(storage[0], SEALER)
+    store = InstallationStore(storage[0].installations, SEALER)
     expires = int(START) + 43200
     await store.async_save(
         installation("T1", "U1", "xoxb-old", bot_refresh_token="r1", bot_token_expires_at=expires)
@@ -94,7 +94,7 @@ async def test_installations_round_trip_and_carry_the_newest_bot_token(
 async def test_a_rotated_bot_token_and_expiry_are_kept(
     storage: tuple[Store, ManualClock],
 ) -> None:
-    store = InstallationStore(storage[0], SEALER)
+    store = InstallationStore(storage[0].installations, SEALER)
     await store.async_save(installation("T1", "U1", "xoxb-1", bot_refresh_token="r1"))
     bot = await store.async_find_bot(enterprise_id=None, team_id="T1")
     assert bot is not None
@@ -112,7 +112,7 @@ async def test_a_rotated_bot_token_and_expiry_are_kept(
 async def test_revoking_a_user_keeps_the_bot_and_uninstalling_forgets_the_team(
     storage: tuple[Store, ManualClock],
 ) -> None:
-    store = InstallationStore(storage[0], SEALER)
+    store = InstallationStore(storage[0].installations, SEALER)
     await store.async_save(installation("T1", "U1", "xoxb-1", user_token="xoxp-u1"))
     await store.async_save(installation("T2", "U2", "xoxb-2"))
 
@@ -129,7 +129,7 @@ async def test_an_oauth_state_is_good_once_and_only_until_it_expires(
     storage: tuple[Store, ManualClock],
 ) -> None:
     backend, clock = storage
-    states = OAuthStateStore(backend, expiration_seconds=600, clock=clock)
+    states = OAuthStateStore(backend.installations, expiration_seconds=600, clock=clock)
     fresh, stale = await states.async_issue(), await states.async_issue()
 
     assert fresh != stale and len(fresh) >= 32
@@ -143,7 +143,7 @@ async def test_an_oauth_state_is_good_once_and_only_until_it_expires(
 async def test_tokens_are_stored_sealed_and_nothing_else_is_hidden(
     storage: tuple[Store, ManualClock],
 ) -> None:
-    store = InstallationStore(storage[0], SEALER)
+    store = InstallationStore(storage[0].installations, SEALER)
     await store.async_save(
         installation(
             "T1",
@@ -154,7 +154,7 @@ async def test_tokens_are_stored_sealed_and_nothing_else_is_hidden(
         )
     )
 
-    stored = await storage[0].find_slack_installation("", "T1")
+    stored = await storage[0].installations.find_slack_installation("", "T1")
     found = await store.async_find_installation(enterprise_id=None, team_id="T1")
 
     assert stored is not None
@@ -171,11 +171,13 @@ async def test_an_installation_stored_before_sealing_is_read_and_stored_again_se
 ) -> None:
     backend = storage[0]
     plain = installation_data(installation("T1", "U1", "xoxb-plain-token"))
-    await backend.save_slack_installation(SlackInstallation("", "T1", "U1", START, plain))
-    store = InstallationStore(backend, SEALER)
+    await backend.installations.save_slack_installation(
+        SlackInstallation("", "T1", "U1", START, plain)
+    )
+    store = InstallationStore(backend.installations, SEALER)
 
     bot = await store.async_find_bot(enterprise_id=None, team_id="T1")
-    stored = await backend.find_slack_installation("", "T1")
+    stored = await backend.installations.find_slack_installation("", "T1")
 
     assert bot is not None and bot.bot_token == "xoxb-plain-token"
     assert stored is not None and "xoxb-plain-token" not in json.dumps(stored.data)
@@ -187,15 +189,17 @@ async def test_a_rotating_installation_stored_plain_is_sealed_by_its_next_rotati
 ) -> None:
     backend = storage[0]
     plain = installation_data(installation("T1", "U1", "xoxe.xoxb-1", bot_refresh_token="r1"))
-    await backend.save_slack_installation(SlackInstallation("", "T1", "U1", START, plain))
-    store = InstallationStore(backend, SEALER)
+    await backend.installations.save_slack_installation(
+        SlackInstallation("", "T1", "U1", START, plain)
+    )
+    store = InstallationStore(backend.installations, SEALER)
 
     bot = await store.async_find_bot(enterprise_id=None, team_id="T1")
-    untouched = await backend.find_slack_installation("", "T1")
+    untouched = await backend.installations.find_slack_installation("", "T1")
     assert bot is not None and untouched is not None and untouched.data == plain
     bot.bot_token, bot.bot_refresh_token = "xoxe.xoxb-2", "r2"
     await store.async_save_bot(bot)
-    rotated = await backend.find_slack_installation("", "T1")
+    rotated = await backend.installations.find_slack_installation("", "T1")
 
     assert rotated is not None and "xoxe.xoxb-2" not in json.dumps(rotated.data)
     found = await store.async_find_bot(enterprise_id=None, team_id="T1")
@@ -206,31 +210,31 @@ async def test_a_new_key_reads_what_the_previous_key_sealed_and_seals_it_again(
     storage: tuple[Store, ManualClock],
 ) -> None:
     backend = storage[0]
-    before = InstallationStore(backend, Sealer([OLD_KEY]))
+    before = InstallationStore(backend.installations, Sealer([OLD_KEY]))
     await before.check_key()
     await before.async_save(installation("T1", "U1", "xoxb-kept"))
 
-    during = InstallationStore(backend, Sealer([KEY, OLD_KEY]))
+    during = InstallationStore(backend.installations, Sealer([KEY, OLD_KEY]))
     await during.check_key()
     read_during = await during.async_find_bot(enterprise_id=None, team_id="T1")
-    after = InstallationStore(backend, Sealer([KEY]))
+    after = InstallationStore(backend.installations, Sealer([KEY]))
     await after.check_key()
     read_after = await after.async_find_bot(enterprise_id=None, team_id="T1")
 
     assert read_during is not None and read_during.bot_token == "xoxb-kept"
     assert read_after is not None and read_after.bot_token == "xoxb-kept"
     with pytest.raises(SealError):
-        await InstallationStore(backend, Sealer([OLD_KEY])).check_key()
+        await InstallationStore(backend.installations, Sealer([OLD_KEY])).check_key()
 
 
 async def test_a_wrong_key_stops_startup_and_reads_no_installation(
     storage: tuple[Store, ManualClock], caplog: pytest.LogCaptureFixture
 ) -> None:
     backend = storage[0]
-    right = InstallationStore(backend, SEALER)
+    right = InstallationStore(backend.installations, SEALER)
     await right.check_key()
     await right.async_save(installation("T1", "U1", "xoxb-sealed"))
-    wrong = InstallationStore(backend, Sealer([OLD_KEY]))
+    wrong = InstallationStore(backend.installations, Sealer([OLD_KEY]))
 
     with pytest.raises(SealError, match=r"Slack installations cannot be read.*secret_key"):
         await wrong.check_key()
@@ -239,5 +243,5 @@ async def test_a_wrong_key_stops_startup_and_reads_no_installation(
 
     assert found is None
     assert "T1 cannot be opened" in caplog.text
-    assert await backend.find_slack_installation("", KEY_CHECK_TEAM) is not None
+    assert await backend.installations.find_slack_installation("", KEY_CHECK_TEAM) is not None
     assert await right.async_find_bot(enterprise_id=None, team_id="T1") is not None

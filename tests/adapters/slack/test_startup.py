@@ -82,7 +82,7 @@ async def test_an_app_installed_by_oauth_serves_http_only(
     settings = slack_settings(fake, distributed=True, socket_mode=True)
     async with await SqliteStore.open(tmp_path / "g.db") as store:
         adapter = SlackAdapter(
-            settings, LimitsSettings(), installations=store, sealer=Sealer(["k" * 32])
+            settings, LimitsSettings(), installations=store.installations, sealer=Sealer(["k" * 32])
         )
         with pytest.raises(AdapterStartError, match="leave app_token empty"):
             await adapter.start(FakeRouter(core, [adapter.surface]))

@@ -35,7 +35,7 @@ async def test_two_processes_rotating_at_once_both_get_the_new_token(tmp_path: P
         team.bot_token, team.refresh_token = "xoxe.xoxb-old", "xoxe-1-old"
         storage = await SqliteStore.open(tmp_path / "genbot.db")
         try:
-            await InstallationStore(storage, SEALER).async_save(
+            await InstallationStore(storage.installations, SEALER).async_save(
                 Installation(
                     app_id=fake.app_id,
                     team_id=team.team_id,
@@ -47,8 +47,8 @@ async def test_two_processes_rotating_at_once_both_get_the_new_token(tmp_path: P
                     user_id="U1",
                 )
             )
-            first = rotating(fake, InstallationStore(storage, SEALER))
-            second = rotating(fake, InstallationStore(storage, SEALER))
+            first = rotating(fake, InstallationStore(storage.installations, SEALER))
+            second = rotating(fake, InstallationStore(storage.installations, SEALER))
 
             tokens = await asyncio.gather(
                 first.bot_token(team.team_id), second.bot_token(team.team_id)

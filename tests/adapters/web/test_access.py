@@ -39,7 +39,7 @@ async def playground(
         )
         adapter = WebAdapter(
             WebSettings(host="127.0.0.1", port=0, **settings),
-            history=store,
+            history=None if store is None else store.playground,
             admin_link=admin_link,
             keepalive_seconds=0.05,
         )

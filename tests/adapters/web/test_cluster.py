@@ -30,7 +30,7 @@ async def process(url: str) -> AsyncIterator[WebAdapter]:
     """One genbot process's playground on the shared database."""
     async with await PostgresStore.open(url, pool_size=2) as store:
         core = RecordingCore()
-        adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store)
+        adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store.playground)
         core.surface = adapter.surface
         await adapter.start(FakeRouter(core, [adapter.surface]))
         try:

@@ -33,7 +33,8 @@ from bot.kernel import (
     Place,
     SurfaceError,
 )
-from storage import SqliteStore
+from storage import PlaygroundHistory, SqliteStore
+from storage.sqlite.database import SqliteDatabase
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
 from tests.fakes.router import FakeRouter
 from tests.resilience.hostile_files import noise_png
@@ -73,7 +74,7 @@ async def playground(
     a genbot process would)."""
     async with await SqliteStore.open(path) as store:
         adapter = WebAdapter(
-            WebSettings(host="127.0.0.1", port=0), history=store, legacy_history=legacy
+            WebSettings(host="127.0.0.1", port=0), history=store.playground, legacy_history=legacy
         )
         core.surface = adapter.surface
         await adapter.start(FakeRouter(core, [adapter.surface]))
@@ -81,6 +82,13 @@ async def playground(
             yield adapter
         finally:
             await adapter.stop()
+
+
+def database_of(adapter: WebAdapter) -> SqliteDatabase:
+    """The SQLite database the playground's history is kept in."""
+    history = adapter.playground.history
+    assert isinstance(history, PlaygroundHistory) and isinstance(history.db, SqliteDatabase)
+    return history.db
 
 
 @asynccontextmanager
@@ -214,7 +222,7 @@ async def test_the_file_keeps_each_channels_latest_messages_and_their_images(
 ) -> None:
     store = MessageStore(max_messages_per_channel=3)
     async with await SqliteStore.open(tmp_path / "p.db") as database:
-        journal = PlaygroundJournal(database, max_messages_per_channel=3)
+        journal = PlaygroundJournal(database.playground, max_messages_per_channel=3)
         for number in range(5):
             message = WebMessage(str(number), "general", None, "bot", {"id": "genbot"})
             store.replace_images(message, (ImageFile(f"{number}.png", png(4 + number)),))
@@ -235,15 +243,14 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
 ) -> None:
     path = tmp_path / "genbot.db"
     async with playground(path, RecordingCore()) as adapter:
-        assert isinstance(adapter.playground.history, SqliteStore)
-        await adapter.playground.history.close()
+        await database_of(adapter).close()
         with pytest.raises(SurfaceError, match="could not keep the message"):
             await adapter.surface.send(PLACE, OutMessage("lost?", key="job1.result"))
         assert adapter.playground.store.history("general", "anyone") == []
         assert await adapter.surface.posted(PLACE, "job1.result") is None
 
     async with await SqliteStore.open(path) as store:
-        stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store)
+        stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store.playground)
         await stopped.start(FakeRouter(RecordingCore(), [stopped.surface]))
         await stopped.stop()
         with pytest.raises(SurfaceError, match="stopped"):
@@ -252,10 +259,9 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
 
 async def test_an_edit_that_cannot_be_kept_changes_nothing_shown(tmp_path: Path) -> None:
     async with playground(tmp_path / "genbot.db", RecordingCore()) as adapter:
-        store = adapter.playground.history
-        assert isinstance(store, SqliteStore)
+        database = database_of(adapter)
         ref = await adapter.surface.send(PLACE, OutMessage("⏳ drawing", key="job1.progress"))
-        await store.db.run(lambda db: db.execute("PRAGMA query_only = 1"))
+        await database.run(lambda db: db.execute("PRAGMA query_only = 1"))
         with pytest.raises(SurfaceError, match="could not keep the message"):
             await adapter.surface.edit(ref, OutMessage("❌ could not start"))
         with pytest.raises(SurfaceError, match="could not keep the message"):
@@ -265,7 +271,7 @@ async def test_an_edit_that_cannot_be_kept_changes_nothing_shown(tmp_path: Path)
         [shown] = adapter.playground.store.history("general", "anyone")
         assert (shown.text, shown.deleted, shown.thread_info) == ("⏳ drawing", False, None)
 
-        await store.db.run(lambda db: db.execute("PRAGMA query_only = 0"))
+        await database.run(lambda db: db.execute("PRAGMA query_only = 0"))
         await adapter.surface.edit(ref, OutMessage("❌ could not start"))
         assert [m.text for m in adapter.playground.store.history("general", "anyone")] == [
             "❌ could not start"
@@ -277,8 +283,7 @@ async def test_a_command_the_database_cannot_keep_is_refused_with_a_json_error(
 ) -> None:
     core = RecordingCore()
     async with playground(tmp_path / "genbot.db", core) as adapter, browser_of(adapter) as browser:
-        assert isinstance(adapter.playground.history, SqliteStore)
-        await adapter.playground.history.close()
+        await database_of(adapter).close()
         body = {"text": "/imagine a fox", "channel": "general"}
         async with browser.post("/api/command", json=body) as response:
             assert response.status == 503
@@ -292,9 +297,7 @@ async def test_a_command_the_database_cannot_keep_is_refused_with_a_json_error(
 async def test_a_command_on_a_read_only_database_is_refused_saying_so(tmp_path: Path) -> None:
     core = RecordingCore()
     async with playground(tmp_path / "genbot.db", core) as adapter, browser_of(adapter) as browser:
-        store = adapter.playground.history
-        assert isinstance(store, SqliteStore)
-        await store.db.run(lambda db: db.execute("PRAGMA query_only = 1"))
+        await database_of(adapter).run(lambda db: db.execute("PRAGMA query_only = 1"))
         body = {"text": "/imagine a fox", "channel": "general"}
         async with browser.post("/api/command", json=body) as response:
             assert response.status == 503
@@ -306,13 +309,13 @@ class DatabaseLostWhileHandling(RecordingCore):
     """The database refuses writes while the first event is handled (its end is not
     recorded), then comes back."""
 
-    store: SqliteStore | None = None
+    database: SqliteDatabase | None = None
 
     async def handle(self, event: InboundEvent) -> None:
         self.events.append(event)
         self._arrived.set()
-        if self.store is not None and len(self.events) == 1:
-            await self.store.db.run(lambda db: db.execute("PRAGMA query_only = 1"))
+        if self.database is not None and len(self.events) == 1:
+            await self.database.run(lambda db: db.execute("PRAGMA query_only = 1"))
 
 
 async def test_a_command_whose_end_was_not_recorded_is_handled_again_with_its_key(
@@ -320,14 +323,12 @@ async def test_a_command_whose_end_was_not_recorded_is_handled_again_with_its_ke
 ) -> None:
     core = DatabaseLostWhileHandling()
     async with playground(tmp_path / "genbot.db", core) as adapter, browser_of(adapter) as browser:
-        store = adapter.playground.history
-        assert isinstance(store, SqliteStore)
-        core.store = store
+        core.database = database = database_of(adapter)
         status, shown = await post(browser, "/api/command", {"text": "/imagine a fox"})
         assert status == 202
         [first] = await core.wait_for_events(1)
         await eventually(lambda: not adapter.handling(shown["event_id"]))
-        await store.db.run(lambda db: db.execute("PRAGMA query_only = 0"))
+        await database.run(lambda db: db.execute("PRAGMA query_only = 0"))
         assert adapter.playground.store.pending() != []
 
         await adapter._take_pending(time.time() + 1)
@@ -366,7 +367,7 @@ async def test_images_out_of_memory_are_served_and_downloaded_from_the_history(
     async with await SqliteStore.open(tmp_path / "genbot.db") as store:
         adapter = WebAdapter(
             WebSettings(host="127.0.0.1", port=0),
-            history=store,
+            history=store.playground,
             max_image_memory=len(images[0].data) * 2,
         )
         core.surface = adapter.surface

@@ -62,7 +62,7 @@ async def test_settings_options_are_stored_and_confirmed(world: ChatWorld) -> No
         "Saved your defaults: image speed → fast. Saved this channel's system prompt: “Be brief.”.",
         "Nothing changed: those are already your settings.",
     ]
-    mine = await world.store.get_scope_settings("user", "fake", "alice")
+    mine = await world.store.settings.get_scope_settings("user", "fake", "alice")
     assert mine is not None
     assert (mine.model, mine.temperature, mine.aspect_ratio, mine.process_mode) == (
         "llm-3.5-turbo-16k",
@@ -70,13 +70,13 @@ async def test_settings_options_are_stored_and_confirmed(world: ChatWorld) -> No
         "16:9",
         "fast",
     )
-    channel = await world.store.get_scope_settings("channel", "fake", CHANNEL.channel_id)
+    channel = await world.store.settings.get_scope_settings("channel", "fake", CHANNEL.channel_id)
     assert channel is not None and channel.system_prompt == "Be brief."
     await world.actor(BOB, CHANNEL).command("settings", system_prompt="-")
     assert world.platform.ephemerals_for("bob") == [
         "This channel's system prompt is back to the default."
     ]
-    channel = await world.store.get_scope_settings("channel", "fake", CHANNEL.channel_id)
+    channel = await world.store.settings.get_scope_settings("channel", "fake", CHANNEL.channel_id)
     assert channel is not None and channel.system_prompt is None
 
 
@@ -98,7 +98,7 @@ async def test_settings_form_round_trip(world: ChatWorld) -> None:
     assert kinds["remix"] == ("select", ["on", "off"])
     assert kinds["process_mode"] == ("select", ["relax", "mixed", "fast", "turbo"])
     await alice.submit(modal, **{**defaults, "model": "LLM-4", "temperature": "0.2", "remix": "on"})
-    mine = await world.store.get_scope_settings("user", "fake", "alice")
+    mine = await world.store.settings.get_scope_settings("user", "fake", "alice")
     assert mine is not None and (mine.model, mine.temperature, mine.remix) == ("llm-4", 0.2, True)
     assert world.platform.ephemerals_for("alice")[-1] == (
         "Saved your defaults: model → llm-4, temperature → 0.2, remix → on."
@@ -111,7 +111,7 @@ async def test_settings_form_round_trip(world: ChatWorld) -> None:
     assert again.error_of("temperature") == "temperature must be at most 2 (got 7)."
     kept = {field.id: field.default for field in again.fields}
     assert (kept["temperature"], kept["model"]) == ("7", "llm-3.5-turbo")
-    mine = await world.store.get_scope_settings("user", "fake", "alice")
+    mine = await world.store.settings.get_scope_settings("user", "fake", "alice")
     assert mine is not None and (mine.model, mine.temperature) == ("llm-4", 0.2)
 
 
@@ -130,7 +130,7 @@ async def test_free_plan_cannot_choose_llm_4(tmp_path: Path) -> None:
         await world.actor().command("settings", model="llm-4-vision-preview")
         (refusal,) = world.platform.ephemerals_for("alice")
         assert "needs the Developer plan" in refusal and "llm-3.5-turbo-16k" in refusal
-        assert await world.store.get_scope_settings("user", "fake", "alice") is None
+        assert await world.store.settings.get_scope_settings("user", "fake", "alice") is None
 
 
 async def test_usage_counts_the_chat_tokens_of_today(world: ChatWorld) -> None:
@@ -188,7 +188,7 @@ async def test_usage_includes_the_credits_of_image_jobs(world: ChatWorld) -> Non
     alice = world.actor()
     await alice.command("imagine", prompt="a fox in the snow")
     await world.genbot.settled((await world.genbot.latest_job()).id)
-    totals = await world.store.usage_for_user("fake", "alice")
+    totals = await world.store.ledger.usage_for_user("fake", "alice")
     assert totals.credits > 0
     await alice.command("usage")
     assert world.platform.ephemerals_for("alice")[-1].endswith(
@@ -230,7 +230,7 @@ async def test_help_and_refusals_name_commands_as_the_platform_spells_them(
         assert "**/settings**" not in text and "**/imagine**" in text
         assert "e.g. `/genbot settings --model llm-4 --ar 16:9`" in text
         assert "`/genbot settings` model (your default)" in text
-        await world.store.set_scope_settings("user", "fake", "bob", model="llm-4")
+        await world.store.settings.set_scope_settings("user", "fake", "bob", model="llm-4")
         await world.actor(BOB, DM).say("echo: hi")
         (refusal,) = world.platform.ephemerals_for("bob")
         assert "`/genbot settings model`" in refusal
@@ -282,12 +282,14 @@ async def test_only_admins_set_shared_defaults(world: ChatWorld) -> None:
     told = await settings_with_scope(world, ROOT, CHANNEL, scope="team", model="llm-4")
     assert told == "scope must be one of me, channel, workspace (got 'team')."
     for kind, scope_id in (("channel", "c1"), ("workspace", "w1"), ("workspace", "")):
-        assert await world.store.get_scope_settings(kind, "fake", scope_id) is None  # type: ignore[arg-type]
+        assert await world.store.settings.get_scope_settings(kind, "fake", scope_id) is None  # type: ignore[arg-type]
 
 
 async def test_the_form_of_a_shared_scope_round_trips(world: ChatWorld) -> None:
-    await world.store.set_scope_settings("channel", "fake", "c1", model="llm-3.5-turbo-16k")
-    await world.store.set_scope_settings("user", "fake", "root", temperature=1.5)
+    await world.store.settings.set_scope_settings(
+        "channel", "fake", "c1", model="llm-3.5-turbo-16k"
+    )
+    await world.store.settings.set_scope_settings("user", "fake", "root", temperature=1.5)
     await settings_with_scope(world, ROOT, CHANNEL, scope="channel")
     ((_, modal),) = world.platform.modals
     assert modal.ref == "channel"
@@ -304,21 +306,21 @@ async def test_the_form_of_a_shared_scope_round_trips(world: ChatWorld) -> None:
     assert world.platform.ephemerals_for("root")[-1] == (
         "Saved this channel's defaults: aspect ratio → 3:2, temperature → 0.4."
     )
-    channel = await world.store.get_scope_settings("channel", "fake", "c1")
+    channel = await world.store.settings.get_scope_settings("channel", "fake", "c1")
     assert channel is not None
     assert (channel.model, channel.temperature, channel.aspect_ratio) == (
         "llm-3.5-turbo-16k",
         0.4,
         "3:2",
     )
-    mine = await world.store.get_scope_settings("user", "fake", "root")
+    mine = await world.store.settings.get_scope_settings("user", "fake", "root")
     assert mine is not None and mine.temperature == 1.5 and mine.aspect_ratio is None
 
 
 async def test_remix_is_each_users_own_toggle(world: ChatWorld) -> None:
     await world.actor().command("settings", remix=True)
     assert world.platform.ephemerals_for("alice")[-1] == "Saved your defaults: remix → on."
-    mine = await world.store.get_scope_settings("user", "fake", "alice")
+    mine = await world.store.settings.get_scope_settings("user", "fake", "alice")
     assert mine is not None and mine.remix is True
 
 
@@ -339,7 +341,7 @@ async def test_the_configured_plan_decides_what_the_settings_form_accepts(
         told = genbot.platform.ephemerals_for("alice") + [
             m.notice for _, m in genbot.platform.modals[1:]
         ]
-        saved = await genbot.store.get_scope_settings("user", "fake", "alice")
+        saved = await genbot.store.settings.get_scope_settings("user", "fake", "alice")
 
     assert "llm-4" not in hint, "the form suggests a model every plan allows"
     assert saved is not None and saved.model == "llm-3.5-turbo-16k"

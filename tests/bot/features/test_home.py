@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.features.home import RECENT_JOBS, REPOST_ACTION, HomeFeature
+from bot.features.home import RECENT_JOBS, REPOST_ACTION, HomeFeature, HomeStorage
 from bot.kernel import ButtonPress, Event, HomeOpened, MessageRef, OutMessage, Place, RateLimited
 from storage import JobType, NewJob, Store
 from tests.bot.harness import ROOMY, Parts, harness
@@ -34,7 +34,9 @@ class RefusesWhenArmed(FakePlatform):
 
 
 def _home(parts: Parts) -> list[HomeFeature]:
-    return [HomeFeature(parts.store, parts.outbox, parts.jobs.delivery.results)]
+    store = parts.store
+    storage = HomeStorage(store.settings, store.ledger, store.history, store.message_links)
+    return [HomeFeature(storage, parts.outbox, parts.jobs.delivery.results)]
 
 
 async def test_post_again_waits_out_a_rate_limit_and_posts(tmp_path: Path) -> None:
@@ -52,9 +54,11 @@ async def test_post_again_waits_out_a_rate_limit_and_posts(tmp_path: Path) -> No
         (copy,) = platform.in_place(DM)
         assert platform.refused == 1 and copy.message.images
         assert platform.ephemerals_for("alice") == []
-        assert (await bot.store.job_for_message("fake", DM.channel_id, copy.ref.message_id)) == (
-            await bot.store.get_job(job.id)
-        )
+        assert (
+            await bot.store.message_links.job_for_message(
+                "fake", DM.channel_id, copy.ref.message_id
+            )
+        ) == (await bot.store.jobs.get_job(job.id))
 
 
 async def test_the_home_finds_ten_images_behind_many_descriptions(tmp_path: Path) -> None:
@@ -75,7 +79,7 @@ async def test_the_home_finds_ten_images_behind_many_descriptions(tmp_path: Path
 async def _posted(store: Store, job_type: JobType, job_id: str) -> None:
     """A posted job of alice's, with an image unless it is a description."""
     job = await create_job(
-        store,
+        store.admission,
         NewJob(
             id=job_id,
             family="task",
@@ -87,7 +91,7 @@ async def _posted(store: Store, job_type: JobType, job_id: str) -> None:
             status="posted",
         ),
     )
-    await store.update_job(
+    await store.jobs.update_job(
         job.id,
         result_urls=[] if job_type == "describe" else [f"https://cdn.example/{job_id}.png"],
         result_message_id=f"m-{job_id}",

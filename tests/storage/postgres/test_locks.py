@@ -32,21 +32,24 @@ async def test_waiters_get_the_conversation_one_at_a_time_in_the_order_they_aske
 
         async def turn(store: PostgresStore, name: str) -> None:
             nonlocal inside
-            async with store.conversation_lock(7):
+            async with store.conversation_locks.conversation_lock(7):
                 inside += 1
                 assert inside == 1
                 order.append(name)
                 await asyncio.sleep(0.05)
                 inside -= 1
 
-        async with stores[0].conversation_lock(7):
+        async with stores[0].conversation_locks.conversation_lock(7):
             tasks = []
             for n, store in enumerate(stores):
                 tasks.append(asyncio.create_task(turn(store, f"turn {n}")))
                 await until_waiting_for_lock(url, "genbot.conversation.7", n + 1)
         await asyncio.gather(*tasks)
         assert order == ["turn 0", "turn 1", "turn 2"]
-        async with stores[1].conversation_lock(8), stores[2].conversation_lock(9):
+        async with (
+            stores[1].conversation_locks.conversation_lock(8),
+            stores[2].conversation_locks.conversation_lock(9),
+        ):
             pass
     finally:
         for store in stores:
@@ -62,7 +65,7 @@ async def test_a_dead_holders_lock_is_freed_and_a_turn_that_lost_it_ends_saying_
         release = asyncio.Event()
 
         async def hold() -> None:
-            async with holder.conversation_lock(3):
+            async with holder.conversation_locks.conversation_lock(3):
                 held.set()
                 await release.wait()
 
@@ -73,7 +76,7 @@ async def test_a_dead_holders_lock_is_freed_and_a_turn_that_lost_it_ends_saying_
                 "SELECT pg_terminate_backend(pid) FROM pg_locks"
                 " WHERE locktype = 'advisory' AND granted"
             )
-        async with asyncio.timeout(10), survivor.conversation_lock(3):
+        async with asyncio.timeout(10), survivor.conversation_locks.conversation_lock(3):
             pass
         release.set()
         await task
@@ -86,9 +89,9 @@ async def test_waiting_too_long_is_a_storage_error(
 ) -> None:
     monkeypatch.setattr(lock_module, "LOCK_WAIT_SECONDS", 0.2)
     async with await PostgresStore.open(url) as first, await PostgresStore.open(url) as second:
-        async with first.conversation_lock(5):
+        async with first.conversation_locks.conversation_lock(5):
             with pytest.raises(StorageError, match="stayed busy"):
-                async with second.conversation_lock(5):
+                async with second.conversation_locks.conversation_lock(5):
                     pass
-        async with second.conversation_lock(5):
+        async with second.conversation_locks.conversation_lock(5):
             pass

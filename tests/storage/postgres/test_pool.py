@@ -122,7 +122,7 @@ async def test_a_statement_past_the_statement_timeout_is_cancelled(url: str) -> 
     async with await PostgresStore.open(url, pool_size=1, statement_timeout=0.2) as store:
         with pytest.raises(StorageError, match="statement timeout"):
             await store.db.fetch_one("SELECT pg_sleep(2)")
-        assert await store.get_job("any") is None
+        assert await store.jobs.get_job("any") is None
 
 
 async def test_the_statement_timeout_keeps_the_urls_own_options(

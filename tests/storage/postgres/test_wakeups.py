@@ -17,14 +17,14 @@ async def test_the_owner_hears_its_job_ids_and_no_one_elses(postgres: PostgresCl
         await PostgresStore.open(url) as receiver,
         await PostgresStore.open(url) as bystander,
     ):
-        assert owner.shared
-        mine = await create_job(owner, new_job())
-        theirs = await create_job(bystander, new_job())
+        assert owner.leasing.shared
+        mine = await create_job(owner.admission, new_job())
+        theirs = await create_job(bystander.admission, new_job())
         heard: asyncio.Queue[str] = asyncio.Queue()
         ready = asyncio.Event()
 
         async def listen() -> None:
-            wakeups = owner.wakeups()
+            wakeups = owner.leasing.wakeups()
             first = asyncio.ensure_future(anext(wakeups))
             ready.set()
             await heard.put(await first)
@@ -35,11 +35,11 @@ async def test_the_owner_hears_its_job_ids_and_no_one_elses(postgres: PostgresCl
         await ready.wait()
         async with asyncio.timeout(10):
             while heard.empty():
-                await receiver.wake_owner(theirs)
-                await receiver.wake_owner(mine)
+                await receiver.leasing.wake_owner(theirs)
+                await receiver.leasing.wake_owner(mine)
                 await asyncio.sleep(0.05)
             assert await heard.get() == mine.id
-        await owner.wake_owner(mine)
+        await owner.leasing.wake_owner(mine)
         listener.cancel()
         await asyncio.gather(listener, return_exceptions=True)
         assert heard.empty() or {heard.get_nowait() for _ in range(heard.qsize())} == {mine.id}

@@ -26,13 +26,15 @@ async def test_processes_together_get_no_more_than_the_window_allows(url: str) -
     clock = ManualClock()
     stores = [await PostgresStore.open(url, clock=clock, pool_size=2) for _ in range(3)]
     try:
-        answers = await asyncio.gather(*(stores[n % 3].reserve_writes([CHANNEL]) for n in range(9)))
+        answers = await asyncio.gather(
+            *(stores[n % 3].write_windows.reserve_writes([CHANNEL]) for n in range(9))
+        )
         assert sorted(answers)[:3] == [0.0, 0.0, 0.0]
         assert all(
             wait == pytest.approx(CHANNEL.seconds + ALLOWANCE) for wait in sorted(answers)[3:]
         )
         clock.advance(CHANNEL.seconds + ALLOWANCE)
-        assert await stores[1].reserve_writes([CHANNEL]) == 0.0
+        assert await stores[1].write_windows.reserve_writes([CHANNEL]) == 0.0
     finally:
         for store in stores:
             await store.close()
@@ -43,11 +45,11 @@ async def test_a_write_counts_in_every_window_or_in_none(url: str) -> None:
     async with await PostgresStore.open(url, clock=clock) as store:
         other = WriteWindow("slack/T1/C2", capacity=10, seconds=5.0)
         for _ in range(4):
-            assert await store.reserve_writes([other, WORKSPACE]) == 0.0
-        assert await store.reserve_writes([other, WORKSPACE]) > 0
+            assert await store.write_windows.reserve_writes([other, WORKSPACE]) == 0.0
+        assert await store.write_windows.reserve_writes([other, WORKSPACE]) > 0
         fifth = WriteWindow(other.key, capacity=5, seconds=5.0)
-        assert await store.reserve_writes([fifth]) == 0.0
-        assert await store.reserve_writes([fifth]) > 0
+        assert await store.write_windows.reserve_writes([fifth]) == 0.0
+        assert await store.write_windows.reserve_writes([fifth]) > 0
 
 
 async def test_spacing_paces_writes_across_processes(url: str) -> None:
@@ -56,11 +58,13 @@ async def test_spacing_paces_writes_across_processes(url: str) -> None:
         await PostgresStore.open(url, clock=clock) as first,
         await PostgresStore.open(url, clock=clock) as second,
     ):
-        assert await first.reserve_writes([CHANNEL], spacing=1.0) == 0.0
+        assert await first.write_windows.reserve_writes([CHANNEL], spacing=1.0) == 0.0
         clock.advance(0.25)
-        assert await second.reserve_writes([CHANNEL], spacing=1.0) == pytest.approx(0.75)
+        assert await second.write_windows.reserve_writes([CHANNEL], spacing=1.0) == pytest.approx(
+            0.75
+        )
         clock.advance(0.75)
-        assert await second.reserve_writes([CHANNEL], spacing=1.0) == 0.0
+        assert await second.write_windows.reserve_writes([CHANNEL], spacing=1.0) == 0.0
 
 
 async def test_reservations_asked_together_share_one_transaction(url: str) -> None:
@@ -68,10 +72,10 @@ async def test_reservations_asked_together_share_one_transaction(url: str) -> No
     async with await PostgresStore.open(url, clock=clock) as store:
         channels = [WriteWindow(f"web/web/c{n}", capacity=1, seconds=1.0) for n in range(10)]
         trips = counted(store).trips
-        answers = await asyncio.gather(*(store.reserve_writes([c]) for c in channels))
+        answers = await asyncio.gather(*(store.write_windows.reserve_writes([c]) for c in channels))
         assert answers == [0.0] * 10
         assert len(trips) <= 2
-        answers = await asyncio.gather(*(store.reserve_writes([c]) for c in channels))
+        answers = await asyncio.gather(*(store.write_windows.reserve_writes([c]) for c in channels))
         assert answers == [pytest.approx(1.0 + ALLOWANCE)] * 10
         assert len(trips) <= 4
 
@@ -79,11 +83,13 @@ async def test_reservations_asked_together_share_one_transaction(url: str) -> No
 async def test_reservations_together_are_judged_after_the_ones_before_them(url: str) -> None:
     clock = ManualClock()
     async with await PostgresStore.open(url, clock=clock) as store:
-        answers = await asyncio.gather(*(store.reserve_writes([CHANNEL]) for _ in range(5)))
+        answers = await asyncio.gather(
+            *(store.write_windows.reserve_writes([CHANNEL]) for _ in range(5))
+        )
         assert answers[:3] == [0.0, 0.0, 0.0]
         assert answers[3:] == [pytest.approx(CHANNEL.seconds + ALLOWANCE)] * 2
         clock.advance(CHANNEL.seconds + ALLOWANCE)
         spaced = await asyncio.gather(
-            *(store.reserve_writes([CHANNEL], spacing=1.0) for _ in range(2))
+            *(store.write_windows.reserve_writes([CHANNEL], spacing=1.0) for _ in range(2))
         )
         assert spaced == [0.0, pytest.approx(1.0)]

@@ -47,7 +47,7 @@ async def test_is_dm_moves_from_the_parameters_of_old_jobs_to_its_column(
         await db.close()
     store = await database.open(clock)
     try:
-        jobs = [await store.get_job(job_id) for job_id in ("dm", "channel", "said-no")]
+        jobs = [await store.jobs.get_job(job_id) for job_id in ("dm", "channel", "said-no")]
     finally:
         await store.close()
     assert [(job.is_dm, job.parameters) for job in jobs if job is not None] == [

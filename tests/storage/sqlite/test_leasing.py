@@ -8,7 +8,7 @@ from tests.storage.helpers import create_job
 
 
 async def test_one_process_has_nothing_to_wake(store: SqliteStore) -> None:
-    assert not store.shared
-    job = await create_job(store, new_job())
-    await store.wake_owner(job)
-    assert [job_id async for job_id in store.wakeups()] == []
+    assert not store.db.dialect.shared
+    job = await create_job(store.admission, new_job())
+    await store.leasing.wake_owner(job)
+    assert [job_id async for job_id in store.leasing.wakeups()] == []

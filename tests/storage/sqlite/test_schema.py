@@ -105,7 +105,7 @@ async def test_a_version_1_database_is_upgraded_and_keeps_its_rows(
     store = await SqliteStore.open(db_path, clock=clock)
     try:
         assert await store.schema_version() == LATEST_VERSION
-        old = await store.job_for_message("discord", "c1", "m-progress")
+        old = await store.message_links.job_for_message("discord", "c1", "m-progress")
         assert old is not None
         assert (old.id, old.status, old.parameters) == (
             "oldjob",
@@ -113,17 +113,17 @@ async def test_a_version_1_database_is_upgraded_and_keeps_its_rows(
             {"aspect_ratio": "16:9"},
         )
         assert old.next_poll_at is None
-        assert [job.id for job in await store.list_unfinished_jobs()] == ["oldjob"]
-        assert await store.transition("oldjob", "processing", "finished", next_poll_at=5.0)
-        conversation = await store.find_conversation(
+        assert [job.id for job in await store.tracking.list_unfinished_jobs()] == ["oldjob"]
+        assert await store.jobs.transition("oldjob", "processing", "finished", next_poll_at=5.0)
+        conversation = await store.conversations.find_conversation(
             ConversationKey("slack", "T1", "C1", "1700000000.000100")
         )
         assert conversation is not None
-        history = await conversation_history(store, conversation.id)
+        history = await conversation_history(store.conversations, conversation.id)
         assert [m.content for m in history] == ["hello from v1"]
-        await store.set_scope_settings("channel", "slack", "C1", model="llm-4")
-        assert await store.remember_event("slack", "Ev1")
-        assert await store.add_usage("slack", "U1", credits=2)
+        await store.settings.set_scope_settings("channel", "slack", "C1", model="llm-4")
+        assert await store.dedupe.remember_event("slack", "Ev1")
+        assert await store.ledger.add_usage("slack", "U1", credits=2)
     finally:
         await store.close()
     assert sync_query(db_path, "SELECT MAX(version) FROM schema_version") == [(LATEST_VERSION,)]
@@ -132,46 +132,48 @@ async def test_a_version_1_database_is_upgraded_and_keeps_its_rows(
 async def test_writes_are_committed_when_the_call_returns(
     db_path: Path, store: SqliteStore
 ) -> None:
-    job = await create_job(store, new_job())
+    job = await create_job(store.admission, new_job())
     assert sync_query(db_path, "SELECT status FROM jobs WHERE id = ?", (job.id,)) == [("creating",)]
-    assert await store.transition(job.id, "creating", "submitted", provider_id="p-1")
+    assert await store.jobs.transition(job.id, "creating", "submitted", provider_id="p-1")
     assert sync_query(db_path, "SELECT status, provider_id FROM jobs") == [("submitted", "p-1")]
 
 
 async def test_everything_survives_close_and_reopen(db_path: Path, clock: ManualClock) -> None:
     store = await SqliteStore.open(db_path, clock=clock)
-    job = await create_job(store, new_job(webhook_secret="s3cret"))
-    await store.link_message("discord", "c1", "m1", job.id, "progress")
-    conversation, _ = await store.get_or_create_conversation(
+    job = await create_job(store.admission, new_job(webhook_secret="s3cret"))
+    await store.message_links.link_message("discord", "c1", "m1", job.id, "progress")
+    conversation, _ = await store.conversations.get_or_create_conversation(
         ConversationKey("discord", "g1", "dm-7"), kind="dm", created_by="u1"
     )
-    await store.append_message(conversation.id, "user", "remember me", platform_message_ids=["m9"])
-    await store.set_scope_settings("user", "discord", "u1", temperature=0.3)
-    await store.add_usage("discord", "u1", tokens_prompt=10, tokens_completion=5)
-    assert await store.remember_event("discord", "interaction-1")
+    await store.conversations.append_message(
+        conversation.id, "user", "remember me", platform_message_ids=["m9"]
+    )
+    await store.settings.set_scope_settings("user", "discord", "u1", temperature=0.3)
+    await store.ledger.add_usage("discord", "u1", tokens_prompt=10, tokens_completion=5)
+    assert await store.dedupe.remember_event("discord", "interaction-1")
     await store.close()
 
     reopened = await SqliteStore.open(db_path, clock=clock)
     try:
-        stored = await reopened.job_for_message("discord", "c1", "m1")
+        stored = await reopened.message_links.job_for_message("discord", "c1", "m1")
         assert stored is not None and stored.id == job.id
         assert stored.webhook_secret == "s3cret"
-        found = await reopened.find_conversation_by_message("discord", "dm-7", "m9")
+        found = await reopened.conversations.find_conversation_by_message("discord", "dm-7", "m9")
         assert found is not None and found.id == conversation.id
-        history = await conversation_history(reopened, conversation.id)
+        history = await conversation_history(reopened.conversations, conversation.id)
         assert [m.content for m in history] == ["remember me"]
-        settings = await reopened.effective_settings(
+        settings = await reopened.settings.effective_settings(
             "discord", user_id="u1", channel_id=None, workspace_id=None
         )
         assert settings.temperature == 0.3
-        assert (await reopened.usage_for_user("discord", "u1")).tokens == 15
-        assert not await reopened.remember_event("discord", "interaction-1")
+        assert (await reopened.ledger.usage_for_user("discord", "u1")).tokens == 15
+        assert not await reopened.dedupe.remember_event("discord", "interaction-1")
     finally:
         await reopened.close()
 
 
 async def test_effective_settings_defaults_need_no_rows(store: SqliteStore) -> None:
-    settings = await store.effective_settings(
+    settings = await store.settings.effective_settings(
         "web",
         user_id="nobody",
         channel_id="nowhere",

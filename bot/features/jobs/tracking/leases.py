@@ -117,7 +117,7 @@ class Leases:
         held = await self._store.heartbeat(self.process_info())
         answered_at = self._clock()
         self._still_held(held, asked_at)
-        slow = answered_at - asked_at > self._store.lease_seconds / BEATS_PER_LEASE
+        slow = answered_at - asked_at > self._store.owner.lease_seconds / BEATS_PER_LEASE
         if slow or self._reachable_since is None:
             self._reachable_since = answered_at if slow else asked_at
         platforms = list(self._platforms())
@@ -125,7 +125,7 @@ class Leases:
         shed = 0
         if take_live:
             taken = await self._claim(platforms, None, take_live=True)
-        elif platforms and answered_at - self._reachable_since >= self._store.lease_seconds:
+        elif platforms and answered_at - self._reachable_since >= self._store.owner.lease_seconds:
             share = await self._store.fair_share(platforms)
             taken = await self._claim(platforms, share - len(held))
             excess = len(held) + len(taken) - share
@@ -205,11 +205,11 @@ class Leases:
         metrics.set_leases(0)
 
     async def _beating(self) -> None:
-        period = self._store.lease_seconds / BEATS_PER_LEASE
+        period = self._store.owner.lease_seconds / BEATS_PER_LEASE
         while True:
             await asyncio.sleep(period)
             try:
-                async with asyncio.timeout(self._store.lease_seconds):
+                async with asyncio.timeout(self._store.owner.lease_seconds):
                     taken = await self._renew()
                 if taken:
                     self._settle_soon(taken)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from bot.api import ApiError, DiffusionFailed, DiffusionResponse, ProviderClient, TaskRecord
 from bot.features.jobs import wording
@@ -91,8 +92,12 @@ def poll_delay(eta: float | None, limits: LimitsSettings, default: float) -> flo
     return min(max(wait, limits.poll_interval_min), limits.poll_interval_max)
 
 
-class ProviderStateStorage(JobWriter, JobTracking, Protocol):
+@dataclass(frozen=True)
+class ProviderStateStorage:
     """What mirroring uses: job reads and moves, and the poll marks."""
+
+    jobs: JobWriter
+    tracking: JobTracking
 
 
 class ProviderState:
@@ -119,7 +124,7 @@ class ProviderState:
         self._clock = clock
         self._unresolved: dict[str, tuple[int, float]] = {}
         """Job id → (multi_fetch nulls in a row, when the first came)."""
-        self.moves = MoveBatch(store)
+        self.moves = MoveBatch(store.jobs)
         """The moves of records applied side by side go to storage together."""
         self._progress: dict[str, asyncio.Task[bool]] = {}
         self._progress_slots = asyncio.Semaphore(PROGRESS_CONCURRENCY)
@@ -165,7 +170,7 @@ class ProviderState:
         elif mirrored != job.status and job.status in IN_FLIGHT_STATUSES:
             changed = await self.moves.transition(job.id, IN_FLIGHT_STATUSES, mirrored, **adopt)
         elif webhook_at is not None:
-            await self._store.update_job(job.id, last_webhook_at=webhook_at)
+            await self._store.jobs.update_job(job.id, last_webhook_at=webhook_at)
         if not owned:
             return changed
         if progress_later:
@@ -253,7 +258,7 @@ class ProviderState:
             log.warning("multi_fetch of %d tasks failed: %s", len(by_provider), error)
             return False
         if mark_polled:
-            await self._store.mark_polled(job.id for job in jobs)
+            await self._store.tracking.mark_polled(job.id for job in jobs)
         results = await asyncio.gather(
             *(
                 self._apply_read(by_provider[task_id], record)
@@ -309,14 +314,16 @@ class ProviderState:
             return await self.finish(job, "failed", error=error.user_message)
         except ApiError as error:
             log.warning("diffusion fetch of job %s failed: %s", job.id, error)
-            await self._store.update_job(job.id, next_poll_at=now + self._limits.poll_interval_max)
+            await self._store.jobs.update_job(
+                job.id, next_poll_at=now + self._limits.poll_interval_max
+            )
             return False
         if answer.is_ready:
             return await self.finish(job, "finished", **diffusion_result_fields(answer))
         next_poll = now + poll_delay(answer.eta, self._limits, default_delay)
-        await self._store.update_job(job.id, next_poll_at=next_poll, last_polled_at=now)
+        await self._store.jobs.update_job(job.id, next_poll_at=next_poll, last_polled_at=now)
         changed = False
         if job.status != "processing":
-            changed = await self._store.transition(job.id, IN_FLIGHT_STATUSES, "processing")
+            changed = await self._store.jobs.transition(job.id, IN_FLIGHT_STATUSES, "processing")
         shown = await self._delivery.show_progress(job, "processing")
         return changed or shown

@@ -61,7 +61,8 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from bot.api import ProviderClient, TaskRecord
 from bot.features.jobs import wording
@@ -74,7 +75,7 @@ from bot.features.jobs.tracking.notifications import (
     read_notification,
     task_id_of,
 )
-from bot.features.jobs.tracking.provider_state import ProviderState
+from bot.features.jobs.tracking.provider_state import ProviderState, ProviderStateStorage
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.features.jobs.webhook_secrets import WebhookSecrets
 from bot.kernel import OUTAGE, LimitsSettings, metrics
@@ -88,7 +89,6 @@ from storage import (
     JobTracking,
     JobWriter,
     StorageError,
-    TaskLookup,
 )
 
 log = logging.getLogger(__name__)
@@ -105,8 +105,13 @@ SWEEP_SECONDS = 5.0
 _SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
 
 
-class TrackerStorage(JobWriter, JobTracking, JobLeasing, TaskLookup, Protocol):
+@dataclass(frozen=True)
+class TrackerStorage:
     """What the tracker uses: job reads and moves, the tracking queries and job leases."""
+
+    jobs: JobWriter
+    tracking: JobTracking
+    leasing: JobLeasing
 
 
 class Tracker:
@@ -127,9 +132,9 @@ class Tracker:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
-        self._owner = store.process_id
+        self._owner = store.leasing.owner.process_id
         self.leases = Leases(
-            store,
+            store.leasing,
             platforms,
             self._take_over,
             self._woken,
@@ -140,7 +145,7 @@ class Tracker:
         self.webhooks = webhooks
         self._secrets = webhook_secrets
         self.state = ProviderState(
-            store,
+            ProviderStateStorage(store.jobs, store.tracking),
             provider,
             delivery,
             watch,
@@ -229,16 +234,16 @@ class Tracker:
     async def resume(self) -> None:
         """Take over the jobs no live process holds and settle them (jobs this process
         created — adapters take events before the tracker starts — are already its own)."""
-        await self.leases.beat(take_live=not self._store.shared)
+        await self.leases.beat(take_live=not self._store.leasing.shared)
 
     async def _take_over(self, jobs: list[Job]) -> None:
         """Settle jobs taken over from a process that died: release its delivery claims and
         decide what its unconfirmed creations became; the next round does the rest."""
         for job in jobs:
             if job.status == "posting":
-                await self._store.transition(job.id, "posting", "finished", fence=job.lease)
+                await self._store.jobs.transition(job.id, "posting", "finished", fence=job.lease)
             elif job.status == "reporting":
-                await self._store.transition(job.id, "reporting", "failed", fence=job.lease)
+                await self._store.jobs.transition(job.id, "reporting", "failed", fence=job.lease)
             elif job.status == "creating":
                 await self._settle_creating(
                     job, wording.RESTARTED_BEFORE_SUBMIT, wording.RESTARTED_WHILE_CREATING
@@ -256,7 +261,7 @@ class Tracker:
 
     async def _woken(self, job_id: str) -> None:
         """Another process learnt something about a job this one holds: act on it now."""
-        job = await self._store.get_job(job_id)
+        job = await self._store.jobs.get_job(job_id)
         if job is None or job.owner != self._owner:
             return
         if job.status in _DELIVERABLE:
@@ -271,7 +276,7 @@ class Tracker:
         that job's webhook secret; None for an unknown job, a job without a webhook, or a
         missing or wrong secret (the same answer for all, compared in constant time). The
         receiver asks this before it reads the notification's body."""
-        job = await self._store.get_job(job_id) if _JOB_ID.fullmatch(job_id) else None
+        job = await self._store.jobs.get_job(job_id) if _JOB_ID.fullmatch(job_id) else None
         return job if await self._secrets.matches(job, secret) else None
 
     async def webhook_task_job(self, body: bytes, secret: str | None) -> Job | None:
@@ -282,7 +287,7 @@ class Tracker:
         task_id = task_id_of(body)
         if not task_id or len(task_id) > MAX_TASK_ID:
             return None
-        job = await self._store.job_for_task(task_id)
+        job = await self._store.jobs.job_for_task(task_id)
         return job if await self._secrets.matches(job, secret) else None
 
     async def on_webhook(self, job: Job, body: bytes) -> int:
@@ -297,12 +302,12 @@ class Tracker:
             return 400
         if job.status not in ACTIVE_STATUSES:
             return 200
-        if job.owner is not None and job.owner != self._owner and self._store.shared:
+        if job.owner is not None and job.owner != self._owner and self._store.leasing.shared:
             return await self._for_owner(job, notice)
         if isinstance(notice, UseRecord):
             await self.apply_task_record(job, notice.record, webhook_at=self._clock())
         else:
-            await self._store.update_job(job.id, last_webhook_at=self._clock())
+            await self._store.jobs.update_job(job.id, last_webhook_at=self._clock())
             self._fetch_soon(job)
         return 200
 
@@ -313,8 +318,8 @@ class Tracker:
         if isinstance(notice, UseRecord):
             await self.apply_task_record(job, notice.record, webhook_at=webhook_at, owned=False)
         else:
-            await self._store.update_job(job.id, last_webhook_at=webhook_at)
-        await self._store.wake_owner(job)
+            await self._store.jobs.update_job(job.id, last_webhook_at=webhook_at)
+        await self._store.leasing.wake_owner(job)
         return 200
 
     def _fetch_soon(self, job: Job) -> None:
@@ -424,7 +429,7 @@ class Tracker:
         if now >= self._next_sweep:
             self._next_sweep = now + SWEEP_SECONDS
             changed |= await self._sweep_stranded(now)
-        for job_id in await self._store.unfinished_job_ids(
+        for job_id in await self._store.tracking.unfinished_job_ids(
             _DELIVERABLE, due_at=now, owner=self._owner
         ):
             self.schedule_delivery(job_id)
@@ -462,7 +467,7 @@ class Tracker:
     ) -> AsyncIterator[list[Job]]:
         after: Job | None = None
         while True:
-            jobs = await self._store.list_unfinished_jobs(
+            jobs = await self._store.tracking.list_unfinished_jobs(
                 statuses, limit=PAGE_SIZE, after=after, owner=self._owner, **filters
             )
             if jobs:
@@ -472,8 +477,10 @@ class Tracker:
             after = jobs[-1]
 
     async def _next_sleep(self, changed: bool, polled: bool, now: float) -> float:
-        wake_at = [await self._store.next_poll_after(_SCHEDULED, now, owner=self._owner)]
-        oldest = await self._store.list_unfinished_jobs(ACTIVE_STATUSES, limit=1, owner=self._owner)
+        wake_at = [await self._store.tracking.next_poll_after(_SCHEDULED, now, owner=self._owner)]
+        oldest = await self._store.tracking.list_unfinished_jobs(
+            ACTIVE_STATUSES, limit=1, owner=self._owner
+        )
         if oldest:
             wake_at.append(oldest[0].created_at + self._limits.job_timeout_seconds)
         low, high = self._limits.poll_interval_min, self._limits.poll_interval_max

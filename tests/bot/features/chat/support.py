@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.api import ChatRequest, ProviderClient
-from bot.features.account import AccountFeature
+from bot.features.account import AccountFeature, AccountStorage
 from bot.features.chat import ChatDefaults, ChatEngine
+from bot.features.chat.engine import ChatStorage
 from bot.features.chat.tools import ChatImageTools
 from bot.kernel import Place, PlatformProfile, User
 from bot.router import Conversations, Feature, Router
@@ -84,8 +85,11 @@ class ChatWorld:
                 settings_for(self.sim.base_url, key=FREE_KEY, plan="free"), retry=FAST_RETRY
             )
             self._stack.push_async_callback(provider.aclose)
+        store = parts.store
         self.engine = ChatEngine(
-            parts.store,
+            ChatStorage(
+                store.conversations, store.conversation_locks, store.settings, store.ledger
+            ),
             provider,
             parts.outbox,
             tools=ChatImageTools(parts.jobs.chat_jobs, describe_timeout=10.0)
@@ -98,7 +102,7 @@ class ChatWorld:
 
     def _features(self, parts: Parts) -> list[Feature]:
         self.account = AccountFeature(
-            parts.store,
+            AccountStorage(parts.store.settings, parts.store.ledger),
             parts.outbox,
             plan=self.plan,
             daily_credit_budget=self.daily_credit_budget,

@@ -75,11 +75,11 @@ async def test_max_tokens_cut_is_marked_and_stored(world: ChatWorld) -> None:
     assert body["max_tokens"] == 12
     full = await world.replay(body)
     assert answer.text == f"{full.rstrip()}\n\n{LENGTH_NOTE}"
-    conversation = await world.store.find_conversation_by_message(
+    conversation = await world.store.conversations.find_conversation_by_message(
         "fake", DM.channel_id, answer.ref.message_id
     )
     assert conversation is not None
-    history = await conversation_history(world.store, conversation.id)
+    history = await conversation_history(world.store.conversations, conversation.id)
     assert history[-1].content == answer.text
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.features.chat import ChatEngine
+from bot.features.chat.engine import ChatStorage
 from bot.kernel import Event, MessageRef, OutMessage, Place, PlatformProfile, User
 from simulator.server import serve
 from storage import ConversationKey
@@ -25,7 +26,11 @@ def chat_engine(parts: Parts) -> ChatEngine:
     """The chat engine of a test genbot (one per genbot: the feature and the conversations)."""
     engine = ENGINES.get(id(parts))
     if engine is None:
-        engine = ChatEngine(parts.store, parts.provider, parts.outbox)
+        store = parts.store
+        storage = ChatStorage(
+            store.conversations, store.conversation_locks, store.settings, store.ledger
+        )
+        engine = ChatEngine(storage, parts.provider, parts.outbox)
         ENGINES[id(parts)] = engine
     return engine
 
@@ -76,7 +81,7 @@ async def test_two_processes_answer_one_conversation_once_per_turn_in_order(
         platform.hold_next = True
         one = asyncio.create_task(Actor(first.core, platform, ALICE, DM).say("echo: one"))
         await platform.holding.wait()
-        conversation = await first.store.find_conversation(
+        conversation = await first.store.conversations.find_conversation(
             ConversationKey("fake", "w1", DM.channel_id)
         )
         assert conversation is not None
@@ -85,7 +90,7 @@ async def test_two_processes_answer_one_conversation_once_per_turn_in_order(
         three = asyncio.create_task(Actor(first.core, platform, ALICE, DM).say("echo: three"))
         platform.released.set()
         await asyncio.gather(one, two, three)
-        turns = await conversation_history(second.store, conversation.id)
+        turns = await conversation_history(second.store.conversations, conversation.id)
         assert [(turn.role, turn.content) for turn in turns] == [
             ("user", "echo: one"),
             ("assistant", "one"),

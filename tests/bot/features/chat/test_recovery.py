@@ -90,11 +90,11 @@ async def test_a_partly_posted_answer_stays_linked_when_rendering_fails(tmp_path
         platform.broken = False
         await bob.say("what was my first message", reply_to=partial.ref.message_id)
         assert world.texts_in(CHANNEL)[-1] == 'Your first message was: "words: 300"'
-        conversation = await world.store.find_conversation_by_message(
+        conversation = await world.store.conversations.find_conversation_by_message(
             "fake", CHANNEL.channel_id, partial.ref.message_id
         )
         assert conversation is not None
-        turns = await conversation_history(world.store, conversation.id)
+        turns = await conversation_history(world.store.conversations, conversation.id)
         assert [t.role for t in turns] == ["user", "assistant", "user", "assistant"]
         assert turns[1].platform_message_ids == (partial.ref.message_id,)
         assert turns[1].content and turns[1].content.startswith(shown_part(partial.text))
@@ -167,16 +167,18 @@ async def test_a_question_left_unanswered_merges_with_the_next(tmp_path: Path) -
         assert [m["role"] for m in bodies[1]["messages"]] == ["system", "user"]
         assert bodies[1]["messages"][1]["content"] == "echo: are you there?"
         assert [m["role"] for m in bodies[2]["messages"]] == ["system", "user", "assistant", "user"]
-        conversation = await world.store.find_conversation(dm_key(DM))
+        conversation = await world.store.conversations.find_conversation(dm_key(DM))
         assert conversation is not None
-        turns = await conversation_history(world.store, conversation.id)
+        turns = await conversation_history(world.store.conversations, conversation.id)
         assert [t.role for t in turns] == ["user", "user", "assistant", "user", "assistant"]
 
 
 async def test_different_unanswered_questions_are_asked_together(world: ChatWorld) -> None:
-    conversation, _ = await world.store.get_or_create_conversation(dm_key(DM), kind="dm")
-    await world.store.append_message(conversation.id, "user", "Is the ferry running?")
-    await world.store.append_message(conversation.id, "assistant", "", token_count=4)
+    conversation, _ = await world.store.conversations.get_or_create_conversation(
+        dm_key(DM), kind="dm"
+    )
+    await world.store.conversations.append_message(conversation.id, "user", "Is the ferry running?")
+    await world.store.conversations.append_message(conversation.id, "assistant", "", token_count=4)
     await world.actor().say("echo: hello again")
     (body,) = world.chat_bodies()
     assert body["messages"][1:] == [

@@ -18,10 +18,12 @@ FILLER = "The quick brown fox jumps over the lazy dog while the band plays on. "
 
 async def test_long_history_is_trimmed_but_the_system_prompt_stays(world: ChatWorld) -> None:
     key = ConversationKey("fake", DM.workspace_id, DM.channel_id, "")
-    conversation, _ = await world.store.get_or_create_conversation(key, kind="dm")
+    conversation, _ = await world.store.conversations.get_or_create_conversation(key, kind="dm")
     for number in range(120):
         role: ChatRole = "user" if number % 2 == 0 else "assistant"
-        await world.store.append_message(conversation.id, role, f"turn {number}: {FILLER}")
+        await world.store.conversations.append_message(
+            conversation.id, role, f"turn {number}: {FILLER}"
+        )
     await world.actor().say("echo: still here")
     assert world.texts_in(DM) == ["still here"]
     body = world.chat_bodies()[-1]
@@ -41,11 +43,11 @@ async def test_a_message_too_long_for_the_model_is_refused(world: ChatWorld) -> 
     (refusal,) = world.platform.ephemerals_for("alice")
     assert "too long for llm-3.5-turbo" in refusal
     assert world.chat_bodies() == []
-    conversation = await world.store.find_conversation(
+    conversation = await world.store.conversations.find_conversation(
         ConversationKey("fake", DM.workspace_id, DM.channel_id, "")
     )
     assert conversation is not None
-    assert await conversation_history(world.store, conversation.id) == []
+    assert await conversation_history(world.store.conversations, conversation.id) == []
 
 
 async def test_the_channel_system_prompt_reaches_the_provider(world: ChatWorld) -> None:
@@ -72,7 +74,7 @@ async def test_llm_4_on_the_free_plan_is_refused_before_sending(tmp_path: Path) 
     async with chat_world(tmp_path, plan="free") as world:
         alice = world.actor(ALICE, CHANNEL)
         await alice.command("chat", prompt="echo: hi", model="llm-4")
-        await world.store.set_scope_settings("user", "fake", "alice", model="llm-4-0613")
+        await world.store.settings.set_scope_settings("user", "fake", "alice", model="llm-4-0613")
         await world.actor().say("echo: hi")
         await alice.say("echo: hi", mention=True)
         thread = CHANNEL.in_thread("t-team")
@@ -94,7 +96,7 @@ async def test_llm_4_on_the_free_plan_is_refused_before_sending(tmp_path: Path) 
 
 async def test_stored_token_counts_decide_what_fits(world: ChatWorld) -> None:
     key = ConversationKey("fake", DM.workspace_id, DM.channel_id, "")
-    conversation, _ = await world.store.get_or_create_conversation(key, kind="dm")
+    conversation, _ = await world.store.conversations.get_or_create_conversation(key, kind="dm")
     turns: list[tuple[ChatRole, str, int | None]] = [
         ("user", "echo: zero", 3000),
         ("assistant", "zero", None),
@@ -103,7 +105,7 @@ async def test_stored_token_counts_decide_what_fits(world: ChatWorld) -> None:
     ]
     for role, content, stored in turns:
         exact = count_message({"role": role, "content": content})
-        await world.store.append_message(
+        await world.store.conversations.append_message(
             conversation.id, role, content, token_count=stored or exact
         )
     await world.actor().say("echo: two")
@@ -113,12 +115,12 @@ async def test_stored_token_counts_decide_what_fits(world: ChatWorld) -> None:
 
 async def test_history_is_read_once_per_message_and_only_its_tail(world: ChatWorld) -> None:
     key = ConversationKey("fake", DM.workspace_id, DM.channel_id, "")
-    conversation, _ = await world.store.get_or_create_conversation(key, kind="dm")
+    conversation, _ = await world.store.conversations.get_or_create_conversation(key, kind="dm")
     first_id = 0
     for number in range(80):
         role: ChatRole = "user" if number % 2 == 0 else "assistant"
         content = f"turn {number}: {FILLER}"
-        turn_id = await world.store.append_message(
+        turn_id = await world.store.conversations.append_message(
             conversation.id,
             role,
             content,

@@ -93,11 +93,11 @@ async def test_an_interrupted_stream_is_marked_and_stored(tmp_path: Path) -> Non
         partial, _, note = answer.text.rpartition("\n\n")
         assert note == INTERRUPTED_NOTE
         assert 0 < len(partial.split()) < 120
-        conversation = await world.store.find_conversation_by_message(
+        conversation = await world.store.conversations.find_conversation_by_message(
             "fake", DM.channel_id, answer.ref.message_id
         )
         assert conversation is not None
-        turns = await conversation_history(world.store, conversation.id)
+        turns = await conversation_history(world.store.conversations, conversation.id)
         assert [t.role for t in turns] == ["user", "assistant"]
         assert turns[-1].content == answer.text
         assert turns[-1].platform_message_ids == (answer.ref.message_id,)
@@ -113,9 +113,9 @@ async def test_a_provider_failure_is_reported_and_the_question_kept(tmp_path: Pa
             "The service is having trouble right now. Please try again later."
         ]
         assert world.posted_in(DM) == []
-        conversation = await world.store.find_conversation(dm_key(DM))
+        conversation = await world.store.conversations.find_conversation(dm_key(DM))
         assert conversation is not None
-        (turn,) = await conversation_history(world.store, conversation.id)
+        (turn,) = await conversation_history(world.store.conversations, conversation.id)
         assert (turn.role, turn.content) == ("user", "echo: are you there?")
 
 

@@ -92,7 +92,7 @@ async def test_describe_returns_the_four_prompts_to_the_model(world: ChatWorld) 
 
 async def test_a_refused_tool_call_is_explained_by_the_model(tmp_path: Path) -> None:
     async with chat_world(tmp_path, limits={"daily_credit_budget_per_user": 1}) as world:
-        await world.store.add_usage("fake", "alice", credits=5, kind="credits")
+        await world.store.ledger.add_usage("fake", "alice", credits=5, kind="credits")
         await world.actor().say("paint a stormy sea")
         assert await world.genbot.all_jobs() == []
         result = world.chat_bodies()[-1]["messages"][-1]

@@ -147,7 +147,7 @@ async def left_by_a_previous_run(
 ) -> Job:
     """A job created (and so leased) by an earlier genbot process on the database ``db``."""
     async with await SqliteStore.open(db, clock=clock) as previous:
-        return await create_job(previous, new)
+        return await create_job(previous.admission, new)
 
 
 async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:

@@ -22,7 +22,9 @@ def command(user: User) -> Command:
 
 async def test_thirty_commands_at_once_cannot_all_pass_a_cap_of_three(tmp_path: Path) -> None:
     async with await SqliteStore.open(tmp_path / "genbot.db") as store:
-        admission = Admission(store, JobCaps(LimitsSettings(max_concurrent_jobs_per_user=3)))
+        admission = Admission(
+            store.admission, JobCaps(LimitsSettings(max_concurrent_jobs_per_user=3))
+        )
         release, all_answered = asyncio.Event(), asyncio.Event()
         passed: list[int] = []
         refusals: list[str] = []

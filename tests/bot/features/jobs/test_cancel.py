@@ -43,7 +43,7 @@ async def test_cancel_hides_the_job_and_stops_tracking_it(
         bot.sim.advance(120)
         await bot.jobs.tracker.poll_round()
         await bot.jobs.tracker.wait_idle()
-        after = await bot.store.get_job(job.id)
+        after = await bot.store.jobs.get_job(job.id)
         assert after == cancelled and bot.platform.messages == {}
 
 
@@ -80,7 +80,7 @@ async def test_pressed_buttons_are_marked_and_a_second_press_links_to_the_result
         assert styles["U2"] == "primary"
         assert {style for label, style in styles.items() if label != "U2"} == {"secondary"}
         assert grid.message.images, "marking a button keeps the image"
-        parent = await bot.store.get_job(grid.buttons[0].ref)
+        parent = await bot.store.jobs.get_job(grid.buttons[0].ref)
         assert parent is not None and parent.result["pressed"] == ["upscale2"]
 
         await alice.press(grid, "U2")

@@ -60,7 +60,7 @@ async def test_describe_posts_four_prompts_whose_buttons_imagine_them(
         assert [b.label for b in grid.buttons] == GRID_LABELS
         assert described.button("2").style == "primary"
 
-        await bot.store.set_scope_settings("user", "fake", "alice", remix=False)
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=False)
         at_once, _ = await press(bot, alice, described, "3")
         assert at_once.prompt == prompts[2] and len(bot.platform.modals) == 2
 

@@ -48,7 +48,7 @@ async def test_small_txt2img_succeeds_at_once_and_is_rehosted(tmp_path: Path) ->
         assert image_size(result.message.images[0].data) == (256, 256)
         done = await bot.settled(job.id)
         assert done.provider_id == "100001" and done.result["meta"]["seed"] == 7
-        assert (await bot.store.usage_for_user("fake", "alice")).credits == 2
+        assert (await bot.store.ledger.usage_for_user("fake", "alice")).credits == 2
 
 
 async def test_large_txt2img_is_fetched_after_its_eta(tmp_path: Path) -> None:
@@ -232,7 +232,7 @@ async def test_an_answer_without_an_id_still_delivers_its_images(tmp_path: Path)
         assert done.status == "posted" and done.provider_id is None
         result = bare.platform.messages[done.result_message_id or ""]
         assert image_size(result.message.images[0].data) == (64, 48)
-        assert (await bare.store.usage_for_user("fake", "alice")).credits == 2
+        assert (await bare.store.ledger.usage_for_user("fake", "alice")).credits == 2
 
 
 async def test_an_accepted_job_without_an_id_or_images_is_reported_as_charged(
@@ -249,7 +249,7 @@ async def test_an_accepted_job_without_an_id_or_images_is_reported_as_charged(
         assert done.status == "failed_posted"
         report = bare.platform.messages[done.result_message_id or ""].text
         assert "sent neither its images nor an id" in report and ACCEPTED_NOTE in report
-        assert (await bare.store.usage_for_user("fake", "alice")).credits == 2
+        assert (await bare.store.ledger.usage_for_user("fake", "alice")).credits == 2
 
 
 async def test_diffusion_is_charged_at_configured_prices_as_estimates(
@@ -263,7 +263,7 @@ async def test_diffusion_is_charged_at_configured_prices_as_estimates(
         await press(bot, alice, result, "Upscale")
         _, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
         await bot.settled((await bot.latest_job()).id)
-        totals = await bot.store.usage_for_user("fake", "alice")
+        totals = await bot.store.ledger.usage_for_user("fake", "alice")
         assert totals.estimated_credits == 3 + 2
         assert totals.credits == 3 + 2 + 4 == bot.sim.state.accounts["sim-key"].charged
         assert grid.message.images

@@ -16,10 +16,10 @@ from tests.storage.helpers import create_job
 
 
 async def posted(store: SqliteStore, job: Job, took: float) -> Job:
-    await store.transition(job.id, "creating", "finished", finished_at=job.created_at + took)
-    await store.transition(job.id, "finished", "posting")
-    await store.transition(job.id, "posting", "posted")
-    done = await store.get_job(job.id)
+    await store.jobs.transition(job.id, "creating", "finished", finished_at=job.created_at + took)
+    await store.jobs.transition(job.id, "finished", "posting")
+    await store.jobs.transition(job.id, "posting", "posted")
+    done = await store.jobs.get_job(job.id)
     assert done is not None
     return done
 
@@ -27,15 +27,15 @@ async def posted(store: SqliteStore, job: Job, took: float) -> Job:
 async def test_the_stored_history_is_learned_at_start(tmp_path: Path) -> None:
     store = await SqliteStore.open(tmp_path / "genbot.db")
     try:
-        imagine = await posted(store, await create_job(store, new_job()), 42.0)
+        imagine = await posted(store, await create_job(store.admission, new_job()), 42.0)
         body = {"prompt": "a fox", "model_id": "sd15"}
         diffusion = new_job(
             family="diffusion", type="txt2img", parameters={"endpoint": "txt2img", "body": body}
         )
-        await posted(store, await create_job(store, diffusion), 3.0)
-        await create_job(store, new_job(prompt="still running"))
+        await posted(store, await create_job(store.admission, diffusion), 3.0)
+        await create_job(store.admission, new_job(prompt="still running"))
 
-        experience = Experience(store, models=["configured"])
+        experience = Experience(store.history, models=["configured"])
         assert experience.estimates.usual(imagine) is None
         await experience.start()
         assert experience.estimates.usual(imagine) == Usual(42.0, 42.0)

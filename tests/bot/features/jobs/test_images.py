@@ -58,11 +58,13 @@ async def test_imagine_posts_the_grid_with_its_buttons_and_records_credits(tmp_p
         done = await bot.settled(job.id)
         assert done.status == "posted" and done.result_message_id == grid.ref.message_id
         assert done.progress_message_id == grid.ref.message_id
-        assert await bot.store.job_for_message("fake", "c1", grid.ref.message_id) == done
+        assert (
+            await bot.store.message_links.job_for_message("fake", "c1", grid.ref.message_id) == done
+        )
         assert grid.history[0].text.startswith("⏳ **Imagine** — a red fox")
         assert grid.text == "**Imagined** — a red fox --v 6"
         assert list(bot.platform.messages) == [grid.ref.message_id]
-        assert (await bot.store.usage_for_user("fake", "alice")).credits == 4
+        assert (await bot.store.ledger.usage_for_user("fake", "alice")).credits == 4
         (sent,) = bodies(bot.sim, "/gen/v2/imagine")
         assert sent["prompt"] == "a red fox --v 6" and "webhook_endpoint" not in sent
         assert bot.sim.state.requests_to("/gen/v2/multi_fetch")
@@ -285,7 +287,7 @@ async def test_a_failing_task_reports_the_providers_error_and_no_charge(tmp_path
         assert "No credits were charged" in report.text
         assert report.message.mention_user_id == "alice" and not report.message.images
         assert bot.progress(done).text.startswith("❌")
-        assert (await bot.store.usage_for_user("fake", "alice")).credits == 0
+        assert (await bot.store.ledger.usage_for_user("fake", "alice")).credits == 0
         assert bot.sim.state.accounts["sim-key"].charged == 0
 
 
@@ -417,7 +419,7 @@ async def test_a_403_outside_chat_is_a_refusal_in_the_providers_words(tmp_path: 
                 "The service does not allow this: this account is suspended: it may not create "
                 "anything"
             )
-        assert (await bot.store.usage_for_user("fake", "alice")).credits == 0
+        assert (await bot.store.ledger.usage_for_user("fake", "alice")).credits == 0
 
 
 async def test_reroll_starts_a_new_job_at_each_press_once_the_last_one_ended(

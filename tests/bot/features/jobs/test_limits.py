@@ -61,7 +61,7 @@ async def test_the_daily_credit_budget_stops_new_jobs(tmp_path: Path) -> None:
         admin = bot.actor("alice", admin=True)
         job, _ = await run_command(bot, admin, "imagine", prompt="the admin's fox")
         assert (await bot.settled(job.id)).status == "posted"
-        assert (await bot.store.usage_for_user("fake", "alice")).credits == 8
+        assert (await bot.store.ledger.usage_for_user("fake", "alice")).credits == 8
 
 
 async def test_concurrent_commands_cannot_all_pass_the_cap(tmp_path: Path) -> None:

@@ -51,5 +51,5 @@ async def test_two_marks_at_once_both_show_whichever_edit_is_slower(tmp_path: Pa
 
         styles = {b.label: b.style for b in grid.buttons}
         assert styles["U1"] == styles["U2"] == "primary", styles
-        stored = await bot.store.get_job(job.id)
+        stored = await bot.store.jobs.get_job(job.id)
         assert stored is not None and stored.result["pressed"] == ["upscale1", "upscale2"]

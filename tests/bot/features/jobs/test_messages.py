@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.features.jobs import DeliveryRetry
-from bot.features.jobs.messages import JobMessages
+from bot.features.jobs.messages import JobMessages, JobMessagesStorage
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.kernel import (
     Command,
@@ -90,7 +90,7 @@ async def test_a_short_outage_delays_the_result_instead_of_losing_it(
         job = await bot.latest_job()
         result = await bot.result(job.id)
 
-        done = await bot.store.get_job(job.id)
+        done = await bot.store.jobs.get_job(job.id)
         assert done is not None and done.status == "posted" and result.message.images
         assert platform.failed_posts == 5 and done.delivery_attempts == 5
         assert list(platform.messages) == [done.result_message_id]
@@ -115,7 +115,7 @@ async def test_retries_back_off_and_their_count_is_stored(tmp_path: Path) -> Non
         await tracker.apply_task_record(job, await bare.provider.tasks.fetch(job.provider_id or ""))
         await tracker.wait_idle()
 
-        waiting = await store.get_job(job.id)
+        waiting = await store.jobs.get_job(job.id)
         assert waiting is not None and waiting.status == "finished"
         assert (waiting.delivery_attempts, waiting.next_poll_at) == (1, clock.now + 1)
         assert await delivery.deliver(job.id) is None and platform.failed_posts == 1
@@ -127,7 +127,7 @@ async def test_retries_back_off_and_their_count_is_stored(tmp_path: Path) -> Non
         clock.now += 2
         assert await delivery.deliver(job.id) is None
 
-        posted = await store.get_job(job.id)
+        posted = await store.jobs.get_job(job.id)
         assert posted is not None and posted.status == "posted" and posted.delivery_attempts == 2
         assert platform.failed_posts == 2
 
@@ -148,7 +148,7 @@ async def test_genbot_gives_up_once_the_retry_budget_is_spent(tmp_path: Path) ->
 
         waits = []
         for _ in range(10):
-            current = await store.get_job(job.id)
+            current = await store.jobs.get_job(job.id)
             assert current is not None
             if current.status != "finished":
                 break
@@ -182,10 +182,10 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
     store = await SqliteStore.open(tmp_path / "genbot.db")
     try:
         delivery = JobMessages(
-            store,
+            JobMessagesStorage(store.jobs, store.claims, store.message_links),
             Outbox(surfaces, Pacer(fake.clock)),
             MediaFetcher(1024, allow_private=True),
-            JobWatch(store),
+            JobWatch(store.jobs),
         )
         posts = (
             delivery.send(PLACE, OutMessage(f"result {i}"), policy=WritePolicy.MUST_DELIVER)
@@ -237,12 +237,12 @@ async def test_a_result_the_platform_took_without_answering_is_not_posted_twice(
         record = await bare.provider.tasks.fetch(job.provider_id or "")
         await bare.engines.tracker.apply_task_record(job, record)
         await bare.engines.tracker.wait_idle()
-        waiting = await bare.store.get_job(job.id)
+        waiting = await bare.store.jobs.get_job(job.id)
         assert waiting is not None and waiting.status == "finished"
         clock.now = waiting.next_poll_at or clock.now
         await bare.engines.delivery.deliver(job.id)
 
-        posted = await bare.store.get_job(job.id)
+        posted = await bare.store.jobs.get_job(job.id)
         assert posted is not None and posted.status == "posted"
         [shown] = results_of(platform, job.id)
         assert posted.result_message_id == shown and posted.post_claims == 2
@@ -290,14 +290,14 @@ async def test_a_result_shown_just_before_a_crash_is_not_shown_twice(
             record = await first.provider.tasks.fetch(job.provider_id or "")
             await first.engines.tracker.apply_task_record(job, record)
             await first.engines.tracker.wait_idle()
-            dead = await first.store.get_job(job.id)
+            dead = await first.store.jobs.get_job(job.id)
             assert platform.died and dead is not None and dead.status == "posting"
 
         clock.now += 60
         async with bare_engines(sim, tmp_path, clock=clock, platform=platform) as restarted:
             await restarted.engines.tracker.resume()
             await restarted.engines.delivery.deliver(job.id)
-            again = await restarted.store.get_job(job.id)
+            again = await restarted.store.jobs.get_job(job.id)
 
     assert again is not None and again.status == "posted"
     assert list(platform.messages) == [again.result_message_id]
@@ -318,7 +318,7 @@ async def test_a_slack_like_platform_keeps_one_message_per_job(tmp_path: Path) -
         await bot.actor().command("imagine", prompt="a fox")
         job = await bot.latest_job()
         result = await bot.result(job.id)
-        done = await bot.store.get_job(job.id)
+        done = await bot.store.jobs.get_job(job.id)
 
     assert done is not None and result.message.images
     assert done.result_message_id != done.progress_message_id
@@ -339,7 +339,7 @@ async def test_a_deleted_progress_message_gets_a_new_result_post(tmp_path: Path)
         record = await bare.provider.tasks.fetch(job.provider_id or "")
         await bare.engines.tracker.apply_task_record(job, record)
         await bare.engines.tracker.wait_idle()
-        done = await bare.store.get_job(job.id)
+        done = await bare.store.jobs.get_job(job.id)
 
     assert done is not None and done.status == "posted"
     assert list(platform.messages) == [done.result_message_id]

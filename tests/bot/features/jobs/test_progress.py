@@ -71,7 +71,7 @@ async def test_progress_moves_and_the_same_message_becomes_the_grid(tmp_path: Pa
         sim.advance(100)
         await engines.tracker.poll_round()
         await engines.tracker.wait_idle()
-        done = await bare.store.get_job(job.id)
+        done = await bare.store.jobs.get_job(job.id)
 
         again = await engines.images.imagine(command("alice"), "a blue fox")
         shown = platform.messages[again.progress_message_id or ""]
@@ -174,7 +174,7 @@ async def test_a_process_that_lost_a_job_no_longer_shows_its_progress(tmp_path: 
         bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
     ):
         job = await bare.engines.images.imagine(command("alice"), "a red fox")
-        read_by_the_ticker = await bare.store.get_job(job.id)
+        read_by_the_ticker = await bare.store.jobs.get_job(job.id)
         assert read_by_the_ticker is not None and job.progress_message_id is not None
         progress = platform.messages[job.progress_message_id]
         clock.now += 7
@@ -182,7 +182,7 @@ async def test_a_process_that_lost_a_job_no_longer_shows_its_progress(tmp_path: 
         assert second_line(progress.text) == "Queued (relax) · 0:05"
 
         async with await SqliteStore.open(tmp_path / "genbot.db", clock=clock) as other:
-            [taken] = await other.claim_jobs([job.platform], limit=1, take_live=True)
+            [taken] = await other.leasing.claim_jobs([job.platform], limit=1, take_live=True)
         assert taken.id == job.id
         clock.now += 5
         assert not await bare.engines.delivery.show_progress(read_by_the_ticker)

@@ -29,7 +29,7 @@ async def test_a_refused_follow_up_is_named_and_its_button_disabled(tmp_path: Pa
         assert upscale.button("Upscale (2x)").disabled
         assert not upscale.button("Upscale (4x)").disabled
         assert upscale.message.images, "redrawing the buttons keeps the image"
-        stored = await bot.store.get_job(up_job.id)
+        stored = await bot.store.jobs.get_job(up_job.id)
         assert stored is not None and stored.result["refused_actions"] == ["upscale_2x"]
 
         await alice.core.handle(raw_press(alice, upscale, "upscale_2x", up_job.id))

@@ -10,7 +10,7 @@ from tests.bot.harness import harness
 
 async def test_remix_forms_change_the_prompt_of_follow_ups(tmp_path: Path) -> None:
     async with harness(tmp_path) as bot:
-        await bot.store.set_scope_settings("user", "fake", "alice", remix=True)
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=True)
         alice = bot.actor()
         grid_job, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
         actions = {b.label: b.action for b in grid.buttons}
@@ -58,7 +58,7 @@ async def test_without_remix_the_buttons_start_at_once(tmp_path: Path) -> None:
 
 async def test_an_empty_remix_prompt_is_refused_without_a_provider_call(tmp_path: Path) -> None:
     async with harness(tmp_path) as bot:
-        await bot.store.set_scope_settings("user", "fake", "alice", remix=True)
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=True)
         alice = bot.actor()
         _, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
         await alice.press(grid, "🔄")
@@ -75,7 +75,7 @@ async def test_remix_is_the_pressers_setting_when_they_press(tmp_path: Path) -> 
         alice = bot.actor()
         grid_job, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
         assert grid.button("V3").action == "variation3", "drawn before Remix was on"
-        await bot.store.set_scope_settings("user", "fake", "alice", remix=True)
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=True)
         await alice.press(grid, "V3")
         _, modal = bot.platform.modals[-1]
         assert (modal.action, modal.ref) == ("remix_variation3", grid_job.id)
@@ -85,6 +85,6 @@ async def test_remix_is_the_pressers_setting_when_they_press(tmp_path: Path) -> 
 
         _, remixed = await run_command(bot, alice, "imagine", prompt="a blue fox")
         assert remixed.button("V1").action == "remix_variation1", "drawn while Remix is on"
-        await bot.store.set_scope_settings("user", "fake", "alice", remix=False)
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=False)
         job, _ = await press(bot, alice, remixed, "V1")
         assert job.type == "variation" and len(bot.platform.modals) == 2, "no form: Remix is off"

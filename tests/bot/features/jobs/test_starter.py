@@ -55,7 +55,7 @@ async def test_a_start_the_database_cuts_short_is_answered_once_and_settled_late
         now[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
         await bare.engines.tracker.poll_round()
 
-        settled = await bare.store.get_job(job.id)
+        settled = await bare.store.jobs.get_job(job.id)
         assert settled is not None and settled.status == "create_failed"
         assert settled.progress_message_id == progress.ref.message_id
         assert LOST_BEFORE_SUBMIT in progress.text
@@ -92,7 +92,7 @@ async def test_a_job_taken_over_before_it_is_sent_is_not_sent(tmp_path: Path) ->
         job = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
 
         assert sim.state.requests_to("/gen/v2/imagine") == []
-        stored = await bare.store.get_job(job.id)
+        stored = await bare.store.jobs.get_job(job.id)
         assert stored is not None and stored.status == "creating"
         assert (stored.owner, stored.progress_message_id) == ("elsewhere", None)
         assert len(platform.messages) == 1 and platform.ephemerals == []

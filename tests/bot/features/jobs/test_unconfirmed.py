@@ -46,7 +46,7 @@ async def test_a_lost_answer_leaves_the_job_unknown_until_its_webhook_adopts_it(
             bot.sim.advance(120)
             grid = await bot.result(job.id)
             (task_id,) = sim.state.tasks
-            done = await bot.store.get_job(job.id)
+            done = await bot.store.jobs.get_job(job.id)
             assert done is not None and done.status == "posted" and done.provider_id == task_id
             assert grid.message.images and len(bodies(sim, "/gen/v2/imagine")) == 1
             assert done.result_message_id == done.progress_message_id
@@ -111,14 +111,14 @@ async def test_a_job_being_created_at_a_restart_is_unknown_and_its_webhook_adopt
     progress = await platform.send(PLACE, OutMessage(text="⏳ **Imagine** — a fox"))
     async with serve(MANUAL) as sim:
         async with await SqliteStore.open(db) as store:
-            job = await create_job(store, NewJob(
+            job = await create_job(store.admission, NewJob(
                 family="task", type="imagine", requester_id="alice", platform="fake",
                 channel_id="c1", workspace_id="w1", prompt="a fox",
                 webhook_secret="restart-secret-0123456789",
             ))  # fmt: skip
-            await store.update_job(job.id, progress_message_id=progress.message_id)
+            await store.jobs.update_job(job.id, progress_message_id=progress.message_id)
         async with running_genbot(sim, db, platform=platform, webhooks=True) as bot:
-            resumed = await bot.store.get_job(job.id)
+            resumed = await bot.store.jobs.get_job(job.id)
             assert resumed is not None and resumed.status == "unknown"
             text = platform.messages[progress.message_id].text
             assert UNCONFIRMED in text and "restarted while sending it" in text
@@ -134,7 +134,7 @@ async def test_a_job_being_created_at_a_restart_is_unknown_and_its_webhook_adopt
             ):
                 assert answer.status == 200
             assert (await bot.result(job.id)).message.images
-            adopted = await bot.store.get_job(job.id)
+            adopted = await bot.store.jobs.get_job(job.id)
             assert adopted is not None and adopted.provider_id == created.task_id
 
 
@@ -152,7 +152,7 @@ async def test_a_cancelled_start_leaves_no_job_creating(tmp_path: Path) -> None:
         starting.cancel()
         await asyncio.gather(starting, return_exceptions=True)
 
-        (job,) = await bare.store.list_unfinished_jobs()
+        (job,) = await bare.store.tracking.list_unfinished_jobs()
         assert job.status == "unknown", job.status
         text = bare.platform.messages[job.progress_message_id or ""].text
         assert UNCONFIRMED in text and "interrupted" in text
@@ -178,12 +178,12 @@ async def test_stale_creating_and_unknown_jobs_time_out(tmp_path: Path) -> None:
                 family="task", type="imagine", requester_id="alice", platform="fake",
                 channel_id="c1", workspace_id="w1", prompt=status,
             )  # fmt: skip
-            job = await create_job(store, new)
+            job = await create_job(store.admission, new)
             if progress:
                 ref = await platform.send(PLACE, OutMessage(text="⏳"))
-                await store.update_job(job.id, progress_message_id=ref.message_id)
+                await store.jobs.update_job(job.id, progress_message_id=ref.message_id)
             if status == "unknown":
-                await store.transition(job.id, "creating", "unknown")
+                await store.jobs.transition(job.id, "creating", "unknown")
             return job.id
 
         never_sent = await row("creating", progress=False)
@@ -196,7 +196,7 @@ async def test_stale_creating_and_unknown_jobs_time_out(tmp_path: Path) -> None:
             await tracker.poll_round()
             await tracker.wait_idle()
 
-        jobs = {job.id: job for job in await store.list_unfinished_jobs(ALL_STATUSES)}
+        jobs = {job.id: job for job in await store.tracking.list_unfinished_jobs(ALL_STATUSES)}
         assert jobs[never_sent].status == "create_failed"
         assert jobs[being_started].status == "creating"
         for job_id in (maybe_sent, unknown):

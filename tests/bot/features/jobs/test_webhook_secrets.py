@@ -70,12 +70,12 @@ async def test_a_secret_stored_plain_before_sealing_works_and_is_sealed_at_start
     db = tmp_path / "genbot.db"
     plain = "plain-secret-from-before-sealing-0123"
     async with await SqliteStore.open(db) as store:
-        job = await create_job(store, NewJob(
+        job = await create_job(store.admission, NewJob(
             family="task", type="imagine", requester_id="alice", platform="fake",
             channel_id="c1", workspace_id="w1", prompt="a fox", webhook_secret=plain,
         ))  # fmt: skip
     async with serve(MANUAL) as sim, running_genbot(sim, db, webhooks=True) as bot:
-        stored = await bot.store.get_job(job.id)
+        stored = await bot.store.jobs.get_job(job.id)
         status = await notify(bot, job, plain)
 
     assert stored is not None and stored.webhook_secret is not None

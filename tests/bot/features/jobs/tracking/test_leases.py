@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from genbot.compose import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record
-from storage import Job, NewJob, ProcessInfo
+from storage import Job, JobLeasing, NewJob, ProcessInfo
 from storage.postgres import PostgresStore
 from tests.bot.features.jobs.proxy import FaultyProxy, faulty_proxy
 from tests.bot.features.jobs.support import eventually
@@ -83,7 +83,7 @@ async def process_on(
 
 
 async def jobs_of(process: Process, jobs: list[Job]) -> list[Job]:
-    found = [await process.store.get_job(job.id) for job in jobs]
+    found = [await process.store.jobs.get_job(job.id) for job in jobs]
     return [job for job in found if job is not None]
 
 
@@ -96,7 +96,7 @@ async def test_a_dead_processs_jobs_are_taken_over_and_each_posted_once(
             created = [
                 await dead.engines.images.imagine(ALICE_IMAGINES, f"a fox {n}") for n in range(3)
             ]
-        assert {job.owner for job in created} == {dead.store.process_id}
+        assert {job.owner for job in created} == {dead.store.owner.process_id}
         sim.advance(120)
         async with process_on(sim, url, platform) as survivor:
             await survivor.engines.tracker.start()
@@ -104,7 +104,7 @@ async def test_a_dead_processs_jobs_are_taken_over_and_each_posted_once(
             await survivor.engines.tracker.wait_idle()
             done = await jobs_of(survivor, created)
             assert {job.status for job in done} == {"posted"}
-            assert {job.owner for job in done} == {survivor.store.process_id}
+            assert {job.owner for job in done} == {survivor.store.owner.process_id}
             assert survivor.engines.tracker.leases.taken_over == 3
             assert len(platform.with_images()) == 3
             assert len({job.result_message_id for job in done}) == 3
@@ -124,7 +124,9 @@ async def test_a_live_process_keeps_its_jobs_and_posts_them_itself(
             await asyncio.sleep(max(first_lease_ends - time.time(), 0.0) + lease / 2)
             await beats.beat()
             assert beats.taken_over == 0
-            assert {job.owner for job in await jobs_of(other, jobs)} == {owner.store.process_id}
+            assert {job.owner for job in await jobs_of(other, jobs)} == {
+                owner.store.owner.process_id
+            }
             sim.advance(120)
             await platform.wait_for(lambda: len(platform.with_images()) == 2 or None, 15)
             await owner.engines.tracker.wait_idle()
@@ -145,13 +147,13 @@ async def test_a_webhook_received_by_another_process_wakes_the_owner(
         async with process_on(sim, url, platform, **slow) as receiver:
             sim.advance(120)
             record = fetch_record(sim.state.tasks[job.provider_id or ""], sim.state.now())
-            stored = await receiver.store.get_job(job.id)
+            stored = await receiver.store.jobs.get_job(job.id)
             assert stored is not None
             assert await receiver.engines.tracker.on_webhook(stored, json.dumps(record).encode())
             await platform.wait_for(lambda: platform.with_images() or None, 10)
             await owner.engines.tracker.wait_idle()
             assert receiver.engines.tracker.leases.taken_over == 0
-        posted = await owner.store.get_job(job.id)
+        posted = await owner.store.jobs.get_job(job.id)
         assert posted is not None and posted.status == "posted"
         assert owner.engines.tracker.rounds == 1
         assert len(platform.with_images()) == 1
@@ -180,7 +182,7 @@ async def test_each_process_polls_only_the_jobs_it_owns(postgres: PostgresCluste
     ):
         owned = {
             via: (
-                process.store.process_id,
+                process.store.owner.process_id,
                 [
                     await process.engines.images.imagine(ALICE_IMAGINES, f"a fox {n}")
                     for n in (1, 2, 3)
@@ -237,14 +239,14 @@ async def test_after_an_outage_nobody_takes_the_jobs_of_a_process_that_renews_in
     url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
     lease = SHARED_LEASE
     async with serve(MANUAL) as sim, process_on(sim, url, platform, lease=lease) as live:
-        jobs = [await create_job(live.store, pending_job(n)) for n in range(4)]
+        jobs = [await create_job(live.store.admission, pending_job(n)) for n in range(4)]
         await asyncio.sleep(lease * 1.25)
         async with process_on(sim, url, platform, lease=lease) as back, beating(live, back):
             leases = back.engines.tracker.leases
             assert await leases.beat() == 0, "every lease ran out, but it just got the database"
             await asyncio.sleep(lease * 1.5)
             assert leases.taken_over == 0
-            assert await owners(live, jobs) == {live.store.process_id: 4}
+            assert await owners(live, jobs) == {live.store.owner.process_id: 4}
 
 
 async def test_a_takeover_claims_only_a_fair_share(postgres: PostgresCluster) -> None:
@@ -252,20 +254,20 @@ async def test_a_takeover_claims_only_a_fair_share(postgres: PostgresCluster) ->
     lease = SHARED_LEASE
     async with serve(MANUAL) as sim:
         async with process_on(sim, url, platform, dies=True, lease=lease) as dead:
-            jobs = [await create_job(dead.store, pending_job(n)) for n in range(10)]
+            jobs = [await create_job(dead.store.admission, pending_job(n)) for n in range(10)]
         async with (
             process_on(sim, url, platform, lease=lease) as first,
             process_on(sim, url, platform, lease=lease) as second,
             beating(first, second),
         ):
-            live = {first.store.process_id, second.store.process_id}
+            live = {first.store.owner.process_id, second.store.owner.process_id}
             counts = await until_owned(first, jobs, live)
             assert sorted(counts.values()) == [5, 5] and set(counts) == live
 
 
 async def until_owned(process: Process, jobs: list[Job], by: set[str]) -> Counter[str | None]:
     """The owners of ``jobs`` a lease after processes ``by`` hold them all (bounded wait)."""
-    lease = process.store.lease_seconds
+    lease = process.store.owner.lease_seconds
     async with asyncio.timeout(15 + lease * 4):
         while True:
             counts = await owners(process, jobs)
@@ -277,10 +279,10 @@ async def until_owned(process: Process, jobs: list[Job], by: set[str]) -> Counte
 
 async def until_holding(process: Process, jobs: list[Job], count: int) -> None:
     """Wait (bounded) until ``process`` holds ``count`` of ``jobs``."""
-    lease = process.store.lease_seconds
+    lease = process.store.owner.lease_seconds
     async with asyncio.timeout(15 + lease * 4):
         while True:
-            if (await owners(process, jobs))[process.store.process_id] >= count:
+            if (await owners(process, jobs))[process.store.owner.process_id] >= count:
                 return
             await asyncio.sleep(lease / 4)
 
@@ -289,13 +291,13 @@ async def test_a_process_that_joins_gets_its_share_of_the_load(postgres: Postgre
     url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
     lease = SHARED_LEASE
     async with serve(MANUAL) as sim, process_on(sim, url, platform, lease=lease) as busy:
-        jobs = [await create_job(busy.store, pending_job(n)) for n in range(10)]
+        jobs = [await create_job(busy.store.admission, pending_job(n)) for n in range(10)]
         async with process_on(sim, url, platform, lease=lease) as joining, beating(busy, joining):
             await until_holding(joining, jobs, 5)
             await asyncio.sleep(lease)
             assert await owners(busy, jobs) == {
-                busy.store.process_id: 5,
-                joining.store.process_id: 5,
+                busy.store.owner.process_id: 5,
+                joining.store.owner.process_id: 5,
             }
 
 
@@ -319,9 +321,9 @@ async def test_a_slow_platform_neither_holds_up_the_heartbeat_nor_cuts_a_takeove
     url, platform, lease = postgres.create_database(), SlowEdits(limits=ROOMY), SHARED_LEASE
     async with serve(MANUAL) as sim:
         async with process_on(sim, url, platform, dies=True, lease=lease) as dead:
-            job = await create_job(dead.store, replace(pending_job(1), status="creating"))
+            job = await create_job(dead.store.admission, replace(pending_job(1), status="creating"))
             ref = await platform.send(PLACE, OutMessage("⏳ a fox 1"))
-            await dead.store.transition(
+            await dead.store.jobs.transition(
                 job.id, "creating", "creating", progress_message_id=ref.message_id
             )
         failures = heartbeat_failures()
@@ -331,18 +333,19 @@ async def test_a_slow_platform_neither_holds_up_the_heartbeat_nor_cuts_a_takeove
                 timeout=15,
                 what="the taken-over job's message to say what became of it",
             )
-            settled = await survivor.store.get_job(job.id)
+            settled = await survivor.store.jobs.get_job(job.id)
         assert shown and settled is not None and settled.status == "unknown"
-        assert settled.owner == survivor.store.process_id
+        assert settled.owner == survivor.store.owner.process_id
         assert heartbeat_failures() == failures
 
 
-class SlowHeartbeats(PostgresStore):
-    """A store whose heartbeat takes ``delay`` seconds of the manual clock ``now`` (a database
+@dataclass
+class SlowHeartbeats(JobLeasing):
+    """Leasing whose heartbeat takes ``delay`` seconds of the manual clock ``now`` (a database
     stalled for less than the heartbeat's deadline)."""
 
-    now: list[float]
-    delay = 0.0
+    now: list[float] = field(default_factory=list)
+    delay: float = 0.0
 
     async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
         self.now[0] += self.delay
@@ -365,11 +368,10 @@ async def test_a_heartbeat_slower_than_a_beat_counts_as_a_stall(postgres: Postgr
 
     async with (
         await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as dead,
-        await SlowHeartbeats.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as store,
+        await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as live,
     ):
-        assert isinstance(store, SlowHeartbeats)
-        store.now = now
-        jobs = [await create_job(dead, pending_job(n)) for n in range(3)]
+        store = SlowHeartbeats(live.db, live.clock, live.leasing.owner, now)
+        jobs = [await create_job(dead.admission, pending_job(n)) for n in range(3)]
         leases = Leases(store, lambda: ["fake"], take_over, woken, clock=clock)
         assert await leases.beat() == 0
         now[0] += LEASE / 2

@@ -18,9 +18,9 @@ async def test_moves_of_one_turn_go_together_and_each_caller_gets_its_answer(
     tmp_path: Path,
 ) -> None:
     async with await SqliteStore.open(tmp_path / "genbot.db") as store:
-        jobs = [await create_job(store, new_job(requester_id=f"u{n}")) for n in range(5)]
+        jobs = [await create_job(store.admission, new_job(requester_id=f"u{n}")) for n in range(5)]
         counting = counted(store)
-        moves = MoveBatch(store)
+        moves = MoveBatch(store.jobs)
 
         moved = await asyncio.gather(
             *(moves.transition(job.id, "creating", "pending") for job in jobs),
@@ -35,9 +35,9 @@ async def test_moves_of_one_turn_go_together_and_each_caller_gets_its_answer(
 
 async def test_a_failed_batch_fails_every_move_in_it(tmp_path: Path) -> None:
     store = await SqliteStore.open(tmp_path / "genbot.db")
-    job = await create_job(store, new_job())
+    job = await create_job(store.admission, new_job())
     await store.close()
-    moves = MoveBatch(store)
+    moves = MoveBatch(store.jobs)
 
     results = await asyncio.gather(
         moves.transition(job.id, "creating", "pending"),

@@ -28,7 +28,7 @@ async def in_flight(bare: Bare, count: int) -> list[Job]:
     for n in range(count):
         command = Command(user=User(f"user{n}"), place=PLACE, name="imagine")
         await bare.engines.images.imagine(command, f"a fox, study {n}")
-    jobs = await bare.store.list_unfinished_jobs(IN_FLIGHT_STATUSES)
+    jobs = await bare.store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES)
     assert len(jobs) == count
     return jobs
 
@@ -49,7 +49,7 @@ async def test_an_answer_finishing_every_job_moves_them_in_one_storage_round_tri
         assert sum(trip.moves_to("finished") for trip in finishing) == JOBS
         assert len(finishing) == 1, f"{len(finishing)} round trips for one answer's moves"
         await bare.engines.tracker.wait_idle()
-        finished = await bare.store.list_unfinished_jobs(IN_FLIGHT_STATUSES)
+        finished = await bare.store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES)
         assert finished == [], "every job moved on"
 
 
@@ -80,7 +80,7 @@ async def test_a_poll_round_does_not_wait_for_progress_edits(tmp_path: Path) -> 
         async with asyncio.timeout(30):
             await tracker.poll_round()
 
-        moved = await bare.store.get_job(job.id)
+        moved = await bare.store.jobs.get_job(job.id)
         assert moved is not None and moved.status != job.status
         assert platform.held == 1, "the progress edit started"
         assert tracker.state.busy, "and is still under way, held by the platform"
@@ -98,7 +98,7 @@ async def test_the_delivery_pass_reads_only_the_ids_of_jobs_waiting_for_delivery
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=unpaced) as bare:
         jobs = await in_flight(bare, 3)
         for job in jobs:
-            assert await bare.store.transition(job.id, IN_FLIGHT_STATUSES, "finished")
+            assert await bare.store.jobs.transition(job.id, IN_FLIGHT_STATUSES, "finished")
         counting = counted(bare.store)
 
         await bare.engines.tracker.poll_round()
@@ -106,7 +106,7 @@ async def test_the_delivery_pass_reads_only_the_ids_of_jobs_waiting_for_delivery
         whole = [trip for trip in counting.trips if trip.reads_whole_jobs()]
         assert sum(trip.rows_read for trip in whole) == 0, "no finished job read whole to find it"
         await bare.engines.tracker.wait_idle()
-        assert await bare.store.list_unfinished_jobs(("finished",)) == []
+        assert await bare.store.tracking.list_unfinished_jobs(("finished",)) == []
 
 
 def test_the_charge_is_the_records_credit_else_what_it_froze() -> None:

@@ -76,15 +76,15 @@ async def test_a_restart_delivers_every_job_exactly_once_and_old_buttons_work(
         async with await SqliteStore.open(db) as store:
             task = sim.state.tasks[claimed.provider_id or ""]
             finished = fetch_record(task, sim.state.now())
-            await store.transition(
+            await store.jobs.transition(
                 claimed.id,
                 IN_FLIGHT_STATUSES,
                 "finished",
                 result_urls=[finished["task_result"]["image_url"]],
                 actions=finished["task_result"]["actions"],
             )
-            assert await store.transition(claimed.id, "finished", "posting")
-            orphan = await create_job(store, NewJob(
+            assert await store.jobs.transition(claimed.id, "finished", "posting")
+            orphan = await create_job(store.admission, NewJob(
                 family="task", type="imagine", requester_id="alice", platform="fake",
                 channel_id="c1", workspace_id="w1", prompt="never sent",
             ))  # fmt: skip
@@ -165,7 +165,7 @@ async def test_forged_unknown_and_replayed_webhooks_change_nothing(tmp_path: Pat
                 await _post(http, url + job.id, "not json {", secret),
             ]
             assert answers == [401, 401, 401, 401, 404, 400]
-            unchanged = await bot.store.get_job(job.id)
+            unchanged = await bot.store.jobs.get_job(job.id)
             assert unchanged is not None and unchanged.status in IN_FLIGHT_STATUSES
             assert unchanged.result_urls == [] and unchanged.last_webhook_at is None
             # Authentic notifications that carry no record of this task are signals: genbot
@@ -174,7 +174,7 @@ async def test_forged_unknown_and_replayed_webhooks_change_nothing(tmp_path: Pat
             assert await _post(http, url + job.id, other, secret) == 200
             assert await _post(http, url + job.id, {"status": []}, secret) == 200
             await bot.jobs.tracker.wait_idle()
-            signalled = await bot.store.get_job(job.id)
+            signalled = await bot.store.jobs.get_job(job.id)
             assert signalled is not None and signalled.status in IN_FLIGHT_STATUSES
             assert signalled.result_urls == [] and signalled.last_webhook_at is not None
             assert len(bot.sim.state.requests_to("/gen/v2/multi_fetch")) >= fetches + 2
@@ -188,7 +188,7 @@ async def test_forged_unknown_and_replayed_webhooks_change_nothing(tmp_path: Pat
             assert await _post(http, url + job.id, forged, secret) == 200
 
         await bot.jobs.tracker.wait_idle()
-        after = await bot.store.get_job(job.id)
+        after = await bot.store.jobs.get_job(job.id)
         assert after is not None and after.status == "posted"
         assert after.result_urls == [real["task_result"]["image_url"], *after.result_urls[1:]]
         assert len(bot.platform.messages) == messages and grid.message.images
@@ -211,12 +211,12 @@ async def test_a_notification_at_the_bare_address_is_matched_by_the_task_in_its_
             assert await _post(http, bare + "/", {"task_id": "nosuch"}, secret) == 401
             assert await _post(http, bare + "/", {"status": "finished"}, secret) == 401
             assert await _post(http, bare + "/webhooks/tasks", "not json", secret) == 401
-            unchanged = await bot.store.get_job(job.id)
+            unchanged = await bot.store.jobs.get_job(job.id)
             assert unchanged is not None and unchanged.last_webhook_at is None
             bot.sim.advance(120)
             assert await _post(http, bare + "/webhooks/tasks", signal, secret) == 200
             assert (await bot.result(job.id)).message.images
-            posted = await bot.store.get_job(job.id)
+            posted = await bot.store.jobs.get_job(job.id)
             assert posted is not None and posted.last_webhook_at is not None
 
 
@@ -285,7 +285,7 @@ async def test_concurrent_deliveries_of_one_job_post_it_once(tmp_path: Path) -> 
 
         assert len(bare.platform.with_images()) == 1
         assert (await bare.engines.watch.wait(job.id, {"posted"}, 5)).result_message_id
-        assert (await bare.store.usage_for_user("fake", "alice")).credits == 4
+        assert (await bare.store.ledger.usage_for_user("fake", "alice")).credits == 4
 
 
 async def test_the_poll_interval_adapts_to_activity(tmp_path: Path) -> None:
@@ -315,10 +315,10 @@ async def test_the_interval_runs_from_the_start_of_a_round(tmp_path: Path) -> No
 async def test_polling_without_webhooks_writes_no_poll_stamp(tmp_path: Path) -> None:
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
         await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
-        (job,) = await bare.store.list_unfinished_jobs(IN_FLIGHT_STATUSES)
+        (job,) = await bare.store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES)
         await bare.engines.tracker.poll_round()
         assert sim.state.requests_to("/gen/v2/multi_fetch")
-        polled = await bare.store.get_job(job.id)
+        polled = await bare.store.jobs.get_job(job.id)
         assert polled is not None and polled.last_polled_at is None, "only webhooks need it"
 
 
@@ -349,7 +349,7 @@ async def test_a_late_poll_answer_leaves_the_finished_progress_message_alone(
         bot.sim.advance(120)
         await bot.result(snapshot.id)
         await bot.jobs.tracker.wait_idle()
-        done = await bot.store.get_job(snapshot.id)
+        done = await bot.store.jobs.get_job(snapshot.id)
         assert done is not None and bot.progress(done).text.startswith("**Imagined**")
 
         late = TaskRecord(task_id=snapshot.provider_id or "", status="processing", process_time=12)
@@ -381,7 +381,7 @@ async def test_a_kick_during_a_round_is_not_lost(tmp_path: Path) -> None:
             status="submitted",
             provider_id=created.task_id,
         )
-        inserted = asyncio.ensure_future(create_job(store, flying))
+        inserted = asyncio.ensure_future(create_job(store.admission, flying))
         tracker.kick()
         gate.set()
         await asyncio.gather(blocked, inserted)
@@ -398,12 +398,12 @@ async def test_resuming_leaves_the_jobs_this_process_is_creating_alone(tmp_path:
         now[0] -= 60
         left_behind = await left_by_a_previous_run(tmp_path / "genbot.db", job, lambda: now[0])
         now[0] += 61
-        just_accepted = await create_job(store, job)
+        just_accepted = await create_job(store.admission, job)
 
         await tracker.resume()
 
-        old = await store.get_job(left_behind.id)
-        new = await store.get_job(just_accepted.id)
+        old = await store.jobs.get_job(left_behind.id)
+        new = await store.jobs.get_job(just_accepted.id)
         assert old is not None and old.status == "create_failed"
         assert new is not None and new.status == "creating"
 
@@ -426,7 +426,7 @@ async def test_a_progress_message_posted_just_before_a_crash_tells_what_happened
 
         await bare.engines.tracker.resume()
 
-        settled = await bare.store.get_job(job.id)
+        settled = await bare.store.jobs.get_job(job.id)
         assert settled is not None and settled.status == "create_failed"
         assert settled.progress_message_id == shown.message_id
         assert RESTARTED_BEFORE_SUBMIT in platform.messages[shown.message_id].text
@@ -441,7 +441,7 @@ async def test_a_webhook_delivers_without_speeding_up_polling(tmp_path: Path) ->
     ):
         tracker, store = bare.engines.tracker, bare.store
         job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox")
-        await store.update_job(job.id, webhook_secret="s" * 32)
+        await store.jobs.update_job(job.id, webhook_secret="s" * 32)
         sim.advance(120)
         record = fetch_record(sim.state.tasks[job.provider_id or ""], sim.state.now())
         tracker.interval = 30.0
@@ -451,7 +451,7 @@ async def test_a_webhook_delivers_without_speeding_up_polling(tmp_path: Path) ->
         answer = await tracker.on_webhook(authentic, json.dumps(record).encode())
         await tracker.wait_idle()
 
-        done = await store.get_job(job.id)
+        done = await store.jobs.get_job(job.id)
         assert answer == 200 and done is not None and done.status == "posted"
         assert done.last_webhook_at is not None
         assert tracker.interval == 30.0
@@ -484,7 +484,7 @@ async def test_a_poll_answer_during_the_outcome_edit_leaves_it_alone(tmp_path: P
         await bot.jobs.tracker.wait_idle()
 
         assert platform.late_answer is not None and not await platform.late_answer
-        done = await bot.store.get_job(snapshot.id)
+        done = await bot.store.jobs.get_job(snapshot.id)
         assert done is not None and bot.progress(done).text.startswith("**Imagined**")
 
 
@@ -517,7 +517,7 @@ async def test_a_notification_that_never_comes_is_made_up_by_the_backstop_poll(
         bot.sim.state.tasks[job.provider_id or ""].webhook_endpoint = ""
         bot.sim.advance(120)
         assert (await bot.result(job.id)).message.images
-        done = await bot.store.get_job(job.id)
+        done = await bot.store.jobs.get_job(job.id)
         assert done is not None and done.last_webhook_at is None
         assert bot.sim.state.webhook_attempts == []
         assert bot.sim.state.requests_to("/gen/v2/multi_fetch")
@@ -547,19 +547,19 @@ async def test_a_delivery_whose_outcome_was_not_recorded_is_released_and_posted_
         platform.store = store
         await tracker.apply_task_record(job, await bare.provider.tasks.fetch(job.provider_id or ""))
         await tracker.wait_idle()
-        stranded = await store.get_job(job.id)
+        stranded = await store.jobs.get_job(job.id)
         assert stranded is not None and stranded.status == "posting"
         await store.db.run(lambda db: db.execute("PRAGMA query_only = 0"))
 
         await tracker.poll_round()
-        released = await store.get_job(job.id)
+        released = await store.jobs.get_job(job.id)
         assert released is not None and released.status == "finished"
         assert released.delivery_attempts == 1 and released.next_poll_at is not None
         await asyncio.sleep(max(released.next_poll_at - time.time(), 0) + 0.05)
         await tracker.poll_round()
         await tracker.wait_idle()
 
-        posted = await store.get_job(job.id)
+        posted = await store.jobs.get_job(job.id)
         assert posted is not None and posted.status == "posted" and posted.post_claims == 2
         assert len(results_of(platform, job.id)) == 1
         assert posted.result_message_id == posted.progress_message_id
@@ -573,14 +573,14 @@ async def test_a_creating_job_nobody_is_starting_is_settled_by_its_owner(
         store, tracker = bare.store, bare.engines.tracker
         job = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
                      channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
-        stranded = await create_job(store, job)
+        stranded = await create_job(store.admission, job)
         await tracker.poll_round()
-        assert (await store.get_job(stranded.id)).status == "creating"  # type: ignore[union-attr]
+        assert (await store.jobs.get_job(stranded.id)).status == "creating"  # type: ignore[union-attr]
 
         now[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
         await tracker.poll_round()
 
-        settled = await store.get_job(stranded.id)
+        settled = await store.jobs.get_job(stranded.id)
         assert settled is not None and settled.status == "create_failed"
-        assert settled.error == LOST_BEFORE_SUBMIT and settled.owner == store.process_id
+        assert settled.error == LOST_BEFORE_SUBMIT and settled.owner == store.owner.process_id
         assert sim.state.requests_to("/gen/v2/imagine") == []
