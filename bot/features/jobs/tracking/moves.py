@@ -17,7 +17,8 @@ class MoveBatch:
 
     def __init__(self, store: JobWriter) -> None:
         self._store = store
-        self._pending: list[tuple[JobMove, asyncio.Future[bool]]] = []
+        self._turn: list[tuple[JobMove, asyncio.Future[bool]]] | None = None
+        self._sender: asyncio.Task[None] | None = None
         self._sending: set[asyncio.Task[None]] = set()
         self.batches = 0
         """How many batches went to storage (for tests and benchmarks)."""
@@ -29,33 +30,31 @@ class MoveBatch:
         to_status: JobStatus,
         **fields: Any,
     ) -> bool:
-        """:meth:`storage.JobWriter.transition`, sent with the other moves of this turn."""
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[bool] = loop.create_future()
-        if not self._pending:
-            loop.call_soon(self._send_pending)
-        self._pending.append((JobMove(job_id, from_statuses, to_status, fields), answer))
+        """:meth:`storage.JobWriter.transition`, sent with the other moves of this turn: the
+        turn's first move starts the task that sends them, which starts when the turn ends."""
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        if self._turn is None or self._sender is None or self._sender.done():
+            self._turn = []
+            self._sender = asyncio.create_task(self._send(self._turn), name="genbot-job-moves")
+            self._sending.add(self._sender)
+            self._sender.add_done_callback(self._sending.discard)
+        self._turn.append((JobMove(job_id, from_statuses, to_status, fields), answer))
         return await answer
 
-    def _send_pending(self) -> None:
-        pending, self._pending = self._pending, []
-        task = asyncio.create_task(self._send(pending), name="genbot-job-moves")
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
-
-    async def _send(self, pending: list[tuple[JobMove, asyncio.Future[bool]]]) -> None:
+    async def _send(self, turn: list[tuple[JobMove, asyncio.Future[bool]]]) -> None:
+        self._turn = None
         self.batches += 1
         try:
-            moved = await self._store.transition_many([move for move, _ in pending])
+            moved = await self._store.transition_many([move for move, _ in turn])
         except asyncio.CancelledError:
-            for _, answer in pending:
+            for _, answer in turn:
                 answer.cancel()
             raise
         except Exception as error:
-            for _, answer in pending:
+            for _, answer in turn:
                 if not answer.done():
                     answer.set_exception(error)
             return
-        for (_, answer), done in zip(pending, moved, strict=True):
+        for (_, answer), done in zip(turn, moved, strict=True):
             if not answer.done():
                 answer.set_result(done)

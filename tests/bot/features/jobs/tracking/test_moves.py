@@ -48,3 +48,19 @@ async def test_a_failed_batch_fails_every_move_in_it(tmp_path: Path) -> None:
     assert all(isinstance(result, StorageError) for result in results), results
     with pytest.raises(StorageError):
         await moves.transition(job.id, "creating", "pending")
+
+
+async def test_a_batch_cancelled_before_it_is_sent_leaves_the_next_moves_their_own_turn(
+    tmp_path: Path,
+) -> None:
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        job = await create_job(store.admission, new_job())
+        moves = MoveBatch(store.jobs)
+        first = asyncio.ensure_future(moves.transition(job.id, "creating", "pending"))
+        await asyncio.sleep(0)
+        [sending] = [t for t in asyncio.all_tasks() if t.get_name() == "genbot-job-moves"]
+        sending.cancel()
+        first.cancel()
+
+        assert await asyncio.wait_for(moves.transition(job.id, "creating", "pending"), 5)
+        assert moves.batches == 1, "the cancelled batch never went to storage"
