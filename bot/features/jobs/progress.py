@@ -12,7 +12,6 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.features.jobs.titles import base_action
 from storage import DiffusionParams, Job, params_of
 
 ELAPSED_STEP = 5
@@ -109,7 +108,7 @@ def status_word(job: Job, status: str) -> str:
         return "Finishing"
     if status == "processing":
         work = work_of(job)
-        if base_action(job.action) == "seed":
+        if job.type == "seed":
             return "Looking up the seed"
         return {"upscale": "Upscaling", "describe": "Describing"}.get(work, "Drawing")
     return "Waiting"

@@ -1,4 +1,9 @@
-"""What genbot writes about jobs: progress lines, results, failures. Pure functions.
+"""What genbot writes about jobs: titles, progress lines, results, failures. Pure functions.
+
+One title style for every job: what was asked while it runs or fails ("Upscale (Subtle)",
+"Zoom out 2×"), what was done once its result is shown ("Upscaled (Subtle)", "Zoomed out 2×").
+A title names the operation once, with the button's detail in parentheses or as a factor: never
+the task type and the button label side by side ("Variation (Vary (Strong))").
 
 User text (prompts) is clipped and has its mentions neutralised, so a prompt can neither ping
 anyone nor push a message past a platform's length limit.
@@ -9,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.features.jobs.progress import ELAPSED_STEP, Position, Usual, mode_of, status_text
-from bot.features.jobs.titles import asked_title, done_title
 from bot.kernel import neutralize_mentions
 from storage import BlendParams, DiffusionParams, ImageParams, Job, JobResult
 
@@ -31,9 +35,85 @@ ACCEPTED_NOTE = "_The service accepted it, so it was charged._"
 DIGITS = ("1️⃣", "2️⃣", "3️⃣", "4️⃣")
 
 
-def title(job: Job) -> str:
-    """What the job asks for (``Upscale (Subtle)``); see :mod:`bot.features.jobs.titles`."""
-    return asked_title(job)
+Title = tuple[str, str]
+"""(while asked, once done)."""
+
+_ACTION_TITLES: dict[str, Title] = {
+    **{f"upscale{i}": (f"Upscale #{i}", f"Upscaled #{i}") for i in range(1, 5)},
+    **{f"variation{i}": (f"Vary #{i}", f"Varied #{i}") for i in range(1, 5)},
+    "reroll": ("Reroll", "Rerolled"),
+    "high_variation": ("Vary (Strong)", "Varied (Strong)"),
+    "low_variation": ("Vary (Subtle)", "Varied (Subtle)"),
+    "vary_region": ("Vary (Region)", "Varied (Region)"),
+    "outpaint_2": ("Zoom out 2×", "Zoomed out 2×"),
+    "outpaint_1.5": ("Zoom out 1.5×", "Zoomed out 1.5×"),
+    "outpaint_square": ("Make square", "Made square"),
+    "pan_left": ("Pan left", "Panned left"),
+    "pan_right": ("Pan right", "Panned right"),
+    "pan_up": ("Pan up", "Panned up"),
+    "pan_down": ("Pan down", "Panned down"),
+    "upscale_subtle": ("Upscale (Subtle)", "Upscaled (Subtle)"),
+    "upscale_creative": ("Upscale (Creative)", "Upscaled (Creative)"),
+    "upscale_2x": ("Upscale 2×", "Upscaled 2×"),
+    "upscale_4x": ("Upscale 4×", "Upscaled 4×"),
+    "upscale_light": ("Upscale (Light)", "Upscaled (Light)"),
+    "upscale_beta": ("Upscale (Beta)", "Upscaled (Beta)"),
+    "seed": ("Seed", "Seed"),
+    **{f"describe_pick{i}": (f"Imagine prompt {i}", f"Imagined prompt {i}") for i in range(1, 5)},
+    "describe_all": ("Imagine", "Imagined"),
+    "describe_again": ("Describe again", "Described again"),
+    "diff_reroll": ("Reroll", "Rerolled"),
+    "diff_upscale": ("Upscale", "Upscaled"),
+    "diff_init": ("Rework the image", "Reworked the image"),
+}
+_TASK_TITLES: dict[str, Title] = {
+    "imagine": ("Imagine", "Imagined"),
+    "reroll": ("Reroll", "Rerolled"),
+    "upscale": ("Upscale", "Upscaled"),
+    "variation": ("Vary", "Varied"),
+    "inpaint": ("Vary (Region)", "Varied (Region)"),
+    "outpaint": ("Zoom out", "Zoomed out"),
+    "pan": ("Pan", "Panned"),
+    "describe": ("Describe", "Described"),
+    "blend": ("Blend", "Blended"),
+    "seed": ("Seed", "Seed"),
+}
+_DIFFUSION_TITLES: dict[str, Title] = {
+    "txt2img": ("Generate", "Generated"),
+    "img2img": ("Generate from an image", "Generated from an image"),
+    "upscale": ("Upscale", "Upscaled"),
+    "controlnet": ("Generate with ControlNet", "Generated with ControlNet"),
+}
+
+
+def _base_action(action: str | None) -> str | None:
+    """The button action of a job's stored ``action`` key (``outpaint_custom:ab12`` and
+    retries ``upscale1#2`` are stored with a suffix)."""
+    if action is None:
+        return None
+    return action.split(":", 1)[0].split("#", 1)[0]
+
+
+def _titles(job: Job) -> Title:
+    action = _base_action(job.action)
+    if action == "outpaint_custom":
+        zoom = ImageParams.of(job).zoom_ratio
+        factor = f" {zoom}×" if zoom else " (custom)"
+        return f"Zoom out{factor}", f"Zoomed out{factor}"
+    if action in _ACTION_TITLES:
+        return _ACTION_TITLES[action]
+    table = _DIFFUSION_TITLES if job.family == "diffusion" else _TASK_TITLES
+    return table.get(job.type, (job.type, job.type))
+
+
+def asked_title(job: Job) -> str:
+    """What the job asks for: ``Upscale (Subtle)``, ``Zoom out 2×``, ``Imagine``."""
+    return _titles(job)[0]
+
+
+def done_title(job: Job) -> str:
+    """What the job did: ``Upscaled (Subtle)``, ``Zoomed out 2×``, ``Imagined``."""
+    return _titles(job)[1]
 
 
 def clip(text: str, limit: int = SUBJECT_MAX) -> str:
@@ -61,7 +141,7 @@ def subject(job: Job) -> str:
 
 def heading(job: Job) -> str:
     """``**Upscale (Subtle)** — a fox in the snow``."""
-    return f"**{title(job)}** — {subject(job)}"
+    return f"**{asked_title(job)}** — {subject(job)}"
 
 
 def progress_text(
@@ -133,7 +213,7 @@ def failure_text(job: Job, timed_out: bool = False) -> str:
         note = ACCEPTED_NOTE
     else:
         note = TIMEOUT_NOTE if timed_out else NO_CHARGE_NOTE
-    return f"❌ **{title(job)}** failed — {subject(job)}\n{clip(error, 1000)}\n{note}"
+    return f"❌ **{asked_title(job)}** failed — {subject(job)}\n{clip(error, 1000)}\n{note}"
 
 
 CANCELLED_NOTE = (

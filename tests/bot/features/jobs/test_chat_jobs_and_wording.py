@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.features.jobs import titles, wording
+from bot.features.jobs import wording
 from bot.features.jobs.messages import place_of
 from bot.kernel import Place, UserMessage
 from storage import Job
@@ -62,7 +62,7 @@ def test_one_title_style_without_doubled_words(
     fields: dict[str, Any], asked: str, done: str
 ) -> None:
     job = _job(**fields)
-    assert (wording.title(job), titles.done_title(job)) == (asked, done)
+    assert (wording.asked_title(job), wording.done_title(job)) == (asked, done)
     words = done.lower().replace("(", " ").replace(")", " ").split()
     assert len(words) == len(set(words)), done
 

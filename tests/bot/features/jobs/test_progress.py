@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.features.jobs.progress import Estimates, Position, Usual, left_text, status_text
+from bot.features.jobs.progress import (
+    Estimates,
+    Position,
+    Usual,
+    left_text,
+    status_text,
+    status_word,
+)
 from bot.kernel import Command, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
@@ -187,3 +194,17 @@ async def test_a_process_that_lost_a_job_no_longer_shows_its_progress(tmp_path: 
         clock.now += 5
         assert not await bare.engines.delivery.show_progress(read_by_the_ticker)
         assert second_line(progress.text) == "Queued (relax) · 0:05", "its new owner shows it"
+
+
+@pytest.mark.parametrize(
+    ("fields", "word"),
+    [
+        ({"type": "seed", "action": "seed"}, "Looking up the seed"),
+        ({"type": "seed", "action": "seed#2"}, "Looking up the seed"),
+        ({"type": "upscale", "action": "upscale1"}, "Upscaling"),
+        ({"type": "variation", "action": "variation2"}, "Drawing"),
+        ({"type": "describe"}, "Describing"),
+    ],
+)
+def test_a_running_job_says_what_it_does(fields: dict[str, object], word: str) -> None:
+    assert status_word(job_record(**fields), "processing") == word
