@@ -101,7 +101,7 @@ from storage.records.settings import (
     encode_stop as encode_stop,
 )
 from storage.records.usage import ESTIMATED_CREDITS as ESTIMATED_CREDITS, UsageTotals as UsageTotals
-from storage.rules import PRECEDENCE as PRECEDENCE
+from storage.queries.settings import PRECEDENCE as PRECEDENCE
 from storage.sql.migrations import migrate as migrate
 from storage.sql.schema import LATEST_VERSION as LATEST_VERSION
 from storage.sqlite import SqliteStore as SqliteStore

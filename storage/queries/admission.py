@@ -3,14 +3,25 @@ transaction."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
-from storage.errors import StorageError
+from storage.errors import StorageError, check_word
 from storage.queries.base import Clock, Owner
 from storage.queries.jobs import job_from_row
-from storage.records.jobs import ACTIVE_STATUSES, Job, JobQuota, NewJob, QuotaRefusal, new_job_id
-from storage.rules import check_new_job, utc_day
+from storage.queries.ledger import utc_day
+from storage.records.jobs import (
+    ACTIVE_STATUSES,
+    JOB_ID_MAX,
+    Job,
+    JobFamily,
+    JobQuota,
+    JobStatus,
+    NewJob,
+    QuotaRefusal,
+    new_job_id,
+)
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Row, Session, to_json
 
@@ -20,6 +31,7 @@ INSERT_COLUMNS: Final = (
     " workspace_id, channel_id, thread_id, prompt, parameters, webhook_secret, created_at,"
     " updated_at, owner, lease_until, is_dm, command_key"
 )
+_JOB_ID_PATTERN: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")
 SQL_INSERT_JOB: Final = (
     f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({marks(21)}) ON CONFLICT DO NOTHING RETURNING *"
 )
@@ -174,3 +186,11 @@ async def _quota_refusal(
         if credits >= quota.max_daily_credits:
             return QuotaRefusal("max_daily_credits", credits, quota.max_daily_credits)
     return None
+
+
+def check_new_job(new: NewJob) -> None:
+    """Refuse an unknown family or status, or a malformed caller-chosen id."""
+    check_word(new.family, JobFamily, "job family")
+    check_word(new.status, JobStatus, "job status")
+    if new.id is not None and not _JOB_ID_PATTERN.fullmatch(new.id):
+        raise StorageError(f"a job id is 1–{JOB_ID_MAX} characters of A-Z a-z 0-9 - _")

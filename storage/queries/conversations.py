@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
-from storage.errors import StorageError
+from storage.errors import StorageError, check_word
 from storage.queries.base import Clock
 from storage.records.chat import (
     ChatMessage,
@@ -18,7 +18,6 @@ from storage.records.chat import (
     ConversationKind,
 )
 from storage.records.settings import UNSET, _Unset
-from storage.rules import check_turn, check_word
 from storage.sql.session import Database, Row, Session, from_json, to_json
 
 LOCK_WAIT_SECONDS = 120.0
@@ -311,3 +310,10 @@ def messages_with_links(rows: list[Row], links: list[Row]) -> list[ChatMessage]:
 def _turn(row: Row, platform_ids: tuple[str, ...]) -> ChatMessage:
     parts, call = from_json(row.pop("parts"), None), from_json(row.pop("function_call"), None)
     return ChatMessage(**row, parts=parts, function_call=call, platform_message_ids=platform_ids)
+
+
+def check_turn(role: str, name: str | None) -> None:
+    """A chat turn's role is known, and a function turn names its function."""
+    check_word(role, ChatRole, "chat role")
+    if role == "function" and not name:
+        raise StorageError("a function message needs the function's name")

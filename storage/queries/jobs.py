@@ -3,23 +3,35 @@ by its provider id, and the platform message → job links behind every button."
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
+from storage.errors import StorageError, check_word
 from storage.queries.base import Clock
 from storage.records.job_params import ResultChange
-from storage.records.jobs import Job, JobMessage, JobMessageKind, JobMove, JobStatus, Lease
-from storage.rules import (
-    DONE_AT_PROVIDER,
-    JSON_FIELDS,
-    check_job_fields,
-    check_transition,
-    check_word,
+from storage.records.jobs import (
+    ALL_STATUSES,
+    JOB_TRANSITIONS,
+    Job,
+    JobMessage,
+    JobMessageKind,
+    JobMove,
+    JobStatus,
+    Lease,
 )
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Row, Session, from_json, to_json
 
+JSON_FIELDS: Final[frozenset[str]] = frozenset(("parameters", "result_urls", "actions", "result"))
+UPDATABLE_FIELDS: Final[frozenset[str]] = JSON_FIELDS | {
+    "type", "provider_id", "thread_id", "progress_message_id", "result_message_id", "prompt",
+    "error", "webhook_secret", "credits", "finished_at", "last_polled_at", "last_webhook_at",
+    "next_poll_at", "delivery_attempts", "post_claims",
+}  # fmt: skip
+"""Fields ``update_job`` and ``transition`` accept as keywords."""
+DONE_AT_PROVIDER: Final[frozenset[str]] = frozenset(("finished", "failed", "create_failed"))
+"""Entering one of these stamps ``finished_at`` (unless given or already set)."""
 SQL_JOB_BY_ID: Final = "SELECT * FROM jobs WHERE id = ?"
 SQL_JOB_BY_TASK: Final = "SELECT * FROM jobs WHERE provider_id = ? AND family = 'task'"
 SQL_SET_RESULT: Final = "UPDATE jobs SET result = ?, updated_at = ? WHERE id = ? RETURNING *"
@@ -130,7 +142,7 @@ class JobWriter(JobReader):
         return moved
 
     async def update_job(self, job_id: str, **fields: Any) -> bool:
-        """Set fields (see ``storage.rules.UPDATABLE_FIELDS``; JSON fields take Python values)
+        """Set fields (see ``UPDATABLE_FIELDS``; JSON fields take Python values)
         whatever the status; False if the job does not exist. Status changes go through
         :meth:`transition`."""
         changes = {"updated_at": self.clock(), **encoded_fields(fields)}
@@ -203,3 +215,36 @@ def compare_and_set(move: JobMove, now: float) -> tuple[str, list[Any]]:
         sql += " AND owner = ? AND lease_generation = ?"
         values += [move.fence.owner, move.fence.generation]
     return sql, values
+
+
+def status_tuple(statuses: JobStatus | Iterable[JobStatus]) -> tuple[JobStatus, ...]:
+    """One status or several, validated, sorted and without repeats."""
+    chosen: tuple[JobStatus, ...] = (
+        (statuses,) if isinstance(statuses, str) else tuple(sorted(set(statuses)))
+    )
+    if not chosen:
+        raise StorageError("at least one status is needed")
+    unknown = [status for status in chosen if status not in ALL_STATUSES]
+    if unknown:
+        raise StorageError(f"unknown job status {unknown[0]!r}")
+    return chosen
+
+
+def check_transition(
+    from_statuses: JobStatus | Iterable[JobStatus], to_status: JobStatus
+) -> tuple[JobStatus, ...]:
+    """The validated source statuses of a move ``JOB_TRANSITIONS`` allows; else raises."""
+    sources = status_tuple(from_statuses)
+    if to_status not in ALL_STATUSES:
+        raise StorageError(f"unknown job status {to_status!r}")
+    illegal = [s for s in sources if s != to_status and to_status not in JOB_TRANSITIONS[s]]
+    if illegal:
+        raise StorageError(f"job status cannot go from {illegal[0]!r} to {to_status!r}")
+    return sources
+
+
+def check_job_fields(fields: Mapping[str, Any]) -> None:
+    """Refuse field names ``update_job`` / ``transition`` do not accept."""
+    unknown = set(fields) - UPDATABLE_FIELDS
+    if unknown:
+        raise StorageError(f"not updatable job fields: {', '.join(sorted(unknown))}")

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from storage.errors import StorageError
 from storage.queries.base import Clock, Owner
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES, Job, ProcessInfo
-from storage.rules import share_of, taken
 from storage.sql.dialect import marks
 from storage.sql.schema import UNFINISHED_LITERALS
 from storage.sql.session import Database, Session, to_json
@@ -122,7 +121,8 @@ class JobLeasing:
         load = SQL_LOAD.format(serving, marks(len(allowed)))
         live_since = self.clock() - self.owner.lease_seconds
         rows = await self.db.fetch_all(load, (live_since, *_UNFINISHED, *allowed))
-        return share_of([(int(r["jobs"]), int(r["serving"]) if self.shared else 1) for r in rows])
+        shares = [(int(r["jobs"]), int(r["serving"]) if self.shared else 1) for r in rows]
+        return sum(-(-jobs // max(serving, 1)) for jobs, serving in shares)
 
     async def shed_leases(self, count: int) -> int:
         """Give up to ``count`` of this process's jobs in flight at the provider (the newest
@@ -147,23 +147,26 @@ class JobLeasing:
         allowed = tuple(platforms)
         if not allowed or limit < 1:
             return []
-        now = self.clock()
+        now, me = self.clock(), self.owner.process_id
         lease_until = now + self.owner.lease_seconds
         select = (SQL_NOT_MINE if take_live else SQL_EXPIRED).format(marks(len(allowed)))
         head = _UNFINISHED if take_live else (now,)
 
         async def work(tx: Session) -> list[Job]:
             found = select + tx.dialect.skip_locked
-            rows = await tx.fetch_all(found, (*head, self.owner.process_id, *allowed, limit))
+            rows = await tx.fetch_all(found, (*head, me, *allowed, limit))
             if rows:
                 take = SQL_TAKE.format(marks(len(rows)))
-                await tx.execute(
-                    take, (self.owner.process_id, lease_until, *(r["id"] for r in rows))
-                )
+                await tx.execute(take, (me, lease_until, *(r["id"] for r in rows)))
             return [job_from_row(row) for row in rows]
 
         free = await self.db.transaction(work, repeatable=True)
-        return [taken(job, self.owner.process_id, lease_until) for job in free]
+        return [
+            replace(
+                job, owner=me, lease_until=lease_until, lease_generation=job.lease_generation + 1
+            )
+            for job in free
+        ]
 
     async def release_leases(self) -> int:
         """End this process's leases now (a clean stop) and drop it from the live

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Final
 
+from storage.errors import StorageError
 from storage.queries.base import Clock
 from storage.records.usage import ESTIMATED_CREDITS, UsageTotals
-from storage.rules import day_text, utc_day
 from storage.sql.session import Database
 
 SQL_ADD_USAGE: Final = (
@@ -67,3 +67,18 @@ class UsageLedger:
             int(row["entries"]),
             int(row["estimated_credits"]),
         )
+
+
+def utc_day(timestamp: float) -> str:
+    """The UTC day (``YYYY-MM-DD``) of a Unix timestamp."""
+    return datetime.fromtimestamp(timestamp, UTC).date().isoformat()
+
+
+def day_text(day: str | date) -> str:
+    """A day given as ``date`` or ``YYYY-MM-DD`` text, validated, as text."""
+    if isinstance(day, date):
+        return day.isoformat()
+    try:
+        return date.fromisoformat(day).isoformat()
+    except ValueError:
+        raise StorageError(f"not a day (YYYY-MM-DD): {day!r}") from None

@@ -4,11 +4,12 @@ bans they earned, so that every process refuses the same prompts and the same us
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from storage.queries.base import Clock
+from storage.queries.ledger import utc_day
 from storage.records.moderation import ModerationRule, Offence
-from storage.rules import utc_day
 from storage.sql.session import Database
 
 SQL_ADD_RULE: Final = (
@@ -37,12 +38,12 @@ SQL_BANNED_UNTIL: Final = (
 )
 
 
+@dataclass
 class ModerationStore:
     """Workspace rules, offences and bans on one database (either backend)."""
 
-    def __init__(self, db: Database, clock: Clock) -> None:
-        self.db = db
-        self.clock = clock
+    db: Database
+    clock: Clock
 
     async def add_rule(
         self, platform: str, workspace_id: str, rule: ModerationRule, added_by: str

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from storage.queries.base import Clock, Owner
 from storage.queries.grouped import Grouped
 from storage.records.platforms import ImageToSave, MessageToSave, PlaygroundImage, PlaygroundMessage
-from storage.rules import newest_images
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Row, Session, from_json, to_json
 
@@ -240,3 +239,23 @@ class PlaygroundHistory:
             origin, _, message_id = notice.partition(" ")
             if origin != self.owner.process_id and message_id:
                 yield message_id
+
+
+def newest_images(
+    messages: Sequence[PlaygroundMessage], sizes: Mapping[str, int], max_bytes: int | None
+) -> list[str]:
+    """The keys of the images ``messages`` (oldest first) show, those of the newest messages
+    first, as many as fit in ``max_bytes`` (None: all), returned oldest first; ``sizes``: the
+    stored images' sizes."""
+    chosen: dict[str, None] = {}
+    total = 0
+    for message in reversed(messages):
+        for key in message.image_keys:
+            size = sizes.get(key)
+            if size is None or key in chosen:
+                continue
+            if max_bytes is not None and total + size > max_bytes:
+                return list(chosen)[::-1]
+            chosen[key] = None
+            total += size
+    return list(chosen)[::-1]

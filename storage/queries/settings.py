@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Final
+from typing import Any, Final
 
+from storage.errors import StorageError, check_word
 from storage.queries.base import Clock
 from storage.records.chat import Conversation
 from storage.records.settings import (
+    SETTING_NAMES,
     UNSET,
     EffectiveSettings,
     ScopeKind,
@@ -16,9 +19,29 @@ from storage.records.settings import (
     SettingValues,
     _Unset,
 )
-from storage.rules import check_word, given_settings, merge_settings
 from storage.sql.session import Database, Row
 
+PRECEDENCE: Final[dict[str, tuple[SettingSource, ...]]] = {
+    "model": ("conversation", "user", "channel", "workspace", "default"),
+    "system_prompt": ("conversation", "channel", "workspace", "default"),
+    "process_mode": ("user", "channel", "workspace", "default"),
+    "aspect_ratio": ("user", "channel", "workspace", "default"),
+    "temperature": ("user", "channel", "workspace", "default"),
+    "stream": ("channel", "workspace", "default"),
+    "remix": ("user", "channel", "workspace", "default"),
+    "top_p": ("channel", "workspace", "default"),
+    "presence_penalty": ("channel", "workspace", "default"),
+    "frequency_penalty": ("channel", "workspace", "default"),
+    "stop": ("channel", "workspace", "default"),
+    "n": ("channel", "workspace", "default"),
+}
+"""Where each setting is looked for, first match wins. The system prompt and the chat request
+parameters (stream, top_p, penalties, stop, n) are per channel (user-level ones are refused);
+the conversation's own overrides exist for model and prompt."""
+CHANNEL_ONLY: Final[frozenset[str]] = frozenset(
+    name for name, sources in PRECEDENCE.items() if "user" not in sources
+)
+"""Settings with no user level."""
 SQL_SCOPE: Final = "SELECT * FROM scope_settings WHERE platform = ? AND kind = ? AND scope_id = ?"
 SQL_SCOPES: Final = (
     "SELECT * FROM scope_settings WHERE platform = ? AND (kind, scope_id) IN (VALUES {})"
@@ -120,3 +143,44 @@ def scope_from_row(row: Row) -> ScopeSettings:
     for flag in ("stream", "remix"):
         values[flag] = None if values[flag] is None else bool(values[flag])
     return ScopeSettings(**values)
+
+
+def given_settings(kind: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a partial update that were given (``UNSET`` left out), checked."""
+    check_word(kind, ScopeKind, "settings scope")
+    given = {name: value for name, value in values.items() if not isinstance(value, _Unset)}
+    unknown = set(given) - set(SETTING_NAMES)
+    if unknown:
+        raise StorageError(f"unknown settings: {', '.join(sorted(unknown))}")
+    per_user = [name for name in CHANNEL_ONLY if given.get(name) is not None]
+    if kind == "user" and per_user:
+        raise StorageError(f"{per_user[0]} is set per channel or workspace, not per user")
+    return given
+
+
+def merge_settings(
+    scopes: Mapping[SettingSource, SettingValues],
+    *,
+    defaults: SettingValues | None,
+    conversation: Conversation | None,
+) -> EffectiveSettings:
+    """Merge the stored scopes, the conversation's overrides and the defaults by
+    ``PRECEDENCE``; ``sources`` says where each value came from."""
+    layers: dict[SettingSource, SettingValues] = dict(scopes)
+    if conversation is not None:
+        layers["conversation"] = SettingValues(
+            model=conversation.model, system_prompt=conversation.system_prompt
+        )
+    if defaults is not None:
+        layers["default"] = defaults
+    values: dict[str, Any] = {}
+    sources: dict[str, SettingSource] = {}
+    for name in SETTING_NAMES:
+        for source in PRECEDENCE[name]:
+            layer = layers.get(source)
+            value = None if layer is None else getattr(layer, name)
+            if value is not None:
+                values[name] = value
+                sources[name] = source
+                break
+    return EffectiveSettings(**values, sources=sources)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from storage.queries.base import Clock, Owner
-from storage.queries.jobs import job_from_row
+from storage.queries.jobs import job_from_row, status_tuple
+from storage.queries.ledger import utc_day
 from storage.records.jobs import UNFINISHED_STATUSES, Job, JobStatus
-from storage.rules import status_tuple, utc_day
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Session
 
