@@ -1,4 +1,4 @@
-"""The :class:`Store`: every storage port on one database, whichever backend it is."""
+"""The :class:`Store`: one database and its ports, whichever backend it is."""
 
 from __future__ import annotations
 
