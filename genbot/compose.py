@@ -44,7 +44,7 @@ from bot.features.jobs.messages import JobMessagesStorage
 from bot.features.jobs.starter import StarterStorage
 from bot.features.jobs.tracking.tracker import TrackerStorage
 from bot.features.jobs.webhook_secrets import SecretStorage
-from bot.features.moderation import Moderation
+from bot.features.moderation import ModelCheck, Moderation, ModerationAdmin
 from bot.kernel import (
     ChatSettings,
     CoreSettings,
@@ -343,7 +343,10 @@ def build_core(
         registry, Pacer(shared=store.write_windows if store.db.dialect.shared else None)
     )
     jobs = build_job_engines(settings, store, provider, outbox, shards=shards)
-    moderation = Moderation(settings.moderation, store.moderation)
+    rules = settings.moderation
+    model = rules.model_check_model or settings.chat.model
+    judge = ModelCheck(provider.chat, model, rules.model_check_seconds)
+    moderation = Moderation(rules, store.moderation, judge)
     chat = ChatEngine(
         ChatStorage(store.conversations, store.conversation_locks, store.settings, store.ledger),
         provider,
@@ -375,7 +378,13 @@ def build_core(
     )
     router = Router(
         outbox,
-        [*jobs.features, chat, account, home],
+        [
+            *jobs.features,
+            chat,
+            account,
+            home,
+            ModerationAdmin(settings.moderation, store.moderation, outbox),
+        ],
         conversations=chat,
         services=jobs.services,
         plan=settings.api.plan,

@@ -22,6 +22,7 @@ CommandCallback = Callable[[discord.Interaction[Any], str, dict[str, Any]], Awai
 
 GROUP_DESCRIPTIONS = {
     "diffusion": "Diffusion images: text to image, image to image, upscale, controlnet",
+    "admin": "Admins: genbot's rules for this server",
 }
 _TYPES: dict[str, type] = {
     "string": str,

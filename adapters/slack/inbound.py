@@ -30,7 +30,7 @@ from .formatting import decode_place
 PLATFORM = "slack"
 
 GENBOT_SLASH = "/genbot"
-GENBOT_SUBCOMMANDS: tuple[str, ...] = ("settings", "usage", "help")
+GENBOT_SUBCOMMANDS: tuple[str, ...] = ("settings", "usage", "help", "admin")
 """genbot's own commands, which Slack reaches as ``/genbot <subcommand>``."""
 SLASH_COMMANDS: tuple[str, ...] = (
     "/chat",
@@ -138,11 +138,13 @@ def route_command(slash: str, text: str) -> SlashRoute | str:
         sub = first.lower() or "help"
         if sub not in GENBOT_SUBCOMMANDS:
             return f"`{first}` is not one of `/genbot {' | '.join(GENBOT_SUBCOMMANDS)}`."
-        return SlashRoute(sub, rest.strip())
-    if slash not in SLASH_COMMANDS:
+        text = f"{sub} {rest}"
+    elif slash not in SLASH_COMMANDS:
         return f"genbot does not know the command `{slash}`."
+    else:
+        text = f"{slash} {text}"
     try:
-        spec, rest = resolve_command(f"{slash} {text}")
+        spec, rest = resolve_command(text)
     except CommandError as error:
         return str(error)
     return SlashRoute(spec.name, rest)

@@ -72,7 +72,12 @@ class SlackSurface:
 
     platform = "slack"
     command_names: Mapping[str, str] = MappingProxyType(
-        {"settings": "genbot settings", "usage": "genbot usage", "help": "genbot help"}
+        {
+            "settings": "genbot settings",
+            "usage": "genbot usage",
+            "help": "genbot help",
+            "admin.moderation": "genbot admin moderation",
+        }
     )
 
     def __init__(

@@ -386,6 +386,27 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec("usage", "Your tokens and credits today"),
     CommandSpec(
+        "admin.moderation",
+        "Admins: this workspace's moderation rules (add, remove, list)",
+        (
+            Option("action", "string", "add, remove or list", choices=("add", "remove", "list")),
+            Option("entry", "string", "The word, phrase or pattern (add, remove)"),
+            Option("category", "string", "What a refusal names (add)", flags=("--category",)),
+            Option(
+                "pattern",
+                "boolean",
+                "The entry is a regular expression (add)",
+                flags=("--pattern",),
+            ),
+        ),
+        free_text="entry",
+        examples=(
+            "/admin moderation add nude --category nsfw",
+            "/admin moderation remove nude",
+            "/admin moderation list",
+        ),
+    ),
+    CommandSpec(
         "help",
         "What genbot can do",
         (Option("command", "string", "Only this command, or group (imagine, diffusion…)"),),

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from adapters.discord.settings import DiscordSettings
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.discord.harness import Harness
@@ -19,8 +21,26 @@ from tests.adapters.discord.real_core import (
     ephemeral_texts,
     real_genbot,
 )
+from tests.fakes.discord import FakeDiscord
 
 pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
+
+
+class AdminHarness(Harness):
+    """The harness whose adapter takes ``carol`` for a genbot admin."""
+
+    def settings(self, **overrides: Any) -> DiscordSettings:
+        admins = {"admin_ids": [self.fake.user("carol").id]}
+        return super().settings(**(admins | overrides))
+
+
+@pytest.fixture
+async def harness(fake: FakeDiscord) -> AsyncIterator[Harness]:
+    errors: list[tuple[str, BaseException]] = []
+    harness = AdminHarness(fake, errors)
+    yield harness
+    await harness.stop_all()
+    assert not errors, f"errors while handling Discord traffic: {errors}"
 
 
 @pytest.fixture
@@ -54,3 +74,29 @@ async def test_a_banned_prompt_is_refused_privately_and_bans_its_author(
         assert not fake.threads_in(general.id), "no conversation was opened"
     assert not sim.state.requests_to("/gen/"), "no provider call"
     assert not sim.state.requests_to("/v1/chat/completions")
+
+
+async def test_an_admin_adds_a_server_rule_that_refuses_prompts_there(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    carol, alice, general = fake.user("carol"), fake.user("alice"), fake.channel("general")
+    db = tmp_path / "genbot.db"
+    async with real_genbot(harness, sim, db, edit_window_seconds=QUICK_WINDOW) as genbot:
+        add = {"action": "add", "entry": "gory", "category": "gore"}
+        await fake.slash(alice, general, "admin moderation", add)
+        [refused] = await fake.wait_for(lambda: ephemeral_texts(fake, alice), what="a refusal")
+        assert "Only genbot admins" in refused
+        await fake.slash(carol, general, "admin moderation", add)
+        [added] = await fake.wait_for(lambda: ephemeral_texts(fake, carol), what="the answer")
+        assert "Added the word `gory` to **gore**" in added
+
+        await fake.slash(alice, general, "imagine", {"prompt": "a gory fox"})
+        _, told = await fake.wait_for(
+            lambda: ephemeral_texts(fake, alice)[1:] and ephemeral_texts(fake, alice),
+            what="the refusal",
+        )
+        assert "**gore**" in told
+        assert not await genbot.all_jobs()
+        assert [r.entry for r in await genbot.store.moderation.rules("discord", str(fake.guild_id))]
+    assert not sim.state.requests_to("/gen/"), "no provider call"

@@ -35,6 +35,7 @@ HELP_COMMANDS = (
     "genbot settings",
     "genbot usage",
     "genbot help",
+    "genbot admin moderation",
 )
 """Every command as Slack users type it (settings, usage and help live under /genbot)."""
 LONG_ANSWER = " ".join(f"fox{number}" for number in range(120))

@@ -49,3 +49,35 @@ async def test_a_banned_prompt_is_refused_privately_then_its_author_is_banned(
         assert await bot.store.moderation.banned_until("slack", "U1")
     assert sim.state.requests == [], "no provider call"
     assert fake.bot_messages() == []
+
+
+async def test_an_admin_adds_lists_and_removes_a_workspace_rule(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+
+        async def told(command: str, text: str, user: str) -> str:
+            seen = len(fake.ephemerals)
+            posted = await fake.post_command(bot.url, fake.slash_command(command, text, user=user))
+            assert posted.status == 200
+            answers = await fake.wait_for(lambda: fake.ephemerals[seen:], WAIT)
+            return str(answers[0].text)
+
+        assert "Only genbot admins" in await told("/genbot", "admin moderation add gory", "U1")
+        added = await told("/genbot", 'admin moderation add "gory" --category gore', "U2")
+        assert "Added the word `gory`" in added and "gore" in added
+        assert "`gory`" in await told("/genbot", "admin moderation list", "U2")
+        pattern = r"admin moderation add spl[a4]tter --pattern --category gore"
+        assert "Added the pattern" in await told("/genbot", pattern, "U2")
+        assert "cannot be used" in await told("/genbot", "admin moderation add (x --pattern", "U2")
+
+        refusal = await told("/imagine", "a SPL4TTER fox", "U1")
+        assert "**gore**" in refusal or "*gore*" in refusal, refusal
+        assert "a SPL4TTER fox" in refusal
+        assert sim.state.requests == [], "no provider call"
+
+        assert "Removed `gory`" in await told("/genbot", "admin moderation remove gory", "U2")
+        assert "`gory`" not in await told("/genbot", "admin moderation list", "U2")
+        assert [rule.entry for rule in await bot.store.moderation.rules("slack", fake.team_id)] == [
+            "spl[a4]tter"
+        ]

@@ -171,6 +171,13 @@ def test_slack_text_becomes_plain_text() -> None:
             SlashRoute("diffusion.controlnet", "a fox --controlnet canny"),
         ),
         ("/genbot", "Settings", SlashRoute("settings", "")),
+        ("/genbot", "", SlashRoute("help", "")),
+        ("/genbot", "help diffusion", SlashRoute("help", "diffusion")),
+        (
+            "/genbot",
+            "admin Moderation add nude --category nsfw",
+            SlashRoute("admin.moderation", "add nude --category nsfw"),
+        ),
     ],
 )
 def test_routes(slash: str, text: str, expected: SlashRoute) -> None:
@@ -179,4 +186,4 @@ def test_routes(slash: str, text: str, expected: SlashRoute) -> None:
 
 def test_unknown_genbot_subcommand_lists_the_choices() -> None:
     answer = route_command("/genbot", "credits")
-    assert answer == "`credits` is not one of `/genbot settings | usage | help`."
+    assert answer == "`credits` is not one of `/genbot settings | usage | help | admin`."

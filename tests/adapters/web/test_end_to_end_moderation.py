@@ -31,3 +31,45 @@ async def test_a_banned_prompt_is_refused_privately_and_its_author_banned(
         [banned] = dm_view.after(said)
         assert "no prompts from you until" in banned["text"]
         assert stack.sim.state.requests == [], "no provider call"
+
+
+async def test_an_admin_rule_set_in_the_playground_refuses_another_users_prompt(
+    tmp_path: Path,
+) -> None:
+    async with (
+        real_stack(tmp_path, demo=True) as stack,
+        playground_user(stack.url) as admin,
+        playground_user(stack.url) as user,
+    ):
+        admin_url = stack.runtime.web_admin_url
+        assert admin_url is not None
+        async with admin.session.get(admin_url[len(stack.url) :]) as opened:
+            assert opened.status == 200
+        view = await admin.watch()
+        said = await admin.command("/admin moderation add gory --category gore")
+        await view.until(lambda: view.handled(said))
+        [added] = view.after(said)
+        assert added["kind"] == "ephemeral" and "Added the word `gory`" in added["text"]
+
+        users_view = await user.watch()
+        refused = await user.command("/imagine a gory fox")
+        await users_view.until(lambda: users_view.handled(refused))
+        [refusal] = users_view.after(refused)
+        assert "**gore**" in refusal["text"]
+        assert stack.sim.state.requests == [], "no provider call"
+
+
+async def test_the_model_check_refuses_an_unsure_prompt_before_any_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GENBOT_MODERATION__WORDS", json.dumps({"violence": ["kill"]}))
+    monkeypatch.setenv("GENBOT_MODERATION__MODEL_CHECK", "true")
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as user:
+        view = await user.watch()
+        echo_id = await user.command("/imagine a skillful fox echo: BLOCK")
+        await view.until(lambda: view.handled(echo_id))
+        [refusal] = view.after(echo_id)
+        assert "**violence**" in refusal["text"]
+        [check] = stack.sim.state.requests_to("/v1/chat/completions")
+        assert check.body["messages"][1]["content"] == "a skillful fox echo: BLOCK"
+        assert stack.sim.state.requests_to("/gen/") == [], "no job"

@@ -23,6 +23,7 @@ def test_every_capability_has_a_command() -> None:
         "settings",
         "usage",
         "help",
+        "admin.moderation",
     }
     assert set(COMMANDS_BY_NAME) == expected
 

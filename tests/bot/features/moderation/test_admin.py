@@ -1,0 +1,44 @@
+"""``/admin moderation``: the action read from its option or the text's first word, and the
+rules it refuses to add."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.features.moderation.admin import action_and_entry, new_rule
+from bot.kernel import OptionValue, UserError
+from storage import ModerationRule
+
+
+@pytest.mark.parametrize(
+    ("options", "read"),
+    [
+        ({"action": "add", "entry": "nude"}, ("add", "nude")),
+        ({"entry": "add nude photo"}, ("add", "nude photo")),
+        ({"entry": 'REMOVE "nude photo"'}, ("remove", "nude photo")),
+        ({"entry": "list"}, ("list", "")),
+        ({}, ("list", "")),
+    ],
+)
+def test_the_action_and_entry(options: dict[str, str], read: tuple[str, str]) -> None:
+    assert action_and_entry(options) == read
+
+
+def test_an_entry_without_an_action_is_refused_with_an_example() -> None:
+    with pytest.raises(UserError, match="add nude --category"):
+        action_and_entry({"entry": "nude"})
+
+
+def test_a_new_rule_and_what_is_refused() -> None:
+    assert new_rule({"category": "nsfw"}, "nude") == ModerationRule("nsfw", "nude")
+    assert new_rule({}, "nude") == ModerationRule("blocked", "nude")
+    assert new_rule({"pattern": True}, r"gor+e") == ModerationRule("blocked", r"gor+e", True)
+    refused: list[tuple[dict[str, OptionValue], str, str]] = [
+        ({}, "", "Say what to add"),
+        ({}, "...", "no letters or digits"),
+        ({"pattern": True}, "(x", "cannot be used"),
+        ({"category": "c" * 41}, "x", "at most"),
+    ]
+    for options, entry, said in refused:
+        with pytest.raises(UserError, match=said):
+            new_rule(options, entry)
