@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from bot.api import (
     ApiError,
@@ -48,7 +48,7 @@ from bot.features.chat.scoping import Target
 from bot.features.chat.tokens import FittedHistory, count_functions, count_text
 from bot.features.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
 from bot.features.provider_waits import ShownWait
-from bot.kernel import User, UserError, metrics
+from bot.kernel import Place, User, UserError, metrics
 from bot.outbox import Activity, Outbox, WritePolicy
 from storage import ConversationStore, UsageLedger
 
@@ -108,6 +108,16 @@ class AnswerStorage:
     ledger: UsageLedger
 
 
+class ScreensAnswers(Protocol):
+    """What moderates an answer as it streams (moderation)."""
+
+    async def screened(
+        self, place: Place, deltas: AsyncIterator[str | StreamEnd]
+    ) -> AsyncIterator[str | StreamEnd]:
+        """``deltas`` as they may be shown in ``place``."""
+        ...
+
+
 class Answerer:
     """Produces the model's answer to a conversation's newest turn (see the module docstring)."""
 
@@ -121,8 +131,10 @@ class Answerer:
         *,
         final_timeout: float = 60.0,
         image_links: ImageLinks | None = None,
+        moderation: ScreensAnswers | None = None,
     ) -> None:
         self.store = store
+        self.moderation = moderation
         self.api = api
         self.outbox = outbox
         self.defaults = defaults
@@ -340,6 +352,8 @@ class Answerer:
         """Render the reply with its turn stored first: each posted message is linked to the
         turn as soon as it is posted, the text so far stored with it, the final text at the
         end. A reply that never got posted leaves no turn behind."""
+        if self.moderation is not None:
+            deltas = await self.moderation.screened(target.place, deltas)
         reply = StoredReply(self.store.conversations, target)
         await reply.begin()
         renderer = StreamRenderer(

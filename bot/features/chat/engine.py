@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Protocol
 from bot.api import ProviderClient
 from bot.api.chat import plan_allows
 from bot.features.chat.alternatives import PICK_ACTION, Pick, pick_alternative
-from bot.features.chat.answer import Answerer, AnswerStorage
+from bot.features.chat.answer import Answerer, AnswerStorage, ScreensAnswers
 from bot.features.chat.caps import ChatCaps
 from bot.features.chat.history import History, load_history, user_message
 from bot.features.chat.image_links import HostImage, ImageLinks
@@ -111,9 +111,9 @@ class ChatStorage:
     ledger: UsageLedger
 
 
-class ChecksMessages(Protocol):
-    """What checks a message chat is about to answer (moderation), refusing with
-    :class:`UserError`."""
+class Moderates(ScreensAnswers, Protocol):
+    """What checks a message chat is about to answer, refusing with :class:`UserError`, and
+    moderates the answer (moderation)."""
 
     async def check_message(self, event: UserMessage, text: str) -> None: ...
 
@@ -124,7 +124,7 @@ class ChatEngine:
     It writes through ``outbox`` (the process's one); ``tools`` (the image engine) enables
     function calling; ``image_host`` keeps images the provider must be
     given as links (the media host, when genbot has a public address); ``moderation`` checks
-    each message before it is answered.
+    each message before it is answered, and the answer as it streams.
     """
 
     commands = frozenset({"chat"})
@@ -144,7 +144,7 @@ class ChatEngine:
         final_timeout: float = 60.0,
         image_host: HostImage | None = None,
         caps: ChatCaps | None = None,
-        moderation: ChecksMessages | None = None,
+        moderation: Moderates | None = None,
     ) -> None:
         self.store = store
         self.moderation = moderation
@@ -161,6 +161,7 @@ class ChatEngine:
             tools,
             final_timeout=final_timeout,
             image_links=ImageLinks(image_host),
+            moderation=moderation,
         )
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
 

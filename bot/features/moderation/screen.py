@@ -5,7 +5,7 @@ command's options once parsed and validated, and a form's values, before the fea
 them acts — so it comes after anything that rewrites a prompt at parsing (issue 27's ``/prefer``
 options and permutations belong in the router's option parsing, before it, so that each
 expanded prompt is checked). :meth:`Moderation.check_message` is the chat engine's check of a
-message it is about to answer.
+message it is about to answer, :meth:`Moderation.screened` its answer's.
 
 A banned user is refused every command but ``/settings``, ``/usage``, ``/help`` and admin
 commands, every form, and every chat message. A text matching a rule surely
@@ -18,9 +18,10 @@ rules) but earn no offence.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Final, Protocol
 
+from bot.features.moderation.answers import End, withheld_from_match
 from bot.features.moderation.rules import Match, RuleSet
 from bot.features.moderation.wording import (
     CHECK_FAILED_TEXT,
@@ -99,6 +100,14 @@ class Moderation:
         (the message stays where the user wrote it)."""
         await self._refuse_banned(event.user, event.place)
         await self._check(event.user, event.place, text, echo=False)
+
+    async def screened(
+        self, place: Place, deltas: AsyncIterator[str | End]
+    ) -> AsyncIterator[str | End]:
+        """A chat answer's ``deltas`` as they may be shown in ``place``: unchanged where no rule
+        is in force, else withheld from a match on (:mod:`bot.features.moderation.answers`)."""
+        rules = await self.rules(place)
+        return withheld_from_match(rules, deltas) if rules else deltas
 
     async def rules(self, place: Place) -> RuleSet:
         """The rules in force in ``place``'s workspace: the global ones and its own."""

@@ -73,3 +73,32 @@ async def test_the_model_check_refuses_an_unsure_prompt_before_any_job(
         [check] = stack.sim.state.requests_to("/v1/chat/completions")
         assert check.body["messages"][1]["content"] == "a skillful fox echo: BLOCK"
         assert stack.sim.state.requests_to("/gen/") == [], "no job"
+
+
+async def test_an_answer_matching_a_rule_is_withheld_from_the_match_on(tmp_path: Path) -> None:
+    async with (
+        real_stack(tmp_path, demo=True) as stack,
+        playground_user(stack.url) as admin,
+        playground_user(stack.url) as user,
+    ):
+        dm = await user.dm_channel()
+        view = await user.watch(dm)
+        first = await user.message("a gory fox story", channel=dm)
+        await view.until(lambda: view.handled(first))
+
+        admin_url = stack.runtime.web_admin_url
+        assert admin_url is not None
+        async with admin.session.get(admin_url[len(stack.url) :]) as opened:
+            assert opened.status == 200
+        admins_view = await admin.watch()
+        said = await admin.command("/admin moderation add gory --category gore")
+        await admins_view.until(lambda: admins_view.handled(said))
+
+        asked = await user.message("what was my first message", channel=dm)
+        await view.until(lambda: view.handled(asked))
+        [answer] = view.after(asked)
+        assert answer["text"].startswith('Your first message was: "a ')
+        assert "withheld the rest of this answer" in answer["text"] and "**gore**" in answer["text"]
+        assert "gory" not in answer["text"]
+        shown = [e["message"]["text"] for e in view.events_of(answer["id"])]
+        assert not any("gory" in text for text in shown), "never shown, not even for a moment"
