@@ -6,6 +6,7 @@ One non-streamed completion, at temperature 0 and a few tokens, asked to answer 
 ``model_check_seconds``. Anything but a clear answer in time — a timeout, a provider error, an
 answer that is neither word — is no answer (``None``): the caller fails closed or open as
 configured. The text goes to the provider as the user message, never into the instructions.
+That the chat model answers such a question is an assumption (docs/provider.md#model-check).
 """
 
 from __future__ import annotations

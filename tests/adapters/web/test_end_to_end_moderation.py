@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.genbot.stack import playground_user, real_stack
+from tests.genbot.stack import PlaygroundUser, Stack, playground_user, real_stack
+
+
+async def become_admin(stack: Stack, user: PlaygroundUser) -> None:
+    """``user`` opens the demo's admin link."""
+    admin_url = stack.runtime.web_admin_url
+    assert admin_url is not None
+    async with user.session.get(admin_url[len(stack.url) :]) as opened:
+        assert opened.status == 200
 
 
 async def test_a_banned_prompt_is_refused_privately_and_its_author_banned(
@@ -41,10 +49,7 @@ async def test_an_admin_rule_set_in_the_playground_refuses_another_users_prompt(
         playground_user(stack.url) as admin,
         playground_user(stack.url) as user,
     ):
-        admin_url = stack.runtime.web_admin_url
-        assert admin_url is not None
-        async with admin.session.get(admin_url[len(stack.url) :]) as opened:
-            assert opened.status == 200
+        await become_admin(stack, admin)
         view = await admin.watch()
         said = await admin.command("/admin moderation add gory --category gore")
         await view.until(lambda: view.handled(said))
@@ -86,10 +91,7 @@ async def test_an_answer_matching_a_rule_is_withheld_from_the_match_on(tmp_path:
         first = await user.message("a gory fox story", channel=dm)
         await view.until(lambda: view.handled(first))
 
-        admin_url = stack.runtime.web_admin_url
-        assert admin_url is not None
-        async with admin.session.get(admin_url[len(stack.url) :]) as opened:
-            assert opened.status == 200
+        await become_admin(stack, admin)
         admins_view = await admin.watch()
         said = await admin.command("/admin moderation add gory --category gore")
         await admins_view.until(lambda: admins_view.handled(said))
