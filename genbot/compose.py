@@ -42,6 +42,7 @@ from bot.features.jobs import (
 )
 from bot.features.jobs.messages import JobMessagesStorage
 from bot.features.jobs.starter import StarterStorage
+from bot.features.jobs.tracking.provider_state import ScreensResults
 from bot.features.jobs.tracking.tracker import TrackerStorage
 from bot.features.jobs.webhook_secrets import SecretStorage
 from bot.features.moderation import ModelCheck, Moderation, ModerationAdmin
@@ -213,13 +214,15 @@ def build_job_engines(
     *,
     shards: str | None = None,
     clock: Callable[[], float] = time.time,
+    results: ScreensResults | None = None,
 ) -> JobEngines:
     """Build the job machinery: its :attr:`JobEngines.features` and
     :attr:`JobEngines.services` (media session, tracker — in start order) go to the core,
     :attr:`JobEngines.chat_jobs` to the chat engine.
 
     ``shards``: the platform shards this process runs, for
-    the cluster's view; ``clock`` times polls, timeouts and delivery retries.
+    the cluster's view; ``clock`` times polls, timeouts and delivery retries; ``results``
+    moderates finished describe results before they are stored.
     """
     limits_settings = settings.limits
     watch = JobWatch(store.jobs)
@@ -262,6 +265,7 @@ def build_job_engines(
         shards=lambda: shards,
         webhooks=webhook_base is not None,
         clock=clock,
+        results=results,
     )
     starter = JobStarter(
         StarterStorage(store.jobs, store.admission, store.ledger),
@@ -342,11 +346,11 @@ def build_core(
     outbox = Outbox(
         registry, Pacer(shared=store.write_windows if store.db.dialect.shared else None)
     )
-    jobs = build_job_engines(settings, store, provider, outbox, shards=shards)
     rules = settings.moderation
     model = rules.model_check_model or settings.chat.model
     judge = ModelCheck(provider.chat, model, rules.model_check_seconds)
     moderation = Moderation(rules, store.moderation, judge)
+    jobs = build_job_engines(settings, store, provider, outbox, shards=shards, results=moderation)
     chat = ChatEngine(
         ChatStorage(store.conversations, store.conversation_locks, store.settings, store.ledger),
         provider,

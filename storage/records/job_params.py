@@ -189,7 +189,8 @@ class JobResult:
     image's size; ``pressed``: follow-ups pressed on the result; ``refused_actions``: follow-ups
     the provider refused; ``unconfirmed``: the create call may have reached the provider;
     ``accepted``: the provider accepted a diffusion job but sent no id; ``mode``: the process
-    mode the provider says the task ran in; ``lost``: the provider stopped knowing the task."""
+    mode the provider says the task ran in; ``lost``: the provider stopped knowing the task;
+    ``withheld``: the categories of describe prompts moderation withheld."""
 
     seed: str | None = None
     prompts: tuple[str, ...] = ()
@@ -206,6 +207,7 @@ class JobResult:
     accepted: bool = False
     mode: str | None = None
     lost: bool = False
+    withheld: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> JobResult:
@@ -229,6 +231,7 @@ class JobResult:
             accepted=bool(raw.get("accepted")),
             mode=_text(raw.get("mode")) or None,
             lost=bool(raw.get("lost")),
+            withheld=_strings(raw.get("withheld")),
         )
 
     @classmethod

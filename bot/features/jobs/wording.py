@@ -281,6 +281,11 @@ def describe_text(job: Job, prompts: Sequence[str]) -> str:
     """The four prompts of a describe result, numbered like its ``1 2 3 4`` buttons (and the
     mode it ran in when that is not the one asked for)."""
     lines = [f"{DIGITS[i]} {clip(prompt, 400)}" for i, prompt in enumerate(prompts[:4])]
+    if withheld := JobResult.of(job).withheld:
+        lines.append(
+            f"🚫 {len(withheld)} withheld: matched genbot's rules on "
+            f"{', '.join(f'**{c}**' for c in dict.fromkeys(withheld))}"
+        )
     note = mode_note(job)
     heading = f"**{done_title(job)}** — four prompts for your image:"
     return "\n".join([heading, *lines, *([note] if note else [])])

@@ -5,7 +5,8 @@ command's options once parsed and validated, and a form's values, before the fea
 them acts — so it comes after anything that rewrites a prompt at parsing (issue 27's ``/prefer``
 options and permutations belong in the router's option parsing, before it, so that each
 expanded prompt is checked). :meth:`Moderation.check_message` is the chat engine's check of a
-message it is about to answer, :meth:`Moderation.screened` its answer's.
+message it is about to answer, :meth:`Moderation.screened` its answer's;
+:meth:`Moderation.describe_result` the tracker's check of a finished describe job's prompts.
 
 A banned user is refused every command but ``/settings``, ``/usage``, ``/help`` and admin
 commands, every form, and every chat message. A text matching a rule surely
@@ -19,9 +20,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from bot.features.moderation.answers import End, withheld_from_match
+from bot.features.moderation.results import withhold_prompts
 from bot.features.moderation.rules import Match, RuleSet
 from bot.features.moderation.wording import (
     CHECK_FAILED_TEXT,
@@ -39,7 +41,7 @@ from bot.kernel import (
     UserMessage,
     metrics,
 )
-from storage import ModerationRule, ModerationStore
+from storage import Job, ModerationRule, ModerationStore
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +108,18 @@ class Moderation:
     ) -> AsyncIterator[str | End]:
         """A chat answer's ``deltas`` as they may be shown in ``place``: unchanged where no rule
         is in force, else withheld from a match on (:mod:`bot.features.moderation.answers`)."""
-        rules = await self.rules(place)
+        rules = await self.rules(place.platform, place.workspace_id)
         return withheld_from_match(rules, deltas) if rules else deltas
 
-    async def rules(self, place: Place) -> RuleSet:
-        """The rules in force in ``place``'s workspace: the global ones and its own."""
-        own = await self.store.rules(place.platform, place.workspace_id)
+    async def describe_result(self, job: Job, result: Mapping[str, Any]) -> dict[str, Any]:
+        """A finished describe ``job``'s ``result`` with the prompts that match a rule of its
+        workspace withheld (:mod:`bot.features.moderation.results`)."""
+        rules = await self.rules(job.platform, job.workspace_id)
+        return withhold_prompts(rules, result) if rules else dict(result)
+
+    async def rules(self, platform: str, workspace_id: str) -> RuleSet:
+        """The rules in force in a workspace: the global ones and its own."""
+        own = await self.store.rules(platform, workspace_id)
         key = (*self._global, *own)
         compiled = self._compiled.get(key)
         if compiled is None:
@@ -127,7 +135,7 @@ class Moderation:
             raise UserError(banned_text(until))
 
     async def _check(self, user: User, place: Place, text: str, *, echo: bool) -> None:
-        match = (await self.rules(place)).match(text)
+        match = (await self.rules(place.platform, place.workspace_id)).match(text)
         if match is None or not await self._confirmed(match, text, place):
             return
         offence = None

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.genbot.stack import PlaygroundUser, Stack, playground_user, real_stack
+from simulator.task_builders import describe_prompts
+from tests.genbot.stack import PlaygroundUser, Stack, labels, playground_user, real_stack
 
 
 async def become_admin(stack: Stack, user: PlaygroundUser) -> None:
@@ -104,3 +105,23 @@ async def test_an_answer_matching_a_rule_is_withheld_from_the_match_on(tmp_path:
         assert "gory" not in answer["text"]
         shown = [e["message"]["text"] for e in view.events_of(answer["id"])]
         assert not any("gory" in text for text in shown), "never shown, not even for a moment"
+
+
+async def test_a_describe_prompt_matching_a_rule_is_withheld_with_a_notice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "https://files.example.com/cat.png"
+    prompts = describe_prompts(url)
+    style = prompts[1].split(", ")[1]
+    assert [style in prompt for prompt in prompts] == [False, True, False, False]
+    monkeypatch.setenv("GENBOT_MODERATION__WORDS", json.dumps({"art": [style]}))
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as user:
+        view = await user.watch()
+        echo_id = await user.command(f"/describe {url}")
+        described = await view.until(lambda: view.with_buttons(echo_id, "1"), timeout=20)
+        assert style not in described["text"]
+        assert "🚫 1 withheld: matched genbot's rules on **art**" in described["text"]
+        assert [prompts[0], prompts[2], prompts[3]] == [
+            line.split(" ", 1)[1] for line in described["text"].splitlines()[1:4]
+        ]
+        assert labels(described) == [["1", "2", "3", "🔄"], ["Imagine all"]]

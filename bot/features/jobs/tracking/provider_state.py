@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from bot.api import ApiError, DiffusionFailed, DiffusionResponse, ProviderClient, TaskRecord
 from bot.features.jobs import wording
@@ -100,9 +100,16 @@ class ProviderStateStorage:
     tracking: JobTracking
 
 
+class ScreensResults(Protocol):
+    """What moderates a finished describe job's result before it is stored (moderation)."""
+
+    async def describe_result(self, job: Job, result: dict[str, Any]) -> dict[str, Any]: ...
+
+
 class ProviderState:
     """Applies what the provider says about jobs; ``on_done`` hears the id of each job this
-    process holds that the provider is done with (the tracker delivers it)."""
+    process holds that the provider is done with (the tracker delivers it); ``results``
+    moderates a finished describe job's prompts before they are stored."""
 
     def __init__(
         self,
@@ -114,8 +121,10 @@ class ProviderState:
         *,
         on_done: Callable[[str], None],
         clock: Callable[[], float],
+        results: ScreensResults | None = None,
     ) -> None:
         self._store = store
+        self.results = results
         self._provider = provider
         self._delivery = delivery
         self._watch = watch
@@ -155,6 +164,8 @@ class ProviderState:
         status = record.status
         if status == "finished":
             fields = task_result_fields(record)
+            if job.type == "describe" and self.results is not None:
+                fields["result"] = await self.results.describe_result(job, fields["result"])
             return await self.finish(job, "finished", owned=owned, **fields, **adopt)
         if status == "failed":
             errors = [m for m in record.task_result.error_messages if m.strip()]

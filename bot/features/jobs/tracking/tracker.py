@@ -75,7 +75,11 @@ from bot.features.jobs.tracking.notifications import (
     read_notification,
     task_id_of,
 )
-from bot.features.jobs.tracking.provider_state import ProviderState, ProviderStateStorage
+from bot.features.jobs.tracking.provider_state import (
+    ProviderState,
+    ProviderStateStorage,
+    ScreensResults,
+)
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.features.jobs.webhook_secrets import WebhookSecrets
 from bot.kernel import OUTAGE, LimitsSettings, metrics
@@ -130,6 +134,7 @@ class Tracker:
         shards: Callable[[], str | None] = lambda: None,
         webhooks: bool = False,
         clock: Callable[[], float] = time.time,
+        results: ScreensResults | None = None,
     ) -> None:
         self._store = store
         self._owner = store.leasing.owner.process_id
@@ -152,6 +157,7 @@ class Tracker:
             limits,
             on_done=self.schedule_delivery,
             clock=clock,
+            results=results,
         )
         self._delivery = delivery
         self._watch = watch
