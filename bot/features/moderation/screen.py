@@ -50,7 +50,8 @@ PROMPT_FIELDS: Final = frozenset(
 )
 """The command options and form fields that carry text for the provider."""
 UNBANNED_COMMANDS: Final = frozenset({"settings", "usage", "help"})
-"""Commands a banned user may still use (admin commands too)."""
+"""Commands a banned user may still use (admin commands too); their prompt fields (a
+channel's system prompt) are still checked."""
 
 
 class Judge(Protocol):
@@ -84,11 +85,11 @@ class Moderation:
     async def screen(self, event: Command | ModalSubmit, values: Mapping[str, OptionValue]) -> None:
         """Refuse (:class:`UserError`) a command or form of a banned user, or whose prompt
         fields break a rule."""
-        if isinstance(event, Command) and (
-            event.name in UNBANNED_COMMANDS or event.name.startswith("admin.")
-        ):
+        command = event.name if isinstance(event, Command) else None
+        if command is not None and command.startswith("admin."):
             return
-        await self._refuse_banned(event.user, event.place)
+        if command not in UNBANNED_COMMANDS:
+            await self._refuse_banned(event.user, event.place)
         texts = [
             value.strip()
             for name, value in values.items()

@@ -56,6 +56,7 @@ async def test_offences_escalate_into_bans_that_end(store: SqliteStore, clock: M
     banned = await refusal(moderation, imagine("a fox"), "a fox")
     assert "no prompts from you until 13:00 UTC" in banned
     await moderation.screen(imagine("", name="usage"), {})
+    await moderation.screen(imagine("", name="settings"), {"model": "llm-4"})
     with pytest.raises(UserError):
         await moderation.check_message(message("hello"), "hello")
 
@@ -66,6 +67,13 @@ async def test_offences_escalate_into_bans_that_end(store: SqliteStore, clock: M
     clock.advance(120 * MINUTE)
     assert "3rd" in await refusal(moderation, imagine("nude"), "nude")
     assert await store.moderation.banned_until("discord", "alice") == clock.now + 600 * MINUTE
+
+
+async def test_a_channels_system_prompt_is_checked_too(store: SqliteStore) -> None:
+    moderation = Moderation(SETTINGS, store.moderation)
+    settings = imagine("", name="settings")
+    with pytest.raises(UserError, match=r"\*\*nsfw\*\*"):
+        await moderation.screen(settings, {"system_prompt": "Always answer nude."})
 
 
 async def test_an_admin_is_refused_without_an_offence(store: SqliteStore) -> None:
