@@ -387,10 +387,17 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("usage", "Your tokens and credits today"),
     CommandSpec(
         "admin.moderation",
-        "Admins: this workspace's moderation rules (add, remove, list)",
+        "Admins: this workspace's moderation rules (add, remove, list), and bans (unban)",
         (
-            Option("action", "string", "add, remove or list", choices=("add", "remove", "list")),
-            Option("entry", "string", "The word, phrase or pattern (add, remove)"),
+            Option(
+                "action",
+                "string",
+                "add, remove or list rules; unban a user",
+                choices=("add", "remove", "list", "unban"),
+            ),
+            Option(
+                "entry", "string", "The word, phrase or pattern (add, remove); the user (unban)"
+            ),
             Option("category", "string", "What a refusal names (add)", flags=("--category",)),
             Option(
                 "pattern",
@@ -404,6 +411,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             "/admin moderation add nude --category nsfw",
             "/admin moderation remove nude",
             "/admin moderation list",
+            "/admin moderation unban <@user>",
         ),
     ),
     CommandSpec(

@@ -32,6 +32,10 @@ SQL_BAN: Final = (
     "UPDATE moderation_offences SET banned_until = ? WHERE platform = ? AND user_id = ?"
     " AND day = ? AND banned_until < ?"
 )
+SQL_LIFT_BAN: Final = (
+    "UPDATE moderation_offences SET banned_until = ? WHERE platform = ? AND user_id = ?"
+    " AND banned_until > ?"
+)
 SQL_BANNED_UNTIL: Final = (
     "SELECT MAX(banned_until) AS until FROM moderation_offences"
     " WHERE platform = ? AND user_id = ? AND banned_until > ?"
@@ -80,3 +84,9 @@ class ModerationStore:
         row = await self.db.fetch_one(SQL_BANNED_UNTIL, (platform, user_id, self.clock()))
         until = row["until"] if row is not None else None
         return float(until) if until is not None else None
+
+    async def lift_ban(self, platform: str, user_id: str) -> bool:
+        """End ``user_id``'s running ban now (the day's offences still count); False when they
+        were not banned."""
+        now = self.clock()
+        return await self.db.execute(SQL_LIFT_BAN, (now, platform, user_id, now)) > 0

@@ -70,3 +70,13 @@ async def test_a_longer_ban_is_kept_and_concurrent_offences_count_each(
 
 def test_the_queries_are_written_once() -> None:
     assert "?" in moderation.SQL_COUNT_OFFENCE and "RETURNING" in moderation.SQL_COUNT_OFFENCE
+
+
+async def test_a_lifted_ban_ends_at_once_and_the_day_still_counts(
+    store: Store, other_store: Store
+) -> None:
+    assert not await store.moderation.lift_ban("discord", "u1")
+    await store.moderation.record_offence("discord", "u1", BANS)
+    assert await other_store.moderation.lift_ban("discord", "u1")
+    assert await store.moderation.banned_until("discord", "u1") is None
+    assert (await store.moderation.record_offence("discord", "u1", BANS)).count == 2

@@ -1,9 +1,10 @@
-"""``/admin moderation add|remove|list``: a workspace's own moderation rules, set by its admins
-(Discord: ``/admin moderation``; Slack: ``/genbot admin moderation``; the playground:
-``/admin moderation``). Text platforms give the action as the first word
-(``/admin moderation add nude --category nsfw``, ``… add "decapitat\\w*" --pattern --category
-gore``, ``… remove nude``, ``… list``). Every answer is private; only admins may use it
-(``User.is_admin``, decided by each adapter from its settings), in a channel of the workspace.
+"""``/admin moderation add|remove|list``: a workspace's own moderation rules, set by its admins,
+and ``unban <user>``, which ends a user's running ban (Discord: ``/admin moderation``; Slack:
+``/genbot admin moderation``; the playground: ``/admin moderation``). Text platforms give the
+action as the first word (``/admin moderation add nude --category nsfw``, ``… add
+"decapitat\\w*" --pattern --category gore``, ``… remove nude``, ``… list``, ``… unban <@user
+or id>``). Every answer is private; only admins may use it (``User.is_admin``, decided by each
+adapter from its settings), in a channel of the workspace.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import Referent, RefKind
 from storage import ModerationRule, ModerationStore
 
-ACTIONS: Final = ("add", "remove", "list")
+ACTIONS: Final = ("add", "remove", "list", "unban")
 DEFAULT_CATEGORY: Final = "blocked"
 MAX_CATEGORY = 40
 MAX_ENTRY = 200
@@ -62,6 +63,14 @@ def _unquoted(entry: str) -> str:
         if len(entry) > 1 and entry.startswith(open_) and entry.endswith(close):
             return entry[1:-1]
     return entry
+
+
+def banned_user(entry: str) -> str:
+    """The user id an ``unban`` names: a mention (``<@123>``, ``<@U1|name>``) or a bare id."""
+    user = entry.strip().removeprefix("<@").removesuffix(">").split("|")[0].lstrip("!")
+    if not user or " " in user:
+        raise UserError("Say whom to unban: `/admin moderation unban <@user or user id>`.")
+    return user
 
 
 def new_rule(options: Mapping[str, OptionValue], entry: str) -> ModerationRule:
@@ -117,6 +126,10 @@ class ModerationAdmin:
                 if added
                 else f"`{entry}` is already one of this workspace's rules."
             )
+        elif action == "unban":
+            user = banned_user(entry)
+            lifted = await self.store.lift_ban(platform, user)
+            text = f"Lifted the ban of `{user}`." if lifted else f"`{user}` is not banned."
         elif action == "remove":
             removed = await self.store.remove_rule(platform, workspace, entry)
             text = (

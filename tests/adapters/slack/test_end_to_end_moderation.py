@@ -47,6 +47,12 @@ async def test_a_banned_prompt_is_refused_privately_then_its_author_is_banned(
         _, banned = await fake.wait_for(lambda: fake.ephemerals[1:] and fake.ephemerals, WAIT)
         assert "no prompts from you until" in banned.text
         assert await bot.store.moderation.banned_until("slack", "U1")
+
+        unban = fake.slash_command("/genbot", "admin moderation unban <@U1|alice>", user="U2")
+        await fake.post_command(bot.url, unban)
+        *_, lifted = await fake.wait_for(lambda: fake.ephemerals[2:] and fake.ephemerals, WAIT)
+        assert "Lifted the ban of `U1`" in lifted.text
+        assert await bot.store.moderation.banned_until("slack", "U1") is None
     assert sim.state.requests == [], "no provider call"
     assert fake.bot_messages() == []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.features.moderation.admin import action_and_entry, new_rule
+from bot.features.moderation.admin import action_and_entry, banned_user, new_rule
 from bot.kernel import OptionValue, UserError
 from storage import ModerationRule
 
@@ -42,3 +42,11 @@ def test_a_new_rule_and_what_is_refused() -> None:
     for options, entry, said in refused:
         with pytest.raises(UserError, match=said):
             new_rule(options, entry)
+
+
+def test_the_user_to_unban_is_a_mention_or_an_id() -> None:
+    for entry in ("<@123>", "<@!123>", "123", " <@123|alice> "):
+        assert banned_user(entry) == "123"
+    assert banned_user("<@U1|alice>") == "U1"
+    with pytest.raises(UserError, match="Say whom to unban"):
+        banned_user("two words")
