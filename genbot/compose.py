@@ -355,7 +355,7 @@ def build_core(
         ChatStorage(store.conversations, store.conversation_locks, store.settings, store.ledger),
         provider,
         outbox,
-        tools=ChatImageTools(jobs.chat_jobs),
+        tools=ChatImageTools(jobs.chat_jobs, moderation=moderation),
         defaults=chat_defaults(settings.chat),
         image_host=jobs.media_host.put_bytes if jobs.media_host is not None else None,
         caps=ChatCaps(

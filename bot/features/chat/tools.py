@@ -148,13 +148,29 @@ class JobHandle(Protocol):
         ...
 
 
+class ChecksPrompts(Protocol):
+    """What checks a prompt the model wrote before it becomes a job (moderation)."""
+
+    async def refused_prompt(self, place: Place, prompt: str) -> str | None:
+        """The category of the rule ``prompt`` breaks in ``place``, or None."""
+        ...
+
+
 class ChatImageTools:
     """:class:`ImageTools` over a :class:`JobHandle`: jobs go to the conversation's place,
-    keeping the answered event (and its platform context) when it is in that place."""
+    keeping the answered event (and its platform context) when it is in that place; a prompt
+    ``moderation`` refuses starts nothing."""
 
-    def __init__(self, jobs: JobHandle, *, describe_timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        jobs: JobHandle,
+        *,
+        describe_timeout: float = 120.0,
+        moderation: ChecksPrompts | None = None,
+    ) -> None:
         self.jobs = jobs
         self.describe_timeout = describe_timeout
+        self.moderation = moderation
 
     @staticmethod
     def _event(user: User, place: Place, origin: Event | None) -> Event:
@@ -165,6 +181,13 @@ class ChatImageTools:
     async def generate_image(
         self, *, user: User, place: Place, prompt: str, origin: Event | None
     ) -> str:
+        if self.moderation is not None and (
+            category := await self.moderation.refused_prompt(place, prompt)
+        ):
+            return (
+                f"Error: genbot's moderation refused this prompt: it matches its rules on "
+                f"{category}. Tell the user; do not try another wording of it."
+            )
         job = await self.jobs.generate_image(self._event(user, place, origin), prompt)
         if job.status == "create_failed":
             return f"Error: the image job could not start: {job.error or 'refused'}."

@@ -6,7 +6,8 @@ them acts — so it comes after anything that rewrites a prompt at parsing (issu
 options and permutations belong in the router's option parsing, before it, so that each
 expanded prompt is checked). :meth:`Moderation.check_message` is the chat engine's check of a
 message it is about to answer, :meth:`Moderation.screened` its answer's;
-:meth:`Moderation.describe_result` the tracker's check of a finished describe job's prompts.
+:meth:`Moderation.describe_result` the tracker's check of a finished describe job's prompts;
+:meth:`Moderation.refused_prompt` the chat tools' check of a prompt the model wrote.
 
 A banned user is refused every command but ``/settings``, ``/usage``, ``/help`` and admin
 commands, every form, and every chat message. A text matching a rule surely
@@ -111,6 +112,15 @@ class Moderation:
         is in force, else withheld from a match on (:mod:`bot.features.moderation.answers`)."""
         rules = await self.rules(place.platform, place.workspace_id)
         return withheld_from_match(rules, deltas) if rules else deltas
+
+    async def refused_prompt(self, place: Place, prompt: str) -> str | None:
+        """The category of the rule a prompt the chat model wrote (its ``generate_image``
+        tool) surely breaks in ``place``, or None; no offence is counted (the model wrote it)."""
+        match = (await self.rules(place.platform, place.workspace_id)).match(prompt)
+        if match is None or not match.sure:
+            return None
+        metrics.MODERATION.labels(place.platform, "refused").inc()
+        return match.category
 
     async def describe_result(self, job: Job, result: Mapping[str, Any]) -> dict[str, Any]:
         """A finished describe ``job``'s ``result`` with the prompts that match a rule of its
