@@ -353,10 +353,11 @@ class JobMessages:
         """What ``job``'s progress message shows now: its status in words, the time since it
         started, the time left and its place among the requester's jobs, and ❌ Cancel."""
         elapsed = max(self._clock() - job.created_at, 0.0)
-        usual = self.experience.estimates.usual(job)
         position = self.positions.get(job.id)
         step = self.progress_step
-        text = wording.progress_text(job, status or job.status, elapsed, usual, position, step)
+        text = wording.progress_text(
+            job, status or job.status, elapsed, self.experience.estimates, position, step
+        )
         return OutMessage(text=text, buttons=cancel_buttons(job), card=True)
 
     async def post_progress(self, job: Job, origin: Event | None) -> Job:

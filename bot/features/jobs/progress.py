@@ -153,18 +153,19 @@ def status_text(
     job: Job,
     status: str,
     elapsed: float,
-    usual: Usual | None,
+    estimates: Estimates,
     position: Position | None = None,
     step: float = ELAPSED_STEP,
 ) -> str:
     """The progress line: ``Drawing (fast) · 0:35 · about 25 s left · your job 2 of 3``. The
-    time moves in ``step``-second steps, so the line changes only that often."""
+    time moves in ``step``-second steps, so the line changes only that often; the time left is
+    read from ``estimates`` only when the line shows it (not while sending or finishing)."""
     elapsed = stepped(elapsed, step)
     word = status_word(job, status)
     if job.family == "task" and status not in ("creating",):
         word = f"{word} ({mode_of(job)})"
     parts = [word, clock_text(elapsed, step)]
     if status not in ("creating", "finished", "posting"):
-        parts.append(left_text(usual, elapsed))
+        parts.append(left_text(estimates.usual(job), elapsed))
     parts.append(position_text(position))
     return " · ".join(part for part in parts if part)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.features.jobs.progress import ELAPSED_STEP, Position, Usual, mode_of, status_text
+from bot.features.jobs.progress import ELAPSED_STEP, Estimates, Position, mode_of, status_text
 from bot.kernel import neutralize_mentions
 from storage import BlendParams, DiffusionParams, ImageParams, Job, JobResult
 
@@ -148,12 +148,12 @@ def progress_text(
     job: Job,
     status: str,
     elapsed: float,
-    usual: Usual | None,
+    estimates: Estimates,
     position: Position | None = None,
     step: float = ELAPSED_STEP,
 ) -> str:
     """The progress message while a job is on its way (see :mod:`bot.features.jobs.progress`)."""
-    return f"⏳ {heading(job)}\n{status_text(job, status, elapsed, usual, position, step)}"
+    return f"⏳ {heading(job)}\n{status_text(job, status, elapsed, estimates, position, step)}"
 
 
 def not_posted_text(job: Job) -> str:

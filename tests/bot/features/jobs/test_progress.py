@@ -147,7 +147,7 @@ def test_status_words_follow_the_work_and_the_mode(
     estimates = Estimates()
     estimates.observe(_job(finished_at=160.0))
     job = _job(**fields)
-    text = status_text(job, status, 12.0, estimates.usual(job), Position(1, 1))
+    text = status_text(job, status, 12.0, estimates, Position(1, 1))
     assert text == line, "only relax imagine jobs were measured"
 
 
