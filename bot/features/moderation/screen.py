@@ -10,7 +10,7 @@ message it is about to answer, :meth:`Moderation.screened` its answer's;
 :meth:`Moderation.refused_prompt` the chat tools' check of a prompt the model wrote.
 
 A banned user is refused every command but ``/settings``, ``/usage``, ``/help`` and admin
-commands, every form, and every chat message. A text matching a rule surely
+commands, every form but the settings form, and every chat message. A text matching a rule surely
 (:mod:`bot.features.moderation.rules`) is refused and counted as an offence, which bans its
 author for the configured minutes; an unsure match goes to the model check when it is on
 (:class:`Judge`) and passes otherwise. Admins are refused like anyone (so they can try their
@@ -51,8 +51,8 @@ PROMPT_FIELDS: Final = frozenset(
 )
 """The command options and form fields that carry text for the provider."""
 UNBANNED_COMMANDS: Final = frozenset({"settings", "usage", "help"})
-"""Commands a banned user may still use (admin commands too); their prompt fields (a
-channel's system prompt) are still checked."""
+"""Commands a banned user may still use (admin commands too), and the settings form (whose
+action is ``settings``); their prompt fields (a channel's system prompt) are still checked."""
 
 
 class Judge(Protocol):
@@ -86,10 +86,10 @@ class Moderation:
     async def screen(self, event: Command | ModalSubmit, values: Mapping[str, OptionValue]) -> None:
         """Refuse (:class:`UserError`) a command or form of a banned user, or whose prompt
         fields break a rule."""
-        command = event.name if isinstance(event, Command) else None
-        if command is not None and command.startswith("admin."):
+        name = event.name if isinstance(event, Command) else event.action
+        if isinstance(event, Command) and name.startswith("admin."):
             return
-        if command not in UNBANNED_COMMANDS:
+        if name not in UNBANNED_COMMANDS:
             await self._refuse_banned(event.user, event.place)
         texts = [
             value.strip()

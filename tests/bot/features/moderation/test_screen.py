@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.features.account import SETTINGS_ACTION
 from bot.features.moderation import Moderation
+from bot.features.moderation.screen import UNBANNED_COMMANDS
 from bot.kernel import Command, ModalSubmit, ModerationSettings, Place, User, UserError, UserMessage
 from storage import ModerationRule, SqliteStore
 from tests.storage.conftest import ManualClock
@@ -57,6 +59,12 @@ async def test_offences_escalate_into_bans_that_end(store: SqliteStore, clock: M
     assert "no prompts from you until 13:00 UTC" in banned
     await moderation.screen(imagine("", name="usage"), {})
     await moderation.screen(imagine("", name="settings"), {"model": "llm-4"})
+    settings_form = ModalSubmit(user=ALICE, place=PLACE, action="settings", ref="me")
+    await moderation.screen(settings_form, {"model": "llm-4"})
+    with pytest.raises(UserError, match="no prompts from you"):
+        await moderation.screen(
+            ModalSubmit(user=ALICE, place=PLACE, action="remix_v1", ref="j"), {}
+        )
     with pytest.raises(UserError):
         await moderation.check_message(message("hello"), "hello")
 
@@ -108,3 +116,7 @@ async def test_an_unsure_match_passes_without_the_model_check(store: SqliteStore
 
 def message(text: str, user: User = ALICE) -> UserMessage:
     return UserMessage(user=user, place=PLACE, message_id="m1", text=text)
+
+
+def test_the_settings_form_is_the_account_features() -> None:
+    assert SETTINGS_ACTION in UNBANNED_COMMANDS
