@@ -278,12 +278,15 @@ class Tracer:
 
 
 def _fresh(frame: FrameType) -> bool:
-    """Whether a ``call`` event starts ``frame`` (not a generator or coroutine resumed)."""
+    """Whether a ``call`` event starts ``frame`` (not a generator or coroutine resumed): a frame
+    starts at its first ``RESUME`` (argument 0); one resumed by a send stands at a later
+    ``RESUME``, one resumed by a throw (a cancellation delivered into an ``await``, which
+    CPython 3.11 hands to the innermost frame first) past its ``SEND`` loop."""
     if not frame.f_code.co_flags & _GENERATORS:
         return True
     code = frame.f_code.co_code
     lasti = frame.f_lasti
-    return lasti < 0 or code[lasti] != _RESUME or code[lasti + 1] == 0
+    return lasti < 0 or (code[lasti] == _RESUME and code[lasti + 1] == 0)
 
 
 def _suspended(frame: FrameType) -> bool:
