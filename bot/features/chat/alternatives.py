@@ -8,7 +8,8 @@ under the reply previews them with a ``Use N`` button each (the one in use is pr
 reference carries the conversation, the reply's turn and the alternative's turn, so a press
 after a restart still finds them. Pressing ``Use N`` puts answer N's text in the reply's turn —
 the conversation continues from it — redraws the buttons, and posts the chosen answer in full
-(answer 1 is the reply above). Only the newest answer of a conversation can be changed.
+(answer 1 is the reply above). Only the newest answer of a conversation can be changed. Answers
+moderation withheld are not among them; its notice heads the first drawing.
 """
 
 from __future__ import annotations
@@ -55,14 +56,20 @@ def _preview(text: str, limit: int) -> str:
 
 
 def alternatives_message(
-    texts: Sequence[str], picks: Sequence[Pick], chosen: int, max_text: int
+    texts: Sequence[str],
+    picks: Sequence[Pick],
+    chosen: int,
+    max_text: int,
+    withheld: str = "",
 ) -> OutMessage:
     """The message under a reply: every answer previewed, ``Use N`` buttons, ``chosen`` (0-based)
-    marked."""
+    marked; ``withheld`` (moderation's notice of answers left out) under the head."""
     head = (
         f"The model gave {len(texts)} answers; the conversation continues from answer "
         f"{chosen + 1}. Pick another to continue from it instead:"
     )
+    if withheld:
+        head = f"{withheld}\n{head}"
     room = max((max_text - len(head)) // max(len(texts), 1) - 12, 40)
     lines = [
         head,
@@ -81,20 +88,28 @@ async def offer_alternatives(
     target: Target,
     turn_id: int,
     texts: Sequence[str],
+    *,
+    withheld: str = "",
 ) -> None:
-    """Store every answer (``texts[0]`` is the reply) and post the message to pick from."""
+    """Store every answer (``texts[0]`` is the reply) and post the message to pick from, with
+    ``withheld`` (moderation's notice of answers left out); only that notice, nothing stored,
+    when the reply is the one answer left."""
     conversation_id = target.conversation.id
-    picks = [
-        Pick(
-            conversation_id,
-            turn_id,
-            await store.append_message(
-                conversation_id, "assistant", text, name=ALTERNATIVE_NAME, token_count=0
-            ),
-        )
-        for text in texts
-    ]
-    message = alternatives_message(texts, picks, 0, outbox.limits(target.place.platform).max_text)
+    max_text = outbox.limits(target.place.platform).max_text
+    if len(texts) > 1:
+        picks = [
+            Pick(
+                conversation_id,
+                turn_id,
+                await store.append_message(
+                    conversation_id, "assistant", text, name=ALTERNATIVE_NAME, token_count=0
+                ),
+            )
+            for text in texts
+        ]
+        message = alternatives_message(texts, picks, 0, max_text, withheld)
+    else:
+        message = OutMessage(withheld[:max_text])
     posted = await outbox.write(target.place, Post(message, target.origin), WritePolicy.RAISE)
     await store.link_conversation_messages(
         conversation_id,

@@ -20,7 +20,7 @@ tokenizer (the same formula the provider bills with).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -117,6 +117,11 @@ class ScreensAnswers(Protocol):
         """``deltas`` as they may be shown in ``place``."""
         ...
 
+    async def kept_answers(self, place: Place, texts: Sequence[str]) -> tuple[tuple[str, ...], str]:
+        """The other answers ``texts`` that may be offered in ``place``, and a notice for those
+        withheld ("" when none was)."""
+        ...
+
 
 class Answerer:
     """Produces the model's answer to a conversation's newest turn (see the module docstring)."""
@@ -203,13 +208,17 @@ class Answerer:
             metrics.chat_tokens(fitted.prompt_tokens, outcome.completion_tokens)
             if outcome.call is None or self.tools is None:
                 assert outcome.rendered is not None
-                if len(outcome.answers) > 1:
+                others, withheld = outcome.answers[1:], ""
+                if self.moderation is not None and others:
+                    others, withheld = await self.moderation.kept_answers(target.place, others)
+                if others or withheld:
                     await offer_alternatives(
                         self.store.conversations,
                         self.outbox,
                         target,
                         outcome.turn_id,
-                        outcome.answers,
+                        (outcome.rendered.reply, *others),
+                        withheld=withheld,
                     )
                 return outcome.rendered
             await self._run_call(target, outcome.call, context, self.tools, history)

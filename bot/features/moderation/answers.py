@@ -3,11 +3,15 @@ checked with everything before it, and from the first sure match on the rest of 
 withheld and a notice naming the category ends it. What was shown before the match did not
 match; the withheld text is neither shown nor stored as the answer (history keeps what was
 shown). Unsure matches are not withheld (the model check is for prompts only).
+
+The other answers of a message (``n`` > 1, offered under the reply with ``Use N`` buttons) are
+checked whole, with the same rules: one with a sure match is withheld entirely — never shown,
+offered or stored — and a notice naming its category says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TypeVar
 
 from bot.features.moderation.rules import RuleSet
@@ -50,3 +54,25 @@ async def withheld_from_match(
     if held:
         match = rules.match(shown + held)
         yield withheld_notice(match.category) if match is not None and match.sure else held
+
+
+def withheld_answers_notice(categories: Sequence[str]) -> str:
+    """What says that other answers (one per category in ``categories``) were withheld."""
+    count = len(categories)
+    named = ", ".join(f"**{category}**" for category in dict.fromkeys(categories))
+    answers, pronoun = ("answer", "it") if count == 1 else ("answers", "they")
+    return f"_genbot withheld {count} other {answers}: {pronoun} matched the rules on {named}._"
+
+
+def withheld_answers(rules: RuleSet, texts: Sequence[str]) -> tuple[tuple[str, ...], str]:
+    """The ``texts`` (a message's other answers) no sure match withholds, in order, and the
+    notice for those withheld ("" when none was)."""
+    kept: list[str] = []
+    withheld: list[str] = []
+    for text in texts:
+        match = rules.match(text)
+        if match is not None and match.sure:
+            withheld.append(match.category)
+        else:
+            kept.append(text)
+    return tuple(kept), withheld_answers_notice(withheld) if withheld else ""

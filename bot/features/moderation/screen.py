@@ -20,10 +20,10 @@ rules) but earn no offence.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
-from bot.features.moderation.answers import End, withheld_from_match
+from bot.features.moderation.answers import End, withheld_answers, withheld_from_match
 from bot.features.moderation.results import withhold_prompts
 from bot.features.moderation.rules import Match, RuleSet
 from bot.features.moderation.wording import (
@@ -112,6 +112,12 @@ class Moderation:
         is in force, else withheld from a match on (:mod:`bot.features.moderation.answers`)."""
         rules = await self.rules(place.platform, place.workspace_id)
         return withheld_from_match(rules, deltas) if rules else deltas
+
+    async def kept_answers(self, place: Place, texts: Sequence[str]) -> tuple[tuple[str, ...], str]:
+        """A chat message's other answers (``n`` > 1) that may be offered in ``place``, and the
+        notice for those withheld ("" when none was; :mod:`bot.features.moderation.answers`)."""
+        rules = await self.rules(place.platform, place.workspace_id)
+        return withheld_answers(rules, texts) if rules else (tuple(texts), "")
 
     async def refused_prompt(self, place: Place, prompt: str) -> str | None:
         """The category of the rule a prompt the chat model wrote (its ``generate_image``

@@ -16,7 +16,8 @@ from bot.features.account import AccountFeature, AccountStorage
 from bot.features.chat import ChatDefaults, ChatEngine
 from bot.features.chat.engine import ChatStorage
 from bot.features.chat.tools import ChatImageTools
-from bot.kernel import Place, PlatformProfile, User
+from bot.features.moderation import Moderation
+from bot.kernel import ModerationSettings, Place, PlatformProfile, User
 from bot.router import Conversations, Feature, Router
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
@@ -48,7 +49,8 @@ class ChatWorld:
     simulator, database and platform, as a process restart would.
 
     With ``plan="free"`` the chat engine and the account feature use a free-plan client (the
-    simulator's free key); the job features keep the harness's client."""
+    simulator's free key); the job features keep the harness's client. ``moderated``: the chat
+    engine checks messages and answers against the workspace's moderation rules."""
 
     sim: RunningSimulator
     db_path: Path
@@ -59,6 +61,7 @@ class ChatWorld:
     limits: dict[str, Any] | None = None
     daily_credit_budget: int | None = None
     webhooks: bool = False
+    moderated: bool = False
     genbot: Genbot = field(init=False)
     engine: ChatEngine = field(init=False)
     account: AccountFeature = field(init=False)
@@ -97,6 +100,9 @@ class ChatWorld:
             else None,
             defaults=self.defaults,
             image_host=media.put_bytes if (media := parts.jobs.media_host) else None,
+            moderation=Moderation(ModerationSettings(), store.moderation)
+            if self.moderated
+            else None,
         )
         return self.engine
 
@@ -174,6 +180,7 @@ async def chat_world(
     limits: dict[str, Any] | None = None,
     daily_credit_budget: int | None = None,
     webhooks: bool = False,
+    moderated: bool = False,
 ) -> AsyncIterator[ChatWorld]:
     """A started :class:`ChatWorld` with its own simulator (``webhooks``: genbot has a public
     address on loopback, so a media host)."""
@@ -188,6 +195,7 @@ async def chat_world(
             limits,
             daily_credit_budget,
             webhooks,
+            moderated,
         )
         await world.start()
         try:
