@@ -37,7 +37,7 @@ from genbot.settings import Settings
 from storage import SqliteStore
 
 ROOMY = PlatformProfile(max_text=2000, edits_per_window_per_channel=100_000, edit_window_seconds=1)
-"""Platform limits that never bind: the job benchmarks measure the provider side."""
+"""A platform profile whose windows never bind: the job benchmarks measure the provider side."""
 
 
 @dataclass

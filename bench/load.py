@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.app import BenchBot, running_bot
-from bench.platform import DISCORD_LIMITS, BenchPlatform
+from bench.platform import DISCORD_PROFILE, BenchPlatform
 from bench.probe import PROBE_EVERY, Probe
 from bench.report import Table, percentile
 from bench.simproc import ROOT, simulator_process
@@ -164,7 +164,7 @@ async def run_load(config: LoadConfig = FULL) -> list[Phase]:
             running_bot(
                 sim.base_url,
                 Path(directory) / "load.db",
-                platform=BenchPlatform(DISCORD_LIMITS, latency=0.05),
+                platform=BenchPlatform(DISCORD_PROFILE, latency=0.05),
                 poll_interval=1.0,
                 chat=True,
             ) as bot,

@@ -2,7 +2,7 @@
 
 Every ``send`` and ``edit`` takes a round trip of ``latency`` seconds (half on the way in,
 half on the way out) and counts against its channel: more than
-``limits.edits_per_window_per_channel`` writes in any ``limits.edit_window_seconds`` span are
+``profile.edits_per_window_per_channel`` writes in any ``profile.edit_window_seconds`` span are
 refused with :class:`bot.kernel.surface.RateLimited` carrying the time until the bucket has room, as
 Discord answers 429. Messages remember which stream they belong to through the ``origin``
 event's user id, so the benchmark can read what each stream currently shows; the wall-clock
@@ -30,7 +30,7 @@ from bot.kernel import (
     SurfaceError,
 )
 
-DISCORD_LIMITS = PlatformProfile(
+DISCORD_PROFILE = PlatformProfile(
     max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5
 )
 
@@ -49,14 +49,14 @@ class BenchPlatform:
 
     def __init__(
         self,
-        limits: PlatformProfile = DISCORD_LIMITS,
+        profile: PlatformProfile = DISCORD_PROFILE,
         *,
         latency: float = 0.05,
         platform: str = "bench",
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.platform = platform
-        self.limits = limits
+        self.profile = profile
         self.latency = latency
         self.monotonic = monotonic
         self.messages: dict[str, Shown] = {}
@@ -83,10 +83,10 @@ class BenchPlatform:
     def _spend(self, place: Place) -> float:
         now = self.monotonic()
         stamps = self._stamps.setdefault(place.channel_id, deque())
-        window = self.limits.edit_window_seconds
+        window = self.profile.edit_window_seconds
         while stamps and stamps[0] + window <= now:
             stamps.popleft()
-        capacity = self.limits.edits_per_window_per_channel
+        capacity = self.profile.edits_per_window_per_channel
         if len(stamps) >= capacity:
             self.rate_limited += 1
             raise RateLimited(stamps[len(stamps) - capacity] + window - now)
@@ -97,8 +97,8 @@ class BenchPlatform:
     def _check(self, message: OutMessage) -> None:
         if not message.text.strip() and not message.images:
             raise SurfaceError("cannot send an empty message")
-        if len(message.text) > self.limits.max_text:
-            raise SurfaceError(f"{len(message.text)} > {self.limits.max_text} characters")
+        if len(message.text) > self.profile.max_text:
+            raise SurfaceError(f"{len(message.text)} > {self.profile.max_text} characters")
 
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import aiohttp
 
-from adapters.web.platform import WEB_LIMITS
+from adapters.web.platform import WEB_PROFILE
 from bench import charts, profiler
 from bench.charts import SCALE_PNG, draw
 from bench.cpu import cpu_seconds, postmaster_pid, server_cpu_seconds
@@ -225,7 +225,7 @@ async def in_flight(cluster: Cluster, count: int) -> None:
 def write_budget_bound() -> float:
     """Result posts per second the platform's write budget allows in the scenario's channels
     (one write each: the progress message becomes the result)."""
-    per_second = WEB_LIMITS.edits_per_window_per_channel / WEB_LIMITS.edit_window_seconds
+    per_second = WEB_PROFILE.edits_per_window_per_channel / WEB_PROFILE.edit_window_seconds
     return CHANNELS * per_second
 
 
@@ -388,8 +388,8 @@ def scale_table(results: list[ScaleResult]) -> Table:
         "Baseline: 1 process in the same run. finished→posted starts when the tracker saw the "
         "job finished (its next poll after the simulator finished it).",
         f"Bounds of burst delivery: the playground's write budget, "
-        f"{WEB_LIMITS.edits_per_window_per_channel} writes per "
-        f"{WEB_LIMITS.edit_window_seconds:g} s in each of the {CHANNELS} channels (a result is "
+        f"{WEB_PROFILE.edits_per_window_per_channel} writes per "
+        f"{WEB_PROFILE.edit_window_seconds:g} s in each of the {CHANNELS} channels (a result is "
         "one write; progress edits share it), and the simulator's image-serving rate "
         f"({DELIVERY_CONCURRENCY} downloads at a time from the benchmark's process, which also "
         "runs the simulator, after the burst; flat pictures, as a CDN serves stored files).",

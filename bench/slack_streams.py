@@ -120,7 +120,7 @@ async def run_mode(mode: str, scripts: Sequence[Script], config: SlackStreamingC
         client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
         surface = SlackSurface(
             client,
-            limits=SlackSettings().platform_profile(),
+            profile=SlackSettings().platform_profile(),
             bot_token=fake.bot_token,
             api_url=fake.api_url,
         )

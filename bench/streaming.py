@@ -1,7 +1,7 @@
 """Benchmark 1 — streaming: N concurrent answers in one channel under a 5-per-5-s edit bucket.
 
 For each N, genbot's renderer and the two baselines of :mod:`bench.policies` run at the same
-time, each against its own :class:`bench.platform.BenchPlatform` (same limits, same latency)
+time, each against its own :class:`bench.platform.BenchPlatform` (same profile, same latency)
 and its own copy of the same seeded answers; this is repeated for each seed of the config and
 the figures pool all runs.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from bench import charts, slack_streams
 from bench.charts import STALENESS_PNG, draw
-from bench.platform import DISCORD_LIMITS, BenchPlatform
+from bench.platform import DISCORD_PROFILE, BenchPlatform
 from bench.policies import POLICIES
 from bench.probe import PROBE_EVERY, Probe
 from bench.report import Table, percentile
@@ -57,7 +57,7 @@ class StreamingConfig:
     answers: int = 400
     streams_at_once: int = 60
     deadline: float = 150.0
-    limits: PlatformProfile = DISCORD_LIMITS
+    profile: PlatformProfile = DISCORD_PROFILE
     policies: tuple[str, ...] = tuple(POLICIES)
 
     def seeds(self, count: int) -> list[int]:
@@ -208,10 +208,10 @@ async def run_policy(
     name: str, scripts: Sequence[Script], config: StreamingConfig, started: float
 ) -> PolicyRun:
     """One policy against its own platform and its own feeds of ``scripts``."""
-    limits = replace(
-        config.limits, edit_window_seconds=config.limits.edit_window_seconds * config.scale
+    profile = replace(
+        config.profile, edit_window_seconds=config.profile.edit_window_seconds * config.scale
     )
-    platform = BenchPlatform(limits, latency=config.latency * config.scale)
+    platform = BenchPlatform(profile, latency=config.latency * config.scale)
     feeds = [Feed(script, config.scale) for script in scripts]
     players = [asyncio.create_task(feed.play(started)) for feed in feeds]
     cell = StreamingCell(name, len(scripts))
@@ -254,7 +254,7 @@ async def run_seed(count: int, seed: int, config: StreamingConfig) -> list[Polic
         tokens=config.tokens,
         rate=config.rate,
         stagger=config.stagger,
-        max_chars=config.limits.max_text - 100,
+        max_chars=config.profile.max_text - 100,
     )
     started = time.monotonic() + 0.05
     return list(

@@ -353,7 +353,7 @@ class Router:
         files_later = (
             spec.files_by_form
             and platform in self.outbox
-            and self.outbox.limits(platform).forms_take_files
+            and self.outbox.profile(platform).forms_take_files
         )
         return validate_options(
             spec,

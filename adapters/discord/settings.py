@@ -1,4 +1,4 @@
-"""``[discord]``: the Discord adapter's settings and the limits it gives the core."""
+"""``[discord]``: the Discord adapter's settings and the platform profile it gives the core."""
 
 from __future__ import annotations
 

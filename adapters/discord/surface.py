@@ -120,13 +120,13 @@ class DiscordSurface:
     def __init__(
         self,
         client: discord.Client,
-        limits: PlatformProfile,
+        profile: PlatformProfile,
         max_upload_bytes: int,
         *,
         result_cards: bool = True,
     ) -> None:
         self.client = client
-        self.limits = limits
+        self.profile = profile
         self.max_upload_bytes = max_upload_bytes
         self._upload_limits: dict[str, int] = {}
         self._attachments: OrderedDict[int, tuple[str, ...]] = OrderedDict()
@@ -293,7 +293,7 @@ class DiscordSurface:
 
     def _fit(self, text: str) -> str:
         """``text`` within Discord's length, ending with an ellipsis when cut."""
-        limit = self.limits.max_text
+        limit = self.profile.max_text
         if len(text) <= limit:
             return text
         return text[: limit - 1] + ELLIPSIS if limit > 0 else ""
@@ -380,9 +380,9 @@ class DiscordSurface:
         return self.client.get_partial_messageable(channel_id, guild_id=guild_id)
 
     def _check(self, message: OutMessage) -> None:
-        if len(message.text) > self.limits.max_text:
+        if len(message.text) > self.profile.max_text:
             raise SurfaceError(
-                f"message of {len(message.text)} characters; Discord allows {self.limits.max_text}"
+                f"message of {len(message.text)} characters; Discord allows {self.profile.max_text}"
             )
         if not message.text and not message.images:
             raise SurfaceError("Discord cannot show an empty message")

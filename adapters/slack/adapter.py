@@ -117,7 +117,7 @@ class SlackAdapter:
         )
         self.surface = SlackSurface(
             self.client,
-            limits=settings.platform_profile(),
+            profile=settings.platform_profile(),
             max_upload_bytes=limits.max_upload_bytes,
             bot_token=bot_token,
             api_url=self._api_url,

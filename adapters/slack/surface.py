@@ -84,7 +84,7 @@ class SlackSurface:
         self,
         client: AsyncWebClient,
         *,
-        limits: PlatformProfile,
+        profile: PlatformProfile,
         bot_token: str,
         api_url: str,
         call_timeout: float = 30.0,
@@ -95,7 +95,7 @@ class SlackSurface:
         ``tokens`` gives each workspace's bot token (default: ``bot_token`` everywhere)."""
         self.client = client
         self.tokens = tokens or OneWorkspace(bot_token)
-        self.limits = limits
+        self.profile = profile
         self.call_timeout = call_timeout
         self._clients: dict[str, AsyncWebClient] = {}
         self._call = SlackCalls(call_timeout, on_token_gone=self._forget_tokens)

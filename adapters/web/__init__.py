@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from adapters.web.adapter import WebAdapter
-    from adapters.web.platform import WEB_LIMITS
+    from adapters.web.platform import WEB_PROFILE
 
-__all__ = ["WEB_LIMITS", "WebAdapter"]
-_HOMES = {"WebAdapter": "adapters.web.adapter", "WEB_LIMITS": "adapters.web.platform"}
+__all__ = ["WEB_PROFILE", "WebAdapter"]
+_HOMES = {"WebAdapter": "adapters.web.adapter", "WEB_PROFILE": "adapters.web.platform"}
 
 
 def __getattr__(name: str) -> object:

@@ -72,7 +72,7 @@ def _string(body: dict[str, Any], key: str) -> str:
 def _text(body: dict[str, Any], playground: Playground) -> str:
     """What the user typed, within the playground's message length."""
     text = _string(body, "text")
-    limit = playground.limits.max_text
+    limit = playground.profile.max_text
     if len(text) > limit:
         raise BadInput(
             f"Your message is {len(text):,} characters long; the playground takes at most "

@@ -1,4 +1,4 @@
-"""The playground as a platform: its name, limits and places, and its handle on events."""
+"""The playground as a platform: its name, profile and places, and its handle on events."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from bot.kernel import ButtonPress, Event, Modal, Place, PlatformProfile, UserMe
 PLATFORM = "web"
 WORKSPACE = "web"
 
-WEB_LIMITS = PlatformProfile(
+WEB_PROFILE = PlatformProfile(
     max_text=4000,
     edits_per_window_per_channel=20,
     edit_window_seconds=1.0,

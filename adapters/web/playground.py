@@ -23,7 +23,7 @@ from typing import Any
 from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
-from adapters.web.platform import WEB_LIMITS, PendingModal, dm_channel, is_dm_channel
+from adapters.web.platform import WEB_PROFILE, PendingModal, dm_channel, is_dm_channel
 from adapters.web.ports import PlaygroundHistory
 from adapters.web.uploads import UploadCache
 from bot.kernel import (
@@ -85,10 +85,10 @@ class Playground:
         max_upload_bytes: int,
         history: PlaygroundHistory | None = None,
         legacy_file: Path | None = None,
-        limits: PlatformProfile = WEB_LIMITS,
+        profile: PlatformProfile = WEB_PROFILE,
         max_image_memory: int = 256 * 1024 * 1024,
     ) -> None:
-        self.limits = limits
+        self.profile = profile
         self.max_upload_bytes = max_upload_bytes
         self.max_image_memory = max_image_memory
         self.store = MessageStore(max_image_bytes=max_image_memory)

@@ -249,7 +249,7 @@ async def history(request: web.Request) -> web.Response:
             "dm": dm_channel(user.id),
             "channels": [*DEFAULT_CHANNELS, *known],
             "limits": {
-                "max_text": playground.limits.max_text,
+                "max_text": playground.profile.max_text,
                 "max_upload_bytes": playground.max_upload_bytes,
             },
             "messages": [m.to_json() for m in playground.store.history(channel, user.id)],

@@ -31,7 +31,7 @@ class WebSurface:
 
     def __init__(self, playground: Playground) -> None:
         self.playground = playground
-        self.limits = playground.limits
+        self.profile = playground.profile
 
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
@@ -179,11 +179,11 @@ class WebSurface:
         self._check_text(message.text)
         if len(message.buttons) > MAX_BUTTON_ROWS:
             raise SurfaceError(f"at most {MAX_BUTTON_ROWS} rows of buttons")
-        if any(len(row) > self.limits.max_buttons_per_row for row in message.buttons):
-            raise SurfaceError(f"at most {self.limits.max_buttons_per_row} buttons a row")
+        if any(len(row) > self.profile.max_buttons_per_row for row in message.buttons):
+            raise SurfaceError(f"at most {self.profile.max_buttons_per_row} buttons a row")
 
     def _check_text(self, text: str) -> None:
-        if len(text) > self.limits.max_text:
+        if len(text) > self.profile.max_text:
             raise SurfaceError(
-                f"message of {len(text)} characters; the playground takes {self.limits.max_text}"
+                f"message of {len(text)} characters; the playground takes {self.profile.max_text}"
             )

@@ -284,7 +284,7 @@ class AccountFeature:
         text = help_text(about or None, names, offered)
         if not about or help_specs(about)[0].name == "chat":
             text = f"{text}\n\n{chat_help(names)}"
-        for piece in split_text(text, self.outbox.limits(event.place.platform).max_text):
+        for piece in split_text(text, self.outbox.profile(event.place.platform).max_text):
             await self._tell(event, piece)
 
     async def _usage(self, event: Event) -> None:

@@ -99,7 +99,7 @@ class Surface(Protocol):
     """
 
     platform: str
-    limits: PlatformProfile
+    profile: PlatformProfile
 
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None

@@ -71,7 +71,7 @@ class Outbox:
     """Writes on the surfaces of ``surfaces`` (held from the start: the registry is not
     consulted per write), paced by ``pacer`` (one per process: every write of the process
     shares its windows). It is also where features read what a platform allows and can do
-    (:meth:`limits`, :meth:`can`) and what it shows (:meth:`posted`, :meth:`link`): only the
+    (:meth:`profile`, :meth:`can`) and what it shows (:meth:`posted`, :meth:`link`): only the
     outbox holds surfaces."""
 
     def __init__(self, surfaces: SurfaceRegistry, pacer: Pacer | None = None) -> None:
@@ -85,10 +85,10 @@ class Outbox:
     def __contains__(self, platform: object) -> bool:
         return platform in self._surfaces
 
-    def limits(self, platform: str) -> PlatformProfile:
+    def profile(self, platform: str) -> PlatformProfile:
         """What ``platform`` allows (text length, buttons, forms, windows); ``KeyError`` when
         no surface for it is attached."""
-        return self._surfaces[platform].limits
+        return self._surfaces[platform].profile
 
     def can(self, platform: str, capability: type) -> bool:
         """Whether ``platform``'s surface offers ``capability`` (one of the kernel's optional
@@ -176,7 +176,7 @@ class Outbox:
                 return await self._call(surface, place, operation)
             except RateLimited as refused:
                 limited = refused
-                self.pacer.penalize(place, surface.limits, refused.retry_after)
+                self.pacer.penalize(place, surface.profile, refused.retry_after)
                 if policy is WritePolicy.SKIP_IF_BUSY:
                     raise WriteSkipped(f"rate limited in {place}") from refused
             finally:
@@ -200,7 +200,7 @@ class Outbox:
         ``policy.until`` is set first."""
         acquire = self.pacer.acquire(
             place,
-            surface.limits,
+            surface.profile,
             urgent=False,
             last_served=policy.last_served,
             deadline=policy.deadline,
@@ -245,7 +245,7 @@ class Outbox:
             async with asyncio.timeout(remaining):
                 return await self.pacer.acquire(
                     place,
-                    surface.limits,
+                    surface.profile,
                     urgent=rules.urgent,
                     deadline=deadline,
                     hold=True,
@@ -330,7 +330,7 @@ class Room:
         try:
             return await self._outbox._call(self._surface, self._place, operation)
         except RateLimited as refused:
-            self._outbox.pacer.penalize(self._place, self._surface.limits, refused.retry_after)
+            self._outbox.pacer.penalize(self._place, self._surface.profile, refused.retry_after)
             raise
         finally:
             self._outbox.pacer.finish(self._grant)

@@ -2,12 +2,12 @@
 process.
 
 A :class:`Pacer` keeps, per channel ``(platform, workspace, channel)``, a log of the
-writes it granted — at most ``limits.edits_per_window_per_channel`` in any
-``limits.edit_window_seconds`` — and, when ``limits.edits_per_minute_per_workspace`` is set, the
-same per workspace over 60 s. Threads share their parent channel's window. A kind of write
-(:data:`~bot.kernel.surface.WriteKind`) listed in ``limits.writes_per_minute_per_workspace`` has its
-own workspace window instead (Slack limits every method on its own); only the kinds in
-``limits.channel_window_kinds`` (all when it is ``None``) count against the channel's window.
+writes it granted — at most ``profile.edits_per_window_per_channel`` in any
+``profile.edit_window_seconds`` — and, when ``profile.edits_per_minute_per_workspace`` is set,
+the same per workspace over 60 s. Threads share their parent channel's window. A kind of write
+(:data:`~bot.kernel.surface.WriteKind`) listed in ``profile.writes_per_minute_per_workspace`` has
+its own workspace window instead (Slack limits every method on its own); only the kinds in
+``profile.channel_window_kinds`` (all when it is ``None``) count against the channel's window.
 Starting and stopping a natively streamed message happen once per message, so their workspace
 windows are not paced (pacing would only delay first words and final texts).
 
@@ -162,27 +162,27 @@ class Pacer:
             (place.platform, place.workspace_id),
         )
 
-    def _channel(self, key: ChannelKey, limits: PlatformProfile) -> ChannelState:
+    def _channel(self, key: ChannelKey, profile: PlatformProfile) -> ChannelState:
         channel = self._channels.get(key)
         if channel is None:
-            window = _window(limits.edits_per_window_per_channel, limits.edit_window_seconds)
+            window = _window(profile.edits_per_window_per_channel, profile.edit_window_seconds)
             channel = self._channels[key] = ChannelState(window)
         return channel
 
     @staticmethod
-    def _bucket(limits: PlatformProfile, kind: WriteKind | None) -> str:
+    def _bucket(profile: PlatformProfile, kind: WriteKind | None) -> str:
         """The workspace window a write of ``kind`` counts against."""
         return (
-            kind if kind is not None and kind in limits.writes_per_minute_per_workspace else SHARED
+            kind if kind is not None and kind in profile.writes_per_minute_per_workspace else SHARED
         )
 
     def _workspace(
-        self, key: WorkspaceKey, limits: PlatformProfile, bucket: str = SHARED
+        self, key: WorkspaceKey, profile: PlatformProfile, bucket: str = SHARED
     ) -> Window | None:
         if bucket == SHARED:
-            per_minute = limits.edits_per_minute_per_workspace
+            per_minute = profile.edits_per_minute_per_workspace
         else:
-            budgets = limits.writes_per_minute_per_workspace
+            budgets = profile.writes_per_minute_per_workspace
             per_minute = next((n for kind, n in budgets.items() if kind == bucket), None)
         if per_minute is None:
             return None
@@ -212,14 +212,14 @@ class Pacer:
         """When ``ticket`` could write (a lower bound while writes are in flight). A stream's
         final text is paced only when others wait (in the channel; in the workspace); its first
         message is held while others wait in the channel (see ``FIRST_MESSAGE_HOLD``)."""
-        channel = self._channel(ticket.channel, ticket.limits)
+        channel = self._channel(ticket.channel, ticket.profile)
         final = _final(ticket)
         ready = channel.blocked_until
         if ticket.channel_bound:
             paced = not ticket.urgent and not (final and channel.waiting == [ticket])
             ready = max(ready, self._free_at(channel.window, now, paced=paced))
             ready = max(ready, self._held_until(ticket, channel, now))
-        workspace = self._workspace(ticket.workspace, ticket.limits, ticket.bucket)
+        workspace = self._workspace(ticket.workspace, ticket.profile, ticket.bucket)
         if workspace is not None:
             alone = self._sharing(ticket) == [ticket]
             paced = not ticket.urgent and not (final and alone)
@@ -273,7 +273,7 @@ class Pacer:
         write now, first in its workspace."""
         if not self._first_in_channel(ticket, now):
             return False
-        if self._workspace(ticket.workspace, ticket.limits, ticket.bucket) is None:
+        if self._workspace(ticket.workspace, ticket.profile, ticket.bucket) is None:
             return True
         first = rank(ticket, now)
         return not any(
@@ -306,7 +306,7 @@ class Pacer:
     async def acquire(
         self,
         place: Place,
-        limits: PlatformProfile,
+        profile: PlatformProfile,
         *,
         urgent: bool,
         last_served: float = -math.inf,
@@ -332,13 +332,13 @@ class Pacer:
             urgent,
             last_served,
             next(self._sequence),
-            limits,
+            profile,
             demand,
-            self._bucket(limits, kind),
+            self._bucket(profile, kind),
             kind,
-            limits.channel_window_kinds is None or kind in limits.channel_window_kinds,
+            profile.channel_window_kinds is None or kind in profile.channel_window_kinds,
         )
-        channel = self._channel(channel_key, limits)
+        channel = self._channel(channel_key, profile)
         if ticket.channel_bound:
             channel.waiting.append(ticket)
             channel.streams += ticket.demand is not None
@@ -386,15 +386,15 @@ class Pacer:
         for them; without shared windows (or when the database fails) 0 at once."""
         if self._shared is None:
             return 0.0
-        limits = ticket.limits
+        profile = ticket.profile
         windows = [
             WriteWindow(
                 "/".join(ticket.channel),
-                limits.edits_per_window_per_channel,
-                limits.edit_window_seconds + self.margin,
+                profile.edits_per_window_per_channel,
+                profile.edit_window_seconds + self.margin,
             )
         ]
-        workspace = self._workspace(ticket.workspace, limits, ticket.bucket)
+        workspace = self._workspace(ticket.workspace, profile, ticket.bucket)
         if workspace is not None:
             key = "/".join((*ticket.workspace, f"*{ticket.bucket}"))
             windows.append(WriteWindow(key, workspace.capacity, workspace.seconds + self.margin))
@@ -409,7 +409,7 @@ class Pacer:
     def _grant(self, ticket: Ticket, channel: ChannelState, now: float, hold: bool) -> Grant:
         stamp = Stamp(now, None if hold else now + UNHELD_ALLOWANCE)
         windows = [channel.window] if ticket.channel_bound else []
-        workspace = self._workspace(ticket.workspace, ticket.limits, ticket.bucket)
+        workspace = self._workspace(ticket.workspace, ticket.profile, ticket.bucket)
         if workspace is not None:
             windows.append(workspace)
         for window in windows:
@@ -443,16 +443,16 @@ class Pacer:
     async def writing(
         self,
         place: Place,
-        limits: PlatformProfile,
+        profile: PlatformProfile,
         *,
         urgent: bool,
         deadline: float | None = None,
         demand: StreamDemand | None = None,
     ) -> AsyncIterator[Grant]:
-        """``async with pacer.writing(place, limits, urgent=…): await surface.send(…)`` —
+        """``async with pacer.writing(place, profile, urgent=…): await surface.send(…)`` —
         :meth:`acquire` with ``hold``, finished when the block exits (whatever happened)."""
         grant = await self.acquire(
-            place, limits, urgent=urgent, deadline=deadline, demand=demand, hold=True
+            place, profile, urgent=urgent, deadline=deadline, demand=demand, hold=True
         )
         try:
             yield grant
@@ -480,10 +480,10 @@ class Pacer:
             if not buckets:
                 del self._workspaces[workspace_key]
 
-    def penalize(self, place: Place, limits: PlatformProfile, retry_after: float) -> None:
+    def penalize(self, place: Place, profile: PlatformProfile, retry_after: float) -> None:
         """The platform answered "rate limited, retry after": hold the channel's writes."""
         channel_key, _ = self.keys(place)
-        channel = self._channel(channel_key, limits)
+        channel = self._channel(channel_key, profile)
         until = self.clock.monotonic() + max(retry_after, 0.0) + self.margin
         channel.blocked_until = max(channel.blocked_until, until)
         self._changed_in(channel_key)

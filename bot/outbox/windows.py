@@ -70,7 +70,7 @@ class Ticket:
     urgent: bool
     last_served: float
     sequence: int
-    limits: PlatformProfile
+    profile: PlatformProfile
     demand: StreamDemand | None
     bucket: str = SHARED
     kind: WriteKind | None = None

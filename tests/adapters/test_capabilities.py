@@ -47,7 +47,7 @@ def test_each_platform_declares_what_it_can_do_and_metering_keeps_it_visible() -
     discord = DiscordAdapter(DiscordSettings(token=SecretStr("x")), LimitsSettings()).surface
     slack = SlackSurface(
         AsyncWebClient(token="x"),
-        limits=SlackSettings().platform_profile(),
+        profile=SlackSettings().platform_profile(),
         bot_token="x",
         api_url="http://127.0.0.1:9/",
     )

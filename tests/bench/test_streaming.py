@@ -56,8 +56,8 @@ async def test_every_policy_lands_the_exact_text_and_genbot_is_never_refused() -
 
 
 async def test_the_fake_platform_refuses_the_sixth_write_in_a_window() -> None:
-    limits = PlatformProfile(edits_per_window_per_channel=5, edit_window_seconds=60.0)
-    platform = BenchPlatform(limits, latency=0.0)
+    profile = PlatformProfile(edits_per_window_per_channel=5, edit_window_seconds=60.0)
+    platform = BenchPlatform(profile, latency=0.0)
     place = Place("bench", "w", "c")
     ref = await platform.send(place, OutMessage("a"))
     for text in ("ab", "abc", "abcd", "abcde"):

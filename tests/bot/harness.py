@@ -57,7 +57,7 @@ PLACE = Place("fake", "w1", "c1")
 FAST_RETRY = RetryPolicy(max_attempts=4, max_total_seconds=5.0, base_delay=0.01, max_delay=0.05)
 SETTLED: frozenset[JobStatus] = frozenset({"posted", "failed_posted", "create_failed"})
 ROOMY = PlatformProfile(edits_per_window_per_channel=1000, edit_window_seconds=1.0)
-"""Default platform limits: generous, so tests do not wait for edit budget (budget tests pass
+"""Default platform profile: generous, so tests do not wait for a window (window tests pass
 their own platform)."""
 TEST_LIMITS: dict[str, Any] = {"poll_interval_min": 0.01, "poll_interval_max": 0.1}
 WEBHOOK_LIMITS: dict[str, Any] = {"poll_interval_min": 0.01, "poll_interval_max": 30.0}
@@ -197,7 +197,7 @@ async def running_genbot(
             allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
         )
         stack.push_async_callback(provider.aclose)
-        fake = platform or FakePlatform(limits=ROOMY)
+        fake = platform or FakePlatform(profile=ROOMY)
         surfaces = SurfaceRegistry([fake])
         outbox = Outbox(
             surfaces, Pacer(shared=store.write_windows if store.db.dialect.shared else None)

@@ -149,7 +149,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
     settings = harness_settings("http://127.0.0.1:9", tmp_path / "genbot.db", webhooks=False)
     store = await SqliteStore.open(tmp_path / "genbot.db")
     provider = ProviderClient(settings.api)
-    platforms = {name: FakePlatform(name, limits=ROOMY) for name in ("fake", "other")}
+    platforms = {name: FakePlatform(name, profile=ROOMY) for name in ("fake", "other")}
     try:
         core, _ = build_core(settings, store, provider, platforms.values(), open_channels=OPEN)
         yield World(core, store, platforms, await victims(store))

@@ -79,11 +79,11 @@ class FakePlatform:
     def __init__(
         self,
         platform: str = "fake",
-        limits: PlatformProfile | None = None,
+        profile: PlatformProfile | None = None,
         enforce_budget: bool = False,
     ) -> None:
         self.platform = platform
-        self.limits = limits or PlatformProfile(max_text=2000)
+        self.profile = profile or PlatformProfile(max_text=2000)
         self.enforce_budget = enforce_budget
         self.messages: dict[str, PostedMessage] = {}
         self.ephemerals: list[Ephemeral] = []
@@ -193,10 +193,10 @@ class FakePlatform:
             self._changed.notify_all()
 
     def _check_message(self, message: OutMessage) -> None:
-        if len(message.text) > self.limits.max_text:
-            raise AssertionError(f"message of {len(message.text)} > {self.limits.max_text} chars")
+        if len(message.text) > self.profile.max_text:
+            raise AssertionError(f"message of {len(message.text)} > {self.profile.max_text} chars")
         for row in message.buttons:
-            assert len(row) <= self.limits.max_buttons_per_row, "too many buttons in a row"
+            assert len(row) <= self.profile.max_buttons_per_row, "too many buttons in a row"
             for button in row:
                 assert len(button.custom_id) <= 100, button.custom_id
 
@@ -205,11 +205,11 @@ class FakePlatform:
             return
         now = time.monotonic()
         window = self._writes.setdefault(place.channel_id, deque())
-        while window and now - window[0] >= self.limits.edit_window_seconds:
+        while window and now - window[0] >= self.profile.edit_window_seconds:
             window.popleft()
-        if len(window) >= self.limits.edits_per_window_per_channel:
+        if len(window) >= self.profile.edits_per_window_per_channel:
             self.rate_limited += 1
-            raise RateLimited(self.limits.edit_window_seconds - (now - window[0]))
+            raise RateLimited(self.profile.edit_window_seconds - (now - window[0]))
         window.append(now)
 
 

@@ -1,8 +1,8 @@
-"""A :class:`~tests.fakes.surface.BudgetSurface` that also streams messages natively, the way
+"""A :class:`~tests.fakes.surface.RateLimitingSurface` that also streams messages natively, the way
 Slack's ``chat.startStream`` / ``appendStream`` / ``stopStream`` do, on the virtual clock.
 
 A stream's text only grows; every streaming call counts against its channel and against the
-workspace window of its own kind (``limits.writes_per_minute_per_workspace``, else the shared
+workspace window of its own kind (``profile.writes_per_minute_per_workspace``, else the shared
 one), and is refused with :class:`RateLimited` beyond them. A stream older than
 ``window_seconds`` answers :class:`StreamExpired`; ``decline=True`` makes ``start_stream``
 answer ``None`` (the platform does not stream there).
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bot.kernel import Event, MessageRef, Place, StreamExpired, User, WriteKind
-from tests.fakes.surface import BudgetSurface, Posted, Write
+from tests.fakes.surface import Posted, RateLimitingSurface, Write
 
 
 @dataclass
@@ -42,7 +42,7 @@ class FakeNativeStream:
         self.stopped = True
 
 
-class StreamingSurface(BudgetSurface):
+class StreamingSurface(RateLimitingSurface):
     def __init__(
         self,
         monotonic: Callable[[], float],
@@ -86,11 +86,11 @@ class StreamingSurface(BudgetSurface):
         posted = self.messages[stream.ref.message_id]
         posted.text += text
         posted.history.append(posted.text)
-        assert len(posted.text) <= self.limits.max_text, f"{len(posted.text)} characters"
+        assert len(posted.text) <= self.profile.max_text, f"{len(posted.text)} characters"
         self._log(stream, StreamCall(now, kind, stream.ref.message_id, text))
 
     def _spend_kind(self, place: Place, kind: WriteKind) -> float:
-        own = self.limits.writes_per_minute_per_workspace.get(kind)
+        own = self.profile.writes_per_minute_per_workspace.get(kind)
         if own is None:
             return self._spend(place, None)
         now = self.monotonic()
@@ -99,9 +99,9 @@ class StreamingSurface(BudgetSurface):
         if wait > 0:
             self._refuse(wait)
         channel = self._channel_stamps.setdefault(place.channel_id, deque())
-        limits = self.limits
+        profile = self.profile
         wait = self._room(
-            channel, limits.edits_per_window_per_channel, limits.edit_window_seconds, now
+            channel, profile.edits_per_window_per_channel, profile.edit_window_seconds, now
         )
         if wait > 0:
             self._refuse(wait)

@@ -1,10 +1,10 @@
-"""A :class:`bot.kernel.surface.Surface` that enforces a platform's write budget on a (virtual)
-clock.
+"""A :class:`bot.kernel.surface.Surface` that refuses writes beyond a platform's windows on a
+(virtual) clock, as the platform rate-limits them.
 
 Every ``send`` and ``edit`` counts against its channel (the thread's parent): more than
-``limits.edits_per_window_per_channel`` in any ``limits.edit_window_seconds`` span, more than
-``limits.edits_per_minute_per_workspace`` in 60 s, or a message edited again sooner than
-``limits.min_seconds_between_edits_of_one_message`` is refused with :class:`RateLimited`, as
+``profile.edits_per_window_per_channel`` in any ``profile.edit_window_seconds`` span, more than
+``profile.edits_per_minute_per_workspace`` in 60 s, or a message edited again sooner than
+``profile.min_seconds_between_edits_of_one_message`` is refused with :class:`RateLimited`, as
 Discord answers 429. ``flaky_every=N`` also refuses every N-th call regardless. Every accepted
 write is recorded with its time, every refusal with its time and retry-after.
 
@@ -49,11 +49,11 @@ class Posted:
     history: list[str] = field(default_factory=list)
 
 
-class BudgetSurface:
+class RateLimitingSurface:
     def __init__(
         self,
         monotonic: Callable[[], float],
-        limits: PlatformProfile | None = None,
+        profile: PlatformProfile | None = None,
         *,
         platform: str = "fake",
         flaky_every: int | None = None,
@@ -63,7 +63,7 @@ class BudgetSurface:
     ) -> None:
         assert latency is None or sleep is not None, "a latency needs the clock's sleep"
         self.platform = platform
-        self.limits = limits or PlatformProfile()
+        self.profile = profile or PlatformProfile()
         self.monotonic = monotonic
         self.flaky_every = flaky_every
         self.flaky_retry_after = flaky_retry_after
@@ -100,22 +100,22 @@ class BudgetSurface:
         self._calls += 1
         if self.flaky_every and self._calls % self.flaky_every == 0:
             self._refuse(self.flaky_retry_after)
-        limits = self.limits
+        profile = self.profile
         channel = self._channel_stamps.setdefault(place.channel_id, deque())
         wait = self._room(
-            channel, limits.edits_per_window_per_channel, limits.edit_window_seconds, now
+            channel, profile.edits_per_window_per_channel, profile.edit_window_seconds, now
         )
         if wait > 0:
             self._refuse(wait)
         workspace = self._workspace_stamps.setdefault(place.workspace_id, deque())
-        if limits.edits_per_minute_per_workspace is not None:
-            wait = self._room(workspace, limits.edits_per_minute_per_workspace, 60.0, now)
+        if profile.edits_per_minute_per_workspace is not None:
+            wait = self._room(workspace, profile.edits_per_minute_per_workspace, 60.0, now)
             if wait > 0:
                 self._refuse(wait)
         if message_id is not None and message_id in self._message_last:
             wait = (
                 self._message_last[message_id]
-                + (limits.min_seconds_between_edits_of_one_message)
+                + (profile.min_seconds_between_edits_of_one_message)
                 - now
             )
             if wait > 0:
@@ -138,8 +138,8 @@ class BudgetSurface:
 
     def _check(self, message: OutMessage) -> None:
         assert message.text.strip(), "empty message"
-        assert len(message.text) <= self.limits.max_text, (
-            f"{len(message.text)} > {self.limits.max_text} characters"
+        assert len(message.text) <= self.profile.max_text, (
+            f"{len(message.text)} > {self.profile.max_text} characters"
         )
 
     def _record(self, write: Write) -> None:

@@ -159,7 +159,7 @@ async def running_genbot(
             allow_insecure_webhooks=settings.webhook.allow_insecure_loopback,
         )
         stack.push_async_callback(provider.aclose)
-        platform = FakePlatform(limits=ROOMY)
+        platform = FakePlatform(profile=ROOMY)
         web = WebAdapter(WebSettings(enabled=True, port=0), settings.limits) if with_web else None
         surfaces: list[Surface] = [platform, *([web.surface] if web is not None else [])]
         core, jobs = build_core(settings, store, provider, surfaces)

@@ -95,7 +95,7 @@ async def offer_alternatives(
     ``withheld`` (moderation's notice of answers left out); only that notice, nothing stored,
     when the reply is the one answer left."""
     conversation_id = target.conversation.id
-    max_text = outbox.limits(target.place.platform).max_text
+    max_text = outbox.profile(target.place.platform).max_text
     if len(texts) > 1:
         picks = [
             Pick(
@@ -151,7 +151,7 @@ async def pick_alternative(
     await store.update_message(reply.id, content=text, token_count=reply_tokens(text))
     texts = [answer.content or "" for answer in answers]
     picks = [Pick(pick.conversation_id, pick.turn_id, answer.id) for answer in answers]
-    max_text = outbox.limits(place.platform).max_text
+    max_text = outbox.profile(place.platform).max_text
     redrawn = alternatives_message(texts, picks, chosen, max_text)
     shown_at = MessageRef(place, message_id)
     await outbox.write(place, Edit(shown_at, redrawn), WritePolicy.RAISE)

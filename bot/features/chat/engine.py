@@ -242,7 +242,7 @@ class ChatEngine:
             target = await thread_target(self.store.conversations, user, place, event, create=True)
         if target is None:
             asked = OutMessage(
-                asked_text(user, prompt, self.outbox.limits(place.platform).max_text)
+                asked_text(user, prompt, self.outbox.profile(place.platform).max_text)
             )
             question = await self._post(place, asked, event)
             target = await open_thread(

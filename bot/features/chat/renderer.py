@@ -7,7 +7,7 @@ pacer what it would show (a :class:`~bot.outbox.Demand`: unshown characters, how
 has waited, whether it is the first message), so concurrent streams in a channel are served
 stalest first, evenly paced; a lone stream posts at once. Each write is held in the pacer's
 windows until the platform call returns. Edits are coalesced: every write carries the newest
-text, so nothing stale is ever queued. Text beyond ``limits.max_text`` continues in new
+text, so nothing stale is ever queued. Text beyond ``profile.max_text`` continues in new
 messages (split by :func:`bot.kernel.text.split_chunks`, code blocks closed and reopened);
 finished messages get their final text, only the last one is live and carries the in-progress
 marker. At the end the exact final text lands (waiting for room,
@@ -152,7 +152,7 @@ class StreamRenderer:
         recipient: User | None = None,
     ) -> None:
         self.outbox = outbox
-        self.limits = outbox.limits(place.platform)
+        self.profile = outbox.profile(place.platform)
         self.place = place
         self.origin = origin
         self.recipient = recipient
@@ -247,7 +247,7 @@ class StreamRenderer:
         source = self._source()
         if not source:
             return [self.placeholder] if self.placeholder is not None else []
-        limit = self.limits.max_text
+        limit = self.profile.max_text
         live_index = len(self._committed)
         native = self._is_native(live_index)
         marker = 0 if native else len(self.marker)
@@ -386,8 +386,8 @@ class StreamRenderer:
         interval); :class:`PacingTimeout` when not before the final text's deadline."""
         if op.kind != "edit":
             return
-        limits = self.limits
-        ready = self._last_write[op.index] + limits.min_seconds_between_edits_of_one_message
+        profile = self.profile
+        ready = self._last_write[op.index] + profile.min_seconds_between_edits_of_one_message
         while (now := self.clock.monotonic()) < ready:
             if ready > self._deadline:
                 raise PacingTimeout("the message cannot be edited again before the deadline")

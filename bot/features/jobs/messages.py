@@ -467,9 +467,11 @@ class JobMessages:
     async def _post_result(self, job: Job) -> float | None:
         try:
             link_instead = job.delivery_attempts + 1 >= self.retry.image_attempts
-            limits = self._outbox.limits(job.platform)
-            message, size = await self.results.result(job, link_instead=link_instead, limits=limits)
-            ref = await self._show(job, message, "result", limits)
+            profile = self._outbox.profile(job.platform)
+            message, size = await self.results.result(
+                job, link_instead=link_instead, profile=profile
+            )
+            ref = await self._show(job, message, "result", profile)
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
         await self._finish(
@@ -489,7 +491,7 @@ class JobMessages:
             text=wording.failure_text(job, timed_out), mention_user_id=job.requester_id
         )
         try:
-            ref = await self._show(job, message, "failure", self._outbox.limits(job.platform))
+            ref = await self._show(job, message, "failure", self._outbox.profile(job.platform))
         except Exception as error:
             return await self._retry_later(job, "reporting", "failed", error)
         await self._finish(job, "reporting", "failed_posted", ref, "other")
@@ -497,16 +499,16 @@ class JobMessages:
         return None
 
     async def _show(
-        self, job: Job, message: OutMessage, kind: str, limits: PlatformProfile
+        self, job: Job, message: OutMessage, kind: str, profile: PlatformProfile
     ) -> MessageRef:
-        """Make the progress message show ``message`` (see the module docstring; ``limits``:
+        """Make the progress message show ``message`` (see the module docstring; ``profile``:
         the job's platform's); returns the message that shows it."""
         place = place_of(job)
         message = replace(message, card=True)
         progress = MessageRef(place, job.progress_message_id) if job.progress_message_id else None
         self._mark_final(job.id)
         async with self._lock(job.id):
-            if progress is not None and (limits.edits_add_images or not message.images):
+            if progress is not None and (profile.edits_add_images or not message.images):
                 try:
                     await self._outbox.write(
                         place, Edit(progress, message), WritePolicy.MUST_DELIVER

@@ -196,6 +196,6 @@ class PreviewButtons:
         image = parent.result_urls[0] if parent.result_urls else ""
         modal = form_for("vary_region", parent.id, parent.prompt, image_url=image, values=values)
         assert modal is not None
-        if self._starter.outbox.limits(event.place.platform).forms_show_images:
+        if self._starter.outbox.profile(event.place.platform).forms_show_images:
             modal = replace(modal, preview=await self._previews.image(parent, form))
         await self._starter.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)

@@ -44,12 +44,12 @@ class ResultMessages:
         self._media = media
 
     async def result(
-        self, job: Job, *, link_instead: bool, limits: PlatformProfile | None = None
+        self, job: Job, *, link_instead: bool, profile: PlatformProfile | None = None
     ) -> tuple[OutMessage, tuple[int, int] | None]:
         """The result message and its (first) image's size, to remember. When an image
         cannot be downloaded :class:`MediaError` propagates, unless ``link_instead`` or the image
         arrived unreadable: then the message carries the provider's (expiring) link instead.
-        ``limits``: the job's platform's, when the caller has read them."""
+        ``profile``: the job's platform's, when the caller has read it."""
         mention = job.requester_id
         if job.family == "task" and job.type == "seed":
             text = wording.seed_text(job, JobResult.of(job).seed or "")
@@ -76,12 +76,12 @@ class ResultMessages:
                 raise
             url = job.result_urls[0] if job.result_urls else ""
             text = wording.unavailable_image_text(job, str(error), url)
-            buttons = self.buttons(job, limits=limits)
+            buttons = self.buttons(job, profile=profile)
             return OutMessage(text=text, buttons=buttons, mention_user_id=mention), None
         message = OutMessage(
             text=wording.result_text(job),
             images=tuple(images),
-            buttons=self.buttons(job, size=size, limits=limits),
+            buttons=self.buttons(job, size=size, profile=profile),
             mention_user_id=mention,
         )
         return message, size
@@ -102,17 +102,17 @@ class ResultMessages:
         pressed: Collection[str] | None = None,
         *,
         size: tuple[int, int] | None = None,
-        limits: PlatformProfile | None = None,
+        profile: PlatformProfile | None = None,
     ) -> Buttons:
         """The buttons under ``job``'s result (``pressed``: default the remembered ones;
-        ``size``: its image's, when known; ``limits``: its platform's, when already read)."""
+        ``size``: its image's, when known; ``profile``: its platform's, when already read)."""
         used = pressed_actions(job) if pressed is None else frozenset(pressed)
         if job.family == "diffusion":
             return diffusion_buttons(job.id, upscale=job.type != "upscale", pressed=used)
         if job.type == "describe":
             count = min(len(JobResult.of(job).prompts), 4)
             return describe_buttons(job.id, count, pressed=used) if count else ()
-        per_row = (limits or self._outbox.limits(job.platform)).max_buttons_per_row
+        per_row = (profile or self._outbox.profile(job.platform)).max_buttons_per_row
         return follow_up_buttons(job, per_row, size, pressed=used)
 
     async def _described_image(self, job: Job) -> tuple[ImageFile, ...]:

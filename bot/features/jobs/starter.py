@@ -459,7 +459,7 @@ class JobStarter:
     async def offer_upload(self, event: Event, form: Modal, needs: str) -> None:
         """Open ``form`` (it asks for files) where the platform's forms take files; else
         refuse with ``needs``."""
-        if not self.outbox.limits(event.place.platform).forms_take_files:
+        if not self.outbox.profile(event.place.platform).forms_take_files:
             raise UserError(needs)
         await self.outbox.write(event.place, OpenForm(event, form), WritePolicy.NOW)
 

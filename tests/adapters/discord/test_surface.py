@@ -152,9 +152,9 @@ async def test_the_platform_profile_comes_from_settings(
 ) -> None:
     adapter = await harness.start(core, edits_per_window=4, edit_window_seconds=6.0)
     assert adapter.surface.platform == "discord"
-    assert adapter.surface.limits.max_text == 2000
-    assert adapter.surface.limits.edits_per_window_per_channel == 4
-    assert adapter.surface.limits.edit_window_seconds == 6.0
+    assert adapter.surface.profile.max_text == 2000
+    assert adapter.surface.profile.edits_per_window_per_channel == 4
+    assert adapter.surface.profile.edit_window_seconds == 6.0
 
 
 async def test_refusals_become_surface_errors(bot: Harness) -> None:
@@ -210,13 +210,13 @@ async def test_job_messages_are_components_v2_cards_and_keep_their_gallery(bot: 
     await surface.edit(ref, replace(done, buttons=buttons))
     assert message.gallery == ["attachment://grid.png"] and message.text == "**Imagined** — a fox"
 
-    restarted = DiscordSurface(bot.adapters[0].client, surface.limits, 1024)
+    restarted = DiscordSurface(bot.adapters[0].client, surface.profile, 1024)
     marked = ((Button("U1", "upscale1", "j1", "primary"), Button("U2", "upscale2", "j1")),)
     await restarted.edit(ref, OutMessage("**Imagined** — a fox", buttons=marked, card=True))
     assert message.gallery == ["attachment://grid.png"], "an edit without images keeps them"
     assert message.button("U1")["style"] == 1 and [a.data for a in message.attachments] == [b"png"]
 
-    classic = DiscordSurface(bot.adapters[0].client, surface.limits, 1024, result_cards=False)
+    classic = DiscordSurface(bot.adapters[0].client, surface.profile, 1024, result_cards=False)
     plain = await classic.send(general(fake), OutMessage("⏳ working", buttons=buttons, card=True))
     posted = fake.messages[int(plain.message_id)]
     assert not posted.components_v2 and posted.content == "⏳ working" and len(posted.buttons) == 2

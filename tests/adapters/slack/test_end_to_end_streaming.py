@@ -119,8 +119,8 @@ async def test_answers_past_a_tight_start_tier_wait_for_it_instead_of_being_refu
         slack_genbot(fake, sim, tmp_path / "g.db") as bot,
     ):
         surface = bot.adapter.surface
-        per_method = {**surface.limits.writes_per_minute_per_workspace, "stream_start": 2}
-        surface.limits = replace(surface.limits, writes_per_minute_per_workspace=per_method)
+        per_method = {**surface.profile.writes_per_minute_per_workspace, "stream_start": 2}
+        surface.profile = replace(surface.profile, writes_per_minute_per_workspace=per_method)
         for channel in channels:
             await ask(fake, bot.url, f"echo: answer in {channel}", channel=channel)
         answers = [

@@ -103,14 +103,14 @@ async def test_a_ping_split_across_pieces_is_never_streamed() -> None:
 
 
 def test_the_surface_budgets_each_streaming_method_by_slacks_tier() -> None:
-    limits = SlackSurface(
+    profile = SlackSurface(
         AsyncWebClient(token="x"),
-        limits=SlackSettings().platform_profile(),
+        profile=SlackSettings().platform_profile(),
         bot_token="x",
         api_url="http://x/",
-    ).limits
-    tiers = limits.writes_per_minute_per_workspace
+    ).profile
+    tiers = profile.writes_per_minute_per_workspace
     assert tiers["stream_start"] == DEFAULT_TIERS["chat.startStream"]
     assert tiers["stream_append"] == DEFAULT_TIERS["chat.appendStream"]
     assert tiers["stream_stop"] == DEFAULT_TIERS["chat.stopStream"]
-    assert tiers["send"] is None and limits.edits_per_minute_per_workspace == 50
+    assert tiers["send"] is None and profile.edits_per_minute_per_workspace == 50

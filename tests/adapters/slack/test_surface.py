@@ -42,7 +42,7 @@ def surface_for(
     client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
     return SlackSurface(
         client,
-        limits=(settings or SlackSettings()).platform_profile(),
+        profile=(settings or SlackSettings()).platform_profile(),
         bot_token=fake.bot_token,
         api_url=fake.api_url,
         max_upload_bytes=max_upload_bytes,
@@ -93,7 +93,7 @@ async def test_a_full_model_message_with_pings_still_fits_one_markdown_block(
     fake: FakeSlack, surface: SlackSurface
 ) -> None:
     pings = "<!here> <@U2> @channel " * 30
-    text = pings + "x" * (surface.limits.max_text - len(pings))
+    text = pings + "x" * (surface.profile.max_text - len(pings))
 
     ref = await surface.send(C1, OutMessage(text=text, from_model=True))
 
@@ -183,16 +183,16 @@ async def test_a_refused_update_is_counted_as_rate_limited_by_the_outbox() -> No
 
 
 async def test_streamed_edits_within_the_budget_are_never_refused() -> None:
-    limits = SlackSettings(message_updates_per_second=10.0)
+    settings = SlackSettings(message_updates_per_second=10.0)
     async with FakeSlack(min_seconds_between_updates=0.1) as fake:
-        surface = surface_for(fake, limits)
-        assert surface.limits.min_seconds_between_edits_of_one_message == pytest.approx(0.1)
-        assert surface.limits.edits_per_minute_per_workspace == 50
-        assert surface.limits.max_text == 11900
+        surface = surface_for(fake, settings)
+        assert surface.profile.min_seconds_between_edits_of_one_message == pytest.approx(0.1)
+        assert surface.profile.edits_per_minute_per_workspace == 50
+        assert surface.profile.max_text == 11900
         words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"]
         ref = await surface.send(C1, OutMessage(text=words[0], from_model=True))
         for count in range(2, len(words) + 1):
-            await asyncio.sleep(surface.limits.min_seconds_between_edits_of_one_message)
+            await asyncio.sleep(surface.profile.min_seconds_between_edits_of_one_message)
             await surface.edit(ref, OutMessage(text=" ".join(words[:count]), from_model=True))
 
         message = fake.message("C1", ref.message_id)
@@ -216,7 +216,7 @@ async def test_edits_can_remove_buttons(fake: FakeSlack, surface: SlackSurface) 
 async def test_messages_cannot_gain_images_so_a_progress_message_is_deleted_and_linked(
     fake: FakeSlack, surface: SlackSurface
 ) -> None:
-    assert not surface.limits.edits_add_images
+    assert not surface.profile.edits_add_images
     ref = await surface.send(C1, OutMessage(text="⏳ working"))
     assert await surface.link(ref) == f"https://fake.slack.com/archives/C1/p{ref.message_id}"
     await surface.delete(ref)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession, ClientTimeout, CookieJar
 
-from adapters.web import WEB_LIMITS, WebAdapter
+from adapters.web import WEB_PROFILE, WebAdapter
 from bot.api.chat import allowed_chat_models
 from bot.kernel import COMMANDS, Plan
 from tests.adapters.web.fakes import history
@@ -94,9 +94,9 @@ async def test_history_reports_limits_and_channels(
 
 
 async def test_the_platform_profile_is_the_playgrounds() -> None:
-    assert WEB_LIMITS.max_text == 4000
-    assert WEB_LIMITS.edits_per_window_per_channel == 20
-    assert WEB_LIMITS.edit_window_seconds == 1.0
+    assert WEB_PROFILE.max_text == 4000
+    assert WEB_PROFILE.edits_per_window_per_channel == 20
+    assert WEB_PROFILE.edit_window_seconds == 1.0
 
 
 async def test_commands_are_served_from_the_catalogue(browser: ClientSession) -> None:

@@ -33,7 +33,7 @@ OpenStream = Callable[..., Awaitable[SseReader]]
 async def test_is_a_surface_for_platform_web(adapter: WebAdapter) -> None:
     surface: Surface = adapter.surface
     assert surface.platform == "web"
-    assert surface.limits.max_text == 4000
+    assert surface.profile.max_text == 4000
 
 
 async def test_start_binds_the_configured_host_and_a_free_port(core: RecordingCore) -> None:

@@ -160,7 +160,7 @@ async def test_help_lists_every_command_within_the_length_limit(world: ChatWorld
     await world.actor().command("help")
     pieces = world.platform.ephemerals_for("alice")
     assert len(pieces) >= 2
-    assert all(len(piece) <= world.platform.limits.max_text for piece in pieces)
+    assert all(len(piece) <= world.platform.profile.max_text for piece in pieces)
     text = "".join(pieces)
     for name in ("/chat", "/imagine", "/describe", "/blend", "/diffusion txt2img", "/settings"):
         assert f"**{name}**" in text
@@ -223,7 +223,7 @@ async def test_usage_shows_a_budget_only_when_there_is_one(tmp_path: Path) -> No
 async def test_help_and_refusals_name_commands_as_the_platform_spells_them(
     tmp_path: Path,
 ) -> None:
-    async with chat_world(tmp_path, platform=SlackSpelling(limits=ROOMY), plan="free") as world:
+    async with chat_world(tmp_path, platform=SlackSpelling(profile=ROOMY), plan="free") as world:
         await world.actor().command("help")
         text = "".join(world.platform.ephemerals_for("alice"))
         assert "**/genbot settings**" in text and "**/genbot usage**" in text

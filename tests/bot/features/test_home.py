@@ -19,7 +19,7 @@ class RefusesWhenArmed(FakePlatform):
     """Answers the next ``refusals`` sends with "rate limited, retry after 0.02 s"."""
 
     def __init__(self) -> None:
-        super().__init__(limits=ROOMY)
+        super().__init__(profile=ROOMY)
         self.refusals = 0
         self.refused = 0
 

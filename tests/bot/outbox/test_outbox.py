@@ -45,7 +45,7 @@ from bot.outbox import (
 )
 from bot.outbox.policy import ATTEMPTS, SKIP_WAIT, URGENT_WAIT
 from tests.fakes.clock import FakeClock
-from tests.fakes.surface import BudgetSurface
+from tests.fakes.surface import RateLimitingSurface
 
 T = TypeVar("T")
 PLACE = Place("fake", "w1", "c1")
@@ -53,7 +53,7 @@ ONE_PER_SECOND = PlatformProfile(edits_per_window_per_channel=1, edit_window_sec
 HELLO = Post(OutMessage("hello"))
 
 
-class RefusingSurface(BudgetSurface):
+class RefusingSurface(RateLimitingSurface):
     """A surface whose platform refuses the first ``refusals`` posts ("retry after
     ``retry_after``"), recording when each post arrived."""
 
@@ -74,7 +74,7 @@ class RefusingSurface(BudgetSurface):
         return await super().send(place, message, origin=origin)
 
 
-def _outbox(fake: FakeClock, surface: BudgetSurface) -> Outbox:
+def _outbox(fake: FakeClock, surface: RateLimitingSurface) -> Outbox:
     return Outbox(SurfaceRegistry([surface]), Pacer(fake.clock, margin=0.0))
 
 
@@ -215,7 +215,7 @@ async def test_a_write_now_is_not_paced_and_its_refusal_propagates() -> None:
     assert surface.calls == [0.0, 0.0]
 
 
-class Recording(BudgetSurface):
+class Recording(RateLimitingSurface):
     """A surface that records the calls a test cares about, optionally failing them."""
 
     def __init__(self, fake: FakeClock, error: Exception | None = None) -> None:
@@ -326,15 +326,15 @@ async def test_features_read_platforms_through_the_outbox_without_writing() -> N
     plain = Recording(fake)
     spelling = Spelling(fake)
     spelling.platform = "spelling"
-    limits = PlatformProfile(max_text=123)
-    spelling.limits = limits
+    profile = PlatformProfile(max_text=123)
+    spelling.profile = profile
     outbox = Outbox(SurfaceRegistry([plain, spelling]), Pacer(fake.clock, margin=0.0))
     there = Place("spelling", "w1", "c1")
     ref = MessageRef(there, "m1")
 
     assert outbox.platforms() == ("fake", "spelling")
     assert "spelling" in outbox and "slack" not in outbox
-    assert outbox.limits("spelling") is limits
+    assert outbox.profile("spelling") is profile
     assert outbox.can("spelling", FindsKeyedPosts) and not outbox.can("fake", FindsKeyedPosts)
     assert not outbox.can("slack", FindsKeyedPosts)
     assert outbox.command_names("spelling") == {"settings": "genbot settings"}

@@ -23,7 +23,7 @@ from bot.outbox.pacing import (
 from bot.outbox.windows import Demand, StreamDemand, Ticket
 from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
-from tests.fakes.surface import BudgetSurface
+from tests.fakes.surface import RateLimitingSurface
 
 PLACE = Place("fake", "w1", "c1")
 DISCORD = PlatformProfile(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
@@ -50,7 +50,7 @@ async def pieces(fake: FakeClock, count: int, tag: str, every: float) -> AsyncIt
 
 async def test_streams_are_not_refused_when_requests_arrive_late() -> None:
     fake = FakeClock()
-    surface = BudgetSurface(
+    surface = RateLimitingSurface(
         fake.monotonic, DISCORD, latency=slow_then_fast(6, 0.8, 0.3), sleep=fake.sleep
     )
     pacer = Pacer(fake.clock)
@@ -72,7 +72,7 @@ async def test_streams_are_not_refused_when_requests_arrive_late() -> None:
 
 async def test_posts_are_not_refused_when_requests_arrive_late() -> None:
     fake = FakeClock()
-    surface = BudgetSurface(
+    surface = RateLimitingSurface(
         fake.monotonic, DISCORD, latency=slow_then_fast(5, 1.0, 1.0), sleep=fake.sleep
     )
     outbox = Outbox(SurfaceRegistry([surface]), Pacer(fake.clock))
@@ -246,7 +246,7 @@ async def test_writing_holds_the_write_for_the_block() -> None:
 
 async def test_first_messages_of_concurrent_streams_do_not_burst_the_window() -> None:
     fake = FakeClock()
-    surface = BudgetSurface(fake.monotonic, DISCORD)
+    surface = RateLimitingSurface(fake.monotonic, DISCORD)
     pacer = Pacer(fake.clock, margin=0.0)
 
     async def everyone() -> list[RenderResult]:
@@ -266,7 +266,7 @@ async def test_first_messages_of_concurrent_streams_do_not_burst_the_window() ->
 
 async def test_the_stream_with_the_most_unshown_text_is_updated_first() -> None:
     fake = FakeClock()
-    surface = BudgetSurface(fake.monotonic, ONE_PER_SECOND)
+    surface = RateLimitingSurface(fake.monotonic, ONE_PER_SECOND)
     pacer = Pacer(fake.clock, margin=0.0)
 
     async def stream(first_at: float, burst_at: float, burst: str) -> AsyncIterator[str]:
@@ -294,7 +294,7 @@ async def test_the_stream_with_the_most_unshown_text_is_updated_first() -> None:
 
 async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits() -> None:
     fake = FakeClock()
-    surface = BudgetSurface(fake.monotonic, DISCORD)
+    surface = RateLimitingSurface(fake.monotonic, DISCORD)
     pacer = Pacer(fake.clock, margin=0.0)
 
     async def short(tag: str, start: float) -> AsyncIterator[str]:
@@ -324,7 +324,7 @@ async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits() -> None
 async def test_a_kind_with_its_own_workspace_window_does_not_spend_the_shared_one() -> None:
     fake = FakeClock()
     pacer = Pacer(fake.clock, margin=0.0)
-    limits = PlatformProfile(
+    profile = PlatformProfile(
         edits_per_window_per_channel=1000,
         edit_window_seconds=1.0,
         edits_per_minute_per_workspace=2,
@@ -335,7 +335,7 @@ async def test_a_kind_with_its_own_workspace_window_does_not_spend_the_shared_on
     async def grant_times(kind: WriteKind | None) -> list[float]:
         times = []
         for place in places[:5]:
-            grant = await pacer.acquire(place, limits, urgent=True, kind=kind)
+            grant = await pacer.acquire(place, profile, urgent=True, kind=kind)
             times.append(grant.stamp.granted)
         return times
 
@@ -350,7 +350,7 @@ async def test_a_kind_with_its_own_workspace_window_does_not_spend_the_shared_on
 async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced() -> None:
     fake = FakeClock()
     pacer = Pacer(fake.clock, margin=0.0)
-    limits = PlatformProfile(
+    profile = PlatformProfile(
         edits_per_window_per_channel=1,
         edit_window_seconds=10.0,
         writes_per_minute_per_workspace={"stream_start": 20, "stream_append": 6},
@@ -361,7 +361,7 @@ async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced
     async def grants(kind: WriteKind, count: int) -> list[float]:
         times = []
         for _ in range(count):
-            grant = await pacer.acquire(place, limits, urgent=False, kind=kind)
+            grant = await pacer.acquire(place, profile, urgent=False, kind=kind)
             times.append(grant.stamp.granted)
         return times
 

@@ -188,7 +188,7 @@ async def chat_world(
         world = ChatWorld(
             sim,
             tmp_path / "genbot.db",
-            platform or FakePlatform(limits=ROOMY),
+            platform or FakePlatform(profile=ROOMY),
             plan,
             defaults or ChatDefaults(),
             tools,

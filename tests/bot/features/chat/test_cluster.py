@@ -43,8 +43,8 @@ class HeldPlatform(FakePlatform):
     """The fake platform, able to hold the next post until released: a turn that takes as long
     as the test needs."""
 
-    def __init__(self, limits: PlatformProfile) -> None:
-        super().__init__(limits=limits)
+    def __init__(self, profile: PlatformProfile) -> None:
+        super().__init__(profile=profile)
         self.hold_next = False
         self.holding = asyncio.Event()
         self.released = asyncio.Event()
@@ -107,7 +107,7 @@ async def test_three_processes_streaming_into_one_channel_get_no_429(
     postgres: PostgresCluster, tmp_path: Path
 ) -> None:
     tight = PlatformProfile(max_text=2000, edits_per_window_per_channel=4, edit_window_seconds=1.0)
-    platform = FakePlatform(limits=tight, enforce_budget=True)
+    platform = FakePlatform(profile=tight, enforce_budget=True)
     on_postgres: dict[str, Any] = {
         "platform": platform,
         "storage_url": postgres.create_database(),

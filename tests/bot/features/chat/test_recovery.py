@@ -47,7 +47,7 @@ class BrokenEdits(ThreadlessPlatform):
     hangs, while ``broken`` is set."""
 
     def __init__(self, *, hang: bool = False) -> None:
-        super().__init__(limits=ROOMY)
+        super().__init__(profile=ROOMY)
         self.broken = True
         self.hang = hang
         self.edit_started = asyncio.Event()
@@ -65,7 +65,7 @@ class RateLimitedSends(FakePlatform):
     """Refuses genbot's own (not model-written) posts ``refusals`` times with a retry-after."""
 
     def __init__(self, refusals: int, retry_after: float = 0.02) -> None:
-        super().__init__(limits=ROOMY)
+        super().__init__(profile=ROOMY)
         self.refusals = refusals
         self.retry_after = retry_after
         self.refused = 0

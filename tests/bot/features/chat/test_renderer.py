@@ -1,4 +1,4 @@
-"""The stream renderer against a budget-enforcing surface on a virtual clock."""
+"""The stream renderer against a rate-limiting surface on a virtual clock."""
 
 from __future__ import annotations
 
@@ -19,12 +19,20 @@ from bot.features.chat.renderer import (
     StreamEnd,
     StreamRenderer,
 )
-from bot.kernel import Command, Place, PlatformProfile, SurfaceRegistry, User
+from bot.kernel import (
+    Command,
+    MessageRef,
+    OutMessage,
+    Place,
+    PlatformProfile,
+    SurfaceRegistry,
+    User,
+)
 from bot.outbox import Outbox
 from bot.outbox.pacing import SWEEP_EVERY_GRANTS, Pacer, PacingTimeout
 from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
-from tests.fakes.surface import BudgetSurface, Write
+from tests.fakes.surface import RateLimitingSurface, Write
 
 PLACE = Place("fake", "w1", "c1")
 DISCORD = PlatformProfile(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
@@ -76,19 +84,25 @@ def words(count: int, tag: str = "w") -> list[str]:
     return [f"{tag}{index} " for index in range(count)]
 
 
-def setup(limits: PlatformProfile = DISCORD, **surface_options: object):  # type: ignore[no-untyped-def]
+def setup(
+    profile: PlatformProfile = DISCORD,
+    *,
+    flaky_every: int | None = None,
+    flaky_retry_after: float = 0.7,
+) -> tuple[FakeClock, RateLimitingSurface, Pacer]:
     fake = FakeClock()
-    surface = BudgetSurface(fake.monotonic, limits, **surface_options)  # type: ignore[arg-type]
-    budget = Pacer(fake.clock, margin=0.0)
-    return fake, surface, budget
+    surface = RateLimitingSurface(
+        fake.monotonic, profile, flaky_every=flaky_every, flaky_retry_after=flaky_retry_after
+    )
+    return fake, surface, Pacer(fake.clock, margin=0.0)
 
 
-def writes_of(surface: BudgetSurface, result: RenderResult) -> list[Write]:
+def writes_of(surface: RateLimitingSurface, result: RenderResult) -> list[Write]:
     ids = {ref.message_id for ref in result.messages}
     return [w for w in surface.writes if w.message_id in ids]
 
 
-def check_fresh(surface: BudgetSurface, producers: dict[str, Producer]) -> list[str]:
+def check_fresh(surface: RateLimitingSurface, producers: dict[str, Producer]) -> list[str]:
     """Record every write whose text is not the producer's newest text (one-message answers)."""
     stale: list[str] = []
     owner: dict[str, Producer] = {}
@@ -108,11 +122,11 @@ def check_fresh(surface: BudgetSurface, producers: dict[str, Producer]) -> list[
 
 
 async def test_one_stream_edits_as_it_goes_and_lands_the_exact_text() -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
     producer = Producer(fake, words(300), every=0.05)
     stale = check_fresh(surface, {"w": producer})
     origin = Command(user=User("u1"), place=PLACE, name="chat")
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget, origin=origin))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer, origin=origin))
     final = producer.full.rstrip()
     assert result.landed and result.text == final and result.reply == producer.full
     assert surface.texts_in(PLACE) == [final]
@@ -127,21 +141,21 @@ async def test_one_stream_edits_as_it_goes_and_lands_the_exact_text() -> None:
     assert not writes[-1].text.endswith(MARKER)
     assert writes[-1].at - producer.yielded_at[-1] <= 1.0, "the final text landed promptly"
     gaps = [b.at - a.at for a, b in itertools.pairwise(writes)]
-    assert max(gaps) <= 1.0 + 1e-9, "one stream may use the whole channel budget"
+    assert max(gaps) <= 1.0 + 1e-9, "one stream may use the whole channel window"
 
 
 @pytest.mark.parametrize("streams", [1, 5, 20])
-async def test_concurrent_streams_in_one_channel_share_the_budget_without_429s(
+async def test_concurrent_streams_in_one_channel_share_the_window_without_429s(
     streams: int,
 ) -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
     tags = [f"s{index}x" for index in range(streams)]
     producers = {tag: Producer(fake, words(220, tag), every=0.3) for tag in tags}
     stale = check_fresh(surface, producers)
 
     async def everyone() -> list[RenderResult]:
         return await asyncio.gather(
-            *(render_stream(p.stream(), surface, PLACE, budget) for p in producers.values())
+            *(render_stream(p.stream(), surface, PLACE, pacer) for p in producers.values())
         )
 
     results = await fake.run(everyone())
@@ -171,12 +185,12 @@ async def test_concurrent_streams_in_one_channel_share_the_budget_without_429s(
 
 
 async def test_long_answers_continue_in_new_messages_with_code_fences_intact() -> None:
-    fake, surface, budget = setup(PlatformProfile(max_text=300))
+    fake, surface, pacer = setup(PlatformProfile(max_text=300))
     code = "".join(f"    print('line {index}')  # explain\n" for index in range(60))
     answer = "Here is the script:\n\n```python\n" + code + "```\n\nThat is all. " + "bye " * 80
     pieces = [answer[i : i + 7] for i in range(0, len(answer), 7)]
     producer = Producer(fake, pieces, every=0.05)
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer))
     assert result.landed and surface.rate_limited == 0
     assert result.text == answer.rstrip()
     assert "".join(chunk.body for chunk in result.chunks) == result.text
@@ -204,25 +218,25 @@ async def test_long_answers_continue_in_new_messages_with_code_fences_intact() -
 
 
 async def test_a_reply_cut_by_max_tokens_is_marked() -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
     producer = Producer(fake, words(20), end=StreamEnd("length"))
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer))
     assert result.finish_reason == "length"
     assert result.text == producer.full.rstrip() + "\n\n" + LENGTH_NOTE
     assert surface.texts_in(PLACE) == [result.text]
 
 
 async def test_a_stream_that_stops_normally_gets_no_note() -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
     producer = Producer(fake, words(20), end=StreamEnd("stop"))
-    await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    await fake.run(render_stream(producer.stream(), surface, PLACE, pacer))
     assert surface.texts_in(PLACE) == [producer.full.rstrip()]
 
 
 async def test_an_interrupted_stream_is_marked_and_closed() -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
     producer = Producer(fake, words(50), fail_after=30)
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer))
     assert result.interrupted and isinstance(result.error, ConnectionError)
     assert result.text == "".join(words(30)).rstrip() + "\n\n" + INTERRUPTED_NOTE
     assert surface.texts_in(PLACE) == [result.text]
@@ -230,14 +244,14 @@ async def test_an_interrupted_stream_is_marked_and_closed() -> None:
 
 
 async def test_errors_that_are_not_interruptions_propagate_after_the_text_lands() -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
 
     async def buggy() -> AsyncIterator[str]:
         yield "partial answer"
         await fake.sleep(1.0)
         raise ValueError("a bug in the adapter")
 
-    outbox = Outbox(SurfaceRegistry([surface]), budget)
+    outbox = Outbox(SurfaceRegistry([surface]), pacer)
     renderer = StreamRenderer(outbox, PLACE, interrupt_errors=(ConnectionError,))
     with pytest.raises(ValueError, match="a bug"):
         await fake.run(renderer.render(buggy()))
@@ -246,29 +260,29 @@ async def test_errors_that_are_not_interruptions_propagate_after_the_text_lands(
 
 
 async def test_empty_and_broken_answers_still_say_something() -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
     empty = await fake.run(
-        render_stream(Producer(fake, ["", "  "]).stream(), surface, PLACE, budget)
+        render_stream(Producer(fake, ["", "  "]).stream(), surface, PLACE, pacer)
     )
     assert surface.messages[empty.messages[0].message_id].text == EMPTY_NOTE
     broken = Producer(fake, ["x"], fail_after=0)
-    result = await fake.run(render_stream(broken.stream(), surface, PLACE, budget))
+    result = await fake.run(render_stream(broken.stream(), surface, PLACE, pacer))
     assert surface.messages[result.messages[0].message_id].text == INTERRUPTED_NOTE
 
 
 async def test_typing_shows_until_the_first_text_which_is_posted_at_once() -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
     producer = Producer(fake, words(5), first_delay=20.0)
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer))
     assert surface.typing_at == [0.0, TYPING_EVERY_SECONDS, 2 * TYPING_EVERY_SECONDS]
     assert writes_of(surface, result)[0].at == 20.0
 
 
 async def test_a_placeholder_is_posted_before_the_first_text_and_replaced() -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
     producer = Producer(fake, words(5), first_delay=3.0)
     result = await fake.run(
-        render_stream(producer.stream(), surface, PLACE, budget, placeholder="_thinking…_")
+        render_stream(producer.stream(), surface, PLACE, pacer, placeholder="_thinking…_")
     )
     writes = writes_of(surface, result)
     assert (writes[0].at, writes[0].text) == (0.0, "_thinking…_")
@@ -277,9 +291,9 @@ async def test_a_placeholder_is_posted_before_the_first_text_and_replaced() -> N
 
 
 async def test_retry_after_is_honoured_and_the_final_text_still_lands() -> None:
-    fake, surface, budget = setup(flaky_every=3, flaky_retry_after=2.5)
+    fake, surface, pacer = setup(flaky_every=3, flaky_retry_after=2.5)
     producer = Producer(fake, words(350), every=0.05)
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer))
     assert result.landed and surface.texts_in(PLACE) == [producer.full.rstrip()]
     assert result.rate_limited == surface.rate_limited > 3
     for refused_at, retry_after in surface.refusals:
@@ -288,14 +302,14 @@ async def test_retry_after_is_honoured_and_the_final_text_still_lands() -> None:
 
 
 async def test_slack_limits_per_message_and_per_workspace_are_respected() -> None:
-    fake, surface, budget = setup(SLACK)
+    fake, surface, pacer = setup(SLACK)
     places = [Place("fake", "w1", f"c{index}") for index in range(3)]
     producers = [Producer(fake, words(450, f"p{index}x"), every=0.05) for index in range(3)]
 
     async def everyone() -> list[RenderResult]:
         return await asyncio.gather(
             *(
-                render_stream(p.stream(), surface, place, budget)
+                render_stream(p.stream(), surface, place, pacer)
                 for p, place in zip(producers, places, strict=True)
             )
         )
@@ -310,16 +324,20 @@ async def test_slack_limits_per_message_and_per_workspace_are_respected() -> Non
     assert all(len([t for t in stamps if s <= t < s + 60]) <= 50 for s in stamps)
 
 
+class EditRefusingSurface(RateLimitingSurface):
+    """A platform that takes posts but refuses every edit ("retry after 1000 s")."""
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        self._refuse(1000.0)
+
+
 async def test_the_final_wait_is_bounded_when_the_platform_keeps_refusing() -> None:
-    fake, surface, budget = setup()
+    fake = FakeClock()
+    surface, pacer = EditRefusingSurface(fake.monotonic, DISCORD), Pacer(fake.clock, margin=0.0)
     producer = Producer(fake, words(10))
 
-    async def refuse_edits(ref: object, message: object) -> None:
-        surface._refuse(1000.0)
-
-    surface.edit = refuse_edits
     result = await fake.run(
-        render_stream(producer.stream(), surface, PLACE, budget, final_timeout=30.0)
+        render_stream(producer.stream(), surface, PLACE, pacer, final_timeout=30.0)
     )
     assert not result.landed
     assert result.text == producer.full.rstrip()
@@ -327,11 +345,11 @@ async def test_the_final_wait_is_bounded_when_the_platform_keeps_refusing() -> N
 
 
 async def test_cancelling_a_render_closes_the_stream() -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
     producer = Producer(fake, words(1000), every=0.1)
 
     async def cancel_soon() -> None:
-        task = asyncio.ensure_future(render_stream(producer.stream(), surface, PLACE, budget))
+        task = asyncio.ensure_future(render_stream(producer.stream(), surface, PLACE, pacer))
         await fake.sleep(5.0)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -342,49 +360,49 @@ async def test_cancelling_a_render_closes_the_stream() -> None:
     assert len(producer.text) < len(producer.full)
 
 
-async def test_budget_serves_urgent_writes_first_and_honours_deadlines() -> None:
+async def test_the_pacer_serves_urgent_writes_first_and_honours_deadlines() -> None:
     fake = FakeClock()
-    budget = Pacer(fake.clock, margin=0.0)
-    limits = PlatformProfile(edits_per_window_per_channel=1, edit_window_seconds=10.0)
+    pacer = Pacer(fake.clock, margin=0.0)
+    profile = PlatformProfile(edits_per_window_per_channel=1, edit_window_seconds=10.0)
     order: list[str] = []
 
     async def write(name: str, urgent: bool) -> None:
-        await budget.acquire(PLACE, limits, urgent=urgent)
+        await pacer.acquire(PLACE, profile, urgent=urgent)
         order.append(name)
 
     async def scenario() -> None:
         await write("first", False)
         await asyncio.gather(write("interim", False), write("final", True))
         with pytest.raises(PacingTimeout):
-            await budget.acquire(PLACE, limits, urgent=True, deadline=fake.now + 5.0)
+            await pacer.acquire(PLACE, profile, urgent=True, deadline=fake.now + 5.0)
 
     await fake.run(scenario())
     assert order == ["first", "final", "interim"]
-    assert budget.granted == 3
+    assert pacer.granted == 3
 
 
-async def test_budgets_of_idle_channels_are_forgotten() -> None:
+async def test_windows_of_idle_channels_are_forgotten() -> None:
     fake = FakeClock()
-    budget = Pacer(fake.clock, margin=0.0)
+    pacer = Pacer(fake.clock, margin=0.0)
 
     async def one_write_per_channel() -> None:
         for index in range(SWEEP_EVERY_GRANTS):
-            await budget.acquire(Place("fake", "w", f"c{index}"), DISCORD, urgent=True)
+            await pacer.acquire(Place("fake", "w", f"c{index}"), DISCORD, urgent=True)
             await fake.sleep(0.1)
 
     await fake.run(one_write_per_channel())
-    assert budget.channels_tracked < 60
+    assert pacer.channels_tracked < 60
 
 
-async def test_a_thread_shares_its_channel_budget() -> None:
-    fake, surface, budget = setup()
+async def test_a_thread_shares_its_channel_window() -> None:
+    fake, surface, pacer = setup()
     thread = PLACE.in_thread("t1")
     producers = [Producer(fake, words(100, "a")), Producer(fake, words(100, "b"))]
 
     async def both() -> tuple[RenderResult, RenderResult]:
         return await asyncio.gather(
-            render_stream(producers[0].stream(), surface, PLACE, budget),
-            render_stream(producers[1].stream(), surface, thread, budget),
+            render_stream(producers[0].stream(), surface, PLACE, pacer),
+            render_stream(producers[1].stream(), surface, thread, pacer),
         )
 
     await fake.run(both())

@@ -28,20 +28,20 @@ ORIGIN = Command(user=User("u1"), place=PLACE, name="chat")
 
 
 def setup(
-    limits: PlatformProfile = SLACK, *, window_seconds: float = 300.0, decline: bool = False
+    profile: PlatformProfile = SLACK, *, window_seconds: float = 300.0, decline: bool = False
 ) -> tuple[FakeClock, StreamingSurface, Pacer]:
     fake = FakeClock()
     surface = StreamingSurface(
-        fake.monotonic, limits, window_seconds=window_seconds, decline=decline
+        fake.monotonic, profile, window_seconds=window_seconds, decline=decline
     )
     return fake, surface, Pacer(fake.clock, margin=0.0)
 
 
 async def test_an_answer_is_streamed_natively_with_only_new_text_and_ends_exact() -> None:
-    fake, surface, budget = setup()
+    fake, surface, pacer = setup()
     producer = Producer(fake, words(200), every=0.05, end=StreamEnd("stop"))
 
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget, origin=ORIGIN))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer, origin=ORIGIN))
 
     final = producer.full.rstrip()
     assert result.landed and result.text == final and result.streamed == 1
@@ -55,28 +55,28 @@ async def test_an_answer_is_streamed_natively_with_only_new_text_and_ends_exact(
     assert surface.messages[stream.ref.message_id].origin is ORIGIN
 
 
-async def test_native_appends_are_budgeted_by_their_own_tier_not_the_edit_budget() -> None:
-    limits = PlatformProfile(
+async def test_native_appends_are_paced_by_their_own_tier_not_the_edit_window() -> None:
+    profile = PlatformProfile(
         max_text=4000,
         edits_per_window_per_channel=100,
         edit_window_seconds=5.0,
         edits_per_minute_per_workspace=5,
         writes_per_minute_per_workspace=TIERS,
     )
-    fake, surface, budget = setup(limits)
+    fake, surface, pacer = setup(profile)
     producer = Producer(fake, words(400), every=0.05)
 
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer))
 
     assert result.landed and surface.rate_limited == 0
     appends = [c for c in surface.stream_calls if c.kind == "stream_append"]
-    assert len(appends) > 5, "appends are not held to the 5-a-minute edit budget"
+    assert len(appends) > 5, "appends are not held to the 5-a-minute edit window"
     stamps = [c.at for c in appends]
     assert all(len([t for t in stamps if s <= t < s + 60]) <= 100 for s in stamps)
 
 
 async def test_long_answers_continue_in_new_streams_without_taking_text_back() -> None:
-    fake, surface, budget = setup(
+    fake, surface, pacer = setup(
         PlatformProfile(max_text=300, writes_per_minute_per_workspace=TIERS)
     )
     code = "".join(f"    print('line {index}')  # explain\n" for index in range(40))
@@ -84,7 +84,7 @@ async def test_long_answers_continue_in_new_streams_without_taking_text_back() -
     pieces = [answer[i : i + 7] for i in range(0, len(answer), 7)]
     producer = Producer(fake, pieces, every=1.5)
 
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer))
 
     assert result.landed and result.text == answer.rstrip()
     finals = [surface.messages[ref.message_id].text for ref in result.messages]
@@ -100,10 +100,10 @@ async def test_long_answers_continue_in_new_streams_without_taking_text_back() -
 
 
 async def test_a_surface_that_declines_streaming_gets_posts_and_edits() -> None:
-    fake, surface, budget = setup(decline=True)
+    fake, surface, pacer = setup(decline=True)
     producer = Producer(fake, words(60), every=0.05)
 
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer))
 
     assert result.landed and result.streamed == 0 and surface.starts_asked == 1
     assert surface.texts_in(PLACE) == [producer.full.rstrip()]
@@ -113,10 +113,10 @@ async def test_a_surface_that_declines_streaming_gets_posts_and_edits() -> None:
 
 
 async def test_a_stream_the_platform_ended_is_finished_with_an_edit() -> None:
-    fake, surface, budget = setup(window_seconds=2.0)
+    fake, surface, pacer = setup(window_seconds=2.0)
     producer = Producer(fake, words(100), every=0.05)
 
-    result = await fake.run(render_stream(producer.stream(), surface, PLACE, budget))
+    result = await fake.run(render_stream(producer.stream(), surface, PLACE, pacer))
 
     final = producer.full.rstrip()
     assert result.landed and result.text == final

@@ -106,7 +106,7 @@ async def test_replies_in_the_channel_continue_a_thread_conversation(world: Chat
 
 
 async def test_reply_chain_when_threads_are_unavailable(tmp_path: Path) -> None:
-    platform = ThreadlessPlatform(limits=ROOMY)
+    platform = ThreadlessPlatform(profile=ROOMY)
     async with chat_world(tmp_path, platform=platform) as world:
         bob = world.actor(BOB, CHANNEL)
         asked = await bob.say("words: 450", mention=True)

@@ -20,7 +20,7 @@ class RecordingPlatform(FakePlatform):
     """Records the order of typing indicators and posts."""
 
     def __init__(self) -> None:
-        super().__init__(limits=ROOMY)
+        super().__init__(profile=ROOMY)
         self.log: list[str] = []
 
     async def typing(self, place: Place) -> None:
@@ -120,8 +120,8 @@ async def test_a_provider_failure_is_reported_and_the_question_kept(tmp_path: Pa
 
 
 async def test_streaming_respects_the_platform_budget(tmp_path: Path) -> None:
-    limits = PlatformProfile(max_text=400, edits_per_window_per_channel=3, edit_window_seconds=0.4)
-    platform = FakePlatform(limits=limits, enforce_budget=True)
+    profile = PlatformProfile(max_text=400, edits_per_window_per_channel=3, edit_window_seconds=0.4)
+    platform = FakePlatform(profile=profile, enforce_budget=True)
     async with chat_world(tmp_path, platform=platform, config=sim_config(time_scale=1.0)) as world:
         await world.actor().say("words: 160")
         posted = world.posted_in(DM)

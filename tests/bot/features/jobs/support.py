@@ -134,7 +134,7 @@ async def bare_engines(
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(await SqliteStore.open(db, clock=clock))
         provider = await stack.enter_async_context(ProviderClient(settings.api))
-        fake = platform or FakePlatform(limits=ROOMY)
+        fake = platform or FakePlatform(profile=ROOMY)
         surfaces = SurfaceRegistry([fake])
         engines = build_job_engines(settings, store, provider, Outbox(surfaces), clock=clock)
         stack.push_async_callback(engines.media.aclose)

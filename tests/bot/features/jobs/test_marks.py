@@ -19,7 +19,7 @@ class HoldsTheFirstEdit(FakePlatform):
     """Holds the first edit of a message after ``hold`` is set until ``release`` is set."""
 
     def __init__(self) -> None:
-        super().__init__(limits=ROOMY)
+        super().__init__(profile=ROOMY)
         self.hold = False
         self.holding = asyncio.Event()
         self.release = asyncio.Event()

@@ -32,7 +32,7 @@ from tests.bot.features.jobs.support import bare_engines
 from tests.bot.harness import PLACE, ROOMY, harness
 from tests.fakes.clock import FakeClock
 from tests.fakes.platform import FakePlatform
-from tests.fakes.surface import BudgetSurface
+from tests.fakes.surface import RateLimitingSurface
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
@@ -46,8 +46,8 @@ class OutagePlatform(FakePlatform):
     """A fake platform whose result writes (messages with images, posted or edited in) fail
     while ``outage`` is above zero, each failure counting it down (``None``: fail forever)."""
 
-    def __init__(self, outage: int | None, limits: PlatformProfile = ROOMY) -> None:
-        super().__init__(limits=limits)
+    def __init__(self, outage: int | None, profile: PlatformProfile = ROOMY) -> None:
+        super().__init__(profile=profile)
         self.outage = outage
         self.failed_posts = 0
 
@@ -79,11 +79,11 @@ class Clock:
         return self.now
 
 
-@pytest.mark.parametrize("limits", [ROOMY, SLACK_LIKE], ids=["edited-in", "posted"])
+@pytest.mark.parametrize("profile", [ROOMY, SLACK_LIKE], ids=["edited-in", "posted"])
 async def test_a_short_outage_delays_the_result_instead_of_losing_it(
-    tmp_path: Path, limits: PlatformProfile
+    tmp_path: Path, profile: PlatformProfile
 ) -> None:
-    platform = OutagePlatform(outage=5, limits=limits)
+    platform = OutagePlatform(outage=5, profile=profile)
     async with harness(tmp_path, time_scale=0.003, platform=platform) as bot:
         bot.jobs.delivery.retry = DeliveryRetry(first_delay=0.01, max_delay=0.04, give_up_after=5)
         await bot.actor().command("imagine", prompt="a fox")
@@ -177,7 +177,7 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
     discord = PlatformProfile(
         max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0
     )
-    surface = BudgetSurface(fake.monotonic, discord, latency=latency, sleep=fake.sleep)
+    surface = RateLimitingSurface(fake.monotonic, discord, latency=latency, sleep=fake.sleep)
     surfaces = SurfaceRegistry([surface])
     store = await SqliteStore.open(tmp_path / "genbot.db")
     try:
@@ -203,7 +203,7 @@ class LostAnswerPlatform(FakePlatform):
     arrive (the call fails after the platform showed the message)."""
 
     def __init__(self, lost: int) -> None:
-        super().__init__(limits=SLACK_LIKE)
+        super().__init__(profile=SLACK_LIKE)
         self.lost = lost
 
     async def send(
@@ -257,8 +257,8 @@ class DyingPlatform(FakePlatform):
     """A fake platform that shows the first result (posted or edited in), then the process
     "dies": the call never returns (its task is cancelled), so nothing after it runs."""
 
-    def __init__(self, limits: PlatformProfile = SLACK_LIKE) -> None:
-        super().__init__(limits=limits)
+    def __init__(self, profile: PlatformProfile = SLACK_LIKE) -> None:
+        super().__init__(profile=profile)
         self.died = False
 
     def _die(self, message: OutMessage) -> None:
@@ -278,11 +278,11 @@ class DyingPlatform(FakePlatform):
         self._die(message)
 
 
-@pytest.mark.parametrize("limits", [ROOMY, SLACK_LIKE], ids=["edited-in", "posted"])
+@pytest.mark.parametrize("profile", [ROOMY, SLACK_LIKE], ids=["edited-in", "posted"])
 async def test_a_result_shown_just_before_a_crash_is_not_shown_twice(
-    tmp_path: Path, limits: PlatformProfile
+    tmp_path: Path, profile: PlatformProfile
 ) -> None:
-    clock, platform = Clock(), DyingPlatform(limits)
+    clock, platform = Clock(), DyingPlatform(profile)
     async with serve(MANUAL) as sim:
         async with bare_engines(sim, tmp_path, clock=clock, platform=platform) as first:
             job = await first.engines.images.imagine(ALICE_IMAGINES, "a fox")
@@ -302,7 +302,7 @@ async def test_a_result_shown_just_before_a_crash_is_not_shown_twice(
     assert again is not None and again.status == "posted"
     assert list(platform.messages) == [again.result_message_id]
     assert results_of(platform, job.id) == [again.result_message_id]
-    if limits.edits_add_images:
+    if profile.edits_add_images:
         assert again.result_message_id == again.progress_message_id
         assert [m for m in platform.sent if m.images] == []
         shown = platform.messages[again.result_message_id or ""].history
@@ -313,7 +313,7 @@ async def test_a_result_shown_just_before_a_crash_is_not_shown_twice(
 
 
 async def test_a_slack_like_platform_keeps_one_message_per_job(tmp_path: Path) -> None:
-    platform = FakePlatform(limits=SLACK_LIKE)
+    platform = FakePlatform(profile=SLACK_LIKE)
     async with harness(tmp_path, time_scale=0.003, platform=platform) as bot:
         await bot.actor().command("imagine", prompt="a fox")
         job = await bot.latest_job()
@@ -327,7 +327,7 @@ async def test_a_slack_like_platform_keeps_one_message_per_job(tmp_path: Path) -
 
 
 async def test_a_deleted_progress_message_gets_a_new_result_post(tmp_path: Path) -> None:
-    clock, platform = Clock(), FakePlatform(limits=ROOMY)
+    clock, platform = Clock(), FakePlatform(profile=ROOMY)
     async with (
         serve(MANUAL) as sim,
         bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,

@@ -43,7 +43,7 @@ def second_line(text: str) -> str:
 
 
 async def test_progress_moves_and_the_same_message_becomes_the_grid(tmp_path: Path) -> None:
-    clock, platform = Clock(), FakePlatform(limits=ROOMY)
+    clock, platform = Clock(), FakePlatform(profile=ROOMY)
     async with (
         serve(MANUAL) as sim,
         bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
@@ -104,7 +104,7 @@ async def test_progress_moves_and_the_same_message_becomes_the_grid(tmp_path: Pa
 
 
 async def test_progress_names_the_place_among_the_requesters_jobs(tmp_path: Path) -> None:
-    clock, platform = Clock(), FakePlatform(limits=ROOMY)
+    clock, platform = Clock(), FakePlatform(profile=ROOMY)
     async with (
         serve(MANUAL) as sim,
         bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
@@ -175,7 +175,7 @@ def test_the_time_left_is_said_only_before_the_usual_and_longer_only_past_the_lo
 
 
 async def test_a_process_that_lost_a_job_no_longer_shows_its_progress(tmp_path: Path) -> None:
-    clock, platform = Clock(), FakePlatform(limits=ROOMY)
+    clock, platform = Clock(), FakePlatform(profile=ROOMY)
     async with (
         serve(MANUAL) as sim,
         bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,

@@ -20,7 +20,7 @@ class PreviewingPlatform(FakePlatform):
     """A fake platform that, like Discord and Slack, shows private messages with images."""
 
     def __init__(self) -> None:
-        super().__init__(limits=ROOMY)
+        super().__init__(profile=ROOMY)
         self.private: list[tuple[Event, OutMessage]] = []
 
     async def send_private(self, origin: Event, message: OutMessage) -> None:

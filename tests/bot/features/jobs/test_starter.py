@@ -40,7 +40,7 @@ async def test_a_start_the_database_cuts_short_is_answered_once_and_settled_late
     tmp_path: Path,
 ) -> None:
     now = [1_800_000_000.0]
-    platform = ReadOnlyAfterProgress(limits=ROOMY)
+    platform = ReadOnlyAfterProgress(profile=ROOMY)
     async with (
         serve(MANUAL) as sim,
         bare_engines(sim, tmp_path, clock=lambda: now[0], platform=platform) as bare,
@@ -86,7 +86,7 @@ class TakenOverWhileShown(FakePlatform):
 
 
 async def test_a_job_taken_over_before_it_is_sent_is_not_sent(tmp_path: Path) -> None:
-    platform = TakenOverWhileShown(limits=ROOMY)
+    platform = TakenOverWhileShown(profile=ROOMY)
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
         platform.store = bare.store
         job = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
@@ -99,7 +99,7 @@ async def test_a_job_taken_over_before_it_is_sent_is_not_sent(tmp_path: Path) ->
 
 
 async def test_a_command_handled_twice_starts_one_job(tmp_path: Path) -> None:
-    platform = FakePlatform(limits=ROOMY)
+    platform = FakePlatform(profile=ROOMY)
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
         command = Command(user=User("alice"), place=PLACE, name="imagine", key="fake:m1")
         first = await bare.engines.images.imagine(command, "a red fox")

@@ -107,7 +107,7 @@ async def test_a_job_being_created_at_a_restart_is_unknown_and_its_webhook_adopt
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "genbot.db"
-    platform = FakePlatform(limits=ROOMY)
+    platform = FakePlatform(profile=ROOMY)
     progress = await platform.send(PLACE, OutMessage(text="⏳ **Imagine** — a fox"))
     async with serve(MANUAL) as sim:
         async with await SqliteStore.open(db) as store:

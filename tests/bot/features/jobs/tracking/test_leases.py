@@ -90,7 +90,7 @@ async def jobs_of(process: Process, jobs: list[Job]) -> list[Job]:
 async def test_a_dead_processs_jobs_are_taken_over_and_each_posted_once(
     postgres: PostgresCluster,
 ) -> None:
-    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    url, platform = postgres.create_database(), FakePlatform(profile=ROOMY)
     async with serve(MANUAL) as sim:
         async with process_on(sim, url, platform, dies=True) as dead:
             created = [
@@ -113,7 +113,7 @@ async def test_a_dead_processs_jobs_are_taken_over_and_each_posted_once(
 async def test_a_live_process_keeps_its_jobs_and_posts_them_itself(
     postgres: PostgresCluster,
 ) -> None:
-    url, platform, lease = postgres.create_database(), FakePlatform(limits=ROOMY), 2.0
+    url, platform, lease = postgres.create_database(), FakePlatform(profile=ROOMY), 2.0
     async with serve(MANUAL) as sim, process_on(sim, url, platform, lease=lease) as owner:
         await owner.engines.tracker.start()
         jobs = [await owner.engines.images.imagine(ALICE_IMAGINES, f"a fox {n}") for n in range(2)]
@@ -138,7 +138,7 @@ async def test_a_live_process_keeps_its_jobs_and_posts_them_itself(
 async def test_a_webhook_received_by_another_process_wakes_the_owner(
     postgres: PostgresCluster,
 ) -> None:
-    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    url, platform = postgres.create_database(), FakePlatform(profile=ROOMY)
     slow: dict[str, Any] = {"poll_interval_min": 60.0, "poll_interval_max": 120.0, "lease": 2.0}
     async with serve(MANUAL) as sim, process_on(sim, url, platform, **slow) as owner:
         job = await owner.engines.images.imagine(ALICE_IMAGINES, "a fox")
@@ -171,7 +171,7 @@ def task_ids_read(proxy: FaultyProxy) -> list[str]:
 
 
 async def test_each_process_polls_only_the_jobs_it_owns(postgres: PostgresCluster) -> None:
-    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    url, platform = postgres.create_database(), FakePlatform(profile=ROOMY)
     roomy: dict[str, Any] = {"lease": 5.0, "max_concurrent_jobs_per_user": 6}
     async with (
         serve(MANUAL) as sim,
@@ -236,7 +236,7 @@ async def beating(*processes: Process) -> AsyncIterator[None]:
 async def test_after_an_outage_nobody_takes_the_jobs_of_a_process_that_renews_in_time(
     postgres: PostgresCluster,
 ) -> None:
-    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    url, platform = postgres.create_database(), FakePlatform(profile=ROOMY)
     lease = SHARED_LEASE
     async with serve(MANUAL) as sim, process_on(sim, url, platform, lease=lease) as live:
         jobs = [await create_job(live.store.admission, pending_job(n)) for n in range(4)]
@@ -250,7 +250,7 @@ async def test_after_an_outage_nobody_takes_the_jobs_of_a_process_that_renews_in
 
 
 async def test_a_takeover_claims_only_a_fair_share(postgres: PostgresCluster) -> None:
-    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    url, platform = postgres.create_database(), FakePlatform(profile=ROOMY)
     lease = SHARED_LEASE
     async with serve(MANUAL) as sim:
         async with process_on(sim, url, platform, dies=True, lease=lease) as dead:
@@ -288,7 +288,7 @@ async def until_holding(process: Process, jobs: list[Job], count: int) -> None:
 
 
 async def test_a_process_that_joins_gets_its_share_of_the_load(postgres: PostgresCluster) -> None:
-    url, platform = postgres.create_database(), FakePlatform(limits=ROOMY)
+    url, platform = postgres.create_database(), FakePlatform(profile=ROOMY)
     lease = SHARED_LEASE
     async with serve(MANUAL) as sim, process_on(sim, url, platform, lease=lease) as busy:
         jobs = [await create_job(busy.store.admission, pending_job(n)) for n in range(10)]
@@ -318,7 +318,7 @@ def heartbeat_failures() -> float:
 async def test_a_slow_platform_neither_holds_up_the_heartbeat_nor_cuts_a_takeover_short(
     postgres: PostgresCluster,
 ) -> None:
-    url, platform, lease = postgres.create_database(), SlowEdits(limits=ROOMY), SHARED_LEASE
+    url, platform, lease = postgres.create_database(), SlowEdits(profile=ROOMY), SHARED_LEASE
     async with serve(MANUAL) as sim:
         async with process_on(sim, url, platform, dies=True, lease=lease) as dead:
             job = await create_job(dead.store.admission, replace(pending_job(1), status="creating"))

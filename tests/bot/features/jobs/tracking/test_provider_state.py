@@ -57,7 +57,7 @@ class HeldEdits(FakePlatform):
     """Once :attr:`holding`, holds every edit until :attr:`release` is set."""
 
     def __init__(self) -> None:
-        super().__init__(limits=ROOMY)
+        super().__init__(profile=ROOMY)
         self.holding = False
         self.release = asyncio.Event()
         self.held = 0
@@ -94,7 +94,7 @@ async def test_a_poll_round_does_not_wait_for_progress_edits(tmp_path: Path) -> 
 async def test_the_delivery_pass_reads_only_the_ids_of_jobs_waiting_for_delivery(
     tmp_path: Path,
 ) -> None:
-    unpaced = FakePlatform(limits=PlatformProfile(edits_per_window_per_channel=10**9))
+    unpaced = FakePlatform(profile=PlatformProfile(edits_per_window_per_channel=10**9))
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=unpaced) as bare:
         jobs = await in_flight(bare, 3)
         for job in jobs:

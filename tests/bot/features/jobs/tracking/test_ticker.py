@@ -54,7 +54,7 @@ def alice_imagines() -> Command:
 
 
 async def test_each_process_ticks_only_the_jobs_it_holds(postgres: PostgresCluster) -> None:
-    url, clock, platform = postgres.create_database(), Clock(), FakePlatform(limits=ROOMY)
+    url, clock, platform = postgres.create_database(), Clock(), FakePlatform(profile=ROOMY)
     async with (
         serve(MANUAL) as sim,
         process_on(sim, url, platform, clock) as first,

@@ -50,7 +50,7 @@ async def test_a_restart_delivers_every_job_exactly_once_and_old_buttons_work(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "genbot.db"
-    platform = FakePlatform(limits=ROOMY)
+    platform = FakePlatform(profile=ROOMY)
     async with serve(MANUAL) as sim:
         async with running_genbot(sim, db, platform=platform, limits=ROOMY_CAPS) as first:
             alice = first.actor()
@@ -253,7 +253,7 @@ async def test_job_messages_share_the_edit_budget_and_are_never_rate_limited(
     tmp_path: Path,
 ) -> None:
     tight = PlatformProfile(edits_per_window_per_channel=4, edit_window_seconds=0.4)
-    platform = FakePlatform(limits=tight, enforce_budget=True)
+    platform = FakePlatform(profile=tight, enforce_budget=True)
     async with harness(tmp_path, time_scale=0.01, platform=platform) as bot:
         alice = bot.actor()
         await asyncio.gather(
@@ -326,7 +326,7 @@ async def test_jobs_waiting_for_a_webhook_are_polled_once_webhooks_are_off(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "genbot.db"
-    platform = FakePlatform(limits=ROOMY)
+    platform = FakePlatform(profile=ROOMY)
     async with serve(MANUAL) as sim:
         async with running_genbot(sim, db, platform=platform, webhooks=True) as first:
             await first.actor().command("imagine", prompt="a red fox")
@@ -342,7 +342,7 @@ async def test_jobs_waiting_for_a_webhook_are_polled_once_webhooks_are_off(
 async def test_a_late_poll_answer_leaves_the_finished_progress_message_alone(
     tmp_path: Path,
 ) -> None:
-    unpaced = FakePlatform(limits=PlatformProfile(edits_per_window_per_channel=10**9))
+    unpaced = FakePlatform(profile=PlatformProfile(edits_per_window_per_channel=10**9))
     async with harness(tmp_path, sim_config=MANUAL, platform=unpaced) as bot:
         await bot.actor().command("imagine", prompt="a fox")
         snapshot = await bot.latest_job()
@@ -411,7 +411,7 @@ async def test_resuming_leaves_the_jobs_this_process_is_creating_alone(tmp_path:
 async def test_a_progress_message_posted_just_before_a_crash_tells_what_happened(
     tmp_path: Path,
 ) -> None:
-    platform, now = FakePlatform(limits=ROOMY), [1_800_000_000.0]
+    platform, now = FakePlatform(profile=ROOMY), [1_800_000_000.0]
     async with (
         serve(MANUAL) as sim,
         bare_engines(sim, tmp_path, clock=lambda: now[0], platform=platform) as bare,
@@ -461,7 +461,7 @@ class LatePollPlatform(FakePlatform):
     """Runs ``late`` (a stale poll answer) while the job's outcome edit is under way."""
 
     def __init__(self) -> None:
-        super().__init__(limits=PlatformProfile(edits_per_window_per_channel=10**9))
+        super().__init__(profile=PlatformProfile(edits_per_window_per_channel=10**9))
         self.late: Callable[[], Awaitable[bool]] | None = None
         self.late_answer: asyncio.Future[bool] | None = None
 
@@ -539,7 +539,7 @@ class ReadOnlyAfterResult(FakePlatform):
 async def test_a_delivery_whose_outcome_was_not_recorded_is_released_and_posted_once(
     tmp_path: Path,
 ) -> None:
-    platform = ReadOnlyAfterResult(limits=ROOMY)
+    platform = ReadOnlyAfterResult(profile=ROOMY)
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
         store, tracker = bare.store, bare.engines.tracker
         job = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
