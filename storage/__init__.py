@@ -46,19 +46,6 @@ from storage.records.chat import (
     ConversationKey as ConversationKey,
     ConversationKind as ConversationKind,
 )
-from storage.records.job_params import (
-    BlendParams as BlendParams,
-    DescribeParams as DescribeParams,
-    DiffusionParams as DiffusionParams,
-    ImageParams as ImageParams,
-    JobParams as JobParams,
-    JobResult as JobResult,
-    ResultChange as ResultChange,
-    adding_pressed as adding_pressed,
-    adding_refused as adding_refused,
-    params_of as params_of,
-    result_with as result_with,
-)
 from storage.records.moderation import ModerationRule as ModerationRule, Offence as Offence
 from storage.records.jobs import (
     ACTIVE_STATUSES as ACTIVE_STATUSES,
@@ -80,6 +67,7 @@ from storage.records.jobs import (
     NewJob as NewJob,
     Lease as Lease,
     QuotaRefusal as QuotaRefusal,
+    ResultChange as ResultChange,
     TaskType as TaskType,
     new_job_id as new_job_id,
 )

@@ -9,7 +9,6 @@ from typing import Any, Final
 
 from storage.errors import StorageError, check_word
 from storage.queries.base import Clock
-from storage.records.job_params import ResultChange
 from storage.records.jobs import (
     ALL_STATUSES,
     JOB_TRANSITIONS,
@@ -19,6 +18,7 @@ from storage.records.jobs import (
     JobMove,
     JobStatus,
     Lease,
+    ResultChange,
 )
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Row, Session, from_json, to_json

@@ -1,14 +1,14 @@
 """The job records: the job vocabulary (types, families, statuses and their transitions), a
 new job, a stored job, quota checks and the platform messages that belong to a job.
 
-A job's parameters and result are typed in :mod:`storage.records.job_params`; the processes
-that hold jobs (leases) are described here too.
+A job's parameters and result are JSON here; the processes that hold jobs (leases) are
+described here too.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
@@ -106,6 +106,9 @@ JOB_TRANSITIONS: Final[Mapping[JobStatus, frozenset[JobStatus]]] = {
 ``unknown`` may only be adopted (in flight, finished, failed), never created again."""
 
 JOB_ID_MAX = 16
+ResultChange = Callable[[dict[str, Any]], dict[str, Any] | None]
+"""A job's stored result → the result to store instead (None: leave it as it is); its typed
+reading is the jobs feature's (:mod:`bot.features.jobs.params`)."""
 
 
 def new_job_id() -> str:

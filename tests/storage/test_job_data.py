@@ -1,90 +1,19 @@
-"""Typed job parameters and results: the JSON shape genbot always stored is what they write,
-and rows written before them read unchanged."""
+"""A job's parameters and result as storage keeps them: the typed views' JSON round-trips, and
+changes of one result from two processes all stay."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-import pytest
-
-from storage import (
-    BlendParams,
-    DescribeParams,
-    DiffusionParams,
+from bot.features.jobs.params import (
     ImageParams,
-    JobParams,
     JobResult,
-    Store,
     adding_pressed,
     adding_refused,
-    params_of,
-    result_with,
 )
-from tests.bot.features.jobs.support import job_record
+from storage import Store
 from tests.storage.conftest import new_job
 from tests.storage.helpers import create_job
-
-# Parameters exactly as genbot stored them before the typed models (one per type of job).
-OLD_ROWS: list[tuple[str, str, dict[str, Any], JobParams]] = [
-    (
-        "task",
-        "imagine",
-        {"aspect_ratio": None, "process_mode": "fast", "model_version": "6", "remix": False},
-        ImageParams(process_mode="fast", model_version="6"),
-    ),
-    (
-        "task",
-        "outpaint",
-        {
-            "aspect_ratio": "16:9",
-            "process_mode": None,
-            "model_version": "6",
-            "remix": True,
-            "zoom_ratio": "1.8",
-            "is_dm": True,
-        },
-        ImageParams(aspect_ratio="16:9", model_version="6", remix=True, zoom_ratio="1.8"),
-    ),
-    ("task", "seed", {}, ImageParams()),
-    (
-        "task",
-        "describe",
-        {"image_url": "https://files.example.com/cat.png", "process_mode": "relax"},
-        DescribeParams(image_url="https://files.example.com/cat.png", process_mode="relax"),
-    ),
-    (
-        "task",
-        "blend",
-        {
-            "image_urls": ["https://a.example/1.png", "https://a.example/2.png"],
-            "dimension": None,
-            "process_mode": "turbo",
-            "remix": False,
-        },
-        BlendParams(
-            image_urls=("https://a.example/1.png", "https://a.example/2.png"), process_mode="turbo"
-        ),
-    ),
-    (
-        "diffusion",
-        "txt2img",
-        {"endpoint": "txt2img", "body": {"prompt": "a fox", "width": 512}},
-        DiffusionParams(endpoint="txt2img", body={"prompt": "a fox", "width": 512}),
-    ),
-    ("diffusion", "img2img", {"body": {"prompt": "x"}}, DiffusionParams(body={"prompt": "x"})),
-]
-
-
-@pytest.mark.parametrize(("family", "job_type", "raw", "typed"), OLD_ROWS)
-def test_old_parameters_read_as_their_type(
-    family: str, job_type: str, raw: dict[str, Any], typed: JobParams
-) -> None:
-    job = new_job(family=family, type=job_type, parameters=raw)
-    assert params_of(job) == typed  # type: ignore[arg-type]
-    assert type(typed).from_json(typed.to_json()) == typed
-    old_shape = {k: v for k, v in raw.items() if v is not None and k != "is_dm"}
-    assert typed.to_json().items() >= old_shape.items()
 
 
 async def test_typed_parameters_are_stored_as_the_same_json(store: Store) -> None:
@@ -99,50 +28,6 @@ async def test_typed_parameters_are_stored_as_the_same_json(store: Store) -> Non
         "remix": False,
     }
     assert ImageParams.of(stored) == params
-
-
-def test_results_read_what_the_provider_and_genbot_wrote() -> None:
-    raw = {
-        "seed": 1234,
-        "prompts": ["a cat", "a cat, painted"],
-        "process_time": 12,
-        "image_id": "img-1",
-        "width": 1024,
-        "height": 512,
-        "pressed": ["upscale1", 7],
-        "refused_actions": "not a list",
-        "cancelled": True,
-        "unknown_key": "kept in the JSON, ignored here",
-    }
-    result = JobResult.from_json(raw)
-    assert (result.seed, result.prompts, result.process_time) == (
-        "1234",
-        ("a cat", "a cat, painted"),
-        12.0,
-    )
-    assert (result.size, result.pressed, result.refused_actions) == ((1024, 512), ("upscale1",), ())
-    assert (result.cancelled, result.timed_out, result.unconfirmed, result.accepted) == (
-        True,
-        False,
-        False,
-        False,
-    )
-    assert JobResult.from_json({}) == JobResult() and JobResult().size is None
-
-
-def test_noting_a_result_changes_only_what_is_given() -> None:
-    stored = {"seed": "7", "drafts": {"kept": "by another feature"}, "pressed": ["upscale1"]}
-    job = job_record(result=stored)
-    assert result_with(job, cancelled=True) == {**stored, "cancelled": True}
-    assert result_with(job, size=(512, 768), pressed=("upscale1", "reroll")) == {
-        **stored,
-        "width": 512,
-        "height": 768,
-        "pressed": ["upscale1", "reroll"],
-    }
-    assert result_with(job) == stored
-    noted = JobResult.from_json(result_with(job, timed_out=True, unconfirmed=True))
-    assert (noted.timed_out, noted.unconfirmed, noted.size) == (True, True, None)
 
 
 async def test_changes_of_one_result_from_two_processes_all_stay(

@@ -13,11 +13,12 @@ from typing import ClassVar
 
 from bot.features.jobs import wording
 from bot.features.jobs.messages import CANCEL_ACTION, JobMessages
+from bot.features.jobs.params import result_with
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import Referent, RefKind
-from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter, result_with
+from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter
 
 CANCELLABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"unknown"}
 

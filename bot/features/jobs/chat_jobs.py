@@ -4,9 +4,10 @@ conversation and, when the model needs the answer, wait for it."""
 from __future__ import annotations
 
 from bot.features.jobs.images import ImageJobs
+from bot.features.jobs.params import JobResult
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.kernel import Event
-from storage import Job, JobResult, JobStatus
+from storage import Job, JobStatus
 
 DONE_STATUSES: frozenset[JobStatus] = frozenset(
     {"finished", "posting", "posted", "failed", "reporting", "failed_posted", "create_failed"}

@@ -20,6 +20,7 @@ from bot.features.jobs.follow_ups import version_for
 from bot.features.jobs.forms import PROMPT_FIELD, pick_form
 from bot.features.jobs.images import PROCESS_MODES
 from bot.features.jobs.input_checks import check_form_prompt
+from bot.features.jobs.params import DescribeParams, ImageParams, JobResult
 from bot.features.jobs.starter import JobSpec, JobStarter
 from bot.kernel import (
     ButtonPress,
@@ -32,7 +33,7 @@ from bot.kernel import (
 )
 from bot.outbox import OpenForm, WritePolicy
 from bot.refs import Referent, RefKind
-from storage import DescribeParams, ImageParams, Job, JobResult, SettingsReader
+from storage import Job, SettingsReader
 
 AGAIN = "describe_again"
 ALL = "describe_all"

@@ -33,6 +33,7 @@ from bot.features.jobs.forms import (
     form_for,
     read_init,
 )
+from bot.features.jobs.params import DiffusionParams
 from bot.features.jobs.starter import JobSpec, JobStarter
 from bot.kernel import (
     Attachment,
@@ -51,7 +52,7 @@ from bot.kernel import (
 )
 from bot.outbox import OpenForm, WritePolicy
 from bot.refs import Referent, RefKind
-from storage import DiffusionParams, Job
+from storage import Job
 
 COMMON_FIELDS: dict[str, str] = {
     "prompt": "prompt",

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
-from storage import DiffusionParams, Job, JobResult
+from bot.features.jobs.params import DiffusionParams, JobResult
+from storage import Job
 
 MODELS_KEPT = 20
 

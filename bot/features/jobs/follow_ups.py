@@ -18,8 +18,9 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Literal
 
 from bot.features.jobs.buttons import MAX_BUTTONS_PER_ROW, task_buttons
+from bot.features.jobs.params import BlendParams, ImageParams, JobResult, params_of
 from bot.kernel import Button
-from storage import BlendParams, ImageParams, Job, JobResult, params_of
+from storage import Job
 
 log = logging.getLogger(__name__)
 

@@ -56,6 +56,7 @@ from bot.features.jobs.forms import (
 )
 from bot.features.jobs.input_checks import check_form_prompt, check_prompt
 from bot.features.jobs.masks import build_mask
+from bot.features.jobs.params import BlendParams, DescribeParams, ImageParams, JobResult
 from bot.features.jobs.region_preview import RegionPreviews
 from bot.features.jobs.starter import JobSpec, JobStarter
 from bot.kernel import (
@@ -75,15 +76,7 @@ from bot.kernel import (
 )
 from bot.outbox import OpenForm, WritePolicy
 from bot.refs import Referent, RefKind
-from storage import (
-    BlendParams,
-    DescribeParams,
-    EffectiveSettings,
-    ImageParams,
-    Job,
-    JobResult,
-    SettingsReader,
-)
+from storage import EffectiveSettings, Job, SettingsReader
 
 PROCESS_MODES: tuple[ProcessMode, ...] = get_args(ProcessMode)
 BLEND_DIMENSIONS: tuple[BlendDimension, ...] = get_args(BlendDimension)

@@ -54,6 +54,7 @@ from typing import Any
 
 from bot.features.jobs import wording
 from bot.features.jobs.experience import Experience
+from bot.features.jobs.params import JobResult, adding_pressed, result_with
 from bot.features.jobs.progress import ELAPSED_STEP, Position
 from bot.features.jobs.result_messages import ResultMessages, pressed_actions
 from bot.features.jobs.tracking.retry import DeliveryRetry
@@ -80,13 +81,10 @@ from storage import (
     Job,
     JobMessage,
     JobMessageKind,
-    JobResult,
     JobStatus,
     JobWriter,
     MessageLinks,
     StorageError,
-    adding_pressed,
-    result_with,
 )
 
 log = logging.getLogger(__name__)

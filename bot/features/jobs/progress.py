@@ -12,7 +12,8 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from storage import DiffusionParams, Job, params_of
+from bot.features.jobs.params import DiffusionParams, params_of
+from storage import Job
 
 ELAPSED_STEP = 5
 MODES = ("relax", "mixed", "fast", "turbo")

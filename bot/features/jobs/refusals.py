@@ -16,7 +16,8 @@ from bot.api.errors import ApiError, BadRequest, RefusalKind, TaskCreationRefuse
 from bot.features.jobs.buttons import LABELS
 from bot.features.jobs.follow_ups import refused_actions
 from bot.features.jobs.messages import JobMessages
-from storage import JobWriter, adding_refused
+from bot.features.jobs.params import adding_refused
+from storage import JobWriter
 
 log = logging.getLogger(__name__)
 

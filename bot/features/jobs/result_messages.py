@@ -13,6 +13,7 @@ from collections.abc import Collection
 from bot.features.jobs import wording
 from bot.features.jobs.buttons import describe_buttons, diffusion_buttons
 from bot.features.jobs.follow_ups import follow_up_buttons
+from bot.features.jobs.params import DescribeParams, JobResult
 from bot.kernel import (
     Button,
     ImageBytes,
@@ -24,7 +25,7 @@ from bot.kernel import (
     UnreadableImage,
 )
 from bot.outbox import Outbox
-from storage import DescribeParams, Job, JobResult
+from storage import Job
 
 log = logging.getLogger(__name__)
 

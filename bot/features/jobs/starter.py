@@ -57,6 +57,7 @@ from bot.features.jobs.admission import Admission, JobCaps
 from bot.features.jobs.forms import show_refused
 from bot.features.jobs.input_checks import check_attachment
 from bot.features.jobs.messages import JobMessages, TakenOver, cancel_buttons
+from bot.features.jobs.params import ImageParams, JobParams, JobResult
 from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.features.jobs.webhook_addresses import Webhook, WebhookAddresses
@@ -79,12 +80,9 @@ from bot.kernel import (
 from bot.outbox import OpenForm, Outbox, WritePolicy
 from storage import (
     ESTIMATED_CREDITS,
-    ImageParams,
     Job,
     JobAdmission,
     JobFamily,
-    JobParams,
-    JobResult,
     JobStatus,
     JobType,
     JobWriter,

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot.features.jobs.params import BlendParams, DiffusionParams, ImageParams, JobResult
 from bot.features.jobs.progress import ELAPSED_STEP, Estimates, Position, mode_of, status_text
 from bot.kernel import neutralize_mentions
-from storage import BlendParams, DiffusionParams, ImageParams, Job, JobResult
+from storage import Job
 
 SUBJECT_MAX = 300
 NO_CHARGE_NOTE = "_No credits were charged._"

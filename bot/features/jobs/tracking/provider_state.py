@@ -16,18 +16,11 @@ from typing import Any, Protocol
 from bot.api import ApiError, DiffusionFailed, DiffusionResponse, ProviderClient, TaskRecord
 from bot.features.jobs import wording
 from bot.features.jobs.messages import JobMessages
+from bot.features.jobs.params import result_with
 from bot.features.jobs.tracking.moves import MoveBatch
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.kernel import LimitsSettings
-from storage import (
-    ACTIVE_STATUSES,
-    IN_FLIGHT_STATUSES,
-    Job,
-    JobStatus,
-    JobTracking,
-    JobWriter,
-    result_with,
-)
+from storage import ACTIVE_STATUSES, IN_FLIGHT_STATUSES, Job, JobStatus, JobTracking, JobWriter
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Typed views of a job's ``parameters`` and its ``result``, which are stored as JSON.
+"""Typed views of a job's ``parameters`` and its ``result``, which storage keeps as JSON.
 
 A job's ``parameters`` are what genbot asked for, per type of job:
 
@@ -19,14 +19,11 @@ refused follow-ups, cancelled, timed out, unconfirmed, accepted, lost).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from storage.records.jobs import Job
-
-ResultChange = Callable[[dict[str, Any]], dict[str, Any] | None]
-"""A job's stored result → the result to store instead (None: leave it as it is)."""
+from storage import Job, ResultChange
 
 
 def _text(value: object) -> str | None:
