@@ -97,6 +97,10 @@ EVENTS = Counter(
     "refused while stopping).",
     ["platform", "kind", "outcome"],
 )
+PACED_CHANNELS = Gauge(
+    "genbot_paced_channels",
+    "Channels the outbox's pacer remembers, as of its latest sweep of idle ones.",
+)
 LEASES = Gauge(
     "genbot_leases",
     "Unfinished jobs this process holds a lease on (set at each heartbeat).",

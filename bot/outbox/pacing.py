@@ -47,7 +47,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.kernel import Place, PlatformProfile, WriteKind, metrics
@@ -439,31 +439,6 @@ class Pacer:
             grant.stamp.finished = -math.inf
             self._changed_in(grant.channel)
 
-    @contextlib.asynccontextmanager
-    async def writing(
-        self,
-        place: Place,
-        profile: PlatformProfile,
-        *,
-        urgent: bool,
-        deadline: float | None = None,
-        demand: StreamDemand | None = None,
-    ) -> AsyncIterator[Grant]:
-        """``async with pacer.writing(place, profile, urgent=…): await surface.send(…)`` —
-        :meth:`acquire` with ``hold``, finished when the block exits (whatever happened)."""
-        grant = await self.acquire(
-            place, profile, urgent=urgent, deadline=deadline, demand=demand, hold=True
-        )
-        try:
-            yield grant
-        finally:
-            self.finish(grant)
-
-    @property
-    def channels_tracked(self) -> int:
-        """How many channels the pacer currently remembers (idle ones are swept)."""
-        return len(self._channels)
-
     def _sweep(self, now: float) -> None:
         for key, channel in list(self._channels.items()):
             self._free_at(channel.window, now)
@@ -479,6 +454,7 @@ class Pacer:
                     del buckets[bucket]
             if not buckets:
                 del self._workspaces[workspace_key]
+        metrics.PACED_CHANNELS.set(len(self._channels))
 
     def penalize(self, place: Place, profile: PlatformProfile, retry_after: float) -> None:
         """The platform answered "rate limited, retry after": hold the channel's writes."""

@@ -228,15 +228,16 @@ async def test_the_deadline_still_bounds_a_wait_behind_a_held_write() -> None:
     await fake.run(scenario())
 
 
-async def test_writing_holds_the_write_for_the_block() -> None:
+async def test_a_held_grant_holds_the_window_until_it_is_finished() -> None:
     fake = FakeClock()
     pacer = Pacer(fake.clock, margin=0.0)
     granted: list[float] = []
 
     async def scenario() -> None:
-        async with pacer.writing(PLACE, ONE_PER_SECOND, urgent=True) as grant:
-            granted.append(grant.stamp.granted)
-            await fake.sleep(2.5)
+        grant = await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        granted.append(grant.stamp.granted)
+        await fake.sleep(2.5)
+        pacer.finish(grant)
         await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
         granted.append(fake.now)
 
