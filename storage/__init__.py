@@ -12,6 +12,7 @@ from storage.errors import (
     StoreClosedError as StoreClosedError,
 )
 from storage.queries.admission import JobAdmission as JobAdmission
+from storage.queries.audit import AuditLog as AuditLog
 from storage.queries.conversations import (
     ConversationLocks as ConversationLocks,
     ConversationStore as ConversationStore,
@@ -46,6 +47,7 @@ from storage.records.chat import (
     ConversationKey as ConversationKey,
     ConversationKind as ConversationKind,
 )
+from storage.records.audit import AuditEntry as AuditEntry
 from storage.records.moderation import ModerationRule as ModerationRule, Offence as Offence
 from storage.records.jobs import (
     ACTIVE_STATUSES as ACTIVE_STATUSES,

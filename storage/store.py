@@ -7,6 +7,7 @@ from types import TracebackType
 from typing import Final, Self, Unpack
 
 from storage.queries.admission import JobAdmission
+from storage.queries.audit import AuditLog
 from storage.queries.base import DEFAULT_LEASE_SECONDS, Identity, Owner, new_process_id
 from storage.queries.conversations import ConversationLocks, ConversationStore
 from storage.queries.events import EventDedupe
@@ -64,6 +65,7 @@ class Store:
         self.playground = PlaygroundHistory(db, clock, owner)
         self.moderation = ModerationStore(db, clock)
         """Moderation's rules, offences and bans (:mod:`storage.queries.moderation`)."""
+        self.audit = AuditLog(db, clock)
 
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""

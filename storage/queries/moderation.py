@@ -36,6 +36,12 @@ SQL_LIFT_BAN: Final = (
     "UPDATE moderation_offences SET banned_until = ? WHERE platform = ? AND user_id = ?"
     " AND banned_until > ?"
 )
+SQL_SET_BAN: Final = (
+    "INSERT INTO moderation_offences (platform, user_id, day, offences, banned_until)"
+    " VALUES (?, ?, ?, 0, ?) ON CONFLICT (platform, user_id, day) DO UPDATE"
+    " SET banned_until = excluded.banned_until"
+    " WHERE moderation_offences.banned_until < excluded.banned_until"
+)
 SQL_BANNED_UNTIL: Final = (
     "SELECT MAX(banned_until) AS until FROM moderation_offences"
     " WHERE platform = ? AND user_id = ? AND banned_until > ?"
@@ -84,6 +90,14 @@ class ModerationStore:
         row = await self.db.fetch_one(SQL_BANNED_UNTIL, (platform, user_id, self.clock()))
         until = row["until"] if row is not None else None
         return float(until) if until is not None else None
+
+    async def ban(self, platform: str, user_id: str, minutes: float) -> float:
+        """Ban ``user_id`` for ``minutes`` from now (an admin's ban: no offence is counted; a
+        longer ban already running is kept); when the ban now ends."""
+        now = self.clock()
+        until = now + 60.0 * minutes
+        await self.db.execute(SQL_SET_BAN, (platform, user_id, utc_day(now), until))
+        return max(until, await self.banned_until(platform, user_id) or 0.0)
 
     async def lift_ban(self, platform: str, user_id: str) -> bool:
         """End ``user_id``'s running ban now (the day's offences still count); False when they

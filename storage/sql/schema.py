@@ -278,5 +278,19 @@ MIGRATIONS: Final[Sequence[Migration]] = (
                 PRIMARY KEY (platform, user_id, day))$rowid""",
         ),
     ),
+    Migration(
+        17,
+        "the audit log",
+        both=(
+            """CREATE TABLE audit_log (id $serial, at $real NOT NULL, platform TEXT NOT NULL,
+                workspace_id TEXT NOT NULL, channel_id TEXT NOT NULL, actor_id TEXT NOT NULL,
+                kind TEXT NOT NULL, target TEXT NOT NULL, state_before $json,
+                state_after $json)""",
+            "CREATE INDEX audit_log_by_workspace ON audit_log (platform, workspace_id, id)",
+            "CREATE INDEX audit_log_by_time ON audit_log (at)",
+            "CREATE TABLE audit_purge (due_at $real NOT NULL)",
+            "INSERT INTO audit_purge (due_at) VALUES (0)",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -80,3 +80,14 @@ async def test_a_lifted_ban_ends_at_once_and_the_day_still_counts(
     assert await other_store.moderation.lift_ban("discord", "u1")
     assert await store.moderation.banned_until("discord", "u1") is None
     assert (await store.moderation.record_offence("discord", "u1", BANS)).count == 2
+
+
+async def test_an_admins_ban_counts_no_offence_and_never_shortens_one(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    assert await store.moderation.ban("slack", "U1", 30) == clock.now + 30 * MINUTE
+    assert await other_store.moderation.banned_until("slack", "U1") == clock.now + 30 * MINUTE
+    assert (await store.moderation.record_offence("slack", "U1", BANS)).count == 1, "no offence"
+    assert await store.moderation.ban("slack", "U1", 5) == clock.now + 60 * MINUTE
+    assert await store.moderation.lift_ban("slack", "U1")
+    assert await store.moderation.ban("slack", "U1", 5) == clock.now + 5 * MINUTE
