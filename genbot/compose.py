@@ -18,6 +18,7 @@ from bot.api import InvalidRequest, ProviderClient
 from bot.api.ratelimit import SharedPacing
 from bot.api.validation import check_webhook_address
 from bot.features.account import AccountFeature, AccountStorage
+from bot.features.audit import AuditAdmin, AuditTrail
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
 from bot.features.chat.engine import ChatStorage
@@ -215,6 +216,7 @@ def build_job_engines(
     shards: str | None = None,
     clock: Callable[[], float] = time.time,
     results: ScreensResults | None = None,
+    audit: AuditTrail | None = None,
 ) -> JobEngines:
     """Build the job machinery: its :attr:`JobEngines.features` and
     :attr:`JobEngines.services` (media session, tracker — in start order) go to the core,
@@ -294,7 +296,13 @@ def build_job_engines(
         caps,
         watch,
         chat_jobs,
-        JobCancel(store.jobs, outbox, delivery, watch),
+        JobCancel(
+            store.jobs,
+            outbox,
+            delivery,
+            watch,
+            audit or AuditTrail(store.audit, settings.storage.keep_days),
+        ),
         ProgressTicker(
             store.tracking,
             delivery,
@@ -349,8 +357,11 @@ def build_core(
     rules = settings.moderation
     model = rules.model_check_model or settings.chat.model
     judge = ModelCheck(provider.chat, model, rules.model_check_seconds)
-    moderation = Moderation(rules, store.moderation, judge)
-    jobs = build_job_engines(settings, store, provider, outbox, shards=shards, results=moderation)
+    audit = AuditTrail(store.audit, settings.storage.keep_days)
+    moderation = Moderation(rules, store.moderation, judge, audit=audit)
+    jobs = build_job_engines(
+        settings, store, provider, outbox, shards=shards, results=moderation, audit=audit
+    )
     chat = ChatEngine(
         ChatStorage(store.conversations, store.conversation_locks, store.settings, store.ledger),
         provider,
@@ -375,6 +386,7 @@ def build_core(
     account = AccountFeature(
         AccountStorage(store.settings, store.ledger),
         outbox,
+        audit=audit,
         plan=settings.api.plan,
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
         home=home,
@@ -387,10 +399,11 @@ def build_core(
             chat,
             account,
             home,
-            ModerationAdmin(settings.moderation, store.moderation, outbox),
+            ModerationAdmin(settings.moderation, store.moderation, outbox, audit),
+            AuditAdmin(store.audit, outbox),
         ],
         conversations=chat,
-        services=jobs.services,
+        services=[*jobs.services, audit],
         plan=settings.api.plan,
         home=home,
         refs=Refs(RefStorage(store.jobs, store.message_links, store.conversations), open_channels),

@@ -2,9 +2,10 @@
 
 Each line has ``time`` (UTC, ISO 8601 with milliseconds), ``level``, ``logger`` and
 ``message``, then ``platform``, ``user_id`` and ``job_id`` where the work in progress is known
-(:func:`bot.kernel.metrics.log_fields`), and ``exception`` with the traceback when there is
-one. Every string goes through :func:`genbot.redaction.redact`, so the JSON lines are redacted
-like the text ones — tracebacks included.
+(:func:`bot.kernel.metrics.log_fields`), ``event`` and its fields where a line is one
+(``event=audit``: :mod:`bot.features.audit.trail`), and ``exception`` with the traceback when
+there is one. Every string goes through :func:`genbot.redaction.redact`, so the JSON lines are
+redacted like the text ones — tracebacks included.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         entry.update(metrics.log_fields())
+        event, fields = getattr(record, "event", None), getattr(record, "fields", None)
+        if isinstance(event, str):
+            entry["event"] = event
+        if isinstance(fields, dict):
+            entry.update({str(k): v for k, v in fields.items() if k not in entry})
         for name in metrics.LOG_FIELDS:
             given = getattr(record, name, None)
             if given is not None:

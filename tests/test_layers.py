@@ -42,11 +42,15 @@ FEATURE_ARROWS = frozenset(
         ("home", "jobs"),
         ("chat", "provider_waits"),
         ("jobs", "provider_waits"),
+        ("account", "audit"),
+        ("jobs", "audit"),
+        ("moderation", "audit"),
     }
 )
 """Which feature may import which: the home shows the jobs' last images and the account's
-settings button, the account uses the jobs' settings form; chat reaches jobs only through the
-``ChatJobs`` protocol it declares, wired by ``genbot/compose.py``."""
+settings button, the account uses the jobs' settings form; the features where admins act or
+moderation refuses record it in the audit trail (which imports no feature); chat reaches jobs
+only through the ``ChatJobs`` protocol it declares, wired by ``genbot/compose.py``."""
 WRITES = frozenset(
     {
         "send",

@@ -48,6 +48,7 @@ from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
 from bot.kernel import (
     Attachment,
     Event,
+    ImageFile,
     MessageGone,
     MessageRef,
     Modal,
@@ -430,6 +431,13 @@ class DiscordSurface:
                 if not token_expired(error):
                     raise
         await self._notice(origin, text)
+
+    async def send_file_privately(
+        self, origin: Event, text: str, filename: str, data: bytes
+    ) -> None:
+        """The file as an attachment of a private answer (see :meth:`send_private`)."""
+        attached = ImageFile(filename, data, "application/octet-stream")
+        await self.send_private(origin, OutMessage(text=text, images=(attached,)))
 
     async def send_private(self, origin: Event, message: OutMessage) -> None:
         """``message`` (images and buttons too) only ``origin``'s user sees: the interaction's

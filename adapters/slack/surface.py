@@ -77,6 +77,7 @@ class SlackSurface:
             "usage": "genbot usage",
             "help": "genbot help",
             "admin.moderation": "genbot admin moderation",
+            "admin.audit": "genbot admin audit",
         }
     )
 

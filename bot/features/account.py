@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Protocol
 
 from bot.api.chat import allowed_chat_models, plan_allows
+from bot.features.audit.trail import AuditTrail
 from bot.features.jobs.buttons import modal_for, read_settings
 from bot.features.jobs.forms import show_refused
 from bot.kernel import (
@@ -188,6 +189,7 @@ class AccountFeature:
         store: AccountStorage,
         outbox: Outbox,
         *,
+        audit: AuditTrail,
         plan: str = "developer",
         daily_credit_budget: int | None = None,
         home: RedrawsHomes | None = None,
@@ -195,6 +197,8 @@ class AccountFeature:
     ) -> None:
         self.store = store
         self.outbox = outbox
+        self.audit = audit
+        """Where a change of shared defaults is recorded (:mod:`bot.features.audit`)."""
         self.plan = plan
         self.daily_credit_budget = daily_credit_budget
         self.home = home
@@ -363,6 +367,14 @@ class AccountFeature:
             await self.store.settings.set_scope_settings(
                 "channel", platform, event.place.channel_id, system_prompt=new_prompt
             )
+            await self.audit.record(
+                "settings.changed",
+                event.place,
+                event.user.id,
+                f"channel {event.place.channel_id}",
+                before={"system_prompt": getattr(channel, "system_prompt", None)},
+                after={"system_prompt": new_prompt},
+            )
         await self._tell(event, self._confirmation(changed, prompt_changed, new_prompt))
         if changed and event.place.is_dm and self.home is not None:
             await self._redraw_home(event)
@@ -396,6 +408,15 @@ class AccountFeature:
         kind, scope_id = self._scope_id(event, scope)
         await self.store.settings.set_scope_settings(
             kind, event.place.platform, scope_id, **changed
+        )
+        before = {name: getattr(stored, name, None) for name in changed}
+        await self.audit.record(
+            "settings.changed",
+            event.place,
+            event.user.id,
+            f"{kind} {scope_id}",
+            before=before,
+            after=changed,
         )
         shown = {name: "(default)" if value is None else value for name, value in changed.items()}
         await self._tell(event, f"Saved {whose} defaults: {_changes(shown)}.")

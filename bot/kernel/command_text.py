@@ -436,3 +436,10 @@ def _respelled(example: str, spec: CommandSpec, command: str) -> str:
     if example.startswith(catalogue) and (example[len(catalogue) :][:1] in ("", " ")):
         return f"/{command}{example[len(catalogue) :]}"
     return example
+
+
+def mentioned_user(text: str) -> str:
+    """The user id ``text`` names: a mention (``<@123>``, ``<@!123>``, ``<@U1|name>``) or a bare
+    id; ``""`` when it names none (empty, or several words)."""
+    user = text.strip().removeprefix("<@").removesuffix(">").split("|")[0].lstrip("!")
+    return "" if " " in user else user

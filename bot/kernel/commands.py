@@ -387,16 +387,18 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("usage", "Your tokens and credits today"),
     CommandSpec(
         "admin.moderation",
-        "Admins: this workspace's moderation rules (add, remove, list), and bans (unban)",
+        "Admins: this workspace's moderation rules (add, remove, list), and bans (ban, unban)",
         (
             Option(
                 "action",
                 "string",
-                "add, remove or list rules; unban a user",
-                choices=("add", "remove", "list", "unban"),
+                "add, remove or list rules; ban or unban a user",
+                choices=("add", "remove", "list", "ban", "unban"),
             ),
             Option(
-                "entry", "string", "The word, phrase or pattern (add, remove); the user (unban)"
+                "entry",
+                "string",
+                "The word, phrase or pattern (add, remove); the user (ban, unban)",
             ),
             Option("category", "string", "What a refusal names (add)", flags=("--category",)),
             Option(
@@ -405,13 +407,56 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 "The entry is a regular expression (add)",
                 flags=("--pattern",),
             ),
+            Option(
+                "minutes",
+                "integer",
+                "How long the ban lasts (ban; default: the longest configured ban)",
+                min_value=1,
+                max_value=30 * 24 * 60,
+                flags=("--minutes",),
+            ),
         ),
         free_text="entry",
         examples=(
             "/admin moderation add nude --category nsfw",
             "/admin moderation remove nude",
             "/admin moderation list",
+            "/admin moderation ban <@user> --minutes 60",
             "/admin moderation unban <@user>",
+        ),
+    ),
+    CommandSpec(
+        "admin.audit",
+        "Admins: this workspace's audit log (admin actions, refusals, bans), or its export",
+        (
+            Option("user", "string", "Only what this user did or underwent", flags=("--user",)),
+            Option(
+                "kind",
+                "string",
+                "Only this kind (settings, moderation, moderation.banned, job…)",
+                flags=("--kind",),
+            ),
+            Option(
+                "days",
+                "integer",
+                "Only the last N days",
+                min_value=1,
+                max_value=3650,
+                flags=("--days",),
+            ),
+            Option("page", "integer", "Which page, newest first", min_value=1, flags=("--page",)),
+            Option(
+                "export",
+                "boolean",
+                "Every matching entry as a JSON-lines file, sent to you privately",
+                flags=("--export",),
+            ),
+        ),
+        free_text="user",
+        examples=(
+            "/admin audit --kind moderation --days 7",
+            "/admin audit <@user> --page 2",
+            "/admin audit --days 30 --export",
         ),
     ),
     CommandSpec(

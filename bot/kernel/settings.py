@@ -68,7 +68,8 @@ class StorageSettings(Section):
     taking longer than ``statement_timeout`` seconds is cancelled and fails (0: unbounded).
     ``secret_key`` seals the secrets kept in the database (Slack tokens, webhook secrets; when
     empty, a key derived from ``[api] key``); ``secret_key_previous`` still opens what the key
-    before it sealed (:mod:`bot.kernel.sealer`)."""
+    before it sealed (:mod:`bot.kernel.sealer`). ``keep_days``: how long the audit log keeps
+    an entry (:mod:`bot.features.audit`)."""
 
     path: Path = Path("genbot.db")
     url: SecretStr = SecretStr("")
@@ -77,6 +78,7 @@ class StorageSettings(Section):
     pool_size: int = Field(default=10, ge=1, le=100)
     lease_seconds: float = Field(default=10.0, gt=0, le=3600)
     statement_timeout: float = Field(default=15.0, ge=0, le=3600)
+    keep_days: float = Field(default=90.0, gt=0, le=3650)
 
     @property
     def postgres_url(self) -> str | None:

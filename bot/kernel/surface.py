@@ -206,6 +206,18 @@ class SendsPrivately(Protocol):
 
 
 @runtime_checkable
+class SendsFilesPrivately(Protocol):
+    """A surface that can hand one user a file privately (the audit log's export)."""
+
+    async def send_file_privately(
+        self, origin: Event, text: str, filename: str, data: bytes
+    ) -> None:
+        """Give ``origin``'s user the file ``filename`` (``data``) with ``text``, where only
+        they see it; :class:`SurfaceError` where it cannot."""
+        ...
+
+
+@runtime_checkable
 class PublishesHome(Protocol):
     """A surface with a home tab per user (Slack's App Home), drawn from a
     :class:`~bot.kernel.outbound.HomeView`."""

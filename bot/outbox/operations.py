@@ -4,7 +4,7 @@
 
 A post whose message has a ``key`` is idempotent where the platform finds keyed posts (the
 adapter answers a repeat with the message already posted). Writes a platform may not have
-(:class:`Delete`, :class:`Private`, :class:`Repost`, :class:`PublishHome`,
+(:class:`Delete`, :class:`Private`, :class:`PrivateFile`, :class:`Repost`, :class:`PublishHome`,
 :class:`StreamStart`, an :class:`Activity`'s status line)
 are asked of surfaces that offer them; see each class.
 """
@@ -91,6 +91,18 @@ class Private(Operation[None]):
     origin: Event
     message: OutMessage
     method: ClassVar[str] = "send_private"
+
+
+@dataclass(frozen=True)
+class PrivateFile(Operation[None]):
+    """Hand ``origin``'s user a file only they see (on a surface that
+    :class:`~bot.kernel.SendsFilesPrivately`; ``TypeError`` elsewhere)."""
+
+    origin: Event
+    text: str
+    filename: str
+    data: bytes
+    method: ClassVar[str] = "send_file_privately"
 
 
 @dataclass(frozen=True)

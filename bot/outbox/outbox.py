@@ -32,6 +32,7 @@ from bot.kernel import (
     PublishesHome,
     RateLimited,
     Reposts,
+    SendsFilesPrivately,
     SendsPrivately,
     ShowsActivity,
     SpellsCommands,
@@ -50,6 +51,7 @@ from bot.outbox.operations import (
     Operation,
     Post,
     Private,
+    PrivateFile,
     PublishHome,
     Repost,
     StartThread,
@@ -287,6 +289,10 @@ class Outbox:
                 return surface.send_ephemeral(origin, text)
             case Private(origin, message) if isinstance(surface, SendsPrivately):
                 return surface.send_private(origin, message)
+            case PrivateFile(origin, text, filename, data) if isinstance(
+                surface, SendsFilesPrivately
+            ):
+                return surface.send_file_privately(origin, text, filename, data)
             case OpenForm(origin, modal):
                 return surface.open_modal(origin, modal)
             case StartThread(ref, name):

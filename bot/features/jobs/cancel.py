@@ -3,7 +3,8 @@
 The provider has no way to cancel a job, so Cancel means: genbot stops following the job and
 hides it (its progress message is deleted), and tells the user that the service may still
 finish and charge it. The job moves to ``failed`` with ``result["cancelled"]``; delivery then
-hides it instead of reporting a failure. Only the requester (or an admin) may cancel.
+hides it instead of reporting a failure. Only the requester (or an admin) may cancel; an admin's
+cancel of someone else's job is recorded in the audit log.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from bot.features.audit.trail import AuditTrail
 from bot.features.jobs import wording
 from bot.features.jobs.messages import CANCEL_ACTION, JobMessages
 from bot.features.jobs.params import result_with
 from bot.features.jobs.tracking.watch import JobWatch
-from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError
+from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, Place, User, UserError
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import Referent, RefKind
-from storage import IN_FLIGHT_STATUSES, JobStatus, JobWriter
+from storage import IN_FLIGHT_STATUSES, Job, JobStatus, JobWriter
 
 CANCELLABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"unknown"}
 
@@ -30,12 +32,18 @@ class JobCancel:
     actions: ClassVar[Mapping[str, RefKind]] = {CANCEL_ACTION: RefKind.JOB}
 
     def __init__(
-        self, store: JobWriter, outbox: Outbox, delivery: JobMessages, watch: JobWatch
+        self,
+        store: JobWriter,
+        outbox: Outbox,
+        delivery: JobMessages,
+        watch: JobWatch,
+        audit: AuditTrail,
     ) -> None:
         self._store = store
         self._outbox = outbox
         self._delivery = delivery
         self._watch = watch
+        self._audit = audit
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
@@ -45,8 +53,16 @@ class JobCancel:
 
     async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """Stop following the job and hide it, then say what that means for credits."""
-        job = referent.job
-        if not (event.user.is_admin or event.user.id == job.requester_id):
+        await self.cancel(event.user, referent.job, event.place)
+        await self._outbox.write(
+            event.place, Notice(event, wording.CANCELLED_NOTE), WritePolicy.NOW
+        )
+
+    async def cancel(self, user: User, job: Job, place: Place) -> None:
+        """Cancel ``job`` for ``user`` (its requester or an admin; :class:`UserError` for
+        anyone else, or a job that cannot be cancelled now), acting in ``place``. The admin
+        page calls this too."""
+        if not (user.is_admin or user.id == job.requester_id):
             raise UserError("Only the person who started this job can cancel it.")
         if job.status == "creating":
             raise UserError("It is still being sent to the service; try again in a moment.")
@@ -56,14 +72,20 @@ class JobCancel:
             job.id,
             CANCELLABLE,
             "failed",
-            error=f"Cancelled by {event.user.name or event.user.id}.",
+            error=f"Cancelled by {user.name or user.id}.",
             result=result_with(job, cancelled=True),
             next_poll_at=None,
         )
         if not moved:
             raise UserError("This job has just finished; its result is on its way.")
+        if user.id != job.requester_id:
+            await self._audit.record(
+                "job.cancelled",
+                place,
+                user.id,
+                job.id,
+                before={"status": job.status, "requester_id": job.requester_id},
+                after={"status": "failed", "cancelled": True},
+            )
         self._watch.touch(job.id)
         await self._delivery.deliver(job.id)
-        await self._outbox.write(
-            event.place, Notice(event, wording.CANCELLED_NOTE), WritePolicy.NOW
-        )

@@ -1,17 +1,21 @@
-"""``/admin moderation add|remove|list``: a workspace's own moderation rules, set by its admins,
-and ``unban <user>``, which ends a user's running ban (Discord: ``/admin moderation``; Slack:
+"""``/admin moderation add|remove|list``: a workspace's own moderation rules, set by its admins;
+``ban <user> [--minutes N]``, which bans a user (for the longest configured ban by default), and
+``unban <user>``, which ends a user's running ban (Discord: ``/admin moderation``; Slack:
 ``/genbot admin moderation``; the playground: ``/admin moderation``). Text platforms give the
 action as the first word (``/admin moderation add nude --category nsfw``, ``… add
 "decapitat\\w*" --pattern --category gore``, ``… remove nude``, ``… list``, ``… unban <@user
 or id>``). Every answer is private; only admins may use it (``User.is_admin``, decided by each
-adapter from its settings), in a channel of the workspace.
+adapter from its settings), in a channel of the workspace. Each change is recorded in the audit
+log (:mod:`bot.features.audit`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import ClassVar, Final
 
+from bot.features.audit.trail import AuditTrail
 from bot.features.moderation.rules import BadPattern, RuleSet, compile_pattern
 from bot.features.moderation.screen import global_rules
 from bot.kernel import (
@@ -20,16 +24,20 @@ from bot.kernel import (
     ModalSubmit,
     ModerationSettings,
     OptionValue,
+    Place,
+    User,
     UserError,
+    mentioned_user,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import Referent, RefKind
 from storage import ModerationRule, ModerationStore
 
-ACTIONS: Final = ("add", "remove", "list", "unban")
+ACTIONS: Final = ("add", "remove", "list", "ban", "unban")
 DEFAULT_CATEGORY: Final = "blocked"
 MAX_CATEGORY = 40
 MAX_ENTRY = 200
+MAX_BAN_MINUTES: Final = 30 * 24 * 60
 ADMINS_ONLY: Final = "Only genbot admins can change a workspace's moderation rules."
 IN_A_CHANNEL: Final = (
     "Moderation rules belong to a workspace: run /admin moderation in one of its channels."
@@ -65,12 +73,28 @@ def _unquoted(entry: str) -> str:
     return entry
 
 
-def banned_user(entry: str) -> str:
-    """The user id an ``unban`` names: a mention (``<@123>``, ``<@U1|name>``) or a bare id."""
-    user = entry.strip().removeprefix("<@").removesuffix(">").split("|")[0].lstrip("!")
-    if not user or " " in user:
-        raise UserError("Say whom to unban: `/admin moderation unban <@user or user id>`.")
+def banned_user(entry: str, action: str = "unban") -> str:
+    """The user id a ``ban`` or ``unban`` names: a mention (``<@123>``, ``<@U1|name>``) or a
+    bare id."""
+    user = mentioned_user(entry)
+    if not user:
+        raise UserError(f"Say whom to {action}: `/admin moderation {action} <@user or user id>`.")
     return user
+
+
+def ban_minutes(options: Mapping[str, OptionValue], settings: ModerationSettings) -> int:
+    """How long ``ban`` bans: ``--minutes``, else the longest configured ban (an hour when none
+    is)."""
+    given = options.get("minutes")
+    if given is None or given == "":
+        return max(settings.ban_minutes, default=60) or 60
+    try:
+        minutes = int(str(given))
+    except ValueError:
+        minutes = 0
+    if not 1 <= minutes <= MAX_BAN_MINUTES:
+        raise UserError(f"A ban lasts 1 to {MAX_BAN_MINUTES} minutes (got {given}).")
+    return minutes
 
 
 def new_rule(options: Mapping[str, OptionValue], entry: str) -> ModerationRule:
@@ -102,42 +126,80 @@ class ModerationAdmin:
     actions: ClassVar[Mapping[str, RefKind]] = {}
 
     def __init__(
-        self, settings: ModerationSettings, store: ModerationStore, outbox: Outbox
+        self,
+        settings: ModerationSettings,
+        store: ModerationStore,
+        outbox: Outbox,
+        audit: AuditTrail,
     ) -> None:
         self.settings = settings
         self.store = store
         self.outbox = outbox
+        self.audit = audit
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
-        """Add, remove or list the workspace's rules; the answer is private."""
-        if not event.user.is_admin:
+        """Add, remove or list the workspace's rules, ban or unban a user; the answer is
+        private."""
+        text = await self.perform(event.user, event.place, options)
+        await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
+
+    async def perform(self, user: User, place: Place, options: Mapping[str, OptionValue]) -> str:
+        """Do what ``options`` ask (as ``/admin moderation`` reads them) for ``user`` in
+        ``place``, recording each change; what to tell them. The admin page calls this too."""
+        if not user.is_admin:
             raise UserError(ADMINS_ONLY)
-        if event.place.is_dm:
+        if place.is_dm:
             raise UserError(IN_A_CHANNEL)
         action, entry = action_and_entry(options)
-        platform, workspace = event.place.platform, event.place.workspace_id
+        platform, workspace = place.platform, place.workspace_id
         if action == "add":
             rule = new_rule(options, entry)
-            added = await self.store.add_rule(platform, workspace, rule, event.user.id)
+            if not await self.store.add_rule(platform, workspace, rule, user.id):
+                return f"`{entry}` is already one of this workspace's rules."
+            after = {"category": rule.category, "pattern": rule.pattern}
+            await self.audit.record("moderation.rule_added", place, user.id, entry, after=after)
             kind = "pattern" if rule.pattern else "word"
-            text = (
+            return (
                 f"Added the {kind} `{entry}` to **{rule.category}**: prompts and chat messages "
                 "matching it are refused in this workspace."
-                if added
-                else f"`{entry}` is already one of this workspace's rules."
             )
-        elif action == "unban":
-            user = banned_user(entry)
-            lifted = await self.store.lift_ban(platform, user)
-            text = f"Lifted the ban of `{user}`." if lifted else f"`{user}` is not banned."
-        elif action == "remove":
-            removed = await self.store.remove_rule(platform, workspace, entry)
-            text = (
-                f"Removed `{entry}`." if removed else f"`{entry}` is not a rule of this workspace."
-            )
-        else:
-            text = await self._listing(platform, workspace)
-        await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
+        if action in ("ban", "unban"):
+            banned = banned_user(entry, action)
+            if action == "ban":
+                return await self._ban(user, place, banned, ban_minutes(options, self.settings))
+            return await self._unban(user, place, banned)
+        if action == "remove":
+            before = [r for r in await self.store.rules(platform, workspace) if r.entry == entry]
+            if not await self.store.remove_rule(platform, workspace, entry):
+                return f"`{entry}` is not a rule of this workspace."
+            states = [{"category": r.category, "pattern": r.pattern} for r in before]
+            await self.audit.record("moderation.rule_removed", place, user.id, entry, before=states)
+            return f"Removed `{entry}`."
+        return await self._listing(platform, workspace)
+
+    async def _ban(self, user: User, place: Place, banned: str, minutes: int) -> str:
+        before = await self.store.banned_until(place.platform, banned)
+        until = await self.store.ban(place.platform, banned, minutes)
+        states = {"banned_until": before}, {"banned_until": until, "minutes": minutes}
+        await self.audit.record(
+            "moderation.banned", place, user.id, banned, before=states[0], after=states[1]
+        )
+        ends = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return f"Banned `{banned}` until {ends}: genbot takes no prompts from them until then."
+
+    async def _unban(self, user: User, place: Place, banned: str) -> str:
+        before = await self.store.banned_until(place.platform, banned)
+        if before is None or not await self.store.lift_ban(place.platform, banned):
+            return f"`{banned}` is not banned."
+        await self.audit.record(
+            "moderation.unbanned",
+            place,
+            user.id,
+            banned,
+            before={"banned_until": before},
+            after={"banned_until": None},
+        )
+        return f"Lifted the ban of `{banned}`."
 
     async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """It has no buttons."""

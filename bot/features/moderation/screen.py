@@ -23,6 +23,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
+from bot.features.audit.trail import GENBOT, AuditTrail
 from bot.features.moderation.answers import End, withheld_answers, withheld_from_match
 from bot.features.moderation.results import withhold_prompts
 from bot.features.moderation.rules import Match, RuleSet
@@ -42,7 +43,7 @@ from bot.kernel import (
     UserMessage,
     metrics,
 )
-from storage import Job, ModerationRule, ModerationStore
+from storage import Job, ModerationRule, ModerationStore, Offence
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ PROMPT_FIELDS: Final = frozenset(
     {"prompt", "negative_prompt", "system", "system_prompt", "options"}
 )
 """The command options and form fields that carry text for the provider."""
+QUOTED: Final = 300
+"""How much of a refused text the audit log keeps."""
 UNBANNED_COMMANDS: Final = frozenset({"settings", "usage", "help"})
 """Commands a banned user may still use (admin commands too), and the settings form (whose
 action is ``settings``); their prompt fields (a channel's system prompt) are still checked."""
@@ -75,10 +78,16 @@ class Moderation:
     offences and enforces bans (see the module docstring)."""
 
     def __init__(
-        self, settings: ModerationSettings, store: ModerationStore, judge: Judge | None = None
+        self,
+        settings: ModerationSettings,
+        store: ModerationStore,
+        judge: Judge | None = None,
+        *,
+        audit: AuditTrail,
     ) -> None:
         self.settings = settings
         self.store = store
+        self.audit = audit
         self.judge = judge if settings.model_check else None
         self._global = tuple(global_rules(settings))
         self._compiled: dict[tuple[ModerationRule, ...], RuleSet] = {}
@@ -126,6 +135,8 @@ class Moderation:
         if match is None or not match.sure:
             return None
         metrics.MODERATION.labels(place.platform, "refused").inc()
+        refused = {"category": match.category, "text": _quoted(prompt), "by": "chat model"}
+        await self.audit.record("moderation.refused", place, GENBOT, "", after=refused)
         return match.category
 
     async def describe_result(self, job: Job, result: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,6 +160,8 @@ class Moderation:
         until = await self.store.banned_until(place.platform, user.id)
         if until is not None:
             metrics.MODERATION.labels(place.platform, "banned").inc()
+            refused = {"banned_until": until}
+            await self.audit.record("moderation.refused", place, user.id, user.id, after=refused)
             raise UserError(banned_text(until))
 
     async def _check(self, user: User, place: Place, text: str, *, echo: bool) -> None:
@@ -161,6 +174,7 @@ class Moderation:
                 place.platform, user.id, self.settings.ban_minutes
             )
         metrics.MODERATION.labels(place.platform, "refused").inc()
+        await self._record(user, place, match.category, text, offence)
         log.info(
             "moderation refused a text of %s/%s (category %s, offence %s today)",
             place.platform,
@@ -171,6 +185,20 @@ class Moderation:
         raise UserError(
             refusal_text(match.category, offence, self.store.clock(), text if echo else "")
         )
+
+    async def _record(
+        self, user: User, place: Place, category: str, text: str, offence: Offence | None
+    ) -> None:
+        """The refusal, and the ban it earned when it did (a longer one running is kept)."""
+        refused = {
+            "category": category,
+            "text": _quoted(text),
+            "offence": offence.count if offence is not None else None,
+        }
+        await self.audit.record("moderation.refused", place, user.id, user.id, after=refused)
+        if offence is not None and offence.banned_until > self.store.clock():
+            banned = {"banned_until": offence.banned_until, "offence": offence.count}
+            await self.audit.record("moderation.banned", place, GENBOT, user.id, after=banned)
 
     async def _confirmed(self, match: Match, text: str, place: Place) -> bool:
         """Whether ``match`` refuses ``text``: a sure one does; an unsure one when the model
@@ -186,3 +214,8 @@ class Moderation:
                 return False
             raise UserError(CHECK_FAILED_TEXT)
         return verdict
+
+
+def _quoted(text: str) -> str:
+    """A refused text as the audit log keeps it (its start, for an admin to judge an appeal)."""
+    return text if len(text) <= QUOTED else text[: QUOTED - 1] + "…"

@@ -56,7 +56,7 @@ async def test_commands_sync_to_configured_guilds_with_the_catalogue_schema(bot:
         "admin",
     }
     admin = next(c for c in fake.guild_commands[fake.guild_id] if c["name"] == "admin")
-    assert [o["name"] for o in admin["options"]] == ["moderation"]
+    assert [o["name"] for o in admin["options"]] == ["moderation", "audit"]
     diffusion = next(c for c in fake.guild_commands[fake.guild_id] if c["name"] == "diffusion")
     assert {o["name"] for o in diffusion["options"]} == {
         "txt2img",

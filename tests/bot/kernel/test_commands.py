@@ -24,6 +24,7 @@ def test_every_capability_has_a_command() -> None:
         "usage",
         "help",
         "admin.moderation",
+        "admin.audit",
     }
     assert set(COMMANDS_BY_NAME) == expected
 

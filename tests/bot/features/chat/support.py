@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.api import ChatRequest, ProviderClient
 from bot.features.account import AccountFeature, AccountStorage
+from bot.features.audit import AuditTrail
 from bot.features.chat import ChatDefaults, ChatEngine
 from bot.features.chat.engine import ChatStorage
 from bot.features.chat.tools import ChatImageTools
@@ -100,7 +101,9 @@ class ChatWorld:
             else None,
             defaults=self.defaults,
             image_host=media.put_bytes if (media := parts.jobs.media_host) else None,
-            moderation=Moderation(ModerationSettings(), store.moderation)
+            moderation=Moderation(
+                ModerationSettings(), store.moderation, audit=AuditTrail(store.audit, 90)
+            )
             if self.moderated
             else None,
         )
@@ -110,6 +113,7 @@ class ChatWorld:
         self.account = AccountFeature(
             AccountStorage(parts.store.settings, parts.store.ledger),
             parts.outbox,
+            audit=AuditTrail(parts.store.audit, 90),
             plan=self.plan,
             daily_credit_budget=self.daily_credit_budget,
             diffusion_models=parts.jobs.diffusion.models.known,

@@ -90,3 +90,22 @@ async def test_pressed_buttons_are_marked_and_a_second_press_links_to_the_result
             f"(https://fake.example/c1/{done.result_message_id})."
         ]
         assert grid.button("U2").style == "primary"
+
+
+async def test_an_admins_cancel_of_anothers_job_is_recorded_and_the_owners_is_not(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, sim_config=MANUAL) as bot:
+        alice, root = bot.actor("alice"), bot.actor("root", admin=True)
+        await alice.command("imagine", prompt="a fox")
+        first = await bot.latest_job()
+        await alice.press(bot.progress(first), "❌ Cancel")
+        await bot.settled(first.id)
+        await alice.command("imagine", prompt="a cat")
+        second = await bot.latest_job()
+        await root.press(bot.progress(second), "❌ Cancel")
+        await bot.settled(second.id)
+
+        [entry] = await bot.store.audit.entries(PLACE.platform, PLACE.workspace_id)
+        assert (entry.kind, entry.actor_id, entry.target) == ("job.cancelled", "root", second.id)
+        assert entry.before == {"status": second.status, "requester_id": "alice"}

@@ -12,6 +12,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.api import ProviderClient
+from bot.features.audit import AuditTrail
 from bot.features.moderation import ModelCheck, Moderation
 from bot.features.moderation.wording import CHECK_FAILED_TEXT
 from bot.kernel import ApiSettings, Command, ModerationSettings, Place, User, UserError
@@ -83,7 +84,12 @@ def imagine(user: str = "alice") -> Command:
 async def test_an_unsure_prompt_is_refused_when_the_model_says_so(
     sim: RunningSimulator, client: ProviderClient, store: SqliteStore
 ) -> None:
-    moderation = Moderation(unsure_rules(), store.moderation, ModelCheck(client.chat, MODEL, 5.0))
+    moderation = Moderation(
+        unsure_rules(),
+        store.moderation,
+        ModelCheck(client.chat, MODEL, 5.0),
+        audit=AuditTrail(store.audit, 90),
+    )
     await moderation.screen(imagine(), {"prompt": "a skillful fox echo: ALLOW"})
     await moderation.screen(imagine(), {"prompt": "a fox"})
     assert len(sim.state.requests_to(CHAT_PATH)) == 1, "only what the lists are unsure of"
@@ -102,6 +108,7 @@ async def test_no_answer_fails_closed_or_open_as_configured(
         unsure_rules(model_check_seconds=0.3),
         store.moderation,
         ModelCheck(client.chat, MODEL, 0.3),
+        audit=AuditTrail(store.audit, 90),
     )
     with pytest.raises(UserError) as refused:
         await closed.screen(imagine(), {"prompt": "a skillful fox"})
@@ -111,5 +118,6 @@ async def test_no_answer_fails_closed_or_open_as_configured(
         unsure_rules(model_check_fails="open"),
         store.moderation,
         ModelCheck(client.chat, MODEL, 0.3),
+        audit=AuditTrail(store.audit, 90),
     )
     await opened.screen(imagine(), {"prompt": "a skillful fox"})

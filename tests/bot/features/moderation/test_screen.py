@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.features.account import SETTINGS_ACTION
+from bot.features.audit import AuditTrail
 from bot.features.moderation import Moderation
 from bot.features.moderation.screen import UNBANNED_COMMANDS
 from bot.kernel import Command, ModalSubmit, ModerationSettings, Place, User, UserError, UserMessage
@@ -47,7 +48,7 @@ async def refusal(moderation: Moderation, event: Command, prompt: str) -> str:
 
 
 async def test_offences_escalate_into_bans_that_end(store: SqliteStore, clock: ManualClock) -> None:
-    moderation = Moderation(SETTINGS, store.moderation)
+    moderation = Moderation(SETTINGS, store.moderation, audit=AuditTrail(store.audit, 90))
     await moderation.screen(imagine("a fox"), {"prompt": "a fox"})
 
     told = await refusal(moderation, imagine("a n.u.d.e fox"), "a n.u.d.e fox")
@@ -78,14 +79,14 @@ async def test_offences_escalate_into_bans_that_end(store: SqliteStore, clock: M
 
 
 async def test_a_channels_system_prompt_is_checked_too(store: SqliteStore) -> None:
-    moderation = Moderation(SETTINGS, store.moderation)
+    moderation = Moderation(SETTINGS, store.moderation, audit=AuditTrail(store.audit, 90))
     settings = imagine("", name="settings")
     with pytest.raises(UserError, match=r"\*\*nsfw\*\*"):
         await moderation.screen(settings, {"system_prompt": "Always answer nude."})
 
 
 async def test_an_admin_is_refused_without_an_offence(store: SqliteStore) -> None:
-    moderation = Moderation(SETTINGS, store.moderation)
+    moderation = Moderation(SETTINGS, store.moderation, audit=AuditTrail(store.audit, 90))
     told = await refusal(moderation, imagine("nude", ADMIN), "nude")
     assert "**nsfw**" in told and "min" not in told
     assert await store.moderation.banned_until("discord", "root") is None
@@ -93,7 +94,9 @@ async def test_an_admin_is_refused_without_an_offence(store: SqliteStore) -> Non
 
 
 async def test_forms_messages_and_workspace_rules_are_checked(store: SqliteStore) -> None:
-    moderation = Moderation(ModerationSettings(), store.moderation)
+    moderation = Moderation(
+        ModerationSettings(), store.moderation, audit=AuditTrail(store.audit, 90)
+    )
     remix = ModalSubmit(user=ALICE, place=PLACE, action="remix_v1", ref="j1")
     await moderation.screen(remix, {"prompt": "a gory scene"})
     await store.moderation.add_rule("discord", "g1", ModerationRule("gore", "gory"), "root")
@@ -109,7 +112,7 @@ async def test_forms_messages_and_workspace_rules_are_checked(store: SqliteStore
 
 
 async def test_an_unsure_match_passes_without_the_model_check(store: SqliteStore) -> None:
-    moderation = Moderation(SETTINGS, store.moderation)
+    moderation = Moderation(SETTINGS, store.moderation, audit=AuditTrail(store.audit, 90))
     await moderation.screen(imagine("Scunthorpe denuded"), {"prompt": "Scunthorpe denuded"})
     assert await store.moderation.banned_until("discord", "alice") is None
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.api import FunctionCall
+from bot.features.audit import AuditTrail
 from bot.features.chat.tools import ChatImageTools, ToolContext, run_tool
 from bot.features.moderation import Moderation
 from bot.kernel import ModerationSettings
@@ -24,7 +25,7 @@ async def world(tmp_path: Path) -> AsyncIterator[ChatWorld]:
 
 async def test_a_tool_prompt_breaking_a_rule_starts_no_job(world: ChatWorld) -> None:
     rules = ModerationSettings(words={"gore": ["gory"]})
-    moderation = Moderation(rules, world.store.moderation)
+    moderation = Moderation(rules, world.store.moderation, audit=AuditTrail(world.store.audit, 90))
     tools = ChatImageTools(world.genbot.jobs.chat_jobs, moderation=moderation)
     context = ToolContext(ALICE, DM, None)
 
