@@ -25,7 +25,8 @@ from the record.
 
 **Polling.** Each round asks the store, about this process's jobs only, for
 - jobs older than ``job_timeout_seconds`` (docs/provider.md#task-transitions) not yet done at
-  the provider: in-flight ones fail as
+  the provider: in-flight ones are asked about once more (after a downtime longer than the
+  timeout, what the provider finished meanwhile is posted), and those still unfinished fail as
   timed out; ``unknown`` ones (and ``creating`` ones this process is not starting that may have
   been sent) fail with a note that they may or may not have been charged; ``creating`` ones
   that were never sent become ``create_failed``;
@@ -430,6 +431,7 @@ class Tracker:
         changed = polled = False
         stale = now - self._limits.job_timeout_seconds
         async for jobs in self._pages(ACTIVE_STATUSES, created_before=stale):
+            changed |= await self._last_look(jobs)
             for job in jobs:
                 changed |= await self.state.time_out(job)
         if now >= self._next_sweep:
@@ -448,6 +450,16 @@ class Tracker:
             polled |= bool(jobs)
             changed |= await self.state.poll_diffusion(jobs, self.interval)
         return await self._next_sleep(changed, polled, now)
+
+    async def _last_look(self, jobs: list[Job]) -> bool:
+        """Ask the provider once about in-flight ``jobs`` past the job timeout before they time
+        out: after a downtime longer than the timeout, a task it finished meanwhile is posted
+        (a job that moves here is left alone by :meth:`ProviderState.time_out`'s transition)."""
+        in_flight = [job for job in jobs if job.status in IN_FLIGHT_STATUSES and job.provider_id]
+        tasks = [job for job in in_flight if job.family == "task"]
+        diffusions = [job for job in in_flight if job.family == "diffusion"]
+        polled = await self.state.poll_tasks(tasks, mark_polled=self.webhooks)
+        return await self.state.poll_diffusion(diffusions, self.interval) or polled
 
     async def _sweep_stranded(self, now: float) -> bool:
         """Move on this process's jobs stuck in an in-between state with no work under way

@@ -288,6 +288,27 @@ async def test_concurrent_deliveries_of_one_job_post_it_once(tmp_path: Path) -> 
         assert (await bare.store.ledger.usage_for_user("fake", "alice")).credits == 4
 
 
+async def test_a_job_past_the_timeout_is_asked_for_once_before_it_fails(tmp_path: Path) -> None:
+    """After a downtime longer than the job timeout, a job the provider finished meanwhile is
+    posted, not reported as "did not finish"; one still unfinished times out."""
+    now = [1_700_000_000.0]
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=lambda: now[0], job_timeout_seconds=600) as bare,
+    ):
+        images, tracker = bare.engines.images, bare.engines.tracker
+        finished = await images.imagine(ALICE_IMAGINES, "a fox finished while we were down")
+        sim.advance(120)
+        unfinished = await images.imagine(ALICE_IMAGINES, "a fox the provider lost track of")
+        now[0] += 3600
+        await tracker.poll_round()
+        await tracker.wait_idle()
+        posted = await bare.store.jobs.get_job(finished.id)
+        assert posted is not None and posted.status == "posted"
+        late = await bare.store.jobs.get_job(unfinished.id)
+        assert late is not None and late.status == "failed_posted" and late.result["timed_out"]
+
+
 async def test_the_poll_interval_adapts_to_activity(tmp_path: Path) -> None:
     async with (
         serve(MANUAL) as sim,
