@@ -7,16 +7,20 @@ import base64
 import binascii
 import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, field_validator
 
 from bot.api.errors import InvalidRequest
 from bot.api.validation import (
     RequestModel,
+    TaskId,
+    WebhookSecret,
     check_http_url,
     check_non_empty,
+    check_task_id,
     format_number,
+    int_as_text,
     shown,
 )
 
@@ -30,7 +34,6 @@ MULTI_FETCH_MAX_IDS = 50
 BLEND_MIN_IMAGES = 2
 BLEND_MAX_IMAGES = 5
 _ASPECT_RATIO = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
-_TASK_ID = re.compile(r"^\S{1,128}$")
 
 
 def _known_version(version: str) -> str:
@@ -61,16 +64,6 @@ def allowed_variation_indexes(version: str) -> tuple[str, ...]:
     return ("1", "2", "3", "4", *vary)
 
 
-def _index_text(value: Any) -> Any:
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-
-def _check_task_id(field: str, value: str) -> str:
-    if not _TASK_ID.match(value):
-        raise InvalidRequest(field, "a task id", f"{field} must be a task id (got {shown(value)})")
-    return value
-
-
 def _check_aspect_ratio(value: str | None) -> str | None:
     if value is None:
         return None
@@ -84,36 +77,25 @@ def _check_aspect_ratio(value: str | None) -> str | None:
     return f"{int(match[1])}:{int(match[2])}"
 
 
+AspectRatio = Annotated[str | None, AfterValidator(_check_aspect_ratio)]
+"""``width:height``, sent normalised (``16 : 9`` as ``16:9``)."""
+
+
 class WebhookFields(RequestModel):
     """Webhook parameters of creation endpoints. The client additionally enforces the
     ``https://domain`` on port 443 rule (loopback http only with its explicit opt-in)."""
 
     webhook_endpoint: str | None = None
-    webhook_secret: str | None = None
+    webhook_secret: WebhookSecret = None
 
     @field_validator("webhook_endpoint")
     @classmethod
     def _endpoint_is_url(cls, value: str | None) -> str | None:
         return None if not value else check_http_url("webhook_endpoint", value)
 
-    @model_validator(mode="after")
-    def _secret_needs_endpoint(self) -> WebhookFields:
-        if self.webhook_secret and not self.webhook_endpoint:
-            raise InvalidRequest(
-                "webhook_secret",
-                "only with webhook_endpoint",
-                "webhook_secret needs a webhook_endpoint",
-            )
-        return self
-
 
 class _DerivedTask(WebhookFields):
-    origin_task_id: str
-
-    @field_validator("origin_task_id")
-    @classmethod
-    def _origin(cls, value: str) -> str:
-        return _check_task_id("origin_task_id", value)
+    origin_task_id: TaskId
 
 
 class ImagineRequest(WebhookFields):
@@ -121,7 +103,7 @@ class ImagineRequest(WebhookFields):
 
     prompt: str
     skip_prompt_check: bool | None = None
-    aspect_ratio: str | None = None
+    aspect_ratio: AspectRatio = None
     process_mode: ProcessMode | None = None
 
     @field_validator("prompt")
@@ -129,54 +111,29 @@ class ImagineRequest(WebhookFields):
     def _prompt(cls, value: str) -> str:
         return check_non_empty("prompt", value)
 
-    @field_validator("aspect_ratio")
-    @classmethod
-    def _aspect_ratio(cls, value: str | None) -> str | None:
-        return _check_aspect_ratio(value)
-
 
 class RerollRequest(_DerivedTask):
     """Body of ``POST /gen/v2/reroll`` (inherits the parent's process mode)."""
 
     prompt: str | None = None
     skip_prompt_check: bool | None = None
-    aspect_ratio: str | None = None
-
-    @field_validator("aspect_ratio")
-    @classmethod
-    def _aspect_ratio(cls, value: str | None) -> str | None:
-        return _check_aspect_ratio(value)
+    aspect_ratio: AspectRatio = None
 
 
 class UpscaleRequest(_DerivedTask):
     """Body of ``POST /gen/v2/upscale``. Which ``index`` values a parent accepts depends on its
     model version: see :func:`allowed_upscale_indexes`."""
 
-    index: UpscaleIndex
-
-    @field_validator("index", mode="before")
-    @classmethod
-    def _index_as_text(cls, value: Any) -> Any:
-        return _index_text(value)
+    index: Annotated[UpscaleIndex, BeforeValidator(int_as_text)]
 
 
 class VariationRequest(_DerivedTask):
     """Body of ``POST /gen/v2/variation`` (see :func:`allowed_variation_indexes`)."""
 
-    index: VariationIndex
+    index: Annotated[VariationIndex, BeforeValidator(int_as_text)]
     prompt: str | None = None
     skip_prompt_check: bool | None = None
-    aspect_ratio: str | None = None
-
-    @field_validator("index", mode="before")
-    @classmethod
-    def _index_as_text(cls, value: Any) -> Any:
-        return _index_text(value)
-
-    @field_validator("aspect_ratio")
-    @classmethod
-    def _aspect_ratio(cls, value: str | None) -> str | None:
-        return _check_aspect_ratio(value)
+    aspect_ratio: AspectRatio = None
 
 
 class InpaintRequest(_DerivedTask):
@@ -204,7 +161,7 @@ class OutpaintRequest(_DerivedTask):
     or a decimal in (1, 2]; numbers are accepted and sent as text."""
 
     zoom_ratio: str | None = None
-    aspect_ratio: str | None = None
+    aspect_ratio: AspectRatio = None
     prompt: str | None = None
     skip_prompt_check: bool | None = None
 
@@ -227,11 +184,6 @@ class OutpaintRequest(_DerivedTask):
                 f"at most 2 (got {shown(value)})",
             )
         return value.strip() if isinstance(value, str) else format_number(number)
-
-    @field_validator("aspect_ratio")
-    @classmethod
-    def _aspect_ratio(cls, value: str | None) -> str | None:
-        return _check_aspect_ratio(value)
 
 
 class PanRequest(_DerivedTask):
@@ -279,12 +231,7 @@ class BlendRequest(WebhookFields):
 class SeedRequest(RequestModel):
     """Body of ``POST /gen/v2/seed``: the id of a generation task."""
 
-    task_id: str
-
-    @field_validator("task_id")
-    @classmethod
-    def _task_id(cls, value: str) -> str:
-        return _check_task_id("task_id", value)
+    task_id: TaskId
 
 
 class FetchRequest(SeedRequest):
@@ -305,4 +252,4 @@ class MultiFetchRequest(RequestModel):
                 f"1 to {MULTI_FETCH_MAX_IDS} ids",
                 f"task_ids must hold 1 to {MULTI_FETCH_MAX_IDS} ids (got {len(value)})",
             )
-        return [_check_task_id(f"task_ids[{i}]", task_id) for i, task_id in enumerate(value)]
+        return [check_task_id(f"task_ids[{i}]", task_id) for i, task_id in enumerate(value)]

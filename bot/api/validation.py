@@ -8,11 +8,12 @@ would refuse raises :class:`~bot.api.errors.InvalidRequest` (never pydantic's
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, ValidationInfo
 from pydantic_core import ErrorDetails
 
 from bot.api.errors import InvalidRequest
@@ -23,6 +24,7 @@ chat-platform CDN" are not accepted by describe and blend without naming it; Dis
 are taken (docs/provider.md#upstream-cdn)."""
 
 LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
+_TASK_ID = re.compile(r"^\S{1,128}$")
 
 
 def shown(value: Any) -> str:
@@ -166,6 +168,40 @@ def check_webhook_address(field: str, value: str, *, allow_insecure: bool = Fals
             f"{field} must be an https://domain address on port 443 (got {shown(value)})",
         )
     return value
+
+
+def check_task_id(field: str, value: str) -> str:
+    """``value`` when it looks like a provider task id (1 to 128 characters, no spaces)."""
+    if not _TASK_ID.match(value):
+        raise InvalidRequest(field, "a task id", f"{field} must be a task id (got {shown(value)})")
+    return value
+
+
+def int_as_text(value: Any) -> Any:
+    """An integer given where the provider takes text (``index=1``) as that text; anything
+    else unchanged (the field's own type then judges it)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _task_id(value: str, info: ValidationInfo) -> str:
+    return check_task_id(info.field_name or "task_id", value)
+
+
+def _secret_with_endpoint(value: str | None, info: ValidationInfo) -> str | None:
+    if value and not info.data.get("webhook_endpoint"):
+        raise InvalidRequest(
+            "webhook_secret",
+            "only with webhook_endpoint",
+            "webhook_secret needs a webhook_endpoint",
+        )
+    return value
+
+
+TaskId = Annotated[str, AfterValidator(_task_id)]
+"""A field naming a provider task (:func:`check_task_id`, under the field's name)."""
+
+WebhookSecret = Annotated[str | None, AfterValidator(_secret_with_endpoint)]
+"""A webhook secret: given only with a ``webhook_endpoint`` (declared before it)."""
 
 
 def format_number(value: float) -> str:
