@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from bot.features.jobs.buttons import MAX_BUTTONS_PER_ROW, task_buttons
@@ -225,10 +226,11 @@ def task_shape(job: Job) -> TaskShape:
 def job_version(job: Job) -> str:
     """The model version a job ran with: the one recorded when it started (a derivative keeps
     its parent's), else the one its prompt names, else the default (6)."""
-    recorded = ImageParams.of(job).model_version
-    if recorded:
-        return recorded
-    return prompt_version(job.prompt) or DEFAULT_VERSION
+    return _version(job, ImageParams.of(job))
+
+
+def _version(job: Job, params: ImageParams) -> str:
+    return params.model_version or prompt_version(job.prompt) or DEFAULT_VERSION
 
 
 def version_for(prompt: str, parent: Job | None) -> str:
@@ -294,6 +296,37 @@ def offered_follow_ups(job: Job, size: tuple[int, int] | None = None) -> list[st
     if job.family == "task" and job.type in GENERATION_TASK_TYPES:
         offered.append("seed")
     return offered
+
+
+@dataclass(frozen=True)
+class ParentTask:
+    """A family B job as the parent of a follow-up, read once: its provider task, the
+    follow-ups it offers (:func:`offered_follow_ups`) and those the provider refused, and what
+    a follow-up inherits from it — its aspect ratio, the process mode it ran in (the
+    provider's word, else the one asked) and its model version (:func:`job_version`)."""
+
+    task_id: str
+    offered: tuple[str, ...]
+    refused: frozenset[str]
+    aspect_ratio: str | None
+    process_mode: str | None
+    model_version: str
+
+
+def parent_task(job: Job) -> ParentTask | None:
+    """``job`` as the parent of a follow-up; ``None`` when it is no image task the provider
+    knows (another family, or no task id)."""
+    if job.family != "task" or job.provider_id is None:
+        return None
+    params, result = ImageParams.of(job), JobResult.of(job)
+    return ParentTask(
+        task_id=job.provider_id,
+        offered=tuple(offered_follow_ups(job)),
+        refused=frozenset(result.refused_actions),
+        aspect_ratio=params.aspect_ratio,
+        process_mode=result.mode or params.process_mode,
+        model_version=_version(job, params),
+    )
 
 
 def follow_up_buttons(

@@ -42,7 +42,7 @@ from bot.features.jobs.follow_up_calls import (
     follow_up_for,
     values_digest,
 )
-from bot.features.jobs.follow_ups import offered_follow_ups, version_for
+from bot.features.jobs.follow_ups import ParentTask, parent_task, version_for
 from bot.features.jobs.forms import (
     RegionInput,
     ZoomInput,
@@ -290,8 +290,8 @@ class ImageJobs:
         if follow_up is None:
             raise UserError("This button is no longer supported.")
         origin = self._check_origin(parent, action)
-        given = FollowUpInput(origin, ImageParams.of(parent).aspect_ratio)
-        await self._derive(event, parent, follow_up, given, action)
+        given = FollowUpInput(origin.task_id, origin.aspect_ratio)
+        await self._derive(event, parent, origin, follow_up, given, action)
 
     def check_modal(self, event: ModalSubmit) -> None:
         """A Custom Zoom, Vary (Region) or Remix form's own checks (see :func:`read_form`)."""
@@ -302,7 +302,6 @@ class ImageJobs:
         parent = referent.job
         action = event.action.removeprefix(REMIX_PREFIX)
         origin = self._check_origin(parent, action)
-        aspect = ImageParams.of(parent).aspect_ratio
         follow_up = follow_up_for(action)
         try:
             form = read_form(event)
@@ -315,16 +314,26 @@ class ImageJobs:
             return
         if follow_up is None:
             raise UserError("This form is no longer supported.")
+        aspect = origin.aspect_ratio
         if isinstance(form, str):
             changed = form if form != parent.prompt else None
-            given = FollowUpInput(origin, aspect, prompt=changed)
+            given = FollowUpInput(origin.task_id, aspect, prompt=changed)
             key = f"{action}:{values_digest(form)}"
-            await self._derive(event, parent, follow_up, given, key, prompt=form)
+            await self._derive(event, parent, origin, follow_up, given, key, prompt=form)
         elif isinstance(form, ZoomInput):
-            given = FollowUpInput(origin, aspect, prompt=form.prompt, zoom_ratio=form.zoom_ratio)
+            given = FollowUpInput(
+                origin.task_id, aspect, prompt=form.prompt, zoom_ratio=form.zoom_ratio
+            )
             key = f"{event.action}:{values_digest(form.zoom_ratio, form.prompt)}"
             await self._derive(
-                event, parent, follow_up, given, key, prompt=form.prompt, zoom_ratio=form.zoom_ratio
+                event,
+                parent,
+                origin,
+                follow_up,
+                given,
+                key,
+                prompt=form.prompt,
+                zoom_ratio=form.zoom_ratio,
             )
         else:
             digest = values_digest([shape_key(shape) for shape in form.regions], form.prompt)
@@ -338,24 +347,26 @@ class ImageJobs:
         assert follow_up is not None
         size = await self._image_size(parent)
         mask = await asyncio.to_thread(build_mask, form.regions, size)
-        aspect = ImageParams.of(parent).aspect_ratio
-        given = FollowUpInput(origin, aspect, prompt=form.prompt, mask=mask.base64)
+        given = FollowUpInput(
+            origin.task_id, origin.aspect_ratio, prompt=form.prompt, mask=mask.base64
+        )
         key = f"vary_region:{digest}"
-        await self._derive(event, parent, follow_up, given, key, prompt=form.prompt)
+        await self._derive(event, parent, origin, follow_up, given, key, prompt=form.prompt)
 
-    def _check_origin(self, parent: Job, action: str) -> str:
-        """The parent's task id, once it is finished and offers ``action`` (see
-        :func:`bot.features.jobs.follow_ups.offered_follow_ups`) and the provider has not refused
-        it."""
-        if parent.family != "task" or parent.provider_id is None:
+    def _check_origin(self, parent: Job, action: str) -> ParentTask:
+        """``parent`` as the parent of ``action``'s follow-up, once it is finished and offers
+        ``action`` (see :func:`bot.features.jobs.follow_ups.parent_task`) and the provider has
+        not refused it."""
+        origin = parent_task(parent)
+        if origin is None:
             raise UserError("That button does not work on this message.")
         if parent.status not in ("finished", "posting", "posted"):
             raise UserError("That image is not finished yet; wait for its result.")
-        if action not in offered_follow_ups(parent):
+        if action not in origin.offered:
             raise UserError("That button does not apply to this image.")
-        if action in JobResult.of(parent).refused_actions:
+        if action in origin.refused:
             raise UserError("The service refused that on this image, so the button is disabled.")
-        return parent.provider_id
+        return origin
 
     async def _image_size(self, parent: Job) -> tuple[int, int]:
         stored = JobResult.of(parent).size
@@ -373,6 +384,7 @@ class ImageJobs:
         self,
         event: Event,
         parent: Job,
+        origin: ParentTask,
         follow_up: FollowUp[Any],
         given: FollowUpInput,
         key: str,
@@ -380,17 +392,16 @@ class ImageJobs:
         prompt: str | None = None,
         zoom_ratio: str | None = None,
     ) -> Job:
-        """Start ``follow_up`` of ``parent`` (``key``: the press, or the form and its values);
-        its request is built before anything is stored."""
+        """Start ``follow_up`` of ``parent`` (``origin``: it as a parent; ``key``: the press,
+        or the form and its values); its request is built before anything is stored."""
         call = follow_up.prepare(key.partition(":")[0], self._tasks, given)
         about = None if (prompt or parent.prompt).strip() else wording.subject(parent)
         params = ImageParams(subject=about)
         if follow_up.inherits:
-            inherited = ImageParams.of(parent)
             params = ImageParams(
-                aspect_ratio=inherited.aspect_ratio,
-                process_mode=JobResult.of(parent).mode or inherited.process_mode,
-                model_version=version_for(parent.prompt, parent),
+                aspect_ratio=origin.aspect_ratio,
+                process_mode=origin.process_mode,
+                model_version=origin.model_version,
                 remix=await self._remix(event),
                 zoom_ratio=zoom_ratio,
                 subject=about,

@@ -15,6 +15,7 @@ from bot.features.jobs.follow_ups import (
     documented_follow_ups,
     follow_up_buttons,
     offered_follow_ups,
+    parent_task,
     prompt_version,
     version_for,
 )
@@ -109,6 +110,25 @@ def test_a_derivative_keeps_its_parents_version() -> None:
     assert version_for("a fox --v 6", parent) == "5"
     assert version_for("a fox", None) == "6"
     assert version_for("a fox --v 4", None) == "4"
+
+
+def test_a_parent_task_is_read_once_for_its_follow_up() -> None:
+    parent = _job(
+        type="upscale",
+        prompt="a fox --v 5",
+        actions=["vary_region", "pan_left"],
+        parameters={"aspect_ratio": "16:9", "process_mode": "fast", "model_version": "5.2"},
+        result={"mode": "relax", "refused_actions": ["pan_left"]},
+    )
+    origin = parent_task(parent)
+    assert origin is not None
+    assert origin.task_id == "t1" and origin.offered == ("vary_region", "pan_left", "seed")
+    assert origin.refused == {"pan_left"} and origin.aspect_ratio == "16:9"
+    assert origin.process_mode == "relax" and origin.model_version == "5.2"
+    asked = parent_task(_job(prompt="a fox --v 5", parameters={"process_mode": "fast"}))
+    assert asked is not None and asked.process_mode == "fast" and asked.model_version == "5"
+    assert parent_task(_job(provider_id=None)) is None
+    assert parent_task(_job(family="diffusion", type="txt2img")) is None
 
 
 def test_a_grid_offers_u_v_and_reroll() -> None:
