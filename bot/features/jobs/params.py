@@ -170,6 +170,21 @@ def params_of(job: Job) -> JobParams:
     return ImageParams.of(job)
 
 
+MODES = ("relax", "mixed", "fast", "turbo")
+
+
+def asked_mode(job: Job) -> str:
+    """The process mode ``job`` was asked to run in: its ``process_mode``, else one written in
+    the prompt (``--fast``), else relax, as the provider decides it (the mode it ran in is its
+    result's :attr:`JobResult.mode`)."""
+    params = params_of(job)
+    mode = "" if isinstance(params, DiffusionParams) else params.process_mode or ""
+    if mode in MODES:
+        return mode
+    written = [word for word in job.prompt.split() if word in ("--relax", "--fast", "--turbo")]
+    return written[-1].removeprefix("--") if written else "relax"
+
+
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 

@@ -12,11 +12,10 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.features.jobs.params import DiffusionParams, params_of
+from bot.features.jobs.params import asked_mode
 from storage import Job
 
 ELAPSED_STEP = 5
-MODES = ("relax", "mixed", "fast", "turbo")
 OBSERVED_KEPT = 20
 """How many of the latest durations of one kind of job are kept."""
 
@@ -27,17 +26,6 @@ class Position:
 
     index: int
     total: int
-
-
-def mode_of(job: Job) -> str:
-    """The process mode a job runs in: its ``process_mode``, else one written in the prompt
-    (``--fast``), else relax, as the provider decides it."""
-    params = params_of(job)
-    mode = "" if isinstance(params, DiffusionParams) else params.process_mode or ""
-    if mode in MODES:
-        return mode
-    written = [word for word in job.prompt.split() if word in ("--relax", "--fast", "--turbo")]
-    return written[-1].removeprefix("--") if written else "relax"
 
 
 def work_of(job: Job) -> str:
@@ -54,7 +42,7 @@ def kind_of(job: Job) -> str:
     mode (``task:upscale:fast``, ``diffusion:txt2img``)."""
     if job.family == "diffusion":
         return f"diffusion:{job.type}"
-    return f"task:{job.type}:{mode_of(job)}"
+    return f"task:{job.type}:{asked_mode(job)}"
 
 
 @dataclass(frozen=True)
@@ -164,7 +152,7 @@ def status_text(
     elapsed = stepped(elapsed, step)
     word = status_word(job, status)
     if job.family == "task" and status not in ("creating",):
-        word = f"{word} ({mode_of(job)})"
+        word = f"{word} ({asked_mode(job)})"
     parts = [word, clock_text(elapsed, step)]
     if status not in ("creating", "finished", "posting"):
         parts.append(left_text(estimates.usual(job), elapsed))

@@ -13,8 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.features.jobs.params import BlendParams, DiffusionParams, ImageParams, JobResult
-from bot.features.jobs.progress import ELAPSED_STEP, Estimates, Position, mode_of, status_text
+from bot.features.jobs.params import (
+    BlendParams,
+    DiffusionParams,
+    ImageParams,
+    JobResult,
+    asked_mode,
+)
+from bot.features.jobs.progress import ELAPSED_STEP, Estimates, Position, status_text
 from bot.kernel import neutralize_mentions
 from storage import Job
 
@@ -238,7 +244,7 @@ def mode_note(job: Job) -> str:
     time runs relax as fast). genbot cannot see the account, only the mode a task ran in
     (docs/provider.md#mode-fallback); "" when it ran as asked or the record names no mode."""
     ran = JobResult.of(job).mode
-    asked = mode_of(job)
+    asked = asked_mode(job)
     if ran is None or ran == asked or ran not in ("relax", "fast", "turbo"):
         return ""
     if ran == "relax":

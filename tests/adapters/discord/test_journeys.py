@@ -118,7 +118,7 @@ class Hold:
 
 U1_HOLD = Hold(files=23, reentered=7)
 """Issue 23's budget: 20 files, 3 files re-entered."""
-FINISHED_HOLD = Hold(files=18, reentered=5)
+FINISHED_HOLD = Hold(files=18, reentered=4)
 """Issue 23's budget: 16 files, 3 files re-entered."""
 DELTA_HOLD = Hold(files=8, reentered=4)
 """Issue 23's budget: 8 files, 2 files re-entered. One more chunk may be read before the

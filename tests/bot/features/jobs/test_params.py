@@ -14,6 +14,7 @@ from bot.features.jobs.params import (
     ImageParams,
     JobParams,
     JobResult,
+    asked_mode,
     params_of,
     result_with,
 )
@@ -124,3 +125,18 @@ def test_noting_a_result_changes_only_what_is_given() -> None:
     assert result_with(job) == stored
     noted = JobResult.from_json(result_with(job, timed_out=True, unconfirmed=True))
     assert (noted.timed_out, noted.unconfirmed, noted.size) == (True, True, None)
+
+
+@pytest.mark.parametrize(
+    ("fields", "mode"),
+    [
+        ({"parameters": {"process_mode": "turbo"}, "prompt": "a fox --fast"}, "turbo"),
+        ({"parameters": {}, "prompt": "a fox --relax --fast"}, "fast"),
+        ({"parameters": {"process_mode": "warp"}, "prompt": "a fox"}, "relax"),
+        ({"family": "diffusion", "type": "txt2img", "parameters": {}, "prompt": "a fox"}, "relax"),
+    ],
+)
+def test_the_asked_mode_is_the_parameter_else_the_prompts_else_relax(
+    fields: dict[str, Any], mode: str
+) -> None:
+    assert asked_mode(job_record(**fields)) == mode
