@@ -1,5 +1,5 @@
 """What this deployment has seen its jobs do: how long each kind of job takes (the progress
-messages' estimates, :class:`bot.features.jobs.progress.Estimates`) and which diffusion models ran
+messages' estimates, :class:`bot.features.jobs.estimates.Estimates`) and which diffusion models ran
 (:class:`bot.features.jobs.diffusion_models.DiffusionModels`). Learned from the stored history when
 genbot starts (so a restart, or another process, knows as much), then from every result it posts.
 """
@@ -10,7 +10,7 @@ import logging
 from collections.abc import Sequence
 
 from bot.features.jobs.diffusion_models import DiffusionModels
-from bot.features.jobs.progress import Estimates
+from bot.features.jobs.estimates import Estimates
 from storage import JobHistory, StorageError
 
 log = logging.getLogger(__name__)

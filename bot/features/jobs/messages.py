@@ -55,10 +55,10 @@ from typing import Any
 from bot.features.jobs import wording
 from bot.features.jobs.experience import Experience
 from bot.features.jobs.params import JobResult, adding_pressed, result_with
-from bot.features.jobs.progress import ELAPSED_STEP, Position
 from bot.features.jobs.result_messages import ResultMessages, pressed_actions
 from bot.features.jobs.tracking.retry import DeliveryRetry
 from bot.features.jobs.tracking.watch import JobWatch
+from bot.features.jobs.wording import ELAPSED_STEP, Position
 from bot.kernel import (
     Button,
     DeletesMessages,

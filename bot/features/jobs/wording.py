@@ -7,12 +7,20 @@ the task type and the button label side by side ("Variation (Vary (Strong))").
 
 User text (prompts) is clipped and has its mentions neutralised, so a prompt can neither ping
 anyone nor push a message past a platform's length limit.
+
+A running job's progress line (:func:`status_text`) says its status in words, the time since it
+started (in steps of the progress tick, :data:`ELAPSED_STEP` s by default, so the text changes
+only that often), the time left as this deployment has measured it for jobs of the same kind
+(:class:`~bot.features.jobs.estimates.Estimates`; nothing before one was measured), and the
+job's place among the requester's running jobs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from bot.features.jobs.estimates import Estimates, Usual
 from bot.features.jobs.params import (
     BlendParams,
     DiffusionParams,
@@ -20,10 +28,10 @@ from bot.features.jobs.params import (
     JobResult,
     asked_mode,
 )
-from bot.features.jobs.progress import ELAPSED_STEP, Estimates, Position, status_text
 from bot.kernel import neutralize_mentions
 from storage import Job
 
+ELAPSED_STEP = 5
 SUBJECT_MAX = 300
 NO_CHARGE_NOTE = "_No credits were charged._"
 TIMEOUT_NOTE = "_genbot stopped waiting; if the service still finishes it, it may be charged._"
@@ -159,7 +167,7 @@ def progress_text(
     position: Position | None = None,
     step: float = ELAPSED_STEP,
 ) -> str:
-    """The progress message while a job is on its way (see :mod:`bot.features.jobs.progress`)."""
+    """The progress message while a job is on its way: its heading and :func:`status_text`."""
     return f"⏳ {heading(job)}\n{status_text(job, status, elapsed, estimates, position, step)}"
 
 
@@ -307,3 +315,100 @@ def unavailable_image_text(job: Job, reason: str, url: str) -> str:
     """A result whose image could not be re-uploaded: the reason and the (expiring) link."""
     link = f"\n{url}" if url else ""
     return f"{result_text(job)}\n_(the image could not be uploaded: {reason})_{link}"
+
+
+# The progress line --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Position:
+    """A job's place (1-based) among its requester's running jobs, oldest first."""
+
+    index: int
+    total: int
+
+
+def work_of(job: Job) -> str:
+    """The kind of work, for status words: draw, upscale or describe."""
+    if job.type == "describe":
+        return "describe"
+    if job.type == "upscale":
+        return "upscale"
+    return "draw"
+
+
+def status_word(job: Job, status: str) -> str:
+    """``Queued``, ``Starting``, ``Drawing``, ``Upscaling``, ``Describing``, ``Retrying``…"""
+    if status == "creating":
+        return "Sending"
+    if status in ("submitted", "pending"):
+        return "Queued"
+    if status == "staged":
+        return "Starting"
+    if status == "retry":
+        return "Retrying"
+    if status in ("finished", "posting"):
+        return "Finishing"
+    if status == "processing":
+        work = work_of(job)
+        if job.type == "seed":
+            return "Looking up the seed"
+        return {"upscale": "Upscaling", "describe": "Describing"}.get(work, "Drawing")
+    return "Waiting"
+
+
+def stepped(seconds: float, step: float = ELAPSED_STEP) -> int:
+    """``seconds`` floored to whole ``step`` s (at least 1 s steps)."""
+    size = max(int(step), 1)
+    return max(int(seconds) // size * size, 0)
+
+
+def clock_text(seconds: float, step: float = ELAPSED_STEP) -> str:
+    """``0:35``, ``12:05``: minutes and seconds, floored to ``step``."""
+    whole = stepped(seconds, step)
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def left_text(usual: Usual | None, elapsed: float) -> str:
+    """``about 25 s left``, ``about 3 min left``, nothing (nothing measured yet, or past the
+    median but within what has been seen), or ``taking longer than usual`` (past the longest
+    seen)."""
+    if usual is None:
+        return ""
+    left = usual.median - elapsed
+    if left >= ELAPSED_STEP / 2:
+        if left < 90:
+            return f"about {max(round(left / ELAPSED_STEP) * ELAPSED_STEP, ELAPSED_STEP)} s left"
+        return f"about {round(left / 60)} min left"
+    if elapsed > usual.longest + ELAPSED_STEP:
+        return "taking longer than usual"
+    return ""
+
+
+def position_text(position: Position | None) -> str:
+    """``your job 2 of 3``, or nothing for a lone job."""
+    if position is None or position.total < 2:
+        return ""
+    return f"your job {position.index} of {position.total}"
+
+
+def status_text(
+    job: Job,
+    status: str,
+    elapsed: float,
+    estimates: Estimates,
+    position: Position | None = None,
+    step: float = ELAPSED_STEP,
+) -> str:
+    """The progress line: ``Drawing (fast) · 0:35 · about 25 s left · your job 2 of 3``. The
+    time moves in ``step``-second steps, so the line changes only that often; the time left is
+    read from ``estimates`` only when the line shows it (not while sending or finishing)."""
+    elapsed = stepped(elapsed, step)
+    word = status_word(job, status)
+    if job.family == "task" and status not in ("creating",):
+        word = f"{word} ({asked_mode(job)})"
+    parts = [word, clock_text(elapsed, step)]
+    if status not in ("creating", "finished", "posting"):
+        parts.append(left_text(estimates.usual(job), elapsed))
+    parts.append(position_text(position))
+    return " · ".join(part for part in parts if part)

@@ -16,7 +16,7 @@ import logging
 from collections import defaultdict
 
 from bot.features.jobs.messages import JobMessages
-from bot.features.jobs.progress import Position
+from bot.features.jobs.wording import Position
 from bot.kernel import OUTAGE
 from storage import IN_FLIGHT_STATUSES, Job, JobTracking, StorageError
 

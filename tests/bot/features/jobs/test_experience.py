@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bot.features.jobs.estimates import Usual
 from bot.features.jobs.experience import Experience
-from bot.features.jobs.progress import Usual
 from storage import Job, SqliteStore
 from tests.bot.features.jobs.support import run_command
 from tests.bot.harness import harness

@@ -1,5 +1,6 @@
 """Live progress: status words, a ticking elapsed time, the time left, the job's place among
-its requester's jobs, and the same message becoming the result."""
+its requester's jobs, and the same message becoming the result (the progress line is
+:func:`bot.features.jobs.wording.status_text`; the time left comes from the estimates)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.features.jobs.progress import (
-    Estimates,
-    Position,
-    Usual,
-    left_text,
-    status_text,
-    status_word,
-)
+from bot.features.jobs.estimates import Estimates, Usual
+from bot.features.jobs.wording import Position, left_text, status_text, status_word
 from bot.kernel import Command, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
@@ -149,20 +144,6 @@ def test_status_words_follow_the_work_and_the_mode(
     job = _job(**fields)
     text = status_text(job, status, 12.0, estimates, Position(1, 1))
     assert text == line, "only relax imagine jobs were measured"
-
-
-def test_estimates_are_measured_per_task_type_and_mode() -> None:
-    estimates = Estimates()
-    assert estimates.usual(_job()) is None
-    for took in (20.0, 30.0, 25.0):
-        estimates.observe(_job(finished_at=100.0 + took))
-    assert estimates.usual(_job()) == Usual(25.0, 30.0)
-    assert estimates.usual(_job(parameters={"process_mode": "fast"})) is None
-    assert estimates.usual(_job(type="upscale")) is None
-    assert estimates.usual(_job(family="diffusion", type="txt2img")) is None
-    estimates.learn([_job(finished_at=103.0, type="upscale"), _job(finished_at=160.0)])
-    assert estimates.usual(_job(type="upscale")) == Usual(3.0, 3.0)
-    assert estimates.usual(_job()) == Usual(27.5, 60.0)
 
 
 def test_the_time_left_is_said_only_before_the_usual_and_longer_only_past_the_longest() -> None:

@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 
 from bot.api import MULTI_FETCH_MAX_IDS, TaskRecord
-from bot.features.jobs.progress import status_word
 from bot.features.jobs.tracking.provider_state import charged_credits, task_result_fields
+from bot.features.jobs.wording import status_word
 from bot.kernel import Command, MessageRef, OutMessage, PlatformProfile, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
