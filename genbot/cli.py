@@ -43,6 +43,14 @@ def main(ctx: click.Context, config_path: str | None) -> None:
     ctx.obj = {"config_path": config_path}
 
 
+def parse_account(text: str) -> tuple[str, int]:
+    """``KEY=CREDITS`` (``genbot sim --account``) as ``(key, credits)``."""
+    key, _, credits = text.partition("=")
+    if not key or not credits.isdigit():
+        raise click.BadParameter(f"{text!r}: give KEY=CREDITS, e.g. second-key=500")
+    return key, int(credits)
+
+
 @main.command(short_help="Serve the provider simulator (chat, image tasks, diffusion).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8787, show_default=True, type=PORT, help="0 picks a free port.")
@@ -95,6 +103,14 @@ def main(ctx: click.Context, config_path: str | None) -> None:
     help="Each key's fast time in simulated hours; past it fast and turbo run as relax "
     "(default: unlimited).",
 )
+@click.option(
+    "--account",
+    "accounts",
+    multiple=True,
+    metavar="KEY=CREDITS",
+    help="Another Developer-plan key with its own account and credits (repeat for a pool of "
+    "keys; --account out=0 is an account with no credit). Any other key answers 401.",
+)
 def sim(
     host: str,
     port: int,
@@ -108,9 +124,11 @@ def sim(
     dialect: Dialect,
     chat_rpm: int,
     fast_hours: float | None,
+    accounts: tuple[str, ...],
 ) -> None:
     """Serve the provider simulator (chat, image tasks, diffusion)."""
     config = SimulatorConfig(
+        accounts=tuple(parse_account(text) for text in accounts),
         api_key=api_key,
         free_api_key=free_api_key,
         credits=credits,

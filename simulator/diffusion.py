@@ -308,7 +308,7 @@ async def fetch(request: web.Request) -> web.Response:
     if job_id is None:
         return error_response(400, "id is required")
     job = state.diffusion_jobs.get(job_id)
-    if job is None:
+    if job is None or not state.readable(job.account_key, key):
         return error_response(400, f"no diffusion job with id {job_id}")
     now = state.now()
     if now < job.ready_at:

@@ -74,6 +74,7 @@ async def fault_middleware(request: web.Request, handler: Handler) -> web.Stream
     state = request.app[STATE]
     body = _logged_body(await request.read()) if request.can_read_body else None
     entry = state.record(request.method, request.path, body)
+    entry.account = state.account_named(request)
     entry.fault = state.draw_fault(_allowed(request, body))
     request[REQUEST_RECORD] = entry
     with state.request_scope(entry):

@@ -20,7 +20,7 @@ from simulator.clock import SimClock
 from simulator.dialects import Dialect as Dialect
 from simulator.dialects import DialectRules, rules_for
 from simulator.images import StoredImage
-from simulator.task_model import ImageTask
+from simulator.task_model import ImageTask, account_id
 from simulator.task_rules import Mode
 
 Plan = Literal["free", "developer"]
@@ -46,7 +46,9 @@ class SimulatorConfig:
     (``context_length_exceeded``), whatever the model. ``fast_hours`` (``None``: unlimited) is
     each account's fast time, in simulated hours: fast and turbo tasks use it up, and once it
     is gone they run as relax (mode rule 3). ``suspended_api_key`` is a key the provider knows
-    but lets create nothing: its image task and diffusion creations answer 403.
+    but lets create nothing: its image task and diffusion creations answer 403. ``accounts``
+    are more Developer-plan keys, each its own account with the credits given (a pool of
+    keys: a task id is known only to the account that made it, when read with a key).
     """
 
     api_key: str = "sim-key"
@@ -66,6 +68,7 @@ class SimulatorConfig:
     context_tokens: int = 0
     fast_hours: float | None = None
     suspended_api_key: str | None = None
+    accounts: tuple[tuple[str, int], ...] = ()
 
     @property
     def rules(self) -> DialectRules:
@@ -86,6 +89,8 @@ class Account:
     chat_times: list[float] = field(default_factory=list)
     fast_seconds_left: float | None = None
     suspended: bool = False
+    revoked: bool = False
+    """The key was revoked: it answers 401 everywhere (its tasks stay the account's)."""
 
     def run_mode(self, mode: Mode, seconds: float) -> Mode:
         """The mode a task asking for ``mode`` runs in, using ``seconds`` of fast time for a
@@ -131,6 +136,9 @@ class RecordedRequest:
     ``fault_phase`` tells whether it struck before anything was created or after the task was
     created (and credits frozen) with the response then lost. ``created_id`` is the task id or
     diffusion job id the request created, ``status`` the HTTP status sent (``None`` on a reset).
+    ``account`` is the id of the account whose key the request carried (a key the simulator
+    was given, revoked or not; :func:`simulator.task_model.account_id`, never the key), else
+    ``None``.
     """
 
     method: str
@@ -141,6 +149,7 @@ class RecordedRequest:
     fault_phase: FaultPhase | None = None
     status: int | None = None
     created_id: str | None = None
+    account: str | None = None
 
 
 @dataclass
@@ -209,13 +218,26 @@ class SimulatorState:
                 state.accounts[key] = Account(key, plan, config.credits, fast_seconds_left=fast)
         if config.suspended_api_key:
             state.accounts[config.suspended_api_key].suspended = True
+        for key, credits in config.accounts:
+            state.accounts[key] = Account(key, "developer", credits, fast_seconds_left=fast)
         return state
 
     def account_for(self, key: str | None) -> Account | None:
-        """The account of an API key, or ``None`` for a missing or unknown key."""
-        if not key:
-            return None
-        return self.accounts.get(key)
+        """The account of an API key, or ``None`` for a missing, unknown or revoked key."""
+        account = self.accounts.get(key) if key else None
+        return None if account is None or account.revoked else account
+
+    def account_named(self, request: web.Request) -> str | None:
+        """The id of the account whose key ``request`` carries (``X-API-KEY`` or bearer),
+        revoked or not; ``None`` for a missing or unknown key."""
+        key = api_key_header(request) or bearer_key(request)
+        return account_id(key) if key in self.accounts else None
+
+    def readable(self, owner_key: str, reader: str | None) -> bool:
+        """Whether a read sent with key ``reader`` sees a task or generation of the account of
+        ``owner_key``: its own only (a read without a key sees every one: the documentation
+        does not say whether reads need a key)."""
+        return reader is None or reader == owner_key
 
     def roll_fault(self, allowed: tuple[FaultKind, ...]) -> FaultKind | None:
         """With probability ``fault_rate``, one of ``allowed`` (seeded, so runs repeat).

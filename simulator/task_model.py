@@ -16,6 +16,13 @@ from simulator import task_rules
 from simulator.dialects import DEFAULT, DialectRules
 from simulator.task_rules import Mode, TaskKind
 
+
+def account_id(key: str) -> str:
+    """The account id (``meta.account_id``) of the account of API key ``key``: what names an
+    account anywhere the key must not appear."""
+    return "acct-" + hashlib.sha256(key.encode()).hexdigest()[:10]
+
+
 TERMINAL = ("finished", "failed")
 
 
@@ -100,7 +107,7 @@ class ImageTask:
 
     @property
     def account_id(self) -> str:
-        return "acct-" + hashlib.sha256(self.account_key.encode()).hexdigest()[:10]
+        return account_id(self.account_key)
 
     @property
     def ends_at(self) -> float:

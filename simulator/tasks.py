@@ -217,7 +217,7 @@ async def fetch(request: web.Request) -> web.Response:
     state = request.app[STATE]
     state.settle()
     task = state.tasks.get(task_id)
-    if task is None:
+    if task is None or not state.readable(task.account_key, api_key_header(request)):
         return error_response(400, f"task {task_id} does not exist")
     return web.json_response(fetch_record(task, state.now()))
 
@@ -235,8 +235,12 @@ async def multi_fetch(request: web.Request) -> web.Response:
     state = request.app[STATE]
     state.settle()
     now = state.now()
+    reader = api_key_header(request)
     data = {
-        task_id: multi_fetch_record(state.tasks[task_id], now) if task_id in state.tasks else None
+        task_id: multi_fetch_record(task, now)
+        if (task := state.tasks.get(task_id)) is not None
+        and state.readable(task.account_key, reader)
+        else None
         for task_id in task_ids
     }
     return web.json_response({"code": 200, "data": data, "message": "success"})
