@@ -4,7 +4,8 @@ transaction."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Final
 
 from storage.errors import StorageError, check_word
@@ -18,7 +19,10 @@ from storage.records.jobs import (
     JobFamily,
     JobQuota,
     JobStatus,
+    KeyRoom,
+    KeyUsage,
     NewJob,
+    NoKeyRoom,
     QuotaRefusal,
     new_job_id,
 )
@@ -29,11 +33,11 @@ _ACTIVE: Final = tuple(sorted(ACTIVE_STATUSES))
 INSERT_COLUMNS: Final = (
     "id, family, type, status, provider_id, parent_job_id, action, requester_id, platform,"
     " workspace_id, channel_id, thread_id, prompt, parameters, webhook_secret, created_at,"
-    " updated_at, owner, lease_until, is_dm, command_key"
+    " updated_at, owner, lease_until, is_dm, command_key, provider_key"
 )
 _JOB_ID_PATTERN: Final = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")
 SQL_INSERT_JOB: Final = (
-    f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({marks(21)}) ON CONFLICT DO NOTHING RETURNING *"
+    f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES ({marks(22)}) ON CONFLICT DO NOTHING RETURNING *"
 )
 SQL_COMMANDED: Final = "SELECT * FROM jobs WHERE command_key = ?"
 SQL_JOB_EXISTS: Final = "SELECT 1 AS found FROM jobs WHERE id = ?"
@@ -42,6 +46,26 @@ SQL_COUNT_ACTIVE: Final = (
     "SELECT COUNT(*) AS n FROM jobs WHERE platform = ? AND requester_id = ?"
     f" AND status IN ({marks(len(_ACTIVE))})"
 )
+SQL_KEY_ACTIVE: Final = (
+    f"SELECT COUNT(*) AS n FROM jobs WHERE provider_key = ? AND status IN ({marks(len(_ACTIVE))})"
+)
+SQL_KEY_TASKS: Final = (
+    "SELECT COUNT(*) AS n FROM jobs WHERE provider_key = ? AND created_at >= ?"
+    " AND status != 'create_failed'"
+)
+SQL_REKEY: Final = (
+    "UPDATE jobs SET provider_key = ?, updated_at = ? WHERE id = ? AND status = 'creating'"
+    " RETURNING id"
+)
+SQL_KEY_USAGE: Final = (
+    f"SELECT provider_key, SUM(CASE WHEN status IN ({marks(len(_ACTIVE))}) THEN 1 ELSE 0 END)"
+    " AS active, SUM(CASE WHEN created_at >= ? AND status != 'create_failed' THEN 1 ELSE 0 END)"
+    " AS tasks, SUM(CASE WHEN created_at >= ? THEN COALESCE(credits, 0) ELSE 0 END) AS credits"
+    " FROM jobs WHERE provider_key IS NOT NULL"
+    f" AND (created_at >= ? OR status IN ({marks(len(_ACTIVE))})) GROUP BY provider_key"
+)
+KEYS_LOCK: Final = "\x1fprovider keys"
+"""The lock (PostgreSQL) that serialises choosing a provider key with room."""
 SQL_CREDITS_TODAY: Final = (
     "SELECT COALESCE(SUM(credits), 0) AS n FROM usage"
     " WHERE platform = ? AND user_id = ? AND day = ?"
@@ -57,9 +81,11 @@ class JobAdmission:
     owner: Owner
 
     async def create_job_within(
-        self, new: NewJob, quota: JobQuota
+        self, new: NewJob, quota: JobQuota, keys: Sequence[KeyRoom] = ()
     ) -> tuple[Job, bool] | QuotaRefusal:
-        """Create ``new`` unless its requester is at a limit of ``quota``.
+        """Create ``new`` unless its requester is at a limit of ``quota``; a job without a
+        ``provider_key`` gets the first of ``keys`` with room (:class:`NoKeyRoom` when none
+        has any), counted in the same transaction (over every process).
 
         Counting the requester's active jobs, summing today's credits and inserting the row
         happen in one transaction, serialised per requester (SQLite: ``BEGIN IMMEDIATE``;
@@ -105,7 +131,10 @@ class JobAdmission:
             ):
                 raise StorageError(f"parent job {new.parent_job_id!r} does not exist")
             lease = (self.owner.process_id, now + self.owner.lease_seconds)
-            row = await _insert(tx, new, now, lease)
+            keyed = new
+            if new.provider_key is None and keys:
+                keyed = replace(new, provider_key=await _key_with_room(tx, keys, now))
+            row = await _insert(tx, keyed, now, lease)
             if row is not None:
                 return job_from_row(row), True
             if derivative is not None:
@@ -118,6 +147,30 @@ class JobAdmission:
             raise StorageError("the job conflicts with an existing one (same provider id?)")
 
         return await self.db.transaction(work, repeatable=new.command_key is not None)
+
+    async def move_to_key(self, job_id: str, keys: Sequence[KeyRoom]) -> str | None:
+        """Give a job still ``creating`` (refused for its key: nothing started) the first of
+        ``keys`` with room; its name, or None when the job is no longer ``creating``.
+        :class:`NoKeyRoom` when no key has room."""
+
+        async def work(tx: Session) -> str | None:
+            now = self.clock()
+            name = await _key_with_room(tx, keys, now)
+            row = await tx.fetch_one(SQL_REKEY, (name, now, job_id))
+            return None if row is None else name
+
+        return await self.db.transaction(work)
+
+    async def key_usage(self) -> dict[str, KeyUsage]:
+        """Each provider key's jobs (see :class:`KeyUsage`), by key name."""
+        day = _day_start(self.clock())
+        rows = await self.db.fetch_all(SQL_KEY_USAGE, (*_ACTIVE, day, day, day, *_ACTIVE))
+        return {
+            str(row["provider_key"]): KeyUsage(
+                int(row["active"] or 0), int(row["tasks"] or 0), int(row["credits"] or 0)
+            )
+            for row in rows
+        }
 
     async def quota_refusal(
         self, platform: str, requester_id: str, quota: JobQuota, *, pending: int = 0
@@ -159,13 +212,35 @@ async def _insert(tx: Session, new: NewJob, now: float, lease: tuple[str, float]
             job_id, new.family, new.type, new.status, new.provider_id, new.parent_job_id,
             new.action, new.requester_id, new.platform, new.workspace_id, new.channel_id,
             new.thread_id, new.prompt, to_json(dict(new.parameters)), new.webhook_secret,
-            now, now, *lease, new.is_dm, new.command_key,
+            now, now, *lease, new.is_dm, new.command_key, new.provider_key,
         )  # fmt: skip
         row = await tx.fetch_one(SQL_INSERT_JOB, values)
         if row is not None or new.id is not None:
             return row
         if await tx.fetch_one(SQL_JOB_EXISTS, (job_id,)) is None:
             return None
+
+
+def _day_start(now: float) -> float:
+    return now - now % 86400
+
+
+async def _key_with_room(tx: Session, keys: Sequence[KeyRoom], now: float) -> str:
+    """The first of ``keys`` below its caps (serialised over processes: SQLite's ``BEGIN
+    IMMEDIATE``, PostgreSQL's lock on choosing keys); :class:`NoKeyRoom` when none is."""
+    if tx.dialect.transaction_lock is not None:
+        await tx.execute(tx.dialect.transaction_lock, (KEYS_LOCK,))
+    for key in keys:
+        if key.max_concurrent > 0:
+            row = await tx.fetch_one(SQL_KEY_ACTIVE, (key.name, *_ACTIVE))
+            if row is not None and int(row["n"]) >= key.max_concurrent:
+                continue
+        if key.daily_tasks > 0:
+            row = await tx.fetch_one(SQL_KEY_TASKS, (key.name, _day_start(now)))
+            if row is not None and int(row["n"]) >= key.daily_tasks:
+                continue
+        return key.name
+    raise NoKeyRoom(", ".join(key.name for key in keys) or "no key")
 
 
 async def _quota_refusal(

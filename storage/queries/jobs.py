@@ -27,7 +27,7 @@ JSON_FIELDS: Final[frozenset[str]] = frozenset(("parameters", "result_urls", "ac
 UPDATABLE_FIELDS: Final[frozenset[str]] = JSON_FIELDS | {
     "type", "provider_id", "thread_id", "progress_message_id", "result_message_id", "prompt",
     "error", "webhook_secret", "credits", "finished_at", "last_polled_at", "last_webhook_at",
-    "next_poll_at", "delivery_attempts", "post_claims",
+    "next_poll_at", "delivery_attempts", "post_claims", "provider_key",
 }  # fmt: skip
 """Fields ``update_job`` and ``transition`` accept as keywords."""
 DONE_AT_PROVIDER: Final[frozenset[str]] = frozenset(("finished", "failed", "create_failed"))

@@ -139,6 +139,9 @@ class NewJob:
     command_key: str | None = None
     """The idempotency key of the command that asks for the job (the platform's stable id of
     that command): at most one job per key, whatever handles the command how often."""
+    provider_key: str | None = None
+    """The name of the provider key the job is sent with (a derivative: its parent's); None
+    lets :meth:`storage.JobAdmission.create_job_within` choose among its ``keys``."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,9 @@ class Job:
     """How often the job was taken over: each claim by another process makes a new lease."""
     command_key: str | None = None
     """The idempotency key of the command that asked for it (see :class:`NewJob`)."""
+    provider_key: str | None = None
+    """The name of the provider key every call about the job uses (None: made before the
+    pool, with its first key)."""
 
     @property
     def lease(self) -> Lease | None:
@@ -240,6 +246,30 @@ class QuotaRefusal:
     limit: Literal["max_active", "max_daily_credits"]
     used: int
     allowed: int
+
+
+@dataclass(frozen=True)
+class KeyRoom:
+    """A provider key a new job may go to: its ``name``, at most ``max_concurrent`` of its
+    jobs in ``ACTIVE_STATUSES`` and ``daily_tasks`` created per UTC day (0: no cap)."""
+
+    name: str
+    max_concurrent: int = 0
+    daily_tasks: int = 0
+
+
+@dataclass(frozen=True)
+class KeyUsage:
+    """One provider key's jobs: ``active`` now, and ``tasks`` created and ``credits`` charged
+    since the start of the UTC day."""
+
+    active: int = 0
+    tasks: int = 0
+    credits: int = 0
+
+
+class NoKeyRoom(Exception):
+    """Every provider key offered is at one of its caps: no job was created."""
 
 
 JobMessageKind = Literal["progress", "result", "other"]

@@ -292,5 +292,13 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             "INSERT INTO audit_purge (due_at) VALUES (0)",
         ),
     ),
+    Migration(
+        18,
+        "jobs.provider_key (the pool of provider keys)",
+        both=(
+            "ALTER TABLE jobs ADD COLUMN provider_key TEXT",
+            "CREATE INDEX jobs_by_provider_key ON jobs (provider_key, created_at)",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
