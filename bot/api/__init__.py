@@ -30,6 +30,7 @@ from bot.api.errors import (
     UnexpectedStatus,
 )
 from bot.api.http import AuthStyle, CallSafety, HttpTransport, RetryPolicy
+from bot.api.keys import KeyChoice, KeyPool, KeyState, KeyStatus, NoKey, key_failure
 from bot.api.models_chat import (
     CHAT_MODELS,
     DEVELOPER_PLAN_MODELS,
@@ -161,9 +162,14 @@ __all__ = [
     "InpaintRequest",
     "InvalidRequest",
     "InvalidResponse",
+    "KeyChoice",
+    "KeyPool",
+    "KeyState",
+    "KeyStatus",
     "ModelNotAllowed",
     "MultiFetchRequest",
     "MultiFetchResponse",
+    "NoKey",
     "OutpaintRequest",
     "PanDirection",
     "PanRequest",
@@ -202,5 +208,6 @@ __all__ = [
     "WebhookFields",
     "allowed_upscale_indexes",
     "allowed_variation_indexes",
+    "key_failure",
     "read_model",
 ]

@@ -23,6 +23,7 @@ from bot.api.errors import (
     StreamInterrupted,
 )
 from bot.api.http import AuthStyle, CallSafety, HttpResult, HttpTransport, StreamResponse
+from bot.api.keys import KeyPool, key_failure
 from bot.api.models_chat import (
     CHAT_MODELS,
     DEVELOPER_PLAN_MODELS,
@@ -400,9 +401,14 @@ class ChatClient:
     """
 
     def __init__(
-        self, transport: HttpTransport, plan: str, pacer: RequestPacer | None = None
+        self,
+        transport: HttpTransport,
+        keys: KeyPool,
+        plan: str,
+        pacer: RequestPacer | None = None,
     ) -> None:
         self._transport = transport
+        self.keys = keys
         self._plan = plan
         self.pacer = pacer or RequestPacer()
         self.forms = ChatForms()
@@ -425,9 +431,14 @@ class ChatClient:
         body = request.to_body()
         body["stream"] = False
 
-        async def post(sent: dict[str, Any]) -> HttpResult:
+        async def post(sent: dict[str, Any], key: str) -> HttpResult:
             return await self._transport.post(
-                CHAT_PATH, sent, auth=AuthStyle.BEARER, safety=CallSafety.CREATE, via_proxy=True
+                CHAT_PATH,
+                sent,
+                auth=AuthStyle.BEARER,
+                safety=CallSafety.CREATE,
+                via_proxy=True,
+                key=self.keys.secret(key),
             )
 
         result = await self._send(body, request.model, post)
@@ -448,8 +459,10 @@ class ChatClient:
         body = request.to_body()
         body["stream"] = True
 
-        async def open_stream(sent: dict[str, Any]) -> StreamResponse:
-            return await self._transport.open_stream(CHAT_PATH, sent, auth=AuthStyle.BEARER)
+        async def open_stream(sent: dict[str, Any], key: str) -> StreamResponse:
+            return await self._transport.open_stream(
+                CHAT_PATH, sent, auth=AuthStyle.BEARER, key=self.keys.secret(key)
+            )
 
         return ChatStream(lambda: self._send(body, request.model, open_stream))
 
@@ -457,30 +470,42 @@ class ChatClient:
         self,
         body: dict[str, Any],
         model: str,
-        send: Callable[[dict[str, Any]], Awaitable[SentT]],
+        send: Callable[[dict[str, Any], str], Awaitable[SentT]],
     ) -> SentT:
-        """``send`` ``body`` in the forms learnt so far (:mod:`bot.api.chat_forms`), paced;
-        a refusal of a form genbot can change is sent once more in the other form, which is
-        kept once the provider accepts it. Other refusals are raised by meaning."""
+        """``send`` ``body`` in the forms learnt so far (:mod:`bot.api.chat_forms`), paced,
+        with a key of the pool (:meth:`bot.api.keys.KeyPool.for_chat`); a refusal of a form
+        genbot can change is sent once more in the other form, which is kept once the provider
+        accepts it, and a refusal of the key (which takes it out) once more with another key.
+        Other refusals are raised by meaning."""
         forms = self.forms
-        for attempt in range(MAX_FORM_CHANGES + 1):
+        key = self.keys.for_chat()
+        tried = {key}
+        changes = 0
+        while True:
             await self.pacer.acquire(self._transport.rate_limits.max_wait)
             sent = forms.body(body)
             try:
-                answer = await send(sent)
+                answer = await send(sent, key)
             except ApiError as error:
-                meant = self.meaning(error, model)
-                newer = forms.after(meant, sent) if attempt < MAX_FORM_CHANGES else None
+                meant = self.meaning(error, model, key)
+                self.keys.observe(key, meant)
+                other = self.keys.for_chat() if key_failure(meant) is not None else key
+                if other not in tried:
+                    key = other
+                    tried.add(key)
+                    continue
+                newer = forms.after(meant, sent) if changes < MAX_FORM_CHANGES else None
                 if newer is None:
                     raise meant from None
                 if not newer.inline_images and forms.inline_images:
                     self._adopt(newer)
                     raise InlineImagesRefused(str(meant)) from None
                 forms = newer
+                changes += 1
                 continue
             self._adopt(forms)
+            self.keys.observe(key, None)
             return answer
-        raise AssertionError("the last attempt raises or returns")
 
     def _adopt(self, forms: ChatForms) -> None:
         """Keep ``forms`` for every later request, saying once what changed."""
@@ -488,7 +513,8 @@ class ChatClient:
             log.warning("the provider refused a chat request form: %s", self.forms.changes(forms))
             self.forms = forms
 
-    def meaning(self, error: ApiError, model: str) -> ApiError:
-        """A refusal of a request for ``model`` as what it means (see
+    def meaning(self, error: ApiError, model: str, key: str = "") -> ApiError:
+        """A refusal of a request for ``model`` sent with ``key`` as what it means (see
         :mod:`bot.api.chat_errors`)."""
-        return chat_refusal(error, model, self._plan, key_accepted=self._transport.key_accepted)
+        accepted = (key or (self.keys.names or [""])[0]) in self.keys.accepted
+        return chat_refusal(error, model, self._plan, key_accepted=accepted)

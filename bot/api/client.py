@@ -8,6 +8,7 @@ from types import TracebackType
 from bot.api.chat import ChatClient
 from bot.api.diffusion import DiffusionClient
 from bot.api.http import HttpTransport, RetryPolicy
+from bot.api.keys import KeyPool
 from bot.api.ratelimit import RateLimitPolicy, RequestPacer, SharedPacing
 from bot.api.settings import ApiSettings
 from bot.api.tasks import TaskClient
@@ -20,7 +21,8 @@ class ProviderClient:
     aiohttp session is created on first use and closed by :meth:`aclose` (or leaving the
     ``async with``). ``allow_insecure_webhooks`` lets webhook addresses on loopback use http
     and any port; it is meant for tests and local demos, never for production. ``retry`` and
-    ``rate_limits`` override the retry and rate-limit policies (tests). ``shared_pacing``
+    ``rate_limits`` override the retry and rate-limit policies (tests); ``rng`` draws retry
+    delays and keys (tests). ``shared_pacing``
     counts chat requests against ``[api] chat_requests_per_*`` over every process sharing it.
     """
 
@@ -36,18 +38,21 @@ class ProviderClient:
     ) -> None:
         self.settings = settings
         self.transport = HttpTransport(settings, retry=retry, rate_limits=rate_limits, rng=rng)
+        self.keys = KeyPool(settings.pool(), out_seconds=settings.key_out_seconds, rng=rng)
+        """The provider keys and their state (:mod:`bot.api.keys`)."""
         pacer = RequestPacer(
             settings.chat_requests_per_minute,
             settings.chat_requests_per_day,
             shared=shared_pacing,
         )
-        self.chat = ChatClient(self.transport, settings.plan, pacer)
+        self.chat = ChatClient(self.transport, self.keys, settings.plan, pacer)
         self.tasks = TaskClient(
             self.transport,
+            self.keys,
             allow_insecure_webhooks=allow_insecure_webhooks,
             upstream_cdn_hosts=settings.upstream_cdn_hosts,
         )
-        self.diffusion = DiffusionClient(self.transport, settings.controlnet_image_field)
+        self.diffusion = DiffusionClient(self.transport, self.keys, settings.controlnet_image_field)
 
     async def __aenter__(self) -> ProviderClient:
         return self

@@ -10,7 +10,8 @@ import time
 from typing import Any
 
 from bot.api.errors import ApiTimeout, BadRequest, DiffusionFailed, InvalidResponse
-from bot.api.http import AuthStyle, CallSafety, HttpTransport
+from bot.api.http import CallSafety, HttpTransport
+from bot.api.keys import KeyPool
 from bot.api.models_common import read_model
 from bot.api.models_diffusion import (
     ControlNetRequest,
@@ -39,38 +40,46 @@ class DiffusionClient:
     (the name that works is kept for the process and logged once;
     docs/provider.md#controlnet-image). ``fetch`` is retried (see :mod:`bot.api.http`)."""
 
-    def __init__(self, transport: HttpTransport, control_field: ControlnetImageField = "auto"):
+    def __init__(
+        self,
+        transport: HttpTransport,
+        keys: KeyPool,
+        control_field: ControlnetImageField = "auto",
+    ):
         self._transport = transport
+        self.keys = keys
         self._learn_control_field = control_field == "auto"
         self.control_field = CONTROL_IMAGE if control_field == "auto" else control_field
         """The name the control image is sent under."""
 
-    async def txt2img(self, request: Txt2ImgRequest) -> DiffusionResponse:
+    async def txt2img(self, request: Txt2ImgRequest, *, key: str = "") -> DiffusionResponse:
         """Generate from text."""
-        return await self._call("txt2img", request, CallSafety.CREATE)
+        return await self._call("txt2img", request, CallSafety.CREATE, key)
 
-    async def img2img(self, request: Img2ImgRequest) -> DiffusionResponse:
+    async def img2img(self, request: Img2ImgRequest, *, key: str = "") -> DiffusionResponse:
         """Generate from an initial image."""
-        return await self._call("img2img", request, CallSafety.CREATE)
+        return await self._call("img2img", request, CallSafety.CREATE, key)
 
-    async def upscale(self, request: DiffusionUpscaleRequest) -> DiffusionResponse:
+    async def upscale(
+        self, request: DiffusionUpscaleRequest, *, key: str = ""
+    ) -> DiffusionResponse:
         """Upscale an image (``output`` holds the one result URL)."""
-        return await self._call("upscale", request, CallSafety.CREATE)
+        return await self._call("upscale", request, CallSafety.CREATE, key)
 
-    async def controlnet(self, request: ControlNetRequest) -> DiffusionResponse:
+    async def controlnet(self, request: ControlNetRequest, *, key: str = "") -> DiffusionResponse:
         """Controlled generation; usually answers ``processing`` with an ``eta``."""
         body = request.to_body()
         image = body.pop(CONTROL_IMAGE, None)
         if image is None:
-            return await self._send("controlnet", body, CallSafety.CREATE)
+            return await self._send("controlnet", body, CallSafety.CREATE, key)
         try:
-            return await self._send("controlnet", {**body, self.control_field: image}, CREATE)
+            return await self._send("controlnet", {**body, self.control_field: image}, CREATE, key)
         except BadRequest as error:
             if not self._learn_control_field or not _CONTROL_WORDS.search(error.provider_message):
                 raise
             refused = error.provider_message
         other = CONTROLNET_IMAGE if self.control_field == CONTROL_IMAGE else CONTROL_IMAGE
-        answer = await self._send("controlnet", {**body, other: image}, CREATE)
+        answer = await self._send("controlnet", {**body, other: image}, CREATE, key)
         log.warning(
             "the provider refused controlnet's %s (%s); sending %s from now on",
             self.control_field,
@@ -80,9 +89,10 @@ class DiffusionClient:
         self.control_field = other
         return answer
 
-    async def fetch(self, generation_id: int) -> DiffusionResponse:
+    async def fetch(self, generation_id: int, *, key: str = "") -> DiffusionResponse:
         """The queued result of a generation (no new images are made)."""
-        return await self._call("fetch", DiffusionFetchRequest(id=generation_id), CallSafety.READ)
+        request = DiffusionFetchRequest(id=generation_id)
+        return await self._call("fetch", request, CallSafety.READ, key)
 
     async def wait(
         self,
@@ -91,6 +101,7 @@ class DiffusionClient:
         timeout: float = 300.0,
         poll_interval: float = 2.0,
         max_poll_interval: float = 15.0,
+        key: str = "",
     ) -> DiffusionResponse:
         """Fetch until images are ready and return that answer.
 
@@ -114,7 +125,7 @@ class DiffusionClient:
             await asyncio.sleep(min(delay, remaining))
             try:
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                    current = await self.fetch(generation_id)
+                    current = await self.fetch(generation_id, key=key)
             except TimeoutError:
                 break
             if current.is_ready:
@@ -129,16 +140,17 @@ class DiffusionClient:
         return min(chosen, ceiling)
 
     async def _call(
-        self, endpoint: str, request: RequestModel, safety: CallSafety
+        self, endpoint: str, request: RequestModel, safety: CallSafety, key: str
     ) -> DiffusionResponse:
-        return await self._send(endpoint, request.to_body(), safety)
+        return await self._send(endpoint, request.to_body(), safety, key)
 
     async def _send(
-        self, endpoint: str, body: dict[str, Any], safety: CallSafety
+        self, endpoint: str, body: dict[str, Any], safety: CallSafety, key: str
     ) -> DiffusionResponse:
-        result = await self._transport.post(
-            f"{PREFIX}/{endpoint}", body, auth=AuthStyle.API_KEY, safety=safety
-        )
+        path = f"{PREFIX}/{endpoint}"
+        result = await self.keys.post(self._transport, path, body, safety=safety, key=key)
+        if safety is CallSafety.CREATE:
+            self.keys.observe(key, None, created=True)
         answer = read_model(DiffusionResponse, result.body, endpoint)
         if answer.is_failed:
             raise DiffusionFailed(answer.status, answer.message)

@@ -150,8 +150,6 @@ class HttpTransport:
         self._proxy = settings.proxy_url.rstrip("/")
         self._preferred: str | None = None
         self._preferred_since = 0.0
-        self.key_accepted = False
-        """Whether the provider has answered 2xx to this key (so a later 401 is not about it)."""
         self.last_answer_at: float | None = None
         """``time.monotonic()`` of the provider's last answer below 500 (for readiness)."""
 
@@ -174,8 +172,9 @@ class HttpTransport:
             await self._session.close()
             self._session = None
 
-    def _headers(self, auth: AuthStyle) -> dict[str, str]:
-        key = self._settings.key.get_secret_value()
+    def _headers(self, auth: AuthStyle, key: str | None) -> dict[str, str]:
+        if key is None:
+            key = self._settings.first_key()
         if auth is AuthStyle.BEARER:
             return {"Authorization": f"Bearer {key}"}
         return {"X-API-KEY": key}
@@ -194,7 +193,6 @@ class HttpTransport:
         return ordered
 
     def _worked(self, address: str) -> None:
-        self.key_accepted = True
         if address == self._proxy:
             return
         if address == self._addresses[0]:
@@ -213,8 +211,10 @@ class HttpTransport:
         auth: AuthStyle,
         safety: CallSafety,
         via_proxy: bool = False,
+        key: str | None = None,
     ) -> HttpResult:
-        """POST ``body`` to ``path`` and return the parsed 2xx JSON answer, or raise."""
+        """POST ``body`` to ``path`` with ``key`` (the secret; None: the pool's first key) and
+        return the parsed 2xx JSON answer, or raise."""
         addresses = self.addresses(via_proxy=via_proxy)
         if not addresses:
             raise ConnectionFailed("no provider address configured", request_sent=False)
@@ -224,7 +224,7 @@ class HttpTransport:
         waits = RateLimitWaits(self.rate_limits, self._rng)
         while True:
             address = addresses[attempt % len(addresses)]
-            outcome = await self._post_once(address, path, body, auth, safety)
+            outcome = await self._post_once(address, path, body, auth, safety, key)
             if isinstance(outcome, HttpResult):
                 self._worked(address)
                 return outcome
@@ -253,9 +253,10 @@ class HttpTransport:
         body: Mapping[str, Any],
         auth: AuthStyle,
         safety: CallSafety,
+        key: str | None,
     ) -> HttpResult | _Attempt:
         started = time.monotonic()
-        outcome = await self._attempt(address, path, body, auth, safety)
+        outcome = await self._attempt(address, path, body, auth, safety, key)
         self._answered(
             path, outcome.status if isinstance(outcome, HttpResult) else outcome.kind, started
         )
@@ -274,11 +275,12 @@ class HttpTransport:
         body: Mapping[str, Any],
         auth: AuthStyle,
         safety: CallSafety,
+        key: str | None,
     ) -> HttpResult | _Attempt:
         reads = safety is CallSafety.READ
         try:
             async with self.session().post(
-                address + path, json=body, headers=self._headers(auth)
+                address + path, json=body, headers=self._headers(auth, key)
             ) as response:
                 raw = await response.read()
                 status = response.status
@@ -311,7 +313,7 @@ class HttpTransport:
         return _Attempt(refusal, repeatable=repeatable, status=status)
 
     async def open_stream(
-        self, path: str, body: Mapping[str, Any], *, auth: AuthStyle
+        self, path: str, body: Mapping[str, Any], *, auth: AuthStyle, key: str | None = None
     ) -> StreamResponse:
         """POST ``body`` and return the open 200 response for incremental reading.
 
@@ -324,12 +326,17 @@ class HttpTransport:
         waits = RateLimitWaits(self.rate_limits, self._rng)
         while True:
             try:
-                return await self._open_stream_once(addresses, path, body, auth)
+                return await self._open_stream_once(addresses, path, body, auth, key)
             except ProviderRateLimited as limited:
                 await waits.wait(limited)
 
     async def _open_stream_once(
-        self, addresses: list[str], path: str, body: Mapping[str, Any], auth: AuthStyle
+        self,
+        addresses: list[str],
+        path: str,
+        body: Mapping[str, Any],
+        auth: AuthStyle,
+        key: str | None,
     ) -> StreamResponse:
         last: ApiError | None = None
         for address in addresses[: max(1, self.retry.max_attempts)]:
@@ -339,7 +346,7 @@ class HttpTransport:
                     response = await self.session().post(
                         address + path,
                         json=body,
-                        headers=self._headers(auth),
+                        headers=self._headers(auth, key),
                         timeout=aiohttp.ClientTimeout(
                             total=None, sock_connect=self._settings.connect_timeout
                         ),

@@ -6,13 +6,16 @@ core; :mod:`bot.kernel.settings` re-exports it with the other sections.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS
 
 Plan = Literal["free", "developer", "pro"]
+KeyMode = Literal["relax", "fast", "turbo"]
+SINGLE_KEY_NAME = "default"
+"""The name of the pool of one that a lone ``[api] key`` makes."""
 ControlnetImageField = Literal["auto", "control_image", "controlnet_image"]
 
 
@@ -36,6 +39,20 @@ class Section(BaseModel):
     """Base of every settings section: unknown keys are errors, so typos are caught."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class KeySettings(Section):
+    """One ``[[api.keys]]`` entry: a provider account's key, its ``name`` (what logs, metrics,
+    jobs and the admin page show: never the key), its ``weight`` among the keys with room,
+    ``max_concurrent`` tasks in flight (0: no cap), ``daily_tasks`` created per UTC day (0: no
+    cap) and the ``modes`` it may run new image tasks in (empty: every mode)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,32}$")
+    key: SecretStr
+    weight: float = Field(default=1.0, gt=0)
+    max_concurrent: int = Field(default=0, ge=0)
+    daily_tasks: int = Field(default=0, ge=0)
+    modes: list[KeyMode] = Field(default_factory=list)
 
 
 class ApiSettings(Section):
@@ -65,3 +82,35 @@ class ApiSettings(Section):
     switches to ``controlnet_image`` if the provider refuses it
     (docs/provider.md#controlnet-image)."""
     diffusion_models: list[str] = Field(default_factory=list)
+    keys: list[KeySettings] = Field(default_factory=list)
+    """The pool of provider keys (docs/operations.md#a-pool-of-provider-keys); empty: ``key``
+    alone, as a pool of one named ``default``."""
+    key_out_seconds: float = Field(default=900.0, gt=0)
+    """How long a key the provider refused (401, 403, insufficient credit) is left out of the
+    choice of new jobs before it is tried again."""
+
+    @model_validator(mode="after")
+    def _one_pool(self) -> Self:
+        names = [entry.name for entry in self.keys]
+        if len(set(names)) != len(names):
+            raise ValueError("[[api.keys]] names must be unique")
+        if self.keys and self.key.get_secret_value():
+            raise ValueError(
+                "set either [api] key or [[api.keys]], not both: a lone key is a pool of one"
+            )
+        return self
+
+    def pool(self) -> list[KeySettings]:
+        """The configured keys: ``[[api.keys]]``, else ``[api] key`` as a pool of one named
+        ``default`` (none when neither is set)."""
+        if self.keys:
+            return list(self.keys)
+        if not self.key.get_secret_value():
+            return []
+        return [KeySettings(name=SINGLE_KEY_NAME, key=self.key)]
+
+    def first_key(self) -> str:
+        """The secret of the first key of the pool ("" when there is none): what sealing
+        derives from when ``[storage] secret_key`` is empty."""
+        keys = self.pool()
+        return keys[0].key.get_secret_value() if keys else ""

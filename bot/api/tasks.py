@@ -7,7 +7,8 @@ import asyncio
 from collections.abc import Collection, Iterable
 
 from bot.api.errors import BadRequest, InvalidResponse, TaskCreationRefused
-from bot.api.http import AuthStyle, CallSafety, HttpTransport
+from bot.api.http import CallSafety, HttpResult, HttpTransport
+from bot.api.keys import KeyPool
 from bot.api.models_common import read_model
 from bot.api.models_task_records import (
     CreateTaskResponse,
@@ -48,16 +49,22 @@ class TaskClient:
     Creation calls raise :class:`TaskCreationRefused` when the provider answers
     ``status: failed`` and are never repeated once sent. ``fetch`` and ``multi_fetch`` are
     retried (see :mod:`bot.api.http`).
+
+    Every call takes ``key``: the name of the pool's key to send (a task id is its account's,
+    so calls about a task use the key that made it; "": the first key). What the provider
+    answers is reported to the pool (:meth:`bot.api.keys.KeyPool.observe`).
     """
 
     def __init__(
         self,
         transport: HttpTransport,
+        keys: KeyPool,
         *,
         allow_insecure_webhooks: bool = False,
         upstream_cdn_hosts: Collection[str] = DEFAULT_UPSTREAM_CDN_HOSTS,
     ) -> None:
         self._transport = transport
+        self.keys = keys
         self._allow_insecure_webhooks = allow_insecure_webhooks
         self.upstream_cdn_hosts = tuple(host.lower() for host in upstream_cdn_hosts)
         """Hosts whose image links describe and blend refuse (``[api] upstream_cdn_hosts``)."""
@@ -78,60 +85,60 @@ class TaskClient:
             for position, url in enumerate(request.image_urls):
                 check_http_url(f"image_urls[{position}]", url, cdn_hosts=self.upstream_cdn_hosts)
 
-    async def imagine(self, request: ImagineRequest) -> CreateTaskResponse:
+    async def imagine(self, request: ImagineRequest, *, key: str = "") -> CreateTaskResponse:
         """Start a 4-image grid from a prompt."""
-        return await self._create("imagine", request)
+        return await self._create("imagine", request, key)
 
-    async def reroll(self, request: RerollRequest) -> CreateTaskResponse:
+    async def reroll(self, request: RerollRequest, *, key: str = "") -> CreateTaskResponse:
         """Redraw a parent task."""
-        return await self._create("reroll", request)
+        return await self._create("reroll", request, key)
 
-    async def upscale(self, request: UpscaleRequest) -> CreateTaskResponse:
+    async def upscale(self, request: UpscaleRequest, *, key: str = "") -> CreateTaskResponse:
         """Upscale one image of a grid (or upscale an upscale with ``2x``/``4x``...)."""
-        return await self._create("upscale", request)
+        return await self._create("upscale", request, key)
 
-    async def variation(self, request: VariationRequest) -> CreateTaskResponse:
+    async def variation(self, request: VariationRequest, *, key: str = "") -> CreateTaskResponse:
         """Vary one image of a grid, or an upscale (``high_variation``/``low_variation``)."""
-        return await self._create("variation", request)
+        return await self._create("variation", request, key)
 
-    async def inpaint(self, request: InpaintRequest) -> CreateTaskResponse:
+    async def inpaint(self, request: InpaintRequest, *, key: str = "") -> CreateTaskResponse:
         """Redraw the masked area of an upscale."""
-        return await self._create("inpaint", request)
+        return await self._create("inpaint", request, key)
 
-    async def outpaint(self, request: OutpaintRequest) -> CreateTaskResponse:
+    async def outpaint(self, request: OutpaintRequest, *, key: str = "") -> CreateTaskResponse:
         """Zoom out of an upscale."""
-        return await self._create("outpaint", request)
+        return await self._create("outpaint", request, key)
 
-    async def pan(self, request: PanRequest) -> CreateTaskResponse:
+    async def pan(self, request: PanRequest, *, key: str = "") -> CreateTaskResponse:
         """Extend an upscale in one direction."""
-        return await self._create("pan", request)
+        return await self._create("pan", request, key)
 
-    async def describe(self, request: DescribeRequest) -> CreateTaskResponse:
+    async def describe(self, request: DescribeRequest, *, key: str = "") -> CreateTaskResponse:
         """Start four candidate prompts for an image (read them with
         ``record.task_result.describe_prompts()``)."""
-        return await self._create("describe", request)
+        return await self._create("describe", request, key)
 
-    async def blend(self, request: BlendRequest) -> CreateTaskResponse:
+    async def blend(self, request: BlendRequest, *, key: str = "") -> CreateTaskResponse:
         """Merge 2 to 5 images."""
-        return await self._create("blend", request)
+        return await self._create("blend", request, key)
 
-    async def seed(self, request: SeedRequest) -> CreateTaskResponse:
+    async def seed(self, request: SeedRequest, *, key: str = "") -> CreateTaskResponse:
         """Start a seed task for a generation task; the seed is in the new task's
         ``task_result.seed``."""
-        return await self._create("seed", request)
+        return await self._create("seed", request, key)
 
-    async def fetch(self, task_id: str) -> TaskRecord:
-        """The current record of one task (sent with the key, like every read:
+    async def fetch(self, task_id: str, *, key: str = "") -> TaskRecord:
+        """The current record of one task (sent with the key that made it, like every read:
         docs/provider.md#read-keys)."""
         body = FetchRequest(task_id=task_id).to_body()
-        result = await self._transport.post(
-            f"{PREFIX}/fetch", body, auth=AuthStyle.API_KEY, safety=CallSafety.READ
-        )
+        result = await self._post("fetch", body, CallSafety.READ, key)
         return read_model(TaskRecord, result.body, "fetch")
 
-    async def multi_fetch(self, task_ids: Iterable[str]) -> dict[str, TaskRecord | None]:
-        """Records of any number of tasks, by id (``None`` for ids the provider cannot
-        resolve); a task still in flight reads as its id, type and status only
+    async def multi_fetch(
+        self, task_ids: Iterable[str], *, key: str = ""
+    ) -> dict[str, TaskRecord | None]:
+        """Records of any number of tasks of one key's account, by id (``None`` for ids the
+        provider cannot resolve); a task still in flight reads as its id, type and status only
         (:meth:`MultiFetchResponse.record`). Ids are sent in calls of at most 50, a few at a
         time."""
         unique = list(dict.fromkeys(task_ids))
@@ -143,12 +150,7 @@ class TaskClient:
 
         async def one(batch: MultiFetchRequest) -> dict[str, TaskRecord | None]:
             async with limit:
-                result = await self._transport.post(
-                    f"{PREFIX}/multi_fetch",
-                    batch.to_body(),
-                    auth=AuthStyle.API_KEY,
-                    safety=CallSafety.READ,
-                )
+                result = await self._post("multi_fetch", batch.to_body(), CallSafety.READ, key)
             envelope = read_model(MultiFetchResponse, result.body, "multi_fetch")
             if not envelope.data and envelope.message.lower() not in ("", "success"):
                 raise InvalidResponse(
@@ -161,15 +163,19 @@ class TaskClient:
             merged.update(part)
         return merged
 
-    async def _create(self, endpoint: str, request: RequestModel) -> CreateTaskResponse:
+    async def _create(self, endpoint: str, request: RequestModel, key: str) -> CreateTaskResponse:
         self.check(request)
         try:
-            result = await self._transport.post(
-                f"{PREFIX}/{endpoint}",
-                request.to_body(),
-                auth=AuthStyle.API_KEY,
-                safety=CallSafety.CREATE,
-            )
+            answer = await self._created(endpoint, request, key)
+        except TaskCreationRefused as error:
+            self.keys.observe(key, error)
+            raise
+        self.keys.observe(key, None, created=True)
+        return answer
+
+    async def _created(self, endpoint: str, request: RequestModel, key: str) -> CreateTaskResponse:
+        try:
+            result = await self._post(endpoint, request.to_body(), CallSafety.CREATE, key)
         except BadRequest as error:
             if isinstance(error.body, dict) and error.body.get("status") == "failed":
                 raise TaskCreationRefused(str(error.body.get("message") or "")) from None
@@ -180,3 +186,10 @@ class TaskClient:
         if not answer.task_id:
             raise InvalidResponse(f"{endpoint}: no task_id in the answer")
         return answer
+
+    async def _post(
+        self, endpoint: str, body: dict[str, object], safety: CallSafety, key: str
+    ) -> HttpResult:
+        return await self.keys.post(
+            self._transport, f"{PREFIX}/{endpoint}", body, safety=safety, key=key
+        )

@@ -135,11 +135,11 @@ async def test_the_u1_walk_enters_each_file_once_on_its_way_to_the_client(
     walks: list[list[str]] = []
     create = TaskClient._create
 
-    async def observed(client: TaskClient, endpoint: str, request: RequestModel) -> Any:
+    async def observed(client: TaskClient, endpoint: str, request: RequestModel, key: str) -> Any:
         if endpoint == "upscale":
             frames = traceback.extract_stack()[:-1]
             walks.append([str(Path(f.filename).relative_to(ROOT)) for f in frames if _ours(f)])
-        return await create(client, endpoint, request)
+        return await create(client, endpoint, request, key)
 
     monkeypatch.setattr(TaskClient, "_create", observed)
     async with harness(tmp_path) as bot:
