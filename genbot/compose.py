@@ -281,6 +281,7 @@ def build_job_engines(
         media_host=media_host,
         max_upload_bytes=limits_settings.max_upload_bytes,
         upstream_cdn_hosts=settings.api.upstream_cdn_hosts,
+        keys=provider.keys,
     )
     images = ImageJobs(starter, provider, media, store.settings)
     diffusion = DiffusionJobs(starter, provider, limits_settings, clock, models=experience.models)

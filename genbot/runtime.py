@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 from adapters import Adapter, AdapterStartError
 from bot.api import ProviderClient
 from bot.features.chat.tokens import warm_up
+from bot.features.provider_keys import ProviderKeys
 from bot.kernel import metrics
 from bot.router import Lifecycle, Router
 from genbot.compose import build_core, configured_adapters, provider_client, webhook_receiver
@@ -184,6 +185,10 @@ class Runtime:
     async def refresh_job_counts(self) -> None:
         """Bring ``genbot_jobs`` up to date (before a scrape)."""
         metrics.set_job_counts(await self.store.tracking.count_unfinished_jobs())
+
+    async def refresh_key_usage(self) -> None:
+        """Bring ``genbot_provider_key_usage`` up to date (before a scrape)."""
+        await ProviderKeys(self.provider.keys, self.store.admission).refresh()
 
     def _receiver_failure(self, error: Exception) -> str:
         if isinstance(error, OSError) and not isinstance(error, TimeoutError):
@@ -345,7 +350,11 @@ async def running(
             on_fatal=stop.fail if stop is not None else None,
         )
         if settings.ops.enabled:
-            ops = OpsListener(settings.ops, runtime.readiness_checks, [runtime.refresh_job_counts])
+            ops = OpsListener(
+                settings.ops,
+                runtime.readiness_checks,
+                [runtime.refresh_job_counts, runtime.refresh_key_usage],
+            )
             runtime.ops = ops
             await ops.start()
         if stop is None:

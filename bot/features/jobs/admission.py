@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
 from bot.kernel import Event, LimitsSettings, User, UserError
-from storage import Job, JobAdmission, JobQuota, NewJob, QuotaRefusal
+from storage import Job, JobAdmission, JobQuota, KeyRoom, NewJob, QuotaRefusal
 
 Key = tuple[str, str]
 
@@ -104,12 +104,15 @@ class Admission:
             _PLACE.reset(token)
             self._release(place)
 
-    async def create(self, new: NewJob, user: User) -> tuple[Job, bool]:
+    async def create(
+        self, new: NewJob, user: User, keys: Sequence[KeyRoom] = ()
+    ) -> tuple[Job, bool]:
         """Write ``new``'s row within ``user``'s caps, which the store checks as it writes
         (:class:`UserError` naming the cap, or the budget, that refuses it): the job and
         whether this call created it (not when a job with its key exists). A created row
-        counts from now on: the command's place, if it holds one, is given back."""
-        admitted = await self._store.create_job_within(new, self._caps.quota_for(user))
+        counts from now on: the command's place, if it holds one, is given back. A job without
+        a provider key gets the first of ``keys`` with room (:class:`storage.NoKeyRoom`)."""
+        admitted = await self._store.create_job_within(new, self._caps.quota_for(user), keys)
         if isinstance(admitted, QuotaRefusal):
             raise self._caps.refused(admitted)
         job, created = admitted

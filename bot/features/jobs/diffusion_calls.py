@@ -81,13 +81,14 @@ class DiffusionCall(Generic[RequestT]):
     ``eta`` as ``next_poll_at`` for the tracker."""
 
     request: RequestT
-    send: Callable[[RequestT], Awaitable[DiffusionResponse]]
+    send: Callable[..., Awaitable[DiffusionResponse]]
+    """The :class:`bot.api.DiffusionClient` method: ``send(request, key=…)``."""
     credits: int
     limits: LimitsSettings
     clock: Clock
 
     async def __call__(self, job: Job, hook: Webhook | None) -> Submitted:
-        answer = await self.send(self.request)
+        answer = await self.send(self.request, key=job.provider_key or "")
         provider_id = str(answer.id) if answer.id is not None else None
         if answer.is_ready:
             return self._submitted(provider_id, "finished", diffusion_result_fields(answer))

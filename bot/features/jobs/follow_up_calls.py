@@ -65,16 +65,19 @@ def with_webhook(request: RequestT, hook: Webhook | None) -> RequestT:
 
 @dataclass(frozen=True)
 class TaskCall(Generic[RequestT]):
-    """``send(request)`` once the job exists; ``refusable``: the follow-up action whose
-    refusal by the provider is the button's fault (None for commands)."""
+    """``send(request)`` once the job exists, with the job's provider key (a follow-up's is
+    its parent's: task ids belong to the account that made them); ``refusable``: the
+    follow-up action whose refusal by the provider is the button's fault (None for
+    commands)."""
 
     request: RequestT
-    send: Callable[[RequestT], Awaitable[CreateTaskResponse]]
+    send: Callable[..., Awaitable[CreateTaskResponse]]
+    """The :class:`bot.api.TaskClient` method: ``send(request, key=…)``."""
     refusable: str | None = None
 
     async def __call__(self, job: Job, hook: Webhook | None) -> Submitted:
         try:
-            answer = await self.send(with_webhook(self.request, hook))
+            answer = await self.send(with_webhook(self.request, hook), key=job.provider_key or "")
         except ApiError as error:
             if self.refusable is None or not refuses_follow_up(error):
                 raise

@@ -51,13 +51,14 @@ from bot.api.errors import (
     TaskCreationRefused,
     UnexpectedStatus,
 )
+from bot.api.keys import KeyPool, NoKey, key_failure
 from bot.api.ratelimit import Wait, observe_waits
 from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS, check_http_url
 from bot.features.jobs.admission import Admission, JobCaps
 from bot.features.jobs.forms import show_refused
 from bot.features.jobs.input_checks import check_attachment
 from bot.features.jobs.messages import JobMessages, TakenOver, cancel_buttons
-from bot.features.jobs.params import ImageParams, JobParams, JobResult
+from bot.features.jobs.params import BlendParams, DescribeParams, ImageParams, JobParams, JobResult
 from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.features.jobs.webhook_addresses import Webhook, WebhookAddresses
@@ -86,7 +87,9 @@ from storage import (
     JobStatus,
     JobType,
     JobWriter,
+    KeyRoom,
     NewJob,
+    NoKeyRoom,
     StorageError,
     UsageLedger,
 )
@@ -117,6 +120,12 @@ _REFUSED = (
     PermissionDenied,
     DiffusionFailed,
     ProviderRateLimited,
+    NoKey,
+)
+MODES = ("relax", "fast", "turbo")
+ALL_KEYS_BUSY = (
+    "Every provider account genbot uses is at its limit (tasks at once, or tasks today); "
+    "try again in a few minutes."
 )
 
 
@@ -236,8 +245,11 @@ class JobStarter:
         media_host: MediaHost | None = None,
         max_upload_bytes: int = 8 * 1024 * 1024,
         upstream_cdn_hosts: Collection[str] = DEFAULT_UPSTREAM_CDN_HOSTS,
+        keys: KeyPool | None = None,
     ) -> None:
         self.store = store
+        self.keys = keys
+        """The provider keys a new job may go to (None: every job uses the first key)."""
         self.outbox = outbox
         self.caps = caps
         self.delivery = delivery
@@ -287,7 +299,7 @@ class JobStarter:
             )
             try:
                 with observe_waits(shown):
-                    outcome = await self._submit(job, submit)
+                    outcome = await self._submit_keyed(job, spec, submit)
             except ApiError as error:
                 await shown.close()
                 try:
@@ -405,6 +417,46 @@ class JobStarter:
         log.warning("job %s may have reached the provider unconfirmed: %r", job.id, error)
         return await self.delivery.mark_unconfirmed(job, unconfirmed_reason(error))
 
+    async def _submit_keyed(self, job: Job, spec: JobSpec, submit: Submit) -> Submitted:
+        """:meth:`_submit`; a new job (no derivative: those keep their parent's key) that the
+        provider refuses for its key (401, 403, insufficient credit: nothing started) is moved
+        to another key with room and sent again, once per key."""
+        tried = {job.provider_key}
+        while True:
+            try:
+                return await self._submit(job, submit)
+            except ApiError as error:
+                if spec.parent is not None or self.keys is None or key_failure(error) is None:
+                    raise
+                rooms = [room for room in self._rooms(spec) if room.name not in tried]
+                if not rooms:
+                    raise
+                try:
+                    name = await self.store.admission.move_to_key(job.id, rooms)
+                except (NoKeyRoom, StorageError):
+                    raise error from None
+                if name is None:
+                    raise
+                log.info(
+                    "job %s: key %s refused it; sent with key %s", job.id, job.provider_key, name
+                )
+                tried.add(name)
+                job = replace(job, provider_key=name)
+
+    def _rooms(self, spec: JobSpec) -> list[KeyRoom]:
+        """The keys a new job may go to, in the order to try (:meth:`KeyPool.order`): those
+        that are in and allow its mode, else (every one is out) those that allow it anyway,
+        so the provider says what is wrong. :class:`UserError` when no key allows its mode."""
+        if self.keys is None:
+            return []
+        mode = _mode_of(spec)
+        ordered = self.keys.order(mode) or self.keys.order(mode, include_out=True)
+        if not ordered:
+            raise UserError(
+                f"No provider account genbot uses may run {mode} jobs; pick another mode."
+            )
+        return [KeyRoom(key.name, key.max_concurrent, key.daily_tasks) for key in ordered]
+
     async def _submit(self, job: Job, submit: Submit) -> Submitted:
         """``submit`` ``job``, with its webhook in the form the provider accepts when it asked
         for one (its secret is opened only where webhooks are configured)."""
@@ -434,13 +486,20 @@ class JobStarter:
             if spec.webhook and self.webhook_base
             else None,
             command_key=event.key if isinstance(event, Command) else None,
+            provider_key=spec.parent.provider_key if spec.parent is not None else None,
         )
+        rooms = self._rooms(spec) if spec.parent is None else []
         derivative = spec.base_action is not None
         repeats = derivative and spec.base_action in REPEATABLE_ACTIONS
         attempts = MAX_REPEATS if repeats else MAX_DERIVATIVE_ATTEMPTS if derivative else 1
         for attempt in range(1, attempts + 1):
             key = new.action if attempt == 1 else f"{new.action}#{attempt}"
-            job, created = await self.admission.create(replace(new, action=key), event.user)
+            try:
+                job, created = await self.admission.create(
+                    replace(new, action=key), event.user, rooms
+                )
+            except NoKeyRoom:
+                raise UserError(ALL_KEYS_BUSY) from None
             if created:
                 metrics.JOBS_CREATED.labels(job.type).inc()
                 return job
@@ -501,6 +560,21 @@ class JobStarter:
         except MediaError as error:
             raise UserError(f"{attachment.filename}: {error}.") from None
         return await self.media_host.put(image, f"{event.place.platform}:{event.user.id}")
+
+
+def _mode_of(spec: JobSpec) -> str | None:
+    """The process mode a new image task runs in (its mode, else one its prompt names, else
+    relax: the provider's rule); None for other families."""
+    if spec.family != "task":
+        return None
+    params = spec.parameters
+    if (
+        isinstance(params, ImageParams | DescribeParams | BlendParams)
+        and params.process_mode in MODES
+    ):
+        return params.process_mode
+    written = [word for word in spec.prompt.split() if word in ("--relax", "--fast", "--turbo")]
+    return written[-1].removeprefix("--") if written else "relax"
 
 
 class AlreadyStarted(Exception):

@@ -20,6 +20,7 @@ from pydantic import SecretStr
 
 from adapters.discord import DiscordAdapter
 from bot.api import ProviderClient, RetryPolicy
+from bot.api.settings import KeySettings
 from bot.kernel import ApiSettings, LimitsSettings, Plan, StorageSettings, WebhookSettings
 from bot.router import Router
 from genbot.compose import JobEngines, build_core, webhook_receiver
@@ -52,11 +53,13 @@ def core_settings(
     plan: Plan = "developer",
     webhooks: bool = False,
     diffusion_models: tuple[str, ...] = (),
+    keys: tuple[KeySettings, ...] = (),
     **limits: Any,
 ) -> Settings:
     """Settings of a test genbot: the simulator as provider, fast polling;
     ``edit_window_seconds``: the ``[discord]`` edit window genbot keeps to; ``plan`` and
-    ``diffusion_models``: the ``[api]`` ones; ``webhooks``: the receiver on a loopback port (the
+    ``diffusion_models``: the ``[api]`` ones; ``keys``: ``[[api.keys]]`` instead of the
+    simulator's one key; ``webhooks``: the receiver on a loopback port (the
     simulator must admit insecure webhooks), else polling only."""
     window = {} if edit_window_seconds is None else {"edit_window_seconds": edit_window_seconds}
     hook = WebhookSettings()
@@ -68,7 +71,8 @@ def core_settings(
     return Settings(
         api=ApiSettings(
             base_url=sim.base_url,
-            key=SecretStr("sim-key"),
+            key=SecretStr("" if keys else "sim-key"),
+            keys=list(keys),
             plan=plan,
             diffusion_models=list(diffusion_models),
             connect_timeout=2.0,

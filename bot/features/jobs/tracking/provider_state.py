@@ -251,26 +251,44 @@ class ProviderState:
         return await self.finish(job, "failed", error=error, result=result)
 
     async def poll_tasks(self, jobs: list[Job], *, mark_polled: bool) -> bool:
-        """Read family B ``jobs`` with one multi_fetch and apply the records (``mark_polled``:
-        store the poll's time, for the webhook backstop); True if any job changed."""
-        if not jobs:
+        """Read family B ``jobs`` with one multi_fetch per provider key (a task id is the
+        account's that made it) and apply the records (``mark_polled``: store the poll's time,
+        for the webhook backstop); True if any job changed."""
+        by_key: dict[str, dict[str, Job]] = {}
+        for job in jobs:
+            if job.provider_id:
+                by_key.setdefault(job.provider_key or "", {})[job.provider_id] = job
+        if not by_key:
             return False
-        by_provider = {job.provider_id: job for job in jobs if job.provider_id}
-        try:
-            records = await self._provider.tasks.multi_fetch(by_provider)
-        except ApiError as error:
-            log.warning("multi_fetch of %d tasks failed: %s", len(by_provider), error)
+        reads = await asyncio.gather(
+            *(self._read_tasks(key, batch) for key, batch in by_key.items())
+        )
+        read = [pair for pair in zip(by_key.values(), reads, strict=True) if pair[1] is not None]
+        if not read:
             return False
         if mark_polled:
-            await self._store.tracking.mark_polled(job.id for job in jobs)
+            await self._store.tracking.mark_polled(
+                job.id for batch, _ in read for job in batch.values()
+            )
         results = await asyncio.gather(
             *(
-                self._apply_read(by_provider[task_id], record)
-                for task_id, record in records.items()
-                if task_id in by_provider
+                self._apply_read(batch[task_id], record)
+                for batch, records in read
+                for task_id, record in (records or {}).items()
+                if task_id in batch
             )
         )
         return any(results)
+
+    async def _read_tasks(
+        self, key: str, batch: dict[str, Job]
+    ) -> dict[str, TaskRecord | None] | None:
+        """One key's tasks read with multi_fetch; None when it failed (logged)."""
+        try:
+            return await self._provider.tasks.multi_fetch(batch, key=key)
+        except ApiError as error:
+            log.warning("multi_fetch of %d tasks (key %s) failed: %s", len(batch), key, error)
+            return None
 
     async def _apply_read(self, job: Job, record: TaskRecord | None) -> bool:
         """Apply what multi_fetch said of ``job``'s task; ``None``: it could not resolve it."""
@@ -313,7 +331,9 @@ class ProviderState:
         assert job.provider_id is not None
         now = self._clock()
         try:
-            answer = await self._provider.diffusion.fetch(int(job.provider_id))
+            answer = await self._provider.diffusion.fetch(
+                int(job.provider_id), key=job.provider_key or ""
+            )
         except DiffusionFailed as error:
             return await self.finish(job, "failed", error=error.user_message)
         except ApiError as error:
