@@ -139,25 +139,54 @@ async def check_postgres(settings: Settings) -> list[Finding]:
 
 
 async def check_provider(session: aiohttp.ClientSession, settings: Settings) -> list[Finding]:
-    """Whether ``[api] base_url``, each of ``backup_urls`` and ``proxy_url`` accept the key."""
-    key = settings.api.key.get_secret_value()
-    if not key:
-        return [Finding("provider", False, "no API key: set [api] key or GENBOT_API__KEY")]
+    """Whether ``[api] base_url``, each of ``backup_urls`` and ``proxy_url`` accept the first
+    key of the pool, and ``base_url`` every other key of ``[[api.keys]]`` (each is its own
+    account). The provider has no way to read a balance without spending it: credit is not
+    checked (an account out of credit shows in ``genbot_provider_key_state``)."""
+    pool = settings.api.pool()
+    if not pool:
+        return [
+            Finding(
+                "provider", False, "no API key: set [api] key (GENBOT_API__KEY) or [[api.keys]]"
+            )
+        ]
+    first, others = pool[0], pool[1:]
+    which = "[api] key" if not settings.api.keys else f"[[api.keys]] {first.name}"
     addresses = [("provider", settings.api.base_url, "[api] base_url")]
     addresses += [("backup", url, "[api] backup_urls") for url in settings.api.backup_urls if url]
     if settings.api.proxy_url:
         addresses.append(("proxy", settings.api.proxy_url, "[api] proxy_url"))
     found = await asyncio.gather(
-        *(check_key_at(session, name, url, key, setting) for name, url, setting in addresses)
+        *(
+            check_key_at(session, name, url, first.key.get_secret_value(), setting, which)
+            for name, url, setting in addresses
+        ),
+        *(
+            check_key_at(
+                session,
+                f"key {entry.name}",
+                settings.api.base_url,
+                entry.key.get_secret_value(),
+                "[api] base_url",
+                f"[[api.keys]] {entry.name}",
+            )
+            for entry in others
+        ),
     )
     return list(found)
 
 
 async def check_key_at(
-    session: aiohttp.ClientSession, name: str, base_url: str, key: str, setting: str
+    session: aiohttp.ClientSession,
+    name: str,
+    base_url: str,
+    key: str,
+    setting: str,
+    which: str = "[api] key",
 ) -> Finding:
-    """POST a chat body the provider must refuse, with the key: 401 means the key is refused,
-    400 that the key was accepted (and the body refused, so nothing is charged)."""
+    """POST a chat body the provider must refuse, with the key (``which`` names it): 401 means
+    the key is refused, 400 that the key was accepted (and the body refused, so nothing is
+    charged)."""
     shown = shown_url(base_url)
     url = base_url.rstrip("/") + "/v1/chat/completions"
     try:
@@ -172,9 +201,10 @@ async def check_key_at(
             return Finding(name, False, _nothing_listens(shown, base_url))
         return Finding(name, False, f"cannot reach {shown}: {_reason(error)}")
     if status == 401:
-        return Finding(name, False, f"{shown} refused the API key (401): check [api] key")
+        return Finding(name, False, f"{shown} refused the API key (401): check {which}")
     if status in (200, 400) and isinstance(answer, dict):
-        return Finding(name, True, f"{shown} accepts the key")
+        accepted = "the key" if which == "[api] key" else which.removeprefix("[[api.keys]] ")
+        return Finding(name, True, f"{shown} accepts {accepted}")
     if status >= 500:
         return Finding(name, False, f"{shown} answered HTTP {status}: try again later")
     return Finding(
@@ -267,7 +297,7 @@ def check_sealing(settings: Settings) -> list[Finding]:
         previous = settings.storage.secret_key_previous.get_secret_value()
         also = ", and secret_key_previous still opens what it sealed" if previous else ""
         return [Finding("secrets", True, f"{what} are sealed with [storage] secret_key{also}")]
-    if settings.api.key.get_secret_value():
+    if settings.api.first_key():
         return [Finding("secrets", True, f"{what} are sealed with {DERIVED_KEY_NOTE}", True)]
     return [Finding("secrets", False, f"{what} need a key: set [storage] secret_key")]
 

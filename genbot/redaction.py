@@ -148,6 +148,7 @@ def settings_secrets(settings: Settings) -> list[str]:
     """Every secret value in ``settings``."""
     return [
         settings.api.key.get_secret_value(),
+        *(entry.key.get_secret_value() for entry in settings.api.keys),
         settings.discord.token.get_secret_value(),
         settings.slack.bot_token.get_secret_value(),
         settings.slack.app_token.get_secret_value(),

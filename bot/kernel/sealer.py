@@ -99,8 +99,8 @@ class Sealer:
 
 def sealer_of(storage: StorageSettings, api: ApiSettings) -> Sealer:
     """The sealer of genbot's settings: sealing with ``[storage] secret_key``, else with the key
-    derived from ``[api] key``; opening also with ``secret_key_previous`` and the ``[api] key``
-    one."""
+    derived from ``[api] key`` (the first of ``[[api.keys]]``); opening also with
+    ``secret_key_previous`` and the one derived from that key."""
     secret_key = storage.secret_key.get_secret_value()
-    api_key = api.key.get_secret_value()
+    api_key = api.first_key()
     return Sealer([secret_key or api_key, storage.secret_key_previous.get_secret_value(), api_key])

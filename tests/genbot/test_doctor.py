@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp import web
 from pydantic import SecretStr
@@ -19,6 +20,7 @@ from pydantic import SecretStr
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
 from adapters.web.settings import WebSettings
+from bot.api.settings import KeySettings
 from bot.kernel import ApiSettings, OpsSettings, StorageSettings, WebhookSettings
 from genbot.compose import webhook_base_url
 from genbot.demo import free_port
@@ -28,6 +30,7 @@ from genbot.doctor import (
     Finding,
     check_listeners,
     check_playground_access,
+    check_provider,
     check_sealing,
     check_storage,
     check_webhook,
@@ -37,6 +40,7 @@ from genbot.doctor import (
 from genbot.settings import Settings
 from simulator.server import serve
 from simulator.state import SimulatorConfig
+from simulator.task_model import account_id
 from storage import ProcessLock
 from storage.sqlite import SqliteStore
 from tests.genbot.process import clean_env, genbot
@@ -526,3 +530,22 @@ async def test_nothing_enabled_and_a_simulator_not_running_say_what_to_do(tmp_pa
     assert not findings["provider"].ok
     assert f"`genbot sim --port {port}`" in findings["provider"].detail
     assert not findings["adapters"].ok and "nothing to run" in findings["adapters"].detail
+
+
+async def test_every_key_of_a_pool_is_checked_and_named_never_shown() -> None:
+    pool = [
+        KeySettings(name="main", key=SecretStr("sim-key")),
+        KeySettings(name="spare", key=SecretStr("spare-secret")),
+        KeySettings(name="gone", key=SecretStr("gone-secret")),
+    ]
+    async with serve(SimulatorConfig(accounts=(("spare-secret", 10),))) as sim:
+        settings = Settings(api=ApiSettings(base_url=sim.base_url, keys=pool))
+        async with aiohttp.ClientSession() as session:
+            found = await check_provider(session, settings)
+    assert [(f.name, f.ok, f.detail) for f in found] == [
+        ("provider", True, f"{sim.base_url} accepts main"),
+        ("key spare", True, f"{sim.base_url} accepts spare"),
+        ("key gone", False, f"{sim.base_url} refused the API key (401): check [[api.keys]] gone"),
+    ]
+    ids = [account_id("sim-key"), account_id("spare-secret"), None]
+    assert [r.account for r in sim.state.requests] == ids

@@ -9,6 +9,7 @@ import pytest
 from pydantic import SecretStr
 
 from adapters.web.settings import WebSettings
+from bot.api.settings import KeySettings
 from bot.kernel import ApiSettings, StorageSettings
 from genbot.logs import configure_logging
 from genbot.redaction import settings_secrets
@@ -49,3 +50,9 @@ def test_exception_text_and_tracebacks_are_redacted(
     for secret in (KEY, DB_PASSWORD, "pg-pass%2Fwith%40odd", TOKEN):
         assert secret not in written
     assert {DB_URL, DB_PASSWORD, TOKEN} <= set(settings_secrets(settings))
+
+
+def test_every_key_of_the_pool_is_a_secret_to_redact() -> None:
+    pool = [KeySettings(name=name, key=SecretStr(f"{name}-secret-value")) for name in ("a", "b")]
+    secrets = settings_secrets(Settings(api=ApiSettings(keys=pool)))
+    assert {"a-secret-value", "b-secret-value"} <= set(secrets)

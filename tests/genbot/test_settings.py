@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
+from bot.api.settings import KeySettings
 from bot.kernel import CoreSettings
 from genbot.settings import Settings, load_settings, resolve_config_path
 
@@ -17,12 +18,17 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "genbot.example.toml"
 
 
 def documented_keys(text: str) -> dict[str, set[str]]:
-    """Keys per section, counting optional keys shown commented out (``# key = value``)."""
+    """Keys per section, counting optional keys shown commented out (``# key = value``); the
+    keys of an array of tables (``# [[api.keys]]``) are the section ``api.keys``, and it
+    documents its section's key ``keys``."""
     sections: dict[str, set[str]] = {}
     current: set[str] = set()
     for line in text.splitlines():
         if match := re.fullmatch(r"\[(\w+)\]", line.strip()):
             current = sections.setdefault(match[1], set())
+        elif match := re.fullmatch(r"#? ?\[\[(\w+)\.(\w+)\]\]", line.strip()):
+            sections.setdefault(match[1], set()).add(match[2])
+            current = sections.setdefault(f"{match[1]}.{match[2]}", set())
         elif match := re.match(r"#? ?(\w+) = ", line):
             current.add(match[1])
     return sections
@@ -30,11 +36,14 @@ def documented_keys(text: str) -> dict[str, set[str]]:
 
 def test_example_file_documents_every_key() -> None:
     documented = documented_keys(EXAMPLE.read_text())
-    assert set(documented) == set(Settings.model_fields)
+    tables = {name for name in documented if "." in name}
+    assert set(documented) - tables == set(Settings.model_fields)
     for section_name, section_field in Settings.model_fields.items():
         section_model = section_field.annotation
         assert isinstance(section_model, type)
         assert documented[section_name] == set(section_model.model_fields), section_name
+    assert tables == {"api.keys"}
+    assert documented["api.keys"] == set(KeySettings.model_fields)
 
 
 def test_example_file_loads() -> None:
