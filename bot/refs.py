@@ -69,31 +69,59 @@ class RefRefused(Exception):
 
 
 @dataclass(frozen=True)
-class Referent:
-    """What a press's or submission's ref named, once :class:`Refs` allowed its use.
+class JobReferent:
+    """What an action of kind ``job`` names: a job the presser may use."""
 
-    ``detail`` is the rest of the ref: a preview's digest, an alternative's turn ids, a
-    scope's name.
-    """
+    job: Job
 
-    kind: RefKind
-    found_job: Job | None = None
-    found_conversation: Conversation | None = None
-    detail: str = ""
 
-    @property
-    def job(self) -> Job:
-        """The job (actions of kind ``job`` and ``preview``)."""
-        if self.found_job is None:
-            raise TypeError(f"a ref of kind {self.kind} names no job")
-        return self.found_job
+@dataclass(frozen=True)
+class PreviewReferent:
+    """What an action of kind ``preview`` names: a Vary (Region) preview of ``job``, the
+    draft's ``digest``."""
 
-    @property
-    def conversation(self) -> Conversation:
-        """The conversation (actions of kind ``conversation`` and ``alternative``)."""
-        if self.found_conversation is None:
-            raise TypeError(f"a ref of kind {self.kind} names no conversation")
-        return self.found_conversation
+    job: Job
+    digest: str
+
+
+@dataclass(frozen=True)
+class ConversationReferent:
+    """What an action of kind ``conversation`` names: a conversation the message belongs to."""
+
+    conversation: Conversation
+
+
+@dataclass(frozen=True)
+class AlternativeReferent:
+    """What an action of kind ``alternative`` names: an alternative answer in
+    ``conversation``, the ``turns`` its ref lists."""
+
+    conversation: Conversation
+    turns: str
+
+
+@dataclass(frozen=True)
+class ScopeReferent:
+    """What an action of kind ``scope`` names: ``me``, ``channel`` or ``workspace``."""
+
+    scope: str
+
+
+@dataclass(frozen=True)
+class NoReferent:
+    """What an action of kind ``none`` names: nothing."""
+
+
+Referent = (
+    JobReferent
+    | PreviewReferent
+    | ConversationReferent
+    | AlternativeReferent
+    | ScopeReferent
+    | NoReferent
+)
+"""What a press's or submission's ref named, once :class:`Refs` allowed its use: one type per
+:class:`RefKind`, so a feature's handler takes the type of the kinds its actions declare."""
 
 
 @dataclass(frozen=True)
@@ -109,11 +137,11 @@ class RefStorage:
 Pressed = ButtonPress | ModalSubmit
 
 
-def nothing_named(event: Pressed) -> Referent:
+def nothing_named(event: Pressed) -> NoReferent:
     """The referent of an action whose ref names nothing: its ref must be empty."""
     if event.ref:
         raise RefRefused(UNKNOWN_REF)
-    return Referent(RefKind.NONE)
+    return NoReferent()
 
 
 class Refs:
@@ -133,20 +161,20 @@ class Refs:
         if kind is RefKind.NONE:
             return nothing_named(event)
         if kind is RefKind.JOB:
-            return Referent(kind, found_job=await self._job(event, ref))
+            return JobReferent(await self._job(event, ref))
         if kind is RefKind.PREVIEW:
             job_id, _, digest = ref.partition(PREVIEW_SEPARATOR)
             if not job_id or not digest:
                 raise RefRefused(UNKNOWN_REF)
-            return Referent(kind, found_job=await self._job(event, job_id), detail=digest)
+            return PreviewReferent(await self._job(event, job_id), digest)
         if kind is RefKind.CONVERSATION:
-            return Referent(kind, found_conversation=await self._conversation(event, ref))
+            return ConversationReferent(await self._conversation(event, ref))
         if kind is RefKind.ALTERNATIVE:
             conversation_id, _, turns = ref.partition(".")
             conversation = await self._conversation(event, conversation_id)
-            return Referent(kind, found_conversation=conversation, detail=turns)
+            return AlternativeReferent(conversation, turns)
         if kind is RefKind.SCOPE:
-            return Referent(kind, detail=self._scope(event, ref))
+            return ScopeReferent(self._scope(event, ref))
         assert_never(kind)
 
     async def _job(self, event: Pressed, job_id: str) -> Job:

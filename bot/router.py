@@ -33,7 +33,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from bot.api.chat import allowed_chat_models
 from bot.api.errors import ApiError
@@ -65,6 +65,8 @@ from storage import StorageError
 
 log = logging.getLogger(__name__)
 
+ReferentT = TypeVar("ReferentT", contravariant=True)
+
 CANCEL_GRACE_SECONDS = 5.0
 """How long cancelled events may take to unwind at the end of a drain."""
 
@@ -82,9 +84,11 @@ def storage_cause(error: BaseException) -> StorageError | None:
     return None
 
 
-class Feature(Protocol):
+class Feature(Protocol[ReferentT]):
     """A part of genbot that owns some commands and button actions; ``actions`` says what
-    each action's ref names (the router resolves and checks it, see :mod:`bot.refs`)."""
+    each action's ref names (the router resolves and checks it, see :mod:`bot.refs`), and
+    ``ReferentT`` is what its handlers are given for those kinds (``JobReferent`` for actions
+    of kind ``job``, a union for a feature whose actions name several kinds)."""
 
     commands: frozenset[str]
 
@@ -97,12 +101,12 @@ class Feature(Protocol):
         """Act on a command whose options were parsed and validated."""
         ...
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(self, event: ButtonPress, referent: ReferentT) -> None:
         """Act on a press of one of this feature's buttons; ``referent`` is what its ref
         names, which the presser may use."""
         ...
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: ReferentT) -> None:
         """Act on a submitted form of one of this feature's actions (``referent``: as for
         :meth:`on_button`)."""
         ...
@@ -160,7 +164,7 @@ class Router:
     def __init__(
         self,
         outbox: Outbox,
-        features: Sequence[Feature],
+        features: Sequence[Feature[Any]],
         conversations: Conversations | None = None,
         services: Sequence[Lifecycle] = (),
         *,
@@ -179,8 +183,8 @@ class Router:
         self._conversations = conversations
         self._services = services
         self._intakes: list[Intake] = []
-        self._by_command: dict[str, Feature] = {}
-        self._by_action: dict[str, tuple[Feature, RefKind]] = {}
+        self._by_command: dict[str, Feature[Any]] = {}
+        self._by_action: dict[str, tuple[Feature[Any], RefKind]] = {}
         for feature in features:
             for name in feature.commands:
                 if name not in COMMANDS_BY_NAME:
@@ -331,7 +335,7 @@ class Router:
         elif self._conversations is not None:
             await self._conversations.on_message(event)
 
-    async def _resolve(self, event: ButtonPress | ModalSubmit) -> tuple[Feature, Referent]:
+    async def _resolve(self, event: ButtonPress | ModalSubmit) -> tuple[Feature[Any], Referent]:
         """The feature owning ``event``'s action and what its ref names, once the presser
         may use it (the one ownership check: :mod:`bot.refs`)."""
         owner = self._by_action.get(event.action)

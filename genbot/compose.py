@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from adapters import Adapter
 from bot.api import InvalidRequest, ProviderClient
@@ -170,7 +170,7 @@ class JobEngines:
     previews: PreviewButtons
 
     @property
-    def features(self) -> list[Feature]:
+    def features(self) -> list[Feature[Any]]:
         """The features to give the core."""
         return [
             self.images,

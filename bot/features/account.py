@@ -52,7 +52,7 @@ from bot.kernel import (
     split_text,
 )
 from bot.outbox import Notice, OpenForm, Outbox, WritePolicy
-from bot.refs import Referent, RefKind
+from bot.refs import RefKind, ScopeReferent
 from storage import (
     SETTING_NAMES,
     ScopeKind,
@@ -219,20 +219,20 @@ class AccountFeature:
             else:
                 await self._open_form(event, scope)
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(self, event: ButtonPress, referent: ScopeReferent) -> None:
         """A settings button opens the settings form of the scope in its reference."""
-        await self._open_form(event, self._scope(event, referent.detail))
+        await self._open_form(event, self._scope(event, referent.scope))
 
     def check_modal(self, event: ModalSubmit) -> None:
         """A settings form's values, checked like ``/settings`` options."""
         read_settings(event.values)
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: ScopeReferent) -> None:
         """A submitted settings form: validated like ``/settings`` options, then stored in
         the scope its reference names; refused values bring the form back, filled in."""
         if event.action != SETTINGS_ACTION:
             raise UserError("This form is no longer supported.")
-        scope = self._scope(event, referent.detail)
+        scope = self._scope(event, referent.scope)
         try:
             values = read_settings(event.values)
             await self._save(event, values, scope)

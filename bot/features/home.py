@@ -45,7 +45,7 @@ from bot.kernel import (
     UserError,
 )
 from bot.outbox import Outbox, Post, PublishHome, Repost, WritePolicy, WriteRateLimited
-from bot.refs import Referent, RefKind
+from bot.refs import JobReferent, RefKind
 from storage import (
     EffectiveSettings,
     Job,
@@ -186,10 +186,10 @@ class HomeFeature:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot's home has no commands.")
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: JobReferent) -> None:
         raise UserError("This form is no longer supported.")
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(self, event: ButtonPress, referent: JobReferent) -> None:
         """Post the result of the job in the button's reference again, in the presser's
         conversation with genbot."""
         job = referent.job

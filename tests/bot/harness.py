@@ -75,7 +75,7 @@ class Parts:
     jobs: JobEngines
 
 
-FeatureFactory = Callable[[Parts], Iterable[Feature]]
+FeatureFactory = Callable[[Parts], Iterable[Feature[Any]]]
 ConversationsFactory = Callable[[Parts], Conversations]
 
 

@@ -26,8 +26,14 @@ from bot.refs import (
     NOT_A_SCOPE,
     NOT_YOURS,
     UNKNOWN_REF,
+    AlternativeReferent,
+    ConversationReferent,
+    JobReferent,
+    NoReferent,
+    PreviewReferent,
     RefKind,
     RefRefused,
+    ScopeReferent,
 )
 from bot.router import Router
 from genbot.compose import build_core
@@ -207,10 +213,17 @@ async def test_the_owners_presses_resolve_to_the_thing(world: World) -> None:
             if press.refused_with is not None:
                 continue
             referent = await world.core.refs.resolve(button("any", press, victim.ref), kind)
-            if kind in (RefKind.JOB, RefKind.PREVIEW):
-                assert referent.job.id == victim.ref.partition("~")[0]
-            elif kind in (RefKind.CONVERSATION, RefKind.ALTERNATIVE):
-                assert str(referent.conversation.id) == victim.ref.partition(".")[0]
+            match referent:
+                case JobReferent(job) | PreviewReferent(job, _):
+                    assert kind in (RefKind.JOB, RefKind.PREVIEW)
+                    assert job.id == victim.ref.partition("~")[0]
+                case ConversationReferent(conversation) | AlternativeReferent(conversation, _):
+                    assert kind in (RefKind.CONVERSATION, RefKind.ALTERNATIVE)
+                    assert str(conversation.id) == victim.ref.partition(".")[0]
+                case ScopeReferent(scope):
+                    assert kind is RefKind.SCOPE and scope == (victim.ref or "me")
+                case NoReferent():
+                    assert kind is RefKind.NONE
 
 
 async def test_a_scope_is_a_word_not_a_place(world: World) -> None:

@@ -67,7 +67,7 @@ from bot.kernel import (
     is_image,
 )
 from bot.outbox import Edit, Outbox, Post, WritePolicy
-from bot.refs import Referent, RefKind
+from bot.refs import AlternativeReferent, ConversationReferent, RefKind
 from storage import (
     UNSET,
     Conversation,
@@ -79,6 +79,8 @@ from storage import (
 
 VISION_ACTION = "chat_vision"
 VISION_LABEL = f"Use {VISION_MODEL}"
+ChatReferent = ConversationReferent | AlternativeReferent
+"""What the chat engine's buttons name: a conversation (``Use …``), an alternative answer."""
 
 
 def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
@@ -260,7 +262,9 @@ class ChatEngine:
             target = replace(target, conversation=updated)
         await self._converse(target, user, params, prompt, [], message_ids, place)
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(
+        self, event: ButtonPress, referent: ConversationReferent | AlternativeReferent
+    ) -> None:
         """``Use llm-4-vision-preview``: switch the conversation and answer its last message;
         ``Use N``: continue from alternative answer N (:mod:`bot.features.chat.alternatives`)."""
         conversation = referent.conversation
@@ -300,7 +304,9 @@ class ChatEngine:
                 self.store.conversations, self.outbox, event.place, event.message_id, pick
             )
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(
+        self, event: ModalSubmit, referent: ConversationReferent | AlternativeReferent
+    ) -> None:
         """The chat engine opens no forms."""
         raise UserError("This form is no longer supported.")
 

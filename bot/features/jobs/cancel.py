@@ -19,7 +19,7 @@ from bot.features.jobs.params import result_with
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, Place, User, UserError
 from bot.outbox import Notice, Outbox, WritePolicy
-from bot.refs import Referent, RefKind
+from bot.refs import JobReferent, RefKind
 from storage import IN_FLIGHT_STATUSES, Job, JobStatus, JobWriter
 
 CANCELLABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"unknown"}
@@ -48,10 +48,10 @@ class JobCancel:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: JobReferent) -> None:
         raise UserError("This form is no longer supported.")
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(self, event: ButtonPress, referent: JobReferent) -> None:
         """Stop following the job and hide it, then say what that means for credits."""
         await self.cancel(event.user, referent.job, event.place)
         await self._outbox.write(

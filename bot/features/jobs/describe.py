@@ -32,7 +32,7 @@ from bot.kernel import (
     UserError,
 )
 from bot.outbox import OpenForm, WritePolicy
-from bot.refs import Referent, RefKind
+from bot.refs import JobReferent, RefKind
 from storage import Job, SettingsReader
 
 AGAIN = "describe_again"
@@ -58,7 +58,7 @@ class DescribeButtons:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(self, event: ButtonPress, referent: JobReferent) -> None:
         """Edit-then-imagine (or imagine) a prompt, describe again, or imagine all four."""
         parent = referent.job
         prompts = self._prompts(parent)
@@ -82,7 +82,7 @@ class DescribeButtons:
             raise FormError(PROMPT_FIELD, "The prompt is empty; write what to imagine.")
         check_form_prompt(prompt)
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: JobReferent) -> None:
         """Imagine the edited prompt (the form comes back when it is refused)."""
         parent = referent.job
         self._number(event.action, self._prompts(parent))

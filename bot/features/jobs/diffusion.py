@@ -51,7 +51,7 @@ from bot.kernel import (
     validate_options,
 )
 from bot.outbox import OpenForm, WritePolicy
-from bot.refs import Referent, RefKind
+from bot.refs import JobReferent, NoReferent, RefKind
 from storage import Job
 
 COMMON_FIELDS: dict[str, str] = {
@@ -213,8 +213,10 @@ class DiffusionJobs:
 
     # Buttons and forms ------------------------------------------------------------------------
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(self, event: ButtonPress, referent: JobReferent | NoReferent) -> None:
         """🔄, Upscale, or open the Use-as-init form."""
+        if not isinstance(referent, JobReferent):
+            raise UserError("This button is no longer supported.")
         parent = referent.job
         image = self._output(parent)
         if event.action == "diff_init":
@@ -247,13 +249,13 @@ class DiffusionJobs:
                 except CommandError as error:
                     raise FormError(OPTIONS_FIELD, str(error)) from None
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: JobReferent | NoReferent) -> None:
         """Start img2img from a submitted Use-as-init form, or the job of an upload form."""
         for endpoint, action in DIFFUSION_UPLOADS.items():
             if event.action == action:
                 await self._upload_submitted(event, endpoint_named(endpoint))
                 return
-        if event.action != "diff_init":
+        if event.action != "diff_init" or not isinstance(referent, JobReferent):
             raise UserError("This form is no longer supported.")
         parent = referent.job
         image = self._output(parent)

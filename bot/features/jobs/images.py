@@ -75,7 +75,7 @@ from bot.kernel import (
     UserError,
 )
 from bot.outbox import OpenForm, WritePolicy
-from bot.refs import Referent, RefKind
+from bot.refs import JobReferent, RefKind
 from storage import EffectiveSettings, Job, SettingsReader
 
 PROCESS_MODES: tuple[ProcessMode, ...] = get_args(ProcessMode)
@@ -269,7 +269,7 @@ class ImageJobs:
 
     # Buttons and forms ------------------------------------------------------------------------
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(self, event: ButtonPress, referent: JobReferent) -> None:
         """Open a form, or start the follow-up the pressed button asks for. Remix is the
         presser's setting when they press: a follow-up that takes a prompt opens the Remix
         form when it is on, and runs at once when it is off, whatever the button was drawn
@@ -297,7 +297,7 @@ class ImageJobs:
         """A Custom Zoom, Vary (Region) or Remix form's own checks (see :func:`read_form`)."""
         read_form(event)
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: JobReferent) -> None:
         """Start a Custom Zoom, Vary (Region) or remixed job from a submitted form."""
         parent = referent.job
         action = event.action.removeprefix(REMIX_PREFIX)

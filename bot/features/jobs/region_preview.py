@@ -44,7 +44,7 @@ from bot.kernel import (
     UserError,
 )
 from bot.outbox import OpenForm, Outbox, Private, WritePolicy
-from bot.refs import PREVIEW_SEPARATOR, Referent, RefKind
+from bot.refs import PREVIEW_SEPARATOR, PreviewReferent, RefKind
 from storage import Job, JobWriter
 
 log = logging.getLogger(__name__)
@@ -177,13 +177,13 @@ class PreviewButtons:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: PreviewReferent) -> None:
         raise UserError("This form is no longer supported.")
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(self, event: ButtonPress, referent: PreviewReferent) -> None:
         """Run the previewed job, or open its form again with its values (and, where forms
         show images, the preview)."""
-        parent, digest = referent.job, referent.detail
+        parent, digest = referent.job, referent.digest
         pressed = replace(event, ref=parent.id)
         values = draft_of(parent, digest)
         try:

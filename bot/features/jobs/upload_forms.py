@@ -18,7 +18,7 @@ from bot.features.jobs.forms import (
 from bot.features.jobs.images import ImageJobs
 from bot.features.jobs.starter import JobStarter
 from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError
-from bot.refs import Referent, RefKind
+from bot.refs import NoReferent, RefKind
 
 DESCRIBE = "describe_upload"
 BLEND = "blend_upload"
@@ -37,10 +37,10 @@ class UploadForms:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError("genbot has no such command.")
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(self, event: ButtonPress, referent: NoReferent) -> None:
         raise UserError("This button is no longer supported.")
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: NoReferent) -> None:
         """Describe the uploaded (or linked) image, or blend the uploaded images; a form
         missing what it needs comes back with the reason."""
         if event.action == DESCRIBE:

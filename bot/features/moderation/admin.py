@@ -30,7 +30,7 @@ from bot.kernel import (
     mentioned_user,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
-from bot.refs import Referent, RefKind
+from bot.refs import NoReferent, RefKind
 from storage import ModerationRule, ModerationStore
 
 ACTIONS: Final = ("add", "remove", "list", "ban", "unban")
@@ -201,11 +201,11 @@ class ModerationAdmin:
         )
         return f"Lifted the ban of `{banned}`."
 
-    async def on_button(self, event: ButtonPress, referent: Referent) -> None:
+    async def on_button(self, event: ButtonPress, referent: NoReferent) -> None:
         """It has no buttons."""
         raise UserError("This button is no longer supported.")
 
-    async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: NoReferent) -> None:
         """It has no forms."""
         raise UserError("This form is no longer supported.")
 

@@ -109,7 +109,7 @@ class ChatWorld:
         )
         return self.engine
 
-    def _features(self, parts: Parts) -> list[Feature]:
+    def _features(self, parts: Parts) -> list[Feature[Any]]:
         self.account = AccountFeature(
             AccountStorage(parts.store.settings, parts.store.ledger),
             parts.outbox,
