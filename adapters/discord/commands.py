@@ -24,6 +24,10 @@ GROUP_DESCRIPTIONS = {
     "diffusion": "Diffusion images: text to image, image to image, upscale, controlnet",
     "admin": "Admins: genbot's rules for this server",
 }
+GROUP_PERMISSIONS = {"admin": discord.Permissions(manage_guild=True)}
+"""Who sees a group in a server's command list by default: ``/admin`` only members who may
+manage the server (a server's admins can change this under Integrations). genbot still checks
+``admin_ids`` on every use; this only keeps the group out of everyone else's list."""
 _TYPES: dict[str, type] = {
     "string": str,
     "integer": int,
@@ -153,6 +157,7 @@ def build_commands(
                 description=description,
                 allowed_installs=INSTALLS,
                 allowed_contexts=CONTEXTS,
+                default_permissions=GROUP_PERMISSIONS.get(group_name),
             )
             built.append(group)
         group.add_command(command)

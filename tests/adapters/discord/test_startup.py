@@ -57,6 +57,12 @@ async def test_commands_sync_to_configured_guilds_with_the_catalogue_schema(bot:
     }
     admin = next(c for c in fake.guild_commands[fake.guild_id] if c["name"] == "admin")
     assert [o["name"] for o in admin["options"]] == ["moderation", "audit"]
+    manage_server = discord.Permissions(manage_guild=True).value
+    shown_to = {
+        c["name"]: c.get("default_member_permissions") for c in fake.guild_commands[fake.guild_id]
+    }
+    assert shown_to.pop("admin") == manage_server
+    assert set(shown_to.values()) == {None}
     diffusion = next(c for c in fake.guild_commands[fake.guild_id] if c["name"] == "diffusion")
     assert {o["name"] for o in diffusion["options"]} == {
         "txt2img",
