@@ -73,7 +73,7 @@ async def inspect_postgres(
     try:
         row = await db.fetch_one("SHOW server_version")
         server = f"PostgreSQL {row['server_version'] if row else '?'}"
-        return await _inspect(db, server, lease_seconds, clock())
+        return await inspect_database(db, server, lease_seconds, clock())
     except StorageError as error:
         reason = str(error).removeprefix("database error: ")
         raise StorageError(f"cannot reach the database at {db.where}: {reason}") from error
@@ -91,14 +91,19 @@ async def inspect_sqlite(
     try:
         db = await SqliteDatabase.open(path, read_only=True)
         try:
-            return await _inspect(db, server, lease_seconds, clock())
+            return await inspect_database(db, server, lease_seconds, clock())
         finally:
             await db.close()
     except StorageError as error:
         raise StorageError(f"cannot read the database at {path}: {error}") from error
 
 
-async def _inspect(db: Database, server: str, lease_seconds: float, now: float) -> Inspection:
+async def inspect_database(
+    db: Database, server: str, lease_seconds: float, now: float
+) -> Inspection:
+    """What ``db`` (open, called ``server`` in the answer) says about the cluster at ``now``,
+    a process being live when seen within ``lease_seconds`` (the admin page reads a running
+    store's database through this too)."""
     version, rows, jobs = 0, [], []
     if await db.fetch_one(db.dialect.table_exists, ("schema_version",)):
         version = await current_version(db)

@@ -42,6 +42,10 @@ SQL_SET_BAN: Final = (
     " SET banned_until = excluded.banned_until"
     " WHERE moderation_offences.banned_until < excluded.banned_until"
 )
+SQL_BANS: Final = (
+    "SELECT user_id, MAX(banned_until) AS until FROM moderation_offences"
+    " WHERE platform = ? AND banned_until > ? GROUP BY user_id ORDER BY user_id"
+)
 SQL_BANNED_UNTIL: Final = (
     "SELECT MAX(banned_until) AS until FROM moderation_offences"
     " WHERE platform = ? AND user_id = ? AND banned_until > ?"
@@ -98,6 +102,11 @@ class ModerationStore:
         until = now + 60.0 * minutes
         await self.db.execute(SQL_SET_BAN, (platform, user_id, utc_day(now), until))
         return max(until, await self.banned_until(platform, user_id) or 0.0)
+
+    async def bans(self, platform: str) -> list[tuple[str, float]]:
+        """The users of ``platform`` banned now, with when each ban ends, by user id."""
+        rows = await self.db.fetch_all(SQL_BANS, (platform, self.clock()))
+        return [(str(row["user_id"]), float(row["until"])) for row in rows]
 
     async def lift_ban(self, platform: str, user_id: str) -> bool:
         """End ``user_id``'s running ban now (the day's offences still count); False when they

@@ -91,3 +91,19 @@ async def test_an_admins_ban_counts_no_offence_and_never_shortens_one(
     assert await store.moderation.ban("slack", "U1", 5) == clock.now + 60 * MINUTE
     assert await store.moderation.lift_ban("slack", "U1")
     assert await store.moderation.ban("slack", "U1", 5) == clock.now + 5 * MINUTE
+
+
+async def test_the_running_bans_of_a_platform(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    await store.moderation.ban("slack", "U2", 30)
+    await store.moderation.record_offence("slack", "U1", BANS)
+    await store.moderation.record_offence("discord", "U1", BANS)
+    await store.moderation.ban("slack", "U3", 5)
+    assert await store.moderation.lift_ban("slack", "U3")
+    assert await other_store.moderation.bans("slack") == [
+        ("U1", clock.now + 60 * MINUTE),
+        ("U2", clock.now + 30 * MINUTE),
+    ]
+    clock.advance(31 * MINUTE)
+    assert [user for user, _ in await store.moderation.bans("slack")] == ["U1"]
