@@ -23,6 +23,7 @@ from bot.features.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
 from bot.features.chat.engine import ChatStorage
 from bot.features.chat.tools import ChatImageTools
+from bot.features.console import Console, ConsoleStorage, single_key
 from bot.features.home import HomeFeature, HomeStorage
 from bot.features.jobs import (
     ChatJobs,
@@ -342,11 +343,13 @@ def build_core(
     *,
     open_channels: Mapping[str, frozenset[str]] | None = None,
     shards: str | None = None,
+    on_console: Callable[[Console], None] | None = None,
 ) -> tuple[Router, JobEngines]:
     """The core with every feature, answering on ``surfaces`` (one per platform), and the job
     engines (for tests and benchmarks to inspect). ``open_channels``: per platform, the channels
     whose job buttons anyone may press (:class:`bot.refs.Refs`); ``shards``: see
-    :func:`build_job_engines`.
+    :func:`build_job_engines`; ``on_console`` is given the admin page's core
+    (:class:`~bot.features.console.Console`, built on the same features), when there is a page.
 
     One :class:`~bot.outbox.Outbox` (with one :class:`~bot.outbox.Pacer`) writes for every
     feature, so chat streams and job messages together stay within each platform's windows.
@@ -393,6 +396,18 @@ def build_core(
         home=home,
         diffusion_models=models.known,
     )
+    moderation_admin = ModerationAdmin(settings.moderation, store.moderation, outbox, audit)
+    if on_console is not None:
+        on_console(
+            Console(
+                ConsoleStorage(store.moderation, store.audit, store.tracking, store.jobs, store.db),
+                moderation_admin,
+                jobs.cancel,
+                platforms=outbox.platforms,
+                keys=lambda: single_key(provider, settings.ops.provider_fresh_seconds),
+                lease_seconds=settings.storage.lease_seconds,
+            )
+        )
     router = Router(
         outbox,
         [
@@ -400,7 +415,7 @@ def build_core(
             chat,
             account,
             home,
-            ModerationAdmin(settings.moderation, store.moderation, outbox, audit),
+            moderation_admin,
             AuditAdmin(store.audit, outbox),
         ],
         conversations=chat,

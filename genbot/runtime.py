@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
@@ -32,7 +32,7 @@ from adapters import Adapter, AdapterStartError
 from bot.api import ProviderClient
 from bot.features.chat.tokens import warm_up
 from bot.features.provider_keys import ProviderKeys
-from bot.kernel import metrics
+from bot.kernel import AdminConsole, metrics
 from bot.router import Lifecycle, Router
 from genbot.compose import build_core, configured_adapters, provider_client, webhook_receiver
 from genbot.ops import Check, CheckResult, OpsListener, ProviderFreshness
@@ -230,6 +230,14 @@ class Runtime:
             await _quietly("finishing result deliveries", self.deliveries.drain, left, bound=bound)
 
 
+def _admin_page(adapters: Mapping[str, Adapter]) -> Callable[[AdminConsole], None] | None:
+    """Where the admin page's core goes: the playground, when it runs."""
+    from adapters.web.adapter import WebAdapter
+
+    web = adapters.get("web")
+    return web.attach_console if isinstance(web, WebAdapter) else None
+
+
 async def _adapter_check(name: str, adapter: Adapter) -> CheckResult:
     if await adapter.connected():
         return CheckResult(True, "connected")
@@ -338,6 +346,7 @@ async def running(
             surfaces,
             open_channels=settings.open_channels(),
             shards=settings.discord.shards(),
+            on_console=_admin_page(adapters),
         )
         runtime = Runtime(
             settings,

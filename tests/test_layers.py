@@ -45,12 +45,16 @@ FEATURE_ARROWS = frozenset(
         ("account", "audit"),
         ("jobs", "audit"),
         ("moderation", "audit"),
+        ("console", "audit"),
+        ("console", "jobs"),
+        ("console", "moderation"),
     }
 )
 """Which feature may import which: the home shows the jobs' last images and the account's
 settings button, the account uses the jobs' settings form; the features where admins act or
-moderation refuses record it in the audit trail (which imports no feature); chat reaches jobs
-only through the ``ChatJobs`` protocol it declares, wired by ``genbot/compose.py``."""
+moderation refuses record it in the audit trail (which imports no feature); the admin page's
+console acts through the moderation command's, the Cancel button's and the audit log's code; chat
+reaches jobs only through the ``ChatJobs`` protocol it declares, wired by ``genbot/compose.py``."""
 WRITES = frozenset(
     {
         "send",

@@ -35,6 +35,7 @@ from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
 from bot.kernel import (
     OUTAGE,
+    AdminConsole,
     Command,
     EventRouter,
     EventSink,
@@ -90,6 +91,8 @@ class WebAdapter:
         self._handling: set[str] = set()
         self._pending_sweep: asyncio.Task[None] | None = None
         self.access = Access(settings, admin_link=admin_link)
+        self.console: AdminConsole | None = None
+        """The admin page's core (``/admin``), once :meth:`attach_console` gave it."""
         self.app = build_app(self)
         self.listener = Listener(self.app, "web playground", PLAYGROUND_LIMITS)
 
@@ -106,6 +109,10 @@ class WebAdapter:
         an admin. None without one, or before :meth:`start`."""
         token = self.access.admin_token
         return f"{self.playground.url}/?admin={token}" if token and self.playground.url else None
+
+    def attach_console(self, console: AdminConsole) -> None:
+        """Serve the admin page (``/admin``) on ``console``."""
+        self.console = console
 
     async def connected(self) -> bool:
         """Whether the playground is listening."""

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from adapters.listener import body_limit
-from adapters.web import handlers, routes
+from adapters.web import admin, handlers, routes
 from adapters.web.routes import ADAPTER, MULTIPART_OVERHEAD, UPLOAD_TIMEOUT, Serving
 
 
@@ -38,6 +38,11 @@ def build_app(adapter: Serving) -> web.Application:
     app.router.add_post("/api/button", handlers.button)
     app.router.add_post("/api/modal", handlers.modal)
     app.router.add_post("/api/upload", _upload_route(adapter.playground.max_upload_bytes))
+    app.router.add_get("/admin", admin.page)
+    app.router.add_get("/api/admin/overview", admin.overview)
+    app.router.add_get("/api/admin/audit.jsonl", admin.export)
+    app.router.add_post("/api/admin/moderation", admin.moderation)
+    app.router.add_post("/api/admin/cancel", admin.cancel)
     app.router.add_get("/images/{key}/{name}", routes.image)
     app.router.add_get("/uploads/{id}/{name}", routes.upload_file)
     return app

@@ -47,7 +47,8 @@ MAX_CHANNELS = 50
 _CHUNK = 64 * 1024
 
 
-async def _json_body(request: web.Request) -> dict[str, Any]:
+async def json_body(request: web.Request) -> dict[str, Any]:
+    """The request's JSON object; :class:`BadInput` for anything else."""
     if request.content_type != "application/json":
         raise BadInput("Send a JSON body (Content-Type: application/json).")
     raw = await request.read()
@@ -62,7 +63,8 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
-def _string(body: dict[str, Any], key: str) -> str:
+def string_field(body: dict[str, Any], key: str) -> str:
+    """``body[key]``, a string (empty when absent); :class:`BadInput` for anything else."""
     value = body.get(key, "")
     if not isinstance(value, str):
         raise BadInput(f"'{key}' must be a string.")
@@ -71,7 +73,7 @@ def _string(body: dict[str, Any], key: str) -> str:
 
 def _text(body: dict[str, Any], playground: Playground) -> str:
     """What the user typed, within the playground's message length."""
-    text = _string(body, "text")
+    text = string_field(body, "text")
     limit = playground.profile.max_text
     if len(text) > limit:
         raise BadInput(
@@ -142,7 +144,7 @@ async def command(request: web.Request) -> web.Response:
     """``{"text": "/imagine a fox --ar 16:9", "channel": ..., "attachments": [upload ids]}``."""
     adapter, user = request.app[ADAPTER], request[USER]
     playground = adapter.playground
-    body = await _json_body(request)
+    body = await json_body(request)
     text = _text(body, playground)
     if not text or text == "/":
         raise BadInput("Empty command: type a command such as /imagine a fox, or /help.")
@@ -204,7 +206,7 @@ async def message(request: web.Request) -> web.Response:
     """``{"text": "hello", "channel": ..., "thread": ..., "attachments": [upload ids]}``."""
     adapter, user = request.app[ADAPTER], request[USER]
     playground = adapter.playground
-    body = await _json_body(request)
+    body = await json_body(request)
     text = _text(body, playground)
     place = _place(playground, body, user)
     ids, files = _uploads(playground, body, user.id)
@@ -233,9 +235,9 @@ async def button(request: web.Request) -> web.Response:
     or another process) and the presser can see; the core then decides whether the presser may
     use what the button names (:mod:`bot.refs`)."""
     adapter, user = request.app[ADAPTER], request[USER]
-    body = await _json_body(request)
-    message_id = _string(body, "message_id")
-    custom_id = _string(body, "custom_id")
+    body = await json_body(request)
+    message_id = string_field(body, "message_id")
+    custom_id = string_field(body, "custom_id")
     decoded = decode_custom_id(custom_id)
     if decoded is None:
         raise BadInput("That is not one of genbot's buttons.")
@@ -273,8 +275,8 @@ async def pressed_message(playground: Playground, message_id: str) -> WebMessage
 async def modal(request: web.Request) -> web.Response:
     """``{"custom_id": ..., "values": {"field id": "text"}}`` for a form genbot opened."""
     adapter, user = request.app[ADAPTER], request[USER]
-    body = await _json_body(request)
-    custom_id = _string(body, "custom_id")
+    body = await json_body(request)
+    custom_id = string_field(body, "custom_id")
     values = body.get("values", {})
     if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
         raise BadInput("'values' must map field ids to strings.")

@@ -28,7 +28,7 @@ from adapters.web.hub import TooManyStreams
 from adapters.web.platform import dm_channel, is_dm_channel
 from adapters.web.playground import NotKept, Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
-from bot.kernel import EventRouter, InboundEvent, User, offered
+from bot.kernel import AdminConsole, EventRouter, InboundEvent, User, offered
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,10 @@ class Serving(Protocol):
     def router(self) -> EventRouter: ...
     @property
     def keepalive_seconds(self) -> float: ...
+    @property
+    def console(self) -> AdminConsole | None:
+        """The admin page's core (None: no admin page)."""
+        ...
 
     def dispatch(self, event: InboundEvent, event_id: str) -> None:
         """Have the core handle ``event`` in the background (``event_id`` shows it working)."""
@@ -207,7 +211,8 @@ async def on_prepare(request: web.Request, response: web.StreamResponse) -> None
     response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
 
 
-def _static_file(name: str) -> web.Response:
+def static_file(name: str) -> web.Response:
+    """The playground's file ``name`` (404 for any other name)."""
     path = STATIC_DIR / name
     content_type = STATIC_TYPES.get(path.suffix)
     if "/" in name or name.startswith(".") or content_type is None or not path.is_file():
@@ -221,11 +226,11 @@ def _static_file(name: str) -> web.Response:
 
 
 async def index(request: web.Request) -> web.Response:
-    return _static_file("index.html")
+    return static_file("index.html")
 
 
 async def static(request: web.Request) -> web.Response:
-    return _static_file(request.match_info["name"])
+    return static_file(request.match_info["name"])
 
 
 async def commands(request: web.Request) -> web.Response:

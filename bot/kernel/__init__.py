@@ -6,7 +6,8 @@ what the core asks a platform to show (:mod:`~bot.kernel.outbound`), the surface
 the surfaces by platform (:mod:`~bot.kernel.registry`), the command catalogue and its text
 language (:mod:`~bot.kernel.commands`, :mod:`~bot.kernel.command_text`,
 :mod:`~bot.kernel.command_images`), the core's settings sections (:mod:`~bot.kernel.settings`),
-text splitting (:mod:`~bot.kernel.text`), checked images and their hosting
+text splitting (:mod:`~bot.kernel.text`), what the admin page asks of the core
+(:mod:`~bot.kernel.admin_console`), checked images and their hosting
 (:mod:`~bot.kernel.media`, :mod:`~bot.kernel.media_host`), the sealing of the secrets kept in
 the database (:mod:`~bot.kernel.sealer`), sliding rate windows per key
 (:mod:`~bot.kernel.rate_window`), and the process-wide reports:
@@ -18,6 +19,7 @@ This package is the kernel's face: code outside it imports these names from ``bo
 the kernel's own modules import each other directly, never through the face.
 """
 
+from bot.kernel.admin_console import AdminConsole, NotAllowed
 from bot.kernel.command_images import (
     RECENT_FILES_SECONDS,
     RecentFiles,
@@ -190,6 +192,7 @@ __all__ = [
     "ZWSP",
     "ActivityKind",
     "Address",
+    "AdminConsole",
     "ApiSettings",
     "Around",
     "Attachment",
@@ -230,6 +233,7 @@ __all__ = [
     "ModalSubmit",
     "ModerationSettings",
     "NativeStream",
+    "NotAllowed",
     "Offered",
     "Opened",
     "OpsSettings",

@@ -271,6 +271,7 @@ async function openChannel(channel) {
   $("#channel-kind").textContent = isDm() ? "@" : "#";
   $("#me-name").textContent = body.me.name;
   $("#me-id").textContent = body.me.admin ? `${body.me.id} · admin` : body.me.id;
+  $("#admin-link").hidden = !body.me.admin;
   document.title = `${isDm() ? "@genbot" : "#" + channel} · genbot playground`;
   document.body.classList.remove("drawer-open");
   composer.refreshPlaceholder();

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from bot.features.audit.trail import KINDS, entry_fields
 from bot.kernel import (
@@ -18,6 +19,7 @@ from bot.kernel import (
     Command,
     ModalSubmit,
     OptionValue,
+    Place,
     SendsFilesPrivately,
     UserError,
     mentioned_user,
@@ -57,6 +59,32 @@ def audit_filters(options: Mapping[str, OptionValue]) -> tuple[str, str, float |
     return user, kind, float(days) if isinstance(days, int | float) and days else None
 
 
+@dataclass(frozen=True)
+class AuditFilters:
+    """Which entries: by or about ``user``, of ``kind`` (or family), of the last ``days``."""
+
+    user: str = ""
+    kind: str = ""
+    days: float | None = None
+
+
+async def entries_page(
+    store: AuditLog, place: Place, filters: AuditFilters, page: int, size: int
+) -> tuple[list[AuditEntry], bool]:
+    """Page ``page`` (from 1) of ``size`` of the workspace's matching entries, newest first,
+    and whether older ones follow."""
+    found = await store.entries(
+        place.platform,
+        place.workspace_id,
+        user=filters.user,
+        kind=filters.kind,
+        days=filters.days,
+        limit=size + 1,
+        offset=(page - 1) * size,
+    )
+    return found[:size], len(found) > size
+
+
 def entry_line(entry: AuditEntry) -> str:
     """One entry as ``/admin audit`` shows it."""
     when = datetime.fromtimestamp(entry.at, UTC).strftime("%Y-%m-%d %H:%M")
@@ -68,12 +96,16 @@ def entry_line(entry: AuditEntry) -> str:
     return f"• {when} **{entry.kind}** by `{entry.actor_id}`{target}{where}{states}"
 
 
+def export_record(entry: AuditEntry) -> dict[str, Any]:
+    """One entry as the export (and the admin page) gives it: its id, its time in ISO 8601
+    UTC, and what it says."""
+    stamp = datetime.fromtimestamp(entry.at, UTC).isoformat(timespec="seconds")
+    return {"id": entry.id, "at": stamp.replace("+00:00", "Z"), **entry_fields(entry)}
+
+
 def export_line(entry: AuditEntry) -> str:
     """One entry as a line of the JSON-lines export."""
-    stamp = datetime.fromtimestamp(entry.at, UTC).isoformat(timespec="seconds")
-    at = stamp.replace("+00:00", "Z")
-    line = {"id": entry.id, "at": at, **entry_fields(entry)}
-    return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(export_record(entry), ensure_ascii=False, separators=(",", ":"))
 
 
 def _compact(state: object) -> str:
@@ -119,22 +151,13 @@ class AuditAdmin:
             await self._export(event, user, kind, days)
             return
         page = int(options.get("page") or 1)
-        entries = await self.store.entries(
-            place.platform,
-            place.workspace_id,
-            user=user,
-            kind=kind,
-            days=days,
-            limit=PAGE + 1,
-            offset=(page - 1) * PAGE,
-        )
+        filters = AuditFilters(user, kind, days)
+        entries, older = await entries_page(self.store, place, filters, page, PAGE)
         if not entries:
             text = "No audit entries match." if page == 1 else f"There is no page {page}."
         else:
-            lines = [entry_line(entry) for entry in entries[:PAGE]]
-            more = (
-                f"\nOlder ones: `/admin audit … --page {page + 1}`." if len(entries) > PAGE else ""
-            )
+            lines = [entry_line(entry) for entry in entries]
+            more = f"\nOlder ones: `/admin audit … --page {page + 1}`." if older else ""
             text = f"Audit log, page {page} (newest first):\n" + "\n".join(lines) + more
         limit = self.outbox.profile(place.platform).max_text
         if len(text) > limit:

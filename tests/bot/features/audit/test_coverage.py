@@ -21,6 +21,8 @@ ADMIN_CHECKS: dict[tuple[str, str], str] = {
     ("bot/features/chat/caps.py", "answering"): "admins bypass caps: no change to record",
     ("bot/features/home.py", "on_button"): "posting a result again changes nothing shared",
     ("bot/refs.py", "_job"): "pressing a button of another's job makes the admin's own job",
+    ("bot/features/console.py", "_admin"): "the admin page's check; its changes are the "
+    "moderation command's and the Cancel button's, which record themselves",
     ("bot/refs.py", "_scope"): "opens the settings form; saving it records settings.changed",
 }
 """``(file, function)`` of each ``is_admin`` check → the kind recorded, or why none is."""

@@ -1,0 +1,234 @@
+// The admin page: asks /api/admin/overview for one workspace and draws its sections; every
+// change is a JSON POST the server checks (admins only, that workspace only) and records.
+import { h, postJson, request } from "/static/dom.js";
+
+const $ = (selector) => document.querySelector(selector);
+const state = { platform: "", workspace: "", filters: {} };
+
+function say(text, error = false) {
+  const status = $("#status");
+  status.textContent = text;
+  status.classList.toggle("error", error);
+}
+
+function when(seconds) {
+  return new Date(seconds * 1000).toISOString().replace("T", " ").slice(0, 16) + " UTC";
+}
+
+function age(seconds) {
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  return `${Math.round(seconds / 3600)} h`;
+}
+
+function table(headings, rows) {
+  if (!rows.length) return h("p", { class: "note" }, "None.");
+  return h(
+    "table",
+    {},
+    h("thead", {}, h("tr", {}, headings.map((name) => h("th", {}, name)))),
+    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell) => h("td", {}, cell))))),
+  );
+}
+
+function fill(id, ...children) {
+  const body = $(`#${id} .body`);
+  body.replaceChildren(...children);
+}
+
+function query(extra = {}) {
+  const params = new URLSearchParams({ platform: state.platform, workspace: state.workspace });
+  for (const [name, value] of Object.entries({ ...state.filters, ...extra })) {
+    if (value) params.set(name, value);
+  }
+  return params.toString();
+}
+
+async function act(url, payload) {
+  const answer = await postJson(url, payload);
+  if (!answer.ok) {
+    say(answer.body.error || `Refused (${answer.status}).`, true);
+    return;
+  }
+  await load();
+  say(answer.body.text);
+}
+
+function moderate(payload) {
+  return act("/api/admin/moderation", { platform: state.platform, workspace: state.workspace, ...payload });
+}
+
+function draw(view) {
+  const platforms = $("#platform");
+  if (!platforms.options.length) {
+    platforms.replaceChildren(...view.platforms.map((name) => h("option", { value: name }, name)));
+    platforms.value = view.platform;
+  }
+  fill(
+    "keys",
+    view.keys.pool ? "" : h("p", { class: "note" }, "One key ([api] key): the key pool is not wired into this genbot yet."),
+    table(
+      ["key", "state", "detail", "tasks today", "credits today"],
+      view.keys.keys.map((key) => [key.name, key.state, key.detail, key.tasks_today ?? "—", key.credits_today ?? "—"]),
+    ),
+  );
+  fill(
+    "queue",
+    table(
+      ["job", "state", "owner", "age", "requester", "prompt", ""],
+      view.queue.jobs.map((job) => [
+        h("code", {}, job.id),
+        job.status,
+        job.owner ?? "—",
+        age(job.age_seconds),
+        job.requester_id,
+        job.prompt,
+        h("button", { type: "button", class: "danger", "data-job": job.id, onclick: () => act("/api/admin/cancel", { job_id: job.id }) }, "Cancel"),
+      ]),
+    ),
+  );
+  const moderation = view.moderation;
+  fill(
+    "moderation",
+    h("h3", {}, "Banned now"),
+    table(
+      ["user", "until", ""],
+      moderation.bans.map((ban) => [
+        h("code", {}, ban.user_id),
+        when(ban.until),
+        h("button", { type: "button", "data-unban": ban.user_id, onclick: () => moderate({ action: "unban", entry: ban.user_id }) }, "Unban"),
+      ]),
+    ),
+    h("h3", {}, "This workspace's rules"),
+    table(
+      ["category", "rule", ""],
+      moderation.rules.map((rule) => [
+        rule.category,
+        h("code", {}, rule.entry + (rule.pattern ? " (pattern)" : "")),
+        h("button", { type: "button", "data-remove": rule.entry, onclick: () => moderate({ action: "remove", entry: rule.entry }) }, "Remove"),
+      ]),
+    ),
+    h("p", { class: "note" }, `The configuration adds ${moderation.global_rules} rule(s) everywhere.`),
+  );
+  fill("tiers", h("p", { class: "note" }, view.tiers.note));
+  const audit = view.audit;
+  fill(
+    "audit",
+    table(
+      ["when", "kind", "by", "about", "where", "before → after"],
+      audit.entries.map(({ entry }) => [
+        entry.at.replace("T", " ").replace("Z", " UTC"),
+        entry.kind,
+        h("code", {}, entry.actor_id),
+        h("code", {}, entry.target),
+        entry.channel_id || "—",
+        h("code", {}, `${JSON.stringify(entry.before)} → ${JSON.stringify(entry.after)}`),
+      ]),
+    ),
+    h(
+      "p",
+      { class: "inline" },
+      audit.page > 1 ? h("button", { type: "button", onclick: () => page(audit.page - 1) }, "Newer") : "",
+      `Page ${audit.page}`,
+      audit.more ? h("button", { type: "button", onclick: () => page(audit.page + 1) }, "Older") : "",
+    ),
+  );
+  $("#export").href = `/api/admin/audit.jsonl?${query()}`;
+  const cluster = view.cluster;
+  fill(
+    "cluster",
+    h("p", { class: "note" }, `Schema version ${cluster.schema_version}.`),
+    table(
+      ["process", "platforms", "shards", "leases", "seen", "state"],
+      cluster.processes.map((process) => [
+        h("code", {}, process.id),
+        process.platforms.join(", ") || "—",
+        process.shards ?? "—",
+        process.leases,
+        when(process.seen_at),
+        process.live ? "live" : "gone",
+      ]),
+    ),
+    h("h3", {}, "Unfinished jobs by state and owner"),
+    table(
+      ["state", "owner", "jobs"],
+      cluster.jobs.map((row) => [row.status, row.owner ?? "(no owner)", row.count]),
+    ),
+  );
+  $("#sections").hidden = false;
+}
+
+async function page(number) {
+  state.filters.page = String(number);
+  await load();
+}
+
+async function load() {
+  const answer = await request(`/api/admin/overview?${query()}`);
+  if (!answer.ok) {
+    $("#sections").hidden = true;
+    say(answer.body.error || `Refused (${answer.status}).`, true);
+    return false;
+  }
+  say("");
+  draw(answer.body);
+  return true;
+}
+
+function formValues(form) {
+  return Object.fromEntries(new FormData(form).entries());
+}
+
+$("#where").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  state.platform = $("#platform").value || state.platform;
+  state.workspace = $("#workspace").value.trim();
+  state.filters = {};
+  const params = new URLSearchParams({ platform: state.platform, workspace: state.workspace });
+  history.replaceState(null, "", `/admin?${params}`);
+  await load();
+});
+
+$("#ban-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const values = formValues(event.target);
+  await moderate({ action: "ban", entry: values.entry.trim(), minutes: values.minutes || "" });
+});
+
+$("#rule-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const values = formValues(event.target);
+  await moderate({ action: "add", entry: values.entry.trim(), category: values.category.trim(), pattern: values.pattern === "on" });
+});
+
+$("#audit-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const values = formValues(event.target);
+  state.filters = { user: values.user.trim(), kind: values.kind.trim(), days: values.days };
+  await load();
+});
+
+async function start() {
+  const params = new URLSearchParams(location.search);
+  state.platform = params.get("platform") || "";
+  state.workspace = params.get("workspace") || "";
+  $("#workspace").value = state.workspace;
+  const probe = await request(`/api/admin/overview?${query()}`);
+  if (probe.status === 403 || probe.status === 401 || probe.status === 404) {
+    say(probe.body.error, true);
+    return;
+  }
+  if (!probe.ok) {
+    say(probe.body.error, true);
+    return;
+  }
+  if (!state.workspace) {
+    say("Choose a platform and a workspace (its id), then Open.");
+    const names = probe.body.platforms || [];
+    $("#platform").replaceChildren(...names.map((name) => h("option", { value: name }, name)));
+    return;
+  }
+  draw(probe.body);
+}
+
+start();

@@ -1,0 +1,251 @@
+"""The admin page's core (:class:`bot.kernel.AdminConsole`): what the playground's ``/admin``
+shows of one workspace and what it changes there, read from and written to the same storage as
+everything else, through the same code as the chat commands.
+
+Who may: genbot admins of the playground (``User.is_admin``, from ``[web] admin_ids`` or the
+demo's admin link) are the deployment's operators, as ``admin_ids`` are on every platform
+(moderation's bans are per platform user, not per workspace): they may open any workspace of a
+platform this genbot serves. :meth:`Console._allowed` is the one check, made by every call for
+the workspace it names (a job's own workspace for a cancel), whatever the page showed.
+
+- **keys**: the provider keys' health (:func:`single_key` until the key pool of issue 30 item 3
+  is wired: the same shape, one key);
+- **queue**: the workspace's unfinished jobs (state, owner process, age), and a cancel through
+  :meth:`bot.features.jobs.JobCancel.cancel` (the ❌ Cancel button's code, recorded in the
+  audit log when the admin did not start the job);
+- **moderation**: the platform's running bans and the workspace's rules, changed through
+  :meth:`bot.features.moderation.ModerationAdmin.perform` (``/admin moderation``'s code,
+  recorded in the audit log);
+- **tiers**: not in this build (issue 30 item 2 is not wired here yet): the page says so;
+- **audit**: the workspace's log, filtered and paged like ``/admin audit``, and its export;
+- **cluster**: the processes with their platforms, shards and leases, and the unfinished jobs by
+  state and owner (:func:`storage.inspection.inspect_database`, what ``genbot status`` reads).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from bot.api import ProviderClient
+from bot.features.audit.command import (
+    AuditFilters,
+    audit_filters,
+    entries_page,
+    entry_line,
+    export_record,
+    exported,
+)
+from bot.features.jobs import JobCancel
+from bot.features.jobs.messages import place_of
+from bot.features.moderation import ModerationAdmin
+from bot.features.moderation.screen import global_rules
+from bot.kernel import NotAllowed, OptionValue, Place, User, UserError
+from storage import AuditLog, JobReader, JobTracking, ModerationStore
+from storage.inspection import inspect_database
+from storage.sql.session import Database
+
+WORKSPACE_ID: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+QUEUE_READ: Final = 500
+"""The most unfinished jobs read for one page (the oldest first)."""
+AUDIT_PAGE: Final = 25
+NOT_AN_ADMIN: Final = "Only genbot admins may use the admin page."
+NO_TIERS: Final = (
+    "Tiers (issue 30 item 2) are not wired into this genbot yet: every user has the same "
+    "limits ([limits] in the configuration)."
+)
+
+
+@dataclass(frozen=True)
+class ConsoleStorage:
+    """What the admin page reads."""
+
+    moderation: ModerationStore
+    audit: AuditLog
+    tracking: JobTracking
+    jobs: JobReader
+    db: Database
+
+
+def single_key(provider: ProviderClient, fresh_seconds: float) -> list[dict[str, Any]]:
+    """The one ``[api] key`` in the key pool's shape: its state from the provider's latest
+    answer (figures the pool counts per key are None here)."""
+    answered = provider.transport.last_answer_at
+    if answered is None:
+        state, detail = "not answered yet", "the provider has not answered this process yet"
+    else:
+        age = time.monotonic() - answered
+        state = "answering" if age <= fresh_seconds else "not answered lately"
+        detail = f"last answer {age:.0f} s ago"
+    return [
+        {
+            "name": "default",
+            "state": state,
+            "detail": detail,
+            "tasks_today": None,
+            "credits_today": None,
+            "in_flight": None,
+        }
+    ]
+
+
+class Console:
+    """The admin page's core (see the module docstring)."""
+
+    def __init__(
+        self,
+        storage: ConsoleStorage,
+        moderation: ModerationAdmin,
+        cancel: JobCancel,
+        *,
+        platforms: Callable[[], Sequence[str]],
+        keys: Callable[[], list[dict[str, Any]]],
+        lease_seconds: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.storage = storage
+        self.moderation = moderation
+        self.cancel_button = cancel
+        self.platforms = platforms
+        self.keys = keys
+        self.lease_seconds = lease_seconds
+        self.clock = clock
+
+    @staticmethod
+    def _admin(user: User) -> None:
+        if not user.is_admin:
+            raise NotAllowed(NOT_AN_ADMIN)
+
+    def _allowed(self, user: User, platform: str, workspace_id: str) -> Place:
+        """The one check (see the module docstring): the place the admin acts in."""
+        self._admin(user)
+        if platform not in self.platforms():
+            raise UserError(f"genbot does not serve {platform!r} here.")
+        if not WORKSPACE_ID.fullmatch(workspace_id):
+            raise UserError("Name a workspace (its id: letters, digits, _ . : -).")
+        return Place(platform, workspace_id, "")
+
+    async def overview(
+        self, user: User, platform: str, workspace_id: str, filters: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """Every section of the page for one workspace (JSON values); with no workspace named,
+        only the platforms to choose from."""
+        if not workspace_id:
+            self._admin(user)
+            return {"platforms": list(self.platforms()), "platform": platform, "workspace_id": ""}
+        place = self._allowed(user, platform, workspace_id)
+        return {
+            "platform": platform,
+            "workspace_id": workspace_id,
+            "platforms": list(self.platforms()),
+            "keys": {"pool": False, "keys": self.keys()},
+            "queue": await self._queue(place),
+            "moderation": await self._moderation(place),
+            "tiers": {"available": False, "note": NO_TIERS},
+            "audit": await self._audit(place, filters),
+            "cluster": await self._cluster(),
+        }
+
+    async def moderate(
+        self, user: User, platform: str, workspace_id: str, options: Mapping[str, OptionValue]
+    ) -> str:
+        """``/admin moderation``'s code, acting in that workspace."""
+        place = self._allowed(user, platform, workspace_id)
+        return await self.moderation.perform(user, place, options)
+
+    async def cancel(self, user: User, job_id: str) -> str:
+        """The ❌ Cancel button's code, for a job of a workspace the admin may open."""
+        self._admin(user)
+        job = await self.storage.jobs.get_job(job_id) if len(job_id) <= 64 else None
+        if job is None:
+            raise UserError("There is no such job.")
+        self._allowed(user, job.platform, job.workspace_id)
+        await self.cancel_button.cancel(user, job, place_of(job))
+        return f"Cancelled {job.id}: genbot stopped following it (the service may still charge it)."
+
+    async def export(
+        self, user: User, platform: str, workspace_id: str, filters: Mapping[str, str]
+    ) -> tuple[str, bytes]:
+        """The workspace's matching audit entries as JSON lines."""
+        self._allowed(user, platform, workspace_id)
+        who, kind, days = audit_filters(_options(filters))
+        data, _ = await exported(self.storage.audit, platform, workspace_id, who, kind, days)
+        stamp = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y%m%d-%H%M")
+        return f"genbot-audit-{platform}-{workspace_id}-{stamp}.jsonl", data
+
+    async def _queue(self, place: Place) -> dict[str, Any]:
+        now = self.clock()
+        jobs = await self.storage.tracking.list_unfinished_jobs(limit=QUEUE_READ)
+        mine = [
+            job
+            for job in jobs
+            if job.platform == place.platform and job.workspace_id == place.workspace_id
+        ]
+        return {
+            "jobs": [
+                {
+                    "id": job.id,
+                    "status": job.status,
+                    "owner": job.owner,
+                    "age_seconds": round(now - job.created_at),
+                    "requester_id": job.requester_id,
+                    "channel_id": job.channel_id,
+                    "prompt": job.prompt[:120],
+                }
+                for job in mine
+            ],
+            "read": len(jobs),
+        }
+
+    async def _moderation(self, place: Place) -> dict[str, Any]:
+        store = self.storage.moderation
+        rules = await store.rules(place.platform, place.workspace_id)
+        return {
+            "bans": [
+                {"user_id": user_id, "until": until}
+                for user_id, until in await store.bans(place.platform)
+            ],
+            "rules": [asdict(rule) for rule in rules],
+            "global_rules": len(global_rules(self.moderation.settings)),
+        }
+
+    async def _audit(self, place: Place, filters: Mapping[str, str]) -> dict[str, Any]:
+        who, kind, days = audit_filters(_options(filters))
+        given = (filters.get("page") or "1").strip()
+        page = int(given) if given.isdigit() and int(given) > 0 else 1
+        chosen = AuditFilters(who, kind, days)
+        found, older = await entries_page(self.storage.audit, place, chosen, page, AUDIT_PAGE)
+        return {
+            "page": page,
+            "more": older,
+            "entries": [{"line": entry_line(e), "entry": export_record(e)} for e in found],
+        }
+
+    async def _cluster(self) -> dict[str, Any]:
+        db = self.storage.db
+        found = await inspect_database(db, db.dialect.name, self.lease_seconds, self.clock())
+        return {
+            "schema_version": found.schema_version,
+            "processes": [asdict(process) for process in found.processes],
+            "jobs": [
+                {"status": status, "owner": owner, "count": count}
+                for status, owner, count in found.jobs
+            ],
+        }
+
+
+def _options(filters: Mapping[str, str]) -> dict[str, OptionValue]:
+    """The page's audit filters as ``/admin audit``'s options (``days`` a number)."""
+    options: dict[str, OptionValue] = {
+        name: filters[name].strip() for name in ("user", "kind") if filters.get(name)
+    }
+    days = (filters.get("days") or "").strip()
+    if days:
+        if not days.isdigit() or not 1 <= int(days) <= 3650:
+            raise UserError("days must be a whole number from 1 to 3650.")
+        options["days"] = int(days)
+    return options

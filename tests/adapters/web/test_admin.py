@@ -1,0 +1,141 @@
+"""The admin page's API on the real core and the simulator: admins only (every read, change
+and download asks), changes through ``/admin moderation``'s and the Cancel button's code and
+recorded in the audit log, cross-site changes refused, the export downloaded as JSON lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.adapters.web.test_end_to_end_moderation import become_admin
+from tests.genbot.stack import PlaygroundUser, playground_user, real_stack
+
+WEB = {"platform": "web", "workspace": "web"}
+
+
+async def answer(user: PlaygroundUser, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    async with user.session.post(path, json=body) as response:
+        return response.status, await response.json()
+
+
+async def overview(who: PlaygroundUser, **query: str) -> tuple[int, Any]:
+    async with who.session.get("/api/admin/overview", params={**WEB, **query}) as response:
+        return response.status, await response.json()
+
+
+async def test_only_admins_read_change_or_download_anything(tmp_path: Path) -> None:
+    async with (
+        real_stack(tmp_path, demo=True) as stack,
+        playground_user(stack.url) as admin,
+        playground_user(stack.url) as user,
+    ):
+        await become_admin(stack, admin)
+        async with user.session.get("/admin") as page:
+            assert page.status == 200 and "genbot admin" in await page.text()
+        status, refused = await overview(user)
+        assert (status, refused["error"]) == (403, "Only genbot admins may use the admin page.")
+        ban = {**WEB, "action": "ban", "entry": "web-someone"}
+        assert (await answer(user, "/api/admin/moderation", ban))[0] == 403
+        assert (await answer(user, "/api/admin/cancel", {"job_id": "j1"}))[0] == 403
+        async with user.session.get("/api/admin/audit.jsonl", params=WEB) as download:
+            assert download.status == 403
+        assert await stack.runtime.store.moderation.bans("web") == []
+
+        status, shown = await overview(admin)
+        assert status == 200 and shown["platforms"] == ["web"]
+        assert {"keys", "queue", "moderation", "tiers", "audit", "cluster"} <= set(shown)
+        assert [p["live"] for p in shown["cluster"]["processes"]] == [True]
+        assert (await overview(admin, platform="slack"))[0] == 400, "a platform not served"
+        assert (await overview(admin, workspace="a b"))[0] == 400
+        status, choices = await overview(admin, workspace="")
+        assert (status, choices["platforms"]) == (200, ["web"])
+
+
+async def test_a_ban_and_a_rule_set_on_the_page_are_enforced_and_recorded(tmp_path: Path) -> None:
+    async with (
+        real_stack(tmp_path, demo=True) as stack,
+        playground_user(stack.url) as admin,
+        playground_user(stack.url) as user,
+    ):
+        await become_admin(stack, admin)
+        async with user.session.get("/api/history") as history:
+            user_id = (await history.json())["me"]["id"]
+        ban = {**WEB, "action": "ban", "entry": user_id, "minutes": 30}
+        status, told = await answer(admin, "/api/admin/moderation", ban)
+        assert status == 200 and told["text"].startswith(f"Banned `{user_id}` until")
+        rule = {**WEB, "action": "add", "entry": "gory", "category": "gore"}
+        assert (await answer(admin, "/api/admin/moderation", rule))[0] == 200
+        bad = {**WEB, "action": "add", "entry": "(x", "pattern": True}
+        status, refused = await answer(admin, "/api/admin/moderation", bad)
+        assert status == 400 and "cannot be used" in refused["error"]
+
+        view = await user.watch()
+        said = await user.command("/imagine a calm fox")
+        await view.until(lambda: view.handled(said))
+        [banned] = view.after(said)
+        assert "no prompts from you until" in banned["text"]
+        assert stack.sim.state.requests == [], "no provider call"
+
+        _, shown = await overview(admin)
+        assert [b["user_id"] for b in shown["moderation"]["bans"]] == [user_id]
+        assert [r["entry"] for r in shown["moderation"]["rules"]] == ["gory"]
+        kinds = [(e["entry"]["kind"], e["entry"]["actor_id"]) for e in shown["audit"]["entries"]]
+        admin_id = kinds[-1][1]
+        assert kinds == [
+            ("moderation.refused", user_id),
+            ("moderation.rule_added", admin_id),
+            ("moderation.banned", admin_id),
+        ]
+        _, only_bans = await overview(admin, kind="moderation.banned", user=user_id, days="1")
+        [entry] = only_bans["audit"]["entries"]
+        assert entry["entry"]["after"]["minutes"] == 30
+
+        unban = {**WEB, "action": "unban", "entry": user_id}
+        assert (await answer(admin, "/api/admin/moderation", unban))[0] == 200
+        async with admin.session.get("/api/admin/audit.jsonl", params=WEB) as download:
+            assert download.status == 200
+            assert download.headers["Content-Disposition"].endswith('.jsonl"')
+            lines = [json.loads(line) for line in (await download.text()).splitlines()]
+        assert [line["kind"] for line in lines][:2] == ["moderation.unbanned", "moderation.refused"]
+
+
+async def test_a_cross_site_change_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    async with real_stack(tmp_path, demo=True) as stack, playground_user(stack.url) as admin:
+        await become_admin(stack, admin)
+        ban = {**WEB, "action": "ban", "entry": "web-victim"}
+        headers = {"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}
+        async with admin.session.post("/api/admin/moderation", json=ban, headers=headers) as sent:
+            assert sent.status == 403
+        async with admin.session.post(
+            "/api/admin/moderation", data="action=ban&entry=web-victim"
+        ) as form:
+            assert form.status == 400, "a form post is not JSON"
+        assert await stack.runtime.store.moderation.bans("web") == []
+        assert await stack.runtime.store.audit.entries("web", "web") == []
+
+
+async def test_an_admin_cancels_another_users_job_through_the_cancel_path(tmp_path: Path) -> None:
+    async with (
+        real_stack(tmp_path, demo=True, clock_start=1_700_000_000) as stack,
+        playground_user(stack.url) as admin,
+        playground_user(stack.url) as user,
+    ):
+        await become_admin(stack, admin)
+        view = await user.watch()
+        said = await user.command("/imagine a slow fox")
+        await view.until(lambda: view.handled(said))
+        [job] = await stack.runtime.store.tracking.list_unfinished_jobs()
+        _, shown = await overview(admin)
+        assert [j["id"] for j in shown["queue"]["jobs"]] == [job.id]
+        assert shown["queue"]["jobs"][0]["requester_id"] == job.requester_id
+
+        status, told = await answer(admin, "/api/admin/cancel", {"job_id": job.id})
+        assert status == 200 and told["text"].startswith(f"Cancelled {job.id}")
+        cancelled = await stack.runtime.store.jobs.get_job(job.id)
+        assert cancelled is not None and cancelled.result.get("cancelled")
+        again = await answer(admin, "/api/admin/cancel", {"job_id": job.id})
+        assert again[0] == 400, again
+        assert (await answer(admin, "/api/admin/cancel", {"job_id": "nope"}))[0] == 400
+        [entry] = await stack.runtime.store.audit.entries("web", "web", kind="job")
+        assert (entry.kind, entry.target) == ("job.cancelled", job.id)
