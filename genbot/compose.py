@@ -23,7 +23,7 @@ from bot.features.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
 from bot.features.chat.engine import ChatStorage
 from bot.features.chat.tools import ChatImageTools
-from bot.features.console import Console, ConsoleStorage, single_key
+from bot.features.console import Console, ConsoleStorage
 from bot.features.home import HomeFeature, HomeStorage
 from bot.features.jobs import (
     ChatJobs,
@@ -48,6 +48,7 @@ from bot.features.jobs.tracking.provider_state import ScreensResults
 from bot.features.jobs.tracking.tracker import TrackerStorage
 from bot.features.jobs.webhook_secrets import SecretStorage
 from bot.features.moderation import ModelCheck, Moderation, ModerationAdmin
+from bot.features.provider_keys import ProviderKeys
 from bot.kernel import (
     ChatSettings,
     CoreSettings,
@@ -404,7 +405,7 @@ def build_core(
                 moderation_admin,
                 jobs.cancel,
                 platforms=outbox.platforms,
-                keys=lambda: single_key(provider, settings.ops.provider_fresh_seconds),
+                keys=ProviderKeys(provider.keys, store.admission),
                 lease_seconds=settings.storage.lease_seconds,
             )
         )

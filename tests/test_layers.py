@@ -48,6 +48,7 @@ FEATURE_ARROWS = frozenset(
         ("console", "audit"),
         ("console", "jobs"),
         ("console", "moderation"),
+        ("console", "provider_keys"),
     }
 )
 """Which feature may import which: the home shows the jobs' last images and the account's

@@ -8,8 +8,8 @@ demo's admin link) are the deployment's operators, as ``admin_ids`` are on every
 platform this genbot serves. :meth:`Console._allowed` is the one check, made by every call for
 the workspace it names (a job's own workspace for a cancel), whatever the page showed.
 
-- **keys**: the provider keys' health (:func:`single_key` until the key pool of issue 30 item 3
-  is wired: the same shape, one key);
+- **keys**: the provider keys' health (:class:`bot.features.provider_keys.ProviderKeys`: each
+  key's state in this process, its jobs and credits today from the shared store);
 - **queue**: the workspace's unfinished jobs (state, owner process, age), and a cancel through
   :meth:`bot.features.jobs.JobCancel.cancel` (the ❌ Cancel button's code, recorded in the
   audit log when the admin did not start the job);
@@ -31,7 +31,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from bot.api import ProviderClient
 from bot.features.audit.command import (
     AuditFilters,
     audit_filters,
@@ -44,6 +43,7 @@ from bot.features.jobs import JobCancel
 from bot.features.jobs.messages import place_of
 from bot.features.moderation import ModerationAdmin
 from bot.features.moderation.screen import global_rules
+from bot.features.provider_keys import ProviderKeys
 from bot.kernel import NotAllowed, OptionValue, Place, User, UserError
 from storage import AuditLog, JobReader, JobTracking, ModerationStore
 from storage.inspection import inspect_database
@@ -71,28 +71,6 @@ class ConsoleStorage:
     db: Database
 
 
-def single_key(provider: ProviderClient, fresh_seconds: float) -> list[dict[str, Any]]:
-    """The one ``[api] key`` in the key pool's shape: its state from the provider's latest
-    answer (figures the pool counts per key are None here)."""
-    answered = provider.transport.last_answer_at
-    if answered is None:
-        state, detail = "not answered yet", "the provider has not answered this process yet"
-    else:
-        age = time.monotonic() - answered
-        state = "answering" if age <= fresh_seconds else "not answered lately"
-        detail = f"last answer {age:.0f} s ago"
-    return [
-        {
-            "name": "default",
-            "state": state,
-            "detail": detail,
-            "tasks_today": None,
-            "credits_today": None,
-            "in_flight": None,
-        }
-    ]
-
-
 class Console:
     """The admin page's core (see the module docstring)."""
 
@@ -103,7 +81,7 @@ class Console:
         cancel: JobCancel,
         *,
         platforms: Callable[[], Sequence[str]],
-        keys: Callable[[], list[dict[str, Any]]],
+        keys: ProviderKeys,
         lease_seconds: float,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -142,7 +120,7 @@ class Console:
             "platform": platform,
             "workspace_id": workspace_id,
             "platforms": list(self.platforms()),
-            "keys": {"pool": False, "keys": self.keys()},
+            "keys": [asdict(key) for key in await self.keys.health()],
             "queue": await self._queue(place),
             "moderation": await self._moderation(place),
             "tiers": {"available": False, "note": NO_TIERS},

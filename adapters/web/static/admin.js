@@ -66,10 +66,17 @@ function draw(view) {
   }
   fill(
     "keys",
-    view.keys.pool ? "" : h("p", { class: "note" }, "One key ([api] key): the key pool is not wired into this genbot yet."),
     table(
-      ["key", "state", "detail", "tasks today", "credits today"],
-      view.keys.keys.map((key) => [key.name, key.state, key.detail, key.tasks_today ?? "—", key.credits_today ?? "—"]),
+      ["key", "state", "in flight", "tasks today", "credits today", "refusals seen", "limits"],
+      view.keys.map((key) => [
+        key.name,
+        key.out_until ? `${key.state} until ${when(key.out_until)}` : key.state,
+        key.active,
+        key.tasks_today,
+        key.credits_today,
+        key.failures,
+        `weight ${key.weight}, ${key.max_concurrent || "∞"} at once, ${key.daily_tasks || "∞"} a day${key.modes.length ? ", " + key.modes.join("/") : ""}`,
+      ]),
     ),
   );
   fill(

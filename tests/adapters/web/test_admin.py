@@ -46,6 +46,8 @@ async def test_only_admins_read_change_or_download_anything(tmp_path: Path) -> N
         assert status == 200 and shown["platforms"] == ["web"]
         assert {"keys", "queue", "moderation", "tiers", "audit", "cluster"} <= set(shown)
         assert [p["live"] for p in shown["cluster"]["processes"]] == [True]
+        [key] = shown["keys"]
+        assert (key["name"], key["state"], key["active"]) == ("default", "in", 0)
         assert (await overview(admin, platform="slack"))[0] == 400, "a platform not served"
         assert (await overview(admin, workspace="a b"))[0] == 400
         status, choices = await overview(admin, workspace="")
