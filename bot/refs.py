@@ -2,7 +2,7 @@
 
 Every feature declares, for each action it owns, what kind of thing the action's ref names
 (:class:`RefKind`); the core resolves the ref through :class:`Refs` before any feature runs
-and hands the feature the :class:`Referent`, so the ownership check is made in this one place
+and hands the feature the :data:`Referent`, so the ownership check is made in this one place
 and a new action cannot skip it. A ref resolves only within the presser's platform and
 workspace, and only for the place or the user the thing belongs to:
 

@@ -226,6 +226,17 @@ async def test_the_owners_presses_resolve_to_the_thing(world: World) -> None:
                     assert kind is RefKind.NONE
 
 
+async def test_a_form_that_names_nothing_pressed_as_a_button_is_no_longer_supported(
+    world: World,
+) -> None:
+    """A diffusion upload form's action names nothing: pressed as a button (a crafted custom
+    id), the feature's button handler is given no job and says so."""
+    platform = world.platforms["fake"]
+    assert world.core.actions["img2img_upload"] is RefKind.NONE
+    await world.core.handle(button("img2img_upload", Press(ALICE, HOME), ""))
+    assert platform.ephemerals_for(ALICE.id) == ["This button is no longer supported."]
+
+
 async def test_a_scope_is_a_word_not_a_place(world: World) -> None:
     platform = world.platforms["fake"]
     await world.core.handle(button("settings", Press(ADMIN, HOME), "c-of-someone-else"))
