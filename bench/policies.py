@@ -42,7 +42,7 @@ async def genbot_policy(
         for feed in feeds
     ]
     await asyncio.gather(
-        *(renderer.render(feed.deltas()) for renderer, feed in zip(renderers, feeds, strict=True))
+        *(renderer.render(feed) for renderer, feed in zip(renderers, feeds, strict=True))
     )
 
 

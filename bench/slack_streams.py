@@ -145,9 +145,7 @@ async def run_mode(mode: str, scripts: Sequence[Script], config: SlackStreamingC
         ]
         try:
             async with asyncio.timeout(config.deadline):
-                await asyncio.gather(
-                    *(r.render(f.deltas()) for r, f in zip(renderers, feeds, strict=True))
-                )
+                await asyncio.gather(*(r.render(f) for r, f in zip(renderers, feeds, strict=True)))
         except TimeoutError:
             cell.finished = False
         finally:

@@ -112,6 +112,11 @@ class Feed:
     ends: list[int] = field(default_factory=list)
     done: bool = False
     queue: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once every token was delivered (genbot's renderer reads a feed as
+    :class:`~bot.api.TextDeltas`: :meth:`read`, :meth:`read_nowait`)."""
+    read_all: bool = False
+    held: list[str | None] = field(default_factory=list)
 
     async def play(self, started: float) -> None:
         """Deliver every token at its scheduled time after ``started`` (a monotonic time)."""
@@ -129,12 +134,35 @@ class Feed:
         finally:
             self.done = True
             self.queue.put_nowait(None)
+            self.ended.set()
 
     async def deltas(self) -> AsyncIterator[str | StreamEnd]:
         """The answer as a client reads it: deltas, then ``StreamEnd("stop")``."""
         while (token := await self.queue.get()) is not None:
             yield token
         yield StreamEnd("stop")
+
+    async def wait(self) -> None:
+        """Until a token was delivered that was not read, or every token was."""
+        if not self.read_all and not self.held and self.queue.empty():
+            self.held.append(await self.queue.get())
+
+    def read_nowait(self) -> list[str | StreamEnd]:
+        """The deltas delivered since the last read, without waiting."""
+        return [] if self.read_all else self._deltas(self._queued())
+
+    def _queued(self) -> list[str | None]:
+        items, self.held = self.held, []
+        while not self.queue.empty():
+            items.append(self.queue.get_nowait())
+        return items
+
+    def _deltas(self, items: list[str | None]) -> list[str | StreamEnd]:
+        deltas: list[str | StreamEnd] = [item for item in items if item is not None]
+        if len(deltas) < len(items):
+            self.read_all = True
+            deltas.append(StreamEnd("stop"))
+        return deltas
 
     @property
     def first_at(self) -> float | None:

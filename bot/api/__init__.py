@@ -5,7 +5,14 @@ models (defined in ``models_chat``, ``models_tasks``, ``models_task_records``,
 ``models_diffusion``) and errors are imported from ``bot.api``.
 """
 
-from bot.api.chat import ChatAccumulator, ChatClient, ChatStream, ChoiceResult, StreamEnd
+from bot.api.chat import (
+    ChatAccumulator,
+    ChatClient,
+    ChatStream,
+    ChoiceResult,
+    StreamEnd,
+    TextDeltas,
+)
 from bot.api.chat_forms import ChatForms, InlineImagesRefused
 from bot.api.client import ProviderClient
 from bot.api.diffusion import DiffusionClient
@@ -195,6 +202,7 @@ __all__ = [
     "TaskRecord",
     "TaskResult",
     "TaskStatus",
+    "TextDeltas",
     "TextPart",
     "ToolCall",
     "ToolCallDelta",

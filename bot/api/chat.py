@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -262,11 +263,34 @@ class StreamEnd:
     finish_reason: str | None = None
 
 
+class TextDeltas(Protocol):
+    """A reply's text as it arrives, read only when its reader is about to show it (the chat
+    renderer waits for something to arrive, then for room to write, and only then reads).
+    A read gives what arrived since the last: text pieces, then a :class:`StreamEnd` once the
+    reply ended, then ``[]``; a broken source raises from a read, after its text was given."""
+
+    @property
+    def ended(self) -> asyncio.Event:
+        """Set once everything has arrived (the next read gives the rest and the end; after
+        it, an empty read means the source is over), for a reader waiting on something else."""
+        ...
+
+    async def wait(self) -> None:
+        """Until something arrived that was not read, or the source is over (then
+        :attr:`ended` is set); bounded by the source. Reads nothing and raises nothing."""
+        ...
+
+    def read_nowait(self) -> list[str | StreamEnd]:
+        """What arrived since the last read, without waiting (``[]``: nothing did)."""
+        ...
+
+
 class ChatStream:
     """A streamed completion: ``async with`` it, then ``async for text in stream`` (each chunk
-    read gives the text it adds to the first choice, ``""`` when none).
+    read gives the text it adds to the first choice, ``""`` when none), or read the first
+    choice's text as :class:`TextDeltas` (:meth:`wait`, :meth:`read_nowait`, :attr:`ended`).
 
-    The request is sent when the context is entered (or at the first iteration). Leaving the
+    The request is sent when the context is entered (or at the first read). Leaving the
     ``async with`` block (normally, by ``break``, an exception or cancellation) closes the
     connection. Iteration ends after ``data: [DONE]``; a stream that ends, stalls longer than
     the idle timeout or breaks before it raises :class:`StreamInterrupted` with the text so far.
@@ -279,7 +303,13 @@ class ChatStream:
         self._parser = SseParser(whole_lines=WHOLE_LINES)
         self._pending: list[str] = []
         self._finished = False
+        self._complete = False
         self._interruption: StreamInterrupted | None = None
+        self._unparsed: bytes | None = None
+        self._given = 0
+        self._end_given = False
+        self.ended = asyncio.Event()
+        """Set once the provider's answer arrived whole, or the stream was closed."""
         self.accumulator = ChatAccumulator()
 
     async def __aenter__(self) -> ChatStream:
@@ -302,36 +332,84 @@ class ChatStream:
             raise StopAsyncIteration
         await self.open()
         try:
-            return await self._next_chunk()
+            while not self._pending:
+                received, self._unparsed = self._unparsed, None
+                self._feed(await self._receive() if received is None else received)
+            added = self._add(self._pending.pop(0))
         except StreamInterrupted as interruption:
-            self._interruption = interruption
-            await self.aclose()
+            self._interrupt(interruption)
             raise
         except BaseException:
-            await self.aclose()
+            self._close()
             raise
+        if self._complete:
+            raise StopAsyncIteration
+        return added
 
-    async def text_deltas(self) -> AsyncIterator[str | StreamEnd]:
-        """The first choice's text for a renderer: what was read so far (while a caller
-        looked at the first chunks) at once, then each new piece as it arrives, then a
-        :class:`StreamEnd` with the finish reason. An interruption met before is raised after
-        the text read until then; one met meanwhile is raised where it happens."""
+    async def wait(self) -> None:
+        """Until bytes arrived that were not read (kept unparsed for :meth:`read_nowait`),
+        or the stream is over; a stall or a break ends the stream (the next read raises)."""
+        await self.open()
+        if self._finished or self._unparsed is not None or self._pending:
+            return
+        if len(self.accumulator.text()) > self._given:
+            return
+        try:
+            self._unparsed = await self._receive()
+        except StreamInterrupted as interruption:
+            self._interrupt(interruption)
+
+    def read_nowait(self) -> list[str | StreamEnd]:
+        """The first choice's text since the last read (at first, what was read while a
+        caller looked at the first chunks), without waiting: every byte received is parsed;
+        a :class:`StreamEnd` with the finish reason after ``[DONE]``, then ``[]``. An
+        interruption is raised after the text read until it."""
+        try:
+            self._add_pending()
+            if not self._finished and self._response is not None:
+                now = self._response.bytes_now()
+                received = (self._unparsed or b"") + (now or b"")
+                body_ended = b"" in (now, self._unparsed)
+                self._unparsed = None
+                if received:
+                    self._feed(received)
+                    self._add_pending()
+                if body_ended and not self._finished:
+                    self._feed(b"")
+        except StreamInterrupted as interruption:
+            self._interrupt(interruption)
+        return self._unread()
+
+    def _add_pending(self) -> None:
+        while self._pending and not self._finished:
+            self._add(self._pending.pop(0))
+
+    def _unread(self) -> list[str | StreamEnd]:
+        """What a read gives: the text not given yet, the end once it came."""
         text = self.accumulator.text()
-        if text:
-            yield text
-        if self._interruption is not None:
+        arrived: list[str | StreamEnd] = [text[self._given :]] if len(text) > self._given else []
+        self._given = len(text)
+        if not arrived and self._interruption is not None:
             raise self._interruption
-        async for piece in self:
-            if piece:
-                yield piece
-        results = self.accumulator.results()
-        yield StreamEnd(results[0].finish_reason if results else None)
+        if self._complete and not self._end_given:
+            self._end_given = True
+            results = self.accumulator.results()
+            arrived.append(StreamEnd(results[0].finish_reason if results else None))
+        return arrived
 
     async def aclose(self) -> None:
         """Close the connection; further iteration ends at once."""
+        self._close()
+
+    def _close(self) -> None:
         self._finished = True
+        self.ended.set()
         if self._response is not None:
             self._response.close()
+
+    def _interrupt(self, interruption: StreamInterrupted) -> None:
+        self._interruption = interruption
+        self._close()
 
     @property
     def closed(self) -> bool:
@@ -347,36 +425,40 @@ class ChatStream:
         """Send the request (waiting for the pacer and any 429 first) unless it was sent."""
         if self._response is None and not self._finished:
             self._response = await self._opener()
+            self._response.on_end(self.ended.set)
 
     def _interrupted(self, reason: str) -> StreamInterrupted:
         return StreamInterrupted(reason, self.accumulator.text(), self.accumulator.texts())
 
-    async def _next_chunk(self) -> str:
+    async def _receive(self) -> bytes:
+        """The next bytes received (``b""`` at the end); a stall or a break interrupts."""
         assert self._response is not None
-        while True:
-            while self._pending:
-                data = self._pending.pop(0)
-                if data.strip() == DONE:
-                    await self.aclose()
-                    raise StopAsyncIteration
-                return self._add(data)
-            try:
-                received = await self._response.next_bytes()
-            except ApiTimeout as error:
-                raise self._interrupted(str(error)) from None
-            except ConnectionFailed as error:
-                raise self._interrupted(f"connection broken ({error})") from None
-            if not received:
-                with contextlib.suppress(SseTooLarge):
-                    self._parser.close()
-                raise self._interrupted("stream ended before [DONE]")
-            try:
-                events = self._parser.feed(received)
-            except SseTooLarge as error:
-                raise self._interrupted(str(error)) from None
-            self._pending.extend(event.data for event in events)
+        try:
+            return await self._response.next_bytes()
+        except ApiTimeout as error:
+            raise self._interrupted(str(error)) from None
+        except ConnectionFailed as error:
+            raise self._interrupted(f"connection broken ({error})") from None
+
+    def _feed(self, received: bytes) -> None:
+        """Parse ``received`` (``b""``: the end of the body) into pending events."""
+        if not received:
+            with contextlib.suppress(SseTooLarge):
+                self._parser.close()
+            raise self._interrupted("stream ended before [DONE]")
+        try:
+            events = self._parser.feed(received)
+        except SseTooLarge as error:
+            raise self._interrupted(str(error)) from None
+        self._pending.extend(event.data for event in events)
 
     def _add(self, data: str) -> str:
+        """Fold one event's data in; returns the text it adds to choice 0 (``[DONE]``
+        completes the stream and adds none)."""
+        if data.strip() == DONE:
+            self._complete = True
+            self._close()
+            return ""
         try:
             payload = json.loads(data)
         except ValueError:

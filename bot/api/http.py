@@ -27,7 +27,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -101,7 +101,8 @@ class _Attempt:
 
 
 class StreamResponse:
-    """An open 200 response of a streamed call; read with :meth:`next_bytes`, then close."""
+    """An open 200 response of a streamed call; read with :meth:`next_bytes` (waiting) or
+    :meth:`bytes_now` (not waiting), then close."""
 
     def __init__(self, response: aiohttp.ClientResponse, idle_timeout: float) -> None:
         self._response = response
@@ -117,6 +118,23 @@ class StreamResponse:
             raise ApiTimeout(f"no data for {self._idle_timeout:g} s") from None
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
             raise ConnectionFailed(type(error).__name__, request_sent=True) from None
+
+    def bytes_now(self) -> bytes | None:
+        """Every byte received and not read yet, without waiting: ``None`` when there is
+        none, ``b""`` at the end. Raises :class:`ConnectionFailed` on a broken connection."""
+        content = self._response.content
+        try:
+            received = content.read_nowait()
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
+            raise ConnectionFailed(type(error).__name__, request_sent=True) from None
+        if received:
+            return received
+        return b"" if content.is_eof() else None
+
+    def on_end(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (at once if it already has) when the body has arrived whole (not
+        when the connection breaks)."""
+        self._response.content.on_eof(callback)
 
     def close(self) -> None:
         """Drop the connection (safe to call more than once)."""

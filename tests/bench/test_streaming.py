@@ -21,7 +21,7 @@ from bench.streaming import (
     streaming_table,
 )
 from bench.streams import Feed, Script, make_scripts
-from bot.features.chat.renderer import MARKER
+from bot.features.chat.renderer import MARKER, StreamEnd
 from bot.kernel import OutMessage, Place, PlatformProfile, RateLimited
 
 SMOKE = StreamingConfig(
@@ -84,6 +84,17 @@ async def test_feeds_deliver_the_whole_script_in_order() -> None:
     assert not script.text[-1].isspace()
     assert feed.waiting_since(len(script.text)) is None
     assert feed.waiting_since(0) == feed.arrivals[0]
+
+
+async def test_a_feed_read_as_text_deltas_gives_what_was_delivered_then_the_end() -> None:
+    (script,) = make_scripts(1, seed=3, tokens=(20, 20), rate=(1000.0, 1000.0))
+    feed = Feed(script, scale=0.01)
+    assert feed.read_nowait() == []
+    await feed.play(time.monotonic())
+    assert feed.ended.is_set()
+    assert feed.read_nowait() == [*script.tokens, StreamEnd("stop")]
+    await feed.wait()
+    assert feed.read_nowait() == []
 
 
 async def test_staleness_comes_from_the_write_history_and_is_zero_once_the_text_is_whole() -> None:

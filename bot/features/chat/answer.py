@@ -19,8 +19,9 @@ tokenizer (the same formula the provider bills with).
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -41,7 +42,7 @@ from bot.api.ratelimit import observe_waits
 from bot.features.chat.alternatives import offer_alternatives
 from bot.features.chat.history import History, Turn
 from bot.features.chat.image_links import ImageLinks
-from bot.features.chat.renderer import RenderResult, StreamEnd, StreamRenderer
+from bot.features.chat.renderer import RenderResult, StreamEnd, StreamRenderer, TextDeltas
 from bot.features.chat.replies import StoredReply, WaitNotice
 from bot.features.chat.requests import ChatDefaults, ChatParams, build_request, fit
 from bot.features.chat.scoping import Target
@@ -69,9 +70,20 @@ class _Outcome:
     """The stored assistant turn of a rendered reply."""
 
 
-async def _whole_text(text: str, end: StreamEnd) -> AsyncIterator[str | StreamEnd]:
-    yield text
-    yield end
+class _WholeText:
+    """A reply that arrived whole (not streamed), read as :class:`TextDeltas`."""
+
+    def __init__(self, text: str, end: StreamEnd) -> None:
+        self._left: list[str | StreamEnd] = [text, end]
+        self.ended = asyncio.Event()
+        self.ended.set()
+
+    async def wait(self) -> None:
+        return
+
+    def read_nowait(self) -> list[str | StreamEnd]:
+        left, self._left = self._left, []
+        return left
 
 
 def _first_choice(stream: ChatStream) -> ChoiceResult | None:
@@ -111,9 +123,7 @@ class AnswerStorage:
 class ScreensAnswers(Protocol):
     """What moderates an answer as it streams (moderation)."""
 
-    async def screened(
-        self, place: Place, deltas: AsyncIterator[str | StreamEnd]
-    ) -> AsyncIterator[str | StreamEnd]:
+    async def screened(self, place: Place, deltas: TextDeltas) -> TextDeltas:
         """``deltas`` as they may be shown in ``place``."""
         ...
 
@@ -328,7 +338,7 @@ class Answerer:
             return _Outcome(None, call, count_text(call.name) + count_text(call.arguments))
         answers = tuple(choice.message.content or "" for choice in completion.choices)
         finish = StreamEnd(first.finish_reason)
-        rendered, turn_id = await self._render(target, _whole_text(answers[0], finish), user)
+        rendered, turn_id = await self._render(target, _WholeText(answers[0], finish), user)
         tokens = sum(count_text(answer) for answer in answers)
         return _Outcome(rendered, None, tokens, answers, turn_id)
 
@@ -347,7 +357,7 @@ class Answerer:
                 if pending is None and choice.calls_function and call:
                     tokens = count_text(call.name) + count_text(call.arguments)
                     return _Outcome(None, call, tokens)
-            rendered, turn_id = await self._render(target, stream.text_deltas(), user)
+            rendered, turn_id = await self._render(target, stream, user)
         answers = (rendered.reply, *(c.text for c in stream.accumulator.results()[1:]))
         tokens = sum(count_text(answer) for answer in answers)
         return _Outcome(rendered, None, tokens, answers, turn_id)
@@ -355,7 +365,7 @@ class Answerer:
     async def _render(
         self,
         target: Target,
-        deltas: AsyncIterator[str | StreamEnd],
+        deltas: TextDeltas,
         user: User,
     ) -> tuple[RenderResult, int]:
         """Render the reply with its turn stored first: each posted message is linked to the

@@ -33,6 +33,16 @@ show), which the pacer reads to rank it, waits for a :meth:`~bot.outbox.Outbox.r
 names the write the newest text needs (none when the kind of write planned is no longer the one
 needed: the room is given back). The renderer decides what to write and when it is worth writing;
 the outbox decides when it may.
+
+The answer (:class:`~bot.api.TextDeltas`) is read just before each write, never while a write
+waits. Once everything read is shown, the renderer waits for more to arrive without reading it,
+then for its window (the message's edit interval, then the pacer), and only then reads all that
+arrived and names the write. So the demand a waiting write is ranked by counts the text read:
+its oldest unshown text has waited since the renderer was woken, its characters count once read.
+The text before the first message is the exception: it is read as it arrives, also while the
+first message waits for its window, so that the first words go at once and a first message is
+ranked by all it will show. The end of the answer ends a write's wait (the source's ``ended``):
+the rest is read and the final text waits again, ranked as final.
 """
 
 from __future__ import annotations
@@ -42,11 +52,12 @@ import bisect
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterable, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import cast
 
 from bot.api import StreamEnd as StreamEnd
+from bot.api import TextDeltas as TextDeltas
 from bot.kernel import (
     FENCE,
     Chunk,
@@ -72,6 +83,7 @@ from bot.outbox import (
     Outbox,
     PacingTimeout,
     Post,
+    Room,
     Stream,
     StreamAppend,
     StreamDemand,
@@ -163,10 +175,12 @@ class StreamRenderer:
         self.interrupt_errors = interrupt_errors
         self.on_posted = on_posted
         self.result = RenderResult()
+        self._deltas: TextDeltas
+        self._unread_since: float | None = None
+        """When what arrived and is not read yet began to arrive (as far as is known)."""
+        self._failure: Exception | None = None
         self._done = False
         self._deadline = math.inf
-        self._changed = asyncio.Event()
-        self._finished = asyncio.Event()
         self._shown: list[str] = []
         self._last_write: list[float] = []
         self._last_served = -math.inf
@@ -185,45 +199,87 @@ class StreamRenderer:
         self._demand = StreamDemand(self._demand_now())
         self._composed: tuple[_Op, str, Operation[object]] | None = None
 
-    async def render(self, deltas: AsyncIterable[str | StreamEnd]) -> RenderResult:
-        """Consume ``deltas`` and keep the surface up to date; returns when the final text is
-        written (or could not be in time). Surface errors other than rate limits propagate."""
-        reader = asyncio.create_task(self._read(deltas))
+    async def render(self, deltas: TextDeltas) -> RenderResult:
+        """Read ``deltas`` (just before each write, see the module docstring) and keep the
+        surface up to date; returns when the final text is written (or could not be in time).
+        Surface errors other than rate limits propagate, and so do errors reading ``deltas``
+        other than ``interrupt_errors``, once the text read before them is written."""
+        self._deltas = deltas
         typing = asyncio.create_task(self._keep_typing()) if self.placeholder is None else None
         metrics.CHAT_STREAMS_ACTIVE.inc()
         try:
-            if await self._write_all(typing):
-                await reader
+            await self._write_all(typing)
         finally:
             metrics.CHAT_STREAMS_ACTIVE.dec()
-            for task in (reader, typing):
-                if task is not None and not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+            if typing is not None and not typing.done():
+                typing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await typing
+        if self._failure is not None:
+            raise self._failure
         return self.result
 
-    async def _read(self, deltas: AsyncIterable[str | StreamEnd]) -> None:
+    async def _wait(self) -> _Op | None:
+        """Wait until more of the answer arrives (there is nothing to write until then),
+        without reading it; the write that will show it once there is room (``None`` before
+        the first message: the text is read at once)."""
+        await self._deltas.wait()
+        if not self.result.messages:
+            self._read_nowait()
+            return None
+        self._unread_since = self.clock.monotonic()
+        self._demand.current = self._demand_now()
+        index = len(self.result.messages) - 1
+        kind: WriteKind = "edit" if self._streams[index] is None else "stream_append"
+        return _Op(index, kind, self._shown_upto, self._shown_end)
+
+    def _read_nowait(self) -> None:
+        """Read what arrived, without waiting (once everything has arrived, nothing more
+        means the answer is over)."""
+        if self._done:
+            return
+        ended = self._deltas.ended.is_set()
         try:
-            async for item in deltas:
-                if isinstance(item, StreamEnd):
-                    self.result.finish_reason = item.finish_reason
-                elif item:
-                    self.result.reply += item
-                    self._arrived_ends.append(len(self.result.reply))
-                    self._arrived_at.append(self.clock.monotonic())
-                self._demand.current = self._demand_now()
-                self._changed.set()
-        except self.interrupt_errors as error:
+            arrived = self._deltas.read_nowait()
+        except Exception as error:
+            self._broken(error)
+            return
+        self._take(arrived, over=ended and not arrived)
+
+    def _take(self, arrived: list[str | StreamEnd], *, over: bool) -> None:
+        """Keep what was read; it arrived when the renderer was woken, as far as it knows."""
+        now = self.clock.monotonic()
+        since = now if self._unread_since is None else self._unread_since
+        self._unread_since = None
+        for item in arrived:
+            if isinstance(item, StreamEnd):
+                self.result.finish_reason = item.finish_reason
+                over = True
+            elif item:
+                self.result.reply += item
+                self._arrived_ends.append(len(self.result.reply))
+                self._arrived_at.append(since)
+        if over:
+            self._end(now)
+        else:
+            self._demand.current = self._demand_now()
+
+    def _broken(self, error: Exception) -> None:
+        """Reading ``error`` ended the answer: an interruption is marked in the final text,
+        another error is raised once the text read before it landed."""
+        if isinstance(error, self.interrupt_errors):
             self.result.interrupted = True
             self.result.error = error
-        finally:
-            self._done = True
-            self._done_at = self.clock.monotonic()
-            self._deadline = self._done_at + self.final_timeout
-            self._demand.current = self._demand_now()
-            self._finished.set()
-            self._changed.set()
+        else:
+            self._failure = error
+        self._end(self.clock.monotonic())
+
+    def _end(self, now: float) -> None:
+        """The answer is complete (or broke): what is left is its final text."""
+        self._done = True
+        self._done_at = now
+        self._deadline = now + self.final_timeout
+        self._demand.current = self._demand_now()
 
     async def _keep_typing(self) -> None:
         while not self.result.messages:
@@ -316,8 +372,9 @@ class StreamRenderer:
             since = self._started
         elif oldest < len(self._arrived_at):
             since = self._arrived_at[oldest]
-        if self._done:
-            since = self._done_at if since is None else min(since, self._done_at)
+        for moment in (self._unread_since, self._done_at if self._done else None):
+            if moment is not None:
+                since = moment if since is None else min(since, moment)
         return Demand(
             unseen=max(len(self.result.reply.rstrip()) - self._shown_upto, 0),
             since=since,
@@ -325,24 +382,26 @@ class StreamRenderer:
             final=self._done,
         )
 
-    async def _write_all(self, typing: asyncio.Task[None] | None) -> bool:
-        """Write until the final text is shown (``True``) or giving up (``False``)."""
+    async def _write_all(self, typing: asyncio.Task[None] | None) -> None:
+        """Write until the final text is shown, or give up."""
         rate_limits_in_a_row = 0
         while True:
-            self._changed.clear()
             planned = self._next_op()
-            if planned is None:
-                if self._done:
-                    self.result.text = self._source()
-                    self.result.landed = True
-                    return True
-                await self._changed.wait()
+            if planned is not None:
+                op = planned[0]
+            elif self._done:
+                self.result.text = self._source()
+                self.result.landed = True
+                return
+            elif (coming := await self._wait()) is not None:
+                op = coming
+            else:
                 continue
-            op = planned[0]
             try:
                 await self._edit_interval(op)
-                room = await self.outbox.room(self._place_of(op), self._policy(op.kind))
+                room = await self._room(op)
                 try:
+                    self._read_nowait()
                     operation = self._compose(op.kind)
                 except BaseException:
                     room.give_back()
@@ -353,8 +412,9 @@ class StreamRenderer:
             except PacingTimeout:
                 log.warning("gave up landing the final text in %s", self.place)
                 self.result.text = self._source()
-                return False
+                return
             except WriteSkipped:
+                self._read_nowait()
                 continue
             except StreamExpired as expired:
                 if self._composed is None or not isinstance(
@@ -377,9 +437,32 @@ class StreamRenderer:
                         "rate limited %d times in a row in %s", rate_limits_in_a_row, self.place
                     )
                     self.result.text = self._source()
-                    return False
+                    return
             if typing is not None and self.result.messages and not typing.done():
                 typing.cancel()
+
+    async def _room(self, op: _Op) -> Room:
+        """Room for ``op``. The first message's text is read as it comes while it waits, so
+        that it is ranked by what it will show; later writes read only once they have room."""
+        asking = asyncio.ensure_future(self.outbox.room(self._place_of(op), self._policy(op.kind)))
+        arriving: asyncio.Future[None] | None = None
+        try:
+            while not (self.result.messages or self._done or asking.done()):
+                arriving = asyncio.ensure_future(self._deltas.wait())
+                await asyncio.wait((asking, arriving), return_when=asyncio.FIRST_COMPLETED)
+                if arriving.done():
+                    self._read_nowait()
+            return await asking
+        except BaseException:
+            if asking.done() and not asking.cancelled() and asking.exception() is None:
+                asking.result().give_back()
+            raise
+        finally:
+            for task in (asking, arriving):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
 
     async def _edit_interval(self, op: _Op) -> None:
         """Wait until message ``op.index`` may be edited again (the platform's minimum
@@ -394,11 +477,11 @@ class StreamRenderer:
             await self.clock.sleep(ready - now)
 
     def _policy(self, kind: WriteKind) -> Stream:
-        """While streaming, a write waits for room until the stream ends (then it waits
-        again, for the final text, bounded by the deadline)."""
+        """While streaming, a write waits for room until everything has arrived (then the
+        rest is read and the final text waits again, bounded by the deadline)."""
         if self._done:
             return Stream(self._demand, kind, self._last_served, deadline=self._deadline)
-        return Stream(self._demand, kind, self._last_served, until=self._finished)
+        return Stream(self._demand, kind, self._last_served, until=self._deltas.ended)
 
     def _place_of(self, op: _Op) -> Place:
         """Where ``op`` writes: a new message goes where the answer's first went."""

@@ -11,12 +11,11 @@ offered or stored — and a notice naming its category says so.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import TypeVar
+import asyncio
+from collections.abc import Sequence
 
+from bot.api import StreamEnd, TextDeltas
 from bot.features.moderation.rules import RuleSet
-
-End = TypeVar("End")
 
 
 def withheld_notice(category: str) -> str:
@@ -24,36 +23,71 @@ def withheld_notice(category: str) -> str:
     return f"\n\n_genbot withheld the rest of this answer: it matched the rules on **{category}**._"
 
 
-async def withheld_from_match(
-    rules: RuleSet, deltas: AsyncIterator[str | End]
-) -> AsyncIterator[str | End]:
-    """``deltas`` (text pieces, and an end marker passed through) with the answer withheld from
-    its first sure match on (see the module docstring)."""
-    shown = ""
-    held = ""
-    async for item in deltas:
-        if not isinstance(item, str):
-            if held:
-                if (match := rules.match(shown + held)) is not None and match.sure:
-                    yield withheld_notice(match.category)
-                    return
-                yield held
-                held = ""
-            yield item
-            continue
-        held += item
-        cut = max(held.rfind(" "), held.rfind("\n")) + 1
-        if not cut:
-            continue
-        match = rules.match(shown + held[:cut])
+class WithheldFromMatch:
+    """``deltas`` with the answer withheld from its first sure match on (see the module
+    docstring), read like them."""
+
+    def __init__(self, rules: RuleSet, deltas: TextDeltas) -> None:
+        self._rules = rules
+        self._deltas = deltas
+        self._shown = ""
+        self._held = ""
+        self._withheld = False
+        self._over = asyncio.Event()
+        self._over.set()
+
+    @property
+    def ended(self) -> asyncio.Event:
+        """The answer's ``ended``; set once the rest is withheld."""
+        return self._over if self._withheld else self._deltas.ended
+
+    async def wait(self) -> None:
+        """Until more of the answer arrived (or the rest is withheld)."""
+        if not self._withheld:
+            await self._deltas.wait()
+
+    def read_nowait(self) -> list[str | StreamEnd]:
+        """What may be shown of what arrived, without waiting: a piece once it ends a word
+        (or the answer ends)."""
+        if self._withheld:
+            return []
+        ended = self._deltas.ended.is_set()
+        arrived = self._deltas.read_nowait()
+        if not arrived and ended:
+            return self._rest()
+        return self._screen(arrived)
+
+    def _screen(self, arrived: list[str | StreamEnd]) -> list[str | StreamEnd]:
+        screened: list[str | StreamEnd] = []
+        for item in arrived:
+            if isinstance(item, StreamEnd):
+                rest = self._rest()
+                screened += rest
+                if self._withheld:
+                    break
+                screened.append(item)
+                continue
+            self._held += item
+            cut = max(self._held.rfind(" "), self._held.rfind("\n")) + 1
+            if cut:
+                screened.append(self._let_through(cut))
+                if self._withheld:
+                    break
+        return screened
+
+    def _rest(self) -> list[str | StreamEnd]:
+        """The answer is over: what is held, checked."""
+        return [self._let_through(len(self._held))] if self._held and not self._withheld else []
+
+    def _let_through(self, cut: int) -> str:
+        """The first ``cut`` characters held, or the notice when they make a sure match."""
+        piece, self._held = self._held[:cut], self._held[cut:]
+        match = self._rules.match(self._shown + piece)
         if match is not None and match.sure:
-            yield withheld_notice(match.category)
-            return
-        yield held[:cut]
-        shown, held = shown + held[:cut], held[cut:]
-    if held:
-        match = rules.match(shown + held)
-        yield withheld_notice(match.category) if match is not None and match.sure else held
+            self._withheld = True
+            return withheld_notice(match.category)
+        self._shown += piece
+        return piece
 
 
 def withheld_answers_notice(categories: Sequence[str]) -> str:

@@ -20,11 +20,12 @@ rules) but earn no offence.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
+from bot.api import TextDeltas
 from bot.features.audit.trail import GENBOT, AuditTrail
-from bot.features.moderation.answers import End, withheld_answers, withheld_from_match
+from bot.features.moderation.answers import WithheldFromMatch, withheld_answers
 from bot.features.moderation.results import withhold_prompts
 from bot.features.moderation.rules import Match, RuleSet
 from bot.features.moderation.wording import (
@@ -114,13 +115,11 @@ class Moderation:
         await self._refuse_banned(event.user, event.place)
         await self._check(event.user, event.place, text, echo=False)
 
-    async def screened(
-        self, place: Place, deltas: AsyncIterator[str | End]
-    ) -> AsyncIterator[str | End]:
+    async def screened(self, place: Place, deltas: TextDeltas) -> TextDeltas:
         """A chat answer's ``deltas`` as they may be shown in ``place``: unchanged where no rule
         is in force, else withheld from a match on (:mod:`bot.features.moderation.answers`)."""
         rules = await self.rules(place.platform, place.workspace_id)
-        return withheld_from_match(rules, deltas) if rules else deltas
+        return WithheldFromMatch(rules, deltas) if rules else deltas
 
     async def kept_answers(self, place: Place, texts: Sequence[str]) -> tuple[tuple[str, ...], str]:
         """A chat message's other answers (``n`` > 1) that may be offered in ``place``, and the

@@ -36,6 +36,7 @@ from bot.api.chat import _plain_chunk, allowed_chat_models, plan_allows, read_ch
 from bot.api.sse import MAX_LINE_CHARS
 from simulator.server import RunningSimulator, serve
 from tests.bot.api.support import FAST_RETRY, FREE_KEY, KEY, settings_for, sim_config
+from tests.fakes.deltas import read_all
 
 IMAGE_FUNCTION = {
     "name": "generate_image",
@@ -90,16 +91,25 @@ async def test_stream_yields_text_deltas_until_done(api: ProviderClient) -> None
     assert (result.role, result.finish_reason) == ("assistant", "stop")
 
 
-async def test_text_deltas_start_with_what_was_read_and_end_with_the_finish(
+async def test_a_read_starts_with_what_was_read_and_ends_with_the_finish(
     api: ProviderClient,
 ) -> None:
     async with api.chat.stream(ask("echo: one two three four five six seven")) as stream:
         read = [await anext(stream) for _ in range(2)]
-        deltas = [delta async for delta in stream.text_deltas()]
+        deltas = await read_all(stream)
     assert read == ["", "one two three"]
-    assert deltas[0] == "one two three" and "" not in deltas
+    assert str(deltas[0]).startswith("one two three") and "" not in deltas
     assert "".join(str(d) for d in deltas[:-1]) == "one two three four five six seven"
     assert deltas[-1] == StreamEnd("stop")
+
+
+async def test_what_arrived_is_read_at_once_without_waiting(api: ProviderClient) -> None:
+    async with api.chat.stream(ask("echo: one two three four five six seven")) as stream:
+        async with asyncio.timeout(10):
+            await stream.ended.wait()
+        assert stream.read_nowait() == ["one two three four five six seven", StreamEnd("stop")]
+        await stream.wait()
+        assert stream.read_nowait() == []
 
 
 async def test_stream_keeps_n_choices_apart(api: ProviderClient) -> None:
@@ -310,21 +320,41 @@ async def endless_line_server() -> AsyncIterator[str]:
         yield url
 
 
-async def test_text_deltas_raise_an_earlier_interruption_after_the_text(
+async def test_a_read_raises_an_earlier_interruption_after_the_text(
     stalling_server: str,
 ) -> None:
     settings = settings_for(stalling_server, stream_idle_timeout=0.2)
-    async with ProviderClient(settings, retry=FAST_RETRY) as api:
-        deltas: list[str | StreamEnd] = []
-        async with asyncio.timeout(10), api.chat.stream(ask("hi")) as stream:
-            with pytest.raises(StreamInterrupted):
-                async for _ in stream:
-                    pass
-            with pytest.raises(StreamInterrupted) as caught:
-                async for delta in stream.text_deltas():
-                    deltas.append(delta)
-    assert deltas == ["Half a"]
+    async with (
+        ProviderClient(settings, retry=FAST_RETRY) as api,
+        asyncio.timeout(10),
+        api.chat.stream(ask("hi")) as stream,
+    ):
+        with pytest.raises(StreamInterrupted):
+            async for _ in stream:
+                pass
+        await stream.wait()
+        assert stream.read_nowait() == ["Half a"]
+        with pytest.raises(StreamInterrupted) as caught:
+            stream.read_nowait()
     assert caught.value.partial_text == "Half a"
+
+
+async def test_a_stalled_stream_reads_nothing_at_once_and_its_wait_times_out(
+    stalling_server: str,
+) -> None:
+    settings = settings_for(stalling_server, stream_idle_timeout=0.2)
+    async with (
+        ProviderClient(settings, retry=FAST_RETRY) as api,
+        asyncio.timeout(10),
+        api.chat.stream(ask("hi")) as stream,
+    ):
+        await stream.wait()
+        assert stream.read_nowait() == ["Half a"]
+        assert stream.read_nowait() == [] and not stream.ended.is_set()
+        await stream.wait()
+        assert stream.ended.is_set() and stream.closed
+        with pytest.raises(StreamInterrupted, match="no data"):
+            stream.read_nowait()
 
 
 async def test_an_oversized_stream_line_interrupts_the_stream(endless_line_server: str) -> None:

@@ -270,14 +270,11 @@ async def test_the_stream_with_the_most_unshown_text_is_updated_first() -> None:
     surface = RateLimitingSurface(fake.monotonic, ONE_PER_SECOND)
     pacer = Pacer(fake.clock, margin=0.0)
 
-    async def stream(first_at: float, burst_at: float, burst: str) -> AsyncIterator[str]:
+    async def stream(first_at: float, last_at: float, last: str) -> AsyncIterator[str]:
         await fake.sleep(first_at)
         yield "start "
-        await fake.sleep(burst_at - first_at)
-        yield burst
-        for index in range(8):
-            await fake.sleep(0.5)
-            yield f"more{index} "
+        await fake.sleep(last_at - first_at)
+        yield last
 
     async def both() -> tuple[RenderResult, RenderResult]:
         return await asyncio.gather(
@@ -288,9 +285,39 @@ async def test_the_stream_with_the_most_unshown_text_is_updated_first() -> None:
     big, small = await fake.run(both())
     first_writes = [surface.writes[0].message_id, surface.writes[1].message_id]
     assert first_writes == [small.messages[0].message_id, big.messages[0].message_id]
-    after_burst = next(write for write in surface.writes if write.at >= 1.5)
-    assert after_burst.message_id == big.messages[0].message_id, "not the least recently served"
-    assert "x" * 1500 in after_burst.text
+    after_both_ended = next(write for write in surface.writes if write.at >= 1.5)
+    assert after_both_ended.message_id == big.messages[0].message_id, "the older text went first"
+    assert "x" * 1500 in after_both_ended.text
+
+
+async def test_a_first_message_waiting_is_ranked_by_all_the_text_it_will_show() -> None:
+    fake = FakeClock()
+    surface = RateLimitingSurface(fake.monotonic, ONE_PER_SECOND)
+    pacer = Pacer(fake.clock, margin=0.0)
+
+    async def ending() -> AsyncIterator[str]:
+        yield "start "
+        await fake.sleep(0.5)
+        yield "end"
+
+    async def late() -> AsyncIterator[str]:
+        await fake.sleep(0.55)
+        yield "a "
+        await fake.sleep(0.35)
+        yield "y" * 1500 + " "
+        await fake.sleep(2.0)
+        yield "z"
+
+    async def both() -> tuple[RenderResult, RenderResult]:
+        return await asyncio.gather(
+            render_stream(ending(), surface, PLACE, pacer),
+            render_stream(late(), surface, PLACE, pacer),
+        )
+
+    _, first = await fake.run(both())
+    second_write = surface.writes[1]
+    assert second_write.message_id == first.messages[0].message_id, "the final text went first"
+    assert second_write.at == 1.0 and "y" * 1500 in second_write.text
 
 
 async def test_a_final_text_skips_the_pace_only_when_nobody_else_waits() -> None:

@@ -1,5 +1,5 @@
 """Rendering one streamed answer on a bare surface, for the renderer's tests: the renderer on
-an outbox of its own over ``surface``."""
+an outbox of its own over ``surface``, reading a script of deltas (:class:`PumpedDeltas`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import AsyncIterable
 from bot.features.chat.renderer import RenderResult, StreamEnd, StreamRenderer
 from bot.kernel import Event, Place, Surface, SurfaceRegistry
 from bot.outbox import Clock, Outbox, Pacer
+from tests.fakes.deltas import PumpedDeltas
 
 
 async def render_stream(
@@ -21,8 +22,8 @@ async def render_stream(
     clock: Clock | None = None,
     final_timeout: float = 60.0,
 ) -> RenderResult:
-    """Render one streamed answer on ``surface``, paced by ``pacer``; see
-    :class:`StreamRenderer`."""
+    """Render one streamed answer (``deltas``, as they come) on ``surface``, paced by
+    ``pacer``; see :class:`StreamRenderer`."""
     renderer = StreamRenderer(
         Outbox(SurfaceRegistry([surface]), pacer),
         place,
@@ -31,4 +32,8 @@ async def render_stream(
         clock=clock,
         final_timeout=final_timeout,
     )
-    return await renderer.render(deltas)
+    pumped = PumpedDeltas(deltas)
+    try:
+        return await renderer.render(pumped)
+    finally:
+        await pumped.aclose()

@@ -34,6 +34,7 @@ from bot.outbox import Outbox
 from bot.outbox.pacing import SWEEP_EVERY_GRANTS, Pacer, PacingTimeout
 from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
+from tests.fakes.deltas import PumpedDeltas
 from tests.fakes.surface import RateLimitingSurface, Write
 
 PLACE = Place("fake", "w1", "c1")
@@ -256,7 +257,7 @@ async def test_errors_that_are_not_interruptions_propagate_after_the_text_lands(
     outbox = Outbox(SurfaceRegistry([surface]), pacer)
     renderer = StreamRenderer(outbox, PLACE, interrupt_errors=(ConnectionError,))
     with pytest.raises(ValueError, match="a bug"):
-        await fake.run(renderer.render(buggy()))
+        await fake.run(renderer.render(PumpedDeltas(buggy())))
     assert surface.texts_in(PLACE) == ["partial answer"]
     assert not renderer.result.interrupted
 
@@ -412,3 +413,115 @@ async def test_a_thread_shares_its_channel_window() -> None:
     await fake.run(both())
     assert surface.rate_limited == 0
     assert surface.texts_in(thread) == [producers[1].full.rstrip()]
+
+
+@dataclass
+class Arrivals:
+    """A reply arriving on the virtual clock as a connection delivers it: kept until the
+    renderer reads it (:class:`~bot.api.TextDeltas`); each read is recorded with the text
+    shown at that moment."""
+
+    fake: FakeClock
+    surface: RateLimitingSurface
+    pending: list[str | StreamEnd] = field(default_factory=list)
+    given: str = ""
+    reads: list[tuple[str, float, str]] = field(default_factory=list)
+    """(``wait`` or ``read_nowait``, when, the text given so far) of every call."""
+    delivered: list[tuple[float, str]] = field(default_factory=list)
+    """(when, the whole text delivered by then) of every piece."""
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def deliver(self, script: list[tuple[float, str | StreamEnd]]) -> None:
+        """Deliver each item after its pause; the end sets :attr:`ended`."""
+        for pause, item in script:
+            await self.fake.sleep(pause)
+            self.pending.append(item)
+            self.arrived.set()
+            if isinstance(item, StreamEnd):
+                self.ended.set()
+            else:
+                text = self.delivered[-1][1] if self.delivered else ""
+                self.delivered.append((self.fake.now, text + item))
+
+    def delivered_by(self, moment: float) -> str:
+        return max((d for d in self.delivered if d[0] <= moment), default=(0.0, ""))[1]
+
+    async def wait(self) -> None:
+        self.reads.append(("wait", self.fake.now, self.given))
+        while not self.pending and not self.ended.is_set():
+            self.arrived.clear()
+            await self.arrived.wait()
+
+    def read_nowait(self) -> list[str | StreamEnd]:
+        self.reads.append(("read_nowait", self.fake.now, self.given))
+        return self._take()
+
+    def _take(self) -> list[str | StreamEnd]:
+        taken, self.pending = self.pending, []
+        self.given += "".join(item for item in taken if isinstance(item, str))
+        return taken
+
+    def shown(self) -> str:
+        texts = self.surface.texts_in(PLACE)
+        return texts[-1].removesuffix(MARKER) if texts else ""
+
+
+async def render_arrivals(
+    script: list[tuple[float, str | StreamEnd]],
+) -> tuple[RateLimitingSurface, Arrivals, RenderResult]:
+    fake, surface, pacer = setup()
+    arrivals = Arrivals(fake, surface)
+    renderer = StreamRenderer(Outbox(SurfaceRegistry([surface]), pacer), PLACE)
+
+    async def both() -> RenderResult:
+        delivering = asyncio.create_task(arrivals.deliver(script))
+        result = await renderer.render(arrivals)
+        await delivering
+        return result
+
+    return surface, arrivals, await fake.run(both())
+
+
+async def test_the_answer_is_read_only_while_nothing_waits_and_just_before_each_write() -> None:
+    script: list[tuple[float, str | StreamEnd]] = [(0.07, piece) for piece in words(40)]
+    surface, arrivals, result = await render_arrivals([*script, (0.07, StreamEnd("stop"))])
+    assert result.landed and result.text == "".join(words(40)).rstrip()
+    for kind, at, given in arrivals.reads:
+        if kind == "wait":
+            shown = [w.text.removesuffix(MARKER) for w in surface.writes if w.at <= at]
+            assert (shown[-1] if shown else "") == given.rstrip(), f"waited at {at}, unshown"
+    drains = {at for kind, at, _ in arrivals.reads if kind == "read_nowait"}
+    *interim, final = writes_of(surface, result)
+    assert [w.at for w in (*interim, final)] == sorted(drains), "a read without waiting first"
+    for write in interim:
+        delivered = arrivals.delivered_by(write.at).rstrip()
+        assert write.text == delivered + MARKER, "a write shows all that arrived"
+    assert final.text == result.text
+    assert len(interim) <= 3, "one write a second (the window), not one per piece"
+
+
+async def test_an_end_arriving_while_a_write_waits_lands_the_final_text_at_once() -> None:
+    script: list[tuple[float, str | StreamEnd]] = [
+        (0.0, "a "),
+        (0.2, "b "),
+        (0.1, StreamEnd("stop")),
+    ]
+    surface, arrivals, result = await render_arrivals(script)
+    first, final = writes_of(surface, result)
+    assert (first.at, first.text) == (0.0, "a" + MARKER)
+    assert final.text == result.text == "a b"
+    assert final.at == arrivals.delivered[-1][0] + 0.1, "not held to the pace (1 s) for the edit"
+
+
+async def test_a_stalled_answer_does_not_hold_back_what_arrived_before() -> None:
+    script: list[tuple[float, str | StreamEnd]] = [
+        (0.0, "a "),
+        (0.5, "b "),
+        (30.0, StreamEnd("stop")),
+    ]
+    surface, arrivals, result = await render_arrivals(script)
+    first, second, final = writes_of(surface, result)
+    assert (first.at, second.at, second.text) == (0.0, 1.0, "a b" + MARKER)
+    assert final.at == 30.5 and final.text == result.text == "a b"
+    assert ("wait", 1.0, "a b ") in arrivals.reads, "it waited for more only once all was shown"

@@ -9,32 +9,35 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+from bot.api import StreamEnd
 from bot.features.moderation import RuleSet
 from bot.features.moderation.answers import (
+    WithheldFromMatch,
     withheld_answers_notice,
-    withheld_from_match,
     withheld_notice,
 )
 from bot.kernel import Place, User
 from storage import ModerationRule
 from tests.bot.features.chat.support import ALICE, CHANNEL, ChatWorld, chat_world
+from tests.fakes.deltas import PumpedDeltas, read_all
 
 RULES = RuleSet([ModerationRule("nsfw", "nude"), ModerationRule("spam", "buy now")])
-END = object()
+END = StreamEnd("stop")
 ROOT = User("root", "Root", is_admin=True)
 
 
-async def pieces(items: Sequence[object]) -> AsyncIterator[object]:
+async def pieces(items: Sequence[str | StreamEnd]) -> AsyncIterator[str | StreamEnd]:
     for item in items:
         yield item
 
 
-async def shown(items: Sequence[object]) -> list[object]:
-    return [item async for item in withheld_from_match(RULES, pieces(items))]
+async def shown(items: Sequence[str | StreamEnd]) -> list[str | StreamEnd]:
+    """What the screen lets through of ``items``, read to the end."""
+    return await read_all(WithheldFromMatch(RULES, PumpedDeltas(pieces(items))))
 
 
 async def test_an_answer_matching_nothing_passes_unchanged() -> None:
-    items = ["A fox ", "in the sn", "ow, then", " a boat.", END]
+    items: list[str | StreamEnd] = ["A fox ", "in the sn", "ow, then", " a boat.", END]
     out = await shown(items)
     assert "".join(str(i) for i in out if i is not END) == "A fox in the snow, then a boat."
     assert out[-1] is END
