@@ -70,7 +70,7 @@ FULL_JOBS = 3000
 QUICK_JOBS = 300
 WINDOW_SECONDS = 10.0
 CHANNELS = 10
-"""Commands go to this many playground channels (each channel has its own write budget)."""
+"""Commands go to this many playground channels (each channel has its own write window)."""
 SUBMITTERS = 24
 BACKLOG = 300
 POLL_SECONDS = 0.1
@@ -222,8 +222,8 @@ async def in_flight(cluster: Cluster, count: int) -> None:
     await cluster.until(ready, 900, "every job to reach the provider")
 
 
-def write_budget_bound() -> float:
-    """Result posts per second the platform's write budget allows in the scenario's channels
+def write_window_bound() -> float:
+    """Result posts per second the platform's write windows allow in the scenario's channels
     (one write each: the progress message becomes the result)."""
     per_second = WEB_PROFILE.edits_per_window_per_channel / WEB_PROFILE.edit_window_seconds
     return CHANNELS * per_second
@@ -359,7 +359,7 @@ def scale_table(results: list[ScaleResult]) -> Table:
             "finished→posted p50 s",
             "p95 s",
             "burst posts / s",
-            "bound: write budget / s",
+            "bound: write windows / s",
             "bound: images served / s",
             "takeover after kill -9 s",
             "RSS per process MB",
@@ -375,7 +375,7 @@ def scale_table(results: list[ScaleResult]) -> Table:
             percentile(r.finished_to_posted, 0.5),
             percentile(r.finished_to_posted, 0.95),
             r.burst_per_second,
-            write_budget_bound(),
+            write_window_bound(),
             r.images_per_second,
             None if r.takeover_seconds is None else r.takeover_seconds,
             " / ".join(f"{mb:.0f}" for mb in r.rss_mb),
@@ -387,7 +387,7 @@ def scale_table(results: list[ScaleResult]) -> Table:
         f"{results[-1].taken_over} jobs held by the killed process.",
         "Baseline: 1 process in the same run. finished→posted starts when the tracker saw the "
         "job finished (its next poll after the simulator finished it).",
-        f"Bounds of burst delivery: the playground's write budget, "
+        f"Bounds of burst delivery: the playground's write windows, "
         f"{WEB_PROFILE.edits_per_window_per_channel} writes per "
         f"{WEB_PROFILE.edit_window_seconds:g} s in each of the {CHANNELS} channels (a result is "
         "one write; progress edits share it), and the simulator's image-serving rate "

@@ -2,7 +2,7 @@
 
 N answers stream at once in one workspace, each in the thread of its own channel, through the
 real Slack surface and renderer, against the fake Slack on loopback (real HTTP, real time), which
-enforces Slack's budgets per workspace and method with 429 and ``Retry-After``:
+enforces Slack's windows per workspace and method with 429 and ``Retry-After``:
 ``chat.startStream`` / ``chat.stopStream`` Tier 2 (20 a minute), ``chat.appendStream`` Tier 4
 (100), ``chat.update`` Tier 3 (50, and about one a second per message), ``chat.postMessage`` per
 channel. The same answers (seeded) are played twice: once with native streaming, once in a
@@ -263,7 +263,7 @@ def slack_table(cells: Sequence[SlackCell], config: SlackStreamingConfig) -> Tab
         f"starts spread over {config.stagger:.1f} s, each in the thread of its own channel of "
         f"one workspace; {config.answers} answers per N and mode in runs of N (a workspace "
         "each, side by side), pooled; the real Slack surface and renderer against the fake "
-        "Slack over loopback HTTP, which answers 429 beyond Slack's budgets "
+        "Slack over loopback HTTP, which answers 429 beyond Slack's windows "
         "(startStream/stopStream 20 a minute, appendStream 100, chat.update 50 and ~1/s per "
         "message). chat.update: the "
         f"workspace refuses streaming. Staleness sampled every {SAMPLE_EVERY} s from an "

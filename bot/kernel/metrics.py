@@ -77,9 +77,9 @@ PLATFORM_RATE_LIMITED = Counter(
     "Platform calls refused for rate limiting (429) after the adapter's own retries.",
     ["platform", "method"],
 )
-EDIT_BUDGET_WAIT = Histogram(
+WINDOW_WAIT = Histogram(
     "genbot_edit_budget_wait_seconds",
-    "Time a write waited for the platform's edit budget.",
+    "Time a write waited for room in the platform's write windows.",
     ["platform", "priority"],
     buckets=WAIT_BUCKETS,
 )

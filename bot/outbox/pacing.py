@@ -368,7 +368,7 @@ class Pacer:
                     now = self.clock.monotonic()
                     priority = "urgent" if urgent else "paced"
                     waited = max(now - asked, 0.0)
-                    metrics.EDIT_BUDGET_WAIT.labels(place.platform, priority).observe(waited)
+                    metrics.WINDOW_WAIT.labels(place.platform, priority).observe(waited)
                     return self._grant(ticket, channel, now, hold)
                 await self._wait_for_change(channel)
         finally:

@@ -1,10 +1,10 @@
 """An in-process chat platform for core tests: push an event, await what users would see.
 
 ``FakePlatform`` implements :class:`bot.kernel.surface.Surface`. It keeps a model of every message
-(text, images, buttons, edits), ephemeral replies and opened modals, can enforce an edit budget
-(answering :class:`RateLimited` like Discord answers 429), honours message keys (a keyed message
-already posted in a place is returned, as platforms that deduplicate do), and lets tests wait on
-conditions with bounded timeouts instead of sleeping.
+(text, images, buttons, edits), ephemeral replies and opened modals, can enforce the profile's
+channel window (answering :class:`RateLimited` like Discord answers 429), honours message keys
+(a keyed message already posted in a place is returned, as platforms that deduplicate do), and
+lets tests wait on conditions with bounded timeouts instead of sleeping.
 """
 
 from __future__ import annotations
@@ -73,18 +73,18 @@ class Ephemeral:
 
 
 class FakePlatform:
-    """A recording :class:`Surface` with optional edit-budget enforcement. An edit without
+    """A recording :class:`Surface` that can enforce its channel window. An edit without
     images keeps the message's images, as Discord and the playground do."""
 
     def __init__(
         self,
         platform: str = "fake",
         profile: PlatformProfile | None = None,
-        enforce_budget: bool = False,
+        enforce_windows: bool = False,
     ) -> None:
         self.platform = platform
         self.profile = profile or PlatformProfile(max_text=2000)
-        self.enforce_budget = enforce_budget
+        self.enforce_windows = enforce_windows
         self.messages: dict[str, PostedMessage] = {}
         self.ephemerals: list[Ephemeral] = []
         self.modals: list[tuple[Event, Modal]] = []
@@ -201,7 +201,7 @@ class FakePlatform:
                 assert len(button.custom_id) <= 100, button.custom_id
 
     def _spend(self, place: Place) -> None:
-        if not self.enforce_budget:
+        if not self.enforce_windows:
             return
         now = time.monotonic()
         window = self._writes.setdefault(place.channel_id, deque())

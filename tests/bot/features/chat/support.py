@@ -34,7 +34,7 @@ DM = Place("fake", "w1", "dm-alice", is_dm=True)
 BOB_DM = Place("fake", "w1", "dm-bob", is_dm=True)
 CHANNEL = Place("fake", "w1", "c1")
 ROOMY = PlatformProfile(max_text=2000, edits_per_window_per_channel=100, edit_window_seconds=1.0)
-"""Discord's length limit with a write budget that never makes a test wait."""
+"""Discord's length limit with a write window that never makes a test wait."""
 
 
 def sim_config(**overrides: Any) -> SimulatorConfig:

@@ -107,7 +107,7 @@ async def test_three_processes_streaming_into_one_channel_get_no_429(
     postgres: PostgresCluster, tmp_path: Path
 ) -> None:
     tight = PlatformProfile(max_text=2000, edits_per_window_per_channel=4, edit_window_seconds=1.0)
-    platform = FakePlatform(profile=tight, enforce_budget=True)
+    platform = FakePlatform(profile=tight, enforce_windows=True)
     on_postgres: dict[str, Any] = {
         "platform": platform,
         "storage_url": postgres.create_database(),

@@ -1,5 +1,5 @@
 """Streamed answers: split at the platform limit, code fences intact, no pings, interrupted
-streams marked and stored, typing first, and no rate-limit hits under the platform's budget."""
+streams marked and stored, typing first, and no rate-limit hits under the platform's windows."""
 
 from __future__ import annotations
 
@@ -119,9 +119,9 @@ async def test_a_provider_failure_is_reported_and_the_question_kept(tmp_path: Pa
         assert (turn.role, turn.content) == ("user", "echo: are you there?")
 
 
-async def test_streaming_respects_the_platform_budget(tmp_path: Path) -> None:
+async def test_streaming_respects_the_platform_windows(tmp_path: Path) -> None:
     profile = PlatformProfile(max_text=400, edits_per_window_per_channel=3, edit_window_seconds=0.4)
-    platform = FakePlatform(profile=profile, enforce_budget=True)
+    platform = FakePlatform(profile=profile, enforce_windows=True)
     async with chat_world(tmp_path, platform=platform, config=sim_config(time_scale=1.0)) as world:
         await world.actor().say("words: 160")
         posted = world.posted_in(DM)

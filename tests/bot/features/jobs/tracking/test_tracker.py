@@ -1,4 +1,4 @@
-"""The tracker: restarts, webhooks (and forged ones), polling, timeouts, write budgets."""
+"""The tracker: restarts, webhooks (and forged ones), polling, timeouts, write windows."""
 
 from __future__ import annotations
 
@@ -253,7 +253,7 @@ async def test_job_messages_share_the_edit_budget_and_are_never_rate_limited(
     tmp_path: Path,
 ) -> None:
     tight = PlatformProfile(edits_per_window_per_channel=4, edit_window_seconds=0.4)
-    platform = FakePlatform(profile=tight, enforce_budget=True)
+    platform = FakePlatform(profile=tight, enforce_windows=True)
     async with harness(tmp_path, time_scale=0.01, platform=platform) as bot:
         alice = bot.actor()
         await asyncio.gather(
