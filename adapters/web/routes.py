@@ -253,10 +253,8 @@ async def history(request: web.Request) -> web.Response:
             "me": {"id": user.id, "name": user.name, "admin": user.is_admin},
             "dm": dm_channel(user.id),
             "channels": [*DEFAULT_CHANNELS, *known],
-            "limits": {
-                "max_text": playground.profile.max_text,
-                "max_upload_bytes": playground.max_upload_bytes,
-            },
+            "profile": {"max_text": playground.profile.max_text},
+            "limits": {"max_upload_bytes": playground.max_upload_bytes},
             "messages": [m.to_json() for m in playground.store.history(channel, user.id)],
         }
     )

@@ -19,7 +19,8 @@ const state = {
   me: { id: "", name: "you" },
   seq: 0,
   instance: "",
-  limits: { max_text: 4000, max_upload_bytes: 8 * 1024 * 1024 },
+  profile: { max_text: 4000 },
+  limits: { max_upload_bytes: 8 * 1024 * 1024 },
   channels: [],
   messages: new Map(),
   working: new Map(),
@@ -259,8 +260,8 @@ async function openChannel(channel) {
     return false;
   }
   const body = result.body;
-  const { me, seq, limits, channels, instance, dm } = body;
-  Object.assign(state, { me, seq, limits, channels, instance, dm });
+  const { me, seq, profile, limits, channels, instance, dm } = body;
+  Object.assign(state, { me, seq, profile, limits, channels, instance, dm });
   if (decodeURIComponent(location.hash.slice(1)).split("/")[0] !== channel) {
     history.replaceState(null, "", `#${channel}`);
   }

@@ -9,7 +9,7 @@ const NARROW_BOX_PIXELS = 420;
 export class Composer {
   /**
    * @param container element to build the composer in
-   * @param options {placeholder(), target() → {channel, thread}, limits() → {max_upload_bytes, max_text}}
+   * @param options {placeholder(), target() → {channel, thread}, limits() → {max_upload_bytes}}
    */
   constructor(container, options) {
     this.options = options;

@@ -79,15 +79,13 @@ async def test_each_browser_gets_its_own_stable_user(
         assert other["id"].startswith("web-") and other["id"] != me["id"]
 
 
-async def test_history_reports_limits_and_channels(
+async def test_history_reports_the_profile_the_limits_and_the_channels(
     browser: ClientSession, adapter: WebAdapter
 ) -> None:
     body = await history(browser, "lab")
     assert body["channel"] == "lab"
-    assert body["limits"] == {
-        "max_text": 4000,
-        "max_upload_bytes": adapter.playground.max_upload_bytes,
-    }
+    assert body["profile"] == {"max_text": 4000}
+    assert body["limits"] == {"max_upload_bytes": adapter.playground.max_upload_bytes}
     assert body["channels"][:3] == ["general", "art", "lab"]
     assert body["messages"] == []
     assert body["seq"] == 0
