@@ -93,7 +93,12 @@ from storage.records.settings import (
     SettingValues as SettingValues,
     encode_stop as encode_stop,
 )
-from storage.records.usage import ESTIMATED_CREDITS as ESTIMATED_CREDITS, UsageTotals as UsageTotals
+from storage.records.usage import (
+    ESTIMATED_CREDITS as ESTIMATED_CREDITS,
+    Refill as Refill,
+    Spent as Spent,
+    UsageTotals as UsageTotals,
+)
 from storage.queries.settings import PRECEDENCE as PRECEDENCE
 from storage.sql.migrations import migrate as migrate
 from storage.sql.schema import LATEST_VERSION as LATEST_VERSION

@@ -11,7 +11,7 @@ from typing import Final
 from storage.errors import StorageError, check_word
 from storage.queries.base import Clock, Owner
 from storage.queries.jobs import job_from_row
-from storage.queries.ledger import utc_day
+from storage.queries.ledger import spent_in_window
 from storage.records.jobs import (
     ACTIVE_STATUSES,
     JOB_ID_MAX,
@@ -66,10 +66,6 @@ SQL_KEY_USAGE: Final = (
 )
 KEYS_LOCK: Final = "\x1fprovider keys"
 """The lock (PostgreSQL) that serialises choosing a provider key with room."""
-SQL_CREDITS_TODAY: Final = (
-    "SELECT COALESCE(SUM(credits), 0) AS n FROM usage"
-    " WHERE platform = ? AND user_id = ? AND day = ?"
-)
 
 
 @dataclass
@@ -255,11 +251,12 @@ async def _quota_refusal(
         if active >= quota.max_active:
             return QuotaRefusal("max_active", active, quota.max_active)
     if quota.max_daily_credits > 0:
-        usage = (platform, requester_id, utc_day(now))
-        row = await session.fetch_one(SQL_CREDITS_TODAY, usage)
-        credits = int(row["n"]) if row else 0
-        if credits >= quota.max_daily_credits:
-            return QuotaRefusal("max_daily_credits", credits, quota.max_daily_credits)
+        spent = await spent_in_window(session, platform, requester_id, quota.refill, now)
+        if spent.credits >= quota.max_daily_credits:
+            allowed = quota.max_daily_credits
+            return QuotaRefusal(
+                "max_daily_credits", spent.credits, allowed, spent.refills_at(allowed)
+            )
     return None
 
 

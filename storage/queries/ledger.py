@@ -8,8 +8,8 @@ from typing import Final
 
 from storage.errors import StorageError
 from storage.queries.base import Clock
-from storage.records.usage import ESTIMATED_CREDITS, UsageTotals
-from storage.sql.session import Database
+from storage.records.usage import ESTIMATED_CREDITS, HOUR, Refill, Spent, UsageTotals, window_start
+from storage.sql.session import Database, Session
 
 SQL_ADD_USAGE: Final = (
     "INSERT INTO usage (platform, user_id, day, kind, job_id, tokens_prompt, tokens_completion,"
@@ -22,6 +22,10 @@ SQL_USAGE_FOR_USER: Final = (
     " COALESCE(SUM(credits), 0) AS credits, COUNT(*) AS entries,"
     f" COALESCE(SUM(CASE WHEN kind = '{ESTIMATED_CREDITS}' THEN credits ELSE 0 END), 0)"
     " AS estimated_credits FROM usage WHERE platform = ? AND user_id = ? AND day = ?"
+)
+SQL_SPENT: Final = (
+    "SELECT created_at, credits, tokens_prompt + tokens_completion AS tokens FROM usage"
+    " WHERE platform = ? AND user_id = ? AND day IN (?, ?) AND created_at >= ?"
 )
 
 
@@ -67,6 +71,26 @@ class UsageLedger:
             int(row["entries"]),
             int(row["estimated_credits"]),
         )
+
+    async def spent(self, platform: str, user_id: str, refill: Refill) -> Spent:
+        """What a user spent in the window of ``refill`` now (:class:`Spent`)."""
+        return await spent_in_window(self.db, platform, user_id, refill, self.clock())
+
+
+async def spent_in_window(
+    session: Session, platform: str, user_id: str, refill: Refill, now: float
+) -> Spent:
+    """What a user spent in the window of ``refill`` at ``now``, by hour."""
+    start = window_start(refill, now)
+    days = (utc_day(start), utc_day(now))
+    rows = await session.fetch_all(SQL_SPENT, (platform, user_id, *days, start))
+    hours: dict[float, tuple[int, int]] = {}
+    for row in rows:
+        at = float(row["created_at"])
+        hour = at - at % HOUR
+        credits, tokens = hours.get(hour, (0, 0))
+        hours[hour] = (credits + int(row["credits"]), tokens + int(row["tokens"]))
+    return Spent(refill, now, tuple((hour, *hours[hour]) for hour in sorted(hours)))
 
 
 def utc_day(timestamp: float) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
+from storage.records.usage import Refill
+
 TaskType = Literal[
     "imagine",
     "describe",
@@ -232,20 +234,24 @@ class JobMove:
 class JobQuota:
     """Limits checked when a job row is created (see ``JobAdmission.create_job_within``):
     at most ``max_active`` of the requester's jobs in ``ACTIVE_STATUSES`` and less than
-    ``max_daily_credits`` credits in the ledger today (UTC). ``0`` disables a limit."""
+    ``max_daily_credits`` credits in the ledger's window of ``refill`` (today, UTC, or the
+    last 24 whole hours). ``0`` disables a limit."""
 
     max_active: int = 0
     max_daily_credits: int = 0
+    refill: Refill = "daily"
 
 
 @dataclass(frozen=True)
 class QuotaRefusal:
     """Why ``JobAdmission.create_job_within`` created nothing: ``limit`` is ``max_active`` or
-    ``max_daily_credits``; ``used`` what the requester has (active jobs, credits today)."""
+    ``max_daily_credits``; ``used`` what the requester has (active jobs, credits in the
+    window); ``refills_at`` when the credits are below ``allowed`` again."""
 
     limit: Literal["max_active", "max_daily_credits"]
     used: int
     allowed: int
+    refills_at: float | None = None
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 ESTIMATED_CREDITS = "credits_estimate"
 """The ledger ``kind`` of credits genbot estimated from its configured prices, because the
@@ -23,3 +24,48 @@ class UsageTotals:
     @property
     def tokens(self) -> int:
         return self.tokens_prompt + self.tokens_completion
+
+
+Refill = Literal["daily", "hourly"]
+"""How a budget refills: at 00:00 UTC (``daily``), or hour by hour (``hourly``: what was
+spent in the last 24 whole hours counts, so each hour what was spent a day before comes back)."""
+HOUR = 3600.0
+DAY = 86400.0
+
+
+def window_start(refill: Refill, now: float) -> float:
+    """Where the window of ``refill`` begins at ``now``: 00:00 UTC today, or the start of the
+    hour 23 hours before the current one."""
+    if refill == "daily":
+        return now - now % DAY
+    return now - now % HOUR - 23 * HOUR
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What one user spent in the window of ``refill`` at ``now``: ``hours`` holds, for each
+    hour with usage (oldest first), its start, credits and chat tokens."""
+
+    refill: Refill
+    now: float
+    hours: tuple[tuple[float, int, int], ...] = ()
+
+    @property
+    def credits(self) -> int:
+        return sum(credits for _, credits, _ in self.hours)
+
+    @property
+    def tokens(self) -> int:
+        return sum(tokens for _, _, tokens in self.hours)
+
+    def refills_at(self, allowed: int, *, tokens: bool = False) -> float:
+        """When the credits (or ``tokens``) spent are below ``allowed`` again: the next 00:00
+        UTC, or (hourly) the hour at which enough of what was spent leaves the window."""
+        if self.refill == "daily":
+            return window_start("daily", self.now) + DAY
+        left = self.tokens if tokens else self.credits
+        for start, credits, spent_tokens in self.hours:
+            left -= spent_tokens if tokens else credits
+            if left < allowed:
+                return start + DAY
+        return self.now - self.now % HOUR + HOUR

@@ -4,6 +4,7 @@ the tracker's scheduling queries."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import pytest
 
@@ -61,11 +62,37 @@ async def test_the_daily_credit_budget_is_checked_for_the_current_day(
 ) -> None:
     quota = JobQuota(max_daily_credits=4)
     await store.ledger.add_usage("discord", "u1", credits=4, kind="credits", job_id="old")
+    midnight = datetime(2024, 3, 2, tzinfo=UTC).timestamp()
     assert await store.admission.create_job_within(new_job(), quota) == QuotaRefusal(
-        "max_daily_credits", 4, 4
+        "max_daily_credits", 4, 4, refills_at=midnight
     )
     clock.advance(24 * 3600)
     assert not isinstance(await store.admission.create_job_within(new_job(), quota), QuotaRefusal)
+
+
+async def test_an_hourly_budget_counts_the_last_24_hours_in_any_process(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    quota = JobQuota(max_daily_credits=10, refill="hourly")
+    at = clock.now + 25 * 60  # 12:25 UTC on March 1
+    await store.ledger.add_usage("discord", "u1", credits=6, kind="credits", job_id="a", at=at)
+    clock.advance(3 * 3600)  # 15:00
+    await other_store.ledger.add_usage("discord", "u1", credits=5, kind="credits", job_id="b")
+
+    refusal = await other_store.admission.create_job_within(new_job(), quota)
+    back = datetime(2024, 3, 2, 12, tzinfo=UTC).timestamp()
+    assert refusal == QuotaRefusal("max_daily_credits", 11, 10, refills_at=back)
+    assert await store.admission.quota_refusal("discord", "u1", quota) == refusal
+    spent = await store.ledger.spent("discord", "u1", "hourly")
+    assert (spent.credits, spent.refills_at(12), spent.refills_at(5)) == (11, back, back + 3 * 3600)
+
+    clock.now = datetime(2024, 3, 2, 11, 59, tzinfo=UTC).timestamp()
+    assert isinstance(await store.admission.create_job_within(new_job(), quota), QuotaRefusal)
+    clock.advance(60)  # 12:00 on March 2: the 6 credits of 12:25 yesterday are back
+    created = await other_store.admission.create_job_within(new_job(), quota)
+    assert not isinstance(created, QuotaRefusal)
+    daily = JobQuota(max_daily_credits=5)
+    assert await store.admission.quota_refusal("discord", "u1", daily) is None
 
 
 async def test_an_existing_derivative_is_returned_without_a_quota_check(store: Store) -> None:
@@ -134,8 +161,9 @@ async def test_the_quota_can_be_read_before_costly_work(store: Store) -> None:
     )
     assert await store.admission.quota_refusal("discord", "u2", active, pending=1) is None
     await store.ledger.add_usage("discord", "u1", credits=4, kind="credits")
+    midnight = datetime(2024, 3, 2, tzinfo=UTC).timestamp()
     assert await store.admission.quota_refusal("discord", "u1", budget) == QuotaRefusal(
-        "max_daily_credits", 4, 4
+        "max_daily_credits", 4, 4, midnight
     )
     assert await store.admission.quota_refusal("discord", "u1", JobQuota(), pending=9) is None
     assert len(await store.tracking.list_unfinished_jobs(ALL_STATUSES)) == 1

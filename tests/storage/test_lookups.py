@@ -30,9 +30,9 @@ LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
         ("p", "u", *sorted(ACTIVE_STATUSES)),
         "jobs_by_requester_status",
     ),
-    "credits today": (
-        admission.SQL_CREDITS_TODAY,
-        ("p", "u", "2024-03-01"),
+    "spent in a refill window": (
+        ledger.SQL_SPENT,
+        ("p", "u", "2024-03-01", "2024-03-02", 0.0),
         "usage_by_user_day|usage_by_day",
     ),
     "unfinished jobs": (
