@@ -32,12 +32,12 @@ from bot.features.jobs import (
     Experience,
     ImageJobs,
     JobCancel,
-    JobCaps,
     JobMessages,
     JobStarter,
     JobWatch,
     PreviewButtons,
     ProgressTicker,
+    Tiers,
     Tracker,
     UploadForms,
     WebhookSecrets,
@@ -162,7 +162,7 @@ class JobEngines:
     media_host: MediaHost | None
     delivery: JobMessages
     starter: JobStarter
-    caps: JobCaps
+    tiers: Tiers
     watch: JobWatch
     chat_jobs: ChatJobs
     cancel: JobCancel
@@ -254,7 +254,7 @@ def build_job_engines(
         clock=clock,
         experience=experience,
     )
-    caps = JobCaps(limits_settings)
+    tiers = Tiers(limits_settings, settings.quotas)
     webhook_secrets = WebhookSecrets(
         sealer_of(settings.storage, settings.api), SecretStorage(store.jobs, store.tracking)
     )
@@ -274,7 +274,7 @@ def build_job_engines(
     starter = JobStarter(
         StarterStorage(store.jobs, store.admission, store.ledger),
         outbox,
-        caps,
+        tiers,
         delivery,
         watch,
         tracker.submitted,
@@ -296,7 +296,7 @@ def build_job_engines(
         media_host,
         delivery,
         starter,
-        caps,
+        tiers,
         watch,
         chat_jobs,
         JobCancel(
@@ -377,6 +377,8 @@ def build_core(
         caps=ChatCaps(
             settings.limits.max_concurrent_chats_per_user,
             settings.limits.chat_answers_per_minute_per_user,
+            tiers=jobs.tiers,
+            spent=store.ledger.spent,
         ),
         moderation=moderation,
     )
@@ -396,6 +398,7 @@ def build_core(
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
         home=home,
         diffusion_models=models.known,
+        tiers=jobs.tiers,
     )
     moderation_admin = ModerationAdmin(settings.moderation, store.moderation, outbox, audit)
     if on_console is not None:

@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Final, Protocol
 
 from bot.api.chat import allowed_chat_models, plan_allows
 from bot.features.audit.trail import AuditTrail
+from bot.features.jobs.admission import Tiers
 from bot.features.jobs.buttons import modal_for, read_settings
 from bot.features.jobs.forms import show_refused
 from bot.kernel import (
@@ -49,6 +50,7 @@ from bot.kernel import (
     command,
     help_specs,
     help_text,
+    refill_time,
     split_text,
 )
 from bot.outbox import Notice, OpenForm, Outbox, WritePolicy
@@ -59,6 +61,7 @@ from storage import (
     ScopeSettings,
     SettingsStore,
     SettingValues,
+    Spent,
     UsageLedger,
     encode_stop,
 )
@@ -178,7 +181,8 @@ class AccountFeature:
     """``/settings``, ``/usage``, ``/help`` and the settings form.
 
     ``plan`` is the workspace's provider plan (``llm-4*`` models are refused on ``free``);
-    ``daily_credit_budget`` is shown by ``/usage`` when set and above 0 (0 means no budget).
+    ``daily_credit_budget`` is shown by ``/usage`` when set and above 0 (0 means no budget);
+    with ``tiers`` configured, ``/usage`` shows the user's tier and what is left of it instead.
     """
 
     commands = frozenset({"settings", "usage", "help"})
@@ -194,8 +198,10 @@ class AccountFeature:
         daily_credit_budget: int | None = None,
         home: RedrawsHomes | None = None,
         diffusion_models: Callable[[], Sequence[str]] = tuple,
+        tiers: Tiers | None = None,
     ) -> None:
         self.store = store
+        self.tiers = tiers
         self.outbox = outbox
         self.audit = audit
         """Where a change of shared defaults is recorded (:mod:`bot.features.audit`)."""
@@ -293,6 +299,11 @@ class AccountFeature:
 
     async def _usage(self, event: Event) -> None:
         totals = await self.store.ledger.usage_for_user(event.place.platform, event.user.id)
+        if self.tiers is not None and self.tiers.configured:
+            await self._tell(
+                event, await self._tier_usage(event) + _estimated(totals.estimated_credits)
+            )
+            return
         budget = (
             f" of your daily budget of {self.daily_credit_budget:,}"
             if self.daily_credit_budget
@@ -304,6 +315,26 @@ class AccountFeature:
             f"({totals.tokens_prompt:,} prompt + {totals.tokens_completion:,} completion) and "
             f"{totals.credits:,} image credits{budget}.{_estimated(totals.estimated_credits)}",
         )
+
+    async def _tier_usage(self, event: Event) -> str:
+        """The user's tier and what is left of it in its window."""
+        assert self.tiers is not None
+        platform, user = event.place.platform, event.user
+        tier = self.tiers.tier_of(platform, user)
+        spent = await self.store.ledger.spent(platform, user.id, tier.refill)
+        window = "today (UTC)" if tier.refill == "daily" else "in the last 24 hours"
+        refills = "at 00:00 UTC" if tier.refill == "daily" else "hour by hour, a day after use"
+        lines = [
+            f"Your tier: **{tier.name}**"
+            + (" (you are a genbot admin: no limit applies to you)" if user.is_admin else "")
+            + f"; it refills {refills}.",
+            f"Image credits {window}: {_left(spent.credits, tier.daily_credits, spent, False)}",
+            f"Chat tokens {window}: {_left(spent.tokens, tier.daily_chat_tokens, spent, True)}",
+            "Image jobs at once: "
+            + (f"up to {tier.concurrent_jobs}." if tier.concurrent_jobs else "no limit."),
+            f"Modes: {', '.join(tier.modes) or 'all'}. Models: {', '.join(tier.models) or 'all'}.",
+        ]
+        return "\n".join(lines)
 
     async def _stored(self, event: Event, scope: str) -> ScopeSettings | None:
         kind, scope_id = self._scope_id(event, scope)
@@ -432,6 +463,15 @@ class AccountFeature:
             else:
                 sentences.append(f"Saved this channel's system prompt: “{_preview(prompt)}”.")
         return " ".join(sentences) or "Nothing changed: those are already your settings."
+
+
+def _left(used: int, allowed: int, spent: Spent, tokens: bool) -> str:
+    """``used`` of ``allowed`` (0: no limit), what is left, and when it refills when none is."""
+    if not allowed:
+        return f"{used:,} used (no limit)."
+    left = max(0, allowed - used)
+    back = "" if left else f", more at {refill_time(spent.refills_at(allowed, tokens=tokens))}"
+    return f"{used:,} of {allowed:,} used, {left:,} left{back}."
 
 
 def _estimated(credits: int) -> str:

@@ -134,8 +134,10 @@ from bot.kernel.settings import (
     ModerationSettings,
     OpsSettings,
     Plan,
+    QuotasSettings,
     Section,
     StorageSettings,
+    TierSettings,
     WebhookSettings,
 )
 from bot.kernel.surface import (
@@ -169,6 +171,7 @@ from bot.kernel.text import (
     split_chunks,
     split_text,
 )
+from bot.kernel.tiers import not_in_tier, refill_time
 
 __all__ = [
     "CHAT_MODELS",
@@ -245,6 +248,7 @@ __all__ = [
     "PlatformProfile",
     "PublicResolver",
     "PublishesHome",
+    "QuotasSettings",
     "RateLimited",
     "RateWindow",
     "RecentFiles",
@@ -264,6 +268,7 @@ __all__ = [
     "Surface",
     "SurfaceError",
     "SurfaceRegistry",
+    "TierSettings",
     "UnreadableImage",
     "User",
     "UserError",
@@ -289,11 +294,13 @@ __all__ = [
     "media_folder",
     "mentioned_user",
     "neutralize_mentions",
+    "not_in_tier",
     "offered",
     "option_choices",
     "parse_aspect_ratio",
     "parse_command_text",
     "provider_is_private",
+    "refill_time",
     "resolve_command",
     "sealer_of",
     "split_chunks",

@@ -41,11 +41,15 @@ class MessageRef:
 
 @dataclass(frozen=True)
 class User:
-    """Who sent an event. ``is_admin`` is decided by the adapter from its settings."""
+    """Who sent an event. ``is_admin`` is decided by the adapter from its settings;
+    ``roles`` are the platform's groups the user is in, as the adapter knows them (Discord
+    role ids in a guild, Slack user group ids), which tiers map
+    (:class:`bot.features.jobs.admission.Tiers`)."""
 
     id: str
     name: str = ""
     is_admin: bool = False
+    roles: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

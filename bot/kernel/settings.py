@@ -183,6 +183,51 @@ class ModerationSettings(Section):
     model_check_fails: Literal["closed", "open"] = "closed"
 
 
+MEMBER_PATTERN = r"^[a-z]+:\S+$"
+Member = Annotated[str, Field(pattern=MEMBER_PATTERN)]
+ProcessMode = Literal["relax", "mixed", "fast", "turbo"]
+
+
+class TierSettings(Section):
+    """One ``[[quotas.tiers]]``: what its members may spend and use.
+
+    ``daily_credits`` (image credits) and ``daily_chat_tokens`` refill at 00:00 UTC
+    (``refill = "daily"``) or hour by hour over the last 24 hours (``"hourly"``);
+    ``concurrent_jobs`` image jobs at once; ``0`` is no limit. ``modes`` (process modes) and
+    ``models`` (chat models and diffusion checkpoints) it may use; empty: all. Members:
+    ``roles`` (``"discord:<role id>"``, ``"slack:<user group id>"``) and ``users``
+    (``"<platform>:<user id>"``). A tier named ``default`` is the tier of everyone in no other.
+    """
+
+    name: str = Field(min_length=1, max_length=40)
+    daily_credits: int = Field(default=0, ge=0)
+    daily_chat_tokens: int = Field(default=0, ge=0)
+    concurrent_jobs: int = Field(default=0, ge=0)
+    modes: list[ProcessMode] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)
+    refill: Literal["daily", "hourly"] = "daily"
+    roles: list[Member] = Field(default_factory=list)
+    users: list[Member] = Field(default_factory=list)
+
+
+def _distinct_names(tiers: list[TierSettings]) -> list[TierSettings]:
+    names = [tier.name for tier in tiers]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"two tiers are named {twice[0]!r}")
+    return tiers
+
+
+class QuotasSettings(Section):
+    """``[quotas]``: the tiers (:class:`TierSettings`; :mod:`bot.features.jobs.admission`).
+    Without tiers, everyone is in one ``default`` tier made of ``[limits]``'s
+    ``daily_credit_budget_per_user`` and ``max_concurrent_jobs_per_user``."""
+
+    tiers: Annotated[list[TierSettings], AfterValidator(_distinct_names)] = Field(
+        default_factory=list
+    )
+
+
 class RuntimeSettings(Section):
     """``[runtime]``: how the process stops. On SIGTERM genbot takes no new events, lets what
     is running (handlers, chat streams, result deliveries) finish for up to ``drain_seconds``,
@@ -228,6 +273,7 @@ class CoreSettings(BaseSettings):
     webhook: WebhookSettings = Field(default_factory=WebhookSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     moderation: ModerationSettings = Field(default_factory=ModerationSettings)
+    quotas: QuotasSettings = Field(default_factory=QuotasSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
     ops: OpsSettings = Field(default_factory=OpsSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)

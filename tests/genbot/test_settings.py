@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
 from bot.api.settings import KeySettings
-from bot.kernel import CoreSettings
+from bot.kernel import CoreSettings, TierSettings
 from genbot.settings import Settings, load_settings, resolve_config_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "genbot.example.toml"
@@ -38,11 +38,12 @@ def test_example_file_documents_every_key() -> None:
     documented = documented_keys(EXAMPLE.read_text())
     tables = {name for name in documented if "." in name}
     assert set(documented) - tables == set(Settings.model_fields)
+    assert documented["quotas.tiers"] == set(TierSettings.model_fields)
     for section_name, section_field in Settings.model_fields.items():
         section_model = section_field.annotation
         assert isinstance(section_model, type)
         assert documented[section_name] == set(section_model.model_fields), section_name
-    assert tables == {"api.keys"}
+    assert tables == {"api.keys", "quotas.tiers"}
     assert documented["api.keys"] == set(KeySettings.model_fields)
 
 

@@ -1,10 +1,17 @@
-"""Per-user caps on chat answers.
+"""Per-user caps on chat answers, and what a user's tier allows them in chat.
 
 A user may have at most ``[limits] max_concurrent_chats_per_user`` answers being written at
 once and start at most ``chat_answers_per_minute_per_user`` in any minute (``0`` turns a cap
 off; admins have none). A message, ``/chat`` or button press beyond a cap is refused at once —
 the answer says which cap and when to try again — before anything is stored, posted or sent to
 the provider. Each genbot process keeps its own count.
+
+A user's tier (:class:`Tiers`: :class:`bot.features.jobs.admission.Tiers`, wired by
+``genbot/compose.py``) adds a budget of chat tokens, read from the shared ledger (so it holds
+across processes), and the chat models it may use: a user
+whose tokens in the tier's window reached ``daily_chat_tokens`` gets no new answer until they
+refill (the answers being written when it was reached still count, so it can be overshot by
+them), and a model outside ``models`` is refused.
 """
 
 from __future__ import annotations
@@ -12,12 +19,20 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Protocol
 
-from bot.kernel import RateWindow, User, UserError
+from bot.kernel import RateWindow, TierSettings, User, UserError, not_in_tier, refill_time
+from storage import Refill, Spent
 
 MINUTE = 60.0
 USERS_REMEMBERED = 4096
+
+
+class Tiers(Protocol):
+    """Which tier a user is in."""
+
+    def tier_of(self, platform: str, user: User) -> TierSettings: ...
 
 
 class ChatCaps:
@@ -29,9 +44,15 @@ class ChatCaps:
         per_minute: int = 0,
         *,
         clock: Callable[[], float] = time.monotonic,
+        tiers: Tiers | None = None,
+        spent: Callable[[str, str, Refill], Awaitable[Spent]] | None = None,
     ) -> None:
+        """``tiers`` and ``spent`` (the ledger's :meth:`storage.UsageLedger.spent`) add the
+        tiers' chat budgets and models."""
         self.max_concurrent = max_concurrent
         self.per_minute = per_minute
+        self.tiers = tiers
+        self._spent = spent
         self._answering: Counter[str] = Counter()
         self._started = RateWindow(per_minute, MINUTE, max_keys=USERS_REMEMBERED, clock=clock)
 
@@ -68,3 +89,28 @@ class ChatCaps:
                 f"You asked for {self.per_minute} answers in the last minute — the most genbot "
                 f"writes for one person; try again in {wait} s."
             )
+
+    async def check_budget(self, platform: str, user: User) -> None:
+        """:class:`UserError` when ``user``'s tier has a chat token budget and they used it."""
+        if self.tiers is None or self._spent is None or user.is_admin:
+            return
+        tier = self.tiers.tier_of(platform, user)
+        if not tier.daily_chat_tokens:
+            return
+        spent = await self._spent(platform, user.id, tier.refill)
+        if spent.tokens < tier.daily_chat_tokens:
+            return
+        window = "today" if tier.refill == "daily" else "in the last 24 hours"
+        back = refill_time(spent.refills_at(tier.daily_chat_tokens, tokens=True))
+        raise UserError(
+            f"You have used {spent.tokens:,} of your {tier.daily_chat_tokens:,} chat tokens "
+            f"{window} — the chat budget of your tier **{tier.name}**; it refills at {back}."
+        )
+
+    def check_model(self, platform: str, user: User, model: str) -> None:
+        """:class:`UserError` when ``user``'s tier lists models and ``model`` is not one."""
+        if self.tiers is None or user.is_admin:
+            return
+        tier = self.tiers.tier_of(platform, user)
+        if tier.models and model not in tier.models:
+            raise UserError(not_in_tier(tier, f"The model {model}", tier.models))

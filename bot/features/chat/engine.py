@@ -182,6 +182,7 @@ class ChatEngine:
         check_text(text, "Your message")
         if self.moderation is not None:
             await self.moderation.check_message(event, text)
+        await self.caps.check_budget(event.place.platform, event.user)
         with self.caps.answering(event.place.platform, event.user):
             await self._answer_message(event, target, text, images)
 
@@ -217,6 +218,7 @@ class ChatEngine:
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """``/chat prompt [model] [temperature] [max_tokens] [system]``."""
+        await self.caps.check_budget(event.place.platform, event.user)
         with self.caps.answering(event.place.platform, event.user):
             await self._chat_command(event, options)
 
@@ -275,6 +277,8 @@ class ChatEngine:
             raise UserError("This button is no longer supported.")
         settings_command = self._settings_command(event.place.platform)
         check_plan(VISION_MODEL, self.plan, settings_command=settings_command)
+        self.caps.check_model(event.place.platform, event.user, VISION_MODEL)
+        await self.caps.check_budget(event.place.platform, event.user)
         with self.caps.answering(event.place.platform, event.user):
             await self._see_images(event, conversation)
 
@@ -345,6 +349,7 @@ class ChatEngine:
         check_plan(
             params.model, self.plan, params.model_source, self._settings_command(place.platform)
         )
+        self.caps.check_model(place.platform, user, params.model)
         return params
 
     def _new_turn(

@@ -7,7 +7,7 @@ package's face names the parts.
 
 from __future__ import annotations
 
-from bot.features.jobs.admission import JobCaps
+from bot.features.jobs.admission import Tiers
 from bot.features.jobs.cancel import JobCancel
 from bot.features.jobs.chat_jobs import ChatJobs
 from bot.features.jobs.describe import DescribeButtons
@@ -32,7 +32,6 @@ __all__ = [
     "Experience",
     "ImageJobs",
     "JobCancel",
-    "JobCaps",
     "JobMessages",
     "JobSpec",
     "JobStarter",
@@ -40,6 +39,7 @@ __all__ = [
     "PreviewButtons",
     "ProgressTicker",
     "Submitted",
+    "Tiers",
     "Tracker",
     "UploadForms",
     "WebhookSecrets",

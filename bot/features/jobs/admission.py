@@ -1,17 +1,29 @@
-"""Admission: whether a user may start a new image or diffusion job — the caps and budgets
-(:class:`JobCaps`) and a user's place among their jobs (:class:`Admission`).
+"""Admission: which tier a user is in and whether they may start a new image or diffusion
+job — the tiers with their caps and budgets (:class:`Tiers`) and a user's place among their jobs
+(:class:`Admission`).
 
-- Concurrent jobs: a user may have at most ``max_concurrent_jobs_per_user`` jobs that are being
+- Tiers (``[[quotas.tiers]]``): a tier's members are users (``"<platform>:<user id>"``) and
+  roles (``"<platform>:<role id>"``: Discord roles, Slack user groups — the adapter puts the
+  ones it knows in :attr:`bot.kernel.User.roles`). A user in several tiers gets the **best**:
+  the most daily credits (no limit is most), then the most concurrent jobs, then the most chat
+  tokens; a tie goes to the tier listed first. A user in none is in the tier named
+  ``default``, else in one made of ``[limits]`` (``daily_credit_budget_per_user``,
+  ``max_concurrent_jobs_per_user``): without tiers, everyone is, as before tiers existed.
+- Concurrent jobs: a user may have at most the tier's ``concurrent_jobs`` jobs that are being
   created, in flight at the provider, or sent but unconfirmed (``unknown``) — both families
   together; ``0`` disables the cap.
-- Daily credits: a user whose ledger shows ``daily_credit_budget_per_user`` credits or more today
-  (UTC) may start no new job (``0`` disables the budget). Credits land in the ledger when an
-  image task's result is posted and when a diffusion job is accepted, so a budget can be
-  overshot by the jobs already running — the cap bounds that.
+- Credits: a user whose ledger shows the tier's ``daily_credits`` or more in its window (today,
+  UTC; or, refilled ``hourly``, the last 24 whole hours) may start no new job (``0`` disables
+  the budget). Credits land in the ledger when an image task's result is posted and when a
+  diffusion job is accepted, so a budget can be overshot by the jobs already running — the cap
+  bounds that.
+- Modes and models: a tier with ``modes`` (process modes) or ``models`` (diffusion checkpoints
+  here; chat models in :mod:`bot.features.chat.caps`) refuses a job asking for another.
 
 Admins (``User.is_admin``, decided by the adapter) bypass every cap. The caps are checked by the
 store in the same transaction that writes the job row
-(:meth:`storage.JobAdmission.create_job_within`), so concurrent commands cannot all pass them.
+(:meth:`storage.JobAdmission.create_job_within`), so concurrent commands — in any process
+sharing the store — cannot all pass them.
 
 A user's place among their jobs is taken before anything costly is done for a new one.
 
@@ -27,45 +39,155 @@ place (:meth:`Admission.require`) fails loudly outside one, so no command can do
 from __future__ import annotations
 
 import contextlib
+import math
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Final
 
-from bot.kernel import Event, LimitsSettings, User, UserError
+from bot.kernel import (
+    Event,
+    LimitsSettings,
+    QuotasSettings,
+    TierSettings,
+    User,
+    UserError,
+    not_in_tier,
+    refill_time,
+)
 from storage import Job, JobAdmission, JobQuota, KeyRoom, NewJob, QuotaRefusal
 
 Key = tuple[str, str]
+DEFAULT_TIER: Final = "default"
+WRITTEN_MODES: Final = ("--relax", "--fast", "--turbo")
 
 
-class JobCaps:
-    """The caps of ``[limits]`` (who may press a job's buttons: :mod:`bot.refs`)."""
+@dataclass(frozen=True)
+class TierMembers:
+    """One tier and who is in it by configuration (for admin views): its ``users`` and
+    ``roles`` as ``"<platform>:<id>"``; ``default`` when it is everyone else's."""
 
-    def __init__(self, settings: LimitsSettings) -> None:
-        self.settings = settings
+    tier: TierSettings
+    users: tuple[str, ...]
+    roles: tuple[str, ...]
+    default: bool
 
-    def quota_for(self, user: User) -> JobQuota:
+
+class Tiers:
+    """The tiers of ``[quotas]`` (or the one of ``[limits]``) and who is in which (see the
+    module docstring); who may press a job's buttons is :mod:`bot.refs`."""
+
+    def __init__(self, limits: LimitsSettings, quotas: QuotasSettings | None = None) -> None:
+        listed = list((quotas or QuotasSettings()).tiers)
+        self.configured = bool(listed)
+        """Whether tiers are configured (refusals then name the tier)."""
+        fallback = TierSettings(
+            name=DEFAULT_TIER,
+            daily_credits=max(0, limits.daily_credit_budget_per_user),
+            concurrent_jobs=max(0, limits.max_concurrent_jobs_per_user),
+        )
+        self.default = next((t for t in listed if t.name == DEFAULT_TIER), fallback)
+        self.listed = tuple(t for t in listed if t.name != DEFAULT_TIER)
+        self._order = {tier.name: index for index, tier in enumerate(self.listed)}
+        self._by_member: dict[str, list[TierSettings]] = {}
+        for tier in self.listed:
+            for member in (*tier.users, *(f"role:{role}" for role in tier.roles)):
+                self._by_member.setdefault(member, []).append(tier)
+
+    def tier_of(self, platform: str, user: User) -> TierSettings:
+        """The best tier ``user`` of ``platform`` is in (see the module docstring)."""
+        if not self._by_member:
+            return self.default
+        keys = (f"{platform}:{user.id}", *(f"role:{platform}:{role}" for role in user.roles))
+        found = [tier for key in keys for tier in self._by_member.get(key, ())]
+        if not found:
+            return self.default
+        return max(found, key=lambda tier: (*_generosity(tier), -self._order[tier.name]))
+
+    def members(self) -> list[TierMembers]:
+        """Every tier with its configured members, the default last (a read for admin
+        views; who holds a role is the platform's to say)."""
+        listed = [TierMembers(t, tuple(t.users), tuple(t.roles), False) for t in self.listed]
+        return [*listed, TierMembers(self.default, (), (), True)]
+
+    def quota_for(self, platform: str, user: User) -> JobQuota:
         """The limits a new job of ``user`` must respect (none for admins)."""
         if user.is_admin:
             return JobQuota()
+        tier = self.tier_of(platform, user)
         return JobQuota(
-            max_active=self.settings.max_concurrent_jobs_per_user,
-            max_daily_credits=self.settings.daily_credit_budget_per_user,
+            max_active=tier.concurrent_jobs,
+            max_daily_credits=tier.daily_credits,
+            refill=tier.refill,
         )
 
-    @staticmethod
-    def refused(refusal: QuotaRefusal) -> UserError:
-        """The error that tells the user which limit stopped a new job."""
+    def check_use(self, new: NewJob, user: User) -> None:
+        """:class:`UserError` when ``new`` asks for a process mode or a model its requester's
+        tier does not have."""
+        if user.is_admin:
+            return
+        tier = self.tier_of(new.platform, user)
+        if tier.modes:
+            mode = _mode_of(new)
+            if mode is not None and mode not in tier.modes:
+                raise UserError(not_in_tier(tier, f"{mode.title()} mode", tier.modes))
+        if tier.models:
+            model = _model_of(new)
+            if model is not None and model not in tier.models:
+                raise UserError(not_in_tier(tier, f"The model {model}", tier.models))
+
+    def refused(self, refusal: QuotaRefusal, platform: str, user: User) -> UserError:
+        """The error that tells the user which limit stopped a new job, and when it frees."""
+        named = f" of your tier **{self.tier_of(platform, user).name}**" if self.configured else ""
         if refusal.limit == "max_active":
             jobs = "job" if refusal.used == 1 else "jobs"
             return UserError(
-                f"You already have {refusal.used} image {jobs} running — the cap is "
+                f"You already have {refusal.used} image {jobs} running — the cap{named} is "
                 f"{refusal.allowed}; wait for one to finish."
             )
         return UserError(
-            f"You have used {refusal.used} of your {refusal.allowed} credits for today — that is "
-            "the daily budget; it resets at 00:00 UTC."
+            f"You have used {refusal.used} of your {refusal.allowed} credits "
+            f"{refill_words(self.quota_for(platform, user).refill, refusal.refills_at, named)}"
         )
+
+
+def refill_words(refill: str, refills_at: float | None, named: str) -> str:
+    """The end of a budget's refusal: its window and when it refills."""
+    if refill == "hourly" and refills_at is not None:
+        return (
+            f"in the last 24 hours — that is the budget{named}, refilled hour by hour; "
+            f"enough is back at {refill_time(refills_at)}."
+        )
+    return f"for today — that is the daily budget{named}; it resets at 00:00 UTC."
+
+
+def _generosity(tier: TierSettings) -> tuple[float, float, float]:
+    """What makes a tier better than another, in order (0, no limit, counts as infinite)."""
+    credits, jobs, tokens = (
+        math.inf if limit == 0 else float(limit)
+        for limit in (tier.daily_credits, tier.concurrent_jobs, tier.daily_chat_tokens)
+    )
+    return credits, jobs, tokens
+
+
+def _mode_of(new: NewJob) -> str | None:
+    """The process mode ``new`` asks for: its ``process_mode``, else one written in the prompt,
+    else relax (the provider's choice); None for diffusion jobs, which have none."""
+    if new.family == "diffusion":
+        return None
+    mode = new.parameters.get("process_mode")
+    if isinstance(mode, str) and mode:
+        return mode
+    written = [word for word in new.prompt.split() if word in WRITTEN_MODES]
+    return written[-1].removeprefix("--") if written else "relax"
+
+
+def _model_of(new: NewJob) -> str | None:
+    """The diffusion checkpoint ``new`` asks for, if any."""
+    body = new.parameters.get("body")
+    model = body.get("model_id") if isinstance(body, Mapping) else None
+    return model if isinstance(model, str) and model else None
 
 
 @dataclass
@@ -80,9 +202,9 @@ _PLACE: ContextVar[_Place | None] = ContextVar("genbot_job_place", default=None)
 class Admission:
     """The places of this process's commands among their users' jobs."""
 
-    def __init__(self, store: JobAdmission, caps: JobCaps) -> None:
+    def __init__(self, store: JobAdmission, tiers: Tiers) -> None:
         self._store = store
-        self._caps = caps
+        self._tiers = tiers
         self._pending: Counter[Key] = Counter()
 
     @contextlib.asynccontextmanager
@@ -94,11 +216,10 @@ class Admission:
         self._pending[key] += 1
         token = _PLACE.set(place)
         try:
-            refusal = await self._store.quota_refusal(
-                *key, self._caps.quota_for(event.user), pending=self._pending[key] - 1
-            )
+            quota = self._tiers.quota_for(event.place.platform, event.user)
+            refusal = await self._store.quota_refusal(*key, quota, pending=self._pending[key] - 1)
             if refusal is not None:
-                raise self._caps.refused(refusal)
+                raise self._tiers.refused(refusal, event.place.platform, event.user)
             yield
         finally:
             _PLACE.reset(token)
@@ -107,14 +228,17 @@ class Admission:
     async def create(
         self, new: NewJob, user: User, keys: Sequence[KeyRoom] = ()
     ) -> tuple[Job, bool]:
-        """Write ``new``'s row within ``user``'s caps, which the store checks as it writes
-        (:class:`UserError` naming the cap, or the budget, that refuses it): the job and
-        whether this call created it (not when a job with its key exists). A created row
-        counts from now on: the command's place, if it holds one, is given back. A job without
-        a provider key gets the first of ``keys`` with room (:class:`storage.NoKeyRoom`)."""
-        admitted = await self._store.create_job_within(new, self._caps.quota_for(user), keys)
+        """Write ``new``'s row within the caps of ``user``'s tier, which the store checks as it
+        writes (:class:`UserError` naming the cap, the budget, the mode or the model that
+        refuses it): the job and whether this call created it (not when a job with its key
+        exists). A created row counts from now on: the command's place, if it holds one, is
+        given back. A job without a provider key gets the first of ``keys`` with room
+        (:class:`storage.NoKeyRoom`)."""
+        self._tiers.check_use(new, user)
+        quota = self._tiers.quota_for(new.platform, user)
+        admitted = await self._store.create_job_within(new, quota, keys)
         if isinstance(admitted, QuotaRefusal):
-            raise self._caps.refused(admitted)
+            raise self._tiers.refused(admitted, new.platform, user)
         job, created = admitted
         if created:
             self._row_created()

@@ -1,7 +1,7 @@
 """The one way a job starts, shared by commands, buttons, forms and chat tools.
 
 1. the job row, committed in status ``creating`` — only while the user is within the caps and
-   budget (:class:`~bot.features.jobs.admission.JobCaps`), checked in the same transaction; a
+   budget (:class:`~bot.features.jobs.admission.Tiers`), checked in the same transaction; a
    derivative finds the job an earlier press created instead;
 2. the progress message, linked to the job (so a job with a progress message may have been
    sent to the provider; one without was not);
@@ -54,7 +54,7 @@ from bot.api.errors import (
 from bot.api.keys import KeyPool, NoKey, key_failure
 from bot.api.ratelimit import Wait, observe_waits
 from bot.api.validation import DEFAULT_UPSTREAM_CDN_HOSTS, check_http_url
-from bot.features.jobs.admission import Admission, JobCaps
+from bot.features.jobs.admission import Admission, Tiers
 from bot.features.jobs.forms import show_refused
 from bot.features.jobs.input_checks import check_attachment
 from bot.features.jobs.messages import JobMessages, TakenOver, cancel_buttons
@@ -235,7 +235,7 @@ class JobStarter:
         self,
         store: StarterStorage,
         outbox: Outbox,
-        caps: JobCaps,
+        caps: Tiers,
         delivery: JobMessages,
         watch: JobWatch,
         on_submitted: Callable[[str], None],

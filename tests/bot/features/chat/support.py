@@ -15,8 +15,10 @@ from bot.api import ChatRequest, ProviderClient
 from bot.features.account import AccountFeature, AccountStorage
 from bot.features.audit import AuditTrail
 from bot.features.chat import ChatDefaults, ChatEngine
+from bot.features.chat.caps import ChatCaps
 from bot.features.chat.engine import ChatStorage
 from bot.features.chat.tools import ChatImageTools
+from bot.features.jobs import Tiers
 from bot.features.moderation import Moderation
 from bot.kernel import ModerationSettings, Place, PlatformProfile, User
 from bot.router import Conversations, Feature, Router
@@ -63,6 +65,7 @@ class ChatWorld:
     daily_credit_budget: int | None = None
     webhooks: bool = False
     moderated: bool = False
+    tiers: Tiers | None = None
     genbot: Genbot = field(init=False)
     engine: ChatEngine = field(init=False)
     account: AccountFeature = field(init=False)
@@ -106,6 +109,7 @@ class ChatWorld:
             )
             if self.moderated
             else None,
+            caps=ChatCaps(tiers=self.tiers, spent=store.ledger.spent),
         )
         return self.engine
 
@@ -117,6 +121,7 @@ class ChatWorld:
             plan=self.plan,
             daily_credit_budget=self.daily_credit_budget,
             diffusion_models=parts.jobs.diffusion.models.known,
+            tiers=self.tiers,
         )
         return [self._chat(parts), self.account]
 
@@ -185,9 +190,10 @@ async def chat_world(
     daily_credit_budget: int | None = None,
     webhooks: bool = False,
     moderated: bool = False,
+    tiers: Tiers | None = None,
 ) -> AsyncIterator[ChatWorld]:
     """A started :class:`ChatWorld` with its own simulator (``webhooks``: genbot has a public
-    address on loopback, so a media host)."""
+    address on loopback, so a media host; ``tiers``: the chat caps' and ``/usage``'s)."""
     async with serve(config or sim_config()) as sim:
         world = ChatWorld(
             sim,
@@ -200,6 +206,7 @@ async def chat_world(
             daily_credit_budget,
             webhooks,
             moderated,
+            tiers,
         )
         await world.start()
         try:
