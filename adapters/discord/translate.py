@@ -55,7 +55,13 @@ def interaction_place(interaction: discord.Interaction[Any]) -> Place:
 
 
 def user_of(user: discord.abc.User, admin_ids: Collection[int]) -> User:
-    return User(id=str(user.id), name=user.display_name, is_admin=user.id in admin_ids)
+    """The core's user; a guild member's roles (``@everyone``'s id is the guild's) go with it."""
+    roles = (
+        frozenset(str(role.id) for role in user.roles)
+        if isinstance(user, discord.Member)
+        else frozenset[str]()
+    )
+    return User(id=str(user.id), name=user.display_name, is_admin=user.id in admin_ids, roles=roles)
 
 
 def source_of(

@@ -15,9 +15,10 @@ It serves REST under ``/api/v10`` (login, command sync, interaction callbacks wi
 attachments on a fake CDN, and a gateway websocket at ``/gateway`` (HELLO, IDENTIFY, READY,
 GUILD_CREATE, heartbeats, RESUME). The world: one guild with text channels ``general``, ``random``
 and ``closed`` and the voice channel ``lounge`` (whose text chat takes messages), users ``alice``,
-``bob`` and ``carol``, roles ``everyone``, ``moderators`` and the bot's own. Channel message posts
-and edits share a per-channel bucket (``bucket_size`` per ``bucket_window`` seconds) answered with
-429 + ``retry_after`` when exceeded (``rate_limit_hits`` counts them);
+``bob`` and ``carol``, roles ``everyone``, ``moderators``, ``patrons`` and the bot's own (a user's
+are in ``FakeUser.roles``, sent in their member objects). Channel message posts and edits share
+a per-channel bucket (``bucket_size`` per ``bucket_window`` seconds) answered with 429 +
+``retry_after`` when exceeded (``rate_limit_hits`` counts them);
 ``advertise_rate_limits=False`` withholds the ``X-RateLimit-*`` headers on successful answers so
 discord.py cannot pace itself and only the caller's own budget avoids 429s.
 ``message_content_intent=False`` models the Developer Portal switch left off (IDENTIFY asking for

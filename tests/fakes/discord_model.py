@@ -46,11 +46,13 @@ def timestamp() -> str:
 
 @dataclass
 class FakeUser:
-    """A Discord user (the bot is one too)."""
+    """A Discord user (the bot is one too); ``roles``: the ids of the guild roles they have
+    (beyond ``@everyone``), sent in their member objects."""
 
     id: int
     username: str
     bot: bool = False
+    roles: list[int] = field(default_factory=list)
 
     @property
     def mention(self) -> str:
@@ -357,7 +359,7 @@ class RecordedRequest:
 def member_payload(user: FakeUser, roles: list[int]) -> dict[str, Any]:
     return {
         "user": user.payload(),
-        "roles": [str(r) for r in roles],
+        "roles": [str(r) for r in (*roles, *user.roles)],
         "joined_at": timestamp(),
         "deaf": False,
         "mute": False,

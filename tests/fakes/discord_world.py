@@ -41,6 +41,7 @@ class DiscordWorld:
             "everyone": FakeRole(self.guild_id, "@everyone", position=0),
             "moderators": FakeRole(snowflake(), "Moderators", position=2),
             "genbot": FakeRole(snowflake(), "genbot", position=1, managed=True),
+            "patrons": FakeRole(snowflake(), "Patrons", position=3),
         }
         self.channels: dict[int, FakeChannel] = {}
         for position, name in enumerate(("general", "random", "closed")):
