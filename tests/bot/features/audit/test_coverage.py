@@ -19,6 +19,10 @@ ADMIN_CHECKS: dict[tuple[str, str], str] = {
     ("bot/features/moderation/screen.py", "_check"): "an admin's text is refused without offence",
     ("bot/features/jobs/admission.py", "quota_for"): "admins bypass caps: no change to record",
     ("bot/features/chat/caps.py", "answering"): "admins bypass caps: no change to record",
+    ("bot/features/jobs/admission.py", "check_use"): "admins bypass tiers: no change to record",
+    ("bot/features/chat/caps.py", "check_budget"): "admins bypass tiers: no change to record",
+    ("bot/features/chat/caps.py", "check_model"): "admins bypass tiers: no change to record",
+    ("bot/features/account.py", "_tier_usage"): "/usage tells an admin no limit applies",
     ("bot/features/home.py", "on_button"): "posting a result again changes nothing shared",
     ("bot/refs.py", "_job"): "pressing a button of another's job makes the admin's own job",
     ("bot/features/console.py", "_admin"): "the admin page's check; its changes are the "
