@@ -125,6 +125,7 @@ def configured_adapters(
             installations=None if storage is None else storage.installations,
             sealer=sealer_of(settings.storage, settings.api),
             dedupe=None if storage is None else storage.dedupe,
+            read_user_groups=settings.quotas.maps_roles_of("slack"),
         )
     if settings.web.enabled:
         from adapters.web.adapter import WebAdapter
@@ -388,6 +389,7 @@ def build_core(
         jobs.delivery.results,
         defaults=SettingValues(model=settings.chat.model, temperature=settings.chat.temperature),
         daily_credit_budget=settings.limits.daily_credit_budget_per_user,
+        tiers=jobs.tiers,
     )
     models = jobs.diffusion.models
     account = AccountFeature(

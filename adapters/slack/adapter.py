@@ -17,8 +17,9 @@ import logging
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
@@ -32,6 +33,7 @@ from adapters.listener import Listener
 from adapters.slack.ports import EventDedupe, Installations
 from adapters.slack.settings import SlackSettings
 from bot.kernel import (
+    ButtonPress,
     Command,
     CommandError,
     EventRouter,
@@ -39,6 +41,7 @@ from bot.kernel import (
     FormChecks,
     InboundEvent,
     LimitsSettings,
+    ModalSubmit,
     Sealer,
     SealError,
     User,
@@ -64,8 +67,10 @@ from .redelivery import Redeliveries
 from .shared_images import recent_files
 from .surface import SlackSurface
 from .transport import EVENTS_PATH, checked_call, open_socket, serve_http
+from .usergroups import UserGroups
 
 log = logging.getLogger(__name__)
+E = TypeVar("E", ButtonPress, ModalSubmit)
 
 NAMES_MAX = 4096
 ACCEPTED_MESSAGE_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
@@ -84,10 +89,12 @@ class SlackAdapter:
         installations: Installations | None = None,
         sealer: Sealer | None = None,
         dedupe: EventDedupe | None = None,
+        read_user_groups: bool = False,
     ) -> None:
         """``installations``: where a distributed genbot keeps its workspaces (its database),
         their tokens sealed by ``sealer``; ``dedupe``: where processes sharing the app record
-        the events they handled."""
+        the events they handled; ``read_user_groups``: every event's user carries the user
+        groups they are in (``User.roles``, for tiers mapped from them; :mod:`.usergroups`)."""
         bot_token = settings.bot_token.get_secret_value()
         if bot_token and settings.distributed:
             raise ValueError(
@@ -106,6 +113,7 @@ class SlackAdapter:
         self.settings = settings
         self._dedupe = dedupe
         self._admins = frozenset(settings.admin_ids)
+        self._groups = UserGroups() if read_user_groups else None
         self._api_url = (
             settings.api_url if settings.api_url.endswith("/") else settings.api_url + "/"
         )
@@ -228,6 +236,8 @@ class SlackAdapter:
             self.http_port = None
         if self._intake is not None:
             await self._intake.drain(STOP_GRACE_SECONDS)
+        if self._groups is not None:
+            await self._groups.close()
         await self.surface.close()
 
     def _build_app(self, secret: str) -> AsyncApp:
@@ -362,9 +372,11 @@ class SlackAdapter:
         except CommandError as refused:
             await respond(text=str(refused), response_type="ephemeral", replace_original=False)
             return None
+        team = str(body.get("team_id") or self.team_id)
+        roles = await self._roles(client, team, user_id)
         return Command(
-            user=user_for(user_id, str(body.get("user_name") or ""), self._admins),
-            place=place_for(str(body.get("team_id") or self.team_id), channel, None, None),
+            user=user_for(user_id, str(body.get("user_name") or ""), self._admins, roles),
+            place=place_for(team, channel, None, None),
             context=SlackOrigin(body.get("trigger_id"), body.get("response_url"), is_command=True),
             name=route.name,
             text=text,
@@ -374,14 +386,16 @@ class SlackAdapter:
 
     # Interactivity ----------------------------------------------------------------------------
 
-    async def _on_action(self, ack: Callable[..., Awaitable[None]], body: dict[str, Any]) -> None:
+    async def _on_action(
+        self, ack: Callable[..., Awaitable[None]], body: dict[str, Any], client: AsyncWebClient
+    ) -> None:
         await ack()
         press = press_from_action(body, self._admins)
         if press is not None:
-            self.intake.submit(press)
+            self.intake.submit(self._with_roles(press, client))
 
     async def _on_view_submission(
-        self, ack: Callable[..., Awaitable[None]], body: dict[str, Any]
+        self, ack: Callable[..., Awaitable[None]], body: dict[str, Any], client: AsyncWebClient
     ) -> None:
         submit = submit_from_view(body, self._admins)
         router = self.router
@@ -393,7 +407,7 @@ class SlackAdapter:
             return
         await ack()
         if submit is not None:
-            self.intake.submit(submit)
+            self.intake.submit(self._with_roles(submit, client))
 
     # Plumbing ----------------------------------------------------------------------------------
 
@@ -401,7 +415,19 @@ class SlackAdapter:
         """genbot's own user in the request's workspace."""
         return str(context.bot_user_id or self.bot_user_id)
 
+    async def _roles(self, client: AsyncWebClient, team_id: str, user_id: str) -> frozenset[str]:
+        """The user groups ``user_id`` is in, when tiers map them (else none)."""
+        if self._groups is None:
+            return frozenset()
+        return await self._groups.of(client, team_id, user_id)
+
+    async def _with_roles(self, event: E, client: AsyncWebClient) -> E:
+        """``event`` whose user carries their user groups."""
+        roles = await self._roles(client, event.place.workspace_id, event.user.id)
+        return replace(event, user=replace(event.user, roles=roles)) if roles else event
+
     async def _user(self, context: AsyncBoltContext, team_id: str, user_id: str) -> User:
+        roles = await self._roles(context.client, team_id, user_id)
         key = (team_id, user_id)
         if key not in self._names:
             try:
@@ -414,8 +440,8 @@ class SlackAdapter:
                     self._names.popitem(last=False)
             except SlackApiError as error:
                 log.info("users.info failed for %s: %s", user_id, error.response.get("error"))
-                return user_for(user_id, "", self._admins)
-        return user_for(user_id, self._names[key], self._admins)
+                return user_for(user_id, "", self._admins, roles)
+        return user_for(user_id, self._names[key], self._admins, roles)
 
 
 def stream_origin(say_stream: AsyncSayStream | None) -> SlackOrigin:

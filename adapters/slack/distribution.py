@@ -41,6 +41,7 @@ BOT_SCOPES = (
     "im:write",
     "mpim:history",
     "users:read",
+    "usergroups:read",
 )
 """What genbot asks a workspace for (the manifest's bot scopes)."""
 INSTALL_PATH = "/slack/install"

@@ -74,8 +74,11 @@ def place_for(
     return Place(PLATFORM, workspace_id, channel_id, thread_ts or None, is_dm)
 
 
-def user_for(user_id: str, name: str, admin_ids: frozenset[str]) -> User:
-    return User(id=user_id, name=name, is_admin=user_id in admin_ids)
+def user_for(
+    user_id: str, name: str, admin_ids: frozenset[str], roles: frozenset[str] = frozenset()
+) -> User:
+    """The core's user; ``roles``: the user groups they are in (when tiers map them)."""
+    return User(id=user_id, name=name, is_admin=user_id in admin_ids, roles=roles)
 
 
 def plain_text(text: str, bot_user_id: str | None) -> str:

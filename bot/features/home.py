@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from bot.features.account import SETTINGS_ACTION
-from bot.features.jobs import wording
+from bot.features.jobs import Tiers, wording
 from bot.features.jobs.messages import place_of
 from bot.features.jobs.result_messages import ResultMessages
 from bot.kernel import (
@@ -42,6 +42,7 @@ from bot.kernel import (
     RateLimited,
     Reposts,
     SurfaceError,
+    User,
     UserError,
 )
 from bot.outbox import Outbox, Post, PublishHome, Repost, WritePolicy, WriteRateLimited
@@ -105,8 +106,12 @@ class HomeFeature:
         *,
         defaults: SettingValues | None = None,
         daily_credit_budget: int | None = None,
+        tiers: Tiers | None = None,
     ) -> None:
+        """``daily_credit_budget`` is shown beside today's credits; with ``tiers`` configured,
+        the user's tier's ``daily_credits`` instead."""
         self.store = store
+        self.tiers = tiers
         self.outbox = outbox
         self.results = results
         self.defaults = defaults or SettingValues()
@@ -166,9 +171,14 @@ class HomeFeature:
             settings=_settings(settings),
             change_settings=Button("Change my defaults", SETTINGS_ACTION, "", "primary"),
             usage=usage,
-            daily_credit_budget=self.daily_credit_budget,
+            daily_credit_budget=self._budget(place.platform, user),
             jobs=tuple(_home_job(job) for job in images),
         )
+
+    def _budget(self, platform: str, user: User) -> int | None:
+        if self.tiers is None or not self.tiers.configured:
+            return self.daily_credit_budget
+        return self.tiers.tier_of(platform, user).daily_credits or None
 
     async def _recent_images(self, place: Place, user_id: str) -> list[Job]:
         """The user's newest posted jobs that show an image (at most ``RECENT_JOBS``), reading

@@ -227,6 +227,11 @@ class QuotasSettings(Section):
         default_factory=list
     )
 
+    def maps_roles_of(self, platform: str) -> bool:
+        """Whether a tier's members include roles of ``platform`` (its adapter then reads
+        them)."""
+        return any(role.startswith(f"{platform}:") for tier in self.tiers for role in tier.roles)
+
 
 class RuntimeSettings(Section):
     """``[runtime]``: how the process stops. On SIGTERM genbot takes no new events, lets what

@@ -119,6 +119,10 @@ class FakeSlack(
         self.external_files: dict[str, bytes] = {}
         self.external_requests: list[ExternalRequest] = []
         self.users: dict[str, str] = {"U1": "alice", "U2": "bob", bot_user_id: "genbot"}
+        self.usergroups: dict[str, tuple[str, list[str]]] = {}
+        """User group id → its handle and its members (``usergroups.list``)."""
+        self.answer_delays: dict[str, float] = {}
+        """Web API method → seconds it takes to answer (a slow Slack)."""
         self.channels_without_bot: set[str] = set()
         self.socket_received: list[dict[str, Any]] = []
         self.socket_acks: list[dict[str, Any]] = []
@@ -297,6 +301,8 @@ class FakeSlack(
         status: int = 200
         headers: dict[str, str] = {}
         body: dict[str, Any] = {"ok": True}
+        if self.answer_delays.get(method):
+            await asyncio.sleep(self.answer_delays[method])
         previous = self._caller_team
         try:
             handler = self._methods.get(method)

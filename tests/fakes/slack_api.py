@@ -32,10 +32,12 @@ CURSOR_PREFIX = "offset:"
 
 
 class SlackWebApi:
-    """``auth.test``, ``chat.*``, ``views.open``, ``conversations.*``, ``users.info``."""
+    """``auth.test``, ``chat.*``, ``views.open``, ``conversations.*``, ``users.info``,
+    ``usergroups.list``."""
 
     port: int
     users: dict[str, str]
+    usergroups: dict[str, tuple[str, list[str]]]
     files: dict[str, FakeFile]
     views: list[FakeView]
     channels: dict[str, list[FakeMessage]]
@@ -100,6 +102,7 @@ class SlackWebApi:
             "conversations.history": self._history,
             "conversations.info": self._conversation_info,
             "users.info": self._user_info,
+            "usergroups.list": self._usergroups_list,
         }
 
     def _bot_message(self, args: Args) -> FakeMessage:
@@ -307,6 +310,30 @@ class SlackWebApi:
                 "profile": profile,
             }
         }
+
+    def _usergroups_list(self, args: Args) -> Args:
+        """The workspace's user groups; their members only with ``include_users`` (as Slack)."""
+        groups = []
+        for group_id, (handle, members) in self.usergroups.items():
+            group: Args = {
+                "id": group_id,
+                "team_id": self.team_id,
+                "is_usergroup": True,
+                "name": handle.title(),
+                "description": "",
+                "handle": handle,
+                "is_external": False,
+                "date_create": 1_700_000_000,
+                "date_update": 1_700_000_000,
+                "date_delete": 0,
+                "auto_type": None,
+                "prefs": {"channels": [], "groups": []},
+                "user_count": len(members),
+            }
+            if _flag(args.get("include_users")):
+                group["users"] = list(members)
+            groups.append(group)
+        return {"usergroups": groups}
 
 
 def _within(message: FakeMessage, args: Args) -> bool:

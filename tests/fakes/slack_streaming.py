@@ -39,6 +39,7 @@ DEFAULT_TIERS: dict[str, int] = {
     "chat.stopStream": 20,
     "assistant.threads.setStatus": 100,
     "views.publish": 100,
+    "usergroups.list": 20,
 }
 """Calls per minute per team (Tier 2: 20, Tier 4: 100); ``chat.update`` keeps its own check."""
 

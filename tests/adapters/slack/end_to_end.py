@@ -169,6 +169,7 @@ async def slack_genbot(
             settings.limits,
             installations=store.installations,
             sealer=sealer_of(settings.storage, settings.api),
+            read_user_groups=settings.quotas.maps_roles_of("slack"),
         )
         core, jobs = build_core(
             settings, store, provider, [adapter.surface], open_channels=settings.open_channels()

@@ -22,6 +22,7 @@ SCOPES_FOR_CALLS = {
         "mpim:history",
     },
     "users.info": {"users:read"},
+    "usergroups.list (tiers mapped from user groups)": {"usergroups:read"},
     "slash commands": {"commands"},
     "app_mention": {"app_mentions:read"},
     "DMs": {"im:read", "im:write"},
