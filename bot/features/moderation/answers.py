@@ -33,6 +33,7 @@ class WithheldFromMatch:
         self._shown = ""
         self._held = ""
         self._withheld = False
+        self._notice = ""
         self._over = asyncio.Event()
         self._over.set()
 
@@ -47,8 +48,8 @@ class WithheldFromMatch:
             await self._deltas.wait()
 
     def read_nowait(self) -> list[str | StreamEnd]:
-        """What may be shown of what arrived, without waiting: a piece once it ends a word
-        (or the answer ends)."""
+        """What may be shown of what arrived, without waiting: word by word, each checked with
+        everything before it (a word once it ends, or the answer ends)."""
         if self._withheld:
             return []
         ended = self._deltas.ended.is_set()
@@ -58,36 +59,50 @@ class WithheldFromMatch:
         return self._screen(arrived)
 
     def _screen(self, arrived: list[str | StreamEnd]) -> list[str | StreamEnd]:
-        screened: list[str | StreamEnd] = []
+        """What may be shown of ``arrived``: the words let through (one piece), then the
+        notice once a word makes a sure match, or the end passed on."""
+        passed = ""
         for item in arrived:
             if isinstance(item, StreamEnd):
-                rest = self._rest()
-                screened += rest
-                if self._withheld:
-                    break
-                screened.append(item)
-                continue
-            self._held += item
-            cut = max(self._held.rfind(" "), self._held.rfind("\n")) + 1
-            if cut:
-                screened.append(self._let_through(cut))
-                if self._withheld:
-                    break
-        return screened
+                passed += self._let_through(len(self._held))
+                if not self._withheld:
+                    return [passed, item] if passed else [item]
+            else:
+                self._held += item
+                while not self._withheld and (cut := _word_end(self._held)):
+                    passed += self._let_through(cut)
+            if self._withheld:
+                break
+        return self._shown_with(passed)
 
     def _rest(self) -> list[str | StreamEnd]:
         """The answer is over: what is held, checked."""
-        return [self._let_through(len(self._held))] if self._held and not self._withheld else []
+        return self._shown_with(self._let_through(len(self._held)))
+
+    def _shown_with(self, passed: str) -> list[str | StreamEnd]:
+        """``passed``, then the notice once the rest is withheld."""
+        pieces: list[str | StreamEnd] = [passed] if passed else []
+        return [*pieces, self._notice] if self._withheld else pieces
 
     def _let_through(self, cut: int) -> str:
-        """The first ``cut`` characters held, or the notice when they make a sure match."""
+        """The first ``cut`` characters held, checked with everything shown before them: ""
+        when they make a sure match (the rest is withheld from there)."""
         piece, self._held = self._held[:cut], self._held[cut:]
+        if not piece or self._withheld:
+            return ""
         match = self._rules.match(self._shown + piece)
         if match is not None and match.sure:
             self._withheld = True
-            return withheld_notice(match.category)
+            self._notice = withheld_notice(match.category)
+            return ""
         self._shown += piece
         return piece
+
+
+def _word_end(text: str) -> int:
+    """Where the first word of ``text`` ends (after its space or line break; 0: not yet)."""
+    ends = [index for index in (text.find(" "), text.find("\n")) if index >= 0]
+    return min(ends) + 1 if ends else 0
 
 
 def withheld_answers_notice(categories: Sequence[str]) -> str:

@@ -48,6 +48,15 @@ async def test_the_answer_is_withheld_from_a_word_split_across_pieces() -> None:
     assert out == ["Here is a ", withheld_notice("nsfw")]
 
 
+async def test_a_piece_of_many_words_is_shown_up_to_the_match() -> None:
+    out = await shown(["Here is a nude portrait and more text", END])
+    assert out == ["Here is a ", withheld_notice("nsfw")]
+    assert await shown(["ok fine, then buy now please"]) == [
+        "ok fine, then buy ",
+        withheld_notice("spam"),
+    ]
+
+
 async def test_a_phrase_and_a_match_in_the_last_piece_are_withheld() -> None:
     assert await shown(["Please buy ", "now"]) == ["Please buy ", withheld_notice("spam")]
     assert await shown(["ok ", "NUDE", END]) == ["ok ", withheld_notice("nsfw")]
