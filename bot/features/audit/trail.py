@@ -34,6 +34,8 @@ KINDS: Final[dict[str, str]] = {
     "job.cancelled": "a job cancelled by an admin who did not start it",
 }
 """Every kind of entry and what it records."""
+UNLOGGED: Final = frozenset({"text"})
+"""State fields kept in the database but left out of the log line (what a user wrote)."""
 PURGE_SECONDS: Final = 600.0
 """How often each process asks whether it is the one to purge (one per hour is)."""
 
@@ -124,13 +126,20 @@ def entry_fields(entry: AuditEntry) -> dict[str, Any]:
 
 
 def log_fields(entry: AuditEntry) -> dict[str, str]:
-    """An entry as the fields of its JSON log line (the states as JSON text, so that they are
-    redacted like any text)."""
+    """An entry as the fields of its JSON log line: the states as JSON text (so that they are
+    redacted like any text), without a refused text (:data:`UNLOGGED`: the database keeps it for
+    admins; logs never show what users wrote)."""
     fields = {"audit_id": str(entry.id), "at": str(entry.at)}
     for name, value in entry_fields(entry).items():
-        shown = value if name not in ("before", "after") else _json(value)
+        shown = value if name not in ("before", "after") else _json(_unlogged(value))
         fields[name] = str(shown)
     return fields
+
+
+def _unlogged(state: Any) -> Any:
+    if not isinstance(state, dict):
+        return state
+    return {name: value for name, value in state.items() if name not in UNLOGGED}
 
 
 def _json(value: Any) -> str:

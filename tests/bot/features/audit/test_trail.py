@@ -84,3 +84,18 @@ async def test_the_service_purges_what_is_older_than_keep_days(
     finally:
         await trail.stop()
     assert len(await store.audit.entries("slack", "T1")) == 1
+
+
+async def test_the_log_line_leaves_out_what_the_user_wrote_and_the_store_keeps_it(
+    store: SqliteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    refused = {"category": "nsfw", "text": "a nude fox", "offence": 1}
+    with caplog.at_level(logging.INFO, logger="genbot.audit"):
+        await AuditTrail(store.audit, 90).record(
+            "moderation.refused", PLACE, "U1", "U1", after=refused
+        )
+    line = json.loads(JsonFormatter([]).format(caplog.records[0]))
+    assert json.loads(line["after"]) == {"category": "nsfw", "offence": 1}
+    assert "nude" not in json.dumps(line)
+    [kept] = await store.audit.entries("slack", "T1")
+    assert kept.after == refused
