@@ -3,12 +3,14 @@ by its provider id, and the platform message → job links behind every button."
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from storage.errors import StorageError, check_word
 from storage.queries.base import Clock
+from storage.queries.grouped import Grouped
 from storage.records.jobs import (
     ALL_STATUSES,
     JOB_TRANSITIONS,
@@ -30,6 +32,8 @@ UPDATABLE_FIELDS: Final[frozenset[str]] = JSON_FIELDS | {
     "next_poll_at", "delivery_attempts", "post_claims", "provider_key",
 }  # fmt: skip
 """Fields ``update_job`` and ``transition`` accept as keywords."""
+LinkedMove = tuple[str, list[Any], Sequence[JobMessage]]
+"""A compare-and-set move's statement and values, and the links committed with it."""
 DONE_AT_PROVIDER: Final[frozenset[str]] = frozenset(("finished", "failed", "create_failed"))
 """Entering one of these stamps ``finished_at`` (unless given or already set)."""
 SQL_JOB_BY_ID: Final = "SELECT * FROM jobs WHERE id = ?"
@@ -106,20 +110,36 @@ class JobWriter(JobReader):
         process) exactly one wins: one ``UPDATE … WHERE status IN (…)``, a concurrent mover
         waits for the row, re-checks the status on the committed row and moves nothing (the
         exactly-once guard for posting results). ``links`` are committed with the move, only
-        when it happened. With ``fence``, only while that lease is still the job's (its owner
-        and generation): the owner's own steps use it, so a process that lost the job (taken
-        over while it stalled) changes nothing. Entering ``finished``, ``failed`` or
+        when it happened (the linked moves a process asks for while one is under way go
+        together in one transaction, :class:`~storage.queries.grouped.Grouped`). With
+        ``fence``, only while that lease is still the job's (its owner and generation): the
+        owner's own steps use it, so a process that lost the job (taken over while it stalled)
+        changes nothing. Entering ``finished``, ``failed`` or
         ``create_failed`` stamps ``finished_at`` unless given or already set. A move
         ``JOB_TRANSITIONS`` does not allow raises :class:`StorageError`."""
         move = JobMove(job_id, from_statuses, to_status, fields, fence)
         sql, values = compare_and_set(move, self.clock())
         if not links:
             return await self.db.execute(sql, values, repeatable=True) == 1
+        return await self._linked_moves((sql, values, links))
 
-        async def work(tx: Session) -> bool:
-            moved = await tx.execute(sql, values) == 1
-            if moved:
-                rows = [(m.platform, m.channel_id, m.message_id, m.job_id, m.kind) for m in links]
+    @functools.cached_property
+    def _linked_moves(self) -> Grouped[LinkedMove, bool]:
+        return Grouped(self._move_together)
+
+    async def _move_together(self, batch: Sequence[LinkedMove]) -> list[bool]:
+        """One transaction for ``batch``: the moves (alike ones as one batch), then the links of
+        those that moved."""
+
+        async def work(tx: Session) -> list[bool]:
+            moved = await moved_alike(tx, [(sql, values) for sql, values, _ in batch])
+            rows = [
+                (link.platform, link.channel_id, link.message_id, link.job_id, link.kind)
+                for (_, _, links), done in zip(batch, moved, strict=True)
+                if done
+                for link in links
+            ]
+            if rows:
                 await tx.execute_many(SQL_LINK_MESSAGE, rows)
             return moved
 
@@ -130,16 +150,7 @@ class JobWriter(JobReader):
         together: moves alike (the same statuses and field names, so the same statement) go as
         one batch (:meth:`Session.execute_each`: one round trip on PostgreSQL). Each is its own
         compare-and-set; whether each moved, in order."""
-        alike: dict[str, list[tuple[int, list[Any]]]] = {}
-        for index, move in enumerate(moves):
-            sql, values = compare_and_set(move, self.clock())
-            alike.setdefault(sql, []).append((index, values))
-        moved = [False] * len(moves)
-        for sql, group in alike.items():
-            counts = await self.db.execute_each(sql, [values for _, values in group])
-            for (index, _), count in zip(group, counts, strict=True):
-                moved[index] = count == 1
-        return moved
+        return await moved_alike(self.db, [compare_and_set(move, self.clock()) for move in moves])
 
     async def update_job(self, job_id: str, **fields: Any) -> bool:
         """Set fields (see ``UPDATABLE_FIELDS``; JSON fields take Python values)
@@ -195,6 +206,22 @@ class MessageLinks:
         """The job a platform message belongs to (the button-press lookup), or None."""
         row = await self.db.fetch_one(SQL_JOB_FOR_MESSAGE, (platform, channel_id, message_id))
         return None if row is None else job_from_row(row)
+
+
+async def moved_alike(
+    runner: Database | Session, statements: Sequence[tuple[str, list[Any]]]
+) -> list[bool]:
+    """Run compare-and-set ``statements``, alike ones (the same SQL) as one batch
+    (:meth:`Session.execute_each`); whether each changed its row, in order."""
+    alike: dict[str, list[tuple[int, list[Any]]]] = {}
+    for index, (sql, values) in enumerate(statements):
+        alike.setdefault(sql, []).append((index, values))
+    moved = [False] * len(statements)
+    for sql, group in alike.items():
+        counts = await runner.execute_each(sql, [values for _, values in group])
+        for (index, _), count in zip(group, counts, strict=True):
+            moved[index] = count == 1
+    return moved
 
 
 def compare_and_set(move: JobMove, now: float) -> tuple[str, list[Any]]:

@@ -3,11 +3,13 @@ claim, and recent jobs (a requester's, and everyone's posted ones)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from storage.queries.base import Clock, Owner
+from storage.queries.grouped import Grouped
 from storage.queries.jobs import job_from_row, status_tuple
 from storage.queries.ledger import utc_day
 from storage.records.jobs import UNFINISHED_STATUSES, Job, JobStatus
@@ -27,7 +29,7 @@ FILTERS: Final = {
 SQL_CLAIM_DELIVERY: Final = (
     "UPDATE jobs SET status = CASE status WHEN 'finished' THEN 'posting' ELSE 'reporting' END,"
     " post_claims = post_claims + 1, updated_at = ?"
-    " WHERE id = ? AND status IN ('finished', 'failed') AND platform IN ({})"
+    " WHERE id IN ({}) AND status IN ('finished', 'failed') AND platform IN ({})"
     " AND (owner IS NULL OR owner = ?)"
     " AND (next_poll_at IS NULL OR next_poll_at <= ?) RETURNING *"
 )
@@ -61,9 +63,16 @@ def _unfinished_where(
     return conditions, values
 
 
+Claim = tuple[str, tuple[str, ...], float]
+"""One delivery claim asked: the job's id, the platforms it may be on, and its due time."""
+
+
 @dataclass
 class DeliveryClaims:
-    """Claiming a finished or failed job for posting, exactly once."""
+    """Claiming a finished or failed job for posting, exactly once. The claims a process asks
+    for while one is under way go together in one transaction
+    (:class:`~storage.queries.grouped.Grouped`): one ``UPDATE … RETURNING`` for their jobs and
+    one batch of charges."""
 
     db: Database
     clock: Clock
@@ -75,23 +84,46 @@ class DeliveryClaims:
         """``finished → posting`` or ``failed → reporting`` for a job this process owns (or
         nobody does) on one of ``platforms`` whose next attempt is due by ``due_by``, counting
         the claim in ``post_claims`` and charging a task's credits to the ledger once per
-        job: one ``UPDATE … RETURNING`` and the charge, in one transaction. The claimed job,
-        or None (concurrent callers cannot both win)."""
+        job, in one transaction (with the claims asked together, each due by the latest
+        ``due_by`` among them, a time already past when the claims run). The claimed job, or
+        None (concurrent callers cannot both win)."""
         allowed = tuple(platforms)
         if not allowed:
             return None
-        now = self.clock()
-        claim = SQL_CLAIM_DELIVERY.format(marks(len(allowed)))
+        return await self._claims((job_id, allowed, due_by))
 
-        async def work(tx: Session) -> Job | None:
-            row = await tx.fetch_one(claim, (now, job_id, *allowed, self.owner.process_id, due_by))
-            if row is None:
-                return None
-            job = job_from_row(row)
-            if job.status == "posting" and job.family == "task" and job.credits:
-                charge = (job.platform, job.requester_id, utc_day(now), job.id, job.credits)
-                await tx.execute(SQL_CHARGE_CREDITS, (*charge, now))
-            return job
+    @functools.cached_property
+    def _claims(self) -> Grouped[Claim, Job | None]:
+        return Grouped(self._claim_together)
+
+    async def _claim_together(self, batch: Sequence[Claim]) -> list[Job | None]:
+        """One transaction for ``batch``: one claim statement per set of platforms asked (one
+        in practice), then the charges of the claimed tasks; a job asked twice goes to the
+        first asking."""
+        now = self.clock()
+        owner = self.owner.process_id
+        asked: dict[tuple[str, ...], list[Claim]] = {}
+        for claim in batch:
+            asked.setdefault(claim[1], []).append(claim)
+
+        async def work(tx: Session) -> list[Job | None]:
+            claimed: dict[tuple[str, tuple[str, ...]], Job] = {}
+            for allowed, claims in asked.items():
+                ids = list(dict.fromkeys(job_id for job_id, _, _ in claims))
+                due_by = max(due for _, _, due in claims)
+                claim = SQL_CLAIM_DELIVERY.format(marks(len(ids)), marks(len(allowed)))
+                rows = await tx.fetch_all(claim, (now, *ids, *allowed, owner, due_by))
+                for row in rows:
+                    job = job_from_row(row)
+                    claimed[job.id, allowed] = job
+            charges = [
+                (job.platform, job.requester_id, utc_day(now), job.id, job.credits, now)
+                for job in claimed.values()
+                if job.status == "posting" and job.family == "task" and job.credits
+            ]
+            if charges:
+                await tx.execute_many(SQL_CHARGE_CREDITS, charges)
+            return [claimed.pop((job_id, allowed), None) for job_id, allowed, _ in batch]
 
         return await self.db.transaction(work, repeatable=True)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from storage import Store
+from storage.queries.tracking import SQL_CLAIM_DELIVERY
 from storage.sql.dialect import Dialect
 from storage.sql.session import Database, Row, Session, Values
 
@@ -30,6 +31,12 @@ class Trip:
         return sum(
             sql.startswith("UPDATE jobs SET status = ?") and values[0] == status
             for sql, values in self.statements
+        )
+
+    def claims(self) -> bool:
+        """Whether it claims jobs for delivery."""
+        return any(
+            sql.startswith(SQL_CLAIM_DELIVERY.partition(" WHERE")[0]) for sql, _ in self.statements
         )
 
     def reads_whole_jobs(self) -> bool:

@@ -210,6 +210,31 @@ async def test_transition_links_messages_only_when_it_moves(store: Store) -> Non
     assert await store.message_links.job_for_message("discord", "c1", "m-dup") is None
 
 
+async def test_linked_moves_asked_together_share_one_transaction(store: Store) -> None:
+    jobs = [await create_job(store.admission, new_job(status="posting")) for _ in range(4)]
+    moved_before = jobs[3]
+    assert await store.jobs.transition(moved_before.id, "posting", "posted")
+    counting = counted(store)
+
+    moves = await asyncio.gather(
+        *(
+            store.jobs.transition(
+                job.id,
+                "posting",
+                "posted",
+                links=[JobMessage("discord", "c1", f"m{n}", job.id, "result")],
+                result_message_id=f"m{n}",
+            )
+            for n, job in enumerate(jobs)
+        )
+    )
+
+    assert moves == [True, True, True, False]
+    assert len(counting.trips) == 1, f"{len(counting.trips)} transactions for 4 linked moves"
+    linked = [await store.message_links.job_for_message("discord", "c1", f"m{n}") for n in range(4)]
+    assert [job.id if job else None for job in linked] == [job.id for job in jobs[:3]] + [None]
+
+
 async def test_transitions_outside_the_lifecycle_are_refused(store: Store) -> None:
     job = await create_job(store.admission, new_job())
     with pytest.raises(StorageError, match="cannot go from 'posted'"):

@@ -1,4 +1,5 @@
-"""Claiming a job for delivery: one transaction, one winner, credits recorded once."""
+"""Claiming a job for delivery: one transaction, one winner, credits recorded once; claims
+asked together share one transaction."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from typing import Any
 
 from storage import Store
 from tests.storage.conftest import ManualClock, new_job
+from tests.storage.counting import counted
 from tests.storage.helpers import create_job
 
 
-async def finished_job(store: Store, **fields: Any) -> str:
-    job = await create_job(store.admission, new_job())
+async def finished_job(store: Store, requester_id: str = "u1", **fields: Any) -> str:
+    job = await create_job(store.admission, new_job(requester_id=requester_id))
     assert await store.jobs.transition(job.id, "creating", "finished", credits=8, **fields)
     return job.id
 
@@ -60,6 +62,35 @@ async def test_nothing_is_claimed_before_it_is_due_or_without_its_platform(
     claimed = await store.claims.claim_delivery(job_id, ("slack", "discord"), due_by=clock.now + 5)
     assert claimed is not None and claimed.status == "posting"
     assert await store.claims.claim_delivery("no-such-job", ("discord",), due_by=clock.now) is None
+
+
+async def test_claims_asked_together_share_one_transaction_and_keep_their_answers(
+    store: Store, clock: ManualClock
+) -> None:
+    finished = [await finished_job(store, requester_id=f"u{n}") for n in range(3)]
+    later = await finished_job(store, requester_id="u3", next_poll_at=clock.now + 5)
+    failed = await create_job(store.admission, new_job(requester_id="u4"))
+    assert await store.jobs.transition(failed.id, "creating", "failed", credits=8)
+    counting = counted(store)
+
+    asked: list[tuple[str, tuple[str, ...]]]
+    asked = [(job_id, ("discord",)) for job_id in (*finished, finished[0], later, failed.id)]
+    asked += [("no-such-job", ("discord",)), (finished[1], ("slack", "discord"))]
+    claims = await asyncio.gather(
+        *(store.claims.claim_delivery(*ask, due_by=clock.now) for ask in asked)
+    )
+
+    assert [job.status if job else None for job in claims] == [
+        *["posting"] * 3,
+        None,
+        None,
+        "reporting",
+        None,
+        None,
+    ], "a job asked twice goes to the first asking; one not due stays"
+    assert len([trip for trip in counting.trips if trip.claims()]) == 1
+    charged = [await store.ledger.usage_for_user("discord", f"u{n}") for n in range(5)]
+    assert [(usage.credits, usage.entries) for usage in charged] == [(8, 1)] * 3 + [(0, 0)] * 2
 
 
 async def test_unfinished_jobs_are_counted_by_status_and_platform(store: Store) -> None:

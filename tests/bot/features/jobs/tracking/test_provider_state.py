@@ -22,6 +22,8 @@ from tests.storage.counting import counted
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 JOBS = MULTI_FETCH_MAX_IDS + 10
 """More jobs than one multi_fetch call reads."""
+DUE = 12
+"""Results due at once: fewer than the deliveries a tracker runs together."""
 
 
 async def in_flight(bare: Bare, count: int) -> list[Job]:
@@ -107,6 +109,23 @@ async def test_the_delivery_pass_reads_only_the_ids_of_jobs_waiting_for_delivery
         assert sum(trip.rows_read for trip in whole) == 0, "no finished job read whole to find it"
         await bare.engines.tracker.wait_idle()
         assert await bare.store.tracking.list_unfinished_jobs(("finished",)) == []
+
+
+async def test_results_due_together_are_claimed_in_one_transaction(tmp_path: Path) -> None:
+    unpaced = FakePlatform(profile=PlatformProfile(edits_per_window_per_channel=10**9))
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=unpaced) as bare:
+        jobs = await in_flight(bare, DUE)
+        for job in jobs:
+            assert await bare.store.jobs.transition(job.id, IN_FLIGHT_STATUSES, "finished")
+        counting = counted(bare.store)
+
+        await bare.engines.tracker.poll_round()
+        await bare.engines.tracker.wait_idle()
+
+        claiming = [trip for trip in counting.trips if trip.claims()]
+        assert len(claiming) == 1, f"{len(claiming)} transactions claimed {DUE} due results"
+        posted = [await bare.store.jobs.get_job(job.id) for job in jobs]
+        assert [(job.status, job.post_claims) for job in posted if job] == [("posted", 1)] * DUE
 
 
 def test_the_charge_is_the_records_credit_else_what_it_froze() -> None:
