@@ -206,3 +206,37 @@ async def test_new_jobs_land_on_the_healthy_key_and_follow_ups_keep_their_parent
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "provider key revoked taken out" in logged and "provider key broke taken out" in logged
     assert not any(secret in logged for secret in SECRETS.values())
+
+
+async def test_a_restarted_genbot_reads_a_job_in_flight_with_the_key_that_made_it(
+    harness: Harness, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    secrets = {"first": "first-secret", "second": "second-secret"}
+    keys = (
+        KeySettings(name="first", key=SecretStr(secrets["first"]), modes=["fast"]),
+        KeySettings(name="second", key=SecretStr(secrets["second"])),
+    )
+    accounts = tuple((secret, 1000) for secret in secrets.values())
+    manual = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000.0, accounts=accounts)
+    db = tmp_path / "genbot.db"
+    async with serve(manual) as sim:
+        async with real_genbot(
+            harness, sim, db, edit_window_seconds=QUICK_WINDOW, keys=keys
+        ) as genbot:
+            await fake.slash(alice, general, "imagine", {"prompt": "a slow fox"})
+            job = await job_of(genbot, "imagine", "a slow fox")
+            in_flight: tuple[JobStatus, ...] = ("submitted", "pending", "processing")
+            job = await genbot.jobs.watch.wait(job.id, in_flight, 20.0)
+            assert job.provider_key == "second", "relax: the first key takes fast jobs only"
+        polled_before = len(sim.state.requests_to("/gen/v2/multi_fetch"))
+        sim.advance(3600)
+        async with real_genbot(
+            harness, sim, db, edit_window_seconds=QUICK_WINDOW, keys=keys
+        ) as restarted:
+            posted = await restarted.jobs.watch.wait(job.id, POSTED, 20.0)
+            assert posted.provider_key == "second"
+            await grid_in(fake, general, "a slow fox")
+    reads = sim.state.requests_to("/gen/v2/multi_fetch")[polled_before:]
+    assert reads and {r.account for r in reads} == {account_id(secrets["second"])}
