@@ -12,6 +12,7 @@ from storage.errors import (
     StoreClosedError as StoreClosedError,
 )
 from storage.queries.admission import JobAdmission as JobAdmission
+from storage.queries.archive import JobArchive as JobArchive
 from storage.queries.audit import AuditLog as AuditLog
 from storage.queries.conversations import (
     ConversationLocks as ConversationLocks,
@@ -64,6 +65,7 @@ from storage.records.jobs import (
     JobMessageKind as JobMessageKind,
     JobMove as JobMove,
     JobQuota as JobQuota,
+    JobSearch as JobSearch,
     JobStatus as JobStatus,
     JobType as JobType,
     KeyRoom as KeyRoom,

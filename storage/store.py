@@ -7,6 +7,7 @@ from types import TracebackType
 from typing import Final, Self, Unpack
 
 from storage.queries.admission import JobAdmission
+from storage.queries.archive import JobArchive
 from storage.queries.audit import AuditLog
 from storage.queries.base import DEFAULT_LEASE_SECONDS, Identity, Owner, new_process_id
 from storage.queries.conversations import ConversationLocks, ConversationStore
@@ -51,6 +52,7 @@ class Store:
         self.admission = JobAdmission(db, clock, owner)
         self.tracking = JobTracking(db, clock)
         self.history = JobHistory(db)
+        self.archive = JobArchive(db)
         self.claims = DeliveryClaims(db, clock, owner)
         self.leasing = JobLeasing(db, clock, owner)
         """Shares :attr:`owner` with :attr:`admission`, :attr:`claims` and

@@ -207,6 +207,25 @@ class Job:
         return None if self.owner is None else Lease(self.owner, self.lease_generation)
 
 
+@dataclass(frozen=True, kw_only=True)
+class JobSearch:
+    """Which posted jobs :meth:`storage.JobArchive.search` finds on ``platform``: a
+    requester's (None: everyone's outside DMs), in a workspace (None: all of them), whose
+    prompt has every one of ``words``, of ``types`` (and ``family``), in a channel, created in
+    ``[since, until)``, older than the job ``after`` (the last one of the page before)."""
+
+    platform: str
+    requester_id: str | None
+    workspace_id: str | None
+    words: tuple[str, ...] = ()
+    types: tuple[JobType, ...] = ()
+    family: JobFamily | None = None
+    channel_id: str | None = None
+    since: float | None = None
+    until: float | None = None
+    after: str | None = None
+
+
 @dataclass(frozen=True)
 class Lease:
     """One process's hold on one job: its ``owner`` and the ``generation`` of the claim.

@@ -4,12 +4,15 @@ Queries are written once with ``?`` placeholders (SQLite's own; PostgreSQL's dri
 ``%s``). Everything else genbot asks is portable SQL (``RETURNING``, ``ON CONFLICT``, row
 values, window functions, ``COALESCE``) but for what this module spells per backend: row locks
 (``FOR UPDATE``, with ``SKIP LOCKED`` for claims), transaction-scoped advisory locks, wakeup
-notices between processes (``NOTIFY``), and reading into JSON values. SQLite needs none of the
+notices between processes (``NOTIFY``), reading into JSON values, and the full-text index of
+prompts (SQLite: the FTS5 table ``job_words``; PostgreSQL: ``jobs.prompt_words``, a GIN-indexed
+``tsvector``; both fold case and split words alike, without stemming). SQLite needs none of the
 locks and notices: one process owns its file, and ``BEGIN IMMEDIATE`` serialises its writes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal
@@ -55,6 +58,14 @@ class Dialect:
         if self.name == "sqlite":
             return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = {value})"
         return f"jsonb_exists({column}, {value})"
+
+    def prompt_has_words(self, words: Sequence[str]) -> tuple[str, str]:
+        """A condition on ``jobs`` true when its prompt has every one of ``words`` (letters
+        and digits only), and the one value it takes."""
+        if self.name == "sqlite":
+            condition = "rowid IN (SELECT rowid FROM job_words WHERE job_words MATCH ?)"
+            return condition, " ".join(f'"{word}"' for word in words)
+        return "prompt_words @@ plainto_tsquery('simple', ?)", " ".join(words)
 
 
 @lru_cache(maxsize=2048)

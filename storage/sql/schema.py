@@ -300,5 +300,33 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             "CREATE INDEX jobs_by_provider_key ON jobs (provider_key, created_at)",
         ),
     ),
+    Migration(
+        19,
+        "the archive: a full-text index of prompts, jobs by requester and workspace over time",
+        both=(
+            "CREATE INDEX jobs_by_requester_time ON jobs (platform, requester_id, status,"
+            " created_at)",
+            "CREATE INDEX jobs_by_workspace_time ON jobs (platform, workspace_id, status,"
+            " created_at)",
+        ),
+        sqlite=(
+            "CREATE VIRTUAL TABLE job_words USING fts5(prompt, content='jobs')",
+            "INSERT INTO job_words (job_words) VALUES ('rebuild')",
+            """CREATE TRIGGER jobs_words_insert AFTER INSERT ON jobs BEGIN
+                INSERT INTO job_words (rowid, prompt) VALUES (new.rowid, new.prompt); END""",
+            """CREATE TRIGGER jobs_words_delete AFTER DELETE ON jobs BEGIN
+                INSERT INTO job_words (job_words, rowid, prompt)
+                VALUES ('delete', old.rowid, old.prompt); END""",
+            """CREATE TRIGGER jobs_words_update AFTER UPDATE OF prompt ON jobs BEGIN
+                INSERT INTO job_words (job_words, rowid, prompt)
+                VALUES ('delete', old.rowid, old.prompt);
+                INSERT INTO job_words (rowid, prompt) VALUES (new.rowid, new.prompt); END""",
+        ),
+        postgres=(
+            "ALTER TABLE jobs ADD COLUMN prompt_words tsvector"
+            " GENERATED ALWAYS AS (to_tsvector('simple', prompt)) STORED",
+            "CREATE INDEX jobs_by_prompt_words ON jobs USING GIN (prompt_words)",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

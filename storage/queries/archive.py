@@ -1,0 +1,61 @@
+"""The archive: posted jobs, newest first, a page at a time, found by the words of their
+prompts through a full-text index (SQLite FTS5, PostgreSQL ``tsvector`` + GIN: the spelling is
+:meth:`storage.sql.dialect.Dialect.prompt_has_words`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from storage.queries.jobs import job_from_row
+from storage.records.jobs import Job, JobSearch
+from storage.sql.dialect import marks
+from storage.sql.session import Database
+
+
+@dataclass
+class JobArchive:
+    """Searching posted jobs (see :class:`JobSearch`)."""
+
+    db: Database
+
+    async def search(self, search: JobSearch, limit: int) -> list[Job]:
+        """The newest ``limit`` posted jobs ``search`` finds, newest first."""
+        where = ["platform = ?", "status = 'posted'"]
+        values: list[Any] = [search.platform]
+        if search.requester_id is None:
+            where.append("is_dm = ?")
+            values.append(False)
+        else:
+            where.append("requester_id = ?")
+            values.append(search.requester_id)
+        for column, value in (
+            ("workspace_id", search.workspace_id),
+            ("family", search.family),
+            ("channel_id", search.channel_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                values.append(value)
+        if search.types:
+            where.append(f"type IN ({marks(len(search.types))})")
+            values.extend(search.types)
+        if search.since is not None:
+            where.append("created_at >= ?")
+            values.append(search.since)
+        if search.until is not None:
+            where.append("created_at < ?")
+            values.append(search.until)
+        if search.after is not None:
+            where.append("(created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?)")
+            values.append(search.after)
+        if search.words:
+            condition, terms = self.db.dialect.prompt_has_words(search.words)
+            where.append(condition)
+            values.append(terms)
+        sql = (
+            f"SELECT * FROM jobs WHERE {' AND '.join(where)}"
+            " ORDER BY created_at DESC, id DESC LIMIT ?"
+        )
+        rows = await self.db.fetch_all(sql, (*values, max(limit, 0)))
+        return [job_from_row(row) for row in rows]
