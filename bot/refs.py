@@ -12,6 +12,11 @@ workspace, and only for the place or the user the thing belongs to:
   results fall back to them), for an admin of the workspace (a job made in a DM: only in that
   DM), and for anyone pressing in the job's own channel when that channel is open
   (``open_channel_ids``);
+- a **page** of the archive (``Older ▶``): its ref is the last job of the page before (a
+  job, as above) and the search after :data:`PREVIEW_SEPARATOR`; what it finds is scoped to
+  the presser by the archive itself;
+- a job to **show** (``/show <job id>``, :meth:`Refs.job_to_show`): as a job, except that in
+  the job's own channel anyone may show it (its result is in view there already);
 - a **conversation** (``Use llm-4-vision-preview``) and an **alternative** answer (``Use N``):
   only from a message linked to that conversation, in its channel (and thread), in its
   workspace — so a conversation id, a small number, is of no use to anyone who cannot see the
@@ -33,7 +38,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import assert_never
 
-from bot.kernel import ButtonPress, Event, ModalSubmit
+from bot.kernel import ButtonPress, Command, Event, ModalSubmit
 from storage import Conversation, ConversationStore, Job, JobReader, MessageLinks
 
 PREVIEW_SEPARATOR = "~"
@@ -58,6 +63,7 @@ class RefKind(StrEnum):
     NONE = "none"
     JOB = "job"
     PREVIEW = "preview"
+    PAGE = "page"
     CONVERSATION = "conversation"
     ALTERNATIVE = "alternative"
     SCOPE = "scope"
@@ -73,6 +79,15 @@ class JobReferent:
     """What an action of kind ``job`` names: a job the presser may use."""
 
     job: Job
+
+
+@dataclass(frozen=True)
+class PageReferent:
+    """What an action of kind ``page`` names: the archive's page after ``job`` (the last one
+    shown), of the search its ref carries in ``query``."""
+
+    job: Job
+    query: str
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,7 @@ class NoReferent:
 Referent = (
     JobReferent
     | PreviewReferent
+    | PageReferent
     | ConversationReferent
     | AlternativeReferent
     | ScopeReferent
@@ -167,6 +183,11 @@ class Refs:
             if not job_id or not digest:
                 raise RefRefused(UNKNOWN_REF)
             return PreviewReferent(await self._job(event, job_id), digest)
+        if kind is RefKind.PAGE:
+            job_id, _, query = ref.partition(PREVIEW_SEPARATOR)
+            if not job_id:
+                raise RefRefused(UNKNOWN_REF)
+            return PageReferent(await self._job(event, job_id), query)
         if kind is RefKind.CONVERSATION:
             return ConversationReferent(await self._conversation(event, ref))
         if kind is RefKind.ALTERNATIVE:
@@ -177,7 +198,12 @@ class Refs:
             return ScopeReferent(self._scope(event, ref))
         assert_never(kind)
 
-    async def _job(self, event: Pressed, job_id: str) -> Job:
+    async def job_to_show(self, event: Command, job_id: str) -> Job:
+        """The job ``/show`` names, for ``event``'s user where they are (see the module
+        docstring); :class:`RefRefused` when they may not show it."""
+        return await self._job(event, job_id, viewing=True)
+
+    async def _job(self, event: Pressed | Command, job_id: str, *, viewing: bool = False) -> Job:
         place = event.place
         job = await self._store.jobs.get_job(job_id) if job_id else None
         if job is None and isinstance(event, ButtonPress) and event.message_id:
@@ -193,7 +219,7 @@ class Refs:
             if user.is_admin and not job.is_dm:
                 return job
             raise RefRefused(NO_JOB)
-        if user.is_admin or place.channel_id in self._open.get(place.platform, frozenset()):
+        if viewing or user.is_admin or place.channel_id in self._open.get(place.platform, ()):
             return job
         raise RefRefused(NOT_YOURS)
 

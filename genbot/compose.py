@@ -18,6 +18,7 @@ from bot.api import InvalidRequest, ProviderClient
 from bot.api.ratelimit import SharedPacing
 from bot.api.validation import check_webhook_address
 from bot.features.account import AccountFeature, AccountStorage
+from bot.features.archive import ArchiveFeature, ArchivePages, ArchiveStorage
 from bot.features.audit import AuditAdmin, AuditTrail
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
@@ -42,6 +43,7 @@ from bot.features.jobs import (
     UploadForms,
     WebhookSecrets,
 )
+from bot.features.jobs.copies import ResultCopies
 from bot.features.jobs.messages import JobMessagesStorage
 from bot.features.jobs.starter import StarterStorage
 from bot.features.jobs.tracking.provider_state import ScreensResults
@@ -414,6 +416,15 @@ def build_core(
                 lease_seconds=settings.storage.lease_seconds,
             )
         )
+    refs = Refs(RefStorage(store.jobs, store.message_links, store.conversations), open_channels)
+    archive = ArchiveFeature(
+        ArchiveStorage(store.archive, store.jobs),
+        outbox,
+        ArchivePages(jobs.media),
+        ResultCopies(outbox, jobs.delivery.results, store.message_links),
+        refs,
+        store.clock,
+    )
     router = Router(
         outbox,
         [
@@ -423,12 +434,13 @@ def build_core(
             home,
             moderation_admin,
             AuditAdmin(store.audit, outbox),
+            archive,
         ],
         conversations=chat,
         services=[*jobs.services, audit],
         plan=settings.api.plan,
         home=home,
-        refs=Refs(RefStorage(store.jobs, store.message_links, store.conversations), open_channels),
+        refs=refs,
         diffusion_models=models.known,
         screen=moderation,
     )

@@ -38,6 +38,7 @@ are above every one of them)."""
 FEATURE_ARROWS = frozenset(
     {
         ("account", "jobs"),
+        ("archive", "jobs"),
         ("home", "account"),
         ("home", "jobs"),
         ("chat", "provider_waits"),
@@ -52,10 +53,11 @@ FEATURE_ARROWS = frozenset(
     }
 )
 """Which feature may import which: the home shows the jobs' last images and the account's
-settings button, the account uses the jobs' settings form; the features where admins act or
-moderation refuses record it in the audit trail (which imports no feature); the admin page's
-console acts through the moderation command's, the Cancel button's and the audit log's code; chat
-reaches jobs only through the ``ChatJobs`` protocol it declares, wired by ``genbot/compose.py``."""
+settings button, the archive finds, shows and describes jobs, the account uses the jobs'
+settings form; the features where admins act or moderation refuses record it in the audit trail
+(which imports no feature); the admin page's console acts through the moderation command's, the
+Cancel button's and the audit log's code; chat reaches jobs only through the ``ChatJobs``
+protocol it declares, wired by ``genbot/compose.py``."""
 WRITES = frozenset(
     {
         "send",

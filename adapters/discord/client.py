@@ -20,7 +20,7 @@ import discord
 from discord import app_commands
 
 from adapters import AdapterStartError
-from adapters.discord.commands import build_commands
+from adapters.discord.commands import build_commands, info_menu
 from adapters.discord.components import REOPEN_ACTION, GenbotButton
 from adapters.discord.interaction_source import InteractionSource
 from adapters.discord.settings import DiscordSettings
@@ -39,6 +39,7 @@ from adapters.discord.translate import (
     user_of,
 )
 from bot.kernel import (
+    INFO_ACTION,
     MODAL_ACTIONS,
     ButtonPress,
     Command,
@@ -108,6 +109,7 @@ class GenbotClient(discord.AutoShardedClient):
         self.tree.error(self._tree_error)
         for command in build_commands(self._command, self._offered):
             self.tree.add_command(command)
+        self.tree.add_command(info_menu(self._image_info))
         self.router: EventRouter | None = None
         self._intake: EventSink | None = None
         self._thread_parents: dict[int, asyncio.Future[int | None]] = {}
@@ -167,6 +169,24 @@ class GenbotClient(discord.AutoShardedClient):
                 k: attachment_of(v) for k, v in given.items() if isinstance(v, discord.Attachment)
             },
             key=f"discord:{interaction.id}",
+        )
+        self._run(event)
+
+    async def _image_info(
+        self, interaction: discord.Interaction[Any], message: discord.Message
+    ) -> None:
+        """ "Image info" on a message: a press of ℹ️ naming no job (the message's)."""
+        source = await self._admit(interaction)
+        if source is None:
+            return
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        event = ButtonPress(
+            user=source.user,
+            place=source.place,
+            context=InteractionContext(interaction, placeholder=True, hook_only=source.hook_only),
+            message_id=str(message.id),
+            action=INFO_ACTION,
+            ref="",
         )
         self._run(event)
 

@@ -137,6 +137,23 @@ def _command(
     )
 
 
+INFO_MENU = "Image info"
+"""The message menu that shows a result's info (the core's ℹ️)."""
+
+
+def info_menu(
+    on_info: Callable[[discord.Interaction[Any], discord.Message], Awaitable[None]],
+) -> app_commands.ContextMenu:
+    """The "Image info" entry of a message's Apps menu, everywhere genbot's commands are."""
+
+    async def callback(interaction: discord.Interaction[Any], message: discord.Message) -> None:
+        await on_info(interaction, message)
+
+    return app_commands.ContextMenu(
+        name=INFO_MENU, callback=callback, allowed_installs=INSTALLS, allowed_contexts=CONTEXTS
+    )
+
+
 def build_commands(
     on_command: CommandCallback, offered: OfferedNow
 ) -> list[app_commands.Command[Any, ..., None] | app_commands.Group]:

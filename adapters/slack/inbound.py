@@ -30,7 +30,7 @@ from .formatting import decode_place
 PLATFORM = "slack"
 
 GENBOT_SLASH = "/genbot"
-GENBOT_SUBCOMMANDS: tuple[str, ...] = ("settings", "usage", "help", "admin")
+GENBOT_SUBCOMMANDS: tuple[str, ...] = ("settings", "usage", "jobs", "show", "help", "admin")
 """genbot's own commands, which Slack reaches as ``/genbot <subcommand>``."""
 SLASH_COMMANDS: tuple[str, ...] = (
     "/chat",

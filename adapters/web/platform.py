@@ -16,6 +16,7 @@ WEB_PROFILE = PlatformProfile(
     edits_per_minute_per_workspace=None,
     min_seconds_between_edits_of_one_message=0.0,
     max_buttons_per_row=5,
+    forms_draw_regions=True,
 )
 """The playground is its own platform: 4000 characters a message and a generous window of
 20 edits per second per channel (advertised to the core's renderer, not enforced)."""

@@ -95,18 +95,25 @@ class WebSurface:
 
     async def send_ephemeral(self, origin: Event, text: str) -> None:
         """Show ``text`` to ``origin``'s user only, marked "only you can see this"."""
-        self._check_text(text)
-        message = WebMessage(
+        await self.send_private(origin, OutMessage(text=text))
+
+    async def send_private(self, origin: Event, message: OutMessage) -> None:
+        """``message`` (images and buttons too) to ``origin``'s user only, marked "only you
+        can see this"."""
+        self._check(origin.place, message)
+        private = WebMessage(
             id=self.playground.store.new_id(),
             channel=origin.place.channel_id,
             thread=origin.place.thread_id,
             kind="ephemeral",
             author=BOT_AUTHOR,
-            text=text,
+            text=message.text,
+            buttons=message.buttons,
             reply_to=reply_target(origin),
             visible_to=origin.user.id,
         )
-        await self.playground.keep("ephemeral", message, new=True)
+        self.playground.store.replace_images(private, message.images)
+        await self.playground.keep("ephemeral", private, new=True)
 
     async def open_modal(self, origin: Event, modal: Modal) -> None:
         """Open ``modal`` as a dialog in the browser tab ``origin`` came from (in every tab of

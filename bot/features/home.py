@@ -7,9 +7,8 @@ optional ``publish_home(event, view)``. Draws of one user's home take turns, at 
 :data:`HOME_INTERVAL_SECONDS`, and coalesce: however many opens arrive while one is drawn or
 waits its turn, they make one more draw. A draw the platform refuses for its rate limit is
 logged (not an error) and tried once more after the wait it names, when that is at most
-:data:`HOME_RETRY_SECONDS`. Posting a result again uses the surface's optional
-``repost(ref, place, message)`` (the platform copies the images it already holds); without
-it, or when it cannot, the result is built again from the provider's images (or its link).
+:data:`HOME_RETRY_SECONDS`. Posting a result again is
+:class:`bot.features.jobs.copies.ResultCopies`.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from typing import ClassVar
 
 from bot.features.account import SETTINGS_ACTION
 from bot.features.jobs import Tiers, wording
+from bot.features.jobs.copies import ResultCopies
 from bot.features.jobs.messages import place_of
 from bot.features.jobs.result_messages import ResultMessages
 from bot.kernel import (
@@ -40,12 +40,10 @@ from bot.kernel import (
     Place,
     PublishesHome,
     RateLimited,
-    Reposts,
-    SurfaceError,
     User,
     UserError,
 )
-from bot.outbox import Outbox, Post, PublishHome, Repost, WritePolicy, WriteRateLimited
+from bot.outbox import Outbox, PublishHome, WritePolicy
 from bot.refs import JobReferent, RefKind
 from storage import (
     EffectiveSettings,
@@ -113,7 +111,7 @@ class HomeFeature:
         self.store = store
         self.tiers = tiers
         self.outbox = outbox
-        self.results = results
+        self.copies = ResultCopies(outbox, results, store.message_links)
         self.defaults = defaults or SettingValues()
         self.daily_credit_budget = daily_credit_budget or None
         self._drawing: dict[tuple[str, str, str], list[HomeOpened]] = {}
@@ -207,22 +205,7 @@ class HomeFeature:
             raise UserError("That job has no result to post again.")
         if job.requester_id != event.user.id and not event.user.is_admin:
             raise UserError("Only the person who made this image can post it again from here.")
-        message = self.results.marked(job)
-        original = MessageRef(place_of(job), job.result_message_id)
-        ref: MessageRef | None = None
-        if self.outbox.can(event.place.platform, Reposts):
-            try:
-                ref = await self.outbox.write(
-                    event.place, Repost(original, message), WritePolicy.RAISE
-                )
-            except (SurfaceError, RateLimited, WriteRateLimited) as error:
-                log.info("could not copy the result of %s: %s", job.id, error)
-        if ref is None:
-            rebuilt, _ = await self.results.result(job, link_instead=True)
-            ref = await self.outbox.write(event.place, Post(rebuilt, event), WritePolicy.RAISE)
-        await self.store.message_links.link_message(
-            job.platform, event.place.channel_id, ref.message_id, job.id, "other"
-        )
+        await self.copies.post_again(job, event)
 
 
 def _has_image(job: Job) -> bool:

@@ -97,6 +97,7 @@ from bot.kernel.media import (
 from bot.kernel.media_host import MediaHost, media_folder
 from bot.kernel.outage import OUTAGE, StorageOutage, backoff
 from bot.kernel.outbound import (
+    INFO_ACTION,
     MODAL_ACTIONS,
     REMIX_ACTIONS,
     REMIX_PREFIX,
@@ -181,6 +182,7 @@ __all__ = [
     "DATABASE_UNREACHABLE_TEXT",
     "EVERY_CHAT_MODEL",
     "FENCE",
+    "INFO_ACTION",
     "MAX_REDIRECTS",
     "MIN_SPLIT_ROOM",
     "MODAL_ACTIONS",

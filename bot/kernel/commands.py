@@ -386,6 +386,43 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec("usage", "Your tokens and credits today"),
     CommandSpec(
+        "jobs",
+        "Your finished jobs, newest first: search their prompts, filter by type, channel, date",
+        (
+            Option("text", "string", "Words of the prompt"),
+            Option(
+                "type",
+                "string",
+                "imagine, upscale, describe, blend or diffusion",
+                choices=("imagine", "upscale", "describe", "blend", "diffusion"),
+                flags=("--type",),
+            ),
+            Option("channel", "string", "A channel (#channel, or here)", flags=("--channel",)),
+            Option(
+                "date",
+                "string",
+                "2026-11-29, 2026-11, today, or 2026-11-01..2026-11-15 (UTC)",
+                flags=("--date",),
+            ),
+            Option(
+                "scope",
+                "string",
+                "me (default) or workspace (admins: everyone's jobs)",
+                choices=("me", "workspace"),
+                flags=("--scope",),
+            ),
+        ),
+        free_text="text",
+        examples=("/jobs lighthouse --type imagine --date 2026-11",),
+    ),
+    CommandSpec(
+        "show",
+        "Post one of your finished jobs again here, with its buttons",
+        (Option("job_id", "string", "The job's id (a result's ℹ️ info gives it)", required=True),),
+        free_text="job_id",
+        examples=("/show Zx3_k9Lq2bWe",),
+    ),
+    CommandSpec(
         "admin.moderation",
         "Admins: this workspace's moderation rules (add, remove, list), and bans (ban, unban)",
         (

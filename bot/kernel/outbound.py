@@ -182,6 +182,9 @@ def decode_custom_id(custom_id: str) -> tuple[str, str] | None:
     return action, ref
 
 
+INFO_ACTION = "info"
+"""A result's info (ℹ️ under it): also what a platform's menu on a message asks for (Discord's
+"Image info"), as a press whose ref names no job, so the pressed message's job."""
 REMIX_PREFIX = "remix_"
 REMIX_ACTIONS: frozenset[str] = frozenset(
     REMIX_PREFIX + action

@@ -46,6 +46,9 @@ class PlatformProfile:
     forms_show_images: bool = False
     """Whether forms can show a picture (:attr:`bot.kernel.outbound.Modal.preview`; Slack's image
     blocks)."""
+    forms_draw_regions: bool = False
+    """Whether a form's ``region`` field is drawn on the image (the playground's editor), so a
+    Vary (Region) needs no private preview before it runs."""
     edits_add_images: bool = True
     """Whether a job's progress message becomes its result by an edit that gives it its images
     (Discord, the playground); where not (Slack: an edit notifies nobody, a new post notifies the

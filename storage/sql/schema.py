@@ -304,9 +304,10 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         19,
         "the archive: a full-text index of prompts, jobs by requester and workspace over time",
         both=(
-            "CREATE INDEX jobs_by_requester_time ON jobs (platform, requester_id, status,"
+            "DROP INDEX jobs_by_requester_status",
+            "CREATE INDEX jobs_by_requester_status ON jobs (platform, requester_id, status,"
             " created_at)",
-            "CREATE INDEX jobs_by_workspace_time ON jobs (platform, workspace_id, status,"
+            "CREATE INDEX jobs_by_workspace_time ON jobs (workspace_id, platform, status,"
             " created_at)",
         ),
         sqlite=(

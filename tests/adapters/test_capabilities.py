@@ -55,7 +55,7 @@ def test_each_platform_declares_what_it_can_do_and_metering_keeps_it_visible() -
     expected: dict[str, tuple[Surface, set[str]]] = {
         "discord": (discord, {"delete", "link", "private messages"}),
         "slack": (slack, set(CAPABILITIES)),
-        "web": (web, {"keyed posts", "delete", "link"}),
+        "web": (web, {"keyed posts", "delete", "link", "private messages"}),
     }
     for platform, (surface, can) in expected.items():
         assert capabilities(surface) == can, platform

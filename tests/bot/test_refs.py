@@ -11,6 +11,7 @@ kind of ref fails here until it has cases.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from bot.api import ProviderClient
-from bot.kernel import ButtonPress, ModalSubmit, Place, User
+from bot.kernel import ButtonPress, Command, ModalSubmit, Place, User
 from bot.refs import (
     ADMINS_ONLY,
     NO_CONVERSATION,
@@ -30,6 +31,7 @@ from bot.refs import (
     ConversationReferent,
     JobReferent,
     NoReferent,
+    PageReferent,
     PreviewReferent,
     RefKind,
     RefRefused,
@@ -139,6 +141,7 @@ async def victims(store: SqliteStore) -> dict[RefKind, Victim]:
     return {
         RefKind.JOB: Victim(job.id, job_presses()),
         RefKind.PREVIEW: Victim(f"{job.id}~d1", job_presses()),
+        RefKind.PAGE: Victim(f"{job.id}~imagine~~~~fox", job_presses()),
         RefKind.CONVERSATION: Victim(
             str(conversation.id), conversation_presses(VISION_MESSAGE, THREAD)
         ),
@@ -214,8 +217,8 @@ async def test_the_owners_presses_resolve_to_the_thing(world: World) -> None:
                 continue
             referent = await world.core.refs.resolve(button("any", press, victim.ref), kind)
             match referent:
-                case JobReferent(job) | PreviewReferent(job, _):
-                    assert kind in (RefKind.JOB, RefKind.PREVIEW)
+                case JobReferent(job) | PreviewReferent(job, _) | PageReferent(job, _):
+                    assert kind in (RefKind.JOB, RefKind.PREVIEW, RefKind.PAGE)
                     assert job.id == victim.ref.partition("~")[0]
                 case ConversationReferent(conversation) | AlternativeReferent(conversation, _):
                     assert kind in (RefKind.CONVERSATION, RefKind.ALTERNATIVE)
@@ -224,6 +227,37 @@ async def test_the_owners_presses_resolve_to_the_thing(world: World) -> None:
                     assert kind is RefKind.SCOPE and scope == (victim.ref or "me")
                 case NoReferent():
                     assert kind is RefKind.NONE
+
+
+async def test_a_job_is_shown_by_its_requester_or_an_admin_anywhere_by_anyone_in_its_channel(
+    world: World,
+) -> None:
+    new = NewJob(
+        family="task",
+        type="imagine",
+        requester_id=ALICE.id,
+        platform="fake",
+        channel_id="c5",
+        workspace_id="w1",
+    )
+    admitted = await world.store.admission.create_job_within(new, JobQuota())
+    assert isinstance(admitted, tuple)
+    job = admitted[0]
+    refs = world.core.refs
+    assert refs is not None
+
+    def show(user: User, channel: str) -> Command:
+        return Command(user=user, place=Place("fake", "w1", channel), name="show")
+
+    for user, channel in [(BOB, "c5"), (ALICE, "c6"), (ADMIN, "c6")]:
+        assert (await refs.job_to_show(show(user, channel), job.id)).id == job.id
+    for user, place in [(BOB, "c6"), (ALICE, "c7")]:
+        with pytest.raises(RefRefused, match=NO_JOB):
+            await refs.job_to_show(show(user, place), job.id if user is BOB else "unknown-id")
+    with pytest.raises(RefRefused, match=re.escape(NOT_YOURS)):
+        await refs.resolve(
+            button("any", Press(BOB, Place("fake", "w1", "c5")), job.id), RefKind.JOB
+        )
 
 
 async def test_a_form_that_names_nothing_pressed_as_a_button_is_no_longer_supported(

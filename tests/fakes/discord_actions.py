@@ -133,6 +133,25 @@ class UserActions(RestRoutes):
             data["guild_id"] = str(self.guild_id)
         return await self._interact(APPLICATION_COMMAND, user, channel, data)
 
+    async def message_menu(
+        self, user: FakeUser, message: FakeMessage, name: str
+    ) -> FakeInteraction:
+        """``user`` picks the app's message menu entry ``name`` on ``message``."""
+        channel = self.channels[message.channel_id]
+        command = self.registered_command(name, channel)
+        assert command.get("type") == 3, f"{name!r} is not a message command"
+        target = str(message.id)
+        data: dict[str, Any] = {
+            "id": command["id"],
+            "name": name,
+            "type": 3,
+            "target_id": target,
+            "resolved": {"messages": {target: message.payload(self.bot.id)}},
+        }
+        if "guild_id" in command or command in self.guild_commands.get(self.guild_id, []):
+            data["guild_id"] = str(self.guild_id)
+        return await self._interact(APPLICATION_COMMAND, user, channel, data)
+
     async def autocomplete(
         self, user: FakeUser, channel: FakeChannel, name: str, option: str, typed: str
     ) -> FakeInteraction:

@@ -118,7 +118,8 @@ class RestRoutes(MessageBodies):
         for command in req.json:
             if len(command.get("options", [])) > 25 or not 1 <= len(command["name"]) <= 32:
                 return invalid("name", f"bad command {command['name']!r}")
-            stored.append(command | {"id": str(snowflake()), "application_id": app, "version": "1"})
+            made = {"id": str(snowflake()), "application_id": app, "version": "1"}
+            stored.append({"description": "", "type": 1} | command | made)
         if gid is None:
             self.global_commands = stored
         else:

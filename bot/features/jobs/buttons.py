@@ -18,6 +18,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from bot.features.jobs.forms import form_for
 from bot.kernel import (
     CHAT_MODELS,
+    INFO_ACTION,
     REMIX_ACTIONS,
     REMIX_PREFIX,
     Button,
@@ -88,6 +89,7 @@ LABELS: dict[str, str] = {
     "diff_reroll": "🔄",
     "diff_upscale": "Upscale",
     "diff_init": "Use as init",
+    INFO_ACTION: "ℹ️",
 }
 """The label of every button action."""
 LABELS.update({action: LABELS[action.removeprefix(REMIX_PREFIX)] for action in REMIX_ACTIONS})
@@ -105,13 +107,17 @@ def _draft(
     return (LABELS[action], drawn, style, action in disabled)
 
 
-def _rows(groups: list[list[str]], seed: bool, max_per_row: int, max_rows: int) -> list[list[str]]:
+def _rows(
+    groups: list[list[str]], tail: Sequence[str], max_per_row: int, max_rows: int
+) -> list[list[str]]:
+    """``groups`` cut into rows, then each of ``tail`` (🌱 Seed, ℹ️) on the last row when it has
+    room, else on a new one."""
     rows = [g[i : i + max_per_row] for g in groups for i in range(0, len(g), max_per_row)]
-    if seed:
+    for action in tail:
         if rows and len(rows[-1]) < max_per_row:
-            rows[-1].append("seed")
+            rows[-1].append(action)
         else:
-            rows.append(["seed"])
+            rows.append([action])
     if len(rows) > max_rows:
         flat = [action for row in rows for action in row]
         rows = [flat[i : i + max_per_row] for i in range(0, len(flat), max_per_row)]
@@ -128,6 +134,7 @@ def task_buttons(
     remix: bool = False,
     max_per_row: int = MAX_BUTTONS_PER_ROW,
     max_rows: int = MAX_ROWS,
+    info: bool = False,
 ) -> tuple[tuple[Button, ...], ...]:
     """Button rows for an image task's follow-ups (genbot's action names, see
     :func:`bot.features.jobs.follow_ups.offered_follow_ups`); with ``remix`` the follow-ups that
@@ -135,35 +142,41 @@ def task_buttons(
 
     A grid gets ``U1 U2 U3 U4 🔄`` / ``V1 V2 V3 V4``; an upscale its follow-ups in rows
     (vary, zoom, pan, second upscales); ``🌱 Seed`` comes last when ``seed`` is among
-    ``actions``. ``with_seed`` forces the seed button on or off (default: on when offered, or
-    for upscales). Unknown action names are ignored; ``pressed`` actions are styled primary,
-    ``disabled`` ones shown disabled. At most ``max_per_row`` per row and ``max_rows`` rows: when
-    the natural rows would be too many, buttons are packed densely and any excess is dropped.
+    ``actions``, then ℹ️ with ``info``. ``with_seed`` forces the seed button on or off
+    (default: on when offered, or for upscales). Unknown action names are ignored; ``pressed``
+    actions are styled primary, ``disabled`` ones shown disabled. At most ``max_per_row`` per
+    row and ``max_rows`` rows: when the natural rows would be too many, buttons are packed
+    densely and any excess is dropped.
     """
     offered = set(actions)
     groups = [[a for a in row if a in offered] for row in (*GRID_ROWS, *UPSCALE_ROWS)]
     if with_seed is None:
         with_seed = "seed" in offered or bool(offered & UPSCALE_ACTIONS)
-    rows = _rows([g for g in groups if g], with_seed, max_per_row, max_rows)
+    tail = [*(["seed"] if with_seed else []), *([INFO_ACTION] if info else [])]
+    rows = _rows([g for g in groups if g], tail, max_per_row, max_rows)
     return button_rows(ref, [[_draft(a, pressed, disabled, remix) for a in row] for row in rows])
 
 
 def describe_buttons(
-    ref: str, count: int = 4, *, pressed: Collection[str] = ()
+    ref: str, count: int = 4, *, pressed: Collection[str] = (), info: bool = False
 ) -> tuple[tuple[Button, ...], ...]:
     """``1 2 3 4 🔄`` and ``Imagine all`` under a describe result: a number imagines that
     prompt (after editing it, see :mod:`bot.features.jobs.describe`), 🔄 describes the image again,
-    Imagine all imagines the four prompts."""
+    Imagine all imagines the four prompts (then ℹ️ with ``info``)."""
     picks = [_draft(a, pressed) for a in (*DESCRIBE_ACTIONS[:count], "describe_again")]
-    return button_rows(ref, [picks, [_draft("describe_all", pressed)]])
+    last = ["describe_all", *([INFO_ACTION] if info else [])]
+    return button_rows(ref, [picks, [_draft(a, pressed) for a in last]])
 
 
 def diffusion_buttons(
-    ref: str, *, upscale: bool = True, pressed: Collection[str] = ()
+    ref: str, *, upscale: bool = True, pressed: Collection[str] = (), info: bool = False
 ) -> tuple[tuple[Button, ...], ...]:
-    """``🔄`` (same options, new seed), ``Upscale`` and ``Use as init`` under a diffusion image."""
+    """``🔄`` (same options, new seed), ``Upscale`` and ``Use as init`` under a diffusion image
+    (then ℹ️ with ``info``)."""
     actions = [a for a in DIFFUSION_ACTIONS if upscale or a != "diff_upscale"]
-    return button_rows(ref, [[_draft(a, pressed) for a in actions]])
+    return button_rows(
+        ref, [[_draft(a, pressed) for a in [*actions, *([INFO_ACTION] if info else [])]]]
+    )
 
 
 def _choices_hint(choices: tuple[str, ...]) -> str:

@@ -335,12 +335,13 @@ def follow_up_buttons(
     size: tuple[int, int] | None = None,
     *,
     pressed: Collection[str] = (),
+    info: bool = False,
 ) -> tuple[tuple[Button, ...], ...]:
     """The buttons under a family B job's result: its follow-ups (:func:`offered_follow_ups`),
     those the provider refused shown disabled, ``pressed`` ones marked; remix forms when the
-    job's requester had Remix on (``parameters["remix"]``)."""
+    job's requester had Remix on (``parameters["remix"]``); then ℹ️ with ``info``."""
     offered = offered_follow_ups(job, size)
-    if not offered:
+    if not offered and not info:
         return ()
     return task_buttons(
         offered,
@@ -349,4 +350,5 @@ def follow_up_buttons(
         disabled=refused_actions(job),
         remix=_remix(job),
         max_per_row=max_per_row,
+        info=info,
     )

@@ -104,8 +104,12 @@ class RegionPreviews:
         self, event: Event, parent: Job, form: RegionInput, digest: str, values: Mapping[str, str]
     ) -> bool:
         """Show ``event``'s user the preview of ``form`` on ``parent``'s image; ``False``
-        where the platform shows no private previews (the job then runs at once)."""
-        if not self._outbox.can(event.place.platform, SendsPrivately):
+        where the platform shows no private messages, or its forms draw the region already
+        (the job then runs at once)."""
+        platform = event.place.platform
+        if not self._outbox.can(platform, SendsPrivately):
+            return False
+        if self._outbox.profile(platform).forms_draw_regions:
             return False
         await self._keep(parent, digest, values)
         try:

@@ -105,16 +105,18 @@ class ResultMessages:
         size: tuple[int, int] | None = None,
         profile: PlatformProfile | None = None,
     ) -> Buttons:
-        """The buttons under ``job``'s result (``pressed``: default the remembered ones;
-        ``size``: its image's, when known; ``profile``: its platform's, when already read)."""
+        """The buttons under ``job``'s result, ℹ️ (its info) last (``pressed``: default the
+        remembered ones; ``size``: its image's, when known; ``profile``: its platform's, when
+        already read)."""
         used = pressed_actions(job) if pressed is None else frozenset(pressed)
         if job.family == "diffusion":
-            return diffusion_buttons(job.id, upscale=job.type != "upscale", pressed=used)
+            upscale = job.type != "upscale"
+            return diffusion_buttons(job.id, upscale=upscale, pressed=used, info=True)
         if job.type == "describe":
             count = min(len(JobResult.of(job).prompts), 4)
-            return describe_buttons(job.id, count, pressed=used) if count else ()
+            return describe_buttons(job.id, count, pressed=used, info=True) if count else ()
         per_row = (profile or self._outbox.profile(job.platform)).max_buttons_per_row
-        return follow_up_buttons(job, per_row, size, pressed=used)
+        return follow_up_buttons(job, per_row, size, pressed=used, info=True)
 
     async def _described_image(self, job: Job) -> tuple[ImageFile, ...]:
         """The image a describe job described, shown with its prompts (none when it cannot be

@@ -52,9 +52,14 @@ async def test_commands_sync_to_configured_guilds_with_the_catalogue_schema(bot:
         "diffusion",
         "settings",
         "usage",
+        "jobs",
+        "show",
         "help",
         "admin",
+        "Image info",
     }
+    [menu] = [c for c in fake.guild_commands[fake.guild_id] if c["name"] == "Image info"]
+    assert menu["type"] == 3, "a message menu entry"
     admin = next(c for c in fake.guild_commands[fake.guild_id] if c["name"] == "admin")
     assert [o["name"] for o in admin["options"]] == ["moderation", "audit"]
     manage_server = discord.Permissions(manage_guild=True).value

@@ -186,4 +186,5 @@ def test_routes(slash: str, text: str, expected: SlashRoute) -> None:
 
 def test_unknown_genbot_subcommand_lists_the_choices() -> None:
     answer = route_command("/genbot", "credits")
-    assert answer == "`credits` is not one of `/genbot settings | usage | help | admin`."
+    choices = "settings | usage | jobs | show | help | admin"
+    assert answer == f"`credits` is not one of `/genbot {choices}`."

@@ -39,7 +39,7 @@ async def test_imagine_upscale_and_chat_in_a_real_browser(
         await expect(grid).to_have_count(1, timeout=WAIT_MS)
         await expect(grid.locator("img")).to_have_count(1, timeout=WAIT_MS)
         await expect(grid.locator(".btn")).to_have_text(
-            ["U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4", "🌱 Seed"]
+            ["U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4", "🌱 Seed", "ℹ️"]
         )
         async with asyncio.timeout(WAIT_MS / 1000):
             assert await grid.locator("img").evaluate("(img) => img.decode().then(() => true)")
@@ -192,7 +192,7 @@ async def test_describe_shows_the_image_and_imagine_all_starts_its_prompts(
         )
         await expect(described.locator("img")).to_have_count(1)
         await expect(described.locator(".btn")).to_have_text(
-            ["1", "2", "3", "4", "🔄", "Imagine all"]
+            ["1", "2", "3", "4", "🔄", "Imagine all", "ℹ️"]
         )
         await expect(described).to_contain_text("Described — four prompts for your image")
 

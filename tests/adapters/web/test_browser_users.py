@@ -36,7 +36,7 @@ async def test_a_jobs_buttons_are_its_requesters_until_the_admin_link_is_opened(
         grid = alice.with_button("gb:upscale1:")
         await expect(grid.locator("img")).to_have_count(1)
         bobs_grid = bob.with_button("gb:upscale1:")
-        await expect(bobs_grid.locator(".btn.foreign")).to_have_count(10)
+        await expect(bobs_grid.locator(".btn.foreign")).to_have_count(11)
         await bobs_grid.locator(".btn", has_text="U2").click()
         await expect(bobs_notes).to_have_count(2)
         await expect(bobs_notes.last).to_contain_text(REFUSED)

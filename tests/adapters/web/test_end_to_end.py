@@ -20,7 +20,7 @@ from tests.genbot.stack import (
     real_stack,
 )
 
-GRID_LABELS = [["U1", "U2", "U3", "U4", "🔄"], ["V1", "V2", "V3", "V4", "🌱 Seed"]]
+GRID_LABELS = [["U1", "U2", "U3", "U4", "🔄"], ["V1", "V2", "V3", "V4", "🌱 Seed"], ["ℹ️"]]
 UPSCALE_FOLLOW_UPS = {
     "Vary (Strong)",
     "Vary (Subtle)",

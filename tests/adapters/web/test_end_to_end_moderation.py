@@ -124,4 +124,4 @@ async def test_a_describe_prompt_matching_a_rule_is_withheld_with_a_notice(
         assert [prompts[0], prompts[2], prompts[3]] == [
             line.split(" ", 1)[1] for line in described["text"].splitlines()[1:4]
         ]
-        assert labels(described) == [["1", "2", "3", "🔄"], ["Imagine all"]]
+        assert labels(described) == [["1", "2", "3", "🔄"], ["Imagine all", "ℹ️"]]

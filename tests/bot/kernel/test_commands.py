@@ -22,6 +22,8 @@ def test_every_capability_has_a_command() -> None:
         "diffusion.controlnet",
         "settings",
         "usage",
+        "jobs",
+        "show",
         "help",
         "admin.moderation",
         "admin.audit",

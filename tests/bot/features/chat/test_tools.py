@@ -78,7 +78,7 @@ async def test_describe_returns_the_four_prompts_to_the_model(world: ChatWorld) 
     job = await world.genbot.latest_job()
     assert job.type == "describe" and job.parameters["image_url"] == IMAGE_URL
     described = await world.genbot.result(job.id)
-    assert [b.label for b in described.buttons] == ["1", "2", "3", "4", "🔄", "Imagine all"]
+    assert [b.label for b in described.buttons] == ["1", "2", "3", "4", "🔄", "Imagine all", "ℹ️"]
     prompts = (await world.genbot.settled(job.id)).result["prompts"]
     assert len(prompts) == 4
     follow_up = world.chat_bodies()[-1]

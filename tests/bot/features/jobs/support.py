@@ -24,8 +24,8 @@ from tests.bot.harness import ROOMY, Genbot, harness_settings
 from tests.fakes.platform import Actor, FakePlatform, PostedMessage
 from tests.storage.helpers import create_job
 
-GRID_LABELS = ["U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4", "🌱 Seed"]
-"""The buttons under every grid: U and V rows, and the seed."""
+GRID_LABELS = ["U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4", "🌱 Seed", "ℹ️"]
+"""The buttons under every grid: U and V rows, the seed, and its info."""
 
 
 async def run_command(

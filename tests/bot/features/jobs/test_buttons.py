@@ -108,6 +108,17 @@ def test_describe_and_diffusion_buttons() -> None:
     assert labels(diffusion_buttons("x", upscale=False)) == [["🔄", "Use as init"]]
 
 
+def test_info_comes_last_on_a_row_with_room_else_on_a_row_of_its_own() -> None:
+    diffusion = diffusion_buttons("x", info=True)
+    assert labels(diffusion) == [["🔄", "Upscale", "Use as init", "ℹ️"]]
+    assert diffusion[0][-1].custom_id == "gb:info:x"
+    grid = [*(f"upscale{i}" for i in range(1, 5)), "reroll"]
+    assert labels(task_buttons(grid, "x", info=True)) == [["U1", "U2", "U3", "U4", "🔄"], ["ℹ️"]]
+    assert labels(task_buttons(["seed"], "x", info=True)) == [["🌱 Seed", "ℹ️"]]
+    assert labels(task_buttons([], "x", info=True)) == [["ℹ️"]]
+    assert labels(describe_buttons("x", 1, info=True)) == [["1", "🔄"], ["Imagine all", "ℹ️"]]
+
+
 @pytest.mark.parametrize("action", sorted(LABELS))
 def test_every_custom_id_fits_with_a_16_character_ref(action: str) -> None:
     button = next(
@@ -116,7 +127,7 @@ def test_every_custom_id_fits_with_a_16_character_ref(action: str) -> None:
             task_buttons([action], REF, with_seed=True),
             task_buttons([action.removeprefix("remix_")], REF, remix=True),
             describe_buttons(REF),
-            diffusion_buttons(REF),
+            diffusion_buttons(REF, info=True),
         )
         for row in rows
         for b in row

@@ -39,7 +39,10 @@ async def test_describe_posts_four_prompts_whose_buttons_imagine_them(
         done = await bot.settled(job.id)
         prompts = done.result["prompts"]
         assert len(prompts) == 4
-        assert [b.label for b in described.buttons] == ["1", "2", "3", "4", "🔄", "Imagine all"]
+        assert [b.label for b in described.buttons] == [
+            *("1", "2", "3", "4", "🔄"),
+            *("Imagine all", "ℹ️"),
+        ]
         for digit, prompt in zip(("1️⃣", "2️⃣", "3️⃣", "4️⃣"), prompts, strict=True):
             assert f"{digit} {prompt}" in described.text
         assert bodies(bot.sim, "/gen/v2/describe") == [{"image_url": url}]

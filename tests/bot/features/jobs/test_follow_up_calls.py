@@ -21,6 +21,7 @@ from bot.api import (
     UpscaleRequest,
     VariationRequest,
 )
+from bot.features.archive import ArchiveFeature
 from bot.features.jobs.buttons import LABELS
 from bot.features.jobs.describe import DescribeButtons
 from bot.features.jobs.diffusion import DiffusionJobs
@@ -122,6 +123,7 @@ def test_every_follow_up_creation_method_is_in_the_table_once_per_meaning() -> N
 
 def test_every_button_belongs_to_exactly_one_feature_and_image_buttons_to_the_table() -> None:
     owners = [ImageJobs.actions, DescribeButtons.actions, DiffusionJobs.actions]
+    owners.append(ArchiveFeature.actions)
     for action in LABELS:
         assert sum(action in owned for owned in owners) == 1, action
     for action in ImageJobs.actions:

@@ -1,0 +1,143 @@
+"""The archive's commands and buttons: ``/jobs`` (a private, paged search of the user's
+finished jobs; admins: the workspace's), ``/show <job id>`` (a finished job posted again here,
+its buttons working) and ℹ️ (a result's info, privately).
+
+Every job named comes through the one ref check (:mod:`bot.refs`): a button's ref is resolved
+by the router before the feature sees it, ``/show``'s id by :meth:`bot.refs.Refs.job_to_show`;
+a search finds only what its user may see (:meth:`ArchiveQuery.search`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import ClassVar, Final, Protocol
+
+from bot.features.archive.info import MOST_ANCESTORS, info_text
+from bot.features.archive.pages import PAGE_ACTION, PAGE_SIZE, SHOW_ACTION, ArchivePages
+from bot.features.archive.search import ArchiveQuery
+from bot.features.jobs.copies import ResultCopies
+from bot.kernel import (
+    INFO_ACTION,
+    ButtonPress,
+    Command,
+    Event,
+    ModalSubmit,
+    OptionValue,
+    OutMessage,
+    SendsPrivately,
+    UserError,
+)
+from bot.outbox import Notice, Outbox, Private, WritePolicy
+from bot.refs import JobReferent, PageReferent, RefKind
+from storage import Job, JobArchive, JobReader
+
+JOB_ID: Final = re.compile(r"^[A-Za-z0-9_-]{12}$")
+SHOW_HOW: Final = "Say which job: `/show <job id>` (a result's ℹ️ info gives its id)."
+
+
+class ShowCheck(Protocol):
+    """The ref check of a job named by ``/show`` (:meth:`bot.refs.Refs.job_to_show`)."""
+
+    async def job_to_show(self, event: Command, job_id: str) -> Job:
+        """The job, when ``event``'s user may show it where they are; raises otherwise."""
+        ...
+
+
+@dataclass(frozen=True)
+class ArchiveStorage:
+    """What the archive reads: the search, and jobs (parents) by id."""
+
+    archive: JobArchive
+    jobs: JobReader
+
+
+class ArchiveFeature:
+    """``/jobs``, ``/show`` and ℹ️ (see the module docstring)."""
+
+    commands = frozenset({"jobs", "show"})
+    actions: ClassVar[Mapping[str, RefKind]] = {
+        PAGE_ACTION: RefKind.PAGE,
+        SHOW_ACTION: RefKind.JOB,
+        INFO_ACTION: RefKind.JOB,
+    }
+
+    def __init__(
+        self,
+        store: ArchiveStorage,
+        outbox: Outbox,
+        pages: ArchivePages,
+        copies: ResultCopies,
+        check: ShowCheck,
+        clock: Callable[[], float],
+    ) -> None:
+        self.store = store
+        self.outbox = outbox
+        self.pages = pages
+        self.copies = copies
+        self.check = check
+        self.clock = clock
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """``/jobs``: the first page; ``/show``: the job posted again here."""
+        if event.name == "show":
+            job_id = str(options.get("job_id") or "").strip().strip("`")
+            if not job_id:
+                raise UserError(SHOW_HOW)
+            if not JOB_ID.match(job_id):
+                raise UserError(
+                    f"`{job_id[:40]}` is not a job id: a job id is 12 letters, digits, - or _ "
+                    "(a result's ℹ️ info gives it)."
+                )
+            await self._show(event, await self.check.job_to_show(event, job_id))
+            return
+        query = ArchiveQuery.of(event, options, self.clock())
+        await self._page(event, query, None)
+
+    async def on_button(self, event: ButtonPress, referent: JobReferent | PageReferent) -> None:
+        """``Older ▶``, ``Show N`` and ℹ️."""
+        if isinstance(referent, PageReferent):
+            await self._page(event, ArchiveQuery.from_ref(referent.query), referent.job.id)
+        elif event.action == SHOW_ACTION:
+            await self._show(event, referent.job)
+        else:
+            await self._private(event, OutMessage(text=await self.info(referent.job)))
+
+    async def on_modal(self, event: ModalSubmit, referent: JobReferent | PageReferent) -> None:
+        """It has no forms."""
+        raise UserError("This form is no longer supported.")
+
+    async def info(self, job: Job) -> str:
+        """The info of ``job`` with its parent chain."""
+        ancestors: list[Job] = []
+        parent_id = job.parent_job_id
+        while parent_id is not None and len(ancestors) < MOST_ANCESTORS:
+            parent = await self.store.jobs.get_job(parent_id)
+            if parent is None:
+                break
+            ancestors.append(parent)
+            parent_id = parent.parent_job_id
+        return info_text(job, ancestors)
+
+    async def _page(self, event: Event, query: ArchiveQuery, after: str | None) -> None:
+        search = query.search(event, self.clock(), after)
+        jobs = await self.store.archive.search(search, PAGE_SIZE + 1)
+        shown = jobs[:PAGE_SIZE]
+        message = await self.pages.page(
+            shown, query, more=len(jobs) > PAGE_SIZE, first=after is None
+        )
+        await self._private(event, message)
+
+    async def _show(self, event: Event, job: Job) -> None:
+        if job.status in ("failed", "failed_posted", "create_failed"):
+            raise UserError(f"Job `{job.id}` failed: it has no result to show.")
+        if job.status != "posted" or job.result_message_id is None:
+            raise UserError(f"Job `{job.id}` is not finished yet: show it once its result is in.")
+        await self.copies.post_again(job, event)
+
+    async def _private(self, event: Event, message: OutMessage) -> None:
+        if self.outbox.can(event.place.platform, SendsPrivately):
+            await self.outbox.write(event.place, Private(event, message), WritePolicy.NOW)
+        else:
+            await self.outbox.write(event.place, Notice(event, message.text), WritePolicy.NOW)

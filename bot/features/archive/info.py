@@ -1,0 +1,114 @@
+"""A result's info (ℹ️, Discord's "Image info"): everything genbot knows about how it was made,
+shown privately — the job's id (what ``/show`` takes), the full prompt in a code block (the
+platform's copy button, or one selection, copies it), the parameters, seed, model or version,
+the provider's task id, what it was made from (the grid it came from and that grid's prompt, up
+to the first job), the credits charged and the time it took. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from bot.features.jobs import wording
+from bot.features.jobs.params import DiffusionParams, ImageParams, JobResult
+from storage import Job
+
+PROMPT_MAX: Final = 1500
+"""The longest prompt shown whole (a platform's message holds about 2,000 characters)."""
+HIDDEN_KEYS: Final = frozenset({"key", "webhook", "track_id", "prompt", "subject", "remix"})
+"""Parameters never shown: secrets, addresses of genbot's own, and what is shown elsewhere."""
+MOST_ANCESTORS: Final = 5
+
+
+def when(seconds: float) -> str:
+    """A moment in UTC: ``2026-11-29 05:12 UTC``."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def where(job: Job) -> str:
+    """Where a job was asked for: its channel, or a DM."""
+    return "a DM with genbot" if job.is_dm else f"<#{job.channel_id}>"
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s``."""
+    whole = max(round(seconds), 0)
+    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60} s"
+
+
+def _code(text: str) -> str:
+    clipped = text if len(text) <= PROMPT_MAX else text[:PROMPT_MAX] + "…"
+    return "```\n" + clipped.replace("```", "`\u200b``") + "\n```"
+
+
+def _shown(value: object) -> str | None:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return f"{value:g}"
+    if isinstance(value, str) and value:
+        return "(an image)" if value.startswith(("http://", "https://")) else value
+    return None
+
+
+def parameters(job: Job) -> str:
+    """The parameters a job was asked with, ``name value`` joined by `` · ``."""
+    raw: Mapping[str, Any] = (
+        DiffusionParams.of(job).body if job.family == "diffusion" else job.parameters
+    )
+    shown = []
+    for name, value in raw.items():
+        text = _shown(value)
+        if text is not None and name not in HIDDEN_KEYS and "secret" not in name:
+            shown.append(f"{name.replace('_', ' ')} {wording.clip(text, 80)}")
+    return " · ".join(shown)
+
+
+def _model_and_seed(job: Job) -> tuple[str | None, str | None]:
+    result = JobResult.of(job)
+    if job.family == "diffusion":
+        meta, body = result.meta, DiffusionParams.of(job).body
+        model = meta.get("model_id") or body.get("model_id")
+        seed = meta.get("seed") or body.get("seed")
+        return (str(model) if model else None), (str(seed) if seed not in (None, "") else None)
+    version = ImageParams.of(job).model_version
+    return (f"version {version}" if version else None), result.seed
+
+
+def _origin(job: Job, parent: Job) -> str:
+    pressed = wording.done_title(job)
+    prompt = wording.clip(parent.prompt, 120) if parent.prompt else wording.subject(parent)
+    return f"{pressed} of `{parent.id}` — **{wording.done_title(parent)}** — “{prompt}”"
+
+
+def info_text(job: Job, ancestors: Sequence[Job]) -> str:
+    """The info of ``job``; ``ancestors``: its parent, that one's parent, and so on."""
+    lines = [f"**ℹ️ {wording.done_title(job)}** · job `{job.id}` (`/show {job.id}` posts it again)"]
+    if job.prompt:
+        lines += ["**Prompt**", _code(job.prompt)]
+    else:
+        lines.append(f"**Of** {wording.subject(job)}")
+    if params := parameters(job):
+        lines.append(f"**Parameters** {params}")
+    model, seed = _model_and_seed(job)
+    facts = [
+        f"**Model** {model}" if model else "",
+        f"**Seed** {seed}" if seed else "",
+        f"**Task** `{job.provider_id}`" if job.provider_id else "",
+        f"**Image** `{JobResult.of(job).image_id}`" if JobResult.of(job).image_id else "",
+    ]
+    if line := " · ".join(fact for fact in facts if fact):
+        lines.append(line)
+    child = job
+    for parent in ancestors:
+        lines.append(f"**Made from** {_origin(child, parent)}")
+        child = parent
+    credits = "none recorded" if job.credits is None else str(job.credits)
+    took = f"**Time taken** {duration(job.finished_at - job.created_at)}" if job.finished_at else ""
+    process = JobResult.of(job).process_time
+    if took and process:
+        took += f" (the provider worked {duration(process)})"
+    lines.append(" · ".join(part for part in (f"**Credits** {credits}", took) if part))
+    lines.append(f"Asked by <@{job.requester_id}> on {when(job.created_at)} in {where(job)}")
+    return "\n".join(lines)

@@ -1,0 +1,109 @@
+"""End to end, the archive on Discord: ``/jobs`` finds a job by a word of its prompt (privately,
+with its thumbnail), ``/show`` posts it again in another channel with working buttons (U1 on
+the copy starts the right upscale), ℹ️ shows an upscale's parent chain ("Image info" in a
+message's menu: the copy's job), and bad or foreign ids are refused privately — through the
+real discord.py, the fake Discord, the real core and the simulator over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from simulator.server import RunningSimulator, serve
+from simulator.state import SimulatorConfig
+from tests.adapters.discord.harness import Harness
+from tests.adapters.discord.real_core import (
+    QUICK_BUCKET,
+    QUICK_WINDOW,
+    ephemeral_texts,
+    newest,
+    real_genbot,
+    with_image,
+)
+from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage, FakeUser
+
+pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[RunningSimulator]:
+    async with serve(SimulatorConfig(time_scale=0.003, seed=11)) as running:
+        yield running
+
+
+async def image_with(fake: FakeDiscord, channel: FakeChannel, label: str) -> FakeMessage:
+    def found() -> FakeMessage | None:
+        return newest(
+            fake.bot_messages(channel.id),
+            lambda m: with_image(m) and any(b.get("label") == label for b in m.buttons),
+        )
+
+    return await fake.wait_for(found, 10.0, f"an image with a {label!r} button in {channel}")
+
+
+async def told(fake: FakeDiscord, user: FakeUser, count: int) -> FakeMessage:
+    """The ``count``-th private answer to ``user``, once it is there."""
+    shown = await fake.wait_for(
+        lambda: fake.ephemerals_for(user)[count - 1 :], what=f"private answer {count}"
+    )
+    return shown[0]
+
+
+async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, bob = fake.user("alice"), fake.user("bob")
+    general, random = fake.channel("general"), fake.channel("random")
+    db = tmp_path / "genbot.db"
+    async with real_genbot(harness, sim, db, edit_window_seconds=QUICK_WINDOW) as genbot:
+        await fake.slash(alice, general, "imagine", {"prompt": "a lighthouse at dusk"})
+        grid_message = await image_with(fake, general, "U1")
+        grid = await genbot.posted("imagine")
+
+        await fake.slash(alice, general, "jobs", {"text": "Lighthouse"})
+        page = await told(fake, alice, 1)
+        assert grid.id in page.content and "lighthouse at dusk" in page.content
+        assert [b["label"] for b in page.buttons] == ["Show 1"]
+        assert len(page.attachments) == 1, "a thumbnail of the grid"
+        await fake.slash(alice, general, "jobs", {"text": "windmill"})
+        assert "No finished job matches" in (await told(fake, alice, 2)).content
+        await fake.slash(bob, general, "jobs", {"text": "lighthouse"})
+        assert "No finished job matches" in (await told(fake, bob, 1)).content, "not hers"
+
+        await fake.slash(alice, random, "show", {"job_id": grid.id})
+        copy = await image_with(fake, random, "U1")
+        assert copy.id != grid_message.id
+        await fake.press(alice, copy, "U1")
+        upscale_message = await image_with(fake, random, "Vary (Strong)")
+        upscale = await genbot.posted("upscale")
+        assert (upscale.parent_job_id, upscale.action, upscale.channel_id) == (
+            grid.id,
+            "upscale1",
+            str(random.id),
+        )
+
+        await fake.press(alice, upscale_message, "ℹ️")
+        info = (await told(fake, alice, 3)).content
+        assert f"job `{upscale.id}`" in info
+        assert f"Made from Upscaled #1 of `{grid.id}`" in info.replace("**", "")
+        assert "a lighthouse at dusk" in info, "the grid's prompt"
+        assert "```\na lighthouse at dusk\n```" in info, "the prompt to copy"
+
+        await fake.message_menu(alice, copy, "Image info")
+        on_the_copy = (await told(fake, alice, 4)).content
+        assert f"job `{grid.id}`" in on_the_copy and "Made from" not in on_the_copy
+
+        await fake.slash(bob, random, "show", {"job_id": grid.id})
+        await fake.slash(bob, general, "show", {"job_id": "nope"})
+        refusals = await fake.wait_for(
+            lambda: (
+                ephemeral_texts(fake, bob)[1:3] if len(ephemeral_texts(fake, bob)) > 2 else None
+            ),
+            what="two refusals",
+        )
+        assert "no record" in refusals[0]
+        assert "`nope` is not a job id" in refusals[1]
+        assert len([m for m in fake.bot_messages(random.id) if with_image(m)]) == 2
