@@ -26,6 +26,7 @@ BENCHMARKS = (
     "load",
     "storage",
     "storage_postgres",
+    "archive",
     "resilience",
     "scale",
 )

@@ -5,12 +5,16 @@ prompts through a full-text index (SQLite FTS5, PostgreSQL ``tsvector`` + GIN: t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import Job, JobSearch
 from storage.sql.dialect import marks
 from storage.sql.session import Database
+
+RARE_WORDS: Final = 10_000
+"""When at most this many prompts have the words, SQLite reads them first, else it walks the
+jobs newest first (docs/benchmarks.md: the archive search)."""
 
 
 @dataclass
@@ -50,7 +54,8 @@ class JobArchive:
             where.append("(created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?)")
             values.append(search.after)
         if search.words:
-            condition, terms = self.db.dialect.prompt_has_words(search.words)
+            rare = await self._rare(search.words)
+            condition, terms = self.db.dialect.prompt_has_words(search.words, rare=rare)
             where.append(condition)
             values.append(terms)
         sql = (
@@ -59,3 +64,12 @@ class JobArchive:
         )
         rows = await self.db.fetch_all(sql, (*values, max(limit, 0)))
         return [job_from_row(row) for row in rows]
+
+    async def _rare(self, words: tuple[str, ...]) -> bool:
+        """Whether at most :data:`RARE_WORDS` prompts have every one of ``words``."""
+        sql = self.db.dialect.prompts_with_words
+        if sql is None:
+            return True
+        _, terms = self.db.dialect.prompt_has_words(words)
+        row = await self.db.fetch_one(sql, (terms, RARE_WORDS + 1))
+        return row is None or int(row["found"]) <= RARE_WORDS

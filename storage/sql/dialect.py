@@ -59,13 +59,30 @@ class Dialect:
             return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = {value})"
         return f"jsonb_exists({column}, {value})"
 
-    def prompt_has_words(self, words: Sequence[str]) -> tuple[str, str]:
+    def prompt_has_words(self, words: Sequence[str], *, rare: bool = True) -> tuple[str, str]:
         """A condition on ``jobs`` true when its prompt has every one of ``words`` (letters
-        and digits only), and the one value it takes."""
-        if self.name == "sqlite":
-            condition = "rowid IN (SELECT rowid FROM job_words WHERE job_words MATCH ?)"
-            return condition, " ".join(f'"{word}"' for word in words)
-        return "prompt_words @@ plainto_tsquery('simple', ?)", " ".join(words)
+        and digits only), and the one value it takes. SQLite's planner cannot tell rare words
+        from common ones, so the caller says (:attr:`prompts_with_words`): ``rare`` reads the
+        index of words first, else the jobs are walked newest first and each looked up in it
+        (PostgreSQL's planner chooses by itself)."""
+        if self.name == "postgres":
+            return "prompt_words @@ plainto_tsquery('simple', ?)", " ".join(words)
+        terms = " ".join(f'"{word}"' for word in words)
+        if rare:
+            return "rowid IN (SELECT rowid FROM job_words WHERE job_words MATCH ?)", terms
+        lookup = "SELECT 1 FROM job_words WHERE job_words MATCH ? AND job_words.rowid = jobs.rowid"
+        return f"EXISTS ({lookup})", terms
+
+    @property
+    def prompts_with_words(self) -> str | None:
+        """A query counting the prompts with every word (:meth:`prompt_has_words`'s value),
+        up to its second value (``found``); None where the planner needs no telling."""
+        if self.name == "postgres":
+            return None
+        return (
+            "SELECT COUNT(*) AS found FROM"
+            " (SELECT rowid FROM job_words WHERE job_words MATCH ? LIMIT ?)"
+        )
 
 
 @lru_cache(maxsize=2048)

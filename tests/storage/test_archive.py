@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from storage import Job, JobSearch, Store, migrate
+from storage.queries import archive
 from tests.storage.conftest import Database, ManualClock, new_job
 from tests.storage.helpers import create_job
 
@@ -101,3 +104,16 @@ async def test_jobs_made_before_the_index_are_indexed_by_its_migration(
     assert [job.id for job in found] == ["old"]
     assert [job.id for job in renamed] == ["old"]
     assert gone == []
+
+
+async def test_common_words_walk_the_jobs_and_find_the_same(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = [await posted(store, clock, prompt=f"a fox number {n}") for n in range(4)]
+    await posted(store, clock, prompt="a fox", requester_id="u2")
+    rare = await store.archive.search(search(words=("fox",)), 3)
+    monkeypatch.setattr(archive, "RARE_WORDS", 2)
+    common = await store.archive.search(search(words=("fox",)), 3)
+    after = await store.archive.search(search(words=("fox",), after=common[-1].id), 3)
+    assert [job.id for job in common] == [job.id for job in rare] == [j.id for j in made[:0:-1]]
+    assert [job.id for job in after] == [made[0].id]
