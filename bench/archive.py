@@ -31,7 +31,7 @@ from typing import Any
 from bench.report import Table, percentile
 from storage import JobSearch, SqliteStore, Store
 from storage.postgres import PostgresStore
-from tests.postgres import start_cluster
+from tests.postgres import PostgresCluster, start_cluster
 
 VOCABULARY = 5000
 WORDS_PER_PROMPT = 8
@@ -206,7 +206,11 @@ async def measure(store: Store, prompts: Prompts, backend: str) -> list[Timing]:
     return timings
 
 
-async def run_archive(config: ArchiveConfig) -> tuple[list[Timing], dict[str, float]]:
+async def run_archive(
+    config: ArchiveConfig, cluster: PostgresCluster | None = None
+) -> tuple[list[Timing], dict[str, float]]:
+    """Both backends, loaded and measured (PostgreSQL: a database in ``cluster``, else in a
+    throwaway cluster of its own)."""
     prompts = await asyncio.to_thread(Prompts, config)
     setup: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="genbot-bench-") as directory:
@@ -218,9 +222,10 @@ async def run_archive(config: ArchiveConfig) -> tuple[list[Timing], dict[str, fl
             timings = await measure(store, prompts, "SQLite")
         finally:
             await store.close()
-    cluster = await asyncio.to_thread(start_cluster)
+    own = cluster is None
+    server = await asyncio.to_thread(start_cluster) if cluster is None else cluster
     try:
-        postgres = await PostgresStore.open(cluster.create_database(), pool_size=2)
+        postgres = await PostgresStore.open(server.create_database(), pool_size=2)
         try:
             started = time.perf_counter()
             await fill_postgres(postgres, prompts)
@@ -229,7 +234,8 @@ async def run_archive(config: ArchiveConfig) -> tuple[list[Timing], dict[str, fl
         finally:
             await postgres.close()
     finally:
-        await asyncio.to_thread(cluster.stop)
+        if own:
+            await asyncio.to_thread(server.stop)
     return timings, setup
 
 
