@@ -413,6 +413,7 @@ def build_core(
                 jobs.cancel,
                 platforms=outbox.platforms,
                 keys=ProviderKeys(provider.keys, store.admission),
+                tiers=jobs.tiers,
                 lease_seconds=settings.storage.lease_seconds,
             )
         )

@@ -16,7 +16,9 @@ the workspace it names (a job's own workspace for a cancel), whatever the page s
 - **moderation**: the platform's running bans and the workspace's rules, changed through
   :meth:`bot.features.moderation.ModerationAdmin.perform` (``/admin moderation``'s code,
   recorded in the audit log);
-- **tiers**: not in this build (issue 30 item 2 is not wired here yet): the page says so;
+- **tiers**: the configured tiers (``[[quotas.tiers]]``, :class:`bot.features.jobs.Tiers`) with
+  their limits and who is in which by configuration — the platform's users and roles (who
+  holds a role is the platform's to say);
 - **audit**: the workspace's log, filtered and paged like ``/admin audit``, and its export;
 - **cluster**: the processes with their platforms, shards and leases, and the unfinished jobs by
   state and owner (:func:`storage.inspection.inspect_database`, what ``genbot status`` reads).
@@ -39,7 +41,7 @@ from bot.features.audit.command import (
     export_record,
     exported,
 )
-from bot.features.jobs import JobCancel
+from bot.features.jobs import JobCancel, Tiers
 from bot.features.jobs.messages import place_of
 from bot.features.moderation import ModerationAdmin
 from bot.features.moderation.screen import global_rules
@@ -54,10 +56,6 @@ QUEUE_READ: Final = 500
 """The most unfinished jobs read for one page (the oldest first)."""
 AUDIT_PAGE: Final = 25
 NOT_AN_ADMIN: Final = "Only genbot admins may use the admin page."
-NO_TIERS: Final = (
-    "Tiers (issue 30 item 2) are not wired into this genbot yet: every user has the same "
-    "limits ([limits] in the configuration)."
-)
 
 
 @dataclass(frozen=True)
@@ -82,6 +80,7 @@ class Console:
         *,
         platforms: Callable[[], Sequence[str]],
         keys: ProviderKeys,
+        tiers: Tiers,
         lease_seconds: float,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -90,6 +89,7 @@ class Console:
         self.cancel_button = cancel
         self.platforms = platforms
         self.keys = keys
+        self.tiers = tiers
         self.lease_seconds = lease_seconds
         self.clock = clock
 
@@ -123,7 +123,7 @@ class Console:
             "keys": [asdict(key) for key in await self.keys.health()],
             "queue": await self._queue(place),
             "moderation": await self._moderation(place),
-            "tiers": {"available": False, "note": NO_TIERS},
+            "tiers": self._tiers(platform),
             "audit": await self._audit(place, filters),
             "cluster": await self._cluster(),
         }
@@ -189,6 +189,26 @@ class Console:
             ],
             "rules": [asdict(rule) for rule in rules],
             "global_rules": len(global_rules(self.moderation.settings)),
+        }
+
+    def _tiers(self, platform: str) -> dict[str, Any]:
+        prefix = f"{platform}:"
+        return {
+            "configured": self.tiers.configured,
+            "tiers": [
+                {
+                    "name": members.tier.name,
+                    "default": members.default,
+                    "limits": members.tier.model_dump(exclude={"name", "users", "roles"}),
+                    "users": [
+                        u.removeprefix(prefix) for u in members.users if u.startswith(prefix)
+                    ],
+                    "roles": [
+                        r.removeprefix(prefix) for r in members.roles if r.startswith(prefix)
+                    ],
+                }
+                for members in self.tiers.members()
+            ],
         }
 
     async def _audit(self, place: Place, filters: Mapping[str, str]) -> dict[str, Any]:

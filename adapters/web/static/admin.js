@@ -117,7 +117,23 @@ function draw(view) {
     ),
     h("p", { class: "note" }, `The configuration adds ${moderation.global_rules} rule(s) everywhere.`),
   );
-  fill("tiers", h("p", { class: "note" }, view.tiers.note));
+  const limit = (value) => (value ? value : "∞");
+  fill(
+    "tiers",
+    view.tiers.configured ? "" : h("p", { class: "note" }, "No [[quotas.tiers]]: everyone has the default tier ([limits])."),
+    table(
+      ["tier", "credits a day", "chat tokens a day", "jobs at once", "modes, models", "users", "roles"],
+      view.tiers.tiers.map((tier) => [
+        tier.default ? `${tier.name} (everyone else)` : tier.name,
+        `${limit(tier.limits.daily_credits)} (${tier.limits.refill})`,
+        limit(tier.limits.daily_chat_tokens),
+        limit(tier.limits.concurrent_jobs),
+        [...tier.limits.modes, ...tier.limits.models].join(", ") || "all",
+        tier.users.join(", ") || "—",
+        tier.roles.join(", ") || "—",
+      ]),
+    ),
+  );
   const audit = view.audit;
   fill(
     "audit",

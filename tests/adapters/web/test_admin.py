@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.adapters.web.test_end_to_end_moderation import become_admin
 from tests.genbot.stack import PlaygroundUser, playground_user, real_stack
 
@@ -141,3 +143,19 @@ async def test_an_admin_cancels_another_users_job_through_the_cancel_path(tmp_pa
         assert (await answer(admin, "/api/admin/cancel", {"job_id": "nope"}))[0] == 400
         [entry] = await stack.runtime.store.audit.entries("web", "web", kind="job")
         assert (entry.kind, entry.target) == ("job.cancelled", job.id)
+
+
+async def test_the_tiers_and_who_is_in_which_on_this_platform(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pro = {"name": "pro", "daily_credits": 500, "users": ["web:web-pro", "slack:U9"]}
+    pro["roles"] = ["discord:42"]
+    monkeypatch.setenv("GENBOT_QUOTAS__TIERS", json.dumps([pro]))
+    async with real_stack(tmp_path, demo=True) as stack, playground_user(stack.url) as admin:
+        await become_admin(stack, admin)
+        _, shown = await overview(admin)
+        assert shown["tiers"]["configured"]
+        listed, default = shown["tiers"]["tiers"]
+        assert (listed["name"], listed["users"], listed["roles"]) == ("pro", ["web-pro"], [])
+        assert listed["limits"]["daily_credits"] == 500 and not listed["default"]
+        assert default["default"] and default["users"] == []

@@ -64,6 +64,7 @@ async def test_a_ban_set_on_the_admin_page_is_enforced_in_slack_and_logged(
         await expect(page.locator("#sections")).to_be_visible(timeout=WAIT_MS)
         await expect(page.locator("#cluster")).to_contain_text("live")
         await expect(page.locator("#keys tbody tr")).to_contain_text("default")
+        await expect(page.locator("#tiers tbody tr")).to_contain_text("default (everyone else)")
 
         await page.fill("#ban-form input[name=entry]", "U1")
         await page.fill("#ban-form input[name=minutes]", "30")
