@@ -23,8 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from prometheus_client import Counter, Gauge
-
 from bot.api.errors import (
     ApiError,
     AuthenticationError,
@@ -34,7 +32,7 @@ from bot.api.errors import (
     TaskCreationRefused,
 )
 from bot.api.http import AuthStyle, CallSafety, HttpResult, HttpTransport
-from bot.api.metrics import label
+from bot.api.metrics import KEY_FAILURES, KEY_STATE, KEY_TASKS, KEY_USAGE, label
 from bot.api.settings import KeySettings
 
 log = logging.getLogger("bot.api.keys")
@@ -43,26 +41,6 @@ KeyState = Literal["in", "refused", "no_credit"]
 """``in``: usable for new jobs; ``refused``: the provider answered 401/403 to it; ``no_credit``:
 its account ran out of credit."""
 KEY_STATES: tuple[KeyState, ...] = ("in", "refused", "no_credit")
-
-KEY_STATE = Gauge(
-    "genbot_provider_key_state",
-    "1 for each provider key's current state in this process (in, refused, no_credit).",
-    ["key", "state"],
-)
-KEY_TASKS = Counter(
-    "genbot_provider_key_tasks", "Tasks and generations the provider accepted, by key.", ["key"]
-)
-KEY_FAILURES = Counter(
-    "genbot_provider_key_failures",
-    "Refusals of a provider key (refused: 401/403; no_credit: insufficient credit), by key.",
-    ["key", "kind"],
-)
-KEY_USAGE = Gauge(
-    "genbot_provider_key_usage",
-    "Each provider key's jobs, from the shared store (every process): active now, tasks created "
-    "and credits charged since the start of the UTC day.",
-    ["key", "measure"],
-)
 
 
 class NoKey(ApiError):

@@ -1,7 +1,8 @@
 """The provider client's Prometheus series, and the bound on every genbot label value.
 
 Requests, latency, retries and failovers of calls to the provider are counted where
-:class:`bot.api.http.HttpTransport` makes them. The rest of genbot's series live in
+:class:`bot.api.http.HttpTransport` makes them; each key's state, tasks and refusals where
+:class:`bot.api.keys.KeyPool` learns them. The rest of genbot's series live in
 :mod:`bot.kernel.metrics` and bound their labels with :func:`label` too (the client is the
 bottom layer: it imports nothing of ``bot/`` above it).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9_./:-]{1,48}")
 OTHER = "other"
@@ -55,3 +56,24 @@ def provider_retry(endpoint: str) -> None:
 
 def provider_failover() -> None:
     PROVIDER_FAILOVERS.inc()
+
+
+KEY_STATE = Gauge(
+    "genbot_provider_key_state",
+    "1 for each provider key's current state in this process (in, refused, no_credit).",
+    ["key", "state"],
+)
+KEY_TASKS = Counter(
+    "genbot_provider_key_tasks", "Tasks and generations the provider accepted, by key.", ["key"]
+)
+KEY_FAILURES = Counter(
+    "genbot_provider_key_failures",
+    "Refusals of a provider key (refused: 401/403; no_credit: insufficient credit), by key.",
+    ["key", "kind"],
+)
+KEY_USAGE = Gauge(
+    "genbot_provider_key_usage",
+    "Each provider key's jobs, from the shared store (every process): active now, tasks created "
+    "and credits charged since the start of the UTC day.",
+    ["key", "measure"],
+)
