@@ -2,9 +2,10 @@
 
 - Adapters import nothing of ``storage`` and nothing of ``bot/`` beyond the kernel (the package
   :data:`KERNEL` names): what they need of the rest they declare in their own ``ports.py``.
-- Exactly one module of ``bot/`` calls a surface's write methods: the outbox. It is also the
-  only module of ``bot/`` beyond the kernel that holds surfaces: no other imports ``Surface`` or
-  ``SurfaceRegistry`` (features read what a platform allows and can do through the outbox).
+- Exactly one module of ``bot/`` names a surface's write methods (calls them, or hands them to
+  the pacer to call): the outbox. It is also the only module of ``bot/`` beyond the kernel that
+  holds surfaces: no other imports ``Surface`` or ``SurfaceRegistry`` (features read what a
+  platform allows and can do through the outbox).
 
 - The layers of ``bot/`` import only downwards: the provider client (``bot/api``) nothing of the
   rest of ``bot/``; the kernel only itself and the client; the outbox only the kernel (and the
@@ -119,12 +120,12 @@ def adapters_beyond_the_kernel() -> set[tuple[str, str]]:
 
 
 def _writes_to_a_surface(tree: ast.AST) -> bool:
-    """Whether ``tree`` calls a write method on anything named a surface."""
+    """Whether ``tree`` names a write method of anything named a surface: calls it, or hands
+    it on to be called (``partial(surface.send, …)``)."""
     return any(
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in WRITES
-        and "surface" in ast.unparse(node.func.value).lower()
+        isinstance(node, ast.Attribute)
+        and node.attr in WRITES
+        and "surface" in ast.unparse(node.value).lower()
         for node in ast.walk(tree)
     )
 
@@ -266,6 +267,7 @@ def test_the_rules_see_what_they_look_for() -> None:
     assert _beyond_the_kernel("bot.events") == "bot.events"
     assert _writes_to_a_surface(ast.parse("await self.surfaces.get(p).send_ephemeral(e, t)"))
     assert _writes_to_a_surface(ast.parse("await surface.publish_home(event, view)"))
+    assert _writes_to_a_surface(ast.parse("await pacer.run(partial(surface.send, place, m))"))
     assert not _writes_to_a_surface(ast.parse("await self.outbox.write(place, post, policy)"))
     assert _writes_to_a_surface(ast.parse((ROOT / OUTBOX).read_text()))
     assert _surface_names_imported(ast.parse("from bot.kernel import Place, Surface")) == {

@@ -1,16 +1,16 @@
 """The one way out: every write genbot makes to a platform is ``outbox.write(place, operation,
 policy)``.
 
-The :class:`Outbox` resolves the platform's surface, waits for room in the :class:`Pacer`'s
-windows as the :class:`~bot.outbox.policy.WritePolicy` says (see :mod:`bot.outbox.policy`),
-makes the one platform call the :mod:`operation <bot.outbox.operations>` names, holds the write
-in the windows until that call returns, and on a platform's "rate limited, retry after N s"
-holds the channel for N s and retries or gives up as the policy says. Every platform call is
-counted in ``genbot_platform_writes_total`` by platform and method (the operation's), and every
-:class:`~bot.kernel.RateLimited` a surface raises — a 429 left after the adapter's own retries —
-in ``genbot_platform_rate_limited_total``. Features decide *what*
-to write and when it is worth writing; the outbox decides *when it may*.
-"""
+The :class:`Outbox` resolves the platform's surface and names the one platform call the
+:mod:`operation <bot.outbox.operations>` asks for; a paced write's call is made by the
+:class:`Pacer` once its windows have room (:meth:`Pacer.run`: the room held until the call
+returns, and on a platform's "rate limited, retry after N s" the channel held for N s), and the
+outbox retries or gives up as the :class:`~bot.outbox.policy.WritePolicy` says (see
+:mod:`bot.outbox.policy`). Every platform call is counted in ``genbot_platform_writes_total`` by
+platform and method (the operation's), and every :class:`~bot.kernel.RateLimited` a surface
+raises — a 429 left after the adapter's own retries — in ``genbot_platform_rate_limited_total``,
+where the call is made. Features decide *what* to write and when it is worth writing; the
+outbox decides *when it may*."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import TypeVar, cast
 
 from bot.kernel import (
@@ -61,7 +62,7 @@ from bot.outbox.operations import (
     Typing,
 )
 from bot.outbox.pacing import Pacer, PacingTimeout
-from bot.outbox.policy import PolicyRules, Stream, WritePolicy, WriteRateLimited, WriteSkipped
+from bot.outbox.policy import Stream, WritePolicy, WriteRateLimited, WriteSkipped
 from bot.outbox.windows import Grant
 
 T = TypeVar("T")
@@ -164,26 +165,35 @@ class Outbox:
         wait: float | None,
         last_served: float,
     ) -> T:
+        """The write made by the pacer when there is room (see :meth:`Pacer.run`), as
+        ``policy`` says when there is none in time or the platform refuses it."""
+        call = self._platform_call(surface, place, operation)
+        if call is None:
+            return cast(T, None)
         rules = policy.value
         deadline = self.pacer.clock.monotonic() + (rules.wait if wait is None else wait)
         limited: RateLimited | None = None
         for _ in range(rules.attempts):
-            grant = await self._room(surface, place, deadline, rules, last_served)
-            if grant is None:
-                if policy is WritePolicy.SKIP_IF_BUSY:
-                    raise WriteSkipped(f"no room to write in {place} in time")
-                if limited is not None:
-                    break
             try:
-                return await self._call(surface, place, operation)
+                made = await self.pacer.run(
+                    place,
+                    surface.profile,
+                    call,
+                    operation.method,
+                    urgent=rules.urgent,
+                    deadline=deadline,
+                    last_served=last_served,
+                    late=limited is None and policy is not WritePolicy.SKIP_IF_BUSY,
+                )
+                return cast(T, made)
+            except PacingTimeout:
+                if policy is WritePolicy.SKIP_IF_BUSY:
+                    raise WriteSkipped(f"no room to write in {place} in time") from None
+                break
             except RateLimited as refused:
                 limited = refused
-                self.pacer.penalize(place, surface.profile, refused.retry_after)
                 if policy is WritePolicy.SKIP_IF_BUSY:
                     raise WriteSkipped(f"rate limited in {place}") from refused
-            finally:
-                if grant is not None:
-                    self.pacer.finish(grant)
         assert limited is not None
         if policy is WritePolicy.RAISE:
             raise WriteRateLimited(limited.retry_after)
@@ -230,42 +240,16 @@ class Outbox:
             raise WriteSkipped("the stream ended while its write waited")
         return granted.result()
 
-    async def _room(
-        self,
-        surface: Surface,
-        place: Place,
-        deadline: float,
-        rules: PolicyRules,
-        last_served: float,
-    ) -> Grant | None:
-        """Wait (bounded by ``deadline``) for room, held until the write returns; None when
-        there was none in time."""
-        remaining = deadline - self.pacer.clock.monotonic()
-        if remaining <= 0:
-            return None
-        try:
-            async with asyncio.timeout(remaining):
-                return await self.pacer.acquire(
-                    place,
-                    surface.profile,
-                    urgent=rules.urgent,
-                    deadline=deadline,
-                    hold=True,
-                    last_served=last_served,
-                )
-        except (PacingTimeout, TimeoutError):
-            return None
-
     @staticmethod
     async def _call(surface: Surface, place: Place, operation: Operation[T]) -> T:
-        """The one platform call ``operation`` names, counted by its method (an activity
-        ended where the platform shows none makes no call)."""
+        """The one platform call ``operation`` names, made at once and counted by its method
+        (an activity ended where the platform shows none makes no call)."""
         call = Outbox._platform_call(surface, place, operation)
         if call is None:
             return cast(T, None)
         metrics.PLATFORM_WRITES.labels(surface.platform, operation.method).inc()
         try:
-            return cast(T, await call)
+            return cast(T, await call())
         except RateLimited:
             metrics.PLATFORM_RATE_LIMITED.labels(surface.platform, operation.method).inc()
             raise
@@ -273,46 +257,48 @@ class Outbox:
     @staticmethod
     def _platform_call(
         surface: Surface, place: Place, operation: Operation[T]
-    ) -> Awaitable[object] | None:
-        """The call ``operation`` names, not yet made; ``TypeError`` when ``surface`` cannot
-        make it."""
+    ) -> Callable[[], Awaitable[object]] | None:
+        """The call ``operation`` names, not yet made (None: an activity the platform does not
+        show); ``TypeError`` when ``surface`` cannot make it."""
         match operation:
             case Post(message, origin):
-                return surface.send(place, message, origin=origin)
+                return partial(surface.send, place, message, origin=origin)
             case Repost(original, message) if isinstance(surface, Reposts):
-                return surface.repost(original, place, message)
+                return partial(surface.repost, original, place, message)
             case Edit(ref, message):
-                return surface.edit(ref, message)
+                return partial(surface.edit, ref, message)
             case Delete(ref) if isinstance(surface, DeletesMessages):
-                return surface.delete(ref)
+                return partial(surface.delete, ref)
             case Notice(origin, text):
-                return surface.send_ephemeral(origin, text)
+                return partial(surface.send_ephemeral, origin, text)
             case Private(origin, message) if isinstance(surface, SendsPrivately):
-                return surface.send_private(origin, message)
+                return partial(surface.send_private, origin, message)
             case PrivateFile(origin, text, filename, data) if isinstance(
                 surface, SendsFilesPrivately
             ):
-                return surface.send_file_privately(origin, text, filename, data)
+                return partial(surface.send_file_privately, origin, text, filename, data)
             case OpenForm(origin, modal):
-                return surface.open_modal(origin, modal)
+                return partial(surface.open_modal, origin, modal)
             case StartThread(ref, name):
-                return surface.start_thread(ref, name)
+                return partial(surface.start_thread, ref, name)
             case Activity(kind, origin, ended) if isinstance(surface, ShowsActivity):
                 if ended:
-                    return surface.end_activity(place, kind, origin=origin)
-                return surface.show_activity(place, kind, origin=origin)
+                    return partial(surface.end_activity, place, kind, origin=origin)
+                return partial(surface.show_activity, place, kind, origin=origin)
             case Activity(kind, _, ended):
-                return surface.typing(place) if kind == "thinking" and not ended else None
+                return partial(surface.typing, place) if kind == "thinking" and not ended else None
             case PublishHome(event, view) if isinstance(surface, PublishesHome):
-                return surface.publish_home(event, view)
+                return partial(surface.publish_home, event, view)
             case Typing():
-                return surface.typing(place)
+                return partial(surface.typing, place)
             case StreamStart(text, origin, recipient) if isinstance(surface, StreamsNatively):
-                return surface.start_stream(place, text, origin=origin, recipient=recipient)
+                return partial(
+                    surface.start_stream, place, text, origin=origin, recipient=recipient
+                )
             case StreamAppend(stream, text):
-                return stream.append(text)
+                return partial(stream.append, text)
             case StreamStop(stream, text):
-                return stream.stop(text)
+                return partial(stream.stop, text)
         raise TypeError(f"{surface.platform} cannot write {type(operation).__name__}")
 
 

@@ -18,7 +18,9 @@ and the call's return; on a busy event loop that gap is unbounded. A write grant
 window for ``window + margin`` seconds: the conservative end, whatever the delays. A plain
 :meth:`Pacer.acquire` (without ``hold``) takes the write as finished
 ``UNHELD_ALLOWANCE`` seconds after its grant — right for callers that write at once on an idle
-event loop, not beyond.
+event loop, not beyond. :meth:`Pacer.run` makes a write's platform call itself, in one step: the
+room, the call (counted), the finish, and on a "rate limited, retry after N s" the channel held
+for N s (:meth:`Pacer.penalize`).
 
 Scheduling. Non-urgent writes are paced: at most one per ``window / capacity`` seconds
 in a channel (and in a workspace), so the window is spent evenly and never in a burst that leaves
@@ -49,8 +51,9 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from bot.kernel import Place, PlatformProfile, WriteKind, metrics
+from bot.kernel import Place, PlatformProfile, RateLimited, WriteKind, metrics
 from bot.outbox.windows import (
     SHARED,
     ChannelKey,
@@ -65,6 +68,8 @@ from bot.outbox.windows import (
 from storage import StorageError, WriteWindow, WriteWindows
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 WORKSPACE_WINDOW_SECONDS = 60.0
 SWEEP_EVERY_GRANTS = 512
@@ -380,6 +385,63 @@ class Pacer:
             if not self._waiting[workspace_key]:
                 del self._waiting[workspace_key]
             self._changed_in(channel_key)
+
+    async def run(
+        self,
+        place: Place,
+        profile: PlatformProfile,
+        call: Callable[[], Awaitable[T]],
+        method: str,
+        *,
+        urgent: bool,
+        deadline: float,
+        last_served: float = -math.inf,
+        late: bool = False,
+    ) -> T:
+        """Make ``call``, one platform write in ``place`` (``method``: what it is counted as in
+        ``genbot_platform_writes_total``), once there is room for it, and hold the room until
+        the call returns. A :class:`~bot.kernel.RateLimited` it raises holds the channel for the
+        retry-after (:meth:`penalize`), is counted, and propagates. No room before ``deadline``
+        (clock time): :class:`PacingTimeout` and no call, or with ``late`` the call made
+        without room. ``urgent`` and ``last_served`` are :meth:`acquire`'s."""
+        grant = await self._room(place, profile, urgent, deadline, last_served)
+        if grant is None and not late:
+            raise PacingTimeout(f"no room to write in {place} before the deadline")
+        metrics.PLATFORM_WRITES.labels(place.platform, method).inc()
+        try:
+            return await call()
+        except RateLimited as refused:
+            metrics.PLATFORM_RATE_LIMITED.labels(place.platform, method).inc()
+            self.penalize(place, profile, refused.retry_after)
+            raise
+        finally:
+            if grant is not None:
+                self.finish(grant)
+
+    async def _room(
+        self,
+        place: Place,
+        profile: PlatformProfile,
+        urgent: bool,
+        deadline: float,
+        last_served: float,
+    ) -> Grant | None:
+        """Room for one held write, waited for until ``deadline``; None when none came."""
+        remaining = deadline - self.clock.monotonic()
+        if remaining <= 0:
+            return None
+        try:
+            async with asyncio.timeout(remaining):
+                return await self.acquire(
+                    place,
+                    profile,
+                    urgent=urgent,
+                    deadline=deadline,
+                    hold=True,
+                    last_served=last_served,
+                )
+        except (PacingTimeout, TimeoutError):
+            return None
 
     async def _reserve_shared(self, ticket: Ticket, channel: ChannelState) -> float:
         """Count the write in the windows other processes share (0), or say how long to wait

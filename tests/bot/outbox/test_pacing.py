@@ -9,7 +9,14 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from bot.features.chat.renderer import RenderResult
-from bot.kernel import OutMessage, Place, PlatformProfile, SurfaceRegistry, WriteKind
+from bot.kernel import (
+    OutMessage,
+    Place,
+    PlatformProfile,
+    RateLimited,
+    SurfaceRegistry,
+    WriteKind,
+)
 from bot.outbox import Outbox, Post, WritePolicy, pacing
 from bot.outbox.pacing import (
     FINAL_TEXT_BONUS,
@@ -119,6 +126,53 @@ async def test_a_held_write_never_finished_leaves_the_window_eventually() -> Non
         return fake.now
 
     assert await fake.run(scenario()) == IN_FLIGHT_LIMIT + 1.0
+
+
+async def test_a_run_holds_its_room_until_the_call_returns_and_a_refusal_holds_the_channel() -> (
+    None
+):
+    fake = FakeClock()
+    pacer = Pacer(fake.clock, margin=0.0)
+    calls: list[float] = []
+
+    async def slow() -> str:
+        calls.append(fake.now)
+        await fake.sleep(2.0)
+        return "made"
+
+    async def refused() -> str:
+        calls.append(fake.now)
+        raise RateLimited(5.0)
+
+    async def scenario() -> list[float]:
+        far = fake.now + 60.0
+        made = await pacer.run(PLACE, ONE_PER_SECOND, slow, "send", urgent=True, deadline=far)
+        assert made == "made"
+        with pytest.raises(RateLimited):
+            await pacer.run(PLACE, ONE_PER_SECOND, refused, "send", urgent=True, deadline=far)
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True)
+        return [*calls, fake.now]
+
+    assert await fake.run(scenario()) == [0.0, 3.0, 8.0]
+
+
+async def test_a_run_without_room_in_time_makes_no_call_unless_late() -> None:
+    fake = FakeClock()
+    pacer = Pacer(fake.clock, margin=0.0)
+    calls: list[float] = []
+
+    async def call() -> None:
+        calls.append(fake.now)
+
+    async def scenario() -> None:
+        await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        soon = fake.now + 0.5
+        with pytest.raises(PacingTimeout):
+            await pacer.run(PLACE, ONE_PER_SECOND, call, "send", urgent=True, deadline=soon)
+        await pacer.run(PLACE, ONE_PER_SECOND, call, "send", urgent=True, deadline=soon, late=True)
+
+    await fake.run(scenario())
+    assert len(calls) == 1 and calls[0] <= 0.5
 
 
 async def test_waiting_stream_writes_are_served_stalest_first() -> None:
