@@ -33,6 +33,7 @@ from storage.queries.settings import (
     SettingsStore as SettingsStore,
 )
 from storage.queries.playground import PlaygroundHistory as PlaygroundHistory
+from storage.queries.retention import Retention as Retention
 from storage.queries.slack import SlackInstallations as SlackInstallations
 from storage.queries.write_windows import WriteWindows as WriteWindows
 from storage.queries.tracking import (
@@ -49,6 +50,7 @@ from storage.records.chat import (
     ConversationKind as ConversationKind,
 )
 from storage.records.audit import AuditEntry as AuditEntry
+from storage.records.retention import Cutoffs as Cutoffs, Purged as Purged
 from storage.records.moderation import ModerationRule as ModerationRule, Offence as Offence
 from storage.records.jobs import (
     ACTIVE_STATUSES as ACTIVE_STATUSES,

@@ -17,6 +17,7 @@ from storage.queries.leasing import JobLeasing
 from storage.queries.ledger import UsageLedger
 from storage.queries.moderation import ModerationStore
 from storage.queries.playground import PlaygroundHistory
+from storage.queries.retention import Retention
 from storage.queries.settings import SettingsStore
 from storage.queries.slack import SlackInstallations
 from storage.queries.tracking import DeliveryClaims, JobHistory, JobTracking
@@ -68,6 +69,7 @@ class Store:
         self.moderation = ModerationStore(db, clock)
         """Moderation's rules, offences and bans (:mod:`storage.queries.moderation`)."""
         self.audit = AuditLog(db, clock)
+        self.retention = Retention(db, clock)
 
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""

@@ -14,7 +14,7 @@ from typing import Final
 from storage.queries.base import Clock, Owner
 from storage.queries.grouped import Grouped
 from storage.records.platforms import ImageToSave, MessageToSave, PlaygroundImage, PlaygroundMessage
-from storage.sql.dialect import marks
+from storage.sql.dialect import json_string_inside, marks
 from storage.sql.session import Database, Row, Session, from_json, to_json
 
 CHANNEL: Final = "genbot_playground"
@@ -48,14 +48,18 @@ claim asked while the database stalls runs only when it is back, judged by the t
 at, before anyone could beat again: with two leases, a process that was beating when the stall
 began still counts as alive (the stall-20s fault run took live processes' commands with one)."""
 SQL_SAVE_IMAGE: Final = (
-    "INSERT INTO playground_images (key, filename, content_type, width, height, data)"
-    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING"
+    "INSERT INTO playground_images (key, filename, content_type, width, height, data,"
+    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING"
 )
 SQL_TRIM: Final = (
     "DELETE FROM playground_messages WHERE channel = ? AND seq <= (SELECT seq FROM"
     " playground_messages WHERE channel = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)"
 )
 SQL_SWEEP_IMAGES: Final = "DELETE FROM playground_images WHERE key NOT IN ({})"
+SQL_FORGET_USER: Final = (
+    "DELETE FROM playground_messages WHERE channel = ? OR CAST(body AS TEXT) LIKE ? ESCAPE '\\'"
+    " RETURNING id"
+)
 MESSAGE_COLUMNS: Final = "id, channel, pending, image_keys, body, version"
 SQL_LOAD: Final = (
     f"SELECT {MESSAGE_COLUMNS} FROM (SELECT *, ROW_NUMBER() OVER"
@@ -141,7 +145,7 @@ class PlaygroundHistory:
 
     async def _save_together(self, batch: Sequence[Save]) -> list[int]:
         shown = [
-            (i.key, i.filename, i.content_type, i.width, i.height, i.data)
+            (i.key, i.filename, i.content_type, i.width, i.height, i.data, self.clock())
             for _, images, _ in batch
             for i in images
         ]
@@ -176,6 +180,20 @@ class PlaygroundHistory:
                 notices = [(CHANNEL, f"{self.owner.process_id} {m.id}") for m, _, _ in batch]
                 await tx.execute_each(tx.dialect.notify, notices)
             return versions
+
+        return await self.db.transaction(work, repeatable=True)
+
+    async def forget_user(self, user_id: str, channel: str) -> list[str]:
+        """Delete the messages naming ``user_id`` (theirs, answers to them, those only they
+        see) and those of ``channel`` (their DM), then the images no message shows any more;
+        the ids of the messages deleted."""
+
+        async def work(tx: Session) -> list[str]:
+            rows = await tx.fetch_all(SQL_FORGET_USER, (channel, json_string_inside(user_id)))
+            if rows:
+                in_use = tx.dialect.json_elements("playground_messages", "image_keys")
+                await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
+            return [str(row["id"]) for row in rows]
 
         return await self.db.transaction(work, repeatable=True)
 

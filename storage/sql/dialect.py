@@ -110,6 +110,12 @@ POSTGRES: Final = Dialect(
 )
 
 
+def json_string_inside(text: str) -> str:
+    """A ``LIKE … ESCAPE '\\'`` pattern matching JSON (as text) with the string ``text`` in it."""
+    escaped = "".join("\\" + c if c in "\\%_" else c for c in text)
+    return f'%"{escaped}"%'
+
+
 def marks(count: int) -> str:
     """``?, ?, …`` for an ``IN (…)`` list of ``count`` values."""
     if count < 1:

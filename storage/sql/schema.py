@@ -329,5 +329,17 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             "CREATE INDEX jobs_by_prompt_words ON jobs USING GIN (prompt_words)",
         ),
     ),
+    Migration(
+        20,
+        "retention: purge turns, conversations by age, when playground images were stored",
+        both=(
+            "CREATE TABLE purge_turns (name TEXT PRIMARY KEY, due_at $real NOT NULL)$rowid",
+            "INSERT INTO purge_turns (name, due_at) VALUES ('retention', 0)",
+            "CREATE INDEX conversations_by_age ON conversations (updated_at)",
+            "ALTER TABLE playground_images ADD COLUMN created_at $real NOT NULL DEFAULT 0",
+        ),
+        sqlite=("UPDATE playground_images SET created_at = CAST(strftime('%s', 'now') AS REAL)",),
+        postgres=("UPDATE playground_images SET created_at = extract(epoch FROM now())",),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

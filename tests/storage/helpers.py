@@ -57,3 +57,39 @@ async def until_waiting_for_lock(url: str, key: str, count: int = 1) -> None:
                 if found is not None and found[0] >= count:
                     return
                 await asyncio.sleep(0.01)
+
+
+async def tables(store: Store) -> list[str]:
+    if store.db.dialect.name == "sqlite":
+        sql = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    else:
+        sql = (
+            "SELECT table_name AS name FROM information_schema.tables"
+            " WHERE table_schema = current_schema()"
+        )
+    return sorted(str(row["name"]) for row in await store.db.fetch_all(sql))
+
+
+async def columns(store: Store, table: str) -> list[str]:
+    if store.db.dialect.name == "sqlite":
+        return [str(row["name"]) for row in await store.db.fetch_all(f"PRAGMA table_info({table})")]
+    sql = (
+        "SELECT column_name AS name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND table_name = ?"
+    )
+    return [str(row["name"]) for row in await store.db.fetch_all(sql, (table,))]
+
+
+async def rows_naming(store: Store, text: str) -> dict[str, int]:
+    """Per table of ``store``'s database, the rows with ``text`` in any column (read as text:
+    JSON and blobs included), where there are any."""
+    found: dict[str, int] = {}
+    for table in await tables(store):
+        names = await columns(store, table)
+        where = " OR ".join(f"CAST({name} AS TEXT) LIKE ?" for name in names)
+        row = await store.db.fetch_one(
+            f"SELECT COUNT(*) AS n FROM {table} WHERE {where}", [f"%{text}%"] * len(names)
+        )
+        if row is not None and int(row["n"]):
+            found[table] = int(row["n"])
+    return found
