@@ -23,6 +23,8 @@ workspace, and only for the place or the user the thing belongs to:
   conversation already;
 - a **scope** (the settings form): ``me`` for anyone, ``channel`` or ``workspace`` for admins (the
   scope's id always comes from where the presser is, never from the ref);
+- a **user** (an admin's ``/forget-me <user>`` confirmation): admins only; the ref is the
+  user's id on the presser's platform;
 - **nothing**: the ref must be empty.
 
 Refusals never say whether the thing exists elsewhere: anyone but its requester pressing outside a
@@ -53,7 +55,10 @@ NO_CONVERSATION = "This conversation no longer exists."
 NOT_A_SCOPE = "This settings button is no longer supported."
 ADMINS_ONLY = "Only genbot admins can change the defaults of a channel or a workspace."
 UNKNOWN_REF = "This button is no longer supported."
-REFUSALS = frozenset({NO_JOB, NOT_YOURS, NO_CONVERSATION, NOT_A_SCOPE, ADMINS_ONLY, UNKNOWN_REF})
+ADMINS_ONLY_USERS = "Only genbot admins can act on another user's data."
+REFUSALS = frozenset(
+    {NO_JOB, NOT_YOURS, NO_CONVERSATION, NOT_A_SCOPE, ADMINS_ONLY, UNKNOWN_REF, ADMINS_ONLY_USERS}
+)
 """Every answer :class:`Refs` gives (tests tell its refusals from a feature's by them)."""
 
 
@@ -67,6 +72,7 @@ class RefKind(StrEnum):
     CONVERSATION = "conversation"
     ALTERNATIVE = "alternative"
     SCOPE = "scope"
+    USER = "user"
 
 
 class RefRefused(Exception):
@@ -123,6 +129,13 @@ class ScopeReferent:
 
 
 @dataclass(frozen=True)
+class UserReferent:
+    """What an action of kind ``user`` names: a user of the presser's platform."""
+
+    user_id: str
+
+
+@dataclass(frozen=True)
 class NoReferent:
     """What an action of kind ``none`` names: nothing."""
 
@@ -134,6 +147,7 @@ Referent = (
     | ConversationReferent
     | AlternativeReferent
     | ScopeReferent
+    | UserReferent
     | NoReferent
 )
 """What a press's or submission's ref named, once :class:`Refs` allowed its use: one type per
@@ -196,6 +210,8 @@ class Refs:
             return AlternativeReferent(conversation, turns)
         if kind is RefKind.SCOPE:
             return ScopeReferent(self._scope(event, ref))
+        if kind is RefKind.USER:
+            return UserReferent(self._user(event, ref))
         assert_never(kind)
 
     async def job_to_show(self, event: Command, job_id: str) -> Job:
@@ -251,6 +267,14 @@ class Refs:
         ):
             raise RefRefused(NO_CONVERSATION)
         return linked
+
+    @staticmethod
+    def _user(event: Pressed, ref: str) -> str:
+        if not ref:
+            raise RefRefused(UNKNOWN_REF)
+        if not event.user.is_admin:
+            raise RefRefused(ADMINS_ONLY_USERS)
+        return ref
 
     @staticmethod
     def _scope(event: Pressed, ref: str) -> str:

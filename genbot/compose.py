@@ -51,6 +51,7 @@ from bot.features.jobs.tracking.tracker import TrackerStorage
 from bot.features.jobs.webhook_secrets import SecretStorage
 from bot.features.moderation import ModelCheck, Moderation, ModerationAdmin
 from bot.features.provider_keys import ProviderKeys
+from bot.features.retention import ForgetFeature, RetentionPurge
 from bot.kernel import (
     ChatSettings,
     CoreSettings,
@@ -307,7 +308,7 @@ def build_job_engines(
             outbox,
             delivery,
             watch,
-            audit or AuditTrail(store.audit, settings.storage.keep_days),
+            audit or AuditTrail(store.audit, settings.storage.keep_days.audit),
         ),
         ProgressTicker(
             store.tracking,
@@ -365,7 +366,7 @@ def build_core(
     rules = settings.moderation
     model = rules.model_check_model or settings.chat.model
     judge = ModelCheck(provider.chat, model, rules.model_check_seconds)
-    audit = AuditTrail(store.audit, settings.storage.keep_days)
+    audit = AuditTrail(store.audit, settings.storage.keep_days.audit)
     moderation = Moderation(rules, store.moderation, judge, audit=audit)
     jobs = build_job_engines(
         settings, store, provider, outbox, shards=shards, results=moderation, audit=audit
@@ -435,10 +436,20 @@ def build_core(
             home,
             moderation_admin,
             AuditAdmin(store.audit, outbox),
+            ForgetFeature(store.retention, outbox, audit, store.clock),
             archive,
         ],
         conversations=chat,
-        services=[*jobs.services, audit],
+        services=[
+            *jobs.services,
+            RetentionPurge(
+                store.retention,
+                settings.storage.keep_days,
+                store.clock,
+                audit=audit,
+                uploads=jobs.media_host,
+            ),
+        ],
         plan=settings.api.plan,
         home=home,
         refs=refs,

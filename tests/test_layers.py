@@ -48,6 +48,7 @@ FEATURE_ARROWS = frozenset(
         ("jobs", "audit"),
         ("moderation", "audit"),
         ("console", "audit"),
+        ("retention", "audit"),
         ("console", "jobs"),
         ("console", "moderation"),
         ("console", "provider_keys"),
@@ -55,10 +56,10 @@ FEATURE_ARROWS = frozenset(
 )
 """Which feature may import which: the home shows the jobs' last images and the account's
 settings button, the archive finds, shows and describes jobs, the account uses the jobs'
-settings form; the features where admins act or moderation refuses record it in the audit trail
-(which imports no feature); the admin page's console acts through the moderation command's, the
-Cancel button's and the audit log's code; chat reaches jobs only through the ``ChatJobs``
-protocol it declares, wired by ``genbot/compose.py``."""
+settings form; the features where admins act (forgetting a user too) or moderation refuses
+record it in the audit trail (which imports no feature); the admin page's console acts through
+the moderation command's, the Cancel button's and the audit log's code; chat reaches jobs only
+through the ``ChatJobs`` protocol it declares, wired by ``genbot/compose.py``."""
 WRITES = frozenset(
     {
         "send",

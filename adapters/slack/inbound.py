@@ -30,7 +30,15 @@ from .formatting import decode_place
 PLATFORM = "slack"
 
 GENBOT_SLASH = "/genbot"
-GENBOT_SUBCOMMANDS: tuple[str, ...] = ("settings", "usage", "jobs", "show", "help", "admin")
+GENBOT_SUBCOMMANDS: tuple[str, ...] = (
+    "settings",
+    "usage",
+    "jobs",
+    "show",
+    "forget-me",
+    "help",
+    "admin",
+)
 """genbot's own commands, which Slack reaches as ``/genbot <subcommand>``."""
 SLASH_COMMANDS: tuple[str, ...] = (
     "/chat",

@@ -112,6 +112,11 @@ class PlaygroundJournal:
         ]
         return await self._history.save_playground_message(stored, shown, keep=self._keep)
 
+    async def forget_user(self, user_id: str, channel: str) -> list[str]:
+        """Delete what the storage keeps naming ``user_id`` or in ``channel``; the ids of the
+        messages deleted."""
+        return await self._history.forget_user(user_id, channel)
+
     async def claim_pending(self, accepted_before: float) -> list[str]:
         """The commands this process is to handle now (see
         :meth:`~adapters.web.ports.PlaygroundHistory.claim_pending_commands`)."""

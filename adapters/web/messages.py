@@ -230,6 +230,27 @@ class MessageStore:
     def get(self, message_id: str) -> WebMessage | None:
         return self._by_id.get(message_id)
 
+    def about(self, user_id: str, channel: str) -> list[WebMessage]:
+        """The messages ``user_id`` wrote, that answer or mention them, that only they see, and
+        those of ``channel`` (their DM)."""
+        return [
+            m
+            for messages in self._channels.values()
+            for m in messages
+            if m.channel == channel or user_id in (m.author.get("id"), m.visible_to, m.mention)
+        ]
+
+    def remove(self, message_id: str) -> WebMessage | None:
+        """Forget a message (and the images only it showed); the message, if it was kept."""
+        message = self._by_id.pop(message_id, None)
+        if message is None:
+            return None
+        self._channels[message.channel].remove(message)
+        if message.key is not None:
+            self._by_key.pop((message.channel, message.thread, message.key), None)
+        self._forget_images(message.image_keys())
+        return message
+
     def keyed(self, channel: str, thread: str | None, key: str) -> WebMessage | None:
         """The message posted in the channel (or thread) with ``key``, if it is still kept."""
         found = self._by_key.get((channel, thread, key))

@@ -308,6 +308,30 @@ class Playground:
         if forms is not None:
             forms.pop(custom_id, None)
 
+    def kept_about(self, user_id: str) -> int:
+        """How many messages the playground shows naming ``user_id`` or in their DM."""
+        return len(self.store.about(user_id, dm_channel(user_id)))
+
+    async def forget_user(self, user_id: str) -> int:
+        """Delete the messages naming ``user_id`` (theirs, answers to them, those only they
+        see) and their DM, from the storage first, then from memory and the browsers showing
+        them; how many."""
+        channel = dm_channel(user_id)
+        gone = {message.id for message in self.store.about(user_id, channel)}
+        if self.journal is not None:
+            gone.update(await self.journal.forget_user(user_id, channel))
+        for message_id in gone:
+            message = self.store.remove(message_id)
+            if message is not None:
+                erased = replace(message, deleted=True, text="", buttons=(), images=[])
+                self._show("delete", erased, images_before=0)
+        return len(gone)
+
+    def show_unkept(self, message: WebMessage) -> None:
+        """Show a new ``message`` without writing it to the storage (this process forgets it
+        at its end)."""
+        self._show("ephemeral", self.store.add(message), images_before=0)
+
     async def keep(
         self, kind: str, message: WebMessage, *, new: bool = False, images_before: int = 0
     ) -> None:

@@ -96,6 +96,10 @@ class PlaygroundHistory(Protocol):
     async def settle_playground_message(self, message_id: str) -> None:
         """Mark a command's message as handled."""
 
+    async def forget_user(self, user_id: str, channel: str) -> list[str]:
+        """Delete the messages naming ``user_id`` and those of ``channel`` (their DM), then
+        the images no message shows any more; the ids of the messages deleted."""
+
     async def playground_message(
         self, message_id: str, *, with_images: bool = True
     ) -> tuple[StoredMessage, Sequence[StoredImage]] | None:

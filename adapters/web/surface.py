@@ -4,6 +4,7 @@ there."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 
 from adapters.web.messages import BOT_AUTHOR, WebMessage
@@ -93,6 +94,19 @@ class WebSurface:
             return None
         return f"{self.playground.url}/#{ref.place.channel_id}/{ref.message_id}"
 
+    async def kept_about(self, user_id: str) -> Mapping[str, int]:
+        """What the playground shows about ``user_id`` beyond genbot's records."""
+        return {"playground messages": self.playground.kept_about(user_id)}
+
+    async def forget_user(self, user_id: str) -> Mapping[str, int]:
+        """Delete the playground's messages about ``user_id`` (see
+        :meth:`Playground.forget_user`)."""
+        return {"playground messages": await self.playground.forget_user(user_id)}
+
+    async def tell_forgotten(self, origin: Event, text: str) -> None:
+        """Show ``text`` to ``origin``'s user only, without keeping it: gone on reload."""
+        self.playground.show_unkept(self._private(origin, OutMessage(text=text)))
+
     async def send_ephemeral(self, origin: Event, text: str) -> None:
         """Show ``text`` to ``origin``'s user only, marked "only you can see this"."""
         await self.send_private(origin, OutMessage(text=text))
@@ -100,6 +114,10 @@ class WebSurface:
     async def send_private(self, origin: Event, message: OutMessage) -> None:
         """``message`` (images and buttons too) to ``origin``'s user only, marked "only you
         can see this"."""
+        private = self._private(origin, message)
+        await self.playground.keep("ephemeral", private, new=True)
+
+    def _private(self, origin: Event, message: OutMessage) -> WebMessage:
         self._check(origin.place, message)
         private = WebMessage(
             id=self.playground.store.new_id(),
@@ -113,7 +131,7 @@ class WebSurface:
             visible_to=origin.user.id,
         )
         self.playground.store.replace_images(private, message.images)
-        await self.playground.keep("ephemeral", private, new=True)
+        return private
 
     async def open_modal(self, origin: Event, modal: Modal) -> None:
         """Open ``modal`` as a dialog in the browser tab ``origin`` came from (in every tab of

@@ -423,6 +423,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
         examples=("/show Zx3_k9Lq2bWe",),
     ),
     CommandSpec(
+        "forget-me",
+        "What genbot keeps about you, and deleting it (admins: another user's)",
+        (Option("user", "string", "Admins: the user whose data to delete (a mention or id)"),),
+        free_text="user",
+        examples=("/forget-me", "/forget-me <@user>"),
+    ),
+    CommandSpec(
         "admin.moderation",
         "Admins: this workspace's moderation rules (add, remove, list), and bans (ban, unban)",
         (

@@ -9,6 +9,7 @@ one user cannot push out everyone else's images waiting for the provider."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import secrets
@@ -98,6 +99,20 @@ class MediaHost:
         if written + self.ttl <= self._clock():
             return None
         return HostedImage(path, _TYPES[name.rsplit(".", 1)[1]])
+
+    def sweep(self, max_age: float) -> int:
+        """Remove the images kept longer than ``max_age`` seconds or than they are served
+        (``ttl``); how many."""
+        now, oldest = self._clock(), min(max_age, self.ttl)
+        removed = 0
+        with self._writing:
+            for path in self.folder.glob("*.*"):
+                with contextlib.suppress(OSError):
+                    if _HOSTED_NAME.match(path.name) and path.stat().st_mtime + oldest <= now:
+                        path.unlink()
+                        self._owners.pop(path.name, None)
+                        removed += 1
+        return removed
 
     def _write(self, name: str, data: bytes, owner: str | None) -> None:
         with self._writing:

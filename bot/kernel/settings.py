@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, SecretStr
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -60,6 +60,26 @@ def _secret_key(key: SecretStr) -> SecretStr:
 SecretKey = Annotated[SecretStr, AfterValidator(_secret_key)]
 
 
+class KeepDays(Section):
+    """``[storage.keep_days]``: how many days genbot keeps each kind of data before one process
+    of the cluster purges it each hour (0: until deleted). ``audit``: the audit log's
+    entries; ``conversations``: chats, by their last message; ``job_results``: finished
+    jobs (prompt, parameters, result links: what /jobs, /show and ℹ️ read), by when they were
+    asked for; ``images``: the images the playground stores; ``uploads``: images users
+    attached, hosted for the provider (kept an hour at most in any case). A plain number
+    (``keep_days = 90``, as before) sets ``audit`` alone."""
+
+    audit: float = Field(default=90.0, gt=0, le=3650)
+    conversations: float = Field(default=0.0, ge=0, le=3650)
+    job_results: float = Field(default=0.0, ge=0, le=3650)
+    images: float = Field(default=0.0, ge=0, le=3650)
+    uploads: float = Field(default=0.0, ge=0, le=3650)
+
+
+def _audit_days(value: object) -> object:
+    return {"audit": value} if isinstance(value, int | float | str) else value
+
+
 class StorageSettings(Section):
     """``[storage]``: where jobs, conversations and links live. ``url`` (a
     ``postgresql://user[:password]@host:port/database`` address) selects PostgreSQL, which
@@ -68,8 +88,8 @@ class StorageSettings(Section):
     taking longer than ``statement_timeout`` seconds is cancelled and fails (0: unbounded).
     ``secret_key`` seals the secrets kept in the database (Slack tokens, webhook secrets; when
     empty, a key derived from ``[api] key``); ``secret_key_previous`` still opens what the key
-    before it sealed (:mod:`bot.kernel.sealer`). ``keep_days``: how long the audit log keeps
-    an entry (:mod:`bot.features.audit`)."""
+    before it sealed (:mod:`bot.kernel.sealer`). ``keep_days``: how long each kind of data is
+    kept (:class:`KeepDays`)."""
 
     path: Path = Path("genbot.db")
     url: SecretStr = SecretStr("")
@@ -78,7 +98,7 @@ class StorageSettings(Section):
     pool_size: int = Field(default=10, ge=1, le=100)
     lease_seconds: float = Field(default=10.0, gt=0, le=3600)
     statement_timeout: float = Field(default=15.0, ge=0, le=3600)
-    keep_days: float = Field(default=90.0, gt=0, le=3650)
+    keep_days: Annotated[KeepDays, BeforeValidator(_audit_days)] = Field(default_factory=KeepDays)
 
     @property
     def postgres_url(self) -> str | None:

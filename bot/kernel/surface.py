@@ -221,6 +221,24 @@ class SendsFilesPrivately(Protocol):
 
 
 @runtime_checkable
+class ForgetsUsers(Protocol):
+    """A surface that keeps something about users beyond genbot's records (the playground's
+    messages), counted and deleted with the rest of a user's data (``/forget-me``)."""
+
+    async def kept_about(self, user_id: str) -> Mapping[str, int]:
+        """What it keeps about ``user_id``: how many of each kind."""
+        ...
+
+    async def forget_user(self, user_id: str) -> Mapping[str, int]:
+        """Delete what it keeps about ``user_id``; how many of each kind went."""
+        ...
+
+    async def tell_forgotten(self, origin: Event, text: str) -> None:
+        """Tell ``origin``'s user ``text`` privately without keeping it (it would name them)."""
+        ...
+
+
+@runtime_checkable
 class PublishesHome(Protocol):
     """A surface with a home tab per user (Slack's App Home), drawn from a
     :class:`~bot.kernel.outbound.HomeView`."""

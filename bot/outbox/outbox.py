@@ -25,7 +25,9 @@ from typing import TypeVar, cast
 from bot.kernel import (
     Attachment,
     DeletesMessages,
+    Event,
     FindsKeyedPosts,
+    ForgetsUsers,
     LinksMessages,
     MessageRef,
     Place,
@@ -123,6 +125,28 @@ class Outbox:
         if not isinstance(surface, LinksMessages):
             return None
         return await surface.link(ref)
+
+    async def kept_about(self, platform: str, user_id: str) -> Mapping[str, int]:
+        """What ``platform``'s surface keeps about ``user_id`` beyond genbot's records, by
+        kind (see :class:`~bot.kernel.ForgetsUsers`; ``{}`` where it keeps nothing)."""
+        surface = self._surfaces.get(platform)
+        return await surface.kept_about(user_id) if isinstance(surface, ForgetsUsers) else {}
+
+    async def forget_user(self, platform: str, user_id: str) -> Mapping[str, int]:
+        """Delete what ``platform``'s surface keeps about ``user_id``; how many of each kind
+        (a deletion, not a write to the platform: not paced)."""
+        surface = self._surfaces.get(platform)
+        return await surface.forget_user(user_id) if isinstance(surface, ForgetsUsers) else {}
+
+    async def tell_forgotten(self, origin: Event, text: str) -> bool:
+        """Tell ``origin``'s user ``text`` privately without the platform's surface keeping
+        it, where it keeps what it shows (:class:`~bot.kernel.ForgetsUsers`); False elsewhere
+        (nothing is kept there: answer as usual)."""
+        surface = self._surfaces.get(origin.place.platform)
+        if not isinstance(surface, ForgetsUsers):
+            return False
+        await surface.tell_forgotten(origin, text)
+        return True
 
     async def download(self, place: Place, attachment: Attachment) -> bytes:
         """The bytes of a user's ``attachment`` posted in ``place`` (its platform's

@@ -22,6 +22,7 @@ from bot.api import ProviderClient
 from bot.kernel import ButtonPress, Command, ModalSubmit, Place, User
 from bot.refs import (
     ADMINS_ONLY,
+    ADMINS_ONLY_USERS,
     NO_CONVERSATION,
     NO_JOB,
     NOT_A_SCOPE,
@@ -36,6 +37,7 @@ from bot.refs import (
     RefKind,
     RefRefused,
     ScopeReferent,
+    UserReferent,
 )
 from bot.router import Router
 from genbot.compose import build_core
@@ -149,6 +151,9 @@ async def victims(store: SqliteStore) -> dict[RefKind, Victim]:
             f"{conversation.id}.{reply}.{reply}", conversation_presses(VISION_MESSAGE, THREAD)
         ),
         RefKind.SCOPE: Victim("channel", scopes),
+        RefKind.USER: Victim(
+            ALICE.id, (Press(BOB, HOME, refused_with=ADMINS_ONLY_USERS), Press(ADMIN, HOME))
+        ),
         RefKind.NONE: Victim(job.id, (Press(ALICE, HOME, refused_with=UNKNOWN_REF),)),
     }
 
@@ -225,6 +230,8 @@ async def test_the_owners_presses_resolve_to_the_thing(world: World) -> None:
                     assert str(conversation.id) == victim.ref.partition(".")[0]
                 case ScopeReferent(scope):
                     assert kind is RefKind.SCOPE and scope == (victim.ref or "me")
+                case UserReferent(user_id):
+                    assert kind is RefKind.USER and user_id == victim.ref
                 case NoReferent():
                     assert kind is RefKind.NONE
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
 from bot.api.settings import KeySettings
-from bot.kernel import CoreSettings, TierSettings
+from bot.kernel import CoreSettings, KeepDays, TierSettings
 from genbot.settings import Settings, load_settings, resolve_config_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "genbot.example.toml"
@@ -19,14 +19,14 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "genbot.example.toml"
 
 def documented_keys(text: str) -> dict[str, set[str]]:
     """Keys per section, counting optional keys shown commented out (``# key = value``); the
-    keys of an array of tables (``# [[api.keys]]``) are the section ``api.keys``, and it
-    documents its section's key ``keys``."""
+    keys of an array of tables (``# [[api.keys]]``) or of a table (``[storage.keep_days]``) are
+    the section ``api.keys``, and it documents its section's key ``keys``."""
     sections: dict[str, set[str]] = {}
     current: set[str] = set()
     for line in text.splitlines():
         if match := re.fullmatch(r"\[(\w+)\]", line.strip()):
             current = sections.setdefault(match[1], set())
-        elif match := re.fullmatch(r"#? ?\[\[(\w+)\.(\w+)\]\]", line.strip()):
+        elif match := re.fullmatch(r"#? ?\[?\[(\w+)\.(\w+)\]\]?", line.strip()):
             sections.setdefault(match[1], set()).add(match[2])
             current = sections.setdefault(f"{match[1]}.{match[2]}", set())
         elif match := re.match(r"#? ?(\w+) = ", line):
@@ -43,7 +43,8 @@ def test_example_file_documents_every_key() -> None:
         section_model = section_field.annotation
         assert isinstance(section_model, type)
         assert documented[section_name] == set(section_model.model_fields), section_name
-    assert tables == {"api.keys", "quotas.tiers"}
+    assert tables == {"api.keys", "quotas.tiers", "storage.keep_days"}
+    assert documented["storage.keep_days"] == set(KeepDays.model_fields)
     assert documented["api.keys"] == set(KeySettings.model_fields)
 
 

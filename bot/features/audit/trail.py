@@ -4,20 +4,18 @@ Each is recorded once, where it is performed (the features call :meth:`AuditTrai
 after the change, before they answer), in the shared store (:class:`storage.AuditLog`), and
 logged as one line with ``event=audit`` (its fields in the JSON log format). :data:`KINDS` is
 the list of what is recorded; ``tests/bot/features/audit/test_coverage.py`` holds every admin
-check of the code to it. The trail is also the service that purges entries older than
-``[storage] keep_days`` (one process per hour does, :meth:`storage.AuditLog.purge`).
+check of the code to it. The trail also purges entries older than ``[storage.keep_days]
+audit`` when the retention purge asks (one process per hour does, :meth:`storage.AuditLog.purge`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 from typing import Any, Final
 
 from bot.kernel import Place
-from storage import AuditEntry, AuditLog, StorageError
+from storage import AuditEntry, AuditLog
 
 log = logging.getLogger("genbot.audit")
 
@@ -32,21 +30,21 @@ KINDS: Final[dict[str, str]] = {
     "moderation.banned": "a ban set: earned by an offence (by genbot) or by an admin",
     "moderation.refused": "a prompt, form or chat message refused by a rule or for a ban",
     "job.cancelled": "a job cancelled by an admin who did not start it",
+    "user.forgotten": "a user's data deleted by an admin (/forget-me <user>); the target is the "
+    "pseudonym the records that stay name instead",
 }
 """Every kind of entry and what it records."""
 UNLOGGED: Final = frozenset({"text"})
 """State fields kept in the database but left out of the log line (what a user wrote)."""
-PURGE_SECONDS: Final = 600.0
-"""How often each process asks whether it is the one to purge (one per hour is)."""
 
 
 class AuditTrail:
-    """Records entries in the store and the log, and purges old ones (a router service)."""
+    """Records entries in the store and the log, and purges old ones (when the retention
+    purge asks, :class:`bot.features.retention.RetentionPurge`)."""
 
     def __init__(self, store: AuditLog, keep_days: float) -> None:
         self.store = store
         self.keep_days = keep_days
-        self._purging: asyncio.Task[None] | None = None
 
     async def record(
         self,
@@ -83,32 +81,12 @@ class AuditTrail:
         )
         return entry
 
-    async def start(self) -> None:
-        """Start purging (every :data:`PURGE_SECONDS`, the first at once)."""
-        self._purging = asyncio.create_task(self._purge_loop(), name="audit purge")
-
-    async def stop(self) -> None:
-        """Stop purging."""
-        task, self._purging = self._purging, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
     async def purge(self) -> int | None:
         """One purge of entries older than ``keep_days`` (None: another process's turn)."""
         purged = await self.store.purge(self.keep_days)
         if purged:
             log.info("purged %d audit entries older than %g days", purged, self.keep_days)
         return purged
-
-    async def _purge_loop(self) -> None:
-        while True:
-            try:
-                await self.purge()
-            except StorageError as error:
-                log.warning("could not purge the audit log: %s", error)
-            await asyncio.sleep(PURGE_SECONDS)
 
 
 def entry_fields(entry: AuditEntry) -> dict[str, Any]:

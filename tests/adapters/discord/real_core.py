@@ -169,6 +169,14 @@ def finished(message: FakeMessage) -> bool:
     return bool(message.content) and MARKER not in message.content
 
 
+async def told(fake: FakeDiscord, user: FakeUser, count: int) -> FakeMessage:
+    """The ``count``-th private answer to ``user``, once it is there."""
+    shown = await fake.wait_for(
+        lambda: fake.ephemerals_for(user)[count - 1 :], what=f"private answer {count}"
+    )
+    return shown[0]
+
+
 def ephemeral_texts(fake: FakeDiscord, user: FakeUser) -> list[str]:
     """What ``user`` was told privately, oldest interaction first."""
     return [m.content for m in fake.ephemerals_for(user)]

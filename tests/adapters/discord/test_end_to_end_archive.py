@@ -20,9 +20,10 @@ from tests.adapters.discord.real_core import (
     ephemeral_texts,
     newest,
     real_genbot,
+    told,
     with_image,
 )
-from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage, FakeUser
+from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage
 
 pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
 
@@ -41,14 +42,6 @@ async def image_with(fake: FakeDiscord, channel: FakeChannel, label: str) -> Fak
         )
 
     return await fake.wait_for(found, 10.0, f"an image with a {label!r} button in {channel}")
-
-
-async def told(fake: FakeDiscord, user: FakeUser, count: int) -> FakeMessage:
-    """The ``count``-th private answer to ``user``, once it is there."""
-    shown = await fake.wait_for(
-        lambda: fake.ephemerals_for(user)[count - 1 :], what=f"private answer {count}"
-    )
-    return shown[0]
 
 
 async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(

@@ -54,6 +54,7 @@ async def test_commands_sync_to_configured_guilds_with_the_catalogue_schema(bot:
         "usage",
         "jobs",
         "show",
+        "forget-me",
         "help",
         "admin",
         "Image info",

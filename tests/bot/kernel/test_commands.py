@@ -24,6 +24,7 @@ def test_every_capability_has_a_command() -> None:
         "usage",
         "jobs",
         "show",
+        "forget-me",
         "help",
         "admin.moderation",
         "admin.audit",

@@ -29,6 +29,8 @@ ADMIN_CHECKS: dict[tuple[str, str], str] = {
     ("bot/features/console.py", "_admin"): "the admin page's check; its changes are the "
     "moderation command's and the Cancel button's, which record themselves",
     ("bot/refs.py", "_scope"): "opens the settings form; saving it records settings.changed",
+    ("bot/refs.py", "_user"): "the confirmation it checks records user.forgotten",
+    ("bot/features/retention/forget.py", "_may_name_others"): "user.forgotten",
 }
 """``(file, function)`` of each ``is_admin`` check → the kind recorded, or why none is."""
 
@@ -51,7 +53,12 @@ def admin_checks() -> set[tuple[str, str]]:
 def test_every_admin_check_is_listed_with_what_it_records() -> None:
     assert admin_checks() == set(ADMIN_CHECKS)
     recorded = {kind for kind in ADMIN_CHECKS.values() if kind in KINDS}
-    assert recorded == {"settings.changed", "moderation.rule_added", "job.cancelled"}
+    assert recorded == {
+        "settings.changed",
+        "moderation.rule_added",
+        "job.cancelled",
+        "user.forgotten",
+    }
 
 
 def test_every_kind_is_recorded_somewhere_and_nothing_else_is() -> None:

@@ -1,0 +1,147 @@
+"""``/forget-me``: what genbot keeps about the user, counted per kind, and a button deleting
+it (:meth:`storage.Retention.forget`, plus what the platform's surface keeps: the playground's
+messages). Admins name another user (``/forget-me <@user>``); their deletion is recorded in the
+audit log under the pseudonym the records that stay name instead, never the user's id. Every
+answer is private.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import ClassVar, Final
+
+from bot.features.audit import AuditTrail
+from bot.kernel import (
+    Button,
+    ButtonPress,
+    Command,
+    Event,
+    ModalSubmit,
+    OptionValue,
+    OutMessage,
+    SendsPrivately,
+    UserError,
+    mentioned_user,
+)
+from bot.outbox import Notice, Outbox, Private, WritePolicy
+from bot.refs import NoReferent, RefKind, UserReferent
+from storage import Retention
+
+FORGET_ACTION: Final = "forget_me"
+"""Deleting the presser's own data (its ref names nothing)."""
+FORGET_USER_ACTION: Final = "forget_user"
+"""An admin deleting the data of the user its ref names."""
+ADMINS_ONLY: Final = "Only genbot admins can delete another user's data."
+NOT_PRIVATE: Final = "This platform cannot show you this privately: use genbot on another one."
+NAME_ONE: Final = "Name one user: `/forget-me <@user>` (admins), or nothing for your own data."
+KINDS: Final[tuple[tuple[str, str], ...]] = (
+    ("conversations", "Conversations {who} started"),
+    ("messages", "Chat messages in them"),
+    ("jobs", "Jobs (prompts, parameters, result links)"),
+    ("settings", "Personal settings"),
+    ("usage_days", "Days of usage history"),
+    ("moderation_days", "Days of moderation record"),
+    ("audit_entries", "Audit log entries naming {whom}"),
+)
+"""The kinds of :meth:`storage.Retention.kept` shown, in order, with their labels."""
+AFTERWARDS: Final = (
+    "Deleting is permanent. Usage stays only as anonymous daily totals; audit log entries stay, "
+    "naming an anonymous id instead. Images already posted in channels stay there: delete "
+    "those messages on the platform."
+)
+
+
+class ForgetFeature:
+    """``/forget-me`` and its confirmation (see the module docstring)."""
+
+    commands = frozenset({"forget-me"})
+    actions: ClassVar[Mapping[str, RefKind]] = {
+        FORGET_ACTION: RefKind.NONE,
+        FORGET_USER_ACTION: RefKind.USER,
+    }
+
+    def __init__(
+        self, store: Retention, outbox: Outbox, audit: AuditTrail, clock: Callable[[], float]
+    ) -> None:
+        self.store = store
+        self.outbox = outbox
+        self.audit = audit
+        self.clock = clock
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """What is kept about the user (or, for an admin, the user named), with the button
+        that deletes it."""
+        given = str(options.get("user") or "").strip()
+        user_id = mentioned_user(given) if given else event.user.id
+        if not user_id:
+            raise UserError(NAME_ONE)
+        if user_id != event.user.id and not self._may_name_others(event):
+            raise UserError(ADMINS_ONLY)
+        platform = event.place.platform
+        if not self.outbox.can(platform, SendsPrivately):
+            raise UserError(NOT_PRIVATE)
+        kept = dict(await self.store.kept(platform, user_id))
+        kept.update(await self.outbox.kept_about(platform, user_id))
+        yours = user_id == event.user.id
+        who, whom = ("you", "you") if yours else (f"user `{user_id}`", "them")
+        self._refuse_while_banned(kept, yours)
+        lines = [
+            f"- {label.format(who=who, whom=whom)}: {kept.get(kind, 0)}" for kind, label in KINDS
+        ]
+        lines += [f"- {kind.capitalize()}: {count}" for kind, count in kept.items() if " " in kind]
+        if kept["running"]:
+            lines.append(
+                f"- {kept['running']} job(s) still running stay until they finish: run "
+                "/forget-me again then."
+            )
+        head = f"**What genbot keeps about {who}** on {platform}:"
+        text = "\n".join([head, *lines, "", AFTERWARDS])
+        if yours:
+            button = Button("Delete all of it", FORGET_ACTION, "", style="danger")
+        else:
+            button = Button("Delete all of their data", FORGET_USER_ACTION, user_id, style="danger")
+        await self.outbox.write(
+            event.place,
+            Private(event, OutMessage(text=text, buttons=((button,),))),
+            WritePolicy.NOW,
+        )
+
+    async def on_button(self, event: ButtonPress, referent: UserReferent | NoReferent) -> None:
+        """The confirmation: delete, then say what went."""
+        user_id = referent.user_id if isinstance(referent, UserReferent) else event.user.id
+        yours = user_id == event.user.id
+        platform = event.place.platform
+        if yours:
+            self._refuse_while_banned(dict(await self.store.kept(platform, user_id)), True)
+        gone, pseudonym = await self.store.forget(platform, user_id)
+        shown = dict(gone)
+        shown.update(await self.outbox.forget_user(platform, user_id))
+        if not yours:
+            await self.audit.record(
+                "user.forgotten", event.place, event.user.id, pseudonym, after=shown
+            )
+        counts = ", ".join(f"{kind.replace('_', ' ')} {count}" for kind, count in shown.items())
+        whose = "Your data" if yours else f"The data of user `{user_id}`"
+        text = (
+            f"{whose} on {platform} is deleted ({counts}). Usage stays only as anonymous "
+            f"totals; records that must stay name `{pseudonym}`."
+        )
+        if not await self.outbox.tell_forgotten(event, text):
+            await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
+
+    async def on_modal(self, event: ModalSubmit, referent: UserReferent | NoReferent) -> None:
+        """It has no forms."""
+        raise UserError("This form is no longer supported.")
+
+    @staticmethod
+    def _may_name_others(event: Event) -> bool:
+        return event.user.is_admin
+
+    def _refuse_while_banned(self, kept: Mapping[str, int], yours: bool) -> None:
+        until = kept.get("banned_until", 0)
+        if yours and until > self.clock():
+            ends = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M UTC")
+            raise UserError(
+                f"You are banned until {ends}: your data can be deleted once the ban has ended."
+            )

@@ -1,0 +1,73 @@
+"""``/forget-me`` in the playground, on the real core and the simulator: a user who chatted in
+their DM (a grid drawn by the chat's tool), set their defaults and made a job in a channel sees
+what genbot keeps about them, privately, and after pressing "Delete all of it" no table of the
+database names them, their messages are gone from the playground, and another user's stay."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from storage import Job, Store
+from tests.genbot.stack import playground_user, real_stack
+from tests.storage.helpers import rows_naming
+
+
+async def posted(store: Store, prompt: str) -> Job:
+    async with asyncio.timeout(20):
+        while True:
+            jobs = await store.db.fetch_all(
+                "SELECT id FROM jobs WHERE prompt = ? AND status = 'posted'", (prompt,)
+            )
+            if jobs:
+                job = await store.jobs.get_job(str(jobs[0]["id"]))
+                assert job is not None
+                return job
+            await asyncio.sleep(0.05)
+
+
+async def test_forget_me_counts_then_deletes_every_row_naming_the_user(tmp_path: Path) -> None:
+    async with (
+        real_stack(tmp_path) as stack,
+        playground_user(stack.url) as user,
+        playground_user(stack.url) as other,
+    ):
+        store = stack.runtime.store
+        dm = await user.dm_channel()
+        in_dm, general = await user.watch(dm), await user.watch()
+        asked = await user.message("draw a lighthouse at dusk", channel=dm)
+        await in_dm.until(lambda: in_dm.handled(asked), timeout=20)
+        grid = await posted(store, "a lighthouse at dusk")
+        await user.command("/imagine a red fox")
+        await other.command("/imagine an owl")
+        set_id = await user.command("/settings --ar 16:9")
+        await general.until(lambda: general.handled(set_id))
+        await posted(store, "a red fox")
+        owl = await posted(store, "an owl")
+        me = grid.requester_id
+        assert owl.requester_id != me
+        assert set(await rows_naming(store, me)) >= {"jobs", "usage", "scope_settings"}
+
+        asked = await user.command("/forget-me")
+        await general.until(lambda: general.handled(asked))
+        [preview] = [m for m in general.after(asked) if m["kind"] == "ephemeral"]
+        assert preview["private"]
+        for line in (
+            "Conversations you started: 1",
+            "Jobs (prompts, parameters, result links): 2",
+            "Personal settings: 1",
+            "Days of usage history: 1",
+        ):
+            assert line in preview["text"]
+        pressed = await user.press(preview, "Delete all of it")
+        await general.until(lambda: general.handled(pressed))
+        [done] = [m for m in general.after(preview["id"]) if m["kind"] == "ephemeral"]
+        assert "Your data on web is deleted" in done["text"]
+
+        assert await rows_naming(store, me) == {}
+        assert await store.jobs.get_job(owl.id) is not None, "another user's job stays"
+        async with user.session.get("/api/history", params={"channel": dm}) as response:
+            assert (await response.json())["messages"] == []
+        async with other.session.get("/api/history") as response:
+            texts = [m["text"] for m in (await response.json())["messages"]]
+        assert "/imagine an owl" in texts and "/imagine a red fox" not in texts
