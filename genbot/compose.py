@@ -59,7 +59,6 @@ from bot.kernel import (
     MediaHost,
     Surface,
     SurfaceRegistry,
-    media_folder,
     provider_is_private,
     sealer_of,
 )
@@ -242,7 +241,7 @@ def build_job_engines(
     media_host = (
         MediaHost(
             settings.webhook.public_url.strip(),
-            media_folder(settings.storage.path),
+            store.media,
             max_total_bytes=settings.webhook.media_cache_mb * 1024 * 1024,
             max_bytes_per_owner=settings.webhook.media_cache_mb_per_user * 1024 * 1024,
         )

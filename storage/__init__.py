@@ -27,6 +27,7 @@ from storage.queries.jobs import (
 from storage.queries.base import Owner as Owner
 from storage.queries.leasing import JobLeasing as JobLeasing
 from storage.queries.ledger import UsageLedger as UsageLedger
+from storage.queries.media import HostedMedia as HostedMedia, MediaCaps as MediaCaps
 from storage.queries.moderation import ModerationStore as ModerationStore
 from storage.queries.settings import (
     SettingsReader as SettingsReader,

@@ -15,6 +15,7 @@ from storage.queries.events import EventDedupe
 from storage.queries.jobs import JobWriter, MessageLinks
 from storage.queries.leasing import JobLeasing
 from storage.queries.ledger import UsageLedger
+from storage.queries.media import HostedMedia
 from storage.queries.moderation import ModerationStore
 from storage.queries.playground import PlaygroundHistory
 from storage.queries.retention import Retention
@@ -70,6 +71,8 @@ class Store:
         """Moderation's rules, offences and bans (:mod:`storage.queries.moderation`)."""
         self.audit = AuditLog(db, clock)
         self.retention = Retention(db, clock)
+        self.media = HostedMedia(db, clock)
+        """Images hosted for the provider (:mod:`storage.queries.media`)."""
 
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""

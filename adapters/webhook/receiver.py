@@ -114,8 +114,8 @@ class WebhookReceiver:
         return web.Response(status=status)
 
     async def _media_file(self, request: web.Request) -> web.StreamResponse:
-        hosted = self._media.get(request.match_info["name"]) if self._media else None
+        hosted = await self._media.get(request.match_info["name"]) if self._media else None
         if hosted is None:
             return web.Response(status=404)
         headers = {"Content-Type": hosted.content_type, "X-Content-Type-Options": "nosniff"}
-        return web.FileResponse(hosted.path, headers=headers)
+        return web.Response(body=hosted.data, headers=headers)

@@ -94,7 +94,7 @@ from bot.kernel.media import (
     is_image,
     provider_is_private,
 )
-from bot.kernel.media_host import MediaHost, media_folder
+from bot.kernel.media_host import MediaHost
 from bot.kernel.outage import OUTAGE, StorageOutage, backoff
 from bot.kernel.outbound import (
     INFO_ACTION,
@@ -297,7 +297,6 @@ __all__ = [
     "is_image",
     "is_sealed",
     "links_in",
-    "media_folder",
     "mentioned_user",
     "neutralize_mentions",
     "not_in_tier",

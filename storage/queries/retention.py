@@ -36,6 +36,7 @@ ERASED: Final[dict[str, str]] = {
     "audit_log": "entries by or about them name a pseudonym; their refused texts are dropped",
     "playground_messages": "their messages, answers to them and their DM (the web adapter)",
     "playground_images": "the images only those messages showed (the web adapter)",
+    "hosted_media": "the images hosted for the provider from their uploads (owner), deleted",
 }
 """How a forgotten user's rows go, per table that can name a user."""
 NAMES_NO_USER: Final = frozenset(
@@ -59,6 +60,8 @@ _AUDIT_NAMING: Final = (
 )
 """The audit entries by, about or mentioning a user (platform, the id twice, its pattern
 twice: :func:`storage.sql.dialect.json_string_inside`)."""
+SQL_FORGET_HOSTED: Final = "DELETE FROM hosted_media WHERE owner = ?"
+"""A user's hosted images (their owner is ``platform:user_id``, :class:`bot.kernel.MediaHost`)."""
 SQL_KEPT: Final = (
     "SELECT (SELECT COUNT(*) FROM conversations WHERE platform = ? AND created_by = ?)"
     " AS conversations, (SELECT COUNT(*) FROM messages WHERE conversation_id IN (SELECT id"
@@ -159,6 +162,7 @@ class Retention:
             gone["usage"] = await tx.execute(SQL_FORGET_USAGE, them)
             gone["settings"] = await tx.execute(SQL_FORGET_SETTINGS, them)
             gone["moderation"] = await tx.execute(SQL_FORGET_OFFENCES, them)
+            await tx.execute(SQL_FORGET_HOSTED, (f"{platform}:{user_id}",))
             await tx.execute(SQL_RENAME_RULES, (pseudonym, *them))
             await tx.execute(SQL_DROP_REFUSED, them)
             quoted = (f'"{user_id}"', f'"{pseudonym}"')

@@ -341,5 +341,16 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         sqlite=("UPDATE playground_images SET created_at = CAST(strftime('%s', 'now') AS REAL)",),
         postgres=("UPDATE playground_images SET created_at = extract(epoch FROM now())",),
     ),
+    Migration(
+        21,
+        "hosted media in the database (every process serves what one received)",
+        both=(
+            """CREATE TABLE hosted_media (name TEXT PRIMARY KEY, owner TEXT,
+                content_type TEXT NOT NULL, data $blob NOT NULL, size INTEGER NOT NULL,
+                created_at $real NOT NULL, expires_at $real NOT NULL,
+                fetches INTEGER NOT NULL)$rowid""",
+            "CREATE INDEX hosted_media_by_age ON hosted_media (created_at)",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -23,6 +23,7 @@ import contextlib
 import io
 import re
 import resource
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -127,6 +128,13 @@ async def genbot_child(
             yield process
         finally:
             await process.terminate()
+
+
+def hosted_bytes(database: Path) -> int:
+    """How many bytes of images genbot hosts for the provider in ``database``."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        (total,) = db.execute("SELECT coalesce(sum(size), 0) FROM hosted_media").fetchone()
+    return int(total)
 
 
 def _free_port() -> int:
@@ -494,8 +502,7 @@ async def blends_over_budget(
         outcome.answers[200] = sum(a.status == 200 for a in acks) - len(slack.ephemerals)
         outcome.answers[402] = len(slack.ephemerals)
         outcome.rss_after_mb, outcome.peak_mb = memory_mb(_pid(process))
-        media = workdir / "genbot.media"
-        hosted = sum(f.stat().st_size for f in media.iterdir()) if media.exists() else 0
+        hosted = hosted_bytes(workdir / "genbot.db")
         outcome.checks[f"downloads {len(slack.downloads)}"] = not slack.downloads
         outcome.checks[f"re-hosted {hosted // MB} MB"] = hosted == 0
     outcome.warning_lines = warning_lines(process)

@@ -11,6 +11,7 @@ from storage import (
     ConversationKey,
     Cutoffs,
     Job,
+    MediaCaps,
     ModerationRule,
     PlaygroundImage,
     PlaygroundMessage,
@@ -52,6 +53,9 @@ async def everything_about(store: Store, clock: ManualClock, user: str, other: s
     await store.settings.set_scope_settings("user", "web", user, model="llm-4")
     await store.moderation.record_offence("web", user, [1])
     await store.moderation.add_rule("web", "web", ModerationRule("nsfw", "nude"), user)
+    caps = MediaCaps(total=10**6, per_owner=10**6)
+    for owner in (user, other):
+        await store.media.put(f"{owner}.png", f"web:{owner}", "image/png", b"\x89PNG", 3600, caps)
     for kind, actor, target in (
         ("moderation.refused", "genbot", user),
         ("moderation.banned", other, user),

@@ -1,8 +1,8 @@
 """The purge: every :data:`PURGE_SECONDS` each process asks whether it is the one to purge this
 hour (:meth:`storage.Retention.purge` and :meth:`storage.AuditLog.purge` each elect one per hour
 in the shared database; the retention purge runs under the cluster's lock), and that one deletes
-what is older than each kind's ``[storage.keep_days]``; each process also removes its own hosted
-uploads past theirs."""
+what is older than each kind's ``[storage.keep_days]``; hosted uploads past theirs are removed
+from the shared database too (by any process: the deletion is idempotent)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ DAY: Final = 86400.0
 class HostedUploads(Protocol):
     """Images users attached, hosted for the provider (:class:`bot.kernel.MediaHost`)."""
 
-    def sweep(self, max_age: float) -> int:
+    async def sweep(self, max_age: float) -> int:
         """Remove the images kept longer than ``max_age`` seconds (or than they are served);
         how many."""
         ...
@@ -64,7 +64,7 @@ class RetentionPurge:
     async def purge(self) -> Purged | None:
         """One purge of every kind (None: another process's turn for the store's kinds)."""
         if self.uploads is not None and self.keep.uploads > 0:
-            await asyncio.to_thread(self.uploads.sweep, self.keep.uploads * DAY)
+            await self.uploads.sweep(self.keep.uploads * DAY)
         if self.audit is not None:
             await self.audit.purge()
         purged = await self.store.purge(self.cutoffs())

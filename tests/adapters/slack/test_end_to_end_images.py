@@ -176,7 +176,6 @@ async def test_every_cap_is_checked_before_a_shared_image_is_downloaded(
     downloaded (before: every blend downloaded and re-hosted its images, then was refused)."""
     image = noise_png(16, 16)
     async with slack_genbot(fake, sim, tmp_path / "genbot.db", rehosting=True) as bot:
-        media = tmp_path / "genbot.media"
         fake.user_says("", channel="C2", files=[("a.png", image), ("b.png", image)])
         await bot.store.ledger.add_usage("slack", "U1", credits=10_000, kind="credits")
         for _ in range(3):
@@ -184,7 +183,7 @@ async def test_every_cap_is_checked_before_a_shared_image_is_downloaded(
         await fake.wait_for(lambda: fake.ephemerals[2:], WAIT)
         over_budget = [e.text for e in fake.ephemerals]
         downloads_over_budget = len(fake.downloads)
-        hosted_over_budget = list(media.iterdir()) if media.exists() else []
+        hosted_over_budget = await bot.store.db.fetch_all("SELECT name FROM hosted_media")
 
         cap = bot.settings.limits.max_concurrent_jobs_per_user
         fake.users["U3"] = "carol"

@@ -5,7 +5,6 @@ log too), and hosted uploads swept past their days."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -70,14 +69,14 @@ async def test_the_service_purges_each_kind_past_its_days_and_keeps_what_has_non
 
 
 async def test_hosted_uploads_go_past_their_days_or_once_they_are_no_longer_served(
-    tmp_path: Path, clock: ManualClock
+    store: SqliteStore, clock: ManualClock
 ) -> None:
-    host = MediaHost("https://genbot.example.org", tmp_path / "media", ttl=3 * DAY, clock=clock)
-    urls = [await host.put(inspect_image(png(4, 4))) for _ in range(2)]
-    old = tmp_path / "media" / urls[0].rsplit("/", 1)[1]
-    os.utime(old, (clock() - 2 * DAY, clock() - 2 * DAY))
-    os.utime(old.with_name(urls[1].rsplit("/", 1)[1]), (clock(), clock()))
-    assert host.sweep(DAY) == 1
-    assert [p.name for p in (tmp_path / "media").iterdir()] == [urls[1].rsplit("/", 1)[1]]
+    host = MediaHost("https://genbot.example.org", store.media, ttl=3 * DAY)
+    old = await host.put(inspect_image(png(4, 4)))
+    clock.advance(2 * DAY)
+    new = await host.put(inspect_image(png(4, 4)))
+    assert await host.sweep(DAY) == 1
+    assert await host.unread((old, new)) == 2 and await host.get(old.rsplit("/", 1)[1]) is None
+    assert await host.get(new.rsplit("/", 1)[1]) is not None
     clock.advance(3 * DAY)
-    assert host.sweep(30 * DAY) == 1, "past the time it is served, whatever the days"
+    assert await host.sweep(30 * DAY) == 1, "past the time it is served, whatever the days"
