@@ -256,6 +256,7 @@ def build_job_engines(
         watch,
         clock=clock,
         experience=experience,
+        hosted=media_host,
     )
     tiers = Tiers(limits_settings, settings.quotas)
     webhook_secrets = WebhookSecrets(

@@ -77,6 +77,9 @@ class DialectRules:
     """Credits per diffusion endpoint."""
     upscale_scale_range: bool
     """Whether diffusion upscale ``scale`` must be 2–4 (else any whole number from 1)."""
+    reads_references: bool
+    """Whether imagine reads image references in its prompt (image URLs, ``--sref``,
+    ``--cref``, ``--oref``, weights) and fetches them; without, they are plain prompt text."""
 
     def price(self, endpoint: str) -> int:
         """Credits a diffusion job of ``endpoint`` costs."""
@@ -104,6 +107,7 @@ DEFAULT = DialectRules(
     controlnet_image_fields=("control_image", "controlnet_image"),
     diffusion_prices=(("txt2img", 2), ("img2img", 2), ("controlnet", 3), ("upscale", 1)),
     upscale_scale_range=True,
+    reads_references=True,
 )
 SPEC = replace(
     DEFAULT,
@@ -120,6 +124,7 @@ SPEC = replace(
     length_finish_reason=False,
     chat_ranges=False,
     upscale_scale_range=False,
+    reads_references=False,
 )
 VARIANT = replace(
     DEFAULT,

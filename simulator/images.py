@@ -37,6 +37,8 @@ class CellArt:
     inner: CellArt | None = None
     frame: Box = FULL
     patch: bool = False
+    references: int = 0
+    """How many reference images the prompt had (shown in a corner)."""
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,10 @@ def render_art(art: CellArt, size: tuple[int, int]) -> Image.Image:
 def _label(draw: ImageDraw.ImageDraw, size: tuple[int, int], text: str, corner: str) -> None:
     width, height = size
     font_size = max(9, min(width, height) // 10)
-    position = (4, 3) if corner == "top" else (4, height - font_size - 6)
+    if corner == "right":
+        position = (max(4, width - font_size * len(text) * 2 // 3 - 6), 3)
+    else:
+        position = (4, 3) if corner == "top" else (4, height - font_size - 6)
     draw.text(
         position,
         text,
@@ -209,6 +214,8 @@ def render_png(spec: ImageSpec) -> bytes:
         _label(draw, cell, prompt_words(art.prompt), "bottom")
         if spec.is_grid:
             _label(draw, cell, str(position + 1), "top")
+        if art.references:
+            _label(draw, cell, f"{art.references} ref", "right")
         image.paste(picture, ((position % columns) * cell[0], (position // columns) * cell[1]))
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=1)

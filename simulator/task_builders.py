@@ -16,6 +16,7 @@ from typing import Any
 
 from simulator import task_rules as rules
 from simulator.images import CellArt
+from simulator.references import reference_urls
 from simulator.state import Account, SimulatorState
 from simulator.task_model import ImageTask
 from simulator.task_rules import Body, BodyFailure, Mode, RuleError, TaskKind
@@ -73,6 +74,8 @@ class TaskDraft:
     seed_value: str = ""
     same_index_key: tuple[str, str, str] | None = None
     error: str | None = None
+    references: tuple[str, ...] = ()
+    """Reference image URLs to fetch before the task runs (imagine)."""
 
 
 def ratio(aspect: tuple[int, int]) -> str:
@@ -80,9 +83,11 @@ def ratio(aspect: tuple[int, int]) -> str:
     return f"{aspect[0]}:{aspect[1]}"
 
 
-def fresh_art(prompt: str) -> ArtMaker:
-    """Four new pictures for ``prompt``."""
-    return lambda rng: tuple(CellArt(prompt, rng.getrandbits(32)) for _ in range(4))
+def fresh_art(prompt: str, references: int = 0) -> ArtMaker:
+    """Four new pictures for ``prompt`` (made with ``references`` reference images)."""
+    return lambda rng: tuple(
+        CellArt(prompt, rng.getrandbits(32), references=references) for _ in range(4)
+    )
 
 
 def webhook_fields(state: SimulatorState, body: Body) -> tuple[str, str]:
@@ -126,10 +131,12 @@ def build_imagine(state: SimulatorState, body: Body, account: Account | None) ->
     version = rules.prompt_version(prompt, check=not skip, known_only=dialect.known_versions_only)
     aspect = rules.choose_aspect(aspect_field, prompt, check=not skip, cap=dialect.aspect_cap)
     mode = rules.select_mode(mode_field, prompt)
+    references = reference_urls(prompt) if dialect.reads_references else ()
     task_input = {"prompt": prompt, "aspect_ratio": ratio(aspect)}
     return TaskDraft(
         "imagine", "grid", require_account(account), prompt, version, mode, aspect, task_input,
-        webhook, art=fresh_art(prompt), error=rules.trigger_error(prompt),
+        webhook, art=fresh_art(prompt, len(references)), error=rules.trigger_error(prompt),
+        references=references,
     )  # fmt: skip
 
 

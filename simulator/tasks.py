@@ -18,6 +18,7 @@ from aiohttp import web
 
 from simulator import task_rules as rules
 from simulator.images import StoredImage, grid_spec, single_spec
+from simulator.references import unfetchable
 from simulator.state import STATE, SimulatorState, api_key_header, request_record
 from simulator.task_builders import TaskDraft
 from simulator.task_derivatives import BUILDERS
@@ -182,6 +183,8 @@ def creation_handler(endpoint: str) -> Callable[[web.Request], Awaitable[web.Res
             body = Body(data)
             body.check_types()
             draft = build(state, body, account)
+            if draft.references and draft.error is None:
+                draft.error = await unfetchable(draft.references)
             task = request.app[ENGINE].create(draft, base_url_of(request))
         except RuleError as error:
             return error_response(400, str(error))

@@ -83,7 +83,8 @@ def catalogue(
             "description": spec.description,
             "free_text": spec.free_text,
             "examples": list(spec.examples),
-            "uploads": list(image_options(spec)),
+            "uploads": [f"#{n}" for n in range(1, spec.numbered_uploads + 1)]
+            or list(image_options(spec)),
             "options": [
                 {
                     "name": option.name,

@@ -8,7 +8,8 @@ language (:mod:`~bot.kernel.commands`, :mod:`~bot.kernel.command_text`,
 :mod:`~bot.kernel.command_images`), the core's settings sections (:mod:`~bot.kernel.settings`),
 text splitting (:mod:`~bot.kernel.text`), what the admin page asks of the core
 (:mod:`~bot.kernel.admin_console`), checked images and their hosting
-(:mod:`~bot.kernel.media`, :mod:`~bot.kernel.media_host`), the sealing of the secrets kept in
+(:mod:`~bot.kernel.media`, :mod:`~bot.kernel.media_host`), image references in prompts
+(:mod:`~bot.kernel.references`), the sealing of the secrets kept in
 the database (:mod:`~bot.kernel.sealer`), sliding rate windows per key
 (:mod:`~bot.kernel.rate_window`), and the process-wide reports:
 :mod:`~bot.kernel.metrics` (series and log context, used as a namespace:
@@ -117,6 +118,14 @@ from bot.kernel.outbound import (
     encode_custom_id,
 )
 from bot.kernel.rate_window import RateWindow
+from bot.kernel.references import (
+    REFERENCE_OPTIONS,
+    RESERVED_FLAGS,
+    UPLOAD_PREFIX,
+    ReadPrompt,
+    Reference,
+    read_references,
+)
 from bot.kernel.registry import SurfaceRegistry
 from bot.kernel.sealer import (
     SEALED_PREFIX,
@@ -191,11 +200,14 @@ __all__ = [
     "OUTAGE",
     "PROCESS_MODES",
     "RECENT_FILES_SECONDS",
+    "REFERENCE_OPTIONS",
     "REMIX_ACTIONS",
     "REMIX_PREFIX",
+    "RESERVED_FLAGS",
     "RESTARTING_TEXT",
     "SEALED_PREFIX",
     "TOO_SLOW_TEXT",
+    "UPLOAD_PREFIX",
     "ZWSP",
     "ActivityKind",
     "Address",
@@ -257,7 +269,9 @@ __all__ = [
     "QuotasSettings",
     "RateLimited",
     "RateWindow",
+    "ReadPrompt",
     "RecentFiles",
+    "Reference",
     "Reposts",
     "SealError",
     "Sealer",
@@ -305,6 +319,7 @@ __all__ = [
     "parse_aspect_ratio",
     "parse_command_text",
     "provider_is_private",
+    "read_references",
     "refill_time",
     "resolve_command",
     "sealer_of",

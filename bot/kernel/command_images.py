@@ -6,8 +6,11 @@ files uploaded with it (the playground), else — where a platform's slash comma
 files (Slack) — by the images the same user shared in the same place in the last
 ``RECENT_FILES_SECONDS``, oldest first: up to five for ``/blend``, otherwise the newest image(s)
 the command requires. ``/describe`` with a link keeps the link in its text (its flow reads it
-there). Adapters only translate what the platform has into :class:`~bot.kernel.events.Attachment`;
-what counts as an image and which option it fills is decided here.
+there). ``/imagine`` (numbered uploads) keeps its links in its prompt (they are references in
+the provider's syntax) and takes the images its text names (``#2``): uploaded with it, or on
+Slack the newest ones its user shared. Adapters only translate what the platform has into
+:class:`~bot.kernel.events.Attachment`; what counts as an image and which option it fills is
+decided here.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from bot.kernel.commands import CommandSpec, command
 from bot.kernel.errors import CommandError
 from bot.kernel.events import Attachment
 from bot.kernel.media import is_image
+from bot.kernel.references import upload_key
 
 T = TypeVar("T")
 
@@ -30,6 +34,9 @@ commands)."""
 _LINK = re.compile(r"<?(https?://[^\s|>]*[^\s|>.,;:!?)\]'\"])(?:\|[^>]*)?>?")
 """An https link, bare or in the ``<url|label>`` form chat platforms send; a bare link's
 trailing punctuation (the end of a sentence, a closing bracket) is not part of it."""
+
+_UPLOAD_WORD = re.compile(r"(?<!\S)#([1-9][0-9]?)(?!\S)")
+"""``#2``: an image sent with a command, by its number."""
 
 RecentFiles = Callable[[], Awaitable[Sequence[Attachment] | None]]
 """The files the command's user shared in its place within ``RECENT_FILES_SECONDS``, newest
@@ -46,6 +53,14 @@ def image_options(spec: CommandSpec) -> tuple[str, ...]:
     return tuple(option.name for option in spec.options if option.type == "attachment")
 
 
+def upload_slots(spec: CommandSpec) -> tuple[str, ...]:
+    """Where the images sent with a text command go, in order: numbered uploads, else the
+    command's image options."""
+    if spec.numbered_uploads:
+        return tuple(upload_key(n) for n in range(1, spec.numbered_uploads + 1))
+    return image_options(spec)
+
+
 def required_images(spec: CommandSpec) -> int:
     """How many of ``spec``'s image options are required."""
     return sum(1 for option in spec.options if option.type == "attachment" and option.required)
@@ -53,9 +68,10 @@ def required_images(spec: CommandSpec) -> int:
 
 def assign_images(spec: CommandSpec, images: Sequence[T]) -> dict[str, T]:
     """``images`` in order onto the command's image options (``/blend``: image1..image5,
-    ``/describe``: image, img2img/controlnet: init_image first). :class:`CommandError` when
-    there are more than the command takes."""
-    slots = image_options(spec)
+    ``/describe``: image, img2img/controlnet: init_image first), or numbered (``/imagine``:
+    upload1…, see :attr:`CommandSpec.numbered_uploads`). :class:`CommandError` when there are
+    more than the command takes."""
+    slots = upload_slots(spec)
     if len(images) > len(slots):
         usage = usage_name(spec)
         if not slots:
@@ -93,6 +109,8 @@ async def command_images(
         spec = command(name)
     except KeyError:
         return {}, text
+    if spec.numbered_uploads:
+        return await _named_uploads(spec, text, recent_files), text
     slots = image_options(spec)
     links = links_in(text)
     if not slots or (name == "describe" and links):
@@ -115,3 +133,22 @@ async def command_images(
             "(or paste https links after the command), then run it again."
         )
     return dict(zip(slots, reversed(shared), strict=False)), text
+
+
+async def _named_uploads(
+    spec: CommandSpec, text: str, recent_files: RecentFiles
+) -> dict[str, Attachment]:
+    """The images a numbered command's text names (``#2``) among those its user shared lately,
+    numbered in the order they were shared (the newest that many); none when it names none,
+    so an image shared for something else is never taken."""
+    named = [int(match.group(1)) for match in _UPLOAD_WORD.finditer(text)]
+    if not named:
+        return {}
+    files = await recent_files()
+    if files is None:
+        raise CommandError(
+            "genbot cannot read this conversation to find your images: invite it with "
+            "`/invite @genbot` (or paste https links in the prompt)."
+        )
+    shared = [file for file in files if is_image(file)][: min(max(named), spec.numbered_uploads)]
+    return dict(zip(upload_slots(spec), reversed(shared), strict=False))

@@ -13,6 +13,7 @@ from typing import Literal, get_args
 from bot.api import CHAT_MODELS as CHAT_MODELS
 from bot.api import INFERENCE_STEPS, BlendDimension, ProcessMode
 from bot.kernel.events import ChatModelChoices, DiffusionModelChoices, EventRouter
+from bot.kernel.references import MAX_REFERENCES, REFERENCE_OPTIONS, ROLE_DESCRIPTIONS
 
 OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
 Offered = Literal["chat_models", "diffusion_models"]
@@ -66,6 +67,10 @@ class CommandSpec:
     free_text: str | None = None
     keeps_unknown_flags: bool = False
     examples: tuple[str, ...] = field(default=())
+    numbered_uploads: int = 0
+    """On text platforms, up to this many images sent with the command are numbered
+    (``upload1``…, named ``#1``… in the text: :mod:`bot.kernel.references`) instead of
+    filling the attachment options, whose names are Discord's."""
     files_by_form: bool = False
     """Where forms take files (:attr:`bot.kernel.surface.PlatformProfile.forms_take_files`), the
     command may come without its attachments: the feature asks for them in a form."""
@@ -133,6 +138,11 @@ _DIFFUSION_COMMON: tuple[Option, ...] = (
     Option("lora_strength", "number", "LoRA strength", flags=("--lora-strength",)),
 )
 
+_REFERENCE_OPTIONS: tuple[Option, ...] = tuple(
+    Option(name, "attachment", f"{ROLE_DESCRIPTIONS[role]} (at most {MAX_REFERENCES} in all)")
+    for name, role in REFERENCE_OPTIONS.items()
+)
+
 COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "chat",
@@ -180,10 +190,15 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 "Skip the provider's prompt check",
                 flag_values=(("--skip-check", "true"),),
             ),
+            *_REFERENCE_OPTIONS,
         ),
         free_text="prompt",
         keeps_unknown_flags=True,
-        examples=("/imagine a fox in the snow --ar 16:9 --fast",),
+        examples=(
+            "/imagine a fox in the snow --ar 16:9 --fast",
+            "/imagine a fox --sref #2 --sw 200 (with 2 images attached: #1 an image prompt)",
+        ),
+        numbered_uploads=MAX_REFERENCES,
     ),
     CommandSpec(
         "describe",

@@ -54,15 +54,17 @@ from bot.features.jobs.forms import (
     read_zoom,
     shape_key,
 )
-from bot.features.jobs.input_checks import check_form_prompt, check_prompt
+from bot.features.jobs.input_checks import check_attachment, check_form_prompt, check_prompt
 from bot.features.jobs.masks import build_mask
 from bot.features.jobs.params import BlendParams, DescribeParams, ImageParams, JobResult
 from bot.features.jobs.region_preview import RegionPreviews
 from bot.features.jobs.starter import JobSpec, JobStarter
 from bot.kernel import (
     MODAL_ACTIONS,
+    REFERENCE_OPTIONS,
     REMIX_ACTIONS,
     REMIX_PREFIX,
+    UPLOAD_PREFIX,
     Attachment,
     ButtonPress,
     Command,
@@ -72,7 +74,9 @@ from bot.kernel import (
     MediaFetcher,
     ModalSubmit,
     OptionValue,
+    Reference,
     UserError,
+    read_references,
 )
 from bot.outbox import OpenForm, WritePolicy
 from bot.refs import JobReferent, RefKind
@@ -135,18 +139,52 @@ class ImageJobs:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """Start ``/imagine``, ``/describe`` or ``/blend``."""
         if event.name == "imagine":
-            skip = options.get("skip_prompt_check")
-            await self.imagine(
-                event,
-                str(options["prompt"]),
-                aspect_ratio=_text(options, "aspect_ratio"),
-                process_mode=_text(options, "process_mode"),
-                skip_prompt_check=bool(skip) if skip is not None else None,
-            )
+            await self._imagine_command(event, options)
         elif event.name == "describe":
             await self._describe_command(event, options)
         elif event.name == "blend":
             await self._blend(event, options)
+
+    async def _imagine_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """``/imagine``: its references read and checked (:mod:`bot.kernel.references`);
+        the images sent with it (each checked to be an image first) hosted once the user's caps
+        admit a job, and the prompt written with their URLs."""
+        skip = options.get("skip_prompt_check")
+        prompt = str(options["prompt"])
+        uploads = sum(1 for key in event.attachments if key.startswith(UPLOAD_PREFIX))
+        given = [
+            Reference(role, name)
+            for name, role in REFERENCE_OPTIONS.items()
+            if name in event.attachments
+        ]
+        read = read_references(prompt, uploads=uploads, attached=given)
+        files = {key: event.attachments[key] for key in read.attached}
+        aspect_ratio, process_mode = _text(options, "aspect_ratio"), _text(options, "process_mode")
+        skip_check = bool(skip) if skip is not None else None
+        if not files:
+            await self.imagine(
+                event,
+                prompt,
+                aspect_ratio=aspect_ratio,
+                process_mode=process_mode,
+                skip_prompt_check=skip_check,
+            )
+            return
+        for file in files.values():
+            check_attachment(file, self._starter.max_upload_bytes)
+        async with self._starter.admitted(event):
+            urls = {
+                key: await self._starter.attachment_url(event, file, cdn_ok=False, rehost=True)
+                for key, file in files.items()
+            }
+            await self.imagine(
+                event,
+                read.written(urls),
+                aspect_ratio=aspect_ratio,
+                process_mode=process_mode,
+                skip_prompt_check=skip_check,
+                references=tuple(urls.values()),
+            )
 
     async def imagine(
         self,
@@ -156,8 +194,10 @@ class ImageJobs:
         aspect_ratio: str | None = None,
         process_mode: str | None = None,
         skip_prompt_check: bool | None = None,
+        references: tuple[str, ...] = (),
     ) -> Job:
-        """Start an imagine job for ``event``'s user in ``event``'s place."""
+        """Start an imagine job for ``event``'s user in ``event``'s place (``references``: the
+        URLs genbot hosted for its reference images, already in ``prompt``)."""
         if not skip_prompt_check:
             check_prompt(prompt)
         aspect_ratio, process_mode, remix = await self._defaults(event, aspect_ratio, process_mode)
@@ -172,6 +212,7 @@ class ImageJobs:
             process_mode=process_mode,
             model_version=version_for(prompt, None),
             remix=remix,
+            references=references,
         )
         spec = JobSpec("task", "imagine", prompt, params, webhook=True)
         return await self._starter.start(event, spec, TaskCall(request, self._tasks.imagine))

@@ -54,7 +54,7 @@ from typing import Any
 
 from bot.features.jobs import wording
 from bot.features.jobs.experience import Experience
-from bot.features.jobs.params import JobResult, adding_pressed, result_with
+from bot.features.jobs.params import ImageParams, JobResult, adding_pressed, result_with
 from bot.features.jobs.result_messages import ResultMessages, pressed_actions
 from bot.features.jobs.tracking.retry import DeliveryRetry
 from bot.features.jobs.tracking.watch import JobWatch
@@ -65,6 +65,7 @@ from bot.kernel import (
     Event,
     FindsKeyedPosts,
     MediaFetcher,
+    MediaHost,
     MessageGone,
     MessageRef,
     OutMessage,
@@ -218,9 +219,12 @@ class JobMessages:
         clock: Callable[[], float] = time.time,
         retry: DeliveryRetry | None = None,
         experience: Experience | None = None,
+        hosted: MediaHost | None = None,
     ) -> None:
         self._store = store
         self._outbox = outbox
+        self._hosted = hosted
+        """Where genbot hosted reference images (to tell whether the provider read them)."""
         self._platforms = outbox.platforms()
         """The platforms the outbox writes to (its surfaces are fixed when it is made)."""
         self._watch = watch
@@ -464,6 +468,7 @@ class JobMessages:
 
     async def _post_result(self, job: Job) -> float | None:
         try:
+            job = await self._references_read(job)
             link_instead = job.delivery_attempts + 1 >= self.retry.image_attempts
             profile = self._outbox.profile(job.platform)
             message, size = await self.results.result(
@@ -480,6 +485,15 @@ class JobMessages:
             self.experience.models.observe(job)
         self.forget(job.id)
         return None
+
+    async def _references_read(self, job: Job) -> Job:
+        """``job`` with how many of the reference images genbot hosted for it the provider
+        never fetched (``references_unread``, shown with the result), when it had any."""
+        hosted = ImageParams.of(job).references if job.type == "imagine" else ()
+        if not hosted or self._hosted is None or "references_unread" in job.result:
+            return job
+        unread = await self._hosted.unread(hosted)
+        return replace(job, result={**job.result, "references_unread": unread})
 
     async def _report_failure(self, job: Job) -> float | None:
         if JobResult.of(job).cancelled:

@@ -47,6 +47,8 @@ class ImageParams:
     remix: bool = False
     zoom_ratio: str | None = None
     subject: str | None = None
+    references: tuple[str, ...] = ()
+    """The URLs genbot hosted for an imagine's reference images."""
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> ImageParams:
@@ -58,6 +60,7 @@ class ImageParams:
             remix=bool(raw.get("remix", False)),
             zoom_ratio=_text(raw.get("zoom_ratio")),
             subject=_text(raw.get("subject")),
+            references=_strings(raw.get("references")),
         )
 
     @classmethod
@@ -66,8 +69,10 @@ class ImageParams:
         return cls.from_json(job.parameters)
 
     def to_json(self) -> dict[str, Any]:
-        """The stored shape."""
-        return _json(asdict(self))
+        """The stored shape (without references when there are none)."""
+        values = asdict(self)
+        values["references"] = list(self.references) or None
+        return _json(values)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -220,6 +225,7 @@ class JobResult:
     mode: str | None = None
     lost: bool = False
     withheld: tuple[str, ...] = ()
+    references_unread: int = 0
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> JobResult:
@@ -244,6 +250,7 @@ class JobResult:
             mode=_text(raw.get("mode")) or None,
             lost=bool(raw.get("lost")),
             withheld=_strings(raw.get("withheld")),
+            references_unread=_int(raw.get("references_unread")) or 0,
         )
 
     @classmethod

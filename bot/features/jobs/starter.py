@@ -525,21 +525,31 @@ class JobStarter:
         field, where the platform can show it; see :func:`bot.features.jobs.forms.show_refused`)."""
         await show_refused(self.outbox, event, modal, error)
 
-    async def attachment_url(self, event: Event, attachment: Attachment, *, cdn_ok: bool) -> str:
+    async def attachment_url(
+        self, event: Event, attachment: Attachment, *, cdn_ok: bool, rehost: bool = False
+    ) -> str:
         """A URL the provider can fetch for ``attachment``: its own URL, or a re-hosted copy of
-        its bytes when it has none, when it is private (a Slack file), or when it is a CDN link
-        and ``cdn_ok`` is false. Without a media host such files are refused with a way out.
-        Only inside :attr:`admitted` (the user's caps are checked before any download)."""
+        its bytes when it has none, when it is private (a Slack file), when it is a CDN link
+        and ``cdn_ok`` is false, or always with ``rehost`` (references: every process serves
+        them). Without a media host such files are refused with a way out. Only inside
+        :attr:`admitted` (the user's caps are checked before any download)."""
         Admission.require()
         check_attachment(attachment, self.max_upload_bytes)
         url = attachment.url.strip()
         unusable = attachment.private or (
             not cdn_ok and bool(url) and is_upstream_cdn(url, self.upstream_cdn_hosts)
         )
-        if url and not unusable:
+        hosted = self.media_host is not None and self.media_host.name_of(url) is not None
+        if url and not unusable and (hosted or not rehost):
             return url
         if self.media_host is None:
             name = attachment.filename or "That file"
+            if rehost:
+                raise UserError(
+                    f"{name}: genbot passes attached images on to the image service only when "
+                    "an admin sets [webhook] public_url. Put an https link to the image in the "
+                    "prompt instead."
+                )
             if unusable:
                 raise UserError(
                     f"{name}: the image service cannot open files shared on "

@@ -243,7 +243,23 @@ def result_text(job: Job) -> str:
     another mode than asked, which (:func:`mode_note`)."""
     text = f"**{done_title(job)}** — {subject(job)}"
     details = diffusion_details(job) if job.family == "diffusion" else mode_note(job)
-    return f"{text}\n{details}" if details else text
+    notes = [note for note in (details, references_note(job)) if note]
+    return "\n".join((text, *notes))
+
+
+def references_note(job: Job) -> str:
+    """What to say when the provider never fetched reference images genbot hosted for the job
+    (docs/provider.md#references): it may not read references at all; "" when it fetched
+    every one."""
+    unread = JobResult.of(job).references_unread
+    if not unread:
+        return ""
+    hosted = len(ImageParams.of(job).references)
+    which = "your reference image" if hosted == 1 else f"{unread} of your {hosted} reference images"
+    return (
+        f"_The image service never fetched {which}: it may have ignored "
+        f"{'it' if unread == 1 else 'them'}._"
+    )
 
 
 def mode_note(job: Job) -> str:

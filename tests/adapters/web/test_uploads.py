@@ -105,7 +105,7 @@ async def test_too_many_images_for_a_command_keeps_the_uploads(
     first, second = await upload_ids(browser, png(), png(2, 2))
     cases = [
         ("/describe", [first, second], "/describe takes one image; you attached 2."),
-        ("/imagine a fox", [first], "/imagine does not take images; remove the attachment"),
+        ("/usage", [first], "/usage does not take images; remove the attachment"),
     ]
     for text, ids, error in cases:
         status, answer = await post(browser, "/api/command", {"text": text, "attachments": ids})

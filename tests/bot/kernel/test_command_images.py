@@ -86,8 +86,26 @@ def test_uploads_fill_options_in_order_and_too_many_are_refused() -> None:
     assert assign_images(blend, ["a", "b"]) == {"image1": "a", "image2": "b"}
     with pytest.raises(CommandError, match=r"/describe takes one image; you attached 2\."):
         assign_images(command("describe"), ["a", "b"])
-    with pytest.raises(CommandError, match=r"/imagine does not take images"):
-        assign_images(command("imagine"), ["a"])
+    with pytest.raises(CommandError, match=r"/usage does not take images"):
+        assign_images(command("usage"), ["a"])
+    imagine = command("imagine")
+    assert assign_images(imagine, ["a", "b"]) == {"upload1": "a", "upload2": "b"}
+    with pytest.raises(CommandError, match=r"/imagine takes at most 5 images; you attached 6\."):
+        assign_images(imagine, list("abcdef"))
+
+
+async def test_imagine_keeps_its_links_and_takes_only_the_shared_images_it_names() -> None:
+    text = "https://a.example/x.png a fox --sref #2"
+    older, newer, newest = _file("older.png"), _file("newer.png"), _file("newest.png")
+    notes = _file("notes.txt", "text/plain")
+    assert await command_images("imagine", "a fox https://a.example/x.png", _never) == (
+        {},
+        "a fox https://a.example/x.png",
+    )
+    found = await command_images("imagine", text, _shared(newest, notes, newer, older))
+    assert found == ({"upload1": newer, "upload2": newest}, text)
+    with pytest.raises(CommandError, match=r"`/invite @genbot`"):
+        await command_images("imagine", "a fox #1", _unreadable)
 
 
 def test_links_are_found_bare_or_wrapped() -> None:
