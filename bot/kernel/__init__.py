@@ -124,6 +124,7 @@ from bot.kernel.references import (
     UPLOAD_PREFIX,
     ReadPrompt,
     Reference,
+    Role,
     read_references,
 )
 from bot.kernel.registry import SurfaceRegistry
@@ -273,6 +274,7 @@ __all__ = [
     "RecentFiles",
     "Reference",
     "Reposts",
+    "Role",
     "SealError",
     "Sealer",
     "Section",

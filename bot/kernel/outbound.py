@@ -209,6 +209,7 @@ MODAL_ACTIONS: frozenset[str] = frozenset(
         "region_edit",
         "outpaint_custom",
         "diff_init",
+        "use_reference",
         "settings",
         "describe_pick1",
         "describe_pick2",

@@ -58,6 +58,9 @@ GRID_ACTIONS = frozenset(a for row in GRID_ROWS for a in row)
 UPSCALE_ACTIONS = frozenset(a for row in UPSCALE_ROWS for a in row)
 DESCRIBE_ACTIONS = ("describe_pick1", "describe_pick2", "describe_pick3", "describe_pick4")
 DIFFUSION_ACTIONS = ("diff_reroll", "diff_upscale", "diff_init")
+REFERENCE_ACTION = "use_reference"
+"""Under every upscale and diffusion image: a form whose prompt is imagined with the image as a
+reference (:mod:`bot.features.jobs.images`)."""
 MAX_BUTTONS_PER_ROW = 5
 MAX_ROWS = 5
 
@@ -89,6 +92,7 @@ LABELS: dict[str, str] = {
     "diff_reroll": "🔄",
     "diff_upscale": "Upscale",
     "diff_init": "Use as init",
+    REFERENCE_ACTION: "Use as reference",
     INFO_ACTION: "ℹ️",
 }
 """The label of every button action."""
@@ -142,9 +146,10 @@ def task_buttons(
 
     A grid gets ``U1 U2 U3 U4 🔄`` / ``V1 V2 V3 V4``; an upscale its follow-ups in rows
     (vary, zoom, pan, second upscales); ``🌱 Seed`` comes last when ``seed`` is among
-    ``actions``, then ℹ️ with ``info``. ``with_seed`` forces the seed button on or off
-    (default: on when offered, or for upscales). Unknown action names are ignored; ``pressed``
-    actions are styled primary, ``disabled`` ones shown disabled. At most ``max_per_row`` per
+    ``actions``, then (upscales) ``Use as reference``, then ℹ️ with ``info``. ``with_seed``
+    forces the seed button on or off (default: on when offered, or for upscales). Unknown
+    action names are ignored; ``pressed`` actions are styled primary, ``disabled`` ones shown
+    disabled. At most ``max_per_row`` per
     row and ``max_rows`` rows: when the natural rows would be too many, buttons are packed
     densely and any excess is dropped.
     """
@@ -152,7 +157,12 @@ def task_buttons(
     groups = [[a for a in row if a in offered] for row in (*GRID_ROWS, *UPSCALE_ROWS)]
     if with_seed is None:
         with_seed = "seed" in offered or bool(offered & UPSCALE_ACTIONS)
-    tail = [*(["seed"] if with_seed else []), *([INFO_ACTION] if info else [])]
+    single = bool(offered & UPSCALE_ACTIONS)
+    tail = [
+        *(["seed"] if with_seed else []),
+        *([REFERENCE_ACTION] if single else []),
+        *([INFO_ACTION] if info else []),
+    ]
     rows = _rows([g for g in groups if g], tail, max_per_row, max_rows)
     return button_rows(ref, [[_draft(a, pressed, disabled, remix) for a in row] for row in rows])
 
@@ -171,12 +181,11 @@ def describe_buttons(
 def diffusion_buttons(
     ref: str, *, upscale: bool = True, pressed: Collection[str] = (), info: bool = False
 ) -> tuple[tuple[Button, ...], ...]:
-    """``🔄`` (same options, new seed), ``Upscale`` and ``Use as init`` under a diffusion image
-    (then ℹ️ with ``info``)."""
+    """``🔄`` (same options, new seed), ``Upscale``, ``Use as init`` and ``Use as reference``
+    under a diffusion image (then ℹ️ with ``info``)."""
     actions = [a for a in DIFFUSION_ACTIONS if upscale or a != "diff_upscale"]
-    return button_rows(
-        ref, [[_draft(a, pressed) for a in [*actions, *([INFO_ACTION] if info else [])]]]
-    )
+    actions += [REFERENCE_ACTION, *([INFO_ACTION] if info else [])]
+    return button_rows(ref, [[_draft(a, pressed) for a in actions]])
 
 
 def _choices_hint(choices: tuple[str, ...]) -> str:

@@ -1,4 +1,5 @@
-"""The editors' forms: Custom Zoom, Vary (Region), Use as init and a describe pick's prompt —
+"""The editors' forms: Custom Zoom, Vary (Region), Use as init, Use as reference and a describe
+pick's prompt —
 what they ask, how a submission is read, and the same form again with the user's values and
 what was wrong.
 
@@ -6,7 +7,8 @@ Remix (``remix_`` actions) asks for the prompt a follow-up runs with. Custom Zoo
 common factors as a select plus a free value. Vary (Region) offers the
 preset areas as a select, and a ``region`` field for coordinates — or, in the playground, an
 editor that draws rectangles and freehand outlines on the image; the form's notice previews the
-chosen area as a small map. Use as init is pre-filled with the image's prompt.
+chosen area as a small map. Use as init is pre-filled with the image's prompt. Use as reference
+asks for a new prompt and the image's role in it (image prompt, style, character or object).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 from bot.features.jobs.masks import PRESETS, Polygon, Region, Shape, parse_region
 from bot.kernel import (
@@ -27,6 +30,7 @@ from bot.kernel import (
     Modal,
     ModalField,
     OptionValue,
+    Role,
     SurfaceError,
     command,
     validate_options,
@@ -163,6 +167,51 @@ def init_form(ref: str, prompt: str, values: Mapping[str, str] | None = None) ->
     return Modal("Use as init image", "diff_init", ref, (text, strength))
 
 
+ROLE_FIELD = "role"
+ROLE_CHOICES = (
+    Choice("Image prompt", "image"),
+    Choice("Style (--sref)", "style"),
+    Choice("Character (--cref)", "character"),
+    Choice("Object (--oref)", "object"),
+)
+
+
+@dataclass(frozen=True)
+class ReferenceInput:
+    """A submitted Use-as-reference form: the new prompt and the image's role in it."""
+
+    prompt: str
+    role: Role
+
+
+def reference_form(ref: str, values: Mapping[str, str] | None = None) -> Modal:
+    """Use as reference: what to imagine, and the image's role (an image prompt by
+    default)."""
+    text = ModalField(
+        PROMPT_FIELD, "Prompt", "A fox in this style", _value(values, PROMPT_FIELD)[:PROMPT_MAX],
+        True, PROMPT_MAX, True,
+    )  # fmt: skip
+    role = ModalField(
+        ROLE_FIELD, "Use the image as", "Image prompt", _value(values, ROLE_FIELD, "image"),
+        False, kind="select", choices=ROLE_CHOICES,
+    )  # fmt: skip
+    return Modal("Use as reference", "use_reference", ref, (text, role))
+
+
+def read_reference(values: Mapping[str, str]) -> ReferenceInput:
+    """Validate a submitted Use-as-reference form: a prompt, and a role (typed as its label or
+    value where forms have no menus)."""
+    prompt = _optional(values, PROMPT_FIELD)
+    if prompt is None:
+        raise FormError(PROMPT_FIELD, "Write what to imagine with the image.")
+    typed = (_optional(values, ROLE_FIELD) or "image").lower()
+    for choice in ROLE_CHOICES:
+        if typed in (choice.value, choice.label.lower(), choice.label.split()[0].lower()):
+            return ReferenceInput(prompt, cast(Role, choice.value))
+    names = ", ".join(choice.value for choice in ROLE_CHOICES)
+    raise FormError(ROLE_FIELD, f"Use the image as one of: {names}.")
+
+
 def pick_form(action: str, ref: str, prompt: str) -> Modal:
     """A describe pick (``describe_pickN``): its prompt, to edit before it is imagined."""
     field = ModalField(PROMPT_FIELD, "Prompt", "", prompt[:PROMPT_MAX], True, PROMPT_MAX, True)
@@ -194,6 +243,8 @@ def form_for(
         return zoom_form(ref, prompt, values)
     if action == "vary_region":
         return region_form(ref, prompt, image_url=image_url, values=values)
+    if action == "use_reference":
+        return reference_form(ref, values)
     if action == "diff_init":
         return init_form(ref, prompt, values)
     if action.startswith("describe_pick"):

@@ -33,7 +33,7 @@ from bot.api import (
     ProviderClient,
 )
 from bot.features.jobs import wording
-from bot.features.jobs.buttons import GRID_ACTIONS, UPSCALE_ACTIONS
+from bot.features.jobs.buttons import GRID_ACTIONS, REFERENCE_ACTION, UPSCALE_ACTIONS
 from bot.features.jobs.follow_up_calls import (
     FollowUp,
     FollowUpInput,
@@ -44,11 +44,14 @@ from bot.features.jobs.follow_up_calls import (
 )
 from bot.features.jobs.follow_ups import ParentTask, parent_task, version_for
 from bot.features.jobs.forms import (
+    PROMPT_FIELD,
+    ReferenceInput,
     RegionInput,
     ZoomInput,
     blend_upload_form,
     describe_upload_form,
     form_for,
+    read_reference,
     read_region,
     read_remix,
     read_zoom,
@@ -70,6 +73,7 @@ from bot.kernel import (
     Command,
     CommandError,
     Event,
+    FormError,
     MediaError,
     MediaFetcher,
     ModalSubmit,
@@ -87,14 +91,26 @@ BLEND_DIMENSIONS: tuple[BlendDimension, ...] = get_args(BlendDimension)
 BLEND_DEFAULT_DIMENSION: BlendDimension = "square"
 """Sent when the user picks no dimension: the API documentation gives blend no default
 (docs/provider.md#undocumented-defaults)."""
-IMAGE_ACTIONS = frozenset({*GRID_ACTIONS, *UPSCALE_ACTIONS, *REMIX_ACTIONS, "seed"})
+IMAGE_ACTIONS = frozenset(
+    {*GRID_ACTIONS, *UPSCALE_ACTIONS, *REMIX_ACTIONS, "seed", REFERENCE_ACTION}
+)
+RESULT = "result"
+"""The key a Use-as-reference form's image has among the prompt's references."""
 BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
 
 
-def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | str:
-    """A submitted Custom Zoom, Vary (Region) or Remix form (a remix form is its prompt),
-    validated (prompt included); :class:`CommandError` says what is wrong."""
+def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | ReferenceInput | str:
+    """A submitted Custom Zoom, Vary (Region), Use as reference or Remix form (a remix form is
+    its prompt), validated (prompt included); :class:`CommandError` says what is wrong."""
     form: ZoomInput | RegionInput
+    if event.action == REFERENCE_ACTION:
+        reference = read_reference(event.values)
+        check_form_prompt(reference.prompt)
+        try:
+            read_references(reference.prompt, attached=(Reference(reference.role, RESULT),))
+        except CommandError as error:
+            raise FormError(PROMPT_FIELD, str(error)) from None
+        return reference
     if event.action in REMIX_ACTIONS:
         prompt = read_remix(event.values)
         check_form_prompt(prompt)
@@ -317,6 +333,12 @@ class ImageJobs:
         as."""
         parent = referent.job
         action = event.action
+        if action == REFERENCE_ACTION:
+            self._reference_image(parent)
+            modal = form_for(action, parent.id, "")
+            assert modal is not None
+            await self._starter.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)
+            return
         base = action.removeprefix(REMIX_PREFIX)
         if REMIX_PREFIX + base in REMIX_ACTIONS:
             action = REMIX_PREFIX + base if await self._remix(event) else base
@@ -341,6 +363,9 @@ class ImageJobs:
     async def on_modal(self, event: ModalSubmit, referent: JobReferent) -> None:
         """Start a Custom Zoom, Vary (Region) or remixed job from a submitted form."""
         parent = referent.job
+        if event.action == REFERENCE_ACTION:
+            await self._use_as_reference(event, parent)
+            return
         action = event.action.removeprefix(REMIX_PREFIX)
         origin = self._check_origin(parent, action)
         follow_up = follow_up_for(action)
@@ -353,7 +378,7 @@ class ImageJobs:
             )
             await self._starter.reopen(event, again, error)
             return
-        if follow_up is None:
+        if follow_up is None or isinstance(form, ReferenceInput):
             raise UserError("This form is no longer supported.")
         aspect = origin.aspect_ratio
         if isinstance(form, str):
@@ -380,6 +405,39 @@ class ImageJobs:
             digest = values_digest([shape_key(shape) for shape in form.regions], form.prompt)
             if not await self._previews.offer(event, parent, form, digest, event.values):
                 await self.vary_region(event, parent, form, digest)
+
+    async def _use_as_reference(self, event: ModalSubmit, parent: Job) -> None:
+        """Imagine the submitted prompt with ``parent``'s image in the chosen role: the image is
+        hosted again (like an attached one) where genbot hosts images, else its provider link
+        is passed on."""
+        image = self._reference_image(parent)
+        try:
+            form = read_form(event)
+        except CommandError as error:
+            again = form_for(event.action, parent.id, "", values=event.values)
+            await self._starter.reopen(event, again, error)
+            return
+        assert isinstance(form, ReferenceInput)
+        read = read_references(form.prompt, attached=(Reference(form.role, RESULT),))
+        async with self._starter.admitted(event):
+            host = self._starter.media_host
+            hosted: tuple[str, ...] = ()
+            if host is not None:
+                try:
+                    fetched = await self._media.fetch(image)
+                except MediaError as error:
+                    raise UserError(
+                        f"That image can no longer be read ({error}); upscale it again first."
+                    ) from None
+                image = await host.put(fetched, f"{event.place.platform}:{event.user.id}")
+                hosted = (image,)
+            await self.imagine(event, read.written({RESULT: image}), references=hosted)
+
+    def _reference_image(self, parent: Job) -> str:
+        """The link of ``parent``'s image, once it is finished."""
+        if parent.status not in ("finished", "posting", "posted") or not parent.result_urls:
+            raise UserError("That image is not finished yet; wait for its result.")
+        return parent.result_urls[0]
 
     async def vary_region(self, event: Event, parent: Job, form: RegionInput, digest: str) -> None:
         """Start Vary (Region) of ``parent`` with ``form`` (``digest``: its values')."""

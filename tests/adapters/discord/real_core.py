@@ -29,6 +29,7 @@ from genbot.settings import Settings
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest
 from storage import ALL_STATUSES, Job, JobStatus, SqliteStore
+from storage.postgres import PostgresStore
 from tests.adapters.discord.harness import Harness
 from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage, FakeUser
 
@@ -91,7 +92,7 @@ class RealGenbot:
     """A running genbot: the real core and engines, its store and its Discord adapter."""
 
     settings: Settings
-    store: SqliteStore
+    store: SqliteStore | PostgresStore
     core: Router
     jobs: JobEngines
     adapter: DiscordAdapter
@@ -113,11 +114,25 @@ async def real_genbot(
 ) -> AsyncIterator[RealGenbot]:
     """A started genbot (see the module docstring); ``limits`` override ``[limits]``. Fails
     the test when genbot logged an error meanwhile (the core turns bugs into logged errors)."""
+    async with real_genbot_on(harness, sim, db_path, None, **limits) as running:
+        yield running
+
+
+@asynccontextmanager
+async def real_genbot_on(
+    harness: Harness,
+    sim: RunningSimulator,
+    db_path: Path,
+    storage_url: str | None,
+    **limits: Any,
+) -> AsyncIterator[RealGenbot]:
+    """:func:`real_genbot`, on PostgreSQL at ``storage_url`` when given (one of several
+    processes sharing it)."""
     settings = core_settings(harness, sim, db_path, **limits)
     errors = ErrorLog()
     logging.getLogger().addHandler(errors)
     try:
-        async with _started(harness, settings) as running:
+        async with _started(harness, settings, storage_url) as running:
             yield running
     finally:
         logging.getLogger().removeHandler(errors)
@@ -125,10 +140,16 @@ async def real_genbot(
 
 
 @asynccontextmanager
-async def _started(harness: Harness, settings: Settings) -> AsyncIterator[RealGenbot]:
+async def _started(
+    harness: Harness, settings: Settings, storage_url: str | None = None
+) -> AsyncIterator[RealGenbot]:
     db_path = settings.storage.path
     async with AsyncExitStack() as stack:
-        store = await SqliteStore.open(db_path)
+        store: SqliteStore | PostgresStore = (
+            await PostgresStore.open(storage_url, pool_size=4)
+            if storage_url is not None
+            else await SqliteStore.open(db_path)
+        )
         stack.push_async_callback(store.close)
         provider = ProviderClient(
             settings.api,

@@ -1,5 +1,6 @@
 """End to end, images: ``/imagine`` → grid → buttons (also after a restart), idempotent and
-guarded presses, and input refused before the provider — through the real discord.py, the fake
+guarded presses, input refused before the provider, and reference images served by another
+process — through the real discord.py, the fake
 Discord, the real core on a tmp SQLite database and the simulator over HTTP."""
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from tests.adapters.discord.real_core import (
     ephemeral_texts,
     newest,
     real_genbot,
+    real_genbot_on,
     with_image,
 )
 from tests.bot.features.jobs.support import png
+from tests.bot.harness import running_genbot
 from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage
+from tests.postgres import PostgresCluster
 
 GRID_LABELS = {"U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4"}
 DEFERRED_UPDATE = 6
@@ -345,3 +349,48 @@ async def test_img2img_and_controlnet_ask_for_their_images_in_a_form_that_keeps_
         assert (request.body["model_id"], request.body["controlnet_model"]) == ("sd15", "canny")
         assert str(request.body["control_image"]).endswith("/edges.png")
         assert "mask_image" not in request.body
+
+
+async def test_an_image_prompt_and_a_style_reference_are_fetched_from_the_other_process(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path, postgres: PostgresCluster
+) -> None:
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    url = postgres.create_schema()
+    async with (
+        running_genbot(sim, tmp_path / "b.db", storage_url=url, webhooks=True) as other,
+        real_genbot_on(
+            harness, sim, tmp_path / "a.db", url, webhooks=True, edit_window_seconds=QUICK_WINDOW
+        ) as genbot,
+    ):
+        assert genbot.jobs.media_host is not None and other.jobs.media_host is not None
+        genbot.jobs.media_host.base_url = other.settings.webhook.public_url
+        interaction = await fake.slash(
+            alice,
+            general,
+            "imagine",
+            {"prompt": "a fox --sw 300"},
+            attachments={
+                "image1": ("fox.png", png(40, 30, "blue"), "image/png"),
+                "style1": ("style.png", png(30, 40, "green"), "image/png"),
+            },
+        )
+        assert await fake.answered(interaction) == 5
+        await fake.wait_for(
+            lambda: [r for r in creations(sim, "imagine") if r.created_id], what="the imagine"
+        )
+        imagined = await genbot.posted("imagine", timeout=30)
+        grid = await fake.wait_for(
+            lambda: next((m for m in fake.bot_messages(general.id) if with_image(m)), None)
+        )
+
+        [request] = [r for r in creations(sim, "imagine") if r.created_id]
+        words = str(request.body["prompt"]).split()
+        assert words[1:4] == ["a", "fox", "--sref"] and words[5:] == ["--sw", "300"]
+        hosted = (words[0], words[4])
+        served_by_the_other = other.settings.webhook.public_url + "/media/"
+        assert all(link.startswith(served_by_the_other) for link in hosted)
+        names = tuple(other.jobs.media_host.name_of(link) or "" for link in hosted)
+        assert await other.store.media.fetches(names) == dict.fromkeys(names, 1)
+        assert imagined.prompt == request.body["prompt"]
+        assert "ignored" not in grid.text

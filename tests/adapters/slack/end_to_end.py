@@ -28,6 +28,7 @@ from genbot.settings import Settings
 from simulator.server import RunningSimulator
 from simulator.state import RecordedRequest
 from storage import Job, JobStatus, SqliteStore
+from storage.postgres import PostgresStore
 from tests.adapters.slack.conftest import slack_settings
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_model import FakeMessage
@@ -117,7 +118,7 @@ class SlackGenbot:
     """A running genbot whose only adapter is Slack."""
 
     settings: Settings
-    store: SqliteStore
+    store: SqliteStore | PostgresStore
     core: Router
     jobs: JobEngines
     adapter: SlackAdapter
@@ -143,11 +144,13 @@ async def slack_genbot(
     distributed: bool = False,
     rehosting: bool = False,
     limits: dict[str, Any] | None = None,
+    storage_url: str | None = None,
 ) -> AsyncIterator[SlackGenbot]:
     """genbot composed as ``genbot run`` composes it (storage, provider client,
     ``build_core``, the Slack adapter, then the core's services and the webhook receiver),
     stopped in reverse order. ``distributed``: installed by OAuth (the fake sends browsers back
-    to its redirect); ``rehosting`` and ``limits``: see :func:`genbot_settings`."""
+    to its redirect); ``rehosting`` and ``limits``: see :func:`genbot_settings`;
+    ``storage_url``: on PostgreSQL there instead of SQLite at ``db_path``."""
     settings = genbot_settings(
         fake,
         sim,
@@ -158,7 +161,11 @@ async def slack_genbot(
         limits=limits,
     )
     async with AsyncExitStack() as stack:
-        store = await SqliteStore.open(db_path)
+        store: SqliteStore | PostgresStore = (
+            await PostgresStore.open(storage_url, pool_size=4)
+            if storage_url is not None
+            else await SqliteStore.open(db_path)
+        )
         stack.push_async_callback(store.close)
         provider = ProviderClient(
             settings.api, allow_insecure_webhooks=settings.webhook.allow_insecure_loopback

@@ -154,9 +154,8 @@ async def test_one_address_starts_few_installs_and_the_rest_write_nothing(
             async with browser.get(bot.adapter.install_url, allow_redirects=False) as answer:
                 statuses.append(answer.status)
                 retry_after = answer.headers.get("Retry-After")
-        states = await bot.store.db.run(
-            lambda db: db.execute("SELECT COUNT(*) FROM oauth_states").fetchone()[0]
-        )
+        [row] = await bot.store.db.fetch_all("SELECT COUNT(*) AS states FROM oauth_states")
+        states = row["states"]
 
     assert statuses.count(429) == 15 and 429 not in statuses[:INSTALLS_PER_CLIENT]
     assert retry_after is not None and 1 <= int(retry_after) <= 60

@@ -1,4 +1,5 @@
-"""End to end on Slack with the real core: ``/imagine``, its buttons, a restart, bad options.
+"""End to end on Slack with the real core: ``/imagine``, its buttons, a restart, bad options,
+shared images as references (served by another process).
 
 Signed slash commands and ``block_actions`` go through the real slack-bolt app; the real core
 runs the jobs against the simulator over HTTP and posts through the Slack surface.
@@ -25,7 +26,10 @@ from tests.adapters.slack.end_to_end import (
     created,
     slack_genbot,
 )
+from tests.bot.features.jobs.support import png
+from tests.bot.harness import running_genbot
 from tests.fakes.slack import FakeSlack
+from tests.postgres import PostgresCluster
 from tests.resilience.hostile_files import bomb_png, noise_png, truncated_png
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
@@ -199,3 +203,49 @@ async def test_every_cap_is_checked_before_a_shared_image_is_downloaded(
     assert downloads_over_budget == 0 and hosted_over_budget == []
     assert len(capped) == len(blends) - cap and all("the cap is" in text for text in capped)
     assert len(jobs) == cap and len(fake.downloads) == 2 * cap
+
+
+async def test_shared_images_named_in_the_prompt_are_fetched_from_the_other_process(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path, postgres: PostgresCluster
+) -> None:
+    url = postgres.create_schema()
+    async with (
+        running_genbot(sim, tmp_path / "b.db", storage_url=url, webhooks=True) as other,
+        slack_genbot(fake, sim, tmp_path / "a.db", rehosting=True, storage_url=url) as bot,
+    ):
+        assert bot.jobs.media_host is not None and other.jobs.media_host is not None
+        bot.jobs.media_host.base_url = other.settings.webhook.public_url
+        fox, style = png(40, 30, "blue"), png(30, 40, "green")
+        fake.user_says("", channel="C2", files=[("fox.png", fox)])
+        fake.user_says("", channel="C2", files=[("style.png", style)])
+        command = fake.slash_command("/imagine", "a fox --sref #2 --sw 300", channel="C2")
+        assert (await fake.post_command(bot.url, command)).status == 200
+        await fake.wait_for(bot_message_with_button(fake, "C2", "U1"), WAIT * 3)
+
+        (request,) = created(sim, "/gen/v2/imagine")
+        words = str(request.body["prompt"]).split()
+        assert words[1:4] == ["a", "fox", "--sref"] and words[5:] == ["--sw", "300"]
+        hosted = (words[0], words[4])
+        served_by_the_other = other.settings.webhook.public_url + "/media/"
+        assert all(link.startswith(served_by_the_other) for link in hosted)
+        fetched = [(await other.jobs.media.fetch(link)).data for link in hosted]
+        assert fetched == [fox, style], "#1 is the image prompt, #2 the style"
+        names = tuple(other.jobs.media_host.name_of(link) or "" for link in hosted)
+        assert await other.store.media.fetches(names) == dict.fromkeys(names, 2)
+        assert [authorized for _, authorized in fake.downloads] == [True, True]
+
+
+async def test_bad_references_are_refused_privately_without_a_provider_call(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db", rehosting=True) as bot:
+        fake.user_says("", channel="C2", files=[("fox.png", png())])
+        fake.user_says("", channel="C2", files=[("notes.txt", b"hello")])
+        for text in ("a fox --iw 7 #1", "a fox --sref #3", "a fox --cref #2"):
+            await fake.post_command(bot.url, fake.slash_command("/imagine", text, channel="C2"))
+        await fake.wait_for(lambda: fake.ephemerals[2:], WAIT)
+        weight, missing, text_file = (e.text for e in fake.ephemerals)
+    assert weight == "--iw must be from 0 to 3 (got 7)."
+    assert missing.startswith("#3 names image 3 sent with the command, but only 1 came with it")
+    assert "#2 names image 2" in text_file, "a text file is no image: only fox.png counts"
+    assert created(sim, "/gen/v2/imagine") == []

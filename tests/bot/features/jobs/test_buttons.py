@@ -54,13 +54,13 @@ def test_an_upscale_gets_its_follow_ups_and_a_seed_button() -> None:
         ["Vary (Strong)", "Vary (Subtle)", "Vary (Region)"],
         ["Zoom Out 2x", "Zoom Out 1.5x", "Custom Zoom"],
         ["⬅️", "➡️", "⬆️", "⬇️"],
-        ["Upscale (Subtle)", "Upscale (Creative)", "🌱 Seed"],
+        ["Upscale (Subtle)", "Upscale (Creative)", "🌱 Seed", "Use as reference"],
     ]
     v5 = ["vary_region", "outpaint_2", "outpaint_square", "upscale_2x", "upscale_4x"]
     assert labels(task_buttons(v5, "j")) == [
         ["Vary (Region)"],
         ["Zoom Out 2x", "Make Square"],
-        ["Upscale (2x)", "Upscale (4x)", "🌱 Seed"],
+        ["Upscale (2x)", "Upscale (4x)", "🌱 Seed", "Use as reference"],
     ]
 
 
@@ -70,16 +70,19 @@ def test_the_seed_button_can_be_forced_on_or_off() -> None:
         label for row in labels(task_buttons(V6_UPSCALE, "j", with_seed=False)) for label in row
     ]
     pans = ["pan_left", "pan_right", "pan_up", "pan_down"]
-    assert labels(task_buttons(pans, "j")) == [["⬅️", "➡️", "⬆️", "⬇️", "🌱 Seed"]]
+    assert labels(task_buttons(pans, "j")) == [
+        ["⬅️", "➡️", "⬆️", "⬇️", "🌱 Seed"],
+        ["Use as reference"],
+    ]
     full = ["upscale_subtle", "upscale_creative", "upscale_2x", "upscale_4x", "upscale_light"]
-    assert labels(task_buttons(full, "j"))[-1] == ["🌱 Seed"]
+    assert labels(task_buttons(full, "j"))[-1] == ["🌱 Seed", "Use as reference"]
 
 
 def test_every_follow_up_at_once_still_fits_five_rows_of_five() -> None:
     rows = task_buttons(sorted(UPSCALE_ACTIONS), REF)
     assert len(rows) <= 5 and all(len(row) <= 5 for row in rows)
     actions = [button.action for row in rows for button in row]
-    assert sorted(actions) == sorted([*UPSCALE_ACTIONS, "seed"])
+    assert sorted(actions) == sorted([*UPSCALE_ACTIONS, "seed", "use_reference"])
 
 
 def test_tighter_limits_pack_densely_and_drop_the_excess() -> None:
@@ -104,13 +107,15 @@ def test_describe_and_diffusion_buttons() -> None:
         ["Imagine all"],
     ]
     assert describe_buttons("d", 2, pressed={"describe_pick2"})[0][1].style == "primary"
-    assert labels(diffusion_buttons("x")) == [["🔄", "Upscale", "Use as init"]]
-    assert labels(diffusion_buttons("x", upscale=False)) == [["🔄", "Use as init"]]
+    assert labels(diffusion_buttons("x")) == [["🔄", "Upscale", "Use as init", "Use as reference"]]
+    assert labels(diffusion_buttons("x", upscale=False)) == [
+        ["🔄", "Use as init", "Use as reference"]
+    ]
 
 
 def test_info_comes_last_on_a_row_with_room_else_on_a_row_of_its_own() -> None:
     diffusion = diffusion_buttons("x", info=True)
-    assert labels(diffusion) == [["🔄", "Upscale", "Use as init", "ℹ️"]]
+    assert labels(diffusion) == [["🔄", "Upscale", "Use as init", "Use as reference", "ℹ️"]]
     assert diffusion[0][-1].custom_id == "gb:info:x"
     grid = [*(f"upscale{i}" for i in range(1, 5)), "reroll"]
     assert labels(task_buttons(grid, "x", info=True)) == [["U1", "U2", "U3", "U4", "🔄"], ["ℹ️"]]

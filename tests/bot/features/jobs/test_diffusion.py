@@ -25,7 +25,7 @@ from tests.bot.features.jobs.support import (
 )
 from tests.bot.harness import PLACE, harness
 
-DIFFUSION_LABELS = ["🔄", "Upscale", "Use as init", "ℹ️"]
+DIFFUSION_LABELS = ["🔄", "Upscale", "Use as init", "Use as reference", "ℹ️"]
 ALICE = Command(user=User("alice"), place=PLACE, name="diffusion.txt2img")
 
 
@@ -77,7 +77,12 @@ async def test_img2img_and_upscale_use_the_attachment_urls(tmp_path: Path) -> No
         assert sent == {"prompt": "autumn", "init_image": init.url, "strength": 0.6, "seed": None}
         assert bodies(bot.sim, "/diff/upscale") == [{"url": init.url, "scale": 3}]
         assert [b.label for b in first.buttons] == DIFFUSION_LABELS
-        assert [b.label for b in upscaled.buttons] == ["🔄", "Use as init", "ℹ️"]
+        assert [b.label for b in upscaled.buttons] == [
+            "🔄",
+            "Use as init",
+            "Use as reference",
+            "ℹ️",
+        ]
         assert upscaled.text.startswith("**Upscaled** — start.png"), "named by its file"
         _, again = await press(bot, alice, upscaled, "🔄")
         assert again.text.startswith("**Rerolled** — start.png")

@@ -22,7 +22,7 @@ from bot.api import (
     VariationRequest,
 )
 from bot.features.archive import ArchiveFeature
-from bot.features.jobs.buttons import LABELS
+from bot.features.jobs.buttons import LABELS, REFERENCE_ACTION
 from bot.features.jobs.describe import DescribeButtons
 from bot.features.jobs.diffusion import DiffusionJobs
 from bot.features.jobs.follow_up_calls import FOLLOW_UPS, FollowUpInput, follow_up_for
@@ -126,8 +126,9 @@ def test_every_button_belongs_to_exactly_one_feature_and_image_buttons_to_the_ta
     owners.append(ArchiveFeature.actions)
     for action in LABELS:
         assert sum(action in owned for owned in owners) == 1, action
-    for action in ImageJobs.actions:
+    for action in set(ImageJobs.actions) - {REFERENCE_ACTION}:
         assert follow_up_for(action) is not None, action
+    assert follow_up_for(REFERENCE_ACTION) is None, "a new imagine job, not a follow-up"
     assert REMIX_ACTIONS <= MODAL_ACTIONS
 
 

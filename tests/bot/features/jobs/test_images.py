@@ -38,6 +38,7 @@ V6_UPSCALE_LABELS = [
     "Upscale (Subtle)",
     "Upscale (Creative)",
     "🌱 Seed",
+    "Use as reference",
     "ℹ️",
 ]
 

@@ -138,3 +138,46 @@ async def test_a_reference_received_by_one_process_is_served_by_another(
         assert words[3] == "--sref" and all(u.startswith(media_url(second)) for u in hosted)
         assert await fetches(second, hosted) == [1, 1]
         assert "ignored" not in posted.text
+
+
+async def test_use_as_reference_imagines_a_new_prompt_with_an_upscale_or_diffusion_image(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, webhooks=True) as bot:
+        alice = bot.actor()
+        await alice.command("imagine", prompt="a lighthouse")
+        grid = await bot.result((await bot.latest_job()).id)
+        await alice.press(grid, "U1")
+        upscale_job = await bot.latest_job()
+        upscale = await bot.result(upscale_job.id)
+
+        await alice.press(upscale, "Use as reference")
+        _, form = bot.platform.modals[-1]
+        assert form.title == "Use as reference" and [f.id for f in form.fields] == [
+            "prompt",
+            "role",
+        ]
+        await alice.submit(form, prompt="a cat --sw 2000", role="style")
+        _, again = bot.platform.modals[-1]
+        assert again.error_of("prompt") == "--sw must be from 0 to 1000 (got 2000)."
+        await alice.submit(form, prompt="a cat --sw 200", role="style")
+        job = await bot.latest_job()
+        posted = await bot.result(job.id)
+        words = job.prompt.split()
+        assert words[:3] == ["a", "cat", "--sref"] and words[4:] == ["--sw", "200"]
+        assert words[3].startswith(media_url(bot)) and job.parent_job_id is None
+        reference = await bot.jobs.media.fetch(words[3])
+        [upscaled] = (await bot.settled(upscale_job.id)).result_urls[:1]
+        assert reference.data == (await bot.jobs.media.fetch(upscaled)).data
+        assert await fetches(bot, [words[3]]) == [2] and "ignored" not in posted.text
+        assert "Use as reference" not in {b.label for b in grid.buttons}
+
+        await alice.command("diffusion.txt2img", prompt="a fox")
+        diffused = await bot.result((await bot.latest_job()).id)
+        await alice.press(diffused, "Use as reference")
+        _, form = bot.platform.modals[-1]
+        await alice.submit(form, prompt="a fox in the snow")
+        from_diffusion = await bot.latest_job()
+        assert from_diffusion.type == "imagine"
+        assert from_diffusion.prompt.split()[1:] == ["a", "fox", "in", "the", "snow"]
+        assert (await bot.settled(from_diffusion.id)).status == "posted"
