@@ -365,7 +365,8 @@ def _option_help(
     if option.name == spec.free_text:
         spellings.insert(0, "(the text)")
     if option.type == "attachment":
-        spellings.append("(attach a file)")
+        where = "(Discord: attach an image)" if spec.numbered_uploads else "(attach a file)"
+        spellings.append(where)
     how = " / ".join(spellings) if spellings else "(slash option only)"
     details = [option.description]
     if option.required:
@@ -378,6 +379,16 @@ def _option_help(
             ("known: " + ", ".join(f"`{k}`" for k in known)) if known else "none known yet"
         )
     return f"  • `{option.name}` {how}: " + "; ".join(details)
+
+
+def _numbered_help(spec: CommandSpec) -> str:
+    """How text platforms send a numbered-uploads command's images."""
+    last = spec.numbered_uploads
+    return (
+        f"  • images on Slack and the playground: up to {last} (attach them; on Slack share "
+        f"them in the channel first), named `#1`…`#{last}` in the text (`--sref #2`); an image "
+        "no word names is an image prompt"
+    )
 
 
 def spelled(spec: CommandSpec, command_names: Mapping[str, str] | None = None) -> str:
@@ -426,6 +437,8 @@ def help_text(
         command = spelled(spec, command_names)
         lines = [f"**/{command}** — {spec.description}"]
         lines += [_option_help(spec, option, lists) for option in spec.options]
+        if spec.numbered_uploads:
+            lines.append(_numbered_help(spec))
         lines += [f"  e.g. `{_respelled(example, spec, command)}`" for example in spec.examples]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

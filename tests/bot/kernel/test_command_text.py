@@ -235,6 +235,8 @@ def test_help_lists_every_command_option_flag_and_example() -> None:
             assert example in text
     one = help_text("imagine")
     assert "/imagine" in one and "/chat" not in one
+    assert "`style1` (Discord: attach an image)" in one and "named `#1`…`#5`" in one
+    assert "`init_image` (attach a file)" in help_text("diffusion img2img")
 
 
 BOOLEAN_WORDS = {"true", "false", "yes", "no", "on", "off"}
