@@ -35,6 +35,9 @@ INPUT_HINT_MAX = 2000
 INPUT_MAX_LENGTH = 3000
 EMPTY_FALLBACK = "genbot"
 ALT_TEXT_MAX = 2000
+OVERFLOW_OPTIONS_MAX = 5
+MENU_ACTION_ID = "gb:menu:"
+"""The action id of a message's overflow menu (its chosen option's value is the custom id)."""
 
 ZWSP = "\u200b"
 # "<", "@", "!" and "#" also as the HTML entities a Markdown renderer decodes.
@@ -132,7 +135,8 @@ def mention(user_id: str) -> str:
 
 def message_blocks(message: OutMessage, file_ids: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The blocks of ``message``: text, then an image block per Slack file in ``file_ids``
-    (its images, uploaded), then one actions block per row of buttons."""
+    (its images, uploaded), then one actions block per row of buttons; the buttons that go in a
+    menu (:attr:`bot.kernel.Button.menu_text`: ℹ️) are one overflow menu, ending the last row."""
     blocks: list[dict[str, Any]] = []
     tag = mention(message.mention_user_id or "")
     if message.from_model:
@@ -147,8 +151,18 @@ def message_blocks(message: OutMessage, file_ids: Sequence[str] = ()) -> list[di
         if mrkdwn.strip():
             blocks += [_section(piece) for piece in split_text(mrkdwn, SECTION_TEXT_MAX)]
     # Slack has no disabled buttons: a disabled one is left out.
-    pressable = [tuple(b for b in row if not b.disabled) for row in message.buttons]
-    rows = [_actions(index, row) for index, row in enumerate(pressable) if row]
+    pressable = [b for row in message.buttons for b in row if not b.disabled]
+    menu = [b for b in pressable if b.menu_text is not None][:OVERFLOW_OPTIONS_MAX]
+    shown = [
+        tuple(b for b in row if not b.disabled and b.menu_text is None) for row in message.buttons
+    ]
+    rows = [_actions(index, row) for index, row in enumerate(shown) if row]
+    if menu:
+        overflow = _overflow(menu)
+        if rows and len(rows[-1]["elements"]) < ACTIONS_ELEMENTS_MAX:
+            rows[-1]["elements"].append(overflow)
+        else:
+            rows.append({"type": "actions", "block_id": "gb_menu", "elements": [overflow]})
     images = [_image(f, message.text) for f in file_ids]
     room = MESSAGE_BLOCKS_MAX - len(rows) - len(images)
     return blocks[:room] + images + rows
@@ -215,6 +229,14 @@ def _button(button: Button) -> dict[str, Any]:
     if style:
         element["style"] = style
     return element
+
+
+def _overflow(items: Sequence[Button]) -> dict[str, Any]:
+    options = [
+        {"text": _plain(truncate(b.menu_text or b.label, OPTION_TEXT_MAX)), "value": b.custom_id}
+        for b in items
+    ]
+    return {"type": "overflow", "action_id": MENU_ACTION_ID, "options": options}
 
 
 def _modal_input(field: ModalField) -> dict[str, Any]:

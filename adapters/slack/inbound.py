@@ -161,13 +161,22 @@ def route_command(slash: str, text: str) -> SlashRoute | str:
     return SlashRoute(spec.name, rest)
 
 
+def _pressed_id(action: Mapping[str, Any]) -> str:
+    """The custom id an action names: a button's action id, or the value of the option chosen
+    in a message's overflow menu."""
+    chosen = action.get("selected_option")
+    if action.get("type") == "overflow" and isinstance(chosen, dict):
+        return str(chosen.get("value", ""))
+    return str(action.get("action_id", ""))
+
+
 def press_from_action(body: Mapping[str, Any], admin_ids: frozenset[str]) -> ButtonPress | None:
     """A ``block_actions`` payload as a press of one of genbot's buttons. A press on a thread's
     parent (Slack gives it ``thread_ts`` equal to its own ``ts``) happened in the channel; a
     press on the App Home tab happened in the user's conversation with genbot (kept in the
     view's ``private_metadata``), on no message."""
     actions = body.get("actions") or []
-    decoded = decode_custom_id(str(actions[0].get("action_id", ""))) if actions else None
+    decoded = decode_custom_id(_pressed_id(actions[0])) if actions else None
     container = body.get("container") or {}
     view = body.get("view") or {}
     if decoded is not None and container.get("type") == "view" and view.get("type") == "home":

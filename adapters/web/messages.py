@@ -114,6 +114,7 @@ class WebMessage:
                         "style": b.style,
                         "action": b.action,
                         "disabled": b.disabled,
+                        "menu": b.menu_text,
                     }
                     for b in row
                 ]

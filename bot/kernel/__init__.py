@@ -99,6 +99,7 @@ from bot.kernel.media_host import MediaHost
 from bot.kernel.outage import OUTAGE, StorageOutage, backoff
 from bot.kernel.outbound import (
     INFO_ACTION,
+    MENU_ITEMS,
     MODAL_ACTIONS,
     REMIX_ACTIONS,
     REMIX_PREFIX,
@@ -196,6 +197,7 @@ __all__ = [
     "FENCE",
     "INFO_ACTION",
     "MAX_REDIRECTS",
+    "MENU_ITEMS",
     "MIN_SPLIT_ROOM",
     "MODAL_ACTIONS",
     "OUTAGE",

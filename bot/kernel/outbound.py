@@ -27,7 +27,8 @@ class Button:
     """A button. Its state travels in ``custom_id``: the action and a job reference, encoded
     once when the button is made (:func:`encode_custom_id`; ``ValueError`` when they do not
     make one). ``disabled``: shown but not pressable (platforms without disabled buttons leave
-    it out)."""
+    it out). A button whose action is in :data:`MENU_ITEMS` is drawn in the message's menu by
+    platforms that have one (:attr:`menu_text`)."""
 
     label: str
     action: str
@@ -38,6 +39,12 @@ class Button:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "custom_id", encode_custom_id(self.action, self.ref))
+
+    @property
+    def menu_text(self) -> str | None:
+        """The text of this button as an item of a message's menu (Slack's overflow, the
+        playground's ⋯), or None: it is a button everywhere."""
+        return MENU_ITEMS.get(self.action)
 
 
 ButtonDraft = tuple[str, str, ButtonStyle, bool]
@@ -185,6 +192,10 @@ def decode_custom_id(custom_id: str) -> tuple[str, str] | None:
 INFO_ACTION = "info"
 """A result's info (ℹ️ under it): also what a platform's menu on a message asks for (Discord's
 "Image info"), as a press whose ref names no job, so the pressed message's job."""
+MENU_ITEMS: dict[str, str] = {INFO_ACTION: "ℹ️ Image info"}
+"""The actions platforms with a menu on a message (Slack's overflow, the playground's ⋯) show
+there, with this text, instead of as a button (Discord has no such menu: a button, and its own
+message menu "Image info")."""
 REMIX_PREFIX = "remix_"
 REMIX_ACTIONS: frozenset[str] = frozenset(
     REMIX_PREFIX + action

@@ -27,6 +27,7 @@ CALLBACK_ID_MAX = 255
 SELECT_OPTIONS_MAX = 100
 OPTION_TEXT_MAX = 75
 OPTION_VALUE_MAX = 150
+OVERFLOW_OPTIONS_MAX = 5
 
 MESSAGE_BLOCK_TYPES = {
     "actions",
@@ -141,21 +142,40 @@ def _actions_errors(elements: Any, action_ids: set[str], where: str) -> list[str
     errors: list[str] = []
     for index, element in enumerate(elements):
         at = f"{where}/elements/{index}"
+        if isinstance(element, dict) and element.get("type") == "overflow":
+            errors += _overflow_errors(element, action_ids, at)
+            continue
         if not isinstance(element, dict) or element.get("type") != "button":
-            errors.append(f"only buttons are modelled {at}")
+            errors.append(f"only buttons and overflow menus are modelled {at}")
             continue
         errors += _text_errors(element.get("text"), BUTTON_TEXT_MAX, at + "/text", plain=True)
-        action_id = element.get("action_id")
-        if not isinstance(action_id, str) or not 1 <= len(action_id) <= ACTION_ID_MAX:
-            errors.append(f"action_id must be 1 to {ACTION_ID_MAX} characters {at}")
-        elif action_id in action_ids:
-            errors.append(f"duplicate action_id {action_id!r} {at}")
-        else:
-            action_ids.add(action_id)
+        errors += _action_id_errors(element, action_ids, at)
         if len(str(element.get("value", ""))) > BUTTON_VALUE_MAX:
             errors.append(f"value longer than {BUTTON_VALUE_MAX} {at}")
         if element.get("style") not in (None, "primary", "danger"):
             errors.append(f"style must be primary or danger {at}")
+    return errors
+
+
+def _action_id_errors(element: dict[str, Any], action_ids: set[str], where: str) -> list[str]:
+    action_id = element.get("action_id")
+    if not isinstance(action_id, str) or not 1 <= len(action_id) <= ACTION_ID_MAX:
+        return [f"action_id must be 1 to {ACTION_ID_MAX} characters {where}"]
+    if action_id in action_ids:
+        return [f"duplicate action_id {action_id!r} {where}"]
+    action_ids.add(action_id)
+    return []
+
+
+def _overflow_errors(element: dict[str, Any], action_ids: set[str], where: str) -> list[str]:
+    errors = _action_id_errors(element, action_ids, where)
+    options = element.get("options")
+    if not isinstance(options, list) or not 1 <= len(options) <= OVERFLOW_OPTIONS_MAX:
+        return [*errors, f"an overflow needs 1 to {OVERFLOW_OPTIONS_MAX} options {where}"]
+    for option in options:
+        errors += _text_errors(option.get("text"), OPTION_TEXT_MAX, where + "/option", plain=True)
+        if not 1 <= len(str(option.get("value", ""))) <= OPTION_VALUE_MAX:
+            errors.append(f"option value must be 1 to {OPTION_VALUE_MAX} characters {where}")
     return errors
 
 

@@ -182,6 +182,19 @@ class FakeMessage:
             for block in self.blocks
             if block.get("type") == "actions"
             for element in block.get("elements", [])
+            if element.get("type") == "button"
+        ]
+
+    @property
+    def menu_items(self) -> list[str]:
+        """The texts of the options of the message's overflow menus, in order."""
+        return [
+            option["text"]["text"]
+            for block in self.blocks
+            if block.get("type") == "actions"
+            for element in block.get("elements", [])
+            if element.get("type") == "overflow"
+            for option in element.get("options", [])
         ]
 
     @property

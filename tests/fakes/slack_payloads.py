@@ -201,13 +201,11 @@ class SlackPayloads:
         self, message: FakeMessage, action_id: str, *, user: str = "U1"
     ) -> dict[str, Any]:
         """A press on the button ``action_id`` of ``message``."""
-        block_id, button = next(
-            (block.get("block_id", ""), element)
-            for block in message.blocks
-            if block.get("type") == "actions"
-            for element in block["elements"]
-            if element["action_id"] == action_id
-        )
+        return self._message_action(message, _button_action(message.blocks, action_id), user)
+
+    def _message_action(
+        self, message: FakeMessage, action: dict[str, Any], user: str
+    ) -> dict[str, Any]:
         container: dict[str, Any] = {
             "type": "message",
             "message_ts": message.ts,
@@ -230,17 +228,30 @@ class SlackPayloads:
             "message": message.payload(),
             "state": {"values": {}},
             "response_url": self._issue_response_url(message.channel, user),
-            "actions": [
-                {
-                    "action_id": action_id,
-                    "block_id": block_id,
-                    "text": button["text"],
-                    "value": button.get("value", ""),
-                    "type": "button",
-                    "action_ts": f"{time.time():.6f}",
-                }
-            ],
+            "actions": [action],
         }
+
+    def overflow_actions(
+        self, message: FakeMessage, text: str, *, user: str = "U1"
+    ) -> dict[str, Any]:
+        """A choice of the option ``text`` in the overflow menu of ``message``."""
+        block_id, overflow, option = next(
+            (block.get("block_id", ""), element, option)
+            for block in message.blocks
+            if block.get("type") == "actions"
+            for element in block["elements"]
+            if element.get("type") == "overflow"
+            for option in element["options"]
+            if option["text"]["text"] == text
+        )
+        action = {
+            "type": "overflow",
+            "action_id": overflow["action_id"],
+            "block_id": block_id,
+            "selected_option": option,
+            "action_ts": f"{time.time():.6f}",
+        }
+        return self._message_action(message, action, user)
 
     def ephemeral_block_actions(
         self, ephemeral: Ephemeral, action_id: str, *, user: str | None = None
@@ -249,13 +260,6 @@ class SlackPayloads:
         ``message`` for those (the app cannot read an ephemeral message back): the container
         says ``is_ephemeral`` and carries its ``message_ts``; answers go to ``response_url``."""
         assert ephemeral.ts, "only chat.postEphemeral messages have a ts"
-        block_id, button = next(
-            (block.get("block_id", ""), element)
-            for block in ephemeral.blocks
-            if block.get("type") == "actions"
-            for element in block["elements"]
-            if element["action_id"] == action_id
-        )
         presser = user or ephemeral.user
         container: dict[str, Any] = {
             "type": "message",
@@ -278,16 +282,7 @@ class SlackPayloads:
             "channel": {"id": ephemeral.channel, "name": ephemeral.channel.lower()},
             "state": {"values": {}},
             "response_url": self._issue_response_url(ephemeral.channel, presser),
-            "actions": [
-                {
-                    "action_id": action_id,
-                    "block_id": block_id,
-                    "text": button["text"],
-                    "value": button.get("value", ""),
-                    "type": "button",
-                    "action_ts": f"{time.time():.6f}",
-                }
-            ],
+            "actions": [_button_action(ephemeral.blocks, action_id)],
         }
 
     def view_submission(
@@ -446,3 +441,22 @@ class SlackPayloads:
             envelope |= {"retry_attempt": retry_attempt, "retry_reason": retry_reason}
         await ws.send_json(envelope)
         return envelope_id
+
+
+def _button_action(blocks: list[dict[str, Any]], action_id: str) -> dict[str, Any]:
+    """The ``actions`` entry of a press on the button ``action_id`` among ``blocks``."""
+    block_id, button = next(
+        (block.get("block_id", ""), element)
+        for block in blocks
+        if block.get("type") == "actions"
+        for element in block["elements"]
+        if element["action_id"] == action_id
+    )
+    return {
+        "action_id": action_id,
+        "block_id": block_id,
+        "text": button["text"],
+        "value": button.get("value", ""),
+        "type": "button",
+        "action_ts": f"{time.time():.6f}",
+    }

@@ -31,6 +31,34 @@ function snippet(message) {
   return message.images.length ? "🖼 image" : "…";
 }
 
+/** A message's ⋯ menu: the actions genbot puts in a menu (ℹ️ Image info), each a press. */
+function messageMenu(items, press, foreign) {
+  const toggle = h("button", { type: "button", class: `btn btn-secondary menu-toggle${foreign ? " foreign" : ""}`, title: "More", "aria-label": "More", "aria-haspopup": "menu", "aria-expanded": "false" }, "⋯");
+  const list = h("div", { class: "message-menu", role: "menu", hidden: true },
+    ...items.map((button) => h("button", {
+      type: "button", class: "menu-item", role: "menuitem", "data-custom-id": button.custom_id,
+      onclick: () => { closeMenus(); press(button, toggle); },
+    }, button.menu)));
+  toggle.addEventListener("click", (event) => {
+    event.stopPropagation();
+    const opening = list.hidden;
+    closeMenus();
+    list.hidden = !opening;
+    toggle.setAttribute("aria-expanded", String(opening));
+  });
+  return h("span", { class: "menu-anchor" }, toggle, list);
+}
+
+function closeMenus() {
+  for (const open of document.querySelectorAll(".message-menu:not([hidden])")) {
+    open.hidden = true;
+    open.previousElementSibling?.setAttribute("aria-expanded", "false");
+  }
+}
+
+document.addEventListener("click", closeMenus);
+document.addEventListener("keydown", (event) => { if (event.key === "Escape") closeMenus(); });
+
 export class MessageView {
   /**
    * @param list the scrolling element holding the messages
@@ -229,24 +257,29 @@ export class MessageView {
   }
 
   renderButtons(message) {
-    return h(
-      "div",
-      { class: "button-rows" },
-      ...message.buttons.map((row) =>
-        h(
-          "div",
-          { class: "button-row" },
-          ...row.map((button) => {
-            const foreign = message.mention && message.mention !== this.context.me().id;
-            const title = foreign ? "Only the person who started this job can use its buttons (unless the channel is open)" : null;
-            const element = h("button", { type: "button", class: `btn btn-${button.style}${foreign ? " foreign" : ""}`, "data-custom-id": button.custom_id, title, disabled: button.disabled }, button.label);
-            element.disabled = Boolean(button.disabled);
-            element.addEventListener("click", () => this.context.onButton(message, button, element));
-            return element;
-          }),
-        ),
-      ),
-    );
+    const foreign = message.mention && message.mention !== this.context.me().id;
+    const title = foreign ? "Only the person who started this job can use its buttons (unless the channel is open)" : null;
+    const press = (button, element) => this.context.onButton(message, button, element);
+    const rows = message.buttons
+      .map((row) => row.filter((button) => !button.menu))
+      .filter((row) => row.length)
+      .map((row) => h(
+        "div",
+        { class: "button-row" },
+        ...row.map((button) => {
+          const element = h("button", { type: "button", class: `btn btn-${button.style}${foreign ? " foreign" : ""}`, "data-custom-id": button.custom_id, title, disabled: button.disabled }, button.label);
+          element.disabled = Boolean(button.disabled);
+          element.addEventListener("click", () => press(button, element));
+          return element;
+        }),
+      ));
+    const items = message.buttons.flat().filter((button) => button.menu && !button.disabled);
+    if (items.length) {
+      const menu = messageMenu(items, press, foreign);
+      if (rows.length) rows[rows.length - 1].append(menu);
+      else rows.push(h("div", { class: "button-row" }, menu));
+    }
+    return h("div", { class: "button-rows" }, ...rows);
   }
 
   renderThreadLink(message) {

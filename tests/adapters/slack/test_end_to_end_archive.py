@@ -1,7 +1,8 @@
 """End to end, the archive on Slack: ``/genbot jobs`` finds a job by a word of its prompt
 (privately), ``/genbot show`` posts it again in another channel with working buttons (U1 on the
-copy starts the right upscale), and ℹ️ on the upscale shows its parent chain — signed requests
-through the real slack-bolt app, the real core and the simulator over HTTP."""
+copy starts the right upscale), and ℹ️ Image info in the upscale's overflow menu shows its
+parent chain — signed requests through the real slack-bolt app, the real core and the
+simulator over HTTP."""
 
 from __future__ import annotations
 
@@ -67,8 +68,10 @@ async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(
         upscale = await bot.settled(made.id)
         assert (upscale.parent_job_id, upscale.channel_id) == (grid.id, "C2")
 
+        assert "ℹ️" not in [b["text"]["text"] for b in upscaled.buttons]
+        assert upscaled.menu_items == ["ℹ️ Image info"]
         seen = len(fake.ephemerals)
-        info = fake.block_actions(upscaled, upscaled.button("ℹ️")["action_id"])
+        info = fake.overflow_actions(upscaled, "ℹ️ Image info")
         assert (await fake.post_interactive(bot.url, info)).status == 200
         [shown] = await fake.wait_for(lambda: fake.ephemerals[seen:], WAIT)
         assert f"`{upscale.id}`" in shown.text + str(shown.blocks)

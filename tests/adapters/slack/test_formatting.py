@@ -12,11 +12,17 @@ from adapters.slack.formatting import (
     neutralise_markdown,
     split_text,
 )
-from adapters.slack.inbound import SlashRoute, plain_text, route_command, submit_from_view
+from adapters.slack.inbound import (
+    SlashRoute,
+    plain_text,
+    press_from_action,
+    route_command,
+    submit_from_view,
+)
 from adapters.text import truncate
 from bot.features.jobs.forms import form_for, refused_form
-from bot.kernel import Button, CommandError, Modal, ModalField, OutMessage, Place
-from tests.fakes.slack_blocks import view_errors
+from bot.kernel import INFO_ACTION, Button, CommandError, Modal, ModalField, OutMessage, Place
+from tests.fakes.slack_blocks import message_block_errors, view_errors
 
 
 @pytest.mark.parametrize(
@@ -100,6 +106,40 @@ def test_buttons_map_to_actions_blocks_with_slack_styles() -> None:
     assert second["elements"][0]["text"]["text"] == "x" * 74 + "…"
     assert first["block_id"] != second["block_id"]
     assert fallback_text(message) == "U1 · Stop · " + "x" * 100
+
+
+def test_info_is_an_overflow_item_ending_the_last_row_and_its_choice_is_a_press() -> None:
+    info = Button("ℹ️", INFO_ACTION, "job1")
+    message = OutMessage(text="", buttons=((Button("U1", "upscale1", "job1"),), (info,)))
+
+    blocks = message_blocks(message)
+
+    [row] = blocks
+    assert message_block_errors(blocks) == []
+    button, overflow = row["elements"]
+    assert button["text"]["text"] == "U1"
+    assert overflow["type"] == "overflow"
+    assert overflow["options"] == [
+        {
+            "text": {"type": "plain_text", "text": "ℹ️ Image info", "emoji": True},
+            "value": info.custom_id,
+        }
+    ]
+    chosen = {
+        "type": "overflow",
+        "action_id": overflow["action_id"],
+        "selected_option": overflow["options"][0],
+    }
+    body = {
+        "actions": [chosen],
+        "container": {"type": "message", "channel_id": "C1", "message_ts": "1.0"},
+        "team": {"id": "T1"},
+        "user": {"id": "U1", "username": "ann"},
+    }
+    press = press_from_action(body, frozenset())
+    assert press is not None and (press.action, press.ref) == (INFO_ACTION, "job1")
+    alone = message_blocks(OutMessage(text="", buttons=((info,),)))
+    assert [e["type"] for block in alone for e in block["elements"]] == ["overflow"]
 
 
 def test_button_ids_longer_than_slack_allows_are_refused() -> None:

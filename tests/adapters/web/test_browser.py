@@ -1,6 +1,7 @@
 """The playground in real headless Chromium, on the real core and the provider simulator:
-imagine a grid, press U1, see the upscale's follow-ups, chat and see the streamed reply complete;
-one message per job, marked buttons and the region editor; describe and the narrow layout.
+imagine a grid, ask its info from the ⋯ menu, press U1, see the upscale's follow-ups, chat and
+see the streamed reply complete; one message per job, marked buttons and the region editor;
+describe and the narrow layout.
 
 The browser is the shared ``chromium_browser`` (see :mod:`tests.adapters.web.browser`).
 """
@@ -39,8 +40,17 @@ async def test_imagine_upscale_and_chat_in_a_real_browser(
         await expect(grid).to_have_count(1, timeout=WAIT_MS)
         await expect(grid.locator("img")).to_have_count(1, timeout=WAIT_MS)
         await expect(grid.locator(".btn")).to_have_text(
-            ["U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4", "🌱 Seed", "ℹ️"]
+            ["U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4", "🌱 Seed", "⋯"]
         )
+        menu = grid.locator(".message-menu")
+        await expect(menu).to_be_hidden()
+        await grid.locator(".menu-toggle").click()
+        await expect(menu.locator(".menu-item")).to_have_text(["ℹ️ Image info"])
+        await menu.locator(".menu-item", has_text="Image info").click()
+        await expect(menu).to_be_hidden()
+        info = page.locator("article.message.kind-ephemeral", has_text="ℹ️ Imagined")
+        await expect(info).to_contain_text("a lighthouse")
+        await expect(info).to_contain_text("Only you can see this")
         async with asyncio.timeout(WAIT_MS / 1000):
             assert await grid.locator("img").evaluate("(img) => img.decode().then(() => true)")
 
@@ -192,7 +202,7 @@ async def test_describe_shows_the_image_and_imagine_all_starts_its_prompts(
         )
         await expect(described.locator("img")).to_have_count(1)
         await expect(described.locator(".btn")).to_have_text(
-            ["1", "2", "3", "4", "🔄", "Imagine all", "ℹ️"]
+            ["1", "2", "3", "4", "🔄", "Imagine all", "⋯"]
         )
         await expect(described).to_contain_text("Described — four prompts for your image")
 
