@@ -17,6 +17,8 @@ workspace, and only for the place or the user the thing belongs to:
   the presser by the archive itself;
 - a job to **show** (``/show <job id>``, :meth:`Refs.job_to_show`): as a job, except that in
   the job's own channel anyone may show it (its result is in view there already);
+- a job a **link** names (the playground gallery's images and forms, :meth:`Refs.job_to_see`):
+  as a job;
 - a **conversation** (``Use llm-4-vision-preview``) and an **alternative** answer (``Use N``):
   only from a message linked to that conversation, in its channel (and thread), in its
   workspace — so a conversation id, a small number, is of no use to anyone who cannot see the
@@ -219,7 +221,13 @@ class Refs:
         docstring); :class:`RefRefused` when they may not show it."""
         return await self._job(event, job_id, viewing=True)
 
-    async def _job(self, event: Pressed | Command, job_id: str, *, viewing: bool = False) -> Job:
+    async def job_to_see(self, event: Event, job_id: str) -> Job:
+        """The job a link names (the playground gallery's images and its "Use as init" form),
+        for ``event``'s user where they are: as a job ref (see the module docstring);
+        :class:`RefRefused` when they may not see it."""
+        return await self._job(event, job_id)
+
+    async def _job(self, event: Event, job_id: str, *, viewing: bool = False) -> Job:
         place = event.place
         job = await self._store.jobs.get_job(job_id) if job_id else None
         if job is None and isinstance(event, ButtonPress) and event.message_id:

@@ -18,7 +18,7 @@ from bot.api import InvalidRequest, ProviderClient
 from bot.api.ratelimit import SharedPacing
 from bot.api.validation import check_webhook_address
 from bot.features.account import AccountFeature, AccountStorage
-from bot.features.archive import ArchiveFeature, ArchivePages, ArchiveStorage
+from bot.features.archive import ArchiveFeature, ArchivePages, ArchiveStorage, Gallery
 from bot.features.audit import AuditAdmin, AuditTrail
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
@@ -349,12 +349,14 @@ def build_core(
     open_channels: Mapping[str, frozenset[str]] | None = None,
     shards: str | None = None,
     on_console: Callable[[Console], None] | None = None,
+    on_gallery: Callable[[Gallery], None] | None = None,
 ) -> tuple[Router, JobEngines]:
     """The core with every feature, answering on ``surfaces`` (one per platform), and the job
     engines (for tests and benchmarks to inspect). ``open_channels``: per platform, the channels
     whose job buttons anyone may press (:class:`bot.refs.Refs`); ``shards``: see
     :func:`build_job_engines`; ``on_console`` is given the admin page's core
-    (:class:`~bot.features.console.Console`, built on the same features), when there is a page.
+    (:class:`~bot.features.console.Console`, built on the same features), when there is a page;
+    ``on_gallery`` the playground gallery's (:class:`~bot.features.archive.Gallery`).
 
     One :class:`~bot.outbox.Outbox` (with one :class:`~bot.outbox.Pacer`) writes for every
     feature, so chat streams and job messages together stay within each platform's windows.
@@ -427,6 +429,8 @@ def build_core(
         refs,
         store.clock,
     )
+    if on_gallery is not None:
+        on_gallery(Gallery(store.archive, jobs.delivery.results, refs, store.clock))
     router = Router(
         outbox,
         [

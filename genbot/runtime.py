@@ -32,7 +32,7 @@ from adapters import Adapter, AdapterStartError
 from bot.api import ProviderClient
 from bot.features.chat.tokens import warm_up
 from bot.features.provider_keys import ProviderKeys
-from bot.kernel import AdminConsole, metrics
+from bot.kernel import AdminConsole, ResultGallery, metrics
 from bot.router import Lifecycle, Router
 from genbot.compose import build_core, configured_adapters, provider_client, webhook_receiver
 from genbot.ops import Check, CheckResult, OpsListener, ProviderFreshness
@@ -238,6 +238,14 @@ def _admin_page(adapters: Mapping[str, Adapter]) -> Callable[[AdminConsole], Non
     return web.attach_console if isinstance(web, WebAdapter) else None
 
 
+def _gallery_page(adapters: Mapping[str, Adapter]) -> Callable[[ResultGallery], None] | None:
+    """Where the gallery's core goes: the playground, when it runs."""
+    from adapters.web.adapter import WebAdapter
+
+    web = adapters.get("web")
+    return web.attach_gallery if isinstance(web, WebAdapter) else None
+
+
 async def _adapter_check(name: str, adapter: Adapter) -> CheckResult:
     if await adapter.connected():
         return CheckResult(True, "connected")
@@ -347,6 +355,7 @@ async def running(
             open_channels=settings.open_channels(),
             shards=settings.discord.shards(),
             on_console=_admin_page(adapters),
+            on_gallery=_gallery_page(adapters),
         )
         runtime = Runtime(
             settings,

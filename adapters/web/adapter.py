@@ -41,6 +41,7 @@ from bot.kernel import (
     EventSink,
     InboundEvent,
     LimitsSettings,
+    ResultGallery,
     StorageError,
     backoff,
 )
@@ -93,6 +94,8 @@ class WebAdapter:
         self.access = Access(settings, admin_link=admin_link)
         self.console: AdminConsole | None = None
         """The admin page's core (``/admin``), once :meth:`attach_console` gave it."""
+        self.gallery: ResultGallery | None = None
+        """The gallery's core (``/gallery``), once :meth:`attach_gallery` gave it."""
         self.app = build_app(self)
         self.listener = Listener(self.app, "web playground", PLAYGROUND_LIMITS)
 
@@ -113,6 +116,10 @@ class WebAdapter:
     def attach_console(self, console: AdminConsole) -> None:
         """Serve the admin page (``/admin``) on ``console``."""
         self.console = console
+
+    def attach_gallery(self, gallery: ResultGallery) -> None:
+        """Serve the gallery (``/gallery``) on ``gallery``."""
+        self.gallery = gallery
 
     async def connected(self) -> bool:
         """Whether the playground is listening."""

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from adapters.listener import body_limit
-from adapters.web import admin, handlers, routes
+from adapters.web import admin, gallery, handlers, routes
 from adapters.web.routes import ADAPTER, MULTIPART_OVERHEAD, UPLOAD_TIMEOUT, Serving
 
 
@@ -43,6 +43,10 @@ def build_app(adapter: Serving) -> web.Application:
     app.router.add_get("/api/admin/audit.jsonl", admin.export)
     app.router.add_post("/api/admin/moderation", admin.moderation)
     app.router.add_post("/api/admin/cancel", admin.cancel)
+    app.router.add_get("/gallery", gallery.page)
+    app.router.add_get("/api/gallery", gallery.results)
+    app.router.add_get("/api/gallery/images/{job_id}", gallery.image)
+    app.router.add_post("/api/gallery/init", gallery.init)
     app.router.add_get("/images/{key}/{name}", routes.image)
     app.router.add_get("/uploads/{id}/{name}", routes.upload_file)
     return app

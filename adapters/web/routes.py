@@ -28,7 +28,7 @@ from adapters.web.hub import TooManyStreams
 from adapters.web.platform import dm_channel, is_dm_channel
 from adapters.web.playground import NotKept, Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
-from bot.kernel import AdminConsole, EventRouter, InboundEvent, User, offered
+from bot.kernel import AdminConsole, EventRouter, InboundEvent, ResultGallery, User, offered
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,11 @@ class Serving(Protocol):
     @property
     def console(self) -> AdminConsole | None:
         """The admin page's core (None: no admin page)."""
+        ...
+
+    @property
+    def gallery(self) -> ResultGallery | None:
+        """The gallery's core (None: no gallery)."""
         ...
 
     def dispatch(self, event: InboundEvent, event_id: str) -> None:

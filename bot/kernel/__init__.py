@@ -6,8 +6,8 @@ what the core asks a platform to show (:mod:`~bot.kernel.outbound`), the surface
 the surfaces by platform (:mod:`~bot.kernel.registry`), the command catalogue and its text
 language (:mod:`~bot.kernel.commands`, :mod:`~bot.kernel.command_text`,
 :mod:`~bot.kernel.command_images`), the core's settings sections (:mod:`~bot.kernel.settings`),
-text splitting (:mod:`~bot.kernel.text`), what the admin page asks of the core
-(:mod:`~bot.kernel.admin_console`), checked images and their hosting
+text splitting (:mod:`~bot.kernel.text`), what the admin page and the gallery ask of the core
+(:mod:`~bot.kernel.admin_console`, :mod:`~bot.kernel.gallery`), checked images and their hosting
 (:mod:`~bot.kernel.media`, :mod:`~bot.kernel.media_host`), image references in prompts
 (:mod:`~bot.kernel.references`), the sealing of the secrets kept in
 the database (:mod:`~bot.kernel.sealer`), sliding rate windows per key
@@ -84,6 +84,7 @@ from bot.kernel.events import (
     User,
     UserMessage,
 )
+from bot.kernel.gallery import GalleryPage, GalleryResult, ResultGallery
 from bot.kernel.media import (
     MAX_REDIRECTS,
     ImageBytes,
@@ -237,6 +238,8 @@ __all__ = [
     "ForgetsUsers",
     "FormChecks",
     "FormError",
+    "GalleryPage",
+    "GalleryResult",
     "HomeJob",
     "HomeOpened",
     "HomeSetting",
@@ -276,6 +279,7 @@ __all__ = [
     "RecentFiles",
     "Reference",
     "Reposts",
+    "ResultGallery",
     "Role",
     "SealError",
     "Sealer",

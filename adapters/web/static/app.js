@@ -1,9 +1,9 @@
 // The playground page: channels, history, the live event stream, threads, forms and images.
 
 import { Composer } from "./composer.js";
+import { openModal } from "./forms.js";
 import { TAB, h, postJson, request } from "./dom.js";
 import { visible } from "./markdown.js";
-import { RegionEditor } from "./region.js";
 import { MessageView } from "./render.js";
 
 const CHANNEL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
@@ -197,7 +197,7 @@ function onEvent(event) {
       break;
     }
     case "modal":
-      if (!event.tab || event.tab === TAB) openModal(event.modal);
+      if (!event.tab || event.tab === TAB) openModal($("#modal"), event.modal);
       break;
     case "typing":
       state.typingUntil.set(typingKey(event.thread), Date.now() + event.seconds * 1000);
@@ -262,6 +262,7 @@ async function openChannel(channel) {
   const body = result.body;
   const { me, seq, profile, limits, channels, instance, dm } = body;
   Object.assign(state, { me, seq, profile, limits, channels, instance, dm });
+  $("#gallery-link").href = `/gallery?from=${encodeURIComponent(channel)}`;
   if (decodeURIComponent(location.hash.slice(1)).split("/")[0] !== channel) {
     history.replaceState(null, "", `#${channel}`);
   }
@@ -334,88 +335,6 @@ function dismiss(id) {
   sessionStorage.setItem("genbot-dismissed", JSON.stringify([...state.dismissed].slice(-200)));
   mainView.remove(id);
   threadView.remove(id);
-}
-
-function modalInput(field) {
-  const attributes = { id: `field-${field.id}`, name: field.id, required: field.required };
-  if (field.kind === "select") {
-    const select = h("select", attributes,
-      h("option", { value: "" }, field.placeholder || "—"),
-      ...field.choices.map((choice) => h("option", { value: choice.value }, choice.label)));
-    select.value = field.default;
-    return { input: select, extra: null };
-  }
-  const text = { ...attributes, placeholder: field.placeholder, maxlength: field.max_length };
-  const input = field.multiline ? h("textarea", { ...text, rows: 4 }) : h("input", { ...text, type: "text" });
-  input.value = field.default;
-  if (field.kind !== "region" || !field.image_url) return { input, extra: null };
-  const editor = new RegionEditor(field.image_url, (value) => (input.value = value));
-  return { input, extra: editor.element };
-}
-
-/** Show ``errors`` (field id → sentence) beside their fields; focus the first one. */
-function showFieldErrors(form, errors) {
-  let first = null;
-  for (const field of form.querySelectorAll(".field")) {
-    const id = field.dataset.field;
-    const text = errors[id] || "";
-    const slot = field.querySelector(".field-error");
-    slot.textContent = text;
-    slot.hidden = !text;
-    field.classList.toggle("invalid", Boolean(text));
-    const input = form.elements[id];
-    if (input) input.toggleAttribute("aria-invalid", Boolean(text));
-    if (text && !first) first = input;
-  }
-  first?.focus();
-}
-
-function openModal(modal) {
-  const dialog = $("#modal");
-  const error = h("div", { class: "modal-error", role: "alert", hidden: true });
-  const notice = modal.notice ? h("div", { class: "modal-notice", role: "alert" }, modal.notice) : "";
-  const inputs = modal.fields.map((field) => {
-    const { input, extra } = modalInput(field);
-    const problem = h("div", { class: "field-error", id: `error-${field.id}`, role: "alert", hidden: true });
-    input.setAttribute("aria-describedby", problem.id);
-    return h("div", { class: "field", "data-field": field.id },
-      h("label", { class: "field-label", for: input.id }, field.label, field.required ? h("span", { class: "required" }, " *") : ""),
-      extra, input, problem);
-  });
-  const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Submit");
-  const form = h(
-    "form",
-    { class: "modal-form", novalidate: true },
-    h("h2", {}, modal.title),
-    notice,
-    ...inputs,
-    error,
-    h("div", { class: "modal-actions" },
-      h("button", { type: "button", class: "btn btn-link", onclick: () => dialog.close() }, "Cancel"), submit),
-  );
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    submit.disabled = true;
-    error.hidden = true;
-    const values = Object.fromEntries(modal.fields.map((f) => [f.id, form.elements[f.id].value]));
-    const result = await postJson("/api/modal", { custom_id: modal.custom_id, values });
-    submit.disabled = false;
-    if (dialog.firstElementChild !== form) return;
-    if (result.ok) {
-      dialog.close();
-    } else if (result.body.errors) {
-      showFieldErrors(form, result.body.errors);
-    } else {
-      error.textContent = result.body.error || "The form could not be sent.";
-      error.hidden = false;
-    }
-  });
-  if (dialog.open) dialog.close();
-  dialog.replaceChildren(form);
-  dialog.showModal();
-  const errors = modal.errors || {};
-  if (Object.keys(errors).length) showFieldErrors(form, errors);
-  else form.querySelector("input, textarea, select")?.focus();
 }
 
 function showImage(url, alt) {

@@ -1,6 +1,8 @@
-"""The archive (issue 28): ``/jobs`` (search), ``/show`` and a result's info."""
+"""The archive (issue 28): ``/jobs`` (search), ``/show``, a result's info and the
+playground's gallery."""
 
 from bot.features.archive.feature import ArchiveFeature, ArchiveStorage
+from bot.features.archive.gallery import Gallery
 from bot.features.archive.pages import ArchivePages
 
-__all__ = ["ArchiveFeature", "ArchivePages", "ArchiveStorage"]
+__all__ = ["ArchiveFeature", "ArchivePages", "ArchiveStorage", "Gallery"]

@@ -16,6 +16,7 @@ from PIL import Image
 from bot.features.archive.info import when, where
 from bot.features.archive.search import ArchiveQuery
 from bot.features.jobs import wording
+from bot.features.jobs.result_messages import NO_IMAGE_TYPES
 from bot.kernel import Button, ImageFile, MediaError, MediaFetcher, OutMessage
 from storage import Job
 
@@ -25,10 +26,10 @@ PAGE_SIZE: Final = 5
 THUMBNAIL_PIXELS: Final = 256
 SHOW_ACTION: Final = "show"
 PAGE_ACTION: Final = "jobs_page"
-NO_IMAGE_TYPES: Final = frozenset({"describe", "seed"})
 
 
-def _shrunk(data: bytes) -> bytes:
+def shrunk(data: bytes) -> bytes:
+    """``data`` (an image) as a JPEG thumbnail of at most :data:`THUMBNAIL_PIXELS` a side."""
     with Image.open(io.BytesIO(data)) as image:
         small = image.convert("RGB")
         small.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
@@ -73,7 +74,7 @@ class ArchivePages:
             return None
         try:
             fetched = await self._media.fetch(job.result_urls[0])
-            small = await asyncio.to_thread(_shrunk, fetched.data)
+            small = await asyncio.to_thread(shrunk, fetched.data)
         except (MediaError, OSError, ValueError) as error:
             log.info("no thumbnail of job %s: %s", job.id, error)
             return None

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
-from bot.kernel import Command, Event, OptionValue, UserError
+from bot.kernel import Event, OptionValue, UserError
 from storage import JobFamily, JobSearch, JobType
 
 ARCHIVE_TYPES: Final[Mapping[str, tuple[tuple[JobType, ...], JobFamily | None]]] = {
@@ -110,8 +110,9 @@ class ArchiveQuery:
     workspace: bool = False
 
     @classmethod
-    def of(cls, event: Command, options: Mapping[str, OptionValue], now: float) -> ArchiveQuery:
-        """The query ``/jobs`` asks for; :class:`UserError` for a filter genbot cannot use."""
+    def of(cls, event: Event, options: Mapping[str, OptionValue], now: float) -> ArchiveQuery:
+        """The query ``/jobs`` (or the playground's gallery) asks for; :class:`UserError` for a
+        filter genbot cannot use."""
 
         def text(name: str) -> str:
             value = options.get(name)

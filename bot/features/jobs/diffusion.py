@@ -34,6 +34,7 @@ from bot.features.jobs.forms import (
     read_init,
 )
 from bot.features.jobs.params import DiffusionParams
+from bot.features.jobs.result_messages import NO_IMAGE_TYPES
 from bot.features.jobs.starter import JobSpec, JobStarter
 from bot.kernel import (
     Attachment,
@@ -258,14 +259,14 @@ class DiffusionJobs:
         if event.action != "diff_init" or not isinstance(referent, JobReferent):
             raise UserError("This form is no longer supported.")
         parent = referent.job
-        image = self._output(parent)
+        image = self._output(parent, any_family=True)
         try:
             form = read_init(event.values)
         except CommandError as error:
             again = form_for(event.action, parent.id, parent.prompt, values=event.values)
             await self._starter.reopen(event, again, error)
             return
-        kept = DiffusionParams.of(parent).body
+        kept = DiffusionParams.of(parent).body if parent.family == "diffusion" else {}
         body: dict[str, Any] = {
             name: kept[name] for name in ("model_id", "width", "height") if name in kept
         }
@@ -276,8 +277,10 @@ class DiffusionJobs:
         await self.run(event, "img2img", body, parent=parent, action=key)
 
     @staticmethod
-    def _output(parent: Job) -> str:
-        if parent.family != "diffusion":
+    def _output(parent: Job, *, any_family: bool = False) -> str:
+        """The image ``parent`` made; ``any_family``: any result with an image (Use as init
+        from the playground's gallery), else only a diffusion image (its buttons)."""
+        if parent.family != "diffusion" and (not any_family or parent.type in NO_IMAGE_TYPES):
             raise UserError("That button does not work on this message.")
         if parent.status not in ("finished", "posting", "posted") or not parent.result_urls:
             raise UserError("That image is not finished yet; wait for its result.")

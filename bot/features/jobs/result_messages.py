@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from typing import Final
 
 from bot.features.jobs import wording
 from bot.features.jobs.buttons import describe_buttons, diffusion_buttons
@@ -30,6 +31,8 @@ from storage import Job
 log = logging.getLogger(__name__)
 
 Buttons = tuple[tuple[Button, ...], ...]
+NO_IMAGE_TYPES: Final = frozenset({"describe", "seed"})
+"""The job types whose results are not an image they made."""
 
 
 def pressed_actions(job: Job) -> frozenset[str]:
@@ -65,8 +68,8 @@ class ResultMessages:
         images: list[ImageFile] = []
         size: tuple[int, int] | None = None
         try:
-            for number, url in enumerate(self._image_urls(job), start=1):
-                image = await self._download(job, url)
+            for number, url in enumerate(self.image_urls(job), start=1):
+                image = await self.download(job, url)
                 suffix = f"-{number}" if number > 1 else ""
                 filename = f"{job.type}-{job.id}{suffix}.{image.extension}"
                 images.append(ImageFile(filename, image.data, image.content_type, url))
@@ -131,12 +134,14 @@ class ResultMessages:
             return ()
         return (ImageFile(f"described-{job.id}.{image.extension}", image.data, image.content_type),)
 
-    def _image_urls(self, job: Job) -> list[str]:
+    def image_urls(self, job: Job) -> list[str]:
+        """The links of ``job``'s images, one each (a task's other links are fallbacks of its
+        one image)."""
         if job.family == "diffusion":
             return list(job.result_urls)
         return job.result_urls[:1]
 
-    async def _download(self, job: Job, url: str) -> ImageBytes:
+    async def download(self, job: Job, url: str) -> ImageBytes:
         """The image at ``url``, else at the task's next link (image, permanent, host URL, in
         that order: docs/provider.md#image-url-fields)."""
         if job.family == "diffusion":

@@ -1,0 +1,129 @@
+"""The gallery's HTTP side (``/gallery``), translated to the core's
+:class:`bot.kernel.ResultGallery`, which decides what a user may see:
+
+- ``GET /api/gallery?text=…&type=…&channel=…&date=…&scope=…&after=…&limit=…``: a page of the
+  user's results (``/jobs``' filters), newest first, with the links of their images;
+- ``GET /api/gallery/images/{job id}``: a result's first image (``?size=small``: a thumbnail;
+  ``?download=1``: as a file to save);
+- ``POST /api/gallery/init`` ``{"job_id"}``: the result's "Use as init" form, opened for this
+  user as genbot's forms are (submitted through ``/api/modal``; the job starts in the channel
+  the gallery was opened from).
+
+Every request says where the user looks from (``from``: a playground channel, ``general`` by
+default): the core checks each job there as a press there would be checked. Behind the
+playground's access rules like every ``/api/`` path. Refusals: 400 (a filter), 404 (a job the
+user may not see, or no image).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from aiohttp import web
+
+from adapters.web.handlers import json_body, string_field
+from adapters.web.platform import PendingModal, web_place
+from adapters.web.routes import ADAPTER, USER, json_error, static_file
+from adapters.web.translate import BadInput, modal_json, parse_channel
+from bot.kernel import GalleryResult, Place, UserError
+
+FILTERS: Final = ("text", "type", "channel", "date", "scope")
+PAGE_SIZE: Final = 24
+NO_GALLERY: Final = "The gallery is not available in this playground."
+
+
+async def page(request: web.Request) -> web.Response:
+    """The gallery page (it asks the API for everything it shows)."""
+    return static_file("gallery.html")
+
+
+def _from(request: web.Request, value: object) -> tuple[str, Place]:
+    channel = parse_channel(value, request[USER].id)
+    return channel, web_place(channel)
+
+
+def _limit(raw: str | None) -> int:
+    if not raw:
+        return PAGE_SIZE
+    if not raw.isdigit():
+        raise BadInput(f"'limit' must be a whole number, not {raw[:20]!r}.")
+    return int(raw)
+
+
+def _result(result: GalleryResult, channel: str) -> dict[str, Any]:
+    image = f"/api/gallery/images/{result.job_id}?from={channel}"
+    return {
+        "id": result.job_id,
+        "title": result.title,
+        "prompt": result.prompt,
+        "type": result.type,
+        "created": result.created_at,
+        "channel": result.where,
+        "images": result.images,
+        "image": image,
+        "thumbnail": f"{image}&size=small",
+        "download": f"{image}&download=1",
+    }
+
+
+async def results(request: web.Request) -> web.Response:
+    """A page of the user's results (see the module docstring)."""
+    gallery = request.app[ADAPTER].gallery
+    if gallery is None:
+        return json_error(404, NO_GALLERY)
+    channel, place = _from(request, request.query.get("from"))
+    filters = {name: request.query[name] for name in FILTERS if request.query.get(name)}
+    after = request.query.get("after") or None
+    try:
+        shown = await gallery.page(
+            request[USER], place, filters, after, _limit(request.query.get("limit"))
+        )
+    except UserError as error:
+        return json_error(400, str(error))
+    return web.json_response(
+        {
+            "heading": shown.heading,
+            "from": channel,
+            "results": [_result(result, channel) for result in shown.results],
+            "after": shown.after,
+        }
+    )
+
+
+async def image(request: web.Request) -> web.Response:
+    """A result's first image, for a user who may see it."""
+    gallery = request.app[ADAPTER].gallery
+    if gallery is None:
+        return json_error(404, NO_GALLERY)
+    _, place = _from(request, request.query.get("from"))
+    small = request.query.get("size") == "small"
+    try:
+        found = await gallery.image(request[USER], place, request.match_info["job_id"], small=small)
+    except UserError as error:
+        return json_error(404, str(error))
+    disposition = "attachment" if request.query.get("download") else "inline"
+    return web.Response(
+        body=found.data,
+        content_type=found.content_type,
+        headers={
+            "Cache-Control": "private, max-age=3600",
+            "Content-Disposition": f'{disposition}; filename="{found.filename}"',
+        },
+    )
+
+
+async def init(request: web.Request) -> web.Response:
+    """``{"job_id", "from"}``: the result's "Use as init" form, opened for this user in the
+    channel ``from``; ``{"modal": …}`` for the page to show and submit through ``/api/modal``."""
+    gallery = request.app[ADAPTER].gallery
+    if gallery is None:
+        return json_error(404, NO_GALLERY)
+    body = await json_body(request)
+    channel, place = _from(request, body.get("from"))
+    user = request[USER]
+    try:
+        modal = await gallery.init_form(user, place, string_field(body, "job_id"))
+    except UserError as error:
+        return json_error(404, str(error))
+    request.app[ADAPTER].playground.remember_modal(user.id, PendingModal(modal, place, None))
+    return web.json_response({"modal": modal_json(modal), "channel": channel})

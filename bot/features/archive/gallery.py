@@ -1,0 +1,161 @@
+"""The playground's gallery (:class:`bot.kernel.ResultGallery`): a user's results with images,
+found by the search of ``/jobs`` (:class:`ArchiveQuery` over the archive port: their own
+results, or an admin's workspace search), each job's first image (whole, or as a thumbnail),
+and its "Use as init" form (img2img from that image).
+
+Every job named (an image, a form, the job a page starts after) is checked by
+:meth:`bot.refs.Refs.job_to_see`, the one job check; one the user may not see reads as one
+genbot has no record of."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Final, Protocol
+
+from bot.features.archive.feature import JOB_ID
+from bot.features.archive.pages import shrunk
+from bot.features.archive.search import ArchiveQuery
+from bot.features.jobs import wording
+from bot.features.jobs.forms import init_form
+from bot.features.jobs.result_messages import NO_IMAGE_TYPES
+from bot.kernel import (
+    Event,
+    GalleryPage,
+    GalleryResult,
+    ImageBytes,
+    ImageFile,
+    MediaError,
+    Modal,
+    Place,
+    User,
+    UserError,
+)
+from bot.refs import NO_JOB, RefRefused
+from storage import Job, JobArchive
+
+log = logging.getLogger(__name__)
+
+MOST_RESULTS: Final = 48
+"""The most results one page asks for."""
+NO_DESCRIBE: Final = "The gallery shows images; describe results have none (`/jobs` finds them)."
+NO_IMAGE: Final = "That result has no image to show."
+IMAGE_GONE: Final = "That image can no longer be fetched from the provider."
+
+
+class JobCheck(Protocol):
+    """The ref check of a job a link names (:meth:`bot.refs.Refs.job_to_see`)."""
+
+    async def job_to_see(self, event: Event, job_id: str) -> Job:
+        """The job, when ``event``'s user may see it where they are; raises otherwise."""
+        ...
+
+
+class ResultImages(Protocol):
+    """A result's images (:class:`bot.features.jobs.result_messages.ResultMessages`)."""
+
+    def image_urls(self, job: Job) -> list[str]:
+        """The links of ``job``'s images, one each."""
+        ...
+
+    async def download(self, job: Job, url: str) -> ImageBytes:
+        """The image at ``url`` (or the job's fallback links)."""
+        ...
+
+
+def has_images(job: Job) -> bool:
+    """Whether ``job`` is a posted result with an image."""
+    return job.status == "posted" and job.type not in NO_IMAGE_TYPES and bool(job.result_urls)
+
+
+class Gallery:
+    """The gallery's core (see the module docstring)."""
+
+    def __init__(
+        self,
+        archive: JobArchive,
+        images: ResultImages,
+        check: JobCheck,
+        clock: Callable[[], float],
+    ) -> None:
+        self.archive = archive
+        self.images = images
+        self.check = check
+        self.clock = clock
+
+    async def page(
+        self, user: User, place: Place, filters: Mapping[str, str], after: str | None, limit: int
+    ) -> GalleryPage:
+        """Up to ``limit`` results ``filters`` find, newest first, after the job ``after``."""
+        event = Event(user=user, place=place)
+        if filters.get("type", "").strip().lower() == "describe":
+            raise UserError(NO_DESCRIBE)
+        now = self.clock()
+        query = ArchiveQuery.of(event, filters, now)
+        if after:
+            await self._job(event, after)
+        limit = min(max(limit, 1), MOST_RESULTS)
+        jobs = await self.archive.search(query.search(event, now, after or None), limit + 1)
+        shown = jobs[:limit]
+        results = tuple(self._result(job) for job in shown if has_images(job))
+        return GalleryPage(
+            heading=_heading(query),
+            results=results,
+            after=shown[-1].id if len(jobs) > limit else None,
+        )
+
+    async def image(self, user: User, place: Place, job_id: str, *, small: bool) -> ImageFile:
+        """The first image of ``job_id`` (``small``: a JPEG thumbnail)."""
+        job = await self._with_image(Event(user=user, place=place), job_id)
+        try:
+            fetched = await self.images.download(job, self.images.image_urls(job)[0])
+        except MediaError as error:
+            log.info("gallery: no image of job %s: %s", job.id, error)
+            raise UserError(IMAGE_GONE) from None
+        name = f"{job.type}-{job.id}"
+        if small:
+            thumbnail = await asyncio.to_thread(shrunk, fetched.data)
+            return ImageFile(f"{name}.jpg", thumbnail, "image/jpeg")
+        return ImageFile(f"{name}.{fetched.extension}", fetched.data, fetched.content_type)
+
+    async def init_form(self, user: User, place: Place, job_id: str) -> Modal:
+        """The "Use as init" form of ``job_id``: img2img from its image, its prompt to edit."""
+        job = await self._with_image(Event(user=user, place=place), job_id)
+        return init_form(job.id, job.prompt)
+
+    async def _with_image(self, event: Event, job_id: str) -> Job:
+        job = await self._job(event, job_id)
+        if not has_images(job):
+            raise UserError(NO_IMAGE)
+        return job
+
+    async def _job(self, event: Event, job_id: str) -> Job:
+        if not JOB_ID.match(job_id):
+            raise UserError(NO_JOB)
+        try:
+            return await self.check.job_to_see(event, job_id)
+        except RefRefused as refused:
+            raise UserError(str(refused)) from None
+
+    def _result(self, job: Job) -> GalleryResult:
+        return GalleryResult(
+            job_id=job.id,
+            title=wording.done_title(job),
+            prompt=job.prompt or wording.subject(job),
+            type=job.type,
+            created_at=job.created_at,
+            where="" if job.is_dm else job.channel_id,
+            images=len(self.images.image_urls(job)),
+        )
+
+
+def _heading(query: ArchiveQuery) -> str:
+    whose = "The workspace's results" if query.workspace else "Your results"
+    filters = [
+        f"with “{' '.join(query.words)}”" if query.words else "",
+        f"of type {query.type}" if query.type else "",
+        f"in #{query.channel}" if query.channel else "",
+        f"made {query.date}" if query.date else "",
+    ]
+    return " ".join(part for part in (whose, *filters) if part) + " — newest first"

@@ -1,0 +1,70 @@
+"""The gallery's API on the real core: whose results it shows (a user's own; an admin's
+workspace search leaves out DMs, as ``/jobs`` does), thumbnails, and what it refuses — a
+workspace search by a non-admin, describe results, a page after a job the user may not see, and
+an image of a job they may not see. The Chromium test (test_browser_gallery.py) drives the page.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from PIL import Image
+
+from storage import ALL_STATUSES, Job
+from tests.genbot.stack import PlaygroundUser, Stack, playground_user, real_stack
+
+
+async def _imagined(stack: Stack, user: PlaygroundUser, prompt: str, channel: str) -> Job:
+    view = await user.watch(channel)
+    shown = await user.post("/api/command", {"text": f"/imagine {prompt}", "channel": channel})
+    await view.until(lambda: view.with_buttons(shown, "U1"))
+    jobs = await stack.runtime.store.tracking.list_unfinished_jobs(ALL_STATUSES)
+    [job] = [j for j in jobs if j.prompt == prompt]
+    return job
+
+
+async def _get(user: PlaygroundUser, path: str, status: int) -> Any:
+    async with user.session.get(path) as response:
+        assert response.status == status, await response.text()
+        if response.content_type == "application/json":
+            return await response.json()
+        return await response.read()
+
+
+async def test_whose_results_thumbnails_and_refusals(tmp_path: Path) -> None:
+    async with (
+        real_stack(tmp_path, demo=True) as stack,
+        playground_user(stack.url) as alice,
+        playground_user(stack.url) as admin,
+    ):
+        admin_url = stack.runtime.web_admin_url
+        assert admin_url is not None
+        async with admin.session.get(urlsplit(admin_url).path + "?" + urlsplit(admin_url).query):
+            pass
+        shared = await _imagined(stack, alice, "a lighthouse at dusk", "general")
+        alice_dm = await alice.dm_channel()
+        private = await _imagined(stack, alice, "a secret garden", alice_dm)
+
+        mine = await _get(alice, f"/api/gallery?from={alice_dm}", 200)
+        assert [r["id"] for r in mine["results"]] == [private.id, shared.id]
+        assert mine["results"][1]["channel"] == "general" and mine["results"][0]["channel"] == ""
+
+        theirs = await _get(admin, "/api/gallery", 200)
+        assert theirs["results"] == [], "an admin's own results by default"
+        everyone = await _get(admin, "/api/gallery?scope=workspace", 200)
+        assert [r["id"] for r in everyone["results"]] == [shared.id], "DMs are left out"
+        assert everyone["heading"].startswith("The workspace's results")
+        thumbnail = await _get(admin, everyone["results"][0]["thumbnail"], 200)
+        with Image.open(io.BytesIO(thumbnail)) as small:
+            assert small.format == "JPEG" and max(small.size) <= 256
+        await _get(admin, f"/api/gallery/images/{private.id}", 404)
+
+        refused = await _get(alice, "/api/gallery?scope=workspace", 400)
+        assert "Only genbot admins" in refused["error"]
+        assert "describe" in (await _get(alice, "/api/gallery?type=describe", 400))["error"]
+        assert "no record" in (await _get(alice, "/api/gallery?after=AAAAAAAAAAAA", 400))["error"]
+        assert "no record" in (await _get(alice, "/api/gallery/images/..%2Fetc", 404))["error"]
+        await _get(alice, "/api/gallery?from=dm-someone-else", 400)
