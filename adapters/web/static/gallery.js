@@ -10,7 +10,7 @@ import { openModal } from "./forms.js";
 const $ = (selector) => document.querySelector(selector);
 const CHANNEL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 const FILTERS = ["text", "type", "channel", "date", "scope"];
-const state = { from: "general", query: new URLSearchParams(), after: null, loading: false, results: [], open: -1, generation: 0, endInView: false };
+const state = { from: "general", query: new URLSearchParams(), after: null, loading: null, results: [], open: -1, generation: 0, endInView: false };
 
 function readLocation() {
   const params = new URLSearchParams(location.search);
@@ -49,14 +49,14 @@ async function search() {
 }
 
 async function loadPage() {
-  if (state.loading) return;
-  state.loading = true;
   const generation = state.generation;
+  if (state.loading === generation) return;
+  state.loading = generation;
   const query = new URLSearchParams(state.query);
   if (state.after) query.set("after", state.after);
   const result = await request(`/api/gallery?${query}`);
-  state.loading = false;
   if (generation !== state.generation) return;
+  state.loading = null;
   if (!result.ok) {
     showError(result.body.error || "The gallery could not be loaded.");
     $("#heading").textContent = "";
