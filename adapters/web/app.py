@@ -46,7 +46,7 @@ def build_app(adapter: Serving) -> web.Application:
     app.router.add_get("/gallery", gallery.page)
     app.router.add_get("/api/gallery", gallery.results)
     app.router.add_get("/api/gallery/images/{job_id}", gallery.image)
-    app.router.add_post("/api/gallery/init", gallery.init)
+    app.router.add_post("/api/gallery/form", gallery.form)
     app.router.add_get("/images/{key}/{name}", routes.image)
     app.router.add_get("/uploads/{id}/{name}", routes.upload_file)
     return app

@@ -5,9 +5,9 @@
   user's results (``/jobs``' filters), newest first, with the links of their images;
 - ``GET /api/gallery/images/{job id}``: a result's first image (``?size=small``: a thumbnail;
   ``?download=1``: as a file to save);
-- ``POST /api/gallery/init`` ``{"job_id"}``: the result's "Use as init" form, opened for this
-  user as genbot's forms are (submitted through ``/api/modal``; the job starts in the channel
-  the gallery was opened from).
+- ``POST /api/gallery/form`` ``{"job_id", "action"}``: one of the forms a result offers ("Use
+  as init"), opened for this user as genbot's forms are (submitted through ``/api/modal``; the
+  job starts in the channel the gallery was opened from).
 
 Every request says where the user looks from (``from``: a playground channel, ``general`` by
 default): the core checks each job there as a press there would be checked. Behind the
@@ -63,6 +63,7 @@ def _result(result: GalleryResult, channel: str) -> dict[str, Any]:
         "image": image,
         "thumbnail": f"{image}&size=small",
         "download": f"{image}&download=1",
+        "forms": [{"action": action, "label": label} for action, label in result.forms],
     }
 
 
@@ -112,8 +113,8 @@ async def image(request: web.Request) -> web.Response:
     )
 
 
-async def init(request: web.Request) -> web.Response:
-    """``{"job_id", "from"}``: the result's "Use as init" form, opened for this user in the
+async def form(request: web.Request) -> web.Response:
+    """``{"job_id", "action", "from"}``: that form of the result, opened for this user in the
     channel ``from``; ``{"modal": …}`` for the page to show and submit through ``/api/modal``."""
     gallery = request.app[ADAPTER].gallery
     if gallery is None:
@@ -122,7 +123,8 @@ async def init(request: web.Request) -> web.Response:
     channel, place = _from(request, body.get("from"))
     user = request[USER]
     try:
-        modal = await gallery.init_form(user, place, string_field(body, "job_id"))
+        job_id, action = string_field(body, "job_id"), string_field(body, "action")
+        modal = await gallery.form(user, place, job_id, action)
     except UserError as error:
         return json_error(404, str(error))
     request.app[ADAPTER].playground.remember_modal(user.id, PendingModal(modal, place, None))

@@ -27,6 +27,8 @@ class GalleryResult:
     """Its channel's id, or ``""`` for a DM with genbot."""
     images: int
     """How many images the job made (the gallery shows the first)."""
+    forms: tuple[tuple[str, str], ...]
+    """The forms the gallery offers on it: ``(action, label)`` ("Use as init" …)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ class ResultGallery(Protocol):
         """The first image of the job ``job_id`` (``small``: a thumbnail)."""
         ...
 
-    async def init_form(self, user: User, place: Place, job_id: str) -> Modal:
-        """The "Use as init" form of the job ``job_id`` (img2img from its image): what the
-        playground submits as the form's :class:`bot.kernel.ModalSubmit` in ``place``."""
+    async def form(self, user: User, place: Place, job_id: str, action: str) -> Modal:
+        """The form ``action`` of the job ``job_id`` (one its result offers, such as "Use as
+        init": img2img from its image): what the playground submits as the form's
+        :class:`bot.kernel.ModalSubmit` in ``place``."""
         ...

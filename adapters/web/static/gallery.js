@@ -1,6 +1,7 @@
 // The gallery: the user's results as a grid, found by the search of /jobs (text, type, channel,
-// date; admins: everyone's), and a viewer with Download and "Use as init" (genbot's img2img form;
-// the job starts in the channel the gallery was opened from, and the page goes there).
+// date; admins: everyone's), and a viewer with Download and the forms a result offers ("Use as
+// init": genbot's img2img form; the job starts in the channel the gallery was opened from, and
+// the page goes there).
 // Thumbnails load lazily (loading="lazy"); the next page loads when the end of the grid comes
 // into view (an IntersectionObserver), or with "Load more".
 
@@ -96,6 +97,10 @@ function openViewer(index) {
   const more = item.images > 1 ? ` · the first of ${item.images} images` : "";
   $("#viewer-facts").textContent = `${item.type} · ${formatTime(item.created)} · ${where(item)} · job ${item.id}${more}`;
   $("#viewer-download").href = item.download;
+  $("#viewer-forms").replaceChildren(...item.forms.map((form) => h("button", {
+    type: "button", class: "btn btn-primary", "data-action": form.action,
+    onclick: (event) => openForm(item, form.action, event.currentTarget),
+  }, form.label)));
   $("#viewer-prev").disabled = index === 0;
   $("#viewer-next").disabled = index === state.results.length - 1;
   $("#viewer").hidden = false;
@@ -110,15 +115,12 @@ function closeViewer() {
   tile?.focus();
 }
 
-async function useAsInit() {
-  const item = state.results[state.open];
-  if (!item) return;
-  const button = $("#viewer-init");
+async function openForm(item, action, button) {
   button.disabled = true;
-  const result = await postJson("/api/gallery/init", { job_id: item.id, from: state.from });
+  const result = await postJson("/api/gallery/form", { job_id: item.id, action, from: state.from });
   button.disabled = false;
   if (!result.ok) {
-    $("#viewer-facts").textContent = result.body.error || "That image cannot be used as init.";
+    $("#viewer-facts").textContent = result.body.error || "That form cannot be opened.";
     return;
   }
   closeViewer();
@@ -135,7 +137,6 @@ function setUp() {
   $("#viewer-close").addEventListener("click", closeViewer);
   $("#viewer-prev").addEventListener("click", () => openViewer(state.open - 1));
   $("#viewer-next").addEventListener("click", () => openViewer(state.open + 1));
-  $("#viewer-init").addEventListener("click", useAsInit);
   $("#viewer").addEventListener("click", (event) => { if (event.target.id === "viewer") closeViewer(); });
   document.addEventListener("keydown", (event) => {
     if ($("#viewer").hidden || $("#modal").open) return;

@@ -1,7 +1,7 @@
 """The playground's gallery (:class:`bot.kernel.ResultGallery`): a user's results with images,
 found by the search of ``/jobs`` (:class:`ArchiveQuery` over the archive port: their own
 results, or an admin's workspace search), each job's first image (whole, or as a thumbnail),
-and its "Use as init" form (img2img from that image).
+and the forms it offers on it (:data:`FORMS`: "Use as init", img2img from that image).
 
 Every job named (an image, a form, the job a page starts after) is checked by
 :meth:`bot.refs.Refs.job_to_see`, the one job check; one the user may not see reads as one
@@ -18,7 +18,8 @@ from bot.features.archive.feature import JOB_ID
 from bot.features.archive.pages import shrunk
 from bot.features.archive.search import ArchiveQuery
 from bot.features.jobs import wording
-from bot.features.jobs.forms import init_form
+from bot.features.jobs.buttons import LABELS
+from bot.features.jobs.forms import form_for
 from bot.features.jobs.result_messages import NO_IMAGE_TYPES
 from bot.kernel import (
     Event,
@@ -42,6 +43,10 @@ MOST_RESULTS: Final = 48
 NO_DESCRIBE: Final = "The gallery shows images; describe results have none (`/jobs` finds them)."
 NO_IMAGE: Final = "That result has no image to show."
 IMAGE_GONE: Final = "That image can no longer be fetched from the provider."
+NO_FORM: Final = "The gallery has no such form."
+FORMS: Final = ("diff_init",)
+"""The result forms the gallery opens, on any result with an image (their labels are the
+buttons')."""
 
 
 class JobCheck(Protocol):
@@ -119,10 +124,15 @@ class Gallery:
             return ImageFile(f"{name}.jpg", thumbnail, "image/jpeg")
         return ImageFile(f"{name}.{fetched.extension}", fetched.data, fetched.content_type)
 
-    async def init_form(self, user: User, place: Place, job_id: str) -> Modal:
-        """The "Use as init" form of ``job_id``: img2img from its image, its prompt to edit."""
+    async def form(self, user: User, place: Place, job_id: str, action: str) -> Modal:
+        """The form ``action`` (one of :data:`FORMS`) of ``job_id``, its prompt to edit."""
+        if action not in FORMS:
+            raise UserError(NO_FORM)
         job = await self._with_image(Event(user=user, place=place), job_id)
-        return init_form(job.id, job.prompt)
+        modal = form_for(action, job.id, job.prompt)
+        if modal is None:
+            raise UserError(NO_FORM)
+        return modal
 
     async def _with_image(self, event: Event, job_id: str) -> Job:
         job = await self._job(event, job_id)
@@ -147,6 +157,7 @@ class Gallery:
             created_at=job.created_at,
             where="" if job.is_dm else job.channel_id,
             images=len(self.images.image_urls(job)),
+            forms=tuple((action, LABELS[action]) for action in FORMS),
         )
 
 

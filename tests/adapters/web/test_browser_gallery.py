@@ -105,7 +105,7 @@ async def test_search_view_download_and_use_as_init(
         with Image.open(io.BytesIO(saved)) as picture:
             assert picture.width > 256
 
-        await page.click("#viewer-init")
+        await page.click('#viewer-forms button[data-action="diff_init"]')
         form = page.locator("dialog#modal")
         await expect(form).to_be_visible()
         await expect(form.locator("textarea")).to_have_value("a red fox in the snow")
@@ -142,7 +142,7 @@ async def test_search_view_download_and_use_as_init(
         assert refused.status == 404
         assert "no record" in (await refused.json())["error"]
         form_refused = await stranger.page.request.post(
-            f"{stack.url}/api/gallery/init", data={"job_id": fox.id}
+            f"{stack.url}/api/gallery/form", data={"job_id": fox.id, "action": "diff_init"}
         )
         assert form_refused.status == 404
         await stranger.page.goto(f"{stack.url}/gallery")

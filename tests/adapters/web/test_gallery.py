@@ -68,3 +68,9 @@ async def test_whose_results_thumbnails_and_refusals(tmp_path: Path) -> None:
         assert "no record" in (await _get(alice, "/api/gallery?after=AAAAAAAAAAAA", 400))["error"]
         assert "no record" in (await _get(alice, "/api/gallery/images/..%2Fetc", 404))["error"]
         await _get(alice, "/api/gallery?from=dm-someone-else", 400)
+        assert mine["results"][0]["forms"] == [{"action": "diff_init", "label": "Use as init"}]
+        async with alice.session.post(
+            "/api/gallery/form", json={"job_id": shared.id, "action": "upscale1"}
+        ) as response:
+            assert response.status == 404
+            assert (await response.json())["error"] == "The gallery has no such form."
