@@ -1,7 +1,8 @@
 """The playground's gallery (:class:`bot.kernel.ResultGallery`): a user's results with images,
 found by the search of ``/jobs`` (:class:`ArchiveQuery` over the archive port: their own
 results, or an admin's workspace search), each job's first image (whole, or as a thumbnail),
-and the forms it offers on it (:data:`FORMS`: "Use as init", img2img from that image).
+and the forms it offers on it (:data:`FORMS`: "Use as init", img2img from that image; "Use as
+reference", an /imagine with that image as an image prompt, style, character or object).
 
 Every job named (an image, a form, the job a page starts after) is checked by
 :meth:`bot.refs.Refs.job_to_see`, the one job check; one the user may not see reads as one
@@ -18,10 +19,11 @@ from bot.features.archive.feature import JOB_ID
 from bot.features.archive.pages import shrunk
 from bot.features.archive.search import ArchiveQuery
 from bot.features.jobs import wording
-from bot.features.jobs.buttons import LABELS
+from bot.features.jobs.buttons import LABELS, REFERENCE_ACTION
 from bot.features.jobs.forms import form_for
 from bot.features.jobs.result_messages import NO_IMAGE_TYPES
 from bot.kernel import (
+    Button,
     Event,
     GalleryPage,
     GalleryResult,
@@ -44,9 +46,11 @@ NO_DESCRIBE: Final = "The gallery shows images; describe results have none (`/jo
 NO_IMAGE: Final = "That result has no image to show."
 IMAGE_GONE: Final = "That image can no longer be fetched from the provider."
 NO_FORM: Final = "The gallery has no such form."
-FORMS: Final = ("diff_init",)
-"""The result forms the gallery opens, on any result with an image (their labels are the
-buttons')."""
+FORMS: Final = ("diff_init", REFERENCE_ACTION)
+"""The result forms the gallery opens (their labels are the buttons'): "Use as init" on any
+result with an image, the others where the result's own buttons offer them ("Use as
+reference": upscales and diffusion images)."""
+ON_ANY_IMAGE: Final = frozenset({"diff_init"})
 
 
 class JobCheck(Protocol):
@@ -66,6 +70,10 @@ class ResultImages(Protocol):
 
     async def download(self, job: Job, url: str) -> ImageBytes:
         """The image at ``url`` (or the job's fallback links)."""
+        ...
+
+    def buttons(self, job: Job) -> tuple[tuple[Button, ...], ...]:
+        """The buttons under ``job``'s result."""
         ...
 
 
@@ -129,7 +137,7 @@ class Gallery:
         if action not in FORMS:
             raise UserError(NO_FORM)
         job = await self._with_image(Event(user=user, place=place), job_id)
-        modal = form_for(action, job.id, job.prompt)
+        modal = form_for(action, job.id, job.prompt) if action in self._forms(job) else None
         if modal is None:
             raise UserError(NO_FORM)
         return modal
@@ -157,8 +165,12 @@ class Gallery:
             created_at=job.created_at,
             where="" if job.is_dm else job.channel_id,
             images=len(self.images.image_urls(job)),
-            forms=tuple((action, LABELS[action]) for action in FORMS),
+            forms=tuple((action, LABELS[action]) for action in self._forms(job)),
         )
+
+    def _forms(self, job: Job) -> tuple[str, ...]:
+        offered = {button.action for row in self.images.buttons(job) for button in row}
+        return tuple(a for a in FORMS if a in ON_ANY_IMAGE or a in offered)
 
 
 def _heading(query: ArchiveQuery) -> str:

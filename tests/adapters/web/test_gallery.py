@@ -6,6 +6,7 @@ an image of a job they may not see. The Chromium test (test_browser_gallery.py) 
 
 from __future__ import annotations
 
+import asyncio
 import io
 from pathlib import Path
 from typing import Any
@@ -14,16 +15,25 @@ from urllib.parse import urlsplit
 from PIL import Image
 
 from storage import ALL_STATUSES, Job
-from tests.genbot.stack import PlaygroundUser, Stack, playground_user, real_stack
+from tests.genbot.stack import (
+    ChannelView,
+    Message,
+    PlaygroundUser,
+    Stack,
+    playground_user,
+    real_stack,
+)
 
 
-async def _imagined(stack: Stack, user: PlaygroundUser, prompt: str, channel: str) -> Job:
+async def _imagined(
+    stack: Stack, user: PlaygroundUser, prompt: str, channel: str
+) -> tuple[Job, Message, ChannelView]:
     view = await user.watch(channel)
     shown = await user.post("/api/command", {"text": f"/imagine {prompt}", "channel": channel})
-    await view.until(lambda: view.with_buttons(shown, "U1"))
+    grid = await view.until(lambda: view.with_buttons(shown, "U1"))
     jobs = await stack.runtime.store.tracking.list_unfinished_jobs(ALL_STATUSES)
     [job] = [j for j in jobs if j.prompt == prompt]
-    return job
+    return job, grid, view
 
 
 async def _get(user: PlaygroundUser, path: str, status: int) -> Any:
@@ -44,9 +54,9 @@ async def test_whose_results_thumbnails_and_refusals(tmp_path: Path) -> None:
         assert admin_url is not None
         async with admin.session.get(urlsplit(admin_url).path + "?" + urlsplit(admin_url).query):
             pass
-        shared = await _imagined(stack, alice, "a lighthouse at dusk", "general")
+        shared, grid, general = await _imagined(stack, alice, "a lighthouse at dusk", "general")
         alice_dm = await alice.dm_channel()
-        private = await _imagined(stack, alice, "a secret garden", alice_dm)
+        private, _, _ = await _imagined(stack, alice, "a secret garden", alice_dm)
 
         mine = await _get(alice, f"/api/gallery?from={alice_dm}", 200)
         assert [r["id"] for r in mine["results"]] == [private.id, shared.id]
@@ -74,3 +84,25 @@ async def test_whose_results_thumbnails_and_refusals(tmp_path: Path) -> None:
         ) as response:
             assert response.status == 404
             assert (await response.json())["error"] == "The gallery has no such form."
+
+        await alice.press(grid, "U1")
+        await general.until(lambda: general.with_buttons(grid["id"], "Vary (Strong)"))
+        async with asyncio.timeout(10):
+            while True:
+                results = (await _get(alice, "/api/gallery", 200))["results"]
+                if len(results) == 3:
+                    break
+                await asyncio.sleep(0.05)
+        upscale, _, first = results
+        assert first["id"] == shared.id and [f["action"] for f in first["forms"]] == ["diff_init"]
+        assert [f["label"] for f in upscale["forms"]] == ["Use as init", "Use as reference"]
+        async with alice.session.post(
+            "/api/gallery/form", json={"job_id": upscale["id"], "action": "use_reference"}
+        ) as response:
+            assert response.status == 200
+            modal = (await response.json())["modal"]
+        values = {"prompt": "a cat in a hat", "role": "style"}
+        await alice.post("/api/modal", {"custom_id": modal["custom_id"], "values": values})
+        await general.until(lambda: stack.sim.state.requests_to("/gen/v2/imagine")[2:])
+        words = stack.sim.state.requests_to("/gen/v2/imagine")[-1].body["prompt"].split()
+        assert words[:5] == ["a", "cat", "in", "a", "hat"] and words[5] == "--sref"
