@@ -149,3 +149,9 @@ class MultiFetchResponse(ResponseModel):
         if raw.get("status") in IN_FLIGHT_TASK_STATUSES:
             raw = {key: raw[key] for key in BRIEF_FIELDS if key in raw}
         return read_model(TaskRecord, raw, "multi_fetch record")
+
+    def in_flight_as(self, task_id: str, status: str | None) -> bool:
+        """Whether ``task_id``'s record says the task is still in flight in ``status``
+        (unread beyond its status: a poll that knew it so learns nothing)."""
+        raw = self.data.get(task_id)
+        return raw is not None and status in IN_FLIGHT_TASK_STATUSES and raw.get("status") == status

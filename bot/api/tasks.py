@@ -4,7 +4,7 @@ tasks")."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 from bot.api.errors import BadRequest, InvalidResponse, TaskCreationRefused
 from bot.api.http import CallSafety, HttpResult, HttpTransport
@@ -135,12 +135,15 @@ class TaskClient:
         return read_model(TaskRecord, result.body, "fetch")
 
     async def multi_fetch(
-        self, task_ids: Iterable[str], *, key: str = ""
+        self, task_ids: Iterable[str], *, key: str = "", known: Mapping[str, str] | None = None
     ) -> dict[str, TaskRecord | None]:
         """Records of any number of tasks of one key's account, by id (``None`` for ids the
         provider cannot resolve); a task still in flight reads as its id, type and status only
-        (:meth:`MultiFetchResponse.record`). Ids are sent in calls of at most 50, a few at a
-        time."""
+        (:meth:`MultiFetchResponse.record`). ``known``: task id → the status the caller has; a
+        task still in flight in that status is left out of the answer (the caller learns
+        nothing from it, and reading records was most of a poll's work: issue 32). Ids are
+        sent in calls of at most 50, a few at a time."""
+        seen = known or {}
         unique = list(dict.fromkeys(task_ids))
         batches = [
             MultiFetchRequest(task_ids=unique[start : start + MULTI_FETCH_MAX_IDS])
@@ -156,7 +159,11 @@ class TaskClient:
                 raise InvalidResponse(
                     f"multi_fetch failed: code {envelope.code}, {envelope.message}"
                 )
-            return {task_id: envelope.record(task_id) for task_id in batch.task_ids}
+            return {
+                task_id: envelope.record(task_id)
+                for task_id in batch.task_ids
+                if not envelope.in_flight_as(task_id, seen.get(task_id))
+            }
 
         merged: dict[str, TaskRecord | None] = {}
         for part in await asyncio.gather(*(one(batch) for batch in batches)):

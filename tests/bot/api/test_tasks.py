@@ -28,6 +28,7 @@ from bot.api import (
 )
 from simulator.server import RunningSimulator, serve
 from tests.bot.api.support import FAST_RETRY, settings_for, sim_config
+from tests.sim_time import freeze
 
 MASK = base64.b64encode(b"\x89PNG\r\n\x1a\n fake mask bytes").decode()
 
@@ -126,6 +127,32 @@ async def test_multi_fetch_splits_into_calls_of_fifty(
     assert sorted(len(call.body["task_ids"]) for call in calls) == [20, 50, 50]
     assert await api.tasks.multi_fetch([]) == {}
     assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 3
+
+
+async def test_multi_fetch_leaves_out_tasks_in_flight_in_the_status_the_caller_knows() -> None:
+    async with (
+        serve(sim_config(time_scale=1.0)) as sim,
+        ProviderClient(settings_for(sim.base_url), retry=FAST_RETRY) as api,
+    ):
+        freeze(sim)
+        same, moved, untold = [
+            (await api.tasks.imagine(ImagineRequest(prompt=f"fox {i}"))).task_id for i in range(3)
+        ]
+        unknown = str(uuid.UUID(int=7))
+        seen = await api.tasks.multi_fetch([same, moved, untold])
+        status = {task_id: record.status for task_id, record in seen.items() if record}
+        assert len(status) == 3 and not any(record.is_done for record in seen.values() if record)
+        other = "staged" if status[moved] != "staged" else "pending"
+        known = {same: status[same], moved: other, unknown: "pending"}
+
+        records = await api.tasks.multi_fetch([same, moved, untold, unknown], known=known)
+
+        assert set(records) == {moved, untold, unknown}, "the task in flight as known is left out"
+        assert (records[moved] or TaskRecord()).status == status[moved]
+        assert records[untold] is not None and records[unknown] is None
+        sim.advance(3600)
+        done = await api.tasks.multi_fetch([same], known=known)
+        assert (done[same] or TaskRecord()).is_finished, "a finished task always comes"
 
 
 async def test_creation_refusals_are_typed(api: ProviderClient) -> None:

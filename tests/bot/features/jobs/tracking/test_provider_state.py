@@ -1,5 +1,6 @@
 """Applying what the provider says: the moves of one multi_fetch answer reach storage in one
-round trip whatever its size, and progress edits never hold up a poll."""
+round trip whatever its size, a task still in flight as its job says is not read, and progress
+edits never hold up a poll."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from storage import IN_FLIGHT_STATUSES, Job
 from tests.bot.features.jobs.support import Bare, bare_engines
 from tests.bot.harness import PLACE, ROOMY
 from tests.fakes.platform import FakePlatform
+from tests.sim_time import freeze
 from tests.storage.counting import counted
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
@@ -53,6 +55,55 @@ async def test_an_answer_finishing_every_job_moves_them_in_one_storage_round_tri
         await bare.engines.tracker.wait_idle()
         finished = await bare.store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES)
         assert finished == [], "every job moved on"
+
+
+async def test_a_poll_reads_no_record_of_a_task_still_in_flight_as_its_job_says(
+    tmp_path: Path,
+) -> None:
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        freeze(sim)
+        await in_flight(bare, JOBS)
+        tracker = bare.engines.tracker
+        await tracker.poll_round()
+        await tracker.wait_idle()
+        read, calls = tracker.state.records_read, len(sim.state.requests_to("/gen/v2/multi_fetch"))
+
+        await tracker.poll_round()
+
+        assert len(sim.state.requests_to("/gen/v2/multi_fetch")) > calls, "the jobs were polled"
+        assert tracker.state.records_read == read, "no record read of a task that did not move"
+        sim.advance(120)
+        await tracker.poll_round()
+        assert tracker.state.records_read == read + JOBS, "every finished record read"
+        await tracker.wait_idle()
+        assert await bare.store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES) == []
+
+
+async def test_a_task_seen_in_flight_between_null_answers_starts_their_count_again(
+    tmp_path: Path,
+) -> None:
+    now = [1_700_000_000.0]
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, clock=lambda: now[0]) as bare:
+        freeze(sim)
+        (job,) = await in_flight(bare, 1)
+        state = bare.engines.tracker.state
+        await state.poll_tasks([job], mark_polled=False)
+        polled = await bare.store.jobs.get_job(job.id)
+        assert polled is not None and polled.provider_id
+        task = sim.state.tasks[polled.provider_id]
+
+        async def poll(answers: str) -> None:
+            if answers == "null":
+                sim.state.tasks.pop(task.task_id, None)
+            else:
+                sim.state.tasks[task.task_id] = task
+            await state.poll_tasks([polled], mark_polled=False)
+            now[0] += 60
+
+        for answers in ("null", "null", "as known", "null", "null"):
+            await poll(answers)
+
+        assert polled.status == (await bare.store.jobs.get_job(job.id) or job).status
 
 
 class HeldEdits(FakePlatform):
