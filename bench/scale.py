@@ -200,10 +200,17 @@ def takeover_jobs(jobs: int) -> int:
     return max(jobs // 10, 10)
 
 
-def expect_all_posted(found: int, submitted: int, what: str) -> None:
-    """Figures of jobs that never ran would be meaningless: fail the benchmark instead."""
+def expect_all_posted(cluster: Cluster, found: int, submitted: int, what: str) -> None:
+    """Figures of jobs that never ran would be meaningless: fail the benchmark instead, saying
+    where the others ended and why."""
     if found != submitted:
-        raise RuntimeError(f"{what}: {found} of {submitted} jobs posted")
+        ended = query(
+            cluster.url,
+            "SELECT status, error, COUNT(*) AS n FROM jobs WHERE status <> 'posted'"
+            " GROUP BY status, error ORDER BY n DESC LIMIT 5",
+        )
+        where = "; ".join(f"{row['n']} {row['status']} ({row['error']})" for row in ended)
+        raise RuntimeError(f"{what}: {found} of {submitted} jobs posted; {where}")
 
 
 def count_jobs(cluster: Cluster, where: str) -> int:
@@ -332,7 +339,7 @@ async def measure(
         rows = query(
             cluster.url, "SELECT finished_at, updated_at FROM jobs WHERE status = 'posted'"
         )
-        expect_all_posted(len(rows), jobs, "the burst")
+        expect_all_posted(cluster, len(rows), jobs, "the burst")
         done = [row["updated_at"] for row in rows]
         result.burst_per_second = len(done) / max(max(done) - started, 1e-6)
         result.finished_to_posted = [r["updated_at"] - r["finished_at"] for r in rows]
@@ -340,7 +347,7 @@ async def measure(
         if processes > 1:
             report = await kill_one_during_jobs(cluster, takeover_jobs(jobs), settle_timeout=600)
             posted = sum(job["status"] == "posted" for job in report.jobs)
-            expect_all_posted(posted, jobs + takeover_jobs(jobs), "the takeover")
+            expect_all_posted(cluster, posted, jobs + takeover_jobs(jobs), "the takeover")
             if not report.held_by_victim:
                 raise RuntimeError("the killed process held no job in flight: no takeover")
             result.takeover_seconds = report.takeover_seconds
