@@ -38,6 +38,9 @@ DONE_AT_PROVIDER: Final[frozenset[str]] = frozenset(("finished", "failed", "crea
 """Entering one of these stamps ``finished_at`` (unless given or already set)."""
 SQL_JOB_BY_ID: Final = "SELECT * FROM jobs WHERE id = ?"
 SQL_JOB_BY_TASK: Final = "SELECT * FROM jobs WHERE provider_id = ? AND family = 'task'"
+SQL_LEASES_AND_STATUSES: Final = (
+    "SELECT id, owner, lease_generation, status FROM jobs WHERE id IN ({})"
+)
 SQL_SET_RESULT: Final = "UPDATE jobs SET result = ?, updated_at = ? WHERE id = ? RETURNING *"
 SQL_LINK_MESSAGE: Final = (
     "INSERT INTO job_messages (platform, channel_id, message_id, job_id, kind)"
@@ -87,6 +90,30 @@ class JobReader:
         """The image task job (family ``task``) the provider knows as ``task_id``, or None."""
         row = await self.db.fetch_one(SQL_JOB_BY_TASK, (task_id,))
         return None if row is None else job_from_row(row)
+
+    async def lease_and_status(self, job_id: str) -> tuple[Lease | None, JobStatus] | None:
+        """The lease the job is held under (None: nobody holds it) and its status, or None for
+        an unknown job: what a write fenced by a lease checks. Asked while one is under way,
+        they are read together in one statement (:class:`~storage.queries.grouped.Grouped`)."""
+        return await self._leases_and_statuses(job_id)
+
+    @functools.cached_property
+    def _leases_and_statuses(self) -> Grouped[str, tuple[Lease | None, JobStatus] | None]:
+        return Grouped(self._read_leases_and_statuses)
+
+    async def _read_leases_and_statuses(
+        self, job_ids: Sequence[str]
+    ) -> list[tuple[Lease | None, JobStatus] | None]:
+        unique = list(dict.fromkeys(job_ids))
+        rows = await self.db.fetch_all(SQL_LEASES_AND_STATUSES.format(marks(len(unique))), unique)
+        found: dict[str, tuple[Lease | None, JobStatus]] = {
+            row["id"]: (
+                None if row["owner"] is None else Lease(row["owner"], row["lease_generation"]),
+                row["status"],
+            )
+            for row in rows
+        }
+        return [found.get(job_id) for job_id in job_ids]
 
 
 @dataclass

@@ -235,6 +235,31 @@ async def test_linked_moves_asked_together_share_one_transaction(store: Store) -
     assert [job.id if job else None for job in linked] == [job.id for job in jobs[:3]] + [None]
 
 
+async def test_leases_and_statuses_asked_together_are_read_in_one_statement(
+    store: Store,
+) -> None:
+    running = await create_job(store.admission, new_job())
+    posted = await create_job(store.admission, new_job(status="posting"))
+    assert await store.jobs.transition(posted.id, "posting", "posted")
+    counting = counted(store)
+
+    answers = await asyncio.gather(
+        *(
+            store.jobs.lease_and_status(job_id)
+            for job_id in (running.id, posted.id, "gone", running.id)
+        )
+    )
+
+    assert running.lease is not None
+    assert answers == [
+        (running.lease, "creating"),
+        (posted.lease, "posted"),
+        None,
+        (running.lease, "creating"),
+    ]
+    assert len(counting.trips) == 1, f"{len(counting.trips)} reads for 4 asked together"
+
+
 async def test_transitions_outside_the_lifecycle_are_refused(store: Store) -> None:
     job = await create_job(store.admission, new_job())
     with pytest.raises(StorageError, match="cannot go from 'posted'"):

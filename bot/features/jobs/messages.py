@@ -309,15 +309,15 @@ class JobMessages:
         """Whether ``job`` is still in flight under the lease ``job`` shows (not when that
         cannot be read)."""
         try:
-            current = await self._store.jobs.get_job(job.id)
+            current = await self._store.jobs.lease_and_status(job.id)
         except StorageError as error:
             log.info("progress of job %s not shown: %s", job.id, error)
             return False
         return (
             current is not None
-            and current.lease == job.lease
-            and current.status not in TERMINAL_STATUSES
-            and current.id not in self._final
+            and current[0] == job.lease
+            and current[1] not in TERMINAL_STATUSES
+            and job.id not in self._final
         )
 
     def forget(self, job_id: str) -> None:

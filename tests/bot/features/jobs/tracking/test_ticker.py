@@ -1,6 +1,6 @@
-"""The progress ticker with several processes on one database (PostgreSQL): each process edits
-only the progress messages of the jobs it holds, while a job's place among its requester's jobs
-counts the jobs of every process."""
+"""The progress ticker: its edits check their jobs' leases together, and with several processes
+on one database (PostgreSQL) each process edits only the progress messages of the jobs it holds,
+while a job's place among its requester's jobs counts the jobs of every process."""
 
 from __future__ import annotations
 
@@ -15,11 +15,17 @@ from genbot.compose import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from storage.postgres import PostgresStore
+from storage.queries.jobs import SQL_JOB_BY_ID, SQL_LEASES_AND_STATUSES
+from tests.bot.features.jobs.support import bare_engines
 from tests.bot.harness import PLACE, ROOMY, harness_settings
 from tests.fakes.platform import FakePlatform
 from tests.postgres import PostgresCluster
+from tests.storage.counting import counted
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+TICKED = 8
+"""As many as the ticker edits at once."""
+LEASES = SQL_LEASES_AND_STATUSES.partition(" IN")[0]
 
 
 class Clock:
@@ -73,3 +79,23 @@ async def test_each_process_ticks_only_the_jobs_it_holds(postgres: PostgresClust
         assert [len(m.history) - n for m, n in zip(messages, edits_before, strict=True)] == [1, 1]
         assert messages[0].text.endswith("· your job 1 of 2")
         assert messages[1].text.endswith("· your job 2 of 2")
+
+
+async def test_a_ticks_edits_check_their_jobs_leases_together(tmp_path: Path) -> None:
+    clock, platform = Clock(), FakePlatform(profile=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        for n in range(TICKED):
+            command = Command(user=User(f"user{n}"), place=PLACE, name="imagine")
+            await bare.engines.images.imagine(command, f"a fox, study {n}")
+        clock.now += 7
+        counting = counted(bare.store)
+
+        assert await bare.engines.ticker.tick() == TICKED
+
+        statements = [sql for trip in counting.trips for sql, _ in trip.statements]
+        fences = [trip for trip in counting.trips if trip.statements[0][0].startswith(LEASES)]
+        assert SQL_JOB_BY_ID not in statements, "no whole job read to check a lease"
+        assert 1 <= len(fences) <= 2, f"{len(fences)} lease reads for {TICKED} edits"
