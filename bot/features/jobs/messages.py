@@ -72,6 +72,7 @@ from bot.kernel import (
     Place,
     PlatformProfile,
     RateLimited,
+    ShowsActivity,
     SurfaceError,
     metrics,
 )
@@ -227,6 +228,9 @@ class JobMessages:
         """Where genbot hosted reference images (to tell whether the provider read them)."""
         self._platforms = outbox.platforms()
         """The platforms the outbox writes to (its surfaces are fixed when it is made)."""
+        self._drawing_shown = frozenset(p for p in self._platforms if outbox.can(p, ShowsActivity))
+        """The platforms that show a running job's "drawing…" activity (elsewhere it is not
+        written: it would make no call)."""
         self._watch = watch
         self._clock = clock
         self.experience = experience or Experience()
@@ -345,7 +349,7 @@ class JobMessages:
         await self._end_drawing(job)
 
     async def _end_drawing(self, job: Job) -> None:
-        if job.platform in self._platforms:
+        if job.platform in self._drawing_shown:
             drawn = Activity("drawing", ended=True)
             await self._outbox.write(place_of(job), drawn, WritePolicy.BEST_EFFORT)
 
@@ -382,7 +386,9 @@ class JobMessages:
         self._shown[job.id] = message.text
         if not linked:
             raise TakenOver(job.id)
-        await self._outbox.write(place, Activity("drawing", origin), WritePolicy.BEST_EFFORT)
+        if place.platform in self._drawing_shown:
+            drawing = Activity("drawing", origin)
+            await self._outbox.write(place, drawing, WritePolicy.BEST_EFFORT)
         refreshed = await self._store.jobs.get_job(job.id)
         return refreshed or job
 
