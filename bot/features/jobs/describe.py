@@ -15,13 +15,13 @@ from typing import ClassVar
 
 from bot.api import DescribeRequest, ImagineRequest, ProcessMode, ProviderClient
 from bot.features.jobs.buttons import DESCRIBE_ACTIONS
-from bot.features.jobs.follow_up_calls import TaskCall, choice, values_digest
+from bot.features.jobs.follow_up_calls import choice, values_digest
 from bot.features.jobs.follow_ups import version_for
 from bot.features.jobs.forms import PROMPT_FIELD, pick_form
 from bot.features.jobs.images import PROCESS_MODES
 from bot.features.jobs.input_checks import check_form_prompt
 from bot.features.jobs.params import DescribeParams, ImageParams, JobResult
-from bot.features.jobs.starter import JobSpec, JobStarter
+from bot.features.jobs.starter import JobSpec, JobStarter, TaskCall
 from bot.kernel import (
     ButtonPress,
     Command,

@@ -5,18 +5,9 @@ A U1 press reads ``FOLLOW_UPS["upscale1"]``: ``UpscaleRequest(origin_task_id=…
 sent by ``TaskClient.upscale``. Derivatives keep the parent's aspect ratio (the provider's
 default is 1:1); a remixed press (``remix_<action>``) sends the prompt its form changed; Custom
 Zoom and Vary (Region) send what their forms hold. A request is built — and so validated —
-before anything is stored (:meth:`FollowUp.prepare`); the starter sends it once the job is
-stored (:class:`TaskCall`).
-
-A :class:`TaskCall` is an image task to create: its request (built, and so validated, before
-anything is stored) and the bound :class:`bot.api.TaskClient` method that sends it.
-
-The starter runs it once the job is stored
-(:meth:`bot.features.jobs.starter.JobStarter.start`):
-the job's webhook is added to the request, and the provider's task id becomes the job's. For a
-follow-up button (``refusable``), a refusal of the follow-up itself is raised as
-:class:`bot.features.jobs.refusals.FollowUpRefused`, so the starter can disable the button.
-"""
+before anything is stored (:meth:`FollowUp.prepare`, which gives the
+:class:`~bot.features.jobs.starter.TaskCall` the starter makes once the job is stored); a
+refusal of the follow-up itself is then the button's fault (the call's ``refusable``)."""
 
 from __future__ import annotations
 
@@ -28,7 +19,6 @@ from functools import partial
 from typing import Any, Generic, TypeVar, get_args
 
 from bot.api import (
-    ApiError,
     CreateTaskResponse,
     InpaintRequest,
     InvalidRequest,
@@ -43,46 +33,12 @@ from bot.api import (
     UpscaleRequest,
     VariationIndex,
     VariationRequest,
-    WebhookFields,
 )
-from bot.features.jobs.refusals import FollowUpRefused, refuses_follow_up
-from bot.features.jobs.starter import Submitted
-from bot.features.jobs.webhook_addresses import Webhook
-from bot.kernel import REMIX_PREFIX
-from storage import Job, TaskType
+from bot.features.jobs.starter import TaskCall
+from storage import TaskType
 
 RequestT = TypeVar("RequestT", bound=RequestModel)
 ChoiceT = TypeVar("ChoiceT", bound=str)
-
-
-def with_webhook(request: RequestT, hook: Webhook | None) -> RequestT:
-    """``request`` with the job's webhook address and secret, when it has them and the
-    endpoint takes them."""
-    if hook is None or not isinstance(request, WebhookFields):
-        return request
-    return request.model_copy(update={"webhook_endpoint": hook[0], "webhook_secret": hook[1]})
-
-
-@dataclass(frozen=True)
-class TaskCall(Generic[RequestT]):
-    """``send(request)`` once the job exists, with the job's provider key (a follow-up's is
-    its parent's: task ids belong to the account that made them); ``refusable``: the
-    follow-up action whose refusal by the provider is the button's fault (None for
-    commands)."""
-
-    request: RequestT
-    send: Callable[..., Awaitable[CreateTaskResponse]]
-    """The :class:`bot.api.TaskClient` method: ``send(request, key=…)``."""
-    refusable: str | None = None
-
-    async def __call__(self, job: Job, hook: Webhook | None) -> Submitted:
-        try:
-            answer = await self.send(with_webhook(self.request, hook), key=job.provider_key or "")
-        except ApiError as error:
-            if self.refusable is None or not refuses_follow_up(error):
-                raise
-            raise FollowUpRefused(self.refusable, error) from error
-        return Submitted(answer.task_id)
 
 
 UPSCALE_INDEXES: tuple[UpscaleIndex, ...] = get_args(UpscaleIndex)
@@ -228,9 +184,3 @@ FOLLOW_UPS: Mapping[str, FollowUp[Any]] = {
 }
 """Every follow-up button of an image task, by action (see :mod:`bot.features.jobs.buttons` for
 labels)."""
-
-
-def follow_up_for(action: str) -> FollowUp[Any] | None:
-    """The follow-up a press of ``action`` starts (a ``remix_`` action: its base action's,
-    sent with the prompt its form changed); ``None`` when ``action`` is no follow-up."""
-    return FOLLOW_UPS.get(action.removeprefix(REMIX_PREFIX))

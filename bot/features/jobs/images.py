@@ -35,11 +35,10 @@ from bot.api import (
 from bot.features.jobs import wording
 from bot.features.jobs.buttons import GRID_ACTIONS, REFERENCE_ACTION, UPSCALE_ACTIONS
 from bot.features.jobs.follow_up_calls import (
+    FOLLOW_UPS,
     FollowUp,
     FollowUpInput,
-    TaskCall,
     choice,
-    follow_up_for,
     values_digest,
 )
 from bot.features.jobs.follow_ups import ParentTask, parent_task, version_for
@@ -61,7 +60,7 @@ from bot.features.jobs.input_checks import check_attachment, check_form_prompt, 
 from bot.features.jobs.masks import build_mask
 from bot.features.jobs.params import BlendParams, DescribeParams, ImageParams, JobResult
 from bot.features.jobs.region_preview import RegionPreviews
-from bot.features.jobs.starter import JobSpec, JobStarter
+from bot.features.jobs.starter import JobSpec, JobStarter, TaskCall
 from bot.kernel import (
     MODAL_ACTIONS,
     REFERENCE_OPTIONS,
@@ -349,7 +348,7 @@ class ImageJobs:
             assert modal is not None
             await self._starter.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)
             return
-        follow_up = follow_up_for(action)
+        follow_up = FOLLOW_UPS.get(base)
         if follow_up is None:
             raise UserError("This button is no longer supported.")
         origin = self._check_origin(parent, action)
@@ -368,7 +367,7 @@ class ImageJobs:
             return
         action = event.action.removeprefix(REMIX_PREFIX)
         origin = self._check_origin(parent, action)
-        follow_up = follow_up_for(action)
+        follow_up = FOLLOW_UPS.get(action)
         try:
             form = read_form(event)
         except CommandError as error:
@@ -442,8 +441,7 @@ class ImageJobs:
     async def vary_region(self, event: Event, parent: Job, form: RegionInput, digest: str) -> None:
         """Start Vary (Region) of ``parent`` with ``form`` (``digest``: its values')."""
         origin = self._check_origin(parent, "vary_region")
-        follow_up = follow_up_for("vary_region")
-        assert follow_up is not None
+        follow_up = FOLLOW_UPS["vary_region"]
         size = await self._image_size(parent)
         mask = await asyncio.to_thread(build_mask, form.regions, size)
         given = FollowUpInput(

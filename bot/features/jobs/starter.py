@@ -34,8 +34,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from bot.api import CreateTaskResponse, RequestModel, WebhookFields
 from bot.api.errors import (
     ApiError,
     ApiTimeout,
@@ -59,7 +60,7 @@ from bot.features.jobs.forms import show_refused
 from bot.features.jobs.input_checks import check_attachment
 from bot.features.jobs.messages import JobMessages, TakenOver, cancel_buttons
 from bot.features.jobs.params import BlendParams, DescribeParams, ImageParams, JobParams, JobResult
-from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up
+from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up, refuses_follow_up
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.features.jobs.webhook_addresses import Webhook, WebhookAddresses
 from bot.features.jobs.webhook_secrets import WebhookSecrets
@@ -95,6 +96,8 @@ from storage import (
 )
 
 log = logging.getLogger(__name__)
+
+RequestT = TypeVar("RequestT", bound=RequestModel)
 
 MAX_DERIVATIVE_ATTEMPTS = 20
 CREATING_GRACE_SECONDS = 30.0
@@ -197,6 +200,37 @@ class Submitted:
 
 
 Submit = Callable[[Job, Webhook | None], Awaitable[Submitted]]
+
+
+def with_webhook(request: RequestT, hook: Webhook | None) -> RequestT:
+    """``request`` with the job's webhook address and secret, when it has them and the
+    endpoint takes them."""
+    if hook is None or not isinstance(request, WebhookFields):
+        return request
+    return request.model_copy(update={"webhook_endpoint": hook[0], "webhook_secret": hook[1]})
+
+
+@dataclass(frozen=True)
+class TaskCall(Generic[RequestT]):
+    """An image task's create call (a :data:`Submit`): ``send(request)`` once the job exists,
+    with the job's webhook and provider key (a follow-up's key is its parent's: task ids
+    belong to the account that made them); ``refusable``: the follow-up action whose refusal
+    by the provider is the button's fault (None for commands), raised as
+    :class:`~bot.features.jobs.refusals.FollowUpRefused`."""
+
+    request: RequestT
+    send: Callable[..., Awaitable[CreateTaskResponse]]
+    """The :class:`bot.api.TaskClient` method: ``send(request, key=…)``."""
+    refusable: str | None = None
+
+    async def __call__(self, job: Job, hook: Webhook | None) -> Submitted:
+        try:
+            answer = await self.send(with_webhook(self.request, hook), key=job.provider_key or "")
+        except ApiError as error:
+            if self.refusable is None or not refuses_follow_up(error):
+                raise
+            raise FollowUpRefused(self.refusable, error) from error
+        return Submitted(answer.task_id)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from bot.features.archive import ArchiveFeature
 from bot.features.jobs.buttons import LABELS, REFERENCE_ACTION
 from bot.features.jobs.describe import DescribeButtons
 from bot.features.jobs.diffusion import DiffusionJobs
-from bot.features.jobs.follow_up_calls import FOLLOW_UPS, FollowUpInput, follow_up_for
+from bot.features.jobs.follow_up_calls import FOLLOW_UPS, FollowUpInput
 from bot.features.jobs.images import ImageJobs
 from bot.kernel import MODAL_ACTIONS, REMIX_ACTIONS, REMIX_PREFIX
 from tests.bot.features.jobs.support import press, run_command
@@ -102,9 +102,8 @@ def test_forms_send_what_they_hold_and_remix_sends_the_changed_prompt() -> None:
         FOLLOW_UPS["outpaint_custom"].build(GIVEN)
     with pytest.raises(InvalidRequest, match="mask"):
         FOLLOW_UPS["vary_region"].build(GIVEN)
-    remixed = follow_up_for(REMIX_PREFIX + "pan_up")
-    assert remixed is FOLLOW_UPS["pan_up"]
-    assert remixed.build(FollowUpInput(TASK, prompt="at night")).prompt == "at night"
+    remixed = FOLLOW_UPS["pan_up"].build(FollowUpInput(TASK, prompt="at night"))
+    assert remixed.prompt == "at night"
 
 
 def test_every_follow_up_creation_method_is_in_the_table_once_per_meaning() -> None:
@@ -118,7 +117,7 @@ def test_every_follow_up_creation_method_is_in_the_table_once_per_meaning() -> N
         TaskClient.seed,
     }
     assert not FOLLOW_UPS["seed"].inherits and not FOLLOW_UPS["seed"].webhook
-    assert follow_up_for("settings") is None and follow_up_for("upscale_9x") is None
+    assert "settings" not in FOLLOW_UPS and "upscale_9x" not in FOLLOW_UPS
 
 
 def test_every_button_belongs_to_exactly_one_feature_and_image_buttons_to_the_table() -> None:
@@ -127,8 +126,8 @@ def test_every_button_belongs_to_exactly_one_feature_and_image_buttons_to_the_ta
     for action in LABELS:
         assert sum(action in owned for owned in owners) == 1, action
     for action in set(ImageJobs.actions) - {REFERENCE_ACTION}:
-        assert follow_up_for(action) is not None, action
-    assert follow_up_for(REFERENCE_ACTION) is None, "a new imagine job, not a follow-up"
+        assert action.removeprefix(REMIX_PREFIX) in FOLLOW_UPS, action
+    assert REFERENCE_ACTION not in FOLLOW_UPS, "a new imagine job, not a follow-up"
     assert REMIX_ACTIONS <= MODAL_ACTIONS
 
 
@@ -156,7 +155,6 @@ async def test_the_u1_walk_enters_each_file_once_on_its_way_to_the_client(
         "bot/router.py",
         "bot/features/jobs/images.py",
         "bot/features/jobs/starter.py",
-        "bot/features/jobs/follow_up_calls.py",
         "bot/api/tasks.py",
     ]
 
