@@ -116,7 +116,7 @@ class Hold:
         )
 
 
-U1_HOLD = Hold(files=22, reentered=5)
+U1_HOLD = Hold(files=22, reentered=3)
 """Issue 23's budget: 20 files, 3 files re-entered."""
 FINISHED_HOLD = Hold(files=18, reentered=3)
 """Issue 23's budget: 16 files, 3 files re-entered."""
