@@ -1,4 +1,4 @@
-"""A virtual clock for timing-sensitive core code (the stream renderer, budgets).
+"""A virtual clock for timing-sensitive core code (the stream renderer, the write windows).
 
 ``FakeClock.clock`` is a :class:`bot.outbox.pacing.Clock` whose ``sleep`` parks the caller until the
 driver moves virtual time. ``await fake.run(coro)`` drives: it lets every runnable task settle,

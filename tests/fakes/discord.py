@@ -20,7 +20,7 @@ are in ``FakeUser.roles``, sent in their member objects). Channel message posts 
 a per-channel bucket (``bucket_size`` per ``bucket_window`` seconds) answered with 429 +
 ``retry_after`` when exceeded (``rate_limit_hits`` counts them);
 ``advertise_rate_limits=False`` withholds the ``X-RateLimit-*`` headers on successful answers so
-discord.py cannot pace itself and only the caller's own budget avoids 429s.
+discord.py cannot pace itself and only the caller's own windows avoid 429s.
 ``message_content_intent=False`` models the Developer Portal switch left off (IDENTIFY asking for
 it is closed with 4014); ``identify_close_code`` closes every IDENTIFY with that code;
 ``close_gateway(code)`` ends live sessions (4004: token reset). Interactions not answered within

@@ -2,7 +2,7 @@
 
 ``FakeSlack`` answers ``POST|GET /api/{method}`` for the Web API methods genbot uses, hosts
 uploads and private files, records ``response_url`` posts, serves a Socket Mode websocket, and
-enforces Slack's ``chat.update`` budget (about one update per second per message, a Tier-3
+enforces Slack's ``chat.update`` window (about one update per second per message, a Tier-3
 window per workspace), answering ``ratelimited`` with HTTP 429 and ``Retry-After``. Every call is
 recorded; messages are modelled per channel and thread. The payload builders and signed delivery
 helpers it inherits live in :mod:`tests.fakes.slack_payloads`.

@@ -12,7 +12,7 @@
   ``BLOCKS_TEXT_MAX`` in all is ``msg_blocks_too_long``.
 - ``assistant.threads.setStatus``: the status of a thread (``""`` clears it); any message the bot
   posts in the thread clears it too, as on Slack.
-- Tiers: every method in ``tier_per_minute`` is budgeted per team over a minute, and
+- Tiers: every method in ``tier_per_minute`` has a window per team over a minute, and
   ``chat.postMessage`` per channel (``posts_per_window`` in ``post_window_seconds``); beyond
   them the call is answered ``ratelimited`` (HTTP 429) with ``Retry-After``.
 """
@@ -106,7 +106,7 @@ class SlackStreamingApi:
     # Tiers ----------------------------------------------------------------------------------
 
     def spend_tier(self, method: str, args: Args) -> None:
-        """Count one call of ``method`` against its budget, or answer ``ratelimited``."""
+        """Count one call of ``method`` against its window, or answer ``ratelimited``."""
         now = self.clock()
         if method == "chat.postMessage":
             key, capacity, window = (

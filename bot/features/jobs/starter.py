@@ -269,7 +269,7 @@ class JobStarter:
         self,
         store: StarterStorage,
         outbox: Outbox,
-        caps: Tiers,
+        tiers: Tiers,
         delivery: JobMessages,
         watch: JobWatch,
         on_submitted: Callable[[str], None],
@@ -285,7 +285,7 @@ class JobStarter:
         self.keys = keys
         """The provider keys a new job may go to (None: every job uses the first key)."""
         self.outbox = outbox
-        self.caps = caps
+        self.tiers = tiers
         self.delivery = delivery
         self.watch = watch
         self._on_submitted = on_submitted
@@ -297,7 +297,7 @@ class JobStarter:
         self.media_host = media_host
         self.max_upload_bytes = max_upload_bytes
         self.upstream_cdn_hosts = tuple(upstream_cdn_hosts)
-        self.admission = Admission(store.admission, caps)
+        self.admission = Admission(store.admission, tiers)
         self.admitted = self.admission.admitted
         """Wraps a command's costly work before its job starts
         (:mod:`bot.features.jobs.admission`)."""

@@ -37,10 +37,10 @@ FAST_RETRY = RetryPolicy(max_attempts=4, max_total_seconds=5.0, base_delay=0.01,
 FAST_POLLING: dict[str, Any] = {"poll_interval_min": 0.01, "poll_interval_max": 0.1}
 QUICK_WINDOW = 1.0
 QUICK_BUCKET: dict[str, Any] = {"bucket_window": QUICK_WINDOW, "advertise_rate_limits": False}
-"""Fake Discord options for tests whose subject is not the edit budget: Discord's bucket of 5
+"""Fake Discord options for tests whose subject is not the write window: Discord's bucket of 5
 message writes per channel in a 1-second window (give genbot the same window with
 ``edit_window_seconds=QUICK_WINDOW``), without rate-limit headers, so only genbot's own
-budget avoids 429s — and tests wait less for it."""
+windows avoid 429s — and tests wait less for them."""
 MARKER = "▌"
 """The renderer's in-progress marker: only interim versions of a streamed answer carry it."""
 

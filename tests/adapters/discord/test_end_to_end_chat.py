@@ -27,11 +27,11 @@ from tests.sim_time import a_minute_passes_after_a_429, freeze
 
 UNPACED = [{"advertise_rate_limits": False}]
 """Discord's own bucket (5 writes per channel in 5 s) without rate-limit headers, so only
-genbot's own edit budget can avoid 429s."""
+genbot's own write windows can avoid 429s."""
 QUICK = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
 STREAMING_TIME_SCALE = 1.5
 """Stream rounds 30 ms apart: the answer streams for about five seconds, longer than one edit
-window, so both the pacing and the window of the edit budget are needed to avoid 429s."""
+window, so both the pacing and the channel's write window are needed to avoid 429s."""
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ async def sim(request: pytest.FixtureRequest) -> AsyncIterator[RunningSimulator]
 def genbot_in(
     harness: Harness, sim: RunningSimulator, tmp_path: Path
 ) -> AbstractAsyncContextManager[RealGenbot]:
-    """A genbot on ``tmp_path``'s database, its edit budget set to the fake's window."""
+    """A genbot on ``tmp_path``'s database, its write window set to the fake's."""
     return real_genbot(harness, sim, tmp_path / "genbot.db", edit_window_seconds=QUICK_WINDOW)
 
 

@@ -249,7 +249,7 @@ async def test_a_job_the_provider_never_finishes_times_out_with_a_note(tmp_path:
         assert "did not finish this job within" in report.text and TIMEOUT_NOTE in report.text
 
 
-async def test_job_messages_share_the_edit_budget_and_are_never_rate_limited(
+async def test_job_messages_share_the_write_windows_and_are_never_rate_limited(
     tmp_path: Path,
 ) -> None:
     tight = PlatformProfile(edits_per_window_per_channel=4, edit_window_seconds=0.4)
