@@ -46,6 +46,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
 
+from bot.features.jobs.params import asked_mode
 from bot.kernel import (
     Event,
     LimitsSettings,
@@ -60,7 +61,6 @@ from storage import Job, JobAdmission, JobQuota, KeyRoom, NewJob, QuotaRefusal
 
 Key = tuple[str, str]
 DEFAULT_TIER: Final = "default"
-WRITTEN_MODES: Final = ("--relax", "--fast", "--turbo")
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class Tiers:
             return
         tier = self.tier_of(new.platform, user)
         if tier.modes:
-            mode = _mode_of(new)
+            mode = None if new.family == "diffusion" else asked_mode(new)
             if mode is not None and mode not in tier.modes:
                 raise UserError(not_in_tier(tier, f"{mode.title()} mode", tier.modes))
         if tier.models:
@@ -169,18 +169,6 @@ def _generosity(tier: TierSettings) -> tuple[float, float, float]:
         for limit in (tier.daily_credits, tier.concurrent_jobs, tier.daily_chat_tokens)
     )
     return credits, jobs, tokens
-
-
-def _mode_of(new: NewJob) -> str | None:
-    """The process mode ``new`` asks for: its ``process_mode``, else one written in the prompt,
-    else relax (the provider's choice); None for diffusion jobs, which have none."""
-    if new.family == "diffusion":
-        return None
-    mode = new.parameters.get("process_mode")
-    if isinstance(mode, str) and mode:
-        return mode
-    written = [word for word in new.prompt.split() if word in WRITTEN_MODES]
-    return written[-1].removeprefix("--") if written else "relax"
 
 
 def _model_of(new: NewJob) -> str | None:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from storage import Job, ResultChange
+from storage import Job, NewJob, ResultChange
 
 
 def _text(value: object) -> str | None:
@@ -164,29 +164,41 @@ class DiffusionParams:
 JobParams = ImageParams | DescribeParams | BlendParams | DiffusionParams
 
 
-def params_of(job: Job) -> JobParams:
-    """``job``'s parameters as the model of its family and type."""
+def params_of(job: Job | NewJob) -> JobParams:
+    """``job``'s parameters (stored, or about to be) as the model of its family and type."""
     if job.family == "diffusion":
-        return DiffusionParams.of(job)
+        return DiffusionParams.from_json(job.parameters)
     if job.type == "describe":
-        return DescribeParams.of(job)
+        return DescribeParams.from_json(job.parameters)
     if job.type == "blend":
-        return BlendParams.of(job)
-    return ImageParams.of(job)
+        return BlendParams.from_json(job.parameters)
+    return ImageParams.from_json(job.parameters)
 
 
 MODES = ("relax", "mixed", "fast", "turbo")
 
 
-def asked_mode(job: Job) -> str:
-    """The process mode ``job`` was asked to run in: its ``process_mode``, else one written in
-    the prompt (``--fast``), else relax, as the provider decides it (the mode it ran in is its
-    result's :attr:`JobResult.mode`)."""
+def asked_mode(job: Job | NewJob) -> str:
+    """The process mode ``job`` (stored, or about to be) was asked to run in: its
+    ``process_mode``, else one written in the prompt (``--fast``), else relax (the mode it ran
+    in is its result's :attr:`JobResult.mode`; the mode the provider will run it in,
+    :func:`run_mode`). A diffusion job has none: its callers ask only about image tasks."""
     params = params_of(job)
     mode = "" if isinstance(params, DiffusionParams) else params.process_mode or ""
-    if mode in MODES:
-        return mode
-    written = [word for word in job.prompt.split() if word in ("--relax", "--fast", "--turbo")]
+    return mode if mode in MODES else _written_mode(job.prompt)
+
+
+def run_mode(job: Job | NewJob) -> str:
+    """The process mode the provider will run ``job`` in, by its rule (docs/provider.md): the
+    asked mode, where ``mixed`` (like none) is the one written in the prompt, else relax —
+    what a provider key's modes are read against."""
+    mode = asked_mode(job)
+    return _written_mode(job.prompt) if mode == "mixed" else mode
+
+
+def _written_mode(prompt: str) -> str:
+    """The last mode written in ``prompt`` (``--fast``), else relax."""
+    written = [word for word in prompt.split() if word in ("--relax", "--fast", "--turbo")]
     return written[-1].removeprefix("--") if written else "relax"
 
 

@@ -59,7 +59,12 @@ from bot.features.jobs.admission import Admission, Tiers
 from bot.features.jobs.forms import show_refused
 from bot.features.jobs.input_checks import check_attachment
 from bot.features.jobs.messages import JobMessages, TakenOver, cancel_buttons
-from bot.features.jobs.params import BlendParams, DescribeParams, ImageParams, JobParams, JobResult
+from bot.features.jobs.params import (
+    ImageParams,
+    JobParams,
+    JobResult,
+    run_mode,
+)
 from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up, refuses_follow_up
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.features.jobs.webhook_addresses import Webhook, WebhookAddresses
@@ -125,7 +130,6 @@ _REFUSED = (
     ProviderRateLimited,
     NoKey,
 )
-MODES = ("relax", "fast", "turbo")
 ALL_KEYS_BUSY = (
     "Every provider account genbot uses is at its limit (tasks at once, or tasks today); "
     "try again in a few minutes."
@@ -462,7 +466,7 @@ class JobStarter:
             except ApiError as error:
                 if spec.parent is not None or self.keys is None or key_failure(error) is None:
                     raise
-                rooms = [room for room in self._rooms(spec) if room.name not in tried]
+                rooms = [room for room in self._rooms(job) if room.name not in tried]
                 if not rooms:
                     raise
                 try:
@@ -477,13 +481,13 @@ class JobStarter:
                 tried.add(name)
                 job = replace(job, provider_key=name)
 
-    def _rooms(self, spec: JobSpec) -> list[KeyRoom]:
+    def _rooms(self, job: Job | NewJob) -> list[KeyRoom]:
         """The keys a new job may go to, in the order to try (:meth:`KeyPool.order`): those
         that are in and allow its mode, else (every one is out) those that allow it anyway,
         so the provider says what is wrong. :class:`UserError` when no key allows its mode."""
         if self.keys is None:
             return []
-        mode = _mode_of(spec)
+        mode = run_mode(job) if job.family == "task" else None
         ordered = self.keys.order(mode) or self.keys.order(mode, include_out=True)
         if not ordered:
             raise UserError(
@@ -522,7 +526,7 @@ class JobStarter:
             command_key=event.key if isinstance(event, Command) else None,
             provider_key=spec.parent.provider_key if spec.parent is not None else None,
         )
-        rooms = self._rooms(spec) if spec.parent is None else []
+        rooms = self._rooms(new) if spec.parent is None else []
         derivative = spec.base_action is not None
         repeats = derivative and spec.base_action in REPEATABLE_ACTIONS
         attempts = MAX_REPEATS if repeats else MAX_DERIVATIVE_ATTEMPTS if derivative else 1
@@ -604,21 +608,6 @@ class JobStarter:
         except MediaError as error:
             raise UserError(f"{attachment.filename}: {error}.") from None
         return await self.media_host.put(image, f"{event.place.platform}:{event.user.id}")
-
-
-def _mode_of(spec: JobSpec) -> str | None:
-    """The process mode a new image task runs in (its mode, else one its prompt names, else
-    relax: the provider's rule); None for other families."""
-    if spec.family != "task":
-        return None
-    params = spec.parameters
-    if (
-        isinstance(params, ImageParams | DescribeParams | BlendParams)
-        and params.process_mode in MODES
-    ):
-        return params.process_mode
-    written = [word for word in spec.prompt.split() if word in ("--relax", "--fast", "--turbo")]
-    return written[-1].removeprefix("--") if written else "relax"
 
 
 class AlreadyStarted(Exception):

@@ -240,3 +240,28 @@ async def test_a_restarted_genbot_reads_a_job_in_flight_with_the_key_that_made_i
             await grid_in(fake, general, "a slow fox")
     reads = sim.state.requests_to("/gen/v2/multi_fetch")[polled_before:]
     assert reads and {r.account for r in reads} == {account_id(secrets["second"])}
+
+
+async def test_a_job_asked_in_mixed_mode_goes_to_the_key_of_the_mode_it_runs_in(
+    harness: Harness, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    secrets = {"relaxed": "relaxed-secret", "fast": "fast-secret"}
+    keys = (
+        KeySettings(name="relaxed", key=SecretStr(secrets["relaxed"]), modes=["relax"]),
+        KeySettings(name="fast", key=SecretStr(secrets["fast"]), modes=["fast"]),
+    )
+    accounts = tuple((secret, 1000) for secret in secrets.values())
+    async with (
+        serve(SimulatorConfig(time_scale=0.003, accounts=accounts)) as sim,
+        real_genbot(
+            harness, sim, tmp_path / "genbot.db", edit_window_seconds=QUICK_WINDOW, keys=keys
+        ) as genbot,
+    ):
+        for prompt, key in (("a quick fox --fast", "fast"), ("a calm fox", "relaxed")):
+            options = {"prompt": prompt, "process_mode": "mixed"}
+            await fake.slash(alice, general, "imagine", options)
+            job = await job_of(genbot, "imagine", prompt)
+            assert job.provider_key == key, "mixed runs in the prompt's mode, else relax"
+            await grid_in(fake, general, prompt.removesuffix(" --fast"))

@@ -17,6 +17,7 @@ from bot.features.jobs.params import (
     asked_mode,
     params_of,
     result_with,
+    run_mode,
 )
 from tests.bot.features.jobs.support import job_record
 from tests.storage.conftest import new_job
@@ -77,7 +78,7 @@ def test_old_parameters_read_as_their_type(
     family: str, job_type: str, raw: dict[str, Any], typed: JobParams
 ) -> None:
     job = new_job(family=family, type=job_type, parameters=raw)
-    assert params_of(job) == typed  # type: ignore[arg-type]
+    assert params_of(job) == typed
     assert type(typed).from_json(typed.to_json()) == typed
     old_shape = {k: v for k, v in raw.items() if v is not None and k != "is_dm"}
     assert typed.to_json().items() >= old_shape.items()
@@ -131,6 +132,7 @@ def test_noting_a_result_changes_only_what_is_given() -> None:
     ("fields", "mode"),
     [
         ({"parameters": {"process_mode": "turbo"}, "prompt": "a fox --fast"}, "turbo"),
+        ({"parameters": {"process_mode": "mixed"}, "prompt": "a fox --fast"}, "mixed"),
         ({"parameters": {}, "prompt": "a fox --relax --fast"}, "fast"),
         ({"parameters": {"process_mode": "warp"}, "prompt": "a fox"}, "relax"),
         ({"family": "diffusion", "type": "txt2img", "parameters": {}, "prompt": "a fox"}, "relax"),
@@ -140,3 +142,20 @@ def test_the_asked_mode_is_the_parameter_else_the_prompts_else_relax(
     fields: dict[str, Any], mode: str
 ) -> None:
     assert asked_mode(job_record(**fields)) == mode
+    assert asked_mode(new_job(**fields)) == mode, "a job about to be stored reads the same"
+
+
+@pytest.mark.parametrize(
+    ("process_mode", "prompt", "mode"),
+    [
+        ("fast", "a fox --turbo", "fast"),
+        ("mixed", "a fox --turbo", "turbo"),
+        ("mixed", "a fox", "relax"),
+        (None, "a fox --fast", "fast"),
+    ],
+)
+def test_the_provider_runs_mixed_in_the_mode_the_prompt_names_else_relax(
+    process_mode: str | None, prompt: str, mode: str
+) -> None:
+    parameters = {"process_mode": process_mode} if process_mode else {}
+    assert run_mode(new_job(parameters=parameters, prompt=prompt)) == mode
