@@ -15,10 +15,12 @@ from storage.queries.admission import JobAdmission as JobAdmission
 from storage.queries.archive import JobArchive as JobArchive
 from storage.queries.audit import AuditLog as AuditLog
 from storage.queries.conversations import (
+    AnswerStops as AnswerStops,
     ConversationLocks as ConversationLocks,
     ConversationStore as ConversationStore,
 )
 from storage.queries.events import EventDedupe as EventDedupe
+from storage.queries.feedback import AnswerFeedback as AnswerFeedback
 from storage.queries.jobs import (
     JobReader as JobReader,
     JobWriter as JobWriter,
@@ -44,11 +46,13 @@ from storage.queries.tracking import (
 )
 from storage.lock import DatabaseInUse as DatabaseInUse, ProcessLock as ProcessLock
 from storage.records.chat import (
+    AnswerState as AnswerState,
     ChatMessage as ChatMessage,
     ChatRole as ChatRole,
     Conversation as Conversation,
     ConversationKey as ConversationKey,
     ConversationKind as ConversationKind,
+    FeedbackCount as FeedbackCount,
 )
 from storage.records.audit import AuditEntry as AuditEntry
 from storage.records.retention import Cutoffs as Cutoffs, Purged as Purged

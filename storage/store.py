@@ -10,8 +10,9 @@ from storage.queries.admission import JobAdmission
 from storage.queries.archive import JobArchive
 from storage.queries.audit import AuditLog
 from storage.queries.base import DEFAULT_LEASE_SECONDS, Identity, Owner, new_process_id
-from storage.queries.conversations import ConversationLocks, ConversationStore
+from storage.queries.conversations import AnswerStops, ConversationLocks, ConversationStore
 from storage.queries.events import EventDedupe
+from storage.queries.feedback import AnswerFeedback
 from storage.queries.jobs import JobWriter, MessageLinks
 from storage.queries.leasing import JobLeasing
 from storage.queries.ledger import UsageLedger
@@ -61,6 +62,8 @@ class Store:
         :attr:`playground`: a job this process creates, claims or takes over is leased to it."""
         self.conversations = ConversationStore(db, clock)
         self.conversation_locks = ConversationLocks(db)
+        self.answer_stops = AnswerStops(db)
+        self.feedback = AnswerFeedback(db, clock)
         self.settings = SettingsStore(db, clock)
         self.ledger = UsageLedger(db, clock)
         self.dedupe = EventDedupe(db, clock, identity.get("event_retention", 24 * 3600.0))

@@ -11,6 +11,7 @@ from typing import Any, Final
 from storage.errors import StorageError, check_word
 from storage.queries.base import Clock
 from storage.records.chat import (
+    AnswerState,
     ChatMessage,
     ChatRole,
     Conversation,
@@ -40,7 +41,8 @@ SQL_CONVERSATION_BY_MESSAGE: Final = (
 )
 SQL_APPEND: Final = (
     "INSERT INTO messages (conversation_id, role, content, parts, function_call, name,"
-    " token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+    " token_count, created_at, model, asked_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " RETURNING id"
 )
 SQL_TOUCH: Final = "UPDATE conversations SET updated_at = ? WHERE id = ?"
 SQL_LINK: Final = (
@@ -58,6 +60,11 @@ SQL_TAIL_PAGE: Final = (
     " ORDER BY id DESC LIMIT ?"
 )
 SQL_HISTORY_FROM: Final = "SELECT * FROM messages WHERE conversation_id = ? AND id >= ? ORDER BY id"
+SQL_TURN: Final = "SELECT * FROM messages WHERE id = ? AND conversation_id = ?"
+SQL_TURN_LINKS: Final = (
+    "SELECT chat_message_id, message_id FROM conversation_links WHERE chat_message_id = ?"
+    " ORDER BY id"
+)
 SQL_LINKS_FROM: Final = (
     "SELECT chat_message_id, message_id FROM conversation_links"
     " WHERE conversation_id = ? AND chat_message_id >= ? ORDER BY id"
@@ -121,13 +128,17 @@ class ConversationStore:
         token_count: int = 0,
         platform_message_ids: Sequence[str] = (),
         channel_id: str | None = None,
+        model: str | None = None,
+        asked_by: str | None = None,
     ) -> int:
-        """Append a turn and link ``platform_message_ids`` to it; returns the turn's id."""
+        """Append a turn and link ``platform_message_ids`` to it; returns the turn's id. An
+        answer records its ``model`` and the user it is for (``asked_by``)."""
         check_turn(role, name)
         now = self.clock()
         turn = (
             conversation_id, role, content, None if parts is None else to_json(list(parts)),
             None if function_call is None else to_json(function_call), name, token_count, now,
+            model, asked_by,
         )  # fmt: skip
 
         async def work(tx: Session) -> int:
@@ -196,6 +207,14 @@ class ConversationStore:
         links = await self.db.fetch_all(SQL_LINKS_FROM, (conversation_id, first_id))
         return messages_with_links(rows, links)
 
+    async def get_turn(self, conversation_id: int, message_id: int) -> ChatMessage | None:
+        """Turn ``message_id`` of ``conversation_id`` with its platform messages, or None."""
+        row = await self.db.fetch_one(SQL_TURN, (message_id, conversation_id))
+        if row is None:
+            return None
+        links = await self.db.fetch_all(SQL_TURN_LINKS, (message_id,))
+        return messages_with_links([row], links)[0]
+
     async def delete_message(self, message_id: int) -> bool:
         """Delete one turn; False if there was none."""
         return await self.db.execute("DELETE FROM messages WHERE id = ?", (message_id,)) == 1
@@ -207,10 +226,15 @@ class ConversationStore:
         content: str | _Unset | None = UNSET,
         function_call: dict[str, Any] | _Unset | None = UNSET,
         token_count: int | _Unset = UNSET,
+        state: AnswerState | _Unset | None = UNSET,
     ) -> bool:
         """Change a stored turn; False if unknown."""
+        if isinstance(state, str):
+            check_word(state, AnswerState, "answer state")
         call = to_json(function_call) if isinstance(function_call, dict) else function_call
-        changes = {"content": content, "function_call": call, "token_count": token_count}
+        changes = {
+            "content": content, "function_call": call, "token_count": token_count, "state": state
+        }  # fmt: skip
         return await _update(self.db, "messages", message_id, changes)
 
     async def update_conversation(
@@ -251,6 +275,41 @@ class ConversationLocks:
         key = f"genbot.conversation.{conversation_id}"
         async with self.db.lock(key, wait=LOCK_WAIT_SECONDS, name="a conversation lock"):
             yield
+
+
+STOP_CHANNEL: Final = "genbot_chat_stop"
+"""The ``LISTEN``/``NOTIFY`` channel on which a process asks the others to stop an answer."""
+
+
+@dataclass
+class AnswerStops:
+    """Stopping an answer that another process streams: a request names the answer's turn,
+    and every process hears it (the one streaming it stops it)."""
+
+    db: Database
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes use this database (PostgreSQL)."""
+        return self.db.dialect.shared
+
+    async def ask(self, turn_id: int) -> bool:
+        """Ask the other processes to stop the answer of ``turn_id``; False where the database
+        has one process (nobody else could be streaming it)."""
+        notify = self.db.dialect.notify
+        if notify is None:
+            return False
+        await self.db.execute(notify, (STOP_CHANNEL, str(turn_id)), repeatable=True)
+        return True
+
+    async def requests(self) -> AsyncIterator[int | None]:
+        """None once listening has started, then the turn of each answer some process was
+        asked to stop; :class:`StorageError` when the connection is lost."""
+        async for notice in self.db.listen(STOP_CHANNEL):
+            if notice is None:
+                yield None
+            elif notice.isdigit():
+                yield int(notice)
 
 
 async def _update(

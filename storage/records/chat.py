@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 ChatRole = Literal["system", "user", "assistant", "function"]
 ConversationKind = Literal["dm", "thread", "reply_chain"]
+AnswerState = Literal["stopped", "replaced"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,13 @@ class ChatMessage:
     token_count: int
     platform_message_ids: tuple[str, ...]
     created_at: float
+    state: AnswerState | None = None
+    """An answer's state: ``stopped`` (the user stopped it; its text is what was shown),
+    ``replaced`` (regenerated: kept, shown, out of the history); None otherwise."""
+    model: str | None = None
+    """The model that wrote an answer."""
+    asked_by: str | None = None
+    """The user an answer was for."""
 
     def to_api(self) -> dict[str, Any]:
         """The message as the chat completion API expects it."""
@@ -76,3 +84,12 @@ class ChatMessage:
         if self.function_call is not None:
             message["function_call"] = self.function_call
         return message
+
+
+@dataclass(frozen=True)
+class FeedbackCount:
+    """Ratings of one model's answers: 👍 ``good``, 👎 ``bad``."""
+
+    model: str
+    good: int
+    bad: int

@@ -352,5 +352,21 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             "CREATE INDEX hosted_media_by_age ON hosted_media (created_at)",
         ),
     ),
+    Migration(
+        22,
+        "chat answers' controls: who was answered, by which model, stopped or replaced; feedback",
+        both=(
+            "ALTER TABLE messages ADD COLUMN state TEXT",
+            "ALTER TABLE messages ADD COLUMN model TEXT",
+            "ALTER TABLE messages ADD COLUMN asked_by TEXT",
+            """CREATE TABLE chat_feedback (
+                message_id $ref NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+                user_id TEXT NOT NULL, platform TEXT NOT NULL, workspace_id TEXT NOT NULL,
+                model TEXT NOT NULL, rating INTEGER NOT NULL, at $real NOT NULL,
+                PRIMARY KEY (message_id, user_id))$rowid""",
+            "CREATE INDEX chat_feedback_by_workspace"
+            " ON chat_feedback (platform, workspace_id, model)",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
