@@ -159,6 +159,9 @@ async def _stream(
     await response.prepare(request)
     rounds = completion.stream_rounds()
     cut_after = max(1, (len(rounds) - 1) // 2)
+    counted = request.app[STATE].stream_bytes
+    stream = len(counted)
+    counted.append(0)
     for number, events in enumerate(rounds):
         if cut and number == cut_after:
             if request.transport is not None:
@@ -166,10 +169,14 @@ async def _stream(
             return response
         if number > 0 and delay > 0:
             await asyncio.sleep(delay)
+        body = b"".join(events)
+        if request.transport is None or request.transport.is_closing():
+            return response
         try:
-            await response.write(b"".join(events))
+            await response.write(body)
         except ConnectionError:
             return response
+        counted[stream] += len(body)
     await response.write(completion.done_event())
     await response.write_eof()
     return response

@@ -200,6 +200,9 @@ class SimulatorState:
     images: dict[str, StoredImage] = field(default_factory=dict)
     webhook_attempts: list[WebhookAttempt] = field(default_factory=list)
     settle_hooks: list[Callable[[], None]] = field(default_factory=list)
+    stream_bytes: list[int] = field(default_factory=list)
+    """Per chat stream, in the order they began: the bytes of its body the client took (written
+    before its connection closed)."""
 
     @classmethod
     def create(cls, config: SimulatorConfig) -> SimulatorState:
