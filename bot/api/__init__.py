@@ -6,6 +6,7 @@ models (defined in ``models_chat``, ``models_tasks``, ``models_task_records``,
 """
 
 from bot.api.chat import (
+    STOPPED,
     ChatAccumulator,
     ChatClient,
     ChatStream,
@@ -118,6 +119,7 @@ __all__ = [
     "INFERENCE_STEPS",
     "MAX_SIDE",
     "MULTI_FETCH_MAX_IDS",
+    "STOPPED",
     "VISION_MODELS",
     "ApiError",
     "ApiTimeout",

@@ -256,6 +256,11 @@ class ChatAccumulator:
         return ChatCompletion(id=self.id, created=self.created, model=self.model, choices=choices)
 
 
+STOPPED = "stopped"
+"""The finish reason of a stream its reader stopped (:meth:`ChatStream.stop`): not the
+provider's, which never sends it."""
+
+
 @dataclass(frozen=True)
 class StreamEnd:
     """The last item of a reply's text deltas: how the model finished (``stop``, ``length``…)."""
@@ -308,6 +313,7 @@ class ChatStream:
         self._unparsed: bytes | None = None
         self._given = 0
         self._end_given = False
+        self._stopped = False
         self.ended = asyncio.Event()
         """Set once the provider's answer arrived whole, or the stream was closed."""
         self.accumulator = ChatAccumulator()
@@ -394,8 +400,20 @@ class ChatStream:
         if self._complete and not self._end_given:
             self._end_given = True
             results = self.accumulator.results()
-            arrived.append(StreamEnd(results[0].finish_reason if results else None))
+            finish = results[0].finish_reason if results else None
+            arrived.append(StreamEnd(STOPPED if self._stopped else finish))
         return arrived
+
+    def stop(self) -> None:
+        """End the answer here, at once: the connection is closed (nothing more is read, so
+        nothing more is generated or billed), the text parsed so far stays to be read, then a
+        :class:`StreamEnd` whose reason is :data:`STOPPED`. Nothing when it is over already."""
+        if self._finished:
+            return
+        self._stopped = self._complete = True
+        self._pending.clear()
+        self._unparsed = None
+        self._close()
 
     async def aclose(self) -> None:
         """Close the connection; further iteration ends at once."""
@@ -408,6 +426,8 @@ class ChatStream:
             self._response.close()
 
     def _interrupt(self, interruption: StreamInterrupted) -> None:
+        if self._stopped:
+            return
         self._interruption = interruption
         self._close()
 
