@@ -19,7 +19,8 @@ workspace, and only for the place or the user the thing belongs to:
   the job's own channel anyone may show it (its result is in view there already);
 - a job a **link** names (the playground gallery's images and forms, :meth:`Refs.job_to_see`):
   as a job;
-- a **conversation** (``Use llm-4-vision-preview``) and an **alternative** answer (``Use N``):
+- a **conversation** (``Use llm-4-vision-preview``), an **alternative** answer (``Use N``) and
+  a **turn** (an answer's ⏹ Stop, 🔁, 👍 and 👎; the turn must be one of the conversation's):
   only from a message linked to that conversation, in its channel (and thread), in its
   workspace — so a conversation id, a small number, is of no use to anyone who cannot see the
   conversation already;
@@ -43,7 +44,7 @@ from enum import StrEnum
 from typing import assert_never
 
 from bot.kernel import ButtonPress, Command, Event, ModalSubmit
-from storage import Conversation, ConversationStore, Job, JobReader, MessageLinks
+from storage import ChatMessage, Conversation, ConversationStore, Job, JobReader, MessageLinks
 
 PREVIEW_SEPARATOR = "~"
 """Between the job's id and the draft's digest in a preview's ref."""
@@ -73,6 +74,7 @@ class RefKind(StrEnum):
     PAGE = "page"
     CONVERSATION = "conversation"
     ALTERNATIVE = "alternative"
+    TURN = "turn"
     SCOPE = "scope"
     USER = "user"
 
@@ -124,6 +126,15 @@ class AlternativeReferent:
 
 
 @dataclass(frozen=True)
+class TurnReferent:
+    """What an action of kind ``turn`` names: one stored ``turn`` of ``conversation`` (an
+    answer, for its controls)."""
+
+    conversation: Conversation
+    turn: ChatMessage
+
+
+@dataclass(frozen=True)
 class ScopeReferent:
     """What an action of kind ``scope`` names: ``me``, ``channel`` or ``workspace``."""
 
@@ -148,6 +159,7 @@ Referent = (
     | PageReferent
     | ConversationReferent
     | AlternativeReferent
+    | TurnReferent
     | ScopeReferent
     | UserReferent
     | NoReferent
@@ -210,6 +222,15 @@ class Refs:
             conversation_id, _, turns = ref.partition(".")
             conversation = await self._conversation(event, conversation_id)
             return AlternativeReferent(conversation, turns)
+        if kind is RefKind.TURN:
+            conversation_id, _, turn_id = ref.partition(".")
+            conversation = await self._conversation(event, conversation_id)
+            turn = None
+            if turn_id.isdigit():
+                turn = await self._store.conversations.get_turn(conversation.id, int(turn_id))
+            if turn is None:
+                raise RefRefused(NO_CONVERSATION)
+            return TurnReferent(conversation, turn)
         if kind is RefKind.SCOPE:
             return ScopeReferent(self._scope(event, ref))
         if kind is RefKind.USER:

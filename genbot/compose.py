@@ -22,7 +22,9 @@ from bot.features.archive import ArchiveFeature, ArchivePages, ArchiveStorage, G
 from bot.features.audit import AuditAdmin, AuditTrail
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
+from bot.features.chat.controls import AnswerControls
 from bot.features.chat.engine import ChatStorage
+from bot.features.chat.stops import StopRequests
 from bot.features.chat.tools import ChatImageTools
 from bot.features.console import Console, ConsoleStorage
 from bot.features.home import HomeFeature, HomeStorage
@@ -373,6 +375,7 @@ def build_core(
     jobs = build_job_engines(
         settings, store, provider, outbox, shards=shards, results=moderation, audit=audit
     )
+    stops = StopRequests(store.answer_stops)
     chat = ChatEngine(
         ChatStorage(store.conversations, store.conversation_locks, store.settings, store.ledger),
         provider,
@@ -387,6 +390,7 @@ def build_core(
             spent=store.ledger.spent,
         ),
         moderation=moderation,
+        stops=stops,
     )
     home = HomeFeature(
         HomeStorage(store.settings, store.ledger, store.history, store.message_links),
@@ -398,7 +402,7 @@ def build_core(
     )
     models = jobs.diffusion.models
     account = AccountFeature(
-        AccountStorage(store.settings, store.ledger),
+        AccountStorage(store.settings, store.ledger, store.feedback),
         outbox,
         audit=audit,
         plan=settings.api.plan,
@@ -436,6 +440,7 @@ def build_core(
         [
             *jobs.features,
             chat,
+            AnswerControls(stops, store.feedback, outbox),
             account,
             home,
             moderation_admin,
@@ -453,6 +458,7 @@ def build_core(
                 audit=audit,
                 uploads=jobs.media_host,
             ),
+            stops,
         ],
         plan=settings.api.plan,
         home=home,

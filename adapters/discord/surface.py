@@ -47,6 +47,7 @@ from adapters.discord.translate import DM_WORKSPACE, InteractionContext
 from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
 from bot.kernel import (
     Attachment,
+    Button,
     Event,
     ImageFile,
     MessageGone,
@@ -64,6 +65,8 @@ HOOK_SECONDS = 15 * 60 - 60
 """How long genbot answers through an interaction: Discord's 15 minutes, less a margin."""
 HOOKS_KEPT = 1000
 ATTACHMENTS_REMEMBERED = 10_000
+VIEWS_REMEMBERED = 256
+ButtonRows = tuple[tuple[Button, ...], ...]
 REFUSED_FORMS_KEPT = 500
 ELLIPSIS = "…"
 NOBODY = discord.AllowedMentions.none()
@@ -131,6 +134,9 @@ class DiscordSurface:
         self.max_upload_bytes = max_upload_bytes
         self._upload_limits: dict[str, int] = {}
         self._attachments: OrderedDict[int, tuple[str, ...]] = OrderedDict()
+        self._views: OrderedDict[int, tuple[ButtonRows, discord.ui.View]] = OrderedDict()
+        """The view each recent message was last given, to give it again to an edit with the
+        same buttons (a streamed answer's ⏹ Stop) instead of building it anew."""
         self.hook_seconds = HOOK_SECONDS
         self._hooks: OrderedDict[tuple[str, str], Hook] = OrderedDict()
         self._hook_messages: OrderedDict[str, Hook] = OrderedDict()
@@ -180,6 +186,8 @@ class DiscordSurface:
                 post["mention_author"] = False
             sent = await channel.send(**post)
         self._remember_attachments(sent)
+        if "view" in post:
+            self._remember_view(sent.id, message.buttons, post["view"])
         if origin is not None:
             await self._retire_placeholder(origin)
         return MessageRef(place, str(sent.id))
@@ -206,7 +214,7 @@ class DiscordSurface:
         async with discord_call("edit a message"):
             changes: dict[str, Any] = {
                 "allowed_mentions": self._mentions(message),
-                **self._layout(message, shown),
+                **self._layout(message, shown, partial.id),
             }
             if replaces_images:
                 changes["attachments"] = files
@@ -324,13 +332,33 @@ class DiscordSurface:
     def _is_card(self, message: OutMessage) -> bool:
         return self.result_cards and message.card
 
-    def _layout(self, message: OutMessage, filenames: list[str]) -> dict[str, Any]:
+    def _layout(
+        self, message: OutMessage, filenames: list[str], message_id: int | None = None
+    ) -> dict[str, Any]:
         """Content and view: a Components V2 card for a job's messages (when cards are on),
-        else the classic content and button rows."""
+        else the classic content and button rows (for an edit of ``message_id``, the view it
+        was last given when its buttons are the same)."""
         text = self._content(message)
         if self._is_card(message):
             return {"content": None, "view": build_card(text or "", filenames, message.buttons)}
-        return {"content": text, "view": build_view(message.buttons) if message.buttons else None}
+        rows = message.buttons
+        if not rows:
+            return {"content": text, "view": None}
+        given = self._views.get(message_id) if message_id is not None else None
+        if given is not None and given[0] == rows:
+            return {"content": text, "view": given[1]}
+        view = build_view(rows)
+        if message_id is not None and view is not None:
+            self._remember_view(message_id, rows, view)
+        return {"content": text, "view": view}
+
+    def _remember_view(self, message_id: int, rows: ButtonRows, view: Any) -> None:
+        if not isinstance(view, discord.ui.View):
+            return
+        self._views[message_id] = (rows, view)
+        self._views.move_to_end(message_id)
+        while len(self._views) > VIEWS_REMEMBERED:
+            self._views.popitem(last=False)
 
     def _remember_attachments(self, message: discord.Message | None) -> None:
         if message is None:

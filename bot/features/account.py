@@ -57,6 +57,8 @@ from bot.outbox import Notice, OpenForm, Outbox, WritePolicy
 from bot.refs import RefKind, ScopeReferent
 from storage import (
     SETTING_NAMES,
+    AnswerFeedback,
+    FeedbackCount,
     ScopeKind,
     ScopeSettings,
     SettingsStore,
@@ -168,6 +170,8 @@ class AccountStorage:
 
     settings: SettingsStore
     ledger: UsageLedger
+    feedback: AnswerFeedback | None = None
+    """Ratings of chat answers (admins' ``/usage`` shows them per model)."""
 
 
 class RedrawsHomes(Protocol):
@@ -300,21 +304,25 @@ class AccountFeature:
     async def _usage(self, event: Event) -> None:
         totals = await self.store.ledger.usage_for_user(event.place.platform, event.user.id)
         if self.tiers is not None and self.tiers.configured:
-            await self._tell(
-                event, await self._tier_usage(event) + _estimated(totals.estimated_credits)
+            text = await self._tier_usage(event) + _estimated(totals.estimated_credits)
+        else:
+            budget = (
+                f" of your daily budget of {self.daily_credit_budget:,}"
+                if self.daily_credit_budget
+                else ""
             )
-            return
-        budget = (
-            f" of your daily budget of {self.daily_credit_budget:,}"
-            if self.daily_credit_budget
-            else ""
-        )
-        await self._tell(
-            event,
-            f"Your usage today (UTC): {totals.tokens:,} chat tokens "
-            f"({totals.tokens_prompt:,} prompt + {totals.tokens_completion:,} completion) and "
-            f"{totals.credits:,} image credits{budget}.{_estimated(totals.estimated_credits)}",
-        )
+            text = (
+                f"Your usage today (UTC): {totals.tokens:,} chat tokens "
+                f"({totals.tokens_prompt:,} prompt + {totals.tokens_completion:,} completion) "
+                f"and {totals.credits:,} image credits{budget}."
+                f"{_estimated(totals.estimated_credits)}"
+            )
+        if event.user.is_admin and self.store.feedback is not None:
+            counts = await self.store.feedback.counts(
+                event.place.platform, event.place.workspace_id
+            )
+            text += "\n\n" + feedback_lines(counts)
+        await self._tell(event, text)
 
     async def _tier_usage(self, event: Event) -> str:
         """The user's tier and what is left of it in its window."""
@@ -472,6 +480,19 @@ def _left(used: int, allowed: int, spent: Spent, tokens: bool) -> str:
     left = max(0, allowed - used)
     back = "" if left else f", more at {refill_time(spent.refills_at(allowed, tokens=tokens))}"
     return f"{used:,} of {allowed:,} used, {left:,} left{back}."
+
+
+def feedback_lines(counts: Sequence[FeedbackCount]) -> str:
+    """Admins' view of the ratings of the workspace's chat answers: 👍/👎 and the share of 👍,
+    per model."""
+    if not counts:
+        return "Answer feedback in this workspace: none yet."
+    lines = ["Answer feedback in this workspace (👍 / 👎, share of 👍):"]
+    for count in counts:
+        rated = count.good + count.bad
+        share = f"{round(100 * count.good / rated)}%" if rated else "—"
+        lines.append(f"• {count.model}: {count.good} / {count.bad}, {share}")
+    return "\n".join(lines)
 
 
 def _estimated(credits: int) -> str:

@@ -91,6 +91,16 @@ CHAT_STREAM_STALENESS = Histogram(
     buckets=WAIT_BUCKETS,
 )
 CHAT_TOKENS = Counter("genbot_chat_tokens", "Chat tokens by direction (in, out).", ["direction"])
+CHAT_FEEDBACK = Counter(
+    "genbot_chat_feedback",
+    "Ratings of chat answers (good, bad) by platform and model; a changed rating counts again.",
+    ["platform", "model", "rating"],
+)
+CHAT_CONTROLS = Counter(
+    "genbot_chat_controls",
+    "Presses of a chat answer's controls (stop, regenerate) by platform.",
+    ["platform", "control"],
+)
 EVENTS = Counter(
     "genbot_events",
     "Inbound events by platform, kind and outcome (handled, failed, timed_out, cancelled, "

@@ -37,6 +37,7 @@ from bot.refs import (
     RefKind,
     RefRefused,
     ScopeReferent,
+    TurnReferent,
     UserReferent,
 )
 from bot.router import Router
@@ -150,6 +151,9 @@ async def victims(store: SqliteStore) -> dict[RefKind, Victim]:
         RefKind.ALTERNATIVE: Victim(
             f"{conversation.id}.{reply}.{reply}", conversation_presses(VISION_MESSAGE, THREAD)
         ),
+        RefKind.TURN: Victim(
+            f"{conversation.id}.{reply}", conversation_presses(VISION_MESSAGE, THREAD)
+        ),
         RefKind.SCOPE: Victim("channel", scopes),
         RefKind.USER: Victim(
             ALICE.id, (Press(BOB, HOME, refused_with=ADMINS_ONLY_USERS), Press(ADMIN, HOME))
@@ -228,6 +232,9 @@ async def test_the_owners_presses_resolve_to_the_thing(world: World) -> None:
                 case ConversationReferent(conversation) | AlternativeReferent(conversation, _):
                     assert kind in (RefKind.CONVERSATION, RefKind.ALTERNATIVE)
                     assert str(conversation.id) == victim.ref.partition(".")[0]
+                case TurnReferent(conversation, turn):
+                    assert kind is RefKind.TURN
+                    assert f"{conversation.id}.{turn.id}" == victim.ref
                 case ScopeReferent(scope):
                     assert kind is RefKind.SCOPE and scope == (victim.ref or "me")
                 case UserReferent(user_id):

@@ -20,8 +20,9 @@ tokenizer (the same formula the provider bills with).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -40,12 +41,14 @@ from bot.api import (
 from bot.api.errors import ContextTooLong
 from bot.api.ratelimit import observe_waits
 from bot.features.chat.alternatives import offer_alternatives
+from bot.features.chat.controls import final_buttons, live_buttons
 from bot.features.chat.history import History, Turn
 from bot.features.chat.image_links import ImageLinks
 from bot.features.chat.renderer import RenderResult, StreamEnd, StreamRenderer, TextDeltas
 from bot.features.chat.replies import StoredReply, WaitNotice
 from bot.features.chat.requests import ChatDefaults, ChatParams, build_request, fit
 from bot.features.chat.scoping import Target
+from bot.features.chat.stops import StopRequests
 from bot.features.chat.tokens import FittedHistory, count_functions, count_text
 from bot.features.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
 from bot.features.provider_waits import ShownWait
@@ -147,8 +150,10 @@ class Answerer:
         final_timeout: float = 60.0,
         image_links: ImageLinks | None = None,
         moderation: ScreensAnswers | None = None,
+        stops: StopRequests | None = None,
     ) -> None:
         self.store = store
+        self.stops = stops or StopRequests()
         self.moderation = moderation
         self.api = api
         self.outbox = outbox
@@ -316,8 +321,8 @@ class Answerer:
         await self.outbox.write(target.place, thinking, WritePolicy.BEST_EFFORT)
         if not stream:
             completion = await self._waiting(target, self.api.chat.complete(request))
-            return await self._whole(target, completion, user)
-        return await self._streamed(target, self.api.chat.stream(request), user)
+            return await self._whole(target, completion, user, request.model)
+        return await self._streamed(target, self.api.chat.stream(request), user, request.model)
 
     async def _waiting(self, target: Target, call: Awaitable[T]) -> T:
         """``call``'s result; rate-limit waits meanwhile are shown (:class:`WaitNotice`)."""
@@ -330,7 +335,9 @@ class Answerer:
             await shown.close()
             await notice.finish()
 
-    async def _whole(self, target: Target, completion: ChatCompletion, user: User) -> _Outcome:
+    async def _whole(
+        self, target: Target, completion: ChatCompletion, user: User, model: str
+    ) -> _Outcome:
         """A non-streamed answer: a function call, or the text rendered at once."""
         first = completion.choices[0]
         call = first.message.function_call
@@ -338,11 +345,14 @@ class Answerer:
             return _Outcome(None, call, count_text(call.name) + count_text(call.arguments))
         answers = tuple(choice.message.content or "" for choice in completion.choices)
         finish = StreamEnd(first.finish_reason)
-        rendered, turn_id = await self._render(target, _WholeText(answers[0], finish), user)
+        whole = _WholeText(answers[0], finish)
+        rendered, turn_id = await self._render(target, whole, user, model)
         tokens = sum(count_text(answer) for answer in answers)
         return _Outcome(rendered, None, tokens, answers, turn_id)
 
-    async def _streamed(self, target: Target, stream: ChatStream, user: User) -> _Outcome:
+    async def _streamed(
+        self, target: Target, stream: ChatStream, user: User, model: str
+    ) -> _Outcome:
         await self._waiting(target, stream.open())
         async with stream:
             pending = await _until_first_output(stream)
@@ -357,7 +367,7 @@ class Answerer:
                 if pending is None and choice.calls_function and call:
                     tokens = count_text(call.name) + count_text(call.arguments)
                     return _Outcome(None, call, tokens)
-            rendered, turn_id = await self._render(target, stream, user)
+            rendered, turn_id = await self._render(target, stream, user, model, stream.stop)
         answers = (rendered.reply, *(c.text for c in stream.accumulator.results()[1:]))
         tokens = sum(count_text(answer) for answer in answers)
         return _Outcome(rendered, None, tokens, answers, turn_id)
@@ -367,14 +377,20 @@ class Answerer:
         target: Target,
         deltas: TextDeltas,
         user: User,
+        model: str,
+        stop: Callable[[], None] | None = None,
     ) -> tuple[RenderResult, int]:
         """Render the reply with its turn stored first: each posted message is linked to the
         turn as soon as it is posted, the text so far stored with it, the final text at the
-        end. A reply that never got posted leaves no turn behind."""
+        end. A reply that never got posted leaves no turn behind. A streamed reply (``stop``
+        ends it) carries ⏹ Stop while it streams; every reply its controls once complete
+        (:mod:`bot.features.chat.controls`)."""
         if self.moderation is not None:
             deltas = await self.moderation.screened(target.place, deltas)
         reply = StoredReply(self.store.conversations, target)
-        await reply.begin()
+        await reply.begin(model, user.id)
+        conversation_id = target.conversation.id
+        live = live_buttons(conversation_id, reply.turn_id) if stop is not None else ()
         renderer = StreamRenderer(
             self.outbox,
             target.place,
@@ -383,11 +399,14 @@ class Answerer:
             interrupt_errors=(ApiError,),
             on_posted=lambda ref: reply.posted(ref, renderer.result.reply),
             recipient=user,
+            live_buttons=live,
+            final_buttons=final_buttons(conversation_id, reply.turn_id),
         )
         try:
-            rendered = await renderer.render(deltas)
+            with self.stops.streaming(reply.turn_id, stop) if stop else contextlib.nullcontext():
+                rendered = await renderer.render(deltas)
         except BaseException:
             await reply.abandon(renderer.result)
             raise
-        await reply.finish(stored_reply(rendered))
+        await reply.finish(stored_reply(rendered), stopped=rendered.stopped)
         return rendered, reply.turn_id

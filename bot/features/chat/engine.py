@@ -25,8 +25,10 @@ from bot.api.chat import plan_allows
 from bot.features.chat.alternatives import PICK_ACTION, Pick, pick_alternative
 from bot.features.chat.answer import Answerer, AnswerStorage, ScreensAnswers
 from bot.features.chat.caps import ChatCaps
+from bot.features.chat.controls import REGENERATE_ACTION
 from bot.features.chat.history import History, load_history, user_message
 from bot.features.chat.image_links import HostImage, ImageLinks
+from bot.features.chat.regenerate import replace_answer
 from bot.features.chat.renderer import RenderResult
 from bot.features.chat.requests import (
     VISION_MODEL,
@@ -48,6 +50,7 @@ from bot.features.chat.scoping import (
     thread_target,
     thread_title,
 )
+from bot.features.chat.stops import StopRequests
 from bot.features.chat.tools import ImageTools
 from bot.kernel import (
     Attachment,
@@ -65,11 +68,13 @@ from bot.kernel import (
     UserMessage,
     check_text,
     is_image,
+    metrics,
 )
 from bot.outbox import Edit, Outbox, Post, WritePolicy
-from bot.refs import AlternativeReferent, ConversationReferent, RefKind
+from bot.refs import AlternativeReferent, ConversationReferent, RefKind, TurnReferent
 from storage import (
     UNSET,
+    ChatMessage,
     Conversation,
     ConversationLocks,
     ConversationStore,
@@ -79,8 +84,9 @@ from storage import (
 
 VISION_ACTION = "chat_vision"
 VISION_LABEL = f"Use {VISION_MODEL}"
-ChatReferent = ConversationReferent | AlternativeReferent
-"""What the chat engine's buttons name: a conversation (``Use …``), an alternative answer."""
+ChatReferent = ConversationReferent | AlternativeReferent | TurnReferent
+"""What the chat engine's buttons name: a conversation (``Use …``), an alternative answer, an
+answer to regenerate (🔁)."""
 
 
 def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
@@ -133,6 +139,7 @@ class ChatEngine:
     actions: ClassVar[Mapping[str, RefKind]] = {
         VISION_ACTION: RefKind.CONVERSATION,
         PICK_ACTION: RefKind.ALTERNATIVE,
+        REGENERATE_ACTION: RefKind.TURN,
     }
 
     def __init__(
@@ -147,6 +154,7 @@ class ChatEngine:
         image_host: HostImage | None = None,
         caps: ChatCaps | None = None,
         moderation: Moderates | None = None,
+        stops: StopRequests | None = None,
     ) -> None:
         self.store = store
         self.moderation = moderation
@@ -164,6 +172,7 @@ class ChatEngine:
             final_timeout=final_timeout,
             image_links=ImageLinks(image_host),
             moderation=moderation,
+            stops=stops,
         )
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -264,12 +273,14 @@ class ChatEngine:
             target = replace(target, conversation=updated)
         await self._converse(target, user, params, prompt, [], message_ids, place)
 
-    async def on_button(
-        self, event: ButtonPress, referent: ConversationReferent | AlternativeReferent
-    ) -> None:
+    async def on_button(self, event: ButtonPress, referent: ChatReferent) -> None:
         """``Use llm-4-vision-preview``: switch the conversation and answer its last message;
-        ``Use N``: continue from alternative answer N (:mod:`bot.features.chat.alternatives`)."""
+        ``Use N``: continue from alternative answer N (:mod:`bot.features.chat.alternatives`);
+        🔁: answer the newest message again (:mod:`bot.features.chat.regenerate`)."""
         conversation = referent.conversation
+        if isinstance(referent, TurnReferent):
+            await self._regenerate(event, conversation, referent.turn)
+            return
         if event.action == PICK_ACTION:
             await self._pick(event, conversation)
             return
@@ -301,6 +312,21 @@ class ChatEngine:
             target = Target(switched, event.place, event)
             await self.answerer.answer(target, event.user, params, history)
 
+    async def _regenerate(
+        self, event: ButtonPress, conversation: Conversation, turn: ChatMessage
+    ) -> None:
+        params = await self._params(event.user, event.place, conversation)
+        await self.caps.check_budget(event.place.platform, event.user)
+        with self.caps.answering(event.place.platform, event.user):
+            async with self._turn(conversation.id):
+                await replace_answer(
+                    self.store.conversations, self.outbox, event, conversation, turn
+                )
+                metrics.CHAT_CONTROLS.labels(event.place.platform, "regenerate").inc()
+                history = await self._history(conversation.id, params)
+                target = Target(conversation, event.place, event)
+                await self.answerer.answer(target, event.user, params, history)
+
     async def _pick(self, event: ButtonPress, conversation: Conversation) -> None:
         pick = Pick.parse(event.ref)
         async with self._turn(conversation.id):
@@ -308,9 +334,7 @@ class ChatEngine:
                 self.store.conversations, self.outbox, event.place, event.message_id, pick
             )
 
-    async def on_modal(
-        self, event: ModalSubmit, referent: ConversationReferent | AlternativeReferent
-    ) -> None:
+    async def on_modal(self, event: ModalSubmit, referent: ChatReferent) -> None:
         """The chat engine opens no forms."""
         raise UserError("This form is no longer supported.")
 

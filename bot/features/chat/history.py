@@ -133,11 +133,10 @@ class History:
     @classmethod
     def from_stored(cls, stored: Iterable[StoredMessage], model: str) -> History:
         """The history of stored turns (oldest first) as ``model`` takes them; stored
-        alternative answers (see :mod:`bot.features.chat.alternatives`) are not part of it."""
-        return cls(
-            model,
-            (stored_turn(message, model) for message in stored if not is_alternative(message)),
-        )
+        alternative answers (see :mod:`bot.features.chat.alternatives`) and replaced ones
+        (:mod:`bot.features.chat.regenerate`) are not part of it."""
+        kept = (m for m in stored if not is_alternative(m) and m.state != "replaced")
+        return cls(model, (stored_turn(message, model) for message in kept))
 
     def add(self, message: Mapping[str, Any]) -> Turn:
         """Append a new turn (tokenized now) and return it."""

@@ -56,10 +56,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import cast
 
+from bot.api import STOPPED
 from bot.api import StreamEnd as StreamEnd
 from bot.api import TextDeltas as TextDeltas
 from bot.kernel import (
     FENCE,
+    Button,
     Chunk,
     Event,
     MessageRef,
@@ -100,6 +102,7 @@ MARKER = " ▌"
 LENGTH_NOTE = "_(reply cut at the max_tokens limit)_"
 INTERRUPTED_NOTE = "_(the provider's stream was interrupted; this reply is incomplete)_"
 EMPTY_NOTE = "_(the model sent an empty reply)_"
+STOPPED_NOTE = "_(stopped)_"
 TYPING_EVERY_SECONDS = 8.0
 MAX_RATE_LIMITS_IN_A_ROW = 10
 
@@ -124,6 +127,11 @@ class RenderResult:
     streamed: int = 0
     """How many of the messages the platform streamed itself (started natively)."""
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the answer was stopped by its reader before the model finished."""
+        return self.finish_reason == STOPPED
+
 
 @dataclass(frozen=True)
 class _Op:
@@ -146,7 +154,10 @@ class StreamRenderer:
     (the reply is marked incomplete and returned); others propagate. ``on_posted`` is awaited
     with each new message right after it is posted, before anything else is written (callers
     link it to what makes it recoverable); its errors propagate. ``recipient`` is the user
-    being answered (a natively streamed message is addressed to them).
+    being answered (a natively streamed message is addressed to them). The message that shows
+    the end of the answer carries ``live_buttons`` while it streams (⏹ Stop) and
+    ``final_buttons`` once the answer is complete (posted and edited messages; a natively
+    streamed one carries none).
     """
 
     def __init__(
@@ -162,7 +173,11 @@ class StreamRenderer:
         interrupt_errors: tuple[type[Exception], ...] = (Exception,),
         on_posted: Callable[[MessageRef], Awaitable[None]] | None = None,
         recipient: User | None = None,
+        live_buttons: tuple[tuple[Button, ...], ...] = (),
+        final_buttons: tuple[tuple[Button, ...], ...] = (),
     ) -> None:
+        self.live_buttons = live_buttons
+        self.final_buttons = final_buttons
         self.outbox = outbox
         self.profile = outbox.profile(place.platform)
         self.place = place
@@ -293,6 +308,8 @@ class StreamRenderer:
         note = ""
         if self.result.interrupted:
             note = INTERRUPTED_NOTE
+        elif self.result.stopped:
+            note = STOPPED_NOTE
         elif self.result.finish_reason == "length":
             note = LENGTH_NOTE
         elif not text:
@@ -503,13 +520,13 @@ class StreamRenderer:
                 operation = StreamStart(text, self.origin, self.recipient)
             else:
                 first = self.origin if op.index == 0 else None
-                operation = Post(OutMessage(text=text, from_model=True), first)
+                operation = Post(self._message(op.index, text), first)
         else:
             ref = self.result.messages[op.index]
             stream = self._streams[op.index]
             shown = self._shown[op.index]
             if stream is None:
-                operation = Edit(ref, OutMessage(text=text, from_model=True))
+                operation = Edit(ref, self._message(op.index, text))
             elif not text.startswith(shown):
                 operation = StreamStop(stream)
             elif op.kind == "stream_stop":
@@ -518,6 +535,12 @@ class StreamRenderer:
                 operation = StreamAppend(stream, text[len(shown) :])
         self._composed = (op, text, operation)
         return operation
+
+    def _message(self, index: int, text: str) -> OutMessage:
+        """Message ``index`` showing ``text``: the last one shown carries the controls."""
+        last = index == len(self.result.chunks) - 1
+        buttons = () if not last else self.final_buttons if self._done else self.live_buttons
+        return OutMessage(text=text, buttons=buttons, from_model=True)
 
     async def _written(self, answer: object) -> None:
         """Record the write :meth:`_compose` named, which the outbox made (``answer``: what the

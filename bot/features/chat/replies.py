@@ -11,7 +11,7 @@ from bot.features.chat.scoping import Target
 from bot.features.chat.tokens import count_message
 from bot.kernel import MessageRef, OutMessage
 from bot.outbox import Edit, Outbox, Post, WritePolicy
-from storage import ConversationStore
+from storage import UNSET, ConversationStore
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +55,15 @@ class StoredReply:
         self.target = target
         self.turn_id = 0
 
-    async def begin(self) -> None:
+    async def begin(self, model: str, asked_by: str) -> None:
+        """Store the (empty) turn of the answer ``model`` writes for ``asked_by``."""
         self.turn_id = await self.store.append_message(
-            self.target.conversation.id, "assistant", "", token_count=reply_tokens("")
+            self.target.conversation.id,
+            "assistant",
+            "",
+            token_count=reply_tokens(""),
+            model=model,
+            asked_by=asked_by,
         )
 
     async def posted(self, ref: MessageRef, text_so_far: str) -> None:
@@ -69,9 +75,13 @@ class StoredReply:
         )
         await self.finish(text_so_far)
 
-    async def finish(self, content: str) -> None:
+    async def finish(self, content: str, *, stopped: bool = False) -> None:
+        """The answer's text now (``stopped``: the user stopped it there)."""
         await self.store.update_message(
-            self.turn_id, content=content, token_count=reply_tokens(content)
+            self.turn_id,
+            content=content,
+            token_count=reply_tokens(content),
+            state="stopped" if stopped else UNSET,
         )
 
     async def abandon(self, partial: RenderResult) -> None:

@@ -16,7 +16,9 @@ from bot.features.account import AccountFeature, AccountStorage
 from bot.features.audit import AuditTrail
 from bot.features.chat import ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
+from bot.features.chat.controls import AnswerControls
 from bot.features.chat.engine import ChatStorage
+from bot.features.chat.stops import StopRequests
 from bot.features.chat.tools import ChatImageTools
 from bot.features.jobs import Tiers
 from bot.features.moderation import Moderation
@@ -69,6 +71,7 @@ class ChatWorld:
     genbot: Genbot = field(init=False)
     engine: ChatEngine = field(init=False)
     account: AccountFeature = field(init=False)
+    stops: StopRequests = field(init=False)
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     @property
@@ -93,6 +96,7 @@ class ChatWorld:
             )
             self._stack.push_async_callback(provider.aclose)
         store = parts.store
+        self.stops = StopRequests(store.answer_stops)
         self.engine = ChatEngine(
             ChatStorage(
                 store.conversations, store.conversation_locks, store.settings, store.ledger
@@ -110,12 +114,13 @@ class ChatWorld:
             if self.moderated
             else None,
             caps=ChatCaps(tiers=self.tiers, spent=store.ledger.spent),
+            stops=self.stops,
         )
         return self.engine
 
     def _features(self, parts: Parts) -> list[Feature[Any]]:
         self.account = AccountFeature(
-            AccountStorage(parts.store.settings, parts.store.ledger),
+            AccountStorage(parts.store.settings, parts.store.ledger, parts.store.feedback),
             parts.outbox,
             audit=AuditTrail(parts.store.audit, 90),
             plan=self.plan,
@@ -123,7 +128,9 @@ class ChatWorld:
             diffusion_models=parts.jobs.diffusion.models.known,
             tiers=self.tiers,
         )
-        return [self._chat(parts), self.account]
+        chat = self._chat(parts)
+        controls = AnswerControls(self.stops, parts.store.feedback, parts.outbox)
+        return [chat, controls, self.account]
 
     def _conversations(self, parts: Parts) -> Conversations:
         return self.engine

@@ -1,6 +1,7 @@
 """genbot processes on one PostgreSQL database: two receiving messages of one conversation
 answer each turn once and in the order they asked for the conversation; three streaming answers
-into one channel together stay within its write limit (the platform answers no 429)."""
+into one channel together stay within its write limit (the platform answers no 429); ⏹ Stop
+pressed on a process that does not stream the answer stops it on the one that does."""
 
 from __future__ import annotations
 
@@ -9,13 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from bot.features.chat import ChatEngine
+from bot.features.chat.controls import STOP_LABEL, AnswerControls
 from bot.features.chat.engine import ChatStorage
+from bot.features.chat.renderer import STOPPED_NOTE
+from bot.features.chat.stops import StopRequests
 from bot.kernel import Event, MessageRef, OutMessage, Place, PlatformProfile, User
+from bot.router import Feature
 from simulator.server import serve
 from storage import ConversationKey
 from tests.bot.features.chat.support import ALICE, CHANNEL, DM, ROOMY, sim_config
 from tests.bot.harness import Parts, running_genbot
-from tests.fakes.platform import Actor, FakePlatform
+from tests.fakes.platform import Actor, FakePlatform, PostedMessage
 from tests.postgres import PostgresCluster
 from tests.storage.helpers import conversation_history, until_waiting_for_lock
 
@@ -132,3 +137,59 @@ async def test_three_processes_streaming_into_one_channel_get_no_429(
         answers = [m for m in platform.messages.values() if m.message.from_model]
         assert sorted(len(m.text.split()) for m in answers) == [200, 200, 200]
         assert platform.rate_limited == 0
+
+
+async def test_stop_pressed_on_another_process_stops_the_answer_where_it_streams(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    platform = FakePlatform(profile=ROOMY)
+    stops: list[StopRequests] = []
+
+    def controlled(parts: Parts) -> list[Feature[Any]]:
+        store = parts.store
+        requests = StopRequests(store.answer_stops)
+        stops.append(requests)
+        storage = ChatStorage(
+            store.conversations, store.conversation_locks, store.settings, store.ledger
+        )
+        engine = ChatEngine(storage, parts.provider, parts.outbox, stops=requests)
+        ENGINES[id(parts)] = engine
+        return [engine, AnswerControls(requests, store.feedback, parts.outbox)]
+
+    on_postgres: dict[str, Any] = {
+        "platform": platform,
+        "storage_url": postgres.create_database(),
+        "conversations": chat_engine,
+        "features": controlled,
+    }
+    words = " ".join(f"fox{number}" for number in range(150))
+    async with (
+        serve(sim_config(time_scale=5.0)) as sim,
+        running_genbot(sim, tmp_path / "a.db", **on_postgres) as first,
+        running_genbot(sim, tmp_path / "b.db", **on_postgres) as second,
+        asyncio.timeout(60),
+    ):
+        for requests in stops:
+            await requests.start()
+            await requests.listening.wait()
+        try:
+            asking = asyncio.create_task(
+                Actor(first.core, platform, ALICE, DM).say(f"echo: {words}")
+            )
+
+            def streaming() -> PostedMessage | None:
+                for message in platform.in_place(DM):
+                    if "fox3 " in message.text and any(
+                        b.label == STOP_LABEL for b in message.buttons
+                    ):
+                        return message
+                return None
+
+            answer = await platform.wait_for(streaming, 20, "the answer streaming")
+            await Actor(second.core, platform, ALICE, DM).press(answer, STOP_LABEL)
+            await asyncio.wait_for(asking, 10)
+            assert platform.messages[answer.ref.message_id].text.endswith(STOPPED_NOTE)
+            assert "fox149" not in answer.text and sim.state.stream_bytes[-1] < len(words) * 3
+        finally:
+            for requests in stops:
+                await requests.stop()

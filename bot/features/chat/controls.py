@@ -1,0 +1,107 @@
+"""An answer's controls: ⏹ Stop while it streams; 🔁 (regenerate), 👍 and 👎 once it is complete.
+
+Each button names the answer's stored turn (``<conversation>.<turn>``, :data:`RefKind.TURN`):
+the core lets only someone who sees the conversation press it (:mod:`bot.refs`). Stop and
+regenerate are for the user the answer is for (and admins); anyone in the conversation may rate
+an answer, once (a second press changes their rating). Stop ends the provider's stream on the
+process that streams it (:mod:`bot.features.chat.stops`); 🔁 is the chat engine's (it answers
+again); feedback is stored with the turn (:class:`storage.AnswerFeedback`), counted in
+``genbot_chat_feedback_total`` and shown to admins by ``/usage``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from bot.features.chat.stops import StopRequests
+from bot.kernel import Button, ButtonPress, Command, ModalSubmit, OptionValue, UserError, metrics
+from bot.outbox import Notice, Outbox, WritePolicy
+from bot.refs import RefKind, TurnReferent
+from storage import AnswerFeedback, ChatMessage
+
+STOP_ACTION = "chat_stop"
+REGENERATE_ACTION = "chat_again"
+GOOD_ACTION = "chat_good"
+BAD_ACTION = "chat_bad"
+STOP_LABEL = "⏹ Stop"
+REGENERATE_LABEL = "🔁"
+GOOD_LABEL = "👍"
+BAD_LABEL = "👎"
+NOT_YOUR_ANSWER = "Only the person this answer is for can stop or regenerate it."
+Rows = tuple[tuple[Button, ...], ...]
+
+
+def turn_ref(conversation_id: int, turn_id: int) -> str:
+    """The ref of an answer's controls."""
+    return f"{conversation_id}.{turn_id}"
+
+
+def live_buttons(conversation_id: int, turn_id: int) -> Rows:
+    """What a streaming answer carries: ⏹ Stop."""
+    return ((Button(STOP_LABEL, STOP_ACTION, turn_ref(conversation_id, turn_id)),),)
+
+
+def final_buttons(conversation_id: int, turn_id: int, *, regenerate: bool = True) -> Rows:
+    """What a complete answer carries: 🔁 (unless ``regenerate`` is false), 👍, 👎."""
+    ref = turn_ref(conversation_id, turn_id)
+    again = (Button(REGENERATE_LABEL, REGENERATE_ACTION, ref),) if regenerate else ()
+    return ((*again, Button(GOOD_LABEL, GOOD_ACTION, ref), Button(BAD_LABEL, BAD_ACTION, ref)),)
+
+
+def check_answer_for(event: ButtonPress, turn: ChatMessage) -> None:
+    """``turn`` is an answer, and the presser is the user it is for or an admin."""
+    if turn.role != "assistant":
+        raise UserError("This button is no longer supported.")
+    if turn.asked_by not in (None, event.user.id) and not event.user.is_admin:
+        raise UserError(NOT_YOUR_ANSWER)
+
+
+class AnswerControls:
+    """⏹ Stop, 👍 and 👎 under chat answers (see the module docstring)."""
+
+    commands = frozenset[str]()
+    actions: ClassVar[Mapping[str, RefKind]] = {
+        STOP_ACTION: RefKind.TURN,
+        GOOD_ACTION: RefKind.TURN,
+        BAD_ACTION: RefKind.TURN,
+    }
+
+    def __init__(self, stops: StopRequests, feedback: AnswerFeedback, outbox: Outbox) -> None:
+        self.stops = stops
+        self.feedback = feedback
+        self.outbox = outbox
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        raise UserError("This command is no longer supported.")
+
+    async def on_button(self, event: ButtonPress, referent: TurnReferent) -> None:
+        """Stop the answer, or record the presser's rating of it."""
+        turn = referent.turn
+        platform = event.place.platform
+        if event.action == STOP_ACTION:
+            check_answer_for(event, turn)
+            metrics.CHAT_CONTROLS.labels(platform, "stop").inc()
+            if not await self.stops.request(turn.id):
+                await self._tell(event, "This answer has already finished.")
+            return
+        if turn.role != "assistant":
+            raise UserError("This button is no longer supported.")
+        good = event.action == GOOD_ACTION
+        model = turn.model or "unknown"
+        await self.feedback.rate(
+            turn.id,
+            event.user.id,
+            platform=platform,
+            workspace_id=event.place.workspace_id,
+            model=model,
+            good=good,
+        )
+        metrics.CHAT_FEEDBACK.labels(platform, model, "good" if good else "bad").inc()
+        await self._tell(event, f"Thanks for the feedback {GOOD_LABEL if good else BAD_LABEL}.")
+
+    async def on_modal(self, event: ModalSubmit, referent: TurnReferent) -> None:
+        raise UserError("This form is no longer supported.")
+
+    async def _tell(self, event: ButtonPress, text: str) -> None:
+        await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)

@@ -1,0 +1,45 @@
+"""🔁 Regenerate: the newest answer of a conversation asked again, with the same history.
+
+Every turn after the newest user turn (the answer, its function calls and their results, its
+alternatives) is marked ``replaced``: it stays stored and visible, and leaves the history
+(:class:`bot.features.chat.history.History`), so the new answer — rendered as any answer, with
+``n`` > 1's alternatives — replaces it as what the model said. The pressed message (the old
+answer's last) loses its controls and says it was replaced.
+"""
+
+from __future__ import annotations
+
+from bot.features.chat.controls import check_answer_for
+from bot.kernel import ButtonPress, MessageRef, OutMessage, UserError, split_text
+from bot.outbox import Edit, Outbox, WritePolicy
+from storage import ChatMessage, Conversation, ConversationStore
+
+REPLACED_NOTE = "_(replaced by a newer answer)_"
+ONLY_THE_NEWEST = "Only the newest answer of a conversation can be regenerated."
+
+
+async def replace_answer(
+    store: ConversationStore,
+    outbox: Outbox,
+    event: ButtonPress,
+    conversation: Conversation,
+    turn: ChatMessage,
+) -> None:
+    """Mark ``turn`` (the newest answer) and what came with it replaced, and say so on the
+    pressed message; :class:`UserError` when ``turn`` is not the newest answer or not the
+    presser's."""
+    check_answer_for(event, turn)
+    newest = await store.conversation_tail(conversation.id, max_tokens=0)
+    after = newest[1:] if newest and newest[0].role == "user" else []
+    if turn.state == "replaced" or turn.id not in {later.id for later in after}:
+        raise UserError(ONLY_THE_NEWEST)
+    max_text = outbox.profile(event.place.platform).max_text
+    shown = f"{(turn.content or '').rstrip()}\n\n{REPLACED_NOTE}".lstrip()
+    last = split_text(shown, max_text)[-1]
+    pressed = MessageRef(event.place, event.message_id)
+    await outbox.write(
+        event.place, Edit(pressed, OutMessage(last, from_model=True)), WritePolicy.RAISE
+    )
+    for later in after:
+        if later.state != "replaced":
+            await store.update_message(later.id, state="replaced")

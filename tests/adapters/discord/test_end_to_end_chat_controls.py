@@ -1,0 +1,87 @@
+"""End to end, an answer's controls on Discord: the real discord.py against the fake Discord, the
+real core on a tmp SQLite database and the simulator over HTTP. ⏹ Stop while the answer streams
+(the simulator sends nothing more, the message gets one more edit), then 🔁, 👍 and 👎."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from bot.features.chat.renderer import STOPPED_NOTE
+from simulator.server import serve
+from simulator.state import SimulatorConfig
+from tests.adapters.discord.harness import Harness
+from tests.adapters.discord.real_core import (
+    QUICK_BUCKET,
+    QUICK_WINDOW,
+    ephemeral_texts,
+    newest,
+    real_genbot,
+)
+from tests.fakes.discord import FakeMessage
+
+pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
+WORDS = " ".join(f"fox{number}" for number in range(150))
+ONE_EVENT = 250
+"""More than one event of the stream takes (``data: {…"content":"fox12 "…}``)."""
+
+
+def labels(message: FakeMessage) -> list[str]:
+    return [str(button.get("label")) for button in message.buttons]
+
+
+async def test_stop_regenerate_and_feedback_on_discord(harness: Harness, tmp_path: Path) -> None:
+    fake = harness.fake
+    alice = fake.user("alice")
+    dm = fake.dm_channel(alice)
+    async with (
+        serve(SimulatorConfig(time_scale=5, seed=5)) as sim,
+        real_genbot(harness, sim, tmp_path / "genbot.db", edit_window_seconds=QUICK_WINDOW) as bot,
+    ):
+        await fake.user_message(alice, dm, f"echo: {WORDS}")
+
+        def streaming() -> FakeMessage | None:
+            message = newest(fake.bot_messages(dm.id), lambda m: "⏹ Stop" in labels(m))
+            return message if message is not None and "fox3 " in message.content else None
+
+        answer = await fake.wait_for(streaming, 20.0, "the answer streaming with ⏹ Stop")
+        edits = len(answer.history)
+        await fake.press(alice, answer, "⏹ Stop")
+        pressed_at = sim.state.stream_bytes[-1]
+        stopped = await fake.wait_for(
+            lambda: answer if answer.content.endswith(STOPPED_NOTE) else None, 10.0, "stopped"
+        )
+        assert labels(stopped) == ["🔁", "👍", "👎"]
+        assert len(stopped.history) <= edits + 1
+        await asyncio.sleep(0.5)
+        assert sim.state.stream_bytes[-1] - pressed_at <= ONE_EVENT
+        assert "fox149" not in stopped.content
+
+        await fake.press(alice, stopped, "👍")
+        await fake.wait_for(
+            lambda: any("Thanks" in text for text in ephemeral_texts(fake, alice)) or None,
+            10.0,
+            "the thanks",
+        )
+        rows = await bot.store.db.fetch_all("SELECT platform, rating FROM chat_feedback")
+        assert [(row["platform"], row["rating"]) for row in rows] == [("discord", 1)]
+
+        await fake.press(alice, stopped, "🔁")
+        await fake.wait_for(
+            lambda: "replaced by a newer answer" in stopped.content or None, 10.0, "replaced"
+        )
+        assert stopped.buttons == []
+        again = await fake.wait_for(
+            lambda: newest(
+                fake.bot_messages(dm.id), lambda m: m.id != stopped.id and "⏹ Stop" in labels(m)
+            ),
+            20.0,
+            "the new answer, streaming",
+        )
+        await fake.press(alice, again, "⏹ Stop")
+        await fake.wait_for(
+            lambda: again.content.endswith(STOPPED_NOTE) or None, 10.0, "the new answer stopped"
+        )
+        assert again.id > stopped.id and len(sim.state.stream_bytes) == 2

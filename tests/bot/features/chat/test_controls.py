@@ -1,0 +1,155 @@
+"""An answer's controls on the fake platform, against the simulator over HTTP: ⏹ Stop while it
+streams (the provider's stream is closed: the simulator sends nothing more), 🔁 regenerate, and
+👍/👎 stored, counted and shown to admins by ``/usage``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from bot.features.chat.controls import (
+    BAD_LABEL,
+    GOOD_LABEL,
+    REGENERATE_LABEL,
+    STOP_ACTION,
+    STOP_LABEL,
+)
+from bot.features.chat.regenerate import ONLY_THE_NEWEST, REPLACED_NOTE
+from bot.features.chat.renderer import STOPPED_NOTE
+from bot.kernel import ButtonPress, User, metrics
+from simulator.chat import PIECE_DELAY_SECONDS
+from tests.bot.features.chat.support import ALICE, BOB, DM, ChatWorld, chat_world, sim_config
+from tests.fakes.platform import PostedMessage
+
+SLOW = 5.0
+"""The simulator's time scale: a piece of the answer every 0.1 s."""
+WORDS = " ".join(f"fox{number}" for number in range(120))
+ONE_EVENT = 250
+"""More than one event of the stream takes (``data: {…"content":"fox12 "…}``, about 190 bytes)."""
+
+
+def answer_in(world: ChatWorld, label: str) -> PostedMessage | None:
+    """genbot's newest message in Alice's DM carrying a button ``label``."""
+    for message in reversed(world.posted_in(DM)):
+        if any(button.label == label for button in message.buttons):
+            return message
+    return None
+
+
+async def test_stop_closes_the_providers_stream_and_keeps_what_was_shown(tmp_path: Path) -> None:
+    async with chat_world(tmp_path, config=sim_config(time_scale=SLOW)) as world:
+        alice = world.actor()
+        asking = asyncio.create_task(alice.say(f"echo: {WORDS}"))
+
+        def streaming_now() -> PostedMessage | None:
+            message = answer_in(world, STOP_LABEL)
+            return message if message is not None and "fox3 " in message.text else None
+
+        streaming = await world.platform.wait_for(streaming_now, 20, "the answer streaming")
+        edits_before = len(streaming.history)
+        await alice.press(streaming, STOP_LABEL)
+        pressed_at = world.sim.state.stream_bytes[-1]
+        await asyncio.wait_for(asking, 10)
+        stopped = world.platform.messages[streaming.ref.message_id]
+        assert stopped.text.endswith(STOPPED_NOTE)
+        assert [b.label for b in stopped.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL]
+        assert len(stopped.history) <= edits_before + 1
+        await asyncio.sleep(PIECE_DELAY_SECONDS * SLOW * 5)
+        sent = world.sim.state.stream_bytes[-1]
+        assert sent - pressed_at <= ONE_EVENT, "at most the piece on its way when the press came"
+        assert sent < len(WORDS) * 3
+        shown = stopped.text.removesuffix(STOPPED_NOTE).rstrip()
+        assert "fox119" not in shown
+        turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
+        answer = turns[-1]
+        assert (answer.role, answer.state, answer.content) == ("assistant", "stopped", shown)
+        await alice.say("echo: next")
+        await world.platform.wait_for(lambda: answer_in(world, GOOD_LABEL) is not stopped, 10)
+        history = world.chat_bodies()[-1]["messages"]
+        assert {"role": "assistant", "content": shown} in history
+
+
+async def test_stop_after_the_answer_ended_says_so(tmp_path: Path) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        await alice.say("echo: a short one")
+        answer = answer_in(world, GOOD_LABEL)
+        assert answer is not None and not any(b.label == STOP_LABEL for b in answer.buttons)
+        again = answer.button(REGENERATE_LABEL)
+        press = ButtonPress(
+            user=ALICE,
+            place=DM,
+            message_id=answer.ref.message_id,
+            action=STOP_ACTION,
+            ref=again.ref,
+        )
+        await world.core.handle(press)
+        assert world.platform.ephemerals[-1].text == "This answer has already finished."
+
+
+async def test_regenerate_replaces_the_answer_in_the_history_and_keeps_it_shown(
+    tmp_path: Path,
+) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        await alice.say("words: 12")
+        first = answer_in(world, REGENERATE_LABEL)
+        assert first is not None
+        old_text = first.text
+        await alice.press(first, REGENERATE_LABEL)
+        shown_old = world.platform.messages[first.ref.message_id]
+        assert shown_old.text == f"{old_text}\n\n{REPLACED_NOTE}" and not shown_old.buttons
+        second = answer_in(world, REGENERATE_LABEL)
+        assert second is not None and second is not shown_old
+        bodies = world.chat_bodies()
+        assert bodies[-1]["messages"] == bodies[-2]["messages"], "the same history"
+        turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
+        assert [(t.role, t.state) for t in turns] == [
+            ("user", None),
+            ("assistant", "replaced"),
+            ("assistant", None),
+        ]
+        await alice.say("echo: and then")
+        history = world.chat_bodies()[-1]["messages"]
+        assert [m["role"] for m in history if m["role"] != "system"] == [
+            "user",
+            "assistant",
+            "user",
+        ]
+        assert history[-2]["content"] == turns[-1].content
+        await alice.press(second, REGENERATE_LABEL)
+        assert world.platform.ephemerals[-1].text == ONLY_THE_NEWEST
+
+
+async def test_only_the_user_answered_may_stop_or_regenerate(tmp_path: Path) -> None:
+    async with chat_world(tmp_path) as world:
+        await world.actor().say("echo: mine", mention=True, place=DM)
+        answer = answer_in(world, REGENERATE_LABEL)
+        assert answer is not None
+        admin = User("root", "Root", is_admin=True)
+        await world.actor(BOB, DM).press(answer, REGENERATE_LABEL)
+        assert "Only the person this answer is for" in world.platform.ephemerals[-1].text
+        calls = len(world.chat_bodies())
+        await world.actor(admin, DM).press(answer, REGENERATE_LABEL)
+        assert len(world.chat_bodies()) == calls + 1
+
+
+async def test_feedback_is_stored_counted_and_shown_to_admins(tmp_path: Path) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        await alice.say("echo: rate me")
+        answer = answer_in(world, GOOD_LABEL)
+        assert answer is not None
+        model = world.chat_bodies()[-1]["model"]
+        good = metrics.CHAT_FEEDBACK.labels("fake", model, "good")
+        before = good._value.get()
+        await alice.press(answer, GOOD_LABEL)
+        await alice.press(answer, BAD_LABEL)
+        await world.actor(BOB, DM).press(answer, GOOD_LABEL)
+        assert good._value.get() == before + 2
+        counts = await world.store.feedback.counts("fake", "w1")
+        assert [(c.model, c.good, c.bad) for c in counts] == [(model, 1, 1)]
+        await world.actor(User("root", "Root", is_admin=True)).command("usage")
+        assert f"{model}: 1 / 1, 50%" in world.platform.ephemerals[-1].text
+        await alice.command("usage")
+        assert "Answer feedback" not in world.platform.ephemerals[-1].text
