@@ -14,7 +14,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.text import truncate
-from bot.kernel import Button, Modal, ModalField, OutMessage, Place
+from bot.kernel import (
+    BAD_ACTION,
+    GOOD_ACTION,
+    Button,
+    ButtonRows,
+    Modal,
+    ModalField,
+    OutMessage,
+    Place,
+)
 
 MARKDOWN_BLOCK_MAX = 12000
 MODEL_TEXT_MAX = MARKDOWN_BLOCK_MAX - 100
@@ -150,19 +159,7 @@ def message_blocks(message: OutMessage, file_ids: Sequence[str] = ()) -> list[di
         mrkdwn = f"{tag} {mrkdwn}".strip() if tag else mrkdwn
         if mrkdwn.strip():
             blocks += [_section(piece) for piece in split_text(mrkdwn, SECTION_TEXT_MAX)]
-    # Slack has no disabled buttons: a disabled one is left out.
-    pressable = [b for row in message.buttons for b in row if not b.disabled]
-    menu = [b for b in pressable if b.menu_text is not None][:OVERFLOW_OPTIONS_MAX]
-    shown = [
-        tuple(b for b in row if not b.disabled and b.menu_text is None) for row in message.buttons
-    ]
-    rows = [_actions(index, row) for index, row in enumerate(shown) if row]
-    if menu:
-        overflow = _overflow(menu)
-        if rows and len(rows[-1]["elements"]) < ACTIONS_ELEMENTS_MAX:
-            rows[-1]["elements"].append(overflow)
-        else:
-            rows.append({"type": "actions", "block_id": "gb_menu", "elements": [overflow]})
+    rows = button_blocks(message.buttons)
     images = [_image(f, message.text) for f in file_ids]
     room = MESSAGE_BLOCKS_MAX - len(rows) - len(images)
     return blocks[:room] + images + rows
@@ -201,6 +198,51 @@ def _image(file_id: str, alt_text: str) -> dict[str, Any]:
 
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def button_blocks(buttons: ButtonRows) -> list[dict[str, Any]]:
+    """One actions block per row of ``buttons``; a row's 👍/👎 pair under a chat answer
+    (:data:`~bot.kernel.GOOD_ACTION`, :data:`~bot.kernel.BAD_ACTION`) is Slack's own
+    ``feedback_buttons`` element, in a ``context_actions`` block after the row's other buttons.
+    Buttons with a menu text are the options of one overflow menu at the end of the last row.
+    Slack has no disabled buttons: a disabled one is left out."""
+    blocks: list[dict[str, Any]] = []
+    menu = [b for row in buttons for b in row if not b.disabled and b.menu_text is not None]
+    for index, row in enumerate(buttons):
+        pressable = tuple(b for b in row if not b.disabled and b.menu_text is None)
+        good = next((b for b in pressable if b.action == GOOD_ACTION), None)
+        bad = next((b for b in pressable if b.action == BAD_ACTION), None)
+        pair = (good, bad) if good is not None and bad is not None else None
+        others = tuple(b for b in pressable if pair is None or b not in pair)
+        if others:
+            blocks.append(_actions(index, others))
+        if pair is not None:
+            blocks.append(_feedback(index, *pair))
+    if menu:
+        overflow = _overflow(menu[:OVERFLOW_OPTIONS_MAX])
+        last = blocks[-1] if blocks else None
+        if last and last["type"] == "actions" and len(last["elements"]) < ACTIONS_ELEMENTS_MAX:
+            last["elements"].append(overflow)
+        else:
+            blocks.append({"type": "actions", "block_id": "gb_menu", "elements": [overflow]})
+    return blocks
+
+
+def _feedback(index: int, good: Button, bad: Button) -> dict[str, Any]:
+    """Slack's ``feedback_buttons``: one action id (the 👍's), the press's ``value`` says
+    which was pressed (each button's custom id)."""
+
+    def half(button: Button) -> dict[str, Any]:
+        text = truncate(button.label, BUTTON_TEXT_MAX)
+        return {"text": {"type": "plain_text", "text": text}, "value": button.custom_id}
+
+    element = {
+        "type": "feedback_buttons",
+        "action_id": good.custom_id,
+        "positive_button": half(good),
+        "negative_button": half(bad),
+    }
+    return {"type": "context_actions", "block_id": f"gb_feedback_{index}", "elements": [element]}
 
 
 def _actions(index: int, row: tuple[Button, ...]) -> dict[str, Any]:

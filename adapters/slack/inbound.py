@@ -162,11 +162,13 @@ def route_command(slash: str, text: str) -> SlashRoute | str:
 
 
 def _pressed_id(action: Mapping[str, Any]) -> str:
-    """The custom id an action names: a button's action id, or the value of the option chosen
-    in a message's overflow menu."""
+    """The custom id an action names: a button's action id, the value of the option chosen
+    in a message's overflow menu, or of the half of Slack's ``feedback_buttons`` pressed."""
     chosen = action.get("selected_option")
     if action.get("type") == "overflow" and isinstance(chosen, dict):
         return str(chosen.get("value", ""))
+    if action.get("type") == "feedback_buttons":
+        return str(action.get("value", ""))
     return str(action.get("action_id", ""))
 
 
@@ -174,7 +176,8 @@ def press_from_action(body: Mapping[str, Any], admin_ids: frozenset[str]) -> But
     """A ``block_actions`` payload as a press of one of genbot's buttons. A press on a thread's
     parent (Slack gives it ``thread_ts`` equal to its own ``ts``) happened in the channel; a
     press on the App Home tab happened in the user's conversation with genbot (kept in the
-    view's ``private_metadata``), on no message."""
+    view's ``private_metadata``), on no message. A press of Slack's ``feedback_buttons`` says
+    which half was pressed in its ``value`` (the 👍's or the 👎's custom id)."""
     actions = body.get("actions") or []
     decoded = decode_custom_id(_pressed_id(actions[0])) if actions else None
     container = body.get("container") or {}

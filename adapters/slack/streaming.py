@@ -6,7 +6,8 @@ being answered (a top-level DM or mention). Outside DMs Slack needs the recipien
 being answered and their team). Only new text is sent, with pings broken as in every message
 of the model (:func:`~adapters.slack.formatting.neutralise_markdown`); a word that could still
 turn into a ping with the next characters (``@her`` → ``@here``) is held back until it is
-complete. Streamed chat answers carry no buttons.
+complete. Slack's streams take no blocks while they stream, so a streamed answer carries no ⏹ Stop;
+its controls (🔁, and 👍/👎 as Slack's ``feedback_buttons``) are given with ``chat.stopStream``.
 
 Where Slack refuses to stream, :class:`StreamSupport` remembers it: for the whole workspace
 when the refusal is the workspace's (a scope, a plan, a disabled feature), for the conversation
@@ -24,10 +25,10 @@ from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.kernel import MessageRef, Place, StreamExpired
+from bot.kernel import ButtonRows, MessageRef, Place, StreamExpired
 
 from .errors import SlackRefused
-from .formatting import neutralise_markdown
+from .formatting import button_blocks, neutralise_markdown
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -156,10 +157,14 @@ class SlackStream:
         if markdown:
             await self._send("chat.appendStream", markdown)
 
-    async def stop(self, text: str = "") -> None:
-        await self._send("chat.stopStream", self._take(text, final=True))
+    async def stop(self, text: str = "", buttons: ButtonRows = ()) -> None:
+        """Add ``text`` and end the stream; ``buttons`` go under the message (Slack appends
+        ``chat.stopStream``'s blocks to the finished message)."""
+        await self._send("chat.stopStream", self._take(text, final=True), button_blocks(buttons))
 
-    async def _send(self, method: str, markdown: str) -> None:
+    async def _send(
+        self, method: str, markdown: str, blocks: list[dict[str, Any]] | None = None
+    ) -> None:
         channel, ts = self.ref.place.channel_id, self.ref.message_id
         if method == "chat.appendStream":
             call = self._client.chat_appendStream(
@@ -170,6 +175,7 @@ class SlackStream:
                 channel=channel,
                 ts=ts,
                 markdown_text=markdown or None,
+                blocks=blocks or None,
                 token=self._token,
             )
         try:

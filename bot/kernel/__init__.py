@@ -99,6 +99,8 @@ from bot.kernel.media import (
 from bot.kernel.media_host import MediaHost
 from bot.kernel.outage import OUTAGE, StorageOutage, backoff
 from bot.kernel.outbound import (
+    BAD_ACTION,
+    GOOD_ACTION,
     INFO_ACTION,
     MENU_ITEMS,
     MODAL_ACTIONS,
@@ -106,6 +108,7 @@ from bot.kernel.outbound import (
     REMIX_PREFIX,
     Button,
     ButtonDraft,
+    ButtonRows,
     ButtonStyle,
     Choice,
     HomeJob,
@@ -189,6 +192,7 @@ from bot.kernel.text import (
 from bot.kernel.tiers import not_in_tier, refill_time
 
 __all__ = [
+    "BAD_ACTION",
     "CHAT_MODELS",
     "COMMANDS",
     "COMMANDS_BY_NAME",
@@ -196,6 +200,7 @@ __all__ = [
     "DATABASE_UNREACHABLE_TEXT",
     "EVERY_CHAT_MODEL",
     "FENCE",
+    "GOOD_ACTION",
     "INFO_ACTION",
     "MAX_REDIRECTS",
     "MENU_ITEMS",
@@ -222,6 +227,7 @@ __all__ = [
     "Button",
     "ButtonDraft",
     "ButtonPress",
+    "ButtonRows",
     "ButtonStyle",
     "ChatSettings",
     "Choice",

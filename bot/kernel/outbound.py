@@ -47,6 +47,13 @@ class Button:
         return MENU_ITEMS.get(self.action)
 
 
+ButtonRows = tuple[tuple[Button, ...], ...]
+"""Rows of buttons, as a message carries them."""
+GOOD_ACTION = "chat_good"
+BAD_ACTION = "chat_bad"
+"""The actions of the 👍 and 👎 under a chat answer: a platform with an element of its own for
+such feedback shows the pair as that element (Slack's ``feedback_buttons``)."""
+
 ButtonDraft = tuple[str, str, ButtonStyle, bool]
 """A button of :func:`button_rows` before it names its ref: ``(label, action, style,
 disabled)``."""

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Literal, Protocol, runtime_checkable
 
 from bot.kernel.events import Attachment, Event, HomeOpened, MessageRef, Place, User
-from bot.kernel.outbound import HomeView, Modal, OutMessage
+from bot.kernel.outbound import ButtonRows, HomeView, Modal, OutMessage
 
 WriteKind = Literal["send", "edit", "stream_start", "stream_append", "stream_stop"]
 """What a write to the platform is: a new message, an edit, or a step of a natively streamed
@@ -82,8 +82,8 @@ class NativeStream(Protocol):
         """Add ``text`` to the message."""
         ...
 
-    async def stop(self, text: str = "") -> None:
-        """Add ``text`` and end the stream."""
+    async def stop(self, text: str = "", buttons: ButtonRows = ()) -> None:
+        """Add ``text``, end the stream, and show ``buttons`` under the message."""
         ...
 
 

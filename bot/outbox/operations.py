@@ -16,6 +16,7 @@ from typing import ClassVar, Generic, TypeVar
 
 from bot.kernel import (
     ActivityKind,
+    ButtonRows,
     Event,
     HomeOpened,
     HomeView,
@@ -175,8 +176,10 @@ class StreamAppend(Operation[None]):
 
 @dataclass(frozen=True)
 class StreamStop(Operation[None]):
-    """End the natively streamed message ``stream``, with ``text`` as its last words."""
+    """End the natively streamed message ``stream``, with ``text`` as its last words and
+    ``buttons`` under it."""
 
     stream: NativeStream
     text: str = ""
+    buttons: ButtonRows = ()
     method: ClassVar[str] = "stop_stream"

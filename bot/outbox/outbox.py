@@ -321,8 +321,8 @@ class Outbox:
                 )
             case StreamAppend(stream, text):
                 return partial(stream.append, text)
-            case StreamStop(stream, text):
-                return partial(stream.stop, text)
+            case StreamStop(stream, text, buttons):
+                return partial(stream.stop, text, buttons)
         raise TypeError(f"{surface.platform} cannot write {type(operation).__name__}")
 
 

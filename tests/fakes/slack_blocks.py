@@ -29,9 +29,14 @@ OPTION_TEXT_MAX = 75
 OPTION_VALUE_MAX = 150
 OVERFLOW_OPTIONS_MAX = 5
 
+CONTEXT_ACTIONS_ELEMENTS_MAX = 5
+ICONS = frozenset({"trash"})
+"""The icons of ``icon_button`` the fake knows (Slack's documented example)."""
+
 MESSAGE_BLOCK_TYPES = {
     "actions",
     "context",
+    "context_actions",
     "divider",
     "file",
     "header",
@@ -71,6 +76,8 @@ def message_block_errors(blocks: Any) -> list[str]:
             errors += _text_errors(block.get("text"), HEADER_TEXT_MAX, where + "/text", plain=True)
         elif kind == "actions":
             errors += _actions_errors(block.get("elements"), action_ids, where)
+        elif kind == "context_actions":
+            errors += _context_actions_errors(block.get("elements"), action_ids, where)
         elif kind == "context":
             elements = block.get("elements")
             if not isinstance(elements, list) or not 1 <= len(elements) <= 10:
@@ -176,6 +183,36 @@ def _overflow_errors(element: dict[str, Any], action_ids: set[str], where: str) 
         errors += _text_errors(option.get("text"), OPTION_TEXT_MAX, where + "/option", plain=True)
         if not 1 <= len(str(option.get("value", ""))) <= OPTION_VALUE_MAX:
             errors.append(f"option value must be 1 to {OPTION_VALUE_MAX} characters {where}")
+    return errors
+
+
+def _context_actions_errors(elements: Any, action_ids: set[str], where: str) -> list[str]:
+    """A ``context_actions`` block: 1 to 5 ``feedback_buttons`` or ``icon_button`` elements
+    (docs.slack.dev, "Context actions block"); a feedback pair has a positive and a negative
+    button, each with a plain text and a value."""
+    if not isinstance(elements, list) or not 1 <= len(elements) <= CONTEXT_ACTIONS_ELEMENTS_MAX:
+        return [f"context_actions need 1 to {CONTEXT_ACTIONS_ELEMENTS_MAX} elements {where}"]
+    errors: list[str] = []
+    for index, element in enumerate(elements):
+        at = f"{where}/elements/{index}"
+        kind = element.get("type") if isinstance(element, dict) else None
+        if kind not in ("feedback_buttons", "icon_button"):
+            errors.append(f"context_actions take feedback_buttons or icon_button {at}")
+            continue
+        errors += _action_id_errors(element, action_ids, at)
+        if kind == "icon_button":
+            if element.get("icon") not in ICONS:
+                errors.append(f"unknown icon {at}")
+            errors += _text_errors(element.get("text"), BUTTON_TEXT_MAX, at + "/text", plain=True)
+            continue
+        for half in ("positive_button", "negative_button"):
+            button = element.get(half)
+            if not isinstance(button, dict):
+                errors.append(f"feedback_buttons need a {half} {at}")
+                continue
+            errors += _text_errors(button.get("text"), BUTTON_TEXT_MAX, f"{at}/{half}", plain=True)
+            if not 1 <= len(str(button.get("value", ""))) <= BUTTON_VALUE_MAX:
+                errors.append(f"{half} value must be 1 to {BUTTON_VALUE_MAX} characters {at}")
     return errors
 
 

@@ -202,6 +202,20 @@ class FakeMessage:
         return [b["action_id"] for b in self.buttons]
 
     @property
+    def feedback(self) -> dict[str, Any] | None:
+        """The message's ``feedback_buttons`` element (in a ``context_actions`` block), if any."""
+        return next(
+            (
+                element
+                for block in self.blocks
+                if block.get("type") == "context_actions"
+                for element in block.get("elements", [])
+                if element.get("type") == "feedback_buttons"
+            ),
+            None,
+        )
+
+    @property
     def image_files(self) -> list[str]:
         """The ids of the Slack files the message's image blocks show, in order."""
         return [

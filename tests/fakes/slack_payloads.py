@@ -253,6 +253,28 @@ class SlackPayloads:
         }
         return self._message_action(message, action, user)
 
+    def feedback_actions(
+        self, message: FakeMessage, *, positive: bool, user: str = "U1"
+    ) -> dict[str, Any]:
+        """A press on one half of the ``feedback_buttons`` of ``message``: Slack sends the
+        element's ``action_id`` and the pressed half's ``value``."""
+        block_id, element = next(
+            (block.get("block_id", ""), element)
+            for block in message.blocks
+            if block.get("type") == "context_actions"
+            for element in block["elements"]
+            if element.get("type") == "feedback_buttons"
+        )
+        half = element["positive_button" if positive else "negative_button"]
+        action = {
+            "action_id": element["action_id"],
+            "block_id": block_id,
+            "value": half["value"],
+            "type": "feedback_buttons",
+            "action_ts": f"{time.time():.6f}",
+        }
+        return self._message_action(message, action, user)
+
     def ephemeral_block_actions(
         self, ephemeral: Ephemeral, action_id: str, *, user: str | None = None
     ) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bot.kernel import Event, MessageRef, Place, StreamExpired, User, WriteKind
+from bot.kernel import ButtonRows, Event, MessageRef, Place, StreamExpired, User, WriteKind
 from tests.fakes.surface import Posted, RateLimitingSurface, Write
 
 
@@ -33,13 +33,15 @@ class FakeNativeStream:
     started: float
     stopped: bool = False
     calls: list[StreamCall] = field(default_factory=list)
+    buttons: ButtonRows = ()
 
     async def append(self, text: str) -> None:
         self.surface.stream_write(self, "stream_append", text)
 
-    async def stop(self, text: str = "") -> None:
+    async def stop(self, text: str = "", buttons: ButtonRows = ()) -> None:
         self.surface.stream_write(self, "stream_stop", text)
         self.stopped = True
+        self.buttons = buttons
 
 
 class StreamingSurface(RateLimitingSurface):

@@ -15,21 +15,29 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from bot.features.chat.stops import StopRequests
-from bot.kernel import Button, ButtonPress, Command, ModalSubmit, OptionValue, UserError, metrics
+from bot.kernel import (
+    BAD_ACTION,
+    GOOD_ACTION,
+    Button,
+    ButtonPress,
+    ButtonRows,
+    Command,
+    ModalSubmit,
+    OptionValue,
+    UserError,
+    metrics,
+)
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import RefKind, TurnReferent
 from storage import AnswerFeedback, ChatMessage
 
 STOP_ACTION = "chat_stop"
 REGENERATE_ACTION = "chat_again"
-GOOD_ACTION = "chat_good"
-BAD_ACTION = "chat_bad"
 STOP_LABEL = "⏹ Stop"
 REGENERATE_LABEL = "🔁"
 GOOD_LABEL = "👍"
 BAD_LABEL = "👎"
 NOT_YOUR_ANSWER = "Only the person this answer is for can stop or regenerate it."
-Rows = tuple[tuple[Button, ...], ...]
 
 
 def turn_ref(conversation_id: int, turn_id: int) -> str:
@@ -37,12 +45,12 @@ def turn_ref(conversation_id: int, turn_id: int) -> str:
     return f"{conversation_id}.{turn_id}"
 
 
-def live_buttons(conversation_id: int, turn_id: int) -> Rows:
+def live_buttons(conversation_id: int, turn_id: int) -> ButtonRows:
     """What a streaming answer carries: ⏹ Stop."""
     return ((Button(STOP_LABEL, STOP_ACTION, turn_ref(conversation_id, turn_id)),),)
 
 
-def final_buttons(conversation_id: int, turn_id: int, *, regenerate: bool = True) -> Rows:
+def final_buttons(conversation_id: int, turn_id: int, *, regenerate: bool = True) -> ButtonRows:
     """What a complete answer carries: 🔁 (unless ``regenerate`` is false), 👍, 👎."""
     ref = turn_ref(conversation_id, turn_id)
     again = (Button(REGENERATE_LABEL, REGENERATE_ACTION, ref),) if regenerate else ()

@@ -61,7 +61,7 @@ from bot.api import StreamEnd as StreamEnd
 from bot.api import TextDeltas as TextDeltas
 from bot.kernel import (
     FENCE,
-    Button,
+    ButtonRows,
     Chunk,
     Event,
     MessageRef,
@@ -173,8 +173,8 @@ class StreamRenderer:
         interrupt_errors: tuple[type[Exception], ...] = (Exception,),
         on_posted: Callable[[MessageRef], Awaitable[None]] | None = None,
         recipient: User | None = None,
-        live_buttons: tuple[tuple[Button, ...], ...] = (),
-        final_buttons: tuple[tuple[Button, ...], ...] = (),
+        live_buttons: ButtonRows = (),
+        final_buttons: ButtonRows = (),
     ) -> None:
         self.live_buttons = live_buttons
         self.final_buttons = final_buttons
@@ -530,17 +530,21 @@ class StreamRenderer:
             elif not text.startswith(shown):
                 operation = StreamStop(stream)
             elif op.kind == "stream_stop":
-                operation = StreamStop(stream, text[len(shown) :])
+                operation = StreamStop(stream, text[len(shown) :], self._buttons(op.index))
             else:
                 operation = StreamAppend(stream, text[len(shown) :])
         self._composed = (op, text, operation)
         return operation
 
     def _message(self, index: int, text: str) -> OutMessage:
-        """Message ``index`` showing ``text``: the last one shown carries the controls."""
-        last = index == len(self.result.chunks) - 1
-        buttons = () if not last else self.final_buttons if self._done else self.live_buttons
-        return OutMessage(text=text, buttons=buttons, from_model=True)
+        """Message ``index`` showing ``text``, with its buttons."""
+        return OutMessage(text=text, buttons=self._buttons(index), from_model=True)
+
+    def _buttons(self, index: int) -> ButtonRows:
+        """The buttons of message ``index``: the last one shown carries the controls."""
+        if index != len(self.result.chunks) - 1:
+            return ()
+        return self.final_buttons if self._done else self.live_buttons
 
     async def _written(self, answer: object) -> None:
         """Record the write :meth:`_compose` named, which the outbox made (``answer``: what the
