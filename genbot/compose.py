@@ -377,7 +377,13 @@ def build_core(
     )
     stops = StopRequests(store.answer_stops)
     chat = ChatEngine(
-        ChatStorage(store.conversations, store.conversation_locks, store.settings, store.ledger),
+        ChatStorage(
+            store.conversations,
+            store.conversation_locks,
+            store.settings,
+            store.ledger,
+            store.branches,
+        ),
         provider,
         outbox,
         tools=ChatImageTools(jobs.chat_jobs, moderation=moderation),

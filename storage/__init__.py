@@ -14,6 +14,7 @@ from storage.errors import (
 from storage.queries.admission import JobAdmission as JobAdmission
 from storage.queries.archive import JobArchive as JobArchive
 from storage.queries.audit import AuditLog as AuditLog
+from storage.queries.branches import ConversationBranches as ConversationBranches
 from storage.queries.conversations import (
     AnswerStops as AnswerStops,
     ConversationLocks as ConversationLocks,
@@ -53,6 +54,7 @@ from storage.records.chat import (
     ConversationKey as ConversationKey,
     ConversationKind as ConversationKind,
     FeedbackCount as FeedbackCount,
+    Fork as Fork,
 )
 from storage.records.audit import AuditEntry as AuditEntry
 from storage.records.retention import Cutoffs as Cutoffs, Purged as Purged

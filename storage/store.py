@@ -10,6 +10,7 @@ from storage.queries.admission import JobAdmission
 from storage.queries.archive import JobArchive
 from storage.queries.audit import AuditLog
 from storage.queries.base import DEFAULT_LEASE_SECONDS, Identity, Owner, new_process_id
+from storage.queries.branches import ConversationBranches
 from storage.queries.conversations import AnswerStops, ConversationLocks, ConversationStore
 from storage.queries.events import EventDedupe
 from storage.queries.feedback import AnswerFeedback
@@ -63,6 +64,7 @@ class Store:
         self.conversations = ConversationStore(db, clock)
         self.conversation_locks = ConversationLocks(db)
         self.answer_stops = AnswerStops(db)
+        self.branches = ConversationBranches(db, clock)
         self.feedback = AnswerFeedback(db, clock)
         self.settings = SettingsStore(db, clock)
         self.ledger = UsageLedger(db, clock)

@@ -268,6 +268,16 @@ class GenbotClient(discord.AutoShardedClient):
     # Messages ----------------------------------------------------------------------------------
 
     async def on_message(self, message: discord.Message) -> None:
+        await self._hear(message)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        """An author's edit of their message, heard in a DM or a thread (where it may be a
+        conversation's turn). Updates that change no text (an embed unfurled) carry no
+        ``edited_timestamp`` and are not edits."""
+        if "content" in payload.data and payload.data.get("edited_timestamp"):
+            await self._hear(payload.message, edited=True)
+
+    async def _hear(self, message: discord.Message, *, edited: bool = False) -> None:
         me = self.user
         if me is None or message.author.bot or message.author.id == me.id:
             return
@@ -283,6 +293,8 @@ class GenbotClient(discord.AutoShardedClient):
         place = await self._message_place(message, addressed=mentions_bot or replies_to_bot)
         if place is None or not is_allowed(place, self.settings.allowed_channel_ids):
             return
+        if edited and not (place.is_dm or place.thread_id):
+            return
         event = UserMessage(
             user=user_of(message.author, self.settings.admin_ids),
             place=place,
@@ -292,6 +304,7 @@ class GenbotClient(discord.AutoShardedClient):
             attachments=tuple(attachment_of(a) for a in message.attachments),
             reply_to_message_id=reply_to,
             mentions_bot=mentions_bot,
+            edited=edited,
             serial_key=(place.channel_id, place.thread_id),
         )
         self._run(event)

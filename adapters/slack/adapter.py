@@ -284,6 +284,9 @@ class SlackAdapter:
         context: AsyncBoltContext,
         say_stream: AsyncSayStream | None = None,
     ) -> None:
+        if event.get("subtype") == "message_changed":
+            await self._on_edit(body, event, context)
+            return
         if event.get("subtype") not in ACCEPTED_MESSAGE_SUBTYPES or event.get("bot_id"):
             return
         bot_user_id = self._bot_user(context)
@@ -300,6 +303,26 @@ class SlackAdapter:
             return
         message = self._user_message(body, event, context, say_stream, mentions_bot=mentioned)
         self.intake.submit(message)
+
+    async def _on_edit(
+        self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """``message_changed``: a person's edit of their message in a DM or a thread is heard
+        as an edited :class:`UserMessage` (the core answers it again when it is a turn of a
+        conversation); edits of genbot's and other bots' messages are not."""
+        edited = event.get("message") or {}
+        user = edited.get("user")
+        if not user or edited.get("bot_id") or user == self._bot_user(context):
+            return
+        channel = str(event.get("channel") or "")
+        thread_ts = edited.get("thread_ts")
+        in_thread = bool(thread_ts) and thread_ts != edited.get("ts")
+        if not (in_thread or event.get("channel_type") == "im" or channel.startswith("D")):
+            return
+        as_sent = {**edited, "channel": channel, "channel_type": event.get("channel_type")}
+        message = await self._user_message(body, as_sent, context, None, mentions_bot=False)
+        if isinstance(message, UserMessage):
+            self.intake.submit(replace(message, edited=True, attachments=()))
 
     async def _user_message(
         self,

@@ -36,6 +36,7 @@ def build_app(adapter: Serving) -> web.Application:
     app.router.add_post("/api/command", handlers.command)
     app.router.add_post("/api/message", handlers.message)
     app.router.add_post("/api/button", handlers.button)
+    app.router.add_post("/api/edit", handlers.edit)
     app.router.add_post("/api/modal", handlers.modal)
     app.router.add_post("/api/upload", _upload_route(adapter.playground.max_upload_bytes))
     app.router.add_get("/admin", admin.page)

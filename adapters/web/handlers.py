@@ -11,7 +11,9 @@ import asyncio
 import json
 import logging
 import re
+import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import BodyPartReader, web
@@ -227,6 +229,38 @@ async def message(request: web.Request) -> web.Response:
     )
     adapter.dispatch(event, shown.id)
     return _accepted(shown.id)
+
+
+async def edit(request: web.Request) -> web.Response:
+    """``{"message_id": ..., "text": "..."}``: the user changes the text of their own message
+    (not a command); everyone watching sees it edited, and the core hears the edit (a turn of
+    a conversation is answered again, on a branch)."""
+    adapter, user = request.app[ADAPTER], request[USER]
+    playground = adapter.playground
+    body = await json_body(request)
+    shown = await pressed_message(playground, string_field(body, "message_id"))
+    if shown is None or shown.kind != "user" or shown.author.get("id") != user.id:
+        raise BadInput("Only your own messages can be edited.")
+    if shown.command is not None:
+        raise BadInput("A command cannot be edited; run it again instead.")
+    text = _text(body, playground)
+    if not text:
+        raise BadInput("Empty message: type something.")
+    edited = replace(shown, text=text, edited=time.time())
+    await playground.keep("edit", edited)
+    said, mentioned = without_mention(text)
+    event = UserMessage(
+        user=user,
+        place=web_place(shown.channel, shown.thread),
+        context=WebContext(shown.id, _tab(request)),
+        message_id=shown.id,
+        text=said,
+        mentions_bot=mentioned,
+        edited=True,
+    )
+    event_id = playground.store.new_id()
+    adapter.dispatch(event, event_id)
+    return _accepted(event_id)
 
 
 async def button(request: web.Request) -> web.Response:

@@ -103,13 +103,15 @@ class Command(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class UserMessage(Event):
-    """A user message in a DM, a thread, or a channel (reply chain or mention)."""
+    """A user message in a DM, a thread, or a channel (reply chain or mention); ``edited``: the
+    author changed message ``message_id`` to ``text`` (a DM or a thread)."""
 
     message_id: str
     text: str
     attachments: tuple[Attachment, ...] = ()
     reply_to_message_id: str | None = None
     mentions_bot: bool = False
+    edited: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -52,14 +52,21 @@ SQL_LINK: Final = (
     " conversation_id = excluded.conversation_id, chat_message_id = excluded.chat_message_id"
 )
 SQL_TURN_OWNER: Final = "SELECT conversation_id FROM messages WHERE id = ?"
+SQL_TURN_OF_MESSAGE: Final = (
+    "SELECT chat_message_id FROM conversation_links"
+    " WHERE platform = ? AND channel_id = ? AND message_id = ?"
+)
 SQL_NEWEST_USER_TURN: Final = (
     "SELECT MAX(id) AS id FROM messages WHERE conversation_id = ? AND role = 'user'"
+    " AND branch IS NULL"
 )
 SQL_TAIL_PAGE: Final = (
     "SELECT id, token_count FROM messages WHERE conversation_id = ? AND id < ?"
-    " ORDER BY id DESC LIMIT ?"
+    " AND branch IS NULL ORDER BY id DESC LIMIT ?"
 )
-SQL_HISTORY_FROM: Final = "SELECT * FROM messages WHERE conversation_id = ? AND id >= ? ORDER BY id"
+SQL_HISTORY_FROM: Final = (
+    "SELECT * FROM messages WHERE conversation_id = ? AND id >= ? AND branch IS NULL ORDER BY id"
+)
 SQL_TURN: Final = "SELECT * FROM messages WHERE id = ? AND conversation_id = ?"
 SQL_TURN_LINKS: Final = (
     "SELECT chat_message_id, message_id FROM conversation_links WHERE chat_message_id = ?"
@@ -206,6 +213,13 @@ class ConversationStore:
         rows = await self.db.fetch_all(SQL_HISTORY_FROM, (conversation_id, first_id))
         links = await self.db.fetch_all(SQL_LINKS_FROM, (conversation_id, first_id))
         return messages_with_links(rows, links)
+
+    async def turn_of_message(self, platform: str, channel_id: str, message_id: str) -> int | None:
+        """The turn a platform message was linked to, or None."""
+        row = await self.db.fetch_one(SQL_TURN_OF_MESSAGE, (platform, channel_id, message_id))
+        return (
+            None if row is None or row["chat_message_id"] is None else int(row["chat_message_id"])
+        )
 
     async def get_turn(self, conversation_id: int, message_id: int) -> ChatMessage | None:
         """Turn ``message_id`` of ``conversation_id`` with its platform messages, or None."""

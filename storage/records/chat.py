@@ -72,6 +72,9 @@ class ChatMessage:
     """The model that wrote an answer."""
     asked_by: str | None = None
     """The user an answer was for."""
+    branch: int | None = None
+    """Set while the turn is on a branch that is not the conversation's live one (the
+    :class:`storage.ConversationBranches` row it was set aside under)."""
 
     def to_api(self) -> dict[str, Any]:
         """The message as the chat completion API expects it."""
@@ -93,3 +96,14 @@ class FeedbackCount:
     model: str
     good: int
     bad: int
+
+
+@dataclass(frozen=True)
+class Fork:
+    """Where a conversation branches: the turn ``fork_turn`` was edited, each edit a branch
+    (1 the original); ``first_turns`` holds each branch's first turn, ``live`` the number of
+    the branch the conversation continues (0 when none of them is on its live path)."""
+
+    fork_turn: int
+    first_turns: tuple[int, ...]
+    live: int

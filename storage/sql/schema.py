@@ -368,5 +368,19 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             " ON chat_feedback (platform, workspace_id, model)",
         ),
     ),
+    Migration(
+        23,
+        "conversation branches: turns set aside on another branch (messages.branch)",
+        both=(
+            "ALTER TABLE messages ADD COLUMN branch INTEGER",
+            """CREATE TABLE chat_branches (id $serial,
+                conversation_id $ref NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                fork_turn INTEGER NOT NULL, number INTEGER NOT NULL,
+                first_turn INTEGER NOT NULL)""",
+            "CREATE UNIQUE INDEX chat_branches_by_fork"
+            " ON chat_branches (conversation_id, fork_turn, number)",
+            "CREATE INDEX chat_branches_by_first_turn ON chat_branches (first_turn)",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -21,6 +21,7 @@ from tests.fakes.discord_model import (
     FakeUser,
     member_payload,
     snowflake,
+    timestamp,
 )
 from tests.fakes.discord_rest import RestRoutes
 
@@ -68,6 +69,15 @@ class UserActions(RestRoutes):
         self.messages[message.id] = message
         await self.dispatch("MESSAGE_CREATE", message.payload(self.bot.id))
         return message
+
+    async def user_edits(self, message: FakeMessage, content: str) -> None:
+        """The author changes ``message`` to ``content``; the bot hears MESSAGE_UPDATE (the
+        whole message, with its ``edited_timestamp``)."""
+        message.history.append(message.content)
+        message.content = content
+        message.edited = timestamp()
+        await self.dispatch("MESSAGE_UPDATE", message.payload(self.bot.id))
+        self.changed()
 
     async def user_deletes(self, message: FakeMessage) -> None:
         """The author deletes ``message``; the bot hears MESSAGE_DELETE."""

@@ -259,6 +259,18 @@ class Actor:
         )
         return message_id
 
+    async def edit(self, message_id: str, text: str, *, place: Place | None = None) -> None:
+        """The user changes their message ``message_id`` to ``text``."""
+        await self.core.handle(
+            UserMessage(
+                user=self.user,
+                place=place or self.place,
+                message_id=message_id,
+                text=text,
+                edited=True,
+            )
+        )
+
     async def press(self, message: PostedMessage, label: str) -> None:
         button = message.button(label)
         await self.core.handle(

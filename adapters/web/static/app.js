@@ -37,6 +37,7 @@ const viewContext = {
   lookup: (id) => state.messages.get(id),
   threadCount: (id) => [...state.messages.values()].filter((m) => m.thread === id).length,
   onButton: pressButton,
+  onEdit: editMessage,
   onOpenThread: openThread,
   onImage: showImage,
   onDismiss: dismiss,
@@ -328,6 +329,14 @@ async function pressButton(message, button, element) {
     element.classList.remove("pending");
   }, result.ok ? 1200 : 0);
   if (!result.ok) toast(result.body.error || "The button could not be pressed.");
+}
+
+/** Edit one's own message: genbot answers a conversation's turn again, on a new branch. */
+async function editMessage(message) {
+  const text = window.prompt("Edit your message", message.text);
+  if (text === null || text.trim() === "" || text === message.text) return;
+  const result = await postJson("/api/edit", { message_id: message.id, text });
+  if (!result.ok) toast(result.body.error || "The message could not be edited.");
 }
 
 function dismiss(id) {

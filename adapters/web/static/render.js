@@ -160,7 +160,8 @@ export class MessageView {
         h("div", { class: "meta" },
           h("span", { class: "name" + (message.author.bot ? " bot-name" : "") }, authorName(message.author, me)),
           message.author.bot ? h("span", { class: "bot-tag" }, "BOT") : "",
-          h("time", { datetime: new Date(message.created * 1000).toISOString() }, formatTime(message.created))),
+          h("time", { datetime: new Date(message.created * 1000).toISOString() }, formatTime(message.created)),
+          message.edited && message.kind === "user" ? h("span", { class: "edited-tag" }, "(edited)") : ""),
       );
     }
     const text = this.renderText(message, me);
@@ -168,6 +169,11 @@ export class MessageView {
     if (message.images.length) body.append(this.renderImages(message));
     if (message.buttons.length) body.append(this.renderButtons(message));
     if (message.thread_info) body.append(this.renderThreadLink(message));
+    if (message.kind === "user" && !message.command && message.author.id === me.id) {
+      body.append(
+        h("button", { type: "button", class: "link-button edit-message", onclick: () => this.context.onEdit(message) }, "Edit"),
+      );
+    }
     if (message.kind === "ephemeral") {
       body.append(
         h("div", { class: "ephemeral-note" },

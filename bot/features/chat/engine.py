@@ -24,9 +24,10 @@ from bot.api import ProviderClient
 from bot.api.chat import plan_allows
 from bot.features.chat.alternatives import PICK_ACTION, Pick, pick_alternative
 from bot.features.chat.answer import Answerer, AnswerStorage, ScreensAnswers
+from bot.features.chat.branching import BRANCH_ACTION, branch_note, fork_of, switch_branch
 from bot.features.chat.caps import ChatCaps
 from bot.features.chat.controls import REGENERATE_ACTION
-from bot.features.chat.history import History, load_history, user_message
+from bot.features.chat.history import History, counted, load_history, user_message
 from bot.features.chat.image_links import HostImage, ImageLinks
 from bot.features.chat.regenerate import replace_answer
 from bot.features.chat.renderer import RenderResult
@@ -76,6 +77,7 @@ from storage import (
     UNSET,
     ChatMessage,
     Conversation,
+    ConversationBranches,
     ConversationLocks,
     ConversationStore,
     SettingsReader,
@@ -117,6 +119,8 @@ class ChatStorage:
     conversation_locks: ConversationLocks
     settings: SettingsReader
     ledger: UsageLedger
+    branches: ConversationBranches | None = None
+    """Where edits branch conversations (None: edits are not answered)."""
 
 
 class Moderates(ScreensAnswers, Protocol):
@@ -140,6 +144,7 @@ class ChatEngine:
         VISION_ACTION: RefKind.CONVERSATION,
         PICK_ACTION: RefKind.ALTERNATIVE,
         REGENERATE_ACTION: RefKind.TURN,
+        BRANCH_ACTION: RefKind.TURN,
     }
 
     def __init__(
@@ -182,6 +187,9 @@ class ChatEngine:
         """Answer ``event`` when it belongs to a conversation (see
         :mod:`bot.features.chat.scoping`)."""
         text = event.text.strip()
+        if event.edited:
+            await self._edited(event, text)
+            return
         images = [a for a in event.attachments if is_image(a) and a.url]
         if not text and not images:
             return
@@ -222,6 +230,62 @@ class ChatEngine:
         await self._converse(
             target, event.user, params, text, images, (event.message_id,), event.place
         )
+
+    async def _edited(self, event: UserMessage, text: str) -> None:
+        """The author edited a message that is a live turn of a conversation: the conversation
+        branches there (:mod:`storage.queries.branches`) and the new text is answered. Other
+        edits (a message genbot never took as a turn, an unchanged text, a turn of a branch set
+        aside) change nothing. Only the text is read again (attachments are not)."""
+        place = event.place
+        conversations = self.store.conversations
+        found = await conversations.find_conversation_by_message(
+            place.platform, place.channel_id, event.message_id
+        )
+        turn_id = await conversations.turn_of_message(
+            place.platform, place.channel_id, event.message_id
+        )
+        branches = self.store.branches
+        if branches is None or found is None or turn_id is None or not text:
+            return
+        turn = await conversations.get_turn(found.id, turn_id)
+        if turn is None or turn.role != "user" or turn.branch is not None or turn.content == text:
+            return
+        if found.kind == "thread" and place.thread_id is None:
+            place = place.in_thread(found.thread_key)
+        check_text(text, "Your message")
+        if self.moderation is not None:
+            await self.moderation.check_message(event, text)
+        await self.caps.check_budget(place.platform, event.user)
+        with self.caps.answering(place.platform, event.user):
+            params = await self._params(event.user, place, found)
+            self._check_fits_alone(params, text, [])
+            async with self._turn(found.id):
+                message, _ = self._new_turn(params, text, [])
+                new_turn = await branches.edit(
+                    found.id,
+                    turn_id,
+                    text,
+                    token_count=counted(message).tokens,
+                    platform_message_ids=(event.message_id,),
+                    channel_id=place.channel_id,
+                )
+                metrics.CHAT_CONTROLS.labels(place.platform, "edit").inc()
+                await self._note_version(found.id, branches, new_turn, Target(found, place, event))
+                history = await self._history(found.id, params)
+                await self.answerer.answer(Target(found, place, event), event.user, params, history)
+
+    async def _note_version(
+        self, conversation_id: int, branches: ConversationBranches, turn: int, target: Target
+    ) -> None:
+        """Post the note ‹ n/m › for the edit whose new version is ``turn``, linked to it."""
+        found = fork_of(await branches.forks(conversation_id), turn)
+        if found is None:
+            return
+        posted = await self._post(target.place, branch_note(conversation_id, *found), target.origin)
+        await self.store.conversations.link_conversation_messages(
+            conversation_id, [posted.message_id], chat_message_id=turn,
+            channel_id=target.place.channel_id,
+        )  # fmt: skip
 
     # Feature ------------------------------------------------------------------------------
 
@@ -278,6 +342,9 @@ class ChatEngine:
         ``Use N``: continue from alternative answer N (:mod:`bot.features.chat.alternatives`);
         🔁: answer the newest message again (:mod:`bot.features.chat.regenerate`)."""
         conversation = referent.conversation
+        if isinstance(referent, TurnReferent) and event.action == BRANCH_ACTION:
+            await self._switch(event, conversation, referent.turn)
+            return
         if isinstance(referent, TurnReferent):
             await self._regenerate(event, conversation, referent.turn)
             return
@@ -326,6 +393,14 @@ class ChatEngine:
                 history = await self._history(conversation.id, params)
                 target = Target(conversation, event.place, event)
                 await self.answerer.answer(target, event.user, params, history)
+
+    async def _switch(
+        self, event: ButtonPress, conversation: Conversation, turn: ChatMessage
+    ) -> None:
+        if self.store.branches is None or turn.role != "user":
+            raise UserError("This button is no longer supported.")
+        async with self._turn(conversation.id):
+            await switch_branch(self.store.branches, self.outbox, event, conversation, turn)
 
     async def _pick(self, event: ButtonPress, conversation: Conversation) -> None:
         pick = Pick.parse(event.ref)

@@ -17,6 +17,7 @@ from tests.adapters.discord.real_core import (
     QUICK_BUCKET,
     QUICK_WINDOW,
     ephemeral_texts,
+    finished,
     newest,
     real_genbot,
 )
@@ -85,3 +86,31 @@ async def test_stop_regenerate_and_feedback_on_discord(harness: Harness, tmp_pat
             lambda: again.content.endswith(STOPPED_NOTE) or None, 10.0, "the new answer stopped"
         )
         assert again.id > stopped.id and len(sim.state.stream_bytes) == 2
+
+
+async def test_an_edited_dm_message_is_answered_again_on_a_branch(
+    harness: Harness, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    bob = fake.user("bob")
+    dm = fake.dm_channel(bob)
+    async with (
+        serve(SimulatorConfig(time_scale=0.003, seed=5)) as sim,
+        real_genbot(harness, sim, tmp_path / "genbot.db", edit_window_seconds=QUICK_WINDOW) as bot,
+    ):
+        first = await fake.user_message(bob, dm, "echo: foxes")
+        await fake.wait_for(lambda: newest(fake.bot_messages(dm.id), finished), 10.0, "one")
+        await fake.user_edits(first, "echo: otters")
+
+        def otters() -> FakeMessage | None:
+            return newest(fake.bot_messages(dm.id), lambda m: finished(m) and "otters" in m.content)
+
+        await fake.wait_for(otters, 10.0, "the answer to the edit")
+        await fake.user_message(bob, dm, "what was my first message")
+        await fake.wait_for(
+            lambda: newest(fake.bot_messages(dm.id), lambda m: "echo: otters" in m.content),
+            10.0,
+            "the next turn continuing the edited branch",
+        )
+        rows = await bot.store.db.fetch_all("SELECT content FROM messages WHERE branch IS NOT NULL")
+        assert [r["content"] for r in rows] == ["echo: foxes", "foxes"]

@@ -87,3 +87,27 @@ async def test_stop_where_answers_are_posted_and_updated(tmp_path: Path) -> None
         assert "otter149" not in answer.shown
         assert sim.state.stream_bytes[-1] < len(WORDS) * 3
         assert answer.feedback is not None
+
+
+async def test_an_edited_message_is_answered_again_on_a_branch(tmp_path: Path) -> None:
+    async with (
+        serve(SimulatorConfig(time_scale=0.01)) as sim,
+        FakeSlack() as fake,
+        slack_genbot(fake, sim, tmp_path / "g.db") as bot,
+    ):
+        question = fake.user_says("echo: foxes", channel="D1")
+        await fake.post_event(bot.url, fake.event_callback(fake.message_event(question)))
+        await fake.wait_for(lambda: answered(fake, "foxes"), WAIT)
+        changed = fake.message_changed_event(question, "echo: otters")
+        await fake.post_event(bot.url, fake.event_callback(changed))
+        await fake.wait_for(lambda: answered(fake, "otters"), WAIT)
+        rows = await bot.store.db.fetch_all(
+            "SELECT role, content, branch FROM messages ORDER BY id"
+        )
+        assert [(r["role"], r["branch"] is None) for r in rows] == [
+            ("user", False),
+            ("assistant", False),
+            ("user", True),
+            ("assistant", True),
+        ]
+        assert [r["content"] for r in rows[:3]] == ["echo: foxes", "foxes", "echo: otters"]

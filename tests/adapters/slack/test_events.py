@@ -136,7 +136,7 @@ async def test_a_group_dm_works_like_a_channel(
     assert not heard["join us"].is_dm
 
 
-async def test_edits_bot_messages_and_own_messages_are_ignored(
+async def test_edits_are_heard_as_edits_and_bot_and_own_messages_are_ignored(
     fake: FakeSlack, url: str, core: RecordingCore
 ) -> None:
     mine = fake.user_says("hi", channel="D1")
@@ -149,7 +149,9 @@ async def test_edits_bot_messages_and_own_messages_are_ignored(
         assert (await fake.post_event(url, fake.event_callback(event))).status == 200
 
     await sentinel(fake, url, core)
-    assert sorted(e.text for e in core.of(UserMessage)) == ["sentinel"]
+    assert sorted(e.text for e in core.of(UserMessage)) == ["hi again", "sentinel"]
+    [heard] = [e for e in core.of(UserMessage) if e.edited]
+    assert (heard.text, heard.message_id) == ("hi again", mine.ts)
 
 
 async def test_a_mention_delivered_also_as_a_message_is_handled_once(

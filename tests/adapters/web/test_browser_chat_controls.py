@@ -55,3 +55,30 @@ async def test_stop_feedback_and_regenerate_in_a_real_browser(
             1, timeout=WAIT_MS
         )
         assert tab.errors == []
+
+
+async def test_edit_a_message_and_switch_between_its_versions_in_a_real_browser(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
+    async with real_stack(tmp_path) as stack, user(chromium_browser) as tab:
+        page = tab.page
+        await tab.open(stack.url + "/")
+        await page.locator("#composer-slot textarea").fill("@genbot echo: foxes")
+        await page.locator("#composer-slot .send-button").click()
+        thread = page.locator("#thread-messages")
+        await expect(
+            thread.locator("article.message.kind-bot .text", has_text="foxes")
+        ).to_have_count(1, timeout=WAIT_MS)
+        mine = page.locator("#messages article.message.kind-user", has_text="echo: foxes")
+        page.once("dialog", lambda dialog: dialog.accept("@genbot echo: otters"))
+        await mine.locator(".edit-message").click()
+        await expect(mine).to_contain_text("echo: otters", timeout=WAIT_MS)
+        await expect(mine.locator(".edited-tag")).to_be_visible()
+        note = thread.locator("article.message.kind-bot", has_text="Version")
+        await expect(note).to_contain_text("Version 2 of 2", timeout=WAIT_MS)
+        await expect(
+            thread.locator("article.message.kind-bot .text", has_text="otters")
+        ).to_have_count(1, timeout=WAIT_MS)
+        await note.locator(".btn", has_text="‹").click()
+        await expect(note).to_contain_text("Version 1 of 2", timeout=WAIT_MS)
+        assert tab.errors == []

@@ -99,7 +99,11 @@ class ChatWorld:
         self.stops = StopRequests(store.answer_stops)
         self.engine = ChatEngine(
             ChatStorage(
-                store.conversations, store.conversation_locks, store.settings, store.ledger
+                store.conversations,
+                store.conversation_locks,
+                store.settings,
+                store.ledger,
+                store.branches,
             ),
             provider,
             parts.outbox,

@@ -1,0 +1,60 @@
+"""Versions of an edited message: the note ‹ n/m › under an edit, and switching between them.
+
+An edit of a conversation's turn starts a branch (:mod:`storage.queries.branches`); before its
+answer genbot posts a note saying which version of the message the conversation continues
+from, with ‹ and › to switch. Switching makes that version's branch live (its turns, kept,
+become the history again; the others are set aside) and redraws the note. Nothing is posted
+again: the earlier version and its answers are still in the channel above.
+"""
+
+from __future__ import annotations
+
+from bot.kernel import Button, ButtonPress, MessageRef, OutMessage, UserError
+from bot.outbox import Edit, Outbox, WritePolicy
+from storage import ChatMessage, Conversation, ConversationBranches, Fork
+
+BRANCH_ACTION = "chat_branch"
+GONE = "That version of the message is no longer on this conversation's path."
+
+
+def branch_note(conversation_id: int, fork: Fork, number: int) -> OutMessage:
+    """The note for version ``number`` (1-based) of the message edited at ``fork``."""
+    total = len(fork.first_turns)
+    text = f"✏️ Version {number} of {total} of your message: the conversation continues from it."
+
+    def to(version: int, label: str) -> Button:
+        first = fork.first_turns[min(max(version, 1), total) - 1]
+        return Button(
+            label,
+            BRANCH_ACTION,
+            f"{conversation_id}.{first}",
+            disabled=not 1 <= version <= total or version == number,
+        )
+
+    shown = Button(f"{number}/{total}", BRANCH_ACTION, f"{conversation_id}.0", disabled=True)
+    return OutMessage(text, buttons=((to(number - 1, "‹"), shown, to(number + 1, "›")),))
+
+
+def fork_of(forks: list[Fork], first_turn: int) -> tuple[Fork, int] | None:
+    """The fork whose branch begins at ``first_turn``, and that branch's number."""
+    for fork in forks:
+        if first_turn in fork.first_turns:
+            return fork, fork.first_turns.index(first_turn) + 1
+    return None
+
+
+async def switch_branch(
+    branches: ConversationBranches,
+    outbox: Outbox,
+    event: ButtonPress,
+    conversation: Conversation,
+    turn: ChatMessage,
+) -> None:
+    """Make the branch that begins at ``turn`` live and redraw the pressed note."""
+    found = fork_of(await branches.forks(conversation.id), turn.id)
+    if found is None or not await branches.switch(conversation.id, found[0].fork_turn, found[1]):
+        raise UserError(GONE)
+    fork, number = found
+    note = branch_note(conversation.id, fork, number)
+    pressed = MessageRef(event.place, event.message_id)
+    await outbox.write(event.place, Edit(pressed, note), WritePolicy.RAISE)

@@ -1,0 +1,71 @@
+"""Editing one's message in a conversation: the conversation branches there, the new text is
+answered, the history keeps both branches and the next turn continues the live one; ‹ and › on
+the note under the edit switch the live branch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.bot.features.chat.support import DM, chat_world
+
+
+async def test_an_edit_branches_and_the_next_turn_continues_the_new_branch(
+    tmp_path: Path,
+) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        await alice.say("echo: one")
+        second = await alice.say("echo: two")
+        await alice.say("echo: three")
+        await alice.edit(second, "echo: TWO")
+        assert world.texts_in(DM)[-1] == "TWO"
+        sent = world.chat_bodies()[-1]["messages"]
+        assert [m["content"] for m in sent if m["role"] != "system"] == [
+            "echo: one",
+            "one",
+            "echo: TWO",
+        ]
+        await alice.say("echo: four")
+        sent = world.chat_bodies()[-1]["messages"]
+        assert [m["content"] for m in sent if m["role"] != "system"] == [
+            "echo: one",
+            "one",
+            "echo: TWO",
+            "TWO",
+            "echo: four",
+        ]
+        store = world.store
+        [fork] = await store.branches.forks(1)
+        assert fork.live == 2 and len(fork.first_turns) == 2
+        rows = await store.db.fetch_all(
+            "SELECT content, branch FROM messages WHERE conversation_id = 1 ORDER BY id"
+        )
+        kept = [r["content"] for r in rows if r["branch"] is not None]
+        assert kept == ["echo: two", "two", "echo: three", "three"], "the old branch is kept"
+
+        [note] = [m for m in world.posted_in(DM) if m.text.startswith("✏️")]
+        assert note.text.startswith("✏️ Version 2 of 2")
+        assert [(b.label, b.disabled) for b in note.buttons] == [
+            ("‹", False),
+            ("2/2", True),
+            ("›", True),
+        ]
+        await alice.press(note, "‹")
+        assert note.text.startswith("✏️ Version 1 of 2")
+        await alice.say("echo: five")
+        sent = world.chat_bodies()[-1]["messages"]
+        assert [m["content"] for m in sent if m["role"] != "system"][-3:] == [
+            "echo: three",
+            "three",
+            "echo: five",
+        ]
+
+
+async def test_edits_that_are_not_turns_change_nothing(tmp_path: Path) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        first = await alice.say("echo: one")
+        calls = len(world.chat_bodies())
+        await alice.edit(first, "echo: one")
+        await alice.edit("u-unknown", "echo: who")
+        assert len(world.chat_bodies()) == calls
