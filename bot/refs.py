@@ -223,14 +223,7 @@ class Refs:
             conversation = await self._conversation(event, conversation_id)
             return AlternativeReferent(conversation, turns)
         if kind is RefKind.TURN:
-            conversation_id, _, turn_id = ref.partition(".")
-            conversation = await self._conversation(event, conversation_id)
-            turn = None
-            if turn_id.isdigit():
-                turn = await self._store.conversations.get_turn(conversation.id, int(turn_id))
-            if turn is None:
-                raise RefRefused(NO_CONVERSATION)
-            return TurnReferent(conversation, turn)
+            return await self._turn(event, ref)
         if kind is RefKind.SCOPE:
             return ScopeReferent(self._scope(event, ref))
         if kind is RefKind.USER:
@@ -296,6 +289,28 @@ class Refs:
         ):
             raise RefRefused(NO_CONVERSATION)
         return linked
+
+    async def _turn(self, event: Pressed, ref: str) -> TurnReferent:
+        """A turn of the conversation the pressed message belongs to: the one the ref names,
+        or with no ref the one the pressed message shows (a platform's own control on it)."""
+        conversations = self._store.conversations
+        conversation_id, _, turn_id = ref.partition(".")
+        if not ref and isinstance(event, ButtonPress) and event.message_id:
+            place = event.place
+            linked = await conversations.find_conversation_by_message(
+                place.platform, place.channel_id, event.message_id
+            )
+            shown = await conversations.turn_of_message(
+                place.platform, place.channel_id, event.message_id
+            )
+            conversation_id, turn_id = str(linked.id if linked else ""), str(shown or "")
+        conversation = await self._conversation(event, conversation_id)
+        turn = None
+        if turn_id.isdigit():
+            turn = await conversations.get_turn(conversation.id, int(turn_id))
+        if turn is None:
+            raise RefRefused(NO_CONVERSATION)
+        return TurnReferent(conversation, turn)
 
     @staticmethod
     def _user(event: Pressed, ref: str) -> str:

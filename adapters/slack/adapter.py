@@ -33,6 +33,7 @@ from adapters.listener import Listener
 from adapters.slack.ports import EventDedupe, Installations
 from adapters.slack.settings import SlackSettings
 from bot.kernel import (
+    STOP_ACTION,
     ButtonPress,
     Command,
     CommandError,
@@ -255,6 +256,7 @@ class SlackAdapter:
         app.event("app_mention")(self._on_mention)
         app.event("message")(self._on_message)
         app.event("app_home_opened")(self._on_home_opened)
+        app.event("agent_session_stopped")(self._on_session_stopped)
         for slash in SLASH_COMMANDS:
             app.command(slash)(self._on_command)
         app.action(CUSTOM_ID_PATTERN)(self._on_action)
@@ -303,6 +305,27 @@ class SlackAdapter:
             return
         message = self._user_message(body, event, context, say_stream, mentions_bot=mentioned)
         self.intake.submit(message)
+
+    async def _on_session_stopped(
+        self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """Slack's own stop (an agent session's stop button): each of genbot's messages Slack
+        stopped streaming is heard as a press of ⏹ Stop on it (no ref: the answer it shows)."""
+        user = str(event.get("user") or "")
+        channel = str(event.get("channel") or "")
+        if not user or not channel:
+            return
+        workspace = str(body.get("team_id") or self.team_id)
+        thread_ts = event.get("thread_ts")
+        for message_ts in event.get("streaming_message_ts") or ():
+            press = ButtonPress(
+                user=await self._user(context, workspace, user),
+                place=place_for(workspace, channel, thread_ts or None, event.get("channel_type")),
+                message_id=str(message_ts),
+                action=STOP_ACTION,
+                ref="",
+            )
+            self.intake.submit(press)
 
     async def _on_edit(
         self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext

@@ -49,6 +49,9 @@ class Button:
 
 ButtonRows = tuple[tuple[Button, ...], ...]
 """Rows of buttons, as a message carries them."""
+STOP_ACTION = "chat_stop"
+"""The action of a streaming chat answer's ⏹ Stop: a platform's own stop control is heard as a
+press of it on the answer's message (with no ref: the answer is the one that message shows)."""
 GOOD_ACTION = "chat_good"
 BAD_ACTION = "chat_bad"
 """The actions of the 👍 and 👎 under a chat answer: a platform with an element of its own for

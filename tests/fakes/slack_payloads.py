@@ -130,6 +130,22 @@ class SlackPayloads:
         event.pop("blocks", None)
         return event
 
+    def agent_session_stopped_event(
+        self, stopped: FakeMessage, *, user: str = "U1"
+    ) -> dict[str, Any]:
+        """``agent_session_stopped``: ``user`` pressed Slack's stop button on the agent session
+        of ``stopped``'s thread while it streamed; Slack stops the stream itself."""
+        stopped.streaming = False
+        event_ts = new_ts()
+        return {
+            "type": "agent_session_stopped",
+            "user": user,
+            "channel": stopped.channel,
+            "thread_ts": stopped.thread_ts,
+            "streaming_message_ts": [stopped.ts],
+            "event_ts": event_ts,
+        }
+
     def message_changed_event(self, message: FakeMessage, new_text: str) -> dict[str, Any]:
         """The ``message_changed`` event Slack sends when ``message`` is edited."""
         edited = {**message.payload(), "text": new_text, "edited": {"user": message.user}}

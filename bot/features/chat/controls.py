@@ -18,6 +18,7 @@ from bot.features.chat.stops import StopRequests
 from bot.kernel import (
     BAD_ACTION,
     GOOD_ACTION,
+    STOP_ACTION,
     Button,
     ButtonPress,
     ButtonRows,
@@ -31,7 +32,6 @@ from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import RefKind, TurnReferent
 from storage import AnswerFeedback, ChatMessage
 
-STOP_ACTION = "chat_stop"
 REGENERATE_ACTION = "chat_again"
 STOP_LABEL = "⏹ Stop"
 REGENERATE_LABEL = "🔁"

@@ -111,3 +111,25 @@ async def test_an_edited_message_is_answered_again_on_a_branch(tmp_path: Path) -
             ("assistant", True),
         ]
         assert [r["content"] for r in rows[:3]] == ["echo: foxes", "foxes", "echo: otters"]
+
+
+async def test_slacks_own_stop_ends_a_natively_streamed_answer(tmp_path: Path) -> None:
+    async with (
+        serve(SimulatorConfig(time_scale=5)) as sim,
+        FakeSlack() as fake,
+        slack_genbot(fake, sim, tmp_path / "g.db") as bot,
+    ):
+        question = fake.user_says(f"echo: {WORDS}", channel="D1")
+        await fake.post_event(bot.url, fake.event_callback(fake.message_event(question)))
+
+        def streaming() -> FakeMessage | None:
+            found = [m for m in fake.bot_messages("D1") if m.streaming and "otter3 " in m.markdown]
+            return found[0] if found else None
+
+        answer = await fake.wait_for(streaming, WAIT)
+        stopped = fake.agent_session_stopped_event(answer)
+        await fake.post_event(bot.url, fake.event_callback(stopped))
+        await fake.wait_for(lambda: STOPPED_NOTE.strip("_") in answer.shown or None, WAIT)
+        assert "otter149" not in answer.shown
+        assert sim.state.stream_bytes[-1] < len(WORDS) * 3
+        assert answer.feedback is not None

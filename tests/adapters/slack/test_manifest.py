@@ -59,6 +59,7 @@ def test_every_scope_the_adapter_needs_is_requested() -> None:
 def test_events_interactivity_and_socket_mode() -> None:
     text = MANIFEST.read_text(encoding="utf-8")
     assert set(listed("bot_events")) == {
+        "agent_session_stopped",
         "app_home_opened",
         "app_mention",
         "message.channels",

@@ -11,12 +11,11 @@ from bot.features.chat.controls import (
     BAD_LABEL,
     GOOD_LABEL,
     REGENERATE_LABEL,
-    STOP_ACTION,
     STOP_LABEL,
 )
 from bot.features.chat.regenerate import ONLY_THE_NEWEST, REPLACED_NOTE
 from bot.features.chat.renderer import STOPPED_NOTE
-from bot.kernel import ButtonPress, User, metrics
+from bot.kernel import STOP_ACTION, ButtonPress, User, metrics
 from simulator.chat import PIECE_DELAY_SECONDS
 from tests.bot.features.chat.support import ALICE, BOB, DM, ChatWorld, chat_world, sim_config
 from tests.fakes.platform import PostedMessage
