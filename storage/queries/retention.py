@@ -24,7 +24,8 @@ _DONE: Final = tuple(sorted(TERMINAL_STATUSES))
 _IS_DONE: Final = "status IN ({})".format(", ".join(f"'{status}'" for status in _DONE))
 ERASED: Final[dict[str, str]] = {
     "conversations": "the conversations they started (created_by), deleted",
-    "messages": "deleted with their conversation",
+    "messages": "deleted with their conversation; answers to them in others' keep no id (asked_by)",
+    "chat_feedback": "their ratings of answers, deleted",
     "conversation_links": "deleted with their conversation",
     "jobs": "their finished jobs (requester_id), deleted; other jobs made from them lose the link",
     "job_messages": "deleted with their job",
@@ -42,7 +43,7 @@ ERASED: Final[dict[str, str]] = {
 NAMES_NO_USER: Final = frozenset(
     {
         "schema_version", "processed_events", "oauth_states", "processes", "write_slots",
-        "playground_meta", "storage_probes", "audit_purge", "purge_turns",
+        "playground_meta", "storage_probes", "audit_purge", "purge_turns", "chat_branches",
         "slack_installations",  # the workspace's: forgetting its installer would uninstall it
     }
 )  # fmt: skip
@@ -93,6 +94,11 @@ SQL_FOLD_USAGE: Final = (
     " WHERE platform = ? AND user_id = ? GROUP BY platform, day, kind"
 )
 SQL_FORGET_USAGE: Final = "DELETE FROM usage WHERE platform = ? AND user_id = ?"
+SQL_FORGET_FEEDBACK: Final = "DELETE FROM chat_feedback WHERE platform = ? AND user_id = ?"
+SQL_FORGET_ASKED: Final = (
+    "UPDATE messages SET asked_by = NULL WHERE asked_by = ? AND conversation_id IN"
+    " (SELECT id FROM conversations WHERE platform = ?)"
+)
 SQL_FORGET_SETTINGS: Final = (
     "DELETE FROM scope_settings WHERE platform = ? AND kind = 'user' AND scope_id = ?"
 )
@@ -158,6 +164,8 @@ class Retention:
             jobs = [str(row["id"]) for row in await tx.fetch_all(SQL_THEIR_JOBS, them)]
             gone = {"jobs": await _delete_jobs(tx, jobs)}
             gone["conversations"] = await tx.execute(SQL_FORGET_CONVERSATIONS, them)
+            gone["feedback"] = await tx.execute(SQL_FORGET_FEEDBACK, them)
+            await tx.execute(SQL_FORGET_ASKED, (user_id, platform))
             await tx.execute(SQL_FOLD_USAGE, them)
             gone["usage"] = await tx.execute(SQL_FORGET_USAGE, them)
             gone["settings"] = await tx.execute(SQL_FORGET_SETTINGS, them)

@@ -47,6 +47,17 @@ async def everything_about(store: Store, clock: ManualClock, user: str, other: s
     await store.conversations.append_message(
         talk.id, "user", f"I am {user}", platform_message_ids=["m-1"], channel_id=DM
     )
+    group = ConversationKey("web", "web", "general", "t1")
+    thread, _ = await store.conversations.get_or_create_conversation(
+        group, kind="thread", created_by=other
+    )
+    answer = await store.conversations.append_message(
+        thread.id, "assistant", "hello", model="llm-4", asked_by=user
+    )
+    for rater, good in ((user, True), (other, False)):
+        await store.feedback.rate(
+            answer, rater, platform="web", workspace_id="web", model="llm-4", good=good
+        )
     await store.ledger.add_usage("web", user, credits=4, kind="imagine", job_id=grid.id)
     await store.ledger.add_usage("web", user, tokens_prompt=10, kind="chat")
     await store.ledger.add_usage("web", other, credits=2, kind="imagine")
@@ -105,8 +116,8 @@ async def test_forgetting_leaves_no_row_naming_the_user_in_any_table(
     assert await rows_naming(store, USER) == {}
     assert sorted(deleted) == ["p1", "p2"]
     assert gone == {
-        "jobs": 1, "conversations": 1, "usage": 2, "settings": 1, "moderation": 1,
-        "audit_entries": 4,
+        "jobs": 1, "conversations": 1, "feedback": 1, "usage": 2, "settings": 1,
+        "moderation": 1, "audit_entries": 4,
     }  # fmt: skip
     assert await rows_naming(store, OTHER) == others, "everyone else's rows stay"
     assert await rows_naming(store, pseudonym) == {"audit_log": 4, "moderation_rules": 1}
@@ -121,9 +132,11 @@ async def test_forgetting_leaves_no_row_naming_the_user_in_any_table(
     assert upscale == {"parent_job_id": None}
     images = await store.db.fetch_all("SELECT key FROM playground_images")
     assert images == [], "the images only their messages showed"
-    for table in ("job_messages", "conversation_links", "messages"):
+    for table in ("job_messages", "conversation_links"):
         row = await store.db.fetch_one(f"SELECT COUNT(*) AS n FROM {table}")
         assert row == {"n": 0}, f"{table} went with what it belonged to"
+    left = await store.db.fetch_all("SELECT content, asked_by FROM messages")
+    assert left == [{"content": "hello", "asked_by": None}], "the answer in another's thread"
 
 
 async def test_a_running_job_is_not_forgotten_until_it_finishes(store: Store) -> None:
