@@ -170,7 +170,7 @@ class Retention:
             gone["usage"] = await tx.execute(SQL_FORGET_USAGE, them)
             gone["settings"] = await tx.execute(SQL_FORGET_SETTINGS, them)
             gone["moderation"] = await tx.execute(SQL_FORGET_OFFENCES, them)
-            await tx.execute(SQL_FORGET_HOSTED, (f"{platform}:{user_id}",))
+            gone["uploads"] = await tx.execute(SQL_FORGET_HOSTED, (f"{platform}:{user_id}",))
             await tx.execute(SQL_RENAME_RULES, (pseudonym, *them))
             await tx.execute(SQL_DROP_REFUSED, them)
             quoted = (f'"{user_id}"', f'"{pseudonym}"')

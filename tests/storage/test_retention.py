@@ -117,7 +117,7 @@ async def test_forgetting_leaves_no_row_naming_the_user_in_any_table(
     assert sorted(deleted) == ["p1", "p2"]
     assert gone == {
         "jobs": 1, "conversations": 1, "feedback": 1, "usage": 2, "settings": 1,
-        "moderation": 1, "audit_entries": 4,
+        "moderation": 1, "uploads": 1, "audit_entries": 4,
     }  # fmt: skip
     assert await rows_naming(store, OTHER) == others, "everyone else's rows stay"
     assert await rows_naming(store, pseudonym) == {"audit_log": 4, "moderation_rules": 1}
