@@ -32,6 +32,7 @@ from storage.queries.leasing import JobLeasing as JobLeasing
 from storage.queries.ledger import UsageLedger as UsageLedger
 from storage.queries.media import HostedMedia as HostedMedia, MediaCaps as MediaCaps
 from storage.queries.moderation import ModerationStore as ModerationStore
+from storage.queries.preferences import Preferences as Preferences
 from storage.queries.settings import (
     SettingsReader as SettingsReader,
     SettingsStore as SettingsStore,
@@ -59,6 +60,7 @@ from storage.records.chat import (
 from storage.records.audit import AuditEntry as AuditEntry
 from storage.records.retention import Cutoffs as Cutoffs, Purged as Purged
 from storage.records.moderation import ModerationRule as ModerationRule, Offence as Offence
+from storage.records.preferences import Batch as Batch, SavedOption as SavedOption
 from storage.records.jobs import (
     ACTIVE_STATUSES as ACTIVE_STATUSES,
     ALL_STATUSES as ALL_STATUSES,

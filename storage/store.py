@@ -20,6 +20,7 @@ from storage.queries.ledger import UsageLedger
 from storage.queries.media import HostedMedia
 from storage.queries.moderation import ModerationStore
 from storage.queries.playground import PlaygroundHistory
+from storage.queries.preferences import Preferences
 from storage.queries.retention import Retention
 from storage.queries.settings import SettingsStore
 from storage.queries.slack import SlackInstallations
@@ -78,6 +79,8 @@ class Store:
         self.retention = Retention(db, clock)
         self.media = HostedMedia(db, clock)
         """Images hosted for the provider (:mod:`storage.queries.media`)."""
+        self.preferences = Preferences(db, clock)
+        """Saved options and batches awaiting a Run (:mod:`storage.queries.preferences`)."""
 
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""

@@ -382,5 +382,22 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             "CREATE INDEX chat_branches_by_first_turn ON chat_branches (first_turn)",
         ),
     ),
+    Migration(
+        24,
+        "saved options (/prefer) and the previews of batches of jobs",
+        both=(
+            """CREATE TABLE saved_options (platform TEXT NOT NULL, user_id TEXT NOT NULL,
+                channel_id TEXT NOT NULL, name TEXT NOT NULL, text TEXT NOT NULL,
+                updated_at $real NOT NULL,
+                PRIMARY KEY (platform, user_id, name, channel_id))$rowid""",
+            """CREATE TABLE batches (id TEXT PRIMARY KEY, platform TEXT NOT NULL,
+                workspace_id TEXT NOT NULL, channel_id TEXT NOT NULL, requester_id TEXT NOT NULL,
+                command $json NOT NULL, total INTEGER NOT NULL, started INTEGER NOT NULL,
+                created_at $real NOT NULL, expires_at $real NOT NULL, outcome TEXT,
+                settled_at $real)$rowid""",
+            "CREATE INDEX batches_by_expiry ON batches (expires_at)",
+            "CREATE INDEX batches_by_outcome ON batches (outcome, started)",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

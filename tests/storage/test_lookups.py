@@ -14,6 +14,7 @@ from storage.queries import (
     jobs,
     ledger,
     moderation,
+    preferences,
     settings,
     slack,
     tracking,
@@ -84,6 +85,14 @@ LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
         ("slack", "U", 0.0),
         "PRIMARY KEY|moderation_offences_pkey",
     ),
+    "saved options": (
+        preferences.SQL_OPTIONS,
+        ("slack", "U", "C"),
+        "PRIMARY KEY|saved_options_pkey",
+    ),
+    "batch": (preferences.SQL_BATCH, ("b",), "PRIMARY KEY|batches_pkey"),
+    "expired batches": (preferences.SQL_PURGE_BATCHES, (0.0,), "batches_by_expiry"),
+    "running batches": (preferences.SQL_RUNNING_BATCHES, (), "batches_by_outcome"),
 }
 
 
