@@ -126,7 +126,9 @@ async def running_bot(
             features,
             engine,
             [*services, *listeners],
-            refs=Refs(RefStorage(store.jobs, store.message_links, store.conversations)),
+            refs=Refs(
+                RefStorage(store.jobs, store.message_links, store.conversations, store.preferences)
+            ),
         )
         await core.start()
         stack.push_async_callback(core.stop)

@@ -28,6 +28,9 @@ workspace, and only for the place or the user the thing belongs to:
   scope's id always comes from where the presser is, never from the ref);
 - a **user** (an admin's ``/forget-me <user>`` confirmation): admins only; the ref is the
   user's id on the presser's platform;
+- a **batch** (a preview's Run and Cancel): the jobs one command would start, stored until the
+  preview is settled; only for the user who ran the command, on its platform and in its
+  workspace;
 - **nothing**: the ref must be empty.
 
 Refusals never say whether the thing exists elsewhere: anyone but its requester pressing outside a
@@ -44,7 +47,16 @@ from enum import StrEnum
 from typing import assert_never
 
 from bot.kernel import ButtonPress, Command, Event, ModalSubmit
-from storage import ChatMessage, Conversation, ConversationStore, Job, JobReader, MessageLinks
+from storage import (
+    Batch,
+    ChatMessage,
+    Conversation,
+    ConversationStore,
+    Job,
+    JobReader,
+    MessageLinks,
+    Preferences,
+)
 
 PREVIEW_SEPARATOR = "~"
 """Between the job's id and the draft's digest in a preview's ref."""
@@ -55,12 +67,22 @@ NOT_YOURS = (
     "(this channel is not open to everyone)."
 )
 NO_CONVERSATION = "This conversation no longer exists."
+NO_BATCH = "genbot has no record of these jobs any more: run the command again."
 NOT_A_SCOPE = "This settings button is no longer supported."
 ADMINS_ONLY = "Only genbot admins can change the defaults of a channel or a workspace."
 UNKNOWN_REF = "This button is no longer supported."
 ADMINS_ONLY_USERS = "Only genbot admins can act on another user's data."
 REFUSALS = frozenset(
-    {NO_JOB, NOT_YOURS, NO_CONVERSATION, NOT_A_SCOPE, ADMINS_ONLY, UNKNOWN_REF, ADMINS_ONLY_USERS}
+    {
+        NO_JOB,
+        NOT_YOURS,
+        NO_CONVERSATION,
+        NO_BATCH,
+        NOT_A_SCOPE,
+        ADMINS_ONLY,
+        UNKNOWN_REF,
+        ADMINS_ONLY_USERS,
+    }
 )
 """Every answer :class:`Refs` gives (tests tell its refusals from a feature's by them)."""
 
@@ -77,6 +99,7 @@ class RefKind(StrEnum):
     TURN = "turn"
     SCOPE = "scope"
     USER = "user"
+    BATCH = "batch"
 
 
 class RefRefused(Exception):
@@ -149,6 +172,13 @@ class UserReferent:
 
 
 @dataclass(frozen=True)
+class BatchReferent:
+    """What an action of kind ``batch`` names: a batch of jobs its presser asked for."""
+
+    batch: Batch
+
+
+@dataclass(frozen=True)
 class NoReferent:
     """What an action of kind ``none`` names: nothing."""
 
@@ -162,6 +192,7 @@ Referent = (
     | TurnReferent
     | ScopeReferent
     | UserReferent
+    | BatchReferent
     | NoReferent
 )
 """What a press's or submission's ref named, once :class:`Refs` allowed its use: one type per
@@ -171,11 +202,12 @@ Referent = (
 @dataclass(frozen=True)
 class RefStorage:
     """What resolving refs reads: jobs, the message → job map, conversations and their
-    message links."""
+    message links, batches."""
 
     jobs: JobReader
     message_links: MessageLinks
     conversations: ConversationStore
+    batches: Preferences
 
 
 Pressed = ButtonPress | ModalSubmit
@@ -228,6 +260,8 @@ class Refs:
             return ScopeReferent(self._scope(event, ref))
         if kind is RefKind.USER:
             return UserReferent(self._user(event, ref))
+        if kind is RefKind.BATCH:
+            return BatchReferent(await self._batch(event, ref))
         assert_never(kind)
 
     async def job_to_show(self, event: Command, job_id: str) -> Job:
@@ -311,6 +345,18 @@ class Refs:
         if turn is None:
             raise RefRefused(NO_CONVERSATION)
         return TurnReferent(conversation, turn)
+
+    async def _batch(self, event: Pressed, ref: str) -> Batch:
+        place = event.place
+        batch = await self._store.batches.batch(ref) if ref else None
+        if (
+            batch is None
+            or batch.platform != place.platform
+            or batch.workspace_id != place.workspace_id
+            or batch.requester_id != event.user.id
+        ):
+            raise RefRefused(NO_BATCH)
+        return batch
 
     @staticmethod
     def _user(event: Pressed, ref: str) -> str:

@@ -51,9 +51,12 @@ from bot.kernel import (
     InboundEvent,
     ModalSubmit,
     OptionValue,
+    Place,
+    User,
     UserError,
     UserMessage,
     metrics,
+    name_the_saved,
     parse_command_text,
     storage_failure_text,
     unexpected_error_text,
@@ -147,6 +150,21 @@ class Screen(Protocol):
         ...
 
 
+class Expands(Protocol):
+    """What puts a user's saved options and suffix into a command's prompt before it is
+    parsed (:mod:`bot.features.prefer.expansion`), for commands that
+    :attr:`~bot.kernel.CommandSpec.expands`."""
+
+    async def expand(self, event: Command) -> tuple[Command, tuple[tuple[str, str], ...]]:
+        """``event`` expanded, and the saved options put in (name, text); raise
+        :class:`CommandError` for an unknown ``--name``."""
+        ...
+
+    async def names(self, platform: str, user_id: str, channel_id: str) -> tuple[str, ...]:
+        """The names of a user's saved options that apply in ``channel_id``."""
+        ...
+
+
 class Lifecycle(Protocol):
     """Something the router starts and stops with itself (the tracker, a webhook receiver)."""
 
@@ -173,9 +191,11 @@ class Router:
         refs: Refs | None = None,
         diffusion_models: Callable[[], Sequence[str]] = tuple,
         screen: Screen | None = None,
+        expansion: Expands | None = None,
     ) -> None:
         self.outbox = outbox
         self.screen = screen
+        self.expansion = expansion
         self.refs = refs
         self.plan = plan
         self._home = home
@@ -207,6 +227,13 @@ class Router:
     def diffusion_models(self) -> tuple[str, ...]:
         """The diffusion checkpoint models users are offered: those genbot knows."""
         return tuple(self._diffusion_models())
+
+    async def saved_options(self, user: User, place: Place) -> tuple[str, ...]:
+        """The names of ``user``'s saved options in ``place``, which pickers offer
+        (:class:`bot.kernel.SavedOptionChoices`); none without an expansion."""
+        if self.expansion is None:
+            return ()
+        return await self.expansion.names(place.platform, user.id, place.channel_id)
 
     async def start(self) -> None:
         """Start the services (tracker, receivers); unfinished jobs resume here."""
@@ -317,7 +344,13 @@ class Router:
             feature = self._by_command.get(event.name)
             if feature is None:
                 raise UserError(f"genbot does not know the command /{event.name}.")
-            options = self._options(event)
+            used: tuple[tuple[str, str], ...] = ()
+            if self.expansion is not None and COMMANDS_BY_NAME[event.name].expands:
+                event, used = await self.expansion.expand(event)
+            try:
+                options = self._options(event)
+            except CommandError as error:
+                raise name_the_saved(error, used) from None
             if self.screen is not None:
                 await self.screen.screen(event, options)
             await feature.on_command(event, options)

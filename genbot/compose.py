@@ -45,6 +45,8 @@ from bot.features.jobs import (
     UploadForms,
     WebhookSecrets,
 )
+from bot.features.jobs.batch_queue import BatchQueue
+from bot.features.jobs.batches import Batches
 from bot.features.jobs.copies import ResultCopies
 from bot.features.jobs.messages import JobMessagesStorage
 from bot.features.jobs.starter import StarterStorage
@@ -52,6 +54,7 @@ from bot.features.jobs.tracking.provider_state import ScreensResults
 from bot.features.jobs.tracking.tracker import TrackerStorage
 from bot.features.jobs.webhook_secrets import SecretStorage
 from bot.features.moderation import ModelCheck, Moderation, ModerationAdmin
+from bot.features.prefer import PreferCommands, SavedExpansion
 from bot.features.provider_keys import ProviderKeys
 from bot.features.retention import ForgetFeature, RetentionPurge
 from bot.kernel import (
@@ -175,12 +178,15 @@ class JobEngines:
     describe: DescribeButtons
     upload_forms: UploadForms
     previews: PreviewButtons
+    batches: Batches
+    queue: BatchQueue
 
     @property
     def features(self) -> list[Feature[Any]]:
         """The features to give the core."""
         return [
             self.images,
+            self.batches,
             self.diffusion,
             self.cancel,
             self.describe,
@@ -193,7 +199,7 @@ class JobEngines:
         """The services to give the core, in start order. The webhook receiver
         (``adapters.webhook``) is not one: the composition root starts it after these and stops
         it before them, so no webhook reaches a stopped tracker."""
-        return [self.media, self.delivery.experience, self.tracker, self.ticker]
+        return [self.media, self.delivery.experience, self.tracker, self.ticker, self.queue]
 
 
 def webhook_base_url(settings: CoreSettings) -> str | None:
@@ -292,6 +298,7 @@ def build_job_engines(
         keys=provider.keys,
     )
     images = ImageJobs(starter, provider, media, store.settings)
+    queue = BatchQueue(images, store.preferences, store.admission, tiers, outbox)
     diffusion = DiffusionJobs(starter, provider, limits_settings, clock, models=experience.models)
     chat_jobs = ChatJobs(images, watch)
     return JobEngines(
@@ -321,6 +328,18 @@ def build_job_engines(
         DescribeButtons(starter, provider, store.settings),
         UploadForms(starter, images),
         PreviewButtons(starter, images, media),
+        Batches(
+            images,
+            queue,
+            store.preferences,
+            store.admission,
+            store.ledger,
+            outbox,
+            tiers,
+            experience.estimates,
+            limits_settings,
+        ),
+        queue,
     )
 
 
@@ -430,7 +449,10 @@ def build_core(
                 lease_seconds=settings.storage.lease_seconds,
             )
         )
-    refs = Refs(RefStorage(store.jobs, store.message_links, store.conversations), open_channels)
+    refs = Refs(
+        RefStorage(store.jobs, store.message_links, store.conversations, store.preferences),
+        open_channels,
+    )
     archive = ArchiveFeature(
         ArchiveStorage(store.archive, store.jobs),
         outbox,
@@ -453,6 +475,7 @@ def build_core(
             AuditAdmin(store.audit, outbox),
             ForgetFeature(store.retention, outbox, audit, store.clock),
             archive,
+            PreferCommands(store.preferences, outbox),
         ],
         conversations=chat,
         services=[
@@ -471,5 +494,6 @@ def build_core(
         refs=refs,
         diffusion_models=models.known,
         screen=moderation,
+        expansion=SavedExpansion(store.preferences),
     )
     return router, jobs

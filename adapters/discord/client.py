@@ -49,6 +49,7 @@ from bot.kernel import (
     ModalSubmit,
     Offered,
     Place,
+    SavedOptionChoices,
     UserMessage,
     decode_custom_id,
     offered,
@@ -107,7 +108,7 @@ class GenbotClient(discord.AutoShardedClient):
         self.surface = surface_factory(self)
         self.tree = app_commands.CommandTree(self)
         self.tree.error(self._tree_error)
-        for command in build_commands(self._command, self._offered):
+        for command in build_commands(self._command, self._offered, self._saved):
             self.tree.add_command(command)
         self.tree.add_command(info_menu(self._image_info))
         self.router: EventRouter | None = None
@@ -130,6 +131,14 @@ class GenbotClient(discord.AutoShardedClient):
         if self.router is None:
             raise RuntimeError("the discord adapter is not started")
         return offered(self.router)
+
+    async def _saved(self, interaction: discord.Interaction[Any]) -> tuple[str, ...]:
+        """The names of the user's saved options where they type (for autocomplete)."""
+        router = self.router
+        if not isinstance(router, SavedOptionChoices):
+            return ()
+        source = source_of(interaction, self.settings.admin_ids, self.settings.allowed_channel_ids)
+        return await router.saved_options(source.user, source.place)
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(GenbotButton)

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import discord
 from discord import app_commands
 
-from bot.kernel import COMMANDS, CommandSpec, Offered, Option
+from bot.kernel import COMMANDS, CommandSpec, Offered, Option, completions
 
 CommandCallback = Callable[[discord.Interaction[Any], str, dict[str, Any]], Awaitable[None]]
 """Receives the interaction, the dotted command name and the option values given."""
@@ -23,6 +23,7 @@ CommandCallback = Callable[[discord.Interaction[Any], str, dict[str, Any]], Awai
 GROUP_DESCRIPTIONS = {
     "diffusion": "Diffusion images: text to image, image to image, upscale, controlnet",
     "admin": "Admins: genbot's rules for this server",
+    "prefer": "Your saved options and prompt suffix for /imagine",
 }
 GROUP_PERMISSIONS = {"admin": discord.Permissions(manage_guild=True)}
 """Who sees a group in a server's command list by default: ``/admin`` only members who may
@@ -40,6 +41,29 @@ _TYPES: dict[str, type] = {
 OfferedNow = Callable[[], Mapping[Offered, Sequence[str]]]
 """The values pickers offer now, by list (:func:`bot.kernel.commands.offered`: the core's plan's
 chat models, the diffusion models it knows)."""
+
+
+SavedNow = Callable[[discord.Interaction[Any]], Awaitable[Sequence[str]]]
+"""The names of the interacting user's saved options where they type (the core's
+:class:`bot.kernel.SavedOptionChoices`)."""
+Completer = Callable[
+    [discord.Interaction[Any], str], Coroutine[Any, Any, list[app_commands.Choice[str]]]
+]
+
+
+def saved_completer(saved: SavedNow) -> Completer:
+    """Autocomplete of a prompt: typing ``--`` offers the prompt completed with each of the
+    user's saved options (:func:`bot.kernel.completions`)."""
+
+    async def complete(
+        interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        if not current.rpartition(" ")[2].startswith(("--", "—")):
+            return []
+        texts = completions(current, await saved(interaction))
+        return [app_commands.Choice(name=text, value=text) for text in texts]
+
+    return complete
 
 
 def model_completer(
@@ -86,6 +110,7 @@ def _command(
     name: str,
     on_command: CommandCallback,
     offered: OfferedNow,
+    saved: SavedNow,
     *,
     parent_group: bool = False,
 ) -> app_commands.Command[Any, ..., None]:
@@ -117,13 +142,15 @@ def _command(
     }
     if choices:
         app_commands.choices(**choices)(callback)
-    completions = {
+    completers: dict[str, Completer] = {
         o.name: model_completer(offered, o.autocomplete)
         for o in spec.options
         if o.autocomplete is not None
     }
-    if completions:
-        app_commands.autocomplete(**completions)(callback)
+    if spec.expands and spec.free_text is not None:
+        completers[spec.free_text] = saved_completer(saved)
+    if completers:
+        app_commands.autocomplete(**completers)(callback)
     if parent_group:
         return app_commands.Command(
             name=name, description=spec.description[:100], callback=callback
@@ -155,14 +182,14 @@ def info_menu(
 
 
 def build_commands(
-    on_command: CommandCallback, offered: OfferedNow
+    on_command: CommandCallback, offered: OfferedNow, saved: SavedNow
 ) -> list[app_commands.Command[Any, ..., None] | app_commands.Group]:
     """Every catalogue command, groups holding their subcommands, ready for a CommandTree."""
     built: list[app_commands.Command[Any, ..., None] | app_commands.Group] = []
     groups: dict[str, app_commands.Group] = {}
     for spec in COMMANDS:
         group_name, _, leaf = spec.name.rpartition(".")
-        command = _command(spec, leaf, on_command, offered, parent_group=bool(group_name))
+        command = _command(spec, leaf, on_command, offered, saved, parent_group=bool(group_name))
         if not group_name:
             built.append(command)
             continue

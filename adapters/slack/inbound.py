@@ -36,6 +36,7 @@ GENBOT_SUBCOMMANDS: tuple[str, ...] = (
     "jobs",
     "show",
     "forget-me",
+    "prefer",
     "help",
     "admin",
 )

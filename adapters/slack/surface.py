@@ -76,6 +76,8 @@ class SlackSurface:
             "settings": "genbot settings",
             "usage": "genbot usage",
             "help": "genbot help",
+            "prefer.option": "genbot prefer option",
+            "prefer.suffix": "genbot prefer suffix",
             "admin.moderation": "genbot admin moderation",
             "admin.audit": "genbot admin audit",
         }

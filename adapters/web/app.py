@@ -31,6 +31,7 @@ def build_app(adapter: Serving) -> web.Application:
     app.router.add_get("/", routes.index)
     app.router.add_get("/static/{name}", routes.static)
     app.router.add_get("/api/commands", routes.commands)
+    app.router.add_get("/api/saved-options", routes.saved_options)
     app.router.add_get("/api/history", routes.history)
     app.router.add_get("/api/events", routes.events)
     app.router.add_post("/api/command", handlers.command)

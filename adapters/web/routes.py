@@ -25,10 +25,18 @@ from adapters.web.access import (
     user_id_for,
 )
 from adapters.web.hub import TooManyStreams
-from adapters.web.platform import dm_channel, is_dm_channel
+from adapters.web.platform import dm_channel, is_dm_channel, web_place
 from adapters.web.playground import NotKept, Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
-from bot.kernel import AdminConsole, EventRouter, InboundEvent, ResultGallery, User, offered
+from bot.kernel import (
+    AdminConsole,
+    EventRouter,
+    InboundEvent,
+    ResultGallery,
+    SavedOptionChoices,
+    User,
+    offered,
+)
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +248,18 @@ async def static(request: web.Request) -> web.Response:
 
 async def commands(request: web.Request) -> web.Response:
     return web.json_response({"commands": catalogue(offered(request.app[ADAPTER].router))})
+
+
+async def saved_options(request: web.Request) -> web.Response:
+    """The names of this user's saved options in the channel (``/prefer``), which the option
+    chips of an expanding command offer."""
+    user = request[USER]
+    channel = parse_channel(request.query.get("channel"), user.id)
+    router = request.app[ADAPTER].router
+    names: tuple[str, ...] = ()
+    if isinstance(router, SavedOptionChoices):
+        names = await router.saved_options(user, web_place(channel))
+    return web.json_response({"names": list(names)})
 
 
 async def history(request: web.Request) -> web.Response:

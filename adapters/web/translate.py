@@ -82,6 +82,7 @@ def catalogue(
             "usage": usage_name(spec),
             "description": spec.description,
             "free_text": spec.free_text,
+            "expands": spec.expands,
             "examples": list(spec.examples),
             "uploads": [f"#{n}" for n in range(1, spec.numbered_uploads + 1)]
             or list(image_options(spec)),

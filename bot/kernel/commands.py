@@ -26,6 +26,9 @@ MAX_ALTERNATIVES = 5
 """The most answers per chat message (``n``): one row of "Use" buttons."""
 
 
+MAX_REPEAT = 40
+"""The most ``--repeat`` takes (Midjourney's own most); ``[limits] max_jobs_per_command`` caps
+the jobs of one command below it."""
 MAX_SEED = 2**32 - 1
 """Seeds are 32-bit (the provider's own random seeds are; Midjourney's --seed is 0 to 2³²−1)."""
 
@@ -71,6 +74,9 @@ class CommandSpec:
     """On text platforms, up to this many images sent with the command are numbered
     (``upload1``…, named ``#1``… in the text: :mod:`bot.kernel.references`) instead of
     filling the attachment options, whose names are Discord's."""
+    expands: bool = False
+    """The prompt is expanded before it is read: ``--name`` (saved options), the user's suffix,
+    ``{a, b}`` permutations and ``--repeat`` (:mod:`bot.kernel.expansion`)."""
     files_by_form: bool = False
     """Where forms take files (:attr:`bot.kernel.surface.PlatformProfile.forms_take_files`), the
     command may come without its attachments: the feature asks for them in a form."""
@@ -191,14 +197,24 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 flag_values=(("--skip-check", "true"),),
             ),
             *_REFERENCE_OPTIONS,
+            Option(
+                "repeat",
+                "integer",
+                "Run it this many times (each a job of its own)",
+                min_value=1,
+                max_value=MAX_REPEAT,
+                flags=("--repeat", "--r"),
+            ),
         ),
         free_text="prompt",
         keeps_unknown_flags=True,
         examples=(
             "/imagine a fox in the snow --ar 16:9 --fast",
             "/imagine a fox --sref #2 --sw 200 (with 2 images attached: #1 an image prompt)",
+            "/imagine a {red, blue} fox --repeat 2",
         ),
         numbered_uploads=MAX_REFERENCES,
+        expands=True,
     ),
     CommandSpec(
         "describe",
@@ -517,6 +533,44 @@ COMMANDS: tuple[CommandSpec, ...] = (
             "/admin audit <@user> --page 2",
             "/admin audit --days 30 --export",
         ),
+    ),
+    CommandSpec(
+        "prefer.option",
+        "Your saved options: --name in any /imagine stands for them (set, list, delete)",
+        (
+            Option(
+                "action",
+                "string",
+                "set, list or delete",
+                choices=("set", "list", "delete"),
+            ),
+            Option("name", "string", "The option's name (neon: used as --neon)"),
+            Option("value", "string", "What --name stands for (set): --style raw --sref <url>"),
+            Option(
+                "here",
+                "boolean",
+                "Only in this channel (set, delete; list shows both)",
+                flags=("--here",),
+            ),
+        ),
+        free_text="value",
+        keeps_unknown_flags=True,
+        examples=(
+            "/prefer option set neon --style raw --sref https://example.com/neon.png",
+            "/prefer option list",
+            "/prefer option delete neon",
+        ),
+    ),
+    CommandSpec(
+        "prefer.suffix",
+        "Your suffix: text appended to every /imagine prompt (- removes it)",
+        (
+            Option("value", "string", "The suffix (empty: show it; -: remove it)"),
+            Option("here", "boolean", "Only in this channel", flags=("--here",)),
+        ),
+        free_text="value",
+        keeps_unknown_flags=True,
+        examples=("/prefer suffix --ar 16:9 --v 6", "/prefer suffix -"),
     ),
     CommandSpec(
         "help",

@@ -231,6 +231,16 @@ class DiffusionModelChoices(Protocol):
 
 
 @runtime_checkable
+class SavedOptionChoices(Protocol):
+    """An :class:`EventRouter` that knows a user's saved options (``/prefer``), which pickers
+    offer as the user types ``--`` in a prompt (:func:`bot.kernel.expansion.completions`)."""
+
+    async def saved_options(self, user: User, place: Place) -> tuple[str, ...]:
+        """The names of ``user``'s saved options that apply in ``place``."""
+        ...
+
+
+@runtime_checkable
 class FormChecks(Protocol):
     """An :class:`EventRouter` that checks a submitted form's own values before it is handled:
     a platform that can keep a form open with errors beside its fields (Slack's

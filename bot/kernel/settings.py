@@ -169,6 +169,11 @@ class LimitsSettings(Section):
     diffusion_credits: Annotated[dict[str, int], AfterValidator(_diffusion_credits)] = Field(
         default_factory=lambda: dict(DEFAULT_DIFFUSION_CREDITS)
     )
+    max_jobs_per_command: int = Field(default=10, ge=1, le=100)
+    """The most jobs one command may start (``{a, b}`` permutations times ``--repeat``)."""
+    confirm_above_credits: int = Field(default=50, ge=0)
+    """A command whose jobs are estimated to cost more than this first shows a preview with
+    Run and Cancel (``0``: only commands of several jobs do)."""
 
 
 def _categories(lists: dict[str, list[str]]) -> dict[str, list[str]]:

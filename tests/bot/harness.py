@@ -214,7 +214,8 @@ async def running_genbot(
             chat,
             [*jobs.services, *listeners, *services],
             refs=Refs(
-                RefStorage(store.jobs, store.message_links, store.conversations), open_channels
+                RefStorage(store.jobs, store.message_links, store.conversations, store.preferences),
+                open_channels,
             ),
         )
         await core.start()

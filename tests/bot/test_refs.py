@@ -23,12 +23,14 @@ from bot.kernel import ButtonPress, Command, ModalSubmit, Place, User
 from bot.refs import (
     ADMINS_ONLY,
     ADMINS_ONLY_USERS,
+    NO_BATCH,
     NO_CONVERSATION,
     NO_JOB,
     NOT_A_SCOPE,
     NOT_YOURS,
     UNKNOWN_REF,
     AlternativeReferent,
+    BatchReferent,
     ConversationReferent,
     JobReferent,
     NoReferent,
@@ -42,7 +44,7 @@ from bot.refs import (
 )
 from bot.router import Router
 from genbot.compose import build_core
-from storage import ALL_STATUSES, ConversationKey, JobQuota, NewJob, SqliteStore
+from storage import ALL_STATUSES, Batch, ConversationKey, JobQuota, NewJob, SqliteStore
 from tests.bot.harness import ROOMY, harness_settings
 from tests.fakes.platform import FakePlatform
 
@@ -141,6 +143,25 @@ async def victims(store: SqliteStore) -> dict[RefKind, Victim]:
         Press(BOB, HOME, refused_with=ADMINS_ONLY),
         Press(ADMIN, HOME),
     )
+    batch = Batch(
+        id="b-alice",
+        platform=HOME.platform,
+        workspace_id=HOME.workspace_id,
+        channel_id=HOME.channel_id,
+        requester_id=ALICE.id,
+        command={"jobs": [{"prompt": "alice's secret fox"}] * 2},
+        created_at=store.clock(),
+        expires_at=store.clock() + 300,
+        total=2,
+    )
+    await store.preferences.save_batch(batch)
+    batches = (
+        Press(BOB, HOME, refused_with=NO_BATCH),
+        Press(ADMIN, HOME, refused_with=NO_BATCH),
+        Press(ALICE, Place("other", "w1", "open"), refused_with=NO_BATCH),
+        Press(ALICE, Place("fake", "w2", "open"), refused_with=NO_BATCH),
+        Press(ALICE, HOME),
+    )
     return {
         RefKind.JOB: Victim(job.id, job_presses()),
         RefKind.PREVIEW: Victim(f"{job.id}~d1", job_presses()),
@@ -158,6 +179,7 @@ async def victims(store: SqliteStore) -> dict[RefKind, Victim]:
         RefKind.USER: Victim(
             ALICE.id, (Press(BOB, HOME, refused_with=ADMINS_ONLY_USERS), Press(ADMIN, HOME))
         ),
+        RefKind.BATCH: Victim("b-alice", batches),
         RefKind.NONE: Victim(job.id, (Press(ALICE, HOME, refused_with=UNKNOWN_REF),)),
     }
 
@@ -239,6 +261,8 @@ async def test_the_owners_presses_resolve_to_the_thing(world: World) -> None:
                     assert kind is RefKind.SCOPE and scope == (victim.ref or "me")
                 case UserReferent(user_id):
                     assert kind is RefKind.USER and user_id == victim.ref
+                case BatchReferent(batch):
+                    assert kind is RefKind.BATCH and batch.id == victim.ref
                 case NoReferent():
                     assert kind is RefKind.NONE
 

@@ -151,6 +151,29 @@ IMAGINE_CASES = [
         {"prompt": "a fox --ar 9-1"},
         "must look like 16:9",
     ),
+    text("imagine-unknown-saved-option", "imagine", "a city --nein", "--nein is not one of"),
+    options(
+        "imagine-option-unknown-saved-option",
+        "imagine",
+        {"prompt": "a city --nein"},
+        "not one of your saved options",
+    ),
+    text(
+        "imagine-permutations-past-the-cap",
+        "imagine",
+        "{a, b, c} {d, e, f, g} fox",
+        "12 jobs",
+        "at most 10",
+    ),
+    text("imagine-repeat-past-the-cap", "imagine", "{a, b} fox --repeat 6", "at most 10"),
+    text("imagine-repeat-zero", "imagine", "a fox --repeat 0", "--repeat must be at least 1"),
+    options(
+        "imagine-option-repeat-in-prompt-zero",
+        "imagine",
+        {"prompt": "a fox --repeat 0"},
+        "--repeat must be a whole number",
+    ),
+    text("imagine-unclosed-brace", "imagine", "{red, blue fox", "never closed"),
 ]
 
 DESCRIBE_BLEND_CASES = [

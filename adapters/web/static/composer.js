@@ -49,9 +49,19 @@ export class Composer {
     );
     const paletteList = h("div", { class: "palette", role: "listbox", hidden: true });
     const hint = h("div", { class: "hint", hidden: true });
-    this.palette = new Palette(paletteList, hint, this.input, (command, sendNow) => {
-      if (sendNow) this.send();
-    });
+    this.palette = new Palette(
+      paletteList,
+      hint,
+      this.input,
+      (command, sendNow) => {
+        if (sendNow) this.send();
+      },
+      async () => {
+        const { channel } = this.options.target();
+        const result = await request(`/api/saved-options?channel=${encodeURIComponent(channel)}`);
+        return result.ok ? result.body.names : [];
+      },
+    );
     this.root = h(
       "div",
       { class: "composer" },
@@ -184,6 +194,7 @@ export class Composer {
       return;
     }
     this.lastSent = text;
+    this.palette.savedStale = true;
     this.input.value = "";
     this.uploads.forEach((u) => URL.revokeObjectURL(u.preview));
     this.uploads = [];

@@ -37,11 +37,15 @@ function optionChips(command, detailed) {
 }
 
 export class Palette {
-  constructor(listElement, hintElement, input, onChoose) {
+  /** ``loadSaved()`` resolves to the names of the user's saved options where they type. */
+  constructor(listElement, hintElement, input, onChoose, loadSaved = async () => []) {
     this.list = listElement;
     this.hint = hintElement;
     this.input = input;
     this.onChoose = onChoose;
+    this.loadSaved = loadSaved;
+    this.saved = [];
+    this.savedStale = true;
     this.commands = [];
     this.matches = [];
     this.selected = 0;
@@ -125,14 +129,26 @@ export class Palette {
   renderHint() {
     const command = this.open ? null : this.commandOf(this.input.value);
     if (!command) {
+      this.savedStale = true;
       this.hint.hidden = true;
       return;
     }
     const example = command.examples[0];
+    if (command.expands && this.savedStale) {
+      this.savedStale = false;
+      this.loadSaved().then((names) => {
+        this.saved = names;
+        this.renderHint();
+      });
+    }
+    const saved = command.expands
+      ? this.saved.map((name) => h("span", { class: "chip saved", title: "Your saved option (/prefer option list)" }, `--${name}`))
+      : [];
     this.hint.replaceChildren(
       h("span", { class: "hint-usage" }, command.usage),
       h("span", { class: "hint-description" }, command.description),
       ...optionChips(command, true),
+      ...saved,
       example ? h("div", { class: "hint-example" }, "e.g. ", h("code", {}, example)) : "",
     );
     this.hint.hidden = false;

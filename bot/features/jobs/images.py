@@ -133,7 +133,8 @@ def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
 class ImageJobs:
     """The image task feature (see the module docstring)."""
 
-    commands = frozenset({"imagine", "describe", "blend"})
+    commands = frozenset({"describe", "blend"})
+    """It starts ``/imagine``'s jobs too, for :class:`~bot.features.jobs.batches.Batches`."""
     actions: ClassVar[Mapping[str, RefKind]] = dict.fromkeys(IMAGE_ACTIONS, RefKind.JOB)
 
     def __init__(
@@ -309,6 +310,11 @@ class ImageJobs:
         stored = await self._stored(event)
         aspect = aspect_ratio or stored.aspect_ratio
         return aspect, process_mode or stored.process_mode, bool(stored.remix)
+
+    async def mode_for(self, event: Event) -> str | None:
+        """The process mode ``event``'s user's jobs get when they name none (their default,
+        the channel's or the workspace's), if any."""
+        return (await self._stored(event)).process_mode
 
     async def _stored(self, event: Event) -> EffectiveSettings:
         place = event.place

@@ -57,6 +57,7 @@ async def test_commands_sync_to_configured_guilds_with_the_catalogue_schema(bot:
         "forget-me",
         "help",
         "admin",
+        "prefer",
         "Image info",
     }
     [menu] = [c for c in fake.guild_commands[fake.guild_id] if c["name"] == "Image info"]

@@ -28,6 +28,8 @@ def test_every_capability_has_a_command() -> None:
         "help",
         "admin.moderation",
         "admin.audit",
+        "prefer.option",
+        "prefer.suffix",
     }
     assert set(COMMANDS_BY_NAME) == expected
 

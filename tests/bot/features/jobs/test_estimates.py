@@ -23,3 +23,18 @@ def test_estimates_are_measured_per_task_type_and_mode() -> None:
     estimates.learn([_job(finished_at=103.0, type="upscale"), _job(finished_at=160.0)])
     assert estimates.usual(_job(type="upscale")) == Usual(3.0, 3.0)
     assert estimates.usual(_job()) == Usual(27.5, 60.0)
+
+
+def test_credits_are_the_charges_recorded_per_kind_else_the_defaults() -> None:
+    estimates = Estimates()
+    assert estimates.credits("task:imagine:fast") == (8, False)
+    assert estimates.credits("task:imagine:relax") == (4, False)
+    assert estimates.credits("task:upscale:relax") == (4, False)
+    fast = {"parameters": {"process_mode": "fast"}}
+    for charged in (6, 10, 7):
+        estimates.observe(_job(finished_at=130.0, credits=charged, **fast))
+    estimates.observe(_job(finished_at=130.0, credits=None))
+    assert estimates.credits("task:imagine:fast") == (7, True)
+    assert estimates.credits("task:imagine:relax") == (4, False)
+    estimates.learn([_job(finished_at=120.0, credits=3)])
+    assert estimates.credits("task:imagine:relax") == (3, True)

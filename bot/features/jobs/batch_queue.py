@@ -1,0 +1,172 @@
+"""The queue of a run batch's jobs: started in order, each as soon as its user has a free place
+among their jobs at once (the tier's cap), by whichever process gets there first.
+
+A batch that was run (:meth:`storage.Preferences.settle_batch`) and still has jobs to start is
+in storage; every process looks at those every ``every`` seconds (and Run starts what fits at
+once), so the jobs of a batch start after a restart too. Job ``n`` of batch ``b`` is created with
+the command key ``b#n``: two processes starting it make one job (the starter finds the first).
+A job whose start is refused for another reason than a full cap (the daily budget, a prompt the
+provider's rules refuse) is given up, and its user told in the channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from bot.features.jobs.admission import Tiers
+from bot.features.jobs.images import ImageJobs
+from bot.kernel import (
+    Attachment,
+    Command,
+    CommandError,
+    Event,
+    OptionValue,
+    OutMessage,
+    Place,
+    User,
+    UserError,
+)
+from bot.outbox import Outbox, Post, WritePolicy
+from storage import Batch, JobAdmission, Preferences, StorageError
+
+log = logging.getLogger(__name__)
+
+QUEUE_SECONDS: Final = 2.0
+"""How often each process looks for queued jobs that may start."""
+
+
+@dataclass
+class Advanced:
+    """What one pass over a batch did: jobs ``started`` now, ``waiting`` for a place, and the
+    ``refused`` ones (why, each)."""
+
+    started: int = 0
+    waiting: int = 0
+    refused: list[str] = field(default_factory=list)
+
+
+def requester(batch: Batch) -> tuple[User, Place]:
+    """Who ran ``batch`` and where (as stored with it)."""
+    who: Mapping[str, Any] = batch.command["user"]
+    where: Mapping[str, Any] = batch.command["place"]
+    user = User(
+        id=str(who["id"]),
+        name=str(who.get("name", "")),
+        is_admin=bool(who.get("is_admin")),
+        roles=frozenset(who.get("roles", ())),
+    )
+    return user, Place(**where)
+
+
+class BatchQueue:
+    """Starts the jobs of run batches as places free (see the module docstring); a service."""
+
+    def __init__(
+        self,
+        images: ImageJobs,
+        store: Preferences,
+        admission: JobAdmission,
+        tiers: Tiers,
+        outbox: Outbox,
+        *,
+        every: float = QUEUE_SECONDS,
+    ) -> None:
+        self._images = images
+        self._store = store
+        self._admission = admission
+        self._tiers = tiers
+        self._outbox = outbox
+        self._every = every
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Start looking for queued jobs."""
+        self._task = asyncio.create_task(self._loop(), name="genbot-batch-queue")
+
+    async def stop(self) -> None:
+        """Stop looking (a job being started finishes its start first: the task is cancelled
+        between batches only when it sleeps)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._every)
+            try:
+                for batch in await self._store.running_batches():
+                    await self.advance(batch)
+            except StorageError as error:
+                log.warning("could not read the queued jobs: %s", error)
+            except Exception:
+                log.exception("starting queued jobs failed")
+
+    async def advance(self, batch: Batch, origin: Event | None = None) -> Advanced:
+        """Start the jobs of ``batch`` that fit now, in order (``origin``: the Run press they
+        answer, if any)."""
+        async with self._locks.setdefault(batch.id, asyncio.Lock()):
+            done = await self._advance(batch.id, origin)
+        if done.waiting == 0:
+            self._locks.pop(batch.id, None)
+        return done
+
+    async def _advance(self, batch_id: str, origin: Event | None) -> Advanced:
+        batch = await self._store.batch(batch_id)
+        done = Advanced()
+        if batch is None or batch.outcome != "run":
+            return done
+        user, place = requester(batch)
+        jobs: list[dict[str, OptionValue]] = batch.command["jobs"]
+        kept: Mapping[str, Mapping[str, Any]] = batch.command.get("attachments", {})
+        attachments = {name: Attachment(**fields) for name, fields in kept.items()}
+        started = batch.started
+        while started < len(jobs):
+            if await self._full(user, place):
+                break
+            options = jobs[started]
+            command = Command(
+                user=user,
+                place=place,
+                context=origin.context if origin is not None else None,
+                name="imagine",
+                options=options,
+                attachments=attachments,
+                key=f"{batch.id}#{started + 1}",
+            )
+            try:
+                await self._images.on_command(command, options)
+                done.started += 1
+            except (UserError, CommandError) as error:
+                if await self._full(user, place):
+                    break
+                done.refused.append(f"{options.get('prompt')}: {error}")
+            started += 1
+            await self._store.mark_started(batch.id, started)
+        done.waiting = len(jobs) - started
+        if done.refused and origin is None:
+            await self._tell(user, place, done.refused)
+        return done
+
+    async def _full(self, user: User, place: Place) -> bool:
+        """Whether ``user`` is at their cap of jobs at once."""
+        quota = self._tiers.quota_for(place.platform, user)
+        if quota.max_active <= 0:
+            return False
+        refusal = await self._admission.quota_refusal(place.platform, user.id, quota)
+        return refusal is not None and refusal.limit == "max_active"
+
+    async def _tell(self, user: User, place: Place, refused: list[str]) -> None:
+        text = "Queued jobs of yours could not start: " + "; ".join(refused)
+        message = OutMessage(text, mention_user_id=user.id)
+        try:
+            await self._outbox.write(place, Post(message), WritePolicy.MUST_DELIVER)
+        except Exception as error:
+            log.warning("could not tell %s why queued jobs did not start: %s", user.id, error)

@@ -1,0 +1,250 @@
+"""Several jobs from one ``/imagine``, and the cost before the click.
+
+``{red, blue} fox`` expands into one job per combination and ``--repeat N`` runs each N times
+(:func:`bot.kernel.permutations`), at most ``[limits] max_jobs_per_command``: past it the command
+is refused, saying why, before anything is stored or sent. A command that would start more than
+one job, or whose jobs are estimated to cost more than ``[limits] confirm_above_credits``, first
+shows its user a private preview — the prompts that will run, the estimated credits (what this
+deployment was charged lately for such jobs, :meth:`Estimates.credits`, else genbot's defaults),
+and the user's budget left — with Run and Cancel. Anything else starts at once, as before.
+
+The preview is stored (a :class:`storage.Batch`) and expires after :data:`PREVIEW_SECONDS`.
+Run settles it in the database first (:meth:`storage.Preferences.settle_batch`: one press, in
+one process, wins; the others are told it ran), then starts exactly the stored jobs, each keyed
+``<batch>#<n>`` so that no job of it can start twice. The ref check (:mod:`bot.refs`) lets only
+the user who ran the command press them, in its workspace.
+
+The jobs of a batch count against the user's cap on jobs at once like any other: Run starts
+those that fit, and the rest wait in the queue (:mod:`bot.features.jobs.batch_queue`), each
+starting when one of the user's jobs ends; the preview and Run's answer say how many wait, and
+each job's progress shows its place among the user's jobs ("your job 3 of 4").
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, ClassVar, Final
+
+from bot.features.jobs.admission import WRITTEN_MODES, Tiers
+from bot.features.jobs.batch_queue import BatchQueue
+from bot.features.jobs.estimates import Estimates
+from bot.features.jobs.images import ImageJobs
+from bot.kernel import (
+    PROCESS_MODES,
+    Attachment,
+    Button,
+    ButtonPress,
+    Command,
+    LimitsSettings,
+    ModalSubmit,
+    OptionValue,
+    OutMessage,
+    SendsPrivately,
+    UserError,
+    permutations,
+    take_repeat,
+)
+from bot.outbox import Notice, Outbox, Private, WritePolicy
+from bot.refs import BatchReferent, RefKind
+from storage import Batch, JobAdmission, Preferences, UsageLedger
+
+PREVIEW_SECONDS: Final = 300.0
+"""How long a preview's Run and Cancel work."""
+RUN: Final = "batch_run"
+CANCEL: Final = "batch_cancel"
+SHOWN_PROMPTS: Final = 10
+
+
+class Batches:
+    """``/imagine`` of one job or several, with the preview (see the module docstring)."""
+
+    commands = frozenset({"imagine"})
+    actions: ClassVar[Mapping[str, RefKind]] = {RUN: RefKind.BATCH, CANCEL: RefKind.BATCH}
+
+    def __init__(
+        self,
+        images: ImageJobs,
+        queue: BatchQueue,
+        store: Preferences,
+        admission: JobAdmission,
+        ledger: UsageLedger,
+        outbox: Outbox,
+        tiers: Tiers,
+        estimates: Estimates,
+        limits: LimitsSettings,
+    ) -> None:
+        self._images = images
+        self._queue = queue
+        self._store = store
+        self._admission = admission
+        self._ledger = ledger
+        self._outbox = outbox
+        self._tiers = tiers
+        self._estimates = estimates
+        self._limits = limits
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """Start the job at once, or show the preview of the jobs (see the module docstring)."""
+        prompt, written = take_repeat(str(options["prompt"]))
+        if written is not None and "repeat" in options:
+            raise UserError("--repeat was given twice (in the prompt and as an option).")
+        repeat = written or int(options.get("repeat") or 1)
+        single = {name: value for name, value in options.items() if name != "repeat"}
+        prompts = permutations(prompt, self._limits.max_jobs_per_command, repeat)
+        jobs = [{**single, "prompt": prompt} for prompt in prompts]
+        if len(jobs) == 1 and not self._may_cost_over(self._limits.confirm_above_credits):
+            await self._images.on_command(event, jobs[0])
+            return
+        mode = await self._mode(event, single)
+        each, recorded = self._estimates.credits(f"task:imagine:{mode}")
+        if len(jobs) == 1 and each <= self._limits.confirm_above_credits:
+            await self._images.on_command(event, jobs[0])
+            return
+        if not self._outbox.can(event.place.platform, SendsPrivately):
+            raise UserError("This platform cannot show a private preview: run one job at a time.")
+        for attachment in event.attachments.values():
+            if attachment.data is not None and not attachment.url:
+                raise UserError("Jobs with uploaded images run one at a time: drop {…}/--repeat.")
+        batch = Batch(
+            id=secrets.token_urlsafe(9),
+            platform=event.place.platform,
+            workspace_id=event.place.workspace_id,
+            channel_id=event.place.channel_id,
+            requester_id=event.user.id,
+            command={
+                "jobs": jobs,
+                "attachments": {n: _kept(a) for n, a in event.attachments.items()},
+                "user": {**asdict(event.user), "roles": sorted(event.user.roles)},
+                "place": asdict(event.place),
+            },
+            total=len(jobs),
+            created_at=self._store.clock(),
+            expires_at=self._store.clock() + PREVIEW_SECONDS,
+        )
+        await self._store.save_batch(batch)
+        text = await self._preview_text(event, prompts, mode, each, recorded)
+        buttons = (
+            Button(f"Run {len(jobs)} jobs" if len(jobs) > 1 else "Run", RUN, batch.id, "primary"),
+            Button("Cancel", CANCEL, batch.id, "secondary"),
+        )
+        message = OutMessage(text, buttons=(buttons,))
+        await self._outbox.write(event.place, Private(event, message), WritePolicy.NOW)
+
+    def _may_cost_over(self, threshold: int) -> bool:
+        """Whether one imagine, in some mode, is estimated above ``threshold`` (``0``: never
+        asks): else a single job starts without reading the user's default mode."""
+        if threshold == 0:
+            return False
+        return any(
+            self._estimates.credits(f"task:imagine:{mode}")[0] > threshold for mode in PROCESS_MODES
+        )
+
+    async def _mode(self, event: Command, options: Mapping[str, OptionValue]) -> str:
+        given = options.get("process_mode")
+        if isinstance(given, str) and given:
+            return given
+        written = [w for w in str(options.get("prompt", "")).split() if w in WRITTEN_MODES]
+        if written:
+            return written[-1].removeprefix("--")
+        return await self._images.mode_for(event) or "relax"
+
+    async def _free(self, event: Command, count: int) -> int | None:
+        """How many of ``count`` jobs may start now within the user's cap of jobs at once
+        (None: no cap)."""
+        platform, user = event.place.platform, event.user
+        quota = self._tiers.quota_for(platform, user)
+        if quota.max_active <= 0:
+            return None
+        refusal = await self._admission.quota_refusal(platform, user.id, quota, pending=count - 1)
+        if refusal is None or refusal.limit != "max_active":
+            return None
+        running = max(0, refusal.used - (count - 1))
+        return max(0, refusal.allowed - running)
+
+    async def _preview_text(
+        self, event: Command, prompts: Sequence[str], mode: str, each: int, recorded: bool
+    ) -> str:
+        count = len(prompts)
+        total = each * count
+        source = (
+            "what such jobs were charged here lately"
+            if recorded
+            else "genbot's default price, until it has recorded what such jobs cost here"
+        )
+        lines = [
+            f"**{count} {'jobs' if count > 1 else 'job'}** of /imagine ({mode}) — estimated "
+            f"**{total} credits** ({count} × {each}: {source}):"
+        ]
+        lines += [f"{n}. {prompt}" for n, prompt in enumerate(prompts[:SHOWN_PROMPTS], 1)]
+        if count > SHOWN_PROMPTS:
+            lines.append(f"… and {count - SHOWN_PROMPTS} more")
+        lines.append(await self._budget_line(event, total))
+        free = await self._free(event, count)
+        if free is not None and free < count:
+            lines.append(
+                f"Your jobs at once are capped: {free} start at once, the other {count - free} "
+                "wait in the queue and start as your jobs finish."
+            )
+        minutes = round(PREVIEW_SECONDS / 60)
+        lines.append(f"Press Run to start them, or Cancel; this preview expires in {minutes} min.")
+        return "\n".join(lines)
+
+    async def _budget_line(self, event: Command, total: int) -> str:
+        platform, user = event.place.platform, event.user
+        quota = self._tiers.quota_for(platform, user)
+        if quota.max_daily_credits <= 0:
+            return "You have no daily credit budget."
+        spent = (await self._ledger.spent(platform, user.id, quota.refill)).credits
+        left = max(0, quota.max_daily_credits - spent)
+        line = f"Your budget left: {left} of {quota.max_daily_credits} credits."
+        if total > left:
+            line += " These jobs may cost more: the ones past it will be refused."
+        return line
+
+    async def on_button(self, event: ButtonPress, referent: BatchReferent) -> None:
+        """Run the previewed jobs (once), or cancel them."""
+        batch = referent.batch
+        if event.action == CANCEL:
+            if await self._store.settle_batch(batch.id, "cancelled"):
+                await self._tell(event, "Cancelled: nothing was started.")
+            else:
+                await self._tell(event, await self._settled(batch.id))
+            return
+        if not await self._store.settle_batch(batch.id, "run"):
+            await self._tell(event, await self._settled(batch.id))
+            return
+        done = await self._queue.advance(batch, event)
+        waiting, total = done.waiting, batch.total
+        if not waiting:
+            notes = [f"All {total} jobs started." if total > 1 else "Started."]
+        else:
+            notes = [
+                f"{total - waiting} of {total} jobs started; {waiting} wait in the queue, each "
+                "starting when one of your jobs finishes (your cap of jobs at once)."
+            ]
+        if done.refused:
+            notes.append("Not started: " + "; ".join(done.refused))
+        await self._tell(event, " ".join(notes))
+
+    async def _settled(self, batch_id: str) -> str:
+        batch = await self._store.batch(batch_id)
+        if batch is not None and batch.outcome == "run":
+            return "These jobs were started already (their progress is in the channel)."
+        if batch is not None and batch.outcome == "cancelled":
+            return "You cancelled these jobs: run the command again to start them."
+        return "This preview expired: run the command again."
+
+    async def _tell(self, event: ButtonPress, text: str) -> None:
+        await self._outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
+
+    async def on_modal(self, event: ModalSubmit, referent: BatchReferent) -> None:
+        """It has no forms."""
+        raise UserError("This form is no longer supported.")
+
+
+def _kept(attachment: Attachment) -> dict[str, Any]:
+    kept = asdict(attachment)
+    kept.pop("data", None)
+    return kept

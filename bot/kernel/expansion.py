@@ -1,0 +1,240 @@
+"""What a prompt stands for before it is read: saved options, the suffix, permutations.
+
+``--neon`` (a user's saved option, ``/prefer option set neon --style raw``) is replaced by its
+text, word for word — URLs, weights and ``::`` untouched — and the user's ``/prefer suffix`` is
+appended; only then is the text parsed and validated (:mod:`bot.kernel.command_text`), so a
+saved option that became invalid is refused like any typed option (and named:
+:func:`name_the_saved`). A ``--word`` that is neither an option of the command, nor a
+Midjourney parameter (:data:`PROMPT_PARAMETERS`), nor a saved option is refused with the names
+the user has. Then ``{red, blue} fox`` expands into one prompt per combination
+(:func:`permutations`; groups multiply, nest, and ``\\,`` is a literal comma), capped. None
+of this reaches the provider: it is genbot's own syntax (docs/provider.md#prompt-syntax).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from bot.kernel.commands import MAX_REPEAT, CommandSpec
+from bot.kernel.errors import CommandError
+
+PROMPT_PARAMETERS = frozenset(
+    {
+        "ar", "aspect", "c", "chaos", "cref", "cw", "draft", "exp", "fast", "iw", "niji",
+        "no", "oref", "ow", "p", "personalize", "profile", "q", "quality", "r", "raw",
+        "relax", "repeat", "s", "sameseed", "seed", "sref", "stop", "style", "stylize", "sv",
+        "sw", "tile", "turbo", "uplight", "upbeta", "upanime", "v", "version", "video", "w",
+        "weird", "hd", "test", "testp", "creative", "motion", "loop", "bs", "end",
+    }
+)  # fmt: skip
+"""The Midjourney parameters a prompt may carry (the provider reads them; genbot passes them
+on): never saved options' names, never refused as unknown."""
+NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+"""A saved option's name: lower case, a letter first, at most 32 letters, digits, ``_``, ``-``."""
+_FLAG_RE = re.compile(r"(?<!\S)(?:--|—)([A-Za-z][\w\-]*)(?=\s|$)")
+_QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
+_REPEAT_RE = re.compile(r"(?<!\S)(?:--|—)(?:repeat|r)(?:\s+|=)(\S+)(?=\s|$)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Spliced:
+    """A text with the user's saved options put in: ``used`` names them with their texts, in
+    the order they appear."""
+
+    text: str
+    used: tuple[tuple[str, str], ...] = ()
+
+
+def command_flags(spec: CommandSpec) -> frozenset[str]:
+    """Every flag ``spec`` reads itself, without dashes (``ar``, ``fast``…)."""
+    flags = [f for o in spec.options for f in (*o.flags, *(v for v, _ in o.flag_values))]
+    return frozenset(flag.removeprefix("--").lower() for flag in flags)
+
+
+def name_problem(name: str, spec: CommandSpec) -> str | None:
+    """Why ``name`` cannot be a saved option's for ``spec``'s prompts, or None."""
+    if NAME_RE.fullmatch(name) is None:
+        return (
+            f"{name!r} cannot name a saved option: use a lower-case letter, then up to 31 "
+            "letters, digits, - or _ (like neon or my-style)."
+        )
+    if name in command_flags(spec) or name in PROMPT_PARAMETERS:
+        return f"--{name} is a parameter already; pick another name for your option."
+    return None
+
+
+def splice(text: str, saved: Mapping[str, str], spec: CommandSpec) -> Spliced:
+    """``text`` with each ``--name`` of ``saved`` replaced by its text (once: a saved text is
+    not expanded again); :class:`CommandError` for a ``--word`` that is neither ``spec``'s
+    option, a Midjourney parameter nor a saved option. Quoted text is left alone."""
+    known = command_flags(spec) | PROMPT_PARAMETERS
+    quoted = [match.span() for match in _QUOTED_RE.finditer(text)]
+    pieces: list[str] = []
+    used: list[tuple[str, str]] = []
+    last = 0
+    for match in _FLAG_RE.finditer(text):
+        if any(start <= match.start() < end for start, end in quoted):
+            continue
+        name = match.group(1).lower()
+        if name in known:
+            continue
+        if name not in saved:
+            raise CommandError(_unknown(name, saved))
+        pieces += [text[last : match.start()], saved[name]]
+        used.append((name, saved[name]))
+        last = match.end()
+    pieces.append(text[last:])
+    return Spliced(" ".join(" ".join(pieces).split()) if used else text, tuple(used))
+
+
+def _unknown(name: str, saved: Mapping[str, str]) -> str:
+    have = ", ".join(f"--{n}" for n in sorted(saved))
+    yours = f"yours are {have}" if have else "you have none yet"
+    return (
+        f"--{name} is not one of your saved options ({yours}; see /prefer option list) nor a "
+        "parameter genbot knows. Save it with /prefer option set "
+        f"{name} <options>, or quote it if it is part of the prompt."
+    )
+
+
+def with_suffix(text: str, suffix: str) -> str:
+    """``text`` with the user's suffix appended (nothing when it is empty)."""
+    return f"{text.rstrip()} {suffix.strip()}" if suffix.strip() else text
+
+
+def name_the_saved(error: CommandError, used: Sequence[tuple[str, str]]) -> CommandError:
+    """``error`` (a validation's) saying which saved options went into the text refused."""
+    if not used:
+        return error
+    named = ", ".join(f"--{name} (`{text}`)" for name, text in used)
+    return CommandError(
+        f"{error} Your saved option {named} was put in; change it with /prefer option set."
+    )
+
+
+# Permutations --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Alternatives:
+    choices: tuple[tuple[_Part, ...], ...]
+
+
+_Part = str | _Alternatives
+
+
+def _parse(text: str, start: int, nested: bool) -> tuple[tuple[tuple[_Part, ...], ...], int]:
+    """Alternatives (split at top-level commas when ``nested``) up to the closing brace."""
+    choices: list[tuple[_Part, ...]] = []
+    parts: list[_Part] = []
+    chars: list[str] = []
+    index = start
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text) and text[index + 1] in ",{}\\":
+            chars.append(text[index + 1])
+            index += 2
+            continue
+        if char == "{":
+            parts.append("".join(chars))
+            chars = []
+            inner, index = _parse(text, index + 1, True)
+            parts.append(_Alternatives(inner))
+            continue
+        if nested and char == ",":
+            choices.append((*parts, "".join(chars)))
+            parts, chars = [], []
+            index += 1
+            continue
+        if char == "}":
+            if not nested:
+                raise CommandError("The prompt has a } without its {: write \\} for a brace.")
+            choices.append((*parts, "".join(chars)))
+            return tuple(choices), index + 1
+        chars.append(char)
+        index += 1
+    if nested:
+        raise CommandError("The prompt has a { that is never closed: {red, blue} fox.")
+    return ((*parts, "".join(chars)),), index
+
+
+def _count(parts: Sequence[_Part]) -> int:
+    return math.prod(
+        sum(_count(choice) for choice in part.choices) if isinstance(part, _Alternatives) else 1
+        for part in parts
+    )
+
+
+def _expand(parts: Sequence[_Part]) -> list[str]:
+    texts = [""]
+    for part in parts:
+        if isinstance(part, _Alternatives):
+            options = [text for choice in part.choices for text in _expand(choice)]
+            texts = [f"{head}{option.strip()}" for head in texts for option in options]
+        else:
+            texts = [head + part for head in texts]
+    return texts
+
+
+def permutation_count(prompt: str) -> int:
+    """How many prompts ``prompt`` expands into (:func:`permutations`), without making them."""
+    if not any(char in prompt for char in "{}\\"):
+        return 1
+    (parts,), _ = _parse(prompt, 0, False)
+    return _count(parts)
+
+
+def permutations(prompt: str, cap: int, repeat: int = 1) -> list[str]:
+    """The prompts ``prompt`` expands into, each ``repeat`` times in a row (``{red, blue} fox``
+    → ``red fox``, ``blue fox``); :class:`CommandError` explaining the cap when they are more
+    than ``cap``, or naming a brace out of place."""
+    count = permutation_count(prompt)
+    total = count * repeat
+    if total > cap:
+        made = f"{count} prompts × --repeat {repeat}" if repeat > 1 and count > 1 else ""
+        made = made or (f"--repeat {repeat}" if repeat > 1 else f"{count} prompts")
+        raise CommandError(
+            f"This would start {total} jobs ({made}); genbot starts at most {cap} jobs for one "
+            "command ([limits] max_jobs_per_command), so each stays a choice you can follow. "
+            "Use fewer {…} choices or a smaller --repeat."
+        )
+    if count == 1 and not any(char in prompt for char in "{}\\"):
+        return [prompt] * repeat
+    (parts,), _ = _parse(prompt, 0, False)
+    return [" ".join(text.split()) for text in _expand(parts) for _ in range(repeat)]
+
+
+def take_repeat(prompt: str) -> tuple[str, int | None]:
+    """``--repeat N`` written in a prompt (where a platform's typed options leave it: Discord's
+    prompt), taken out of it: the prompt without it and N (None when it has none);
+    :class:`CommandError` for an N that is not 1 to :data:`MAX_REPEAT`."""
+    found = _REPEAT_RE.search(prompt)
+    if found is None:
+        return prompt, None
+    word = found.group(1)
+    if not word.isdigit() or not 1 <= int(word) <= MAX_REPEAT:
+        raise CommandError(
+            f"--repeat must be a whole number from 1 to {MAX_REPEAT} (got {word!r})."
+        )
+    rest = f"{prompt[: found.start()]} {prompt[found.end() :]}"
+    return " ".join(rest.split()), int(word)
+
+
+CHOICE_LENGTH = 100
+"""The longest value a platform's picker takes (Discord's autocomplete)."""
+
+
+def completions(current: str, names: Sequence[str], limit: int = 25) -> list[str]:
+    """What a picker offers for a prompt being typed: when its last word starts ``--``, the
+    prompt completed with each saved option's name it begins (at most ``limit``, none longer
+    than :data:`CHOICE_LENGTH`); else nothing."""
+    head, _, last = current.rpartition(" ")
+    if not last.startswith(("--", "—")):
+        return []
+    typed = last.lstrip("-—").lower()
+    lead = f"{head} " if head else ""
+    found = [f"{lead}--{name}" for name in sorted(names) if name.startswith(typed)]
+    return [text for text in found if len(text) <= CHOICE_LENGTH][:limit]

@@ -1,0 +1,145 @@
+"""Several jobs from one /imagine: the preview's Run starts them once, pressed on two processes of
+one PostgreSQL database at once; jobs past the cap of jobs at once wait in the queue and start as
+places free, after a restart too; Cancel starts nothing — the real core against the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from bot.kernel import ButtonPress, Event, OutMessage
+from simulator.server import RunningSimulator, serve
+from storage import ALL_STATUSES, Job
+from tests.bot.features.chat.support import ALICE, CHANNEL, ROOMY, sim_config
+from tests.bot.harness import Genbot, running_genbot
+from tests.fakes.platform import Actor, FakePlatform
+from tests.postgres import PostgresCluster
+
+
+class PrivatePlatform(FakePlatform):
+    """The fake platform, showing private messages (the previews) too."""
+
+    def __init__(self) -> None:
+        super().__init__(profile=ROOMY)
+        self.privates: list[OutMessage] = []
+
+    async def send_private(self, origin: Event, message: OutMessage) -> None:
+        self.privates.append(message)
+        await self._notify()
+
+
+def imagined(sim: RunningSimulator) -> list[str]:
+    return sorted(r.body["prompt"] for r in sim.state.requests_to("/gen/v2/imagine"))
+
+
+async def jobs_of(bot: Genbot) -> list[Job]:
+    return await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
+
+
+async def run_pressed(bot: Genbot, platform: PrivatePlatform, label: str = "Run 4 jobs") -> None:
+    """ALICE presses ``label`` on the newest preview, through ``bot``."""
+    [button] = [b for row in platform.privates[-1].buttons for b in row if b.label == label]
+    await bot.core.handle(
+        ButtonPress(user=ALICE, place=CHANNEL, message_id="p", action=button.action, ref=button.ref)
+    )
+
+
+async def until(condition: Any, seconds: float = 15.0) -> None:
+    async with asyncio.timeout(seconds):
+        while True:
+            if await condition():
+                return
+            await asyncio.sleep(0.05)
+
+
+async def test_run_pressed_on_two_processes_starts_the_previewed_jobs_once(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    platform = PrivatePlatform()
+    on_postgres: dict[str, Any] = {
+        "platform": platform,
+        "storage_url": postgres.create_database(),
+        "limits": {"max_concurrent_jobs_per_user": 4},
+    }
+    async with (
+        serve(sim_config(time_scale=0.003)) as sim,
+        running_genbot(sim, tmp_path / "a.db", **on_postgres) as first,
+        running_genbot(sim, tmp_path / "b.db", **on_postgres) as second,
+    ):
+        await Actor(first.core, platform, ALICE, CHANNEL).command(
+            "imagine", "{red, blue} fox --repeat 2"
+        )
+        [preview] = platform.privates
+        assert "**4 jobs**" in preview.text and "estimated **16 credits**" in preview.text
+        assert imagined(sim) == [] and await jobs_of(first) == []
+
+        await asyncio.gather(run_pressed(first, platform), run_pressed(second, platform))
+        await until(lambda: asyncio.sleep(0, len(imagined(sim)) == 4))
+        await asyncio.sleep(0.3)
+        assert imagined(sim) == ["blue fox", "blue fox", "red fox", "red fox"]
+        assert len(await jobs_of(second)) == 4
+        assert sorted(platform.ephemerals_for(ALICE.id)) == [
+            "All 4 jobs started.",
+            "These jobs were started already (their progress is in the channel).",
+        ]
+
+
+async def test_jobs_past_the_cap_wait_in_the_queue_and_start_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    platform = PrivatePlatform()
+    options: dict[str, Any] = {"platform": platform, "limits": {"max_concurrent_jobs_per_user": 1}}
+    db = tmp_path / "genbot.db"
+    async with serve(sim_config(time_scale=1.0, clock_start=1_700_000_000)) as sim:
+        async with running_genbot(sim, db, **options) as bot:
+            await Actor(bot.core, platform, ALICE, CHANNEL).command("imagine", "{a, b, c} owl")
+            assert "1 start at once, the other 2 wait" in platform.privates[0].text
+            await run_pressed(bot, platform, "Run 3 jobs")
+            assert imagined(sim) == ["a owl"]
+            [told] = platform.ephemerals_for(ALICE.id)
+            assert told.startswith("1 of 3 jobs started; 2 wait in the queue")
+        sim.advance(3600)
+        async with running_genbot(sim, db, **options) as bot:
+            await until(lambda: asyncio.sleep(0, len(imagined(sim)) == 2))
+            sim.advance(3600)
+            await until(lambda: asyncio.sleep(0, len(imagined(sim)) == 3))
+            assert imagined(sim) == ["a owl", "b owl", "c owl"]
+            assert len(await jobs_of(bot)) == 3
+
+
+async def test_a_cancelled_preview_starts_nothing(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    async with (
+        serve(sim_config(time_scale=0.003)) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", platform=platform) as bot,
+    ):
+        await Actor(bot.core, platform, ALICE, CHANNEL).command("imagine", "a fox --repeat 2")
+        await run_pressed(bot, platform, "Cancel")
+        await run_pressed(bot, platform, "Run 2 jobs")
+        assert platform.ephemerals_for(ALICE.id) == [
+            "Cancelled: nothing was started.",
+            "You cancelled these jobs: run the command again to start them.",
+        ]
+        assert imagined(sim) == [] and await jobs_of(bot) == []
+
+
+async def test_one_job_estimated_above_the_threshold_is_previewed_first(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    options: dict[str, Any] = {"platform": platform, "limits": {"confirm_above_credits": 5}}
+    async with (
+        serve(sim_config(time_scale=0.003)) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", **options) as bot,
+    ):
+        actor = Actor(bot.core, platform, ALICE, CHANNEL)
+        await actor.command("imagine", "a cheap fox --relax")
+        assert imagined(sim) == ["a cheap fox"] and platform.privates == []
+
+        await actor.command("imagine", "a dear fox --fast")
+        [preview] = platform.privates
+        assert preview.text.startswith("**1 job** of /imagine (fast) — estimated **8 credits**")
+        assert [b.label for row in preview.buttons for b in row] == ["Run", "Cancel"]
+        assert imagined(sim) == ["a cheap fox"]
+        await run_pressed(bot, platform, "Run")
+        assert imagined(sim) == ["a cheap fox", "a dear fox"]
+        assert platform.ephemerals_for(ALICE.id) == ["Started."]

@@ -1,0 +1,93 @@
+"""Prompt expansion: saved options spliced in word for word, unknown ``--names`` refused,
+the suffix, and ``{a, b}`` permutations with their cap."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.kernel import (
+    CommandError,
+    command,
+    name_problem,
+    name_the_saved,
+    permutation_count,
+    permutations,
+    splice,
+    take_repeat,
+    with_suffix,
+)
+
+IMAGINE = command("imagine")
+URL = "https://example.com/neon.png?x=1&y={2}"
+
+
+def test_a_saved_option_is_spliced_in_word_for_word() -> None:
+    saved = {"neon": f"--style raw --sref {URL} --sw 200"}
+    spliced = splice("a city --neon --ar 16:9", saved, IMAGINE)
+    assert spliced.text == f"a city --style raw --sref {URL} --sw 200 --ar 16:9"
+    assert spliced.used == (("neon", saved["neon"]),)
+    assert splice("a city --NEON", saved, IMAGINE).text.endswith("--sw 200")
+
+
+def test_parameters_and_the_commands_flags_are_never_saved_names() -> None:
+    kept = "a fox --v 6 --chaos 20 --sref https://x/y.png --fast --repeat 2 --ar 1:1"
+    assert splice(kept, {}, IMAGINE).text == kept
+    assert name_problem("ar", IMAGINE) is not None
+    assert name_problem("sref", IMAGINE) is not None
+    assert name_problem("fast", IMAGINE) is not None
+    assert name_problem("Neon!", IMAGINE) is not None
+    assert name_problem("neon", IMAGINE) is None
+
+
+def test_an_unknown_name_is_refused_with_the_users_names() -> None:
+    with pytest.raises(CommandError, match=r"--nein is not one of your saved options.*--neon"):
+        splice("a city --nein", {"neon": "--style raw"}, IMAGINE)
+    with pytest.raises(CommandError, match="you have none yet"):
+        splice("a city --nein", {}, IMAGINE)
+    assert splice('a city "--nein"', {}, IMAGINE).text == 'a city "--nein"'
+
+
+def test_a_refusal_after_an_expansion_names_the_saved_option() -> None:
+    error = name_the_saved(CommandError("--ar must look like 16:9."), [("wide", "--ar 99")])
+    assert "--wide (`--ar 99`)" in str(error)
+
+
+def test_the_suffix_is_appended() -> None:
+    assert with_suffix("a fox ", "--v 6") == "a fox --v 6"
+    assert with_suffix("a fox", " ") == "a fox"
+
+
+def test_permutations_multiply_nest_and_repeat() -> None:
+    assert permutations("{red, blue} fox", 10) == ["red fox", "blue fox"]
+    assert permutations("{red, blue} fox", 10, repeat=2) == [
+        "red fox", "red fox", "blue fox", "blue fox",
+    ]  # fmt: skip
+    assert permutations("a {big, small} {cat, dog}", 10) == [
+        "a big cat", "a big dog", "a small cat", "a small dog",
+    ]  # fmt: skip
+    assert permutations("a {red {fox, owl}, blue}", 10) == ["a red fox", "a red owl", "a blue"]
+    assert permutations(r"a {x\, y, z}", 10) == ["a x, y", "a z"]
+    assert permutations("a fox", 10, repeat=3) == ["a fox"] * 3
+    assert permutation_count("{a, b} {c, d, e} {f, g}") == 12
+
+
+def test_permutations_past_the_cap_are_refused_explaining_it() -> None:
+    with pytest.raises(CommandError, match=r"12 jobs \(3 prompts × --repeat 4\).*at most 10"):
+        permutations("{a, b, c} fox", 10, repeat=4)
+    with pytest.raises(CommandError, match="max_jobs_per_command"):
+        permutations("{a, b} {c, d} {e, f} {g, h}", 10)
+
+
+def test_a_stray_brace_is_named() -> None:
+    with pytest.raises(CommandError, match="never closed"):
+        permutations("{red, blue fox", 10)
+    with pytest.raises(CommandError, match="without its"):
+        permutations("red} fox", 10)
+
+
+def test_a_written_repeat_is_taken_out_of_the_prompt() -> None:
+    assert take_repeat("{red, blue} fox --repeat 2 --v 6") == ("{red, blue} fox --v 6", 2)
+    assert take_repeat("a fox --r=3") == ("a fox", 3)
+    assert take_repeat("a fox --raw") == ("a fox --raw", None)
+    with pytest.raises(CommandError, match="1 to 40"):
+        take_repeat("a fox --repeat 0")
