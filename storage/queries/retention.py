@@ -38,6 +38,8 @@ ERASED: Final[dict[str, str]] = {
     "playground_messages": "their messages, answers to them and their DM (the web adapter)",
     "playground_images": "the images only those messages showed (the web adapter)",
     "hosted_media": "the images hosted for the provider from their uploads (owner), deleted",
+    "saved_options": "their saved options and suffix (/prefer), deleted",
+    "batches": "their previews of several jobs, and jobs of theirs still queued, deleted",
 }
 """How a forgotten user's rows go, per table that can name a user."""
 NAMES_NO_USER: Final = frozenset(
@@ -103,6 +105,8 @@ SQL_FORGET_SETTINGS: Final = (
     "DELETE FROM scope_settings WHERE platform = ? AND kind = 'user' AND scope_id = ?"
 )
 SQL_FORGET_OFFENCES: Final = "DELETE FROM moderation_offences WHERE platform = ? AND user_id = ?"
+SQL_FORGET_SAVED_OPTIONS: Final = "DELETE FROM saved_options WHERE platform = ? AND user_id = ?"
+SQL_FORGET_BATCHES: Final = "DELETE FROM batches WHERE platform = ? AND requester_id = ?"
 SQL_RENAME_RULES: Final = (
     "UPDATE moderation_rules SET added_by = ? WHERE platform = ? AND added_by = ?"
 )
@@ -171,6 +175,8 @@ class Retention:
             gone["settings"] = await tx.execute(SQL_FORGET_SETTINGS, them)
             gone["moderation"] = await tx.execute(SQL_FORGET_OFFENCES, them)
             gone["uploads"] = await tx.execute(SQL_FORGET_HOSTED, (f"{platform}:{user_id}",))
+            gone["saved_options"] = await tx.execute(SQL_FORGET_SAVED_OPTIONS, them)
+            gone["batches"] = await tx.execute(SQL_FORGET_BATCHES, them)
             await tx.execute(SQL_RENAME_RULES, (pseudonym, *them))
             await tx.execute(SQL_DROP_REFUSED, them)
             quoted = (f'"{user_id}"', f'"{pseudonym}"')

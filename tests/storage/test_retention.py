@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from storage import (
+    Batch,
     ConversationKey,
     Cutoffs,
     Job,
@@ -16,6 +17,7 @@ from storage import (
     PlaygroundImage,
     PlaygroundMessage,
     Purged,
+    SavedOption,
     Store,
 )
 from storage.queries.retention import ERASED, NAMES_NO_USER
@@ -67,6 +69,13 @@ async def everything_about(store: Store, clock: ManualClock, user: str, other: s
     caps = MediaCaps(total=10**6, per_owner=10**6)
     for owner in (user, other):
         await store.media.put(f"{owner}.png", f"web:{owner}", "image/png", b"\x89PNG", 3600, caps)
+    await store.preferences.set_option("web", user, SavedOption("neon", "--style raw"))
+    batch = Batch(
+        id="b1", platform="web", workspace_id="web", channel_id=DM, requester_id=user,
+        command={"jobs": [{"prompt": "a fox"}] * 2}, created_at=clock(),
+        expires_at=clock() + 300, total=2,
+    )  # fmt: skip
+    await store.preferences.save_batch(batch)
     for kind, actor, target in (
         ("moderation.refused", "genbot", user),
         ("moderation.banned", other, user),
@@ -117,7 +126,7 @@ async def test_forgetting_leaves_no_row_naming_the_user_in_any_table(
     assert sorted(deleted) == ["p1", "p2"]
     assert gone == {
         "jobs": 1, "conversations": 1, "feedback": 1, "usage": 2, "settings": 1,
-        "moderation": 1, "uploads": 1, "audit_entries": 4,
+        "moderation": 1, "uploads": 1, "saved_options": 1, "batches": 1, "audit_entries": 4,
     }  # fmt: skip
     assert await rows_naming(store, OTHER) == others, "everyone else's rows stay"
     assert await rows_naming(store, pseudonym) == {"audit_log": 4, "moderation_rules": 1}
