@@ -85,7 +85,6 @@ from bot.kernel.events import (
     User,
     UserMessage,
 )
-from bot.kernel.gallery import GalleryPage, GalleryResult, ResultGallery
 from bot.kernel.expansion import (
     Spliced,
     completions,
@@ -97,6 +96,7 @@ from bot.kernel.expansion import (
     take_repeat,
     with_suffix,
 )
+from bot.kernel.gallery import GalleryPage, GalleryResult, ResultGallery
 from bot.kernel.media import (
     MAX_REDIRECTS,
     ImageBytes,

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, ClassVar, Final
 
-from bot.features.jobs.admission import WRITTEN_MODES, Tiers
+from bot.features.jobs.admission import Tiers
 from bot.features.jobs.batch_queue import BatchQueue
 from bot.features.jobs.estimates import Estimates
 from bot.features.jobs.images import ImageJobs
@@ -55,6 +55,8 @@ PREVIEW_SECONDS: Final = 300.0
 RUN: Final = "batch_run"
 CANCEL: Final = "batch_cancel"
 SHOWN_PROMPTS: Final = 10
+WRITTEN_MODES: Final = ("--relax", "--fast", "--turbo")
+"""Modes a prompt may name itself (the last one counts)."""
 
 
 class Batches:
