@@ -330,6 +330,7 @@ def build_job_engines(
         PreviewButtons(starter, images, media),
         Batches(
             images,
+            starter,
             queue,
             store.preferences,
             store.admission,

@@ -8,7 +8,9 @@ shows its user a private preview — the prompts that will run, the estimated cr
 deployment was charged lately for such jobs, :meth:`Estimates.credits`, else genbot's defaults),
 and the user's budget left — with Run and Cancel. Anything else starts at once, as before.
 
-The preview is stored (a :class:`storage.Batch`) and expires after :data:`PREVIEW_SECONDS`.
+The preview is stored (a :class:`storage.Batch`) and expires after :data:`PREVIEW_SECONDS`;
+images sent with the command that have no link the provider can fetch (the playground's
+uploads, Slack's private files) are hosted first, so the batch keeps links only.
 Run settles it in the database first (:meth:`storage.Preferences.settle_batch`: one press, in
 one process, wins; the others are told it ran), then starts exactly the stored jobs, each keyed
 ``<batch>#<n>`` so that no job of it can start twice. The ref check (:mod:`bot.refs`) lets only
@@ -24,13 +26,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, ClassVar, Final
 
 from bot.features.jobs.admission import Tiers
 from bot.features.jobs.batch_queue import BatchQueue
 from bot.features.jobs.estimates import Estimates
 from bot.features.jobs.images import ImageJobs
+from bot.features.jobs.starter import JobStarter
 from bot.kernel import (
     PROCESS_MODES,
     Attachment,
@@ -68,6 +71,7 @@ class Batches:
     def __init__(
         self,
         images: ImageJobs,
+        starter: JobStarter,
         queue: BatchQueue,
         store: Preferences,
         admission: JobAdmission,
@@ -78,6 +82,7 @@ class Batches:
         limits: LimitsSettings,
     ) -> None:
         self._images = images
+        self._starter = starter
         self._queue = queue
         self._store = store
         self._admission = admission
@@ -106,9 +111,7 @@ class Batches:
             return
         if not self._outbox.can(event.place.platform, SendsPrivately):
             raise UserError("This platform cannot show a private preview: run one job at a time.")
-        for attachment in event.attachments.values():
-            if attachment.data is not None and not attachment.url:
-                raise UserError("Jobs with uploaded images run one at a time: drop {…}/--repeat.")
+        attachments = await self._hosted(event)
         batch = Batch(
             id=secrets.token_urlsafe(9),
             platform=event.place.platform,
@@ -117,7 +120,7 @@ class Batches:
             requester_id=event.user.id,
             command={
                 "jobs": jobs,
-                "attachments": {n: _kept(a) for n, a in event.attachments.items()},
+                "attachments": {n: _kept(a) for n, a in attachments.items()},
                 "user": {**asdict(event.user), "roles": sorted(event.user.roles)},
                 "place": asdict(event.place),
             },
@@ -133,6 +136,22 @@ class Batches:
         )
         message = OutMessage(text, buttons=(buttons,))
         await self._outbox.write(event.place, Private(event, message), WritePolicy.NOW)
+
+    async def _hosted(self, event: Command) -> dict[str, Attachment]:
+        """``event``'s images, those the provider could not fetch from their own link (bytes
+        only, a platform's private file) hosted first: a batch keeps links, and any process may
+        run it (its hosted images are in the shared storage for ``[webhook]``'s hour)."""
+        kept = dict(event.attachments)
+        unlinked = {n: a for n, a in kept.items() if a.private or (a.data and not a.url)}
+        if not unlinked:
+            return kept
+        async with self._starter.admitted(event):
+            for name, attachment in unlinked.items():
+                url = await self._starter.attachment_url(
+                    event, attachment, cdn_ok=False, rehost=True
+                )
+                kept[name] = replace(attachment, url=url, data=None, private=False)
+        return kept
 
     def _may_cost_over(self, threshold: int) -> bool:
         """Whether one imagine, in some mode, is estimated above ``threshold`` (``0``: never

@@ -8,10 +8,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from bot.kernel import ButtonPress, Event, OutMessage
+from bot.kernel import Attachment, ButtonPress, Event, OutMessage
 from simulator.server import RunningSimulator, serve
 from storage import ALL_STATUSES, Job
 from tests.bot.features.chat.support import ALICE, CHANNEL, ROOMY, sim_config
+from tests.bot.features.jobs.support import png
 from tests.bot.harness import Genbot, running_genbot
 from tests.fakes.platform import Actor, FakePlatform
 from tests.postgres import PostgresCluster
@@ -143,3 +144,24 @@ async def test_one_job_estimated_above_the_threshold_is_previewed_first(tmp_path
         await run_pressed(bot, platform, "Run")
         assert imagined(sim) == ["a cheap fox", "a dear fox"]
         assert platform.ephemerals_for(ALICE.id) == ["Started."]
+
+
+async def test_an_uploaded_image_is_hosted_before_its_batch_is_stored(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    options: dict[str, Any] = {"platform": platform, "webhooks": True}
+    upload = Attachment("owl.png", data=png(), content_type="image/png")
+    async with (
+        serve(sim_config(time_scale=0.003, insecure_webhooks=True)) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", **options) as bot,
+    ):
+        actor = Actor(bot.core, platform, ALICE, CHANNEL)
+        await actor.command("imagine", "{red, blue} owl --sref #1", upload1=upload)
+        [preview] = platform.privates
+        assert "**2 jobs**" in preview.text
+        [batch] = await bot.store.db.fetch_all("SELECT command FROM batches")
+        assert "data" not in str(batch["command"]), "the batch keeps a link, not the bytes"
+        await run_pressed(bot, platform, "Run 2 jobs")
+        prompts = imagined(sim)
+        assert [p.split(" --sref ")[0] for p in prompts] == ["blue owl", "red owl"]
+        hosted = {p.split(" --sref ")[1] for p in prompts}
+        assert len(hosted) == 1 and hosted.pop().startswith("http://127.0.0.1:")
