@@ -232,13 +232,16 @@ class MessageStore:
         return self._by_id.get(message_id)
 
     def about(self, user_id: str, channel: str) -> list[WebMessage]:
-        """The messages ``user_id`` wrote, that answer or mention them, that only they see, and
-        those of ``channel`` (their DM)."""
+        """The messages ``user_id`` wrote, that answer or mention them, that only they see,
+        that name them (an admin's about them), and those of ``channel`` (their DM)."""
         return [
             m
             for messages in self._channels.values()
             for m in messages
-            if m.channel == channel or user_id in (m.author.get("id"), m.visible_to, m.mention)
+            if m.channel == channel
+            or user_id in (m.author.get("id"), m.visible_to, m.mention)
+            or user_id in m.text
+            or any(user_id in b.custom_id for row in m.buttons for b in row)
         ]
 
     def remove(self, message_id: str) -> WebMessage | None:

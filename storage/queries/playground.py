@@ -14,7 +14,7 @@ from typing import Final
 from storage.queries.base import Clock, Owner
 from storage.queries.grouped import Grouped
 from storage.records.platforms import ImageToSave, MessageToSave, PlaygroundImage, PlaygroundMessage
-from storage.sql.dialect import json_string_inside, marks
+from storage.sql.dialect import marks, text_inside
 from storage.sql.session import Database, Row, Session, from_json, to_json
 
 CHANNEL: Final = "genbot_playground"
@@ -184,12 +184,13 @@ class PlaygroundHistory:
         return await self.db.transaction(work, repeatable=True)
 
     async def forget_user(self, user_id: str, channel: str) -> list[str]:
-        """Delete the messages naming ``user_id`` (theirs, answers to them, those only they
-        see) and those of ``channel`` (their DM), then the images no message shows any more;
-        the ids of the messages deleted."""
+        """Delete the messages naming ``user_id`` anywhere (theirs, answers to them, those only
+        they see, an admin's about them; playground ids are long enough never to be part of
+        another) and those of ``channel`` (their DM), then the images no message shows any
+        more; the ids of the messages deleted."""
 
         async def work(tx: Session) -> list[str]:
-            rows = await tx.fetch_all(SQL_FORGET_USER, (channel, json_string_inside(user_id)))
+            rows = await tx.fetch_all(SQL_FORGET_USER, (channel, text_inside(user_id)))
             if rows:
                 in_use = tx.dialect.json_elements("playground_messages", "image_keys")
                 await tx.execute(SQL_SWEEP_IMAGES.format(in_use))

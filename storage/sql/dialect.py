@@ -110,10 +110,14 @@ POSTGRES: Final = Dialect(
 )
 
 
+def text_inside(text: str) -> str:
+    """A ``LIKE … ESCAPE '\\'`` pattern matching text with ``text`` in it."""
+    return "%" + "".join("\\" + c if c in "\\%_" else c for c in text) + "%"
+
+
 def json_string_inside(text: str) -> str:
     """A ``LIKE … ESCAPE '\\'`` pattern matching JSON (as text) with the string ``text`` in it."""
-    escaped = "".join("\\" + c if c in "\\%_" else c for c in text)
-    return f'%"{escaped}"%'
+    return text_inside(f'"{text}"')
 
 
 def marks(count: int) -> str:

@@ -95,6 +95,9 @@ async def everything_about(store: Store, clock: ManualClock, user: str, other: s
         await store.playground.save_playground_message(saved, [picture], keep=50)
     kept = PlaygroundMessage("p3", "general", False, (), {"author": {"id": other}})
     await store.playground.save_playground_message(kept, [], keep=50)
+    about = {"author": {"id": "genbot"}, "visible_to": "web-admin", "text": f"about `{user}`"}
+    admins = PlaygroundMessage("p4", "general", False, (), about)
+    await store.playground.save_playground_message(admins, [], keep=50)
 
 
 async def test_every_table_is_erased_for_a_user_or_names_none(store: Store) -> None:
@@ -123,7 +126,7 @@ async def test_forgetting_leaves_no_row_naming_the_user_in_any_table(
     deleted = await store.playground.forget_user(USER, DM)
 
     assert await rows_naming(store, USER) == {}
-    assert sorted(deleted) == ["p1", "p2"]
+    assert sorted(deleted) == ["p1", "p2", "p4"], "theirs, their DM, an admin's about them"
     assert gone == {
         "jobs": 1, "conversations": 1, "feedback": 1, "usage": 2, "settings": 1,
         "moderation": 1, "uploads": 1, "saved_options": 1, "batches": 1, "audit_entries": 4,
