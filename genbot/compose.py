@@ -18,7 +18,13 @@ from bot.api import InvalidRequest, ProviderClient
 from bot.api.ratelimit import SharedPacing
 from bot.api.validation import check_webhook_address
 from bot.features.account import AccountFeature, AccountStorage
-from bot.features.archive import ArchiveFeature, ArchivePages, ArchiveStorage, Gallery
+from bot.features.archive import (
+    ArchiveExport,
+    ArchiveFeature,
+    ArchivePages,
+    ArchiveStorage,
+    Gallery,
+)
 from bot.features.audit import AuditAdmin, AuditTrail
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
@@ -461,6 +467,7 @@ def build_core(
         ResultCopies(outbox, jobs.delivery.results, store.message_links),
         refs,
         store.clock,
+        ArchiveExport(store.archive, jobs.media),
     )
     if on_gallery is not None:
         on_gallery(Gallery(store.archive, jobs.delivery.results, refs, store.clock))

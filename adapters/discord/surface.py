@@ -463,9 +463,23 @@ class DiscordSurface:
     async def send_file_privately(
         self, origin: Event, text: str, filename: str, data: bytes
     ) -> None:
-        """The file as an attachment of a private answer (see :meth:`send_private`)."""
-        attached = ImageFile(filename, data, "application/octet-stream")
-        await self.send_private(origin, OutMessage(text=text, images=(attached,)))
+        """The file in the user's direct messages with genbot, and a private answer saying
+        so; where Discord refuses the DM (the user takes none from this server's members), the
+        file is attached to the private answer instead (see :meth:`send_private`)."""
+        file = ImageFile(filename, data, "application/octet-stream")
+        message = OutMessage(text=text, images=(file,))
+        try:
+            async with discord_call("open a DM"):
+                dm = await self.client.create_dm(discord.Object(int(origin.user.id)))
+            dm_place = Place(self.platform, DM_WORKSPACE, str(dm.id), None, True)
+            await self._post(dm_place, message, None)
+        except SurfaceError as refused:
+            _log.info(
+                "no DM to %s (%s): the file goes with the private answer", origin.user.id, refused
+            )
+            await self.send_private(origin, message)
+            return
+        await self.send_ephemeral(origin, f"Sent `{filename}` to your direct messages with genbot.")
 
     async def send_private(self, origin: Event, message: OutMessage) -> None:
         """``message`` (images and buttons too) only ``origin``'s user sees: the interaction's

@@ -302,6 +302,30 @@ class SlackSurface:
             ),
         )
 
+    async def send_file_privately(
+        self, origin: Event, text: str, filename: str, data: bytes
+    ) -> None:
+        """The file in ``origin``'s user's direct messages with genbot (a file cannot be in
+        an ephemeral message), and a private note where they asked saying so."""
+        client = await self.client_for(origin.place.workspace_id)
+        opened = await self._call(
+            "conversations.open", client.conversations_open(users=origin.user.id)
+        )
+        channel = str((opened.get("channel") or {}).get("id") or "")
+        if not channel:
+            raise SurfaceError("Slack opened no direct message channel")
+        await self._call(
+            "files.upload",
+            client.files_upload_v2(
+                channel=channel, content=data, filename=filename, title=filename,
+                initial_comment=text,
+            ),
+        )  # fmt: skip
+        if channel != origin.place.channel_id:
+            await self.send_ephemeral(
+                origin, f"Sent `{filename}` to your direct messages with genbot."
+            )
+
     async def send_private(self, origin: Event, message: OutMessage) -> None:
         """``message`` (images and buttons too) as an ephemeral message to ``origin``'s user
         in its place; its images are uploaded privately as for any message."""

@@ -51,4 +51,5 @@ def build_app(adapter: Serving) -> web.Application:
     app.router.add_post("/api/gallery/form", gallery.form)
     app.router.add_get("/images/{key}/{name}", routes.image)
     app.router.add_get("/uploads/{id}/{name}", routes.upload_file)
+    app.router.add_get("/downloads/{id}/{name}", routes.download)
     return app

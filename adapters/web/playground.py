@@ -42,6 +42,10 @@ from bot.kernel import (
 
 log = logging.getLogger(__name__)
 
+DOWNLOADS_BYTES = 128 * 1024 * 1024
+"""The most bytes of files handed to users (exports) the playground keeps at once."""
+DOWNLOADS_PER_USER = 3
+
 MAX_PENDING_MODALS = 20
 FOLLOW_RETRY_SECONDS = 30.0
 """The longest pause before following again after the history's feed was lost (doubling from
@@ -93,6 +97,8 @@ class Playground:
         self.max_image_memory = max_image_memory
         self.store = MessageStore(max_image_bytes=max_image_memory)
         self.uploads = UploadCache(upload_cache_bytes)
+        self.downloads = UploadCache(DOWNLOADS_BYTES, max_per_user=DOWNLOADS_PER_USER)
+        """Files genbot hands a user (an export), each at a link for them only, for an hour."""
         self.hub = EventHub()
         self.history = history
         self.legacy_file = legacy_file

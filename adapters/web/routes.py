@@ -58,7 +58,7 @@ MULTIPART_OVERHEAD = 4096
 UPLOAD_TIMEOUT = 300.0
 """Seconds an upload may take to arrive (ten images of ``[limits] max_upload_bytes``)."""
 COOKIE_MAX_AGE = 365 * 24 * 3600
-IDENTIFIED_PREFIXES = ("/api/", "/uploads/")
+IDENTIFIED_PREFIXES = ("/api/", "/uploads/", "/downloads/")
 """Paths that act as a user (everything else is the page, its assets and posted images)."""
 WRONG_HOST = (
     "This playground does not answer to that host name; the operator can add it to "
@@ -363,6 +363,23 @@ async def upload_file(request: web.Request) -> web.Response:
         return json_error(404, "No such upload.")
     return web.Response(
         body=stored.data, content_type=stored.content_type, headers={"Cache-Control": "private"}
+    )
+
+
+async def download(request: web.Request) -> web.Response:
+    """A file genbot handed its user (an export), for that user only, until it expires."""
+    stored = request.app[ADAPTER].playground.downloads.get(
+        request.match_info["id"], request[USER].id
+    )
+    if stored is None:
+        return json_error(404, "This download has expired or is not yours.")
+    return web.Response(
+        body=stored.data,
+        content_type=stored.content_type,
+        headers={
+            "Cache-Control": "private, no-store",
+            "Content-Disposition": f'attachment; filename="{stored.filename}"',
+        },
     )
 
 

@@ -11,6 +11,7 @@ from adapters.web.messages import BOT_AUTHOR, WebMessage
 from adapters.web.platform import PLATFORM, PendingModal, WebContext, reply_target, web_place
 from adapters.web.playground import Playground
 from adapters.web.translate import modal_json
+from adapters.web.uploads import UploadCacheFull
 from bot.kernel import (
     Attachment,
     Event,
@@ -23,6 +24,8 @@ from bot.kernel import (
 )
 
 MAX_BUTTON_ROWS = 5
+FILE_TYPES = {"zip": "application/zip", "jsonl": "application/x-ndjson"}
+"""The types of the files genbot hands users (exports), by extension."""
 
 
 class WebSurface:
@@ -106,6 +109,28 @@ class WebSurface:
     async def tell_forgotten(self, origin: Event, text: str) -> None:
         """Show ``text`` to ``origin``'s user only, without keeping it: gone on reload."""
         self.playground.show_unkept(self._private(origin, OutMessage(text=text)))
+
+    async def send_file_privately(
+        self, origin: Event, text: str, filename: str, data: bytes
+    ) -> None:
+        """A private message with a link to the file, for ``origin``'s user only, that expires
+        (:attr:`Playground.downloads`)."""
+        downloads = self.playground.downloads
+        try:
+            with downloads.reserve(len(data)):
+                kind = FILE_TYPES.get(filename.rsplit(".", 1)[-1], "application/octet-stream")
+                file_id, stored = downloads.add(origin.user.id, filename, data, kind)
+        except UploadCacheFull as full:
+            raise SurfaceError(str(full)) from None
+        link = f"{self.playground.url}/downloads/{file_id}/{stored.filename}"
+        minutes = round(downloads.ttl / 60)
+        await self.send_private(
+            origin,
+            OutMessage(
+                text=f"{text}\nDownload: {link} (only you can open it; it expires in {minutes}"
+                " minutes)"
+            ),
+        )
 
     async def send_ephemeral(self, origin: Event, text: str) -> None:
         """Show ``text`` to ``origin``'s user only, marked "only you can see this"."""

@@ -1,6 +1,7 @@
-"""Users' pending uploads, bounded: at most ``max_bytes`` over everyone (those kept and those
+"""Files kept for one user a while — their pending uploads; in a second cache, the files genbot
+hands them (an export) — bounded: at most ``max_bytes`` over everyone (those kept and those
 still arriving), each kept at most ``ttl`` seconds, and per user the latest
-``max_per_user``. An upload that does not fit is refused (:class:`UploadCacheFull`) rather
+``max_per_user``. A file that does not fit is refused (:class:`UploadCacheFull`) rather
 than pushing others out."""
 
 from __future__ import annotations

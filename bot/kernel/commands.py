@@ -442,9 +442,15 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 choices=("me", "workspace"),
                 flags=("--scope",),
             ),
+            Option(
+                "export",
+                "boolean",
+                "Your jobs found, images and a manifest, as a zip sent to you privately",
+                flags=("--export",),
+            ),
         ),
         free_text="text",
-        examples=("/jobs lighthouse --type imagine --date 2026-11",),
+        examples=("/jobs lighthouse --type imagine --date 2026-11", "/jobs export --date 2026-11"),
     ),
     CommandSpec(
         "show",

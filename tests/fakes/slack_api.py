@@ -101,6 +101,7 @@ class SlackWebApi:
             "conversations.replies": self._replies,
             "conversations.history": self._history,
             "conversations.info": self._conversation_info,
+            "conversations.open": self._conversations_open,
             "users.info": self._user_info,
             "usergroups.list": self._usergroups_list,
         }
@@ -242,6 +243,16 @@ class SlackWebApi:
         view.updates.append(view.view)
         view.view = dict(args["view"])
         return {"view": view.payload()}
+
+    def _conversations_open(self, args: Args) -> Args:
+        """The app's direct-message channel with one user (``users``): the same id each time
+        (a group of users is not modelled)."""
+        users = [u for u in str(args.get("users") or "").split(",") if u]
+        if not users:
+            raise SlackError("users_list_not_supplied")
+        if len(users) > 1:
+            raise SlackError("not_implemented_in_fake")
+        return {"channel": {"id": "D" + users[0].removeprefix("U").removeprefix("W")}}
 
     def _replies(self, args: Args) -> Args:
         """The thread oldest first, ``limit`` at a time, continued with ``cursor``."""

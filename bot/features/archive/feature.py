@@ -1,6 +1,7 @@
 """The archive's commands and buttons: ``/jobs`` (a private, paged search of the user's
-finished jobs; admins: the workspace's), ``/show <job id>`` (a finished job posted again here,
-its buttons working) and ℹ️ (a result's info, privately).
+finished jobs; admins: the workspace's; ``/jobs export …``: what it finds as a zip handed
+privately, :mod:`bot.features.archive.export`), ``/show <job id>`` (a finished job posted again
+here, its buttons working) and ℹ️ (a result's info, privately).
 
 Every job named comes through the one ref check (:mod:`bot.refs`): a button's ref is resolved
 by the router before the feature sees it, ``/show``'s id by :meth:`bot.refs.Refs.job_to_show`;
@@ -12,8 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import ClassVar, Final, Protocol
 
+from bot.features.archive.export import ArchiveExport
 from bot.features.archive.info import MOST_ANCESTORS, info_text
 from bot.features.archive.pages import PAGE_ACTION, PAGE_SIZE, SHOW_ACTION, ArchivePages
 from bot.features.archive.search import ArchiveQuery
@@ -26,15 +29,20 @@ from bot.kernel import (
     ModalSubmit,
     OptionValue,
     OutMessage,
+    SendsFilesPrivately,
     SendsPrivately,
     UserError,
 )
-from bot.outbox import Notice, Outbox, Private, WritePolicy
+from bot.outbox import Notice, Outbox, Private, PrivateFile, WritePolicy
 from bot.refs import JobReferent, PageReferent, RefKind
 from storage import Job, JobArchive, JobReader
 
 JOB_ID: Final = re.compile(r"^[A-Za-z0-9_-]{12}$")
 SHOW_HOW: Final = "Say which job: `/show <job id>` (a result's ℹ️ info gives its id)."
+NO_FILES_HERE: Final = (
+    "This platform cannot hand you a file privately: run /jobs export on Discord or in the "
+    "playground."
+)
 
 
 class ShowCheck(Protocol):
@@ -71,10 +79,12 @@ class ArchiveFeature:
         copies: ResultCopies,
         check: ShowCheck,
         clock: Callable[[], float],
+        export: ArchiveExport,
     ) -> None:
         self.store = store
         self.outbox = outbox
         self.pages = pages
+        self.export = export
         self.copies = copies
         self.check = check
         self.clock = clock
@@ -92,7 +102,14 @@ class ArchiveFeature:
                 )
             await self._show(event, await self.check.job_to_show(event, job_id))
             return
+        text = str(options.get("text") or "").strip()
+        exporting = options.get("export") is True or text.lower().split(" ")[0] == "export"
+        if text.lower().split(" ")[0] == "export":
+            options = {**options, "text": text[len("export") :]}
         query = ArchiveQuery.of(event, options, self.clock())
+        if exporting:
+            await self._export(event, query)
+            return
         await self._page(event, query, None)
 
     async def on_button(self, event: ButtonPress, referent: JobReferent | PageReferent) -> None:
@@ -128,6 +145,27 @@ class ArchiveFeature:
             shown, query, more=len(jobs) > PAGE_SIZE, first=after is None
         )
         await self._private(event, message)
+
+    async def _export(self, event: Command, query: ArchiveQuery) -> None:
+        place = event.place
+        if query.workspace:
+            raise UserError("An export holds your own jobs: run `/jobs export` without a scope.")
+        if not self.outbox.can(place.platform, SendsFilesPrivately):
+            raise UserError(NO_FILES_HERE)
+        export = await self.export.build(query.search(event, self.clock()))
+        if not export.jobs:
+            raise UserError("No finished job of yours matches: nothing to export.")
+        stamp = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y%m%d-%H%M")
+        await self.outbox.write(
+            place,
+            PrivateFile(
+                event,
+                f"Your jobs, as a zip: {export.summary()}",
+                f"genbot-jobs-{stamp}.zip",
+                export.data,
+            ),
+            WritePolicy.NOW,
+        )
 
     async def _show(self, event: Event, job: Job) -> None:
         if job.status in ("failed", "failed_posted", "create_failed"):

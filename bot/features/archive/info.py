@@ -52,20 +52,30 @@ def _shown(value: object) -> str | None:
     return None
 
 
-def parameters(job: Job) -> str:
-    """The parameters a job was asked with, ``name value`` joined by `` · ``."""
+def shown_parameters(job: Job) -> dict[str, str]:
+    """The parameters a job was asked with, as shown to its user (no keys, secrets, webhooks;
+    links as "(an image)")."""
     raw: Mapping[str, Any] = (
         DiffusionParams.of(job).body if job.family == "diffusion" else job.parameters
     )
-    shown = []
+    shown = {}
     for name, value in raw.items():
         text = _shown(value)
         if text is not None and name not in HIDDEN_KEYS and "secret" not in name:
-            shown.append(f"{name.replace('_', ' ')} {wording.clip(text, 80)}")
-    return " · ".join(shown)
+            shown[name] = text
+    return shown
 
 
-def _model_and_seed(job: Job) -> tuple[str | None, str | None]:
+def parameters(job: Job) -> str:
+    """The parameters a job was asked with, ``name value`` joined by `` · ``."""
+    return " · ".join(
+        f"{name.replace('_', ' ')} {wording.clip(text, 80)}"
+        for name, text in shown_parameters(job).items()
+    )
+
+
+def model_and_seed(job: Job) -> tuple[str | None, str | None]:
+    """The job's model (or version) and seed, where known."""
     result = JobResult.of(job)
     if job.family == "diffusion":
         meta, body = result.meta, DiffusionParams.of(job).body
@@ -91,7 +101,7 @@ def info_text(job: Job, ancestors: Sequence[Job]) -> str:
         lines.append(f"**Of** {wording.subject(job)}")
     if params := parameters(job):
         lines.append(f"**Parameters** {params}")
-    model, seed = _model_and_seed(job)
+    model, seed = model_and_seed(job)
     facts = [
         f"**Model** {model}" if model else "",
         f"**Seed** {seed}" if seed else "",

@@ -1,11 +1,16 @@
 """End to end, the archive on Discord: ``/jobs`` finds a job by a word of its prompt (privately,
 with its thumbnail), ``/show`` posts it again in another channel with working buttons (U1 on
 the copy starts the right upscale), ℹ️ shows an upscale's parent chain ("Image info" in a
-message's menu: the copy's job), and bad or foreign ids are refused privately — through the
-real discord.py, the fake Discord, the real core and the simulator over HTTP."""
+message's menu: the copy's job), bad or foreign ids are refused privately, and ``/jobs export``
+sends a zip by DM (a private answer says so) whose manifest matches the job (``export`` as the
+text's first word works as the option does) — through the real discord.py, the fake Discord,
+the real core and the simulator over HTTP."""
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -100,3 +105,30 @@ async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(
         assert "no record" in refusals[0]
         assert "`nope` is not a job id" in refusals[1]
         assert len([m for m in fake.bot_messages(random.id) if with_image(m)]) == 2
+
+
+async def test_the_export_is_a_private_zip_whose_manifest_matches(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    db = tmp_path / "genbot.db"
+    async with real_genbot(harness, sim, db, edit_window_seconds=QUICK_WINDOW) as genbot:
+        await fake.slash(alice, general, "imagine", {"prompt": "a lighthouse at dusk"})
+        await image_with(fake, general, "U1")
+        grid = await genbot.posted("imagine")
+
+        await fake.slash(alice, general, "jobs", {"text": "export lighthouse"})
+        assert "to your direct messages" in (await told(fake, alice, 1)).content
+        [answer] = fake.bot_messages(fake.dm_channel(alice).id)
+        [file] = answer.attachments
+        assert file.filename.endswith(".zip") and "1 job(s), 1 image(s)" in answer.content
+        with zipfile.ZipFile(io.BytesIO(file.data)) as archive:
+            manifest = json.loads(archive.read("manifest.json"))
+            [entry] = manifest["jobs"]
+            assert (entry["id"], entry["prompt"]) == (grid.id, "a lighthouse at dusk")
+            assert archive.read(entry["files"][0])[:4] == b"\x89PNG"
+            assert sorted(archive.namelist()) == sorted(["manifest.json", *entry["files"]])
+
+        await fake.slash(alice, general, "jobs", {"text": "windmill", "export": True})
+        assert "nothing to export" in (await told(fake, alice, 2)).content

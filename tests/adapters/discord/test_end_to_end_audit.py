@@ -51,10 +51,12 @@ async def test_a_refusal_and_its_ban_are_exported_privately_as_json_lines(
         assert "**moderation.refused**" in listed.content
 
         await fake.slash(carol, general, "admin audit", {"export": True, "kind": "moderation"})
-        _, exported = await fake.wait_for(
+        _, note = await fake.wait_for(
             lambda: fake.ephemerals_for(carol)[1:] and fake.ephemerals_for(carol),
             what="the export",
         )
+        assert "to your direct messages" in note.content
+        [exported] = fake.bot_messages(fake.dm_channel(carol).id)
         [file] = exported.attachments
         assert file.filename.endswith(".jsonl") and "2 matching entries" in exported.content
         lines = [json.loads(line) for line in file.data.decode().splitlines()]

@@ -1,11 +1,15 @@
 """End to end, the archive on Slack: ``/genbot jobs`` finds a job by a word of its prompt
 (privately), ``/genbot show`` posts it again in another channel with working buttons (U1 on the
-copy starts the right upscale), and ℹ️ Image info in the upscale's overflow menu shows its
-parent chain — signed requests through the real slack-bolt app, the real core and the
-simulator over HTTP."""
+copy starts the right upscale), ℹ️ Image info in the upscale's overflow menu shows its
+parent chain, and ``/genbot jobs export`` uploads a zip into the user's DM (a note where they
+asked says so) whose manifest matches the job — signed requests through the real slack-bolt
+app, the real core and the simulator over HTTP."""
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -76,3 +80,28 @@ async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(
         [shown] = await fake.wait_for(lambda: fake.ephemerals[seen:], WAIT)
         assert f"`{upscale.id}`" in shown.text + str(shown.blocks)
         assert grid.id in str(shown.blocks) and "a lighthouse at dusk" in str(shown.blocks)
+
+
+async def test_the_export_is_a_zip_in_the_users_dm_whose_manifest_matches(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+        await fake.post_command(bot.url, fake.slash_command("/imagine", "a lighthouse at dusk"))
+        await fake.wait_for(bot_message_with_button(fake, "C1", "U1"), WAIT)
+        [made] = await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
+        grid = await bot.settled(made.id)
+
+        seen = len(fake.ephemerals)
+        asked = fake.slash_command("/genbot", "jobs export --type imagine")
+        assert (await fake.post_command(bot.url, asked)).status == 200
+        [note] = await fake.wait_for(lambda: fake.ephemerals[seen:], WAIT)
+        assert "to your direct messages with genbot" in note.text
+        [sent] = [m for m in fake.bot_messages("D1") if m.files]
+        assert "1 job(s), 1 image(s)" in sent.text
+        [file] = sent.files
+        assert file.name.endswith(".zip") and file.data is not None
+        with zipfile.ZipFile(io.BytesIO(file.data)) as archive:
+            [entry] = json.loads(archive.read("manifest.json"))["jobs"]
+            assert (entry["id"], entry["prompt"]) == (grid.id, "a lighthouse at dusk")
+            assert archive.read(entry["files"][0])[:4] == b"\x89PNG"
+        assert not fake.bot_messages("C1")[-1].files, "nothing in the channel"

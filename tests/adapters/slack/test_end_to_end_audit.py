@@ -72,7 +72,9 @@ async def test_admin_actions_refusals_and_bans_are_recorded_and_shown_to_admins(
         [line] = [line for line in about_u3.splitlines() if line.startswith("•")]
         assert "by `U2` `U3`" in line and '"minutes":30' in line
         export = await told("/genbot", "admin audit --days 1 --export", "U2")
-        assert "cannot hand you a file privately" in export, "Slack has no private file"
+        assert "to your direct messages with genbot" in export
+        [sent] = [m for m in fake.bot_messages("D2") if m.files]
+        assert sent.files[0].name.endswith(".jsonl") and sent.files[0].data
 
         entries = await bot.store.audit.entries("slack", fake.team_id)
         assert {e.channel_id for e in entries} == {"C1"}

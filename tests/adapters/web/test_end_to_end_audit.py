@@ -39,5 +39,8 @@ async def test_the_admin_reads_the_log_of_a_rule_a_refusal_and_a_ban(tmp_path: P
             < text.index("**moderation.rule_added**")
         )
         export = await answer("/admin audit --export")
-        assert "playground's admin page" in str(export["text"])
+        link = str(export["text"]).split("Download: ")[1].split(" ")[0]
+        async with admin.session.get(link.removeprefix(stack.url)) as response:
+            lines = (await response.text()).splitlines()
+        assert len(lines) == 3 and response.content_type == "application/x-ndjson"
         assert stack.sim.state.requests == [], "no provider call"
