@@ -226,5 +226,5 @@ def test_routes(slash: str, text: str, expected: SlashRoute) -> None:
 
 def test_unknown_genbot_subcommand_lists_the_choices() -> None:
     answer = route_command("/genbot", "credits")
-    choices = "settings | usage | jobs | show | forget-me | help | admin"
+    choices = "settings | usage | jobs | show | forget-me | prefer | help | admin"
     assert answer == f"`credits` is not one of `/genbot {choices}`."

@@ -31,6 +31,10 @@ ADMIN_CHECKS: dict[tuple[str, str], str] = {
     ("bot/refs.py", "_scope"): "opens the settings form; saving it records settings.changed",
     ("bot/refs.py", "_user"): "the confirmation it checks records user.forgotten",
     ("bot/features/retention/forget.py", "_may_name_others"): "user.forgotten",
+    ("bot/features/chat/controls.py", "check_answer_for"): "an admin may stop, rate or "
+    "regenerate another's answer: that answer changes, nothing shared",
+    ("bot/features/account.py", "_usage"): "/usage shows an admin the answers' ratings: "
+    "reading changes nothing",
 }
 """``(file, function)`` of each ``is_admin`` check → the kind recorded, or why none is."""
 

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from bot.api import StreamEnd
+from bot.features.chat.alternatives import PICK_ACTION
 from bot.features.moderation import RuleSet
 from bot.features.moderation.answers import (
     WithheldFromMatch,
@@ -79,7 +80,9 @@ async def test_other_answers_matching_a_rule_are_neither_shown_offered_nor_store
 
         await alice.say("words: 6", mention=True)
         thread = world.threads()[1]
-        [offer] = [m for m in world.posted_in(thread) if m.buttons]
+        [offer] = [
+            m for m in world.posted_in(thread) if any(b.action == PICK_ACTION for b in m.buttons)
+        ]
         assert [b.label for b in offer.buttons] == ["Use 1", "Use 2"]
         assert offered(world, thread) == [unruled[0], unruled[2]]
         assert withheld_answers_notice(["secret"]) in offer.text
@@ -97,7 +100,9 @@ async def test_other_answers_matching_a_rule_are_neither_shown_offered_nor_store
         assert await world.store.moderation.add_rule("fake", "w1", other, ROOT.id)
         await alice.say("words: 6", mention=True)
         thread = world.threads()[2]
-        assert not [m for m in world.posted_in(thread) if m.buttons]
+        assert not [
+            m for m in world.posted_in(thread) if any(b.action == PICK_ACTION for b in m.buttons)
+        ]
         assert world.posted_in(thread)[-1].text == withheld_answers_notice(["secret", "secret"])
 
 
@@ -121,5 +126,7 @@ async def test_a_whole_answer_withheld_is_previewed_as_shown(tmp_path: Path) -> 
 
 def offered(world: ChatWorld, thread: Place) -> list[str]:
     """The answers previewed under the reply in ``thread``."""
-    [offer] = [m for m in world.posted_in(thread) if m.buttons]
+    [offer] = [
+        m for m in world.posted_in(thread) if any(b.action == PICK_ACTION for b in m.buttons)
+    ]
     return re.findall(r"^\*\*\d\.\*\* (.*)$", offer.text, re.MULTILINE)
