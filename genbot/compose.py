@@ -29,6 +29,7 @@ from bot.features.audit import AuditAdmin, AuditTrail
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT, ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
 from bot.features.chat.controls import AnswerControls
+from bot.features.chat.documents import DocumentLimits
 from bot.features.chat.engine import ChatStorage
 from bot.features.chat.stops import StopRequests
 from bot.features.chat.tools import ChatImageTools
@@ -368,6 +369,16 @@ def chat_defaults(chat: ChatSettings) -> ChatDefaults:
     )
 
 
+def document_limits(chat: ChatSettings) -> DocumentLimits:
+    """What chat reads of attached documents, from ``[chat] documents_*``."""
+    return DocumentLimits(
+        max_bytes=int(chat.documents_max_mb * 1024 * 1024),
+        max_pages=chat.documents_max_pages,
+        max_files=chat.documents_max_files,
+        share=chat.documents_share,
+    )
+
+
 def build_core(
     settings: CoreSettings,
     store: Store,
@@ -422,6 +433,7 @@ def build_core(
             spent=store.ledger.spent,
         ),
         moderation=moderation,
+        documents=document_limits(settings.chat),
         stops=stops,
     )
     home = HomeFeature(

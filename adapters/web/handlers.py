@@ -26,6 +26,8 @@ from adapters.web.routes import ADAPTER, USER, Serving, json_error
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
 from adapters.web.uploads import UploadCacheFull
 from bot.kernel import (
+    PDF_TYPE,
+    Attachment,
     ButtonPress,
     Command,
     EventRouter,
@@ -38,6 +40,9 @@ from bot.kernel import (
     UserMessage,
     decode_custom_id,
     inspect_image,
+    is_document,
+    is_image,
+    is_pdf,
 )
 
 log = logging.getLogger(__name__)
@@ -371,7 +376,8 @@ async def _read_part(part: BodyPartReader, limit: int, filename: str) -> bytes:
 
 
 async def upload(request: web.Request) -> web.Response:
-    """``multipart/form-data`` with one or more ``file`` fields (PNG, JPEG, GIF or WebP); 503
+    """``multipart/form-data`` with one or more ``file`` fields (PNG, JPEG, GIF or WebP, or a
+    document chat reads: a text file or PDF); 503
     while the playground holds as many pending uploads as ``[web] upload_cache_mb`` allows."""
     playground, user = request.app[ADAPTER].playground, request[USER]
     if not request.content_type.startswith("multipart/"):
@@ -397,6 +403,16 @@ async def upload(request: web.Request) -> web.Response:
     return web.json_response({"uploads": uploads}, status=201)
 
 
+def document_type(filename: str, content_type: str | None) -> str | None:
+    """The type the playground keeps and serves a document upload as (a PDF, else plain
+    text: never a type a browser would run, such as HTML), or ``None`` when it is no
+    document (then it must be an image)."""
+    attachment = Attachment(filename, content_type=content_type)
+    if is_image(attachment) or not is_document(attachment):
+        return None
+    return PDF_TYPE if is_pdf(attachment) else "text/plain"
+
+
 async def _receive_images(request: web.Request, max_bytes: int) -> list[tuple[str, bytes, str]]:
     reader = await request.multipart()
     received: list[tuple[str, bytes, str]] = []
@@ -409,6 +425,10 @@ async def _receive_images(request: web.Request, max_bytes: int) -> list[tuple[st
         data = await _read_part(part, max_bytes, filename)
         if not data:
             raise BadInput(f"{filename} is empty.")
+        document = document_type(filename, part.headers.get("Content-Type"))
+        if document is not None:
+            received.append((filename, data, document))
+            continue
         try:
             image = await asyncio.to_thread(inspect_image, data)
         except MediaError as error:

@@ -35,6 +35,10 @@ _IMAGE_SIGNATURES: tuple[tuple[bytes, int, str], ...] = (
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+DOCUMENT_TYPES = frozenset({"application/pdf", "text/plain"})
+"""The types documents users attach are kept and served as (never one a browser runs)."""
+
+
 def sniff_image_type(data: bytes) -> str | None:
     """``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp`` from the bytes, else None."""
     for signature, offset, content_type in _IMAGE_SIGNATURES:
@@ -308,6 +312,8 @@ class MessageStore:
         if stored is None:
             content_type = sniff_image_type(image.data)
             size = image_size(image.data) if content_type else None
+            if content_type is None and image.content_type in DOCUMENT_TYPES:
+                content_type = image.content_type
             stored = StoredFile(
                 filename,
                 image.data,

@@ -349,6 +349,7 @@ async def image(request: web.Request) -> web.Response:
     return web.Response(
         body=stored.data,
         content_type=stored.content_type,
+        charset="utf-8" if stored.content_type.startswith("text/") else None,
         headers={
             "Cache-Control": "public, max-age=31536000, immutable",
             "Content-Disposition": f'inline; filename="{stored.filename}"',

@@ -20,7 +20,7 @@ from bot.kernel import (
     Modal,
     Offered,
     assign_images,
-    image_options,
+    file_options,
     option_choices,
     resolve_command,
     usage_name,
@@ -85,7 +85,7 @@ def catalogue(
             "expands": spec.expands,
             "examples": list(spec.examples),
             "uploads": [f"#{n}" for n in range(1, spec.numbered_uploads + 1)]
-            or list(image_options(spec)),
+            or list(file_options(spec)),
             "options": [
                 {
                     "name": option.name,

@@ -26,6 +26,7 @@ from bot.kernel.command_images import (
     RecentFiles,
     assign_images,
     command_images,
+    file_options,
     image_options,
     links_in,
     usage_name,
@@ -54,6 +55,7 @@ from bot.kernel.commands import (
     offered,
     option_choices,
 )
+from bot.kernel.documents import PDF_TYPE, is_document, is_pdf
 from bot.kernel.errors import (
     DATABASE_FULL_TEXT,
     DATABASE_UNREACHABLE_TEXT,
@@ -220,6 +222,7 @@ __all__ = [
     "MIN_SPLIT_ROOM",
     "MODAL_ACTIONS",
     "OUTAGE",
+    "PDF_TYPE",
     "PROCESS_MODES",
     "RECENT_FILES_SECONDS",
     "REFERENCE_OPTIONS",
@@ -335,11 +338,14 @@ __all__ = [
     "cut_chunk",
     "decode_custom_id",
     "encode_custom_id",
+    "file_options",
     "help_specs",
     "help_text",
     "image_options",
     "inspect_image",
+    "is_document",
     "is_image",
+    "is_pdf",
     "is_sealed",
     "links_in",
     "mentioned_user",

@@ -50,25 +50,38 @@ def usage_name(spec: CommandSpec) -> str:
 
 def image_options(spec: CommandSpec) -> tuple[str, ...]:
     """The names of ``spec``'s image options, in the order images fill them."""
+    return tuple(
+        option.name
+        for option in spec.options
+        if option.type == "attachment" and not option.documents
+    )
+
+
+def file_options(spec: CommandSpec) -> tuple[str, ...]:
+    """The names of every option of ``spec`` that takes a file (images, then documents)."""
     return tuple(option.name for option in spec.options if option.type == "attachment")
 
 
 def upload_slots(spec: CommandSpec) -> tuple[str, ...]:
-    """Where the images sent with a text command go, in order: numbered uploads, else the
-    command's image options."""
+    """Where the files sent with a text command go, in order: numbered uploads, else the
+    command's file options (images, then documents)."""
     if spec.numbered_uploads:
         return tuple(upload_key(n) for n in range(1, spec.numbered_uploads + 1))
-    return image_options(spec)
+    return file_options(spec)
 
 
 def required_images(spec: CommandSpec) -> int:
     """How many of ``spec``'s image options are required."""
-    return sum(1 for option in spec.options if option.type == "attachment" and option.required)
+    return sum(
+        1
+        for option in spec.options
+        if option.type == "attachment" and option.required and not option.documents
+    )
 
 
 def assign_images(spec: CommandSpec, images: Sequence[T]) -> dict[str, T]:
-    """``images`` in order onto the command's image options (``/blend``: image1..image5,
-    ``/describe``: image, img2img/controlnet: init_image first), or numbered (``/imagine``:
+    """``images`` in order onto the command's file options (``/blend``: image1..image5,
+    ``/describe``: image, img2img/controlnet: init_image first, ``/chat``: file), or numbered (``/imagine``:
     upload1…, see :attr:`CommandSpec.numbered_uploads`). :class:`CommandError` when there are
     more than the command takes."""
     slots = upload_slots(spec)

@@ -53,6 +53,9 @@ class Option:
     flags: tuple[str, ...] = ()
     flag_values: tuple[tuple[str, str], ...] = ()
     autocomplete: Offered | None = None
+    documents: bool = False
+    """An ``attachment`` option that takes a text file or PDF, not an image (``/chat file``):
+    platforms whose commands carry no files never fill it with images shared earlier."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,9 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 flags=("--max-tokens",),
             ),
             Option("system", "string", "System prompt for this conversation", flags=("--system",)),
+            Option(
+                "file", "attachment", "A text file or PDF to read with your message", documents=True
+            ),
         ),
         free_text="prompt",
         examples=("/chat what is a good name for a fox? --model llm-3.5-turbo --temp 0.7",),

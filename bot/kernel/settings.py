@@ -43,6 +43,10 @@ class ChatSettings(Section):
     answer_reserve: int = 1024
     max_function_rounds: int = 3
     stream: bool = True
+    documents_max_mb: float = Field(default=10.0, gt=0, le=100)
+    documents_max_pages: int = Field(default=500, ge=1, le=10_000)
+    documents_max_files: int = Field(default=5, ge=1, le=20)
+    documents_share: float = Field(default=0.75, gt=0, le=1)
 
 
 MIN_SECRET_KEY = 32

@@ -108,6 +108,11 @@ class FakeFile:
             "jpeg": "image/jpeg",
             "webp": "image/webp",
             "gif": "image/gif",
+            "pdf": "application/pdf",
+            "txt": "text/plain",
+            "md": "text/plain",
+            "csv": "text/csv",
+            "json": "application/json",
         }.get(suffix, "application/octet-stream")
 
     @property

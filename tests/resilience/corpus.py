@@ -403,7 +403,9 @@ def _pngs(count: int) -> tuple[tuple[str, bytes, str], ...]:
 
 
 WEB_CASES: tuple[WebCase, ...] = (
-    WebCase("upload-text-file", ("not an image",), (("notes.txt", b"hello", "text/plain"),)),
+    WebCase(
+        "upload-archive", ("not an image",), (("notes.zip", b"PK\x03\x04", "application/zip"),)
+    ),
     WebCase(
         "upload-pdf-named-png",
         ("not an image", "png"),

@@ -81,7 +81,7 @@ function isDm() {
 
 function intro() {
   const welcome = isDm()
-    ? "This is your direct conversation with genbot: every message is a turn, and only you see it. Create images with slash commands; attach images with +, drag and drop or paste."
+    ? "This is your direct conversation with genbot: every message is a turn, and only you see it. Create images with slash commands; attach images, text files or PDFs with +, drag and drop or paste."
     : "This is the start of the channel. Mention @genbot (or use /chat) and it answers in a thread; create images with slash commands; attach images with +, drag and drop or paste.";
   return h(
     "div",
@@ -376,8 +376,7 @@ function setUpDragAndDrop() {
     event.preventDefault();
     depth = 0;
     overlay.hidden = true;
-    const files = [...event.dataTransfer.files].filter((f) => f.type.startsWith("image/"));
-    if (!files.length) return toast("Only images can be attached (PNG, JPEG, GIF or WebP).");
+    const files = [...event.dataTransfer.files];
     const inThread = state.thread && event.target.closest?.("#thread-panel");
     (inThread ? threadComposer : composer).addFiles(files);
   });

@@ -1,5 +1,5 @@
 // The message box: text or slash commands, the command palette, and images attached with the
-// + button, drag and drop or paste. Images upload at once and go with the next send.
+// + button, drag and drop or paste. Images and documents upload at once and go with the next send.
 
 import { formatSize, h, icon, postJson, request } from "./dom.js";
 import { Palette } from "./palette.js";
@@ -20,7 +20,7 @@ export class Composer {
     this.tray = h("div", { class: "tray", hidden: true });
     this.fileInput = h("input", {
       type: "file",
-      accept: "image/png,image/jpeg,image/gif,image/webp",
+      accept: "image/png,image/jpeg,image/gif,image/webp,application/pdf,text/*,.md,.csv,.json,.py,.js,.ts,.java,.go,.rs,.c,.cpp,.rb,.sh,.sql,.yaml,.yml,.toml",
       multiple: true,
       hidden: true,
       onchange: () => {
@@ -39,7 +39,7 @@ export class Composer {
     });
     const uploadButton = h(
       "button",
-      { type: "button", class: "upload-button", title: "Attach images", "aria-label": "Attach images", onclick: () => this.fileInput.click() },
+      { type: "button", class: "upload-button", title: "Attach images or documents", "aria-label": "Attach images or documents", onclick: () => this.fileInput.click() },
       "+",
     );
     const sendButton = h(
@@ -133,10 +133,11 @@ export class Composer {
     const limit = this.options.limits().max_upload_bytes;
     await Promise.all(files.map(async (file) => {
       if (file.size > limit) {
-        this.showError(`${file.name} is too large: images can be at most ${formatSize(limit)}.`);
+        this.showError(`${file.name} is too large: files can be at most ${formatSize(limit)}.`);
         return;
       }
-      const entry = { id: null, name: file.name, size: file.size, preview: URL.createObjectURL(file), uploading: true };
+      const image = file.type.startsWith("image/");
+      const entry = { id: null, name: file.name, size: file.size, image, preview: image ? URL.createObjectURL(file) : "", uploading: true };
       this.uploads.push(entry);
       this.renderTray();
       const form = new FormData();
@@ -154,7 +155,7 @@ export class Composer {
   }
 
   remove(entry) {
-    URL.revokeObjectURL(entry.preview);
+    if (entry.preview) URL.revokeObjectURL(entry.preview);
     this.uploads = this.uploads.filter((u) => u !== entry);
     this.renderTray();
   }
@@ -165,7 +166,7 @@ export class Composer {
         h(
           "div",
           { class: "tray-item" + (entry.uploading ? " uploading" : ""), title: `${entry.name} · ${formatSize(entry.size)}` },
-          h("img", { src: entry.preview, alt: entry.name }),
+          entry.image ? h("img", { src: entry.preview, alt: entry.name }) : h("span", { class: "tray-file" }, "📄"),
           h("span", { class: "tray-index" }, String(index + 1)),
           h("span", { class: "tray-name" }, entry.name),
           h("button", { type: "button", class: "tray-remove", title: "Remove", "aria-label": `Remove ${entry.name}`, onclick: () => this.remove(entry) }, "×"),
@@ -179,7 +180,7 @@ export class Composer {
     if (this.sending) return;
     const text = this.input.value.trim();
     if (this.uploads.some((u) => u.uploading)) {
-      this.showError("Wait a moment: the images are still uploading.");
+      this.showError("Wait a moment: the files are still uploading.");
       return;
     }
     const attachments = this.uploads.map((u) => u.id);
@@ -196,7 +197,7 @@ export class Composer {
     this.lastSent = text;
     this.palette.savedStale = true;
     this.input.value = "";
-    this.uploads.forEach((u) => URL.revokeObjectURL(u.preview));
+    this.uploads.forEach((u) => u.preview && URL.revokeObjectURL(u.preview));
     this.uploads = [];
     this.renderTray();
     this.showError("");

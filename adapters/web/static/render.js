@@ -235,6 +235,9 @@ export class MessageView {
       "div",
       { class: "images" + (message.images.length > 1 ? " several" : "") },
       ...message.images.map((image) => {
+        if (!image.content_type.startsWith("image/")) {
+          return h("a", { class: "file-link", href: image.url, target: "_blank", rel: "noopener" }, `📄 ${image.filename}`);
+        }
         const box = message.images.length > 1 ? 256 : 520;
         const scale = image.width && image.height ? Math.min(1, box / image.width, box / image.height) : 1;
         const size = image.width && image.height

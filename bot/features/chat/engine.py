@@ -6,9 +6,10 @@ what a request carries in :mod:`bot.features.chat.requests`, how it is answered 
 :mod:`bot.features.chat.answer`. Every refusal (a plan that lacks the model, a message too long for
 it) happens before anything is stored, posted or sent to the provider — only a DM's conversation
 exists beforehand; a mention or ``/chat`` in a channel opens its thread only once the message is
-known to fit. genbot's own messages (the question ``/chat`` posts, notes) are written through the
-outbox (:class:`bot.outbox.Outbox`, ``RAISE``): bounded, honouring retry-after, a clear sentence
-when the platform keeps refusing.
+known to fit. Text files and PDFs attached to a message or ``/chat`` are read into the user's
+turn within the model's context (:mod:`bot.features.chat.documents`). genbot's own messages (the
+question ``/chat`` posts, notes) are written through the outbox (:class:`bot.outbox.Outbox`,
+``RAISE``): bounded, honouring retry-after, a clear sentence when the platform keeps refusing.
 """
 
 from __future__ import annotations
@@ -27,7 +28,22 @@ from bot.features.chat.answer import Answerer, AnswerStorage, ScreensAnswers
 from bot.features.chat.branching import BRANCH_ACTION, branch_note, fork_of, switch_branch
 from bot.features.chat.caps import ChatCaps
 from bot.features.chat.controls import REGENERATE_ACTION
-from bot.features.chat.history import History, counted, load_history, user_message
+from bot.features.chat.documents import (
+    DocumentLimits,
+    DocumentReader,
+    Read,
+    note,
+    refuse_unreadable,
+    unreadable,
+    with_documents,
+)
+from bot.features.chat.history import (
+    History,
+    counted,
+    load_history,
+    system_tokens,
+    user_message,
+)
 from bot.features.chat.image_links import HostImage, ImageLinks
 from bot.features.chat.regenerate import replace_answer
 from bot.features.chat.renderer import RenderResult
@@ -52,6 +68,7 @@ from bot.features.chat.scoping import (
     thread_title,
 )
 from bot.features.chat.stops import StopRequests
+from bot.features.chat.tokens import REPLY_PRIMING_TOKENS, count_message
 from bot.features.chat.tools import ImageTools
 from bot.kernel import (
     Attachment,
@@ -68,6 +85,7 @@ from bot.kernel import (
     UserError,
     UserMessage,
     check_text,
+    is_document,
     is_image,
     metrics,
 )
@@ -160,6 +178,7 @@ class ChatEngine:
         caps: ChatCaps | None = None,
         moderation: Moderates | None = None,
         stops: StopRequests | None = None,
+        documents: DocumentLimits | None = None,
     ) -> None:
         self.store = store
         self.moderation = moderation
@@ -168,6 +187,7 @@ class ChatEngine:
         self.outbox = outbox
         self.plan = api.settings.plan
         self.defaults = defaults or ChatDefaults()
+        self.documents = DocumentReader(outbox, documents)
         self.answerer = Answerer(
             AnswerStorage(store.conversations, store.ledger),
             api,
@@ -191,27 +211,33 @@ class ChatEngine:
             await self._edited(event, text)
             return
         images = [a for a in event.attachments if is_image(a) and a.url]
-        if not text and not images:
+        documents = [a for a in event.attachments if is_document(a) and not is_image(a)]
+        if not text and not images and not documents and not unreadable(event.attachments):
             return
         target = await existing_target(self.store.conversations, event)
         if target is None and not event.mentions_bot:
             return
+        refuse_unreadable(event.attachments)
+        self.documents.check(documents)
         check_text(text, "Your message")
         if self.moderation is not None:
             await self.moderation.check_message(event, text)
         await self.caps.check_budget(event.place.platform, event.user)
         with self.caps.answering(event.place.platform, event.user):
-            await self._answer_message(event, target, text, images)
+            await self._answer_message(event, target, text, images, documents)
 
     async def _answer_message(
         self,
         event: UserMessage,
         target: Target | None,
-        text: str,
+        said: str,
         images: list[Attachment],
+        documents: list[Attachment],
     ) -> None:
         if target is None:
             params = await self._params(event.user, event.place, None)
+            reads = await self._read(event.place, params, said, documents)
+            text = with_documents(said, reads)
             self._check_fits_alone(params, text, images)
             if event.place.thread_id is not None:
                 target = await thread_target(
@@ -219,16 +245,25 @@ class ChatEngine:
                 )
             else:
                 root = MessageRef(event.place, event.message_id)
-                title = thread_title(text or "an image")
+                title = thread_title(said or (documents[0].filename if documents else "an image"))
                 target = await open_thread(
                     self.store.conversations, self.outbox, root, title, event.user, event
                 )
             assert target is not None
         else:
             params = await self._params(event.user, target.place, target.conversation)
+            reads = await self._read(event.place, params, said, documents)
+            text = with_documents(said, reads)
         images = await shareable_images(self.outbox, event.place, images)
         await self._converse(
-            target, event.user, params, text, images, (event.message_id,), event.place
+            target,
+            event.user,
+            params,
+            text,
+            images,
+            (event.message_id,),
+            event.place,
+            note(reads, params.model, self.documents.limits.max_pages),
         )
 
     async def _edited(self, event: UserMessage, text: str) -> None:
@@ -305,6 +340,11 @@ class ChatEngine:
             max_tokens=int(max_tokens) if max_tokens is not None else None,
         )
         place, user = event.place, event.user
+        files = list(event.attachments.values())
+        refuse_unreadable(files)
+        images = [a for a in files if is_image(a)]
+        documents = [a for a in files if is_document(a) and not is_image(a)]
+        self.documents.check(documents)
         target: Target | None = None
         if place.is_dm:
             target = await dm_target(self.store.conversations, user, place, event)
@@ -312,9 +352,11 @@ class ChatEngine:
             target = await thread_target(self.store.conversations, user, place, event, create=False)
         conversation = target.conversation if target else None
         params = await self._params(user, place, conversation, overrides)
+        reads = await self._read(place, params, prompt, documents)
+        text = with_documents(prompt, reads)
         message_ids: tuple[str, ...] = ()
         if target is None:
-            self._check_fits_alone(params, prompt, [])
+            self._check_fits_alone(params, text, images)
         if target is None and place.thread_id is not None:
             target = await thread_target(self.store.conversations, user, place, event, create=True)
         if target is None:
@@ -335,7 +377,9 @@ class ChatEngine:
             updated = await self.store.conversations.get_conversation(target.conversation.id)
             assert updated is not None
             target = replace(target, conversation=updated)
-        await self._converse(target, user, params, prompt, [], message_ids, place)
+        images = await shareable_images(self.outbox, place, images)
+        told = note(reads, params.model, self.documents.limits.max_pages)
+        await self._converse(target, user, params, text, images, message_ids, place, told)
 
     async def on_button(self, event: ButtonPress, referent: ChatReferent) -> None:
         """``Use llm-4-vision-preview``: switch the conversation and answer its last message;
@@ -469,6 +513,21 @@ class ChatEngine:
         history.add(turn)
         fit(params, self.defaults, history.request_turns(), self.answerer.function_tokens())
 
+    async def _read(
+        self, place: Place, params: ChatParams, text: str, documents: Sequence[Attachment]
+    ) -> list[Read]:
+        """``documents`` read within the room the user's turn has in the model's context."""
+        if not documents:
+            return []
+        room = (
+            history_tokens(params, self.defaults)
+            - system_tokens(params.system_prompt)
+            - self.answerer.function_tokens()
+            - count_message({"role": "user", "content": text})
+            - REPLY_PRIMING_TOKENS
+        )
+        return await self.documents.read(place, documents, room)
+
     async def _history(self, conversation_id: int, params: ChatParams) -> History:
         max_tokens = history_tokens(params, self.defaults)
         return await load_history(
@@ -487,8 +546,10 @@ class ChatEngine:
         images: Sequence[Attachment],
         message_ids: Sequence[str],
         came_from: Place,
+        told: str | None = None,
     ) -> RenderResult | None:
-        """Store the user's turn (after checking it fits) and answer it."""
+        """Store the user's turn (after checking it fits), say what of its documents was
+        read when not all of it (``told``), and answer it."""
         conversation = target.conversation
         async with self._turn(conversation.id):
             turn, parts = self._new_turn(params, text, images)
@@ -504,11 +565,20 @@ class ChatEngine:
                 platform_message_ids=message_ids,
                 channel_id=came_from.channel_id,
             )
+            if told is not None:
+                await self._tell(target, told)
             if images and not params.sees_images:
                 answered = await self._cannot_see(target, params, len(images), text)
                 if not answered:
                     return None
             return await self.answerer.answer(target, user, params, history)
+
+    async def _tell(self, target: Target, text: str) -> None:
+        """Post genbot's ``text`` in the conversation (replies to it continue it)."""
+        posted = await self._post(target.place, OutMessage(text), target.origin)
+        await self.store.conversations.link_conversation_messages(
+            target.conversation.id, [posted.message_id], channel_id=target.place.channel_id
+        )
 
     async def _cannot_see(self, target: Target, params: ChatParams, count: int, text: str) -> bool:
         """Tell the user the model cannot see images; offer the vision model when the plan

@@ -97,8 +97,8 @@ async def test_small_screens_channels_named_in_place_and_errors_that_stay_put(
         await layout_holds(tab)
         await tab.send("good morning from a small screen")
         await layout_holds(tab)
-        notes: FilePayload = {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"hi"}
-        await page.locator('#composer-slot input[type="file"]').set_input_files(files=[notes])
+        archive: FilePayload = {"name": "a.zip", "mimeType": "application/zip", "buffer": b"hi"}
+        await page.locator('#composer-slot input[type="file"]').set_input_files(files=[archive])
         error = page.locator("#composer-slot .composer-error")
         await expect(error).to_contain_text("not an image")
 

@@ -63,6 +63,11 @@ async def test_commands_without_image_options_take_none() -> None:
     )
 
 
+async def test_chat_takes_documents_only_never_links_nor_shared_images() -> None:
+    text = "what is at https://a.example/x.png"
+    assert await command_images("chat", text, _never) == ({}, text)
+
+
 async def test_shared_files_that_are_images_fill_the_options_oldest_first() -> None:
     newest_first = _shared(
         _file("3.png"), _file("notes.txt", "text/plain"), _file("2.jpg", None), _file("1.png")

@@ -17,6 +17,7 @@ from bot.features.audit import AuditTrail
 from bot.features.chat import ChatDefaults, ChatEngine
 from bot.features.chat.caps import ChatCaps
 from bot.features.chat.controls import AnswerControls
+from bot.features.chat.documents import DocumentLimits
 from bot.features.chat.engine import ChatStorage
 from bot.features.chat.stops import StopRequests
 from bot.features.chat.tools import ChatImageTools
@@ -68,6 +69,7 @@ class ChatWorld:
     webhooks: bool = False
     moderated: bool = False
     tiers: Tiers | None = None
+    documents: DocumentLimits | None = None
     genbot: Genbot = field(init=False)
     engine: ChatEngine = field(init=False)
     account: AccountFeature = field(init=False)
@@ -118,6 +120,7 @@ class ChatWorld:
             if self.moderated
             else None,
             caps=ChatCaps(tiers=self.tiers, spent=store.ledger.spent),
+            documents=self.documents,
             stops=self.stops,
         )
         return self.engine
@@ -202,6 +205,7 @@ async def chat_world(
     webhooks: bool = False,
     moderated: bool = False,
     tiers: Tiers | None = None,
+    documents: DocumentLimits | None = None,
 ) -> AsyncIterator[ChatWorld]:
     """A started :class:`ChatWorld` with its own simulator (``webhooks``: genbot has a public
     address on loopback, so a media host; ``tiers``: the chat caps' and ``/usage``'s)."""
@@ -218,6 +222,7 @@ async def chat_world(
             webhooks,
             moderated,
             tiers,
+            documents,
         )
         await world.start()
         try:

@@ -24,7 +24,9 @@ from tests.bot.features.jobs.support import png
 FOX = Attachment("fox.png", url="https://images.example/fox.png", content_type="image/png")
 OWL = Attachment("owl.jpg", url="https://images.example/owl.jpg")
 SLACK_FOX = "https://files.slack.com/files-pri/T1-F1/fox.png"
-NOTES = Attachment("notes.txt", url="https://files.example/notes.txt", content_type="text/plain")
+NOTES = Attachment(
+    "notes.txt", url="https://files.example/notes.txt", content_type="text/plain", data=b"owls"
+)
 
 
 async def test_the_vision_model_gets_image_parts(world: ChatWorld) -> None:
@@ -33,7 +35,11 @@ async def test_the_vision_model_gets_image_parts(world: ChatWorld) -> None:
     body = world.chat_bodies()[-1]
     assert body["model"] == VISION_MODEL
     assert body["messages"][-1]["content"] == [
-        {"type": "text", "text": "What animals are these?"},
+        {
+            "type": "text",
+            "text": "What animals are these?\n\n--- notes.txt (1 line) ---\nowls\n"
+            "--- end of notes.txt ---",
+        },
         {"type": "image_url", "image_url": {"url": FOX.url}},
         {"type": "image_url", "image_url": {"url": OWL.url}},
     ]
