@@ -50,7 +50,9 @@ from bot.kernel import (
     command_images,
 )
 
+from .agent import ASK_CALLBACK, AgentSurfaces, ChannelUnreadable, default_prompts
 from .distribution import INSTALL_PATH, Distribution
+from .formatting import escape_mrkdwn
 from .inbound import (
     SLASH_COMMANDS,
     SlackOrigin,
@@ -131,6 +133,10 @@ class SlackAdapter:
             bot_token=bot_token,
             api_url=self._api_url,
             tokens=self.distribution.tokens if self.distribution is not None else None,
+        )
+        prompts = settings.suggested_prompts
+        self.agent = AgentSurfaces(
+            default_prompts() if prompts is None else prompts, settings.messages_tab_greeting
         )
         self.bot_user_id = ""
         self.team_id = ""
@@ -256,6 +262,9 @@ class SlackAdapter:
         app.event("app_mention")(self._on_mention)
         app.event("message")(self._on_message)
         app.event("app_home_opened")(self._on_home_opened)
+        app.event("app_context_changed")(self._on_context_changed)
+        app.shortcut(ASK_CALLBACK)(self._on_ask)
+        app.view(ASK_CALLBACK)(self._on_asked)
         app.event("agent_session_stopped")(self._on_session_stopped)
         for slash in SLASH_COMMANDS:
             app.command(slash)(self._on_command)
@@ -355,30 +364,130 @@ class SlackAdapter:
         say_stream: AsyncSayStream | None,
         *,
         mentions_bot: bool,
-    ) -> InboundEvent:
+    ) -> InboundEvent | None:
         thread_ts = event.get("thread_ts")
         in_thread = bool(thread_ts) and thread_ts != event.get("ts")
         workspace = str(body.get("team_id") or event.get("team") or self.team_id)
+        user_id = str(event["user"])
+        place = place_for(
+            workspace,
+            str(event.get("channel")),
+            thread_ts if in_thread else None,
+            event.get("channel_type"),
+        )
+        text = plain_text(str(event.get("text") or ""), self._bot_user(context))
+        attachments = attachments_from_files(event.get("files"))
+        if place.is_dm:
+            try:
+                in_view = await self.agent.channel_document(
+                    context.client,
+                    workspace,
+                    user_id,
+                    text,
+                    partial(self._name, context.client, team_id=workspace),
+                )
+            except ChannelUnreadable as unreadable:
+                await self._say_in_thread(context.client, event, str(unreadable))
+                return None
+            attachments += (in_view,) if in_view is not None else ()
         return UserMessage(
-            user=await self._user(context, workspace, str(event["user"])),
-            place=place_for(
-                workspace,
-                str(event.get("channel")),
-                thread_ts if in_thread else None,
-                event.get("channel_type"),
-            ),
+            user=await self._user(context, workspace, user_id),
+            place=place,
             context=stream_origin(say_stream),
             message_id=str(event.get("ts")),
-            text=plain_text(str(event.get("text") or ""), self._bot_user(context)),
-            attachments=attachments_from_files(event.get("files")),
+            text=text,
+            attachments=attachments,
             mentions_bot=mentions_bot,
         )
+
+    async def _say_in_thread(
+        self, client: AsyncWebClient, event: dict[str, Any], text: str
+    ) -> None:
+        """genbot's own ``text`` (mrkdwn, which may link a channel) in the thread of the
+        message ``event``."""
+        try:
+            await client.chat_postMessage(
+                channel=str(event.get("channel")),
+                thread_ts=str(event.get("thread_ts") or event.get("ts")),
+                text=text,
+            )
+        except SlackApiError as error:
+            log.warning("could not tell the user: %s", error.response.get("error"))
 
     async def _on_home_opened(
         self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
     ) -> None:
         if event.get("tab") == "home":
             self.intake.submit(self._home_opened(body, event, context))
+        elif event.get("tab") == "messages":
+            self.intake.submit(self._messages_opened(body, event, context))
+
+    async def _messages_opened(
+        self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        team = str(body.get("team_id") or self.team_id)
+        user = str(event.get("user") or "")
+        self.agent.context_changed(team, user, event.get("context"))
+        channel = str(event.get("channel") or "")
+        if user and channel:
+            await self.agent.messages_tab_opened(context.client, team, user, channel)
+
+    async def _on_context_changed(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        team = str(body.get("team_id") or self.team_id)
+        user = str(event.get("user") or _authorized_user(body))
+        self.agent.context_changed(team, user, event.get("context"))
+
+    # "Ask genbot about this" ------------------------------------------------------------------
+
+    async def _on_ask(
+        self, ack: Callable[..., Awaitable[None]], body: dict[str, Any], client: AsyncWebClient
+    ) -> None:
+        await ack()
+        try:
+            await client.views_open(
+                trigger_id=str(body.get("trigger_id")), view=self.agent.ask_form(body)
+            )
+        except SlackApiError as error:
+            log.warning("could not open the Ask genbot form: %s", error.response.get("error"))
+
+    async def _on_asked(
+        self,
+        ack: Callable[..., Awaitable[None]],
+        body: dict[str, Any],
+        client: AsyncWebClient,
+        context: AsyncBoltContext,
+    ) -> None:
+        await ack()
+        self.intake.submit(self._asked(body, client, context))
+
+    async def _asked(
+        self, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+    ) -> InboundEvent | None:
+        """The question asked in the form, as the user's message in a new thread of their DM
+        with genbot (its root is genbot's post of the question), the message and its thread
+        attached as a document."""
+        kept, question = self.agent.asked(body.get("view") or {})
+        user_id = str((body.get("user") or {}).get("id") or "")
+        if not question or not user_id:
+            return None
+        team = str((body.get("team") or {}).get("id") or self.team_id)
+        document = await self.agent.thread_document(
+            client, kept, partial(self._name, client, team_id=team)
+        )
+        opened = await client.conversations_open(users=user_id)
+        dm = str((opened.get("channel") or {}).get("id") or "")
+        about = f"_About a message in <#{kept.get('channel', '')}>:_"
+        root = await client.chat_postMessage(channel=dm, text=f"{escape_mrkdwn(question)}\n{about}")
+        ts = str(root["ts"])
+        return UserMessage(
+            user=await self._user(context, team, user_id),
+            place=place_for(team, dm, ts, "im"),
+            context=SlackOrigin(thread_ts=ts),
+            message_id=ts,
+            text=question,
+            attachments=(document,),
+            mentions_bot=True,
+        )
 
     async def _home_opened(
         self, body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext
@@ -474,20 +583,34 @@ class SlackAdapter:
 
     async def _user(self, context: AsyncBoltContext, team_id: str, user_id: str) -> User:
         roles = await self._roles(context.client, team_id, user_id)
+        name = await self._name(context.client, user_id, team_id)
+        return user_for(user_id, name, self._admins, roles)
+
+    async def _name(self, client: AsyncWebClient, user_id: str, team_id: str = "") -> str:
+        """``user_id``'s display name (``users.info``, remembered; empty when Slack says
+        nothing)."""
         key = (team_id, user_id)
         if key not in self._names:
             try:
-                info = await context.client.users_info(user=user_id)
-                person = info.get("user") or {}
-                profile = person.get("profile") or {}
-                name = profile.get("display_name") or person.get("real_name") or person.get("name")
-                self._names[key] = str(name or "")
-                while len(self._names) > NAMES_MAX:
-                    self._names.popitem(last=False)
+                info = await client.users_info(user=user_id)
             except SlackApiError as error:
                 log.info("users.info failed for %s: %s", user_id, error.response.get("error"))
-                return user_for(user_id, "", self._admins, roles)
-        return user_for(user_id, self._names[key], self._admins, roles)
+                return ""
+            person = info.get("user") or {}
+            profile = person.get("profile") or {}
+            name = profile.get("display_name") or person.get("real_name") or person.get("name")
+            self._names[key] = str(name or "")
+            while len(self._names) > NAMES_MAX:
+                self._names.popitem(last=False)
+        return self._names[key]
+
+
+def _authorized_user(body: dict[str, Any]) -> str:
+    """The user an event was delivered for, when the event itself does not name one."""
+    for authorization in body.get("authorizations") or []:
+        if not authorization.get("is_bot") and authorization.get("user_id"):
+            return str(authorization["user_id"])
+    return ""
 
 
 def stream_origin(say_stream: AsyncSayStream | None) -> SlackOrigin:

@@ -30,6 +30,7 @@ from .tokens import InstalledWorkspaces, TeamTokens
 
 BOT_SCOPES = (
     "app_mentions:read",
+    "assistant:write",
     "channels:history",
     "chat:write",
     "commands",

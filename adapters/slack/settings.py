@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from pydantic import Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr
 
 from adapters.slack.formatting import MODEL_TEXT_MAX
 from bot.kernel import Address, PlatformProfile, Section, WriteKind
@@ -19,6 +19,23 @@ METHOD_TIERS: Mapping[WriteKind, int | None] = MappingProxyType(
 """Per-workspace windows of the methods with a tier of their own: ``chat.startStream`` and
 ``chat.stopStream`` Tier 2, ``chat.appendStream`` Tier 4; ``chat.postMessage`` has only its
 per-channel limit. ``chat.update`` (Tier 3) is the shared ``updates_per_minute``."""
+
+
+SUGGESTED_PROMPTS_MAX = 4
+DEFAULT_GREETING = (
+    "Hi! I'm genbot. Ask me anything here: each message gets its answer in its own thread. "
+    "Attach a text file or a PDF and I read it; while you look at a channel, ask me to "
+    "summarize it. Create images with /imagine, /describe, /blend and /diffusion; "
+    "/genbot help lists everything."
+)
+
+
+class SuggestedPrompt(BaseModel):
+    """One suggested prompt of the Messages tab (:mod:`adapters.slack.agent`): its label and
+    the message it sends."""
+
+    title: str = Field(min_length=1, max_length=75)
+    message: str = Field(min_length=1, max_length=2000)
 
 
 class SlackSettings(Section):
@@ -42,6 +59,13 @@ class SlackSettings(Section):
     """``chat.update`` calls per minute per workspace (Slack's Tier 3)."""
     message_updates_per_second: float = Field(default=1.0, gt=0)
     """Updates of one message per second."""
+    suggested_prompts: list[SuggestedPrompt] | None = Field(
+        default=None, max_length=SUGGESTED_PROMPTS_MAX
+    )
+    """The Messages tab's suggested prompts (``None``: genbot's own, drawn from its commands;
+    empty: none)."""
+    messages_tab_greeting: str = DEFAULT_GREETING
+    """What genbot says the first time a user opens its Messages tab (empty: nothing)."""
 
     @property
     def distributed(self) -> bool:

@@ -81,9 +81,9 @@ def required_images(spec: CommandSpec) -> int:
 
 def assign_images(spec: CommandSpec, images: Sequence[T]) -> dict[str, T]:
     """``images`` in order onto the command's file options (``/blend``: image1..image5,
-    ``/describe``: image, img2img/controlnet: init_image first, ``/chat``: file), or numbered (``/imagine``:
-    upload1…, see :attr:`CommandSpec.numbered_uploads`). :class:`CommandError` when there are
-    more than the command takes."""
+    ``/describe``: image, img2img/controlnet: init_image first, ``/chat``: file), or numbered
+    (``/imagine``: upload1…, see :attr:`CommandSpec.numbered_uploads`). :class:`CommandError`
+    when there are more than the command takes."""
     slots = upload_slots(spec)
     if len(images) > len(slots):
         usage = usage_name(spec)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.slack_agent import SlackAgentApi, load_manifest
 from tests.fakes.slack_api import SlackWebApi
 from tests.fakes.slack_files import SlackFilesApi
 from tests.fakes.slack_home import SlackHomeApi
@@ -52,7 +53,13 @@ LOGIN_PAGE = "<html><body>Sign in to Slack</body></html>"
 
 
 class FakeSlack(
-    SlackWebApi, SlackFilesApi, SlackStreamingApi, SlackOAuth, SlackHomeApi, SlackPayloads
+    SlackWebApi,
+    SlackFilesApi,
+    SlackStreamingApi,
+    SlackOAuth,
+    SlackHomeApi,
+    SlackAgentApi,
+    SlackPayloads,
 ):
     """A Slack workspace with one bot, answering on a loopback port."""
 
@@ -78,7 +85,12 @@ class FakeSlack(
         token_lifetime_seconds: int = 43200,
         file_processing_seconds: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
+        manifest: dict[str, Any] | None = None,
     ) -> None:
+        self.manifest = load_manifest() if manifest is None else manifest
+        """The app as installed (genbot's ``config/slack-manifest.yaml`` unless given)."""
+        self.suggested_prompts: dict[tuple[str, str], dict[str, Any]] = {}
+        self.ignored_prompts: list[dict[str, Any]] = []
         self.app_token = app_token
         self.signing_secret = signing_secret
         self.app_id = app_id
@@ -149,6 +161,7 @@ class FakeSlack(
             **self.streaming_methods(),
             **self.oauth_methods(),
             **self.home_methods(),
+            **self.agent_methods(),
         }
 
     # Lifecycle -----------------------------------------------------------------------------

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import yaml
+
+from adapters.slack.agent import ASK_CALLBACK
 from adapters.slack.distribution import BOT_SCOPES
 from adapters.slack.inbound import SLASH_COMMANDS
 
@@ -22,6 +25,7 @@ SCOPES_FOR_CALLS = {
         "mpim:history",
     },
     "users.info": {"users:read"},
+    "assistant.threads.setStatus / setSuggestedPrompts": {"assistant:write"},
     "usergroups.list (tiers mapped from user groups)": {"usergroups:read"},
     "slash commands": {"commands"},
     "app_mention": {"app_mentions:read"},
@@ -59,6 +63,7 @@ def test_every_scope_the_adapter_needs_is_requested() -> None:
 def test_events_interactivity_and_socket_mode() -> None:
     text = MANIFEST.read_text(encoding="utf-8")
     assert set(listed("bot_events")) == {
+        "app_context_changed",
         "agent_session_stopped",
         "app_home_opened",
         "app_mention",
@@ -76,3 +81,13 @@ def test_the_oauth_install_asks_for_the_manifests_scopes_and_home_is_on() -> Non
     text = MANIFEST.read_text(encoding="utf-8")
     assert "home_tab_enabled: true" in text
     assert "/slack/oauth_redirect" in text
+
+
+def test_the_agent_messaging_experience_and_the_message_shortcut() -> None:
+    features = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))["features"]
+    assert "assistant_view" not in features
+    assert features["agent_view"]["agent_description"]
+    assert features["app_home"]["messages_tab_enabled"] is True
+    (shortcut,) = features["shortcuts"]
+    assert (shortcut["type"], shortcut["callback_id"]) == ("message", ASK_CALLBACK)
+    assert shortcut["name"] == "Ask genbot about this"
