@@ -9,12 +9,17 @@ from typing import Any, Final
 
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import Job, JobSearch
-from storage.sql.dialect import marks
+from storage.sql.dialect import WordsPlan, marks
 from storage.sql.session import Database
 
 RARE_WORDS: Final = 10_000
-"""When at most this many prompts have the words, SQLite reads them first, else it walks the
-jobs newest first (docs/benchmarks.md: the archive search)."""
+"""A user's search: when at most this many prompts have the words, SQLite reads them first,
+else it walks the user's jobs newest first, each looked up (docs/benchmarks.md §4d)."""
+FEW_WORDS: Final = 1_000
+"""A workspace's search (admins): when at most this many prompts have the words, SQLite reads
+them first; up to :data:`MANY_WORDS`, it walks the workspace's jobs against the set of matches;
+past that, it walks them each looked up (docs/benchmarks.md §4d)."""
+MANY_WORDS: Final = 50_000
 
 
 @dataclass
@@ -54,8 +59,8 @@ class JobArchive:
             where.append("(created_at, id) < (SELECT created_at, id FROM jobs WHERE id = ?)")
             values.append(search.after)
         if search.words:
-            rare = await self._rare(search.words)
-            condition, terms = self.db.dialect.prompt_has_words(search.words, rare=rare)
+            plan = await self._plan(search.words, workspace=search.requester_id is None)
+            condition, terms = self.db.dialect.prompt_has_words(search.words, plan=plan)
             where.append(condition)
             values.append(terms)
         sql = (
@@ -65,11 +70,18 @@ class JobArchive:
         rows = await self.db.fetch_all(sql, (*values, max(limit, 0)))
         return [job_from_row(row) for row in rows]
 
-    async def _rare(self, words: tuple[str, ...]) -> bool:
-        """Whether at most :data:`RARE_WORDS` prompts have every one of ``words``."""
+    async def _plan(self, words: tuple[str, ...], *, workspace: bool) -> WordsPlan:
+        """How SQLite finds ``words`` best, by how many prompts have them all (counted up to
+        the largest threshold that matters)."""
         sql = self.db.dialect.prompts_with_words
         if sql is None:
-            return True
+            return "matches first"
         _, terms = self.db.dialect.prompt_has_words(words)
-        row = await self.db.fetch_one(sql, (terms, RARE_WORDS + 1))
-        return row is None or int(row["found"]) <= RARE_WORDS
+        most = MANY_WORDS if workspace else RARE_WORDS
+        row = await self.db.fetch_one(sql, (terms, most + 1))
+        found = 0 if row is None else int(row["found"])
+        if found <= (FEW_WORDS if workspace else RARE_WORDS):
+            return "matches first"
+        if workspace and found <= MANY_WORDS:
+            return "jobs against the matches"
+        return "jobs each looked up"

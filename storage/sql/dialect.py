@@ -17,6 +17,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal
 
+WordsPlan = Literal["matches first", "jobs against the matches", "jobs each looked up"]
+"""How SQLite finds the jobs whose prompts have some words, newest first: ``matches first``
+reads the matching prompts from the index of words, then their jobs, and sorts them (words in
+few prompts); ``jobs against the matches`` walks the jobs newest first on an index and keeps
+those in the set of matches, read once (words in many prompts of a large scope);
+``jobs each looked up`` walks the jobs newest first and looks each up in the index of words
+(words in most prompts: the walk is short)."""
+
 
 @dataclass(frozen=True)
 class Dialect:
@@ -59,17 +67,21 @@ class Dialect:
             return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = {value})"
         return f"jsonb_exists({column}, {value})"
 
-    def prompt_has_words(self, words: Sequence[str], *, rare: bool = True) -> tuple[str, str]:
+    def prompt_has_words(
+        self, words: Sequence[str], *, plan: WordsPlan = "matches first"
+    ) -> tuple[str, str]:
         """A condition on ``jobs`` true when its prompt has every one of ``words`` (letters
         and digits only), and the one value it takes. SQLite's planner cannot tell rare words
-        from common ones, so the caller says (:attr:`prompts_with_words`): ``rare`` reads the
-        index of words first, else the jobs are walked newest first and each looked up in it
-        (PostgreSQL's planner chooses by itself)."""
+        from common ones, so the caller says how (:attr:`prompts_with_words` counts them), in
+        :data:`WordsPlan`'s terms (PostgreSQL's planner chooses by itself)."""
         if self.name == "postgres":
             return "prompt_words @@ plainto_tsquery('simple', ?)", " ".join(words)
         terms = " ".join(f'"{word}"' for word in words)
-        if rare:
-            return "rowid IN (SELECT rowid FROM job_words WHERE job_words MATCH ?)", terms
+        matches = "SELECT rowid FROM job_words WHERE job_words MATCH ?"
+        if plan == "matches first":
+            return f"rowid IN ({matches})", terms
+        if plan == "jobs against the matches":
+            return f"+rowid IN ({matches})", terms
         lookup = "SELECT 1 FROM job_words WHERE job_words MATCH ? AND job_words.rowid = jobs.rowid"
         return f"EXISTS ({lookup})", terms
 

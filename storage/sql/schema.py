@@ -399,5 +399,14 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             "CREATE INDEX batches_by_outcome ON batches (outcome, started)",
         ),
     ),
+    Migration(
+        25,
+        "the workspace's jobs over time by whether they were made in a DM",
+        both=(
+            "DROP INDEX jobs_by_workspace_time",
+            "CREATE INDEX jobs_by_workspace_time ON jobs (workspace_id, platform, status, is_dm,"
+            " created_at)",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -4,6 +4,7 @@ made before the index existed are found too (the migration indexes them)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -117,3 +118,21 @@ async def test_common_words_walk_the_jobs_and_find_the_same(
     after = await store.archive.search(search(words=("fox",), after=common[-1].id), 3)
     assert [job.id for job in common] == [job.id for job in rare] == [j.id for j in made[:0:-1]]
     assert [job.id for job in after] == [made[0].id]
+
+
+async def test_a_workspace_search_finds_the_same_by_every_plan(
+    store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = [await posted(store, clock, prompt=f"a fox {n}", requester_id=f"u{n}") for n in range(4)]
+    await posted(store, clock, prompt="an owl")
+    await posted(store, clock, prompt="a fox in a DM", is_dm=True)
+    everyones = search(requester_id=None, words=("fox",))
+    pages = []
+    for few, many in ((10, 10), (2, 10), (1, 2)):
+        monkeypatch.setattr(archive, "FEW_WORDS", few)
+        monkeypatch.setattr(archive, "MANY_WORDS", many)
+        first = await store.archive.search(everyones, 3)
+        after = await store.archive.search(replace(everyones, after=first[-1].id), 3)
+        pages.append(([job.id for job in first], [job.id for job in after]))
+    newest = [job.id for job in made[::-1]]
+    assert pages == [(newest[:3], newest[3:])] * 3, "read first, against the matches, walked"
