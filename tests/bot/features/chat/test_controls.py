@@ -56,7 +56,6 @@ async def test_stop_closes_the_providers_stream_and_keeps_what_was_shown(tmp_pat
         await asyncio.sleep(PIECE_DELAY_SECONDS * SLOW * 5)
         sent = world.sim.state.stream_bytes[-1]
         assert sent - pressed_at <= ONE_EVENT, "at most the piece on its way when the press came"
-        assert sent < len(WORDS) * 3
         shown = stopped.text.removesuffix(STOPPED_NOTE).rstrip()
         assert "fox119" not in shown
         turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
