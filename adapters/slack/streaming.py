@@ -6,8 +6,10 @@ being answered (a top-level DM or mention). Outside DMs Slack needs the recipien
 being answered and their team). Only new text is sent, with pings broken as in every message
 of the model (:func:`~adapters.slack.formatting.neutralise_markdown`); a word that could still
 turn into a ping with the next characters (``@her`` → ``@here``) is held back until it is
-complete. Slack's streams take no blocks while they stream, so a streamed answer carries no ⏹ Stop;
-its controls (🔁, and 👍/👎 as Slack's ``feedback_buttons``) are given with ``chat.stopStream``.
+complete. Slack's streams take no blocks while they stream, so a streamed answer carries no ⏹ Stop
+(Slack's own stop shows instead, while the thread's agent session is ``processing``: see
+:mod:`adapters.slack.sessions`); its controls (🔁, and 👍/👎 as Slack's ``feedback_buttons``) are
+given with ``chat.stopStream``.
 
 Where Slack refuses to stream, :class:`StreamSupport` remembers it: for the whole workspace
 when the refusal is the workspace's (a scope, a plan, a disabled feature), for the conversation
@@ -25,7 +27,7 @@ from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.kernel import ButtonRows, MessageRef, Place, StreamExpired
+from bot.kernel import ButtonRows, MessageRef, Place, RateLimited, StreamExpired
 
 from .errors import SlackRefused
 from .formatting import button_blocks, neutralise_markdown
@@ -33,6 +35,7 @@ from .formatting import button_blocks, neutralise_markdown
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Call = Callable[[str, Awaitable[Any]], Awaitable[Any]]
+Ended = Callable[[], Awaitable[None]]
 
 NOT_STREAMING = "message_not_in_streaming_state"
 WORKSPACE_REFUSALS = frozenset(
@@ -99,7 +102,8 @@ class StreamSupport:
 
 
 class SlackStream:
-    """One streamed message; create with :meth:`start`."""
+    """One streamed message; create with :meth:`start`. ``on_end`` is awaited once the stream
+    ended (stopped, or found ended by Slack)."""
 
     def __init__(
         self, client: AsyncWebClient, call: Call, token: str | None, ref: MessageRef
@@ -108,6 +112,7 @@ class SlackStream:
         self._call = call
         self._token = token
         self.ref = ref
+        self.on_end: Ended | None = None
         self._raw = ""
         self._sent = ""
 
@@ -160,7 +165,21 @@ class SlackStream:
     async def stop(self, text: str = "", buttons: ButtonRows = ()) -> None:
         """Add ``text`` and end the stream; ``buttons`` go under the message (Slack appends
         ``chat.stopStream``'s blocks to the finished message)."""
-        await self._send("chat.stopStream", self._take(text, final=True), button_blocks(buttons))
+        try:
+            await self._send(
+                "chat.stopStream", self._take(text, final=True), button_blocks(buttons)
+            )
+        except RateLimited:
+            raise
+        except Exception:
+            await self._ended()
+            raise
+        await self._ended()
+
+    async def _ended(self) -> None:
+        on_end, self.on_end = self.on_end, None
+        if on_end is not None:
+            await on_end()
 
     async def _send(
         self, method: str, markdown: str, blocks: list[dict[str, Any]] | None = None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -60,6 +61,7 @@ from .formatting import (
 from .home import HomeTab, ResultFiles
 from .inbound import SlackOrigin
 from .keyed import EarlierPost, find_earlier, key_metadata, look_back
+from .sessions import AgentSessions
 from .streaming import SlackStream, StreamSupport
 from .tokens import OneWorkspace, TeamTokens
 from .uploads import FILE_REF_PREFIX, SlackUploads
@@ -112,6 +114,7 @@ class SlackSurface:
         )
         self.streaming = StreamSupport()
         self.activity = StatusLine(self.client_for, self._call)
+        self.sessions = AgentSessions(self.client_for, self._call)
         self.home = HomeTab(self.client_for, self._call, ResultFiles(self.client_for, self._call))
         self.uploads = SlackUploads(self._call)
 
@@ -258,6 +261,9 @@ class SlackSurface:
                 return None
             raise
         self.activity.posted(place.channel_id, thread_ts)
+        session = (place.workspace_id, place.channel_id, thread_ts)
+        await self.sessions.processing(*session)
+        stream.on_end = partial(self.sessions.active, *session)
         return stream
 
     async def show_activity(
@@ -270,8 +276,12 @@ class SlackSurface:
     async def end_activity(
         self, place: Place, kind: ActivityKind, *, origin: Event | None = None
     ) -> None:
-        """Genbot is done being ``kind`` in ``place``."""
+        """Genbot is done being ``kind`` in ``place`` (done "thinking": the answer ended, so
+        its agent session is no longer ``processing``, even when its stream was abandoned)."""
         await self.activity.end(place, kind, origin)
+        thread_ts = place.thread_id or (_origin(origin).thread_ts if origin is not None else None)
+        if kind == "thinking" and thread_ts:
+            await self.sessions.active(place.workspace_id, place.channel_id, thread_ts)
 
     async def publish_home(self, event: HomeOpened, view: HomeView) -> None:
         """Show ``view`` on the user's App Home tab (see :mod:`adapters.slack.home`)."""

@@ -91,6 +91,8 @@ class FakeSlack(
         """The app as installed (genbot's ``config/slack-manifest.yaml`` unless given)."""
         self.suggested_prompts: dict[tuple[str, str], dict[str, Any]] = {}
         self.ignored_prompts: list[dict[str, Any]] = []
+        self.sessions: dict[tuple[str, str], str] = {}
+        self.session_log: list[tuple[str, str, str]] = []
         self.app_token = app_token
         self.signing_secret = signing_secret
         self.app_id = app_id

@@ -9,6 +9,14 @@
   (``invalid_arguments``). For an agent app a call naming ``thread_ts`` silently does nothing
   (Slack's documented behaviour): it answers ``ok`` and is recorded in
   :attr:`SlackAgentApi.ignored_prompts`.
+- ``agents.sessions.setStatus``: a thread's agent session (created by the first call), with a
+  ``status`` of ``processing``, ``active``, ``suspended`` or ``closed`` (``invalid_arguments``);
+  needs ``chat:write`` (``missing_scope``) and an agent app (``agent_view``; ``not_allowed``),
+  ``channel_id`` (``channel_not_found``) and the ``thread_ts`` of a message in it
+  (``invalid_thread_ts``). Slack shows its stop button while a session is ``processing``
+  (:meth:`SlackAgentApi.stop_showing`; without the ``agent_session_stopped`` subscription the
+  call answers a warning and no button shows). Only the app moves a session out of
+  ``processing``: this call, or ``chat.stopStream`` in its thread (which makes it ``active``).
 - ``conversations.open`` (``users``): a user's DM with the app, ``D`` + the user id's digits.
 - Events and payloads Slack only sends when the manifest asks for them: ``app_home_opened``
   with ``tab: messages`` (the event subscribed, the Messages tab enabled; its ``context`` names
@@ -32,6 +40,7 @@ Args = dict[str, Any]
 
 MANIFEST = Path(__file__).resolve().parents[2] / "config" / "slack-manifest.yaml"
 SUGGESTED_PROMPTS_MAX = 4
+SESSION_STATUSES = frozenset({"processing", "active", "suspended", "closed"})
 
 
 def load_manifest(path: Path = MANIFEST) -> Args:
@@ -48,6 +57,9 @@ class SlackAgentApi:
     ignored_prompts: list[Args]
     users: dict[str, str]
     app_id: str
+    sessions: dict[tuple[str, str], str]
+    """Each thread's agent session status, by (channel, thread_ts)."""
+    session_log: list[tuple[str, str, str]]
 
     if TYPE_CHECKING:
 
@@ -60,10 +72,13 @@ class SlackAgentApi:
 
         def _user_payload(self, user: str) -> dict[str, str]: ...
 
+        def message(self, channel: str, ts: str) -> FakeMessage | None: ...
+
     def agent_methods(self) -> dict[str, Callable[[Args], Args]]:
         return {
             "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
             "conversations.open": self._conversations_open,
+            "agents.sessions.setStatus": self._set_session_status,
         }
 
     # The manifest ----------------------------------------------------------------------------
@@ -128,6 +143,38 @@ class SlackAgentApi:
             "prompts": list(prompts or []),
         }
         return {}
+
+    def _set_session_status(self, args: Args) -> Args:
+        if "chat:write" not in self.bot_scopes:
+            raise SlackError("missing_scope")
+        if not self.agent_view:
+            raise SlackError("not_allowed")
+        channel, thread_ts = str(args.get("channel_id") or ""), str(args.get("thread_ts") or "")
+        if not channel:
+            raise SlackError("channel_not_found")
+        if not thread_ts or self.message(channel, thread_ts) is None:
+            raise SlackError("invalid_thread_ts")
+        status = str(args.get("status") or "")
+        if status not in SESSION_STATUSES:
+            raise SlackError("invalid_arguments")
+        self.sessions[(channel, thread_ts)] = status
+        self.session_log.append((channel, thread_ts, status))
+        if "agent_session_stopped" not in self.bot_events:
+            return {"warning": "missing_agent_session_stopped_event_subscription"}
+        return {}
+
+    def stop_showing(self, channel: str, thread_ts: str | None) -> bool:
+        """Whether Slack shows its stop button on the agent session of ``thread_ts``."""
+        return (
+            "agent_session_stopped" in self.bot_events
+            and self.sessions.get((channel, thread_ts or "")) == "processing"
+        )
+
+    def stream_stopped(self, channel: str, thread_ts: str | None) -> None:
+        """``chat.stopStream`` in ``thread_ts``: a ``processing`` session becomes ``active``."""
+        key = (channel, thread_ts or "")
+        if self.sessions.get(key) == "processing":
+            self.sessions[key] = "active"
 
     def _conversations_open(self, args: Args) -> Args:
         users = [u for u in str(args.get("users") or "").split(",") if u]

@@ -67,6 +67,8 @@ class SlackPayloads:
 
         def in_team(self, team_id: str) -> contextlib.AbstractContextManager[Any]: ...
 
+        def stop_showing(self, channel: str, thread_ts: str | None) -> bool: ...
+
         def _add_message(
             self,
             channel: str,
@@ -134,7 +136,11 @@ class SlackPayloads:
         self, stopped: FakeMessage, *, user: str = "U1"
     ) -> dict[str, Any]:
         """``agent_session_stopped``: ``user`` pressed Slack's stop button on the agent session
-        of ``stopped``'s thread while it streamed; Slack stops the stream itself."""
+        of ``stopped``'s thread while it streamed (Slack shows that button only while the
+        session is ``processing``); Slack stops the stream itself, not the session."""
+        assert self.stop_showing(stopped.channel, stopped.thread_ts), (
+            "Slack shows no stop button: the thread's agent session is not processing"
+        )
         stopped.streaming = False
         event_ts = new_ts()
         return {

@@ -95,6 +95,8 @@ class SlackStreamingApi:
 
         def _check_content(self, text: str, blocks: Any) -> None: ...
 
+        def stream_stopped(self, channel: str, thread_ts: str | None) -> None: ...
+
     def streaming_methods(self) -> dict[str, Callable[[Args], Args]]:
         return {
             "chat.startStream": self._start_stream,
@@ -176,6 +178,7 @@ class SlackStreamingApi:
         self._check_content(message.text, extra)
         self._grow(message, streamed_text(args), extra)
         message.streaming = False
+        self.stream_stopped(message.channel, message.thread_ts)
         return {"channel": message.channel, "ts": message.ts, "message": message.payload()}
 
     def _grow(self, message: FakeMessage, added: str, extra: list[dict[str, Any]]) -> None:

@@ -1,7 +1,9 @@
 """An answer's controls on Slack, end to end: the real bolt app and core, the fake Slack, the
 simulator. A natively streamed answer ends with 🔁 and Slack's own ``feedback_buttons`` (given
-with ``chat.stopStream``); where answers are posted and updated, ⏹ Stop is a button of the
-answer's message while it streams."""
+with ``chat.stopStream``); while it streams, its thread's agent session is ``processing``, so
+Slack shows its own stop button, and the session is ``active`` again once the answer ended or was
+stopped. Where answers are posted and updated, ⏹ Stop is a button of the answer's message while
+it streams."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from bot.features.chat.renderer import STOPPED_NOTE
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import WAIT, slack_genbot
+from tests.adapters.slack.test_fake_slack_agent import without
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_model import FakeMessage
 
@@ -38,6 +41,10 @@ async def test_a_streamed_answer_ends_with_regenerate_and_slacks_feedback_button
         question = fake.user_says("echo: the otter", channel="D1")
         await fake.post_event(bot.url, fake.event_callback(fake.message_event(question)))
         answer = await fake.wait_for(lambda: answered(fake, "the otter"), WAIT)
+        session = ("D1", str(answer.thread_ts))
+        await fake.wait_for(lambda: len(fake.session_log) == 2 or None, WAIT)
+        assert fake.session_log == [(*session, "processing"), (*session, "active")]
+        assert fake.sessions[session] == "active"
         assert fake.calls_to("chat.stopStream")[-1].args.get("blocks")
         assert [b["text"]["text"] for b in answer.buttons] == ["🔁"]
         feedback = answer.feedback
@@ -61,6 +68,23 @@ async def test_a_streamed_answer_ends_with_regenerate_and_slacks_feedback_button
         )
         assert not newer.streaming and newer.markdown.startswith("the otter")
         assert answer.feedback is None and answer.buttons == []
+
+
+async def test_an_app_that_is_not_an_agent_is_asked_for_a_session_once(tmp_path: Path) -> None:
+    async with (
+        serve(SimulatorConfig(time_scale=0.01)) as sim,
+        FakeSlack(manifest=without(["features", "agent_view"])) as fake,
+        slack_genbot(fake, sim, tmp_path / "g.db") as bot,
+    ):
+        question = fake.user_says("echo: foxes", channel="D1")
+        await fake.post_event(bot.url, fake.event_callback(fake.message_event(question)))
+        await fake.wait_for(lambda: answered(fake, "foxes"), WAIT)
+        question = fake.user_says("echo: otters", channel="D1")
+        await fake.post_event(bot.url, fake.event_callback(fake.message_event(question)))
+        await fake.wait_for(lambda: answered(fake, "otters"), WAIT)
+        refused = fake.calls_to("agents.sessions.setStatus")
+        assert [call.response.get("error") for call in refused] == ["not_allowed"]
+        assert fake.sessions == {}
 
 
 async def test_stop_where_answers_are_posted_and_updated(tmp_path: Path) -> None:
@@ -130,6 +154,7 @@ async def test_slacks_own_stop_ends_a_natively_streamed_answer(tmp_path: Path) -
             return found[0] if found else None
 
         answer = await fake.wait_for(streaming, WAIT)
+        assert fake.stop_showing("D1", answer.thread_ts)
         stopped = fake.agent_session_stopped_event(answer)
         await fake.post_event(bot.url, fake.event_callback(stopped))
         await fake.wait_for(lambda: STOPPED_NOTE.strip("_") in answer.shown or None, WAIT)
@@ -138,3 +163,8 @@ async def test_slacks_own_stop_ends_a_natively_streamed_answer(tmp_path: Path) -
         await asyncio.sleep(0.5)
         assert sim.state.stream_bytes[-1] == sent, "the simulator sent nothing after the stop"
         assert answer.feedback is not None
+
+        session = ("D1", str(answer.thread_ts))
+        await fake.wait_for(lambda: fake.sessions[session] == "active" or None, WAIT)
+        assert not fake.stop_showing(*session)
+        assert fake.session_log == [(*session, "processing"), (*session, "active")]

@@ -78,3 +78,50 @@ async def test_the_agent_experience_events_name_the_channel_in_view(fake: FakeSl
     assert fake.app_context_changed_event("U1", None)["context"] == {}
     client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
     assert (await client.conversations_open(users="U2"))["channel"]["id"] == "D2"
+
+
+async def test_agent_sessions_follow_slacks_rules(fake: FakeSlack) -> None:
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+    question = fake.user_says("hello", channel="D1")
+    await client.agents_sessions_setStatus(
+        channel_id="D1", thread_ts=question.ts, status="processing"
+    )
+    assert fake.sessions[("D1", question.ts)] == "processing"
+    assert fake.stop_showing("D1", question.ts)
+    with pytest.raises(SlackApiError, match="invalid_arguments"):
+        await client.agents_sessions_setStatus(
+            channel_id="D1", thread_ts=question.ts, status="thinking"
+        )
+    with pytest.raises(SlackApiError, match="invalid_thread_ts"):
+        await client.agents_sessions_setStatus(channel_id="D1", status="active")
+    with pytest.raises(SlackApiError, match="invalid_thread_ts"):
+        await client.agents_sessions_setStatus(
+            channel_id="D1", thread_ts="9.000009", status="active"
+        )
+    assert fake.sessions[("D1", question.ts)] == "processing", "a refused call changes nothing"
+
+    stream = await client.chat_startStream(channel="D1", thread_ts=question.ts)
+    await client.chat_stopStream(channel="D1", ts=stream["ts"])
+    assert fake.sessions[("D1", question.ts)] == "active", "chat.stopStream ends processing"
+    assert not fake.stop_showing("D1", question.ts)
+
+
+async def test_only_an_agent_app_has_sessions_and_its_stop_needs_the_event() -> None:
+    async with FakeSlack(manifest=without(["features", "agent_view"])) as fake:
+        client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+        question = fake.user_says("hello", channel="D1")
+        with pytest.raises(SlackApiError, match="not_allowed"):
+            await client.agents_sessions_setStatus(
+                channel_id="D1", thread_ts=question.ts, status="processing"
+            )
+    unsubscribed = without(
+        ["settings", "event_subscriptions", "bot_events"], "agent_session_stopped"
+    )
+    async with FakeSlack(manifest=unsubscribed) as fake:
+        client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+        question = fake.user_says("hello", channel="D1")
+        answer = await client.agents_sessions_setStatus(
+            channel_id="D1", thread_ts=question.ts, status="processing"
+        )
+        assert answer.get("warning") == "missing_agent_session_stopped_event_subscription"
+        assert not fake.stop_showing("D1", question.ts)

@@ -70,9 +70,10 @@ async def test_a_long_native_answer_continues_in_new_streams_within_slacks_limit
         surface = surface_for(fake)
         paragraph = "The quick brown fox jumps over the lazy dog, again and again. " * 40 + "\n\n"
         pieces = [paragraph[i : i + 500] for i in range(0, len(paragraph), 500)] * 12
-        origin = Command(user=User("U1"), place=THREAD, name="chat")
+        thread = THREAD.in_thread(fake.user_says("/chat", channel="C1").ts)
+        origin = Command(user=User("U1"), place=thread, name="chat")
 
-        result = await render_stream(deltas(pieces, 0.0), surface, THREAD, Pacer(), origin=origin)
+        result = await render_stream(deltas(pieces, 0.0), surface, thread, Pacer(), origin=origin)
 
         assert result.landed and len(result.messages) >= 3
         assert result.streamed == 1, "continuations complete at once are posted whole"
