@@ -1,6 +1,7 @@
 """The agent session of a thread genbot streams an answer into (``agents.sessions.setStatus``):
 ``processing`` while the answer streams, which is when Slack shows its own stop button (pressed,
-it sends ``agent_session_stopped``), then ``active`` once the answer ended, was stopped or failed
+it sends ``agent_session_stopped``). ``chat.stopStream`` moves the session out of ``processing``
+(Slack's agent session docs); an answer whose stream failed or was abandoned is set ``active``
 (Slack does not move a session out of ``processing`` by itself).
 
 A session is a courtesy: refusals are logged, never raised. A workspace whose app is not an
@@ -49,10 +50,21 @@ class AgentSessions:
         self._refused: dict[str, str] = {}
         self._processing: set[tuple[str, str, str]] = set()
 
-    async def processing(self, workspace: str, channel: str, thread_ts: str) -> None:
-        """An answer streams in ``thread_ts``: Slack shows its stop button."""
-        if await self._set(workspace, channel, thread_ts, PROCESSING):
+    async def processing(
+        self, workspace: str, channel: str, thread_ts: str, client: AsyncWebClient
+    ) -> None:
+        """An answer streams in ``thread_ts`` through ``client`` (the stream's own, so its token
+        is not looked up again): Slack shows its stop button."""
+        if await self._set(workspace, channel, thread_ts, PROCESSING, client):
             self._processing.add((workspace, channel, thread_ts))
+
+    async def ended(self, workspace: str, channel: str, thread_ts: str, stopped: bool) -> None:
+        """The stream in ``thread_ts`` ended: ``chat.stopStream`` (``stopped``) moved its session
+        out of ``processing`` already, so only a failed stream's session is set ``active``."""
+        if stopped:
+            self._processing.discard((workspace, channel, thread_ts))
+        else:
+            await self.active(workspace, channel, thread_ts)
 
     async def active(self, workspace: str, channel: str, thread_ts: str) -> None:
         """The answer in ``thread_ts`` ended: the session leaves ``processing`` (nothing is
@@ -62,11 +74,18 @@ class AgentSessions:
             self._processing.discard(key)
             await self._set(workspace, channel, thread_ts, ACTIVE)
 
-    async def _set(self, workspace: str, channel: str, thread_ts: str, status: str) -> bool:
+    async def _set(
+        self,
+        workspace: str,
+        channel: str,
+        thread_ts: str,
+        status: str,
+        client: AsyncWebClient | None = None,
+    ) -> bool:
         if workspace in self._refused:
             return False
         try:
-            client = await self._clients(workspace)
+            client = client or await self._clients(workspace)
             await self._call(
                 "agents.sessions.setStatus",
                 client.agents_sessions_setStatus(

@@ -35,7 +35,7 @@ from .formatting import button_blocks, neutralise_markdown
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Call = Callable[[str, Awaitable[Any]], Awaitable[Any]]
-Ended = Callable[[], Awaitable[None]]
+Ended = Callable[[bool], Awaitable[None]]
 
 NOT_STREAMING = "message_not_in_streaming_state"
 WORKSPACE_REFUSALS = frozenset(
@@ -103,7 +103,8 @@ class StreamSupport:
 
 class SlackStream:
     """One streamed message; create with :meth:`start`. ``on_end`` is awaited once the stream
-    ended (stopped, or found ended by Slack)."""
+    ended, told whether ``chat.stopStream`` ended it (then Slack itself moves the thread's agent
+    session out of ``processing``) or it failed."""
 
     def __init__(
         self, client: AsyncWebClient, call: Call, token: str | None, ref: MessageRef
@@ -172,14 +173,14 @@ class SlackStream:
         except RateLimited:
             raise
         except Exception:
-            await self._ended()
+            await self._ended(stopped=False)
             raise
-        await self._ended()
+        await self._ended(stopped=True)
 
-    async def _ended(self) -> None:
+    async def _ended(self, *, stopped: bool) -> None:
         on_end, self.on_end = self.on_end, None
         if on_end is not None:
-            await on_end()
+            await on_end(stopped)
 
     async def _send(
         self, method: str, markdown: str, blocks: list[dict[str, Any]] | None = None

@@ -262,8 +262,8 @@ class SlackSurface:
             raise
         self.activity.posted(place.channel_id, thread_ts)
         session = (place.workspace_id, place.channel_id, thread_ts)
-        await self.sessions.processing(*session)
-        stream.on_end = partial(self.sessions.active, *session)
+        await self.sessions.processing(*session, client)
+        stream.on_end = partial(self.sessions.ended, *session)
         return stream
 
     async def show_activity(
