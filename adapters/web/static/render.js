@@ -113,6 +113,7 @@ export class MessageView {
     if (existing) {
       const grouped = existing.classList.contains("grouped");
       const element = this.render(message, grouped);
+      keepButtons(existing, element);
       existing.replaceWith(element);
       this.elements.set(message.id, element);
     } else {
@@ -288,7 +289,8 @@ export class MessageView {
       if (rows.length) rows[rows.length - 1].append(menu);
       else rows.push(h("div", { class: "button-row" }, menu));
     }
-    return h("div", { class: "button-rows" }, ...rows);
+    const key = JSON.stringify([message.buttons, Boolean(foreign)]);
+    return h("div", { class: "button-rows", "data-key": key }, ...rows);
   }
 
   renderThreadLink(message) {
@@ -302,4 +304,12 @@ export class MessageView {
       h("span", { class: "thread-open" }, "Open ›"),
     );
   }
+}
+
+/** An edit that leaves a message's buttons as they were keeps their elements, so a press between
+ * two edits of a streaming answer (⏹ Stop) lands on a button still in the page. */
+function keepButtons(existing, element) {
+  const before = existing.querySelector(".button-rows");
+  const after = element.querySelector(".button-rows");
+  if (before && after && before.dataset.key === after.dataset.key) after.replaceWith(before);
 }
