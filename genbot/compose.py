@@ -124,7 +124,8 @@ def configured_adapters(
 ) -> dict[str, Adapter]:
     """The adapters whose credentials (or switch) are set, created but not started. ``demo``
     gives the playground an admin link (``genbot demo`` only); ``storage`` keeps the
-    Slack workspaces of a distributed app and the Slack events the cluster handled."""
+    Slack workspaces of a distributed app, the Slack events the cluster handled and the channel
+    each Slack user looks at."""
     adapters: dict[str, Adapter] = {}
     if settings.discord.token.get_secret_value():
         from adapters.discord.adapter import DiscordAdapter
@@ -139,6 +140,7 @@ def configured_adapters(
             installations=None if storage is None else storage.installations,
             sealer=sealer_of(settings.storage, settings.api),
             dedupe=None if storage is None else storage.dedupe,
+            channels_in_view=None if storage is None else storage.channels_in_view,
             read_user_groups=settings.quotas.maps_roles_of("slack"),
         )
     if settings.web.enabled:

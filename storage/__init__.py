@@ -40,6 +40,7 @@ from storage.queries.settings import (
 from storage.queries.playground import PlaygroundHistory as PlaygroundHistory
 from storage.queries.retention import Retention as Retention
 from storage.queries.slack import SlackInstallations as SlackInstallations
+from storage.queries.viewing import ChannelsInView as ChannelsInView
 from storage.queries.write_windows import WriteWindows as WriteWindows
 from storage.queries.tracking import (
     DeliveryClaims as DeliveryClaims,

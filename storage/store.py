@@ -25,6 +25,7 @@ from storage.queries.retention import Retention
 from storage.queries.settings import SettingsStore
 from storage.queries.slack import SlackInstallations
 from storage.queries.tracking import DeliveryClaims, JobHistory, JobTracking
+from storage.queries.viewing import ChannelsInView
 from storage.queries.write_windows import WriteWindows
 from storage.sql.migrations import current_version
 from storage.sql.session import Database
@@ -71,6 +72,8 @@ class Store:
         self.ledger = UsageLedger(db, clock)
         self.dedupe = EventDedupe(db, clock, identity.get("event_retention", 24 * 3600.0))
         self.installations = SlackInstallations(db, clock)
+        self.channels_in_view = ChannelsInView(db, clock)
+        """The channel each Slack user looks at (:mod:`storage.queries.viewing`)."""
         self.write_windows = WriteWindows(db, clock)
         self.playground = PlaygroundHistory(db, clock, owner)
         self.moderation = ModerationStore(db, clock)

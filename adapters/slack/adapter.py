@@ -30,7 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters import AdapterStartError, FatalHandler, log_fatal
 from adapters.listener import Listener
-from adapters.slack.ports import EventDedupe, Installations
+from adapters.slack.ports import ChannelsInView, EventDedupe, Installations
 from adapters.slack.settings import SlackSettings
 from bot.kernel import (
     STOP_ACTION,
@@ -92,12 +92,15 @@ class SlackAdapter:
         installations: Installations | None = None,
         sealer: Sealer | None = None,
         dedupe: EventDedupe | None = None,
+        channels_in_view: ChannelsInView | None = None,
         read_user_groups: bool = False,
     ) -> None:
         """``installations``: where a distributed genbot keeps its workspaces (its database),
         their tokens sealed by ``sealer``; ``dedupe``: where processes sharing the app record
-        the events they handled; ``read_user_groups``: every event's user carries the user
-        groups they are in (``User.roles``, for tiers mapped from them; :mod:`.usergroups`)."""
+        the events they handled; ``channels_in_view``: where they share the channel each user
+        looks at beside the Messages tab (else this process keeps it); ``read_user_groups``:
+        every event's user carries the user groups they are in (``User.roles``, for tiers
+        mapped from them; :mod:`.usergroups`)."""
         bot_token = settings.bot_token.get_secret_value()
         if bot_token and settings.distributed:
             raise ValueError(
@@ -136,7 +139,9 @@ class SlackAdapter:
         )
         prompts = settings.suggested_prompts
         self.agent = AgentSurfaces(
-            default_prompts() if prompts is None else prompts, settings.messages_tab_greeting
+            default_prompts() if prompts is None else prompts,
+            settings.messages_tab_greeting,
+            channels=channels_in_view,
         )
         self.bot_user_id = ""
         self.team_id = ""
@@ -427,7 +432,7 @@ class SlackAdapter:
     ) -> None:
         team = str(body.get("team_id") or self.team_id)
         user = str(event.get("user") or "")
-        self.agent.context_changed(team, user, event.get("context"))
+        await self.agent.context_changed(team, user, event.get("context"))
         channel = str(event.get("channel") or "")
         if user and channel:
             await self.agent.messages_tab_opened(context.client, team, user, channel)
@@ -435,7 +440,7 @@ class SlackAdapter:
     async def _on_context_changed(self, body: dict[str, Any], event: dict[str, Any]) -> None:
         team = str(body.get("team_id") or self.team_id)
         user = str(event.get("user") or _authorized_user(body))
-        self.agent.context_changed(team, user, event.get("context"))
+        await self.agent.context_changed(team, user, event.get("context"))
 
     # "Ask genbot about this" ------------------------------------------------------------------
 

@@ -6,19 +6,20 @@ tab, the channel a user is looking at, and the "Ask genbot about this" message s
   prompts belong to the DM, and Slack ignores a call that names a thread) and, the first time
   (the DM holds no message yet), greets the user.
 - **What the user is looking at.** ``app_context_changed`` (and the Messages tab's own
-  ``context``) names the channel in view; it is kept per user for an hour, in this process. A
-  DM message that speaks of "this channel" gets that channel's recent messages
-  (``conversations.history``, at most :data:`CHANNEL_MESSAGES_MAX`, over the hours or minutes
-  the message names, else the last hour) as a text document, which chat reads like any other
-  (:mod:`bot.features.chat.documents`).
+  ``context``) names the channel in view; it is kept per user for an hour in genbot's database
+  (:class:`adapters.slack.ports.ChannelsInView`), so whichever process behind the load balancer
+  receives the DM message reads the channel. A DM message that speaks of "this channel" gets
+  that channel's recent messages (``conversations.history``, at most
+  :data:`CHANNEL_MESSAGES_MAX`, over the hours or minutes the message names, else the last
+  hour) as a text document, which chat reads like any other (:mod:`bot.features.chat.documents`).
 - **"Ask genbot about this".** The message shortcut opens a form asking what to ask; on submit
   genbot reads the message and its thread (``conversations.replies``, bounded; the message
   alone when genbot cannot read the channel), opens the user's DM, posts the question there and
   answers it in that thread with the thread as a document; the conversation continues there.
 
-Nothing here is stored: a user's channel in view is known only to the process that received
-the event (several HTTP-mode processes behind a load balancer may not share it: a message that
-another process receives is answered without the channel's messages).
+Without a database (an adapter built without ``channels``) the channel in view is kept in this
+process only. Whether a user was greeted is kept in this process (a second process checks the
+DM's history again before greeting).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from bot.kernel import COMMANDS_BY_NAME, Attachment
 
 from .formatting import escape_mrkdwn
 from .inbound import plain_text
+from .ports import ChannelsInView
 from .settings import SUGGESTED_PROMPTS_MAX, SuggestedPrompt
 
 log = logging.getLogger(__name__)
@@ -94,27 +96,34 @@ UserNames = Callable[[str], Awaitable[str]]
 
 
 class AgentSurfaces:
-    """See the module docstring. ``prompts`` and ``greeting`` are ``[slack]``'s."""
+    """See the module docstring. ``prompts`` and ``greeting`` are ``[slack]``'s; ``channels``
+    where the processes serving the app share each user's channel in view (None: this
+    process's memory)."""
 
     def __init__(
         self,
         prompts: Sequence[SuggestedPrompt],
         greeting: str,
         *,
+        channels: ChannelsInView | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.prompts = list(prompts)[:SUGGESTED_PROMPTS_MAX]
         self.greeting = greeting
+        self._channels = channels
         self._clock = clock
         self._viewing: OrderedDict[tuple[str, str], Viewed] = OrderedDict()
         self._greeted: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     # What the user looks at -----------------------------------------------------------------
 
-    def context_changed(self, team_id: str, user_id: str, context: Any) -> None:
+    async def context_changed(self, team_id: str, user_id: str, context: Any) -> None:
         """Keep the channel ``context`` (an event's ``context``) names as ``user_id``'s."""
         channel = channel_in_view(context)
         if not user_id or not channel:
+            return
+        if self._channels is not None:
+            await self._channels.save_channel_in_view(team_id, user_id, channel)
             return
         key = (team_id, user_id)
         self._viewing.pop(key, None)
@@ -122,8 +131,10 @@ class AgentSurfaces:
         while len(self._viewing) > VIEWERS_MAX:
             self._viewing.popitem(last=False)
 
-    def viewing(self, team_id: str, user_id: str) -> str | None:
+    async def viewing(self, team_id: str, user_id: str) -> str | None:
         """The channel ``user_id`` looked at last, within the hour."""
+        if self._channels is not None:
+            return await self._channels.find_channel_in_view(team_id, user_id, CONTEXT_SECONDS)
         viewed = self._viewing.get((team_id, user_id))
         if viewed is None or self._clock() - viewed.at > CONTEXT_SECONDS:
             return None
@@ -142,7 +153,7 @@ class AgentSurfaces:
         read it)."""
         if not _THIS_CHANNEL.search(text):
             return None
-        channel = self.viewing(team_id, user_id)
+        channel = await self.viewing(team_id, user_id)
         if channel is None:
             return None
         span = requested_span(text)

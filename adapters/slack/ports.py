@@ -1,6 +1,7 @@
 """What the Slack adapter keeps in genbot's database, declared here and passed in by ``genbot``
 (the store fits it): the workspaces a distributed app is installed in, the OAuth states of its
-install links, and the events the processes sharing the app handled."""
+install links, the events the processes sharing the app handled, and the channel each user looks
+at beside genbot's Messages tab."""
 
 from __future__ import annotations
 
@@ -66,3 +67,15 @@ class EventDedupe(Protocol):
 
     async def remember_event(self, platform: str, event_id: str) -> bool:
         """True the first time ``event_id`` is seen, False for a repeat."""
+
+
+class ChannelsInView(Protocol):
+    """The channel each user looks at beside genbot's Messages tab (``app_context_changed``),
+    shared by the processes serving the app."""
+
+    async def save_channel_in_view(self, team_id: str, user_id: str, channel_id: str) -> None:
+        """``user_id`` looks at ``channel_id`` now (replacing the channel they looked at)."""
+
+    async def find_channel_in_view(self, team_id: str, user_id: str, within: float) -> str | None:
+        """The channel ``user_id`` looked at last, when that was at most ``within`` seconds
+        ago."""

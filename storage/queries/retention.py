@@ -40,6 +40,7 @@ ERASED: Final[dict[str, str]] = {
     "hosted_media": "the images hosted for the provider from their uploads (owner), deleted",
     "saved_options": "their saved options and suffix (/prefer), deleted",
     "batches": "their previews of several jobs, and jobs of theirs still queued, deleted",
+    "slack_channels_in_view": "the channel they looked at on Slack, deleted",
 }
 """How a forgotten user's rows go, per table that can name a user."""
 NAMES_NO_USER: Final = frozenset(
@@ -107,6 +108,7 @@ SQL_FORGET_SETTINGS: Final = (
 SQL_FORGET_OFFENCES: Final = "DELETE FROM moderation_offences WHERE platform = ? AND user_id = ?"
 SQL_FORGET_SAVED_OPTIONS: Final = "DELETE FROM saved_options WHERE platform = ? AND user_id = ?"
 SQL_FORGET_BATCHES: Final = "DELETE FROM batches WHERE platform = ? AND requester_id = ?"
+SQL_FORGET_IN_VIEW: Final = "DELETE FROM slack_channels_in_view WHERE user_id = ?"
 SQL_RENAME_RULES: Final = (
     "UPDATE moderation_rules SET added_by = ? WHERE platform = ? AND added_by = ?"
 )
@@ -177,6 +179,8 @@ class Retention:
             gone["uploads"] = await tx.execute(SQL_FORGET_HOSTED, (f"{platform}:{user_id}",))
             gone["saved_options"] = await tx.execute(SQL_FORGET_SAVED_OPTIONS, them)
             gone["batches"] = await tx.execute(SQL_FORGET_BATCHES, them)
+            if platform == "slack":
+                await tx.execute(SQL_FORGET_IN_VIEW, (user_id,))
             await tx.execute(SQL_RENAME_RULES, (pseudonym, *them))
             await tx.execute(SQL_DROP_REFUSED, them)
             quoted = (f'"{user_id}"', f'"{pseudonym}"')

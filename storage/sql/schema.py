@@ -408,5 +408,14 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             " created_at)",
         ),
     ),
+    Migration(
+        26,
+        "the channel each Slack user looks at beside genbot's Messages tab",
+        both=(
+            """CREATE TABLE slack_channels_in_view (team_id TEXT NOT NULL,
+                user_id TEXT NOT NULL, channel_id TEXT NOT NULL, at $real NOT NULL,
+                PRIMARY KEY (team_id, user_id))$rowid""",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -57,3 +57,27 @@ async def test_an_oauth_state_is_consumed_once_and_only_before_it_expires(
     assert not await store.installations.consume_oauth_state("never-issued")
     clock.advance(601)
     assert not await store.installations.consume_oauth_state("s-2")
+
+
+async def test_the_channel_in_view_is_shared_replaced_and_ignored_once_old(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    views = store.channels_in_view
+    await views.save_channel_in_view("T1", "U1", "C1")
+    await views.save_channel_in_view("T2", "U1", "C9")
+    assert await other_store.channels_in_view.find_channel_in_view("T1", "U1", 3600) == "C1"
+    clock.advance(60)
+    await other_store.channels_in_view.save_channel_in_view("T1", "U1", "C2")
+    assert await views.find_channel_in_view("T1", "U1", 3600) == "C2"
+    assert await views.find_channel_in_view("T1", "U2", 3600) is None
+    clock.advance(3601)
+    assert await views.find_channel_in_view("T1", "U1", 3600) is None
+    assert await views.find_channel_in_view("T2", "U1", 7200) == "C9"
+
+
+async def test_forgetting_a_slack_user_erases_the_channel_they_looked_at(store: Store) -> None:
+    await store.channels_in_view.save_channel_in_view("T1", "U1", "C1")
+    await store.retention.forget("discord", "U1")
+    assert await store.channels_in_view.find_channel_in_view("T1", "U1", 3600) == "C1"
+    await store.retention.forget("slack", "U1")
+    assert await store.channels_in_view.find_channel_in_view("T1", "U1", 3600) is None

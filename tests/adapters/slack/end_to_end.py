@@ -176,6 +176,7 @@ async def slack_genbot(
             settings.limits,
             installations=store.installations,
             sealer=sealer_of(settings.storage, settings.api),
+            channels_in_view=store.channels_in_view,
             read_user_groups=settings.quotas.maps_roles_of("slack"),
         )
         core, jobs = build_core(

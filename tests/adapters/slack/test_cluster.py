@@ -1,9 +1,11 @@
 """Several genbot processes serving one Slack app (HTTP behind a load balancer, or each with
 its own Socket Mode connection): an event Slack delivers to two of them is handled once, by
-whichever remembered it first in the database."""
+whichever remembered it first in the database; the channel a user looks at, heard by one, is
+read by another."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from adapters.slack.adapter import SlackAdapter
@@ -97,3 +99,44 @@ async def test_an_envelope_redelivered_to_another_socket_mode_process_is_handled
             await adapter.stop()
         for store in stores:
             await store.close()
+
+
+async def test_the_channel_in_view_heard_by_one_process_is_read_by_another(
+    fake: FakeSlack, postgres: PostgresCluster
+) -> None:
+    url = postgres.create_schema()
+    cores = [RecordingCore(), RecordingCore()]
+    stores = [await PostgresStore.open(url, pool_size=2) for _ in cores]
+    adapters = [
+        SlackAdapter(
+            slack_settings(fake),
+            LimitsSettings(),
+            dedupe=store.dedupe,
+            channels_in_view=store.channels_in_view,
+        )
+        for store in stores
+    ]
+    fake.user_says("The release moves to Friday.", user="U2", channel="C1")
+    try:
+        for adapter, core in zip(adapters, cores, strict=True):
+            core.surface = adapter.surface
+            await adapter.start(FakeRouter(core, [adapter.surface]))
+        first, second = (adapter.events_url or "" for adapter in adapters)
+        looked = fake.app_context_changed_event("U1", "C1")
+        await fake.post_event(first, fake.event_callback(looked))
+        for _ in range(250):
+            if await stores[1].channels_in_view.find_channel_in_view(fake.team_id, "U1", 60):
+                break
+            await asyncio.sleep(0.02)
+        asked = fake.user_says("Summarize this channel's last hour", channel="D1")
+        await fake.post_event(second, fake.event_callback(fake.message_event(asked)))
+        message = await cores[1].wait_for(lambda: next(iter(cores[1].of(UserMessage)), None))
+    finally:
+        for adapter in adapters:
+            await adapter.stop()
+        for store in stores:
+            await store.close()
+    (document,) = message.attachments
+    assert document.filename == "channel-messages.txt" and document.data is not None
+    assert "bob: The release moves to Friday." in document.data.decode()
+    assert cores[0].of(UserMessage) == []
