@@ -12,6 +12,7 @@ from storage import (
     ConversationKey,
     Cutoffs,
     Job,
+    JobStatus,
     MediaCaps,
     ModerationRule,
     PlaygroundImage,
@@ -32,8 +33,13 @@ DM = "dm-5e1f0c2a9b7d"
 
 async def posted(store: Store, **fields: object) -> Job:
     job = await create_job(store.admission, new_job(**fields))
-    for before, after in (("creating", "finished"), ("finished", "posting"), ("posting", "posted")):
-        await store.jobs.transition(job.id, before, after)  # type: ignore[arg-type]
+    moves: tuple[tuple[JobStatus, JobStatus], ...] = (
+        ("creating", "finished"),
+        ("finished", "posting"),
+        ("posting", "posted"),
+    )
+    for before, after in moves:
+        await store.jobs.transition(job.id, before, after)
     return job
 
 
