@@ -70,7 +70,6 @@ from bot.kernel import (
     MessageRef,
     OutMessage,
     Place,
-    PlatformProfile,
     RateLimited,
     ShowsActivity,
     SurfaceError,
@@ -231,6 +230,8 @@ class JobMessages:
         self._drawing_shown = frozenset(p for p in self._platforms if outbox.can(p, ShowsActivity))
         """The platforms that show a running job's "drawing…" activity (elsewhere it is not
         written: it would make no call)."""
+        self._profiles = {platform: outbox.profile(platform) for platform in self._platforms}
+        """What each of those platforms allows (a surface's profile is fixed with it)."""
         self._watch = watch
         self._clock = clock
         self.experience = experience or Experience()
@@ -244,7 +245,7 @@ class JobMessages:
         self._locks: dict[str, asyncio.Lock] = {}
         self._final: OrderedDict[str, None] = OrderedDict()
         self.retry = retry or DeliveryRetry()
-        self.results = ResultMessages(outbox, media)
+        self.results = ResultMessages(self._profiles, media)
         self.marks = ButtonMarks(store.jobs, outbox, self.results)
 
     # Writing through the outbox -----------------------------------------------------------------
@@ -476,11 +477,8 @@ class JobMessages:
         try:
             job = await self._references_read(job)
             link_instead = job.delivery_attempts + 1 >= self.retry.image_attempts
-            profile = self._outbox.profile(job.platform)
-            message, size = await self.results.result(
-                job, link_instead=link_instead, profile=profile
-            )
-            ref = await self._show(job, message, "result", profile)
+            message, size = await self.results.result(job, link_instead=link_instead)
+            ref = await self._show(job, message, "result")
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
         await self._finish(
@@ -509,19 +507,18 @@ class JobMessages:
             text=wording.failure_text(job, timed_out), mention_user_id=job.requester_id
         )
         try:
-            ref = await self._show(job, message, "failure", self._outbox.profile(job.platform))
+            ref = await self._show(job, message, "failure")
         except Exception as error:
             return await self._retry_later(job, "reporting", "failed", error)
         await self._finish(job, "reporting", "failed_posted", ref, "other")
         self.forget(job.id)
         return None
 
-    async def _show(
-        self, job: Job, message: OutMessage, kind: str, profile: PlatformProfile
-    ) -> MessageRef:
-        """Make the progress message show ``message`` (see the module docstring; ``profile``:
-        the job's platform's); returns the message that shows it."""
+    async def _show(self, job: Job, message: OutMessage, kind: str) -> MessageRef:
+        """Make the progress message show ``message`` (see the module docstring); returns the
+        message that shows it."""
         place = place_of(job)
+        profile = self._profiles[job.platform]
         message = replace(message, card=True)
         progress = MessageRef(place, job.progress_message_id) if job.progress_message_id else None
         self._mark_final(job.id)

@@ -8,7 +8,7 @@ was started) and drawn primary, as Midjourney marks used buttons.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Final
 
 from bot.features.jobs import wording
@@ -25,7 +25,6 @@ from bot.kernel import (
     PlatformProfile,
     UnreadableImage,
 )
-from bot.outbox import Outbox
 from storage import Job
 
 log = logging.getLogger(__name__)
@@ -41,19 +40,19 @@ def pressed_actions(job: Job) -> frozenset[str]:
 
 
 class ResultMessages:
-    """Builds result messages (downloading the images to re-upload)."""
+    """Builds result messages (downloading the images to re-upload) for the platforms of
+    ``profiles`` (what each allows)."""
 
-    def __init__(self, outbox: Outbox, media: MediaFetcher) -> None:
-        self._outbox = outbox
+    def __init__(self, profiles: Mapping[str, PlatformProfile], media: MediaFetcher) -> None:
+        self._profiles = profiles
         self._media = media
 
     async def result(
-        self, job: Job, *, link_instead: bool, profile: PlatformProfile | None = None
+        self, job: Job, *, link_instead: bool
     ) -> tuple[OutMessage, tuple[int, int] | None]:
         """The result message and its (first) image's size, to remember. When an image
         cannot be downloaded :class:`MediaError` propagates, unless ``link_instead`` or the image
-        arrived unreadable: then the message carries the provider's (expiring) link instead.
-        ``profile``: the job's platform's, when the caller has read it."""
+        arrived unreadable: then the message carries the provider's (expiring) link instead."""
         mention = job.requester_id
         if job.family == "task" and job.type == "seed":
             text = wording.seed_text(job, JobResult.of(job).seed or "")
@@ -80,12 +79,12 @@ class ResultMessages:
                 raise
             url = job.result_urls[0] if job.result_urls else ""
             text = wording.unavailable_image_text(job, str(error), url)
-            buttons = self.buttons(job, profile=profile)
+            buttons = self.buttons(job)
             return OutMessage(text=text, buttons=buttons, mention_user_id=mention), None
         message = OutMessage(
             text=wording.result_text(job),
             images=tuple(images),
-            buttons=self.buttons(job, size=size, profile=profile),
+            buttons=self.buttons(job, size=size),
             mention_user_id=mention,
         )
         return message, size
@@ -106,11 +105,9 @@ class ResultMessages:
         pressed: Collection[str] | None = None,
         *,
         size: tuple[int, int] | None = None,
-        profile: PlatformProfile | None = None,
     ) -> Buttons:
         """The buttons under ``job``'s result, ℹ️ (its info) last (``pressed``: default the
-        remembered ones; ``size``: its image's, when known; ``profile``: its platform's, when
-        already read)."""
+        remembered ones; ``size``: its image's, when known)."""
         used = pressed_actions(job) if pressed is None else frozenset(pressed)
         if job.family == "diffusion":
             upscale = job.type != "upscale"
@@ -118,7 +115,7 @@ class ResultMessages:
         if job.type == "describe":
             count = min(len(JobResult.of(job).prompts), 4)
             return describe_buttons(job.id, count, pressed=used, info=True) if count else ()
-        per_row = (profile or self._outbox.profile(job.platform)).max_buttons_per_row
+        per_row = self._profiles[job.platform].max_buttons_per_row
         return follow_up_buttons(job, per_row, size, pressed=used, info=True)
 
     async def _described_image(self, job: Job) -> tuple[ImageFile, ...]:
