@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.features.jobs.buttons import MAX_BUTTONS_PER_ROW, task_buttons
 from bot.features.jobs.params import BlendParams, ImageParams, JobResult, params_of
-from bot.kernel import Button
 from storage import Job
 
 log = logging.getLogger(__name__)
@@ -329,26 +327,18 @@ def parent_task(job: Job) -> ParentTask | None:
     )
 
 
-def follow_up_buttons(
-    job: Job,
-    max_per_row: int = MAX_BUTTONS_PER_ROW,
-    size: tuple[int, int] | None = None,
-    *,
-    pressed: Collection[str] = (),
-    info: bool = False,
-) -> tuple[tuple[Button, ...], ...]:
-    """The buttons under a family B job's result: its follow-ups (:func:`offered_follow_ups`),
-    those the provider refused shown disabled, ``pressed`` ones marked; remix forms when the
-    job's requester had Remix on (``parameters["remix"]``); then ℹ️ with ``info``."""
-    offered = offered_follow_ups(job, size)
-    if not offered and not info:
-        return ()
-    return task_buttons(
-        offered,
-        job.id,
-        pressed=pressed,
-        disabled=refused_actions(job),
-        remix=_remix(job),
-        max_per_row=max_per_row,
-        info=info,
-    )
+@dataclass(frozen=True)
+class Offer:
+    """What a finished family B job offers under its result, read once: its follow-ups
+    (:func:`offered_follow_ups`), those the provider refused (shown disabled), and whether the
+    follow-ups that take a prompt open the Remix form (its requester had Remix on,
+    ``parameters["remix"]``)."""
+
+    actions: tuple[str, ...]
+    refused: frozenset[str]
+    remix: bool
+
+
+def offer(job: Job, size: tuple[int, int] | None = None) -> Offer:
+    """What ``job`` offers under its result (``size``: its image's, when known)."""
+    return Offer(tuple(offered_follow_ups(job, size)), refused_actions(job), _remix(job))

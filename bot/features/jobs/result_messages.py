@@ -1,22 +1,40 @@
 """The messages that show a job's outcome: its result (images, title, buttons) and its failure
 report, and the same result again with its pressed buttons marked.
 
-A pressed button is remembered in the job's ``result["pressed"]`` (the actions whose derivative
-was started) and drawn primary, as Midjourney marks used buttons.
+The buttons under a result are arranged here, from the vocabulary of
+:mod:`bot.features.jobs.buttons` (actions, rows, labels): an image task's follow-ups (what it
+offers is :func:`bot.features.jobs.follow_ups.offer`), a describe's picks, a diffusion image's
+reworks, then ℹ️. A pressed button is remembered in the job's ``result["pressed"]`` (the actions
+whose derivative was started) and drawn primary, as Midjourney marks used buttons.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Final
 
 from bot.features.jobs import wording
-from bot.features.jobs.buttons import describe_buttons, diffusion_buttons
-from bot.features.jobs.follow_ups import follow_up_buttons
+from bot.features.jobs.buttons import (
+    DESCRIBE_ACTIONS,
+    DIFFUSION_ACTIONS,
+    GRID_ROWS,
+    LABELS,
+    MAX_BUTTONS_PER_ROW,
+    MAX_ROWS,
+    REFERENCE_ACTION,
+    UPSCALE_ACTIONS,
+    UPSCALE_ROWS,
+)
+from bot.features.jobs.follow_ups import offer
 from bot.features.jobs.params import DescribeParams, JobResult
 from bot.kernel import (
+    INFO_ACTION,
+    REMIX_ACTIONS,
+    REMIX_PREFIX,
     Button,
+    ButtonDraft,
+    ButtonStyle,
     ImageBytes,
     ImageFile,
     MediaError,
@@ -24,6 +42,7 @@ from bot.kernel import (
     OutMessage,
     PlatformProfile,
     UnreadableImage,
+    button_rows,
 )
 from storage import Job
 
@@ -151,3 +170,120 @@ class ResultMessages:
                 last = error
         assert last is not None
         raise last
+
+
+# The buttons under a result ------------------------------------------------------------------
+
+
+def _draft(
+    action: str,
+    pressed: Collection[str],
+    disabled: Collection[str] = (),
+    remix: bool = False,
+) -> ButtonDraft:
+    style: ButtonStyle = "primary" if action in pressed else "secondary"
+    remixed = REMIX_PREFIX + action
+    drawn = remixed if remix and remixed in REMIX_ACTIONS else action
+    return (LABELS[action], drawn, style, action in disabled)
+
+
+def _rows(
+    groups: list[list[str]], tail: Sequence[str], max_per_row: int, max_rows: int
+) -> list[list[str]]:
+    """``groups`` cut into rows, then each of ``tail`` (🌱 Seed, ℹ️) on the last row when it has
+    room, else on a new one."""
+    rows = [g[i : i + max_per_row] for g in groups for i in range(0, len(g), max_per_row)]
+    for action in tail:
+        if rows and len(rows[-1]) < max_per_row:
+            rows[-1].append(action)
+        else:
+            rows.append([action])
+    if len(rows) > max_rows:
+        flat = [action for row in rows for action in row]
+        rows = [flat[i : i + max_per_row] for i in range(0, len(flat), max_per_row)]
+    return rows[:max_rows]
+
+
+def task_buttons(
+    actions: Iterable[str],
+    ref: str,
+    *,
+    with_seed: bool | None = None,
+    pressed: Collection[str] = (),
+    disabled: Collection[str] = (),
+    remix: bool = False,
+    max_per_row: int = MAX_BUTTONS_PER_ROW,
+    max_rows: int = MAX_ROWS,
+    info: bool = False,
+) -> tuple[tuple[Button, ...], ...]:
+    """Button rows for an image task's follow-ups (genbot's action names, see
+    :func:`bot.features.jobs.follow_ups.offered_follow_ups`); with ``remix`` the follow-ups that
+    take a prompt are drawn as their ``remix_`` actions (a press opens the prompt form).
+
+    A grid gets ``U1 U2 U3 U4 🔄`` / ``V1 V2 V3 V4``; an upscale its follow-ups in rows
+    (vary, zoom, pan, second upscales); ``🌱 Seed`` comes last when ``seed`` is among
+    ``actions``, then (upscales) ``Use as reference``, then ℹ️ with ``info``. ``with_seed``
+    forces the seed button on or off (default: on when offered, or for upscales). Unknown
+    action names are ignored; ``pressed`` actions are styled primary, ``disabled`` ones shown
+    disabled. At most ``max_per_row`` per
+    row and ``max_rows`` rows: when the natural rows would be too many, buttons are packed
+    densely and any excess is dropped.
+    """
+    offered = set(actions)
+    groups = [[a for a in row if a in offered] for row in (*GRID_ROWS, *UPSCALE_ROWS)]
+    if with_seed is None:
+        with_seed = "seed" in offered or bool(offered & UPSCALE_ACTIONS)
+    single = bool(offered & UPSCALE_ACTIONS)
+    tail = [
+        *(["seed"] if with_seed else []),
+        *([REFERENCE_ACTION] if single else []),
+        *([INFO_ACTION] if info else []),
+    ]
+    rows = _rows([g for g in groups if g], tail, max_per_row, max_rows)
+    return button_rows(ref, [[_draft(a, pressed, disabled, remix) for a in row] for row in rows])
+
+
+def describe_buttons(
+    ref: str, count: int = 4, *, pressed: Collection[str] = (), info: bool = False
+) -> tuple[tuple[Button, ...], ...]:
+    """``1 2 3 4 🔄`` and ``Imagine all`` under a describe result: a number imagines that
+    prompt (after editing it, see :mod:`bot.features.jobs.describe`), 🔄 describes the image again,
+    Imagine all imagines the four prompts (then ℹ️ with ``info``)."""
+    picks = [_draft(a, pressed) for a in (*DESCRIBE_ACTIONS[:count], "describe_again")]
+    last = ["describe_all", *([INFO_ACTION] if info else [])]
+    return button_rows(ref, [picks, [_draft(a, pressed) for a in last]])
+
+
+def diffusion_buttons(
+    ref: str, *, upscale: bool = True, pressed: Collection[str] = (), info: bool = False
+) -> tuple[tuple[Button, ...], ...]:
+    """``🔄`` (same options, new seed), ``Upscale``, ``Use as init`` and ``Use as reference``
+    under a diffusion image (then ℹ️ with ``info``)."""
+    actions = [a for a in DIFFUSION_ACTIONS if upscale or a != "diff_upscale"]
+    actions += [REFERENCE_ACTION, *([INFO_ACTION] if info else [])]
+    return button_rows(ref, [[_draft(a, pressed) for a in actions]])
+
+
+def follow_up_buttons(
+    job: Job,
+    max_per_row: int = MAX_BUTTONS_PER_ROW,
+    size: tuple[int, int] | None = None,
+    *,
+    pressed: Collection[str] = (),
+    info: bool = False,
+) -> tuple[tuple[Button, ...], ...]:
+    """The buttons under a family B job's result: its follow-ups (:func:`offer`), those the
+    provider refused shown disabled, ``pressed`` ones marked; remix forms when the job's
+    requester had Remix on; then ℹ️ with ``info``."""
+    offered = offer(job, size)
+    if not offered.actions and not info:
+        return ()
+    return task_buttons(
+        offered.actions,
+        job.id,
+        pressed=pressed,
+        disabled=offered.refused,
+        remix=offered.remix,
+        max_per_row=max_per_row,
+        info=info,
+    )

@@ -13,7 +13,7 @@ from bot.features.jobs.follow_ups import (
     canonical_action,
     canonical_actions,
     documented_follow_ups,
-    follow_up_buttons,
+    offer,
     offered_follow_ups,
     parent_task,
     prompt_version,
@@ -199,8 +199,13 @@ def test_seed_is_on_every_generation_task_and_nothing_else() -> None:
     assert offered_follow_ups(_job(family="diffusion", type="txt2img")) == []
 
 
-def test_refused_follow_ups_are_drawn_disabled() -> None:
-    job = _job(type="upscale", action="upscale1", result={"refused_actions": ["pan_left"]})
-    buttons = {b.action: b for row in follow_up_buttons(job) for b in row}
-    assert buttons["pan_left"].disabled and not buttons["pan_right"].disabled
-    assert buttons["seed"].label == "🌱 Seed"
+def test_an_offer_holds_the_follow_ups_the_refused_ones_and_whether_remix_was_on() -> None:
+    refused = {"refused_actions": ["pan_left"]}
+    wide = _job(type="upscale", action="upscale1", result=refused)
+    plain = offer(wide, (1024, 512))
+    assert plain.actions == tuple(offered_follow_ups(wide, (1024, 512)))
+    assert "outpaint_square" in plain.actions, "the size given is read: a wide image"
+    assert plain.refused == {"pan_left"} and not plain.remix
+    remixed = offer(_job(type="imagine", parameters={"remix": True}))
+    assert remixed.actions == (*GRID_FOLLOW_UPS, "seed") and remixed.remix
+    assert not remixed.refused
