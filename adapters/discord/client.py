@@ -2,9 +2,13 @@
 
 Slash commands are deferred at once (ephemeral "thinking…"), button presses are deferred
 silently (type 6) unless their action opens a form, modal submissions are deferred like
-commands; then the core runs in a task. Messages become :class:`UserMessage` in DMs, in every
-guild thread (the core ignores threads that hold no conversation), when they mention the bot,
-and in replies to the bot; other channel messages are dropped without any REST call.
+commands; then the core runs in a task. Every genbot button press reaches
+:class:`GenbotButton`, a ``DynamicItem`` registered at startup whose template matches the
+``gb:<action>:<ref>`` custom ids, so a press on any message, posted by any earlier process,
+comes here (the views genbot sends are stopped, so discord.py keeps none of them). Messages
+become :class:`UserMessage` in DMs, in every guild thread (the core ignores threads that hold no
+conversation), when they mention the bot, and in replies to the bot; other channel messages are
+dropped without any REST call.
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from discord import app_commands
 
 from adapters import AdapterStartError
 from adapters.discord.commands import build_commands, info_menu
-from adapters.discord.components import REOPEN_ACTION, GenbotButton
 from adapters.discord.interaction_source import InteractionSource
+from adapters.discord.modals import REOPEN_ACTION
 from adapters.discord.settings import DiscordSettings
 from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from adapters.discord.translate import (
@@ -66,6 +70,39 @@ UNCACHED_CHANNELS_REMEMBERED = 1024
 """How many looked-up channels (thread or not) missing from discord.py's cache are remembered."""
 
 _log = logging.getLogger("genbot.discord")
+
+
+class GenbotButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"gb:(?P<action>[^:]+):(?P<ref>.*)",
+):
+    """The press of a button carrying ``action`` and ``ref`` in its custom id: handed to the
+    client (:meth:`GenbotClient.genbot_button`)."""
+
+    def __init__(self, action: str, ref: str, *, custom_id: str) -> None:
+        super().__init__(discord.ui.Button(custom_id=custom_id))
+        self.action = action
+        self.ref = ref
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: Any,
+        /,
+    ) -> GenbotButton:
+        custom_id = getattr(item, "custom_id", "") or ""
+        decoded = decode_custom_id(custom_id)
+        if decoded is None:
+            raise ValueError(f"not a genbot custom id: {custom_id!r}")
+        action, ref = decoded
+        return cls(action, ref, custom_id=custom_id)
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        client = interaction.client
+        if isinstance(client, GenbotClient):
+            await client.genbot_button(interaction, self.action, self.ref)
 
 
 def log_error(where: str, error: BaseException) -> None:

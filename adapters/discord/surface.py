@@ -1,5 +1,6 @@
 """genbot's :class:`bot.kernel.surface.Surface` on Discord: one class, everything genbot does
-on Discord through discord.py, and the outbound translation (content, mentions, length).
+on Discord through discord.py, and the outbound translation (content, mentions, length, the
+views and cards that carry buttons).
 
 Public results are ordinary channel messages (``POST /channels/{id}/messages``), never the
 interaction's webhook: they outlive the 15-minute interaction token, sit in the per-channel
@@ -34,20 +35,21 @@ import io
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import discord
 
-from adapters.discord.components import build_card, build_modal, build_view, reopen_view
+from adapters.discord.modals import build_modal, reopen_view
 from adapters.discord.translate import DM_WORKSPACE, InteractionContext
 from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
 from bot.kernel import (
     Attachment,
     Button,
+    ButtonStyle,
     Event,
     ImageFile,
     MessageGone,
@@ -113,6 +115,83 @@ def token_expired(error: SurfaceError) -> bool:
     cause = error.__cause__
     return isinstance(cause, discord.HTTPException) and (
         cause.status == 401 or cause.code in (10015, 50027)
+    )
+
+
+# Drawing a message --------------------------------------------------------------------------------
+
+MAX_ROWS = 5
+MAX_PER_ROW = 5
+CARD_COLOUR = discord.Colour.blurple()
+_STYLES: dict[ButtonStyle, discord.ButtonStyle] = {
+    "primary": discord.ButtonStyle.primary,
+    "secondary": discord.ButtonStyle.secondary,
+    "success": discord.ButtonStyle.success,
+    "danger": discord.ButtonStyle.danger,
+}
+
+SentView = TypeVar("SentView", discord.ui.View, discord.ui.LayoutView)
+
+
+def build_view(rows: Sequence[Sequence[Button]]) -> discord.ui.View | None:
+    """A view of ``rows`` of buttons (stopped: :func:`_sent`), or ``None`` when there are none.
+
+    Raises ``ValueError`` beyond Discord's 5 rows of 5 buttons.
+    """
+    rows = _checked_rows(rows)
+    if not rows:
+        return None
+    view = discord.ui.View(timeout=None)
+    for index, row in enumerate(rows):
+        for button in row:
+            view.add_item(_button_item(button, index))
+    return _sent(view)
+
+
+def build_card(
+    text: str, filenames: Sequence[str], rows: Sequence[Sequence[Button]]
+) -> discord.ui.LayoutView:
+    """A Components V2 card (stopped: :func:`_sent`): one container holding the text, the
+    images (the message's attachments ``filenames``) as a gallery, and the button rows."""
+    parts: list[discord.ui.Item[Any]] = []
+    if text:
+        parts.append(discord.ui.TextDisplay(text))
+    if filenames:
+        items = [discord.MediaGalleryItem(f"attachment://{name}") for name in filenames[:10]]
+        parts.append(discord.ui.MediaGallery(*items))
+    for row in _checked_rows(rows):
+        action_row: discord.ui.ActionRow[Any] = discord.ui.ActionRow()
+        for button in row:
+            action_row.add_item(_button_item(button))
+        parts.append(action_row)
+    view = discord.ui.LayoutView(timeout=None)
+    view.add_item(discord.ui.Container(*parts, accent_colour=CARD_COLOUR))
+    return _sent(view)
+
+
+def _sent(view: SentView) -> SentView:
+    """``view`` stopped, as every view genbot sends: discord.py keeps no view in memory then
+    (genbot's never time out), and a press on one of its buttons — on any message, posted by any
+    process — reaches the one handler of genbot's custom ids, registered at startup
+    (:class:`adapters.discord.client.GenbotButton`)."""
+    view.stop()
+    return view
+
+
+def _checked_rows(rows: Sequence[Sequence[Button]]) -> list[Sequence[Button]]:
+    kept = [row for row in rows if row]
+    if len(kept) > MAX_ROWS or any(len(row) > MAX_PER_ROW for row in kept):
+        raise ValueError(f"Discord shows at most {MAX_ROWS} rows of {MAX_PER_ROW} buttons")
+    return kept
+
+
+def _button_item(button: Button, row: int | None = None) -> discord.ui.Button[Any]:
+    return discord.ui.Button(
+        label=(button.label or button.action)[:80],
+        style=_STYLES.get(button.style, discord.ButtonStyle.secondary),
+        custom_id=button.custom_id,
+        row=row,
+        disabled=button.disabled,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from bot.features.jobs.forms import form_for, refused_form
@@ -81,6 +83,24 @@ async def test_a_press_becomes_a_button_press_after_a_silent_deferral(
     assert press.place == general_place(fake)
     assert interaction.response_type == 6
     assert core.seen_answered == [True]
+
+
+async def test_discord_py_keeps_no_sent_view_and_a_press_arrives_once(
+    bot: Harness, core: RecordingCore
+) -> None:
+    fake = bot.fake
+    grid = await post_grid(bot)
+    card = OutMessage(text="**Upscaled #2** — a fox", buttons=GRID.buttons, card=True)
+    surface = bot.adapters[-1].surface
+    ref = await surface.send(general_place(fake), card)
+    await surface.edit(ref, card)
+    assert bot.adapters[-1].client.persistent_views == [], "every view is stopped before sent"
+    for message in (grid, fake.messages[int(ref.message_id)]):
+        await fake.press(fake.user("bob"), message, "U2")
+        press = await core.next_event(ButtonPress)
+        assert (press.action, press.ref, press.message_id) == ("upscale2", JOB, str(message.id))
+    await asyncio.sleep(0.2)
+    assert [type(e) for e in core.events] == [ButtonPress] * 2, "each press reached it once"
 
 
 async def test_buttons_on_old_messages_work_after_a_restart(
