@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import assert_never
 
-from bot.kernel import ButtonPress, Command, Event, ModalSubmit
+from bot.kernel import N_, ButtonPress, Command, Event, ModalSubmit, _
 from storage import (
     Batch,
     ChatMessage,
@@ -61,17 +61,17 @@ from storage import (
 PREVIEW_SEPARATOR = "~"
 """Between the job's id and the draft's digest in a preview's ref."""
 SHARED_SCOPES = ("channel", "workspace")
-NO_JOB = "genbot has no record of this image any more."
-NOT_YOURS = (
+NO_JOB = N_("genbot has no record of this image any more.")
+NOT_YOURS = N_(
     "Only the person who started this job can use its buttons here "
     "(this channel is not open to everyone)."
 )
-NO_CONVERSATION = "This conversation no longer exists."
-NO_BATCH = "genbot has no record of these jobs any more: run the command again."
-NOT_A_SCOPE = "This settings button is no longer supported."
-ADMINS_ONLY = "Only genbot admins can change the defaults of a channel or a workspace."
-UNKNOWN_REF = "This button is no longer supported."
-ADMINS_ONLY_USERS = "Only genbot admins can act on another user's data."
+NO_CONVERSATION = N_("This conversation no longer exists.")
+NO_BATCH = N_("genbot has no record of these jobs any more: run the command again.")
+NOT_A_SCOPE = N_("This settings button is no longer supported.")
+ADMINS_ONLY = N_("Only genbot admins can change the defaults of a channel or a workspace.")
+UNKNOWN_REF = N_("This button is no longer supported.")
+ADMINS_ONLY_USERS = N_("Only genbot admins can act on another user's data.")
 REFUSALS = frozenset(
     {
         NO_JOB,
@@ -84,7 +84,8 @@ REFUSALS = frozenset(
         ADMINS_ONLY_USERS,
     }
 )
-"""Every answer :class:`Refs` gives (tests tell its refusals from a feature's by them)."""
+"""Every answer :class:`Refs` gives, in English (tests tell its refusals from a feature's by
+them); :class:`RefRefused` says it in the language spoken."""
 
 
 class RefKind(StrEnum):
@@ -104,7 +105,10 @@ class RefKind(StrEnum):
 
 class RefRefused(Exception):
     """The presser may not use what the ref names (or it names nothing known); the text is
-    the answer to show them."""
+    the answer to show them: ``refusal`` (one of :data:`REFUSALS`) in the language spoken."""
+
+    def __init__(self, refusal: str) -> None:
+        super().__init__(_(refusal))
 
 
 @dataclass(frozen=True)

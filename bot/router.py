@@ -55,6 +55,7 @@ from bot.kernel import (
     User,
     UserError,
     UserMessage,
+    _,
     metrics,
     name_the_saved,
     parse_command_text,
@@ -78,7 +79,7 @@ def storage_cause(error: BaseException) -> StorageError | None:
     """The storage failure behind ``error`` (itself, or what it was raised from), if any: a
     platform write that failed because the platform's own storage did (the playground's)."""
     seen: BaseException | None = error
-    for _ in range(8):
+    for __ in range(8):
         if seen is None:
             return None
         if isinstance(seen, StorageError):
@@ -218,7 +219,7 @@ class Router:
     @property
     def actions(self) -> dict[str, RefKind]:
         """Every action the features own, with what its ref names (the action table)."""
-        return {action: kind for action, (_, kind) in self._by_action.items()}
+        return {action: kind for action, (__, kind) in self._by_action.items()}
 
     def chat_models(self) -> tuple[str, ...]:
         """The chat models users are offered: those the workspace's ``[api] plan`` allows."""
@@ -308,7 +309,7 @@ class Router:
         except ApiError as error:
             outcome = "handled"
             log.warning("provider call failed for %s: %s", type(event).__name__, error)
-            await self._tell(event, error.user_message)
+            await self._tell(event, _(error.user_message))
         except Exception as error:
             if isinstance(error, TimeoutError) and timer.expired():
                 outcome = "timed_out"
@@ -318,7 +319,7 @@ class Router:
                     type(event).__name__,
                     deadline or 0,
                 )
-                await self._tell(event, TOO_SLOW_TEXT)
+                await self._tell(event, _(TOO_SLOW_TEXT))
                 return
             failure = storage_cause(error)
             if failure is not None:
@@ -337,13 +338,15 @@ class Router:
         only when it was addressed to genbot)."""
         metrics.EVENTS.labels(event.place.platform, type(event).__name__, "refused").inc()
         if answers_refusal(event):
-            await self._tell(event, RESTARTING_TEXT)
+            await self._tell(event, _(RESTARTING_TEXT))
 
     async def _route(self, event: InboundEvent) -> None:
         if isinstance(event, Command):
             feature = self._by_command.get(event.name)
             if feature is None:
-                raise UserError(f"genbot does not know the command /{event.name}.")
+                raise UserError(
+                    _("genbot does not know the command /{command}.", command=event.name)
+                )
             used: tuple[tuple[str, str], ...] = ()
             if self.expansion is not None and COMMANDS_BY_NAME[event.name].expands:
                 event, used = await self.expansion.expand(event)
@@ -373,7 +376,7 @@ class Router:
         may use it (the one ownership check: :mod:`bot.refs`)."""
         owner = self._by_action.get(event.action)
         if owner is None:
-            raise UserError("This button is no longer supported.")
+            raise UserError(_("This button is no longer supported."))
         feature, kind = owner
         if kind is RefKind.NONE:
             return feature, nothing_named(event)

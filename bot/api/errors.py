@@ -8,7 +8,7 @@ a header or a raw response body beyond the provider's own short message).
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 
 class ApiError(Exception):
@@ -152,11 +152,17 @@ class ProviderRateLimited(ApiError):
 
 def about(seconds: float) -> str:
     """A wait in words: ``about 40 s``, ``about 3 min``, ``about 2 h``."""
+    amount, unit = rounded_wait(seconds)
+    return f"about {amount} {unit}"
+
+
+def rounded_wait(seconds: float) -> tuple[int, Literal["s", "min", "h"]]:
+    """A wait as :func:`about` says it: seconds up to 90, minutes up to 90, then hours."""
     if seconds < 90:
-        return f"about {max(1, round(seconds))} s"
+        return max(1, round(seconds)), "s"
     if seconds < 90 * 60:
-        return f"about {round(seconds / 60)} min"
-    return f"about {round(seconds / 3600)} h"
+        return round(seconds / 60), "min"
+    return round(seconds / 3600), "h"
 
 
 class InvalidResponse(ApiError):

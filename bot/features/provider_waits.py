@@ -14,8 +14,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.api.errors import about
+from bot.api.errors import rounded_wait
 from bot.api.ratelimit import Wait
+from bot.kernel import _, ngettext
 
 log = logging.getLogger(__name__)
 
@@ -23,15 +24,37 @@ SHOW_WAITS_FROM_SECONDS = 1.0
 CLOSE_TIMEOUT = 5.0
 
 
+def about(seconds: float) -> str:
+    """A wait in words, in the language spoken: ``about 40 s``, ``about 3 min``, ``about 2 h``
+    (:func:`bot.api.errors.about`'s rounding)."""
+    amount, unit = rounded_wait(seconds)
+    # Translators: a wait, put into sentences such as "trying again in {wait}".
+    if unit == "s":
+        return _("about {amount} s", amount=amount)
+    if unit == "min":
+        return _("about {amount} min", amount=amount)
+    return _("about {amount} h", amount=amount)
+
+
 def wait_text(wait: Wait) -> str:
     """``queued, 3 ahead of you (about 40 s)`` or ``the provider is rate-limiting; trying
     again in about 20 s``."""
-    left = f" ({about(wait.seconds)})" if wait.seconds is not None else ""
     if wait.ahead > 0:
-        return f"queued for the provider, {wait.ahead} ahead of you{left}"
+        if wait.seconds is not None:
+            return ngettext(
+                "queued for the provider, {n} ahead of you ({wait})",
+                "queued for the provider, {n} ahead of you ({wait})",
+                wait.ahead,
+                wait=about(wait.seconds),
+            )
+        return ngettext(
+            "queued for the provider, {n} ahead of you",
+            "queued for the provider, {n} ahead of you",
+            wait.ahead,
+        )
     if wait.seconds is None:
-        return "the provider is rate-limiting; waiting for it"
-    return f"the provider is rate-limiting; trying again in {about(wait.seconds)}"
+        return _("the provider is rate-limiting; waiting for it")
+    return _("the provider is rate-limiting; trying again in {wait}", wait=about(wait.seconds))
 
 
 class ShownWait:

@@ -205,7 +205,7 @@ from bot.kernel.text import (
     split_chunks,
     split_text,
 )
-from bot.kernel.tiers import not_in_tier, refill_time
+from bot.kernel.tiers import mode_not_in_tier, model_not_in_tier, refill_time
 
 __all__ = [
     "BAD_ACTION",
@@ -354,11 +354,12 @@ __all__ = [
     "language",
     "links_in",
     "mentioned_user",
+    "mode_not_in_tier",
+    "model_not_in_tier",
     "name_problem",
     "name_the_saved",
     "neutralize_mentions",
     "ngettext",
-    "not_in_tier",
     "offered",
     "option_choices",
     "parse_aspect_ratio",

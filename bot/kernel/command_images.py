@@ -22,6 +22,7 @@ from typing import TypeVar
 from bot.kernel.commands import CommandSpec, command
 from bot.kernel.errors import CommandError
 from bot.kernel.events import Attachment
+from bot.kernel.i18n import _, ngettext
 from bot.kernel.media import is_image
 from bot.kernel.references import upload_key
 
@@ -89,10 +90,28 @@ def assign_images(spec: CommandSpec, images: Sequence[T]) -> dict[str, T]:
         usage = usage_name(spec)
         if not slots:
             raise CommandError(
-                f"{usage} does not take images; remove the attachment and try again."
+                _(
+                    "{usage} does not take images; remove the attachment and try again.",
+                    usage=usage,
+                )
             )
-        taken = "one image" if len(slots) == 1 else f"at most {len(slots)} images"
-        raise CommandError(f"{usage} takes {taken}; you attached {len(images)}.")
+        if len(slots) == 1:
+            raise CommandError(
+                _(
+                    "{usage} takes one image; you attached {attached}.",
+                    usage=usage,
+                    attached=len(images),
+                )
+            )
+        raise CommandError(
+            ngettext(
+                "{usage} takes at most {n} image; you attached {attached}.",
+                "{usage} takes at most {n} images; you attached {attached}.",
+                len(slots),
+                usage=usage,
+                attached=len(images),
+            )
+        )
     return dict(zip(slots, images, strict=False))
 
 
@@ -135,15 +154,30 @@ async def command_images(
     files = await recent_files()
     if files is None:
         raise CommandError(
-            "genbot cannot read this conversation to find your images: invite it with "
-            "`/invite @genbot` (or paste https links after the command)."
+            _(
+                "genbot cannot read this conversation to find your images: invite it with "
+                "`/invite @genbot` (or paste https links after the command)."
+            )
         )
     shared = [file for file in files if is_image(file)][:wanted]
     if len(shared) < needed:
-        many = f"{needed} images" if needed > 1 else "an image"
+        if needed == 1:
+            raise CommandError(
+                _(
+                    "`{usage}` needs an image: share an image in this channel first "
+                    "(or paste https links after the command), then run it again.",
+                    usage=usage_name(spec),
+                )
+            )
         raise CommandError(
-            f"`{usage_name(spec)}` needs {many}: share {many} in this channel first "
-            "(or paste https links after the command), then run it again."
+            ngettext(
+                "`{usage}` needs {n} image: share {n} image in this channel first "
+                "(or paste https links after the command), then run it again.",
+                "`{usage}` needs {n} images: share {n} images in this channel first "
+                "(or paste https links after the command), then run it again.",
+                needed,
+                usage=usage_name(spec),
+            )
         )
     return dict(zip(slots, reversed(shared), strict=False)), text
 
@@ -160,8 +194,10 @@ async def _named_uploads(
     files = await recent_files()
     if files is None:
         raise CommandError(
-            "genbot cannot read this conversation to find your images: invite it with "
-            "`/invite @genbot` (or paste https links in the prompt)."
+            _(
+                "genbot cannot read this conversation to find your images: invite it with "
+                "`/invite @genbot` (or paste https links in the prompt)."
+            )
         )
     shared = [file for file in files if is_image(file)][: min(max(named), spec.numbered_uploads)]
     return dict(zip(upload_slots(spec), reversed(shared), strict=False))

@@ -27,6 +27,7 @@ from bot.kernel.commands import (
 )
 from bot.kernel.errors import CommandError
 from bot.kernel.events import OptionValue
+from bot.kernel.i18n import DEFAULT_LANGUAGE, N_, _, language
 
 ASPECT_SIDE_MAX = 9999
 """Largest number on either side of an aspect ratio (``W:H``)."""
@@ -43,6 +44,18 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _BIDI_RE = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 _INVISIBLE_RE = re.compile(r"[\s\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]*")
 _CONTROL_NAMES = {0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x1B: "ESC", 0x7F: "DEL"}
+_FREE_TEXT_LABELS = {
+    # Translators: how an error names what a command takes as plain text, e.g. "the prompt
+    # was given twice", "/imagine needs the prompt".
+    "prompt": N_("the prompt"),
+    "text": N_("the text"),
+    "user": N_("the user"),
+    "value": N_("the value"),
+    "entry": N_("the entry"),
+    "command": N_("the command"),
+    "url": N_("the url"),
+    "job_id": N_("the job id"),
+}
 
 
 @dataclass(frozen=True)
@@ -64,10 +77,10 @@ def _flag_table(spec: CommandSpec) -> dict[str, _Flag]:
 def _flag_list(spec: CommandSpec) -> str:
     spellings: list[str] = []
     for option in spec.options:
-        names = [*option.flags, *(f for f, _ in option.flag_values if f not in option.flags)]
+        names = [*option.flags, *(f for f, __ in option.flag_values if f not in option.flags)]
         if names:
             spellings.append(" / ".join(names))
-    return ", ".join(spellings) if spellings else "none"
+    return ", ".join(spellings)
 
 
 def _read_value(text: str, start: int) -> tuple[str, int, bool] | None:
@@ -119,18 +132,35 @@ def parse_command_text(spec: CommandSpec, text: str) -> dict[str, str]:
         if flag is None:
             if spec.keeps_unknown_flags or token.group().startswith("—"):
                 continue
+            if not (valid := _flag_list(spec)):
+                raise CommandError(
+                    _(
+                        "/{command} has no option {flag}. Valid options: none.",
+                        command=_display_name(spec),
+                        flag=spelled,
+                    )
+                )
             raise CommandError(
-                f"/{_display_name(spec)} has no option {spelled}. "
-                f"Valid options: {_flag_list(spec)}."
+                _(
+                    "/{command} has no option {flag}. Valid options: {options}.",
+                    command=_display_name(spec),
+                    flag=spelled,
+                    options=valid,
+                )
             )
         option = flag.option
         if option.name in values:
             first = given[option.name]
             if first == spelled:
-                raise CommandError(f"{spelled} was given twice.")
+                raise CommandError(_("{flag} was given twice.", flag=spelled))
             raise CommandError(
-                f"{first} and {spelled} conflict: both set the "
-                f"{option.name.replace('_', ' ')}; give only one."
+                # Translators: {option} is the option's name in English, like "aspect ratio".
+                _(
+                    "{first} and {second} conflict: both set the {option}; give only one.",
+                    first=first,
+                    second=spelled,
+                    option=option.name.replace("_", " "),
+                )
             )
         given[option.name] = spelled
         inline = flag_match.group(2)
@@ -141,26 +171,43 @@ def parse_command_text(spec: CommandSpec, text: str) -> dict[str, str]:
             if option.type == "boolean":
                 following = _read_value(text, token.end())
                 if following is not None and following[0].lower() in _TRUE | _FALSE:
-                    value, end, _ = following
+                    value, end, __ = following
         else:
             reader = _read_prose if option.name in PROSE_OPTIONS else _read_value
             found = reader(text, token.end())
             if found is None:
-                about = option.description[:1].lower() + option.description[1:]
-                raise CommandError(f"{spelled} needs a value: {about}.")
-            value, end, _ = found
+                about = _(option.description)
+                if language() == DEFAULT_LANGUAGE:
+                    about = about[:1].lower() + about[1:]
+                # Translators: {about} is the option's description ("What to avoid").
+                raise CommandError(_("{flag} needs a value: {about}.", flag=spelled, about=about))
+            value, end, __ = found
         values[option.name] = value
         spent.append((token.start(), end))
         position = end
     free = _leftover(text, spent)
     if free:
         if spec.free_text is None:
+            if not (valid := _flag_list(spec)):
+                raise CommandError(
+                    _(
+                        "/{command} takes no free text (got {text}). Options: none.",
+                        command=_display_name(spec),
+                        text=repr(free),
+                    )
+                )
             raise CommandError(
-                f"/{_display_name(spec)} takes no free text (got {free!r}). "
-                f"Options: {_flag_list(spec)}."
+                _(
+                    "/{command} takes no free text (got {text}). Options: {options}.",
+                    command=_display_name(spec),
+                    text=repr(free),
+                    options=valid,
+                )
             )
         if spec.free_text in values:
-            raise CommandError(f"{_label(spec, spec.free_text, True)} was given twice.")
+            raise CommandError(
+                _("{flag} was given twice.", flag=_label(spec, spec.free_text, True))
+            )
         values[spec.free_text] = free
     return values
 
@@ -182,7 +229,8 @@ def _display_name(spec: CommandSpec) -> str:
 def _label(spec: CommandSpec, name: str, text_style: bool) -> str:
     option = spec.option(name)
     if text_style and name == spec.free_text:
-        return f"the {name.replace('_', ' ')}"
+        label = _FREE_TEXT_LABELS.get(name)
+        return _(label) if label is not None else name.replace("_", " ")
     if text_style and option is not None and option.flags:
         return option.flags[0]
     return name
@@ -202,19 +250,32 @@ def _convert(option: Option, label: str, value: OptionValue) -> OptionValue:
         word = str(value).strip().lower()
         if word in _TRUE | _FALSE:
             return word in _TRUE
-        raise CommandError(f"{label} must be true or false (got {value!r}).")
+        raise CommandError(
+            _("{label} must be true or false (got {value}).", label=label, value=repr(value))
+        )
     if isinstance(value, bool):
-        raise CommandError(f"{label} must be a number (got {value!r}).")
+        raise CommandError(
+            _("{label} must be a number (got {value}).", label=label, value=repr(value))
+        )
     try:
         number = float(value)
     except ValueError:
-        what = "a whole number" if kind == "integer" else "a number"
-        raise CommandError(f"{label} must be {what} (got {value!r}).") from None
+        if kind == "integer":
+            raise CommandError(
+                _("{label} must be a whole number (got {value}).", label=label, value=repr(value))
+            ) from None
+        raise CommandError(
+            _("{label} must be a number (got {value}).", label=label, value=repr(value))
+        ) from None
     if not math.isfinite(number):
-        raise CommandError(f"{label} must be a finite number (got {value!r}).")
+        raise CommandError(
+            _("{label} must be a finite number (got {value}).", label=label, value=repr(value))
+        )
     if kind == "integer":
         if not number.is_integer():
-            raise CommandError(f"{label} must be a whole number (got {value!r}).")
+            raise CommandError(
+                _("{label} must be a whole number (got {value}).", label=label, value=repr(value))
+            )
         return int(number)
     return number
 
@@ -225,17 +286,39 @@ def check_text(text: str, label: str) -> str:
     text read other than it is), or nothing but invisible characters."""
     if (control := _CONTROL_RE.search(text)) is not None:
         code = ord(control.group())
-        name = _CONTROL_NAMES.get(code, "a control character")
-        raise CommandError(f"{label} contains {name} (U+{code:04X}); remove it.")
+        if (name := _CONTROL_NAMES.get(code)) is None:
+            raise CommandError(
+                _(
+                    "{label} contains a control character (U+{code}); remove it.",
+                    label=label,
+                    code=f"{code:04X}",
+                )
+            )
+        # Translators: {name} is a control character's ASCII name (NUL, ESC, DEL).
+        raise CommandError(
+            _(
+                "{label} contains {name} (U+{code}); remove it.",
+                label=label,
+                name=name,
+                code=f"{code:04X}",
+            )
+        )
     if (bidi := _BIDI_RE.search(text)) is not None:
         raise CommandError(
-            f"{label} contains a bidirectional override (U+{ord(bidi.group()):04X}), which "
-            "makes text read differently from what it is; remove it."
+            _(
+                "{label} contains a bidirectional override (U+{code}), which "
+                "makes text read differently from what it is; remove it.",
+                label=label,
+                code=f"{ord(bidi.group()):04X}",
+            )
         )
     if text and _INVISIBLE_RE.fullmatch(text) and not text.isspace():
         raise CommandError(
-            f"{label} has only invisible characters (zero-width spaces and the like); "
-            "write it in visible text."
+            _(
+                "{label} has only invisible characters (zero-width spaces and the like); "
+                "write it in visible text.",
+                label=label,
+            )
         )
     return text
 
@@ -246,18 +329,35 @@ def _check(spec: CommandSpec, option: Option, label: str, value: OptionValue) ->
         choice = by_lower.get(str(value).lower())
         if choice is None:
             allowed = ", ".join(option.choices)
-            raise CommandError(f"{label} must be one of {allowed} (got {value!r}).")
+            raise CommandError(
+                _(
+                    "{label} must be one of {choices} (got {value}).",
+                    label=label,
+                    choices=allowed,
+                    value=repr(value),
+                )
+            )
         return choice
     if option.name == "aspect_ratio":
         return parse_aspect_ratio(str(value), label)
     if isinstance(value, int | float) and not isinstance(value, bool):
         if option.min_value is not None and value < option.min_value:
             raise CommandError(
-                f"{label} must be at least {_number(option.min_value)} (got {_number(value)})."
+                _(
+                    "{label} must be at least {least} (got {value}).",
+                    label=label,
+                    least=_number(option.min_value),
+                    value=_number(value),
+                )
             )
         if option.max_value is not None and value > option.max_value:
             raise CommandError(
-                f"{label} must be at most {_number(option.max_value)} (got {_number(value)})."
+                _(
+                    "{label} must be at most {most} (got {value}).",
+                    label=label,
+                    most=_number(option.max_value),
+                    value=_number(value),
+                )
             )
     return value
 
@@ -268,12 +368,31 @@ def parse_aspect_ratio(text: str, label: str = "aspect_ratio") -> str:
     (docs/provider.md#prompt-check)."""
     match = _ASPECT_RE.fullmatch(text)
     if match is None:
-        raise CommandError(f"{label} must look like 16:9 (two whole numbers; got {text!r}).")
+        raise CommandError(
+            _(
+                "{label} must look like 16:9 (two whole numbers; got {value}).",
+                label=label,
+                value=repr(text),
+            )
+        )
     width, height = int(match.group(1)), int(match.group(2))
     if width == 0 or height == 0:
-        raise CommandError(f"{label} must use numbers above zero, like 16:9 (got {text!r}).")
+        raise CommandError(
+            _(
+                "{label} must use numbers above zero, like 16:9 (got {value}).",
+                label=label,
+                value=repr(text),
+            )
+        )
     if max(width, height) > ASPECT_SIDE_MAX:
-        raise CommandError(f"{label} numbers must be at most {ASPECT_SIDE_MAX} (got {text!r}).")
+        raise CommandError(
+            _(
+                "{label} numbers must be at most {most} (got {value}).",
+                label=label,
+                most=ASPECT_SIDE_MAX,
+                value=repr(text),
+            )
+        )
     return f"{width}:{height}"
 
 
@@ -297,10 +416,16 @@ def validate_options(
     for name, raw in options.items():
         option = spec.option(name)
         if option is None:
-            raise CommandError(f"/{_display_name(spec)} has no option {name!r}.")
+            raise CommandError(
+                _(
+                    "/{command} has no option {option}.",
+                    command=_display_name(spec),
+                    option=repr(name),
+                )
+            )
         label = _label(spec, name, text_style)
         if option.type == "attachment":
-            raise CommandError(f"{label} must be an attached file.")
+            raise CommandError(_("{label} must be an attached file.", label=label))
         value = _convert(option, label, raw)
         if value == "":
             continue
@@ -316,10 +441,25 @@ def validate_options(
 
 
 def _missing(spec: CommandSpec, option: Option, text_style: bool) -> str:
-    example = f" For example: {spec.examples[0]}" if spec.examples else ""
+    command = _display_name(spec)
     if option.type == "attachment":
-        return f"/{_display_name(spec)} needs {option.name} (attach a file).{example}"
-    return f"/{_display_name(spec)} needs {_label(spec, option.name, text_style)}.{example}"
+        if spec.examples:
+            return _(
+                "/{command} needs {option} (attach a file). For example: {example}",
+                command=command,
+                option=option.name,
+                example=_(spec.examples[0]),
+            )
+        return _("/{command} needs {option} (attach a file).", command=command, option=option.name)
+    label = _label(spec, option.name, text_style)
+    if spec.examples:
+        return _(
+            "/{command} needs {option}. For example: {example}",
+            command=command,
+            option=label,
+            example=_(spec.examples[0]),
+        )
+    return _("/{command} needs {option}.", command=command, option=label)
 
 
 def resolve_command(text: str) -> tuple[CommandSpec, str]:
@@ -331,22 +471,51 @@ def resolve_command(text: str) -> tuple[CommandSpec, str]:
     head, rest = _first_word(named) if named[:1].strip() else ("", "")
     name = head.lower()
     if not name:
-        raise CommandError("Empty command: type a command name after '/', for example /help.")
+        raise CommandError(_("Empty command: type a command name after '/', for example /help."))
     members = [spec.name.partition(".")[2] for spec in COMMANDS if spec.name.startswith(f"{name}.")]
     if members:
         sub, rest = _first_word(rest)
         choices = ", ".join(members)
-        example = next((f" For example: {e}" for c in COMMANDS for e in c.examples
-                        if e.startswith(f"/{name} ")), "")  # fmt: skip
+        example = next((_(e) for c in COMMANDS for e in c.examples
+                        if e.startswith(f"/{name} ")), None)  # fmt: skip
         if not sub:
-            raise CommandError(f"/{name} needs a subcommand: {choices}.{example}")
-        if f"{name}.{sub.lower()}" not in COMMANDS_BY_NAME:
+            if example is None:
+                raise CommandError(
+                    _("/{command} needs a subcommand: {choices}.", command=name, choices=choices)
+                )
             raise CommandError(
-                f"Unknown subcommand '/{name} {sub}'; use one of: {choices}.{example}"
+                _(
+                    "/{command} needs a subcommand: {choices}. For example: {example}",
+                    command=name,
+                    choices=choices,
+                    example=example,
+                )
+            )
+        if f"{name}.{sub.lower()}" not in COMMANDS_BY_NAME:
+            if example is None:
+                raise CommandError(
+                    _(
+                        "Unknown subcommand '/{command} {sub}'; use one of: {choices}.",
+                        command=name,
+                        sub=sub,
+                        choices=choices,
+                    )
+                )
+            raise CommandError(
+                _(
+                    "Unknown subcommand '/{command} {sub}'; use one of: {choices}. "
+                    "For example: {example}",
+                    command=name,
+                    sub=sub,
+                    choices=choices,
+                    example=example,
+                )
             )
         return COMMANDS_BY_NAME[f"{name}.{sub.lower()}"], rest
     if name not in COMMANDS_BY_NAME:
-        raise CommandError(f"Unknown command '/{head}'. Type /help to see what genbot can do.")
+        raise CommandError(
+            _("Unknown command '/{command}'. Type /help to see what genbot can do.", command=head)
+        )
     return COMMANDS_BY_NAME[name], rest
 
 
@@ -361,22 +530,30 @@ def _option_help(
     spec: CommandSpec, option: Option, offered: Mapping[Offered, Sequence[str]]
 ) -> str:
     spellings = [f"`{f}`" for f in option.flags]
-    spellings += [f"`{f}`" for f, _ in option.flag_values if f not in option.flags]
+    spellings += [f"`{f}`" for f, __ in option.flag_values if f not in option.flags]
     if option.name == spec.free_text:
-        spellings.insert(0, "(the text)")
+        # Translators: in /help, how an option is written: as the text after the command.
+        spellings.insert(0, _("(the text)"))
     if option.type == "attachment":
-        where = "(Discord: attach an image)" if spec.numbered_uploads else "(attach a file)"
-        spellings.append(where)
-    how = " / ".join(spellings) if spellings else "(slash option only)"
-    details = [option.description]
+        spellings.append(
+            _("(Discord: attach an image)") if spec.numbered_uploads else _("(attach a file)")
+        )
+    # Translators: in /help, an option that only Discord's slash command form takes.
+    how = " / ".join(spellings) if spellings else _("(slash option only)")
+    details = [_(option.description)]
     if option.required:
-        details.append("required")
+        # Translators: in /help, an option that must be given.
+        details.append(_("required"))
     if option.choices:
-        details.append("one of " + ", ".join(option.choices))
+        # Translators: in /help, the values an option takes ("one of relax, fast, turbo").
+        details.append(_("one of {choices}", choices=", ".join(option.choices)))
     elif option.autocomplete is not None:
         known = offered.get(option.autocomplete, ())
         details.append(
-            ("known: " + ", ".join(f"`{k}`" for k in known)) if known else "none known yet"
+            # Translators: in /help, the models genbot knows for an option.
+            _("known: {values}", values=", ".join(f"`{k}`" for k in known))
+            if known
+            else _("none known yet")
         )
     return f"  • `{option.name}` {how}: " + "; ".join(details)
 
@@ -384,10 +561,11 @@ def _option_help(
 def _numbered_help(spec: CommandSpec) -> str:
     """How text platforms send a numbered-uploads command's images."""
     last = spec.numbered_uploads
-    return (
-        f"  • images on Slack and the playground: up to {last} (attach them; on Slack share "
-        f"them in the channel first), named `#1`…`#{last}` in the text (`--sref #2`); an image "
-        "no word names is an image prompt"
+    return "  • " + _(
+        "images on Slack and the playground: up to {last} (attach them; on Slack share "
+        "them in the channel first), named `#1`…`#{last}` in the text (`--sref #2`); an image "
+        "no word names is an image prompt",
+        last=last,
     )
 
 
@@ -407,7 +585,13 @@ def help_specs(name: str | None = None) -> tuple[CommandSpec, ...]:
     found = tuple(s for s in COMMANDS if s.name == wanted or s.name.startswith(f"{wanted}."))
     if not found:
         names = ", ".join(sorted({s.name.split(".")[0] for s in COMMANDS}))
-        raise CommandError(f"There is no command /{name.strip().lstrip('/')}; genbot has {names}.")
+        raise CommandError(
+            _(
+                "There is no command /{command}; genbot has {names}.",
+                command=name.strip().lstrip("/"),
+                names=names,
+            )
+        )
     return found
 
 
@@ -428,18 +612,24 @@ def help_text(
     blocks: list[str] = []
     if not name:
         blocks.append(
-            "**genbot commands** — on text-only platforms write options as flags after the "
-            "text, e.g. `a fox in the snow --ar 16:9 --fast`; quote values with spaces, and "
-            'quote text that only looks like a flag (`"--verbose"`). `/help diffusion` shows '
-            "one command or group."
+            _(
+                "**genbot commands** — on text-only platforms write options as flags after the "
+                "text, e.g. `a fox in the snow --ar 16:9 --fast`; quote values with spaces, and "
+                'quote text that only looks like a flag (`"--verbose"`). `/help diffusion` shows '
+                "one command or group."
+            )
         )
     for spec in specs:
         command = spelled(spec, command_names)
-        lines = [f"**/{command}** — {spec.description}"]
+        lines = [f"**/{command}** — {_(spec.description)}"]
         lines += [_option_help(spec, option, lists) for option in spec.options]
         if spec.numbered_uploads:
             lines.append(_numbered_help(spec))
-        lines += [f"  e.g. `{_respelled(example, spec, command)}`" for example in spec.examples]
+        lines += [
+            # Translators: in /help, before an example of a command ("e.g. `/imagine a fox`").
+            "  " + _("e.g. {example}", example=f"`{_respelled(_(example), spec, command)}`")
+            for example in spec.examples
+        ]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

@@ -13,6 +13,7 @@ from typing import Literal, get_args
 from bot.api import CHAT_MODELS as CHAT_MODELS
 from bot.api import INFERENCE_STEPS, BlendDimension, ProcessMode
 from bot.kernel.events import ChatModelChoices, DiffusionModelChoices, EventRouter
+from bot.kernel.i18n import N_
 from bot.kernel.references import MAX_REFERENCES, REFERENCE_OPTIONS, ROLE_DESCRIPTIONS
 
 OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
@@ -89,31 +90,31 @@ class CommandSpec:
         return next((o for o in self.options if o.name == name), None)
 
 
-_PROMPT = Option("prompt", "string", "What to create", required=True)
+_PROMPT = Option("prompt", "string", N_("What to create"), required=True)
 _ASPECT = Option(
-    "aspect_ratio", "string", "Aspect ratio such as 1:1, 16:9, 2:3", flags=("--ar", "--aspect")
+    "aspect_ratio", "string", N_("Aspect ratio such as 1:1, 16:9, 2:3"), flags=("--ar", "--aspect")
 )
 _MODE = Option(
     "process_mode",
     "string",
-    "Speed: relax, mixed, fast or turbo",
+    N_("Speed: relax, mixed, fast or turbo"),
     choices=PROCESS_MODES,
     flags=("--mode",),
     flag_values=tuple((f"--{m}", m) for m in PROCESS_MODES),
 )
 _DIFFUSION_COMMON: tuple[Option, ...] = (
-    Option("negative_prompt", "string", "What to avoid", flags=("--neg", "--no")),
+    Option("negative_prompt", "string", N_("What to avoid"), flags=("--neg", "--no")),
     Option(
         "model_id",
         "string",
-        "Checkpoint model id",
+        N_("Checkpoint model id"),
         flags=("--model",),
         autocomplete="diffusion_models",
     ),
     Option(
         "width",
         "integer",
-        "Width in pixels (at most 1024)",
+        N_("Width in pixels (at most 1024)"),
         min_value=1,
         max_value=1024,
         flags=("--width", "--w"),
@@ -121,16 +122,16 @@ _DIFFUSION_COMMON: tuple[Option, ...] = (
     Option(
         "height",
         "integer",
-        "Height in pixels (at most 1024)",
+        N_("Height in pixels (at most 1024)"),
         min_value=1,
         max_value=1024,
         flags=("--height", "--h"),
     ),
-    Option("steps", "string", "Inference steps", choices=DIFFUSION_STEPS, flags=("--steps",)),
+    Option("steps", "string", N_("Inference steps"), choices=DIFFUSION_STEPS, flags=("--steps",)),
     Option(
         "guidance_scale",
         "number",
-        "Guidance scale, 1 to 20",
+        N_("Guidance scale, 1 to 20"),
         min_value=1,
         max_value=20,
         flags=("--guidance", "--cfg"),
@@ -138,30 +139,29 @@ _DIFFUSION_COMMON: tuple[Option, ...] = (
     Option(
         "seed",
         "integer",
-        "Seed, 0 to 4294967295 (random when absent)",
+        N_("Seed, 0 to 4294967295 (random when absent)"),
         min_value=0,
         max_value=MAX_SEED,
         flags=("--seed",),
     ),
-    Option("lora_model", "string", "LoRA model ids, comma separated", flags=("--lora",)),
-    Option("lora_strength", "number", "LoRA strength", flags=("--lora-strength",)),
+    Option("lora_model", "string", N_("LoRA model ids, comma separated"), flags=("--lora",)),
+    Option("lora_strength", "number", N_("LoRA strength"), flags=("--lora-strength",)),
 )
 
 _REFERENCE_OPTIONS: tuple[Option, ...] = tuple(
-    Option(name, "attachment", f"{ROLE_DESCRIPTIONS[role]} (at most {MAX_REFERENCES} in all)")
-    for name, role in REFERENCE_OPTIONS.items()
+    Option(name, "attachment", ROLE_DESCRIPTIONS[role]) for name, role in REFERENCE_OPTIONS.items()
 )
 
 COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "chat",
-        "Talk with the model; the answer streams in",
+        N_("Talk with the model; the answer streams in"),
         (
-            Option("prompt", "string", "Your message", required=True),
+            Option("prompt", "string", N_("Your message"), required=True),
             Option(
                 "model",
                 "string",
-                "Chat model",
+                N_("Chat model"),
                 choices=CHAT_MODELS,
                 flags=("--model",),
                 autocomplete="chat_models",
@@ -169,7 +169,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             Option(
                 "temperature",
                 "number",
-                "Sampling temperature, 0 to 2",
+                N_("Sampling temperature, 0 to 2"),
                 min_value=0,
                 max_value=2,
                 flags=("--temperature", "--temp"),
@@ -177,21 +177,26 @@ COMMANDS: tuple[CommandSpec, ...] = (
             Option(
                 "max_tokens",
                 "integer",
-                "Longest answer in tokens",
+                N_("Longest answer in tokens"),
                 min_value=1,
                 flags=("--max-tokens",),
             ),
-            Option("system", "string", "System prompt for this conversation", flags=("--system",)),
             Option(
-                "file", "attachment", "A text file or PDF to read with your message", documents=True
+                "system", "string", N_("System prompt for this conversation"), flags=("--system",)
+            ),
+            Option(
+                "file",
+                "attachment",
+                N_("A text file or PDF to read with your message"),
+                documents=True,
             ),
         ),
         free_text="prompt",
-        examples=("/chat what is a good name for a fox? --model llm-3.5-turbo --temp 0.7",),
+        examples=(N_("/chat what is a good name for a fox? --model llm-3.5-turbo --temp 0.7"),),
     ),
     CommandSpec(
         "imagine",
-        "Create four images from a prompt",
+        N_("Create four images from a prompt"),
         (
             _PROMPT,
             _ASPECT,
@@ -199,14 +204,14 @@ COMMANDS: tuple[CommandSpec, ...] = (
             Option(
                 "skip_prompt_check",
                 "boolean",
-                "Skip the provider's prompt check",
+                N_("Skip the provider's prompt check"),
                 flag_values=(("--skip-check", "true"),),
             ),
             *_REFERENCE_OPTIONS,
             Option(
                 "repeat",
                 "integer",
-                "Run it this many times (each a job of its own)",
+                N_("Run it this many times (each a job of its own)"),
                 min_value=1,
                 max_value=MAX_REPEAT,
                 flags=("--repeat", "--r"),
@@ -215,62 +220,62 @@ COMMANDS: tuple[CommandSpec, ...] = (
         free_text="prompt",
         keeps_unknown_flags=True,
         examples=(
-            "/imagine a fox in the snow --ar 16:9 --fast",
-            "/imagine a fox --sref #2 --sw 200 (with 2 images attached: #1 an image prompt)",
-            "/imagine a {red, blue} fox --repeat 2",
+            N_("/imagine a fox in the snow --ar 16:9 --fast"),
+            N_("/imagine a fox --sref #2 --sw 200 (with 2 images attached: #1 an image prompt)"),
+            N_("/imagine a {red, blue} fox --repeat 2"),
         ),
         numbered_uploads=MAX_REFERENCES,
         expands=True,
     ),
     CommandSpec(
         "describe",
-        "Four prompts that could have made an image",
+        N_("Four prompts that could have made an image"),
         (
-            Option("image", "attachment", "The image to describe"),
-            Option("url", "string", "Or the image's https URL", flags=("--url",)),
+            Option("image", "attachment", N_("The image to describe")),
+            Option("url", "string", N_("Or the image's https URL"), flags=("--url",)),
             _MODE,
         ),
         free_text="url",
-        examples=("/describe https://example.com/fox.png",),
+        examples=(N_("/describe https://example.com/fox.png"),),
     ),
     CommandSpec(
         "blend",
-        "Blend two to five images",
+        N_("Blend two to five images"),
         (
-            Option("image1", "attachment", "First image", required=True),
-            Option("image2", "attachment", "Second image", required=True),
-            Option("image3", "attachment", "Third image"),
-            Option("image4", "attachment", "Fourth image"),
-            Option("image5", "attachment", "Fifth image"),
+            Option("image1", "attachment", N_("First image"), required=True),
+            Option("image2", "attachment", N_("Second image"), required=True),
+            Option("image3", "attachment", N_("Third image")),
+            Option("image4", "attachment", N_("Fourth image")),
+            Option("image5", "attachment", N_("Fifth image")),
             Option(
                 "dimension",
                 "string",
-                "Shape of the result",
+                N_("Shape of the result"),
                 choices=BLEND_DIMENSIONS,
                 flags=("--dimension", "--dim"),
             ),
             _MODE,
         ),
-        examples=("/blend (with 2–5 images attached) --dimension portrait",),
+        examples=(N_("/blend (with 2–5 images attached) --dimension portrait"),),
         files_by_form=True,
     ),
     CommandSpec(
         "diffusion.txt2img",
-        "Diffusion: text to image",
+        N_("Diffusion: text to image"),
         (_PROMPT, *_DIFFUSION_COMMON),
         free_text="prompt",
-        examples=("/diffusion txt2img a fox --width 768 --steps 31 --seed 7",),
+        examples=(N_("/diffusion txt2img a fox --width 768 --steps 31 --seed 7"),),
     ),
     CommandSpec(
         "diffusion.img2img",
-        "Diffusion: image to image",
+        N_("Diffusion: image to image"),
         (
             _PROMPT,
-            Option("init_image", "attachment", "The starting image", required=True),
+            Option("init_image", "attachment", N_("The starting image"), required=True),
             Option(
                 "strength",
                 "number",
-                "How much to change it, 0 to 1",
+                N_("How much to change it, 0 to 1"),
                 min_value=0,
                 max_value=1,
                 flags=("--strength",),
@@ -278,40 +283,44 @@ COMMANDS: tuple[CommandSpec, ...] = (
             *_DIFFUSION_COMMON,
         ),
         free_text="prompt",
-        examples=("/diffusion img2img a fox in autumn --strength 0.6 (with an image attached)",),
+        examples=(
+            N_("/diffusion img2img a fox in autumn --strength 0.6 (with an image attached)"),
+        ),
         files_by_form=True,
     ),
     CommandSpec(
         "diffusion.upscale",
-        "Diffusion: upscale an image",
+        N_("Diffusion: upscale an image"),
         (
-            Option("image", "attachment", "The image to upscale", required=True),
+            Option("image", "attachment", N_("The image to upscale"), required=True),
             Option(
-                "scale", "integer", "Scale factor", min_value=2, max_value=4, flags=("--scale",)
+                "scale", "integer", N_("Scale factor"), min_value=2, max_value=4, flags=("--scale",)
             ),
         ),
-        examples=("/diffusion upscale --scale 2 (with an image attached)",),
+        examples=(N_("/diffusion upscale --scale 2 (with an image attached)"),),
     ),
     CommandSpec(
         "diffusion.controlnet",
-        "Diffusion: generation guided by a control image",
+        N_("Diffusion: generation guided by a control image"),
         (
             _PROMPT,
-            Option("init_image", "attachment", "The starting image", required=True),
+            Option("init_image", "attachment", N_("The starting image"), required=True),
             Option(
                 "controlnet_model",
                 "string",
-                "ControlNet model id (canny, depth, openpose…)",
+                N_("ControlNet model id (canny, depth, openpose…)"),
                 required=True,
                 flags=("--controlnet",),
             ),
-            Option("control_image", "attachment", "The control image"),
-            Option("mask_image", "attachment", "A mask image"),
-            Option("controlnet_type", "string", "Preprocessor type", flags=("--controlnet-type",)),
+            Option("control_image", "attachment", N_("The control image")),
+            Option("mask_image", "attachment", N_("A mask image")),
+            Option(
+                "controlnet_type", "string", N_("Preprocessor type"), flags=("--controlnet-type",)
+            ),
             Option(
                 "strength",
                 "number",
-                "How much to change the image, 0 to 1",
+                N_("How much to change the image, 0 to 1"),
                 min_value=0,
                 max_value=1,
                 flags=("--strength",),
@@ -319,7 +328,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             Option(
                 "controlnet_conditioning_scale",
                 "number",
-                "Conditioning scale, 1 to 20",
+                N_("Conditioning scale, 1 to 20"),
                 min_value=1,
                 max_value=20,
                 flags=("--conditioning",),
@@ -327,36 +336,36 @@ COMMANDS: tuple[CommandSpec, ...] = (
             *_DIFFUSION_COMMON,
         ),
         free_text="prompt",
-        examples=("/diffusion controlnet a fox --controlnet canny (with an image attached)",),
+        examples=(N_("/diffusion controlnet a fox --controlnet canny (with an image attached)"),),
         files_by_form=True,
     ),
     CommandSpec(
         "settings",
-        "Show or change your defaults (admins: the channel's or workspace's)",
+        N_("Show or change your defaults (admins: the channel's or workspace's)"),
         (
             Option(
                 "model",
                 "string",
-                "Default chat model",
+                N_("Default chat model"),
                 choices=CHAT_MODELS,
                 flags=("--model",),
                 autocomplete="chat_models",
             ),
             Option(
-                "system_prompt", "string", "System prompt for this channel", flags=("--system",)
+                "system_prompt", "string", N_("System prompt for this channel"), flags=("--system",)
             ),
             Option(
                 "process_mode",
                 "string",
-                "Default image speed",
+                N_("Default image speed"),
                 choices=PROCESS_MODES,
                 flags=("--mode",),
             ),
-            Option("aspect_ratio", "string", "Default aspect ratio", flags=("--ar",)),
+            Option("aspect_ratio", "string", N_("Default aspect ratio"), flags=("--ar",)),
             Option(
                 "temperature",
                 "number",
-                "Default temperature, 0 to 2",
+                N_("Default temperature, 0 to 2"),
                 min_value=0,
                 max_value=2,
                 flags=("--temperature", "--temp"),
@@ -364,19 +373,19 @@ COMMANDS: tuple[CommandSpec, ...] = (
             Option(
                 "remix",
                 "boolean",
-                "Remix: change the prompt before 🔄, V1–V4, pan and zoom run",
+                N_("Remix: change the prompt before 🔄, V1–V4, pan and zoom run"),
                 flags=("--remix",),
             ),
             Option(
                 "stream",
                 "boolean",
-                "Admins: answers appear as they are written (false: all at once)",
+                N_("Admins: answers appear as they are written (false: all at once)"),
                 flags=("--stream",),
             ),
             Option(
                 "top_p",
                 "number",
-                "Admins: nucleus sampling, 0 to 1",
+                N_("Admins: nucleus sampling, 0 to 1"),
                 min_value=0,
                 max_value=1,
                 flags=("--top-p",),
@@ -384,7 +393,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             Option(
                 "presence_penalty",
                 "number",
-                "Admins: presence penalty, -2 to 2",
+                N_("Admins: presence penalty, -2 to 2"),
                 min_value=-2,
                 max_value=2,
                 flags=("--presence-penalty",),
@@ -392,7 +401,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             Option(
                 "frequency_penalty",
                 "number",
-                "Admins: frequency penalty, -2 to 2",
+                N_("Admins: frequency penalty, -2 to 2"),
                 min_value=-2,
                 max_value=2,
                 flags=("--frequency-penalty",),
@@ -400,13 +409,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
             Option(
                 "stop",
                 "string",
-                "Admins: up to 4 stop sequences, separated by | (- clears)",
+                N_("Admins: up to 4 stop sequences, separated by | (- clears)"),
                 flags=("--stop",),
             ),
             Option(
                 "n",
                 "integer",
-                "Admins: answers per message, 1 to 5; extra ones are offered as alternatives",
+                N_("Admins: answers per message, 1 to 5; extra ones are offered as alternatives"),
                 min_value=1,
                 max_value=MAX_ALTERNATIVES,
                 flags=("--n",),
@@ -414,90 +423,97 @@ COMMANDS: tuple[CommandSpec, ...] = (
             Option(
                 "scope",
                 "string",
-                "Whose defaults: me (default), channel or workspace (admins)",
+                N_("Whose defaults: me (default), channel or workspace (admins)"),
                 choices=("me", "channel", "workspace"),
                 flags=("--scope",),
             ),
         ),
-        examples=("/settings --model llm-4 --ar 16:9",),
+        examples=(N_("/settings --model llm-4 --ar 16:9"),),
     ),
-    CommandSpec("usage", "Your tokens and credits today"),
+    CommandSpec("usage", N_("Your tokens and credits today")),
     CommandSpec(
         "jobs",
-        "Your finished jobs, newest first: search their prompts, filter by type, channel, date",
+        N_("Your finished jobs, newest first: search their prompts, filter by type, channel, date"),
         (
-            Option("text", "string", "Words of the prompt"),
+            Option("text", "string", N_("Words of the prompt")),
             Option(
                 "type",
                 "string",
-                "imagine, upscale, describe, blend or diffusion",
+                N_("imagine, upscale, describe, blend or diffusion"),
                 choices=("imagine", "upscale", "describe", "blend", "diffusion"),
                 flags=("--type",),
             ),
-            Option("channel", "string", "A channel (#channel, or here)", flags=("--channel",)),
+            Option("channel", "string", N_("A channel (#channel, or here)"), flags=("--channel",)),
             Option(
                 "date",
                 "string",
-                "2026-11-29, 2026-11, today, or 2026-11-01..2026-11-15 (UTC)",
+                N_("2026-11-29, 2026-11, today, or 2026-11-01..2026-11-15 (UTC)"),
                 flags=("--date",),
             ),
             Option(
                 "scope",
                 "string",
-                "me (default) or workspace (admins: everyone's jobs)",
+                N_("me (default) or workspace (admins: everyone's jobs)"),
                 choices=("me", "workspace"),
                 flags=("--scope",),
             ),
             Option(
                 "export",
                 "boolean",
-                "Your jobs found, images and a manifest, as a zip sent to you privately",
+                N_("Your jobs found, images and a manifest, as a zip sent to you privately"),
                 flags=("--export",),
             ),
         ),
         free_text="text",
-        examples=("/jobs lighthouse --type imagine --date 2026-11", "/jobs export --date 2026-11"),
+        examples=(
+            N_("/jobs lighthouse --type imagine --date 2026-11"),
+            N_("/jobs export --date 2026-11"),
+        ),
     ),
     CommandSpec(
         "show",
-        "Post one of your finished jobs again here, with its buttons",
-        (Option("job_id", "string", "The job's id (a result's ℹ️ info gives it)", required=True),),
+        N_("Post one of your finished jobs again here, with its buttons"),
+        (
+            Option(
+                "job_id", "string", N_("The job's id (a result's ℹ️ info gives it)"), required=True
+            ),
+        ),
         free_text="job_id",
-        examples=("/show Zx3_k9Lq2bWe",),
+        examples=(N_("/show Zx3_k9Lq2bWe"),),
     ),
     CommandSpec(
         "forget-me",
-        "What genbot keeps about you, and deleting it (admins: another user's)",
-        (Option("user", "string", "Admins: the user whose data to delete (a mention or id)"),),
+        N_("What genbot keeps about you, and deleting it (admins: another user's)"),
+        (Option("user", "string", N_("Admins: the user whose data to delete (a mention or id)")),),
         free_text="user",
-        examples=("/forget-me", "/forget-me <@user>"),
+        examples=(N_("/forget-me"), N_("/forget-me <@user>")),
     ),
     CommandSpec(
         "admin.moderation",
-        "Admins: this workspace's moderation rules (add, remove, list), and bans (ban, unban)",
+        N_("Admins: this workspace's moderation rules (add, remove, list), and bans (ban, unban)"),
         (
             Option(
                 "action",
                 "string",
-                "add, remove or list rules; ban or unban a user",
+                N_("add, remove or list rules; ban or unban a user"),
                 choices=("add", "remove", "list", "ban", "unban"),
             ),
             Option(
                 "entry",
                 "string",
-                "The word, phrase or pattern (add, remove); the user (ban, unban)",
+                N_("The word, phrase or pattern (add, remove); the user (ban, unban)"),
             ),
-            Option("category", "string", "What a refusal names (add)", flags=("--category",)),
+            Option("category", "string", N_("What a refusal names (add)"), flags=("--category",)),
             Option(
                 "pattern",
                 "boolean",
-                "The entry is a regular expression (add)",
+                N_("The entry is a regular expression (add)"),
                 flags=("--pattern",),
             ),
             Option(
                 "minutes",
                 "integer",
-                "How long the ban lasts (ban; default: the longest configured ban)",
+                N_("How long the ban lasts (ban; default: the longest configured ban)"),
                 min_value=1,
                 max_value=30 * 24 * 60,
                 flags=("--minutes",),
@@ -505,91 +521,93 @@ COMMANDS: tuple[CommandSpec, ...] = (
         ),
         free_text="entry",
         examples=(
-            "/admin moderation add nude --category nsfw",
-            "/admin moderation remove nude",
-            "/admin moderation list",
-            "/admin moderation ban <@user> --minutes 60",
-            "/admin moderation unban <@user>",
+            N_("/admin moderation add nude --category nsfw"),
+            N_("/admin moderation remove nude"),
+            N_("/admin moderation list"),
+            N_("/admin moderation ban <@user> --minutes 60"),
+            N_("/admin moderation unban <@user>"),
         ),
     ),
     CommandSpec(
         "admin.audit",
-        "Admins: this workspace's audit log (admin actions, refusals, bans), or its export",
+        N_("Admins: this workspace's audit log (admin actions, refusals, bans), or its export"),
         (
-            Option("user", "string", "Only what this user did or underwent", flags=("--user",)),
+            Option("user", "string", N_("Only what this user did or underwent"), flags=("--user",)),
             Option(
                 "kind",
                 "string",
-                "Only this kind (settings, moderation, moderation.banned, job…)",
+                N_("Only this kind (settings, moderation, moderation.banned, job…)"),
                 flags=("--kind",),
             ),
             Option(
                 "days",
                 "integer",
-                "Only the last N days",
+                N_("Only the last N days"),
                 min_value=1,
                 max_value=3650,
                 flags=("--days",),
             ),
-            Option("page", "integer", "Which page, newest first", min_value=1, flags=("--page",)),
+            Option(
+                "page", "integer", N_("Which page, newest first"), min_value=1, flags=("--page",)
+            ),
             Option(
                 "export",
                 "boolean",
-                "Every matching entry as a JSON-lines file, sent to you privately",
+                N_("Every matching entry as a JSON-lines file, sent to you privately"),
                 flags=("--export",),
             ),
         ),
         free_text="user",
         examples=(
-            "/admin audit --kind moderation --days 7",
-            "/admin audit <@user> --page 2",
-            "/admin audit --days 30 --export",
+            N_("/admin audit --kind moderation --days 7"),
+            N_("/admin audit <@user> --page 2"),
+            N_("/admin audit --days 30 --export"),
         ),
     ),
     CommandSpec(
         "prefer.option",
-        "Your saved options: --name in any /imagine stands for them (set, list, delete)",
+        N_("Your saved options: --name in any /imagine stands for them (set, list, delete)"),
         (
             Option(
                 "action",
                 "string",
-                "set, list or delete",
+                N_("set, list or delete"),
                 choices=("set", "list", "delete"),
             ),
-            Option("name", "string", "The option's name (neon: used as --neon)"),
-            Option("value", "string", "What --name stands for (set): --style raw --sref <url>"),
+            Option("name", "string", N_("The option's name (neon: used as --neon)")),
+            Option("value", "string", N_("What --name stands for (set): --style raw --sref <url>")),
             Option(
                 "here",
                 "boolean",
-                "Only in this channel (set, delete; list shows both)",
+                N_("Only in this channel (set, delete; list shows both)"),
                 flags=("--here",),
             ),
         ),
         free_text="value",
         keeps_unknown_flags=True,
         examples=(
-            "/prefer option set neon --style raw --sref https://example.com/neon.png",
-            "/prefer option list",
-            "/prefer option delete neon",
+            N_("/prefer option set neon --style raw --sref https://example.com/neon.png"),
+            N_("/prefer option list"),
+            N_("/prefer option delete neon"),
         ),
     ),
     CommandSpec(
         "prefer.suffix",
-        "Your suffix: text appended to every /imagine prompt (- removes it)",
+        N_("Your suffix: text appended to every /imagine prompt (- removes it)"),
         (
-            Option("value", "string", "The suffix (empty: show it; -: remove it)"),
-            Option("here", "boolean", "Only in this channel", flags=("--here",)),
+            Option("value", "string", N_("The suffix (empty: show it; -: remove it)")),
+            Option("here", "boolean", N_("Only in this channel"), flags=("--here",)),
         ),
         free_text="value",
         keeps_unknown_flags=True,
-        examples=("/prefer suffix --ar 16:9 --v 6", "/prefer suffix -"),
+        examples=(N_("/prefer suffix --ar 16:9 --v 6"), N_("/prefer suffix -")),
     ),
     CommandSpec(
         "help",
-        "What genbot can do",
-        (Option("command", "string", "Only this command, or group (imagine, diffusion…)"),),
+        N_("What genbot can do"),
+        (Option("command", "string", N_("Only this command, or group (imagine, diffusion…)")),),
         free_text="command",
-        examples=("/help diffusion",),
+        examples=(N_("/help diffusion"),),
     ),
 )
 

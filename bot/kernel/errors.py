@@ -9,18 +9,19 @@ without using storage themselves (adapters).
 
 from __future__ import annotations
 
+from bot.kernel.i18n import N_, _
 from storage import StorageError as StorageError
 
-RESTARTING_TEXT = "genbot is restarting; try again in a moment."
+RESTARTING_TEXT = N_("genbot is restarting; try again in a moment.")
 """The answer to what arrives while genbot stops (it takes nothing new then)."""
-TOO_SLOW_TEXT = "genbot took too long to answer this request and gave up on it."
+TOO_SLOW_TEXT = N_("genbot took too long to answer this request and gave up on it.")
 """The answer when handling an event outlived its adapter's deadline."""
 
 
-DATABASE_UNREACHABLE_TEXT = "genbot can't reach its database; try again in a moment."
+DATABASE_UNREACHABLE_TEXT = N_("genbot can't reach its database; try again in a moment.")
 """The answer when genbot's storage failed while handling a request (nothing was half-done:
 what was stored is resumed, what was not is refused by this answer)."""
-DATABASE_FULL_TEXT = (
+DATABASE_FULL_TEXT = N_(
     "genbot can't save anything right now (its database is full or read-only); "
     "an operator has been alerted by its readiness check. Try again later."
 )
@@ -31,13 +32,16 @@ def storage_failure_text(error: StorageError) -> str:
     or it takes no writes (disk full, read-only file)."""
     text = str(error).lower()
     if any(word in text for word in ("full", "readonly", "read-only", "read only")):
-        return DATABASE_FULL_TEXT
-    return DATABASE_UNREACHABLE_TEXT
+        return _(DATABASE_FULL_TEXT)
+    return _(DATABASE_UNREACHABLE_TEXT)
 
 
 def unexpected_error_text(reference: str) -> str:
     """The answer when handling an event failed on genbot's side; ``reference`` is logged."""
-    return f"Something went wrong on genbot's side (ref {reference}); it was logged."
+    return _(
+        "Something went wrong on genbot's side (ref {reference}); it was logged.",
+        reference=reference,
+    )
 
 
 class UserError(Exception):

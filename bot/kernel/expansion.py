@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from bot.kernel.commands import MAX_REPEAT, CommandSpec
 from bot.kernel.errors import CommandError
+from bot.kernel.i18n import _, ngettext
 
 PROMPT_PARAMETERS = frozenset(
     {
@@ -50,19 +51,20 @@ class Spliced:
 
 def command_flags(spec: CommandSpec) -> frozenset[str]:
     """Every flag ``spec`` reads itself, without dashes (``ar``, ``fast``…)."""
-    flags = [f for o in spec.options for f in (*o.flags, *(v for v, _ in o.flag_values))]
+    flags = [f for o in spec.options for f in (*o.flags, *(v for v, __ in o.flag_values))]
     return frozenset(flag.removeprefix("--").lower() for flag in flags)
 
 
 def name_problem(name: str, spec: CommandSpec) -> str | None:
     """Why ``name`` cannot be a saved option's for ``spec``'s prompts, or None."""
     if NAME_RE.fullmatch(name) is None:
-        return (
-            f"{name!r} cannot name a saved option: use a lower-case letter, then up to 31 "
-            "letters, digits, - or _ (like neon or my-style)."
+        return _(
+            "{name} cannot name a saved option: use a lower-case letter, then up to 31 "
+            "letters, digits, - or _ (like neon or my-style).",
+            name=repr(name),
         )
     if name in command_flags(spec) or name in PROMPT_PARAMETERS:
-        return f"--{name} is a parameter already; pick another name for your option."
+        return _("--{name} is a parameter already; pick another name for your option.", name=name)
     return None
 
 
@@ -92,11 +94,19 @@ def splice(text: str, saved: Mapping[str, str], spec: CommandSpec) -> Spliced:
 
 def _unknown(name: str, saved: Mapping[str, str]) -> str:
     have = ", ".join(f"--{n}" for n in sorted(saved))
-    yours = f"yours are {have}" if have else "you have none yet"
-    return (
-        f"--{name} is not one of your saved options ({yours}; see /prefer option list) nor a "
-        "parameter genbot knows. Save it with /prefer option set "
-        f"{name} <options>, or quote it if it is part of the prompt."
+    if not have:
+        return _(
+            "--{name} is not one of your saved options (you have none yet; see /prefer option "
+            "list) nor a parameter genbot knows. Save it with /prefer option set "
+            "{name} <options>, or quote it if it is part of the prompt.",
+            name=name,
+        )
+    return _(
+        "--{name} is not one of your saved options (yours are {saved}; see /prefer option "
+        "list) nor a parameter genbot knows. Save it with /prefer option set "
+        "{name} <options>, or quote it if it is part of the prompt.",
+        name=name,
+        saved=have,
     )
 
 
@@ -111,7 +121,11 @@ def name_the_saved(error: CommandError, used: Sequence[tuple[str, str]]) -> Comm
         return error
     named = ", ".join(f"--{name} (`{text}`)" for name, text in used)
     return CommandError(
-        f"{error} Your saved option {named} was put in; change it with /prefer option set."
+        _(
+            "{error} Your saved option {named} was put in; change it with /prefer option set.",
+            error=error,
+            named=named,
+        )
     )
 
 
@@ -151,13 +165,13 @@ def _parse(text: str, start: int, nested: bool) -> tuple[tuple[tuple[_Part, ...]
             continue
         if char == "}":
             if not nested:
-                raise CommandError("The prompt has a } without its {: write \\} for a brace.")
+                raise CommandError(_("The prompt has a } without its {: write \\} for a brace."))
             choices.append((*parts, "".join(chars)))
             return tuple(choices), index + 1
         chars.append(char)
         index += 1
     if nested:
-        raise CommandError("The prompt has a { that is never closed: {red, blue} fox.")
+        raise CommandError(_("The prompt has a { that is never closed: {red, blue} fox."))
     return ((*parts, "".join(chars)),), index
 
 
@@ -183,7 +197,7 @@ def permutation_count(prompt: str) -> int:
     """How many prompts ``prompt`` expands into (:func:`permutations`), without making them."""
     if not any(char in prompt for char in "{}\\"):
         return 1
-    (parts,), _ = _parse(prompt, 0, False)
+    (parts,), __ = _parse(prompt, 0, False)
     return _count(parts)
 
 
@@ -194,17 +208,51 @@ def permutations(prompt: str, cap: int, repeat: int = 1) -> list[str]:
     count = permutation_count(prompt)
     total = count * repeat
     if total > cap:
-        made = f"{count} prompts × --repeat {repeat}" if repeat > 1 and count > 1 else ""
-        made = made or (f"--repeat {repeat}" if repeat > 1 else f"{count} prompts")
-        raise CommandError(
-            f"This would start {total} jobs ({made}); genbot starts at most {cap} jobs for one "
-            "command ([limits] max_jobs_per_command), so each stays a choice you can follow. "
-            "Use fewer {…} choices or a smaller --repeat."
-        )
+        raise CommandError(_too_many(total, count, repeat, cap))
     if count == 1 and not any(char in prompt for char in "{}\\"):
         return [prompt] * repeat
-    (parts,), _ = _parse(prompt, 0, False)
-    return [" ".join(text.split()) for text in _expand(parts) for _ in range(repeat)]
+    (parts,), __ = _parse(prompt, 0, False)
+    return [" ".join(text.split()) for text in _expand(parts) for __ in range(repeat)]
+
+
+def _too_many(total: int, count: int, repeat: int, cap: int) -> str:
+    """Why ``total`` jobs (``count`` prompts, each ``repeat`` times) are more than ``cap``."""
+    if repeat > 1 and count > 1:
+        return ngettext(
+            "This would start {n} job ({count} prompts × --repeat {repeat}); genbot starts at "
+            "most {cap} jobs for one command ([limits] max_jobs_per_command), so each stays a "
+            "choice you can follow. Use fewer {{…}} choices or a smaller --repeat.",
+            "This would start {n} jobs ({count} prompts × --repeat {repeat}); genbot starts at "
+            "most {cap} jobs for one command ([limits] max_jobs_per_command), so each stays a "
+            "choice you can follow. Use fewer {{…}} choices or a smaller --repeat.",
+            total,
+            count=count,
+            repeat=repeat,
+            cap=cap,
+        )
+    if repeat > 1:
+        return ngettext(
+            "This would start {n} job (--repeat {repeat}); genbot starts at most {cap} jobs "
+            "for one command ([limits] max_jobs_per_command), so each stays a choice you can "
+            "follow. Use fewer {{…}} choices or a smaller --repeat.",
+            "This would start {n} jobs (--repeat {repeat}); genbot starts at most {cap} jobs "
+            "for one command ([limits] max_jobs_per_command), so each stays a choice you can "
+            "follow. Use fewer {{…}} choices or a smaller --repeat.",
+            total,
+            repeat=repeat,
+            cap=cap,
+        )
+    return ngettext(
+        "This would start {n} job ({count} prompts); genbot starts at most {cap} jobs for one "
+        "command ([limits] max_jobs_per_command), so each stays a choice you can follow. "
+        "Use fewer {{…}} choices or a smaller --repeat.",
+        "This would start {n} jobs ({count} prompts); genbot starts at most {cap} jobs for one "
+        "command ([limits] max_jobs_per_command), so each stays a choice you can follow. "
+        "Use fewer {{…}} choices or a smaller --repeat.",
+        total,
+        count=count,
+        cap=cap,
+    )
 
 
 def take_repeat(prompt: str) -> tuple[str, int | None]:
@@ -217,7 +265,11 @@ def take_repeat(prompt: str) -> tuple[str, int | None]:
     word = found.group(1)
     if not word.isdigit() or not 1 <= int(word) <= MAX_REPEAT:
         raise CommandError(
-            f"--repeat must be a whole number from 1 to {MAX_REPEAT} (got {word!r})."
+            _(
+                "--repeat must be a whole number from 1 to {most} (got {value}).",
+                most=MAX_REPEAT,
+                value=repr(word),
+            )
         )
     rest = f"{prompt[: found.start()]} {prompt[found.end() :]}"
     return " ".join(rest.split()), int(word)

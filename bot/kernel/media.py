@@ -30,6 +30,7 @@ from aiohttp.resolver import DefaultResolver
 from PIL import Image, UnidentifiedImageError
 
 from bot.kernel.events import Attachment
+from bot.kernel.i18n import N_, _
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,20 @@ def is_image(attachment: Attachment) -> bool:
 
 
 class MediaError(Exception):
-    """An image could not be downloaded or read; ``str(error)`` is a sentence for users."""
+    """An image could not be downloaded or read: ``str(error)`` says why in English (for logs),
+    :meth:`told` in the user's language.
+
+    ``reason`` is a catalog text (marked with ``N_``) whose ``{name}`` fields ``values`` fill.
+    """
+
+    def __init__(self, reason: str, /, **values: object) -> None:
+        super().__init__(reason.format(**values) if values else reason)
+        self.reason = reason
+        self.values = values
+
+    def told(self) -> str:
+        """Why, in the language being spoken (a clause: "the file is empty")."""
+        return _(self.reason, **self.values)
 
 
 class UnreadableImage(MediaError):
@@ -75,7 +89,7 @@ def inspect_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> ImageBytes
     """``data`` as a checked image (see the module docstring); :class:`UnreadableImage` saying
     what is wrong otherwise."""
     if not data:
-        raise UnreadableImage("the file is empty")
+        raise UnreadableImage(N_("the file is empty"))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -88,16 +102,20 @@ def inspect_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> ImageBytes
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise UnreadableImage(
-            f"the image is a decompression bomb: {_too_many_pixels(max_pixels)}"
+            N_(
+                "the image is a decompression bomb: it has too many pixels (genbot reads at "
+                "most {millions} million)"
+            ),
+            millions=max_pixels // 1_000_000,
         ) from None
     except UnidentifiedImageError:
         raise UnreadableImage(
-            "the file is not an image genbot can read (PNG, JPEG, GIF or WebP)"
+            N_("the file is not an image genbot can read (PNG, JPEG, GIF or WebP)")
         ) from None
     except Exception as error:
         log.debug("an image failed its check: %r", error)
         raise UnreadableImage(
-            "the image file is truncated or damaged (or not an image behind an image's header)"
+            N_("the image file is truncated or damaged (or not an image behind an image's header)")
         ) from None
     extension = _EXTENSIONS[kind]
     content_type = Image.MIME.get(kind, f"image/{extension}")
@@ -106,13 +124,17 @@ def inspect_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS) -> ImageBytes
 
 def _check_pixels(width: int, height: int, max_pixels: int) -> None:
     if width <= 0 or height <= 0:
-        raise UnreadableImage("the image has no pixels")
+        raise UnreadableImage(N_("the image has no pixels"))
     if width * height > max_pixels:
-        raise UnreadableImage(f"the image is {width}×{height}: {_too_many_pixels(max_pixels)}")
-
-
-def _too_many_pixels(max_pixels: int) -> str:
-    return f"it has too many pixels (genbot reads at most {max_pixels // 1_000_000} million)"
+        raise UnreadableImage(
+            N_(
+                "the image is {width}×{height}: it has too many pixels (genbot reads at most "
+                "{millions} million)"
+            ),
+            width=width,
+            height=height,
+            millions=max_pixels // 1_000_000,
+        )
 
 
 def _read_through(image: Image.Image, kind: str) -> None:
@@ -186,18 +208,25 @@ class MediaFetcher:
             async with asyncio.timeout(self.timeout):
                 data = await self._download(url)
         except TimeoutError:
-            raise MediaError(f"the image took longer than {self.timeout:g} s to download") from None
+            raise MediaError(
+                N_("the image took longer than {seconds} s to download"),
+                seconds=f"{self.timeout:g}",
+            ) from None
         except aiohttp.ClientError as error:
             raise MediaError(
-                f"the image could not be downloaded ({type(error).__name__})"
+                # Translators: {problem} is the technical error (ClientConnectorError…).
+                N_("the image could not be downloaded ({problem})"),
+                problem=type(error).__name__,
             ) from None
         except OSError as error:
-            raise MediaError(f"the image could not be downloaded ({error})") from None
+            raise MediaError(
+                N_("the image could not be downloaded ({problem})"), problem=str(error)
+            ) from None
         return inspect_image(data)
 
     async def _download(self, url: str) -> bytes:
         session = self._open()
-        for _ in range(MAX_REDIRECTS + 1):
+        for __ in range(MAX_REDIRECTS + 1):
             self._check_address(url)
             async with session.get(url, allow_redirects=False) as response:
                 location = response.headers.get("Location")
@@ -205,21 +234,23 @@ class MediaFetcher:
                     url = urljoin(url, location)
                     continue
                 if response.status != 200:
-                    raise MediaError(f"the image link answered HTTP {response.status}")
+                    raise MediaError(
+                        N_("the image link answered HTTP {status}"), status=response.status
+                    )
                 declared = response.content_length
                 if declared is not None and declared > self.max_bytes:
-                    raise MediaError(self._too_big(declared))
+                    raise self._too_big(declared)
                 return await self._read(response)
-        raise MediaError(f"the image link redirected more than {MAX_REDIRECTS} times")
+        raise MediaError(N_("the image link redirected more than {most} times"), most=MAX_REDIRECTS)
 
     def _check_address(self, url: str) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise MediaError("the image link is not an http(s) address")
+            raise MediaError(N_("the image link is not an http(s) address"))
         if not self.allow_private and (
             parts.hostname.lower() == "localhost" or is_private_address(parts.hostname)
         ):
-            raise MediaError("the image link points to a private address")
+            raise MediaError(N_("the image link points to a private address"))
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -234,11 +265,15 @@ class MediaFetcher:
         async for chunk in response.content.iter_chunked(CHUNK_BYTES):
             buffer += chunk
             if len(buffer) > self.max_bytes:
-                raise MediaError(self._too_big(len(buffer)))
+                raise self._too_big(len(buffer))
         return bytes(buffer)
 
-    def _too_big(self, size: int) -> str:
-        return f"the image is larger than {self.max_bytes // 1024} KiB ({size // 1024} KiB or more)"
+    def _too_big(self, size: int) -> MediaError:
+        return MediaError(
+            N_("the image is larger than {most} KiB ({size} KiB or more)"),
+            most=self.max_bytes // 1024,
+            size=size // 1024,
+        )
 
     async def start(self) -> None:
         """Nothing to do: the session opens on first use (a service of the core)."""

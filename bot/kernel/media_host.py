@@ -56,7 +56,7 @@ class MediaHost:
         try:
             image = inspect_image(data)
         except MediaError as error:
-            raise ValueError(str(error)) from None
+            raise ValueError(error.told()) from None
         return await self.put(image)
 
     async def put(self, image: ImageBytes, owner: str | None = None) -> str:

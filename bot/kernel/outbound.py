@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bot.kernel.events import MessageRef
+from bot.kernel.i18n import N_, _
 from storage import Job, UsageTotals
 
 ButtonStyle = Literal["primary", "secondary", "success", "danger"]
@@ -28,7 +29,7 @@ class Button:
     once when the button is made (:func:`encode_custom_id`; ``ValueError`` when they do not
     make one). ``disabled``: shown but not pressable (platforms without disabled buttons leave
     it out). A button whose action is in :data:`MENU_ITEMS` is drawn in the message's menu by
-    platforms that have one (:attr:`menu_text`)."""
+    platforms that have one (:attr:`menu_text`, in the language spoken when the button is made)."""
 
     label: str
     action: str
@@ -36,15 +37,14 @@ class Button:
     style: ButtonStyle = "secondary"
     disabled: bool = False
     custom_id: str = field(init=False, repr=False, compare=False)
+    menu_text: str | None = field(init=False, repr=False, compare=False)
+    """The text of this button as an item of a message's menu (Slack's overflow, the
+    playground's ⋯), or None: it is a button everywhere."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "custom_id", encode_custom_id(self.action, self.ref))
-
-    @property
-    def menu_text(self) -> str | None:
-        """The text of this button as an item of a message's menu (Slack's overflow, the
-        playground's ⋯), or None: it is a button everywhere."""
-        return MENU_ITEMS.get(self.action)
+        menu = MENU_ITEMS.get(self.action)
+        object.__setattr__(self, "menu_text", _(menu) if menu is not None else None)
 
 
 ButtonRows = tuple[tuple[Button, ...], ...]
@@ -202,7 +202,7 @@ def decode_custom_id(custom_id: str) -> tuple[str, str] | None:
 INFO_ACTION = "info"
 """A result's info (ℹ️ under it): also what a platform's menu on a message asks for (Discord's
 "Image info"), as a press whose ref names no job, so the pressed message's job."""
-MENU_ITEMS: dict[str, str] = {INFO_ACTION: "ℹ️ Image info"}
+MENU_ITEMS: dict[str, str] = {INFO_ACTION: N_("ℹ️ Image info")}
 """The actions platforms with a menu on a message (Slack's overflow, the playground's ⋯) show
 there, with this text, instead of as a button (Discord has no such menu: a button, and its own
 message menu "Image info")."""

@@ -24,24 +24,27 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.kernel.errors import CommandError
+from bot.kernel.i18n import N_, _, ngettext
 
 Role = Literal["image", "style", "character", "object"]
 MAX_REFERENCES = 5
 """Reference images per prompt, every role together."""
 ROLE_FLAGS: dict[str, Role] = {"--sref": "style", "--cref": "character", "--oref": "object"}
 FLAG_OF: dict[Role, str] = {role: flag for flag, role in ROLE_FLAGS.items()}
-ROLE_NAMES: dict[Role, str] = {
-    "image": "image prompts",
-    "style": "style references (--sref)",
-    "character": "character references (--cref)",
-    "object": "object references (--oref)",
+_WEIGHED_NONE: dict[Role, str] = {
+    "image": N_("{flag} weighs image prompts, and this prompt has none."),
+    "style": N_("{flag} weighs style references (--sref), and this prompt has none."),
+    "character": N_("{flag} weighs character references (--cref), and this prompt has none."),
+    "object": N_("{flag} weighs object references (--oref), and this prompt has none."),
 }
 ROLE_DESCRIPTIONS: dict[Role, str] = {
-    "image": "An image prompt",
-    "style": "A style reference (--sref)",
-    "character": "A character reference (--cref)",
-    "object": "An object reference (--oref)",
+    "image": N_("An image prompt (at most 5 in all)"),
+    "style": N_("A style reference (--sref) (at most 5 in all)"),
+    "character": N_("A character reference (--cref) (at most 5 in all)"),
+    "object": N_("An object reference (--oref) (at most 5 in all)"),
 }
+"""The descriptions of ``/imagine``'s attachment options; "5" is :data:`MAX_REFERENCES`
+(whole texts, so Discord's translator finds them in the catalog)."""
 REFERENCE_OPTIONS: dict[str, Role] = {
     "image1": "image",
     "image2": "image",
@@ -182,7 +185,7 @@ def read_references(
         weight = next((w for w in WEIGHTS if w.flag == flag), None)
         if weight is not None:
             if weight.flag in weights:
-                raise CommandError(f"{weight.flag} was given twice.")
+                raise CommandError(_("{flag} was given twice.", flag=weight.flag))
             value = words[index] if index < len(words) else None
             weights[weight.flag] = _checked_weight(weight, value)
             index += 1
@@ -219,32 +222,78 @@ def _upload(word: str, uploads: int, *, strict: bool) -> str | None:
     if number > uploads:
         if not strict:
             return None
-        came = f"only {uploads} came with it" if uploads else "none came with it"
+        if not uploads:
+            raise CommandError(
+                _(
+                    "{word} names image {number} sent with the command, but none came with it: "
+                    "attach the images (on Slack, share them in the channel first), then name "
+                    "them #1, #2…",
+                    word=word,
+                    number=number,
+                )
+            )
         raise CommandError(
-            f"{word} names image {number} sent with the command, but {came}: attach the "
-            "images (on Slack, share them in the channel first), then name them #1, #2…"
+            ngettext(
+                "{word} names image {number} sent with the command, but only {n} came with it: "
+                "attach the images (on Slack, share them in the channel first), then name them "
+                "#1, #2…",
+                "{word} names image {number} sent with the command, but only {n} came with it: "
+                "attach the images (on Slack, share them in the channel first), then name them "
+                "#1, #2…",
+                uploads,
+                word=word,
+                number=number,
+            )
         )
     return upload_key(number)
 
 
 def _needs_image(flag: str) -> str:
-    codes = " or a style code" if flag == "--sref" else ""
-    return f"{flag} needs an image: an https link, #N for the Nth image you attached{codes}."
+    if flag == "--sref":
+        return _(
+            "{flag} needs an image: an https link, #N for the Nth image you attached "
+            "or a style code.",
+            flag=flag,
+        )
+    return _("{flag} needs an image: an https link, #N for the Nth image you attached.", flag=flag)
 
 
 def _checked_weight(weight: Weight, value: str | None) -> str:
     """``value`` of ``weight`` when it is a number in its range."""
-    span = f"from {_number(weight.low)} to {_number(weight.high)}"
+    low, high = _number(weight.low), _number(weight.high)
     if value is None or value.startswith(("--", "—")):
-        raise CommandError(f"{weight.flag} needs a number {span}, like {weight.flag} 1.")
+        raise CommandError(
+            _(
+                "{flag} needs a number from {low} to {high}, like {flag} 1.",
+                flag=weight.flag,
+                low=low,
+                high=high,
+            )
+        )
     try:
         number = float(value)
     except ValueError:
         number = math.nan
     if not math.isfinite(number):
-        raise CommandError(f"{weight.flag} must be a number {span} (got {value!r}).")
+        raise CommandError(
+            _(
+                "{flag} must be a number from {low} to {high} (got {value}).",
+                flag=weight.flag,
+                low=low,
+                high=high,
+                value=repr(value),
+            )
+        )
     if not weight.low <= number <= weight.high:
-        raise CommandError(f"{weight.flag} must be {span} (got {value}).")
+        raise CommandError(
+            _(
+                "{flag} must be from {low} to {high} (got {value}).",
+                flag=weight.flag,
+                low=low,
+                high=high,
+                value=value,
+            )
+        )
     return value
 
 
@@ -258,13 +307,17 @@ def _check(read: ReadPrompt) -> None:
     count = len(read.references)
     if count > MAX_REFERENCES:
         raise CommandError(
-            f"A prompt takes at most {MAX_REFERENCES} reference images (image prompts, --sref, "
-            f"--cref and --oref together); this one has {count}."
+            _(
+                "A prompt takes at most {most} reference images (image prompts, --sref, "
+                "--cref and --oref together); this one has {count}.",
+                most=MAX_REFERENCES,
+                count=count,
+            )
         )
     objects = sum(1 for ref in read.references if ref.role == "object")
     if objects > 1:
-        raise CommandError(f"--oref takes one image (got {objects}).")
-    given = {flag for flag, _ in read.weights}
+        raise CommandError(_("--oref takes one image (got {count}).", count=objects))
+    given = {flag for flag, __ in read.weights}
     for weight in WEIGHTS:
         if weight.flag not in given:
             continue
@@ -272,6 +325,4 @@ def _check(read: ReadPrompt) -> None:
         if weight.role == "style" and read.style_codes:
             present = True
         if not present:
-            raise CommandError(
-                f"{weight.flag} weighs {ROLE_NAMES[weight.role]}, and this prompt has none."
-            )
+            raise CommandError(_(_WEIGHED_NONE[weight.role], flag=weight.flag))

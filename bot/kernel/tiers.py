@@ -3,9 +3,9 @@ when a budget refills, and the refusal of a mode or model a tier does not have."
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from datetime import UTC, datetime
 
+from bot.kernel.i18n import _
 from bot.kernel.settings import TierSettings
 
 
@@ -14,10 +14,23 @@ def refill_time(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%H:%M UTC")
 
 
-def not_in_tier(tier: TierSettings, what: str, allowed: Collection[str]) -> str:
-    """The refusal of ``what`` (``Turbo mode``, ``The model llm-4``), which ``tier`` does not
-    have among ``allowed``."""
-    return (
-        f"{what} is not in your tier **{tier.name}** (it has {', '.join(allowed)}); "
-        "ask a genbot admin for a tier that has it."
+def mode_not_in_tier(tier: TierSettings, mode: str) -> str:
+    """The refusal of process mode ``mode`` (``turbo``), which ``tier`` does not have."""
+    return _(
+        "{mode} mode is not in your tier **{tier}** (it has {allowed}); "
+        "ask a genbot admin for a tier that has it.",
+        mode=mode.title(),
+        tier=tier.name,
+        allowed=", ".join(tier.modes),
+    )
+
+
+def model_not_in_tier(tier: TierSettings, model: str) -> str:
+    """The refusal of ``model`` (``llm-4``), which ``tier`` does not have."""
+    return _(
+        "The model {model} is not in your tier **{tier}** (it has {allowed}); "
+        "ask a genbot admin for a tier that has it.",
+        model=model,
+        tier=tier.name,
+        allowed=", ".join(tier.models),
     )

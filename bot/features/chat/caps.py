@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol
 
-from bot.kernel import RateWindow, TierSettings, User, UserError, not_in_tier, refill_time
+from bot.kernel import RateWindow, TierSettings, User, UserError, model_not_in_tier, refill_time
 from storage import Refill, Spent
 
 MINUTE = 60.0
@@ -113,4 +113,4 @@ class ChatCaps:
             return
         tier = self.tiers.tier_of(platform, user)
         if tier.models and model not in tier.models:
-            raise UserError(not_in_tier(tier, f"The model {model}", tier.models))
+            raise UserError(model_not_in_tier(tier, model))

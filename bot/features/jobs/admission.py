@@ -54,7 +54,9 @@ from bot.kernel import (
     TierSettings,
     User,
     UserError,
-    not_in_tier,
+    mode_not_in_tier,
+    model_not_in_tier,
+    ngettext,
     refill_time,
 )
 from storage import Job, JobAdmission, JobQuota, KeyRoom, NewJob, QuotaRefusal
@@ -131,35 +133,87 @@ class Tiers:
         if tier.modes:
             mode = None if new.family == "diffusion" else asked_mode(new)
             if mode is not None and mode not in tier.modes:
-                raise UserError(not_in_tier(tier, f"{mode.title()} mode", tier.modes))
+                raise UserError(mode_not_in_tier(tier, mode))
         if tier.models:
             model = _model_of(new)
             if model is not None and model not in tier.models:
-                raise UserError(not_in_tier(tier, f"The model {model}", tier.models))
+                raise UserError(model_not_in_tier(tier, model))
 
     def refused(self, refusal: QuotaRefusal, platform: str, user: User) -> UserError:
         """The error that tells the user which limit stopped a new job, and when it frees."""
-        named = f" of your tier **{self.tier_of(platform, user).name}**" if self.configured else ""
+        tier = self.tier_of(platform, user).name if self.configured else None
         if refusal.limit == "max_active":
-            jobs = "job" if refusal.used == 1 else "jobs"
-            return UserError(
-                f"You already have {refusal.used} image {jobs} running — the cap{named} is "
-                f"{refusal.allowed}; wait for one to finish."
-            )
-        return UserError(
-            f"You have used {refusal.used} of your {refusal.allowed} credits "
-            f"{refill_words(self.quota_for(platform, user).refill, refusal.refills_at, named)}"
+            return UserError(_cap_reached(refusal.used, refusal.allowed, tier))
+        refill = self.quota_for(platform, user).refill
+        return UserError(_budget_spent(refusal, refill, tier))
+
+
+def _cap_reached(used: int, allowed: int, tier: str | None) -> str:
+    """The refusal of a job past the cap of jobs at once (of ``tier``, when tiers are set)."""
+    if tier is None:
+        return ngettext(
+            "You already have {n} image job running — the cap is {allowed}; "
+            "wait for one to finish.",
+            "You already have {n} image jobs running — the cap is {allowed}; "
+            "wait for one to finish.",
+            used,
+            allowed=allowed,
         )
+    return ngettext(
+        "You already have {n} image job running — the cap of your tier **{tier}** is "
+        "{allowed}; wait for one to finish.",
+        "You already have {n} image jobs running — the cap of your tier **{tier}** is "
+        "{allowed}; wait for one to finish.",
+        used,
+        allowed=allowed,
+        tier=tier,
+    )
 
 
-def refill_words(refill: str, refills_at: float | None, named: str) -> str:
-    """The end of a budget's refusal: its window and when it refills."""
+def _budget_spent(refusal: QuotaRefusal, refill: str, tier: str | None) -> str:
+    """The refusal of a job past the credit budget: its window and when it refills (the
+    budget of ``tier``, when tiers are set)."""
+    used, allowed, refills_at = refusal.used, refusal.allowed, refusal.refills_at
     if refill == "hourly" and refills_at is not None:
-        return (
-            f"in the last 24 hours — that is the budget{named}, refilled hour by hour; "
-            f"enough is back at {refill_time(refills_at)}."
+        back = refill_time(refills_at)
+        if tier is None:
+            return ngettext(
+                "You have used {used} of your {n} credit in the last 24 hours — that is the "
+                "budget, refilled hour by hour; enough is back at {back}.",
+                "You have used {used} of your {n} credits in the last 24 hours — that is the "
+                "budget, refilled hour by hour; enough is back at {back}.",
+                allowed,
+                used=used,
+                back=back,
+            )
+        return ngettext(
+            "You have used {used} of your {n} credit in the last 24 hours — that is the "
+            "budget of your tier **{tier}**, refilled hour by hour; enough is back at {back}.",
+            "You have used {used} of your {n} credits in the last 24 hours — that is the "
+            "budget of your tier **{tier}**, refilled hour by hour; enough is back at {back}.",
+            allowed,
+            used=used,
+            back=back,
+            tier=tier,
         )
-    return f"for today — that is the daily budget{named}; it resets at 00:00 UTC."
+    if tier is None:
+        return ngettext(
+            "You have used {used} of your {n} credit for today — that is the daily budget; "
+            "it resets at 00:00 UTC.",
+            "You have used {used} of your {n} credits for today — that is the daily budget; "
+            "it resets at 00:00 UTC.",
+            allowed,
+            used=used,
+        )
+    return ngettext(
+        "You have used {used} of your {n} credit for today — that is the daily budget of "
+        "your tier **{tier}**; it resets at 00:00 UTC.",
+        "You have used {used} of your {n} credits for today — that is the daily budget of "
+        "your tier **{tier}**; it resets at 00:00 UTC.",
+        allowed,
+        used=used,
+        tier=tier,
+    )
 
 
 def _generosity(tier: TierSettings) -> tuple[float, float, float]:

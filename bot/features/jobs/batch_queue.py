@@ -30,6 +30,7 @@ from bot.kernel import (
     Place,
     User,
     UserError,
+    _,
 )
 from bot.outbox import Outbox, Post, WritePolicy
 from storage import Batch, JobAdmission, Preferences, StorageError
@@ -164,7 +165,7 @@ class BatchQueue:
         return refusal is not None and refusal.limit == "max_active"
 
     async def _tell(self, user: User, place: Place, refused: list[str]) -> None:
-        text = "Queued jobs of yours could not start: " + "; ".join(refused)
+        text = _("Queued jobs of yours could not start: {reasons}", reasons="; ".join(refused))
         message = OutMessage(text, mention_user_id=user.id)
         try:
             await self._outbox.write(place, Post(message), WritePolicy.MUST_DELIVER)

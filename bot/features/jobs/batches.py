@@ -46,6 +46,8 @@ from bot.kernel import (
     OutMessage,
     SendsPrivately,
     UserError,
+    _,
+    ngettext,
     permutations,
     take_repeat,
 )
@@ -96,7 +98,7 @@ class Batches:
         """Start the job at once, or show the preview of the jobs (see the module docstring)."""
         prompt, written = take_repeat(str(options["prompt"]))
         if written is not None and "repeat" in options:
-            raise UserError("--repeat was given twice (in the prompt and as an option).")
+            raise UserError(_("--repeat was given twice (in the prompt and as an option)."))
         repeat = written or int(options.get("repeat") or 1)
         single = {name: value for name, value in options.items() if name != "repeat"}
         prompts = permutations(prompt, self._limits.max_jobs_per_command, repeat)
@@ -110,7 +112,9 @@ class Batches:
             await self._images.on_command(event, jobs[0])
             return
         if not self._outbox.can(event.place.platform, SendsPrivately):
-            raise UserError("This platform cannot show a private preview: run one job at a time.")
+            raise UserError(
+                _("This platform cannot show a private preview: run one job at a time.")
+            )
         attachments = await self._hosted(event)
         batch = Batch(
             id=secrets.token_urlsafe(9),
@@ -130,9 +134,12 @@ class Batches:
         )
         await self._store.save_batch(batch)
         text = await self._preview_text(event, prompts, mode, each, recorded)
+        # Translators: the button that starts the jobs a preview shows.
+        run = ngettext("Run {n} job", "Run {n} jobs", len(jobs)) if len(jobs) > 1 else _("Run")
         buttons = (
-            Button(f"Run {len(jobs)} jobs" if len(jobs) > 1 else "Run", RUN, batch.id, "primary"),
-            Button("Cancel", CANCEL, batch.id, "secondary"),
+            Button(run, RUN, batch.id, "primary"),
+            # Translators: the button that drops the jobs a preview shows.
+            Button(_("Cancel"), CANCEL, batch.id, "secondary"),
         )
         message = OutMessage(text, buttons=(buttons,))
         await self._outbox.write(event.place, Private(event, message), WritePolicy.NOW)
@@ -189,47 +196,83 @@ class Batches:
     ) -> str:
         count = len(prompts)
         total = each * count
-        source = (
-            "what such jobs were charged here lately"
-            if recorded
-            else "genbot's default price, until it has recorded what such jobs cost here"
-        )
-        lines = [
-            f"**{count} {'jobs' if count > 1 else 'job'}** of /imagine ({mode}) — estimated "
-            f"**{total} credits** ({count} × {each}: {source}):"
-        ]
+        if recorded:
+            head = ngettext(
+                "**{n} job** of /imagine ({mode}) — estimated **{total} credits** ({n} × "
+                "{each}: what such jobs were charged here lately):",
+                "**{n} jobs** of /imagine ({mode}) — estimated **{total} credits** ({n} × "
+                "{each}: what such jobs were charged here lately):",
+                count,
+                mode=mode,
+                total=total,
+                each=each,
+            )
+        else:
+            head = ngettext(
+                "**{n} job** of /imagine ({mode}) — estimated **{total} credits** ({n} × "
+                "{each}: genbot's default price, until it has recorded what such jobs cost here):",
+                "**{n} jobs** of /imagine ({mode}) — estimated **{total} credits** ({n} × "
+                "{each}: genbot's default price, until it has recorded what such jobs cost here):",
+                count,
+                mode=mode,
+                total=total,
+                each=each,
+            )
+        lines = [head]
         lines += [f"{n}. {prompt}" for n, prompt in enumerate(prompts[:SHOWN_PROMPTS], 1)]
         if count > SHOWN_PROMPTS:
-            lines.append(f"… and {count - SHOWN_PROMPTS} more")
+            lines.append(ngettext("… and {n} more", "… and {n} more", count - SHOWN_PROMPTS))
         lines.append(await self._budget_line(event, total))
         free = await self._free(event, count)
         if free is not None and free < count:
             lines.append(
-                f"Your jobs at once are capped: {free} start at once, the other {count - free} "
-                "wait in the queue and start as your jobs finish."
+                ngettext(
+                    "Your jobs at once are capped: {free} start at once, the other {n} "
+                    "wait in the queue and start as your jobs finish.",
+                    "Your jobs at once are capped: {free} start at once, the other {n} "
+                    "wait in the queue and start as your jobs finish.",
+                    count - free,
+                    free=free,
+                )
             )
         minutes = round(PREVIEW_SECONDS / 60)
-        lines.append(f"Press Run to start them, or Cancel; this preview expires in {minutes} min.")
+        lines.append(
+            _(
+                "Press Run to start them, or Cancel; this preview expires in {minutes} min.",
+                minutes=minutes,
+            )
+        )
         return "\n".join(lines)
 
     async def _budget_line(self, event: Command, total: int) -> str:
         platform, user = event.place.platform, event.user
         quota = self._tiers.quota_for(platform, user)
         if quota.max_daily_credits <= 0:
-            return "You have no daily credit budget."
+            return _("You have no daily credit budget.")
         spent = (await self._ledger.spent(platform, user.id, quota.refill)).credits
         left = max(0, quota.max_daily_credits - spent)
-        line = f"Your budget left: {left} of {quota.max_daily_credits} credits."
         if total > left:
-            line += " These jobs may cost more: the ones past it will be refused."
-        return line
+            return ngettext(
+                "Your budget left: {left} of {n} credit. These jobs may cost more: the ones "
+                "past it will be refused.",
+                "Your budget left: {left} of {n} credits. These jobs may cost more: the ones "
+                "past it will be refused.",
+                quota.max_daily_credits,
+                left=left,
+            )
+        return ngettext(
+            "Your budget left: {left} of {n} credit.",
+            "Your budget left: {left} of {n} credits.",
+            quota.max_daily_credits,
+            left=left,
+        )
 
     async def on_button(self, event: ButtonPress, referent: BatchReferent) -> None:
         """Run the previewed jobs (once), or cancel them."""
         batch = referent.batch
         if event.action == CANCEL:
             if await self._store.settle_batch(batch.id, "cancelled"):
-                await self._tell(event, "Cancelled: nothing was started.")
+                await self._tell(event, _("Cancelled: nothing was started."))
             else:
                 await self._tell(event, await self._settled(batch.id))
             return
@@ -239,30 +282,41 @@ class Batches:
         done = await self._queue.advance(batch, event)
         waiting, total = done.waiting, batch.total
         if not waiting:
-            notes = [f"All {total} jobs started." if total > 1 else "Started."]
+            notes = [
+                ngettext("All {n} job started.", "All {n} jobs started.", total)
+                if total > 1
+                else _("Started.")
+            ]
         else:
             notes = [
-                f"{total - waiting} of {total} jobs started; {waiting} wait in the queue, each "
-                "starting when one of your jobs finishes (your cap of jobs at once)."
+                ngettext(
+                    "{started} of {n} job started; {waiting} wait in the queue, each "
+                    "starting when one of your jobs finishes (your cap of jobs at once).",
+                    "{started} of {n} jobs started; {waiting} wait in the queue, each "
+                    "starting when one of your jobs finishes (your cap of jobs at once).",
+                    total,
+                    started=total - waiting,
+                    waiting=waiting,
+                )
             ]
         if done.refused:
-            notes.append("Not started: " + "; ".join(done.refused))
+            notes.append(_("Not started: {reasons}", reasons="; ".join(done.refused)))
         await self._tell(event, " ".join(notes))
 
     async def _settled(self, batch_id: str) -> str:
         batch = await self._store.batch(batch_id)
         if batch is not None and batch.outcome == "run":
-            return "These jobs were started already (their progress is in the channel)."
+            return _("These jobs were started already (their progress is in the channel).")
         if batch is not None and batch.outcome == "cancelled":
-            return "You cancelled these jobs: run the command again to start them."
-        return "This preview expired: run the command again."
+            return _("You cancelled these jobs: run the command again to start them.")
+        return _("This preview expired: run the command again.")
 
     async def _tell(self, event: ButtonPress, text: str) -> None:
         await self._outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
 
     async def on_modal(self, event: ModalSubmit, referent: BatchReferent) -> None:
         """It has no forms."""
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))
 
 
 def _kept(attachment: Attachment) -> dict[str, Any]:

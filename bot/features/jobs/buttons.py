@@ -20,6 +20,7 @@ from bot.features.jobs.forms import form_for
 from bot.kernel import (
     CHAT_MODELS,
     INFO_ACTION,
+    N_,
     REMIX_ACTIONS,
     REMIX_PREFIX,
     Choice,
@@ -29,6 +30,7 @@ from bot.kernel import (
     ModalField,
     Option,
     OptionValue,
+    _,
     command,
     option_choices,
     validate_options,
@@ -65,40 +67,46 @@ LABELS: dict[str, str] = {
     **{f"upscale{i}": f"U{i}" for i in range(1, 5)},
     **{f"variation{i}": f"V{i}" for i in range(1, 5)},
     "reroll": "🔄",
-    "high_variation": "Vary (Strong)",
-    "low_variation": "Vary (Subtle)",
-    "vary_region": "Vary (Region)",
-    "outpaint_2": "Zoom Out 2x",
-    "outpaint_1.5": "Zoom Out 1.5x",
-    "outpaint_custom": "Custom Zoom",
-    "outpaint_square": "Make Square",
+    # Translators: buttons under an upscaled image (Midjourney's names for them).
+    "high_variation": N_("Vary (Strong)"),
+    "low_variation": N_("Vary (Subtle)"),
+    "vary_region": N_("Vary (Region)"),
+    "outpaint_2": N_("Zoom Out 2x"),
+    "outpaint_1.5": N_("Zoom Out 1.5x"),
+    "outpaint_custom": N_("Custom Zoom"),
+    "outpaint_square": N_("Make Square"),
     "pan_left": "⬅️",
     "pan_right": "➡️",
     "pan_up": "⬆️",
     "pan_down": "⬇️",
-    "upscale_subtle": "Upscale (Subtle)",
-    "upscale_creative": "Upscale (Creative)",
-    "upscale_2x": "Upscale (2x)",
-    "upscale_4x": "Upscale (4x)",
-    "upscale_light": "Upscale (Light)",
-    "upscale_beta": "Upscale (Beta)",
-    "seed": "🌱 Seed",
+    "upscale_subtle": N_("Upscale (Subtle)"),
+    "upscale_creative": N_("Upscale (Creative)"),
+    "upscale_2x": N_("Upscale (2x)"),
+    "upscale_4x": N_("Upscale (4x)"),
+    "upscale_light": N_("Upscale (Light)"),
+    "upscale_beta": N_("Upscale (Beta)"),
+    # Translators: the button that shows an image's seed.
+    "seed": N_("🌱 Seed"),
     **{f"describe_pick{i}": str(i) for i in range(1, 5)},
     "describe_again": "🔄",
-    "describe_all": "Imagine all",
+    # Translators: the button that imagines all four prompts of a /describe.
+    "describe_all": N_("Imagine all"),
     "diff_reroll": "🔄",
-    "diff_upscale": "Upscale",
-    "diff_init": "Use as init",
-    REFERENCE_ACTION: "Use as reference",
+    # Translators: a button under a diffusion image.
+    "diff_upscale": N_("Upscale"),
+    # Translators: a button under a diffusion image: start img2img from it.
+    "diff_init": N_("Use as init"),
+    # Translators: a button under an image: imagine a new prompt with it as a reference.
+    REFERENCE_ACTION: N_("Use as reference"),
     INFO_ACTION: "ℹ️",
 }
-"""The label of every button action."""
+"""The label of every button action (catalog texts: translate where used, ``_(LABELS[a])``)."""
 LABELS.update({action: LABELS[action.removeprefix(REMIX_PREFIX)] for action in REMIX_ACTIONS})
 
 
 def _choices_hint(choices: tuple[str, ...]) -> str:
     listed = ", ".join(choices)
-    return listed if len(listed) <= 100 else f"e.g. {choices[0]}"
+    return listed if len(listed) <= 100 else _("e.g. {example}", example=choices[0])
 
 
 def modal_for(
@@ -128,7 +136,7 @@ def modal_for(
             for name in names
             if (option := spec.option(name)) is not None
         )
-        return Modal("genbot settings", action, ref, fields)
+        return Modal(_("genbot settings"), action, ref, fields)
     return None
 
 
@@ -136,23 +144,25 @@ OWN_SETTINGS_FORM = ("model", "temperature", "process_mode", "aspect_ratio", "re
 """A user's own settings form: their defaults (five fields: all a Discord form shows)."""
 SHARED_SETTINGS_FORM = ("model", "temperature", "process_mode", "aspect_ratio", "system_prompt")
 """A channel's or workspace's settings form (admins): their defaults and the system prompt."""
-ON_OFF = (Choice("On", "on"), Choice("Off", "off"))
-FORM_LABELS = {"remix": "Remix: edit the prompt of 🔄, V, pan, zoom"}
+FORM_LABELS = {"remix": N_("Remix: edit the prompt of 🔄, V, pan, zoom")}
 """Labels for options whose description is longer than a form label (45 characters)."""
 
 
 def _settings_field(option: Option, current: str, models: Sequence[str]) -> ModalField:
     """A settings form field: a select for yes/no and fixed choices, else text (blank: left
     as it is)."""
-    label = FORM_LABELS.get(option.name, option.description)[:45]
+    label = _(FORM_LABELS.get(option.name, option.description))[:45]
+    # Translators: the placeholder of a settings form field left blank (keeps its value).
+    unchanged = _("Unchanged")
     if option.type == "boolean":
+        on_off = (Choice(_("On"), "on"), Choice(_("Off"), "off"))
         return ModalField(
-            option.name, label, "Unchanged", current, False, kind="select", choices=ON_OFF
+            option.name, label, unchanged, current, False, kind="select", choices=on_off
         )
     if option.choices and option.autocomplete is None:
         choices = tuple(Choice(choice, choice) for choice in option.choices)
         return ModalField(
-            option.name, label, "Unchanged", current, False, kind="select", choices=choices
+            option.name, label, unchanged, current, False, kind="select", choices=choices
         )
     long = option.name == "system_prompt"
     hint = _choices_hint(option_choices(option, {"chat_models": tuple(models)}))

@@ -17,7 +17,7 @@ from bot.features.jobs import wording
 from bot.features.jobs.messages import CANCEL_ACTION, JobMessages
 from bot.features.jobs.params import result_with
 from bot.features.jobs.tracking.watch import JobWatch
-from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, Place, User, UserError
+from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, Place, User, UserError, _
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import JobReferent, RefKind
 from storage import IN_FLIGHT_STATUSES, Job, JobStatus, JobWriter
@@ -46,16 +46,16 @@ class JobCancel:
         self._audit = audit
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
-        raise UserError("genbot has no such command.")
+        raise UserError(_("genbot has no such command."))
 
     async def on_modal(self, event: ModalSubmit, referent: JobReferent) -> None:
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))
 
     async def on_button(self, event: ButtonPress, referent: JobReferent) -> None:
         """Stop following the job and hide it, then say what that means for credits."""
         await self.cancel(event.user, referent.job, event.place)
         await self._outbox.write(
-            event.place, Notice(event, wording.CANCELLED_NOTE), WritePolicy.NOW
+            event.place, Notice(event, _(wording.CANCELLED_NOTE)), WritePolicy.NOW
         )
 
     async def cancel(self, user: User, job: Job, place: Place) -> None:
@@ -63,21 +63,21 @@ class JobCancel:
         anyone else, or a job that cannot be cancelled now), acting in ``place``. The admin
         page calls this too."""
         if not (user.is_admin or user.id == job.requester_id):
-            raise UserError("Only the person who started this job can cancel it.")
+            raise UserError(_("Only the person who started this job can cancel it."))
         if job.status == "creating":
-            raise UserError("It is still being sent to the service; try again in a moment.")
+            raise UserError(_("It is still being sent to the service; try again in a moment."))
         if job.status not in CANCELLABLE:
-            raise UserError("This job has already finished.")
+            raise UserError(_("This job has already finished."))
         moved = await self._store.transition(
             job.id,
             CANCELLABLE,
             "failed",
-            error=f"Cancelled by {user.name or user.id}.",
+            error=_("Cancelled by {user}.", user=user.name or user.id),
             result=result_with(job, cancelled=True),
             next_poll_at=None,
         )
         if not moved:
-            raise UserError("This job has just finished; its result is on its way.")
+            raise UserError(_("This job has just finished; its result is on its way."))
         if user.id != job.requester_id:
             await self._audit.record(
                 "job.cancelled",

@@ -30,6 +30,7 @@ from bot.kernel import (
     ModalSubmit,
     OptionValue,
     UserError,
+    _,
 )
 from bot.outbox import OpenForm, WritePolicy
 from bot.refs import JobReferent, RefKind
@@ -56,7 +57,7 @@ class DescribeButtons:
         self._settings = settings
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
-        raise UserError("genbot has no such command.")
+        raise UserError(_("genbot has no such command."))
 
     async def on_button(self, event: ButtonPress, referent: JobReferent) -> None:
         """Edit-then-imagine (or imagine) a prompt, describe again, or imagine all four."""
@@ -79,7 +80,7 @@ class DescribeButtons:
         """The edited prompt's own checks (:class:`~bot.kernel.FormError` beside it)."""
         prompt = event.values.get(PROMPT_FIELD, "").strip()
         if not prompt:
-            raise FormError(PROMPT_FIELD, "The prompt is empty; write what to imagine.")
+            raise FormError(PROMPT_FIELD, _("The prompt is empty; write what to imagine."))
         check_form_prompt(prompt)
 
     async def on_modal(self, event: ModalSubmit, referent: JobReferent) -> None:
@@ -99,16 +100,16 @@ class DescribeButtons:
     @staticmethod
     def _prompts(parent: Job) -> list[str]:
         if parent.family != "task" or parent.type != "describe" or parent.status not in DONE:
-            raise UserError("That button does not work on this message.")
+            raise UserError(_("That button does not work on this message."))
         return list(JobResult.of(parent).prompts[:4])
 
     @staticmethod
     def _number(action: str, prompts: list[str]) -> int:
         if action not in DESCRIBE_ACTIONS:
-            raise UserError("This button is no longer supported.")
+            raise UserError(_("This button is no longer supported."))
         number = int(action[-1])
         if number > len(prompts):
-            raise UserError(f"This description has no prompt {number}.")
+            raise UserError(_("This description has no prompt {number}.", number=number))
         return number
 
     async def _runs_at_once(self, event: ButtonPress) -> bool:
@@ -151,4 +152,4 @@ class DescribeButtons:
                 refused.append(f"{number}: {error}")
         if refused:
             listed = "\n".join(refused)
-            raise UserError(f"Imagine all could not start every prompt:\n{listed}")
+            raise UserError(_("Imagine all could not start every prompt:\n{listed}", listed=listed))

@@ -47,6 +47,7 @@ from bot.kernel import (
     ModalSubmit,
     OptionValue,
     UserError,
+    _,
     command,
     parse_command_text,
     validate_options,
@@ -109,7 +110,11 @@ class DiffusionJobs:
         its starting image opens a form for it where forms take files."""
         endpoint = endpoint_named(event.name.removeprefix("diffusion."))
         if endpoint in DIFFUSION_UPLOADS and "init_image" not in event.attachments:
-            needs = f"/{event.name.replace('.', ' ')} needs init_image (attach a file)."
+            needs = _(
+                "/{command} needs {option} (attach a file).",
+                command=event.name.replace(".", " "),
+                option="init_image",
+            )
             form = diffusion_upload_form(endpoint, options)
             await self._starter.offer_upload(event, form, needs)
             return
@@ -160,10 +165,12 @@ class DiffusionJobs:
         default = self.models.default()
         if default is None:
             raise UserError(
-                "/diffusion controlnet needs a checkpoint model, and genbot knows none yet: add "
-                "--model <model id> (your provider lists them; an admin can name them in "
-                "[api] diffusion_models), or run a /diffusion txt2img first to learn the "
-                "provider's default."
+                _(
+                    "/diffusion controlnet needs a checkpoint model, and genbot knows none yet: "
+                    "add --model <model id> (your provider lists them; an admin can name them in "
+                    "[api] diffusion_models), or run a /diffusion txt2img first to learn the "
+                    "provider's default."
+                )
             )
         return default
 
@@ -209,7 +216,13 @@ class DiffusionJobs:
     ) -> str:
         attachment = files.get(option)
         if attachment is None:
-            raise UserError(f"/diffusion {endpoint} needs {option} (attach a file).")
+            raise UserError(
+                _(
+                    "/{command} needs {option} (attach a file).",
+                    command=f"diffusion {endpoint}",
+                    option=option,
+                )
+            )
         return await self._starter.attachment_url(event, attachment, cdn_ok=True)
 
     # Buttons and forms ------------------------------------------------------------------------
@@ -217,7 +230,7 @@ class DiffusionJobs:
     async def on_button(self, event: ButtonPress, referent: JobReferent | NoReferent) -> None:
         """🔄, Upscale, or open the Use-as-init form."""
         if not isinstance(referent, JobReferent):
-            raise UserError("This button is no longer supported.")
+            raise UserError(_("This button is no longer supported."))
         parent = referent.job
         image = self._output(parent)
         if event.action == "diff_init":
@@ -234,7 +247,7 @@ class DiffusionJobs:
             body = {"url": image}
             await self.run(event, "upscale", body, parent=parent, action=event.action)
         else:
-            raise UserError("This button is no longer supported.")
+            raise UserError(_("This button is no longer supported."))
 
     def check_modal(self, event: ModalSubmit) -> None:
         """A Use-as-init form's own checks, or an upload form's options."""
@@ -257,7 +270,7 @@ class DiffusionJobs:
                 await self._upload_submitted(event, endpoint_named(endpoint))
                 return
         if event.action != "diff_init" or not isinstance(referent, JobReferent):
-            raise UserError("This form is no longer supported.")
+            raise UserError(_("This form is no longer supported."))
         parent = referent.job
         image = self._output(parent, any_family=True)
         try:
@@ -281,7 +294,7 @@ class DiffusionJobs:
         """The image ``parent`` made; ``any_family``: any result with an image (Use as init
         from the playground's gallery), else only a diffusion image (its buttons)."""
         if parent.family != "diffusion" and (not any_family or parent.type in NO_IMAGE_TYPES):
-            raise UserError("That button does not work on this message.")
+            raise UserError(_("That button does not work on this message."))
         if parent.status not in ("finished", "posting", "posted") or not parent.result_urls:
-            raise UserError("That image is not finished yet; wait for its result.")
+            raise UserError(_("That image is not finished yet; wait for its result."))
         return parent.result_urls[0]

@@ -26,14 +26,14 @@ from bot.api import (
 from bot.features.jobs.starter import Submitted
 from bot.features.jobs.tracking.provider_state import diffusion_result_fields, poll_delay
 from bot.features.jobs.webhook_addresses import Webhook
-from bot.kernel import LimitsSettings, UserError
+from bot.kernel import N_, LimitsSettings, UserError, _
 from storage import DiffusionType, Job, JobStatus
 
 DiffusionEndpoint = DiffusionType
 ENDPOINTS: tuple[DiffusionEndpoint, ...] = get_args(DiffusionEndpoint)
 RequestT = TypeVar("RequestT", bound=RequestModel)
 Clock = Callable[[], float]
-NO_ID_ERROR = (
+NO_ID_ERROR = N_(
     "The diffusion service accepted the job but sent neither its images nor an id to fetch "
     "them with."
 )
@@ -71,7 +71,7 @@ def endpoint_named(name: str) -> DiffusionEndpoint:
     for endpoint in ENDPOINTS:
         if endpoint == name:
             return endpoint
-    raise UserError(f"Unknown diffusion endpoint {name!r}.")
+    raise UserError(_("Unknown diffusion endpoint {name}.", name=repr(name)))
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class DiffusionCall(Generic[RequestT]):
         if answer.is_ready:
             return self._submitted(provider_id, "finished", diffusion_result_fields(answer))
         if provider_id is None:
-            failed = {"error": NO_ID_ERROR, "result": {"accepted": True}}
+            failed = {"error": _(NO_ID_ERROR), "result": {"accepted": True}}
             return self._submitted(None, "failed", failed)
         delay = poll_delay(answer.eta, self.limits, self.limits.poll_interval_min)
         return self._submitted(provider_id, "processing", {"next_poll_at": self.clock() + delay})

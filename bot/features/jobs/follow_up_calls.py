@@ -35,6 +35,7 @@ from bot.api import (
     VariationRequest,
 )
 from bot.features.jobs.starter import TaskCall
+from bot.kernel import _
 from storage import TaskType
 
 RequestT = TypeVar("RequestT", bound=RequestModel)
@@ -60,7 +61,16 @@ def choice(value: object, options: tuple[ChoiceT, ...], name: str) -> ChoiceT | 
         if option == value:
             return option
     allowed = ", ".join(options)
-    raise InvalidRequest(name, allowed, f"{name} must be one of {allowed} (got {value!r})")
+    raise InvalidRequest(
+        name,
+        allowed,
+        _(
+            "{name} must be one of {allowed} (got {value})",
+            name=name,
+            allowed=allowed,
+            value=repr(value),
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -136,7 +146,7 @@ def _zoom(zoom_ratio: str) -> FollowUp[OutpaintRequest]:
 
 def _custom_zoom(given: FollowUpInput) -> OutpaintRequest:
     if given.zoom_ratio is None:
-        raise InvalidRequest("zoom_ratio", "1–2", "zoom_ratio is missing")
+        raise InvalidRequest("zoom_ratio", "1–2", _("zoom_ratio is missing"))
     return OutpaintRequest(
         origin_task_id=given.task_id,
         zoom_ratio=given.zoom_ratio,
@@ -157,7 +167,7 @@ def _pan(direction: PanDirection) -> FollowUp[PanRequest]:
 
 def _vary_region(given: FollowUpInput) -> InpaintRequest:
     if given.mask is None:
-        raise InvalidRequest("mask", "an image", "mask is missing")
+        raise InvalidRequest("mask", "an image", _("mask is missing"))
     return InpaintRequest(origin_task_id=given.task_id, mask=given.mask, prompt=given.prompt)
 
 

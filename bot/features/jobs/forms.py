@@ -21,6 +21,7 @@ from typing import cast
 
 from bot.features.jobs.masks import PRESETS, Polygon, Region, Shape, parse_region
 from bot.kernel import (
+    N_,
     REMIX_ACTIONS,
     Choice,
     CommandError,
@@ -32,6 +33,7 @@ from bot.kernel import (
     OptionValue,
     Role,
     SurfaceError,
+    _,
     command,
     validate_options,
 )
@@ -47,8 +49,27 @@ PROMPT_FIELD = "prompt"
 STRENGTH_FIELD = "strength"
 ZOOM_FACTORS = ("1.25", "1.5", "1.75", "2")
 ZOOM_CHOICES = tuple(Choice(f"{factor}×", factor) for factor in ZOOM_FACTORS)
-AREA_CHOICES = tuple(Choice(name.capitalize(), name) for name in PRESETS)
-REGION_HELP = "x,y,w,h in % (e.g. 10,10,40,60); several with ;"
+_AREA_LABELS = {
+    # Translators: the areas of an image the Vary (Region) form offers.
+    "left half": N_("Left half"),
+    "right half": N_("Right half"),
+    "top half": N_("Top half"),
+    "bottom half": N_("Bottom half"),
+    "top left": N_("Top left"),
+    "top right": N_("Top right"),
+    "bottom left": N_("Bottom left"),
+    "bottom right": N_("Bottom right"),
+    "left third": N_("Left third"),
+    "right third": N_("Right third"),
+    "top third": N_("Top third"),
+    "bottom third": N_("Bottom third"),
+    "center": N_("Center"),
+    "everything": N_("Everything"),
+}
+AREA_CHOICES = tuple(Choice(_AREA_LABELS[name], name) for name in PRESETS)
+"""The preset areas (catalog labels: :func:`translated` where shown)."""
+# Translators: the placeholder of the field where areas are typed or drawn.
+REGION_HELP = N_("x,y,w,h in % (e.g. 10,10,40,60); several with ;")
 MAP_SIDE = 6
 MAP_IN, MAP_OUT = "🟦", "⬛"
 PROMPT_MAX = 4000
@@ -101,28 +122,35 @@ class InitInput:
     strength: float | None
 
 
+def translated(choices: tuple[Choice, ...]) -> tuple[Choice, ...]:
+    """``choices`` (catalog labels) with their labels in the language spoken."""
+    return tuple(Choice(_(choice.label), choice.value) for choice in choices)
+
+
 def _value(values: Mapping[str, str] | None, key: str, default: str = "") -> str:
     return values.get(key, default) if values is not None else default
 
 
 def _prompt_field(label: str, prompt: str, values: Mapping[str, str] | None) -> ModalField:
     text = _value(values, PROMPT_FIELD, prompt)[:PROMPT_MAX]
-    return ModalField(PROMPT_FIELD, label, "Leave as is to keep it", text, False, PROMPT_MAX, True)
+    return ModalField(
+        PROMPT_FIELD, label, _("Leave as is to keep it"), text, False, PROMPT_MAX, True
+    )
 
 
 def zoom_form(ref: str, prompt: str, values: Mapping[str, str] | None = None) -> Modal:
     """Custom Zoom: a common factor, or another one typed, and the prompt."""
     chosen = _value(values, ZOOM_FIELD, "" if values is not None else "2")
     factor = ModalField(
-        ZOOM_FIELD, "Zoom out by", "Pick a factor", chosen, False, kind="select",
+        ZOOM_FIELD, _("Zoom out by"), _("Pick a factor"), chosen, False, kind="select",
         choices=ZOOM_CHOICES,
     )  # fmt: skip
     typed = ModalField(
-        ZOOM_VALUE_FIELD, "Or another factor (above 1, at most 2)", "1.8",
+        ZOOM_VALUE_FIELD, _("Or another factor (above 1, at most 2)"), "1.8",
         _value(values, ZOOM_VALUE_FIELD), False, 10,
     )  # fmt: skip
-    prompt_field = _prompt_field("Prompt", prompt, values)
-    return Modal("Custom Zoom", "outpaint_custom", ref, (factor, typed, prompt_field))
+    prompt_field = _prompt_field(_("Prompt"), prompt, values)
+    return Modal(_("Custom Zoom"), "outpaint_custom", ref, (factor, typed, prompt_field))
 
 
 def region_form(
@@ -135,14 +163,15 @@ def region_form(
     """Vary (Region): a preset area and/or drawn or typed areas, and what to put there. The
     notice shows a map of the areas chosen so far."""
     area = ModalField(
-        AREA_FIELD, "Area", "Pick a part of the image", _value(values, AREA_FIELD), False,
-        kind="select", choices=AREA_CHOICES,
+        AREA_FIELD, _("Area"), _("Pick a part of the image"), _value(values, AREA_FIELD), False,
+        kind="select", choices=translated(AREA_CHOICES),
     )  # fmt: skip
     drawn = ModalField(
-        REGION_FIELD, "Or draw / give areas", REGION_HELP, _value(values, REGION_FIELD), False,
+        REGION_FIELD, _("Or draw / give areas"), _(REGION_HELP), _value(values, REGION_FIELD),
+        False,
         PROMPT_MAX, kind="region", image_url=image_url,
     )  # fmt: skip
-    what = _prompt_field("What to put there", prompt, values)
+    what = _prompt_field(_("What to put there"), prompt, values)
     notice = ""
     if values is not None:
         try:
@@ -150,29 +179,30 @@ def region_form(
         except CommandError:
             chosen = ()
         if chosen:
-            notice = f"Area:\n{region_map(chosen)}"
-    return Modal("Vary (Region)", "vary_region", ref, (area, drawn, what), notice)
+            notice = _("Area:\n{map}", map=region_map(chosen))
+    return Modal(_("Vary (Region)"), "vary_region", ref, (area, drawn, what), notice)
 
 
 def init_form(ref: str, prompt: str, values: Mapping[str, str] | None = None) -> Modal:
     """Use as init: the img2img prompt (the image's own, to edit) and the strength."""
     text = ModalField(
-        PROMPT_FIELD, "Prompt", "A fox in autumn", _value(values, PROMPT_FIELD, prompt)[:4000],
-        multiline=True,
+        PROMPT_FIELD, _("Prompt"), _("A fox in autumn"),
+        _value(values, PROMPT_FIELD, prompt)[:4000], multiline=True,
     )  # fmt: skip
     strength = ModalField(
-        STRENGTH_FIELD, "Strength: how much to change, 0 to 1", "0.6",
+        STRENGTH_FIELD, _("Strength: how much to change, 0 to 1"), "0.6",
         _value(values, STRENGTH_FIELD), False, 10,
     )  # fmt: skip
-    return Modal("Use as init image", "diff_init", ref, (text, strength))
+    return Modal(_("Use as init image"), "diff_init", ref, (text, strength))
 
 
 ROLE_FIELD = "role"
 ROLE_CHOICES = (
-    Choice("Image prompt", "image"),
-    Choice("Style (--sref)", "style"),
-    Choice("Character (--cref)", "character"),
-    Choice("Object (--oref)", "object"),
+    # Translators: what an image is used as in a new prompt (the Use as reference form).
+    Choice(N_("Image prompt"), "image"),
+    Choice(N_("Style (--sref)"), "style"),
+    Choice(N_("Character (--cref)"), "character"),
+    Choice(N_("Object (--oref)"), "object"),
 )
 
 
@@ -188,14 +218,14 @@ def reference_form(ref: str, values: Mapping[str, str] | None = None) -> Modal:
     """Use as reference: what to imagine, and the image's role (an image prompt by
     default)."""
     text = ModalField(
-        PROMPT_FIELD, "Prompt", "A fox in this style", _value(values, PROMPT_FIELD)[:PROMPT_MAX],
-        True, PROMPT_MAX, True,
+        PROMPT_FIELD, _("Prompt"), _("A fox in this style"),
+        _value(values, PROMPT_FIELD)[:PROMPT_MAX], True, PROMPT_MAX, True,
     )  # fmt: skip
     role = ModalField(
-        ROLE_FIELD, "Use the image as", "Image prompt", _value(values, ROLE_FIELD, "image"),
-        False, kind="select", choices=ROLE_CHOICES,
+        ROLE_FIELD, _("Use the image as"), _("Image prompt"), _value(values, ROLE_FIELD, "image"),
+        False, kind="select", choices=translated(ROLE_CHOICES),
     )  # fmt: skip
-    return Modal("Use as reference", "use_reference", ref, (text, role))
+    return Modal(_("Use as reference"), "use_reference", ref, (text, role))
 
 
 def read_reference(values: Mapping[str, str]) -> ReferenceInput:
@@ -203,19 +233,20 @@ def read_reference(values: Mapping[str, str]) -> ReferenceInput:
     value where forms have no menus)."""
     prompt = _optional(values, PROMPT_FIELD)
     if prompt is None:
-        raise FormError(PROMPT_FIELD, "Write what to imagine with the image.")
+        raise FormError(PROMPT_FIELD, _("Write what to imagine with the image."))
     typed = (_optional(values, ROLE_FIELD) or "image").lower()
     for choice in ROLE_CHOICES:
-        if typed in (choice.value, choice.label.lower(), choice.label.split()[0].lower()):
+        labels = {choice.label.lower(), _(choice.label).lower()}
+        if typed in {choice.value, *labels, *(label.split()[0] for label in labels)}:
             return ReferenceInput(prompt, cast(Role, choice.value))
     names = ", ".join(choice.value for choice in ROLE_CHOICES)
-    raise FormError(ROLE_FIELD, f"Use the image as one of: {names}.")
+    raise FormError(ROLE_FIELD, _("Use the image as one of: {names}.", names=names))
 
 
 def pick_form(action: str, ref: str, prompt: str) -> Modal:
     """A describe pick (``describe_pickN``): its prompt, to edit before it is imagined."""
-    field = ModalField(PROMPT_FIELD, "Prompt", "", prompt[:PROMPT_MAX], True, PROMPT_MAX, True)
-    return Modal(f"Imagine prompt {action[-1]}", action, ref, (field,))
+    field = ModalField(PROMPT_FIELD, _("Prompt"), "", prompt[:PROMPT_MAX], True, PROMPT_MAX, True)
+    return Modal(_("Imagine prompt {number}", number=action[-1]), action, ref, (field,))
 
 
 def remix_form(
@@ -223,10 +254,10 @@ def remix_form(
 ) -> Modal:
     """Remix: the prompt a follow-up runs with (the image's own, to edit)."""
     text = ModalField(
-        PROMPT_FIELD, "Prompt", "What to draw", _value(values, PROMPT_FIELD, prompt)[:PROMPT_MAX],
-        True, PROMPT_MAX, True,
+        PROMPT_FIELD, _("Prompt"), _("What to draw"),
+        _value(values, PROMPT_FIELD, prompt)[:PROMPT_MAX], True, PROMPT_MAX, True,
     )  # fmt: skip
-    return Modal("Remix", action, ref, (text,))
+    return Modal(_("Remix"), action, ref, (text,))
 
 
 def form_for(
@@ -261,10 +292,12 @@ def parse_zoom(text: str) -> str:
         zoom = float(cleaned)
     except ValueError:
         raise CommandError(
-            f"The zoom must be a number above 1, at most 2 (got {text!r})."
+            _("The zoom must be a number above 1, at most 2 (got {value}).", value=repr(text))
         ) from None
     if not math.isfinite(zoom) or not 1 < zoom <= 2:
-        raise CommandError(f"The zoom must be above 1 and at most 2 (got {text.strip()}).")
+        raise CommandError(
+            _("The zoom must be above 1 and at most 2 (got {value}).", value=text.strip())
+        )
     return f"{zoom:g}"
 
 
@@ -279,7 +312,9 @@ def read_zoom(values: Mapping[str, str]) -> ZoomInput:
     raw = typed or _optional(values, ZOOM_FIELD)
     field = ZOOM_VALUE_FIELD if typed is not None else ZOOM_FIELD
     if raw is None:
-        raise FormError(ZOOM_VALUE_FIELD, "Pick a zoom factor, or type one above 1 and at most 2.")
+        raise FormError(
+            ZOOM_VALUE_FIELD, _("Pick a zoom factor, or type one above 1 and at most 2.")
+        )
     try:
         zoom = parse_zoom(raw)
     except CommandError as error:
@@ -292,8 +327,10 @@ def _regions(values: Mapping[str, str]) -> tuple[Shape, ...]:
     if not chosen:
         raise FormError(
             REGION_FIELD,
-            "Which part of the image should change? Pick an area, draw one, or give x,y,w,h "
-            "in percent.",
+            _(
+                "Which part of the image should change? Pick an area, draw one, or give x,y,w,h "
+                "in percent."
+            ),
         )
     shapes: list[Shape] = []
     for key, text in chosen:
@@ -308,7 +345,7 @@ def read_remix(values: Mapping[str, str]) -> str:
     """The prompt of a submitted Remix form (it must not be empty)."""
     prompt = _optional(values, PROMPT_FIELD)
     if prompt is None:
-        raise FormError(PROMPT_FIELD, "Remix needs a prompt: write what to draw.")
+        raise FormError(PROMPT_FIELD, _("Remix needs a prompt: write what to draw."))
     return prompt
 
 
@@ -322,7 +359,7 @@ def read_init(values: Mapping[str, str]) -> InitInput:
     """Validate a submitted Use-as-init form: a prompt, and a strength from 0 to 1 if given."""
     prompt = _optional(values, PROMPT_FIELD)
     if prompt is None:
-        raise FormError(PROMPT_FIELD, "Use as init needs a prompt describing the new image.")
+        raise FormError(PROMPT_FIELD, _("Use as init needs a prompt describing the new image."))
     spec = command("diffusion.img2img")
     try:
         validate_options(spec, {"prompt": prompt}, attachments=("init_image",))
@@ -381,23 +418,36 @@ IMAGE_FIELD = "image"
 IMAGES_FIELD = "images"
 URL_FIELD = "url"
 DIMENSION_FIELD = "dimension"
-DIMENSION_CHOICES = tuple(Choice(d.capitalize(), d) for d in ("square", "portrait", "landscape"))
+DIMENSION_CHOICES = (
+    # Translators: the shapes a blend can take.
+    Choice(N_("Square"), "square"),
+    Choice(N_("Portrait"), "portrait"),
+    Choice(N_("Landscape"), "landscape"),
+)
 
 
 def describe_upload_form() -> Modal:
     """/describe without an image: upload one, or give its link."""
-    image = ModalField(IMAGE_FIELD, "Image to describe", required=False, kind="file")
-    link = ModalField(URL_FIELD, "Or its https link", "https://…", required=False, max_length=2000)
-    return Modal("Describe an image", "describe_upload", "", (image, link))
+    image = ModalField(IMAGE_FIELD, _("Image to describe"), required=False, kind="file")
+    link = ModalField(
+        URL_FIELD, _("Or its https link"), "https://…", required=False, max_length=2000
+    )
+    return Modal(_("Describe an image"), "describe_upload", "", (image, link))
 
 
 def blend_upload_form() -> Modal:
     """/blend with fewer than two images: upload two to five."""
-    images = ModalField(IMAGES_FIELD, "Images to blend (2 to 5)", kind="file", max_files=5)
+    images = ModalField(IMAGES_FIELD, _("Images to blend (2 to 5)"), kind="file", max_files=5)
     shape = ModalField(
-        DIMENSION_FIELD, "Shape", "Square", "", False, kind="select", choices=DIMENSION_CHOICES
+        DIMENSION_FIELD,
+        _("Shape"),
+        _("Square"),
+        "",
+        False,
+        kind="select",
+        choices=translated(DIMENSION_CHOICES),
     )
-    return Modal("Blend images", "blend_upload", "", (images, shape))
+    return Modal(_("Blend images"), "blend_upload", "", (images, shape))
 
 
 INIT_IMAGE_FIELD = "init_image"
@@ -407,7 +457,7 @@ OPTIONS_FIELD = "options"
 DIFFUSION_UPLOADS = {"img2img": "img2img_upload", "controlnet": "controlnet_upload"}
 """The diffusion endpoints whose command may come without its starting image, and the action
 of the form that asks for it."""
-_UPLOAD_TITLES = {"img2img": "Image to image", "controlnet": "ControlNet"}
+_UPLOAD_TITLES = {"img2img": N_("Image to image"), "controlnet": N_("ControlNet")}
 
 
 def diffusion_upload_form(
@@ -423,21 +473,21 @@ def diffusion_upload_form(
     given = dict(options or {})
     prompt = _value(values, PROMPT_FIELD, str(given.pop(PROMPT_FIELD, "")))[:PROMPT_MAX]
     flags = _value(values, OPTIONS_FIELD, flags_text(spec, given))
-    fields = [ModalField(INIT_IMAGE_FIELD, "Starting image", kind="file")]
+    fields = [ModalField(INIT_IMAGE_FIELD, _("Starting image"), kind="file")]
     if endpoint == "controlnet":
         fields += [
             ModalField(
-                CONTROL_IMAGE_FIELD, "Control image (optional)", required=False, kind="file"
+                CONTROL_IMAGE_FIELD, _("Control image (optional)"), required=False, kind="file"
             ),
-            ModalField(MASK_IMAGE_FIELD, "Mask image (optional)", required=False, kind="file"),
+            ModalField(MASK_IMAGE_FIELD, _("Mask image (optional)"), required=False, kind="file"),
         ]
     fields += [
-        ModalField(PROMPT_FIELD, "Prompt", "A fox in autumn", prompt, True, PROMPT_MAX, True),
+        ModalField(PROMPT_FIELD, _("Prompt"), _("A fox in autumn"), prompt, True, PROMPT_MAX, True),
         ModalField(
-            OPTIONS_FIELD, "Options", "--strength 0.6 --steps 31 --seed 7", flags, False, 1000
+            OPTIONS_FIELD, _("Options"), "--strength 0.6 --steps 31 --seed 7", flags, False, 1000
         ),
     ]
-    return Modal(_UPLOAD_TITLES[endpoint], DIFFUSION_UPLOADS[endpoint], "", tuple(fields))
+    return Modal(_(_UPLOAD_TITLES[endpoint]), DIFFUSION_UPLOADS[endpoint], "", tuple(fields))
 
 
 def flags_text(spec: CommandSpec, options: Mapping[str, OptionValue]) -> str:

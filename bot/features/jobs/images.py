@@ -79,6 +79,7 @@ from bot.kernel import (
     OptionValue,
     Reference,
     UserError,
+    _,
     read_references,
 )
 from bot.outbox import OpenForm, WritePolicy
@@ -119,7 +120,7 @@ def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | ReferenceInput | 
     elif event.action == "vary_region":
         form = read_region(event.values)
     else:
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))
     if form.prompt is not None:
         check_form_prompt(form.prompt)
     return form
@@ -237,7 +238,7 @@ class ImageJobs:
         self, event: Event, image_url: str, *, process_mode: str | None = None
     ) -> Job:
         """Start a describe job for an image link."""
-        _, process_mode, _ = await self._defaults(event, None, process_mode)
+        __, process_mode, _remix = await self._defaults(event, None, process_mode)
         mode = choice(process_mode, PROCESS_MODES, "process_mode")
         request = DescribeRequest(image_url=image_url, process_mode=mode)
         self._tasks.check(request)
@@ -249,7 +250,7 @@ class ImageJobs:
         attachment = event.attachments.get("image")
         url = _text(options, "url")
         if attachment is None and url is None:
-            needs = "/describe needs an image: attach one, or give its https link."
+            needs = _("/describe needs an image: attach one, or give its https link.")
             await self._starter.offer_upload(event, describe_upload_form(), needs)
             return
         async with self._starter.admitted(event):
@@ -263,7 +264,7 @@ class ImageJobs:
             event.attachments[name] for name in BLEND_OPTIONS if name in event.attachments
         ]
         if len(attachments) < 2:
-            needs = "/blend needs at least two images (image1 and image2)."
+            needs = _("/blend needs at least two images (image1 and image2).")
             await self._starter.offer_upload(event, blend_upload_form(), needs)
             return
         await self.blend(
@@ -284,8 +285,8 @@ class ImageJobs:
         """Start a blend of two to five images for ``event``'s user (their caps are checked,
         and the options, before any image is downloaded)."""
         if not 2 <= len(attachments) <= len(BLEND_OPTIONS):
-            raise UserError("A blend takes two to five images.")
-        _, mode, remix = await self._defaults(event, None, process_mode)
+            raise UserError(_("A blend takes two to five images."))
+        __, mode, remix = await self._defaults(event, None, process_mode)
         dimension = dimension or BLEND_DEFAULT_DIMENSION
         shape = choice(dimension, BLEND_DIMENSIONS, "dimension")
         speed = choice(mode, PROCESS_MODES, "process_mode")
@@ -356,7 +357,7 @@ class ImageJobs:
             return
         follow_up = FOLLOW_UPS.get(base)
         if follow_up is None:
-            raise UserError("This button is no longer supported.")
+            raise UserError(_("This button is no longer supported."))
         origin = self._check_origin(parent, action)
         given = FollowUpInput(origin.task_id, origin.aspect_ratio)
         await self._derive(event, parent, origin, follow_up, given, action)
@@ -384,7 +385,7 @@ class ImageJobs:
             await self._starter.reopen(event, again, error)
             return
         if follow_up is None or isinstance(form, ReferenceInput):
-            raise UserError("This form is no longer supported.")
+            raise UserError(_("This form is no longer supported."))
         aspect = origin.aspect_ratio
         if isinstance(form, str):
             changed = form if form != parent.prompt else None
@@ -432,7 +433,10 @@ class ImageJobs:
                     fetched = await self._media.fetch(image)
                 except MediaError as error:
                     raise UserError(
-                        f"That image can no longer be read ({error}); upscale it again first."
+                        _(
+                            "That image can no longer be read ({reason}); upscale it again first.",
+                            reason=error.told(),
+                        )
                     ) from None
                 image = await host.put(fetched, f"{event.place.platform}:{event.user.id}")
                 hosted = (image,)
@@ -441,7 +445,7 @@ class ImageJobs:
     def _reference_image(self, parent: Job) -> str:
         """The link of ``parent``'s image, once it is finished."""
         if parent.status not in ("finished", "posting", "posted") or not parent.result_urls:
-            raise UserError("That image is not finished yet; wait for its result.")
+            raise UserError(_("That image is not finished yet; wait for its result."))
         return parent.result_urls[0]
 
     async def vary_region(self, event: Event, parent: Job, form: RegionInput, digest: str) -> None:
@@ -462,13 +466,13 @@ class ImageJobs:
         not refused it."""
         origin = parent_task(parent)
         if origin is None:
-            raise UserError("That button does not work on this message.")
+            raise UserError(_("That button does not work on this message."))
         if parent.status not in ("finished", "posting", "posted"):
-            raise UserError("That image is not finished yet; wait for its result.")
+            raise UserError(_("That image is not finished yet; wait for its result."))
         if action not in origin.offered:
-            raise UserError("That button does not apply to this image.")
+            raise UserError(_("That button does not apply to this image."))
         if action in origin.refused:
-            raise UserError("The service refused that on this image, so the button is disabled.")
+            raise UserError(_("The service refused that on this image, so the button is disabled."))
         return origin
 
     async def _image_size(self, parent: Job) -> tuple[int, int]:
@@ -481,7 +485,7 @@ class ImageJobs:
             except MediaError:
                 continue
             return image.width, image.height
-        raise UserError("The image to change is no longer available; upscale it again first.")
+        raise UserError(_("The image to change is no longer available; upscale it again first."))
 
     async def _derive(
         self,

@@ -15,7 +15,7 @@ import mimetypes
 import re
 
 from bot.features.jobs.forms import PROMPT_FIELD
-from bot.kernel import Attachment, CommandError, FormError, parse_aspect_ratio
+from bot.kernel import Attachment, CommandError, FormError, _, parse_aspect_ratio
 
 _VERSION = re.compile(r"\d+(?:\.\d+)?")
 VALUED_FLAGS = {
@@ -48,19 +48,33 @@ def check_prompt(prompt: str) -> None:
     """Raise :class:`CommandError` when ``prompt`` is malformed (see the module docstring)."""
     for value in _flag_values(prompt, ("--v", "--version")):
         if not _VERSION.fullmatch(value):
-            raise CommandError(f"--v must be a version number, like --v 6 (got {value!r}).")
+            raise CommandError(
+                _("--v must be a version number, like --v 6 (got {value}).", value=repr(value))
+            )
     for value in _flag_values(prompt, ("--ar", "--aspect")):
         parse_aspect_ratio(value, "--ar")
     for flag in ("--seed", "--sameseed"):
         for value in _flag_values(prompt, (flag,)):
             if not value.isdigit():
-                raise CommandError(f"{flag} must be a whole number (got {value!r}).")
+                raise CommandError(
+                    _(
+                        "{label} must be a whole number (got {value}).",
+                        label=flag,
+                        value=repr(value),
+                    )
+                )
     words = prompt.split()
     for index, word in enumerate(words):
         if word.lower() in VALUED_FLAGS and (
             index + 1 == len(words) or words[index + 1].startswith(("--", "—"))
         ):
-            raise CommandError(f"{word} needs a value after it, like {VALUED_FLAGS[word.lower()]}.")
+            raise CommandError(
+                _(
+                    "{flag} needs a value after it, like {example}.",
+                    flag=word,
+                    example=VALUED_FLAGS[word.lower()],
+                )
+            )
 
 
 def check_form_prompt(prompt: str) -> None:
@@ -73,14 +87,25 @@ def check_form_prompt(prompt: str) -> None:
 
 def check_attachment(attachment: Attachment, max_bytes: int) -> None:
     """Raise :class:`CommandError` for a file that is not an image or is too large."""
-    name = attachment.filename or "That file"
+    # Translators: what an error calls a file that came without a name ("That file is too large").
+    name = attachment.filename or _("That file")
     kind = attachment.content_type or mimetypes.guess_type(attachment.filename)[0]
     if kind is not None and not kind.lower().startswith("image/"):
-        raise CommandError(f"{name} is not an image ({kind}); attach a PNG, JPEG or WebP.")
+        raise CommandError(
+            _(
+                "{name} is not an image ({kind}); attach a PNG, JPEG or WebP.",
+                name=name,
+                kind=kind,
+            )
+        )
     if attachment.size is not None and attachment.size > max_bytes:
         raise CommandError(
-            f"{name} is too large ({_size(attachment.size)}); images may be at most "
-            f"{_size(max_bytes)}."
+            _(
+                "{name} is too large ({size}); images may be at most {most}.",
+                name=name,
+                size=_size(attachment.size),
+                most=_size(max_bytes),
+            )
         )
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw, UnidentifiedImageError
 
-from bot.kernel import CommandError
+from bot.kernel import CommandError, _
 
 MAX_REGIONS = 10
 MAX_POLYGON_POINTS = 400
@@ -83,7 +83,6 @@ _SYNONYMS = {
     "whole": "everything",
 }
 _SPLIT_RE = re.compile(r"\s*(?:;|\+|\band\b)\s*", re.IGNORECASE)
-SYNTAX_HINT = "a preset such as 'left half', 'center', 'top right', or x,y,w,h in percent"
 
 
 def _preset(text: str) -> Region | None:
@@ -98,19 +97,32 @@ def _rectangle(text: str) -> Region:
     numbers = [n for n in re.split(r"[\s,]+", text.replace("%", " ").strip()) if n]
     if len(numbers) != 4:
         raise CommandError(
-            f"A region needs four numbers x,y,w,h in percent, like 10,10,50,50 (got {text!r})."
+            _(
+                "A region needs four numbers x,y,w,h in percent, like 10,10,50,50 (got {value}).",
+                value=repr(text),
+            )
         )
     try:
         x, y, w, h = (float(n) for n in numbers)
     except ValueError:
-        raise CommandError(f"Region numbers must be plain numbers (got {text!r}).") from None
+        raise CommandError(
+            _("Region numbers must be plain numbers (got {value}).", value=repr(text))
+        ) from None
     if not all(math.isfinite(v) and 0 <= v <= 100 for v in (x, y, w, h)):
-        raise CommandError(f"Region numbers must be between 0 and 100 percent (got {text!r}).")
+        raise CommandError(
+            _("Region numbers must be between 0 and 100 percent (got {value}).", value=repr(text))
+        )
     if w == 0 or h == 0:
-        raise CommandError(f"A region's width and height must be above 0 (got {text!r}).")
+        raise CommandError(
+            _("A region's width and height must be above 0 (got {value}).", value=repr(text))
+        )
     if x + w > 100 or y + h > 100:
         raise CommandError(
-            f"The region {text!r} goes past the image's edge: x + w and y + h must be at most 100."
+            _(
+                "The region {value} goes past the image's edge: x + w and y + h must be at "
+                "most 100.",
+                value=repr(text),
+            )
         )
     return Region(x / 100, y / 100, w / 100, h / 100)
 
@@ -119,14 +131,17 @@ def _polygon(text: str) -> Polygon:
     numbers = [n for n in re.split(r"[\s,]+", text.replace("%", " ").strip()) if n]
     if len(numbers) % 2 or not 3 <= len(numbers) // 2 <= MAX_POLYGON_POINTS:
         raise CommandError(
-            f"An outline needs 3 to {MAX_POLYGON_POINTS} points, each x and y in percent."
+            _(
+                "An outline needs 3 to {most} points, each x and y in percent.",
+                most=MAX_POLYGON_POINTS,
+            )
         )
     try:
         values = [float(n) for n in numbers]
     except ValueError:
-        raise CommandError("Outline points must be plain numbers.") from None
+        raise CommandError(_("Outline points must be plain numbers.")) from None
     if not all(math.isfinite(v) and 0 <= v <= 100 for v in values):
-        raise CommandError("Outline points must be between 0 and 100 percent.")
+        raise CommandError(_("Outline points must be between 0 and 100 percent."))
     pairs = zip(values[::2], values[1::2], strict=True)
     return Polygon(tuple((x / 100, y / 100) for x, y in pairs))
 
@@ -135,9 +150,16 @@ def parse_region(text: str) -> tuple[Shape, ...]:
     """The regions ``text`` names (see the module docstring); :class:`CommandError` otherwise."""
     parts = [part for part in _SPLIT_RE.split(text.strip()) if part]
     if not parts:
-        raise CommandError(f"Which part of the image should change? Give {SYNTAX_HINT}.")
+        raise CommandError(
+            _(
+                "Which part of the image should change? Give a preset such as 'left half', "
+                "'center', 'top right', or x,y,w,h in percent."
+            )
+        )
     if len(parts) > MAX_REGIONS:
-        raise CommandError(f"At most {MAX_REGIONS} regions at once (got {len(parts)}).")
+        raise CommandError(
+            _("At most {most} regions at once (got {count}).", most=MAX_REGIONS, count=len(parts))
+        )
     regions: list[Shape] = []
     for part in parts:
         preset = _preset(part)
@@ -148,7 +170,13 @@ def parse_region(text: str) -> tuple[Shape, ...]:
         elif any(char.isdigit() for char in part):
             regions.append(_rectangle(part))
         else:
-            raise CommandError(f"I don't know the region {part!r}. Give {SYNTAX_HINT}.")
+            raise CommandError(
+                _(
+                    "I don't know the region {region}. Give a preset such as 'left half', "
+                    "'center', 'top right', or x,y,w,h in percent.",
+                    region=repr(part),
+                )
+            )
     return tuple(regions)
 
 
@@ -198,6 +226,6 @@ def image_size(data: bytes) -> tuple[int, int]:
             with Image.open(io.BytesIO(data)) as image:
                 return image.size
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise CommandError("That image has too many pixels for me to read.") from None
+        raise CommandError(_("That image has too many pixels for me to read.")) from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
-        raise CommandError("That file is not an image I can read.") from None
+        raise CommandError(_("That file is not an image I can read.")) from None

@@ -60,6 +60,7 @@ from bot.features.jobs.tracking.retry import DeliveryRetry
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.features.jobs.wording import ELAPSED_STEP, Position
 from bot.kernel import (
+    N_,
     Button,
     DeletesMessages,
     Event,
@@ -73,6 +74,7 @@ from bot.kernel import (
     RateLimited,
     ShowsActivity,
     SurfaceError,
+    _,
     metrics,
 )
 from bot.outbox import Activity, Delete, Edit, Outbox, Post, WritePolicy, WriteSkipped
@@ -100,7 +102,8 @@ FINAL_MEMORY = 10_000
 """How many jobs with final messages are remembered: far more than finish while one poll's
 answer is on its way."""
 CANCEL_ACTION = "cancel"
-CANCEL_LABEL = "❌ Cancel"
+# Translators: the button under a running job's progress message that stops following it.
+CANCEL_LABEL = N_("❌ Cancel")
 
 
 def place_of(job: Job) -> Place:
@@ -121,7 +124,7 @@ def progress_key(job: Job) -> str:
 
 def cancel_buttons(job: Job) -> tuple[tuple[Button, ...], ...]:
     """The ❌ Cancel button of a job in flight."""
-    return ((Button(CANCEL_LABEL, CANCEL_ACTION, job.id, "danger"),),)
+    return ((Button(_(CANCEL_LABEL), CANCEL_ACTION, job.id, "danger"),),)
 
 
 class UnrecordedDelivery(Exception):
@@ -434,7 +437,9 @@ class JobMessages:
     async def mark_not_started(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job that certainly started nothing at the provider to
         ``create_failed`` and say why in its progress message (found by its key when it was
-        posted but never linked)."""
+        posted but never linked). ``reason``: a catalog text (said here, in the language
+        spoken) or a sentence already said."""
+        reason = _(reason)
         moved = await self._store.jobs.transition(
             job.id, "creating", "create_failed", error=reason, fence=job.lease
         )
@@ -448,7 +453,9 @@ class JobMessages:
 
     async def mark_unconfirmed(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job the provider may have received to ``unknown`` and tell the
-        user (see :func:`bot.features.jobs.wording.unconfirmed_text`)."""
+        user (see :func:`bot.features.jobs.wording.unconfirmed_text`). ``reason`` as for
+        :meth:`mark_not_started`."""
+        reason = _(reason)
         moved = await self._store.jobs.transition(
             job.id, "creating", "unknown", error=reason, fence=job.lease
         )

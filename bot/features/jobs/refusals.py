@@ -17,6 +17,7 @@ from bot.features.jobs.buttons import LABELS
 from bot.features.jobs.follow_ups import refused_actions
 from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.params import adding_refused
+from bot.kernel import _
 from storage import JobWriter
 
 log = logging.getLogger(__name__)
@@ -28,9 +29,11 @@ class FollowUpRefused(ApiError):
     def __init__(self, action: str, cause: ApiError) -> None:
         self.action = action
         self.cause = cause
-        label = LABELS.get(action, action)
-        reason = getattr(cause, "provider_message", "") or cause.user_message
-        self.user_message = f"The service refused {label} on this image: {reason}"
+        label = _(LABELS.get(action, action))
+        reason = getattr(cause, "provider_message", "") or _(cause.user_message)
+        self.user_message = _(
+            "The service refused {label} on this image: {reason}", label=label, reason=reason
+        )
         super().__init__(f"follow-up {action} refused: {cause}")
 
 

@@ -42,6 +42,7 @@ from bot.kernel import (
     SendsPrivately,
     SurfaceError,
     UserError,
+    _,
 )
 from bot.outbox import OpenForm, Outbox, Private, WritePolicy
 from bot.refs import PREVIEW_SEPARATOR, PreviewReferent, RefKind
@@ -70,7 +71,7 @@ def draft_of(job: Job, digest: str) -> Mapping[str, str]:
     drafts = job.result.get(DRAFTS)
     values = drafts.get(digest) if isinstance(drafts, dict) else None
     if not isinstance(values, dict):
-        raise UserError("This preview has expired: press Vary (Region) again.")
+        raise UserError(_("This preview has expired: press Vary (Region) again."))
     return {str(k): str(v) for k, v in values.items()}
 
 
@@ -134,11 +135,17 @@ class RegionPreviews:
     async def _message(self, parent: Job, form: RegionInput, digest: str) -> OutMessage:
         ref = preview_ref(parent.id, digest)
         buttons = (
-            Button("▶️ Run", RUN_ACTION, ref, style="primary"),
-            Button("✏️ Edit", EDIT_ACTION, ref),
+            # Translators: buttons under a Vary (Region) preview: run it, or edit the areas.
+            Button(_("▶️ Run"), RUN_ACTION, ref, style="primary"),
+            Button(_("✏️ Edit"), EDIT_ACTION, ref),
         )
-        prompt = f" with “{form.prompt}”" if form.prompt else ""
-        text = f"**Vary (Region)** — the marked area will be repainted{prompt}."
+        if form.prompt:
+            text = _(
+                "**Vary (Region)** — the marked area will be repainted with “{prompt}”.",
+                prompt=form.prompt,
+            )
+        else:
+            text = _("**Vary (Region)** — the marked area will be repainted.")
         image = await self.image(parent, form)
         if image is None:
             text += f"\n{region_map(form.regions)}"
@@ -179,10 +186,10 @@ class PreviewButtons:
         self._previews = RegionPreviews(starter.store.jobs, starter.outbox, media)
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
-        raise UserError("genbot has no such command.")
+        raise UserError(_("genbot has no such command."))
 
     async def on_modal(self, event: ModalSubmit, referent: PreviewReferent) -> None:
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))
 
     async def on_button(self, event: ButtonPress, referent: PreviewReferent) -> None:
         """Run the previewed job, or open its form again with its values (and, where forms

@@ -42,6 +42,7 @@ from bot.kernel import (
     OutMessage,
     PlatformProfile,
     UnreadableImage,
+    _,
     button_rows,
 )
 from storage import Job
@@ -97,7 +98,7 @@ class ResultMessages:
             if not link_instead and not isinstance(error, UnreadableImage):
                 raise
             url = job.result_urls[0] if job.result_urls else ""
-            text = wording.unavailable_image_text(job, str(error), url)
+            text = wording.unavailable_image_text(job, error.told(), url)
             buttons = self.buttons(job)
             return OutMessage(text=text, buttons=buttons, mention_user_id=mention), None
         message = OutMessage(
@@ -184,7 +185,7 @@ def _draft(
     style: ButtonStyle = "primary" if action in pressed else "secondary"
     remixed = REMIX_PREFIX + action
     drawn = remixed if remix and remixed in REMIX_ACTIONS else action
-    return (LABELS[action], drawn, style, action in disabled)
+    return (_(LABELS[action]), drawn, style, action in disabled)
 
 
 def _rows(

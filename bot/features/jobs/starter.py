@@ -72,6 +72,7 @@ from bot.features.jobs.webhook_secrets import WebhookSecrets
 from bot.features.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, heading
 from bot.features.provider_waits import ShownWait
 from bot.kernel import (
+    N_,
     Attachment,
     Command,
     Event,
@@ -80,6 +81,7 @@ from bot.kernel import (
     Modal,
     ModalSubmit,
     UserError,
+    _,
     backoff,
     inspect_image,
     metrics,
@@ -118,7 +120,7 @@ while it runs is answered like any used button (so a double click starts one).""
 REPEATED_AFTER = frozenset({"posted", "failed_posted"})
 MAX_REPEATS = 50
 ATTACHMENT_TIMEOUT_SECONDS = 30.0
-UNEXPECTED = "genbot hit an unexpected error while starting it"
+UNEXPECTED = N_("genbot hit an unexpected error while starting it")
 _REFUSED = (
     FollowUpRefused,
     InvalidRequest,
@@ -130,7 +132,7 @@ _REFUSED = (
     ProviderRateLimited,
     NoKey,
 )
-ALL_KEYS_BUSY = (
+ALL_KEYS_BUSY = N_(
     "Every provider account genbot uses is at its limit (tasks at once, or tasks today); "
     "try again in a few minutes."
 )
@@ -152,19 +154,21 @@ def creation_not_started(error: BaseException) -> bool:
 
 def unconfirmed_reason(error: BaseException) -> str:
     """Why the provider's answer to a create call is missing, in a few words for users."""
+    # Translators: why the service may not have got a job ("the service did not confirm this
+    # job (it did not answer in time)"); "it" is the service.
     if isinstance(error, ServerError):
-        return f"it answered with a server error ({error.status})"
+        return _("it answered with a server error ({status})", status=error.status)
     if isinstance(error, ApiTimeout):
-        return "it did not answer in time"
+        return _("it did not answer in time")
     if isinstance(error, ConnectionFailed):
-        return "the connection broke after the request was sent"
+        return _("the connection broke after the request was sent")
     if isinstance(error, InvalidResponse):
-        return "its answer could not be read"
+        return _("its answer could not be read")
     if isinstance(error, asyncio.CancelledError):
-        return "genbot was interrupted while sending it"
+        return _("genbot was interrupted while sending it")
     if isinstance(error, ApiError):
-        return "the call failed after the request was sent"
-    return "genbot hit an unexpected error while sending it"
+        return _("the call failed after the request was sent")
+    return _("genbot hit an unexpected error while sending it")
 
 
 @dataclass(frozen=True)
@@ -394,14 +398,17 @@ class JobStarter:
         if job.progress_message_id is not None:
             return job
         reason = job.error if job.status == "create_failed" and job.error else None
-        raise UserError(f"{heading(job)} could not start: {reason or self._why_not_started(job)}")
+        reason = reason or self._why_not_started(job)
+        raise UserError(
+            _("{heading} could not start: {reason}", heading=heading(job), reason=reason)
+        )
 
     def _why_not_started(self, job: Job) -> str:
         """Why a job nobody is starting never reached the provider: the process that created
         it stopped (it was taken over, or is another's), or this one lost its database."""
         if job.lease_generation > 0 or job.owner != self.store.admission.owner.process_id:
-            return RESTARTED_BEFORE_SUBMIT
-        return LOST_BEFORE_SUBMIT
+            return _(RESTARTED_BEFORE_SUBMIT)
+        return _(LOST_BEFORE_SUBMIT)
 
     def _left_to_the_tracker(self, job: Job, error: StorageError) -> Job:
         """A step of starting ``job`` could not be recorded: its progress message is the one
@@ -451,7 +458,7 @@ class JobStarter:
         """Settle a job whose create call raised ``error``."""
         if creation_not_started(error):
             assert isinstance(error, ApiError)
-            return await self.delivery.mark_not_started(job, error.user_message)
+            return await self.delivery.mark_not_started(job, _(error.user_message))
         log.warning("job %s may have reached the provider unconfirmed: %r", job.id, error)
         return await self.delivery.mark_unconfirmed(job, unconfirmed_reason(error))
 
@@ -491,7 +498,10 @@ class JobStarter:
         ordered = self.keys.order(mode) or self.keys.order(mode, include_out=True)
         if not ordered:
             raise UserError(
-                f"No provider account genbot uses may run {mode} jobs; pick another mode."
+                _(
+                    "No provider account genbot uses may run {mode} jobs; pick another mode.",
+                    mode=mode,
+                )
             )
         return [KeyRoom(key.name, key.max_concurrent, key.daily_tasks) for key in ordered]
 
@@ -537,7 +547,7 @@ class JobStarter:
                     replace(new, action=key), event.user, rooms
                 )
             except NoKeyRoom:
-                raise UserError(ALL_KEYS_BUSY) from None
+                raise UserError(_(ALL_KEYS_BUSY)) from None
             if created:
                 metrics.JOBS_CREATED.labels(job.type).inc()
                 return job
@@ -548,8 +558,10 @@ class JobStarter:
                 link = await self.delivery.marks.link(job)
                 raise UserError(_already(job, link, mine=job.requester_id == event.user.id))
         if repeats:
-            raise UserError(f"🔄 ran {MAX_REPEATS} times on this image; start a new job.")
-        raise UserError("That button has failed too many times on this image; start a new job.")
+            raise UserError(
+                _("🔄 ran {most} times on this image; start a new job.", most=MAX_REPEATS)
+            )
+        raise UserError(_("That button has failed too many times on this image; start a new job."))
 
     async def offer_upload(self, event: Event, form: Modal, needs: str) -> None:
         """Open ``form`` (it asks for files) where the platform's forms take files; else
@@ -581,22 +593,32 @@ class JobStarter:
         if url and not unusable and (hosted or not rehost):
             return url
         if self.media_host is None:
-            name = attachment.filename or "That file"
+            name = attachment.filename or _("That file")
             if rehost:
                 raise UserError(
-                    f"{name}: genbot passes attached images on to the image service only when "
-                    "an admin sets [webhook] public_url. Put an https link to the image in the "
-                    "prompt instead."
+                    _(
+                        "{name}: genbot passes attached images on to the image service only "
+                        "when an admin sets [webhook] public_url. Put an https link to the image "
+                        "in the prompt instead.",
+                        name=name,
+                    )
                 )
             if unusable:
                 raise UserError(
-                    f"{name}: the image service cannot open files shared on "
-                    f"{event.place.platform.title()}. Give an https link to the image instead, "
-                    "or ask an admin to set [webhook] public_url so genbot can pass images on."
+                    _(
+                        "{name}: the image service cannot open files shared on {platform}. Give "
+                        "an https link to the image instead, or ask an admin to set [webhook] "
+                        "public_url so genbot can pass images on.",
+                        name=name,
+                        platform=event.place.platform.title(),
+                    )
                 )
             raise UserError(
-                f"{name} has no link the image service could fetch; attach it somewhere that "
-                "gives a public https link."
+                _(
+                    "{name} has no link the image service could fetch; attach it somewhere that "
+                    "gives a public https link.",
+                    name=name,
+                )
             )
         data = attachment.data
         if data is None:
@@ -606,7 +628,10 @@ class JobStarter:
         try:
             image = inspect_image(data)
         except MediaError as error:
-            raise UserError(f"{attachment.filename}: {error}.") from None
+            raise UserError(
+                # Translators: {reason} says what is wrong with the file ("the file is empty").
+                _("{name}: {reason}.", name=attachment.filename, reason=error.told())
+            ) from None
         return await self.media_host.put(image, f"{event.place.platform}:{event.user.id}")
 
 
@@ -638,17 +663,48 @@ def _already(job: Job, link: str | None, *, mine: bool) -> str:
     """What a second press of a used button says: where that job's result is (``mine``: the
     presser pressed it first; else someone else did, in an open channel or as an admin)."""
     if job.status == "unknown":
-        return (
+        return _(
             "That job was sent, but the service never confirmed it; genbot is watching for it "
             "and will post the result if it arrives — don't press again."
         )
-    who = "You already pressed this" if mine else "Someone already pressed this"
     if job.status == "posted":
-        return f"{who} — [here is the result]({link})." if link else f"{who}: the result is above."
-    if JobResult.of(job).cancelled:
-        return f"{who}, then cancelled that job."
-    if job.status in ("failed", "reporting", "failed_posted"):
-        failed = f"[that job failed]({link})" if link else "that job failed; see its report above"
-        return f"{who} — {failed}."
-    running = f"[that job is running]({link})" if link else "that job is running"
-    return f"{who} — {running}; its result will be posted there."
+        state = "posted"
+    elif JobResult.of(job).cancelled:
+        return _(_PRESSED_MINE["cancelled"] if mine else _PRESSED_OTHER["cancelled"])
+    elif job.status in ("failed", "reporting", "failed_posted"):
+        state = "failed"
+    else:
+        state = "running"
+    key = f"{state}_link" if link else state
+    return _(_PRESSED_MINE[key] if mine else _PRESSED_OTHER[key], link=link)
+
+
+_PRESSED_MINE = {
+    "posted_link": N_("You already pressed this — [here is the result]({link})."),
+    "posted": N_("You already pressed this: the result is above."),
+    "cancelled": N_("You already pressed this, then cancelled that job."),
+    "failed_link": N_("You already pressed this — [that job failed]({link})."),
+    "failed": N_("You already pressed this — that job failed; see its report above."),
+    "running_link": N_(
+        "You already pressed this — [that job is running]({link}); its result will be posted there."
+    ),
+    "running": N_(
+        "You already pressed this — that job is running; its result will be posted there."
+    ),
+}
+"""What a second press of a button the presser pressed first says (:func:`_already`)."""
+_PRESSED_OTHER = {
+    "posted_link": N_("Someone already pressed this — [here is the result]({link})."),
+    "posted": N_("Someone already pressed this: the result is above."),
+    "cancelled": N_("Someone already pressed this, then cancelled that job."),
+    "failed_link": N_("Someone already pressed this — [that job failed]({link})."),
+    "failed": N_("Someone already pressed this — that job failed; see its report above."),
+    "running_link": N_(
+        "Someone already pressed this — [that job is running]({link}); its result will be "
+        "posted there."
+    ),
+    "running": N_(
+        "Someone already pressed this — that job is running; its result will be posted there."
+    ),
+}
+"""What a press of a button someone else pressed first says (:func:`_already`)."""

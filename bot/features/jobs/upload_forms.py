@@ -17,7 +17,7 @@ from bot.features.jobs.forms import (
 )
 from bot.features.jobs.images import ImageJobs
 from bot.features.jobs.starter import JobStarter
-from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError
+from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError, _
 from bot.refs import NoReferent, RefKind
 
 DESCRIBE = "describe_upload"
@@ -35,10 +35,10 @@ class UploadForms:
         self._images = images
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
-        raise UserError("genbot has no such command.")
+        raise UserError(_("genbot has no such command."))
 
     async def on_button(self, event: ButtonPress, referent: NoReferent) -> None:
-        raise UserError("This button is no longer supported.")
+        raise UserError(_("This button is no longer supported."))
 
     async def on_modal(self, event: ModalSubmit, referent: NoReferent) -> None:
         """Describe the uploaded (or linked) image, or blend the uploaded images; a form
@@ -47,7 +47,7 @@ class UploadForms:
             files = event.attachments.get(IMAGE_FIELD, ())
             link = event.values.get(URL_FIELD, "").strip()
             if not files and not link:
-                error = UserError("Upload an image, or give its https link.")
+                error = UserError(_("Upload an image, or give its https link."))
                 await self._starter.reopen(event, describe_upload_form(), error)
                 return
             async with self._starter.admitted(event):
@@ -58,10 +58,12 @@ class UploadForms:
         elif event.action == BLEND:
             files = event.attachments.get(IMAGES_FIELD, ())
             if not 2 <= len(files) <= 5:
-                error = UserError(f"A blend takes two to five images (got {len(files)}).")
+                error = UserError(
+                    _("A blend takes two to five images (got {count}).", count=len(files))
+                )
                 await self._starter.reopen(event, blend_upload_form(), error)
                 return
             shape = event.values.get(DIMENSION_FIELD, "").strip() or None
             await self._images.blend(event, files, dimension=shape)
         else:
-            raise UserError("This form is no longer supported.")
+            raise UserError(_("This form is no longer supported."))

@@ -28,76 +28,86 @@ from bot.features.jobs.params import (
     JobResult,
     asked_mode,
 )
-from bot.kernel import neutralize_mentions
+from bot.kernel import N_, _, neutralize_mentions, ngettext
 from storage import Job
 
 ELAPSED_STEP = 5
 SUBJECT_MAX = 300
-NO_CHARGE_NOTE = "_No credits were charged._"
-TIMEOUT_NOTE = "_genbot stopped waiting; if the service still finishes it, it may be charged._"
-UNCONFIRMED_NOTE = "_It may or may not have been charged._"
-RESTARTED_BEFORE_SUBMIT = (
+NO_CHARGE_NOTE = N_("_No credits were charged._")
+TIMEOUT_NOTE = N_("_genbot stopped waiting; if the service still finishes it, it may be charged._")
+UNCONFIRMED_NOTE = N_("_It may or may not have been charged._")
+RESTARTED_BEFORE_SUBMIT = N_(
     "genbot restarted before this job was submitted to the service, so it was not started "
     "and nothing was charged. Press the button again or run the command again."
 )
-RESTARTED_WHILE_CREATING = "genbot restarted while sending it"
-LOST_BEFORE_SUBMIT = (
+# Translators: why a job may not have reached the service ("the service did not confirm this
+# job (genbot restarted while sending it)").
+RESTARTED_WHILE_CREATING = N_("genbot restarted while sending it")
+LOST_BEFORE_SUBMIT = N_(
     "genbot lost its database before this job was submitted to the service, so it was not "
     "started and nothing was charged. Run the command again."
 )
-LOST_WHILE_SENDING = "genbot lost its database while sending it"
-ACCEPTED_NOTE = "_The service accepted it, so it was charged._"
+LOST_WHILE_SENDING = N_("genbot lost its database while sending it")
+ACCEPTED_NOTE = N_("_The service accepted it, so it was charged._")
+"""The texts above are catalog texts: translate them where they are shown, ``_(TIMEOUT_NOTE)``."""
 DIGITS = ("1️⃣", "2️⃣", "3️⃣", "4️⃣")
 
 
 Title = tuple[str, str]
-"""(while asked, once done)."""
+"""(while asked, once done): catalog texts, translated by :func:`_titles`."""
 
+_NUMBERED_TITLES: dict[str, Title] = {
+    # Translators: a job's title while it runs and once done; {number} is the image's (1–4).
+    "upscale": (N_("Upscale #{number}"), N_("Upscaled #{number}")),
+    "variation": (N_("Vary #{number}"), N_("Varied #{number}")),
+    "describe_pick": (N_("Imagine prompt {number}"), N_("Imagined prompt {number}")),
+}
+"""Titles of the actions numbered 1–4 (``upscale2``)."""
+_NUMBERED_ACTIONS = frozenset(f"{name}{i}" for name in _NUMBERED_TITLES for i in range(1, 5))
 _ACTION_TITLES: dict[str, Title] = {
-    **{f"upscale{i}": (f"Upscale #{i}", f"Upscaled #{i}") for i in range(1, 5)},
-    **{f"variation{i}": (f"Vary #{i}", f"Varied #{i}") for i in range(1, 5)},
-    "reroll": ("Reroll", "Rerolled"),
-    "high_variation": ("Vary (Strong)", "Varied (Strong)"),
-    "low_variation": ("Vary (Subtle)", "Varied (Subtle)"),
-    "vary_region": ("Vary (Region)", "Varied (Region)"),
-    "outpaint_2": ("Zoom out 2×", "Zoomed out 2×"),
-    "outpaint_1.5": ("Zoom out 1.5×", "Zoomed out 1.5×"),
-    "outpaint_square": ("Make square", "Made square"),
-    "pan_left": ("Pan left", "Panned left"),
-    "pan_right": ("Pan right", "Panned right"),
-    "pan_up": ("Pan up", "Panned up"),
-    "pan_down": ("Pan down", "Panned down"),
-    "upscale_subtle": ("Upscale (Subtle)", "Upscaled (Subtle)"),
-    "upscale_creative": ("Upscale (Creative)", "Upscaled (Creative)"),
-    "upscale_2x": ("Upscale 2×", "Upscaled 2×"),
-    "upscale_4x": ("Upscale 4×", "Upscaled 4×"),
-    "upscale_light": ("Upscale (Light)", "Upscaled (Light)"),
-    "upscale_beta": ("Upscale (Beta)", "Upscaled (Beta)"),
-    "seed": ("Seed", "Seed"),
-    **{f"describe_pick{i}": (f"Imagine prompt {i}", f"Imagined prompt {i}") for i in range(1, 5)},
-    "describe_all": ("Imagine", "Imagined"),
-    "describe_again": ("Describe again", "Described again"),
-    "diff_reroll": ("Reroll", "Rerolled"),
-    "diff_upscale": ("Upscale", "Upscaled"),
-    "diff_init": ("Rework the image", "Reworked the image"),
+    # Translators: a job's title while it runs and once done (the button that started it).
+    "reroll": (N_("Reroll"), N_("Rerolled")),
+    "high_variation": (N_("Vary (Strong)"), N_("Varied (Strong)")),
+    "low_variation": (N_("Vary (Subtle)"), N_("Varied (Subtle)")),
+    "vary_region": (N_("Vary (Region)"), N_("Varied (Region)")),
+    "outpaint_2": (N_("Zoom out 2×"), N_("Zoomed out 2×")),
+    "outpaint_1.5": (N_("Zoom out 1.5×"), N_("Zoomed out 1.5×")),
+    "outpaint_square": (N_("Make square"), N_("Made square")),
+    "pan_left": (N_("Pan left"), N_("Panned left")),
+    "pan_right": (N_("Pan right"), N_("Panned right")),
+    "pan_up": (N_("Pan up"), N_("Panned up")),
+    "pan_down": (N_("Pan down"), N_("Panned down")),
+    "upscale_subtle": (N_("Upscale (Subtle)"), N_("Upscaled (Subtle)")),
+    "upscale_creative": (N_("Upscale (Creative)"), N_("Upscaled (Creative)")),
+    "upscale_2x": (N_("Upscale 2×"), N_("Upscaled 2×")),
+    "upscale_4x": (N_("Upscale 4×"), N_("Upscaled 4×")),
+    "upscale_light": (N_("Upscale (Light)"), N_("Upscaled (Light)")),
+    "upscale_beta": (N_("Upscale (Beta)"), N_("Upscaled (Beta)")),
+    # Translators: the title of a job that looks up an image's seed (a noun).
+    "seed": (N_("Seed"), N_("Seed")),
+    "describe_all": (N_("Imagine"), N_("Imagined")),
+    "describe_again": (N_("Describe again"), N_("Described again")),
+    "diff_reroll": (N_("Reroll"), N_("Rerolled")),
+    "diff_upscale": (N_("Upscale"), N_("Upscaled")),
+    "diff_init": (N_("Rework the image"), N_("Reworked the image")),
 }
 _TASK_TITLES: dict[str, Title] = {
-    "imagine": ("Imagine", "Imagined"),
-    "reroll": ("Reroll", "Rerolled"),
-    "upscale": ("Upscale", "Upscaled"),
-    "variation": ("Vary", "Varied"),
-    "inpaint": ("Vary (Region)", "Varied (Region)"),
-    "outpaint": ("Zoom out", "Zoomed out"),
-    "pan": ("Pan", "Panned"),
-    "describe": ("Describe", "Described"),
-    "blend": ("Blend", "Blended"),
-    "seed": ("Seed", "Seed"),
+    "imagine": (N_("Imagine"), N_("Imagined")),
+    "reroll": (N_("Reroll"), N_("Rerolled")),
+    "upscale": (N_("Upscale"), N_("Upscaled")),
+    "variation": (N_("Vary"), N_("Varied")),
+    "inpaint": (N_("Vary (Region)"), N_("Varied (Region)")),
+    "outpaint": (N_("Zoom out"), N_("Zoomed out")),
+    "pan": (N_("Pan"), N_("Panned")),
+    "describe": (N_("Describe"), N_("Described")),
+    "blend": (N_("Blend"), N_("Blended")),
+    "seed": (N_("Seed"), N_("Seed")),
 }
 _DIFFUSION_TITLES: dict[str, Title] = {
-    "txt2img": ("Generate", "Generated"),
-    "img2img": ("Generate from an image", "Generated from an image"),
-    "upscale": ("Upscale", "Upscaled"),
-    "controlnet": ("Generate with ControlNet", "Generated with ControlNet"),
+    "txt2img": (N_("Generate"), N_("Generated")),
+    "img2img": (N_("Generate from an image"), N_("Generated from an image")),
+    "upscale": (N_("Upscale"), N_("Upscaled")),
+    "controlnet": (N_("Generate with ControlNet"), N_("Generated with ControlNet")),
 }
 
 
@@ -113,12 +123,18 @@ def _titles(job: Job) -> Title:
     action = _base_action(job.action)
     if action == "outpaint_custom":
         zoom = ImageParams.of(job).zoom_ratio
-        factor = f" {zoom}×" if zoom else " (custom)"
-        return f"Zoom out{factor}", f"Zoomed out{factor}"
+        if zoom:
+            return _("Zoom out {zoom}×", zoom=zoom), _("Zoomed out {zoom}×", zoom=zoom)
+        return _("Zoom out (custom)"), _("Zoomed out (custom)")
     if action in _ACTION_TITLES:
-        return _ACTION_TITLES[action]
+        asked, done = _ACTION_TITLES[action]
+        return _(asked), _(done)
+    if action in _NUMBERED_ACTIONS:
+        asked, done = _NUMBERED_TITLES[action[:-1]]
+        return _(asked, number=action[-1]), _(done, number=action[-1])
     table = _DIFFUSION_TITLES if job.family == "diffusion" else _TASK_TITLES
-    return table.get(job.type, (job.type, job.type))
+    asked, done = table.get(job.type, (job.type, job.type))
+    return _(asked), _(done)
 
 
 def asked_title(job: Job) -> str:
@@ -144,14 +160,17 @@ def subject(job: Job) -> str:
     image without a prompt: what that image was)."""
     if job.prompt.strip():
         return clip(job.prompt)
+    # Translators: what a job without a prompt is about, after its title ("Upscaled — your image").
     if job.family == "diffusion":
-        return clip(DiffusionParams.of(job).subject or "your image")
+        return clip(DiffusionParams.of(job).subject or _("your image"))
     if job.type == "describe":
-        return "your image"
+        return _("your image")
     if job.type == "blend":
         count = len(BlendParams.of(job).image_urls)
-        return f"a blend of {count} images" if count else "a blend"
-    return clip(ImageParams.of(job).subject or "an image without a prompt")
+        if not count:
+            return _("a blend")
+        return ngettext("a blend of {n} image", "a blend of {n} images", count)
+    return clip(ImageParams.of(job).subject or _("an image without a prompt"))
 
 
 def heading(job: Job) -> str:
@@ -175,63 +194,71 @@ def not_posted_text(job: Job) -> str:
     """The progress message when the result (or the failure report) could not be posted
     after genbot tried for a while."""
     if job.status in ("failed", "reporting"):
-        return f"❌ {heading(job)}\nfailed, and genbot could not post the failure report"
-    return f"❌ {heading(job)}\nfinished, but genbot could not post the result"
+        return _(
+            "❌ {heading}\nfailed, and genbot could not post the failure report",
+            heading=heading(job),
+        )
+    return _("❌ {heading}\nfinished, but genbot could not post the result", heading=heading(job))
 
 
 def moved_text(job: Job) -> str:
     """What a progress message that could not become the result says (Slack, where a
     message cannot gain images, when it could not be removed)."""
-    return f"✅ {heading(job)} — the result is posted below"
+    return _("✅ {heading} — the result is posted below", heading=heading(job))
 
 
 def cancelled_text(job: Job) -> str:
     """What a cancelled job's progress message says where it cannot be deleted."""
-    return f"🚫 {heading(job)} — cancelled"
+    return _("🚫 {heading} — cancelled", heading=heading(job))
 
 
 def unconfirmed_text(job: Job, reason: str) -> str:
     """The progress message of a job the provider may have received but never confirmed."""
     if job.webhook_secret:
-        outlook = (
-            "genbot is watching for it and will post the result here if it arrives — "
-            "don't start it again."
+        return _(
+            "⚠️ {heading}\nthe service did not confirm this job ({reason}). genbot is watching "
+            "for it and will post the result here if it arrives — don't start it again.",
+            heading=heading(job),
+            reason=reason,
         )
-    else:
-        outlook = (
-            "genbot cannot follow it without that confirmation; if the service runs it, it may "
-            "be charged — don't start it again right away."
-        )
-    return f"⚠️ {heading(job)}\nthe service did not confirm this job ({reason}). {outlook}"
+    return _(
+        "⚠️ {heading}\nthe service did not confirm this job ({reason}). genbot cannot follow it "
+        "without that confirmation; if the service runs it, it may be charged — don't start it "
+        "again right away.",
+        heading=heading(job),
+        reason=reason,
+    )
 
 
 def unconfirmed_error(minutes: float) -> str:
     """The failure of a job the provider never confirmed, once genbot stops waiting for it."""
-    return (
-        f"The service never confirmed this job and no result arrived within {minutes:g} "
-        "minutes, so genbot stopped waiting for it."
+    return _(
+        "The service never confirmed this job and no result arrived within {minutes} "
+        "minutes, so genbot stopped waiting for it.",
+        minutes=f"{minutes:g}",
     )
 
 
 def create_failed_text(job: Job, reason: str) -> str:
     """The progress message when the provider refused to start the job (or we could not)."""
-    return f"❌ {heading(job)}\ncould not start: {reason}"
+    return _("❌ {heading}\ncould not start: {reason}", heading=heading(job), reason=reason)
 
 
 def failure_text(job: Job, timed_out: bool = False) -> str:
     """The failure report: what failed, the provider's error messages and whether credits were
     charged (a job the provider never confirmed, or accepted without an id, may have been)."""
-    error = job.error or "The service reported a failure without details."
+    error = job.error or _("The service reported a failure without details.")
     if JobResult.of(job).unconfirmed or JobResult.of(job).lost:
         note = UNCONFIRMED_NOTE
     elif JobResult.of(job).accepted:
         note = ACCEPTED_NOTE
     else:
         note = TIMEOUT_NOTE if timed_out else NO_CHARGE_NOTE
-    return f"❌ **{asked_title(job)}** failed — {subject(job)}\n{clip(error, 1000)}\n{note}"
+    failed = _("❌ **{title}** failed — {subject}", title=asked_title(job), subject=subject(job))
+    return f"{failed}\n{clip(error, 1000)}\n{_(note)}"
 
 
-CANCELLED_NOTE = (
+CANCELLED_NOTE = N_(
     "Stopped following this job and removed its message. The service has no way to cancel a "
     "job, so it may still finish there and its credits are charged."
 )
@@ -255,10 +282,15 @@ def references_note(job: Job) -> str:
     if not unread:
         return ""
     hosted = len(ImageParams.of(job).references)
-    which = "your reference image" if hosted == 1 else f"{unread} of your {hosted} reference images"
-    return (
-        f"_The image service never fetched {which}: it may have ignored "
-        f"{'it' if unread == 1 else 'them'}._"
+    if hosted == 1:
+        return _("_The image service never fetched your reference image: it may have ignored it._")
+    return ngettext(
+        "_The image service never fetched {n} of your {hosted} reference images: it may have "
+        "ignored it._",
+        "_The image service never fetched {n} of your {hosted} reference images: it may have "
+        "ignored them._",
+        unread,
+        hosted=hosted,
     )
 
 
@@ -271,14 +303,19 @@ def mode_note(job: Job) -> str:
     asked = asked_mode(job)
     if ran is None or ran == asked or ran not in ("relax", "fast", "turbo"):
         return ""
+    # Translators: relax, fast and turbo are the service's process modes (kept in English).
     if ran == "relax":
-        return f"_Ran in relax mode, not {asked}: the account's fast hours may be used up._"
-    if asked == "relax":
-        return (
-            f"_Ran in {ran} mode, not relax: the account may have no relax time (the basic plan "
-            "has none), so this used fast hours._"
+        return _(
+            "_Ran in relax mode, not {asked}: the account's fast hours may be used up._",
+            asked=asked,
         )
-    return f"_Ran in {ran} mode, not {asked}._"
+    if asked == "relax":
+        return _(
+            "_Ran in {ran} mode, not relax: the account may have no relax time (the basic plan "
+            "has none), so this used fast hours._",
+            ran=ran,
+        )
+    return _("_Ran in {ran} mode, not {asked}._", ran=ran, asked=asked)
 
 
 def diffusion_details(job: Job) -> str:
@@ -298,14 +335,21 @@ def diffusion_details(job: Job) -> str:
     model, seed = pick("model_id"), pick("seed")
     width, height = pick("W", "width"), pick("H", "height")
     steps, guidance = pick("steps", "num_inference_steps"), pick("guidance_scale")
+    # Translators: the details under a diffusion image ("model sd-1.5 · seed 1234 · 30 steps").
     parts = [
-        f"model {clip(str(model), 60)}" if model is not None else "",
-        f"seed {seed}" if seed is not None else "",
+        _("model {model}", model=clip(str(model), 60)) if model is not None else "",
+        _("seed {seed}", seed=seed) if seed is not None else "",
         f"{width}×{height}" if width is not None and height is not None else "",
-        f"{steps} steps" if steps is not None else "",
-        f"guidance {guidance}" if guidance is not None else "",
+        _steps(steps) if steps is not None else "",
+        _("guidance {guidance}", guidance=guidance) if guidance is not None else "",
     ]
     return " · ".join(part for part in parts if part)
+
+
+def _steps(steps: object) -> str:
+    """``30 steps`` (the number as the provider wrote it)."""
+    count = int(steps) if isinstance(steps, int | str) and str(steps).isdigit() else 0
+    return ngettext("{steps} step", "{steps} steps", count, steps=steps)
 
 
 def describe_text(job: Job, prompts: Sequence[str]) -> str:
@@ -314,23 +358,30 @@ def describe_text(job: Job, prompts: Sequence[str]) -> str:
     lines = [f"{DIGITS[i]} {clip(prompt, 400)}" for i, prompt in enumerate(prompts[:4])]
     if withheld := JobResult.of(job).withheld:
         lines.append(
-            f"🚫 {len(withheld)} withheld: matched genbot's rules on "
-            f"{', '.join(f'**{c}**' for c in dict.fromkeys(withheld))}"
+            ngettext(
+                "🚫 {n} withheld: matched genbot's rules on {categories}",
+                "🚫 {n} withheld: matched genbot's rules on {categories}",
+                len(withheld),
+                categories=", ".join(f"**{c}**" for c in dict.fromkeys(withheld)),
+            )
         )
     note = mode_note(job)
-    heading = f"**{done_title(job)}** — four prompts for your image:"
+    heading = _("**{title}** — four prompts for your image:", title=done_title(job))
     return "\n".join([heading, *lines, *([note] if note else [])])
 
 
 def seed_text(job: Job, seed: str) -> str:
     """The answer to 🌱 Seed."""
-    return f"🌱 Seed of **{subject(job)}**: `{seed}`" if seed else f"🌱 {heading(job)}: no seed"
+    if seed:
+        return _("🌱 Seed of **{subject}**: `{seed}`", subject=subject(job), seed=seed)
+    return _("🌱 {heading}: no seed", heading=heading(job))
 
 
 def unavailable_image_text(job: Job, reason: str, url: str) -> str:
     """A result whose image could not be re-uploaded: the reason and the (expiring) link."""
     link = f"\n{url}" if url else ""
-    return f"{result_text(job)}\n_(the image could not be uploaded: {reason})_{link}"
+    unavailable = _("_(the image could not be uploaded: {reason})_", reason=reason)
+    return f"{result_text(job)}\n{unavailable}{link}"
 
 
 # The progress line --------------------------------------------------------------------------------
@@ -355,22 +406,27 @@ def work_of(job: Job) -> str:
 
 def status_word(job: Job, status: str) -> str:
     """``Queued``, ``Starting``, ``Drawing``, ``Upscaling``, ``Describing``, ``Retrying``…"""
+    # Translators: a running job's status, first on its progress line ("Drawing (fast) · 0:35").
     if status == "creating":
-        return "Sending"
+        return _("Sending")
     if status in ("submitted", "pending"):
-        return "Queued"
+        return _("Queued")
     if status == "staged":
-        return "Starting"
+        return _("Starting")
     if status == "retry":
-        return "Retrying"
+        return _("Retrying")
     if status in ("finished", "posting"):
-        return "Finishing"
+        return _("Finishing")
     if status == "processing":
         work = work_of(job)
         if job.type == "seed":
-            return "Looking up the seed"
-        return {"upscale": "Upscaling", "describe": "Describing"}.get(work, "Drawing")
-    return "Waiting"
+            return _("Looking up the seed")
+        if work == "upscale":
+            return _("Upscaling")
+        if work == "describe":
+            return _("Describing")
+        return _("Drawing")
+    return _("Waiting")
 
 
 def stepped(seconds: float, step: float = ELAPSED_STEP) -> int:
@@ -394,10 +450,11 @@ def left_text(usual: Usual | None, elapsed: float) -> str:
     left = usual.median - elapsed
     if left >= ELAPSED_STEP / 2:
         if left < 90:
-            return f"about {max(round(left / ELAPSED_STEP) * ELAPSED_STEP, ELAPSED_STEP)} s left"
-        return f"about {round(left / 60)} min left"
+            seconds = max(round(left / ELAPSED_STEP) * ELAPSED_STEP, ELAPSED_STEP)
+            return _("about {seconds} s left", seconds=seconds)
+        return _("about {minutes} min left", minutes=round(left / 60))
     if elapsed > usual.longest + ELAPSED_STEP:
-        return "taking longer than usual"
+        return _("taking longer than usual")
     return ""
 
 
@@ -405,7 +462,7 @@ def position_text(position: Position | None) -> str:
     """``your job 2 of 3``, or nothing for a lone job."""
     if position is None or position.total < 2:
         return ""
-    return f"your job {position.index} of {position.total}"
+    return _("your job {index} of {total}", index=position.index, total=position.total)
 
 
 def status_text(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.kernel import CHAT_MODELS, COMMANDS, COMMANDS_BY_NAME, command
+from bot.kernel import CHAT_MODELS, COMMANDS, COMMANDS_BY_NAME, REFERENCE_OPTIONS, command
 
 
 def test_names_are_unique_and_indexed() -> None:
@@ -32,6 +32,16 @@ def test_every_capability_has_a_command() -> None:
         "prefer.suffix",
     }
     assert set(COMMANDS_BY_NAME) == expected
+
+
+def test_reference_options_name_the_most_references() -> None:
+    """Their descriptions are whole catalog texts with the number written in: it is the most
+    (MAX_REFERENCES, which also numbers /imagine's uploads)."""
+    imagine = command("imagine")
+    for name in REFERENCE_OPTIONS:
+        option = imagine.option(name)
+        assert option is not None
+        assert f"(at most {imagine.numbered_uploads} in all)" in option.description
 
 
 def test_options_are_well_formed() -> None:

@@ -19,7 +19,7 @@ from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.params import result_with
 from bot.features.jobs.tracking.moves import MoveBatch
 from bot.features.jobs.tracking.watch import JobWatch
-from bot.kernel import LimitsSettings
+from bot.kernel import N_, LimitsSettings, _
 from storage import ACTIVE_STATUSES, IN_FLIGHT_STATUSES, Job, JobStatus, JobTracking, JobWriter
 
 log = logging.getLogger(__name__)
@@ -28,14 +28,16 @@ DIFFUSION_FETCH_CONCURRENCY = 4
 PROGRESS_CONCURRENCY = 4
 """Progress edits a poll starts (for the jobs it moved) under way at once: each is a platform
 write, and a thousand jobs moving in one answer must not take every storage connection."""
-NOT_STARTED = "genbot could not start this job (nothing was sent to the service)."
+NOT_STARTED = N_("genbot could not start this job (nothing was sent to the service).")
 LOST_AFTER_NULLS = 3
 """multi_fetch answers null for a task genbot created this many times in a row, at least
 ``poll_interval_max`` apart in all, before the task counts as lost (docs/provider.md#lost-tasks)."""
-LOST_TASK = (
+_LOST_TASK = N_(
     "The service no longer knows this job: it answered that its task does not exist "
-    f"{LOST_AFTER_NULLS} times in a row, so no result will come. Start it again."
+    "{count} times in a row, so no result will come. Start it again."
 )
+LOST_TASK = _LOST_TASK.format(count=LOST_AFTER_NULLS)
+"""The error of a lost task, in English (shown in the language spoken: ``_(_LOST_TASK…)``)."""
 _MIRRORED: dict[str, JobStatus] = {
     "pending": "pending",
     "staged": "staged",
@@ -165,7 +167,7 @@ class ProviderState:
             return await self.finish(job, "finished", owned=owned, **fields, **adopt)
         if status == "failed":
             errors = [m for m in record.task_result.error_messages if m.strip()]
-            error = "\n".join(errors) or "The service reported a failure without details."
+            error = "\n".join(errors) or _("The service reported a failure without details.")
             return await self.finish(job, "failed", owned=owned, error=error, **adopt)
         mirrored = _MIRRORED.get(status)
         if mirrored is None:
@@ -250,7 +252,10 @@ class ProviderState:
         if unconfirmed:
             error = wording.unconfirmed_error(minutes)
         else:
-            error = f"The service did not finish this job within {minutes:g} minutes."
+            error = _(
+                "The service did not finish this job within {minutes} minutes.",
+                minutes=f"{minutes:g}",
+            )
         return await self.finish(job, "failed", error=error, result=result)
 
     async def poll_tasks(self, jobs: list[Job], *, mark_polled: bool) -> bool:
@@ -325,7 +330,8 @@ class ProviderState:
             count,
         )
         result = result_with(job, lost=True)
-        return await self.finish(job, "failed", error=LOST_TASK, result=result)
+        error = _(_LOST_TASK, count=LOST_AFTER_NULLS)
+        return await self.finish(job, "failed", error=error, result=result)
 
     async def poll_diffusion(self, jobs: Iterable[Job], default_delay: float) -> bool:
         """Fetch diffusion ``jobs`` (a few at a time) and apply the answers; without an ``eta``
@@ -346,7 +352,7 @@ class ProviderState:
                 int(job.provider_id), key=job.provider_key or ""
             )
         except DiffusionFailed as error:
-            return await self.finish(job, "failed", error=error.user_message)
+            return await self.finish(job, "failed", error=_(error.user_message))
         except ApiError as error:
             log.warning("diffusion fetch of job %s failed: %s", job.id, error)
             await self._store.jobs.update_job(
