@@ -16,6 +16,9 @@ COPY adapters ./adapters
 COPY storage ./storage
 COPY simulator ./simulator
 RUN python -m venv /opt/genbot
+# The message catalogs are compiled (.po → .mo) before the install packages them (Makefile, catalogs).
+RUN /opt/genbot/bin/pip install --no-cache-dir "Babel>=2.14,<3"
+RUN /opt/genbot/bin/pybabel compile -D genbot -d bot/locales
 RUN /opt/genbot/bin/pip install --no-cache-dir .
 
 FROM ${PYTHON_IMAGE} AS runtime

@@ -3,7 +3,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest browser postgres compose-cli emoji-font screenshots bench clean
+.PHONY: demo test lint typecheck pytest browser postgres compose-cli emoji-font screenshots bench clean \
+	catalogs messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -12,8 +13,31 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
 	touch $(STAMP)
+	@$(MAKE) --no-print-directory catalogs
 
-demo: $(STAMP)
+# The message catalogs (bot/locales; README, "Adding a language"). `make messages` extracts every
+# _(), N_() and ngettext() of the code and t()/tn() of the playground's scripts into genbot.pot,
+# then merges it into each language's genbot.po (new sentences untranslated, removed ones
+# dropped: git keeps them). genbot reads the .mo files compiled from the .po files: never
+# committed, rebuilt whenever a .po changes, before the tests, the demo and the screenshots.
+LOCALES := bot/locales
+CATALOGS := $(wildcard $(LOCALES)/*/LC_MESSAGES/genbot.po)
+COMPILED := $(CATALOGS:.po=.mo)
+EXTRACT := -F babel.cfg -k _ -k N_ -k ngettext:1,2 -k t -k tn:1,2 -c Translators: \
+	--add-location=file --sort-output --project=genbot --version=0.1.0 \
+	--copyright-holder="genbot's authors"
+
+catalogs: $(COMPILED)
+
+$(LOCALES)/%/LC_MESSAGES/genbot.mo: $(LOCALES)/%/LC_MESSAGES/genbot.po | $(STAMP)
+	$(BIN)/pybabel -q compile -D genbot -l $* -i $< -o $@
+
+messages: $(STAMP)
+	$(BIN)/pybabel -q extract $(EXTRACT) -o $(LOCALES)/genbot.pot .
+	$(BIN)/pybabel -q update -D genbot -i $(LOCALES)/genbot.pot -d $(LOCALES) \
+	    --no-fuzzy-matching --ignore-obsolete --ignore-pot-creation-date
+
+demo: $(STAMP) catalogs
 	$(BIN)/genbot demo
 
 lint: $(STAMP)
@@ -29,7 +53,7 @@ typecheck: $(STAMP)
 # (whatever PYTHONDONTWRITEBYTECODE says): every worker and every `genbot` child process would
 # otherwise compile the project and rewrite the tests' asserts again.
 PYTEST_WORKERS ?= 3
-pytest: $(STAMP) browser postgres compose-cli
+pytest: $(STAMP) catalogs browser postgres compose-cli
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 
 # The browser test drives Debian's chromium; install it when missing (as root with apt-get),
@@ -95,7 +119,7 @@ emoji-font:
 	    fi; \
 	}
 
-screenshots: $(STAMP) browser emoji-font
+screenshots: $(STAMP) catalogs browser emoji-font
 	$(BIN)/python -m tests.genbot.screenshot docs/playground.png
 	$(BIN)/python -m tests.genbot.screenshot --frames docs/job
 
@@ -103,4 +127,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info $(COMPILED)

@@ -1,6 +1,7 @@
 """The Dockerfile's build steps, run here in a clean virtual environment: the same COPY list
 and the same RUN commands (with the venv in a temporary folder, and pip's cache allowed so the
-test stays fast). The installed genbot must run and carry the playground's static files."""
+test stays fast). The installed genbot must run and carry the playground's static files and
+the compiled message catalogs."""
 
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ def test_the_dockerfile_install_steps_give_a_working_genbot(tmp_path: Path) -> N
     check = (
         "import importlib.resources as r, prometheus_client, psycopg; "
         "assert (r.files('adapters.web') / 'static' / 'app.js').is_file(); "
+        "assert (r.files('bot') / 'locales' / 'de' / 'LC_MESSAGES' / 'genbot.mo').is_file(); "
         "import genbot.cli, genbot.ops, bot.router, storage.postgres; print('ok')"
     )
     imported = subprocess.run(
