@@ -99,7 +99,23 @@ from bot.kernel.expansion import (
     with_suffix,
 )
 from bot.kernel.gallery import GalleryPage, GalleryResult, ResultGallery
-from bot.kernel.i18n import LANGUAGES, N_, _, language, ngettext, speaking, supported
+from bot.kernel.i18n import (
+    LANGUAGES,
+    N_,
+    _,
+    format_clock,
+    format_date,
+    format_duration,
+    format_moment,
+    format_number,
+    language,
+    language_name,
+    ngettext,
+    public_language,
+    publicly,
+    speaking,
+    supported,
+)
 from bot.kernel.media import (
     MAX_REDIRECTS,
     ImageBytes,
@@ -343,6 +359,11 @@ __all__ = [
     "decode_custom_id",
     "encode_custom_id",
     "file_options",
+    "format_clock",
+    "format_date",
+    "format_duration",
+    "format_moment",
+    "format_number",
     "help_specs",
     "help_text",
     "image_options",
@@ -352,6 +373,7 @@ __all__ = [
     "is_pdf",
     "is_sealed",
     "language",
+    "language_name",
     "links_in",
     "mentioned_user",
     "mode_not_in_tier",
@@ -367,6 +389,8 @@ __all__ = [
     "permutation_count",
     "permutations",
     "provider_is_private",
+    "public_language",
+    "publicly",
     "read_references",
     "refill_time",
     "resolve_command",

@@ -8,6 +8,12 @@ in as keywords and fill ``{name}`` fields *after* translation, so a translator c
     _("Upscaled image {index} of {total}.", index=2, total=4)
     ngettext("{n} image", "{n} images", count)
 
+Numbers, moments and durations shown to users go through :func:`format_number`,
+:func:`format_moment`, :func:`format_date`, :func:`format_clock` and :func:`format_duration`
+(English keeps genbot's own formats, byte for byte; other languages get CLDR's through Babel).
+A message everyone in a place reads (a grid in a channel) is built inside :func:`publicly`,
+which speaks the place's language rather than the user's.
+
 A sentence written once at import time (a constant, a button label table) is marked with
 :func:`N_` so extraction finds it, and translated where it is used: ``_(LABEL)``.
 
@@ -22,8 +28,15 @@ import gettext
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
+
+from babel import Locale
+from babel.dates import format_skeleton
+from babel.lists import format_list
+from babel.numbers import format_decimal
+from babel.units import format_unit
 
 DEFAULT_LANGUAGE = "en"
 LANGUAGES: tuple[str, ...] = ("en", "de", "ja", "zh-Hans")
@@ -32,6 +45,7 @@ DOMAIN = "genbot"
 LOCALES = Path(__file__).resolve().parent.parent / "locales"
 
 _language: ContextVar[str] = ContextVar("genbot_language", default=DEFAULT_LANGUAGE)
+_public: ContextVar[str | None] = ContextVar("genbot_public_language", default=None)
 
 
 def language() -> str:
@@ -39,14 +53,32 @@ def language() -> str:
     return _language.get()
 
 
+def public_language() -> str:
+    """The language of the messages everyone in the event's place reads (a grid posted in a
+    channel): the place's language when the router knows one, else :func:`language`."""
+    return _public.get() or _language.get()
+
+
 @contextmanager
-def speaking(tag: str) -> Iterator[None]:
-    """Speak ``tag`` (a supported language) in this block and in the tasks it starts."""
+def speaking(tag: str, *, public: str | None = None) -> Iterator[None]:
+    """Speak ``tag`` (a supported language) in this block and in the tasks it starts;
+    ``public`` is the language of what everyone in the place reads (default: ``tag``)."""
     token = _language.set(tag if tag in LANGUAGES else DEFAULT_LANGUAGE)
+    public_token = _public.set(public if public in LANGUAGES else None)
     try:
         yield
     finally:
+        _public.reset(public_token)
         _language.reset(token)
+
+
+@contextmanager
+def publicly() -> Iterator[None]:
+    """Speak :func:`public_language` in this block: around building a message posted for
+    everyone in the place (a job's message in a channel), whose words are not the presser's.
+    Private answers (ephemeral, in a DM) stay in :func:`language`."""
+    with speaking(public_language()):
+        yield
 
 
 def supported(tag: str | None) -> str | None:
@@ -100,3 +132,66 @@ def ngettext(singular: str, plural: str, n: int, /, **values: object) -> str:
 def N_(message: str, /) -> str:
     """Mark ``message`` for extraction without translating it (translate it where it is used)."""
     return message
+
+
+def language_name(tag: str) -> str:
+    """A supported language's name in itself, as a language picker shows it: ``Deutsch``."""
+    return AUTONYMS.get(tag, tag)
+
+
+AUTONYMS: dict[str, str] = {"en": "English", "de": "Deutsch", "ja": "日本語", "zh-Hans": "简体中文"}
+
+
+def _locale() -> Locale:
+    return Locale.parse(catalog_name(_language.get()))
+
+
+def format_number(value: float, /) -> str:
+    """``value`` written the current language's way: ``1,234.5`` (English), ``1.234,5``
+    (German)."""
+    return format_decimal(value, locale=_locale())
+
+
+def format_moment(at: float, /) -> str:
+    """A moment (a UNIX time) in UTC: ``2026-11-29 05:12 UTC`` in English (genbot's format
+    since its first release), the language's own date and time elsewhere
+    (``29. Nov. 2026, 05:12 UTC``)."""
+    moment = datetime.fromtimestamp(at, UTC)
+    if _language.get() == DEFAULT_LANGUAGE:
+        return moment.strftime("%Y-%m-%d %H:%M UTC")
+    locale = _locale()
+    day = format_skeleton("yMMMd", moment, locale=locale)
+    time = format_skeleton("Hm", moment, locale=locale)
+    return f"{str(locale.datetime_formats['medium']).format(time, day)} UTC"
+
+
+def format_date(at: float, /) -> str:
+    """A day (of a UNIX time, in UTC): ``2026-11-29`` in English, ``29. Nov. 2026`` in
+    German."""
+    moment = datetime.fromtimestamp(at, UTC)
+    if _language.get() == DEFAULT_LANGUAGE:
+        return moment.strftime("%Y-%m-%d")
+    return format_skeleton("yMMMd", moment, locale=_locale())
+
+
+def format_clock(at: float, /) -> str:
+    """The time of day (of a UNIX time) in UTC: ``14:00 UTC``."""
+    moment = datetime.fromtimestamp(at, UTC)
+    if _language.get() == DEFAULT_LANGUAGE:
+        return moment.strftime("%H:%M UTC")
+    return f"{format_skeleton('Hm', moment, locale=_locale())} UTC"
+
+
+def format_duration(seconds: float, /) -> str:
+    """A duration in whole seconds: ``42 s``, ``3 min 5 s`` in English; the language's short
+    units elsewhere (``3 Min., 5 Sek.``, ``3 分 5 秒``)."""
+    whole = max(round(seconds), 0)
+    minutes, rest = divmod(whole, 60)
+    if _language.get() == DEFAULT_LANGUAGE:
+        return f"{whole} s" if whole < 60 else f"{minutes} min {rest} s"
+    locale = _locale()
+    second = format_unit(rest, "duration-second", length="short", locale=locale)
+    if not minutes:
+        return str(second)
+    minute = format_unit(minutes, "duration-minute", length="short", locale=locale)
+    return format_list([str(minute), str(second)], style="unit-narrow", locale=locale)
