@@ -24,6 +24,9 @@ ref is the user's message; a provider refusal its own sentence; a deadline that 
 :data:`TOO_SLOW_TEXT`; a database that failed the storage text; anything else is logged with a
 reference the user can quote (:func:`unexpected_error_text`). Adapters never tell users what
 went wrong: they keep only their platform-level last resort (acknowledging in time).
+
+**The language.** Each event is handled speaking its user's language, with its place's language
+for what everyone there reads (:mod:`bot.language` decides; :func:`bot.kernel.i18n.speaking`).
 """
 
 from __future__ import annotations
@@ -59,10 +62,12 @@ from bot.kernel import (
     metrics,
     name_the_saved,
     parse_command_text,
+    speaking,
     storage_failure_text,
     unexpected_error_text,
     validate_options,
 )
+from bot.language import Spoken, Stored, decide
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import Referent, RefKind, RefRefused, Refs, nothing_named
 from storage import StorageError
@@ -73,6 +78,8 @@ ReferentT = TypeVar("ReferentT", contravariant=True)
 
 CANCEL_GRACE_SECONDS = 5.0
 """How long cancelled events may take to unwind at the end of a drain."""
+LANGUAGE_READ_SECONDS = 5.0
+"""The longest wait for the languages chosen with ``/settings language``."""
 
 
 def storage_cause(error: BaseException) -> StorageError | None:
@@ -166,6 +173,15 @@ class Expands(Protocol):
         ...
 
 
+class Languages(Protocol):
+    """The languages users and admins chose with ``/settings language``
+    (:class:`bot.language.LanguageChoices`)."""
+
+    async def stored(self, event: Event) -> Stored:
+        """The choices that apply to ``event``'s user and place."""
+        ...
+
+
 class Lifecycle(Protocol):
     """Something the router starts and stops with itself (the tracker, a webhook receiver)."""
 
@@ -193,10 +209,12 @@ class Router:
         diffusion_models: Callable[[], Sequence[str]] = tuple,
         screen: Screen | None = None,
         expansion: Expands | None = None,
+        languages: Languages | None = None,
     ) -> None:
         self.outbox = outbox
         self.screen = screen
         self.expansion = expansion
+        self.languages = languages
         self.refs = refs
         self.plan = plan
         self._home = home
@@ -290,10 +308,29 @@ class Router:
         return sum(cut)
 
     async def handle(self, event: InboundEvent, *, deadline: float | None = None) -> None:
-        """Act on ``event`` within ``deadline`` seconds (``None``: unbounded); every problem
-        becomes an answer to the user, never an exception (the boundary of the module
-        docstring). Cancelled (a drain cut it short), it answers nothing and lets the
-        cancellation through."""
+        """Act on ``event`` within ``deadline`` seconds (``None``: unbounded), speaking its
+        language (:mod:`bot.language`); every problem becomes an answer to the user, never an
+        exception (the boundary of the module docstring). Cancelled (a drain cut it short), it
+        answers nothing and lets the cancellation through."""
+        spoken = await self._spoken(event)
+        with speaking(spoken.private, public=spoken.public):
+            await self._handle(event, deadline)
+
+    async def _spoken(self, event: InboundEvent) -> Spoken:
+        """The languages of ``event``: from what its platform says, and what users and admins
+        chose (read within :data:`LANGUAGE_READ_SECONDS`; unread, the platform's word stands)."""
+        if self.languages is None:
+            return decide(event)
+        try:
+            async with asyncio.timeout(LANGUAGE_READ_SECONDS):
+                return decide(event, await self.languages.stored(event))
+        except Exception as error:
+            log.warning(
+                "%s: the chosen language could not be read: %s", event.place.platform, error
+            )
+            return decide(event)
+
+    async def _handle(self, event: InboundEvent, deadline: float | None) -> None:
         timer = asyncio.timeout(deadline)
         outcome = "failed"
         try:
@@ -338,7 +375,8 @@ class Router:
         only when it was addressed to genbot)."""
         metrics.EVENTS.labels(event.place.platform, type(event).__name__, "refused").inc()
         if answers_refusal(event):
-            await self._tell(event, _(RESTARTING_TEXT))
+            with speaking(decide(event).private):
+                await self._tell(event, _(RESTARTING_TEXT))
 
     async def _route(self, event: InboundEvent) -> None:
         if isinstance(event, Command):

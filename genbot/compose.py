@@ -74,6 +74,7 @@ from bot.kernel import (
     provider_is_private,
     sealer_of,
 )
+from bot.language import LanguageChoices
 from bot.outbox import Outbox, Pacer
 from bot.refs import Refs, RefStorage
 from bot.router import Feature, Lifecycle, Router
@@ -447,6 +448,7 @@ def build_core(
         tiers=jobs.tiers,
     )
     models = jobs.diffusion.models
+    languages = LanguageChoices(store.settings)
     account = AccountFeature(
         AccountStorage(store.settings, store.ledger, store.feedback),
         outbox,
@@ -517,5 +519,6 @@ def build_core(
         diffusion_models=models.known,
         screen=moderation,
         expansion=SavedExpansion(store.preferences),
+        languages=languages,
     )
     return router, jobs

@@ -74,12 +74,21 @@ class Event:
     """Base of inbound events. ``context`` is the adapter's own handle (interaction, trigger id);
     the core never reads it, it only passes the event back to the surface. Events with the same
     ``serial_key`` (set by the adapter) are handled one at a time, in arrival order (``None``:
-    no order)."""
+    no order). ``locale`` and ``place_locale`` are what the platform says of the user's and the
+    place's languages; the router decides the language genbot answers in from them
+    (:mod:`bot.language`)."""
 
     user: User
     place: Place
     context: Any = field(default=None, compare=False, repr=False)
     serial_key: Hashable | None = field(default=None, compare=False, repr=False)
+    locale: str | None = field(default=None, compare=False)
+    """The user's language as their platform reports it (Discord's interaction ``locale``,
+    Slack's user ``locale``, the browser's ``Accept-Language`` or the playground's switch), a
+    platform tag such as ``de`` or ``ja-JP``; ``None`` when the platform did not say."""
+    place_locale: str | None = field(default=None, compare=False)
+    """The language of the place as its platform sets it (a Discord guild's
+    ``preferred_locale``), for the messages everyone there reads; ``None`` when it has none."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,6 +34,7 @@ PRECEDENCE: Final[dict[str, tuple[SettingSource, ...]]] = {
     "frequency_penalty": ("channel", "workspace", "default"),
     "stop": ("channel", "workspace", "default"),
     "n": ("channel", "workspace", "default"),
+    "language": ("user", "channel", "workspace", "default"),
 }
 """Where each setting is looked for, first match wins. The system prompt and the chat request
 parameters (stream, top_p, penalties, stop, n) are per channel (user-level ones are refused);
@@ -66,6 +67,22 @@ class SettingsReader:
     ) -> EffectiveSettings:
         """Merge conversation, user, channel, workspace and defaults by ``PRECEDENCE``. The
         scopes are read in one query; a None (or empty) id skips that scope."""
+        found = await self.scopes(
+            platform, user_id=user_id, channel_id=channel_id, workspace_id=workspace_id
+        )
+        return merge_settings(found, defaults=defaults, conversation=conversation)
+
+    async def scopes(
+        self,
+        platform: str,
+        *,
+        user_id: str | None,
+        channel_id: str | None,
+        workspace_id: str | None,
+    ) -> dict[SettingSource, ScopeSettings]:
+        """The stored settings of the user, channel and workspace given, by scope, in one
+        query (unmerged: the language genbot speaks reads the user's apart from the place's);
+        a None (or empty) id skips that scope."""
         candidates: tuple[tuple[ScopeKind, str | None], ...] = (
             ("user", user_id),
             ("channel", channel_id),
@@ -78,7 +95,7 @@ class SettingsReader:
             values = [platform, *(value for scope in scopes for value in scope)]
             for row in await self.db.fetch_all(query, values):
                 found[row["kind"]] = scope_from_row(row)
-        return merge_settings(found, defaults=defaults, conversation=conversation)
+        return found
 
 
 @dataclass
@@ -105,13 +122,14 @@ class SettingsStore(SettingsReader):
         frequency_penalty: float | _Unset | None = UNSET,
         stop: str | _Unset | None = UNSET,
         n: int | _Unset | None = UNSET,
+        language: str | _Unset | None = UNSET,
     ) -> ScopeSettings:
         """Partial update: given values are set, None clears, omitted ones stay."""
         settings = {
             "model": model, "system_prompt": system_prompt, "process_mode": process_mode,
             "aspect_ratio": aspect_ratio, "temperature": temperature, "stream": stream,
             "remix": remix, "top_p": top_p, "presence_penalty": presence_penalty,
-            "frequency_penalty": frequency_penalty, "stop": stop, "n": n,
+            "frequency_penalty": frequency_penalty, "stop": stop, "n": n, "language": language,
         }  # fmt: skip
         given = given_settings(kind, settings)
         columns = ["platform", "kind", "scope_id", "updated_at", *given]

@@ -38,6 +38,9 @@ class SettingValues:
     stop: str | None = None
     """Stop sequences as a JSON array of strings (see :func:`encode_stop`)."""
     n: int | None = None
+    language: str | None = None
+    """The language genbot speaks (a tag of :data:`bot.kernel.i18n.LANGUAGES`): a user's own,
+    or a channel's or workspace's for what everyone there reads."""
 
     @property
     def stop_sequences(self) -> tuple[str, ...]:

@@ -417,5 +417,10 @@ MIGRATIONS: Final[Sequence[Migration]] = (
                 PRIMARY KEY (team_id, user_id))$rowid""",
         ),
     ),
+    Migration(
+        27,
+        "the language genbot speaks per user, channel and workspace (/settings language)",
+        both=("ALTER TABLE scope_settings ADD COLUMN language TEXT",),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

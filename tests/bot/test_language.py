@@ -1,0 +1,125 @@
+"""The language genbot speaks for an event: the user's for what they alone read, the place's for
+what everyone there reads; choices made with ``/settings language`` read from the real settings
+store, at most once per user and place while the cache holds them; and the router speaking it
+around the event's handling (the language is seen by the feature, and by the error boundary)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from bot.kernel import (
+    Command,
+    OptionValue,
+    Place,
+    SurfaceRegistry,
+    User,
+    UserError,
+    language,
+    public_language,
+)
+from bot.language import CACHE_SECONDS, LanguageChoices, Spoken, Stored, decide
+from bot.outbox import Outbox
+from bot.refs import Referent, RefKind
+from bot.router import Router
+from storage import SqliteStore
+from tests.fakes.platform import FakePlatform
+
+GUILD = Place("discord", "g1", "c1")
+DM = Place("discord", "", "d1", is_dm=True)
+ALICE = User("alice")
+
+
+def command(place: Place = GUILD, **locales: str | None) -> Command:
+    return Command(user=ALICE, place=place, name="imagine", text="a fox", **locales)
+
+
+def test_private_answers_follow_the_user_and_public_messages_the_place() -> None:
+    event = command(locale="de", place_locale="ja")
+    assert decide(event) == Spoken(private="de", public="ja")
+
+
+def test_platform_tags_are_mapped_and_unknown_languages_fall_back() -> None:
+    assert decide(command(locale="zh-CN", place_locale="en-US")) == Spoken("zh-Hans", "en")
+    assert decide(command(locale="pt-BR")) == Spoken("en", "en")
+    assert decide(command(locale="fr", place_locale="de")) == Spoken("de", "de")
+
+
+def test_a_place_without_a_language_reads_the_askers_and_a_dm_is_private() -> None:
+    assert decide(command(locale="ja-JP")) == Spoken("ja", "ja")
+    assert decide(command(DM, locale="de", place_locale="ja")) == Spoken("de", "de")
+
+
+def test_choices_win_over_what_the_platform_says() -> None:
+    event = command(locale="de", place_locale="en-US")
+    assert decide(event, Stored(user="ja")) == Spoken("ja", "en")
+    assert decide(event, Stored(workspace="zh-Hans")) == Spoken("de", "zh-Hans")
+    assert decide(event, Stored(channel="de", workspace="ja")) == Spoken("de", "de")
+    assert decide(command(), Stored(channel="ja")) == Spoken("ja", "ja")
+    assert decide(event, Stored(user="xx")) == Spoken("de", "en")
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    store = await SqliteStore.open(tmp_path / "genbot.db")
+    yield store
+    await store.close()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_choices_are_read_from_the_settings_and_cached(store: SqliteStore) -> None:
+    clock = Clock()
+    choices = LanguageChoices(store.settings, clock=clock)
+    event = command()
+    assert await choices.stored(event) == Stored()
+    await store.settings.set_scope_settings("user", "discord", "alice", language="de")
+    await store.settings.set_scope_settings("channel", "discord", "c1", language="ja")
+    await store.settings.set_scope_settings("workspace", "discord", "g1", language="zh-Hans")
+    assert await choices.stored(event) == Stored(), "cached"
+    clock.now += CACHE_SECONDS
+    assert await choices.stored(event) == Stored("de", "ja", "zh-Hans")
+    await store.settings.set_scope_settings("user", "discord", "alice", language=None)
+    choices.forget()
+    assert await choices.stored(event) == Stored(None, "ja", "zh-Hans")
+
+
+class Speaks:
+    commands = frozenset({"imagine"})
+    actions: ClassVar[Mapping[str, RefKind]] = {}
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[str, str]] = []
+
+    async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        self.heard.append((language(), public_language()))
+        raise UserError(f"refused in {language()}")
+
+    async def on_button(self, event: object, referent: Referent) -> None: ...
+
+    async def on_modal(self, event: object, referent: Referent) -> None: ...
+
+
+async def test_the_router_speaks_the_events_languages(store: SqliteStore) -> None:
+    platform, feature = FakePlatform(), Speaks()
+    platform_place = Place("fake", "w", "c")
+    core = Router(
+        Outbox(SurfaceRegistry([platform])),
+        [feature],
+        languages=LanguageChoices(store.settings),
+    )
+    await store.settings.set_scope_settings("channel", "fake", "c", language="ja")
+    await core.handle(command(platform_place, locale="de-DE"))
+    await core.handle(command(platform_place))
+    assert feature.heard == [("de", "ja"), ("ja", "ja")]
+    assert platform.ephemerals_for("alice") == ["refused in de", "refused in ja"]
+    assert language() == "en"
