@@ -57,6 +57,8 @@ from bot.kernel import (
     UserMessage,
     decode_custom_id,
     offered,
+    speaking,
+    supported,
 )
 
 ErrorReporter = Callable[[str, BaseException], None]
@@ -68,6 +70,8 @@ MODAL_GRACE_SECONDS = 2.0
 
 UNCACHED_CHANNELS_REMEMBERED = 1024
 """How many looked-up channels (thread or not) missing from discord.py's cache are remembered."""
+LOCALES_REMEMBERED = 10_000
+"""How many users' client languages are remembered for their messages (which carry none)."""
 
 _log = logging.getLogger("genbot.discord")
 
@@ -151,6 +155,8 @@ class GenbotClient(discord.AutoShardedClient):
         self.router: EventRouter | None = None
         self._intake: EventSink | None = None
         self._thread_parents: dict[int, asyncio.Future[int | None]] = {}
+        self._locales: dict[str, str] = {}
+        """The language of each user's client, as their last interaction said (newest last)."""
 
     def serve(self, router: EventRouter) -> None:
         """Submit the events from now on to ``router``'s intake for Discord."""
@@ -208,6 +214,8 @@ class GenbotClient(discord.AutoShardedClient):
         event = Command(
             user=source.user,
             place=source.place,
+            locale=source.locale,
+            place_locale=source.place_locale,
             context=InteractionContext(interaction, placeholder=True, hook_only=hook_only),
             name=name,
             options={k: v for k, v in given.items() if not isinstance(v, discord.Attachment)},
@@ -229,6 +237,8 @@ class GenbotClient(discord.AutoShardedClient):
         event = ButtonPress(
             user=source.user,
             place=source.place,
+            locale=source.locale,
+            place_locale=source.place_locale,
             context=InteractionContext(interaction, placeholder=True, hook_only=source.hook_only),
             message_id=str(message.id),
             action=INFO_ACTION,
@@ -259,6 +269,8 @@ class GenbotClient(discord.AutoShardedClient):
         event = ButtonPress(
             user=source.user,
             place=source.place,
+            locale=source.locale,
+            place_locale=source.place_locale,
             context=InteractionContext(interaction, hook_only=source.hook_only),
             message_id=str(message_id),
             action=action,
@@ -280,6 +292,8 @@ class GenbotClient(discord.AutoShardedClient):
         event = ModalSubmit(
             user=source.user,
             place=source.place,
+            locale=source.locale,
+            place_locale=source.place_locale,
             context=InteractionContext(interaction, placeholder=True, hook_only=source.hook_only),
             action=decoded[0],
             ref=decoded[1],
@@ -293,23 +307,34 @@ class GenbotClient(discord.AutoShardedClient):
         with why) where genbot is not enabled."""
         settings = self.settings
         source = source_of(interaction, settings.admin_ids, settings.allowed_channel_ids)
+        self._remember_locale(source)
         self.surface.remember_upload_limit(source.place, interaction.filesize_limit)
         if source.hook_only:
             self.surface.remember_hook(source.place, str(interaction.user.id), interaction)
         if source.allowed:
             return source
-        text = not_allowed_text(settings.allowed_channel_ids)
+        with speaking(supported(source.locale) or "en"):
+            text = not_allowed_text(settings.allowed_channel_ids)
         await interaction.response.send_message(text, ephemeral=True)
         return None
+
+    def _remember_locale(self, source: InteractionSource) -> None:
+        """Keep the language of the user's client: their messages carry none."""
+        self._locales.pop(source.user.id, None)
+        if source.locale is not None:
+            self._locales[source.user.id] = source.locale
+        while len(self._locales) > LOCALES_REMEMBERED:
+            del self._locales[next(iter(self._locales))]
 
     async def _tree_error(
         self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError
     ) -> None:
         self.report_error(f"slash command {interaction.data!r}", error)
         if not interaction.response.is_done():
-            await interaction.response.send_message(
-                "genbot could not run that command.", ephemeral=True
-            )
+            with speaking(supported(interaction.locale.value) or "en"):
+                await interaction.response.send_message(
+                    "genbot could not run that command.", ephemeral=True
+                )
 
     # Messages ----------------------------------------------------------------------------------
 
@@ -344,6 +369,8 @@ class GenbotClient(discord.AutoShardedClient):
         event = UserMessage(
             user=user_of(message.author, self.settings.admin_ids),
             place=place,
+            locale=self._locales.get(str(message.author.id)),
+            place_locale=message.guild.preferred_locale.value if message.guild else None,
             context=message,
             message_id=str(message.id),
             text=strip_mention(message.content, me.id),

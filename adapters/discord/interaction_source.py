@@ -18,3 +18,7 @@ class InteractionSource:
     user: User
     hook_only: bool
     allowed: bool
+    locale: str | None = None
+    """The language of the user's Discord client (the interaction's ``locale``: ``de``)."""
+    place_locale: str | None = None
+    """The guild's language (the interaction's ``guild_locale``); ``None`` outside a guild."""

@@ -71,11 +71,14 @@ def source_of(
 ) -> InteractionSource:
     """Where ``interaction`` was made and by whom, read at once."""
     place = interaction_place(interaction)
+    guild_locale = interaction.guild_locale if interaction.guild_id is not None else None
     return InteractionSource(
         place,
         user_of(interaction.user, admin_ids),
         answers_by_hook_only(interaction),
         is_allowed(place, allowed_channel_ids),
+        locale=interaction.locale.value,
+        place_locale=None if guild_locale is None else guild_locale.value,
     )
 
 

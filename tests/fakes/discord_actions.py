@@ -254,7 +254,7 @@ class UserActions(RestRoutes):
             "data": data,
             "token": interaction.token,
             "version": 1,
-            "locale": "en-US",
+            "locale": user.locale,
             "app_permissions": "2248473465835073",
             "attachment_size_limit": self.attachment_size_limit,
             "entitlements": [],
@@ -266,8 +266,8 @@ class UserActions(RestRoutes):
         if in_guild:
             payload |= {
                 "guild_id": str(self.guild_id),
-                "guild_locale": "en-US",
-                "guild": {"id": str(self.guild_id), "locale": "en-US", "features": []},
+                "guild_locale": self.guild_locale,
+                "guild": {"id": str(self.guild_id), "locale": self.guild_locale, "features": []},
                 "member": member_payload(user, []),
             }
         else:

@@ -53,6 +53,8 @@ class FakeUser:
     username: str
     bot: bool = False
     roles: list[int] = field(default_factory=list)
+    locale: str = "en-US"
+    """The language of the user's Discord client, sent as an interaction's ``locale``."""
 
     @property
     def mention(self) -> str:

@@ -34,6 +34,9 @@ class DiscordWorld:
         self.bot = FakeUser(snowflake(), "genbot", bot=True)
         self.app_id = self.bot.id
         self.guild_id = snowflake()
+        self.guild_locale = "en-US"
+        """The guild's ``preferred_locale`` (Server Settings → Community → Server Primary
+        Language), sent in the guild and as an interaction's ``guild_locale``."""
         self.users: dict[str, FakeUser] = {
             name: FakeUser(snowflake(), name) for name in ("alice", "bob", "carol")
         }
@@ -144,7 +147,7 @@ class DiscordWorld:
             "rules_channel_id": None,
             "public_updates_channel_id": None,
             "vanity_url_code": None,
-            "preferred_locale": "en-US",
+            "preferred_locale": self.guild_locale,
             "features": [],
             "roles": [r.payload() for r in self.roles.values()],
             "emojis": [],

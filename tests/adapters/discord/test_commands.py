@@ -218,3 +218,21 @@ async def test_a_slash_command_carries_its_interaction_as_its_key(
     interaction = await fake.slash(fake.user("alice"), fake.channel("general"), "help")
     event = await core.next_event(Command)
     assert event.key == f"discord:{interaction.id}"
+
+
+async def test_a_command_carries_the_users_and_the_guilds_languages(
+    harness: Harness, core: RecordingCore
+) -> None:
+    fake = harness.fake
+    fake.guild_locale = "ja"
+    await harness.start(core, guild_ids=[])
+    alice = fake.user("alice")
+    alice.locale = "de"
+    await fake.slash(alice, fake.channel("general"), "help")
+    event = await core.next_event(Command)
+    assert (event.locale, event.place_locale) == ("de", "ja")
+    alice.locale = "zh-CN"
+    await fake.slash(alice, fake.dm_channel(alice), "help")
+    event = await core.next_event(Command)
+    assert (event.locale, event.place_locale) == ("zh-CN", None)
+

@@ -263,3 +263,18 @@ async def test_turns_of_one_conversation_reach_the_core_one_at_a_time(
     assert [m.text for m in core.messages()] == ["first", "elsewhere"]
     release.set()
     assert (await core.next_event(UserMessage)).text == "second"
+
+
+async def test_a_message_carries_the_guilds_language_and_the_users_last_known_one(
+    bot: Harness, core: RecordingCore
+) -> None:
+    fake = bot.fake
+    bob, general = fake.user("bob"), fake.channel("general")
+    await fake.user_message(bob, general, f"{fake.bot.mention} hi")
+    event = await core.next_event(UserMessage)
+    assert (event.locale, event.place_locale) == (None, "en-US")
+    bob.locale = "ja"
+    await fake.slash(bob, general, "help")
+    await fake.user_message(bob, fake.dm_channel(bob), "hello")
+    event = await core.next_event(UserMessage)
+    assert (event.locale, event.place_locale) == ("ja", None)
