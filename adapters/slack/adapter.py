@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
@@ -48,6 +49,8 @@ from bot.kernel import (
     User,
     UserMessage,
     command_images,
+    speaking,
+    supported,
 )
 
 from .agent import ASK_CALLBACK, AgentSurfaces, ChannelUnreadable, default_prompts
@@ -76,6 +79,9 @@ log = logging.getLogger(__name__)
 E = TypeVar("E", ButtonPress, ModalSubmit)
 
 NAMES_MAX = 4096
+PEOPLE_SECONDS = 3600.0
+"""How long a user's name and language read from Slack are trusted (a change of either in
+Slack shows within this)."""
 ACCEPTED_MESSAGE_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 STOP_GRACE_SECONDS = 2.0
 CUSTOM_ID_PATTERN = re.compile(r"^gb:")
@@ -148,7 +154,8 @@ class SlackAdapter:
         self.app: AsyncApp | None = None
         self._listener: Listener | None = None
         self._socket: AsyncSocketModeHandler | None = None
-        self._names: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._people: OrderedDict[tuple[str, str], tuple[float, str, str | None]] = OrderedDict()
+        """(team, user) → when read, their display name and language (``users.info``)."""
         self.router: EventRouter | None = None
         self._intake: EventSink | None = None
         self.http_port: int | None = None
@@ -335,6 +342,7 @@ class SlackAdapter:
             press = ButtonPress(
                 user=await self._user(context, workspace, user),
                 place=place_for(workspace, channel, thread_ts or None, event.get("channel_type")),
+                locale=await self._locale(context.client, workspace, user),
                 message_id=str(message_ts),
                 action=STOP_ACTION,
                 ref="",
@@ -382,15 +390,17 @@ class SlackAdapter:
         )
         text = plain_text(str(event.get("text") or ""), self._bot_user(context))
         attachments = attachments_from_files(event.get("files"))
+        locale = await self._locale(context.client, workspace, user_id)
         if place.is_dm:
             try:
-                in_view = await self.agent.channel_document(
-                    context.client,
-                    workspace,
-                    user_id,
-                    text,
-                    partial(self._name, context.client, team_id=workspace),
-                )
+                with speaking(supported(locale) or "en"):
+                    in_view = await self.agent.channel_document(
+                        context.client,
+                        workspace,
+                        user_id,
+                        text,
+                        partial(self._name, context.client, team_id=workspace),
+                    )
             except ChannelUnreadable as unreadable:
                 await self._say_in_thread(context.client, event, str(unreadable))
                 return None
@@ -398,6 +408,7 @@ class SlackAdapter:
         return UserMessage(
             user=await self._user(context, workspace, user_id),
             place=place,
+            locale=locale,
             context=stream_origin(say_stream),
             message_id=str(event.get("ts")),
             text=text,
@@ -487,6 +498,7 @@ class SlackAdapter:
         return UserMessage(
             user=await self._user(context, team, user_id),
             place=place_for(team, dm, ts, "im"),
+            locale=await self._locale(client, team, user_id),
             context=SlackOrigin(thread_ts=ts),
             message_id=ts,
             text=question,
@@ -499,7 +511,10 @@ class SlackAdapter:
     ) -> InboundEvent | None:
         team = str(body.get("team_id") or self.team_id)
         user = await self._user(context, team, str(event.get("user") or ""))
-        return home_opened(team, event, user)
+        opened = home_opened(team, event, user)
+        if opened is None:
+            return None
+        return replace(opened, locale=await self._locale(context.client, team, user.id))
 
     # Slash commands -----------------------------------------------------------------------------
 
@@ -519,24 +534,28 @@ class SlackAdapter:
         respond: Callable[..., Awaitable[Any]],
         client: AsyncWebClient,
     ) -> InboundEvent | None:
-        route = route_command(str(body.get("command", "")), str(body.get("text", "")))
+        channel = str(body.get("channel_id"))
+        user_id = str(body.get("user_id"))
+        team = str(body.get("team_id") or self.team_id)
+        locale = await self._locale(client, team, user_id)
+        with speaking(supported(locale) or "en"):
+            route = route_command(str(body.get("command", "")), str(body.get("text", "")))
         if isinstance(route, str):
             await respond(text=route, response_type="ephemeral", replace_original=False)
             return None
-        channel = str(body.get("channel_id"))
-        user_id = str(body.get("user_id"))
         try:
-            attachments, text = await command_images(
-                route.name, route.text, partial(recent_files, client, channel, user_id)
-            )
+            with speaking(supported(locale) or "en"):
+                attachments, text = await command_images(
+                    route.name, route.text, partial(recent_files, client, channel, user_id)
+                )
         except CommandError as refused:
             await respond(text=str(refused), response_type="ephemeral", replace_original=False)
             return None
-        team = str(body.get("team_id") or self.team_id)
         roles = await self._roles(client, team, user_id)
         return Command(
             user=user_for(user_id, str(body.get("user_name") or ""), self._admins, roles),
             place=place_for(team, channel, None, None),
+            locale=locale,
             context=SlackOrigin(body.get("trigger_id"), body.get("response_url"), is_command=True),
             name=route.name,
             text=text,
@@ -582,9 +601,12 @@ class SlackAdapter:
         return await self._groups.of(client, team_id, user_id)
 
     async def _with_roles(self, event: E, client: AsyncWebClient) -> E:
-        """``event`` whose user carries their user groups."""
-        roles = await self._roles(client, event.place.workspace_id, event.user.id)
-        return replace(event, user=replace(event.user, roles=roles)) if roles else event
+        """``event`` whose user carries their user groups, with their language."""
+        team, user_id = event.place.workspace_id, event.user.id
+        roles = await self._roles(client, team, user_id)
+        locale = await self._locale(client, team, user_id)
+        event = replace(event, user=replace(event.user, roles=roles)) if roles else event
+        return replace(event, locale=locale)
 
     async def _user(self, context: AsyncBoltContext, team_id: str, user_id: str) -> User:
         roles = await self._roles(context.client, team_id, user_id)
@@ -592,22 +614,38 @@ class SlackAdapter:
         return user_for(user_id, name, self._admins, roles)
 
     async def _name(self, client: AsyncWebClient, user_id: str, team_id: str = "") -> str:
-        """``user_id``'s display name (``users.info``, remembered; empty when Slack says
-        nothing)."""
+        """``user_id``'s display name (empty when Slack says nothing)."""
+        return (await self._person(client, team_id, user_id))[1]
+
+    async def _locale(self, client: AsyncWebClient, team_id: str, user_id: str) -> str | None:
+        """The language of ``user_id``'s Slack (``de-DE``; None when Slack says nothing)."""
+        return (await self._person(client, team_id, user_id))[2]
+
+    async def _person(
+        self, client: AsyncWebClient, team_id: str, user_id: str
+    ) -> tuple[float, str, str | None]:
+        """``user_id``'s display name and language: one ``users.info`` (with
+        ``include_locale``) per user per :data:`PEOPLE_SECONDS` at most, failed or not."""
         key = (team_id, user_id)
-        if key not in self._names:
-            try:
-                info = await client.users_info(user=user_id)
-            except SlackApiError as error:
-                log.info("users.info failed for %s: %s", user_id, error.response.get("error"))
-                return ""
+        now = time.monotonic()
+        known = self._people.get(key)
+        if known is not None and now - known[0] < PEOPLE_SECONDS:
+            return known
+        person: dict[str, Any] = {}
+        try:
+            info = await client.users_info(user=user_id, include_locale=True)
             person = info.get("user") or {}
-            profile = person.get("profile") or {}
-            name = profile.get("display_name") or person.get("real_name") or person.get("name")
-            self._names[key] = str(name or "")
-            while len(self._names) > NAMES_MAX:
-                self._names.popitem(last=False)
-        return self._names[key]
+        except SlackApiError as error:
+            log.info("users.info failed for %s: %s", user_id, error.response.get("error"))
+        profile = person.get("profile") or {}
+        name = profile.get("display_name") or person.get("real_name") or person.get("name")
+        locale = person.get("locale")
+        read = (now, str(name or ""), str(locale) if locale else None)
+        self._people.pop(key, None)
+        self._people[key] = read
+        while len(self._people) > NAMES_MAX:
+            self._people.popitem(last=False)
+        return read
 
 
 def _authorized_user(body: dict[str, Any]) -> str:

@@ -133,6 +133,9 @@ class FakeSlack(
         self.external_files: dict[str, bytes] = {}
         self.external_requests: list[ExternalRequest] = []
         self.users: dict[str, str] = {"U1": "alice", "U2": "bob", bot_user_id: "genbot"}
+        self.locales: dict[str, str] = {}
+        """User id → the language of their Slack (Preferences → Language & region), which
+        ``users.info`` tells only with ``include_locale``; ``en-US`` when not set here."""
         self.usergroups: dict[str, tuple[str, list[str]]] = {}
         """User group id → its handle and its members (``usergroups.list``)."""
         self.answer_delays: dict[str, float] = {}

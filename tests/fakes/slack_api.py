@@ -37,6 +37,7 @@ class SlackWebApi:
 
     port: int
     users: dict[str, str]
+    locales: dict[str, str]
     usergroups: dict[str, tuple[str, list[str]]]
     files: dict[str, FakeFile]
     views: list[FakeView]
@@ -311,16 +312,17 @@ class SlackWebApi:
             raise SlackError("user_not_found")
         name = self.users[user]
         profile = {"display_name": name, "real_name": name.title()}
-        return {
-            "user": {
-                "id": user,
-                "team_id": self.team_id,
-                "name": name,
-                "real_name": name.title(),
-                "is_bot": user == self.bot_user_id,
-                "profile": profile,
-            }
+        person: Args = {
+            "id": user,
+            "team_id": self.team_id,
+            "name": name,
+            "real_name": name.title(),
+            "is_bot": user == self.bot_user_id,
+            "profile": profile,
         }
+        if _flag(args.get("include_locale")):
+            person["locale"] = self.locales.get(user, "en-US")
+        return {"user": person}
 
     def _usergroups_list(self, args: Args) -> Args:
         """The workspace's user groups; their members only with ``include_users`` (as Slack)."""

@@ -235,4 +235,3 @@ async def test_a_command_carries_the_users_and_the_guilds_languages(
     await fake.slash(alice, fake.dm_channel(alice), "help")
     event = await core.next_event(Command)
     assert (event.locale, event.place_locale) == ("zh-CN", None)
-

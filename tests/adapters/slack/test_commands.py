@@ -255,3 +255,20 @@ async def test_a_replayed_signed_command_is_handled_once(
     last = await core.next_of(Command, count=3)
     assert last.name == "help"
     assert [event.name for event in core.of(Command)] == ["imagine", "imagine", "help"]
+
+
+async def test_commands_carry_the_users_slack_language_read_once(
+    fake: FakeSlack, url: str, core: RecordingCore
+) -> None:
+    fake.locales["U2"] = "de-DE"
+    for count, text in enumerate(("usage", "help"), start=1):
+        await fake.post_command(url, fake.slash_command("/genbot", text, user="U2"))
+        command = await core.next_of(Command, count)
+        assert (command.locale, command.place_locale) == ("de-DE", None)
+    await fake.post_command(url, fake.slash_command("/genbot", "help", user="U1"))
+    assert (await core.next_of(Command, 3)).locale == "en-US"
+    asked = fake.calls_to("users.info")
+    assert [(call.args["user"], call.args["include_locale"]) for call in asked] == [
+        ("U2", "1"),
+        ("U1", "1"),
+    ], "one users.info per user while it is remembered"

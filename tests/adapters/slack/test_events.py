@@ -234,3 +234,13 @@ async def test_the_url_verification_challenge_is_answered(fake: FakeSlack, url: 
 
     assert delivery.status == 200
     assert "3eZbrw1aBm2rZgRNFdxV" in delivery.text
+
+
+async def test_messages_carry_the_users_slack_language(
+    fake: FakeSlack, url: str, core: RecordingCore
+) -> None:
+    fake.locales["U1"] = "ja-JP"
+    message = fake.user_says("hello", channel="D1")
+    await fake.post_event(url, fake.event_callback(fake.message_event(message)))
+    event = await core.next_of(UserMessage)
+    assert (event.locale, event.place_locale) == ("ja-JP", None)
