@@ -8,6 +8,7 @@ from aiohttp import web
 
 from adapters.listener import body_limit
 from adapters.web import admin, gallery, handlers, routes
+from adapters.web.language import language_middleware, page_messages
 from adapters.web.routes import ADAPTER, MULTIPART_OVERHEAD, UPLOAD_TIMEOUT, Serving
 
 
@@ -23,7 +24,7 @@ def _upload_route(max_upload_bytes: int) -> Callable[[web.Request], Awaitable[we
 
 def build_app(adapter: Serving) -> web.Application:
     """The aiohttp application of ``adapter``'s playground."""
-    app = web.Application(middlewares=[routes.access_middleware])
+    app = web.Application(middlewares=[language_middleware, routes.access_middleware])
     app[ADAPTER] = adapter
     app.on_response_prepare.append(routes.on_prepare)
     app.on_shutdown.append(routes.close_streams)
@@ -31,6 +32,7 @@ def build_app(adapter: Serving) -> web.Application:
     app.router.add_get("/", routes.index)
     app.router.add_get("/static/{name}", routes.static)
     app.router.add_get("/api/commands", routes.commands)
+    app.router.add_get("/api/messages", page_messages)
     app.router.add_get("/api/saved-options", routes.saved_options)
     app.router.add_get("/api/history", routes.history)
     app.router.add_get("/api/events", routes.events)

@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import BodyPartReader, web
 
 from adapters.listener import refused
+from adapters.web.language import request_locale
 from adapters.web.messages import StoredFile, WebMessage
 from adapters.web.platform import PLATFORM, WebContext, can_see, web_place
 from adapters.web.playground import Playground
@@ -162,20 +163,29 @@ async def command(request: web.Request) -> web.Response:
     playground.uploads.take(ids, user.id)
     shown = await playground.post_user_message(user, place, text, files, command=spec.name)
     origin = f"{request.scheme}://{request.host}"
-    event = command_event(playground, user, shown, origin, tab=_tab(request))
+    event = command_event(
+        playground, user, shown, origin, tab=_tab(request), locale=request_locale(request)
+    )
     adapter.dispatch(event, shown.id)
     return _accepted(shown.id)
 
 
 def command_event(
-    playground: Playground, user: User, shown: WebMessage, origin: str, *, tab: str | None = None
+    playground: Playground,
+    user: User,
+    shown: WebMessage,
+    origin: str,
+    *,
+    tab: str | None = None,
+    locale: str | None = None,
 ) -> Command:
     """The core's event for the command message ``shown`` (its images served from ``origin``;
-    sent from the browser tab ``tab``)."""
+    sent from the browser tab ``tab``, in language ``locale``)."""
     spec, rest = parse_slash(shown.text)
     return Command(
         user=user,
         place=web_place(shown.channel, shown.thread),
+        locale=locale,
         context=WebContext(shown.id, tab),
         name=spec.name,
         text=rest,
@@ -226,6 +236,7 @@ async def message(request: web.Request) -> web.Response:
     event = UserMessage(
         user=user,
         place=place,
+        locale=request_locale(request),
         context=WebContext(shown.id, _tab(request)),
         message_id=shown.id,
         text=said,
@@ -257,6 +268,7 @@ async def edit(request: web.Request) -> web.Response:
     event = UserMessage(
         user=user,
         place=web_place(shown.channel, shown.thread),
+        locale=request_locale(request),
         context=WebContext(shown.id, _tab(request)),
         message_id=shown.id,
         text=said,
@@ -292,6 +304,7 @@ async def button(request: web.Request) -> web.Response:
     event = ButtonPress(
         user=user,
         place=web_place(shown.channel, shown.thread),
+        locale=request_locale(request),
         context=WebContext(message_id, _tab(request)),
         message_id=message_id,
         action=action,
@@ -329,6 +342,7 @@ async def modal(request: web.Request) -> web.Response:
     event = ModalSubmit(
         user=user,
         place=pending.place,
+        locale=request_locale(request),
         context=WebContext(pending.reply_to, _tab(request)),
         action=pending.modal.action,
         ref=pending.modal.ref,

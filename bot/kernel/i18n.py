@@ -107,6 +107,12 @@ def catalog_name(tag: str) -> str:
     return tag.replace("-", "_")
 
 
+def catalog_file(tag: str) -> Path:
+    """The compiled catalog (``.mo``) genbot reads for language ``tag`` (absent for English,
+    the source language, and before ``make catalogs``)."""
+    return LOCALES / catalog_name(tag) / "LC_MESSAGES" / f"{DOMAIN}.mo"
+
+
 @cache
 def _translations(tag: str) -> gettext.NullTranslations:
     if tag == DEFAULT_LANGUAGE:
