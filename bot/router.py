@@ -26,7 +26,7 @@ reference the user can quote (:func:`unexpected_error_text`). Adapters never tel
 went wrong: they keep only their platform-level last resort (acknowledging in time).
 
 **The language.** Each event is handled speaking its user's language, with its place's language
-for what everyone there reads (:mod:`bot.language` decides; :func:`bot.kernel.i18n.speaking`).
+for what everyone there reads (:mod:`bot.kernel.i18n` decides; :func:`bot.kernel.i18n.speaking`).
 """
 
 from __future__ import annotations
@@ -55,10 +55,13 @@ from bot.kernel import (
     ModalSubmit,
     OptionValue,
     Place,
+    Spoken,
+    Stored,
     User,
     UserError,
     UserMessage,
     _,
+    decide,
     metrics,
     name_the_saved,
     parse_command_text,
@@ -67,7 +70,6 @@ from bot.kernel import (
     unexpected_error_text,
     validate_options,
 )
-from bot.language import Spoken, Stored, decide
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import Referent, RefKind, RefRefused, Refs, nothing_named
 from storage import StorageError
@@ -175,7 +177,7 @@ class Expands(Protocol):
 
 class Languages(Protocol):
     """The languages users and admins chose with ``/settings language``
-    (:class:`bot.language.LanguageChoices`)."""
+    (:class:`bot.kernel.i18n.LanguageChoices`)."""
 
     async def stored(self, event: Event) -> Stored:
         """The choices that apply to ``event``'s user and place."""
@@ -309,7 +311,7 @@ class Router:
 
     async def handle(self, event: InboundEvent, *, deadline: float | None = None) -> None:
         """Act on ``event`` within ``deadline`` seconds (``None``: unbounded), speaking its
-        language (:mod:`bot.language`); every problem becomes an answer to the user, never an
+        language (:mod:`bot.kernel.i18n`); every problem becomes an answer to the user, never an
         exception (the boundary of the module docstring). Cancelled (a drain cut it short), it
         answers nothing and lets the cancellation through."""
         spoken = await self._spoken(event)

@@ -67,6 +67,7 @@ from bot.features.retention import ForgetFeature, RetentionPurge
 from bot.kernel import (
     ChatSettings,
     CoreSettings,
+    LanguageChoices,
     MediaFetcher,
     MediaHost,
     Surface,
@@ -74,7 +75,6 @@ from bot.kernel import (
     provider_is_private,
     sealer_of,
 )
-from bot.language import LanguageChoices
 from bot.outbox import Outbox, Pacer
 from bot.refs import Refs, RefStorage
 from bot.router import Feature, Lifecycle, Router

@@ -32,8 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("bot/outbox/", ("bot.outbox", "bot.kernel", "bot.api")),
     ("bot/features/", ("bot.features", "bot.outbox", "bot.kernel", "bot.api", "bot.refs")),
     ("bot/refs.py", ("bot.kernel", "bot.api")),
-    ("bot/language.py", ("bot.kernel",)),
-    ("bot/router.py", ("bot.refs", "bot.outbox", "bot.kernel", "bot.api", "bot.language")),
+    ("bot/router.py", ("bot.refs", "bot.outbox", "bot.kernel", "bot.api")),
 )
 """Each part of ``bot/`` and the parts of ``bot/`` it may import (``genbot`` and ``adapters``
 are above every one of them)."""

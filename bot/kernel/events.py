@@ -76,7 +76,7 @@ class Event:
     ``serial_key`` (set by the adapter) are handled one at a time, in arrival order (``None``:
     no order). ``locale`` and ``place_locale`` are what the platform says of the user's and the
     place's languages; the router decides the language genbot answers in from them
-    (:mod:`bot.language`)."""
+    (:func:`bot.kernel.i18n.decide`)."""
 
     user: User
     place: Place

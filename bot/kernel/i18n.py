@@ -14,6 +14,22 @@ Numbers, moments and durations shown to users go through :func:`format_number`,
 A message everyone in a place reads (a grid in a channel) is built inside :func:`publicly`,
 which speaks the place's language rather than the user's.
 
+**Which language an event speaks.** The router decides, once per event (:func:`decide`), and
+speaks it around the event's handling:
+
+- *private* (ephemeral answers, DMs, a user's home, forms): the user's own choice
+  (``/settings language``), else their platform's locale (Discord's interaction ``locale``,
+  Slack's user locale, the browser's language or the playground's switch), else the place's
+  language, else English;
+- *public* (a job's messages in a channel, which others read and press): the channel's language
+  (``/settings language`` with ``scope channel``, admins), else the workspace's (``scope
+  workspace``), else the platform's language of the place (a Discord guild's
+  ``preferred_locale``), else the private language: in a DM, and in a place whose language
+  nobody set (a Slack channel), the one who asked is the reader genbot knows.
+
+A job stores the public language it was asked in (its parameters), so its result, delivered
+later by the tracker (or after a restart), speaks the language chosen at submission.
+
 A sentence written once at import time (a constant, a button label table) is marked with
 :func:`N_` so extraction finds it, and translated where it is used: ``_(LABEL)``.
 
@@ -25,9 +41,11 @@ Logs stay English: never pass a log line through :func:`_`.
 from __future__ import annotations
 
 import gettext
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -37,6 +55,9 @@ from babel.dates import format_skeleton
 from babel.lists import format_list
 from babel.numbers import format_decimal
 from babel.units import format_unit
+
+from bot.kernel.events import Event
+from storage import SettingsReader
 
 DEFAULT_LANGUAGE = "en"
 LANGUAGES: tuple[str, ...] = ("en", "de", "ja", "zh-Hans")
@@ -201,3 +222,93 @@ def format_duration(seconds: float, /) -> str:
         return str(second)
     minute = format_unit(minutes, "duration-minute", length="short", locale=locale)
     return format_list([str(minute), str(second)], style="unit-narrow", locale=locale)
+
+
+AUTO = "auto"
+"""``/settings language auto``: clear the user's choice (their platform's locale applies)."""
+CACHE_SECONDS = 60.0
+"""How long a process trusts the stored choices it read (another process's ``/settings
+language`` shows here within this; this process's own at once)."""
+CACHE_SIZE = 10_000
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The languages set with ``/settings language`` that apply to an event (None: unset)."""
+
+    user: str | None = None
+    channel: str | None = None
+    workspace: str | None = None
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """The languages of an event: ``private`` for what only its user reads, ``public`` for
+    what everyone in its place reads."""
+
+    private: str
+    public: str
+
+
+def decide(event: Event, stored: Stored = Stored()) -> Spoken:
+    """The languages genbot speaks for ``event`` (the rules of the module docstring:
+    "Which language an event speaks")."""
+    place = (
+        _known(stored.channel)
+        or _known(stored.workspace)
+        or (None if event.place.is_dm else supported(event.place_locale))
+    )
+    private = _known(stored.user) or supported(event.locale) or place or DEFAULT_LANGUAGE
+    public = private if event.place.is_dm else place or private
+    return Spoken(private, public)
+
+
+def _known(tag: str | None) -> str | None:
+    return tag if tag in LANGUAGES else None
+
+
+class LanguageChoices:
+    """The languages set with ``/settings language``, read from the settings store with a
+    bounded cache (one query per user and place per ``cache_seconds`` at most)."""
+
+    def __init__(
+        self,
+        settings: SettingsReader,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        cache_seconds: float = CACHE_SECONDS,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.cache_seconds = cache_seconds
+        self._cache: dict[tuple[str, str, str, str], tuple[float, Stored]] = {}
+
+    async def stored(self, event: Event) -> Stored:
+        """The choices that apply to ``event``'s user and place."""
+        place = event.place
+        key = (place.platform, event.user.id, place.channel_id, place.workspace_id)
+        now = self.clock()
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        scopes = await self.settings.scopes(
+            place.platform,
+            user_id=event.user.id,
+            channel_id=place.channel_id,
+            workspace_id=place.workspace_id,
+        )
+        chosen = {kind: settings.language for kind, settings in scopes.items()}
+        found = Stored(
+            user=chosen.get("user"),
+            channel=chosen.get("channel"),
+            workspace=chosen.get("workspace"),
+        )
+        self._cache.pop(key, None)
+        self._cache[key] = (now + self.cache_seconds, found)
+        while len(self._cache) > CACHE_SIZE:
+            del self._cache[next(iter(self._cache))]
+        return found
+
+    def forget(self) -> None:
+        """Drop what was read: a choice changed (``/settings language``)."""
+        self._cache.clear()

@@ -15,8 +15,7 @@ from babel.messages.extract import extract_from_dir
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
-from bot.kernel import LANGUAGES
-from bot.kernel.i18n import DOMAIN, LOCALES, catalog_name
+from bot.kernel import LANGUAGES, catalog_file
 
 ROOT = Path(__file__).resolve().parents[2]
 TRANSLATED = False
@@ -29,8 +28,15 @@ KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2), "t": None, "tn": (1, 2)}
 OTHERS = [tag for tag in LANGUAGES if tag != "en"]
 
 
+LOCALES = ROOT / "bot" / "locales"
+
+
 def po_path(tag: str) -> Path:
-    return LOCALES / catalog_name(tag) / "LC_MESSAGES" / f"{DOMAIN}.po"
+    return catalog_file(tag).with_suffix(".po")
+
+
+def catalog_name(tag: str) -> str:
+    return tag.replace("-", "_")
 
 
 def read(path: Path, tag: str | None = None) -> Catalog:
@@ -39,7 +45,7 @@ def read(path: Path, tag: str | None = None) -> Catalog:
 
 
 def template() -> Catalog:
-    return read(LOCALES / f"{DOMAIN}.pot")
+    return read(LOCALES / "genbot.pot")
 
 
 def fields(text: str) -> set[str]:
@@ -47,11 +53,15 @@ def fields(text: str) -> set[str]:
 
 
 def ids(message: Message) -> tuple[str, ...]:
-    return message.id if isinstance(message.id, tuple) else (message.id,)
+    given = message.id
+    return tuple(str(part) for part in given) if isinstance(given, tuple | list) else (str(given),)
 
 
 def forms(message: Message) -> tuple[str, ...]:
-    return message.string if isinstance(message.string, tuple) else (message.string,)
+    given = message.string
+    if isinstance(given, tuple | list):
+        return tuple(str(form or "") for form in given)
+    return (str(given or ""),)
 
 
 @pytest.mark.parametrize("tag", OTHERS)

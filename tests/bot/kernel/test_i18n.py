@@ -13,15 +13,18 @@ import pytest
 
 from bot.kernel import (
     Command,
+    LanguageChoices,
     OptionValue,
     Place,
+    Spoken,
+    Stored,
     SurfaceRegistry,
     User,
     UserError,
+    decide,
     language,
     public_language,
 )
-from bot.language import CACHE_SECONDS, LanguageChoices, Spoken, Stored, decide
 from bot.outbox import Outbox
 from bot.refs import Referent, RefKind
 from bot.router import Router
@@ -33,8 +36,17 @@ DM = Place("discord", "", "d1", is_dm=True)
 ALICE = User("alice")
 
 
-def command(place: Place = GUILD, **locales: str | None) -> Command:
-    return Command(user=ALICE, place=place, name="imagine", text="a fox", **locales)
+def command(
+    place: Place = GUILD, *, locale: str | None = None, place_locale: str | None = None
+) -> Command:
+    return Command(
+        user=ALICE,
+        place=place,
+        name="imagine",
+        text="a fox",
+        locale=locale,
+        place_locale=place_locale,
+    )
 
 
 def test_private_answers_follow_the_user_and_public_messages_the_place() -> None:
@@ -79,14 +91,14 @@ class Clock:
 
 async def test_choices_are_read_from_the_settings_and_cached(store: SqliteStore) -> None:
     clock = Clock()
-    choices = LanguageChoices(store.settings, clock=clock)
+    choices = LanguageChoices(store.settings, clock=clock, cache_seconds=60)
     event = command()
     assert await choices.stored(event) == Stored()
     await store.settings.set_scope_settings("user", "discord", "alice", language="de")
     await store.settings.set_scope_settings("channel", "discord", "c1", language="ja")
     await store.settings.set_scope_settings("workspace", "discord", "g1", language="zh-Hans")
     assert await choices.stored(event) == Stored(), "cached"
-    clock.now += CACHE_SECONDS
+    clock.now += 60
     assert await choices.stored(event) == Stored("de", "ja", "zh-Hans")
     await store.settings.set_scope_settings("user", "discord", "alice", language=None)
     choices.forget()
