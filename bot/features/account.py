@@ -36,6 +36,7 @@ from bot.features.jobs.admission import Tiers
 from bot.features.jobs.buttons import modal_for, read_settings
 from bot.features.jobs.forms import show_refused
 from bot.kernel import (
+    N_,
     ButtonPress,
     Command,
     CommandError,
@@ -47,9 +48,11 @@ from bot.kernel import (
     RateLimited,
     SurfaceError,
     UserError,
+    _,
     command,
     help_specs,
     help_text,
+    ngettext,
     refill_time,
     split_text,
 )
@@ -78,20 +81,20 @@ MAX_STOP_SEQUENCES = 4
 SCOPE_OPTION = "scope"
 SCOPES: Final = ("me", "channel", "workspace")
 LABELS = {
-    "model": "model",
-    "temperature": "temperature",
-    "process_mode": "image speed",
-    "aspect_ratio": "aspect ratio",
-    "system_prompt": "system prompt",
-    "remix": "remix",
-    "stream": "streaming",
-    "top_p": "top_p",
-    "presence_penalty": "presence penalty",
-    "frequency_penalty": "frequency penalty",
-    "stop": "stop sequences",
-    "n": "answers per message",
+    # Translators: the names of /settings values, in lists like "model → gpt, temperature → 0.7".
+    "model": N_("model"),
+    "temperature": N_("temperature"),
+    "process_mode": N_("image speed"),
+    "aspect_ratio": N_("aspect ratio"),
+    "system_prompt": N_("system prompt"),
+    "remix": N_("remix"),
+    "stream": N_("streaming"),
+    "top_p": N_("top_p"),
+    "presence_penalty": N_("presence penalty"),
+    "frequency_penalty": N_("frequency penalty"),
+    "stop": N_("stop sequences"),
+    "n": N_("answers per message"),
 }
-_WHOSE = {"channel": "this channel's", "workspace": "this workspace's"}
 
 
 def chat_help(names: Mapping[str, str]) -> str:
@@ -99,26 +102,35 @@ def chat_help(names: Mapping[str, str]) -> str:
     settings = f"/{names.get('settings') or 'settings'}"
     chat = f"/{names.get('chat') or 'chat'}"
     scoped = (
-        f" Admins set a channel's or the workspace's defaults with `{settings}` scope "
-        "channel / workspace."
+        " "
+        + _(
+            "Admins set a channel's or the workspace's defaults with `{settings}` scope "
+            "channel / workspace.",
+            settings=settings,
+        )
         if command("settings").option(SCOPE_OPTION) is not None
         else ""
     )
-    return (
+    # Translators: {scoped} is empty or one more sentence ("Admins set …"), with its leading space.
+    return _(
         "**Chat** — DM genbot, mention it in a channel (it opens a thread) or reply to its "
-        f"answers: each is a conversation it remembers. Model: `{settings}` model (your "
-        f"default) or `{chat}` model (this conversation); llm-4 models need the Developer "
-        f"plan. System prompt: `{settings}` system_prompt (this channel; `-` restores the "
-        f"default) or `{chat}` system (this conversation). Temperature: `{settings}` or "
-        f"`{chat}` temperature; answer length: `{chat}` max_tokens.{scoped} Say `draw …` to "
+        "answers: each is a conversation it remembers. Model: `{settings}` model (your "
+        "default) or `{chat}` model (this conversation); llm-4 models need the Developer "
+        "plan. System prompt: `{settings}` system_prompt (this channel; `-` restores the "
+        "default) or `{chat}` system (this conversation). Temperature: `{settings}` or "
+        "`{chat}` temperature; answer length: `{chat}` max_tokens.{scoped} Say `draw …` to "
         "have it start an image job; attach an image with llm-4-vision-preview to have it "
-        "looked at."
+        "looked at.",
+        settings=settings,
+        chat=chat,
+        scoped=scoped,
     )
 
 
 def _shown(value: Any) -> str:
     if isinstance(value, bool):
-        return "on" if value else "off"
+        # Translators: a setting's value that is switched on / off.
+        return _("on") if value else _("off")
     if isinstance(value, float):
         return f"{value:g}"
     return "" if value is None else str(value)
@@ -130,10 +142,15 @@ def _stop_setting(text: str) -> str | None:
         return None
     sequences = [part for part in text.split("|") if part.strip()]
     if not sequences:
-        raise UserError("stop needs at least one sequence (separate several with |; - clears).")
+        raise UserError(_("stop needs at least one sequence (separate several with |; - clears)."))
     if len(sequences) > MAX_STOP_SEQUENCES:
         raise UserError(
-            f"stop takes at most {MAX_STOP_SEQUENCES} sequences (got {len(sequences)})."
+            ngettext(
+                "stop takes at most {n} sequences (got {got}).",
+                "stop takes at most {n} sequences (got {got}).",
+                MAX_STOP_SEQUENCES,
+                got=len(sequences),
+            )
         )
     return encode_stop(sequences)
 
@@ -150,7 +167,11 @@ def _preview(text: str, limit: int = 200) -> str:
 
 def _changes(values: Mapping[str, Any]) -> str:
     return ", ".join(
-        f"{LABELS[name]} → {_preview(_value_shown(name, values[name]))}"
+        _(
+            "{setting} → {value}",
+            setting=_(LABELS[name]),
+            value=_preview(_value_shown(name, values[name])),
+        )
         for name in SETTING_NAMES
         if name in values
     )
@@ -241,7 +262,7 @@ class AccountFeature:
         """A submitted settings form: validated like ``/settings`` options, then stored in
         the scope its reference names; refused values bring the form back, filled in."""
         if event.action != SETTINGS_ACTION:
-            raise UserError("This form is no longer supported.")
+            raise UserError(_("This form is no longer supported."))
         scope = self._scope(event, referent.scope)
         try:
             values = read_settings(event.values)
@@ -259,7 +280,13 @@ class AccountFeature:
         """The scope asked for (``me`` when none), checked against who asks and where."""
         scope = str(given or "me").lower()
         if scope not in SCOPES:
-            raise UserError(f"scope must be one of {', '.join(SCOPES)} (got {given!r}).")
+            raise UserError(
+                _(
+                    "scope must be one of {scopes} (got {given}).",
+                    scopes=", ".join(SCOPES),
+                    given=repr(given),
+                )
+            )
         if scope == "me":
             return scope
         settings = (
@@ -267,12 +294,24 @@ class AccountFeature:
         )
         if not event.user.is_admin:
             raise UserError(
-                f"Only genbot admins can change {_WHOSE[scope]} defaults; `{settings}` "
-                "without a scope changes yours."
+                _(
+                    "Only genbot admins can change this channel's defaults; `{settings}` "
+                    "without a scope changes yours.",
+                    settings=settings,
+                )
+                if scope == "channel"
+                else _(
+                    "Only genbot admins can change this workspace's defaults; `{settings}` "
+                    "without a scope changes yours.",
+                    settings=settings,
+                )
             )
         if scope == "workspace" and not event.place.workspace_id:
             raise UserError(
-                "There is no workspace here; set the workspace's defaults from one of its channels."
+                _(
+                    "There is no workspace here; set the workspace's defaults from one of its "
+                    "channels."
+                )
             )
         return scope
 
@@ -306,17 +345,28 @@ class AccountFeature:
         if self.tiers is not None and self.tiers.configured:
             text = await self._tier_usage(event) + _estimated(totals.estimated_credits)
         else:
-            budget = (
-                f" of your daily budget of {self.daily_credit_budget:,}"
+            figures = {
+                "tokens": f"{totals.tokens:,}",
+                "prompt": f"{totals.tokens_prompt:,}",
+                "completion": f"{totals.tokens_completion:,}",
+                "credits": f"{totals.credits:,}",
+            }
+            usage = (
+                _(
+                    "Your usage today (UTC): {tokens} chat tokens ({prompt} prompt + "
+                    "{completion} completion) and {credits} image credits of your daily "
+                    "budget of {budget}.",
+                    budget=f"{self.daily_credit_budget:,}",
+                    **figures,
+                )
                 if self.daily_credit_budget
-                else ""
+                else _(
+                    "Your usage today (UTC): {tokens} chat tokens ({prompt} prompt + "
+                    "{completion} completion) and {credits} image credits.",
+                    **figures,
+                )
             )
-            text = (
-                f"Your usage today (UTC): {totals.tokens:,} chat tokens "
-                f"({totals.tokens_prompt:,} prompt + {totals.tokens_completion:,} completion) "
-                f"and {totals.credits:,} image credits{budget}."
-                f"{_estimated(totals.estimated_credits)}"
-            )
+            text = usage + _estimated(totals.estimated_credits)
         if event.user.is_admin and self.store.feedback is not None:
             counts = await self.store.feedback.counts(
                 event.place.platform, event.place.workspace_id
@@ -330,17 +380,30 @@ class AccountFeature:
         platform, user = event.place.platform, event.user
         tier = self.tiers.tier_of(platform, user)
         spent = await self.store.ledger.spent(platform, user.id, tier.refill)
-        window = "today (UTC)" if tier.refill == "daily" else "in the last 24 hours"
-        refills = "at 00:00 UTC" if tier.refill == "daily" else "hour by hour, a day after use"
+        daily = tier.refill == "daily"
+        credits = _left(spent.credits, tier.daily_credits, spent, False)
+        tokens = _left(spent.tokens, tier.daily_chat_tokens, spent, True)
         lines = [
-            f"Your tier: **{tier.name}**"
-            + (" (you are a genbot admin: no limit applies to you)" if user.is_admin else "")
-            + f"; it refills {refills}.",
-            f"Image credits {window}: {_left(spent.credits, tier.daily_credits, spent, False)}",
-            f"Chat tokens {window}: {_left(spent.tokens, tier.daily_chat_tokens, spent, True)}",
-            "Image jobs at once: "
-            + (f"up to {tier.concurrent_jobs}." if tier.concurrent_jobs else "no limit."),
-            f"Modes: {', '.join(tier.modes) or 'all'}. Models: {', '.join(tier.models) or 'all'}.",
+            _tier_line(tier.name, daily=daily, admin=user.is_admin),
+            _("Image credits today (UTC): {left}", left=credits)
+            if daily
+            else _("Image credits in the last 24 hours: {left}", left=credits),
+            _("Chat tokens today (UTC): {left}", left=tokens)
+            if daily
+            else _("Chat tokens in the last 24 hours: {left}", left=tokens),
+            ngettext(
+                "Image jobs at once: up to {n}.",
+                "Image jobs at once: up to {n}.",
+                tier.concurrent_jobs,
+            )
+            if tier.concurrent_jobs
+            else _("Image jobs at once: no limit."),
+            _(
+                "Modes: {modes}. Models: {models}.",
+                # Translators: in "Modes: all. Models: all." (no restriction).
+                modes=", ".join(tier.modes) or _("all"),
+                models=", ".join(tier.models) or _("all"),
+            ),
         ]
         return "\n".join(lines)
 
@@ -371,8 +434,12 @@ class AccountFeature:
         model = values.get("model")
         if isinstance(model, str) and not plan_allows(self.plan, model):
             raise UserError(
-                f"{model} needs the Developer plan; this workspace is on the free plan. "
-                f"Choose one of: {', '.join(allowed_chat_models(self.plan))}."
+                _(
+                    "{model} needs the Developer plan; this workspace is on the free plan. "
+                    "Choose one of: {models}.",
+                    model=model,
+                    models=", ".join(allowed_chat_models(self.plan)),
+                )
             )
         if scope != "me":
             await self._save_shared(event, values, scope)
@@ -383,8 +450,13 @@ class AccountFeature:
                 f"/{self.outbox.command_names(event.place.platform).get('settings') or 'settings'}"
             )
             raise UserError(
-                f"{LABELS[admin_only[0]]} is set per channel by genbot admins: "
-                f"`{settings} scope channel {admin_only[0]} …`."
+                _(
+                    "{setting} is set per channel by genbot admins: "
+                    "`{settings} scope channel {option} …`.",
+                    setting=_(LABELS[admin_only[0]]),
+                    settings=settings,
+                    option=admin_only[0],
+                )
             )
         mine = await self._stored(event, "me")
         changed: dict[str, Any] = {
@@ -440,9 +512,14 @@ class AccountFeature:
         changed = {
             name: value for name, value in wanted.items() if value != getattr(stored, name, None)
         }
-        whose = _WHOSE[scope]
+        channel = scope == "channel"
         if not changed:
-            await self._tell(event, f"Nothing changed: those are already {whose} defaults.")
+            await self._tell(
+                event,
+                _("Nothing changed: those are already this channel's defaults.")
+                if channel
+                else _("Nothing changed: those are already this workspace's defaults."),
+            )
             return
         kind, scope_id = self._scope_id(event, scope)
         await self.store.settings.set_scope_settings(
@@ -457,37 +534,83 @@ class AccountFeature:
             before=before,
             after=changed,
         )
-        shown = {name: "(default)" if value is None else value for name, value in changed.items()}
-        await self._tell(event, f"Saved {whose} defaults: {_changes(shown)}.")
+        shown = {
+            # Translators: a setting's value once cleared back to the default.
+            name: _("(default)") if value is None else value
+            for name, value in changed.items()
+        }
+        await self._tell(
+            event,
+            _("Saved this channel's defaults: {changes}.", changes=_changes(shown))
+            if channel
+            else _("Saved this workspace's defaults: {changes}.", changes=_changes(shown)),
+        )
 
     @staticmethod
     def _confirmation(mine: Mapping[str, Any], prompt_changed: bool, prompt: str | None) -> str:
         sentences: list[str] = []
         if mine:
-            sentences.append(f"Saved your defaults: {_changes(mine)}.")
+            sentences.append(_("Saved your defaults: {changes}.", changes=_changes(mine)))
         if prompt_changed:
             if prompt is None:
-                sentences.append("This channel's system prompt is back to the default.")
+                sentences.append(_("This channel's system prompt is back to the default."))
             else:
-                sentences.append(f"Saved this channel's system prompt: “{_preview(prompt)}”.")
-        return " ".join(sentences) or "Nothing changed: those are already your settings."
+                sentences.append(
+                    _("Saved this channel's system prompt: “{prompt}”.", prompt=_preview(prompt))
+                )
+        return " ".join(sentences) or _("Nothing changed: those are already your settings.")
 
 
 def _left(used: int, allowed: int, spent: Spent, tokens: bool) -> str:
     """``used`` of ``allowed`` (0: no limit), what is left, and when it refills when none is."""
     if not allowed:
-        return f"{used:,} used (no limit)."
+        return _("{used} used (no limit).", used=f"{used:,}")
     left = max(0, allowed - used)
-    back = "" if left else f", more at {refill_time(spent.refills_at(allowed, tokens=tokens))}"
-    return f"{used:,} of {allowed:,} used, {left:,} left{back}."
+    if left:
+        return _(
+            "{used} of {allowed} used, {left} left.",
+            used=f"{used:,}",
+            allowed=f"{allowed:,}",
+            left=f"{left:,}",
+        )
+    return _(
+        "{used} of {allowed} used, {left} left, more at {time}.",
+        used=f"{used:,}",
+        allowed=f"{allowed:,}",
+        left=f"{left:,}",
+        time=refill_time(spent.refills_at(allowed, tokens=tokens)),
+    )
+
+
+def _tier_line(name: str, *, daily: bool, admin: bool) -> str:
+    """``/usage``'s first line with tiers: the user's tier and when it refills."""
+    if admin:
+        return (
+            _(
+                "Your tier: **{tier}** (you are a genbot admin: no limit applies to you); "
+                "it refills at 00:00 UTC.",
+                tier=name,
+            )
+            if daily
+            else _(
+                "Your tier: **{tier}** (you are a genbot admin: no limit applies to you); "
+                "it refills hour by hour, a day after use.",
+                tier=name,
+            )
+        )
+    return (
+        _("Your tier: **{tier}**; it refills at 00:00 UTC.", tier=name)
+        if daily
+        else _("Your tier: **{tier}**; it refills hour by hour, a day after use.", tier=name)
+    )
 
 
 def feedback_lines(counts: Sequence[FeedbackCount]) -> str:
     """Admins' view of the ratings of the workspace's chat answers: 👍/👎 and the share of 👍,
     per model."""
     if not counts:
-        return "Answer feedback in this workspace: none yet."
-    lines = ["Answer feedback in this workspace (👍 / 👎, share of 👍):"]
+        return _("Answer feedback in this workspace: none yet.")
+    lines = [_("Answer feedback in this workspace (👍 / 👎, share of 👍):")]
     for count in counts:
         rated = count.good + count.bad
         share = f"{round(100 * count.good / rated)}%" if rated else "—"
@@ -499,7 +622,8 @@ def _estimated(credits: int) -> str:
     """Which credits /usage shows are genbot's estimates (docs/provider.md#diffusion-prices)."""
     if not credits:
         return ""
-    return (
-        f" {credits:,} of the credits are estimates: the service does not say what diffusion "
-        "costs, so genbot counts its configured prices."
+    return " " + _(
+        "{credits} of the credits are estimates: the service does not say what diffusion "
+        "costs, so genbot counts its configured prices.",
+        credits=f"{credits:,}",
     )

@@ -46,7 +46,7 @@ from bot.features.jobs.messages import place_of
 from bot.features.moderation import ModerationAdmin
 from bot.features.moderation.screen import global_rules
 from bot.features.provider_keys import ProviderKeys
-from bot.kernel import NotAllowed, OptionValue, Place, User, UserError
+from bot.kernel import N_, NotAllowed, OptionValue, Place, User, UserError, _
 from storage import AuditLog, JobReader, JobTracking, ModerationStore
 from storage.inspection import inspect_database
 from storage.sql.session import Database
@@ -55,7 +55,7 @@ WORKSPACE_ID: Final = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 QUEUE_READ: Final = 500
 """The most unfinished jobs read for one page (the oldest first)."""
 AUDIT_PAGE: Final = 25
-NOT_AN_ADMIN: Final = "Only genbot admins may use the admin page."
+NOT_AN_ADMIN: Final = N_("Only genbot admins may use the admin page.")
 
 
 @dataclass(frozen=True)
@@ -96,15 +96,15 @@ class Console:
     @staticmethod
     def _admin(user: User) -> None:
         if not user.is_admin:
-            raise NotAllowed(NOT_AN_ADMIN)
+            raise NotAllowed(_(NOT_AN_ADMIN))
 
     def _allowed(self, user: User, platform: str, workspace_id: str) -> Place:
         """The one check (see the module docstring): the place the admin acts in."""
         self._admin(user)
         if platform not in self.platforms():
-            raise UserError(f"genbot does not serve {platform!r} here.")
+            raise UserError(_("genbot does not serve {platform} here.", platform=repr(platform)))
         if not WORKSPACE_ID.fullmatch(workspace_id):
-            raise UserError("Name a workspace (its id: letters, digits, _ . : -).")
+            raise UserError(_("Name a workspace (its id: letters, digits, _ . : -)."))
         return Place(platform, workspace_id, "")
 
     async def overview(
@@ -140,10 +140,13 @@ class Console:
         self._admin(user)
         job = await self.storage.jobs.get_job(job_id) if len(job_id) <= 64 else None
         if job is None:
-            raise UserError("There is no such job.")
+            raise UserError(_("There is no such job."))
         self._allowed(user, job.platform, job.workspace_id)
         await self.cancel_button.cancel(user, job, place_of(job))
-        return f"Cancelled {job.id}: genbot stopped following it (the service may still charge it)."
+        return _(
+            "Cancelled {job}: genbot stopped following it (the service may still charge it).",
+            job=job.id,
+        )
 
     async def export(
         self, user: User, platform: str, workspace_id: str, filters: Mapping[str, str]
@@ -151,7 +154,7 @@ class Console:
         """The workspace's matching audit entries as JSON lines."""
         self._allowed(user, platform, workspace_id)
         who, kind, days = audit_filters(_options(filters))
-        data, _ = await exported(self.storage.audit, platform, workspace_id, who, kind, days)
+        data, _count = await exported(self.storage.audit, platform, workspace_id, who, kind, days)
         stamp = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y%m%d-%H%M")
         return f"genbot-audit-{platform}-{workspace_id}-{stamp}.jsonl", data
 
@@ -244,6 +247,6 @@ def _options(filters: Mapping[str, str]) -> dict[str, OptionValue]:
     days = (filters.get("days") or "").strip()
     if days:
         if not days.isdigit() or not 1 <= int(days) <= 3650:
-            raise UserError("days must be a whole number from 1 to 3650.")
+            raise UserError(_("days must be a whole number from 1 to 3650."))
         options["days"] = int(days)
     return options

@@ -27,6 +27,7 @@ from bot.features.jobs.copies import ResultCopies
 from bot.features.jobs.messages import place_of
 from bot.features.jobs.result_messages import ResultMessages
 from bot.kernel import (
+    N_,
     Button,
     ButtonPress,
     Command,
@@ -42,6 +43,7 @@ from bot.kernel import (
     RateLimited,
     User,
     UserError,
+    _,
 )
 from bot.outbox import Outbox, PublishHome, WritePolicy
 from bot.refs import JobReferent, RefKind
@@ -67,16 +69,20 @@ HOME_RETRY_SECONDS = 30.0
 HOMES_REMEMBERED = 4096
 """The longest wait before drawing a home again after the platform's rate limit refused it."""
 SHOWN_SETTINGS: tuple[tuple[str, str], ...] = (
-    ("model", "Chat model"),
-    ("temperature", "Temperature"),
-    ("process_mode", "Image speed"),
-    ("aspect_ratio", "Aspect ratio"),
+    ("model", N_("Chat model")),
+    ("temperature", N_("Temperature")),
+    ("process_mode", N_("Image speed")),
+    ("aspect_ratio", N_("Aspect ratio")),
 )
 SOURCES = {
-    "user": "yours",
-    "channel": "this channel's",
-    "workspace": "the workspace's",
-    "default": "genbot's default",
+    # Translators: whose default a setting on the Home is, shown after it as "(yours)".
+    "user": N_("yours"),
+    # Translators: whose default a setting on the Home is, shown as "(this channel's)".
+    "channel": N_("this channel's"),
+    # Translators: whose default a setting on the Home is, shown as "(the workspace's)".
+    "workspace": N_("the workspace's"),
+    # Translators: whose default a setting on the Home is, shown as "(genbot's default)".
+    "default": N_("genbot's default"),
 }
 
 
@@ -167,7 +173,7 @@ class HomeFeature:
         images = await self._recent_images(place, user.id)
         return HomeView(
             settings=_settings(settings),
-            change_settings=Button("Change my defaults", SETTINGS_ACTION, "", "primary"),
+            change_settings=Button(_("Change my defaults"), SETTINGS_ACTION, "", "primary"),
             usage=usage,
             daily_credit_budget=self._budget(place.platform, user),
             jobs=tuple(_home_job(job) for job in images),
@@ -192,19 +198,19 @@ class HomeFeature:
             limit *= 4
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
-        raise UserError("genbot's home has no commands.")
+        raise UserError(_("genbot's home has no commands."))
 
     async def on_modal(self, event: ModalSubmit, referent: JobReferent) -> None:
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))
 
     async def on_button(self, event: ButtonPress, referent: JobReferent) -> None:
         """Post the result of the job in the button's reference again, in the presser's
         conversation with genbot."""
         job = referent.job
         if job.status != "posted" or job.result_message_id is None:
-            raise UserError("That job has no result to post again.")
+            raise UserError(_("That job has no result to post again."))
         if job.requester_id != event.user.id and not event.user.is_admin:
-            raise UserError("Only the person who made this image can post it again from here.")
+            raise UserError(_("Only the person who made this image can post it again from here."))
         await self.copies.post_again(job, event)
 
 
@@ -220,7 +226,8 @@ def _home_job(job: Job) -> HomeJob:
         job=job,
         title=wording.result_text(job),
         result=result,
-        repost=Button("Post again", REPOST_ACTION, job.id),
+        # Translators: a button on the Home that posts an image's result again.
+        repost=Button(_("Post again"), REPOST_ACTION, job.id),
     )
 
 
@@ -230,9 +237,10 @@ def _settings(settings: EffectiveSettings) -> tuple[HomeSetting, ...]:
         value = getattr(settings, name, None)
         source = settings.sources.get(name, "default")
         text = (
-            "provider's default"
+            _("provider's default")
             if value is None
             else (f"{value:g}" if isinstance(value, float) else str(value))
         )
-        shown.append(HomeSetting(label, text, SOURCES.get(source, str(source))))
+        whose = SOURCES.get(source)
+        shown.append(HomeSetting(_(label), text, _(whose) if whose else str(source)))
     return tuple(shown)

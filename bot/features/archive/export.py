@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from bot.features.archive.info import model_and_seed, shown_parameters
-from bot.kernel import MediaError, MediaFetcher
+from bot.kernel import MediaError, MediaFetcher, _, ngettext
 from storage import Job, JobArchive, JobSearch
 
 MOST_JOBS: Final = 200
@@ -23,6 +23,9 @@ MOST_JOBS: Final = 200
 MOST_BYTES: Final = 8 * 1024 * 1024
 """The most bytes one export's zip holds: under Discord's smallest upload limit (10 MiB)."""
 MANIFEST: Final = "manifest.json"
+NOT_DOWNLOADED: Final = "image(s) that could not be downloaded"
+TOO_BIG: Final = "image(s) past the size limit"
+"""Why an image was left out, as the manifest says it (in English, like all its fields)."""
 
 
 def manifest_room(jobs: int) -> int:
@@ -45,19 +48,38 @@ class Export:
 
     def summary(self) -> str:
         """What the export holds and left out, in a sentence or two."""
-        text = f"{self.jobs} job(s), {self.images} image(s), with manifest.json."
+        # Translators: {jobs} is "1 job" / "3 jobs", {images} "1 image" / "3 images".
+        text = _(
+            "{jobs}, {images}, with manifest.json.",
+            jobs=ngettext("{n} job", "{n} jobs", self.jobs),
+            images=ngettext("{n} image", "{n} images", self.images),
+        )
         if self.older:
-            text += (
-                f" Only the newest {self.most_jobs} jobs are in it: narrow the search "
-                "(`--date`, `--type`, words) for older ones."
+            text += " " + ngettext(
+                "Only the newest {n} job is in it: narrow the search (`--date`, `--type`, words) "
+                "for older ones.",
+                "Only the newest {n} jobs are in it: narrow the search (`--date`, `--type`, "
+                "words) for older ones.",
+                self.most_jobs,
             )
         if self.left_out:
             reasons: dict[str, int] = {}
-            for _, why in self.left_out:
+            for _job, why in self.left_out:
                 reasons[why] = reasons.get(why, 0) + 1
-            shown = "; ".join(f"{count} {why}" for why, count in reasons.items())
-            text += f" Left out (listed in the manifest): {shown}."
+            shown = "; ".join(_left_out(why, count) for why, count in reasons.items())
+            text += " " + _("Left out (listed in the manifest): {reasons}.", reasons=shown)
         return text
+
+
+def _left_out(why: str, count: int) -> str:
+    """``count`` images left out for ``why`` (:data:`NOT_DOWNLOADED`, :data:`TOO_BIG`)."""
+    if why == NOT_DOWNLOADED:
+        return ngettext(
+            "{n} image that could not be downloaded",
+            "{n} images that could not be downloaded",
+            count,
+        )
+    return ngettext("{n} image past the size limit", "{n} images past the size limit", count)
 
 
 def _name(job: Job, number: int, data: bytes) -> str:
@@ -122,10 +144,10 @@ class ArchiveExport:
                 for number, links in enumerate(_images(job), start=1):
                     data = await self._download(links)
                     if data is None:
-                        left_out.append((job.id, "image(s) that could not be downloaded"))
+                        left_out.append((job.id, NOT_DOWNLOADED))
                         continue
                     if buffer.tell() + len(data) > self.most_bytes - manifest_room(len(jobs)):
-                        left_out.append((job.id, "image(s) past the size limit"))
+                        left_out.append((job.id, TOO_BIG))
                         continue
                     name = _name(job, number, data)
                     archive.writestr(name, data, compress_type=zipfile.ZIP_STORED)

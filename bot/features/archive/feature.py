@@ -23,6 +23,7 @@ from bot.features.archive.search import ArchiveQuery
 from bot.features.jobs.copies import ResultCopies
 from bot.kernel import (
     INFO_ACTION,
+    N_,
     ButtonPress,
     Command,
     Event,
@@ -32,14 +33,15 @@ from bot.kernel import (
     SendsFilesPrivately,
     SendsPrivately,
     UserError,
+    _,
 )
 from bot.outbox import Notice, Outbox, Private, PrivateFile, WritePolicy
 from bot.refs import JobReferent, PageReferent, RefKind
 from storage import Job, JobArchive, JobReader
 
 JOB_ID: Final = re.compile(r"^[A-Za-z0-9_-]{12}$")
-SHOW_HOW: Final = "Say which job: `/show <job id>` (a result's ℹ️ info gives its id)."
-NO_FILES_HERE: Final = (
+SHOW_HOW: Final = N_("Say which job: `/show <job id>` (a result's ℹ️ info gives its id).")
+NO_FILES_HERE: Final = N_(
     "This platform cannot hand you a file privately: run /jobs export on Discord or in the "
     "playground."
 )
@@ -94,11 +96,14 @@ class ArchiveFeature:
         if event.name == "show":
             job_id = str(options.get("job_id") or "").strip().strip("`")
             if not job_id:
-                raise UserError(SHOW_HOW)
+                raise UserError(_(SHOW_HOW))
             if not JOB_ID.match(job_id):
                 raise UserError(
-                    f"`{job_id[:40]}` is not a job id: a job id is 12 letters, digits, - or _ "
-                    "(a result's ℹ️ info gives it)."
+                    _(
+                        "`{given}` is not a job id: a job id is 12 letters, digits, - or _ "
+                        "(a result's ℹ️ info gives it).",
+                        given=job_id[:40],
+                    )
                 )
             await self._show(event, await self.check.job_to_show(event, job_id))
             return
@@ -123,7 +128,7 @@ class ArchiveFeature:
 
     async def on_modal(self, event: ModalSubmit, referent: JobReferent | PageReferent) -> None:
         """It has no forms."""
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))
 
     async def info(self, job: Job) -> str:
         """The info of ``job`` with its parent chain."""
@@ -149,18 +154,18 @@ class ArchiveFeature:
     async def _export(self, event: Command, query: ArchiveQuery) -> None:
         place = event.place
         if query.workspace:
-            raise UserError("An export holds your own jobs: run `/jobs export` without a scope.")
+            raise UserError(_("An export holds your own jobs: run `/jobs export` without a scope."))
         if not self.outbox.can(place.platform, SendsFilesPrivately):
-            raise UserError(NO_FILES_HERE)
+            raise UserError(_(NO_FILES_HERE))
         export = await self.export.build(query.search(event, self.clock()))
         if not export.jobs:
-            raise UserError("No finished job of yours matches: nothing to export.")
+            raise UserError(_("No finished job of yours matches: nothing to export."))
         stamp = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y%m%d-%H%M")
         await self.outbox.write(
             place,
             PrivateFile(
                 event,
-                f"Your jobs, as a zip: {export.summary()}",
+                _("Your jobs, as a zip: {summary}", summary=export.summary()),
                 f"genbot-jobs-{stamp}.zip",
                 export.data,
             ),
@@ -169,9 +174,11 @@ class ArchiveFeature:
 
     async def _show(self, event: Event, job: Job) -> None:
         if job.status in ("failed", "failed_posted", "create_failed"):
-            raise UserError(f"Job `{job.id}` failed: it has no result to show.")
+            raise UserError(_("Job `{job}` failed: it has no result to show.", job=job.id))
         if job.status != "posted" or job.result_message_id is None:
-            raise UserError(f"Job `{job.id}` is not finished yet: show it once its result is in.")
+            raise UserError(
+                _("Job `{job}` is not finished yet: show it once its result is in.", job=job.id)
+            )
         await self.copies.post_again(job, event)
 
     async def _private(self, event: Event, message: OutMessage) -> None:

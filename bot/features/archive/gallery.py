@@ -23,6 +23,7 @@ from bot.features.jobs.buttons import LABELS, REFERENCE_ACTION
 from bot.features.jobs.forms import form_for
 from bot.features.jobs.result_messages import NO_IMAGE_TYPES
 from bot.kernel import (
+    N_,
     Button,
     Event,
     GalleryPage,
@@ -34,6 +35,7 @@ from bot.kernel import (
     Place,
     User,
     UserError,
+    _,
 )
 from bot.refs import NO_JOB, RefRefused
 from storage import Job, JobArchive
@@ -42,10 +44,12 @@ log = logging.getLogger(__name__)
 
 MOST_RESULTS: Final = 48
 """The most results one page asks for."""
-NO_DESCRIBE: Final = "The gallery shows images; describe results have none (`/jobs` finds them)."
-NO_IMAGE: Final = "That result has no image to show."
-IMAGE_GONE: Final = "That image can no longer be fetched from the provider."
-NO_FORM: Final = "The gallery has no such form."
+NO_DESCRIBE: Final = N_(
+    "The gallery shows images; describe results have none (`/jobs` finds them)."
+)
+NO_IMAGE: Final = N_("That result has no image to show.")
+IMAGE_GONE: Final = N_("That image can no longer be fetched from the provider.")
+NO_FORM: Final = N_("The gallery has no such form.")
 FORMS: Final = ("diff_init", REFERENCE_ACTION)
 """The result forms the gallery opens (their labels are the buttons'): "Use as init" on any
 result with an image, the others where the result's own buttons offer them ("Use as
@@ -103,7 +107,7 @@ class Gallery:
         """Up to ``limit`` results ``filters`` find, newest first, after the job ``after``."""
         event = Event(user=user, place=place)
         if filters.get("type", "").strip().lower() == "describe":
-            raise UserError(NO_DESCRIBE)
+            raise UserError(_(NO_DESCRIBE))
         now = self.clock()
         query = ArchiveQuery.of(event, filters, now)
         if after:
@@ -125,7 +129,7 @@ class Gallery:
             fetched = await self.images.download(job, self.images.image_urls(job)[0])
         except MediaError as error:
             log.info("gallery: no image of job %s: %s", job.id, error)
-            raise UserError(IMAGE_GONE) from None
+            raise UserError(_(IMAGE_GONE)) from None
         name = f"{job.type}-{job.id}"
         if small:
             thumbnail = await asyncio.to_thread(shrunk, fetched.data)
@@ -135,22 +139,22 @@ class Gallery:
     async def form(self, user: User, place: Place, job_id: str, action: str) -> Modal:
         """The form ``action`` (one of :data:`FORMS`) of ``job_id``, its prompt to edit."""
         if action not in FORMS:
-            raise UserError(NO_FORM)
+            raise UserError(_(NO_FORM))
         job = await self._with_image(Event(user=user, place=place), job_id)
         modal = form_for(action, job.id, job.prompt) if action in self._forms(job) else None
         if modal is None:
-            raise UserError(NO_FORM)
+            raise UserError(_(NO_FORM))
         return modal
 
     async def _with_image(self, event: Event, job_id: str) -> Job:
         job = await self._job(event, job_id)
         if not has_images(job):
-            raise UserError(NO_IMAGE)
+            raise UserError(_(NO_IMAGE))
         return job
 
     async def _job(self, event: Event, job_id: str) -> Job:
         if not JOB_ID.match(job_id):
-            raise UserError(NO_JOB)
+            raise UserError(_(NO_JOB))
         try:
             return await self.check.job_to_see(event, job_id)
         except RefRefused as refused:
@@ -165,7 +169,7 @@ class Gallery:
             created_at=job.created_at,
             where="" if job.is_dm else job.channel_id,
             images=len(self.images.image_urls(job)),
-            forms=tuple((action, LABELS[action]) for action in self._forms(job)),
+            forms=tuple((action, _(LABELS[action])) for action in self._forms(job)),
         )
 
     def _forms(self, job: Job) -> tuple[str, ...]:
@@ -174,11 +178,16 @@ class Gallery:
 
 
 def _heading(query: ArchiveQuery) -> str:
-    whose = "The workspace's results" if query.workspace else "Your results"
-    filters = [
-        f"with “{' '.join(query.words)}”" if query.words else "",
-        f"of type {query.type}" if query.type else "",
-        f"in #{query.channel}" if query.channel else "",
-        f"made {query.date}" if query.date else "",
-    ]
-    return " ".join(part for part in (whose, *filters) if part) + " — newest first"
+    # Translators: the channel filter of a gallery heading; {channel} is the channel's id.
+    filters = query.described(_("in #{channel}"))
+    if query.workspace:
+        return (
+            _("The workspace's results {filters} — newest first", filters=filters)
+            if filters
+            else _("The workspace's results — newest first")
+        )
+    return (
+        _("Your results {filters} — newest first", filters=filters)
+        if filters
+        else _("Your results — newest first")
+    )

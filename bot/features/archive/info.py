@@ -12,11 +12,14 @@ from typing import Any, Final
 
 from bot.features.jobs import wording
 from bot.features.jobs.params import DiffusionParams, ImageParams, JobResult
+from bot.kernel import _
 from storage import Job
 
 PROMPT_MAX: Final = 1500
 """The longest prompt shown whole (a platform's message holds about 2,000 characters)."""
-HIDDEN_KEYS: Final = frozenset({"key", "webhook", "track_id", "prompt", "subject", "remix"})
+HIDDEN_KEYS: Final = frozenset(
+    {"key", "webhook", "track_id", "prompt", "subject", "remix", "language"}
+)
 """Parameters never shown: secrets, addresses of genbot's own, and what is shown elsewhere."""
 MOST_ANCESTORS: Final = 5
 
@@ -28,13 +31,16 @@ def when(seconds: float) -> str:
 
 def where(job: Job) -> str:
     """Where a job was asked for: its channel, or a DM."""
-    return "a DM with genbot" if job.is_dm else f"<#{job.channel_id}>"
+    # Translators: where a job was asked for, as in "Asked by @ann on … in a DM with genbot".
+    return _("a DM with genbot") if job.is_dm else f"<#{job.channel_id}>"
 
 
 def duration(seconds: float) -> str:
     """``42 s``, ``3 min 5 s``."""
     whole = max(round(seconds), 0)
-    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60} s"
+    if whole < 60:
+        return _("{seconds} s", seconds=whole)
+    return _("{minutes} min {seconds} s", minutes=whole // 60, seconds=whole % 60)
 
 
 def _code(text: str) -> str:
@@ -44,11 +50,12 @@ def _code(text: str) -> str:
 
 def _shown(value: object) -> str | None:
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return _("yes") if value else _("no")
     if isinstance(value, int | float):
         return f"{value:g}"
     if isinstance(value, str) and value:
-        return "(an image)" if value.startswith(("http://", "https://")) else value
+        # Translators: a parameter whose value is a link to an image.
+        return _("(an image)") if value.startswith(("http://", "https://")) else value
     return None
 
 
@@ -83,42 +90,74 @@ def model_and_seed(job: Job) -> tuple[str | None, str | None]:
         seed = meta.get("seed") or body.get("seed")
         return (str(model) if model else None), (str(seed) if seed not in (None, "") else None)
     version = ImageParams.of(job).model_version
-    return (f"version {version}" if version else None), result.seed
+    # Translators: the model of an image job, as in "**Model** version 6".
+    return (_("version {version}", version=version) if version else None), result.seed
 
 
 def _origin(job: Job, parent: Job) -> str:
     pressed = wording.done_title(job)
     prompt = wording.clip(parent.prompt, 120) if parent.prompt else wording.subject(parent)
-    return f"{pressed} of `{parent.id}` — **{wording.done_title(parent)}** — “{prompt}”"
+    # Translators: what a result was made from, as in
+    # "Upscaled image 2 of `abc` — **Grid** — “a fox”".
+    return _(
+        "{pressed} of `{job}` — **{title}** — “{prompt}”",
+        pressed=pressed,
+        job=parent.id,
+        title=wording.done_title(parent),
+        prompt=prompt,
+    )
 
 
 def info_text(job: Job, ancestors: Sequence[Job]) -> str:
     """The info of ``job``; ``ancestors``: its parent, that one's parent, and so on."""
-    lines = [f"**ℹ️ {wording.done_title(job)}** · job `{job.id}` (`/show {job.id}` posts it again)"]
+    lines = [
+        _(
+            "**ℹ️ {title}** · job `{job}` (`/show {job}` posts it again)",
+            title=wording.done_title(job),
+            job=job.id,
+        )
+    ]
     if job.prompt:
-        lines += ["**Prompt**", _code(job.prompt)]
+        lines += [_("**Prompt**"), _code(job.prompt)]
     else:
-        lines.append(f"**Of** {wording.subject(job)}")
+        # Translators: what a job without a prompt was made of (an image, a grid).
+        lines.append(_("**Of** {subject}", subject=wording.subject(job)))
     if params := parameters(job):
-        lines.append(f"**Parameters** {params}")
+        lines.append(_("**Parameters** {parameters}", parameters=params))
     model, seed = model_and_seed(job)
+    image_id = JobResult.of(job).image_id
     facts = [
-        f"**Model** {model}" if model else "",
-        f"**Seed** {seed}" if seed else "",
-        f"**Task** `{job.provider_id}`" if job.provider_id else "",
-        f"**Image** `{JobResult.of(job).image_id}`" if JobResult.of(job).image_id else "",
+        _("**Model** {model}", model=model) if model else "",
+        _("**Seed** {seed}", seed=seed) if seed else "",
+        _("**Task** `{task}`", task=job.provider_id) if job.provider_id else "",
+        _("**Image** `{image}`", image=image_id) if image_id else "",
     ]
     if line := " · ".join(fact for fact in facts if fact):
         lines.append(line)
     child = job
     for parent in ancestors:
-        lines.append(f"**Made from** {_origin(child, parent)}")
+        lines.append(_("**Made from** {origin}", origin=_origin(child, parent)))
         child = parent
-    credits = "none recorded" if job.credits is None else str(job.credits)
-    took = f"**Time taken** {duration(job.finished_at - job.created_at)}" if job.finished_at else ""
+    credits = _("none recorded") if job.credits is None else str(job.credits)
     process = JobResult.of(job).process_time
-    if took and process:
-        took += f" (the provider worked {duration(process)})"
-    lines.append(" · ".join(part for part in (f"**Credits** {credits}", took) if part))
-    lines.append(f"Asked by <@{job.requester_id}> on {when(job.created_at)} in {where(job)}")
+    took = ""
+    if job.finished_at and process:
+        took = _(
+            "**Time taken** {took} (the provider worked {worked})",
+            took=duration(job.finished_at - job.created_at),
+            worked=duration(process),
+        )
+    elif job.finished_at:
+        took = _("**Time taken** {took}", took=duration(job.finished_at - job.created_at))
+    lines.append(
+        " · ".join(part for part in (_("**Credits** {credits}", credits=credits), took) if part)
+    )
+    lines.append(
+        _(
+            "Asked by <@{user}> on {when} in {where}",
+            user=job.requester_id,
+            when=when(job.created_at),
+            where=where(job),
+        )
+    )
     return "\n".join(lines)

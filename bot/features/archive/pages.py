@@ -17,7 +17,7 @@ from bot.features.archive.info import when, where
 from bot.features.archive.search import ArchiveQuery
 from bot.features.jobs import wording
 from bot.features.jobs.result_messages import NO_IMAGE_TYPES
-from bot.kernel import Button, ImageFile, MediaError, MediaFetcher, OutMessage
+from bot.kernel import Button, ImageFile, MediaError, MediaFetcher, OutMessage, _
 from storage import Job
 
 log = logging.getLogger(__name__)
@@ -58,13 +58,17 @@ class ArchivePages:
                 f"{number}. {title} · {job.type} · {when(job.created_at)} · {where(job)}"
                 f" · `{job.id}`"
             )
-        shows = tuple(Button(f"Show {n}", SHOW_ACTION, job.id) for n, job in enumerate(jobs, 1))
+        shows = tuple(
+            # Translators: a button showing the result numbered {number} in a list of jobs.
+            Button(_("Show {number}", number=n), SHOW_ACTION, job.id)
+            for n, job in enumerate(jobs, 1)
+        )
         rows: list[tuple[Button, ...]] = [shows]
         older = _older(query, jobs[-1]) if more else None
         if older is not None:
             rows.append((older,))
         elif more:
-            lines.append("_Older jobs match too: narrow the search to see them._")
+            lines.append(_("_Older jobs match too: narrow the search to see them._"))
         thumbnails = await asyncio.gather(*(self._thumbnail(n, j) for n, j in enumerate(jobs, 1)))
         images = tuple(image for image in thumbnails if image is not None)
         return OutMessage(text="\n".join(lines), images=images, buttons=tuple(rows))
@@ -82,27 +86,32 @@ class ArchivePages:
 
 
 def _heading(query: ArchiveQuery) -> str:
-    whose = "The workspace's jobs" if query.workspace else "Your jobs"
-    filters = [
-        f"with “{' '.join(query.words)}”" if query.words else "",
-        f"of type {query.type}" if query.type else "",
-        f"in <#{query.channel}>" if query.channel else "",
-        f"made {query.date}" if query.date else "",
-    ]
-    return f"**{whose}** {' '.join(f for f in filters if f)} — newest first".replace("  ", " ")
+    filters = query.described(_("in <#{channel}>"))
+    if query.workspace:
+        return (
+            _("**The workspace's jobs** {filters} — newest first", filters=filters)
+            if filters
+            else _("**The workspace's jobs** — newest first")
+        )
+    return (
+        _("**Your jobs** {filters} — newest first", filters=filters)
+        if filters
+        else _("**Your jobs** — newest first")
+    )
 
 
 def _empty(query: ArchiveQuery, first: bool) -> str:
     if not first:
-        return "No older jobs."
+        return _("No older jobs.")
     searched = query.words or query.type or query.channel or query.date
     if searched:
-        return "No finished job matches that search. Try fewer words or filters."
-    return "You have no finished jobs here yet: `/imagine` something!"
+        return _("No finished job matches that search. Try fewer words or filters.")
+    return _("You have no finished jobs here yet: `/imagine` something!")
 
 
 def _older(query: ArchiveQuery, last: Job) -> Button | None:
     try:
-        return Button("Older ▶", PAGE_ACTION, query.ref(last.id))
+        # Translators: a button showing the next page of older jobs.
+        return Button(_("Older ▶"), PAGE_ACTION, query.ref(last.id))
     except ValueError:
         return None

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
-from bot.kernel import Event, OptionValue, UserError
+from bot.kernel import N_, Event, OptionValue, UserError, _
 from storage import JobFamily, JobSearch, JobType
 
 ARCHIVE_TYPES: Final[Mapping[str, tuple[tuple[JobType, ...], JobFamily | None]]] = {
@@ -37,7 +37,7 @@ MOST_WORDS: Final = 8
 _WORD: Final = re.compile(r"[^\W_]+")
 _CHANNEL: Final = re.compile(r"^<#([^>|]+)(?:\|[^>]*)?>$")
 _DAY: Final = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
-DATE_HELP: Final = (
+DATE_HELP: Final = N_(
     "Give a date as 2026-11-29, a month as 2026-11, a year as 2026, today, yesterday, "
     "or a range such as 2026-11-01..2026-11-15 (UTC)."
 )
@@ -58,13 +58,15 @@ def channel_of(value: str, here: str) -> str:
     mention = _CHANNEL.match(value.strip())
     channel = mention.group(1) if mention else value
     if not channel or any(c in channel for c in f" {SEPARATOR}<>|"):
-        raise UserError(f"`{value}` is not a channel: mention it (#channel) or say `here`.")
+        raise UserError(
+            _("`{value}` is not a channel: mention it (#channel) or say `here`.", value=value)
+        )
     return channel
 
 
 def _day(text: str, last: bool) -> date:
     if not _DAY.match(text):
-        raise UserError(f"`{text}` is not a date. {DATE_HELP}")
+        raise UserError(_("`{text}` is not a date.", text=text) + " " + _(DATE_HELP))
     parts = [int(part) for part in text.split("-")]
     try:
         if len(parts) == 3:
@@ -76,7 +78,7 @@ def _day(text: str, last: bool) -> date:
             return (first + timedelta(days=31)).replace(day=1) - timedelta(days=1)
         return date(parts[0], 12, 31) if last else date(parts[0], 1, 1)
     except ValueError:
-        raise UserError(f"`{text}` is not a date. {DATE_HELP}") from None
+        raise UserError(_("`{text}` is not a date.", text=text) + " " + _(DATE_HELP)) from None
 
 
 def date_range(text: str, now: float) -> tuple[float, float]:
@@ -88,9 +90,9 @@ def date_range(text: str, now: float) -> tuple[float, float]:
     start = named.get(first) or _day(first, last=False)
     end = named.get(second or first) or _day(second or first, last=True)
     if sep and not second:
-        raise UserError(f"`{text}` is not a range. {DATE_HELP}")
+        raise UserError(_("`{text}` is not a range.", text=text) + " " + _(DATE_HELP))
     if end < start:
-        raise UserError(f"`{text}` ends before it starts.")
+        raise UserError(_("`{text}` ends before it starts.", text=text))
 
     def seconds(day: date) -> float:
         return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
@@ -120,10 +122,16 @@ class ArchiveQuery:
 
         kind = text("type").lower()
         if kind and kind not in ARCHIVE_TYPES:
-            raise UserError(f"`{kind}` is not a type: use one of {', '.join(ARCHIVE_TYPES)}.")
+            raise UserError(
+                _(
+                    "`{kind}` is not a type: use one of {types}.",
+                    kind=kind,
+                    types=", ".join(ARCHIVE_TYPES),
+                )
+            )
         scope = text("scope").lower() or "me"
         if scope not in SCOPES:
-            raise UserError("The scope is `me` or `workspace`.")
+            raise UserError(_("The scope is `me` or `workspace`."))
         channel, when = text("channel"), text("date").replace(" ", "")
         if when:
             date_range(when, now)
@@ -137,12 +145,26 @@ class ArchiveQuery:
         query.check(event)
         return query
 
+    def described(self, channel: str) -> str:
+        """The filters of this query as a heading names them ("with “fox” of type upscale"),
+        with the channel shown as ``channel`` says (``{channel}`` filled with its id); "" when
+        none is set."""
+        # Translators: the filters of a search, in a heading such as "Your jobs with “fox”
+        # of type upscale in #art made 2026-11 — newest first"; each is one of these phrases.
+        phrases = [
+            _("with “{words}”", words=" ".join(self.words)) if self.words else "",
+            _("of type {type}", type=self.type) if self.type else "",
+            channel.format(channel=self.channel) if self.channel else "",
+            _("made {date}", date=self.date) if self.date else "",
+        ]
+        return " ".join(phrase for phrase in phrases if phrase)
+
     def check(self, event: Event) -> None:
         """Refuse a workspace search to anyone but an admin in one of its channels."""
         if self.workspace and not event.user.is_admin:
-            raise UserError("Only genbot admins can search everyone's jobs in the workspace.")
+            raise UserError(_("Only genbot admins can search everyone's jobs in the workspace."))
         if self.workspace and event.place.is_dm:
-            raise UserError("Search the workspace's jobs from one of its channels.")
+            raise UserError(_("Search the workspace's jobs from one of its channels."))
 
     def search(self, event: Event, now: float, after: str | None = None) -> JobSearch:
         """The storage search for this query, for ``event``'s user where they are: their own
@@ -177,6 +199,6 @@ class ArchiveQuery:
         not one."""
         parts = detail.split(SEPARATOR)
         if len(parts) != 5 or (parts[0] and parts[0] not in ARCHIVE_TYPES):
-            raise UserError("This button is no longer supported.")
+            raise UserError(_("This button is no longer supported."))
         kind, channel, when, scope, words = parts
         return cls(words_of(words), kind, channel, when, scope == "w")

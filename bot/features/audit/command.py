@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Final
 
 from bot.features.audit.trail import KINDS, entry_fields
 from bot.kernel import (
+    N_,
     ButtonPress,
     Command,
     ModalSubmit,
@@ -22,7 +23,9 @@ from bot.kernel import (
     Place,
     SendsFilesPrivately,
     UserError,
+    _,
     mentioned_user,
+    ngettext,
 )
 from bot.outbox import Notice, Outbox, PrivateFile, WritePolicy
 from bot.refs import Referent, RefKind
@@ -31,11 +34,11 @@ from storage import AuditEntry, AuditLog
 PAGE: Final = 15
 EXPORT_MAX: Final = 50_000
 """The most entries one export holds (newest first)."""
-ADMINS_ONLY: Final = "Only genbot admins can read a workspace's audit log."
-IN_A_CHANNEL: Final = (
+ADMINS_ONLY: Final = N_("Only genbot admins can read a workspace's audit log.")
+IN_A_CHANNEL: Final = N_(
     "The audit log belongs to a workspace: run /admin audit in one of its channels."
 )
-NO_FILES_HERE: Final = (
+NO_FILES_HERE: Final = N_(
     "This platform cannot hand you a file privately: download the export from the playground's "
     "admin page (/admin), or run /admin audit --export on Discord."
 )
@@ -51,10 +54,10 @@ def audit_filters(options: Mapping[str, OptionValue]) -> tuple[str, str, float |
     given = str(options.get("user") or "").strip()
     user = mentioned_user(given) if given else ""
     if given and not user:
-        raise UserError("Name one user: `/admin audit <@user>`.")
+        raise UserError(_("Name one user: `/admin audit <@user>`."))
     kind = str(options.get("kind") or "").strip().lower()
     if kind and kind not in KINDS and kind not in families():
-        raise UserError(f"kind must be one of: {', '.join([*families(), *KINDS])}.")
+        raise UserError(_("kind must be one of: {kinds}.", kinds=", ".join([*families(), *KINDS])))
     days = options.get("days")
     return user, kind, float(days) if isinstance(days, int | float) and days else None
 
@@ -91,9 +94,27 @@ def entry_line(entry: AuditEntry) -> str:
     states = ""
     if entry.before is not None or entry.after is not None:
         states = f": {_compact(entry.before)} → {_compact(entry.after)}"
-    target = f" `{entry.target}`" if entry.target else ""
-    where = f" in <#{entry.channel_id}>" if entry.channel_id else ""
-    return f"• {when} **{entry.kind}** by `{entry.actor_id}`{target}{where}{states}"
+    fields = {"when": when, "kind": entry.kind, "actor": entry.actor_id, "states": states}
+    # Translators: one line of /admin audit; {kind} is an entry's kind (settings.changed), kept
+    # as is; {states} is empty or ": {before} → {after}" (JSON values).
+    if entry.target and entry.channel_id:
+        return _(
+            "• {when} **{kind}** by `{actor}` `{target}` in <#{channel}>{states}",
+            target=entry.target,
+            channel=entry.channel_id,
+            **fields,
+        )
+    if entry.target:
+        return _(
+            "• {when} **{kind}** by `{actor}` `{target}`{states}", target=entry.target, **fields
+        )
+    if entry.channel_id:
+        return _(
+            "• {when} **{kind}** by `{actor}` in <#{channel}>{states}",
+            channel=entry.channel_id,
+            **fields,
+        )
+    return _("• {when} **{kind}** by `{actor}`{states}", **fields)
 
 
 def export_record(entry: AuditEntry) -> dict[str, Any]:
@@ -142,9 +163,9 @@ class AuditAdmin:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """A page of the log, or its export; private."""
         if not event.user.is_admin:
-            raise UserError(ADMINS_ONLY)
+            raise UserError(_(ADMINS_ONLY))
         if event.place.is_dm:
-            raise UserError(IN_A_CHANNEL)
+            raise UserError(_(IN_A_CHANNEL))
         user, kind, days = audit_filters(options)
         place = event.place
         if options.get("export") is True:
@@ -154,11 +175,24 @@ class AuditAdmin:
         filters = AuditFilters(user, kind, days)
         entries, older = await entries_page(self.store, place, filters, page, PAGE)
         if not entries:
-            text = "No audit entries match." if page == 1 else f"There is no page {page}."
+            text = (
+                _("No audit entries match.")
+                if page == 1
+                else _("There is no page {page}.", page=page)
+            )
         else:
-            lines = [entry_line(entry) for entry in entries]
-            more = f"\nOlder ones: `/admin audit … --page {page + 1}`." if older else ""
-            text = f"Audit log, page {page} (newest first):\n" + "\n".join(lines) + more
+            lines = "\n".join(entry_line(entry) for entry in entries)
+            text = (
+                _(
+                    "Audit log, page {page} (newest first):\n{lines}\n"
+                    "Older ones: `/admin audit … --page {next}`.",
+                    page=page,
+                    lines=lines,
+                    next=page + 1,
+                )
+                if older
+                else _("Audit log, page {page} (newest first):\n{lines}", page=page, lines=lines)
+            )
         limit = self.outbox.profile(place.platform).max_text
         if len(text) > limit:
             text = text[: limit - 1] + "…"
@@ -167,19 +201,23 @@ class AuditAdmin:
     async def _export(self, event: Command, user: str, kind: str, days: float | None) -> None:
         place = event.place
         if not self.outbox.can(place.platform, SendsFilesPrivately):
-            raise UserError(NO_FILES_HERE)
+            raise UserError(_(NO_FILES_HERE))
         data, count = await exported(
             self.store, place.platform, place.workspace_id, user, kind, days
         )
         stamp = datetime.fromtimestamp(self.store.clock(), UTC).strftime("%Y%m%d-%H%M")
-        text = f"The audit log's {count} matching entries, newest first (JSON lines)."
+        text = ngettext(
+            "The audit log's {n} matching entry, newest first (JSON lines).",
+            "The audit log's {n} matching entries, newest first (JSON lines).",
+            count,
+        )
         file = PrivateFile(event, text, f"genbot-audit-{stamp}.jsonl", data)
         await self.outbox.write(place, file, WritePolicy.NOW)
 
     async def on_button(self, event: ButtonPress, referent: Referent) -> None:
         """It has no buttons."""
-        raise UserError("This button is no longer supported.")
+        raise UserError(_("This button is no longer supported."))
 
     async def on_modal(self, event: ModalSubmit, referent: Referent) -> None:
         """It has no forms."""
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))

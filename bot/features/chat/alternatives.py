@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from bot.features.chat.history import ALTERNATIVE_NAME
 from bot.features.chat.replies import reply_tokens
 from bot.features.chat.scoping import Target
-from bot.kernel import Button, MessageRef, OutMessage, Place, UserError, split_text
+from bot.kernel import Button, MessageRef, OutMessage, Place, UserError, _, ngettext, split_text
 from bot.outbox import Edit, Outbox, Post, WritePolicy
 from storage import ChatMessage, ConversationStore
 
@@ -45,7 +45,7 @@ class Pick:
     def parse(cls, ref: str) -> Pick:
         parts = ref.split(".")
         if len(parts) != 3 or not all(part.isdigit() for part in parts):
-            raise UserError("This button is no longer supported.")
+            raise UserError(_("This button is no longer supported."))
         conversation_id, turn_id, alternative_id = (int(part) for part in parts)
         return cls(conversation_id, turn_id, alternative_id)
 
@@ -64,9 +64,13 @@ def alternatives_message(
 ) -> OutMessage:
     """The message under a reply: every answer previewed, ``Use N`` buttons, ``chosen`` (0-based)
     marked; ``withheld`` (moderation's notice of answers left out) under the head."""
-    head = (
-        f"The model gave {len(texts)} answers; the conversation continues from answer "
-        f"{chosen + 1}. Pick another to continue from it instead:"
+    head = ngettext(
+        "The model gave {n} answer; the conversation continues from answer {chosen}. Pick "
+        "another to continue from it instead:",
+        "The model gave {n} answers; the conversation continues from answer {chosen}. Pick "
+        "another to continue from it instead:",
+        len(texts),
+        chosen=chosen + 1,
     )
     if withheld:
         head = f"{withheld}\n{head}"
@@ -76,7 +80,13 @@ def alternatives_message(
         *(f"**{i + 1}.** {_preview(t, min(room, PREVIEW_CHARS))}" for i, t in enumerate(texts)),
     ]
     buttons = tuple(
-        Button(f"Use {i + 1}", PICK_ACTION, pick.ref, "primary" if i == chosen else "secondary")
+        # Translators: a button continuing the conversation from answer number {number}.
+        Button(
+            _("Use {number}", number=i + 1),
+            PICK_ACTION,
+            pick.ref,
+            "primary" if i == chosen else "secondary",
+        )
         for i, pick in enumerate(picks)
     )
     return OutMessage("\n".join(lines)[:max_text], buttons=(buttons,), from_model=True)
@@ -143,10 +153,10 @@ async def pick_alternative(
     answers = _answers_of(turns, pick.turn_id)
     chosen = next((i for i, turn in enumerate(answers) if turn.id == pick.alternative_id), None)
     if reply is None or chosen is None:
-        raise UserError("Those answers are no longer stored.")
+        raise UserError(_("Those answers are no longer stored."))
     later = [t for t in turns if t.id > answers[-1].id and t.name != ALTERNATIVE_NAME]
     if later:
-        raise UserError("The conversation has moved on; only its newest answer can be changed.")
+        raise UserError(_("The conversation has moved on; only its newest answer can be changed."))
     text = answers[chosen].content or ""
     await store.update_message(reply.id, content=text, token_count=reply_tokens(text))
     texts = [answer.content or "" for answer in answers]
@@ -157,7 +167,11 @@ async def pick_alternative(
     await outbox.write(place, Edit(shown_at, redrawn), WritePolicy.RAISE)
     if chosen == 0:
         return
-    shown = f"**Answer {chosen + 1}** — the conversation continues from it:\n\n{text}"
+    shown = _(
+        "**Answer {number}** — the conversation continues from it:\n\n{text}",
+        number=chosen + 1,
+        text=text,
+    )
     for piece in split_text(shown, max_text):
         piece_message = OutMessage(piece, from_model=True)
         posted = await outbox.write(place, Post(piece_message), WritePolicy.RAISE)

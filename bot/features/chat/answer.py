@@ -52,7 +52,7 @@ from bot.features.chat.stops import StopRequests
 from bot.features.chat.tokens import FittedHistory, count_functions, count_text
 from bot.features.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
 from bot.features.provider_waits import ShownWait
-from bot.kernel import Place, User, UserError, metrics
+from bot.kernel import Place, User, UserError, _, metrics
 from bot.outbox import Activity, Outbox, WritePolicy
 from storage import ConversationStore, UsageLedger
 
@@ -274,8 +274,12 @@ class Answerer:
         model; :class:`UserError` when the message alone was refused."""
         if fitted.history_tokens <= 0:
             raise UserError(
-                f"Your message is too long for {params.model}: the service refused it as longer "
-                "than the model's context. Shorten it, or pick a model with a larger context."
+                _(
+                    "Your message is too long for {model}: the service refused it as longer "
+                    "than the model's context. Shorten it, or pick a model with a larger "
+                    "context.",
+                    model=params.model,
+                )
             )
         log.info("the provider refused the context as too long (%s); trimming", refused)
         over = refused.excess or 0

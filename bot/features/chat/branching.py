@@ -9,18 +9,22 @@ again: the earlier version and its answers are still in the channel above.
 
 from __future__ import annotations
 
-from bot.kernel import Button, ButtonPress, MessageRef, OutMessage, UserError
+from bot.kernel import N_, Button, ButtonPress, MessageRef, OutMessage, UserError, _
 from bot.outbox import Edit, Outbox, WritePolicy
 from storage import ChatMessage, Conversation, ConversationBranches, Fork
 
 BRANCH_ACTION = "chat_branch"
-GONE = "That version of the message is no longer on this conversation's path."
+GONE = N_("That version of the message is no longer on this conversation's path.")
 
 
 def branch_note(conversation_id: int, fork: Fork, number: int) -> OutMessage:
     """The note for version ``number`` (1-based) of the message edited at ``fork``."""
     total = len(fork.first_turns)
-    text = f"✏️ Version {number} of {total} of your message: the conversation continues from it."
+    text = _(
+        "✏️ Version {number} of {total} of your message: the conversation continues from it.",
+        number=number,
+        total=total,
+    )
 
     def to(version: int, label: str) -> Button:
         first = fork.first_turns[min(max(version, 1), total) - 1]
@@ -53,7 +57,7 @@ async def switch_branch(
     """Make the branch that begins at ``turn`` live and redraw the pressed note."""
     found = fork_of(await branches.forks(conversation.id), turn.id)
     if found is None or not await branches.switch(conversation.id, found[0].fork_turn, found[1]):
-        raise UserError(GONE)
+        raise UserError(_(GONE))
     fork, number = found
     note = branch_note(conversation.id, fork, number)
     pressed = MessageRef(event.place, event.message_id)

@@ -22,7 +22,16 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol
 
-from bot.kernel import RateWindow, TierSettings, User, UserError, model_not_in_tier, refill_time
+from bot.kernel import (
+    RateWindow,
+    TierSettings,
+    User,
+    UserError,
+    _,
+    model_not_in_tier,
+    ngettext,
+    refill_time,
+)
 from storage import Refill, Spent
 
 MINUTE = 60.0
@@ -66,10 +75,15 @@ class ChatCaps:
         key = f"{platform}\x1f{user.id}"
         running = self._answering[key]
         if self.max_concurrent and running >= self.max_concurrent:
-            answers = "answer" if running == 1 else "answers"
             raise UserError(
-                f"genbot is already writing {running} {answers} for you — at most "
-                f"{self.max_concurrent} at once; send this again when one is done."
+                ngettext(
+                    "genbot is already writing {n} answer for you — at most {most} at once; "
+                    "send this again when one is done.",
+                    "genbot is already writing {n} answers for you — at most {most} at once; "
+                    "send this again when one is done.",
+                    running,
+                    most=self.max_concurrent,
+                )
             )
         self._start(key)
         self._answering[key] += 1
@@ -86,8 +100,14 @@ class ChatCaps:
         if self.per_minute and not self._started.allow(key):
             wait = max(1, round(self._started.retry_after(key)))
             raise UserError(
-                f"You asked for {self.per_minute} answers in the last minute — the most genbot "
-                f"writes for one person; try again in {wait} s."
+                ngettext(
+                    "You asked for {n} answer in the last minute — the most genbot writes for "
+                    "one person; try again in {wait} s.",
+                    "You asked for {n} answers in the last minute — the most genbot writes for "
+                    "one person; try again in {wait} s.",
+                    self.per_minute,
+                    wait=wait,
+                )
             )
 
     async def check_budget(self, platform: str, user: User) -> None:
@@ -100,11 +120,24 @@ class ChatCaps:
         spent = await self._spent(platform, user.id, tier.refill)
         if spent.tokens < tier.daily_chat_tokens:
             return
-        window = "today" if tier.refill == "daily" else "in the last 24 hours"
-        back = refill_time(spent.refills_at(tier.daily_chat_tokens, tokens=True))
+        figures = {
+            "used": f"{spent.tokens:,}",
+            "budget": f"{tier.daily_chat_tokens:,}",
+            "tier": tier.name,
+            "time": refill_time(spent.refills_at(tier.daily_chat_tokens, tokens=True)),
+        }
         raise UserError(
-            f"You have used {spent.tokens:,} of your {tier.daily_chat_tokens:,} chat tokens "
-            f"{window} — the chat budget of your tier **{tier.name}**; it refills at {back}."
+            _(
+                "You have used {used} of your {budget} chat tokens today — the chat budget of "
+                "your tier **{tier}**; it refills at {time}.",
+                **figures,
+            )
+            if tier.refill == "daily"
+            else _(
+                "You have used {used} of your {budget} chat tokens in the last 24 hours — the "
+                "chat budget of your tier **{tier}**; it refills at {time}.",
+                **figures,
+            )
         )
 
     def check_model(self, platform: str, user: User, model: str) -> None:

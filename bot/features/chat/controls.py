@@ -18,6 +18,7 @@ from bot.features.chat.stops import StopRequests
 from bot.kernel import (
     BAD_ACTION,
     GOOD_ACTION,
+    N_,
     STOP_ACTION,
     Button,
     ButtonPress,
@@ -26,6 +27,7 @@ from bot.kernel import (
     ModalSubmit,
     OptionValue,
     UserError,
+    _,
     metrics,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
@@ -33,11 +35,12 @@ from bot.refs import RefKind, TurnReferent
 from storage import AnswerFeedback, ChatMessage
 
 REGENERATE_ACTION = "chat_again"
-STOP_LABEL = "⏹ Stop"
+# Translators: the button stopping an answer while it is written.
+STOP_LABEL = N_("⏹ Stop")
 REGENERATE_LABEL = "🔁"
 GOOD_LABEL = "👍"
 BAD_LABEL = "👎"
-NOT_YOUR_ANSWER = "Only the person this answer is for can stop or regenerate it."
+NOT_YOUR_ANSWER = N_("Only the person this answer is for can stop or regenerate it.")
 
 
 def turn_ref(conversation_id: int, turn_id: int) -> str:
@@ -47,7 +50,7 @@ def turn_ref(conversation_id: int, turn_id: int) -> str:
 
 def live_buttons(conversation_id: int, turn_id: int) -> ButtonRows:
     """What a streaming answer carries: ⏹ Stop."""
-    return ((Button(STOP_LABEL, STOP_ACTION, turn_ref(conversation_id, turn_id)),),)
+    return ((Button(_(STOP_LABEL), STOP_ACTION, turn_ref(conversation_id, turn_id)),),)
 
 
 def final_buttons(conversation_id: int, turn_id: int, *, regenerate: bool = True) -> ButtonRows:
@@ -60,9 +63,9 @@ def final_buttons(conversation_id: int, turn_id: int, *, regenerate: bool = True
 def check_answer_for(event: ButtonPress, turn: ChatMessage) -> None:
     """``turn`` is an answer, and the presser is the user it is for or an admin."""
     if turn.role != "assistant":
-        raise UserError("This button is no longer supported.")
+        raise UserError(_("This button is no longer supported."))
     if turn.asked_by not in (None, event.user.id) and not event.user.is_admin:
-        raise UserError(NOT_YOUR_ANSWER)
+        raise UserError(_(NOT_YOUR_ANSWER))
 
 
 class AnswerControls:
@@ -81,7 +84,7 @@ class AnswerControls:
         self.outbox = outbox
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
-        raise UserError("This command is no longer supported.")
+        raise UserError(_("This command is no longer supported."))
 
     async def on_button(self, event: ButtonPress, referent: TurnReferent) -> None:
         """Stop the answer, or record the presser's rating of it."""
@@ -91,10 +94,10 @@ class AnswerControls:
             check_answer_for(event, turn)
             metrics.CHAT_CONTROLS.labels(platform, "stop").inc()
             if not await self.stops.request(turn.id):
-                await self._tell(event, "This answer has already finished.")
+                await self._tell(event, _("This answer has already finished."))
             return
         if turn.role != "assistant":
-            raise UserError("This button is no longer supported.")
+            raise UserError(_("This button is no longer supported."))
         good = event.action == GOOD_ACTION
         model = turn.model or "unknown"
         await self.feedback.rate(
@@ -106,10 +109,12 @@ class AnswerControls:
             good=good,
         )
         metrics.CHAT_FEEDBACK.labels(platform, model, "good" if good else "bad").inc()
-        await self._tell(event, f"Thanks for the feedback {GOOD_LABEL if good else BAD_LABEL}.")
+        await self._tell(
+            event, _("Thanks for the feedback {rating}.", rating=GOOD_LABEL if good else BAD_LABEL)
+        )
 
     async def on_modal(self, event: ModalSubmit, referent: TurnReferent) -> None:
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))
 
     async def _tell(self, event: ButtonPress, text: str) -> None:
         await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)

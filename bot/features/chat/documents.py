@@ -24,7 +24,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.features.chat.tokens import count_text
-from bot.kernel import Attachment, Place, SurfaceError, UserError, is_document, is_image, is_pdf
+from bot.kernel import (
+    Attachment,
+    Place,
+    SurfaceError,
+    UserError,
+    _,
+    is_document,
+    is_image,
+    is_pdf,
+    ngettext,
+)
 from bot.outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -80,8 +90,11 @@ def refuse_unreadable(attachments: Sequence[Attachment]) -> None:
         return
     names = ", ".join(a.filename for a in others[:3]) + (" …" if len(others) > 3 else "")
     raise UserError(
-        f"genbot cannot read {names}: it reads text files (txt, md, csv, json, source code), "
-        "PDFs with a text layer, and images. Save it as one of those and send it again."
+        _(
+            "genbot cannot read {names}: it reads text files (txt, md, csv, json, source code), "
+            "PDFs with a text layer, and images. Save it as one of those and send it again.",
+            names=names,
+        )
     )
 
 
@@ -95,7 +108,7 @@ def _decode(data: bytes, name: str) -> str:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16")
     if b"\x00" in data[:8192]:
-        raise UserError(f"{name} is not a text file (it holds binary data).")
+        raise UserError(_("{name} is not a text file (it holds binary data).", name=name))
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -133,8 +146,17 @@ class Extract:
             used += cost
         if not kept:
             raise UserError(
-                f"Not even the first {self.unit[:-1]} of {self.name} fits the model's context "
-                "beside your message; send it alone, or pick a model with a larger context."
+                _(
+                    "Not even the first page of {name} fits the model's context beside your "
+                    "message; send it alone, or pick a model with a larger context.",
+                    name=self.name,
+                )
+                if self.unit == "pages"
+                else _(
+                    "Not even the first line of {name} fits the model's context beside your "
+                    "message; send it alone, or pick a model with a larger context.",
+                    name=self.name,
+                )
             )
         header = _header(self.name, len(kept), self.total, self.unit)
         text = "\n".join([header, *kept, f"--- end of {self.name} ---"])
@@ -146,7 +168,7 @@ def extract_text(data: bytes, name: str, budget: int) -> Extract:
     """A text file's lines, from the first, until they pass ``budget`` tokens."""
     lines = _decode(data, name).splitlines()
     if not any(line.strip() for line in lines):
-        raise UserError(f"{name} is empty.")
+        raise UserError(_("{name} is empty.", name=name))
     units: list[tuple[str, int]] = []
     used = 0
     for line in lines:
@@ -167,13 +189,17 @@ def extract_pdf(data: bytes, name: str, budget: int, max_pages: int) -> Extract:
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
-            raise UserError(f"{name} is password-protected; send it without the password.")
+            raise UserError(
+                _("{name} is password-protected; send it without the password.", name=name)
+            )
         pages = reader.pages
         total = len(pages)
     except PdfReadError as error:
-        raise UserError(f"{name} could not be read as a PDF ({error}).") from None
+        raise UserError(
+            _("{name} could not be read as a PDF ({error}).", name=name, error=error)
+        ) from None
     if total == 0:
-        raise UserError(f"{name} has no pages.")
+        raise UserError(_("{name} has no pages.", name=name))
     units: list[tuple[str, int]] = []
     used = 0
     any_text = False
@@ -192,9 +218,12 @@ def extract_pdf(data: bytes, name: str, budget: int, max_pages: int) -> Extract:
             break
     if not any_text:
         raise UserError(
-            f"{name} has no text layer (it looks like a scan): genbot reads the text of PDFs, "
-            "not pictures of pages. Run it through text recognition (OCR) first, or send the "
-            "pages as images to a model that sees them."
+            _(
+                "{name} has no text layer (it looks like a scan): genbot reads the text of PDFs, "
+                "not pictures of pages. Run it through text recognition (OCR) first, or send the "
+                "pages as images to a model that sees them.",
+                name=name,
+            )
         )
     capped = used <= budget and len(units) < total
     return Extract(name, "pages", units, total, capped)
@@ -230,7 +259,12 @@ class DocumentReader:
         limits = self.limits
         if len(documents) > limits.max_files:
             raise UserError(
-                f"At most {limits.max_files} documents per message; this one has {len(documents)}."
+                ngettext(
+                    "At most {n} document per message; this one has {count}.",
+                    "At most {n} documents per message; this one has {count}.",
+                    limits.max_files,
+                    count=len(documents),
+                )
             )
         for document in documents:
             if document.size is not None and document.size > limits.max_bytes:
@@ -260,9 +294,17 @@ class DocumentReader:
             async with asyncio.timeout(self.timeout):
                 return await self.outbox.download(place, document)
         except SurfaceError as error:
-            raise UserError(f"genbot could not download {document.filename}: {error}.") from None
+            raise UserError(
+                _(
+                    "genbot could not download {name}: {error}.",
+                    name=document.filename,
+                    error=error,
+                )
+            ) from None
         except TimeoutError:
-            raise UserError(f"Downloading {document.filename} took too long.") from None
+            raise UserError(
+                _("Downloading {name} took too long.", name=document.filename)
+            ) from None
 
     async def _extract(self, document: Attachment, data: bytes, budget: int) -> Extract:
         name = document.filename
@@ -274,11 +316,17 @@ class DocumentReader:
             async with asyncio.timeout(self.timeout):
                 return await reading
         except TimeoutError:
-            raise UserError(f"Reading {name} took too long; send a smaller file.") from None
+            raise UserError(
+                _("Reading {name} took too long; send a smaller file.", name=name)
+            ) from None
 
 
 def _too_large(name: str, limit: int) -> str:
-    return f"{name} is larger than {limit // (1024 * 1024) or 1} MiB, the most genbot reads."
+    return _(
+        "{name} is larger than {mib} MiB, the most genbot reads.",
+        name=name,
+        mib=limit // (1024 * 1024) or 1,
+    )
 
 
 def with_documents(text: str, reads: Sequence[Read]) -> str:
@@ -291,12 +339,37 @@ def note(reads: Sequence[Read], model: str, max_pages: int) -> str | None:
     cut = [r for r in reads if not r.whole]
     if not cut:
         return None
-    parts = ", ".join(f"the first {r.read} of {r.total} {r.unit} of {r.name}" for r in cut)
+    parts = ", ".join(_part_read(r) for r in cut)
     if all(r.capped for r in cut):
-        why = f"genbot reads at most {max_pages} pages of a PDF"
-    else:
-        why = f"the rest does not fit {model}'s context"
-    return (
-        f"📄 Read {parts}: {why}. To ask about a later part, send that part on its own, or "
-        "pick a model with a larger context."
+        return _(
+            "📄 Read {parts}: genbot reads at most {pages} pages of a PDF. To ask about a later "
+            "part, send that part on its own, or pick a model with a larger context.",
+            parts=parts,
+            pages=max_pages,
+        )
+    return _(
+        "📄 Read {parts}: the rest does not fit {model}'s context. To ask about a later part, "
+        "send that part on its own, or pick a model with a larger context.",
+        parts=parts,
+        model=model,
+    )
+
+
+def _part_read(read: Read) -> str:
+    """What was read of a document not read whole, as :func:`note` lists it."""
+    if read.unit == "pages":
+        # Translators: in "📄 Read {parts}: …", one of the documents read in part.
+        return ngettext(
+            "the first {read} of {n} page of {name}",
+            "the first {read} of {n} pages of {name}",
+            read.total,
+            read=read.read,
+            name=read.name,
+        )
+    return ngettext(
+        "the first {read} of {n} line of {name}",
+        "the first {read} of {n} lines of {name}",
+        read.total,
+        read=read.read,
+        name=read.name,
     )

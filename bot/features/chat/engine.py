@@ -71,6 +71,7 @@ from bot.features.chat.stops import StopRequests
 from bot.features.chat.tokens import REPLY_PRIMING_TOKENS, count_message
 from bot.features.chat.tools import ImageTools
 from bot.kernel import (
+    N_,
     Attachment,
     Button,
     ButtonPress,
@@ -84,10 +85,12 @@ from bot.kernel import (
     User,
     UserError,
     UserMessage,
+    _,
     check_text,
     is_document,
     is_image,
     metrics,
+    ngettext,
 )
 from bot.outbox import Edit, Outbox, Post, WritePolicy
 from bot.refs import AlternativeReferent, ConversationReferent, RefKind, TurnReferent
@@ -103,7 +106,10 @@ from storage import (
 )
 
 VISION_ACTION = "chat_vision"
-VISION_LABEL = f"Use {VISION_MODEL}"
+# Translators: a button switching a conversation to the model {model} (one that sees images).
+VISION_LABEL_TEXT = N_("Use {model}")
+VISION_LABEL = VISION_LABEL_TEXT.format(model=VISION_MODEL)
+"""The button's label in English (the source language)."""
 ChatReferent = ConversationReferent | AlternativeReferent | TurnReferent
 """What the chat engine's buttons name: a conversation (``Use …``), an alternative answer, an
 answer to regenerate (🔁)."""
@@ -125,7 +131,7 @@ def _clip(text: str, limit: int) -> str:
 
 def asked_text(user: User, prompt: str, limit: int) -> str:
     """The question ``/chat`` posts in a channel (genbot's own text; it mentions nobody)."""
-    return _clip(f"**{user.name or user.id}** asked: {prompt}", limit)
+    return _clip(_("**{user}** asked: {prompt}", user=user.name or user.id, prompt=prompt), limit)
 
 
 @dataclass(frozen=True)
@@ -219,7 +225,7 @@ class ChatEngine:
             return
         refuse_unreadable(event.attachments)
         self.documents.check(documents)
-        check_text(text, "Your message")
+        check_text(text, _("Your message"))
         if self.moderation is not None:
             await self.moderation.check_message(event, text)
         await self.caps.check_budget(event.place.platform, event.user)
@@ -245,7 +251,10 @@ class ChatEngine:
                 )
             else:
                 root = MessageRef(event.place, event.message_id)
-                title = thread_title(said or (documents[0].filename if documents else "an image"))
+                # Translators: the title of a thread opened by a message with only an image.
+                title = thread_title(
+                    said or (documents[0].filename if documents else _("an image"))
+                )
                 target = await open_thread(
                     self.store.conversations, self.outbox, root, title, event.user, event
                 )
@@ -287,7 +296,7 @@ class ChatEngine:
             return
         if found.kind == "thread" and place.thread_id is None:
             place = place.in_thread(found.thread_key)
-        check_text(text, "Your message")
+        check_text(text, _("Your message"))
         if self.moderation is not None:
             await self.moderation.check_message(event, text)
         await self.caps.check_budget(place.platform, event.user)
@@ -295,7 +304,7 @@ class ChatEngine:
             params = await self._params(event.user, place, found)
             self._check_fits_alone(params, text, [])
             async with self._turn(found.id):
-                message, _ = self._new_turn(params, text, [])
+                message, _images = self._new_turn(params, text, [])
                 new_turn = await branches.edit(
                     found.id,
                     turn_id,
@@ -396,7 +405,7 @@ class ChatEngine:
             await self._pick(event, conversation)
             return
         if event.action != VISION_ACTION:
-            raise UserError("This button is no longer supported.")
+            raise UserError(_("This button is no longer supported."))
         settings_command = self._settings_command(event.place.platform)
         check_plan(VISION_MODEL, self.plan, settings_command=settings_command)
         self.caps.check_model(event.place.platform, event.user, VISION_MODEL)
@@ -409,13 +418,15 @@ class ChatEngine:
         async with self._turn(conversation.id):
             newest = await self.store.conversations.conversation_tail(conversation.id, max_tokens=0)
             if not any(turn.role == "user" for turn in newest):
-                raise UserError("There is no message in this conversation to answer.")
+                raise UserError(_("There is no message in this conversation to answer."))
             if conversation.model == VISION_MODEL and newest[-1].role != "user":
-                raise UserError(f"This conversation already uses {VISION_MODEL}.")
+                raise UserError(_("This conversation already uses {model}.", model=VISION_MODEL))
             await self.store.conversations.update_conversation(conversation.id, model=VISION_MODEL)
             switched = await self.store.conversations.get_conversation(conversation.id)
             assert switched is not None
-            switched_note = OutMessage(f"Switched this conversation to {VISION_MODEL}.")
+            switched_note = OutMessage(
+                _("Switched this conversation to {model}.", model=VISION_MODEL)
+            )
             shown_at = MessageRef(event.place, event.message_id)
             await self.outbox.write(event.place, Edit(shown_at, switched_note), WritePolicy.RAISE)
             params = await self._params(event.user, event.place, switched)
@@ -442,7 +453,7 @@ class ChatEngine:
         self, event: ButtonPress, conversation: Conversation, turn: ChatMessage
     ) -> None:
         if self.store.branches is None or turn.role != "user":
-            raise UserError("This button is no longer supported.")
+            raise UserError(_("This button is no longer supported."))
         async with self._turn(conversation.id):
             await switch_branch(self.store.branches, self.outbox, event, conversation, turn)
 
@@ -455,7 +466,7 @@ class ChatEngine:
 
     async def on_modal(self, event: ModalSubmit, referent: ChatReferent) -> None:
         """The chat engine opens no forms."""
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))
 
     # Internals ----------------------------------------------------------------------------
 
@@ -508,7 +519,7 @@ class ChatEngine:
     ) -> None:
         """Refuse a message that cannot fit even as a new conversation's only turn (checked
         before a thread or conversation is made for it)."""
-        turn, _ = self._new_turn(params, text, images)
+        turn, _images = self._new_turn(params, text, images)
         history = History(params.model)
         history.add(turn)
         fit(params, self.defaults, history.request_turns(), self.answerer.function_tokens())
@@ -583,24 +594,41 @@ class ChatEngine:
     async def _cannot_see(self, target: Target, params: ChatParams, count: int, text: str) -> bool:
         """Tell the user the model cannot see images; offer the vision model when the plan
         has it (then nothing is answered yet). Returns whether to answer the text now."""
-        images = "your image was" if count == 1 else f"your {count} images were"
+        models = {"model": params.model, "vision": VISION_MODEL}
         if plan_allows(self.plan, VISION_MODEL):
-            note = (
-                f"{params.model} cannot see images, so {images} not sent to it. Switch this "
-                f"conversation to {VISION_MODEL} to have the model look at "
-                f"{'it' if count == 1 else 'them'} and answer again."
+            note = ngettext(
+                "{model} cannot see images, so your image was not sent to it. Switch this "
+                "conversation to {vision} to have the model look at it and answer again.",
+                "{model} cannot see images, so your {n} images were not sent to it. Switch this "
+                "conversation to {vision} to have the model look at them and answer again.",
+                count,
+                **models,
             )
-            button = Button(VISION_LABEL, VISION_ACTION, str(target.conversation.id), "primary")
+            label = _(VISION_LABEL_TEXT, model=VISION_MODEL)
+            button = Button(label, VISION_ACTION, str(target.conversation.id), "primary")
             message = OutMessage(note, buttons=((button,),))
             posted = await self._post(target.place, message, target.origin)
             await self.store.conversations.link_conversation_messages(
                 target.conversation.id, [posted.message_id], channel_id=target.place.channel_id
             )
             return False
-        note = (
-            f"{params.model} cannot see images and {VISION_MODEL} needs the Developer plan, "
-            f"so {images} not sent; "
-            + ("only your text is answered." if text else "there is nothing else to answer.")
-        )
+        if text:
+            note = ngettext(
+                "{model} cannot see images and {vision} needs the Developer plan, so your image "
+                "was not sent; only your text is answered.",
+                "{model} cannot see images and {vision} needs the Developer plan, so your {n} "
+                "images were not sent; only your text is answered.",
+                count,
+                **models,
+            )
+        else:
+            note = ngettext(
+                "{model} cannot see images and {vision} needs the Developer plan, so your image "
+                "was not sent; there is nothing else to answer.",
+                "{model} cannot see images and {vision} needs the Developer plan, so your {n} "
+                "images were not sent; there is nothing else to answer.",
+                count,
+                **models,
+            )
         await self._post(target.place, OutMessage(note), target.origin)
         return bool(text)

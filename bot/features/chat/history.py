@@ -34,7 +34,7 @@ from bot.features.chat.tokens import (
     context_size,
     count_message,
 )
-from bot.kernel import UserError
+from bot.kernel import UserError, _
 from storage import ChatMessage as StoredMessage
 from storage import ConversationStore
 
@@ -186,26 +186,54 @@ def too_large(model: str, needed: int, reserve: int, max_tokens: int | None) -> 
     room = context - needed
     if max_tokens is not None and room >= 1:
         if max_tokens >= context:
-            return (
-                f"max_tokens {max_tokens} is more than {model}'s whole context of {context} "
-                f"tokens, which the prompt and the answer share. With this conversation the "
-                f"largest max_tokens that fits is {room}."
+            return _(
+                "max_tokens {max_tokens} is more than {model}'s whole context of {context} "
+                "tokens, which the prompt and the answer share. With this conversation the "
+                "largest max_tokens that fits is {room}.",
+                max_tokens=max_tokens,
+                model=model,
+                context=context,
+                room=room,
             )
-        return (
-            f"max_tokens {max_tokens} does not fit: {model}'s context is {context} tokens and "
-            f"the system prompt and your message take about {needed}, so the largest "
-            f"max_tokens that fits is {room}."
+        return _(
+            "max_tokens {max_tokens} does not fit: {model}'s context is {context} tokens and "
+            "the system prompt and your message take about {needed}, so the largest "
+            "max_tokens that fits is {room}.",
+            max_tokens=max_tokens,
+            model=model,
+            context=context,
+            needed=needed,
+            room=room,
         )
     bigger = [name for name, size in CONTEXT_SIZES.items() if size > context]
-    hint = f" or pick a model with a larger context ({bigger[0]})" if bigger else ""
+    values = {"model": model, "needed": needed, "context": context}
     if room < 1:
-        return (
-            f"Your message is too long for {model}: it needs about {needed} tokens and the "
-            f"model's whole context is {context}. Shorten it{hint}."
+        if bigger:
+            return _(
+                "Your message is too long for {model}: it needs about {needed} tokens and the "
+                "model's whole context is {context}. Shorten it or pick a model with a larger "
+                "context ({bigger}).",
+                bigger=bigger[0],
+                **values,
+            )
+        return _(
+            "Your message is too long for {model}: it needs about {needed} tokens and the "
+            "model's whole context is {context}. Shorten it.",
+            **values,
         )
-    return (
-        f"Your message is too long for {model}: it needs about {needed} tokens but only "
-        f"{max(context - reserve, 0)} fit with room for the answer. Shorten it{hint}."
+    values["fit"] = max(context - reserve, 0)
+    if bigger:
+        return _(
+            "Your message is too long for {model}: it needs about {needed} tokens but only "
+            "{fit} fit with room for the answer. Shorten it or pick a model with a larger "
+            "context ({bigger}).",
+            bigger=bigger[0],
+            **values,
+        )
+    return _(
+        "Your message is too long for {model}: it needs about {needed} tokens but only "
+        "{fit} fit with room for the answer. Shorten it.",
+        **values,
     )
 
 

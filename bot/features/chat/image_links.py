@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from bot.api.chat_forms import DATA_URL_PREFIX, InlineImagesRefused
-from bot.kernel import UserError
+from bot.kernel import UserError, _
 
 HostImage = Callable[[bytes], Awaitable[str]]
 """Keeps an image's bytes and returns a public link to them (raises ``ValueError`` with a
@@ -81,7 +81,9 @@ class ImageLinks:
         try:
             link = await self._host(_data_bytes(url))
         except ValueError as error:
-            unreadable = f"An image of this conversation could not be passed on: {error}"
+            unreadable = _(
+                "An image of this conversation could not be passed on: {error}", error=error
+            )
             raise UserError(unreadable) from None
         self._links[key] = (link, now)
         self._links.move_to_end(key)

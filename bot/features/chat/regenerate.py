@@ -10,12 +10,12 @@ answer's last) loses its controls and says it was replaced.
 from __future__ import annotations
 
 from bot.features.chat.controls import check_answer_for
-from bot.kernel import ButtonPress, MessageRef, OutMessage, UserError, split_text
+from bot.kernel import N_, ButtonPress, MessageRef, OutMessage, UserError, _, split_text
 from bot.outbox import Edit, Outbox, WritePolicy
 from storage import ChatMessage, Conversation, ConversationStore
 
-REPLACED_NOTE = "_(replaced by a newer answer)_"
-ONLY_THE_NEWEST = "Only the newest answer of a conversation can be regenerated."
+REPLACED_NOTE = N_("_(replaced by a newer answer)_")
+ONLY_THE_NEWEST = N_("Only the newest answer of a conversation can be regenerated.")
 
 
 async def replace_answer(
@@ -32,9 +32,9 @@ async def replace_answer(
     newest = await store.conversation_tail(conversation.id, max_tokens=0)
     after = newest[1:] if newest and newest[0].role == "user" else []
     if turn.state == "replaced" or turn.id not in {later.id for later in after}:
-        raise UserError(ONLY_THE_NEWEST)
+        raise UserError(_(ONLY_THE_NEWEST))
     max_text = outbox.profile(event.place.platform).max_text
-    shown = f"{(turn.content or '').rstrip()}\n\n{REPLACED_NOTE}".lstrip()
+    shown = f"{(turn.content or '').rstrip()}\n\n{_(REPLACED_NOTE)}".lstrip()
     last = split_text(shown, max_text)[-1]
     pressed = MessageRef(event.place, event.message_id)
     await outbox.write(

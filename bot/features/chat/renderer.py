@@ -61,6 +61,7 @@ from bot.api import StreamEnd as StreamEnd
 from bot.api import TextDeltas as TextDeltas
 from bot.kernel import (
     FENCE,
+    N_,
     ButtonRows,
     Chunk,
     Event,
@@ -73,6 +74,7 @@ from bot.kernel import (
     StreamsNatively,
     User,
     WriteKind,
+    _,
     cut_chunk,
     metrics,
     split_chunks,
@@ -99,10 +101,11 @@ from bot.outbox import (
 log = logging.getLogger(__name__)
 
 MARKER = " ▌"
-LENGTH_NOTE = "_(reply cut at the max_tokens limit)_"
-INTERRUPTED_NOTE = "_(the provider's stream was interrupted; this reply is incomplete)_"
-EMPTY_NOTE = "_(the model sent an empty reply)_"
-STOPPED_NOTE = "_(stopped)_"
+LENGTH_NOTE = N_("_(reply cut at the max_tokens limit)_")
+INTERRUPTED_NOTE = N_("_(the provider's stream was interrupted; this reply is incomplete)_")
+EMPTY_NOTE = N_("_(the model sent an empty reply)_")
+# Translators: under an answer the user stopped while it was written.
+STOPPED_NOTE = N_("_(stopped)_")
 TYPING_EVERY_SECONDS = 8.0
 MAX_RATE_LIMITS_IN_A_ROW = 10
 
@@ -314,6 +317,7 @@ class StreamRenderer:
             note = LENGTH_NOTE
         elif not text:
             note = EMPTY_NOTE
+        note = _(note) if note else ""
         return f"{text}\n\n{note}" if text and note else text or note
 
     def _desired(self) -> list[str]:

@@ -9,7 +9,7 @@ from bot.api.errors import about
 from bot.features.chat.renderer import RenderResult
 from bot.features.chat.scoping import Target
 from bot.features.chat.tokens import count_message
-from bot.kernel import MessageRef, OutMessage
+from bot.kernel import MessageRef, OutMessage, _
 from bot.outbox import Edit, Outbox, Post, WritePolicy
 from storage import UNSET, ConversationStore
 
@@ -28,7 +28,8 @@ class WaitNotice:
         self.started = outbox.pacer.clock.monotonic()
 
     async def write(self, text: str) -> None:
-        message = OutMessage(f"⏳ Your answer is waiting: {text}.")
+        # Translators: {wait} says what the answer waits for (the provider's rate limit…).
+        message = OutMessage(_("⏳ Your answer is waiting: {wait}.", wait=text))
         if self.ref is None:
             self.ref = await self.outbox.write(
                 self.target.place, Post(message, self.target.origin), WritePolicy.RAISE
@@ -40,7 +41,12 @@ class WaitNotice:
         if self.ref is None:
             return
         waited = self.outbox.pacer.clock.monotonic() - self.started
-        note = OutMessage(f"⏳ Your answer waited {about(waited)} for the provider's rate limit.")
+        note = OutMessage(
+            _(
+                "⏳ Your answer waited {time} for the provider's rate limit.",
+                time=about(waited),
+            )
+        )
         try:
             await self.outbox.write(self.ref.place, Edit(self.ref, note), WritePolicy.RAISE)
         except Exception as error:

@@ -30,7 +30,7 @@ from bot.api.chat import allowed_chat_models, plan_allows
 from bot.features.chat.history import Turn
 from bot.features.chat.history import fit as fit_turns
 from bot.features.chat.tokens import FittedHistory, context_size
-from bot.kernel import Attachment, Place, User, UserError
+from bot.kernel import N_, Attachment, Place, User, UserError, _
 from bot.outbox import Outbox
 from storage import Conversation, SettingsReader, SettingValues
 
@@ -170,18 +170,40 @@ def check_plan(
     (``settings_command`` is how the platform spells ``/settings``)."""
     if plan_allows(plan, model):
         return
-    where = {
-        "conversation": "This conversation is set to use",
-        "user": "Your default model is",
-        "channel": "This channel's default model is",
-        "workspace": "This workspace's default model is",
-    }.get(source, "You asked for")
-    allowed = allowed_chat_models(plan)
-    raise UserError(
-        f"{where} {model}, which needs the Developer plan; this workspace is on the free plan. "
-        f"Choose another model with `/{settings_command} model` (your default) or "
-        f"`/chat model` (this conversation): {', '.join(allowed)}."
+    values = {
+        "model": model,
+        "settings": settings_command,
+        "models": ", ".join(allowed_chat_models(plan)),
+    }
+    # Translators: the same refusal, once per place the model was chosen in.
+    texts = {
+        "conversation": N_(
+            "This conversation is set to use {model}, which needs the Developer plan; this "
+            "workspace is on the free plan. Choose another model with `/{settings} model` "
+            "(your default) or `/chat model` (this conversation): {models}."
+        ),
+        "user": N_(
+            "Your default model is {model}, which needs the Developer plan; this workspace is "
+            "on the free plan. Choose another model with `/{settings} model` (your default) or "
+            "`/chat model` (this conversation): {models}."
+        ),
+        "channel": N_(
+            "This channel's default model is {model}, which needs the Developer plan; this "
+            "workspace is on the free plan. Choose another model with `/{settings} model` "
+            "(your default) or `/chat model` (this conversation): {models}."
+        ),
+        "workspace": N_(
+            "This workspace's default model is {model}, which needs the Developer plan; this "
+            "workspace is on the free plan. Choose another model with `/{settings} model` "
+            "(your default) or `/chat model` (this conversation): {models}."
+        ),
+    }
+    asked = N_(
+        "You asked for {model}, which needs the Developer plan; this workspace is on the free "
+        "plan. Choose another model with `/{settings} model` (your default) or `/chat model` "
+        "(this conversation): {models}."
     )
+    raise UserError(_(texts.get(source, asked), **values))
 
 
 DOWNLOAD_TIMEOUT_SECONDS = 30.0

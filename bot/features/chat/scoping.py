@@ -17,14 +17,15 @@ import logging
 import re
 from dataclasses import dataclass
 
-from bot.kernel import Event, MessageRef, Place, SurfaceError, User, UserMessage
+from bot.kernel import N_, Event, MessageRef, Place, SurfaceError, User, UserMessage, _
 from bot.outbox import Outbox, StartThread, WritePolicy
 from storage import Conversation, ConversationKey, ConversationStore
 
 log = logging.getLogger(__name__)
 
 TITLE_MAX_CHARS = 60
-DEFAULT_TITLE = "Chat with genbot"
+# Translators: the title of a thread genbot opens for a conversation.
+DEFAULT_TITLE = N_("Chat with genbot")
 _MARKUP_RE = re.compile(r"<[@#!][^>]*>|[*_~`>#|]")
 
 
@@ -59,7 +60,7 @@ def thread_title(text: str) -> str:
         title = candidate
     if not title and words:
         title = words[0][: TITLE_MAX_CHARS - 1] + "…"
-    return title or DEFAULT_TITLE
+    return title or _(DEFAULT_TITLE)
 
 
 async def dm_target(store: ConversationStore, user: User, place: Place, origin: Event) -> Target:

@@ -19,6 +19,7 @@ from bot.features.audit.trail import AuditTrail
 from bot.features.moderation.rules import BadPattern, RuleSet, compile_pattern
 from bot.features.moderation.screen import global_rules
 from bot.kernel import (
+    N_,
     ButtonPress,
     Command,
     ModalSubmit,
@@ -27,7 +28,9 @@ from bot.kernel import (
     Place,
     User,
     UserError,
+    _,
     mentioned_user,
+    ngettext,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import NoReferent, RefKind
@@ -38,8 +41,8 @@ DEFAULT_CATEGORY: Final = "blocked"
 MAX_CATEGORY = 40
 MAX_ENTRY = 200
 MAX_BAN_MINUTES: Final = 30 * 24 * 60
-ADMINS_ONLY: Final = "Only genbot admins can change a workspace's moderation rules."
-IN_A_CHANNEL: Final = (
+ADMINS_ONLY: Final = N_("Only genbot admins can change a workspace's moderation rules.")
+IN_A_CHANNEL: Final = N_(
     "Moderation rules belong to a workspace: run /admin moderation in one of its channels."
 )
 
@@ -54,13 +57,16 @@ def action_and_entry(options: Mapping[str, OptionValue]) -> tuple[str, str]:
     neither names one."""
     action, entry = _text(options, "action").lower(), _text(options, "entry")
     if not action:
-        first, _, rest = entry.partition(" ")
+        first, _space, rest = entry.partition(" ")
         if first.lower() in ACTIONS:
             action, entry = first.lower(), rest.strip()
     if not action:
         if entry:
             raise UserError(
-                f"Start with add, remove or list: `/admin moderation add {entry} --category …`."
+                _(
+                    "Start with add, remove or list: `/admin moderation add {entry} --category …`.",
+                    entry=entry,
+                )
             )
         action = "list"
     return action, _unquoted(entry)
@@ -78,7 +84,11 @@ def banned_user(entry: str, action: str = "unban") -> str:
     bare id."""
     user = mentioned_user(entry)
     if not user:
-        raise UserError(f"Say whom to {action}: `/admin moderation {action} <@user or user id>`.")
+        raise UserError(
+            _("Say whom to ban: `/admin moderation ban <@user or user id>`.")
+            if action == "ban"
+            else _("Say whom to unban: `/admin moderation unban <@user or user id>`.")
+        )
     return user
 
 
@@ -93,7 +103,9 @@ def ban_minutes(options: Mapping[str, OptionValue], settings: ModerationSettings
     except ValueError:
         minutes = 0
     if not 1 <= minutes <= MAX_BAN_MINUTES:
-        raise UserError(f"A ban lasts 1 to {MAX_BAN_MINUTES} minutes (got {given}).")
+        raise UserError(
+            _("A ban lasts 1 to {most} minutes (got {given}).", most=MAX_BAN_MINUTES, given=given)
+        )
     return minutes
 
 
@@ -103,19 +115,25 @@ def new_rule(options: Mapping[str, OptionValue], entry: str) -> ModerationRule:
     category = _text(options, "category") or DEFAULT_CATEGORY
     pattern = options.get("pattern") is True
     if not entry:
-        raise UserError("Say what to add: `/admin moderation add <word or phrase> --category …`.")
+        raise UserError(
+            _("Say what to add: `/admin moderation add <word or phrase> --category …`.")
+        )
     if len(entry) > MAX_ENTRY or len(category) > MAX_CATEGORY:
         raise UserError(
-            f"A rule is at most {MAX_ENTRY} characters, its category at most {MAX_CATEGORY}."
+            _(
+                "A rule is at most {entry} characters, its category at most {category}.",
+                entry=MAX_ENTRY,
+                category=MAX_CATEGORY,
+            )
         )
     rule = ModerationRule(category, entry, pattern)
     if pattern:
         try:
             compile_pattern(entry)
         except BadPattern as error:
-            raise UserError(f"That pattern cannot be used: {error}.") from None
+            raise UserError(_("That pattern cannot be used: {error}.", error=error)) from None
     elif not RuleSet([rule]):
-        raise UserError("That rule has no letters or digits left to match once folded.")
+        raise UserError(_("That rule has no letters or digits left to match once folded."))
     return rule
 
 
@@ -147,21 +165,29 @@ class ModerationAdmin:
         """Do what ``options`` ask (as ``/admin moderation`` reads them) for ``user`` in
         ``place``, recording each change; what to tell them. The admin page calls this too."""
         if not user.is_admin:
-            raise UserError(ADMINS_ONLY)
+            raise UserError(_(ADMINS_ONLY))
         if place.is_dm:
-            raise UserError(IN_A_CHANNEL)
+            raise UserError(_(IN_A_CHANNEL))
         action, entry = action_and_entry(options)
         platform, workspace = place.platform, place.workspace_id
         if action == "add":
             rule = new_rule(options, entry)
             if not await self.store.add_rule(platform, workspace, rule, user.id):
-                return f"`{entry}` is already one of this workspace's rules."
+                return _("`{entry}` is already one of this workspace's rules.", entry=entry)
             after = {"category": rule.category, "pattern": rule.pattern}
             await self.audit.record("moderation.rule_added", place, user.id, entry, after=after)
-            kind = "pattern" if rule.pattern else "word"
-            return (
-                f"Added the {kind} `{entry}` to **{rule.category}**: prompts and chat messages "
-                "matching it are refused in this workspace."
+            if rule.pattern:
+                return _(
+                    "Added the pattern `{entry}` to **{category}**: prompts and chat messages "
+                    "matching it are refused in this workspace.",
+                    entry=entry,
+                    category=rule.category,
+                )
+            return _(
+                "Added the word `{entry}` to **{category}**: prompts and chat messages "
+                "matching it are refused in this workspace.",
+                entry=entry,
+                category=rule.category,
             )
         if action in ("ban", "unban"):
             banned = banned_user(entry, action)
@@ -171,10 +197,10 @@ class ModerationAdmin:
         if action == "remove":
             before = [r for r in await self.store.rules(platform, workspace) if r.entry == entry]
             if not await self.store.remove_rule(platform, workspace, entry):
-                return f"`{entry}` is not a rule of this workspace."
+                return _("`{entry}` is not a rule of this workspace.", entry=entry)
             states = [{"category": r.category, "pattern": r.pattern} for r in before]
             await self.audit.record("moderation.rule_removed", place, user.id, entry, before=states)
-            return f"Removed `{entry}`."
+            return _("Removed `{entry}`.", entry=entry)
         return await self._listing(platform, workspace)
 
     async def _ban(self, user: User, place: Place, banned: str, minutes: int) -> str:
@@ -185,12 +211,16 @@ class ModerationAdmin:
             "moderation.banned", place, user.id, banned, before=states[0], after=states[1]
         )
         ends = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M UTC")
-        return f"Banned `{banned}` until {ends}: genbot takes no prompts from them until then."
+        return _(
+            "Banned `{user}` until {ends}: genbot takes no prompts from them until then.",
+            user=banned,
+            ends=ends,
+        )
 
     async def _unban(self, user: User, place: Place, banned: str) -> str:
         before = await self.store.banned_until(place.platform, banned)
         if before is None or not await self.store.lift_ban(place.platform, banned):
-            return f"`{banned}` is not banned."
+            return _("`{user}` is not banned.", user=banned)
         await self.audit.record(
             "moderation.unbanned",
             place,
@@ -199,32 +229,39 @@ class ModerationAdmin:
             before={"banned_until": before},
             after={"banned_until": None},
         )
-        return f"Lifted the ban of `{banned}`."
+        return _("Lifted the ban of `{user}`.", user=banned)
 
     async def on_button(self, event: ButtonPress, referent: NoReferent) -> None:
         """It has no buttons."""
-        raise UserError("This button is no longer supported.")
+        raise UserError(_("This button is no longer supported."))
 
     async def on_modal(self, event: ModalSubmit, referent: NoReferent) -> None:
         """It has no forms."""
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))
 
     async def _listing(self, platform: str, workspace: str) -> str:
         own = await self.store.rules(platform, workspace)
         lines = [
-            f"• **{rule.category}**: `{rule.entry}`{' (pattern)' if rule.pattern else ''}"
+            _("• **{category}**: `{entry}` (pattern)", category=rule.category, entry=rule.entry)
+            if rule.pattern
+            else f"• **{rule.category}**: `{rule.entry}`"
             for rule in own
         ]
         configured = global_rules(self.settings)
         categories = sorted({rule.category for rule in configured})
         head = (
-            f"This workspace's moderation rules ({len(own)}):"
+            _("This workspace's moderation rules ({count}):", count=len(own))
             if own
-            else "This workspace has no moderation rules of its own."
+            else _("This workspace has no moderation rules of its own.")
         )
         tail = (
-            f"\ngenbot's configuration adds {len(configured)} rule(s) everywhere, in: "
-            f"{', '.join(categories)}."
+            "\n"
+            + ngettext(
+                "genbot's configuration adds {n} rule everywhere, in: {categories}.",
+                "genbot's configuration adds {n} rules everywhere, in: {categories}.",
+                len(configured),
+                categories=", ".join(categories),
+            )
             if configured
             else ""
         )

@@ -16,11 +16,15 @@ from collections.abc import Sequence
 
 from bot.api import StreamEnd, TextDeltas
 from bot.features.moderation.rules import RuleSet
+from bot.kernel import _, ngettext
 
 
 def withheld_notice(category: str) -> str:
     """What replaces the withheld rest of an answer."""
-    return f"\n\n_genbot withheld the rest of this answer: it matched the rules on **{category}**._"
+    return "\n\n" + _(
+        "_genbot withheld the rest of this answer: it matched the rules on **{category}**._",
+        category=category,
+    )
 
 
 class WithheldFromMatch:
@@ -109,8 +113,12 @@ def withheld_answers_notice(categories: Sequence[str]) -> str:
     """What says that other answers (one per category in ``categories``) were withheld."""
     count = len(categories)
     named = ", ".join(f"**{category}**" for category in dict.fromkeys(categories))
-    answers, pronoun = ("answer", "it") if count == 1 else ("answers", "they")
-    return f"_genbot withheld {count} other {answers}: {pronoun} matched the rules on {named}._"
+    return ngettext(
+        "_genbot withheld {n} other answer: it matched the rules on {categories}._",
+        "_genbot withheld {n} other answers: they matched the rules on {categories}._",
+        count,
+        categories=named,
+    )
 
 
 def withheld_answers(rules: RuleSet, texts: Sequence[str]) -> tuple[tuple[str, ...], str]:

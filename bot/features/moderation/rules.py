@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bot.features.moderation.folding import Folded, fold, fold_pattern
+from bot.kernel import _
 from storage import ModerationRule
 
 MAX_PATTERN = 200
@@ -37,11 +38,11 @@ def compile_pattern(entry: str) -> re.Pattern[str]:
     """``entry`` as a pattern rule, folded like the text it runs on; :class:`BadPattern` when it
     is too long or not a valid regular expression."""
     if len(entry) > MAX_PATTERN:
-        raise BadPattern(f"a pattern is at most {MAX_PATTERN} characters")
+        raise BadPattern(_("a pattern is at most {most} characters", most=MAX_PATTERN))
     try:
         return re.compile(fold_pattern(entry))
     except re.error as error:
-        raise BadPattern(f"not a regular expression: {error}") from None
+        raise BadPattern(_("not a regular expression: {error}", error=error)) from None
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from bot.kernel import (
     User,
     UserError,
     UserMessage,
+    _,
     metrics,
 )
 from storage import Job, ModerationRule, ModerationStore, Offence
@@ -211,7 +212,7 @@ class Moderation:
         if verdict is None:
             if self.settings.model_check_fails == "open":
                 return False
-            raise UserError(CHECK_FAILED_TEXT)
+            raise UserError(_(CHECK_FAILED_TEXT))
         return verdict
 
 

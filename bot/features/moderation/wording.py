@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from bot.kernel import N_, _
 from storage import Offence
 
-CHECK_FAILED_TEXT = (
+CHECK_FAILED_TEXT = N_(
     "genbot could not check this prompt against its rules just now, so it did not run it. "
     "Try again in a moment."
 )
-ORDINALS = {1: "1st", 2: "2nd", 3: "3rd"}
+ORDINALS = {
+    # Translators: an ordinal, as in "It is your 1st refused prompt today".
+    1: N_("1st"),
+    # Translators: an ordinal, as in "It is your 2nd refused prompt today".
+    2: N_("2nd"),
+    # Translators: an ordinal, as in "It is your 3rd refused prompt today".
+    3: N_("3rd"),
+}
 
 
 def _clock_time(stamp: float) -> str:
@@ -18,28 +26,38 @@ def _clock_time(stamp: float) -> str:
 
 
 def _ordinal(count: int) -> str:
-    return ORDINALS.get(count, f"{count}th")
+    if count in ORDINALS:
+        return _(ORDINALS[count])
+    # Translators: an ordinal of 4 and more, as in "It is your 4th refused prompt today".
+    return _("{count}th", count=count)
 
 
 def refusal_text(category: str, offence: Offence | None, now: float, echo: str = "") -> str:
     """The refusal of a prompt matching a rule of ``category``; ``offence``: what it earned
     (None: nothing, as for an admin); ``echo``: the prompt, given back so nothing is lost."""
-    text = f"Refused: this matches genbot's rules on **{category}**, so nothing was run."
+    text = _(
+        "Refused: this matches genbot's rules on **{category}**, so nothing was run.",
+        category=category,
+    )
     if offence is not None and offence.banned_until > now:
         minutes = round((offence.banned_until - now) / 60)
-        text += (
-            f" It is your {_ordinal(offence.count)} refused prompt today: genbot takes no "
-            f"prompts from you for {minutes} min, until {_clock_time(offence.banned_until)}."
+        text += " " + _(
+            "It is your {ordinal} refused prompt today: genbot takes no prompts from you for "
+            "{minutes} min, until {time}.",
+            ordinal=_ordinal(offence.count),
+            minutes=minutes,
+            time=_clock_time(offence.banned_until),
         )
     if echo:
         fenced = echo.replace("```", "'''")
-        text += f"\nYour text, to edit:\n```\n{fenced}\n```"
+        text += "\n" + _("Your text, to edit:\n```\n{text}\n```", text=fenced)
     return text
 
 
 def banned_text(until: float) -> str:
     """The answer to a banned user's prompt."""
-    return (
-        f"genbot takes no prompts from you until {_clock_time(until)}: your prompts were "
-        "refused by its rules today. Nothing was run."
+    return _(
+        "genbot takes no prompts from you until {time}: your prompts were refused by its rules "
+        "today. Nothing was run.",
+        time=_clock_time(until),
     )

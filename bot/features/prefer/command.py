@@ -12,14 +12,17 @@ from typing import ClassVar, Final
 
 from bot.features.prefer.expansion import SUFFIX_KEY
 from bot.kernel import (
+    N_,
     ButtonPress,
     Command,
     CommandError,
     ModalSubmit,
     OptionValue,
     UserError,
+    _,
     command,
     name_problem,
+    ngettext,
     parse_command_text,
     splice,
     validate_options,
@@ -34,7 +37,7 @@ MAX_SAVED_TEXT: Final = 1000
 MAX_SAVED_OPTIONS: Final = 50
 """The most options one user may save (everywhere and per channel together)."""
 IMAGINE = command("imagine")
-NAME_IT: Final = "Name the option: /prefer option set neon --style raw"
+NAME_IT: Final = N_("Name the option: /prefer option set neon --style raw")
 
 
 def _text(options: Mapping[str, OptionValue], name: str) -> str:
@@ -42,23 +45,49 @@ def _text(options: Mapping[str, OptionValue], name: str) -> str:
     return str(value).strip() if value is not None else ""
 
 
-def check_saved_text(text: str, what: str) -> str:
+def check_saved_text(text: str, name: str | None) -> str:
     """``text`` when ``/imagine`` could read it (flags and their values as it takes them; no
-    other saved option's name); :class:`UserError` saying what is wrong with ``what``."""
+    other saved option's name); :class:`UserError` saying what is wrong with the saved option
+    ``name`` (None: the suffix)."""
     if len(text) > MAX_SAVED_TEXT:
-        raise UserError(f"{what} is {len(text)} characters long; at most {MAX_SAVED_TEXT}.")
+        raise UserError(
+            _(
+                "--{name} is {length} characters long; at most {most}.",
+                name=name,
+                length=len(text),
+                most=MAX_SAVED_TEXT,
+            )
+            if name is not None
+            else _(
+                "The suffix is {length} characters long; at most {most}.",
+                length=len(text),
+                most=MAX_SAVED_TEXT,
+            )
+        )
     try:
         splice(text, {}, IMAGINE)
     except CommandError:
         raise UserError(
-            f"{what} uses a --word that is neither an /imagine option nor a parameter genbot "
-            "knows (a saved option cannot use another): check its spelling."
+            _(
+                "--{name} uses a --word that is neither an /imagine option nor a parameter "
+                "genbot knows (a saved option cannot use another): check its spelling.",
+                name=name,
+            )
+            if name is not None
+            else _(
+                "The suffix uses a --word that is neither an /imagine option nor a parameter "
+                "genbot knows (a saved option cannot use another): check its spelling."
+            )
         ) from None
     try:
         raw = parse_command_text(IMAGINE, text)
         validate_options(IMAGINE, {**raw, "prompt": "x"}, text_style=True)
     except CommandError as error:
-        raise UserError(f"{what}: {error}") from None
+        raise UserError(
+            _("--{name}: {error}", name=name, error=error)
+            if name is not None
+            else _("The suffix: {error}", error=error)
+        ) from None
     return text
 
 
@@ -85,15 +114,17 @@ class PreferCommands:
         action, name = _text(options, "action").lower(), _text(options, "name")
         value = _text(options, "value")
         if not action:
-            first, _, value = value.partition(" ")
+            first, _space, value = value.partition(" ")
             action = first.lower() or "list"
             if action not in ACTIONS:
                 raise UserError(
-                    "Start with set, list or delete: "
-                    "`/prefer option set neon --style raw --sref <url>`."
+                    _(
+                        "Start with set, list or delete: "
+                        "`/prefer option set neon --style raw --sref <url>`."
+                    )
                 )
         if not name and action != "list":
-            name, _, value = value.strip().partition(" ")
+            name, _space, value = value.strip().partition(" ")
         name, value = name.removeprefix("--").lower(), value.strip()
         channel = event.place.channel_id if options.get("here") else ""
         platform, user = event.place.platform, event.user.id
@@ -101,66 +132,99 @@ class PreferCommands:
             return await self._listing(event)
         if action == "delete":
             if not await self._store.delete_option(platform, user, name, channel):
-                where = " for this channel" if channel else ""
-                return f"You have no saved option --{name}{where}. See /prefer option list."
-            return f"Deleted --{name}."
+                return (
+                    _(
+                        "You have no saved option --{name} for this channel. "
+                        "See /prefer option list.",
+                        name=name,
+                    )
+                    if channel
+                    else _("You have no saved option --{name}. See /prefer option list.", name=name)
+                )
+            return _("Deleted --{name}.", name=name)
         problem = (
-            name_problem(name, IMAGINE) if name else "Name the option: /prefer option set neon …"
+            name_problem(name, IMAGINE) if name else _("Name the option: /prefer option set neon …")
         )
         if problem is not None:
             raise UserError(problem)
         if not value:
-            raise UserError(f"Say what --{name} stands for: /prefer option set {name} --style raw")
-        check_saved_text(value, f"--{name}")
+            raise UserError(
+                _(
+                    "Say what --{name} stands for: /prefer option set {name} --style raw",
+                    name=name,
+                )
+            )
+        check_saved_text(value, name)
         saved = await self._store.options(platform, user, event.place.channel_id)
         mine = {(o.name, o.channel_id) for o in saved if o.name != SUFFIX_KEY}
         if (name, channel) not in mine and len(mine) >= MAX_SAVED_OPTIONS:
             raise UserError(
-                f"You have {len(mine)} saved options, the most genbot keeps; delete one."
+                ngettext(
+                    "You have {n} saved option, the most genbot keeps; delete one.",
+                    "You have {n} saved options, the most genbot keeps; delete one.",
+                    len(mine),
+                )
             )
         await self._store.set_option(platform, user, SavedOption(name, value, channel))
-        where = " in this channel" if channel else ""
-        return f"Saved: --{name}{where} stands for `{value}` in your /imagine prompts."
+        if channel:
+            return _(
+                "Saved: --{name} in this channel stands for `{value}` in your /imagine prompts.",
+                name=name,
+                value=value,
+            )
+        return _(
+            "Saved: --{name} stands for `{value}` in your /imagine prompts.",
+            name=name,
+            value=value,
+        )
 
     async def _suffix(self, event: Command, value: str, here: bool) -> str:
         platform, user = event.place.platform, event.user.id
         channel = event.place.channel_id if here else ""
         if value == "-":
             removed = await self._store.delete_option(platform, user, SUFFIX_KEY, channel)
-            return "Removed your suffix." if removed else "You have no suffix to remove."
+            return _("Removed your suffix.") if removed else _("You have no suffix to remove.")
         if not value:
             saved = await self._store.options(platform, user, event.place.channel_id)
             suffixes = [o for o in saved if o.name == SUFFIX_KEY]
             if not suffixes:
-                return "You have no suffix. Set one: /prefer suffix --ar 16:9 --v 6"
+                return _("You have no suffix. Set one: /prefer suffix --ar 16:9 --v 6")
             return "\n".join(
-                f"Your suffix{' in this channel' if o.channel_id else ''}: `{o.text}`"
+                _("Your suffix in this channel: `{text}`", text=o.text)
+                if o.channel_id
+                else _("Your suffix: `{text}`", text=o.text)
                 for o in suffixes
             )
-        check_saved_text(value, "The suffix")
+        check_saved_text(value, None)
         await self._store.set_option(platform, user, SavedOption(SUFFIX_KEY, value, channel))
-        where = " in this channel" if channel else ""
-        return f"Saved: every /imagine prompt of yours{where} ends with `{value}`."
+        if channel:
+            return _(
+                "Saved: every /imagine prompt of yours in this channel ends with `{value}`.",
+                value=value,
+            )
+        return _("Saved: every /imagine prompt of yours ends with `{value}`.", value=value)
 
     async def _listing(self, event: Command) -> str:
         place = event.place
         saved = await self._store.options(place.platform, event.user.id, place.channel_id)
         lines = [
-            f"• --{o.name}{' (this channel)' if o.channel_id else ''}: `{o.text}`"
+            _("• --{name} (this channel): `{text}`", name=o.name, text=o.text)
+            if o.channel_id
+            else f"• --{o.name}: `{o.text}`"
             for o in saved
             if o.name != SUFFIX_KEY
         ]
         if not lines:
-            return (
+            return _(
                 "You have no saved options. Save one: "
                 "`/prefer option set neon --style raw`, then `/imagine a city --neon`."
             )
-        return "Your saved options (here):\n" + "\n".join(lines)
+        return _("Your saved options (here):\n{lines}", lines="\n".join(lines))
 
     async def on_button(self, event: ButtonPress, referent: NoReferent) -> None:
         """No buttons."""
-        raise UserError("This button is no longer supported.")
+        raise UserError(_("This button is no longer supported."))
 
     async def on_modal(self, event: ModalSubmit, referent: NoReferent) -> None:
         """No forms."""
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))

@@ -13,6 +13,7 @@ from typing import ClassVar, Final
 
 from bot.features.audit import AuditTrail
 from bot.kernel import (
+    N_,
     Button,
     ButtonPress,
     Command,
@@ -22,7 +23,9 @@ from bot.kernel import (
     OutMessage,
     SendsPrivately,
     UserError,
+    _,
     mentioned_user,
+    ngettext,
 )
 from bot.outbox import Notice, Outbox, Private, WritePolicy
 from bot.refs import NoReferent, RefKind, UserReferent
@@ -32,20 +35,44 @@ FORGET_ACTION: Final = "forget_me"
 """Deleting the presser's own data (its ref names nothing)."""
 FORGET_USER_ACTION: Final = "forget_user"
 """An admin deleting the data of the user its ref names."""
-ADMINS_ONLY: Final = "Only genbot admins can delete another user's data."
-NOT_PRIVATE: Final = "This platform cannot show you this privately: use genbot on another one."
-NAME_ONE: Final = "Name one user: `/forget-me <@user>` (admins), or nothing for your own data."
-KINDS: Final[tuple[tuple[str, str], ...]] = (
-    ("conversations", "Conversations {who} started"),
-    ("messages", "Chat messages in them"),
-    ("jobs", "Jobs (prompts, parameters, result links)"),
-    ("settings", "Personal settings"),
-    ("usage_days", "Days of usage history"),
-    ("moderation_days", "Days of moderation record"),
-    ("audit_entries", "Audit log entries naming {whom}"),
+ADMINS_ONLY: Final = N_("Only genbot admins can delete another user's data.")
+NOT_PRIVATE: Final = N_("This platform cannot show you this privately: use genbot on another one.")
+NAME_ONE: Final = N_("Name one user: `/forget-me <@user>` (admins), or nothing for your own data.")
+KINDS: Final[tuple[tuple[str, str, str], ...]] = (
+    ("conversations", N_("Conversations you started"), N_("Conversations user `{user}` started")),
+    ("messages", N_("Chat messages in them"), N_("Chat messages in them")),
+    (
+        "jobs",
+        N_("Jobs (prompts, parameters, result links)"),
+        N_("Jobs (prompts, parameters, result links)"),
+    ),
+    ("settings", N_("Personal settings"), N_("Personal settings")),
+    ("usage_days", N_("Days of usage history"), N_("Days of usage history")),
+    ("moderation_days", N_("Days of moderation record"), N_("Days of moderation record")),
+    ("audit_entries", N_("Audit log entries naming you"), N_("Audit log entries naming them")),
 )
-"""The kinds of :meth:`storage.Retention.kept` shown, in order, with their labels."""
-AFTERWARDS: Final = (
+"""The kinds of :meth:`storage.Retention.kept` shown, in order, with their labels about the
+user's own data and about another user's."""
+SURFACE_KINDS: Final[Mapping[str, str]] = {
+    "playground messages": N_("Playground messages"),
+}
+"""Labels of what a platform's surface keeps (:meth:`bot.outbox.Outbox.kept_about`)."""
+GONE: Final[Mapping[str, str]] = {
+    # Translators: what /forget-me deleted, in "(jobs 3, conversations 2, …)".
+    "jobs": N_("jobs"),
+    "conversations": N_("conversations"),
+    "feedback": N_("feedback"),
+    "usage": N_("usage"),
+    "settings": N_("settings"),
+    "moderation": N_("moderation"),
+    "uploads": N_("uploads"),
+    "saved_options": N_("saved options"),
+    "batches": N_("batches"),
+    "audit_entries": N_("audit entries"),
+    "playground messages": N_("playground messages"),
+}
+"""Labels of what :meth:`storage.Retention.forget` and the surfaces delete."""
+AFTERWARDS: Final = N_(
     "Deleting is permanent. Usage stays only as anonymous daily totals; audit log entries stay, "
     "naming an anonymous id instead. Images already posted in channels stay there: delete "
     "those messages on the platform."
@@ -75,32 +102,50 @@ class ForgetFeature:
         given = str(options.get("user") or "").strip()
         user_id = mentioned_user(given) if given else event.user.id
         if not user_id:
-            raise UserError(NAME_ONE)
+            raise UserError(_(NAME_ONE))
         if user_id != event.user.id and not self._may_name_others(event):
-            raise UserError(ADMINS_ONLY)
+            raise UserError(_(ADMINS_ONLY))
         platform = event.place.platform
         if not self.outbox.can(platform, SendsPrivately):
-            raise UserError(NOT_PRIVATE)
+            raise UserError(_(NOT_PRIVATE))
         kept = dict(await self.store.kept(platform, user_id))
         kept.update(await self.outbox.kept_about(platform, user_id))
         yours = user_id == event.user.id
-        who, whom = ("you", "you") if yours else (f"user `{user_id}`", "them")
         self._refuse_while_banned(kept, yours)
         lines = [
-            f"- {label.format(who=who, whom=whom)}: {kept.get(kind, 0)}" for kind, label in KINDS
+            f"- {_(mine if yours else theirs, user=user_id)}: {kept.get(kind, 0)}"
+            for kind, mine, theirs in KINDS
         ]
-        lines += [f"- {kind.capitalize()}: {count}" for kind, count in kept.items() if " " in kind]
+        lines += [
+            f"- {_(SURFACE_KINDS[kind]) if kind in SURFACE_KINDS else kind.capitalize()}: {count}"
+            for kind, count in kept.items()
+            if " " in kind
+        ]
         if kept["running"]:
             lines.append(
-                f"- {kept['running']} job(s) still running stay until they finish: run "
-                "/forget-me again then."
+                "- "
+                + ngettext(
+                    "{n} job still running stays until it finishes: run /forget-me again then.",
+                    "{n} jobs still running stay until they finish: run /forget-me again then.",
+                    kept["running"],
+                )
             )
-        head = f"**What genbot keeps about {who}** on {platform}:"
-        text = "\n".join([head, *lines, "", AFTERWARDS])
+        head = (
+            _("**What genbot keeps about you** on {platform}:", platform=platform)
+            if yours
+            else _(
+                "**What genbot keeps about user `{user}`** on {platform}:",
+                user=user_id,
+                platform=platform,
+            )
+        )
+        text = "\n".join([head, *lines, "", _(AFTERWARDS)])
         if yours:
-            button = Button("Delete all of it", FORGET_ACTION, "", style="danger")
+            button = Button(_("Delete all of it"), FORGET_ACTION, "", style="danger")
         else:
-            button = Button("Delete all of their data", FORGET_USER_ACTION, user_id, style="danger")
+            button = Button(
+                _("Delete all of their data"), FORGET_USER_ACTION, user_id, style="danger"
+            )
         await self.outbox.write(
             event.place,
             Private(event, OutMessage(text=text, buttons=((button,),))),
@@ -121,18 +166,34 @@ class ForgetFeature:
             await self.audit.record(
                 "user.forgotten", event.place, event.user.id, pseudonym, after=shown
             )
-        counts = ", ".join(f"{kind.replace('_', ' ')} {count}" for kind, count in shown.items())
-        whose = "Your data" if yours else f"The data of user `{user_id}`"
+        counts = ", ".join(
+            f"{_(GONE[kind]) if kind in GONE else kind.replace('_', ' ')} {count}"
+            for kind, count in shown.items()
+        )
         text = (
-            f"{whose} on {platform} is deleted ({counts}). Usage stays only as anonymous "
-            f"totals; records that must stay name `{pseudonym}`."
+            _(
+                "Your data on {platform} is deleted ({counts}). Usage stays only as anonymous "
+                "totals; records that must stay name `{pseudonym}`.",
+                platform=platform,
+                counts=counts,
+                pseudonym=pseudonym,
+            )
+            if yours
+            else _(
+                "The data of user `{user}` on {platform} is deleted ({counts}). Usage stays "
+                "only as anonymous totals; records that must stay name `{pseudonym}`.",
+                user=user_id,
+                platform=platform,
+                counts=counts,
+                pseudonym=pseudonym,
+            )
         )
         if not await self.outbox.tell_forgotten(event, text):
             await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
 
     async def on_modal(self, event: ModalSubmit, referent: UserReferent | NoReferent) -> None:
         """It has no forms."""
-        raise UserError("This form is no longer supported.")
+        raise UserError(_("This form is no longer supported."))
 
     @staticmethod
     def _may_name_others(event: Event) -> bool:
@@ -143,5 +204,8 @@ class ForgetFeature:
         if yours and until > self.clock():
             ends = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M UTC")
             raise UserError(
-                f"You are banned until {ends}: your data can be deleted once the ban has ended."
+                _(
+                    "You are banned until {ends}: your data can be deleted once the ban has ended.",
+                    ends=ends,
+                )
             )

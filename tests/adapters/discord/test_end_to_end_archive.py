@@ -122,7 +122,7 @@ async def test_the_export_is_a_private_zip_whose_manifest_matches(
         assert "to your direct messages" in (await told(fake, alice, 1)).content
         [answer] = fake.bot_messages(fake.dm_channel(alice).id)
         [file] = answer.attachments
-        assert file.filename.endswith(".zip") and "1 job(s), 1 image(s)" in answer.content
+        assert file.filename.endswith(".zip") and "1 job, 1 image" in answer.content
         with zipfile.ZipFile(io.BytesIO(file.data)) as archive:
             manifest = json.loads(archive.read("manifest.json"))
             [entry] = manifest["jobs"]

@@ -97,7 +97,7 @@ async def test_the_export_is_a_zip_in_the_users_dm_whose_manifest_matches(
         [note] = await fake.wait_for(lambda: fake.ephemerals[seen:], WAIT)
         assert "to your direct messages with genbot" in note.text
         [sent] = [m for m in fake.bot_messages("D1") if m.files]
-        assert "1 job(s), 1 image(s)" in sent.text
+        assert "1 job, 1 image" in sent.text
         [file] = sent.files
         assert file.name.endswith(".zip") and file.data is not None
         with zipfile.ZipFile(io.BytesIO(file.data)) as archive:

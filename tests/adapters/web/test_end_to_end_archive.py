@@ -64,7 +64,7 @@ async def test_export_links_a_zip_whose_manifest_matches_the_jobs(tmp_path: Path
         asked = await user.command("/jobs export")
         await view.until(lambda: view.handled(asked))
         [answer] = [m for m in view.after(asked) if m["kind"] == "ephemeral"]
-        assert answer["private"] and "2 job(s), 2 image(s)" in answer["text"]
+        assert answer["private"] and "2 jobs, 2 images" in answer["text"]
         link = answer["text"].split("Download: ")[1].split(" ")[0]
         path = link.removeprefix(stack.url)
         async with other.session.get(path) as refused:

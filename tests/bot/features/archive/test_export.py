@@ -82,4 +82,4 @@ async def test_the_newest_jobs_within_the_size_and_what_was_left_out(
     assert manifest["older_jobs_left_out"] is True
     summary = export.summary()
     assert "Only the newest 3 jobs" in summary
-    assert "1 image(s) past the size limit; 1 image(s) that could not be downloaded" in summary
+    assert "1 image past the size limit; 1 image that could not be downloaded" in summary
