@@ -57,6 +57,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from adapters.body_pace import BodyPace
+from bot.kernel import N_, _
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ closed to make room are released a turn later, while the next burst may already 
 SHED_ON_ACCEPT_ERROR = 32
 """Connections without a request head closed when accepting fails for want of files."""
 ACCEPT_ERROR = "socket.accept() out of system resource"
-TOO_MANY_FROM_YOU = "Too many connections from your address; close some and try again."
+TOO_MANY_FROM_YOU = N_("Too many connections from your address; close some and try again.")
 _BODY_LIMIT_ATTRIBUTE = "_genbot_max_body_bytes"
 _BODY_TIMEOUT_ATTRIBUTE = "_genbot_body_timeout"
 _UNAVAILABLE = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
@@ -370,7 +371,7 @@ class Listener:
         request[_REFUSALS] = self.refusals
         if self._client_over_cap(request):
             self.refusals.note("too many connections from one client")
-            busy = web.json_response({"error": TOO_MANY_FROM_YOU}, status=503)
+            busy = web.json_response({"error": _(TOO_MANY_FROM_YOU)}, status=503)
             return await answer_and_close(request, busy)
         route_handler = request.match_info.handler
         limit = getattr(route_handler, _BODY_LIMIT_ATTRIBUTE, self.limits.max_body_bytes)
@@ -397,11 +398,11 @@ class Listener:
         except BodyTooSlow:
             floor = self.limits.min_body_bytes_per_second
             self.refusals.note(f"body slower than {floor} bytes/s")
-            too_slow = {"error": "The request body was too slow."}
+            too_slow = {"error": _("The request body was too slow.")}
             return _closing(web.json_response(too_slow, status=408))
         except BodyTimeout:
             self.refusals.note(f"body not received within {timeout:g} s")
-            too_slow = {"error": "The request body was too slow."}
+            too_slow = {"error": _("The request body was too slow.")}
             return _closing(web.json_response(too_slow, status=408))
         except web.HTTPRequestEntityTooLarge:
             self.refusals.note("body too large")
@@ -439,4 +440,4 @@ def _closing(response: web.Response) -> web.Response:
 
 
 def _too_large(limit: int) -> str:
-    return f"The request body is too large (at most {limit} bytes here)."
+    return _("The request body is too large (at most {limit} bytes here).", limit=limit)

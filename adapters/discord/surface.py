@@ -60,6 +60,7 @@ from bot.kernel import (
     PlatformProfile,
     RateLimited,
     SurfaceError,
+    _,
 )
 
 NONCE_LENGTH = 25
@@ -369,9 +370,10 @@ class DiscordSurface:
         """A job message for a place genbot cannot post in (a user install whose interaction
         has expired, or after a restart): sent to the requester by DM, with a note."""
         where = f"<#{place.thread_id or place.channel_id}>"
-        note = (
-            f"_genbot cannot post in {where} any more (where it is not a member, Discord lets "
-            "it answer for 15 minutes), so this is here:_"
+        note = _(
+            "_genbot cannot post in {where} any more (where it is not a member, Discord lets "
+            "it answer for 15 minutes), so this is here:_",
+            where=where,
         )
         dm_message = replace(message, text=self._fit(f"{note}\n{message.text}"))
         async with discord_call("open a DM"):
@@ -515,7 +517,11 @@ class DiscordSurface:
             images = fitted.images
             if fitted.left_out:
                 links = " ".join(image.url for image in fitted.left_out if image.url)
-                note = f"_(too large to upload here{': ' + links if links else ''})_"
+                note = (
+                    _("_(too large to upload here: {links})_", links=links)
+                    if links
+                    else _("_(too large to upload here)_")
+                )
                 text = self._fit(f"{message.text}\n{note}".strip())
                 message = replace(message, text=text, images=images)
         files = [discord.File(io.BytesIO(i.data), filename=i.filename) for i in images]
@@ -558,7 +564,9 @@ class DiscordSurface:
             )
             await self.send_private(origin, message)
             return
-        await self.send_ephemeral(origin, f"Sent `{filename}` to your direct messages with genbot.")
+        await self.send_ephemeral(
+            origin, _("Sent `{file}` to your direct messages with genbot.", file=filename)
+        )
 
     async def send_private(self, origin: Event, message: OutMessage) -> None:
         """``message`` (images and buttons too) only ``origin``'s user sees: the interaction's
@@ -626,10 +634,10 @@ class DiscordSurface:
             raise SurfaceError("a form can only be the first answer to a button press or command")
         interaction = context.interaction
         if interaction.type is discord.InteractionType.modal_submit:
-            await self._offer_form(context, modal, "✏️ Edit and resubmit")
+            await self._offer_form(context, modal, _("✏️ Edit and resubmit"))
             return
         if interaction.response.is_done():
-            await self._offer_form(context, modal, "📎 Open the form")
+            await self._offer_form(context, modal, _("📎 Open the form"))
             return
         async with discord_call("open a form"):
             await interaction.response.send_modal(build_modal(modal))
@@ -639,7 +647,9 @@ class DiscordSurface:
         self._refused_forms[token] = modal
         while len(self._refused_forms) > REFUSED_FORMS_KEPT:
             self._refused_forms.popitem(last=False)
-        note = f"⚠️ {modal.refusal}" if modal.refusal else f"{modal.title}: open the form."
+        note = (
+            f"⚠️ {modal.refusal}" if modal.refusal else _("{form}: open the form.", form=modal.title)
+        )
         text = self._fit(note)
         nobody = discord.AllowedMentions.none()
         interaction, view = context.interaction, reopen_view(token, label)
@@ -660,7 +670,7 @@ class DiscordSurface:
         async with discord_call("open a form again"):
             if modal is None:
                 await interaction.response.send_message(
-                    "That form has expired; press the button under the image again.",
+                    _("That form has expired; press the button under the image again."),
                     ephemeral=True,
                 )
                 return
@@ -696,14 +706,21 @@ class DiscordSurface:
         limit = self.max_upload_bytes
         if attachment.size is not None and attachment.size > limit:
             raise SurfaceError(
-                f"{attachment.filename} is {attachment.size} bytes; the limit is {limit} bytes"
+                _(
+                    "{file} is {size} bytes; the limit is {limit} bytes",
+                    file=attachment.filename,
+                    size=attachment.size,
+                    limit=limit,
+                )
             )
         if not attachment.url:
-            raise SurfaceError(f"{attachment.filename} has no URL to download from")
+            raise SurfaceError(_("{file} has no URL to download from", file=attachment.filename))
         async with discord_call(f"download {attachment.filename}"):
             data = await self.client.http.get_from_cdn(attachment.url)
         if len(data) > limit:
-            raise SurfaceError(f"{attachment.filename} is larger than {limit} bytes")
+            raise SurfaceError(
+                _("{file} is larger than {limit} bytes", file=attachment.filename, limit=limit)
+            )
         return data
 
     @asynccontextmanager

@@ -11,7 +11,7 @@ from typing import Any
 import discord
 
 from adapters.discord.interaction_source import InteractionSource
-from bot.kernel import Attachment, Place, User
+from bot.kernel import Attachment, Place, User, _
 
 PLATFORM = "discord"
 DM_WORKSPACE = "dm"
@@ -98,7 +98,9 @@ def is_allowed(place: Place, allowed_channel_ids: Collection[int]) -> bool:
 
 def not_allowed_text(allowed_channel_ids: Collection[int]) -> str:
     channels = ", ".join(f"<#{cid}>" for cid in list(allowed_channel_ids)[:10])
-    return f"genbot is not enabled in this channel. Use it in {channels} or in a DM."
+    return _(
+        "genbot is not enabled in this channel. Use it in {channels} or in a DM.", channels=channels
+    )
 
 
 def strip_mention(text: str, user_id: int) -> str:

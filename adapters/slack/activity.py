@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.kernel import ActivityKind, Event, Place, RateLimited, SurfaceError
+from bot.kernel import N_, ActivityKind, Event, Place, RateLimited, SurfaceError, _
 
 from .calls import Call
 from .inbound import SlackOrigin
@@ -31,10 +31,19 @@ from .inbound import SlackOrigin
 log = logging.getLogger(__name__)
 Clients = Callable[[str], Awaitable[AsyncWebClient]]
 
-STATUS_TEXT: dict[ActivityKind, str] = {"thinking": "is thinking…", "drawing": "is drawing…"}
+STATUS_TEXT: dict[ActivityKind, str] = {
+    # Translators: Slack shows it after the app's name: "genbot is thinking…".
+    "thinking": N_("is thinking…"),
+    # Translators: Slack shows it after the app's name: "genbot is drawing…".
+    "drawing": N_("is drawing…"),
+}
 LOADING_MESSAGES: dict[ActivityKind, list[str]] = {
-    "thinking": ["Reading the conversation…", "Thinking it over…", "Putting words together…"],
-    "drawing": ["Mixing the paints…", "Sketching the grid…", "Adding the details…"],
+    "thinking": [
+        N_("Reading the conversation…"),
+        N_("Thinking it over…"),
+        N_("Putting words together…"),
+    ],
+    "drawing": [N_("Mixing the paints…"), N_("Sketching the grid…"), N_("Adding the details…")],
 }
 PRIORITY: tuple[ActivityKind, ...] = ("thinking", "drawing")
 REFRESH_SECONDS = 90.0
@@ -145,8 +154,10 @@ class StatusLine:
                 client.assistant_threads_setStatus(
                     channel_id=thread.channel,
                     thread_ts=thread.thread_ts,
-                    status=STATUS_TEXT[status] if status is not None else "",
-                    loading_messages=LOADING_MESSAGES[status] if status is not None else None,
+                    status=_(STATUS_TEXT[status]) if status is not None else "",
+                    loading_messages=[_(text) for text in LOADING_MESSAGES[status]]
+                    if status is not None
+                    else None,
                 ),
             )
         except (SurfaceError, RateLimited) as error:

@@ -48,6 +48,7 @@ from bot.kernel import (
     SealError,
     User,
     UserMessage,
+    _,
     command_images,
     speaking,
     supported,
@@ -492,7 +493,7 @@ class SlackAdapter:
         )
         opened = await client.conversations_open(users=user_id)
         dm = str((opened.get("channel") or {}).get("id") or "")
-        about = f"_About a message in <#{kept.get('channel', '')}>:_"
+        about = _("_About a message in <#{channel}>:_", channel=kept.get("channel", ""))
         root = await client.chat_postMessage(channel=dm, text=f"{escape_mrkdwn(question)}\n{about}")
         ts = str(root["ts"])
         return UserMessage(

@@ -37,7 +37,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.kernel import COMMANDS_BY_NAME, Attachment
+from bot.kernel import COMMANDS_BY_NAME, N_, Attachment, _
 
 from .formatting import escape_mrkdwn
 from .inbound import plain_text
@@ -73,10 +73,12 @@ def default_prompts() -> list[SuggestedPrompt]:
     ``generate_image``), and a summary of the channel in view."""
     drawing = _example("imagine")
     return [
-        SuggestedPrompt(title="Ask anything", message=_example("chat")),
-        SuggestedPrompt(title="Draw an image", message=f"Draw {drawing[:1].lower()}{drawing[1:]}"),
+        SuggestedPrompt(title=N_("Ask anything"), message=_example("chat")),
         SuggestedPrompt(
-            title="Summarize this channel", message="Summarize this channel's last hour"
+            title=N_("Draw an image"), message=f"Draw {drawing[:1].lower()}{drawing[1:]}"
+        ),
+        SuggestedPrompt(
+            title=N_("Summarize this channel"), message="Summarize this channel's last hour"
         ),
     ]
 
@@ -182,8 +184,9 @@ class AgentSurfaces:
             try:
                 await client.assistant_threads_setSuggestedPrompts(
                     channel_id=dm,
-                    title="Try",
-                    prompts=[p.model_dump() for p in self.prompts],
+                    # Translators: the heading of the suggested prompts in Slack's Messages tab.
+                    title=_("Try"),
+                    prompts=[{**p.model_dump(), "title": _(p.title)} for p in self.prompts],
                 )
             except SlackApiError as error:
                 log.info("setSuggestedPrompts failed: %s", error.response.get("error"))
@@ -193,7 +196,7 @@ class AgentSurfaces:
         try:
             history = await client.conversations_history(channel=dm, limit=1)
             if not history.get("messages"):
-                await client.chat_postMessage(channel=dm, text=escape_mrkdwn(self.greeting))
+                await client.chat_postMessage(channel=dm, text=escape_mrkdwn(_(self.greeting)))
         except SlackApiError as error:
             log.info("greeting in the Messages tab failed: %s", error.response.get("error"))
             return
@@ -215,13 +218,15 @@ class AgentSurfaces:
             "user": str(message.get("user") or ""),
             "text": str(message.get("text") or "")[:METADATA_TEXT_MAX],
         }
-        author = f"<@{kept['user']}>" if kept["user"] else "someone"
+        # Translators: in "About a message by someone in #channel" (its author is not known).
+        author = f"<@{kept['user']}>" if kept["user"] else _("someone")
         return {
             "type": "modal",
             "callback_id": ASK_CALLBACK,
-            "title": {"type": "plain_text", "text": "Ask genbot"},
-            "submit": {"type": "plain_text", "text": "Ask"},
-            "close": {"type": "plain_text", "text": "Cancel"},
+            "title": {"type": "plain_text", "text": _("Ask genbot")},
+            # Translators: the submit button of the "Ask genbot" form.
+            "submit": {"type": "plain_text", "text": _("Ask")},
+            "close": {"type": "plain_text", "text": _("Cancel")},
             "private_metadata": json.dumps(kept),
             "blocks": [
                 {
@@ -229,20 +234,24 @@ class AgentSurfaces:
                     "elements": [
                         {
                             "type": "mrkdwn",
-                            "text": f"About a message by {author} in <#{channel}> and its "
-                            "thread. genbot answers in your DM with it.",
+                            "text": _(
+                                "About a message by {author} in <#{channel}> and its thread. "
+                                "genbot answers in your DM with it.",
+                                author=author,
+                                channel=channel,
+                            ),
                         }
                     ],
                 },
                 {
                     "type": "input",
                     "block_id": QUESTION_BLOCK,
-                    "label": {"type": "plain_text", "text": "What do you want to know?"},
+                    "label": {"type": "plain_text", "text": _("What do you want to know?")},
                     "element": {
                         "type": "plain_text_input",
                         "action_id": QUESTION_BLOCK,
                         "multiline": True,
-                        "initial_value": "Summarize this message and its thread.",
+                        "initial_value": _("Summarize this message and its thread."),
                     },
                 },
             ],
@@ -319,11 +328,16 @@ def describe_span(seconds: float) -> str:
 
 def unreadable_text(channel: str, code: str) -> str:
     if code in ("not_in_channel", "channel_not_found"):
-        return (
-            f"genbot cannot read <#{channel}>: it is not a member there. Invite it "
-            "(/invite @genbot) and ask again."
+        return _(
+            "genbot cannot read <#{channel}>: it is not a member there. Invite it "
+            "(/invite @genbot) and ask again.",
+            channel=channel,
         )
-    return f"genbot could not read <#{channel}> just now (Slack answered {code}); try again."
+    return _(
+        "genbot could not read <#{channel}> just now (Slack answered {code}); try again.",
+        channel=channel,
+        code=code,
+    )
 
 
 def _clock(ts: str) -> str:

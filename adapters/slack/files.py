@@ -9,7 +9,7 @@ from collections.abc import Callable
 import aiohttp
 import yarl
 
-from bot.kernel import Attachment, SurfaceError
+from bot.kernel import Attachment, SurfaceError, _
 
 from .tokens import TeamTokens, team_of_file
 
@@ -48,7 +48,9 @@ class FileFetcher:
             return attachment.data
         url = yarl.URL(attachment.url)
         if url.scheme not in ("http", "https") or not url.host:
-            raise SurfaceError(f"{attachment.filename}: only http(s) links can be fetched")
+            raise SurfaceError(
+                _("{file}: only http(s) links can be fetched", file=attachment.filename)
+            )
         headers = {}
         if self.trusted(url):
             token = await self._tokens.bot_token(team_of_file(attachment.url) or "")
@@ -60,17 +62,34 @@ class FileFetcher:
                 self._http().get(url, headers=headers) as response,
             ):
                 if response.status != 200:
-                    raise SurfaceError(f"{name}: fetching it failed (HTTP {response.status})")
+                    raise SurfaceError(
+                        _(
+                            "{file}: fetching it failed (HTTP {status})",
+                            file=name,
+                            status=response.status,
+                        )
+                    )
                 if response.content_type == "text/html":
                     raise SurfaceError(
-                        f"{name}: got a web page instead of the file "
-                        "(does the Slack app have the files:read scope?)"
+                        _(
+                            "{file}: got a web page instead of the file "
+                            "(does the Slack app have the files:read scope?)",
+                            file=name,
+                        )
                     )
                 data = bytearray()
                 async for chunk in response.content.iter_chunked(CHUNK_BYTES):
                     data += chunk
                     if len(data) > limit:
-                        raise SurfaceError(f"{name} is larger than {limit // (1024 * 1024)} MiB")
+                        raise SurfaceError(
+                            _(
+                                "{file} is larger than {mib} MiB",
+                                file=name,
+                                mib=limit // (1024 * 1024),
+                            )
+                        )
         except (aiohttp.ClientError, TimeoutError) as error:
-            raise SurfaceError(f"{name}: fetching it failed ({type(error).__name__})") from None
+            raise SurfaceError(
+                _("{file}: fetching it failed ({error})", file=name, error=type(error).__name__)
+            ) from None
         return bytes(data)

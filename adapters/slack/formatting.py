@@ -23,6 +23,7 @@ from bot.kernel import (
     ModalField,
     OutMessage,
     Place,
+    _,
 )
 
 MARKDOWN_BLOCK_MAX = 12000
@@ -321,7 +322,8 @@ def modal_view(modal: Modal, place: Place, preview_file: str = "") -> dict[str, 
         notice = truncate(modal.notice, SECTION_TEXT_MAX)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": notice}})
     if preview_file:
-        blocks.append(_image(preview_file, f"{modal.title}: what you chose"))
+        # Translators: the description of a form's preview image; {form} is the form's title.
+        blocks.append(_image(preview_file, _("{form}: what you chose", form=modal.title)))
     for field in modal.fields:
         block: dict[str, Any] = {
             "type": "input",
@@ -337,8 +339,8 @@ def modal_view(modal: Modal, place: Place, preview_file: str = "") -> dict[str, 
         "type": "modal",
         "callback_id": modal.custom_id,
         "title": _plain(truncate(modal.title, MODAL_TITLE_MAX)),
-        "submit": _plain("Submit"),
-        "close": _plain("Cancel"),
+        "submit": _plain(_("Submit")),
+        "close": _plain(_("Cancel")),
         "private_metadata": encode_place(place),
         "blocks": blocks,
     }

@@ -33,6 +33,8 @@ from bot.kernel import (
     Place,
     RateLimited,
     SurfaceError,
+    _,
+    ngettext,
 )
 
 from .calls import Call
@@ -108,10 +110,10 @@ def home_view(
             "text": {"type": "mrkdwn", "text": _usage(view)},
         },
         {"type": "divider"},
-        {"type": "header", "text": {"type": "plain_text", "text": "Your last images"}},
+        {"type": "header", "text": {"type": "plain_text", "text": _("Your last images")}},
     ]
     if not view.jobs:
-        blocks.append(_section("No images yet: try `/imagine a fox in the snow`."))
+        blocks.append(_section(_("No images yet: try `/imagine a fox in the snow`.")))
     for job in view.jobs:
         blocks += _job_blocks(job, thumbnails.get(job.job.id))
     return {
@@ -123,11 +125,16 @@ def home_view(
 
 
 def _defaults(view: HomeView) -> str:
-    lines = ["*Your defaults*"]
+    lines = [_("*Your defaults*")]
     for setting in view.settings:
         lines.append(
-            f"• {escape_mrkdwn(setting.label)}: `{escape_mrkdwn(setting.value)}` "
-            f"_({escape_mrkdwn(setting.source)})_"
+            # Translators: a setting on the Home: "• Temperature: `0.7` _(yours)_".
+            _(
+                "• {setting}: `{value}` _({source})_",
+                setting=escape_mrkdwn(setting.label),
+                value=escape_mrkdwn(setting.value),
+                source=escape_mrkdwn(setting.source),
+            )
         )
     return "\n".join(lines)
 
@@ -135,8 +142,27 @@ def _defaults(view: HomeView) -> str:
 def _usage(view: HomeView) -> str:
     usage = view.usage
     budget = view.daily_credit_budget
-    credits = f"{usage.credits:,} image credits" + (f" of your {budget:,} a day" if budget else "")
-    return f"*Today (UTC)*\n{usage.tokens:,} chat tokens · {credits}"
+    tokens = ngettext(
+        "{count} chat token", "{count} chat tokens", usage.tokens, count=f"{usage.tokens:,}"
+    )
+    credits = (
+        ngettext(
+            "{count} image credit of your {budget} a day",
+            "{count} image credits of your {budget} a day",
+            usage.credits,
+            count=f"{usage.credits:,}",
+            budget=f"{budget:,}",
+        )
+        if budget
+        else ngettext(
+            "{count} image credit",
+            "{count} image credits",
+            usage.credits,
+            count=f"{usage.credits:,}",
+        )
+    )
+    # Translators: the usage on the Home; {tokens} is "12 chat tokens", {credits} "3 image credits".
+    return _("*Today (UTC)*\n{tokens} · {credits}", tokens=tokens, credits=credits)
 
 
 def _job_blocks(job: HomeJob, thumbnail: str | None) -> list[dict[str, Any]]:

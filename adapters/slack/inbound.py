@@ -21,6 +21,7 @@ from bot.kernel import (
     ModalSubmit,
     Place,
     User,
+    _,
     decode_custom_id,
     resolve_command,
 )
@@ -146,13 +147,17 @@ def route_command(slash: str, text: str) -> SlashRoute | str:
     A string is an error message for the user."""
     text = text.strip()
     if slash == GENBOT_SLASH:
-        first, _, rest = text.partition(" ")
+        first, _space, rest = text.partition(" ")
         sub = first.lower() or "help"
         if sub not in GENBOT_SUBCOMMANDS:
-            return f"`{first}` is not one of `/genbot {' | '.join(GENBOT_SUBCOMMANDS)}`."
+            return _(
+                "`{given}` is not one of `/genbot {commands}`.",
+                given=first,
+                commands=" | ".join(GENBOT_SUBCOMMANDS),
+            )
         text = f"{sub} {rest}"
     elif slash not in SLASH_COMMANDS:
-        return f"genbot does not know the command `{slash}`."
+        return _("genbot does not know the command `{command}`.", command=slash)
     else:
         text = f"{slash} {text}"
     try:

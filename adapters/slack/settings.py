@@ -8,7 +8,7 @@ from types import MappingProxyType
 from pydantic import BaseModel, Field, SecretStr
 
 from adapters.slack.formatting import MODEL_TEXT_MAX
-from bot.kernel import Address, PlatformProfile, Section, WriteKind
+from bot.kernel import N_, Address, PlatformProfile, Section, WriteKind
 
 CHANNEL_WRITES_PER_WINDOW = 5
 CHANNEL_WINDOW_SECONDS = 5.0
@@ -22,7 +22,7 @@ per-channel limit. ``chat.update`` (Tier 3) is the shared ``updates_per_minute``
 
 
 SUGGESTED_PROMPTS_MAX = 4
-DEFAULT_GREETING = (
+DEFAULT_GREETING = N_(
     "Hi! I'm genbot. Ask me anything here: each message gets its answer in its own thread. "
     "Attach a text file or a PDF and I read it; while you look at a channel, ask me to "
     "summarize it. Create images with /imagine, /describe, /blend and /diffusion; "

@@ -45,6 +45,7 @@ from bot.kernel import (
     PlatformProfile,
     SurfaceError,
     User,
+    _,
 )
 
 from .activity import StatusLine
@@ -333,7 +334,7 @@ class SlackSurface:
         )  # fmt: skip
         if channel != origin.place.channel_id:
             await self.send_ephemeral(
-                origin, f"Sent `{filename}` to your direct messages with genbot."
+                origin, _("Sent `{file}` to your direct messages with genbot.", file=filename)
             )
 
     async def send_private(self, origin: Event, message: OutMessage) -> None:

@@ -19,7 +19,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters import AdapterStartError
 from adapters.listener import Listener, ListenerLimits, answer_and_close, refused
-from bot.kernel import RateWindow
+from bot.kernel import RateWindow, _
 
 EVENTS_PATH = "/slack/events"
 SIGNATURE_WINDOW_SECONDS = 300
@@ -104,7 +104,9 @@ def slack_web_app(app: AsyncApp) -> web.Application:
                 wait = max(1, round(installs.retry_after(client)))
                 return web.Response(
                     status=429,
-                    text=f"Too many installs from your address; try again in {wait} s.",
+                    text=_(
+                        "Too many installs from your address; try again in {wait} s.", wait=wait
+                    ),
                     headers={"Retry-After": str(wait)},
                 )
             bolt_request = await to_bolt_request(request)

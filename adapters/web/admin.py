@@ -19,11 +19,11 @@ from aiohttp import web
 from adapters.web.handlers import json_body, string_field
 from adapters.web.routes import ADAPTER, USER, json_error, static_file
 from adapters.web.translate import BadInput
-from bot.kernel import AdminConsole, NotAllowed, OptionValue, User, UserError
+from bot.kernel import N_, AdminConsole, NotAllowed, OptionValue, User, UserError, _
 
 FILTERS: Final = ("user", "kind", "days", "page")
 MODERATION_FIELDS: Final = ("action", "entry", "category")
-NO_CONSOLE: Final = "The admin page is not available in this playground."
+NO_CONSOLE: Final = N_("The admin page is not available in this playground.")
 
 
 async def page(request: web.Request) -> web.Response:
@@ -36,7 +36,7 @@ async def _answer(
 ) -> web.Response:
     console = request.app[ADAPTER].console
     if console is None:
-        return json_error(404, NO_CONSOLE)
+        return json_error(404, _(NO_CONSOLE))
     try:
         return await work(console, request[USER])
     except NotAllowed as error:
@@ -89,7 +89,7 @@ def _moderation_options(body: dict[str, Any]) -> dict[str, OptionValue]:
     minutes = body.get("minutes")
     if minutes not in (None, ""):
         if not isinstance(minutes, int | str):
-            raise BadInput("'minutes' must be a whole number.")
+            raise BadInput(_("'minutes' must be a whole number."))
         options["minutes"] = str(minutes)
     return options
 

@@ -25,11 +25,11 @@ from adapters.web.handlers import json_body, string_field
 from adapters.web.platform import PendingModal, web_place
 from adapters.web.routes import ADAPTER, USER, json_error, static_file
 from adapters.web.translate import BadInput, modal_json, parse_channel
-from bot.kernel import GalleryResult, Place, UserError
+from bot.kernel import N_, GalleryResult, Place, UserError, _
 
 FILTERS: Final = ("text", "type", "channel", "date", "scope")
 PAGE_SIZE: Final = 24
-NO_GALLERY: Final = "The gallery is not available in this playground."
+NO_GALLERY: Final = N_("The gallery is not available in this playground.")
 
 
 async def page(request: web.Request) -> web.Response:
@@ -46,7 +46,7 @@ def _limit(raw: str | None) -> int:
     if not raw:
         return PAGE_SIZE
     if not raw.isdigit():
-        raise BadInput(f"'limit' must be a whole number, not {raw[:20]!r}.")
+        raise BadInput(_("'limit' must be a whole number, not {given}.", given=repr(raw[:20])))
     return int(raw)
 
 
@@ -71,7 +71,7 @@ async def results(request: web.Request) -> web.Response:
     """A page of the user's results (see the module docstring)."""
     gallery = request.app[ADAPTER].gallery
     if gallery is None:
-        return json_error(404, NO_GALLERY)
+        return json_error(404, _(NO_GALLERY))
     channel, place = _from(request, request.query.get("from"))
     filters = {name: request.query[name] for name in FILTERS if request.query.get(name)}
     after = request.query.get("after") or None
@@ -95,8 +95,8 @@ async def image(request: web.Request) -> web.Response:
     """A result's first image, for a user who may see it."""
     gallery = request.app[ADAPTER].gallery
     if gallery is None:
-        return json_error(404, NO_GALLERY)
-    _, place = _from(request, request.query.get("from"))
+        return json_error(404, _(NO_GALLERY))
+    _channel, place = _from(request, request.query.get("from"))
     small = request.query.get("size") == "small"
     try:
         found = await gallery.image(request[USER], place, request.match_info["job_id"], small=small)
@@ -118,7 +118,7 @@ async def form(request: web.Request) -> web.Response:
     channel ``from``; ``{"modal": …}`` for the page to show and submit through ``/api/modal``."""
     gallery = request.app[ADAPTER].gallery
     if gallery is None:
-        return json_error(404, NO_GALLERY)
+        return json_error(404, _(NO_GALLERY))
     body = await json_body(request)
     channel, place = _from(request, body.get("from"))
     user = request[USER]

@@ -39,11 +39,13 @@ from bot.kernel import (
     Place,
     User,
     UserMessage,
+    _,
     decode_custom_id,
     inspect_image,
     is_document,
     is_image,
     is_pdf,
+    ngettext,
 )
 
 log = logging.getLogger(__name__)
@@ -58,16 +60,22 @@ _CHUNK = 64 * 1024
 async def json_body(request: web.Request) -> dict[str, Any]:
     """The request's JSON object; :class:`BadInput` for anything else."""
     if request.content_type != "application/json":
-        raise BadInput("Send a JSON body (Content-Type: application/json).")
+        raise BadInput(_("Send a JSON body (Content-Type: application/json)."))
     raw = await request.read()
     try:
         body = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise BadInput(f"Malformed JSON: {exc.msg} at character {exc.pos}.") from None
+        raise BadInput(
+            _(
+                "Malformed JSON: {problem} at character {position}.",
+                problem=exc.msg,
+                position=exc.pos,
+            )
+        ) from None
     except UnicodeDecodeError:
-        raise BadInput("Malformed JSON: the body is not UTF-8.") from None
+        raise BadInput(_("Malformed JSON: the body is not UTF-8.")) from None
     if not isinstance(body, dict):
-        raise BadInput("The JSON body must be an object.")
+        raise BadInput(_("The JSON body must be an object."))
     return body
 
 
@@ -75,7 +83,7 @@ def string_field(body: dict[str, Any], key: str) -> str:
     """``body[key]``, a string (empty when absent); :class:`BadInput` for anything else."""
     value = body.get(key, "")
     if not isinstance(value, str):
-        raise BadInput(f"'{key}' must be a string.")
+        raise BadInput(_("'{key}' must be a string.", key=key))
     return value
 
 
@@ -85,8 +93,12 @@ def _text(body: dict[str, Any], playground: Playground) -> str:
     limit = playground.profile.max_text
     if len(text) > limit:
         raise BadInput(
-            f"Your message is {len(text):,} characters long; the playground takes at most "
-            f"{limit:,}. Shorten it, or send it in parts."
+            _(
+                "Your message is {length} characters long; the playground takes at most "
+                "{most}. Shorten it, or send it in parts.",
+                length=f"{len(text):,}",
+                most=f"{limit:,}",
+            )
         )
     return text.strip()
 
@@ -96,14 +108,20 @@ def _place(playground: Playground, body: dict[str, Any], user: User) -> Place:
     known = playground.store.channels()
     if channel not in known and len(known) >= MAX_CHANNELS:
         raise BadInput(
-            f"The playground keeps at most {MAX_CHANNELS} channels; post in one of them."
+            ngettext(
+                "The playground keeps at most {n} channel; post in one of them.",
+                "The playground keeps at most {n} channels; post in one of them.",
+                MAX_CHANNELS,
+            )
         )
     thread = body.get("thread")
     if thread is None or thread == "":
         return web_place(channel)
     parent = playground.store.get(thread) if isinstance(thread, str) else None
     if parent is None or parent.channel != channel or parent.thread_info is None:
-        raise BadInput(f"There is no thread {thread!r} in #{channel}.")
+        raise BadInput(
+            _("There is no thread {thread} in #{channel}.", thread=repr(thread), channel=channel)
+        )
     return web_place(channel, parent.id)
 
 
@@ -121,15 +139,21 @@ def _uploads(
 ) -> tuple[list[str], list[StoredFile]]:
     ids = body.get("attachments", [])
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise BadInput("'attachments' must be a list of upload ids.")
+        raise BadInput(_("'attachments' must be a list of upload ids."))
     ids = list(dict.fromkeys(ids))
     if len(ids) > MAX_UPLOADS_PER_MESSAGE:
-        raise BadInput(f"At most {MAX_UPLOADS_PER_MESSAGE} images per message.")
+        raise BadInput(
+            ngettext(
+                "At most {n} image per message.",
+                "At most {n} images per message.",
+                MAX_UPLOADS_PER_MESSAGE,
+            )
+        )
     files = []
     for upload_id in ids:
         stored = playground.uploads.get(upload_id, owner)
         if stored is None:
-            raise BadInput("An attached image has expired or was already sent; attach it again.")
+            raise BadInput(_("An attached image has expired or was already sent; attach it again."))
         files.append(stored)
     return ids, files
 
@@ -155,8 +179,8 @@ async def command(request: web.Request) -> web.Response:
     body = await json_body(request)
     text = _text(body, playground)
     if not text or text == "/":
-        raise BadInput("Empty command: type a command such as /imagine a fox, or /help.")
-    spec, _ = parse_slash(text)
+        raise BadInput(_("Empty command: type a command such as /imagine a fox, or /help."))
+    spec, _rest = parse_slash(text)
     place = _place(playground, body, user)
     ids, files = _uploads(playground, body, user.id)
     assign_attachments(spec, files)
@@ -228,7 +252,7 @@ async def message(request: web.Request) -> web.Response:
     place = _place(playground, body, user)
     ids, files = _uploads(playground, body, user.id)
     if not text and not files:
-        raise BadInput("Empty message: type something or attach an image.")
+        raise BadInput(_("Empty message: type something or attach an image."))
     playground.uploads.take(ids, user.id)
     shown = await playground.post_user_message(user, place, text, files)
     origin = f"{request.scheme}://{request.host}"
@@ -256,12 +280,12 @@ async def edit(request: web.Request) -> web.Response:
     body = await json_body(request)
     shown = await pressed_message(playground, string_field(body, "message_id"))
     if shown is None or shown.kind != "user" or shown.author.get("id") != user.id:
-        raise BadInput("Only your own messages can be edited.")
+        raise BadInput(_("Only your own messages can be edited."))
     if shown.command is not None:
-        raise BadInput("A command cannot be edited; run it again instead.")
+        raise BadInput(_("A command cannot be edited; run it again instead."))
     text = _text(body, playground)
     if not text:
-        raise BadInput("Empty message: type something.")
+        raise BadInput(_("Empty message: type something."))
     edited = replace(shown, text=text, edited=time.time())
     await playground.keep("edit", edited)
     said, mentioned = without_mention(text)
@@ -291,14 +315,14 @@ async def button(request: web.Request) -> web.Response:
     custom_id = string_field(body, "custom_id")
     decoded = decode_custom_id(custom_id)
     if decoded is None:
-        raise BadInput("That is not one of genbot's buttons.")
+        raise BadInput(_("That is not one of genbot's buttons."))
     shown = await pressed_message(adapter.playground, message_id)
     if shown is None:
-        raise BadInput("That message is no longer in the playground.")
+        raise BadInput(_("That message is no longer in the playground."))
     if shown.visible_to not in (None, user.id) or not can_see(shown.channel, user.id):
-        raise BadInput("That message is not yours to use.")
+        raise BadInput(_("That message is not yours to use."))
     if not shown.has_button(custom_id):
-        raise BadInput("That button is no longer on the message.")
+        raise BadInput(_("That button is no longer on the message."))
     action, ref = decoded
     event_id = adapter.playground.store.new_id()
     event = ButtonPress(
@@ -331,14 +355,21 @@ async def modal(request: web.Request) -> web.Response:
     custom_id = string_field(body, "custom_id")
     values = body.get("values", {})
     if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
-        raise BadInput("'values' must map field ids to strings.")
+        raise BadInput(_("'values' must map field ids to strings."))
     pending = adapter.playground.pending_modal(user.id, custom_id)
     if pending is None:
-        raise BadInput("This form has expired or was already submitted; open it again.")
+        raise BadInput(_("This form has expired or was already submitted; open it again."))
     fields = pending.modal.fields
     unknown = sorted(set(values) - {f.id for f in fields})
     if unknown:
-        raise BadInput(f"Unknown form field(s): {', '.join(unknown)}.")
+        raise BadInput(
+            ngettext(
+                "Unknown form field: {fields}.",
+                "Unknown form fields: {fields}.",
+                len(unknown),
+                fields=", ".join(unknown),
+            )
+        )
     event = ModalSubmit(
         user=user,
         place=pending.place,
@@ -368,9 +399,14 @@ def _form_errors(
     for field in fields:
         value = event.values.get(field.id, "")
         if field.required and not value.strip():
-            errors[field.id] = f"'{field.label}' is required."
+            errors[field.id] = _("'{field}' is required.", field=field.label)
         elif len(value) > field.max_length:
-            errors[field.id] = f"'{field.label}' is longer than {field.max_length} characters."
+            errors[field.id] = ngettext(
+                "'{field}' is longer than {n} character.",
+                "'{field}' is longer than {n} characters.",
+                field.max_length,
+                field=field.label,
+            )
     if not errors and isinstance(router, FormChecks):
         errors.update(router.form_errors(event))
     return errors
@@ -385,7 +421,13 @@ async def _read_part(part: BodyPartReader, limit: int, filename: str) -> bytes:
     while chunk := await part.read_chunk(_CHUNK):
         data.extend(chunk)
         if len(data) > limit:
-            raise BadInput(f"{filename} is too large: images can be at most {_megabytes(limit)}.")
+            raise BadInput(
+                _(
+                    "{file} is too large: images can be at most {size}.",
+                    file=filename,
+                    size=_megabytes(limit),
+                )
+            )
     return bytes(data)
 
 
@@ -395,7 +437,7 @@ async def upload(request: web.Request) -> web.Response:
     while the playground holds as many pending uploads as ``[web] upload_cache_mb`` allows."""
     playground, user = request.app[ADAPTER].playground, request[USER]
     if not request.content_type.startswith("multipart/"):
-        raise BadInput("Upload images as multipart/form-data in a field named 'file'.")
+        raise BadInput(_("Upload images as multipart/form-data in a field named 'file'."))
     arriving = request.content_length or MAX_FILES_PER_REQUEST * playground.max_upload_bytes
     try:
         with playground.uploads.reserve(arriving):
@@ -432,13 +474,20 @@ async def _receive_images(request: web.Request, max_bytes: int) -> list[tuple[st
     received: list[tuple[str, bytes, str]] = []
     while (part := await reader.next()) is not None:
         if not isinstance(part, BodyPartReader) or part.name != "file":
-            raise BadInput("Unexpected form field: put each image in a field named 'file'.")
+            raise BadInput(_("Unexpected form field: put each image in a field named 'file'."))
         if len(received) == MAX_FILES_PER_REQUEST:
-            raise BadInput(f"At most {MAX_FILES_PER_REQUEST} images per upload.")
-        filename = part.filename or "image"
+            raise BadInput(
+                ngettext(
+                    "At most {n} image per upload.",
+                    "At most {n} images per upload.",
+                    MAX_FILES_PER_REQUEST,
+                )
+            )
+        # Translators: the name of an uploaded file that came without one.
+        filename = part.filename or _("image")
         data = await _read_part(part, max_bytes, filename)
         if not data:
-            raise BadInput(f"{filename} is empty.")
+            raise BadInput(_("{file} is empty.", file=filename))
         document = document_type(filename, part.headers.get("Content-Type"))
         if document is not None:
             received.append((filename, data, document))
@@ -446,8 +495,8 @@ async def _receive_images(request: web.Request, max_bytes: int) -> list[tuple[st
         try:
             image = await asyncio.to_thread(inspect_image, data)
         except MediaError as error:
-            raise BadInput(f"{filename}: {error}.") from None
+            raise BadInput(_("{file}: {error}.", file=filename, error=error)) from None
         received.append((filename, data, image.content_type))
     if not received:
-        raise BadInput("No image in the upload: send it in a form field named 'file'.")
+        raise BadInput(_("No image in the upload: send it in a form field named 'file'."))
     return received

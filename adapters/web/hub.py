@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.kernel import ngettext
+
 Payload = dict[str, Any]
 MAX_STREAMS_PER_USER = 16
 
@@ -129,8 +131,13 @@ class EventHub:
         :class:`TooManyStreams` when ``user_id`` has as many open as they may."""
         if self._streams[user_id] >= self._max_streams_per_user:
             raise TooManyStreams(
-                f"You have {self._streams[user_id]} live views of the playground open — the "
-                "most one person may; close a tab and reload this one."
+                ngettext(
+                    "You have {n} live view of the playground open — the most one person may; "
+                    "close a tab and reload this one.",
+                    "You have {n} live views of the playground open — the most one person may; "
+                    "close a tab and reload this one.",
+                    self._streams[user_id],
+                )
             )
         feed = self._feed(channel)
         subscriber = Subscriber(channel, user_id, self._max_pending)

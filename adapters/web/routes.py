@@ -29,12 +29,14 @@ from adapters.web.platform import dm_channel, is_dm_channel, web_place
 from adapters.web.playground import NotKept, Playground
 from adapters.web.translate import BadInput, catalogue, parse_channel
 from bot.kernel import (
+    N_,
     AdminConsole,
     EventRouter,
     InboundEvent,
     ResultGallery,
     SavedOptionChoices,
     User,
+    _,
     offered,
 )
 
@@ -60,17 +62,19 @@ UPLOAD_TIMEOUT = 300.0
 COOKIE_MAX_AGE = 365 * 24 * 3600
 IDENTIFIED_PREFIXES = ("/api/", "/uploads/", "/downloads/")
 """Paths that act as a user (everything else is the page, its assets and posted images)."""
-WRONG_HOST = (
+WRONG_HOST = N_(
     "This playground does not answer to that host name; the operator can add it to "
     "[web] allowed_hosts."
 )
-NO_TOKEN = (
+NO_TOKEN = N_(
     "This playground needs its access token: open it once as /?token=<token> "
     "(API clients send Authorization: Bearer <token>)."
 )
-WRONG_TOKEN = "That is not this playground's access token."
-NO_SESSION = "Load the playground page first: it gives this browser its identity."
-WRONG_ADMIN_LINK = "That is not this playground's admin link (a new one is printed at each start)."
+WRONG_TOKEN = N_("That is not this playground's access token.")
+NO_SESSION = N_("Load the playground page first: it gives this browser its identity.")
+WRONG_ADMIN_LINK = N_(
+    "That is not this playground's admin link (a new one is printed at each start)."
+)
 
 
 class Serving(Protocol):
@@ -136,7 +140,7 @@ def _token_refusal(request: web.Request, access: Access) -> web.StreamResponse |
     if given is not None and _page_load(request):
         if not access.token_matches(given):
             refused(request, "wrong access token")
-            return json_error(401, WRONG_TOKEN)
+            return json_error(401, _(WRONG_TOKEN))
         request[SET_COOKIES][ACCESS_COOKIE] = access.access_cookie()
         return web.Response(status=303, headers={"Location": "/"})
     cookie = request.cookies.get(ACCESS_COOKIE, "")
@@ -145,7 +149,7 @@ def _token_refusal(request: web.Request, access: Access) -> web.StreamResponse |
     ):
         return None
     refused(request, "no access token")
-    return json_error(401, NO_TOKEN)
+    return json_error(401, _(NO_TOKEN))
 
 
 def _user(request: web.Request, access: Access) -> User | None:
@@ -169,7 +173,7 @@ def _admin_link(request: web.Request, access: Access, user: User) -> web.Respons
     address bar."""
     if not access.admin_link_matches(request.query["admin"]):
         refused(request, "wrong admin link")
-        return json_error(403, WRONG_ADMIN_LINK)
+        return json_error(403, _(WRONG_ADMIN_LINK))
     access.make_admin(user.id)
     log.info("playground user %s opened the admin link and is an admin", user.id)
     return web.Response(status=303, headers={"Location": "/"})
@@ -182,7 +186,7 @@ async def access_middleware(request: web.Request, handler: Any) -> web.StreamRes
     request[SET_COOKIES] = {}
     if not access.host_allowed(request.headers.get("Host")):
         refused(request, "Host not allowed")
-        return json_error(421, WRONG_HOST)
+        return json_error(421, _(WRONG_HOST))
     refusal = _token_refusal(request, access)
     if refusal is not None:
         return refusal
@@ -193,9 +197,9 @@ async def access_middleware(request: web.Request, handler: Any) -> web.StreamRes
         request[USER] = user
     elif request.path.startswith(IDENTIFIED_PREFIXES):
         refused(request, "no session")
-        return json_error(401, NO_SESSION, "no_session")
+        return json_error(401, _(NO_SESSION), "no_session")
     if request.method == "POST" and _cross_site(request):
-        return json_error(403, "Cross-site requests are refused by the playground.")
+        return json_error(403, _("Cross-site requests are refused by the playground."))
     try:
         response: web.StreamResponse = await handler(request)
     except BadInput as exc:
@@ -229,7 +233,7 @@ def static_file(name: str) -> web.Response:
     path = STATIC_DIR / name
     content_type = STATIC_TYPES.get(path.suffix)
     if "/" in name or name.startswith(".") or content_type is None or not path.is_file():
-        return json_error(404, f"No such file: {name}")
+        return json_error(404, _("No such file: {name}", name=name))
     return web.Response(
         body=path.read_bytes(),
         content_type=content_type,
@@ -299,7 +303,9 @@ async def events(request: web.Request) -> web.StreamResponse:
     try:
         after = int(raw_after) if raw_after else None
     except ValueError:
-        raise BadInput(f"'after' must be an event number, not {raw_after!r}.") from None
+        raise BadInput(
+            _("'after' must be an event number, not {given}.", given=repr(raw_after))
+        ) from None
     user = request[USER]
     try:
         subscriber, replay = playground.hub.subscribe(channel, user.id, after)
@@ -345,7 +351,7 @@ async def image(request: web.Request) -> web.Response:
     """An image genbot posted, at its content-addressed URL."""
     stored = await request.app[ADAPTER].playground.image_file(request.match_info["key"])
     if stored is None:
-        return json_error(404, "No such image (it may have scrolled out of the playground).")
+        return json_error(404, _("No such image (it may have scrolled out of the playground)."))
     return web.Response(
         body=stored.data,
         content_type=stored.content_type,
@@ -361,7 +367,7 @@ async def upload_file(request: web.Request) -> web.Response:
     """A pending upload, for its owner's preview."""
     stored = request.app[ADAPTER].playground.uploads.get(request.match_info["id"], request[USER].id)
     if stored is None:
-        return json_error(404, "No such upload.")
+        return json_error(404, _("No such upload."))
     return web.Response(
         body=stored.data, content_type=stored.content_type, headers={"Cache-Control": "private"}
     )
@@ -373,7 +379,7 @@ async def download(request: web.Request) -> web.Response:
         request.match_info["id"], request[USER].id
     )
     if stored is None:
-        return json_error(404, "This download has expired or is not yours.")
+        return json_error(404, _("This download has expired or is not yours."))
     return web.Response(
         body=stored.data,
         content_type=stored.content_type,

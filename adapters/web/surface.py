@@ -21,6 +21,7 @@ from bot.kernel import (
     OutMessage,
     Place,
     SurfaceError,
+    ngettext,
 )
 
 MAX_BUTTON_ROWS = 5
@@ -127,8 +128,13 @@ class WebSurface:
         await self.send_private(
             origin,
             OutMessage(
-                text=f"{text}\nDownload: {link} (only you can open it; it expires in {minutes}"
-                " minutes)"
+                text=ngettext(
+                    "{text}\nDownload: {link} (only you can open it; it expires in {n} minute)",
+                    "{text}\nDownload: {link} (only you can open it; it expires in {n} minutes)",
+                    minutes,
+                    text=text,
+                    link=link,
+                )
             ),
         )
 

@@ -19,6 +19,7 @@ from bot.kernel import (
     CommandSpec,
     Modal,
     Offered,
+    _,
     assign_images,
     file_options,
     option_choices,
@@ -41,7 +42,7 @@ def parse_slash(text: str) -> tuple[CommandSpec, str]:
     a command, or an empty, unknown or incomplete one."""
     stripped = text.strip()
     if not stripped.startswith("/"):
-        raise BadInput("A command starts with '/', for example /imagine a fox.")
+        raise BadInput(_("A command starts with '/', for example /imagine a fox."))
     try:
         return resolve_command(stripped)
     except CommandError as error:
@@ -64,9 +65,11 @@ def parse_channel(value: object, user_id: str | None = None) -> str:
     if value is None or value == "":
         return DEFAULT_CHANNEL
     if not isinstance(value, str) or not CHANNEL_PATTERN.match(value):
-        raise BadInput("Invalid channel name: use 1 to 32 lowercase letters, digits, '-' or '_'.")
+        raise BadInput(
+            _("Invalid channel name: use 1 to 32 lowercase letters, digits, '-' or '_'.")
+        )
     if user_id is not None and not can_see(value, user_id):
-        raise BadInput("Those are someone else's direct messages.")
+        raise BadInput(_("Those are someone else's direct messages."))
     return value
 
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from adapters.web.messages import StoredFile, safe_filename
+from bot.kernel import _
 
 DEFAULT_TTL = 3600.0
 
@@ -59,9 +60,12 @@ class UploadCache:
         self._expire()
         if self.used_bytes + size > self.max_bytes:
             raise UploadCacheFull(
-                "The playground is holding as many uploads as it may right now "
-                f"({self.max_bytes // (1024 * 1024)} MiB over everyone); send or drop the "
-                "images you uploaded, or try again in a few minutes."
+                _(
+                    "The playground is holding as many uploads as it may right now "
+                    "({mib} MiB over everyone); send or drop the images you uploaded, or try "
+                    "again in a few minutes.",
+                    mib=self.max_bytes // (1024 * 1024),
+                )
             )
         self._arriving += size
         try:

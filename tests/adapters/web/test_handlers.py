@@ -121,7 +121,7 @@ async def test_modal_opened_by_a_button_is_submitted_as_modal_submit(
 
     for values, error, field in [
         ({"prompt": "wide", "zoom": " "}, "'Zoom' is required.", "zoom"),
-        ({"prompt": "wide", "zoom": "1.5", "color": "red"}, "Unknown form field(s): color.", ""),
+        ({"prompt": "wide", "zoom": "1.5", "color": "red"}, "Unknown form field: color.", ""),
         ({"prompt": "wide", "zoom": "1.25555"}, "'Zoom' is longer than 4 characters.", "zoom"),
         ({"prompt": "wide", "zoom": 2}, "'values' must map field ids to strings.", ""),
     ]:
