@@ -4,12 +4,14 @@ The answer depends only on (seed, messages, choice index): the same conversation
 ``--seed`` always gets the same words. Rules, first match wins:
 
 1. last message has role ``function`` → the answer quotes that function result;
-2. last user message contains ``echo: <text>`` → exactly ``<text>``;
-3. ``words: N`` → exactly N words;
-4. ``code: N`` → a sentence, a fenced python block of N lines, a sentence;
-5. ``what was my first message`` → quotes the first user message verbatim;
-6. the last user message has images (vision model) → names the images and the text given;
-7. otherwise a readable, clearly simulated answer quoting the user's words.
+2. a system message asks for a translation into English → the last user message translated
+   by a phrase table (:mod:`simulator.chat_translation`);
+3. last user message contains ``echo: <text>`` → exactly ``<text>``;
+4. ``words: N`` → exactly N words;
+5. ``code: N`` → a sentence, a fenced python block of N lines, a sentence;
+6. ``what was my first message`` → quotes the first user message verbatim;
+7. the last user message has images (vision model) → names the images and the text given;
+8. otherwise a readable, clearly simulated answer quoting the user's words.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import re
 from dataclasses import asdict
 
 from simulator.chat_functions import last_user_message
+from simulator.chat_translation import asks_translation, translated
 from simulator.chat_validation import ChatMessage, ChatRequest
 
 MAX_WORDS = 5000
@@ -107,6 +110,8 @@ def compose_answer(request: ChatRequest, seed: int, choice_index: int) -> str:
         return _function_result_answer(last, rng)
     user = last_user_message(request)
     text = (user.text or "") if user else ""
+    if asks_translation(request):
+        return translated(text)
     echo = _ECHO.search(text)
     if echo:
         return text[echo.end() :]
