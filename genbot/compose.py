@@ -56,9 +56,11 @@ from bot.features.jobs.batch_queue import BatchQueue
 from bot.features.jobs.batches import Batches
 from bot.features.jobs.copies import ResultCopies
 from bot.features.jobs.messages import JobMessagesStorage
+from bot.features.jobs.prompt_translation import PromptTranslation, ScreensPrompts
 from bot.features.jobs.starter import StarterStorage
 from bot.features.jobs.tracking.provider_state import ScreensResults
 from bot.features.jobs.tracking.tracker import TrackerStorage
+from bot.features.jobs.translation_offers import TranslationOffers
 from bot.features.jobs.webhook_secrets import SecretStorage
 from bot.features.moderation import ModelCheck, Moderation, ModerationAdmin
 from bot.features.prefer import PreferCommands, SavedExpansion
@@ -190,6 +192,7 @@ class JobEngines:
     previews: PreviewButtons
     batches: Batches
     queue: BatchQueue
+    translation_offers: TranslationOffers
 
     @property
     def features(self) -> list[Feature[Any]]:
@@ -202,6 +205,7 @@ class JobEngines:
             self.describe,
             self.upload_forms,
             self.previews,
+            self.translation_offers,
         ]
 
     @property
@@ -240,6 +244,7 @@ def build_job_engines(
     clock: Callable[[], float] = time.time,
     results: ScreensResults | None = None,
     audit: AuditTrail | None = None,
+    screen: ScreensPrompts | None = None,
 ) -> JobEngines:
     """Build the job machinery: its :attr:`JobEngines.features` and
     :attr:`JobEngines.services` (media session, tracker — in start order) go to the core,
@@ -247,7 +252,8 @@ def build_job_engines(
 
     ``shards``: the platform shards this process runs, for
     the cluster's view; ``clock`` times polls, timeouts and delivery retries; ``results``
-    moderates finished describe results before they are stored.
+    moderates finished describe results before they are stored; ``screen`` checks translated
+    prompts.
     """
     limits_settings = settings.limits
     watch = JobWatch(store.jobs)
@@ -311,6 +317,29 @@ def build_job_engines(
     queue = BatchQueue(images, store.preferences, store.admission, tiers, outbox)
     diffusion = DiffusionJobs(starter, provider, limits_settings, clock, models=experience.models)
     chat_jobs = ChatJobs(images, watch)
+    prompts = PromptTranslation(
+        settings.prompts,
+        provider.chat,
+        settings.chat.model,
+        store.ledger,
+        tiers,
+        store.preferences,
+        outbox,
+        screen,
+    )
+    batches = Batches(
+        images,
+        starter,
+        queue,
+        store.preferences,
+        store.admission,
+        store.ledger,
+        outbox,
+        tiers,
+        experience.estimates,
+        limits_settings,
+        prompts,
+    )
     return JobEngines(
         images,
         diffusion,
@@ -338,19 +367,9 @@ def build_job_engines(
         DescribeButtons(starter, provider, store.settings),
         UploadForms(starter, images),
         PreviewButtons(starter, images, media),
-        Batches(
-            images,
-            starter,
-            queue,
-            store.preferences,
-            store.admission,
-            store.ledger,
-            outbox,
-            tiers,
-            experience.estimates,
-            limits_settings,
-        ),
+        batches,
         queue,
+        TranslationOffers(prompts, batches, store.preferences, outbox),
     )
 
 
@@ -413,7 +432,14 @@ def build_core(
     audit = AuditTrail(store.audit, settings.storage.keep_days.audit)
     moderation = Moderation(rules, store.moderation, judge, audit=audit)
     jobs = build_job_engines(
-        settings, store, provider, outbox, shards=shards, results=moderation, audit=audit
+        settings,
+        store,
+        provider,
+        outbox,
+        shards=shards,
+        results=moderation,
+        audit=audit,
+        screen=moderation,
     )
     stops = StopRequests(store.answer_stops)
     chat = ChatEngine(

@@ -212,6 +212,24 @@ class ModerationSettings(Section):
     model_check_fails: Literal["closed", "open"] = "closed"
 
 
+class PromptsSettings(Section):
+    """``[prompts]``: what genbot does with an ``/imagine`` prompt before sending it.
+
+    ``translate``: ``"off"`` sends every prompt as written; ``"auto"`` translates a prompt that
+    is not in English (told on the spot, without any network call:
+    :mod:`bot.features.jobs.prompt_language`) into English with the provider's chat model
+    ``translate_model`` (default: ``[chat] model``), its ``--`` parameters, links, references
+    and ``{a, b}`` kept as written, and the job shows both prompts; ``"ask"`` offers the user
+    "Translate to English?" or "Run as written" first. The chat call's tokens count in the
+    user's usage (and a tier's chat budget); when it fails, answers nothing usable or takes
+    longer than ``translate_seconds``, the prompt is sent as written and the user is told.
+    """
+
+    translate: Literal["off", "auto", "ask"] = "off"
+    translate_model: str = ""
+    translate_seconds: float = Field(default=10.0, gt=0, le=60)
+
+
 MEMBER_PATTERN = r"^[a-z]+:\S+$"
 Member = Annotated[str, Field(pattern=MEMBER_PATTERN)]
 ProcessMode = Literal["relax", "mixed", "fast", "turbo"]
@@ -307,6 +325,7 @@ class CoreSettings(BaseSettings):
     webhook: WebhookSettings = Field(default_factory=WebhookSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     moderation: ModerationSettings = Field(default_factory=ModerationSettings)
+    prompts: PromptsSettings = Field(default_factory=PromptsSettings)
     quotas: QuotasSettings = Field(default_factory=QuotasSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
     ops: OpsSettings = Field(default_factory=OpsSettings)

@@ -36,6 +36,7 @@ from bot.kernel import (
     LimitsSettings,
     Place,
     PlatformProfile,
+    PromptsSettings,
     StorageSettings,
     SurfaceRegistry,
     User,
@@ -173,17 +174,23 @@ async def running_genbot(
     api_url: str | None = None,
     storage_url: str | None = None,
     secret_keys: tuple[str, str] = ("", ""),
+    prompts: PromptsSettings | None = None,
 ) -> AsyncIterator[Genbot]:
     """A started genbot on ``db_path`` (on PostgreSQL at ``storage_url`` when given) talking
     to ``sim`` (through ``api_url`` when given: a proxy in front of it; see the module
     docstring), sealing with ``[storage] secret_key`` and ``secret_key_previous`` set to
-    ``secret_keys``."""
+    ``secret_keys``, with ``prompts`` as ``[prompts]`` when given."""
     settings = harness_settings(api_url or sim.base_url, db_path, webhooks=webhooks, limits=limits)
     keys = {
         "secret_key": SecretStr(secret_keys[0]),
         "secret_key_previous": SecretStr(secret_keys[1]),
     }
-    settings = settings.model_copy(update={"storage": settings.storage.model_copy(update=keys)})
+    settings = settings.model_copy(
+        update={
+            "storage": settings.storage.model_copy(update=keys),
+            "prompts": prompts or settings.prompts,
+        }
+    )
     async with AsyncExitStack() as stack:
         store: SqliteStore | PostgresStore = (
             await PostgresStore.open(storage_url, pool_size=4)

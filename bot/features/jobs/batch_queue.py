@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from bot.features.jobs.admission import Tiers
@@ -49,6 +50,48 @@ class Advanced:
     started: int = 0
     waiting: int = 0
     refused: list[str] = field(default_factory=list)
+
+
+def new_batch(
+    event: Command,
+    attachments: Mapping[str, Attachment],
+    command: Mapping[str, Any],
+    *,
+    total: int,
+    now: float,
+    seconds: float,
+) -> Batch:
+    """A batch of ``event``'s command holding ``command`` with ``attachments`` (their links,
+    without bytes: :func:`attachments_of` reads them back) and who ran it where
+    (:func:`requester`), ``total`` jobs, expiring ``seconds`` after ``now``."""
+    return Batch(
+        id=secrets.token_urlsafe(9),
+        platform=event.place.platform,
+        workspace_id=event.place.workspace_id,
+        channel_id=event.place.channel_id,
+        requester_id=event.user.id,
+        command={
+            **command,
+            "attachments": {name: _link_only(a) for name, a in attachments.items()},
+            "user": {**asdict(event.user), "roles": sorted(event.user.roles)},
+            "place": asdict(event.place),
+        },
+        total=total,
+        created_at=now,
+        expires_at=now + seconds,
+    )
+
+
+def _link_only(attachment: Attachment) -> dict[str, Any]:
+    kept = asdict(attachment)
+    kept.pop("data", None)
+    return kept
+
+
+def attachments_of(batch: Batch) -> dict[str, Attachment]:
+    """The images sent with ``batch``'s command (links only)."""
+    kept: Mapping[str, Mapping[str, Any]] = batch.command.get("attachments", {})
+    return {name: Attachment(**fields) for name, fields in kept.items()}
 
 
 def requester(batch: Batch) -> tuple[User, Place]:
@@ -126,8 +169,7 @@ class BatchQueue:
             return done
         user, place = requester(batch)
         jobs: list[dict[str, OptionValue]] = batch.command["jobs"]
-        kept: Mapping[str, Mapping[str, Any]] = batch.command.get("attachments", {})
-        attachments = {name: Attachment(**fields) for name, fields in kept.items()}
+        attachments = attachments_of(batch)
         started = batch.started
         while started < len(jobs):
             if await self._full(user, place):

@@ -24,15 +24,15 @@ each job's progress shows its place among the user's jobs ("your job 3 of 4").
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
-from typing import Any, ClassVar, Final
+from dataclasses import replace
+from typing import ClassVar, Final
 
 from bot.features.jobs.admission import Tiers
-from bot.features.jobs.batch_queue import BatchQueue
+from bot.features.jobs.batch_queue import BatchQueue, new_batch
 from bot.features.jobs.estimates import Estimates
 from bot.features.jobs.images import ImageJobs
+from bot.features.jobs.prompt_translation import PromptTranslation
 from bot.features.jobs.starter import JobStarter
 from bot.kernel import (
     PROCESS_MODES,
@@ -53,7 +53,7 @@ from bot.kernel import (
 )
 from bot.outbox import Notice, Outbox, Private, WritePolicy
 from bot.refs import BatchReferent, RefKind
-from storage import Batch, JobAdmission, Preferences, UsageLedger
+from storage import JobAdmission, Preferences, UsageLedger
 
 PREVIEW_SECONDS: Final = 300.0
 """How long a preview's Run and Cancel work."""
@@ -82,6 +82,7 @@ class Batches:
         tiers: Tiers,
         estimates: Estimates,
         limits: LimitsSettings,
+        prompts: PromptTranslation,
     ) -> None:
         self._images = images
         self._starter = starter
@@ -93,8 +94,16 @@ class Batches:
         self._tiers = tiers
         self._estimates = estimates
         self._limits = limits
+        self._prompts = prompts
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
+        """Run the command once its prompt is in the language it is sent in (translated first,
+        or a translation offered: :mod:`bot.features.jobs.prompt_translation`)."""
+        prepared = await self._prompts.prepared(event, options, self.hosted)
+        if prepared is not None:
+            await self.run(event, prepared)
+
+    async def run(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """Start the job at once, or show the preview of the jobs (see the module docstring)."""
         prompt, written = take_repeat(str(options["prompt"]))
         if written is not None and "repeat" in options:
@@ -115,22 +124,14 @@ class Batches:
             raise UserError(
                 _("This platform cannot show a private preview: run one job at a time.")
             )
-        attachments = await self._hosted(event)
-        batch = Batch(
-            id=secrets.token_urlsafe(9),
-            platform=event.place.platform,
-            workspace_id=event.place.workspace_id,
-            channel_id=event.place.channel_id,
-            requester_id=event.user.id,
-            command={
-                "jobs": jobs,
-                "attachments": {n: _kept(a) for n, a in attachments.items()},
-                "user": {**asdict(event.user), "roles": sorted(event.user.roles)},
-                "place": asdict(event.place),
-            },
+        attachments = await self.hosted(event)
+        batch = new_batch(
+            event,
+            attachments,
+            {"jobs": jobs},
             total=len(jobs),
-            created_at=self._store.clock(),
-            expires_at=self._store.clock() + PREVIEW_SECONDS,
+            now=self._store.clock(),
+            seconds=PREVIEW_SECONDS,
         )
         await self._store.save_batch(batch)
         text = await self._preview_text(event, prompts, mode, each, recorded)
@@ -144,7 +145,7 @@ class Batches:
         message = OutMessage(text, buttons=(buttons,))
         await self._outbox.write(event.place, Private(event, message), WritePolicy.NOW)
 
-    async def _hosted(self, event: Command) -> dict[str, Attachment]:
+    async def hosted(self, event: Command) -> dict[str, Attachment]:
         """``event``'s images, those the provider could not fetch from their own link (bytes
         only, a platform's private file) hosted first: a batch keeps links, and any process may
         run it (its hosted images are in the shared storage for ``[webhook]``'s hour)."""
@@ -317,9 +318,3 @@ class Batches:
     async def on_modal(self, event: ModalSubmit, referent: BatchReferent) -> None:
         """It has no forms."""
         raise UserError(_("This form is no longer supported."))
-
-
-def _kept(attachment: Attachment) -> dict[str, Any]:
-    kept = asdict(attachment)
-    kept.pop("data", None)
-    return kept

@@ -178,6 +178,9 @@ class ImageJobs:
         files = {key: event.attachments[key] for key in read.attached}
         aspect_ratio, process_mode = _text(options, "aspect_ratio"), _text(options, "process_mode")
         skip_check = bool(skip) if skip is not None else None
+        # The options carry what became of the prompt's language (translated_from,
+        # not_translated: bot.features.jobs.prompt_translation.Translation.into).
+        translation = ImageParams.from_json(options)
         if not files:
             await self.imagine(
                 event,
@@ -185,6 +188,7 @@ class ImageJobs:
                 aspect_ratio=aspect_ratio,
                 process_mode=process_mode,
                 skip_prompt_check=skip_check,
+                translation=translation,
             )
             return
         for file in files.values():
@@ -201,6 +205,7 @@ class ImageJobs:
                 process_mode=process_mode,
                 skip_prompt_check=skip_check,
                 references=tuple(urls.values()),
+                translation=translation,
             )
 
     async def imagine(
@@ -212,9 +217,11 @@ class ImageJobs:
         process_mode: str | None = None,
         skip_prompt_check: bool | None = None,
         references: tuple[str, ...] = (),
+        translation: ImageParams | None = None,
     ) -> Job:
         """Start an imagine job for ``event``'s user in ``event``'s place (``references``: the
-        URLs genbot hosted for its reference images, already in ``prompt``)."""
+        URLs genbot hosted for its reference images, already in ``prompt``; ``translation``:
+        what became of its prompt's language, :mod:`bot.features.jobs.prompt_translation`)."""
         if not skip_prompt_check:
             check_prompt(prompt)
         aspect_ratio, process_mode, remix = await self._defaults(event, aspect_ratio, process_mode)
@@ -230,6 +237,8 @@ class ImageJobs:
             model_version=version_for(prompt, None),
             remix=remix,
             references=references,
+            translated_from=translation.translated_from if translation else None,
+            not_translated=translation.not_translated if translation else None,
         )
         spec = JobSpec("task", "imagine", prompt, params, webhook=True)
         return await self._starter.start(event, spec, TaskCall(request, self._tasks.imagine))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from storage import Job, NewJob, ResultChange
 
@@ -32,6 +32,11 @@ def _text(value: object) -> str | None:
 
 def _json(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in values.items() if value is not None}
+
+
+Untranslated = Literal["timeout", "error", "unreadable", "budget"]
+"""Why a prompt genbot tried to translate went as written
+(:mod:`bot.features.jobs.prompt_translation`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +54,10 @@ class ImageParams:
     subject: str | None = None
     references: tuple[str, ...] = ()
     """The URLs genbot hosted for an imagine's reference images."""
+    translated_from: str | None = None
+    """The prompt as its user wrote it, when the job's prompt is its English translation."""
+    not_translated: Untranslated | None = None
+    """Why the prompt went as written when genbot tried to translate it."""
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> ImageParams:
@@ -61,6 +70,8 @@ class ImageParams:
             zoom_ratio=_text(raw.get("zoom_ratio")),
             subject=_text(raw.get("subject")),
             references=_strings(raw.get("references")),
+            translated_from=_text(raw.get("translated_from")),
+            not_translated=_untranslated(raw.get("not_translated")),
         )
 
     @classmethod
@@ -210,6 +221,11 @@ def _strings(value: object) -> tuple[str, ...]:
     if not isinstance(value, list | tuple):
         return ()
     return tuple(item for item in value if isinstance(item, str))
+
+
+def _untranslated(value: object) -> Untranslated | None:
+    reasons: tuple[Untranslated, ...] = get_args(Untranslated)
+    return next((reason for reason in reasons if reason == value), None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,6 +26,7 @@ from bot.features.jobs.params import (
     DiffusionParams,
     ImageParams,
     JobResult,
+    Untranslated,
     asked_mode,
 )
 from bot.kernel import N_, _, neutralize_mentions, ngettext
@@ -270,8 +271,40 @@ def result_text(job: Job) -> str:
     another mode than asked, which (:func:`mode_note`)."""
     text = f"**{done_title(job)}** — {subject(job)}"
     details = diffusion_details(job) if job.family == "diffusion" else mode_note(job)
-    notes = [note for note in (details, references_note(job)) if note]
+    notes = [note for note in (details, references_note(job), translation_note(job)) if note]
     return "\n".join((text, *notes))
+
+
+NOT_TRANSLATED_NOTES: dict[Untranslated, str] = {
+    "timeout": N_(
+        "🌐 Not translated: the translation took too long, so your prompt went as written."
+    ),
+    "error": N_(
+        "🌐 Not translated: the translation service failed, so your prompt went as written."
+    ),
+    "unreadable": N_(
+        "🌐 Not translated: the translation came back unusable, so your prompt went as written."
+    ),
+    "budget": N_(
+        "🌐 Not translated: your chat token budget is used up, so your prompt went as written."
+    ),
+}
+
+
+def not_translated_text(reason: Untranslated) -> str:
+    """Why a prompt genbot tried to translate went as written."""
+    return _(NOT_TRANSLATED_NOTES[reason])
+
+
+def translation_note(job: Job) -> str:
+    """The prompt as its user wrote it when the job's is its English translation, or why it
+    could not be translated (:mod:`bot.features.jobs.prompt_translation`); "" otherwise."""
+    if job.family != "task":
+        return ""
+    params = ImageParams.of(job)
+    if params.translated_from:
+        return _("🌐 Translated from: {prompt}", prompt=clip(params.translated_from, SUBJECT_MAX))
+    return not_translated_text(params.not_translated) if params.not_translated else ""
 
 
 def references_note(job: Job) -> str:

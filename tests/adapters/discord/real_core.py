@@ -21,7 +21,14 @@ from pydantic import SecretStr
 from adapters.discord import DiscordAdapter
 from bot.api import ProviderClient, RetryPolicy
 from bot.api.settings import KeySettings
-from bot.kernel import ApiSettings, LimitsSettings, Plan, StorageSettings, WebhookSettings
+from bot.kernel import (
+    ApiSettings,
+    LimitsSettings,
+    Plan,
+    PromptsSettings,
+    StorageSettings,
+    WebhookSettings,
+)
 from bot.router import Router
 from genbot.compose import JobEngines, build_core, webhook_receiver
 from genbot.demo import free_port
@@ -55,13 +62,14 @@ def core_settings(
     webhooks: bool = False,
     diffusion_models: tuple[str, ...] = (),
     keys: tuple[KeySettings, ...] = (),
+    prompts: PromptsSettings | None = None,
     **limits: Any,
 ) -> Settings:
     """Settings of a test genbot: the simulator as provider, fast polling;
     ``edit_window_seconds``: the ``[discord]`` edit window genbot keeps to; ``plan`` and
     ``diffusion_models``: the ``[api]`` ones; ``keys``: ``[[api.keys]]`` instead of the
     simulator's one key; ``webhooks``: the receiver on a loopback port (the
-    simulator must admit insecure webhooks), else polling only."""
+    simulator must admit insecure webhooks), else polling only; ``prompts``: ``[prompts]``."""
     window = {} if edit_window_seconds is None else {"edit_window_seconds": edit_window_seconds}
     hook = WebhookSettings()
     if webhooks:
@@ -84,6 +92,7 @@ def core_settings(
         webhook=hook,
         discord=harness.settings(**window),
         limits=LimitsSettings(**(FAST_POLLING | limits)),
+        prompts=prompts or PromptsSettings(),
     )
 
 

@@ -22,6 +22,8 @@ ADMIN_CHECKS: dict[tuple[str, str], str] = {
     ("bot/features/jobs/admission.py", "check_use"): "admins bypass tiers: no change to record",
     ("bot/features/chat/caps.py", "check_budget"): "admins bypass tiers: no change to record",
     ("bot/features/chat/caps.py", "check_model"): "admins bypass tiers: no change to record",
+    ("bot/features/jobs/prompt_translation.py", "_over_budget"): "admins bypass tiers: no "
+    "change to record",
     ("bot/features/account.py", "_tier_usage"): "/usage tells an admin no limit applies",
     ("bot/features/home.py", "on_button"): "posting a result again changes nothing shared",
     ("bot/features/archive/search.py", "check"): "searching everyone's jobs changes nothing",

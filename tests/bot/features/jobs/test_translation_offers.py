@@ -1,0 +1,110 @@
+"""Prompt translation through the real core against the simulator: with ``translate = "auto"``
+the job runs in English and shows both prompts, or says why it went as written; with ``"ask"``
+the stored offer's buttons translate or run as written — once, only for its user, after a
+restart too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.kernel import ButtonPress, PromptsSettings
+from bot.refs import NO_BATCH
+from simulator.server import RunningSimulator, serve
+from tests.bot.features.chat.support import ALICE, BOB, CHANNEL, sim_config
+from tests.bot.features.jobs.test_batches import PrivatePlatform, imagined
+from tests.bot.harness import Genbot, running_genbot
+from tests.fakes.platform import Actor
+
+AUTO = PromptsSettings(translate="auto")
+ASK = PromptsSettings(translate="ask")
+JAPANESE = "夕暮れの灯台 --ar 16:9"
+
+
+def chats(sim: RunningSimulator) -> list[str]:
+    return [r.body["messages"][-1]["content"] for r in sim.state.requests_to("/v1/chat/")]
+
+
+async def pressed(bot: Genbot, platform: PrivatePlatform, label: str, user: str = "alice") -> None:
+    """``user`` presses ``label`` on the newest private message."""
+    [button] = [b for row in platform.privates[-1].buttons for b in row if b.label == label]
+    who = ALICE if user == "alice" else BOB
+    await bot.core.handle(
+        ButtonPress(user=who, place=CHANNEL, message_id="p", action=button.action, ref=button.ref)
+    )
+
+
+async def test_auto_imagines_in_english_and_the_result_shows_both_prompts(tmp_path: Path) -> None:
+    async with (
+        serve(sim_config()) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", prompts=AUTO) as bot,
+    ):
+        await Actor(bot.core, bot.platform, ALICE, CHANNEL).command("imagine", prompt=JAPANESE)
+        job = await bot.latest_job()
+        result = await bot.result(job.id)
+
+        assert imagined(sim) == ["a lighthouse at dusk --ar 16:9"]
+        assert chats(sim) == ["夕暮れの灯台"]
+        assert job.prompt == "a lighthouse at dusk --ar 16:9"
+        assert "a lighthouse at dusk" in result.text
+        assert "🌐 Translated from: 夕暮れの灯台 --ar 16:9" in result.text
+
+
+async def test_auto_sends_a_prompt_it_cannot_translate_as_written_and_says_so(
+    tmp_path: Path,
+) -> None:
+    async with (
+        serve(sim_config()) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", prompts=AUTO) as bot,
+    ):
+        prompt = "知らない言葉 --ar 16:9"
+        await Actor(bot.core, bot.platform, ALICE, CHANNEL).command("imagine", prompt=prompt)
+        result = await bot.result((await bot.latest_job()).id)
+
+        assert imagined(sim) == [prompt]
+        assert "🌐 Not translated: the translation came back unusable" in result.text
+
+
+async def test_ask_offers_first_and_translate_runs_it_in_english_once_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    platform = PrivatePlatform()
+    db = tmp_path / "genbot.db"
+    async with serve(sim_config()) as sim:
+        async with running_genbot(sim, db, platform=platform, prompts=ASK) as bot:
+            alice = Actor(bot.core, platform, ALICE, CHANNEL)
+            await alice.command("imagine", prompt=JAPANESE)
+            [offer] = platform.privates
+            labels = [b.label for b in offer.buttons[0]]
+            assert labels == ["Translate to English?", "Run as written"]
+            assert "> 夕暮れの灯台 --ar 16:9" in offer.text
+            assert imagined(sim) == [] and chats(sim) == [] and await bot.all_jobs() == []
+        async with running_genbot(sim, db, platform=platform, prompts=ASK) as restarted:
+            await pressed(restarted, platform, "Translate to English?", user="bob")
+            assert platform.ephemerals_for(BOB.id) == [NO_BATCH]
+
+            await pressed(restarted, platform, "Translate to English?")
+            job = await restarted.latest_job()
+            result = await restarted.result(job.id)
+            assert imagined(sim) == ["a lighthouse at dusk --ar 16:9"]
+            assert "🌐 Translated from: 夕暮れの灯台 --ar 16:9" in result.text
+            assert platform.ephemerals_for(ALICE.id) == [
+                "Translated into English: a lighthouse at dusk --ar 16:9"
+            ]
+
+            await pressed(restarted, platform, "Run as written")
+            assert platform.ephemerals_for(ALICE.id)[-1] == "You answered this offer already."
+            assert len(await restarted.all_jobs()) == 1 and len(chats(sim)) == 1
+
+
+async def test_ask_runs_as_written_without_a_chat_call(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    async with (
+        serve(sim_config()) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", platform=platform, prompts=ASK) as bot,
+    ):
+        await Actor(bot.core, platform, ALICE, CHANNEL).command("imagine", prompt=JAPANESE)
+        await pressed(bot, platform, "Run as written")
+        result = await bot.result((await bot.latest_job()).id)
+
+        assert imagined(sim) == [JAPANESE] and chats(sim) == []
+        assert "🌐" not in result.text
