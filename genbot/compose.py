@@ -286,6 +286,7 @@ def build_job_engines(
     webhook_secrets = WebhookSecrets(
         sealer_of(settings.storage, settings.api), SecretStorage(store.jobs, store.tracking)
     )
+    starting: set[str] = set()
     tracker = Tracker(
         TrackerStorage(store.jobs, store.tracking, store.leasing),
         provider,
@@ -297,6 +298,7 @@ def build_job_engines(
         shards=lambda: shards,
         webhooks=webhook_base is not None,
         clock=clock,
+        starting=starting,
         results=results,
     )
     starter = JobStarter(
@@ -304,7 +306,7 @@ def build_job_engines(
         outbox,
         tiers,
         delivery,
-        watch,
+        starting,
         tracker.submitted,
         webhook_secrets,
         webhook_base=webhook_base,

@@ -32,7 +32,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -66,7 +67,6 @@ from bot.features.jobs.params import (
     run_mode,
 )
 from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up, refuses_follow_up
-from bot.features.jobs.tracking.watch import JobWatch
 from bot.features.jobs.webhook_addresses import Webhook, WebhookAddresses
 from bot.features.jobs.webhook_secrets import WebhookSecrets
 from bot.features.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, heading
@@ -279,7 +279,7 @@ class JobStarter:
         outbox: Outbox,
         tiers: Tiers,
         delivery: JobMessages,
-        watch: JobWatch,
+        starting: set[str],
         on_submitted: Callable[[str], None],
         webhook_secrets: WebhookSecrets,
         *,
@@ -295,7 +295,10 @@ class JobStarter:
         self.outbox = outbox
         self.tiers = tiers
         self.delivery = delivery
-        self.watch = watch
+        self.starting = starting
+        """The ids of the jobs this process is starting right now (added for the start, taken
+        out when it returns): the tracker, which reads the same set, leaves their ``creating``
+        rows alone."""
         self._on_submitted = on_submitted
         self.webhook_base = webhook_base
         self.webhook_secrets = webhook_secrets
@@ -320,7 +323,7 @@ class JobStarter:
         except AlreadyStarted as before:
             return await self._started_before(before.job)
         metrics.LOG_JOB_ID.set(job.id)
-        with self.watch.starting(job.id):
+        with self._starting(job.id):
             try:
                 job = await self.delivery.post_progress(job, event)
             except StorageError as error:
@@ -364,6 +367,14 @@ class JobStarter:
             await self.delivery.marks.mark_pressed(spec.parent, pressed)
         return started
 
+    @contextmanager
+    def _starting(self, job_id: str) -> Iterator[None]:
+        self.starting.add(job_id)
+        try:
+            yield
+        finally:
+            self.starting.discard(job_id)
+
     async def _disable_refused(self, spec: JobSpec, error: ApiError) -> None:
         """Disable the button whose follow-up the provider refused (not a form's: its values
         may be what was refused)."""
@@ -386,7 +397,7 @@ class JobStarter:
         log.info(
             "command %s already started job %s; not starting it again", job.command_key, job.id
         )
-        if self.watch.is_starting(job.id):
+        if job.id in self.starting:
             return job
         deadline = job.created_at + CREATING_GRACE_SECONDS
         while job.progress_message_id is None and job.status == "creating":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -116,9 +116,12 @@ class ProviderState:
         *,
         on_done: Callable[[str], None],
         clock: Callable[[], float],
+        starting: Container[str],
         results: ScreensResults | None = None,
     ) -> None:
         self._store = store
+        self._starting = starting
+        """The jobs this process is starting right now (the starter's set)."""
         self.results = results
         self._provider = provider
         self._delivery = delivery
@@ -242,7 +245,7 @@ class ProviderState:
     async def time_out(self, job: Job) -> bool:
         """Settle a job older than ``job_timeout_seconds`` (see
         :mod:`bot.features.jobs.tracking.tracker`); True if it changed."""
-        if job.status == "creating" and self._watch.is_starting(job.id):
+        if job.status == "creating" and job.id in self._starting:
             return False
         if job.status == "creating" and job.progress_message_id is None:
             return (await self._delivery.mark_not_started(job, NOT_STARTED)).status != "creating"

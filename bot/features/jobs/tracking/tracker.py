@@ -61,7 +61,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,9 +135,13 @@ class Tracker:
         shards: Callable[[], str | None] = lambda: None,
         webhooks: bool = False,
         clock: Callable[[], float] = time.time,
+        starting: Container[str],
         results: ScreensResults | None = None,
     ) -> None:
         self._store = store
+        self._starting = starting
+        """The jobs this process is starting right now (the starter's set): their ``creating``
+        rows are not stranded."""
         self._owner = store.leasing.owner.process_id
         self.leases = Leases(
             store.leasing,
@@ -158,6 +162,7 @@ class Tracker:
             limits,
             on_done=self.schedule_delivery,
             clock=clock,
+            starting=starting,
             results=results,
         )
         self._delivery = delivery
@@ -474,7 +479,7 @@ class Tracker:
                     moved |= await self._delivery.release_stranded(job)
         async for jobs in self._pages(("creating",), created_before=now - CREATING_GRACE_SECONDS):
             for job in jobs:
-                if not self._watch.is_starting(job.id):
+                if job.id not in self._starting:
                     lost = (wording.LOST_BEFORE_SUBMIT, wording.LOST_WHILE_SENDING)
                     await self._settle_creating(job, *lost)
                     moved = True

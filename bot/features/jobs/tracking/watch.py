@@ -3,34 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 
 from storage import Job, JobReader, JobStatus
 
 
 class JobWatch:
-    """In-process change notifications per job id, backed by the store for the truth, and the
-    jobs this process is starting right now (the tracker leaves their ``creating`` rows alone).
-    """
+    """In-process change notifications per job id, backed by the store for the truth."""
 
     def __init__(self, store: JobReader) -> None:
         self._store = store
         self._events: dict[str, asyncio.Event] = {}
-        self._starting: set[str] = set()
-
-    @contextmanager
-    def starting(self, job_id: str) -> Iterator[None]:
-        """Mark ``job_id`` as being started by this process for the ``with`` block."""
-        self._starting.add(job_id)
-        try:
-            yield
-        finally:
-            self._starting.discard(job_id)
-
-    def is_starting(self, job_id: str) -> bool:
-        """Whether this process is starting ``job_id`` right now."""
-        return job_id in self._starting
 
     def touch(self, job_id: str) -> None:
         """Tell waiters ``job_id`` may have changed."""

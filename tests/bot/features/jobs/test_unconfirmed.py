@@ -191,10 +191,11 @@ async def test_stale_creating_and_unknown_jobs_time_out(tmp_path: Path) -> None:
         unknown = await row("unknown", progress=True)
         being_started = await row("creating", progress=True)
         tracker = bare.engines.tracker
-        with bare.engines.watch.starting(being_started):
-            clock.now += 1801
-            await tracker.poll_round()
-            await tracker.wait_idle()
+        bare.engines.starter.starting.add(being_started)
+        clock.now += 1801
+        await tracker.poll_round()
+        await tracker.wait_idle()
+        bare.engines.starter.starting.discard(being_started)
 
         jobs = {job.id: job for job in await store.tracking.list_unfinished_jobs(ALL_STATUSES)}
         assert jobs[never_sent].status == "create_failed"
