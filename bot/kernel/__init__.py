@@ -220,10 +220,8 @@ from bot.kernel.surface import (
 from bot.kernel.text import (
     FENCE,
     MIN_SPLIT_ROOM,
-    ZWSP,
     Chunk,
     cut_chunk,
-    neutralize_mentions,
     split_chunks,
     split_text,
 )
@@ -259,7 +257,6 @@ __all__ = [
     "STOP_ACTION",
     "TOO_SLOW_TEXT",
     "UPLOAD_PREFIX",
-    "ZWSP",
     "ActivityKind",
     "Address",
     "AdminConsole",
@@ -392,8 +389,8 @@ __all__ = [
     "model_not_in_tier",
     "name_problem",
     "name_the_saved",
-    "neutralize_mentions",
     "ngettext",
+    "not_in_tier",
     "offered",
     "option_choices",
     "parse_aspect_ratio",

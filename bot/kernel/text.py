@@ -1,4 +1,4 @@
-"""Text helpers for chat platforms: splitting at a length limit, mention guards.
+"""Text for chat platforms: splitting at a length limit.
 
 Lengths are counted in Python characters (code points). Fenced code blocks are lines that start
 (after at most three spaces) with three backticks; an opening line's first word is its language
@@ -200,21 +200,3 @@ def cut_chunk(text: str, limit: int, *, start: int, keep: int) -> Chunk:
 def split_text(text: str, limit: int, *, reserve: int = 0) -> list[str]:
     """The texts of :func:`split_chunks`: messages of at most ``limit - reserve`` characters."""
     return [chunk.text for chunk in split_chunks(text, limit, reserve=reserve)]
-
-
-ZWSP = "\u200b"
-_AT_WORD_RE = re.compile(r"@(?=(?:everyone|here|channel)\b)", re.IGNORECASE)
-_USER_OR_ROLE_RE = re.compile(r"<@(?=[!&]?\w)")
-_SPECIAL_RE = re.compile(r"<!(?=[A-Za-z])")
-
-
-def neutralize_mentions(text: str) -> str:
-    """Break mass and user mentions with a zero-width space so they ping nobody.
-
-    Covers ``@everyone``, ``@here``, ``@channel``, Discord ``<@id>``, ``<@!id>``, ``<@&role>``,
-    and Slack ``<@U…>``, ``<!channel>``, ``<!here>``, ``<!everyone>``, ``<!subteam^…>``.
-    Idempotent. Adapters also set the platform's own no-ping flags; this is a second guard.
-    """
-    text = _AT_WORD_RE.sub("@" + ZWSP, text)
-    text = _USER_OR_ROLE_RE.sub("<@" + ZWSP, text)
-    return _SPECIAL_RE.sub("<!" + ZWSP, text)

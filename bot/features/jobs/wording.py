@@ -17,6 +17,7 @@ job's place among the requester's running jobs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from bot.features.jobs.params import (
     Untranslated,
     asked_mode,
 )
-from bot.kernel import N_, _, neutralize_mentions, ngettext
+from bot.kernel import N_, _, ngettext
 from storage import Job
 
 ELAPSED_STEP = 5
@@ -146,6 +147,25 @@ def asked_title(job: Job) -> str:
 def done_title(job: Job) -> str:
     """What the job did: ``Upscaled (Subtle)``, ``Zoomed out 2×``, ``Imagined``."""
     return _titles(job)[1]
+
+
+ZWSP = "\u200b"
+_AT_WORD_RE = re.compile(r"@(?=(?:everyone|here|channel)\b)", re.IGNORECASE)
+_USER_OR_ROLE_RE = re.compile(r"<@(?=[!&]?\w)")
+_SPECIAL_RE = re.compile(r"<!(?=[A-Za-z])")
+
+
+def neutralize_mentions(text: str) -> str:
+    """Break mass and user mentions with a zero-width space so they ping nobody.
+
+    Covers ``@everyone``, ``@here``, ``@channel``, Discord ``<@id>``, ``<@!id>``, ``<@&role>``,
+    and Slack ``<@U…>``, ``<!channel>``, ``<!here>``, ``<!everyone>``, ``<!subteam^…>``.
+    Idempotent. Adapters also keep genbot's text from pinging (Discord's allowed mentions,
+    Slack's escaping); this is a second guard, for the user text job messages show.
+    """
+    text = _AT_WORD_RE.sub("@" + ZWSP, text)
+    text = _USER_OR_ROLE_RE.sub("<@" + ZWSP, text)
+    return _SPECIAL_RE.sub("<!" + ZWSP, text)
 
 
 def clip(text: str, limit: int = SUBJECT_MAX) -> str:

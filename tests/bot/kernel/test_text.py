@@ -6,14 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.kernel import (
-    MIN_SPLIT_ROOM,
-    ZWSP,
-    cut_chunk,
-    neutralize_mentions,
-    split_chunks,
-    split_text,
-)
+from bot.kernel import MIN_SPLIT_ROOM, cut_chunk, split_chunks, split_text
 
 REOPEN_RE = re.compile(r"(```[\w+#.\-]*\n)?")
 
@@ -154,38 +147,6 @@ def test_rejects_a_budget_too_small_for_fence_markers() -> None:
 
 def test_empty_text_is_one_empty_chunk() -> None:
     assert split_text("", 100) == [""]
-
-
-def test_neutralize_mentions_breaks_every_mass_and_user_mention() -> None:
-    text = "@everyone @here @channel <@123> <@!45> <@&67> <@U0AB> <!channel> <!here> <!everyone>"
-    out = neutralize_mentions(text)
-    for needle in (
-        "@everyone",
-        "@here",
-        "@channel",
-        "<@1",
-        "<@!",
-        "<@&",
-        "<@U",
-        "<!c",
-        "<!h",
-        "<!e",
-    ):
-        assert needle not in out, needle
-    assert out.replace(ZWSP, "") == text
-
-
-def test_neutralize_mentions_leaves_ordinary_text_alone() -> None:
-    text = "mail me at a@b.com about the heresy; <#123> is a channel link"
-    assert neutralize_mentions(text) == text
-
-
-@given(st.text(alphabet="@<>!&here everyonchal123U", max_size=80))
-def test_neutralize_mentions_is_idempotent_and_only_inserts_zero_width_spaces(text: str) -> None:
-    once = neutralize_mentions(text)
-    assert neutralize_mentions(once) == once
-    assert once.replace(ZWSP, "") == text.replace(ZWSP, "")
-    assert "@everyone" not in once.lower() and "<!here" not in once
 
 
 def test_a_cut_never_takes_back_text_already_shown() -> None:
