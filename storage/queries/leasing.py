@@ -20,8 +20,13 @@ _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 _IN_UNFINISHED: Final = f"status IN ({marks(len(_UNFINISHED))})"
 _IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATUSES))
 SQL_RENEW: Final = (
-    f"UPDATE jobs SET lease_until = ? WHERE owner = ? AND {_IN_UNFINISHED} RETURNING id"
+    "UPDATE jobs SET lease_until = ? WHERE id IN (SELECT id FROM jobs"
+    f" WHERE owner = ? AND {_IN_UNFINISHED}{{}})"
 )
+"""The renewal takes only the rows no other transaction holds (``SKIP LOCKED``): waiting for
+them while holding the others deadlocked with moves of several jobs, which take their rows in
+another order; a row skipped is renewed at the next beat."""
+SQL_HELD: Final = f"SELECT id FROM jobs WHERE owner = ? AND {_IN_UNFINISHED}"
 SQL_SEEN: Final = (
     "INSERT INTO processes (id, host, pid, platforms, shards, started_at, seen_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
@@ -82,7 +87,8 @@ class JobLeasing:
         return self.db.dialect.shared
 
     async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
-        """Renew this process's leases on its unfinished jobs for its lease and
+        """Renew this process's leases on its unfinished jobs for its lease (those another
+        transaction is writing at that moment at the next beat: see ``SQL_RENEW``) and
         record it as alive (with ``process``); the ids of the jobs it holds (a job it was
         working on that is missing was taken over: it stops working on it). The leases run
         from when the transaction began (not from before a wait for a connection), and a
@@ -91,8 +97,10 @@ class JobLeasing:
 
         async def work(tx: Session) -> frozenset[str]:
             now = self.clock()
-            renew = (now + self.owner.lease_seconds, self.owner.process_id, *_UNFINISHED)
-            held = frozenset(str(row["id"]) for row in await tx.fetch_all(SQL_RENEW, renew))
+            mine = (self.owner.process_id, *_UNFINISHED)
+            renew = SQL_RENEW.format(tx.dialect.skip_locked)
+            await tx.execute(renew, (now + self.owner.lease_seconds, *mine))
+            held = frozenset(str(row["id"]) for row in await tx.fetch_all(SQL_HELD, mine))
             seen = (
                 self.owner.process_id, process.host, process.pid, to_json(list(process.platforms)),
                 process.shards, process.started_at, now,

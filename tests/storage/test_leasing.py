@@ -9,6 +9,7 @@ import pytest
 
 from storage import ProcessInfo, StorageError, Store
 from storage.postgres import PostgresStore
+from storage.sql.session import Session
 from tests.storage.conftest import START, Database, ManualClock, new_job
 from tests.storage.helpers import create_job
 
@@ -117,6 +118,39 @@ async def test_a_renewal_written_after_its_leases_ran_out_is_rolled_back(
         assert await store.leasing.heartbeat(process("discord")) == {job.id}
     finally:
         await store.close()
+
+
+async def test_a_heartbeat_renews_around_a_row_another_transaction_holds_instead_of_waiting(
+    store: Store, clock: ManualClock
+) -> None:
+    """The renewal waited for rows other transactions held while holding the rest, and
+    deadlocked with a move of several jobs taking their rows in another order (PostgreSQL
+    aborted the move: a job's start or a batch of deliveries failed)."""
+    if not isinstance(store, PostgresStore):
+        pytest.skip("SQLite runs one write transaction at a time")
+    busy = await create_job(store.admission, new_job(status="pending"))
+    free = await create_job(store.admission, new_job(status="pending"))
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(tx: Session) -> None:
+        await tx.execute("SELECT id FROM jobs WHERE id = ? FOR UPDATE", (busy.id,))
+        holding.set()
+        await release.wait()
+
+    held = asyncio.create_task(store.db.transaction(hold))
+    await holding.wait()
+    clock.advance(LEASE / 2)
+    try:
+        async with asyncio.timeout(5):
+            assert await store.leasing.heartbeat(process("discord")) == {busy.id, free.id}
+    finally:
+        release.set()
+        await held
+    leases = {job.id: job.lease_until for job in await store.tracking.list_unfinished_jobs()}
+    assert leases == {busy.id: busy.lease_until, free.id: clock.now + LEASE}
+    await store.leasing.heartbeat(process("discord"))
+    renewed = await store.jobs.get_job(busy.id)
+    assert renewed is not None and renewed.lease_until == clock.now + LEASE
 
 
 async def test_taking_live_leases_is_for_a_single_process_restart(
