@@ -72,6 +72,7 @@ from storage.records.jobs import (
     UNFINISHED_STATUSES as UNFINISHED_STATUSES,
     DiffusionType as DiffusionType,
     Job as Job,
+    JobBrief as JobBrief,
     JobFamily as JobFamily,
     JobMessage as JobMessage,
     JobMessageKind as JobMessageKind,

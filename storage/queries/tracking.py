@@ -12,7 +12,7 @@ from storage.queries.base import Clock, Owner
 from storage.queries.grouped import Grouped
 from storage.queries.jobs import job_from_row, status_tuple
 from storage.queries.ledger import utc_day
-from storage.records.jobs import UNFINISHED_STATUSES, Job, JobStatus
+from storage.records.jobs import UNFINISHED_STATUSES, Job, JobBrief, JobStatus
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Session
 
@@ -26,6 +26,11 @@ FILTERS: Final = {
     "owner": "owner = ?",
 }
 """``list_unfinished_jobs``' filters."""
+BRIEF_COLUMNS: Final = (
+    "id, family, status, provider_id, provider_key, created_at, last_polled_at, webhook_secret"
+)
+"""What :class:`JobBrief` reads."""
+SQL_JOBS_BY_IDS: Final = "SELECT * FROM jobs WHERE id IN ({})"
 SQL_CLAIM_DELIVERY: Final = (
     "UPDATE jobs SET status = CASE status WHEN 'finished' THEN 'posting' ELSE 'reporting' END,"
     " post_claims = post_claims + 1, updated_at = ?"
@@ -47,6 +52,26 @@ SQL_COUNT_UNFINISHED: Final = (
     f"SELECT status, platform, COUNT(*) AS n FROM jobs WHERE status IN ({marks(len(_UNFINISHED))})"
     " GROUP BY status, platform"
 )
+
+
+def _listing(
+    columns: str,
+    statuses: Iterable[JobStatus],
+    filters: dict[str, Any],
+    limit: int | None,
+    after: Job | JobBrief | None,
+) -> tuple[str, list[Any]]:
+    """An unfinished-jobs listing of ``columns``, oldest first, after ``after`` (a page's
+    last job), at most ``limit``."""
+    conditions, values = _unfinished_where(statuses, filters)
+    if after is not None:
+        conditions.append("(created_at, id) > (?, ?)")
+        values += [after.created_at, after.id]
+    query = SQL_UNFINISHED.format(columns, " AND ".join(conditions))
+    if limit is not None:
+        query += " LIMIT ?"
+        values.append(limit)
+    return query, values
 
 
 def _unfinished_where(
@@ -142,7 +167,7 @@ class JobTracking:
         *,
         family: str | None = None,
         limit: int | None = None,
-        after: Job | None = None,
+        after: Job | JobBrief | None = None,
         webhook_quiet_since: float | None = None,
         due_at: float | None = None,
         created_before: float | None = None,
@@ -160,15 +185,45 @@ class JobTracking:
             "created_before": created_before,
             "owner": owner,
         }
-        conditions, values = _unfinished_where(statuses, filters)
-        if after is not None:
-            conditions.append("(created_at, id) > (?, ?)")
-            values += [after.created_at, after.id]
-        query = SQL_UNFINISHED.format("*", " AND ".join(conditions))
-        if limit is not None:
-            query += " LIMIT ?"
-            values.append(limit)
+        query, values = _listing("*", statuses, filters, limit, after)
         return [job_from_row(row) for row in await self.db.fetch_all(query, values)]
+
+    async def list_job_briefs(
+        self,
+        statuses: Iterable[JobStatus],
+        *,
+        family: str | None = None,
+        limit: int | None = None,
+        after: Job | JobBrief | None = None,
+        webhook_quiet_since: float | None = None,
+        owner: str | None = None,
+    ) -> list[JobBrief]:
+        """:meth:`list_unfinished_jobs` with these filters, read as :class:`JobBrief`: a few
+        columns, no JSON (the tracker's poll round reads every job in flight each second and
+        needs the whole row only of a job whose task moved: :meth:`whole_jobs`)."""
+        filters = {"family": family, "webhook_quiet_since": webhook_quiet_since, "owner": owner}
+        query, values = _listing(BRIEF_COLUMNS, statuses, filters, limit, after)
+        return [
+            JobBrief(
+                id=row["id"],
+                family=row["family"],
+                status=row["status"],
+                provider_id=row["provider_id"],
+                provider_key=row["provider_key"],
+                created_at=row["created_at"],
+                last_polled_at=row["last_polled_at"],
+                webhook=bool(row["webhook_secret"]),
+            )
+            for row in await self.db.fetch_all(query, values)
+        ]
+
+    async def whole_jobs(self, job_ids: Sequence[str]) -> dict[str, Job]:
+        """The jobs with these ids (one statement), by id; an unknown id is left out."""
+        unique = list(dict.fromkeys(job_ids))
+        if not unique:
+            return {}
+        rows = await self.db.fetch_all(SQL_JOBS_BY_IDS.format(marks(len(unique))), unique)
+        return {job.id: job for job in map(job_from_row, rows)}
 
     async def unfinished_job_ids(
         self,
@@ -180,8 +235,7 @@ class JobTracking:
         """The ids of the jobs :meth:`list_unfinished_jobs` would list with these filters,
         oldest first: one column, for callers that need no more (the tracker's delivery pass
         reads it every round)."""
-        conditions, values = _unfinished_where(statuses, {"due_at": due_at, "owner": owner})
-        query = SQL_UNFINISHED.format("id", " AND ".join(conditions))
+        query, values = _listing("id", statuses, {"due_at": due_at, "owner": owner}, None, None)
         return [str(row["id"]) for row in await self.db.fetch_all(query, values)]
 
     async def next_poll_after(

@@ -237,6 +237,23 @@ class Lease:
 
 
 @dataclass(frozen=True)
+class JobBrief:
+    """What the tracker's poll round reads of a job in flight
+    (:meth:`storage.JobTracking.list_job_briefs`): enough to decide whether to poll it and to
+    ask the provider; the whole row is read only for a job whose task moved."""
+
+    id: str
+    family: JobFamily
+    status: JobStatus
+    provider_id: str | None
+    provider_key: str | None
+    created_at: float
+    last_polled_at: float | None
+    webhook: bool
+    """The job asked for webhook notifications (it has a webhook secret)."""
+
+
+@dataclass(frozen=True)
 class JobMove:
     """One compare-and-set move of :meth:`storage.JobWriter.transition_many`: ``job_id`` to
     ``to_status`` with ``fields``, only from one of ``from_statuses`` (and, with ``fence``,

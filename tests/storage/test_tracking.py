@@ -121,3 +121,33 @@ async def test_unfinished_job_ids_are_those_the_listing_gives(
     assert await store.tracking.unfinished_job_ids(("finished",), owner="someone else") == []
     mine = await store.tracking.unfinished_job_ids(("finished",), owner=store.owner.process_id)
     assert sorted(mine) == sorted([due, later])
+
+
+async def test_job_briefs_are_the_listings_jobs_in_a_few_columns_and_whole_jobs_read_by_id(
+    store: Store, clock: ManualClock
+) -> None:
+    for n in range(5):
+        clock.advance(1)
+        await create_job(store.admission, new_job(status="pending", family="task"))
+        if n == 2:
+            await create_job(store.admission, new_job(status="pending", family="diffusion"))
+    [hooked, *_] = await store.tracking.list_unfinished_jobs(("pending",), family="task")
+    await store.jobs.update_job(hooked.id, webhook_secret="s", provider_id="t1", last_polled_at=9)
+    listed = await store.tracking.list_unfinished_jobs(("pending",), family="task")
+
+    first = await store.tracking.list_job_briefs(("pending",), family="task", limit=3)
+    rest = await store.tracking.list_job_briefs(("pending",), family="task", after=first[-1])
+
+    briefs = first + rest
+    assert [brief.id for brief in briefs] == [job.id for job in listed]
+    assert [(b.status, b.family, b.provider_key, b.created_at) for b in briefs] == [
+        (job.status, job.family, job.provider_key, job.created_at) for job in listed
+    ]
+    assert (briefs[0].provider_id, briefs[0].last_polled_at, briefs[0].webhook) == ("t1", 9, True)
+    assert not any(brief.webhook for brief in briefs[1:])
+    assert await store.tracking.list_job_briefs(("pending",), owner="someone else") == []
+    wanted = [listed[3].id, listed[0].id, "unknown"]
+    assert await store.tracking.whole_jobs(wanted) == {
+        listed[3].id: listed[3],
+        listed[0].id: listed[0],
+    }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,7 +20,15 @@ from bot.features.jobs.params import result_with
 from bot.features.jobs.tracking.moves import MoveBatch
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.kernel import N_, LimitsSettings, _
-from storage import ACTIVE_STATUSES, IN_FLIGHT_STATUSES, Job, JobStatus, JobTracking, JobWriter
+from storage import (
+    ACTIVE_STATUSES,
+    IN_FLIGHT_STATUSES,
+    Job,
+    JobBrief,
+    JobStatus,
+    JobTracking,
+    JobWriter,
+)
 
 log = logging.getLogger(__name__)
 
@@ -261,13 +269,14 @@ class ProviderState:
             )
         return await self.finish(job, "failed", error=error, result=result)
 
-    async def poll_tasks(self, jobs: list[Job], *, mark_polled: bool) -> bool:
+    async def poll_tasks(self, jobs: Sequence[Job | JobBrief], *, mark_polled: bool) -> bool:
         """Read family B ``jobs`` with one multi_fetch per provider key (a task id is the
         account's that made it) and apply the records (``mark_polled``: store the poll's time,
         for the webhook backstop); a task still in flight in its job's status is left out of
-        the answer (nothing to apply: most of a poll over thousands of jobs). True if any job
+        the answer (nothing to apply: most of a poll over thousands of jobs), and only the jobs
+        given as briefs whose records came back are read whole (together). True if any job
         changed."""
-        by_key: dict[str, dict[str, Job]] = {}
+        by_key: dict[str, dict[str, Job | JobBrief]] = {}
         for job in jobs:
             if job.provider_id:
                 by_key.setdefault(job.provider_key or "", {})[job.provider_id] = job
@@ -287,18 +296,30 @@ class ProviderState:
             for task_id, job in batch.items():
                 if records is not None and task_id not in records:
                     self._unresolved.pop(job.id, None)
+        answered = [
+            (batch[task_id], record)
+            for batch, records in read
+            for task_id, record in (records or {}).items()
+            if task_id in batch
+        ]
+        whole = await self._whole([job for job, _ in answered])
         results = await asyncio.gather(
             *(
-                self._apply_read(batch[task_id], record)
-                for batch, records in read
-                for task_id, record in (records or {}).items()
-                if task_id in batch
+                self._apply_read(whole[job.id], record)
+                for job, record in answered
+                if job.id in whole
             )
         )
         return any(results)
 
+    async def _whole(self, jobs: list[Job | JobBrief]) -> dict[str, Job]:
+        """``jobs`` as whole jobs, by id: the briefs among them read in one statement."""
+        known = {job.id: job for job in jobs if isinstance(job, Job)}
+        briefs = [job.id for job in jobs if not isinstance(job, Job)]
+        return known | (await self._store.tracking.whole_jobs(briefs) if briefs else {})
+
     async def _read_tasks(
-        self, key: str, batch: dict[str, Job]
+        self, key: str, batch: dict[str, Job | JobBrief]
     ) -> dict[str, TaskRecord | None] | None:
         """One key's tasks read with multi_fetch; None when it failed (logged)."""
         known = {task_id: job.status for task_id, job in batch.items()}

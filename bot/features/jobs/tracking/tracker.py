@@ -37,9 +37,10 @@ from the record.
   delivery retries' deadline then reports it as not posted), and a ``creating`` job older than
   ``CREATING_GRACE_SECONDS`` that this process is not starting is settled like one a dead
   process left;
-- family B jobs in flight, polled with ``multi_fetch`` (≤ 50 ids per call). While this process
-  receives webhooks, a job that asked for one is only polled as a backstop (no retry or
-  delivery is documented: docs/provider.md#webhook-delivery), at most every
+- family B jobs in flight, polled with ``multi_fetch`` (≤ 50 ids per call), listed in brief
+  (:class:`storage.JobBrief`: a job's whole row is read only when its task moved). While this
+  process receives webhooks, a job that asked for one is only polled as a backstop (no retry
+  or delivery is documented: docs/provider.md#webhook-delivery), at most every
   ``poll_interval_max`` seconds and not within ``poll_interval_max`` of a webhook; other jobs
   (and every job when webhooks are off) every round;
 - diffusion jobs in flight whose ``next_poll_at`` (from the provider's ``eta``) is due.
@@ -61,9 +62,9 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Container, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.api import ProviderClient, TaskRecord
 from bot.features.jobs import wording
@@ -89,6 +90,7 @@ from storage import (
     IN_FLIGHT_STATUSES,
     JOB_ID_MAX,
     Job,
+    JobBrief,
     JobLeasing,
     JobStatus,
     JobTracking,
@@ -108,6 +110,7 @@ _CLAIMED: frozenset[JobStatus] = frozenset(("posting", "reporting"))
 SWEEP_SECONDS = 5.0
 """How often the tracker looks for its jobs stuck in an in-between state."""
 _SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
+Listed = TypeVar("Listed", Job, JobBrief)
 
 
 @dataclass(frozen=True)
@@ -447,8 +450,14 @@ class Tracker:
         ):
             self.schedule_delivery(job_id)
         quiet = now - self._limits.poll_interval_max if self.webhooks else None
-        async for jobs in self._pages(IN_FLIGHT_STATUSES, family="task", webhook_quiet_since=quiet):
-            due = [job for job in jobs if self._task_due(job, now)]
+        briefs_in_flight = self._paged(
+            self._store.tracking.list_job_briefs,
+            IN_FLIGHT_STATUSES,
+            family="task",
+            webhook_quiet_since=quiet,
+        )
+        async for briefs in briefs_in_flight:
+            due = [brief for brief in briefs if self._task_due(brief, now)]
             polled |= bool(due)
             changed |= await self.state.poll_tasks(due, mark_polled=self.webhooks)
         async for jobs in self._pages(IN_FLIGHT_STATUSES, family="diffusion", due_at=now):
@@ -485,23 +494,28 @@ class Tracker:
                     moved = True
         return moved
 
-    async def _pages(
-        self, statuses: Iterable[JobStatus], **filters: Any
-    ) -> AsyncIterator[list[Job]]:
-        after: Job | None = None
+    def _pages(self, statuses: Iterable[JobStatus], **filters: Any) -> AsyncIterator[list[Job]]:
+        return self._paged(self._store.tracking.list_unfinished_jobs, statuses, **filters)
+
+    async def _paged(
+        self,
+        read: Callable[..., Awaitable[list[Listed]]],
+        statuses: Iterable[JobStatus],
+        **filters: Any,
+    ) -> AsyncIterator[list[Listed]]:
+        """This process's jobs in ``statuses`` as ``read`` lists them, a page at a time."""
+        after: Listed | None = None
         while True:
-            jobs = await self._store.tracking.list_unfinished_jobs(
-                statuses, limit=PAGE_SIZE, after=after, owner=self._owner, **filters
-            )
-            if jobs:
-                yield jobs
-            if len(jobs) < PAGE_SIZE:
+            page = await read(statuses, limit=PAGE_SIZE, after=after, owner=self._owner, **filters)
+            if page:
+                yield page
+            if len(page) < PAGE_SIZE:
                 return
-            after = jobs[-1]
+            after = page[-1]
 
     async def _next_sleep(self, changed: bool, polled: bool, now: float) -> float:
         wake_at = [await self._store.tracking.next_poll_after(_SCHEDULED, now, owner=self._owner)]
-        oldest = await self._store.tracking.list_unfinished_jobs(
+        oldest = await self._store.tracking.list_job_briefs(
             ACTIVE_STATUSES, limit=1, owner=self._owner
         )
         if oldest:
@@ -518,10 +532,10 @@ class Tracker:
             return max(low, min(self.interval, min(due) - now))
         return self.interval
 
-    def _task_due(self, job: Job, now: float) -> bool:
+    def _task_due(self, job: JobBrief, now: float) -> bool:
         if job.provider_id is None:
             return False
-        if not (self.webhooks and job.webhook_secret):
+        if not (self.webhooks and job.webhook):
             return True
         last = job.last_polled_at or job.created_at
         return now - last >= self._limits.poll_interval_max

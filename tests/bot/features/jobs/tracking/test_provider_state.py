@@ -1,6 +1,6 @@
 """Applying what the provider says: the moves of one multi_fetch answer reach storage in one
-round trip whatever its size, a task still in flight as its job says is not read, and progress
-edits never hold up a poll."""
+round trip whatever its size, a task still in flight as its job says is not read (nor its job's
+whole row), and progress edits never hold up a poll."""
 
 from __future__ import annotations
 
@@ -67,14 +67,20 @@ async def test_a_poll_reads_no_record_of_a_task_still_in_flight_as_its_job_says(
         await tracker.poll_round()
         await tracker.wait_idle()
         read, calls = tracker.state.records_read, len(sim.state.requests_to("/gen/v2/multi_fetch"))
+        counting = counted(bare.store)
 
         await tracker.poll_round()
 
         assert len(sim.state.requests_to("/gen/v2/multi_fetch")) > calls, "the jobs were polled"
         assert tracker.state.records_read == read, "no record read of a task that did not move"
+        whole = sum(trip.rows_read for trip in counting.trips if trip.reads_whole_jobs())
+        assert whole == 0, f"{whole} job rows read whole for tasks that did not move"
         sim.advance(120)
+        counting.trips.clear()
         await tracker.poll_round()
         assert tracker.state.records_read == read + JOBS, "every finished record read"
+        reading = [trip for trip in counting.trips if trip.reads_whole_jobs() and trip.rows_read]
+        assert len(reading) == 1, f"the finished jobs read whole in {len(reading)} statements"
         await tracker.wait_idle()
         assert await bare.store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES) == []
 
