@@ -8,7 +8,7 @@ from typing import Final
 
 from storage.queries.base import Clock
 from storage.records.audit import AuditEntry
-from storage.sql.session import Database, Row, from_json, to_json
+from storage.sql.session import Database, Row, from_json, record, to_json
 
 SQL_RECORD: Final = (
     "INSERT INTO audit_log (at, platform, workspace_id, channel_id, actor_id, kind, target,"
@@ -27,18 +27,8 @@ DAY: Final = 86400.0
 
 
 def _entry(row: Row) -> AuditEntry:
-    return AuditEntry(
-        kind=row["kind"],
-        platform=row["platform"],
-        workspace_id=row["workspace_id"],
-        channel_id=row["channel_id"],
-        actor_id=row["actor_id"],
-        target=row["target"],
-        before=from_json(row["state_before"], None),
-        after=from_json(row["state_after"], None),
-        at=float(row["at"]),
-        id=int(row["id"]),
-    )
+    states = from_json(row["state_before"], None), from_json(row["state_after"], None)
+    return record(AuditEntry, row, before=states[0], after=states[1])
 
 
 @dataclass

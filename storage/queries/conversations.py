@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Final
 
 from storage.errors import StorageError, check_word
@@ -19,7 +19,7 @@ from storage.records.chat import (
     ConversationKind,
 )
 from storage.records.settings import UNSET, _Unset
-from storage.sql.session import Database, Row, Session, from_json, to_json
+from storage.sql.session import Database, Row, Session, from_json, record, to_json
 
 LOCK_WAIT_SECONDS = 120.0
 """How long a turn waits for its conversation before giving up."""
@@ -97,22 +97,22 @@ class ConversationStore:
             SQL_CREATE_CONVERSATION, (*args, kind, created_by, now, now), repeatable=False
         )
         if created is not None:
-            return conversation_from_row(created), True
+            return record(Conversation, created), True
         row = await self.db.fetch_one(SQL_CONVERSATION_BY_KEY, args)
         if row is None:
             raise StorageError("the conversation vanished while it was being created")
-        return conversation_from_row(row), False
+        return record(Conversation, row), False
 
     async def find_conversation(self, key: ConversationKey) -> Conversation | None:
         """The conversation for ``key``, or None (never creates)."""
         args = (key.platform, key.workspace_id, key.channel_id, key.thread_key)
         row = await self.db.fetch_one(SQL_CONVERSATION_BY_KEY, args)
-        return None if row is None else conversation_from_row(row)
+        return None if row is None else record(Conversation, row)
 
     async def get_conversation(self, conversation_id: int) -> Conversation | None:
         """The conversation with this id, or None."""
         row = await self.db.fetch_one(SQL_CONVERSATION_BY_ID, (conversation_id,))
-        return None if row is None else conversation_from_row(row)
+        return None if row is None else record(Conversation, row)
 
     async def find_conversation_by_message(
         self, platform: str, channel_id: str, message_id: str
@@ -121,7 +121,7 @@ class ConversationStore:
         row = await self.db.fetch_one(
             SQL_CONVERSATION_BY_MESSAGE, (platform, channel_id, message_id)
         )
-        return None if row is None else conversation_from_row(row)
+        return None if row is None else record(Conversation, row)
 
     async def append_message(
         self,
@@ -363,13 +363,6 @@ async def _link(
     ]
     if rows:
         await tx.execute_many(SQL_LINK, rows)
-
-
-_CONVERSATION_COLUMNS: Final = tuple(field.name for field in fields(Conversation))
-
-
-def conversation_from_row(row: Row) -> Conversation:
-    return Conversation(**{name: row[name] for name in _CONVERSATION_COLUMNS})
 
 
 def messages_with_links(rows: list[Row], links: list[Row]) -> list[ChatMessage]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Final
 
 from storage.errors import StorageError, check_word
@@ -23,10 +23,16 @@ from storage.records.jobs import (
     ResultChange,
 )
 from storage.sql.dialect import marks
-from storage.sql.session import Database, Row, Session, from_json, to_json
+from storage.sql.session import Database, Row, Session, from_json, record, to_json
 
-JSON_FIELDS: Final[frozenset[str]] = frozenset(("parameters", "result_urls", "actions", "result"))
-UPDATABLE_FIELDS: Final[frozenset[str]] = JSON_FIELDS | {
+JSON_FIELDS: Final[dict[str, Any]] = {
+    "parameters": {},
+    "result_urls": [],
+    "actions": [],
+    "result": {},
+}
+"""The JSON fields, each with its value for NULL."""
+UPDATABLE_FIELDS: Final[frozenset[str]] = frozenset(JSON_FIELDS) | {
     "type", "provider_id", "thread_id", "progress_message_id", "result_message_id", "prompt",
     "error", "webhook_secret", "credits", "finished_at", "last_polled_at", "last_webhook_at",
     "next_poll_at", "delivery_attempts", "post_claims", "provider_key",
@@ -52,21 +58,10 @@ SQL_JOB_FOR_MESSAGE: Final = (
     " WHERE m.platform = ? AND m.channel_id = ? AND m.message_id = ?"
 )
 
-_JOB_COLUMNS: Final = tuple(field.name for field in fields(Job))
-_JOB_JSON: Final[dict[str, Any]] = {
-    "parameters": {},
-    "result_urls": [],
-    "actions": [],
-    "result": {},
-}
-
 
 def job_from_row(row: Row) -> Job:
-    values = {name: row[name] for name in _JOB_COLUMNS}
-    for name, default in _JOB_JSON.items():
-        values[name] = from_json(values[name], default)
-    values["is_dm"] = bool(values["is_dm"])
-    return Job(**values)
+    decoded = {name: from_json(row[name], default) for name, default in JSON_FIELDS.items()}
+    return record(Job, row, **decoded, is_dm=bool(row["is_dm"]))
 
 
 def encoded_fields(fields: dict[str, Any]) -> dict[str, Any]:

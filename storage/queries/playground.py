@@ -15,7 +15,7 @@ from storage.queries.base import Clock, Owner
 from storage.queries.grouped import Grouped
 from storage.records.platforms import ImageToSave, MessageToSave, PlaygroundImage, PlaygroundMessage
 from storage.sql.dialect import marks, text_inside
-from storage.sql.session import Database, Row, Session, from_json, to_json
+from storage.sql.session import Database, Row, Session, from_json, record, to_json
 
 CHANNEL: Final = "genbot_playground"
 SQL_SAVE: Final = (
@@ -60,13 +60,12 @@ SQL_FORGET_USER: Final = (
     "DELETE FROM playground_messages WHERE channel = ? OR CAST(body AS TEXT) LIKE ? ESCAPE '\\'"
     " RETURNING id"
 )
-MESSAGE_COLUMNS: Final = "id, channel, pending, image_keys, body, version"
 SQL_LOAD: Final = (
-    f"SELECT {MESSAGE_COLUMNS} FROM (SELECT *, ROW_NUMBER() OVER"
+    "SELECT * FROM (SELECT *, ROW_NUMBER() OVER"
     " (PARTITION BY channel ORDER BY seq DESC) AS n FROM playground_messages) AS latest"
     " WHERE n <= ? ORDER BY seq"
 )
-SQL_ONE: Final = f"SELECT {MESSAGE_COLUMNS} FROM playground_messages WHERE id = ?"
+SQL_ONE: Final = "SELECT * FROM playground_messages WHERE id = ?"
 SQL_SETTLE: Final = "UPDATE playground_messages SET pending = ? WHERE id = ?"
 SQL_IMAGE_SIZES: Final = "SELECT key, length(data) AS size FROM playground_images"
 SQL_IMAGES: Final = (
@@ -85,21 +84,8 @@ Save = tuple[MessageToSave, Sequence[ImageToSave], int]
 
 
 def _message(row: Row) -> PlaygroundMessage:
-    return PlaygroundMessage(
-        row["id"],
-        row["channel"],
-        bool(row["pending"]),
-        tuple(from_json(row["image_keys"], [])),
-        from_json(row["body"], {}),
-        row["version"],
-    )
-
-
-def _image(row: Row) -> PlaygroundImage:
-    return PlaygroundImage(
-        row["key"], row["filename"], row["content_type"], row["width"], row["height"],
-        bytes(row["data"]),
-    )  # fmt: skip
+    keys, body = tuple(from_json(row["image_keys"], [])), from_json(row["body"], {})
+    return record(PlaygroundMessage, row, pending=bool(row["pending"]), image_keys=keys, body=body)
 
 
 @dataclass
@@ -127,7 +113,7 @@ class PlaygroundHistory:
         for start in range(0, len(keys), IMAGES_PER_QUERY):
             chunk = keys[start : start + IMAGES_PER_QUERY]
             rows = await self.db.fetch_all(SQL_IMAGES.format(marks(len(chunk))), chunk)
-            found.extend(_image(row) for row in rows)
+            found.extend(record(PlaygroundImage, row, data=bytes(row["data"])) for row in rows)
         return found
 
     async def save_playground_message(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Final
 
 from storage.queries.base import Clock
 from storage.records.preferences import Batch, BatchOutcome, SavedOption
-from storage.sql.session import Database, Row, from_json, to_json
+from storage.sql.session import Database, Row, from_json, record, to_json
 
 BATCHES_KEPT_SECONDS: Final = 24 * 3600.0
 """How long a settled or expired batch is kept (then a later save purges it)."""
@@ -32,14 +32,9 @@ SQL_PURGE_BATCHES: Final = (
     "DELETE FROM batches WHERE expires_at < ? AND (outcome IS NULL OR outcome <> 'run'"
     " OR started >= total)"
 )
-_BATCH_COLUMNS: Final = (
-    "id, platform, workspace_id, channel_id, requester_id, command, total, started, created_at,"
-    " expires_at, outcome"
-)
-SQL_BATCH: Final = f"SELECT {_BATCH_COLUMNS} FROM batches WHERE id = ?"
+SQL_BATCH: Final = "SELECT * FROM batches WHERE id = ?"
 SQL_RUNNING_BATCHES: Final = (
-    f"SELECT {_BATCH_COLUMNS} FROM batches WHERE outcome = 'run' AND started < total"
-    " ORDER BY created_at"
+    "SELECT * FROM batches WHERE outcome = 'run' AND started < total ORDER BY created_at"
 )
 SQL_MARK_STARTED: Final = "UPDATE batches SET started = ? WHERE id = ? AND started < ?"
 SQL_SETTLE_BATCH: Final = (
@@ -107,17 +102,4 @@ class Preferences:
 
 
 def _batch(row: Row) -> Batch:
-    outcome = row["outcome"]
-    return Batch(
-        id=str(row["id"]),
-        platform=str(row["platform"]),
-        workspace_id=str(row["workspace_id"]),
-        channel_id=str(row["channel_id"]),
-        requester_id=str(row["requester_id"]),
-        command=from_json(row["command"], {}),
-        created_at=float(row["created_at"]),
-        expires_at=float(row["expires_at"]),
-        total=int(row["total"]),
-        started=int(row["started"]),
-        outcome=cast(BatchOutcome, outcome) if outcome is not None else None,
-    )
+    return record(Batch, row, command=from_json(row["command"], {}))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Final
 
 from storage.errors import StorageError, check_word
@@ -19,7 +19,7 @@ from storage.records.settings import (
     SettingValues,
     _Unset,
 )
-from storage.sql.session import Database, Row
+from storage.sql.session import Database, Row, record
 
 PRECEDENCE: Final[dict[str, tuple[SettingSource, ...]]] = {
     "model": ("conversation", "user", "channel", "workspace", "default"),
@@ -153,14 +153,9 @@ class SettingsStore(SettingsReader):
         return None if row is None else scope_from_row(row)
 
 
-_SCOPE_COLUMNS: Final = tuple(field.name for field in fields(ScopeSettings))
-
-
 def scope_from_row(row: Row) -> ScopeSettings:
-    values = {name: row[name] for name in _SCOPE_COLUMNS}
-    for flag in ("stream", "remix"):
-        values[flag] = None if values[flag] is None else bool(values[flag])
-    return ScopeSettings(**values)
+    flags = {flag: None if row[flag] is None else bool(row[flag]) for flag in ("stream", "remix")}
+    return record(ScopeSettings, row, **flags)
 
 
 def given_settings(kind: str, values: Mapping[str, Any]) -> dict[str, Any]:

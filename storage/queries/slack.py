@@ -7,7 +7,7 @@ from typing import Final
 
 from storage.queries.base import Clock
 from storage.records.platforms import InstallationToSave, SlackInstallation
-from storage.sql.session import Database, Session, from_json, to_json
+from storage.sql.session import Database, Session, from_json, record, to_json
 
 SQL_SAVE_INSTALLATION: Final = (
     "INSERT INTO slack_installations (enterprise_id, team_id, user_id, installed_at, data)"
@@ -63,14 +63,8 @@ class SlackInstallations:
         condition, user = _of_user(user_id)
         find = SQL_FIND_INSTALLATION.format(condition)
         row = await self.db.fetch_one(find, (enterprise_id, team_id, *user))
-        if row is None:
-            return None
-        return SlackInstallation(
-            row["enterprise_id"],
-            row["team_id"],
-            row["user_id"],
-            row["installed_at"],
-            from_json(row["data"], {}),
+        return (
+            None if row is None else record(SlackInstallation, row, data=from_json(row["data"], {}))
         )
 
     async def delete_slack_installations(

@@ -10,14 +10,20 @@ SQLite it keeps every other statement of the process waiting until it ends.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol, TypeVar
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from storage.sql.dialect import Dialect
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 T = TypeVar("T")
+R = TypeVar("R", bound="DataclassInstance")
 Values = Sequence[Any]
 Row = dict[str, Any]
 
@@ -35,6 +41,18 @@ def from_json(value: Any, default: Any) -> Any:
     if isinstance(value, str | bytes):
         return json.loads(value)
     return value
+
+
+def record(kind: type[R], row: Row, **given: Any) -> R:
+    """The record ``kind`` (a dataclass) of ``row``: each field the column of its name (a field
+    without one keeps its default), but for those ``given``."""
+    values = {name: row[name] for name in _fields(kind) if name in row and name not in given}
+    return kind(**values, **given)
+
+
+@functools.cache
+def _fields(kind: type[DataclassInstance]) -> tuple[str, ...]:
+    return tuple(field.name for field in fields(kind))
 
 
 class Session(Protocol):
