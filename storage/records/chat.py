@@ -76,18 +76,6 @@ class ChatMessage:
     """Set while the turn is on a branch that is not the conversation's live one (the
     :class:`storage.ConversationBranches` row it was set aside under)."""
 
-    def to_api(self) -> dict[str, Any]:
-        """The message as the chat completion API expects it."""
-        message: dict[str, Any] = {
-            "role": self.role,
-            "content": self.parts if self.parts is not None else self.content,
-        }
-        if self.name is not None:
-            message["name"] = self.name
-        if self.function_call is not None:
-            message["function_call"] = self.function_call
-        return message
-
 
 @dataclass(frozen=True)
 class FeedbackCount:

@@ -76,9 +76,22 @@ def user_message(
     return {"role": "user", "content": parts_as_text(parts)}
 
 
+def api_message(message: StoredMessage) -> dict[str, Any]:
+    """A stored turn as the chat completion API takes it."""
+    api: dict[str, Any] = {
+        "role": message.role,
+        "content": message.parts if message.parts is not None else message.content,
+    }
+    if message.name is not None:
+        api["name"] = message.name
+    if message.function_call is not None:
+        api["function_call"] = message.function_call
+    return api
+
+
 def stored_turn(message: StoredMessage, model: str) -> Turn:
     """A stored turn as ``model`` takes it, with its stored count when that count applies."""
-    api = message.to_api()
+    api = api_message(message)
     if message.parts is not None:
         api["content"] = user_message("", message.parts, model)["content"]
         return counted(api)

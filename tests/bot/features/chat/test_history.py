@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.features.chat.history import History, Turn, counted, fit, too_large
+from bot.features.chat.history import History, Turn, api_message, counted, fit, too_large
 from bot.features.chat.tokens import count_message
 from bot.kernel import UserError
+from storage import ChatMessage
 from tests.bot.features.chat.fitting import fit_history
 
 ROLES = st.sampled_from(["user", "assistant", "function"])
@@ -106,3 +107,20 @@ def test_too_large_tells_which_limit_was_hit() -> None:
         "Your message is too long for llm-4-vision-preview: it needs about 127500 tokens but "
         "only 126976 fit with room for the answer. Shorten it."
     )
+
+
+def test_a_stored_turn_goes_to_the_api_with_its_parts_call_or_name() -> None:
+    parts = [{"type": "text", "text": "what is this?"}]
+    call = {"name": "generate_image", "arguments": "{}"}
+    stored = [
+        ChatMessage(1, 1, "system", "be brief", None, None, None, 3, (), 0.0),
+        ChatMessage(2, 1, "user", None, parts, None, None, 9, ("m1",), 0.0),
+        ChatMessage(3, 1, "assistant", None, None, call, None, 4, (), 0.0),
+        ChatMessage(4, 1, "function", '{"job": "abc"}', None, None, "generate_image", 2, (), 0.0),
+    ]
+    assert [api_message(turn) for turn in stored] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": parts},
+        {"role": "assistant", "content": None, "function_call": call},
+        {"role": "function", "content": '{"job": "abc"}', "name": "generate_image"},
+    ]
