@@ -20,7 +20,6 @@ from storage.queries.conversations import (
     ConversationLocks as ConversationLocks,
     ConversationStore as ConversationStore,
 )
-from storage.queries.events import EventDedupe as EventDedupe
 from storage.queries.feedback import AnswerFeedback as AnswerFeedback
 from storage.queries.jobs import (
     JobReader as JobReader,
@@ -39,8 +38,6 @@ from storage.queries.settings import (
 )
 from storage.queries.playground import PlaygroundHistory as PlaygroundHistory
 from storage.queries.retention import Retention as Retention
-from storage.queries.slack import SlackInstallations as SlackInstallations
-from storage.queries.viewing import ChannelsInView as ChannelsInView
 from storage.queries.write_windows import WriteWindows as WriteWindows
 from storage.queries.tracking import (
     DeliveryClaims as DeliveryClaims,
@@ -49,12 +46,10 @@ from storage.queries.tracking import (
 )
 from storage.lock import DatabaseInUse as DatabaseInUse, ProcessLock as ProcessLock
 from storage.records.chat import (
-    AnswerState as AnswerState,
     ChatMessage as ChatMessage,
     ChatRole as ChatRole,
     Conversation as Conversation,
     ConversationKey as ConversationKey,
-    ConversationKind as ConversationKind,
     FeedbackCount as FeedbackCount,
     Fork as Fork,
 )
@@ -85,13 +80,12 @@ from storage.records.jobs import (
     KeyUsage as KeyUsage,
     NewJob as NewJob,
     NoKeyRoom as NoKeyRoom,
-    Lease as Lease,
     QuotaRefusal as QuotaRefusal,
     ResultChange as ResultChange,
     TaskType as TaskType,
     new_job_id as new_job_id,
 )
-from storage.records.jobs import ProcessInfo as ProcessInfo, ProcessStatus as ProcessStatus
+from storage.records.jobs import ProcessInfo as ProcessInfo
 from storage.records.platforms import (
     PlaygroundImage as PlaygroundImage,
     PlaygroundMessage as PlaygroundMessage,
@@ -104,7 +98,6 @@ from storage.records.settings import (
     EffectiveSettings as EffectiveSettings,
     ScopeKind as ScopeKind,
     ScopeSettings as ScopeSettings,
-    SettingSource as SettingSource,
     SettingValues as SettingValues,
     encode_stop as encode_stop,
 )

@@ -73,17 +73,13 @@ class Store:
         self.dedupe = EventDedupe(db, clock, identity.get("event_retention", 24 * 3600.0))
         self.installations = SlackInstallations(db, clock)
         self.channels_in_view = ChannelsInView(db, clock)
-        """The channel each Slack user looks at (:mod:`storage.queries.viewing`)."""
         self.write_windows = WriteWindows(db, clock)
         self.playground = PlaygroundHistory(db, clock, owner)
         self.moderation = ModerationStore(db, clock)
-        """Moderation's rules, offences and bans (:mod:`storage.queries.moderation`)."""
         self.audit = AuditLog(db, clock)
         self.retention = Retention(db, clock)
         self.media = HostedMedia(db, clock)
-        """Images hosted for the provider (:mod:`storage.queries.media`)."""
         self.preferences = Preferences(db, clock)
-        """Saved options and batches awaiting a Run (:mod:`storage.queries.preferences`)."""
 
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""
