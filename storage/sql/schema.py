@@ -18,34 +18,25 @@ from typing import Final
 
 from storage.sql.dialect import Dialect
 
-TYPES: Final[dict[str, dict[str, str]]] = {
-    "sqlite": {
-        "serial": "INTEGER PRIMARY KEY",
-        "ref": "INTEGER",
-        "real": "REAL",
-        "json": "TEXT",
-        "bool": "INTEGER",
-        "false": "0",
-        "blob": "BLOB",
-        "key": "TEXT",
-        "rowid": " WITHOUT ROWID",
-    },
-    "postgres": {
-        "serial": "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-        "ref": "bigint",
-        "real": "double precision",
-        "json": "jsonb",
-        "bool": "boolean",
-        "false": "false",
-        "blob": "bytea",
-        "key": 'text COLLATE "C"',
-        "rowid": "",
-    },
+SPELLINGS: Final = (
+    ("serial", "INTEGER PRIMARY KEY", "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"),
+    ("ref", "INTEGER", "bigint"),
+    ("real", "REAL", "double precision"),
+    ("json", "TEXT", "jsonb"),
+    ("bool", "INTEGER", "boolean"),
+    ("false", "0", "false"),
+    ("blob", "BLOB", "bytea"),
+    ("key", "TEXT", 'text COLLATE "C"'),
+    ("rowid", " WITHOUT ROWID", ""),
+)
+"""Each ``$name``, as SQLite and as PostgreSQL spell it: ``$serial`` an integer key the database
+numbers, ``$ref`` a column referring to one, ``$real`` a float, ``$json`` a JSON value,
+``$bool``/``$false`` a flag, ``$blob`` bytes, ``$key`` a job id (compared byte by byte),
+``$rowid`` SQLite's ``WITHOUT ROWID`` for tables keyed by text."""
+TYPES: Final = {
+    "sqlite": {name: sqlite for name, sqlite, _ in SPELLINGS},
+    "postgres": {name: postgres for name, _, postgres in SPELLINGS},
 }
-"""``$serial`` an integer key the database numbers, ``$ref`` a column referring to one,
-``$real`` a float, ``$json`` a JSON value, ``$bool``/``$false`` a flag, ``$blob`` bytes,
-``$key`` a job id (compared byte by byte), ``$rowid`` SQLite's ``WITHOUT ROWID`` for tables
-keyed by text."""
 
 
 @dataclass(frozen=True)
