@@ -11,13 +11,11 @@ from storage.queries.base import Clock
 from storage.records.chat import Conversation
 from storage.records.settings import (
     SETTING_NAMES,
-    UNSET,
     EffectiveSettings,
     ScopeKind,
     ScopeSettings,
     SettingSource,
     SettingValues,
-    _Unset,
 )
 from storage.sql.session import Database, Row, record
 
@@ -105,33 +103,11 @@ class SettingsStore(SettingsReader):
     clock: Clock
 
     async def set_scope_settings(
-        self,
-        kind: ScopeKind,
-        platform: str,
-        scope_id: str,
-        *,
-        model: str | _Unset | None = UNSET,
-        system_prompt: str | _Unset | None = UNSET,
-        process_mode: str | _Unset | None = UNSET,
-        aspect_ratio: str | _Unset | None = UNSET,
-        temperature: float | _Unset | None = UNSET,
-        stream: bool | _Unset | None = UNSET,
-        remix: bool | _Unset | None = UNSET,
-        top_p: float | _Unset | None = UNSET,
-        presence_penalty: float | _Unset | None = UNSET,
-        frequency_penalty: float | _Unset | None = UNSET,
-        stop: str | _Unset | None = UNSET,
-        n: int | _Unset | None = UNSET,
-        language: str | _Unset | None = UNSET,
+        self, kind: ScopeKind, platform: str, scope_id: str, **changes: str | float | None
     ) -> ScopeSettings:
-        """Partial update: given values are set, None clears, omitted ones stay."""
-        settings = {
-            "model": model, "system_prompt": system_prompt, "process_mode": process_mode,
-            "aspect_ratio": aspect_ratio, "temperature": temperature, "stream": stream,
-            "remix": remix, "top_p": top_p, "presence_penalty": presence_penalty,
-            "frequency_penalty": frequency_penalty, "stop": stop, "n": n, "language": language,
-        }  # fmt: skip
-        given = given_settings(kind, settings)
+        """Partial update of the settings named by :data:`storage.SETTING_NAMES`: given values
+        are set, None clears, omitted ones stay; :class:`StorageError` for any other name."""
+        given = given_settings(kind, changes)
         columns = ["platform", "kind", "scope_id", "updated_at", *given]
         updates = ", ".join(f"{name} = excluded.{name}" for name in ["updated_at", *given])
         upsert = (
@@ -159,9 +135,9 @@ def scope_from_row(row: Row) -> ScopeSettings:
 
 
 def given_settings(kind: str, values: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings of a partial update that were given (``UNSET`` left out), checked."""
+    """The settings of a partial update, checked."""
     check_word(kind, ScopeKind, "settings scope")
-    given = {name: value for name, value in values.items() if not isinstance(value, _Unset)}
+    given = dict(values)
     unknown = set(given) - set(SETTING_NAMES)
     if unknown:
         raise StorageError(f"unknown settings: {', '.join(sorted(unknown))}")

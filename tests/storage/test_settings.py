@@ -103,6 +103,11 @@ async def test_the_system_prompt_is_per_channel(store: Store) -> None:
         await store.settings.set_scope_settings("user", "discord", "u1", system_prompt="mine")
     with pytest.raises(StorageError, match="scope"):
         await store.settings.set_scope_settings("team", "discord", "x", model="m")  # type: ignore[arg-type]
+    for name in ("colour", "model = 'x', kind"):
+        with pytest.raises(StorageError, match="unknown settings"):
+            await store.settings.set_scope_settings("channel", "discord", "c1", **{name: "x"})
+    channel = await store.settings.get_scope_settings("channel", "discord", "c1")
+    assert channel is not None and channel.model is None
 
 
 async def test_a_conversation_overrides_model_and_prompt(store: Store) -> None:
