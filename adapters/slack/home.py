@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -34,6 +33,8 @@ from bot.kernel import (
     RateLimited,
     SurfaceError,
     _,
+    format_moment,
+    format_number,
     ngettext,
 )
 
@@ -143,22 +144,22 @@ def _usage(view: HomeView) -> str:
     usage = view.usage
     budget = view.daily_credit_budget
     tokens = ngettext(
-        "{count} chat token", "{count} chat tokens", usage.tokens, count=f"{usage.tokens:,}"
+        "{count} chat token", "{count} chat tokens", usage.tokens, count=format_number(usage.tokens)
     )
     credits = (
         ngettext(
             "{count} image credit of your {budget} a day",
             "{count} image credits of your {budget} a day",
             usage.credits,
-            count=f"{usage.credits:,}",
-            budget=f"{budget:,}",
+            count=format_number(usage.credits),
+            budget=format_number(budget),
         )
         if budget
         else ngettext(
             "{count} image credit",
             "{count} image credits",
             usage.credits,
-            count=f"{usage.credits:,}",
+            count=format_number(usage.credits),
         )
     )
     # Translators: the usage on the Home; {tokens} is "12 chat tokens", {credits} "3 image credits".
@@ -166,7 +167,7 @@ def _usage(view: HomeView) -> str:
 
 
 def _job_blocks(job: HomeJob, thumbnail: str | None) -> list[dict[str, Any]]:
-    when = datetime.fromtimestamp(job.job.created_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    when = format_moment(job.job.created_at)
     section: dict[str, Any] = {
         "type": "section",
         "block_id": f"gb_job_{job.job.id}",

@@ -41,6 +41,7 @@ from bot.kernel import (
     UserMessage,
     _,
     decode_custom_id,
+    format_number,
     inspect_image,
     is_document,
     is_image,
@@ -96,8 +97,8 @@ def _text(body: dict[str, Any], playground: Playground) -> str:
             _(
                 "Your message is {length} characters long; the playground takes at most "
                 "{most}. Shorten it, or send it in parts.",
-                length=f"{len(text):,}",
-                most=f"{limit:,}",
+                length=format_number(len(text)),
+                most=format_number(limit),
             )
         )
     return text.strip()

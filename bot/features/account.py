@@ -50,6 +50,7 @@ from bot.kernel import (
     UserError,
     _,
     command,
+    format_number,
     help_specs,
     help_text,
     ngettext,
@@ -346,17 +347,17 @@ class AccountFeature:
             text = await self._tier_usage(event) + _estimated(totals.estimated_credits)
         else:
             figures = {
-                "tokens": f"{totals.tokens:,}",
-                "prompt": f"{totals.tokens_prompt:,}",
-                "completion": f"{totals.tokens_completion:,}",
-                "credits": f"{totals.credits:,}",
+                "tokens": format_number(totals.tokens),
+                "prompt": format_number(totals.tokens_prompt),
+                "completion": format_number(totals.tokens_completion),
+                "credits": format_number(totals.credits),
             }
             usage = (
                 _(
                     "Your usage today (UTC): {tokens} chat tokens ({prompt} prompt + "
                     "{completion} completion) and {credits} image credits of your daily "
                     "budget of {budget}.",
-                    budget=f"{self.daily_credit_budget:,}",
+                    budget=format_number(self.daily_credit_budget),
                     **figures,
                 )
                 if self.daily_credit_budget
@@ -564,20 +565,20 @@ class AccountFeature:
 def _left(used: int, allowed: int, spent: Spent, tokens: bool) -> str:
     """``used`` of ``allowed`` (0: no limit), what is left, and when it refills when none is."""
     if not allowed:
-        return _("{used} used (no limit).", used=f"{used:,}")
+        return _("{used} used (no limit).", used=format_number(used))
     left = max(0, allowed - used)
     if left:
         return _(
             "{used} of {allowed} used, {left} left.",
-            used=f"{used:,}",
-            allowed=f"{allowed:,}",
-            left=f"{left:,}",
+            used=format_number(used),
+            allowed=format_number(allowed),
+            left=format_number(left),
         )
     return _(
         "{used} of {allowed} used, {left} left, more at {time}.",
-        used=f"{used:,}",
-        allowed=f"{allowed:,}",
-        left=f"{left:,}",
+        used=format_number(used),
+        allowed=format_number(allowed),
+        left=format_number(left),
         time=refill_time(spent.refills_at(allowed, tokens=tokens)),
     )
 
@@ -625,5 +626,5 @@ def _estimated(credits: int) -> str:
     return " " + _(
         "{credits} of the credits are estimates: the service does not say what diffusion "
         "costs, so genbot counts its configured prices.",
-        credits=f"{credits:,}",
+        credits=format_number(credits),
     )

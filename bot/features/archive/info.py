@@ -7,12 +7,11 @@ to the first job), the credits charged and the time it took. Pure."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from bot.features.jobs import wording
 from bot.features.jobs.params import DiffusionParams, ImageParams, JobResult
-from bot.kernel import _
+from bot.kernel import _, format_duration, format_moment
 from storage import Job
 
 PROMPT_MAX: Final = 1500
@@ -26,7 +25,7 @@ MOST_ANCESTORS: Final = 5
 
 def when(seconds: float) -> str:
     """A moment in UTC: ``2026-11-29 05:12 UTC``."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return format_moment(seconds)
 
 
 def where(job: Job) -> str:
@@ -37,10 +36,7 @@ def where(job: Job) -> str:
 
 def duration(seconds: float) -> str:
     """``42 s``, ``3 min 5 s``."""
-    whole = max(round(seconds), 0)
-    if whole < 60:
-        return _("{seconds} s", seconds=whole)
-    return _("{minutes} min {seconds} s", minutes=whole // 60, seconds=whole % 60)
+    return format_duration(seconds)
 
 
 def _code(text: str) -> str:

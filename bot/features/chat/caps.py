@@ -28,6 +28,7 @@ from bot.kernel import (
     User,
     UserError,
     _,
+    format_number,
     model_not_in_tier,
     ngettext,
     refill_time,
@@ -121,8 +122,8 @@ class ChatCaps:
         if spent.tokens < tier.daily_chat_tokens:
             return
         figures = {
-            "used": f"{spent.tokens:,}",
-            "budget": f"{tier.daily_chat_tokens:,}",
+            "used": format_number(spent.tokens),
+            "budget": format_number(tier.daily_chat_tokens),
             "tier": tier.name,
             "time": refill_time(spent.refills_at(tier.daily_chat_tokens, tokens=True)),
         }

@@ -12,7 +12,6 @@ log (:mod:`bot.features.audit`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import ClassVar, Final
 
 from bot.features.audit.trail import AuditTrail
@@ -29,6 +28,7 @@ from bot.kernel import (
     User,
     UserError,
     _,
+    format_moment,
     mentioned_user,
     ngettext,
 )
@@ -210,7 +210,7 @@ class ModerationAdmin:
         await self.audit.record(
             "moderation.banned", place, user.id, banned, before=states[0], after=states[1]
         )
-        ends = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        ends = format_moment(until)
         return _(
             "Banned `{user}` until {ends}: genbot takes no prompts from them until then.",
             user=banned,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from bot.kernel import N_, _
+from bot.kernel import N_, _, format_clock
 from storage import Offence
 
 CHECK_FAILED_TEXT = N_(
@@ -22,7 +20,7 @@ ORDINALS = {
 
 
 def _clock_time(stamp: float) -> str:
-    return datetime.fromtimestamp(stamp, UTC).strftime("%H:%M UTC")
+    return format_clock(stamp)
 
 
 def _ordinal(count: int) -> str:

@@ -8,7 +8,6 @@ answer is private.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import ClassVar, Final
 
 from bot.features.audit import AuditTrail
@@ -24,6 +23,7 @@ from bot.kernel import (
     SendsPrivately,
     UserError,
     _,
+    format_moment,
     mentioned_user,
     ngettext,
 )
@@ -202,7 +202,7 @@ class ForgetFeature:
     def _refuse_while_banned(self, kept: Mapping[str, int], yours: bool) -> None:
         until = kept.get("banned_until", 0)
         if yours and until > self.clock():
-            ends = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M UTC")
+            ends = format_moment(until)
             raise UserError(
                 _(
                     "You are banned until {ends}: your data can be deleted once the ban has ended.",
