@@ -496,7 +496,7 @@ async def _receive_images(request: web.Request, max_bytes: int) -> list[tuple[st
         try:
             image = await asyncio.to_thread(inspect_image, data)
         except MediaError as error:
-            raise BadInput(_("{file}: {error}.", file=filename, error=error)) from None
+            raise BadInput(_("{file}: {error}.", file=filename, error=error.told())) from None
         received.append((filename, data, image.content_type))
     if not received:
         raise BadInput(_("No image in the upload: send it in a form field named 'file'."))

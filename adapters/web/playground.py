@@ -36,6 +36,7 @@ from bot.kernel import (
     StorageError,
     SurfaceError,
     User,
+    _,
     backoff,
     storage_failure_text,
 )
@@ -64,7 +65,7 @@ class NotKept(SurfaceError):
         self.user_text = (
             storage_failure_text(error)
             if isinstance(error, StorageError)
-            else DATABASE_UNREACHABLE_TEXT
+            else _(DATABASE_UNREACHABLE_TEXT)
         )
 
 

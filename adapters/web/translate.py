@@ -83,23 +83,23 @@ def catalogue(
         {
             "name": spec.name,
             "usage": usage_name(spec),
-            "description": spec.description,
+            "description": _(spec.description),
             "free_text": spec.free_text,
             "expands": spec.expands,
-            "examples": list(spec.examples),
+            "examples": [_(example) for example in spec.examples],
             "uploads": [f"#{n}" for n in range(1, spec.numbered_uploads + 1)]
             or list(file_options(spec)),
             "options": [
                 {
                     "name": option.name,
                     "type": option.type,
-                    "description": option.description,
+                    "description": _(option.description),
                     "required": option.required,
                     "choices": list(option_choices(option, offered)),
                     "min_value": option.min_value,
                     "max_value": option.max_value,
                     "flags": list(option.flags),
-                    "flag_values": [flag for flag, _ in option.flag_values],
+                    "flag_values": [flag for flag, _value in option.flag_values],
                 }
                 for option in spec.options
             ],

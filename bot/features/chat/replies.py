@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 
-from bot.api.errors import about
 from bot.features.chat.renderer import RenderResult
 from bot.features.chat.scoping import Target
 from bot.features.chat.tokens import count_message
+from bot.features.provider_waits import about
 from bot.kernel import MessageRef, OutMessage, _
 from bot.outbox import Edit, Outbox, Post, WritePolicy
 from storage import UNSET, ConversationStore
