@@ -129,9 +129,9 @@ def chat_help(names: Mapping[str, str]) -> str:
 
 
 def _shown(value: Any) -> str:
+    """A stored value as ``/settings`` and its form take it (``on``/``off``, not translated)."""
     if isinstance(value, bool):
-        # Translators: a setting's value that is switched on / off.
-        return _("on") if value else _("off")
+        return "on" if value else "off"
     if isinstance(value, float):
         return f"{value:g}"
     return "" if value is None else str(value)
@@ -166,12 +166,20 @@ def _preview(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _said(name: str, value: Any) -> str:
+    """A value as a confirmation says it: on/off in the user's language."""
+    if isinstance(value, bool):
+        # Translators: a setting's value that is switched on / off.
+        return _("on") if value else _("off")
+    return _value_shown(name, value)
+
+
 def _changes(values: Mapping[str, Any]) -> str:
     return ", ".join(
         _(
             "{setting} → {value}",
             setting=_(LABELS[name]),
-            value=_preview(_value_shown(name, values[name])),
+            value=_preview(_said(name, values[name])),
         )
         for name in SETTING_NAMES
         if name in values

@@ -37,6 +37,7 @@ MOST_WORDS: Final = 8
 _WORD: Final = re.compile(r"[^\W_]+")
 _CHANNEL: Final = re.compile(r"^<#([^>|]+)(?:\|[^>]*)?>$")
 _DAY: Final = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+# Translators: today and yesterday are words the date filter takes: keep them in English.
 DATE_HELP: Final = N_(
     "Give a date as 2026-11-29, a month as 2026-11, a year as 2026, today, yesterday, "
     "or a range such as 2026-11-01..2026-11-15 (UTC)."

@@ -63,6 +63,7 @@ def action_and_entry(options: Mapping[str, OptionValue]) -> tuple[str, str]:
     if not action:
         if entry:
             raise UserError(
+                # Translators: add, remove and list are the words the command takes: keep them.
                 _(
                     "Start with add, remove or list: `/admin moderation add {entry} --category …`.",
                     entry=entry,

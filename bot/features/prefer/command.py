@@ -118,6 +118,7 @@ class PreferCommands:
             action = first.lower() or "list"
             if action not in ACTIONS:
                 raise UserError(
+                    # Translators: set, list and delete are the words the command takes: keep them.
                     _(
                         "Start with set, list or delete: "
                         "`/prefer option set neon --style raw --sref <url>`."
