@@ -484,8 +484,7 @@ async def _receive_images(request: web.Request, max_bytes: int) -> list[tuple[st
                     MAX_FILES_PER_REQUEST,
                 )
             )
-        # Translators: the name of an uploaded file that came without one.
-        filename = part.filename or _("image")
+        filename = part.filename or "image"
         data = await _read_part(part, max_bytes, filename)
         if not data:
             raise BadInput(_("{file} is empty.", file=filename))
