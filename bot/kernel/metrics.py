@@ -101,6 +101,12 @@ CHAT_CONTROLS = Counter(
     "Presses of a chat answer's controls (stop, regenerate) by platform.",
     ["platform", "control"],
 )
+PROMPT_TRANSLATIONS = Counter(
+    "genbot_prompt_translations",
+    "/imagine prompts not in English, by outcome: translated, offered (asked first), as_written"
+    " (the user chose so), or why one went as written (timeout, error, unreadable, budget).",
+    ["outcome"],
+)
 EVENTS = Counter(
     "genbot_events",
     "Inbound events by platform, kind and outcome (handled, failed, timed_out, cancelled, "
@@ -157,6 +163,10 @@ def storage_failed(kind: str) -> None:
 
 def webhook_answered(status: int) -> None:
     WEBHOOKS.labels("accepted" if 200 <= status < 300 else "refused").inc()
+
+
+def prompt_translation(outcome: str) -> None:
+    PROMPT_TRANSLATIONS.labels(outcome).inc()
 
 
 def chat_tokens(prompt: int, completion: int) -> None:

@@ -51,6 +51,7 @@ from bot.kernel import (
     PromptsSettings,
     SendsPrivately,
     _,
+    metrics,
 )
 from bot.outbox import Outbox, Private, WritePolicy
 from storage import Preferences, UsageLedger
@@ -154,12 +155,20 @@ class PromptTranslation:
         if not self._outbox.can(event.place.platform, SendsPrivately):
             return dict(options)
         await self._offer(event, options, hosted)
+        metrics.prompt_translation("offered")
         return None
 
     async def translate(self, event: Command, prompt: str) -> Translation:
         """``prompt`` of ``event`` translated into English for its user (see the module
         docstring); a translation that breaks a moderation rule is refused like a prompt
         written so (:class:`~bot.kernel.UserError` from ``screen``)."""
+        translation = await self._translated(event, prompt)
+        metrics.prompt_translation(translation.failure or "translated")
+        if translation.original is not None and self._screen is not None:
+            await self._screen.screen(event, {"prompt": translation.prompt})
+        return translation
+
+    async def _translated(self, event: Command, prompt: str) -> Translation:
         parts = split_prompt(prompt)
         if await self._over_budget(event):
             return Translation(prompt, failure="budget")
@@ -190,6 +199,7 @@ class PromptTranslation:
                 tokens_completion=usage.completion_tokens,
                 kind=USAGE_KIND,
             )
+            metrics.chat_tokens(usage.prompt_tokens, usage.completion_tokens)
         choice = completion.choices[0]
         answer = (choice.message.content or "").strip().strip("\"'“”「」")
         try:
@@ -202,8 +212,6 @@ class PromptTranslation:
         if not is_english(split_prompt(translated).words):
             log.warning("the prompt translation is still not English: sent as written")
             return Translation(prompt, failure="unreadable")
-        if self._screen is not None:
-            await self._screen.screen(event, {"prompt": translated})
         return Translation(translated, original=prompt)
 
     async def _over_budget(self, event: Event) -> bool:

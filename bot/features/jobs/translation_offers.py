@@ -23,7 +23,7 @@ from bot.features.jobs.prompt_translation import (
     TRANSLATE,
     PromptTranslation,
 )
-from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError, _
+from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError, _, metrics
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import BatchReferent, RefKind
 from storage import Preferences
@@ -80,6 +80,8 @@ class TranslationOffers:
             translation = await self._translation.translate(command, str(options["prompt"]))
             options = translation.into(options)
             await self._outbox.write(event.place, Notice(event, translation.note), WritePolicy.NOW)
+        else:
+            metrics.prompt_translation("as_written")
         await self._batches.run(command, options)
 
     async def on_modal(self, event: ModalSubmit, referent: BatchReferent) -> None:

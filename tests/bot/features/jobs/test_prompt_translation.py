@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from bot.api import ProviderClient
 from bot.features.audit import AuditTrail
@@ -80,6 +81,11 @@ async def translating(
             yield translation, sim, store
 
 
+def counted(outcome: str) -> float:
+    """How many prompt translations ended with ``outcome`` (the metric)."""
+    return REGISTRY.get_sample_value("genbot_prompt_translations_total", {"outcome": outcome}) or 0
+
+
 def chats(sim: RunningSimulator) -> list[dict[str, Any]]:
     return [r.body for r in sim.state.requests_to("/v1/chat/completions")]
 
@@ -89,6 +95,7 @@ async def test_only_the_natural_language_is_sent_and_the_parameters_come_back_as
 ) -> None:
     async with translating(tmp_path) as (translation, sim, store):
         prompt = "https://x.test/a.png 夕暮れの灯台 {a, b} と赤い狐 --ar 16:9 --no 猫"
+        before = counted("translated")
         prepared = await translation.prepared(
             IMAGINE, {"prompt": prompt, "process_mode": "fast"}, no_uploads
         )
@@ -109,6 +116,7 @@ async def test_only_the_natural_language_is_sent_and_the_parameters_come_back_as
         assert usage.tokens_prompt > 0 and usage.tokens_completion > 0
         rows = await store.db.fetch_all("SELECT kind FROM usage", ())
         assert [row["kind"] for row in rows] == [USAGE_KIND]
+        assert counted("translated") == before + 1
 
 
 async def test_english_prompts_and_translate_off_make_no_call(tmp_path: Path) -> None:
@@ -124,9 +132,11 @@ async def test_english_prompts_and_translate_off_make_no_call(tmp_path: Path) ->
 async def test_an_answer_still_not_english_sends_the_prompt_as_written(tmp_path: Path) -> None:
     async with translating(tmp_path) as (translation, sim, store):
         prompt = "知らない言葉 --ar 16:9"
+        before = counted("unreadable")
         prepared = await translation.prepared(IMAGINE, {"prompt": prompt}, no_uploads)
 
         assert prepared == {"prompt": prompt, NOT_TRANSLATED: "unreadable"}
+        assert counted("unreadable") == before + 1
         assert len(chats(sim)) == 1
         assert (await store.ledger.usage_for_user("fake", ALICE.id)).tokens_prompt > 0
 
@@ -135,9 +145,11 @@ async def test_a_provider_error_sends_the_prompt_as_written(tmp_path: Path) -> N
     refusing = SimulatorConfig(time_scale=0.003, api_key="not-genbots-key")
     async with translating(tmp_path, refusing) as (translation, sim, store):
         prompt = "夕暮れの灯台 --ar 16:9"
+        before = counted("error")
         prepared = await translation.prepared(IMAGINE, {"prompt": prompt}, no_uploads)
 
         assert prepared == {"prompt": prompt, NOT_TRANSLATED: "error"}
+        assert counted("error") == before + 1
         assert len(chats(sim)) == 1
         assert (await store.ledger.usage_for_user("fake", ALICE.id)).entries == 0
 
@@ -145,9 +157,11 @@ async def test_a_provider_error_sends_the_prompt_as_written(tmp_path: Path) -> N
 async def test_no_answer_in_time_sends_the_prompt_as_written(tmp_path: Path) -> None:
     async with translating(tmp_path, translate_seconds=1e-6) as (translation, _, store):
         prompt = "夕暮れの灯台 --ar 16:9"
+        before = counted("timeout")
         prepared = await translation.prepared(IMAGINE, {"prompt": prompt}, no_uploads)
 
         assert prepared == {"prompt": prompt, NOT_TRANSLATED: "timeout"}
+        assert counted("timeout") == before + 1
         assert (await store.ledger.usage_for_user("fake", ALICE.id)).entries == 0
 
 
@@ -156,9 +170,11 @@ async def test_a_used_up_chat_budget_makes_no_call(tmp_path: Path) -> None:
     async with translating(tmp_path, quotas=quotas) as (translation, sim, store):
         await store.ledger.add_usage("fake", ALICE.id, tokens_prompt=10)
         prompt = "夕暮れの灯台"
+        before = counted("budget")
         prepared = await translation.prepared(IMAGINE, {"prompt": prompt}, no_uploads)
 
         assert prepared == {"prompt": prompt, NOT_TRANSLATED: "budget"}
+        assert counted("budget") == before + 1
         assert chats(sim) == []
 
 

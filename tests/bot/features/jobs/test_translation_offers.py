@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.kernel import ButtonPress, PromptsSettings
+from bot.features.jobs.batch_queue import new_batch
+from bot.features.jobs.prompt_translation import AS_WRITTEN, OFFER, OFFER_SECONDS, TRANSLATE
+from bot.kernel import ButtonPress, Command, PromptsSettings
 from bot.refs import NO_BATCH
 from simulator.server import RunningSimulator, serve
 from tests.bot.features.chat.support import ALICE, BOB, CHANNEL, sim_config
@@ -108,3 +110,25 @@ async def test_ask_runs_as_written_without_a_chat_call(tmp_path: Path) -> None:
 
         assert imagined(sim) == [JAPANESE] and chats(sim) == []
         assert "🌐" not in result.text
+
+
+async def test_an_expired_offer_starts_nothing(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    async with (
+        serve(sim_config()) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", platform=platform, prompts=ASK) as bot,
+    ):
+        command = Command(user=ALICE, place=CHANNEL, name="imagine")
+        stored = {OFFER: {"options": {"prompt": JAPANESE}}, "jobs": []}
+        past = bot.store.clock() - OFFER_SECONDS - 1
+        offer = new_batch(command, {}, stored, total=0, now=past, seconds=OFFER_SECONDS)
+        await bot.store.preferences.save_batch(offer)
+        for action in (TRANSLATE, AS_WRITTEN):
+            press = ButtonPress(
+                user=ALICE, place=CHANNEL, message_id="p", action=action, ref=offer.id
+            )
+            await bot.core.handle(press)
+
+        expired = "This offer expired: run the command again."
+        assert platform.ephemerals_for(ALICE.id) == [expired, expired]
+        assert imagined(sim) == [] and chats(sim) == [] and await bot.all_jobs() == []
