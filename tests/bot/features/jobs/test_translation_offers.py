@@ -51,6 +51,25 @@ async def test_auto_imagines_in_english_and_the_result_shows_both_prompts(tmp_pa
         assert "🌐 Translated from: 夕暮れの灯台 --ar 16:9" in result.text
 
 
+async def test_auto_on_a_text_platform_translates_what_is_left_once_the_options_are_read(
+    tmp_path: Path,
+) -> None:
+    """Slack and the playground read ``--ar`` and ``--fast`` as options first: the words left
+    are translated, the options go as the request's own fields."""
+    async with (
+        serve(sim_config()) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", prompts=AUTO) as bot,
+    ):
+        alice = Actor(bot.core, bot.platform, ALICE, CHANNEL)
+        await alice.command("imagine", "夕暮れの灯台 --ar 16:9 --fast --v 6")
+        await bot.result((await bot.latest_job()).id)
+
+        [sent] = [r.body for r in sim.state.requests_to("/gen/v2/imagine")]
+        assert sent["prompt"] == "a lighthouse at dusk --v 6"
+        assert (sent["aspect_ratio"], sent["process_mode"]) == ("16:9", "fast")
+        assert chats(sim) == ["夕暮れの灯台"]
+
+
 async def test_auto_sends_a_prompt_it_cannot_translate_as_written_and_says_so(
     tmp_path: Path,
 ) -> None:
