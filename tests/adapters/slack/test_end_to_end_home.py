@@ -74,6 +74,15 @@ def thumbnails_of(view: dict[str, Any]) -> list[str]:
     ]
 
 
+async def settled_grid(fake: FakeSlack, bot: SlackGenbot, channel: str) -> None:
+    """Wait for the grid in ``channel`` and for its job to be recorded as posted (the Home lists
+    posted jobs; the message shows a moment before the job's row says so)."""
+    grid = await fake.wait_for(bot_message_with_button(fake, channel, "U1"), WAIT)
+    decoded = decode_custom_id(grid.button("U1")["action_id"])
+    assert decoded is not None
+    await bot.settled(decoded[1])
+
+
 async def open_home(fake: FakeSlack, bot: SlackGenbot, published: int) -> dict[str, Any]:
     await fake.post_event(bot.url, fake.event_callback(fake.app_home_opened_event("U1", "D1")))
     await fake.wait_for(lambda: len(fake.calls_to("views.publish")) > published or None, WAIT)
@@ -166,7 +175,7 @@ async def test_the_home_lists_only_the_last_ten_images(
         for n, prompt in enumerate(prompts):
             command = fake.slash_command("/imagine", prompt, channel=f"C{n}")
             await fake.post_command(bot.url, command)
-            await fake.wait_for(bot_message_with_button(fake, f"C{n}", "U1"), WAIT)
+            await settled_grid(fake, bot, f"C{n}")
         home = await open_home(fake, bot, 0)
 
     shown = texts_of(home)
@@ -180,7 +189,7 @@ async def test_someone_elses_image_is_not_posted_again_from_the_home(
 ) -> None:
     async with FakeSlack() as fake, slack_genbot(fake, sim, tmp_path / "g.db") as bot:
         await fake.post_command(bot.url, fake.slash_command("/imagine", "a heron at dusk"))
-        await fake.wait_for(bot_message_with_button(fake, "C1", "U1"), WAIT)
+        await settled_grid(fake, bot, "C1")
         home = await open_home(fake, bot, 0)
         (repost,) = reposts_of(home)
         fake.users["U3"] = "carol"

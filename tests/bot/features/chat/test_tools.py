@@ -97,8 +97,8 @@ async def test_a_refused_tool_call_is_explained_by_the_model(tmp_path: Path) -> 
         assert await world.genbot.all_jobs() == []
         result = world.chat_bodies()[-1]["messages"][-1]
         assert result["role"] == "function"
-        assert result["content"].startswith("Error: You have used 5 of your 1 credits")
-        assert "You have used 5 of your 1 credits" in world.texts_in(DM)[-1]
+        assert result["content"].startswith("Error: You have used 5 of your 1 credit for today")
+        assert "You have used 5 of your 1 credit for today" in world.texts_in(DM)[-1]
 
 
 async def test_bad_function_calls_become_error_results(world: ChatWorld) -> None:
