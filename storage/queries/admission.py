@@ -26,6 +26,7 @@ from storage.records.jobs import (
     QuotaRefusal,
     new_job_id,
 )
+from storage.records.usage import window_start
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Row, Session, to_json
 
@@ -159,7 +160,7 @@ class JobAdmission:
 
     async def key_usage(self) -> dict[str, KeyUsage]:
         """Each provider key's jobs (see :class:`KeyUsage`), by key name."""
-        day = _day_start(self.clock())
+        day = window_start("daily", self.clock())
         rows = await self.db.fetch_all(SQL_KEY_USAGE, (*_ACTIVE, day, day, day, *_ACTIVE))
         return {
             str(row["provider_key"]): KeyUsage(
@@ -217,10 +218,6 @@ async def _insert(tx: Session, new: NewJob, now: float, lease: tuple[str, float]
             return None
 
 
-def _day_start(now: float) -> float:
-    return now - now % 86400
-
-
 async def _key_with_room(tx: Session, keys: Sequence[KeyRoom], now: float) -> str:
     """The first of ``keys`` below its caps (serialised over processes: SQLite's ``BEGIN
     IMMEDIATE``, PostgreSQL's lock on choosing keys); :class:`NoKeyRoom` when none is."""
@@ -232,7 +229,7 @@ async def _key_with_room(tx: Session, keys: Sequence[KeyRoom], now: float) -> st
             if row is not None and int(row["n"]) >= key.max_concurrent:
                 continue
         if key.daily_tasks > 0:
-            row = await tx.fetch_one(SQL_KEY_TASKS, (key.name, _day_start(now)))
+            row = await tx.fetch_one(SQL_KEY_TASKS, (key.name, window_start("daily", now)))
             if row is not None and int(row["n"]) >= key.daily_tasks:
                 continue
         return key.name

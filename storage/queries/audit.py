@@ -8,6 +8,7 @@ from typing import Final
 
 from storage.queries.base import Clock
 from storage.records.audit import AuditEntry
+from storage.records.usage import DAY
 from storage.sql.session import Database, Row, from_json, record, to_json
 
 SQL_RECORD: Final = (
@@ -23,7 +24,6 @@ SQL_CLAIM_PURGE: Final = "UPDATE audit_purge SET due_at = ? WHERE due_at <= ?"
 SQL_PURGE: Final = "DELETE FROM audit_log WHERE at < ?"
 PURGE_EVERY: Final = 3600.0
 """Seconds between two purges over all processes."""
-DAY: Final = 86400.0
 
 
 def _entry(row: Row) -> AuditEntry:
