@@ -1,8 +1,8 @@
 """Databases made by released genbots (``tests/storage/fixtures/v*.sql``: v11 by main ffbfa8e,
-v12 by main 3fb4599, v15 by main bbc407b; one per backend, rows in every table written through
-the storage API of their day) upgrade in place with this code: the schema ends up as a fresh
-database's, every row of the dump is still there unchanged, and the ports read back what was
-written."""
+v12 by main 3fb4599, v15 by main bbc407b, v26 by main 4e62e46; one per backend, rows in every
+table written through the storage API of their day) upgrade in place with this code: the schema
+ends up as a fresh database's, every row of the dump is still there unchanged, and the ports read
+back what was written."""
 
 from __future__ import annotations
 
@@ -16,7 +16,18 @@ from typing import Any
 import psycopg
 import pytest
 
-from storage import LATEST_VERSION, ConversationKey, JobQuota, NewJob, SqliteStore, Store
+from storage import (
+    LATEST_VERSION,
+    ConversationKey,
+    FeedbackCount,
+    JobQuota,
+    JobSearch,
+    ModerationRule,
+    NewJob,
+    SavedOption,
+    SqliteStore,
+    Store,
+)
 from storage.postgres import PostgresStore
 from storage.postgres.database import PostgresDatabase
 from storage.sql.session import Database
@@ -189,3 +200,35 @@ async def reads_back(store: Store, version: int) -> None:
     assert isinstance(found, tuple) and not found[1]
     keyed = found[0]
     assert (keyed.prompt, keyed.status, keyed.lease_generation) == ("an owl", "creating", 1)
+    if version < 26:
+        return
+    assert await store.moderation.rules("discord", "g1") == [ModerationRule("violence", "gore")]
+    [entry] = await store.audit.entries("discord", "g1")
+    assert (entry.kind, entry.target, entry.after) == ("moderation.rule_added", "gore",
+                                                       {"category": "violence"})  # fmt: skip
+    heron = await store.archive.search(JobSearch(platform="discord", requester_id="u4",
+                                                 workspace_id=None), 5)  # fmt: skip
+    assert heron == []  # still creating: the archive holds posted jobs
+    assert await store.media.serve("m1.png") == ("image/png", b"\x89PNG m1")
+    assert await store.feedback.counts("discord", "g1") == [FeedbackCount("llm-4", 1, 0)]
+    talk = await store.conversations.find_conversation(ConversationKey("discord", "g1", "c2", "t9"))
+    assert talk is not None
+    [fork] = await store.branches.forks(talk.id)
+    assert (len(fork.first_turns), fork.live) == (2, 2)
+    live = await store.conversations.conversation_tail(talk.id, max_tokens=10_000)
+    assert [t.content for t in live] == ["a harder riddle?"]
+    answer = await store.conversations.get_turn(talk.id, fork.first_turns[0] + 1)
+    assert answer is not None and (answer.state, answer.model, answer.asked_by) == (
+        "stopped",
+        "llm-4",
+        "u5",
+    )
+    options = await store.preferences.options("discord", "u1", "c1")
+    assert options == [SavedOption("fox", "a fox --ar 16:9")]
+    batch = await store.preferences.batch("b1")
+    assert batch is not None and (batch.outcome, batch.started, batch.command) == (
+        "run",
+        1,
+        {"prompts": ["a", "b"]},
+    )
+    assert await store.channels_in_view.find_channel_in_view("T1", "U1", 3600) == "C1"
