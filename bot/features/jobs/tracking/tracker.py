@@ -38,7 +38,9 @@ from the record.
   ``CREATING_GRACE_SECONDS`` that this process is not starting is settled like one a dead
   process left;
 - family B jobs in flight, polled with ``multi_fetch`` (≤ 50 ids per call), listed in brief
-  (:class:`storage.JobBrief`: a job's whole row is read only when its task moved). While this
+  (:class:`storage.JobBrief`: a job's whole row is read only when its task moved) and polled
+  together once listed, so the round's calls follow each other without waiting for a page's
+  last call (its time is mostly waiting for answers, not work). While this
   process receives webhooks, a job that asked for one is only polled as a backstop (no retry
   or delivery is documented: docs/provider.md#webhook-delivery), at most every
   ``poll_interval_max`` seconds and not within ``poll_interval_max`` of a webhook; other jobs
@@ -456,10 +458,11 @@ class Tracker:
             family="task",
             webhook_quiet_since=quiet,
         )
-        async for briefs in briefs_in_flight:
-            due = [brief for brief in briefs if self._task_due(brief, now)]
-            polled |= bool(due)
-            changed |= await self.state.poll_tasks(due, mark_polled=self.webhooks)
+        due = [
+            brief async for page in briefs_in_flight for brief in page if self._task_due(brief, now)
+        ]
+        polled |= bool(due)
+        changed |= await self.state.poll_tasks(due, mark_polled=self.webhooks)
         async for jobs in self._pages(IN_FLIGHT_STATUSES, family="diffusion", due_at=now):
             polled |= bool(jobs)
             changed |= await self.state.poll_diffusion(jobs, self.interval)

@@ -8,7 +8,10 @@ import asyncio
 import math
 from pathlib import Path
 
+import pytest
+
 from bot.api import MULTI_FETCH_MAX_IDS, TaskRecord
+from bot.features.jobs.tracking import tracker as tracker_module
 from bot.features.jobs.tracking.provider_state import charged_credits, task_result_fields
 from bot.features.jobs.wording import status_word
 from bot.kernel import Command, MessageRef, OutMessage, PlatformProfile, User
@@ -83,6 +86,24 @@ async def test_a_poll_reads_no_record_of_a_task_still_in_flight_as_its_job_says(
         assert len(reading) == 1, f"the finished jobs read whole in {len(reading)} statements"
         await tracker.wait_idle()
         assert await bare.store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES) == []
+
+
+async def test_a_round_polls_its_pages_of_jobs_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round that polled each page before listing the next waited for a page's last call
+    each time, and made a call more per page when a page is not a multiple of 50."""
+    monkeypatch.setattr(tracker_module, "PAGE_SIZE", JOBS // 3)
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        freeze(sim)
+        await in_flight(bare, JOBS)
+        calls = len(sim.state.requests_to("/gen/v2/multi_fetch"))
+
+        await bare.engines.tracker.poll_round()
+
+        polls = sim.state.requests_to("/gen/v2/multi_fetch")[calls:]
+        assert sum(len(call.body["task_ids"]) for call in polls) == JOBS, "every job polled"
+        assert len(polls) == math.ceil(JOBS / MULTI_FETCH_MAX_IDS), f"{len(polls)} calls"
 
 
 async def test_a_task_seen_in_flight_between_null_answers_starts_their_count_again(
