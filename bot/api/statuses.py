@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pydantic_core
+
 from bot.api.errors import (
     ApiError,
     AuthenticationError,
@@ -39,9 +41,18 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 def parse_json(raw: bytes) -> Any:
-    """The parsed JSON of a body, or ``None`` when it is empty or not JSON."""
+    """The parsed JSON of a body, or ``None`` when it is empty or not JSON. Read with
+    pydantic_core's parser (a multi_fetch answer in about two thirds of ``json``'s time: a
+    tracker reads thousands of records a second, issue 32); a body only ``json`` reads (a
+    byte order mark, UTF-16, a lone surrogate escape) is read by ``json``, as before."""
+    if not raw.strip():
+        return None
     try:
-        return json.loads(raw) if raw.strip() else None
+        return pydantic_core.from_json(raw)
+    except ValueError:
+        pass
+    try:
+        return json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return None
 

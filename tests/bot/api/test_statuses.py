@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bot.api.statuses import error_for_status, provider_message
+import json
+
+from bot.api.statuses import error_for_status, parse_json, provider_message
 
 
 def test_the_providers_words_are_read_from_any_common_error_shape() -> None:
@@ -21,3 +23,18 @@ def test_the_providers_words_are_read_from_any_common_error_shape() -> None:
     assert provider_message({"code": 400}) == ""
     refusal = error_for_status(400, b'{"detail": "bad width"}')
     assert refusal.user_message == "The service refused the request: bad width"
+
+
+def test_a_body_parses_as_json_reads_it() -> None:
+    bodies = [
+        b'{"code": 200, "data": {"t1": {"status": "pending", "meta": null}}, "message": "success"}',
+        b'  [1, 2.5, -0, 1e400, 123456789012345678901234567890, true, null, "\\u00e9"]  ',
+        b'{"a": 1, "a": 2}',
+        b'"\\ud800"',
+        b"\xef\xbb\xbf{}",
+        '{"x": "\u00e9"}'.encode("utf-16"),
+    ]
+    for body in bodies:
+        assert parse_json(body) == json.loads(body), body
+    for unreadable in (b"", b"  ", b"{} x", b'{"x": "\xff"}', b"<html>"):
+        assert parse_json(unreadable) is None, unreadable
