@@ -486,6 +486,7 @@ def build_core(
         home=home,
         diffusion_models=models.known,
         tiers=jobs.tiers,
+        languages=languages,
     )
     moderation_admin = ModerationAdmin(settings.moderation, store.moderation, outbox, audit)
     if on_console is not None:

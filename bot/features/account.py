@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Protocol
 
@@ -36,12 +37,14 @@ from bot.features.jobs.admission import Tiers
 from bot.features.jobs.buttons import modal_for, read_settings
 from bot.features.jobs.forms import show_refused
 from bot.kernel import (
+    AUTO_LANGUAGE,
     N_,
     ButtonPress,
     Command,
     CommandError,
     Event,
     HomeOpened,
+    LanguageChoices,
     ModalSubmit,
     Offered,
     OptionValue,
@@ -50,11 +53,14 @@ from bot.kernel import (
     UserError,
     _,
     command,
+    decide,
     format_number,
     help_specs,
     help_text,
+    language_name,
     ngettext,
     refill_time,
+    speaking,
     split_text,
 )
 from bot.outbox import Notice, OpenForm, Outbox, WritePolicy
@@ -76,7 +82,7 @@ log = logging.getLogger(__name__)
 
 SETTINGS_ACTION = "settings"
 CLEAR_SYSTEM_PROMPT = "-"
-USER_SETTINGS = ("model", "temperature", "process_mode", "aspect_ratio", "remix")
+USER_SETTINGS = ("model", "temperature", "process_mode", "aspect_ratio", "remix", "language")
 ADMIN_SETTINGS = ("stream", "top_p", "presence_penalty", "frequency_penalty", "stop", "n")
 MAX_STOP_SEQUENCES = 4
 SCOPE_OPTION = "scope"
@@ -95,6 +101,7 @@ LABELS = {
     "frequency_penalty": N_("frequency penalty"),
     "stop": N_("stop sequences"),
     "n": N_("answers per message"),
+    "language": N_("language"),
 }
 
 
@@ -157,6 +164,8 @@ def _stop_setting(text: str) -> str | None:
 
 
 def _value_shown(name: str, value: Any) -> str:
+    if name == "language":
+        return language_name(value) if isinstance(value, str) else AUTO_LANGUAGE
     if name == "stop" and isinstance(value, str):
         return " | ".join(SettingValues(stop=value).stop_sequences)
     return _shown(value)
@@ -188,6 +197,8 @@ def _changes(values: Mapping[str, Any]) -> str:
 
 def _stored_value(name: str, value: OptionValue) -> Any:
     if name == "system_prompt" and value == CLEAR_SYSTEM_PROMPT:
+        return None
+    if name == "language" and value == AUTO_LANGUAGE:
         return None
     if name == "stop":
         return _stop_setting(str(value))
@@ -233,8 +244,11 @@ class AccountFeature:
         home: RedrawsHomes | None = None,
         diffusion_models: Callable[[], Sequence[str]] = tuple,
         tiers: Tiers | None = None,
+        languages: LanguageChoices | None = None,
     ) -> None:
         self.store = store
+        self.languages = languages
+        """The router's cache of ``/settings language`` choices, dropped when one changes."""
         self.tiers = tiers
         self.outbox = outbox
         self.audit = audit
@@ -469,9 +483,9 @@ class AccountFeature:
             )
         mine = await self._stored(event, "me")
         changed: dict[str, Any] = {
-            name: values[name]
+            name: _stored_value(name, values[name])
             for name in USER_SETTINGS
-            if name in values and values[name] != getattr(mine, name, None)
+            if name in values and _stored_value(name, values[name]) != getattr(mine, name, None)
         }
         given = values.get("system_prompt")
         prompt = None if given is None else str(given)
@@ -495,9 +509,21 @@ class AccountFeature:
                 before={"system_prompt": getattr(channel, "system_prompt", None)},
                 after={"system_prompt": new_prompt},
             )
-        await self._tell(event, self._confirmation(changed, prompt_changed, new_prompt))
-        if changed and event.place.is_dm and self.home is not None:
-            await self._redraw_home(event)
+        with self._speaking_chosen(event, changed):
+            await self._tell(event, self._confirmation(changed, prompt_changed, new_prompt))
+            if changed and event.place.is_dm and self.home is not None:
+                await self._redraw_home(event)
+
+    def _speaking_chosen(
+        self, event: Event, changed: Mapping[str, Any]
+    ) -> AbstractContextManager[None]:
+        """The language the user just chose (``auto``: their platform's), from the answer on;
+        the cached choices are dropped so their next event reads it."""
+        if "language" not in changed:
+            return nullcontext()
+        if self.languages is not None:
+            self.languages.forget()
+        return speaking(changed["language"] or decide(event).private)
 
     async def _redraw_home(self, event: Event) -> None:
         """Show the saved defaults on the user's home (best effort: they are saved and
@@ -534,6 +560,8 @@ class AccountFeature:
         await self.store.settings.set_scope_settings(
             kind, event.place.platform, scope_id, **changed
         )
+        if "language" in changed and self.languages is not None:
+            self.languages.forget()
         before = {name: getattr(stored, name, None) for name in changed}
         await self.audit.record(
             "settings.changed",

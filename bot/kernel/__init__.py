@@ -100,6 +100,7 @@ from bot.kernel.expansion import (
 )
 from bot.kernel.gallery import GalleryPage, GalleryResult, ResultGallery
 from bot.kernel.i18n import (
+    AUTO_LANGUAGE,
     LANGUAGES,
     N_,
     LanguageChoices,
@@ -228,6 +229,7 @@ from bot.kernel.text import (
 from bot.kernel.tiers import mode_not_in_tier, model_not_in_tier, refill_time
 
 __all__ = [
+    "AUTO_LANGUAGE",
     "BAD_ACTION",
     "CHAT_MODELS",
     "COMMANDS",

@@ -13,7 +13,7 @@ from typing import Literal, get_args
 from bot.api import CHAT_MODELS as CHAT_MODELS
 from bot.api import INFERENCE_STEPS, BlendDimension, ProcessMode
 from bot.kernel.events import ChatModelChoices, DiffusionModelChoices, EventRouter
-from bot.kernel.i18n import N_
+from bot.kernel.i18n import AUTO_LANGUAGE, LANGUAGES, N_
 from bot.kernel.references import MAX_REFERENCES, REFERENCE_OPTIONS, ROLE_DESCRIPTIONS
 
 OptionType = Literal["string", "integer", "number", "boolean", "attachment"]
@@ -419,6 +419,13 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 min_value=1,
                 max_value=MAX_ALTERNATIVES,
                 flags=("--n",),
+            ),
+            Option(
+                "language",
+                "string",
+                N_("The language genbot speaks to you (auto: your app's)"),
+                choices=(AUTO_LANGUAGE, *LANGUAGES),
+                flags=("--language", "--lang"),
             ),
             Option(
                 "scope",

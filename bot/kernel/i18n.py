@@ -224,7 +224,7 @@ def format_duration(seconds: float, /) -> str:
     return format_list([str(minute), str(second)], style="unit-narrow", locale=locale)
 
 
-AUTO = "auto"
+AUTO_LANGUAGE = "auto"
 """``/settings language auto``: clear the user's choice (their platform's locale applies)."""
 CACHE_SECONDS = 60.0
 """How long a process trusts the stored choices it read (another process's ``/settings

@@ -33,6 +33,7 @@ from pydantic import SecretStr
 from bot.api import ProviderClient, RetryPolicy
 from bot.kernel import (
     ApiSettings,
+    LanguageChoices,
     LimitsSettings,
     Place,
     PlatformProfile,
@@ -74,6 +75,8 @@ class Parts:
     surfaces: SurfaceRegistry
     outbox: Outbox
     jobs: JobEngines
+    languages: LanguageChoices
+    """The choices of ``/settings language`` the router reads (as genbot/compose.py wires)."""
 
 
 FeatureFactory = Callable[[Parts], Iterable[Feature[Any]]]
@@ -210,7 +213,8 @@ async def running_genbot(
             surfaces, Pacer(shared=store.write_windows if store.db.dialect.shared else None)
         )
         jobs = build_job_engines(settings, store, provider, outbox)
-        parts = Parts(settings, store, provider, surfaces, outbox, jobs)
+        languages = LanguageChoices(store.settings)
+        parts = Parts(settings, store, provider, surfaces, outbox, jobs, languages)
         extra = list(features(parts)) if features is not None else []
         chat = conversations(parts) if conversations is not None else None
         receiver = webhook_receiver(settings, jobs)
@@ -224,6 +228,7 @@ async def running_genbot(
                 RefStorage(store.jobs, store.message_links, store.conversations, store.preferences),
                 open_channels,
             ),
+            languages=languages,
         )
         await core.start()
         stack.push_async_callback(core.stop)

@@ -352,3 +352,30 @@ async def test_the_configured_plan_decides_what_the_settings_form_accepts(
     offered = refusal.split("Choose one of: ", 1)[1].rstrip(".").split(", ")
     assert offered == allowed_chat_models("free")
     assert genbot.sim.state.requests == []
+
+
+async def test_settings_language_is_each_users_own_and_auto_clears_it(world: ChatWorld) -> None:
+    alice = world.actor(ALICE, CHANNEL)
+    await alice.command("settings", language="zh-hans")
+    mine = await world.store.settings.get_scope_settings("user", "fake", "alice")
+    assert mine is not None and mine.language == "zh-Hans"
+    await alice.command("help")
+    spoken = Command(user=ALICE, place=CHANNEL, name="help")
+    assert (await world.genbot.parts.languages.stored(spoken)).user == "zh-Hans", (
+        "the router's cached choices were dropped"
+    )
+    await alice.command("settings", language="auto")
+    mine = await world.store.settings.get_scope_settings("user", "fake", "alice")
+    assert mine is not None and mine.language is None
+    told = world.platform.ephemerals_for("alice")
+    assert told[-1] == "Saved your defaults: language → auto."
+    assert (await world.genbot.parts.languages.stored(spoken)).user is None
+
+
+async def test_admins_set_a_channels_language(world: ChatWorld) -> None:
+    told = await settings_with_scope(world, ROOT, CHANNEL, language="de", scope="channel")
+    assert told == "Saved this channel's defaults: language → Deutsch."
+    channel = await world.store.settings.get_scope_settings("channel", "fake", CHANNEL.channel_id)
+    assert channel is not None and channel.language == "de"
+    refused = await settings_with_scope(world, ALICE, CHANNEL, language="ja", scope="channel")
+    assert refused.startswith("Only genbot admins can change this channel's defaults")

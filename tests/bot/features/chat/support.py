@@ -134,6 +134,7 @@ class ChatWorld:
             daily_credit_budget=self.daily_credit_budget,
             diffusion_models=parts.jobs.diffusion.models.known,
             tiers=self.tiers,
+            languages=parts.languages,
         )
         chat = self._chat(parts)
         controls = AnswerControls(self.stops, parts.store.feedback, parts.outbox)
