@@ -23,7 +23,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 LOCALES := bot/locales
 CATALOGS := $(wildcard $(LOCALES)/*/LC_MESSAGES/genbot.po)
 COMPILED := $(CATALOGS:.po=.mo)
-EXTRACT := -F babel.cfg -k _ -k N_ -k ngettext:1,2 -k t -k tn:1,2 -c Translators: \
+EXTRACT := -F babel.cfg -k _ -k N_ -k ngettext:1,2 -k pgettext:1c,2 -k t -k tn:1,2 \
+	-c Translators: \
 	--add-location=file --sort-output --project=genbot --version=0.1.0 \
 	--copyright-holder="genbot's authors"
 

@@ -42,6 +42,7 @@ from adapters.discord.translate import (
     strip_mention,
     user_of,
 )
+from adapters.discord.translator import CatalogTranslator
 from bot.kernel import (
     INFO_ACTION,
     MODAL_ACTIONS,
@@ -184,6 +185,7 @@ class GenbotClient(discord.AutoShardedClient):
         return await router.saved_options(source.user, source.place)
 
     async def setup_hook(self) -> None:
+        await self.tree.set_translator(CatalogTranslator())
         self.add_dynamic_items(GenbotButton)
         if self.settings.guild_ids:
             for guild_id in self.settings.guild_ids:

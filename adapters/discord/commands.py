@@ -15,15 +15,16 @@ from typing import Any, Optional
 import discord
 from discord import app_commands
 
-from bot.kernel import COMMANDS, CommandSpec, Offered, Option, completions
+from adapters.discord.translator import choice_name
+from bot.kernel import COMMANDS, N_, CommandSpec, Offered, Option, completions
 
 CommandCallback = Callable[[discord.Interaction[Any], str, dict[str, Any]], Awaitable[None]]
 """Receives the interaction, the dotted command name and the option values given."""
 
 GROUP_DESCRIPTIONS = {
-    "diffusion": "Diffusion images: text to image, image to image, upscale, controlnet",
-    "admin": "Admins: genbot's rules for this server",
-    "prefer": "Your saved options and prompt suffix for /imagine",
+    "diffusion": N_("Diffusion images: text to image, image to image, upscale, controlnet"),
+    "admin": N_("Admins: genbot's rules for this server"),
+    "prefer": N_("Your saved options and prompt suffix for /imagine"),
 }
 GROUP_PERMISSIONS = {"admin": discord.Permissions(manage_guild=True)}
 """Who sees a group in a server's command list by default: ``/admin`` only members who may
@@ -136,7 +137,7 @@ def _command(
     if descriptions:
         app_commands.describe(**descriptions)(callback)
     choices = {
-        o.name: [app_commands.Choice(name=c, value=c) for c in o.choices[:25]]
+        o.name: [app_commands.Choice(name=choice_name(o.name, c), value=c) for c in o.choices[:25]]
         for o in spec.options
         if o.choices and o.autocomplete is None
     }
@@ -164,7 +165,7 @@ def _command(
     )
 
 
-INFO_MENU = "Image info"
+INFO_MENU = N_("Image info")
 """The message menu that shows a result's info (the core's ℹ️)."""
 
 

@@ -156,6 +156,12 @@ def ngettext(singular: str, plural: str, n: int, /, **values: object) -> str:
     return text.format(n=n, **values)
 
 
+def pgettext(context: str, message: str, /) -> str:
+    """``message`` in the current language, as translated in ``context`` (a word whose
+    translation depends on where it stands: a Discord command name is not a sentence)."""
+    return _translations(_language.get()).pgettext(context, message)
+
+
 def N_(message: str, /) -> str:
     """Mark ``message`` for extraction without translating it (translate it where it is used)."""
     return message

@@ -5,6 +5,7 @@ same 4xx answers the real API gives."""
 from __future__ import annotations
 
 import asyncio
+import unicodedata
 from typing import Any
 
 from aiohttp import web
@@ -32,6 +33,110 @@ _CALLBACK_TYPES = {
     AUTOCOMPLETE: {8},
     MODAL_SUBMIT: {4, 5, 6, 7},
 }
+
+
+DISCORD_LOCALES = frozenset(
+    [
+        "id",
+        "da",
+        "de",
+        "en-GB",
+        "en-US",
+        "es-ES",
+        "es-419",
+        "fr",
+        "hr",
+        "it",
+        "lt",
+        "hu",
+        "nl",
+        "no",
+        "pl",
+        "pt-BR",
+        "ro",
+        "fi",
+        "sv-SE",
+        "vi",
+        "tr",
+        "cs",
+        "el",
+        "bg",
+        "ru",
+        "uk",
+        "hi",
+        "th",
+        "zh-CN",
+        "ja",
+        "zh-TW",
+        "ko",
+    ]
+)
+"""The locales Discord takes in ``name_localizations`` and ``description_localizations``."""
+CHAT_INPUT = 1
+
+
+def chat_input_name(name: str) -> bool:
+    """Discord's ``^[-_\\p{L}\\p{N}\\p{sc=Deva}\\p{sc=Thai}]{1,32}$``, lowercase where a
+    letter has a lowercase form (slash commands, subcommands, options)."""
+    if not 1 <= len(name) <= 32 or name != name.lower():
+        return False
+    for character in name:
+        code = ord(character)
+        script_mark = 0x0900 <= code <= 0x097F or 0x0E00 <= code <= 0x0E7F
+        letter = character in "-_" or unicodedata.category(character)[0] in "LN"
+        if not (letter or script_mark):
+            return False
+    return True
+
+
+def command_problem(command: dict[str, Any]) -> tuple[str, str] | None:
+    """What Discord refuses in a command of a bulk overwrite: names (and their localizations)
+    that are not valid for the command's type, descriptions and choice names outside 1–100
+    characters, localizations for unknown locales, options named alike in one language."""
+    slash = command.get("type", CHAT_INPUT) == CHAT_INPUT
+    return _named_problem(command, slash, "") or (
+        _options_problem(command.get("options") or [], "options") if slash else None
+    )
+
+
+def _named_problem(entry: dict[str, Any], slash: bool, at: str) -> tuple[str, str] | None:
+    names = entry.get("name_localizations") or {}
+    descriptions = entry.get("description_localizations") or {}
+    for locale in (*names, *descriptions):
+        if locale not in DISCORD_LOCALES:
+            return f"{at}name_localizations", f"{locale!r} is not a Discord locale"
+    for locale, name in {"": entry["name"], **names}.items():
+        valid = chat_input_name(name) if slash else 1 <= len(name) <= 32
+        if not valid:
+            return f"{at}name", f"APPLICATION_COMMAND_INVALID_NAME {locale} {name!r}"
+    for locale, text in descriptions.items():
+        if not 1 <= len(text) <= 100:
+            return f"{at}description_localizations", f"{locale}: 1 to 100 characters"
+    return None
+
+
+def _options_problem(options: list[dict[str, Any]], at: str) -> tuple[str, str] | None:
+    seen: set[tuple[str, str]] = set()
+    for index, option in enumerate(options):
+        where = f"{at}.{index}."
+        problem = _named_problem(option, True, where)
+        if problem is not None:
+            return problem
+        for locale, name in {
+            "": option["name"],
+            **(option.get("name_localizations") or {}),
+        }.items():
+            if (locale, name) in seen:
+                return f"{where}name", f"APPLICATION_COMMAND_OPTIONS_NAME_ALREADY_EXISTS {name!r}"
+            seen.add((locale, name))
+        for choice in option.get("choices") or []:
+            for text in (choice["name"], *(choice.get("name_localizations") or {}).values()):
+                if not 1 <= len(text) <= 100:
+                    return f"{where}choices", f"choice name {text!r}: 1 to 100 characters"
+        problem = _options_problem(option.get("options") or [], f"{where}options")
+        if problem is not None:
+            return problem
+    return None
 
 
 def created_payload(message: FakeMessage, bot_id: int) -> dict[str, Any]:
@@ -118,6 +223,9 @@ class RestRoutes(MessageBodies):
         for command in req.json:
             if len(command.get("options", [])) > 25 or not 1 <= len(command["name"]) <= 32:
                 return invalid("name", f"bad command {command['name']!r}")
+            problem = command_problem(command)
+            if problem is not None:
+                return invalid(*problem)
             made = {"id": str(snowflake()), "application_id": app, "version": "1"}
             stored.append({"description": "", "type": 1} | command | made)
         if gid is None:

@@ -186,3 +186,39 @@ async def test_channel_history_lists_newest_first(
         await post(http, channel, {"content": text})
     async with http.get(channel.lstrip("/") + "?limit=2") as response:
         assert [m["content"] for m in await response.json()] == ["three", "two"]
+
+
+async def test_a_command_sync_is_refused_for_names_discord_does_not_take(
+    http: aiohttp.ClientSession, fake: FakeDiscord
+) -> None:
+    path = f"applications/{fake.app_id}/commands"
+    good: dict[str, Any] = {
+        "name": "imagine",
+        "description": "Create images",
+        "name_localizations": {"de": "bild", "ja": "画像生成"},
+        "description_localizations": {"de": "Bilder erstellen"},
+        "options": [
+            {
+                "type": 3,
+                "name": "prompt",
+                "description": "What to draw",
+                "name_localizations": {"de": "beschreibung"},
+                "choices": [{"name": "a", "value": "a", "name_localizations": {"de": "b"}}],
+            }
+        ],
+    }
+    async with http.put(path, json=[good]) as answer:
+        assert answer.status == 200
+    spaced = {**good, "name_localizations": {"de": "Bild erstellen"}}
+    unknown = {**good, "name_localizations": {"xx": "bild"}}
+    twice = {
+        **good,
+        "options": [
+            {"type": 3, "name": "a", "description": "x", "name_localizations": {"de": "c"}},
+            {"type": 3, "name": "b", "description": "x", "name_localizations": {"de": "c"}},
+        ],
+    }
+    for refused in (spaced, unknown, twice):
+        async with http.put(path, json=[refused]) as answer:
+            assert answer.status == 400
+            assert (await answer.json())["code"] == 50035
