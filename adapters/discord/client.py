@@ -56,6 +56,7 @@ from bot.kernel import (
     Place,
     SavedOptionChoices,
     UserMessage,
+    _,
     decode_custom_id,
     offered,
     speaking,
@@ -335,7 +336,7 @@ class GenbotClient(discord.AutoShardedClient):
         if not interaction.response.is_done():
             with speaking(supported(interaction.locale.value) or "en"):
                 await interaction.response.send_message(
-                    "genbot could not run that command.", ephemeral=True
+                    _("genbot could not run that command."), ephemeral=True
                 )
 
     # Messages ----------------------------------------------------------------------------------
