@@ -15,7 +15,7 @@ A literal is fine inside ``_()``/``ngettext()``/``pgettext()``/``N_()``, in a do
 call, an exception that only reaches logs (``ValueError``…), or an f-string whose only words
 are its fields. :data:`ALLOWED` names, one by one and with why, what is not language for users
 (emoji, ids like ``U1``, URLs, Markdown punctuation, texts for the model). The playground's
-scripts are checked the same way (:func:`test_the_playgrounds_scripts_say_nothing_past_t`).
+scripts and pages are checked too (:func:`test_the_playgrounds_pages_say_nothing_past_t`).
 
 Run it on a branch: ``.venv/bin/python -m pytest -q tests/test_user_texts.py``; a failure lists
 ``file:line: text``.
@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from babel.messages.jslexer import tokenize
 
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("bot", "adapters")
@@ -340,28 +343,64 @@ def bad(job):
     ]
 
 
-SCRIPT_TEXT = re.compile(
-    r"""(?:textContent|placeholder|title|ariaLabel|innerText|alert|confirm)\s*[=(]\s*(["'`])((?:(?!\1).)*[A-Za-z]{2,}(?:(?!\1).)*)\1"""
+UI_TEXT = re.compile(r"^[A-Z][a-z]+\b|[^\W\d_]{2,} [^\W\d_]{2,}.*[.!?…:]$|[^\W\d_]…")
+"""A script's literal that reads as words for a user: a capitalised word, a sentence, "Loading…"."""
+SCRIPT_NAMES = frozenset(
+    {"Files", "Escape", "Enter", "Tab", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight"}
+    | {"Content-Type"}
 )
+"""Names of the DOM and HTTP a script compares or sends (key names, a header): not language."""
 HTML_TEXT = re.compile(r">([^<>{}]*[A-Za-z]{2,}[^<>{}]*)<")
 
 
-def test_the_playgrounds_scripts_say_nothing_past_t() -> None:
-    """The playground's own words go through ``t()``/``tn()`` (adapters/web/static/dom.js):
-    no literal assigned to what a page shows, and every word of the pages' HTML is marked
-    ``data-t`` (translated when the page loads)."""
+def script_texts(source: str) -> Iterator[tuple[int, str]]:
+    """The string literals of a script that are not inside ``t(…)``/``tn(…, …)``, with lines."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tokens = [
+            token
+            for token in tokenize(source, jsx=False, template_string=True)
+            if token.type not in ("linecomment", "multilinecomment")
+        ]
+    for index, token in enumerate(tokens):
+        if token.type not in ("string", "template_string"):
+            continue
+        before = [seen.value for seen in tokens[max(0, index - 4) : index]]
+        translated = before[-2:] in (["t", "("], ["tn", "("]) or (
+            before[:2] == ["tn", "("] and before[-1] == ","
+        )
+        if not translated:
+            yield token.lineno, re.sub(r"\$\{[^}]*\}", "", token.value[1:-1])
+
+
+def test_the_playgrounds_pages_say_nothing_past_t() -> None:
+    """The playground's own words go through ``t()``/``tn()`` (adapters/web/static/dom.js): no
+    literal of its scripts reads as words past them, and every word of its pages' HTML is
+    marked ``data-t…`` (translated when the page loads) or ``translate="no"``."""
     static = ROOT / "adapters" / "web" / "static"
     hits: list[str] = []
     for path in sorted(static.glob("*.js")):
-        for number, line in enumerate(path.read_text().splitlines(), start=1):
-            for match in SCRIPT_TEXT.finditer(line):
-                if f"{path.name}:{match.group(2)}" not in ALLOWED:
-                    hits.append(f"{path.name}:{number}: {match.group(2)!r}")
+        for number, text in script_texts(path.read_text()):
+            if text not in SCRIPT_NAMES and UI_TEXT.search(text):
+                hits.append(f"{path.name}:{number}: {text!r}")
     for path in sorted(static.glob("*.html")):
         for number, line in enumerate(path.read_text().splitlines(), start=1):
-            if "data-t" in line or "<title" in line or "<script" in line:
+            if "data-t" in line or 'translate="no"' in line or "<script" in line:
                 continue
             for match in HTML_TEXT.finditer(line):
                 if match.group(1).strip():
                     hits.append(f"{path.name}:{number}: {match.group(1).strip()!r}")
     assert not hits, f"{len(hits)} page texts past t():\n" + "\n".join(hits)
+
+
+def test_the_page_reader_finds_what_it_looks_for() -> None:
+    script = (
+        'el.textContent = "Copied!"; h("p", {class: "note"}, t("None."));'
+        ' tn("{n} file", "{n} files", n); key === "Escape"; x = `${a}…`; y = "Loading…";'
+    )
+    found = [
+        text
+        for _, text in script_texts(script)
+        if UI_TEXT.search(text) and text not in SCRIPT_NAMES
+    ]
+    assert found == ["Copied!", "Loading…"]

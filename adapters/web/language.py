@@ -9,8 +9,11 @@ scripts, come translated from ``/api/messages`` (:func:`messages`).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from functools import cache
-from typing import Any
+from html.parser import HTMLParser
+from typing import IO, Any
 
 from aiohttp import web
 from babel import Locale
@@ -80,13 +83,75 @@ async def language_middleware(request: web.Request, handler: Any) -> web.StreamR
 
 @cache
 def script_messages() -> tuple[tuple[str, ...], ...]:
-    """The sentences of the playground's scripts: ``(msgid,)`` or ``(singular, plural)``."""
+    """The sentences of the playground's pages: ``(msgid,)`` or ``(singular, plural)``, from its
+    scripts (``t("…")``, ``tn("…", "…", n)``) and its HTML (:func:`page_texts`)."""
     found: dict[tuple[str, ...], None] = {}
     for path in sorted(STATIC_DIR.glob("*.js")):
         with path.open("rb") as file:
             for _, message, _, _ in extract("javascript", file, keywords=SCRIPT_KEYWORDS):
                 found[message if isinstance(message, tuple) else (message,)] = None
+    for path in sorted(STATIC_DIR.glob("*.html")):
+        for _, text in page_texts(path.read_text()):
+            found[(text,)] = None
     return tuple(found)
+
+
+TRANSLATED_ATTRIBUTES = {
+    "data-t-placeholder": "placeholder",
+    "data-t-title": "title",
+    "data-t-label": "aria-label",
+}
+"""The page's markers of translated attributes (static/dom.js ``loadWords``)."""
+_MARKED_MARKUP = re.compile(r"<(\w+)\b[^>]*\bdata-t-html\b[^>]*>(.*?)</\1>", re.DOTALL)
+
+
+class _MarkedTexts(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[int, str]] = []
+        self._open: list[tuple[str, int, list[str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        given = dict(attrs)
+        line = self.getpos()[0]
+        for marker, attribute in TRANSLATED_ATTRIBUTES.items():
+            if marker in given and given.get(attribute):
+                self.found.append((line, str(given[attribute])))
+        if "data-t" in given:
+            self._open.append((tag, line, []))
+
+    def handle_data(self, data: str) -> None:
+        for _, _, parts in self._open:
+            parts.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._open and self._open[-1][0] == tag:
+            _, line, parts = self._open.pop()
+            text = "".join(parts).strip()
+            if text:
+                self.found.append((line, text))
+
+
+def page_texts(html: str) -> list[tuple[int, str]]:
+    """The words a page's HTML marks for translation, with their lines: the text of
+    ``data-t`` elements, the markup of ``data-t-html`` ones, and the attributes of
+    :data:`TRANSLATED_ATTRIBUTES`."""
+    parser = _MarkedTexts()
+    parser.feed(html)
+    parser.close()
+    marked = [
+        (html.count("\n", 0, match.start()) + 1, match.group(2).strip())
+        for match in _MARKED_MARKUP.finditer(html)
+    ]
+    return sorted(parser.found + marked)
+
+
+def extract_html(
+    fileobj: IO[bytes], keywords: Any, comment_tags: Any, options: Any
+) -> Iterator[tuple[Any, ...]]:
+    """Babel's extraction method for the playground's HTML pages (babel.cfg)."""
+    for line, text in page_texts(fileobj.read().decode()):
+        yield line, "_", text, []
 
 
 @cache

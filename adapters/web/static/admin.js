@@ -1,6 +1,6 @@
 // The admin page: asks /api/admin/overview for one workspace and draws its sections; every
 // change is a JSON POST the server checks (admins only, that workspace only) and records.
-import { h, postJson, request } from "/static/dom.js";
+import { h, loadWords, postJson, request, t } from "/static/dom.js";
 
 const $ = (selector) => document.querySelector(selector);
 const state = { platform: "", workspace: "", filters: {} };
@@ -22,7 +22,7 @@ function age(seconds) {
 }
 
 function table(headings, rows) {
-  if (!rows.length) return h("p", { class: "note" }, "None.");
+  if (!rows.length) return h("p", { class: "note" }, t("None."));
   return h(
     "table",
     {},
@@ -47,7 +47,7 @@ function query(extra = {}) {
 async function act(url, payload) {
   const answer = await postJson(url, payload);
   if (!answer.ok) {
-    say(answer.body.error || `Refused (${answer.status}).`, true);
+    say(answer.body.error || t("Refused ({status}).", { status: answer.status }), true);
     return;
   }
   await load();
@@ -67,22 +67,22 @@ function draw(view) {
   fill(
     "keys",
     table(
-      ["key", "state", "in flight", "tasks today", "credits today", "refusals seen", "limits"],
+      [t("key"), t("state"), t("in flight"), t("tasks today"), t("credits today"), t("refusals seen"), t("limits")],
       view.keys.map((key) => [
         key.name,
-        key.out_until ? `${key.state} until ${when(key.out_until)}` : key.state,
+        key.out_until ? t("{state} until {when}", { state: key.state, when: when(key.out_until) }) : key.state,
         key.active,
         key.tasks_today,
         key.credits_today,
         key.failures,
-        `weight ${key.weight}, ${key.max_concurrent || "∞"} at once, ${key.daily_tasks || "∞"} a day${key.modes.length ? ", " + key.modes.join("/") : ""}`,
+        t("weight {weight}, {concurrent} at once, {daily} a day", { weight: key.weight, concurrent: key.max_concurrent || "∞", daily: key.daily_tasks || "∞" }) + (key.modes.length ? ", " + key.modes.join("/") : ""),
       ]),
     ),
   );
   fill(
     "queue",
     table(
-      ["job", "state", "owner", "age", "requester", "prompt", ""],
+      [t("job"), t("state"), t("owner"), t("age"), t("requester"), t("prompt"), ""],
       view.queue.jobs.map((job) => [
         h("code", {}, job.id),
         job.status,
@@ -90,45 +90,45 @@ function draw(view) {
         age(job.age_seconds),
         job.requester_id,
         job.prompt,
-        h("button", { type: "button", class: "danger", "data-job": job.id, onclick: () => act("/api/admin/cancel", { job_id: job.id }) }, "Cancel"),
+        h("button", { type: "button", class: "danger", "data-job": job.id, onclick: () => act("/api/admin/cancel", { job_id: job.id }) }, t("Cancel")),
       ]),
     ),
   );
   const moderation = view.moderation;
   fill(
     "moderation",
-    h("h3", {}, "Banned now"),
+    h("h3", {}, t("Banned now")),
     table(
-      ["user", "until", ""],
+      [t("user"), t("until"), ""],
       moderation.bans.map((ban) => [
         h("code", {}, ban.user_id),
         when(ban.until),
-        h("button", { type: "button", "data-unban": ban.user_id, onclick: () => moderate({ action: "unban", entry: ban.user_id }) }, "Unban"),
+        h("button", { type: "button", "data-unban": ban.user_id, onclick: () => moderate({ action: "unban", entry: ban.user_id }) }, t("Unban")),
       ]),
     ),
-    h("h3", {}, "This workspace's rules"),
+    h("h3", {}, t("This workspace's rules")),
     table(
-      ["category", "rule", ""],
+      [t("category"), t("rule"), ""],
       moderation.rules.map((rule) => [
         rule.category,
-        h("code", {}, rule.entry + (rule.pattern ? " (pattern)" : "")),
-        h("button", { type: "button", "data-remove": rule.entry, onclick: () => moderate({ action: "remove", entry: rule.entry }) }, "Remove"),
+        h("code", {}, rule.entry + (rule.pattern ? t(" (pattern)") : "")),
+        h("button", { type: "button", "data-remove": rule.entry, onclick: () => moderate({ action: "remove", entry: rule.entry }) }, t("Remove")),
       ]),
     ),
-    h("p", { class: "note" }, `The configuration adds ${moderation.global_rules} rule(s) everywhere.`),
+    h("p", { class: "note" }, t("The configuration adds {count} rule(s) everywhere.", { count: moderation.global_rules })),
   );
   const limit = (value) => (value ? value : "∞");
   fill(
     "tiers",
-    view.tiers.configured ? "" : h("p", { class: "note" }, "No [[quotas.tiers]]: everyone has the default tier ([limits])."),
+    view.tiers.configured ? "" : h("p", { class: "note" }, t("No [[quotas.tiers]]: everyone has the default tier ([limits]).")),
     table(
-      ["tier", "credits a day", "chat tokens a day", "jobs at once", "modes, models", "users", "roles"],
+      [t("tier"), t("credits a day"), t("chat tokens a day"), t("jobs at once"), t("modes, models"), t("users"), t("roles")],
       view.tiers.tiers.map((tier) => [
-        tier.default ? `${tier.name} (everyone else)` : tier.name,
+        tier.default ? t("{name} (everyone else)", { name: tier.name }) : tier.name,
         `${limit(tier.limits.daily_credits)} (${tier.limits.refill})`,
         limit(tier.limits.daily_chat_tokens),
         limit(tier.limits.concurrent_jobs),
-        [...tier.limits.modes, ...tier.limits.models].join(", ") || "all",
+        [...tier.limits.modes, ...tier.limits.models].join(", ") || t("all"),
         tier.users.join(", ") || "—",
         tier.roles.join(", ") || "—",
       ]),
@@ -138,7 +138,7 @@ function draw(view) {
   fill(
     "audit",
     table(
-      ["when", "kind", "by", "about", "where", "before → after"],
+      [t("when"), t("kind"), t("by"), t("about"), t("where"), t("before → after")],
       audit.entries.map(({ entry }) => [
         entry.at.replace("T", " ").replace("Z", " UTC"),
         entry.kind,
@@ -151,31 +151,31 @@ function draw(view) {
     h(
       "p",
       { class: "inline" },
-      audit.page > 1 ? h("button", { type: "button", onclick: () => page(audit.page - 1) }, "Newer") : "",
-      `Page ${audit.page}`,
-      audit.more ? h("button", { type: "button", onclick: () => page(audit.page + 1) }, "Older") : "",
+      audit.page > 1 ? h("button", { type: "button", onclick: () => page(audit.page - 1) }, t("Newer")) : "",
+      t("Page {page}", { page: audit.page }),
+      audit.more ? h("button", { type: "button", onclick: () => page(audit.page + 1) }, t("Older")) : "",
     ),
   );
   $("#export").href = `/api/admin/audit.jsonl?${query()}`;
   const cluster = view.cluster;
   fill(
     "cluster",
-    h("p", { class: "note" }, `Schema version ${cluster.schema_version}.`),
+    h("p", { class: "note" }, t("Schema version {version}.", { version: cluster.schema_version })),
     table(
-      ["process", "platforms", "shards", "leases", "seen", "state"],
+      [t("process"), t("platforms"), t("shards"), t("leases"), t("seen"), t("state")],
       cluster.processes.map((process) => [
         h("code", {}, process.id),
         process.platforms.join(", ") || "—",
         process.shards ?? "—",
         process.leases,
         when(process.seen_at),
-        process.live ? "live" : "gone",
+        process.live ? t("live") : t("gone"),
       ]),
     ),
-    h("h3", {}, "Unfinished jobs by state and owner"),
+    h("h3", {}, t("Unfinished jobs by state and owner")),
     table(
-      ["state", "owner", "jobs"],
-      cluster.jobs.map((row) => [row.status, row.owner ?? "(no owner)", row.count]),
+      [t("state"), t("owner"), t("jobs")],
+      cluster.jobs.map((row) => [row.status, row.owner ?? t("(no owner)"), row.count]),
     ),
   );
   $("#sections").hidden = false;
@@ -190,7 +190,7 @@ async function load() {
   const answer = await request(`/api/admin/overview?${query()}`);
   if (!answer.ok) {
     $("#sections").hidden = true;
-    say(answer.body.error || `Refused (${answer.status}).`, true);
+    say(answer.body.error || t("Refused ({status}).", { status: answer.status }), true);
     return false;
   }
   say("");
@@ -232,6 +232,7 @@ $("#audit-form").addEventListener("submit", async (event) => {
 });
 
 async function start() {
+  await loadWords();
   const params = new URLSearchParams(location.search);
   state.platform = params.get("platform") || "";
   state.workspace = params.get("workspace") || "";
@@ -246,7 +247,7 @@ async function start() {
     return;
   }
   if (!state.workspace) {
-    say("Choose a platform and a workspace (its id), then Open.");
+    say(t("Choose a platform and a workspace (its id), then Open."));
     const names = probe.body.platforms || [];
     $("#platform").replaceChildren(...names.map((name) => h("option", { value: name }, name)));
     return;

@@ -2,9 +2,11 @@
 
 import { Composer } from "./composer.js";
 import { openModal } from "./forms.js";
-import { TAB, h, postJson, request } from "./dom.js";
+import { TAB, chooseLanguage, h, loadWords, pageLanguage, postJson, request, t } from "./dom.js";
 import { visible } from "./markdown.js";
 import { MessageView } from "./render.js";
+
+await loadWords();
 
 const CHANNEL_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 const DEFAULT_CHANNEL = "general";
@@ -53,12 +55,13 @@ const viewContext = {
 const mainView = new MessageView($("#messages"), viewContext);
 const threadView = new MessageView($("#thread-messages"), viewContext);
 const composer = new Composer($("#composer-slot"), {
-  placeholder: () => isDm() ? "Message genbot — type / for commands" : `Message #${state.channel} — @genbot to talk, / for commands`,
+  // Translators: a narrow message box shows only what comes before " — ": keep " — " in both.
+  placeholder: () => isDm() ? t("Message genbot — type / for commands") : t("Message #{channel} — @genbot to talk, / for commands", { channel: state.channel }),
   target: () => ({ channel: state.channel, thread: null }),
   limits: () => state.limits,
 });
 const threadComposer = new Composer($("#thread-composer-slot"), {
-  placeholder: () => "Reply in the thread",
+  placeholder: () => t("Reply in the thread"),
   target: () => ({ channel: state.channel, thread: state.thread }),
   limits: () => state.limits,
 });
@@ -72,7 +75,7 @@ function toast(text) {
 function setConnection(status) {
   const element = $("#connection");
   element.className = `connection ${status}`;
-  element.textContent = { live: "live", connecting: "connecting…", offline: "reconnecting…" }[status];
+  element.textContent = { live: t("live"), connecting: t("connecting…"), offline: t("reconnecting…") }[status];
 }
 
 function isDm() {
@@ -81,13 +84,13 @@ function isDm() {
 
 function intro() {
   const welcome = isDm()
-    ? "This is your direct conversation with genbot: every message is a turn, and only you see it. Create images with slash commands; attach images, text files or PDFs with +, drag and drop or paste."
-    : "This is the start of the channel. Mention @genbot (or use /chat) and it answers in a thread; create images with slash commands; attach images with +, drag and drop or paste.";
+    ? t("This is your direct conversation with genbot: every message is a turn, and only you see it. Create images with slash commands; attach images, text files or PDFs with +, drag and drop or paste.")
+    : t("This is the start of the channel. Mention @genbot (or use /chat) and it answers in a thread; create images with slash commands; attach images with +, drag and drop or paste.");
   return h(
     "div",
     { class: "intro" },
     h("div", { class: "intro-icon" }, isDm() ? "@" : "#"),
-    h("h2", {}, isDm() ? "Direct messages with genbot" : `Welcome to #${state.channel}!`),
+    h("h2", {}, isDm() ? t("Direct messages with genbot") : t("Welcome to #{channel}!", { channel: state.channel })),
     h("p", {}, welcome),
     h("div", { class: "intro-examples" },
       ...EXAMPLES.map((example) =>
@@ -111,7 +114,7 @@ function channelLink(name, label, kind) {
   return h("li", {},
     h("a", { href: `#${name}`, class: classes.join(" ") },
       h("span", { class: "hash", "aria-hidden": "true" }, kind), label,
-      unread?.mention ? h("span", { class: "badge", title: "A result for you" }, "1") : ""));
+      unread?.mention ? h("span", { class: "badge", title: t("A result for you") }, "1") : ""));
 }
 
 function renderChannels() {
@@ -122,7 +125,7 @@ function renderChannels() {
   const toggle = $("#drawer-toggle");
   toggle.classList.toggle("unread", marks.length > 0);
   toggle.classList.toggle("mention", marks.some((mark) => mark.mention));
-  toggle.setAttribute("aria-label", marks.length ? "Channels (unread)" : "Channels");
+  toggle.setAttribute("aria-label", marks.length ? t("Channels (unread)") : t("Channels"));
 }
 
 /** Something new in a channel this page does not show: mark it unread (and mentioned, when
@@ -160,7 +163,7 @@ function renderTyping() {
     const element = $(slot);
     element.replaceChildren();
     if (working || typing) {
-      element.append(h("span", { class: "dots", "aria-hidden": "true" }, h("i"), h("i"), h("i")), h("strong", {}, "genbot"), typing ? " is typing…" : " is working…");
+      element.append(h("span", { class: "dots", "aria-hidden": "true" }, h("i"), h("i"), h("i")), h("strong", {}, "genbot"), typing ? t(" is typing…") : t(" is working…"));
     }
   }
 }
@@ -257,7 +260,7 @@ async function openChannel(channel) {
     return opened;
   }
   if (!result.ok) {
-    if (result.status !== 0) toast(result.body.error || "The channel could not be loaded.");
+    if (result.status !== 0) toast(result.body.error || t("The channel could not be loaded."));
     return false;
   }
   const body = result.body;
@@ -273,9 +276,9 @@ async function openChannel(channel) {
   $("#channel-name").textContent = isDm() ? "genbot" : channel;
   $("#channel-kind").textContent = isDm() ? "@" : "#";
   $("#me-name").textContent = body.me.name;
-  $("#me-id").textContent = body.me.admin ? `${body.me.id} · admin` : body.me.id;
+  $("#me-id").textContent = body.me.admin ? t("{id} · admin", { id: body.me.id }) : body.me.id;
   $("#admin-link").hidden = !body.me.admin;
-  document.title = `${isDm() ? "@genbot" : "#" + channel} · genbot playground`;
+  document.title = t("{place} · genbot playground", { place: isDm() ? "@genbot" : `#${channel}` });
   document.body.classList.remove("drawer-open");
   composer.refreshPlaceholder();
   composer.showError("");
@@ -294,7 +297,7 @@ async function openChannel(channel) {
 
 function renderThreadHeader() {
   const parent = state.messages.get(state.thread);
-  $("#thread-name").textContent = visible(parent?.thread_info?.name || "Thread");
+  $("#thread-name").textContent = visible(parent?.thread_info?.name || t("Thread"));
 }
 
 function openThread(id) {
@@ -328,15 +331,15 @@ async function pressButton(message, button, element) {
     element.disabled = false;
     element.classList.remove("pending");
   }, result.ok ? 1200 : 0);
-  if (!result.ok) toast(result.body.error || "The button could not be pressed.");
+  if (!result.ok) toast(result.body.error || t("The button could not be pressed."));
 }
 
 /** Edit one's own message: genbot answers a conversation's turn again, on a new branch. */
 async function editMessage(message) {
-  const text = window.prompt("Edit your message", message.text);
+  const text = window.prompt(t("Edit your message"), message.text);
   if (text === null || text.trim() === "" || text === message.text) return;
   const result = await postJson("/api/edit", { message_id: message.id, text });
-  if (!result.ok) toast(result.body.error || "The message could not be edited.");
+  if (!result.ok) toast(result.body.error || t("The message could not be edited."));
 }
 
 function dismiss(id) {
@@ -350,7 +353,7 @@ function showImage(url, alt) {
   const box = $("#lightbox");
   box.replaceChildren(
     h("img", { src: url, alt }),
-    h("a", { class: "lightbox-open", href: url, target: "_blank", rel: "noopener" }, "Open original"),
+    h("a", { class: "lightbox-open", href: url, target: "_blank", rel: "noopener" }, t("Open original")),
   );
   box.hidden = false;
 }
@@ -400,11 +403,11 @@ function setUpPage() {
     const code = copy.closest(".codeblock").querySelector("code").textContent;
     try {
       await navigator.clipboard.writeText(code);
-      copy.textContent = "Copied!";
+      copy.textContent = t("Copied!");
     } catch {
-      copy.textContent = "Copy failed";
+      copy.textContent = t("Copy failed");
     }
-    setTimeout(() => (copy.textContent = "Copy"), 1500);
+    setTimeout(() => (copy.textContent = t("Copy")), 1500);
   });
   setUpNewChannel();
   window.addEventListener("hashchange", () => followHash());
@@ -443,7 +446,7 @@ function setUpNewChannel() {
     event.preventDefault();
     const name = input.value.trim().toLowerCase();
     if (!CHANNEL_PATTERN.test(name)) {
-      error.textContent = "Use 1 to 32 lowercase letters, digits, - or _ (starting with a letter or digit).";
+      error.textContent = t("Use 1 to 32 lowercase letters, digits, - or _ (starting with a letter or digit).");
       error.hidden = false;
       return;
     }
@@ -460,7 +463,20 @@ async function followHash() {
   if (messageId) viewContext.onJump(messageId);
 }
 
+/** The language switch under the user's name: the languages genbot speaks, or the browser's. */
+function setUpLanguageSwitch() {
+  const { language, languages } = pageLanguage();
+  const chosen = document.cookie.split("; ").some((part) => part.startsWith("genbot_language="));
+  const select = $("#language");
+  select.replaceChildren(
+    h("option", { value: "", selected: !chosen }, t("Browser language")),
+    ...languages.map((known) => h("option", { value: known.tag, selected: chosen && known.tag === language }, known.name)),
+  );
+  select.addEventListener("change", () => chooseLanguage(select.value));
+}
+
 async function main() {
+  setUpLanguageSwitch();
   setUpPage();
   const commands = await request("/api/commands");
   if (commands.ok) {

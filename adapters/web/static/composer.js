@@ -1,7 +1,7 @@
 // The message box: text or slash commands, the command palette, and images attached with the
 // + button, drag and drop or paste. Images and documents upload at once and go with the next send.
 
-import { formatSize, h, icon, postJson, request } from "./dom.js";
+import { formatSize, h, icon, postJson, request, t } from "./dom.js";
 import { Palette } from "./palette.js";
 
 const NARROW_BOX_PIXELS = 420;
@@ -31,7 +31,7 @@ export class Composer {
     this.input = h("textarea", {
       rows: 1,
       class: "input",
-      "aria-label": "Message or command",
+      "aria-label": t("Message or command"),
       oninput: () => this.onInput(),
       onkeydown: (event) => this.onKey(event),
       onpaste: (event) => this.onPaste(event),
@@ -39,12 +39,12 @@ export class Composer {
     });
     const uploadButton = h(
       "button",
-      { type: "button", class: "upload-button", title: "Attach images or documents", "aria-label": "Attach images or documents", onclick: () => this.fileInput.click() },
+      { type: "button", class: "upload-button", title: t("Attach images or documents"), "aria-label": t("Attach images or documents"), onclick: () => this.fileInput.click() },
       "+",
     );
     const sendButton = h(
       "button",
-      { type: "button", class: "send-button", title: "Send (Enter)", "aria-label": "Send", onclick: () => this.send() },
+      { type: "button", class: "send-button", title: t("Send (Enter)"), "aria-label": t("Send"), onclick: () => this.send() },
       icon("send", 20),
     );
     const paletteList = h("div", { class: "palette", role: "listbox", hidden: true });
@@ -133,7 +133,7 @@ export class Composer {
     const limit = this.options.limits().max_upload_bytes;
     await Promise.all(files.map(async (file) => {
       if (file.size > limit) {
-        this.showError(`${file.name} is too large: files can be at most ${formatSize(limit)}.`);
+        this.showError(t("{name} is too large: files can be at most {size}.", { name: file.name, size: formatSize(limit) }));
         return;
       }
       const image = file.type.startsWith("image/");
@@ -169,7 +169,7 @@ export class Composer {
           entry.image ? h("img", { src: entry.preview, alt: entry.name }) : h("span", { class: "tray-file" }, "📄"),
           h("span", { class: "tray-index" }, String(index + 1)),
           h("span", { class: "tray-name" }, entry.name),
-          h("button", { type: "button", class: "tray-remove", title: "Remove", "aria-label": `Remove ${entry.name}`, onclick: () => this.remove(entry) }, "×"),
+          h("button", { type: "button", class: "tray-remove", title: t("Remove"), "aria-label": t("Remove {name}", { name: entry.name }), onclick: () => this.remove(entry) }, "×"),
         ),
       ),
     );
@@ -180,7 +180,7 @@ export class Composer {
     if (this.sending) return;
     const text = this.input.value.trim();
     if (this.uploads.some((u) => u.uploading)) {
-      this.showError("Wait a moment: the files are still uploading.");
+      this.showError(t("Wait a moment: the files are still uploading."));
       return;
     }
     const attachments = this.uploads.map((u) => u.id);
@@ -191,7 +191,7 @@ export class Composer {
     const result = await postJson(endpoint, { text, channel, thread, attachments });
     this.sending = false;
     if (!result.ok) {
-      this.showError(result.body.error || "The message could not be sent.");
+      this.showError(result.body.error || t("The message could not be sent."));
       return;
     }
     this.lastSent = text;

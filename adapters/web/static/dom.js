@@ -1,4 +1,66 @@
-// Small helpers shared by the playground's modules: element building and JSON requests.
+// Small helpers shared by the playground's modules: element building, JSON requests and the
+// page's words in the user's language.
+
+let words = { language: "en", plurals: ["one", "other"], messages: {}, languages: [] };
+const LANGUAGE_COOKIE = "genbot_language";
+
+/** Fill {name} fields of ``text`` with ``values``. */
+function fill(text, values) {
+  return text.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+}
+
+/** ``message`` in the page's language (English when it has no translation), its {name} fields
+ * filled with ``values``. Every word the page shows goes through t() or tn(): `make messages`
+ * extracts them into the catalog. */
+export function t(message, values = {}) {
+  const forms = words.messages[message];
+  return fill(forms ? forms[0] : message, values);
+}
+
+/** The form of ``singular``/``plural`` the page's language uses for ``n``, filled with ``n``
+ * and ``values``. */
+export function tn(singular, plural, n, values = {}) {
+  const forms = words.messages[singular];
+  let text = n === 1 ? singular : plural;
+  if (forms) {
+    const index = words.plurals.indexOf(new Intl.PluralRules(words.language).select(n));
+    text = forms[index >= 0 ? index : forms.length - 1];
+  }
+  return fill(text, { n, ...values });
+}
+
+/** The page's language (a tag genbot speaks) and the languages the switch offers. */
+export function pageLanguage() {
+  return { language: words.language, languages: words.languages };
+}
+
+/** Load the page's words (``/api/messages``, in the language of the switch's cookie, else the
+ * browser's), then translate the page's own HTML: elements marked ``data-t`` (their text),
+ * ``data-t-html`` (their markup: a catalog sentence keeps its tags), ``data-t-placeholder``,
+ * ``data-t-title`` and ``data-t-label`` (aria-label). */
+export async function loadWords() {
+  const result = await request("/api/messages");
+  if (result.ok) words = result.body;
+  document.documentElement.lang = words.language;
+  for (const element of document.querySelectorAll("[data-t]")) {
+    element.textContent = t(element.textContent.trim());
+  }
+  for (const element of document.querySelectorAll("[data-t-html]")) {
+    element.innerHTML = t(element.innerHTML.trim());
+  }
+  for (const [marker, attribute] of [["data-t-placeholder", "placeholder"], ["data-t-title", "title"], ["data-t-label", "aria-label"]]) {
+    for (const element of document.querySelectorAll(`[${marker}]`)) {
+      element.setAttribute(attribute, t(element.getAttribute(attribute)));
+    }
+  }
+}
+
+/** Speak ``language`` from now on (``""``: the browser's), kept in a cookie the server reads. */
+export function chooseLanguage(language) {
+  const age = language ? 365 * 24 * 3600 : 0;
+  document.cookie = `${LANGUAGE_COOKIE}=${encodeURIComponent(language)}; path=/; max-age=${age}; samesite=strict`;
+  location.reload();
+}
 
 /** Build an element: h("div", {class: "x", onclick: fn}, child, "text", ...). */
 export function h(tag, attributes = {}, ...children) {
@@ -50,13 +112,13 @@ async function fetchJson(url, init) {
     const headers = { "X-Genbot-Tab": TAB, ...(init.headers || {}) };
     response = await fetch(url, { credentials: "same-origin", ...init, headers });
   } catch {
-    return { ok: false, status: 0, body: { error: "The playground server cannot be reached." } };
+    return { ok: false, status: 0, body: { error: t("The playground server cannot be reached.") } };
   }
   let body = {};
   try {
     body = await response.json();
   } catch {
-    body = { error: `The server answered ${response.status} without details.` };
+    body = { error: t("The server answered {status} without details.", { status: response.status }) };
   }
   return { ok: response.ok, status: response.status, body };
 }
@@ -77,9 +139,10 @@ export function formatSize(bytes) {
 
 export function formatTime(seconds) {
   const date = new Date(seconds * 1000);
-  const time = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const locale = words.language === "en" ? [] : words.language;
+  const time = date.toLocaleTimeString(locale, { hour: "2-digit", minute: "2-digit" });
   const today = new Date().toDateString() === date.toDateString();
-  return today ? `Today at ${time}` : `${date.toLocaleDateString()} ${time}`;
+  return today ? t("Today at {time}", { time }) : `${date.toLocaleDateString(locale)} ${time}`;
 }
 
 const SVG = "http://www.w3.org/2000/svg";

@@ -1,7 +1,7 @@
 // Forms genbot opens (a dialog of fields): shown, refused values marked beside their fields,
 // submitted to /api/modal. Used by the playground and the gallery.
 
-import { h, postJson } from "./dom.js";
+import { h, postJson, t } from "./dom.js";
 import { RegionEditor } from "./region.js";
 
 function modalInput(field) {
@@ -51,7 +51,7 @@ export function openModal(dialog, modal, onSent = () => {}) {
       h("label", { class: "field-label", for: input.id }, field.label, field.required ? h("span", { class: "required" }, " *") : ""),
       extra, input, problem);
   });
-  const submit = h("button", { type: "submit", class: "btn btn-primary" }, "Submit");
+  const submit = h("button", { type: "submit", class: "btn btn-primary" }, t("Submit"));
   const form = h(
     "form",
     { class: "modal-form", novalidate: true },
@@ -60,7 +60,7 @@ export function openModal(dialog, modal, onSent = () => {}) {
     ...inputs,
     error,
     h("div", { class: "modal-actions" },
-      h("button", { type: "button", class: "btn btn-link", onclick: () => dialog.close() }, "Cancel"), submit),
+      h("button", { type: "button", class: "btn btn-link", onclick: () => dialog.close() }, t("Cancel")), submit),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -76,7 +76,7 @@ export function openModal(dialog, modal, onSent = () => {}) {
     } else if (result.body.errors) {
       showFieldErrors(form, result.body.errors);
     } else {
-      error.textContent = result.body.error || "The form could not be sent.";
+      error.textContent = result.body.error || t("The form could not be sent.");
       error.hidden = false;
     }
   });

@@ -5,7 +5,7 @@
 // Thumbnails load lazily (loading="lazy"); the next page loads when the end of the grid comes
 // into view (an IntersectionObserver), or with "Load more".
 
-import { formatTime, h, postJson, request } from "./dom.js";
+import { formatTime, h, loadWords, postJson, request, t, tn } from "./dom.js";
 import { openModal } from "./forms.js";
 
 const $ = (selector) => document.querySelector(selector);
@@ -45,7 +45,7 @@ async function search() {
   state.results = [];
   state.generation += 1;
   $("#grid").replaceChildren();
-  $("#heading").textContent = "Loading…";
+  $("#heading").textContent = t("Loading…");
   await loadPage();
 }
 
@@ -59,7 +59,7 @@ async function loadPage() {
   if (generation !== state.generation) return;
   state.loading = null;
   if (!result.ok) {
-    showError(result.body.error || "The gallery could not be loaded.");
+    showError(result.body.error || t("The gallery could not be loaded."));
     $("#heading").textContent = "";
     $("#load-more").hidden = true;
     return;
@@ -69,7 +69,7 @@ async function loadPage() {
   state.after = result.body.after;
   $("#load-more").hidden = !state.after;
   const count = state.results.length;
-  $("#heading").textContent = count ? result.body.heading : `${result.body.heading}: no results.`;
+  $("#heading").textContent = count ? result.body.heading : t("{heading}: no results.", { heading: result.body.heading });
   if (state.after && state.endInView) loadPage();
 }
 
@@ -82,7 +82,7 @@ function addTile(item) {
 }
 
 function where(item) {
-  return item.channel ? `#${item.channel}` : "a DM with genbot";
+  return item.channel ? `#${item.channel}` : t("a DM with genbot");
 }
 
 function openViewer(index) {
@@ -94,8 +94,9 @@ function openViewer(index) {
   image.alt = item.prompt;
   $("#viewer-title").textContent = item.title;
   $("#viewer-prompt").textContent = item.prompt;
-  const more = item.images > 1 ? ` · the first of ${item.images} images` : "";
-  $("#viewer-facts").textContent = `${item.type} · ${formatTime(item.created)} · ${where(item)} · job ${item.id}${more}`;
+  const facts = t("{type} · {time} · {where} · job {id}", { type: item.type, time: formatTime(item.created), where: where(item), id: item.id });
+  const more = item.images > 1 ? ` · ${tn("the first of {n} image", "the first of {n} images", item.images)}` : "";
+  $("#viewer-facts").textContent = facts + more;
   $("#viewer-download").href = item.download;
   $("#viewer-forms").replaceChildren(...item.forms.map((form) => h("button", {
     type: "button", class: "btn btn-primary", "data-action": form.action,
@@ -120,14 +121,15 @@ async function openForm(item, action, button) {
   const result = await postJson("/api/gallery/form", { job_id: item.id, action, from: state.from });
   button.disabled = false;
   if (!result.ok) {
-    $("#viewer-facts").textContent = result.body.error || "That form cannot be opened.";
+    $("#viewer-facts").textContent = result.body.error || t("That form cannot be opened.");
     return;
   }
   closeViewer();
   openModal($("#modal"), result.body.modal, () => { location.href = `/#${result.body.channel}`; });
 }
 
-function setUp() {
+async function setUp() {
+  await loadWords();
   readLocation();
   $("#filters").addEventListener("submit", (event) => {
     event.preventDefault();

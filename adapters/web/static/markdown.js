@@ -4,6 +4,8 @@
 // strikethrough, links (http, https, mailto only), bare URLs, headings, quotes and lists.
 // Control characters and bidirectional overrides are shown as escapes (see visible()).
 
+import { t } from "./dom.js";
+
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 const MARK = "\u0000";
 const INVISIBLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/g;
@@ -120,7 +122,7 @@ function codeBlock(language, code) {
   const body = code.replace(/\n$/, "");
   return (
     `<div class="codeblock"><div class="codebar"><span>${label}</span>` +
-    `<button type="button" class="copy-code">Copy</button></div>` +
+    `<button type="button" class="copy-code">${escapeHtml(t("Copy"))}</button></div>` +
     `<pre><code${lang ? ` class="lang-${lang}"` : ""}>${body}</code></pre></div>`
   );
 }

@@ -1,7 +1,7 @@
 // The command palette: appears when the input starts with "/", filters as you type, and is
 // driven with the arrow keys and Enter/Tab. Once a command is typed, a hint lists its options.
 
-import { h } from "./dom.js";
+import { h, t } from "./dom.js";
 
 function choiceText(option) {
   if (!option.choices.length) return option.type;
@@ -31,7 +31,7 @@ function optionChips(command, detailed) {
     const names = command.uploads.length > 2
       ? `${command.uploads[0]}…${command.uploads[command.uploads.length - 1]}`
       : command.uploads.join(", ");
-    chips.push(h("span", { class: "chip upload", title: "Attach images with +, drag and drop or paste" }, `image: ${names}`));
+    chips.push(h("span", { class: "chip upload", title: t("Attach images with +, drag and drop or paste") }, t("image: {names}", { names })));
   }
   return chips;
 }
@@ -103,7 +103,7 @@ export class Palette {
   render() {
     this.list.replaceChildren();
     if (!this.matches.length) {
-      this.list.append(h("div", { class: "palette-empty" }, "No command matches — type /help for the list"));
+      this.list.append(h("div", { class: "palette-empty" }, t("No command matches — type /help for the list")));
     }
     this.matches.forEach((command, index) => {
       const item = h(
@@ -121,7 +121,7 @@ export class Palette {
       );
       this.list.append(item);
     });
-    this.list.prepend(h("div", { class: "palette-title" }, "Commands"));
+    this.list.prepend(h("div", { class: "palette-title" }, t("Commands")));
     this.list.hidden = false;
     this.list.querySelector(".selected")?.scrollIntoView({ block: "nearest" });
   }
@@ -142,14 +142,14 @@ export class Palette {
       });
     }
     const saved = command.expands
-      ? this.saved.map((name) => h("span", { class: "chip saved", title: "Your saved option (/prefer option list)" }, `--${name}`))
+      ? this.saved.map((name) => h("span", { class: "chip saved", title: t("Your saved option (/prefer option list)") }, `--${name}`))
       : [];
     this.hint.replaceChildren(
       h("span", { class: "hint-usage" }, command.usage),
       h("span", { class: "hint-description" }, command.description),
       ...optionChips(command, true),
       ...saved,
-      example ? h("div", { class: "hint-example" }, "e.g. ", h("code", {}, example)) : "",
+      example ? h("div", { class: "hint-example" }, t("e.g. "), h("code", {}, example)) : "",
     );
     this.hint.hidden = false;
   }

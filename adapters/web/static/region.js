@@ -2,7 +2,7 @@
 // shapes become the form's region text (percent of the image): "x,y,w,h" for a rectangle,
 // "polygon x1 y1 x2 y2 …" for an outline, joined by "; " — genbot turns that into the mask.
 
-import { h } from "./dom.js";
+import { h, t } from "./dom.js";
 
 const MIN_SIDE = 0.01;
 const MIN_STEP = 0.006;
@@ -34,14 +34,14 @@ export class RegionEditor {
     this.tool = "rect";
     this.drawing = null;
     this.onChange = onChange;
-    this.image = h("img", { src: imageUrl, alt: "The image to change", draggable: "false" });
-    this.canvas = h("canvas", { class: "region-canvas", "aria-label": "Draw the area to change" });
+    this.image = h("img", { src: imageUrl, alt: t("The image to change"), draggable: "false" });
+    this.canvas = h("canvas", { class: "region-canvas", "aria-label": t("Draw the area to change") });
     this.tools = {
-      rect: this.toolButton("rect", "▭ Rectangle"),
-      lasso: this.toolButton("lasso", "✎ Lasso"),
+      rect: this.toolButton("rect", t("▭ Rectangle")),
+      lasso: this.toolButton("lasso", t("✎ Lasso")),
     };
-    this.undoButton = h("button", { type: "button", class: "btn btn-secondary", disabled: true, onclick: () => this.undo() }, "↶ Undo");
-    this.clearButton = h("button", { type: "button", class: "btn btn-secondary", disabled: true, onclick: () => this.clear() }, "Clear");
+    this.undoButton = h("button", { type: "button", class: "btn btn-secondary", disabled: true, onclick: () => this.undo() }, t("↶ Undo"));
+    this.clearButton = h("button", { type: "button", class: "btn btn-secondary", disabled: true, onclick: () => this.clear() }, t("Clear"));
     this.element = h(
       "div",
       { class: "region-editor" },

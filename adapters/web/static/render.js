@@ -1,7 +1,7 @@
 // Message rendering: one element per message, Discord style (avatar, name, time, Markdown text,
 // inline images, rows of buttons, thread link, "only you can see this" for ephemeral replies).
 
-import { formatTime, h, icon } from "./dom.js";
+import { formatTime, h, icon, t, tn } from "./dom.js";
 import { renderMarkdown, visible } from "./markdown.js";
 
 const GROUP_SECONDS = 7 * 60;
@@ -9,7 +9,7 @@ const STICKY_PIXELS = 140;
 
 function authorName(author, me) {
   if (author.bot) return author.name;
-  return author.id === me.id ? "you" : `guest ${author.id.slice(-4)}`;
+  return author.id === me.id ? t("you") : t("guest {id}", { id: author.id.slice(-4) });
 }
 
 const GUEST_COLOURS = ["#e67e22", "#1abc9c", "#e91e63", "#9b59b6", "#3498db", "#f1c40f"];
@@ -28,12 +28,12 @@ function avatar(author, me, small = false) {
 function snippet(message) {
   const text = visible(message.text || "").replace(/[*_~`]+/g, "").replace(/\s+/g, " ").trim();
   if (text) return text.length > 90 ? `${text.slice(0, 90)}…` : text;
-  return message.images.length ? "🖼 image" : "…";
+  return message.images.length ? t("🖼 image") : "…";
 }
 
 /** A message's ⋯ menu: the actions genbot puts in a menu (ℹ️ Image info), each a press. */
 function messageMenu(items, press, foreign) {
-  const toggle = h("button", { type: "button", class: `btn btn-secondary menu-toggle${foreign ? " foreign" : ""}`, title: "More", "aria-label": "More", "aria-haspopup": "menu", "aria-expanded": "false" }, "⋯");
+  const toggle = h("button", { type: "button", class: `btn btn-secondary menu-toggle${foreign ? " foreign" : ""}`, title: t("More"), "aria-label": t("More"), "aria-haspopup": "menu", "aria-expanded": "false" }, "⋯");
   const list = h("div", { class: "message-menu", role: "menu", hidden: true },
     ...items.map((button) => h("button", {
       type: "button", class: "menu-item", role: "menuitem", "data-custom-id": button.custom_id,
@@ -172,18 +172,18 @@ export class MessageView {
     if (message.thread_info) body.append(this.renderThreadLink(message));
     if (message.kind === "user" && !message.command && message.author.id === me.id) {
       body.append(
-        h("button", { type: "button", class: "link-button edit-message", onclick: () => this.context.onEdit(message) }, "Edit"),
+        h("button", { type: "button", class: "link-button edit-message", onclick: () => this.context.onEdit(message) }, t("Edit")),
       );
     }
     if (message.kind === "ephemeral") {
       body.append(
         h("div", { class: "ephemeral-note" },
           icon("eye", 14),
-          "Only you can see this · ",
-          h("button", { type: "button", class: "link-button", onclick: () => this.context.onDismiss(message.id) }, "Dismiss message")),
+          t("Only you can see this · "),
+          h("button", { type: "button", class: "link-button", onclick: () => this.context.onDismiss(message.id) }, t("Dismiss message"))),
       );
     } else if (message.private) {
-      body.append(h("div", { class: "ephemeral-note" }, icon("eye", 14), "Only you can see this"));
+      body.append(h("div", { class: "ephemeral-note" }, icon("eye", 14), t("Only you can see this")));
     }
     const element = h(
       "article",
@@ -222,7 +222,7 @@ export class MessageView {
     const element = h("div", { class: "text markdown", dir: "auto" });
     element.innerHTML = renderMarkdown(message.text);
     if (message.mention) {
-      const name = message.mention === me.id ? "you" : `guest ${message.mention.slice(-4)}`;
+      const name = message.mention === me.id ? t("you") : t("guest {id}", { id: message.mention.slice(-4) });
       const pill = h("span", { class: "mention" }, `@${name}`);
       const first = element.firstElementChild;
       if (first && first.tagName === "P") first.prepend(pill, " ");
@@ -268,7 +268,7 @@ export class MessageView {
 
   renderButtons(message) {
     const foreign = message.mention && message.mention !== this.context.me().id;
-    const title = foreign ? "Only the person who started this job can use its buttons (unless the channel is open)" : null;
+    const title = foreign ? t("Only the person who started this job can use its buttons (unless the channel is open)") : null;
     const press = (button, element) => this.context.onButton(message, button, element);
     const rows = message.buttons
       .map((row) => row.filter((button) => !button.menu))
@@ -300,8 +300,8 @@ export class MessageView {
       { type: "button", class: "thread-link", onclick: () => this.context.onOpenThread(message.id) },
       icon("thread", 18),
       h("bdi", { class: "thread-name" }, visible(message.thread_info.name)),
-      h("span", { class: "thread-count" }, count === 1 ? "1 message" : `${count} messages`),
-      h("span", { class: "thread-open" }, "Open ›"),
+      h("span", { class: "thread-count" }, tn("{n} message", "{n} messages", count)),
+      h("span", { class: "thread-open" }, t("Open ›")),
     );
   }
 }

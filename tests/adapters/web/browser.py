@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, FloatRect, Locator, Page, async_playwright, expect
+from playwright.async_api import (
+    Browser,
+    FloatRect,
+    Locator,
+    Page,
+    ViewportSize,
+    async_playwright,
+    expect,
+)
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -87,11 +95,17 @@ class Tab:
 
 @asynccontextmanager
 async def user(
-    browser: Browser, url: str | None = None, *, width: int = 1280, height: int = 900
+    browser: Browser,
+    url: str | None = None,
+    *,
+    width: int = 1280,
+    height: int = 900,
+    locale: str | None = None,
 ) -> AsyncIterator[Tab]:
     """A new playground user (a browser context of its own) with one page, at ``url`` when
-    given (waiting until it is live)."""
-    context = await browser.new_context(viewport={"width": width, "height": height})
+    given (waiting until it is live); ``locale``: the browser's language (Accept-Language)."""
+    viewport: ViewportSize = {"width": width, "height": height}
+    context = await browser.new_context(viewport=viewport, locale=locale)
     try:
         tab = await new_tab(context.new_page)
         if url is not None:
