@@ -179,10 +179,11 @@ def _locale() -> Locale:
     return Locale.parse(catalog_name(_language.get()))
 
 
-def format_number(value: float, /) -> str:
+def format_number(value: float, /, *, grouping: bool = True) -> str:
     """``value`` written the current language's way: ``1,234.5`` (English), ``1.234,5``
-    (German)."""
-    return format_decimal(value, locale=_locale())
+    (German); without ``grouping``, only the decimal sign is the language's (``1234.5``,
+    ``1234,5``: a bound or a seed, written as genbot always did)."""
+    return format_decimal(value, locale=_locale(), group_separator=grouping)
 
 
 def format_moment(at: float, /) -> str:

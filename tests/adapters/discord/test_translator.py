@@ -32,6 +32,7 @@ def test_discord_names_are_lowercase_words_of_at_most_32_characters() -> None:
         assert not is_discord_name(name), name
 
 
+@pytest.mark.skipif(not TRANSLATED, reason="the template is extracted again with the words")
 def test_every_command_word_is_in_the_template() -> None:
     with (catalog_file("de").parents[2] / "genbot.pot").open("rb") as file:
         template = read_po(file)

@@ -22,8 +22,16 @@ from bot.kernel import (
     User,
     UserError,
     decide,
+    format_clock,
+    format_date,
+    format_duration,
+    format_moment,
+    format_number,
     language,
+    language_name,
     public_language,
+    publicly,
+    speaking,
 )
 from bot.outbox import Outbox
 from bot.refs import Referent, RefKind
@@ -135,3 +143,45 @@ async def test_the_router_speaks_the_events_languages(store: SqliteStore) -> Non
     assert feature.heard == [("de", "ja"), ("ja", "ja")]
     assert platform.ephemerals_for("alice") == ["refused in de", "refused in ja"]
     assert language() == "en"
+
+
+MOMENT = 1796000000.0
+"""2026-11-30 00:53:20 UTC."""
+
+
+def test_english_keeps_genbots_formats_and_other_languages_get_theirs() -> None:
+    with speaking("en"):
+        assert format_number(1234.5) == "1,234.5"
+        assert format_number(4294967295, grouping=False) == "4294967295"
+        assert format_moment(MOMENT) == "2026-11-30 00:53 UTC"
+        assert format_date(MOMENT) == "2026-11-30"
+        assert format_clock(MOMENT) == "00:53 UTC"
+        assert (format_duration(42), format_duration(185)) == ("42 s", "3 min 5 s")
+    with speaking("de"):
+        assert format_number(1234.5) == "1.234,5"
+        assert format_number(7.5, grouping=False) == "7,5"
+        assert format_moment(MOMENT) == "30. Nov. 2026, 00:53 UTC"
+        assert format_date(MOMENT) == "30. Nov. 2026"
+        assert format_duration(185) == "3 Min., 5 Sek."
+    with speaking("ja"):
+        assert format_date(MOMENT) == "2026年11月30日"
+        assert format_duration(42) == "42 秒"
+    with speaking("zh-Hans"):
+        assert format_duration(185) == "3分钟5秒"
+        assert format_clock(MOMENT) == "00:53 UTC"
+
+
+def test_a_public_message_speaks_the_places_language() -> None:
+    with speaking("de", public="ja"):
+        assert (language(), public_language()) == ("de", "ja")
+        with publicly():
+            assert language() == "ja"
+        assert language() == "de"
+    with speaking("de"):
+        assert public_language() == "de"
+    assert [language_name(tag) for tag in ("en", "de", "ja", "zh-Hans")] == [
+        "English",
+        "Deutsch",
+        "日本語",
+        "简体中文",
+    ]
