@@ -104,9 +104,17 @@ class Genbot:
     def settings(self) -> Settings:
         return self.parts.settings
 
-    def actor(self, user_id: str = "alice", *, place: Place = PLACE, admin: bool = False) -> Actor:
-        """A user who pushes events into this genbot."""
-        return Actor(self.core, self.platform, User(user_id, user_id.title(), admin), place)
+    def actor(
+        self,
+        user_id: str = "alice",
+        *,
+        place: Place = PLACE,
+        admin: bool = False,
+        locale: str | None = None,
+    ) -> Actor:
+        """A user who pushes events into this genbot (``locale``: their app's language)."""
+        user = User(user_id, user_id.title(), admin)
+        return Actor(self.core, self.platform, user, place, locale)
 
     async def all_jobs(self) -> list[Job]:
         """Every job, oldest first."""

@@ -33,6 +33,7 @@ from bot.kernel import (
     RateLimited,
     User,
     UserMessage,
+    language,
 )
 from bot.router import Router
 
@@ -47,6 +48,8 @@ class PostedMessage:
     message: OutMessage
     origin: Event | None
     history: list[OutMessage] = field(default_factory=list)
+    spoken: list[str] = field(default_factory=list)
+    """The language genbot spoke (:func:`bot.kernel.language`) when it sent and edited it."""
 
     @property
     def text(self) -> str:
@@ -110,7 +113,7 @@ class FakePlatform:
             return self._keyed[place, message.key]
         self._spend(place)
         ref = MessageRef(place, f"m{next(self._ids)}")
-        self.messages[ref.message_id] = PostedMessage(ref, message, origin, [message])
+        self.messages[ref.message_id] = PostedMessage(ref, message, origin, [message], [language()])
         if message.key is not None:
             self._keyed[place, message.key] = ref
         await self._notify()
@@ -129,6 +132,7 @@ class FakePlatform:
             message = replace(message, images=posted.message.images)
         posted.message = message
         posted.history.append(message)
+        posted.spoken.append(language())
         await self._notify()
 
     async def delete(self, ref: MessageRef) -> None:
@@ -221,6 +225,8 @@ class Actor:
     platform: FakePlatform
     user: User
     place: Place
+    locale: str | None = None
+    """The language of the user's app (``Event.locale`` of what they do)."""
 
     async def command(self, name: str, text: str = "", **options: object) -> None:
         attachments = {k: v for k, v in options.items() if isinstance(v, Attachment)}
@@ -233,6 +239,7 @@ class Actor:
                 text=text,
                 options=plain,  # type: ignore[arg-type]
                 attachments=attachments,
+                locale=self.locale,
             )
         )
 
@@ -280,6 +287,7 @@ class Actor:
                 message_id=message.ref.message_id,
                 action=button.action,
                 ref=button.ref,
+                locale=self.locale,
             )
         )
 

@@ -16,12 +16,14 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from bot.features.jobs.admission import Tiers
 from bot.features.jobs.images import ImageJobs
 from bot.kernel import (
+    LANGUAGES,
     Attachment,
     Command,
     CommandError,
@@ -32,6 +34,9 @@ from bot.kernel import (
     User,
     UserError,
     _,
+    language,
+    public_language,
+    speaking,
 )
 from bot.outbox import Outbox, Post, WritePolicy
 from storage import Batch, JobAdmission, Preferences, StorageError
@@ -75,6 +80,7 @@ def new_batch(
             "attachments": {name: _link_only(a) for name, a in attachments.items()},
             "user": {**asdict(event.user), "roles": sorted(event.user.roles)},
             "place": asdict(event.place),
+            "languages": [language(), public_language()],
         },
         total=total,
         created_at=now,
@@ -92,6 +98,13 @@ def attachments_of(batch: Batch) -> dict[str, Attachment]:
     """The images sent with ``batch``'s command (links only)."""
     kept: Mapping[str, Mapping[str, Any]] = batch.command.get("attachments", {})
     return {name: Attachment(**fields) for name, fields in kept.items()}
+
+
+def spoken(batch: Batch) -> AbstractContextManager[None]:
+    """Speak the languages ``batch``'s command was run in (English for batches made before
+    they were kept): its queued jobs start, and are refused, as if it were run now."""
+    private, public = batch.command.get("languages") or (LANGUAGES[0], LANGUAGES[0])
+    return speaking(str(private), public=str(public))
 
 
 def requester(batch: Batch) -> tuple[User, Place]:
@@ -167,6 +180,12 @@ class BatchQueue:
         done = Advanced()
         if batch is None or batch.outcome != "run":
             return done
+        if origin is None:
+            with spoken(batch):
+                return await self._start_queued(batch, done, origin)
+        return await self._start_queued(batch, done, origin)
+
+    async def _start_queued(self, batch: Batch, done: Advanced, origin: Event | None) -> Advanced:
         user, place = requester(batch)
         jobs: list[dict[str, OptionValue]] = batch.command["jobs"]
         attachments = attachments_of(batch)

@@ -15,9 +15,19 @@ from typing import ClassVar
 from bot.features.audit.trail import AuditTrail
 from bot.features.jobs import wording
 from bot.features.jobs.messages import CANCEL_ACTION, JobMessages
-from bot.features.jobs.params import result_with
+from bot.features.jobs.params import job_language, result_with
 from bot.features.jobs.tracking.watch import JobWatch
-from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, Place, User, UserError, _
+from bot.kernel import (
+    ButtonPress,
+    Command,
+    ModalSubmit,
+    OptionValue,
+    Place,
+    User,
+    UserError,
+    _,
+    speaking,
+)
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import JobReferent, RefKind
 from storage import IN_FLIGHT_STATUSES, Job, JobStatus, JobWriter
@@ -68,11 +78,13 @@ class JobCancel:
             raise UserError(_("It is still being sent to the service; try again in a moment."))
         if job.status not in CANCELLABLE:
             raise UserError(_("This job has already finished."))
+        with speaking(job_language(job)):
+            cancelled = _("Cancelled by {user}.", user=user.name or user.id)
         moved = await self._store.transition(
             job.id,
             CANCELLABLE,
             "failed",
-            error=_("Cancelled by {user}.", user=user.name or user.id),
+            error=cancelled,
             result=result_with(job, cancelled=True),
             next_poll_at=None,
         )

@@ -54,7 +54,13 @@ from typing import Any
 
 from bot.features.jobs import wording
 from bot.features.jobs.experience import Experience
-from bot.features.jobs.params import ImageParams, JobResult, adding_pressed, result_with
+from bot.features.jobs.params import (
+    ImageParams,
+    JobResult,
+    adding_pressed,
+    job_language,
+    result_with,
+)
 from bot.features.jobs.result_messages import ResultMessages, pressed_actions
 from bot.features.jobs.tracking.retry import DeliveryRetry
 from bot.features.jobs.tracking.watch import JobWatch
@@ -76,6 +82,7 @@ from bot.kernel import (
     SurfaceError,
     _,
     metrics,
+    speaking,
 )
 from bot.outbox import Activity, Delete, Edit, Outbox, Post, WritePolicy, WriteSkipped
 from storage import (
@@ -175,8 +182,9 @@ class ButtonMarks:
             ref = MessageRef(place, job.result_message_id)
             async with lock:
                 latest = await self._store.get_job(job.id) or job
-                edit = Edit(ref, self._results.marked(latest))
-                await self._outbox.write(place, edit, WritePolicy.MUST_DELIVER)
+                with speaking(job_language(latest)):
+                    edit = Edit(ref, self._results.marked(latest))
+                    await self._outbox.write(place, edit, WritePolicy.MUST_DELIVER)
         except Exception as error:
             log.warning("could not redraw the buttons of job %s: %r", job.id, error)
         finally:
@@ -375,24 +383,25 @@ class JobMessages:
         committed, so the message is recoverable after a restart). :class:`TakenOver` when
         the job is no longer this start's (another process took it over while the message was
         posted, and settles it as never sent): it must not be sent then."""
-        place = origin.place if origin is not None else place_of(job)
-        message = replace(self.progress_message(job), key=progress_key(job))
-        ref = await self.send(place, message, policy=WritePolicy.MUST_DELIVER, origin=origin)
-        link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, "progress")
-        linked = await self._store.jobs.transition(
-            job.id,
-            "creating",
-            "creating",
-            progress_message_id=ref.message_id,
-            links=(link,),
-            fence=job.lease,
-        )
-        self._shown[job.id] = message.text
-        if not linked:
-            raise TakenOver(job.id)
-        if place.platform in self._drawing_shown:
-            drawing = Activity("drawing", origin)
-            await self._outbox.write(place, drawing, WritePolicy.BEST_EFFORT)
+        with speaking(job_language(job)):
+            place = origin.place if origin is not None else place_of(job)
+            message = replace(self.progress_message(job), key=progress_key(job))
+            ref = await self.send(place, message, policy=WritePolicy.MUST_DELIVER, origin=origin)
+            link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, "progress")
+            linked = await self._store.jobs.transition(
+                job.id,
+                "creating",
+                "creating",
+                progress_message_id=ref.message_id,
+                links=(link,),
+                fence=job.lease,
+            )
+            self._shown[job.id] = message.text
+            if not linked:
+                raise TakenOver(job.id)
+            if place.platform in self._drawing_shown:
+                drawing = Activity("drawing", origin)
+                await self._outbox.write(place, drawing, WritePolicy.BEST_EFFORT)
         refreshed = await self._store.jobs.get_job(job.id)
         return refreshed or job
 
@@ -424,30 +433,32 @@ class JobMessages:
         changes nothing). Skipped when the outbox finds no room within ``wait`` seconds."""
         if job.id in self._final or job.status in TERMINAL_STATUSES:
             return False
-        message = self.progress_message(job, status)
-        if self._shown.get(job.id) == message.text:
-            return False
-        async with self._lock(job.id):
-            if job.id in self._final:
+        with speaking(job_language(job)):
+            message = self.progress_message(job, status)
+            if self._shown.get(job.id) == message.text:
                 return False
-            return await self._edit(
-                job, message, policy=WritePolicy.SKIP_IF_BUSY, wait=wait, fenced=True
-            )
+            async with self._lock(job.id):
+                if job.id in self._final:
+                    return False
+                return await self._edit(
+                    job, message, policy=WritePolicy.SKIP_IF_BUSY, wait=wait, fenced=True
+                )
 
     async def mark_not_started(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job that certainly started nothing at the provider to
         ``create_failed`` and say why in its progress message (found by its key when it was
-        posted but never linked). ``reason``: a catalog text (said here, in the language
-        spoken) or a sentence already said."""
-        reason = _(reason)
-        moved = await self._store.jobs.transition(
-            job.id, "creating", "create_failed", error=reason, fence=job.lease
-        )
-        current = await self.recover_progress(await self._store.jobs.get_job(job.id) or job)
-        if moved:
-            metrics.JOBS_FAILED.labels(job.type).inc()
-            await self._show_outcome(current, wording.create_failed_text(current, reason))
-            self.forget(job.id)
+        posted but never linked). ``reason``: a catalog text (said here, in the job's
+        language) or a sentence already said."""
+        with speaking(job_language(job)):
+            reason = _(reason)
+            moved = await self._store.jobs.transition(
+                job.id, "creating", "create_failed", error=reason, fence=job.lease
+            )
+            current = await self.recover_progress(await self._store.jobs.get_job(job.id) or job)
+            if moved:
+                metrics.JOBS_FAILED.labels(job.type).inc()
+                await self._show_outcome(current, wording.create_failed_text(current, reason))
+                self.forget(job.id)
         self._watch.touch(job.id)
         return current
 
@@ -455,16 +466,16 @@ class JobMessages:
         """Move a ``creating`` job the provider may have received to ``unknown`` and tell the
         user (see :func:`bot.features.jobs.wording.unconfirmed_text`). ``reason`` as for
         :meth:`mark_not_started`."""
-        reason = _(reason)
-        moved = await self._store.jobs.transition(
-            job.id, "creating", "unknown", error=reason, fence=job.lease
-        )
-        current = await self._store.jobs.get_job(job.id) or job
-        if moved:
-            text = wording.unconfirmed_text(current, reason)
-            await self.edit(
-                current, text, policy=WritePolicy.MUST_DELIVER, buttons=cancel_buttons(current)
+        with speaking(job_language(job)):
+            reason = _(reason)
+            moved = await self._store.jobs.transition(
+                job.id, "creating", "unknown", error=reason, fence=job.lease
             )
+            current = await self._store.jobs.get_job(job.id) or job
+            if moved:
+                text = wording.unconfirmed_text(current, reason)
+                buttons = cancel_buttons(current)
+                await self.edit(current, text, policy=WritePolicy.MUST_DELIVER, buttons=buttons)
         self._watch.touch(job.id)
         return current
 
@@ -476,9 +487,10 @@ class JobMessages:
         job = await self._store.claims.claim_delivery(job_id, self._platforms, self._clock())
         if job is None:
             return None
-        if job.status == "posting":
-            return await self._post_result(job)
-        return await self._report_failure(job)
+        with speaking(job_language(job)):
+            if job.status == "posting":
+                return await self._post_result(job)
+            return await self._report_failure(job)
 
     async def _post_result(self, job: Job) -> float | None:
         try:
@@ -649,7 +661,8 @@ class JobMessages:
         retries are used up (an attempt that did post is found by its key or edits the same
         message again, so nothing shows twice). True if the job moved."""
         release: JobStatus = "finished" if job.status == "posting" else "failed"
-        await self._retry_later(job, job.status, release, UnrecordedDelivery())
+        with speaking(job_language(job)):
+            await self._retry_later(job, job.status, release, UnrecordedDelivery())
         return True
 
     async def redraw_buttons(self, job: Job) -> None:

@@ -8,6 +8,8 @@ A job's ``parameters`` are what genbot asked for, per type of job:
 - :class:`BlendParams`: ``blend``;
 - :class:`DiffusionParams`: every diffusion job (its ``body`` is the request sent, as JSON).
 
+Every job also keeps the language of its messages (:func:`with_language`, :func:`job_language`).
+
 Each model writes the JSON shape genbot always stored (:meth:`to_json`, absent values left out)
 and reads any stored shape (:meth:`of` / :meth:`from_json`): a missing key is its default, a key
 of another type of job is ignored, so rows written before these models read unchanged.
@@ -23,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
+from bot.kernel import LANGUAGES, public_language
 from storage import Job, NewJob, ResultChange
 
 
@@ -173,6 +176,24 @@ class DiffusionParams:
 
 
 JobParams = ImageParams | DescribeParams | BlendParams | DiffusionParams
+
+LANGUAGE_KEY = "language"
+"""Where a job's parameters keep the language of its messages (absent: English)."""
+
+
+def with_language(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """``parameters`` with the language of the messages of a job asked for now: the place's
+    (:func:`bot.kernel.public_language`), kept only when it is not English, so English rows
+    stay as they always were."""
+    spoken = public_language()
+    return dict(parameters) if spoken == LANGUAGES[0] else {**parameters, LANGUAGE_KEY: spoken}
+
+
+def job_language(job: Job) -> str:
+    """The language ``job``'s messages speak: the one chosen when it was asked for, whoever
+    delivers it later (the tracker, another process, after a restart)."""
+    stored = job.parameters.get(LANGUAGE_KEY)
+    return stored if isinstance(stored, str) and stored in LANGUAGES else LANGUAGES[0]
 
 
 def params_of(job: Job | NewJob) -> JobParams:

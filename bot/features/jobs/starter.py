@@ -65,6 +65,7 @@ from bot.features.jobs.params import (
     JobParams,
     JobResult,
     run_mode,
+    with_language,
 )
 from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up, refuses_follow_up
 from bot.features.jobs.webhook_addresses import Webhook, WebhookAddresses
@@ -537,7 +538,7 @@ class JobStarter:
             workspace_id=place.workspace_id,
             thread_id=place.thread_id,
             prompt=spec.prompt,
-            parameters=spec.parameters.to_json(),
+            parameters=with_language(spec.parameters.to_json()),
             is_dm=place.is_dm,
             parent_job_id=spec.parent.id if spec.parent is not None else None,
             action=spec.action if spec.parent is not None else None,

@@ -16,10 +16,10 @@ from typing import Any, Protocol
 from bot.api import ApiError, DiffusionFailed, DiffusionResponse, ProviderClient, TaskRecord
 from bot.features.jobs import wording
 from bot.features.jobs.messages import JobMessages
-from bot.features.jobs.params import result_with
+from bot.features.jobs.params import job_language, result_with
 from bot.features.jobs.tracking.moves import MoveBatch
 from bot.features.jobs.tracking.watch import JobWatch
-from bot.kernel import N_, LimitsSettings, _
+from bot.kernel import N_, LimitsSettings, _, speaking
 from storage import (
     ACTIVE_STATUSES,
     IN_FLIGHT_STATUSES,
@@ -178,7 +178,8 @@ class ProviderState:
             return await self.finish(job, "finished", owned=owned, **fields, **adopt)
         if status == "failed":
             errors = [m for m in record.task_result.error_messages if m.strip()]
-            error = "\n".join(errors) or _("The service reported a failure without details.")
+            with speaking(job_language(job)):
+                error = "\n".join(errors) or _("The service reported a failure without details.")
             return await self.finish(job, "failed", owned=owned, error=error, **adopt)
         mirrored = _MIRRORED.get(status)
         if mirrored is None:
@@ -260,13 +261,14 @@ class ProviderState:
         minutes = self._limits.job_timeout_seconds / 60
         unconfirmed = job.status in ("creating", "unknown")
         result = result_with(job, timed_out=True, unconfirmed=unconfirmed or None)
-        if unconfirmed:
-            error = wording.unconfirmed_error(minutes)
-        else:
-            error = _(
-                "The service did not finish this job within {minutes} minutes.",
-                minutes=f"{minutes:g}",
-            )
+        with speaking(job_language(job)):
+            if unconfirmed:
+                error = wording.unconfirmed_error(minutes)
+            else:
+                error = _(
+                    "The service did not finish this job within {minutes} minutes.",
+                    minutes=f"{minutes:g}",
+                )
         return await self.finish(job, "failed", error=error, result=result)
 
     async def poll_tasks(self, jobs: Sequence[Job | JobBrief], *, mark_polled: bool) -> bool:
@@ -354,7 +356,8 @@ class ProviderState:
             count,
         )
         result = result_with(job, lost=True)
-        error = _(_LOST_TASK, count=LOST_AFTER_NULLS)
+        with speaking(job_language(job)):
+            error = _(_LOST_TASK, count=LOST_AFTER_NULLS)
         return await self.finish(job, "failed", error=error, result=result)
 
     async def poll_diffusion(self, jobs: Iterable[Job], default_delay: float) -> bool:
@@ -376,7 +379,9 @@ class ProviderState:
                 int(job.provider_id), key=job.provider_key or ""
             )
         except DiffusionFailed as error:
-            return await self.finish(job, "failed", error=_(error.user_message))
+            with speaking(job_language(job)):
+                said = _(error.user_message)
+            return await self.finish(job, "failed", error=said)
         except ApiError as error:
             log.warning("diffusion fetch of job %s failed: %s", job.id, error)
             await self._store.jobs.update_job(

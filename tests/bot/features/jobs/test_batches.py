@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from bot.features.jobs.params import job_language
 from bot.kernel import Attachment, ButtonPress, Event, OutMessage
 from simulator.server import RunningSimulator, serve
 from storage import ALL_STATUSES, Job
@@ -165,3 +166,31 @@ async def test_an_uploaded_image_is_hosted_before_its_batch_is_stored(tmp_path: 
         assert [p.split(" --sref ")[0] for p in prompts] == ["blue owl", "red owl"]
         hosted = {p.split(" --sref ")[1] for p in prompts}
         assert len(hosted) == 1 and hosted.pop().startswith("http://127.0.0.1:")
+
+
+async def test_queued_jobs_speak_the_language_their_command_was_run_in(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    options: dict[str, Any] = {"platform": platform, "limits": {"max_concurrent_jobs_per_user": 1}}
+    db = tmp_path / "genbot.db"
+    async with serve(sim_config(time_scale=1.0, clock_start=1_700_000_000)) as sim:
+        async with running_genbot(sim, db, **options) as bot:
+            japanese = Actor(bot.core, platform, ALICE, CHANNEL, locale="ja-JP")
+            await japanese.command("imagine", "{a, b} owl")
+            run = next(b for row in platform.privates[-1].buttons for b in row)
+            await bot.core.handle(
+                ButtonPress(
+                    user=ALICE,
+                    place=CHANNEL,
+                    message_id="p",
+                    action=run.action,
+                    ref=run.ref,
+                    locale="ja-JP",
+                )
+            )
+        sim.advance(3600)
+        async with running_genbot(sim, db, **options) as bot:
+            await until(lambda: asyncio.sleep(0, len(imagined(sim)) == 2))
+            jobs = await jobs_of(bot)
+            assert [job_language(job) for job in jobs] == ["ja", "ja"], (
+                "the queued job, started by the queue after a restart, speaks the command's"
+            )

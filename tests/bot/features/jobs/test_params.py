@@ -1,8 +1,9 @@
 """The jobs feature's typed parameters and results: the JSON shape genbot always stored is what
-they write, and rows written before them read unchanged."""
+they write, and rows written before them read unchanged; the language a job's messages speak."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +16,15 @@ from bot.features.jobs.params import (
     JobParams,
     JobResult,
     asked_mode,
+    job_language,
     params_of,
     result_with,
     run_mode,
+    with_language,
 )
-from tests.bot.features.jobs.support import job_record
+from bot.kernel import speaking
+from tests.bot.features.jobs.support import job_record, press, run_command
+from tests.bot.harness import PLACE, harness
 from tests.storage.conftest import new_job
 
 # Parameters exactly as genbot stored them before the typed models (one per type of job).
@@ -159,3 +164,35 @@ def test_the_provider_runs_mixed_in_the_mode_the_prompt_names_else_relax(
 ) -> None:
     parameters = {"process_mode": process_mode} if process_mode else {}
     assert run_mode(new_job(parameters=parameters, prompt=prompt)) == mode
+
+
+async def test_a_jobs_messages_speak_the_language_it_was_asked_in(tmp_path: Path) -> None:
+    """The job keeps the public language of its command (the asker's, where the channel has
+    none; the channel's where an admin set one); its progress, its result delivered later by
+    the tracker and its follow-ups speak it. English jobs keep their parameters as before."""
+    async with harness(tmp_path) as bot:
+        german = bot.actor("alice", locale="de-DE")
+        job, grid = await run_command(bot, german, "imagine", prompt="a red fox")
+        assert job.parameters["language"] == "de" and job_language(job) == "de"
+        assert set(grid.spoken) == {"de"}, "progress and the tracker's delivery"
+
+        english = bot.actor("bob")
+        job, grid = await run_command(bot, english, "imagine", prompt="a blue fox")
+        assert "language" not in job.parameters and job_language(job) == "en"
+        assert set(grid.spoken) == {"en"}
+
+        await bot.store.settings.set_scope_settings(
+            "channel", "fake", PLACE.channel_id, language="ja"
+        )
+        bot.parts.languages.forget()
+        job, grid = await run_command(bot, german, "imagine", prompt="a green fox")
+        assert job_language(job) == "ja" and set(grid.spoken) == {"ja"}
+        upscale_job, upscale = await press(bot, german, grid, "U1")
+        assert job_language(upscale_job) == "ja" and set(upscale.spoken) == {"ja"}
+        assert set(grid.spoken) == {"ja"}, "the pressed button redrawn in the job's language"
+
+
+def test_a_job_from_before_the_language_speaks_english() -> None:
+    assert with_language({"aspect_ratio": "1:1"}) == {"aspect_ratio": "1:1"}
+    with speaking("de", public="ja"):
+        assert with_language({"ar": "1:1"}) == {"ar": "1:1", "language": "ja"}
