@@ -65,6 +65,7 @@ from bot.kernel import (
     metrics,
     name_the_saved,
     parse_command_text,
+    provider_text,
     speaking,
     storage_failure_text,
     unexpected_error_text,
@@ -348,7 +349,7 @@ class Router:
         except ApiError as error:
             outcome = "handled"
             log.warning("provider call failed for %s: %s", type(event).__name__, error)
-            await self._tell(event, _(error.user_message))
+            await self._tell(event, provider_text(error))
         except Exception as error:
             if isinstance(error, TimeoutError) and timer.expired():
                 outcome = "timed_out"

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.api.errors import ApiError, BadRequest
+from bot.api.errors import N_, ApiError, BadRequest
 
 _ROLE_WORDS = re.compile(r"\b(role|function|name)\b", re.IGNORECASE)
 _IMAGE_WORDS = re.compile(r"image_url|\burl\b|\bdata\b|base64|inline", re.IGNORECASE)
@@ -28,7 +28,7 @@ DATA_URL_PREFIX = "data:"
 class InlineImagesRefused(ApiError):
     """The provider refused an image sent inline (a ``data:`` URL): it must be given a link."""
 
-    user_message = (
+    user_message = N_(
         "The service does not accept images sent inline; genbot can pass them on as links once "
         "an admin sets [webhook] public_url."
     )

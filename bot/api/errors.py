@@ -1,23 +1,43 @@
 """Errors of the provider API client.
 
 Everything the client raises on purpose derives from :class:`ApiError`. Each error has a
-``user_message``: a short sentence that may be shown to end users as is (it never contains a key,
-a header or a raw response body beyond the provider's own short message).
+``user_message``: a short English sentence that may be shown to end users as is (it never contains
+a key, a header or a raw response body beyond the provider's own short message). It is also a
+catalog text (bot/kernel/i18n.py): ``user_template`` and ``user_values`` say it in the user's
+language (:func:`bot.kernel.provider_text`) — the template, when the sentence has values, else
+``user_message`` itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Literal
+
+
+def N_(message: str, /) -> str:
+    """Mark ``message`` for the catalog (extracted like bot/kernel/i18n.py's ``N_``, which
+    bot/api may not import): whoever shows it translates it."""
+    return message
 
 
 class ApiError(Exception):
     """Base of every error raised by :mod:`bot.api`."""
 
-    user_message: str = "The image and chat service failed."
+    user_message: str = N_("The image and chat service failed.")
+    user_template: str | None = None
+    """``user_message`` with ``{name}`` fields, when it has values (:attr:`user_values`)."""
+    user_values: Mapping[str, object] = MappingProxyType({})
 
     def __init__(self, message: str = "") -> None:
         super().__init__(message or self.user_message)
+
+    def _tell(self, template: str, **values: object) -> None:
+        """Set the user's sentence: ``template`` (a catalog text) filled with ``values``."""
+        self.user_template = template
+        self.user_values = MappingProxyType(values)
+        self.user_message = template.format(**values) if values else template
 
 
 class InvalidRequest(ApiError):
@@ -40,7 +60,7 @@ class AuthenticationError(ApiError):
     """The provider answered 401: the API key is missing or wrong. ``provider_message`` is its
     own explanation, when it sent one."""
 
-    user_message = "The service rejected the bot's API key. An admin needs to check it."
+    user_message = N_("The service rejected the bot's API key. An admin needs to check it.")
 
     def __init__(self, provider_message: str = "") -> None:
         self.provider_message = provider_message
@@ -57,9 +77,12 @@ class ContextTooLong(ApiError):
         self.model = model
         self.provider_message = provider_message
         self.excess = excess
-        self.user_message = (
-            f"The conversation is too long for {model}, even after genbot left out its older "
-            "turns. Start a new conversation, or shorten your message."
+        self._tell(
+            N_(
+                "The conversation is too long for {model}, even after genbot left out its older "
+                "turns. Start a new conversation, or shorten your message."
+            ),
+            model=model,
         )
         super().__init__(f"context length refused for {model}: {provider_message}")
 
@@ -71,11 +94,10 @@ class BadRequest(ApiError):
     def __init__(self, provider_message: str = "", body: Any = None) -> None:
         self.provider_message = provider_message
         self.body = body
-        self.user_message = (
-            f"The service refused the request: {provider_message}"
-            if provider_message
-            else "The service refused the request as malformed."
-        )
+        if provider_message:
+            self._tell(N_("The service refused the request: {reason}"), reason=provider_message)
+        else:
+            self._tell(N_("The service refused the request as malformed."))
         super().__init__(self.user_message)
 
 
@@ -84,11 +106,10 @@ class PermissionDenied(ApiError):
 
     def __init__(self, provider_message: str = "") -> None:
         self.provider_message = provider_message
-        self.user_message = (
-            f"The service does not allow this: {provider_message}"
-            if provider_message
-            else "The service does not allow this for the bot's account."
-        )
+        if provider_message:
+            self._tell(N_("The service does not allow this: {reason}"), reason=provider_message)
+        else:
+            self._tell(N_("The service does not allow this for the bot's account."))
         super().__init__(self.user_message)
 
 
@@ -101,11 +122,15 @@ class ModelNotAllowed(PermissionDenied):
         self.plan = plan
         self.provider_message = provider_message
         self.status = status
-        self.user_message = (
-            f"The service refused {model} for the bot's account: its plan or permissions do not "
-            f"include that model (genbot's [api] plan says {plan!r}; llm-4 models need the "
-            "Developer plan or above). Pick another model with /settings, or ask an admin to "
-            "check the account's plan."
+        self._tell(
+            N_(
+                "The service refused {model} for the bot's account: its plan or permissions do "
+                "not include that model (genbot's [api] plan says {plan}; llm-4 models need the "
+                "Developer plan or above). Pick another model with /settings, or ask an admin "
+                "to check the account's plan."
+            ),
+            model=model,
+            plan=repr(plan),
         )
         detail = f": {provider_message}" if provider_message else ""
         ApiError.__init__(self, f"model {model} refused (HTTP {status}){detail}")
@@ -114,7 +139,7 @@ class ModelNotAllowed(PermissionDenied):
 class ServerError(ApiError):
     """The provider answered with a 5xx status (after any retries that were allowed)."""
 
-    user_message = "The service is having trouble right now. Please try again later."
+    user_message = N_("The service is having trouble right now. Please try again later.")
 
     def __init__(self, status: int, provider_message: str = "") -> None:
         self.status = status
@@ -126,7 +151,7 @@ class ServerError(ApiError):
 class UnexpectedStatus(ApiError):
     """The provider answered with a status the documentation does not describe (404, 409...)."""
 
-    user_message = "The service answered unexpectedly. Please try again later."
+    user_message = N_("The service answered unexpectedly. Please try again later.")
 
     def __init__(self, status: int, provider_message: str = "") -> None:
         self.status = status
@@ -141,13 +166,24 @@ class ProviderRateLimited(ApiError):
 
     def __init__(self, retry_after: float | None = None, detail: str = "") -> None:
         self.retry_after = retry_after
+        if retry_after is None:
+            self._tell(N_("The provider is rate-limiting genbot; try again in a minute."))
+        else:
+            amount, unit = rounded_wait(retry_after)
+            self._tell(_RATE_LIMITED[unit], amount=amount)
         when = (
             f"try again in {about(retry_after)}"
             if retry_after is not None
             else "try again in a minute"
         )
-        self.user_message = f"The provider is rate-limiting genbot; {when}."
         super().__init__(f"rate limited{f' ({detail})' if detail else ''}, {when}")
+
+
+_RATE_LIMITED: dict[str, str] = {
+    "s": N_("The provider is rate-limiting genbot; try again in about {amount} s."),
+    "min": N_("The provider is rate-limiting genbot; try again in about {amount} min."),
+    "h": N_("The provider is rate-limiting genbot; try again in about {amount} h."),
+}
 
 
 def about(seconds: float) -> str:
@@ -168,7 +204,7 @@ def rounded_wait(seconds: float) -> tuple[int, Literal["s", "min", "h"]]:
 class InvalidResponse(ApiError):
     """The provider answered 200 with a body that is not what its documentation describes."""
 
-    user_message = "The service sent an answer the bot could not read."
+    user_message = N_("The service sent an answer the bot could not read.")
 
 
 class RefusalKind(StrEnum):
@@ -182,11 +218,11 @@ class RefusalKind(StrEnum):
 
 
 _REFUSAL_SENTENCES: dict[RefusalKind, str] = {
-    RefusalKind.BODY_PARSING_FAILED: "The service could not read the request.",
-    RefusalKind.ORIGIN_NOT_FOUND: "The original image task no longer exists.",
-    RefusalKind.SAME_INDEX_EXISTS: "That button was already used on this image.",
-    RefusalKind.INSUFFICIENT_CREDIT: "The workspace has run out of credits.",
-    RefusalKind.OTHER: "The service refused to create the task.",
+    RefusalKind.BODY_PARSING_FAILED: N_("The service could not read the request."),
+    RefusalKind.ORIGIN_NOT_FOUND: N_("The original image task no longer exists."),
+    RefusalKind.SAME_INDEX_EXISTS: N_("That button was already used on this image."),
+    RefusalKind.INSUFFICIENT_CREDIT: N_("The workspace has run out of credits."),
+    RefusalKind.OTHER: N_("The service refused to create the task."),
 }
 
 
@@ -218,7 +254,7 @@ class TaskCreationRefused(ApiError):
 class ApiTimeout(ApiError):
     """The provider did not answer (or a wait did not finish) in time."""
 
-    user_message = "The service took too long to answer. Please try again."
+    user_message = N_("The service took too long to answer. Please try again.")
 
 
 class ConnectionFailed(ApiError):
@@ -227,7 +263,7 @@ class ConnectionFailed(ApiError):
     ``request_sent`` tells whether the request may have reached the provider.
     """
 
-    user_message = "The bot could not reach the service. Please try again later."
+    user_message = N_("The bot could not reach the service. Please try again later.")
 
     def __init__(self, message: str, *, request_sent: bool) -> None:
         super().__init__(message)
@@ -241,7 +277,7 @@ class StreamInterrupted(ApiError):
     choice's text by index; ``reason`` says what happened.
     """
 
-    user_message = "The answer was cut off before it finished."
+    user_message = N_("The answer was cut off before it finished.")
 
     def __init__(
         self, reason: str, partial_text: str = "", partial_texts: dict[int, str] | None = None
@@ -255,7 +291,7 @@ class StreamInterrupted(ApiError):
 class FunctionArgumentsError(ApiError):
     """A function call's ``arguments`` are not a JSON object (the model produced invalid JSON)."""
 
-    user_message = "The model produced invalid arguments for a tool call."
+    user_message = N_("The model produced invalid arguments for a tool call.")
 
     def __init__(self, function_name: str, arguments: str, reason: str) -> None:
         preview = arguments if len(arguments) <= 200 else arguments[:200] + "…"
@@ -273,9 +309,8 @@ class DiffusionFailed(ApiError):
     def __init__(self, status: str, provider_message: str = "") -> None:
         self.status = status
         self.provider_message = provider_message
-        self.user_message = (
-            f"Image generation failed: {provider_message}"
-            if provider_message
-            else "Image generation failed."
-        )
+        if provider_message:
+            self._tell(N_("Image generation failed: {reason}"), reason=provider_message)
+        else:
+            self._tell(N_("Image generation failed."))
         super().__init__(f"diffusion status {status!r}: {provider_message}")

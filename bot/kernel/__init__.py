@@ -65,6 +65,7 @@ from bot.kernel.errors import (
     FormError,
     StorageError,
     UserError,
+    provider_text,
     storage_failure_text,
     unexpected_error_text,
 )
@@ -402,6 +403,7 @@ __all__ = [
     "permutations",
     "pgettext",
     "provider_is_private",
+    "provider_text",
     "public_language",
     "publicly",
     "read_references",

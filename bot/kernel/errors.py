@@ -9,6 +9,7 @@ without using storage themselves (adapters).
 
 from __future__ import annotations
 
+from bot.api.errors import ApiError
 from bot.kernel.i18n import N_, _
 from storage import StorageError as StorageError
 
@@ -59,3 +60,11 @@ class FormError(CommandError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+def provider_text(error: ApiError) -> str:
+    """What the provider's ``error`` means for the user, in the language spoken (its
+    :attr:`~bot.api.errors.ApiError.user_message`)."""
+    if error.user_template is not None:
+        return _(error.user_template, **error.user_values)
+    return _(error.user_message)

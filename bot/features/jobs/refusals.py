@@ -17,7 +17,7 @@ from bot.features.jobs.buttons import LABELS
 from bot.features.jobs.follow_ups import refused_actions
 from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.params import adding_refused
-from bot.kernel import _
+from bot.kernel import _, provider_text
 from storage import JobWriter
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ class FollowUpRefused(ApiError):
         self.action = action
         self.cause = cause
         label = _(LABELS.get(action, action))
-        reason = getattr(cause, "provider_message", "") or _(cause.user_message)
+        reason = getattr(cause, "provider_message", "") or provider_text(cause)
         self.user_message = _(
             "The service refused {label} on this image: {reason}", label=label, reason=reason
         )

@@ -86,6 +86,7 @@ from bot.kernel import (
     backoff,
     inspect_image,
     metrics,
+    provider_text,
 )
 from bot.outbox import OpenForm, Outbox, WritePolicy
 from storage import (
@@ -470,7 +471,7 @@ class JobStarter:
         """Settle a job whose create call raised ``error``."""
         if creation_not_started(error):
             assert isinstance(error, ApiError)
-            return await self.delivery.mark_not_started(job, _(error.user_message))
+            return await self.delivery.mark_not_started(job, provider_text(error))
         log.warning("job %s may have reached the provider unconfirmed: %r", job.id, error)
         return await self.delivery.mark_unconfirmed(job, unconfirmed_reason(error))
 

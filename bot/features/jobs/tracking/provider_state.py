@@ -19,7 +19,7 @@ from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.params import job_language, result_with
 from bot.features.jobs.tracking.moves import MoveBatch
 from bot.features.jobs.tracking.watch import JobWatch
-from bot.kernel import N_, LimitsSettings, _, speaking
+from bot.kernel import N_, LimitsSettings, _, provider_text, speaking
 from storage import (
     ACTIVE_STATUSES,
     IN_FLIGHT_STATUSES,
@@ -380,7 +380,7 @@ class ProviderState:
             )
         except DiffusionFailed as error:
             with speaking(job_language(job)):
-                said = _(error.user_message)
+                said = provider_text(error)
             return await self.finish(job, "failed", error=said)
         except ApiError as error:
             log.warning("diffusion fetch of job %s failed: %s", job.id, error)

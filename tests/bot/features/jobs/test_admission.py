@@ -162,3 +162,14 @@ def test_refusals_name_the_tier_the_limit_and_when_it_refills() -> None:
         "You already have 3 image jobs running — the cap of your tier **default** is 3; wait "
         "for one to finish."
     )
+
+
+def test_refusals_count_in_the_singular_when_there_is_one() -> None:
+    found = tiers({"name": "trial", "daily_credits": 1, "users": ["web:u1"]})
+    spent = found.refused(QuotaRefusal("max_daily_credits", 1, 1), "web", User("u1"))
+    assert str(spent) == (
+        "You have used 1 of your 1 credit for today — that is the daily budget of your tier "
+        "**trial**; it resets at 00:00 UTC."
+    )
+    running = found.refused(QuotaRefusal("max_active", 1, 1), "web", User("u1"))
+    assert str(running).startswith("You already have 1 image job running — ")
