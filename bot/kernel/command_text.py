@@ -291,7 +291,7 @@ def check_text(text: str, label: str) -> str:
                 _(
                     "{label} contains a control character (U+{code}); remove it.",
                     label=label,
-                    code=f"{code:04X}",
+                    code=format(code, "04X"),
                 )
             )
         # Translators: {name} is a control character's ASCII name (NUL, ESC, DEL).
@@ -300,7 +300,7 @@ def check_text(text: str, label: str) -> str:
                 "{label} contains {name} (U+{code}); remove it.",
                 label=label,
                 name=name,
-                code=f"{code:04X}",
+                code=format(code, "04X"),
             )
         )
     if (bidi := _BIDI_RE.search(text)) is not None:
@@ -309,7 +309,7 @@ def check_text(text: str, label: str) -> str:
                 "{label} contains a bidirectional override (U+{code}), which "
                 "makes text read differently from what it is; remove it.",
                 label=label,
-                code=f"{ord(bidi.group()):04X}",
+                code=format(ord(bidi.group()), "04X"),
             )
         )
     if text and _INVISIBLE_RE.fullmatch(text) and not text.isspace():
@@ -627,7 +627,7 @@ def help_text(
             lines.append(_numbered_help(spec))
         lines += [
             # Translators: in /help, before an example of a command ("e.g. `/imagine a fox`").
-            "  " + _("e.g. {example}", example=f"`{_respelled(_(example), spec, command)}`")
+            "  " + _("e.g. `{example}`", example=_respelled(_(example), spec, command))
             for example in spec.examples
         ]
         blocks.append("\n".join(lines))

@@ -202,6 +202,7 @@ def decode_custom_id(custom_id: str) -> tuple[str, str] | None:
 INFO_ACTION = "info"
 """A result's info (ℹ️ under it): also what a platform's menu on a message asks for (Discord's
 "Image info"), as a press whose ref names no job, so the pressed message's job."""
+# Translators: the item of a message's menu (Slack's ⋯) that shows an image's details.
 MENU_ITEMS: dict[str, str] = {INFO_ACTION: N_("ℹ️ Image info")}
 """The actions platforms with a menu on a message (Slack's overflow, the playground's ⋯) show
 there, with this text, instead of as a button (Discord has no such menu: a button, and its own

@@ -3,15 +3,13 @@ when a budget refills, and the refusal of a mode or model a tier does not have."
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from bot.kernel.i18n import _
+from bot.kernel.i18n import _, format_clock
 from bot.kernel.settings import TierSettings
 
 
 def refill_time(at: float) -> str:
-    """When a budget refills, as users read it: ``14:00 UTC``."""
-    return datetime.fromtimestamp(at, UTC).strftime("%H:%M UTC")
+    """When a budget refills, as users read it: ``14:00 UTC`` (in the language's clock)."""
+    return format_clock(at)
 
 
 def mode_not_in_tier(tier: TierSettings, mode: str) -> str:

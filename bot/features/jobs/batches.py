@@ -136,7 +136,10 @@ class Batches:
         await self._store.save_batch(batch)
         text = await self._preview_text(event, prompts, mode, each, recorded)
         # Translators: the button that starts the jobs a preview shows.
-        run = ngettext("Run {n} job", "Run {n} jobs", len(jobs)) if len(jobs) > 1 else _("Run")
+        run = ngettext("Run {n} job", "Run {n} jobs", len(jobs))
+        if len(jobs) == 1:
+            # Translators: the button that starts the one job a preview shows.
+            run = _("Run")
         buttons = (
             Button(run, RUN, batch.id, "primary"),
             # Translators: the button that drops the jobs a preview shows.

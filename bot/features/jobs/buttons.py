@@ -136,6 +136,7 @@ def modal_for(
             for name in names
             if (option := spec.option(name)) is not None
         )
+        # Translators: the title of the settings form.
         return Modal(_("genbot settings"), action, ref, fields)
     return None
 
@@ -155,6 +156,7 @@ def _settings_field(option: Option, current: str, models: Sequence[str]) -> Moda
     # Translators: the placeholder of a settings form field left blank (keeps its value).
     unchanged = _("Unchanged")
     if option.type == "boolean":
+        # Translators: the choices of a yes/no setting in the settings form.
         on_off = (Choice(_("On"), "on"), Choice(_("Off"), "off"))
         return ModalField(
             option.name, label, unchanged, current, False, kind="select", choices=on_off

@@ -219,7 +219,7 @@ class DiffusionJobs:
             raise UserError(
                 _(
                     "/{command} needs {option} (attach a file).",
-                    command=f"diffusion {endpoint}",
+                    command="diffusion " + endpoint,
                     option=option,
                 )
             )

@@ -149,6 +149,7 @@ def zoom_form(ref: str, prompt: str, values: Mapping[str, str] | None = None) ->
         ZOOM_VALUE_FIELD, _("Or another factor (above 1, at most 2)"), "1.8",
         _value(values, ZOOM_VALUE_FIELD), False, 10,
     )  # fmt: skip
+    # Translators: the label of a form's field holding an image prompt.
     prompt_field = _prompt_field(_("Prompt"), prompt, values)
     return Modal(_("Custom Zoom"), "outpaint_custom", ref, (factor, typed, prompt_field))
 
@@ -163,6 +164,7 @@ def region_form(
     """Vary (Region): a preset area and/or drawn or typed areas, and what to put there. The
     notice shows a map of the areas chosen so far."""
     area = ModalField(
+        # Translators: the label of the Vary (Region) form's menu of areas, and its placeholder.
         AREA_FIELD, _("Area"), _("Pick a part of the image"), _value(values, AREA_FIELD), False,
         kind="select", choices=translated(AREA_CHOICES),
     )  # fmt: skip
@@ -257,6 +259,7 @@ def remix_form(
         PROMPT_FIELD, _("Prompt"), _("What to draw"),
         _value(values, PROMPT_FIELD, prompt)[:PROMPT_MAX], True, PROMPT_MAX, True,
     )  # fmt: skip
+    # Translators: the title of the form that edits a prompt before a button runs it.
     return Modal(_("Remix"), action, ref, (text,))
 
 
@@ -440,6 +443,7 @@ def blend_upload_form() -> Modal:
     images = ModalField(IMAGES_FIELD, _("Images to blend (2 to 5)"), kind="file", max_files=5)
     shape = ModalField(
         DIMENSION_FIELD,
+        # Translators: the label of the blend form's choice of shape (square, portrait, landscape).
         _("Shape"),
         _("Square"),
         "",
@@ -484,7 +488,13 @@ def diffusion_upload_form(
     fields += [
         ModalField(PROMPT_FIELD, _("Prompt"), _("A fox in autumn"), prompt, True, PROMPT_MAX, True),
         ModalField(
-            OPTIONS_FIELD, _("Options"), "--strength 0.6 --steps 31 --seed 7", flags, False, 1000
+            # Translators: the label of a field holding a command's options as --flags.
+            OPTIONS_FIELD,
+            _("Options"),
+            "--strength 0.6 --steps 31 --seed 7",
+            flags,
+            False,
+            1000,
         ),
     ]
     return Modal(_(_UPLOAD_TITLES[endpoint]), DIFFUSION_UPLOADS[endpoint], "", tuple(fields))

@@ -256,7 +256,7 @@ def unconfirmed_error(minutes: float) -> str:
     return _(
         "The service never confirmed this job and no result arrived within {minutes} "
         "minutes, so genbot stopped waiting for it.",
-        minutes=f"{minutes:g}",
+        minutes=format(minutes, "g"),
     )
 
 
@@ -459,8 +459,8 @@ def work_of(job: Job) -> str:
 
 def status_word(job: Job, status: str) -> str:
     """``Queued``, ``Starting``, ``Drawing``, ``Upscaling``, ``Describing``, ``Retrying``…"""
-    # Translators: a running job's status, first on its progress line ("Drawing (fast) · 0:35").
     if status == "creating":
+        # Translators: a running job's status, first on its progress line ("Drawing (fast) · 0:35").
         return _("Sending")
     if status in ("submitted", "pending"):
         return _("Queued")

@@ -267,7 +267,7 @@ class ProviderState:
             else:
                 error = _(
                     "The service did not finish this job within {minutes} minutes.",
-                    minutes=f"{minutes:g}",
+                    minutes=format(minutes, "g"),
                 )
         return await self.finish(job, "failed", error=error, result=result)
 
