@@ -27,7 +27,7 @@ from bot.kernel.commands import (
 )
 from bot.kernel.errors import CommandError
 from bot.kernel.events import OptionValue
-from bot.kernel.i18n import DEFAULT_LANGUAGE, N_, _, language
+from bot.kernel.i18n import DEFAULT_LANGUAGE, N_, _, format_number, language
 
 ASPECT_SIDE_MAX = 9999
 """Largest number on either side of an aspect ratio (``W:H``)."""
@@ -346,7 +346,7 @@ def _check(spec: CommandSpec, option: Option, label: str, value: OptionValue) ->
                 _(
                     "{label} must be at least {least} (got {value}).",
                     label=label,
-                    least=_number(option.min_value),
+                    least=format_number(option.min_value, grouping=False),
                     value=_number(value),
                 )
             )
@@ -355,7 +355,7 @@ def _check(spec: CommandSpec, option: Option, label: str, value: OptionValue) ->
                 _(
                     "{label} must be at most {most} (got {value}).",
                     label=label,
-                    most=_number(option.max_value),
+                    most=format_number(option.max_value, grouping=False),
                     value=_number(value),
                 )
             )

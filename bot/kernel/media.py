@@ -30,7 +30,7 @@ from aiohttp.resolver import DefaultResolver
 from PIL import Image, UnidentifiedImageError
 
 from bot.kernel.events import Attachment
-from bot.kernel.i18n import N_, _
+from bot.kernel.i18n import N_, _, format_number
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +210,7 @@ class MediaFetcher:
         except TimeoutError:
             raise MediaError(
                 N_("the image took longer than {seconds} s to download"),
-                seconds=f"{self.timeout:g}",
+                seconds=format_number(self.timeout, grouping=False),
             ) from None
         except aiohttp.ClientError as error:
             raise MediaError(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.kernel.errors import CommandError
-from bot.kernel.i18n import N_, _, ngettext
+from bot.kernel.i18n import N_, _, format_number, ngettext
 
 Role = Literal["image", "style", "character", "object"]
 MAX_REFERENCES = 5
@@ -260,7 +260,8 @@ def _needs_image(flag: str) -> str:
 
 def _checked_weight(weight: Weight, value: str | None) -> str:
     """``value`` of ``weight`` when it is a number in its range."""
-    low, high = _number(weight.low), _number(weight.high)
+    low = format_number(weight.low, grouping=False)
+    high = format_number(weight.high, grouping=False)
     if value is None or value.startswith(("--", "—")):
         raise CommandError(
             _(
@@ -295,10 +296,6 @@ def _checked_weight(weight: Weight, value: str | None) -> str:
             )
         )
     return value
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
 
 
 def _check(read: ReadPrompt) -> None:

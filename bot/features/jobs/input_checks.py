@@ -15,7 +15,7 @@ import mimetypes
 import re
 
 from bot.features.jobs.forms import PROMPT_FIELD
-from bot.kernel import Attachment, CommandError, FormError, _, parse_aspect_ratio
+from bot.kernel import Attachment, CommandError, FormError, _, format_number, parse_aspect_ratio
 
 _VERSION = re.compile(r"\d+(?:\.\d+)?")
 VALUED_FLAGS = {
@@ -110,6 +110,6 @@ def check_attachment(attachment: Attachment, max_bytes: int) -> None:
 
 
 def _size(count: int) -> str:
-    if count >= 1024 * 1024:
-        return f"{count / (1024 * 1024):.3g} MiB"
-    return f"{count / 1024:.3g} KiB"
+    """``1.5 MiB``, ``300 KiB``: three significant digits, the language's decimal sign."""
+    amount, unit = (count / (1024 * 1024), "MiB") if count >= 1024 * 1024 else (count / 1024, "KiB")
+    return f"{format_number(float(format(amount, '.3g')), grouping=False)} {unit}"

@@ -30,7 +30,7 @@ from bot.features.jobs.params import (
     Untranslated,
     asked_mode,
 )
-from bot.kernel import N_, _, ngettext
+from bot.kernel import N_, _, format_number, ngettext
 from storage import Job
 
 ELAPSED_STEP = 5
@@ -256,7 +256,7 @@ def unconfirmed_error(minutes: float) -> str:
     return _(
         "The service never confirmed this job and no result arrived within {minutes} "
         "minutes, so genbot stopped waiting for it.",
-        minutes=format(minutes, "g"),
+        minutes=format_number(minutes, grouping=False),
     )
 
 
@@ -394,9 +394,17 @@ def diffusion_details(job: Job) -> str:
         _("seed {seed}", seed=seed) if seed is not None else "",
         f"{width}×{height}" if width is not None and height is not None else "",
         _steps(steps) if steps is not None else "",
-        _("guidance {guidance}", guidance=guidance) if guidance is not None else "",
+        _("guidance {guidance}", guidance=_decimal(guidance)) if guidance is not None else "",
     ]
     return " · ".join(part for part in parts if part)
+
+
+def _decimal(value: object) -> object:
+    """A number the provider answered, with the language's decimal sign (other values as
+    they are)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format_number(value, grouping=False)
+    return value
 
 
 def _steps(steps: object) -> str:

@@ -19,7 +19,7 @@ from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.params import job_language, result_with
 from bot.features.jobs.tracking.moves import MoveBatch
 from bot.features.jobs.tracking.watch import JobWatch
-from bot.kernel import N_, LimitsSettings, _, provider_text, speaking
+from bot.kernel import N_, LimitsSettings, _, format_number, provider_text, speaking
 from storage import (
     ACTIVE_STATUSES,
     IN_FLIGHT_STATUSES,
@@ -267,7 +267,7 @@ class ProviderState:
             else:
                 error = _(
                     "The service did not finish this job within {minutes} minutes.",
-                    minutes=format(minutes, "g"),
+                    minutes=format_number(minutes, grouping=False),
                 )
         return await self.finish(job, "failed", error=error, result=result)
 
