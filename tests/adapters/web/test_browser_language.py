@@ -10,7 +10,6 @@ from adapters.web import WebAdapter
 from bot.kernel import Command
 from tests.adapters.web.browser import chromium, user
 from tests.adapters.web.fakes import RecordingCore
-from tests.bot.test_locales import TRANSLATED
 
 
 async def test_the_switch_chooses_the_pages_language_and_it_lasts(
@@ -29,9 +28,8 @@ async def test_the_switch_chooses_the_pages_language_and_it_lasts(
         await tab.send("/help")
         (event,) = await core.wait_for_events(1)
         assert isinstance(event, Command) and event.locale == "de"
-        if TRANSLATED:
-            await expect(page.locator("#add-channel")).not_to_have_attribute("title", "New channel")
-            await expect(page.locator(".server-note")).not_to_have_text("runs on your machine")
+        await expect(page.locator("#add-channel")).not_to_have_attribute("title", "New channel")
+        await expect(page.locator(".server-note")).not_to_have_text("runs on your machine")
         await page.reload()
         await expect(page.locator("html")).to_have_attribute("lang", "de")
         await page.locator("#language").select_option("")
