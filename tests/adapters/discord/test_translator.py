@@ -75,12 +75,24 @@ async def test_the_sync_sends_each_commands_localizations(
     for tag in OTHERS:
         locale = DISCORD_LOCALE[tag]
         with speaking(tag):
-            imagine = pgettext(NAME_CONTEXT, "imagine")
+            for name in ("imagine", "settings", "help"):
+                said = pgettext(NAME_CONTEXT, name)
+                expected = said if said != name else None
+                assert by_name[name]["name_localizations"].get(locale) == expected, name
             settings = by_name["settings"]
-            assert by_name["imagine"]["name_localizations"].get(locale) == imagine
             assert (
                 by_name["help"]["description_localizations"][locale]
                 != by_name["help"]["description"]
             )
             language = next(o for o in settings["options"] if o["name"] == "language")
             assert language["name_localizations"][locale] == pgettext(OPTION_CONTEXT, "language")
+
+
+async def test_german_discord_shows_german_command_names(
+    harness: Harness, core: RecordingCore
+) -> None:
+    await harness.start(core, guild_ids=[])
+    by_name = {command["name"]: command for command in harness.fake.global_commands}
+    assert by_name["settings"]["name_localizations"]["de"] == "einstellungen"
+    assert by_name["help"]["name_localizations"]["de"] == "hilfe"
+    assert "de" not in by_name["imagine"]["name_localizations"], "Midjourney's word stays"
