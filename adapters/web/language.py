@@ -161,16 +161,19 @@ def messages(tag: str) -> dict[str, Any]:
     the language's plural categories in gettext's order (for the page's ``Intl.PluralRules``),
     and the languages the switch offers."""
     catalog = _compiled(tag)
+    rule = Locale.parse(tag.replace("-", "_")).plural_form
     translated: dict[str, list[str]] = {}
     for ids in script_messages():
         found = catalog.get(ids[0]) if catalog is not None else None
         if found is None:
             continue
         string = found.string
-        forms = [str(form or "") for form in string] if isinstance(string, tuple) else [string]
-        if all(forms):
-            translated[ids[0]] = [str(form) for form in forms]
-    rule = Locale.parse(tag.replace("-", "_")).plural_form
+        if isinstance(string, tuple | list):
+            forms = [str(form or "") for form in string]
+        else:
+            forms = [str(string or "")]
+        if all(forms) and len(forms) == (len(rule.tags | {"other"}) if len(ids) > 1 else 1):
+            translated[ids[0]] = forms
     return {
         "language": tag,
         "plurals": [category for category in PLURAL_ORDER if category in rule.tags | {"other"}],

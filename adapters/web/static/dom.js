@@ -24,7 +24,7 @@ export function tn(singular, plural, n, values = {}) {
   let text = n === 1 ? singular : plural;
   if (forms) {
     const index = words.plurals.indexOf(new Intl.PluralRules(words.language).select(n));
-    text = forms[index >= 0 ? index : forms.length - 1];
+    text = forms[index] ?? forms[forms.length - 1];
   }
   return fill(text, { n, ...values });
 }

@@ -64,6 +64,10 @@ async def test_the_page_gets_its_words_and_the_switchs_languages(
         "简体中文",
     ]
     assert set(body["messages"]) <= {ids[0] for ids in script_messages()}
+    plurals = {ids[0] for ids in script_messages() if len(ids) == 2}
+    for message, forms in body["messages"].items():
+        assert all(isinstance(form, str) and form for form in forms), message
+        assert len(forms) == (2 if message in plurals else 1), message
     browser.cookie_jar.update_cookies({LANGUAGE_COOKIE: "ja"}, URL(adapter.url))
     japanese = await (await browser.get("/api/messages")).json()
     assert (japanese["language"], japanese["plurals"]) == ("ja", ["other"])
