@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.discord.translator import NAME_CONTEXT
+from bot.kernel import CommandError, command, parse_aspect_ratio, pgettext, speaking
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, RecordedRequest, SimulatorConfig
 from tests.adapters.discord.harness import Harness
@@ -28,6 +30,7 @@ from tests.adapters.discord.real_core import (
 from tests.bot.features.jobs.support import png
 from tests.bot.harness import running_genbot
 from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage
+from tests.language import german, said
 from tests.postgres import PostgresCluster
 
 GRID_LABELS = {"U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4"}
@@ -394,3 +397,50 @@ async def test_an_image_prompt_and_a_style_reference_are_fetched_from_the_other_
         assert await other.store.media.fetches(names) == dict.fromkeys(names, 1)
         assert imagined.prompt == request.body["prompt"]
         assert "ignored" not in grid.text
+
+
+async def test_in_german_commands_help_settings_a_grid_its_buttons_and_a_refusal(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """A German server (its primary language) and a German Discord client: the commands are
+    registered with their German names, and /help, /settings, the grid, its buttons, the upscale's
+    buttons and a refusal speak German."""
+    fake = harness.fake
+    fake.guild_locale = "de"
+    alice, general = fake.user("alice"), fake.channel("general")
+    alice.locale = "de"
+
+    def told(text: str) -> bool:
+        return any(text in shown for shown in ephemeral_texts(fake, alice))
+
+    async with genbot_in(harness, sim, tmp_path):
+        synced = {c["name"]: c for c in fake.guild_commands[fake.guild_id]}
+        with speaking("de"):
+            named = {name: pgettext(NAME_CONTEXT, name) for name in synced if name.islower()}
+        german_names = {name: local for name, local in named.items() if local != name}
+        assert german_names, "the catalog gives some command a German name"
+        for name, local in german_names.items():
+            assert synced[name]["name_localizations"]["de"] == local
+        help_described = german(command("help").description)
+        assert synced["help"]["description_localizations"]["de"] == help_described
+
+        await fake.slash(alice, general, "help", {})
+        described = german(command("imagine").description)
+        await fake.wait_for(lambda: told(described), what="/help in German")
+
+        await fake.slash(alice, general, "settings", {"aspect_ratio": "16:9"})
+        change = said("de", "{setting} → {value}", setting=german("aspect ratio"), value="16:9")
+        saved = german("Saved your defaults: {changes}.", changes=change)
+        await fake.wait_for(lambda: told(saved), what="/settings in German")
+
+        grid = await imagine(fake, "a red fox")
+        assert german("Imagined") in grid.text
+        await fake.press(alice, grid, "U1")
+        upscale = await result_with(fake, general, german("Vary (Strong)"))
+        assert german("Upscaled") in upscale.text
+
+        with speaking("de"), pytest.raises(CommandError) as refused:
+            parse_aspect_ratio("99")
+        await fake.slash(alice, general, "imagine", {"prompt": "a fox", "aspect_ratio": "99"})
+        await fake.wait_for(lambda: told(str(refused.value)), what="the refusal in German")
+        assert not told("must look like")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.features.home import HOME_INTERVAL_SECONDS, RECENT_JOBS
-from bot.kernel import decode_custom_id
+from bot.kernel import CommandError, command, decode_custom_id, parse_aspect_ratio, speaking
 from bot.refs import NO_JOB
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
@@ -26,6 +26,7 @@ from tests.adapters.slack.end_to_end import (
     slack_genbot,
 )
 from tests.fakes.slack import FakeSlack
+from tests.language import german, said
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
 
@@ -233,3 +234,46 @@ async def settled(fake: FakeSlack) -> None:
     while count != len(fake.calls_to("views.publish")):
         count = len(fake.calls_to("views.publish"))
         await asyncio.sleep(2 * HOME_INTERVAL_SECONDS)
+
+
+async def test_in_german_help_settings_a_grid_its_buttons_a_refusal_and_the_home(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """A user whose Slack speaks German: /genbot help, /genbot settings, the grid and its buttons,
+    a refusal and their Home speak German (Slack's commands keep their English names)."""
+    async with FakeSlack() as fake:
+        fake.locales["U1"] = "de-DE"
+
+        def told(text: str) -> bool:
+            return any(text in shown.text for shown in fake.ephemerals)
+
+        async with slack_genbot(fake, sim, tmp_path / "g.db") as bot:
+            await fake.post_command(bot.url, fake.slash_command("/genbot", "help"))
+            described = german(command("imagine").description)
+            await fake.wait_for(lambda: told(described) or None, WAIT)
+
+            await fake.post_command(bot.url, fake.slash_command("/genbot", "settings --ar 16:9"))
+            ratio = german("aspect ratio")
+            change = said("de", "{setting} → {value}", setting=ratio, value="16:9")
+            saved = german("Saved your defaults: {changes}.", changes=change)
+            await fake.wait_for(lambda: told(saved) or None, WAIT)
+
+            await fake.post_command(bot.url, fake.slash_command("/imagine", "a heron at dusk"))
+            grid = await fake.wait_for(bot_message_with_button(fake, "C1", "U1"), WAIT)
+            assert german("Imagined") in grid.text
+            await fake.post_interactive(
+                bot.url, fake.block_actions(grid, grid.button("U1")["action_id"])
+            )
+            strong = german("Vary (Strong)")
+            await fake.wait_for(bot_message_with_button(fake, "C1", strong), WAIT)
+
+            with speaking("de"), pytest.raises(CommandError) as refused:
+                parse_aspect_ratio("99", "--ar")
+            await fake.post_command(bot.url, fake.slash_command("/imagine", "a fox --ar 99"))
+            await fake.wait_for(lambda: told(str(refused.value)) or None, WAIT)
+
+            home = await open_home(fake, bot, 0)
+
+    shown = texts_of(home)
+    assert german("Chat model") in shown and german("genbot's default") in shown
+    assert german("Change my defaults") in buttons_of(home)

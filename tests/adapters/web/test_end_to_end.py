@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from yarl import URL
 
-from bot.kernel import LimitsSettings
+from adapters.web.language import LANGUAGE_COOKIE
+from bot.kernel import CommandError, LimitsSettings, command, parse_aspect_ratio, speaking
 from simulator.state import Dialect
 from tests.genbot.stack import (
     ChannelView,
@@ -19,6 +21,7 @@ from tests.genbot.stack import (
     playground_user,
     real_stack,
 )
+from tests.language import german, said
 
 GRID_LABELS = [["U1", "U2", "U3", "U4", "🔄"], ["V1", "V2", "V3", "V4", "🌱 Seed"], ["ℹ️"]]
 UPSCALE_FOLLOW_UPS = {
@@ -245,3 +248,37 @@ async def test_an_invalid_option_is_refused_privately_with_no_provider_call(
         await neighbours_view.until(lambda: neighbours_view.handled(echo_id))
         assert list(neighbours_view.messages) == [], "the neighbour sees none of it"
         assert stack.sim.state.requests_to("/diff/") == []
+
+
+async def test_in_german_help_settings_a_grid_its_buttons_and_a_refusal(tmp_path: Path) -> None:
+    """A playground whose switch says German: /help, /settings, the grid and its buttons, the
+    upscale's buttons and a refusal speak German."""
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as user:
+        user.session.cookie_jar.update_cookies({LANGUAGE_COOKIE: "de"}, URL(stack.url))
+        view = await user.watch()
+
+        def answers(echo_id: str) -> str:
+            return "\n".join(message["text"] for message in view.after(echo_id))
+
+        echo_id = await user.command("/help")
+        await view.until(lambda: view.handled(echo_id))
+        assert german(command("imagine").description) in answers(echo_id)
+
+        echo_id = await user.command("/settings --ar 16:9")
+        await view.until(lambda: view.handled(echo_id))
+        change = said("de", "{setting} → {value}", setting=german("aspect ratio"), value="16:9")
+        assert answers(echo_id) == german("Saved your defaults: {changes}.", changes=change)
+
+        grid = await imagine_grid(user, view, "/imagine a lighthouse")
+        assert german("Imagined") in grid["text"]
+        event_id = await user.press(grid, "U1")
+        await view.until(lambda: view.handled(event_id))
+        strong = german("Vary (Strong)")
+        upscale = await view.until(lambda: view.with_buttons(grid["id"], strong))
+        assert german("Upscaled #{number}", number=1) in upscale["text"]
+
+        with speaking("de"), pytest.raises(CommandError) as refused:
+            parse_aspect_ratio("99", "--ar")
+        echo_id = await user.command("/imagine a fox --ar 99")
+        await view.until(lambda: view.handled(echo_id))
+        assert str(refused.value) in answers(echo_id)
