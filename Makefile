@@ -122,6 +122,7 @@ emoji-font:
 
 screenshots: $(STAMP) catalogs browser emoji-font
 	$(BIN)/python -m tests.genbot.screenshot docs/playground.png
+	$(BIN)/python -m tests.genbot.screenshot --language de docs/playground-de.png
 	$(BIN)/python -m tests.genbot.screenshot --frames docs/job
 
 bench: $(STAMP)

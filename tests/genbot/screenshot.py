@@ -1,13 +1,16 @@
 """Take the README's screenshot of the playground, and its frames of one job, from the real app.
 
     .venv/bin/python -m tests.genbot.screenshot docs/playground.png
+    .venv/bin/python -m tests.genbot.screenshot --language de docs/playground-de.png
     .venv/bin/python -m tests.genbot.screenshot --frames docs/job
 
 Runs the demo stack (simulator, real core, web adapter) and Debian's chromium through playwright:
 imagines a lighthouse, presses U1, asks genbot a short question in a thread, then saves the
 1280x900 window with the grid (U1 marked) and the thread in view. ``--frames PREFIX`` saves the
 one message of one job as it moves: ``PREFIX-1.png`` queued, ``-2`` drawing, ``-3`` the grid,
-``-4`` U1 pressed (after one job like it ran in #lab, so its time left is measured). Emoji
+``-4`` U1 pressed (after one job like it ran in #lab, so its time left is measured).
+``--language TAG`` takes it in a browser speaking that language (the page and genbot speak it
+too; the prompt stays as typed). Emoji
 need a colour emoji font (Debian's ``fonts-noto-color-emoji``) to look right; nothing else
 depends on it.
 """
@@ -102,7 +105,9 @@ async def frames(page: Page, prefix: Path) -> list[Path]:
     return saved
 
 
-async def main(output: Path, time_scale: float, frame_prefix: Path | None) -> None:
+async def main(
+    output: Path, time_scale: float, frame_prefix: Path | None, language: str | None = None
+) -> None:
     with tempfile.TemporaryDirectory(prefix="genbot-screenshot-") as data:
         limits = TICKING if frame_prefix is not None else FAST_POLLING
         async with (
@@ -111,7 +116,9 @@ async def main(output: Path, time_scale: float, frame_prefix: Path | None) -> No
         ):
             browser = await pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             try:
-                page = await browser.new_page(viewport={"width": 1280, "height": 900})
+                page = await browser.new_page(
+                    viewport={"width": 1280, "height": 900}, locale=language
+                )
                 page.set_default_timeout(WAIT_MS)
                 await page.goto(stack.url + "/")
                 if frame_prefix is not None:
@@ -131,6 +138,7 @@ if __name__ == "__main__":
     parser.add_argument("output", type=Path, nargs="?", default=Path("docs/playground.png"))
     parser.add_argument("--time-scale", type=float, default=0.05)
     parser.add_argument("--frames", type=Path, default=None, help="save a job's frames instead")
+    parser.add_argument("--language", default=None, help="the browser's language (de, ja…)")
     arguments = parser.parse_args()
     scale = arguments.time_scale if arguments.frames is None else max(arguments.time_scale, 0.15)
-    asyncio.run(main(arguments.output, scale, arguments.frames))
+    asyncio.run(main(arguments.output, scale, arguments.frames, arguments.language))
