@@ -72,7 +72,7 @@ class ImageLinks:
 
     async def _link(self, url: str) -> str:
         if self._host is None:
-            raise UserError(NO_HOST)
+            raise UserError(_(NO_HOST))
         key = hashlib.sha256(url.encode()).hexdigest()
         now = self._clock()
         known = self._links.get(key)
