@@ -55,7 +55,7 @@ async def test_demo_serves_a_working_playground_and_stops_cleanly_on_ctrl_c(
         admin_link = (await demo.line_matching(r"admin \(.*\): (\S+)")).group(1)
         async with playground_user(url) as user, playground_user(url) as admin:
             async with user.session.get("/") as page:
-                assert page.status == 200 and "<title>" in await page.text()
+                assert page.status == 200 and "genbot playground</title>" in await page.text()
             async with admin.session.get(admin_link.removeprefix(url)) as page:
                 assert page.status == 200 and page.url.query == {}, "the token leaves the bar"
             assert (await me(user))["admin"] is False, "a local user is not an admin"
