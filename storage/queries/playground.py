@@ -122,7 +122,9 @@ class PlaygroundHistory:
         """Store a message and its images (a message that answers a command marks it handled
         in the same transaction); trim the channel to ``keep`` when the message is new, sweep
         the images no message shows any more, and tell the other processes. Saving again does
-        no harm: a save whose connection was lost runs once more."""
+        no harm: a save whose connection was lost runs once more. Where processes share the
+        database, a save first locks its channels (in name order, for its transaction; the
+        sweep too): two processes trimming the same channels in different orders deadlocked."""
         return await self._saves((message, images, keep))
 
     @functools.cached_property
@@ -136,7 +138,12 @@ class PlaygroundHistory:
             for i in images
         ]
 
+        channels = sorted({message.channel for message, _, _ in batch})
+
         async def work(tx: Session) -> list[int]:
+            lock = tx.dialect.transaction_lock
+            if lock is not None:
+                await tx.execute_each(lock, [(f"{CHANNEL}.{c}",) for c in channels])
             if shown:
                 await tx.execute_many(SQL_SAVE_IMAGE, shown)
             versions = []
@@ -160,6 +167,8 @@ class PlaygroundHistory:
                     trim[message.channel] = keep
             trimmed = [await tx.execute(SQL_TRIM, (c, c, keep)) for c, keep in trim.items()]
             if any(trimmed):
+                if lock is not None:
+                    await tx.execute(lock, (f"{CHANNEL}.images",))
                 in_use = tx.dialect.json_elements("playground_messages", "image_keys")
                 await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
             if tx.dialect.notify is not None:

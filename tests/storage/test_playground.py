@@ -187,6 +187,41 @@ async def test_a_command_another_claimer_holds_is_skipped_not_waited_for(
     assert await other_store.playground.claim_pending_commands(clock.now) == ["c"]
 
 
+async def test_processes_saving_into_a_channel_take_turns_on_its_lock(
+    store: Store, other_store: Store
+) -> None:
+    """Two processes' saves trimmed the channels of their batches in different orders and
+    deadlocked (a command answered "can't reach its database"): a save now first locks its
+    channels, in name order, for its transaction."""
+    if not isinstance(store, PostgresStore):
+        pytest.skip("SQLite runs one write transaction at a time")
+    lock = store.db.dialect.transaction_lock
+    assert lock is not None
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(tx: Session) -> None:
+        await tx.execute(lock, ("genbot_playground.general",))
+        holding.set()
+        await release.wait()
+
+    held = asyncio.create_task(store.db.transaction(hold))
+    await holding.wait()
+    saving = asyncio.gather(
+        other_store.playground.save_playground_message(message("m1", "lab"), [], keep=3),
+        other_store.playground.save_playground_message(message("m2"), [], keep=3),
+    )
+    waiting = "SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    try:
+        async with asyncio.timeout(10):
+            while not (await store.db.fetch_one(waiting) or {"n": 0})["n"]:
+                assert not saving.done(), "the save did not wait for its channel's lock"
+                await asyncio.sleep(0.01)
+    finally:
+        release.set()
+        await held
+    assert list(await saving) == [1, 1]
+
+
 async def test_saves_asked_together_share_one_transaction_and_keep_their_order(
     store: Store, other_store: Store
 ) -> None:
