@@ -1,7 +1,7 @@
 """The message catalogs (bot/locales): one per language genbot speaks, with its plural rule; the
 compiled .mo files genbot reads are those of the .po files (the Makefile's ``catalogs`` step);
-and every sentence of the code is in the
-template and translated in every language, placeholders and plural forms intact."""
+and every sentence of the code is in the template and translated in every language, placeholders
+and plural forms intact."""
 
 from __future__ import annotations
 

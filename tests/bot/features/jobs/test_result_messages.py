@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from bot.features.jobs.result_messages import (
     follow_up_buttons,
     task_buttons,
 )
-from bot.kernel import decode_custom_id
+from bot.kernel import Button, decode_custom_id
 from tests.bot.features.jobs.support import job_record, run_command
 from tests.bot.harness import harness
 
@@ -56,7 +57,7 @@ V6_UPSCALE = [
 REF = "0123456789abcdef"
 
 
-def labels(rows) -> list[list[str]]:  # type: ignore[no-untyped-def]
+def labels(rows: Sequence[Sequence[Button]]) -> list[list[str]]:
     return [[button.label for button in row] for row in rows]
 
 
