@@ -68,7 +68,9 @@ def server_error() -> web.Response:
 
 @web.middleware
 async def fault_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Log the request in ``state.requests`` and maybe inject a fault (see the module doc)."""
+    """Log the request in ``state.requests``, hold it while its path is held
+    (:meth:`~simulator.state.SimulatorState.hold`) and maybe inject a fault (see the module
+    doc)."""
     if request.path.startswith("/_sim/"):
         return await handler(request)
     state = request.app[STATE]
@@ -77,6 +79,9 @@ async def fault_middleware(request: web.Request, handler: Handler) -> web.Stream
     entry.account = state.account_named(request)
     entry.fault = state.draw_fault(_allowed(request, body))
     request[REQUEST_RECORD] = entry
+    held = state.holds.get(request.path)
+    if held is not None:
+        await held.wait()
     with state.request_scope(entry):
         if entry.fault == "slow":
             await asyncio.sleep(state.config.slow_seconds)

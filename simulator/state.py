@@ -6,6 +6,7 @@ same object (or ``GET /_sim/stats``) to prove what the provider saw and charged.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -203,6 +204,9 @@ class SimulatorState:
     stream_bytes: list[int] = field(default_factory=list)
     """Per chat stream, in the order they began: the bytes of its body the client took (written
     before its connection closed)."""
+    holds: dict[str, asyncio.Event] = field(default_factory=dict)
+    """Paths whose requests wait, logged but unanswered, until their event is set (see
+    :meth:`hold`)."""
 
     @classmethod
     def create(cls, config: SimulatorConfig) -> SimulatorState:
@@ -288,6 +292,11 @@ class SimulatorState:
         entry = RecordedRequest(method, path, body, self.clock.now(), fault)
         self.requests.append(entry)
         return entry
+
+    def hold(self, path: str) -> asyncio.Event:
+        """Make the requests to ``path`` wait (logged, not yet handled) until the event returned
+        is set (tests: an answer that comes late on purpose); set it to let them through."""
+        return self.holds.setdefault(path, asyncio.Event())
 
     def lose_task(self, task_id: str) -> None:
         """Forget a task, as a provider that lost it (tests): fetch answers 400 for it,

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from aiohttp import ClientResponse, ClientSession, CookieJar
 
 from adapters.web.settings import WebSettings
-from bot.kernel import LimitsSettings
+from bot.kernel import LimitsSettings, PromptsSettings
 from genbot.demo import demo_settings
 from genbot.runtime import Runtime, running
 from genbot.settings import Settings
@@ -55,11 +55,13 @@ async def real_stack(
     demo: bool = False,
     port: int = 0,
     clock_start: float | None = None,
+    prompts: PromptsSettings | None = None,
 ) -> AsyncIterator[Stack]:
     """The simulator (speaking ``dialect``) and genbot (real core, web adapter on
     127.0.0.1:0, ``limits``: fast polling by default, on the provider ``plan``; ``demo``: wired
     as ``genbot demo`` wires it, with the admin link; ``port``: the playground's, 0 picks one;
-    ``clock_start``: the simulator's time stands still there until the test advances it)."""
+    ``clock_start``: the simulator's time stands still there until the test advances it;
+    ``prompts``: what genbot does with prompts, ``[prompts]``)."""
     config = SimulatorConfig(
         time_scale=time_scale,
         insecure_webhooks=True,
@@ -67,7 +69,11 @@ async def real_stack(
         clock_start=clock_start,
     )
     async with serve(config) as sim:
-        base = Settings(web=WebSettings(enabled=True, port=port), limits=limits)
+        base = Settings(
+            web=WebSettings(enabled=True, port=port),
+            limits=limits,
+            prompts=prompts or PromptsSettings(),
+        )
         settings = demo_settings(base, sim.base_url, config.api_key, tmp_path)
         api = settings.api.model_copy(update={"plan": plan})
         settings = settings.model_copy(update={"api": api})

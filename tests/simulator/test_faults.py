@@ -1,12 +1,14 @@
 """Fault injection: every kind happens, creation faults strike before or after creating, and the
-control plane and image downloads are never faulted."""
+control plane and image downloads are never faulted; a held path answers once released."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 import aiohttp
 
+from tests.adapters.web.fakes import eventually
 from tests.simulator.conftest import KEY, Api, running
 
 FAULTY = {"fault_rate": 1.0, "seed": 5, "slow_seconds": 0.01}
@@ -130,3 +132,15 @@ async def test_no_faults_without_a_fault_rate(api: Api) -> None:
     for _ in range(10):
         assert await _outcome(api, "/gen/v2/imagine", {"prompt": "a fox"}) == "ok"
     assert {e.fault for e in api.sim.state.requests} == {None}
+
+
+async def test_a_held_path_is_logged_and_answered_only_once_released(api: Api) -> None:
+    release = api.sim.state.hold("/gen/v2/imagine")
+    held = asyncio.create_task(api.post("/gen/v2/imagine", {"prompt": "a fox"}))
+    fetched = await api.post("/gen/v2/fetch", {"task_id": "none"})
+    await eventually(lambda: bool(api.sim.state.requests_to("/gen/v2/imagine")))
+    assert fetched[0] == 400 and not held.done() and not api.sim.state.tasks
+    release.set()
+    async with asyncio.timeout(5):
+        status, _ = await held
+    assert status == 200 and len(api.sim.state.tasks) == 1

@@ -70,6 +70,7 @@ export class MessageView {
     this.context = context;
     this.order = [];
     this.elements = new Map();
+    this.shown = new Map();
     this.stick = true;
     this.programmaticTop = -1;
     list.addEventListener("scroll", () => {
@@ -85,6 +86,7 @@ export class MessageView {
   clear(intro) {
     this.order = [];
     this.elements.clear();
+    this.shown.clear();
     this.list.replaceChildren(...(intro ? [intro] : []));
   }
 
@@ -104,32 +106,64 @@ export class MessageView {
 
   /** Insert or replace a message; keeps the view pinned to the bottom when it was, else
    * tells the context (onUnseen) when genbot's new message, reply to you or result lands out
-   * of sight. */
+   * of sight. A new message takes its place in the channel's order (by its time: a command
+   * shown to everyone only once genbot answers it comes in after later messages), grouped with
+   * the message before it, and the one after it is grouped anew. */
   upsert(message, { forceScroll = false } = {}) {
     const pinned = forceScroll || this.stick;
     const existing = this.elements.get(message.id);
     const news = message.author.bot && (!existing || message.images.length > 0);
     if (!pinned && news && !message.deleted) this.context.onUnseen?.();
+    let at = this.order.indexOf(message.id);
+    if (at < 0) at = this.placeOf(message);
+    const element = this.render(message, this.groups(this.shownAt(at - 1), message));
+    this.shown.set(message.id, message);
+    this.elements.set(message.id, element);
     if (existing) {
-      const grouped = existing.classList.contains("grouped");
-      const element = this.render(message, grouped);
       keepButtons(existing, element);
       existing.replaceWith(element);
-      this.elements.set(message.id, element);
     } else {
-      const previous = this.order.length ? this.context.lookup(this.order[this.order.length - 1]) : null;
-      const element = this.render(message, this.groups(previous, message));
-      this.order.push(message.id);
-      this.elements.set(message.id, element);
-      this.list.append(element);
+      const next = this.elements.get(this.order[at]);
+      this.order.splice(at, 0, message.id);
+      if (next) next.before(element);
+      else this.list.append(element);
     }
+    this.regroup(at + 1);
     if (pinned) this.scrollToBottom();
+  }
+
+  /** Where a new message goes in the order: after every message not younger than it. */
+  placeOf(message) {
+    let at = this.order.length;
+    while (at > 0 && this.shownAt(at - 1).created > message.created) at -= 1;
+    return at;
+  }
+
+  shownAt(at) {
+    return at >= 0 && at < this.order.length ? this.shown.get(this.order[at]) : null;
+  }
+
+  /** Render the message at ``at`` again when its neighbour above changed whether it groups. */
+  regroup(at) {
+    const message = this.shownAt(at);
+    if (!message) return;
+    const grouped = this.groups(this.shownAt(at - 1), message);
+    const existing = this.elements.get(message.id);
+    if (existing.classList.contains("grouped") === grouped) return;
+    const element = this.render(message, grouped);
+    keepButtons(existing, element);
+    existing.replaceWith(element);
+    this.elements.set(message.id, element);
   }
 
   remove(id) {
     this.elements.get(id)?.remove();
     this.elements.delete(id);
-    this.order = this.order.filter((other) => other !== id);
+    this.shown.delete(id);
+    const at = this.order.indexOf(id);
+    if (at < 0) return;
+    this.order.splice(at, 1);
+    this.regroup(at);
   }
 
   refresh(id) {

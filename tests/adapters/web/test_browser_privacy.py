@@ -1,9 +1,11 @@
 """What each user sees, in Chromium on the real core: a command whose answers only its user sees
 stays private (the answer quotes it, and the user's next public message does not join its
 group); one genbot answers in public is shown to everyone; a user's name in the sidebar is the
-one others see; control characters and bidirectional overrides are shown as escapes, not
-obeyed; a result in another channel marks it unread (on a phone, the button that opens the
-channel list too); guests' avatars are not genbot's."""
+one others see; a command genbot answers in public only after the user's next message takes its
+place before that message, in the live page and after a reload; control characters and
+bidirectional overrides are shown as escapes, not obeyed; a result in another channel marks it
+unread (on a phone, the button that opens the channel list too); guests' avatars are not
+genbot's."""
 
 from __future__ import annotations
 
@@ -13,10 +15,14 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, expect
 
+from bot.kernel import PromptsSettings
 from tests.adapters.web.browser import user
 from tests.genbot.stack import real_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
+TRANSLATE = PromptsSettings(translate="auto", translate_seconds=60)
+"""The prompt's translation, a chat call held in the simulator, keeps a command private until
+the test lets it through (within a minute)."""
 
 
 async def test_private_commands_stay_private_and_shown_text_is_safe(
@@ -64,6 +70,37 @@ async def test_private_commands_stay_private_and_shown_text_is_safe(
         guest = bobs.locator("article.kind-user .avatar.guest").first
         await expect(guest).not_to_have_text("G")
         await expect(bobs.locator("article.kind-bot .avatar.bot").first).to_have_text("")
+        assert alice.errors == bob.errors == []
+
+
+async def test_a_command_shown_to_everyone_late_takes_its_place_before_later_messages(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
+    async with (
+        real_stack(tmp_path, prompts=TRANSLATE) as stack,
+        user(chromium_browser, stack.url + "/") as alice,
+        user(chromium_browser, stack.url + "/") as bob,
+    ):
+        release = stack.sim.state.hold("/v1/chat/completions")
+        try:
+            await alice.send("/imagine 夕暮れの灯台")
+            await expect(alice.page.locator("#messages article.kind-user")).to_contain_text(
+                ["Only you can see this"]
+            )
+            await alice.send("and then a harbour")
+            bobs = bob.page.locator("#messages article.kind-user")
+            await expect(bobs).to_have_text([re.compile("and then a harbour")])
+        finally:
+            release.set()
+        for shown, reload in ((bob, False), (alice, False), (bob, True), (alice, True)):
+            if reload:
+                await shown.open(stack.url + "/")
+            users = shown.page.locator("#messages article.kind-user")
+            await expect(users).to_have_text(
+                [re.compile("/imagine 夕暮れの灯台"), re.compile("and then a harbour")]
+            )
+            await expect(users.first.locator(".name")).to_have_count(1)
+            await expect(users.last).to_have_class(re.compile(r"\bgrouped\b"))
         assert alice.errors == bob.errors == []
 
 
