@@ -26,7 +26,8 @@ reference the user can quote (:func:`unexpected_error_text`). Adapters never tel
 went wrong: they keep only their platform-level last resort (acknowledging in time).
 
 **The language.** Each event is handled speaking its user's language, with its place's language
-for what everyone there reads (:mod:`bot.kernel.i18n` decides; :func:`bot.kernel.i18n.speaking`).
+for what everyone there reads (:mod:`bot.kernel.i18n` decides; :func:`bot.kernel.i18n.speaking`),
+and names genbot's commands as its place's platform does (:mod:`bot.kernel.command_names`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from bot.kernel import (
     decide,
     metrics,
     name_the_saved,
+    naming,
     parse_command_text,
     provider_text,
     speaking,
@@ -316,7 +318,8 @@ class Router:
         exception (the boundary of the module docstring). Cancelled (a drain cut it short), it
         answers nothing and lets the cancellation through."""
         spoken = await self._spoken(event)
-        with speaking(spoken.private, public=spoken.public):
+        names = self.outbox.command_names(event.place)
+        with speaking(spoken.private, public=spoken.public), naming(names):
             await self._handle(event, deadline)
 
     async def _spoken(self, event: InboundEvent) -> Spoken:

@@ -193,7 +193,7 @@ class GenbotClient(discord.AutoShardedClient):
                 guild = discord.Object(guild_id)
                 self.tree.copy_global_to(guild=guild)
                 try:
-                    await self.tree.sync(guild=guild)
+                    self.surface.mentions.registered(guild_id, await self.tree.sync(guild=guild))
                 except discord.Forbidden as error:
                     raise AdapterStartError(
                         f"Discord refused genbot's slash commands in guild {guild_id} "
@@ -201,7 +201,7 @@ class GenbotClient(discord.AutoShardedClient):
                         "applications.commands scope, or remove it from [discord] guild_ids"
                     ) from error
         else:
-            await self.tree.sync()
+            self.surface.mentions.registered(None, await self.tree.sync())
 
     # Interactions ------------------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 import aiohttp
 import discord
 
+from adapters.discord.mentions import CommandMentions
 from adapters.discord.modals import build_modal, reopen_view
 from adapters.discord.translate import DM_WORKSPACE, InteractionContext
 from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
@@ -50,6 +51,7 @@ from bot.kernel import (
     Attachment,
     Button,
     ButtonStyle,
+    CommandNames,
     Event,
     ImageFile,
     MessageGone,
@@ -222,6 +224,13 @@ class DiscordSurface:
         self._hook_messages: OrderedDict[str, Hook] = OrderedDict()
         self.result_cards = result_cards
         self._refused_forms: OrderedDict[str, Modal] = OrderedDict()
+        self.mentions = CommandMentions()
+        """The registered commands' ids, kept by the client when it registers them."""
+
+    def command_names(self, place: Place) -> CommandNames:
+        """Discord names genbot's commands by their mentions, which show them in the reader's
+        language (:mod:`adapters.discord.mentions`)."""
+        return self.mentions.names(place)
 
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None

@@ -34,6 +34,7 @@ from bot.kernel import (
     ActivityKind,
     Attachment,
     Command,
+    CommandNames,
     Event,
     HomeOpened,
     HomeView,
@@ -74,7 +75,7 @@ class SlackSurface:
     """What the core calls to post, edit, upload, open forms and fetch files on Slack."""
 
     platform = "slack"
-    command_names: Mapping[str, str] = MappingProxyType(
+    spellings: Mapping[str, str] = MappingProxyType(
         {
             "settings": "genbot settings",
             "usage": "genbot usage",
@@ -85,6 +86,7 @@ class SlackSurface:
             "admin.audit": "genbot admin audit",
         }
     )
+    """The commands Slack users type as ``/genbot …`` (the manifest's)."""
 
     def __init__(
         self,
@@ -143,6 +145,10 @@ class SlackSurface:
         for team_id in list(self._clients):
             self.tokens.forget(team_id)
         self._clients.clear()
+
+    def command_names(self, place: Place) -> CommandNames:
+        """Slack names commands as its users type them: ``/genbot settings``."""
+        return CommandNames(spellings=self.spellings)
 
     # Surface ----------------------------------------------------------------------------------
 

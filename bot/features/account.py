@@ -18,9 +18,8 @@ leaves its setting unchanged. Every answer is ephemeral.
 ``scope`` is read when the catalogue (:mod:`bot.kernel.commands`) offers it; until then
 ``/settings`` works as ``scope: me``.
 
-Commands are named as the user's platform spells them: a surface may carry an optional
-``command_names`` mapping (catalogue name → spelling without the slash, Slack's
-``{"settings": "genbot settings", …}``), read with :meth:`bot.outbox.Outbox.command_names`.
+Commands are named as the user's platform names them (:mod:`bot.kernel.command_names`:
+Slack's ``/genbot settings``, Discord's mentions).
 """
 
 from __future__ import annotations
@@ -58,10 +57,12 @@ from bot.kernel import (
     help_specs,
     help_text,
     language_name,
+    named,
     ngettext,
     refill_time,
     speaking,
     split_text,
+    written,
 )
 from bot.outbox import Notice, OpenForm, Outbox, WritePolicy
 from bot.refs import RefKind, ScopeReferent
@@ -105,14 +106,13 @@ LABELS = {
 }
 
 
-def chat_help(names: Mapping[str, str]) -> str:
-    """The chat part of ``/help``, with commands spelled as ``names`` say."""
-    settings = f"/{names.get('settings') or 'settings'}"
-    chat = f"/{names.get('chat') or 'chat'}"
+def chat_help() -> str:
+    """The chat part of ``/help``, with commands named as the event's platform names them."""
+    settings, chat = named("settings"), named("chat")
     scoped = (
         " "
         + _(
-            "Admins set a channel's or the workspace's defaults with `{settings}` scope "
+            "Admins set a channel's or the workspace's defaults with {settings} scope "
             "channel / workspace.",
             settings=settings,
         )
@@ -122,11 +122,11 @@ def chat_help(names: Mapping[str, str]) -> str:
     # Translators: {scoped} is empty or one more sentence ("Admins set …"), with its leading space.
     return _(
         "**Chat** — DM genbot, mention it in a channel (it opens a thread) or reply to its "
-        "answers: each is a conversation it remembers. Model: `{settings}` model (your "
-        "default) or `{chat}` model (this conversation); llm-4 models need the Developer "
-        "plan. System prompt: `{settings}` system_prompt (this channel; `-` restores the "
-        "default) or `{chat}` system (this conversation). Temperature: `{settings}` or "
-        "`{chat}` temperature; answer length: `{chat}` max_tokens.{scoped} Say `draw …` to "
+        "answers: each is a conversation it remembers. Model: {settings} model (your "
+        "default) or {chat} model (this conversation); llm-4 models need the Developer "
+        "plan. System prompt: {settings} system_prompt (this channel; `-` restores the "
+        "default) or {chat} system (this conversation). Temperature: {settings} or "
+        "{chat} temperature; answer length: {chat} max_tokens.{scoped} Say `draw …` to "
         "have it start an image job; attach an image with llm-4-vision-preview to have it "
         "looked at.",
         settings=settings,
@@ -312,19 +312,17 @@ class AccountFeature:
             )
         if scope == "me":
             return scope
-        settings = (
-            f"/{self.outbox.command_names(event.place.platform).get('settings') or 'settings'}"
-        )
+        settings = named("settings")
         if not event.user.is_admin:
             raise UserError(
                 _(
-                    "Only genbot admins can change this channel's defaults; `{settings}` "
+                    "Only genbot admins can change this channel's defaults; {settings} "
                     "without a scope changes yours.",
                     settings=settings,
                 )
                 if scope == "channel"
                 else _(
-                    "Only genbot admins can change this workspace's defaults; `{settings}` "
+                    "Only genbot admins can change this workspace's defaults; {settings} "
                     "without a scope changes yours.",
                     settings=settings,
                 )
@@ -338,9 +336,6 @@ class AccountFeature:
             )
         return scope
 
-    def _settings_command(self, event: Event) -> str:
-        return self.outbox.command_names(event.place.platform).get("settings") or "settings"
-
     def _scope_id(self, event: Event, scope: str) -> tuple[ScopeKind, str]:
         if scope == "workspace":
             return "workspace", event.place.workspace_id
@@ -352,14 +347,13 @@ class AccountFeature:
         await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
 
     async def _help(self, event: Event, about: str) -> None:
-        names = self.outbox.command_names(event.place.platform)
         offered: dict[Offered, tuple[str, ...]] = {
             "chat_models": tuple(allowed_chat_models(self.plan)),
             "diffusion_models": tuple(self.diffusion_models()),
         }
-        text = help_text(about or None, names, offered)
+        text = help_text(about or None, offered)
         if not about or help_specs(about)[0].name == "chat":
-            text = f"{text}\n\n{chat_help(names)}"
+            text = f"{text}\n\n{chat_help()}"
         for piece in split_text(text, self.outbox.profile(event.place.platform).max_text):
             await self._tell(event, piece)
 
@@ -469,16 +463,11 @@ class AccountFeature:
             return
         admin_only = [name for name in ADMIN_SETTINGS if name in values]
         if admin_only:
-            settings = (
-                f"/{self.outbox.command_names(event.place.platform).get('settings') or 'settings'}"
-            )
             raise UserError(
                 _(
-                    "{setting} is set per channel by genbot admins: "
-                    "`{settings} scope channel {option} …`.",
+                    "{setting} is set per channel by genbot admins: {command}.",
                     setting=_(LABELS[admin_only[0]]),
-                    settings=settings,
-                    option=admin_only[0],
+                    command=written("settings", f"scope channel {admin_only[0]} …"),
                 )
             )
         mine = await self._stored(event, "me")

@@ -5,7 +5,8 @@ what the core asks a platform to show (:mod:`~bot.kernel.outbound`), the surface
 (:mod:`~bot.kernel.surface`), the refusals and fixed texts users see (:mod:`~bot.kernel.errors`),
 the surfaces by platform (:mod:`~bot.kernel.registry`), the command catalogue and its text
 language (:mod:`~bot.kernel.commands`, :mod:`~bot.kernel.command_text`,
-:mod:`~bot.kernel.command_images`), the core's settings sections (:mod:`~bot.kernel.settings`),
+:mod:`~bot.kernel.command_images`), how a text names a command
+(:mod:`~bot.kernel.command_names`), the core's settings sections (:mod:`~bot.kernel.settings`),
 text splitting (:mod:`~bot.kernel.text`), what the admin page and the gallery ask of the core
 (:mod:`~bot.kernel.admin_console`, :mod:`~bot.kernel.gallery`), checked images and their hosting
 (:mod:`~bot.kernel.media`, :mod:`~bot.kernel.media_host`), image references in prompts
@@ -32,6 +33,7 @@ from bot.kernel.command_images import (
     usage_name,
     without_links,
 )
+from bot.kernel.command_names import CommandNames, command_names, named, naming, written
 from bot.kernel.command_text import (
     check_text,
     help_specs,
@@ -205,6 +207,7 @@ from bot.kernel.surface import (
     ForgetsUsers,
     LinksMessages,
     MessageGone,
+    NamesCommands,
     NativeStream,
     PlatformProfile,
     PublishesHome,
@@ -213,7 +216,6 @@ from bot.kernel.surface import (
     SendsFilesPrivately,
     SendsPrivately,
     ShowsActivity,
-    SpellsCommands,
     StreamExpired,
     StreamsNatively,
     Surface,
@@ -277,6 +279,7 @@ __all__ = [
     "Chunk",
     "Command",
     "CommandError",
+    "CommandNames",
     "CommandSpec",
     "CoreSettings",
     "DeletesMessages",
@@ -309,6 +312,7 @@ __all__ = [
     "ModalField",
     "ModalSubmit",
     "ModerationSettings",
+    "NamesCommands",
     "NativeStream",
     "NotAllowed",
     "Offered",
@@ -339,7 +343,6 @@ __all__ = [
     "SendsFilesPrivately",
     "SendsPrivately",
     "ShowsActivity",
-    "SpellsCommands",
     "Spliced",
     "Spoken",
     "StorageError",
@@ -366,6 +369,7 @@ __all__ = [
     "check_text",
     "command",
     "command_images",
+    "command_names",
     "completions",
     "cut_chunk",
     "decide",
@@ -393,6 +397,8 @@ __all__ = [
     "model_not_in_tier",
     "name_problem",
     "name_the_saved",
+    "named",
+    "naming",
     "ngettext",
     "not_in_tier",
     "offered",
@@ -422,4 +428,5 @@ __all__ = [
     "validate_options",
     "with_suffix",
     "without_links",
+    "written",
 ]

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.kernel.command_names import CommandNames, command_names
 from bot.kernel.commands import (
     COMMANDS,
     COMMANDS_BY_NAME,
@@ -24,6 +25,7 @@ from bot.kernel.commands import (
     CommandSpec,
     Offered,
     Option,
+    command,
 )
 from bot.kernel.errors import CommandError
 from bot.kernel.events import OptionValue
@@ -569,13 +571,6 @@ def _numbered_help(spec: CommandSpec) -> str:
     )
 
 
-def spelled(spec: CommandSpec, command_names: Mapping[str, str] | None = None) -> str:
-    """How a platform spells a command, without the slash: ``command_names`` maps catalogue
-    names to a platform's own spelling (Slack: ``{"settings": "genbot settings"}``); others
-    are the catalogue's (``diffusion txt2img``)."""
-    return (command_names or {}).get(spec.name) or _display_name(spec)
-
-
 def help_specs(name: str | None = None) -> tuple[CommandSpec, ...]:
     """The commands ``/help name`` is about: every one, one (``imagine``, ``diffusion txt2img``)
     or a group's (``diffusion``); :class:`CommandError` naming the choices for anything else."""
@@ -597,48 +592,51 @@ def help_specs(name: str | None = None) -> tuple[CommandSpec, ...]:
 
 def help_text(
     name: str | None = None,
-    command_names: Mapping[str, str] | None = None,
     offered: Mapping[Offered, Sequence[str]] | None = None,
 ) -> str:
     """Help for every command (or those :func:`help_specs` finds for ``name``): options with
     their flags, the values genbot knows for autocompleted ones (``offered``, see
-    :func:`bot.kernel.commands.offered`), and examples, with commands spelled as the platform spells
-    them (see :func:`spelled`).
+    :func:`bot.kernel.commands.offered`), and examples, with commands named as the platform of
+    the event being handled names them (:mod:`bot.kernel.command_names`).
 
     Markdown with inline code; Slack callers run it through ``markdown_to_mrkdwn``.
     """
     specs = help_specs(name)
     lists = offered if offered is not None else EVERY_CHAT_MODEL
+    names = command_names()
     blocks: list[str] = []
     if not name:
         blocks.append(
             _(
                 "**genbot commands** — on text-only platforms write options as flags after the "
                 "text, e.g. `a fox in the snow --ar 16:9 --fast`; quote values with spaces, and "
-                'quote text that only looks like a flag (`"--verbose"`). `/help diffusion` shows '
-                "one command or group."
+                'quote text that only looks like a flag (`"--verbose"`). {help} shows one '
+                "command or group.",
+                help=_example(_("/help diffusion"), command("help"), names),
             )
         )
     for spec in specs:
-        command = spelled(spec, command_names)
-        lines = [f"**/{command}** — {_(spec.description)}"]
+        heading = names.mention(spec.name) or f"**{names.typed(spec.name)}**"
+        lines = [f"{heading} — {_(spec.description)}"]
         lines += [_option_help(spec, option, lists) for option in spec.options]
         if spec.numbered_uploads:
             lines.append(_numbered_help(spec))
         lines += [
             # Translators: in /help, before an example of a command ("e.g. `/imagine a fox`").
-            "  " + _("e.g. `{example}`", example=_respelled(_(example), spec, command))
+            "  " + _("e.g. {example}", example=_example(_(example), spec, names))
             for example in spec.examples
         ]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
 
-def _respelled(example: str, spec: CommandSpec, command: str) -> str:
+def _example(example: str, spec: CommandSpec, names: CommandNames) -> str:
+    """An example of ``spec`` as the platform names it (:meth:`CommandNames.written`)."""
     catalogue = f"/{_display_name(spec)}"
-    if example.startswith(catalogue) and (example[len(catalogue) :][:1] in ("", " ")):
-        return f"/{command}{example[len(catalogue) :]}"
-    return example
+    rest = example[len(catalogue) :]
+    if not example.startswith(catalogue) or rest[:1] not in ("", " "):
+        return f"`{example}`"
+    return names.written(spec.name, rest.strip())
 
 
 def mentioned_user(text: str) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, Protocol, runtime_checkable
 
+from bot.kernel.command_names import CommandNames
 from bot.kernel.events import Attachment, Event, HomeOpened, MessageRef, Place, User
 from bot.kernel.outbound import ButtonRows, HomeView, Modal, OutMessage
 
@@ -97,7 +98,7 @@ class Surface(Protocol):
 
     What only some platforms can do is a protocol of its own, checked with ``isinstance``:
     :class:`FindsKeyedPosts`, :class:`DeletesMessages`, :class:`LinksMessages`,
-    :class:`StreamsNatively`, :class:`ShowsActivity`, :class:`SpellsCommands`,
+    :class:`StreamsNatively`, :class:`ShowsActivity`, :class:`NamesCommands`,
     :class:`SendsPrivately`, :class:`PublishesHome`, :class:`Reposts`.
     """
 
@@ -190,11 +191,13 @@ class ShowsActivity(Protocol):
 
 
 @runtime_checkable
-class SpellsCommands(Protocol):
-    """A surface whose platform spells some commands its own way (Slack: ``settings`` →
-    ``genbot settings``); help texts follow it."""
+class NamesCommands(Protocol):
+    """A surface whose platform names genbot's commands its own way in a text (Slack spells
+    some: ``/genbot settings``; Discord mentions them): see :mod:`bot.kernel.command_names`."""
 
-    command_names: Mapping[str, str]
+    def command_names(self, place: Place) -> CommandNames:
+        """How a text read in ``place`` names genbot's commands."""
+        ...
 
 
 @runtime_checkable

@@ -24,12 +24,14 @@ from typing import TypeVar, cast
 
 from bot.kernel import (
     Attachment,
+    CommandNames,
     DeletesMessages,
     Event,
     FindsKeyedPosts,
     ForgetsUsers,
     LinksMessages,
     MessageRef,
+    NamesCommands,
     Place,
     PlatformProfile,
     PublishesHome,
@@ -38,7 +40,6 @@ from bot.kernel import (
     SendsFilesPrivately,
     SendsPrivately,
     ShowsActivity,
-    SpellsCommands,
     StreamsNatively,
     Surface,
     SurfaceError,
@@ -102,13 +103,14 @@ class Outbox:
         surface = self._surfaces.get(platform)
         return surface is not None and isinstance(surface, capability)
 
-    def command_names(self, platform: str) -> Mapping[str, str]:
-        """How ``platform`` spells genbot's commands (catalogue name → spelling without the
-        slash; see :class:`~bot.kernel.SpellsCommands`), or ``{}``."""
-        surface = self._surfaces.get(platform)
-        if not isinstance(surface, SpellsCommands):
-            return {}
-        return {str(name): str(spelling) for name, spelling in surface.command_names.items()}
+    def command_names(self, place: Place) -> CommandNames:
+        """How a text read in ``place`` names genbot's commands (see
+        :class:`~bot.kernel.NamesCommands`); the catalogue's names where its platform has no
+        way of its own."""
+        surface = self._surfaces.get(place.platform)
+        if not isinstance(surface, NamesCommands):
+            return CommandNames()
+        return surface.command_names(place)
 
     async def posted(self, place: Place, key: str) -> MessageRef | None:
         """The message shown in ``place`` with ``key``, where its platform can tell (see

@@ -17,11 +17,11 @@ from bot.kernel import (
     FindsKeyedPosts,
     LimitsSettings,
     LinksMessages,
+    NamesCommands,
     PublishesHome,
     Reposts,
     SendsPrivately,
     ShowsActivity,
-    SpellsCommands,
     StreamsNatively,
     Surface,
 )
@@ -32,7 +32,7 @@ CAPABILITIES: dict[str, type] = {
     "link": LinksMessages,
     "native streams": StreamsNatively,
     "status line": ShowsActivity,
-    "own command names": SpellsCommands,
+    "own command names": NamesCommands,
     "home tab": PublishesHome,
     "repost": Reposts,
     "private messages": SendsPrivately,
@@ -53,7 +53,7 @@ def test_each_platform_declares_what_it_can_do_and_metering_keeps_it_visible() -
     )
     web = WebAdapter(WebSettings()).surface
     expected: dict[str, tuple[Surface, set[str]]] = {
-        "discord": (discord, {"delete", "link", "private messages"}),
+        "discord": (discord, {"delete", "link", "private messages", "own command names"}),
         "slack": (slack, set(CAPABILITIES)),
         "web": (web, {"keyed posts", "delete", "link", "private messages"}),
     }

@@ -406,8 +406,7 @@ class ChatEngine:
             return
         if event.action != VISION_ACTION:
             raise UserError(_("This button is no longer supported."))
-        settings_command = self._settings_command(event.place.platform)
-        check_plan(VISION_MODEL, self.plan, settings_command=settings_command)
+        check_plan(VISION_MODEL, self.plan)
         self.caps.check_model(event.place.platform, event.user, VISION_MODEL)
         await self.caps.check_budget(event.place.platform, event.user)
         with self.caps.answering(event.place.platform, event.user):
@@ -487,9 +486,6 @@ class ChatEngine:
             self._locks[conversation_id] = lock
         return lock
 
-    def _settings_command(self, platform: str) -> str:
-        return self.outbox.command_names(platform).get("settings", "settings")
-
     async def _params(
         self,
         user: User,
@@ -500,9 +496,7 @@ class ChatEngine:
         params = await resolve_params(
             self.store.settings, self.defaults, user, place, conversation, overrides
         )
-        check_plan(
-            params.model, self.plan, params.model_source, self._settings_command(place.platform)
-        )
+        check_plan(params.model, self.plan, params.model_source)
         self.caps.check_model(place.platform, user, params.model)
         return params
 

@@ -3,7 +3,7 @@ context, and vision content parts.
 
 Settings are layered (first match wins):
 
-- model: ``/chat model`` (sticks to the conversation) > the conversation's model > the user's
+- model: `{chat} model` (sticks to the conversation) > the conversation's model > the user's
   ``/settings model`` > the channel's > the workspace's > ``ChatDefaults.model``;
 - system prompt: ``/chat system`` (sticks to the conversation) > the channel's
   ``/settings system_prompt`` > the workspace's > ``ChatDefaults.system_prompt``;
@@ -30,7 +30,7 @@ from bot.api.chat import allowed_chat_models, plan_allows
 from bot.features.chat.history import Turn
 from bot.features.chat.history import fit as fit_turns
 from bot.features.chat.tokens import FittedHistory, context_size
-from bot.kernel import N_, Attachment, Place, User, UserError, _
+from bot.kernel import N_, Attachment, Place, User, UserError, _, named
 from bot.outbox import Outbox
 from storage import Conversation, SettingsReader, SettingValues
 
@@ -163,44 +163,42 @@ def _first(value: T | None, default: T) -> T:
     return default if value is None else value
 
 
-def check_plan(
-    model: str, plan: str, source: str = "chat", settings_command: str = "settings"
-) -> None:
-    """Refuse an ``llm-4*`` model on the free plan with a sentence naming the way out
-    (``settings_command`` is how the platform spells ``/settings``)."""
+def check_plan(model: str, plan: str, source: str = "chat") -> None:
+    """Refuse an ``llm-4*`` model on the free plan with a sentence naming the way out."""
     if plan_allows(plan, model):
         return
     values = {
         "model": model,
-        "settings": settings_command,
+        "settings": named("settings"),
+        "chat": named("chat"),
         "models": ", ".join(allowed_chat_models(plan)),
     }
     # Translators: the same refusal, once per place the model was chosen in.
     texts = {
         "conversation": N_(
             "This conversation is set to use {model}, which needs the Developer plan; this "
-            "workspace is on the free plan. Choose another model with `/{settings} model` "
-            "(your default) or `/chat model` (this conversation): {models}."
+            "workspace is on the free plan. Choose another model with {settings} model "
+            "(your default) or {chat} model (this conversation): {models}."
         ),
         "user": N_(
             "Your default model is {model}, which needs the Developer plan; this workspace is "
-            "on the free plan. Choose another model with `/{settings} model` (your default) or "
-            "`/chat model` (this conversation): {models}."
+            "on the free plan. Choose another model with {settings} model (your default) or "
+            "{chat} model (this conversation): {models}."
         ),
         "channel": N_(
             "This channel's default model is {model}, which needs the Developer plan; this "
-            "workspace is on the free plan. Choose another model with `/{settings} model` "
-            "(your default) or `/chat model` (this conversation): {models}."
+            "workspace is on the free plan. Choose another model with {settings} model "
+            "(your default) or {chat} model (this conversation): {models}."
         ),
         "workspace": N_(
             "This workspace's default model is {model}, which needs the Developer plan; this "
-            "workspace is on the free plan. Choose another model with `/{settings} model` "
-            "(your default) or `/chat model` (this conversation): {models}."
+            "workspace is on the free plan. Choose another model with {settings} model "
+            "(your default) or {chat} model (this conversation): {models}."
         ),
     }
     asked = N_(
         "You asked for {model}, which needs the Developer plan; this workspace is on the free "
-        "plan. Choose another model with `/{settings} model` (your default) or `/chat model` "
+        "plan. Choose another model with {settings} model (your default) or {chat} model "
         "(this conversation): {models}."
     )
     raise UserError(_(texts.get(source, asked), **values))

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
 from bot.api.chat import allowed_chat_models
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT
 from bot.features.chat.tokens import count_functions, count_messages, count_text
-from bot.kernel import Command, ModalSubmit, Place, Plan, User, UserError
+from bot.kernel import Command, CommandNames, ModalSubmit, Place, Plan, User, UserError
 from tests.bot.features.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, chat_world
 from tests.fakes.platform import FakePlatform
 from tests.resilience.support import genbot_stack
@@ -23,11 +22,14 @@ OTHER_CHANNEL = Place("fake", "w1", "c2")
 class SlackSpelling(FakePlatform):
     """A platform whose commands are spelled like Slack's ``/genbot settings``."""
 
-    command_names: ClassVar[dict[str, str]] = {
-        "settings": "genbot settings",
-        "usage": "genbot usage",
-        "help": "genbot help",
-    }
+    def command_names(self, place: Place) -> CommandNames:
+        return CommandNames(
+            spellings={
+                "settings": "genbot settings",
+                "usage": "genbot usage",
+                "help": "genbot help",
+            }
+        )
 
 
 async def settings_with_scope(
@@ -233,7 +235,7 @@ async def test_help_and_refusals_name_commands_as_the_platform_spells_them(
         await world.store.settings.set_scope_settings("user", "fake", "bob", model="llm-4")
         await world.actor(BOB, DM).say("echo: hi")
         (refusal,) = world.platform.ephemerals_for("bob")
-        assert "`/genbot settings model`" in refusal
+        assert "`/genbot settings` model" in refusal
 
 
 async def test_admins_set_channel_and_workspace_defaults(world: ChatWorld) -> None:

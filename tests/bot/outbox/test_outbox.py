@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
 import pytest
 from prometheus_client import REGISTRY
@@ -14,6 +14,7 @@ from bot.kernel import (
     ActivityKind,
     Attachment,
     Command,
+    CommandNames,
     Event,
     FindsKeyedPosts,
     MessageRef,
@@ -306,7 +307,8 @@ class Spelling(Recording):
     """A surface that finds keyed posts, links messages, spells ``settings`` its own way and
     serves downloads."""
 
-    command_names: ClassVar[dict[str, str]] = {"settings": "genbot settings"}
+    def command_names(self, place: Place) -> CommandNames:
+        return CommandNames(spellings={"settings": "genbot settings"})
 
     async def posted(self, place: Place, key: str) -> MessageRef | None:
         self._made("posted", key)
@@ -337,8 +339,8 @@ async def test_features_read_platforms_through_the_outbox_without_writing() -> N
     assert outbox.profile("spelling") is profile
     assert outbox.can("spelling", FindsKeyedPosts) and not outbox.can("fake", FindsKeyedPosts)
     assert not outbox.can("slack", FindsKeyedPosts)
-    assert outbox.command_names("spelling") == {"settings": "genbot settings"}
-    assert outbox.command_names("fake") == {}
+    assert outbox.command_names(there).typed("settings") == "/genbot settings"
+    assert outbox.command_names(PLACE) == CommandNames()
     assert await outbox.posted(there, "k1") == MessageRef(there, "keyed-k1")
     assert await outbox.posted(PLACE, "k1") is None
     assert await outbox.link(ref) == "https://example.test/m1"

@@ -87,7 +87,7 @@ async def test_llm_4_on_the_free_plan_is_refused_before_sending(tmp_path: Path) 
         assert "You asked for llm-4, which needs the Developer plan" in chat_refusal
         assert "Your default model is llm-4-0613" in dm_refusal
         for refusal in (chat_refusal, dm_refusal, mention_refusal):
-            assert "/settings model" in refusal and "llm-3.5-turbo" in refusal
+            assert "`/settings` model" in refusal and "llm-3.5-turbo" in refusal
         assert world.chat_bodies() == []
         assert world.platform.messages == {} and world.platform.threads == []
         await world.actor(BOB, BOB_DM).say("echo: free models work")
