@@ -12,7 +12,8 @@ Every refusal is a :class:`UserError` before anything is stored or sent: a file 
 ``max_bytes``, more than ``max_files`` documents, a file that is neither text nor PDF, a PDF that
 cannot be opened or is password-protected, and a PDF with no text layer (a scan). The bytes are
 read from the platform (:meth:`bot.outbox.Outbox.download`) and go nowhere but into the chat
-request.
+request; the chat engine has moderation check each :class:`Read`'s text (what the model would
+read of it) first.
 """
 
 from __future__ import annotations

@@ -148,10 +148,12 @@ class ChatStorage:
 
 
 class Moderates(ScreensAnswers, Protocol):
-    """What checks a message chat is about to answer, refusing with :class:`UserError`, and
-    moderates the answer (moderation)."""
+    """What checks a message chat is about to answer and the text of each document read into
+    it, refusing with :class:`UserError`, and moderates the answer (moderation)."""
 
     async def check_message(self, event: UserMessage, text: str) -> None: ...
+
+    async def check_document(self, user: User, place: Place, name: str, text: str) -> None: ...
 
 
 class ChatEngine:
@@ -242,7 +244,7 @@ class ChatEngine:
     ) -> None:
         if target is None:
             params = await self._params(event.user, event.place, None)
-            reads = await self._read(event.place, params, said, documents)
+            reads = await self._read(event.user, event.place, params, said, documents)
             text = with_documents(said, reads)
             self._check_fits_alone(params, text, images)
             if event.place.thread_id is not None:
@@ -261,7 +263,7 @@ class ChatEngine:
             assert target is not None
         else:
             params = await self._params(event.user, target.place, target.conversation)
-            reads = await self._read(event.place, params, said, documents)
+            reads = await self._read(event.user, event.place, params, said, documents)
             text = with_documents(said, reads)
         images = await shareable_images(self.outbox, event.place, images)
         await self._converse(
@@ -361,7 +363,7 @@ class ChatEngine:
             target = await thread_target(self.store.conversations, user, place, event, create=False)
         conversation = target.conversation if target else None
         params = await self._params(user, place, conversation, overrides)
-        reads = await self._read(place, params, prompt, documents)
+        reads = await self._read(user, place, params, prompt, documents)
         text = with_documents(prompt, reads)
         message_ids: tuple[str, ...] = ()
         if target is None:
@@ -519,9 +521,16 @@ class ChatEngine:
         fit(params, self.defaults, history.request_turns(), self.answerer.function_tokens())
 
     async def _read(
-        self, place: Place, params: ChatParams, text: str, documents: Sequence[Attachment]
+        self,
+        user: User,
+        place: Place,
+        params: ChatParams,
+        text: str,
+        documents: Sequence[Attachment],
     ) -> list[Read]:
-        """``documents`` read within the room the user's turn has in the model's context."""
+        """``documents`` read within the room the user's turn has in the model's context, each
+        read's text (what the model would see) checked by moderation before anything is
+        stored, posted or sent."""
         if not documents:
             return []
         room = (
@@ -531,7 +540,11 @@ class ChatEngine:
             - count_message({"role": "user", "content": text})
             - REPLY_PRIMING_TOKENS
         )
-        return await self.documents.read(place, documents, room)
+        reads = await self.documents.read(place, documents, room)
+        if self.moderation is not None:
+            for read in reads:
+                await self.moderation.check_document(user, place, read.name, read.text)
+        return reads
 
     async def _history(self, conversation_id: int, params: ChatParams) -> History:
         max_tokens = history_tokens(params, self.defaults)

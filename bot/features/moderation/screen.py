@@ -5,7 +5,9 @@ command's options once parsed and validated, and a form's values, before the fea
 them acts — so it comes after anything that rewrites a prompt at parsing (issue 27's ``/prefer``
 options and permutations belong in the router's option parsing, before it, so that each
 expanded prompt is checked). :meth:`Moderation.check_message` is the chat engine's check of a
-message it is about to answer, :meth:`Moderation.screened` its answer's;
+message it is about to answer, :meth:`Moderation.check_document` of a document's text read
+into it (what the model would see of it: its name and the pages or lines that fit), and
+:meth:`Moderation.screened` its answer's;
 :meth:`Moderation.describe_result` the tracker's check of a finished describe job's prompts;
 :meth:`Moderation.refused_prompt` the chat tools' check of a prompt the model wrote.
 
@@ -116,6 +118,11 @@ class Moderation:
         await self._refuse_banned(event.user, event.place)
         await self._check(event.user, event.place, text, echo=False)
 
+    async def check_document(self, user: User, place: Place, name: str, text: str) -> None:
+        """Refuse (:class:`UserError`, naming the document ``name``) a document whose ``text``
+        — as the model would read it — breaks a rule, with an offence as for a message."""
+        await self._check(user, place, text, echo=False, document=name)
+
     async def screened(self, place: Place, deltas: TextDeltas) -> TextDeltas:
         """A chat answer's ``deltas`` as they may be shown in ``place``: unchanged where no rule
         is in force, else withheld from a match on (:mod:`bot.features.moderation.answers`)."""
@@ -164,7 +171,9 @@ class Moderation:
             await self.audit.record("moderation.refused", place, user.id, user.id, after=refused)
             raise UserError(banned_text(until))
 
-    async def _check(self, user: User, place: Place, text: str, *, echo: bool) -> None:
+    async def _check(
+        self, user: User, place: Place, text: str, *, echo: bool, document: str = ""
+    ) -> None:
         match = (await self.rules(place.platform, place.workspace_id)).match(text)
         if match is None or not await self._confirmed(match, text, place):
             return
@@ -183,7 +192,9 @@ class Moderation:
             offence.count if offence else "none: admin",
         )
         raise UserError(
-            refusal_text(match.category, offence, self.store.clock(), text if echo else "")
+            refusal_text(
+                match.category, offence, self.store.clock(), text if echo else "", document
+            )
         )
 
     async def _record(

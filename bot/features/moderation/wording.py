@@ -30,13 +30,24 @@ def _ordinal(count: int) -> str:
     return _("{count}th", count=count)
 
 
-def refusal_text(category: str, offence: Offence | None, now: float, echo: str = "") -> str:
+def refusal_text(
+    category: str, offence: Offence | None, now: float, echo: str = "", document: str = ""
+) -> str:
     """The refusal of a prompt matching a rule of ``category``; ``offence``: what it earned
-    (None: nothing, as for an admin); ``echo``: the prompt, given back so nothing is lost."""
-    text = _(
-        "Refused: this matches genbot's rules on **{category}**, so nothing was run.",
-        category=category,
-    )
+    (None: nothing, as for an admin); ``echo``: the prompt, given back so nothing is lost;
+    ``document``: the name of the attached document that matched (the refusal names it)."""
+    if document:
+        text = _(
+            "Refused: the document {name} matches genbot's rules on **{category}**, so nothing "
+            "was sent.",
+            name=document,
+            category=category,
+        )
+    else:
+        text = _(
+            "Refused: this matches genbot's rules on **{category}**, so nothing was run.",
+            category=category,
+        )
     if offence is not None and offence.banned_until > now:
         minutes = round((offence.banned_until - now) / 60)
         text += " " + _(

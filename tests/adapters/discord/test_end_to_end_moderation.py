@@ -100,3 +100,32 @@ async def test_an_admin_adds_a_server_rule_that_refuses_prompts_there(
         assert not await genbot.all_jobs()
         assert [r.entry for r in await genbot.store.moderation.rules("discord", str(fake.guild_id))]
     assert not sim.state.requests_to("/gen/"), "no provider call"
+
+
+async def test_a_document_breaking_a_rule_is_refused_before_the_model_reads_it(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GENBOT_MODERATION__WORDS", json.dumps({"nsfw": ["nude"]}))
+    fake = harness.fake
+    alice, bob, general = fake.user("alice"), fake.user("bob"), fake.channel("general")
+    dm = fake.dm_channel(bob)
+    story = ("story.md", b"# Chapter 1\nA n-u-d-e swimmer at dawn.", "text/markdown")
+    db = tmp_path / "genbot.db"
+    async with real_genbot(harness, sim, db, edit_window_seconds=QUICK_WINDOW) as genbot:
+        interaction = await fake.slash(
+            alice, general, "chat", {"prompt": "Summarize it"}, attachments={"file": story}
+        )
+        await fake.answered(interaction)
+        [told] = await fake.wait_for(lambda: ephemeral_texts(fake, alice), what="the refusal")
+        assert told.startswith("Refused: the document story.md matches genbot's rules on **nsfw**")
+        assert "60 min" in told and "swimmer" not in told
+
+        await fake.user_message(bob, dm, "What happens here?", attachments=(story,))
+        [refused] = await fake.wait_for(lambda: fake.bot_messages(dm.id), what="the refusal")
+        assert refused.content.startswith("Refused: the document story.md matches")
+
+        for user in (alice, bob):
+            assert await genbot.store.moderation.banned_until("discord", str(user.id))
+        assert not fake.threads_in(general.id), "no conversation was opened"
+        assert await genbot.store.db.fetch_all("SELECT content FROM messages") == []
+    assert not sim.state.requests_to("/v1/chat/completions"), "no provider call"

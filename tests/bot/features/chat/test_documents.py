@@ -7,7 +7,8 @@ from pathlib import Path
 
 from bot.features.chat.documents import DocumentLimits, allot
 from bot.kernel import Attachment
-from tests.bot.features.chat.pdfs import PAGE, read_of_report, report, scan
+from storage import ModerationRule
+from tests.bot.features.chat.pdfs import PAGE, make_pdf, read_of_report, report, scan
 from tests.bot.features.chat.support import ALICE, CHANNEL, DM, ChatWorld, chat_world
 
 
@@ -119,3 +120,42 @@ async def test_the_page_limit_is_the_configured_one(tmp_path: Path) -> None:
         assert note.startswith(
             "📄 Read the first 2 of 5 pages of report.pdf: genbot reads at most 2 pages of a PDF."
         )
+
+
+async def test_a_document_breaking_a_workspace_rule_is_refused_before_anything_is_sent(
+    tmp_path: Path,
+) -> None:
+    async with chat_world(tmp_path, moderated=True) as world:
+        rule = ModerationRule("nsfw", "nude")
+        await world.store.moderation.add_rule("fake", "w1", rule, "root")
+        story = pdf("story.pdf", make_pdf([["A quiet harbour."], ["Then a NUDE swimmer."]]))
+        await world.actor(ALICE, CHANNEL).say("Summarize", mention=True, attachments=(story,))
+        (refusal,) = world.platform.ephemerals_for("alice")
+        assert refusal.startswith(
+            "Refused: the document story.pdf matches genbot's rules on **nsfw**, so nothing "
+            "was sent."
+        )
+        assert "60 min" in refusal, "an offence, as for a message"
+        assert await world.store.moderation.banned_until("fake", "alice") is not None
+        assert world.chat_bodies() == [], "no provider call"
+        assert world.platform.threads == [], "no thread opened"
+
+
+async def test_only_what_the_model_would_read_of_a_document_is_checked(tmp_path: Path) -> None:
+    limits = DocumentLimits(max_pages=2)
+    async with chat_world(tmp_path, moderated=True, documents=limits) as world:
+        rule = ModerationRule("nsfw", "nude")
+        await world.store.moderation.add_rule("fake", "w1", rule, "root")
+        pages = make_pdf([["A quiet harbour."], ["Boats."], ["Then a nude swimmer."]])
+        await world.actor().say("Summarize", attachments=(pdf("story.pdf", pages),))
+        (body,) = world.chat_bodies()
+        assert "swimmer" not in body["messages"][-1]["content"]
+        assert world.platform.ephemerals_for("alice") == []
+        assert await world.store.moderation.banned_until("fake", "alice") is None
+        await world.actor().command(
+            "chat", prompt="And this?", file=text_file("b.txt", "a nude fox")
+        )
+        assert world.platform.ephemerals_for("alice")[0].startswith(
+            "Refused: the document b.txt matches"
+        )
+        assert len(world.chat_bodies()) == 1

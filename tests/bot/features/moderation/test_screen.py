@@ -111,6 +111,21 @@ async def test_forms_messages_and_workspace_rules_are_checked(store: SqliteStore
     assert "to edit" not in str(refused.value), "a chat message stays where it was written"
 
 
+async def test_a_documents_text_is_refused_by_name_with_an_offence(store: SqliteStore) -> None:
+    moderation = Moderation(SETTINGS, store.moderation, audit=AuditTrail(store.audit, 90))
+    await moderation.check_document(ALICE, PLACE, "notes.txt", "--- notes.txt ---\na fox")
+    read = "--- story.txt (2 lines) ---\nOnce upon a time\nthe n.u.d.e fox\n--- end ---"
+    with pytest.raises(UserError) as refused:
+        await moderation.check_document(ALICE, PLACE, "story.txt", read)
+    told = str(refused.value)
+    assert told.startswith("Refused: the document story.txt matches genbot's rules on **nsfw**")
+    assert "1st" in told and "60 min" in told
+    assert "Once upon" not in told, "a document is not echoed"
+    assert await store.moderation.banned_until("discord", "alice") is not None
+    (entry,) = await store.audit.entries("discord", "g1", kind="moderation.refused")
+    assert entry.after["text"] == read
+
+
 async def test_an_unsure_match_passes_without_the_model_check(store: SqliteStore) -> None:
     moderation = Moderation(SETTINGS, store.moderation, audit=AuditTrail(store.audit, 90))
     await moderation.screen(imagine("Scunthorpe denuded"), {"prompt": "Scunthorpe denuded"})
