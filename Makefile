@@ -18,8 +18,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # The message catalogs (bot/locales; README, "Adding a language"). `make messages` extracts every
 # _(), N_() and ngettext() of the code and t()/tn() of the playground's scripts into genbot.pot,
 # then merges it into each language's genbot.po (new sentences untranslated, removed ones
-# dropped: git keeps them). genbot reads the .mo files compiled from the .po files: never
-# committed, rebuilt whenever a .po changes, before the tests, the demo and the screenshots.
+# dropped: git keeps them). The template carries no creation date: branches that each ran
+# `make messages` would otherwise conflict on that line alone. genbot reads the .mo files
+# compiled from the .po files: never committed, rebuilt whenever a .po changes, before the
+# tests, the demo and the screenshots.
 LOCALES := bot/locales
 CATALOGS := $(wildcard $(LOCALES)/*/LC_MESSAGES/genbot.po)
 COMPILED := $(CATALOGS:.po=.mo)
@@ -35,6 +37,7 @@ $(LOCALES)/%/LC_MESSAGES/genbot.mo: $(LOCALES)/%/LC_MESSAGES/genbot.po | $(STAMP
 
 messages: $(STAMP)
 	$(BIN)/pybabel -q extract $(EXTRACT) -o $(LOCALES)/genbot.pot .
+	sed -i '/^"POT-Creation-Date: /d' $(LOCALES)/genbot.pot
 	$(BIN)/pybabel -q update -D genbot -i $(LOCALES)/genbot.pot -d $(LOCALES) \
 	    --no-fuzzy-matching --ignore-obsolete --ignore-pot-creation-date
 
