@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
@@ -65,7 +66,6 @@ from bot.kernel import (
     decide,
     metrics,
     name_the_saved,
-    naming,
     parse_command_text,
     provider_text,
     speaking,
@@ -318,8 +318,8 @@ class Router:
         exception (the boundary of the module docstring). Cancelled (a drain cut it short), it
         answers nothing and lets the cancellation through."""
         spoken = await self._spoken(event)
-        names = self.outbox.command_names(event.place)
-        with speaking(spoken.private, public=spoken.public), naming(names):
+        names = functools.cache(functools.partial(self.outbox.command_names, event.place))
+        with speaking(spoken.private, public=spoken.public, names=names):
             await self._handle(event, deadline)
 
     async def _spoken(self, event: InboundEvent) -> Spoken:

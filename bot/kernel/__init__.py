@@ -33,7 +33,7 @@ from bot.kernel.command_images import (
     usage_name,
     without_links,
 )
-from bot.kernel.command_names import CommandNames, command_names, named, naming, written
+from bot.kernel.command_names import CommandNames, command_names, named, written
 from bot.kernel.command_text import (
     check_text,
     help_specs,
@@ -398,7 +398,6 @@ __all__ = [
     "name_problem",
     "name_the_saved",
     "named",
-    "naming",
     "ngettext",
     "not_in_tier",
     "offered",

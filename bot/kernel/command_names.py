@@ -8,16 +8,16 @@ A sentence that names a command takes it as a value, never as literal text in th
 genbot's commands its own way (``/genbot settings``), Discord mentions them (a mention renders
 in the reader's own language and runs the command when clicked), and everywhere else the
 catalogue's name stands, in inline code (```/settings```). The adapter decides, through its
-surface (:class:`bot.kernel.surface.NamesCommands`); the router names the commands of the
-event's place around its handling (:func:`naming`), as it speaks its language.
+surface (:class:`bot.kernel.surface.NamesCommands`); the router hands the event's place's way
+to :func:`bot.kernel.i18n.speaking` around its handling, asked only when a text names a command.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from bot.kernel.i18n import command_naming
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,12 @@ class CommandNames:
 
 CATALOGUE = CommandNames()
 """The catalogue's own names, where no platform says otherwise (outside an event, in tests)."""
-_names: ContextVar[CommandNames | None] = ContextVar("genbot_command_names", default=None)
 
 
 def command_names() -> CommandNames:
     """How the place of the event being handled names genbot's commands."""
-    return _names.get() or CATALOGUE
+    names = command_naming()
+    return CATALOGUE if names is None else names()
 
 
 def named(name: str, /) -> str:
@@ -75,13 +75,3 @@ def written(name: str, rest: str, /) -> str:
     """Catalogue command ``name`` run with ``rest`` as a sentence shows it where the event being
     handled is read (see :meth:`CommandNames.written`)."""
     return command_names().written(name, rest)
-
-
-@contextmanager
-def naming(names: CommandNames) -> Iterator[None]:
-    """Name commands as ``names`` says in this block and in the tasks it starts."""
-    token = _names.set(names)
-    try:
-        yield
-    finally:
-        _names.reset(token)

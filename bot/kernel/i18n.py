@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from babel import Locale
 from babel.dates import format_skeleton
@@ -59,6 +60,9 @@ from babel.units import format_unit
 from bot.kernel.events import Event
 from storage import SettingsReader
 
+if TYPE_CHECKING:
+    from bot.kernel.command_names import CommandNames
+
 DEFAULT_LANGUAGE = "en"
 LANGUAGES: tuple[str, ...] = ("en", "de", "ja", "zh-Hans")
 """The languages genbot speaks, as BCP 47 tags; the first is the source language."""
@@ -67,6 +71,9 @@ LOCALES = Path(__file__).resolve().parent.parent / "locales"
 
 _language: ContextVar[str] = ContextVar("genbot_language", default=DEFAULT_LANGUAGE)
 _public: ContextVar[str | None] = ContextVar("genbot_public_language", default=None)
+_names: ContextVar[Callable[[], CommandNames] | None] = ContextVar(
+    "genbot_command_names", default=None
+)
 
 
 def language() -> str:
@@ -81,16 +88,30 @@ def public_language() -> str:
 
 
 @contextmanager
-def speaking(tag: str, *, public: str | None = None) -> Iterator[None]:
+def speaking(
+    tag: str, *, public: str | None = None, names: Callable[[], CommandNames] | None = None
+) -> Iterator[None]:
     """Speak ``tag`` (a supported language) in this block and in the tasks it starts;
-    ``public`` is the language of what everyone in the place reads (default: ``tag``)."""
+    ``public`` is the language of what everyone in the place reads (default: ``tag``).
+    ``names`` says how the place's platform names genbot's commands (a Discord mention shows in
+    the reader's language): asked only when a text names one (:mod:`bot.kernel.command_names`);
+    without it, the enclosing block's stands."""
     token = _language.set(tag if tag in LANGUAGES else DEFAULT_LANGUAGE)
     public_token = _public.set(public if public in LANGUAGES else None)
+    names_token = None if names is None else _names.set(names)
     try:
         yield
     finally:
+        if names_token is not None:
+            _names.reset(names_token)
         _public.reset(public_token)
         _language.reset(token)
+
+
+def command_naming() -> Callable[[], CommandNames] | None:
+    """How the place of the event being handled names genbot's commands, as :func:`speaking`
+    was told (None: outside an event, or its platform did not say)."""
+    return _names.get()
 
 
 @contextmanager

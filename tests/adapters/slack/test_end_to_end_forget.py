@@ -46,6 +46,8 @@ async def test_an_admin_forgets_a_user_and_no_row_names_them(
         await command("a lighthouse at dusk", GONE, "/imagine")
         await command("an owl", "U1", "/imagine")
         assert "Saved" in await told("settings --ar 16:9", GONE)
+        # Slack's acknowledgement comes before the job is stored; its progress message after.
+        await fake.wait_for(lambda: len(fake.calls_to("chat.postMessage")) >= 2 or None, WAIT)
         for job in await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES):
             await bot.settled(job.id)
         assert set(await rows_naming(bot.store, GONE)) >= {"jobs", "usage", "scope_settings"}
