@@ -30,9 +30,11 @@ async def test_stop_feedback_and_regenerate_in_a_real_browser(
         await box.fill(f"@genbot echo: {WORDS}")
         await page.locator("#composer-slot .send-button").click()
         thread = page.locator("#thread-messages")
-        answer = thread.locator("article.message.kind-bot").filter(has_text="fox3 ")
+        streaming = thread.locator("article.message.kind-bot").filter(has_text="fox3 ")
+        await expect(streaming.locator(".btn", has_text="⏹ Stop")).to_be_visible(timeout=WAIT_MS)
+        # The answer 🔁 makes quotes the same message: only the first one's id tells them apart.
+        answer = thread.locator(f'article[data-id="{await streaming.get_attribute("data-id")}"]')
         stop = answer.locator(".btn", has_text="⏹ Stop")
-        await expect(stop).to_be_visible(timeout=WAIT_MS)
         await stop.click()
         await expect(answer.locator(".text")).to_contain_text("(stopped)", timeout=WAIT_MS)
         await expect(answer.locator(".btn")).to_have_text(["🔁", "👍", "👎"], timeout=WAIT_MS)
@@ -45,14 +47,12 @@ async def test_stop_feedback_and_regenerate_in_a_real_browser(
         await expect(page.get_by_text("Thanks for the feedback")).to_be_visible(timeout=WAIT_MS)
 
         await answer.locator(".btn", has_text="🔁").click()
+        newer = streaming.filter(has=page.locator(".btn", has_text="⏹ Stop"))
+        await expect(newer).to_have_count(1, timeout=WAIT_MS)
         await expect(answer.locator(".text")).to_contain_text(
             "replaced by a newer answer", timeout=WAIT_MS
         )
         await expect(answer.locator(".btn")).to_have_count(0)
-        newer = thread.locator("article.message.kind-bot").filter(
-            has=page.locator(".btn", has_text="⏹ Stop")
-        )
-        await expect(newer).to_have_count(1, timeout=WAIT_MS)
         await newer.locator(".btn", has_text="⏹ Stop").click()
         await expect(thread.locator("article.message.kind-bot .btn", has_text="👍")).to_have_count(
             1, timeout=WAIT_MS
