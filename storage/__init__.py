@@ -54,7 +54,7 @@ from storage.records.chat import (
     Fork as Fork,
 )
 from storage.records.audit import AuditEntry as AuditEntry
-from storage.records.retention import Cutoffs as Cutoffs, Purged as Purged
+from storage.records.retention import Cutoffs as Cutoffs, KeptAbout as KeptAbout, Purged as Purged
 from storage.records.moderation import ModerationRule as ModerationRule, Offence as Offence
 from storage.records.preferences import Batch as Batch, SavedOption as SavedOption
 from storage.records.jobs import (

@@ -112,9 +112,13 @@ class PlaygroundJournal:
         ]
         return await self._history.save_playground_message(stored, shown, keep=self._keep)
 
-    async def forget_user(self, user_id: str, channel: str) -> list[str]:
-        """Delete what the storage keeps naming ``user_id`` or in ``channel``; the ids of the
-        messages deleted."""
+    async def about_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
+        """What the storage keeps naming ``user_id`` or in ``channel``: the messages' ids and
+        the keys of the images only they show."""
+        return await self._history.about_user(user_id, channel)
+
+    async def forget_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
+        """Delete what :meth:`about_user` finds; what it found."""
         return await self._history.forget_user(user_id, channel)
 
     async def claim_pending(self, accepted_before: float) -> list[str]:

@@ -14,6 +14,7 @@ import re
 import secrets
 import time
 from collections import OrderedDict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 from urllib.parse import unquote
@@ -247,6 +248,13 @@ class MessageStore:
             or user_id in m.text
             or any(user_id in b.custom_id for row in m.buttons for b in row)
         ]
+
+    def images_only_of(self, messages: Sequence[WebMessage]) -> set[str]:
+        """The keys of the images kept that ``messages`` show and no other message does."""
+        ids = {message.id for message in messages}
+        shown = set().union(*(message.image_keys() for message in messages))
+        others = (m.image_keys() for m in self._by_id.values() if m.id not in ids)
+        return {key for key in shown - set().union(*others) if key in self._images}
 
     def remove(self, message_id: str) -> WebMessage | None:
         """Forget a message (and the images only it showed); the message, if it was kept."""

@@ -41,6 +41,9 @@ from bot.kernel import (
     storage_failure_text,
 )
 
+KEPT_MESSAGES = "playground_messages"
+KEPT_IMAGES = "playground_images"
+"""The kinds of what the playground keeps about a user (``/forget-me``)."""
 log = logging.getLogger(__name__)
 
 DOWNLOADS_BYTES = 128 * 1024 * 1024
@@ -315,24 +318,38 @@ class Playground:
         if forms is not None:
             forms.pop(custom_id, None)
 
-    def kept_about(self, user_id: str) -> int:
-        """How many messages the playground shows naming ``user_id`` or in their DM."""
-        return len(self.store.about(user_id, dm_channel(user_id)))
+    async def kept_about(self, user_id: str) -> dict[str, int]:
+        """How many messages the playground keeps naming ``user_id`` or in their DM (in memory
+        and in the storage), and images only they show: what :meth:`forget_user` deletes."""
+        ids, images = await self._about(user_id, forget=False)
+        return {KEPT_MESSAGES: len(ids), KEPT_IMAGES: len(images)}
 
-    async def forget_user(self, user_id: str) -> int:
+    async def forget_user(self, user_id: str) -> dict[str, int]:
         """Delete the messages naming ``user_id`` (theirs, answers to them, those only they
-        see) and their DM, from the storage first, then from memory and the browsers showing
-        them; how many."""
-        channel = dm_channel(user_id)
-        gone = {message.id for message in self.store.about(user_id, channel)}
-        if self.journal is not None:
-            gone.update(await self.journal.forget_user(user_id, channel))
+        see) and their DM, with the images only they show, from the storage first, then from
+        memory and the browsers showing them; how many of each (:meth:`kept_about`'s kinds)."""
+        gone, images = await self._about(user_id, forget=True)
         for message_id in gone:
             message = self.store.remove(message_id)
             if message is not None:
                 erased = replace(message, deleted=True, text="", buttons=(), images=[])
                 self._show("delete", erased, images_before=0)
-        return len(gone)
+        return {KEPT_MESSAGES: len(gone), KEPT_IMAGES: len(images)}
+
+    async def _about(self, user_id: str, *, forget: bool) -> tuple[set[str], set[str]]:
+        """The ids of the messages about ``user_id`` and the keys of the images only they show,
+        in memory and in the storage (``forget``: deleted there, as found)."""
+        channel = dm_channel(user_id)
+        about = self.store.about(user_id, channel)
+        ids = {message.id for message in about}
+        images = self.store.images_only_of(about)
+        if self.journal is not None:
+            journal = self.journal
+            stored = journal.forget_user if forget else journal.about_user
+            stored_ids, stored_images = await stored(user_id, channel)
+            ids.update(stored_ids)
+            images.update(stored_images)
+        return ids, images
 
     def show_unkept(self, message: WebMessage) -> None:
         """Show a new ``message`` without writing it to the storage (this process forgets it

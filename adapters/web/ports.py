@@ -96,9 +96,13 @@ class PlaygroundHistory(Protocol):
     async def settle_playground_message(self, message_id: str) -> None:
         """Mark a command's message as handled."""
 
-    async def forget_user(self, user_id: str, channel: str) -> list[str]:
-        """Delete the messages naming ``user_id`` and those of ``channel`` (their DM), then
-        the images no message shows any more; the ids of the messages deleted."""
+    async def about_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
+        """The messages naming ``user_id`` and those of ``channel`` (their DM): their ids, and
+        the keys of the images only they show."""
+
+    async def forget_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
+        """Delete the messages of :meth:`about_user`, then the images no message shows any
+        more; what :meth:`about_user` found."""
 
     async def playground_message(
         self, message_id: str, *, with_images: bool = True

@@ -99,13 +99,13 @@ class WebSurface:
         return f"{self.playground.url}/#{ref.place.channel_id}/{ref.message_id}"
 
     async def kept_about(self, user_id: str) -> Mapping[str, int]:
-        """What the playground shows about ``user_id`` beyond genbot's records."""
-        return {"playground messages": self.playground.kept_about(user_id)}
+        """What the playground keeps about ``user_id`` beyond genbot's records."""
+        return await self.playground.kept_about(user_id)
 
     async def forget_user(self, user_id: str) -> Mapping[str, int]:
-        """Delete the playground's messages about ``user_id`` (see
+        """Delete the playground's messages and images about ``user_id`` (see
         :meth:`Playground.forget_user`)."""
-        return {"playground messages": await self.playground.forget_user(user_id)}
+        return await self.playground.forget_user(user_id)
 
     async def tell_forgotten(self, origin: Event, text: str) -> None:
         """Show ``text`` to ``origin``'s user only, without keeping it: gone on reload."""

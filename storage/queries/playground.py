@@ -56,10 +56,16 @@ SQL_TRIM: Final = (
     " playground_messages WHERE channel = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)"
 )
 SQL_SWEEP_IMAGES: Final = "DELETE FROM playground_images WHERE key NOT IN ({})"
-SQL_FORGET_USER: Final = (
-    "DELETE FROM playground_messages WHERE channel = ? OR CAST(body AS TEXT) LIKE ? ESCAPE '\\'"
-    " RETURNING id"
+NAMING_USER: Final = "(channel = ? OR CAST(body AS TEXT) LIKE ? ESCAPE '\\')"
+"""The messages of a user's DM (the channel) or naming them (its pattern)."""
+SQL_ABOUT_USER: Final = f"SELECT id FROM playground_messages WHERE {NAMING_USER}"
+SQL_IMAGES_ONLY_OF: Final = (
+    "SELECT key FROM playground_images WHERE key IN ({shown} WHERE " + NAMING_USER + ")"
+    " AND key NOT IN ({shown} WHERE NOT " + NAMING_USER + ")"
 )
+"""The images that only the messages of :data:`NAMING_USER` show (``shown``: the dialect's
+elements of ``image_keys``)."""
+SQL_FORGET_USER: Final = f"DELETE FROM playground_messages WHERE {NAMING_USER}"
 SQL_LOAD: Final = (
     "SELECT * FROM (SELECT *, ROW_NUMBER() OVER"
     " (PARTITION BY channel ORDER BY seq DESC) AS n FROM playground_messages) AS latest"
@@ -178,18 +184,24 @@ class PlaygroundHistory:
 
         return await self.db.transaction(work, repeatable=True)
 
-    async def forget_user(self, user_id: str, channel: str) -> list[str]:
-        """Delete the messages naming ``user_id`` anywhere (theirs, answers to them, those only
-        they see, an admin's about them; playground ids are long enough never to be part of
-        another) and those of ``channel`` (their DM), then the images no message shows any
-        more; the ids of the messages deleted."""
+    async def about_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
+        """The messages naming ``user_id`` anywhere (theirs, answers to them, those only they
+        see, an admin's about them; playground ids are long enough never to be part of
+        another) and those of ``channel`` (their DM): their ids, and the keys of the images
+        only they show — what :meth:`forget_user` deletes."""
+        return await _about_user(self.db, user_id, channel)
 
-        async def work(tx: Session) -> list[str]:
-            rows = await tx.fetch_all(SQL_FORGET_USER, (channel, text_inside(user_id)))
-            if rows:
+    async def forget_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
+        """Delete the messages of :meth:`about_user`, then the images no message shows any
+        more; what :meth:`about_user` found, in the same transaction."""
+
+        async def work(tx: Session) -> tuple[list[str], list[str]]:
+            about = await _about_user(tx, user_id, channel)
+            if about[0]:
+                await tx.execute(SQL_FORGET_USER, (channel, text_inside(user_id)))
                 in_use = tx.dialect.json_elements("playground_messages", "image_keys")
                 await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
-            return [str(row["id"]) for row in rows]
+            return about
 
         return await self.db.transaction(work, repeatable=True)
 
@@ -273,3 +285,13 @@ def newest_images(
             chosen[key] = None
             total += size
     return list(chosen)[::-1]
+
+
+async def _about_user(
+    db: Session | Database, user_id: str, channel: str
+) -> tuple[list[str], list[str]]:
+    naming = (channel, text_inside(user_id))
+    ids = [str(row["id"]) for row in await db.fetch_all(SQL_ABOUT_USER, naming)]
+    shown = db.dialect.json_elements("playground_messages", "image_keys")
+    images = await db.fetch_all(SQL_IMAGES_ONLY_OF.format(shown=shown), naming * 2)
+    return ids, [str(row["key"]) for row in images]

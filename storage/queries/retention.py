@@ -1,21 +1,23 @@
 """Retention: what genbot keeps about one user and forgetting it (``/forget-me``), and purging
 what is older than its kind's ``keep_days``, by one process of the cluster at a time.
 
-:data:`ERASED` lists, table by table, how a user's rows go; :data:`NAMES_NO_USER` the tables
-that name none (``tests/storage/test_retention.py`` holds every table of the schema to one of
-the two, and searches every table of both backends for a forgotten user's id). The playground's
-tables are erased by its adapter, which also drops what it shows
-(:meth:`storage.PlaygroundHistory.forget_user`)."""
+:data:`USER_DATA` is the one list of the kinds of a user's data: how each is counted (the
+preview) and how it goes (the deletion). :data:`ERASED` lists, table by table, how a user's rows
+go; :data:`NAMES_NO_USER` the tables that name none (``tests/storage/test_retention.py`` holds
+every table of the schema to one of the two, and searches every table of both backends for a
+forgotten user's id). The playground's tables are counted and erased by its adapter, which also
+drops what it shows (:meth:`storage.PlaygroundHistory.about_user` and ``forget_user``)."""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 from storage.queries.base import Clock
 from storage.records.jobs import TERMINAL_STATUSES
-from storage.records.retention import Cutoffs, Purged
+from storage.records.retention import Cutoffs, KeptAbout, Purged
 from storage.sql.dialect import json_string_inside, marks
 from storage.sql.schema import TYPES
 from storage.sql.session import Database, Session
@@ -64,65 +66,211 @@ _AUDIT_NAMING: Final = (
 )
 """The audit entries by, about or mentioning a user (platform, the id twice, its pattern
 twice: :func:`storage.sql.dialect.json_string_inside`)."""
-SQL_FORGET_HOSTED: Final = "DELETE FROM hosted_media WHERE owner = ?"
-"""A user's hosted images (their owner is ``platform:user_id``, :class:`bot.kernel.MediaHost`)."""
-SQL_KEPT: Final = (
-    "SELECT (SELECT COUNT(*) FROM conversations WHERE platform = ? AND created_by = ?)"
-    " AS conversations, (SELECT COUNT(*) FROM messages WHERE conversation_id IN (SELECT id"
-    " FROM conversations WHERE platform = ? AND created_by = ?)) AS messages,"
-    " (SELECT COUNT(*) FROM jobs WHERE platform = ? AND requester_id = ?) AS jobs,"
-    " (SELECT COUNT(*) FROM jobs WHERE platform = ? AND requester_id = ? AND status = 'posted')"
-    " AS results,"
-    f" (SELECT COUNT(*) FROM jobs WHERE platform = ? AND requester_id = ? AND NOT {_IS_DONE})"
-    " AS running,"
-    " (SELECT COUNT(*) FROM scope_settings WHERE platform = ? AND kind = 'user'"
-    " AND scope_id = ?) AS settings,"
-    " (SELECT COUNT(DISTINCT day) FROM usage WHERE platform = ? AND user_id = ?) AS usage_days,"
-    " (SELECT COUNT(*) FROM moderation_offences WHERE platform = ? AND user_id = ?)"
-    " AS moderation_days,"
-    " (SELECT MAX(banned_until) FROM moderation_offences WHERE platform = ? AND user_id = ?)"
-    " AS banned_until,"
-    f" (SELECT COUNT(*) FROM audit_log WHERE {_AUDIT_NAMING}) AS audit_entries"
-)
-SQL_UNLINK_CHILDREN: Final = "UPDATE jobs SET parent_job_id = NULL WHERE parent_job_id IN ({})"
-SQL_THEIR_JOBS: Final = (
+_THEIR_CONVERSATIONS: Final = "SELECT id FROM conversations WHERE platform = ? AND created_by = ?"
+_THEIR_DONE_JOBS: Final = (
     f"SELECT id FROM jobs WHERE platform = ? AND requester_id = ? AND {_IS_DONE}"
 )
+SQL_RUNNING: Final = (
+    f"SELECT COUNT(*) AS running FROM jobs WHERE platform = ? AND requester_id = ? AND NOT"
+    f" {_IS_DONE}"
+)
+SQL_BANNED_UNTIL: Final = (
+    "SELECT MAX(banned_until) AS banned_until FROM moderation_offences WHERE platform = ?"
+    " AND user_id = ?"
+)
+
+
+@dataclass(frozen=True)
+class Whose:
+    """Whose data a statement counts or erases, and the pseudonym the records that stay name
+    instead (none while only counting)."""
+
+    platform: str
+    user_id: str
+    pseudonym: str = ""
+
+    def them(self) -> tuple[object, ...]:
+        return (self.platform, self.user_id)
+
+    def naming(self) -> tuple[object, ...]:
+        """The values of :data:`_AUDIT_NAMING`."""
+        return (self.platform, self.user_id, self.user_id, *(json_string_inside(self.user_id),) * 2)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement and its values for a user (``values(whose)``)."""
+
+    sql: str
+    values: Callable[[Whose], tuple[object, ...]] = Whose.them
+
+
+@dataclass(frozen=True)
+class UserData:
+    """One kind of what genbot keeps about a user: ``count`` counts it (the preview of
+    ``/forget-me``, and what its deletion reports, counted in the deleting transaction), and
+    ``erase`` makes it go, its statements run in order (none: it goes with another kind, by
+    the schema's cascade). After the erasure ``count`` finds none. ``only``: the one platform
+    where the kind exists ("": every one)."""
+
+    kind: str
+    count: Statement
+    erase: tuple[Statement, ...] = ()
+    only: str = ""
+
+    def applies(self, platform: str) -> bool:
+        return not self.only or self.only == platform
+
+
+def _audit_rename(whose: Whose) -> tuple[object, ...]:
+    quoted = (f'"{whose.user_id}"', f'"{whose.pseudonym}"')
+    renamed = (whose.user_id, whose.pseudonym) * 2
+    return (*renamed, *quoted, *quoted, *whose.naming())
+
+
+USER_DATA: Final[tuple[UserData, ...]] = (
+    UserData(
+        "conversations",
+        Statement("SELECT COUNT(*) FROM conversations WHERE platform = ? AND created_by = ?"),
+        (Statement("DELETE FROM conversations WHERE platform = ? AND created_by = ?"),),
+    ),
+    UserData(
+        "messages",
+        Statement(
+            f"SELECT COUNT(*) FROM messages WHERE conversation_id IN ({_THEIR_CONVERSATIONS})"
+        ),
+    ),
+    UserData(
+        "answers",
+        Statement(
+            "SELECT COUNT(*) FROM messages WHERE asked_by = ? AND conversation_id IN (SELECT id"
+            " FROM conversations WHERE platform = ? AND (created_by IS NULL OR created_by <> ?))",
+            lambda whose: (whose.user_id, whose.platform, whose.user_id),
+        ),
+        (
+            Statement(
+                "UPDATE messages SET asked_by = NULL WHERE asked_by = ? AND conversation_id IN"
+                " (SELECT id FROM conversations WHERE platform = ?)",
+                lambda whose: (whose.user_id, whose.platform),
+            ),
+        ),
+    ),
+    UserData(
+        "feedback",
+        Statement("SELECT COUNT(*) FROM chat_feedback WHERE platform = ? AND user_id = ?"),
+        (Statement("DELETE FROM chat_feedback WHERE platform = ? AND user_id = ?"),),
+    ),
+    UserData(
+        "jobs",
+        Statement(f"SELECT COUNT(*) FROM ({_THEIR_DONE_JOBS}) AS theirs"),
+        (
+            Statement(
+                "UPDATE jobs SET parent_job_id = NULL WHERE parent_job_id IN"
+                f" (SELECT id FROM ({_THEIR_DONE_JOBS}) AS theirs)"
+            ),
+            Statement(f"DELETE FROM jobs WHERE platform = ? AND requester_id = ? AND {_IS_DONE}"),
+        ),
+    ),
+    UserData(
+        "settings",
+        Statement(
+            "SELECT COUNT(*) FROM scope_settings WHERE platform = ? AND kind = 'user'"
+            " AND scope_id = ?"
+        ),
+        (
+            Statement(
+                "DELETE FROM scope_settings WHERE platform = ? AND kind = 'user' AND scope_id = ?"
+            ),
+        ),
+    ),
+    UserData(
+        "saved_options",
+        Statement("SELECT COUNT(*) FROM saved_options WHERE platform = ? AND user_id = ?"),
+        (Statement("DELETE FROM saved_options WHERE platform = ? AND user_id = ?"),),
+    ),
+    UserData(
+        "batches",
+        Statement("SELECT COUNT(*) FROM batches WHERE platform = ? AND requester_id = ?"),
+        (Statement("DELETE FROM batches WHERE platform = ? AND requester_id = ?"),),
+    ),
+    UserData(
+        "uploads",
+        Statement(
+            "SELECT COUNT(*) FROM hosted_media WHERE owner = ?",
+            lambda whose: (f"{whose.platform}:{whose.user_id}",),
+        ),
+        (
+            Statement(
+                "DELETE FROM hosted_media WHERE owner = ?",
+                lambda whose: (f"{whose.platform}:{whose.user_id}",),
+            ),
+        ),
+    ),
+    UserData(
+        "usage_days",
+        Statement("SELECT COUNT(DISTINCT day) FROM usage WHERE platform = ? AND user_id = ?"),
+        (
+            Statement(
+                "INSERT INTO usage (platform, user_id, day, kind, job_id, tokens_prompt,"
+                " tokens_completion, credits, created_at) SELECT platform, '', day, kind, NULL,"
+                " SUM(tokens_prompt), SUM(tokens_completion), SUM(credits), MIN(created_at)"
+                " FROM usage WHERE platform = ? AND user_id = ? GROUP BY platform, day, kind"
+            ),
+            Statement("DELETE FROM usage WHERE platform = ? AND user_id = ?"),
+        ),
+    ),
+    UserData(
+        "moderation_days",
+        Statement("SELECT COUNT(*) FROM moderation_offences WHERE platform = ? AND user_id = ?"),
+        (Statement("DELETE FROM moderation_offences WHERE platform = ? AND user_id = ?"),),
+    ),
+    UserData(
+        "rules",
+        Statement("SELECT COUNT(*) FROM moderation_rules WHERE platform = ? AND added_by = ?"),
+        (
+            Statement(
+                "UPDATE moderation_rules SET added_by = ? WHERE platform = ? AND added_by = ?",
+                lambda whose: (whose.pseudonym, whose.platform, whose.user_id),
+            ),
+        ),
+    ),
+    UserData(
+        "audit_entries",
+        Statement(f"SELECT COUNT(*) FROM audit_log WHERE {_AUDIT_NAMING}", Whose.naming),
+        (
+            Statement(
+                "UPDATE audit_log SET state_before = NULL, state_after = NULL WHERE platform = ?"
+                " AND target = ? AND kind = 'moderation.refused'"
+            ),
+            Statement(
+                "UPDATE audit_log SET actor_id = CASE WHEN actor_id = ? THEN ? ELSE actor_id END,"
+                " target = CASE WHEN target = ? THEN ? ELSE target END,"
+                " state_before = CAST(REPLACE(CAST(state_before AS TEXT), ?, ?) AS $json),"
+                " state_after = CAST(REPLACE(CAST(state_after AS TEXT), ?, ?) AS $json)"
+                f" WHERE {_AUDIT_NAMING}",
+                _audit_rename,
+            ),
+        ),
+    ),
+    UserData(
+        "channel_in_view",
+        Statement(
+            "SELECT COUNT(*) FROM slack_channels_in_view WHERE user_id = ?",
+            lambda whose: (whose.user_id,),
+        ),
+        (
+            Statement(
+                "DELETE FROM slack_channels_in_view WHERE user_id = ?",
+                lambda whose: (whose.user_id,),
+            ),
+        ),
+        only="slack",
+    ),
+)
+"""Every kind of a user's data the store keeps, in the order ``/forget-me`` names them: the one
+list its preview counts and its deletion erases (see :data:`ERASED` for the tables)."""
+SQL_UNLINK_CHILDREN: Final = "UPDATE jobs SET parent_job_id = NULL WHERE parent_job_id IN ({})"
 SQL_DELETE_JOBS: Final = "DELETE FROM jobs WHERE id IN ({})"
-SQL_FORGET_CONVERSATIONS: Final = "DELETE FROM conversations WHERE platform = ? AND created_by = ?"
-SQL_FOLD_USAGE: Final = (
-    "INSERT INTO usage (platform, user_id, day, kind, job_id, tokens_prompt, tokens_completion,"
-    " credits, created_at) SELECT platform, '', day, kind, NULL, SUM(tokens_prompt),"
-    " SUM(tokens_completion), SUM(credits), MIN(created_at) FROM usage"
-    " WHERE platform = ? AND user_id = ? GROUP BY platform, day, kind"
-)
-SQL_FORGET_USAGE: Final = "DELETE FROM usage WHERE platform = ? AND user_id = ?"
-SQL_FORGET_FEEDBACK: Final = "DELETE FROM chat_feedback WHERE platform = ? AND user_id = ?"
-SQL_FORGET_ASKED: Final = (
-    "UPDATE messages SET asked_by = NULL WHERE asked_by = ? AND conversation_id IN"
-    " (SELECT id FROM conversations WHERE platform = ?)"
-)
-SQL_FORGET_SETTINGS: Final = (
-    "DELETE FROM scope_settings WHERE platform = ? AND kind = 'user' AND scope_id = ?"
-)
-SQL_FORGET_OFFENCES: Final = "DELETE FROM moderation_offences WHERE platform = ? AND user_id = ?"
-SQL_FORGET_SAVED_OPTIONS: Final = "DELETE FROM saved_options WHERE platform = ? AND user_id = ?"
-SQL_FORGET_BATCHES: Final = "DELETE FROM batches WHERE platform = ? AND requester_id = ?"
-SQL_FORGET_IN_VIEW: Final = "DELETE FROM slack_channels_in_view WHERE user_id = ?"
-SQL_RENAME_RULES: Final = (
-    "UPDATE moderation_rules SET added_by = ? WHERE platform = ? AND added_by = ?"
-)
-SQL_DROP_REFUSED: Final = (
-    "UPDATE audit_log SET state_before = NULL, state_after = NULL WHERE platform = ?"
-    " AND target = ? AND kind = 'moderation.refused'"
-)
-SQL_RENAME_AUDIT: Final = (
-    "UPDATE audit_log SET actor_id = CASE WHEN actor_id = ? THEN ? ELSE actor_id END,"
-    " target = CASE WHEN target = ? THEN ? ELSE target END,"
-    " state_before = CAST(REPLACE(CAST(state_before AS TEXT), ?, ?) AS $json),"
-    " state_after = CAST(REPLACE(CAST(state_after AS TEXT), ?, ?) AS $json)"
-    f" WHERE {_AUDIT_NAMING}"
-)
 SQL_CLAIM_PURGE: Final = "UPDATE purge_turns SET due_at = ? WHERE name = ? AND due_at <= ?"
 SQL_OLD_CONVERSATIONS: Final = "SELECT id AS key FROM conversations WHERE updated_at < ? LIMIT ?"
 SQL_DELETE_CONVERSATIONS: Final = "DELETE FROM conversations WHERE id IN ({})"
@@ -144,54 +292,38 @@ class Retention:
     db: Database
     clock: Clock
 
-    async def kept(self, platform: str, user_id: str) -> dict[str, int]:
-        """What the store keeps about ``user_id`` on ``platform``, by kind: ``conversations``
-        (they started) and their ``messages``, ``jobs`` (of which ``results`` posted and
-        ``running`` unfinished), ``settings`` (0 or 1), ``usage_days``, ``moderation_days``,
-        ``banned_until`` (Unix seconds, 0: never banned) and ``audit_entries`` by or about
-        them."""
-        pairs = (platform, user_id) * 9
-        named = (platform, user_id, user_id, *(json_string_inside(user_id),) * 2)
-        row = await self.db.fetch_one(SQL_KEPT, (*pairs, *named))
-        assert row is not None
-        return {name: int(value or 0) for name, value in row.items()}
+    async def kept(self, platform: str, user_id: str) -> KeptAbout:
+        """What the store keeps about ``user_id`` on ``platform``: each kind of
+        :data:`USER_DATA` counted, their unfinished jobs and their ban."""
+        whose = Whose(platform, user_id)
+        them = whose.them()
+        running = await self.db.fetch_one(SQL_RUNNING, them)
+        banned = await self.db.fetch_one(SQL_BANNED_UNTIL, them)
+        assert running is not None and banned is not None
+        return KeptAbout(
+            await _counted(self.db, whose),
+            int(running["running"] or 0),
+            float(banned["banned_until"] or 0),
+        )
 
     async def forget(self, platform: str, user_id: str) -> tuple[dict[str, int], str]:
-        """Delete what the store keeps about ``user_id`` on ``platform`` (see :data:`ERASED`),
-        in one transaction; unfinished jobs stay (they are still being made). What went, by
-        kind, and the pseudonym the records that stay name instead."""
-        pseudonym = new_pseudonym()
+        """Erase what the store keeps about ``user_id`` on ``platform``, kind by kind of
+        :data:`USER_DATA` (see :data:`ERASED`), in one transaction; unfinished jobs stay (they
+        are still being made). How many of each kind went (counted in the transaction, as
+        :meth:`kept` counts them), and the pseudonym the records that stay name instead."""
+        whose = Whose(platform, user_id, new_pseudonym())
         json_type = TYPES[self.db.dialect.name]["json"]
 
-        named = (platform, user_id, user_id, *(json_string_inside(user_id),) * 2)
-
         async def work(tx: Session) -> dict[str, int]:
-            them = (platform, user_id)
-            jobs = [str(row["id"]) for row in await tx.fetch_all(SQL_THEIR_JOBS, them)]
-            gone = {"jobs": await _delete_jobs(tx, jobs)}
-            gone["conversations"] = await tx.execute(SQL_FORGET_CONVERSATIONS, them)
-            gone["feedback"] = await tx.execute(SQL_FORGET_FEEDBACK, them)
-            await tx.execute(SQL_FORGET_ASKED, (user_id, platform))
-            await tx.execute(SQL_FOLD_USAGE, them)
-            gone["usage"] = await tx.execute(SQL_FORGET_USAGE, them)
-            gone["settings"] = await tx.execute(SQL_FORGET_SETTINGS, them)
-            gone["moderation"] = await tx.execute(SQL_FORGET_OFFENCES, them)
-            gone["uploads"] = await tx.execute(SQL_FORGET_HOSTED, (f"{platform}:{user_id}",))
-            gone["saved_options"] = await tx.execute(SQL_FORGET_SAVED_OPTIONS, them)
-            gone["batches"] = await tx.execute(SQL_FORGET_BATCHES, them)
-            if platform == "slack":
-                await tx.execute(SQL_FORGET_IN_VIEW, (user_id,))
-            await tx.execute(SQL_RENAME_RULES, (pseudonym, *them))
-            await tx.execute(SQL_DROP_REFUSED, them)
-            quoted = (f'"{user_id}"', f'"{pseudonym}"')
-            rename = SQL_RENAME_AUDIT.replace("$json", json_type)
-            gone["audit_entries"] = await tx.execute(
-                rename,
-                (user_id, pseudonym, user_id, pseudonym, *quoted, *quoted, *named),
-            )
+            gone = await _counted(tx, whose)
+            for data in USER_DATA:
+                if data.applies(platform):
+                    for statement in data.erase:
+                        sql = statement.sql.replace("$json", json_type)
+                        await tx.execute(sql, statement.values(whose))
             return gone
 
-        return await self.db.transaction(work), pseudonym
+        return await self.db.transaction(work), whose.pseudonym
 
     async def purge(self, cutoffs: Cutoffs) -> Purged | None:
         """Delete, kind by kind, what is older than its cutoff, when this process is the one to
@@ -228,6 +360,16 @@ class Retention:
             total += deleted
             if deleted < PURGE_BATCH:
                 return total
+
+
+async def _counted(db: Session | Database, whose: Whose) -> dict[str, int]:
+    """Each kind of :data:`USER_DATA` of ``whose`` platform counted, in one statement."""
+    kinds = [data for data in USER_DATA if data.applies(whose.platform)]
+    sql = "SELECT " + ", ".join(f"({data.count.sql}) AS {data.kind}" for data in kinds)
+    values = [value for data in kinds for value in data.count.values(whose)]
+    row = await db.fetch_one(sql, values)
+    assert row is not None
+    return {data.kind: int(row[data.kind] or 0) for data in kinds}
 
 
 async def _delete_jobs(tx: Session, ids: list[str]) -> int:

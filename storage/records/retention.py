@@ -24,3 +24,15 @@ class Purged:
     conversations: int = 0
     job_results: int = 0
     images: int = 0
+
+
+@dataclass(frozen=True)
+class KeptAbout:
+    """What the store keeps about one user on one platform: ``kinds``, how many of each kind of
+    their data (:data:`storage.queries.retention.USER_DATA`'s kinds of that platform, in its
+    order); ``running``, their unfinished jobs (which a deletion leaves); ``banned_until``, the
+    end of their latest ban (Unix seconds; 0: never banned)."""
+
+    kinds: dict[str, int]
+    running: int = 0
+    banned_until: float = 0.0

@@ -8,16 +8,25 @@ import sys
 import psycopg
 
 from storage import (
+    Batch,
     ChatMessage,
+    ConversationKey,
     ConversationStore,
     Job,
     JobAdmission,
     JobMessage,
     JobQuota,
+    JobStatus,
+    MediaCaps,
+    ModerationRule,
     NewJob,
+    PlaygroundImage,
+    PlaygroundMessage,
     QuotaRefusal,
+    SavedOption,
     Store,
 )
+from tests.storage.conftest import new_job
 
 SQL_LOCK_WAITERS = (
     "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1"
@@ -93,3 +102,102 @@ async def rows_naming(store: Store, text: str) -> dict[str, int]:
         if row is not None and int(row["n"]):
             found[table] = int(row["n"])
     return found
+
+
+async def posted(store: Store, **fields: object) -> Job:
+    """A new job (``new_job``'s fields), moved to ``posted``."""
+    job = await create_job(store.admission, new_job(**fields))
+    moves: tuple[tuple[JobStatus, JobStatus], ...] = (
+        ("creating", "finished"),
+        ("finished", "posting"),
+        ("posting", "posted"),
+    )
+    for before, after in moves:
+        await store.jobs.transition(job.id, before, after)
+    return job
+
+
+async def everything_about(
+    store: Store,
+    user: str,
+    other: str,
+    *,
+    platform: str = "web",
+    dm: str = "dm-5e1f0c2a9b7d",
+    playground: bool = True,
+    in_view: bool = True,
+) -> None:
+    """``user`` has done all genbot keeps something about on ``platform`` (in the workspace
+    ``web``; ``dm``: their DM channel), alongside ``other``: one of every kind of
+    :data:`storage.queries.retention.USER_DATA` (four audit entries; with ``in_view``, Slack's
+    channel in view whatever the platform), and with ``playground`` the playground's messages
+    (theirs, one in their DM, an admin's about them, one of ``other``'s) and the two images
+    only theirs show."""
+    clock = store.clock
+    mine = {"requester_id": user, "platform": platform, "workspace_id": "web"}
+    grid = await posted(store, prompt="a fox", channel_id=dm, **mine)
+    await store.message_links.link_message(platform, dm, "m-grid", grid.id)
+    theirs = {"requester_id": other, "platform": platform, "workspace_id": "web"}
+    await create_job(store.admission, new_job(prompt="an owl", parent_job_id=grid.id, **theirs))
+    key = ConversationKey(platform, "web", dm, "")
+    talk, _ = await store.conversations.get_or_create_conversation(key, kind="dm", created_by=user)
+    await store.conversations.append_message(
+        talk.id, "user", f"I am {user}", platform_message_ids=["m-1"], channel_id=dm
+    )
+    group = ConversationKey(platform, "web", "general", "t1")
+    thread, _ = await store.conversations.get_or_create_conversation(
+        group, kind="thread", created_by=other
+    )
+    answer = await store.conversations.append_message(
+        thread.id, "assistant", "hello", model="llm-4", asked_by=user
+    )
+    for rater, good in ((user, True), (other, False)):
+        await store.feedback.rate(
+            answer, rater, platform=platform, workspace_id="web", model="llm-4", good=good
+        )
+    await store.ledger.add_usage(platform, user, credits=4, kind="imagine", job_id=grid.id)
+    await store.ledger.add_usage(platform, user, tokens_prompt=10, kind="chat")
+    await store.ledger.add_usage(platform, other, credits=2, kind="imagine")
+    await store.settings.set_scope_settings("user", platform, user, model="llm-4")
+    await store.moderation.record_offence(platform, user, [1])
+    await store.moderation.add_rule(platform, "web", ModerationRule("nsfw", "nude"), user)
+    caps = MediaCaps(total=10**6, per_owner=10**6)
+    for owner in (user, other):
+        owned = f"{platform}:{owner}"
+        await store.media.put(f"{owner}.png", owned, "image/png", b"\x89PNG", 3600, caps)
+    await store.preferences.set_option(platform, user, SavedOption("neon", "--style raw"))
+    batch = Batch(
+        id="b1", platform=platform, workspace_id="web", channel_id=dm, requester_id=user,
+        command={"jobs": [{"prompt": "a fox"}] * 2}, created_at=clock(),
+        expires_at=clock() + 300, total=2,
+    )  # fmt: skip
+    await store.preferences.save_batch(batch)
+    for viewer in (user, other) if in_view else ():
+        await store.channels_in_view.save_channel_in_view("T1", viewer, "C1")
+    for kind, actor, target in (
+        ("moderation.refused", "genbot", user),
+        ("moderation.banned", other, user),
+        ("settings.changed", user, "channel general"),
+        ("moderation.unbanned", other, "a ban"),
+    ):
+        await store.db.execute(
+            "INSERT INTO audit_log (at, platform, workspace_id, channel_id, actor_id, kind,"
+            " target, state_before, state_after) VALUES (?, ?, 'web', 'general', ?, ?, ?,"
+            " NULL, ?)",
+            (clock(), platform, actor, kind, target, f'{{"user": "{user}", "text": "nude"}}'),
+        )
+    if playground:
+        await _playground_about(store, user, other, dm)
+
+
+async def _playground_about(store: Store, user: str, other: str, dm: str) -> None:
+    for message_id, channel, author in (("p1", "general", user), ("p2", dm, "genbot")):
+        body = {"author": {"id": author}, "text": "hi"}
+        saved = PlaygroundMessage(message_id, channel, False, (message_id,), body)
+        picture = PlaygroundImage(message_id, "a.png", "image/png", 1, 1, b"png")
+        await store.playground.save_playground_message(saved, [picture], keep=50)
+    kept = PlaygroundMessage("p3", "general", False, (), {"author": {"id": other}})
+    await store.playground.save_playground_message(kept, [], keep=50)
+    about = {"author": {"id": "genbot"}, "visible_to": "web-admin", "text": f"about `{user}`"}
+    admins = PlaygroundMessage("p4", "general", False, (), about)
+    await store.playground.save_playground_message(admins, [], keep=50)

@@ -1,8 +1,10 @@
 """``/forget-me``: what genbot keeps about the user, counted per kind, and a button deleting
 it (:meth:`storage.Retention.forget`, plus what the platform's surface keeps: the playground's
-messages). Admins name another user (``/forget-me <@user>``); their deletion is recorded in the
-audit log under the pseudonym the records that stay name instead, never the user's id. Every
-answer is private.
+messages and images). The preview lists the kinds :meth:`storage.Retention.kept` and the surface
+count, the confirmation those the deletion counted as it erased them: one list,
+:data:`storage.queries.retention.USER_DATA`. Admins name another user (``/forget-me <@user>``);
+their deletion is recorded in the audit log under the pseudonym the records that stay name
+instead, never the user's id. Every answer is private.
 """
 
 from __future__ import annotations
@@ -38,40 +40,52 @@ FORGET_USER_ACTION: Final = "forget_user"
 ADMINS_ONLY: Final = N_("Only genbot admins can delete another user's data.")
 NOT_PRIVATE: Final = N_("This platform cannot show you this privately: use genbot on another one.")
 NAME_ONE: Final = N_("Name one user: `/forget-me <@user>` (admins), or nothing for your own data.")
-KINDS: Final[tuple[tuple[str, str, str], ...]] = (
-    ("conversations", N_("Conversations you started"), N_("Conversations user `{user}` started")),
-    ("messages", N_("Chat messages in them"), N_("Chat messages in them")),
-    (
-        "jobs",
+KINDS: Final[Mapping[str, tuple[str, str]]] = {
+    "conversations": (
+        N_("Conversations you started"),
+        N_("Conversations user `{user}` started"),
+    ),
+    "messages": (N_("Chat messages in them"), N_("Chat messages in them")),
+    "answers": (
+        N_("Answers to you in others' conversations (they stay, naming nobody)"),
+        N_("Answers to them in others' conversations (they stay, naming nobody)"),
+    ),
+    "feedback": (N_("Your 👍/👎 on answers"), N_("Their 👍/👎 on answers")),
+    "jobs": (
         N_("Jobs (prompts, parameters, result links)"),
         N_("Jobs (prompts, parameters, result links)"),
     ),
-    ("settings", N_("Personal settings"), N_("Personal settings")),
-    ("usage_days", N_("Days of usage history"), N_("Days of usage history")),
-    ("moderation_days", N_("Days of moderation record"), N_("Days of moderation record")),
-    ("audit_entries", N_("Audit log entries naming you"), N_("Audit log entries naming them")),
-)
-"""The kinds of :meth:`storage.Retention.kept` shown, in order, with their labels about the
-user's own data and about another user's."""
-SURFACE_KINDS: Final[Mapping[str, str]] = {
-    "playground messages": N_("Playground messages"),
+    "settings": (N_("Personal settings"), N_("Personal settings")),
+    "saved_options": (
+        N_("Saved options and suffix (/prefer)"),
+        N_("Saved options and suffix (/prefer)"),
+    ),
+    "batches": (
+        N_("Previews of several jobs, and jobs waiting in your queue"),
+        N_("Previews of several jobs, and jobs waiting in their queue"),
+    ),
+    "uploads": (
+        N_("Images you attached, hosted for the provider"),
+        N_("Images they attached, hosted for the provider"),
+    ),
+    "usage_days": (N_("Days of usage history"), N_("Days of usage history")),
+    "moderation_days": (N_("Days of moderation record"), N_("Days of moderation record")),
+    "rules": (
+        N_("Moderation rules you added (they stay, naming an anonymous id)"),
+        N_("Moderation rules they added (they stay, naming an anonymous id)"),
+    ),
+    "audit_entries": (N_("Audit log entries naming you"), N_("Audit log entries naming them")),
+    "channel_in_view": (
+        N_("The channel you last looked at beside genbot's Messages tab"),
+        N_("The channel they last looked at beside genbot's Messages tab"),
+    ),
+    "playground_messages": (N_("Playground messages"), N_("Playground messages")),
+    "playground_images": (N_("Playground images"), N_("Playground images")),
 }
-"""Labels of what a platform's surface keeps (:meth:`bot.outbox.Outbox.kept_about`)."""
-GONE: Final[Mapping[str, str]] = {
-    # Translators: what /forget-me deleted, in "(jobs 3, conversations 2, …)".
-    "jobs": N_("jobs"),
-    "conversations": N_("conversations"),
-    "feedback": N_("feedback"),
-    "usage": N_("usage"),
-    "settings": N_("settings"),
-    "moderation": N_("moderation"),
-    "uploads": N_("uploads"),
-    "saved_options": N_("saved options"),
-    "batches": N_("batches"),
-    "audit_entries": N_("audit entries"),
-    "playground messages": N_("playground messages"),
-}
-"""Labels of what :meth:`storage.Retention.forget` and the surfaces delete."""
+"""The label of each kind of a user's data (:data:`storage.queries.retention.USER_DATA`'s, then
+what a platform's surface keeps, :meth:`bot.outbox.Outbox.kept_about`), about the user's own
+data and about another user's. The preview and the confirmation list the kinds the store and
+the surface count, so what is deleted is what was shown."""
 AFTERWARDS: Final = N_(
     "Deleting is permanent. Usage stays only as anonymous daily totals; audit log entries stay, "
     "naming an anonymous id instead. Images already posted in channels stay there: delete "
@@ -108,26 +122,18 @@ class ForgetFeature:
         platform = event.place.platform
         if not self.outbox.can(platform, SendsPrivately):
             raise UserError(_(NOT_PRIVATE))
-        kept = dict(await self.store.kept(platform, user_id))
-        kept.update(await self.outbox.kept_about(platform, user_id))
+        kept = await self.store.kept(platform, user_id)
+        kinds = {**kept.kinds, **await self.outbox.kept_about(platform, user_id)}
         yours = user_id == event.user.id
-        self._refuse_while_banned(kept, yours)
-        lines = [
-            f"- {_(mine if yours else theirs, user=user_id)}: {kept.get(kind, 0)}"
-            for kind, mine, theirs in KINDS
-        ]
-        lines += [
-            f"- {_(SURFACE_KINDS[kind]) if kind in SURFACE_KINDS else kind.capitalize()}: {count}"
-            for kind, count in kept.items()
-            if " " in kind
-        ]
-        if kept["running"]:
+        self._refuse_while_banned(kept.banned_until, yours)
+        lines = _lines(kinds, yours, user_id)
+        if kept.running:
             lines.append(
                 "- "
                 + ngettext(
                     "{n} job still running stays until it finishes: run /forget-me again then.",
                     "{n} jobs still running stay until they finish: run /forget-me again then.",
-                    kept["running"],
+                    kept.running,
                 )
             )
         head = (
@@ -158,36 +164,31 @@ class ForgetFeature:
         yours = user_id == event.user.id
         platform = event.place.platform
         if yours:
-            self._refuse_while_banned(dict(await self.store.kept(platform, user_id)), True)
+            self._refuse_while_banned((await self.store.kept(platform, user_id)).banned_until, True)
         gone, pseudonym = await self.store.forget(platform, user_id)
-        shown = dict(gone)
-        shown.update(await self.outbox.forget_user(platform, user_id))
+        shown = {**gone, **await self.outbox.forget_user(platform, user_id)}
         if not yours:
             await self.audit.record(
                 "user.forgotten", event.place, event.user.id, pseudonym, after=shown
             )
-        counts = ", ".join(
-            f"{_(GONE[kind]) if kind in GONE else kind.replace('_', ' ')} {count}"
-            for kind, count in shown.items()
-        )
-        text = (
+        head = (
             _(
-                "Your data on {platform} is deleted ({counts}). Usage stays only as anonymous "
-                "totals; records that must stay name `{pseudonym}`.",
+                "**Your data on {platform} is deleted.** Usage stays only as anonymous totals; "
+                "records that must stay name `{pseudonym}`. What went:",
                 platform=platform,
-                counts=counts,
                 pseudonym=pseudonym,
             )
             if yours
             else _(
-                "The data of user `{user}` on {platform} is deleted ({counts}). Usage stays "
-                "only as anonymous totals; records that must stay name `{pseudonym}`.",
+                "**The data of user `{user}` on {platform} is deleted.** Usage stays only as "
+                "anonymous totals; records that must stay name `{pseudonym}`. What went:",
                 user=user_id,
                 platform=platform,
-                counts=counts,
                 pseudonym=pseudonym,
             )
         )
+        went = {kind: count for kind, count in shown.items() if count}
+        text = "\n".join([head, *_lines(went, yours, user_id)])
         if not await self.outbox.tell_forgotten(event, text):
             await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
 
@@ -199,8 +200,7 @@ class ForgetFeature:
     def _may_name_others(event: Event) -> bool:
         return event.user.is_admin
 
-    def _refuse_while_banned(self, kept: Mapping[str, int], yours: bool) -> None:
-        until = kept.get("banned_until", 0)
+    def _refuse_while_banned(self, until: float, yours: bool) -> None:
         if yours and until > self.clock():
             ends = format_moment(until)
             raise UserError(
@@ -209,3 +209,15 @@ class ForgetFeature:
                     ends=ends,
                 )
             )
+
+
+def _lines(kinds: Mapping[str, int], yours: bool, user_id: str) -> list[str]:
+    """One line per kind of data, its label and its count."""
+    return [f"- {_label(kind, yours, user_id)}: {count}" for kind, count in kinds.items()]
+
+
+def _label(kind: str, yours: bool, user_id: str) -> str:
+    if kind not in KINDS:
+        return kind.replace("_", " ").capitalize()
+    mine, theirs = KINDS[kind]
+    return _(mine if yours else theirs, user=user_id)

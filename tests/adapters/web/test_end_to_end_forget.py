@@ -1,7 +1,8 @@
 """``/forget-me`` in the playground, on the real core and the simulator: a user who chatted in
 their DM (a grid drawn by the chat's tool), set their defaults and made a job in a channel sees
 what genbot keeps about them, privately, and after pressing "Delete all of it" no table of the
-database names them, their messages are gone from the playground, and another user's stay."""
+database names them, their messages and images are gone from the playground (as many as the
+preview named), and another user's stay."""
 
 from __future__ import annotations
 
@@ -26,6 +27,12 @@ async def posted(store: Store, prompt: str) -> Job:
             await asyncio.sleep(0.05)
 
 
+def counts(text: str) -> dict[str, int]:
+    """The kinds a /forget-me message lists (``- label: count``), by label."""
+    lines = [line[2:].rsplit(": ", 1) for line in text.splitlines() if line.startswith("- ")]
+    return {label: int(count) for label, count in lines if count.isdigit()}
+
+
 async def test_forget_me_counts_then_deletes_every_row_naming_the_user(tmp_path: Path) -> None:
     async with (
         real_stack(tmp_path) as stack,
@@ -48,6 +55,8 @@ async def test_forget_me_counts_then_deletes_every_row_naming_the_user(tmp_path:
         assert owl.requester_id != me
         assert set(await rows_naming(store, me)) >= {"jobs", "usage", "scope_settings"}
 
+        stored, pictures = await store.playground.about_user(me, dm)
+        assert stored and pictures, "the DM's messages and the grid's images are kept"
         asked = await user.command("/forget-me")
         await general.until(lambda: general.handled(asked))
         [preview] = [m for m in general.after(asked) if m["kind"] == "ephemeral"]
@@ -59,12 +68,19 @@ async def test_forget_me_counts_then_deletes_every_row_naming_the_user(tmp_path:
             "Days of usage history: 1",
         ):
             assert line in preview["text"]
+        shown = counts(preview["text"])
+        assert shown["Playground messages"] >= len(stored)
+        assert shown["Playground images"] >= len(pictures)
         pressed = await user.press(preview, "Delete all of it")
         await general.until(lambda: general.handled(pressed))
         [done] = [m for m in general.after(preview["id"]) if m["kind"] == "ephemeral"]
         assert "Your data on web is deleted" in done["text"]
 
+        went = counts(done["text"])
+        assert went["Playground messages"] == shown["Playground messages"] + 1, "and the preview"
+        assert went["Playground images"] == shown["Playground images"]
         assert await rows_naming(store, me) == {}
+        assert await store.playground.about_user(me, dm) == ([], [])
         assert await store.jobs.get_job(owl.id) is not None, "another user's job stays"
         async with user.session.get("/api/history", params={"channel": dm}) as response:
             assert (await response.json())["messages"] == []
