@@ -29,7 +29,7 @@ class Purged:
 @dataclass(frozen=True)
 class KeptAbout:
     """What the store keeps about one user on one platform: ``kinds``, how many of each kind of
-    their data (:data:`storage.queries.retention.USER_DATA`'s kinds of that platform, in its
+    their data (:data:`storage.queries.user_data.USER_DATA`'s kinds of that platform, in its
     order); ``running``, their unfinished jobs (which a deletion leaves); ``banned_until``, the
     end of their latest ban (Unix seconds; 0: never banned)."""
 

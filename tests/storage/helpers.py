@@ -129,7 +129,7 @@ async def everything_about(
 ) -> None:
     """``user`` has done all genbot keeps something about on ``platform`` (in the workspace
     ``web``; ``dm``: their DM channel), alongside ``other``: one of every kind of
-    :data:`storage.queries.retention.USER_DATA` (four audit entries; with ``in_view``, Slack's
+    :data:`storage.queries.user_data.USER_DATA` (four audit entries; with ``in_view``, Slack's
     channel in view whatever the platform), and with ``playground`` the playground's messages
     (theirs, one in their DM, an admin's about them, one of ``other``'s) and the two images
     only theirs show."""

@@ -16,7 +16,8 @@ from storage import (
     Purged,
     Store,
 )
-from storage.queries.retention import ERASED, NAMES_NO_USER, USER_DATA
+from storage.queries.retention import ERASED, NAMES_NO_USER
+from storage.queries.user_data import USER_DATA
 from tests.storage.conftest import ManualClock, new_job
 from tests.storage.helpers import create_job, everything_about, posted, rows_naming, tables
 

@@ -2,9 +2,9 @@
 it (:meth:`storage.Retention.forget`, plus what the platform's surface keeps: the playground's
 messages and images). The preview lists the kinds :meth:`storage.Retention.kept` and the surface
 count, the confirmation those the deletion counted as it erased them: one list,
-:data:`storage.queries.retention.USER_DATA`. Admins name another user (``/forget-me <@user>``);
-their deletion is recorded in the audit log under the pseudonym the records that stay name
-instead, never the user's id. Every answer is private.
+:data:`storage.queries.user_data.USER_DATA`. Admins name another user (``/forget-me
+<@user>``); their deletion is recorded in the audit log under the pseudonym the records that
+stay name instead, never the user's id. Every answer is private.
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ KINDS: Final[Mapping[str, tuple[str, str]]] = {
     "playground_messages": (N_("Playground messages"), N_("Playground messages")),
     "playground_images": (N_("Playground images"), N_("Playground images")),
 }
-"""The label of each kind of a user's data (:data:`storage.queries.retention.USER_DATA`'s, then
-what a platform's surface keeps, :meth:`bot.outbox.Outbox.kept_about`), about the user's own
-data and about another user's. The preview and the confirmation list the kinds the store and
+"""The label of each kind of a user's data (:data:`storage.queries.user_data.USER_DATA`'s,
+then what a platform's surface keeps, :meth:`bot.outbox.Outbox.kept_about`), about the user's
+own data and about another user's. The preview and the confirmation list the kinds the store and
 the surface count, so what is deleted is what was shown."""
 AFTERWARDS: Final = N_(
     "Deleting is permanent. Usage stays only as anonymous daily totals; audit log entries stay, "

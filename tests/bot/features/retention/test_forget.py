@@ -12,7 +12,7 @@ from bot.features.audit import AuditTrail
 from bot.features.retention import ForgetFeature
 from bot.features.retention.forget import KINDS
 from bot.kernel import ButtonPress, Command, OutMessage, Place, User
-from storage.queries.retention import USER_DATA
+from storage.queries.user_data import USER_DATA
 from tests.bot.features.jobs.test_batches import PrivatePlatform
 from tests.bot.harness import Parts, harness
 from tests.storage.helpers import everything_about, rows_naming
