@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.kernel.command_names import written
 from bot.kernel.commands import MAX_REPEAT, CommandSpec
 from bot.kernel.errors import CommandError
 from bot.kernel.i18n import _, ngettext
@@ -96,17 +97,21 @@ def _unknown(name: str, saved: Mapping[str, str]) -> str:
     have = ", ".join(f"--{n}" for n in sorted(saved))
     if not have:
         return _(
-            "--{name} is not one of your saved options (you have none yet; see /prefer option "
-            "list) nor a parameter genbot knows. Save it with /prefer option set "
-            "{name} <options>, or quote it if it is part of the prompt.",
+            "--{name} is not one of your saved options (you have none yet; see {list}) nor a "
+            "parameter genbot knows. Save it with {set} <options>, or quote it if it is part of "
+            "the prompt.",
             name=name,
+            list=written("prefer.option", "list"),
+            set=written("prefer.option", f"set {name}"),
         )
     return _(
-        "--{name} is not one of your saved options (yours are {saved}; see /prefer option "
-        "list) nor a parameter genbot knows. Save it with /prefer option set "
-        "{name} <options>, or quote it if it is part of the prompt.",
+        "--{name} is not one of your saved options (yours are {saved}; see {list}) nor a "
+        "parameter genbot knows. Save it with {set} <options>, or quote it if it is part of "
+        "the prompt.",
         name=name,
         saved=have,
+        list=written("prefer.option", "list"),
+        set=written("prefer.option", f"set {name}"),
     )
 
 
@@ -122,9 +127,10 @@ def name_the_saved(error: CommandError, used: Sequence[tuple[str, str]]) -> Comm
     named = ", ".join(f"--{name} (`{text}`)" for name, text in used)
     return CommandError(
         _(
-            "{error} Your saved option {named} was put in; change it with /prefer option set.",
+            "{error} Your saved option {named} was put in; change it with {set}.",
             error=error,
             named=named,
+            set=written("prefer.option", "set"),
         )
     )
 

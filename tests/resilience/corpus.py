@@ -177,7 +177,7 @@ IMAGINE_CASES = [
 ]
 
 DESCRIBE_BLEND_CASES = [
-    options("describe-nothing", "describe", {}, "/describe needs an image"),
+    options("describe-nothing", "describe", {}, "`/describe` needs an image"),
     text("describe-ftp-url", "describe", "ftp://example.org/fox.png", "http or https"),
     text("describe-cdn-url", "describe", CDN_IMAGE.url, "cdn.discordapp.com"),
     text("describe-mode-unknown", "describe", "https://example.org/a.png --mode hyper", "turbo"),

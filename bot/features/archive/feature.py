@@ -34,13 +34,14 @@ from bot.kernel import (
     SendsPrivately,
     UserError,
     _,
+    written,
 )
 from bot.outbox import Notice, Outbox, Private, PrivateFile, WritePolicy
 from bot.refs import JobReferent, PageReferent, RefKind
 from storage import Job, JobArchive, JobReader
 
 JOB_ID: Final = re.compile(r"^[A-Za-z0-9_-]{12}$")
-SHOW_HOW: Final = N_("Say which job: `/show <job id>` (a result's ℹ️ info gives its id).")
+SHOW_HOW: Final = N_("Say which job: {show} (a result's ℹ️ info gives its id).")
 NO_FILES_HERE: Final = N_(
     "This platform cannot hand you a file privately: run /jobs export on Discord or in the "
     "playground."
@@ -96,7 +97,7 @@ class ArchiveFeature:
         if event.name == "show":
             job_id = str(options.get("job_id") or "").strip().strip("`")
             if not job_id:
-                raise UserError(_(SHOW_HOW))
+                raise UserError(_(SHOW_HOW, show=written("show", "<job id>")))
             if not JOB_ID.match(job_id):
                 raise UserError(
                     _(
@@ -154,7 +155,12 @@ class ArchiveFeature:
     async def _export(self, event: Command, query: ArchiveQuery) -> None:
         place = event.place
         if query.workspace:
-            raise UserError(_("An export holds your own jobs: run `/jobs export` without a scope."))
+            raise UserError(
+                _(
+                    "An export holds your own jobs: run {export} without a scope.",
+                    export=written("jobs", "export"),
+                )
+            )
         if not self.outbox.can(place.platform, SendsFilesPrivately):
             raise UserError(_(NO_FILES_HERE))
         export = await self.export.build(query.search(event, self.clock()))

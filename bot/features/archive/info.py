@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from bot.features.jobs import wording
 from bot.features.jobs.params import DiffusionParams, ImageParams, JobResult
-from bot.kernel import _, format_duration, format_moment
+from bot.kernel import _, format_duration, format_moment, written
 from storage import Job
 
 PROMPT_MAX: Final = 1500
@@ -108,9 +108,10 @@ def info_text(job: Job, ancestors: Sequence[Job]) -> str:
     """The info of ``job``; ``ancestors``: its parent, that one's parent, and so on."""
     lines = [
         _(
-            "**ℹ️ {title}** · job `{job}` (`/show {job}` posts it again)",
+            "**ℹ️ {title}** · job `{job}` ({show} posts it again)",
             title=wording.done_title(job),
             job=job.id,
+            show=written("show", job.id),
         )
     ]
     if job.prompt:

@@ -17,7 +17,7 @@ from bot.features.archive.info import when, where
 from bot.features.archive.search import ArchiveQuery
 from bot.features.jobs import wording
 from bot.features.jobs.result_messages import NO_IMAGE_TYPES
-from bot.kernel import Button, ImageFile, MediaError, MediaFetcher, OutMessage, _
+from bot.kernel import Button, ImageFile, MediaError, MediaFetcher, OutMessage, _, named
 from storage import Job
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ def _empty(query: ArchiveQuery, first: bool) -> str:
     searched = query.words or query.type or query.channel or query.date
     if searched:
         return _("No finished job matches that search. Try fewer words or filters.")
-    return _("You have no finished jobs here yet: `/imagine` something!")
+    return _("You have no finished jobs here yet: {imagine} something!", imagine=named("imagine"))
 
 
 def _older(query: ArchiveQuery, last: Job) -> Button | None:

@@ -25,7 +25,9 @@ from bot.kernel import (
     UserError,
     _,
     mentioned_user,
+    named,
     ngettext,
+    written,
 )
 from bot.outbox import Notice, Outbox, PrivateFile, WritePolicy
 from bot.refs import Referent, RefKind
@@ -36,7 +38,7 @@ EXPORT_MAX: Final = 50_000
 """The most entries one export holds (newest first)."""
 ADMINS_ONLY: Final = N_("Only genbot admins can read a workspace's audit log.")
 IN_A_CHANNEL: Final = N_(
-    "The audit log belongs to a workspace: run /admin audit in one of its channels."
+    "The audit log belongs to a workspace: run {audit} in one of its channels."
 )
 NO_FILES_HERE: Final = N_(
     "This platform cannot hand you a file privately: download the export from the playground's "
@@ -54,7 +56,7 @@ def audit_filters(options: Mapping[str, OptionValue]) -> tuple[str, str, float |
     given = str(options.get("user") or "").strip()
     user = mentioned_user(given) if given else ""
     if given and not user:
-        raise UserError(_("Name one user: `/admin audit <@user>`."))
+        raise UserError(_("Name one user: {example}.", example=written("admin.audit", "<@user>")))
     kind = str(options.get("kind") or "").strip().lower()
     if kind and kind not in KINDS and kind not in families():
         raise UserError(_("kind must be one of: {kinds}.", kinds=", ".join([*families(), *KINDS])))
@@ -165,7 +167,7 @@ class AuditAdmin:
         if not event.user.is_admin:
             raise UserError(_(ADMINS_ONLY))
         if event.place.is_dm:
-            raise UserError(_(IN_A_CHANNEL))
+            raise UserError(_(IN_A_CHANNEL, audit=named("admin.audit")))
         user, kind, days = audit_filters(options)
         place = event.place
         if options.get("export") is True:
@@ -184,11 +186,10 @@ class AuditAdmin:
             lines = "\n".join(entry_line(entry) for entry in entries)
             text = (
                 _(
-                    "Audit log, page {page} (newest first):\n{lines}\n"
-                    "Older ones: `/admin audit … --page {next}`.",
+                    "Audit log, page {page} (newest first):\n{lines}\nOlder ones: {older}.",
                     page=page,
                     lines=lines,
-                    next=page + 1,
+                    older=written("admin.audit", f"… --page {page + 1}"),
                 )
                 if older
                 else _("Audit log, page {page} (newest first):\n{lines}", page=page, lines=lines)

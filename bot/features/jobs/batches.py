@@ -47,6 +47,7 @@ from bot.kernel import (
     SendsPrivately,
     UserError,
     _,
+    named,
     ngettext,
     permutations,
     take_repeat,
@@ -202,22 +203,24 @@ class Batches:
         total = each * count
         if recorded:
             head = ngettext(
-                "**{n} job** of /imagine ({mode}) — estimated **{total} credits** ({n} × "
+                "**{n} job** of {imagine} ({mode}) — estimated **{total} credits** ({n} × "
                 "{each}: what such jobs were charged here lately):",
-                "**{n} jobs** of /imagine ({mode}) — estimated **{total} credits** ({n} × "
+                "**{n} jobs** of {imagine} ({mode}) — estimated **{total} credits** ({n} × "
                 "{each}: what such jobs were charged here lately):",
                 count,
+                imagine=named("imagine"),
                 mode=mode,
                 total=total,
                 each=each,
             )
         else:
             head = ngettext(
-                "**{n} job** of /imagine ({mode}) — estimated **{total} credits** ({n} × "
+                "**{n} job** of {imagine} ({mode}) — estimated **{total} credits** ({n} × "
                 "{each}: genbot's default price, until it has recorded what such jobs cost here):",
-                "**{n} jobs** of /imagine ({mode}) — estimated **{total} credits** ({n} × "
+                "**{n} jobs** of {imagine} ({mode}) — estimated **{total} credits** ({n} × "
                 "{each}: genbot's default price, until it has recorded what such jobs cost here):",
                 count,
+                imagine=named("imagine"),
                 mode=mode,
                 total=total,
                 each=each,

@@ -49,6 +49,7 @@ from bot.kernel import (
     UserError,
     _,
     command,
+    named,
     parse_command_text,
     validate_options,
 )
@@ -166,10 +167,12 @@ class DiffusionJobs:
         if default is None:
             raise UserError(
                 _(
-                    "/diffusion controlnet needs a checkpoint model, and genbot knows none yet: "
+                    "{controlnet} needs a checkpoint model, and genbot knows none yet: "
                     "add --model <model id> (your provider lists them; an admin can name them in "
-                    "[api] diffusion_models), or run a /diffusion txt2img first to learn the "
-                    "provider's default."
+                    "[api] diffusion_models), or run a {txt2img} first to learn the "
+                    "provider's default.",
+                    controlnet=named("diffusion.controlnet"),
+                    txt2img=named("diffusion.txt2img"),
                 )
             )
         return default

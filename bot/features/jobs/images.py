@@ -80,6 +80,7 @@ from bot.kernel import (
     Reference,
     UserError,
     _,
+    named,
     read_references,
 )
 from bot.outbox import OpenForm, WritePolicy
@@ -259,7 +260,10 @@ class ImageJobs:
         attachment = event.attachments.get("image")
         url = _text(options, "url")
         if attachment is None and url is None:
-            needs = _("/describe needs an image: attach one, or give its https link.")
+            needs = _(
+                "{describe} needs an image: attach one, or give its https link.",
+                describe=named("describe"),
+            )
             await self._starter.offer_upload(event, describe_upload_form(), needs)
             return
         async with self._starter.admitted(event):
@@ -273,7 +277,9 @@ class ImageJobs:
             event.attachments[name] for name in BLEND_OPTIONS if name in event.attachments
         ]
         if len(attachments) < 2:
-            needs = _("/blend needs at least two images (image1 and image2).")
+            needs = _(
+                "{blend} needs at least two images (image1 and image2).", blend=named("blend")
+            )
             await self._starter.offer_upload(event, blend_upload_form(), needs)
             return
         await self.blend(

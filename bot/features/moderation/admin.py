@@ -30,7 +30,9 @@ from bot.kernel import (
     _,
     format_moment,
     mentioned_user,
+    named,
     ngettext,
+    written,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import NoReferent, RefKind
@@ -43,7 +45,7 @@ MAX_ENTRY = 200
 MAX_BAN_MINUTES: Final = 30 * 24 * 60
 ADMINS_ONLY: Final = N_("Only genbot admins can change a workspace's moderation rules.")
 IN_A_CHANNEL: Final = N_(
-    "Moderation rules belong to a workspace: run /admin moderation in one of its channels."
+    "Moderation rules belong to a workspace: run {moderation} in one of its channels."
 )
 
 
@@ -65,8 +67,8 @@ def action_and_entry(options: Mapping[str, OptionValue]) -> tuple[str, str]:
             raise UserError(
                 # Translators: add, remove and list are the words the command takes: keep them.
                 _(
-                    "Start with add, remove or list: `/admin moderation add {entry} --category …`.",
-                    entry=entry,
+                    "Start with add, remove or list: {example}.",
+                    example=written("admin.moderation", f"add {entry} --category …"),
                 )
             )
         action = "list"
@@ -86,9 +88,15 @@ def banned_user(entry: str, action: str = "unban") -> str:
     user = mentioned_user(entry)
     if not user:
         raise UserError(
-            _("Say whom to ban: `/admin moderation ban <@user or user id>`.")
+            _(
+                "Say whom to ban: {example}.",
+                example=written("admin.moderation", "ban <@user or user id>"),
+            )
             if action == "ban"
-            else _("Say whom to unban: `/admin moderation unban <@user or user id>`.")
+            else _(
+                "Say whom to unban: {example}.",
+                example=written("admin.moderation", "unban <@user or user id>"),
+            )
         )
     return user
 
@@ -117,7 +125,10 @@ def new_rule(options: Mapping[str, OptionValue], entry: str) -> ModerationRule:
     pattern = options.get("pattern") is True
     if not entry:
         raise UserError(
-            _("Say what to add: `/admin moderation add <word or phrase> --category …`.")
+            _(
+                "Say what to add: {example}.",
+                example=written("admin.moderation", "add <word or phrase> --category …"),
+            )
         )
     if len(entry) > MAX_ENTRY or len(category) > MAX_CATEGORY:
         raise UserError(
@@ -168,7 +179,7 @@ class ModerationAdmin:
         if not user.is_admin:
             raise UserError(_(ADMINS_ONLY))
         if place.is_dm:
-            raise UserError(_(IN_A_CHANNEL))
+            raise UserError(_(IN_A_CHANNEL, moderation=named("admin.moderation")))
         action, entry = action_and_entry(options)
         platform, workspace = place.platform, place.workspace_id
         if action == "add":

@@ -22,10 +22,12 @@ from bot.kernel import (
     _,
     command,
     name_problem,
+    named,
     ngettext,
     parse_command_text,
     splice,
     validate_options,
+    written,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import NoReferent, RefKind
@@ -69,14 +71,16 @@ def check_saved_text(text: str, name: str | None) -> str:
     except CommandError:
         raise UserError(
             _(
-                "--{name} uses a --word that is neither an /imagine option nor a parameter "
+                "--{name} uses a --word that is neither an {imagine} option nor a parameter "
                 "genbot knows (a saved option cannot use another): check its spelling.",
                 name=name,
+                imagine=named("imagine"),
             )
             if name is not None
             else _(
-                "The suffix uses a --word that is neither an /imagine option nor a parameter "
-                "genbot knows (a saved option cannot use another): check its spelling."
+                "The suffix uses a --word that is neither an {imagine} option nor a parameter "
+                "genbot knows (a saved option cannot use another): check its spelling.",
+                imagine=named("imagine"),
             )
         ) from None
     try:
@@ -120,8 +124,8 @@ class PreferCommands:
                 raise UserError(
                     # Translators: set, list and delete are the words the command takes: keep them.
                     _(
-                        "Start with set, list or delete: "
-                        "`/prefer option set neon --style raw --sref <url>`."
+                        "Start with set, list or delete: {example}.",
+                        example=written("prefer.option", "set neon --style raw --sref <url>"),
                     )
                 )
         if not name and action != "list":
@@ -135,24 +139,31 @@ class PreferCommands:
             if not await self._store.delete_option(platform, user, name, channel):
                 return (
                     _(
-                        "You have no saved option --{name} for this channel. "
-                        "See /prefer option list.",
+                        "You have no saved option --{name} for this channel. See {list}.",
                         name=name,
+                        list=written("prefer.option", "list"),
                     )
                     if channel
-                    else _("You have no saved option --{name}. See /prefer option list.", name=name)
+                    else _(
+                        "You have no saved option --{name}. See {list}.",
+                        name=name,
+                        list=written("prefer.option", "list"),
+                    )
                 )
             return _("Deleted --{name}.", name=name)
         problem = (
-            name_problem(name, IMAGINE) if name else _("Name the option: /prefer option set neon …")
+            name_problem(name, IMAGINE)
+            if name
+            else _("Name the option: {example}", example=written("prefer.option", "set neon …"))
         )
         if problem is not None:
             raise UserError(problem)
         if not value:
             raise UserError(
                 _(
-                    "Say what --{name} stands for: /prefer option set {name} --style raw",
+                    "Say what --{name} stands for: {example}",
                     name=name,
+                    example=written("prefer.option", f"set {name} --style raw"),
                 )
             )
         check_saved_text(value, name)
@@ -169,14 +180,16 @@ class PreferCommands:
         await self._store.set_option(platform, user, SavedOption(name, value, channel))
         if channel:
             return _(
-                "Saved: --{name} in this channel stands for `{value}` in your /imagine prompts.",
+                "Saved: --{name} in this channel stands for `{value}` in your {imagine} prompts.",
                 name=name,
                 value=value,
+                imagine=named("imagine"),
             )
         return _(
-            "Saved: --{name} stands for `{value}` in your /imagine prompts.",
+            "Saved: --{name} stands for `{value}` in your {imagine} prompts.",
             name=name,
             value=value,
+            imagine=named("imagine"),
         )
 
     async def _suffix(self, event: Command, value: str, here: bool) -> str:
@@ -189,7 +202,10 @@ class PreferCommands:
             saved = await self._store.options(platform, user, event.place.channel_id)
             suffixes = [o for o in saved if o.name == SUFFIX_KEY]
             if not suffixes:
-                return _("You have no suffix. Set one: /prefer suffix --ar 16:9 --v 6")
+                return _(
+                    "You have no suffix. Set one: {example}",
+                    example=written("prefer.suffix", "--ar 16:9 --v 6"),
+                )
             return "\n".join(
                 _("Your suffix in this channel: `{text}`", text=o.text)
                 if o.channel_id
@@ -200,10 +216,15 @@ class PreferCommands:
         await self._store.set_option(platform, user, SavedOption(SUFFIX_KEY, value, channel))
         if channel:
             return _(
-                "Saved: every /imagine prompt of yours in this channel ends with `{value}`.",
+                "Saved: every {imagine} prompt of yours in this channel ends with `{value}`.",
                 value=value,
+                imagine=named("imagine"),
             )
-        return _("Saved: every /imagine prompt of yours ends with `{value}`.", value=value)
+        return _(
+            "Saved: every {imagine} prompt of yours ends with `{value}`.",
+            value=value,
+            imagine=named("imagine"),
+        )
 
     async def _listing(self, event: Command) -> str:
         place = event.place
@@ -217,8 +238,9 @@ class PreferCommands:
         ]
         if not lines:
             return _(
-                "You have no saved options. Save one: "
-                "`/prefer option set neon --style raw`, then `/imagine a city --neon`."
+                "You have no saved options. Save one: {example}, then {then}.",
+                example=written("prefer.option", "set neon --style raw"),
+                then=written("imagine", "a city --neon"),
             )
         return _("Your saved options (here):\n{lines}", lines="\n".join(lines))
 

@@ -27,7 +27,9 @@ from bot.kernel import (
     _,
     format_moment,
     mentioned_user,
+    named,
     ngettext,
+    written,
 )
 from bot.outbox import Notice, Outbox, Private, WritePolicy
 from bot.refs import NoReferent, RefKind, UserReferent
@@ -39,7 +41,7 @@ FORGET_USER_ACTION: Final = "forget_user"
 """An admin deleting the data of the user its ref names."""
 ADMINS_ONLY: Final = N_("Only genbot admins can delete another user's data.")
 NOT_PRIVATE: Final = N_("This platform cannot show you this privately: use genbot on another one.")
-NAME_ONE: Final = N_("Name one user: `/forget-me <@user>` (admins), or nothing for your own data.")
+NAME_ONE: Final = N_("Name one user: {example} (admins), or nothing for your own data.")
 KINDS: Final[Mapping[str, tuple[str, str]]] = {
     "conversations": (
         N_("Conversations you started"),
@@ -116,7 +118,7 @@ class ForgetFeature:
         given = str(options.get("user") or "").strip()
         user_id = mentioned_user(given) if given else event.user.id
         if not user_id:
-            raise UserError(_(NAME_ONE))
+            raise UserError(_(NAME_ONE, example=written("forget-me", "<@user>")))
         if user_id != event.user.id and not self._may_name_others(event):
             raise UserError(_(ADMINS_ONLY))
         platform = event.place.platform
@@ -131,9 +133,10 @@ class ForgetFeature:
             lines.append(
                 "- "
                 + ngettext(
-                    "{n} job still running stays until it finishes: run /forget-me again then.",
-                    "{n} jobs still running stay until they finish: run /forget-me again then.",
+                    "{n} job still running stays until it finishes: run {forget} again then.",
+                    "{n} jobs still running stay until they finish: run {forget} again then.",
                     kept.running,
+                    forget=named("forget-me"),
                 )
             )
         head = (

@@ -95,7 +95,13 @@ async def test_permutations_and_repeats_are_previewed_then_run_once(
         await fake.slash(alice, general, "imagine", {"prompt": "{red, blue} fox --repeat 2"})
         preview = await fake.wait_for(lambda: preview_of(fake, alice), what="the preview")
         assert preview.ephemeral
-        assert "**4 jobs** of /imagine (relax) — estimated **16 credits** (4 × 4" in preview.content
+        imagine = next(
+            c["id"] for c in fake.guild_commands[fake.guild_id] if c["name"] == "imagine"
+        )
+        assert (
+            f"**4 jobs** of </imagine:{imagine}> (relax) — estimated **16 credits** (4 × 4"
+            in preview.content
+        )
         assert "1. red fox\n2. red fox\n3. blue fox\n4. blue fox" in preview.content
         assert "Your budget left: 200 of 200 credits." in preview.content
         assert "3 start at once, the other 1 wait" in preview.content

@@ -69,7 +69,7 @@ async def test_saved_options_expand_and_several_jobs_run_once_from_their_preview
         assert wide.startswith("Saved: --wide stands for `--ar 16:9`")
         assert twice == (
             "--ar was given twice. Your saved option --wide (`--ar 16:9`) was put in; change it "
-            "with /prefer option set."
+            "with `/genbot prefer option set`."
         )
         assert len(created(sim, "/gen/v2/imagine")) == 1
 

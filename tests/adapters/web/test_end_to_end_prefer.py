@@ -38,7 +38,7 @@ async def test_saved_options_and_a_previewed_batch_in_the_playground(tmp_path: P
         said = await user.command("/imagine {red, blue} fox --repeat 2")
         await view.until(lambda: view.handled(said))
         preview = next(m for m in view.after(said) if m["buttons"])
-        assert "**4 jobs** of /imagine" in preview["text"] and "16 credits" in preview["text"]
+        assert "**4 jobs** of `/imagine`" in preview["text"] and "16 credits" in preview["text"]
         assert labels(preview) == [["Run 4 jobs", "Cancel"]]
         assert len(stack.sim.state.requests_to("/gen/v2/imagine")) == 1
 

@@ -139,7 +139,7 @@ async def test_one_job_estimated_above_the_threshold_is_previewed_first(tmp_path
 
         await actor.command("imagine", "a dear fox --fast")
         [preview] = platform.privates
-        assert preview.text.startswith("**1 job** of /imagine (fast) — estimated **8 credits**")
+        assert preview.text.startswith("**1 job** of `/imagine` (fast) — estimated **8 credits**")
         assert [b.label for row in preview.buttons for b in row] == ["Run", "Cancel"]
         assert imagined(sim) == ["a cheap fox"]
         await run_pressed(bot, platform, "Run")

@@ -123,7 +123,7 @@ async def test_controlnet_without_a_model_runs_with_the_providers_default_once_k
         options = {"prompt": "a fox", "controlnet_model": "canny"}
         await alice.command("diffusion.controlnet", init_image=attachment("init.png"), **options)
         [refusal] = bot.platform.ephemerals_for("alice")
-        assert refusal.startswith("/diffusion controlnet needs a checkpoint model, and genbot")
+        assert refusal.startswith("`/diffusion controlnet` needs a checkpoint model, and genbot")
         assert "--model <model id>" in refusal and "[api] diffusion_models" in refusal
         assert bodies(bot.sim, "/diff/controlnet") == [] and await bot.all_jobs() == []
 
