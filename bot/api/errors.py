@@ -113,6 +113,11 @@ class PermissionDenied(ApiError):
         super().__init__(self.user_message)
 
 
+SETTINGS_COMMAND = "`/settings`"
+"""The ``{settings}`` of a provider error's sentence as the catalogue names the command; the
+kernel's ``provider_text`` names it as the reader's platform does."""
+
+
 class ModelNotAllowed(PermissionDenied):
     """The provider refused a chat model for this account (403, or a 401 that is about the plan,
     see :mod:`bot.api.chat_errors`): its plan or permissions do not include ``model``."""
@@ -126,11 +131,12 @@ class ModelNotAllowed(PermissionDenied):
             N_(
                 "The service refused {model} for the bot's account: its plan or permissions do "
                 "not include that model (genbot's [api] plan says {plan}; llm-4 models need the "
-                "Developer plan or above). Pick another model with /settings, or ask an admin "
+                "Developer plan or above). Pick another model with {settings}, or ask an admin "
                 "to check the account's plan."
             ),
             model=model,
             plan=repr(plan),
+            settings=SETTINGS_COMMAND,
         )
         detail = f": {provider_message}" if provider_message else ""
         ApiError.__init__(self, f"model {model} refused (HTTP {status}){detail}")

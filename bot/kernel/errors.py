@@ -10,6 +10,7 @@ without using storage themselves (adapters).
 from __future__ import annotations
 
 from bot.api.errors import ApiError
+from bot.kernel.command_names import named
 from bot.kernel.i18n import N_, _
 from storage import StorageError as StorageError
 
@@ -64,7 +65,11 @@ class FormError(CommandError):
 
 def provider_text(error: ApiError) -> str:
     """What the provider's ``error`` means for the user, in the language spoken (its
-    :attr:`~bot.api.errors.ApiError.user_message`)."""
+    :attr:`~bot.api.errors.ApiError.user_message`), a ``{settings}`` in it naming the command
+    as the event's platform does (:mod:`bot.kernel.command_names`)."""
     if error.user_template is not None:
-        return _(error.user_template, **error.user_values)
+        values = dict(error.user_values)
+        if "settings" in values:
+            values["settings"] = named("settings")
+        return _(error.user_template, **values)
     return _(error.user_message)

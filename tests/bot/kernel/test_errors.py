@@ -10,8 +10,16 @@ import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 
-from bot.api.errors import ContextTooLong, ProviderRateLimited, ServerError
-from bot.kernel import StorageError, i18n, provider_text, speaking, storage_failure_text
+from bot.api.errors import ContextTooLong, ModelNotAllowed, ProviderRateLimited, ServerError
+from bot.kernel import (
+    CommandNames,
+    StorageError,
+    i18n,
+    naming,
+    provider_text,
+    speaking,
+    storage_failure_text,
+)
 
 GERMAN = {
     "The conversation is too long for {model}, even after genbot left out its older turns. "
@@ -64,3 +72,10 @@ def test_the_fixed_failure_texts_are_said_in_the_language_spoken(german: None) -
     assert storage_failure_text(StorageError("connection refused")) == (
         "genbot can't reach its database; try again in a moment."
     )
+
+
+def test_a_provider_error_names_the_settings_command_as_the_readers_platform_does() -> None:
+    refused = ModelNotAllowed("llm-4", "free")
+    assert "Pick another model with `/settings`, or" in refused.user_message
+    with naming(CommandNames(mentions={"settings": "</settings:7>"})):
+        assert "Pick another model with </settings:7>, or" in provider_text(refused)
