@@ -13,6 +13,8 @@ from bot.kernel import N_, Address, PlatformProfile, Section, WriteKind
 CHANNEL_WRITES_PER_WINDOW = 5
 CHANNEL_WINDOW_SECONDS = 5.0
 """``chat.postMessage`` allows about one message per second per channel, with short bursts."""
+SLACK_FORM_FIELDS = 100
+"""A modal holds up to 100 blocks, each input one."""
 METHOD_TIERS: Mapping[WriteKind, int | None] = MappingProxyType(
     {"send": None, "stream_start": 20, "stream_append": 100, "stream_stop": 20}
 )
@@ -90,4 +92,5 @@ class SlackSettings(Section):
             channel_window_kinds=frozenset({"send", "edit"}),
             edits_add_images=False,
             forms_show_images=True,
+            max_form_fields=SLACK_FORM_FIELDS,
         )

@@ -171,6 +171,13 @@ def _value_shown(name: str, value: Any) -> str:
     return _shown(value)
 
 
+def _form_value(name: str, value: Any) -> str:
+    """A stored value as the settings form holds it (the language's tag, or ``auto``)."""
+    if name == "language":
+        return value if isinstance(value, str) else AUTO_LANGUAGE
+    return _value_shown(name, value)
+
+
 def _preview(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -296,6 +303,7 @@ class AccountFeature:
                 event.ref,
                 defaults=event.values,
                 models=allowed_chat_models(self.plan),
+                max_fields=self.outbox.profile(event.place.platform).max_form_fields,
             )
             await show_refused(self.outbox, event, again, error)
 
@@ -433,7 +441,7 @@ class AccountFeature:
 
     async def _open_form(self, event: Event, scope: str) -> None:
         stored = await self._stored(event, scope)
-        current = {name: _value_shown(name, getattr(stored, name, None)) for name in SETTING_NAMES}
+        current = {name: _form_value(name, getattr(stored, name, None)) for name in SETTING_NAMES}
         if scope == "me":
             current["system_prompt"] = _shown(
                 getattr(await self._channel(event), "system_prompt", None)
@@ -443,6 +451,7 @@ class AccountFeature:
             "" if scope == "me" else scope,
             defaults=current,
             models=allowed_chat_models(self.plan),
+            max_fields=self.outbox.profile(event.place.platform).max_form_fields,
         )
         assert modal is not None
         await self.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)

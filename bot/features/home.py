@@ -1,6 +1,6 @@
-"""A user's home with genbot (Slack's App Home tab): their defaults with a button to change
-them, their usage today, and their last image jobs, each with a button that posts its result
-again in their conversation with genbot.
+"""A user's home with genbot (Slack's App Home tab): their defaults and the language genbot
+speaks to them, with a button to change them, their usage today, and their last image jobs, each
+with a button that posts its result again in their conversation with genbot.
 
 The core gathers what the home shows (:class:`HomeView`) and the surface draws it, through its
 optional ``publish_home(event, view)``. Draws of one user's home take turns, at most one per
@@ -27,6 +27,7 @@ from bot.features.jobs.copies import ResultCopies
 from bot.features.jobs.messages import place_of
 from bot.features.jobs.result_messages import ResultMessages
 from bot.kernel import (
+    LANGUAGES,
     N_,
     Button,
     ButtonPress,
@@ -44,6 +45,8 @@ from bot.kernel import (
     User,
     UserError,
     _,
+    language,
+    language_name,
 )
 from bot.outbox import Outbox, PublishHome, WritePolicy
 from bot.refs import JobReferent, RefKind
@@ -243,4 +246,16 @@ def _settings(settings: EffectiveSettings) -> tuple[HomeSetting, ...]:
         )
         whose = SOURCES.get(source)
         shown.append(HomeSetting(_(label), text, _(whose) if whose else str(source)))
-    return tuple(shown)
+    return (*shown, _language(settings))
+
+
+def _language(settings: EffectiveSettings) -> HomeSetting:
+    """The language genbot speaks to the user: theirs (``/settings language``), else the one it
+    follows on its own (their app's, else the place's: :func:`bot.kernel.decide`)."""
+    # Translators: a setting on the Home: the language genbot speaks to the user.
+    label = _("Language")
+    if settings.sources.get("language") == "user" and settings.language in LANGUAGES:
+        return HomeSetting(label, language_name(settings.language), _(SOURCES["user"]))
+    # Translators: whose choice the language on the Home is, shown as "(automatic)": genbot
+    # follows the user's app (or the place's language) on its own.
+    return HomeSetting(label, language_name(language()), _("automatic"))

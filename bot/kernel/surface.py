@@ -42,6 +42,8 @@ class PlatformProfile:
     channel_window_kinds: frozenset[WriteKind] | None = None
     """The kinds of write that count against the per-channel window (``None``: all of them;
     Slack limits posting per channel, not streaming)."""
+    max_form_fields: int = 5
+    """The most fields one form holds (Discord's modals hold 5)."""
     forms_take_files: bool = False
     """Whether forms can ask for files (Discord's file uploads in modals)."""
     forms_show_images: bool = False

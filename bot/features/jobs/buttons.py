@@ -18,8 +18,10 @@ from collections.abc import Mapping, Sequence
 
 from bot.features.jobs.forms import form_for
 from bot.kernel import (
+    AUTO_LANGUAGE,
     CHAT_MODELS,
     INFO_ACTION,
+    LANGUAGES,
     N_,
     REMIX_ACTIONS,
     REMIX_PREFIX,
@@ -32,6 +34,7 @@ from bot.kernel import (
     OptionValue,
     _,
     command,
+    language_name,
     option_choices,
     validate_options,
 )
@@ -116,11 +119,13 @@ def modal_for(
     prompt: str = "",
     defaults: Mapping[str, str] | None = None,
     models: Sequence[str] = CHAT_MODELS,
+    max_fields: int = 5,
 ) -> Modal | None:
     """The form a press of ``action`` opens, or ``None`` when it opens none.
 
     ``prompt`` pre-fills prompt fields (the parent job's prompt); ``defaults`` pre-fills the
-    settings form (option name → current value), whose model field suggests ``models``. The
+    settings form (option name → current value), whose model field suggests ``models`` and which
+    holds the first ``max_fields`` of its fields (what the platform's forms hold). The
     editors (Custom Zoom, Vary (Region), Use as init) are :mod:`bot.features.jobs.forms`; settings
     fields are the option names of ``/settings``.
     """
@@ -133,7 +138,7 @@ def modal_for(
         names = SHARED_SETTINGS_FORM if ref in ("channel", "workspace") else OWN_SETTINGS_FORM
         fields = tuple(
             _settings_field(option, current.get(option.name, ""), models)
-            for name in names
+            for name in names[:max_fields]
             if (option := spec.option(name)) is not None
         )
         # Translators: the title of the settings form.
@@ -141,8 +146,8 @@ def modal_for(
     return None
 
 
-OWN_SETTINGS_FORM = ("model", "temperature", "process_mode", "aspect_ratio", "remix")
-"""A user's own settings form: their defaults (five fields: all a Discord form shows)."""
+OWN_SETTINGS_FORM = ("model", "temperature", "process_mode", "aspect_ratio", "remix", "language")
+"""A user's own settings form: their defaults (Discord's shows the first five, all it holds)."""
 SHARED_SETTINGS_FORM = ("model", "temperature", "process_mode", "aspect_ratio", "system_prompt")
 """A channel's or workspace's settings form (admins): their defaults and the system prompt."""
 FORM_LABELS = {"remix": N_("Remix: edit the prompt of 🔄, V, pan, zoom")}
@@ -160,6 +165,13 @@ def _settings_field(option: Option, current: str, models: Sequence[str]) -> Moda
         on_off = (Choice(_("On"), "on"), Choice(_("Off"), "off"))
         return ModalField(
             option.name, label, unchanged, current, False, kind="select", choices=on_off
+        )
+    if option.name == "language":
+        # Translators: in the settings form's language field: genbot follows the user's app.
+        auto = Choice(_("Automatic (your app's language)"), AUTO_LANGUAGE)
+        languages = tuple(Choice(language_name(tag), tag) for tag in LANGUAGES)
+        return ModalField(
+            option.name, label, unchanged, current, False, kind="select", choices=(auto, *languages)
         )
     if option.choices and option.autocomplete is None:
         choices = tuple(Choice(choice, choice) for choice in option.choices)
