@@ -63,6 +63,7 @@ from bot.kernel import (
     RateLimited,
     SurfaceError,
     _,
+    format_bytes,
 )
 
 NONCE_LENGTH = 25
@@ -716,10 +717,10 @@ class DiscordSurface:
         if attachment.size is not None and attachment.size > limit:
             raise SurfaceError(
                 _(
-                    "{file} is {size} bytes; the limit is {limit} bytes",
+                    "{file} is {size}; the limit is {limit}",
                     file=attachment.filename,
-                    size=attachment.size,
-                    limit=limit,
+                    size=format_bytes(attachment.size),
+                    limit=format_bytes(limit),
                 )
             )
         if not attachment.url:
@@ -728,7 +729,11 @@ class DiscordSurface:
             data = await self.client.http.get_from_cdn(attachment.url)
         if len(data) > limit:
             raise SurfaceError(
-                _("{file} is larger than {limit} bytes", file=attachment.filename, limit=limit)
+                _(
+                    "{file} is larger than {limit}",
+                    file=attachment.filename,
+                    limit=format_bytes(limit),
+                )
             )
         return data
 

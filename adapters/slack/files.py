@@ -9,7 +9,7 @@ from collections.abc import Callable
 import aiohttp
 import yarl
 
-from bot.kernel import Attachment, SurfaceError, _
+from bot.kernel import Attachment, SurfaceError, _, format_bytes
 
 from .tokens import TeamTokens, team_of_file
 
@@ -83,9 +83,9 @@ class FileFetcher:
                     if len(data) > limit:
                         raise SurfaceError(
                             _(
-                                "{file} is larger than {mib} MiB",
+                                "{file} is larger than {size}",
                                 file=name,
-                                mib=limit // (1024 * 1024),
+                                size=format_bytes(limit),
                             )
                         )
         except (aiohttp.ClientError, TimeoutError) as error:

@@ -41,6 +41,7 @@ from bot.kernel import (
     UserMessage,
     _,
     decode_custom_id,
+    format_bytes,
     format_number,
     inspect_image,
     is_document,
@@ -413,10 +414,6 @@ def _form_errors(
     return errors
 
 
-def _megabytes(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MiB" if size >= 1024 * 1024 else f"{size // 1024} KiB"
-
-
 async def _read_part(part: BodyPartReader, limit: int, filename: str) -> bytes:
     data = bytearray()
     while chunk := await part.read_chunk(_CHUNK):
@@ -426,7 +423,7 @@ async def _read_part(part: BodyPartReader, limit: int, filename: str) -> bytes:
                 _(
                     "{file} is too large: images can be at most {size}.",
                     file=filename,
-                    size=_megabytes(limit),
+                    size=format_bytes(limit),
                 )
             )
     return bytes(data)

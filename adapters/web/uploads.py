@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from adapters.web.messages import StoredFile, safe_filename
-from bot.kernel import _
+from bot.kernel import _, format_bytes
 
 DEFAULT_TTL = 3600.0
 
@@ -62,9 +62,9 @@ class UploadCache:
             raise UploadCacheFull(
                 _(
                     "The playground is holding as many uploads as it may right now "
-                    "({mib} MiB over everyone); send or drop the images you uploaded, or try "
+                    "({size} over everyone); send or drop the images you uploaded, or try "
                     "again in a few minutes.",
-                    mib=self.max_bytes // (1024 * 1024),
+                    size=format_bytes(self.max_bytes),
                 )
             )
         self._arriving += size

@@ -187,6 +187,8 @@ def _said(name: str, value: Any) -> str:
     if isinstance(value, bool):
         # Translators: a setting's value that is switched on / off.
         return _("on") if value else _("off")
+    if isinstance(value, float):
+        return format_number(value, grouping=False)
     return _value_shown(name, value)
 
 

@@ -45,6 +45,7 @@ from bot.kernel import (
     User,
     UserError,
     _,
+    format_number,
     language,
     language_name,
 )
@@ -242,7 +243,7 @@ def _settings(settings: EffectiveSettings) -> tuple[HomeSetting, ...]:
         text = (
             _("provider's default")
             if value is None
-            else (f"{value:g}" if isinstance(value, float) else str(value))
+            else (format_number(value, grouping=False) if isinstance(value, float) else str(value))
         )
         whose = SOURCES.get(source)
         shown.append(HomeSetting(_(label), text, _(whose) if whose else str(source)))

@@ -8,11 +8,11 @@ in as keywords and fill ``{name}`` fields *after* translation, so a translator c
     _("Upscaled image {index} of {total}.", index=2, total=4)
     ngettext("{n} image", "{n} images", count)
 
-Numbers, moments and durations shown to users go through :func:`format_number`,
-:func:`format_moment`, :func:`format_date`, :func:`format_clock` and :func:`format_duration`
-(English keeps genbot's own formats, byte for byte; other languages get CLDR's through Babel).
-A message everyone in a place reads (a grid in a channel) is built inside :func:`publicly`,
-which speaks the place's language rather than the user's.
+Numbers, sizes, moments and durations shown to users go through :func:`format_number`,
+:func:`format_bytes`, :func:`format_moment`, :func:`format_date`, :func:`format_clock` and
+:func:`format_duration` (English keeps genbot's own formats, byte for byte; other languages get
+CLDR's through Babel). A message everyone in a place reads (a grid in a channel) is built
+inside :func:`publicly`, which speaks the place's language rather than the user's.
 
 **Which language an event speaks.** The router decides, once per event (:func:`decide`), and
 speaks it around the event's handling:
@@ -205,6 +205,20 @@ def format_number(value: float, /, *, grouping: bool = True) -> str:
     (German); without ``grouping``, only the decimal sign is the language's (``1234.5``,
     ``1234,5``: a bound or a seed, written as genbot always did)."""
     return format_decimal(value, locale=_locale(), group_separator=grouping)
+
+
+def format_bytes(count: int, /) -> str:
+    """A size in bytes: in B below a KiB, KiB below a MiB and MiB above, to three significant
+    digits with the language's decimal sign: ``300 KiB``, ``1.5 MiB`` (English), ``1,5 MiB``
+    (German)."""
+    if count < KIB:
+        return f"{format_number(count, grouping=False)} B"
+    amount, unit = (count / MIB, "MiB") if count >= MIB else (count / KIB, "KiB")
+    return f"{format_number(float(format(amount, '.3g')), grouping=False)} {unit}"
+
+
+KIB = 1024
+MIB = KIB * KIB
 
 
 def format_moment(at: float, /) -> str:

@@ -30,7 +30,7 @@ from aiohttp.resolver import DefaultResolver
 from PIL import Image, UnidentifiedImageError
 
 from bot.kernel.events import Attachment
-from bot.kernel.i18n import N_, _, format_number
+from bot.kernel.i18n import N_, _, format_bytes, format_number
 
 log = logging.getLogger(__name__)
 
@@ -270,9 +270,9 @@ class MediaFetcher:
 
     def _too_big(self, size: int) -> MediaError:
         return MediaError(
-            N_("the image is larger than {most} KiB ({size} KiB or more)"),
-            most=self.max_bytes // 1024,
-            size=size // 1024,
+            N_("the image is larger than {most} ({size} or more)"),
+            most=format_bytes(self.max_bytes),
+            size=format_bytes(size),
         )
 
     async def start(self) -> None:

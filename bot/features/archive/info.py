@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from bot.features.jobs import wording
 from bot.features.jobs.params import DiffusionParams, ImageParams, JobResult
-from bot.kernel import _, format_duration, format_moment, written
+from bot.kernel import _, format_duration, format_moment, format_number, written
 from storage import Job
 
 PROMPT_MAX: Final = 1500
@@ -48,7 +48,7 @@ def _shown(value: object) -> str | None:
     if isinstance(value, bool):
         return _("yes") if value else _("no")
     if isinstance(value, int | float):
-        return f"{value:g}"
+        return format_number(value, grouping=False)
     if isinstance(value, str) and value:
         # Translators: a parameter whose value is a link to an image.
         return _("(an image)") if value.startswith(("http://", "https://")) else value

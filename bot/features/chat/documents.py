@@ -31,6 +31,7 @@ from bot.kernel import (
     SurfaceError,
     UserError,
     _,
+    format_bytes,
     is_document,
     is_image,
     is_pdf,
@@ -324,9 +325,9 @@ class DocumentReader:
 
 def _too_large(name: str, limit: int) -> str:
     return _(
-        "{name} is larger than {mib} MiB, the most genbot reads.",
+        "{name} is larger than {size}, the most genbot reads.",
         name=name,
-        mib=limit // (1024 * 1024) or 1,
+        size=format_bytes(limit),
     )
 
 

@@ -15,7 +15,7 @@ import mimetypes
 import re
 
 from bot.features.jobs.forms import PROMPT_FIELD
-from bot.kernel import Attachment, CommandError, FormError, _, format_number, parse_aspect_ratio
+from bot.kernel import Attachment, CommandError, FormError, _, format_bytes, parse_aspect_ratio
 
 _VERSION = re.compile(r"\d+(?:\.\d+)?")
 VALUED_FLAGS = {
@@ -103,13 +103,7 @@ def check_attachment(attachment: Attachment, max_bytes: int) -> None:
             _(
                 "{name} is too large ({size}); images may be at most {most}.",
                 name=name,
-                size=_size(attachment.size),
-                most=_size(max_bytes),
+                size=format_bytes(attachment.size),
+                most=format_bytes(max_bytes),
             )
         )
-
-
-def _size(count: int) -> str:
-    """``1.5 MiB``, ``300 KiB``: three significant digits, the language's decimal sign."""
-    amount, unit = (count / (1024 * 1024), "MiB") if count >= 1024 * 1024 else (count / 1024, "KiB")
-    return f"{format_number(float(format(amount, '.3g')), grouping=False)} {unit}"

@@ -19,9 +19,13 @@ from bot.kernel import (
     Place,
     RateLimited,
     SurfaceError,
+    speaking,
 )
 from tests.adapters.discord.harness import Harness, RecordingCore
 from tests.fakes.discord import FakeDiscord
+from tests.language import said
+
+MIB = 1024 * 1024
 
 
 def general(fake: FakeDiscord) -> Place:
@@ -183,11 +187,11 @@ async def test_downloads_are_bounded_by_the_upload_limit(
     adapter = await harness.start(core, LimitsSettings(max_upload_bytes=10))
     stored = fake.store_attachment(fake.channel("general").id, "big.png", b"x" * 11)
     big = Attachment("big.png", stored.url, "image/png", size=None)
-    with pytest.raises(SurfaceError, match="larger than 10"):
+    with pytest.raises(SurfaceError, match="larger than 10 B"):
         await adapter.surface.download(big)
     declared = Attachment("big.png", stored.url, "image/png", size=11)
     fetched = len(fake.requests)
-    with pytest.raises(SurfaceError, match="limit is 10"):
+    with pytest.raises(SurfaceError, match="limit is 10 B"):
         await adapter.surface.download(declared)
     assert len(fake.requests) == fetched
     with pytest.raises(SurfaceError):
@@ -195,6 +199,22 @@ async def test_downloads_are_bounded_by_the_upload_limit(
             Attachment("gone.png", stored.url.replace(str(stored.id), "1"))
         )
     assert await adapter.surface.download(Attachment("inline.png", data=b"abc")) == b"abc"
+
+
+async def test_a_download_refused_in_german_writes_its_sizes_the_german_way(
+    harness: Harness, core: RecordingCore
+) -> None:
+    adapter = await harness.start(core, LimitsSettings(max_upload_bytes=3 * MIB // 2))
+    declared = Attachment("big.png", "https://cdn.example/big.png", "image/png", size=8 * MIB)
+    with speaking("de"), pytest.raises(SurfaceError) as refused:
+        await adapter.surface.download(declared)
+    assert str(refused.value) == said(
+        "de",
+        "{file} is {size}; the limit is {limit}",
+        file="big.png",
+        size="8 MiB",
+        limit="1,5 MiB",
+    )
 
 
 async def test_job_messages_are_components_v2_cards_and_keep_their_gallery(bot: Harness) -> None:

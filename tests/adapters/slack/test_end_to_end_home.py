@@ -282,10 +282,13 @@ async def test_in_german_help_settings_a_grid_its_buttons_a_refusal_and_the_home
 async def test_the_home_shows_the_language_and_its_form_changes_it(
     sim: RunningSimulator, tmp_path: Path
 ) -> None:
-    """A German Slack user's Home says genbot speaks German on its own; the settings form it
-    opens has the language, and choosing Japanese there redraws the Home in Japanese, as theirs."""
+    """A German Slack user's Home says genbot speaks German on its own (and writes their
+    temperature with a decimal comma); the settings form it opens has the language, and choosing
+    Japanese there redraws the Home in Japanese, as theirs."""
     async with FakeSlack() as fake, slack_genbot(fake, sim, tmp_path / "g.db") as bot:
         fake.locales["U1"] = "de-DE"
+        await fake.post_command(bot.url, fake.slash_command("/genbot", "settings --temp 0.7"))
+        await fake.wait_for(lambda: fake.ephemerals or None, WAIT)
         home = await open_home(fake, bot, 0)
         change = buttons_of(home)[german("Change my defaults")]
         await fake.post_interactive(bot.url, fake.home_action("U1", change))
@@ -294,24 +297,23 @@ async def test_the_home_shows_the_language_and_its_form_changes_it(
         await fake.wait_for(lambda: len(fake.calls_to("views.publish")) > 1 or None, WAIT)
         redrawn = fake.home_of("U1")
 
-    auto = said(
-        "de",
-        "• {setting}: `{value}` _({source})_",
-        setting=german("Language"),
-        value="Deutsch",
-        source=german("automatic"),
-    )
-    assert auto in texts_of(home)
+    shown = texts_of(home)
+    assert home_line("de", "Language", "Deutsch", "automatic") in shown
+    assert home_line("de", "Temperature", "0,7", "yours") in shown, "a decimal comma"
     option = command("settings").option("language")
     assert option is not None
     language = next(b for b in form.view["blocks"] if b.get("block_id") == "language")
     assert language["label"]["text"] == german(option.description)[:45]
     assert redrawn is not None
-    mine = said(
-        "ja",
+    assert home_line("ja", "Language", "日本語", "yours") in texts_of(redrawn)
+
+
+def home_line(tag: str, setting: str, value: str, source: str) -> str:
+    """A setting on the Home as genbot writes it in language ``tag``."""
+    return said(
+        tag,
         "• {setting}: `{value}` _({source})_",
-        setting=said("ja", "Language"),
-        value="日本語",
-        source=said("ja", "yours"),
+        setting=said(tag, setting),
+        value=value,
+        source=said(tag, source),
     )
-    assert mine in texts_of(redrawn)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from bot.features.chat.tokens import count_functions, count_messages, count_text
 from bot.kernel import Command, CommandNames, ModalSubmit, Place, Plan, User, UserError
 from tests.bot.features.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, chat_world
 from tests.fakes.platform import FakePlatform
+from tests.language import german, said
 from tests.resilience.support import genbot_stack
 
 ROOT = User("root", "Root", is_admin=True)
@@ -80,6 +82,15 @@ async def test_settings_options_are_stored_and_confirmed(world: ChatWorld) -> No
     ]
     channel = await world.store.settings.get_scope_settings("channel", "fake", CHANNEL.channel_id)
     assert channel is not None and channel.system_prompt is None
+
+
+async def test_a_german_users_decimal_is_confirmed_with_a_decimal_comma(world: ChatWorld) -> None:
+    alice = replace(world.actor(ALICE, CHANNEL), locale="de")
+    await alice.command("settings", temperature=0.7)
+    change = said("de", "{setting} → {value}", setting=german("temperature"), value="0,7")
+    assert world.platform.ephemerals_for("alice") == [
+        german("Saved your defaults: {changes}.", changes=change)
+    ]
 
 
 async def test_settings_form_round_trip(world: ChatWorld) -> None:

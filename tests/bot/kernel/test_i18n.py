@@ -22,6 +22,7 @@ from bot.kernel import (
     User,
     UserError,
     decide,
+    format_bytes,
     format_clock,
     format_date,
     format_duration,
@@ -157,7 +158,10 @@ def test_english_keeps_genbots_formats_and_other_languages_get_theirs() -> None:
         assert format_date(MOMENT) == "2026-11-30"
         assert format_clock(MOMENT) == "00:53 UTC"
         assert (format_duration(42), format_duration(185)) == ("42 s", "3 min 5 s")
+        sizes = (10, 300 * 1024, 3 * 1024 * 1024 // 2, 8 * 1024 * 1024)
+        assert [format_bytes(n) for n in sizes] == ["10 B", "300 KiB", "1.5 MiB", "8 MiB"]
     with speaking("de"):
+        assert format_bytes(3 * 1024 * 1024 // 2) == "1,5 MiB"
         assert format_number(1234.5) == "1.234,5"
         assert format_number(7.5, grouping=False) == "7,5"
         assert format_moment(MOMENT) == "30. Nov. 2026, 00:53 UTC"
