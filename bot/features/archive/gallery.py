@@ -178,16 +178,11 @@ class Gallery:
 
 
 def _heading(query: ArchiveQuery) -> str:
-    # Translators: the channel filter of a gallery heading; {channel} is the channel's id.
-    filters = query.described(_("in #{channel}"))
-    if query.workspace:
-        return (
-            _("The workspace's results {filters} — newest first", filters=filters)
-            if filters
-            else _("The workspace's results — newest first")
-        )
-    return (
-        _("Your results {filters} — newest first", filters=filters)
-        if filters
+    """The gallery's heading, one line: whose results, then the search's filters."""
+    heading = (
+        _("The workspace's results — newest first")
+        if query.workspace
         else _("Your results — newest first")
     )
+    filters = query.filters(lambda channel: f"#{channel}")
+    return " · ".join((heading, *filters))

@@ -86,18 +86,17 @@ class ArchivePages:
 
 
 def _heading(query: ArchiveQuery) -> str:
-    filters = query.described(_("in <#{channel}>"))
-    if query.workspace:
-        return (
-            _("**The workspace's jobs** {filters} — newest first", filters=filters)
-            if filters
-            else _("**The workspace's jobs** — newest first")
-        )
-    return (
-        _("**Your jobs** {filters} — newest first", filters=filters)
-        if filters
+    """The page's heading, and the search's filters on a line of their own."""
+    heading = (
+        _("**The workspace's jobs** — newest first")
+        if query.workspace
         else _("**Your jobs** — newest first")
     )
+    filters = query.filters(lambda channel: f"<#{channel}>")
+    if not filters:
+        return heading
+    # Translators: the line under a search's heading; {filters} is "Words: “fox” · Type: upscale".
+    return heading + "\n" + _("Search: {filters}", filters=" · ".join(filters))
 
 
 def _empty(query: ArchiveQuery, first: bool) -> str:

@@ -14,7 +14,7 @@ carried in an ``Older ▶`` button's ref to the next page.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
@@ -146,19 +146,18 @@ class ArchiveQuery:
         query.check(event)
         return query
 
-    def described(self, channel: str) -> str:
-        """The filters of this query as a heading names them ("with “fox” of type upscale"),
-        with the channel shown as ``channel`` says (``{channel}`` filled with its id); "" when
-        none is set."""
-        # Translators: the filters of a search, in a heading such as "Your jobs with “fox”
-        # of type upscale in #art made 2026-11 — newest first"; each is one of these phrases.
-        phrases = [
-            _("with “{words}”", words=" ".join(self.words)) if self.words else "",
-            _("of type {type}", type=self.type) if self.type else "",
-            channel.format(channel=self.channel) if self.channel else "",
-            _("made {date}", date=self.date) if self.date else "",
-        ]
-        return " ".join(phrase for phrase in phrases if phrase)
+    def filters(self, channel: Callable[[str], str]) -> tuple[str, ...]:
+        """The filters of this query, each a phrase of its own ("Words: “fox”", "Type:
+        upscale"), the channel written by ``channel`` (from its id); none when none is set."""
+        # Translators: the filters of a search, listed under its heading ("Search: Words: “fox”
+        # · Type: upscale · Channel: #art · Date: 2026-11"); {date} is as the user wrote it.
+        found = (
+            _("Words: “{words}”", words=" ".join(self.words)) if self.words else "",
+            _("Type: {type}", type=self.type) if self.type else "",
+            _("Channel: {channel}", channel=channel(self.channel)) if self.channel else "",
+            _("Date: {date}", date=self.date) if self.date else "",
+        )
+        return tuple(phrase for phrase in found if phrase)
 
     def check(self, event: Event) -> None:
         """Refuse a workspace search to anyone but an admin in one of its channels."""

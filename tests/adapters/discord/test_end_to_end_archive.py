@@ -29,6 +29,7 @@ from tests.adapters.discord.real_core import (
     with_image,
 )
 from tests.fakes.discord import FakeChannel, FakeDiscord, FakeMessage
+from tests.language import german
 
 pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
 
@@ -132,3 +133,30 @@ async def test_the_export_is_a_private_zip_whose_manifest_matches(
 
         await fake.slash(alice, general, "jobs", {"text": "windmill", "export": True})
         assert "nothing to export" in (await told(fake, alice, 2)).content
+
+
+async def test_a_german_search_lists_its_filters_under_its_heading(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """The heading of a German /jobs page is a whole sentence, and each filter a phrase of its
+    own under it (none glued into the heading)."""
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    alice.locale = "de"
+    db = tmp_path / "genbot.db"
+    async with real_genbot(harness, sim, db, edit_window_seconds=QUICK_WINDOW):
+        await fake.slash(alice, general, "imagine", {"prompt": "a lighthouse at dusk"})
+        await image_with(fake, general, "U1")
+        options = {"text": "lighthouse", "type": "imagine", "channel": "here", "date": "today"}
+        await fake.slash(alice, general, "jobs", options)
+        page = await told(fake, alice, 1)
+
+    filters = [
+        german("Words: “{words}”", words="lighthouse"),
+        german("Type: {type}", type="imagine"),
+        german("Channel: {channel}", channel=f"<#{general.id}>"),
+        german("Date: {date}", date="today"),
+    ]
+    heading, searched = page.content.split("\n")[:2]
+    assert heading == german("**Your jobs** — newest first")
+    assert searched == german("Search: {filters}", filters=" · ".join(filters))
