@@ -15,7 +15,6 @@ from bot.kernel import (
     CommandNames,
     StorageError,
     i18n,
-    naming,
     provider_text,
     speaking,
     storage_failure_text,
@@ -77,5 +76,5 @@ def test_the_fixed_failure_texts_are_said_in_the_language_spoken(german: None) -
 def test_a_provider_error_names_the_settings_command_as_the_readers_platform_does() -> None:
     refused = ModelNotAllowed("llm-4", "free")
     assert "Pick another model with `/settings`, or" in refused.user_message
-    with naming(CommandNames(mentions={"settings": "</settings:7>"})):
+    with speaking("en", names=lambda: CommandNames(mentions={"settings": "</settings:7>"})):
         assert "Pick another model with </settings:7>, or" in provider_text(refused)
