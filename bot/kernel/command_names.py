@@ -14,10 +14,9 @@ to :func:`bot.kernel.i18n.speaking` around its handling, asked only when a text 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-
-from bot.kernel.i18n import command_naming
 
 
 @dataclass(frozen=True)
@@ -59,9 +58,17 @@ CATALOGUE = CommandNames()
 """The catalogue's own names, where no platform says otherwise (outside an event, in tests)."""
 
 
+PLACE_NAMES: ContextVar[Callable[[], CommandNames] | None] = ContextVar(
+    "genbot_command_names", default=None
+)
+"""How the place of the event being handled names genbot's commands, asked when a text names
+one; :func:`bot.kernel.i18n.speaking` sets it (None: outside an event, or its platform did not
+say)."""
+
+
 def command_names() -> CommandNames:
     """How the place of the event being handled names genbot's commands."""
-    names = command_naming()
+    names = PLACE_NAMES.get()
     return CATALOGUE if names is None else names()
 
 

@@ -49,7 +49,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from babel import Locale
 from babel.dates import format_skeleton
@@ -57,11 +56,9 @@ from babel.lists import format_list
 from babel.numbers import format_decimal
 from babel.units import format_unit
 
+from bot.kernel.command_names import PLACE_NAMES, CommandNames
 from bot.kernel.events import Event
 from storage import SettingsReader
-
-if TYPE_CHECKING:
-    from bot.kernel.command_names import CommandNames
 
 DEFAULT_LANGUAGE = "en"
 LANGUAGES: tuple[str, ...] = ("en", "de", "ja", "zh-Hans")
@@ -71,9 +68,6 @@ LOCALES = Path(__file__).resolve().parent.parent / "locales"
 
 _language: ContextVar[str] = ContextVar("genbot_language", default=DEFAULT_LANGUAGE)
 _public: ContextVar[str | None] = ContextVar("genbot_public_language", default=None)
-_names: ContextVar[Callable[[], CommandNames] | None] = ContextVar(
-    "genbot_command_names", default=None
-)
 
 
 def language() -> str:
@@ -98,20 +92,14 @@ def speaking(
     without it, the enclosing block's stands."""
     token = _language.set(tag if tag in LANGUAGES else DEFAULT_LANGUAGE)
     public_token = _public.set(public if public in LANGUAGES else None)
-    names_token = None if names is None else _names.set(names)
+    names_token = None if names is None else PLACE_NAMES.set(names)
     try:
         yield
     finally:
         if names_token is not None:
-            _names.reset(names_token)
+            PLACE_NAMES.reset(names_token)
         _public.reset(public_token)
         _language.reset(token)
-
-
-def command_naming() -> Callable[[], CommandNames] | None:
-    """How the place of the event being handled names genbot's commands, as :func:`speaking`
-    was told (None: outside an event, or its platform did not say)."""
-    return _names.get()
 
 
 @contextmanager
