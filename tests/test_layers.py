@@ -64,6 +64,7 @@ WRITES = frozenset(
     {
         "send",
         "edit",
+        "edit_pressed",
         "delete",
         "send_ephemeral",
         "send_private",

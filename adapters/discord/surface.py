@@ -50,6 +50,7 @@ from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
 from bot.kernel import (
     Attachment,
     Button,
+    ButtonPress,
     ButtonStyle,
     CommandNames,
     Event,
@@ -606,6 +607,21 @@ class DiscordSurface:
                 await interaction.followup.send(
                     text, files=files, view=view, ephemeral=True, allowed_mentions=nobody
                 )
+
+    async def edit_pressed(self, press: ButtonPress, message: OutMessage) -> None:
+        """Replace the text and buttons of the message ``press`` came from, an ephemeral one
+        too, through the press's interaction: deferred as an update, its original response is
+        that message."""
+        context = press.context
+        if not isinstance(context, InteractionContext):
+            raise SurfaceError("only the press's interaction edits the message it came from")
+        self._check(message)
+        async with discord_call("edit the pressed message"):
+            await context.interaction.edit_original_response(
+                content=self._fit(message.text),
+                view=build_view(message.buttons),
+                allowed_mentions=NOBODY,
+            )
 
     async def _answer_privately(self, context: InteractionContext, text: str) -> None:
         interaction = context.interaction

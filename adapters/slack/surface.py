@@ -33,6 +33,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.kernel import (
     ActivityKind,
     Attachment,
+    ButtonPress,
     Command,
     CommandNames,
     Event,
@@ -359,6 +360,17 @@ class SlackSurface:
             ),
         )
 
+    async def edit_pressed(self, press: ButtonPress, message: OutMessage) -> None:
+        """Replace the message ``press`` came from, an ephemeral one too, through the press's
+        ``response_url`` (``replace_original``); buttons Slack cannot show disabled are left
+        out. Its images are not shown again (the preview this replaces has none)."""
+        response_url = _origin(press).response_url
+        if not response_url:
+            raise SurfaceError("Slack sent no response_url with this press")
+        text, blocks = fallback_text(message), message_blocks(message)
+        if not await self._respond(response_url, text, blocks, replace=True):
+            raise SurfaceError("Slack did not take the new version of the pressed message")
+
     async def open_modal(self, origin: Event, modal: Modal) -> None:
         trigger_id = _origin(origin).trigger_id
         if not trigger_id:
@@ -412,7 +424,11 @@ class SlackSurface:
             self._session = aiohttp.ClientSession()
         return self._session
 
-    async def _respond(self, response_url: str, text: str, blocks: list[dict[str, Any]]) -> bool:
+    async def _respond(
+        self, response_url: str, text: str, blocks: list[dict[str, Any]], *, replace: bool = False
+    ) -> bool:
+        """Answer through ``response_url``: a new ephemeral message, or (``replace``) the
+        message the interaction came from replaced; whether Slack took it."""
         webhook = AsyncWebhookClient(
             response_url, session=self._http(), timeout=int(self.call_timeout)
         )
@@ -422,7 +438,7 @@ class SlackSurface:
                     text=text,
                     blocks=blocks or None,
                     response_type="ephemeral",
-                    replace_original=False,
+                    replace_original=replace,
                 )
         except (aiohttp.ClientError, TimeoutError) as error:
             log.warning("response_url post failed: %s", type(error).__name__)

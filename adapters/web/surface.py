@@ -14,6 +14,7 @@ from adapters.web.translate import modal_json
 from adapters.web.uploads import UploadCacheFull
 from bot.kernel import (
     Attachment,
+    ButtonPress,
     Event,
     MessageGone,
     MessageRef,
@@ -85,6 +86,21 @@ class WebSurface:
         if message.images:
             self.playground.store.replace_images(edited, message.images)
         await self.playground.keep("edit", edited, images_before=len(posted.images))
+
+    async def edit_pressed(self, press: ButtonPress, message: OutMessage) -> None:
+        """Replace the text and buttons of genbot's message ``press`` came from, one only the
+        presser sees ("only you can see this") too."""
+        self._check(press.place, message)
+        shown = await self.playground.message(press.message_id)
+        if (
+            shown is None
+            or shown.deleted
+            or shown.kind not in ("bot", "ephemeral")
+            or shown.visible_to not in (None, press.user.id)
+        ):
+            raise MessageGone(f"no genbot message {press.message_id!r} the presser sees")
+        edited = replace(shown, text=message.text, buttons=message.buttons, edited=time.time())
+        await self.playground.keep("edit", edited, images_before=len(shown.images))
 
     async def delete(self, ref: MessageRef) -> None:
         """Remove a genbot message from the channel (and from the browsers showing it)."""

@@ -204,6 +204,7 @@ from bot.kernel.settings import (
 from bot.kernel.surface import (
     ActivityKind,
     DeletesMessages,
+    EditsPressed,
     FindsKeyedPosts,
     ForgetsUsers,
     LinksMessages,
@@ -284,6 +285,7 @@ __all__ = [
     "CommandSpec",
     "CoreSettings",
     "DeletesMessages",
+    "EditsPressed",
     "Event",
     "EventRouter",
     "EventSink",

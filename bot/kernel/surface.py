@@ -12,7 +12,15 @@ from types import MappingProxyType
 from typing import Literal, Protocol, runtime_checkable
 
 from bot.kernel.command_names import CommandNames
-from bot.kernel.events import Attachment, Event, HomeOpened, MessageRef, Place, User
+from bot.kernel.events import (
+    Attachment,
+    ButtonPress,
+    Event,
+    HomeOpened,
+    MessageRef,
+    Place,
+    User,
+)
 from bot.kernel.outbound import ButtonRows, HomeView, Modal, OutMessage
 
 WriteKind = Literal["send", "edit", "stream_start", "stream_append", "stream_stop"]
@@ -210,6 +218,19 @@ class SendsPrivately(Protocol):
     async def send_private(self, origin: Event, message: OutMessage) -> None:
         """Show ``message`` to ``origin``'s user only, where ``origin`` happened;
         :class:`SurfaceError` where it cannot."""
+        ...
+
+
+@runtime_checkable
+class EditsPressed(Protocol):
+    """A surface that can change the message a button was pressed on, a private one too — which
+    :meth:`Surface.edit` cannot reach (Discord's and Slack's ephemeral messages, the
+    playground's "only you can see this")."""
+
+    async def edit_pressed(self, press: ButtonPress, message: OutMessage) -> None:
+        """Replace the text and buttons of the message ``press`` came from (through the press
+        itself: Discord's interaction, Slack's ``response_url``); :class:`SurfaceError` where
+        it cannot."""
         ...
 
 

@@ -4,9 +4,9 @@
 
 A post whose message has a ``key`` is idempotent where the platform finds keyed posts (the
 adapter answers a repeat with the message already posted). Writes a platform may not have
-(:class:`Delete`, :class:`Private`, :class:`PrivateFile`, :class:`Repost`, :class:`PublishHome`,
-:class:`StreamStart`, an :class:`Activity`'s status line)
-are asked of surfaces that offer them; see each class.
+(:class:`EditPressed`, :class:`Delete`, :class:`Private`, :class:`PrivateFile`,
+:class:`Repost`, :class:`PublishHome`, :class:`StreamStart`, an :class:`Activity`'s status
+line) are asked of surfaces that offer them; see each class.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import ClassVar, Generic, TypeVar
 
 from bot.kernel import (
     ActivityKind,
+    ButtonPress,
     ButtonRows,
     Event,
     HomeOpened,
@@ -64,6 +65,16 @@ class Edit(Operation[None]):
     ref: MessageRef
     message: OutMessage
     method: ClassVar[str] = "edit"
+
+
+@dataclass(frozen=True)
+class EditPressed(Operation[None]):
+    """Replace the message ``press`` came from, a private one too, with ``message`` (on a surface
+    that :class:`~bot.kernel.EditsPressed`; ``TypeError`` elsewhere)."""
+
+    press: ButtonPress
+    message: OutMessage
+    method: ClassVar[str] = "edit_pressed"
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from bot.kernel import (
     Attachment,
     CommandNames,
     DeletesMessages,
+    EditsPressed,
     Event,
     FindsKeyedPosts,
     ForgetsUsers,
@@ -50,6 +51,7 @@ from bot.outbox.operations import (
     Activity,
     Delete,
     Edit,
+    EditPressed,
     Notice,
     OpenForm,
     Operation,
@@ -293,6 +295,8 @@ class Outbox:
                 return partial(surface.repost, original, place, message)
             case Edit(ref, message):
                 return partial(surface.edit, ref, message)
+            case EditPressed(press, message) if isinstance(surface, EditsPressed):
+                return partial(surface.edit_pressed, press, message)
             case Delete(ref) if isinstance(surface, DeletesMessages):
                 return partial(surface.delete, ref)
             case Notice(origin, text):

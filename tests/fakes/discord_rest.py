@@ -281,6 +281,10 @@ class RestRoutes(MessageBodies):
         elif kind == 9 and (len(data.get("title", "")) > 45 or len(data["custom_id"]) > 100):
             return invalid("data.title", "modal title or custom_id too long")
         interaction.callbacks.append(req.json)
+        if kind in (6, 7):
+            # A component's interaction answered with an update: its original response is the
+            # message the component is on (``@original`` edits that message, ephemeral or not).
+            interaction.original_message_id = interaction.message_id
         if message is not None:
             message.interaction_id = interaction.id
             self.messages[message.id] = message

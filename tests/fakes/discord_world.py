@@ -102,13 +102,16 @@ class DiscordWorld:
         return [m for m in self.messages_in(channel_id) if m.author.id == self.bot.id]
 
     def ephemerals_for(self, user: FakeUser) -> list[FakeMessage]:
-        """Ephemeral messages shown to ``user`` (answers and follow-ups, not "thinking…")."""
+        """Ephemeral messages shown to ``user`` (answers and follow-ups, not "thinking…"; not
+        the message a pressed component is on, which a press answered with an update has as
+        its original)."""
         shown: list[FakeMessage] = []
         for interaction in self.interactions.values():
             if interaction.user != user:
                 continue
-            ids = [interaction.original_message_id, *interaction.followup_ids]
-            messages = [self.messages[i] for i in ids if i is not None]
+            original = interaction.original_message_id
+            answer = None if original == interaction.message_id else original
+            messages = [self.messages[i] for i in (answer, *interaction.followup_ids) if i]
             shown += [m for m in messages if m.ephemeral and not m.deleted and not m.loading]
         return shown
 

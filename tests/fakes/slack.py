@@ -147,7 +147,7 @@ class FakeSlack(
 
         self._failures: dict[str, deque[SlackError]] = {}
         self._triggers: dict[str, float] = {}
-        self._response_urls: dict[str, tuple[str, str]] = {}
+        self._response_urls: dict[str, tuple[str, str, Ephemeral | None]] = {}
         self._tickets: set[str] = set()
         self._ws: web.WebSocketResponse | None = None
         self._sockets: list[web.WebSocketResponse] = []
@@ -384,10 +384,14 @@ class FakeSlack(
         response_id = request.match_info["response_id"]
         if response_id not in self._response_urls:
             return web.json_response({"ok": False, "error": "expired_url"}, status=404)
-        channel, user = self._response_urls[response_id]
+        channel, user, pressed = self._response_urls[response_id]
         body = await request.json()
         self.responses.append(ResponsePost(response_id, body, channel, user))
-        if body.get("response_type", "ephemeral") == "ephemeral":
+        if pressed is not None and body.get("replace_original"):
+            pressed.text, pressed.blocks = body.get("text", ""), body.get("blocks") or []
+        elif pressed is not None and body.get("delete_original"):
+            self.ephemerals.remove(pressed)
+        elif body.get("response_type", "ephemeral") == "ephemeral":
             self.ephemerals.append(
                 Ephemeral(
                     channel,
@@ -470,9 +474,12 @@ class FakeSlack(
         self._triggers[trigger_id] = self.clock()
         return trigger_id
 
-    def _issue_response_url(self, channel: str, user: str) -> str:
+    def _issue_response_url(self, channel: str, user: str, pressed: Ephemeral | None = None) -> str:
+        """A ``response_url``; one handed out with a press on the ephemeral message
+        ``pressed`` replaces (``replace_original``) or deletes (``delete_original``) it, as
+        Slack does."""
         response_id = new_id("R")
-        self._response_urls[response_id] = (channel, user)
+        self._response_urls[response_id] = (channel, user, pressed)
         return f"{self.base_url}/response/{response_id}"
 
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from tests.fakes.slack_model import FakeMessage, SlackError
+from tests.fakes.slack_model import Ephemeral, FakeMessage, SlackError
 
 Args = dict[str, Any]
 
@@ -68,7 +68,9 @@ class SlackAgentApi:
 
         def _issue_trigger(self) -> str: ...
 
-        def _issue_response_url(self, channel: str, user: str) -> str: ...
+        def _issue_response_url(
+            self, channel: str, user: str, pressed: Ephemeral | None = None
+        ) -> str: ...
 
         def _user_payload(self, user: str) -> dict[str, str]: ...
 

@@ -81,7 +81,9 @@ class SlackPayloads:
 
         def _issue_trigger(self) -> str: ...
 
-        def _issue_response_url(self, channel: str, user: str) -> str: ...
+        def _issue_response_url(
+            self, channel: str, user: str, pressed: Ephemeral | None = None
+        ) -> str: ...
 
         async def _notify(self) -> None: ...
 
@@ -325,7 +327,7 @@ class SlackPayloads:
             "is_enterprise_install": False,
             "channel": {"id": ephemeral.channel, "name": ephemeral.channel.lower()},
             "state": {"values": {}},
-            "response_url": self._issue_response_url(ephemeral.channel, presser),
+            "response_url": self._issue_response_url(ephemeral.channel, presser, ephemeral),
             "actions": [_button_action(ephemeral.blocks, action_id)],
         }
 

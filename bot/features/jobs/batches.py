@@ -12,9 +12,12 @@ The preview is stored (a :class:`storage.Batch`) and expires after :data:`PREVIE
 images sent with the command that have no link the provider can fetch (the playground's
 uploads, Slack's private files) are hosted first, so the batch keeps links only.
 Run settles it in the database first (:meth:`storage.Preferences.settle_batch`: one press, in
-one process, wins; the others are told it ran), then starts exactly the stored jobs, each keyed
-``<batch>#<n>`` so that no job of it can start twice. The ref check (:mod:`bot.refs`) lets only
-the user who ran the command press them, in its workspace.
+one process, wins; the others are told what became of it), then starts exactly the stored
+jobs, each keyed ``<batch>#<n>`` so that no job of it can start twice. Run or Cancel shows the
+preview again (its text is kept with the batch) with its buttons disabled, where the platform
+can change the message pressed (:class:`bot.kernel.EditsPressed`; Slack, which has no disabled
+buttons, without them). The ref check (:mod:`bot.refs`) lets only the user who ran the command
+press them, in its workspace.
 
 The jobs of a batch count against the user's cap on jobs at once like any other: Run starts
 those that fit, and the rest wait in the queue (:mod:`bot.features.jobs.batch_queue`), each
@@ -24,6 +27,7 @@ each job's progress shows its place among the user's jobs ("your job 3 of 4").
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import ClassVar, Final
@@ -40,11 +44,14 @@ from bot.kernel import (
     Button,
     ButtonPress,
     Command,
+    EditsPressed,
     LimitsSettings,
     ModalSubmit,
     OptionValue,
     OutMessage,
+    RateLimited,
     SendsPrivately,
+    SurfaceError,
     UserError,
     _,
     named,
@@ -52,9 +59,11 @@ from bot.kernel import (
     permutations,
     take_repeat,
 )
-from bot.outbox import Notice, Outbox, Private, WritePolicy
+from bot.outbox import EditPressed, Notice, Outbox, Private, WritePolicy
 from bot.refs import BatchReferent, RefKind
-from storage import JobAdmission, Preferences, UsageLedger
+from storage import Batch, BatchOutcome, JobAdmission, Preferences, UsageLedger
+
+log = logging.getLogger(__name__)
 
 PREVIEW_SECONDS: Final = 300.0
 """How long a preview's Run and Cancel work."""
@@ -126,27 +135,17 @@ class Batches:
                 _("This platform cannot show a private preview: run one job at a time.")
             )
         attachments = await self.hosted(event)
+        text = await self._preview_text(event, prompts, mode, each, recorded)
         batch = new_batch(
             event,
             attachments,
-            {"jobs": jobs},
+            {"jobs": jobs, "preview": text},
             total=len(jobs),
             now=self._store.clock(),
             seconds=PREVIEW_SECONDS,
         )
         await self._store.save_batch(batch)
-        text = await self._preview_text(event, prompts, mode, each, recorded)
-        # Translators: the button that starts the jobs a preview shows.
-        run = ngettext("Run {n} job", "Run {n} jobs", len(jobs))
-        if len(jobs) == 1:
-            # Translators: the button that starts the one job a preview shows.
-            run = _("Run")
-        buttons = (
-            Button(run, RUN, batch.id, "primary"),
-            # Translators: the button that drops the jobs a preview shows.
-            Button(_("Cancel"), CANCEL, batch.id, "secondary"),
-        )
-        message = OutMessage(text, buttons=(buttons,))
+        message = OutMessage(text, buttons=(preview_buttons(batch),))
         await self._outbox.write(event.place, Private(event, message), WritePolicy.NOW)
 
     async def hosted(self, event: Command) -> dict[str, Attachment]:
@@ -275,16 +274,17 @@ class Batches:
         )
 
     async def on_button(self, event: ButtonPress, referent: BatchReferent) -> None:
-        """Run the previewed jobs (once), or cancel them."""
+        """Run the previewed jobs (once), or cancel them; either way the preview's buttons are
+        disabled (a press on them again, from a stale copy, is told what became of it)."""
         batch = referent.batch
-        if event.action == CANCEL:
-            if await self._store.settle_batch(batch.id, "cancelled"):
-                await self._tell(event, _("Cancelled: nothing was started."))
-            else:
-                await self._tell(event, await self._settled(batch.id))
-            return
-        if not await self._store.settle_batch(batch.id, "run"):
+        outcome: BatchOutcome = "cancelled" if event.action == CANCEL else "run"
+        settled = await self._store.settle_batch(batch.id, outcome)
+        await self._close_preview(event, batch)
+        if not settled:
             await self._tell(event, await self._settled(batch.id))
+            return
+        if outcome == "cancelled":
+            await self._tell(event, _("Cancelled: nothing was started."))
             return
         done = await self._queue.advance(batch, event)
         waiting, total = done.waiting, batch.total
@@ -310,6 +310,18 @@ class Batches:
             notes.append(_("Not started: {reasons}", reasons="; ".join(done.refused)))
         await self._tell(event, " ".join(notes))
 
+    async def _close_preview(self, event: ButtonPress, batch: Batch) -> None:
+        """The preview ``event`` was pressed on, shown again with its buttons disabled (where
+        the platform has none, without them), where the platform can change it."""
+        text = batch.command.get("preview")
+        if not isinstance(text, str) or not self._outbox.can(event.place.platform, EditsPressed):
+            return
+        closed = OutMessage(text, buttons=(preview_buttons(batch, disabled=True),))
+        try:
+            await self._outbox.write(event.place, EditPressed(event, closed), WritePolicy.NOW)
+        except (SurfaceError, RateLimited) as error:
+            log.info("could not close the preview of batch %s: %s", batch.id, error)
+
     async def _settled(self, batch_id: str) -> str:
         batch = await self._store.batch(batch_id)
         if batch is not None and batch.outcome == "run":
@@ -324,3 +336,17 @@ class Batches:
     async def on_modal(self, event: ModalSubmit, referent: BatchReferent) -> None:
         """It has no forms."""
         raise UserError(_("This form is no longer supported."))
+
+
+def preview_buttons(batch: Batch, *, disabled: bool = False) -> tuple[Button, ...]:
+    """A preview's Run and Cancel (``disabled`` once one was pressed)."""
+    # Translators: the button that starts the jobs a preview shows.
+    run = ngettext("Run {n} job", "Run {n} jobs", batch.total)
+    if batch.total == 1:
+        # Translators: the button that starts the one job a preview shows.
+        run = _("Run")
+    return (
+        Button(run, RUN, batch.id, "primary", disabled=disabled),
+        # Translators: the button that drops the jobs a preview shows.
+        Button(_("Cancel"), CANCEL, batch.id, "secondary", disabled=disabled),
+    )

@@ -81,6 +81,33 @@ def preview_of(fake: FakeDiscord, user: FakeUser) -> FakeMessage | None:
     return next((m for m in fake.ephemerals_for(user) if m.buttons), None)
 
 
+def closed(preview: FakeMessage) -> bool:
+    """Whether every button of ``preview`` is disabled (it can be pressed no more)."""
+    return all(button.get("disabled") for button in preview.buttons)
+
+
+async def test_a_cancelled_preview_keeps_its_text_and_no_button_that_works(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    db = tmp_path / "genbot.db"
+    async with real_genbot(harness, sim, db, edit_window_seconds=QUICK_WINDOW) as genbot:
+        await fake.slash(alice, general, "imagine", {"prompt": "{red, blue} fox"})
+        preview = await fake.wait_for(lambda: preview_of(fake, alice), what="the preview")
+        shown = preview.content
+        assert not closed(preview)
+        await fake.press(alice, preview, "Cancel")
+        [_, cancelled] = await told(fake, alice, 2)
+        assert cancelled == "Cancelled: nothing was started."
+        await fake.wait_for(lambda: closed(preview), what="the preview's buttons disabled")
+        assert preview.content == shown and preview.ephemeral
+        assert [b["label"] for b in preview.buttons] == ["Run 2 jobs", "Cancel"]
+        with pytest.raises(ValueError, match="disabled"):
+            await fake.press(alice, preview, "Run 2 jobs")
+        assert not await genbot.all_jobs() and not creations(sim, "imagine")
+
+
 async def test_permutations_and_repeats_are_previewed_then_run_once(
     harness: Harness, sim: RunningSimulator, tmp_path: Path
 ) -> None:
@@ -125,6 +152,10 @@ async def test_permutations_and_repeats_are_previewed_then_run_once(
             "3 of 4 jobs started; 1 wait in the queue, each starting when one of your jobs "
             "finishes (your cap of jobs at once).",
         ), "the 4th starts when a job of the three has finished: at once, or from the queue"
+        await fake.wait_for(lambda: closed(preview), what="the preview's buttons disabled")
+        assert "1. red fox\n2. red fox\n3. blue fox\n4. blue fox" in preview.content
+        with pytest.raises(ValueError, match="disabled"):
+            await fake.press(alice, preview, "Run 4 jobs")
 
         await until_imagined(sim, 4)
         prompts = sorted(r.body["prompt"] for r in creations(sim, "imagine"))

@@ -17,6 +17,7 @@ from simulator.state import SimulatorConfig
 from storage import ALL_STATUSES
 from tests.adapters.slack.end_to_end import JOB_TIME_SCALE, WAIT, created, slack_genbot
 from tests.fakes.slack import FakeSlack
+from tests.fakes.slack_model import Ephemeral
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
 
@@ -27,6 +28,43 @@ SREF = "https://example.com/styles/neon.png"
 async def sim() -> AsyncIterator[RunningSimulator]:
     async with serve(SimulatorConfig(time_scale=JOB_TIME_SCALE)) as running:
         yield running
+
+
+def buttons_of(message: Ephemeral) -> list[str]:
+    """The labels of the buttons ``message`` shows (Slack has no disabled buttons)."""
+    return [
+        element["text"]["text"]
+        for block in message.blocks
+        if block.get("type") == "actions"
+        for element in block["elements"]
+        if element.get("type") == "button"
+    ]
+
+
+async def test_a_cancelled_preview_loses_its_buttons_and_a_stale_press_runs_nothing(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+        await fake.post_command(bot.url, fake.slash_command("/imagine", "{red, blue} fox"))
+        preview = await fake.wait_for(
+            lambda: next((e for e in fake.ephemerals if e.blocks), None), WAIT
+        )
+        assert buttons_of(preview) == ["Run 2 jobs", "Cancel"]
+        shown = preview.text
+        stale = fake.ephemeral_block_actions(preview, preview.button("Run 2 jobs")["action_id"])
+        cancel = fake.ephemeral_block_actions(preview, preview.button("Cancel")["action_id"])
+        await fake.post_interactive(bot.url, cancel)
+        await fake.wait_for(lambda: not buttons_of(preview), WAIT)
+        assert preview.text == shown, "the preview stays, without its buttons"
+        [_, cancelled] = await fake.wait_for(lambda: told(fake, 2), WAIT)
+        assert cancelled == "Cancelled: nothing was started."
+
+        await fake.post_interactive(bot.url, stale)
+        [*_, again] = await fake.wait_for(lambda: told(fake, 3), WAIT)
+        assert again == "You cancelled these jobs: run the command again to start them."
+        await asyncio.sleep(0.3)
+        assert created(sim, "/gen/v2/imagine") == []
+        assert await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES) == []
 
 
 def told(fake: FakeSlack, count: int) -> list[str] | None:
@@ -93,6 +131,9 @@ async def test_saved_options_expand_and_several_jobs_run_once_from_their_preview
             lambda: [t for t in told(fake, 3) or [] if "started already" in t] or None, WAIT
         )
         assert again
+        await fake.wait_for(lambda: not buttons_of(preview), WAIT)
+        assert "1. red fox" in preview.text and "4. blue fox" in preview.text
+        assert fake.ephemerals.count(preview) == 1, "replaced where it was, not posted again"
         await fake.wait_for(lambda: len(created(sim, "/gen/v2/imagine")) == 5 or None, WAIT)
         prompts = sorted(r.body["prompt"] for r in created(sim, "/gen/v2/imagine")[1:])
         assert prompts == ["blue fox", "blue fox", "red fox", "red fox"]

@@ -1,6 +1,7 @@
 """The playground on the real core and the simulator: ``/prefer option set`` then ``--neon`` in a
 prompt; an unknown ``--name`` refused with no provider call; ``{red, blue} fox --repeat 2``
-previewed privately with its cost, and Run starting its 4 jobs once, pressed twice."""
+previewed privately with its cost, and Run starting its 4 jobs once, pressed twice, the
+preview's buttons disabled from then on."""
 
 from __future__ import annotations
 
@@ -47,5 +48,10 @@ async def test_saved_options_and_a_previewed_batch_in_the_playground(tmp_path: P
         await view.until(lambda: len(stack.sim.state.requests_to("/gen/v2/imagine")) == 5)
         answers = [m["text"] for m in view.after(preview["id"]) if m["kind"] == "ephemeral"]
         assert sum("started already" in text for text in answers) == 1, answers
+        closed = await view.until(
+            lambda: (m := view.messages[preview["id"]])["edited"] and m, timeout=10
+        )
+        assert closed["text"] == preview["text"] and closed["kind"] == "ephemeral"
+        assert [[b["disabled"] for b in row] for row in closed["buttons"]] == [[True, True]]
         prompts = sorted(r.body["prompt"] for r in stack.sim.state.requests_to("/gen/v2/imagine"))
         assert prompts == ["a city --style raw --sref " + SREF, *["blue fox"] * 2, *["red fox"] * 2]

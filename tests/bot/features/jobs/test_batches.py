@@ -20,7 +20,8 @@ from tests.postgres import PostgresCluster
 
 
 class PrivatePlatform(FakePlatform):
-    """The fake platform, showing private messages (the previews) too."""
+    """The fake platform, showing private messages (the previews) too, and changing the one a
+    button was pressed on (the last one shown: presses here name no message)."""
 
     def __init__(self) -> None:
         super().__init__(profile=ROOMY)
@@ -28,6 +29,10 @@ class PrivatePlatform(FakePlatform):
 
     async def send_private(self, origin: Event, message: OutMessage) -> None:
         self.privates.append(message)
+        await self._notify()
+
+    async def edit_pressed(self, press: ButtonPress, message: OutMessage) -> None:
+        self.privates[-1] = message
         await self._notify()
 
 
@@ -117,7 +122,11 @@ async def test_a_cancelled_preview_starts_nothing(tmp_path: Path) -> None:
         running_genbot(sim, tmp_path / "genbot.db", platform=platform) as bot,
     ):
         await Actor(bot.core, platform, ALICE, CHANNEL).command("imagine", "a fox --repeat 2")
+        shown = platform.privates[-1].text
         await run_pressed(bot, platform, "Cancel")
+        [preview] = platform.privates
+        assert preview.text == shown
+        assert [b.disabled for row in preview.buttons for b in row] == [True, True]
         await run_pressed(bot, platform, "Run 2 jobs")
         assert platform.ephemerals_for(ALICE.id) == [
             "Cancelled: nothing was started.",
