@@ -1,6 +1,7 @@
 """End to end on Slack, documents in chat: a PDF shared in a DM with genbot is downloaded with
 the bot token (``url_private``), read within the model's context, and answered in the thread
-with a note of what was read."""
+with a note of what was read, both in the message's thread (Slack's agent messaging: every
+message in a DM is answered in its own thread)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,7 @@ async def sim() -> AsyncIterator[RunningSimulator]:
 
 
 def bot_messages(fake: FakeSlack, message: FakeMessage) -> list[FakeMessage]:
-    """genbot's finished messages after ``message`` in its DM: the note (where genbot's notes
-    go in a DM) and the answer streamed in the message's thread."""
+    """genbot's finished messages after ``message`` in its DM: the note and the answer."""
     return [
         m
         for m in fake.channels.get(message.channel, [])
@@ -55,6 +55,7 @@ async def test_a_300_page_pdf_in_a_dm_is_read_within_the_context(
             lambda: posted if len(posted := bot_messages(fake, shared)) >= 2 else None, WAIT
         )
     assert answer.thread_ts == shared.ts
+    assert note.thread_ts == shared.ts, "the note is in the thread the answer streams in"
     (request,) = sim.state.requests_to(CHAT_PATH)
     read_of_report(request.body, "What did the keeper count?", note.text)
     assert answer.markdown
