@@ -18,6 +18,7 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
@@ -34,6 +35,7 @@ from adapters.listener import Listener
 from adapters.slack.ports import ChannelsInView, EventDedupe, Installations
 from adapters.slack.settings import SlackSettings
 from bot.kernel import (
+    DEFAULT_LANGUAGE,
     STOP_ACTION,
     ButtonPress,
     Command,
@@ -394,7 +396,7 @@ class SlackAdapter:
         locale = await self._locale(context.client, workspace, user_id)
         if place.is_dm:
             try:
-                with speaking(supported(locale) or "en"):
+                with _speaking(locale):
                     in_view = await self.agent.channel_document(
                         context.client,
                         workspace,
@@ -447,7 +449,8 @@ class SlackAdapter:
         await self.agent.context_changed(team, user, event.get("context"))
         channel = str(event.get("channel") or "")
         if user and channel:
-            await self.agent.messages_tab_opened(context.client, team, user, channel)
+            with _speaking(await self._locale(context.client, team, user)):
+                await self.agent.messages_tab_opened(context.client, team, user, channel)
 
     async def _on_context_changed(self, body: dict[str, Any], event: dict[str, Any]) -> None:
         team = str(body.get("team_id") or self.team_id)
@@ -460,10 +463,12 @@ class SlackAdapter:
         self, ack: Callable[..., Awaitable[None]], body: dict[str, Any], client: AsyncWebClient
     ) -> None:
         await ack()
+        team = str((body.get("team") or {}).get("id") or self.team_id)
+        user_id = str((body.get("user") or {}).get("id") or "")
+        with _speaking(await self._locale(client, team, user_id)):
+            form = self.agent.ask_form(body)
         try:
-            await client.views_open(
-                trigger_id=str(body.get("trigger_id")), view=self.agent.ask_form(body)
-            )
+            await client.views_open(trigger_id=str(body.get("trigger_id")), view=form)
         except SlackApiError as error:
             log.warning("could not open the Ask genbot form: %s", error.response.get("error"))
 
@@ -493,13 +498,15 @@ class SlackAdapter:
         )
         opened = await client.conversations_open(users=user_id)
         dm = str((opened.get("channel") or {}).get("id") or "")
-        about = _("_About a message in <#{channel}>:_", channel=kept.get("channel", ""))
+        locale = await self._locale(client, team, user_id)
+        with _speaking(locale):
+            about = _("_About a message in <#{channel}>:_", channel=kept.get("channel", ""))
         root = await client.chat_postMessage(channel=dm, text=f"{escape_mrkdwn(question)}\n{about}")
         ts = str(root["ts"])
         return UserMessage(
             user=await self._user(context, team, user_id),
             place=place_for(team, dm, ts, "im"),
-            locale=await self._locale(client, team, user_id),
+            locale=locale,
             context=SlackOrigin(thread_ts=ts),
             message_id=ts,
             text=question,
@@ -539,13 +546,13 @@ class SlackAdapter:
         user_id = str(body.get("user_id"))
         team = str(body.get("team_id") or self.team_id)
         locale = await self._locale(client, team, user_id)
-        with speaking(supported(locale) or "en"):
+        with _speaking(locale):
             route = route_command(str(body.get("command", "")), str(body.get("text", "")))
         if isinstance(route, str):
             await respond(text=route, response_type="ephemeral", replace_original=False)
             return None
         try:
-            with speaking(supported(locale) or "en"):
+            with _speaking(locale):
                 attachments, text = await command_images(
                     route.name, route.text, partial(recent_files, client, channel, user_id)
                 )
@@ -664,3 +671,9 @@ def stream_origin(say_stream: AsyncSayStream | None) -> SlackOrigin:
     return SlackOrigin(
         thread_ts=say_stream.thread_ts, recipient_team_id=say_stream.recipient_team_id
     )
+
+
+def _speaking(locale: str | None) -> AbstractContextManager[None]:
+    """Speak the language of a Slack user's ``locale``, for what the adapter says before (or
+    without) the core: a refused command, the Messages tab, the "Ask genbot" form."""
+    return speaking(supported(locale) or DEFAULT_LANGUAGE)

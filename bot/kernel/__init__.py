@@ -104,6 +104,7 @@ from bot.kernel.expansion import (
 from bot.kernel.gallery import GalleryPage, GalleryResult, ResultGallery
 from bot.kernel.i18n import (
     AUTO_LANGUAGE,
+    DEFAULT_LANGUAGE,
     LANGUAGES,
     N_,
     LanguageChoices,
@@ -242,6 +243,7 @@ __all__ = [
     "COMMANDS_BY_NAME",
     "DATABASE_FULL_TEXT",
     "DATABASE_UNREACHABLE_TEXT",
+    "DEFAULT_LANGUAGE",
     "EVERY_CHAT_MODEL",
     "FENCE",
     "GOOD_ACTION",

@@ -16,6 +16,7 @@ from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import WAIT, budgeted_fake, slack_genbot
 from tests.fakes.slack import FakeSlack
+from tests.language import german
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
 
@@ -124,3 +125,42 @@ async def test_ask_genbot_about_this_answers_in_the_dm_with_the_thread(
     assert content.startswith("What was decided?\n\n--- message-and-thread.txt (3 lines) ---")
     assert "bob: Should we ship the fox feature?" in content
     assert "alice: Only after the lighthouse fix." in content
+
+
+async def test_in_german_the_messages_tab_and_the_ask_form(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """A user whose Slack speaks German: the Messages tab's prompts and greeting, the "Ask
+    genbot" form and the question's note in the DM speak German (built before any event reaches
+    the core)."""
+    fake.locales["U1"] = "de-DE"
+    parent = fake.user_says("Should we ship the fox feature?", user="U2", channel="C1")
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+        event = fake.messages_tab_opened_event("U1", viewing="C1")
+        await fake.post_event(bot.url, fake.event_callback(event))
+        await fake.wait_for(partial(prompts_set, fake, 1), WAIT)
+        await fake.wait_for(lambda: fake.channels.get("D1") or None, WAIT)
+
+        await fake.post_interactive(bot.url, fake.message_shortcut(parent, ASK_CALLBACK, user="U1"))
+        form = await fake.wait_for(
+            lambda: next((v for v in fake.views if v.callback_id == ASK_CALLBACK), None), WAIT
+        )
+        await fake.submit_view(bot.url, form, {"question": "Was wurde entschieden?"})
+        root = await fake.wait_for(
+            lambda: next((m for m in fake.channels["D1"] if m.text.startswith("Was wurde")), None),
+            WAIT,
+        )
+
+    prompts = fake.suggested_prompts[(fake.team_id, "D1")]
+    assert prompts["title"] == german("Try")
+    assert [p["title"] for p in prompts["prompts"]] == [
+        german("Ask anything"),
+        german("Draw an image"),
+        german("Summarize this channel"),
+    ]
+    (greeting, *_) = [m for m in fake.channels["D1"] if m.user == fake.bot_user_id]
+    assert greeting.text == german(DEFAULT_GREETING)
+    assert form.view["title"]["text"] == german("Ask genbot")
+    question = next(b for b in form.view["blocks"] if b.get("block_id") == "question")
+    assert question["label"]["text"] == german("What do you want to know?")
+    assert german("_About a message in <#{channel}>:_", channel="C1") in root.text

@@ -13,6 +13,7 @@ from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import JOB_TIME_SCALE, WAIT, slack_genbot
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_model import ApiCall
+from tests.language import german
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
 
@@ -113,3 +114,21 @@ async def test_a_dm_job_posted_outside_the_status_thread_clears_the_status_itsel
     (cleared,) = status_calls(fake, "")
     assert fake.calls[cleared].args["thread_ts"] == question.ts and cleared > upload
     assert fake.statuses == {}
+
+
+async def test_in_german_the_status_line_thinks_and_draws_in_german(
+    sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """The status line of a user whose Slack speaks German, while genbot thinks and while the
+    job it started draws (shown by the tracker, outside the user's event)."""
+    async with FakeSlack() as fake, slack_genbot(fake, sim, tmp_path / "g.db") as bot:
+        fake.locales["U1"] = "de-DE"
+        question = fake.user_says("draw a heron at dusk", channel="D1")
+        await fake.post_event(bot.url, fake.event_callback(fake.message_event(question)))
+        await fake.wait_for(lambda: uploads_in(fake, "D1"), WAIT)
+        await fake.wait_for(lambda: status_calls(fake, "") or None, WAIT)
+
+    shown = [s for s in fake.status_log if s.channel == "D1" and s.status]
+    assert {s.status for s in shown} == {german("is thinking…"), german("is drawing…")}
+    loading = {text for s in shown for text in s.loading_messages}
+    assert german("Thinking it over…") in loading and german("Sketching the grid…") in loading
