@@ -44,16 +44,18 @@ class InvalidRequest(ApiError):
     """A request broke one of the provider's documented rules; nothing was sent.
 
     ``field`` names the offending field (``"width"``, ``"messages[2].content"``), ``allowed``
-    describes the accepted values, and ``message`` (also ``user_message`` and ``str(error)``) is a
-    short sentence for users, e.g. ``"width must be at most 1024 (got 2048)"``.
+    describes the accepted values, and ``message`` filled with ``values`` (also
+    ``user_message`` and ``str(error)``) is a short sentence for users, e.g. ``"width must be at
+    most 1024 (got 2048)"``: a catalog text where users can cause it (a value they gave), said in
+    their language by :func:`bot.kernel.provider_text`.
     """
 
-    def __init__(self, field: str, allowed: str, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, field: str, allowed: str, message: str, /, **values: object) -> None:
+        self._tell(message, **values)
+        super().__init__(self.user_message)
         self.field = field
         self.allowed = allowed
-        self.message = message
-        self.user_message = message
+        self.message = self.user_message
 
 
 class AuthenticationError(ApiError):

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from bot.api.errors import FunctionArgumentsError, InvalidRequest
+from bot.api.errors import N_, FunctionArgumentsError, InvalidRequest
 from bot.api.models_common import LenientInt, ResponseModel
 from bot.api.validation import RequestModel, check_at_least, check_non_empty, check_range, shown
 
@@ -168,7 +168,10 @@ class ChatRequest(RequestModel):
             raise InvalidRequest(
                 "model",
                 ", ".join(CHAT_MODELS),
-                f"model must be one of {', '.join(CHAT_MODELS)} (got {shown(value)})",
+                N_("{field} must be one of {expected} (got {got})"),
+                field="model",
+                expected=", ".join(CHAT_MODELS),
+                got=shown(value),
             )
         return value
 
@@ -210,10 +213,12 @@ class ChatRequest(RequestModel):
             raise InvalidRequest(
                 "stop",
                 f"at most {MAX_STOP_SEQUENCES} sequences",
-                f"stop may hold at most {MAX_STOP_SEQUENCES} sequences (got {len(value)})",
+                N_("stop may hold at most {most} sequences (got {got})"),
+                most=MAX_STOP_SEQUENCES,
+                got=len(value),
             )
         if value == "" or (isinstance(value, list) and "" in value):
-            raise InvalidRequest("stop", "non-empty text", "stop sequences must not be empty")
+            raise InvalidRequest("stop", "non-empty text", N_("stop sequences must not be empty"))
         return value
 
     @model_validator(mode="after")

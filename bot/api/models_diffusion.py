@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from bot.api.errors import InvalidRequest
+from bot.api.errors import N_, InvalidRequest
 from bot.api.models_common import LenientInt, LenientStr, ResponseModel
 from bot.api.validation import RequestModel, check_at_least, check_http_url, check_range, shown
 
@@ -18,17 +18,23 @@ def _side(field: str, value: Any) -> Any:
     if value is None or isinstance(value, bool):
         return value
     text = str(value).strip() if isinstance(value, int | str) else None
-    if text is None or not text.isdigit() or int(text) < 1:
-        raise InvalidRequest(
-            field,
-            f"a whole number from 1 to {MAX_SIDE}",
-            f"{field} must be a whole number of pixels from 1 to {MAX_SIDE} (got {shown(value)})",
+    whole = text is not None and text.isdigit() and int(text) >= 1
+    if not whole or int(str(text)) > MAX_SIDE:
+        allowed, message, got = (
+            (
+                f"at most {MAX_SIDE}",
+                N_("{field} must be at most {most} (got {got})"),
+                int(str(text)),
+            )
+            if whole
+            else (
+                f"a whole number from 1 to {MAX_SIDE}",
+                N_("{field} must be a whole number of pixels from 1 to {most} (got {got})"),
+                shown(value),
+            )
         )
-    if int(text) > MAX_SIDE:
-        raise InvalidRequest(
-            field, f"at most {MAX_SIDE}", f"{field} must be at most {MAX_SIDE} (got {int(text)})"
-        )
-    return str(int(text))
+        raise InvalidRequest(field, allowed, message, field=field, most=MAX_SIDE, got=got)
+    return str(int(str(text)))
 
 
 class _DiffusionCommon(RequestModel):
@@ -71,7 +77,10 @@ class _DiffusionCommon(RequestModel):
             raise InvalidRequest(
                 "num_inference_steps",
                 allowed,
-                f"num_inference_steps must be one of {allowed} (got {shown(value)})",
+                N_("{field} must be one of {expected} (got {got})"),
+                field="num_inference_steps",
+                expected=allowed,
+                got=shown(value),
             )
         return text
 
@@ -95,7 +104,8 @@ class _DiffusionCommon(RequestModel):
             raise InvalidRequest(
                 "lora_model",
                 "comma-separated model ids",
-                f"lora_model must be comma-separated model ids (got {shown(value)})",
+                N_("lora_model must be comma-separated model ids (got {got})"),
+                got=shown(value),
             )
         return ",".join(ids)
 
@@ -137,7 +147,9 @@ class ControlNetRequest(_DiffusionCommon):
     @classmethod
     def _model_id(cls, value: str) -> str:
         if not value.strip():
-            raise InvalidRequest("model_id", "a model id", "model_id must not be empty")
+            raise InvalidRequest(
+                "model_id", "a model id", N_("{field} must not be empty"), field="model_id"
+            )
         return value
 
     @field_validator("controlnet_model")
@@ -145,7 +157,10 @@ class ControlNetRequest(_DiffusionCommon):
     def _controlnet_model(cls, value: str) -> str:
         if not value.strip():
             raise InvalidRequest(
-                "controlnet_model", "a model id", "controlnet_model must not be empty"
+                "controlnet_model",
+                "a model id",
+                N_("{field} must not be empty"),
+                field="controlnet_model",
             )
         return value
 

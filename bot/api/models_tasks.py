@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, field_validator
 
-from bot.api.errors import InvalidRequest
+from bot.api.errors import N_, InvalidRequest
 from bot.api.validation import (
     RequestModel,
     TaskId,
@@ -72,7 +72,8 @@ def _check_aspect_ratio(value: str | None) -> str | None:
         raise InvalidRequest(
             "aspect_ratio",
             "width:height, e.g. 16:9",
-            f"aspect_ratio must look like 16:9 (got {shown(value)})",
+            N_("aspect_ratio must look like 16:9 (got {got})"),
+            got=shown(value),
         )
     return f"{int(match[1])}:{int(match[2])}"
 
@@ -180,8 +181,11 @@ class OutpaintRequest(_DerivedTask):
             raise InvalidRequest(
                 "zoom_ratio",
                 "1, 1.5, 2 or a decimal greater than 1 and at most 2",
-                "zoom_ratio must be 1 (make square), 1.5, 2, or a decimal greater than 1 and "
-                f"at most 2 (got {shown(value)})",
+                N_(
+                    "zoom_ratio must be 1 (make square), 1.5, 2, or a decimal greater than 1 and "
+                    "at most 2 (got {got})"
+                ),
+                got=shown(value),
             )
         return value.strip() if isinstance(value, str) else format_number(number)
 
@@ -222,8 +226,10 @@ class BlendRequest(WebhookFields):
             raise InvalidRequest(
                 "image_urls",
                 f"{BLEND_MIN_IMAGES} to {BLEND_MAX_IMAGES} images",
-                f"image_urls must hold {BLEND_MIN_IMAGES} to {BLEND_MAX_IMAGES} images "
-                f"(got {len(value)})",
+                N_("image_urls must hold {least} to {most} images (got {got})"),
+                least=BLEND_MIN_IMAGES,
+                most=BLEND_MAX_IMAGES,
+                got=len(value),
             )
         return [check_http_url(f"image_urls[{i}]", url) for i, url in enumerate(value)]
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, ValidationInfo
 from pydantic_core import ErrorDetails
 
-from bot.api.errors import InvalidRequest
+from bot.api.errors import N_, InvalidRequest
 
 DEFAULT_UPSTREAM_CDN_HOSTS: tuple[str, ...] = ("cdn.discordapp.com", "media.discordapp.net")
 """The default of ``[api] upstream_cdn_hosts``: the documentation says links on "the upstream
@@ -51,23 +51,46 @@ def invalid_from_validation_error(error: ValidationError) -> InvalidRequest:
     context = details.get("ctx") or {}
     got = details.get("input")
     if kind == "missing":
-        return InvalidRequest(field, "a value", f"{field} is required")
+        return InvalidRequest(field, "a value", N_("{field} is required"), field=field)
     if kind == "extra_forbidden":
-        return InvalidRequest(field, "no such field", f"{field} is not a field of this request")
+        return InvalidRequest(
+            field, "no such field", N_("{field} is not a field of this request"), field=field
+        )
     if kind == "literal_error":
         expected = str(context.get("expected", "")).replace("'", "")
         return InvalidRequest(
-            field, expected, f"{field} must be one of {expected} (got {shown(got)})"
+            field,
+            expected,
+            N_("{field} must be one of {expected} (got {got})"),
+            field=field,
+            expected=expected,
+            got=shown(got),
         )
     if kind.startswith("string"):
-        return InvalidRequest(field, "text", f"{field} must be text (got {shown(got)})")
+        return InvalidRequest(
+            field, "text", N_("{field} must be text (got {got})"), field=field, got=shown(got)
+        )
     if kind.startswith(("int", "float")):
-        return InvalidRequest(field, "a number", f"{field} must be a number (got {shown(got)})")
+        return InvalidRequest(
+            field,
+            "a number",
+            N_("{field} must be a number (got {got})"),
+            field=field,
+            got=shown(got),
+        )
     if kind.startswith("bool"):
-        return InvalidRequest(field, "true or false", f"{field} must be true or false")
+        return InvalidRequest(
+            field, "true or false", N_("{field} must be true or false"), field=field
+        )
     if kind.startswith("list"):
-        return InvalidRequest(field, "a list", f"{field} must be a list")
-    return InvalidRequest(field, "a valid value", f"{field} is invalid: {details['msg']}")
+        return InvalidRequest(field, "a list", N_("{field} must be a list"), field=field)
+    return InvalidRequest(
+        field,
+        "a valid value",
+        N_("{field} is invalid: {reason}"),
+        field=field,
+        reason=details["msg"],
+    )
 
 
 class RequestModel(BaseModel):
@@ -103,22 +126,38 @@ def check_range(
     if value is None:
         return None
     if isinstance(value, bool) or not math.isfinite(value):
-        raise InvalidRequest(field, f"{low:g} to {high:g}", f"{field} must be a finite number")
+        raise InvalidRequest(
+            field, f"{low:g} to {high:g}", N_("{field} must be a finite number"), field=field
+        )
     below = value <= low if low_open else value < low
     if not below and value <= high:
         return value
+    bounds = {"field": field, "low": f"{low:g}", "high": f"{high:g}", "got": f"{value:g}"}
     if low_open:
-        allowed = f"greater than {low:g} and at most {high:g}"
-    else:
-        allowed = f"between {low:g} and {high:g}"
-    raise InvalidRequest(field, allowed, f"{field} must be {allowed} (got {value:g})")
+        raise InvalidRequest(
+            field,
+            f"greater than {low:g} and at most {high:g}",
+            N_("{field} must be greater than {low} and at most {high} (got {got})"),
+            **bounds,
+        )
+    raise InvalidRequest(
+        field,
+        f"between {low:g} and {high:g}",
+        N_("{field} must be between {low} and {high} (got {got})"),
+        **bounds,
+    )
 
 
 def check_at_least(field: str, value: int | None, low: int) -> int | None:
     """``value`` when at least ``low``, else refuse."""
     if value is not None and value < low:
         raise InvalidRequest(
-            field, f"at least {low}", f"{field} must be at least {low} (got {value})"
+            field,
+            f"at least {low}",
+            N_("{field} must be at least {low} (got {got})"),
+            field=field,
+            low=low,
+            got=value,
         )
     return value
 
@@ -126,7 +165,7 @@ def check_at_least(field: str, value: int | None, low: int) -> int | None:
 def check_non_empty(field: str, value: str) -> str:
     """``value`` when it has visible characters, else refuse."""
     if not value.strip():
-        raise InvalidRequest(field, "non-empty text", f"{field} must not be empty")
+        raise InvalidRequest(field, "non-empty text", N_("{field} must not be empty"), field=field)
     return value
 
 
@@ -135,14 +174,20 @@ def check_http_url(field: str, value: str, *, cdn_hosts: Collection[str] = ()) -
     parts = urlsplit(value.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidRequest(
-            field, "an http(s) link", f"{field} must be an http or https link (got {shown(value)})"
+            field,
+            "an http(s) link",
+            N_("{field} must be an http or https link (got {got})"),
+            field=field,
+            got=shown(value),
         )
     host = parts.hostname.lower()
     if any(host == cdn or host.endswith("." + cdn) for cdn in cdn_hosts):
         raise InvalidRequest(
             field,
             "a link not on " + ", ".join(cdn_hosts),
-            f"{field} must not be a {host} link; upload the image somewhere else first",
+            N_("{field} must not be a {host} link; upload the image somewhere else first"),
+            field=field,
+            host=host,
         )
     return value.strip()
 

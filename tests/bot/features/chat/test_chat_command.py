@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from bot.api import CHAT_MODELS
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT, FUNCTIONS
 from bot.features.chat.renderer import LENGTH_NOTE
 from bot.features.chat.tokens import count_functions, count_messages
 from bot.kernel import Command, MessageRef
 from tests.bot.features.chat.support import ALICE, BOB, CHANNEL, DM, ChatWorld
+from tests.language import german
 from tests.storage.helpers import conversation_history
 
 
@@ -90,6 +94,21 @@ async def test_bad_chat_options_never_reach_the_provider(world: ChatWorld) -> No
     first, second = world.platform.ephemerals_for("alice")
     assert "temperature" in first and "at most 2" in first
     assert "model must be one of" in second
+    assert world.chat_bodies() == []
+
+
+async def test_the_services_rules_refuse_in_the_users_language(world: ChatWorld) -> None:
+    """A value only the provider's rules refuse (bot/api's checks, not /chat's options) is
+    refused in the user's language."""
+    await replace(world.actor(), locale="de").command("chat", prompt="hi", model="gpt-9")
+    (refusal,) = world.platform.ephemerals_for("alice")
+    expected = german(
+        "{field} must be one of {expected} (got {got})",
+        field="model",
+        expected=", ".join(CHAT_MODELS),
+        got="'gpt-9'",
+    )
+    assert refusal.removesuffix(".") == expected
     assert world.chat_bodies() == []
 
 
