@@ -64,6 +64,7 @@ from bot.features.jobs.params import (
     ImageParams,
     JobParams,
     JobResult,
+    job_language,
     run_mode,
     with_language,
 )
@@ -87,6 +88,7 @@ from bot.kernel import (
     inspect_image,
     metrics,
     provider_text,
+    speaking,
 )
 from bot.outbox import OpenForm, Outbox, WritePolicy
 from storage import (
@@ -411,17 +413,18 @@ class JobStarter:
         if job.progress_message_id is not None:
             return job
         reason = job.error if job.status == "create_failed" and job.error else None
-        reason = reason or self._why_not_started(job)
+        reason = reason or _(self._why_not_started(job))
         raise UserError(
             _("{heading} could not start: {reason}", heading=heading(job), reason=reason)
         )
 
     def _why_not_started(self, job: Job) -> str:
         """Why a job nobody is starting never reached the provider: the process that created
-        it stopped (it was taken over, or is another's), or this one lost its database."""
+        it stopped (it was taken over, or is another's), or this one lost its database (a
+        catalog text, said by whoever shows it)."""
         if job.lease_generation > 0 or job.owner != self.store.admission.owner.process_id:
-            return _(RESTARTED_BEFORE_SUBMIT)
-        return _(LOST_BEFORE_SUBMIT)
+            return RESTARTED_BEFORE_SUBMIT
+        return LOST_BEFORE_SUBMIT
 
     def _left_to_the_tracker(self, job: Job, error: StorageError) -> Job:
         """A step of starting ``job`` could not be recorded: its progress message is the one
@@ -469,11 +472,12 @@ class JobStarter:
 
     async def _not_confirmed(self, job: Job, error: BaseException) -> Job:
         """Settle a job whose create call raised ``error``."""
-        if creation_not_started(error):
-            assert isinstance(error, ApiError)
-            return await self.delivery.mark_not_started(job, provider_text(error))
-        log.warning("job %s may have reached the provider unconfirmed: %r", job.id, error)
-        return await self.delivery.mark_unconfirmed(job, unconfirmed_reason(error))
+        with speaking(job_language(job)):
+            if creation_not_started(error):
+                assert isinstance(error, ApiError)
+                return await self.delivery.mark_not_started(job, provider_text(error))
+            log.warning("job %s may have reached the provider unconfirmed: %r", job.id, error)
+            return await self.delivery.mark_unconfirmed(job, unconfirmed_reason(error))
 
     async def _submit_keyed(self, job: Job, spec: JobSpec, submit: Submit) -> Submitted:
         """:meth:`_submit`; a new job (no derivative: those keep their parent's key) that the

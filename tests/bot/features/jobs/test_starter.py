@@ -14,7 +14,7 @@ from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore
 from tests.bot.features.jobs.support import bare_engines
-from tests.bot.harness import PLACE, ROOMY
+from tests.bot.harness import PLACE, ROOMY, harness
 from tests.fakes.platform import FakePlatform
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
@@ -110,3 +110,22 @@ async def test_a_command_handled_twice_starts_one_job(tmp_path: Path) -> None:
         assert first.command_key == "fake:m1"
         assert len(sim.state.requests_to("/gen/v2/imagine")) == 2
         assert len(platform.messages) == 2 and platform.ephemerals == []
+
+
+async def test_a_refusal_at_start_is_said_in_the_language_of_the_channel_that_reads_it(
+    tmp_path: Path,
+) -> None:
+    """A German user's job in a channel whose language is English: why it could not start is
+    stored and shown in English, as its progress message is, for everyone there."""
+    config = SimulatorConfig(time_scale=0.003, credits=3)
+    async with harness(tmp_path, sim_config=config) as bot:
+        await bot.store.settings.set_scope_settings(
+            "channel", "fake", PLACE.channel_id, language="en"
+        )
+        await bot.actor(locale="de").command("imagine", prompt="a red fox")
+        job = await bot.settled((await bot.latest_job()).id)
+
+        assert job.error == "The workspace has run out of credits."
+        assert bot.progress(job).text.endswith(
+            "could not start: The workspace has run out of credits."
+        )
