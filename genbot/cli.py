@@ -2,6 +2,10 @@
 
 Every failure a user can act on (a bad configuration, a refused token, a busy port) ends as one
 ``Error: …`` line and exit status 1, never a traceback.
+
+Each command imports what it uses when it runs: ``genbot sim`` loads the simulator and nothing of
+the core, ``genbot --help`` neither, and ``genbot run`` only the adapters its settings enable
+(:func:`genbot.compose.configured_adapters`). ``tests/genbot/test_cli_imports.py`` holds it.
 """
 
 from __future__ import annotations
@@ -11,15 +15,16 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from genbot.reasons import StartupError, os_reason
-from genbot.settings import Settings, load_settings, resolve_config_path
-from genbot.settings_errors import configuration_error
 from genbot.signals import StopSignals, serve_until_stopped
-from simulator.server import run_forever
-from simulator.state import Dialect, SimulatorConfig
+
+if TYPE_CHECKING:
+    from genbot.settings import Settings
+    from simulator.state import Dialect
 
 PORT = click.IntRange(0, 65535)
 NO_TOKENIZER_CACHE = ""
@@ -127,6 +132,9 @@ def sim(
     accounts: tuple[str, ...],
 ) -> None:
     """Serve the provider simulator (chat, image tasks, diffusion)."""
+    from simulator.server import run_forever
+    from simulator.state import SimulatorConfig
+
     config = SimulatorConfig(
         accounts=tuple(parse_account(text) for text in accounts),
         api_key=api_key,
@@ -156,6 +164,9 @@ def sim(
 def _settings(ctx: click.Context) -> Settings:
     """The settings, or one ``Error:`` line saying what to fix; a relative ``[storage] path``
     from a configuration file is taken relative to that file's folder."""
+    from genbot.settings import load_settings, resolve_config_path
+    from genbot.settings_errors import configuration_error
+
     config_path = resolve_config_path(ctx.obj["config_path"])
     try:
         settings = load_settings(config_path)

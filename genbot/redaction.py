@@ -14,10 +14,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from genbot.settings import Settings
+if TYPE_CHECKING:
+    from genbot.settings import Settings
 
 REDACTED = "[redacted]"
 SECRET_KEYS = (

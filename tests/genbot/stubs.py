@@ -1,5 +1,6 @@
 """Tiny HTTP servers on 127.0.0.1 standing in for Discord's and Slack's APIs at startup: one that
-never answers, and fixed answers for a refused token."""
+never answers, and fixed answers for a refused token; and the environment that points a
+``genbot run`` at one."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from aiohttp import web
 
-from tests.genbot.process import CHILD_WAIT
+from tests.genbot.process import CHILD_WAIT, clean_env
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+SLACK_TOKEN = "xoxb-never-print-this-token"
+DISCORD_TOKEN = "discord.never-print-this-token"
 
 
 @dataclass
@@ -68,3 +72,21 @@ async def slack_refuses_the_token(request: web.Request) -> web.Response:
 async def discord_refuses_the_token(request: web.Request) -> web.Response:
     """Discord's answer to ``GET /users/@me`` with a wrong bot token."""
     return web.json_response({"message": "401: Unauthorized", "code": 0}, status=401)
+
+
+def platform_env(platform: str, stub_url: str, database: Path) -> dict[str, str]:
+    """A clean environment running only ``platform`` (``slack`` or ``discord``), whose API is
+    the stub at ``stub_url``, on the SQLite file ``database``."""
+    if platform == "slack":
+        settings = {
+            "GENBOT_SLACK__BOT_TOKEN": SLACK_TOKEN,
+            "GENBOT_SLACK__SIGNING_SECRET": "signing-secret",
+            "GENBOT_SLACK__API_URL": f"{stub_url}/api/",
+        }
+    else:
+        settings = {
+            "GENBOT_DISCORD__TOKEN": DISCORD_TOKEN,
+            "GENBOT_DISCORD__API_BASE": f"{stub_url}/api/v10",
+            "GENBOT_DISCORD__GATEWAY_URL": "ws://127.0.0.1:9/",
+        }
+    return clean_env({**settings, "GENBOT_STORAGE__PATH": str(database)})

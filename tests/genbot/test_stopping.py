@@ -10,26 +10,7 @@ import pytest
 
 from tests.genbot.process import clean_env, genbot, python_module
 from tests.genbot.signal_child import FATAL_REASON
-from tests.genbot.stubs import stub_server
-
-SLACK_TOKEN = "xoxb-never-print-this-token"
-DISCORD_TOKEN = "discord.never-print-this-token"
-
-
-def platform_env(platform: str, stub_url: str, database: Path) -> dict[str, str]:
-    if platform == "slack":
-        settings = {
-            "GENBOT_SLACK__BOT_TOKEN": SLACK_TOKEN,
-            "GENBOT_SLACK__SIGNING_SECRET": "signing-secret",
-            "GENBOT_SLACK__API_URL": f"{stub_url}/api/",
-        }
-    else:
-        settings = {
-            "GENBOT_DISCORD__TOKEN": DISCORD_TOKEN,
-            "GENBOT_DISCORD__API_BASE": f"{stub_url}/api/v10",
-            "GENBOT_DISCORD__GATEWAY_URL": "ws://127.0.0.1:9/",
-        }
-    return clean_env({**settings, "GENBOT_STORAGE__PATH": str(database)})
+from tests.genbot.stubs import DISCORD_TOKEN, SLACK_TOKEN, platform_env, stub_server
 
 
 @pytest.mark.parametrize(
