@@ -137,6 +137,12 @@ class WebMessage:
         }
 
 
+def channel_order(message: WebMessage) -> tuple[float, str]:
+    """Where ``message`` stands in its channel: by the time it was made (as the page places
+    it), then by id; the same in every process and after a restart, whenever it was saved."""
+    return message.created, message.id
+
+
 @dataclass(frozen=True)
 class StoredFile:
     """Bytes the adapter serves."""
@@ -180,9 +186,14 @@ class MessageStore:
         return f"{self._id_prefix}-{next(self._counter)}"
 
     def add(self, message: WebMessage) -> WebMessage:
-        """Keep ``message``; the channel's oldest message goes when the channel is full."""
+        """Keep ``message`` in its place in the channel's order (:func:`channel_order`: a
+        message saved late, by another process or after a slower save, goes before the younger
+        ones); the channel's oldest message goes when the channel is full."""
         messages = self._channels.setdefault(message.channel, deque())
-        messages.append(message)
+        place = len(messages)
+        while place and channel_order(messages[place - 1]) > channel_order(message):
+            place -= 1
+        messages.insert(place, message)
         self._by_id[message.id] = message
         if message.key is not None:
             self._by_key[message.channel, message.thread, message.key] = message
@@ -296,7 +307,8 @@ class MessageStore:
         return list(self._channels)
 
     def history(self, channel: str, user_id: str, limit: int = 200) -> list[WebMessage]:
-        """The channel's latest messages that ``user_id`` may see, oldest first."""
+        """The channel's latest messages that ``user_id`` may see, in the channel's order
+        (:func:`channel_order`)."""
         visible = [
             message
             for message in self._channels.get(channel, ())

@@ -11,6 +11,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from adapters.web import WebAdapter, playground
+from adapters.web.messages import BOT_AUTHOR, WebMessage
 from adapters.web.settings import WebSettings
 from bot.kernel import ImageFile, MessageRef, OutMessage, Place
 from storage.postgres import PostgresStore
@@ -69,6 +70,27 @@ async def test_a_browser_on_any_process_sees_every_message(postgres: PostgresClu
 
     async with process(url) as later:
         assert [m.text for m in later.playground.store.history("general", "anyone")] == []
+
+
+async def test_a_message_saved_late_elsewhere_takes_its_place_by_its_time_everywhere(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        store = second.playground.store
+        made_first = WebMessage(store.new_id(), "general", None, "bot", BOT_AUTHOR, "made first")
+        await first.surface.send(PLACE, OutMessage("made later, saved first"))
+        await second.playground.keep("post", made_first, new=True)
+
+        def shown(adapter: WebAdapter) -> list[str]:
+            return [m.text for m in adapter.playground.store.history("general", "anyone")]
+
+        await eventually(lambda: len(shown(first)) == len(shown(second)) == 2, ACROSS_PROCESSES)
+        in_order = ["made first", "made later, saved first"]
+        assert shown(first) == shown(second) == in_order
+
+    async with process(url) as restarted:
+        assert shown(restarted) == in_order
 
 
 def cut_following(url: str) -> None:

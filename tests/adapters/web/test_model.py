@@ -33,6 +33,19 @@ def test_a_full_channel_drops_its_oldest_message_and_the_images_only_it_showed()
     assert all(store.image(key) is None for key in dropped) and dropped
 
 
+def test_a_message_kept_late_takes_its_place_by_its_time_then_its_id() -> None:
+    store = MessageStore(max_messages_per_channel=3)
+    made = {name: replace(message(store), id=name, created=t) for name, t in
+            [("b", 1.0), ("c", 2.0), ("a", 2.0), ("d", 3.0), ("e", 0.5)]}  # fmt: skip
+    for name in ("d", "c", "b", "a"):
+        store.add(made[name])
+    assert [m.id for m in store.history("general", "anyone")] == ["a", "c", "d"]
+    assert store.get("b") is None, "the full channel dropped its oldest message"
+
+    store.add(made["e"])
+    assert [m.id for m in store.history("general", "anyone")] == ["a", "c", "d"]
+
+
 def test_a_copy_older_than_the_one_kept_never_replaces_it() -> None:
     store = MessageStore()
     shown = store.add(replace(message(store), text="⏳ Drawing", version=3))
