@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from adapters import Adapter
-from bot.api import InvalidRequest, ProviderClient
+from bot.api import ProviderClient
 from bot.api.ratelimit import SharedPacing
-from bot.api.validation import check_webhook_address
 from bot.features.account import AccountFeature, AccountStorage
 from bot.features.archive import (
     ArchiveExport,
@@ -81,6 +80,7 @@ from bot.outbox import Outbox, Pacer
 from bot.refs import Refs, RefStorage
 from bot.router import Feature, Lifecycle, Router
 from genbot.settings import Settings
+from genbot.webhooks import webhook_base_url
 from storage import SettingValues, Store, WriteWindow, WriteWindows
 
 if TYPE_CHECKING:
@@ -214,24 +214,6 @@ class JobEngines:
         (``adapters.webhook``) is not one: the composition root starts it after these and stops
         it before them, so no webhook reaches a stopped tracker."""
         return [self.media, self.delivery.experience, self.tracker, self.ticker, self.queue]
-
-
-def webhook_base_url(settings: CoreSettings) -> str | None:
-    """Where job webhooks go (``public_url`` + ``path``), or None when webhooks are off or the
-    address is not one the provider accepts (https on 443; loopback http only when
-    ``allow_insecure_loopback``)."""
-    hook = settings.webhook
-    if not hook.public_url.strip():
-        return None
-    base = hook.public_url.strip().rstrip("/") + "/" + hook.path.strip("/")
-    try:
-        check_webhook_address(
-            "[webhook] public_url", base, allow_insecure=hook.allow_insecure_loopback
-        )
-    except InvalidRequest as error:
-        log.warning("webhooks disabled, polling only: %s", error)
-        return None
-    return base
 
 
 def build_job_engines(

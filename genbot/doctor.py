@@ -16,11 +16,11 @@ import aiohttp
 
 from bot.api.errors import InvalidRequest
 from bot.api.validation import check_webhook_address
-from genbot.compose import webhook_base_url
 from genbot.doctor_storage import database_note, database_problem
 from genbot.reasons import os_reason
 from genbot.settings import Settings
 from genbot.status import describe_process, inspect, schema_state
+from genbot.webhooks import webhook_base_url
 from storage import StorageError
 
 TIMEOUT = aiohttp.ClientTimeout(total=10)

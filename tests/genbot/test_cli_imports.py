@@ -1,7 +1,8 @@
 """Each command of ``genbot`` imports what it uses: ``genbot --help`` and ``genbot sim`` nothing of
-the core, storage or adapters, ``genbot run`` the adapters of the platforms it runs and never the
-simulator. Read from the child's own account of its imports (``PYTHONPROFILEIMPORTTIME``: a line
-on standard error for each module it imported, through startup, serving and stopping)."""
+the core, storage or adapters, ``genbot doctor`` no feature of the core, ``genbot run`` the adapters
+of the platforms it runs and never the simulator. Read from the child's own account of its
+imports (``PYTHONPROFILEIMPORTTIME``: a line on standard error for each module it imported,
+through startup, serving and stopping)."""
 
 from __future__ import annotations
 
@@ -22,14 +23,19 @@ PLATFORMS = {"discord", "slack_bolt", "slack_sdk"}
 IMPORTS_LISTED = {"PYTHONPROFILEIMPORTTIME": "1"}
 
 
-def imported_packages(log: str) -> set[str]:
-    """The top-level packages of the modules listed in ``log``'s import-time lines
+def imported_modules(log: str) -> set[str]:
+    """The modules listed in ``log``'s import-time lines
     (``import time:   120 |   340 |     adapters.slack.adapter``)."""
     return {
-        line.rsplit("|", 1)[1].strip().split(".")[0]
+        line.rsplit("|", 1)[1].strip()
         for line in log.splitlines()
         if line.startswith(IMPORT_LINE) and "|" in line and "imported package" not in line
     }
+
+
+def imported_packages(log: str) -> set[str]:
+    """The top-level packages of :func:`imported_modules`."""
+    return {module.split(".")[0] for module in imported_modules(log)}
 
 
 def test_the_probe_reads_import_time_lines() -> None:
@@ -42,24 +48,31 @@ def test_the_probe_reads_import_time_lines() -> None:
     assert imported_packages(log) == {"adapters", "discord"}
 
 
-def help_imports(*args: str) -> set[str]:
+def imports_of(*args: str, cwd: Path = ROOT) -> set[str]:
+    """The modules ``genbot *args`` imported, run to its end."""
     result = subprocess.run(
-        [sys.executable, "-m", "genbot", *args, "--help"],
-        cwd=ROOT,
-        env=clean_env(IMPORTS_LISTED),
+        [sys.executable, "-m", "genbot", *args],
+        cwd=cwd,
+        env=clean_env({**IMPORTS_LISTED, "PYTHONPATH": str(ROOT)}),
         capture_output=True,
         text=True,
         timeout=CHILD_WAIT,
-        check=True,
     )
-    return imported_packages(result.stderr)
+    return imported_modules(result.stderr)
 
 
 @pytest.mark.parametrize("args", [(), ("sim",)])
 def test_help_loads_no_core_and_no_platform(args: tuple[str, ...]) -> None:
-    loaded = help_imports(*args)
+    loaded = {module.split(".")[0] for module in imports_of(*args, "--help")}
     assert "genbot" in loaded and "click" in loaded
     assert not loaded & (CORE | PLATFORMS | {"simulator"})
+
+
+def test_doctor_loads_the_settings_and_no_feature_of_the_core(tmp_path: Path) -> None:
+    loaded = imports_of("doctor", cwd=tmp_path)
+    assert {"genbot.doctor", "genbot.settings", "bot.kernel"} <= loaded
+    assert not [module for module in loaded if module.startswith(("bot.features", "simulator"))]
+    assert not {module.split(".")[0] for module in loaded} & PLATFORMS
 
 
 async def stopped(child: GenbotProcess) -> set[str]:

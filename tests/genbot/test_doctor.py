@@ -22,7 +22,6 @@ from adapters.slack.settings import SlackSettings
 from adapters.web.settings import WebSettings
 from bot.api.settings import KeySettings
 from bot.kernel import ApiSettings, OpsSettings, StorageSettings, WebhookSettings
-from genbot.compose import webhook_base_url
 from genbot.demo import free_port
 from genbot.doctor import (
     DERIVED_KEY_NOTE,
@@ -38,6 +37,7 @@ from genbot.doctor import (
     report,
 )
 from genbot.settings import Settings
+from genbot.webhooks import webhook_base_url
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import account_id

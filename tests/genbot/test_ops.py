@@ -18,11 +18,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.web.settings import WebSettings
 from bot.kernel import LimitsSettings, OpsSettings
-from genbot.compose import webhook_base_url
 from genbot.demo import demo_settings, free_port
 from genbot.ops import CheckResult, run_check
 from genbot.runtime import Runtime, running
 from genbot.settings import Settings
+from genbot.webhooks import webhook_base_url
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore
