@@ -151,6 +151,17 @@ class PlaygroundJournal:
         shown = restored(dict(message.body), message.pending, message.version)
         return shown, {i.key: _file(i) for i in images}
 
+    async def fetch_saved(self, message_ids: list[str]) -> list[WebMessage]:
+        """Messages other processes saved, without their images (:meth:`image` reads one when
+        it is wanted), in the order of ``message_ids``, each once; those gone are left out."""
+        wanted = list(dict.fromkeys(message_ids))
+        found = {m.id: m for m in await self._history.playground_messages(wanted)}
+        return [
+            restored(dict(m.body), m.pending, m.version)
+            for m in (found.get(message_id) for message_id in wanted)
+            if m is not None
+        ]
+
     def updates(self) -> AsyncIterator[str | None]:
         """None once following has started, then the ids of the messages other processes save,
         as they come (see :meth:`~adapters.web.ports.PlaygroundHistory.playground_updates`)."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from adapters.web.arrivals import together
 from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
@@ -153,32 +154,37 @@ class Playground:
 
     async def _follow(self, journal: PlaygroundJournal, state: _Following) -> None:
         """Show the messages other processes save (until :meth:`close`); after following
-        (re)starts once the history was read, read it again for what was saved meanwhile."""
+        (re)starts once the history was read, read it again for what was saved meanwhile.
+        The notices that came while the previous ones were being shown are read together."""
         failures = 0
         while True:
             try:
-                async for update in journal.updates():
-                    failures = 0
-                    if update is None:
-                        missed_some = state.loading
-                        state.subscribed.set()
-                        if missed_some:
+                async with contextlib.aclosing(together(journal.updates())) as updates:
+                    async for arrived in updates:
+                        failures = 0
+                        if arrived[0] is None:
+                            missed_some = state.loading
+                            state.subscribed.set()
+                            if missed_some:
+                                await state.restored.wait()
+                                await self._catch_up(journal)
+                        saved = [update for update in arrived if update is not None]
+                        if saved:
                             await state.restored.wait()
-                            await self._catch_up(journal)
-                        continue
-                    await state.restored.wait()
-                    await self._show_saved_elsewhere(journal, update)
+                            await self._show_saved_elsewhere(journal, saved)
                 return
             except StorageError as error:
                 failures += 1
                 OUTAGE.failed("playground feed", error)
             await asyncio.sleep(backoff(failures, most=FOLLOW_RETRY_SECONDS))
 
-    async def _show_saved_elsewhere(self, journal: PlaygroundJournal, message_id: str) -> None:
-        """Show a message another process saved; its images are read when a browser asks."""
-        found = await journal.fetch(message_id, with_images=False)
-        if found is not None:
-            self._show_saved(*found)
+    async def _show_saved_elsewhere(
+        self, journal: PlaygroundJournal, message_ids: list[str]
+    ) -> None:
+        """Show messages other processes saved, in the order their notices came (each once,
+        as it is now); their images are read when a browser asks."""
+        for message in await journal.fetch_saved(message_ids):
+            self._show_saved(message, {})
 
     async def _catch_up(self, journal: PlaygroundJournal) -> None:
         """Show what was saved while following was down: each message newer (by version)

@@ -109,6 +109,10 @@ class PlaygroundHistory(Protocol):
     ) -> tuple[StoredMessage, Sequence[StoredImage]] | None:
         """One message and (``with_images``) the images it shows, or None."""
 
+    async def playground_messages(self, message_ids: Sequence[str]) -> Sequence[StoredMessage]:
+        """The messages among ``message_ids`` still kept, without their images, in any
+        order."""
+
     async def playground_image(self, key: str) -> StoredImage | None:
         """One image, or None."""
 

@@ -72,6 +72,7 @@ SQL_LOAD: Final = (
     " WHERE n <= ? ORDER BY seq"
 )
 SQL_ONE: Final = "SELECT * FROM playground_messages WHERE id = ?"
+SQL_SOME: Final = "SELECT * FROM playground_messages WHERE id IN ({})"
 SQL_SETTLE: Final = "UPDATE playground_messages SET pending = ? WHERE id = ?"
 SQL_IMAGE_SIZES: Final = "SELECT key, length(data) AS size FROM playground_images"
 SQL_IMAGES: Final = (
@@ -84,6 +85,7 @@ SQL_NEW_KEY: Final = (
 )
 SQL_KEY: Final = "SELECT value FROM playground_meta WHERE name = 'session_key'"
 IMAGES_PER_QUERY: Final = 500
+MESSAGES_PER_QUERY: Final = 500
 
 Save = tuple[MessageToSave, Sequence[ImageToSave], int]
 """A message, the images it shows, and how many messages its channel keeps."""
@@ -238,6 +240,16 @@ class PlaygroundHistory:
             return None
         message = _message(row)
         return message, await self._images(message.image_keys if with_images else ())
+
+    async def playground_messages(self, message_ids: Sequence[str]) -> list[PlaygroundMessage]:
+        """The stored messages among ``message_ids``, without their images, in no particular
+        order (one statement per ``MESSAGES_PER_QUERY`` ids)."""
+        found: list[PlaygroundMessage] = []
+        for start in range(0, len(message_ids), MESSAGES_PER_QUERY):
+            chunk = message_ids[start : start + MESSAGES_PER_QUERY]
+            rows = await self.db.fetch_all(SQL_SOME.format(marks(len(chunk))), chunk)
+            found.extend(_message(row) for row in rows)
+        return found
 
     async def playground_image(self, key: str) -> PlaygroundImage | None:
         """One stored image (its bytes read on demand), or None."""

@@ -47,6 +47,21 @@ async def test_messages_and_images_come_back_per_channel(store: Store) -> None:
     assert await store.playground.playground_message("nope") is None
 
 
+async def test_messages_asked_together_are_read_in_one_statement(store: Store) -> None:
+    for n in range(3):
+        await store.playground.save_playground_message(message(f"m{n}", keys=("k",)), [], keep=10)
+    await store.playground.save_playground_message(message("m1"), [], keep=10)
+    trips = counted(store).trips
+    found = await store.playground.playground_messages(["m2", "gone", "m0", "m1"])
+    assert len(trips) == 1
+    assert sorted((m.id, m.image_keys, m.version) for m in found) == [
+        ("m0", ("k",), 1),
+        ("m1", (), 2),
+        ("m2", ("k",), 1),
+    ]
+    assert await store.playground.playground_messages([]) == []
+
+
 async def test_a_saved_message_replaces_itself_and_counts_its_versions(store: Store) -> None:
     assert (
         await store.playground.save_playground_message(

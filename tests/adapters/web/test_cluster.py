@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -15,10 +16,11 @@ from adapters.web.messages import BOT_AUTHOR, WebMessage
 from adapters.web.settings import WebSettings
 from bot.kernel import ImageFile, MessageRef, OutMessage, Place
 from storage.postgres import PostgresStore
-from storage.queries.playground import CHANNEL
+from storage.queries.playground import CHANNEL, PlaygroundHistory
 from tests.adapters.web.fakes import RecordingCore, eventually, png
 from tests.fakes.router import FakeRouter
 from tests.postgres import PostgresCluster
+from tests.storage.counting import CountingDatabase
 
 PLACE = Place("web", "web", "general", None)
 ACROSS_PROCESSES = 30.0
@@ -91,6 +93,33 @@ async def test_a_message_saved_late_elsewhere_takes_its_place_by_its_time_everyw
 
     async with process(url) as restarted:
         assert shown(restarted) == in_order
+
+
+async def test_notices_that_come_together_are_read_together(postgres: PostgresCluster) -> None:
+    """Every process reads what the others save: the notices that came while it was showing
+    earlier ones are read in one statement, not one each."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        history = second.playground.history
+        assert isinstance(history, PlaygroundHistory)
+        counting = CountingDatabase(history.db)
+        history.db = counting
+        await asyncio.gather(
+            *(first.surface.send(PLACE, OutMessage(f"fox {n}")) for n in range(20))
+        )
+
+        def shown(adapter: WebAdapter) -> list[str]:
+            return [m.id for m in adapter.playground.store.history("general", "anyone")]
+
+        await eventually(lambda: len(shown(second)) == 20, ACROSS_PROCESSES)
+        assert shown(second) == shown(first)
+        reads = [
+            sql
+            for trip in counting.trips
+            for sql, _ in trip.statements
+            if sql.startswith("SELECT * FROM playground_messages")
+        ]
+        assert 1 <= len(reads) <= 4, reads
 
 
 def cut_following(url: str) -> None:
