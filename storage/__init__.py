@@ -86,6 +86,7 @@ from storage.records.jobs import (
     NoKeyRoom as NoKeyRoom,
     QuotaRefusal as QuotaRefusal,
     ResultChange as ResultChange,
+    RunningJob as RunningJob,
     TaskType as TaskType,
     new_job_id as new_job_id,
 )

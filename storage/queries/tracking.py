@@ -12,9 +12,9 @@ from storage.queries.base import Clock, Owner
 from storage.queries.grouped import Grouped
 from storage.queries.jobs import job_from_row, status_tuple
 from storage.queries.ledger import utc_day
-from storage.records.jobs import UNFINISHED_STATUSES, Job, JobBrief, JobStatus
+from storage.records.jobs import UNFINISHED_STATUSES, Job, JobBrief, JobStatus, RunningJob
 from storage.sql.dialect import marks
-from storage.sql.session import Database, Session
+from storage.sql.session import Database, Session, record
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 SQL_UNFINISHED: Final = "SELECT {} FROM jobs WHERE {} ORDER BY created_at, id"
@@ -30,6 +30,8 @@ BRIEF_COLUMNS: Final = (
     "id, family, status, provider_id, provider_key, created_at, last_polled_at, webhook_secret"
 )
 """What :class:`JobBrief` reads."""
+RUNNING_COLUMNS: Final = "id, platform, requester_id, owner, progress_message_id"
+"""What :class:`RunningJob` reads."""
 SQL_JOBS_BY_IDS: Final = "SELECT * FROM jobs WHERE id IN ({})"
 SQL_CLAIM_DELIVERY: Final = (
     "UPDATE jobs SET status = CASE status WHEN 'finished' THEN 'posting' ELSE 'reporting' END,"
@@ -216,6 +218,15 @@ class JobTracking:
             )
             for row in await self.db.fetch_all(query, values)
         ]
+
+    async def list_running(
+        self, statuses: Iterable[JobStatus], *, limit: int | None = None
+    ) -> list[RunningJob]:
+        """:meth:`list_unfinished_jobs` of every process, read as :class:`RunningJob`: a few
+        columns, no JSON (each process's progress ticker lists every job in flight, and
+        ticks only those it holds: :meth:`whole_jobs`)."""
+        query, values = _listing(RUNNING_COLUMNS, statuses, {}, limit, None)
+        return [record(RunningJob, row) for row in await self.db.fetch_all(query, values)]
 
     async def whole_jobs(self, job_ids: Sequence[str]) -> dict[str, Job]:
         """The jobs with these ids (one statement), by id; an unknown id is left out."""

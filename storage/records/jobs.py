@@ -254,6 +254,20 @@ class JobBrief:
 
 
 @dataclass(frozen=True)
+class RunningJob:
+    """What the progress ticker reads of every job in flight, whichever process holds it
+    (:meth:`storage.JobTracking.list_running`): whose it is, for its place among its
+    requester's jobs, and which process holds it; a process reads whole only the rows of the
+    jobs it ticks."""
+
+    id: str
+    platform: str
+    requester_id: str
+    owner: str | None
+    progress_message_id: str | None
+
+
+@dataclass(frozen=True)
 class JobMove:
     """One compare-and-set move of :meth:`storage.JobWriter.transition_many`: ``job_id`` to
     ``to_status`` with ``fields``, only from one of ``from_statuses`` (and, with ``fence``,

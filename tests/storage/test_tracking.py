@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from storage import Store
+from storage import RunningJob, Store
 from tests.storage.conftest import ManualClock, new_job
 from tests.storage.counting import counted
 from tests.storage.helpers import create_job
@@ -151,3 +151,8 @@ async def test_job_briefs_are_the_listings_jobs_in_a_few_columns_and_whole_jobs_
         listed[3].id: listed[3],
         listed[0].id: listed[0],
     }
+    running = await store.tracking.list_running(("pending",), limit=4)
+    assert running == [
+        RunningJob(j.id, j.platform, j.requester_id, j.owner, j.progress_message_id)
+        for j in await store.tracking.list_unfinished_jobs(("pending",), limit=4)
+    ]

@@ -1,9 +1,10 @@
 """The progress ticker: keeps every running job's progress message moving.
 
-Every :data:`TICK_SECONDS` it reads the jobs in flight, works out each one's place among its
-requester's running jobs (those of every process), and asks delivery to show the progress of the
-jobs this process holds the lease on (:mod:`bot.features.jobs.tracking.leases`): with several
-processes on one database, each job's message is ticked by one process, its owner. JobMessages edits
+Every :data:`TICK_SECONDS` it lists the jobs in flight (a few columns of each), works out each
+one's place among its requester's running jobs (those of every process), and asks delivery to show
+the progress of the jobs this process holds the lease on (:mod:`bot.features.jobs.tracking.leases`),
+read whole in one statement: with several processes on one database, each job's message is ticked
+by one process, its owner, and only its owner reads the job's row. JobMessages edits
 a message only when its text changed (the elapsed time moves in 5-second steps) and only when the
 platform's write windows have room right now, so ticking never delays results or chat answers.
 """
@@ -18,7 +19,7 @@ from collections import defaultdict
 from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.wording import Position
 from bot.kernel import OUTAGE
-from storage import IN_FLIGHT_STATUSES, Job, JobTracking, StorageError
+from storage import IN_FLIGHT_STATUSES, JobTracking, RunningJob, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +34,9 @@ WAIT_SHARE = 0.8
 newer text; least recently edited messages go first, after chat answers and results)."""
 
 
-def positions(jobs: list[Job]) -> dict[str, Position]:
+def positions(jobs: list[RunningJob]) -> dict[str, Position]:
     """Each job's place among the running jobs of its requester (``jobs`` oldest first)."""
-    by_requester: dict[tuple[str, str], list[Job]] = defaultdict(list)
+    by_requester: dict[tuple[str, str], list[RunningJob]] = defaultdict(list)
     for job in jobs:
         by_requester[job.platform, job.requester_id].append(job)
     return {
@@ -81,9 +82,13 @@ class ProgressTicker:
 
     async def tick(self) -> int:
         """One round; returns how many progress messages were edited."""
-        jobs = await self._store.list_unfinished_jobs(IN_FLIGHT_STATUSES, limit=MAX_TICKED)
-        self._delivery.positions = positions(jobs)
-        held = iter([job for job in jobs if job.owner == self._owner and job.progress_message_id])
+        running = await self._store.list_running(IN_FLIGHT_STATUSES, limit=MAX_TICKED)
+        self._delivery.positions = positions(running)
+        mine = [job.id for job in running if job.owner == self._owner and job.progress_message_id]
+        whole = await self._store.whole_jobs(mine)
+        held = iter(
+            [job for job in map(whole.get, mine) if job is not None and job.owner == self._owner]
+        )
 
         async def worker() -> int:
             shown = 0

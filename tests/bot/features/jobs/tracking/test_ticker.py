@@ -38,14 +38,21 @@ class Clock:
 
 @asynccontextmanager
 async def process_on(
-    sim: RunningSimulator, url: str, platform: FakePlatform, clock: Clock
+    sim: RunningSimulator,
+    url: str,
+    platform: FakePlatform,
+    clock: Clock,
+    stores: list[PostgresStore] | None = None,
 ) -> AsyncIterator[JobEngines]:
-    """One genbot process's job machinery on the database at ``url`` (tracker not started)."""
+    """One genbot process's job machinery on the database at ``url`` (tracker not started;
+    its store added to ``stores``, when given)."""
     settings = harness_settings(sim.base_url, Path("unused.db"), webhooks=False)
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(
             await PostgresStore.open(url, clock=clock, pool_size=2)
         )
+        if stores is not None:
+            stores.append(store)
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         engines = build_job_engines(
             settings, store, provider, Outbox(SurfaceRegistry([platform])), clock=clock
@@ -79,6 +86,27 @@ async def test_each_process_ticks_only_the_jobs_it_holds(postgres: PostgresClust
         assert [len(m.history) - n for m, n in zip(messages, edits_before, strict=True)] == [1, 1]
         assert messages[0].text.endswith("· your job 1 of 2")
         assert messages[1].text.endswith("· your job 2 of 2")
+
+
+async def test_a_process_reads_whole_only_the_jobs_it_ticks(postgres: PostgresCluster) -> None:
+    url, clock, platform = postgres.create_database(), Clock(), FakePlatform(profile=ROOMY)
+    stores: list[PostgresStore] = []
+    async with (
+        serve(MANUAL) as sim,
+        process_on(sim, url, platform, clock, stores) as first,
+        process_on(sim, url, platform, clock) as second,
+    ):
+        for n in range(3):
+            command = Command(user=User(f"user{n}"), place=PLACE, name="imagine")
+            await first.images.imagine(command, f"a fox, study {n}")
+        await second.images.imagine(alice_imagines(), "a fox by the other process")
+        clock.now += 7
+        counting = counted(stores[0])
+
+        assert await first.ticker.tick() == 3
+
+        whole = [trip.rows_read for trip in counting.trips if trip.reads_whole_jobs()]
+        assert whole == [3], f"whole rows read per statement: {whole}"
 
 
 async def test_a_ticks_edits_check_their_jobs_leases_together(tmp_path: Path) -> None:
