@@ -4,9 +4,12 @@ Every :data:`TICK_SECONDS` it lists the jobs in flight (a few columns of each), 
 one's place among its requester's running jobs (those of every process), and asks delivery to show
 the progress of the jobs this process holds the lease on (:mod:`bot.features.jobs.tracking.leases`),
 read whole in one statement: with several processes on one database, each job's message is ticked
-by one process, its owner, and only its owner reads the job's row. JobMessages edits
-a message only when its text changed (the elapsed time moves in 5-second steps) and only when the
-platform's write windows have room right now, so ticking never delays results or chat answers.
+by one process, its owner, and only its owner reads the job's row. The edits under way at once
+(:data:`CONCURRENCY`) are the cluster's: each process takes its share, in proportion to the jobs it
+holds, so N processes edit about as much as one instead of N times as much into the same write
+windows. JobMessages edits a message only when its text changed (the elapsed time moves in 5-second
+steps) and only when the platform's write windows have room right now, so ticking never delays
+results or chat answers.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ TICK_SECONDS = 5.0
 MAX_TICKED = 2000
 """At most this many jobs are ticked per round (the oldest first)."""
 CONCURRENCY = 8
-"""Progress edits under way at once (a few workers take the jobs in turn, rather than a task
-per job created all at once)."""
+"""Progress edits under way at once across the processes (a few workers take the jobs in turn,
+rather than a task per job created all at once; see :func:`workers`)."""
 WAIT_SHARE = 0.8
 """A tick's edits wait for room at most this share of the tick (then the next tick brings a
 newer text; least recently edited messages go first, after chat answers and results)."""
@@ -44,6 +47,17 @@ def positions(jobs: list[RunningJob]) -> dict[str, Position]:
         for mine in by_requester.values()
         for index, job in enumerate(mine, start=1)
     }
+
+
+def workers(jobs: list[RunningJob], owner: str) -> int:
+    """How many of the :data:`CONCURRENCY` workers process ``owner`` runs: its share of the
+    ticked jobs (those with a progress message) on the platforms it holds jobs of, rounded up
+    (all of them when it holds every such job, none when it holds none)."""
+    ticked = [job for job in jobs if job.progress_message_id]
+    platforms = {job.platform for job in ticked if job.owner == owner}
+    mine = sum(job.owner == owner for job in ticked)
+    beside = sum(job.platform in platforms for job in ticked)
+    return -(-CONCURRENCY * mine // beside) if beside else 0
 
 
 class ProgressTicker:
@@ -96,4 +110,5 @@ class ProgressTicker:
                 shown += await self._delivery.show_progress(job, wait=self.every * WAIT_SHARE)
             return shown
 
-        return sum(await asyncio.gather(*(worker() for _ in range(CONCURRENCY))))
+        working = workers(running, self._owner)
+        return sum(await asyncio.gather(*(worker() for _ in range(working))))

@@ -4,12 +4,13 @@ while a job's place among its requester's jobs counts the jobs of every process.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from bot.api import ProviderClient
-from bot.kernel import Command, SurfaceRegistry, User
+from bot.kernel import Command, MessageRef, OutMessage, SurfaceRegistry, User
 from bot.outbox import Outbox
 from genbot.compose import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
@@ -86,6 +87,42 @@ async def test_each_process_ticks_only_the_jobs_it_holds(postgres: PostgresClust
         assert [len(m.history) - n for m, n in zip(messages, edits_before, strict=True)] == [1, 1]
         assert messages[0].text.endswith("· your job 1 of 2")
         assert messages[1].text.endswith("· your job 2 of 2")
+
+
+class SlowEdits(FakePlatform):
+    """Edits that take a moment, counting how many are under way at once."""
+
+    def __init__(self) -> None:
+        super().__init__(profile=ROOMY)
+        self.under_way = 0
+        self.most = 0
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        self.under_way += 1
+        self.most = max(self.most, self.under_way)
+        try:
+            await asyncio.sleep(0.05)
+            await super().edit(ref, message)
+        finally:
+            self.under_way -= 1
+
+
+async def test_processes_share_the_edits_under_way(postgres: PostgresCluster) -> None:
+    url, clock, platform = postgres.create_database(), Clock(), SlowEdits()
+    async with (
+        serve(MANUAL) as sim,
+        process_on(sim, url, platform, clock) as first,
+        process_on(sim, url, platform, clock) as second,
+    ):
+        for n in range(2 * TICKED):
+            command = Command(user=User(f"user{n}"), place=PLACE, name="imagine")
+            await (first if n % 2 else second).images.imagine(command, f"a fox, study {n}")
+        clock.now += 7
+        platform.most = 0
+
+        assert await first.ticker.tick() == TICKED
+
+        assert platform.most == TICKED // 2, "half the jobs: half the edits under way at once"
 
 
 async def test_a_process_reads_whole_only_the_jobs_it_ticks(postgres: PostgresCluster) -> None:
