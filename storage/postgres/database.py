@@ -137,6 +137,9 @@ class PostgresDatabase:
     async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
         return await self._attempt(lambda s: s.execute_each(sql, rows), False)
 
+    async def fetch_each(self, statements: Iterable[tuple[str, Values]]) -> list[list[Row]]:
+        return await self._attempt(lambda s: s.fetch_each(statements), False)
+
     async def transaction(
         self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False
     ) -> T:
@@ -235,6 +238,14 @@ class _Statements:
         async with self._conn.pipeline():
             cursors = [await self._conn.execute(statement, values) for values in batch]
         return [cursor.rowcount for cursor in cursors]
+
+    async def fetch_each(self, statements: Iterable[tuple[str, Values]]) -> list[list[Row]]:
+        batch = list(statements)
+        if not batch:
+            return []
+        async with self._conn.pipeline():
+            cursors = [await self._run(sql, values) for sql, values in batch]
+        return [await c.fetchall() if c.description is not None else [] for c in cursors]
 
 
 def _key(key: str | int) -> str:

@@ -15,7 +15,7 @@ from storage.queries.base import Clock, Owner
 from storage.queries.grouped import Grouped
 from storage.records.platforms import ImageToSave, MessageToSave, PlaygroundImage, PlaygroundMessage
 from storage.sql.dialect import marks, text_inside
-from storage.sql.session import Database, Row, Session, from_json, record, to_json
+from storage.sql.session import Database, Row, Session, Values, from_json, record, to_json
 
 CHANNEL: Final = "genbot_playground"
 SQL_SAVE: Final = (
@@ -140,51 +140,59 @@ class PlaygroundHistory:
         return Grouped(self._save_together)
 
     async def _save_together(self, batch: Sequence[Save]) -> list[int]:
-        shown = [
-            (i.key, i.filename, i.content_type, i.width, i.height, i.data, self.clock())
-            for _, images, _ in batch
-            for i in images
-        ]
-
+        """The batch's statements go together in order (one round trip on PostgreSQL: the
+        channels' locks, the images — each key once, the first as ``DO NOTHING`` keeps —, each
+        message and the command it answers, the notices), then the trims of the channels that
+        got a new message, then, when they deleted any, the sweep."""
+        now = self.clock()
+        shown: dict[str, Values] = {}
+        for _, images, _ in batch:
+            for i in images:
+                shown.setdefault(
+                    i.key, (i.key, i.filename, i.content_type, i.width, i.height, i.data, now)
+                )
         channels = sorted({message.channel for message, _, _ in batch})
 
         async def work(tx: Session) -> list[int]:
-            lock = tx.dialect.transaction_lock
+            lock, notify = tx.dialect.transaction_lock, tx.dialect.notify
+            statements: list[tuple[str, Values]] = []
             if lock is not None:
-                await tx.execute_each(lock, [(f"{CHANNEL}.{c}",) for c in channels])
-            if shown:
-                await tx.execute_many(SQL_SAVE_IMAGE, shown)
-            versions = []
-            trim: dict[str, int] = {}
-            for message, _, keep in batch:
-                row = (
-                    message.id,
-                    message.channel,
-                    message.pending,
-                    to_json(sorted(message.image_keys)),
-                    to_json(dict(message.body)),
-                    message.pending,
-                    self.owner.process_id,
-                )
-                saved = await tx.fetch_one(SQL_SAVE, row)
-                assert saved is not None
-                versions.append(int(saved["version"]))
+                statements += [(lock, (f"{CHANNEL}.{c}",)) for c in channels]
+            statements += [(SQL_SAVE_IMAGE, row) for row in shown.values()]
+            saves = []
+            for message, _, _ in batch:
+                saves.append(len(statements))
+                statements.append((SQL_SAVE, self._save_row(message)))
                 if message.answers is not None:
-                    await tx.execute(SQL_ANSWERED, (False, message.answers))
-                if versions[-1] == 1:
-                    trim[message.channel] = keep
-            trimmed = [await tx.execute(SQL_TRIM, (c, c, keep)) for c, keep in trim.items()]
+                    statements.append((SQL_ANSWERED, (False, message.answers)))
+            if notify is not None:
+                process = self.owner.process_id
+                statements += [(notify, (CHANNEL, f"{process} {m.id}")) for m, _, _ in batch]
+            results = await tx.fetch_each(statements)
+            versions = [int(results[n][0]["version"]) for n in saves]
+            trim = {
+                m.channel: keep for (m, _, keep), v in zip(batch, versions, strict=True) if v == 1
+            }
+            trimmed = await tx.execute_each(SQL_TRIM, [(c, c, n) for c, n in trim.items()])
             if any(trimmed):
                 if lock is not None:
                     await tx.execute(lock, (f"{CHANNEL}.images",))
                 in_use = tx.dialect.json_elements("playground_messages", "image_keys")
                 await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
-            if tx.dialect.notify is not None:
-                notices = [(CHANNEL, f"{self.owner.process_id} {m.id}") for m, _, _ in batch]
-                await tx.execute_each(tx.dialect.notify, notices)
             return versions
 
         return await self.db.transaction(work, repeatable=True)
+
+    def _save_row(self, message: MessageToSave) -> Values:
+        return (
+            message.id,
+            message.channel,
+            message.pending,
+            to_json(sorted(message.image_keys)),
+            to_json(dict(message.body)),
+            message.pending,
+            self.owner.process_id,
+        )
 
     async def about_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
         """The messages naming ``user_id`` anywhere (theirs, answers to them, those only they

@@ -73,6 +73,11 @@ class Session(Protocol):
         """``sql`` once per row of values, sent together (PostgreSQL: one pipeline, one round
         trip); how many rows each one changed."""
 
+    async def fetch_each(self, statements: Iterable[tuple[str, Values]]) -> list[list[Row]]:
+        """Each statement with its values, in order, sent together (PostgreSQL: one pipeline,
+        one round trip); the rows each one returned (none for a statement that returns no
+        rows)."""
+
 
 class Database(Session, Protocol):
     """A database. ``repeatable``: the statement does no harm run twice, so it runs again on a

@@ -94,6 +94,10 @@ class _Statements:
         batch = list(rows)
         return await self._run(lambda conn: [conn.execute(sql, v).rowcount for v in batch])
 
+    async def fetch_each(self, statements: Iterable[tuple[str, Values]]) -> list[list[Row]]:
+        batch = list(statements)
+        return await self._run(lambda conn: [_all(conn, sql, v) for sql, v in batch])
+
 
 class SqliteDatabase(_Statements):
     """A :class:`storage.sql.session.Database` on one SQLite file (see the module docstring):
@@ -220,5 +224,7 @@ def _one(conn: sqlite3.Connection, sql: str, values: Values) -> Row | None:
 
 def _all(conn: sqlite3.Connection, sql: str, values: Values) -> list[Row]:
     cursor = conn.execute(sql, values)
+    if cursor.description is None:
+        return []
     names = [column[0] for column in cursor.description]
     return [dict(zip(names, found, strict=True)) for found in cursor.fetchall()]

@@ -25,6 +25,9 @@ class Trip:
 
     statements: list[tuple[str, Values]] = field(default_factory=list)
     rows_read: int = 0
+    sends: int = 0
+    """How many times it sent statements to the database and waited for their answers (a
+    batch or a pipeline once)."""
 
     def moves_to(self, status: str) -> int:
         """How many of its statements move a job to ``status``."""
@@ -54,29 +57,42 @@ class _CountingSession:
 
     async def fetch_one(self, sql: str, values: Values = ()) -> Row | None:
         self._trip.statements.append((sql, values))
+        self._trip.sends += 1
         row = await self._inner.fetch_one(sql, values)
         self._trip.rows_read += row is not None
         return row
 
     async def fetch_all(self, sql: str, values: Values = ()) -> list[Row]:
         self._trip.statements.append((sql, values))
+        self._trip.sends += 1
         rows = await self._inner.fetch_all(sql, values)
         self._trip.rows_read += len(rows)
         return rows
 
     async def execute(self, sql: str, values: Values = ()) -> int:
         self._trip.statements.append((sql, values))
+        self._trip.sends += 1
         return await self._inner.execute(sql, values)
 
     async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
         batch = list(rows)
         self._trip.statements += [(sql, values) for values in batch]
+        self._trip.sends += bool(batch)
         return await self._inner.execute_many(sql, batch)
 
     async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
         batch = list(rows)
         self._trip.statements += [(sql, values) for values in batch]
+        self._trip.sends += bool(batch)
         return await self._inner.execute_each(sql, batch)
+
+    async def fetch_each(self, statements: Iterable[tuple[str, Values]]) -> list[list[Row]]:
+        batch = list(statements)
+        self._trip.statements += batch
+        self._trip.sends += bool(batch)
+        found = await self._inner.fetch_each(batch)
+        self._trip.rows_read += sum(len(rows) for rows in found)
+        return found
 
 
 class CountingDatabase:
@@ -108,7 +124,7 @@ class CountingDatabase:
         return await self._session().fetch_all(sql, values)
 
     async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
-        trip = Trip([(sql, values)])
+        trip = Trip([(sql, values)], sends=1)
         self.trips.append(trip)
         return await self.inner.execute(sql, values, repeatable=repeatable)
 
@@ -117,6 +133,9 @@ class CountingDatabase:
 
     async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
         return await self._session().execute_each(sql, rows)
+
+    async def fetch_each(self, statements: Iterable[tuple[str, Values]]) -> list[list[Row]]:
+        return await self._session().fetch_each(statements)
 
     async def transaction(
         self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False

@@ -256,3 +256,27 @@ async def test_saves_asked_together_share_one_transaction_and_keep_their_order(
     if isinstance(store, PostgresStore):
         heard = [await asyncio.wait_for(anext(updates), 10) for _ in range(6)]
         assert heard == ["m0", "m1", "m2", "m3", "m4", "m4"], "alike notices of a commit: once"
+
+
+async def test_a_batch_of_saves_is_sent_in_a_few_round_trips_whatever_its_size(
+    store: Store,
+) -> None:
+    """Results edited in a burst are saved together; each save and the command it answers were
+    two round trips of their own within the batch's transaction (the playground's part of a
+    result was the burst's slowest step), now the batch's statements go together."""
+    commands = [message(f"c{n}", pending=True) for n in range(12)]
+    for command in commands:
+        await store.playground.save_playground_message(command, [], keep=100)
+    trips = counted(store).trips
+    answers = [
+        PlaygroundMessage(f"a{n}", "general", False, ("k",), {"id": f"a{n}"}, answers=f"c{n}")
+        for n in range(12)
+    ]
+    await asyncio.gather(
+        *(store.playground.save_playground_message(a, [image("k")], keep=100) for a in answers)
+    )
+    assert len(trips) <= 2
+    assert sum(trip.sends for trip in trips) <= 2 * len(trips)
+    messages, images = await store.playground.load_playground(keep=100)
+    assert not any(m.pending for m in messages)
+    assert [i.key for i in images] == ["k"]
