@@ -86,6 +86,7 @@ from bot.kernel import (
 )
 from bot.outbox import Activity, Delete, Edit, Outbox, Post, WritePolicy, WriteSkipped
 from storage import (
+    ACTIVE_STATUSES,
     TERMINAL_STATUSES,
     DeliveryClaims,
     Job,
@@ -323,16 +324,23 @@ class JobMessages:
 
     async def _still_running_under(self, job: Job) -> bool:
         """Whether ``job`` is still in flight under the lease ``job`` shows (not when that
-        cannot be read)."""
+        cannot be read). A job read while the provider was working on it is no longer in
+        flight once the provider is done with it: its result or report is on its way and
+        replaces the progress message (an edit then would only take a write from the
+        results)."""
         try:
             current = await self._store.jobs.lease_and_status(job.id)
         except StorageError as error:
             log.info("progress of job %s not shown: %s", job.id, error)
             return False
+        if current is None:
+            return False
+        lease, status = current
+        done_since = job.status in ACTIVE_STATUSES and status not in ACTIVE_STATUSES
         return (
-            current is not None
-            and current[0] == job.lease
-            and current[1] not in TERMINAL_STATUSES
+            lease == job.lease
+            and status not in TERMINAL_STATUSES
+            and not done_since
             and job.id not in self._final
         )
 

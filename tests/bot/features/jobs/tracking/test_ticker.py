@@ -164,3 +164,33 @@ async def test_a_ticks_edits_check_their_jobs_leases_together(tmp_path: Path) ->
         fences = [trip for trip in counting.trips if trip.statements[0][0].startswith(LEASES)]
         assert SQL_JOB_BY_ID not in statements, "no whole job read to check a lease"
         assert 1 <= len(fences) <= 2, f"{len(fences)} lease reads for {TICKED} edits"
+
+
+async def test_a_tick_leaves_alone_the_jobs_the_provider_finished_since_it_listed_them(
+    tmp_path: Path,
+) -> None:
+    """In a burst every job finishes at once while a tick is editing them: those edits took
+    writes from the results that replace the same messages a moment later (and held the job's
+    messages, so its result waited for them)."""
+    clock, platform = Clock(), FakePlatform(profile=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        jobs = [
+            await bare.engines.images.imagine(
+                Command(user=User(f"user{n}"), place=PLACE, name="imagine"), f"a fox, study {n}"
+            )
+            for n in range(TICKED)
+        ]
+        listed = [await bare.store.jobs.get_job(job.id) for job in jobs]
+        for job in jobs[: TICKED // 2]:
+            assert await bare.store.jobs.transition(job.id, job.status, "finished")
+        clock.now += 7
+        messages = [platform.messages[job.progress_message_id or ""] for job in jobs]
+        edits_before = sum(len(message.history) for message in messages)
+
+        shown = [await bare.engines.delivery.show_progress(job) for job in listed if job]
+
+        assert shown == [False] * (TICKED // 2) + [True] * (TICKED // 2)
+        assert sum(len(message.history) for message in messages) - edits_before == TICKED // 2
