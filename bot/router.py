@@ -252,6 +252,11 @@ class Router:
         """The diffusion checkpoint models users are offered: those genbot knows."""
         return tuple(self._diffusion_models())
 
+    async def private_language(self, user: User, place: Place, locale: str | None) -> str:
+        """The language ``user`` is answered in privately in ``place`` (their choice, else
+        ``locale``'s, …: :func:`bot.kernel.decide`; :class:`bot.kernel.ChosenLanguages`)."""
+        return (await self._spoken(Event(user=user, place=place, locale=locale))).private
+
     async def saved_options(self, user: User, place: Place) -> tuple[str, ...]:
         """The names of ``user``'s saved options in ``place``, which pickers offer
         (:class:`bot.kernel.SavedOptionChoices`); none without an expansion."""
@@ -322,7 +327,7 @@ class Router:
         with speaking(spoken.private, public=spoken.public, names=names):
             await self._handle(event, deadline)
 
-    async def _spoken(self, event: InboundEvent) -> Spoken:
+    async def _spoken(self, event: Event) -> Spoken:
         """The languages of ``event``: from what its platform says, and what users and admins
         chose (read within :data:`LANGUAGE_READ_SECONDS`; unread, the platform's word stands)."""
         if self.languages is None:

@@ -18,7 +18,6 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
@@ -38,6 +37,7 @@ from bot.kernel import (
     DEFAULT_LANGUAGE,
     STOP_ACTION,
     ButtonPress,
+    ChosenLanguages,
     Command,
     CommandError,
     EventRouter,
@@ -46,6 +46,7 @@ from bot.kernel import (
     InboundEvent,
     LimitsSettings,
     ModalSubmit,
+    Place,
     Sealer,
     SealError,
     User,
@@ -396,7 +397,7 @@ class SlackAdapter:
         locale = await self._locale(context.client, workspace, user_id)
         if place.is_dm:
             try:
-                with _speaking(locale):
+                with speaking(await self._private_language(context.client, user_id, place)):
                     in_view = await self.agent.channel_document(
                         context.client,
                         workspace,
@@ -449,7 +450,8 @@ class SlackAdapter:
         await self.agent.context_changed(team, user, event.get("context"))
         channel = str(event.get("channel") or "")
         if user and channel:
-            with _speaking(await self._locale(context.client, team, user)):
+            dm = place_for(team, channel, None, "im")
+            with speaking(await self._private_language(context.client, user, dm)):
                 await self.agent.messages_tab_opened(context.client, team, user, channel)
 
     async def _on_context_changed(self, body: dict[str, Any], event: dict[str, Any]) -> None:
@@ -465,7 +467,8 @@ class SlackAdapter:
         await ack()
         team = str((body.get("team") or {}).get("id") or self.team_id)
         user_id = str((body.get("user") or {}).get("id") or "")
-        with _speaking(await self._locale(client, team, user_id)):
+        channel = str((body.get("channel") or {}).get("id") or "")
+        with speaking(await self._private_language(client, user_id, place_for(team, channel))):
             form = self.agent.ask_form(body)
         try:
             await client.views_open(trigger_id=str(body.get("trigger_id")), view=form)
@@ -499,7 +502,9 @@ class SlackAdapter:
         opened = await client.conversations_open(users=user_id)
         dm = str((opened.get("channel") or {}).get("id") or "")
         locale = await self._locale(client, team, user_id)
-        with _speaking(locale):
+        with speaking(
+            await self._private_language(client, user_id, place_for(team, dm, None, "im"))
+        ):
             about = _("_About a message in <#{channel}>:_", channel=kept.get("channel", ""))
         root = await client.chat_postMessage(channel=dm, text=f"{escape_mrkdwn(question)}\n{about}")
         ts = str(root["ts"])
@@ -546,13 +551,14 @@ class SlackAdapter:
         user_id = str(body.get("user_id"))
         team = str(body.get("team_id") or self.team_id)
         locale = await self._locale(client, team, user_id)
-        with _speaking(locale):
+        language = await self._private_language(client, user_id, place_for(team, channel))
+        with speaking(language):
             route = route_command(str(body.get("command", "")), str(body.get("text", "")))
         if isinstance(route, str):
             await respond(text=route, response_type="ephemeral", replace_original=False)
             return None
         try:
-            with _speaking(locale):
+            with speaking(language):
                 attachments, text = await command_images(
                     route.name, route.text, partial(recent_files, client, channel, user_id)
                 )
@@ -616,6 +622,16 @@ class SlackAdapter:
         event = replace(event, user=replace(event.user, roles=roles)) if roles else event
         return replace(event, locale=locale)
 
+    async def _private_language(self, client: AsyncWebClient, user_id: str, place: Place) -> str:
+        """What genbot speaks to ``user_id`` alone in ``place`` — their ``/settings language``,
+        else their Slack's — for what the adapter says itself, before or without the core (a
+        refused command, the Messages tab, the "Ask genbot" form)."""
+        locale = await self._locale(client, place.workspace_id, user_id)
+        router = self.router
+        if isinstance(router, ChosenLanguages):
+            return await router.private_language(User(user_id, ""), place, locale)
+        return supported(locale) or DEFAULT_LANGUAGE
+
     async def _user(self, context: AsyncBoltContext, team_id: str, user_id: str) -> User:
         roles = await self._roles(context.client, team_id, user_id)
         name = await self._name(context.client, user_id, team_id)
@@ -671,9 +687,3 @@ def stream_origin(say_stream: AsyncSayStream | None) -> SlackOrigin:
     return SlackOrigin(
         thread_ts=say_stream.thread_ts, recipient_team_id=say_stream.recipient_team_id
     )
-
-
-def _speaking(locale: str | None) -> AbstractContextManager[None]:
-    """Speak the language of a Slack user's ``locale``, for what the adapter says before (or
-    without) the core: a refused command, the Messages tab, the "Ask genbot" form."""
-    return speaking(supported(locale) or DEFAULT_LANGUAGE)

@@ -240,6 +240,17 @@ class DiffusionModelChoices(Protocol):
 
 
 @runtime_checkable
+class ChosenLanguages(Protocol):
+    """An :class:`EventRouter` that knows the languages users chose (``/settings language``),
+    for what an adapter says itself, before or without the core (Slack's Messages tab)."""
+
+    async def private_language(self, user: User, place: Place, locale: str | None) -> str:
+        """The language genbot speaks to ``user`` alone in ``place``, whose platform says
+        their language is ``locale`` (as the router decides it for their events)."""
+        ...
+
+
+@runtime_checkable
 class SavedOptionChoices(Protocol):
     """An :class:`EventRouter` that knows a user's saved options (``/prefer``), which pickers
     offer as the user types ``--`` in a prompt (:func:`bot.kernel.expansion.completions`)."""

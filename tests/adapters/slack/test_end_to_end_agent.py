@@ -16,7 +16,7 @@ from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.slack.end_to_end import WAIT, budgeted_fake, slack_genbot
 from tests.fakes.slack import FakeSlack
-from tests.language import german
+from tests.language import german, said
 
 pytestmark = pytest.mark.usefixtures("errors_fail_the_test")
 
@@ -164,3 +164,20 @@ async def test_in_german_the_messages_tab_and_the_ask_form(
     question = next(b for b in form.view["blocks"] if b.get("block_id") == "question")
     assert question["label"]["text"] == german("What do you want to know?")
     assert german("_About a message in <#{channel}>:_", channel="C1") in root.text
+
+
+async def test_the_messages_tab_speaks_the_language_the_user_chose(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """A user whose Slack speaks German but who chose Japanese (``/settings language``) gets
+    the Messages tab in Japanese, as every answer of genbot's."""
+    fake.locales["U1"] = "de-DE"
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+        await fake.post_command(bot.url, fake.slash_command("/genbot", "settings --language ja"))
+        await fake.wait_for(lambda: fake.ephemerals or None, WAIT)
+        event = fake.messages_tab_opened_event("U1", viewing="C1")
+        await fake.post_event(bot.url, fake.event_callback(event))
+        await fake.wait_for(partial(prompts_set, fake, 1), WAIT)
+
+    prompts = fake.suggested_prompts[(fake.team_id, "D1")]
+    assert prompts["title"] == said("ja", "Try") != "Try"
