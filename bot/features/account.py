@@ -54,6 +54,7 @@ from bot.kernel import (
     command,
     decide,
     format_number,
+    format_percent,
     help_specs,
     help_text,
     language_name,
@@ -650,7 +651,7 @@ def feedback_lines(counts: Sequence[FeedbackCount]) -> str:
     lines = [_("Answer feedback in this workspace (👍 / 👎, share of 👍):")]
     for count in counts:
         rated = count.good + count.bad
-        share = f"{round(100 * count.good / rated)}%" if rated else "—"
+        share = format_percent(count.good / rated) if rated else "—"
         lines.append(f"• {count.model}: {count.good} / {count.bad}, {share}")
     return "\n".join(lines)
 

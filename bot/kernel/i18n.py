@@ -8,11 +8,12 @@ in as keywords and fill ``{name}`` fields *after* translation, so a translator c
     _("Upscaled image {index} of {total}.", index=2, total=4)
     ngettext("{n} image", "{n} images", count)
 
-Numbers, sizes, moments and durations shown to users go through :func:`format_number`,
-:func:`format_bytes`, :func:`format_moment`, :func:`format_date`, :func:`format_clock` and
-:func:`format_duration` (English keeps genbot's own formats, byte for byte; other languages get
-CLDR's through Babel). A message everyone in a place reads (a grid in a channel) is built
-inside :func:`publicly`, which speaks the place's language rather than the user's.
+Numbers, sizes, shares, moments and durations shown to users go through
+:func:`format_number`, :func:`format_bytes`, :func:`format_percent`, :func:`format_moment`,
+:func:`format_date`, :func:`format_clock` and :func:`format_duration` (English keeps genbot's own
+formats, byte for byte; other languages get CLDR's through Babel). A message everyone in a place
+reads (a grid in a channel) is built inside :func:`publicly`, which speaks the place's language
+rather than the user's.
 
 **Which language an event speaks.** The router decides, once per event (:func:`decide`), and
 speaks it around the event's handling:
@@ -54,6 +55,7 @@ from babel import Locale
 from babel.dates import format_skeleton
 from babel.lists import format_list
 from babel.numbers import format_decimal
+from babel.numbers import format_percent as format_percent_babel
 from babel.units import format_unit
 
 from bot.kernel.command_names import PLACE_NAMES, CommandNames
@@ -207,6 +209,12 @@ def format_bytes(count: int, /) -> str:
 
 KIB = 1024
 MIB = KIB * KIB
+
+
+def format_percent(share: float, /) -> str:
+    """A share (0 to 1) as a whole percentage, the language's way: ``75%`` (English),
+    ``75 %`` (German)."""
+    return format_percent_babel(share, locale=_locale())
 
 
 def format_moment(at: float, /) -> str:

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from bot.api.chat import allowed_chat_models
+from bot.features.account import feedback_lines
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT
 from bot.features.chat.tokens import count_functions, count_messages, count_text
-from bot.kernel import Command, CommandNames, ModalSubmit, Place, Plan, User, UserError
+from bot.kernel import Command, CommandNames, ModalSubmit, Place, Plan, User, UserError, speaking
+from storage import FeedbackCount
 from tests.bot.features.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, chat_world
 from tests.fakes.platform import FakePlatform
 from tests.language import german, said
@@ -392,3 +394,13 @@ async def test_admins_set_a_channels_language(world: ChatWorld) -> None:
     assert channel is not None and channel.language == "de"
     refused = await settings_with_scope(world, ALICE, CHANNEL, language="ja", scope="channel")
     assert refused.startswith("Only genbot admins can change this channel's defaults")
+
+
+def test_the_share_of_good_answers_is_a_percentage_the_readers_way() -> None:
+    counts = [FeedbackCount("llm-4", 3, 1), FeedbackCount("llm-3.5-turbo", 0, 0)]
+    assert feedback_lines(counts).splitlines()[1:] == [
+        "• llm-4: 3 / 1, 75%",
+        "• llm-3.5-turbo: 0 / 0, —",
+    ]
+    with speaking("de"):
+        assert feedback_lines(counts).splitlines()[1] == "• llm-4: 3 / 1, 75\u00a0%"
