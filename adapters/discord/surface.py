@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 import aiohttp
 import discord
 
-from adapters.discord.mentions import CommandMentions
+from adapters.discord.command_mentions import CommandMentions
 from adapters.discord.modals import build_modal, reopen_view
 from adapters.discord.translate import DM_WORKSPACE, InteractionContext
 from adapters.discord.uploads import DEFAULT_UPLOAD_LIMIT, fit_images
@@ -231,7 +231,7 @@ class DiscordSurface:
 
     def command_names(self, place: Place) -> CommandNames:
         """Discord names genbot's commands by their mentions, which show them in the reader's
-        language (:mod:`adapters.discord.mentions`)."""
+        language (:mod:`adapters.discord.command_mentions`)."""
         return self.mentions.names(place)
 
     async def send(

@@ -5,7 +5,7 @@ A sentence that names a command takes it as a value, never as literal text in th
     _("Choose another model with {settings} model.", settings=named("settings"))
 
 :func:`named` writes it as the platform of the event being handled does: Slack spells some of
-genbot's commands its own way (``/genbot settings``), Discord mentions them (a mention renders
+genbot's commands its own way (``/genbot settings``), Discord writes command mentions (one renders
 in the reader's own language and runs the command when clicked), and everywhere else the
 catalogue's name stands, in inline code (```/settings```). The adapter decides, through its
 surface (:class:`bot.kernel.surface.NamesCommands`); the router hands the event's place's way
@@ -26,7 +26,8 @@ class CommandNames:
 
     ``spellings``: what users type instead of the catalogue's name, without the slash
     (Slack: ``{"settings": "genbot settings"}``); ``mentions``: a command written whole as the
-    platform's mention, rendered by the platform (Discord's, with the registered command's id).
+    platform's command mention, rendered by the platform (Discord's ``</settings:123>``, with the
+    registered command's id).
     """
 
     spellings: Mapping[str, str] = field(default_factory=dict)
@@ -38,7 +39,7 @@ class CommandNames:
         return "/" + (self.spellings.get(name) or name.replace(".", " "))
 
     def mention(self, name: str) -> str | None:
-        """The platform's mention of ``name``, where it has one."""
+        """The platform's command mention of ``name``, where it has one."""
         return self.mentions.get(name)
 
     def named(self, name: str) -> str:

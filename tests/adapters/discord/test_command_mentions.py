@@ -1,17 +1,16 @@
-"""Discord's texts name genbot's commands by their mentions (``</settings:123>``), made with the
-ids Discord gave the commands at registration: a German reader's client shows them as
+"""Discord's texts name genbot's commands by their command mentions (``</settings:123>``), made
+with the ids Discord gave the commands at registration: a German reader's client shows them as
 ``/einstellungen`` and runs them when clicked. Through the real discord.py, the fake Discord, the
 real core and the simulator."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from bot.kernel import command
-from simulator.server import RunningSimulator, serve
+from simulator.server import serve
 from simulator.state import SimulatorConfig
 from tests.adapters.discord.harness import Harness
 from tests.adapters.discord.real_core import (
@@ -22,17 +21,10 @@ from tests.adapters.discord.real_core import (
 )
 from tests.language import german
 
-pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
 
-
-@pytest.fixture
-async def sim() -> AsyncIterator[RunningSimulator]:
-    async with serve(SimulatorConfig(time_scale=0.003, seed=11)) as running:
-        yield running
-
-
+@pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
 async def test_a_german_users_help_mentions_the_registered_commands(
-    harness: Harness, sim: RunningSimulator, tmp_path: Path
+    harness: Harness, tmp_path: Path
 ) -> None:
     fake = harness.fake
     fake.guild_locale = "de"
@@ -40,7 +32,10 @@ async def test_a_german_users_help_mentions_the_registered_commands(
     alice.locale = "de"
     described = german(command("imagine").description)
 
-    async with real_genbot(harness, sim, tmp_path / "genbot.db", edit_window_seconds=QUICK_WINDOW):
+    async with (
+        serve(SimulatorConfig(time_scale=0.003)) as sim,
+        real_genbot(harness, sim, tmp_path / "genbot.db", edit_window_seconds=QUICK_WINDOW),
+    ):
         ids = {c["name"]: c["id"] for c in fake.guild_commands[fake.guild_id]}
         await fake.slash(alice, general, "help", {})
         await fake.wait_for(
