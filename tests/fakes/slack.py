@@ -19,7 +19,7 @@ import contextlib
 import json
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import aiohttp
@@ -262,6 +262,12 @@ class FakeSlack(
 
     def calls_to(self, method: str) -> list[ApiCall]:
         return [c for c in self.calls if c.method == method]
+
+    def responses_to(self, fields: Mapping[str, str]) -> list[ResponsePost]:
+        """What the app posted to the ``response_url`` of ``fields`` (a slash command's or a
+        press's), in order: answers to one command, whatever others were answered meanwhile."""
+        response_id = fields["response_url"].rsplit("/", 1)[-1]
+        return [post for post in self.responses if post.response_id == response_id]
 
     def message(self, channel: str, ts: str) -> FakeMessage | None:
         return next((m for m in self.channels.get(channel, []) if m.ts == ts), None)

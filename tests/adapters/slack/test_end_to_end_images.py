@@ -241,10 +241,16 @@ async def test_bad_references_are_refused_privately_without_a_provider_call(
     async with slack_genbot(fake, sim, tmp_path / "genbot.db", rehosting=True) as bot:
         fake.user_says("", channel="C2", files=[("fox.png", png())])
         fake.user_says("", channel="C2", files=[("notes.txt", b"hello")])
-        for text in ("a fox --iw 7 #1", "a fox --sref #3", "a fox --cref #2"):
-            await fake.post_command(bot.url, fake.slash_command("/imagine", text, channel="C2"))
+        commands = [
+            fake.slash_command("/imagine", text, channel="C2")
+            for text in ("a fox --iw 7 #1", "a fox --sref #3", "a fox --cref #2")
+        ]
+        for command in commands:
+            await fake.post_command(bot.url, command)
         await fake.wait_for(lambda: fake.ephemerals[2:], WAIT)
-        weight, missing, text_file = (e.text for e in fake.ephemerals)
+        answers = [[post.body["text"] for post in fake.responses_to(c)] for c in commands]
+        assert len(fake.ephemerals) == 3 and all(len(texts) == 1 for texts in answers)
+        [weight], [missing], [text_file] = answers
     assert weight == "--iw must be from 0 to 3 (got 7)."
     assert missing.startswith("#3 names image 3 sent with the command, but only 1 came with it")
     assert "#2 names image 2" in text_file, "a text file is no image: only fox.png counts"
