@@ -57,11 +57,12 @@ class ConversationBranches:
         token_count: int = 0,
         platform_message_ids: Sequence[str] = (),
         channel_id: str | None = None,
+        author: str | None = None,
     ) -> int:
         """Branch at live user turn ``turn_id``: what follows it from its fork on is set aside,
-        and ``content`` is stored as the new branch's first turn (``platform_message_ids`` are
-        linked to it); returns its id. :class:`StorageError` when ``turn_id`` is not a live
-        user turn of the conversation."""
+        and ``content`` is stored as the new branch's first turn, written by ``author``
+        (``platform_message_ids`` are linked to it); returns its id. :class:`StorageError` when
+        ``turn_id`` is not a live user turn of the conversation."""
         now = self.clock()
         stored_parts = None if parts is None else to_json(list(parts))
 
@@ -83,7 +84,7 @@ class ConversationBranches:
                 numbers = max(int(r["number"]) for r in rows)
             await tx.execute(SQL_SET_ASIDE, (live_id, conversation_id, fork_turn))
             values = (conversation_id, "user", content, stored_parts, None, None, token_count,
-                      now, None, None)  # fmt: skip
+                      now, None, None, author)  # fmt: skip
             appended = await tx.fetch_one(SQL_APPEND, values)
             assert appended is not None
             new_turn = int(appended["id"])

@@ -41,7 +41,8 @@ SQL_CONVERSATION_BY_MESSAGE: Final = (
 )
 SQL_APPEND: Final = (
     "INSERT INTO messages (conversation_id, role, content, parts, function_call, name,"
-    " token_count, created_at, model, asked_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " token_count, created_at, model, asked_by, author)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " RETURNING id"
 )
 SQL_TOUCH: Final = "UPDATE conversations SET updated_at = ? WHERE id = ?"
@@ -137,15 +138,17 @@ class ConversationStore:
         channel_id: str | None = None,
         model: str | None = None,
         asked_by: str | None = None,
+        author: str | None = None,
     ) -> int:
         """Append a turn and link ``platform_message_ids`` to it; returns the turn's id. An
-        answer records its ``model`` and the user it is for (``asked_by``)."""
+        answer records its ``model`` and the user it is for (``asked_by``), a user's turn the
+        user who wrote it (``author``)."""
         check_turn(role, name)
         now = self.clock()
         turn = (
             conversation_id, role, content, None if parts is None else to_json(list(parts)),
             None if function_call is None else to_json(function_call), name, token_count, now,
-            model, asked_by,
+            model, asked_by, author,
         )  # fmt: skip
 
         async def work(tx: Session) -> int:

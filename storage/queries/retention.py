@@ -24,7 +24,10 @@ from storage.sql.session import Database, Session
 
 ERASED: Final[dict[str, str]] = {
     "conversations": "the conversations they started (created_by), deleted",
-    "messages": "deleted with their conversation; answers to them in others' keep no id (asked_by)",
+    "messages": (
+        "deleted with their conversation; their turns in others' and answers to them there keep"
+        " no id (author, asked_by)"
+    ),
     "chat_feedback": "their ratings of answers, deleted",
     "conversation_links": "deleted with their conversation",
     "jobs": "their finished jobs (requester_id), deleted; other jobs made from them lose the link",

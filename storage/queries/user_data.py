@@ -77,6 +77,26 @@ class UserData:
         return not self.only or self.only == platform
 
 
+def _in_others(kind: str, column: str) -> UserData:
+    """The turns naming the user in ``column`` in conversations others started (or nobody
+    knows who started): they stay, naming nobody."""
+    return UserData(
+        kind,
+        Statement(
+            f"SELECT COUNT(*) FROM messages WHERE {column} = ? AND conversation_id IN (SELECT id"
+            " FROM conversations WHERE platform = ? AND (created_by IS NULL OR created_by <> ?))",
+            lambda whose: (whose.user_id, whose.platform, whose.user_id),
+        ),
+        (
+            Statement(
+                f"UPDATE messages SET {column} = NULL WHERE {column} = ? AND conversation_id IN"
+                " (SELECT id FROM conversations WHERE platform = ?)",
+                lambda whose: (whose.user_id, whose.platform),
+            ),
+        ),
+    )
+
+
 def _audit_rename(whose: Whose) -> tuple[object, ...]:
     quoted = (f'"{whose.user_id}"', f'"{whose.pseudonym}"')
     renamed = (whose.user_id, whose.pseudonym) * 2
@@ -95,21 +115,8 @@ USER_DATA: Final[tuple[UserData, ...]] = (
             f"SELECT COUNT(*) FROM messages WHERE conversation_id IN ({_THEIR_CONVERSATIONS})"
         ),
     ),
-    UserData(
-        "answers",
-        Statement(
-            "SELECT COUNT(*) FROM messages WHERE asked_by = ? AND conversation_id IN (SELECT id"
-            " FROM conversations WHERE platform = ? AND (created_by IS NULL OR created_by <> ?))",
-            lambda whose: (whose.user_id, whose.platform, whose.user_id),
-        ),
-        (
-            Statement(
-                "UPDATE messages SET asked_by = NULL WHERE asked_by = ? AND conversation_id IN"
-                " (SELECT id FROM conversations WHERE platform = ?)",
-                lambda whose: (whose.user_id, whose.platform),
-            ),
-        ),
-    ),
+    _in_others("messages_in_others", "author"),
+    _in_others("answers", "asked_by"),
     UserData(
         "feedback",
         Statement("SELECT COUNT(*) FROM chat_feedback WHERE platform = ? AND user_id = ?"),

@@ -72,6 +72,9 @@ class ChatMessage:
     """The model that wrote an answer."""
     asked_by: str | None = None
     """The user an answer was for."""
+    author: str | None = None
+    """The user who wrote a user turn (None: unknown, for turns stored before genbot recorded
+    it where it could not be derived, or forgotten by ``/forget-me``)."""
     branch: int | None = None
     """Set while the turn is on a branch that is not the conversation's live one (the
     :class:`storage.ConversationBranches` row it was set aside under)."""

@@ -413,5 +413,32 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         "the language genbot speaks per user, channel and workspace (/settings language)",
         both=("ALTER TABLE scope_settings ADD COLUMN language TEXT",),
     ),
+    Migration(
+        28,
+        "who wrote each user turn (messages.author), derived for earlier turns where known",
+        both=(
+            "ALTER TABLE messages ADD COLUMN author TEXT",
+            "CREATE INDEX messages_by_author ON messages (author)",
+            # A DM conversation's turns are its user's.
+            """UPDATE messages SET author = (SELECT c.created_by FROM conversations AS c
+                WHERE c.id = messages.conversation_id AND c.kind = 'dm')
+                WHERE role = 'user'""",
+            # Elsewhere, the turn's first answer was for its author (asked_by).
+            """UPDATE messages SET author = (SELECT a.asked_by FROM messages AS a
+                WHERE a.conversation_id = messages.conversation_id AND a.id > messages.id
+                AND a.asked_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages AS u
+                    WHERE u.conversation_id = messages.conversation_id AND u.role = 'user'
+                    AND u.id > messages.id AND u.id < a.id)
+                ORDER BY a.id LIMIT 1)
+                WHERE role = 'user' AND author IS NULL""",
+            # An edit is its message's author's: every first turn of a fork's branches has one.
+            """UPDATE messages SET author = (SELECT MAX(o.author) FROM chat_branches AS b
+                JOIN chat_branches AS f ON f.conversation_id = b.conversation_id
+                    AND f.fork_turn = b.fork_turn
+                JOIN messages AS o ON o.id = f.first_turn
+                WHERE b.first_turn = messages.id)
+                WHERE role = 'user' AND author IS NULL""",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -129,7 +129,8 @@ async def everything_about(
 ) -> None:
     """``user`` has done all genbot keeps something about on ``platform`` (in the workspace
     ``web``; ``dm``: their DM channel), alongside ``other``: one of every kind of
-    :data:`storage.queries.user_data.USER_DATA` (four audit entries; with ``in_view``, Slack's
+    :data:`storage.queries.user_data.USER_DATA` (their turn and an answer to them in ``other``'s
+    thread; four audit entries; with ``in_view``, Slack's
     channel in view whatever the platform), and with ``playground`` the playground's messages
     (theirs, one in their DM, an admin's about them, one of ``other``'s) and the two images
     only theirs show."""
@@ -142,12 +143,14 @@ async def everything_about(
     key = ConversationKey(platform, "web", dm, "")
     talk, _ = await store.conversations.get_or_create_conversation(key, kind="dm", created_by=user)
     await store.conversations.append_message(
-        talk.id, "user", f"I am {user}", platform_message_ids=["m-1"], channel_id=dm
+        talk.id, "user", f"I am {user}", platform_message_ids=["m-1"], channel_id=dm, author=user
     )
     group = ConversationKey(platform, "web", "general", "t1")
     thread, _ = await store.conversations.get_or_create_conversation(
         group, kind="thread", created_by=other
     )
+    for author, text in ((other, "a riddle?"), (user, "is it a map?")):
+        await store.conversations.append_message(thread.id, "user", text, author=author)
     answer = await store.conversations.append_message(
         thread.id, "assistant", "hello", model="llm-4", asked_by=user
     )

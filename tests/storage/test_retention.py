@@ -45,7 +45,8 @@ async def test_forgetting_leaves_no_row_naming_the_user_in_any_table(
     kept = await store.retention.kept("web", USER)
     assert kept == KeptAbout(
         {
-            "conversations": 1, "messages": 1, "answers": 1, "feedback": 1, "jobs": 1,
+            "conversations": 1, "messages": 1, "messages_in_others": 1, "answers": 1,
+            "feedback": 1, "jobs": 1,
             "settings": 1, "saved_options": 1, "batches": 1, "uploads": 1, "usage_days": 1,
             "moderation_days": 1, "rules": 1, "audit_entries": 4,
         },
@@ -88,8 +89,12 @@ async def test_forgetting_leaves_no_row_naming_the_user_in_any_table(
     for table in ("job_messages", "conversation_links"):
         row = await store.db.fetch_one(f"SELECT COUNT(*) AS n FROM {table}")
         assert row == {"n": 0}, f"{table} went with what it belonged to"
-    left = await store.db.fetch_all("SELECT content, asked_by FROM messages")
-    assert left == [{"content": "hello", "asked_by": None}], "the answer in another's thread"
+    left = await store.db.fetch_all("SELECT content, author, asked_by FROM messages ORDER BY id")
+    assert left == [
+        {"content": "a riddle?", "author": OTHER, "asked_by": None},
+        {"content": "is it a map?", "author": None, "asked_by": None},
+        {"content": "hello", "author": None, "asked_by": None},
+    ], "in another's thread, their turn and the answer to them stay, naming nobody"
 
 
 async def test_a_running_job_is_not_forgotten_until_it_finishes(store: Store) -> None:

@@ -182,6 +182,7 @@ async def reads_back(store: Store, version: int) -> None:
     turns = await store.conversations.conversation_tail(dm.id, max_tokens=10_000)
     assert [t.role for t in turns] == ["user", "assistant", "function"]
     assert turns[0].content == "hello there"
+    assert [t.author for t in turns] == ["u1", None, None], "a DM's turns are its user's"
     mine = await store.settings.get_scope_settings("user", "discord", "u1")
     assert mine is not None and (mine.model, mine.temperature) == ("llm-4", 0.3)
     assert not await store.dedupe.remember_event("slack", "Ev01")
@@ -223,6 +224,9 @@ async def reads_back(store: Store, version: int) -> None:
         "llm-4",
         "u5",
     )
+    asked, edited = [await store.conversations.get_turn(talk.id, t) for t in fork.first_turns]
+    assert asked is not None and asked.author == "u5", "the turn its answer was for"
+    assert edited is not None and edited.author == "u5", "an edit is the edited turn's author's"
     options = await store.preferences.options("discord", "u1", "c1")
     assert options == [SavedOption("fox", "a fox --ar 16:9")]
     batch = await store.preferences.batch("b1")

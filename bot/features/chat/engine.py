@@ -314,6 +314,7 @@ class ChatEngine:
                     token_count=counted(message).tokens,
                     platform_message_ids=(event.message_id,),
                     channel_id=place.channel_id,
+                    author=event.user.id,
                 )
                 metrics.CHAT_CONTROLS.labels(place.platform, "edit").inc()
                 await self._note_version(found.id, branches, new_turn, Target(found, place, event))
@@ -582,6 +583,7 @@ class ChatEngine:
                 token_count=added.tokens,
                 platform_message_ids=message_ids,
                 channel_id=came_from.channel_id,
+                author=user.id,
             )
             if told is not None:
                 await self._tell(target, told)

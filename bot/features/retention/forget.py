@@ -48,6 +48,10 @@ KINDS: Final[Mapping[str, tuple[str, str]]] = {
         N_("Conversations user `{user}` started"),
     ),
     "messages": (N_("Chat messages in them"), N_("Chat messages in them")),
+    "messages_in_others": (
+        N_("Your messages in others' conversations (they stay, naming nobody)"),
+        N_("Their messages in others' conversations (they stay, naming nobody)"),
+    ),
     "answers": (
         N_("Answers to you in others' conversations (they stay, naming nobody)"),
         N_("Answers to them in others' conversations (they stay, naming nobody)"),

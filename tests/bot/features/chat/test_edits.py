@@ -38,10 +38,12 @@ async def test_an_edit_branches_and_the_next_turn_continues_the_new_branch(
         [fork] = await store.branches.forks(1)
         assert fork.live == 2 and len(fork.first_turns) == 2
         rows = await store.db.fetch_all(
-            "SELECT content, branch FROM messages WHERE conversation_id = 1 ORDER BY id"
+            "SELECT content, branch, author FROM messages WHERE conversation_id = 1 ORDER BY id"
         )
         kept = [r["content"] for r in rows if r["branch"] is not None]
         assert kept == ["echo: two", "two", "echo: three", "three"], "the old branch is kept"
+        edited = next(r for r in rows if r["content"] == "echo: TWO")
+        assert edited["author"] == "alice", "the edit is its author's turn"
 
         [note] = [m for m in world.posted_in(DM) if m.text.startswith("✏️")]
         assert note.text.startswith("✏️ Version 2 of 2")

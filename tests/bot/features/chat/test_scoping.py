@@ -54,6 +54,10 @@ async def test_a_mention_opens_a_thread_that_continues(world: ChatWorld) -> None
         "alice joins",
     ]
     assert world.texts_in(CHANNEL) == []
+    turns = await world.store.db.fetch_all("SELECT author FROM messages WHERE role = 'user'")
+    assert [turn["author"] for turn in turns] == [BOB.id, BOB.id, ALICE.id]
+    kept = await world.store.retention.kept("fake", ALICE.id)
+    assert kept.kinds["messages_in_others"] == 1, "/forget-me names her turn in Bob's thread"
 
 
 async def test_a_mention_inside_an_unknown_thread_adopts_it(world: ChatWorld) -> None:
