@@ -66,6 +66,7 @@ from .inbound import (
     attachments_from_files,
     home_opened,
     mentions,
+    message_place,
     place_for,
     plain_text,
     press_from_action,
@@ -382,16 +383,9 @@ class SlackAdapter:
         *,
         mentions_bot: bool,
     ) -> InboundEvent | None:
-        thread_ts = event.get("thread_ts")
-        in_thread = bool(thread_ts) and thread_ts != event.get("ts")
         workspace = str(body.get("team_id") or event.get("team") or self.team_id)
         user_id = str(event["user"])
-        place = place_for(
-            workspace,
-            str(event.get("channel")),
-            thread_ts if in_thread else None,
-            event.get("channel_type"),
-        )
+        place = message_place(workspace, event)
         text = plain_text(str(event.get("text") or ""), self._bot_user(context))
         attachments = attachments_from_files(event.get("files"))
         locale = await self._locale(context.client, workspace, user_id)

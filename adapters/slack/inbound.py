@@ -84,6 +84,23 @@ def place_for(
     return Place(PLATFORM, workspace_id, channel_id, thread_ts or None, is_dm)
 
 
+def message_place(workspace_id: str, event: dict[str, Any]) -> Place:
+    """Where a person's message ``event`` is, as genbot answers it: its thread (a thread's
+    parent, which Slack gives its own ``ts`` as ``thread_ts``, is in the channel), and in a DM
+    always a thread — Slack's agent messaging answers each top-level DM message in its own —
+    so what genbot posts about it (notes, the answer, a job it starts) goes there."""
+    ts, thread_ts = event.get("ts"), event.get("thread_ts")
+    place = place_for(
+        workspace_id,
+        str(event.get("channel")),
+        str(thread_ts) if thread_ts and thread_ts != ts else None,
+        event.get("channel_type"),
+    )
+    if place.is_dm and place.thread_id is None and ts:
+        return place.in_thread(str(ts))
+    return place
+
+
 def user_for(
     user_id: str, name: str, admin_ids: frozenset[str], roles: frozenset[str] = frozenset()
 ) -> User:

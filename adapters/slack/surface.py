@@ -156,10 +156,6 @@ class SlackSurface:
     async def send(
         self, place: Place, message: OutMessage, *, origin: Event | None = None
     ) -> MessageRef:
-        """Post ``message`` in ``place``; in a DM, an unkeyed post answering a message (a note,
-        an answer Slack would not stream) goes into that message's thread, where its answer
-        streams (:func:`answer_place`)."""
-        place = answer_place(place, message, origin)
         client = await self.client_for(place.workspace_id)
         earlier = await find_earlier(client, self._call, place, message)
         if earlier.message_ts is not None:
@@ -448,17 +444,6 @@ class SlackSurface:
             log.warning("response_url post failed: %s", type(error).__name__)
             return False
         return answer.status_code == 200
-
-
-def answer_place(place: Place, message: OutMessage, origin: Event | None) -> Place:
-    """Where a post in ``place`` goes: Slack's agent messaging answers every message of a DM in
-    its own thread, so an unkeyed post answering a top-level DM message goes into that
-    message's thread (``SlackOrigin.thread_ts``, where bolt's ``say_stream`` streams the
-    answer). Keyed posts (a job's messages) stay in ``place``, where they are looked for."""
-    if place.thread_id or not place.is_dm or message.key is not None or origin is None:
-        return place
-    thread_ts = _origin(origin).thread_ts
-    return place.in_thread(thread_ts) if thread_ts else place
 
 
 def _origin(event: Event) -> SlackOrigin:

@@ -233,6 +233,37 @@ async def test_draw_in_a_mention_runs_the_tool_and_its_grid_comes_by_webhook(
         assert chats == ([200, 400, 200] if dialect == "variant" else [200, 200])
 
 
+async def test_draw_in_a_dm_message_posts_the_job_in_that_messages_thread(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    config = SimulatorConfig(time_scale=JOB_TIME_SCALE, insecure_webhooks=True)
+    async with (
+        serve(config) as sim,
+        slack_genbot(fake, sim, tmp_path / "genbot.db", rehosting=True) as bot,
+    ):
+        asked = fake.user_says("draw a lighthouse at dusk", channel="D1")
+        await fake.post_event(bot.url, fake.event_callback(fake.message_event(asked)))
+
+        def grid() -> FakeMessage | None:
+            found = [m for m in fake.thread("D1", asked.ts) if m.image_files]
+            return found[0] if found else None
+
+        posted = await fake.wait_for(grid, WAIT)
+        assert {"U1", "V1", "🔄"} <= {b["text"]["text"] for b in posted.buttons}
+        [job] = await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
+        assert (job.prompt, job.channel_id, job.thread_id) == (
+            "a lighthouse at dusk",
+            "D1",
+            asked.ts,
+        )
+    posts = fake.calls_to("chat.postMessage") + fake.calls_to("chat.startStream")
+    assert posts and {call.args.get("thread_ts") for call in posts} == {asked.ts}, (
+        "the answer, the job's progress and its grid, all in the message's thread"
+    )
+    top = [m for m in fake.channels["D1"] if m.user == fake.bot_user_id and not m.thread_ts]
+    assert top == [], "nothing at the DM's top level"
+
+
 async def test_a_flood_of_chat_commands_gets_the_users_cap_of_answers(
     fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
 ) -> None:

@@ -99,7 +99,7 @@ async def test_drawing_shows_after_the_answer_while_its_job_runs_until_the_job_p
     assert status_calls(fake, "") == [], "the job's post cleared it"
 
 
-async def test_a_dm_job_posted_outside_the_status_thread_clears_the_status_itself(
+async def test_a_dm_job_posts_in_the_status_thread_which_slack_clears(
     sim: RunningSimulator, tmp_path: Path
 ) -> None:
     async with FakeSlack() as fake, slack_genbot(fake, sim, tmp_path / "g.db") as bot:
@@ -107,13 +107,11 @@ async def test_a_dm_job_posted_outside_the_status_thread_clears_the_status_itsel
         await fake.post_event(bot.url, fake.event_callback(fake.message_event(question)))
 
         await fake.wait_for(lambda: uploads_in(fake, "D1"), WAIT)
-        await fake.wait_for(lambda: status_calls(fake, "") or None, WAIT)
-        upload = fake.calls.index(uploads_in(fake, "D1")[0])
+        await fake.wait_for(lambda: fake.statuses == {} or None, WAIT)
 
+    assert uploads_in(fake, "D1")[0].args["thread_ts"] == question.ts
     assert "is drawing…" in statuses_in(fake, "D1", question.ts)
-    (cleared,) = status_calls(fake, "")
-    assert fake.calls[cleared].args["thread_ts"] == question.ts and cleared > upload
-    assert fake.statuses == {}
+    assert status_calls(fake, "") == [], "the job's post in the thread cleared it"
 
 
 async def test_in_german_the_status_line_thinks_and_draws_in_german(
@@ -126,7 +124,7 @@ async def test_in_german_the_status_line_thinks_and_draws_in_german(
         question = fake.user_says("draw a heron at dusk", channel="D1")
         await fake.post_event(bot.url, fake.event_callback(fake.message_event(question)))
         await fake.wait_for(lambda: uploads_in(fake, "D1"), WAIT)
-        await fake.wait_for(lambda: status_calls(fake, "") or None, WAIT)
+        await fake.wait_for(lambda: fake.statuses == {} or None, WAIT)
 
     shown = [s for s in fake.status_log if s.channel == "D1" and s.status]
     assert {s.status for s in shown} == {german("is thinking…"), german("is drawing…")}
