@@ -130,10 +130,9 @@ async def everything_about(
     """``user`` has done all genbot keeps something about on ``platform`` (in the workspace
     ``web``; ``dm``: their DM channel), alongside ``other``: one of every kind of
     :data:`storage.queries.user_data.USER_DATA` (their turn and an answer to them in ``other``'s
-    thread; four audit entries; with ``in_view``, Slack's
-    channel in view whatever the platform), and with ``playground`` the playground's messages
-    (theirs, one in their DM, an admin's about them, one of ``other``'s) and the two images
-    only theirs show."""
+    thread; four audit entries; with ``in_view``, Slack's channel in view whatever the
+    platform), and with ``playground`` the playground's messages (theirs, one in their DM, an
+    admin's about them, one of ``other``'s) and the two images only theirs show."""
     clock = store.clock
     mine = {"requester_id": user, "platform": platform, "workspace_id": "web"}
     grid = await posted(store, prompt="a fox", channel_id=dm, **mine)

@@ -1,7 +1,6 @@
 """The one migration history, on both backends: an empty database gets every version once (also
 when processes start together), old rows are carried into new columns (user turns' authors
-derived where they can be), and a database newer
-than the code is refused."""
+derived where they can be), and a database newer than the code is refused."""
 
 from __future__ import annotations
 
