@@ -38,7 +38,10 @@ Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`,
 a write this process is about to grant is also counted in the database, in its channel's window
 and its workspace window, and waits when other processes filled them: N processes writing into
 one channel together stay within the platform's limits. This process's scheduling (who goes
-first, pacing) is unchanged; the database only says when.
+first, pacing) is unchanged; the database only says when. A write that waits for its turn
+there (its spacing after another process's write, or room) is booked for it (counted for that
+moment, at most its channel's window ahead and never past its deadline) and made then without
+asking again.
 """
 
 from __future__ import annotations
@@ -350,6 +353,7 @@ class Pacer:
             channel.leader = None
         self._waiting.setdefault(workspace_key, []).append(ticket)
         asked = self.clock.monotonic()
+        booked = False
         try:
             while True:
                 now = self.clock.monotonic()
@@ -362,9 +366,11 @@ class Pacer:
                     await self.clock.sleep(max(ready - now, _MIN_SLEEP))
                     continue
                 if self._is_next(ticket, now):
-                    wait = await self._reserve_shared(ticket, channel)
+                    wait = 0.0
+                    if not booked:
+                        wait, booked = await self._reserve_shared(ticket, channel, now, deadline)
                     if wait > 0:
-                        if deadline is not None and now + wait > deadline:
+                        if not booked and deadline is not None and now + wait > deadline:
                             raise PacingTimeout(
                                 f"no room to write in {channel_key} before the deadline"
                             )
@@ -443,11 +449,15 @@ class Pacer:
         except (PacingTimeout, TimeoutError):
             return None
 
-    async def _reserve_shared(self, ticket: Ticket, channel: ChannelState) -> float:
-        """Count the write in the windows other processes share (0), or say how long to wait
-        for them; without shared windows (or when the database fails) 0 at once."""
+    async def _reserve_shared(
+        self, ticket: Ticket, channel: ChannelState, now: float, deadline: float | None
+    ) -> tuple[float, bool]:
+        """Count the write in the windows other processes share, now or (booked) after the
+        wait returned, or say how long to wait before asking again (see
+        :meth:`~storage.WriteWindows.book_writes`); without shared windows (or when the
+        database fails) ``(0, True)`` at once."""
         if self._shared is None:
-            return 0.0
+            return 0.0, True
         profile = ticket.profile
         windows = [
             WriteWindow(
@@ -462,11 +472,14 @@ class Pacer:
             windows.append(WriteWindow(key, workspace.capacity, workspace.seconds + self.margin))
         paced = not ticket.urgent and not (_final(ticket) and channel.waiting == [ticket])
         spacing = channel.window.seconds / channel.window.capacity if paced else 0.0
+        within = channel.window.seconds if deadline is None else deadline - now
         try:
-            return await self._shared.reserve_writes(windows, spacing=spacing)
+            return await self._shared.book_writes(
+                windows, spacing=spacing, within=min(within, channel.window.seconds)
+            )
         except StorageError as error:
             log.warning("shared write windows unavailable, this process's own applies: %s", error)
-            return 0.0
+            return 0.0, True
 
     def _grant(self, ticket: Ticket, channel: ChannelState, now: float, hold: bool) -> Grant:
         stamp = Stamp(now, None if hold else now + UNHELD_ALLOWANCE)

@@ -8,6 +8,14 @@ if every window has room. The reservations a process asks for while one is under
 together in one transaction (:class:`~storage.queries.grouped.Grouped`), each judged after the
 ones before it. Expired rows are deleted now and then. Where the database has one process, its
 own pacing suffices: nothing is counted here.
+
+A write that must wait for its spacing from the channel's previous write (another process's,
+often) or for a counted write to stop counting can be booked (:meth:`WriteWindows.book_writes`):
+counted now for the moment it may go (its row's ``granted_at``; the window then has room, since
+the rows counted now and those booked before it are what is counted then), so the next write is
+spaced and counted after it; its writer waits until then and writes without asking again.
+Several processes writing into one channel then take turns with one reservation each, instead of
+each asking again every time another one went first.
 """
 
 from __future__ import annotations
@@ -38,8 +46,8 @@ SQL_SPEND: Final = "INSERT INTO write_slots (key, granted_at, until) VALUES (?, 
 SQL_PRUNE: Final = "DELETE FROM write_slots WHERE until < ?"
 
 
-Reservation = tuple[Sequence[WriteWindow], float]
-"""The windows one write counts in, and its spacing."""
+Reservation = tuple[Sequence[WriteWindow], float, float]
+"""The windows one write counts in, its spacing, and how far ahead it may be booked."""
 
 
 @dataclass
@@ -59,56 +67,71 @@ class WriteWindows:
         first window's previous write is at least that many seconds old): returns 0. Else
         nothing is counted and the answer is how many seconds to wait before asking again.
         Always 0 where the database has one process."""
+        wait, _ = await self.book_writes(windows, spacing=spacing)
+        return wait
+
+    async def book_writes(
+        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+    ) -> tuple[float, bool]:
+        """:meth:`reserve_writes`, but a write that may go within ``within`` seconds (for its
+        spacing, or when counted writes stop counting) is counted now for that moment (booked):
+        the answer is how many seconds to wait and whether the write was counted (then it is
+        made after that wait, without asking again; else it is asked again after it).
+        ``(0, True)`` where the database has one process."""
         if not windows or self.db.dialect.transaction_lock is None:
-            return 0.0
-        return await self._reservations((windows, spacing))
+            return 0.0, True
+        return await self._reservations((windows, spacing, within))
 
     @functools.cached_property
-    def _reservations(self) -> Grouped[Reservation, float]:
+    def _reservations(self) -> Grouped[Reservation, tuple[float, bool]]:
         return Grouped(self._reserve_together)
 
-    async def _reserve_together(self, batch: Sequence[Reservation]) -> list[float]:
+    async def _reserve_together(self, batch: Sequence[Reservation]) -> list[tuple[float, bool]]:
         """One transaction for ``batch``: each reservation, in turn, fits (0) in what is counted
-        and what the ones before it took, or waits (nothing taken)."""
+        and what the ones before it took, is booked for when it may go, or waits (nothing
+        taken)."""
         lock = self.db.dialect.transaction_lock
         assert lock is not None
         now = self.clock()
-        keys = sorted({window.key for windows, _ in batch for window in windows})
+        keys = sorted({window.key for windows, _, _ in batch for window in windows})
         self._reserved_since_prune += len(batch)
         prune = self._reserved_since_prune >= PRUNE_EVERY
         if prune:
             self._reserved_since_prune = 0
 
-        async def work(tx: Session) -> list[float]:
+        async def work(tx: Session) -> list[tuple[float, bool]]:
             await tx.execute_each(lock, [(f"genbot.writes.{key}",) for key in keys])
             counting = SQL_COUNTING.format(marks(len(keys)))
             rows = await tx.fetch_all(counting, (*keys, now))
-            counted = {row["key"]: (int(row["n"]), row["last"]) for row in rows}
+            counted = {row["key"]: int(row["n"]) for row in rows}
+            last: dict[str, float] = {r["key"]: r["last"] for r in rows if r["last"] is not None}
             taken: Counter[str] = Counter()
             spend: list[tuple[str, float, float]] = []
-            waits = []
-            for windows, spacing in batch:
-                wait = 0.0
-                for n, window in enumerate(windows):
-                    stored, last = counted.get(window.key, (0, None))
+            answers = []
+            for windows, spacing, within in batch:
+                room, exact = 0.0, True
+                for window in windows:
+                    stored = counted.get(window.key, 0)
                     over = stored + taken[window.key] - max(window.capacity, 1)
                     if over >= stored:
-                        wait = max(wait, window.seconds + ALLOWANCE)
+                        room, exact = max(room, window.seconds + ALLOWANCE), False
                     elif over >= 0:
                         freed = await tx.fetch_one(SQL_FREED_AT, (window.key, now, over))
-                        wait = max(wait, (freed["until"] if freed else now) - now)
-                    if taken[window.key]:
-                        last = now
-                    if n == 0 and spacing > 0 and last is not None:
-                        wait = max(wait, last + spacing - now)
-                if wait <= 0:
+                        room = max(room, (freed["until"] if freed else now) - now)
+                first = last.get(windows[0].key)
+                spaced = first + spacing - now if spacing > 0 and first is not None else 0.0
+                wait = max(room, spaced, 0.0)
+                taking = wait <= 0 or (exact and wait <= within)
+                if taking:
+                    at = now + wait
                     for window in windows:
                         taken[window.key] += 1
-                        spend.append((window.key, now, now + window.seconds + ALLOWANCE))
-                waits.append(max(wait, 0.0))
+                        last[window.key] = max(last.get(window.key, at), at)
+                        spend.append((window.key, at, at + window.seconds + ALLOWANCE))
+                answers.append((wait, taking))
             await tx.execute_many(SQL_SPEND, spend)
             if prune:
                 await tx.execute(SQL_PRUNE, (now,))
-            return waits
+            return answers
 
         return await self.db.transaction(work)

@@ -1,10 +1,12 @@
-"""The pacer: held writes, stalest-first order, pacing — on a virtual clock."""
+"""The pacer: held writes, stalest-first order, pacing — on a virtual clock; across processes,
+on PostgreSQL."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
 
 import pytest
 
@@ -28,9 +30,12 @@ from bot.outbox.pacing import (
     PacingTimeout,
 )
 from bot.outbox.windows import Demand, StreamDemand, Ticket
+from storage.postgres import PostgresStore
 from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import RateLimitingSurface
+from tests.postgres import PostgresCluster
+from tests.storage.counting import counted
 
 PLACE = Place("fake", "w1", "c1")
 DISCORD = PlatformProfile(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
@@ -483,3 +488,27 @@ async def test_writes_waiting_without_a_stream_are_ranked_once_per_change(
     at_once = [0, 2, 4, 6, 8]
     assert order == at_once + list(range(98, 9, -2)) + list(range(99, 0, -2)), "urgent first"
     assert ranked <= writes * writes, "once per change of who waits (127,910 when re-ranked)"
+
+
+async def test_processes_writing_into_one_channel_count_each_write_once(
+    postgres: PostgresCluster,
+) -> None:
+    """Three processes' paced writes into one channel: each write is counted in the windows they
+    share by one reservation (booked for its turn when another process's write went first), not
+    asked for again after each wait."""
+    url = postgres.create_schema()
+    async with AsyncExitStack() as stack:
+        stores = [
+            await stack.enter_async_context(await PostgresStore.open(url, pool_size=2))
+            for _ in range(3)
+        ]
+        trips = [counted(store).trips for store in stores]
+        pacers = [Pacer(shared=store.write_windows) for store in stores]
+        profile = PlatformProfile(edits_per_window_per_channel=20, edit_window_seconds=1.0)
+
+        async def write(pacer: Pacer) -> None:
+            pacer.finish(await pacer.acquire(PLACE, profile, urgent=False, hold=True))
+
+        await asyncio.gather(*(write(pacer) for pacer in pacers for _ in range(4)))
+
+        assert sum(map(len, trips)) <= 12, "reservations for 12 writes"

@@ -67,6 +67,32 @@ async def test_spacing_paces_writes_across_processes(url: str) -> None:
         assert await second.write_windows.reserve_writes([CHANNEL], spacing=1.0) == 0.0
 
 
+async def test_a_write_that_waits_for_its_turn_is_booked_for_it(url: str) -> None:
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as first,
+        await PostgresStore.open(url, clock=clock) as second,
+    ):
+
+        async def booked(store: PostgresStore, **asked: float) -> tuple[float, bool]:
+            wait, counted = await store.write_windows.book_writes([CHANNEL], **asked)
+            return round(wait, 6), counted
+
+        assert await booked(first, spacing=1.0) == (0.0, True)
+        assert await booked(second, spacing=1.0, within=2.0) == (1.0, True)
+        assert await booked(first, spacing=1.0, within=1.5) == (2.0, False), (
+            "spaced after the booked write; too far ahead to book"
+        )
+        assert await booked(first, spacing=1.0, within=2.0) == (2.0, True)
+        full = CHANNEL.seconds + ALLOWANCE
+        assert await booked(second, within=10.0) == (full, True), (
+            "booked for when the first write stops counting"
+        )
+        assert await second.write_windows.reserve_writes([CHANNEL]) == pytest.approx(full + 1.0)
+        clock.advance(full)
+        assert await second.write_windows.reserve_writes([CHANNEL]) == pytest.approx(1.0)
+
+
 async def test_reservations_asked_together_share_one_transaction(url: str) -> None:
     clock = ManualClock()
     async with await PostgresStore.open(url, clock=clock) as store:
