@@ -55,7 +55,12 @@ SQL_TRIM: Final = (
     "DELETE FROM playground_messages WHERE channel = ? AND seq <= (SELECT seq FROM"
     " playground_messages WHERE channel = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)"
 )
-SQL_SWEEP_IMAGES: Final = "DELETE FROM playground_images WHERE key NOT IN ({})"
+SQL_SWEEP_IMAGES: Final = (
+    "DELETE FROM playground_images WHERE key IN (SELECT key FROM playground_images EXCEPT {})"
+)
+"""The images no message shows. As ``key NOT IN (…)`` PostgreSQL searched the messages' keys once
+per image (a list too large to hash in ``work_mem``): 0.38 s for 2,500 images under 5,000
+messages, against 7.5 ms as one set difference."""
 NAMING_USER: Final = "(channel = ? OR CAST(body AS TEXT) LIKE ? ESCAPE '\\')"
 """The messages of a user's DM (the channel) or naming them (its pattern)."""
 SQL_ABOUT_USER: Final = f"SELECT id FROM playground_messages WHERE {NAMING_USER}"

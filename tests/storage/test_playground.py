@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Store
 from storage.postgres import PostgresStore
+from storage.queries.playground import SQL_SWEEP_IMAGES
 from storage.sql.session import Session
 from tests.storage.conftest import ManualClock
 from tests.storage.counting import counted
@@ -280,3 +282,33 @@ async def test_a_batch_of_saves_is_sent_in_a_few_round_trips_whatever_its_size(
     messages, images = await store.playground.load_playground(keep=100)
     assert not any(m.pending for m in messages)
     assert [i.key for i in images] == ["k"]
+
+
+async def test_the_image_sweep_reads_the_messages_once_whatever_the_number_of_images(
+    store: Store,
+) -> None:
+    """Every save that trims a channel sweeps the images no message shows any more. PostgreSQL
+    ran the sweep's ``key NOT IN (the messages' keys)`` by searching those keys once per image
+    when they are too many to hash (a small ``work_mem`` stands for a large playground here)."""
+    if not isinstance(store, PostgresStore):
+        pytest.skip("SQLite plans the sweep its own way")
+    shown = 100
+    for n in range(shown):
+        await store.playground.save_playground_message(
+            message(f"m{n}", f"c{n % 4}", keys=(f"k{n}",)), [image(f"k{n}")], keep=1000
+        )
+    in_use = store.db.dialect.json_elements("playground_messages", "image_keys")
+
+    async def explain(tx: Session) -> Any:
+        await tx.execute("SET LOCAL work_mem = '64kB'")
+        sweep = "EXPLAIN (ANALYZE, FORMAT JSON) " + SQL_SWEEP_IMAGES.format(in_use)
+        found = await tx.fetch_one(sweep)
+        assert found is not None
+        return found["QUERY PLAN"][0]["Plan"]
+
+    def visits(node: Any) -> int:
+        here = int(node["Actual Rows"]) * int(node["Actual Loops"])
+        return here + sum(visits(child) for child in node.get("Plans", ()))
+
+    rows_visited = visits(await store.db.transaction(explain))
+    assert rows_visited <= 10 * shown, f"{rows_visited} rows visited for {shown} images"
