@@ -51,8 +51,10 @@ from bench.charts import SCALE_PNG, draw
 from bench.cpu import cpu_seconds, postmaster_pid, server_cpu_seconds
 from bench.report import Table, percentile
 from bot.features.jobs.tracking.tracker import DELIVERY_CONCURRENCY
+from bot.outbox.pacing import DEFAULT_MARGIN
 from simulator.server import serve
 from simulator.task_rules import price
+from storage.queries.write_windows import ALLOWANCE
 from storage.sql.session import from_json
 from tests.postgres import PostgresCluster, start_cluster
 from tests.resilience.cluster import (
@@ -236,6 +238,15 @@ def write_window_bound() -> float:
     return CHANNELS * per_second
 
 
+def counted_window_bound() -> float:
+    """Result posts per second the same windows allow as genbot counts them on PostgreSQL (with
+    one process too): a write counts in the shared window for the window, the pacer's margin and
+    the allowance for its request to reach the platform from its grant
+    (:data:`storage.queries.write_windows.ALLOWANCE`). Genbot's own margin, not the platform's."""
+    seconds = WEB_PROFILE.edit_window_seconds + DEFAULT_MARGIN + ALLOWANCE
+    return CHANNELS * WEB_PROFILE.edits_per_window_per_channel / seconds
+
+
 async def image_serving_rate(cluster: Cluster) -> float:
     """Result images per second the simulator serves, ``DELIVERY_CONCURRENCY`` downloads at a
     time as genbot's delivery makes them (downloaded by this process, which also runs the
@@ -367,6 +378,7 @@ def scale_table(results: list[ScaleResult]) -> Table:
             "p95 s",
             "burst posts / s",
             "bound: write windows / s",
+            "bound: windows as counted / s",
             "bound: images served / s",
             "takeover after kill -9 s",
             "RSS per process MB",
@@ -383,6 +395,7 @@ def scale_table(results: list[ScaleResult]) -> Table:
             percentile(r.finished_to_posted, 0.95),
             r.burst_per_second,
             write_window_bound(),
+            counted_window_bound(),
             r.images_per_second,
             None if r.takeover_seconds is None else r.takeover_seconds,
             " / ".join(f"{mb:.0f}" for mb in r.rss_mb),
@@ -397,7 +410,9 @@ def scale_table(results: list[ScaleResult]) -> Table:
         f"Bounds of burst delivery: the playground's write windows, "
         f"{WEB_PROFILE.edits_per_window_per_channel} writes per "
         f"{WEB_PROFILE.edit_window_seconds:g} s in each of the {CHANNELS} channels (a result is "
-        "one write; progress edits share it), and the simulator's image-serving rate "
+        "one write; progress edits share it) — as genbot counts them across processes, each write "
+        f"{WEB_PROFILE.edit_window_seconds:g} + {DEFAULT_MARGIN:g} + {ALLOWANCE:g} s from its "
+        "grant —, and the simulator's image-serving rate "
         f"({DELIVERY_CONCURRENCY} downloads at a time from the benchmark's process, which also "
         "runs the simulator, after the burst; flat pictures, as a CDN serves stored files).",
     ]
