@@ -51,13 +51,15 @@ def positions(jobs: list[RunningJob]) -> dict[str, Position]:
 
 def workers(jobs: list[RunningJob], owner: str) -> int:
     """How many of the :data:`CONCURRENCY` workers process ``owner`` runs: its share of the
-    ticked jobs (those with a progress message) on the platforms it holds jobs of, rounded up
-    (all of them when it holds every such job, none when it holds none)."""
+    ticked jobs (those with a progress message) on the platforms it holds jobs of, rounded down
+    but at least one (all of them when it holds every such job, none when it holds none), so
+    the processes together keep at most :data:`CONCURRENCY` edits under way (one each when
+    there are more of them)."""
     ticked = [job for job in jobs if job.progress_message_id]
     platforms = {job.platform for job in ticked if job.owner == owner}
     mine = sum(job.owner == owner for job in ticked)
     beside = sum(job.platform in platforms for job in ticked)
-    return -(-CONCURRENCY * mine // beside) if beside else 0
+    return max(CONCURRENCY * mine // beside, 1) if mine else 0
 
 
 class ProgressTicker:

@@ -10,11 +10,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from bot.api import ProviderClient
+from bot.features.jobs.tracking.ticker import CONCURRENCY, workers
 from bot.kernel import Command, MessageRef, OutMessage, SurfaceRegistry, User
 from bot.outbox import Outbox
 from genbot.compose import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
+from storage import RunningJob
 from storage.postgres import PostgresStore
 from storage.queries.jobs import SQL_JOB_BY_ID, SQL_LEASES_AND_STATUSES
 from tests.bot.features.jobs.support import bare_engines
@@ -123,6 +125,20 @@ async def test_processes_share_the_edits_under_way(postgres: PostgresCluster) ->
         assert await first.ticker.tick() == TICKED
 
         assert platform.most == TICKED // 2, "half the jobs: half the edits under way at once"
+
+
+def test_the_processes_together_run_at_most_the_tickers_workers() -> None:
+    def jobs(owners: dict[str, int]) -> list[RunningJob]:
+        return [
+            RunningJob(f"{owner}{n}", "fake", "alice", owner, f"m{owner}{n}")
+            for owner, count in owners.items()
+            for n in range(count)
+        ]
+
+    assert workers(jobs({"a": 8}), "a") == CONCURRENCY
+    assert [workers(jobs({"a": 8, "b": 8, "c": 8}), o) for o in "abc"] == [2, 2, 2]
+    assert [workers(jobs({"a": 1, "b": 30}), o) for o in "ab"] == [1, 7]
+    assert workers(jobs({"b": 8}), "a") == 0
 
 
 async def test_a_process_reads_whole_only_the_jobs_it_ticks(postgres: PostgresCluster) -> None:
