@@ -41,7 +41,7 @@ one channel together stay within the platform's limits. This process's schedulin
 first, pacing) is unchanged; the database only says when. A write that waits for its turn
 there (its spacing after another process's write, or room) is booked for it (counted for that
 moment, at most its channel's window ahead and never past its deadline) and made then without
-asking again.
+asking again (asked again if this process's own order holds it more than ``BOOKED_GRACE``).
 """
 
 from __future__ import annotations
@@ -82,6 +82,9 @@ channel, so that write carries a few words rather than one (a lone stream posts 
 DEFAULT_MARGIN = 0.02
 """Seconds added to every window and retry-after: clock granularity, not network delay (writes
 are counted until their call returns)."""
+BOOKED_GRACE = 0.25
+"""How late a write booked in the shared windows may still be made on its booking (its slot
+counts half a second past its window); later, it is asked for again."""
 UNHELD_ALLOWANCE = 0.1
 """A write granted without ``hold`` is taken as finished this long after its grant."""
 _MIN_SLEEP = 1e-6
@@ -353,10 +356,12 @@ class Pacer:
             channel.leader = None
         self._waiting.setdefault(workspace_key, []).append(ticket)
         asked = self.clock.monotonic()
-        booked = False
+        booked_until: float | None = None
         try:
             while True:
                 now = self.clock.monotonic()
+                if booked_until is not None and now > booked_until:
+                    booked_until = None
                 ready = self._ready_at(ticket, now)
                 if ready > now:
                     if deadline is not None and ready > deadline:
@@ -366,16 +371,17 @@ class Pacer:
                     await self.clock.sleep(max(ready - now, _MIN_SLEEP))
                     continue
                 if self._is_next(ticket, now):
-                    wait = 0.0
-                    if not booked:
+                    if booked_until is None:
                         wait, booked = await self._reserve_shared(ticket, channel, now, deadline)
-                    if wait > 0:
-                        if not booked and deadline is not None and now + wait > deadline:
-                            raise PacingTimeout(
-                                f"no room to write in {channel_key} before the deadline"
-                            )
-                        await self.clock.sleep(wait)
-                        continue
+                        if booked and wait > 0:
+                            booked_until = now + wait + BOOKED_GRACE
+                        if wait > 0:
+                            if not booked and deadline is not None and now + wait > deadline:
+                                raise PacingTimeout(
+                                    f"no room to write in {channel_key} before the deadline"
+                                )
+                            await self.clock.sleep(wait)
+                            continue
                     now = self.clock.monotonic()
                     priority = "urgent" if urgent else "paced"
                     waited = max(now - asked, 0.0)

@@ -26,15 +26,18 @@ from bot.outbox.pacing import (
     FIRST_MESSAGE_HOLD,
     IN_FLIGHT_LIMIT,
     UNHELD_ALLOWANCE,
+    Clock,
     Pacer,
     PacingTimeout,
 )
 from bot.outbox.windows import Demand, StreamDemand, Ticket
+from storage import WriteWindow
 from storage.postgres import PostgresStore
 from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import RateLimitingSurface
 from tests.postgres import PostgresCluster
+from tests.storage.conftest import ManualClock
 from tests.storage.counting import counted
 
 PLACE = Place("fake", "w1", "c1")
@@ -512,3 +515,32 @@ async def test_processes_writing_into_one_channel_count_each_write_once(
         await asyncio.gather(*(write(pacer) for pacer in pacers for _ in range(4)))
 
         assert sum(map(len, trips)) <= 12, "reservations for 12 writes"
+
+
+async def test_a_booked_write_made_too_late_for_its_booking_asks_again(
+    postgres: PostgresCluster,
+) -> None:
+    """A write booked for its turn in the shared windows, woken later than its booking allows
+    (a busy event loop), is counted again rather than made on a slot that no longer covers it."""
+    url = postgres.create_schema()
+    now = [0.0]
+    late = [1.0]
+
+    async def sleep(seconds: float) -> None:
+        now[0] += seconds + late.pop() if late else seconds
+        await asyncio.sleep(0)
+
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        profile = PlatformProfile(edits_per_window_per_channel=20, edit_window_seconds=1.0)
+        window = WriteWindow("fake/w1/c1", 20, 1.0 + pacing.DEFAULT_MARGIN)
+        assert await other.write_windows.reserve_writes([window]) == 0.0
+        trips = counted(ours).trips
+        pacer = Pacer(Clock(monotonic=lambda: now[0], sleep=sleep), shared=ours.write_windows)
+
+        pacer.finish(await pacer.acquire(PLACE, profile, urgent=False, hold=True))
+
+        assert len(trips) == 2, "booked once, woken too late, booked again"
