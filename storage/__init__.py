@@ -95,6 +95,7 @@ from storage.records.platforms import (
     PlaygroundImage as PlaygroundImage,
     PlaygroundMessage as PlaygroundMessage,
     SlackInstallation as SlackInstallation,
+    WriteBooking as WriteBooking,
     WriteWindow as WriteWindow,
 )
 from storage.records.settings import (

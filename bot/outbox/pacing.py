@@ -38,7 +38,8 @@ Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`,
 a write this process is about to grant is also counted in the database, in its channel's window
 and its workspace window, and waits when other processes filled them: N processes writing into
 one channel together stay within the platform's limits. This process's scheduling (who goes
-first, pacing) is unchanged; the database only says when. A write that waits for its turn
+first, pacing) is unchanged; the database only says when. A held write's finish is told there
+too, so it counts there, as here, from its call's return. A write that waits for its turn
 there (its spacing after another process's write, or room) is booked for it (counted for that
 moment, at most its channel's window ahead and never past its deadline) and made then without
 asking again (asked again if this process's own order holds it more than ``BOOKED_GRACE``).
@@ -68,7 +69,7 @@ from bot.outbox.windows import (
     Window,
     WorkspaceKey,
 )
-from storage import StorageError, WriteWindow, WriteWindows
+from storage import StorageError, WriteBooking, WriteWindow, WriteWindows
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,9 @@ UNHELD_ALLOWANCE = 0.1
 """A write granted without ``hold`` is taken as finished this long after its grant."""
 _MIN_SLEEP = 1e-6
 _RECHECK_SECONDS = 0.25
+
+UNSHARED = WriteBooking(0.0, True)
+"""A write counted at once, without a slot: no shared windows, or they failed."""
 
 UNPACED_KINDS: frozenset[WriteKind] = frozenset({"stream_start", "stream_stop"})
 """Writes made once per message: their workspace window is not paced."""
@@ -356,12 +360,13 @@ class Pacer:
             channel.leader = None
         self._waiting.setdefault(workspace_key, []).append(ticket)
         asked = self.clock.monotonic()
-        booked_until: float | None = None
+        booked: WriteBooking | None = None
+        booked_until = -math.inf
         try:
             while True:
                 now = self.clock.monotonic()
-                if booked_until is not None and now > booked_until:
-                    booked_until = None
+                if booked is not None and now > booked_until:
+                    booked = None
                 ready = self._ready_at(ticket, now)
                 if ready > now:
                     if deadline is not None and ready > deadline:
@@ -371,22 +376,23 @@ class Pacer:
                     await self.clock.sleep(max(ready - now, _MIN_SLEEP))
                     continue
                 if self._is_next(ticket, now):
-                    if booked_until is None:
-                        wait, booked = await self._reserve_shared(ticket, channel, now, deadline)
-                        if booked and wait > 0:
-                            booked_until = now + wait + BOOKED_GRACE
-                        if wait > 0:
-                            if not booked and deadline is not None and now + wait > deadline:
+                    if booked is None:
+                        booking = await self._reserve_shared(ticket, channel, now, deadline)
+                        if booking.counted:
+                            booked, booked_until = booking, now + booking.wait + BOOKED_GRACE
+                        if booking.wait > 0:
+                            late = deadline is not None and now + booking.wait > deadline
+                            if not booking.counted and late:
                                 raise PacingTimeout(
                                     f"no room to write in {channel_key} before the deadline"
                                 )
-                            await self.clock.sleep(wait)
+                            await self.clock.sleep(booking.wait)
                             continue
                     now = self.clock.monotonic()
                     priority = "urgent" if urgent else "paced"
                     waited = max(now - asked, 0.0)
                     metrics.WINDOW_WAIT.labels(place.platform, priority).observe(waited)
-                    return self._grant(ticket, channel, now, hold)
+                    return self._grant(ticket, channel, now, hold, booked)
                 await self._wait_for_change(channel)
         finally:
             if ticket.channel_bound:
@@ -457,13 +463,13 @@ class Pacer:
 
     async def _reserve_shared(
         self, ticket: Ticket, channel: ChannelState, now: float, deadline: float | None
-    ) -> tuple[float, bool]:
+    ) -> WriteBooking:
         """Count the write in the windows other processes share, now or (booked) after the
         wait returned, or say how long to wait before asking again (see
         :meth:`~storage.WriteWindows.book_writes`); without shared windows (or when the
-        database fails) ``(0, True)`` at once."""
+        database fails) counted at once, without a slot."""
         if self._shared is None:
-            return 0.0, True
+            return UNSHARED
         profile = ticket.profile
         windows = [
             WriteWindow(
@@ -485,9 +491,16 @@ class Pacer:
             )
         except StorageError as error:
             log.warning("shared write windows unavailable, this process's own applies: %s", error)
-            return 0.0, True
+            return UNSHARED
 
-    def _grant(self, ticket: Ticket, channel: ChannelState, now: float, hold: bool) -> Grant:
+    def _grant(
+        self,
+        ticket: Ticket,
+        channel: ChannelState,
+        now: float,
+        hold: bool,
+        booking: WriteBooking | None,
+    ) -> Grant:
         stamp = Stamp(now, None if hold else now + UNHELD_ALLOWANCE)
         windows = [channel.window] if ticket.channel_bound else []
         workspace = self._workspace(ticket.workspace, ticket.profile, ticket.bucket)
@@ -499,26 +512,33 @@ class Pacer:
         self.granted += 1
         if self.granted % SWEEP_EVERY_GRANTS == 0:
             self._sweep(now)
-        return Grant(stamp, windows, ticket.channel)
+        slot = booking.slot if hold and booking is not None else None
+        return Grant(stamp, windows, ticket.channel, slot)
 
     def finish(self, grant: Grant) -> None:
         """A held write's platform call is over (returned or failed): it counts from now for
-        a whole window. Idempotent; a no-op for a write granted without ``hold`` or given
-        back."""
+        a whole window, here and in the windows other processes share. Idempotent; a no-op
+        for a write granted without ``hold`` or given back."""
         if grant.stamp.finished is None:
             grant.stamp.finished = self.clock.monotonic()
+            self._finish_shared(grant)
             self._changed_in(grant.channel)
 
     def give_back(self, grant: Grant) -> None:
         """A held write was not made after all: its room is given back (pacing is not
-        undone). Idempotent; a no-op once it finished or for a write granted without
-        ``hold``."""
+        undone; in the windows other processes share, it counts as finished now).
+        Idempotent; a no-op once it finished or for a write granted without ``hold``."""
         if grant.stamp.finished is None:
             for window in grant.windows:
                 with contextlib.suppress(ValueError):
                     window.stamps.remove(grant.stamp)
             grant.stamp.finished = -math.inf
+            self._finish_shared(grant)
             self._changed_in(grant.channel)
+
+    def _finish_shared(self, grant: Grant) -> None:
+        if self._shared is not None and grant.slot is not None:
+            self._shared.finished(grant.slot)
 
     def _sweep(self, now: float) -> None:
         for key, channel in list(self._channels.items()):

@@ -103,3 +103,5 @@ class Grant:
     stamp: Stamp
     windows: list[Window]
     channel: ChannelKey
+    slot: int | None = None
+    """Its slot in the windows other processes share, if it was counted there with one."""

@@ -1,10 +1,17 @@
 """Platform write windows counted across processes.
 
-Each granted write is a row ``(key, granted_at, until)``: it counts in its window until
-``until`` (its window's length after the grant, plus ``ALLOWANCE`` for the request to reach the
-platform). A reservation locks each window's key for its transaction (in key order, so two
-reservations cannot deadlock), counts the rows still counting, and inserts one per window only
-if every window has room. The reservations a process asks for while one is under way go
+Each granted write is a row ``(key, granted_at, until, slot)``: it counts in its window until
+``until``. A platform counts a write when its request arrives, somewhere between the grant and the
+call's return, so a row first counts for its window's length after the grant plus ``ALLOWANCE``
+for the request; once its writer says the call returned (:meth:`WriteWindows.finished`), its
+window's length from then — the same end a process's own pacer counts its writes to, and shorter
+unless the call took longer than the allowance. Those finishes go into the writer's next
+reservation transaction (no transaction of their own): until then, or when the writer stops,
+the row keeps its first end.
+
+A reservation locks each window's key for its transaction (in key order, so two reservations
+cannot deadlock), tells the finishes, counts the rows still counting, and inserts one per window
+only if every window has room. The reservations a process asks for while one is under way go
 together in one transaction (:class:`~storage.queries.grouped.Grouped`), each judged after the
 ones before it. Expired rows are deleted now and then. Where the database has one process, its
 own pacing suffices: nothing is counted here.
@@ -21,6 +28,8 @@ each asking again every time another one went first.
 from __future__ import annotations
 
 import functools
+import itertools
+import secrets
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,13 +37,16 @@ from typing import Final
 
 from storage.queries.base import Clock
 from storage.queries.grouped import Grouped
-from storage.records.platforms import WriteWindow
+from storage.records.platforms import WriteBooking, WriteWindow
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Session
 
 ALLOWANCE = 0.5
 """Seconds a write keeps counting past its window, for the request to reach the platform."""
 PRUNE_EVERY: Final = 256
+OPEN_FOR: Final = 60.0
+"""Seconds a counted write's slot waits for its finish before it is forgotten (its row keeps its
+first end)."""
 SQL_COUNTING: Final = (
     "SELECT key, COUNT(*) AS n, MAX(granted_at) AS last FROM write_slots"
     " WHERE key IN ({}) AND until > ? GROUP BY key"
@@ -42,12 +54,17 @@ SQL_COUNTING: Final = (
 SQL_FREED_AT: Final = (
     "SELECT until FROM write_slots WHERE key = ? AND until > ? ORDER BY until LIMIT 1 OFFSET ?"
 )
-SQL_SPEND: Final = "INSERT INTO write_slots (key, granted_at, until) VALUES (?, ?, ?)"
+SQL_SPEND: Final = "INSERT INTO write_slots (key, granted_at, until, slot) VALUES (?, ?, ?, ?)"
+SQL_FINISHED: Final = "UPDATE write_slots SET until = ? WHERE key = ? AND slot = ? AND until > ?"
+"""Only rows still counting: the prune deletes only rows that stopped, so neither waits on the
+other's row locks."""
 SQL_PRUNE: Final = "DELETE FROM write_slots WHERE until < ?"
 
 
 Reservation = tuple[Sequence[WriteWindow], float, float]
 """The windows one write counts in, its spacing, and how far ahead it may be booked."""
+Finish = tuple[float, str, int, float]
+"""A finished write's row: its new ``until``, its key and slot, and the time of the finish."""
 
 
 @dataclass
@@ -60,6 +77,11 @@ class WriteWindows:
 
     _reserved_since_prune = 0
 
+    def __post_init__(self) -> None:
+        self._slots = itertools.count(secrets.randbits(31) << 32)
+        self._open: dict[int, tuple[float, list[tuple[str, float]]]] = {}
+        self._finishes: list[Finish] = []
+
     async def reserve_writes(
         self, windows: Sequence[WriteWindow], *, spacing: float = 0.0
     ) -> float:
@@ -67,46 +89,60 @@ class WriteWindows:
         first window's previous write is at least that many seconds old): returns 0. Else
         nothing is counted and the answer is how many seconds to wait before asking again.
         Always 0 where the database has one process."""
-        wait, _ = await self.book_writes(windows, spacing=spacing)
-        return wait
+        booking = await self.book_writes(windows, spacing=spacing)
+        return booking.wait
 
     async def book_writes(
         self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
-    ) -> tuple[float, bool]:
+    ) -> WriteBooking:
         """:meth:`reserve_writes`, but a write that may go within ``within`` seconds (for its
         spacing, or when counted writes stop counting) is counted now for that moment (booked):
-        the answer is how many seconds to wait and whether the write was counted (then it is
-        made after that wait, without asking again; else it is asked again after it).
-        ``(0, True)`` where the database has one process."""
+        the answer says how many seconds to wait and whether the write was counted (then it is
+        made after that wait, without asking again; else it is asked again after it). Counted
+        immediately, without a slot, where the database has one process."""
         if not windows or self.db.dialect.transaction_lock is None:
-            return 0.0, True
+            return WriteBooking(0.0, True)
         return await self._reservations((windows, spacing, within))
 
+    def finished(self, slot: int) -> None:
+        """The call of the write counted in ``slot`` returned (or failed): from now on it
+        counts for its windows' length, told in this process's next reservation. Idempotent."""
+        opened = self._open.pop(slot, None)
+        if opened is None:
+            return
+        now = self.clock()
+        self._finishes.extend((now + seconds, key, slot, now) for key, seconds in opened[1])
+
     @functools.cached_property
-    def _reservations(self) -> Grouped[Reservation, tuple[float, bool]]:
+    def _reservations(self) -> Grouped[Reservation, WriteBooking]:
         return Grouped(self._reserve_together)
 
-    async def _reserve_together(self, batch: Sequence[Reservation]) -> list[tuple[float, bool]]:
-        """One transaction for ``batch``: each reservation, in turn, fits (0) in what is counted
-        and what the ones before it took, is booked for when it may go, or waits (nothing
-        taken)."""
+    async def _reserve_together(self, batch: Sequence[Reservation]) -> list[WriteBooking]:
+        """One transaction for ``batch``, after the finishes told since the last one: each
+        reservation, in turn, fits (0) in what is counted and what the ones before it took, is
+        booked for when it may go, or waits (nothing taken)."""
         lock = self.db.dialect.transaction_lock
         assert lock is not None
         now = self.clock()
+        finishes, self._finishes = self._finishes, []
         keys = sorted({window.key for windows, _, _ in batch for window in windows})
         self._reserved_since_prune += len(batch)
         prune = self._reserved_since_prune >= PRUNE_EVERY
         if prune:
             self._reserved_since_prune = 0
+            self._open = {n: o for n, o in self._open.items() if o[0] > now - OPEN_FOR}
 
-        async def work(tx: Session) -> list[tuple[float, bool]]:
+        async def work(tx: Session) -> list[WriteBooking]:
             await tx.execute_each(lock, [(f"genbot.writes.{key}",) for key in keys])
+            if finishes:
+                await tx.execute_many(SQL_FINISHED, finishes)
             counting = SQL_COUNTING.format(marks(len(keys)))
             rows = await tx.fetch_all(counting, (*keys, now))
             counted = {row["key"]: int(row["n"]) for row in rows}
             last: dict[str, float] = {r["key"]: r["last"] for r in rows if r["last"] is not None}
             taken: Counter[str] = Counter()
-            spend: list[tuple[str, float, float]] = []
+            spend: list[tuple[str, float, float, int]] = []
+            opened: dict[int, tuple[float, list[tuple[str, float]]]] = {}
             answers = []
             for windows, spacing, within in batch:
                 room, exact = 0.0, True
@@ -121,17 +157,20 @@ class WriteWindows:
                 first = last.get(windows[0].key)
                 spaced = first + spacing - now if spacing > 0 and first is not None else 0.0
                 wait = max(room, spaced, 0.0)
-                taking = wait <= 0 or (exact and wait <= within)
-                if taking:
-                    at = now + wait
-                    for window in windows:
-                        taken[window.key] += 1
-                        last[window.key] = max(last.get(window.key, at), at)
-                        spend.append((window.key, at, at + window.seconds + ALLOWANCE))
-                answers.append((wait, taking))
+                if wait > 0 and not (exact and wait <= within):
+                    answers.append(WriteBooking(wait, False))
+                    continue
+                at, slot = now + wait, next(self._slots)
+                for window in windows:
+                    taken[window.key] += 1
+                    last[window.key] = max(last.get(window.key, at), at)
+                    spend.append((window.key, at, at + window.seconds + ALLOWANCE, slot))
+                opened[slot] = (at, [(window.key, window.seconds) for window in windows])
+                answers.append(WriteBooking(wait, True, slot))
             await tx.execute_many(SQL_SPEND, spend)
             if prune:
                 await tx.execute(SQL_PRUNE, (now,))
+            self._open.update(opened)
             return answers
 
         return await self.db.transaction(work)

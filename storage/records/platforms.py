@@ -37,6 +37,19 @@ class WriteWindow:
 
 
 @dataclass(frozen=True)
+class WriteBooking:
+    """A reservation's answer in the shared write windows: how many seconds to wait, and
+    whether the write was counted (then it is made after ``wait`` without asking again; else
+    it asks again after it). A counted write has a ``slot``: telling the windows when its call
+    returned (:meth:`~storage.WriteWindows.finished`) makes it count from then for its
+    windows' length, instead of from its grant for that length plus an allowance."""
+
+    wait: float
+    counted: bool
+    slot: int | None = None
+
+
+@dataclass(frozen=True)
 class PlaygroundMessage:
     """A message the playground shows: ``body`` is the playground's own JSON record of it,
     ``image_keys`` the images it shows; ``pending`` marks a command not handled yet."""

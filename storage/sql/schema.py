@@ -440,5 +440,10 @@ MIGRATIONS: Final[Sequence[Migration]] = (
                 WHERE role = 'user' AND author IS NULL""",
         ),
     ),
+    Migration(
+        29,
+        "a shared write's slot, so it counts from when its call returned (write_slots.slot)",
+        both=("ALTER TABLE write_slots ADD COLUMN slot $ref",),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

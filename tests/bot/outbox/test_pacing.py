@@ -544,3 +544,31 @@ async def test_a_booked_write_made_too_late_for_its_booking_asks_again(
         pacer.finish(await pacer.acquire(PLACE, profile, urgent=False, hold=True))
 
         assert len(trips) == 2, "booked once, woken too late, booked again"
+
+
+async def test_a_held_write_counts_in_the_shared_windows_until_its_call_returned(
+    postgres: PostgresCluster,
+) -> None:
+    """The pacer tells the windows other processes share when a held write's call returned, so
+    there too it counts a window (and the margin) from then, not from its grant with an
+    allowance for the request."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        profile = PlatformProfile(edits_per_window_per_channel=1, edit_window_seconds=1.0)
+        pacer = Pacer(
+            Clock(monotonic=clock, sleep=lambda _: asyncio.sleep(0)), shared=ours.write_windows
+        )
+        window = WriteWindow("/".join(Pacer.keys(PLACE)[0]), 1, 1.0 + pacing.DEFAULT_MARGIN)
+
+        grant = await pacer.acquire(PLACE, profile, urgent=True, hold=True)
+        clock.advance(0.05)
+        pacer.finish(grant)
+        pacer.finish(
+            await pacer.acquire(Place("fake", "w1", "c2"), profile, urgent=True, hold=True)
+        )
+
+        assert await other.write_windows.reserve_writes([window]) == pytest.approx(window.seconds)

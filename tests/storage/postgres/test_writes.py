@@ -75,8 +75,8 @@ async def test_a_write_that_waits_for_its_turn_is_booked_for_it(url: str) -> Non
     ):
 
         async def booked(store: PostgresStore, **asked: float) -> tuple[float, bool]:
-            wait, counted = await store.write_windows.book_writes([CHANNEL], **asked)
-            return round(wait, 6), counted
+            booking = await store.write_windows.book_writes([CHANNEL], **asked)
+            return round(booking.wait, 6), booking.counted
 
         assert await booked(first, spacing=1.0) == (0.0, True)
         assert await booked(second, spacing=1.0, within=2.0) == (1.0, True)
@@ -119,3 +119,48 @@ async def test_reservations_together_are_judged_after_the_ones_before_them(url: 
             *(store.write_windows.reserve_writes([CHANNEL], spacing=1.0) for _ in range(2))
         )
         assert spaced == [0.0, pytest.approx(1.0)]
+
+
+async def test_a_finished_write_counts_from_its_finish_once_its_writer_asks_again(
+    url: str,
+) -> None:
+    """A write whose call returned 0.1 s after its grant counts for its window's length from
+    then, not for the window plus the allowance from its grant; the finish goes in its writer's
+    next reservation, without a transaction of its own."""
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        elsewhere = WriteWindow("discord/g1/c2", capacity=3, seconds=5.0)
+        slots = [(await ours.write_windows.book_writes([CHANNEL])).slot for _ in range(3)]
+        clock.advance(0.1)
+        trips = counted(ours).trips
+        for slot in slots:
+            assert slot is not None
+            ours.write_windows.finished(slot)
+            ours.write_windows.finished(slot)
+        assert trips == [], "told with the next reservation"
+        assert await other.write_windows.reserve_writes([CHANNEL]) == pytest.approx(
+            CHANNEL.seconds + ALLOWANCE - 0.1
+        ), "not told yet: counted from the grant"
+
+        assert await ours.write_windows.reserve_writes([elsewhere]) == 0.0
+        assert len(trips) == 1
+
+        assert await other.write_windows.reserve_writes([CHANNEL]) == pytest.approx(
+            CHANNEL.seconds
+        ), "counted from the finish"
+
+
+async def test_a_write_whose_call_outlasts_the_allowance_counts_until_its_finish(
+    url: str,
+) -> None:
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        one = WriteWindow("discord/g1/c3", capacity=1, seconds=1.0)
+        slot = (await store.write_windows.book_writes([one])).slot
+        assert slot is not None
+        clock.advance(1.4)
+        store.write_windows.finished(slot)
+        assert await store.write_windows.reserve_writes([one]) == pytest.approx(one.seconds)
