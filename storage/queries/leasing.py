@@ -1,5 +1,6 @@
-"""Which process follows which job: leases renewed by the owner's heartbeat, claims of the jobs
-no live process holds, and wakeups of a job's owner."""
+"""Which process follows which job: leases held through the owner's own lease (one row per
+process, renewed by its heartbeat), claims of the jobs no live process holds, and wakeups of a
+job's owner."""
 
 from __future__ import annotations
 
@@ -19,27 +20,34 @@ from storage.sql.session import Database, Session, to_json
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 _IN_UNFINISHED: Final = f"status IN ({marks(len(_UNFINISHED))})"
 _IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATUSES))
-SQL_RENEW: Final = (
-    "UPDATE jobs SET lease_until = ? WHERE id IN (SELECT id FROM jobs"
-    f" WHERE owner = ? AND {_IN_UNFINISHED}{{}})"
-)
-"""The renewal takes only the rows no other transaction holds (``SKIP LOCKED``): waiting for
-them while holding the others deadlocked with moves of several jobs, which take their rows in
-another order; a row skipped is renewed at the next beat."""
 SQL_HELD: Final = f"SELECT id FROM jobs WHERE owner = ? AND {_IN_UNFINISHED}"
 SQL_SEEN: Final = (
-    "INSERT INTO processes (id, host, pid, platforms, shards, started_at, seen_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+    "INSERT INTO processes (id, host, pid, platforms, shards, started_at, seen_at, lease_until)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
     " host = excluded.host, pid = excluded.pid, platforms = excluded.platforms,"
-    " shards = excluded.shards, seen_at = excluded.seen_at"
+    " shards = excluded.shards, seen_at = excluded.seen_at, lease_until = excluded.lease_until"
 )
+"""The heartbeat's one write: this process's row, whatever number of jobs it holds (renewing
+each job's lease rewrote every row it held, and locked them while deliveries waited)."""
+SQL_GONE_OWNERS: Final = (
+    "WITH RECURSIVE owners (id) AS ("
+    f"SELECT (SELECT owner FROM jobs WHERE status IN ({UNFINISHED_LITERALS})"
+    " AND owner IS NOT NULL ORDER BY owner LIMIT 1)"
+    f" UNION ALL SELECT (SELECT owner FROM jobs WHERE status IN ({UNFINISHED_LITERALS})"
+    " AND owner > owners.id ORDER BY owner LIMIT 1) FROM owners WHERE owners.id IS NOT NULL)"
+    " SELECT id FROM owners WHERE id IS NOT NULL AND id <> ?"
+    " AND id NOT IN (SELECT id FROM processes WHERE processes.lease_until >= ?)"
+)
+"""The owners of unfinished jobs whose lease ran out or who have none (no heartbeat yet, or
+released), but this process, found by skipping through ``jobs_unfinished_by_owner`` from one
+owner to the next: one index entry per owner, however many jobs each holds."""
 SQL_EXPIRED: Final = (
     f"SELECT * FROM jobs WHERE status IN ({UNFINISHED_LITERALS}) AND COALESCE(lease_until, 0) < ?"
-    " AND (owner IS NULL OR owner <> ?) AND platform IN ({}) ORDER BY COALESCE(lease_until, 0)"
-    " LIMIT ?"
+    " AND (owner IS NULL{}) AND platform IN ({}) ORDER BY COALESCE(lease_until, 0) LIMIT ?"
 )
-"""Jobs no live process holds, found through ``jobs_by_lease_expiry`` (its predicate spelled
-out), those whose lease ended first taken first."""
+"""Jobs no live process holds: nobody's, or their owner's lease ran out (``SQL_GONE_OWNERS``),
+and past the lease they were created or claimed with, found through
+``jobs_unfinished_by_owner`` (its predicate spelled out), those leased longest ago first."""
 SQL_NOT_MINE: Final = (
     f"SELECT * FROM jobs WHERE {_IN_UNFINISHED} AND (owner IS NULL OR owner <> ?)"
     " AND platform IN ({}) ORDER BY created_at, id LIMIT ?"
@@ -70,11 +78,12 @@ def wakeup_channel(process_id: str) -> str:
 @dataclass
 class JobLeasing:
     """Which process follows which job. A job is created leased to the process that creates
-    it (:class:`storage.JobAdmission`); the owner's heartbeat renews its leases; a lease that
-    ran out (its process died or lost the database) is taken over by another process with an
-    adapter for the job's platform. It acts for one process, :attr:`owner`. On SQLite one
-    process owns the database, so leases mostly record which process follows a job and a
-    restart takes them all at once."""
+    it (:class:`storage.JobAdmission`), until ``jobs.lease_until``; it stays leased while its
+    owner's own lease (``processes.lease_until``, renewed by its heartbeat: one row however
+    many jobs it holds) lasts. A job past both (its process died or lost the database) is
+    taken over by another process with an adapter for the job's platform. It acts for one
+    process, :attr:`owner`. On SQLite one process owns the database, so leases mostly record
+    which process follows a job and a restart takes them all at once."""
 
     db: Database
     clock: Clock
@@ -87,25 +96,23 @@ class JobLeasing:
         return self.db.dialect.shared
 
     async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
-        """Renew this process's leases on its unfinished jobs for its lease (those another
-        transaction is writing at that moment at the next beat: see ``SQL_RENEW``) and
-        record it as alive (with ``process``); the ids of the jobs it holds (a job it was
-        working on that is missing was taken over: it stops working on it). The leases run
-        from when the transaction began (not from before a wait for a connection), and a
-        renewal that would be written only after the leases it writes ran out is rolled back
-        and raises :class:`StorageError` (it holds nothing it could count on)."""
+        """Renew this process's lease for its lease (one row, ``processes.lease_until``: its
+        jobs are held while it lasts, however many there are) and record it as alive (with
+        ``process``); the ids of the jobs it holds (a job it was working on that is missing
+        was taken over: it stops working on it). The lease runs from when the transaction
+        began (not from before a wait for a connection), and a renewal that would be written
+        only after the lease it renews ran out is rolled back and raises
+        :class:`StorageError` (it holds nothing it could count on)."""
 
         async def work(tx: Session) -> frozenset[str]:
             now = self.clock()
-            mine = (self.owner.process_id, *_UNFINISHED)
-            renew = SQL_RENEW.format(tx.dialect.skip_locked)
-            await tx.execute(renew, (now + self.owner.lease_seconds, *mine))
-            held = frozenset(str(row["id"]) for row in await tx.fetch_all(SQL_HELD, mine))
             seen = (
                 self.owner.process_id, process.host, process.pid, to_json(list(process.platforms)),
-                process.shards, process.started_at, now,
+                process.shards, process.started_at, now, now + self.owner.lease_seconds,
             )  # fmt: skip
             await tx.execute(SQL_SEEN, seen)
+            mine = (self.owner.process_id, *_UNFINISHED)
+            held = frozenset(str(row["id"]) for row in await tx.fetch_all(SQL_HELD, mine))
             late = self.clock() - now
             if late >= self.owner.lease_seconds:
                 raise StorageError(
@@ -147,22 +154,27 @@ class JobLeasing:
         self, platforms: Iterable[str], *, limit: int, take_live: bool = False
     ) -> list[Job]:
         """Take up to ``limit`` unfinished jobs on ``platforms`` that no process holds (never
-        leased, or the lease ran out), oldest first; rows another claimer is taking are
-        skipped, so concurrent claimers split the work and no job is taken twice. Each claim is
-        a new lease (its generation goes up). With ``take_live`` also other processes' live
-        leases: only when none can be running (SQLite's one process, at start). The jobs as
-        they were, now owned by this process."""
+        leased, or both the lease the job was created or claimed with and its owner's lease
+        ran out), those leased longest ago first; rows another claimer is taking are skipped,
+        so concurrent claimers split the work and no job is taken twice. Each claim is a new
+        lease (its generation goes up). With ``take_live`` also other processes' live leases:
+        only when none can be running (SQLite's one process, at start). The jobs as they
+        were, now owned by this process."""
         allowed = tuple(platforms)
         if not allowed or limit < 1:
             return []
         now, me = self.clock(), self.owner.process_id
         lease_until = now + self.owner.lease_seconds
-        select = (SQL_NOT_MINE if take_live else SQL_EXPIRED).format(marks(len(allowed)))
-        head = _UNFINISHED if take_live else (now,)
 
         async def work(tx: Session) -> list[Job]:
-            found = select + tx.dialect.skip_locked
-            rows = await tx.fetch_all(found, (*head, me, *allowed, limit))
+            if take_live:
+                found = SQL_NOT_MINE.format(marks(len(allowed))) + tx.dialect.skip_locked
+                rows = await tx.fetch_all(found, (*_UNFINISHED, me, *allowed, limit))
+            else:
+                gone = [row["id"] for row in await tx.fetch_all(SQL_GONE_OWNERS, (me, now))]
+                owned = f" OR owner IN ({marks(len(gone))})" if gone else ""
+                found = SQL_EXPIRED.format(owned, marks(len(allowed))) + tx.dialect.skip_locked
+                rows = await tx.fetch_all(found, (now, *gone, *allowed, limit))
             if rows:
                 take = SQL_TAKE.format(marks(len(rows)))
                 await tx.execute(take, (me, lease_until, *(r["id"] for r in rows)))

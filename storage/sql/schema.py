@@ -55,7 +55,7 @@ class Migration:
         return [Template(sql).substitute(TYPES[dialect.name]) for sql in (*self.both, *own)]
 
 
-UNFINISHED_LITERALS: Final = (  # the lease-expiry index's predicate, which queries spell out
+UNFINISHED_LITERALS: Final = (  # jobs_unfinished_by_owner's predicate, spelled out by queries
     "'creating', 'failed', 'finished', 'pending', 'posting', 'processing', 'reporting',"
     " 'retry', 'staged', 'submitted', 'unknown'"
 )
@@ -444,6 +444,17 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         29,
         "a shared write's slot, so it counts from when its call returned (write_slots.slot)",
         both=("ALTER TABLE write_slots ADD COLUMN slot $ref",),
+    ),
+    Migration(
+        30,
+        "a process's lease (processes.lease_until) instead of each job's renewal; unfinished"
+        " jobs by owner in place of the lease-expiry index",
+        both=(
+            "ALTER TABLE processes ADD COLUMN lease_until $real",
+            "CREATE INDEX jobs_unfinished_by_owner ON jobs (owner)"
+            f" WHERE status IN ({UNFINISHED_LITERALS})",
+            "DROP INDEX jobs_by_lease_expiry",
+        ),
     ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -25,6 +25,8 @@ class Trip:
 
     statements: list[tuple[str, Values]] = field(default_factory=list)
     rows_read: int = 0
+    rows_written: int = 0
+    """Rows its writing statements changed, as the database counted them."""
     sends: int = 0
     """How many times it sent statements to the database and waited for their answers (a
     batch or a pipeline once)."""
@@ -72,19 +74,25 @@ class _CountingSession:
     async def execute(self, sql: str, values: Values = ()) -> int:
         self._trip.statements.append((sql, values))
         self._trip.sends += 1
-        return await self._inner.execute(sql, values)
+        changed = await self._inner.execute(sql, values)
+        self._trip.rows_written += changed
+        return changed
 
     async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
         batch = list(rows)
         self._trip.statements += [(sql, values) for values in batch]
         self._trip.sends += bool(batch)
-        return await self._inner.execute_many(sql, batch)
+        changed = await self._inner.execute_many(sql, batch)
+        self._trip.rows_written += changed
+        return changed
 
     async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
         batch = list(rows)
         self._trip.statements += [(sql, values) for values in batch]
         self._trip.sends += bool(batch)
-        return await self._inner.execute_each(sql, batch)
+        changed = await self._inner.execute_each(sql, batch)
+        self._trip.rows_written += sum(changed)
+        return changed
 
     async def fetch_each(self, statements: Iterable[tuple[str, Values]]) -> list[list[Row]]:
         batch = list(statements)
@@ -126,7 +134,8 @@ class CountingDatabase:
     async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
         trip = Trip([(sql, values)], sends=1)
         self.trips.append(trip)
-        return await self.inner.execute(sql, values, repeatable=repeatable)
+        trip.rows_written = await self.inner.execute(sql, values, repeatable=repeatable)
+        return trip.rows_written
 
     async def execute_many(self, sql: str, rows: Iterable[Values]) -> int:
         return await self._session().execute_many(sql, rows)

@@ -43,20 +43,33 @@ async def test_the_migration_lock_is_released_after_start(url: str) -> None:
             assert held.fetchone() == (0,)
 
 
-async def test_finding_expired_leases_reads_only_them(url: str) -> None:
-    """With thousands of live leases and a few expired, a claim reads the expiry index."""
+async def test_finding_the_jobs_of_gone_processes_reads_only_them(url: str) -> None:
+    """With thousands of jobs of a live process (their own leases long run out: its lease
+    holds them) and a few of a gone one, a claim reads the owner index, once per owner for
+    the owners and then the gone owner's jobs."""
     async with await PostgresStore.open(url) as store, store.db.connection() as conn:
         await conn.execute(
             "INSERT INTO jobs (id, family, type, status, requester_id, platform, workspace_id,"
             " channel_id, created_at, updated_at, owner, lease_until)"
             " SELECT 'j' || n, 'task', 'imagine', 'processing', 'u', 'discord', 'g', 'c', n, n,"
-            " 'alive', CASE WHEN n % 1000 = 0 THEN 1 ELSE 1e12 END"
+            " CASE WHEN n % 1000 = 0 THEN 'gone' ELSE 'alive' END, 1"
             " FROM generate_series(1, 5000) AS n"
         )
-        await conn.execute("ANALYZE jobs")
-        cursor = await conn.execute(
-            POSTGRES.statement(f"EXPLAIN {leasing.SQL_EXPIRED.format('?')}"),
-            (1000.0, "me", "discord", 100),
+        await conn.execute(
+            "INSERT INTO processes (id, host, pid, started_at, seen_at, lease_until)"
+            " VALUES ('alive', 'h', 1, 0, 1e12, 1e12)"
         )
-        plan = "\n".join(row["QUERY PLAN"] for row in await cursor.fetchall())
-    assert "jobs_by_lease_expiry" in plan, plan
+        await conn.execute("ANALYZE jobs")
+
+        async def plan(sql: str, values: tuple[object, ...]) -> str:
+            cursor = await conn.execute(POSTGRES.statement(f"EXPLAIN {sql}"), values)
+            return "\n".join(row["QUERY PLAN"] for row in await cursor.fetchall())
+
+        owners = await plan(leasing.SQL_GONE_OWNERS, ("me", 1000.0))
+        jobs = await plan(
+            leasing.SQL_EXPIRED.format(" OR owner IN (?)", "?"), (1000.0, "gone", "discord", 100)
+        )
+        cursor = await conn.execute(POSTGRES.statement(leasing.SQL_GONE_OWNERS), ("me", 1000.0))
+        assert [row["id"] for row in await cursor.fetchall()] == ["gone"]
+    for found in (owners, jobs):
+        assert "jobs_unfinished_by_owner" in found and "Seq Scan on jobs" not in found, found

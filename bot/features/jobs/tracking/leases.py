@@ -1,15 +1,16 @@
 """Job leases for the tracker: the heartbeat and the wakeup listener.
 
-Every quarter of ``[storage] lease_seconds`` the heartbeat renews this process's leases (and
-tells the cluster it is alive, with its platforms and shards) and tells the tracker which jobs
-it still holds (a job taken over while this process stalled is no longer among them: the
-tracker stops working on it, and its fenced writes would change nothing anyway). Then it takes
-over jobs no live process holds on the platforms this process has an adapter for, in batches,
-handing each batch to the tracker to settle — at most its fair share (the unfinished jobs of
-each platform divided among the live processes serving it) — and gives back what it holds beyond
-its share and a margin, so a process that joins gets its part of the load. So a process killed
-with ``kill -9`` loses its jobs to the others within about two leases; a clean stop releases
-them at once.
+Every quarter of ``[storage] lease_seconds`` the heartbeat renews this process's lease (one row,
+which holds every job the process owns: a beat costs the same at ten jobs as at ten thousand and
+locks none of them), tells the cluster it is alive, with its platforms and shards, and tells the
+tracker which jobs it still holds (a job taken over while this process stalled is no longer
+among them: the tracker stops working on it, and its fenced writes would change nothing anyway).
+Then it takes over jobs no live process holds on the platforms this process has an adapter for,
+in batches, handing each batch to the tracker to settle — at most its fair share (the unfinished
+jobs of each platform divided among the live processes serving it) — and gives back what it
+holds beyond its share and a margin, so a process that joins gets its part of the load. So a
+process killed with ``kill -9`` loses its jobs to the others within about two leases; a clean
+stop releases them at once.
 
 The jobs a heartbeat took over are settled (delivery claims released, unconfirmed creations
 decided and their messages edited) in a task of its own, so a slow platform neither delays the
@@ -102,7 +103,7 @@ class Leases:
         )
 
     async def beat(self, *, take_live: bool = False) -> int:
-        """Renew this process's leases, then take over what no live process holds, up to its
+        """Renew this process's lease, then take over what no live process holds, up to its
         fair share, and give back what it holds beyond it (see the module docstring; with
         ``take_live``: everything another process holds, for SQLite's restart); how many
         jobs were taken over (settled before it returns)."""

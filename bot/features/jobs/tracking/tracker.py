@@ -1,7 +1,7 @@
 """The tracker: one per process, it follows every unfinished job until its result is posted.
 
 **Leases** (:mod:`bot.features.jobs.tracking.leases`). Each process follows only the jobs it holds a
-lease on: the ones it created and the ones it took over. A heartbeat renews its leases every quarter
+lease on: the ones it created and the ones it took over. A heartbeat renews its lease every quarter
 lease and takes over jobs no live process holds (on the platforms this process has an adapter for).
 A job taken over is settled first: claims left by the dead process are released (``posting →
 finished``, ``reporting → failed``) so their delivery runs again. A ``creating`` job without a
