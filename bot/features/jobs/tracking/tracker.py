@@ -52,9 +52,13 @@ a round that fails on storage is one line of the process's outage log (:mod:`bot
 the next waits ``poll_interval_max``. It adapts: it drops to ``poll_interval_min`` when a round
 saw a change or a job was submitted
 (:meth:`Tracker.kick`, even during a round) and grows ×2 per quiet round that polled something,
-up to ``poll_interval_max``; with nothing to poll the tracker sleeps ``poll_interval_max`` until
-woken. It also wakes for the earliest due diffusion fetch or delivery retry, and when the oldest
-unfinished job reaches ``job_timeout_seconds``.
+up to ``poll_interval_max`` but never past :data:`AGE_SHARE` of the age of the youngest job the
+round polled with multi_fetch: a job's finish is known within ``poll_interval_min`` or a twentieth
+of its age, whichever is longer (jobs created together finish together: a quiet second while they
+were a few seconds old doubled the wait before any of them was seen finished). With nothing to
+poll the tracker sleeps ``poll_interval_max`` until woken. It also wakes for the earliest due
+diffusion fetch or delivery retry, and when the oldest unfinished job reaches
+``job_timeout_seconds``.
 """
 
 from __future__ import annotations
@@ -111,6 +115,9 @@ _DELIVERABLE: frozenset[JobStatus] = frozenset(("finished", "failed"))
 _CLAIMED: frozenset[JobStatus] = frozenset(("posting", "reporting"))
 SWEEP_SECONDS = 5.0
 """How often the tracker looks for its jobs stuck in an in-between state."""
+AGE_SHARE = 0.05
+"""A quiet round grows the poll interval to at most this share of the youngest polled job's age
+(never under ``poll_interval_min``): how late, relative to its age, a job's finish may be known."""
 _SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
 Listed = TypeVar("Listed", Job, JobBrief)
 
@@ -466,7 +473,8 @@ class Tracker:
         async for jobs in self._pages(IN_FLIGHT_STATUSES, family="diffusion", due_at=now):
             polled |= bool(jobs)
             changed |= await self.state.poll_diffusion(jobs, self.interval)
-        return await self._next_sleep(changed, polled, now)
+        youngest = max((brief.created_at for brief in due), default=None)
+        return await self._next_sleep(changed, polled, now, youngest)
 
     async def _last_look(self, jobs: list[Job]) -> bool:
         """Ask the provider once about in-flight ``jobs`` past the job timeout before they time
@@ -516,7 +524,9 @@ class Tracker:
                 return
             after = page[-1]
 
-    async def _next_sleep(self, changed: bool, polled: bool, now: float) -> float:
+    async def _next_sleep(
+        self, changed: bool, polled: bool, now: float, youngest: float | None
+    ) -> float:
         wake_at = [await self._store.tracking.next_poll_after(_SCHEDULED, now, owner=self._owner)]
         oldest = await self._store.tracking.list_job_briefs(
             ACTIVE_STATUSES, limit=1, owner=self._owner
@@ -527,13 +537,20 @@ class Tracker:
         if changed or self._kicked:
             self.interval = low
         elif polled:
-            self.interval = min(high, self.interval * 2)
+            self.interval = min(high, self.interval * 2, self._grown_at_most(now, youngest))
         else:
             self.interval = high
         due = [at for at in wake_at if at is not None]
         if due:
             return max(low, min(self.interval, min(due) - now))
         return self.interval
+
+    def _grown_at_most(self, now: float, youngest: float | None) -> float:
+        """The longest interval a quiet round may grow to, given the creation time of the
+        youngest job it polled with multi_fetch (None: it polled none)."""
+        if youngest is None:
+            return self._limits.poll_interval_max
+        return max(self._limits.poll_interval_min, (now - youngest) * AGE_SHARE)
 
     def _task_due(self, job: JobBrief, now: float) -> bool:
         if job.provider_id is None:

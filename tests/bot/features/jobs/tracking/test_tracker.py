@@ -17,7 +17,7 @@ from bot.api import ImagineRequest, TaskRecord
 from bot.features.jobs.messages import place_of
 from bot.features.jobs.starter import CREATING_GRACE_SECONDS
 from bot.features.jobs.tracking.provider_state import LOST_AFTER_NULLS, LOST_TASK
-from bot.features.jobs.tracking.tracker import SWEEP_SECONDS
+from bot.features.jobs.tracking.tracker import AGE_SHARE, SWEEP_SECONDS
 from bot.features.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
 from bot.kernel import Command, MessageRef, OutMessage, PlatformProfile, User
 from simulator.server import serve
@@ -35,6 +35,7 @@ from tests.bot.features.jobs.support import (
 )
 from tests.bot.harness import PLACE, ROOMY, harness, running_genbot
 from tests.fakes.platform import FakePlatform, PostedMessage
+from tests.sim_time import freeze
 from tests.storage.helpers import create_job
 
 ROOMY_CAPS = {"max_concurrent_jobs_per_user": 10}
@@ -310,17 +311,50 @@ async def test_a_job_past_the_timeout_is_asked_for_once_before_it_fails(tmp_path
 
 
 async def test_the_poll_interval_adapts_to_activity(tmp_path: Path) -> None:
+    now = [1_800_000_000.0]
     async with (
         serve(MANUAL) as sim,
-        bare_engines(sim, tmp_path, poll_interval_min=1.0, poll_interval_max=8.0) as bare,
+        bare_engines(
+            sim, tmp_path, clock=lambda: now[0], poll_interval_min=1.0, poll_interval_max=8.0
+        ) as bare,
     ):
         tracker = bare.engines.tracker
         assert await tracker.poll_round() == 8.0
         await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
         assert tracker.interval == 1.0
+        now[0] += 8.0 / AGE_SHARE
         assert [await tracker.poll_round() for _ in range(5)] == [1.0, 2.0, 4.0, 8.0, 8.0]
         sim.advance(25)
         assert await tracker.poll_round() == 1.0
+
+
+async def test_quiet_rounds_grow_the_interval_to_a_share_of_the_youngest_jobs_age(
+    tmp_path: Path,
+) -> None:
+    """Jobs created together finish together: a quiet round while they were a few seconds old
+    doubled the wait before any of their finishes was seen (issue 32 (d))."""
+    now = [1_800_000_000.0]
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(
+            sim, tmp_path, clock=lambda: now[0], poll_interval_min=1.0, poll_interval_max=8.0
+        ) as bare,
+    ):
+        freeze(sim)
+        tracker, images = bare.engines.tracker, bare.engines.images
+        await images.imagine(ALICE_IMAGINES, "an old fox")
+        now[0] += 50.0
+        born = now[0]
+        await images.imagine(ALICE_IMAGINES, "a young fox")
+        await tracker.poll_round()
+        young = []
+        for _ in range(4):
+            now[0] += 1.0
+            young.append(await tracker.poll_round())
+        assert young == [1.0] * 4, "the young fox's finish is known within the cycle"
+        now[0] = born + 3.0 / AGE_SHARE
+        grown = [await tracker.poll_round() for _ in range(3)]
+        assert grown == [2.0, 3.0, 3.0], "a twentieth of the youngest job's age, not the oldest's"
 
 
 async def test_the_interval_runs_from_the_start_of_a_round(tmp_path: Path) -> None:
