@@ -347,6 +347,7 @@ def build_job_engines(
             delivery,
             owner=store.owner.process_id,
             every=limits_settings.progress_tick_seconds,
+            deliveries_waiting=lambda: tracker.deliveries_waiting,
         ),
         DescribeButtons(starter, provider, store.settings),
         UploadForms(starter, images),

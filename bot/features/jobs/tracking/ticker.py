@@ -9,7 +9,8 @@ by one process, its owner, and only its owner reads the job's row. The edits und
 holds, so N processes edit about as much as one instead of N times as much into the same write
 windows. JobMessages edits a message only when its text changed (the elapsed time moves in 5-second
 steps) and only when the platform's write windows have room right now, so ticking never delays
-results or chat answers.
+results or chat answers. Nor does it on the event loop and in storage: while deliveries wait for a
+slot (a burst of results), a tick edits nothing more (the next one shows the time then).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 
 from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.wording import Position
@@ -66,11 +68,18 @@ class ProgressTicker:
     """A service the core starts and stops (see the module docstring)."""
 
     def __init__(
-        self, store: JobTracking, delivery: JobMessages, *, owner: str, every: float = TICK_SECONDS
+        self,
+        store: JobTracking,
+        delivery: JobMessages,
+        *,
+        owner: str,
+        every: float = TICK_SECONDS,
+        deliveries_waiting: Callable[[], bool] = lambda: False,
     ) -> None:
         self._store = store
         self._owner = owner
         self._delivery = delivery
+        self._deliveries_waiting = deliveries_waiting
         self.every = every
         delivery.progress_step = every
         self._task: asyncio.Task[None] | None = None
@@ -100,6 +109,8 @@ class ProgressTicker:
         """One round; returns how many progress messages were edited."""
         running = await self._store.list_running(IN_FLIGHT_STATUSES, limit=MAX_TICKED)
         self._delivery.positions = positions(running)
+        if self._deliveries_waiting():
+            return 0
         mine = [job.id for job in running if job.owner == self._owner and job.progress_message_id]
         whole = await self._store.whole_jobs(mine)
         held = iter(
@@ -109,6 +120,8 @@ class ProgressTicker:
         async def worker() -> int:
             shown = 0
             for job in held:
+                if self._deliveries_waiting():
+                    break
                 shown += await self._delivery.show_progress(job, wait=self.every * WAIT_SHARE)
             return shown
 

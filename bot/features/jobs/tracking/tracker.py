@@ -188,6 +188,7 @@ class Tracker:
         self._delivering_since: dict[str, float] = {}
         self._fetches: set[asyncio.Task[bool]] = set()
         self._delivery_slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
+        self._waiting_for_slot = 0
         self._stopped = False
         self._kicked = False
         self._next_sweep = 0.0
@@ -391,17 +392,29 @@ class Tracker:
                 log.info("job %s was taken over by another process; stopped delivering it", job_id)
                 task.cancel()
 
+    @property
+    def deliveries_waiting(self) -> bool:
+        """Whether deliveries are waiting for one of the ``DELIVERY_CONCURRENCY`` slots (a
+        burst of results: the progress ticker leaves them the event loop and storage)."""
+        return self._waiting_for_slot > 0
+
     async def _deliver(self, job_id: str) -> None:
         metrics.LOG_JOB_ID.set(job_id)
-        async with self._delivery_slots:
-            try:
-                retry_at = await self._delivery.deliver(job_id)
-            except StorageError as error:
-                OUTAGE.failed("result delivery", error)
-                return
-            except Exception:
-                log.exception("delivering job %s failed", job_id)
-                return
+        self._waiting_for_slot += 1
+        try:
+            await self._delivery_slots.acquire()
+        finally:
+            self._waiting_for_slot -= 1
+        try:
+            retry_at = await self._delivery.deliver(job_id)
+        except StorageError as error:
+            OUTAGE.failed("result delivery", error)
+            return
+        except Exception:
+            log.exception("delivering job %s failed", job_id)
+            return
+        finally:
+            self._delivery_slots.release()
         if retry_at is not None:
             self._wake.set()
 
