@@ -65,11 +65,14 @@ NAMING_USER: Final = "(channel = ? OR CAST(body AS TEXT) LIKE ? ESCAPE '\\')"
 """The messages of a user's DM (the channel) or naming them (its pattern)."""
 SQL_ABOUT_USER: Final = f"SELECT id FROM playground_messages WHERE {NAMING_USER}"
 SQL_IMAGES_ONLY_OF: Final = (
-    "SELECT key FROM playground_images WHERE key IN ({shown} WHERE " + NAMING_USER + ")"
-    " AND key NOT IN ({shown} WHERE NOT " + NAMING_USER + ")"
+    "SELECT key FROM playground_images WHERE key IN ({shown} WHERE "
+    + NAMING_USER
+    + " EXCEPT {shown} WHERE NOT "
+    + NAMING_USER
+    + ")"
 )
 """The images that only the messages of :data:`NAMING_USER` show (``shown``: the dialect's
-elements of ``image_keys``)."""
+elements of ``image_keys``), as one set difference, like :data:`SQL_SWEEP_IMAGES`."""
 SQL_FORGET_USER: Final = f"DELETE FROM playground_messages WHERE {NAMING_USER}"
 SQL_LOAD: Final = (
     "SELECT * FROM (SELECT *, ROW_NUMBER() OVER"

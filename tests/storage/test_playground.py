@@ -11,7 +11,8 @@ import pytest
 
 from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Store
 from storage.postgres import PostgresStore
-from storage.queries.playground import SQL_SWEEP_IMAGES
+from storage.queries.playground import SQL_IMAGES_ONLY_OF, SQL_SWEEP_IMAGES
+from storage.sql.dialect import text_inside
 from storage.sql.session import Session
 from tests.storage.conftest import ManualClock
 from tests.storage.counting import counted
@@ -284,25 +285,34 @@ async def test_a_batch_of_saves_is_sent_in_a_few_round_trips_whatever_its_size(
     assert [i.key for i in images] == ["k"]
 
 
-async def test_the_image_sweep_reads_the_messages_once_whatever_the_number_of_images(
-    store: Store,
+@pytest.mark.parametrize("asked", ["sweep", "images only a user shows"])
+async def test_the_images_are_matched_with_one_read_of_the_messages_whatever_their_number(
+    store: Store, asked: str
 ) -> None:
-    """Every save that trims a channel sweeps the images no message shows any more. PostgreSQL
-    ran the sweep's ``key NOT IN (the messages' keys)`` by searching those keys once per image
-    when they are too many to hash (a small ``work_mem`` stands for a large playground here)."""
+    """Every save that trims a channel sweeps the images no message shows any more, and
+    /forget-me finds the images only a user's messages show. As ``key NOT IN (the messages'
+    keys)`` PostgreSQL searched those keys once per image when they are too many to hash (a
+    small ``work_mem`` stands for a large playground here)."""
     if not isinstance(store, PostgresStore):
-        pytest.skip("SQLite plans the sweep its own way")
+        pytest.skip("SQLite plans these its own way")
     shown = 100
     for n in range(shown):
         await store.playground.save_playground_message(
             message(f"m{n}", f"c{n % 4}", keys=(f"k{n}",)), [image(f"k{n}")], keep=1000
         )
     in_use = store.db.dialect.json_elements("playground_messages", "image_keys")
+    statements = {
+        "sweep": (SQL_SWEEP_IMAGES.format(in_use), ()),
+        "images only a user shows": (
+            SQL_IMAGES_ONLY_OF.format(shown=in_use),
+            ("c1", text_inside("nobody")) * 2,
+        ),
+    }
+    sql, values = statements[asked]
 
     async def explain(tx: Session) -> Any:
         await tx.execute("SET LOCAL work_mem = '64kB'")
-        sweep = "EXPLAIN (ANALYZE, FORMAT JSON) " + SQL_SWEEP_IMAGES.format(in_use)
-        found = await tx.fetch_one(sweep)
+        found = await tx.fetch_one("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, values)
         assert found is not None
         return found["QUERY PLAN"][0]["Plan"]
 
