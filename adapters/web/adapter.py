@@ -82,6 +82,7 @@ class WebAdapter:
             max_upload_bytes=(limits or LimitsSettings()).max_upload_bytes,
             history=history,
             max_image_memory=max_image_memory,
+            messages_per_channel=settings.messages_per_channel,
             legacy_file=legacy_history,
         )
         self.surface = WebSurface(self.playground)

@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 MAX_UPLOADS_PER_MESSAGE = 10
 MAX_FILES_PER_REQUEST = 10
 MAX_CHANNELS = 50
-"""Channels are made by posting in them; each keeps 500 messages in memory."""
+"""Channels are made by posting in them; each keeps ``[web] messages_per_channel`` messages."""
 _CHUNK = 64 * 1024
 
 

@@ -96,11 +96,13 @@ class Playground:
         legacy_file: Path | None = None,
         profile: PlatformProfile = WEB_PROFILE,
         max_image_memory: int = 256 * 1024 * 1024,
+        messages_per_channel: int = 500,
     ) -> None:
         self.profile = profile
         self.max_upload_bytes = max_upload_bytes
         self.max_image_memory = max_image_memory
-        self.store = MessageStore(max_image_bytes=max_image_memory)
+        self.messages_per_channel = messages_per_channel
+        self.store = MessageStore(messages_per_channel, max_image_memory)
         self.uploads = UploadCache(upload_cache_bytes)
         self.downloads = UploadCache(DOWNLOADS_BYTES, max_per_user=DOWNLOADS_PER_USER)
         """Files genbot hands a user (an export), each at a link for them only, for an hour."""
@@ -120,7 +122,7 @@ class Playground:
         another process saves meanwhile is not missed."""
         if self.history is None or self.journal is not None:
             return None
-        journal = PlaygroundJournal(self.history)
+        journal = PlaygroundJournal(self.history, self.messages_per_channel)
         if self.legacy_file is not None:
             imported = await journal.import_file(self.legacy_file)
             if imported:

@@ -12,7 +12,8 @@ class WebSettings(Section):
 
     Requests are served only for the ``Host`` names ``127.0.0.1``, ``localhost``, ``[::1]``,
     the host of ``public_url`` and ``allowed_hosts``. ``access_token`` is required when ``host``
-    is not a loopback address; ``admin_ids`` are playground user ids (``web-…``).
+    is not a loopback address; ``admin_ids`` are playground user ids (``web-…``). Each channel
+    keeps its latest ``messages_per_channel`` messages.
     """
 
     enabled: bool = False
@@ -23,3 +24,4 @@ class WebSettings(Section):
     access_token: SecretStr = SecretStr("")
     admin_ids: list[str] = Field(default_factory=list)
     upload_cache_mb: int = Field(default=256, ge=1)
+    messages_per_channel: int = Field(default=500, ge=10, le=100_000)

@@ -68,13 +68,18 @@ class StuckCore(RecordingCore):
 
 @asynccontextmanager
 async def playground(
-    path: Path, core: RecordingCore, legacy: Path | None = None
+    path: Path,
+    core: RecordingCore,
+    legacy: Path | None = None,
+    settings: WebSettings | None = None,
 ) -> AsyncIterator[WebAdapter]:
     """A playground keeping its history in the SQLite database at ``path`` (opened for it, as
     a genbot process would)."""
     async with await SqliteStore.open(path) as store:
         adapter = WebAdapter(
-            WebSettings(host="127.0.0.1", port=0), history=store.playground, legacy_history=legacy
+            settings or WebSettings(host="127.0.0.1", port=0),
+            history=store.playground,
+            legacy_history=legacy,
         )
         core.surface = adapter.surface
         await adapter.start(FakeRouter(core, [adapter.surface]))
@@ -236,6 +241,27 @@ async def test_the_file_keeps_each_channels_latest_messages_and_their_images(
     assert all(
         isinstance(f, StoredFile) and f.data[:4] == b"\x89PNG" for f in saved.images.values()
     )
+
+
+async def test_each_channel_keeps_as_many_messages_as_the_setting_says(tmp_path: Path) -> None:
+    """``[web] messages_per_channel``: the page and the history keep a channel's latest that
+    many messages (500 by default)."""
+    settings = WebSettings(host="127.0.0.1", port=0, messages_per_channel=10)
+    for keep in (settings, None):
+        path = tmp_path / f"{keep is None}.db"
+        async with playground(path, RecordingCore(), settings=keep) as adapter:
+            for number in range(12):
+                await adapter.surface.send(PLACE, OutMessage(text=f"note {number}"))
+            async with browser_of(adapter) as browser:
+                shown = [m["text"] for m in (await history(browser))["messages"]]
+        async with (
+            playground(path, RecordingCore(), settings=keep) as adapter,
+            browser_of(adapter) as browser,
+        ):
+            kept = [m["text"] for m in (await history(browser))["messages"]]
+        latest = 10 if keep is not None else 12
+        expected = [f"note {number}" for number in range(12 - latest, 12)]
+        assert shown == kept == expected
 
 
 async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
