@@ -39,11 +39,12 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
+import psycopg
 
 from adapters.web.platform import WEB_PROFILE
 from bench import charts, profiler
@@ -163,7 +164,25 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def submit(cluster: Cluster, count: int, first: int = 0) -> None:
+class JobCounts:
+    """Counts of the cluster's jobs, on one connection kept open while the benchmark waits: a
+    connection per count started a PostgreSQL backend each time, whose CPU is the run's."""
+
+    def __init__(self, url: str) -> None:
+        self._conn = psycopg.connect(url, autocommit=True)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def jobs(self, where: str) -> int:
+        """Jobs matching ``where`` (a count: reading every row at each poll would load
+        PostgreSQL, whose CPU is measured)."""
+        row = self._conn.execute(f"SELECT COUNT(*) FROM jobs WHERE {where}").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+async def submit(cluster: Cluster, counts: JobCounts, count: int, first: int = 0) -> None:
     """``count`` imagine commands through the processes in turn, ``SUBMITTERS`` at a time, and
     at most ``BACKLOG`` accepted that have not reached the provider yet (a process takes a
     command at once and starts its job in the background: thousands started at once would
@@ -176,7 +195,7 @@ async def submit(cluster: Cluster, count: int, first: int = 0) -> None:
         nonlocal reached
         while sent - reached >= BACKLOG:
             await asyncio.sleep(POLL_SECONDS)
-            reached = count_jobs(cluster, "status <> 'creating'") - first
+            reached = counts.jobs("status <> 'creating'") - first
 
     async def one(number: int) -> None:
         nonlocal sent
@@ -229,21 +248,36 @@ def expect_all_posted(cluster: Cluster, found: int, submitted: int, what: str) -
         raise RuntimeError(f"{what}: {found} of {submitted} jobs posted; {where}")
 
 
-def count_jobs(cluster: Cluster, where: str) -> int:
-    """Jobs matching ``where`` (a count: reading every row each 0.1 s would load PostgreSQL,
-    whose CPU is measured)."""
-    return int(query(cluster.url, f"SELECT COUNT(*) AS n FROM jobs WHERE {where}")[0]["n"])
-
-
 POSTED_ANEW = "status = 'posted' AND result_message_id IS DISTINCT FROM progress_message_id"
 UNSETTLED = "status NOT IN ({})".format(", ".join(f"'{s}'" for s in sorted(SETTLED)))
 
 
-async def in_flight(cluster: Cluster, count: int) -> None:
+async def in_flight(cluster: Cluster, counts: JobCounts, count: int) -> None:
     def ready() -> bool:
-        return count_jobs(cluster, "status <> 'creating'") >= count
+        return counts.jobs("status <> 'creating'") >= count
 
     await cluster.until(ready, 900, "every job to reach the provider")
+
+
+async def until_settled(
+    unsettled: Callable[[], int],
+    per_second: float,
+    timeout: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Wait until ``unsettled()`` counts no job, counting as seldom as the end allows: at most
+    ``per_second`` jobs settle a second (each is a write in the platform's windows, which also
+    let a second's writes go at once), so after a count of ``n`` the end is at least
+    ``n / per_second - 1`` s away. The next count comes after half that, and at least
+    ``POLL_SECONDS`` after this one: the end is seen by a count, within ``POLL_SECONDS``.
+    :class:`TimeoutError` after ``timeout`` seconds."""
+    deadline = clock() + timeout
+    while (left := unsettled()) > 0:
+        if clock() > deadline:
+            raise TimeoutError(f"gave up waiting for the burst: {left} jobs unsettled")
+        await sleep(max(POLL_SECONDS, (left / per_second - 1) / 2))
 
 
 def write_window_bound() -> float:
@@ -343,37 +377,38 @@ async def measure(
             extra_env=genbot_env(jobs),
         ) as cluster,
     ):
-        meter = PhaseMeter(cluster, postgres, profile)
-        freeze(sim)
-        async with meter.phase("submit"):
-            await submit(cluster, jobs)
-            await in_flight(cluster, jobs)
-        polls = sim.state.requests_to("/gen/v2/multi_fetch")
-        before, ids_before = len(polls), sum(len(r.body.get("task_ids", [])) for r in polls)
-        async with meter.phase("in flight"):
-            await asyncio.sleep(WINDOW_SECONDS)
-        polls = sim.state.requests_to("/gen/v2/multi_fetch")
-        ids = sum(len(r.body.get("task_ids", [])) for r in polls) - ids_before
-        result.calls_per_cycle = (len(polls) - before) / WINDOW_SECONDS
-        result.ids_per_cycle = ids / WINDOW_SECONDS
-        result.ids_polled = ids
-        result.rss_mb = [rss_mb(pid) for pid in genbot_pids(cluster)]
+        with contextlib.closing(JobCounts(cluster.url)) as counts:
+            meter = PhaseMeter(cluster, postgres, profile)
+            freeze(sim)
+            async with meter.phase("submit"):
+                await submit(cluster, counts, jobs)
+                await in_flight(cluster, counts, jobs)
+            polls = sim.state.requests_to("/gen/v2/multi_fetch")
+            before, ids_before = len(polls), sum(len(r.body.get("task_ids", [])) for r in polls)
+            async with meter.phase("in flight"):
+                await asyncio.sleep(WINDOW_SECONDS)
+            polls = sim.state.requests_to("/gen/v2/multi_fetch")
+            ids = sum(len(r.body.get("task_ids", [])) for r in polls) - ids_before
+            result.calls_per_cycle = (len(polls) - before) / WINDOW_SECONDS
+            result.ids_per_cycle = ids / WINDOW_SECONDS
+            result.ids_polled = ids
+            result.rss_mb = [rss_mb(pid) for pid in genbot_pids(cluster)]
 
-        async with meter.phase("burst"):
-            sim.advance(3600)
-            started = time.time()
-            await cluster.until(lambda: not count_jobs(cluster, UNSETTLED), 900, "the burst")
-        result.cpu = meter.phases
-        resume(sim)
-        result.images_per_second = await image_serving_rate(cluster)
-        rows = query(
-            cluster.url, "SELECT finished_at, updated_at FROM jobs WHERE status = 'posted'"
-        )
-        expect_all_posted(cluster, len(rows), jobs, "the burst")
-        done = [row["updated_at"] for row in rows]
-        result.burst_per_second = len(done) / max(max(done) - started, 1e-6)
-        result.finished_to_posted = [r["updated_at"] - r["finished_at"] for r in rows]
-        result.posted_anew = count_jobs(cluster, POSTED_ANEW)
+            async with meter.phase("burst"):
+                sim.advance(3600)
+                started = time.time()
+                await until_settled(lambda: counts.jobs(UNSETTLED), write_window_bound(), 900)
+            result.cpu = meter.phases
+            resume(sim)
+            result.images_per_second = await image_serving_rate(cluster)
+            rows = query(
+                cluster.url, "SELECT finished_at, updated_at FROM jobs WHERE status = 'posted'"
+            )
+            expect_all_posted(cluster, len(rows), jobs, "the burst")
+            done = [row["updated_at"] for row in rows]
+            result.burst_per_second = len(done) / max(max(done) - started, 1e-6)
+            result.finished_to_posted = [r["updated_at"] - r["finished_at"] for r in rows]
+            result.posted_anew = counts.jobs(POSTED_ANEW)
 
         if processes > 1:
             report = await kill_one_during_jobs(cluster, takeover_jobs(jobs), settle_timeout=600)
