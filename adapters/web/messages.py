@@ -13,7 +13,7 @@ import itertools
 import re
 import secrets
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
@@ -173,6 +173,9 @@ class MessageStore:
         self._by_key: dict[tuple[str, str | None, str], WebMessage] = {}
         self._images: OrderedDict[str, StoredFile] = OrderedDict()
         self._image_bytes = 0
+        self._shown: Counter[str] = Counter()
+        """How many kept messages show each image (a message that leaves then tells at once
+        whether its images are still shown, without reading every kept message)."""
         self._id_prefix = secrets.token_hex(3)
         self._counter = itertools.count(1)
 
@@ -195,6 +198,7 @@ class MessageStore:
             place -= 1
         messages.insert(place, message)
         self._by_id[message.id] = message
+        self._shown.update(message.image_keys())
         if message.key is not None:
             self._by_key[message.channel, message.thread, message.key] = message
         while len(messages) > self._max_messages:
@@ -202,7 +206,7 @@ class MessageStore:
             del self._by_id[dropped.id]
             if dropped.key is not None:
                 self._by_key.pop((dropped.channel, dropped.thread, dropped.key), None)
-            self._forget_images(dropped.image_keys())
+            self._unshow(dropped.image_keys())
         return message
 
     def restore(self, messages: list[WebMessage], images: dict[str, StoredFile]) -> None:
@@ -223,10 +227,7 @@ class MessageStore:
             self._remember(key, stored)
         if known is None:
             return self.add(message)
-        old_keys = known.image_keys()
-        for item in fields(WebMessage):
-            setattr(known, item.name, getattr(message, item.name))
-        self._forget_images(old_keys - known.image_keys())
+        self._take_fields(known, message)
         return known
 
     def update(self, message: WebMessage) -> WebMessage | None:
@@ -238,11 +239,17 @@ class MessageStore:
             return self.add(message)
         if known.version > message.version:
             return None
+        self._take_fields(known, message)
+        return known
+
+    def _take_fields(self, known: WebMessage, message: WebMessage) -> None:
+        """``known`` (kept) takes ``message``'s fields; the images it no longer shows go
+        unless another kept message shows them."""
         old_keys = known.image_keys()
         for item in fields(WebMessage):
             setattr(known, item.name, getattr(message, item.name))
-        self._forget_images(old_keys - known.image_keys())
-        return known
+        self._shown.update(known.image_keys())
+        self._unshow(old_keys)
 
     def get(self, message_id: str) -> WebMessage | None:
         return self._by_id.get(message_id)
@@ -275,7 +282,7 @@ class MessageStore:
         self._channels[message.channel].remove(message)
         if message.key is not None:
             self._by_key.pop((message.channel, message.thread, message.key), None)
-        self._forget_images(message.image_keys())
+        self._unshow(message.image_keys())
         return message
 
     def keyed(self, channel: str, thread: str | None, key: str) -> WebMessage | None:
@@ -320,7 +327,11 @@ class MessageStore:
         """Show ``images`` on ``message`` (served at stable, content-addressed URLs)."""
         old_keys = message.image_keys()
         message.images = [self._keep_image(image) for image in images]
-        self._forget_images(old_keys - message.image_keys())
+        if self._by_id.get(message.id) is message:
+            self._shown.update(message.image_keys())
+            self._unshow(old_keys)
+        else:
+            self._forget_images(old_keys - message.image_keys())
 
     def image(self, key: str) -> StoredFile | None:
         return self._images.get(key)
@@ -351,13 +362,18 @@ class MessageStore:
             "height": stored.height,
         }
 
+    def _unshow(self, keys: set[str]) -> None:
+        """A kept message no longer shows ``keys``: those no other kept message shows go."""
+        self._shown.subtract(keys)
+        for key in keys:
+            if self._shown[key] <= 0:
+                del self._shown[key]
+        self._forget_images(keys)
+
     def _forget_images(self, keys: set[str]) -> None:
-        if not keys:
-            return
-        in_use = set().union(*(m.image_keys() for m in self._by_id.values()))
-        for key in keys - in_use:
-            dropped = self._images.pop(key, None)
-            if dropped is not None:
+        """Drop ``keys``' bytes where no kept message shows them."""
+        for key in keys:
+            if key not in self._shown and (dropped := self._images.pop(key, None)) is not None:
                 self._image_bytes -= dropped.size
 
     def keep_image(self, key: str, stored: StoredFile) -> None:
