@@ -11,7 +11,7 @@ import pytest
 
 from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Store
 from storage.postgres import PostgresStore
-from storage.queries.playground import SQL_IMAGES_ONLY_OF, SQL_SWEEP_IMAGES
+from storage.queries.playground import SQL_IMAGES_ONLY_OF, SQL_SWEEP_IMAGES, SQL_SWEEP_UNSHOWN
 from storage.sql.dialect import text_inside
 from storage.sql.session import Session
 from tests.storage.conftest import ManualClock
@@ -285,14 +285,51 @@ async def test_a_batch_of_saves_is_sent_in_a_few_round_trips_whatever_its_size(
     assert [i.key for i in images] == ["k"]
 
 
+async def test_a_trim_of_messages_that_showed_no_image_sweeps_nothing(store: Store) -> None:
+    """Every save that trimmed a channel swept the images, reading every message's: 15 % of
+    PostgreSQL's statement time in the 3000-job burst, whose trims took commands and progress
+    messages, which show none. Only the images a trimmed or saved message showed are looked
+    for now."""
+    await store.playground.save_playground_message(message("r", keys=("k",)), [image("k")], keep=3)
+    trips = counted(store).trips
+    for n in range(5):
+        await store.playground.save_playground_message(message(f"m{n}"), [], keep=3)
+    statements = [sql for trip in trips for sql, _ in trip.statements]
+    assert sum(sql.startswith("DELETE FROM playground_messages") for sql in statements) == 5
+    assert [sql for sql in statements if "playground_images" in sql] == [
+        SQL_SWEEP_UNSHOWN.format(
+            "?", store.db.dialect.json_contains("image_keys", "playground_images.key")
+        )
+    ], "one sweep: when r (showing k) left"
+    assert await store.playground.playground_image("k") is None
+
+
+async def test_the_images_a_save_stops_showing_go_unless_another_message_shows_them(
+    store: Store,
+) -> None:
+    save = store.playground.save_playground_message
+    await save(message("a", keys=("k1", "k2")), [image("k1"), image("k2")], keep=10)
+    await save(message("b", keys=("k2",)), [image("k2")], keep=10)
+    await save(message("a", keys=("k3",)), [image("k3")], keep=10)
+    assert await store.playground.playground_image("k1") is None
+    assert await store.playground.playground_image("k2") is not None, "b shows it"
+    await asyncio.gather(
+        save(message("b", keys=("k4",)), [image("k4")], keep=10),
+        save(message("b"), [], keep=10),
+    )
+    for gone in ("k2", "k4"):
+        assert await store.playground.playground_image(gone) is None, gone
+    assert await store.playground.playground_image("k3") is not None
+
+
 @pytest.mark.parametrize("asked", ["sweep", "images only a user shows"])
 async def test_the_images_are_matched_with_one_read_of_the_messages_whatever_their_number(
     store: Store, asked: str
 ) -> None:
-    """Every save that trims a channel sweeps the images no message shows any more, and
-    /forget-me finds the images only a user's messages show. As ``key NOT IN (the messages'
-    keys)`` PostgreSQL searched those keys once per image when they are too many to hash (a
-    small ``work_mem`` stands for a large playground here)."""
+    """/forget-me finds the images only a user's messages show, then sweeps the images no
+    message shows any more. As ``key NOT IN (the messages' keys)`` PostgreSQL searched those
+    keys once per image when they are too many to hash (a small ``work_mem`` stands for a large
+    playground here)."""
     if not isinstance(store, PostgresStore):
         pytest.skip("SQLite plans these its own way")
     shown = 100
