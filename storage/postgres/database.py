@@ -111,8 +111,7 @@ class PostgresDatabase:
                 async with self.connection() as conn:
                     if not transaction:
                         return await work(_Statements(conn))
-                    async with conn.transaction():
-                        return await work(_Statements(conn))
+                    return await _in_transaction(conn, work)
             except ConnectionLost:
                 if attempt == 2 or not repeatable:
                     raise
@@ -199,16 +198,55 @@ class PostgresDatabase:
         await self._lock_pool.close()
 
 
+async def _in_transaction(conn: Connection, work: Callable[[Session], Awaitable[T]]) -> T:
+    """``work`` in one transaction on ``conn``: its ``BEGIN`` goes with its first statements
+    (psycopg's ``transaction()`` sends it alone, a round trip of its own in every transaction),
+    ``COMMIT`` after it, ``ROLLBACK`` when it raises. A transaction ``work`` sent no statement
+    in sends nothing. A cancelled one is left as it is: its connection, not idle, is closed
+    when it goes back to the pool."""
+    statements = _Statements(conn, begin=True)
+    try:
+        result = await work(statements)
+    except Exception:
+        if not statements.begin:
+            with contextlib.suppress(psycopg.Error):
+                await conn.rollback()
+        raise
+    if not statements.begin:
+        await conn.commit()
+    return result
+
+
 class _Statements:
     """Statements on one borrowed connection (in a transaction or not). A statement without
-    values goes as it is written (no placeholders to translate)."""
+    values goes as it is written (no placeholders to translate). With ``begin``, the first
+    statements sent start a transaction: a ``BEGIN`` goes before them, in the same round trip
+    (a pipeline)."""
 
     dialect: Final = POSTGRES
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, *, begin: bool = False) -> None:
         self._conn = conn
+        self.begin = begin
+        """Whether a ``BEGIN`` is still to be sent with the next statements."""
+
+    @asynccontextmanager
+    async def _pipeline(self) -> AsyncIterator[None]:
+        """A pipeline for the statements sent in the block (one round trip as it ends), led by
+        the transaction's ``BEGIN`` when it is still to be sent."""
+        async with self._conn.pipeline():
+            if self.begin:
+                self.begin = False
+                await self._conn.execute("BEGIN")
+            yield
 
     async def _run(self, sql: str, values: Values) -> AsyncCursor[DictRow]:
+        if self.begin:
+            async with self._pipeline():
+                return await self._send(sql, values)
+        return await self._send(sql, values)
+
+    async def _send(self, sql: str, values: Values) -> AsyncCursor[DictRow]:
         if not values:
             return await self._conn.execute(sql)
         return await self._conn.execute(POSTGRES.statement(sql), values)
@@ -226,6 +264,8 @@ class _Statements:
         batch = list(rows)
         if not batch:
             return 0
+        if self.begin:
+            return sum(await self.execute_each(sql, batch))
         async with self._conn.cursor() as cursor:
             await cursor.executemany(POSTGRES.statement(sql), batch)
             return cursor.rowcount
@@ -235,7 +275,7 @@ class _Statements:
         if not batch:
             return []
         statement = POSTGRES.statement(sql)
-        async with self._conn.pipeline():
+        async with self._pipeline():
             cursors = [await self._conn.execute(statement, values) for values in batch]
         return [cursor.rowcount for cursor in cursors]
 
@@ -243,8 +283,8 @@ class _Statements:
         batch = list(statements)
         if not batch:
             return []
-        async with self._conn.pipeline():
-            cursors = [await self._run(sql, values) for sql, values in batch]
+        async with self._pipeline():
+            cursors = [await self._send(sql, values) for sql, values in batch]
         return [await c.fetchall() if c.description is not None else [] for c in cursors]
 
 
