@@ -95,16 +95,22 @@ class PlaygroundJournal:
             {image.key: _file(image) for image in images},
         )
 
-    async def save(self, message: WebMessage, images: Iterable[tuple[str, StoredFile]]) -> int:
-        """Save ``message`` (new or changed) with the images it shows; the version saved. A
-        message of genbot's replying to a command marks that command handled."""
+    async def save(
+        self,
+        message: WebMessage,
+        images: Iterable[tuple[str, StoredFile]],
+        *,
+        answers: str | None = None,
+    ) -> int:
+        """Save ``message`` (new or changed) with the images it shows; the version saved.
+        ``answers``: the command it marks handled (a message of genbot's replying to it)."""
         stored = MessageToSave(
             message.id,
             message.channel,
             message.pending,
             tuple(sorted(message.image_keys())),
             message_record(message),
-            answers=message.reply_to if message.kind != "user" else None,
+            answers=answers,
         )
         shown = [
             ImageToSave(key, f.filename, f.content_type, f.width, f.height, f.data)

@@ -246,6 +246,15 @@ class Playground:
                 shown = self.store.get(message_id)
         return shown
 
+    def _answers(self, message: WebMessage) -> str | None:
+        """The command a message of genbot's replies to, for its save to mark it handled;
+        None once this process knows it is (a command handled is never pending again: each
+        edit of a job's message, the result too, marked it again)."""
+        if message.kind == "user" or message.reply_to is None:
+            return None
+        command = self.store.get(message.reply_to)
+        return None if command is not None and not command.pending else message.reply_to
+
     def _answered(self, message: WebMessage) -> None:
         """A message of genbot's replying to a command was saved: the history marked that
         command handled with it (no process handles it again), so does this one."""
@@ -375,7 +384,8 @@ class Playground:
             if self.journal is None:
                 raise SurfaceError("the playground is stopped")
             try:
-                saved = await self.journal.save(message, self.store.stored_images(message))
+                images = self.store.stored_images(message)
+                saved = await self.journal.save(message, images, answers=self._answers(message))
                 message.version = max(message.version, saved)
                 self._answered(message)
             except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:

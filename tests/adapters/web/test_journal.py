@@ -34,10 +34,12 @@ from bot.kernel import (
     SurfaceError,
 )
 from storage import PlaygroundHistory, SqliteStore
+from storage.queries.playground import SQL_ANSWERED
 from storage.sqlite.database import SqliteDatabase
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
 from tests.fakes.router import FakeRouter
 from tests.resilience.hostile_files import noise_png
+from tests.storage.counting import counted
 
 PLACE = Place("web", "web", "general", None)
 LEGACY_SCHEMA = """
@@ -220,6 +222,33 @@ async def test_a_command_genbot_already_answered_is_not_handled_again(tmp_path: 
     async with playground(path, core) as adapter:
         assert await adapter.intake.drain(5) == 0, "whatever the start resumed has run"
     assert core.events == []
+
+
+async def test_a_command_is_marked_handled_once_however_often_its_answer_changes(
+    tmp_path: Path,
+) -> None:
+    """Each save of a message of genbot's replying to a command marked the command handled
+    again: every step of a job's progress message, and its result (a statement each time,
+    2,447 in the 3000-job burst, that changed nothing)."""
+    core = StuckCore()
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store.playground)
+        core.surface = adapter.surface
+        await adapter.start(FakeRouter(core, [adapter.surface]))
+        try:
+            async with browser_of(adapter) as browser:
+                assert (await post(browser, "/api/command", {"text": "/imagine a heron"}))[0] == 202
+                [event] = await core.wait_for_events(1)
+            trips = counted(store).trips
+            ref = await adapter.surface.send(PLACE, OutMessage("Queued"), origin=event)
+            for step in ("Drawing", "Drawing 0:05", "the grid"):
+                await adapter.surface.edit(ref, OutMessage(step))
+            marks = [sql for trip in trips for sql, _ in trip.statements if sql == SQL_ANSWERED]
+            assert len(marks) == 1, f"{len(marks)} marks"
+            messages, _ = await store.playground.load_playground(keep=10)
+            assert [m.pending for m in messages] == [False, False]
+        finally:
+            await adapter.stop()
 
 
 async def test_the_file_keeps_each_channels_latest_messages_and_their_images(
