@@ -157,12 +157,13 @@ class PlaygroundHistory:
 
     async def _save_together(self, batch: Sequence[Save]) -> list[int]:
         """The batch's statements go together in order (one round trip on PostgreSQL: the
-        channels' locks, the images the messages showed until now, the images — each key once,
-        the first as ``DO NOTHING`` keeps —, each message and the command it answers, the
-        notices), then the trims of the channels that got a new message, then the sweep of the
-        images a message trimmed or saved showed and no longer does, when there are any (once
-        at each trim, it read every message whatever they showed: 15 % of PostgreSQL's
-        statement time in the 3000-job burst, where the messages trimmed showed none)."""
+        channels' locks in one statement, the images the messages showed until now, the images —
+        each key once, the first as ``DO NOTHING`` keeps —, each message and the command it
+        answers, the notices in one statement), then the trims of the channels that got a new
+        message, then the sweep of the images a message trimmed or saved showed and no longer
+        does, when there are any (once at each trim, it read every message whatever they showed:
+        15 % of PostgreSQL's statement time in the 3000-job burst, where the messages trimmed
+        showed none)."""
         now = self.clock()
         shown: dict[str, Values] = {}
         for _, images, _ in batch:
@@ -174,10 +175,11 @@ class PlaygroundHistory:
         ids = list(dict.fromkeys(message.id for message, _, _ in batch))
 
         async def work(tx: Session) -> list[int]:
-            lock, notify = tx.dialect.transaction_lock, tx.dialect.notify
+            lock, locks = tx.dialect.transaction_lock, tx.dialect.transaction_locks
+            notify = tx.dialect.notify_each
             statements: list[tuple[str, Values]] = []
-            if lock is not None:
-                statements += [(lock, (f"{CHANNEL}.{c}",)) for c in channels]
+            if locks is not None:
+                statements.append((locks, ([f"{CHANNEL}.{c}" for c in channels],)))
             before = len(statements)
             statements.append((SQL_SHOWN.format(marks(len(ids))), ids))
             statements += [(SQL_SAVE_IMAGE, row) for row in shown.values()]
@@ -189,7 +191,8 @@ class PlaygroundHistory:
                     statements.append((SQL_ANSWERED, (False, message.answers)))
             if notify is not None:
                 process = self.owner.process_id
-                statements += [(notify, (CHANNEL, f"{process} {m.id}")) for m, _, _ in batch]
+                notices = [f"{process} {m.id}" for m, _, _ in batch]
+                statements.append((notify, (CHANNEL, notices)))
             results = await tx.fetch_each(statements)
             versions = [int(results[n][0]["version"]) for n in saves]
             trim = {

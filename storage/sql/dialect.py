@@ -40,8 +40,12 @@ class Dialect:
     transaction_lock: str | None
     """A statement taking a lock on one text key until the transaction ends (None: the write
     transaction is the lock)."""
+    transaction_locks: str | None
+    """:attr:`transaction_lock` on each text key of its one value (a list), in its order."""
     notify: str | None
     """A statement sending a payload to a channel's listeners (None: nobody else to tell)."""
+    notify_each: str | None
+    """:attr:`notify` of each payload of its second value (a list), in its order."""
     table_exists: str
     """A query with a row when the table named by its one value exists."""
 
@@ -108,7 +112,9 @@ SQLITE: Final = Dialect(
     for_update="",
     skip_locked="",
     transaction_lock=None,
+    transaction_locks=None,
     notify=None,
+    notify_each=None,
     table_exists="SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?",
 )
 POSTGRES: Final = Dialect(
@@ -117,7 +123,15 @@ POSTGRES: Final = Dialect(
     for_update=" FOR UPDATE",
     skip_locked=" FOR UPDATE SKIP LOCKED",
     transaction_lock="SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+    transaction_locks=(
+        "SELECT pg_advisory_xact_lock(hashtextextended(key, 0))"
+        " FROM unnest(CAST(? AS text[])) WITH ORDINALITY AS keys (key, n) ORDER BY n"
+    ),
     notify="SELECT pg_notify(?, ?)",
+    notify_each=(
+        "SELECT pg_notify(?, payload)"
+        " FROM unnest(CAST(? AS text[])) WITH ORDINALITY AS payloads (payload, n) ORDER BY n"
+    ),
     table_exists="SELECT 1 AS found WHERE to_regclass(?) IS NOT NULL",
 )
 

@@ -261,6 +261,29 @@ async def test_saves_asked_together_share_one_transaction_and_keep_their_order(
         assert heard == ["m0", "m1", "m2", "m3", "m4", "m4"], "alike notices of a commit: once"
 
 
+async def test_a_batch_of_saves_locks_its_channels_and_tells_of_its_saves_in_a_statement_each(
+    store: Store,
+) -> None:
+    """Each channel's lock and each message's notice were statements of their own in a batch's
+    pipeline (7,122 locks and 3,200 notices in the 3000-job burst)."""
+    if not isinstance(store, PostgresStore):
+        pytest.skip("SQLite takes no locks and sends no notices")
+    trips = counted(store).trips
+    await asyncio.gather(
+        *(
+            store.playground.save_playground_message(message(f"m{n}", f"c{n % 3}"), [], keep=10)
+            for n in range(9)
+        )
+    )
+    kinds = [
+        [sql.split("(")[0] for sql, _ in trip.statements if "pg_" in sql.split("(")[0]]
+        for trip in trips
+    ]
+    assert all(k.count("SELECT pg_advisory_xact_lock") <= 1 for k in kinds), kinds
+    assert all(k.count("SELECT pg_notify") <= 1 for k in kinds), kinds
+    assert len(trips) < 9, "saves asked together"
+
+
 async def test_a_batch_of_saves_is_sent_in_a_few_round_trips_whatever_its_size(
     store: Store,
 ) -> None:
