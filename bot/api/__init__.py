@@ -109,6 +109,7 @@ from bot.api.models_tasks import (
     allowed_upscale_indexes,
     allowed_variation_indexes,
 )
+from bot.api.multi_fetch_part import MultiFetchPart
 from bot.api.sse import SseEvent, SseParser
 from bot.api.tasks import TaskClient
 from bot.api.validation import RequestModel
@@ -176,6 +177,7 @@ __all__ = [
     "KeyState",
     "KeyStatus",
     "ModelNotAllowed",
+    "MultiFetchPart",
     "MultiFetchRequest",
     "MultiFetchResponse",
     "NoKey",

@@ -4,9 +4,10 @@ tasks")."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import AsyncGenerator, Collection, Iterable, Mapping
+from contextlib import aclosing
 
-from bot.api.errors import BadRequest, InvalidResponse, TaskCreationRefused
+from bot.api.errors import ApiError, BadRequest, InvalidResponse, TaskCreationRefused
 from bot.api.http import CallSafety, HttpResult, HttpTransport
 from bot.api.keys import KeyPool
 from bot.api.models_common import read_model
@@ -31,6 +32,7 @@ from bot.api.models_tasks import (
     VariationRequest,
     WebhookFields,
 )
+from bot.api.multi_fetch_part import MultiFetchPart
 from bot.api.validation import (
     DEFAULT_UPSTREAM_CDN_HOSTS,
     RequestModel,
@@ -142,33 +144,71 @@ class TaskClient:
         (:meth:`MultiFetchResponse.record`). ``known``: task id → the status the caller has; a
         task still in flight in that status is left out of the answer (the caller learns
         nothing from it, and reading records was most of a poll's work: issue 32). Ids are
-        sent in calls of at most 50, a few at a time."""
-        seen = known or {}
+        sent in calls of at most 50, a few at a time; the first call that fails raises its
+        error (the others are cancelled)."""
+        merged: dict[str, TaskRecord | None] = {}
+        async with aclosing(self.multi_fetch_parts(task_ids, key=key, known=known)) as parts:
+            async for part in parts:
+                if part.error is not None:
+                    raise part.error
+                merged.update(part.records)
+        return merged
+
+    def multi_fetch_parts(
+        self, task_ids: Iterable[str], *, key: str = "", known: Mapping[str, str] | None = None
+    ) -> AsyncGenerator[MultiFetchPart, None]:
+        """:meth:`multi_fetch`, one call's answer at a time as each comes (not in the order
+        sent): a caller can act on the first records while the other calls are under way, and
+        a call that fails is a part with its ``error`` (the other calls go on). Close it
+        (``contextlib.aclosing``) to cancel the calls not yet answered. Raises
+        :class:`InvalidRequest` at once for an id that is not one (nothing is sent)."""
         unique = list(dict.fromkeys(task_ids))
-        batches = [
+        requests = [
             MultiFetchRequest(task_ids=unique[start : start + MULTI_FETCH_MAX_IDS])
             for start in range(0, len(unique), MULTI_FETCH_MAX_IDS)
         ]
-        limit = asyncio.Semaphore(MULTI_FETCH_CONCURRENCY)
+        return self._multi_fetch_parts(requests, key, known or {})
 
-        async def one(batch: MultiFetchRequest) -> dict[str, TaskRecord | None]:
+    async def _multi_fetch_parts(
+        self, requests: list[MultiFetchRequest], key: str, known: Mapping[str, str]
+    ) -> AsyncGenerator[MultiFetchPart, None]:
+        limit = asyncio.Semaphore(MULTI_FETCH_CONCURRENCY)
+        calls = [
+            asyncio.ensure_future(self._multi_fetch_part(request, key, known, limit))
+            for request in requests
+        ]
+        try:
+            for answered in asyncio.as_completed(calls):
+                yield await answered
+        finally:
+            for call in calls:
+                call.cancel()
+            await asyncio.gather(*calls, return_exceptions=True)
+
+    async def _multi_fetch_part(
+        self,
+        request: MultiFetchRequest,
+        key: str,
+        known: Mapping[str, str],
+        limit: asyncio.Semaphore,
+    ) -> MultiFetchPart:
+        asked = tuple(request.task_ids)
+        try:
             async with limit:
-                result = await self._post("multi_fetch", batch.to_body(), CallSafety.READ, key)
+                result = await self._post("multi_fetch", request.to_body(), CallSafety.READ, key)
             envelope = read_model(MultiFetchResponse, result.body, "multi_fetch")
             if not envelope.data and envelope.message.lower() not in ("", "success"):
                 raise InvalidResponse(
                     f"multi_fetch failed: code {envelope.code}, {envelope.message}"
                 )
-            return {
+            records = {
                 task_id: envelope.record(task_id)
-                for task_id in batch.task_ids
-                if not envelope.in_flight_as(task_id, seen.get(task_id))
+                for task_id in asked
+                if not envelope.in_flight_as(task_id, known.get(task_id))
             }
-
-        merged: dict[str, TaskRecord | None] = {}
-        for part in await asyncio.gather(*(one(batch) for batch in batches)):
-            merged.update(part)
-        return merged
+        except ApiError as error:
+            return MultiFetchPart(asked, error=error)
+        return MultiFetchPart(asked, records)
 
     async def _create(self, endpoint: str, request: RequestModel, key: str) -> CreateTaskResponse:
         self.check(request)

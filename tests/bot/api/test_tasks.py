@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import uuid
+from contextlib import aclosing
 
 import pytest
 
@@ -28,6 +30,7 @@ from bot.api import (
 )
 from simulator.server import RunningSimulator, serve
 from tests.bot.api.support import FAST_RETRY, settings_for, sim_config
+from tests.sim_holds import one_at_a_time
 from tests.sim_time import freeze
 
 MASK = base64.b64encode(b"\x89PNG\r\n\x1a\n fake mask bytes").decode()
@@ -127,6 +130,44 @@ async def test_multi_fetch_splits_into_calls_of_fifty(
     assert sorted(len(call.body["task_ids"]) for call in calls) == [20, 50, 50]
     assert await api.tasks.multi_fetch([]) == {}
     assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 3
+
+
+async def test_multi_fetch_parts_come_as_each_call_is_answered_a_failed_call_as_its_own(
+    sim: RunningSimulator, api: ProviderClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("bot.api.tasks.MULTI_FETCH_CONCURRENCY", 1)
+    created = [
+        (await api.tasks.imagine(ImagineRequest(prompt=f"fox {i}"))).task_id for i in range(3)
+    ]
+    wanted = created + [str(uuid.UUID(int=i)) for i in range(117)]
+    async with (
+        one_at_a_time(sim, "/gen/v2/multi_fetch") as calls,
+        aclosing(api.tasks.multi_fetch_parts(wanted)) as parts,
+    ):
+        coming = asyncio.ensure_future(anext(parts))
+        await calls.arrived(1)
+        calls.let_through()
+        first = await coming
+        await calls.arrived(2)
+        for account in sim.state.accounts.values():
+            account.revoked = True
+        calls.let_through()
+        failed = await anext(parts)
+        for account in sim.state.accounts.values():
+            account.revoked = False
+        await calls.arrived(3)
+        calls.let_through()
+        last = await anext(parts)
+        with pytest.raises(StopAsyncIteration):
+            await anext(parts)
+
+    assert first.task_ids == tuple(wanted[:50]) and first.error is None
+    assert set(first.records) == set(first.task_ids)
+    assert all(first.records[task_id] is not None for task_id in created)
+    assert failed.task_ids == tuple(wanted[50:100]) and not failed.records
+    assert isinstance(failed.error, AuthenticationError)
+    assert last.task_ids == tuple(wanted[100:]) and last.error is None
+    assert set(last.records) == set(last.task_ids)
 
 
 async def test_multi_fetch_leaves_out_tasks_in_flight_in_the_status_the_caller_knows() -> None:
