@@ -10,10 +10,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Container, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.api import ApiError, DiffusionFailed, DiffusionResponse, ProviderClient, TaskRecord
+from bot.api import (
+    ApiError,
+    DiffusionFailed,
+    DiffusionResponse,
+    MultiFetchPart,
+    ProviderClient,
+    TaskRecord,
+)
 from bot.features.jobs import wording
 from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.params import job_language, result_with
@@ -272,37 +280,60 @@ class ProviderState:
         return await self.finish(job, "failed", error=error, result=result)
 
     async def poll_tasks(self, jobs: Sequence[Job | JobBrief], *, mark_polled: bool) -> bool:
-        """Read family B ``jobs`` with one multi_fetch per provider key (a task id is the
-        account's that made it) and apply the records (``mark_polled``: store the poll's time,
-        for the webhook backstop); a task still in flight in its job's status is left out of
-        the answer (nothing to apply: most of a poll over thousands of jobs), and only the jobs
-        given as briefs whose records came back are read whole (together). True if any job
-        changed."""
+        """Read family B ``jobs`` with multi_fetch, per provider key (a task id is the
+        account's that made it), and apply each call's answer as it comes, while the other
+        calls are under way (:meth:`_apply_part`); a call that fails loses only its own ids
+        this round (logged). A task still in flight in its job's status is left out of the
+        answer (nothing to apply: most of a poll over thousands of jobs). ``mark_polled``:
+        store the poll's time of the jobs each answer was about, for the webhook backstop.
+        True if any job changed."""
         by_key: dict[str, dict[str, Job | JobBrief]] = {}
         for job in jobs:
             if job.provider_id:
                 by_key.setdefault(job.provider_key or "", {})[job.provider_id] = job
-        if not by_key:
-            return False
-        reads = await asyncio.gather(
-            *(self._read_tasks(key, batch) for key, batch in by_key.items())
+        polled = await asyncio.gather(
+            *(self._poll_key(key, batch, mark_polled) for key, batch in by_key.items())
         )
-        read = [pair for pair in zip(by_key.values(), reads, strict=True) if pair[1] is not None]
-        if not read:
+        return any(polled)
+
+    async def _poll_key(
+        self, key: str, batch: dict[str, Job | JobBrief], mark_polled: bool
+    ) -> bool:
+        """One key's tasks read with multi_fetch, each call's answer applied as it comes."""
+        known = {task_id: job.status for task_id, job in batch.items()}
+        try:
+            parts = self._provider.tasks.multi_fetch_parts(batch, key=key, known=known)
+        except ApiError as error:
+            log.warning("multi_fetch of %d tasks (key %s) refused: %s", len(batch), key, error)
             return False
+        changed = False
+        async with aclosing(parts):
+            async for part in parts:
+                if part.error is not None:
+                    log.warning(
+                        "multi_fetch of %d tasks (key %s) failed: %s",
+                        len(part.task_ids),
+                        key,
+                        part.error,
+                    )
+                    continue
+                changed |= await self._apply_part(batch, part, mark_polled)
+        return changed
+
+    async def _apply_part(
+        self, batch: dict[str, Job | JobBrief], part: MultiFetchPart, mark_polled: bool
+    ) -> bool:
+        """Apply one multi_fetch call's answer: the briefs among the jobs it has records of
+        are read whole in one statement, and their moves go to storage together (one turn's
+        :class:`MoveBatch`); each job the provider is done with goes to delivery as it moves."""
+        asked = [batch[task_id] for task_id in part.task_ids if task_id in batch]
         if mark_polled:
-            await self._store.tracking.mark_polled(
-                job.id for batch, _ in read for job in batch.values()
-            )
-        for batch, records in read:
-            for task_id, job in batch.items():
-                if records is not None and task_id not in records:
-                    self._unresolved.pop(job.id, None)
+            await self._store.tracking.mark_polled(job.id for job in asked)
+        for task_id in part.task_ids:
+            if task_id in batch and task_id not in part.records:
+                self._unresolved.pop(batch[task_id].id, None)
         answered = [
-            (batch[task_id], record)
-            for batch, records in read
-            for task_id, record in (records or {}).items()
-            if task_id in batch
+            (batch[task_id], record) for task_id, record in part.records.items() if task_id in batch
         ]
         whole = await self._whole([job for job, _ in answered])
         results = await asyncio.gather(
@@ -319,17 +350,6 @@ class ProviderState:
         known = {job.id: job for job in jobs if isinstance(job, Job)}
         briefs = [job.id for job in jobs if not isinstance(job, Job)]
         return known | (await self._store.tracking.whole_jobs(briefs) if briefs else {})
-
-    async def _read_tasks(
-        self, key: str, batch: dict[str, Job | JobBrief]
-    ) -> dict[str, TaskRecord | None] | None:
-        """One key's tasks read with multi_fetch; None when it failed (logged)."""
-        known = {task_id: job.status for task_id, job in batch.items()}
-        try:
-            return await self._provider.tasks.multi_fetch(batch, key=key, known=known)
-        except ApiError as error:
-            log.warning("multi_fetch of %d tasks (key %s) failed: %s", len(batch), key, error)
-            return None
 
     async def _apply_read(self, job: Job, record: TaskRecord | None) -> bool:
         """Apply what multi_fetch said of ``job``'s task; ``None``: it could not resolve it."""
