@@ -281,12 +281,13 @@ class ProviderState:
 
     async def poll_tasks(self, jobs: Sequence[Job | JobBrief], *, mark_polled: bool) -> bool:
         """Read family B ``jobs`` with multi_fetch, per provider key (a task id is the
-        account's that made it), and apply each call's answer as it comes, while the other
-        calls are under way (:meth:`_apply_part`); a call that fails loses only its own ids
-        this round (logged). A task still in flight in its job's status is left out of the
-        answer (nothing to apply: most of a poll over thousands of jobs). ``mark_polled``:
-        store the poll's time of the jobs each answer was about, for the webhook backstop.
-        True if any job changed."""
+        account's that made it), and apply each call's answer as it comes (one at a time per
+        key), while the other calls are under way (:meth:`_apply_part`): a job the provider is
+        done with goes to delivery as its answer is applied. A call that fails loses
+        only its own tasks this round (logged). A task still in flight in its job's status is
+        left out of the answer (nothing to apply: most of a poll over thousands of jobs).
+        ``mark_polled``: store the poll's time of the jobs each answer was about, for the
+        webhook backstop. True if any job changed."""
         by_key: dict[str, dict[str, Job | JobBrief]] = {}
         for job in jobs:
             if job.provider_id:

@@ -1,6 +1,8 @@
-"""Applying what the provider says: the moves of one multi_fetch answer reach storage in one
-round trip whatever its size, a task still in flight as its job says is not read (nor its job's
-whole row), and progress edits never hold up a poll."""
+"""Applying what the provider says: each multi_fetch call's answer is applied as it comes (its
+jobs read whole in one statement, moved in one round trip whatever its size, and delivered while
+the round's other calls are under way; a failed call loses only its own tasks), a task still in
+flight as its job says is not read (nor its job's whole row), and progress edits never hold up
+a poll."""
 
 from __future__ import annotations
 
