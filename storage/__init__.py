@@ -72,6 +72,7 @@ from storage.records.jobs import (
     DiffusionType as DiffusionType,
     Job as Job,
     JobBrief as JobBrief,
+    JobChannel as JobChannel,
     JobFamily as JobFamily,
     JobMessage as JobMessage,
     JobMessageKind as JobMessageKind,

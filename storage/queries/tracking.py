@@ -12,12 +12,20 @@ from storage.queries.base import Clock, Owner
 from storage.queries.grouped import Grouped
 from storage.queries.jobs import job_from_row, status_tuple
 from storage.queries.ledger import utc_day
-from storage.records.jobs import UNFINISHED_STATUSES, Job, JobBrief, JobStatus, RunningJob
+from storage.records.jobs import (
+    UNFINISHED_STATUSES,
+    Job,
+    JobBrief,
+    JobChannel,
+    JobStatus,
+    RunningJob,
+)
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Session, record
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 SQL_UNFINISHED: Final = "SELECT {} FROM jobs WHERE {} ORDER BY created_at, id"
+SQL_JOB_CHANNEL: Final = "id, platform, workspace_id, channel_id"
 FILTERS: Final = {
     "family": "family = ?",
     "webhook_quiet_since": "(last_webhook_at IS NULL OR last_webhook_at < ?)",
@@ -236,18 +244,19 @@ class JobTracking:
         rows = await self.db.fetch_all(SQL_JOBS_BY_IDS.format(marks(len(unique))), unique)
         return {job.id: job for job in map(job_from_row, rows)}
 
-    async def unfinished_job_ids(
+    async def unfinished_job_channels(
         self,
         statuses: Iterable[JobStatus],
         *,
         due_at: float | None = None,
         owner: str | None = None,
-    ) -> list[str]:
-        """The ids of the jobs :meth:`list_unfinished_jobs` would list with these filters,
-        oldest first: one column, for callers that need no more (the tracker's delivery pass
-        reads it every round)."""
-        query, values = _listing("id", statuses, {"due_at": due_at, "owner": owner}, None, None)
-        return [str(row["id"]) for row in await self.db.fetch_all(query, values)]
+    ) -> list[JobChannel]:
+        """The ids and channels of the jobs :meth:`list_unfinished_jobs` would list with these
+        filters, oldest first: four short columns, for callers that need no more (the
+        tracker's delivery pass reads it every round)."""
+        filters = {"due_at": due_at, "owner": owner}
+        query, values = _listing(SQL_JOB_CHANNEL, statuses, filters, None, None)
+        return [record(JobChannel, row) for row in await self.db.fetch_all(query, values)]
 
     async def next_poll_after(
         self, statuses: Iterable[JobStatus], after: float, *, owner: str | None = None

@@ -237,6 +237,18 @@ class Lease:
 
 
 @dataclass(frozen=True)
+class JobChannel:
+    """A job's id and the channel its messages go to: what the tracker's delivery pass reads
+    of each job waiting for delivery (:meth:`storage.JobTracking.unfinished_job_channels`),
+    to share the delivery slots fairly among channels."""
+
+    id: str
+    platform: str
+    workspace_id: str
+    channel_id: str
+
+
+@dataclass(frozen=True)
 class JobBrief:
     """What the tracker's poll round reads of a job in flight
     (:meth:`storage.JobTracking.list_job_briefs`): enough to decide whether to poll it and to

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from storage import RunningJob, Store
+from storage import JobChannel, RunningJob, Store
 from tests.storage.conftest import ManualClock, new_job
 from tests.storage.counting import counted
 from tests.storage.helpers import create_job
@@ -107,20 +107,24 @@ async def test_unfinished_jobs_are_counted_by_status_and_platform(store: Store) 
     ]
 
 
-async def test_unfinished_job_ids_are_those_the_listing_gives(
+async def test_unfinished_job_channels_are_those_the_listing_gives(
     store: Store, clock: ManualClock
 ) -> None:
     due = await finished_job(store)
     later = await finished_job(store, next_poll_at=clock.now + 5)
     await create_job(store.admission, new_job())
+    tracking = store.tracking
 
-    ids = await store.tracking.unfinished_job_ids(("finished", "failed"), due_at=clock.now)
+    found = await tracking.unfinished_job_channels(("finished", "failed"), due_at=clock.now)
 
-    listed = await store.tracking.list_unfinished_jobs(("finished", "failed"), due_at=clock.now)
-    assert ids == [job.id for job in listed] == [due]
-    assert await store.tracking.unfinished_job_ids(("finished",), owner="someone else") == []
-    mine = await store.tracking.unfinished_job_ids(("finished",), owner=store.owner.process_id)
-    assert sorted(mine) == sorted([due, later])
+    listed = await tracking.list_unfinished_jobs(("finished", "failed"), due_at=clock.now)
+    assert found == [
+        JobChannel(job.id, job.platform, job.workspace_id, job.channel_id) for job in listed
+    ]
+    assert [job.id for job in found] == [due]
+    assert await tracking.unfinished_job_channels(("finished",), owner="someone else") == []
+    mine = await tracking.unfinished_job_channels(("finished",), owner=store.owner.process_id)
+    assert sorted(job.id for job in mine) == sorted([due, later])
 
 
 async def test_job_briefs_are_the_listings_jobs_in_a_few_columns_and_whole_jobs_read_by_id(

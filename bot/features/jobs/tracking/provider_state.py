@@ -118,8 +118,8 @@ class ScreensResults(Protocol):
 
 
 class ProviderState:
-    """Applies what the provider says about jobs; ``on_done`` hears the id of each job this
-    process holds that the provider is done with (the tracker delivers it); ``results``
+    """Applies what the provider says about jobs; ``on_done`` hears of each job this process
+    holds that the provider is done with, as it moved (the tracker delivers it); ``results``
     moderates a finished describe job's prompts before they are stored."""
 
     def __init__(
@@ -130,7 +130,7 @@ class ProviderState:
         watch: JobWatch,
         limits: LimitsSettings,
         *,
-        on_done: Callable[[str], None],
+        on_done: Callable[[Job], None],
         clock: Callable[[], float],
         starting: Container[str],
         results: ScreensResults | None = None,
@@ -256,7 +256,7 @@ class ProviderState:
         )
         if moved and owned:
             self._watch.touch(job.id)
-            self._on_done(job.id)
+            self._on_done(job)
         return moved
 
     async def time_out(self, job: Job) -> bool:

@@ -76,6 +76,7 @@ from bot.api import ProviderClient, TaskRecord
 from bot.features.jobs import wording
 from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.starter import CREATING_GRACE_SECONDS
+from bot.features.jobs.tracking.delivery_slots import DeliverySlots
 from bot.features.jobs.tracking.leases import Leases
 from bot.features.jobs.tracking.notifications import (
     NotJson,
@@ -97,6 +98,7 @@ from storage import (
     JOB_ID_MAX,
     Job,
     JobBrief,
+    JobChannel,
     JobLeasing,
     JobStatus,
     JobTracking,
@@ -120,6 +122,16 @@ AGE_SHARE = 0.05
 (never under ``poll_interval_min``): how late, relative to its age, a job's finish may be known."""
 _SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
 Listed = TypeVar("Listed", Job, JobBrief)
+
+
+DeliveryChannel = tuple[str, str, str]
+"""The channel a result is posted in, as the delivery slots are shared: platform, workspace,
+channel (a thread's is its parent's: they share write windows)."""
+
+
+def channel_of(job: Job | JobChannel) -> DeliveryChannel:
+    """The channel ``job``'s result is posted in."""
+    return (job.platform, job.workspace_id, job.channel_id)
 
 
 @dataclass(frozen=True)
@@ -172,7 +184,7 @@ class Tracker:
             delivery,
             watch,
             limits,
-            on_done=self.schedule_delivery,
+            on_done=lambda job: self.schedule_delivery(job.id, channel_of(job)),
             clock=clock,
             starting=starting,
             results=results,
@@ -187,8 +199,7 @@ class Tracker:
         self._deliveries: dict[str, asyncio.Task[None]] = {}
         self._delivering_since: dict[str, float] = {}
         self._fetches: set[asyncio.Task[bool]] = set()
-        self._delivery_slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
-        self._waiting_for_slot = 0
+        self._delivery_slots = DeliverySlots(DELIVERY_CONCURRENCY)
         self._stopped = False
         self._kicked = False
         self._next_sweep = 0.0
@@ -290,7 +301,7 @@ class Tracker:
         if job is None or job.owner != self._owner:
             return
         if job.status in _DELIVERABLE:
-            self.schedule_delivery(job.id)
+            self.schedule_delivery(job.id, channel_of(job))
         elif job.status in ACTIVE_STATUSES:
             self._fetch_soon(job)
 
@@ -368,12 +379,15 @@ class Tracker:
         """Mirror a family B record into the job (:meth:`ProviderState.apply_task_record`)."""
         return await self.state.apply_task_record(job, record, webhook_at=webhook_at, owned=owned)
 
-    def schedule_delivery(self, job_id: str) -> None:
-        """Deliver ``job_id`` in the background (once at a time per job)."""
+    def schedule_delivery(self, job_id: str, channel: DeliveryChannel | None = None) -> None:
+        """Deliver ``job_id`` in the background (once at a time per job), in a slot taken
+        fairly among ``channel`` and the other channels results wait for (see
+        :mod:`~bot.features.jobs.tracking.delivery_slots`; ``None``: not known here)."""
         running = self._deliveries.get(job_id)
         if self._stopped or (running is not None and not running.done()):
             return
-        task = asyncio.create_task(self._deliver(job_id), name=f"genbot-deliver-{job_id}")
+        delivery = self._deliver(job_id, channel)
+        task = asyncio.create_task(delivery, name=f"genbot-deliver-{job_id}")
         self._deliveries[job_id] = task
         self._delivering_since[job_id] = self._clock()
         task.add_done_callback(lambda _: self._forget(job_id, task))
@@ -396,25 +410,19 @@ class Tracker:
     def deliveries_waiting(self) -> bool:
         """Whether deliveries are waiting for one of the ``DELIVERY_CONCURRENCY`` slots (a
         burst of results: the progress ticker leaves them the event loop and storage)."""
-        return self._waiting_for_slot > 0
+        return self._delivery_slots.waiting > 0
 
-    async def _deliver(self, job_id: str) -> None:
+    async def _deliver(self, job_id: str, channel: DeliveryChannel | None) -> None:
         metrics.LOG_JOB_ID.set(job_id)
-        self._waiting_for_slot += 1
         try:
-            await self._delivery_slots.acquire()
-        finally:
-            self._waiting_for_slot -= 1
-        try:
-            retry_at = await self._delivery.deliver(job_id)
+            async with self._delivery_slots.slot(channel):
+                retry_at = await self._delivery.deliver(job_id)
         except StorageError as error:
             OUTAGE.failed("result delivery", error)
             return
         except Exception:
             log.exception("delivering job %s failed", job_id)
             return
-        finally:
-            self._delivery_slots.release()
         if retry_at is not None:
             self._wake.set()
 
@@ -467,10 +475,10 @@ class Tracker:
         if now >= self._next_sweep:
             self._next_sweep = now + SWEEP_SECONDS
             changed |= await self._sweep_stranded(now)
-        for job_id in await self._store.tracking.unfinished_job_ids(
+        for result in await self._store.tracking.unfinished_job_channels(
             _DELIVERABLE, due_at=now, owner=self._owner
         ):
-            self.schedule_delivery(job_id)
+            self.schedule_delivery(result.id, channel_of(result))
         quiet = now - self._limits.poll_interval_max if self.webhooks else None
         briefs_in_flight = self._paged(
             self._store.tracking.list_job_briefs,

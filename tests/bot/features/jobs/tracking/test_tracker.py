@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from bot.api import ImagineRequest, TaskRecord
 from bot.features.jobs.messages import place_of
 from bot.features.jobs.starter import CREATING_GRACE_SECONDS
+from bot.features.jobs.tracking import tracker as tracker_module
 from bot.features.jobs.tracking.provider_state import LOST_AFTER_NULLS, LOST_TASK
 from bot.features.jobs.tracking.tracker import AGE_SHARE, SWEEP_SECONDS
 from bot.features.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, TIMEOUT_NOTE
@@ -265,6 +267,43 @@ async def test_job_messages_share_the_write_windows_and_are_never_rate_limited(
         await bot.jobs.tracker.wait_idle()
         assert platform.rate_limited == 0
         assert len(bot.platform.with_images()) == 3
+
+
+class ResultOrder(FakePlatform):
+    """A fake platform that notes the channel of each result as it is shown."""
+
+    def __init__(self, profile: PlatformProfile) -> None:
+        super().__init__(profile=profile)
+        self.results_in: list[str] = []
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        await super().edit(ref, message)
+        if message.images:
+            self.results_in.append(ref.place.channel_id)
+
+
+async def test_a_busy_channels_results_do_not_hold_up_another_channels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Results wait for their channel's write window inside a delivery slot; taken first come,
+    first served, the slots held by a busy channel's results kept a quiet channel's result
+    waiting behind every one of them."""
+    monkeypatch.setattr(tracker_module, "DELIVERY_CONCURRENCY", 2)
+    platform = ResultOrder(PlatformProfile(edits_per_window_per_channel=2, edit_window_seconds=0.2))
+    quiet = replace(PLACE, channel_id="quiet")
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        for n in range(6):
+            command = Command(user=User(f"user{n}"), place=PLACE, name="imagine")
+            await bare.engines.images.imagine(command, f"a busy fox {n}")
+        command = Command(user=User("quiet"), place=quiet, name="imagine")
+        await bare.engines.images.imagine(command, "a quiet fox")
+        sim.advance(120)
+
+        await bare.engines.tracker.poll_round()
+        await bare.engines.tracker.wait_idle()
+
+        assert platform.results_in.count(PLACE.channel_id) == 6
+        assert platform.results_in.index("quiet") <= 2, platform.results_in
 
 
 ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
