@@ -86,6 +86,9 @@ are counted until their call returns)."""
 BOOKED_GRACE = 0.25
 """How late a write booked in the shared windows may still be made on its booking (its slot
 counts half a second past its window); later, it is asked for again."""
+BOOK_AHEAD = 0.05
+"""Seconds before its room here opens that the next write of a channel asks for its turn in
+the shared windows, so that it goes as the room opens rather than a reservation later."""
 UNHELD_ALLOWANCE = 0.1
 """A write granted without ``hold`` is taken as finished this long after its grant."""
 _MIN_SLEEP = 1e-6
@@ -373,7 +376,19 @@ class Pacer:
                         raise PacingTimeout(
                             f"no room to write in {channel_key} before the deadline"
                         )
-                    await self.clock.sleep(max(ready - now, _MIN_SLEEP))
+                    wait = ready - now
+                    if self._shared is not None and booked is None:
+                        if wait > BOOK_AHEAD:
+                            wait -= BOOK_AHEAD
+                        elif self._is_next(ticket, now):
+                            booking = await self._reserve_shared(ticket, channel, now, deadline)
+                            if booking.counted:
+                                booked = booking
+                                booked_until = now + booking.wait + BOOKED_GRACE
+                            told = now + booking.wait
+                            now = self.clock.monotonic()
+                            wait = max(ready, told) - now
+                    await self.clock.sleep(max(wait, _MIN_SLEEP))
                     continue
                 if self._is_next(ticket, now):
                     if booked is None:

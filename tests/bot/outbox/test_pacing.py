@@ -546,6 +546,36 @@ async def test_a_booked_write_made_too_late_for_its_booking_asks_again(
         assert len(trips) == 2, "booked once, woken too late, booked again"
 
 
+async def test_the_next_write_asks_for_its_shared_turn_before_its_room_opens(
+    postgres: PostgresCluster,
+) -> None:
+    """A write waiting for room asks for its turn in the shared windows ``BOOK_AHEAD`` before
+    its room here opens and goes as it opens: asked only then, it went a reservation later
+    (8–25 ms under load, on every write of a full channel)."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    slept: list[tuple[float, int]] = []
+    async with await PostgresStore.open(url, clock=clock) as ours:
+        trips = counted(ours).trips
+
+        async def sleep(seconds: float) -> None:
+            slept.append((clock(), len(trips)))
+            clock.advance(seconds)
+            await asyncio.sleep(0)
+
+        pacer = Pacer(Clock(monotonic=clock, sleep=sleep), shared=ours.write_windows)
+        grant = await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        clock.advance(0.01)
+        pacer.finish(grant)
+        opens = clock() + 1.0 + pacing.DEFAULT_MARGIN
+
+        second = await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+
+        assert second.stamp.granted == pytest.approx(opens)
+        asked_before = [count for at, count in slept if at < opens]
+        assert len(trips) == 2 and asked_before[-1] == 2, (slept, len(trips))
+
+
 async def test_a_held_write_counts_in_the_shared_windows_until_its_call_returned(
     postgres: PostgresCluster,
 ) -> None:
