@@ -14,7 +14,8 @@ baseline):
   make about ⌈jobs / 50⌉ whatever its size;
 - finished → posted p50 / p95: from the tracker seeing a job finished to its result posted
   (``jobs.finished_at`` → the ``posted`` transition's ``updated_at``);
-- burst delivery throughput: jobs posted per second after they all finished at once;
+- burst delivery throughput: jobs posted per second after they all finished at once (from the
+  jump; and the first result's time after it, and the rate from the first result on);
 - takeover after ``kill -9`` (3 processes): a tenth of ``jobs`` more, in flight; one process
   killed; seconds until none of its jobs is held by it any more (``[storage] lease_seconds``
   10, the default);
@@ -129,6 +130,25 @@ class PhaseCpu:
         )
 
 
+@dataclass(frozen=True)
+class BurstFigures:
+    """How the burst went, from the jump that finished every job: ``per_second``, results
+    posted a second until the last; ``first``, seconds until the first (mostly the poll that
+    sees them finished: at most a cycle, plus reading and applying its answers);
+    ``then_per_second``, results a second from the first to the last (delivery alone)."""
+
+    per_second: float
+    first: float
+    then_per_second: float
+
+    @classmethod
+    def of(cls, jump: float, posted: list[float]) -> BurstFigures:
+        """The burst of results ``posted`` at these times after the ``jump``."""
+        first, last = min(posted), max(posted)
+        then = (len(posted) - 1) / (last - first) if last > first else math.nan
+        return cls(len(posted) / max(last - jump, 1e-6), first - jump, then)
+
+
 @dataclass
 class ScaleResult:
     processes: int
@@ -136,7 +156,7 @@ class ScaleResult:
     calls_per_cycle: float = 0.0
     ids_per_cycle: float = 0.0
     finished_to_posted: list[float] = field(default_factory=list)
-    burst_per_second: float = 0.0
+    burst: BurstFigures = field(default_factory=lambda: BurstFigures(0.0, 0.0, 0.0))
     takeover_seconds: float | None = None
     taken_over: int = 0
     rss_mb: list[float] = field(default_factory=list)
@@ -148,6 +168,11 @@ class ScaleResult:
     :func:`image_serving_rate`)."""
     posted_anew: int = 0
     """Results posted as a new message (their progress message was gone): two writes each."""
+
+    @property
+    def burst_per_second(self) -> float:
+        """Results posted a second in the burst, from the jump until the last."""
+        return self.burst.per_second
 
     def polled_id_ms(self) -> float:
         """Milliseconds of genbot CPU per polled task id in the in-flight window."""
@@ -405,8 +430,7 @@ async def measure(
                 cluster.url, "SELECT finished_at, updated_at FROM jobs WHERE status = 'posted'"
             )
             expect_all_posted(cluster, len(rows), jobs, "the burst")
-            done = [row["updated_at"] for row in rows]
-            result.burst_per_second = len(done) / max(max(done) - started, 1e-6)
+            result.burst = BurstFigures.of(started, [row["updated_at"] for row in rows])
             result.finished_to_posted = [r["updated_at"] - r["finished_at"] for r in rows]
             result.posted_anew = counts.jobs(POSTED_ANEW)
 
@@ -432,6 +456,8 @@ def scale_table(results: list[ScaleResult]) -> Table:
             "finished→posted p50 s",
             "p95 s",
             "burst posts / s",
+            "first result after the jump s",
+            "posts / s from the first",
             "bound: write windows / s",
             "bound: windows as counted / s",
             "bound: images served / s",
@@ -449,7 +475,9 @@ def scale_table(results: list[ScaleResult]) -> Table:
             r.polled_id_ms(),
             percentile(r.finished_to_posted, 0.5),
             percentile(r.finished_to_posted, 0.95),
-            r.burst_per_second,
+            r.burst.per_second,
+            r.burst.first,
+            r.burst.then_per_second,
             write_window_bound(),
             counted_window_bound(),
             r.images_per_second,
@@ -464,6 +492,10 @@ def scale_table(results: list[ScaleResult]) -> Table:
         f"{results[-1].taken_over} jobs held by the killed process.",
         "Baseline: 1 process in the same run. finished→posted starts when the tracker saw the "
         "job finished (its next poll after the simulator finished it).",
+        "Burst: results a second from the jump that finished every job to the last posted; the "
+        "first result's time after the jump (the poll that sees them finished, at most a cycle "
+        "later, and its answers applied); and results a second from the first to the last "
+        "(delivery alone).",
         f"Bounds of burst delivery: the playground's write windows, "
         f"{WEB_PROFILE.edits_per_window_per_channel} writes per "
         f"{WEB_PROFILE.edit_window_seconds:g} s in each of the {CHANNELS} channels (a result is "

@@ -8,7 +8,7 @@ from pathlib import Path
 from PIL import Image
 
 from bench import charts
-from bench.scale import ScaleResult
+from bench.scale import BurstFigures, ScaleResult
 from bench.streaming import StreamingCell
 from bench.tracking import TrackingRow
 
@@ -52,7 +52,7 @@ def test_tracking_charts_are_drawn(tmp_path: Path) -> None:
 def test_the_scale_out_chart_is_drawn_for_one_and_three_processes(tmp_path: Path) -> None:
     one = ScaleResult(1, 300, calls_per_cycle=6.0, finished_to_posted=[1.0, 2.0, 4.0])
     three = ScaleResult(3, 300, calls_per_cycle=5.8, finished_to_posted=[1.5, 2.5])
-    one.burst_per_second, three.burst_per_second = 70.0, 56.0
+    one.burst, three.burst = BurstFigures(70.0, 0.5, 72.0), BurstFigures(56.0, 0.6, 58.0)
     three.takeover_seconds = 10.8
     width, height = png_size(charts.scale_out([one, three], tmp_path / "scale.png"))
     assert width >= 3 * 400 and height >= 300

@@ -8,7 +8,7 @@ import math
 import psycopg
 import pytest
 
-from bench.scale import POLL_SECONDS, JobCounts, until_settled, write_window_bound
+from bench.scale import POLL_SECONDS, BurstFigures, JobCounts, until_settled, write_window_bound
 from tests.postgres import PostgresCluster
 
 JOBS = 3000
@@ -80,3 +80,11 @@ def test_the_counts_share_one_connection(postgres: PostgresCluster) -> None:
     with contextlib.closing(JobCounts(url)) as counts:
         assert [counts.jobs("status <> 'posted'") for _ in range(20)] == [1] * 20
     assert sessions(url) - before <= 2, "one for the counts, one to read the count"
+
+
+def test_the_burst_is_told_from_the_jump_and_from_its_first_result() -> None:
+    burst = BurstFigures.of(100.0, [102.0, 103.0, 104.0, 112.0])
+
+    assert burst.per_second == pytest.approx(4 / 12)
+    assert burst.first == pytest.approx(2.0)
+    assert burst.then_per_second == pytest.approx(3 / 10)
