@@ -475,10 +475,10 @@ class Tracker:
         if now >= self._next_sweep:
             self._next_sweep = now + SWEEP_SECONDS
             changed |= await self._sweep_stranded(now)
-        for result in await self._store.tracking.unfinished_job_channels(
+        for waiting in await self._store.tracking.unfinished_job_channels(
             _DELIVERABLE, due_at=now, owner=self._owner
         ):
-            self.schedule_delivery(result.id, channel_of(result))
+            self.schedule_delivery(waiting.id, channel_of(waiting))
         quiet = now - self._limits.poll_interval_max if self.webhooks else None
         briefs_in_flight = self._paged(
             self._store.tracking.list_job_briefs,
