@@ -9,6 +9,7 @@ import pytest
 from bot.features.jobs import wording
 from bot.refs import NOT_YOURS
 from simulator.state import SimulatorConfig
+from storage import IN_FLIGHT_STATUSES
 from tests.bot.features.jobs.support import press, run_command
 from tests.bot.harness import PLACE, harness
 
@@ -108,4 +109,5 @@ async def test_an_admins_cancel_of_anothers_job_is_recorded_and_the_owners_is_no
 
         [entry] = await bot.store.audit.entries(PLACE.platform, PLACE.workspace_id)
         assert (entry.kind, entry.actor_id, entry.target) == ("job.cancelled", "root", second.id)
-        assert entry.before == {"status": second.status, "requester_id": "alice"}
+        assert entry.before["requester_id"] == "alice"
+        assert entry.before["status"] in IN_FLIGHT_STATUSES, "where the poll had moved it by then"
