@@ -386,6 +386,11 @@ class Pacer:
                                 booked = booking
                                 booked_until = now + booking.wait + BOOKED_GRACE
                             told = now + booking.wait
+                            late = deadline is not None and told > deadline
+                            if not booking.counted and late:
+                                raise PacingTimeout(
+                                    f"no room to write in {channel_key} before the deadline"
+                                )
                             now = self.clock.monotonic()
                             wait = max(ready, told) - now
                     await self.clock.sleep(max(wait, _MIN_SLEEP))

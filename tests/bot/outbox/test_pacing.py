@@ -576,6 +576,37 @@ async def test_the_next_write_asks_for_its_shared_turn_before_its_room_opens(
         assert len(trips) == 2 and asked_before[-1] == 2, (slept, len(trips))
 
 
+async def test_a_write_asking_ahead_still_gives_up_at_its_deadline(
+    postgres: PostgresCluster,
+) -> None:
+    """Asked for ahead of its room, a write the shared windows cannot take before its deadline
+    gives up then, as one asked for when its room opens does (it used to sleep past the
+    deadline and be counted after it)."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+
+    async def sleep(seconds: float) -> None:
+        clock.advance(seconds)
+        await asyncio.sleep(0)
+
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        pacer = Pacer(Clock(monotonic=clock, sleep=sleep), shared=ours.write_windows)
+        grant = await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True)
+        clock.advance(0.01)
+        pacer.finish(grant)
+        window = WriteWindow("/".join(Pacer.keys(PLACE)[0]), 1, 1.0 + pacing.DEFAULT_MARGIN)
+        assert (await other.write_windows.book_writes([window], within=2.0)).counted
+        deadline = clock() + 1.5
+
+        with pytest.raises(PacingTimeout):
+            await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, hold=True, deadline=deadline)
+
+        assert clock() < deadline, "given up at once, not after sleeping past the deadline"
+
+
 async def test_a_held_write_counts_in_the_shared_windows_until_its_call_returned(
     postgres: PostgresCluster,
 ) -> None:
