@@ -52,7 +52,7 @@ from bench import charts, profiler
 from bench.charts import SCALE_PNG, draw
 from bench.cpu import cpu_seconds, postmaster_pid, server_cpu_seconds
 from bench.report import Table, percentile
-from bot.features.jobs.tracking.tracker import DELIVERY_CONCURRENCY
+from bot.features.jobs.held_images import RESULTS_AT_MOST_HELD
 from bot.outbox.pacing import DEFAULT_MARGIN
 from simulator.server import serve
 from simulator.task_rules import price
@@ -321,12 +321,13 @@ def counted_window_bound() -> float:
 
 
 async def image_serving_rate(cluster: Cluster) -> float:
-    """Result images per second the simulator serves, ``DELIVERY_CONCURRENCY`` downloads at a
-    time as genbot's delivery makes them (downloaded by this process, which also runs the
+    """Result images per second the simulator serves, ``RESULTS_AT_MOST_HELD`` downloads at a
+    time, as many as genbot's deliveries make at once (each holds room for an image at the
+    upload limit while it downloads) (downloaded by this process, which also runs the
     simulator: a lower bound)."""
     rows = query(cluster.url, f"SELECT result_urls FROM jobs LIMIT {IMAGE_SAMPLE}")
     urls = [urls[0] for urls in (from_json(r["result_urls"], []) for r in rows) if urls]
-    slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
+    slots = asyncio.Semaphore(RESULTS_AT_MOST_HELD)
 
     async def one(session: aiohttp.ClientSession, url: str) -> None:
         async with slots, session.get(url) as answer:
@@ -503,7 +504,7 @@ def scale_table(results: list[ScaleResult]) -> Table:
         "share them; channels keep every message of the run) — as genbot counts them, each write "
         f"{WEB_PROFILE.edit_window_seconds:g} + {DEFAULT_MARGIN:g} s from its call's return, "
         "the call's time on top —, and the simulator's image-serving rate "
-        f"({DELIVERY_CONCURRENCY} downloads at a time from the benchmark's process, which also "
+        f"({RESULTS_AT_MOST_HELD} downloads at a time from the benchmark's process, which also "
         "runs the simulator, after the burst; flat pictures, as a CDN serves stored files).",
     ]
     return table

@@ -54,6 +54,7 @@ from typing import Any
 
 from bot.features.jobs import wording
 from bot.features.jobs.experience import Experience
+from bot.features.jobs.held_images import RESULTS_AT_MOST_HELD, HeldImages
 from bot.features.jobs.params import (
     ImageParams,
     JobResult,
@@ -258,6 +259,8 @@ class JobMessages:
         self._final: OrderedDict[str, None] = OrderedDict()
         self.retry = retry or DeliveryRetry()
         self.results = ResultMessages(self._profiles, media)
+        self.held_images = HeldImages(RESULTS_AT_MOST_HELD * media.max_bytes)
+        """The result images deliveries hold until their writes return, bounded in bytes."""
         self.marks = ButtonMarks(store.jobs, outbox, self.results)
 
     # Writing through the outbox -----------------------------------------------------------------
@@ -504,8 +507,10 @@ class JobMessages:
         try:
             job = await self._references_read(job)
             link_instead = job.delivery_attempts + 1 >= self.retry.image_attempts
-            message, size = await self.results.result(job, link_instead=link_instead)
-            ref = await self._show(job, message, "result")
+            async with self.held_images.room(self.results.most_bytes(job)) as keep:
+                message, size = await self.results.result(job, link_instead=link_instead)
+                keep(sum(len(image.data) for image in message.images))
+                ref = await self._show(job, message, "result")
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
         await self._finish(

@@ -151,6 +151,15 @@ class ResultMessages:
             return ()
         return (ImageFile(f"described-{job.id}.{image.extension}", image.data, image.content_type),)
 
+    def most_bytes(self, job: Job) -> int:
+        """The most bytes of images :meth:`result` may download for ``job``'s message (the
+        upload limit for each image it may show)."""
+        if job.family == "task" and job.type == "seed":
+            return 0
+        if job.family == "task" and job.type == "describe":
+            return self._media.max_bytes
+        return len(self.image_urls(job)) * self._media.max_bytes
+
     def image_urls(self, job: Job) -> list[str]:
         """The links of ``job``'s images, one each (a task's other links are fallbacks of its
         one image)."""

@@ -108,7 +108,10 @@ from storage import (
 
 log = logging.getLogger(__name__)
 
-DELIVERY_CONCURRENCY = 16
+DELIVERY_CONCURRENCY = 64
+"""Deliveries under way at once. What they hold in memory, their images, is bounded in bytes
+(:mod:`bot.features.jobs.held_images`), so this can let a burst keep every channel's next results
+waiting at its write window."""
 STOP_TIMEOUT = 5.0
 PAGE_SIZE = 500
 _JOB_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{JOB_ID_MAX}}}")

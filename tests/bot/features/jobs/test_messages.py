@@ -4,13 +4,16 @@ end with a clear message once genbot gives up."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bot.features.jobs import DeliveryRetry
+from bot.features.jobs import messages as messages_module
 from bot.features.jobs.messages import JobMessages, JobMessagesStorage
+from bot.features.jobs.tracking import tracker as tracker_module
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.kernel import (
     Command,
@@ -344,3 +347,72 @@ async def test_a_deleted_progress_message_gets_a_new_result_post(tmp_path: Path)
     assert done is not None and done.status == "posted"
     assert list(platform.messages) == [done.result_message_id]
     assert platform.messages[done.result_message_id or ""].message.key == f"{job.id}.result"
+
+
+class HeldResults(FakePlatform):
+    """A fake platform whose result writes (edits that show images) wait for ``gate``,
+    noting how many are under way at once."""
+
+    def __init__(self) -> None:
+        super().__init__(profile=ROOMY)
+        self.gate = asyncio.Event()
+        self.under_way = 0
+        self.most_under_way = 0
+        self.arrived = asyncio.Event()
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        if message.images:
+            self.under_way += 1
+            self.most_under_way = max(self.most_under_way, self.under_way)
+            self.arrived.set()
+            try:
+                await self.gate.wait()
+            finally:
+                self.under_way -= 1
+        await super().edit(ref, message)
+
+
+async def deliver_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, results: int, held: int, *, until: int
+) -> HeldResults:
+    """``results`` results of four delivery slots delivered with room for ``held`` results of
+    images at the upload limit; the platform holds their writes until ``until`` are under way
+    at once (or a while), then lets them all go."""
+    monkeypatch.setattr(tracker_module, "DELIVERY_CONCURRENCY", 4)
+    monkeypatch.setattr(messages_module, "RESULTS_AT_MOST_HELD", held)
+    platform = HeldResults()
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        for n in range(results):
+            command = Command(user=User(f"user{n}"), place=PLACE, name="imagine")
+            await bare.engines.images.imagine(command, f"a held fox {n}")
+        sim.advance(120)
+        await bare.engines.tracker.poll_round()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1.0):
+                while platform.under_way < until:
+                    platform.arrived.clear()
+                    await platform.arrived.wait()
+        platform.gate.set()
+        await bare.engines.tracker.wait_idle()
+        assert len(platform.with_images()) == results
+    return platform
+
+
+async def test_results_waiting_to_be_written_hold_at_most_the_images_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each waiting delivery holds its downloaded images: with room for one result at the
+    upload limit, the second downloads only once the first is written, whatever the slots."""
+    platform = await deliver_held(tmp_path, monkeypatch, 4, held=1, until=2)
+
+    assert platform.most_under_way == 1
+
+
+async def test_small_results_wait_to_be_written_beyond_the_count_of_large_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Room is kept in bytes: small images leave room for more deliveries than the count of
+    results at the upload limit, up to the delivery slots."""
+    platform = await deliver_held(tmp_path, monkeypatch, 4, held=2, until=4)
+
+    assert platform.most_under_way == 4
