@@ -42,7 +42,10 @@ first, pacing) is unchanged; the database only says when. A held write's finish 
 too, so it counts there, as here, from its call's return. A write that waits for its turn
 there (its spacing after another process's write, or room) is booked for it (counted for that
 moment, at most its channel's window ahead and never past its deadline) and made then without
-asking again (asked again if this process's own order holds it more than ``BOOKED_GRACE``).
+asking again (asked again if this process's own order holds it more than ``BOOKED_GRACE``). A
+booking not used (its write cancelled or out of time, or held past its booking here: another
+write went first, the channel was penalised) is given back: it stops counting there once this
+process next asks (:meth:`~storage.WriteWindows.given_back`).
 """
 
 from __future__ import annotations
@@ -368,9 +371,10 @@ class Pacer:
         try:
             while True:
                 now = self.clock.monotonic()
-                if booked is not None and now > booked_until:
-                    booked = None
                 ready = self._ready_at(ticket, now)
+                if booked is not None and max(now, ready) > booked_until:
+                    self._unbook(booked)
+                    booked = None
                 if ready > now:
                     if deadline is not None and ready > deadline:
                         raise PacingTimeout(
@@ -412,9 +416,13 @@ class Pacer:
                     priority = "urgent" if urgent else "paced"
                     waited = max(now - asked, 0.0)
                     metrics.WINDOW_WAIT.labels(place.platform, priority).observe(waited)
-                    return self._grant(ticket, channel, now, hold, booked)
+                    grant = self._grant(ticket, channel, now, hold, booked)
+                    booked = None
+                    return grant
                 await self._wait_for_change(channel)
         finally:
+            if booked is not None:
+                self._unbook(booked)
             if ticket.channel_bound:
                 channel.waiting.remove(ticket)
                 channel.streams -= ticket.demand is not None
@@ -512,6 +520,12 @@ class Pacer:
         except StorageError as error:
             log.warning("shared write windows unavailable, this process's own applies: %s", error)
             return UNSHARED
+
+    def _unbook(self, booking: WriteBooking) -> None:
+        """Give back ``booking``, a write counted in the shared windows that will not be made on
+        it (see the module docstring)."""
+        if self._shared is not None and booking.slot is not None:
+            self._shared.given_back(booking.slot)
 
     def _grant(
         self,

@@ -5,9 +5,10 @@ Each granted write is a row ``(key, granted_at, until, slot)``: it counts in its
 call's return, so a row first counts for its window's length after the grant plus ``ALLOWANCE``
 for the request; once its writer says the call returned (:meth:`WriteWindows.finished`), its
 window's length from then — the same end a process's own pacer counts its writes to, and shorter
-unless the call took longer than the allowance. Those finishes go into the writer's next
-reservation transaction (no transaction of their own): until then, or when the writer stops,
-the row keeps its first end.
+unless the call took longer than the allowance. A write counted but then not made (a booking
+its writer gave up: :meth:`WriteWindows.given_back`) stops counting: its rows are deleted. Those
+finishes and give-backs go into the writer's next reservation transaction (no transaction of
+their own): until then, or when the writer stops, the row keeps its first end.
 
 A reservation locks each window's key for its transaction (in key order, so two reservations
 cannot deadlock), tells the finishes, counts the rows still counting, and inserts one per window
@@ -58,6 +59,8 @@ SQL_SPEND: Final = "INSERT INTO write_slots (key, granted_at, until, slot) VALUE
 SQL_FINISHED: Final = "UPDATE write_slots SET until = ? WHERE key = ? AND slot = ? AND until > ?"
 """Only rows still counting: the prune deletes only rows that stopped, so neither waits on the
 other's row locks."""
+SQL_GIVEN_BACK: Final = "DELETE FROM write_slots WHERE key = ? AND slot = ? AND until > ?"
+"""Only rows still counting, as ``SQL_FINISHED``."""
 SQL_PRUNE: Final = "DELETE FROM write_slots WHERE until < ?"
 
 
@@ -81,6 +84,7 @@ class WriteWindows:
         self._slots = itertools.count(secrets.randbits(31) << 32)
         self._open: dict[int, tuple[float, list[tuple[str, float]]]] = {}
         self._finishes: list[Finish] = []
+        self._given_back: list[tuple[str, int]] = []
 
     async def reserve_writes(
         self, windows: Sequence[WriteWindow], *, spacing: float = 0.0
@@ -113,18 +117,27 @@ class WriteWindows:
         now = self.clock()
         self._finishes.extend((now + seconds, key, slot, now) for key, seconds in opened[1])
 
+    def given_back(self, slot: int) -> None:
+        """The write counted in ``slot`` will not be made (its writer gave up its booking): it
+        stops counting, told in this process's next reservation. Idempotent; a no-op once
+        :meth:`finished` was told."""
+        opened = self._open.pop(slot, None)
+        if opened is not None:
+            self._given_back.extend((key, slot) for key, _ in opened[1])
+
     @functools.cached_property
     def _reservations(self) -> Grouped[Reservation, WriteBooking]:
         return Grouped(self._reserve_together)
 
     async def _reserve_together(self, batch: Sequence[Reservation]) -> list[WriteBooking]:
-        """One transaction for ``batch``, after the finishes told since the last one: each
-        reservation, in turn, fits (0) in what is counted and what the ones before it took, is
-        booked for when it may go, or waits (nothing taken)."""
+        """One transaction for ``batch``, after the finishes and give-backs told since the last
+        one: each reservation, in turn, fits (0) in what is counted and what the ones before it
+        took, is booked for when it may go, or waits (nothing taken)."""
         lock = self.db.dialect.transaction_lock
         assert lock is not None
         now = self.clock()
         finishes, self._finishes = self._finishes, []
+        given_back, self._given_back = self._given_back, []
         keys = sorted({window.key for windows, _, _ in batch for window in windows})
         self._reserved_since_prune += len(batch)
         prune = self._reserved_since_prune >= PRUNE_EVERY
@@ -136,6 +149,8 @@ class WriteWindows:
             await tx.execute_each(lock, [(f"genbot.writes.{key}",) for key in keys])
             if finishes:
                 await tx.execute_many(SQL_FINISHED, finishes)
+            if given_back:
+                await tx.execute_many(SQL_GIVEN_BACK, [(*row, now) for row in given_back])
             counting = SQL_COUNTING.format(marks(len(keys)))
             rows = await tx.fetch_all(counting, (*keys, now))
             counted = {row["key"]: int(row["n"]) for row in rows}

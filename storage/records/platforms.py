@@ -42,7 +42,8 @@ class WriteBooking:
     whether the write was counted (then it is made after ``wait`` without asking again; else
     it asks again after it). A counted write has a ``slot``: telling the windows when its call
     returned (:meth:`~storage.WriteWindows.finished`) makes it count from then for its
-    windows' length, instead of from its grant for that length plus an allowance."""
+    windows' length, instead of from its grant for that length plus an allowance; telling them
+    it will not be made (:meth:`~storage.WriteWindows.given_back`) makes it stop counting."""
 
     wait: float
     counted: bool

@@ -633,3 +633,122 @@ async def test_a_held_write_counts_in_the_shared_windows_until_its_call_returned
         )
 
         assert await other.write_windows.reserve_writes([window]) == pytest.approx(window.seconds)
+
+
+class Sleeps:
+    """A pacer's sleeps on a virtual clock the test moves: each one waits for :meth:`wake`."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        self.time = clock
+        self._asleep: asyncio.Queue[tuple[float, asyncio.Event]] = asyncio.Queue()
+        self.clock = Clock(monotonic=clock, sleep=self._sleep)
+
+    async def _sleep(self, seconds: float) -> None:
+        woken = asyncio.Event()
+        await self._asleep.put((seconds, woken))
+        await woken.wait()
+
+    async def asleep(self) -> float:
+        """Until the next sleep starts; how long it asked for (it waits for :meth:`wake`)."""
+        async with asyncio.timeout(5.0):
+            seconds, woken = await self._asleep.get()
+        self._asleep.put_nowait((seconds, woken))
+        return seconds
+
+    async def wake(self, late: float = 0.0) -> None:
+        """Move time by the next sleep's length (and ``late``) and end it."""
+        async with asyncio.timeout(5.0):
+            seconds, woken = await self._asleep.get()
+        self.time.advance(seconds + late)
+        woken.set()
+
+
+SHARED_PROFILE = PlatformProfile(edits_per_window_per_channel=20, edit_window_seconds=1.0)
+SHARED_KEY = "/".join(Pacer.keys(PLACE)[0])
+
+
+def shared_window(capacity: int) -> WriteWindow:
+    """The shared window of ``PLACE`` under ``SHARED_PROFILE``, asked with ``capacity``: a probe
+    that fits only when fewer writes count there."""
+    return WriteWindow(SHARED_KEY, capacity, 1.0 + pacing.DEFAULT_MARGIN)
+
+
+async def test_a_write_cancelled_after_its_booking_gives_its_shared_turn_back(
+    postgres: PostgresCluster,
+) -> None:
+    """A paced write booked for its turn after another process's write, then cancelled before
+    it (its stream stopped, its deadline), stops counting in the shared windows once this process
+    next asks: the other process's next write gets the room at once (it used to count for its
+    window and half a second more)."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    sleeps = Sleeps(clock)
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        assert await other.write_windows.reserve_writes([shared_window(20)]) == 0.0
+        pacer = Pacer(sleeps.clock, shared=ours.write_windows)
+        write = asyncio.create_task(pacer.acquire(PLACE, SHARED_PROFILE, urgent=False, hold=True))
+        assert await sleeps.asleep() == pytest.approx(0.05), "booked, spaced after the other's"
+        write.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await write
+
+        elsewhere = Place("fake", "w1", "c2")
+        pacer.finish(await pacer.acquire(elsewhere, SHARED_PROFILE, urgent=True, hold=True))
+
+        assert await other.write_windows.reserve_writes([shared_window(2)]) == 0.0
+
+
+async def test_a_booking_that_lapsed_is_given_back_when_the_write_asks_again(
+    postgres: PostgresCluster,
+) -> None:
+    """A write woken too late for its booking asks again; the booking it did not use is given
+    back in that same reservation, so the write counts once there, not twice."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    sleeps = Sleeps(clock)
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        assert await other.write_windows.reserve_writes([shared_window(20)]) == 0.0
+        trips = counted(ours).trips
+        pacer = Pacer(sleeps.clock, shared=ours.write_windows)
+        write = asyncio.create_task(pacer.acquire(PLACE, SHARED_PROFILE, urgent=False, hold=True))
+        await sleeps.wake(late=1.0)
+        pacer.finish(await write)
+
+        assert len(trips) == 2, "booked once, woken too late, booked again"
+        assert await other.write_windows.reserve_writes([shared_window(3)]) == 0.0
+
+
+async def test_a_booking_its_penalised_channel_cannot_use_is_given_back_at_once(
+    postgres: PostgresCluster,
+) -> None:
+    """A write booked for its turn whose channel is then held for a retry-after longer than its
+    booking gives the booking back when it wakes for it, not when the hold ends: this process's
+    next reservation (here another channel's write) tells it."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    sleeps = Sleeps(clock)
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        assert await other.write_windows.reserve_writes([shared_window(20)]) == 0.0
+        pacer = Pacer(sleeps.clock, shared=ours.write_windows)
+        write = asyncio.create_task(pacer.acquire(PLACE, SHARED_PROFILE, urgent=False, hold=True))
+        await sleeps.asleep()
+        pacer.penalize(PLACE, SHARED_PROFILE, retry_after=2.0)
+        await sleeps.wake()
+        assert await sleeps.asleep() > 1.0, "held for the retry-after"
+
+        elsewhere = Place("fake", "w1", "c2")
+        pacer.finish(await pacer.acquire(elsewhere, SHARED_PROFILE, urgent=True, hold=True))
+
+        assert await other.write_windows.reserve_writes([shared_window(2)]) == 0.0
+        write.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await write

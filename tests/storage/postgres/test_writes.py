@@ -164,3 +164,38 @@ async def test_a_write_whose_call_outlasts_the_allowance_counts_until_its_finish
         clock.advance(1.4)
         store.write_windows.finished(slot)
         assert await store.write_windows.reserve_writes([one]) == pytest.approx(one.seconds)
+
+
+async def test_a_booked_write_given_back_stops_counting_once_its_writer_asks_again(
+    url: str,
+) -> None:
+    """A write booked for its turn and then not made is deleted, not finished (a finish would
+    count it a whole window from then): told in its writer's next reservation, without a
+    transaction of its own, it leaves the room it had taken, its spacing included."""
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        elsewhere = WriteWindow("discord/g1/c2", capacity=3, seconds=5.0)
+        assert await other.write_windows.reserve_writes([CHANNEL]) == 0.0
+        booking = await ours.write_windows.book_writes([CHANNEL], spacing=1.0, within=2.0)
+        assert booking.counted and booking.slot is not None
+        trips = counted(ours).trips
+        ours.write_windows.given_back(booking.slot)
+        ours.write_windows.given_back(booking.slot)
+        ours.write_windows.finished(booking.slot)
+        assert trips == [], "told with the next reservation"
+        assert await other.write_windows.reserve_writes([CHANNEL], spacing=1.0) == pytest.approx(
+            2.0
+        ), "not told yet: spaced after the booked write"
+
+        assert await ours.write_windows.reserve_writes([elsewhere]) == 0.0
+        assert len(trips) == 1
+
+        assert await other.write_windows.reserve_writes([CHANNEL], spacing=1.0) == pytest.approx(
+            1.0
+        ), "spaced after the first write only"
+        two = WriteWindow(CHANNEL.key, capacity=2, seconds=CHANNEL.seconds)
+        clock.advance(1.0)
+        assert await other.write_windows.reserve_writes([two]) == 0.0, "room for a second write"
