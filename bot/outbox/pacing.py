@@ -373,7 +373,7 @@ class Pacer:
                 now = self.clock.monotonic()
                 ready = self._ready_at(ticket, now)
                 if booked is not None and max(now, ready) > booked_until:
-                    self._unbook(booked)
+                    self._unbook(booked.slot)
                     booked = None
                 if ready > now:
                     if deadline is not None and ready > deadline:
@@ -422,7 +422,7 @@ class Pacer:
                 await self._wait_for_change(channel)
         finally:
             if booked is not None:
-                self._unbook(booked)
+                self._unbook(booked.slot)
             if ticket.channel_bound:
                 channel.waiting.remove(ticket)
                 channel.streams -= ticket.demand is not None
@@ -521,11 +521,11 @@ class Pacer:
             log.warning("shared write windows unavailable, this process's own applies: %s", error)
             return UNSHARED
 
-    def _unbook(self, booking: WriteBooking) -> None:
-        """Give back ``booking``, a write counted in the shared windows that will not be made on
-        it (see the module docstring)."""
-        if self._shared is not None and booking.slot is not None:
-            self._shared.given_back(booking.slot)
+    def _unbook(self, slot: int | None) -> None:
+        """Give back ``slot``, a write counted in the shared windows that will not be made on it
+        (see the module docstring); ``None``: counted without a slot, nothing to give back."""
+        if self._shared is not None and slot is not None:
+            self._shared.given_back(slot)
 
     def _grant(
         self,
@@ -559,15 +559,15 @@ class Pacer:
             self._changed_in(grant.channel)
 
     def give_back(self, grant: Grant) -> None:
-        """A held write was not made after all: its room is given back (pacing is not
-        undone; in the windows other processes share, it counts as finished now).
+        """A held write was not made after all: its room is given back, here and in the
+        windows other processes share, as an unused booking is (pacing here is not undone).
         Idempotent; a no-op once it finished or for a write granted without ``hold``."""
         if grant.stamp.finished is None:
             for window in grant.windows:
                 with contextlib.suppress(ValueError):
                     window.stamps.remove(grant.stamp)
             grant.stamp.finished = -math.inf
-            self._finish_shared(grant)
+            self._unbook(grant.slot)
             self._changed_in(grant.channel)
 
     def _finish_shared(self, grant: Grant) -> None:

@@ -752,3 +752,26 @@ async def test_a_booking_its_penalised_channel_cannot_use_is_given_back_at_once(
         write.cancel()
         with pytest.raises(asyncio.CancelledError):
             await write
+
+
+async def test_a_held_write_given_back_stops_counting_in_the_shared_windows(
+    postgres: PostgresCluster,
+) -> None:
+    """A held write granted and then not made (the renderer had nothing to write, its wait was
+    cut short) is given back in the shared windows too, once this process next asks: it used to
+    count there as finished, a whole window from then."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        pacer = Pacer(
+            Clock(monotonic=clock, sleep=lambda _: asyncio.sleep(0)), shared=ours.write_windows
+        )
+        grant = await pacer.acquire(PLACE, SHARED_PROFILE, urgent=True, hold=True)
+        pacer.give_back(grant)
+        elsewhere = Place("fake", "w1", "c2")
+        pacer.finish(await pacer.acquire(elsewhere, SHARED_PROFILE, urgent=True, hold=True))
+
+        assert await other.write_windows.reserve_writes([shared_window(1)]) == 0.0
