@@ -15,10 +15,17 @@ Answer = TypeVar("Answer")
 class Grouped(Generic[Request, Answer]):
     """``await grouped(request)``: ``run`` gets the requests waiting together, in the order they
     came, and answers each (same order); when it raises, every request of the batch gets the
-    error. A caller cancelled while its batch runs may still have been served."""
+    error. A caller cancelled while its batch runs may still have been served: its answer then
+    goes to ``unclaimed`` (when given), so that what it took can be given back."""
 
-    def __init__(self, run: Callable[[Sequence[Request]], Awaitable[Sequence[Answer]]]) -> None:
+    def __init__(
+        self,
+        run: Callable[[Sequence[Request]], Awaitable[Sequence[Answer]]],
+        *,
+        unclaimed: Callable[[Answer], None] | None = None,
+    ) -> None:
         self._run = run
+        self._unclaimed = unclaimed
         self._waiting: list[tuple[Request, asyncio.Future[Answer]]] = []
         self._runner: asyncio.Task[None] | None = None
 
@@ -46,6 +53,8 @@ class Grouped(Generic[Request, Answer]):
                     for (_, future), answer in zip(batch, answers, strict=True):
                         if not future.done():
                             future.set_result(answer)
+                        elif self._unclaimed is not None:
+                            self._unclaimed(answer)
                 batch = []
         finally:
             for _, future in batch + self._waiting:

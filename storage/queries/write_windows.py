@@ -6,9 +6,10 @@ call's return, so a row first counts for its window's length after the grant plu
 for the request; once its writer says the call returned (:meth:`WriteWindows.finished`), its
 window's length from then — the same end a process's own pacer counts its writes to, and shorter
 unless the call took longer than the allowance. A write counted but then not made (a booking
-its writer gave up: :meth:`WriteWindows.given_back`) stops counting: its rows are deleted. Those
-finishes and give-backs go into the writer's next reservation transaction (no transaction of
-their own): until then, or when the writer stops, the row keeps its first end.
+not used, a grant given back: :meth:`WriteWindows.given_back`; a reservation whose writer was
+cancelled while it ran) stops counting: its rows are deleted. Those finishes and give-backs go
+into the writer's next reservation transaction (no transaction of their own): until then, or
+when the writer stops, the row keeps its first end.
 
 A reservation locks each window's key for its transaction (in key order, so two reservations
 cannot deadlock), tells the finishes, counts the rows still counting, and inserts one per window
@@ -118,16 +119,22 @@ class WriteWindows:
         self._finishes.extend((now + seconds, key, slot, now) for key, seconds in opened[1])
 
     def given_back(self, slot: int) -> None:
-        """The write counted in ``slot`` will not be made (its writer gave up its booking): it
-        stops counting, told in this process's next reservation. Idempotent; a no-op once
-        :meth:`finished` was told."""
+        """The write counted in ``slot`` will not be made: it stops counting (its rows are
+        deleted, not finished), told in this process's next reservation. Idempotent; a no-op
+        once :meth:`finished` was told."""
         opened = self._open.pop(slot, None)
         if opened is not None:
             self._given_back.extend((key, slot) for key, _ in opened[1])
 
     @functools.cached_property
     def _reservations(self) -> Grouped[Reservation, WriteBooking]:
-        return Grouped(self._reserve_together)
+        return Grouped(self._reserve_together, unclaimed=self._unclaimed)
+
+    def _unclaimed(self, booking: WriteBooking) -> None:
+        """A reservation whose writer was cancelled while its transaction ran: what it counted
+        will not be made."""
+        if booking.slot is not None:
+            self.given_back(booking.slot)
 
     async def _reserve_together(self, batch: Sequence[Reservation]) -> list[WriteBooking]:
         """One transaction for ``batch``, after the finishes and give-backs told since the last

@@ -41,3 +41,28 @@ async def test_a_failed_batch_fails_each_of_its_calls_and_not_the_next() -> None
     assert await grouped(2) == 2
     with pytest.raises(ValueError):
         await grouped(0)
+
+
+async def test_an_answer_whose_caller_was_cancelled_while_its_batch_ran_is_unclaimed() -> None:
+    batches: list[list[int]] = []
+    release = asyncio.Event()
+    unclaimed: list[int] = []
+
+    async def run(requests: Sequence[int]) -> list[int]:
+        batches.append(list(requests))
+        await release.wait()
+        return [n * 10 for n in requests]
+
+    grouped = Grouped(run, unclaimed=unclaimed.append)
+    running = [asyncio.ensure_future(grouped(n)) for n in (1, 2)]
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    waiting = asyncio.ensure_future(grouped(3))
+    await asyncio.sleep(0)
+    running[0].cancel()
+    waiting.cancel()
+    release.set()
+    assert await running[1] == 20
+    await asyncio.sleep(0)
+    assert batches == [[1, 2]]
+    assert unclaimed == [10], "served with its caller gone; one cancelled before its batch is not"

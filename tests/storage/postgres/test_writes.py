@@ -8,7 +8,7 @@ import pytest
 
 from storage import WriteWindow
 from storage.postgres import PostgresStore
-from storage.queries.write_windows import ALLOWANCE
+from storage.queries.write_windows import ALLOWANCE, SQL_GIVEN_BACK, SQL_SPEND
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import ManualClock
 from tests.storage.counting import counted
@@ -199,3 +199,28 @@ async def test_a_booked_write_given_back_stops_counting_once_its_writer_asks_aga
         two = WriteWindow(CHANNEL.key, capacity=2, seconds=CHANNEL.seconds)
         clock.advance(1.0)
         assert await other.write_windows.reserve_writes([two]) == 0.0, "room for a second write"
+
+
+async def test_a_reservation_whose_writer_was_cancelled_while_it_ran_is_given_back(
+    url: str,
+) -> None:
+    """A writer cancelled while its reservation's transaction runs never learns its slot, so
+    the windows give it back themselves, in the next reservation."""
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        one = WriteWindow("discord/g1/c4", capacity=1, seconds=5.0)
+        trips = counted(ours).trips
+        asking = asyncio.ensure_future(ours.write_windows.book_writes([one]))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+        assert await ours.write_windows.reserve_writes([CHANNEL]) == 0.0
+
+        assert [sql for sql, _ in trips[0].statements].count(SQL_SPEND) == 1, "it was counted"
+        assert SQL_GIVEN_BACK in [sql for sql, _ in trips[1].statements]
+        assert await other.write_windows.reserve_writes([one]) == 0.0
