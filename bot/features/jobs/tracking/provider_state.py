@@ -287,15 +287,30 @@ class ProviderState:
         only its own tasks this round (logged). A task still in flight in its job's status is
         left out of the answer (nothing to apply: most of a poll over thousands of jobs).
         ``mark_polled``: store the poll's time of the jobs each answer was about, for the
-        webhook backstop. True if any job changed."""
+        webhook backstop. True if any job changed.
+
+        A key whose poll fails (storage) does not cut the others short: the round ends once
+        every key's poll has, then raises the error of the first key that failed (in the order
+        of ``jobs``; the others' errors are logged), so no poll of it still writes once it has
+        failed. Cancelling the round cancels every key's poll and waits for them."""
         by_key: dict[str, dict[str, Job | JobBrief]] = {}
         for job in jobs:
             if job.provider_id:
                 by_key.setdefault(job.provider_key or "", {})[job.provider_id] = job
-        polled = await asyncio.gather(
-            *(self._poll_key(key, batch, mark_polled) for key, batch in by_key.items())
+        ends = await asyncio.gather(
+            *(self._poll_key(key, batch, mark_polled) for key, batch in by_key.items()),
+            return_exceptions=True,
         )
-        return any(polled)
+        failed = [
+            (key, end)
+            for key, end in zip(by_key, ends, strict=True)
+            if isinstance(end, BaseException)
+        ]
+        for key, error in failed[1:]:
+            log.warning("polling the tasks of key %s failed as well: %r", key, error)
+        if failed:
+            raise failed[0][1]
+        return any(ends)
 
     async def _poll_key(
         self, key: str, batch: dict[str, Job | JobBrief], mark_polled: bool

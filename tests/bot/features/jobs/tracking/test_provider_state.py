@@ -1,32 +1,37 @@
 """Applying what the provider says: each multi_fetch call's answer is applied as it comes (its
 jobs read whole in one statement, moved in one round trip whatever its size, and delivered while
-the round's other calls are under way; a failed call loses only its own tasks), a task still in
-flight as its job says is not read (nor its job's whole row), and progress edits never hold up
-a poll."""
+the round's other calls are under way; a failed call loses only its own tasks; a round failing
+for one key ends once every key's poll has), a task still in flight as its job says is not read
+(nor its job's whole row), and progress edits never hold up a poll."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from bot.api import MULTI_FETCH_MAX_IDS, TaskRecord
+from bot.api.settings import KeySettings
 from bot.features.jobs.tracking import tracker as tracker_module
 from bot.features.jobs.tracking.provider_state import charged_credits, task_result_fields
 from bot.features.jobs.wording import status_word
 from bot.kernel import Command, MessageRef, OutMessage, PlatformProfile, User
+from genbot.settings import Settings
 from simulator.server import serve
 from simulator.state import SimulatorConfig
-from storage import ALL_STATUSES, IN_FLIGHT_STATUSES, Job
+from storage import ALL_STATUSES, IN_FLIGHT_STATUSES, Job, StorageError
 from storage.queries.tracking import SQL_JOBS_BY_IDS
+from tests.bot.features.jobs import support
 from tests.bot.features.jobs.support import Bare, bare_engines
-from tests.bot.harness import PLACE, ROOMY
+from tests.bot.harness import PLACE, ROOMY, harness_settings
 from tests.fakes.platform import FakePlatform
 from tests.sim_holds import one_at_a_time
 from tests.sim_time import freeze
-from tests.storage.counting import Trip, counted
+from tests.storage.counting import CountingDatabase, Trip, counted
 
 MULTI_FETCH = "/gen/v2/multi_fetch"
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
@@ -41,13 +46,16 @@ def reads_jobs_by_ids(trip: Trip) -> bool:
     return any(sql.startswith(SQL_JOBS_BY_IDS.partition("(")[0]) for sql, _ in trip.statements)
 
 
-async def in_flight(bare: Bare, count: int) -> list[Job]:
+async def in_flight(bare: Bare, count: int, *, mode: str = "") -> list[Job]:
+    """``count`` new jobs in flight (run in ``mode``: ``--fast``; else relax)."""
+    before = {job.id for job in await bare.store.tracking.list_unfinished_jobs(ALL_STATUSES)}
     for n in range(count):
-        command = Command(user=User(f"user{n}"), place=PLACE, name="imagine")
-        await bare.engines.images.imagine(command, f"a fox, study {n}")
+        command = Command(user=User(f"user{n}{mode}"), place=PLACE, name="imagine")
+        await bare.engines.images.imagine(command, f"a fox, study {n} {mode}".strip())
     jobs = await bare.store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES)
-    assert len(jobs) == count
-    return jobs
+    made = [job for job in jobs if job.id not in before]
+    assert len(made) == count
+    return made
 
 
 async def test_each_answer_finishing_its_jobs_moves_them_in_one_storage_round_trip(
@@ -166,6 +174,74 @@ async def test_a_failing_multi_fetch_call_loses_only_its_own_tasks_for_the_round
         assert await statuses(bare, answered.body["task_ids"]) <= {"finished", "posting", "posted"}
         assert await statuses(bare, failed.body["task_ids"]) <= IN_FLIGHT_STATUSES
         assert state.records_read == len(answered.body["task_ids"])
+
+
+RELAX_SECRET = "key-relax-0123"
+TWO_ACCOUNTS = SimulatorConfig(
+    time_scale=1.0, clock_start=1_700_000_000, accounts=((RELAX_SECRET, 10_000),)
+)
+FAST_POLLS_UNSTORABLE = """CREATE TRIGGER fast_polls_unstorable
+BEFORE UPDATE OF last_polled_at ON jobs WHEN OLD.provider_key = 'fast'
+BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END"""
+"""A real database fault: the poll marks of the ``fast`` key's jobs cannot be stored."""
+
+
+def two_keys(*args: Any, **kwargs: Any) -> Settings:
+    """:func:`harness_settings` with a pool of two keys, each its own account of
+    :data:`TWO_ACCOUNTS`: fast jobs go to ``fast``, the others (relax) to ``relax``."""
+    settings = harness_settings(*args, **kwargs)
+    keys = [
+        KeySettings(name="fast", key=SecretStr(TWO_ACCOUNTS.api_key), modes=["fast"]),
+        KeySettings(name="relax", key=SecretStr(RELAX_SECRET), modes=["relax"]),
+    ]
+    api = settings.api.model_copy(update={"key": SecretStr(""), "keys": keys})
+    return settings.model_copy(update={"api": api})
+
+
+def marked_polled(counting: CountingDatabase) -> set[str]:
+    """The ids of the jobs whose poll marks were sent to storage so far."""
+    return {
+        str(job_id)
+        for trip in counting.trips
+        for sql, values in trip.statements
+        if sql.startswith("UPDATE jobs SET last_polled_at")
+        for job_id in values[1:]
+    }
+
+
+async def test_a_round_failing_for_one_key_ends_only_once_every_keys_poll_is_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round over two keys failed as soon as one key's answer could not be stored, while
+    the other key's poll went on writing, detached from the round that had failed."""
+    monkeypatch.setattr("bot.api.tasks.MULTI_FETCH_CONCURRENCY", 1)
+    monkeypatch.setattr(support, "harness_settings", two_keys)
+    async with serve(TWO_ACCOUNTS) as sim, bare_engines(sim, tmp_path) as bare:
+        freeze(sim)
+        relax = await in_flight(bare, JOBS)
+        fast = await in_flight(bare, 2, mode="--fast")
+        assert {job.provider_key for job in relax} == {"relax"}
+        assert {job.provider_key for job in fast} == {"fast"}
+        await bare.store.db.execute(FAST_POLLS_UNSTORABLE)
+        counting = counted(bare.store)
+        polled_at_end: list[set[str]] = []
+        async with one_at_a_time(sim, MULTI_FETCH) as calls:
+            polling = asyncio.create_task(
+                bare.engines.tracker.state.poll_tasks(fast + relax, mark_polled=True)
+            )
+            polling.add_done_callback(lambda _: polled_at_end.append(marked_polled(counting)))
+            await calls.arrived(2)  # the fast key's one call and the relax key's first
+            calls.let_through()
+            await calls.arrived(3)  # the relax key's second, held
+            calls.open()
+            with pytest.raises(StorageError, match="disk I/O error"):
+                await polling
+
+        [polled] = polled_at_end
+        assert {job.id for job in relax} <= polled, "the round ended before the relax key's poll"
+        stored = [await bare.store.jobs.get_job(job.id) for job in fast + relax]
+        marks = [job.last_polled_at is not None for job in stored if job is not None]
+        assert marks == [False] * len(fast) + [True] * len(relax), "only the fast key failed"
 
 
 async def test_a_round_polls_its_pages_of_jobs_together(
