@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import pytest
 
@@ -31,7 +32,7 @@ from bot.outbox.pacing import (
     PacingTimeout,
 )
 from bot.outbox.windows import Demand, StreamDemand, Ticket
-from storage import WriteWindow
+from storage import SqliteStore, WriteBooking, WriteWindow, WriteWindows
 from storage.postgres import PostgresStore
 from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
@@ -574,6 +575,55 @@ async def test_the_next_write_asks_for_its_shared_turn_before_its_room_opens(
         assert second.stamp.granted == pytest.approx(opens)
         asked_before = [count for at, count in slept if at < opens]
         assert len(trips) == 2 and asked_before[-1] == 2, (slept, len(trips))
+
+
+class AskedAt(WriteWindows):
+    """The shared write windows of a store, noting the (virtual) time of every reservation."""
+
+    def __init__(self, windows: WriteWindows, clock: Callable[[], float]) -> None:
+        super().__init__(windows.db, windows.clock)
+        self.asked: list[float] = []
+        self._now = clock
+
+    async def book_writes(
+        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+    ) -> WriteBooking:
+        self.asked.append(self._now())
+        return await super().book_writes(windows, spacing=spacing, within=within)
+
+
+async def test_writes_waiting_behind_others_ask_for_their_shared_turns_before_their_rooms_open(
+    tmp_path: Path,
+) -> None:
+    """Results waiting in a full channel whose rooms open together each ask for their turn in
+    the shared windows before their rooms open: only the first used to ask ahead, the others
+    one reservation after another once the one before went (15–300 ms each under a burst's
+    load)."""
+    fake = FakeClock()
+    profile = PlatformProfile(edits_per_window_per_channel=3, edit_window_seconds=1.0)
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        shared = AskedAt(store.write_windows, fake.monotonic)
+        pacer = Pacer(fake.clock, shared=shared)
+
+        async def burst() -> list[float]:
+            first = [await pacer.acquire(PLACE, profile, urgent=True, hold=True) for _ in range(3)]
+            await fake.sleep(0.01)
+            for grant in first:
+                pacer.finish(grant)
+
+            async def write() -> float:
+                grant = await pacer.acquire(PLACE, profile, urgent=True, hold=True)
+                pacer.finish(grant)
+                return grant.stamp.granted
+
+            return await asyncio.gather(*(write() for _ in range(3)))
+
+        granted = await fake.run(burst())
+
+    opens = 0.01 + 1.0 + pacing.DEFAULT_MARGIN
+    assert granted == [pytest.approx(opens)] * 3
+    assert len(shared.asked) == 6
+    assert all(at < opens for at in shared.asked), shared.asked
 
 
 async def test_a_write_asking_ahead_still_gives_up_at_its_deadline(
