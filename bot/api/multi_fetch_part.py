@@ -1,5 +1,5 @@
 """What one multi_fetch call answered, as :meth:`bot.api.tasks.TaskClient.multi_fetch_parts`
-yields it."""
+yields it (with the other answers that came meanwhile)."""
 
 from __future__ import annotations
 

@@ -148,20 +148,23 @@ class TaskClient:
         error (the others are cancelled)."""
         merged: dict[str, TaskRecord | None] = {}
         async with aclosing(self.multi_fetch_parts(task_ids, key=key, known=known)) as parts:
-            async for part in parts:
-                if part.error is not None:
-                    raise part.error
-                merged.update(part.records)
+            async for answers in parts:
+                for part in answers:
+                    if part.error is not None:
+                        raise part.error
+                    merged.update(part.records)
         return merged
 
     def multi_fetch_parts(
         self, task_ids: Iterable[str], *, key: str = "", known: Mapping[str, str] | None = None
-    ) -> AsyncGenerator[MultiFetchPart, None]:
-        """:meth:`multi_fetch`, one call's answer at a time as each comes (not in the order
-        sent): a caller can act on the first records while the other calls are under way, and
-        a call that fails is a part with its ``error`` (the other calls go on). Close it
-        (``contextlib.aclosing``) to cancel the calls not yet answered. Raises
-        :class:`InvalidRequest` at once for an id that is not one (nothing is sent)."""
+    ) -> AsyncGenerator[list[MultiFetchPart], None]:
+        """:meth:`multi_fetch`, its calls' answers as they come: each step yields every answer
+        that came since the caller last took some (at least one; in the order the calls were
+        sent), so a caller can act on the first records while the other calls are under way,
+        and takes the answers that came while it was busy together. A call that fails is a part
+        with its ``error`` (the other calls go on). Close it (``contextlib.aclosing``) to cancel
+        the calls not yet answered. Raises :class:`InvalidRequest` at once for an id that is
+        not one (nothing is sent)."""
         unique = list(dict.fromkeys(task_ids))
         requests = [
             MultiFetchRequest(task_ids=unique[start : start + MULTI_FETCH_MAX_IDS])
@@ -171,15 +174,17 @@ class TaskClient:
 
     async def _multi_fetch_parts(
         self, requests: list[MultiFetchRequest], key: str, known: Mapping[str, str]
-    ) -> AsyncGenerator[MultiFetchPart, None]:
+    ) -> AsyncGenerator[list[MultiFetchPart], None]:
         limit = asyncio.Semaphore(MULTI_FETCH_CONCURRENCY)
         calls = [
             asyncio.ensure_future(self._multi_fetch_part(request, key, known, limit))
             for request in requests
         ]
         try:
-            for answered in asyncio.as_completed(calls):
-                yield await answered
+            waiting = set(calls)
+            while waiting:
+                answered, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                yield [call.result() for call in calls if call in answered]
         finally:
             for call in calls:
                 call.cancel()

@@ -132,14 +132,17 @@ async def test_multi_fetch_splits_into_calls_of_fifty(
     assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 3
 
 
-async def test_multi_fetch_parts_come_as_each_call_is_answered_a_failed_call_as_its_own(
+async def test_multi_fetch_parts_come_as_the_calls_are_answered_a_failed_call_as_its_own(
     sim: RunningSimulator, api: ProviderClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Each step yields the answers that came since the caller last took some: the first
+    alone, then together the ones answered while the caller was busy (it took them one at a
+    time, each as a step of its own)."""
     monkeypatch.setattr("bot.api.tasks.MULTI_FETCH_CONCURRENCY", 1)
     created = [
         (await api.tasks.imagine(ImagineRequest(prompt=f"fox {i}"))).task_id for i in range(3)
     ]
-    wanted = created + [str(uuid.UUID(int=i)) for i in range(117)]
+    wanted = created + [str(uuid.UUID(int=i)) for i in range(167)]
     async with (
         one_at_a_time(sim, "/gen/v2/multi_fetch") as calls,
         aclosing(api.tasks.multi_fetch_parts(wanted)) as parts,
@@ -147,17 +150,19 @@ async def test_multi_fetch_parts_come_as_each_call_is_answered_a_failed_call_as_
         coming = asyncio.ensure_future(anext(parts))
         await calls.arrived(1)
         calls.let_through()
-        first = await coming
+        [first] = await coming
         await calls.arrived(2)
         for account in sim.state.accounts.values():
             account.revoked = True
         calls.let_through()
-        failed = await anext(parts)
+        await calls.arrived(3)  # once the second call was answered
         for account in sim.state.accounts.values():
             account.revoked = False
-        await calls.arrived(3)
         calls.let_through()
-        last = await anext(parts)
+        await calls.arrived(4)  # once the third call was answered
+        failed, third = await anext(parts)
+        calls.let_through()
+        [last] = await anext(parts)
         with pytest.raises(StopAsyncIteration):
             await anext(parts)
 
@@ -166,7 +171,8 @@ async def test_multi_fetch_parts_come_as_each_call_is_answered_a_failed_call_as_
     assert all(first.records[task_id] is not None for task_id in created)
     assert failed.task_ids == tuple(wanted[50:100]) and not failed.records
     assert isinstance(failed.error, AuthenticationError)
-    assert last.task_ids == tuple(wanted[100:]) and last.error is None
+    assert third.task_ids == tuple(wanted[100:150]) and third.error is None
+    assert last.task_ids == tuple(wanted[150:]) and last.error is None
     assert set(last.records) == set(last.task_ids)
 
 

@@ -281,11 +281,13 @@ class ProviderState:
 
     async def poll_tasks(self, jobs: Sequence[Job | JobBrief], *, mark_polled: bool) -> bool:
         """Read family B ``jobs`` with multi_fetch, per provider key (a task id is the
-        account's that made it), and apply each call's answer as it comes (one at a time per
-        key), while the other calls are under way (:meth:`_apply_part`): a job the provider is
-        done with goes to delivery as its answer is applied. A call that fails loses
-        only its own tasks this round (logged). A task still in flight in its job's status is
-        left out of the answer (nothing to apply: most of a poll over thousands of jobs).
+        account's that made it), and apply the calls' answers as they come, while the other
+        calls are under way: per key, the first answer at once, then together all those that
+        came while one was being applied (:meth:`_apply_parts`: a handful of storage round
+        trips per step, not per answer). A job the provider is done with goes to delivery as
+        its answer is applied. A call that fails loses only its own tasks this round (logged).
+        A task still in flight in its job's status is left out of the answer (nothing to apply:
+        most of a poll over thousands of jobs).
         ``mark_polled``: store the poll's time of the jobs each answer was about, for the
         webhook backstop. True if any job changed.
 
@@ -315,7 +317,7 @@ class ProviderState:
     async def _poll_key(
         self, key: str, batch: dict[str, Job | JobBrief], mark_polled: bool
     ) -> bool:
-        """One key's tasks read with multi_fetch, each call's answer applied as it comes."""
+        """One key's tasks read with multi_fetch, the answers applied as they come."""
         known = {task_id: job.status for task_id, job in batch.items()}
         try:
             parts = self._provider.tasks.multi_fetch_parts(batch, key=key, known=known)
@@ -324,32 +326,40 @@ class ProviderState:
             return False
         changed = False
         async with aclosing(parts):
-            async for part in parts:
-                if part.error is not None:
-                    log.warning(
-                        "multi_fetch of %d tasks (key %s) failed: %s",
-                        len(part.task_ids),
-                        key,
-                        part.error,
-                    )
-                    continue
-                changed |= await self._apply_part(batch, part, mark_polled)
+            async for answers in parts:
+                for part in answers:
+                    if part.error is not None:
+                        log.warning(
+                            "multi_fetch of %d tasks (key %s) failed: %s",
+                            len(part.task_ids),
+                            key,
+                            part.error,
+                        )
+                answered = [part for part in answers if part.error is None]
+                if answered:
+                    changed |= await self._apply_parts(batch, answered, mark_polled)
         return changed
 
-    async def _apply_part(
-        self, batch: dict[str, Job | JobBrief], part: MultiFetchPart, mark_polled: bool
+    async def _apply_parts(
+        self, batch: dict[str, Job | JobBrief], parts: list[MultiFetchPart], mark_polled: bool
     ) -> bool:
-        """Apply one multi_fetch call's answer: the briefs among the jobs it has records of
-        are read whole in one statement, and their moves go to storage together (one turn's
-        :class:`MoveBatch`); each job the provider is done with goes to delivery as it moves."""
-        asked = [batch[task_id] for task_id in part.task_ids if task_id in batch]
+        """Apply the answers of multi_fetch calls that came together (the first of a round
+        alone, then those that came while one was being applied): their poll marks are one
+        statement, the briefs among the jobs they have records of are read whole in one, and
+        their moves go to storage together (one turn's :class:`MoveBatch`); each job the
+        provider is done with goes to delivery as it moves."""
+        asked = [batch[task_id] for part in parts for task_id in part.task_ids if task_id in batch]
         if mark_polled:
             await self._store.tracking.mark_polled(job.id for job in asked)
-        for task_id in part.task_ids:
-            if task_id in batch and task_id not in part.records:
-                self._unresolved.pop(batch[task_id].id, None)
+        for part in parts:
+            for task_id in part.task_ids:
+                if task_id in batch and task_id not in part.records:
+                    self._unresolved.pop(batch[task_id].id, None)
         answered = [
-            (batch[task_id], record) for task_id, record in part.records.items() if task_id in batch
+            (batch[task_id], record)
+            for part in parts
+            for task_id, record in part.records.items()
+            if task_id in batch
         ]
         whole = await self._whole([job for job, _ in answered])
         results = await asyncio.gather(
