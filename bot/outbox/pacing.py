@@ -39,15 +39,14 @@ a write this process is about to grant is also counted in the database, in its c
 and its workspace window, and waits when other processes filled them: N processes writing into
 one channel together stay within the platform's limits. This process's scheduling (who goes
 first, pacing) is unchanged; the database only says when. A held write's finish is told there
-too, so it counts there, as here, from its call's return. A write that waits for its turn
-there (its spacing after another process's write, or room) is booked for it (counted for that
-moment, at most its channel's window ahead and never past its deadline) and made then without
-asking again (asked again if this process's own order holds it more than ``BOOKED_GRACE``).
-Urgent writes waiting in a full channel ask ``BOOK_AHEAD`` before their own rooms open, each for
-the room it will take once the writes ahead of it took theirs, so that rooms opening together
-are each used as they open rather than one reservation after another. A booking not used (its
-write cancelled or out of time, or held past its booking here: another write went first, the
-channel was penalised) is given back: it stops counting there once this process next asks
+too, so it counts there, as here, from its call's return. A write that waits for its turn there
+(its spacing after another process's write, or room) is booked for it (counted for that moment,
+at most its channel's window ahead and never past its deadline) and made then without asking
+again (asked again if this process's own order holds it more than ``BOOKED_GRACE`` past its
+booking, timed from when the reservation returned: a slow database neither lapses it on arrival
+nor lets it go before the moment booked). A booking not used (its write cancelled or out of
+time, or held past its booking here: another write went first, the channel was penalised) is
+given back: it stops counting there once this process next asks
 (:meth:`~storage.WriteWindows.given_back`).
 """
 
@@ -93,9 +92,8 @@ BOOKED_GRACE = 0.25
 """How late a write booked in the shared windows may still be made on its booking (its slot
 counts half a second past its window); later, it is asked for again."""
 BOOK_AHEAD = 0.05
-"""Seconds before its room here opens that a write asks for its turn in the shared windows, so
-that it goes as the room opens rather than a reservation later: the next write of a channel,
-and an urgent write waiting behind others, for the room it will take once they took theirs."""
+"""Seconds before its room here opens that the next write of a channel asks for its turn in
+the shared windows, so that it goes as the room opens rather than a reservation later."""
 UNHELD_ALLOWANCE = 0.1
 """A write granted without ``hold`` is taken as finished this long after its grant."""
 _MIN_SLEEP = 1e-6
@@ -310,35 +308,15 @@ class Pacer:
             for other in self._sharing(ticket)
         )
 
-    def _turn_behind(self, ticket: Ticket, channel: ChannelState, now: float) -> float | None:
-        """When the room for an urgent write waiting behind other urgent writes in its channel
-        opens, once those ahead of it took theirs (a lower bound while writes are in flight);
-        ``None`` for the write first in its channel, for other writes (their turns move with
-        pacing and streams' text) and when its room is not in the window yet."""
-        if not ticket.urgent or not ticket.channel_bound or channel.streams:
-            return None
-        mine = rank(ticket, now)
-        ahead = sum(1 for other in channel.waiting if other.urgent and rank(other, now) < mine)
-        if not ahead:
-            return None
-        window = channel.window
-        self._free_at(window, now)
-        ends = sorted(_ended(stamp, now) + window.seconds + self.margin for stamp in window.stamps)
-        index = len(ends) - window.capacity + ahead
-        if index >= len(ends):
-            return None
-        return max(ends[index] if index >= 0 else now, channel.blocked_until)
-
     def _sharing(self, ticket: Ticket) -> list[Ticket]:
         """The writes waiting for the same workspace window as ``ticket`` (itself included)."""
         return [t for t in self._waiting.get(ticket.workspace, ()) if t.bucket == ticket.bucket]
 
-    async def _wait_for_change(self, channel: ChannelState, at_most: float) -> None:
-        """Until the channel's state changes (another writer was served), or ``at_most``
-        seconds: waiters' ranks move with time and text, so two of them can each see the other
-        first, and a write behind others books its turn ahead (:meth:`_turn_behind`)."""
+    async def _wait_for_change(self, channel: ChannelState) -> None:
+        """Until the channel's state changes (another writer was served), or a little while:
+        waiters' ranks move with time and text, so two of them can each see the other first."""
         changed = asyncio.ensure_future(channel.changed.wait())
-        sleeping = asyncio.ensure_future(self.clock.sleep(max(at_most, _MIN_SLEEP)))
+        sleeping = asyncio.ensure_future(self.clock.sleep(_RECHECK_SECONDS))
         try:
             await asyncio.wait((changed, sleeping), return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -391,7 +369,7 @@ class Pacer:
         self._waiting.setdefault(workspace_key, []).append(ticket)
         asked = self.clock.monotonic()
         booked: WriteBooking | None = None
-        booked_at = booked_until = ask_again_at = -math.inf
+        booked_until = -math.inf
         try:
             while True:
                 now = self.clock.monotonic()
@@ -399,18 +377,6 @@ class Pacer:
                 if booked is not None and max(now, ready) > booked_until:
                     self._unbook(booked.slot)
                     booked = None
-                turn = None
-                if self._shared is not None and booked is None and now >= ask_again_at:
-                    turn = self._turn_behind(ticket, channel, now)
-                    if turn is not None and turn - now <= BOOK_AHEAD:
-                        booking = await self._reserve_shared(ticket, channel, now, deadline)
-                        if booking.counted:
-                            booked = booking
-                            booked_at = now + booking.wait
-                            booked_until = booked_at + BOOKED_GRACE
-                        else:
-                            ask_again_at = now + booking.wait
-                        continue
                 if ready > now:
                     if deadline is not None and ready > deadline:
                         raise PacingTimeout(
@@ -422,30 +388,27 @@ class Pacer:
                             wait -= BOOK_AHEAD
                         elif self._is_next(ticket, now):
                             booking = await self._reserve_shared(ticket, channel, now, deadline)
+                            now = self.clock.monotonic()
                             told = now + booking.wait
                             if booking.counted:
-                                booked, booked_at = booking, told
-                                booked_until = told + BOOKED_GRACE
+                                booked, booked_until = booking, told + BOOKED_GRACE
                             late = deadline is not None and told > deadline
                             if not booking.counted and late:
                                 raise PacingTimeout(
                                     f"no room to write in {channel_key} before the deadline"
                                 )
-                            now = self.clock.monotonic()
                             wait = max(ready, told) - now
                     await self.clock.sleep(max(wait, _MIN_SLEEP))
                     continue
                 if self._is_next(ticket, now):
-                    if booked is not None and booked_at > now:
-                        await self.clock.sleep(booked_at - now)
-                        continue
                     if booked is None:
                         booking = await self._reserve_shared(ticket, channel, now, deadline)
+                        now = self.clock.monotonic()
+                        told = now + booking.wait
                         if booking.counted:
-                            booked, booked_at = booking, now + booking.wait
-                            booked_until = booked_at + BOOKED_GRACE
+                            booked, booked_until = booking, told + BOOKED_GRACE
                         if booking.wait > 0:
-                            late = deadline is not None and now + booking.wait > deadline
+                            late = deadline is not None and told > deadline
                             if not booking.counted and late:
                                 raise PacingTimeout(
                                     f"no room to write in {channel_key} before the deadline"
@@ -459,8 +422,7 @@ class Pacer:
                     grant = self._grant(ticket, channel, now, hold, booked)
                     booked = None
                     return grant
-                until_turn = _RECHECK_SECONDS if turn is None else turn - BOOK_AHEAD - now
-                await self._wait_for_change(channel, min(_RECHECK_SECONDS, until_turn))
+                await self._wait_for_change(channel)
         finally:
             if booked is not None:
                 self._unbook(booked.slot)
