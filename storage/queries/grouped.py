@@ -34,7 +34,13 @@ class Grouped(Generic[Request, Answer]):
         self._waiting.append((request, future))
         if self._runner is None:
             self._runner = asyncio.create_task(self._drain())
-        return await future
+        try:
+            return await future
+        except asyncio.CancelledError:
+            answered = future.done() and not future.cancelled() and future.exception() is None
+            if answered and self._unclaimed is not None:
+                self._unclaimed(future.result())
+            raise
 
     async def _drain(self) -> None:
         batch: list[tuple[Request, asyncio.Future[Answer]]] = []

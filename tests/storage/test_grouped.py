@@ -66,3 +66,29 @@ async def test_an_answer_whose_caller_was_cancelled_while_its_batch_ran_is_uncla
     await asyncio.sleep(0)
     assert batches == [[1, 2]]
     assert unclaimed == [10], "served with its caller gone; one cancelled before its batch is not"
+
+
+async def test_an_answer_whose_caller_was_cancelled_before_it_resumed_is_unclaimed() -> None:
+    """A caller cancelled once its answer was set, before it took it (another caller of the
+    batch, resumed first, cancels it), hands the answer to ``unclaimed``."""
+    unclaimed: list[int] = []
+
+    async def run(requests: Sequence[int]) -> list[int]:
+        await asyncio.sleep(0)
+        return [n * 10 for n in requests]
+
+    grouped = Grouped(run, unclaimed=unclaimed.append)
+    second: asyncio.Future[int] | None = None
+
+    async def first_cancels_second() -> int:
+        answer = await grouped(1)
+        assert second is not None
+        second.cancel()
+        return answer
+
+    first = asyncio.ensure_future(first_cancels_second())
+    second = asyncio.ensure_future(grouped(2))
+    assert await first == 10
+    with pytest.raises(asyncio.CancelledError):
+        await second
+    assert unclaimed == [20]
