@@ -51,7 +51,7 @@ class HeldImages:
             self._give_back(held)
 
     async def _take(self, size: int) -> None:
-        if not self._waiting and self.held + size <= self.limit:
+        if not size or (not self._waiting and self.held + size <= self.limit):
             self.held += size
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -506,11 +506,7 @@ class JobMessages:
     async def _post_result(self, job: Job) -> float | None:
         try:
             job = await self._references_read(job)
-            link_instead = job.delivery_attempts + 1 >= self.retry.image_attempts
-            async with self.held_images.room(self.results.most_bytes(job)) as keep:
-                message, size = await self.results.result(job, link_instead=link_instead)
-                keep(sum(len(image.data) for image in message.images))
-                ref = await self._show(job, message, "result")
+            ref, size = await self._show_result(job)
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
         await self._finish(
@@ -521,6 +517,15 @@ class JobMessages:
             self.experience.models.observe(job)
         self.forget(job.id)
         return None
+
+    async def _show_result(self, job: Job) -> tuple[MessageRef, tuple[int, int] | None]:
+        """Download ``job``'s result within the room for held images and show it; returns the
+        message that shows it and the image's size. The images are let go with their room."""
+        link_instead = job.delivery_attempts + 1 >= self.retry.image_attempts
+        async with self.held_images.room(self.results.most_bytes(job)) as keep:
+            message, size = await self.results.result(job, link_instead=link_instead)
+            keep(sum(len(image.data) for image in message.images))
+            return await self._show(job, message, "result"), size
 
     async def _references_read(self, job: Job) -> Job:
         """``job`` with how many of the reference images genbot hosted for it the provider

@@ -113,3 +113,26 @@ async def test_a_cancelled_first_waiter_lets_the_ones_behind_it_go() -> None:
     await settle()
     assert holders.granted == ["a", "small"]
     assert holders.images.held == 8
+
+
+async def test_a_hold_granted_to_a_waiter_cancelled_before_it_resumed_is_given_back() -> None:
+    holders = Holders(HeldImages(10))
+    holders.start("a", 10)
+    holders.start("b", 5)
+    await settle()
+    assert holders.granted == ["a"]
+
+    holders.keeps["a"](0)
+    holders.tasks["b"].cancel()
+    await settle()
+    assert holders.granted == ["a"]
+    assert holders.images.held == 0
+
+
+async def test_a_result_without_images_does_not_wait_behind_images() -> None:
+    holders = Holders(HeldImages(10))
+    holders.start("a", 10)
+    holders.start("big", 5)
+    holders.start("seed", 0)
+    await settle()
+    assert holders.granted == ["a", "seed"]
