@@ -41,6 +41,9 @@ from storage import (
 log = logging.getLogger(__name__)
 
 DIFFUSION_FETCH_CONCURRENCY = 4
+APPLY_AT_MOST = 20
+"""multi_fetch answers applied together at most (1000 task ids: a statement's ids stay far
+below the databases' limits on bound values)."""
 PROGRESS_CONCURRENCY = 4
 """Progress edits a poll starts (for the jobs it moved) under way at once: each is a platform
 write, and a thousand jobs moving in one answer must not take every storage connection."""
@@ -280,14 +283,14 @@ class ProviderState:
         return await self.finish(job, "failed", error=error, result=result)
 
     async def poll_tasks(self, jobs: Sequence[Job | JobBrief], *, mark_polled: bool) -> bool:
-        """Read family B ``jobs`` with multi_fetch, per provider key (a task id is the
-        account's that made it), and apply the calls' answers as they come, while the other
-        calls are under way: per key, the first answer at once, then together all those that
-        came while one was being applied (:meth:`_apply_parts`: a handful of storage round
-        trips per step, not per answer). A job the provider is done with goes to delivery as
-        its answer is applied. A call that fails loses only its own tasks this round (logged).
-        A task still in flight in its job's status is left out of the answer (nothing to apply:
-        most of a poll over thousands of jobs).
+        """Read family B ``jobs`` with multi_fetch, per provider key (a task id is the account's
+        that made it), and apply the calls' answers as they come, while the other calls are
+        under way: per key, the first answer at once, then together all those that came while
+        one was being applied, ``APPLY_AT_MOST`` at a time (:meth:`_apply_parts`: a handful of
+        storage round trips per step, not per answer). A job the provider is done with goes to
+        delivery as its answer is applied. A call that fails loses only its own tasks this round
+        (logged). A task still in flight in its job's status is left out of the answer (nothing
+        to apply: most of a poll over thousands of jobs).
         ``mark_polled``: store the poll's time of the jobs each answer was about, for the
         webhook backstop. True if any job changed.
 
@@ -336,8 +339,9 @@ class ProviderState:
                             part.error,
                         )
                 answered = [part for part in answers if part.error is None]
-                if answered:
-                    changed |= await self._apply_parts(batch, answered, mark_polled)
+                for start in range(0, len(answered), APPLY_AT_MOST):
+                    chunk = answered[start : start + APPLY_AT_MOST]
+                    changed |= await self._apply_parts(batch, chunk, mark_polled)
         return changed
 
     async def _apply_parts(
@@ -347,7 +351,8 @@ class ProviderState:
         alone, then those that came while one was being applied): their poll marks are one
         statement, the briefs among the jobs they have records of are read whole in one, and
         their moves go to storage together (one turn's :class:`MoveBatch`); each job the
-        provider is done with goes to delivery as it moves."""
+        provider is done with goes to delivery as it moves. When one job's apply fails, the
+        others' are waited for, then the first error is raised."""
         asked = [batch[task_id] for part in parts for task_id in part.task_ids if task_id in batch]
         if mark_polled:
             await self._store.tracking.mark_polled(job.id for job in asked)
@@ -367,8 +372,12 @@ class ProviderState:
                 self._apply_read(whole[job.id], record)
                 for job, record in answered
                 if job.id in whole
-            )
+            ),
+            return_exceptions=True,
         )
+        failed = [result for result in results if isinstance(result, BaseException)]
+        if failed:
+            raise failed[0]
         return any(results)
 
     async def _whole(self, jobs: list[Job | JobBrief]) -> dict[str, Job]:

@@ -18,8 +18,13 @@ from pydantic import SecretStr
 
 from bot.api import MULTI_FETCH_MAX_IDS, TaskRecord
 from bot.api.settings import KeySettings
+from bot.features.jobs.tracking import provider_state
 from bot.features.jobs.tracking import tracker as tracker_module
-from bot.features.jobs.tracking.provider_state import charged_credits, task_result_fields
+from bot.features.jobs.tracking.provider_state import (
+    APPLY_AT_MOST,
+    charged_credits,
+    task_result_fields,
+)
 from bot.features.jobs.wording import status_word
 from bot.kernel import Command, MessageRef, OutMessage, PlatformProfile, User
 from genbot.settings import Settings
@@ -208,13 +213,17 @@ def marked_polled(counting: CountingDatabase) -> set[str]:
     return set().union(*marks(counting))
 
 
+@pytest.mark.parametrize("at_most", [APPLY_AT_MOST, 1])
 async def test_the_answers_that_came_while_one_was_applied_are_applied_in_one_go(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at_most: int
 ) -> None:
     """Each answer was applied on its own (one poll mark, one whole read and one move batch
     per answer): about 20 write transactions a round on SQLite's one writer, queued with the
-    deliveries, where there was one."""
+    deliveries, where there was one. At most ``APPLY_AT_MOST`` go together (a statement's ids
+    stay within the databases' limits)."""
     monkeypatch.setattr("bot.api.tasks.MULTI_FETCH_CONCURRENCY", 1)
+    monkeypatch.setattr(provider_state, "APPLY_AT_MOST", at_most)
+    together = -(-2 // at_most)
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
         await in_flight(bare, 3 * MULTI_FETCH_MAX_IDS + 10)
         sim.advance(120)
@@ -243,7 +252,7 @@ async def test_the_answers_that_came_while_one_was_applied_are_applied_in_one_go
             calls.let_through()
             await calls.arrived(4)  # once the third call was answered
             free.set()
-            await eventually(lambda: len(marks(counting)) == 2)  # the fourth call still held
+            await eventually(lambda: len(marks(counting)) == 1 + together)  # the fourth held
             calls.let_through()
             async with asyncio.timeout(20):
                 assert await polling
@@ -253,7 +262,9 @@ async def test_the_answers_that_came_while_one_was_applied_are_applied_in_one_go
             {job_of[task_id] for task_id in call.body["task_ids"]}
             for call in sim.state.requests_to(MULTI_FETCH)
         ]
-        steps = [asked[0], asked[1] | asked[2], asked[3]]
+        meanwhile = [asked[1], asked[2]]
+        chunks = [set().union(*meanwhile[n : n + at_most]) for n in range(0, 2, at_most)]
+        steps = [asked[0], *chunks, asked[3]]
         assert marks(counting) == steps, "one poll mark per step"
         sizes = [len(step) for step in steps]
         reading = [trip.rows_read for trip in counting.trips if reads_jobs_by_ids(trip)]
