@@ -34,7 +34,7 @@ import itertools
 import secrets
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from storage.queries.base import Clock
@@ -139,7 +139,8 @@ class WriteWindows:
     async def _reserve_together(self, batch: Sequence[Reservation]) -> list[WriteBooking]:
         """One transaction for ``batch``, after the finishes and give-backs told since the last
         one: each reservation, in turn, fits (0) in what is counted and what the ones before it
-        took, is booked for when it may go, or waits (nothing taken)."""
+        took, is booked for when it may go, or waits (nothing taken). Each answer's wait counts
+        from the transaction's return (its own time, the lock's included, is taken off)."""
         lock = self.db.dialect.transaction_lock
         assert lock is not None
         now = self.clock()
@@ -195,4 +196,6 @@ class WriteWindows:
             self._open.update(opened)
             return answers
 
-        return await self.db.transaction(work)
+        answers = await self.db.transaction(work)
+        late = self.clock() - now
+        return [replace(answer, wait=max(answer.wait - late, 0.0)) for answer in answers]

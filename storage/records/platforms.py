@@ -38,8 +38,9 @@ class WriteWindow:
 
 @dataclass(frozen=True)
 class WriteBooking:
-    """A reservation's answer in the shared write windows: how many seconds to wait, and
-    whether the write was counted (then it is made after ``wait`` without asking again; else
+    """A reservation's answer in the shared write windows: how many seconds to wait (from the
+    moment the answer is given: the transaction's own time is taken off), and whether the
+    write was counted (then it is made after ``wait`` without asking again; else
     it asks again after it). A counted write has a ``slot``: telling the windows when its call
     returned (:meth:`~storage.WriteWindows.finished`) makes it count from then for its
     windows' length, instead of from its grant for that length plus an allowance; telling them

@@ -9,6 +9,7 @@ import pytest
 from storage import WriteWindow
 from storage.postgres import PostgresStore
 from storage.queries.write_windows import ALLOWANCE, SQL_GIVEN_BACK, SQL_SPEND
+from storage.sql.session import Session
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import ManualClock
 from tests.storage.counting import counted
@@ -224,3 +225,37 @@ async def test_a_reservation_whose_writer_was_cancelled_while_it_ran_is_given_ba
         assert [sql for sql, _ in trips[0].statements].count(SQL_SPEND) == 1, "it was counted"
         assert SQL_GIVEN_BACK in [sql for sql, _ in trips[1].statements]
         assert await other.write_windows.reserve_writes([one]) == 0.0
+
+
+async def test_a_bookings_wait_counts_from_its_answer_not_from_the_ask(url: str) -> None:
+    """A reservation that took 0.3 s (held behind another process's, here) answers the wait
+    left from its return: the writer, which waits from then, goes at the moment booked rather
+    than the reservation's time after it (every booked write of a busy burst went late)."""
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        full = WriteWindow(CHANNEL.key, capacity=1, seconds=1.0)
+        assert await ours.write_windows.reserve_writes([full]) == 0.0
+        clock.advance(0.5)
+        lock = ours.db.dialect.transaction_lock
+        assert lock is not None
+        holding, release = asyncio.Event(), asyncio.Event()
+
+        async def hold(tx: Session) -> None:
+            await tx.execute(lock, (f"genbot.writes.{full.key}",))
+            holding.set()
+            await release.wait()
+
+        held = asyncio.create_task(other.db.transaction(hold))
+        await holding.wait()
+        asking = asyncio.create_task(ours.write_windows.book_writes([full], within=1.0))
+        await asyncio.sleep(0.2)
+        clock.advance(0.3)
+        release.set()
+        booking = await asking
+        await held
+
+        assert booking.counted
+        assert booking.wait == pytest.approx(1.0 + ALLOWANCE - 0.5 - 0.3)
