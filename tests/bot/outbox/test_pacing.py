@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -720,6 +720,22 @@ def shared_window(capacity: int) -> WriteWindow:
     return WriteWindow(SHARED_KEY, capacity, 1.0 + pacing.DEFAULT_MARGIN)
 
 
+@asynccontextmanager
+async def after_anothers_write(
+    postgres: PostgresCluster,
+) -> AsyncIterator[tuple[PostgresStore, PostgresStore, Sleeps]]:
+    """Two processes' stores on one database and our pacer's sleeps on a virtual clock, just
+    after the other process wrote into ``PLACE``'s shared window: ours, the other's, the sleeps."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        assert await other.write_windows.reserve_writes([shared_window(20)]) == 0.0
+        yield ours, other, Sleeps(clock)
+
+
 async def test_a_write_cancelled_after_its_booking_gives_its_shared_turn_back(
     postgres: PostgresCluster,
 ) -> None:
@@ -727,14 +743,7 @@ async def test_a_write_cancelled_after_its_booking_gives_its_shared_turn_back(
     it (its stream stopped, its deadline), stops counting in the shared windows once this process
     next asks: the other process's next write gets the room at once (it used to count for its
     window and half a second more)."""
-    url = postgres.create_schema()
-    clock = ManualClock()
-    sleeps = Sleeps(clock)
-    async with (
-        await PostgresStore.open(url, clock=clock) as ours,
-        await PostgresStore.open(url, clock=clock) as other,
-    ):
-        assert await other.write_windows.reserve_writes([shared_window(20)]) == 0.0
+    async with after_anothers_write(postgres) as (ours, other, sleeps):
         pacer = Pacer(sleeps.clock, shared=ours.write_windows)
         write = asyncio.create_task(pacer.acquire(PLACE, SHARED_PROFILE, urgent=False, hold=True))
         assert await sleeps.asleep() == pytest.approx(0.05), "booked, spaced after the other's"
@@ -753,14 +762,7 @@ async def test_a_booking_that_lapsed_is_given_back_when_the_write_asks_again(
 ) -> None:
     """A write woken too late for its booking asks again; the booking it did not use is given
     back in that same reservation, so the write counts once there, not twice."""
-    url = postgres.create_schema()
-    clock = ManualClock()
-    sleeps = Sleeps(clock)
-    async with (
-        await PostgresStore.open(url, clock=clock) as ours,
-        await PostgresStore.open(url, clock=clock) as other,
-    ):
-        assert await other.write_windows.reserve_writes([shared_window(20)]) == 0.0
+    async with after_anothers_write(postgres) as (ours, other, sleeps):
         trips = counted(ours).trips
         pacer = Pacer(sleeps.clock, shared=ours.write_windows)
         write = asyncio.create_task(pacer.acquire(PLACE, SHARED_PROFILE, urgent=False, hold=True))
@@ -777,14 +779,7 @@ async def test_a_booking_its_penalised_channel_cannot_use_is_given_back_at_once(
     """A write booked for its turn whose channel is then held for a retry-after longer than its
     booking gives the booking back when it wakes for it, not when the hold ends: this process's
     next reservation (here another channel's write) tells it."""
-    url = postgres.create_schema()
-    clock = ManualClock()
-    sleeps = Sleeps(clock)
-    async with (
-        await PostgresStore.open(url, clock=clock) as ours,
-        await PostgresStore.open(url, clock=clock) as other,
-    ):
-        assert await other.write_windows.reserve_writes([shared_window(20)]) == 0.0
+    async with after_anothers_write(postgres) as (ours, other, sleeps):
         pacer = Pacer(sleeps.clock, shared=ours.write_windows)
         write = asyncio.create_task(pacer.acquire(PLACE, SHARED_PROFILE, urgent=False, hold=True))
         await sleeps.asleep()
