@@ -47,7 +47,10 @@ booking, timed from when the reservation returned: a slow database neither lapse
 nor lets it go before the moment booked). A booking not used (its write cancelled or out of
 time, or held past its booking here: another write went first, the channel was penalised) is
 given back: it stops counting there once this process next asks
-(:meth:`~storage.WriteWindows.given_back`).
+(:meth:`~storage.WriteWindows.given_back`). Urgent writes waiting in a channel whose window
+here has room for all of them ask for their turns there together (one transaction for many,
+:class:`~storage.queries.grouped.Grouped`), not each after the one before it was granted; they
+are still granted in rank order.
 """
 
 from __future__ import annotations
@@ -250,9 +253,10 @@ class Pacer:
             ready = max(ready, self._free_at(workspace, now, paced=paced))
         return ready
 
-    def _free_at(self, window: Window, now: float, *, paced: bool = False) -> float:
+    def _free_at(self, window: Window, now: float, *, paced: bool = False, ahead: int = 0) -> float:
         """The earliest time a write fits in ``window`` (a lower bound while writes are in
-        flight); the stamps that left it are dropped. A held write leaves its window
+        flight) beside ``ahead`` more granted before it (``math.inf``: not before some of those
+        are made); the stamps that left it are dropped. A held write leaves its window
         ``seconds + margin`` after it finished (while in flight, at the earliest that long after
         ``now``; never later than ``IN_FLIGHT_LIMIT`` after its grant). ``paced``: at most one
         grant per ``seconds / capacity``."""
@@ -261,8 +265,11 @@ class Pacer:
             window.stamps = [s for s, end in zip(window.stamps, ends, strict=True) if end > now]
             ends = [end for end in ends if end > now]
         ready = now
-        if len(ends) >= window.capacity:
-            ready = sorted(ends)[len(ends) - window.capacity]
+        counted = len(ends) + ahead
+        if ahead >= window.capacity:
+            ready = math.inf
+        elif counted >= window.capacity:
+            ready = sorted(ends)[counted - window.capacity]
         if paced:
             ready = max(ready, window.last_grant + window.seconds / window.capacity)
         return ready
@@ -277,24 +284,41 @@ class Pacer:
             return -math.inf
         return now - _waited(demand.since, now) + FIRST_MESSAGE_HOLD
 
-    def _first_in_channel(self, ticket: Ticket, now: float) -> bool:
-        """Whether ``ticket`` ranks first among the writes waiting in its channel that are not
-        held (see ``FIRST_MESSAGE_HOLD``); a write that does not count against its channel's
-        window is never held back by the channel's order."""
+    def _ahead(self, ticket: Ticket, now: float) -> int | None:
+        """How many of the writes waiting in ``ticket``'s channel that are not held (see
+        ``FIRST_MESSAGE_HOLD``) rank before it; ``None`` while it is held itself. A write that
+        does not count against its channel's window has none before it."""
         if not ticket.channel_bound:
-            return True
+            return 0
         channel = self._channels[ticket.channel]
         if not channel.streams:
-            if channel.leader is None:
-                channel.leader = min(channel.waiting, key=lambda t: rank(t, now))
-            return channel.leader is ticket
+            if channel.order is None:
+                channel.order = sorted(channel.waiting, key=lambda t: rank(t, now))
+            return channel.order.index(ticket)
         free = [t for t in channel.waiting if self._held_until(t, channel, now) <= now]
-        return bool(free) and min(free, key=lambda t: rank(t, now)) is ticket
+        if ticket not in free:
+            return None
+        first = rank(ticket, now)
+        return sum(rank(t, now) < first for t in free if t is not ticket)
+
+    def _together_at(self, ticket: Ticket, ahead: int, now: float) -> float:
+        """When ``ticket``, with ``ahead`` writes of its channel ranked before it, may ask for
+        its turn in the shared windows beside them, and go when counted there at once: once its
+        channel's window here has room for them all, and not while the shared windows said
+        the channel was full there (:attr:`~bot.outbox.windows.ChannelState.together_after`).
+        Only an urgent write (never paced) that counts against no workspace window goes beside
+        others; for the rest, for a channel's first, and without shared windows, ``math.inf``."""
+        together = ahead > 0 and ticket.urgent and ticket.channel_bound and self._shared is not None
+        if not together or self._workspace(ticket.workspace, ticket.profile, ticket.bucket):
+            return math.inf
+        channel = self._channels[ticket.channel]
+        room = self._free_at(channel.window, now, ahead=ahead)
+        return max(channel.blocked_until, channel.together_after, room)
 
     def _is_next(self, ticket: Ticket, now: float) -> bool:
         """Whether ``ticket`` is first in its channel and, among the channel-firsts that could
         write now, first in its workspace."""
-        if not self._first_in_channel(ticket, now):
+        if self._ahead(ticket, now) != 0:
             return False
         if self._workspace(ticket.workspace, ticket.profile, ticket.bucket) is None:
             return True
@@ -303,7 +327,7 @@ class Pacer:
             other is not ticket
             and other.channel != ticket.channel
             and rank(other, now) < first
-            and self._first_in_channel(other, now)
+            and self._ahead(other, now) == 0
             and self._ready_at(other, now) <= now
             for other in self._sharing(ticket)
         )
@@ -312,11 +336,13 @@ class Pacer:
         """The writes waiting for the same workspace window as ``ticket`` (itself included)."""
         return [t for t in self._waiting.get(ticket.workspace, ()) if t.bucket == ticket.bucket]
 
-    async def _wait_for_change(self, channel: ChannelState) -> None:
-        """Until the channel's state changes (another writer was served), or a little while:
-        waiters' ranks move with time and text, so two of them can each see the other first."""
+    async def _wait_for_change(self, channel: ChannelState, until: float) -> None:
+        """Until the channel's state changes (another writer was served), ``until`` (clock
+        time), or a little while: waiters' ranks move with time and text, so two of them can
+        each see the other first."""
         changed = asyncio.ensure_future(channel.changed.wait())
-        sleeping = asyncio.ensure_future(self.clock.sleep(_RECHECK_SECONDS))
+        timeout = min(_RECHECK_SECONDS, max(until - self.clock.monotonic(), _MIN_SLEEP))
+        sleeping = asyncio.ensure_future(self.clock.sleep(timeout))
         try:
             await asyncio.wait((changed, sleeping), return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -365,7 +391,7 @@ class Pacer:
         if ticket.channel_bound:
             channel.waiting.append(ticket)
             channel.streams += ticket.demand is not None
-            channel.leader = None
+            channel.order = None
         self._waiting.setdefault(workspace_key, []).append(ticket)
         asked = self.clock.monotonic()
         booked: WriteBooking | None = None
@@ -400,36 +426,44 @@ class Pacer:
                             wait = max(ready, told) - now
                     await self.clock.sleep(max(wait, _MIN_SLEEP))
                     continue
-                if self._is_next(ticket, now):
-                    if booked is None:
-                        booking = await self._reserve_shared(ticket, channel, now, deadline)
-                        now = self.clock.monotonic()
-                        told = now + booking.wait
-                        if booking.counted:
-                            booked, booked_until = booking, told + BOOKED_GRACE
-                        if booking.wait > 0:
-                            late = deadline is not None and told > deadline
-                            if not booking.counted and late:
-                                raise PacingTimeout(
-                                    f"no room to write in {channel_key} before the deadline"
-                                )
-                            await self.clock.sleep(booking.wait)
-                            continue
-                    now = self.clock.monotonic()
+                ahead = self._ahead(ticket, now)
+                together = math.inf if ahead is None else self._together_at(ticket, ahead, now)
+                if booked is not None and (together <= now or self._is_next(ticket, now)):
                     priority = "urgent" if urgent else "paced"
                     waited = max(now - asked, 0.0)
                     metrics.WINDOW_WAIT.labels(place.platform, priority).observe(waited)
                     grant = self._grant(ticket, channel, now, hold, booked)
                     booked = None
                     return grant
-                await self._wait_for_change(channel)
+                if booked is None and together <= now:
+                    booking = await self._reserve_shared(ticket, channel, now, None, book=False)
+                    told = self.clock.monotonic() + booking.wait
+                    if booking.counted:
+                        booked, booked_until = booking, told + BOOKED_GRACE
+                    else:
+                        channel.together_after = max(channel.together_after, told)
+                    continue
+                if booked is None and self._is_next(ticket, now):
+                    booking = await self._reserve_shared(ticket, channel, now, deadline)
+                    told = self.clock.monotonic() + booking.wait
+                    if booking.counted:
+                        booked, booked_until = booking, told + BOOKED_GRACE
+                    if booking.wait > 0:
+                        late = deadline is not None and told > deadline
+                        if not booking.counted and late:
+                            raise PacingTimeout(
+                                f"no room to write in {channel_key} before the deadline"
+                            )
+                        await self.clock.sleep(booking.wait)
+                    continue
+                await self._wait_for_change(channel, together if booked is None else booked_until)
         finally:
             if booked is not None:
                 self._unbook(booked.slot)
             if ticket.channel_bound:
                 channel.waiting.remove(ticket)
                 channel.streams -= ticket.demand is not None
-                channel.leader = None
+                channel.order = None
             self._waiting[workspace_key].remove(ticket)
             if not self._waiting[workspace_key]:
                 del self._waiting[workspace_key]
@@ -493,10 +527,16 @@ class Pacer:
             return None
 
     async def _reserve_shared(
-        self, ticket: Ticket, channel: ChannelState, now: float, deadline: float | None
+        self,
+        ticket: Ticket,
+        channel: ChannelState,
+        now: float,
+        deadline: float | None,
+        *,
+        book: bool = True,
     ) -> WriteBooking:
-        """Count the write in the windows other processes share, now or (booked) after the
-        wait returned, or say how long to wait before asking again (see
+        """Count the write in the windows other processes share, now or (booked, unless not
+        ``book``) after the wait returned, or say how long to wait before asking again (see
         :meth:`~storage.WriteWindows.book_writes`); without shared windows (or when the
         database fails) counted at once, without a slot."""
         if self._shared is None:
@@ -516,6 +556,8 @@ class Pacer:
         paced = not ticket.urgent and not (_final(ticket) and channel.waiting == [ticket])
         spacing = channel.window.seconds / channel.window.capacity if paced else 0.0
         within = channel.window.seconds if deadline is None else deadline - now
+        if not book:
+            within = 0.0
         try:
             return await self._shared.book_writes(
                 windows, spacing=spacing, within=min(within, channel.window.seconds)

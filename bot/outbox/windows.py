@@ -81,7 +81,7 @@ class Ticket:
 @dataclass
 class ChannelState:
     """A channel's window and the writes waiting in it. While none of them is a stream's, their
-    ranks do not move with time, so the first is ranked once per change of who waits."""
+    ranks do not move with time, so they are ranked once per change of who waits."""
 
     window: Window
     blocked_until: float = -math.inf
@@ -89,8 +89,11 @@ class ChannelState:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     streams: int = 0
     """How many of the waiting writes describe a stream's demand (their ranks move)."""
-    leader: Ticket | None = None
-    """The first of ``waiting`` by rank, once ranked (only while ``streams`` is 0)."""
+    order: list[Ticket] | None = None
+    """``waiting`` by rank, first first, once ranked (only while ``streams`` is 0)."""
+    together_after: float = -math.inf
+    """Until when the windows other processes share said this channel was full there: until
+    then its writes ask there one after another, not together."""
 
 
 @dataclass(eq=False)

@@ -623,6 +623,42 @@ async def test_slow_reservations_are_used_rather_than_lapse_and_asked_again(
     assert len(shared.asked) == 6, shared.asked
 
 
+async def test_urgent_writes_that_fit_together_ask_for_their_shared_turns_together(
+    tmp_path: Path,
+) -> None:
+    """When a full channel's window opens for several waiting results at once, each asks for
+    its turn in the shared windows then, together, and they are granted in rank order: asked
+    one after another, the last of four waited four reservations (1.2 s at 0.3 s each)."""
+    fake = FakeClock()
+    profile = PlatformProfile(edits_per_window_per_channel=4, edit_window_seconds=1.0)
+    granted: list[tuple[int, float]] = []
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        shared = AskedAt(store.write_windows, fake, taking=0.3)
+        pacer = Pacer(fake.clock, shared=shared)
+
+        async def burst() -> float:
+            first = await asyncio.gather(
+                *(pacer.acquire(PLACE, profile, urgent=True, hold=True) for _ in range(4))
+            )
+            for grant in first:
+                pacer.finish(grant)
+            opens = fake.monotonic() + 1.0 + pacing.DEFAULT_MARGIN
+
+            async def write(n: int) -> None:
+                grant = await pacer.acquire(PLACE, profile, urgent=True, hold=True)
+                granted.append((n, grant.stamp.granted))
+                pacer.finish(grant)
+
+            await asyncio.gather(*(write(n) for n in range(4)))
+            return opens
+
+        opens = await fake.run(burst())
+
+    assert [n for n, _ in granted] == [0, 1, 2, 3], "in rank order"
+    assert max(at for _, at in granted) <= opens + 0.3, (opens, granted, shared.asked)
+    assert len(shared.asked) == 8, "one reservation each"
+
+
 async def test_a_write_asking_ahead_still_gives_up_at_its_deadline(
     postgres: PostgresCluster,
 ) -> None:
