@@ -49,8 +49,10 @@ time, or held past its booking here: another write went first, the channel was p
 given back: it stops counting there once this process next asks
 (:meth:`~storage.WriteWindows.given_back`). Urgent writes waiting in a channel whose window
 here has room for all of them ask for their turns there together (one transaction for many,
-:class:`~storage.queries.grouped.Grouped`), not each after the one before it was granted; they
-are still granted in rank order.
+:class:`~storage.queries.grouped.Grouped`), not each after the one before it was granted, and
+each goes once counted there; they are counted at once or not at all (never booked ahead), and
+when the shared windows say the channel is full there, its writes go back to one at a time
+until then.
 """
 
 from __future__ import annotations
