@@ -230,6 +230,7 @@ def serve_command(
 @click.pass_context
 def run(ctx: click.Context, verbose: bool, log_format: str | None) -> None:
     """Run every adapter whose credentials are configured, the tracker and webhook receiver."""
+    from genbot.collector import settle_for_serving
     from genbot.logs import configure_logging
     from genbot.redaction import settings_secrets
     from genbot.runtime import running
@@ -249,6 +250,7 @@ def run(ctx: click.Context, verbose: bool, log_format: str | None) -> None:
 
     async def serve_until_stopped(stop: StopSignals) -> None:
         async with running(settings, stop) as runtime:
+            settle_for_serving()
             click.echo(f"genbot running: {', '.join(runtime.adapters)} (Ctrl-C stops it)")
             await stop.wait()
 

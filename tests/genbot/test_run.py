@@ -1,6 +1,7 @@
 """``genbot run`` with the web adapter switched on by environment variables: it serves the
 playground on the real core against the simulator, a second ``genbot run`` on the same database
-exits at once naming the first one's pid, SIGTERM stops it cleanly, and its files are private."""
+exits at once naming the first one's pid, SIGTERM stops it cleanly, its garbage collector is set
+for serving, and its files are private."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ async def test_run_serves_the_playground_on_the_configured_port_until_sigterm(
         )
         async with genbot("run", env=env, cwd=tmp_path, log=tmp_path / "run.log") as run:
             await run.line_matching(r"^genbot running: web ")
+            assert "garbage collector set for serving" in run.errors()
             second_env = {**env, "GENBOT_WEB__PORT": str(free_port())}
             async with genbot("run", env=second_env, cwd=tmp_path, log=tmp_path / "2.log") as two:
                 assert await two.exit_status() == 1
