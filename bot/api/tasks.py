@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Collection, Iterable, Mapping
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 
 from bot.api.errors import ApiError, BadRequest, InvalidResponse, TaskCreationRefused
 from bot.api.http import CallSafety, HttpResult, HttpTransport
@@ -156,7 +156,13 @@ class TaskClient:
         return merged
 
     def multi_fetch_parts(
-        self, task_ids: Iterable[str], *, key: str = "", known: Mapping[str, str] | None = None
+        self,
+        task_ids: Iterable[str],
+        *,
+        key: str = "",
+        known: Mapping[str, str] | None = None,
+        spread: float = 0.0,
+        hurry: asyncio.Event | None = None,
     ) -> AsyncGenerator[list[MultiFetchPart], None]:
         """:meth:`multi_fetch`, its calls' answers as they come: each step yields every answer
         that came since the caller last took some (at least one; in the order the calls were
@@ -164,21 +170,34 @@ class TaskClient:
         and takes the answers that came while it was busy together. A call that fails is a part
         with its ``error`` (the other calls go on). Close it (``contextlib.aclosing``) to cancel
         the calls not yet answered. Raises :class:`InvalidRequest` at once for an id that is
-        not one (nothing is sent)."""
+        not one (nothing is sent).
+
+        ``spread``: when there are more calls than go at once (``MULTI_FETCH_CONCURRENCY``),
+        call *i* of *n* starts no sooner than *i* × ``spread`` / *n* seconds after the first,
+        so that they come evenly over ``spread`` seconds, not all at the start; once ``hurry``
+        is set, the calls not yet started go at once (as they would without ``spread``)."""
         unique = list(dict.fromkeys(task_ids))
         requests = [
             MultiFetchRequest(task_ids=unique[start : start + MULTI_FETCH_MAX_IDS])
             for start in range(0, len(unique), MULTI_FETCH_MAX_IDS)
         ]
-        return self._multi_fetch_parts(requests, key, known or {})
+        if len(requests) <= MULTI_FETCH_CONCURRENCY:
+            spread = 0.0
+        offsets = [index * spread / len(requests) for index in range(len(requests))]
+        return self._multi_fetch_parts(requests, key, known or {}, offsets, hurry)
 
     async def _multi_fetch_parts(
-        self, requests: list[MultiFetchRequest], key: str, known: Mapping[str, str]
+        self,
+        requests: list[MultiFetchRequest],
+        key: str,
+        known: Mapping[str, str],
+        offsets: list[float],
+        hurry: asyncio.Event | None,
     ) -> AsyncGenerator[list[MultiFetchPart], None]:
         limit = asyncio.Semaphore(MULTI_FETCH_CONCURRENCY)
         calls = [
-            asyncio.ensure_future(self._multi_fetch_part(request, key, known, limit))
-            for request in requests
+            asyncio.ensure_future(self._multi_fetch_part(request, key, known, limit, offset, hurry))
+            for request, offset in zip(requests, offsets, strict=True)
         ]
         try:
             waiting = set(calls)
@@ -196,8 +215,11 @@ class TaskClient:
         key: str,
         known: Mapping[str, str],
         limit: asyncio.Semaphore,
+        offset: float,
+        hurry: asyncio.Event | None,
     ) -> MultiFetchPart:
         asked = tuple(request.task_ids)
+        await _start_after(offset, hurry)
         try:
             async with limit:
                 result = await self._post("multi_fetch", request.to_body(), CallSafety.READ, key)
@@ -245,3 +267,15 @@ class TaskClient:
         return await self.keys.post(
             self._transport, f"{PREFIX}/{endpoint}", body, safety=safety, key=key
         )
+
+
+async def _start_after(delay: float, hurry: asyncio.Event | None) -> None:
+    """Wait ``delay`` seconds, or less once ``hurry`` is set."""
+    if delay <= 0.0:
+        return
+    if hurry is None:
+        await asyncio.sleep(delay)
+        return
+    with suppress(TimeoutError):
+        async with asyncio.timeout(delay):
+            await hurry.wait()

@@ -176,6 +176,44 @@ async def test_multi_fetch_parts_come_as_the_calls_are_answered_a_failed_call_as
     assert set(last.records) == set(last.task_ids)
 
 
+async def test_multi_fetch_calls_spread_come_evenly_over_the_time_given(
+    sim: RunningSimulator, api: ProviderClient
+) -> None:
+    """Six calls spread over an hour: the second starts ten minutes after the first, so when
+    the first is answered it is the only one sent; closing the parts cancels the waiting calls,
+    and ``hurry`` sends them at once."""
+    wanted = [str(uuid.UUID(int=i)) for i in range(300)]
+    async with asyncio.timeout(10):
+        async with aclosing(api.tasks.multi_fetch_parts(wanted, spread=3600.0)) as parts:
+            [first] = await anext(parts)
+            assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 1
+        assert first.task_ids == tuple(wanted[:50]) and first.error is None
+
+        hurry = asyncio.Event()
+        spread = api.tasks.multi_fetch_parts(wanted, spread=3600.0, hurry=hurry)
+        async with aclosing(spread) as parts:
+            [first] = await anext(parts)
+            assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 2
+            hurry.set()
+            rest = [part async for answers in parts for part in answers]
+    assert [len(part.task_ids) for part in rest] == [50] * 5
+    assert not any(part.error for part in rest)
+    assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 7
+
+
+async def test_multi_fetch_calls_that_go_at_once_are_not_spread(
+    sim: RunningSimulator, api: ProviderClient
+) -> None:
+    wanted = [str(uuid.UUID(int=i)) for i in range(200)]
+    async with (
+        asyncio.timeout(10),
+        aclosing(api.tasks.multi_fetch_parts(wanted, spread=3600.0)) as parts,
+    ):
+        answered = [part async for answers in parts for part in answers]
+    assert sorted(len(part.task_ids) for part in answered) == [50] * 4
+    assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 4
+
+
 async def test_multi_fetch_leaves_out_tasks_in_flight_in_the_status_the_caller_knows() -> None:
     async with (
         serve(sim_config(time_scale=1.0)) as sim,

@@ -282,7 +282,14 @@ class ProviderState:
                 )
         return await self.finish(job, "failed", error=error, result=result)
 
-    async def poll_tasks(self, jobs: Sequence[Job | JobBrief], *, mark_polled: bool) -> bool:
+    async def poll_tasks(
+        self,
+        jobs: Sequence[Job | JobBrief],
+        *,
+        mark_polled: bool,
+        spread: float = 0.0,
+        hurry: asyncio.Event | None = None,
+    ) -> bool:
         """Read family B ``jobs`` with multi_fetch, per provider key (a task id is the account's
         that made it), and apply the calls' answers as they come, while the other calls are
         under way: per key, the first answer at once, then together all those that came while
@@ -292,7 +299,9 @@ class ProviderState:
         (logged). A task still in flight in its job's status is left out of the answer (nothing
         to apply: most of a poll over thousands of jobs).
         ``mark_polled``: store the poll's time of the jobs each answer was about, for the
-        webhook backstop. True if any job changed.
+        webhook backstop. ``spread`` and ``hurry``: each key's calls come evenly over
+        ``spread`` seconds when there are more than go at once, the rest at once when ``hurry``
+        is set (:meth:`bot.api.tasks.TaskClient.multi_fetch_parts`). True if any job changed.
 
         A key whose poll fails (storage) does not cut the others short: the round ends once
         every key's poll has, then raises the error of the first key that failed (in the order
@@ -303,7 +312,10 @@ class ProviderState:
             if job.provider_id:
                 by_key.setdefault(job.provider_key or "", {})[job.provider_id] = job
         ends = await asyncio.gather(
-            *(self._poll_key(key, batch, mark_polled) for key, batch in by_key.items()),
+            *(
+                self._poll_key(key, batch, mark_polled, spread, hurry)
+                for key, batch in by_key.items()
+            ),
             return_exceptions=True,
         )
         failed = [
@@ -318,12 +330,19 @@ class ProviderState:
         return any(ends)
 
     async def _poll_key(
-        self, key: str, batch: dict[str, Job | JobBrief], mark_polled: bool
+        self,
+        key: str,
+        batch: dict[str, Job | JobBrief],
+        mark_polled: bool,
+        spread: float,
+        hurry: asyncio.Event | None,
     ) -> bool:
         """One key's tasks read with multi_fetch, the answers applied as they come."""
         known = {task_id: job.status for task_id, job in batch.items()}
         try:
-            parts = self._provider.tasks.multi_fetch_parts(batch, key=key, known=known)
+            parts = self._provider.tasks.multi_fetch_parts(
+                batch, key=key, known=known, spread=spread, hurry=hurry
+            )
         except ApiError as error:
             log.warning("multi_fetch of %d tasks (key %s) refused: %s", len(batch), key, error)
             return False

@@ -37,6 +37,7 @@ from the record.
   delivery retries' deadline then reports it as not posted), and a ``creating`` job older than
   ``CREATING_GRACE_SECONDS`` that this process is not starting is settled like one a dead
   process left;
+- diffusion jobs in flight whose ``next_poll_at`` (from the provider's ``eta``) is due;
 - family B jobs in flight, polled with ``multi_fetch`` (≤ 50 ids per call), listed in brief
   (:class:`storage.JobBrief`: a job's whole row is read only when its task moved) and polled
   together once listed, so the round's calls follow each other without waiting for a page's
@@ -44,8 +45,17 @@ from the record.
   process receives webhooks, a job that asked for one is only polled as a backstop (no retry
   or delivery is documented: docs/provider.md#webhook-delivery), at most every
   ``poll_interval_max`` seconds and not within ``poll_interval_max`` of a webhook; other jobs
-  (and every job when webhooks are off) every round;
-- diffusion jobs in flight whose ``next_poll_at`` (from the provider's ``eta``) is due.
+  (and every job when webhooks are off) every round.
+
+A round's ``multi_fetch`` calls are spread: when a key has more calls than go at once
+(``MULTI_FETCH_CONCURRENCY``), they come evenly over :data:`SPREAD_SHARE` of
+``poll_interval_min``, not all at the round's start, so whenever jobs finish (a thousand at
+once, say), a call that sees some of them comes within about the interval ÷ the calls, and the
+first result is posted that soon, not at the next round. Each job is still polled once a round.
+The share is of the shortest interval, so a round never outlasts the interval it asks for,
+and a kick during the round (:meth:`Tracker.kick`) sends the calls not yet started at once, so
+a new job's first poll waits no longer than without spreading. Rounds with few calls are not
+spread (they all go at once anyway).
 
 The interval runs from one round's start to the next, so a long round does not stretch it, and
 a round that fails on storage is one line of the process's outage log (:mod:`bot.kernel.outage`) and
@@ -123,6 +133,9 @@ SWEEP_SECONDS = 5.0
 AGE_SHARE = 0.05
 """A quiet round grows the poll interval to at most this share of the youngest polled job's age
 (never under ``poll_interval_min``): how late, relative to its age, a job's finish may be known."""
+SPREAD_SHARE = 0.8
+"""A round's multi_fetch calls, when there are more than go at once, come evenly over this share
+of ``poll_interval_min`` (the shortest interval a round asks for), not all at its start."""
 _SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
 Listed = TypeVar("Listed", Job, JobBrief)
 
@@ -204,7 +217,8 @@ class Tracker:
         self._fetches: set[asyncio.Task[bool]] = set()
         self._delivery_slots = DeliverySlots(DELIVERY_CONCURRENCY)
         self._stopped = False
-        self._kicked = False
+        self._kicked = asyncio.Event()
+        """Set by a kick during a round: the round's calls not yet started go at once."""
         self._next_sweep = 0.0
         self.rounds = 0
 
@@ -261,7 +275,7 @@ class Tracker:
         """Poll soon: something was submitted or changed (a kick during a round makes the
         next round start at once, at the shortest interval)."""
         self.interval = self._limits.poll_interval_min
-        self._kicked = True
+        self._kicked.set()
         self._wake.set()
 
     def submitted(self, job_id: str) -> None:
@@ -467,7 +481,7 @@ class Tracker:
     async def poll_round(self) -> float:
         """One round (see the module docstring); returns the seconds until the next one."""
         self.rounds += 1
-        self._kicked = False
+        self._kicked.clear()
         now = self._clock()
         changed = polled = False
         stale = now - self._limits.job_timeout_seconds
@@ -482,6 +496,9 @@ class Tracker:
             _DELIVERABLE, due_at=now, owner=self._owner
         ):
             self.schedule_delivery(waiting.id, channel_of(waiting))
+        async for jobs in self._pages(IN_FLIGHT_STATUSES, family="diffusion", due_at=now):
+            polled |= bool(jobs)
+            changed |= await self.state.poll_diffusion(jobs, self.interval)
         quiet = now - self._limits.poll_interval_max if self.webhooks else None
         briefs_in_flight = self._paged(
             self._store.tracking.list_job_briefs,
@@ -493,10 +510,12 @@ class Tracker:
             brief async for page in briefs_in_flight for brief in page if self._task_due(brief, now)
         ]
         polled |= bool(due)
-        changed |= await self.state.poll_tasks(due, mark_polled=self.webhooks)
-        async for jobs in self._pages(IN_FLIGHT_STATUSES, family="diffusion", due_at=now):
-            polled |= bool(jobs)
-            changed |= await self.state.poll_diffusion(jobs, self.interval)
+        changed |= await self.state.poll_tasks(
+            due,
+            mark_polled=self.webhooks,
+            spread=SPREAD_SHARE * self._limits.poll_interval_min,
+            hurry=self._kicked,
+        )
         youngest = max((brief.created_at for brief in due), default=None)
         return await self._next_sleep(changed, polled, now, youngest)
 
@@ -558,7 +577,7 @@ class Tracker:
         if oldest:
             wake_at.append(oldest[0].created_at + self._limits.job_timeout_seconds)
         low, high = self._limits.poll_interval_min, self._limits.poll_interval_max
-        if changed or self._kicked:
+        if changed or self._kicked.is_set():
             self.interval = low
         elif polled:
             self.interval = min(high, self.interval * 2, self._grown_at_most(now, youngest))

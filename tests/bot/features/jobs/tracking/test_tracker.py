@@ -6,6 +6,7 @@ import asyncio
 import json
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -481,6 +482,51 @@ async def test_a_kick_during_a_round_is_not_lost(tmp_path: Path) -> None:
         await asyncio.gather(blocked, inserted)
 
         await eventually(lambda: bool(sim.state.requests_to("/gen/v2/multi_fetch")))
+
+
+async def test_a_rounds_calls_are_spread_and_a_kick_sends_the_rest_at_once(
+    tmp_path: Path,
+) -> None:
+    """250 jobs in flight are five multi_fetch calls, more than go at once: when the first
+    call's answer is applied, it is the only call sent (the next comes a fifth of the spread
+    later); a kick sends the others at once, and the round ends."""
+    now = [1_800_000_000.0]
+
+    def clock() -> float:
+        now[0] += 0.001
+        return now[0]
+
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(
+            sim, tmp_path, clock=clock, poll_interval_min=600.0, poll_interval_max=600.0
+        ) as bare,
+    ):
+        freeze(sim)
+        tracker = bare.engines.tracker
+        created = await bare.provider.tasks.imagine(ImagineRequest(prompt="a fox"))
+        task_ids = [created.task_id] + [str(uuid.UUID(int=i)) for i in range(249)]
+        for task_id in task_ids:
+            flying = NewJob(
+                family="task",
+                type="imagine",
+                requester_id="alice",
+                platform="fake",
+                channel_id="c1",
+                prompt="a fox",
+                status="submitted",
+                provider_id=task_id,
+            )
+            await create_job(bare.store.admission, flying)
+
+        polling = asyncio.ensure_future(tracker.poll_round())
+        await eventually(lambda: tracker.state.records_read == 1)
+        assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 1
+        tracker.kick()
+        await eventually(polling.done)
+        assert await polling == 600.0
+        calls = sim.state.requests_to("/gen/v2/multi_fetch")
+        assert sorted(len(call.body["task_ids"]) for call in calls) == [50] * 5
 
 
 async def test_resuming_leaves_the_jobs_this_process_is_creating_alone(tmp_path: Path) -> None:
