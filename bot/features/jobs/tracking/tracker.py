@@ -52,8 +52,8 @@ A round's ``multi_fetch`` calls are spread: when a key has more calls than go at
 ``poll_interval_min``, not all at the round's start, so whenever jobs finish (a thousand at
 once, say), a call that sees some of them comes within about the interval ÷ the calls, and the
 first result is posted that soon, not at the next round. Each job is still polled once a round.
-The share is of the shortest interval, so a round never outlasts the interval it asks for,
-and a kick during the round (:meth:`Tracker.kick`) sends the calls not yet started at once, so
+The share is of the shortest interval, so every call starts within the interval the round asks
+for, and a kick during the round (:meth:`Tracker.kick`) sends the calls not yet started at once, so
 a new job's first poll waits no longer than without spreading. Rounds with few calls are not
 spread (they all go at once anyway).
 

@@ -489,7 +489,8 @@ async def test_a_rounds_calls_are_spread_and_a_kick_sends_the_rest_at_once(
 ) -> None:
     """250 jobs in flight are five multi_fetch calls, more than go at once: when the first
     call's answer is applied, it is the only call sent (the next comes a fifth of the spread
-    later); a kick sends the others at once, and the round ends."""
+    later), and the diffusion job due was fetched before (not after the spread); a kick sends
+    the others at once, and the round ends."""
     now = [1_800_000_000.0]
 
     def clock() -> float:
@@ -518,10 +519,15 @@ async def test_a_rounds_calls_are_spread_and_a_kick_sends_the_rest_at_once(
                 provider_id=task_id,
             )
             await create_job(bare.store.admission, flying)
+        diffusion = replace(
+            flying, family="diffusion", type="txt2img", status="processing", provider_id="1"
+        )
+        await create_job(bare.store.admission, diffusion)
 
         polling = asyncio.ensure_future(tracker.poll_round())
         await eventually(lambda: tracker.state.records_read == 1)
         assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 1
+        assert len(sim.state.requests_to("/diff/fetch")) == 1
         tracker.kick()
         await eventually(polling.done)
         assert await polling == 600.0
