@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Collection, Iterable, Mapping
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 
 from bot.api.errors import ApiError, BadRequest, InvalidResponse, TaskCreationRefused
 from bot.api.http import CallSafety, HttpResult, HttpTransport
@@ -162,7 +162,6 @@ class TaskClient:
         key: str = "",
         known: Mapping[str, str] | None = None,
         spread: float = 0.0,
-        hurry: asyncio.Event | None = None,
     ) -> AsyncGenerator[list[MultiFetchPart], None]:
         """:meth:`multi_fetch`, its calls' answers as they come: each step yields every answer
         that came since the caller last took some (at least one; in the order the calls were
@@ -174,8 +173,7 @@ class TaskClient:
 
         ``spread``: when there are more calls than go at once (``MULTI_FETCH_CONCURRENCY``),
         call *i* of *n* starts no sooner than *i* × ``spread`` / *n* seconds after the first,
-        so that they come evenly over ``spread`` seconds, not all at the start; once ``hurry``
-        is set, the calls not yet started go at once (as they would without ``spread``)."""
+        so that they come evenly over ``spread`` seconds, not all at the start."""
         unique = list(dict.fromkeys(task_ids))
         requests = [
             MultiFetchRequest(task_ids=unique[start : start + MULTI_FETCH_MAX_IDS])
@@ -184,7 +182,7 @@ class TaskClient:
         if len(requests) <= MULTI_FETCH_CONCURRENCY:
             spread = 0.0
         offsets = [index * spread / len(requests) for index in range(len(requests))]
-        return self._multi_fetch_parts(requests, key, known or {}, offsets, hurry)
+        return self._multi_fetch_parts(requests, key, known or {}, offsets)
 
     async def _multi_fetch_parts(
         self,
@@ -192,11 +190,10 @@ class TaskClient:
         key: str,
         known: Mapping[str, str],
         offsets: list[float],
-        hurry: asyncio.Event | None,
     ) -> AsyncGenerator[list[MultiFetchPart], None]:
         limit = asyncio.Semaphore(MULTI_FETCH_CONCURRENCY)
         calls = [
-            asyncio.ensure_future(self._multi_fetch_part(request, key, known, limit, offset, hurry))
+            asyncio.ensure_future(self._multi_fetch_part(request, key, known, limit, offset))
             for request, offset in zip(requests, offsets, strict=True)
         ]
         try:
@@ -216,10 +213,9 @@ class TaskClient:
         known: Mapping[str, str],
         limit: asyncio.Semaphore,
         offset: float,
-        hurry: asyncio.Event | None,
     ) -> MultiFetchPart:
         asked = tuple(request.task_ids)
-        await _start_after(offset, hurry)
+        await asyncio.sleep(offset)
         try:
             async with limit:
                 result = await self._post("multi_fetch", request.to_body(), CallSafety.READ, key)
@@ -267,15 +263,3 @@ class TaskClient:
         return await self.keys.post(
             self._transport, f"{PREFIX}/{endpoint}", body, safety=safety, key=key
         )
-
-
-async def _start_after(delay: float, hurry: asyncio.Event | None) -> None:
-    """Wait ``delay`` seconds, or less once ``hurry`` is set."""
-    if delay <= 0.0:
-        return
-    if hurry is None:
-        await asyncio.sleep(delay)
-        return
-    with suppress(TimeoutError):
-        async with asyncio.timeout(delay):
-            await hurry.wait()

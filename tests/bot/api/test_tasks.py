@@ -181,24 +181,15 @@ async def test_multi_fetch_calls_spread_come_evenly_over_the_time_given(
 ) -> None:
     """Six calls spread over an hour: the second starts ten minutes after the first, so when
     the first is answered it is the only one sent; closing the parts cancels the waiting calls,
-    and ``hurry`` sends them at once."""
+    which are never sent."""
     wanted = [str(uuid.UUID(int=i)) for i in range(300)]
     async with asyncio.timeout(10):
         async with aclosing(api.tasks.multi_fetch_parts(wanted, spread=3600.0)) as parts:
             [first] = await anext(parts)
             assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 1
-        assert first.task_ids == tuple(wanted[:50]) and first.error is None
-
-        hurry = asyncio.Event()
-        spread = api.tasks.multi_fetch_parts(wanted, spread=3600.0, hurry=hurry)
-        async with aclosing(spread) as parts:
-            [first] = await anext(parts)
-            assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 2
-            hurry.set()
-            rest = [part async for answers in parts for part in answers]
-    assert [len(part.task_ids) for part in rest] == [50] * 5
-    assert not any(part.error for part in rest)
-    assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 7
+    assert first.task_ids == tuple(wanted[:50]) and first.error is None
+    await asyncio.sleep(0.05)
+    assert len(sim.state.requests_to("/gen/v2/multi_fetch")) == 1
 
 
 async def test_multi_fetch_calls_that_go_at_once_are_not_spread(

@@ -288,7 +288,6 @@ class ProviderState:
         *,
         mark_polled: bool,
         spread: float = 0.0,
-        hurry: asyncio.Event | None = None,
     ) -> bool:
         """Read family B ``jobs`` with multi_fetch, per provider key (a task id is the account's
         that made it), and apply the calls' answers as they come, while the other calls are
@@ -299,9 +298,9 @@ class ProviderState:
         (logged). A task still in flight in its job's status is left out of the answer (nothing
         to apply: most of a poll over thousands of jobs).
         ``mark_polled``: store the poll's time of the jobs each answer was about, for the
-        webhook backstop. ``spread`` and ``hurry``: each key's calls come evenly over
-        ``spread`` seconds when there are more than go at once, the rest at once when ``hurry``
-        is set (:meth:`bot.api.tasks.TaskClient.multi_fetch_parts`). True if any job changed.
+        webhook backstop. ``spread``: each key's calls come evenly over ``spread`` seconds when
+        there are more than go at once (:meth:`bot.api.tasks.TaskClient.multi_fetch_parts`).
+        True if any job changed.
 
         A key whose poll fails (storage) does not cut the others short: the round ends once
         every key's poll has, then raises the error of the first key that failed (in the order
@@ -312,10 +311,7 @@ class ProviderState:
             if job.provider_id:
                 by_key.setdefault(job.provider_key or "", {})[job.provider_id] = job
         ends = await asyncio.gather(
-            *(
-                self._poll_key(key, batch, mark_polled, spread, hurry)
-                for key, batch in by_key.items()
-            ),
+            *(self._poll_key(key, batch, mark_polled, spread) for key, batch in by_key.items()),
             return_exceptions=True,
         )
         failed = [
@@ -335,13 +331,12 @@ class ProviderState:
         batch: dict[str, Job | JobBrief],
         mark_polled: bool,
         spread: float,
-        hurry: asyncio.Event | None,
     ) -> bool:
         """One key's tasks read with multi_fetch, the answers applied as they come."""
         known = {task_id: job.status for task_id, job in batch.items()}
         try:
             parts = self._provider.tasks.multi_fetch_parts(
-                batch, key=key, known=known, spread=spread, hurry=hurry
+                batch, key=key, known=known, spread=spread
             )
         except ApiError as error:
             log.warning("multi_fetch of %d tasks (key %s) refused: %s", len(batch), key, error)

@@ -53,9 +53,10 @@ A round's ``multi_fetch`` calls are spread: when a key has more calls than go at
 once, say), a call that sees some of them comes within about the interval ÷ the calls, and the
 first result is posted that soon, not at the next round. Each job is still polled once a round.
 The share is of the shortest interval, so every call starts within the interval the round asks
-for, and a kick during the round (:meth:`Tracker.kick`) sends the calls not yet started at once, so
-a new job's first poll waits no longer than without spreading. Rounds with few calls are not
-spread (they all go at once anyway).
+for. A kick during the round (:meth:`Tracker.kick`: a job submitted) does not hurry it: a busy
+bot takes submissions every round, which would undo the spread; the next round starts as soon as
+this one ends, so a new job's first poll waits at most the spread longer. Rounds with few calls
+are not spread (they all go at once anyway).
 
 The interval runs from one round's start to the next, so a long round does not stretch it, and
 a round that fails on storage is one line of the process's outage log (:mod:`bot.kernel.outage`) and
@@ -217,8 +218,7 @@ class Tracker:
         self._fetches: set[asyncio.Task[bool]] = set()
         self._delivery_slots = DeliverySlots(DELIVERY_CONCURRENCY)
         self._stopped = False
-        self._kicked = asyncio.Event()
-        """Set by a kick during a round: the round's calls not yet started go at once."""
+        self._kicked = False
         self._next_sweep = 0.0
         self.rounds = 0
 
@@ -275,7 +275,7 @@ class Tracker:
         """Poll soon: something was submitted or changed (a kick during a round makes the
         next round start at once, at the shortest interval)."""
         self.interval = self._limits.poll_interval_min
-        self._kicked.set()
+        self._kicked = True
         self._wake.set()
 
     def submitted(self, job_id: str) -> None:
@@ -481,7 +481,7 @@ class Tracker:
     async def poll_round(self) -> float:
         """One round (see the module docstring); returns the seconds until the next one."""
         self.rounds += 1
-        self._kicked.clear()
+        self._kicked = False
         now = self._clock()
         changed = polled = False
         stale = now - self._limits.job_timeout_seconds
@@ -514,7 +514,6 @@ class Tracker:
             due,
             mark_polled=self.webhooks,
             spread=SPREAD_SHARE * self._limits.poll_interval_min,
-            hurry=self._kicked,
         )
         youngest = max((brief.created_at for brief in due), default=None)
         return await self._next_sleep(changed, polled, now, youngest)
@@ -577,7 +576,7 @@ class Tracker:
         if oldest:
             wake_at.append(oldest[0].created_at + self._limits.job_timeout_seconds)
         low, high = self._limits.poll_interval_min, self._limits.poll_interval_max
-        if changed or self._kicked.is_set():
+        if changed or self._kicked:
             self.interval = low
         elif polled:
             self.interval = min(high, self.interval * 2, self._grown_at_most(now, youngest))
