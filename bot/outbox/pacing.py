@@ -304,18 +304,17 @@ class Pacer:
         return sum(rank(t, now) < first for t in free if t is not ticket)
 
     def _together_at(self, ticket: Ticket, ahead: int, now: float) -> float:
-        """When ``ticket``, with ``ahead`` writes of its channel ranked before it, may ask for
-        its turn in the shared windows beside them, and go when counted there at once: once its
-        channel's window here has room for them all, and not while the shared windows said
-        the channel was full there (:attr:`~bot.outbox.windows.ChannelState.together_after`).
-        Only an urgent write (never paced) that counts against no workspace window goes beside
-        others; for the rest, for a channel's first, and without shared windows, ``math.inf``."""
+        """When ``ticket``, with ``ahead`` writes of its channel ranked before it, may go beside
+        them once counted in the shared windows: once its channel's window here has room for
+        them all (it asks there only after
+        :attr:`~bot.outbox.windows.ChannelState.together_after` too). Only an urgent write
+        (never paced) that counts against no workspace window goes beside others; for the rest,
+        for a channel's first, and without shared windows, ``math.inf``."""
         together = ahead > 0 and ticket.urgent and ticket.channel_bound and self._shared is not None
         if not together or self._workspace(ticket.workspace, ticket.profile, ticket.bucket):
             return math.inf
         channel = self._channels[ticket.channel]
-        room = self._free_at(channel.window, now, ahead=ahead)
-        return max(channel.blocked_until, channel.together_after, room)
+        return max(channel.blocked_until, self._free_at(channel.window, now, ahead=ahead))
 
     def _is_next(self, ticket: Ticket, now: float) -> bool:
         """Whether ``ticket`` is first in its channel and, among the channel-firsts that could
@@ -437,11 +436,16 @@ class Pacer:
                     grant = self._grant(ticket, channel, now, hold, booked)
                     booked = None
                     return grant
-                if booked is None and together <= now:
+                asking = max(together, channel.together_after)
+                if booked is None and asking <= now:
                     booking = await self._reserve_shared(ticket, channel, now, None, book=False)
                     told = self.clock.monotonic() + booking.wait
                     if booking.counted:
                         booked, booked_until = booking, told + BOOKED_GRACE
+                    elif deadline is not None and told > deadline:
+                        raise PacingTimeout(
+                            f"no room to write in {channel_key} before the deadline"
+                        )
                     else:
                         channel.together_after = max(channel.together_after, told)
                     continue
@@ -458,7 +462,7 @@ class Pacer:
                             )
                         await self.clock.sleep(booking.wait)
                     continue
-                await self._wait_for_change(channel, together if booked is None else booked_until)
+                await self._wait_for_change(channel, asking if booked is None else booked_until)
         finally:
             if booked is not None:
                 self._unbook(booked.slot)

@@ -695,6 +695,32 @@ async def test_writes_behind_others_wait_while_the_shared_windows_are_full(
     assert len(shared.asked) <= 12, shared.asked
 
 
+async def test_a_write_behind_others_gives_up_when_told_to_wait_past_its_deadline(
+    tmp_path: Path,
+) -> None:
+    """A write asking for its shared turn beside the one before it, told the window there is
+    full until after its deadline, gives up at once (it used to wait and be made after it)."""
+    fake = FakeClock()
+    profile = PlatformProfile(edits_per_window_per_channel=4, edit_window_seconds=1.0)
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        pacer = Pacer(fake.clock, shared=FullUntil(store.write_windows, fake, until=5.0))
+
+        async def write(deadline: float | None) -> float | None:
+            try:
+                grant = await pacer.acquire(
+                    PLACE, profile, urgent=True, hold=True, deadline=deadline
+                )
+            except PacingTimeout:
+                return None
+            pacer.finish(grant)
+            return grant.stamp.granted
+
+        first, second = await fake.run(asyncio.gather(write(None), write(0.5)))
+
+    assert first is not None and first >= 5.0
+    assert second is None
+
+
 async def test_a_write_asking_ahead_still_gives_up_at_its_deadline(
     postgres: PostgresCluster,
 ) -> None:
