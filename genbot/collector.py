@@ -12,8 +12,9 @@ with every module, class and function imported at startup.
 what remains (:func:`gc.freeze`: never scanned again, never freed, which is what a module or
 a class is anyway), and collects the young generation every ``SERVING_THRESHOLDS[0]`` net
 allocations rather than 700, so far fewer survivors reach the old generation. Reference
-cycles are still collected, only less often: a young collection still runs within a few
-milliseconds of a busy process's work.
+cycles made later are still collected, only less often: a young collection still runs within a
+few milliseconds of a busy process's work. What startup made is never freed, even once it is
+garbage (a connection made at startup and replaced on a reconnect): a bounded, one-time cost.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The collector set for serving: startup's objects frozen, the young generation collected less
-often, reference cycles still collected."""
+often."""
 
 from __future__ import annotations
 
 import gc
-import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -22,12 +21,11 @@ def restored() -> Iterator[None]:
 
 
 class Node:
-    def __init__(self) -> None:
-        self.other: Node | None = None
+    """An object the collector tracks."""
 
 
 @pytest.mark.usefixtures("restored")
-def test_startup_objects_are_frozen_and_cycles_still_collected() -> None:
+def test_startup_objects_are_frozen_and_young_collections_are_rarer() -> None:
     startup = Node()
 
     frozen = settle_for_serving()
@@ -37,9 +35,3 @@ def test_startup_objects_are_frozen_and_cycles_still_collected() -> None:
     assert all(
         not any(o is startup for o in gc.get_objects(generation)) for generation in (0, 1, 2)
     )
-    one, two = Node(), Node()
-    one.other, two.other = two, one
-    gone = weakref.ref(one)
-    del one, two
-    gc.collect()
-    assert gone() is None, "a cycle made after startup is still collected"
