@@ -453,6 +453,20 @@ async def test_a_late_poll_answer_leaves_the_finished_progress_message_alone(
         assert bot.progress(done).text.startswith("**Imagined**"), bot.progress(done).text
 
 
+def submitted(task_id: str) -> NewJob:
+    """An /imagine job in channel c1 whose task ``task_id`` the provider has."""
+    return NewJob(
+        family="task",
+        type="imagine",
+        requester_id="alice",
+        platform="fake",
+        channel_id="c1",
+        prompt="a fox",
+        status="submitted",
+        provider_id=task_id,
+    )
+
+
 async def test_a_kick_during_a_round_is_not_lost(tmp_path: Path) -> None:
     async with (
         serve(MANUAL) as sim,
@@ -466,16 +480,7 @@ async def test_a_kick_during_a_round_is_not_lost(tmp_path: Path) -> None:
         blocked = asyncio.ensure_future(store.db.run(lambda _: gate.wait(5)))
         tracker.kick()
         await eventually(lambda: tracker.rounds >= 2)
-        flying = NewJob(
-            family="task",
-            type="imagine",
-            requester_id="alice",
-            platform="fake",
-            channel_id="c1",
-            prompt="a fox",
-            status="submitted",
-            provider_id=created.task_id,
-        )
+        flying = submitted(created.task_id)
         inserted = asyncio.ensure_future(create_job(store.admission, flying))
         tracker.kick()
         gate.set()
@@ -508,16 +513,7 @@ async def test_a_rounds_calls_are_spread_and_kicks_do_not_hurry_them(
         created = await bare.provider.tasks.imagine(ImagineRequest(prompt="a fox"))
         task_ids = [created.task_id] + [str(uuid.UUID(int=i)) for i in range(249)]
         for task_id in task_ids:
-            flying = NewJob(
-                family="task",
-                type="imagine",
-                requester_id="alice",
-                platform="fake",
-                channel_id="c1",
-                prompt="a fox",
-                status="submitted",
-                provider_id=task_id,
-            )
+            flying = submitted(task_id)
             await create_job(bare.store.admission, flying)
         diffusion = replace(
             flying, family="diffusion", type="txt2img", status="processing", provider_id="1"
