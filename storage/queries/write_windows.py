@@ -53,9 +53,9 @@ SQL_COUNTING: Final = (
     "SELECT key, COUNT(*) AS n, MAX(granted_at) AS last FROM write_slots"
     " WHERE key IN ({}) AND until > ? GROUP BY key"
 )
-SQL_FREED_AT: Final = (
-    "SELECT until FROM write_slots WHERE key = ? AND until > ? ORDER BY until LIMIT 1 OFFSET ?"
-)
+SQL_ENDS: Final = "SELECT until FROM write_slots WHERE key = ? AND until > ? ORDER BY until"
+"""When each write still counting in a window stops counting, soonest first: read once per full
+window in a reservation's transaction (every write it turns away reads its wait from them)."""
 SQL_SPEND: Final = "INSERT INTO write_slots (key, granted_at, until, slot) VALUES (?, ?, ?, ?)"
 SQL_FINISHED: Final = "UPDATE write_slots SET until = ? WHERE key = ? AND slot = ? AND until > ?"
 """Only rows still counting: the prune deletes only rows that stopped, so neither waits on the
@@ -166,6 +166,7 @@ class WriteWindows:
             taken: Counter[str] = Counter()
             spend: list[tuple[str, float, float, int]] = []
             opened: dict[int, tuple[float, list[tuple[str, float]]]] = {}
+            ends: dict[str, list[float]] = {}
             answers = []
             for windows, spacing, within in batch:
                 room, exact = 0.0, True
@@ -175,8 +176,11 @@ class WriteWindows:
                     if over >= stored:
                         room, exact = max(room, window.seconds + ALLOWANCE), False
                     elif over >= 0:
-                        freed = await tx.fetch_one(SQL_FREED_AT, (window.key, now, over))
-                        room = max(room, (freed["until"] if freed else now) - now)
+                        if window.key not in ends:
+                            rows = await tx.fetch_all(SQL_ENDS, (window.key, now))
+                            ends[window.key] = [row["until"] for row in rows]
+                        stopping = ends[window.key]
+                        room = max(room, (stopping[over] if over < len(stopping) else now) - now)
                 first = last.get(windows[0].key)
                 spaced = first + spacing - now if spacing > 0 and first is not None else 0.0
                 wait = max(room, spaced, 0.0)

@@ -8,7 +8,7 @@ import pytest
 
 from storage import WriteWindow
 from storage.postgres import PostgresStore
-from storage.queries.write_windows import ALLOWANCE, SQL_GIVEN_BACK, SQL_SPEND
+from storage.queries.write_windows import ALLOWANCE, SQL_ENDS, SQL_GIVEN_BACK, SQL_SPEND
 from storage.sql.session import Session
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import ManualClock
@@ -120,6 +120,24 @@ async def test_reservations_together_are_judged_after_the_ones_before_them(url: 
             *(store.write_windows.reserve_writes([CHANNEL], spacing=1.0) for _ in range(2))
         )
         assert spaced == [0.0, pytest.approx(1.0)]
+
+
+async def test_writes_turned_away_from_a_full_window_read_when_it_frees_once(url: str) -> None:
+    """Three processes' results filled a channel's window and each asked for more: every write
+    turned away got its wait from one read of the window, not from a read of its own inside the
+    transaction that holds the window's lock."""
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        for _ in range(CHANNEL.capacity):
+            assert await store.write_windows.reserve_writes([CHANNEL]) == 0.0
+        clock.advance(1.0)
+        trips = counted(store).trips
+        answers = await asyncio.gather(
+            *(store.write_windows.reserve_writes([CHANNEL]) for _ in range(5))
+        )
+        assert answers == [pytest.approx(CHANNEL.seconds + ALLOWANCE - 1.0)] * 5
+        reads = [sql for trip in trips for sql, _ in trip.statements if sql == SQL_ENDS]
+        assert len(reads) == len(trips) < 5
 
 
 async def test_a_finished_write_counts_from_its_finish_once_its_writer_asks_again(
