@@ -105,7 +105,7 @@ def _text(body: dict[str, Any], playground: Playground) -> str:
     return text.strip()
 
 
-def _place(playground: Playground, body: dict[str, Any], user: User) -> Place:
+async def _place(playground: Playground, body: dict[str, Any], user: User) -> Place:
     channel = parse_channel(body.get("channel"), user.id)
     known = playground.store.channels()
     if channel not in known and len(known) >= MAX_CHANNELS:
@@ -119,7 +119,7 @@ def _place(playground: Playground, body: dict[str, Any], user: User) -> Place:
     thread = body.get("thread")
     if thread is None or thread == "":
         return web_place(channel)
-    parent = playground.store.get(thread) if isinstance(thread, str) else None
+    parent = await playground.message(thread) if isinstance(thread, str) else None
     if parent is None or parent.channel != channel or parent.thread_info is None:
         raise BadInput(
             _("There is no thread {thread} in #{channel}.", thread=repr(thread), channel=channel)
@@ -183,7 +183,7 @@ async def command(request: web.Request) -> web.Response:
     if not text or text == "/":
         raise BadInput(_("Empty command: type a command such as /imagine a fox, or /help."))
     spec, _rest = parse_slash(text)
-    place = _place(playground, body, user)
+    place = await _place(playground, body, user)
     ids, files = _uploads(playground, body, user.id)
     assign_attachments(spec, files)
     playground.uploads.take(ids, user.id)
@@ -251,7 +251,7 @@ async def message(request: web.Request) -> web.Response:
     playground = adapter.playground
     body = await json_body(request)
     text = _text(body, playground)
-    place = _place(playground, body, user)
+    place = await _place(playground, body, user)
     ids, files = _uploads(playground, body, user.id)
     if not text and not files:
         raise BadInput(_("Empty message: type something or attach an image."))

@@ -3,8 +3,11 @@ the forms open in browsers, and the streams that show every change to the browse
 
 Messages live in memory (:mod:`adapters.web.messages`) and, given a ``history``, in genbot's
 storage (:mod:`adapters.web.journal`: written before browsers see a change, so a restart loses
-nothing; messages other processes save are followed and shown here too). Browsers follow a
-channel through :mod:`adapters.web.hub`. The core writes here
+nothing). Browsers follow a channel through :mod:`adapters.web.hub`. What other processes save
+is read as far as this process shows it: while a browser watches (:meth:`Playground.watch`),
+every message they save is shown here too; while none does, only the changes of messages this
+process holds are read (a message it does not hold is read when it is asked for, and the
+first browser to come catches up on the rest). The core writes here
 through :class:`adapters.web.surface.WebSurface`; users through the routes
 (:mod:`adapters.web.handlers`).
 """
@@ -111,6 +114,8 @@ class Playground:
         self.legacy_file = legacy_file
         self.journal: PlaygroundJournal | None = None
         self._following: asyncio.Task[None] | None = None
+        self._watched: asyncio.Future[None] | None = None
+        """The catch-up done when a browser started watching; None while none watches."""
         self.url = ""
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
         self.unkept_replies: set[str] = set()
@@ -148,6 +153,9 @@ class Playground:
     async def close(self) -> None:
         """Stop following the history (reopened by :meth:`open`)."""
         self.journal = None
+        watched, self._watched = self._watched, None
+        if watched is not None:
+            watched.cancel()
         following, self._following = self._following, None
         if following is not None:
             following.cancel()
@@ -155,9 +163,11 @@ class Playground:
                 await following
 
     async def _follow(self, journal: PlaygroundJournal, state: _Following) -> None:
-        """Show the messages other processes save (until :meth:`close`); after following
-        (re)starts once the history was read, read it again for what was saved meanwhile.
-        The notices that came while the previous ones were being shown are read together."""
+        """Show the messages other processes save (until :meth:`close`): every one while a
+        browser watches (:meth:`watch`), else only those this process holds (the notice of any
+        other is skipped, nothing read). After following (re)starts once the history was read,
+        read it again for what was saved meanwhile. The notices that came while the previous
+        ones were being shown are read together."""
         failures = 0
         while True:
             try:
@@ -184,7 +194,12 @@ class Playground:
         self, journal: PlaygroundJournal, message_ids: list[str]
     ) -> None:
         """Show messages other processes saved, in the order their notices came (each once,
-        as it is now); their images are read when a browser asks."""
+        as it is now); their images are read when a browser asks. While no browser watches,
+        only those this process holds."""
+        if self._watched is None:
+            message_ids = [i for i in message_ids if self.store.get(i) is not None]
+            if not message_ids:
+                return
         for message in await journal.fetch_saved(message_ids):
             self._show_saved(message, {})
 
@@ -195,6 +210,31 @@ class Playground:
         for message in saved.messages:
             keys = message.image_keys()
             self._show_saved(message, {k: f for k, f in saved.images.items() if k in keys})
+
+    async def watch(self) -> None:
+        """A browser is about to show the channels (a page reads a channel's history, an event
+        stream opens): when none was watching, first read what other processes saved
+        meanwhile (:meth:`_catch_up`; a save announced during it is shown too, and never an
+        older copy over a newer one). From then on every message they save is shown here,
+        until the last stream ends (:meth:`unwatch`)."""
+        journal = self.journal
+        if journal is None:
+            return
+        if self._watched is None:
+            self._watched = asyncio.ensure_future(self._catch_up(journal))
+        watched = self._watched
+        try:
+            await asyncio.shield(watched)
+        except Exception:
+            if self._watched is watched:
+                self._watched = None
+            raise
+
+    def unwatch(self) -> None:
+        """A browser's event stream ended: when no stream is left, only the messages this
+        process holds are followed again (what it holds stays)."""
+        if self.hub.subscriber_count() == 0:
+            self._watched = None
 
     def _show_saved(self, message: WebMessage, images: dict[str, StoredFile]) -> None:
         known = self.store.get(message.id)
@@ -236,8 +276,8 @@ class Playground:
 
     async def message(self, message_id: str) -> WebMessage | None:
         """The message ``message_id``: as this process shows it, else read from the history
-        (another process saved it while this one was not following: it is shown from now
-        on), else None."""
+        (another process saved it while this one did not read what it saved: no browser
+        watched, or following was down; it is shown from now on), else None."""
         shown = self.store.get(message_id)
         if shown is None and self.journal is not None:
             found = await self.journal.fetch(message_id, with_images=True)
@@ -245,6 +285,21 @@ class Playground:
                 self._show_saved(*found)
                 shown = self.store.get(message_id)
         return shown
+
+    async def keyed(
+        self, channel: str, thread: str | None, key: str, *, saved: bool
+    ) -> WebMessage | None:
+        """The message shown in the channel (or thread) with ``key``; with ``saved``, while no
+        browser watches, else the one the history holds there with it (another process posted
+        it, and this one did not read it: it is shown from now on); None when there is none."""
+        shown = self.store.keyed(channel, thread, key)
+        if shown is not None or not saved or self._watched is not None or self.journal is None:
+            return shown
+        for message in (await self.journal.load(0)).messages:
+            if (message.channel, message.thread, message.key) == (channel, thread, key):
+                self._show_saved(message, {})
+                return self.store.keyed(channel, thread, key)
+        return None
 
     def _answers(self, message: WebMessage) -> str | None:
         """The command a message of genbot's replies to, for its save to mark it handled;
@@ -278,7 +333,7 @@ class Playground:
     async def reveal(self, message_id: str | None) -> None:
         """Show a private command message to everyone: genbot answers it in public (a job's
         message, a chat answer, a thread on it)."""
-        shown = self.store.get(message_id or "")
+        shown = await self.message(message_id) if message_id else None
         if shown is None or shown.kind != "user" or shown.visible_to is None:
             return
         await self.keep("post", replace(shown, visible_to=None))

@@ -267,10 +267,12 @@ async def saved_options(request: web.Request) -> web.Response:
 
 
 async def history(request: web.Request) -> web.Response:
-    """The channel's recent messages this user may see, with the event number they are at."""
+    """The channel's recent messages this user may see, with the event number they are at
+    (a page about to follow the channel: see :meth:`Playground.watch`)."""
     playground = request.app[ADAPTER].playground
     user = request[USER]
     channel = parse_channel(request.query.get("channel"), user.id)
+    await playground.watch()
     known = [
         c for c in playground.store.channels() if c not in DEFAULT_CHANNELS and not is_dm_channel(c)
     ]
@@ -295,7 +297,9 @@ def _sse(seq: int | None, payload: dict[str, Any]) -> bytes:
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """Server-sent events of one channel; resumes after ``Last-Event-ID`` or ``?after=``."""
+    """Server-sent events of one channel; resumes after ``Last-Event-ID`` or ``?after=``. While
+    one is open, the playground shows everything other processes save (see
+    :meth:`Playground.watch`)."""
     adapter = request.app[ADAPTER]
     playground = adapter.playground
     channel = parse_channel(request.query.get("channel"), request[USER].id)
@@ -320,6 +324,7 @@ async def events(request: web.Request) -> web.StreamResponse:
         }
     )
     try:
+        await playground.watch()
         await response.prepare(request)
         hello = {
             "type": "hello",
@@ -344,6 +349,7 @@ async def events(request: web.Request) -> web.StreamResponse:
         pass
     finally:
         playground.hub.unsubscribe(subscriber)
+        playground.unwatch()
     return response
 
 

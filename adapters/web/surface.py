@@ -44,10 +44,13 @@ class WebSurface:
     ) -> MessageRef:
         """Post ``message`` in ``place`` and stream it to the channel's browsers (the command
         it answers, private until then, is shown to everyone first); a keyed message the
-        playground already shows is returned as it is."""
+        playground already shows (or, when it ``may_exist``, holds in its history) is
+        returned as it is."""
         self._check(place, message)
         await self.playground.reveal(reply_target(origin))
-        if message.key is not None and (earlier := await self.posted(place, message.key)):
+        if message.key is not None and (
+            earlier := await self._keyed(place, message.key, saved=message.may_exist)
+        ):
             return earlier
         posted = WebMessage(
             id=self.playground.store.new_id(),
@@ -67,8 +70,12 @@ class WebSurface:
         return MessageRef(place, posted.id)
 
     async def posted(self, place: Place, key: str) -> MessageRef | None:
-        """The message the playground shows in ``place`` with ``key``, if any."""
-        shown = self.playground.store.keyed(place.channel_id, place.thread_id, key)
+        """The message the playground shows in ``place`` with ``key`` (or holds in its
+        history: another process may have posted it), if any."""
+        return await self._keyed(place, key, saved=True)
+
+    async def _keyed(self, place: Place, key: str, *, saved: bool) -> MessageRef | None:
+        shown = await self.playground.keyed(place.channel_id, place.thread_id, key, saved=saved)
         return MessageRef(place, shown.id) if shown is not None else None
 
     async def edit(self, ref: MessageRef, message: OutMessage) -> None:
@@ -184,7 +191,7 @@ class WebSurface:
         """Open ``modal`` as a dialog in the browser tab ``origin`` came from (in every tab of
         its user when that is unknown); a region field draws on the image of the message the
         form was opened from."""
-        modal = self._with_image(modal, reply_target(origin))
+        modal = await self._with_image(modal, reply_target(origin))
         pending = PendingModal(modal, origin.place, reply_target(origin))
         self.playground.remember_modal(origin.user.id, pending)
         tab = origin.context.tab if isinstance(origin.context, WebContext) else None
@@ -204,7 +211,7 @@ class WebSurface:
 
     async def start_thread(self, ref: MessageRef, name: str) -> Place:
         """Open a thread on a message; its messages show in the page's thread panel."""
-        message = self.playground.store.get(ref.message_id)
+        message = await self.playground.message(ref.message_id)
         if message is None or message.kind == "ephemeral":
             raise SurfaceError(f"no message {ref.message_id!r} to start a thread on")
         if message.thread is not None:
@@ -234,8 +241,8 @@ class WebSurface:
             raise MessageGone(f"no genbot message {ref.message_id!r} in the playground")
         return posted
 
-    def _with_image(self, modal: Modal, message_id: str | None) -> Modal:
-        shown = self.playground.store.get(message_id or "")
+    async def _with_image(self, modal: Modal, message_id: str | None) -> Modal:
+        shown = await self.playground.message(message_id) if message_id else None
         if shown is None or not shown.images:
             return modal
         url = str(shown.images[0]["url"])

@@ -1,5 +1,7 @@
 """The playground on PostgreSQL with several genbot processes: a message one process shows
-(with its images, edits and deletions) reaches the browsers of every other process."""
+(with its images, edits and deletions) reaches the browsers of every other process. A process
+no browser watches reads only the changes of the messages it holds, and catches up when a
+browser comes."""
 
 from __future__ import annotations
 
@@ -9,15 +11,28 @@ from contextlib import asynccontextmanager
 
 import psycopg
 import pytest
+from aiohttp import ClientSession, CookieJar
 from prometheus_client import REGISTRY
+from yarl import URL
 
 from adapters.web import WebAdapter, playground
+from adapters.web.access import SESSION_COOKIE
 from adapters.web.messages import BOT_AUTHOR, WebMessage
 from adapters.web.settings import WebSettings
-from bot.kernel import ImageFile, MessageRef, OutMessage, Place
+from bot.kernel import (
+    Button,
+    ButtonPress,
+    ImageFile,
+    MessageRef,
+    Modal,
+    ModalField,
+    OutMessage,
+    Place,
+    User,
+)
 from storage.postgres import PostgresStore
 from storage.queries.playground import CHANNEL, PlaygroundHistory
-from tests.adapters.web.fakes import RecordingCore, eventually, png
+from tests.adapters.web.fakes import RecordingCore, SseReader, eventually, history, png, post
 from tests.fakes.router import FakeRouter
 from tests.postgres import PostgresCluster
 from tests.storage.counting import CountingDatabase
@@ -33,7 +48,9 @@ async def process(url: str) -> AsyncIterator[WebAdapter]:
     """One genbot process's playground on the shared database."""
     async with await PostgresStore.open(url, pool_size=2) as store:
         core = RecordingCore()
-        adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store.playground)
+        adapter = WebAdapter(
+            WebSettings(host="127.0.0.1", port=0), history=store.playground, keepalive_seconds=0.1
+        )
         core.surface = adapter.surface
         await adapter.start(FakeRouter(core, [adapter.surface]))
         try:
@@ -42,10 +59,73 @@ async def process(url: str) -> AsyncIterator[WebAdapter]:
             await adapter.stop()
 
 
+@asynccontextmanager
+async def browser_on(adapter: WebAdapter) -> AsyncIterator[ClientSession]:
+    """A browser on ``adapter``'s playground (with the session a page load gives)."""
+    async with ClientSession(base_url=adapter.url, cookie_jar=CookieJar(unsafe=True)) as session:
+        given_by_a_page_load = {SESSION_COOKIE: adapter.access.new_session()}
+        session.cookie_jar.update_cookies(given_by_a_page_load, URL(adapter.url))
+        yield session
+
+
+@asynccontextmanager
+async def watching(adapter: WebAdapter, channel: str = "general") -> AsyncIterator[SseReader]:
+    """A browser following ``channel`` on ``adapter`` (its event stream, from its ``hello``
+    on), until it leaves (its stream ended on the server too)."""
+    async with (
+        browser_on(adapter) as session,
+        session.get("/api/events", params={"channel": channel}) as response,
+    ):
+        assert response.status == 200, await response.text()
+        reader = SseReader(response)
+        assert (await reader.next()).data["type"] == "hello"
+        yield reader
+    await eventually(lambda: adapter.playground.hub.subscriber_count() == 0, ACROSS_PROCESSES)
+
+
+def counted(adapter: WebAdapter) -> CountingDatabase:
+    """Count what ``adapter``'s playground asks of the database from now on."""
+    history = adapter.playground.history
+    assert isinstance(history, PlaygroundHistory)
+    counting = CountingDatabase(history.db)
+    history.db = counting
+    return counting
+
+
+def messages_read(counting: CountingDatabase) -> list[str]:
+    """The ids of the messages read by id (one, or several together)."""
+    return [
+        str(message_id)
+        for trip in counting.trips
+        for sql, values in trip.statements
+        if sql.startswith("SELECT * FROM playground_messages WHERE id")
+        for message_id in values
+    ]
+
+
+def texts(adapter: WebAdapter) -> list[str]:
+    return [m.text for m in adapter.playground.store.history("general", "anyone")]
+
+
+async def skipped_by_second(first: WebAdapter, second: WebAdapter, posts: list[str]) -> None:
+    """``first`` posts ``posts`` while no browser watches ``second``; returns once ``second``
+    has had every notice of them (it shows the edit ``first`` makes after them of the message
+    ``second`` posted before them, ``"held"`` → ``"held, edited"``)."""
+    held = await second.surface.send(PLACE, OutMessage("held"))
+    for text in posts:
+        await first.surface.send(PLACE, OutMessage(text))
+    await first.surface.edit(held, OutMessage("held, edited"))
+
+    def edit_shown() -> bool:
+        message = second.playground.store.get(held.message_id)
+        return message is not None and message.text == "held, edited"
+
+    await eventually(edit_shown, ACROSS_PROCESSES)
+
+
 async def test_a_browser_on_any_process_sees_every_message(postgres: PostgresCluster) -> None:
     url = postgres.create_schema()
-    async with process(url) as first, process(url) as second:
-        watching, _ = second.playground.hub.subscribe("general", "anyone", None)
+    async with process(url) as first, process(url) as second, watching(second) as stream:
         shown = OutMessage("a fox", images=(ImageFile("fox.png", png()),))
         ref = await first.surface.send(PLACE, shown)
 
@@ -60,10 +140,8 @@ async def test_a_browser_on_any_process_sees_every_message(postgres: PostgresClu
         served = await second.playground.image_file(key)
         assert served is not None and served.data == png()
         assert second.playground.store.image(key) == served
-        batch = await watching.next_batch(timeout=ACROSS_PROCESSES)
-        assert [(payload["type"], payload["message"]["text"]) for _, payload in batch] == [
-            ("post", "a fox")
-        ]
+        event = await stream.next(ACROSS_PROCESSES)
+        assert (event.data["type"], event.data["message"]["text"]) == ("post", "a fox")
 
         await first.surface.edit(MessageRef(PLACE, ref.message_id), OutMessage("a red fox"))
         await eventually(lambda: seen() == ["a red fox"], ACROSS_PROCESSES)
@@ -78,7 +156,12 @@ async def test_a_message_saved_late_elsewhere_takes_its_place_by_its_time_everyw
     postgres: PostgresCluster,
 ) -> None:
     url = postgres.create_schema()
-    async with process(url) as first, process(url) as second:
+    async with (
+        process(url) as first,
+        process(url) as second,
+        watching(first),
+        watching(second),
+    ):
         store = second.playground.store
         made_first = WebMessage(store.new_id(), "general", None, "bot", BOT_AUTHOR, "made first")
         await first.surface.send(PLACE, OutMessage("made later, saved first"))
@@ -96,14 +179,11 @@ async def test_a_message_saved_late_elsewhere_takes_its_place_by_its_time_everyw
 
 
 async def test_notices_that_come_together_are_read_together(postgres: PostgresCluster) -> None:
-    """Every process reads what the others save: the notices that came while it was showing
-    earlier ones are read in one statement, not one each."""
+    """A process a browser watches reads what the others save: the notices that came while it
+    was showing earlier ones are read in one statement, not one each."""
     url = postgres.create_schema()
-    async with process(url) as first, process(url) as second:
-        history = second.playground.history
-        assert isinstance(history, PlaygroundHistory)
-        counting = CountingDatabase(history.db)
-        history.db = counting
+    async with process(url) as first, process(url) as second, watching(second):
+        counting = counted(second)
         await asyncio.gather(
             *(first.surface.send(PLACE, OutMessage(f"fox {n}")) for n in range(20))
         )
@@ -181,3 +261,171 @@ async def test_a_process_edits_a_message_it_missed_while_following_was_cut(
             ),
             ACROSS_PROCESSES,
         )
+
+
+async def test_a_process_no_browser_watches_reads_none_of_what_the_others_post(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        counting = counted(second)
+
+        await skipped_by_second(first, second, [f"fox {n}" for n in range(5)])
+
+        assert texts(second) == ["held, edited"]
+        assert len(set(messages_read(counting))) == 1, "only the message it holds"
+
+
+async def test_a_process_no_browser_watches_shows_the_changes_of_what_it_holds(
+    postgres: PostgresCluster,
+) -> None:
+    """A job taken over by another process edits (and deletes) the message this one posted."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        ref = await second.surface.send(PLACE, OutMessage("⏳ drawing", key="job9.progress"))
+
+        await first.surface.edit(ref, OutMessage("75%"))
+        await eventually(lambda: texts(second) == ["75%"], ACROSS_PROCESSES)
+        await first.surface.delete(ref)
+        await eventually(lambda: texts(second) == [], ACROSS_PROCESSES)
+
+
+async def test_a_page_loaded_on_a_process_shows_what_it_skipped_and_then_what_comes(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        await skipped_by_second(first, second, ["a fox", "a hare"])
+        assert texts(second) == ["held, edited"]
+
+        async with browser_on(second) as page:
+            loaded = await history(page)
+            assert [m["text"] for m in loaded["messages"]] == ["held, edited", "a fox", "a hare"]
+            async with page.get(
+                "/api/events", params={"channel": "general", "after": loaded["seq"]}
+            ) as response:
+                stream = SseReader(response)
+                assert (await stream.next()).data["type"] == "hello"
+                await first.surface.send(PLACE, OutMessage("an owl"))
+                event = await stream.next(ACROSS_PROCESSES)
+                assert (event.data["type"], event.data["message"]["text"]) == ("post", "an owl")
+
+
+async def test_a_stream_opening_on_a_process_catches_up_and_leaving_stops_reading_all(
+    postgres: PostgresCluster,
+) -> None:
+    """A browser reconnecting its stream (no page load) is shown what was skipped; once the
+    last stream ends, the process reads only what it holds again."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        await skipped_by_second(first, second, ["a fox"])
+
+        async with watching(second) as stream:
+            event = await stream.next(ACROSS_PROCESSES)
+            assert (event.data["type"], event.data["message"]["text"]) == ("post", "a fox")
+            await first.surface.send(PLACE, OutMessage("a hare"))
+            event = await stream.next(ACROSS_PROCESSES)
+            assert (event.data["type"], event.data["message"]["text"]) == ("post", "a hare")
+        assert texts(second) == ["held, edited", "a fox", "a hare"]
+
+        counting = counted(second)
+        await skipped_by_second(first, second, ["an owl"])
+        assert "an owl" not in texts(second)
+        assert len(set(messages_read(counting))) == 1, "only the message it holds"
+
+
+async def test_a_command_another_process_saved_is_revealed_here(postgres: PostgresCluster) -> None:
+    """A command posted on one process and handled on another (it claimed it after the first
+    died) is shown to everyone when genbot answers it there."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        ann = User("u1", "Ann")
+        command = await first.playground.post_user_message(
+            ann, PLACE, "/imagine a fox", [], command="imagine"
+        )
+        assert command.visible_to == ann.id
+        assert second.playground.store.get(command.id) is None
+
+        await second.playground.reveal(command.id)
+
+        revealed = second.playground.store.get(command.id)
+        assert revealed is not None and revealed.visible_to is None
+
+        def public_on_first() -> bool:
+            message = first.playground.store.get(command.id)
+            return message is not None and message.visible_to is None
+
+        await eventually(public_on_first, ACROSS_PROCESSES)
+
+
+async def test_a_keyed_message_another_process_posted_is_found_by_its_key(
+    postgres: PostgresCluster,
+) -> None:
+    """A job whose process died after posting its progress message (or its result) is
+    recovered on another process no browser watches: the message is found, not posted again."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        progress = await first.surface.send(PLACE, OutMessage("⏳", key="job9.progress"))
+        result = await first.surface.send(PLACE, OutMessage("a fox", key="job9.result"))
+
+        assert await second.surface.posted(PLACE, "job9.progress") == progress
+        again = OutMessage("a fox", key="job9.result", may_exist=True)
+        assert await second.surface.send(PLACE, again) == result
+        assert texts(second) == ["⏳", "a fox"]
+
+
+async def test_a_thread_is_started_on_a_message_another_process_posted(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        ref = await first.surface.send(PLACE, OutMessage("a fox"))
+
+        inside = await second.surface.start_thread(ref, "about the fox")
+
+        assert inside.thread_id == ref.message_id
+
+        def a_thread_on_first() -> bool:
+            message = first.playground.store.get(ref.message_id)
+            return message is not None and message.thread_info is not None
+
+        await eventually(a_thread_on_first, ACROSS_PROCESSES)
+
+
+async def test_a_message_in_a_thread_another_process_started_is_taken(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, browser_on(second) as ann:
+        ref = await first.surface.send(PLACE, OutMessage("a fox"))
+        await first.surface.start_thread(ref, "about the fox")
+
+        body = {"text": "make it red", "channel": "general", "thread": ref.message_id}
+        status, answer = await post(ann, "/api/message", body)
+
+        assert status == 202, answer
+
+
+async def test_a_form_opened_from_a_message_another_process_posted_draws_on_its_image(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        shown = OutMessage(
+            "a fox",
+            images=(ImageFile("fox.png", png()),),
+            buttons=((Button("Vary (region)", "region", "job9"),),),
+        )
+        ref = await first.surface.send(PLACE, shown)
+        ann = User("u1", "Ann")
+        press = ButtonPress(
+            user=ann, place=PLACE, message_id=ref.message_id, action="region", ref="job9"
+        )
+        region = ModalField("mask", "Region", kind="region")
+        form = Modal("Vary a region", "region", "job9", (region,))
+
+        await second.surface.open_modal(press, form)
+
+        opened = second.playground.pending_modal(ann.id, form.custom_id)
+        assert opened is not None
+        assert opened.modal.fields[0].image_url.startswith("/images/")
