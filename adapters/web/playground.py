@@ -216,19 +216,18 @@ class Playground:
         stream opens): when none was watching, first read what other processes saved
         meanwhile (:meth:`_catch_up`; a save announced during it is shown too, and never an
         older copy over a newer one). From then on every message they save is shown here,
-        until the last stream ends (:meth:`unwatch`)."""
+        until the last stream ends (:meth:`unwatch`). When the history cannot be read, the
+        browser is shown what this process holds, and the next one to come reads it again."""
         journal = self.journal
         if journal is None:
             return
-        if self._watched is None:
-            self._watched = asyncio.ensure_future(self._catch_up(journal))
         watched = self._watched
+        if watched is None or (watched.done() and watched.exception() is not None):
+            watched = self._watched = asyncio.ensure_future(self._catch_up(journal))
         try:
             await asyncio.shield(watched)
-        except Exception:
-            if self._watched is watched:
-                self._watched = None
-            raise
+        except StorageError as error:
+            OUTAGE.failed("playground catch-up", error)
 
     def unwatch(self) -> None:
         """A browser's event stream ended: when no stream is left, only the messages this
@@ -291,11 +290,16 @@ class Playground:
     ) -> WebMessage | None:
         """The message shown in the channel (or thread) with ``key``; with ``saved``, while no
         browser watches, else the one the history holds there with it (another process posted
-        it, and this one did not read it: it is shown from now on); None when there is none."""
+        it, and this one did not read it: it is shown from now on); None when there is none.
+        :class:`SurfaceError` when the history cannot be read."""
         shown = self.store.keyed(channel, thread, key)
         if shown is not None or not saved or self._watched is not None or self.journal is None:
             return shown
-        for message in (await self.journal.load(0)).messages:
+        try:
+            saved_messages = (await self.journal.load(0)).messages
+        except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:
+            raise SurfaceError(f"the playground could not read its history: {error}") from error
+        for message in saved_messages:
             if (message.channel, message.thread, message.key) == (channel, thread, key):
                 self._show_saved(message, {})
                 return self.store.keyed(channel, thread, key)

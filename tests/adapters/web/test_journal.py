@@ -302,7 +302,9 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
         with pytest.raises(SurfaceError, match="could not keep the message"):
             await adapter.surface.send(PLACE, OutMessage("lost?", key="job1.result"))
         assert adapter.playground.store.history("general", "anyone") == []
-        assert await adapter.surface.posted(PLACE, "job1.result") is None
+        assert adapter.playground.store.keyed("general", None, "job1.result") is None
+        with pytest.raises(SurfaceError, match="could not read its history"):
+            await adapter.surface.posted(PLACE, "job1.result")
 
     async with await SqliteStore.open(path) as store:
         stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store.playground)
@@ -310,6 +312,17 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
         await stopped.stop()
         with pytest.raises(SurfaceError, match="stopped"):
             await stopped.surface.send(PLACE, OutMessage("after the stop"))
+
+
+async def test_a_page_shows_what_the_playground_holds_while_its_history_cannot_be_read(
+    tmp_path: Path,
+) -> None:
+    async with playground(tmp_path / "genbot.db", RecordingCore()) as adapter:
+        await adapter.surface.send(PLACE, OutMessage("a fox"))
+        await database_of(adapter).close()
+
+        async with browser_of(adapter) as browser:
+            assert [m["text"] for m in (await history(browser))["messages"]] == ["a fox"]
 
 
 async def test_an_edit_that_cannot_be_kept_changes_nothing_shown(tmp_path: Path) -> None:
