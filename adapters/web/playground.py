@@ -116,6 +116,8 @@ class Playground:
         self._following: asyncio.Task[None] | None = None
         self._watched: asyncio.Future[None] | None = None
         """The catch-up done when a browser started watching; None while none watches."""
+        self._skipped = False
+        """A notice was skipped since the last catch-up (one is owed)."""
         self.url = ""
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
         self.unkept_replies: set[str] = set()
@@ -197,15 +199,18 @@ class Playground:
         as it is now); their images are read when a browser asks. While no browser watches,
         only those this process holds."""
         if self._watched is None:
-            message_ids = [i for i in message_ids if self.store.get(i) is not None]
+            held = [i for i in message_ids if self.store.get(i) is not None]
+            self._skipped |= len(held) < len(message_ids)
+            message_ids = held
             if not message_ids:
                 return
         for message in await journal.fetch_saved(message_ids):
             self._show_saved(message, {})
 
     async def _catch_up(self, journal: PlaygroundJournal) -> None:
-        """Show what was saved while following was down: each message newer (by version)
-        than the copy shown, never an older snapshot over a newer save."""
+        """Show what was saved while following was down or notices were skipped: each
+        message newer (by version) than the copy shown, never an older snapshot over a newer
+        save."""
         saved = await journal.load(self.max_image_memory)
         for message in saved.messages:
             keys = message.image_keys()
@@ -213,21 +218,34 @@ class Playground:
 
     async def watch(self) -> None:
         """A browser is about to show the channels (a page reads a channel's history, an event
-        stream opens): when none was watching, first read what other processes saved
-        meanwhile (:meth:`_catch_up`; a save announced during it is shown too, and never an
-        older copy over a newer one). From then on every message they save is shown here,
-        until the last stream ends (:meth:`unwatch`). When the history cannot be read, the
-        browser is shown what this process holds, and the next one to come reads it again."""
+        stream opens): when none was watching and a notice was skipped meanwhile, first read
+        what other processes saved (:meth:`_catch_up`; a save announced during it is shown
+        too, and never an older copy over a newer one). From then on every message they save
+        is shown here, until the last stream ends (:meth:`unwatch`). When the history cannot
+        be read, the browser is shown what this process holds, and the next one to come reads
+        it again."""
         journal = self.journal
         if journal is None:
             return
         watched = self._watched
-        if watched is None or (watched.done() and watched.exception() is not None):
-            watched = self._watched = asyncio.ensure_future(self._catch_up(journal))
+        if watched is None or (
+            watched.done() and (watched.cancelled() or watched.exception() is not None)
+        ):
+            watched = self._watched = asyncio.ensure_future(self._catch_up_skipped(journal))
         try:
             await asyncio.shield(watched)
         except StorageError as error:
             OUTAGE.failed("playground catch-up", error)
+
+    async def _catch_up_skipped(self, journal: PlaygroundJournal) -> None:
+        if not self._skipped:
+            return
+        self._skipped = False
+        try:
+            await self._catch_up(journal)
+        except BaseException:
+            self._skipped = True
+            raise
 
     def unwatch(self) -> None:
         """A browser's event stream ended: when no stream is left, only the messages this

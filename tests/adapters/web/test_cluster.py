@@ -334,6 +334,20 @@ async def test_a_stream_opening_on_a_process_catches_up_and_leaving_stops_readin
         assert len(set(messages_read(counting))) == 1, "only the message it holds"
 
 
+async def test_a_page_shows_what_a_process_holds_while_it_cannot_catch_up(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        await skipped_by_second(first, second, ["a fox"])
+        history_of_second = second.playground.history
+        assert isinstance(history_of_second, PlaygroundHistory)
+        await history_of_second.db.close()
+
+        async with browser_on(second) as page:
+            assert [m["text"] for m in (await history(page))["messages"]] == ["held, edited"]
+
+
 async def test_a_command_another_process_saved_is_revealed_here(postgres: PostgresCluster) -> None:
     """A command posted on one process and handled on another (it claimed it after the first
     died) is shown to everyone when genbot answers it there."""

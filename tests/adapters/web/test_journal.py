@@ -34,7 +34,7 @@ from bot.kernel import (
     SurfaceError,
 )
 from storage import PlaygroundHistory, SqliteStore
-from storage.queries.playground import SQL_ANSWERED
+from storage.queries.playground import SQL_ANSWERED, SQL_LOAD
 from storage.sqlite.database import SqliteDatabase
 from tests.adapters.web.fakes import RecordingCore, eventually, history, png, post
 from tests.fakes.router import FakeRouter
@@ -314,15 +314,24 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
             await stopped.surface.send(PLACE, OutMessage("after the stop"))
 
 
-async def test_a_page_shows_what_the_playground_holds_while_its_history_cannot_be_read(
+async def test_a_page_loaded_where_nothing_was_skipped_reads_no_history(
     tmp_path: Path,
 ) -> None:
-    async with playground(tmp_path / "genbot.db", RecordingCore()) as adapter:
-        await adapter.surface.send(PLACE, OutMessage("a fox"))
-        await database_of(adapter).close()
+    """A process alone on its database skips no other process's save: the first browser to
+    come has nothing to catch up on."""
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store.playground)
+        await adapter.start(FakeRouter(RecordingCore(), [adapter.surface]))
+        try:
+            await adapter.surface.send(PLACE, OutMessage("a fox"))
+            trips = counted(store).trips
 
-        async with browser_of(adapter) as browser:
-            assert [m["text"] for m in (await history(browser))["messages"]] == ["a fox"]
+            async with browser_of(adapter) as browser:
+                assert [m["text"] for m in (await history(browser))["messages"]] == ["a fox"]
+
+            assert not [sql for trip in trips for sql, _ in trip.statements if sql == SQL_LOAD]
+        finally:
+            await adapter.stop()
 
 
 async def test_an_edit_that_cannot_be_kept_changes_nothing_shown(tmp_path: Path) -> None:
