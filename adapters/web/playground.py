@@ -306,10 +306,10 @@ class Playground:
     async def keyed(
         self, channel: str, thread: str | None, key: str, *, saved: bool
     ) -> WebMessage | None:
-        """The message shown in the channel (or thread) with ``key``; with ``saved``, while no
-        browser watches, else the one the history holds there with it (another process posted
-        it, and this one did not read it: it is shown from now on); None when there is none.
-        :class:`SurfaceError` when the history cannot be read."""
+        """The message shown in the channel (or thread) with ``key``, else (with ``saved``,
+        while no browser watches) the one the history holds there with it: another process
+        posted it and this one did not read it (it is shown from now on). None when there is
+        none; :class:`SurfaceError` when the history cannot be read."""
         shown = self.store.keyed(channel, thread, key)
         if shown is not None or not saved or self._watched is not None or self.journal is None:
             return shown
