@@ -83,6 +83,13 @@ async def watching(adapter: WebAdapter, channel: str = "general") -> AsyncIterat
     await eventually(lambda: adapter.playground.hub.subscriber_count() == 0, ACROSS_PROCESSES)
 
 
+async def posted_next(stream: SseReader) -> str:
+    """The text of the message the stream's next event posts."""
+    event = await stream.next(ACROSS_PROCESSES)
+    assert event.data["type"] == "post", event.data
+    return str(event.data["message"]["text"])
+
+
 def counted(adapter: WebAdapter) -> CountingDatabase:
     """Count what ``adapter``'s playground asks of the database from now on."""
     history = adapter.playground.history
@@ -107,11 +114,13 @@ def texts(adapter: WebAdapter) -> list[str]:
     return [m.text for m in adapter.playground.store.history("general", "anyone")]
 
 
-async def skipped_by_second(first: WebAdapter, second: WebAdapter, posts: list[str]) -> None:
+async def skipped_by_second(first: WebAdapter, second: WebAdapter, posts: list[str]) -> int:
     """``first`` posts ``posts`` while no browser watches ``second``; returns once ``second``
     has had every notice of them (it shows the edit ``first`` makes after them of the message
-    ``second`` posted before them, ``"held"`` → ``"held, edited"``)."""
+    ``second`` posted before them, ``"held"`` → ``"held, edited"``): how many messages
+    ``second`` read by id meanwhile."""
     held = await second.surface.send(PLACE, OutMessage("held"))
+    counting = counted(second)
     for text in posts:
         await first.surface.send(PLACE, OutMessage(text))
     await first.surface.edit(held, OutMessage("held, edited"))
@@ -121,6 +130,7 @@ async def skipped_by_second(first: WebAdapter, second: WebAdapter, posts: list[s
         return message is not None and message.text == "held, edited"
 
     await eventually(edit_shown, ACROSS_PROCESSES)
+    return len(set(messages_read(counting)))
 
 
 async def test_a_browser_on_any_process_sees_every_message(postgres: PostgresCluster) -> None:
@@ -140,8 +150,7 @@ async def test_a_browser_on_any_process_sees_every_message(postgres: PostgresClu
         served = await second.playground.image_file(key)
         assert served is not None and served.data == png()
         assert second.playground.store.image(key) == served
-        event = await stream.next(ACROSS_PROCESSES)
-        assert (event.data["type"], event.data["message"]["text"]) == ("post", "a fox")
+        assert await posted_next(stream) == "a fox"
 
         await first.surface.edit(MessageRef(PLACE, ref.message_id), OutMessage("a red fox"))
         await eventually(lambda: seen() == ["a red fox"], ACROSS_PROCESSES)
@@ -268,12 +277,10 @@ async def test_a_process_no_browser_watches_reads_none_of_what_the_others_post(
 ) -> None:
     url = postgres.create_schema()
     async with process(url) as first, process(url) as second:
-        counting = counted(second)
-
-        await skipped_by_second(first, second, [f"fox {n}" for n in range(5)])
+        read = await skipped_by_second(first, second, [f"fox {n}" for n in range(5)])
 
         assert texts(second) == ["held, edited"]
-        assert len(set(messages_read(counting))) == 1, "only the message it holds"
+        assert read == 1, "only the message it holds"
 
 
 async def test_a_process_no_browser_watches_shows_the_changes_of_what_it_holds(
@@ -307,8 +314,7 @@ async def test_a_page_loaded_on_a_process_shows_what_it_skipped_and_then_what_co
                 stream = SseReader(response)
                 assert (await stream.next()).data["type"] == "hello"
                 await first.surface.send(PLACE, OutMessage("an owl"))
-                event = await stream.next(ACROSS_PROCESSES)
-                assert (event.data["type"], event.data["message"]["text"]) == ("post", "an owl")
+                assert await posted_next(stream) == "an owl"
 
 
 async def test_a_stream_opening_on_a_process_catches_up_and_leaving_stops_reading_all(
@@ -321,17 +327,13 @@ async def test_a_stream_opening_on_a_process_catches_up_and_leaving_stops_readin
         await skipped_by_second(first, second, ["a fox"])
 
         async with watching(second) as stream:
-            event = await stream.next(ACROSS_PROCESSES)
-            assert (event.data["type"], event.data["message"]["text"]) == ("post", "a fox")
+            assert await posted_next(stream) == "a fox"
             await first.surface.send(PLACE, OutMessage("a hare"))
-            event = await stream.next(ACROSS_PROCESSES)
-            assert (event.data["type"], event.data["message"]["text"]) == ("post", "a hare")
+            assert await posted_next(stream) == "a hare"
         assert texts(second) == ["held, edited", "a fox", "a hare"]
 
-        counting = counted(second)
-        await skipped_by_second(first, second, ["an owl"])
+        assert await skipped_by_second(first, second, ["an owl"]) == 1, "only what it holds"
         assert "an owl" not in texts(second)
-        assert len(set(messages_read(counting))) == 1, "only the message it holds"
 
 
 async def test_a_page_shows_what_a_process_holds_while_it_cannot_catch_up(
