@@ -107,7 +107,7 @@ def _text(body: dict[str, Any], playground: Playground) -> str:
 
 async def _place(playground: Playground, body: dict[str, Any], user: User) -> Place:
     channel = parse_channel(body.get("channel"), user.id)
-    known = playground.store.channels()
+    known = playground.channels()
     if channel not in known and len(known) >= MAX_CHANNELS:
         raise BadInput(
             ngettext(

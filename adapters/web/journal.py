@@ -9,7 +9,8 @@ handler has run, so a command accepted just before the process died is handled a
 restart instead of being lost.
 Each channel keeps its latest ``max_messages_per_channel`` messages, as in memory.
 
-Messages other processes save arrive through :meth:`PlaygroundJournal.updates`. A playground
+The notices of the messages other processes save arrive through
+:meth:`PlaygroundJournal.updates`. A playground
 history file of an earlier genbot (``genbot.playground.db`` beside a SQLite database) is
 imported once, then renamed ``….imported``.
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.web.messages import StoredFile, WebMessage
+from adapters.web.notice import Notice
 from adapters.web.ports import (
     ImageToSave,
     MessageToSave,
@@ -101,9 +103,13 @@ class PlaygroundJournal:
         images: Iterable[tuple[str, StoredFile]],
         *,
         answers: str | None = None,
+        news: bool = False,
     ) -> int:
         """Save ``message`` (new or changed) with the images it shows; the version saved.
-        ``answers``: the command it marks handled (a message of genbot's replying to it)."""
+        ``answers``: the command it marks handled (a message of genbot's replying to it);
+        ``news``: the change marks its channel unread (the other processes are told so in its
+        :class:`~adapters.web.notice.Notice`)."""
+        notice = Notice(message.id, message.channel, news, message.mention, message.visible_to)
         stored = MessageToSave(
             message.id,
             message.channel,
@@ -111,6 +117,7 @@ class PlaygroundJournal:
             tuple(sorted(message.image_keys())),
             message_record(message),
             answers=answers,
+            notice=notice.text(),
         )
         shown = [
             ImageToSave(key, f.filename, f.content_type, f.width, f.height, f.data)
@@ -168,10 +175,12 @@ class PlaygroundJournal:
             if m is not None
         ]
 
-    def updates(self) -> AsyncIterator[str | None]:
-        """None once following has started, then the ids of the messages other processes save,
-        as they come (see :meth:`~adapters.web.ports.PlaygroundHistory.playground_updates`)."""
-        return self._history.playground_updates()
+    async def updates(self) -> AsyncIterator[Notice | None]:
+        """None once following has started, then the notices of the messages other processes
+        save, as they come (see
+        :meth:`~adapters.web.ports.PlaygroundHistory.playground_updates`)."""
+        async for update in self._history.playground_updates():
+            yield None if update is None else Notice.read(*update)
 
     async def import_file(self, path: Path) -> int:
         """Bring an earlier genbot's history file into the storage (once: the file is renamed

@@ -4,10 +4,12 @@ the forms open in browsers, and the streams that show every change to the browse
 Messages live in memory (:mod:`adapters.web.messages`) and, given a ``history``, in genbot's
 storage (:mod:`adapters.web.journal`: written before browsers see a change, so a restart loses
 nothing). Browsers follow a channel through :mod:`adapters.web.hub`. What other processes save
-is read as far as this process shows it: while a browser watches (:meth:`Playground.watch`),
-every message they save is shown here too; while none does, only the changes of messages this
-process holds are read (a message it does not hold is read when it is asked for, and the
-first browser to come catches up on the rest). The core writes here
+is read as far as this process shows it, channel by channel: a message they save in a channel a
+browser here watches (:meth:`Playground.watch`), or one this process holds, is read and shown
+here too; of any other, only its notice is read (:class:`adapters.web.notice.Notice`: its
+channel is listed, and marked unread when it is news). A message not held is read when it is
+asked for, and the first browser to watch a channel catches up on what it skipped there. The
+core writes here
 through :class:`adapters.web.surface.WebSurface`; users through the routes
 (:mod:`adapters.web.handlers`).
 """
@@ -27,6 +29,7 @@ from adapters.web.arrivals import together
 from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
+from adapters.web.notice import Notice
 from adapters.web.platform import WEB_PROFILE, PendingModal, dm_channel, is_dm_channel
 from adapters.web.ports import PlaygroundHistory
 from adapters.web.uploads import UploadCache
@@ -114,10 +117,10 @@ class Playground:
         self.legacy_file = legacy_file
         self.journal: PlaygroundJournal | None = None
         self._following: asyncio.Task[None] | None = None
-        self._watched: asyncio.Future[None] | None = None
-        """The catch-up done when a browser started watching; None while none watches."""
-        self._skipped = False
-        """A notice was skipped since the last catch-up (one is owed)."""
+        self._watched: dict[str, asyncio.Future[None]] = {}
+        """The channels browsers watch, each with the catch-up done when the first came."""
+        self._skipped: set[str] = set()
+        """The channels a notice was skipped in since their last catch-up (one is owed)."""
         self.url = ""
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
         self.unkept_replies: set[str] = set()
@@ -155,9 +158,9 @@ class Playground:
     async def close(self) -> None:
         """Stop following the history (reopened by :meth:`open`)."""
         self.journal = None
-        watched, self._watched = self._watched, None
-        if watched is not None:
-            watched.cancel()
+        watched, self._watched = self._watched, {}
+        for catching_up in watched.values():
+            catching_up.cancel()
         following, self._following = self._following, None
         if following is not None:
             following.cancel()
@@ -165,11 +168,11 @@ class Playground:
                 await following
 
     async def _follow(self, journal: PlaygroundJournal, state: _Following) -> None:
-        """Show the messages other processes save (until :meth:`close`): every one while a
-        browser watches (:meth:`watch`), else only those this process holds (the notice of any
-        other is skipped, nothing read). After following (re)starts once the history was read,
-        read it again for what was saved meanwhile. The notices that came while the previous
-        ones were being shown are read together."""
+        """Show the messages other processes save (until :meth:`close`): those in the channels
+        browsers here watch (:meth:`watch`) and those this process holds (of any other, only
+        the notice is read: :meth:`_show_saved_elsewhere`). After following (re)starts once
+        the history was read, read it again for what was saved meanwhile. The notices that
+        came while the previous ones were being shown are read together."""
         failures = 0
         while True:
             try:
@@ -193,65 +196,90 @@ class Playground:
             await asyncio.sleep(backoff(failures, most=FOLLOW_RETRY_SECONDS))
 
     async def _show_saved_elsewhere(
-        self, journal: PlaygroundJournal, message_ids: list[str]
+        self, journal: PlaygroundJournal, notices: list[Notice]
     ) -> None:
         """Show messages other processes saved, in the order their notices came (each once,
-        as it is now); their images are read when a browser asks. While no browser watches,
-        only those this process holds."""
-        if self._watched is None:
-            held = [i for i in message_ids if self.store.get(i) is not None]
-            self._skipped |= len(held) < len(message_ids)
-            message_ids = held
-            if not message_ids:
-                return
-        for message in await journal.fetch_saved(message_ids):
+        as it is now); their images are read when a browser asks. Only a message this process
+        holds, or one in a channel a browser here watches, is read: of any other, the channel
+        is remembered (listed, and caught up when a browser comes to watch it) and marked
+        unread from the notice alone when it is news, as :meth:`_show` would."""
+        wanted = []
+        for notice in notices:
+            channel = notice.channel
+            if (
+                channel is None
+                or self.watches(channel)
+                or self.store.get(notice.message_id) is not None
+            ):
+                wanted.append(notice.message_id)
+                continue
+            self._skipped.add(channel)
+            if notice.news:
+                self._mark_unread(channel, notice.visible_to, notice.mention)
+        if not wanted:
+            return
+        for message in await journal.fetch_saved(wanted):
             self._show_saved(message, {})
 
-    async def _catch_up(self, journal: PlaygroundJournal) -> None:
-        """Show what was saved while following was down or notices were skipped: each
-        message newer (by version) than the copy shown, never an older snapshot over a newer
-        save."""
+    def watches(self, channel: str) -> bool:
+        """A browser here watches ``channel`` (or is about to: :meth:`watch`): every message
+        other processes save there is shown here."""
+        return channel in self._watched or self.hub.subscriber_count(channel) > 0
+
+    def channels(self) -> list[str]:
+        """The channels this process knows of: those of the messages it holds, and those
+        other processes saved a message in that it did not read."""
+        held = self.store.channels()
+        return held + sorted(self._skipped.difference(held))
+
+    async def _catch_up(self, journal: PlaygroundJournal, channels: set[str] | None = None) -> None:
+        """Show what was saved while following was down or notices were skipped (in
+        ``channels``, else in every channel): each message newer (by version) than the copy
+        shown, never an older snapshot over a newer save."""
         saved = await journal.load(self.max_image_memory)
         for message in saved.messages:
+            if channels is not None and message.channel not in channels:
+                continue
             keys = message.image_keys()
             self._show_saved(message, {k: f for k, f in saved.images.items() if k in keys})
 
-    async def watch(self) -> None:
-        """A browser is about to show the channels (a page reads a channel's history, an event
-        stream opens): when none was watching and a notice was skipped meanwhile, first read
-        what other processes saved (:meth:`_catch_up`; a save announced during it is shown
-        too, and never an older copy over a newer one). From then on every message they save
-        is shown here, until the last stream ends (:meth:`unwatch`). When the history cannot
-        be read, the browser is shown what this process holds, and the next one to come reads
-        it again."""
+    async def watch(self, channel: str) -> None:
+        """A browser is about to show ``channel`` (a page reads its history, an event stream
+        on it opens): when none watched it and a notice there was skipped meanwhile, first
+        read what other processes saved (:meth:`_catch_up`; a save announced during it is
+        shown too, and never an older copy over a newer one). From then on every message
+        they save there is shown here, until its last stream ends (:meth:`unwatch`). When the
+        history cannot be read, the browser is shown what this process holds, and the next
+        one to come reads it again."""
         journal = self.journal
         if journal is None:
             return
-        watched = self._watched
+        watched = self._watched.get(channel)
         if watched is None or (
             watched.done() and (watched.cancelled() or watched.exception() is not None)
         ):
-            watched = self._watched = asyncio.ensure_future(self._catch_up_skipped(journal))
+            watched = asyncio.ensure_future(self._catch_up_skipped(journal, channel))
+            self._watched[channel] = watched
         try:
             await asyncio.shield(watched)
         except StorageError as error:
             OUTAGE.failed("playground catch-up", error)
 
-    async def _catch_up_skipped(self, journal: PlaygroundJournal) -> None:
-        if not self._skipped:
+    async def _catch_up_skipped(self, journal: PlaygroundJournal, channel: str) -> None:
+        if channel not in self._skipped:
             return
-        self._skipped = False
+        self._skipped.discard(channel)
         try:
-            await self._catch_up(journal)
+            await self._catch_up(journal, {channel})
         except BaseException:
-            self._skipped = True
+            self._skipped.add(channel)
             raise
 
-    def unwatch(self) -> None:
-        """A browser's event stream ended: when no stream is left, only the messages this
-        process holds are followed again (what it holds stays)."""
-        if self.hub.subscriber_count() == 0:
-            self._watched = None
+    def unwatch(self, channel: str) -> None:
+        """A browser's event stream on ``channel`` ended: when no stream on it is left, only
+        the messages this process holds there are read again (what it holds stays)."""
+        if self.hub.subscriber_count(channel) == 0:
+            self._watched.pop(channel, None)
 
     def _show_saved(self, message: WebMessage, images: dict[str, StoredFile]) -> None:
         known = self.store.get(message.id)
@@ -307,11 +335,11 @@ class Playground:
         self, channel: str, thread: str | None, key: str, *, saved: bool
     ) -> WebMessage | None:
         """The message shown in the channel (or thread) with ``key``, else (with ``saved``,
-        while no browser watches) the one the history holds there with it: another process
-        posted it and this one did not read it (it is shown from now on). None when there is
-        none; :class:`SurfaceError` when the history cannot be read."""
+        while no browser watches the channel) the one the history holds there with it: another
+        process posted it and this one did not read it (it is shown from now on). None when
+        there is none; :class:`SurfaceError` when the history cannot be read."""
         shown = self.store.keyed(channel, thread, key)
-        if shown is not None or not saved or self._watched is not None or self.journal is None:
+        if shown is not None or not saved or self.watches(channel) or self.journal is None:
             return shown
         try:
             saved_messages = (await self.journal.load(0)).messages
@@ -462,7 +490,12 @@ class Playground:
                 raise SurfaceError("the playground is stopped")
             try:
                 images = self.store.stored_images(message)
-                saved = await self.journal.save(message, images, answers=self._answers(message))
+                saved = await self.journal.save(
+                    message,
+                    images,
+                    answers=self._answers(message),
+                    news=_news(kind, message, images_before),
+                )
                 message.version = max(message.version, saved)
                 self._answered(message)
             except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:
@@ -479,15 +512,23 @@ class Playground:
         audience when it is news (a new message, or a result: images gained) to mark unread."""
         payload: dict[str, Any] = {"type": kind, "message": message.to_json()}
         self.hub.publish(message.channel, payload, visible_to=message.visible_to)
-        news = kind == "post" or (kind == "edit" and len(message.images) > images_before)
-        if not news:
-            return
-        channel, visible_to = message.channel, message.visible_to
+        if _news(kind, message, images_before):
+            self._mark_unread(message.channel, message.visible_to, message.mention)
+
+    def _mark_unread(self, channel: str, visible_to: str | None, mention: str | None) -> None:
+        """Tell the browsers watching other channels, of the users who may see a message in
+        ``channel`` (``visible_to`` only, when set), that it came (``mention``: whom it
+        mentions)."""
 
         def audience(user_id: str) -> bool:
             if visible_to is not None and user_id != visible_to:
                 return False
             return not is_dm_channel(channel) or dm_channel(user_id) == channel
 
-        activity = {"type": "activity", "mention": message.mention}
+        activity = {"type": "activity", "mention": mention}
         self.hub.notify(channel, activity, audience)
+
+
+def _news(kind: str, message: WebMessage, images_before: int) -> bool:
+    """A change browsers mark unread: a new message, or a result (images gained)."""
+    return kind == "post" or (kind == "edit" and len(message.images) > images_before)

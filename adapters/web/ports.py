@@ -59,6 +59,9 @@ class MessageToSave:
     body: Mapping[str, Any]
     version: int = 0
     answers: str | None = None
+    notice: str = ""
+    """What the other processes are told of the save besides its id (see
+    :meth:`PlaygroundHistory.playground_updates`)."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class PlaygroundHistory(Protocol):
         that fit in ``max_image_bytes``."""
 
     async def save_playground_message(
-        self, message: StoredMessage, images: Sequence[StoredImage], *, keep: int
+        self, message: MessageToSave, images: Sequence[StoredImage], *, keep: int
     ) -> int:
         """Store a message and its images (a pending command becomes this process's to
         handle; a message that ``answers`` one marks it handled), keeping each channel's
@@ -119,6 +122,9 @@ class PlaygroundHistory(Protocol):
     async def playground_session_key(self) -> bytes:
         """The session-cookie key, the same for every process."""
 
-    def playground_updates(self) -> AsyncIterator[str | None]:
-        """None once following has started, then the ids of the messages other processes
-        save."""
+    def playground_updates(self) -> AsyncIterator[tuple[str, str] | None]:
+        """None once following has started, then, for each message another process saves, its
+        id and the :attr:`MessageToSave.notice` it was saved with (as it was: the playground's
+        own text, which a process reads instead of the message when it does not show it; it
+        travels in a PostgreSQL ``NOTIFY``, so with the process's and message's ids it stays
+        under 8000 bytes)."""

@@ -272,10 +272,8 @@ async def history(request: web.Request) -> web.Response:
     playground = request.app[ADAPTER].playground
     user = request[USER]
     channel = parse_channel(request.query.get("channel"), user.id)
-    await playground.watch()
-    known = [
-        c for c in playground.store.channels() if c not in DEFAULT_CHANNELS and not is_dm_channel(c)
-    ]
+    await playground.watch(channel)
+    known = [c for c in playground.channels() if c not in DEFAULT_CHANNELS and not is_dm_channel(c)]
     return web.json_response(
         {
             "channel": channel,
@@ -298,7 +296,7 @@ def _sse(seq: int | None, payload: dict[str, Any]) -> bytes:
 
 async def events(request: web.Request) -> web.StreamResponse:
     """Server-sent events of one channel; resumes after ``Last-Event-ID`` or ``?after=``. While
-    one is open, the playground shows everything other processes save (see
+    one is open, the playground shows everything other processes save in the channel (see
     :meth:`Playground.watch`)."""
     adapter = request.app[ADAPTER]
     playground = adapter.playground
@@ -324,7 +322,7 @@ async def events(request: web.Request) -> web.StreamResponse:
         }
     )
     try:
-        await playground.watch()
+        await playground.watch(channel)
         await response.prepare(request)
         hello = {
             "type": "hello",
@@ -349,7 +347,7 @@ async def events(request: web.Request) -> web.StreamResponse:
         pass
     finally:
         playground.hub.unsubscribe(subscriber)
-        playground.unwatch()
+        playground.unwatch(channel)
     return response
 
 

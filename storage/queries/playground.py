@@ -191,7 +191,7 @@ class PlaygroundHistory:
                     statements.append((SQL_ANSWERED, (False, message.answers)))
             if notify is not None:
                 process = self.owner.process_id
-                notices = [f"{process} {m.id}" for m, _, _ in batch]
+                notices = [f"{process} {m.id} {m.notice}" for m, _, _ in batch]
                 statements.append((notify, (CHANNEL, notices)))
             results = await tx.fetch_each(statements)
             versions = [int(results[n][0]["version"]) for n in saves]
@@ -306,16 +306,17 @@ class PlaygroundHistory:
         assert row is not None
         return bytes.fromhex(row["value"])
 
-    async def playground_updates(self) -> AsyncIterator[str | None]:
-        """None once following has started, then the ids of the messages other processes
-        save (only the None where the database has one process)."""
+    async def playground_updates(self) -> AsyncIterator[tuple[str, str] | None]:
+        """None once following has started, then the id and the ``notice`` of each message
+        other processes save (only the None where the database has one process)."""
         async for notice in self.db.listen(CHANNEL):
             if notice is None:
                 yield None
                 continue
-            origin, _, message_id = notice.partition(" ")
+            origin, _, saved = notice.partition(" ")
+            message_id, _, told = saved.partition(" ")
             if origin != self.owner.process_id and message_id:
-                yield message_id
+                yield message_id, told
 
 
 def no_longer_shown(batch: Sequence[Save], was_shown: Mapping[str, Sequence[str]]) -> set[str]:

@@ -67,6 +67,9 @@ class PlaygroundMessage:
     answers: str | None = None
     """The pending command this message answers: saving it marks that command handled, in the
     same transaction, so no process handles an answered command again."""
+    notice: str = ""
+    """What a save tells the other processes besides the message's id (the playground's own
+    text, kept nowhere): sent as it is, so it stays short (the whole notice under 8000 bytes)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,8 @@ class MessageToSave(Protocol):
     def body(self) -> Mapping[str, Any]: ...
     @property
     def answers(self) -> str | None: ...
+    @property
+    def notice(self) -> str: ...
 
 
 class ImageToSave(Protocol):

@@ -258,7 +258,24 @@ async def test_saves_asked_together_share_one_transaction_and_keep_their_order(
     assert not any(sql.startswith("DELETE") for sql, _ in trips[-1].statements), "no new message"
     if isinstance(store, PostgresStore):
         heard = [await asyncio.wait_for(anext(updates), 10) for _ in range(6)]
-        assert heard == ["m0", "m1", "m2", "m3", "m4", "m4"], "alike notices of a commit: once"
+        ids = [update[0] if update else None for update in heard]
+        assert ids == ["m0", "m1", "m2", "m3", "m4", "m4"], "alike notices of a commit: once"
+
+
+async def test_a_save_tells_the_other_processes_its_id_and_its_notice_as_it_was(
+    store: Store, other_store: Store
+) -> None:
+    if not isinstance(store, PostgresStore):
+        pytest.skip("SQLite sends no notices")
+    updates = aiter(other_store.playground.playground_updates())
+    assert await anext(updates) is None
+    told = '{"channel": "lab", "news": true}'
+    await store.playground.save_playground_message(
+        replace(message("m1", "lab"), notice=told), [], keep=3
+    )
+    await store.playground.save_playground_message(message("m2"), [], keep=3)
+    heard = [await asyncio.wait_for(anext(updates), 10) for _ in range(2)]
+    assert heard == [("m1", told), ("m2", "")]
 
 
 async def test_a_batch_of_saves_locks_its_channels_and_tells_of_its_saves_in_a_statement_each(

@@ -1,13 +1,16 @@
 """The playground on PostgreSQL with several genbot processes: a message one process shows
-(with its images, edits and deletions) reaches the browsers of every other process. A process
-no browser watches reads only the changes of the messages it holds, and catches up when a
-browser comes."""
+(with its images, edits and deletions) reaches the browsers of every other process. In a
+channel no browser on a process watches, that process reads only the changes of the messages
+it holds (of the others, the notice: the channel is listed and marked unread), and catches up
+when a browser comes to watch it."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
+from typing import TypeVar
 
 import psycopg
 import pytest
@@ -15,7 +18,7 @@ from aiohttp import ClientSession, CookieJar
 from prometheus_client import REGISTRY
 from yarl import URL
 
-from adapters.web import WebAdapter, playground
+from adapters.web import WebAdapter, handlers, playground
 from adapters.web.access import SESSION_COOKIE
 from adapters.web.messages import BOT_AUTHOR, WebMessage
 from adapters.web.settings import WebSettings
@@ -37,7 +40,9 @@ from tests.fakes.router import FakeRouter
 from tests.postgres import PostgresCluster
 from tests.storage.counting import CountingDatabase
 
+T = TypeVar("T")
 PLACE = Place("web", "web", "general", None)
+BENCH = Place("web", "web", "bench0", None)
 ACROSS_PROCESSES = 30.0
 """Seconds a change may take to reach the other process (the journal is read on a notification
 or a timer; a loaded machine can delay either)."""
@@ -80,7 +85,8 @@ async def watching(adapter: WebAdapter, channel: str = "general") -> AsyncIterat
         reader = SseReader(response)
         assert (await reader.next()).data["type"] == "hello"
         yield reader
-    await eventually(lambda: adapter.playground.hub.subscriber_count() == 0, ACROSS_PROCESSES)
+    hub = adapter.playground.hub
+    await eventually(lambda: hub.subscriber_count(channel) == 0, ACROSS_PROCESSES)
 
 
 async def posted_next(stream: SseReader) -> str:
@@ -115,7 +121,8 @@ def texts(adapter: WebAdapter) -> list[str]:
 
 
 async def skipped_by_second(first: WebAdapter, second: WebAdapter, posts: list[str]) -> int:
-    """``first`` posts ``posts`` while no browser watches ``second``; returns once ``second``
+    """``first`` posts ``posts`` in ``general`` while no browser on ``second`` watches it;
+    returns once ``second``
     has had every notice of them (it shows the edit ``first`` makes after them of the message
     ``second`` posted before them, ``"held"`` → ``"held, edited"``): how many messages
     ``second`` read by id meanwhile."""
@@ -275,8 +282,9 @@ async def test_a_process_edits_a_message_it_missed_while_following_was_cut(
 async def test_a_process_no_browser_watches_reads_none_of_what_the_others_post(
     postgres: PostgresCluster,
 ) -> None:
+    """Its browsers watch another channel."""
     url = postgres.create_schema()
-    async with process(url) as first, process(url) as second:
+    async with process(url) as first, process(url) as second, watching(second, "lab"):
         read = await skipped_by_second(first, second, [f"fox {n}" for n in range(5)])
 
         assert texts(second) == ["held, edited"]
@@ -321,9 +329,10 @@ async def test_a_stream_opening_on_a_process_catches_up_and_leaving_stops_readin
     postgres: PostgresCluster,
 ) -> None:
     """A browser reconnecting its stream (no page load) is shown what was skipped; once the
-    last stream ends, the process reads only what it holds again."""
+    channel's last stream ends, the process reads only what it holds there again (a browser
+    watching another channel stays)."""
     url = postgres.create_schema()
-    async with process(url) as first, process(url) as second:
+    async with process(url) as first, process(url) as second, watching(second, "lab"):
         await skipped_by_second(first, second, ["a fox"])
 
         async with watching(second) as stream:
@@ -334,6 +343,97 @@ async def test_a_stream_opening_on_a_process_catches_up_and_leaving_stops_readin
 
         assert await skipped_by_second(first, second, ["an owl"]) == 1, "only what it holds"
         assert "an owl" not in texts(second)
+
+
+async def in_bench_seen_by_second(
+    first: WebAdapter, second: WebAdapter, change: Callable[[], Awaitable[T]]
+) -> T:
+    """``first`` makes ``change`` (in ``bench0``); returns its result once ``second``, whose
+    browsers watch ``general``, has had its notice (it shows a post ``first`` makes in
+    ``general`` after it)."""
+    done = await change()
+    sync = await first.surface.send(PLACE, OutMessage("sync"))
+    await eventually(
+        lambda: second.playground.store.get(sync.message_id) is not None, ACROSS_PROCESSES
+    )
+    return done
+
+
+async def test_a_browser_is_told_of_news_in_a_channel_its_process_reads_nothing_of(
+    postgres: PostgresCluster,
+) -> None:
+    """A process whose browser watches ``general`` reads none of another's messages in
+    ``bench0``, yet marks ``bench0`` unread for it from their notices: a new message, a
+    result (images gained), not an edit of text."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, watching(second) as stream:
+        counting = counted(second)
+        fox = OutMessage("a fox", mention_user_id="u1")
+
+        ref = await in_bench_seen_by_second(first, second, partial(first.surface.send, BENCH, fox))
+        await in_bench_seen_by_second(
+            first, second, lambda: first.surface.edit(ref, OutMessage("a red fox"))
+        )
+        drawn = OutMessage("a red fox", images=(ImageFile("fox.png", png()),))
+        await in_bench_seen_by_second(first, second, lambda: first.surface.edit(ref, drawn))
+
+        events = [e.data for e in await stream.until(lambda d: d["type"] == "post")]
+        events += [e.data for e in await stream.until(lambda d: d["type"] == "post")]
+        events += [e.data for e in await stream.until(lambda d: d["type"] == "post")]
+        marks = [e for e in events if e["type"] == "activity"]
+        assert marks == [
+            {"type": "activity", "mention": "u1", "channel": "bench0"},
+            {"type": "activity", "mention": None, "channel": "bench0"},
+        ], events
+        assert [e["type"] for e in events] == ["activity", "post", "post", "activity", "post"]
+        assert ref.message_id not in messages_read(counting)
+        assert second.playground.store.get(ref.message_id) is None
+
+
+async def test_a_channel_a_process_read_nothing_of_is_listed_and_shown_when_opened(
+    postgres: PostgresCluster,
+) -> None:
+    """A page on ``general`` lists ``bench0``, where another process posted what this one did
+    not read; opening ``bench0`` shows what was posted there, then what comes."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, watching(second):
+        counting = counted(second)
+        posted = [
+            await in_bench_seen_by_second(
+                first, second, partial(first.surface.send, BENCH, OutMessage(text))
+            )
+            for text in ["a fox", "a hare"]
+        ]
+        assert posted[0].message_id not in messages_read(counting)
+        assert second.playground.store.history("bench0", "u1") == []
+
+        async with browser_on(second) as page:
+            assert "bench0" in (await history(page))["channels"]
+            loaded = await history(page, "bench0")
+            assert [m["text"] for m in loaded["messages"]] == ["a fox", "a hare"]
+            async with page.get(
+                "/api/events", params={"channel": "bench0", "after": loaded["seq"]}
+            ) as response:
+                stream = SseReader(response)
+                assert (await stream.next()).data["type"] == "hello"
+                await first.surface.send(BENCH, OutMessage("an owl"))
+                assert await posted_next(stream) == "an owl"
+
+
+async def test_a_channel_a_process_read_nothing_of_counts_toward_the_most_it_keeps(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(handlers, "MAX_CHANNELS", 2)
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, watching(second):
+        fox = OutMessage("a fox")
+        await in_bench_seen_by_second(first, second, partial(first.surface.send, BENCH, fox))
+
+        async with browser_on(second) as ann:
+            status, answer = await post(ann, "/api/message", {"text": "hi", "channel": "lab"})
+            assert status == 400, answer
+            status, answer = await post(ann, "/api/message", {"text": "hi", "channel": "bench0"})
+            assert status == 202, answer
 
 
 async def test_a_page_shows_what_a_process_holds_while_it_cannot_catch_up(
