@@ -316,11 +316,14 @@ async def test_a_page_loaded_on_a_process_shows_what_it_skipped_and_then_what_co
         async with browser_on(second) as page:
             loaded = await history(page)
             assert [m["text"] for m in loaded["messages"]] == ["held, edited", "a fox", "a hare"]
+            await first.surface.send(PLACE, OutMessage("a crow"))
+            await eventually(lambda: "a crow" in texts(second), ACROSS_PROCESSES)
             async with page.get(
                 "/api/events", params={"channel": "general", "after": loaded["seq"]}
             ) as response:
                 stream = SseReader(response)
                 assert (await stream.next()).data["type"] == "hello"
+                assert await posted_next(stream) == "a crow", "between the page and its stream"
                 await first.surface.send(PLACE, OutMessage("an owl"))
                 assert await posted_next(stream) == "an owl"
 
