@@ -321,8 +321,8 @@ class Playground:
 
     async def message(self, message_id: str) -> WebMessage | None:
         """The message ``message_id``: as this process shows it, else read from the history
-        (another process saved it while this one did not read what it saved: no browser
-        watched, or following was down; it is shown from now on), else None."""
+        (another process saved it while this one did not read it: no browser here watched its
+        channel, or following was down; it is shown from now on), else None."""
         shown = self.store.get(message_id)
         if shown is None and self.journal is not None:
             found = await self.journal.fetch(message_id, with_images=True)

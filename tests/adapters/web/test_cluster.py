@@ -481,9 +481,10 @@ async def test_a_keyed_message_another_process_posted_is_found_by_its_key(
     postgres: PostgresCluster,
 ) -> None:
     """A job whose process died after posting its progress message (or its result) is
-    recovered on another process no browser watches: the message is found, not posted again."""
+    recovered on another process where no browser watches its channel: the message is found,
+    not posted again."""
     url = postgres.create_schema()
-    async with process(url) as first, process(url) as second:
+    async with process(url) as first, process(url) as second, watching(second, "lab"):
         progress = await first.surface.send(PLACE, OutMessage("⏳", key="job9.progress"))
         result = await first.surface.send(PLACE, OutMessage("a fox", key="job9.result"))
 
