@@ -9,8 +9,7 @@ browser here watches (:meth:`Playground.watch`), or one this process holds, is r
 here too; of any other, only its notice is read (:class:`adapters.web.notice.Notice`: its
 channel is listed, and marked unread when it is news). A message not held is read when it is
 asked for, and the first browser to watch a channel catches up on what it skipped there. The
-core writes here
-through :class:`adapters.web.surface.WebSurface`; users through the routes
+core writes here through :class:`adapters.web.surface.WebSurface`; users through the routes
 (:mod:`adapters.web.handlers`).
 """
 
@@ -208,7 +207,7 @@ class Playground:
             channel = notice.channel
             if (
                 channel is None
-                or self.watches(channel)
+                or self._watches(channel)
                 or self.store.get(notice.message_id) is not None
             ):
                 wanted.append(notice.message_id)
@@ -221,7 +220,7 @@ class Playground:
         for message in await journal.fetch_saved(wanted):
             self._show_saved(message, {})
 
-    def watches(self, channel: str) -> bool:
+    def _watches(self, channel: str) -> bool:
         """A browser here watches ``channel`` (or is about to: :meth:`watch`): every message
         other processes save there is shown here."""
         return channel in self._watched or self.hub.subscriber_count(channel) > 0
@@ -339,7 +338,7 @@ class Playground:
         process posted it and this one did not read it (it is shown from now on). None when
         there is none; :class:`SurfaceError` when the history cannot be read."""
         shown = self.store.keyed(channel, thread, key)
-        if shown is not None or not saved or self.watches(channel) or self.journal is None:
+        if shown is not None or not saved or self._watches(channel) or self.journal is None:
             return shown
         try:
             saved_messages = (await self.journal.load(0)).messages
