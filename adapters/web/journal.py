@@ -10,9 +10,9 @@ restart instead of being lost.
 Each channel keeps its latest ``max_messages_per_channel`` messages, as in memory.
 
 The notices of the messages other processes save arrive through
-:meth:`PlaygroundJournal.updates`. A playground
-history file of an earlier genbot (``genbot.playground.db`` beside a SQLite database) is
-imported once, then renamed ``….imported``.
+:meth:`PlaygroundJournal.updates`. A playground history file of an earlier genbot
+(``genbot.playground.db`` beside a SQLite database) is imported once, then renamed
+``….imported``.
 """
 
 from __future__ import annotations

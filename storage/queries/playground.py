@@ -145,7 +145,8 @@ class PlaygroundHistory:
     ) -> int:
         """Store a message and its images (a message that answers a command marks it handled
         in the same transaction); trim the channel to ``keep`` when the message is new, sweep
-        the images no message shows any more, and tell the other processes. Saving again does
+        the images no message shows any more, and tell the other processes (the message's id
+        and its ``notice``). Saving again does
         no harm: a save whose connection was lost runs once more. Where processes share the
         database, a save first locks its channels (in name order, for its transaction; the
         sweep too): two processes trimming the same channels in different orders deadlocked."""
