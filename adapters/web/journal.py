@@ -164,6 +164,12 @@ class PlaygroundJournal:
         shown = restored(dict(message.body), message.pending, message.version)
         return shown, {i.key: _file(i) for i in images}
 
+    async def keyed(self, channel: str, thread: str | None, key: str) -> WebMessage | None:
+        """The message another process saved in ``channel`` (``thread``) with ``key``, without
+        its images, or None."""
+        found = await self._history.playground_keyed(channel, thread, key)
+        return None if found is None else restored(dict(found.body), found.pending, found.version)
+
     async def fetch_saved(self, message_ids: list[str]) -> list[WebMessage]:
         """Messages other processes saved, without their images (:meth:`image` reads one when
         it is wanted), in the order of ``message_ids``, each once; those gone are left out."""

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -60,6 +61,9 @@ MAX_PENDING_MODALS = 20
 FOLLOW_RETRY_SECONDS = 30.0
 """The longest pause before following again after the history's feed was lost (doubling from
 one second)."""
+WATCH_GRACE_SECONDS = 30.0
+"""How long a channel a page read the history of stays watched without an event stream on it
+(a page opens its stream right after; a client that never does stops being followed)."""
 FOLLOW_START_SECONDS = 10.0
 """How long opening waits for following to start before reading the history anyway (what is
 saved in between is then read again once following starts)."""
@@ -118,8 +122,13 @@ class Playground:
         self._following: asyncio.Task[None] | None = None
         self._watched: dict[str, asyncio.Future[None]] = {}
         """The channels browsers watch, each with the catch-up done when the first came."""
+        self._watched_at: dict[str, float] = {}
+        """When :meth:`watch` was last called for each channel in :attr:`_watched`."""
         self._skipped: set[str] = set()
         """The channels a notice was skipped in since their last catch-up (one is owed)."""
+        self._caught_up = False
+        """Following is up and every save before it started was read: of a channel not in
+        :attr:`_skipped`, this process holds all that the history does."""
         self.url = ""
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
         self.unkept_replies: set[str] = set()
@@ -148,6 +157,7 @@ class Playground:
             state.loading = True
             saved = await journal.load(self.max_image_memory)
             self.store.restore(saved.messages, saved.images)
+            self._caught_up = state.subscribed.is_set()
             state.restored.set()
             return await journal.session_key()
         except BaseException:
@@ -157,7 +167,9 @@ class Playground:
     async def close(self) -> None:
         """Stop following the history (reopened by :meth:`open`)."""
         self.journal = None
+        self._caught_up = False
         watched, self._watched = self._watched, {}
+        self._watched_at.clear()
         for catching_up in watched.values():
             catching_up.cancel()
         following, self._following = self._following, None
@@ -184,12 +196,14 @@ class Playground:
                             if missed_some:
                                 await state.restored.wait()
                                 await self._catch_up(journal)
+                                self._caught_up = True
                         saved = [update for update in arrived if update is not None]
                         if saved:
                             await state.restored.wait()
                             await self._show_saved_elsewhere(journal, saved)
                 return
             except StorageError as error:
+                self._caught_up = False
                 failures += 1
                 OUTAGE.failed("playground feed", error)
             await asyncio.sleep(backoff(failures, most=FOLLOW_RETRY_SECONDS))
@@ -221,9 +235,17 @@ class Playground:
             self._show_saved(message, {})
 
     def _watches(self, channel: str) -> bool:
-        """A browser here watches ``channel`` (or is about to: :meth:`watch`): every message
-        other processes save there is shown here."""
-        return channel in self._watched or self.hub.subscriber_count(channel) > 0
+        """A browser here watches ``channel`` (or is about to: :meth:`watch`, for
+        :data:`WATCH_GRACE_SECONDS` without a stream): every message other processes save
+        there is shown here."""
+        if self.hub.subscriber_count(channel) > 0:
+            return True
+        if channel not in self._watched:
+            return False
+        if time.monotonic() - self._watched_at[channel] < WATCH_GRACE_SECONDS:
+            return True
+        self.unwatch(channel)
+        return False
 
     def channels(self) -> list[str]:
         """The channels this process knows of: those of the messages it holds, and those
@@ -234,22 +256,26 @@ class Playground:
     async def _catch_up(self, journal: PlaygroundJournal, channels: set[str] | None = None) -> None:
         """Show what was saved while following was down or notices were skipped (in
         ``channels``, else in every channel): each message newer (by version) than the copy
-        shown, never an older snapshot over a newer save."""
-        saved = await journal.load(self.max_image_memory)
+        shown, never an older snapshot over a newer save. For ``channels``, no image is read
+        (:meth:`image_file` reads one when a browser asks) and nothing is marked unread again
+        (the skipped notices did)."""
+        saved = await journal.load(self.max_image_memory if channels is None else 0)
         for message in saved.messages:
             if channels is not None and message.channel not in channels:
                 continue
             keys = message.image_keys()
-            self._show_saved(message, {k: f for k, f in saved.images.items() if k in keys})
+            images = {k: f for k, f in saved.images.items() if k in keys}
+            self._show_saved(message, images, news=channels is None)
 
     async def watch(self, channel: str) -> None:
         """A browser is about to show ``channel`` (a page reads its history, an event stream
         on it opens): when none watched it and a notice there was skipped meanwhile, first
         read what other processes saved (:meth:`_catch_up`; a save announced during it is
         shown too, and never an older copy over a newer one). From then on every message
-        they save there is shown here, until its last stream ends (:meth:`unwatch`). When the
-        history cannot be read, the browser is shown what this process holds, and the next
-        one to come reads it again."""
+        they save there is shown here, until its last stream ends (:meth:`unwatch`; without
+        one, :data:`WATCH_GRACE_SECONDS` after the last call). When the history cannot be
+        read, the browser is shown what this process holds, and the next one to come reads
+        it again."""
         journal = self.journal
         if journal is None:
             return
@@ -259,6 +285,7 @@ class Playground:
         ):
             watched = asyncio.ensure_future(self._catch_up_skipped(journal, channel))
             self._watched[channel] = watched
+        self._watched_at[channel] = time.monotonic()
         try:
             await asyncio.shield(watched)
         except StorageError as error:
@@ -275,19 +302,25 @@ class Playground:
             raise
 
     def unwatch(self, channel: str) -> None:
-        """A browser's event stream on ``channel`` ended: when no stream on it is left, only
-        the messages this process holds there are read again (what it holds stays)."""
+        """A browser's event stream on ``channel`` ended (or was refused, or a page's watch
+        lapsed): when no stream on it is left, only the messages this process holds there are
+        read again (what it holds stays)."""
         if self.hub.subscriber_count(channel) == 0:
             self._watched.pop(channel, None)
+            self._watched_at.pop(channel, None)
 
-    def _show_saved(self, message: WebMessage, images: dict[str, StoredFile]) -> None:
+    def _show_saved(
+        self, message: WebMessage, images: dict[str, StoredFile], *, news: bool = True
+    ) -> None:
+        """Show a message another process saved (``news``: marked unread when it is news; not
+        when it was already, from its notice, or is shown because it was asked for)."""
         known = self.store.get(message.id)
         images_before = len(known.images) if known is not None else 0
         kept = self.store.merge(message, images)
         if kept is None:
             return
         kind = "post" if known is None else ("delete" if message.deleted else "edit")
-        self._show(kind, kept, images_before=images_before)
+        self._show(kind, kept, images_before=images_before, news=news)
 
     async def post_user_message(
         self,
@@ -326,7 +359,7 @@ class Playground:
         if shown is None and self.journal is not None:
             found = await self.journal.fetch(message_id, with_images=True)
             if found is not None:
-                self._show_saved(*found)
+                self._show_saved(*found, news=False)
                 shown = self.store.get(message_id)
         return shown
 
@@ -334,21 +367,30 @@ class Playground:
         self, channel: str, thread: str | None, key: str, *, saved: bool
     ) -> WebMessage | None:
         """The message shown in the channel (or thread) with ``key``, else (with ``saved``,
-        while no browser watches the channel) the one the history holds there with it: another
-        process posted it and this one did not read it (it is shown from now on). None when
-        there is none; :class:`SurfaceError` when the history cannot be read."""
+        when a notice there was skipped or following was down: else this process holds all
+        the history does there) the one the history holds there with it: another process
+        posted it and this one did not read it (it is shown from now on). None when there is
+        none; :class:`SurfaceError` when the history cannot be read."""
         shown = self.store.keyed(channel, thread, key)
-        if shown is not None or not saved or self._watches(channel) or self.journal is None:
+        if shown is not None or not saved or self.journal is None:
+            return shown
+        catching_up = self._watched.get(channel)
+        if catching_up is not None and not catching_up.done():
+            await asyncio.wait({catching_up})
+            shown = self.store.keyed(channel, thread, key)
+        journal = self.journal
+        if shown is not None or journal is None:
+            return shown
+        if self._caught_up and channel not in self._skipped:
             return shown
         try:
-            saved_messages = (await self.journal.load(0)).messages
+            found = await journal.keyed(channel, thread, key)
         except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:
             raise SurfaceError(f"the playground could not read its history: {error}") from error
-        for message in saved_messages:
-            if (message.channel, message.thread, message.key) == (channel, thread, key):
-                self._show_saved(message, {})
-                return self.store.keyed(channel, thread, key)
-        return None
+        if found is None:
+            return None
+        self._show_saved(found, {}, news=False)
+        return self.store.keyed(channel, thread, key)
 
     def _answers(self, message: WebMessage) -> str | None:
         """The command a message of genbot's replies to, for its save to mark it handled;
@@ -506,12 +548,15 @@ class Playground:
         if kept is not None:
             self._show(kind, kept, images_before=images_before)
 
-    def _show(self, kind: str, message: WebMessage, *, images_before: int) -> None:
+    def _show(
+        self, kind: str, message: WebMessage, *, images_before: int, news: bool = True
+    ) -> None:
         """Send the change to the browsers watching the channel, and tell the others of its
-        audience when it is news (a new message, or a result: images gained) to mark unread."""
+        audience when it is news (a new message, or a result: images gained; unless ``news``
+        is False) to mark unread."""
         payload: dict[str, Any] = {"type": kind, "message": message.to_json()}
         self.hub.publish(message.channel, payload, visible_to=message.visible_to)
-        if _news(kind, message, images_before):
+        if news and _news(kind, message, images_before):
             self._mark_unread(message.channel, message.visible_to, message.mention)
 
     def _mark_unread(self, channel: str, visible_to: str | None, mention: str | None) -> None:

@@ -112,6 +112,12 @@ class PlaygroundHistory(Protocol):
     ) -> tuple[StoredMessage, Sequence[StoredImage]] | None:
         """One message and (``with_images``) the images it shows, or None."""
 
+    async def playground_keyed(
+        self, channel: str, thread: str | None, key: str
+    ) -> StoredMessage | None:
+        """The message of ``channel`` (in ``thread``, None: not in one) whose record's ``key``
+        is ``key``, without its images, or None."""
+
     async def playground_messages(self, message_ids: Sequence[str]) -> Sequence[StoredMessage]:
         """The messages among ``message_ids`` still kept, without their images, in any
         order."""

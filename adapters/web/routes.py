@@ -313,6 +313,7 @@ async def events(request: web.Request) -> web.StreamResponse:
         subscriber, replay = playground.hub.subscribe(channel, user.id, after)
     except TooManyStreams as error:
         refused(request, "too many event streams of one user")
+        playground.unwatch(channel)
         return await answer_and_close(request, json_error(429, str(error)))
     response = web.StreamResponse(
         headers={

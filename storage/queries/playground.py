@@ -88,6 +88,12 @@ SQL_LOAD: Final = (
     " WHERE n <= ? ORDER BY seq"
 )
 SQL_ONE: Final = "SELECT * FROM playground_messages WHERE id = ?"
+SQL_KEYED: Final = (
+    "SELECT * FROM playground_messages WHERE channel = ? AND {key} = ? AND COALESCE({thread}, '')"
+    " = ? ORDER BY seq DESC LIMIT 1"
+)
+"""The message of a channel (or thread: '' for none) with a key, among the channel's only (its
+index), each body's key and thread read from its JSON."""
 SQL_SOME: Final = "SELECT * FROM playground_messages WHERE id IN ({})"
 SQL_SETTLE: Final = "UPDATE playground_messages SET pending = ? WHERE id = ?"
 SQL_IMAGE_SIZES: Final = "SELECT key, length(data) AS size FROM playground_images"
@@ -280,6 +286,18 @@ class PlaygroundHistory:
             return None
         message = _message(row)
         return message, await self._images(message.image_keys if with_images else ())
+
+    async def playground_keyed(
+        self, channel: str, thread: str | None, key: str
+    ) -> PlaygroundMessage | None:
+        """The stored message of ``channel`` (in ``thread``) whose record has ``key``, without
+        its images, or None."""
+        dialect = self.db.dialect
+        sql = SQL_KEYED.format(
+            key=dialect.json_text("body", "key"), thread=dialect.json_text("body", "thread")
+        )
+        row = await self.db.fetch_one(sql, (channel, key, thread or ""))
+        return None if row is None else _message(row)
 
     async def playground_messages(self, message_ids: Sequence[str]) -> list[PlaygroundMessage]:
         """The stored messages among ``message_ids``, without their images, in no particular

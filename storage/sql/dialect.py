@@ -65,6 +65,12 @@ class Dialect:
             return f"json_extract({column}, '$.{key}')"
         return f"({column}->>'{key}')::double precision"
 
+    def json_text(self, column: str, key: str) -> str:
+        """The text at ``key`` of the JSON object in ``column`` (NULL when absent or null)."""
+        if self.name == "sqlite":
+            return f"json_extract({column}, '$.{key}')"
+        return f"({column}->>'{key}')"
+
     def json_contains(self, column: str, value: str) -> str:
         """Whether the JSON array in ``column`` has the text ``value`` (an expression)."""
         if self.name == "sqlite":

@@ -65,6 +65,32 @@ async def test_messages_asked_together_are_read_in_one_statement(store: Store) -
     assert await store.playground.playground_messages([]) == []
 
 
+async def test_a_message_is_found_by_its_key_in_its_channel_and_thread(store: Store) -> None:
+    def keyed(
+        message_id: str, channel: str, thread: str | None, key: str | None
+    ) -> PlaygroundMessage:
+        body = {"id": message_id, "thread": thread, "key": key}
+        return PlaygroundMessage(message_id, channel, False, (), body)
+
+    for saved in (
+        keyed("a", "general", None, "job1.result"),
+        keyed("b", "general", "t1", "job1.result"),
+        keyed("c", "random", None, "job1.result"),
+        keyed("d", "general", None, None),
+    ):
+        await store.playground.save_playground_message(saved, [], keep=10)
+
+    def found_id(found: PlaygroundMessage | None) -> str | None:
+        return None if found is None else found.id
+
+    playground = store.playground
+    assert found_id(await playground.playground_keyed("general", None, "job1.result")) == "a"
+    assert found_id(await playground.playground_keyed("general", "t1", "job1.result")) == "b"
+    assert found_id(await playground.playground_keyed("random", None, "job1.result")) == "c"
+    assert await playground.playground_keyed("general", "t2", "job1.result") is None
+    assert await playground.playground_keyed("general", None, "job2.result") is None
+
+
 async def test_a_saved_message_replaces_itself_and_counts_its_versions(store: Store) -> None:
     assert (
         await store.playground.save_playground_message(

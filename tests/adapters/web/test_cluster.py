@@ -7,6 +7,7 @@ when a browser comes to watch it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -20,6 +21,7 @@ from yarl import URL
 
 from adapters.web import WebAdapter, handlers, playground
 from adapters.web.access import SESSION_COOKIE
+from adapters.web.hub import MAX_STREAMS_PER_USER
 from adapters.web.messages import BOT_AUTHOR, WebMessage
 from adapters.web.settings import WebSettings
 from bot.kernel import (
@@ -34,7 +36,7 @@ from bot.kernel import (
     User,
 )
 from storage.postgres import PostgresStore
-from storage.queries.playground import CHANNEL, PlaygroundHistory
+from storage.queries.playground import CHANNEL, SQL_IMAGES, SQL_KEYED, SQL_LOAD, PlaygroundHistory
 from tests.adapters.web.fakes import RecordingCore, SseReader, eventually, history, png, post
 from tests.fakes.router import FakeRouter
 from tests.postgres import PostgresCluster
@@ -114,6 +116,12 @@ def messages_read(counting: CountingDatabase) -> list[str]:
         if sql.startswith("SELECT * FROM playground_messages WHERE id")
         for message_id in values
     ]
+
+
+def statements(counting: CountingDatabase, sql: str) -> int:
+    """How many of the statements counted start as ``sql`` does (up to its first ``{``)."""
+    start = sql.partition("{")[0]
+    return sum(s.startswith(start) for trip in counting.trips for s, _ in trip.statements)
 
 
 def texts(adapter: WebAdapter) -> list[str]:
@@ -277,6 +285,20 @@ async def test_a_process_edits_a_message_it_missed_while_following_was_cut(
             ),
             ACROSS_PROCESSES,
         )
+
+
+async def test_a_keyed_message_saved_while_following_was_cut_is_found_by_its_key(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(playground, "FOLLOW_RETRY_SECONDS", 30.0)
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        before = feed_failures()
+        cut_following(url)
+        await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
+        ref = await first.surface.send(PLACE, OutMessage("⏳ drawing", key="job9.progress"))
+
+        assert await second.surface.posted(PLACE, "job9.progress") == ref
 
 
 async def test_a_process_no_browser_watches_reads_none_of_what_the_others_post(
@@ -487,6 +509,7 @@ async def test_a_keyed_message_another_process_posted_is_found_by_its_key(
     async with process(url) as first, process(url) as second, watching(second, "lab"):
         progress = await first.surface.send(PLACE, OutMessage("⏳", key="job9.progress"))
         result = await first.surface.send(PLACE, OutMessage("a fox", key="job9.result"))
+        await eventually(lambda: "general" in second.playground.channels(), ACROSS_PROCESSES)
 
         assert await second.surface.posted(PLACE, "job9.progress") == progress
         again = OutMessage("a fox", key="job9.result", may_exist=True)
@@ -549,3 +572,158 @@ async def test_a_form_opened_from_a_message_another_process_posted_draws_on_its_
         opened = second.playground.pending_modal(ann.id, form.custom_id)
         assert opened is not None
         assert opened.modal.fields[0].image_url.startswith("/images/")
+
+
+async def test_a_key_is_looked_up_alone_where_a_notice_was_skipped_and_not_at_all_elsewhere(
+    postgres: PostgresCluster,
+) -> None:
+    """A job recovered on a process no browser watches its channel on: its keyed message is
+    looked for by its key where a notice was skipped (never by reading the whole history), and
+    in a channel this process holds all of, not looked for in the history at all."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, watching(second):
+        drawn = OutMessage("a fox", key="job9.result")
+        result = await in_bench_seen_by_second(
+            first, second, partial(first.surface.send, BENCH, drawn)
+        )
+        counting = counted(second)
+
+        assert await second.surface.posted(BENCH, "job9.result") == result
+        assert await second.surface.posted(BENCH, "job8.result") is None
+        assert await second.surface.posted(PLACE, "job8.result") is None
+
+        assert statements(counting, SQL_LOAD) == 0
+        assert statements(counting, SQL_KEYED) == 2
+
+
+async def test_opening_a_channel_a_process_skipped_reads_no_image_until_one_is_asked_for(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, watching(second):
+        drawn = OutMessage("a fox", images=(ImageFile("fox.png", png()),))
+        await in_bench_seen_by_second(first, second, partial(first.surface.send, BENCH, drawn))
+        counting = counted(second)
+
+        async with browser_on(second) as page:
+            [fox] = (await history(page, "bench0"))["messages"]
+            assert statements(counting, SQL_IMAGES) == 0
+            async with page.get(fox["images"][0]["url"]) as image:
+                assert image.status == 200 and await image.read() == png()
+        assert statements(counting, SQL_IMAGES) == 1
+
+
+async def test_what_a_process_shows_of_a_channel_it_skipped_is_not_marked_unread_again(
+    postgres: PostgresCluster,
+) -> None:
+    """A message whose notice marked its channel unread is marked once: not again when a
+    page opens the channel, nor when the process looks for it by its key."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, watching(second) as stream:
+        for text, key in (("a fox", None), ("a hare", "job9.result")):
+            shown = OutMessage(text, key=key)
+            await in_bench_seen_by_second(first, second, partial(first.surface.send, BENCH, shown))
+        seen = await stream.until(lambda d: d["type"] == "post")
+        seen += await stream.until(lambda d: d["type"] == "post")
+        assert [e.data["type"] for e in seen] == ["activity", "post", "activity", "post"]
+
+        assert await second.surface.posted(BENCH, "job9.result") is not None
+        async with browser_on(second) as page:
+            loaded = await history(page, "bench0")
+            assert [m["text"] for m in loaded["messages"]] == ["a fox", "a hare"]
+        await first.surface.send(PLACE, OutMessage("after"))
+
+        after = await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
+        assert [e.data["type"] for e in after] == ["post"], [e.data for e in after]
+
+
+async def in_bench_skipped_by_second(first: WebAdapter, second: WebAdapter, text: str) -> str:
+    """``first`` posts ``text`` in ``bench0``; returns its id once ``second`` had its notice
+    (``second`` shows an edit ``first`` makes after it of a message ``second`` holds)."""
+    held = await second.surface.send(PLACE, OutMessage("held"))
+    posted = await first.surface.send(BENCH, OutMessage(text))
+    await first.surface.edit(held, OutMessage("held, edited"))
+
+    def edit_shown() -> bool:
+        message = second.playground.store.get(held.message_id)
+        return message is not None and message.text == "held, edited"
+
+    await eventually(edit_shown, ACROSS_PROCESSES)
+    return posted.message_id
+
+
+async def test_a_channel_a_page_read_without_opening_its_stream_stops_being_followed(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(playground, "WATCH_GRACE_SECONDS", 0.0)
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, browser_on(second) as script:
+        await history(script, "bench0")
+
+        fox = await in_bench_skipped_by_second(first, second, "a fox")
+
+        assert second.playground.store.get(fox) is None
+
+
+async def test_a_channel_whose_stream_was_refused_stops_being_followed(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with (
+        process(url) as first,
+        process(url) as second,
+        browser_on(second) as greedy,
+        contextlib.AsyncExitStack() as streams,
+    ):
+        for _ in range(MAX_STREAMS_PER_USER):
+            response = await streams.enter_async_context(
+                greedy.get("/api/events", params={"channel": "lab"})
+            )
+            assert (await SseReader(response).next()).data["type"] == "hello"
+        await history(greedy, "bench0")
+        async with greedy.get("/api/events", params={"channel": "bench0"}) as refused:
+            assert refused.status == 429
+
+        fox = await in_bench_skipped_by_second(first, second, "a fox")
+
+        assert second.playground.store.get(fox) is None
+
+
+async def test_a_private_message_elsewhere_is_marked_unread_only_for_its_user(
+    postgres: PostgresCluster,
+) -> None:
+    """The unread mark a notice gives (the message not read) reaches only those who may see
+    the message: a private command's user, not another user watching the same channel."""
+    url = postgres.create_schema()
+    async with (
+        process(url) as first,
+        process(url) as second,
+        browser_on(second) as ann,
+        browser_on(second) as bob,
+    ):
+        readers = []
+        ann_id = (await history(ann))["me"]["id"]
+        async with contextlib.AsyncExitStack() as streams:
+            for browser in (ann, bob):
+                response = await streams.enter_async_context(
+                    browser.get("/api/events", params={"channel": "general"})
+                )
+                reader = SseReader(response)
+                assert (await reader.next()).data["type"] == "hello"
+                readers.append(reader)
+            command = partial(
+                first.playground.post_user_message,
+                User(ann_id, "Ann"),
+                BENCH,
+                "/imagine a fox",
+                [],
+                command="imagine",
+            )
+            await in_bench_seen_by_second(first, second, command)
+
+            seen_by_ann, seen_by_bob = [
+                [e.data["type"] for e in await reader.until(lambda d: d["type"] == "post")]
+                for reader in readers
+            ]
+            assert seen_by_ann == ["activity", "post"]
+            assert seen_by_bob == ["post"]

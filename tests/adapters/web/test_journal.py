@@ -303,8 +303,7 @@ async def test_a_message_that_cannot_be_kept_is_neither_shown_nor_remembered(
             await adapter.surface.send(PLACE, OutMessage("lost?", key="job1.result"))
         assert adapter.playground.store.history("general", "anyone") == []
         assert adapter.playground.store.keyed("general", None, "job1.result") is None
-        with pytest.raises(SurfaceError, match="could not read its history"):
-            await adapter.surface.posted(PLACE, "job1.result")
+        assert await adapter.surface.posted(PLACE, "job1.result") is None
 
     async with await SqliteStore.open(path) as store:
         stopped = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store.playground)
@@ -330,6 +329,22 @@ async def test_a_page_loaded_where_nothing_was_skipped_reads_no_history(
                 assert [m["text"] for m in (await history(browser))["messages"]] == ["a fox"]
 
             assert not [sql for trip in trips for sql, _ in trip.statements if sql == SQL_LOAD]
+        finally:
+            await adapter.stop()
+
+
+async def test_a_key_never_posted_is_not_looked_for_in_the_history(tmp_path: Path) -> None:
+    """A process alone on its database holds all its history does: a job recovered after a
+    restart finds its keyed messages posted or not without reading the history."""
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        adapter = WebAdapter(WebSettings(host="127.0.0.1", port=0), history=store.playground)
+        await adapter.start(FakeRouter(RecordingCore(), [adapter.surface]))
+        try:
+            trips = counted(store).trips
+
+            assert await adapter.surface.posted(PLACE, "job1.progress") is None
+
+            assert [sql for trip in trips for sql, _ in trip.statements] == []
         finally:
             await adapter.stop()
 
