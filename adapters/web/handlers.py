@@ -22,7 +22,7 @@ from adapters.listener import refused
 from adapters.web.language import request_locale
 from adapters.web.messages import StoredFile, WebMessage
 from adapters.web.platform import PLATFORM, WebContext, can_see, web_place
-from adapters.web.playground import Playground
+from adapters.web.playground import HISTORY_ERRORS, NotKept, Playground
 from adapters.web.routes import ADAPTER, USER, Serving, json_error
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
 from adapters.web.uploads import UploadCacheFull
@@ -119,7 +119,12 @@ async def _place(playground: Playground, body: dict[str, Any], user: User) -> Pl
     thread = body.get("thread")
     if thread is None or thread == "":
         return web_place(channel)
-    parent = await playground.message(thread) if isinstance(thread, str) else None
+    parent = None
+    if isinstance(thread, str):
+        try:
+            parent = await playground.message(thread, with_images=False)
+        except HISTORY_ERRORS as error:
+            raise NotKept(error) from error
     if parent is None or parent.channel != channel or parent.thread_info is None:
         raise BadInput(
             _("There is no thread {thread} in #{channel}.", thread=repr(thread), channel=channel)

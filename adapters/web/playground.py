@@ -58,6 +58,8 @@ DOWNLOADS_BYTES = 128 * 1024 * 1024
 DOWNLOADS_PER_USER = 3
 
 MAX_PENDING_MODALS = 20
+HISTORY_ERRORS = (StorageError, sqlite3.Error, OSError, RuntimeError)
+"""What reading or writing the history raises when the database fails (or was closed)."""
 FOLLOW_RETRY_SECONDS = 30.0
 """The longest pause before following again after the history's feed was lost (doubling from
 one second)."""
@@ -288,7 +290,7 @@ class Playground:
         self._watched_at[channel] = time.monotonic()
         try:
             await asyncio.shield(watched)
-        except StorageError as error:
+        except HISTORY_ERRORS as error:
             OUTAGE.failed("playground catch-up", error)
 
     async def _catch_up_skipped(self, journal: PlaygroundJournal, channel: str) -> None:
@@ -351,13 +353,14 @@ class Playground:
         await self.keep("post", message, new=True)
         return message
 
-    async def message(self, message_id: str) -> WebMessage | None:
+    async def message(self, message_id: str, *, with_images: bool = True) -> WebMessage | None:
         """The message ``message_id``: as this process shows it, else read from the history
         (another process saved it while this one did not read it: no browser here watched its
-        channel, or following was down; it is shown from now on), else None."""
+        channel, or following was down; it is shown from now on, with its images unless
+        ``with_images`` is False), else None."""
         shown = self.store.get(message_id)
         if shown is None and self.journal is not None:
-            found = await self.journal.fetch(message_id, with_images=True)
+            found = await self.journal.fetch(message_id, with_images=with_images)
             if found is not None:
                 self._show_saved(*found, news=False)
                 shown = self.store.get(message_id)
@@ -385,7 +388,7 @@ class Playground:
             return shown
         try:
             found = await journal.keyed(channel, thread, key)
-        except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:
+        except HISTORY_ERRORS as error:
             raise SurfaceError(f"the playground could not read its history: {error}") from error
         if found is None:
             return None
@@ -539,7 +542,7 @@ class Playground:
                 )
                 message.version = max(message.version, saved)
                 self._answered(message)
-            except (StorageError, sqlite3.Error, OSError, RuntimeError) as error:
+            except HISTORY_ERRORS as error:
                 self.store.discard_images(message)
                 if message.reply_to is not None:
                     self.unkept_replies.add(message.reply_to)
