@@ -1,11 +1,16 @@
 """What a playground process tells the others when it saves a message, besides the message's
-id: enough for a process that does not show the message's channel to skip reading it (see
-:meth:`adapters.web.playground.Playground._show_saved_elsewhere`)."""
+id: enough for a process that does not show the message's channel to skip reading it (it reads
+the messages of the channels its browsers watch and those it holds)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Final
+
+MOST_BYTES: Final = 1000
+"""The longest notice sent; a longer one is sent empty (its message is then read, as an earlier
+genbot's), so a save never fails on PostgreSQL's 8000-byte limit of a notice."""
 
 
 @dataclass(frozen=True)
@@ -13,8 +18,7 @@ class Notice:
     """A save of message ``message_id`` in ``channel`` (None: the notice did not say, as an
     earlier genbot's); ``news`` when browsers mark the channel unread for it (a new message,
     or a result: images gained), for the users ``visible_to`` admits, ``mention`` flagged.
-    Channel names and user ids are short, so its :meth:`text` is too (a PostgreSQL notice
-    holds under 8000 bytes)."""
+    Its :meth:`text` is at most :data:`MOST_BYTES` long."""
 
     message_id: str
     channel: str | None
@@ -23,11 +27,13 @@ class Notice:
     visible_to: str | None = None
 
     def text(self) -> str:
-        """The notice as the other processes receive it (compact JSON)."""
+        """The notice as the other processes receive it (compact JSON; empty when it would be
+        longer than :data:`MOST_BYTES`)."""
         told: dict[str, object] = {"c": self.channel}
         if self.news:
             told.update(n=1, m=self.mention, v=self.visible_to)
-        return json.dumps(told, separators=(",", ":"))
+        text = json.dumps(told, separators=(",", ":"))
+        return text if len(text) <= MOST_BYTES else ""
 
     @classmethod
     def read(cls, message_id: str, text: str) -> Notice:

@@ -328,11 +328,11 @@ class PlaygroundHistory:
     async def playground_updates(self) -> AsyncIterator[tuple[str, str] | None]:
         """None once following has started, then the id and the ``notice`` of each message
         other processes save (only the None where the database has one process)."""
-        async for notice in self.db.listen(CHANNEL):
-            if notice is None:
+        async for payload in self.db.listen(CHANNEL):
+            if payload is None:
                 yield None
                 continue
-            origin, _, saved = notice.partition(" ")
+            origin, _, saved = payload.partition(" ")
             message_id, _, told = saved.partition(" ")
             if origin != self.owner.process_id and message_id:
                 yield message_id, told
