@@ -262,43 +262,38 @@ async def test_a_message_saved_while_following_was_cut_is_shown_when_it_resumes(
         )
 
 
-async def test_a_process_edits_a_message_it_missed_while_following_was_cut(
+async def cut_for_long(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut every process's following; it resumes only after 30 s, longer than a test takes."""
+    monkeypatch.setattr(playground, "FOLLOW_RETRY_SECONDS", 30.0)
+    before = feed_failures()
+    cut_following(url)
+    await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
+
+
+async def test_a_process_edits_and_finds_by_key_messages_it_missed_while_following_was_cut(
     postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(playground, "FOLLOW_RETRY_SECONDS", 30.0)
     url = postgres.create_schema()
     async with process(url) as first, process(url) as second:
-        before = feed_failures()
-        cut_following(url)
-        await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
+        await cut_for_long(url, monkeypatch)
         ref = await first.surface.send(PLACE, OutMessage("⏳ drawing", key="job9.progress"))
+        result = await first.surface.send(PLACE, OutMessage("a hare", key="job8.result"))
         assert second.playground.store.get(ref.message_id) is None
+        assert await second.surface.posted(PLACE, "job8.result") == result
 
         await second.surface.edit(ref, OutMessage("the result"))
 
         assert [m.text for m in second.playground.store.history("general", "anyone")] == [
-            "the result"
+            "the result",
+            "a hare",
         ]
         await eventually(
             lambda: (
-                [m.text for m in first.playground.store.history("general", "x")] == ["the result"]
+                [m.text for m in first.playground.store.history("general", "x")]
+                == ["the result", "a hare"]
             ),
             ACROSS_PROCESSES,
         )
-
-
-async def test_a_keyed_message_saved_while_following_was_cut_is_found_by_its_key(
-    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(playground, "FOLLOW_RETRY_SECONDS", 30.0)
-    url = postgres.create_schema()
-    async with process(url) as first, process(url) as second:
-        before = feed_failures()
-        cut_following(url)
-        await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
-        ref = await first.surface.send(PLACE, OutMessage("⏳ drawing", key="job9.progress"))
-
-        assert await second.surface.posted(PLACE, "job9.progress") == ref
 
 
 async def test_a_process_no_browser_watches_reads_none_of_what_the_others_post(

@@ -370,34 +370,27 @@ async def test_an_edit_that_cannot_be_kept_changes_nothing_shown(tmp_path: Path)
         ]
 
 
-async def test_a_command_the_database_cannot_keep_is_refused_with_a_json_error(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/command", {"text": "/imagine a fox", "channel": "general"}),
+        ("/api/message", {"text": "and a hare", "channel": "general", "thread": "m-elsewhere"}),
+    ],
+    ids=["command", "reply in a thread it must read"],
+)
+async def test_a_post_the_database_cannot_serve_is_refused_with_a_json_error(
+    tmp_path: Path, path: str, body: dict[str, str]
 ) -> None:
     core = RecordingCore()
     async with playground(tmp_path / "genbot.db", core) as adapter, browser_of(adapter) as browser:
         await database_of(adapter).close()
-        body = {"text": "/imagine a fox", "channel": "general"}
-        async with browser.post("/api/command", json=body) as response:
+        async with browser.post(path, json=body) as response:
             assert response.status == 503
             assert response.content_type == "application/json"
             answer = await response.json()
     assert answer == {"error": DATABASE_UNREACHABLE_TEXT}
     assert core.events == []
     assert adapter.playground.store.history("general", "anyone") == []
-
-
-async def test_a_reply_in_a_thread_the_database_cannot_read_is_refused_with_a_json_error(
-    tmp_path: Path,
-) -> None:
-    core = RecordingCore()
-    async with playground(tmp_path / "genbot.db", core) as adapter, browser_of(adapter) as browser:
-        await database_of(adapter).close()
-        body = {"text": "and a hare", "channel": "general", "thread": "m-elsewhere"}
-        async with browser.post("/api/message", json=body) as response:
-            assert response.status == 503
-            answer = await response.json()
-    assert answer == {"error": DATABASE_UNREACHABLE_TEXT}
-    assert core.events == []
 
 
 async def test_a_command_on_a_read_only_database_is_refused_saying_so(tmp_path: Path) -> None:
