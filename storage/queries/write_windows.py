@@ -55,7 +55,8 @@ SQL_COUNTING: Final = (
 )
 SQL_ENDS: Final = "SELECT until FROM write_slots WHERE key = ? AND until > ? ORDER BY until"
 """When each write still counting in a window stops counting, soonest first: read once per full
-window in a reservation's transaction (every write it turns away reads its wait from them)."""
+window in a reservation's transaction (every write it turns away or books for later reads its
+wait from them)."""
 SQL_SPEND: Final = "INSERT INTO write_slots (key, granted_at, until, slot) VALUES (?, ?, ?, ?)"
 SQL_FINISHED: Final = "UPDATE write_slots SET until = ? WHERE key = ? AND slot = ? AND until > ?"
 """Only rows still counting: the prune deletes only rows that stopped, so neither waits on the
@@ -177,8 +178,8 @@ class WriteWindows:
                         room, exact = max(room, window.seconds + ALLOWANCE), False
                     elif over >= 0:
                         if window.key not in ends:
-                            rows = await tx.fetch_all(SQL_ENDS, (window.key, now))
-                            ends[window.key] = [row["until"] for row in rows]
+                            until = await tx.fetch_all(SQL_ENDS, (window.key, now))
+                            ends[window.key] = [row["until"] for row in until]
                         stopping = ends[window.key]
                         room = max(room, (stopping[over] if over < len(stopping) else now) - now)
                 first = last.get(windows[0].key)
