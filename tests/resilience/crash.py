@@ -99,6 +99,7 @@ class Crashes:
         self.processes.append(process)
         try:
             await process.start()
+            self.env = dict(process.env)
             async with Playground(process.url, session_cookie=self.session_cookie) as browser:
                 self.session_cookie = browser.session_cookie
                 try:

@@ -123,8 +123,6 @@ async def genbot_child(
         process = GenbotProcess(settings, workdir, "hostile", open_files=open_files)
         try:
             await process.start()
-            process.webhook_port = hook_port
-            process.ops_port = ops_port
             yield process
         finally:
             await process.terminate()

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import resource
 import signal
 import sqlite3
@@ -35,13 +36,17 @@ STOP_TIMEOUT = CHILD_WAIT
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
 Message = dict[str, Any]
 PORT_ATTEMPTS = 3
+RUNNING = "genbot running:"
+"""What ``genbot run`` prints once everything it runs has started (the webhook receiver last)."""
+TAKEN = re.compile(r"cannot listen on 127\.0\.0\.1:(\d+) \(Address already in use\)")
 
 
 class PortTaken(Exception):
-    """The port picked for a process was taken before the process could listen on it."""
+    """A port picked for a process was taken before the process could listen on it."""
 
     def __init__(self, port: int) -> None:
         super().__init__(f"port {port} was taken before genbot could listen on it")
+        self.port = port
 
 
 @dataclass
@@ -55,8 +60,6 @@ class GenbotProcess:
     port: int = 0
     open_files: int | None = None
     """The child's open-file limit (soft and hard), when given."""
-    webhook_port: int = 0
-    ops_port: int = 0
     args: tuple[str, ...] = ("-v",)
     """Options of ``genbot run``."""
     startup_timeout: float = STARTUP_TIMEOUT
@@ -67,20 +70,35 @@ class GenbotProcess:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def webhook_port(self) -> int:
+        return int(self.env.get("GENBOT_WEBHOOK__PORT", 0))
+
+    @property
+    def ops_port(self) -> int:
+        return int(self.env.get("GENBOT_OPS__PORT", 0))
+
+    @property
     def output_files(self) -> list[Path]:
         return [self.workdir / f"{self.name}.stdout", self.workdir / f"{self.name}.stderr"]
 
     async def start(self) -> None:
-        """Start on a free port and wait (bounded) until its playground answers; on another
-        port when something else took that one first (a port is free when picked, not
-        reserved: another test's process may pick and bind it too)."""
+        """Start on a free port and wait (bounded) until it says it runs and its playground
+        answers. A port something else took first is picked again: the playground's, or one
+        the settings name (webhook receiver, ops listener; :attr:`env` then names the new
+        one). A port is free when picked, not reserved: another test's process may pick and
+        bind it too."""
+        port = free_port()
         for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
-                await self._start_on(free_port())
+                await self._start_on(port)
                 return
             except PortTaken as taken:
                 if attempt == PORT_ATTEMPTS:
                     raise AssertionError(f"{self.name}: {taken}:\n{self.output()}") from None
+                if taken.port == port:
+                    port = free_port()
+                else:
+                    self.env = repicked(self.env, taken.port, free_port())
 
     async def _start_on(self, port: int) -> None:
         self.port = port
@@ -105,12 +123,13 @@ class GenbotProcess:
         async with asyncio.timeout(self.startup_timeout), aiohttp.ClientSession() as session:
             while True:
                 if self.process.returncode is not None:
-                    if self._said(f"cannot listen on 127.0.0.1:{port} (Address already in use)"):
-                        raise PortTaken(port)
+                    taken = TAKEN.search(self._written())
+                    if taken is not None:
+                        raise PortTaken(int(taken[1]))
                     raise AssertionError(f"{self.name} exited early:\n{self.output()}")
                 with contextlib.suppress(aiohttp.ClientError):
                     async with session.get(f"{self.url}/static/app.js") as response:
-                        if response.status == 200 and self._said(listening):
+                        if response.status == 200 and self._said(listening) and self._said(RUNNING):
                             return
                 await asyncio.sleep(0.05)
 
@@ -138,10 +157,25 @@ class GenbotProcess:
 
     def _said(self, text: str) -> bool:
         """Whether the process wrote ``text`` (anywhere in its output so far)."""
-        return any(text in path.read_text(errors="replace") for path in self.output_files)
+        return text in self._written()
+
+    def _written(self) -> str:
+        return "\n".join(path.read_text(errors="replace") for path in self.output_files)
 
     def output(self) -> str:
         return "\n".join(path.read_text(errors="replace")[-4000:] for path in self.output_files)
+
+
+def repicked(env: Mapping[str, str], taken: int, fresh: int) -> dict[str, str]:
+    """``env`` with every port setting, and every loopback URL, naming ``taken`` naming
+    ``fresh`` instead."""
+    url = re.compile(rf"127\.0\.0\.1:{taken}\b")
+    return {
+        key: str(fresh)
+        if key.endswith("__PORT") and value == str(taken)
+        else url.sub(f"127.0.0.1:{fresh}", value)
+        for key, value in env.items()
+    }
 
 
 async def load_page(url: str, session_cookie: str = "") -> str:

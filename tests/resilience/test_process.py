@@ -1,8 +1,10 @@
 """The ``genbot run`` harness: a process whose picked port another program took first starts on
-another port, and is never mistaken for whatever answers on the taken one."""
+another port, and is never mistaken for whatever answers on the taken one; the same for the
+webhook receiver's port its settings name."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,3 +46,23 @@ async def test_a_process_whose_port_was_taken_starts_on_another(
                 await node.kill()
     finally:
         await runner.cleanup()
+
+
+async def test_a_process_whose_webhook_port_was_taken_gets_settings_naming_another(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        async with serve(sim_config()) as sim:
+            node = GenbotProcess(genbot_env(sim, tmp_path / "genbot.db", taken), tmp_path, "n")
+            try:
+                await node.start()
+                assert node.webhook_port not in (0, taken)
+                assert node.env["GENBOT_WEBHOOK__PUBLIC_URL"] == (
+                    f"http://127.0.0.1:{node.webhook_port}"
+                )
+                assert await node.terminate() == 0
+            finally:
+                await node.kill()

@@ -90,9 +90,7 @@ async def test_a_full_disk_refuses_commands_clearly_and_is_not_ready(
             "GENBOT_OPS__ENABLED": "true",
             "GENBOT_OPS__PROBE_INTERVAL_SECONDS": "0",
         }
-        process = GenbotProcess(env, tmp_path, "full")
-        process.ops_port = free_port()
-        process.env = {**env, "GENBOT_OPS__PORT": str(process.ops_port)}
+        process = GenbotProcess({**env, "GENBOT_OPS__PORT": str(free_port())}, tmp_path, "full")
         try:
             await process.start()
             cookie = await load_page(process.url)
