@@ -5,7 +5,9 @@ Each channel numbers its events; the latest ones are kept so that a browser reco
 meant for one user (ephemeral replies, modals) reach only that user's streams. One user keeps at
 most ``max_streams_per_user`` streams open (:class:`TooManyStreams` beyond), so one browser
 session cannot hold the listener's connections. Streams also hear, unnumbered, that something
-new arrived in another channel (to mark it unread).
+new arrived in another channel (to mark it unread): once per channel and stream, and once more
+when it first mentions the stream's user, since a page keeps a channel marked until it opens it,
+and opening a channel opens a new stream.
 """
 
 from __future__ import annotations
@@ -36,6 +38,20 @@ class Subscriber:
     pending: deque[tuple[int | None, Payload]] = field(default_factory=deque)
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     closed: bool = False
+    marked: dict[str, bool] = field(default_factory=dict)
+    """The channels this stream was told are unread, each with whether a mark of it mentioned
+    the stream's user."""
+
+    def news_of(self, channel: str, mention: str | None) -> bool:
+        """Whether an unread mark of ``channel`` mentioning ``mention`` tells this stream's page
+        something it was not told (the channel's first mark, or its first mention of the
+        user); counted as told."""
+        mentioned = mention == self.user_id
+        told = self.marked.get(channel)
+        if told is not None and (told or not mentioned):
+            return False
+        self.marked[channel] = mentioned
+        return True
 
     def deliver(self, seq: int | None, payload: Payload) -> None:
         """Queue an event (``seq`` None: one that is not numbered); a stream too slow to keep
@@ -110,15 +126,18 @@ class EventHub:
                 feed.subscribers.discard(subscriber)
         return feed.seq
 
-    def notify(self, channel: str, payload: Payload, audience: Callable[[str], bool]) -> None:
-        """Tell the streams watching other channels, of the users ``audience`` admits, about
-        ``channel`` (an unread mark): not numbered, not replayed."""
-        event = {**payload, "channel": channel}
+    def mark_unread(
+        self, channel: str, mention: str | None, audience: Callable[[str], bool]
+    ) -> None:
+        """Mark ``channel`` unread (mentioning ``mention``) for the streams watching other
+        channels, of the users ``audience`` admits, unless a stream was told so already (see
+        :meth:`Subscriber.news_of`): not numbered, not replayed."""
+        event = {"type": "activity", "mention": mention, "channel": channel}
         for name, feed in self._feeds.items():
             if name == channel:
                 continue
             for subscriber in list(feed.subscribers):
-                if audience(subscriber.user_id):
+                if audience(subscriber.user_id) and subscriber.news_of(channel, mention):
                     subscriber.deliver(None, event)
                 if subscriber.closed:
                     feed.subscribers.discard(subscriber)

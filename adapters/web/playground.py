@@ -572,8 +572,7 @@ class Playground:
                 return False
             return not is_dm_channel(channel) or dm_channel(user_id) == channel
 
-        activity = {"type": "activity", "mention": mention}
-        self.hub.notify(channel, activity, audience)
+        self.hub.mark_unread(channel, mention, audience)
 
 
 def _news(kind: str, message: WebMessage, images_before: int) -> bool:
