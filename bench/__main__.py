@@ -29,6 +29,7 @@ BENCHMARKS = (
     "archive",
     "resilience",
     "scale",
+    "split",
 )
 PROFILED = ("scale",)
 

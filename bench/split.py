@@ -1,0 +1,201 @@
+"""Benchmark — split: the CPU the same PostgreSQL transactions cost when one process makes them
+and when three processes share them, with no genbot in it (asyncio and psycopg only).
+
+Issue 32 compares a cluster of three ``genbot run`` processes with one by the CPU each uses per
+job (``bench scale``). Part of what three pay more is not genbot's: on this 2-core machine a
+process that does a third of the work wakes for less each time, and pays the wake-up (the event
+loop's turn, the system calls, caches the other processes cooled) on less. This benchmark
+measures that part alone, as a floor under the ratio ``bench scale`` reports.
+
+Each worker process runs an event loop with ``CONNECTIONS`` connections, and starts
+transactions at a fixed rate (the whole rate ``RATE`` a second, split evenly) for ``SECONDS``
+seconds, all workers from the same moment. A transaction is what genbot's storage sends for a
+small write: ``BEGIN``, a transaction-scoped advisory lock on one of ten keys, an ``INSERT`` of
+a 200-byte row and a count over that key's rows, and ``COMMIT``, pipelined in one round trip.
+Each worker reports its own CPU seconds (``time.process_time``) over that window; PostgreSQL's
+(its server and every backend) is read from ``/proc`` around it. The sizes alternate, one
+process then three, three times: the spread of the runs shows beside their means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass
+from itertools import cycle
+
+import psycopg
+
+from bench.cpu import postmaster_pid, server_cpu_seconds
+from bench.report import Table
+from tests.postgres import PostgresCluster, start_cluster
+
+RATE = 300.0
+"""Transactions a second, the whole of them (about genbot's in-flight rate at 3000 jobs)."""
+SECONDS = 10.0
+QUICK_SECONDS = 3.0
+CONNECTIONS = 4
+SIZES = (1, 3) * 3
+START_DELAY = 2.0
+"""Seconds between spawning the workers and their common start (Python's start-up)."""
+KEYS = 10
+ROW = "x" * 200
+SQL_TABLE = "CREATE TABLE IF NOT EXISTS split_rows (id bigserial PRIMARY KEY, k text, v text)"
+SQL_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
+SQL_INSERT = "INSERT INTO split_rows (k, v) VALUES (%s, %s)"
+SQL_COUNT = "SELECT count(*) FROM split_rows WHERE k = %s AND id > %s"
+WORKER_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    """What one worker made in the window and the CPU seconds it took."""
+
+    transactions: int
+    cpu: float
+
+
+@dataclass(frozen=True)
+class SplitRun:
+    """One run: its number of processes and each one's result, PostgreSQL's CPU seconds."""
+
+    processes: int
+    workers: tuple[WorkerResult, ...]
+    postgres: float
+
+    @property
+    def transactions(self) -> int:
+        return sum(worker.transactions for worker in self.workers)
+
+    @property
+    def ms_per_transaction(self) -> float:
+        """The processes' CPU per transaction, all of them together."""
+        return 1000 * sum(worker.cpu for worker in self.workers) / max(self.transactions, 1)
+
+    @property
+    def postgres_ms_per_transaction(self) -> float:
+        return 1000 * self.postgres / max(self.transactions, 1)
+
+
+async def transactions(url: str, rate: float, seconds: float, start: float) -> WorkerResult:
+    """Start a transaction every ``1 / rate`` seconds from ``start`` (a ``time.time()``) for
+    ``seconds``, over ``CONNECTIONS`` connections; every one made, with the CPU it took."""
+    connections = [await psycopg.AsyncConnection.connect(url) for _ in range(CONNECTIONS)]
+    queue: asyncio.Queue[str] = asyncio.Queue()
+
+    async def serve(connection: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+        while True:
+            key = await queue.get()
+            async with connection.transaction(), connection.pipeline():
+                await connection.execute(SQL_LOCK, (key,))
+                await connection.execute(SQL_INSERT, (key, ROW))
+                await connection.execute(SQL_COUNT, (key, 0))
+            queue.task_done()
+
+    servers = [asyncio.create_task(serve(connection)) for connection in connections]
+    try:
+        await asyncio.sleep(max(0.0, start - time.time()))
+        began, cpu = time.monotonic(), time.process_time()
+        keys = cycle(f"key{n}" for n in range(KEYS))
+        made = 0
+        while (due := began + made / rate) < began + seconds:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            queue.put_nowait(next(keys))
+            made += 1
+        await asyncio.wait_for(queue.join(), WORKER_TIMEOUT)
+        return WorkerResult(made, time.process_time() - cpu)
+    finally:
+        for server in servers:
+            server.cancel()
+        await asyncio.gather(*servers, return_exceptions=True)
+        for connection in connections:
+            await connection.close()
+
+
+async def run(cluster: PostgresCluster, url: str, processes: int, seconds: float) -> SplitRun:
+    """``processes`` workers sharing ``RATE`` for ``seconds``, from one moment."""
+    start = time.time() + START_DELAY
+    rate = RATE / processes
+    args = [url, str(rate), str(seconds), str(start)]
+    children = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.split", *args, stdout=asyncio.subprocess.PIPE
+        )
+        for _ in range(processes)
+    ]
+    server = postmaster_pid(cluster.folder / "data")
+    before = server_cpu_seconds(server)
+    outputs = await asyncio.wait_for(
+        asyncio.gather(*(child.communicate() for child in children)),
+        START_DELAY + seconds + WORKER_TIMEOUT,
+    )
+    postgres = server_cpu_seconds(server) - before
+    for child in children:
+        if child.returncode != 0:
+            raise RuntimeError(f"a worker exited with status {child.returncode}")
+    workers = tuple(WorkerResult(**json.loads(stdout)) for stdout, _ in outputs)
+    return SplitRun(processes, workers, postgres)
+
+
+def split_table(runs: list[SplitRun]) -> Table:
+    """The runs in order, each against the mean of the one-process runs, and the mean of the
+    three-process runs against it."""
+    alone = [run.ms_per_transaction for run in runs if run.processes == 1]
+    shared = [run.ms_per_transaction for run in runs if run.processes == 3]
+    baseline = sum(alone) / len(alone)
+    table = Table(
+        "Split: the same PostgreSQL transactions from 1 process and shared by 3 (no genbot)",
+        [
+            "processes",
+            "transactions",
+            "per process ms / tx",
+            "processes ms / tx",
+            "× 1 process",
+            "PostgreSQL ms / tx",
+        ],
+        digits=3,
+    )
+    for run in runs:
+        each = " / ".join(f"{1000 * w.cpu / max(w.transactions, 1):.3f}" for w in run.workers)
+        table.add(
+            run.processes,
+            run.transactions,
+            each,
+            run.ms_per_transaction,
+            run.ms_per_transaction / baseline,
+            run.postgres_ms_per_transaction,
+        )
+    table.notes.append(
+        f"{RATE:.0f} transactions a second in all, {CONNECTIONS} connections a process; "
+        "'× 1 process' against the mean of this run's one-process rows."
+    )
+    if shared:
+        mean = sum(shared) / len(shared)
+        table.notes.append(f"3 processes ÷ 1, the means: {mean / baseline:.3f}.")
+    return table
+
+
+async def main(quick: bool) -> list[Table]:
+    seconds = QUICK_SECONDS if quick else SECONDS
+    cluster = await asyncio.to_thread(start_cluster)
+    try:
+        url = await asyncio.to_thread(cluster.create_database)
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
+            await connection.execute(SQL_TABLE)
+        runs = [await run(cluster, url, processes, seconds) for processes in SIZES]
+    finally:
+        await asyncio.to_thread(cluster.stop)
+    return [split_table(runs)]
+
+
+def worker(argv: list[str]) -> None:
+    """A worker process: ``url rate seconds start``; prints its :class:`WorkerResult`."""
+    url, rate, seconds, start = argv
+    result = asyncio.run(transactions(url, float(rate), float(seconds), float(start)))
+    print(json.dumps({"transactions": result.transactions, "cpu": result.cpu}))
+
+
+if __name__ == "__main__":
+    worker(sys.argv[1:])
