@@ -66,6 +66,9 @@ one second)."""
 WATCH_GRACE_SECONDS = 30.0
 """How long a channel a page read the history of stays watched without an event stream on it
 (a page opens its stream right after; a client that never does stops being followed)."""
+CATCH_UP_RETRY_SECONDS = 30.0
+"""The longest pause before a failed catch-up of a channel a browser still watches is tried
+again (doubling from one second)."""
 FOLLOW_START_SECONDS = 10.0
 """How long opening waits for following to start before reading the history anyway (what is
 saved in between is then read again once following starts)."""
@@ -126,6 +129,9 @@ class Playground:
         """The channels browsers watch, each with the catch-up done when the first came."""
         self._watched_at: dict[str, float] = {}
         """When :meth:`watch` was last called for each channel in :attr:`_watched`."""
+        self._retrying: dict[str, asyncio.Task[None]] = {}
+        """The channels whose catch-up failed while a browser watches them, each with the task
+        trying it again (:meth:`_catch_up_again`)."""
         self._skipped: set[str] = set()
         """The channels a notice was skipped in since their last catch-up (one is owed)."""
         self._caught_up = False
@@ -172,7 +178,8 @@ class Playground:
         self._caught_up = False
         watched, self._watched = self._watched, {}
         self._watched_at.clear()
-        for catching_up in watched.values():
+        retrying, self._retrying = self._retrying, {}
+        for catching_up in [*watched.values(), *retrying.values()]:
             catching_up.cancel()
         following, self._following = self._following, None
         if following is not None:
@@ -276,22 +283,55 @@ class Playground:
         shown too, and never an older copy over a newer one). From then on every message
         they save there is shown here, until its last stream ends (:meth:`unwatch`; without
         one, :data:`WATCH_GRACE_SECONDS` after the last call). When the history cannot be
-        read, the browser is shown what this process holds, and the next one to come reads
-        it again."""
+        read, the browser is shown what this process holds; the catch-up is tried again (with
+        backoff, as long as a browser watches the channel, and by the next one to come) and
+        shows what it finds then."""
         journal = self.journal
         if journal is None:
             return
         watched = self._watched.get(channel)
-        if watched is None or (
-            watched.done() and (watched.cancelled() or watched.exception() is not None)
-        ):
-            watched = asyncio.ensure_future(self._catch_up_skipped(journal, channel))
-            self._watched[channel] = watched
+        if watched is None or _failed(watched):
+            watched = self._start_catch_up(journal, channel)
         self._watched_at[channel] = time.monotonic()
         try:
             await asyncio.shield(watched)
         except HISTORY_ERRORS as error:
             OUTAGE.failed("playground catch-up", error)
+            retrying = self._retrying.get(channel)
+            if retrying is None or retrying.done():
+                self._retrying[channel] = asyncio.create_task(
+                    self._catch_up_again(journal, channel), name="genbot-playground-catch-up"
+                )
+
+    def _start_catch_up(self, journal: PlaygroundJournal, channel: str) -> asyncio.Future[None]:
+        catching_up = asyncio.ensure_future(self._catch_up_skipped(journal, channel))
+        self._watched[channel] = catching_up
+        return catching_up
+
+    async def _catch_up_again(self, journal: PlaygroundJournal, channel: str) -> None:
+        """Try a failed catch-up of ``channel`` again, after a pause doubling up to
+        :data:`CATCH_UP_RETRY_SECONDS`, until it succeeds or no browser watches the channel
+        any more (or following stops: :meth:`close`)."""
+        failures = 1
+        try:
+            while True:
+                await asyncio.sleep(backoff(failures, most=CATCH_UP_RETRY_SECONDS))
+                if self.journal is not journal or not self._watches(channel):
+                    return
+                watched = self._watched.get(channel)
+                if watched is None:
+                    return
+                if _failed(watched):
+                    watched = self._start_catch_up(journal, channel)
+                try:
+                    await asyncio.shield(watched)
+                    return
+                except HISTORY_ERRORS as error:
+                    OUTAGE.failed("playground catch-up", error)
+                    failures += 1
+        finally:
+            if self._retrying.get(channel) is asyncio.current_task():
+                del self._retrying[channel]
 
     async def _catch_up_skipped(self, journal: PlaygroundJournal, channel: str) -> None:
         if channel not in self._skipped:
@@ -573,6 +613,10 @@ class Playground:
             return not is_dm_channel(channel) or dm_channel(user_id) == channel
 
         self.hub.mark_unread(channel, mention, audience)
+
+
+def _failed(catching_up: asyncio.Future[None]) -> bool:
+    return catching_up.done() and (catching_up.cancelled() or catching_up.exception() is not None)
 
 
 def _news(kind: str, message: WebMessage, images_before: int) -> bool:

@@ -731,3 +731,52 @@ async def test_a_private_message_elsewhere_is_marked_unread_only_for_its_user(
             ]
             assert seen_by_ann == ["activity", "post"]
             assert seen_by_bob == ["post"]
+
+
+def rename_table(url: str, table: str, name: str) -> None:
+    """Rename ``table`` to ``name``: every statement naming it fails until it is renamed back
+    (a real database fault)."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"ALTER TABLE {table} RENAME TO {name}")
+
+
+async def test_a_stream_whose_catch_up_failed_is_shown_what_was_skipped_once_it_can_be_read(
+    postgres: PostgresCluster,
+) -> None:
+    """The history could not be read when the stream opened (the browser was shown what the
+    process holds); the catch-up is tried again while the stream stays open."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        await skipped_by_second(first, second, ["a fox"])
+        counting = counted(second)
+        rename_table(url, "playground_messages", "hidden")
+
+        async with watching(second) as stream:
+            assert statements(counting, SQL_LOAD) >= 1 and texts(second) == ["held, edited"]
+            rename_table(url, "hidden", "playground_messages")
+            assert await posted_next(stream) == "a fox"
+
+
+async def test_a_failed_catch_up_is_not_tried_again_once_no_browser_watches_the_channel(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(playground, "CATCH_UP_RETRY_SECONDS", 0.05)
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second:
+        await skipped_by_second(first, second, ["a fox"])
+        counting = counted(second)
+        rename_table(url, "playground_messages", "hidden")
+
+        def retrying() -> bool:
+            return any(
+                task.get_name() == "genbot-playground-catch-up" and not task.done()
+                for task in asyncio.all_tasks()
+            )
+
+        async with watching(second):
+            await eventually(lambda: statements(counting, SQL_LOAD) >= 3, ACROSS_PROCESSES)
+            assert retrying()
+        await eventually(lambda: not retrying(), ACROSS_PROCESSES)
+        rename_table(url, "hidden", "playground_messages")
+
+        assert texts(second) == ["held, edited"]
