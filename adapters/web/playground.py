@@ -266,15 +266,17 @@ class Playground:
         """Show what was saved while following was down or notices were skipped (in
         ``channels``, else in every channel): each message newer (by version) than the copy
         shown, never an older snapshot over a newer save. For ``channels``, no image is read
-        (:meth:`image_file` reads one when a browser asks) and nothing is marked unread again
-        (the skipped notices did)."""
+        (:meth:`image_file` reads one when a browser asks). Nothing is marked unread in a
+        channel a notice was skipped in since its last catch-up (that notice marked it
+        already); elsewhere, what was saved while following was down is."""
+        noticed = set(self._skipped) if channels is None else channels
         saved = await journal.load(self.max_image_memory if channels is None else 0)
         for message in saved.messages:
             if channels is not None and message.channel not in channels:
                 continue
             keys = message.image_keys()
             images = {k: f for k, f in saved.images.items() if k in keys}
-            self._show_saved(message, images, news=channels is None)
+            self._show_saved(message, images, news=message.channel not in noticed)
 
     async def watch(self, channel: str) -> None:
         """A browser is about to show ``channel`` (a page reads its history, an event stream

@@ -780,3 +780,28 @@ async def test_a_failed_catch_up_is_not_tried_again_once_no_browser_watches_the_
         rename_table(url, "hidden", "playground_messages")
 
         assert texts(second) == ["held, edited"]
+
+
+async def test_following_that_resumes_marks_unread_only_what_was_saved_while_it_was_cut(
+    postgres: PostgresCluster,
+) -> None:
+    """A message whose notice marked its channel unread is not marked again by what following
+    reads once it resumes after a cut; one saved while it was cut is (seen by a stream opened
+    after the first mark, which no mark of ``bench0`` reached yet)."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, watching(second) as stream:
+        fox = OutMessage("a fox")
+        await in_bench_seen_by_second(first, second, partial(first.surface.send, BENCH, fox))
+        seen = await stream.until(lambda d: d["type"] == "post")
+        assert [e.data["type"] for e in seen] == ["activity", "post"]
+        before = feed_failures()
+
+        async with watching(second) as later:
+            cut_following(url)
+            await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
+            await first.surface.send(Place("web", "web", "bench1", None), OutMessage("a hare"))
+            await first.surface.send(PLACE, OutMessage("after"))
+
+            after = await later.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
+            marks = [(e.data["type"], e.data.get("channel")) for e in after]
+            assert marks == [("activity", "bench1"), ("post", "general")], [e.data for e in after]
