@@ -805,3 +805,24 @@ async def test_following_that_resumes_marks_unread_only_what_was_saved_while_it_
             after = await later.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
             marks = [(e.data["type"], e.data.get("channel")) for e in after]
             assert marks == [("activity", "bench1"), ("post", "general")], [e.data for e in after]
+
+
+async def test_a_message_read_when_it_is_asked_for_is_not_marked_unread_again(
+    postgres: PostgresCluster,
+) -> None:
+    """Seen by a stream opened after the message's mark (which no mark of ``bench0`` reached
+    yet)."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, watching(second) as stream:
+        fox = OutMessage("a fox")
+        ref = await in_bench_seen_by_second(first, second, partial(first.surface.send, BENCH, fox))
+        seen = await stream.until(lambda d: d["type"] == "post")
+        assert [e.data["type"] for e in seen] == ["activity", "post"]
+
+        async with watching(second) as later:
+            shown = await second.playground.message(ref.message_id)
+            assert shown is not None and shown.text == "a fox"
+            await first.surface.send(PLACE, OutMessage("after"))
+
+            after = await later.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
+            assert [e.data["type"] for e in after] == ["post"], [e.data for e in after]
