@@ -97,6 +97,12 @@ class PlaygroundJournal:
             {image.key: _file(image) for image in images},
         )
 
+    async def channel(self, channel: str) -> list[WebMessage]:
+        """One channel's latest messages (oldest first), without their images (:meth:`image`
+        reads one when it is wanted)."""
+        messages = await self._history.playground_channel(channel, self._keep)
+        return [restored(dict(m.body), m.pending, m.version) for m in messages]
+
     async def save(
         self,
         message: WebMessage,

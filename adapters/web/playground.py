@@ -262,18 +262,15 @@ class Playground:
         held = self.store.channels()
         return held + sorted(self._skipped.difference(held))
 
-    async def _catch_up(self, journal: PlaygroundJournal, channels: set[str] | None = None) -> None:
-        """Show what was saved while following was down or notices were skipped (in
-        ``channels``, else in every channel): each message newer (by version) than the copy
-        shown, never an older snapshot over a newer save. For ``channels``, no image is read
-        (:meth:`image_file` reads one when a browser asks). Nothing is marked unread in a
-        channel a notice was skipped in since its last catch-up (that notice marked it
-        already); elsewhere, what was saved while following was down is."""
-        noticed = set(self._skipped) if channels is None else channels
-        saved = await journal.load(self.max_image_memory if channels is None else 0)
+    async def _catch_up(self, journal: PlaygroundJournal) -> None:
+        """Show what was saved while following was down or notices were skipped: each message
+        newer (by version) than the copy shown, never an older snapshot over a newer save.
+        Nothing is marked unread in a channel a notice was skipped in since its last catch-up
+        (that notice marked it already); elsewhere, what was saved while following was down
+        is."""
+        noticed = set(self._skipped)
+        saved = await journal.load(self.max_image_memory)
         for message in saved.messages:
-            if channels is not None and message.channel not in channels:
-                continue
             keys = message.image_keys()
             images = {k: f for k, f in saved.images.items() if k in keys}
             self._show_saved(message, images, news=message.channel not in noticed)
@@ -281,13 +278,14 @@ class Playground:
     async def watch(self, channel: str) -> None:
         """A browser is about to show ``channel`` (a page reads its history, an event stream
         on it opens): when none watched it and a notice there was skipped meanwhile, first
-        read what other processes saved (:meth:`_catch_up`; a save announced during it is
-        shown too, and never an older copy over a newer one). From then on every message
-        they save there is shown here, until its last stream ends (:meth:`unwatch`; without
-        one, :data:`WATCH_GRACE_SECONDS` after the last call). When the history cannot be
-        read, the browser is shown what this process holds; the catch-up is tried again (with
-        backoff, as long as a browser watches the channel, and by the next one to come) and
-        shows what it finds then."""
+        read what other processes saved there (its latest messages, without images:
+        :meth:`image_file` reads one when a browser asks; nothing is marked unread again, the
+        skipped notices did; a save announced during it is shown too, and never an older copy
+        over a newer one). From then on every message they save there is shown here, until
+        its last stream ends (:meth:`unwatch`; without one, :data:`WATCH_GRACE_SECONDS` after
+        the last call). When the history cannot be read, the browser is shown what this
+        process holds; the catch-up is tried again (with backoff, as long as a browser watches
+        the channel, and by the next one to come) and shows what it finds then."""
         journal = self.journal
         if journal is None:
             return
@@ -340,7 +338,8 @@ class Playground:
             return
         self._skipped.discard(channel)
         try:
-            await self._catch_up(journal, {channel})
+            for message in await journal.channel(channel):
+                self._show_saved(message, {}, news=False)
         except BaseException:
             self._skipped.add(channel)
             raise

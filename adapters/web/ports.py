@@ -85,6 +85,9 @@ class PlaygroundHistory(Protocol):
         """Each channel's ``keep`` latest messages, oldest first, and the images of the newest
         that fit in ``max_image_bytes``."""
 
+    async def playground_channel(self, channel: str, keep: int) -> Sequence[StoredMessage]:
+        """The ``keep`` latest messages of ``channel``, oldest first, without their images."""
+
     async def save_playground_message(
         self, message: MessageToSave, images: Sequence[StoredImage], *, keep: int
     ) -> int:

@@ -87,6 +87,8 @@ SQL_LOAD: Final = (
     " (PARTITION BY channel ORDER BY seq DESC) AS n FROM playground_messages) AS latest"
     " WHERE n <= ? ORDER BY seq"
 )
+SQL_CHANNEL: Final = "SELECT * FROM playground_messages WHERE channel = ? ORDER BY seq DESC LIMIT ?"
+"""One channel's latest messages, newest first, among the channel's only (its index)."""
 SQL_ONE: Final = "SELECT * FROM playground_messages WHERE id = ?"
 SQL_KEYED: Final = (
     "SELECT * FROM playground_messages WHERE channel = ? AND {key} = ? AND COALESCE({thread}, '')"
@@ -137,6 +139,11 @@ class PlaygroundHistory:
         images = await self._images(wanted)
         order = {key: n for n, key in enumerate(wanted)}
         return messages, sorted(images, key=lambda image: order[image.key])
+
+    async def playground_channel(self, channel: str, keep: int) -> list[PlaygroundMessage]:
+        """The ``keep`` latest messages of ``channel``, oldest first, without their images."""
+        rows = await self.db.fetch_all(SQL_CHANNEL, (channel, keep))
+        return [_message(row) for row in reversed(rows)]
 
     async def _images(self, keys: Sequence[str]) -> list[PlaygroundImage]:
         found: list[PlaygroundImage] = []

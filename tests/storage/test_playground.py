@@ -65,6 +65,22 @@ async def test_messages_asked_together_are_read_in_one_statement(store: Store) -
     assert await store.playground.playground_messages([]) == []
 
 
+async def test_a_channels_latest_messages_are_read_alone_in_one_statement(store: Store) -> None:
+    for message_id, channel in (("a", "general"), ("b", "general"), ("c", "random")):
+        await store.playground.save_playground_message(message(message_id, channel), [], keep=10)
+    await store.playground.save_playground_message(message("d", keys=("k",)), [image("k")], keep=10)
+    trips = counted(store).trips
+
+    latest = await store.playground.playground_channel("general", keep=2)
+
+    assert [(m.id, m.channel, m.image_keys) for m in latest] == [
+        ("b", "general", ()),
+        ("d", "general", ("k",)),
+    ]
+    assert len(trips) == 1
+    assert await store.playground.playground_channel("lab", keep=2) == []
+
+
 async def test_a_message_is_found_by_its_key_in_its_channel_and_thread(store: Store) -> None:
     def keyed(
         message_id: str, channel: str, thread: str | None, key: str | None
