@@ -11,7 +11,9 @@ Each worker process runs an event loop with ``CONNECTIONS`` connections, and sta
 transactions at a fixed rate (the whole rate ``RATE`` a second, split evenly) for ``SECONDS``
 seconds, all workers from the same moment. A transaction is what genbot's storage sends for a
 small write: ``BEGIN``, a transaction-scoped advisory lock on one of ten keys, an ``INSERT`` of
-a 200-byte row and a count over that key's rows, and ``COMMIT``, pipelined in one round trip.
+a 200-byte row and a count of that key's latest rows (at most ``LATEST``, by its index), and
+``COMMIT``, pipelined in one round trip. The table is emptied before each run, so every run asks
+the same of PostgreSQL.
 Each worker reports its own CPU seconds (``time.process_time``) over that window; PostgreSQL's
 (its server and every backend) is read from ``/proc`` around it. The sizes alternate, one
 process then three, three times: the spread of the runs shows beside their means.
@@ -42,10 +44,18 @@ START_DELAY = 2.0
 """Seconds between spawning the workers and their common start (Python's start-up)."""
 KEYS = 10
 ROW = "x" * 200
-SQL_TABLE = "CREATE TABLE IF NOT EXISTS split_rows (id bigserial PRIMARY KEY, k text, v text)"
+LATEST = 20
+SQL_TABLE = (
+    "CREATE TABLE IF NOT EXISTS split_rows (id bigserial PRIMARY KEY, k text, v text)",
+    "CREATE INDEX IF NOT EXISTS split_rows_by_key ON split_rows (k, id)",
+)
+SQL_EMPTY = "TRUNCATE split_rows"
 SQL_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 SQL_INSERT = "INSERT INTO split_rows (k, v) VALUES (%s, %s)"
-SQL_COUNT = "SELECT count(*) FROM split_rows WHERE k = %s AND id > %s"
+SQL_COUNT = (
+    "SELECT count(*) FROM"
+    " (SELECT id FROM split_rows WHERE k = %s ORDER BY id DESC LIMIT %s) AS latest"
+)
 WORKER_TIMEOUT = 60.0
 
 
@@ -91,7 +101,7 @@ async def transactions(url: str, rate: float, seconds: float, start: float) -> W
             async with connection.transaction(), connection.pipeline():
                 await connection.execute(SQL_LOCK, (key,))
                 await connection.execute(SQL_INSERT, (key, ROW))
-                await connection.execute(SQL_COUNT, (key, 0))
+                await connection.execute(SQL_COUNT, (key, LATEST))
             queue.task_done()
 
     servers = [asyncio.create_task(serve(connection)) for connection in connections]
@@ -182,9 +192,13 @@ async def main(quick: bool) -> list[Table]:
     cluster = await asyncio.to_thread(start_cluster)
     try:
         url = await asyncio.to_thread(cluster.create_database)
+        runs = []
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
-            await connection.execute(SQL_TABLE)
-        runs = [await run(cluster, url, processes, seconds) for processes in SIZES]
+            for statement in SQL_TABLE:
+                await connection.execute(statement)
+            for processes in SIZES:
+                await connection.execute(SQL_EMPTY)
+                runs.append(await run(cluster, url, processes, seconds))
     finally:
         await asyncio.to_thread(cluster.stop)
     return [split_table(runs)]

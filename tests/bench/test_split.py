@@ -17,7 +17,8 @@ async def test_a_worker_makes_a_transaction_every_step_of_its_rate_and_counts_th
 ) -> None:
     url = postgres.create_database()
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
-        await connection.execute(SQL_TABLE)
+        for statement in SQL_TABLE:
+            await connection.execute(statement)
         result = await transactions(url, rate=40.0, seconds=0.25, start=time.time())
         rows = await (await connection.execute("SELECT count(*) FROM split_rows")).fetchone()
     assert result.transactions == 10
