@@ -12,6 +12,7 @@ from playwright.async_api import Browser, expect
 from bot.kernel import LimitsSettings
 from tests.adapters.web.browser import user
 from tests.genbot.stack import real_stack
+from tests.sim_time import freeze, resume
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -27,11 +28,13 @@ async def test_a_jobs_buttons_are_its_requesters_until_the_admin_link_is_opened(
         user(chromium_browser, stack.url + "/") as alice,
         user(chromium_browser, stack.url + "/") as bob,
     ):
+        freeze(stack.sim)
         await alice.send("/imagine a lighthouse")
         running = bob.with_button("gb:cancel:")
         await running.locator(".btn", has_text="❌ Cancel").click()
         bobs_notes = bob.page.locator("#messages article.kind-ephemeral")
         await expect(bobs_notes.last).to_contain_text(REFUSED)
+        resume(stack.sim)
 
         grid = alice.with_button("gb:upscale1:")
         await expect(grid.locator("img")).to_have_count(1)
