@@ -7,16 +7,20 @@ process that does a third of the work wakes for less each time, and pays the wak
 loop's turn, the system calls, caches the other processes cooled) on less. This benchmark
 measures that part alone, as a floor under the ratio ``bench scale`` reports.
 
-Each worker process runs an event loop with ``CONNECTIONS`` connections, and starts
-transactions at a fixed rate (the whole rate ``RATE`` a second, split evenly) for ``SECONDS``
-seconds, all workers from the same moment. A transaction is what genbot's storage sends for a
+Each worker process runs an event loop with ``CONNECTIONS`` connections and starts
+transactions on one schedule for ``SECONDS`` seconds: the whole ``RATE`` a second, evenly
+spaced, the keys in turn; worker *i* of *n* makes every *n*-th of them from the *i*-th, so three
+workers together send exactly what one sends alone (the same moments, the same keys: never
+three at once on one key's lock). A transaction is what genbot's storage sends for a
 small write: ``BEGIN``, a transaction-scoped advisory lock on one of ten keys, an ``INSERT`` of
 a 200-byte row and a count of that key's latest rows (at most ``LATEST``, by its index), and
 ``COMMIT``, pipelined in one round trip. The table is emptied before each run, so every run asks
 the same of PostgreSQL.
 Each worker reports its own CPU seconds (``time.process_time``) over that window; PostgreSQL's
-(its server and every backend) is read from ``/proc`` around it. The sizes alternate, one
-process then three, three times: the spread of the runs shows beside their means.
+(its server and every backend) is read from ``/proc`` from the common start to the last
+worker's exit. The sizes run 1, 3, 3, 1, 1, 3, so a drift of the machine through the run does
+not fall on one size; the spread of the runs shows beside their means. A worker that starts
+more than ``LATE_LIMIT`` seconds after the common moment fails the run.
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ import json
 import sys
 import time
 from dataclasses import dataclass
-from itertools import cycle
 
 import psycopg
 
@@ -39,9 +42,11 @@ RATE = 300.0
 SECONDS = 10.0
 QUICK_SECONDS = 3.0
 CONNECTIONS = 4
-SIZES = (1, 3) * 3
+SIZES = (1, 3, 3, 1, 1, 3)
 START_DELAY = 2.0
 """Seconds between spawning the workers and their common start (Python's start-up)."""
+LATE_LIMIT = 0.25
+"""Seconds after the common start past which a worker's start fails the run."""
 KEYS = 10
 ROW = "x" * 200
 LATEST = 20
@@ -65,6 +70,8 @@ class WorkerResult:
 
     transactions: int
     cpu: float
+    late: float = 0.0
+    """Seconds after the common start it began."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +96,12 @@ class SplitRun:
         return 1000 * self.postgres / max(self.transactions, 1)
 
 
-async def transactions(url: str, rate: float, seconds: float, start: float) -> WorkerResult:
-    """Start a transaction every ``1 / rate`` seconds from ``start`` (a ``time.time()``) for
-    ``seconds``, over ``CONNECTIONS`` connections; every one made, with the CPU it took."""
+async def transactions(
+    url: str, seconds: float, start: float, *, worker: int = 0, workers: int = 1
+) -> WorkerResult:
+    """From ``start`` (a ``time.time()``) for ``seconds``, over ``CONNECTIONS`` connections,
+    ``worker``'s share of ``workers`` of the schedule (see the module docstring); every
+    transaction made, with the CPU it took."""
     connections = [await psycopg.AsyncConnection.connect(url) for _ in range(CONNECTIONS)]
     queue: asyncio.Queue[str] = asyncio.Queue()
 
@@ -107,15 +117,17 @@ async def transactions(url: str, rate: float, seconds: float, start: float) -> W
     servers = [asyncio.create_task(serve(connection)) for connection in connections]
     try:
         await asyncio.sleep(max(0.0, start - time.time()))
-        began, cpu = time.monotonic(), time.process_time()
-        keys = cycle(f"key{n}" for n in range(KEYS))
+        late = max(0.0, time.time() - start)
+        began, cpu = time.monotonic() - late, time.process_time()
         made = 0
-        while (due := began + made / rate) < began + seconds:
+        step = worker
+        while (due := began + step / RATE) < began + seconds:
             await asyncio.sleep(max(0.0, due - time.monotonic()))
-            queue.put_nowait(next(keys))
+            queue.put_nowait(f"key{step % KEYS}")
             made += 1
+            step += workers
         await asyncio.wait_for(queue.join(), WORKER_TIMEOUT)
-        return WorkerResult(made, time.process_time() - cpu)
+        return WorkerResult(made, time.process_time() - cpu, late)
     finally:
         for server in servers:
             server.cancel()
@@ -125,17 +137,20 @@ async def transactions(url: str, rate: float, seconds: float, start: float) -> W
 
 
 async def run(cluster: PostgresCluster, url: str, processes: int, seconds: float) -> SplitRun:
-    """``processes`` workers sharing ``RATE`` for ``seconds``, from one moment."""
+    """``processes`` workers sharing the schedule for ``seconds``, from one moment."""
     start = time.time() + START_DELAY
-    rate = RATE / processes
-    args = [url, str(rate), str(seconds), str(start)]
     children = [
         await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.split", *args, stdout=asyncio.subprocess.PIPE
+            sys.executable,
+            "-m",
+            "bench.split",
+            *(url, str(seconds), str(start), str(worker), str(processes)),
+            stdout=asyncio.subprocess.PIPE,
         )
-        for _ in range(processes)
+        for worker in range(processes)
     ]
     server = postmaster_pid(cluster.folder / "data")
+    await asyncio.sleep(max(0.0, start - time.time()))
     before = server_cpu_seconds(server)
     outputs = await asyncio.wait_for(
         asyncio.gather(*(child.communicate() for child in children)),
@@ -146,6 +161,9 @@ async def run(cluster: PostgresCluster, url: str, processes: int, seconds: float
         if child.returncode != 0:
             raise RuntimeError(f"a worker exited with status {child.returncode}")
     workers = tuple(WorkerResult(**json.loads(stdout)) for stdout, _ in outputs)
+    if any(worker.late > LATE_LIMIT for worker in workers):
+        late = max(worker.late for worker in workers)
+        raise RuntimeError(f"a worker started {late:.2f} s late: the machine is too busy")
     return SplitRun(processes, workers, postgres)
 
 
@@ -205,10 +223,13 @@ async def main(quick: bool) -> list[Table]:
 
 
 def worker(argv: list[str]) -> None:
-    """A worker process: ``url rate seconds start``; prints its :class:`WorkerResult`."""
-    url, rate, seconds, start = argv
-    result = asyncio.run(transactions(url, float(rate), float(seconds), float(start)))
-    print(json.dumps({"transactions": result.transactions, "cpu": result.cpu}))
+    """A worker process: ``url seconds start worker workers``; prints its
+    :class:`WorkerResult`."""
+    url, seconds, start, share, shares = argv
+    result = asyncio.run(
+        transactions(url, float(seconds), float(start), worker=int(share), workers=int(shares))
+    )
+    print(json.dumps({"transactions": result.transactions, "cpu": result.cpu, "late": result.late}))
 
 
 if __name__ == "__main__":

@@ -1,29 +1,50 @@
-"""The split benchmark: a worker makes every transaction its rate and window call for, and the
-table compares each run with the mean of the one-process runs."""
+"""The split benchmark: workers sharing the schedule make exactly what one makes alone (the same
+transactions, on the same keys), and the table compares each run with the mean of the
+one-process runs."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import psycopg
 import pytest
 
-from bench.split import SQL_TABLE, SplitRun, WorkerResult, split_table, transactions
+from bench.split import (
+    RATE,
+    SQL_EMPTY,
+    SQL_TABLE,
+    SplitRun,
+    WorkerResult,
+    split_table,
+    transactions,
+)
 from tests.postgres import PostgresCluster
 
 
-async def test_a_worker_makes_a_transaction_every_step_of_its_rate_and_counts_them(
+async def test_workers_sharing_the_schedule_make_what_one_makes_alone(
     postgres: PostgresCluster,
 ) -> None:
     url = postgres.create_database()
+    seconds = 9.5 / RATE
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
         for statement in SQL_TABLE:
             await connection.execute(statement)
-        result = await transactions(url, rate=40.0, seconds=0.25, start=time.time())
-        rows = await (await connection.execute("SELECT count(*) FROM split_rows")).fetchone()
-    assert result.transactions == 10
-    assert rows == (10,)
-    assert result.cpu > 0
+        alone = await transactions(url, seconds, time.time())
+        keys = "SELECT k, count(*) FROM split_rows GROUP BY k ORDER BY k"
+        assert alone.transactions == 10
+        assert await (await connection.execute(keys)).fetchall() == [
+            (f"key{n}", 1) for n in range(10)
+        ]
+        await connection.execute(SQL_EMPTY)
+        start = time.time()
+        shared = await asyncio.gather(
+            *(transactions(url, seconds, start, worker=n, workers=2) for n in range(2))
+        )
+        assert [result.transactions for result in shared] == [5, 5]
+        assert await (await connection.execute(keys)).fetchall() == [
+            (f"key{n}", 1) for n in range(10)
+        ]
 
 
 def test_each_run_is_told_against_the_mean_of_the_one_process_runs() -> None:
