@@ -119,10 +119,18 @@ class GenbotProcess:
                 stderr=stderr,
                 preexec_fn=self._limit_open_files if self.open_files else None,
             )
+        try:
+            await self._until_running(self.process)
+        except TimeoutError:
+            raise AssertionError(
+                f"{self.name} did not start within {self.startup_timeout:.0f} s:\n{self.output()}"
+            ) from None
+
+    async def _until_running(self, process: asyncio.subprocess.Process) -> None:
         listening = f"web playground at {self.url}"
         async with asyncio.timeout(self.startup_timeout), aiohttp.ClientSession() as session:
             while True:
-                if self.process.returncode is not None:
+                if process.returncode is not None:
                     taken = TAKEN.search(self._written())
                     if taken is not None:
                         raise PortTaken(int(taken[1]))

@@ -1,6 +1,6 @@
 """The ``genbot run`` harness: a process whose picked port another program took first starts on
 another port, and is never mistaken for whatever answers on the taken one; the same for the
-webhook receiver's port its settings name."""
+webhook receiver's port its settings name; one that does not start in time says what it wrote."""
 
 from __future__ import annotations
 
@@ -66,3 +66,16 @@ async def test_a_process_whose_webhook_port_was_taken_gets_settings_naming_anoth
                 assert await node.terminate() == 0
             finally:
                 await node.kill()
+
+
+async def test_a_process_that_does_not_start_in_time_fails_with_what_it_wrote(
+    tmp_path: Path,
+) -> None:
+    async with serve(sim_config()) as sim:
+        env = genbot_env(sim, tmp_path / "genbot.db", free_port())
+        node = GenbotProcess(env, tmp_path, "n", startup_timeout=0.01)
+        try:
+            with pytest.raises(AssertionError, match="n did not start within 0 s"):
+                await node.start()
+        finally:
+            await node.kill()
