@@ -34,6 +34,7 @@ from bot.kernel import (
     OutMessage,
     Place,
     User,
+    backoff,
 )
 from storage.postgres import PostgresStore
 from storage.queries.playground import (
@@ -242,6 +243,16 @@ def cut_following(url: str) -> None:
             " WHERE query = %s AND pid <> pg_backend_pid()",
             (f"LISTEN {CHANNEL}",),
         )
+
+
+def listening(url: str) -> int:
+    """How many connections follow the playground's history now."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query = %s", (f"LISTEN {CHANNEL}",)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def feed_failures() -> float:
@@ -792,8 +803,22 @@ async def test_a_failed_catch_up_is_not_tried_again_once_no_browser_watches_the_
         assert texts(second) == ["held, edited"]
 
 
+async def saved_while_following_was_cut(
+    url: str, monkeypatch: pytest.MonkeyPatch, save: Callable[[], Awaitable[object]]
+) -> None:
+    """Cut every process's following and ``save`` before any follows again (its first retry
+    waits 5 s; no process followed when ``save`` was done, checked): the only way the
+    processes learn of it is the catch-up once following resumes."""
+    monkeypatch.setattr(playground, "backoff", partial(backoff, first=5.0))
+    before = feed_failures()
+    cut_following(url)
+    await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
+    await save()
+    assert listening(url) == 0, "a process followed again before the save was done"
+
+
 async def test_following_that_resumes_marks_unread_only_what_was_saved_while_it_was_cut(
-    postgres: PostgresCluster,
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A message whose notice marked its channel unread is not marked again by what following
     reads once it resumes after a cut; one saved while it was cut is (seen by a stream opened
@@ -804,12 +829,12 @@ async def test_following_that_resumes_marks_unread_only_what_was_saved_while_it_
         await in_bench_seen_by_second(first, second, partial(first.surface.send, BENCH, fox))
         seen = await stream.until(lambda d: d["type"] == "post")
         assert [e.data["type"] for e in seen] == ["activity", "post"]
-        before = feed_failures()
 
         async with watching(second) as later:
-            cut_following(url)
-            await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
-            await first.surface.send(Place("web", "web", "bench1", None), OutMessage("a hare"))
+            hare = partial(
+                first.surface.send, Place("web", "web", "bench1", None), OutMessage("a hare")
+            )
+            await saved_while_following_was_cut(url, monkeypatch, hare)
             await first.surface.send(PLACE, OutMessage("after"))
 
             after = await later.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
