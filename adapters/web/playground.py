@@ -132,8 +132,12 @@ class Playground:
         self._retrying: dict[str, asyncio.Task[None]] = {}
         """The channels whose catch-up failed while a browser watches them, each with the task
         trying it again (:meth:`_catch_up_again`)."""
-        self._skipped: set[str] = set()
-        """The channels a notice was skipped in since their last catch-up (one is owed)."""
+        self._skipped: dict[str, dict[str, int]] = {}
+        """The channels a notice was skipped in since their last catch-up (one is owed), each
+        with the messages whose notices were skipped (the last ``messages_per_channel``: no
+        catch-up reads more of a channel), numbered in the order they came (:meth:`_skip`)."""
+        self._skips = 0
+        """How many notices were skipped so far (the number of the last one)."""
         self._caught_up = False
         """Following is up and every save before it started was read: of a channel not in
         :attr:`_skipped`, this process holds all that the history does."""
@@ -235,13 +239,38 @@ class Playground:
             ):
                 wanted.append(notice.message_id)
                 continue
-            self._skipped.add(channel)
+            self._skip(channel, notice.message_id)
             if notice.news:
                 self._mark_unread(channel, notice.visible_to, notice.mention)
         if not wanted:
             return
         for message in await journal.fetch_saved(wanted):
             self._show_saved(message, {})
+
+    def _skip(self, channel: str, message_id: str) -> None:
+        """Remember that the notice of ``message_id`` in ``channel`` was skipped (it marked the
+        channel unread, when it was news). Past ``messages_per_channel`` in a channel, the
+        message skipped longest ago is forgotten: should :meth:`_catch_up` read it, it marks
+        it unread again (a mark twice rather than one lost)."""
+        self._skips += 1
+        skipped = self._skipped.setdefault(channel, {})
+        skipped.pop(message_id, None)
+        skipped[message_id] = self._skips
+        if len(skipped) > self.messages_per_channel:
+            del skipped[next(iter(skipped))]
+
+    def _read_up_to(self, skips: int, channels: list[str]) -> None:
+        """A catch-up that started when ``skips`` notices had been skipped read ``channels``:
+        forget their notices skipped up to then (those skipped while it read stay; a channel
+        with none left owes no catch-up)."""
+        for channel in channels:
+            skipped = self._skipped.get(channel)
+            if skipped is None:
+                continue
+            for message_id in [m for m, number in skipped.items() if number <= skips]:
+                del skipped[message_id]
+            if not skipped:
+                del self._skipped[channel]
 
     def _watches(self, channel: str) -> bool:
         """A browser here watches ``channel`` (or is about to: :meth:`watch`, for
@@ -260,20 +289,22 @@ class Playground:
         """The channels this process knows of: those of the messages it holds, and those
         other processes saved a message in that it did not read."""
         held = self.store.channels()
-        return held + sorted(self._skipped.difference(held))
+        return held + sorted(self._skipped.keys() - held)
 
     async def _catch_up(self, journal: PlaygroundJournal) -> None:
         """Show what was saved while following was down or notices were skipped: each message
         newer (by version) than the copy shown, never an older snapshot over a newer save.
-        Nothing is marked unread in a channel a notice was skipped in since its last catch-up
-        (that notice marked it already); elsewhere, what was saved while following was down
-        is."""
-        noticed = set(self._skipped)
+        A message whose notice was skipped is not marked unread (that notice marked it
+        already); one saved while following was down is. It reads every channel, so none owes
+        a catch-up after it (no notice is skipped while it reads: :meth:`_follow` waits)."""
+        skips = self._skips
         saved = await journal.load(self.max_image_memory)
         for message in saved.messages:
             keys = message.image_keys()
             images = {k: f for k, f in saved.images.items() if k in keys}
-            self._show_saved(message, images, news=message.channel not in noticed)
+            news = message.id not in self._skipped.get(message.channel, ())
+            self._show_saved(message, images, news=news)
+        self._read_up_to(skips, list(self._skipped))
 
     async def watch(self, channel: str) -> None:
         """A browser is about to show ``channel`` (a page reads its history, an event stream
@@ -336,13 +367,10 @@ class Playground:
     async def _catch_up_skipped(self, journal: PlaygroundJournal, channel: str) -> None:
         if channel not in self._skipped:
             return
-        self._skipped.discard(channel)
-        try:
-            for message in await journal.channel(channel):
-                self._show_saved(message, {}, news=False)
-        except BaseException:
-            self._skipped.add(channel)
-            raise
+        skips = self._skips
+        for message in await journal.channel(channel):
+            self._show_saved(message, {}, news=False)
+        self._read_up_to(skips, [channel])
 
     def unwatch(self, channel: str) -> None:
         """A browser's event stream on ``channel`` ended (or was refused, or a page's watch

@@ -45,6 +45,7 @@ from storage.queries.playground import (
     SQL_LOAD,
     PlaygroundHistory,
 )
+from storage.sql.session import Database, Row, Values
 from tests.adapters.web.fakes import RecordingCore, SseReader, eventually, history, png, post
 from tests.fakes.router import FakeRouter
 from tests.postgres import PostgresCluster
@@ -840,6 +841,97 @@ async def test_following_that_resumes_marks_unread_only_what_was_saved_while_it_
             after = await later.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
             marks = [(e.data["type"], e.data.get("channel")) for e in after]
             assert marks == [("activity", "bench1"), ("post", "general")], [e.data for e in after]
+
+
+async def test_a_skipped_notice_does_not_keep_what_is_saved_while_following_is_cut_unmarked(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notice was skipped in ``bench0`` before a page on ``general`` opened (no mark of it
+    is on that page). Once following resumes after a cut, a message saved in ``bench0``
+    meanwhile is marked unread for the page, with its mention; the skipped one is not marked
+    again. That catch-up read every channel: none is read again when the page opens it or a
+    key is looked up there."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, browser_on(second) as ann:
+        await in_bench_skipped_by_second(first, second, "a fox")
+        ann_id = (await history(ann))["me"]["id"]
+        async with ann.get("/api/events", params={"channel": "general"}) as response:
+            stream = SseReader(response)
+            assert (await stream.next()).data["type"] == "hello"
+            for_ann = OutMessage("a hare", mention_user_id=ann_id)
+            await saved_while_following_was_cut(
+                url, monkeypatch, partial(first.surface.send, BENCH, for_ann)
+            )
+            await first.surface.send(PLACE, OutMessage("after"))
+
+            after = [
+                e.data for e in await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
+            ]
+            assert [e for e in after if e["type"] == "activity"] == [
+                {"type": "activity", "mention": ann_id, "channel": "bench0"}
+            ], after
+            assert [e["type"] for e in after] == ["activity", "post"], after
+
+        counting = counted(second)
+        assert await second.surface.posted(BENCH, "job9.result") is None
+        loaded = await history(ann, "bench0")
+        assert [m["text"] for m in loaded["messages"]] == ["a fox", "a hare"]
+        assert statements(counting, SQL_KEYED) == statements(counting, SQL_CHANNEL) == 0
+
+
+class ChannelReadsHeld(CountingDatabase):
+    """A counting database on which each read of one channel's latest messages (a catch-up of
+    that channel: :data:`SQL_CHANNEL`) waits until :attr:`released` is set."""
+
+    def __init__(self, inner: Database) -> None:
+        super().__init__(inner)
+        self.released = asyncio.Event()
+        self.holding = 0
+        """How many reads of a channel are waiting."""
+
+    async def fetch_all(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> list[Row]:
+        if sql == SQL_CHANNEL:
+            self.holding += 1
+            await self.released.wait()
+            self.holding -= 1
+        return await super().fetch_all(sql, values, repeatable=repeatable)
+
+
+async def test_following_that_resumes_while_a_channel_is_caught_up_does_not_mark_it_again(
+    postgres: PostgresCluster,
+) -> None:
+    """A page opens ``bench0``, where a notice was skipped, and following resumes after a cut
+    while that channel's catch-up still reads: the catch-up of every channel, done first, does
+    not mark the skipped message unread again (seen by a stream opened after its mark)."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, watching(second) as stream:
+        fox = await in_bench_seen_by_second(
+            first, second, partial(first.surface.send, BENCH, OutMessage("a fox"))
+        )
+        seen = await stream.until(lambda d: d["type"] == "post")
+        assert [e.data["type"] for e in seen] == ["activity", "post"]
+        history_of_second = second.playground.history
+        assert isinstance(history_of_second, PlaygroundHistory)
+        held = ChannelReadsHeld(history_of_second.db)
+        history_of_second.db = held
+
+        async with watching(second) as later, browser_on(second) as page:
+            opening = asyncio.create_task(history(page, "bench0"))
+            await eventually(lambda: held.holding == 1, ACROSS_PROCESSES)
+            before = feed_failures()
+            cut_following(url)
+            await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
+            await eventually(
+                lambda: second.playground.store.get(fox.message_id) is not None, ACROSS_PROCESSES
+            )
+            held.released.set()
+            assert [m["text"] for m in (await opening)["messages"]] == ["a fox"]
+            await first.surface.send(PLACE, OutMessage("after"))
+
+            after = await later.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
+            assert [e.data["type"] for e in after] == ["post"], [e.data for e in after]
 
 
 async def test_a_message_read_when_it_is_asked_for_is_not_marked_unread_again(
