@@ -50,13 +50,12 @@ OPEN_FOR: Final = 60.0
 """Seconds a counted write's slot waits for its finish before it is forgotten (its row keeps its
 first end)."""
 SQL_COUNTING: Final = (
-    "SELECT key, COUNT(*) AS n, MAX(granted_at) AS last FROM write_slots"
-    " WHERE key IN ({}) AND until > ? GROUP BY key"
+    "SELECT key, granted_at, until FROM write_slots WHERE key IN ({}) AND until > ? ORDER BY until"
 )
-SQL_ENDS: Final = "SELECT until FROM write_slots WHERE key = ? AND until > ? ORDER BY until"
-"""When each write still counting in a window stops counting, soonest first: read once per full
-window in a reservation's transaction (every write it turns away or books for later reads its
-wait from them)."""
+"""The rows still counting in a reservation's windows, soonest end first: how many each window
+counts, its latest grant, and when each of its writes stops counting (the wait of every write
+it turns away or books for later). Read once per reservation transaction, in the same round
+trip as the locks and the finishes told since the last one."""
 SQL_SPEND: Final = "INSERT INTO write_slots (key, granted_at, until, slot) VALUES (?, ?, ?, ?)"
 SQL_FINISHED: Final = "UPDATE write_slots SET until = ? WHERE key = ? AND slot = ? AND until > ?"
 """Only rows still counting: the prune deletes only rows that stopped, so neither waits on the
@@ -155,19 +154,23 @@ class WriteWindows:
             self._open = {n: o for n, o in self._open.items() if o[0] > now - OPEN_FOR}
 
         async def work(tx: Session) -> list[WriteBooking]:
-            await tx.execute_each(lock, [(f"genbot.writes.{key}",) for key in keys])
-            if finishes:
-                await tx.execute_many(SQL_FINISHED, finishes)
-            if given_back:
-                await tx.execute_many(SQL_GIVEN_BACK, [(*row, now) for row in given_back])
-            counting = SQL_COUNTING.format(marks(len(keys)))
-            rows = await tx.fetch_all(counting, (*keys, now))
-            counted = {row["key"]: int(row["n"]) for row in rows}
-            last: dict[str, float] = {r["key"]: r["last"] for r in rows if r["last"] is not None}
+            *_, rows = await tx.fetch_each(
+                [(lock, (f"genbot.writes.{key}",)) for key in keys]
+                + [(SQL_FINISHED, finish) for finish in finishes]
+                + [(SQL_GIVEN_BACK, (*row, now)) for row in given_back]
+                + [(SQL_COUNTING.format(marks(len(keys))), (*keys, now))]
+            )
+            counted: Counter[str] = Counter()
+            last: dict[str, float] = {}
+            ends: dict[str, list[float]] = {}
+            for row in rows:
+                key = row["key"]
+                counted[key] += 1
+                last[key] = max(last.get(key, row["granted_at"]), row["granted_at"])
+                ends.setdefault(key, []).append(row["until"])
             taken: Counter[str] = Counter()
             spend: list[tuple[str, float, float, int]] = []
             opened: dict[int, tuple[float, list[tuple[str, float]]]] = {}
-            ends: dict[str, list[float]] = {}
             answers = []
             for windows, spacing, within in batch:
                 room, exact = 0.0, True
@@ -177,10 +180,7 @@ class WriteWindows:
                     if over >= stored:
                         room, exact = max(room, window.seconds + ALLOWANCE), False
                     elif over >= 0:
-                        if window.key not in ends:
-                            until = await tx.fetch_all(SQL_ENDS, (window.key, now))
-                            ends[window.key] = [row["until"] for row in until]
-                        stopping = ends[window.key]
+                        stopping = ends.get(window.key, [])
                         room = max(room, (stopping[over] if over < len(stopping) else now) - now)
                 first = last.get(windows[0].key)
                 spaced = first + spacing - now if spacing > 0 and first is not None else 0.0

@@ -8,7 +8,12 @@ import pytest
 
 from storage import WriteWindow
 from storage.postgres import PostgresStore
-from storage.queries.write_windows import ALLOWANCE, SQL_ENDS, SQL_GIVEN_BACK, SQL_SPEND
+from storage.queries.write_windows import (
+    ALLOWANCE,
+    SQL_FINISHED,
+    SQL_GIVEN_BACK,
+    SQL_SPEND,
+)
 from storage.sql.session import Session
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import ManualClock
@@ -124,8 +129,8 @@ async def test_reservations_together_are_judged_after_the_ones_before_them(url: 
 
 async def test_writes_turned_away_from_a_full_window_read_when_it_frees_once(url: str) -> None:
     """Three processes' results filled a channel's window and each asked for more: every write
-    turned away got its wait from one read of the window, not from a read of its own inside the
-    transaction that holds the window's lock."""
+    turned away got its wait from the one read of the window its transaction made with its
+    locks, not from a read of its own inside the transaction that holds the window's lock."""
     clock = ManualClock()
     async with await PostgresStore.open(url, clock=clock) as store:
         for _ in range(CHANNEL.capacity):
@@ -136,8 +141,40 @@ async def test_writes_turned_away_from_a_full_window_read_when_it_frees_once(url
             *(store.write_windows.reserve_writes([CHANNEL]) for _ in range(5))
         )
         assert answers == [pytest.approx(CHANNEL.seconds + ALLOWANCE - 1.0)] * 5
-        reads = [sql for trip in trips for sql, _ in trip.statements if sql == SQL_ENDS]
-        assert len(reads) == len(trips) < 5
+        assert [trip.sends for trip in trips] == [1] * len(trips), "one read, nothing counted"
+        assert len(trips) < 5
+
+
+async def test_a_reservation_sends_its_locks_finishes_and_read_together_then_its_writes(
+    url: str,
+) -> None:
+    """A reservation's transaction holds its windows' locks from its first round trip to its
+    commit, while other processes writing into the same channels wait for them: the locks, the
+    finishes and give-backs told since the last one and the read of every window go in one
+    round trip, the writes it counts in a second, however many windows are full."""
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        windows = [WriteWindow(f"discord/g1/f{n}", capacity=2, seconds=5.0) for n in range(3)]
+        slots = [(await store.write_windows.book_writes([w])).slot for w in windows for _ in "ab"]
+        booked = await store.write_windows.book_writes([CHANNEL])
+        clock.advance(0.1)
+        for slot in slots[:-1]:
+            assert slot is not None
+            store.write_windows.finished(slot)
+        assert slots[-1] is not None and booked.slot is not None
+        store.write_windows.given_back(booked.slot)
+        trips = counted(store).trips
+        answers = await asyncio.gather(
+            *(store.write_windows.book_writes([w], within=10.0) for w in [*windows, CHANNEL])
+        )
+
+        assert [a.counted for a in answers] == [True] * 4
+        assert [round(a.wait, 6) for a in answers] == [5.0, 5.0, 5.0, 0.0]
+        assert len(trips) == 1, "asked together"
+        statements = [sql for sql, _ in trips[0].statements]
+        assert statements.count(SQL_FINISHED) == 5 and statements.count(SQL_GIVEN_BACK) == 1
+        assert statements.count(SQL_SPEND) == 4
+        assert trips[0].sends == 2
 
 
 async def test_a_finished_write_counts_from_its_finish_once_its_writer_asks_again(
