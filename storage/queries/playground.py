@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from storage.queries.base import Clock, Owner
-from storage.queries.grouped import Grouped
+from storage.queries.grouped import GATHER, Grouped
 from storage.records.platforms import ImageToSave, MessageToSave, PlaygroundImage, PlaygroundMessage
 from storage.sql.dialect import marks, text_inside
 from storage.sql.session import Database, Row, Session, Values, from_json, record, to_json
@@ -167,7 +167,7 @@ class PlaygroundHistory:
 
     @functools.cached_property
     def _saves(self) -> Grouped[Save, int]:
-        return Grouped(self._save_together)
+        return Grouped(self._save_together, gather=GATHER)
 
     async def _save_together(self, batch: Sequence[Save]) -> list[int]:
         """The batch's statements go together in order (one round trip on PostgreSQL: the

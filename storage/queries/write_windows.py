@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from storage.queries.base import Clock
-from storage.queries.grouped import Grouped
+from storage.queries.grouped import GATHER, Grouped
 from storage.records.platforms import WriteBooking, WriteWindow
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Session
@@ -128,7 +128,7 @@ class WriteWindows:
 
     @functools.cached_property
     def _reservations(self) -> Grouped[Reservation, WriteBooking]:
-        return Grouped(self._reserve_together, unclaimed=self._unclaimed)
+        return Grouped(self._reserve_together, unclaimed=self._unclaimed, gather=GATHER)
 
     def _unclaimed(self, booking: WriteBooking) -> None:
         """A reservation whose writer was cancelled while its transaction ran: what it counted

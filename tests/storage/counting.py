@@ -5,6 +5,7 @@ what a flow asks of storage."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -109,6 +110,8 @@ class CountingDatabase:
     def __init__(self, inner: Database) -> None:
         self.inner = inner
         self.trips: list[Trip] = []
+        self.began = asyncio.Event()
+        """Set once a round trip is recorded (a transaction: when it begins)."""
         self.where = inner.where
         self.closed = inner.closed
 
@@ -116,9 +119,13 @@ class CountingDatabase:
     def dialect(self) -> Dialect:
         return self.inner.dialect
 
-    def _session(self) -> _CountingSession:
-        trip = Trip()
+    def _record(self, trip: Trip) -> Trip:
         self.trips.append(trip)
+        self.began.set()
+        return trip
+
+    def _session(self) -> _CountingSession:
+        trip = self._record(Trip())
         return _CountingSession(self.inner, trip)
 
     async def fetch_one(
@@ -132,8 +139,7 @@ class CountingDatabase:
         return await self._session().fetch_all(sql, values)
 
     async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
-        trip = Trip([(sql, values)], sends=1)
-        self.trips.append(trip)
+        trip = self._record(Trip([(sql, values)], sends=1))
         trip.rows_written = await self.inner.execute(sql, values, repeatable=repeatable)
         return trip.rows_written
 
@@ -149,8 +155,7 @@ class CountingDatabase:
     async def transaction(
         self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False
     ) -> T:
-        trip = Trip()
-        self.trips.append(trip)
+        trip = self._record(Trip())
         return await self.inner.transaction(
             lambda session: work(_CountingSession(session, trip)), repeatable=repeatable
         )

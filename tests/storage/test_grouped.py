@@ -1,4 +1,5 @@
-"""Group commit: calls made while a batch runs go together in the next one."""
+"""Group commit: calls made while a batch runs go together in the next one; a gathering batch
+after a pause waits a moment for more."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from storage.queries.grouped import Grouped
+from storage.queries.grouped import GATHER, Grouped
 
 
 async def test_calls_made_while_a_batch_runs_go_together_in_the_next() -> None:
@@ -27,6 +28,28 @@ async def test_calls_made_while_a_batch_runs_go_together_in_the_next() -> None:
     release.set()
     assert await asyncio.gather(first, *rest) == [10, 20, 30, 40]
     assert batches == [[1], [2, 3, 4]]
+
+
+async def test_a_batch_after_a_pause_waits_for_the_calls_made_a_moment_later() -> None:
+    """Three calls a millisecond apart, from tasks that woke one after another, go in one batch
+    (one transaction) rather than one each."""
+    batches: list[list[int]] = []
+
+    async def run(requests: Sequence[int]) -> list[int]:
+        batches.append(list(requests))
+        return [n * 10 for n in requests]
+
+    grouped = Grouped(run, gather=GATHER)
+
+    async def call_after(delay: float, n: int) -> int:
+        await asyncio.sleep(delay)
+        return await grouped(n)
+
+    spread = [call_after(GATHER * n / 4, n) for n in (1, 2, 3)]
+    assert await asyncio.gather(*spread) == [10, 20, 30]
+    assert batches == [[1, 2, 3]]
+    assert await grouped(4) == 40
+    assert batches[-1] == [4]
 
 
 async def test_a_failed_batch_fails_each_of_its_calls_and_not_the_next() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Store
 from storage.postgres import PostgresStore
+from storage.queries.grouped import GATHER
 from storage.queries.playground import SQL_IMAGES_ONLY_OF, SQL_SWEEP_IMAGES, SQL_SWEEP_UNSHOWN
 from storage.sql.dialect import text_inside
 from storage.sql.session import Session
@@ -302,6 +303,20 @@ async def test_saves_asked_together_share_one_transaction_and_keep_their_order(
         heard = [await asyncio.wait_for(anext(updates), 10) for _ in range(6)]
         ids = [update[0] if update else None for update in heard]
         assert ids == ["m0", "m1", "m2", "m3", "m4", "m4"], "alike notices of a commit: once"
+
+
+async def test_saves_asked_a_moment_apart_gather_in_one_transaction(store: Store) -> None:
+    """Each writer's save comes as its task wakes, a millisecond or two after the last: the
+    first waits for them (the playground is a platform whose writes are paced in windows of a
+    second) instead of running alone."""
+    trips = counted(store).trips
+
+    async def save_after(n: int) -> int:
+        await asyncio.sleep(GATHER * n / 4)
+        return await store.playground.save_playground_message(message(f"m{n}"), [], keep=10)
+
+    assert await asyncio.gather(*(save_after(n) for n in (1, 2, 3))) == [1, 1, 1]
+    assert len(trips) == 1
 
 
 async def test_a_save_tells_the_other_processes_its_id_and_its_notice_as_it_was(

@@ -8,6 +8,7 @@ import pytest
 
 from storage import WriteWindow
 from storage.postgres import PostgresStore
+from storage.queries.grouped import GATHER
 from storage.queries.write_windows import (
     ALLOWANCE,
     SQL_FINISHED,
@@ -110,6 +111,22 @@ async def test_reservations_asked_together_share_one_transaction(url: str) -> No
         answers = await asyncio.gather(*(store.write_windows.reserve_writes([c]) for c in channels))
         assert answers == [pytest.approx(1.0 + ALLOWANCE)] * 10
         assert len(trips) <= 4
+
+
+async def test_reservations_asked_a_moment_apart_gather_in_one_transaction(url: str) -> None:
+    """Writers ask as their tasks wake, a millisecond or two apart: the first reservation waits
+    for the others (each write waits for its window anyway) instead of running alone."""
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        trips = counted(store).trips
+
+        async def reserve_after(n: int) -> float:
+            await asyncio.sleep(GATHER * n / 4)
+            channel = WriteWindow(f"web/web/c{n}", capacity=1, seconds=1.0)
+            return await store.write_windows.reserve_writes([channel])
+
+        assert await asyncio.gather(*(reserve_after(n) for n in (1, 2, 3))) == [0.0] * 3
+        assert len(trips) == 1
 
 
 async def test_reservations_together_are_judged_after_the_ones_before_them(url: str) -> None:
@@ -268,10 +285,11 @@ async def test_a_reservation_whose_writer_was_cancelled_while_it_ran_is_given_ba
         await PostgresStore.open(url, clock=clock) as other,
     ):
         one = WriteWindow("discord/g1/c4", capacity=1, seconds=5.0)
-        trips = counted(ours).trips
+        counting = counted(ours)
+        trips = counting.trips
         asking = asyncio.ensure_future(ours.write_windows.book_writes([one]))
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        async with asyncio.timeout(5):
+            await counting.began.wait()
         asking.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asking
