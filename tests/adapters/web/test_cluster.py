@@ -283,7 +283,9 @@ async def test_a_message_saved_while_following_was_cut_is_shown_when_it_resumes(
 
 
 async def cut_for_long(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Cut every process's following; it resumes only after 30 s, longer than a test takes."""
+    """Cut every process's following and return once both processes saw it fail. It resumes
+    after the first retry pause (1 s; pauses double up to ``FOLLOW_RETRY_SECONDS`` only while
+    it keeps failing), so what a test does next may or may not be seen through following."""
     monkeypatch.setattr(playground, "FOLLOW_RETRY_SECONDS", 30.0)
     before = feed_failures()
     cut_following(url)
