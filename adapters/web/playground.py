@@ -196,13 +196,14 @@ class Playground:
         browsers here watch (:meth:`watch`) and those this process holds (of any other, only
         the notice is read: :meth:`_show_saved_elsewhere`). After following (re)starts once
         the history was read, read it again for what was saved meanwhile. The notices that
-        came while the previous ones were being shown are read together."""
+        came while the previous ones were being shown are read together. Whatever fails
+        (the feed, a read, a bug) stops following only until it starts again, after a pause
+        doubling up to :data:`FOLLOW_RETRY_SECONDS` while it keeps failing."""
         failures = 0
         while True:
             try:
                 async with contextlib.aclosing(together(journal.updates())) as updates:
                     async for arrived in updates:
-                        failures = 0
                         if arrived[0] is None:
                             missed_some = state.loading
                             state.subscribed.set()
@@ -214,11 +215,15 @@ class Playground:
                         if saved:
                             await state.restored.wait()
                             await self._show_saved_elsewhere(journal, saved)
+                        failures = 0
                 return
-            except StorageError as error:
+            except Exception as error:
                 self._caught_up = False
                 failures += 1
-                OUTAGE.failed("playground feed", error)
+                if isinstance(error, HISTORY_ERRORS):
+                    OUTAGE.failed("playground feed", error)
+                else:
+                    log.exception("following the playground's history failed; following again")
             await asyncio.sleep(backoff(failures, most=FOLLOW_RETRY_SECONDS))
 
     async def _show_saved_elsewhere(

@@ -43,6 +43,7 @@ from storage.queries.playground import (
     SQL_IMAGES,
     SQL_KEYED,
     SQL_LOAD,
+    SQL_SOME,
     PlaygroundHistory,
 )
 from storage.sql.session import Database, Row, Values
@@ -934,6 +935,57 @@ async def test_following_that_resumes_while_a_channel_is_caught_up_does_not_mark
 
             after = await later.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
             assert [e.data["type"] for e in after] == ["post"], [e.data for e in after]
+
+
+class ReadsFail(CountingDatabase):
+    """A counting database on which reading the whole history (:data:`SQL_LOAD`) or messages
+    by id (:data:`SQL_SOME`) raises :attr:`error` while it is set."""
+
+    def __init__(self, inner: Database, error: Exception) -> None:
+        super().__init__(inner)
+        self.error: Exception | None = error
+
+    async def fetch_all(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> list[Row]:
+        if self.error is not None and sql.startswith((SQL_LOAD, SQL_SOME.partition("{")[0])):
+            raise self.error
+        return await super().fetch_all(sql, values, repeatable=repeatable)
+
+
+@pytest.mark.parametrize("error", [OSError("no route to host"), ValueError("a bug")])
+async def test_following_that_fails_otherwise_than_its_feed_follows_again(
+    postgres: PostgresCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    error: Exception,
+) -> None:
+    """Reading what a notice names fails with something other than a storage error (another
+    database error, or a bug): following starts again, after pauses that double while its
+    catch-up keeps failing, and then shows what was saved meanwhile and what comes."""
+    pauses: list[int] = []
+
+    def recorded(failures: int, *, most: float) -> float:
+        pauses.append(failures)
+        return 0.05
+
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, watching(second) as stream:
+        history_of_second = second.playground.history
+        assert isinstance(history_of_second, PlaygroundHistory)
+        failing = ReadsFail(history_of_second.db, error)
+        history_of_second.db = failing
+        monkeypatch.setattr(playground, "backoff", recorded)
+        await first.surface.send(PLACE, OutMessage("a fox"))
+
+        await eventually(lambda: len(pauses) >= 3, ACROSS_PROCESSES)
+        failing.error = None
+        assert pauses[:3] == [1, 2, 3]
+        assert await posted_next(stream) == "a fox"
+        await first.surface.send(PLACE, OutMessage("a hare"))
+        assert await posted_next(stream) == "a hare"
+    if not isinstance(error, OSError):
+        assert "following the playground's history failed" in caplog.text
 
 
 async def test_a_message_read_when_it_is_asked_for_is_not_marked_unread_again(
