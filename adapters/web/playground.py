@@ -177,7 +177,8 @@ class Playground:
             raise
 
     async def close(self) -> None:
-        """Stop following the history (reopened by :meth:`open`)."""
+        """Stop following the history (reopened by :meth:`open`, whose load reads what it
+        skipped)."""
         self.journal = None
         self._caught_up = False
         watched, self._watched = self._watched, {}
@@ -190,6 +191,7 @@ class Playground:
             following.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await following
+        self._skipped.clear()
 
     async def _follow(self, journal: PlaygroundJournal, state: _Following) -> None:
         """Show the messages other processes save (until :meth:`close`): those in the channels

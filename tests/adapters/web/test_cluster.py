@@ -937,6 +937,25 @@ async def test_following_that_resumes_while_a_channel_is_caught_up_does_not_mark
             assert [e.data["type"] for e in after] == ["post"], [e.data for e in after]
 
 
+async def test_a_playground_opened_again_owes_no_catch_up_of_what_it_skipped_before(
+    postgres: PostgresCluster,
+) -> None:
+    """Opening reads the whole history: a channel where a notice was skipped before the
+    playground was closed is not read again when a page opens it or a key is looked up
+    there."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, browser_on(second) as page:
+        await in_bench_skipped_by_second(first, second, "a fox")
+        await second.playground.close()
+        await second.playground.open()
+
+        counting = counted(second)
+        assert await second.surface.posted(BENCH, "job9.result") is None
+        loaded = await history(page, "bench0")
+        assert [m["text"] for m in loaded["messages"]] == ["a fox"]
+        assert statements(counting, SQL_KEYED) == statements(counting, SQL_CHANNEL) == 0
+
+
 class ReadsFail(CountingDatabase):
     """A counting database on which reading the whole history (:data:`SQL_LOAD`) or messages
     by id (:data:`SQL_SOME`) raises :attr:`error` while it is set."""
