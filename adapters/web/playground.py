@@ -308,18 +308,16 @@ class Playground:
         saved = await journal.load(self.max_image_memory)
         for message in saved.messages:
             keys = message.image_keys()
-            images = {k: f for k, f in saved.images.items() if k in keys}
-            news = message.id not in self._skipped.get(message.channel, ())
-            self._show_saved(message, images, news=news)
+            self._show_read(message, {k: f for k, f in saved.images.items() if k in keys})
         self._read_up_to(skips, list(self._skipped))
 
     async def watch(self, channel: str) -> None:
         """A browser is about to show ``channel`` (a page reads its history, an event stream
         on it opens): when none watched it and a notice there was skipped meanwhile, first
         read what other processes saved there (its latest messages, without images:
-        :meth:`image_file` reads one when a browser asks; nothing is marked unread again, the
-        skipped notices did; a save announced during it is shown too, and never an older copy
-        over a newer one). From then on every message they save there is shown here, until
+        :meth:`image_file` reads one when a browser asks; marked unread as :meth:`_show_read`
+        says; a save announced during it is shown too, and never an older copy over a newer
+        one). From then on every message they save there is shown here, until
         its last stream ends (:meth:`unwatch`; without one, :data:`WATCH_GRACE_SECONDS` after
         the last call). When the history cannot be read, the browser is shown what this
         process holds; the catch-up is tried again (with backoff, as long as a browser watches
@@ -376,7 +374,7 @@ class Playground:
             return
         skips = self._skips
         for message in await journal.channel(channel):
-            self._show_saved(message, {}, news=False)
+            self._show_read(message, {})
         self._read_up_to(skips, [channel])
 
     def unwatch(self, channel: str) -> None:
@@ -391,7 +389,7 @@ class Playground:
         self, message: WebMessage, images: dict[str, StoredFile], *, news: bool = True
     ) -> None:
         """Show a message another process saved (``news``: marked unread when it is news; not
-        when it was already, from its notice, or is shown because it was asked for)."""
+        when it was already, from its notice)."""
         known = self.store.get(message.id)
         images_before = len(known.images) if known is not None else 0
         kept = self.store.merge(message, images)
@@ -399,6 +397,14 @@ class Playground:
             return
         kind = "post" if known is None else ("delete" if message.deleted else "edit")
         self._show(kind, kept, images_before=images_before, news=news)
+
+    def _show_read(self, message: WebMessage, images: dict[str, StoredFile]) -> None:
+        """Show a message read from the history, not by its notice (a catch-up, or it was asked
+        for): marked unread when it is news, unless its notice was skipped (that notice marked
+        it). Else this process had no notice of it: it was saved while following was down, or
+        its notice is still on its way (and then finds it shown)."""
+        news = message.id not in self._skipped.get(message.channel, ())
+        self._show_saved(message, images, news=news)
 
     async def post_user_message(
         self,
@@ -433,12 +439,12 @@ class Playground:
         """The message ``message_id``: as this process shows it, else read from the history
         (another process saved it while this one did not read it: no browser here watched its
         channel, or following was down; it is shown from now on, with its images unless
-        ``with_images`` is False), else None."""
+        ``with_images`` is False, and marked unread as :meth:`_show_read` says), else None."""
         shown = self.store.get(message_id)
         if shown is None and self.journal is not None:
             found = await self.journal.fetch(message_id, with_images=with_images)
             if found is not None:
-                self._show_saved(*found, news=False)
+                self._show_read(*found)
                 shown = self.store.get(message_id)
         return shown
 
@@ -448,8 +454,9 @@ class Playground:
         """The message shown in the channel (or thread) with ``key``, else (with ``saved``,
         when a notice there was skipped or following was down: else this process holds all
         the history does there) the one the history holds there with it: another process
-        posted it and this one did not read it (it is shown from now on). None when there is
-        none; :class:`SurfaceError` when the history cannot be read."""
+        posted it and this one did not read it (it is shown from now on, and marked unread as
+        :meth:`_show_read` says). None when there is none; :class:`SurfaceError` when the
+        history cannot be read."""
         shown = self.store.keyed(channel, thread, key)
         if shown is not None or not saved or self.journal is None:
             return shown
@@ -468,7 +475,7 @@ class Playground:
             raise SurfaceError(f"the playground could not read its history: {error}") from error
         if found is None:
             return None
-        self._show_saved(found, {}, news=False)
+        self._show_read(found, {})
         return self.store.keyed(channel, thread, key)
 
     def _answers(self, message: WebMessage) -> str | None:

@@ -882,20 +882,22 @@ async def test_a_skipped_notice_does_not_keep_what_is_saved_while_following_is_c
         assert statements(counting, SQL_KEYED) == statements(counting, SQL_CHANNEL) == 0
 
 
-class ChannelReadsHeld(CountingDatabase):
-    """A counting database on which each read of one channel's latest messages (a catch-up of
-    that channel: :data:`SQL_CHANNEL`) waits until :attr:`released` is set."""
+class ReadsHeld(CountingDatabase):
+    """A counting database on which each read made with ``held`` (one channel's latest
+    messages, a catch-up of that channel: :data:`SQL_CHANNEL`; or messages by id:
+    :data:`SQL_SOME`) waits until :attr:`released` is set."""
 
-    def __init__(self, inner: Database) -> None:
+    def __init__(self, inner: Database, held: str = SQL_CHANNEL) -> None:
         super().__init__(inner)
+        self.held = held.partition("{")[0]
         self.released = asyncio.Event()
         self.holding = 0
-        """How many reads of a channel are waiting."""
+        """How many reads are waiting."""
 
     async def fetch_all(
         self, sql: str, values: Values = (), *, repeatable: bool = True
     ) -> list[Row]:
-        if sql == SQL_CHANNEL:
+        if sql.startswith(self.held):
             self.holding += 1
             await self.released.wait()
             self.holding -= 1
@@ -917,7 +919,7 @@ async def test_following_that_resumes_while_a_channel_is_caught_up_does_not_mark
         assert [e.data["type"] for e in seen] == ["activity", "post"]
         history_of_second = second.playground.history
         assert isinstance(history_of_second, PlaygroundHistory)
-        held = ChannelReadsHeld(history_of_second.db)
+        held = ReadsHeld(history_of_second.db)
         history_of_second.db = held
 
         async with watching(second) as later, browser_on(second) as page:
@@ -935,6 +937,124 @@ async def test_following_that_resumes_while_a_channel_is_caught_up_does_not_mark
 
             after = await later.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
             assert [e.data["type"] for e in after] == ["post"], [e.data for e in after]
+
+
+async def test_a_channel_opened_while_following_is_cut_marks_what_was_saved_there_meanwhile(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notice was skipped in ``bench0`` before ann's page on ``general`` opened. While
+    following is cut, a message for ann is saved in ``bench0`` and a page on the same process
+    opens ``bench0``: ann's page is marked unread with the mention (by that catch-up: the one
+    once following resumes finds the message shown), once; the skipped message is not marked
+    again."""
+    url = postgres.create_schema()
+    async with (
+        process(url) as first,
+        process(url) as second,
+        browser_on(second) as ann,
+        browser_on(second) as bob,
+    ):
+        await in_bench_skipped_by_second(first, second, "a fox")
+        ann_id = (await history(ann))["me"]["id"]
+        async with ann.get("/api/events", params={"channel": "general"}) as response:
+            stream = SseReader(response)
+            assert (await stream.next()).data["type"] == "hello"
+            for_ann = OutMessage("a hare", mention_user_id=ann_id)
+            await saved_while_following_was_cut(
+                url, monkeypatch, partial(first.surface.send, BENCH, for_ann)
+            )
+            loaded = await history(bob, "bench0")
+            assert listening(url) == 0, "following resumed before the page opened bench0"
+            assert [m["text"] for m in loaded["messages"]] == ["a fox", "a hare"]
+            await first.surface.send(PLACE, OutMessage("after"))
+
+            after = [
+                e.data for e in await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
+            ]
+            assert [e for e in after if e["type"] == "activity"] == [
+                {"type": "activity", "mention": ann_id, "channel": "bench0"}
+            ], after
+            assert [e["type"] for e in after] == ["activity", "post"], after
+
+
+async def test_a_channel_caught_up_before_a_notice_there_is_read_marks_its_message_unread(
+    postgres: PostgresCluster,
+) -> None:
+    """Following is up. A page opens ``bench0``, where a notice was skipped; a message for ann
+    is saved there, and the catch-up reads it before following reads it by its notice (which
+    then finds it shown): ann's page on ``general`` is marked unread with the mention, once."""
+    url = postgres.create_schema()
+    async with (
+        process(url) as first,
+        process(url) as second,
+        browser_on(second) as ann,
+        browser_on(second) as bob,
+    ):
+        await in_bench_skipped_by_second(first, second, "a fox")
+        ann_id = (await history(ann))["me"]["id"]
+        history_of_second = second.playground.history
+        assert isinstance(history_of_second, PlaygroundHistory)
+        by_id = ReadsHeld(history_of_second.db, SQL_SOME)
+        of_channel = ReadsHeld(by_id, SQL_CHANNEL)
+        history_of_second.db = of_channel
+        async with ann.get("/api/events", params={"channel": "general"}) as response:
+            stream = SseReader(response)
+            assert (await stream.next()).data["type"] == "hello"
+            opening = asyncio.create_task(history(bob, "bench0"))
+            await eventually(lambda: of_channel.holding == 1, ACROSS_PROCESSES)
+            for_ann = OutMessage("a hare", mention_user_id=ann_id)
+            await first.surface.send(BENCH, for_ann)
+            await eventually(lambda: by_id.holding == 1, ACROSS_PROCESSES)
+            of_channel.released.set()
+            assert [m["text"] for m in (await opening)["messages"]] == ["a fox", "a hare"]
+            by_id.released.set()
+            await first.surface.send(PLACE, OutMessage("after"))
+
+            after = [
+                e.data for e in await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
+            ]
+            assert [e for e in after if e["type"] == "activity"] == [
+                {"type": "activity", "mention": ann_id, "channel": "bench0"}
+            ], after
+            assert [e["type"] for e in after] == ["activity", "post"], after
+
+
+@pytest.mark.parametrize("asked", ["by id", "by key"])
+async def test_a_message_asked_for_while_following_is_cut_is_marked_unread(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch, asked: str
+) -> None:
+    """While following is cut, a message for ann is saved in ``bench0`` and the process that
+    did not read it is asked for it (by id, or by its key): ann's page on ``general`` is
+    marked unread with the mention (then: the catch-up once following resumes finds the
+    message shown), once."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, browser_on(second) as ann:
+        ann_id = (await history(ann))["me"]["id"]
+        async with ann.get("/api/events", params={"channel": "general"}) as response:
+            stream = SseReader(response)
+            assert (await stream.next()).data["type"] == "hello"
+            for_ann = OutMessage("a hare", mention_user_id=ann_id, key="job9.result")
+            saved: list[MessageRef] = []
+
+            async def save() -> None:
+                saved.append(await first.surface.send(BENCH, for_ann))
+
+            await saved_while_following_was_cut(url, monkeypatch, save)
+            if asked == "by id":
+                shown = await second.playground.message(saved[0].message_id)
+                assert shown is not None and shown.text == "a hare"
+            else:
+                assert await second.surface.posted(BENCH, "job9.result") == saved[0]
+            assert listening(url) == 0, "following resumed before the message was asked for"
+            await first.surface.send(PLACE, OutMessage("after"))
+
+            after = [
+                e.data for e in await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
+            ]
+            assert [e for e in after if e["type"] == "activity"] == [
+                {"type": "activity", "mention": ann_id, "channel": "bench0"}
+            ], after
+            assert [e["type"] for e in after] == ["activity", "post"], after
 
 
 async def test_a_playground_opened_again_owes_no_catch_up_of_what_it_skipped_before(
