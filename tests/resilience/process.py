@@ -85,8 +85,9 @@ class GenbotProcess:
         """Start on a free port and wait (bounded) until it says it runs and its playground
         answers. A port something else took first is picked again: the playground's, or one
         the settings name (webhook receiver, ops listener; :attr:`env` then names the new
-        one). A port is free when picked, not reserved: another test's process may pick and
-        bind it too."""
+        one); a taken port no port setting in :attr:`env` names fails at once (another start
+        would find it taken again). A port is free when picked, not reserved: another test's
+        process may pick and bind it too."""
         port = free_port()
         for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
@@ -97,8 +98,13 @@ class GenbotProcess:
                     raise AssertionError(f"{self.name}: {taken}:\n{self.output()}") from None
                 if taken.port == port:
                     port = free_port()
-                else:
+                elif names_port(self.env, taken.port):
                     self.env = repicked(self.env, taken.port, free_port())
+                else:
+                    raise AssertionError(
+                        f"{self.name}: {taken}, and no port setting in its environment names "
+                        f"it:\n{self.output()}"
+                    ) from None
 
     async def _start_on(self, port: int) -> None:
         self.port = port
@@ -172,6 +178,11 @@ class GenbotProcess:
 
     def output(self) -> str:
         return "\n".join(path.read_text(errors="replace")[-4000:] for path in self.output_files)
+
+
+def names_port(env: Mapping[str, str], port: int) -> bool:
+    """Whether a port setting of ``env`` names ``port``."""
+    return any(key.endswith("__PORT") and value == str(port) for key, value in env.items())
 
 
 def repicked(env: Mapping[str, str], taken: int, fresh: int) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """The ``genbot run`` harness: a process whose picked port another program took first starts on
 another port, and is never mistaken for whatever answers on the taken one; the same for the
-webhook receiver's port its settings name; one that does not start in time says what it wrote."""
+webhook receiver's port its settings name, while one no port setting names fails at once; one
+that does not start in time says what it wrote."""
 
 from __future__ import annotations
 
@@ -64,6 +65,28 @@ async def test_a_process_whose_webhook_port_was_taken_gets_settings_naming_anoth
                     f"http://127.0.0.1:{node.webhook_port}"
                 )
                 assert await node.terminate() == 0
+            finally:
+                await node.kill()
+
+
+async def test_a_process_whose_taken_port_no_setting_names_fails_at_once(
+    tmp_path: Path,
+) -> None:
+    """Its settings file names the webhook receiver's port (a URL in its environment does too,
+    but no port setting): another start would find it taken again."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        (tmp_path / "genbot.toml").write_text(f"[webhook]\nport = {taken}\n")
+        async with serve(sim_config()) as sim:
+            env = genbot_env(sim, tmp_path / "genbot.db", taken)
+            del env["GENBOT_WEBHOOK__PORT"]
+            node = GenbotProcess(env, tmp_path, "n")
+            try:
+                with pytest.raises(AssertionError, match="no port setting in its environment"):
+                    await node.start()
+                assert node.env == env, "started again with a URL naming another port"
             finally:
                 await node.kill()
 
