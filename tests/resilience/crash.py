@@ -94,11 +94,19 @@ class Crashes:
     @asynccontextmanager
     async def run(self) -> AsyncIterator[tuple[GenbotProcess, Playground]]:
         """A new process on the database and a browser on it; the process is killed with
-        ``kill -9`` on exit unless it already stopped."""
+        ``kill -9`` on exit unless it already stopped. A restart that found the webhook port
+        of the runs before taken fails (with what it wrote): the simulator retries their
+        webhooks to that port, and a port still held after a kill is itself a failure."""
         process = GenbotProcess(self.env, self.workdir, f"run{len(self.processes) + 1}")
         self.processes.append(process)
         try:
             await process.start()
+            before, now = self.env["GENBOT_WEBHOOK__PORT"], process.env["GENBOT_WEBHOOK__PORT"]
+            if len(self.processes) > 1 and now != before:
+                raise AssertionError(
+                    f"{process.name} found webhook port {before} of the runs before taken and "
+                    f"moved to {now}:\n{process.output()}"
+                )
             self.env = dict(process.env)
             async with Playground(process.url, session_cookie=self.session_cookie) as browser:
                 self.session_cookie = browser.session_cookie

@@ -6,6 +6,7 @@ crash still work after it. The scenario and how posts are counted: :mod:`tests.r
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,20 @@ async def test_buttons_from_before_a_crash_still_work(tmp_path: Path) -> None:
         assert row["parent_job_id"] == grid_job and row["action"] == "upscale1"
         [sent] = [request.body for request in sim.state.requests_to("/gen/v2/upscale")]
         assert sent["origin_task_id"] == origin["provider_id"] and sent["index"] == "1"
+
+
+async def test_a_restart_that_finds_the_webhook_port_taken_fails_with_what_it_wrote(
+    tmp_path: Path,
+) -> None:
+    """The simulator retries the first run's webhooks to its port: a restart may not move."""
+    async with serve(sim_config(time_scale=TIME_SCALE)) as sim:
+        crashes = Crashes(sim, tmp_path)
+        async with crashes.run() as (first, _):
+            port = first.webhook_port
+        with socket.socket() as squatter:
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            squatter.bind(("127.0.0.1", port))
+            squatter.listen()
+            with pytest.raises(AssertionError, match=f"run2 found webhook port {port} "):
+                async with crashes.run():
+                    pass
