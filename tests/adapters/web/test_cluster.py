@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 import pytest
@@ -846,6 +846,27 @@ async def test_following_that_resumes_marks_unread_only_what_was_saved_while_it_
             assert marks == [("activity", "bench1"), ("post", "general")], [e.data for e in after]
 
 
+@asynccontextmanager
+async def stream_of(page: ClientSession, channel: str = "general") -> AsyncIterator[SseReader]:
+    """``page``'s event stream on ``channel``, from its ``hello`` on."""
+    async with page.get("/api/events", params={"channel": channel}) as response:
+        assert response.status == 200, await response.text()
+        stream = SseReader(response)
+        assert (await stream.next()).data["type"] == "hello"
+        yield stream
+
+
+async def told_before_after(
+    first: WebAdapter, stream: SseReader
+) -> list[tuple[str, str, str | None]]:
+    """``first`` posts ``after`` in ``general``: what ``stream`` (on ``general``) was told
+    before that post, each event as its type, channel and mention."""
+    await first.surface.send(PLACE, OutMessage("after"))
+    *told, posted = await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
+    assert posted.data["message"]["text"] == "after", posted.data
+    return [(e.data["type"], e.data["channel"], e.data.get("mention")) for e in told]
+
+
 async def test_a_skipped_notice_does_not_keep_what_is_saved_while_following_is_cut_unmarked(
     postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -858,22 +879,13 @@ async def test_a_skipped_notice_does_not_keep_what_is_saved_while_following_is_c
     async with process(url) as first, process(url) as second, browser_on(second) as ann:
         await in_bench_skipped_by_second(first, second, "a fox")
         ann_id = (await history(ann))["me"]["id"]
-        async with ann.get("/api/events", params={"channel": "general"}) as response:
-            stream = SseReader(response)
-            assert (await stream.next()).data["type"] == "hello"
+        async with stream_of(ann) as stream:
             for_ann = OutMessage("a hare", mention_user_id=ann_id)
             await saved_while_following_was_cut(
                 url, monkeypatch, partial(first.surface.send, BENCH, for_ann)
             )
-            await first.surface.send(PLACE, OutMessage("after"))
 
-            after = [
-                e.data for e in await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
-            ]
-            assert [e for e in after if e["type"] == "activity"] == [
-                {"type": "activity", "mention": ann_id, "channel": "bench0"}
-            ], after
-            assert [e["type"] for e in after] == ["activity", "post"], after
+            assert await told_before_after(first, stream) == [("activity", "bench0", ann_id)]
 
         counting = counted(second)
         assert await second.surface.posted(BENCH, "job9.result") is None
@@ -939,14 +951,37 @@ async def test_following_that_resumes_while_a_channel_is_caught_up_does_not_mark
             assert [e.data["type"] for e in after] == ["post"], [e.data for e in after]
 
 
-async def test_a_channel_opened_while_following_is_cut_marks_what_was_saved_there_meanwhile(
-    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+async def opened_before_its_notice_is_read(
+    second: WebAdapter, page: ClientSession, save: Callable[[], Awaitable[object]]
+) -> dict[str, Any]:
+    """``page`` opens ``bench0`` on ``second``, and ``save`` is done while that catch-up waits;
+    the catch-up reads what was saved before ``second`` reads it by its notice (which waits
+    until then). What the page loaded."""
+    history_of_second = second.playground.history
+    assert isinstance(history_of_second, PlaygroundHistory)
+    by_id = ReadsHeld(history_of_second.db, SQL_SOME)
+    of_channel = ReadsHeld(by_id, SQL_CHANNEL)
+    history_of_second.db = of_channel
+    opening = asyncio.create_task(history(page, "bench0"))
+    await eventually(lambda: of_channel.holding == 1, ACROSS_PROCESSES)
+    await save()
+    await eventually(lambda: by_id.holding == 1, ACROSS_PROCESSES)
+    of_channel.released.set()
+    loaded = await opening
+    by_id.released.set()
+    return loaded
+
+
+@pytest.mark.parametrize("when", ["following is cut", "its notice is on its way"])
+async def test_a_channel_caught_up_marks_unread_what_its_process_had_no_notice_of(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
-    """A notice was skipped in ``bench0`` before ann's page on ``general`` opened. While
-    following is cut, a message for ann is saved in ``bench0`` and a page on the same process
-    opens ``bench0``: ann's page is marked unread with the mention (by that catch-up: the one
-    once following resumes finds the message shown), once; the skipped message is not marked
-    again."""
+    """A notice was skipped in ``bench0`` before ann's page on ``general`` opened. A message
+    for ann is saved in ``bench0``, and a page on the same process opens ``bench0`` before
+    the process read that message by a notice: while following is cut, or while following is
+    up and the notice is on its way (it then finds the message shown). Ann's page is marked
+    unread with the mention, by that catch-up (the one once following resumes finds the
+    message shown), once; the skipped message is not marked again."""
     url = postgres.create_schema()
     async with (
         process(url) as first,
@@ -956,67 +991,17 @@ async def test_a_channel_opened_while_following_is_cut_marks_what_was_saved_ther
     ):
         await in_bench_skipped_by_second(first, second, "a fox")
         ann_id = (await history(ann))["me"]["id"]
-        async with ann.get("/api/events", params={"channel": "general"}) as response:
-            stream = SseReader(response)
-            assert (await stream.next()).data["type"] == "hello"
-            for_ann = OutMessage("a hare", mention_user_id=ann_id)
-            await saved_while_following_was_cut(
-                url, monkeypatch, partial(first.surface.send, BENCH, for_ann)
-            )
-            loaded = await history(bob, "bench0")
-            assert listening(url) == 0, "following resumed before the page opened bench0"
+        for_ann = partial(first.surface.send, BENCH, OutMessage("a hare", mention_user_id=ann_id))
+        async with stream_of(ann) as stream:
+            if when == "following is cut":
+                await saved_while_following_was_cut(url, monkeypatch, for_ann)
+                loaded = await history(bob, "bench0")
+                assert listening(url) == 0, "following resumed before the page opened bench0"
+            else:
+                loaded = await opened_before_its_notice_is_read(second, bob, for_ann)
             assert [m["text"] for m in loaded["messages"]] == ["a fox", "a hare"]
-            await first.surface.send(PLACE, OutMessage("after"))
 
-            after = [
-                e.data for e in await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
-            ]
-            assert [e for e in after if e["type"] == "activity"] == [
-                {"type": "activity", "mention": ann_id, "channel": "bench0"}
-            ], after
-            assert [e["type"] for e in after] == ["activity", "post"], after
-
-
-async def test_a_channel_caught_up_before_a_notice_there_is_read_marks_its_message_unread(
-    postgres: PostgresCluster,
-) -> None:
-    """Following is up. A page opens ``bench0``, where a notice was skipped; a message for ann
-    is saved there, and the catch-up reads it before following reads it by its notice (which
-    then finds it shown): ann's page on ``general`` is marked unread with the mention, once."""
-    url = postgres.create_schema()
-    async with (
-        process(url) as first,
-        process(url) as second,
-        browser_on(second) as ann,
-        browser_on(second) as bob,
-    ):
-        await in_bench_skipped_by_second(first, second, "a fox")
-        ann_id = (await history(ann))["me"]["id"]
-        history_of_second = second.playground.history
-        assert isinstance(history_of_second, PlaygroundHistory)
-        by_id = ReadsHeld(history_of_second.db, SQL_SOME)
-        of_channel = ReadsHeld(by_id, SQL_CHANNEL)
-        history_of_second.db = of_channel
-        async with ann.get("/api/events", params={"channel": "general"}) as response:
-            stream = SseReader(response)
-            assert (await stream.next()).data["type"] == "hello"
-            opening = asyncio.create_task(history(bob, "bench0"))
-            await eventually(lambda: of_channel.holding == 1, ACROSS_PROCESSES)
-            for_ann = OutMessage("a hare", mention_user_id=ann_id)
-            await first.surface.send(BENCH, for_ann)
-            await eventually(lambda: by_id.holding == 1, ACROSS_PROCESSES)
-            of_channel.released.set()
-            assert [m["text"] for m in (await opening)["messages"]] == ["a fox", "a hare"]
-            by_id.released.set()
-            await first.surface.send(PLACE, OutMessage("after"))
-
-            after = [
-                e.data for e in await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
-            ]
-            assert [e for e in after if e["type"] == "activity"] == [
-                {"type": "activity", "mention": ann_id, "channel": "bench0"}
-            ], after
-            assert [e["type"] for e in after] == ["activity", "post"], after
+            assert await told_before_after(first, stream) == [("activity", "bench0", ann_id)]
 
 
 @pytest.mark.parametrize("asked", ["by id", "by key"])
@@ -1030,9 +1015,7 @@ async def test_a_message_asked_for_while_following_is_cut_is_marked_unread(
     url = postgres.create_schema()
     async with process(url) as first, process(url) as second, browser_on(second) as ann:
         ann_id = (await history(ann))["me"]["id"]
-        async with ann.get("/api/events", params={"channel": "general"}) as response:
-            stream = SseReader(response)
-            assert (await stream.next()).data["type"] == "hello"
+        async with stream_of(ann) as stream:
             for_ann = OutMessage("a hare", mention_user_id=ann_id, key="job9.result")
             saved: list[MessageRef] = []
 
@@ -1046,15 +1029,8 @@ async def test_a_message_asked_for_while_following_is_cut_is_marked_unread(
             else:
                 assert await second.surface.posted(BENCH, "job9.result") == saved[0]
             assert listening(url) == 0, "following resumed before the message was asked for"
-            await first.surface.send(PLACE, OutMessage("after"))
 
-            after = [
-                e.data for e in await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
-            ]
-            assert [e for e in after if e["type"] == "activity"] == [
-                {"type": "activity", "mention": ann_id, "channel": "bench0"}
-            ], after
-            assert [e["type"] for e in after] == ["activity", "post"], after
+            assert await told_before_after(first, stream) == [("activity", "bench0", ann_id)]
 
 
 async def test_a_playground_opened_again_owes_no_catch_up_of_what_it_skipped_before(
