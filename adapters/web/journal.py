@@ -37,6 +37,9 @@ from bot.kernel import Button
 
 LEGACY_MESSAGES = "SELECT id, channel, pending, image_keys, body FROM messages ORDER BY seq"
 LEGACY_IMAGES = "SELECT key, filename, content_type, width, height, data FROM images"
+IMPORT_TOGETHER = 100
+"""How many of an earlier genbot's messages are saved at once when its file is imported: they go
+together in a few transactions, not one apiece."""
 
 
 def playground_path(database: Path) -> Path:
@@ -201,9 +204,17 @@ class PlaygroundJournal:
         if legacy is None:
             return 0
         messages, images = legacy
-        for message in messages:
-            wanted = [images[key] for key in message.image_keys if key in images]
-            await self._history.save_playground_message(message, wanted, keep=self._keep)
+        for start in range(0, len(messages), IMPORT_TOGETHER):
+            await asyncio.gather(
+                *(
+                    self._history.save_playground_message(
+                        message,
+                        [images[key] for key in message.image_keys if key in images],
+                        keep=self._keep,
+                    )
+                    for message in messages[start : start + IMPORT_TOGETHER]
+                )
+            )
         await asyncio.to_thread(path.rename, path.with_name(path.name + ".imported"))
         return len(messages)
 

@@ -42,6 +42,9 @@ from tests.resilience.hostile_files import noise_png
 from tests.storage.counting import counted
 
 PLACE = Place("web", "web", "general", None)
+LEGACY_INSERT = (
+    "INSERT INTO messages (id, channel, pending, image_keys, body) VALUES (?, ?, 0, ?, ?)"
+)
 LEGACY_SCHEMA = """
 CREATE TABLE messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, channel TEXT NOT NULL,
     pending INTEGER NOT NULL DEFAULT 0, image_keys TEXT NOT NULL DEFAULT '[]', body TEXT NOT NULL);
@@ -456,6 +459,29 @@ async def test_an_earlier_genbots_history_file_is_imported_once(tmp_path: Path) 
     assert not legacy.exists() and legacy.with_name(legacy.name + ".imported").exists()
     async with playground(tmp_path / "genbot.db", RecordingCore(), legacy) as adapter:
         assert len(adapter.playground.store.history("general", "anyone")) == 1
+
+
+async def test_an_earlier_genbots_history_is_imported_in_a_few_transactions_in_order(
+    tmp_path: Path,
+) -> None:
+    """250 messages of an earlier genbot's file are saved together, a hundred at a time, not one
+    transaction apiece (each save would wait for the ones before it), and keep their order."""
+    legacy = tmp_path / "genbot.playground.db"
+    conn = sqlite3.connect(legacy)
+    with conn:
+        conn.executescript(LEGACY_SCHEMA)
+        for n in range(250):
+            message = WebMessage(f"old-{n}", "general", None, "bot", {"id": "genbot"}, text=f"{n}")
+            row = (message.id, "general", "[]", json.dumps(message_record(message)))
+            conn.execute(LEGACY_INSERT, row)
+    conn.close()
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        trips = counted(store).trips
+        journal = PlaygroundJournal(store.playground, 300)
+        assert await journal.import_file(legacy) == 250
+        assert len(trips) <= 6
+        shown = await journal.channel("general")
+        assert [m.text for m in shown] == [f"{n}" for n in range(250)]
 
 
 async def test_images_out_of_memory_are_served_and_downloaded_from_the_history(
