@@ -38,6 +38,17 @@ SQL_MESSAGES_OF_JOB = (
 )
 
 
+LONG_GATHER = 0.2
+"""A gather long enough that no loop stall splits the calls a few turns apart (tests patch a
+port's ``GATHER`` to it, so those calls go together only when the port gathers)."""
+
+
+async def after_turns(turns: int) -> None:
+    """Let the event loop turn ``turns`` times (the next caller wakes a moment later)."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
 async def create_job(store: JobAdmission, new: NewJob) -> Job:
     """Create ``new`` with no limits (a derivative whose pair exists: the existing job)."""
     outcome = await store.create_job_within(new, JobQuota())

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from storage.queries.grouped import GATHER, Grouped
+from storage.queries.grouped import Grouped
+from tests.storage.helpers import LONG_GATHER, after_turns
 
 
 async def test_calls_made_while_a_batch_runs_go_together_in_the_next() -> None:
@@ -31,21 +32,21 @@ async def test_calls_made_while_a_batch_runs_go_together_in_the_next() -> None:
 
 
 async def test_a_batch_after_a_pause_waits_for_the_calls_made_a_moment_later() -> None:
-    """Three calls a millisecond apart, from tasks that woke one after another, go in one batch
-    (one transaction) rather than one each."""
+    """Three calls a few loop turns apart, from tasks that woke one after another, go in one
+    batch (one transaction) rather than one each; a call after the batch starts a new one."""
     batches: list[list[int]] = []
 
     async def run(requests: Sequence[int]) -> list[int]:
         batches.append(list(requests))
         return [n * 10 for n in requests]
 
-    grouped = Grouped(run, gather=GATHER)
+    grouped = Grouped(run, gather=LONG_GATHER)
 
-    async def call_after(delay: float, n: int) -> int:
-        await asyncio.sleep(delay)
+    async def call_after(turns: int, n: int) -> int:
+        await after_turns(turns)
         return await grouped(n)
 
-    spread = [call_after(GATHER * n / 4, n) for n in (1, 2, 3)]
+    spread = [call_after(2 * n, n) for n in (1, 2, 3)]
     assert await asyncio.gather(*spread) == [10, 20, 30]
     assert batches == [[1, 2, 3]]
     assert await grouped(4) == 40

@@ -11,12 +11,13 @@ import pytest
 
 from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Store
 from storage.postgres import PostgresStore
-from storage.queries.grouped import GATHER
+from storage.queries import playground as playground_queries
 from storage.queries.playground import SQL_IMAGES_ONLY_OF, SQL_SWEEP_IMAGES, SQL_SWEEP_UNSHOWN
 from storage.sql.dialect import text_inside
 from storage.sql.session import Session
 from tests.storage.conftest import ManualClock
 from tests.storage.counting import counted
+from tests.storage.helpers import LONG_GATHER, after_turns
 
 
 def image(key: str) -> PlaygroundImage:
@@ -305,17 +306,20 @@ async def test_saves_asked_together_share_one_transaction_and_keep_their_order(
         assert ids == ["m0", "m1", "m2", "m3", "m4", "m4"], "alike notices of a commit: once"
 
 
-async def test_saves_asked_a_moment_apart_gather_in_one_transaction(store: Store) -> None:
-    """Each writer's save comes as its task wakes, a millisecond or two after the last: the
-    first waits for them (the playground is a platform whose writes are paced in windows of a
-    second) instead of running alone."""
+async def test_saves_asked_a_moment_apart_gather_in_one_transaction(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each writer's save comes as its task wakes, a moment after the last: the first waits for
+    them (the playground is a platform whose writes are paced in windows of a second) instead
+    of running alone."""
+    monkeypatch.setattr(playground_queries, "GATHER", LONG_GATHER)
     trips = counted(store).trips
 
-    async def save_after(n: int) -> int:
-        await asyncio.sleep(GATHER * n / 4)
+    async def save_after(turns: int, n: int) -> int:
+        await after_turns(turns)
         return await store.playground.save_playground_message(message(f"m{n}"), [], keep=10)
 
-    assert await asyncio.gather(*(save_after(n) for n in (1, 2, 3))) == [1, 1, 1]
+    assert await asyncio.gather(*(save_after(2 * n, n) for n in (1, 2, 3))) == [1, 1, 1]
     assert len(trips) == 1
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from storage import WriteWindow
 from storage.postgres import PostgresStore
-from storage.queries.grouped import GATHER
+from storage.queries import write_windows
 from storage.queries.write_windows import (
     ALLOWANCE,
     SQL_FINISHED,
@@ -19,6 +19,7 @@ from storage.sql.session import Session
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import ManualClock
 from tests.storage.counting import counted
+from tests.storage.helpers import LONG_GATHER, after_turns
 
 CHANNEL = WriteWindow("discord/g1/c1", capacity=3, seconds=5.0)
 WORKSPACE = WriteWindow("slack/T1/*", capacity=4, seconds=60.0)
@@ -113,19 +114,22 @@ async def test_reservations_asked_together_share_one_transaction(url: str) -> No
         assert len(trips) <= 4
 
 
-async def test_reservations_asked_a_moment_apart_gather_in_one_transaction(url: str) -> None:
-    """Writers ask as their tasks wake, a millisecond or two apart: the first reservation waits
-    for the others (each write waits for its window anyway) instead of running alone."""
+async def test_reservations_asked_a_moment_apart_gather_in_one_transaction(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writers ask as their tasks wake, a moment apart: the first reservation waits for the
+    others (each write waits for its window anyway) instead of running alone."""
+    monkeypatch.setattr(write_windows, "GATHER", LONG_GATHER)
     clock = ManualClock()
     async with await PostgresStore.open(url, clock=clock) as store:
         trips = counted(store).trips
 
-        async def reserve_after(n: int) -> float:
-            await asyncio.sleep(GATHER * n / 4)
+        async def reserve_after(turns: int, n: int) -> float:
+            await after_turns(turns)
             channel = WriteWindow(f"web/web/c{n}", capacity=1, seconds=1.0)
             return await store.write_windows.reserve_writes([channel])
 
-        assert await asyncio.gather(*(reserve_after(n) for n in (1, 2, 3))) == [0.0] * 3
+        assert await asyncio.gather(*(reserve_after(2 * n, n) for n in (1, 2, 3))) == [0.0] * 3
         assert len(trips) == 1
 
 
