@@ -663,5 +663,11 @@ def _failed(catching_up: asyncio.Future[None]) -> bool:
 
 
 def _news(kind: str, message: WebMessage, images_before: int) -> bool:
-    """A change browsers mark unread: a new message, or a result (images gained)."""
-    return kind == "post" or (kind == "edit" and len(message.images) > images_before)
+    """A change browsers mark unread: a new message (not a private reply, "only you can see
+    this", which its saving process shows as such), or a result (images gained); never a
+    deleted message. A process that reads a message from the history sees it as new."""
+    if message.deleted:
+        return False
+    if kind == "post":
+        return message.kind != "ephemeral"
+    return kind == "edit" and len(message.images) > images_before

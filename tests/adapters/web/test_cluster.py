@@ -27,6 +27,7 @@ from adapters.web.settings import WebSettings
 from bot.kernel import (
     Button,
     ButtonPress,
+    Command,
     ImageFile,
     MessageRef,
     Modal,
@@ -1031,6 +1032,30 @@ async def test_a_message_asked_for_while_following_is_cut_is_marked_unread(
             assert listening(url) == 0, "following resumed before the message was asked for"
 
             assert await told_before_after(first, stream) == [("activity", "bench0", ann_id)]
+
+
+@pytest.mark.parametrize("saved", ["deleted", "private reply"])
+async def test_what_its_saver_never_marks_is_not_marked_when_read_after_a_cut(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch, saved: str
+) -> None:
+    """What a process saved while following was cut is read by the catch-up once it resumes,
+    as new: a message for ann deleted meanwhile, or a private reply to her ("only you can see
+    this") marks ann's page unread no more than its saving process marked it."""
+    url = postgres.create_schema()
+    async with process(url) as first, process(url) as second, browser_on(second) as ann:
+        ann_id = (await history(ann))["me"]["id"]
+        async with stream_of(ann) as stream:
+
+            async def save() -> None:
+                if saved == "deleted":
+                    for_ann = OutMessage("a hare", mention_user_id=ann_id)
+                    await first.surface.delete(await first.surface.send(BENCH, for_ann))
+                else:
+                    origin = Command(user=User(ann_id, "Ann"), place=BENCH, name="imagine")
+                    await first.surface.send_private(origin, OutMessage("only you"))
+
+            await saved_while_following_was_cut(url, monkeypatch, save)
+            assert await told_before_after(first, stream) == []
 
 
 async def test_a_playground_opened_again_owes_no_catch_up_of_what_it_skipped_before(
