@@ -13,9 +13,11 @@ Answer = TypeVar("Answer")
 
 GATHER: Final = 0.005
 """Seconds a gathering batch that starts after a pause waits for more calls before it runs.
-For writes that wait for a platform's write window anyway (paced in milliseconds to seconds):
-they come a few milliseconds apart, as each writer's task wakes, and without it each would run
-alone, a transaction and its round trips apiece."""
+For the platform-write paths (the write windows' reservations, the playground's saves): most of
+their writes wait for a platform's window anyway (milliseconds to seconds), the rest are a
+person's messages, where 5 ms does not show; they come a few milliseconds apart, as each
+writer's task wakes, and without it each would run alone, a transaction and its round trips
+apiece. A caller saving many at once sends them together (each would wait out the gather)."""
 
 
 class Grouped(Generic[Request, Answer]):
