@@ -857,25 +857,32 @@ async def stream_of(page: ClientSession, channel: str = "general") -> AsyncItera
         yield stream
 
 
+async def told_after(stream: SseReader) -> list[tuple[str, str, str | None]]:
+    """What ``stream`` (on ``general``) is told until ``after`` is posted there, each event as
+    its type, channel and mention."""
+    *told, posted = await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
+    assert posted.data["message"]["text"] == "after", posted.data
+    return [(e.data["type"], e.data["channel"], e.data.get("mention")) for e in told]
+
+
 async def told_before_after(
     first: WebAdapter, stream: SseReader
 ) -> list[tuple[str, str, str | None]]:
     """``first`` posts ``after`` in ``general``: what ``stream`` (on ``general``) was told
-    before that post, each event as its type, channel and mention."""
+    before that post (:func:`told_after`)."""
     await first.surface.send(PLACE, OutMessage("after"))
-    *told, posted = await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
-    assert posted.data["message"]["text"] == "after", posted.data
-    return [(e.data["type"], e.data["channel"], e.data.get("mention")) for e in told]
+    return await told_after(stream)
 
 
-async def told_after(stream: SseReader) -> list[tuple[str, str, str | None]]:
-    """What ``stream`` (on ``general``) was told before ``after`` was posted there (by
-    :func:`told_before_after` on another stream), each event as its type, channel and
-    mention: a stream opened after a mark, so a page reloaded then, sees that mark only if it
-    is sent again."""
-    *told, posted = await stream.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
-    assert posted.data["message"]["text"] == "after", posted.data
-    return [(e.data["type"], e.data["channel"], e.data.get("mention")) for e in told]
+async def marked_once(
+    first: WebAdapter, page: ClientSession, stream: SseReader, mark: tuple[str, str, str | None]
+) -> None:
+    """``stream`` (``page``'s, on ``general``) was told ``mark``, and a stream ``page`` opens
+    now (a reload) is told nothing more: the hub tells a stream of a channel once, so only a
+    stream opened after the mark sees it sent again."""
+    async with stream_of(page) as reloaded:
+        assert await told_before_after(first, stream) == [mark]
+        assert await told_after(reloaded) == [], "marked again"
 
 
 async def test_a_skipped_notice_does_not_keep_what_is_saved_while_following_is_cut_unmarked(
@@ -1012,9 +1019,7 @@ async def test_a_channel_caught_up_marks_unread_what_its_process_had_no_notice_o
                 loaded = await opened_before_its_notice_is_read(second, bob, for_ann)
             assert [m["text"] for m in loaded["messages"]] == ["a fox", "a hare"]
 
-            async with stream_of(ann) as reloaded:
-                assert await told_before_after(first, stream) == [("activity", "bench0", ann_id)]
-                assert await told_after(reloaded) == [], "marked again"
+            await marked_once(first, ann, stream, ("activity", "bench0", ann_id))
 
 
 @pytest.mark.parametrize("asked", ["by id", "by key"])
@@ -1043,9 +1048,7 @@ async def test_a_message_asked_for_while_following_is_cut_is_marked_unread(
                 assert await second.surface.posted(BENCH, "job9.result") == saved[0]
             assert listening(url) == 0, "following resumed before the message was asked for"
 
-            async with stream_of(ann) as reloaded:
-                assert await told_before_after(first, stream) == [("activity", "bench0", ann_id)]
-                assert await told_after(reloaded) == [], "marked again"
+            await marked_once(first, ann, stream, ("activity", "bench0", ann_id))
 
 
 @pytest.mark.parametrize("saved", ["deleted", "private reply"])
