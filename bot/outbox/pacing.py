@@ -52,7 +52,9 @@ here has room for all of them ask for their turns there together (one transactio
 :class:`~storage.queries.grouped.Grouped`), not each after the one before it was granted, and
 each goes once counted there; they are counted at once or not at all (never booked ahead), and
 when the shared windows say the channel is full there, its writes go back to one at a time
-until then.
+until then and for a window after it (:data:`ALONE_WINDOWS`): other processes write there, and
+asked together again each time they would be turned away again (about four asks a result in
+three processes' burst, where one at a time asks once).
 """
 
 from __future__ import annotations
@@ -99,6 +101,9 @@ counts half a second past its window); later, it is asked for again."""
 BOOK_AHEAD = 0.05
 """Seconds before its room here opens that the next write of a channel asks for its turn in
 the shared windows, so that it goes as the room opens rather than a reservation later."""
+ALONE_WINDOWS = 1
+"""Windows (the channel's length and the margin) that a channel's writes ask for their shared
+turns one at a time after the shared windows turned away writes asking together there."""
 UNHELD_ALLOWANCE = 0.1
 """A write granted without ``hold`` is taken as finished this long after its grant."""
 _MIN_SLEEP = 1e-6
@@ -447,7 +452,8 @@ class Pacer:
                             f"no room to write in {channel_key} before the deadline"
                         )
                     else:
-                        channel.together_after = max(channel.together_after, told)
+                        alone = ALONE_WINDOWS * (channel.window.seconds + self.margin)
+                        channel.together_after = max(channel.together_after, told + alone)
                     continue
                 if booked is None and self._is_next(ticket, now):
                     booking = await self._reserve_shared(ticket, channel, now, deadline)

@@ -92,8 +92,9 @@ class ChannelState:
     order: list[Ticket] | None = None
     """``waiting`` by rank, first first, once ranked (only while ``streams`` is 0)."""
     together_after: float = -math.inf
-    """Until when the windows other processes share said this channel was full there: until
-    then its writes ask there one after another, not together."""
+    """Until when this channel's writes ask for their turns in the windows other processes
+    share one after another, not together: a window after the time those windows said, when
+    they last turned away writes asking together, that the channel had room there again."""
 
 
 @dataclass(eq=False)

@@ -695,6 +695,52 @@ async def test_writes_behind_others_wait_while_the_shared_windows_are_full(
     assert len(shared.asked) <= 12, shared.asked
 
 
+class TurnedAwayTogether(AskedAt):
+    """:class:`AskedAt` whose channel other processes keep writing into until ``until``
+    (virtual time): until then writes asking together (not booked) are told to wait a
+    moment, nothing counted, while a write booking its own turn gets it, after theirs."""
+
+    def __init__(self, windows: WriteWindows, clock: FakeClock, until: float) -> None:
+        super().__init__(windows, clock, taking=0.01)
+        self._until = until
+        self.together: list[float] = []
+
+    async def book_writes(
+        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+    ) -> WriteBooking:
+        booking = await super().book_writes(windows, spacing=spacing, within=within)
+        if self._fake.monotonic() >= self._until:
+            return booking
+        if within > 0:
+            return WriteBooking(0.1, True)
+        self.together.append(self._fake.monotonic())
+        return WriteBooking(0.05, False)
+
+
+async def test_writes_turned_away_together_ask_one_at_a_time_for_a_window(
+    tmp_path: Path,
+) -> None:
+    """Urgent writes with room here, turned away when they asked together because other
+    processes keep writing into their channel, ask one at a time for a window after: asking
+    together again whenever told, those waiting asked every 0.06 s until their turns (54 asks
+    here; four a result in three processes' burst)."""
+    fake = FakeClock()
+    profile = PlatformProfile(edits_per_window_per_channel=20, edit_window_seconds=1.0)
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        shared = TurnedAwayTogether(store.write_windows, fake, until=10.0)
+        pacer = Pacer(fake.clock, shared=shared)
+
+        async def write() -> None:
+            grant = await pacer.acquire(PLACE, profile, urgent=True, hold=True)
+            await fake.sleep(0.1)
+            pacer.finish(grant)
+
+        await fake.run(asyncio.gather(*(write() for _ in range(8))))
+
+    assert len(shared.together) == 7, "the seven behind the first asked together once"
+    assert len(shared.asked) - len(shared.together) == 8, "one booking each"
+
+
 async def test_a_write_behind_others_gives_up_when_told_to_wait_past_its_deadline(
     tmp_path: Path,
 ) -> None:
