@@ -1,7 +1,9 @@
-"""``python -m bench [name ...] [--quick] [--profile DIR]``: run benchmarks and print their tables.
+"""``python -m bench [name ...] [--quick] [--profile DIR] [--attribute DIR]``: run benchmarks and
+print their tables.
 
 Each benchmark is a module ``bench.<name>`` with ``async def main(quick: bool) -> list[Table]``;
-those in ``PROFILED`` also take ``profile``, a folder for py-spy's samples of their processes.
+those in ``PROFILED`` also take ``profile``, a folder for py-spy's samples of their processes,
+and ``attribute``, a folder for their processes' callbacks timed (:mod:`bench.attribution`).
 A benchmark that fails is reported and the others still run; the exit status is then 1.
 """
 
@@ -49,23 +51,37 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         metavar="DIR",
         help=f"record py-spy profiles of each phase into DIR ({', '.join(PROFILED)} only)",
     )
+    parser.add_argument(
+        "--attribute",
+        type=Path,
+        metavar="DIR",
+        help="time every event-loop callback of the processes, into DIR, and compare the same "
+        f"work's CPU ({', '.join(PROFILED)} only)",
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.names if name not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(BENCHMARKS)}")
-    if args.profile is not None and set(args.names) - set(PROFILED):
-        parser.error(f"--profile works with {', '.join(PROFILED)} only")
+    for option in ("profile", "attribute"):
+        if getattr(args, option) is not None and set(args.names) - set(PROFILED):
+            parser.error(f"--{option} works with {', '.join(PROFILED)} only")
     return args
 
 
-async def run(names: Sequence[str], quick: bool, profile: Path | None = None) -> list[str]:
+async def run(
+    names: Sequence[str],
+    quick: bool,
+    profile: Path | None = None,
+    attribute: Path | None = None,
+) -> list[str]:
     """Run the benchmarks in order, printing each table; returns the names that failed."""
     failed: list[str] = []
     for name in names:
         started = time.perf_counter()
         try:
             module = importlib.import_module(f"bench.{name}")
-            extra = {"profile": profile} if profile is not None else {}
+            options = {"profile": profile, "attribute": attribute}
+            extra = {key: value for key, value in options.items() if value is not None}
             tables = await module.main(quick, **extra)
         except Exception:
             failed.append(name)
@@ -84,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"# genbot benchmarks — `{command.strip()}`")
     print(f"Machine: {machine_description()}")
     print(f"Load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
-    failed = asyncio.run(run(names, args.quick, args.profile))
+    failed = asyncio.run(run(names, args.quick, args.profile, args.attribute))
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         sys.exit(1)

@@ -27,7 +27,10 @@ baseline):
 - PostgreSQL transactions per job of each phase (``pg_stat_database``: counted, not timed;
   the benchmark's own progress counts included);
 - with ``profile``, py-spy's samples of every genbot process in each phase
-  (:mod:`bench.profiler`), a file per process and phase.
+  (:mod:`bench.profiler`), a file per process and phase;
+- with ``attribute``, every genbot process's event-loop callbacks timed and named
+  (:mod:`bench.attribution`), and per phase what the same work costs in 3 processes against 1
+  beside what the cluster costs (:func:`same_work_table`).
 
 Uses a throwaway PostgreSQL cluster from the machine's binaries (``tests/postgres.py``).
 """
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import os
 import tempfile
@@ -48,7 +52,7 @@ import aiohttp
 import psycopg
 
 from adapters.web.platform import WEB_PROFILE
-from bench import charts, profiler
+from bench import attribution, charts, profiler
 from bench.charts import SCALE_PNG, draw
 from bench.cpu import cpu_seconds, postmaster_pid, server_cpu_seconds
 from bench.report import Table, percentile
@@ -168,6 +172,8 @@ class ScaleResult:
     :func:`image_serving_rate`)."""
     posted_anew: int = 0
     """Results posted as a new message (their progress message was gone): two writes each."""
+    attributed: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+    """Per phase, the cluster's event-loop CPU by callback (with ``attribute``)."""
 
     @property
     def burst_per_second(self) -> float:
@@ -354,6 +360,8 @@ class PhaseMeter:
         self._postgres = postmaster_pid(postgres.folder / "data")
         self._profile = profile
         self.phases: dict[str, PhaseCpu] = {}
+        self.moments: dict[str, tuple[float, float]] = {}
+        """Each phase's start and end (monotonic)."""
 
     def snapshot(self) -> CpuSnapshot:
         return CpuSnapshot(
@@ -378,7 +386,9 @@ class PhaseMeter:
         try:
             yield
         finally:
-            self.phases[name] = PhaseCpu.between(start, self.snapshot())
+            end = self.snapshot()
+            self.phases[name] = PhaseCpu.between(start, end)
+            self.moments[name] = (start.at, end.at)
             for recording in recordings:
                 await recording.stop()
 
@@ -389,9 +399,17 @@ async def measure(
     workdir: Path,
     postgres: PostgresCluster,
     profile: Path | None = None,
+    attribute: Path | None = None,
 ) -> ScaleResult:
     result = ScaleResult(processes, jobs)
     config = sim_config(time_scale=1.0, credits=simulator_credits(jobs), plain_images=True)
+    env = genbot_env(jobs)
+    recorded = None if attribute is None else attribute / f"{processes}p"
+    if recorded is not None:
+        recorded.mkdir(parents=True, exist_ok=True)
+        for old in recorded.glob("attribution-*.jsonl"):
+            old.unlink()
+        env |= attribution.environment(recorded)
     async with (
         serve(config) as sim,
         running_cluster(
@@ -400,7 +418,7 @@ async def measure(
             workdir,
             processes=processes,
             lease_seconds=10.0,
-            extra_env=genbot_env(jobs),
+            extra_env=env,
         ) as cluster,
     ):
         with contextlib.closing(JobCounts(cluster.url)) as counts:
@@ -443,6 +461,11 @@ async def measure(
                 raise RuntimeError("the killed process held no job in flight: no takeover")
             result.takeover_seconds = report.takeover_seconds
             result.taken_over = report.held_by_victim
+    if recorded is not None:
+        (recorded / "phases.json").write_text(json.dumps(meter.moments))
+        result.attributed = {
+            name: attribution.phase(recorded, *moments) for name, moments in meter.moments.items()
+        }
     return result
 
 
@@ -562,19 +585,89 @@ def cpu_table(results: list[ScaleResult]) -> Table:
     return table
 
 
-async def main(quick: bool, profile: Path | None = None) -> list[Table]:
+def same_work_table(results: list[ScaleResult]) -> Table:
+    """Per phase, the same work's CPU in 3 processes against 1 beside the cluster's (see
+    :mod:`bench.attribution`)."""
+    table = Table(
+        f"Scale: the same work in 1 and 3 processes, {results[0].jobs:,} jobs",
+        [
+            "processes",
+            "phase",
+            "callbacks alike",
+            "their calls",
+            "their CPU s",
+            "× 1 process: the same work",
+            "× 1 process: the cluster",
+            "the cluster ÷ the same work",
+        ],
+        digits=2,
+    )
+    one = results[0]
+    largest, grown = [], []
+    for r in results[1:]:
+        for name in PHASES:
+            alike = attribution.same_work(one.attributed[name], r.attributed[name])
+            cluster = sum(r.cpu[name].genbot) / sum(one.cpu[name].genbot)
+            table.add(
+                r.processes,
+                name,
+                len(alike.names),
+                f"{alike.calls[0]} / {alike.calls[1]}",
+                f"{alike.one:.2f} / {alike.several:.2f}",
+                alike.ratio,
+                cluster,
+                cluster / alike.ratio,
+            )
+            largest.append(
+                f"{name}: "
+                + ", ".join(
+                    f"{n} ×{r.attributed[name][n][1] / one.attributed[name][n][1]:.2f}"
+                    for n in alike.names[:3]
+                )
+            )
+            grown.append(
+                f"{name}: "
+                + ", ".join(attribution.grown(one.attributed[name], r.attributed[name])[:4])
+            )
+    table.notes = [
+        "Every genbot process's event-loop callbacks timed by their thread's CPU and named by "
+        "what they run (a task's step by its coroutine, T:; another callback by its function, "
+        f"C:). Alike: at least {attribution.MIN_CALLS} calls in each run, their counts within "
+        f"{attribution.SAME_WITHIN:.0%} of each other — the same steps of the same code, "
+        "whatever the number of processes; their CPU in 3 processes against 1 is what the "
+        "machine charges for running more processes than it has cores. The cluster's ratio (as "
+        "in the CPU table, genbot CPU) includes that and what being three adds. Timing every "
+        "callback costs each process a few microseconds a callback: these runs' CPU is not "
+        "the CPU table's of a run without it.",
+        "The largest alike callbacks, 3 processes' CPU against 1: " + "; ".join(largest) + ".",
+        "What grew most, 3 processes' CPU seconds against 1 (their calls): "
+        + "; ".join(grown)
+        + ". Each process's totals and its phases' moments are kept in the folder given.",
+    ]
+    return table
+
+
+async def main(
+    quick: bool, profile: Path | None = None, attribute: Path | None = None
+) -> list[Table]:
     """The table (and chart); with ``profile``, py-spy's samples of each phase in that
-    folder."""
+    folder; with ``attribute``, each process's callbacks' totals in that folder, and the same
+    work's table."""
     jobs = QUICK_JOBS if quick else FULL_JOBS
     postgres = await asyncio.to_thread(start_cluster)
     try:
         results = []
         for processes in (1, 3):
             with tempfile.TemporaryDirectory(prefix="genbot-scale-") as directory:
-                results.append(await measure(processes, jobs, Path(directory), postgres, profile))
+                results.append(
+                    await measure(processes, jobs, Path(directory), postgres, profile, attribute)
+                )
     finally:
         await asyncio.to_thread(postgres.stop)
     table = scale_table(results)
     if not quick:
         table.notes.append(draw(lambda: charts.scale_out(results, SCALE_PNG)))
-    return [table, cpu_table(results)]
+    tables = [table, cpu_table(results)]
+    if attribute is not None:
+        tables.append(same_work_table(results))
+    return tables

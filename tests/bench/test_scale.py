@@ -8,7 +8,18 @@ import math
 import psycopg
 import pytest
 
-from bench.scale import POLL_SECONDS, BurstFigures, JobCounts, until_settled, write_window_bound
+from bench.attribution import MIN_CALLS
+from bench.scale import (
+    PHASES,
+    POLL_SECONDS,
+    BurstFigures,
+    JobCounts,
+    PhaseCpu,
+    ScaleResult,
+    same_work_table,
+    until_settled,
+    write_window_bound,
+)
 from tests.postgres import PostgresCluster
 
 JOBS = 3000
@@ -88,3 +99,26 @@ def test_the_burst_is_told_from_the_jump_and_from_its_first_result() -> None:
     assert burst.per_second == pytest.approx(4 / 12)
     assert burst.first == pytest.approx(2.0)
     assert burst.then_per_second == pytest.approx(3 / 10)
+
+
+def test_the_same_work_table_sets_the_cluster_against_what_the_same_code_costs() -> None:
+    """3 processes spent 1.5 × one's CPU on the callbacks that ran as often in both, and 1.8 ×
+    in all: being three added 1.2 × on top of what the machine charges for three."""
+    n = 10 * MIN_CALLS
+    results = []
+    for processes, alike, other in ((1, 1.0, 1.0), (3, 1.5, 2.1)):
+        result = ScaleResult(processes, JOBS)
+        for name in PHASES:
+            per_process = (alike + other) / processes
+            result.cpu[name] = PhaseCpu(10.0, (per_process,) * processes, 1.0, 1.0)
+            result.attributed[name] = {"T:parse": (n, alike), f"T:asks {processes}": (n, other)}
+        results.append(result)
+
+    table = same_work_table(results)
+
+    rows = table.render().splitlines()
+    burst = next(row for row in rows if "| burst" in row)
+    cells = [cell.strip() for cell in burst.strip("|").split("|")]
+    assert cells[2:] == ["1", f"{n} / {n}", "1.00 / 1.50", "1.50", "1.80", "1.20"], cells
+    assert "T:parse ×1.50" in table.notes[1]
+    assert "burst: T:asks 3 +2.10 (0.00 → 2.10 s, 0 → 3000), T:parse +0.50" in table.notes[2]
