@@ -8,8 +8,9 @@ window's length from then — the same end a process's own pacer counts its writ
 unless the call took longer than the allowance. A write counted but then not made (a booking
 not used, a grant given back: :meth:`WriteWindows.given_back`; a reservation whose writer was
 cancelled while it ran) stops counting: its rows are deleted. Those finishes and give-backs go
-into the writer's next reservation transaction (no transaction of their own): until then, or
-when the writer stops, the row keeps its first end.
+into the writer's next reservation transaction (no transaction of their own; when it fails, into
+the one after it: telling one twice changes nothing): until then, or when the writer stops, the
+row keeps its first end.
 
 A reservation locks each window's key for its transaction (in key order, so two reservations
 cannot deadlock), tells the finishes, counts the rows still counting, and inserts one per window
@@ -138,9 +139,10 @@ class WriteWindows:
 
     async def _reserve_together(self, batch: Sequence[Reservation]) -> list[WriteBooking]:
         """One transaction for ``batch``, after the finishes and give-backs told since the last
-        one: each reservation, in turn, fits (0) in what is counted and what the ones before it
-        took, is booked for when it may go, or waits (nothing taken). Each answer's wait counts
-        from the transaction's return (its own time, the lock's included, is taken off)."""
+        one that ran (a failed one's are told again): each reservation, in turn, fits (0) in
+        what is counted and what the ones before it took, is booked for when it may go, or waits
+        (nothing taken). Each answer's wait counts from the transaction's return (its own time,
+        the lock's included, is taken off)."""
         lock = self.db.dialect.transaction_lock
         assert lock is not None
         now = self.clock()
@@ -201,6 +203,11 @@ class WriteWindows:
             self._open.update(opened)
             return answers
 
-        answers = await self.db.transaction(work)
+        try:
+            answers = await self.db.transaction(work)
+        except BaseException:
+            self._finishes[:0] = finishes
+            self._given_back[:0] = given_back
+            raise
         late = self.clock() - now
         return [replace(answer, wait=max(answer.wait - late, 0.0)) for answer in answers]

@@ -28,10 +28,12 @@ from storage import (
 )
 from tests.storage.conftest import new_job
 
-SQL_LOCK_WAITERS = (
-    "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1"
+LOCK_WAITERS = (
+    "pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1"
     " AND ((classid::bigint << 32) | objid::bigint) = hashtextextended(%s, 0)"
 )
+SQL_LOCK_WAITERS = "SELECT COUNT(*) FROM " + LOCK_WAITERS
+SQL_TERMINATE_LOCK_WAITERS = "SELECT pg_terminate_backend(pid) FROM " + LOCK_WAITERS
 SQL_MESSAGES_OF_JOB = (
     "SELECT platform, channel_id, message_id, job_id, kind FROM job_messages"
     " WHERE job_id = ? ORDER BY id"
@@ -214,3 +216,10 @@ async def _playground_about(store: Store, user: str, other: str, dm: str) -> Non
     about = {"author": {"id": "genbot"}, "visible_to": "web-admin", "text": f"about `{user}`"}
     admins = PlaygroundMessage("p4", "general", False, (), about)
     await store.playground.save_playground_message(admins, [], keep=50)
+
+
+async def terminate_lock_waiters(url: str, key: str) -> None:
+    """Cut the connections waiting on the PostgreSQL server at ``url`` for the lock of ``key``
+    (their calls fail as the connection is lost)."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(SQL_TERMINATE_LOCK_WAITERS, (key,))

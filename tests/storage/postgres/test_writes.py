@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from storage import WriteWindow
+from storage import StorageError, WriteWindow
 from storage.postgres import PostgresStore
 from storage.queries import write_windows
 from storage.queries.write_windows import (
@@ -19,7 +19,12 @@ from storage.sql.session import Session
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import ManualClock
 from tests.storage.counting import counted
-from tests.storage.helpers import LONG_GATHER, after_turns
+from tests.storage.helpers import (
+    LONG_GATHER,
+    after_turns,
+    terminate_lock_waiters,
+    until_waiting_for_lock,
+)
 
 CHANNEL = WriteWindow("discord/g1/c1", capacity=3, seconds=5.0)
 WORKSPACE = WriteWindow("slack/T1/*", capacity=4, seconds=60.0)
@@ -277,6 +282,50 @@ async def test_a_booked_write_given_back_stops_counting_once_its_writer_asks_aga
         two = WriteWindow(CHANNEL.key, capacity=2, seconds=CHANNEL.seconds)
         clock.advance(1.0)
         assert await other.write_windows.reserve_writes([two]) == 0.0, "room for a second write"
+
+
+async def test_finishes_and_give_backs_of_a_failed_reservation_go_in_the_next(url: str) -> None:
+    """The reservation that was to tell a finish and a give-back lost its connection while it
+    waited for a lock: they are told in the next one, not lost (the finished write would keep
+    its first end, the one given back would count until it expires)."""
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        done, unused = (WriteWindow(f"discord/g1/c{n}", capacity=1, seconds=5.0) for n in (5, 6))
+        elsewhere = WriteWindow("discord/g1/c7", capacity=3, seconds=5.0)
+        finished = (await ours.write_windows.book_writes([done])).slot
+        given_back = (await ours.write_windows.book_writes([unused])).slot
+        assert finished is not None and given_back is not None
+        clock.advance(0.1)
+        ours.write_windows.finished(finished)
+        ours.write_windows.given_back(given_back)
+        lock = ours.db.dialect.transaction_lock
+        assert lock is not None
+        key = f"genbot.writes.{elsewhere.key}"
+        holding, release = asyncio.Event(), asyncio.Event()
+
+        async def hold(tx: Session) -> None:
+            await tx.execute(lock, (key,))
+            holding.set()
+            await release.wait()
+
+        held = asyncio.create_task(other.db.transaction(hold))
+        await holding.wait()
+        failing = asyncio.create_task(ours.write_windows.reserve_writes([elsewhere]))
+        await until_waiting_for_lock(url, key)
+        await terminate_lock_waiters(url, key)
+        with pytest.raises(StorageError):
+            await failing
+        release.set()
+        await held
+
+        assert await ours.write_windows.reserve_writes([elsewhere]) == 0.0
+        assert await other.write_windows.reserve_writes([done]) == pytest.approx(done.seconds), (
+            "counted from the finish"
+        )
+        assert await other.write_windows.reserve_writes([unused]) == 0.0, "given back"
 
 
 async def test_a_reservation_whose_writer_was_cancelled_while_it_ran_is_given_back(
