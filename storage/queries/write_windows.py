@@ -16,8 +16,8 @@ A reservation locks each window's key for its transaction (in key order, so two 
 cannot deadlock), tells the finishes, counts the rows still counting, and inserts one per window
 only if every window has room. The reservations a process asks for while one is under way go
 together in one transaction (:class:`~storage.queries.grouped.Grouped`), each judged after the
-ones before it. Expired rows are deleted now and then. Where the database has one process, its
-own pacing suffices: nothing is counted here.
+ones before it. Expired rows are deleted now and then, in the same round trip as a reservation's
+inserts. Where the database has one process, its own pacing suffices: nothing is counted here.
 
 A write that must wait for its spacing from the channel's previous write (another process's,
 often) or for a counted write to stop counting can be booked (:meth:`WriteWindows.book_writes`):
@@ -197,9 +197,9 @@ class WriteWindows:
                     spend.append((window.key, at, at + window.seconds + ALLOWANCE, slot))
                 opened[slot] = (at, [(window.key, window.seconds) for window in windows])
                 answers.append(WriteBooking(wait, True, slot))
-            await tx.execute_many(SQL_SPEND, spend)
-            if prune:
-                await tx.execute(SQL_PRUNE, (now,))
+            await tx.fetch_each(
+                [(SQL_SPEND, row) for row in spend] + ([(SQL_PRUNE, (now,))] if prune else [])
+            )
             self._open.update(opened)
             return answers
 

@@ -13,6 +13,7 @@ from storage.queries.write_windows import (
     ALLOWANCE,
     SQL_FINISHED,
     SQL_GIVEN_BACK,
+    SQL_PRUNE,
     SQL_SPEND,
 )
 from storage.sql.session import Session
@@ -202,6 +203,27 @@ async def test_a_reservation_sends_its_locks_finishes_and_read_together_then_its
         assert statements.count(SQL_FINISHED) == 5 and statements.count(SQL_GIVEN_BACK) == 1
         assert statements.count(SQL_SPEND) == 4
         assert trips[0].sends == 2
+
+
+async def test_a_reservation_that_prunes_sends_the_prune_with_its_writes(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Now and then a reservation deletes the rows that stopped counting: in the round trip of
+    its writes, not in a third one while it holds its windows' locks."""
+    monkeypatch.setattr(write_windows, "PRUNE_EVERY", 2)
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        expired = WriteWindow("discord/g1/c8", capacity=1, seconds=1.0)
+        assert await store.write_windows.reserve_writes([expired]) == 0.0
+        clock.advance(expired.seconds + ALLOWANCE + 1.0)
+        trips = counted(store).trips
+        assert await store.write_windows.reserve_writes([CHANNEL]) == 0.0
+
+        statements = [sql for sql, _ in trips[0].statements]
+        assert statements.count(SQL_PRUNE) == 1 and statements.count(SQL_SPEND) == 1
+        assert trips[0].sends == 2
+        left = await store.db.fetch_all("SELECT key FROM write_slots")
+        assert [row["key"] for row in left] == [CHANNEL.key], "the expired row was deleted"
 
 
 async def test_a_finished_write_counts_from_its_finish_once_its_writer_asks_again(
