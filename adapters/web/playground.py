@@ -58,8 +58,9 @@ DOWNLOADS_BYTES = 128 * 1024 * 1024
 DOWNLOADS_PER_USER = 3
 
 MAX_PENDING_MODALS = 20
-HISTORY_ERRORS = (StorageError, sqlite3.Error, OSError, RuntimeError)
-"""What reading or writing the history raises when the database fails (or was closed)."""
+HISTORY_ERRORS = (StorageError, sqlite3.Error, OSError)
+"""What reading or writing the history raises when the database fails (or was closed); anything
+else, a RuntimeError too, is a bug, not an outage."""
 FOLLOW_RETRY_SECONDS = 30.0
 """The longest pause before following again after the history's feed was lost (doubling from
 one second)."""
