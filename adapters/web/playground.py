@@ -21,6 +21,7 @@ import logging
 import sqlite3
 import time
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -371,11 +372,17 @@ class Playground:
                 del self._retrying[channel]
 
     async def _catch_up_skipped(self, journal: PlaygroundJournal, channel: str) -> None:
-        if channel not in self._skipped:
+        """Read ``channel``, where notices were skipped. A message whose notice was skipped
+        when the read began is not marked unread again, even when a full catch-up
+        (:meth:`_catch_up`) has forgotten that notice meanwhile: the message had left the
+        history by then (so that catch-up did not show it), but this read, begun earlier, may
+        hold it."""
+        skipped = self._skipped.get(channel)
+        if skipped is None:
             return
-        skips = self._skips
+        skips, marked = self._skips, set(skipped)
         for message in await journal.channel(channel):
-            self._show_read(message, {})
+            self._show_read(message, {}, marked=marked)
         self._read_up_to(skips, [channel])
 
     def unwatch(self, channel: str) -> None:
@@ -399,12 +406,20 @@ class Playground:
         kind = "post" if known is None else ("delete" if message.deleted else "edit")
         self._show(kind, kept, images_before=images_before, news=news)
 
-    def _show_read(self, message: WebMessage, images: dict[str, StoredFile]) -> None:
+    def _show_read(
+        self,
+        message: WebMessage,
+        images: dict[str, StoredFile],
+        *,
+        marked: Collection[str] = (),
+    ) -> None:
         """Show a message read from the history, not by its notice (a catch-up, or it was asked
         for): marked unread when it is news, unless its notice was skipped (that notice marked
-        it). Else this process had no notice of it: it was saved while following was down, or
-        its notice is still on its way (and then finds it shown)."""
-        news = message.id not in self._skipped.get(message.channel, ())
+        it; ``marked``: the messages whose notices were skipped when the read began). Else this
+        process had no notice of it: it was saved while following was down, or its notice is
+        still on its way (and then finds it shown)."""
+        skipped = self._skipped.get(message.channel, ())
+        news = message.id not in skipped and message.id not in marked
         self._show_saved(message, images, news=news)
 
     async def post_user_message(

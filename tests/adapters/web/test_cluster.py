@@ -62,13 +62,12 @@ or a timer; a loaded machine can delay either)."""
 
 
 @asynccontextmanager
-async def process(url: str) -> AsyncIterator[WebAdapter]:
+async def process(url: str, *, messages_per_channel: int = 500) -> AsyncIterator[WebAdapter]:
     """One genbot process's playground on the shared database."""
     async with await PostgresStore.open(url, pool_size=2) as store:
         core = RecordingCore()
-        adapter = WebAdapter(
-            WebSettings(host="127.0.0.1", port=0), history=store.playground, keepalive_seconds=0.1
-        )
+        settings = WebSettings(host="127.0.0.1", port=0, messages_per_channel=messages_per_channel)
+        adapter = WebAdapter(settings, history=store.playground, keepalive_seconds=0.1)
         core.surface = adapter.surface
         await adapter.start(FakeRouter(core, [adapter.surface]))
         try:
@@ -915,11 +914,13 @@ async def test_a_skipped_notice_does_not_keep_what_is_saved_while_following_is_c
 class ReadsHeld(CountingDatabase):
     """A counting database on which each read made with ``held`` (one channel's latest
     messages, a catch-up of that channel: :data:`SQL_CHANNEL`; or messages by id:
-    :data:`SQL_SOME`) waits until :attr:`released` is set."""
+    :data:`SQL_SOME`) waits until :attr:`released` is set (``answered``: after the database
+    answered it, so it returns what was saved before it waited)."""
 
-    def __init__(self, inner: Database, held: str = SQL_CHANNEL) -> None:
+    def __init__(self, inner: Database, held: str = SQL_CHANNEL, *, answered: bool = False) -> None:
         super().__init__(inner)
         self.held = held.partition("{")[0]
+        self.answered = answered
         self.released = asyncio.Event()
         self.holding = 0
         """How many reads are waiting."""
@@ -927,11 +928,18 @@ class ReadsHeld(CountingDatabase):
     async def fetch_all(
         self, sql: str, values: Values = (), *, repeatable: bool = True
     ) -> list[Row]:
-        if sql.startswith(self.held):
-            self.holding += 1
-            await self.released.wait()
-            self.holding -= 1
-        return await super().fetch_all(sql, values, repeatable=repeatable)
+        held = sql.startswith(self.held)
+        if held and not self.answered:
+            await self._hold()
+        rows = await super().fetch_all(sql, values, repeatable=repeatable)
+        if held and self.answered:
+            await self._hold()
+        return rows
+
+    async def _hold(self) -> None:
+        self.holding += 1
+        await self.released.wait()
+        self.holding -= 1
 
 
 async def test_following_that_resumes_while_a_channel_is_caught_up_does_not_mark_it_again(
@@ -967,6 +975,101 @@ async def test_following_that_resumes_while_a_channel_is_caught_up_does_not_mark
 
             after = await later.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
             assert [e.data["type"] for e in after] == ["post"], [e.data for e in after]
+
+
+KEPT = 10
+"""The fewest messages a channel keeps (``[web] messages_per_channel``)."""
+
+
+async def test_a_channel_read_before_every_channel_was_caught_up_does_not_mark_it_again(
+    postgres: PostgresCluster,
+) -> None:
+    """A page opens ``bench0`` (a channel keeps ten messages), where a notice was skipped, and
+    that catch-up's read is answered; ten messages saved there then push the skipped one
+    out, and following resumes after a cut, catching up every channel (which forgets the
+    skipped notice, as the message is gone). The channel's catch-up, done after it, does
+    not mark the skipped message unread again (seen by a stream opened after its mark)."""
+    url = postgres.create_schema()
+    async with (
+        process(url, messages_per_channel=KEPT) as first,
+        process(url, messages_per_channel=KEPT) as second,
+        watching(second),
+        browser_on(second) as page,
+    ):
+        fox = await in_bench_skipped_by_second(first, second, "a fox")
+        history_of_second = second.playground.history
+        assert isinstance(history_of_second, PlaygroundHistory)
+        held = ReadsHeld(history_of_second.db, answered=True)
+        history_of_second.db = held
+        opening = asyncio.create_task(history(page, "bench0"))
+        await eventually(lambda: held.holding == 1, ACROSS_PROCESSES)
+        hares = [f"a hare {n}" for n in range(KEPT)]
+        newer = [await first.surface.send(BENCH, OutMessage(text)) for text in hares]
+        await eventually(
+            lambda: second.playground.store.get(newer[-1].message_id) is not None,
+            ACROSS_PROCESSES,
+        )
+        before = feed_failures()
+        cut_following(url)
+        await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
+        await eventually(lambda: listening(url) == 2, ACROSS_PROCESSES)
+        caught_up = await first.surface.send(PLACE, OutMessage("sync"))
+        await eventually(
+            lambda: second.playground.store.get(caught_up.message_id) is not None,
+            ACROSS_PROCESSES,
+        )
+
+        async with watching(second) as later:
+            held.released.set()
+            assert [m["text"] for m in (await opening)["messages"]] == hares
+            assert second.playground.store.get(fox) is None
+
+            assert await told_before_after(first, later) == []
+
+
+async def test_a_channel_read_after_every_channel_was_caught_up_marks_what_it_reads_first(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page opens ``bench0``, where a notice was skipped, and that catch-up waits to read;
+    following resumes after a cut, catching up every channel, and then a message is saved in
+    ``bench0``. The channel's catch-up reads it before its notice is read (which then finds
+    it shown): that catch-up marks it unread, once, though it began before the catch-up of
+    every channel."""
+    url = postgres.create_schema()
+    async with (
+        process(url) as first,
+        process(url) as second,
+        watching(second),
+        browser_on(second) as page,
+        browser_on(second) as ann,
+    ):
+        await in_bench_skipped_by_second(first, second, "a fox")
+        history_of_second = second.playground.history
+        assert isinstance(history_of_second, PlaygroundHistory)
+        of_channel = ReadsHeld(history_of_second.db, SQL_CHANNEL)
+        history_of_second.db = of_channel
+        opening = asyncio.create_task(history(page, "bench0"))
+        await eventually(lambda: of_channel.holding == 1, ACROSS_PROCESSES)
+        saved: list[MessageRef] = []
+
+        async def sync() -> None:
+            saved.append(await first.surface.send(PLACE, OutMessage("sync")))
+
+        await saved_while_following_was_cut(url, monkeypatch, sync)
+        await eventually(
+            lambda: second.playground.store.get(saved[0].message_id) is not None,
+            ACROSS_PROCESSES,
+        )
+        by_id = ReadsHeld(of_channel, SQL_SOME)
+        history_of_second.db = by_id
+        async with stream_of(ann) as stream:
+            await first.surface.send(BENCH, OutMessage("a hare"))
+            await eventually(lambda: by_id.holding == 1, ACROSS_PROCESSES)
+            of_channel.released.set()
+            assert [m["text"] for m in (await opening)["messages"]] == ["a fox", "a hare"]
+            by_id.released.set()
+
+            await marked_once(first, ann, stream, ("activity", "bench0", None))
 
 
 async def opened_before_its_notice_is_read(
