@@ -586,19 +586,22 @@ def cpu_table(results: list[ScaleResult]) -> Table:
 
 
 def same_work_table(results: list[ScaleResult]) -> Table:
-    """Per phase, the same work's CPU in 3 processes against 1 beside the cluster's (see
+    """Per phase, what the machine charges three processes for the same work (a fixed probe;
+    the callbacks alike) beside what the cluster's CPU is against one (see
     :mod:`bench.attribution`)."""
     table = Table(
         f"Scale: the same work in 1 and 3 processes, {results[0].jobs:,} jobs",
         [
             "processes",
             "phase",
+            "× 1 process: a fixed probe",
             "callbacks alike",
             "their calls",
-            "their CPU s",
-            "× 1 process: the same work",
+            "their CPU s in 1 process",
+            "× 1 process: per call, weighted",
+            "per call: lowest / median / highest",
             "× 1 process: the cluster",
-            "the cluster ÷ the same work",
+            "the cluster ÷ the probe",
         ],
         digits=2,
     )
@@ -606,43 +609,52 @@ def same_work_table(results: list[ScaleResult]) -> Table:
     largest, grown = [], []
     for r in results[1:]:
         for name in PHASES:
-            alike = attribution.same_work(one.attributed[name], r.attributed[name])
+            before, after = one.attributed[name], r.attributed[name]
+            alike = attribution.same_work(before, after)
+            probe = attribution.probe_ratio(before, after)
             cluster = sum(r.cpu[name].genbot) / sum(one.cpu[name].genbot)
+            ratios = sorted(alike.ratios) or [math.nan]
             table.add(
                 r.processes,
                 name,
+                probe,
                 len(alike.names),
                 f"{alike.calls[0]} / {alike.calls[1]}",
-                f"{alike.one:.2f} / {alike.several:.2f}",
+                alike.one,
                 alike.ratio,
+                f"{ratios[0]:.2f} / {ratios[len(ratios) // 2]:.2f} / {ratios[-1]:.2f}",
                 cluster,
-                cluster / alike.ratio,
+                cluster / probe,
             )
             largest.append(
                 f"{name}: "
                 + ", ".join(
-                    f"{n} ×{r.attributed[name][n][1] / one.attributed[name][n][1]:.2f}"
-                    for n in alike.names[:3]
+                    f"{n} ×{ratio:.2f}"
+                    for n, ratio in zip(alike.names[:3], alike.ratios[:3], strict=False)
                 )
             )
-            grown.append(
-                f"{name}: "
-                + ", ".join(attribution.grown(one.attributed[name], r.attributed[name])[:4])
-            )
+            grown.append(f"{name}: " + ", ".join(attribution.grown(before, after)[:4]))
     table.notes = [
         "Every genbot process's event-loop callbacks timed by their thread's CPU and named by "
         "what they run (a task's step by its coroutine, T:; another callback by its function, "
-        f"C:). Alike: at least {attribution.MIN_CALLS} calls in each run, their counts within "
-        f"{attribution.SAME_WITHIN:.0%} of each other — the same steps of the same code, "
-        "whatever the number of processes; their CPU in 3 processes against 1 is what the "
-        "machine charges for running more processes than it has cores. The cluster's ratio (as "
-        "in the CPU table, genbot CPU) includes that and what being three adds. Timing every "
-        "callback costs each process a few microseconds a callback: these runs' CPU is not "
-        "the CPU table's of a run without it.",
-        "The largest alike callbacks, 3 processes' CPU against 1: " + "; ".join(largest) + ".",
+        "C:), and a fixed piece of pure Python (dicts, strings, JSON; about 0.7 ms) timed every "
+        "0.1 s in a thread of each: its CPU per run in 3 processes against 1 is what the "
+        "machine charges the same work for three processes and PostgreSQL on its cores. Alike: "
+        f"at least {attribution.MIN_CALLS} calls in each run, their counts within "
+        f"{attribution.SAME_WITHIN:.0%} of each other; their CPU per call in 3 processes "
+        "against 1, weighted by 1 process's CPU — an upper bound of the machine's charge on "
+        "genbot's own code (such a step may still do more in three, and each process warms "
+        "its own caches). The cluster's ratio (genbot CPU, as in the CPU table, but of these "
+        "runs: timing every callback costs each process a few microseconds a callback, and "
+        "three make more callbacks a job) includes the machine's charge and what being three "
+        "adds. Phases are cut between the totals written every 0.25 s, each name's share of "
+        "the way.",
+        "The largest alike callbacks, CPU per call in 3 processes against 1: "
+        + "; ".join(largest)
+        + ".",
         "What grew most, 3 processes' CPU seconds against 1 (their calls): "
         + "; ".join(grown)
-        + ". Each process's totals and its phases' moments are kept in the folder given.",
+        + ". Each process's totals and the phases' moments are kept in the folder given.",
     ]
     return table
 

@@ -1,27 +1,31 @@
 """Loaded by every Python process started with this folder on ``PYTHONPATH`` (``site`` imports
-``sitecustomize`` at startup): when ``BENCH_ATTRIBUTION`` names a folder, the process's
-event-loop callbacks are timed by their thread's CPU time and named, before they run, by what
-they run — a task's step by its coroutine (a group commit's,
+``sitecustomize`` at startup; a distribution's own ``sitecustomize`` is then not loaded in
+those processes): when ``BENCH_ATTRIBUTION`` names a folder, the process's event-loop
+callbacks are timed by their thread's CPU time (waits for a core or the GIL not counted) and
+named, before they run, by what they run — a task's step by its coroutine (a group commit's,
 :class:`~storage.queries.grouped.Grouped`, by the function it batches), any other callback by
-its function — and the totals are written to
-``<folder>/attribution-<pid>.jsonl`` every :data:`EVERY` seconds: one line per write, the
-monotonic time and ``{name: [calls, cpu seconds]}`` so far. Read by :mod:`bench.attribution`.
-Nothing else changes in the process; its callbacks cost a few microseconds more each."""
+its function. A thread of its own times a fixed piece of pure Python every :data:`PROBE_EVERY`
+seconds (:data:`PROBE`: the same work in every process, whatever it runs). The totals are written
+to ``<folder>/attribution-<pid>.jsonl`` every :data:`EVERY` seconds and when the process exits:
+one line per write, the monotonic time and ``{name: [calls, cpu seconds]}`` so far. Read by
+:mod:`bench.attribution`. Nothing else changes in the process; each callback costs it a few
+microseconds more (the naming and the two clock reads are not in its time), the probe about 1 %
+of a core."""
 
 from __future__ import annotations
 
-import asyncio.events
-import json
 import os
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 EVERY = 0.25
 """Seconds between two writes of the totals."""
+PROBE = "~probe"
+"""The name the fixed piece of work is counted under."""
+PROBE_EVERY = 0.1
+PROBE_ROUNDS = 150
 
-_totals: dict[str, list[float]] = {}
+_totals: dict[str, tuple[int, float]] = {}
 
 
 def _name(callback: Any) -> str:
@@ -39,35 +43,64 @@ def _name(callback: Any) -> str:
     return "T:" + name
 
 
+def _add(name: str, cpu: float) -> None:
+    calls, spent = _totals.get(name, (0, 0.0))
+    _totals[name] = (calls + 1, spent + cpu)
+
+
+def probe() -> float:
+    """The fixed piece of work, once: the thread CPU seconds it took (dicts, strings and
+    JSON, as an event loop's callbacks do)."""
+    import json
+    import time
+
+    started = time.thread_time()
+    kept: dict[int, str] = {}
+    for n in range(PROBE_ROUNDS):
+        kept[n % 97] = json.dumps({"id": n, "status": "in flight", "keys": [n, n + 1]})
+        json.loads(kept.get(n * 7 % 97, "{}"))
+    return time.thread_time() - started
+
+
 def _install(folder: Path) -> None:
+    import asyncio.events
+    import atexit
+    import json
+    import threading
+    import time
+
     run = asyncio.events.Handle._run
     thread_time = time.thread_time
 
     def timed(handle: asyncio.events.Handle) -> None:
-        started = thread_time()
         name = _name(handle._callback)  # type: ignore[attr-defined]
+        started = thread_time()
         try:
             run(handle)
         finally:
-            used = thread_time() - started
-            total = _totals.get(name)
-            if total is None:
-                _totals[name] = [1, used]
-            else:
-                total[0] += 1
-                total[1] += used
+            _add(name, thread_time() - started)
 
     asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
     path = folder / f"attribution-{os.getpid()}.jsonl"
 
     def write() -> None:
+        line = json.dumps([time.monotonic(), dict(_totals)]) + "\n"
+        with path.open("a") as file:
+            file.write(line)
+
+    def writing() -> None:
         while True:
             time.sleep(EVERY)
-            totals = {name: list(total) for name, total in list(_totals.items())}
-            with path.open("a") as file:
-                file.write(json.dumps([time.monotonic(), totals]) + "\n")
+            write()
 
-    threading.Thread(target=write, name="bench-attribution", daemon=True).start()
+    def probing() -> None:
+        while True:
+            time.sleep(PROBE_EVERY)
+            _add(PROBE, probe())
+
+    atexit.register(write)
+    threading.Thread(target=writing, name="bench-attribution", daemon=True).start()
+    threading.Thread(target=probing, name="bench-probe", daemon=True).start()
 
 
 _folder = os.environ.get("BENCH_ATTRIBUTION")

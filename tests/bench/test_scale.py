@@ -8,7 +8,7 @@ import math
 import psycopg
 import pytest
 
-from bench.attribution import MIN_CALLS
+from bench.attribution import MIN_CALLS, PROBE
 from bench.scale import (
     PHASES,
     POLL_SECONDS,
@@ -102,16 +102,20 @@ def test_the_burst_is_told_from_the_jump_and_from_its_first_result() -> None:
 
 
 def test_the_same_work_table_sets_the_cluster_against_what_the_same_code_costs() -> None:
-    """3 processes spent 1.5 × one's CPU on the callbacks that ran as often in both, and 1.8 ×
-    in all: being three added 1.2 × on top of what the machine charges for three."""
+    """The probe cost 1.2 × per run in 3 processes, the callbacks alike 1.5 × per call, the
+    cluster 1.8 × in all: being three added 1.5 × on top of the probe's."""
     n = 10 * MIN_CALLS
     results = []
-    for processes, alike, other in ((1, 1.0, 1.0), (3, 1.5, 2.1)):
+    for processes, probe, alike, other in ((1, 1.0, 1.0, 1.0), (3, 1.2, 1.5, 2.1)):
         result = ScaleResult(processes, JOBS)
         for name in PHASES:
             per_process = (alike + other) / processes
             result.cpu[name] = PhaseCpu(10.0, (per_process,) * processes, 1.0, 1.0)
-            result.attributed[name] = {"T:parse": (n, alike), f"T:asks {processes}": (n, other)}
+            result.attributed[name] = {
+                "T:parse": (n, alike),
+                f"T:asks {processes}": (n, other),
+                PROBE: (100, probe),
+            }
         results.append(result)
 
     table = same_work_table(results)
@@ -119,6 +123,7 @@ def test_the_same_work_table_sets_the_cluster_against_what_the_same_code_costs()
     rows = table.render().splitlines()
     burst = next(row for row in rows if "| burst" in row)
     cells = [cell.strip() for cell in burst.strip("|").split("|")]
-    assert cells[2:] == ["1", f"{n} / {n}", "1.00 / 1.50", "1.50", "1.80", "1.20"], cells
+    expected = ["1.20", "1", f"{n} / {n}", "1.00", "1.50", "1.50 / 1.50 / 1.50", "1.80", "1.50"]
+    assert cells[2:] == expected, cells
     assert "T:parse ×1.50" in table.notes[1]
     assert "burst: T:asks 3 +2.10 (0.00 → 2.10 s, 0 → 3000), T:parse +0.50" in table.notes[2]
