@@ -35,9 +35,10 @@ least recently served first. Only shared limits live here; the per-message minim
 the renderer's.
 
 Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`, on PostgreSQL)
-a write this process is about to grant is also counted in the database, in its channel's window
-and its workspace window, and waits when other processes filled them: N processes writing into
-one channel together stay within the platform's limits. This process's scheduling (who goes
+a write this process is about to grant is also counted in the database, in the windows it counts
+against here (its channel's unless its kind does not count there; its workspace window) and
+paced there as here, and waits when other processes filled them: N processes writing into one
+channel together stay within the platform's limits. This process's scheduling (who goes
 first, pacing) is unchanged; the database only says when. A held write's finish is told there
 too, so it counts there, as here, from its call's return. A write that waits for its turn there
 (its spacing after another process's write, or room) is booked for it (counted for that moment,
@@ -246,19 +247,28 @@ class Pacer:
         final text is paced only when others wait (in the channel; in the workspace); its first
         message is held while others wait in the channel (see ``FIRST_MESSAGE_HOLD``)."""
         channel = self._channel(ticket.channel, ticket.profile)
-        final = _final(ticket)
         ready = channel.blocked_until
         if ticket.channel_bound:
-            paced = not ticket.urgent and not (final and channel.waiting == [ticket])
+            paced = self._paced(ticket, channel, in_channel=True)
             ready = max(ready, self._free_at(channel.window, now, paced=paced))
             ready = max(ready, self._held_until(ticket, channel, now))
         workspace = self._workspace(ticket.workspace, ticket.profile, ticket.bucket)
         if workspace is not None:
-            alone = self._sharing(ticket) == [ticket]
-            paced = not ticket.urgent and not (final and alone)
-            paced = paced and ticket.kind not in UNPACED_KINDS
+            paced = self._paced(ticket, channel, in_channel=False)
             ready = max(ready, self._free_at(workspace, now, paced=paced))
         return ready
+
+    def _paced(self, ticket: Ticket, channel: ChannelState, *, in_channel: bool) -> bool:
+        """Whether ``ticket`` is paced in its channel's window (``in_channel``) or in its
+        workspace window: a non-urgent write, unless it is a stream's final text and nobody
+        else waits for that window or, in the workspace, a write made once per message
+        (:data:`UNPACED_KINDS`)."""
+        if ticket.urgent:
+            return False
+        if in_channel:
+            return not (_final(ticket) and channel.waiting == [ticket])
+        alone = self._sharing(ticket) == [ticket]
+        return ticket.kind not in UNPACED_KINDS and not (_final(ticket) and alone)
 
     def _free_at(self, window: Window, now: float, *, paced: bool = False, ahead: int = 0) -> float:
         """The earliest time a write fits in ``window`` (a lower bound while writes are in
@@ -547,26 +557,24 @@ class Pacer:
         *,
         book: bool = True,
     ) -> WriteBooking:
-        """Count the write in the windows other processes share, now or (booked, unless not
+        """Count the write in the windows other processes share (those it counts against
+        here, spaced in the first as it is paced here), now or (booked, unless not
         ``book``) after the wait returned, or say how long to wait before asking again (see
         :meth:`~storage.WriteWindows.book_writes`); without shared windows (or when the
         database fails) counted at once, without a slot."""
         if self._shared is None:
             return UNSHARED
-        profile = ticket.profile
-        windows = [
-            WriteWindow(
-                "/".join(ticket.channel),
-                profile.edits_per_window_per_channel,
-                profile.edit_window_seconds + self.margin,
-            )
-        ]
-        workspace = self._workspace(ticket.workspace, profile, ticket.bucket)
+        counting: list[tuple[str, Window]] = []
+        if ticket.channel_bound:
+            counting.append(("/".join(ticket.channel), channel.window))
+        workspace = self._workspace(ticket.workspace, ticket.profile, ticket.bucket)
         if workspace is not None:
-            key = "/".join((*ticket.workspace, f"*{ticket.bucket}"))
-            windows.append(WriteWindow(key, workspace.capacity, workspace.seconds + self.margin))
-        paced = not ticket.urgent and not (_final(ticket) and channel.waiting == [ticket])
-        spacing = channel.window.seconds / channel.window.capacity if paced else 0.0
+            counting.append(("/".join((*ticket.workspace, f"*{ticket.bucket}")), workspace))
+        windows = [WriteWindow(key, w.capacity, w.seconds + self.margin) for key, w in counting]
+        spacing = 0.0
+        if counting and self._paced(ticket, channel, in_channel=ticket.channel_bound):
+            first = counting[0][1]
+            spacing = first.seconds / first.capacity
         within = channel.window.seconds if deadline is None else deadline - now
         if not book:
             within = 0.0

@@ -3,15 +3,17 @@
 ``FakeClock.clock`` is a :class:`bot.outbox.pacing.Clock` whose ``sleep`` parks the caller until the
 driver moves virtual time. ``await fake.run(coro)`` drives: it lets every runnable task settle,
 then jumps time to the earliest sleeper and wakes it, until ``coro`` is done. Nothing waits on
-wall-clock time, so results are deterministic and fast.
+wall-clock time, so results are deterministic and fast. A call to a real peer (a database) made
+inside :meth:`FakeClock.held` takes no virtual time: the driver waits for it before moving on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from typing import TypeVar
 
 from bot.outbox.pacing import Clock
@@ -30,6 +32,8 @@ class FakeClock:
         self.now = start
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
+        self._held = 0
+        self._released = asyncio.Event()
 
     @property
     def clock(self) -> Clock:
@@ -46,9 +50,26 @@ class FakeClock:
         heapq.heappush(self._sleepers, (self.now + seconds, next(self._order), future))
         await future
 
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Time stands still inside: for a call to a real peer, under way while no task is
+        runnable (the driver would otherwise take it for idle and move time on)."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+            if not self._held:
+                self._released.set()
+                self._released = asyncio.Event()
+
     async def _settle(self, rounds: int = SETTLE_ROUNDS) -> None:
         for _ in range(rounds):
             await asyncio.sleep(0)
+        while self._held:
+            await self._released.wait()
+            for _ in range(rounds):
+                await asyncio.sleep(0)
 
     def _advance(self) -> bool:
         while self._sleepers and self._sleepers[0][2].done():

@@ -38,7 +38,7 @@ from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import RateLimitingSurface
 from tests.postgres import PostgresCluster
-from tests.storage.conftest import ManualClock
+from tests.storage.conftest import START, ManualClock
 from tests.storage.counting import counted
 
 PLACE = Place("fake", "w1", "c1")
@@ -961,3 +961,61 @@ async def test_a_held_write_given_back_stops_counting_in_the_shared_windows(
         pacer.finish(await pacer.acquire(elsewhere, SHARED_PROFILE, urgent=True, hold=True))
 
         assert await other.write_windows.reserve_writes([shared_window(1)]) == 0.0
+
+
+class OnTheDatabase(WriteWindows):
+    """The shared write windows of a store on a real database, asked on a virtual clock that
+    stands still while the database answers (:meth:`FakeClock.held`); notes how many asks were
+    made together (not booked: ``within`` 0)."""
+
+    def __init__(self, windows: WriteWindows, clock: FakeClock) -> None:
+        super().__init__(windows.db, windows.clock)
+        self.together = 0
+        self._fake = clock
+
+    async def book_writes(
+        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+    ) -> WriteBooking:
+        self.together += within == 0.0
+        with self._fake.held():
+            return await super().book_writes(windows, spacing=spacing, within=within)
+
+
+SLACK_LIKE = PlatformProfile(
+    edits_per_window_per_channel=5,
+    edit_window_seconds=5.0,
+    writes_per_minute_per_workspace={"stream_start": 20, "stream_append": 100, "stream_stop": 20},
+    channel_window_kinds=frozenset({"send", "edit"}),
+)
+
+
+async def test_streaming_writes_skip_the_shared_channel_window_and_starts_are_not_spaced(
+    postgres: PostgresCluster,
+) -> None:
+    """In the windows other processes share too, a natively streamed message's writes count
+    only in their own workspace windows: beside a channel its posts filled, starts go at once
+    and appends at their window's pace (0.6 s). They used to be counted in the channel's
+    window there, waiting for it to empty, and spaced a second apart as its writes are."""
+    url = postgres.create_schema()
+    fake = FakeClock(start=START)
+    async with await PostgresStore.open(url, clock=fake.monotonic) as store:
+        pacer = Pacer(fake.clock, shared=OnTheDatabase(store.write_windows, fake))
+
+        async def grants(kind: WriteKind, count: int) -> list[float]:
+            times = []
+            for _ in range(count):
+                urgent = kind == "send"
+                grant = await pacer.acquire(PLACE, SLACK_LIKE, urgent=urgent, hold=True, kind=kind)
+                pacer.finish(grant)
+                times.append(grant.stamp.granted - START)
+            return times
+
+        async def everything() -> tuple[list[float], list[float], list[float]]:
+            sends = await grants("send", 5)
+            return sends, await grants("stream_start", 3), await grants("stream_append", 3)
+
+        sends, starts, appends = await fake.run(everything())
+
+    assert sends == [0.0] * 5, "the channel's window is full"
+    assert starts == [0.0] * 3
+    assert appends == pytest.approx([0.0, 0.6, 1.2])
