@@ -415,6 +415,8 @@ class Pacer:
         try:
             while True:
                 now = self.clock.monotonic()
+                if deadline is not None and now > deadline:
+                    raise PacingTimeout(f"no room to write in {channel_key} before the deadline")
                 ready = self._ready_at(ticket, now)
                 if booked is not None and max(now, ready) > booked_until:
                     self._unbook(booked.slot)
@@ -478,7 +480,10 @@ class Pacer:
                             )
                         await self.clock.sleep(booking.wait)
                     continue
-                await self._wait_for_change(channel, asking if booked is None else booked_until)
+                until = asking if booked is None else booked_until
+                if deadline is not None:
+                    until = min(until, deadline)
+                await self._wait_for_change(channel, until)
         finally:
             if booked is not None:
                 self._unbook(booked.slot)

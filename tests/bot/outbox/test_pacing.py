@@ -767,6 +767,33 @@ async def test_a_write_behind_others_gives_up_when_told_to_wait_past_its_deadlin
     assert second is None
 
 
+async def test_a_write_queued_behind_a_slow_reservation_gives_up_at_its_deadline(
+    tmp_path: Path,
+) -> None:
+    """A write with room here, waiting for the one before it in its channel while that one's
+    reservation in the shared windows takes 1 s, gives up at its deadline (0.5 s): it used to
+    be granted after it (at 2 s), once the first went and its own reservation returned. (Its
+    workspace window keeps it from asking beside the first.)"""
+    fake = FakeClock()
+    profile = PlatformProfile(
+        edits_per_window_per_channel=20, edit_window_seconds=1.0, edits_per_minute_per_workspace=100
+    )
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        pacer = Pacer(fake.clock, shared=AskedAt(store.write_windows, fake, taking=1.0))
+
+        async def behind() -> float:
+            with pytest.raises(PacingTimeout):
+                await pacer.acquire(PLACE, profile, urgent=True, hold=True, deadline=0.5)
+            return fake.now
+
+        first, gave_up = await fake.run(
+            asyncio.gather(pacer.acquire(PLACE, profile, urgent=True, hold=True), behind())
+        )
+
+    assert first.stamp.granted == 1.0
+    assert gave_up == pytest.approx(0.5, abs=1e-3)
+
+
 async def test_a_write_asking_ahead_still_gives_up_at_its_deadline(
     postgres: PostgresCluster,
 ) -> None:
