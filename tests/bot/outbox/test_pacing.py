@@ -1046,3 +1046,32 @@ async def test_streaming_writes_skip_the_shared_channel_window_and_starts_are_no
     assert sends == [0.0] * 5, "the channel's window is full"
     assert starts == [0.0] * 3
     assert appends == pytest.approx([0.0, 0.6, 1.2])
+
+
+async def test_writes_the_database_turned_away_together_ask_one_at_a_time_for_a_window(
+    postgres: PostgresCluster,
+) -> None:
+    """Eight urgent writes with room here, in a channel whose shared window another process
+    filled: the seven behind the first, turned away when they asked together, ask one at a
+    time for a window after the time the database said it had room again (and the first
+    counts then). Without that window they asked together again then (14 asks together)."""
+    url = postgres.create_schema()
+    fake = FakeClock(start=START)
+    async with (
+        await PostgresStore.open(url, clock=fake.monotonic) as ours,
+        await PostgresStore.open(url, clock=fake.monotonic) as other,
+    ):
+        for _ in range(20):
+            assert (await other.write_windows.book_writes([shared_window(20)])).counted
+        shared = OnTheDatabase(ours.write_windows, fake)
+        pacer = Pacer(fake.clock, shared=shared)
+
+        async def write() -> float:
+            grant = await pacer.acquire(PLACE, SHARED_PROFILE, urgent=True, hold=True)
+            pacer.finish(grant)
+            return grant.stamp.granted - START
+
+        granted = await fake.run(asyncio.gather(*(write() for _ in range(8))))
+
+    assert shared.together == 7, "the seven behind the first asked together once"
+    assert min(granted) >= 1.0 + pacing.DEFAULT_MARGIN, "not before the other's writes stop"
