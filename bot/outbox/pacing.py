@@ -51,11 +51,17 @@ given back: it stops counting there once this process next asks
 (:meth:`~storage.WriteWindows.given_back`). Urgent writes waiting in a channel whose window
 here has room for all of them ask for their turns there together (one transaction for many,
 :class:`~storage.queries.grouped.Grouped`), not each after the one before it was granted, and
-each goes once counted there; they are counted at once or not at all (never booked ahead), and
-when the shared windows say the channel is full there, its writes go back to one at a time
-until then and for a window after it (:data:`ALONE_WINDOWS`): other processes write there, and
-asked together again each time they would be turned away again (about four asks a result in
-three processes' burst, where one at a time asks once).
+each goes once counted there; they are counted at once or not at all (never booked ahead).
+When the shared windows turn them away (the channel is full there), the channel's writes go
+back to one at a time until the time they said and for a window after it
+(:data:`ALONE_WINDOWS`): asked together again then, in a channel other processes keep writing
+into, they were turned away again at nearly every answer (about five asks a result in three
+processes' burst; about 1.6 with the window, measured). A turn-away need not come from other
+processes: this process's own writes count there too, its paced bookings from their
+reservation (here only from their grant), and rows left by its writes before a restart. A
+window of one at a time costs a write a reservation of its own, made once the one before it
+was granted: k urgent writes take about k reservations (the gather and a transaction each) one
+after another, not one.
 """
 
 from __future__ import annotations
@@ -104,7 +110,9 @@ BOOK_AHEAD = 0.05
 the shared windows, so that it goes as the room opens rather than a reservation later."""
 ALONE_WINDOWS = 1
 """Windows (the channel's length and the margin) that a channel's writes ask for their shared
-turns one at a time after the shared windows turned away writes asking together there."""
+turns one at a time after the shared windows turned away writes asking together there (full of
+other processes' writes or of this process's own: see the module docstring), each with a
+reservation of its own once the one before it was granted."""
 UNHELD_ALLOWANCE = 0.1
 """A write granted without ``hold`` is taken as finished this long after its grant."""
 _MIN_SLEEP = 1e-6

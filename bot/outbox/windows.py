@@ -93,8 +93,8 @@ class ChannelState:
     """``waiting`` by rank, first first, once ranked (only while ``streams`` is 0)."""
     together_after: float = -math.inf
     """Until when this channel's writes ask for their turns in the windows other processes
-    share one after another, not together: a window after the time those windows said, when
-    they last turned away writes asking together, that the channel had room there again."""
+    share one after another, not together: a window after the latest time those windows said,
+    over all their turn-aways of writes asking together, that the channel had room there again."""
 
 
 @dataclass(eq=False)

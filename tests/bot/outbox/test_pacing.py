@@ -723,7 +723,7 @@ async def test_writes_turned_away_together_ask_one_at_a_time_for_a_window(
     """Urgent writes with room here, turned away when they asked together because other
     processes keep writing into their channel, ask one at a time for a window after: asking
     together again whenever told, those waiting asked every 0.06 s until their turns (54 asks
-    here; four a result in three processes' burst)."""
+    here; about five a result in three processes' burst, 1.6 with the window)."""
     fake = FakeClock()
     profile = PlatformProfile(edits_per_window_per_channel=20, edit_window_seconds=1.0)
     async with await SqliteStore.open(tmp_path / "genbot.db") as store:
