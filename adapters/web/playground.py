@@ -415,7 +415,8 @@ class Playground:
     ) -> None:
         """Show a message read from the history, not by its notice (a catch-up, or it was asked
         for): marked unread when it is news, unless its notice was skipped (that notice marked
-        it; ``marked``: the messages whose notices were skipped when the read began). Else this
+        it; ``marked``: the messages whose notices were skipped when the read began, which a
+        catch-up of every channel may have forgotten while it was under way). Else this
         process had no notice of it: it was saved while following was down, or its notice is
         still on its way (and then finds it shown)."""
         skipped = self._skipped.get(message.channel, ())
@@ -458,9 +459,10 @@ class Playground:
         ``with_images`` is False, and marked unread as :meth:`_show_read` says), else None."""
         shown = self.store.get(message_id)
         if shown is None and self.journal is not None:
+            skipped = any(message_id in ids for ids in self._skipped.values())
             found = await self.journal.fetch(message_id, with_images=with_images)
             if found is not None:
-                self._show_read(*found)
+                self._show_read(*found, marked=[message_id] if skipped else [])
                 shown = self.store.get(message_id)
         return shown
 
@@ -485,13 +487,14 @@ class Playground:
             return shown
         if self._caught_up and channel not in self._skipped:
             return shown
+        marked = set(self._skipped.get(channel, ()))
         try:
             found = await journal.keyed(channel, thread, key)
         except HISTORY_ERRORS as error:
             raise SurfaceError(f"the playground could not read its history: {error}") from error
         if found is None:
             return None
-        self._show_read(found, {})
+        self._show_read(found, {}, marked=marked)
         return self.store.keyed(channel, thread, key)
 
     def _answers(self, message: WebMessage) -> str | None:

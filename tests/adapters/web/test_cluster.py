@@ -44,6 +44,7 @@ from storage.queries.playground import (
     SQL_IMAGES,
     SQL_KEYED,
     SQL_LOAD,
+    SQL_ONE,
     SQL_SOME,
     PlaygroundHistory,
 )
@@ -913,8 +914,9 @@ async def test_a_skipped_notice_does_not_keep_what_is_saved_while_following_is_c
 
 class ReadsHeld(CountingDatabase):
     """A counting database on which each read made with ``held`` (one channel's latest
-    messages, a catch-up of that channel: :data:`SQL_CHANNEL`; or messages by id:
-    :data:`SQL_SOME`) waits until :attr:`released` is set (``answered``: after the database
+    messages, a catch-up of that channel: :data:`SQL_CHANNEL`; messages by id:
+    :data:`SQL_SOME`; one message asked for by id, :data:`SQL_ONE`, or by its key,
+    :data:`SQL_KEYED`) waits until :attr:`released` is set (``answered``: after the database
     answered it, so it returns what was saved before it waited)."""
 
     def __init__(self, inner: Database, held: str = SQL_CHANNEL, *, answered: bool = False) -> None:
@@ -928,13 +930,21 @@ class ReadsHeld(CountingDatabase):
     async def fetch_all(
         self, sql: str, values: Values = (), *, repeatable: bool = True
     ) -> list[Row]:
+        return await self._read(sql, partial(super().fetch_all, sql, values, repeatable=repeatable))
+
+    async def fetch_one(
+        self, sql: str, values: Values = (), *, repeatable: bool = True
+    ) -> Row | None:
+        return await self._read(sql, partial(super().fetch_one, sql, values, repeatable=repeatable))
+
+    async def _read(self, sql: str, read: Callable[[], Awaitable[T]]) -> T:
         held = sql.startswith(self.held)
         if held and not self.answered:
             await self._hold()
-        rows = await super().fetch_all(sql, values, repeatable=repeatable)
+        found = await read()
         if held and self.answered:
             await self._hold()
-        return rows
+        return found
 
     async def _hold(self) -> None:
         self.holding += 1
@@ -1070,6 +1080,57 @@ async def test_a_channel_read_after_every_channel_was_caught_up_marks_what_it_re
             by_id.released.set()
 
             await marked_once(first, ann, stream, ("activity", "bench0", None))
+
+
+@pytest.mark.parametrize("asked", ["by id", "by key"])
+async def test_a_message_asked_for_before_every_channel_was_caught_up_is_not_marked_again(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch, asked: str
+) -> None:
+    """The process that skipped a message's notice in ``bench0`` (a channel keeps ten
+    messages), which marked it unread, is asked for it (by id, or by its key), and that read is
+    answered; ten messages saved there while following is cut then push it out, and the
+    catch-up of every channel once following resumes forgets the skipped notice (the message
+    is gone). The message read is not marked unread again (seen by a stream opened after that
+    catch-up)."""
+    url = postgres.create_schema()
+    async with (
+        process(url, messages_per_channel=KEPT) as first,
+        process(url, messages_per_channel=KEPT) as second,
+        watching(second) as stream,
+    ):
+        fox = OutMessage("a fox", key="job9.result")
+        ref = await in_bench_seen_by_second(first, second, partial(first.surface.send, BENCH, fox))
+        seen = await stream.until(lambda d: d["type"] == "post")
+        assert [e.data["type"] for e in seen] == ["activity", "post"]
+        history_of_second = second.playground.history
+        assert isinstance(history_of_second, PlaygroundHistory)
+        asked_with = SQL_ONE if asked == "by id" else SQL_KEYED
+        held = ReadsHeld(history_of_second.db, asked_with, answered=True)
+        history_of_second.db = held
+        asking = asyncio.create_task(
+            second.playground.message(ref.message_id)
+            if asked == "by id"
+            else second.surface.posted(BENCH, "job9.result")
+        )
+        await eventually(lambda: held.holding == 1, ACROSS_PROCESSES)
+        newer: list[MessageRef] = []
+
+        async def push_out() -> None:
+            for n in range(KEPT):
+                newer.append(await first.surface.send(BENCH, OutMessage(f"a hare {n}")))
+
+        await saved_while_following_was_cut(url, monkeypatch, push_out)
+        await eventually(
+            lambda: second.playground.store.get(newer[-1].message_id) is not None,
+            ACROSS_PROCESSES,
+        )
+
+        async with watching(second) as later:
+            held.released.set()
+            await asking
+            assert second.playground.store.get(ref.message_id) is None
+
+            assert await told_before_after(first, later) == []
 
 
 async def opened_before_its_notice_is_read(
