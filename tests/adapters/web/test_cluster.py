@@ -1239,6 +1239,41 @@ async def test_what_its_saver_never_marks_is_not_marked_when_read_after_a_cut(
             assert await told_before_after(first, stream) == []
 
 
+@pytest.mark.parametrize("saved", ["deleted", "private reply"])
+async def test_what_its_saver_never_marks_is_not_marked_when_read_by_its_notice(
+    postgres: PostgresCluster, saved: str
+) -> None:
+    """A page on the process watches ``bench0``, so what other processes save there is read
+    by its notice: a message for ann deleted before that read is made, or a private reply to
+    her ("only you can see this"), marks ann's page on ``general`` unread no more than its
+    saving process marked it."""
+    url = postgres.create_schema()
+    async with (
+        process(url) as first,
+        process(url) as second,
+        watching(second, "bench0"),
+        browser_on(second) as ann,
+    ):
+        ann_id = (await history(ann))["me"]["id"]
+        history_of_second = second.playground.history
+        assert isinstance(history_of_second, PlaygroundHistory)
+        by_id = ReadsHeld(history_of_second.db, SQL_SOME)
+        history_of_second.db = by_id
+        async with stream_of(ann) as stream:
+            if saved == "deleted":
+                for_ann = OutMessage("a hare", mention_user_id=ann_id)
+                ref = await first.surface.send(BENCH, for_ann)
+                await eventually(lambda: by_id.holding == 1, ACROSS_PROCESSES)
+                await first.surface.delete(ref)
+            else:
+                origin = Command(user=User(ann_id, "Ann"), place=BENCH, name="imagine")
+                await first.surface.send_private(origin, OutMessage("only you"))
+                await eventually(lambda: by_id.holding == 1, ACROSS_PROCESSES)
+            by_id.released.set()
+
+            assert await told_before_after(first, stream) == []
+
+
 async def test_a_playground_opened_again_owes_no_catch_up_of_what_it_skipped_before(
     postgres: PostgresCluster,
 ) -> None:
