@@ -49,7 +49,7 @@ class PlatformProfile:
     kind not listed counts against ``edits_per_minute_per_workspace``."""
     channel_window_kinds: frozenset[WriteKind] | None = None
     """The kinds of write that count against the per-channel window (``None``: all of them;
-    Slack limits posting per channel, not streaming)."""
+    Slack limits posting per channel, not streaming); a write of no kind always counts."""
     max_form_fields: int = 5
     """The most fields one form holds (Discord's modals hold 5)."""
     forms_take_files: bool = False

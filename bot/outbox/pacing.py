@@ -7,7 +7,8 @@ writes it granted — at most ``profile.edits_per_window_per_channel`` in any
 the same per workspace over 60 s. Threads share their parent channel's window. A kind of write
 (:data:`~bot.kernel.surface.WriteKind`) listed in ``profile.writes_per_minute_per_workspace`` has
 its own workspace window instead (Slack limits every method on its own); only the kinds in
-``profile.channel_window_kinds`` (all when it is ``None``) count against the channel's window.
+``profile.channel_window_kinds`` (all when it is ``None``) and writes of no kind (the outbox's
+posts and edits) count against the channel's window.
 Starting and stopping a natively streamed message happen once per message, so their workspace
 windows are not paced (pacing would only delay first words and final texts).
 
@@ -34,35 +35,33 @@ text is not paced when nobody else waits in its channel. Other non-urgent writes
 least recently served first. Only shared limits live here; the per-message minimum interval is
 the renderer's.
 
-Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`, on PostgreSQL)
-a write this process is about to grant is also counted in the database, in the windows it counts
-against here (its channel's unless its kind does not count there; its workspace window) and
-paced there as here, and waits when other processes filled them: N processes writing into one
-channel together stay within the platform's limits. This process's scheduling (who goes
-first, pacing) is unchanged; the database only says when. A held write's finish is told there
-too, so it counts there, as here, from its call's return. A write that waits for its turn there
-(its spacing after another process's write, or room) is booked for it (counted for that moment,
-at most its channel's window ahead and never past its deadline) and made then without asking
-again (asked again if this process's own order holds it more than ``BOOKED_GRACE`` past its
-booking, timed from when the reservation returned: a slow database neither lapses it on arrival
-nor lets it go before the moment booked). A booking not used (its write cancelled or out of
-time, or held past its booking here: another write went first, the channel was penalised) is
-given back: it stops counting there once this process next asks
-(:meth:`~storage.WriteWindows.given_back`). Urgent writes waiting in a channel whose window
-here has room for all of them ask for their turns there together (one transaction for many,
-:class:`~storage.queries.grouped.Grouped`), not each after the one before it was granted, and
-each goes once counted there; they are counted at once or not at all (never booked ahead).
-When the shared windows turn them away (the channel is full there), the channel's writes go
-back to one at a time until the time they said and for a window after it
-(:data:`ALONE_WINDOWS`): asked together again then, in a channel other processes keep writing
-into, they were turned away again at nearly every answer (about five asks a result in three
-processes' burst; about 1.6 with the window, measured). A turn-away need not come from other
-processes: this process's own writes count there too, its paced bookings from their
-reservation (here only from their grant), and rows left by its writes before a restart. A
-window of one at a time costs a write a reservation of its own, made once the one before it
-was granted: k urgent writes take about k reservations (the gather and a transaction each) one
-after another, not one.
-"""
+Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`, on PostgreSQL) a
+write this process is about to grant is also counted in the database, in the windows it counts
+against here (its channel's unless its kind does not count there; its workspace window, when it has
+one) and spaced in the first of them as it is paced here, and waits when other processes filled
+them: N processes writing into one channel together stay within the platform's limits. This
+process's scheduling (who goes first, pacing) is unchanged; the database only says when. A held
+write's finish is told there too, so it counts there, as here, from its call's return. A write that
+waits for its turn there (its spacing after another process's write, or room) is booked for it
+(counted for that moment, at most its channel's window ahead; one counted past its deadline is
+given back at once) and made then without asking again (asked again if this process's own order
+holds it more than ``BOOKED_GRACE`` past its booking, timed from when the reservation returned: a
+slow database neither lapses it on arrival nor lets it go before the moment booked). A booking not
+used (its write cancelled or out of time, or held past its booking here: another write went first,
+the channel was penalised) is given back: it stops counting there once this process next asks
+(:meth:`~storage.WriteWindows.given_back`). Urgent writes waiting in a channel whose window here
+has room for all of them ask for their turns there together (one transaction for many,
+:class:`~storage.queries.grouped.Grouped`), not each after the one before it was granted, and each
+goes once counted there; they are counted at once or not at all (never booked ahead). When the
+shared windows turn them away (the channel is full there), the channel's writes go back to one at a
+time until the time they said and for a window after it (:data:`ALONE_WINDOWS`): asked together
+again then, in a channel other processes keep writing into, they were turned away again at nearly
+every answer (about five asks a result in three processes' burst; about 1.6 with the window,
+measured). A turn-away need not come from other processes: this process's own writes count there
+too, its paced bookings from their reservation (here only from their grant), and rows left by its
+writes before a restart. A window of one at a time costs a write a reservation of its own, made
+once the one before it was granted: k urgent writes take about k reservations (the gather and a
+transaction each) one after another, not one."""
 
 from __future__ import annotations
 
@@ -393,10 +392,14 @@ class Pacer:
         ``urgent`` writes are not paced and go first. ``demand`` (stream writes, kept current
         by their writer) is read at every decision to rank the write among the others;
         ``last_served`` (when the caller last got a write) orders writes without one.
-        ``deadline`` (clock time) bounds the wait with :class:`PacingTimeout`. With ``hold`` the
+        ``deadline`` (clock time) bounds the wait with :class:`PacingTimeout`: a write that
+        would go after it gives up as soon as that is known (a booking counted for later is
+        given back), one asked past it is granted only if it fits at once, and one granted on a
+        booking it holds goes even when woken late. With ``hold`` the
         write counts as in flight until :meth:`finish`; without it, as finished
         ``UNHELD_ALLOWANCE`` after the grant.
-        ``kind`` picks the write's workspace window (see the module docstring).
+        ``kind`` picks the write's workspace window and whether it counts against the
+        channel's (see the module docstring; a write of no kind does).
         """
         channel_key, workspace_key = self.keys(place)
         ticket = Ticket(
@@ -409,7 +412,9 @@ class Pacer:
             demand,
             self._bucket(profile, kind),
             kind,
-            profile.channel_window_kinds is None or kind in profile.channel_window_kinds,
+            kind is None
+            or profile.channel_window_kinds is None
+            or kind in profile.channel_window_kinds,
         )
         channel = self._channel(channel_key, profile)
         if ticket.channel_bound:
@@ -420,11 +425,13 @@ class Pacer:
         asked = self.clock.monotonic()
         booked: WriteBooking | None = None
         booked_until = -math.inf
+        again = False
         try:
             while True:
                 now = self.clock.monotonic()
-                if deadline is not None and now > deadline:
+                if deadline is not None and now > deadline and booked is None and again:
                     raise PacingTimeout(f"no room to write in {channel_key} before the deadline")
+                again = True
                 ready = self._ready_at(ticket, now)
                 if booked is not None and max(now, ready) > booked_until:
                     self._unbook(booked.slot)
@@ -444,8 +451,7 @@ class Pacer:
                             told = now + booking.wait
                             if booking.counted:
                                 booked, booked_until = booking, told + BOOKED_GRACE
-                            late = deadline is not None and told > deadline
-                            if not booking.counted and late:
+                            if deadline is not None and told > deadline:
                                 raise PacingTimeout(
                                     f"no room to write in {channel_key} before the deadline"
                                 )
@@ -481,8 +487,7 @@ class Pacer:
                     if booking.counted:
                         booked, booked_until = booking, told + BOOKED_GRACE
                     if booking.wait > 0:
-                        late = deadline is not None and told > deadline
-                        if not booking.counted and late:
+                        if deadline is not None and told > deadline:
                             raise PacingTimeout(
                                 f"no room to write in {channel_key} before the deadline"
                             )

@@ -466,6 +466,55 @@ async def test_streaming_writes_skip_the_channel_window_and_starts_are_not_paced
     assert appends[1] - appends[0] >= 10.0 - 1e-9, "appends are paced over their own window"
 
 
+async def test_writes_of_no_kind_keep_the_channels_window_where_only_some_kinds_count() -> None:
+    """The outbox's posts and edits (no kind) on a platform that counts only sends and edits
+    per channel (Slack): the sixth in a 5-per-5 s channel waits for the window; counted in
+    none, all six went at once (429s and retries)."""
+    fake = FakeClock()
+    pacer = Pacer(fake.clock, margin=0.0)
+    profile = PlatformProfile(
+        edits_per_window_per_channel=5,
+        edit_window_seconds=5.0,
+        writes_per_minute_per_workspace={"stream_append": 6},
+        channel_window_kinds=frozenset({"send", "edit"}),
+    )
+
+    async def called_at() -> float:
+        return fake.monotonic()
+
+    async def posts() -> list[float]:
+        async def post() -> float:
+            return await pacer.run(PLACE, profile, called_at, "send", urgent=True, deadline=60.0)
+
+        return sorted(await asyncio.gather(*(post() for _ in range(6))))
+
+    called = await fake.run(posts())
+
+    assert called[:5] == [0.0] * 5
+    assert called[5] >= 5.0
+
+
+async def test_a_write_asked_past_its_deadline_goes_only_if_it_fits_at_once() -> None:
+    """The deadline bounds the wait: a write asked after it with room goes (a final text asked
+    late is written rather than given up); without room it gives up at once."""
+    fake = FakeClock()
+    pacer = Pacer(fake.clock, margin=0.0)
+
+    async def asked_late() -> tuple[float, bool]:
+        await fake.sleep(1.0)
+        grant = await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, deadline=0.5)
+        try:
+            await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, deadline=0.5)
+        except PacingTimeout:
+            return grant.stamp.granted, True
+        return grant.stamp.granted, False
+
+    granted, refused = await fake.run(asked_late())
+
+    assert granted == 1.0
+    assert refused
+
+
 async def test_writes_waiting_without_a_stream_are_ranked_once_per_change(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -594,6 +643,39 @@ class AskedAt(WriteWindows):
         self.asked.append(self._fake.monotonic())
         await self._fake.sleep(self._taking)
         return await super().book_writes(windows, spacing=spacing, within=within)
+
+
+class BookedLater(AskedAt):
+    """:class:`AskedAt` whose windows book every write ``later`` seconds ahead."""
+
+    def __init__(self, windows: WriteWindows, clock: FakeClock, later: float) -> None:
+        super().__init__(windows, clock)
+        self._later = later
+
+    async def book_writes(
+        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+    ) -> WriteBooking:
+        await super().book_writes(windows, spacing=spacing, within=within)
+        return WriteBooking(self._later, True)
+
+
+async def test_a_write_booked_past_its_deadline_gives_up_at_once(tmp_path: Path) -> None:
+    """Counted for a moment after its deadline (the database's answer came late), a write gives
+    its booking back and gives up then, not after sleeping until the booking."""
+    fake = FakeClock()
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        pacer = Pacer(fake.clock, shared=BookedLater(store.write_windows, fake, later=2.0))
+
+        async def write() -> float:
+            try:
+                await pacer.acquire(PLACE, ONE_PER_SECOND, urgent=True, deadline=1.0)
+            except PacingTimeout:
+                return fake.monotonic()
+            raise AssertionError("granted past its deadline")
+
+        gave_up = await fake.run(write())
+
+    assert gave_up < 1.0
 
 
 async def test_slow_reservations_are_used_rather_than_lapse_and_asked_again(
