@@ -58,6 +58,9 @@ SQL_NEXT_POLL: Final = (
 SQL_RECENT_POSTED: Final = (
     "SELECT * FROM jobs WHERE status = 'posted' ORDER BY created_at DESC, id DESC LIMIT ?"
 )
+SQL_HOLDS: Final = (
+    f"SELECT 1 FROM jobs WHERE owner = ? AND status IN ({marks(len(_UNFINISHED))}) LIMIT 1"
+)
 SQL_COUNT_UNFINISHED: Final = (
     f"SELECT status, platform, COUNT(*) AS n FROM jobs WHERE status IN ({marks(len(_UNFINISHED))})"
     " GROUP BY status, platform"
@@ -271,6 +274,11 @@ class JobTracking:
             values += (owner,)
         row = await self.db.fetch_one(query, values)
         return None if row is None or row["at"] is None else float(row["at"])
+
+    async def holds_jobs(self, owner: str) -> bool:
+        """Whether ``owner`` holds any unfinished job (one indexed statement: an idle
+        process's tracker asks this instead of running its round's listings)."""
+        return await self.db.fetch_one(SQL_HOLDS, (owner, *_UNFINISHED)) is not None
 
     async def mark_polled(self, job_ids: Iterable[str], *, at: float | None = None) -> int:
         """Set ``last_polled_at`` (default: now) on many jobs at once."""

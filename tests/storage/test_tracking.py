@@ -160,3 +160,16 @@ async def test_job_briefs_are_the_listings_jobs_in_a_few_columns_and_whole_jobs_
         RunningJob(j.id, j.platform, j.requester_id, j.owner, j.progress_message_id)
         for j in await store.tracking.list_unfinished_jobs(("pending",), limit=4)
     ]
+
+
+async def test_a_process_holds_jobs_while_one_of_its_own_is_unfinished(
+    store: Store, other_store: Store
+) -> None:
+    mine, theirs = store.owner.process_id, other_store.owner.process_id
+    assert not await store.tracking.holds_jobs(mine)
+    job = await create_job(other_store.admission, new_job())
+
+    assert await store.tracking.holds_jobs(theirs)
+    assert not await store.tracking.holds_jobs(mine)
+    assert await other_store.jobs.transition(job.id, "creating", "create_failed")
+    assert not await store.tracking.holds_jobs(theirs)

@@ -69,7 +69,10 @@ of its age, whichever is longer (jobs created together finish together: a quiet 
 were a few seconds old doubled the wait before any of them was seen finished). With nothing to
 poll the tracker sleeps ``poll_interval_max`` until woken. It also wakes for the earliest due
 diffusion fetch or delivery retry, and when the oldest unfinished job reaches
-``job_timeout_seconds``.
+``job_timeout_seconds``. A round after one that found nothing to do (nothing polled, changed,
+kicked or due), unless kicked since, first asks whether this process holds any unfinished job
+(every listing of a round is of its own jobs), and ends there when it holds none: an idle
+process's round is one statement, not its six to eight listings.
 """
 
 from __future__ import annotations
@@ -219,6 +222,8 @@ class Tracker:
         self._delivery_slots = DeliverySlots(DELIVERY_CONCURRENCY)
         self._stopped = False
         self._kicked = False
+        self._quiet = False
+        """The last round found nothing to do (see the module docstring)."""
         self._next_sweep = 0.0
         self.rounds = 0
 
@@ -481,7 +486,9 @@ class Tracker:
     async def poll_round(self) -> float:
         """One round (see the module docstring); returns the seconds until the next one."""
         self.rounds += 1
-        self._kicked = False
+        kicked, self._kicked = self._kicked, False
+        if self._quiet and not kicked and not await self._store.tracking.holds_jobs(self._owner):
+            return self.interval
         now = self._clock()
         changed = polled = False
         stale = now - self._limits.job_timeout_seconds
@@ -583,6 +590,7 @@ class Tracker:
         else:
             self.interval = high
         due = [at for at in wake_at if at is not None]
+        self._quiet = not (changed or polled or self._kicked or due)
         if due:
             return max(low, min(self.interval, min(due) - now))
         return self.interval

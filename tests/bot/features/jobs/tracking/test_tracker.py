@@ -39,6 +39,7 @@ from tests.bot.features.jobs.support import (
 from tests.bot.harness import PLACE, ROOMY, harness, running_genbot
 from tests.fakes.platform import FakePlatform, PostedMessage
 from tests.sim_time import freeze
+from tests.storage.counting import counted
 from tests.storage.helpers import create_job
 
 ROOMY_CAPS = {"max_concurrent_jobs_per_user": 10}
@@ -366,6 +367,30 @@ async def test_the_poll_interval_adapts_to_activity(tmp_path: Path) -> None:
         assert [await tracker.poll_round() for _ in range(5)] == [1.0, 2.0, 4.0, 8.0, 8.0]
         sim.advance(25)
         assert await tracker.poll_round() == 1.0
+
+
+async def test_an_idle_round_is_one_statement_until_a_job_is_held(tmp_path: Path) -> None:
+    """A process holding no unfinished job ran all of a round's listings each round (six to
+    eight statements every ``poll_interval_max``); after a round that found nothing, a round
+    asks once whether it holds any, and a job it holds unannounced (no kick) still gets the
+    whole round."""
+    now = [1_800_000_000.0]
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, clock=lambda: now[0]) as bare:
+        store, tracker = bare.store, bare.engines.tracker
+        await tracker.poll_round()
+        counting = counted(store)
+        for _ in range(3):
+            now[0] += SWEEP_SECONDS
+            await tracker.poll_round()
+        assert len(counting.trips) == 3
+
+        job = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
+                     channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
+        stranded = await create_job(store.admission, job)
+        now[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
+        await tracker.poll_round()
+        settled = await store.jobs.get_job(stranded.id)
+        assert settled is not None and settled.status == "create_failed"
 
 
 async def test_quiet_rounds_grow_the_interval_to_a_share_of_the_youngest_jobs_age(
