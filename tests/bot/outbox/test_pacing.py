@@ -34,6 +34,7 @@ from bot.outbox.pacing import (
 from bot.outbox.windows import Demand, StreamDemand, Ticket
 from storage import SqliteStore, WriteBooking, WriteWindow, WriteWindows
 from storage.postgres import PostgresStore
+from storage.queries import write_windows
 from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import RateLimitingSurface
@@ -1103,11 +1104,15 @@ async def test_streaming_writes_skip_the_shared_channel_window_and_starts_are_no
 ) -> None:
     """In the windows other processes share too, a natively streamed message's writes count
     only in their own workspace windows: beside a channel its posts filled, starts go at once
-    and appends at their window's pace (0.6 s). They used to be counted in the channel's
-    window there, waiting for it to empty, and spaced a second apart as its writes are."""
+    and appends at their window's pace (0.6 s), counted there in it. They used to be counted
+    in the channel's window there, waiting for it to empty, and spaced a second apart as its
+    writes are."""
     url = postgres.create_schema()
     fake = FakeClock(start=START)
-    async with await PostgresStore.open(url, clock=fake.monotonic) as store:
+    async with (
+        await PostgresStore.open(url, clock=fake.monotonic) as store,
+        await PostgresStore.open(url, clock=fake.monotonic) as other,
+    ):
         pacer = Pacer(fake.clock, shared=OnTheDatabase(store.write_windows, fake))
 
         async def grants(kind: WriteKind, count: int) -> list[float]:
@@ -1124,10 +1129,16 @@ async def test_streaming_writes_skip_the_shared_channel_window_and_starts_are_no
             return sends, await grants("stream_start", 3), await grants("stream_append", 3)
 
         sends, starts, appends = await fake.run(everything())
+        appends_window = WriteWindow("fake/w1/*stream_append", 3, 60.0 + pacing.DEFAULT_MARGIN)
+        channel_window = WriteWindow("fake/w1/c1", 6, 5.0 + pacing.DEFAULT_MARGIN)
+        appends_counted = await other.write_windows.reserve_writes([appends_window]) > 0
+        channel_room = await other.write_windows.reserve_writes([channel_window]) == 0
 
     assert sends == [0.0] * 5, "the channel's window is full"
     assert starts == [0.0] * 3
     assert appends == pytest.approx([0.0, 0.6, 1.2])
+    assert appends_counted, "the three appends count in their workspace window there"
+    assert channel_room, "only the five posts count in the channel's window there"
 
 
 async def test_writes_the_database_turned_away_together_ask_one_at_a_time_for_a_window(
@@ -1156,4 +1167,5 @@ async def test_writes_the_database_turned_away_together_ask_one_at_a_time_for_a_
         granted = await fake.run(asyncio.gather(*(write() for _ in range(8))))
 
     assert shared.together == 7, "the seven behind the first asked together once"
-    assert min(granted) >= 1.0 + pacing.DEFAULT_MARGIN, "not before the other's writes stop"
+    stop = 1.0 + pacing.DEFAULT_MARGIN + write_windows.ALLOWANCE
+    assert min(granted) == pytest.approx(stop), "when the other's writes stop counting"
