@@ -17,9 +17,11 @@ WEB_PROFILE = PlatformProfile(
     min_seconds_between_edits_of_one_message=0.0,
     max_buttons_per_row=5,
     forms_draw_regions=True,
+    enforces_windows=False,
 )
 """The playground is its own platform: 4000 characters a message and a generous window of
-20 edits per second per channel (advertised to the core's renderer, not enforced)."""
+20 edits per second per channel (advertised to the core's renderer and pacer, not enforced:
+a write counts from its grant)."""
 
 
 @dataclass(frozen=True)

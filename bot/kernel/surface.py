@@ -60,6 +60,12 @@ class PlatformProfile:
     forms_draw_regions: bool = False
     """Whether a form's ``region`` field is drawn on the image (the playground's editor), so a
     Vary (Region) needs no private preview before it runs."""
+    enforces_windows: bool = True
+    """Whether the platform refuses writes beyond its windows, counting each one when its
+    request arrives (Discord, Slack): the pacer then counts a write from its call's return, a
+    margin on top, since the request arrives somewhere before then. Where it does not (the
+    playground, whose windows are advertised, not enforced), a write counts from its grant for
+    exactly its window: no platform counts it later."""
     edits_add_images: bool = True
     """Whether a job's progress message becomes its result by an edit that gives it its images
     (Discord, the playground); where not (Slack: an edit notifies nobody, a new post notifies the

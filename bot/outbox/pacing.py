@@ -19,9 +19,12 @@ and the call's return; on a busy event loop that gap is unbounded. A write grant
 window for ``window + margin`` seconds: the conservative end, whatever the delays. A plain
 :meth:`Pacer.acquire` (without ``hold``) takes the write as finished
 ``UNHELD_ALLOWANCE`` seconds after its grant — right for callers that write at once on an idle
-event loop, not beyond. :meth:`Pacer.run` makes a write's platform call itself, in one step: the
-room, the call (counted), the finish, and on a "rate limited, retry after N s" the channel held
-for N s (:meth:`Pacer.penalize`).
+event loop, not beyond. A platform that does not enforce its windows
+(``profile.enforces_windows`` false: the playground, whose window is advertised) counts no
+write itself, so there a write counts from its grant for exactly a window, without the margin,
+held or not (it can still be given back). :meth:`Pacer.run` makes a write's platform call
+itself, in one step: the room, the call (counted), the finish, and on a "rate limited, retry
+after N s" the channel held for N s (:meth:`Pacer.penalize`).
 
 Scheduling. Non-urgent writes are paced: at most one per ``window / capacity`` seconds
 in a channel (and in a workspace), so the window is spent evenly and never in a burst that leaves
@@ -41,7 +44,8 @@ against here (its channel's unless its kind does not count there; its workspace 
 one) and spaced in the first of them as it is paced here, and waits when other processes filled
 them: N processes writing into one channel together stay within the platform's limits. This
 process's scheduling (who goes first, pacing) is unchanged; the database only says when. A held
-write's finish is told there too, so it counts there, as here, from its call's return. A write that
+write's finish is told there too, so it counts there, as here, from its call's return (from its
+grant, where the platform does not enforce its windows). A write that
 waits for its turn there (its spacing after another process's write, or room) is booked for it
 (counted for that moment, at most its channel's window ahead; one counted past its deadline is
 given back at once) and made then without asking again (asked again if this process's own order
@@ -99,8 +103,8 @@ FIRST_MESSAGE_HOLD = 0.4
 """Seconds a stream's first text waits before its first message when other writes wait in the
 channel, so that write carries a few words rather than one (a lone stream posts at once)."""
 DEFAULT_MARGIN = 0.02
-"""Seconds added to every window and retry-after: clock granularity, not network delay (writes
-are counted until their call returns)."""
+"""Seconds added to every window and retry-after of a platform that enforces its windows: clock
+granularity, not network delay (writes are counted until their call returns)."""
 BOOKED_GRACE = 0.25
 """How late a write booked in the shared windows may still be made on its booking (its slot
 counts half a second past its window); later, it is asked for again."""
@@ -176,7 +180,8 @@ class PacingTimeout(Exception):
 class Pacer:
     """The process-wide write windows (one per process, held by the :class:`~bot.outbox.Outbox`).
 
-    ``margin`` seconds are added to every window and retry-after (see ``DEFAULT_MARGIN``).
+    ``margin`` seconds are added to every window and retry-after (see ``DEFAULT_MARGIN``) of
+    the platforms that enforce their windows.
     """
 
     def __init__(
@@ -206,7 +211,11 @@ class Pacer:
     def _channel(self, key: ChannelKey, profile: PlatformProfile) -> ChannelState:
         channel = self._channels.get(key)
         if channel is None:
-            window = _window(profile.edits_per_window_per_channel, profile.edit_window_seconds)
+            window = _window(
+                profile.edits_per_window_per_channel,
+                profile.edit_window_seconds,
+                self._margin(profile),
+            )
             channel = self._channels[key] = ChannelState(window)
         return channel
 
@@ -230,8 +239,15 @@ class Pacer:
         buckets = self._workspaces.setdefault(key, {})
         window = buckets.get(bucket)
         if window is None:
-            window = buckets[bucket] = _window(per_minute, WORKSPACE_WINDOW_SECONDS)
+            window = buckets[bucket] = _window(
+                per_minute, WORKSPACE_WINDOW_SECONDS, self._margin(profile)
+            )
         return window
+
+    def _margin(self, profile: PlatformProfile) -> float:
+        """The margin of ``profile``'s windows: none where the platform does not count writes
+        itself (a write counts from its grant, on this process's clock only)."""
+        return self.margin if profile.enforces_windows else 0.0
 
     def _wake(self, channel: ChannelState) -> None:
         channel.changed.set()
@@ -284,7 +300,7 @@ class Pacer:
         ``seconds + margin`` after it finished (while in flight, at the earliest that long after
         ``now``; never later than ``IN_FLIGHT_LIMIT`` after its grant). ``paced``: at most one
         grant per ``seconds / capacity``."""
-        ends = [_ended(stamp, now) + window.seconds + self.margin for stamp in window.stamps]
+        ends = [_ended(stamp, now) + window.seconds + window.margin for stamp in window.stamps]
         if any(end <= now for end in ends):
             window.stamps = [s for s, end in zip(window.stamps, ends, strict=True) if end > now]
             ends = [end for end in ends if end > now]
@@ -478,7 +494,7 @@ class Pacer:
                             f"no room to write in {channel_key} before the deadline"
                         )
                     else:
-                        alone = ALONE_WINDOWS * (channel.window.seconds + self.margin)
+                        alone = ALONE_WINDOWS * (channel.window.seconds + channel.window.margin)
                         channel.together_after = max(channel.together_after, told + alone)
                     continue
                 if booked is None and self._is_next(ticket, now):
@@ -588,7 +604,8 @@ class Pacer:
         workspace = self._workspace(ticket.workspace, ticket.profile, ticket.bucket)
         if workspace is not None:
             counting.append(("/".join((*ticket.workspace, f"*{ticket.bucket}")), workspace))
-        windows = [WriteWindow(key, w.capacity, w.seconds + self.margin) for key, w in counting]
+        held = ticket.profile.enforces_windows
+        windows = [WriteWindow(key, w.capacity, w.seconds + w.margin, held) for key, w in counting]
         spacing = 0.0
         if counting and self._paced(ticket, channel, in_channel=ticket.channel_bound):
             first = counting[0][1]
@@ -618,7 +635,11 @@ class Pacer:
         hold: bool,
         booking: WriteBooking | None,
     ) -> Grant:
-        stamp = Stamp(now, None if hold else now + UNHELD_ALLOWANCE)
+        if not ticket.profile.enforces_windows:
+            finished: float | None = now
+        else:
+            finished = None if hold else now + UNHELD_ALLOWANCE
+        stamp = Stamp(now, finished)
         windows = [channel.window] if ticket.channel_bound else []
         workspace = self._workspace(ticket.workspace, ticket.profile, ticket.bucket)
         if workspace is not None:
@@ -630,26 +651,30 @@ class Pacer:
         if self.granted % SWEEP_EVERY_GRANTS == 0:
             self._sweep(now)
         slot = booking.slot if hold and booking is not None else None
-        return Grant(stamp, windows, ticket.channel, slot)
+        return Grant(stamp, windows, ticket.channel, slot, open=hold)
 
     def finish(self, grant: Grant) -> None:
         """A held write's platform call is over (returned or failed): it counts from now for
-        a whole window, here and in the windows other processes share. Idempotent; a no-op
-        for a write granted without ``hold`` or given back."""
+        a whole window, here and in the windows other processes share (where its platform
+        does not enforce its windows, from its grant still). Idempotent; a no-op for a write
+        granted without ``hold`` or given back."""
+        if not grant.open:
+            return
+        grant.open = False
         if grant.stamp.finished is None:
             grant.stamp.finished = self.clock.monotonic()
-            self._finish_shared(grant)
             self._changed_in(grant.channel)
+        self._finish_shared(grant)
 
     def give_back(self, grant: Grant) -> None:
         """A held write was not made after all: its room is given back, here and in the
         windows other processes share, as an unused booking is (pacing here is not undone).
         Idempotent; a no-op once it finished or for a write granted without ``hold``."""
-        if grant.stamp.finished is None:
+        if grant.open:
+            grant.open = False
             for window in grant.windows:
                 with contextlib.suppress(ValueError):
                     window.stamps.remove(grant.stamp)
-            grant.stamp.finished = -math.inf
             self._unbook(grant.slot)
             self._changed_in(grant.channel)
 
@@ -683,9 +708,10 @@ class Pacer:
         self._changed_in(channel_key)
 
 
-def _window(capacity: int, seconds: float) -> Window:
-    """A window of at most ``capacity`` writes per ``seconds`` (at least one)."""
-    return Window(max(capacity, 1), seconds)
+def _window(capacity: int, seconds: float, margin: float) -> Window:
+    """A window of at most ``capacity`` writes per ``seconds`` (at least one), each counting
+    ``margin`` more."""
+    return Window(max(capacity, 1), seconds, margin=margin)
 
 
 def _ended(stamp: Stamp, now: float) -> float:

@@ -54,11 +54,13 @@ class Stamp:
 
 @dataclass(eq=False)
 class Window:
-    """At most ``capacity`` (at least 1) writes counted in any ``seconds``-long span: the
-    stamps still counted in it and the latest grant (pacing spaces grants from it)."""
+    """At most ``capacity`` (at least 1) writes counted in any ``seconds``-long span, a stamp
+    counting ``margin`` more: the stamps still counted in it and the latest grant (pacing
+    spaces grants from it)."""
 
     capacity: int
     seconds: float
+    margin: float = 0.0
     stamps: list[Stamp] = field(default_factory=list)
     last_grant: float = -math.inf
 
@@ -100,12 +102,14 @@ class ChannelState:
 @dataclass(eq=False)
 class Grant:
     """One granted write: its ``stamp``, counted in ``windows``, in ``channel``. A write
-    granted with ``hold`` counts as in flight until the pacer is told it finished
+    granted with ``hold`` is ``open`` until the pacer is told it finished
     (:meth:`~bot.outbox.pacing.Pacer.finish`) or was not made
-    (:meth:`~bot.outbox.pacing.Pacer.give_back`)."""
+    (:meth:`~bot.outbox.pacing.Pacer.give_back`); until then it counts as in flight, unless
+    its platform does not enforce its windows (it counts from its grant)."""
 
     stamp: Stamp
     windows: list[Window]
     channel: ChannelKey
     slot: int | None = None
     """Its slot in the windows other processes share, if it was counted there with one."""
+    open: bool = False

@@ -5,7 +5,9 @@ Each granted write is a row ``(key, granted_at, until, slot)``: it counts in its
 call's return, so a row first counts for its window's length after the grant plus ``ALLOWANCE``
 for the request; once its writer says the call returned (:meth:`WriteWindows.finished`), its
 window's length from then — the same end a process's own pacer counts its writes to, and shorter
-unless the call took longer than the allowance. A write counted but then not made (a booking
+unless the call took longer than the allowance. In a window that is not ``held`` (a platform that
+does not count writes itself: :attr:`~storage.WriteWindow.held`) a row counts for exactly its
+window's length from its grant, and no finish is told. A write counted but then not made (a booking
 not used, a grant given back: :meth:`WriteWindows.given_back`; a reservation whose writer was
 cancelled while it ran) stops counting: its rows are deleted. Those finishes and give-backs go
 into the writer's next reservation transaction (no transaction of their own; when it fails, into
@@ -84,7 +86,7 @@ class WriteWindows:
 
     def __post_init__(self) -> None:
         self._slots = itertools.count(secrets.randbits(31) << 32)
-        self._open: dict[int, tuple[float, list[tuple[str, float]]]] = {}
+        self._open: dict[int, tuple[float, list[WriteWindow]]] = {}
         self._finishes: list[Finish] = []
         self._given_back: list[tuple[str, int]] = []
 
@@ -112,12 +114,15 @@ class WriteWindows:
 
     def finished(self, slot: int) -> None:
         """The call of the write counted in ``slot`` returned (or failed): from now on it
-        counts for its windows' length, told in this process's next reservation. Idempotent."""
+        counts for its windows' length, told in this process's next reservation (in a window
+        not ``held``, its row already ends right: nothing is told). Idempotent."""
         opened = self._open.pop(slot, None)
         if opened is None:
             return
         now = self.clock()
-        self._finishes.extend((now + seconds, key, slot, now) for key, seconds in opened[1])
+        self._finishes.extend(
+            (now + window.seconds, window.key, slot, now) for window in opened[1] if window.held
+        )
 
     def given_back(self, slot: int) -> None:
         """The write counted in ``slot`` will not be made: it stops counting (its rows are
@@ -125,7 +130,7 @@ class WriteWindows:
         once :meth:`finished` was told."""
         opened = self._open.pop(slot, None)
         if opened is not None:
-            self._given_back.extend((key, slot) for key, _ in opened[1])
+            self._given_back.extend((window.key, slot) for window in opened[1])
 
     @functools.cached_property
     def _reservations(self) -> Grouped[Reservation, WriteBooking]:
@@ -172,7 +177,7 @@ class WriteWindows:
                 ends.setdefault(key, []).append(row["until"])
             taken: Counter[str] = Counter()
             spend: list[tuple[str, float, float, int]] = []
-            opened: dict[int, tuple[float, list[tuple[str, float]]]] = {}
+            opened: dict[int, tuple[float, list[WriteWindow]]] = {}
             answers = []
             for windows, spacing, within in batch:
                 room, exact = 0.0, True
@@ -180,7 +185,7 @@ class WriteWindows:
                     stored = counted.get(window.key, 0)
                     over = stored + taken[window.key] - max(window.capacity, 1)
                     if over >= stored:
-                        room, exact = max(room, window.seconds + ALLOWANCE), False
+                        room, exact = max(room, window.seconds + _allowance(window)), False
                     elif over >= 0:
                         stopping = ends.get(window.key, [])
                         room = max(room, (stopping[over] if over < len(stopping) else now) - now)
@@ -194,8 +199,8 @@ class WriteWindows:
                 for window in windows:
                     taken[window.key] += 1
                     last[window.key] = max(last.get(window.key, at), at)
-                    spend.append((window.key, at, at + window.seconds + ALLOWANCE, slot))
-                opened[slot] = (at, [(window.key, window.seconds) for window in windows])
+                    spend.append((window.key, at, at + window.seconds + _allowance(window), slot))
+                opened[slot] = (at, list(windows))
                 answers.append(WriteBooking(wait, True, slot))
             await tx.fetch_each(
                 [(SQL_SPEND, row) for row in spend] + ([(SQL_PRUNE, (now,))] if prune else [])
@@ -211,3 +216,8 @@ class WriteWindows:
             raise
         late = self.clock() - now
         return [replace(answer, wait=max(answer.wait - late, 0.0)) for answer in answers]
+
+
+def _allowance(window: WriteWindow) -> float:
+    """How long past its window a write counts until its finish is told."""
+    return ALLOWANCE if window.held else 0.0

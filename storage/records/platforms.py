@@ -34,6 +34,10 @@ class WriteWindow:
     key: str
     capacity: int
     seconds: float
+    held: bool = True
+    """Whether its writes count until their calls return (the platform counts a write when its
+    request arrives): a row counts an allowance past its window until its finish is told.
+    False: a row counts for exactly ``seconds`` from its grant."""
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,14 @@ from bot.kernel import (
     Place,
     Surface,
     SurfaceError,
+    SurfaceRegistry,
     User,
     UserMessage,
 )
+from bot.outbox import Outbox, Post, WritePolicy
+from bot.outbox.pacing import Pacer
 from tests.adapters.web.fakes import RecordingCore, SseReader, history, png, post
+from tests.fakes.clock import FakeClock
 from tests.fakes.router import FakeRouter
 
 PLACE = Place("web", "web", "general", None)
@@ -34,6 +38,26 @@ async def test_is_a_surface_for_platform_web(adapter: WebAdapter) -> None:
     surface: Surface = adapter.surface
     assert surface.platform == "web"
     assert surface.profile.max_text == 4000
+
+
+async def test_the_window_is_spent_exactly_each_write_counting_from_its_grant(
+    adapter: WebAdapter,
+) -> None:
+    """The playground advertises its window and enforces none, so the core's writes there count
+    from their grant: a channel's write beyond the window goes as the first one's window ends,
+    not a margin later as on a platform that counts writes itself."""
+    fake = FakeClock()
+    outbox = Outbox(SurfaceRegistry([adapter.surface]), Pacer(fake.clock))
+    profile = adapter.surface.profile
+    posted: list[float] = []
+
+    async def post_all() -> None:
+        for n in range(profile.edits_per_window_per_channel + 1):
+            await outbox.write(PLACE, Post(OutMessage(f"note {n}")), WritePolicy.RAISE)
+            posted.append(fake.now)
+
+    await fake.run(post_all())
+    assert posted == [0.0] * profile.edits_per_window_per_channel + [profile.edit_window_seconds]
 
 
 async def test_start_binds_the_configured_host_and_a_free_port(core: RecordingCore) -> None:

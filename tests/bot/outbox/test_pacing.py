@@ -45,6 +45,10 @@ from tests.storage.counting import counted
 PLACE = Place("fake", "w1", "c1")
 DISCORD = PlatformProfile(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
 ONE_PER_SECOND = PlatformProfile(edits_per_window_per_channel=1, edit_window_seconds=1.0)
+ADVERTISED = PlatformProfile(
+    edits_per_window_per_channel=1, edit_window_seconds=1.0, enforces_windows=False
+)
+"""One write per second, advertised and not enforced (as the playground's window)."""
 
 
 def slow_then_fast(
@@ -164,6 +168,53 @@ async def test_a_run_holds_its_room_until_the_call_returns_and_a_refusal_holds_t
         return [*calls, fake.now]
 
     assert await fake.run(scenario()) == [0.0, 3.0, 8.0]
+
+
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [(ADVERTISED, [0.0, 1.0, 2.0]), (ONE_PER_SECOND, [0.0, 1.32, 2.64])],
+)
+async def test_a_write_counts_from_its_grant_only_where_the_platform_does_not_enforce_windows(
+    profile: PlatformProfile, expected: list[float]
+) -> None:
+    """A platform that counts no write itself (the playground) has its window spent exactly: a
+    write counts from its grant, however long its call takes. One that enforces its windows
+    counts a write when its request arrives, so there it counts from the call's return and
+    the margin."""
+    fake = FakeClock()
+    pacer = Pacer(fake.clock)
+    calls: list[float] = []
+
+    async def slow() -> None:
+        calls.append(fake.now)
+        await fake.sleep(0.3)
+
+    async def scenario() -> list[float]:
+        far = fake.now + 60.0
+        for _ in range(3):
+            await pacer.run(PLACE, profile, slow, "send", urgent=True, deadline=far)
+        return calls
+
+    assert await fake.run(scenario()) == pytest.approx(expected)
+
+
+async def test_an_unmade_write_gives_its_room_back_where_windows_are_not_enforced() -> None:
+    """A write counted from its grant is still open until it is made: one given back leaves no
+    trace, one made and then given back by mistake still counts."""
+    fake = FakeClock()
+    pacer = Pacer(fake.clock)
+
+    async def scenario() -> list[float]:
+        unused = await pacer.acquire(PLACE, ADVERTISED, urgent=True, hold=True)
+        pacer.give_back(unused)
+        made = await pacer.acquire(PLACE, ADVERTISED, urgent=True, hold=True)
+        granted = [fake.now]
+        pacer.finish(made)
+        pacer.give_back(made)
+        await pacer.acquire(PLACE, ADVERTISED, urgent=True)
+        return [*granted, fake.now]
+
+    assert await fake.run(scenario()) == [0.0, 1.0]
 
 
 async def test_a_run_without_room_in_time_makes_no_call_unless_late() -> None:
@@ -934,6 +985,33 @@ async def test_a_held_write_counts_in_the_shared_windows_until_its_call_returned
         )
 
         assert await other.write_windows.reserve_writes([window]) == pytest.approx(window.seconds)
+
+
+async def test_where_the_platform_does_not_enforce_windows_a_write_counts_there_from_its_grant(
+    postgres: PostgresCluster,
+) -> None:
+    """In the windows other processes share as here: a write made 0.3 s after its grant counts
+    for exactly its window from its grant (an enforcing platform's write would count the window
+    and the margin from its return)."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        pacer = Pacer(
+            Clock(monotonic=clock, sleep=lambda _: asyncio.sleep(0)), shared=ours.write_windows
+        )
+        window = WriteWindow("/".join(Pacer.keys(PLACE)[0]), 1, 1.0, held=False)
+
+        grant = await pacer.acquire(PLACE, ADVERTISED, urgent=True, hold=True)
+        clock.advance(0.3)
+        pacer.finish(grant)
+        pacer.finish(
+            await pacer.acquire(Place("fake", "w1", "c2"), ADVERTISED, urgent=True, hold=True)
+        )
+
+        assert await other.write_windows.reserve_writes([window]) == pytest.approx(0.7)
 
 
 class Sleeps:

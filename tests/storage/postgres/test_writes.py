@@ -271,6 +271,27 @@ async def test_a_write_whose_call_outlasts_the_allowance_counts_until_its_finish
         assert await store.write_windows.reserve_writes([one]) == pytest.approx(one.seconds)
 
 
+async def test_a_write_in_a_window_not_held_counts_its_window_from_its_grant(url: str) -> None:
+    """Where the platform counts no write itself, a write counts for exactly its window from
+    its grant: no allowance for the request, and its finish tells nothing (it would make it
+    count from then)."""
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        advertised = WriteWindow("web/web/c1", capacity=1, seconds=1.0, held=False)
+        slot = (await ours.write_windows.book_writes([advertised])).slot
+        assert slot is not None
+        clock.advance(0.3)
+        ours.write_windows.finished(slot)
+        trips = counted(ours).trips
+        assert await ours.write_windows.reserve_writes([CHANNEL]) == 0.0
+
+        assert SQL_FINISHED not in [sql for sql, _ in trips[0].statements]
+        assert await other.write_windows.reserve_writes([advertised]) == pytest.approx(0.7)
+
+
 async def test_a_booked_write_given_back_stops_counting_once_its_writer_asks_again(
     url: str,
 ) -> None:
