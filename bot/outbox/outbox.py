@@ -236,8 +236,9 @@ class Outbox:
         return Room(self, surface, place, await self._stream_room(surface, place, policy))
 
     async def _stream_room(self, surface: Surface, place: Place, policy: Stream) -> Grant:
-        """Room for one stream write, held until it returns; :class:`WriteSkipped` when
-        ``policy.until`` is set first."""
+        """Room for one stream write, open until it returns (counted until then where the
+        platform enforces its windows); :class:`WriteSkipped` when ``policy.until`` is set
+        first."""
         acquire = self.pacer.acquire(
             place,
             surface.profile,
@@ -333,8 +334,8 @@ class Outbox:
 
 
 class Room:
-    """Room for one stream write in ``place``, held in the pacer's windows until
-    :meth:`write` returns (see :meth:`Outbox.room`)."""
+    """Room for one stream write in ``place``, open in the pacer's windows until :meth:`write`
+    returns (see :meth:`Outbox.room`)."""
 
     def __init__(self, outbox: Outbox, surface: Surface, place: Place, grant: Grant) -> None:
         self._outbox = outbox

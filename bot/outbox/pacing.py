@@ -22,9 +22,10 @@ window for ``window + margin`` seconds: the conservative end, whatever the delay
 event loop, not beyond. A platform that does not enforce its windows
 (``profile.enforces_windows`` false: the playground, whose window is advertised) counts no
 write itself, so there a write counts from its grant for exactly a window, without the margin,
-held or not (it can still be given back). :meth:`Pacer.run` makes a write's platform call
-itself, in one step: the room, the call (counted), the finish, and on a "rate limited, retry
-after N s" the channel held for N s (:meth:`Pacer.penalize`).
+held or not (a held one can still be given back). In the windows other processes share, such a
+write counts from the moment its reservation counted it. :meth:`Pacer.run` makes a write's
+platform call itself, in one step: the room, the call (counted), the finish, and on a "rate
+limited, retry after N s" the channel held for N s (:meth:`Pacer.penalize`).
 
 Scheduling. Non-urgent writes are paced: at most one per ``window / capacity`` seconds
 in a channel (and in a workspace), so the window is spent evenly and never in a burst that leaves
@@ -117,7 +118,8 @@ turns one at a time after the shared windows turned away writes asking together 
 other processes' writes or of this process's own: see the module docstring), each with a
 reservation of its own once the one before it was granted."""
 UNHELD_ALLOWANCE = 0.1
-"""A write granted without ``hold`` is taken as finished this long after its grant."""
+"""A write granted without ``hold`` is taken as finished this long after its grant (at it, where
+the platform does not enforce its windows)."""
 _MIN_SLEEP = 1e-6
 _RECHECK_SECONDS = 0.25
 
@@ -412,8 +414,9 @@ class Pacer:
         would go after it gives up as soon as that is known (a booking counted for later is
         given back), one asked past it is granted only if it fits at once, and one granted on a
         booking it holds goes even when woken late. With ``hold`` the
-        write counts as in flight until :meth:`finish`; without it, as finished
-        ``UNHELD_ALLOWANCE`` after the grant.
+        grant stays open until :meth:`finish` or :meth:`give_back`, and the write counts as in
+        flight until its finish; without it, as finished ``UNHELD_ALLOWANCE`` after the grant
+        (where the platform does not enforce its windows, either counts from the grant).
         ``kind`` picks the write's workspace window and whether it counts against the
         channel's (see the module docstring; a write of no kind does).
         """

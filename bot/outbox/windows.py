@@ -1,9 +1,10 @@
 """What :class:`bot.outbox.pacing.Pacer` keeps: what a waiting stream write would show
 (:class:`Demand`, kept current in a :class:`StreamDemand`), a granted write's :class:`Stamp`
-(in flight until its call returns), a rolling :class:`Window` of stamps, a waiting write's
-:class:`Ticket`, a channel's state (:class:`ChannelState`) and a granted write's
-:class:`Grant`. Plain records: the pacer does the arithmetic (when a window has room, who goes
-first), so a write passing through the pacer reads them without calling into this module.
+(in flight until its call returns, where the platform enforces its windows), a rolling
+:class:`Window` of stamps, a waiting write's :class:`Ticket`, a channel's state
+(:class:`ChannelState`) and a granted write's :class:`Grant`. Plain records: the pacer does the
+arithmetic (when a window has room, who goes first), so a write passing through the pacer reads
+them without calling into this module.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ class StreamDemand:
 
 @dataclass(eq=False)
 class Stamp:
-    """A granted write: when, and when its platform call returned (``None``: in flight)."""
+    """A granted write: when, and when it starts counting its window — its platform call's
+    return, or its grant where the platform does not enforce its windows (``None``: in
+    flight)."""
 
     granted: float
     finished: float | None = None

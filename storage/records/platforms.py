@@ -37,7 +37,10 @@ class WriteWindow:
     held: bool = True
     """Whether its writes count until their calls return (the platform counts a write when its
     request arrives): a row counts an allowance past its window until its finish is told.
-    False: a row counts for exactly ``seconds`` from its grant."""
+    False: a row counts for exactly ``seconds`` from the moment its reservation counted it
+    (read before the reservation's transaction, and the writer may go up to a grace after a
+    booked moment), so another process may find room a little early: for a platform that
+    enforces nothing, an accepted overshoot."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,8 @@ class WriteBooking:
     write was counted (then it is made after ``wait`` without asking again; else
     it asks again after it). A counted write has a ``slot``: telling the windows when its call
     returned (:meth:`~storage.WriteWindows.finished`) makes it count from then for its
-    windows' length, instead of from its grant for that length plus an allowance; telling them
+    windows' length, instead of from its grant for that length plus an allowance (in windows
+    not :attr:`~WriteWindow.held` it changes nothing); telling them
     it will not be made (:meth:`~storage.WriteWindows.given_back`) makes it stop counting."""
 
     wait: float

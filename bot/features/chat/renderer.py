@@ -5,8 +5,9 @@ indicator until then), then edits it as text streams in, under the shared
 :class:`~bot.outbox.Pacer` and the surface's per-message minimum interval. Every write tells the
 pacer what it would show (a :class:`~bot.outbox.Demand`: unshown characters, how long the oldest
 has waited, whether it is the first message), so concurrent streams in a channel are served
-stalest first, evenly paced; a lone stream posts at once. Each write is held in the pacer's
-windows until the platform call returns. Edits are coalesced: every write carries the newest
+stalest first, evenly paced; a lone stream posts at once. Each write is counted in the pacer's
+windows until the platform call returns (from its grant, where the platform does not enforce
+its windows). Edits are coalesced: every write carries the newest
 text, so nothing stale is ever queued. Text beyond ``profile.max_text`` continues in new
 messages (split by :func:`bot.kernel.text.split_chunks`, code blocks closed and reopened);
 finished messages get their final text, only the last one is live and carries the in-progress

@@ -40,12 +40,11 @@ async def test_is_a_surface_for_platform_web(adapter: WebAdapter) -> None:
     assert surface.profile.max_text == 4000
 
 
-async def test_the_window_is_spent_exactly_each_write_counting_from_its_grant(
-    adapter: WebAdapter,
-) -> None:
-    """The playground advertises its window and enforces none, so the core's writes there count
-    from their grant: a channel's write beyond the window goes as the first one's window ends,
-    not a margin later as on a platform that counts writes itself."""
+async def test_the_window_is_spent_exactly_without_a_margin(adapter: WebAdapter) -> None:
+    """The playground advertises its window and enforces none, so no margin is added to it: a
+    channel's write beyond the window goes as the first one's window ends, not a margin later
+    as on a platform that counts writes itself (that its writes count from their grant, not
+    their return, is the pacer's tests' to show)."""
     fake = FakeClock()
     outbox = Outbox(SurfaceRegistry([adapter.surface]), Pacer(fake.clock))
     profile = adapter.surface.profile
