@@ -212,6 +212,7 @@ class Outbox:
                     deadline=deadline,
                     last_served=last_served,
                     late=limited is None and policy is not WritePolicy.SKIP_IF_BUSY,
+                    spare=rules.spare,
                 )
                 return cast(T, made)
             except PacingTimeout:

@@ -36,8 +36,10 @@ finished stream's final text ends its lag for good, whereas a live stream served
 shows that much more. When others wait in the channel, a
 stream's first message is held until its text is ``FIRST_MESSAGE_HOLD`` old; a stream's final
 text is not paced when nobody else waits in its channel. Other non-urgent writes come last,
-least recently served first. Only shared limits live here; the per-message minimum interval is
-the renderer's.
+least recently served first. A write may leave a share of its windows free for others
+(``spare``: progress edits leave a quarter, so a result or an answer finds room at once); it
+waits while fewer are free, here and in the shared windows. Only shared limits live here; the
+per-message minimum interval is the renderer's.
 
 Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`, on PostgreSQL) a
 write this process is about to grant is also counted in the database, in the windows it counts
@@ -275,12 +277,14 @@ class Pacer:
         ready = channel.blocked_until
         if ticket.channel_bound:
             paced = self._paced(ticket, channel, in_channel=True)
-            ready = max(ready, self._free_at(channel.window, now, paced=paced))
+            spared = _spared(channel.window, ticket)
+            ready = max(ready, self._free_at(channel.window, now, paced=paced, ahead=spared))
             ready = max(ready, self._held_until(ticket, channel, now))
         workspace = self._workspace(ticket.workspace, ticket.profile, ticket.bucket)
         if workspace is not None:
             paced = self._paced(ticket, channel, in_channel=False)
-            ready = max(ready, self._free_at(workspace, now, paced=paced))
+            spared = _spared(workspace, ticket)
+            ready = max(ready, self._free_at(workspace, now, paced=paced, ahead=spared))
         return ready
 
     def _paced(self, ticket: Ticket, channel: ChannelState, *, in_channel: bool) -> bool:
@@ -404,6 +408,7 @@ class Pacer:
         demand: StreamDemand | None = None,
         hold: bool = False,
         kind: WriteKind | None = None,
+        spare: float = 0.0,
     ) -> Grant:
         """Wait for room for one write in ``place`` and count it.
 
@@ -418,7 +423,9 @@ class Pacer:
         flight until its finish; without it, as finished ``UNHELD_ALLOWANCE`` after the grant
         (where the platform does not enforce its windows, either counts from the grant).
         ``kind`` picks the write's workspace window and whether it counts against the
-        channel's (see the module docstring; a write of no kind does).
+        channel's (see the module docstring; a write of no kind does). ``spare``: the share of
+        each of its windows (rounded down) the write leaves free for others; it waits while
+        fewer are free.
         """
         channel_key, workspace_key = self.keys(place)
         ticket = Ticket(
@@ -434,6 +441,7 @@ class Pacer:
             kind is None
             or profile.channel_window_kinds is None
             or kind in profile.channel_window_kinds,
+            spare,
         )
         channel = self._channel(channel_key, profile)
         if ticket.channel_bound:
@@ -539,14 +547,15 @@ class Pacer:
         deadline: float,
         last_served: float = -math.inf,
         late: bool = False,
+        spare: float = 0.0,
     ) -> T:
         """Make ``call``, one platform write in ``place`` (``method``: what it is counted as in
         ``genbot_platform_writes_total``), once there is room for it, and hold the room until
         the call returns. A :class:`~bot.kernel.RateLimited` it raises holds the channel for the
         retry-after (:meth:`penalize`), is counted, and propagates. No room before ``deadline``
         (clock time): :class:`PacingTimeout` and no call, or with ``late`` the call made
-        without room. ``urgent`` and ``last_served`` are :meth:`acquire`'s."""
-        grant = await self._room(place, profile, urgent, deadline, last_served)
+        without room. ``urgent``, ``last_served`` and ``spare`` are :meth:`acquire`'s."""
+        grant = await self._room(place, profile, urgent, deadline, last_served, spare)
         if grant is None and not late:
             raise PacingTimeout(f"no room to write in {place} before the deadline")
         metrics.PLATFORM_WRITES.labels(place.platform, method).inc()
@@ -567,6 +576,7 @@ class Pacer:
         urgent: bool,
         deadline: float,
         last_served: float,
+        spare: float,
     ) -> Grant | None:
         """Room for one held write, waited for until ``deadline``; None when none came."""
         remaining = deadline - self.clock.monotonic()
@@ -581,6 +591,7 @@ class Pacer:
                     deadline=deadline,
                     hold=True,
                     last_served=last_served,
+                    spare=spare,
                 )
         except (PacingTimeout, TimeoutError):
             return None
@@ -608,7 +619,10 @@ class Pacer:
         if workspace is not None:
             counting.append(("/".join((*ticket.workspace, f"*{ticket.bucket}")), workspace))
         held = ticket.profile.enforces_windows
-        windows = [WriteWindow(key, w.capacity, w.seconds + w.margin, held) for key, w in counting]
+        windows = [
+            WriteWindow(key, w.capacity - _spared(w, ticket), w.seconds + w.margin, held)
+            for key, w in counting
+        ]
         spacing = 0.0
         if counting and self._paced(ticket, channel, in_channel=ticket.channel_bound):
             first = counting[0][1]
@@ -715,6 +729,11 @@ def _window(capacity: int, seconds: float, margin: float) -> Window:
     """A window of at most ``capacity`` writes per ``seconds`` (at least one), each counting
     ``margin`` more."""
     return Window(max(capacity, 1), seconds, margin=margin)
+
+
+def _spared(window: Window, ticket: Ticket) -> int:
+    """How many of ``window``'s writes ``ticket`` leaves free for others."""
+    return math.floor(window.capacity * ticket.spare)
 
 
 def _ended(stamp: Stamp, now: float) -> float:

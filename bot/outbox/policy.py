@@ -10,7 +10,8 @@
   kept refusing, :class:`WriteRateLimited` (a :class:`~bot.kernel.UserError` the router shows the
   user) ends it.
 - ``SKIP_IF_BUSY`` (progress edits): wait at most ``SKIP_WAIT`` seconds as a paced write, least
-  recently served first; no room, or a refusal (which holds the channel), raises
+  recently served first, leaving ``PROGRESS_SPARE`` of each window free (so a result or an
+  answer never waits behind progress); no room, or a refusal (which holds the channel), raises
   :class:`WriteSkipped` and nothing is written.
 - ``NOW`` (answers to an interaction: notices, forms, private messages, threads): written at once,
   not paced (the platform answers an interaction within seconds or never); its errors propagate.
@@ -33,6 +34,9 @@ from bot.outbox.windows import StreamDemand
 
 URGENT_WAIT = 30.0
 SKIP_WAIT = 0.3
+PROGRESS_SPARE = 0.25
+"""The share of each write window (rounded down) progress edits leave free: a burst of results,
+or an answer, finds that much room at once instead of a window full of progress."""
 ATTEMPTS = 3
 
 
@@ -40,12 +44,14 @@ ATTEMPTS = 3
 class PolicyRules:
     """How a paced policy's write waits for room: up to ``wait`` seconds, ``urgent`` ones are
     not paced and go first, and a rate-limited write is tried ``attempts`` times under the
-    pacer (``NOW`` and ``BEST_EFFORT`` are not paced); ``name`` tells the policies apart."""
+    pacer (``NOW`` and ``BEST_EFFORT`` are not paced), leaving a ``spare`` share of each window
+    free for other writes; ``name`` tells the policies apart."""
 
     name: str
     wait: float = 0.0
     urgent: bool = False
     attempts: int = 1
+    spare: float = 0.0
 
 
 class WritePolicy(enum.Enum):
@@ -54,7 +60,7 @@ class WritePolicy(enum.Enum):
 
     MUST_DELIVER = PolicyRules("must_deliver", URGENT_WAIT, urgent=True, attempts=ATTEMPTS)
     RAISE = PolicyRules("raise", URGENT_WAIT, urgent=True, attempts=ATTEMPTS)
-    SKIP_IF_BUSY = PolicyRules("skip_if_busy", SKIP_WAIT)
+    SKIP_IF_BUSY = PolicyRules("skip_if_busy", SKIP_WAIT, spare=PROGRESS_SPARE)
     NOW = PolicyRules("now")
     BEST_EFFORT = PolicyRules("best_effort")
 

@@ -81,6 +81,8 @@ class Ticket:
     kind: WriteKind | None = None
     channel_bound: bool = True
     """Whether the write counts against its channel's window."""
+    spare: float = 0.0
+    """The share of each of its windows the write leaves free for others."""
 
 
 @dataclass

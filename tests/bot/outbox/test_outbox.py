@@ -4,6 +4,7 @@ platform refuses — on a virtual clock — and which platform call each operati
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -44,7 +45,7 @@ from bot.outbox import (
     WriteRateLimited,
     WriteSkipped,
 )
-from bot.outbox.policy import ATTEMPTS, SKIP_WAIT, URGENT_WAIT
+from bot.outbox.policy import ATTEMPTS, PROGRESS_SPARE, SKIP_WAIT, URGENT_WAIT
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import RateLimitingSurface
 
@@ -140,6 +141,26 @@ async def test_a_progress_write_is_skipped_when_the_channel_is_busy() -> None:
     with pytest.raises(WriteSkipped):
         await fake.run(scenario())
     assert surface.calls == [] and fake.now <= SKIP_WAIT
+
+
+async def test_progress_writes_leave_a_share_of_the_window_to_results() -> None:
+    """Progress edits leave ``PROGRESS_SPARE`` of each window free: with three of a channel's
+    four writes counted, a progress edit is skipped at once and a result still goes at once."""
+    fake = FakeClock()
+    four_per_second = PlatformProfile(edits_per_window_per_channel=4, edit_window_seconds=1.0)
+    surface = RateLimitingSurface(fake.monotonic, four_per_second)
+    outbox = Outbox(SurfaceRegistry([surface]), Pacer(fake.clock, margin=0.0))
+
+    async def scenario() -> None:
+        for _ in range(3):
+            await outbox.write(PLACE, HELLO, WritePolicy.MUST_DELIVER)
+        with pytest.raises(WriteSkipped):
+            await outbox.write(PLACE, HELLO, WritePolicy.SKIP_IF_BUSY)
+        await outbox.write(PLACE, HELLO, WritePolicy.MUST_DELIVER)
+
+    await fake.run(scenario())
+    assert math.floor(4 * PROGRESS_SPARE) == 1, "the window of four leaves one write free"
+    assert [write.at for write in surface.writes] == [0.0] * 4
 
 
 async def test_a_progress_write_refused_by_the_platform_is_skipped_and_holds_the_channel() -> None:

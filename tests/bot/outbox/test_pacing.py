@@ -217,6 +217,36 @@ async def test_an_unmade_write_gives_its_room_back_where_windows_are_not_enforce
     assert await fake.run(scenario()) == [0.0, 1.0]
 
 
+FOUR_PER_SECOND = PlatformProfile(edits_per_window_per_channel=4, edit_window_seconds=1.0)
+
+
+async def test_a_write_leaving_a_share_of_its_window_free_waits_while_fewer_are_free() -> None:
+    """Paced writes that leave a quarter of a four-write window free take three of it; the
+    fourth waits while fewer than one would be free, and an urgent write meanwhile finds room
+    at once (without the spare, the fourth took it at 0.75 and the urgent one waited)."""
+    fake = FakeClock()
+    pacer = Pacer(fake.clock, margin=0.0)
+    granted: dict[str, float] = {}
+
+    async def write(name: str, *, urgent: bool, spare: float) -> None:
+        await pacer.acquire(PLACE, FOUR_PER_SECOND, urgent=urgent, spare=spare)
+        granted[name] = fake.now
+
+    async def scenario() -> None:
+        spared = [
+            asyncio.ensure_future(write(f"spare{n}", urgent=False, spare=0.25)) for n in range(4)
+        ]
+        await fake.sleep(0.9)
+        await write("urgent", urgent=True, spare=0.0)
+        await asyncio.gather(*spared)
+
+    await fake.run(scenario())
+    spare3 = 0.25 + UNHELD_ALLOWANCE + 1.0
+    assert granted == pytest.approx(
+        {"spare0": 0.0, "spare1": 0.25, "spare2": 0.5, "urgent": 0.9, "spare3": spare3}
+    )
+
+
 async def test_a_run_without_room_in_time_makes_no_call_unless_late() -> None:
     fake = FakeClock()
     pacer = Pacer(fake.clock, margin=0.0)
@@ -1012,6 +1042,38 @@ async def test_where_the_platform_does_not_enforce_windows_a_write_counts_there_
         )
 
         assert await other.write_windows.reserve_writes([window]) == pytest.approx(0.7)
+
+
+async def test_a_write_leaving_a_share_free_asks_the_shared_windows_for_less(
+    postgres: PostgresCluster,
+) -> None:
+    """With 15 of a 20-write channel counted by another process, a write leaving a quarter free
+    is booked for when one of them stops counting; one leaving none is counted at once."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        profile = PlatformProfile(
+            edits_per_window_per_channel=20, edit_window_seconds=1.0, enforces_windows=False
+        )
+        key = "/".join(Pacer.keys(PLACE)[0])
+        window = WriteWindow(key, 20, 1.0, held=False)
+        for _ in range(15):
+            assert await other.write_windows.reserve_writes([window]) == 0.0
+        clock.advance(0.2)
+        pacer = Pacer(
+            Clock(monotonic=clock, sleep=lambda _: asyncio.sleep(0)), shared=ours.write_windows
+        )
+
+        await pacer.acquire(PLACE, profile, urgent=True)
+        await pacer.acquire(PLACE, profile, urgent=True, spare=0.25)
+
+        rows = await ours.db.fetch_all(
+            "SELECT granted_at FROM write_slots WHERE key = ? ORDER BY granted_at", (key,)
+        )
+        assert [row["granted_at"] - START for row in rows[15:]] == pytest.approx([0.2, 1.0])
 
 
 class Sleeps:
