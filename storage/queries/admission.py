@@ -4,14 +4,14 @@ transaction."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
 from storage.errors import StorageError, check_word
 from storage.queries.base import Clock, Owner
 from storage.queries.jobs import job_from_row
-from storage.queries.ledger import spent_in_window
+from storage.queries.ledger import spent_of, spent_statement
 from storage.records.jobs import (
     ACTIVE_STATUSES,
     JOB_ID_MAX,
@@ -28,7 +28,7 @@ from storage.records.jobs import (
 )
 from storage.records.usage import window_start
 from storage.sql.dialect import marks
-from storage.sql.session import Database, Row, Session, to_json
+from storage.sql.session import Database, Row, Session, Values, to_json
 
 _ACTIVE: Final = tuple(sorted(ACTIVE_STATUSES))
 INSERT_COLUMNS: Final = (
@@ -87,7 +87,11 @@ class JobAdmission:
         Counting the requester's active jobs, summing today's credits and inserting the row
         happen in one transaction, serialised per requester (SQLite: ``BEGIN IMMEDIATE``;
         PostgreSQL: the requester's transaction-scoped advisory lock), so concurrent calls
-        from any process cannot all pass a cap. Returns ``(job, True)`` when the row was
+        from any process cannot all pass a cap. The look for a job the command (or the
+        derivative) already has, the requester's lock and the limits' reads go together (one
+        round trip; the limits' window is the one at the moment they are sent), the row in a
+        second: the lock is then held over the insert and the commit (and a derivative's look
+        for its parent, a capped key's counts). Returns ``(job, True)`` when the row was
         created; for a derivative (``parent_job_id`` and ``action`` set) whose pair already
         exists, ``(existing, False)`` — nothing is created, so no limit applies (the pair is
         unique: the same button pressed twice yields one job), and likewise for a command whose
@@ -107,22 +111,26 @@ class JobAdmission:
         async def work(tx: Session) -> tuple[Job, bool] | QuotaRefusal:
             nonlocal attempts
             attempts += 1
-            commanded = await _commanded(tx, new)
-            if commanded is not None:
-                lost = attempts > 1 and _made_by_a_lost_attempt(commanded, self.owner.process_id)
-                return commanded, lost
+            reads: dict[str, tuple[str, Values]] = {}
+            if new.command_key is not None:
+                reads["commanded"] = (SQL_COMMANDED, (new.command_key,))
             if derivative is not None:
-                existing = await tx.fetch_one(SQL_DERIVATIVE, derivative)
-                if existing is not None:
-                    return job_from_row(existing), False
+                reads["derivative"] = (SQL_DERIVATIVE, derivative)
             if tx.dialect.transaction_lock is not None:
-                await tx.execute(
-                    tx.dialect.transaction_lock, (f"{new.platform}\x1f{new.requester_id}",)
-                )
-            now = self.clock()
-            refusal = await _quota_refusal(tx, new.platform, new.requester_id, quota, now)
+                requester = f"{new.platform}\x1f{new.requester_id}"
+                reads["lock"] = (tx.dialect.transaction_lock, (requester,))
+            asked = self.clock()
+            reads |= _quota_reads(new.platform, new.requester_id, quota, asked)
+            found = dict(zip(reads, await tx.fetch_each(reads.values()), strict=True))
+            if commanded := found.get("commanded"):
+                job = job_from_row(commanded[0])
+                return job, attempts > 1 and _made_by_a_lost_attempt(job, self.owner.process_id)
+            if existing := found.get("derivative"):
+                return job_from_row(existing[0]), False
+            refusal = _quota_refusal_of(found, quota, asked)
             if refusal is not None:
                 return refusal
+            now = self.clock()
             if new.parent_job_id is not None and not await tx.fetch_one(
                 SQL_JOB_EXISTS, (new.parent_job_id,)
             ):
@@ -138,9 +146,9 @@ class JobAdmission:
                 raced = await tx.fetch_one(SQL_DERIVATIVE, derivative)
                 if raced is not None:
                     return job_from_row(raced), False
-            commanded = await _commanded(tx, new)
-            if commanded is not None:
-                return commanded, False
+            commanded_now = await _commanded(tx, new)
+            if commanded_now is not None:
+                return commanded_now, False
             raise StorageError("the job conflicts with an existing one (same provider id?)")
 
         return await self.db.transaction(work, repeatable=new.command_key is not None)
@@ -173,10 +181,13 @@ class JobAdmission:
         self, platform: str, requester_id: str, quota: JobQuota, *, pending: int = 0
     ) -> QuotaRefusal | None:
         """The limit of ``quota`` the requester is at now, counting ``pending`` jobs about to
-        be created as active ones; None when a new job fits. Reads only, each statement on its
-        own: a check before costly work, which :meth:`create_job_within` makes again when it
-        writes."""
-        return await _quota_refusal(self.db, platform, requester_id, quota, self.clock(), pending)
+        be created as active ones; None when a new job fits. Reads only, outside a
+        transaction: a check before costly work, which :meth:`create_job_within` makes again
+        when it writes."""
+        now = self.clock()
+        reads = _quota_reads(platform, requester_id, quota, now)
+        found = dict(zip(reads, await self.db.fetch_each(reads.values()), strict=True))
+        return _quota_refusal_of(found, quota, now, pending)
 
 
 async def _commanded(tx: Session, new: NewJob) -> Job | None:
@@ -220,7 +231,10 @@ async def _insert(tx: Session, new: NewJob, now: float, lease: tuple[str, float]
 
 async def _key_with_room(tx: Session, keys: Sequence[KeyRoom], now: float) -> str:
     """The first of ``keys`` below its caps (serialised over processes: SQLite's ``BEGIN
-    IMMEDIATE``, PostgreSQL's lock on choosing keys); :class:`NoKeyRoom` when none is."""
+    IMMEDIATE``, PostgreSQL's lock on choosing keys, taken only when a cap is counted: the
+    first key without caps is chosen at once); :class:`NoKeyRoom` when none is."""
+    if keys and keys[0].max_concurrent <= 0 and keys[0].daily_tasks <= 0:
+        return keys[0].name
     if tx.dialect.transaction_lock is not None:
         await tx.execute(tx.dialect.transaction_lock, (KEYS_LOCK,))
     for key in keys:
@@ -236,19 +250,31 @@ async def _key_with_room(tx: Session, keys: Sequence[KeyRoom], now: float) -> st
     raise NoKeyRoom(", ".join(key.name for key in keys) or "no key")
 
 
-async def _quota_refusal(
-    session: Session, platform: str, requester_id: str, quota: JobQuota, now: float,
-    pending: int = 0,
-) -> QuotaRefusal | None:  # fmt: skip
-    """The limit of ``quota`` the requester is at, counting ``pending`` jobs as active, if
-    any."""
+def _quota_reads(
+    platform: str, requester_id: str, quota: JobQuota, now: float
+) -> dict[str, tuple[str, Values]]:
+    """The reads that tell whether the requester is at a limit of ``quota`` at ``now`` (sent
+    together; :func:`_quota_refusal_of` reads their rows)."""
+    reads: dict[str, tuple[str, Values]] = {}
     if quota.max_active > 0:
-        row = await session.fetch_one(SQL_COUNT_ACTIVE, (platform, requester_id, *_ACTIVE))
-        active = (int(row["n"]) if row else 0) + pending
+        reads["active"] = (SQL_COUNT_ACTIVE, (platform, requester_id, *_ACTIVE))
+    if quota.max_daily_credits > 0:
+        reads["spent"] = spent_statement(platform, requester_id, quota.refill, now)
+    return reads
+
+
+def _quota_refusal_of(
+    found: Mapping[str, Sequence[Row]], quota: JobQuota, now: float, pending: int = 0
+) -> QuotaRefusal | None:
+    """The limit of ``quota`` the rows of :func:`_quota_reads` show the requester at,
+    counting ``pending`` jobs as active, if any."""
+    if quota.max_active > 0:
+        rows = found["active"]
+        active = (int(rows[0]["n"]) if rows else 0) + pending
         if active >= quota.max_active:
             return QuotaRefusal("max_active", active, quota.max_active)
     if quota.max_daily_credits > 0:
-        spent = await spent_in_window(session, platform, requester_id, quota.refill, now)
+        spent = spent_of(found["spent"], quota.refill, now)
         if spent.credits >= quota.max_daily_credits:
             allowed = quota.max_daily_credits
             return QuotaRefusal(

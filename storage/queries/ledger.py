@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Final
@@ -9,7 +10,7 @@ from typing import Final
 from storage.errors import StorageError
 from storage.queries.base import Clock
 from storage.records.usage import ESTIMATED_CREDITS, HOUR, Refill, Spent, UsageTotals, window_start
-from storage.sql.session import Database, Session
+from storage.sql.session import Database, Row, Session
 
 SQL_ADD_USAGE: Final = (
     "INSERT INTO usage (platform, user_id, day, kind, job_id, tokens_prompt, tokens_completion,"
@@ -81,9 +82,21 @@ async def spent_in_window(
     session: Session, platform: str, user_id: str, refill: Refill, now: float
 ) -> Spent:
     """What a user spent in the window of ``refill`` at ``now``, by hour."""
+    rows = await session.fetch_all(*spent_statement(platform, user_id, refill, now))
+    return spent_of(rows, refill, now)
+
+
+def spent_statement(
+    platform: str, user_id: str, refill: Refill, now: float
+) -> tuple[str, tuple[str | float, ...]]:
+    """The read of what a user spent in the window of ``refill`` at ``now`` (its rows make a
+    :class:`Spent` with :func:`spent_of`), for sending with other statements."""
     start = window_start(refill, now)
-    days = (utc_day(start), utc_day(now))
-    rows = await session.fetch_all(SQL_SPENT, (platform, user_id, *days, start))
+    return SQL_SPENT, (platform, user_id, utc_day(start), utc_day(now), start)
+
+
+def spent_of(rows: Sequence[Row], refill: Refill, now: float) -> Spent:
+    """What :func:`spent_statement`'s ``rows`` say was spent, by hour."""
     hours: dict[float, tuple[int, int]] = {}
     for row in rows:
         at = float(row["created_at"])

@@ -13,11 +13,14 @@ from storage import (
     ALL_STATUSES,
     IN_FLIGHT_STATUSES,
     JobQuota,
+    KeyRoom,
     QuotaRefusal,
     StorageError,
     Store,
 )
+from storage.queries.admission import KEYS_LOCK
 from tests.storage.conftest import ManualClock, new_job
+from tests.storage.counting import Trip, counted
 from tests.storage.helpers import create_job
 
 
@@ -167,3 +170,43 @@ async def test_the_quota_can_be_read_before_costly_work(store: Store) -> None:
     )
     assert await store.admission.quota_refusal("discord", "u1", JobQuota(), pending=9) is None
     assert len(await store.tracking.list_unfinished_jobs(ALL_STATUSES)) == 1
+
+
+def keys_locked(trip: Trip) -> bool:
+    return any(values == (KEYS_LOCK,) for _, values in trip.statements)
+
+
+async def test_a_commands_job_is_created_in_two_sends(store: Store) -> None:
+    """The look for the command's job, the requester's lock and the limits' reads go together,
+    the row in a second, so the lock is held over the insert and the commit alone (six sends
+    on PostgreSQL without it, each a round trip); a key without caps is chosen without the
+    lock on choosing keys, which serialises every requester's creations."""
+    trips = counted(store).trips
+    quota = JobQuota(max_active=5, max_daily_credits=100)
+    command = new_job(command_key="web:m1")
+
+    made = await store.admission.create_job_within(command, quota, [KeyRoom("main")])
+    assert not isinstance(made, QuotaRefusal) and made[1] is True
+    assert made[0].provider_key == "main"
+    assert [trip.sends for trip in trips] == [2]
+    assert not keys_locked(trips[0])
+
+    assert await store.admission.create_job_within(command, quota) == (made[0], False)
+    assert [trip.sends for trip in trips[1:]] == [1], "the command's job found, nothing written"
+
+    capped = [KeyRoom("capped", max_concurrent=2), KeyRoom("main")]
+    other = await store.admission.create_job_within(new_job(prompt="b"), quota, capped)
+    assert not isinstance(other, QuotaRefusal) and other[0].provider_key == "capped"
+    locking = store.db.dialect.transaction_lock is not None
+    assert keys_locked(trips[2]) is locking, "a cap counted: choosing keys is serialised"
+
+
+async def test_the_quota_read_before_costly_work_is_one_send(store: Store) -> None:
+    await store.ledger.add_usage("discord", "u1", credits=1, kind="credits")
+    quota = JobQuota(max_active=2, max_daily_credits=4)
+    trips = counted(store).trips
+    assert await store.admission.quota_refusal("discord", "u1", quota, pending=1) is None
+    assert [trip.sends for trip in trips] == [1], "the active jobs and the credits together"
+    assert await store.admission.quota_refusal("discord", "u1", quota, pending=2) == QuotaRefusal(
+        "max_active", 2, 2
+    )
