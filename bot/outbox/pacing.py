@@ -37,8 +37,10 @@ shows that much more. When others wait in the channel, a
 stream's first message is held until its text is ``FIRST_MESSAGE_HOLD`` old; a stream's final
 text is not paced when nobody else waits in its channel. Other non-urgent writes come last,
 least recently served first. A write may leave a share of its windows free for others
-(``spare``: progress edits leave a quarter, so a result or an answer finds room at once); it
-waits while fewer are free, here and in the shared windows. Only shared limits live here; the
+(``spare``: progress edits leave a quarter, room for that many results or answers at once — one
+in a window of 5, none below 4); it waits while fewer are free, here and in the shared windows,
+where it is never booked ahead (a booked row counts from its reservation, so it would take the
+spare at once). Only shared limits live here; the
 per-message minimum interval is the renderer's.
 
 Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`, on PostgreSQL) a
@@ -628,7 +630,7 @@ class Pacer:
             first = counting[0][1]
             spacing = first.seconds / first.capacity
         within = channel.window.seconds if deadline is None else deadline - now
-        if not book:
+        if not book or ticket.spare > 0:
             within = 0.0
         try:
             return await self._shared.book_writes(

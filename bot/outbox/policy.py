@@ -10,9 +10,9 @@
   kept refusing, :class:`WriteRateLimited` (a :class:`~bot.kernel.UserError` the router shows the
   user) ends it.
 - ``SKIP_IF_BUSY`` (progress edits): wait at most ``SKIP_WAIT`` seconds as a paced write, least
-  recently served first, leaving ``PROGRESS_SPARE`` of each window free (so a result or an
-  answer never waits behind progress); no room, or a refusal (which holds the channel), raises
-  :class:`WriteSkipped` and nothing is written.
+  recently served first, leaving ``PROGRESS_SPARE`` of each window free (room for that many
+  results or answers at once beside progress); no room, or a refusal (which holds the channel),
+  raises :class:`WriteSkipped` and nothing is written.
 - ``NOW`` (answers to an interaction: notices, forms, private messages, threads): written at once,
   not paced (the platform answers an interaction within seconds or never); its errors propagate.
 - ``BEST_EFFORT`` (activity: "is thinking…", typing): written at once; a refusal or a platform
@@ -35,8 +35,8 @@ from bot.outbox.windows import StreamDemand
 URGENT_WAIT = 30.0
 SKIP_WAIT = 0.3
 PROGRESS_SPARE = 0.25
-"""The share of each write window (rounded down) progress edits leave free: a burst of results,
-or an answer, finds that much room at once instead of a window full of progress."""
+"""The share of each write window (rounded down: one of 5, none below 4) progress edits leave
+free: that many results or answers find room at once instead of a window full of progress."""
 ATTEMPTS = 3
 
 

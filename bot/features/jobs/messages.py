@@ -3,8 +3,9 @@ report (:class:`JobMessages`).
 
 Every write goes through the process's :class:`~bot.outbox.Outbox`, so job messages and
 streamed chat answers share one window per channel and workspace and never cause rate-limit
-hits: progress edits are skipped when there is no room right now (the next poll brings a newer
-one), results and reports wait for it (bounded) because they must land.
+hits: progress edits are skipped when no room comes within their short wait, leaving a quarter
+of each window free (``PROGRESS_SPARE``; the next poll brings a newer one), results and reports
+wait for room (bounded) because they must land.
 
 The progress message is posted (keyed ``<job id>.progress``) and linked as the job starts, then
 kept current — its status in words, the time since it started and the time left, its place

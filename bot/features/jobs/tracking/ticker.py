@@ -8,8 +8,9 @@ by one process, its owner, and only its owner reads the job's row. The edits und
 (:data:`CONCURRENCY`) are the cluster's: each process takes its share, in proportion to the jobs it
 holds, so N processes edit about as much as one instead of N times as much into the same write
 windows. JobMessages edits a message only when its text changed (the elapsed time moves in 5-second
-steps) and only when the platform's write windows have room right now, so ticking never delays
-results or chat answers. Nor does it on the event loop and in storage: while deliveries wait for a
+steps) and only when it finds room within its wait (:data:`WAIT_SHARE` of a tick) with a quarter
+of each write window left free (``PROGRESS_SPARE``), so results and chat answers find room beside
+it. Nor does it on the event loop and in storage: while deliveries wait for a
 slot (a burst of results), a tick edits nothing more (the next one shows the time then).
 """
 
