@@ -91,6 +91,7 @@ from storage.records.jobs import (
     TaskType as TaskType,
     new_job_id as new_job_id,
 )
+from storage.records.jobs import Heartbeat as Heartbeat
 from storage.records.jobs import ProcessInfo as ProcessInfo
 from storage.records.platforms import (
     PlaygroundImage as PlaygroundImage,

@@ -12,10 +12,16 @@ from typing import Final
 from storage.errors import StorageError
 from storage.queries.base import Clock, Owner
 from storage.queries.jobs import job_from_row
-from storage.records.jobs import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES, Job, ProcessInfo
+from storage.records.jobs import (
+    IN_FLIGHT_STATUSES,
+    UNFINISHED_STATUSES,
+    Heartbeat,
+    Job,
+    ProcessInfo,
+)
 from storage.sql.dialect import marks
 from storage.sql.schema import UNFINISHED_LITERALS
-from storage.sql.session import Database, Session, to_json
+from storage.sql.session import Database, Row, Session, Values, to_json
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
 _IN_UNFINISHED: Final = f"status IN ({marks(len(_UNFINISHED))})"
@@ -95,48 +101,48 @@ class JobLeasing:
         (PostgreSQL); SQLite belongs to one process at a time."""
         return self.db.dialect.shared
 
-    async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
+    async def heartbeat(self, process: ProcessInfo, *, share_of: Iterable[str] = ()) -> Heartbeat:
         """Renew this process's lease for its lease (one row, ``processes.lease_until``: its
         jobs are held while it lasts, however many there are) and record it as alive (with
         ``process``); the ids of the jobs it holds (a job it was working on that is missing
-        was taken over: it stops working on it). The lease runs from when the transaction
-        began (not from before a wait for a connection), and a renewal that would be written
-        only after the lease it renews ran out is rolled back and raises
-        :class:`StorageError` (it holds nothing it could count on)."""
+        was taken over: it stops working on it) and its fair share of the unfinished jobs on
+        the platforms ``share_of`` (none: 0), all in one transaction. The share is, for each
+        platform, its unfinished jobs divided among the live processes serving it, this one
+        included (rounded up; all of them where the database has one process): a process
+        takes over at most its share, and gives back what it holds beyond it
+        (:meth:`shed_leases`), so the load evens out when a process joins. The lease runs
+        from when the transaction began (not from before a wait for a connection), and a
+        renewal that would be written only after the lease it renews ran out is rolled back
+        and raises :class:`StorageError` (it holds nothing it could count on)."""
+        allowed = tuple(share_of)
 
-        async def work(tx: Session) -> frozenset[str]:
+        async def work(tx: Session) -> Heartbeat:
             now = self.clock()
             seen = (
                 self.owner.process_id, process.host, process.pid, to_json(list(process.platforms)),
                 process.shards, process.started_at, now, now + self.owner.lease_seconds,
             )  # fmt: skip
             await tx.execute(SQL_SEEN, seen)
-            mine = (self.owner.process_id, *_UNFINISHED)
-            held = frozenset(str(row["id"]) for row in await tx.fetch_all(SQL_HELD, mine))
+            asked: list[tuple[str, Values]] = [(SQL_HELD, (self.owner.process_id, *_UNFINISHED))]
+            if allowed:
+                serving = tx.dialect.json_contains("platforms", "jobs.platform")
+                load = SQL_LOAD.format(serving, marks(len(allowed)))
+                asked.append((load, (now - self.owner.lease_seconds, *_UNFINISHED, *allowed)))
+            held_rows, *load_rows = await tx.fetch_each(asked)
+            held = frozenset(str(row["id"]) for row in held_rows)
             late = self.clock() - now
             if late >= self.owner.lease_seconds:
                 raise StorageError(
                     f"the lease heartbeat took {late:.1f} s, longer than a lease"
                     f" ({self.owner.lease_seconds:g} s): renewal rolled back"
                 )
-            return held
+            return Heartbeat(held, self._share(load_rows[0] if load_rows else []))
 
         return await self.db.transaction(work, repeatable=True)
 
-    async def fair_share(self, platforms: Iterable[str]) -> int:
-        """How many unfinished jobs on ``platforms`` this process should hold: for each
-        platform, its unfinished jobs divided among the live processes serving it (rounded
-        up; all of them where the database has one process). A process takes over at most its
-        share, and gives back what it holds beyond it (:meth:`shed_leases`), so the load evens
-        out when a process joins."""
-        allowed = tuple(platforms)
-        if not allowed:
-            return 0
-        serving = self.db.dialect.json_contains("platforms", "jobs.platform")
-        load = SQL_LOAD.format(serving, marks(len(allowed)))
-        live_since = self.clock() - self.owner.lease_seconds
-        rows = await self.db.fetch_all(load, (live_since, *_UNFINISHED, *allowed))
-        shares = [(int(r["jobs"]), int(r["serving"]) if self.shared else 1) for r in rows]
+    def _share(self, load: list[Row]) -> int:
+        """The fair share :data:`SQL_LOAD`'s rows give (see :meth:`heartbeat`)."""
+        shares = [(int(r["jobs"]), int(r["serving"]) if self.shared else 1) for r in load]
         return sum(-(-jobs // max(serving, 1)) for jobs, serving in shares)
 
     async def shed_leases(self, count: int) -> int:

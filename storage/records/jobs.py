@@ -367,6 +367,15 @@ class ProcessInfo:
 
 
 @dataclass(frozen=True)
+class Heartbeat:
+    """What a heartbeat learnt (:meth:`storage.JobLeasing.heartbeat`): the jobs its process
+    still holds, and how many unfinished jobs it should hold (its fair share)."""
+
+    held: frozenset[str]
+    share: int
+
+
+@dataclass(frozen=True)
 class ProcessStatus:
     """A process as the cluster sees it: ``live`` while its heartbeat is recent; ``leases``
     is how many unfinished jobs it holds."""

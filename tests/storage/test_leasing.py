@@ -35,7 +35,7 @@ async def test_a_live_lease_is_never_taken_and_an_expired_one_is_taken_once(
     job = await create_job(store.admission, new_job(status="pending"))
     assert await other_store.leasing.claim_jobs(["discord"], limit=10) == []
     clock.advance(LEASE - 1)
-    assert await store.leasing.heartbeat(process("discord")) == {job.id}
+    assert (await store.leasing.heartbeat(process("discord"))).held == {job.id}
     clock.advance(LEASE - 1)
     assert await other_store.leasing.claim_jobs(["discord"], limit=10) == []
 
@@ -49,7 +49,7 @@ async def test_a_live_lease_is_never_taken_and_an_expired_one_is_taken_once(
     assert taken.lease_generation == job.lease_generation + 1
     assert await other_store.leasing.claim_jobs(["discord"], limit=10) == []
     assert await store.leasing.claim_jobs(["discord"], limit=10) == []
-    assert await store.leasing.heartbeat(process("discord")) == frozenset()
+    assert (await store.leasing.heartbeat(process("discord"))).held == frozenset()
     stored = await store.jobs.get_job(job.id)
     assert stored is not None and stored.owner == other_store.owner.process_id
 
@@ -72,7 +72,7 @@ async def test_finished_work_is_not_leased(
         await create_job(store.admission, new_job(status=status))
     clock.advance(LEASE + 1)
     assert await other_store.leasing.claim_jobs(["discord"], limit=10) == []
-    assert await store.leasing.heartbeat(process("discord")) == frozenset()
+    assert (await store.leasing.heartbeat(process("discord"))).held == frozenset()
 
 
 async def test_concurrent_claimers_split_the_expired_jobs_without_overlap(
@@ -104,7 +104,7 @@ async def test_a_heartbeat_writes_one_row_however_many_jobs_it_holds(
             await create_job(store.admission, new_job(status="pending"))
         clock.advance(LEASE / 4)
         before = len(counting.trips)
-        assert len(await store.leasing.heartbeat(process("discord"))) == holding
+        assert len((await store.leasing.heartbeat(process("discord"))).held) == holding
         written[holding] = sum(trip.rows_written for trip in counting.trips[before:])
     assert written == {3: 1, 30: 1}
 
@@ -140,7 +140,7 @@ async def test_a_renewal_written_after_its_leases_ran_out_is_rolled_back(
         clock.stall = 0.0
         assert await process_lease(store) is None
         clock.stall = LEASE / 2
-        assert await store.leasing.heartbeat(process("discord")) == {job.id}
+        assert (await store.leasing.heartbeat(process("discord"))).held == {job.id}
         renewed = await process_lease(store)
         assert renewed is not None and renewed > (job.lease_until or 0)
     finally:
@@ -171,7 +171,7 @@ async def test_a_heartbeat_writes_no_job_row_so_it_waits_for_none(
     clock.advance(LEASE / 2)
     try:
         async with asyncio.timeout(5):
-            assert await store.leasing.heartbeat(process("discord")) == {busy.id, free.id}
+            assert (await store.leasing.heartbeat(process("discord"))).held == {busy.id, free.id}
     finally:
         release.set()
         await held
@@ -264,15 +264,17 @@ async def test_the_fair_share_divides_each_platforms_jobs_among_its_live_process
         await create_job(
             store.admission, new_job(status="pending", platform="web" if n < 7 else "slack")
         )
-    await store.leasing.heartbeat(process("web", "slack"))
-    await other_store.leasing.heartbeat(process("web"))
     shared = isinstance(store, PostgresStore)
-
-    assert await store.leasing.fair_share(["web", "slack"]) == (4 + 3 if shared else 10)
-    assert await other_store.leasing.fair_share(["web"]) == (4 if shared else 7)
+    alone = await store.leasing.heartbeat(process("web", "slack"), share_of=["web", "slack"])
+    assert alone.share == 10
+    beside = await other_store.leasing.heartbeat(process("web"), share_of=["web"])
+    assert beside.share == (4 if shared else 7)
+    again = await store.leasing.heartbeat(process("web", "slack"), share_of=["web", "slack"])
+    assert again.share == (4 + 3 if shared else 10)
+    assert (await store.leasing.heartbeat(process("web", "slack"))).share == 0
     clock.advance(LEASE + 1)
-    await store.leasing.heartbeat(process("web", "slack"))
-    assert await store.leasing.fair_share(["web", "slack"]) == 10
+    again = await store.leasing.heartbeat(process("web", "slack"), share_of=["web", "slack"])
+    assert again.share == 10
 
 
 async def test_shedding_gives_back_the_newest_jobs_in_flight_for_others_to_claim(
@@ -288,7 +290,11 @@ async def test_shedding_gives_back_the_newest_jobs_in_flight_for_others_to_claim
     assert await store.leasing.shed_leases(2) == 2
     given = [job.id for job in await other_store.leasing.claim_jobs(["discord"], limit=10)]
     assert sorted(given) == sorted([jobs[1].id, jobs[4].id])
-    assert await store.leasing.heartbeat(process("discord")) == {jobs[0].id, jobs[2].id, jobs[3].id}
+    assert (await store.leasing.heartbeat(process("discord"))).held == {
+        jobs[0].id,
+        jobs[2].id,
+        jobs[3].id,
+    }
 
 
 def test_the_lease_index_predicate_names_every_unfinished_status() -> None:

@@ -5,9 +5,10 @@ which holds every job the process owns: a beat costs the same at ten jobs as at 
 locks none of them), tells the cluster it is alive, with its platforms and shards, and tells the
 tracker which jobs it still holds (a job taken over while this process stalled is no longer
 among them: the tracker stops working on it, and its fenced writes would change nothing anyway).
-Then it takes over jobs no live process holds on the platforms this process has an adapter for,
-in batches, handing each batch to the tracker to settle — at most its fair share (the unfinished
-jobs of each platform divided among the live processes serving it) — and gives back what it
+The same transaction tells it its fair share (the unfinished jobs of each platform divided among
+the live processes serving it): an idle process's beat is one transaction. Then it takes over jobs
+no live process holds on the platforms this process has an adapter for, in batches, handing each
+batch to the tracker to settle — at most its fair share — and gives back what it
 holds beyond its share and a margin, so a process that joins gets its part of the load. So a
 process killed with ``kill -9`` loses its jobs to the others within about two leases; a clean
 stop releases them at once.
@@ -114,23 +115,25 @@ class Leases:
 
     async def _renew(self, *, take_live: bool = False) -> list[Job]:
         """The database's part of :meth:`beat`; the jobs taken over, not settled yet."""
+        platforms = list(self._platforms())
         asked_at = self._clock()
-        held = await self._store.heartbeat(self.process_info())
+        beat = await self._store.heartbeat(
+            self.process_info(), share_of=() if take_live else platforms
+        )
+        held = beat.held
         answered_at = self._clock()
         self._still_held(held, asked_at)
         slow = answered_at - asked_at > self._store.owner.lease_seconds / BEATS_PER_LEASE
         if slow or self._reachable_since is None:
             self._reachable_since = answered_at if slow else asked_at
-        platforms = list(self._platforms())
         taken: list[Job] = []
         shed = 0
         if take_live:
             taken = await self._claim(platforms, None, take_live=True)
         elif platforms and answered_at - self._reachable_since >= self._store.owner.lease_seconds:
-            share = await self._store.fair_share(platforms)
-            taken = await self._claim(platforms, share - len(held))
-            excess = len(held) + len(taken) - share
-            if excess > max(SHED_MARGIN, share // 10):
+            taken = await self._claim(platforms, beat.share - len(held))
+            excess = len(held) + len(taken) - beat.share
+            if excess > max(SHED_MARGIN, beat.share // 10):
                 shed = await self._store.shed_leases(excess)
         if taken:
             log.info("took over %d jobs no live process held", len(taken))

@@ -1,8 +1,8 @@
 """Job leases across processes on PostgreSQL: a dead process's jobs are taken over and posted
 once, a live process keeps its own (and polls only its own), a webhook received elsewhere
 wakes the owner, settling what a heartbeat took over neither holds up the next heartbeat nor
-is cut short by its deadline, a heartbeat slower than a beat counts as a stall, and a beat
-writes one row however many jobs its process holds."""
+is cut short by its deadline, a heartbeat slower than a beat counts as a stall, a beat
+writes one row however many jobs its process holds, and an idle beat is one transaction."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,8 +27,9 @@ from genbot.compose import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from simulator.task_model import fetch_record
-from storage import Job, JobLeasing, NewJob, ProcessInfo
+from storage import Heartbeat, Job, JobLeasing, NewJob, ProcessInfo
 from storage.postgres import PostgresStore
+from storage.queries.leasing import SQL_LOAD
 from tests.bot.features.jobs.proxy import FaultyProxy, faulty_proxy
 from tests.bot.features.jobs.support import eventually
 from tests.bot.harness import PLACE, ROOMY, harness_settings
@@ -349,9 +350,9 @@ class SlowHeartbeats(JobLeasing):
     now: list[float] = field(default_factory=list)
     delay: float = 0.0
 
-    async def heartbeat(self, process: ProcessInfo) -> frozenset[str]:
+    async def heartbeat(self, process: ProcessInfo, *, share_of: Iterable[str] = ()) -> Heartbeat:
         self.now[0] += self.delay
-        return await super().heartbeat(process)
+        return await super().heartbeat(process, share_of=share_of)
 
 
 async def test_a_heartbeat_slower_than_a_beat_counts_as_a_stall(postgres: PostgresCluster) -> None:
@@ -431,3 +432,45 @@ async def test_a_beat_writes_one_row_however_many_jobs_its_process_holds(
             assert beats[1].held == holding
             written[holding] = sum(trip.rows_written for trip in trips)
         assert written == {3: 1, 30: 1}
+
+
+async def test_a_beat_is_one_transaction_and_still_takes_a_dead_processs_jobs_at_once(
+    postgres: PostgresCluster,
+) -> None:
+    """The fair share was asked in a transaction of its own after the heartbeat's: an idle
+    process sent two transactions a beat (0.8 a second at the default lease)."""
+    url, now = postgres.create_database(), [1_700_000_000.0]
+
+    def clock() -> float:
+        return now[0]
+
+    taken: list[Job] = []
+
+    async def take_over(jobs: list[Job]) -> None:
+        taken.extend(jobs)
+
+    async def woken(_job_id: str) -> None:
+        pass
+
+    async with (
+        await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as dead,
+        await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as mine,
+    ):
+        counting = counted(mine)
+        leases = Leases(mine.leasing, lambda: ["fake"], take_over, woken, clock=clock)
+        beats = []
+        for _ in range(BEATS_PER_LEASE + 2):
+            now[0] += LEASE / BEATS_PER_LEASE
+            before = len(counting.trips)
+            assert await leases.beat() == 0
+            beats.append(counting.trips[before:])
+        assert [len(trips) for trips in beats] == [1] * len(beats)
+        load = SQL_LOAD.partition(" (SELECT")[0]
+        assert any(sql.startswith(load) for sql, _ in beats[-1][0].statements), "it asked"
+
+        jobs = [await create_job(dead.admission, pending_job(n)) for n in range(3)]
+        now[0] += LEASE + LEASE / BEATS_PER_LEASE
+        before = len(counting.trips)
+        assert await leases.beat() == 3, "the dead process's jobs, at the first beat they are free"
+        assert len(counting.trips[before:]) == 2, "the heartbeat, then the claim"
+        assert sorted(job.id for job in taken) == sorted(job.id for job in jobs)
