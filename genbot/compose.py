@@ -348,6 +348,7 @@ def build_job_engines(
             owner=store.owner.process_id,
             every=limits_settings.progress_tick_seconds,
             deliveries_waiting=lambda: tracker.deliveries_waiting,
+            holds_jobs=lambda: tracker.holds_jobs,
         ),
         DescribeButtons(starter, provider, store.settings),
         UploadForms(starter, images),

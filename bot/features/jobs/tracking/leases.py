@@ -90,6 +90,8 @@ class Leases:
         self._settling: set[asyncio.Task[None]] = set()
         self.held = 0
         """Leases this process held at its last heartbeat (with what it took over then)."""
+        self.held_as_of: float | None = None
+        """When the heartbeat that counted :attr:`held` asked (None before the first)."""
         self.taken_over = 0
         """Jobs this process took over since it started."""
 
@@ -142,6 +144,7 @@ class Leases:
             log.info("gave back %d jobs beyond this process's share for others to take", shed)
         self.taken_over += len(taken)
         self.held = len(held) + len(taken) - shed
+        self.held_as_of = asked_at
         metrics.set_leases(self.held)
         return taken
 

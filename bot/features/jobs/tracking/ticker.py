@@ -1,6 +1,8 @@
 """The progress ticker: keeps every running job's progress message moving.
 
-Every :data:`TICK_SECONDS` it lists the jobs in flight (a few columns of each), works out each
+Every :data:`TICK_SECONDS`, while this process may hold an unfinished job (as its tracker knows
+from its heartbeat and its submissions, without a statement; an idle process's tick sends none and
+forgets the places), it lists the jobs in flight (a few columns of each), works out each
 one's place among its requester's running jobs (those of every process), and asks delivery to show
 the progress of the jobs this process holds the lease on (:mod:`bot.features.jobs.tracking.leases`),
 read whole in one statement: with several processes on one database, each job's message is ticked
@@ -76,8 +78,10 @@ class ProgressTicker:
         owner: str,
         every: float = TICK_SECONDS,
         deliveries_waiting: Callable[[], bool] = lambda: False,
+        holds_jobs: Callable[[], bool] = lambda: True,
     ) -> None:
         self._store = store
+        self._holds_jobs = holds_jobs
         self._owner = owner
         self._delivery = delivery
         self._deliveries_waiting = deliveries_waiting
@@ -107,7 +111,11 @@ class ProgressTicker:
                 log.exception("progress tick failed")
 
     async def tick(self) -> int:
-        """One round; returns how many progress messages were edited."""
+        """One round (nothing while this process holds no unfinished job: see the module
+        docstring); returns how many progress messages were edited."""
+        if not self._holds_jobs():
+            self._delivery.positions = {}
+            return 0
         running = await self._store.list_running(IN_FLIGHT_STATUSES, limit=MAX_TICKED)
         self._delivery.positions = positions(running)
         if self._deliveries_waiting():

@@ -225,6 +225,7 @@ class Tracker:
         self._quiet = False
         """The last round found nothing to do (see the module docstring)."""
         self._next_sweep = 0.0
+        self._submitted_at: float | None = None
         self.rounds = 0
 
     # Lifecycle --------------------------------------------------------------------------------
@@ -285,6 +286,7 @@ class Tracker:
 
     def submitted(self, job_id: str) -> None:
         """A job was just handed to the provider (or finished at once)."""
+        self._submitted_at = self._clock()
         self._watch.touch(job_id)
         self.schedule_delivery(job_id)
         self.kick()
@@ -427,6 +429,18 @@ class Tracker:
             if job_id not in held and started < as_of and not task.done():
                 log.info("job %s was taken over by another process; stopped delivering it", job_id)
                 task.cancel()
+
+    @property
+    def holds_jobs(self) -> bool:
+        """Whether this process may hold an unfinished job, as far as it knows without asking
+        the database: it held one at its last heartbeat (with what that took over), a job was
+        submitted here since that heartbeat asked, or no heartbeat has answered yet. False
+        only when it certainly holds none (a job it creates is in flight only once submitted;
+        one it takes over comes with a heartbeat)."""
+        as_of, submitted = self.leases.held_as_of, self._submitted_at
+        if as_of is None or self.leases.held > 0:
+            return True
+        return submitted is not None and submitted >= as_of
 
     @property
     def deliveries_waiting(self) -> bool:

@@ -1,7 +1,7 @@
 """The progress ticker: its edits check their jobs' leases together and give way to deliveries
 waiting for a slot, and with several processes on one database (PostgreSQL) each process edits
 only the progress messages of the jobs it holds, while a job's place among its requester's jobs
-counts the jobs of every process."""
+counts the jobs of every process; a process holding no job lists none."""
 
 from __future__ import annotations
 
@@ -20,14 +20,16 @@ from bot.outbox import Outbox
 from genbot.compose import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
-from storage import RunningJob
+from storage import IN_FLIGHT_STATUSES, NewJob, RunningJob
 from storage.postgres import PostgresStore
 from storage.queries.jobs import SQL_JOB_BY_ID, SQL_LEASES_AND_STATUSES
+from storage.queries.tracking import RUNNING_COLUMNS
 from tests.bot.features.jobs.support import bare_engines, eventually
 from tests.bot.harness import PLACE, ROOMY, harness_settings
 from tests.fakes.platform import FakePlatform
 from tests.postgres import PostgresCluster
-from tests.storage.counting import counted
+from tests.storage.counting import CountingDatabase, counted
+from tests.storage.helpers import create_job
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 TICKED = 8
@@ -261,3 +263,52 @@ async def test_a_tick_edits_nothing_while_deliveries_wait_for_a_slot(
         await tracker.wait_idle()
         assert not tracker.deliveries_waiting
         assert await bare.engines.ticker.tick() == TICKED
+
+
+def listings(counting: CountingDatabase) -> int:
+    """How many times the ticker listed the running jobs."""
+    listing = f"SELECT {RUNNING_COLUMNS} "
+    return sum(sql.startswith(listing) for trip in counting.trips for sql, _ in trip.statements)
+
+
+async def test_a_process_holding_no_job_lists_none_until_it_holds_one_again(
+    postgres: PostgresCluster,
+) -> None:
+    """An idle process listed every process's running jobs each tick (0.2 statements a second
+    at the default tick), though it edits only the messages of its own."""
+    url, clock, platform = postgres.create_database(), Clock(), FakePlatform(profile=ROOMY)
+    stores: list[PostgresStore] = []
+    async with (
+        serve(MANUAL) as sim,
+        process_on(sim, url, platform, clock, stores) as mine,
+        await PostgresStore.open(url, clock=clock, pool_size=2) as dead,
+    ):
+        leases, counting = mine.tracker.leases, counted(stores[0])
+        assert await leases.beat() == 0
+        before = len(counting.trips)
+        assert [await mine.ticker.tick() for _ in range(3)] == [0, 0, 0]
+        assert len(counting.trips) == before, "no statement while it holds no job"
+
+        own = await mine.images.imagine(alice_imagines(), "a fox of its own")
+        clock.now += 7
+        assert await mine.ticker.tick() == 1, "a job submitted since the heartbeat"
+        assert listings(counting) == 1
+        jobs = stores[0].jobs
+        assert await jobs.transition(own.id, IN_FLIGHT_STATUSES, "failed")
+        assert await jobs.transition(own.id, "failed", "reporting")
+        assert await jobs.transition(own.id, "reporting", "failed_posted")
+        assert await leases.beat() == 0 and leases.held == 0
+        assert await mine.ticker.tick() == 0
+        assert listings(counting) == 1
+
+        ref = await platform.send(PLACE, OutMessage("⏳ a fox left behind"))
+        left = NewJob(family="task", type="imagine", requester_id="bob", platform="fake",
+                      channel_id="c1", workspace_id="w1", prompt="a fox left behind",
+                      status="pending", provider_id="task-left")  # fmt: skip
+        job = await create_job(dead.admission, left)
+        await dead.jobs.transition(job.id, "pending", "pending", progress_message_id=ref.message_id)
+        assert await mine.ticker.tick() == 0, "the dead process's job is not this one's yet"
+        clock.now += dead.owner.lease_seconds + 1
+        assert await leases.beat() == 1
+        assert await mine.ticker.tick() == 1, "the job taken over at the heartbeat"
+        assert listings(counting) == 2
