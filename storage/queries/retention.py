@@ -1,5 +1,6 @@
 """Retention: what genbot keeps about one user and forgetting it (``/forget-me``), and purging
-what is older than its kind's ``keep_days``, by one process of the cluster at a time.
+what is older than its kind's ``keep_days`` (and the processes gone for a day), by one process of
+the cluster at a time.
 
 :data:`storage.queries.user_data.USER_DATA` is the one list of the kinds of a user's data: how
 each is counted (the preview) and how it goes (the deletion). :data:`ERASED` lists, table by
@@ -68,6 +69,15 @@ SQL_OLD_CONVERSATIONS: Final = "SELECT id AS key FROM conversations WHERE update
 SQL_DELETE_CONVERSATIONS: Final = "DELETE FROM conversations WHERE id IN ({})"
 SQL_OLD_JOBS: Final = f"SELECT id AS key FROM jobs WHERE {IS_DONE} AND created_at < ? LIMIT ?"
 SQL_OLD_IMAGES: Final = "SELECT key FROM playground_images WHERE created_at < ? LIMIT ?"
+GONE_PROCESS_SECONDS: Final = 86400.0
+"""A process not seen for this long (a day) is dropped from ``processes`` by the purge: one whose
+heartbeat stopped without a clean stop (``kill -9``, a crash, a lost host; a clean stop drops its
+row itself), and every restart on SQLite leaves one. It holds nothing by then: its jobs were
+taken over within two leases and its accepted commands once it was silent for two, and every
+reader of ``processes`` takes a missing row for a gone process (``genbot status`` stops listing
+it). A day is far past any stall a process could come back from (its row would be written again
+by its next heartbeat or claim anyway)."""
+SQL_FORGET_GONE_PROCESSES: Final = "DELETE FROM processes WHERE seen_at < ?"
 SQL_DELETE_IMAGES: Final = "DELETE FROM playground_images WHERE key IN ({})"
 
 
@@ -118,10 +128,10 @@ class Retention:
         return await self.db.transaction(work), whose.pseudonym
 
     async def purge(self, cutoffs: Cutoffs) -> Purged | None:
-        """Delete, kind by kind, what is older than its cutoff, when this process is the one to
-        purge this hour (None when another one is, or did): the turn is a conditional update
-        of its due time, and the purge runs under the cluster's lock on it, so two never
-        overlap."""
+        """Delete, kind by kind, what is older than its cutoff, and the processes gone for
+        longer than :data:`GONE_PROCESS_SECONDS`, when this process is the one to purge this
+        hour (None when another one is, or did): the turn is a conditional update of its due
+        time, and the purge runs under the cluster's lock on it, so two never overlap."""
         now = self.clock()
         turn = (now + PURGE_EVERY, PURGE_TURN, now)
         if await self.db.execute(SQL_CLAIM_PURGE, turn, repeatable=True) != 1:
@@ -133,6 +143,9 @@ class Retention:
                 ),
                 job_results=await self._purge(cutoffs.job_results, SQL_OLD_JOBS, None),
                 images=await self._purge(cutoffs.images, SQL_OLD_IMAGES, SQL_DELETE_IMAGES),
+                processes=await self.db.execute(
+                    SQL_FORGET_GONE_PROCESSES, (now - GONE_PROCESS_SECONDS,), repeatable=True
+                ),
             )
 
     async def _purge(self, cutoff: float | None, old: str, delete: str | None) -> int:

@@ -24,6 +24,8 @@ class Purged:
     conversations: int = 0
     job_results: int = 0
     images: int = 0
+    processes: int = 0
+    """Rows of processes gone for a day (:data:`storage.queries.retention.GONE_PROCESS_SECONDS`)."""
 
 
 @dataclass(frozen=True)

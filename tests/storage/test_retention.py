@@ -1,7 +1,8 @@
 """Retention on both backends: every table is either erased for a forgotten user or names
 none; after forgetting, no table of either backend has the user's id in any column, while
 everyone else's rows stay and usage totals stay as anonymous aggregates; the purge deletes
-exactly what is older than each kind's cutoff, by one process an hour."""
+exactly what is older than each kind's cutoff, by one process an hour, and forgets the processes
+gone for a day."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from storage import (
     KeptAbout,
     PlaygroundImage,
     PlaygroundMessage,
+    ProcessInfo,
     Purged,
     Store,
 )
@@ -141,3 +143,24 @@ async def test_the_purge_deletes_exactly_what_is_past_each_cutoff_once_an_hour(
     assert await store.retention.purge(Cutoffs(clock(), clock(), clock())) is None
     clock.advance(3600)
     assert await store.retention.purge(Cutoffs(conversations=clock())) == Purged(1, 0, 0)
+
+
+async def test_the_purge_forgets_processes_gone_for_a_day_and_their_jobs_are_still_taken(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    """A process that died without a clean stop kept its row in ``processes`` for ever (every
+    restart on SQLite left one too)."""
+    await other_store.leasing.heartbeat(ProcessInfo("h", 2, ("discord",), clock()))
+    left = await create_job(other_store.admission, new_job(status="pending"))
+    clock.advance(DAY - 60)
+    await store.leasing.heartbeat(ProcessInfo("h", 1, ("discord",), clock()))
+    kept = await store.retention.purge(Cutoffs(None, None, None))
+    assert kept is not None and kept.processes == 0, "gone for less than a day"
+
+    clock.advance(3600)
+    await store.leasing.heartbeat(ProcessInfo("h", 1, ("discord",), clock()))
+    assert await store.retention.purge(Cutoffs(None, None, None)) == Purged(processes=1)
+    rows = await store.db.fetch_all("SELECT id FROM processes")
+    assert [row["id"] for row in rows] == [store.owner.process_id]
+    [taken] = await store.leasing.claim_jobs(["discord"], limit=10)
+    assert (taken.id, taken.owner) == (left.id, store.owner.process_id)

@@ -1,8 +1,9 @@
 """The purge: every :data:`PURGE_SECONDS` each process asks whether it is the one to purge this
 hour (:meth:`storage.Retention.purge` and :meth:`storage.AuditLog.purge` each elect one per hour
 in the shared database; the retention purge runs under the cluster's lock), and that one deletes
-what is older than each kind's ``[storage.keep_days]``; hosted uploads past theirs are removed
-from the shared database too (by any process: the deletion is idempotent)."""
+what is older than each kind's ``[storage.keep_days]`` and the processes gone for a day; hosted
+uploads past theirs are removed from the shared database too (by any process: the deletion is
+idempotent)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Final, Protocol
 
 from bot.features.audit import AuditTrail
@@ -68,7 +70,9 @@ class RetentionPurge:
         if self.audit is not None:
             await self.audit.purge()
         purged = await self.store.purge(self.cutoffs())
-        if purged is not None and purged != Purged():
+        if purged is not None and purged.processes:
+            log.info("forgot %d processes not seen for a day", purged.processes)
+        if purged is not None and replace(purged, processes=0) != Purged():
             log.info(
                 "purged past keep_days: %d conversations, %d job results, %d images",
                 purged.conversations,
