@@ -4,6 +4,7 @@ tasks")."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncGenerator, Collection, Iterable, Mapping
 from contextlib import aclosing
 
@@ -192,15 +193,28 @@ class TaskClient:
         offsets: list[float],
     ) -> AsyncGenerator[list[MultiFetchPart], None]:
         limit = asyncio.Semaphore(MULTI_FETCH_CONCURRENCY)
+        answered: list[int] = []
+        came = asyncio.Event()
+
+        def answer(position: int, _: object) -> None:
+            answered.append(position)
+            came.set()
+
         calls = [
             asyncio.ensure_future(self._multi_fetch_part(request, key, known, limit, offset))
             for request, offset in zip(requests, offsets, strict=True)
         ]
+        for position, call in enumerate(calls):
+            call.add_done_callback(functools.partial(answer, position))
         try:
-            waiting = set(calls)
-            while waiting:
-                answered, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                yield [call.result() for call in calls if call in answered]
+            taken = 0
+            while taken < len(calls):
+                await came.wait()
+                came.clear()
+                step = sorted(answered)
+                answered.clear()
+                taken += len(step)
+                yield [calls[position].result() for position in step]
         finally:
             for call in calls:
                 call.cancel()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
+from collections.abc import Callable, Coroutine, Generator
 from contextlib import aclosing
+from contextvars import Context
+from typing import Any, Self
 
 import pytest
 
@@ -174,6 +177,55 @@ async def test_multi_fetch_parts_come_as_the_calls_are_answered_a_failed_call_as
     assert third.task_ids == tuple(wanted[100:150]) and third.error is None
     assert last.task_ids == tuple(wanted[150:]) and last.error is None
     assert set(last.records) == set(last.task_ids)
+
+
+class CountedTask(asyncio.Task[Any]):
+    """A task that counts the done-callbacks added to it."""
+
+    registered = 0
+
+    def add_done_callback(
+        self, fn: Callable[[Self], object], *, context: Context | None = None
+    ) -> None:
+        self.registered += 1
+        super().add_done_callback(fn, context=context)
+
+
+async def test_multi_fetch_parts_wait_for_the_next_answer_once_per_call_not_once_per_step(
+    api: ProviderClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forty calls answered one at a time over several steps: each call has a done-callback
+    added twice in all (the generator's, and the wait for every call as it ends), however many
+    steps there are; waiting on every pending call at each step would add one to each pending
+    call per step (then one pending at two steps has three)."""
+    monkeypatch.setattr("bot.api.tasks.MULTI_FETCH_CONCURRENCY", 1)
+    loop = asyncio.get_running_loop()
+    calls: list[CountedTask] = []
+
+    def counted(
+        loop: asyncio.AbstractEventLoop,
+        coro: Coroutine[Any, Any, Any] | Generator[Any, None, Any],
+        *,
+        context: Context | None = None,
+    ) -> asyncio.Future[Any]:
+        if getattr(coro, "__name__", "") != "_multi_fetch_part":
+            return asyncio.Task(coro, loop=loop, context=context)
+        call = CountedTask(coro, loop=loop, context=context)
+        calls.append(call)
+        return call
+
+    wanted = [str(uuid.UUID(int=i)) for i in range(40 * 50)]
+    previous = loop.get_task_factory()
+    loop.set_task_factory(counted)
+    try:
+        async with asyncio.timeout(30), aclosing(api.tasks.multi_fetch_parts(wanted)) as parts:
+            steps = [len(answers) async for answers in parts]
+    finally:
+        loop.set_task_factory(previous)
+
+    assert len(calls) == 40 and len(steps) > 1
+    assert sum(steps) == 40
+    assert max(call.registered for call in calls) <= 2, sum(call.registered for call in calls)
 
 
 async def test_multi_fetch_calls_spread_come_evenly_over_the_time_given(
