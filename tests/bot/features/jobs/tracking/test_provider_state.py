@@ -2,14 +2,18 @@
 alone and then together those that came while one was being applied (their jobs marked, read
 whole in one statement and moved in one round trip whatever their number, and delivered while
 the round's other calls are under way; a failed call loses only its own tasks; a round failing
-for one key ends once every key's poll has), a task still in flight as its job says is not read
-(nor its job's whole row), and progress edits never hold up a poll."""
+for one key ends once every key's poll has, one failing for one job's apply once the other
+jobs' applies are over, and a round cancelled once every key's poll is), a task still in flight
+as its job says is not read (nor its job's whole row), and progress edits never hold up a
+poll."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import math
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ from pydantic import SecretStr
 
 from bot.api import MULTI_FETCH_MAX_IDS, TaskRecord
 from bot.api.settings import KeySettings
+from bot.features.audit import AuditTrail
 from bot.features.jobs.tracking import provider_state
 from bot.features.jobs.tracking import tracker as tracker_module
 from bot.features.jobs.tracking.provider_state import (
@@ -26,7 +31,15 @@ from bot.features.jobs.tracking.provider_state import (
     task_result_fields,
 )
 from bot.features.jobs.wording import status_word
-from bot.kernel import Command, MessageRef, OutMessage, PlatformProfile, User
+from bot.features.moderation import Moderation
+from bot.kernel import (
+    Command,
+    MessageRef,
+    ModerationSettings,
+    OutMessage,
+    PlatformProfile,
+    User,
+)
 from genbot.settings import Settings
 from simulator.server import serve
 from simulator.state import SimulatorConfig
@@ -328,6 +341,88 @@ async def test_a_round_failing_for_one_key_ends_only_once_every_keys_poll_is_ove
         stored = [await bare.store.jobs.get_job(job.id) for job in fast + relax]
         marks = [job.last_polled_at is not None for job in stored if job is not None]
         assert marks == [False] * len(fast) + [True] * len(relax), "only the fast key failed"
+
+
+SCREENING_UNREADABLE = "ALTER TABLE moderation_rules RENAME TO moderation_rules_gone"
+"""A real database fault: a finished describe job's result cannot be screened (its workspace's
+rules cannot be read), while the other jobs' moves can be stored."""
+
+
+def still_polling() -> list[str]:
+    """The keys' polls, their answers' applies and their multi_fetch calls still under way."""
+    parts = {"_poll_key", "_apply_read", "_multi_fetch_part"}
+    return [
+        name
+        for task in asyncio.all_tasks()
+        if not task.done() and (name := getattr(task.get_coro(), "__name__", "")) in parts
+    ]
+
+
+async def test_a_failing_apply_ends_the_round_only_once_the_other_jobs_applies_are_over(
+    tmp_path: Path,
+) -> None:
+    """An answer's jobs were applied with a plain gather: when one job's apply failed (its
+    describe result could not be screened), the round raised at once while the other jobs'
+    moves were still on their way to storage, detached from the round that had failed."""
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        state = bare.engines.tracker.state
+        state.results = Moderation(
+            ModerationSettings(), bare.store.moderation, audit=AuditTrail(bare.store.audit, 90)
+        )
+        imagined = await in_flight(bare, 3)
+        describing = Command(user=User("describer"), place=PLACE, name="describe")
+        await bare.engines.images.describe(describing, "https://images.example.com/fox.png")
+        jobs = await bare.store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES)
+        assert sorted(job.type for job in jobs) == ["describe"] + ["imagine"] * len(imagined)
+        sim.advance(120)
+        await bare.store.db.execute(SCREENING_UNREADABLE)
+        counting = counted(bare.store)
+
+        def stored_moves() -> int:
+            return sum(trip.rows_written for trip in counting.trips if trip.moves_to("finished"))
+
+        at_end: list[tuple[int, list[str]]] = []
+        with contextlib.closing(sqlite3.connect(tmp_path / "genbot.db")) as other:
+            other.isolation_level = None
+            other.execute("BEGIN IMMEDIATE")  # another process writing: the moves wait for it
+            polling = asyncio.create_task(state.poll_tasks(jobs, mark_polled=False))
+            polling.add_done_callback(lambda _: at_end.append((stored_moves(), still_polling())))
+            await eventually(lambda: any(trip.moves_to("finished") for trip in counting.trips))
+            for _ in range(20):
+                await asyncio.sleep(0)
+            other.execute("COMMIT")
+            with pytest.raises(StorageError, match="moderation_rules"):
+                await polling
+
+        assert at_end == [(len(imagined), [])], "the round ended before the others' moves"
+
+
+async def test_cancelling_a_round_cancels_every_keys_poll_and_waits_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round cancelled (the tracker stopping) while both keys' calls are under way ends only
+    once neither key's poll nor any of their calls is left running; nothing is applied."""
+    monkeypatch.setattr("bot.api.tasks.MULTI_FETCH_CONCURRENCY", 1)
+    monkeypatch.setattr(support, "harness_settings", two_keys)
+    async with serve(TWO_ACCOUNTS) as sim, bare_engines(sim, tmp_path) as bare:
+        freeze(sim)
+        relax = await in_flight(bare, JOBS)
+        fast = await in_flight(bare, 2, mode="--fast")
+        counting = counted(bare.store)
+        at_end: list[list[str]] = []
+        async with one_at_a_time(sim, MULTI_FETCH) as calls:
+            polling = asyncio.create_task(
+                bare.engines.tracker.state.poll_tasks(fast + relax, mark_polled=True)
+            )
+            polling.add_done_callback(lambda _: at_end.append(still_polling()))
+            await calls.arrived(2)  # the fast key's one call and the relax key's first
+            assert sorted(still_polling()) == ["_multi_fetch_part"] * 3 + ["_poll_key"] * 2
+            polling.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await polling
+
+        assert at_end == [[]], "a key's poll or call outlived the round"
+        assert marked_polled(counting) == set() and calls.logged == 2
 
 
 async def test_a_round_polls_its_pages_of_jobs_together(
