@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 import threading
 import time
 import uuid
@@ -732,6 +734,48 @@ async def test_a_delivery_whose_outcome_was_not_recorded_is_released_and_posted_
         assert posted is not None and posted.status == "posted" and posted.post_claims == 2
         assert len(results_of(platform, job.id)) == 1
         assert posted.result_message_id == posted.progress_message_id
+
+
+async def test_a_delivery_cancelled_at_shutdown_while_claiming_is_delivered_at_once_on_restart(
+    tmp_path: Path,
+) -> None:
+    """A stop that cancels a delivery while its claim's transaction is under way leaves the
+    claim stored (the transaction still commits: nobody takes its answer) with nobody
+    delivering it; the restart's takeover gives it back, so the first round posts it: not
+    left for a sweep, no attempt counted, no retry backed off."""
+    async with serve(MANUAL) as sim:
+        async with bare_engines(sim, tmp_path) as bare:
+            store, tracker = bare.store, bare.engines.tracker
+            job = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+            sim.advance(120)
+            record = await bare.provider.tasks.fetch(job.provider_id or "")
+            assert await tracker.apply_task_record(job, record, owned=False)
+            counting = counted(store)
+            with contextlib.closing(sqlite3.connect(tmp_path / "genbot.db")) as other:
+                other.isolation_level = None
+                other.execute("BEGIN IMMEDIATE")  # another writer: the claim's transaction waits
+                tracker.schedule_delivery(job.id)
+                [delivery] = [
+                    t for t in asyncio.all_tasks() if t.get_name() == f"genbot-deliver-{job.id}"
+                ]
+                await eventually(lambda: any(trip.claims() for trip in counting.trips))
+                stopping = asyncio.create_task(tracker.drain(0.0))
+                await eventually(delivery.done)
+                assert delivery.cancelled()
+                other.execute("COMMIT")
+                await stopping
+            left = await store.jobs.get_job(job.id)
+            assert left is not None and left.status == "posting" and left.post_claims == 1
+            assert bare.platform.with_images() == []
+
+        async with bare_engines(sim, tmp_path) as restarted:
+            await restarted.engines.tracker.resume()
+            await restarted.engines.tracker.poll_round()
+            await restarted.engines.tracker.wait_idle()
+            posted = await restarted.store.jobs.get_job(job.id)
+            assert posted is not None and posted.status == "posted", posted
+            assert posted.post_claims == 2 and posted.delivery_attempts == 0
+            assert len(restarted.platform.with_images()) == 1
 
 
 async def test_a_creating_job_nobody_is_starting_is_settled_by_its_owner(
