@@ -40,8 +40,8 @@ least recently served first. A write may leave a share of its windows free for o
 (``spare``: progress edits leave a quarter, room for that many results or answers at once — one
 in a window of 5, none below 4); it waits while fewer are free, here and in the shared windows,
 where it is never booked ahead (a booked row counts from its reservation, so it would take the
-spare at once). Only shared limits live here; the
-per-message minimum interval is the renderer's.
+spare at once). Only shared limits live here; the per-message minimum interval is the
+renderer's.
 
 Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`, on PostgreSQL) a
 write this process is about to grant is also counted in the database, in the windows it counts
