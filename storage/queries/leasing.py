@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Final
 
 from storage.errors import StorageError
@@ -94,9 +94,6 @@ class JobLeasing:
     db: Database
     clock: Clock
     owner: Owner
-    seen_at: float | None = field(default=None, init=False)
-    """When this process's latest heartbeat recorded it alive (``processes.seen_at``, committed);
-    None before its first, and once :meth:`release_leases` dropped its row."""
 
     @property
     def shared(self) -> bool:
@@ -118,11 +115,9 @@ class JobLeasing:
         renewal that would be written only after the lease it renews ran out is rolled back
         and raises :class:`StorageError` (it holds nothing it could count on)."""
         allowed = tuple(share_of)
-        seen_at = 0.0
 
         async def work(tx: Session) -> Heartbeat:
-            nonlocal seen_at
-            seen_at = now = self.clock()
+            now = self.clock()
             seen = (
                 self.owner.process_id, process.host, process.pid, to_json(list(process.platforms)),
                 process.shards, process.started_at, now, now + self.owner.lease_seconds,
@@ -143,9 +138,7 @@ class JobLeasing:
                 )
             return Heartbeat(held, self._share(load_rows[0] if load_rows else []))
 
-        beat = await self.db.transaction(work, repeatable=True)
-        self.seen_at = seen_at
-        return beat
+        return await self.db.transaction(work, repeatable=True)
 
     def _share(self, load: list[Row]) -> int:
         """The fair share :data:`SQL_LOAD`'s rows give (see :meth:`heartbeat`)."""
@@ -210,9 +203,7 @@ class JobLeasing:
             await tx.execute(SQL_FORGET, (self.owner.process_id,))
             return released
 
-        released = await self.db.transaction(work)
-        self.seen_at = None
-        return released
+        return await self.db.transaction(work)
 
     async def wake_owner(self, job: Job) -> None:
         """Ask ``job``'s owner (another process) to look at it now: ``NOTIFY`` on the owner's

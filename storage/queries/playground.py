@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,7 +27,7 @@ SQL_SAVE: Final = (
 SQL_ANSWERED: Final = "UPDATE playground_messages SET pending = ? WHERE id = ? AND pending"
 SQL_CLAIM_PENDING: Final = (
     "UPDATE playground_messages SET owner = ? WHERE id IN (SELECT id FROM playground_messages"
-    " WHERE pending AND {} < ?{}{}{}) RETURNING id"
+    " WHERE pending AND {} < ?{}{}) RETURNING id"
 )
 """The commands another claimer holds are skipped, not waited for: a waiting claim would
 re-check them against its own older snapshot, where the other claimer is not yet alive, and
@@ -41,18 +41,6 @@ SQL_NOT_LIVE: Final = (
     " WHERE seen_at >= ?))"
 )
 """Where processes share the database, a command a live process accepted stays its own."""
-SQL_CLAIMER_LIVE: Final = (
-    " AND EXISTS (SELECT 1 FROM processes WHERE processes.id = ? AND processes.seen_at >= ?)"
-)
-"""A claim made without ``SQL_ALIVE`` takes nothing unless the claimer's own row says it is
-alive (see ``OWN_ROW_FRESH_LEASES``)."""
-OWN_ROW_FRESH_LEASES: Final = 0.5
-"""While this process's heartbeat recorded it alive (``processes.seen_at``) within this many
-leases (it beats every quarter lease), a claim leaves that row to the heartbeat, and takes
-commands only while the row still says so: the others count it alive at least 1.5 leases more
-(``OWNER_SILENCE_LEASES``). Otherwise (before its first heartbeat, or while heartbeats fail) the
-claim records it alive itself (``SQL_ALIVE``), as every claim did: a write to ``processes`` every
-sweep of every process beside its heartbeat's."""
 OWNER_SILENCE_LEASES: Final = 2
 """A command's owner is taken for gone when it has not beaten for this many leases (by the
 claimer's clock when it asked). One lease would do between processes that beat on time, but a
@@ -139,9 +127,6 @@ class PlaygroundHistory:
     db: Database
     clock: Clock
     owner: Owner
-    seen_at: Callable[[], float | None] = lambda: None
-    """When this process's heartbeat last recorded it alive (:attr:`storage.JobLeasing.seen_at`),
-    for :meth:`claim_pending_commands`."""
 
     async def load_playground(
         self, keep: int, *, max_image_bytes: int | None = None
@@ -277,35 +262,22 @@ class PlaygroundHistory:
 
     async def claim_pending_commands(self, accepted_before: float) -> list[str]:
         """One statement, so concurrent claimers never get the same command (one holding a
-        command makes the others skip it). Where processes share the database, a claim is
-        never made by a process whose row says it is dead, so no other process takes what it
-        just took: until its heartbeat has recorded it alive lately (a process claims before
-        its first heartbeat), the claim records it alive itself; after, it claims only while
-        the heartbeat's record says so (see ``OWN_ROW_FRESH_LEASES``)."""
+        command makes the others skip it). Where processes share the database, the claimer
+        is recorded as alive with its claim (a process claims before its first heartbeat), so
+        no other process takes what it just took."""
         now = self.clock()
         values: tuple[object, ...] = (self.owner.process_id, accepted_before)
-        shared = self.db.dialect.shared
-        fresh_since = now - OWN_ROW_FRESH_LEASES * self.owner.lease_seconds
-        seen_at = self.seen_at()
-        beaten = shared and seen_at is not None and seen_at >= fresh_since
-        not_live = claimer_live = ""
-        if shared:
+        if self.db.dialect.shared:
             values += (self.owner.process_id, now - OWNER_SILENCE_LEASES * self.owner.lease_seconds)
-            not_live = SQL_NOT_LIVE
-        if beaten:
-            values += (self.owner.process_id, fresh_since)
-            claimer_live = SQL_CLAIMER_LIVE
         created = self.db.dialect.json_number("body", "created")
-        skip_locked = self.db.dialect.skip_locked
-        claim = SQL_CLAIM_PENDING.format(created, not_live, claimer_live, skip_locked)
+        not_live = SQL_NOT_LIVE if self.db.dialect.shared else ""
+        claim = SQL_CLAIM_PENDING.format(created, not_live, self.db.dialect.skip_locked)
 
         async def work(tx: Session) -> list[str]:
-            if shared and not beaten:
+            if self.db.dialect.shared:
                 await tx.execute(SQL_ALIVE, (self.owner.process_id, now, now))
             return [str(row["id"]) for row in await tx.fetch_all(claim, values)]
 
-        if beaten:
-            return await work(self.db)
         return await self.db.transaction(work, repeatable=True)
 
     async def settle_playground_message(self, message_id: str) -> None:

@@ -12,12 +12,7 @@ import pytest
 from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Store
 from storage.postgres import PostgresStore
 from storage.queries import playground as playground_queries
-from storage.queries.playground import (
-    SQL_ALIVE,
-    SQL_IMAGES_ONLY_OF,
-    SQL_SWEEP_IMAGES,
-    SQL_SWEEP_UNSHOWN,
-)
+from storage.queries.playground import SQL_IMAGES_ONLY_OF, SQL_SWEEP_IMAGES, SQL_SWEEP_UNSHOWN
 from storage.sql.dialect import text_inside
 from storage.sql.session import Session
 from tests.storage.conftest import ManualClock
@@ -223,41 +218,6 @@ async def test_a_process_that_claims_before_its_first_heartbeat_keeps_what_it_cl
         assert await store.playground.claim_pending_commands(clock.now) == [], (
             "its claimer is alive"
         )
-
-
-async def test_a_claim_leaves_the_claimers_row_to_its_heartbeat_once_that_beats(
-    store: Store, other_store: Store, clock: ManualClock
-) -> None:
-    """Every claim recorded its claimer alive: a write every sweep (5 s) beside the heartbeat's
-    own every quarter lease."""
-    if not isinstance(store, PostgresStore):
-        pytest.skip("SQLite has one process: a claim records nobody alive")
-    lease, me = store.owner.lease_seconds, store.owner.process_id
-    for command in ("c", "d"):
-        accepted = {"id": command, "created": clock.now - 30}
-        await other_store.playground.save_playground_message(
-            PlaygroundMessage(command, "general", True, (), accepted), [], keep=10
-        )
-    counting = counted(store)
-
-    def alive_writes() -> int:
-        return sum(sql == SQL_ALIVE for trip in counting.trips for sql, _ in trip.statements)
-
-    assert await store.playground.claim_pending_commands(clock.now - 60) == []
-    assert alive_writes() == 1, "no heartbeat yet: the claim records its claimer alive"
-    await store.leasing.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
-    clock.advance(lease / 4)
-    before = len(counting.trips)
-    assert await store.playground.claim_pending_commands(clock.now - 60) == []
-    assert alive_writes() == 1 and len(counting.trips) == before + 1, "one statement, no write"
-
-    await store.db.execute("UPDATE processes SET seen_at = 0 WHERE id = ?", (me,))
-    assert await store.playground.claim_pending_commands(clock.now) == [], "its row says it is dead"
-    clock.advance(lease)
-    assert sorted(await store.playground.claim_pending_commands(clock.now)) == ["c", "d"], (
-        "its heartbeat is late: it records itself alive"
-    )
-    assert alive_writes() == 2
 
 
 async def test_a_command_another_claimer_holds_is_skipped_not_waited_for(
