@@ -72,11 +72,12 @@ SQL_OLD_IMAGES: Final = "SELECT key FROM playground_images WHERE created_at < ? 
 GONE_PROCESS_SECONDS: Final = 86400.0
 """A process not seen for this long (a day) is dropped from ``processes`` by the purge: one whose
 heartbeat stopped without a clean stop (``kill -9``, a crash, a lost host; a clean stop drops its
-row itself), and every restart on SQLite leaves one. It holds nothing by then: its jobs were
-taken over within two leases and its accepted commands once it was silent for two, and every
-reader of ``processes`` takes a missing row for a gone process (``genbot status`` stops listing
-it). A day is far past any stall a process could come back from (its row would be written again
-by its next heartbeat or claim anyway)."""
+row itself), and every restart on SQLite leaves one. Its jobs were taken over within two leases
+and its accepted commands once it was silent for two, unless no live process runs an adapter of
+their platform: those jobs stay owned by its id, and ``genbot status`` then shows an owner with no
+process row. Every reader of ``processes`` takes a missing row for a gone process, so they are
+still taken over when such a process comes. A day is far past any stall a process could come
+back from (its row would be written again by its next heartbeat or claim anyway)."""
 SQL_FORGET_GONE_PROCESSES: Final = "DELETE FROM processes WHERE seen_at < ?"
 SQL_DELETE_IMAGES: Final = "DELETE FROM playground_images WHERE key IN ({})"
 
