@@ -87,11 +87,13 @@ class JobAdmission:
         Counting the requester's active jobs, summing today's credits and inserting the row
         happen in one transaction, serialised per requester (SQLite: ``BEGIN IMMEDIATE``;
         PostgreSQL: the requester's transaction-scoped advisory lock), so concurrent calls
-        from any process cannot all pass a cap. The look for a job the command (or the
-        derivative) already has, the requester's lock and the limits' reads go together (one
-        round trip; the limits' window is the one at the moment they are sent), the row in a
-        second: the lock is then held over the insert and the commit (and a derivative's look
-        for its parent, a capped key's counts). Returns ``(job, True)`` when the row was
+        from any process cannot all pass a cap. The requester's lock, the look for a job the
+        command (or the derivative) already has and the limits' reads go together, in that
+        order (one round trip; the limits' window is the one at the moment they are sent), the
+        row in a second: the lock is then held over the insert and the commit (and a
+        derivative's look for its parent, a capped key's counts). Looking after the lock, a
+        copy of a command waiting behind its original finds the original's job instead of
+        counting it against a cap. Returns ``(job, True)`` when the row was
         created; for a derivative (``parent_job_id`` and ``action`` set) whose pair already
         exists, ``(existing, False)`` — nothing is created, so no limit applies (the pair is
         unique: the same button pressed twice yields one job), and likewise for a command whose
@@ -112,13 +114,13 @@ class JobAdmission:
             nonlocal attempts
             attempts += 1
             reads: dict[str, tuple[str, Values]] = {}
+            if tx.dialect.transaction_lock is not None:
+                requester = f"{new.platform}\x1f{new.requester_id}"
+                reads["lock"] = (tx.dialect.transaction_lock, (requester,))
             if new.command_key is not None:
                 reads["commanded"] = (SQL_COMMANDED, (new.command_key,))
             if derivative is not None:
                 reads["derivative"] = (SQL_DERIVATIVE, derivative)
-            if tx.dialect.transaction_lock is not None:
-                requester = f"{new.platform}\x1f{new.requester_id}"
-                reads["lock"] = (tx.dialect.transaction_lock, (requester,))
             asked = self.clock()
             reads |= _quota_reads(new.platform, new.requester_id, quota, asked)
             found = dict(zip(reads, await tx.fetch_each(reads.values()), strict=True))

@@ -19,9 +19,10 @@ from storage import (
     Store,
 )
 from storage.queries.admission import KEYS_LOCK
-from tests.storage.conftest import ManualClock, new_job
+from storage.sql.session import Session
+from tests.storage.conftest import Database, ManualClock, PostgresSchema, new_job
 from tests.storage.counting import Trip, counted
-from tests.storage.helpers import create_job
+from tests.storage.helpers import create_job, until_waiting_for_lock
 
 
 async def test_concurrent_creations_cannot_all_pass_the_cap(
@@ -42,6 +43,44 @@ async def test_concurrent_creations_cannot_all_pass_the_cap(
     assert len(created) == 1 and created[0][1] is True
     assert refused == [QuotaRefusal("max_active", 1, 1)] * 4
     assert len(await store.tracking.list_unfinished_jobs(ACTIVE_STATUSES)) == 1
+
+
+async def test_two_copies_of_a_command_in_flight_get_one_job_and_no_refusal(
+    database: Database, store: Store, other_store: Store
+) -> None:
+    """The copies looked for the command's job before the requester's lock: both found none,
+    and the second, let in once the first had committed, counted its job against the cap and
+    was refused instead of getting it (a playground resend while the first was waiting)."""
+    if not isinstance(database, PostgresSchema):
+        pytest.skip("SQLite runs one write transaction at a time")
+    lock = store.db.dialect.transaction_lock
+    assert lock is not None
+    requester = "discord\x1fu1"
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(tx: Session) -> None:
+        await tx.execute(lock, (requester,))
+        holding.set()
+        await release.wait()
+
+    held = asyncio.create_task(store.db.transaction(hold))
+    await holding.wait()
+    command, quota = new_job(command_key="web:m1"), JobQuota(max_active=1)
+    copies = [
+        asyncio.create_task(each.admission.create_job_within(command, quota))
+        for each in (store, other_store)
+    ]
+    try:
+        await until_waiting_for_lock(database.url, requester, 2)
+    finally:
+        release.set()
+        await held
+    outcomes = await asyncio.gather(*copies)
+
+    assert not any(isinstance(outcome, QuotaRefusal) for outcome in outcomes), outcomes
+    jobs = {outcome[0].id for outcome in outcomes if not isinstance(outcome, QuotaRefusal)}
+    made = sorted(outcome[1] for outcome in outcomes if not isinstance(outcome, QuotaRefusal))
+    assert len(jobs) == 1 and made == [False, True]
 
 
 async def test_the_cap_counts_unknown_jobs_and_ignores_other_users(store: Store) -> None:
