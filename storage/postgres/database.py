@@ -136,8 +136,11 @@ class PostgresDatabase:
     async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
         return await self._attempt(lambda s: s.execute_each(sql, rows), False)
 
-    async def fetch_each(self, statements: Iterable[tuple[str, Values]]) -> list[list[Row]]:
-        return await self._attempt(lambda s: s.fetch_each(statements), False)
+    async def fetch_each(
+        self, statements: Iterable[tuple[str, Values]], *, repeatable: bool = False
+    ) -> list[list[Row]]:
+        batch = list(statements)
+        return await self._attempt(lambda s: s.fetch_each(batch), repeatable)
 
     async def transaction(
         self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False

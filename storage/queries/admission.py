@@ -184,11 +184,14 @@ class JobAdmission:
     ) -> QuotaRefusal | None:
         """The limit of ``quota`` the requester is at now, counting ``pending`` jobs about to
         be created as active ones; None when a new job fits. Reads only, outside a
-        transaction: a check before costly work, which :meth:`create_job_within` makes again
-        when it writes."""
+        transaction (sent together, and sent again on a fresh connection when the first was
+        lost, as any read): a check before costly work, which :meth:`create_job_within` makes
+        again when it writes."""
         now = self.clock()
         reads = _quota_reads(platform, requester_id, quota, now)
-        found = dict(zip(reads, await self.db.fetch_each(reads.values()), strict=True))
+        found = dict(
+            zip(reads, await self.db.fetch_each(reads.values(), repeatable=True), strict=True)
+        )
         return _quota_refusal_of(found, quota, now, pending)
 
 

@@ -98,6 +98,12 @@ class Database(Session, Protocol):
 
     async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int: ...
 
+    async def fetch_each(
+        self, statements: Iterable[tuple[str, Values]], *, repeatable: bool = False
+    ) -> list[list[Row]]:
+        """:meth:`Session.fetch_each`; ``repeatable`` when every statement is (not by default:
+        a pipeline may carry writes)."""
+
     async def transaction(
         self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False
     ) -> T:

@@ -94,7 +94,9 @@ class _Statements:
         batch = list(rows)
         return await self._run(lambda conn: [conn.execute(sql, v).rowcount for v in batch])
 
-    async def fetch_each(self, statements: Iterable[tuple[str, Values]]) -> list[list[Row]]:
+    async def fetch_each(
+        self, statements: Iterable[tuple[str, Values]], *, repeatable: bool = False
+    ) -> list[list[Row]]:
         batch = list(statements)
         return await self._run(lambda conn: [_all(conn, sql, v) for sql, v in batch])
 

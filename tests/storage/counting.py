@@ -149,8 +149,14 @@ class CountingDatabase:
     async def execute_each(self, sql: str, rows: Iterable[Values]) -> list[int]:
         return await self._session().execute_each(sql, rows)
 
-    async def fetch_each(self, statements: Iterable[tuple[str, Values]]) -> list[list[Row]]:
-        return await self._session().fetch_each(statements)
+    async def fetch_each(
+        self, statements: Iterable[tuple[str, Values]], *, repeatable: bool = False
+    ) -> list[list[Row]]:
+        batch = list(statements)
+        trip = self._record(Trip(batch, sends=bool(batch)))
+        found = await self.inner.fetch_each(batch, repeatable=repeatable)
+        trip.rows_read = sum(len(rows) for rows in found)
+        return found
 
     async def transaction(
         self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False

@@ -34,6 +34,7 @@ LOCK_WAITERS = (
 )
 SQL_LOCK_WAITERS = "SELECT COUNT(*) FROM " + LOCK_WAITERS
 SQL_TERMINATE_LOCK_WAITERS = "SELECT pg_terminate_backend(pid) FROM " + LOCK_WAITERS
+TABLE_WAITERS = "pg_locks WHERE relation = %s::regclass AND NOT granted"
 SQL_MESSAGES_OF_JOB = (
     "SELECT platform, channel_id, message_id, job_id, kind FROM job_messages"
     " WHERE job_id = ? ORDER BY id"
@@ -72,10 +73,20 @@ async def until_waiting_for_lock(url: str, key: str, count: int = 1) -> None:
     """Until ``count`` sessions wait on the PostgreSQL server at ``url`` for the lock of ``key``
     (a conversation's is ``genbot.conversation.<id>``): what orders their turns, seen on the
     server instead of guessed with sleeps. At most 30 s."""
+    await _until_counted(url, SQL_LOCK_WAITERS, key, count)
+
+
+async def until_waiting_for_table(url: str, table: str) -> None:
+    """Until a session waits on the PostgreSQL server at ``url`` for a lock on ``table``. At
+    most 30 s."""
+    await _until_counted(url, "SELECT COUNT(*) FROM " + TABLE_WAITERS, table, 1)
+
+
+async def _until_counted(url: str, sql: str, value: str, count: int) -> None:
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         async with asyncio.timeout(30):
             while True:
-                found = await (await conn.execute(SQL_LOCK_WAITERS, (key,))).fetchone()
+                found = await (await conn.execute(sql, (value,))).fetchone()
                 if found is not None and found[0] >= count:
                     return
                 await asyncio.sleep(0.01)
@@ -223,3 +234,13 @@ async def terminate_lock_waiters(url: str, key: str) -> None:
     (their calls fail as the connection is lost)."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(SQL_TERMINATE_LOCK_WAITERS, (key,))
+
+
+async def terminate_table_waiters(url: str, table: str) -> int:
+    """Cut the connections waiting on the PostgreSQL server at ``url`` for a lock on
+    ``table``; how many."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cursor = await conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM " + TABLE_WAITERS, (table,)
+        )
+        return len(await cursor.fetchall())

@@ -22,7 +22,12 @@ from storage.queries.admission import KEYS_LOCK
 from storage.sql.session import Session
 from tests.storage.conftest import Database, ManualClock, PostgresSchema, new_job
 from tests.storage.counting import Trip, counted
-from tests.storage.helpers import create_job, until_waiting_for_lock
+from tests.storage.helpers import (
+    create_job,
+    terminate_table_waiters,
+    until_waiting_for_lock,
+    until_waiting_for_table,
+)
 
 
 async def test_concurrent_creations_cannot_all_pass_the_cap(
@@ -209,6 +214,35 @@ async def test_the_quota_can_be_read_before_costly_work(store: Store) -> None:
     )
     assert await store.admission.quota_refusal("discord", "u1", JobQuota(), pending=9) is None
     assert len(await store.tracking.list_unfinished_jobs(ALL_STATUSES)) == 1
+
+
+async def test_the_quota_read_before_costly_work_runs_again_when_its_connection_is_lost(
+    database: Database, store: Store, other_store: Store
+) -> None:
+    """Sent together, the reads were no longer repeated like other reads: a connection lost
+    under them failed the command."""
+    if not isinstance(database, PostgresSchema):
+        pytest.skip("SQLite has no connection to lose")
+    await store.ledger.add_usage("discord", "u1", credits=4, kind="credits")
+    quota = JobQuota(max_active=2, max_daily_credits=4)
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(tx: Session) -> None:
+        await tx.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+        holding.set()
+        await release.wait()
+
+    held = asyncio.create_task(other_store.db.transaction(hold))
+    await holding.wait()
+    read = asyncio.create_task(store.admission.quota_refusal("discord", "u1", quota))
+    try:
+        await until_waiting_for_table(database.url, "jobs")
+        assert await terminate_table_waiters(database.url, "jobs") == 1
+    finally:
+        release.set()
+        await held
+    midnight = datetime(2024, 3, 2, tzinfo=UTC).timestamp()
+    assert await read == QuotaRefusal("max_daily_credits", 4, 4, midnight)
 
 
 def keys_locked(trip: Trip) -> bool:
