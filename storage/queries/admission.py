@@ -89,17 +89,18 @@ class JobAdmission:
         PostgreSQL: the requester's transaction-scoped advisory lock), so concurrent calls
         from any process cannot all pass a cap. The requester's lock, the look for a job the
         command (or the derivative) already has and the limits' reads go together, in that
-        order (one round trip; the limits' window is the one at the moment they are sent), the
-        row in a second: the lock is then held over the insert and the commit (and a
-        derivative's look for its parent, a capped key's counts). Looking after the lock, a
-        copy of a command waiting behind its original finds the original's job instead of
-        counting it against a cap. Returns ``(job, True)`` when the row was
-        created; for a derivative (``parent_job_id`` and ``action`` set) whose pair already
-        exists, ``(existing, False)`` — nothing is created, so no limit applies (the pair is
-        unique: the same button pressed twice yields one job), and likewise for a command whose
-        ``command_key`` a job already has; a :class:`QuotaRefusal` when a limit stops it. A
-        keyed creation runs once more on a fresh connection when the first was lost: repeating
-        it finds the job the first may have made.
+        order (one round trip; the credits are read again, under the lock, when its wait
+        crossed into another credit window: a day, or an hour for hourly refills), the row in
+        a second: the lock is then held over the insert and the commit (and a derivative's
+        look for its parent, a capped key's counts). Looking after the lock, a copy of a
+        command waiting behind its original finds the original's job instead of counting it
+        against a cap. Returns ``(job, True)`` when the row was created; for a derivative
+        (``parent_job_id`` and ``action`` set) whose pair already exists, ``(existing,
+        False)`` — nothing is created, so no limit applies (the pair is unique: the same button
+        pressed twice yields one job), and likewise for a command whose ``command_key`` a job
+        already has; a :class:`QuotaRefusal` when a limit stops it. A keyed creation runs once
+        more on a fresh connection when the first was lost: repeating it finds the job the
+        first may have made.
         """
         check_new_job(new)
         derivative = (
@@ -129,10 +130,16 @@ class JobAdmission:
                 return job, attempts > 1 and _made_by_a_lost_attempt(job, self.owner.process_id)
             if existing := found.get("derivative"):
                 return job_from_row(existing[0]), False
-            refusal = _quota_refusal_of(found, quota, asked)
+            now = self.clock()
+            if "spent" in found and window_start(quota.refill, now) != window_start(
+                quota.refill, asked
+            ):
+                found["spent"] = await tx.fetch_all(
+                    *spent_statement(new.platform, new.requester_id, quota.refill, now)
+                )
+            refusal = _quota_refusal_of(found, quota, now)
             if refusal is not None:
                 return refusal
-            now = self.clock()
             if new.parent_job_id is not None and not await tx.fetch_one(
                 SQL_JOB_EXISTS, (new.parent_job_id,)
             ):

@@ -19,6 +19,7 @@ from storage import (
     Store,
 )
 from storage.queries.admission import KEYS_LOCK
+from storage.records.usage import DAY
 from storage.sql.session import Session
 from tests.storage.conftest import Database, ManualClock, PostgresSchema, new_job
 from tests.storage.counting import Trip, counted
@@ -86,6 +87,41 @@ async def test_two_copies_of_a_command_in_flight_get_one_job_and_no_refusal(
     jobs = {outcome[0].id for outcome in outcomes if not isinstance(outcome, QuotaRefusal)}
     made = sorted(outcome[1] for outcome in outcomes if not isinstance(outcome, QuotaRefusal))
     assert len(jobs) == 1 and made == [False, True]
+
+
+async def test_credits_are_counted_in_the_day_the_requesters_lock_was_granted_in(
+    database: Database, store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    """The credits were read in the window of the moment the reads were sent: a wait for the
+    requester's lock across 00:00 UTC counted yesterday's credits and missed today's."""
+    if not isinstance(database, PostgresSchema):
+        pytest.skip("SQLite runs one write transaction at a time")
+    lock = store.db.dialect.transaction_lock
+    assert lock is not None
+    midnight = datetime(2024, 3, 2, tzinfo=UTC).timestamp()
+    clock.now = midnight - 1
+    await store.ledger.add_usage("discord", "u1", credits=3, kind="credits", job_id="yesterday")
+    requester = "discord\x1fu1"
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(tx: Session) -> None:
+        await tx.execute(lock, (requester,))
+        holding.set()
+        await release.wait()
+
+    held = asyncio.create_task(store.db.transaction(hold))
+    await holding.wait()
+    quota = JobQuota(max_daily_credits=4)
+    creation = asyncio.create_task(store.admission.create_job_within(new_job(), quota))
+    try:
+        await until_waiting_for_lock(database.url, requester)
+        clock.advance(2)
+        await other_store.ledger.add_usage("discord", "u1", credits=4, kind="credits", job_id="t")
+    finally:
+        release.set()
+        await held
+
+    assert await creation == QuotaRefusal("max_daily_credits", 4, 4, refills_at=midnight + DAY)
 
 
 async def test_the_cap_counts_unknown_jobs_and_ignores_other_users(store: Store) -> None:
