@@ -19,7 +19,7 @@ from storage import (
     Store,
 )
 from storage.queries.admission import KEYS_LOCK
-from storage.records.usage import DAY
+from storage.records.usage import DAY, HOUR
 from storage.sql.session import Session
 from tests.storage.conftest import Database, ManualClock, PostgresSchema, new_job
 from tests.storage.counting import Trip, counted
@@ -122,6 +122,46 @@ async def test_credits_are_counted_in_the_day_the_requesters_lock_was_granted_in
         await held
 
     assert await creation == QuotaRefusal("max_daily_credits", 4, 4, refills_at=midnight + DAY)
+
+
+async def test_credits_are_counted_in_the_hour_the_requesters_lock_was_granted_in(
+    database: Database, store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    """With hourly refills the window moves every hour: a wait for the requester's lock across
+    14:00 counted the hour that had just left the window (and said it refilled at 14:00, already
+    past)."""
+    if not isinstance(database, PostgresSchema):
+        pytest.skip("SQLite runs one write transaction at a time")
+    lock = store.db.dialect.transaction_lock
+    assert lock is not None
+    hour = datetime(2024, 3, 2, 14, tzinfo=UTC).timestamp()
+    clock.now = hour - 1
+    await store.ledger.add_usage(
+        "discord", "u1", credits=3, kind="credits", job_id="old", at=hour - 23.5 * HOUR
+    )
+    requester = "discord\x1fu1"
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(tx: Session) -> None:
+        await tx.execute(lock, (requester,))
+        holding.set()
+        await release.wait()
+
+    held = asyncio.create_task(store.db.transaction(hold))
+    await holding.wait()
+    quota = JobQuota(max_daily_credits=4, refill="hourly")
+    creation = asyncio.create_task(store.admission.create_job_within(new_job(), quota))
+    try:
+        await until_waiting_for_lock(database.url, requester)
+        clock.advance(2)
+        await other_store.ledger.add_usage("discord", "u1", credits=1, kind="credits", job_id="t")
+    finally:
+        release.set()
+        await held
+
+    outcome = await creation
+    assert not isinstance(outcome, QuotaRefusal), outcome
+    assert outcome[1] is True
 
 
 async def test_the_cap_counts_unknown_jobs_and_ignores_other_users(store: Store) -> None:
@@ -286,10 +326,10 @@ def keys_locked(trip: Trip) -> bool:
 
 
 async def test_a_commands_job_is_created_in_two_sends(store: Store) -> None:
-    """The look for the command's job, the requester's lock and the limits' reads go together,
-    the row in a second, so the lock is held over the insert and the commit alone (six sends
-    on PostgreSQL without it, each a round trip); a key without caps is chosen without the
-    lock on choosing keys, which serialises every requester's creations."""
+    """The requester's lock, the look for the command's job and the limits' reads go together,
+    in that order, the row in a second, so the lock is held over the insert and the commit
+    alone (six sends on PostgreSQL without it, each a round trip); a key without caps is chosen
+    without the lock on choosing keys, which serialises every requester's creations."""
     trips = counted(store).trips
     quota = JobQuota(max_active=5, max_daily_credits=100)
     command = new_job(command_key="web:m1")
