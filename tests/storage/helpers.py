@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import psycopg
 
@@ -26,6 +28,7 @@ from storage import (
     SavedOption,
     Store,
 )
+from storage.sql.session import Database, Session, Values
 from tests.storage.conftest import new_job
 
 LOCK_WAITERS = (
@@ -67,6 +70,27 @@ async def conversation_history(store: ConversationStore, conversation_id: int) -
 async def messages_for_job(store: Store, job_id: str) -> list[JobMessage]:
     """Every platform message linked to a job, in link order."""
     return [JobMessage(**row) for row in await store.db.fetch_all(SQL_MESSAGES_OF_JOB, (job_id,))]
+
+
+@asynccontextmanager
+async def holding(db: Database, sql: str, values: Values = ()) -> AsyncIterator[None]:
+    """Inside the block, a transaction of ``db`` that ran ``sql`` (a lock) stays open; it
+    commits when the block ends."""
+    held_now, release = asyncio.Event(), asyncio.Event()
+
+    async def hold(tx: Session) -> None:
+        await tx.execute(sql, values)
+        held_now.set()
+        await release.wait()
+
+    held = asyncio.create_task(db.transaction(hold))
+    try:
+        async with asyncio.timeout(10.0):
+            await held_now.wait()
+        yield
+    finally:
+        release.set()
+        await held
 
 
 async def until_waiting_for_lock(url: str, key: str, count: int = 1) -> None:

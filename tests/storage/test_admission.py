@@ -20,11 +20,11 @@ from storage import (
 )
 from storage.queries.admission import KEYS_LOCK
 from storage.records.usage import DAY, HOUR
-from storage.sql.session import Session
 from tests.storage.conftest import Database, ManualClock, PostgresSchema, new_job
 from tests.storage.counting import Trip, counted
 from tests.storage.helpers import (
     create_job,
+    holding,
     terminate_table_waiters,
     until_waiting_for_lock,
     until_waiting_for_table,
@@ -62,25 +62,13 @@ async def test_two_copies_of_a_command_in_flight_get_one_job_and_no_refusal(
     lock = store.db.dialect.transaction_lock
     assert lock is not None
     requester = "discord\x1fu1"
-    holding, release = asyncio.Event(), asyncio.Event()
-
-    async def hold(tx: Session) -> None:
-        await tx.execute(lock, (requester,))
-        holding.set()
-        await release.wait()
-
-    held = asyncio.create_task(store.db.transaction(hold))
-    await holding.wait()
-    command, quota = new_job(command_key="web:m1"), JobQuota(max_active=1)
-    copies = [
-        asyncio.create_task(each.admission.create_job_within(command, quota))
-        for each in (store, other_store)
-    ]
-    try:
+    async with holding(store.db, lock, (requester,)):
+        command, quota = new_job(command_key="web:m1"), JobQuota(max_active=1)
+        copies = [
+            asyncio.create_task(each.admission.create_job_within(command, quota))
+            for each in (store, other_store)
+        ]
         await until_waiting_for_lock(database.url, requester, 2)
-    finally:
-        release.set()
-        await held
     outcomes = await asyncio.gather(*copies)
 
     assert not any(isinstance(outcome, QuotaRefusal) for outcome in outcomes), outcomes
@@ -102,24 +90,12 @@ async def test_credits_are_counted_in_the_day_the_requesters_lock_was_granted_in
     clock.now = midnight - 1
     await store.ledger.add_usage("discord", "u1", credits=3, kind="credits", job_id="yesterday")
     requester = "discord\x1fu1"
-    holding, release = asyncio.Event(), asyncio.Event()
-
-    async def hold(tx: Session) -> None:
-        await tx.execute(lock, (requester,))
-        holding.set()
-        await release.wait()
-
-    held = asyncio.create_task(store.db.transaction(hold))
-    await holding.wait()
     quota = JobQuota(max_daily_credits=4)
-    creation = asyncio.create_task(store.admission.create_job_within(new_job(), quota))
-    try:
+    async with holding(store.db, lock, (requester,)):
+        creation = asyncio.create_task(store.admission.create_job_within(new_job(), quota))
         await until_waiting_for_lock(database.url, requester)
         clock.advance(2)
         await other_store.ledger.add_usage("discord", "u1", credits=4, kind="credits", job_id="t")
-    finally:
-        release.set()
-        await held
 
     assert await creation == QuotaRefusal("max_daily_credits", 4, 4, refills_at=midnight + DAY)
 
@@ -140,24 +116,12 @@ async def test_credits_are_counted_in_the_hour_the_requesters_lock_was_granted_i
         "discord", "u1", credits=3, kind="credits", job_id="old", at=hour - 23.5 * HOUR
     )
     requester = "discord\x1fu1"
-    holding, release = asyncio.Event(), asyncio.Event()
-
-    async def hold(tx: Session) -> None:
-        await tx.execute(lock, (requester,))
-        holding.set()
-        await release.wait()
-
-    held = asyncio.create_task(store.db.transaction(hold))
-    await holding.wait()
     quota = JobQuota(max_daily_credits=4, refill="hourly")
-    creation = asyncio.create_task(store.admission.create_job_within(new_job(), quota))
-    try:
+    async with holding(store.db, lock, (requester,)):
+        creation = asyncio.create_task(store.admission.create_job_within(new_job(), quota))
         await until_waiting_for_lock(database.url, requester)
         clock.advance(2)
         await other_store.ledger.add_usage("discord", "u1", credits=1, kind="credits", job_id="t")
-    finally:
-        release.set()
-        await held
 
     outcome = await creation
     assert not isinstance(outcome, QuotaRefusal), outcome
@@ -301,22 +265,10 @@ async def test_the_quota_read_before_costly_work_runs_again_when_its_connection_
         pytest.skip("SQLite has no connection to lose")
     await store.ledger.add_usage("discord", "u1", credits=4, kind="credits")
     quota = JobQuota(max_active=2, max_daily_credits=4)
-    holding, release = asyncio.Event(), asyncio.Event()
-
-    async def hold(tx: Session) -> None:
-        await tx.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
-        holding.set()
-        await release.wait()
-
-    held = asyncio.create_task(other_store.db.transaction(hold))
-    await holding.wait()
-    read = asyncio.create_task(store.admission.quota_refusal("discord", "u1", quota))
-    try:
+    async with holding(other_store.db, "LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE"):
+        read = asyncio.create_task(store.admission.quota_refusal("discord", "u1", quota))
         await until_waiting_for_table(database.url, "jobs")
         assert await terminate_table_waiters(database.url, "jobs") == 1
-    finally:
-        release.set()
-        await held
     midnight = datetime(2024, 3, 2, tzinfo=UTC).timestamp()
     assert await read == QuotaRefusal("max_daily_credits", 4, 4, midnight)
 
