@@ -4,6 +4,7 @@ users, messages, interactions and recorded requests; lookups and waits tests use
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -25,6 +26,8 @@ from tests.fakes.discord_model import (
 )
 
 T = TypeVar("T")
+
+RECHECK = 0.05
 
 
 class DiscordWorld:
@@ -174,13 +177,19 @@ class DiscordWorld:
     async def wait_for(
         self, condition: Callable[[], T | None], timeout: float = 5.0, what: str = ""
     ) -> T:
-        """Wait until ``condition()`` is truthy (re-checked on every change) and return it."""
+        """Wait until ``condition()`` is truthy and return it.
+
+        The condition is re-checked on every change and at least every ``RECHECK`` seconds,
+        so a condition over another peer's state (the simulator's requests) is seen even
+        when no Discord call follows it.
+        """
         try:
             async with asyncio.timeout(timeout):
                 while not (value := condition()):
                     waiter = asyncio.get_running_loop().create_future()
                     self._waiters.append(waiter)
-                    await waiter
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(waiter, RECHECK)
                 return value
         except TimeoutError:
             raise TimeoutError(f"fake Discord gave up waiting for {what or condition}") from None

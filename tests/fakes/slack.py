@@ -47,6 +47,8 @@ from tests.fakes.slack_payloads import SlackPayloads
 from tests.fakes.slack_streaming import DEFAULT_TIERS, SlackStreamingApi, ThreadStatus
 
 T = TypeVar("T")
+
+RECHECK = 0.05
 Args = dict[str, Any]
 
 LOGIN_PAGE = "<html><body>Sign in to Slack</body></html>"
@@ -292,11 +294,17 @@ class FakeSlack(
         return self._ws is not None and not self._ws.closed
 
     async def wait_for(self, condition: Callable[[], T | None], timeout: float = 5.0) -> T:
-        """Wait until ``condition()`` is truthy and return its value (bounded by ``timeout``)."""
+        """Wait until ``condition()`` is truthy and return its value (bounded by ``timeout``).
+
+        The condition is checked on every call the fake serves and at least every
+        ``RECHECK`` seconds, so a condition over another peer's state (the simulator's
+        requests) is seen even when no Slack call follows it.
+        """
         try:
             async with asyncio.timeout(timeout), self._changed:
                 while not (value := condition()):
-                    await self._changed.wait()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), RECHECK)
                 return value
         except TimeoutError:
             recent = [f"{c.method}:{c.error or 'ok'}" for c in self.calls[-8:]]
