@@ -79,6 +79,10 @@ process row. Every reader of ``processes`` takes a missing row for a gone proces
 still taken over when such a process comes. A day is far past any stall a process could come
 back from (its row would be written again by its next heartbeat or claim anyway)."""
 SQL_FORGET_GONE_PROCESSES: Final = "DELETE FROM processes WHERE seen_at < ?"
+SQL_FORGET_GONE_PROBES: Final = "DELETE FROM storage_probes WHERE probed_at < ?"
+"""The write probes (:meth:`storage.Store.probe_write`: one row per process) not written for
+:data:`GONE_PROCESS_SECONDS`, forgotten with the processes: every process that ever answered a
+readiness check left one."""
 SQL_DELETE_IMAGES: Final = "DELETE FROM playground_images WHERE key IN ({})"
 
 
@@ -129,10 +133,11 @@ class Retention:
         return await self.db.transaction(work), whose.pseudonym
 
     async def purge(self, cutoffs: Cutoffs) -> Purged | None:
-        """Delete, kind by kind, what is older than its cutoff, and the processes gone for
-        longer than :data:`GONE_PROCESS_SECONDS`, when this process is the one to purge this
-        hour (None when another one is, or did): the turn is a conditional update of its due
-        time, and the purge runs under the cluster's lock on it, so two never overlap."""
+        """Delete, kind by kind, what is older than its cutoff, and the processes (and their
+        write probes) gone for longer than :data:`GONE_PROCESS_SECONDS`, when this process is
+        the one to purge this hour (None when another one is, or did): the turn is a
+        conditional update of its due time, and the purge runs under the cluster's lock on it,
+        so two never overlap."""
         now = self.clock()
         turn = (now + PURGE_EVERY, PURGE_TURN, now)
         if await self.db.execute(SQL_CLAIM_PURGE, turn, repeatable=True) != 1:
@@ -144,10 +149,18 @@ class Retention:
                 ),
                 job_results=await self._purge(cutoffs.job_results, SQL_OLD_JOBS, None),
                 images=await self._purge(cutoffs.images, SQL_OLD_IMAGES, SQL_DELETE_IMAGES),
-                processes=await self.db.execute(
-                    SQL_FORGET_GONE_PROCESSES, (now - GONE_PROCESS_SECONDS,), repeatable=True
-                ),
+                processes=await self._forget_gone(now - GONE_PROCESS_SECONDS),
             )
+
+    async def _forget_gone(self, unseen_since: float) -> int:
+        """Delete the rows of the processes not seen since ``unseen_since`` and the write probes
+        not written since; how many processes."""
+
+        async def work(tx: Session) -> int:
+            await tx.execute(SQL_FORGET_GONE_PROBES, (unseen_since,))
+            return await tx.execute(SQL_FORGET_GONE_PROCESSES, (unseen_since,))
+
+        return await self.db.transaction(work, repeatable=True)
 
     async def _purge(self, cutoff: float | None, old: str, delete: str | None) -> int:
         if cutoff is None:

@@ -2,7 +2,7 @@
 none; after forgetting, no table of either backend has the user's id in any column, while
 everyone else's rows stay and usage totals stay as anonymous aggregates; the purge deletes
 exactly what is older than each kind's cutoff, by one process an hour, and forgets the processes
-gone for a day."""
+(and their write probes) gone for a day."""
 
 from __future__ import annotations
 
@@ -164,3 +164,20 @@ async def test_the_purge_forgets_processes_gone_for_a_day_and_their_jobs_are_sti
     assert [row["id"] for row in rows] == [store.owner.process_id]
     [taken] = await store.leasing.claim_jobs(["discord"], limit=10)
     assert (taken.id, taken.owner) == (left.id, store.owner.process_id)
+
+
+async def test_the_purge_forgets_the_write_probes_of_processes_gone_for_a_day(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    """Every process that answered a readiness check kept its row in ``storage_probes`` for
+    ever, one per process ever started."""
+    await other_store.probe_write()
+    clock.advance(DAY - 60)
+    await store.probe_write()
+    assert await store.retention.purge(Cutoffs(None, None, None)) is not None
+    assert len(await store.db.fetch_all("SELECT process_id FROM storage_probes")) == 2
+
+    clock.advance(3600)
+    assert await store.retention.purge(Cutoffs(None, None, None)) is not None
+    rows = await store.db.fetch_all("SELECT process_id FROM storage_probes")
+    assert [row["process_id"] for row in rows] == [store.owner.process_id]
