@@ -74,7 +74,7 @@ class Store:
         self.installations = SlackInstallations(db, clock)
         self.channels_in_view = ChannelsInView(db, clock)
         self.write_windows = WriteWindows(db, clock)
-        self.playground = PlaygroundHistory(db, clock, owner)
+        self.playground = PlaygroundHistory(db, clock, owner, lambda: self.leasing.released)
         self.moderation = ModerationStore(db, clock)
         self.audit = AuditLog(db, clock)
         self.retention = Retention(db, clock)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from storage.errors import StorageError
@@ -94,6 +94,11 @@ class JobLeasing:
     db: Database
     clock: Clock
     owner: Owner
+    released: bool = field(default=False, init=False)
+    """Whether :meth:`release_leases` dropped this process from the live ones (a clean stop)
+    and no heartbeat recorded it alive since: its pending-command claims then take nothing
+    (:meth:`storage.PlaygroundHistory.claim_pending_commands`), so nothing records a stopping
+    process alive again."""
 
     @property
     def shared(self) -> bool:
@@ -138,7 +143,9 @@ class JobLeasing:
                 )
             return Heartbeat(held, self._share(load_rows[0] if load_rows else []))
 
-        return await self.db.transaction(work, repeatable=True)
+        beat = await self.db.transaction(work, repeatable=True)
+        self.released = False
+        return beat
 
     def _share(self, load: list[Row]) -> int:
         """The fair share :data:`SQL_LOAD`'s rows give (see :meth:`heartbeat`)."""
@@ -196,7 +203,9 @@ class JobLeasing:
 
     async def release_leases(self) -> int:
         """End this process's leases now (a clean stop) and drop it from the live
-        processes; how many were released."""
+        processes; how many were released. From when it is asked, this process claims no
+        pending command (see :attr:`released`)."""
+        self.released = True
 
         async def work(tx: Session) -> int:
             released = await tx.execute(SQL_RELEASE, (self.owner.process_id, *_UNFINISHED))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -127,6 +127,8 @@ class PlaygroundHistory:
     db: Database
     clock: Clock
     owner: Owner
+    released: Callable[[], bool] = lambda: False
+    """Whether this process's leases were released (:attr:`storage.JobLeasing.released`)."""
 
     async def load_playground(
         self, keep: int, *, max_image_bytes: int | None = None
@@ -264,7 +266,9 @@ class PlaygroundHistory:
         """One statement, so concurrent claimers never get the same command (one holding a
         command makes the others skip it). Where processes share the database, the claimer
         is recorded as alive with its claim (a process claims before its first heartbeat), so
-        no other process takes what it just took."""
+        no other process takes what it just took. Once this process's leases were released (a
+        clean stop) it claims nothing, and records nothing: the others take its commands at
+        once instead of taking it for alive again."""
         now = self.clock()
         values: tuple[object, ...] = (self.owner.process_id, accepted_before)
         if self.db.dialect.shared:
@@ -274,6 +278,8 @@ class PlaygroundHistory:
         claim = SQL_CLAIM_PENDING.format(created, not_live, self.db.dialect.skip_locked)
 
         async def work(tx: Session) -> list[str]:
+            if self.released():
+                return []
             if self.db.dialect.shared:
                 await tx.execute(SQL_ALIVE, (self.owner.process_id, now, now))
             return [str(row["id"]) for row in await tx.fetch_all(claim, values)]

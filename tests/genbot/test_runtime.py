@@ -1,12 +1,14 @@
 """The runtime's start and stop order: adapters stop before the core (so no event reaches a
-stopped core), a failing stop step is logged and does not keep the rest running, and a startup
-that fails halfway stops everything it had started."""
+stopped core), a failing stop step is logged and does not keep the rest running, a startup
+that fails halfway stops everything it had started, and a process whose leases the drain released
+is not recorded alive again by the playground's claims while its adapters stop."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import socket
+import time
 from pathlib import Path
 
 import aiohttp
@@ -22,7 +24,9 @@ from genbot.demo import free_port
 from genbot.reasons import StartupError
 from genbot.runtime import Runtime, running
 from genbot.settings import Settings
-from storage import SqliteStore
+from storage import SqliteStore, Store
+from storage.postgres import PostgresStore
+from tests.postgres import PostgresCluster
 
 
 def tracker_running() -> bool:
@@ -41,6 +45,23 @@ class ObservedWebAdapter(WebAdapter):
         self.tracker_running_at_stop = tracker_running()
         await super().stop()
         raise RuntimeError("the event stream was already closed")
+
+
+class ClaimingAsItStops(WebAdapter):
+    """The real playground adapter, which claims pending commands once more as it is stopped
+    (as a sweep under way when genbot began to stop does) and notes whether its process's
+    ``processes`` row is there after that claim."""
+
+    store: Store
+    alive_after_claim: bool | None = None
+
+    async def stop(self) -> None:
+        await self.playground.claim_pending(time.time())
+        row = await self.store.db.fetch_one(
+            "SELECT id FROM processes WHERE id = ?", (self.store.owner.process_id,)
+        )
+        self.alive_after_claim = row is not None
+        await super().stop()
 
 
 async def refused(url: str) -> bool:
@@ -106,3 +127,23 @@ async def test_a_database_that_cannot_be_opened_is_one_line(tmp_path: Path) -> N
             raise AssertionError("genbot started without its database")
     assert str(failure.value).startswith(f"cannot open the database at {settings.storage.path}: ")
     assert str(failure.value).endswith("(check [storage] path)")
+
+
+async def test_a_claim_while_the_adapters_stop_does_not_record_a_released_process_alive(
+    postgres: PostgresCluster,
+) -> None:
+    """The drain releases the leases before the adapters stop: the playground's sweep, under way
+    then, wrote the process's row again, so the others took a stopping process for alive (and
+    would have for two leases, had it died before the tracker's stop released again)."""
+    settings = Settings()
+    store = await PostgresStore.open(postgres.create_database(), pool_size=2)
+    provider = ProviderClient(settings.api)
+    web = ClaimingAsItStops(WebSettings(enabled=True, port=0), history=store.playground)
+    web.store = store
+    core, jobs = build_core(settings, store, provider, [web.surface])
+    runtime = Runtime(settings, store, provider, core, {"web": web}, deliveries=jobs.tracker)
+    await runtime.start()
+
+    await runtime.stop()
+
+    assert web.alive_after_claim is False

@@ -220,6 +220,30 @@ async def test_a_process_that_claims_before_its_first_heartbeat_keeps_what_it_cl
         )
 
 
+async def test_a_released_process_claims_nothing_until_its_heartbeat_beats_again(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    """A claim after a clean stop's release (a sweep still under way while genbot stops) took
+    the commands for the stopping process and wrote its ``processes`` row again: the others
+    took it for alive and left what it had claimed for ``OWNER_SILENCE_LEASES`` leases."""
+    for command in ("c", "d"):
+        accepted = {"id": command, "created": clock.now - 30}
+        await store.playground.save_playground_message(
+            PlaygroundMessage(command, "general", True, (), accepted), [], keep=10
+        )
+    await store.leasing.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
+    await store.leasing.release_leases()
+
+    assert await store.playground.claim_pending_commands(clock.now) == []
+    alive = await store.db.fetch_all("SELECT id FROM processes")
+    assert [row["id"] for row in alive] == []
+    assert sorted(await other_store.playground.claim_pending_commands(clock.now)) == ["c", "d"]
+    await store.leasing.heartbeat(ProcessInfo("h", 1, ("web",), clock.now))
+    await other_store.playground.settle_playground_message("c")
+    clock.advance(2 * store.owner.lease_seconds + 1)
+    assert await store.playground.claim_pending_commands(clock.now) == ["d"], "started again"
+
+
 async def test_a_command_another_claimer_holds_is_skipped_not_waited_for(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:
