@@ -59,8 +59,9 @@ SETTLE_STOP_SECONDS = 5.0
 
 TakeOver = Callable[[list[Job]], Awaitable[None]]
 Woken = Callable[[str], Awaitable[None]]
-Held = Callable[[frozenset[str], float], None]
-"""Told the jobs this process still holds, as of a time before the heartbeat asked."""
+Held = Callable[[frozenset[str], int], None]
+"""Told the jobs this process still holds, and the number of the heartbeat that asked
+(:attr:`Leases.asked` when it asked)."""
 
 
 class Leases:
@@ -90,8 +91,13 @@ class Leases:
         self._settling: set[asyncio.Task[None]] = set()
         self.held = 0
         """Leases this process held at its last heartbeat (with what it took over then)."""
-        self.held_as_of: float | None = None
-        """When the heartbeat that counted :attr:`held` asked (None before the first)."""
+        self.asked = 0
+        """How many heartbeats have asked: the number of the latest (it goes up before the
+        heartbeat's transaction, so what happens after is numbered at least that)."""
+        self.held_beat: int | None = None
+        """The number of the heartbeat that counted :attr:`held` (None before the first):
+        what a heartbeat counts was committed before it asked, or happened after (numbered
+        at least this); counted, not timed, so a wall clock stepped back cannot reorder them."""
         self.taken_over = 0
         """Jobs this process took over since it started."""
 
@@ -118,13 +124,14 @@ class Leases:
     async def _renew(self, *, take_live: bool = False) -> list[Job]:
         """The database's part of :meth:`beat`; the jobs taken over, not settled yet."""
         platforms = list(self._platforms())
-        asked_at = self._clock()
+        self.asked += 1
+        number, asked_at = self.asked, self._clock()
         beat = await self._store.heartbeat(
             self.process_info(), share_of=() if take_live else platforms
         )
         held = beat.held
         answered_at = self._clock()
-        self._still_held(held, asked_at)
+        self._still_held(held, number)
         slow = answered_at - asked_at > self._store.owner.lease_seconds / BEATS_PER_LEASE
         if slow or self._reachable_since is None:
             self._reachable_since = answered_at if slow else asked_at
@@ -144,7 +151,7 @@ class Leases:
             log.info("gave back %d jobs beyond this process's share for others to take", shed)
         self.taken_over += len(taken)
         self.held = len(held) + len(taken) - shed
-        self.held_as_of = asked_at
+        self.held_beat = number
         metrics.set_leases(self.held)
         return taken
 

@@ -217,7 +217,8 @@ class Tracker:
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._deliveries: dict[str, asyncio.Task[None]] = {}
-        self._delivering_since: dict[str, float] = {}
+        self._delivering_since: dict[str, int] = {}
+        """When each delivery started, as the number of heartbeats asked by then."""
         self._fetches: set[asyncio.Task[bool]] = set()
         self._delivery_slots = DeliverySlots(DELIVERY_CONCURRENCY)
         self._stopped = False
@@ -225,7 +226,8 @@ class Tracker:
         self._quiet = False
         """The last round found nothing to do (see the module docstring)."""
         self._next_sweep = 0.0
-        self._submitted_at: float | None = None
+        self._submitted_after: int | None = None
+        """When a job was last submitted here, as the number of heartbeats asked by then."""
         self.rounds = 0
 
     # Lifecycle --------------------------------------------------------------------------------
@@ -286,7 +288,7 @@ class Tracker:
 
     def submitted(self, job_id: str) -> None:
         """A job was just handed to the provider (or finished at once)."""
-        self._submitted_at = self._clock()
+        self._submitted_after = self.leases.asked
         self._watch.touch(job_id)
         self.schedule_delivery(job_id)
         self.kick()
@@ -413,7 +415,7 @@ class Tracker:
         delivery = self._deliver(job_id, channel)
         task = asyncio.create_task(delivery, name=f"genbot-deliver-{job_id}")
         self._deliveries[job_id] = task
-        self._delivering_since[job_id] = self._clock()
+        self._delivering_since[job_id] = self.leases.asked
         task.add_done_callback(lambda _: self._forget(job_id, task))
 
     def _forget(self, job_id: str, task: asyncio.Task[None]) -> None:
@@ -421,12 +423,13 @@ class Tracker:
             del self._deliveries[job_id]
             self._delivering_since.pop(job_id, None)
 
-    def _keep_only(self, held: frozenset[str], as_of: float) -> None:
+    def _keep_only(self, held: frozenset[str], beat: int) -> None:
         """Stop delivering the jobs this process no longer holds (taken over while it
-        stalled); a delivery started after ``as_of`` is newer than what ``held`` knows."""
+        stalled), as heartbeat number ``beat`` counted them: a delivery started once that
+        heartbeat had asked is newer than what ``held`` knows."""
         for job_id, task in list(self._deliveries.items()):
-            started = self._delivering_since.get(job_id, as_of)
-            if job_id not in held and started < as_of and not task.done():
+            started = self._delivering_since.get(job_id, beat)
+            if job_id not in held and started < beat and not task.done():
                 log.info("job %s was taken over by another process; stopped delivering it", job_id)
                 task.cancel()
 
@@ -437,10 +440,10 @@ class Tracker:
         submitted here since that heartbeat asked, or no heartbeat has answered yet. False
         only when it certainly holds none (a job it creates is in flight only once submitted;
         one it takes over comes with a heartbeat)."""
-        as_of, submitted = self.leases.held_as_of, self._submitted_at
-        if as_of is None or self.leases.held > 0:
+        beat, submitted = self.leases.held_beat, self._submitted_after
+        if beat is None or self.leases.held > 0:
             return True
-        return submitted is not None and submitted >= as_of
+        return submitted is not None and submitted >= beat
 
     @property
     def deliveries_waiting(self) -> bool:

@@ -218,6 +218,26 @@ async def test_a_tick_leaves_alone_the_jobs_the_provider_finished_since_it_liste
         assert sum(len(message.history) for message in messages) - edits_before == TICKED // 2
 
 
+async def test_a_job_submitted_after_the_heartbeat_asked_is_ticked_though_the_clock_stepped_back(
+    tmp_path: Path,
+) -> None:
+    """The gate compared the time a job was submitted with the time the last heartbeat asked:
+    a wall clock stepped back between the two (``time.time`` is not monotonic: an NTP step)
+    closed it on a job that heartbeat had not counted, whose progress stood still until the
+    next heartbeat."""
+    clock, platform = Clock(), FakePlatform(profile=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=clock, platform=platform) as bare,
+    ):
+        assert await bare.engines.tracker.leases.beat() == 0
+        clock.now -= 1
+        await bare.engines.images.imagine(alice_imagines(), "a fox after the step")
+        clock.now += 7
+
+        assert await bare.engines.ticker.tick() == 1
+
+
 class HeldResults(FakePlatform):
     """Holds every write carrying images (a result) until :attr:`release` is set."""
 

@@ -797,3 +797,37 @@ async def test_a_creating_job_nobody_is_starting_is_settled_by_its_owner(
         assert settled is not None and settled.status == "create_failed"
         assert settled.error == LOST_BEFORE_SUBMIT and settled.owner == store.owner.process_id
         assert sim.state.requests_to("/gen/v2/imagine") == []
+
+
+async def test_a_delivery_started_once_the_heartbeat_asked_goes_on_though_the_clock_stepped_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A heartbeat stops the deliveries of jobs it does not count that started before it
+    asked; that was judged by the time, so with the wall clock stepped back meanwhile (an NTP
+    step) it stopped the delivery of a job created after it had read (a failure reported at
+    once), which waited for the sweep."""
+    now = [1_700_000_000.0]
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=lambda: now[0]) as bare,
+    ):
+        tracker, leasing = bare.engines.tracker, bare.store.leasing
+        answered = leasing.heartbeat
+        failed: list[str] = []
+
+        async def a_job_fails_while_it_answers(*args: Any, **kwargs: Any) -> Any:
+            beat = await answered(*args, **kwargs)
+            job = await bare.engines.images.imagine(ALICE_IMAGINES, "a fox that fails")
+            await tracker.wait_idle()
+            assert await bare.store.jobs.transition(job.id, IN_FLIGHT_STATUSES, "failed")
+            now[0] -= 1
+            tracker.schedule_delivery(job.id)
+            failed.append(job.id)
+            return beat
+
+        monkeypatch.setattr(leasing, "heartbeat", a_job_fails_while_it_answers)
+        await tracker.leases.beat()
+        await tracker.wait_idle()
+
+        reported = await bare.store.jobs.get_job(failed[0])
+        assert reported is not None and reported.status == "failed_posted"
