@@ -73,6 +73,15 @@ SQL_SHED: Final = (
     " LIMIT ?{})"
 )
 SQL_RELEASE: Final = f"UPDATE jobs SET lease_until = 0 WHERE owner = ? AND {_IN_UNFINISHED}"
+SQL_HOLD_ROW: Final = (
+    "INSERT INTO processes (id, host, pid, started_at, seen_at) VALUES (?, '', 0, 0, 0)"
+    " ON CONFLICT (id) DO UPDATE SET seen_at = processes.seen_at"
+)
+"""Locks this process's row before the release deletes it, creating it if missing: a writer of
+the row that has not committed yet (a pending-command claim recording the process alive,
+:data:`storage.queries.playground.SQL_ALIVE`) holds its key, so the release waits for it and
+then deletes what it wrote; a plain ``DELETE`` does not see an uncommitted insert, and the
+claim would write the row back after the release."""
 SQL_FORGET: Final = "DELETE FROM processes WHERE id = ?"
 
 
@@ -204,10 +213,16 @@ class JobLeasing:
     async def release_leases(self) -> int:
         """End this process's leases now (a clean stop) and drop it from the live
         processes; how many were released. From when it is asked, this process claims no
-        pending command (see :attr:`released`)."""
+        pending command (see :attr:`released`), and a claim already under way that wrote
+        the process's row is waited for and its row deleted (:data:`SQL_HOLD_ROW`). Not
+        covered: a claim that passed its check before the release was asked but whose
+        statement reaches the database only after the release began; the process's row is
+        then alive again until a later release (``Tracker.drain`` runs twice in a stop) or
+        until it stops beating."""
         self.released = True
 
         async def work(tx: Session) -> int:
+            await tx.execute(SQL_HOLD_ROW, (self.owner.process_id,))
             released = await tx.execute(SQL_RELEASE, (self.owner.process_id, *_UNFINISHED))
             await tx.execute(SQL_FORGET, (self.owner.process_id,))
             return released

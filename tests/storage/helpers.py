@@ -38,6 +38,10 @@ LOCK_WAITERS = (
 SQL_LOCK_WAITERS = "SELECT COUNT(*) FROM " + LOCK_WAITERS
 SQL_TERMINATE_LOCK_WAITERS = "SELECT pg_terminate_backend(pid) FROM " + LOCK_WAITERS
 TABLE_WAITERS = "pg_locks WHERE relation = %s::regclass AND NOT granted"
+SQL_STATEMENT_WAITERS = (
+    "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+    " AND starts_with(query, %s)"
+)
 SQL_MESSAGES_OF_JOB = (
     "SELECT platform, channel_id, message_id, job_id, kind FROM job_messages"
     " WHERE job_id = ? ORDER BY id"
@@ -104,6 +108,12 @@ async def until_waiting_for_table(url: str, table: str) -> None:
     """Until a session waits on the PostgreSQL server at ``url`` for a lock on ``table``. At
     most 30 s."""
     await _until_counted(url, "SELECT COUNT(*) FROM " + TABLE_WAITERS, table, 1)
+
+
+async def until_waiting_in(url: str, statement: str) -> None:
+    """Until a session waits on the PostgreSQL server at ``url`` for a lock while it runs a
+    statement that starts with ``statement``. At most 30 s."""
+    await _until_counted(url, SQL_STATEMENT_WAITERS, statement, 1)
 
 
 async def _until_counted(url: str, sql: str, value: str, count: int) -> None:

@@ -15,9 +15,15 @@ from storage.queries import playground as playground_queries
 from storage.queries.playground import SQL_IMAGES_ONLY_OF, SQL_SWEEP_IMAGES, SQL_SWEEP_UNSHOWN
 from storage.sql.dialect import text_inside
 from storage.sql.session import Session
-from tests.storage.conftest import ManualClock
+from tests.storage.conftest import Database, ManualClock, PostgresSchema
 from tests.storage.counting import counted
-from tests.storage.helpers import LONG_GATHER, after_turns
+from tests.storage.helpers import (
+    LONG_GATHER,
+    after_turns,
+    holding,
+    until_waiting_for_table,
+    until_waiting_in,
+)
 
 
 def image(key: str) -> PlaygroundImage:
@@ -242,6 +248,34 @@ async def test_a_released_process_claims_nothing_until_its_heartbeat_beats_again
     await other_store.playground.settle_playground_message("c")
     clock.advance(2 * store.owner.lease_seconds + 1)
     assert await store.playground.claim_pending_commands(clock.now) == ["d"], "started again"
+
+
+async def test_a_release_waits_for_a_claim_under_way_that_wrote_the_processes_row_first(
+    database: Database, store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    """A release that found no ``processes`` row (no heartbeat had committed yet) deleted
+    nothing and did not wait for a claim whose uncommitted insert had written it: the claim
+    then committed the row, and the stopping process looked alive for
+    ``OWNER_SILENCE_LEASES`` leases."""
+    if not isinstance(database, PostgresSchema):
+        pytest.skip("SQLite runs one write transaction at a time")
+    accepted = {"id": "c", "created": clock.now - 30}
+    await store.playground.save_playground_message(
+        PlaygroundMessage("c", "general", True, (), accepted), [], keep=10
+    )
+    async with holding(other_store.db, "LOCK TABLE playground_messages IN ACCESS EXCLUSIVE MODE"):
+        claim = asyncio.create_task(store.playground.claim_pending_commands(clock.now))
+        await until_waiting_for_table(database.url, "playground_messages")
+        release = asyncio.create_task(store.leasing.release_leases())
+        waiting = asyncio.create_task(until_waiting_in(database.url, "INSERT INTO processes"))
+        await asyncio.wait((release, waiting), return_when=asyncio.FIRST_COMPLETED)
+        if waiting.done():
+            waiting.result()
+        waiting.cancel()
+    assert await claim == ["c"]
+    await release
+    alive = await store.db.fetch_all("SELECT id FROM processes")
+    assert [row["id"] for row in alive] == []
 
 
 async def test_a_command_another_claimer_holds_is_skipped_not_waited_for(
