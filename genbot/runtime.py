@@ -201,7 +201,9 @@ class Runtime:
 
     async def stop(self) -> None:
         """Stop what :meth:`start` started or tried to, in the order of the module docstring
-        (bounded, never raises)."""
+        (bounded, never raises). The leases are released twice: by the drain, so the others
+        take the jobs over while the adapters stop, and by the tracker's stop once they have
+        stopped, for what they leased or wrote alive meanwhile (see ``Tracker.drain``)."""
         await self.drain()
         while self._attempted:
             name, adapter = self._attempted.pop()

@@ -26,7 +26,10 @@ from genbot.runtime import Runtime, running
 from genbot.settings import Settings
 from storage import SqliteStore, Store
 from storage.postgres import PostgresStore
+from storage.queries.playground import SQL_ALIVE
 from tests.postgres import PostgresCluster
+from tests.storage.conftest import new_job
+from tests.storage.helpers import create_job
 
 
 def tracker_running() -> bool:
@@ -61,6 +64,22 @@ class ClaimingAsItStops(WebAdapter):
             "SELECT id FROM processes WHERE id = ?", (self.store.owner.process_id,)
         )
         self.alive_after_claim = row is not None
+        await super().stop()
+
+
+class LeasingAsItStops(WebAdapter):
+    """The real playground adapter, which, as it is stopped (after the drain released the
+    leases), creates a job (as the batch queue still may until the core stops) and writes its
+    process's ``processes`` row (as a claim whose statement reached the database only after the
+    release began may)."""
+
+    store: Store
+    job_id: str | None = None
+
+    async def stop(self) -> None:
+        self.job_id = (await create_job(self.store.admission, new_job())).id
+        now = time.time()
+        await self.store.db.execute(SQL_ALIVE, (self.store.owner.process_id, now, now))
         await super().stop()
 
 
@@ -147,3 +166,31 @@ async def test_a_claim_while_the_adapters_stop_does_not_record_a_released_proces
     await runtime.stop()
 
     assert web.alive_after_claim is False
+
+
+async def test_what_leases_or_marks_the_process_alive_while_the_adapters_stop_is_released_too(
+    postgres: PostgresCluster,
+) -> None:
+    """The stop releases the leases twice (the drain's, before the adapters stop, and the
+    tracker's, after them): a drain run once would leave a job created while the adapters stop
+    leased to the stopped process, and its row alive, for the others to wait on."""
+    settings = Settings()
+    url = postgres.create_database()
+    store = await PostgresStore.open(url, pool_size=2)
+    provider = ProviderClient(settings.api)
+    web = LeasingAsItStops(WebSettings(enabled=True, port=0), history=store.playground)
+    web.store = store
+    core, jobs = build_core(settings, store, provider, [web.surface])
+    runtime = Runtime(settings, store, provider, core, {"web": web}, deliveries=jobs.tracker)
+    await runtime.start()
+
+    await runtime.stop()
+
+    after = await PostgresStore.open(url, pool_size=1)
+    try:
+        alive = await after.db.fetch_all("SELECT id FROM processes")
+        job = await after.db.fetch_one("SELECT lease_until FROM jobs WHERE id = ?", (web.job_id,))
+    finally:
+        await after.close()
+    assert alive == []
+    assert job is not None and job["lease_until"] == 0

@@ -252,7 +252,11 @@ class Tracker:
         """Stop polling and starting deliveries, let deliveries in progress finish (up to
         ``timeout`` seconds) so no result is left posted but unrecorded, then cancel what
         remains (its claim is released by the next owner), and release this process's leases
-        so another process takes its jobs over at once."""
+        so another process takes its jobs over at once. Runs again, releasing again, when
+        :meth:`stop` follows a drain: a stop drains before its adapters stop and stops the
+        tracker after them, and only that second release ends the leases of jobs created in
+        between and drops a ``processes`` row written back in between
+        (:meth:`storage.JobLeasing.release_leases`; tests/genbot/test_runtime.py holds it)."""
         self._stopped = True
         await self.leases.stop()
         if self._loop is not None:
