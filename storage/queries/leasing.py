@@ -104,8 +104,9 @@ class JobLeasing:
     clock: Clock
     owner: Owner
     released: bool = field(default=False, init=False)
-    """Whether :meth:`release_leases` dropped this process from the live ones (a clean stop)
-    and no heartbeat recorded it alive since: its pending-command claims then take nothing
+    """Whether :meth:`release_leases` was asked (a clean stop; set from the ask on, whether the
+    release then succeeds, fails or times out) and no heartbeat recorded this process alive
+    since: its pending-command claims then take nothing
     (:meth:`storage.PlaygroundHistory.claim_pending_commands`), so nothing records a stopping
     process alive again."""
 
