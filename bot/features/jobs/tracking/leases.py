@@ -74,7 +74,7 @@ class Leases:
         take_over: TakeOver,
         woken: Woken,
         *,
-        held: Held = lambda _jobs, _as_of: None,
+        held: Held = lambda _jobs, _beat: None,
         shards: Callable[[], str | None] = lambda: None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -96,8 +96,9 @@ class Leases:
         heartbeat's transaction, so what happens after is numbered at least that)."""
         self.held_beat: int | None = None
         """The number of the heartbeat that counted :attr:`held` (None before the first):
-        what a heartbeat counts was committed before it asked, or happened after (numbered
-        at least this); counted, not timed, so a wall clock stepped back cannot reorder them."""
+        it counted everything committed before it asked (its snapshot is taken later still),
+        and what it did not count is numbered at least this; counted, not timed, so a wall
+        clock stepped back cannot reorder them."""
         self.taken_over = 0
         """Jobs this process took over since it started."""
 
