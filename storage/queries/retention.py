@@ -133,8 +133,8 @@ class Retention:
         return await self.db.transaction(work), whose.pseudonym
 
     async def purge(self, cutoffs: Cutoffs) -> Purged | None:
-        """Delete, kind by kind, what is older than its cutoff, and the processes (and their
-        write probes) gone for longer than :data:`GONE_PROCESS_SECONDS`, when this process is
+        """Delete, kind by kind, what is older than its cutoff, and the processes and the write
+        probes not written for longer than :data:`GONE_PROCESS_SECONDS`, when this process is
         the one to purge this hour (None when another one is, or did): the turn is a
         conditional update of its due time, and the purge runs under the cluster's lock on it,
         so two never overlap."""
