@@ -116,7 +116,13 @@ async def _stopping(runtime: Runtime) -> None:
 
 
 async def _schema_behind(runtime: Runtime) -> None:
-    with contextlib.closing(sqlite3.connect(runtime.settings.storage.path)) as db:
+    await asyncio.to_thread(_drop_latest_version, runtime.settings.storage.path)
+
+
+def _drop_latest_version(path: Path) -> None:
+    """In a thread of its own: a transaction of the runtime's that waits on the event loop
+    holds SQLite's write lock until the loop runs it on."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
         db.execute(
             "DELETE FROM schema_version WHERE version = (SELECT MAX(version) FROM schema_version)"
         )
