@@ -25,10 +25,11 @@ from genbot.runtime import Runtime, running
 from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import Dialect, SimulatorConfig
-from tests.adapters.web.fakes import SseReader
+from tests.adapters.web.fakes import SseEvent, SseReader
 
 T = TypeVar("T")
 FAST_POLLING = LimitsSettings(poll_interval_min=0.01, poll_interval_max=0.1)
+RECHECK = 0.05
 Message = dict[str, Any]
 
 
@@ -102,16 +103,33 @@ class ChannelView:
     reader: SseReader
     events: list[dict[str, Any]] = field(default_factory=list)
     messages: dict[str, Message] = field(default_factory=dict)
+    _reading: asyncio.Task[SseEvent] | None = field(default=None, repr=False)
 
     async def until(self, predicate: Callable[[], T | None], timeout: float = 10.0) -> T:
-        """Read events until ``predicate()`` is truthy; return its value (bounded wait)."""
+        """Read events until ``predicate()`` is truthy; return its value (bounded wait).
+        ``predicate`` is also checked every :data:`RECHECK` without an event, so one
+        over other state (the simulator's) holds when no event follows its change; the event
+        being read then is kept for the next wait."""
         async with asyncio.timeout(timeout):
             while not (found := predicate()):
-                event = (await self.reader.next(timeout)).data
-                self.events.append(event)
-                if "message" in event:
-                    self.messages[event["message"]["id"]] = event["message"]
+                if self._reading is None:
+                    self._reading = asyncio.ensure_future(self.reader.next(None))
+                done, _ = await asyncio.wait({self._reading}, timeout=RECHECK)
+                if done:
+                    reading, self._reading = self._reading, None
+                    self._take(reading.result().data)
         return found
+
+    def close(self) -> None:
+        """Stop the read under way, if any."""
+        if self._reading is not None:
+            self._reading.cancel()
+            self._reading = None
+
+    def _take(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+        if "message" in event:
+            self.messages[event["message"]["id"]] = event["message"]
 
     def after(self, message_id: str) -> list[Message]:
         """Messages shown after ``message_id``, in order."""
@@ -145,8 +163,11 @@ class PlaygroundUser:
     def __init__(self, url: str) -> None:
         self.session = ClientSession(base_url=url, cookie_jar=CookieJar(unsafe=True))
         self._streams: list[ClientResponse] = []
+        self._views: list[ChannelView] = []
 
     async def close(self) -> None:
+        for view in self._views:
+            view.close()
         for response in self._streams:
             response.close()
         await self.session.close()
@@ -158,7 +179,9 @@ class PlaygroundUser:
         self._streams.append(response)
         reader = SseReader(response)
         assert (await reader.next()).data["type"] == "hello"
-        return ChannelView(reader)
+        view = ChannelView(reader)
+        self._views.append(view)
+        return view
 
     async def post(self, path: str, body: dict[str, Any]) -> str:
         """POST an action; the accepted event id (the test fails on anything but 202)."""

@@ -226,7 +226,8 @@ class SseReader:
         self.response = response
         self.comments = 0
 
-    async def next(self, timeout: float = 5.0) -> SseEvent:
+    async def next(self, timeout: float | None = 5.0) -> SseEvent:
+        """The next event (``timeout`` ``None``: however long it takes)."""
         event_id: str | None = None
         data: list[str] = []
         async with asyncio.timeout(timeout):
