@@ -10,6 +10,7 @@ lets tests wait on conditions with bounded timeouts instead of sleeping.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from collections import deque
@@ -38,6 +39,7 @@ from bot.kernel import (
 from bot.router import Router
 
 T = TypeVar("T")
+RECHECK = 0.05
 
 
 @dataclass
@@ -182,12 +184,17 @@ class FakePlatform:
     async def wait_for(
         self, condition: Callable[[], T | None], timeout: float = 10.0, what: str = ""
     ) -> T:
-        """Wait until ``condition()`` is truthy and return it; ``TimeoutError`` names ``what``."""
+        """Wait until ``condition()`` is truthy and return it; ``TimeoutError`` names ``what``.
+        ``condition`` is checked at each change of this platform and at least every
+        :data:`RECHECK`, so one over other state (the simulator's, the store's) holds
+        though no change of the platform follows."""
         try:
             async with asyncio.timeout(timeout):
                 async with self._changed:
                     while not (value := condition()):
-                        await self._changed.wait()
+                        with contextlib.suppress(TimeoutError):
+                            async with asyncio.timeout(RECHECK):
+                                await self._changed.wait()
                     return value
         except TimeoutError:
             raise TimeoutError(f"gave up waiting for {what or condition}") from None

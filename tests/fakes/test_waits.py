@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.fakes.discord_world import DiscordWorld
+from tests.fakes.platform import FakePlatform
 from tests.fakes.slack import FakeSlack
 
 BOUND = 2.0
@@ -27,4 +28,11 @@ async def test_fake_discord_wait_for_sees_state_it_is_not_told_of() -> None:
     world, state = DiscordWorld(), list[str]()
     later = asyncio.create_task(turns_true_later(state))
     assert await world.wait_for(lambda: state or None, BOUND) == ["created"]
+    await later
+
+
+async def test_fake_platform_wait_for_sees_state_it_is_not_told_of() -> None:
+    platform, state = FakePlatform(), list[str]()
+    later = asyncio.create_task(turns_true_later(state))
+    assert await platform.wait_for(lambda: state or None, BOUND) == ["created"]
     await later
