@@ -26,6 +26,7 @@ from tests.storage.helpers import create_job
 
 GRID_LABELS = ["U1", "U2", "U3", "U4", "🔄", "V1", "V2", "V3", "V4", "🌱 Seed", "ℹ️"]
 """The buttons under every grid: U and V rows, the seed, and its info."""
+RECHECK = 0.01
 
 
 async def run_command(
@@ -151,9 +152,11 @@ async def left_by_a_previous_run(
 
 
 async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Wait (bounded) until ``condition()`` holds, checking at every turn of the loop."""
+    """Wait (bounded) until ``condition()`` holds, checking it every :data:`RECHECK`
+    (sleeping between checks: a loop of ``sleep(0)`` would keep a core busy while the work it
+    waits for, in other tasks, threads and processes, needs it)."""
     async with asyncio.timeout(timeout):
         while True:
             if condition():
                 return
-            await asyncio.sleep(0)
+            await asyncio.sleep(RECHECK)
