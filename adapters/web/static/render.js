@@ -118,11 +118,10 @@ export class MessageView {
     if (at < 0) at = this.placeOf(message);
     const element = this.render(message, this.groups(this.shownAt(at - 1), message));
     this.shown.set(message.id, message);
-    this.elements.set(message.id, element);
     if (existing) {
-      keepButtons(existing, element);
-      existing.replaceWith(element);
+      this.elements.set(message.id, replaceKeepingButtons(existing, element));
     } else {
+      this.elements.set(message.id, element);
       const next = this.elements.get(this.order[at]);
       this.order.splice(at, 0, message.id);
       if (next) next.before(element);
@@ -150,10 +149,7 @@ export class MessageView {
     const grouped = this.groups(this.shownAt(at - 1), message);
     const existing = this.elements.get(message.id);
     if (existing.classList.contains("grouped") === grouped) return;
-    const element = this.render(message, grouped);
-    keepButtons(existing, element);
-    existing.replaceWith(element);
-    this.elements.set(message.id, element);
+    this.elements.set(message.id, replaceKeepingButtons(existing, this.render(message, grouped)));
   }
 
   remove(id) {
@@ -340,10 +336,32 @@ export class MessageView {
   }
 }
 
-/** An edit that leaves a message's buttons as they were keeps their elements, so a press between
- * two edits of a streaming answer (⏹ Stop) lands on a button still in the page. */
-function keepButtons(existing, element) {
+/** Show ``element`` (a message rendered again) in place of ``existing``; returns the one shown.
+ * When its buttons are as they were, ``existing`` stays and takes ``element``'s content and
+ * attributes around its button rows, which never leave the page: a press on ⏹ Stop whose mouse
+ * went down before an edit of the streaming answer and up after it is still a click (Chrome
+ * drops the click of a button taken out of the page between the two, even if put back). */
+function replaceKeepingButtons(existing, element) {
   const before = existing.querySelector(".button-rows");
   const after = element.querySelector(".button-rows");
-  if (before && after && before.dataset.key === after.dataset.key) after.replaceWith(before);
+  if (!before || !after || before.dataset.key !== after.dataset.key) {
+    existing.replaceWith(element);
+    return element;
+  }
+  let kept = before;
+  let fresh = after;
+  while (fresh !== element && kept !== existing) {
+    const keptParent = kept.parentElement;
+    const freshParent = fresh.parentElement;
+    for (const child of [...keptParent.childNodes]) if (child !== kept) child.remove();
+    const siblings = [...freshParent.childNodes];
+    const at = siblings.indexOf(fresh);
+    kept.before(...siblings.slice(0, at));
+    kept.after(...siblings.slice(at + 1));
+    for (const { name } of [...keptParent.attributes]) keptParent.removeAttribute(name);
+    for (const { name, value } of freshParent.attributes) keptParent.setAttribute(name, value);
+    kept = keptParent;
+    fresh = freshParent;
+  }
+  return existing;
 }

@@ -60,6 +60,34 @@ async def test_stop_feedback_and_regenerate_in_a_real_browser(
         assert tab.errors == []
 
 
+async def test_a_press_of_stop_held_while_the_answer_grows_stops_it(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
+    """The mouse goes down on ⏹ Stop, an edit of the streaming answer shows more text, the
+    mouse goes up: that is a click on Stop (its button stays in the page through the edit; one
+    taken out and put back loses the click)."""
+    async with real_stack(tmp_path, time_scale=5) as stack, user(chromium_browser) as tab:
+        page = tab.page
+        await tab.open(stack.url + "/")
+        await tab.send(f"@genbot echo: {WORDS}")
+        streaming = page.locator("#thread-messages article.message.kind-bot").filter(
+            has_text="fox3 "
+        )
+        stop = streaming.locator(".btn", has_text="⏹ Stop")
+        await expect(stop).to_be_visible(timeout=WAIT_MS)
+        answer = page.locator(f'article[data-id="{await streaming.get_attribute("data-id")}"]')
+
+        await stop.hover()
+        await page.mouse.down()
+        words = await answer.locator(".text").evaluate("text => text.textContent")
+        await expect(answer.locator(".text")).not_to_have_text(words, timeout=WAIT_MS)
+        await page.mouse.up()
+
+        await expect(answer.locator(".text")).to_contain_text("(stopped)", timeout=WAIT_MS)
+        assert "fox299" not in (await answer.locator(".text").inner_text())
+        assert tab.errors == []
+
+
 async def test_edit_a_message_and_switch_between_its_versions_in_a_real_browser(
     tmp_path: Path, chromium_browser: Browser
 ) -> None:
